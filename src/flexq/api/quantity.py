@@ -1,0 +1,108 @@
+"""Kubernetes resource quantities, parsed and compared exactly.
+
+Owns: parsing (`500m`, `75Gi`, `1000000000Gi`, `1e3`, `0.5`), exact arithmetic (``fractions.Fraction``),
+canonical formatting as the API server prints quantities, and the integer "resource value" Kueue
+uses for quota math (milli-units for ``cpu``, whole units rounded up for everything else).
+Must not import anything from flexq.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+__all__ = [
+    "QuantityError",
+    "format_quantity",
+    "parse_quantity",
+    "resource_value",
+    "from_resource_value",
+]
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+# Same grammar as k8s.io/apimachinery/pkg/api/resource: <signedNumber><suffix>
+_RE = re.compile(
+    r"^(?P<sign>[+-]?)(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?:(?P<exp>[eE][+-]?[0-9]+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
+)
+_MAX_ABS = Fraction(2**63 - 1) * 10**18  # far beyond anything a cluster uses; guards against 1e99999
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: str | int | float | Fraction) -> Fraction:
+    """Parse a quantity into an exact Fraction. Raises QuantityError with the API server's wording."""
+    if isinstance(value, bool):
+        raise QuantityError("quantities must match the regular expression "
+                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(str(value))
+    text = str(value).strip()
+    m = _RE.match(text)
+    if not m:
+        raise QuantityError("quantities must match the regular expression "
+                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+    num = Fraction(m.group("num"))
+    if m.group("exp"):
+        exp = int(m.group("exp")[1:])
+        if abs(exp) > 60:
+            raise QuantityError("quantity exponent out of range")
+        num *= Fraction(10) ** exp
+    else:
+        suffix = m.group("suffix") or ""
+        num *= _BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix]
+    if m.group("sign") == "-":
+        num = -num
+    if abs(num) > _MAX_ABS:
+        raise QuantityError("quantity is too large")
+    return num
+
+
+def format_quantity(q: Fraction | int, binary: bool = False) -> str:
+    """Canonical string: integers plainly, binary suffixes when asked and exact, else milli / nano."""
+    q = Fraction(q)
+    if q.denominator == 1:
+        n = q.numerator
+        if binary and n != 0:
+            for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+                if n % _BINARY[suffix] == 0:
+                    return f"{n // _BINARY[suffix]}{suffix}"
+        return str(n)
+    milli = q * 1000
+    if milli.denominator == 1:
+        return f"{milli.numerator}m"
+    nano = q * 10**9
+    return f"{-(-nano.numerator // nano.denominator)}n"  # round up, as the API server does
+
+
+def resource_value(name: str, value: str | int | float | Fraction) -> int:
+    """Kueue's int64 view of a request: milli-units for cpu, whole units (rounded up) otherwise."""
+    q = parse_quantity(value)
+    if name == "cpu":
+        q *= 1000
+    return -((-q.numerator) // q.denominator)
+
+
+def from_resource_value(name: str, value: int) -> str:
+    """Inverse of resource_value, formatted as Kueue writes usage (``2``, ``500m``, ``16Gi``)."""
+    if name == "cpu":
+        return format_quantity(Fraction(value, 1000))
+    return format_quantity(Fraction(value), binary=name in ("memory", "ephemeral-storage"))
