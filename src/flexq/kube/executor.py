@@ -1,0 +1,74 @@
+"""The seam between the twin's kubelet and whatever "runs" a pod.
+
+Owns: the ``PodExecutor`` protocol and the small value types passed across it. The kubelet controller
+(``flexq.kube``) decides *when* a bound pod starts and stops and writes pod status; an executor decides
+*how* it runs: the simulated executor sleeps on the virtual clock, the local-Ray executor
+(``flexq.kuberay.ray_runner``) starts real Ray processes. Executors are chosen from one explicit list
+built in ``flexq.assembly``; the first whose ``accepts`` is true runs the pod.
+
+Executors never touch the store: they get everything in ``PodLaunch`` and report through ``poll``.
+They may do slow work in their own threads, and call ``launch.notify()`` (thread-safe) to ask the
+kubelet to poll again soon. Must not import anything in flexq but ``flexq.api``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+PodKey = tuple[str, str]  # (namespace, name)
+Phase = Literal["Pending", "Running", "Succeeded", "Failed"]
+
+
+class LogSink(Protocol):
+    """Where a container's output goes (``kubectl logs`` reads it back). Thread-safe."""
+
+    def write(self, namespace: str, pod: str, container: str, text: str) -> None:
+        """Append ``text`` to the container's log."""
+
+
+@dataclass(frozen=True)
+class PodLaunch:
+    """Everything an executor needs to start one pod, resolved by the kubelet."""
+
+    pod: dict  # the Pod object as stored (spec.nodeName set)
+    node: dict  # the Node object the pod is bound to (labels carry TPU type/topology)
+    files: dict[str, dict[str, str]]  # mountPath -> {filename: content} (ConfigMap volumes, materialised)
+    env: dict[str, str]  # extra environment the node gives (e.g. TPU_* on TPU hosts)
+    logs: LogSink
+    notify: Callable[[], None]  # thread-safe: wake the kubelet to poll this pod now
+    services: dict[str, str] = field(default_factory=dict)  # "<svc>.<ns>" / "<svc>" -> local "host:port" map
+
+
+@dataclass(frozen=True)
+class PodRunState:
+    """What an executor reports about one pod."""
+
+    phase: Phase
+    ready: bool = False
+    message: str = ""
+    reason: str = ""
+    exit_code: int | None = None
+    pod_ip: str = "127.0.0.1"
+
+
+class PodExecutor(Protocol):
+    """Runs pods. Implementations: simulated (virtual clock) and local Ray (real processes)."""
+
+    name: str
+
+    def accepts(self, pod: dict) -> bool:
+        """True when this executor should run the pod (e.g. Ray head/worker/submitter pods)."""
+
+    def start(self, launch: PodLaunch) -> None:
+        """Begin running the pod; must return quickly (do slow work in a thread)."""
+
+    def poll(self, key: PodKey) -> PodRunState | None:
+        """Current state of a started pod, or None if unknown to this executor."""
+
+    def stop(self, key: PodKey) -> None:
+        """Stop the pod's processes (idempotent; returns quickly, cleanup may finish in background)."""
+
+    def shutdown(self) -> None:
+        """Stop everything this executor started (twin shutdown); blocks until done."""
