@@ -106,3 +106,44 @@ def from_resource_value(name: str, value: int) -> str:
     if name == "cpu":
         return format_quantity(Fraction(value, 1000))
     return format_quantity(Fraction(value), binary=name in ("memory", "ephemeral-storage"))
+
+
+_DEC_UP = [("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)]
+
+
+def canonical_quantity(value: str | int | float | Fraction) -> str:
+    """The string the API server stores for a quantity (``resource.Quantity.String()``).
+
+    The format of the input is kept: binary suffixes stay binary (``1.5Gi`` -> ``1536Mi``), exponents stay
+    exponents (``1e3`` -> ``1e3``), everything else is decimal SI (``1000000000`` -> ``1G``, ``0.5`` -> ``500m``).
+    """
+    q = parse_quantity(value)
+    text = value if isinstance(value, str) else ""
+    binary = any(text.strip().endswith(s) for s in _BINARY)
+    exponent = bool(re.search(r"[eE][+-]?[0-9]+$", text.strip()))
+    sign = "-" if q < 0 else ""
+    q = abs(q)
+    if q == 0:
+        return "0"
+    if q.denominator != 1:
+        # round up to the nano scale, as the API server does for sub-unit quantities
+        nano = -(-q.numerator * 10**9 // q.denominator)
+        for suffix, scale in (("", 10**9), ("m", 10**6), ("u", 10**3)):
+            if nano % scale == 0:
+                return f"{sign}{nano // scale}{suffix}"
+        return f"{sign}{nano}n"
+    n = q.numerator
+    if binary and n >= 1024:
+        for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+            if n % _BINARY[suffix] == 0:
+                return f"{sign}{n // _BINARY[suffix]}{suffix}"
+    if exponent:
+        e = 0
+        while n % 1000 == 0 and n:
+            n //= 1000
+            e += 3
+        return f"{sign}{n}e{e}" if e else f"{sign}{n}"
+    for suffix, scale in _DEC_UP:
+        if n % scale == 0:
+            return f"{sign}{n // scale}{suffix}"
+    return f"{sign}{n}"

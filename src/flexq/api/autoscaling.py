@@ -1,0 +1,5 @@
+"""autoscaling kinds (being written)."""
+
+from flexq.api.registry import KindInfo
+
+KINDS: list[KindInfo] = []

@@ -1,0 +1,218 @@
+"""Building blocks of every typed object: the pydantic base models, ObjectMeta, common field types.
+
+Owns: ``Model`` (camelCase, unknown fields refused), ``Loose`` (unknown fields kept, for the parts of
+core/v1 we do not model field by field), ``ObjectMeta``, ``Condition``, label selectors, tolerations,
+taints, quantities as a field type, name validators, and ``field_error`` for semantic checks that
+point at a sub-path. Validation and defaults only; no behaviour. Must not import ``flexq`` outside
+``flexq.api`` and ``flexq.errors``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from flexq.api.quantity import QuantityError, canonical_quantity
+
+__all__ = [
+    "Condition", "LabelSelector", "Loose", "Model", "ObjectMeta", "OwnerReference", "Quantity",
+    "Taint", "Toleration", "DNS1123Label", "DNS1123Subdomain", "field_error", "ObjectBase",
+    "ResourceList", "check_dns1123_subdomain", "check_dns1123_label", "check_label_key", "check_label_value",
+]
+
+
+class Model(BaseModel):
+    """Strict: camelCase aliases, unknown fields are an error (the server's strict field validation)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid",
+                              serialize_by_alias=True)
+
+
+class Loose(Model):
+    """Like Model, but unknown fields are kept as they are (used where we model only what we read)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def field_error(subpath: str, message: str, kind: str = "FieldValueInvalid") -> PydanticCustomError:
+    """An error raised in a model validator that names a path below the model (``resourceGroups[0].flavors``)."""
+    return PydanticCustomError("flexq", "{message}", {"message": message, "subpath": subpath, "kind": kind})
+
+
+# -- names ------------------------------------------------------------------------------------
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def check_dns1123_label(v: str) -> str:
+    if len(v) > 63:
+        raise PydanticCustomError("flexq", "must be no more than 63 characters", {"kind": "FieldValueInvalid"})
+    if not _DNS_LABEL.match(v):
+        raise PydanticCustomError(
+            "flexq", "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+            "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
+            "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')", {"kind": "FieldValueInvalid"})
+    return v
+
+
+def check_dns1123_subdomain(v: str) -> str:
+    if len(v) > 253:
+        raise PydanticCustomError("flexq", "must be no more than 253 characters", {"kind": "FieldValueInvalid"})
+    if not _DNS_SUBDOMAIN.match(v):
+        raise PydanticCustomError(
+            "flexq", "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+            "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+            "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            {"kind": "FieldValueInvalid"})
+    return v
+
+
+def check_label_key(k: str) -> str:
+    prefix, _, name = k.rpartition("/")
+    if prefix:
+        check_dns1123_subdomain(prefix)
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        raise PydanticCustomError(
+            "flexq", "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+            "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+            "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')", {"kind": "FieldValueInvalid"})
+    return k
+
+
+def check_label_value(v: str) -> str:
+    if len(v) > 63 or not _LABEL_VALUE.match(v):
+        raise PydanticCustomError(
+            "flexq", "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+            "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  "
+            "or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            {"kind": "FieldValueInvalid"})
+    return v
+
+
+def _check_labels(v: dict[str, str] | None) -> dict[str, str] | None:
+    if v:
+        for k, val in v.items():
+            check_label_key(k)
+            check_label_value(val)
+    return v
+
+
+DNS1123Label = Annotated[str, AfterValidator(check_dns1123_label)]
+DNS1123Subdomain = Annotated[str, AfterValidator(check_dns1123_subdomain)]
+Labels = Annotated[dict[str, str] | None, AfterValidator(_check_labels)]
+
+
+def _quantity(v: Any) -> str:
+    if isinstance(v, bool) or v is None:
+        raise PydanticCustomError("flexq", "quantities must be a string or a number", {"kind": "FieldValueInvalid"})
+    try:
+        return canonical_quantity(v)
+    except QuantityError as exc:
+        raise PydanticCustomError("flexq", str(exc), {"kind": "FieldValueInvalid"}) from None
+
+
+Quantity = Annotated[str, BeforeValidator(_quantity)]
+ResourceList = dict[str, Quantity]
+
+
+# -- metadata ---------------------------------------------------------------------------------
+class OwnerReference(Model):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ManagedFieldsEntry(Loose):
+    """Kept as sent (server-side apply bookkeeping)."""
+
+
+class ObjectMeta(Model):
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    deletion_grace_period_seconds: int | None = None
+    labels: Labels = None
+    annotations: dict[str, str] | None = None
+    owner_references: list[OwnerReference] | None = None
+    finalizers: list[str] | None = None
+    managed_fields: list[ManagedFieldsEntry] | None = None
+    self_link: str | None = None
+
+    @field_validator("annotations")
+    @classmethod
+    def _annotation_keys(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        if v:
+            for k in v:
+                check_label_key(k)
+            if sum(len(k) + len(x) for k, x in v.items()) > 256 * 1024:
+                raise PydanticCustomError("flexq", "may not be more than 262144 bytes",
+                                          {"kind": "FieldValueTooLong"})
+        return v
+
+
+class ObjectBase(Model):
+    """Common envelope: apiVersion, kind, metadata. Kind models add spec/status/data."""
+
+    api_version: str | None = None
+    kind: str | None = None
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+
+# -- shared small types -----------------------------------------------------------------------
+class Condition(Model):
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+    last_update_time: str | None = None
+    last_probe_time: str | None = None
+    last_heartbeat_time: str | None = None
+
+
+class LabelSelectorRequirement(Model):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] | None = None
+
+
+class LabelSelector(Model):
+    match_labels: Labels = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+
+class Toleration(Model):
+    key: str | None = None
+    operator: Literal["Exists", "Equal"] | None = None
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] | None = None
+    toleration_seconds: int | None = None
+
+
+class Taint(Model):
+    key: str
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    time_added: str | None = None

@@ -1,0 +1,397 @@
+"""core/v1 and batch/v1 kinds: Namespace, Node, Pod, PodTemplate, ConfigMap, Service, Event, Job.
+
+Only the fields the twin reads are modelled field by field (with the API server's validation); the rest
+of each spec is kept as sent (``Loose``). No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from flexq.api.base import (
+    DNS1123Label,
+    Labels,
+    LabelSelector,
+    Loose,
+    Model,
+    ObjectBase,
+    Quantity,
+    Taint,
+    Toleration,
+    field_error,
+)
+from flexq.api.registry import KindInfo, PrinterColumn
+
+# -- pods ---------------------------------------------------------------------------------------
+
+
+class ResourceRequirements(Model):
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+    claims: list[dict[str, Any]] | None = None
+
+
+class ContainerPort(Loose):
+    container_port: int = Field(ge=1, le=65535)
+    name: str | None = None
+    protocol: Literal["TCP", "UDP", "SCTP"] | None = "TCP"
+
+
+class EnvVar(Loose):
+    name: str
+    value: str | None = None
+
+
+class VolumeMount(Loose):
+    name: str
+    mount_path: str
+
+
+class Container(Loose):
+    name: DNS1123Label
+    image: str | None = None
+    command: list[str] | None = None
+    args: list[str] | None = None
+    env: list[EnvVar] | None = None
+    ports: list[ContainerPort] | None = None
+    resources: ResourceRequirements | None = None
+    volume_mounts: list[VolumeMount] | None = None
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> Container:
+        res = self.resources
+        if res and res.limits and res.requests:
+            from flexq.api.quantity import parse_quantity
+
+            for name, req in res.requests.items():
+                lim = res.limits.get(name)
+                if lim is not None and parse_quantity(req) > parse_quantity(lim):
+                    raise field_error(f"resources.requests[{name}]", f"must be less than or equal to {name} limit of {lim}")
+        return self
+
+
+class ConfigMapVolumeSource(Loose):
+    name: str | None = None
+    items: list[dict[str, Any]] | None = None
+
+
+class Volume(Loose):
+    name: DNS1123Label
+    config_map: ConfigMapVolumeSource | None = None
+
+
+class NodeSelectorRequirement(Model):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] | None = None
+
+
+class NodeSelectorTerm(Model):
+    match_expressions: list[NodeSelectorRequirement] | None = None
+    match_fields: list[NodeSelectorRequirement] | None = None
+
+
+class NodeSelector(Model):
+    node_selector_terms: list[NodeSelectorTerm]
+
+
+class NodeAffinity(Loose):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+
+
+class Affinity(Loose):
+    node_affinity: NodeAffinity | None = None
+
+
+class PodSpec(Loose):
+    containers: list[Container] = Field(min_length=1)
+    init_containers: list[Container] | None = None
+    node_selector: Labels = None
+    node_name: str | None = None
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] | None = None
+    volumes: list[Volume] | None = None
+    restart_policy: Literal["Always", "OnFailure", "Never"] | None = "Always"
+    priority_class_name: str | None = None
+    priority: int | None = None
+    scheduling_gates: list[dict[str, str]] | None = None
+    overhead: dict[str, Quantity] | None = None
+    scheduler_name: str | None = "default-scheduler"
+    termination_grace_period_seconds: int | None = 30
+    dns_policy: str | None = "ClusterFirst"
+
+    @field_validator("containers")
+    @classmethod
+    def _unique_names(cls, v: list[Container]) -> list[Container]:
+        seen: set[str] = set()
+        for i, c in enumerate(v):
+            if c.name in seen:
+                raise field_error(f"[{i}].name", f'Duplicate value: "{c.name}"', "FieldValueDuplicate")
+            seen.add(c.name)
+        return v
+
+
+class PodTemplateMeta(Model):
+    name: str | None = None
+    namespace: str | None = None
+    labels: Labels = None
+    annotations: dict[str, str] | None = None
+    generate_name: str | None = None
+    finalizers: list[str] | None = None
+    creation_timestamp: str | None = None
+
+
+class PodTemplateSpec(Model):
+    metadata: PodTemplateMeta | None = None
+    spec: PodSpec
+
+
+class Pod(ObjectBase):
+    spec: PodSpec
+    status: dict[str, Any] | None = None
+
+
+class PodTemplate(ObjectBase):
+    template: PodTemplateSpec
+
+
+# -- nodes, namespaces, config ------------------------------------------------------------------
+
+
+class NodeSpec(Loose):
+    taints: list[Taint] | None = None
+    unschedulable: bool | None = None
+    provider_id: str | None = None
+
+
+class Node(ObjectBase):
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: dict[str, Any] | None = None
+
+
+class Namespace(ObjectBase):
+    spec: dict[str, Any] | None = None
+    status: dict[str, Any] | None = None
+
+
+class ConfigMapVolumeSource(Loose):
+    name: str | None = None
+    items: list[dict[str, Any]] | None = None
+
+
+class Volume(Loose):
+    name: DNS1123Label
+    config_map: ConfigMapVolumeSource | None = None
+
+
+class NodeSelectorRequirement(Model):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] | None = None
+
+
+class NodeSelectorTerm(Model):
+    match_expressions: list[NodeSelectorRequirement] | None = None
+    match_fields: list[NodeSelectorRequirement] | None = None
+
+
+class NodeSelector(Model):
+    node_selector_terms: list[NodeSelectorTerm]
+
+
+class NodeAffinity(Loose):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+
+
+class Affinity(Loose):
+    node_affinity: NodeAffinity | None = None
+
+
+class PodSpec(Loose):
+    containers: list[Container] = Field(min_length=1)
+    init_containers: list[Container] | None = None
+    node_selector: Labels = None
+    node_name: str | None = None
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] | None = None
+    volumes: list[Volume] | None = None
+    restart_policy: Literal["Always", "OnFailure", "Never"] | None = "Always"
+    priority_class_name: str | None = None
+    priority: int | None = None
+    scheduling_gates: list[dict[str, str]] | None = None
+    overhead: dict[str, Quantity] | None = None
+    scheduler_name: str | None = "default-scheduler"
+    termination_grace_period_seconds: int | None = 30
+    dns_policy: str | None = "ClusterFirst"
+
+    @field_validator("containers")
+    @classmethod
+    def _unique_names(cls, v: list[Container]) -> list[Container]:
+        seen: set[str] = set()
+        for i, c in enumerate(v):
+            if c.name in seen:
+                raise field_error(f"[{i}].name", f'Duplicate value: "{c.name}"', "FieldValueDuplicate")
+            seen.add(c.name)
+        return v
+
+
+class PodTemplateMeta(Model):
+    name: str | None = None
+    namespace: str | None = None
+    labels: Labels = None
+    annotations: dict[str, str] | None = None
+    generate_name: str | None = None
+    finalizers: list[str] | None = None
+    creation_timestamp: str | None = None
+
+
+class PodTemplateSpec(Model):
+    metadata: PodTemplateMeta | None = None
+    spec: PodSpec
+
+
+class Pod(ObjectBase):
+    spec: PodSpec
+    status: dict[str, Any] | None = None
+
+
+class PodTemplate(ObjectBase):
+    template: PodTemplateSpec
+
+
+# -- nodes, namespaces, config ------------------------------------------------------------------
+
+
+class NodeSpec(Loose):
+    taints: list[Taint] | None = None
+    unschedulable: bool | None = None
+    provider_id: str | None = None
+
+
+class Node(ObjectBase):
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: dict[str, Any] | None = None
+
+
+class Namespace(ObjectBase):
+    spec: dict[str, Any] | None = None
+    status: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _label_name(self) -> Namespace:
+        if self.metadata.name:
+            try:
+                check_dns1123_label(self.metadata.name)
+            except Exception as exc:
+                raise field_error("metadata.name", str(exc)) from None
+        return self
+
+
+class ConfigMap(ObjectBase):
+    data: dict[str, str] | None = None
+    binary_data: dict[str, str] | None = None
+    immutable: bool | None = None
+
+    @field_validator("data")
+    @classmethod
+    def _keys(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        import re
+
+        for k in v or {}:
+            if not re.match(r"^[-._a-zA-Z0-9]+$", k) or len(k) > 253:
+                raise field_error(f"[{k}]", "a valid config key must consist of alphanumeric characters, '-', "
+                                  "'_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
+                                  "validation is '[-._a-zA-Z0-9]+')")
+        return v
+
+
+class ServicePort(Loose):
+    port: int = Field(ge=1, le=65535)
+    name: str | None = None
+    target_port: int | str | None = None
+    protocol: Literal["TCP", "UDP", "SCTP"] | None = "TCP"
+
+
+class ServiceSpec(Loose):
+    selector: dict[str, str] | None = None
+    ports: list[ServicePort] | None = None
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"] | None = "ClusterIP"
+    cluster_ip: str | None = None
+
+
+class Service(ObjectBase):
+    spec: ServiceSpec = Field(default_factory=ServiceSpec)
+    status: dict[str, Any] | None = None
+
+
+class ObjectReference(Loose):
+    kind: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    uid: str | None = None
+    api_version: str | None = None
+
+
+class Event(ObjectBase):
+    involved_object: ObjectReference
+    reason: str | None = None
+    message: str | None = None
+    type: Literal["Normal", "Warning"] | None = None
+    count: int | None = None
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
+    event_time: str | None = None
+    source: dict[str, Any] | None = None
+    reporting_component: str | None = None
+    reporting_instance: str | None = None
+    action: str | None = None
+
+
+# -- batch/v1 Job ---------------------------------------------------------------------------------
+
+
+class JobSpec(Loose):
+    template: PodTemplateSpec
+    parallelism: int | None = Field(default=None, ge=0)
+    completions: int | None = Field(default=None, ge=0)
+    backoff_limit: int | None = Field(default=6, ge=0)
+    active_deadline_seconds: int | None = Field(default=None, ge=1)
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    suspend: bool | None = False
+    selector: LabelSelector | None = None
+    completion_mode: Literal["NonIndexed", "Indexed"] | None = "NonIndexed"
+
+    @model_validator(mode="after")
+    def _restart_policy(self) -> JobSpec:
+        if self.template.spec.restart_policy not in ("OnFailure", "Never"):
+            raise field_error("template.spec.restartPolicy",
+                              f'Unsupported value: "{self.template.spec.restart_policy}": supported values: '
+                              '"OnFailure", "Never"', "FieldValueNotSupported")
+        if self.parallelism is None:
+            self.parallelism = 1
+        if self.completions is None and self.completion_mode != "Indexed":
+            self.completions = 1
+        return self
+
+
+class Job(ObjectBase):
+    spec: JobSpec
+    status: dict[str, Any] | None = None
+
+
+KINDS = [
+    KindInfo("", "Namespace", "namespaces", {"v1": Namespace}, namespaced=False, short_names=("ns",),
+             name_rule="label"),
+    KindInfo("", "Node", "nodes", {"v1": Node}, namespaced=False, short_names=("no",),
+             printer_columns=[PrinterColumn("Status", ".status.conditions[?(@.type=='Ready')].status"),
+                              PrinterColumn("Age", ".metadata.creationTimestamp", "date")]),
+    KindInfo("", "Pod", "pods", {"v1": Pod}, short_names=("po",), categories=("all",)),
+    KindInfo("", "PodTemplate", "podtemplates", {"v1": PodTemplate}, status_subresource=False),
+    KindInfo("", "ConfigMap", "configmaps", {"v1": ConfigMap}, short_names=("cm",), status_subresource=False),
+    KindInfo("", "Service", "services", {"v1": Service}, short_names=("svc",), categories=("all",),
+             name_rule="label"),
+    KindInfo("", "Event", "events", {"v1": Event}, short_names=("ev",), status_subresource=False),
+    KindInfo("batch", "Job", "jobs", {"v1": Job}, categories=("all",)),
+]

@@ -1,0 +1,145 @@
+"""Which kinds exist, how they are named, and which model validates each served version.
+
+Owns: ``KindInfo`` (group, kind, plural, singular, short names, scope, served versions, storage version,
+per-version models and converters, printer columns), ``Registry`` with kubectl-style name resolution
+(``cq``, ``clusterqueues``, ``ClusterQueue``, ``clusterqueue.kueue.x-k8s.io``, ``workloads.v1beta1.kueue.x-k8s.io``).
+The default registry is built by ``flexq.api.kinds``. No behaviour. Must not import outside ``flexq.api``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from flexq.errors import Cause, NotFound
+
+Converter = Callable[[dict], dict]
+Validator = Callable[[dict, "dict | None"], list[Cause]]
+
+
+def _identity(obj: dict) -> dict:
+    return obj
+
+
+@dataclass
+class PrinterColumn:
+    """An ``additionalPrinterColumns`` entry (what ``kubectl get`` shows)."""
+
+    name: str
+    json_path: str
+    type: str = "string"
+    priority: int = 0
+    description: str = ""
+
+
+@dataclass
+class KindInfo:
+    """Everything the store and the faces need to know about one kind."""
+
+    group: str
+    kind: str
+    plural: str
+    models: dict[str, type[BaseModel]]  # served version -> model (first is the preferred version)
+    storage: str = ""
+    namespaced: bool = True
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    status_subresource: bool = True
+    to_storage: dict[str, Converter] = field(default_factory=dict)
+    from_storage: dict[str, Converter] = field(default_factory=dict)
+    validate: Validator | None = None  # semantic checks needing the old object (immutability etc.)
+    printer_columns: list[PrinterColumn] = field(default_factory=list)
+    name_rule: str = "subdomain"  # metadata.name: "subdomain" (most kinds) or "label" (Namespace, Service)
+    served_by_addon: str = ""  # e.g. "RayOperator": only served when the cluster has that addon
+
+    def __post_init__(self) -> None:
+        if not self.storage:
+            self.storage = next(iter(self.models))
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def versions(self) -> list[str]:
+        return list(self.models)
+
+    @property
+    def preferred_version(self) -> str:
+        return next(iter(self.models))
+
+    def api_version(self, version: str | None = None) -> str:
+        v = version or self.storage
+        return f"{self.group}/{v}" if self.group else v
+
+    @property
+    def storage_api_version(self) -> str:
+        return self.api_version(self.storage)
+
+    def convert_to_storage(self, version: str, obj: dict) -> dict:
+        return self.to_storage.get(version, _identity)(obj)
+
+    def convert_from_storage(self, version: str, obj: dict) -> dict:
+        return self.from_storage.get(version, _identity)(obj)
+
+    @property
+    def key(self) -> str:
+        """Stable identifier used by the store: ``<plural>.<group>`` (``pods`` for core)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    if "/" in api_version:
+        g, v = api_version.split("/", 1)
+        return g, v
+    return "", api_version
+
+
+class Registry:
+    """Kinds by every name kubectl accepts."""
+
+    def __init__(self, kinds: Iterable[KindInfo] = ()) -> None:
+        self._kinds: list[KindInfo] = []
+        self._by_key: dict[str, KindInfo] = {}
+        self._names: dict[str, list[KindInfo]] = {}
+        for k in kinds:
+            self.register(k)
+
+    def register(self, info: KindInfo) -> None:
+        self._kinds.append(info)
+        self._by_key[info.key] = info
+        names = {info.kind, info.kind.lower(), info.plural, info.singular, *info.short_names}
+        for n in names:
+            self._names.setdefault(n, []).append(info)
+            if info.group:
+                self._names.setdefault(f"{n}.{info.group}", []).append(info)
+                for v in info.versions:
+                    self._names.setdefault(f"{n}.{v}.{info.group}", []).append(info)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._kinds)
+
+    def resolve(self, name: str) -> KindInfo:
+        """A kind by kind name, plural, singular, short name, or any of those with ``.group``."""
+        found = self._names.get(name) or self._names.get(name.lower())
+        if not found:
+            raise NotFound(f'the server doesn\'t have a resource type "{name}"')
+        # prefer the core/kueue kinds over others sharing a short name, as kubectl's priority does
+        return found[0]
+
+    def by_key(self, key: str) -> KindInfo:
+        return self._by_key[key]
+
+    def by_gvk(self, api_version: str, kind: str) -> KindInfo:
+        group, version = split_api_version(api_version)
+        for info in self._names.get(kind, []):
+            if info.group == group and info.kind == kind:
+                if version not in info.models:
+                    raise NotFound(f'no matches for kind "{kind}" in version "{api_version}"')
+                return info
+        raise NotFound(f'no matches for kind "{kind}" in version "{api_version}"')
+
+    def by_plural(self, group: str, plural: str) -> KindInfo | None:
+        return self._by_key.get(f"{plural}.{group}" if group else plural)

@@ -1,0 +1,188 @@
+"""Admission of external objects: validate, default, convert to the storage version; and back.
+
+Owns: ``admit`` (a user's dict in any served version -> the defaulted storage-version dict, or an
+``Invalid`` error naming every bad field), ``render`` (storage dict -> any served version), and the
+translation of pydantic errors into Kubernetes ``Status`` causes. Must not import outside ``flexq.api``
+and ``flexq.errors``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Literal
+
+from pydantic import ValidationError
+from pydantic_core import PydanticCustomError
+
+from flexq.api.base import check_dns1123_label, check_dns1123_subdomain
+
+from flexq.api.registry import KindInfo, Registry, split_api_version
+from flexq.errors import BadRequest, Cause, Invalid
+
+UnknownFields = Literal["Strict", "Ignore"]
+
+_REASONS = {
+    "missing": "FieldValueRequired",
+    "literal_error": "FieldValueNotSupported",
+    "enum": "FieldValueNotSupported",
+    "too_long": "FieldValueTooMany",
+    "too_short": "FieldValueRequired",
+    "extra_forbidden": "FieldValueInvalid",
+    "greater_than_equal": "FieldValueInvalid",
+    "less_than_equal": "FieldValueInvalid",
+    "string_too_long": "FieldValueTooLong",
+}
+
+
+def path_of(loc: tuple[Any, ...]) -> str:
+    """pydantic ``loc`` -> Kubernetes field path (``spec.resourceGroups[0].flavors[1].name``)."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif any(c in str(part) for c in "./- ") or not str(part)[:1].isalpha():
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _short(value: Any) -> str:
+    try:
+        text = json.dumps(value, default=str)
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def causes_from(err: ValidationError) -> list[Cause]:
+    """Translate pydantic errors into Kubernetes causes, one per problem."""
+    causes: list[Cause] = []
+    for e in err.errors(include_url=False):
+        loc = tuple(x for x in e["loc"] if not (isinstance(x, str) and ("[" in x and "function-" in x)))
+        etype = e["type"]
+        ctx = e.get("ctx") or {}
+        field = path_of(loc)
+        if etype == "flexq":
+            if ctx.get("subpath"):
+                sub = ctx["subpath"]
+                field = f"{field}{sub}" if sub.startswith("[") else (f"{field}.{sub}" if field else sub)
+            reason = ctx.get("kind", "FieldValueInvalid")
+            msg = ctx.get("message", e["msg"])
+        else:
+            reason = _REASONS.get(etype, "FieldValueTypeInvalid" if "type" in etype or "parsing" in etype
+                                  else "FieldValueInvalid")
+            msg = e["msg"]
+        if reason == "FieldValueRequired":
+            text = "Required value" + (f": {msg}" if etype != "missing" else "")
+        elif etype == "extra_forbidden":
+            text = "field not declared in schema"
+            reason = "FieldValueInvalid"
+        elif reason == "FieldValueNotSupported" and "expected" in ctx:
+            text = f"Unsupported value: {_short(e.get('input'))}: supported values: {ctx['expected']}"
+        elif reason == "FieldValueTooMany":
+            text = f"Too many: {ctx.get('actual_length', '?')}: must have at most {ctx.get('max_length')} items"
+        elif reason == "FieldValueTypeInvalid":
+            text = f"Invalid value: {_short(e.get('input'))}: {msg}"
+        else:
+            text = f"Invalid value: {_short(e.get('input'))}: {msg}"
+        causes.append(Cause(field=field, reason=reason, message=text))
+    return causes
+
+
+def invalid(info: KindInfo, name: str, causes: list[Cause]) -> Invalid:
+    """The ``Invalid`` error the API server returns, message and all."""
+    what = f"{info.kind}.{info.group}" if info.group else info.kind
+    parts = [f"{c.field}: {c.message}" for c in causes]
+    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return Invalid(f'{what} "{name}" is invalid: {joined}', kind=info.kind, group=info.group, name=name,
+                   causes=causes)
+
+
+def _drop(obj: Any, loc: tuple[Any, ...]) -> None:
+    for part in loc[:-1]:
+        obj = obj[part]
+    if isinstance(obj, dict):
+        obj.pop(loc[-1], None)
+
+
+def validate(info: KindInfo, obj: dict, unknown: UnknownFields = "Strict") -> tuple[dict, str]:
+    """Validate and default ``obj`` in its own version. Returns (defaulted dict, version)."""
+    _, version = split_api_version(obj.get("apiVersion", ""))
+    model = info.models.get(version)
+    if model is None:
+        raise BadRequest(f'no kind "{obj.get("kind")}" is registered for version "{obj.get("apiVersion")}"')
+    name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName") or ""
+    data = obj
+    for _ in range(2):
+        try:
+            m = model.model_validate(data)
+            break
+        except ValidationError as err:
+            extra = [e["loc"] for e in err.errors() if e["type"] == "extra_forbidden"]
+            if unknown == "Ignore" and extra and len(extra) == len(err.errors()):
+                data = copy.deepcopy(data)
+                for loc in extra:
+                    _drop(data, loc)
+                continue
+            raise invalid(info, name, check_name(info, obj.get("metadata") or {}) + causes_from(err)) from None
+    else:  # pragma: no cover - the second pass can only fail with non-extra errors, raised above
+        raise invalid(info, name, [])
+    out = m.model_dump(mode="json", by_alias=True, exclude_none=True)
+    out["apiVersion"] = obj.get("apiVersion")
+    out["kind"] = info.kind
+    return out, version
+
+
+def check_name(info: KindInfo, meta: dict) -> list[Cause]:
+    """metadata.name against the kind's rule (DNS-1123 subdomain, or label for Namespace/Service)."""
+    name = meta.get("name")
+    if not name:
+        if meta.get("generateName"):
+            return []
+        return [Cause("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")]
+    check = check_dns1123_label if info.name_rule == "label" else check_dns1123_subdomain
+    try:
+        check(name)
+    except PydanticCustomError as exc:
+        return [Cause("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {exc.message()}')]
+    return []
+
+
+def admit(info: KindInfo, obj: dict, old: dict | None = None, unknown: UnknownFields = "Strict") -> dict:
+    """A user's object in any served version -> defaulted storage-version dict (raises Invalid)."""
+    data, version = validate(info, obj, unknown)
+    causes = check_name(info, data.get("metadata") or {})
+    if causes:
+        raise invalid(info, (data.get("metadata") or {}).get("name", ""), causes)
+    stored = info.convert_to_storage(version, data)
+    stored["apiVersion"] = info.storage_api_version
+    stored["kind"] = info.kind
+    if info.validate is not None:
+        causes = info.validate(stored, old)
+        if causes:
+            raise invalid(info, (stored.get("metadata") or {}).get("name", ""), causes)
+    return stored
+
+
+def render(info: KindInfo, stored: dict, api_version: str | None = None) -> dict:
+    """Storage-version dict -> the requested served version (a copy)."""
+    out = copy.deepcopy(stored)
+    if api_version is None or api_version == info.storage_api_version:
+        return out
+    _, version = split_api_version(api_version)
+    out = info.convert_from_storage(version, out)
+    out["apiVersion"] = api_version
+    return out
+
+
+def resolve_object(registry: Registry, obj: dict) -> KindInfo:
+    """The KindInfo for an object from its apiVersion/kind (BadRequest when either is missing)."""
+    if not isinstance(obj, dict):
+        raise BadRequest("Object 'Kind' is missing in the request body: expected a JSON/YAML object")
+    if not obj.get("kind"):
+        raise BadRequest("Object 'Kind' is missing in '" + _short(obj) + "'")
+    if not obj.get("apiVersion"):
+        raise BadRequest(f"Object 'apiVersion' is missing for kind \"{obj['kind']}\"")
+    return registry.by_gvk(obj["apiVersion"], obj["kind"])

@@ -1,0 +1,61 @@
+"""The only place flexq reads the wall clock.
+
+Owns: the ``Clock`` protocol (``now()`` in seconds since the epoch, as a float), ``WallClock`` and
+``VirtualClock`` (moved only by the event loop), and RFC 3339 formatting/parsing of timestamps as
+Kubernetes writes them. Must not import anything from flexq.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time as _time
+from typing import Protocol
+
+__all__ = ["Clock", "VirtualClock", "WallClock", "format_time", "parse_time", "DEFAULT_EPOCH"]
+
+# A virtual twin starts at a fixed, recognisable instant so runs are reproducible.
+DEFAULT_EPOCH = 1_798_761_600.0  # 2027-01-01T00:00:00Z
+
+
+class Clock(Protocol):
+    """Source of time for every component."""
+
+    def now(self) -> float:
+        """Seconds since the Unix epoch."""
+
+
+class WallClock:
+    """Real time."""
+
+    def now(self) -> float:
+        return _time.time()
+
+    def sleep(self, seconds: float) -> None:
+        """Block the calling thread (only the real-time loop and executors' threads may call this)."""
+        _time.sleep(seconds)
+
+
+class VirtualClock:
+    """Simulated time: it stands still until the loop moves it to the next due timer."""
+
+    def __init__(self, start: float = DEFAULT_EPOCH) -> None:
+        self._now = float(start)
+
+    def now(self) -> float:
+        return self._now
+
+    def set(self, when: float) -> None:
+        """Move time forward to ``when`` (never backwards)."""
+        if when > self._now:
+            self._now = float(when)
+
+
+def format_time(ts: float) -> str:
+    """RFC 3339 in UTC with second precision, as in ``metadata.creationTimestamp``."""
+    return _dt.datetime.fromtimestamp(int(ts), tz=_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str) -> float:
+    """Inverse of format_time; accepts fractional seconds and offsets."""
+    t = text.replace("Z", "+00:00")
+    return _dt.datetime.fromisoformat(t).timestamp()

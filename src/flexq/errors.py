@@ -1,0 +1,138 @@
+"""The exception tree. Every error knows its HTTP status and Kubernetes ``reason``.
+
+    FlexqError
+     +-- ApiError (status, reason; renders as a Kubernetes ``Status``)
+     |    +-- BadRequest (400, BadRequest)
+     |    +-- Unauthorized (401) / Forbidden (403)
+     |    +-- NotFound (404)
+     |    +-- MethodNotAllowed (405)
+     |    +-- AlreadyExists (409) / Conflict (409)
+     |    +-- Gone (410, Expired: watch resourceVersion too old)
+     |    +-- RequestEntityTooLarge (413)
+     |    +-- UnsupportedMediaType (415)
+     |    +-- Invalid (422, with field causes)
+     |    +-- InternalError (500)
+     +-- CloudError (GKE-shaped: HTTP code + Google status string)
+
+Must not import anything from flexq.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class FlexqError(Exception):
+    """Base of all flexq errors."""
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One field problem, as in ``Status.details.causes[]``."""
+
+    field: str
+    reason: str  # FieldValueInvalid, FieldValueRequired, FieldValueNotSupported, FieldValueDuplicate, ...
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"reason": self.reason, "message": self.message, "field": self.field}
+
+
+class ApiError(FlexqError):
+    """An error the Kubernetes API would return."""
+
+    status = 500
+    reason = "InternalError"
+
+    def __init__(self, message: str, *, kind: str = "", name: str = "", group: str = "",
+                 causes: list[Cause] | None = None, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+        self.name = name
+        self.group = group
+        self.causes = causes or []
+        self.retry_after = retry_after
+
+    def to_status(self) -> dict[str, Any]:
+        """The ``Status`` object the API server would send."""
+        details: dict[str, Any] = {}
+        if self.name:
+            details["name"] = self.name
+        if self.group:
+            details["group"] = self.group
+        if self.kind:
+            details["kind"] = self.kind
+        if self.causes:
+            details["causes"] = [c.to_dict() for c in self.causes]
+        if self.retry_after is not None:
+            details["retryAfterSeconds"] = self.retry_after
+        out: dict[str, Any] = {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": self.message, "reason": self.reason, "code": self.status,
+        }
+        if details:
+            out["details"] = details
+        return out
+
+
+class BadRequest(ApiError):
+    status, reason = 400, "BadRequest"
+
+
+class Unauthorized(ApiError):
+    status, reason = 401, "Unauthorized"
+
+
+class Forbidden(ApiError):
+    status, reason = 403, "Forbidden"
+
+
+class NotFound(ApiError):
+    status, reason = 404, "NotFound"
+
+
+class MethodNotAllowed(ApiError):
+    status, reason = 405, "MethodNotAllowed"
+
+
+class AlreadyExists(ApiError):
+    status, reason = 409, "AlreadyExists"
+
+
+class Conflict(ApiError):
+    status, reason = 409, "Conflict"
+
+
+class Gone(ApiError):
+    status, reason = 410, "Expired"
+
+
+class RequestEntityTooLarge(ApiError):
+    status, reason = 413, "RequestEntityTooLarge"
+
+
+class UnsupportedMediaType(ApiError):
+    status, reason = 415, "UnsupportedMediaType"
+
+
+class Invalid(ApiError):
+    status, reason = 422, "Invalid"
+
+
+class InternalError(ApiError):
+    status, reason = 500, "InternalError"
+
+
+class CloudError(FlexqError):
+    """A Google Cloud API error: ``{"error": {"code", "message", "status"}}``."""
+
+    def __init__(self, code: int, status: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+        self.message = message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "status": self.status}}

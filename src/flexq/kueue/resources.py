@@ -1,0 +1,160 @@
+"""Resource math for Kueue: what a pod, a pod set and a workload request, as Kueue's integers.
+
+Owns: the effective requests of one pod built from a pod spec exactly as Kubernetes'
+``component-helpers/resource.PodRequests`` does (containers summed, init containers as a running
+maximum, restartable "sidecar" init containers added to both, pod overhead on top), with a
+container's missing requests defaulted to its limits (Kueue's ``UseLimitsAsMissingRequestsInPod``,
+applied when the job framework builds a Workload); pod set totals (per pod × count, after
+``status.reclaimablePods``); the usage an admitted Workload holds (``status.admission``).
+All quantities are ``int`` in Kueue's view (``flexq.api.quantity.resource_value``: cpu in milli,
+everything else in whole units).
+
+Must not import anything in flexq but ``flexq.api.quantity``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from flexq.api.quantity import from_resource_value, parse_quantity, resource_value
+
+__all__ = [
+    "FlavorResource",
+    "PodSetResources",
+    "add_into",
+    "container_requests",
+    "pod_requests",
+    "pod_requests_values",
+    "podset_total_requests",
+    "admitted_requests",
+    "format_requests",
+]
+
+FlavorResource = tuple[str, str]  # (flavor, resource)
+
+
+def container_requests(container: Mapping) -> dict[str, Fraction]:
+    """A container's requests, each missing request defaulted to the matching limit."""
+    res = container.get("resources") or {}
+    out: dict[str, Fraction] = {}
+    for name, q in (res.get("limits") or {}).items():
+        out[name] = parse_quantity(q)
+    for name, q in (res.get("requests") or {}).items():
+        out[name] = parse_quantity(q)
+    return out
+
+
+def _add(dst: dict[str, Fraction], src: Mapping[str, Fraction]) -> None:
+    for k, v in src.items():
+        dst[k] = dst.get(k, Fraction(0)) + v
+
+
+def _max_into(dst: dict[str, Fraction], src: Mapping[str, Fraction]) -> None:
+    for k, v in src.items():
+        if k not in dst or v > dst[k]:
+            dst[k] = v
+
+
+def pod_requests(spec: Mapping) -> dict[str, Fraction]:
+    """Effective requests of one pod (``PodRequests`` from k8s component-helpers)."""
+    reqs: dict[str, Fraction] = {}
+    for c in spec.get("containers") or []:
+        _add(reqs, container_requests(c))
+    restartable: dict[str, Fraction] = {}
+    init_max: dict[str, Fraction] = {}
+    for ic in spec.get("initContainers") or []:
+        creqs = container_requests(ic)
+        if ic.get("restartPolicy") == "Always":
+            # Sidecars run for the pod's whole life: they add to the steady-state sum and to
+            # every later init container's peak.
+            _add(reqs, creqs)
+            _add(restartable, creqs)
+            peak = dict(restartable)
+        else:
+            peak = dict(creqs)
+            _add(peak, restartable)
+        _max_into(init_max, peak)
+    _max_into(reqs, init_max)
+    overhead = spec.get("overhead") or {}
+    _add(reqs, {k: parse_quantity(v) for k, v in overhead.items()})
+    return reqs
+
+
+def pod_requests_values(spec: Mapping) -> dict[str, int]:
+    """``pod_requests`` as Kueue integers, negative values floored to zero."""
+    return {name: max(0, resource_value(name, q)) for name, q in pod_requests(spec).items()}
+
+
+@dataclass
+class PodSetResources:
+    """Total requests of one pod set (Kueue ``workload.PodSetResources``)."""
+
+    name: str
+    requests: dict[str, int]  # totals for `count` pods
+    count: int
+    flavors: dict[str, str] = field(default_factory=dict)  # resource -> flavor, once assigned
+
+    def single_pod(self) -> dict[str, int]:
+        """Per-pod requests (totals divided by count)."""
+        if self.count == 0:
+            return dict(self.requests)
+        return {k: v // self.count for k, v in self.requests.items()}
+
+    def scaled_to(self, count: int) -> PodSetResources:
+        """The same pod set with ``count`` pods (Kueue ``ScaledTo``)."""
+        if self.count == 0 or self.count == count:
+            return PodSetResources(self.name, dict(self.requests), self.count, dict(self.flavors))
+        per = self.single_pod()
+        return PodSetResources(self.name, {k: v * count for k, v in per.items()}, count, dict(self.flavors))
+
+
+def _reclaimable(wl: Mapping) -> dict[str, int]:
+    return {r["name"]: int(r.get("count", 0)) for r in (wl.get("status") or {}).get("reclaimablePods") or []}
+
+
+def podset_total_requests(wl: Mapping) -> list[PodSetResources]:
+    """Per pod set totals of a (pending) Workload: per-pod requests × (count − reclaimable)."""
+    reclaim = _reclaimable(wl)
+    out = []
+    for ps in (wl.get("spec") or {}).get("podSets") or []:
+        count = int(ps.get("count", 1))
+        count -= min(reclaim.get(ps["name"], 0), count)
+        per = pod_requests_values(((ps.get("template") or {}).get("spec")) or {})
+        out.append(PodSetResources(ps["name"], {k: v * count for k, v in per.items()}, count))
+    return out
+
+
+def admitted_requests(wl: Mapping) -> list[PodSetResources]:
+    """Usage held by an admitted Workload, from ``status.admission`` (Kueue ``totalRequestsFromAdmission``)."""
+    status = wl.get("status") or {}
+    admission = status.get("admission")
+    if not admission:
+        return []
+    spec_counts = {ps["name"]: int(ps.get("count", 1)) for ps in (wl.get("spec") or {}).get("podSets") or []}
+    reclaim = _reclaimable(wl)
+    out = []
+    for psa in admission.get("podSetAssignments") or []:
+        name = psa["name"]
+        count = int(psa.get("count", spec_counts.get(name, 1)))
+        reqs = {r: resource_value(r, q) for r, q in (psa.get("resourceUsage") or {}).items()}
+        after = spec_counts.get(name, count) - min(reclaim.get(name, 0), spec_counts.get(name, count))
+        if after < count:
+            if count:
+                reqs = {k: v // count * after for k, v in reqs.items()}
+            count = after
+        out.append(PodSetResources(name, reqs, count, dict(psa.get("flavors") or {})))
+    return out
+
+
+def add_into(dst: dict, src: Mapping, sign: int = 1) -> None:
+    """dst[k] += sign * src[k] for every key."""
+    for k, v in src.items():
+        dst[k] = dst.get(k, 0) + sign * v
+
+
+def format_requests(values: Mapping[str, int], names: Iterable[str] | None = None) -> dict[str, str]:
+    """Kueue integers back to quantity strings (``2``, ``500m``, ``16Gi``), in key order."""
+    keys = list(names) if names is not None else sorted(values)
+    return {k: from_resource_value(k, values[k]) for k in keys if k in values}

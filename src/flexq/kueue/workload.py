@@ -1,0 +1,311 @@
+"""Pure helpers over Kueue Workload objects (v1beta2 JSON dicts), as ``pkg/workload`` does them.
+
+Owns: timestamps (RFC 3339, second precision like ``metav1.Time``), condition bookkeeping with the
+API machinery's ``SetStatusCondition`` semantics, priority, the queue-order timestamp, the
+reservation/admission/eviction predicates, admission-check state predicates, which checks apply
+to a workload (``onFlavors``), ``SyncAdmittedCondition``, quota reservation set/unset and the
+exponential backoff Kueue uses for requeues, and ``WorkloadInfo`` — a Workload plus its
+pre-computed requests, the unit the queues, the snapshot and the scheduler pass around.
+
+Functions never read a clock: ``now`` (seconds since the epoch) is an argument. They mutate only
+the dict they are given when their name says so (``set_*``, ``unset_*``, ``sync_*``).
+Must not import anything in flexq but ``flexq.api.quantity`` and ``flexq.kueue.resources``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from flexq.kueue.resources import PodSetResources, admitted_requests, podset_total_requests
+
+__all__ = [
+    "WorkloadInfo",
+    "admission_checks_for",
+    "backoff_seconds",
+    "find_condition",
+    "has_all_checks_ready",
+    "has_quota_reservation",
+    "is_admitted",
+    "is_evicted",
+    "is_finished",
+    "key",
+    "parse_ts",
+    "priority",
+    "queue_order_timestamp",
+    "set_condition",
+    "set_quota_reservation",
+    "sync_admitted_condition",
+    "ts",
+    "unset_quota_reservation",
+]
+
+DEFAULT_PRIORITY = 0  # pkg/constants DefaultPriority
+MAX_CONDITION_MESSAGE = 32 * 1024  # api.TruncateConditionMessage
+
+
+def ts(now: float) -> str:
+    """RFC 3339 at second precision, as ``metav1.Time`` serialises."""
+    return datetime.fromtimestamp(int(now), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_ts(value: str | None) -> float:
+    """Inverse of ``ts`` (also accepts fractional seconds and offsets); missing → 0."""
+    if not value:
+        return 0.0
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def key(wl: Mapping) -> str:
+    """``<namespace>/<name>`` (Kueue ``workload.Key``)."""
+    md = wl["metadata"]
+    return f"{md.get('namespace', '')}/{md['name']}"
+
+
+def find_condition(obj: Mapping, ctype: str) -> dict | None:
+    """The condition of that type in ``status.conditions``, or None."""
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return c
+    return None
+
+
+def is_true(obj: Mapping, ctype: str) -> bool:
+    """Whether the condition exists with status True."""
+    c = find_condition(obj, ctype)
+    return c is not None and c.get("status") == "True"
+
+
+def is_false(obj: Mapping, ctype: str) -> bool:
+    """Whether the condition exists with status False."""
+    c = find_condition(obj, ctype)
+    return c is not None and c.get("status") == "False"
+
+
+def set_condition(obj: dict, ctype: str, status: bool | str, reason: str, message: str, now: float) -> bool:
+    """``apimeta.SetStatusCondition``: lastTransitionTime moves only when the status changes."""
+    st = status if isinstance(status, str) else ("True" if status else "False")
+    gen = (obj.get("metadata") or {}).get("generation", 0)
+    message = message[:MAX_CONDITION_MESSAGE]
+    conds = obj.setdefault("status", {}).setdefault("conditions", [])
+    for c in conds:
+        if c.get("type") == ctype:
+            changed = False
+            if c.get("status") != st:
+                c["status"] = st
+                c["lastTransitionTime"] = ts(now)
+                changed = True
+            for k, v in (("reason", reason), ("message", message), ("observedGeneration", gen)):
+                if c.get(k) != v:
+                    c[k] = v
+                    changed = True
+            return changed
+    conds.append({"type": ctype, "status": st, "reason": reason, "message": message,
+                  "observedGeneration": gen, "lastTransitionTime": ts(now)})
+    return True
+
+
+def remove_condition(obj: dict, ctype: str) -> bool:
+    """Drop the condition of that type; True if one was there."""
+    conds = (obj.get("status") or {}).get("conditions") or []
+    kept = [c for c in conds if c.get("type") != ctype]
+    if len(kept) != len(conds):
+        obj["status"]["conditions"] = kept
+        return True
+    return False
+
+
+def priority(wl: Mapping) -> int:
+    """``spec.priority`` or Kueue's default 0 (priority boost annotations are not modelled)."""
+    p = (wl.get("spec") or {}).get("priority")
+    return DEFAULT_PRIORITY if p is None else int(p)
+
+
+def has_quota_reservation(wl: Mapping) -> bool:
+    """QuotaReserved=True."""
+    return is_true(wl, "QuotaReserved")
+
+
+def is_admitted(wl: Mapping) -> bool:
+    """Admitted=True."""
+    return is_true(wl, "Admitted")
+
+
+def is_evicted(wl: Mapping) -> bool:
+    """Evicted=True (``workloadevict.IsEvicted``)."""
+    return is_true(wl, "Evicted")
+
+
+def is_finished(wl: Mapping) -> bool:
+    """Finished=True."""
+    return is_true(wl, "Finished")
+
+
+def is_active(wl: Mapping) -> bool:
+    """``spec.active`` (default true)."""
+    return (wl.get("spec") or {}).get("active", True) is not False
+
+
+def queue_order_timestamp(wl: Mapping, requeuing_timestamp: str = "Eviction") -> float:
+    """``Ordering.GetQueueOrderTimestamp`` with ``PrioritySortingWithinCohort`` on (the default)."""
+    ev = find_condition(wl, "Evicted")
+    if ev is not None and ev.get("status") == "True":
+        reason = ev.get("reason")
+        if reason == "PodsReadyTimeout" and requeuing_timestamp == "Eviction":
+            return parse_ts(ev.get("lastTransitionTime"))
+        if reason == "AdmissionCheck":
+            return parse_ts(ev.get("lastTransitionTime"))
+    return parse_ts((wl.get("metadata") or {}).get("creationTimestamp"))
+
+
+def check_states(wl: Mapping) -> list[dict]:
+    """``status.admissionChecks``."""
+    return list((wl.get("status") or {}).get("admissionChecks") or [])
+
+
+def has_retry_checks(wl: Mapping) -> bool:
+    """Any check in Retry."""
+    return any(c.get("state") == "Retry" for c in check_states(wl))
+
+
+def has_rejected_checks(wl: Mapping) -> bool:
+    """Any check in Rejected."""
+    return any(c.get("state") == "Rejected" for c in check_states(wl))
+
+
+def has_all_checks_ready(wl: Mapping) -> bool:
+    """Every present check is Ready (vacuously true without checks)."""
+    return all(c.get("state") == "Ready" for c in check_states(wl))
+
+
+def admission_flavors(admission: Mapping) -> set[str]:
+    """Union of the flavors in ``podSetAssignments``."""
+    out: set[str] = set()
+    for psa in admission.get("podSetAssignments") or []:
+        out.update((psa.get("flavors") or {}).values())
+    return out
+
+
+def admission_checks_for(checks: Mapping[str, frozenset[str]], all_flavors: set[str],
+                         admission: Mapping | None) -> set[str]:
+    """``AdmissionChecksForWorkload``: which CQ checks apply.
+
+    ``checks`` maps check name → its flavors (``onFlavors``; empty = every CQ flavor, already
+    expanded by the caller or left empty). Before a reservation only checks covering every CQ
+    flavor apply; after it, those whose flavors meet the admission's flavors.
+    """
+    out = set()
+    if admission:
+        used = admission_flavors(admission)
+        for name, flv in checks.items():
+            if not flv or (flv & used):
+                out.add(name)
+        return out
+    for name, flv in checks.items():
+        if not flv or set(flv) >= all_flavors:
+            out.add(name)
+    return out
+
+
+def set_quota_reservation(wl: dict, admission: dict, now: float) -> None:
+    """``SetQuotaReservation``: admission + QuotaReserved=True; resets active Evicted/Preempted."""
+    st = wl.setdefault("status", {})
+    st["admission"] = admission
+    set_condition(wl, "QuotaReserved", True, "QuotaReserved",
+                  f"Quota reserved in ClusterQueue {admission['clusterQueue']}", now)
+    for ctype in ("Evicted", "Preempted", "BlockedOnPreemptionGates"):
+        c = find_condition(wl, ctype)
+        if c is not None and c.get("status") == "True":
+            set_condition(wl, ctype, False, "QuotaReserved", "Previously: " + c.get("message", ""), now)
+
+
+def sync_admitted_condition(wl: dict, now: float) -> bool:
+    """``SyncAdmittedCondition`` with ``UnadmittedWorkloadsObservability`` on (v0.19 default)."""
+    reserved = has_quota_reservation(wl)
+    ready = has_all_checks_ready(wl)
+    was_admitted = is_admitted(wl)
+    if find_condition(wl, "QuotaReserved") is None and find_condition(wl, "Admitted") is None:
+        return False
+    status, reason, msg = True, "Admitted", "The workload is admitted"
+    if not reserved:
+        status, reason, msg = False, "NoReservation", "The workload has no reservation"
+    elif not ready:
+        status, reason, msg = False, "UnsatisfiedAdmissionChecks", "The workload has not all checks ready"
+    if was_admitted and not status:
+        old = find_condition(wl, "Admitted")
+        d = int(now - parse_ts(old.get("lastTransitionTime"))) if old else 0
+        st = wl["status"]
+        st["accumulatedPastExecutionTimeSeconds"] = st.get("accumulatedPastExecutionTimeSeconds", 0) + d
+    return set_condition(wl, "Admitted", status, reason, msg, now)
+
+
+def unset_quota_reservation(wl: dict, reason: str, message: str, now: float) -> bool:
+    """``UnsetQuotaReservationWithCondition``: QuotaReserved=False, admission cleared, Admitted synced."""
+    changed = set_condition(wl, "QuotaReserved", False, reason, message, now)
+    st = wl.setdefault("status", {})
+    if st.get("admission") is not None:
+        st.pop("admission")
+        changed = True
+    if sync_admitted_condition(wl, now):
+        changed = True
+    return changed
+
+
+def backoff_seconds(base: float, cap: float, n: int, jitter: float = 0.0) -> float:
+    """``wait.Backoff{base, factor 2, cap}.WaitTime(n)``: base·2^(n−1) capped; ``jitter`` ∈ [0, 1e-4)."""
+    if n <= 0:
+        return 0.0
+    d = base
+    for _ in range(n - 1):
+        nxt = d * 2
+        if cap and nxt > cap:
+            d = cap
+            break
+        d = nxt
+    return d * (1 + jitter)
+
+
+@dataclass
+class WorkloadInfo:
+    """A Workload and what the scheduler pre-computes from it (Kueue ``workload.Info``)."""
+
+    obj: dict
+    cluster_queue: str = ""
+    total_requests: list[PodSetResources] = field(default_factory=list)
+    key: str = ""
+    priority: int = 0
+    order_ts: float = 0.0
+    uid: str = ""
+    last_assignment: Any = None  # flavorassigner.AssignmentState, kept between cycles
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_obj(cls, wl: dict, cluster_queue: str = "", requeuing_timestamp: str = "Eviction") -> WorkloadInfo:
+        """Pending workloads use spec requests; workloads holding quota use their admission."""
+        st = wl.get("status") or {}
+        admission = st.get("admission")
+        reqs = admitted_requests(wl) if admission else podset_total_requests(wl)
+        cq = cluster_queue or (admission or {}).get("clusterQueue", "")
+        md = wl.get("metadata") or {}
+        return cls(obj=wl, cluster_queue=cq, total_requests=reqs, key=key(wl), priority=priority(wl),
+                   order_ts=queue_order_timestamp(wl, requeuing_timestamp), uid=md.get("uid", md.get("name", "")))
+
+    def flavor_usage(self) -> dict[tuple[str, str], int]:
+        """Assigned usage per (flavor, resource) (``Info.ResourceUsage().Assigned``)."""
+        out: dict[tuple[str, str], int] = {}
+        for ps in self.total_requests:
+            for res, q in ps.requests.items():
+                flv = ps.flavors.get(res)
+                if flv:
+                    out[(flv, res)] = out.get((flv, res), 0) + q
+        return out
+
+    def uses(self, frs: set[tuple[str, str]]) -> bool:
+        """``WorkloadUsesResources``: some (flavor, resource) of this workload is in ``frs``."""
+        for ps in self.total_requests:
+            for res, flv in ps.flavors.items():
+                if (flv, res) in frs:
+                    return True
+        return False

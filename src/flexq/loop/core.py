@@ -1,0 +1,150 @@
+"""The single-threaded event loop that changes all state (SimPy's kernel, reduced).
+
+Owns: a heap of ``(time, priority, seq, timer)``; ``call_at`` / ``call_later`` / ``call_soon``; a
+thread-safe inbox (``post``) for callbacks from other threads; ``run_until`` and ``run_until_idle``
+on virtual time, where the clock jumps straight to the next due timer. The sequence number breaks
+ties so that, with the same inputs, a run is identical event for event.
+Must not import anything in flexq but ``flexq.clock``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from flexq.clock import Clock, VirtualClock
+
+log = logging.getLogger("flexq.loop")
+
+Callback = Callable[[], Any]
+
+
+class Timer:
+    """A scheduled callback; ``cancel()`` makes it a no-op."""
+
+    __slots__ = ("when", "callback", "cancelled")
+
+    def __init__(self, when: float, callback: Callback) -> None:
+        self.when = when
+        self.callback: Callback | None = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.callback = None
+
+
+class EventLoop:
+    """Runs callbacks in time order. With a VirtualClock, time only moves inside ``run_*``."""
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock if clock is not None else VirtualClock()
+        self._heap: list[tuple[float, int, int, Timer]] = []
+        self._seq = 0
+        self._inbox: deque[Callback] = deque()
+        self._inbox_lock = threading.Lock()
+        self._wake = threading.Condition(self._inbox_lock)
+        self.steps = 0  # callbacks run so far (for benchmarks and determinism checks)
+        self.errors: list[BaseException] = []
+
+    # -- scheduling ---------------------------------------------------------------------------
+    def now(self) -> float:
+        return self.clock.now()
+
+    def call_at(self, when: float, callback: Callback, priority: int = 1) -> Timer:
+        """Run ``callback`` at ``when`` (or as soon as possible if that is in the past)."""
+        timer = Timer(when, callback)
+        self._seq += 1
+        heapq.heappush(self._heap, (when, priority, self._seq, timer))
+        return timer
+
+    def call_later(self, delay: float, callback: Callback, priority: int = 1) -> Timer:
+        return self.call_at(self.now() + max(0.0, delay), callback, priority)
+
+    def call_soon(self, callback: Callback) -> Timer:
+        return self.call_at(self.now(), callback, priority=0)
+
+    def post(self, callback: Callback) -> None:
+        """Thread-safe: queue ``callback`` to run on the loop thread as soon as possible."""
+        with self._wake:
+            self._inbox.append(callback)
+            self._wake.notify_all()
+
+    # -- running ------------------------------------------------------------------------------
+    def _drain_inbox(self) -> None:
+        with self._inbox_lock:
+            items = list(self._inbox)
+            self._inbox.clear()
+        for cb in items:
+            self.call_soon(cb)
+
+    def _pop_due(self, until: float) -> Timer | None:
+        while self._heap:
+            when, _, _, timer = self._heap[0]
+            if timer.cancelled:
+                heapq.heappop(self._heap)
+                continue
+            if when > until:
+                return None
+            heapq.heappop(self._heap)
+            return timer
+        return None
+
+    def _run(self, timer: Timer) -> None:
+        if isinstance(self.clock, VirtualClock):
+            self.clock.set(timer.when)
+        cb = timer.callback
+        timer.callback = None
+        if cb is None:
+            return
+        self.steps += 1
+        try:
+            cb()
+        except Exception as exc:  # a broken callback must not stop the world
+            log.exception("callback %r failed", cb)
+            self.errors.append(exc)
+
+    def next_time(self) -> float | None:
+        """When the next live timer is due, or None."""
+        while self._heap and self._heap[0][3].cancelled:
+            heapq.heappop(self._heap)
+        return self._heap[0][0] if self._heap else None
+
+    def has_inbox(self) -> bool:
+        with self._inbox_lock:
+            return bool(self._inbox)
+
+    def run_until(self, until: float) -> int:
+        """Run every callback due at or before ``until``; on virtual time, end with the clock at ``until``."""
+        ran = 0
+        while True:
+            self._drain_inbox()
+            timer = self._pop_due(until)
+            if timer is None:
+                break
+            self._run(timer)
+            ran += 1
+        if isinstance(self.clock, VirtualClock):
+            self.clock.set(until)
+        return ran
+
+    def run_until_idle(self, max_seconds: float) -> int:
+        """Run until no timer is left, jumping over idle time, but never past now + max_seconds."""
+        limit = self.now() + max_seconds
+        ran = 0
+        while True:
+            self._drain_inbox()
+            timer = self._pop_due(limit)
+            if timer is None:
+                break
+            self._run(timer)
+            ran += 1
+        return ran
+
+    def pending(self) -> int:
+        """Live timers in the heap."""
+        return sum(1 for entry in self._heap if not entry[3].cancelled)
