@@ -1,0 +1,155 @@
+"""How a controller is written.
+
+A controller is level-triggered and idempotent: ``reconcile(key)`` reads the current state from the
+store, moves it one step toward the desired state, and returns a ``Result`` (``requeue_after`` seconds
+to be called again; never sleep or poll). Watches map store events to keys. Spec/metadata and status
+are written by separate calls; each status field has one writer (named in the controller's docstring).
+
+Example::
+
+    class LocalQueueCounter(Controller):
+        name = "localqueue-counter"
+
+        def watches(self) -> list[Watch]:
+            return [Watch("LocalQueue"), Watch("Workload", lambda ev: [(ev.object["metadata"]["namespace"],
+                                                                        ev.object["spec"]["queueName"])])]
+
+        def reconcile(self, key: Key) -> Result | None:
+            ns, name = key
+            lq = self.ctx.store.try_get("LocalQueue", name, ns)
+            ...
+
+Must not import domain packages or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from random import Random
+from typing import TYPE_CHECKING, Any
+
+from flexq.clock import format_time
+from flexq.errors import AlreadyExists, Conflict, NotFound
+from flexq.loop.core import EventLoop
+from flexq.loop.rng import Rngs
+from flexq.store.logs import PodLogs
+from flexq.store.store import Store, WatchEvent
+
+if TYPE_CHECKING:
+    from flexq.kube.executor import PodExecutor
+
+Key = Hashable
+Mapper = Callable[[WatchEvent], Iterable[Key]]
+
+
+def object_key(ev: WatchEvent) -> Iterable[Key]:
+    """The default mapper: (namespace, name) of the changed object."""
+    m = ev.object["metadata"]
+    return [(m.get("namespace", ""), m["name"])]
+
+
+@dataclass
+class Watch:
+    """Reconcile the keys ``mapper`` returns whenever an object of ``kind`` changes.
+
+    ``source`` is ``"cluster"`` (this cluster's store) or ``"project"`` (the twin's GKE project store).
+    """
+
+    kind: str
+    mapper: Mapper = object_key
+    source: str = "cluster"
+
+
+@dataclass
+class Result:
+    """What a reconcile asks for next: nothing, or another call after ``requeue_after`` seconds."""
+
+    requeue_after: float | None = None
+
+
+class EventRecorder:
+    """Writes core/v1 Events like client-go's recorder (same reason+message on an object -> count+1)."""
+
+    def __init__(self, store: Store, component: str) -> None:
+        self.store, self.component = store, component
+        self._seq = 0
+
+    def record(self, obj: dict, type_: str, reason: str, message: str) -> None:
+        meta = obj["metadata"]
+        ns = meta.get("namespace") or "default"
+        now = format_time(self.store.clock.now())
+        existing = [e for e in self.store.list("Event", ns, field_selector=f"involvedObject.uid={meta.get('uid')}")
+                    if e.get("reason") == reason and e.get("message") == message] if meta.get("uid") else []
+        try:
+            if existing:
+                ev = existing[-1]
+                ev["count"] = ev.get("count", 1) + 1
+                ev["lastTimestamp"] = now
+                self.store.update(ev, validate=False)
+                return
+            self._seq += 1
+            self.store.create({
+                "apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": f"{meta['name']}.{int(self.store.clock.now() * 1000):x}{self._seq:04x}",
+                             "namespace": ns},
+                "involvedObject": {"kind": obj.get("kind"), "namespace": meta.get("namespace"),
+                                   "name": meta["name"], "uid": meta.get("uid"),
+                                   "apiVersion": obj.get("apiVersion"),
+                                   "resourceVersion": meta.get("resourceVersion")},
+                "reason": reason, "message": message, "type": type_, "count": 1,
+                "firstTimestamp": now, "lastTimestamp": now,
+                "source": {"component": self.component}, "reportingComponent": self.component,
+            }, validate=False)
+        except (NotFound, AlreadyExists, Conflict):
+            pass  # the namespace is going away, or a race: events are best effort, as in Kubernetes
+
+
+@dataclass
+class Context:
+    """What every controller of one cluster gets."""
+
+    store: Store  # this cluster's objects
+    loop: EventLoop
+    rngs: Rngs
+    logs: PodLogs
+    cluster: str = ""  # GKE cluster name ("" for a twin without GKE)
+    project: Store | None = None  # the twin's project-level store (GKE clusters, node pools, operations)
+    executors: list[PodExecutor] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)  # twin-wide knobs (executor choice, ...)
+
+    def now(self) -> float:
+        return self.loop.now()
+
+    def rng(self, name: str) -> Random:
+        return self.rngs.get(f"{self.cluster}/{name}")
+
+    def recorder(self, component: str) -> EventRecorder:
+        return EventRecorder(self.store, component)
+
+
+class Controller:
+    """Base class: subclasses set ``name``, implement ``watches`` and ``reconcile``."""
+
+    name = "controller"
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+        self.events = ctx.recorder(self.name)
+        self.enqueue: Callable[[Key], None] = lambda key: None  # set by the manager
+        self.enqueue_after: Callable[[Key, float], None] = lambda key, delay: None
+
+    def watches(self) -> list[Watch]:
+        """Which store changes wake which keys."""
+        return []
+
+    def start(self) -> None:
+        """Called once after wiring (e.g. to enqueue every existing object on a restart)."""
+
+    def reconcile(self, key: Key) -> Result | None:
+        """Move ``key`` one step toward its desired state."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Called when the twin shuts down."""

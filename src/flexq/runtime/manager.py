@@ -1,0 +1,180 @@
+"""Watches -> work queues -> reconcilers, one reconcile per loop callback.
+
+Owns: ``Manager`` with one de-duplicating, delaying work queue per controller (a key already queued is
+not queued twice; ``requeue_after`` keeps the earliest pending timer per key), rate-limited retries when
+a reconcile raises (5 ms doubling to 1000 s per key, reset on success, as client-go's default limiter),
+and a restart path: ``start()`` enqueues every existing watched object so controllers converge on
+whatever state a crash left. Must not import domain packages or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Iterable
+
+from flexq.errors import Conflict, NotFound
+from flexq.loop.core import EventLoop, Timer
+from flexq.runtime.controller import Context, Controller, Key, Result
+from flexq.store.store import Store, WatchEvent
+
+log = logging.getLogger("flexq.runtime")
+
+BASE_DELAY, MAX_DELAY = 0.005, 1000.0
+
+
+class _Queue:
+    """A controller's queue: FIFO of distinct keys, delayed adds, failure counts."""
+
+    def __init__(self, manager: Manager, controller: Controller) -> None:
+        self.manager, self.controller = manager, controller
+        self.items: deque[Key] = deque()
+        self.queued: set[Key] = set()
+        self.timers: dict[Key, Timer] = {}
+        self.failures: dict[Key, int] = {}
+        self.scheduled = False
+        self.processing: Key | None = None
+        self.dirty_while_processing: set[Key] = set()
+
+    def add(self, key: Key) -> None:
+        if key == self.processing:
+            self.dirty_while_processing.add(key)
+            return
+        if key in self.queued:
+            return
+        self.queued.add(key)
+        self.items.append(key)
+        self._schedule()
+
+    def add_after(self, key: Key, delay: float) -> None:
+        if delay <= 0:
+            self.add(key)
+            return
+        loop = self.manager.loop
+        when = loop.now() + delay
+        cur = self.timers.get(key)
+        if cur is not None and not cur.cancelled and cur.when <= when:
+            return
+        if cur is not None:
+            cur.cancel()
+
+        def fire() -> None:
+            self.timers.pop(key, None)
+            self.add(key)
+
+        self.timers[key] = loop.call_at(when, fire)
+
+    def _schedule(self) -> None:
+        if not self.scheduled and self.items:
+            self.scheduled = True
+            self.manager.loop.call_soon(self.process_one)
+
+    def process_one(self) -> None:
+        self.scheduled = False
+        if not self.items:
+            return
+        key = self.items.popleft()
+        self.queued.discard(key)
+        self.processing = key
+        try:
+            result = self.controller.reconcile(key)
+        except (Conflict, NotFound) as exc:
+            # stale read or a racing delete: retry soon, quietly (client-go controllers do the same)
+            log.debug("%s %r: %s; retrying", self.controller.name, key, exc)
+            result = self._retry(key)
+        except Exception:
+            log.exception("reconcile %s %r failed", self.controller.name, key)
+            result = self._retry(key)
+        else:
+            self.failures.pop(key, None)
+        finally:
+            self.processing = None
+        if key in self.dirty_while_processing:
+            self.dirty_while_processing.discard(key)
+            self.add(key)
+        if result is not None and result.requeue_after is not None:
+            self.add_after(key, result.requeue_after)
+        self._schedule()
+
+    def _retry(self, key: Key) -> Result:
+        n = self.failures.get(key, 0)
+        self.failures[key] = n + 1
+        return Result(requeue_after=min(MAX_DELAY, BASE_DELAY * 2**n))
+
+
+class Manager:
+    """Runs a set of controllers for one cluster on the loop."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.loop: EventLoop = ctx.loop
+        self.controllers: list[Controller] = []
+        self._queues: dict[str, _Queue] = {}
+        self._subs: list = []
+
+    def add(self, controller: Controller) -> Controller:
+        q = _Queue(self, controller)
+        self._queues[controller.name] = q
+        controller.enqueue = q.add
+        controller.enqueue_after = q.add_after
+        self.controllers.append(controller)
+        for w in controller.watches():
+            store = self._store(w.source)
+            if store is None:
+                continue
+
+            def on_event(ev: WatchEvent, mapper=w.mapper, queue=q) -> None:
+                keys = mapper(ev)
+                if not keys:
+                    return
+                if self._on_loop_thread():
+                    for k in keys:
+                        queue.add(k)
+                else:
+                    ks = list(keys)
+                    self.loop.post(lambda: [queue.add(k) for k in ks])
+
+            self._subs.append(store.watch(on_event, [w.kind]))
+        return controller
+
+    def _store(self, source: str) -> Store | None:
+        return self.ctx.project if source == "project" else self.ctx.store
+
+    def _on_loop_thread(self) -> bool:
+        thread = getattr(self.loop, "thread", None)
+        if thread is None:
+            return True
+        import threading
+
+        return thread is threading.current_thread()
+
+    def add_all(self, controllers: Iterable[Controller]) -> None:
+        for c in controllers:
+            self.add(c)
+
+    def start(self) -> None:
+        """Enqueue every existing watched object (converge after a restart), then let controllers start."""
+        for c in self.controllers:
+            for w in c.watches():
+                store = self._store(w.source)
+                if store is None:
+                    continue
+                info = store.info(w.kind)
+                for obj in store.list(w.kind):
+                    ev = WatchEvent("ADDED", info.key, obj, int(obj["metadata"].get("resourceVersion", 0)))
+                    for k in w.mapper(ev) or ():
+                        self._queues[c.name].add(k)
+            c.start()
+
+    def stop(self) -> None:
+        for s in self._subs:
+            s.cancel()
+        self._subs.clear()
+        for c in self.controllers:
+            try:
+                c.stop()
+            except Exception:
+                log.exception("stopping %s failed", c.name)
+
+    def queue_length(self, name: str) -> int:
+        return len(self._queues[name].items)

@@ -1,0 +1,7 @@
+"""The object store, its journal, selectors, patches and pod logs."""
+
+from flexq.store.journal import Journal
+from flexq.store.logs import PodLogs
+from flexq.store.store import Store, Subscription, WatchEvent, clone
+
+__all__ = ["Journal", "PodLogs", "Store", "Subscription", "WatchEvent", "clone"]

@@ -1,0 +1,91 @@
+"""Durable storage of objects in SQLite: an acknowledged write survives ``kill -9``.
+
+Owns: the ``Journal`` (one database file for a whole twin, partitioned by store name), transactional
+batches (a write and its cascade commit together or not at all), and loading everything back on open.
+WAL mode with ``synchronous=FULL``: a commit returns only once it is on disk. Must not import flexq
+modules other than ``flexq.errors``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS objects (
+  store TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+  rv INTEGER NOT NULL, body TEXT NOT NULL,
+  PRIMARY KEY (store, kind, namespace, name)
+);
+CREATE TABLE IF NOT EXISTS counters (store TEXT PRIMARY KEY, rv INTEGER NOT NULL);
+"""
+
+
+class Journal:
+    """A SQLite file holding every store of a twin."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+        self._in_tx = False
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Everything written inside commits atomically (nested calls join the outer one)."""
+        with self._lock:
+            if self._in_tx:
+                yield
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            self._in_tx = True
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+            finally:
+                self._in_tx = False
+
+    def put(self, store: str, kind: str, namespace: str, name: str, rv: int, obj: dict) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO objects(store, kind, namespace, name, rv, body) VALUES (?,?,?,?,?,?)",
+            (store, kind, namespace, name, rv, json.dumps(obj, separators=(",", ":"))))
+
+    def remove(self, store: str, kind: str, namespace: str, name: str) -> None:
+        self._db.execute("DELETE FROM objects WHERE store=? AND kind=? AND namespace=? AND name=?",
+                         (store, kind, namespace, name))
+
+    def set_rv(self, store: str, rv: int) -> None:
+        self._db.execute("INSERT OR REPLACE INTO counters(store, rv) VALUES (?,?)", (store, rv))
+
+    def drop_store(self, store: str) -> None:
+        with self.transaction():
+            self._db.execute("DELETE FROM objects WHERE store=?", (store,))
+            self._db.execute("DELETE FROM counters WHERE store=?", (store,))
+
+    def stores(self) -> list[str]:
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT store FROM counters").fetchall()
+        return [r[0] for r in rows]
+
+    def load(self, store: str) -> tuple[int, list[tuple[str, dict]]]:
+        """(last resourceVersion, [(kind key, object)]) of one store."""
+        with self._lock:
+            row = self._db.execute("SELECT rv FROM counters WHERE store=?", (store,)).fetchone()
+            rows = self._db.execute("SELECT kind, body FROM objects WHERE store=? ORDER BY rv",
+                                    (store,)).fetchall()
+        return (row[0] if row else 0), [(k, json.loads(b)) for k, b in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,115 @@
+"""Label and field selectors, parsed from kubectl's string form or from a LabelSelector object.
+
+Must not import flexq modules other than ``flexq.errors``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from flexq.errors import BadRequest
+
+Matcher = Callable[[dict], bool]
+
+_REQ = re.compile(
+    r"^\s*(?P<neg>!)?\s*(?P<key>[A-Za-z0-9_./-]+)\s*"
+    r"(?:(?P<op>==|=|!=|\s+in\s+|\s+notin\s+)\s*(?P<val>\([^)]*\)|[A-Za-z0-9_.-]*))?\s*$"
+)
+
+
+def _split(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return parts
+
+
+def parse_label_selector(text: str | None) -> Matcher:
+    """``a=b,c!=d,e in (x,y),!f,g`` -> predicate over a labels dict."""
+    if not text or not text.strip():
+        return lambda labels: True
+    reqs: list[Matcher] = []
+    for part in _split(text):
+        m = _REQ.match(part)
+        if not m:
+            raise BadRequest(f"unable to parse requirement: invalid label selector: {part.strip()!r}")
+        key, op, val, neg = m.group("key"), (m.group("op") or "").strip(), m.group("val"), m.group("neg")
+        if neg:
+            if op:
+                raise BadRequest(f"unable to parse requirement: {part.strip()!r}")
+            reqs.append(lambda labels, k=key: k not in labels)
+        elif not op:
+            reqs.append(lambda labels, k=key: k in labels)
+        elif op in ("=", "=="):
+            reqs.append(lambda labels, k=key, v=val: labels.get(k) == v)
+        elif op == "!=":
+            reqs.append(lambda labels, k=key, v=val: labels.get(k) != v)
+        else:
+            values = {x.strip() for x in (val or "").strip("()").split(",") if x.strip()}
+            if op == "in":
+                reqs.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
+            else:
+                reqs.append(lambda labels, k=key, vs=values: labels.get(k) not in vs)
+    return lambda labels: all(r(labels) for r in reqs)
+
+
+def selector_matches(selector: dict | None, labels: dict[str, str] | None) -> bool:
+    """A LabelSelector object (``matchLabels``/``matchExpressions``). ``None`` matches nothing, ``{}`` all."""
+    if selector is None:
+        return False
+    labels = labels or {}
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], set(expr.get("values") or [])
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _path_get(obj: dict, path: str) -> str:
+    cur: object = obj
+    for part in path.split("."):
+        if not isinstance(cur, dict):
+            return ""
+        cur = cur.get(part)
+    if cur is None:
+        return ""
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    return str(cur)
+
+
+def parse_field_selector(text: str | None) -> Matcher:
+    """``metadata.name=x,spec.nodeName!=`` -> predicate over an object."""
+    if not text or not text.strip():
+        return lambda obj: True
+    reqs: list[Matcher] = []
+    for part in text.split(","):
+        m = re.match(r"^\s*([A-Za-z0-9_.]+)\s*(==|=|!=)\s*(.*?)\s*$", part)
+        if not m:
+            raise BadRequest(f"invalid field selector: {part!r}")
+        path, op, val = m.groups()
+        if op == "!=":
+            reqs.append(lambda o, p=path, v=val: _path_get(o, p) != v)
+        else:
+            reqs.append(lambda o, p=path, v=val: _path_get(o, p) == v)
+    return lambda obj: all(r(obj) for r in reqs)

@@ -1,0 +1,486 @@
+"""The versioned object store: what an API server and etcd are to a Kubernetes cluster.
+
+Owns: create / get / list / update / update_status / patch / delete of storage-version dicts;
+``uid``, ``resourceVersion`` (optimistic concurrency: a stale update is a Conflict), ``generation``
+(bumped on spec changes only), ``creationTimestamp``, ``generateName``; status as a separate write;
+finalizers and ``deletionTimestamp``; cascading deletion by ownerReferences; namespaces that must exist
+and take their contents with them; watch streams that resume from a resourceVersion.
+Every write is journalled (if a Journal is given) before it is acknowledged and before watchers hear
+of it. Thread-safe (one lock), but in flexq all writes come from the loop thread.
+Must not import ``flexq.runtime``, domain packages or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from random import Random
+from typing import Any
+
+from flexq.api import scheme
+from flexq.api.registry import KindInfo, Registry
+from flexq.clock import Clock, format_time
+from flexq.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
+from flexq.store.journal import Journal
+from flexq.store.patch import apply_patch
+from flexq.store.selectors import parse_field_selector, parse_label_selector
+
+log = logging.getLogger("flexq.store")
+
+Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
+_ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # as apimachinery's utilrand
+
+
+def clone(obj: Any) -> Any:
+    """Fast deep copy of JSON-shaped data."""
+    if isinstance(obj, dict):
+        return {k: clone(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [clone(v) for v in obj]
+    return obj
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change."""
+
+    type: str
+    kind: str  # KindInfo.key
+    object: dict
+    rv: int
+
+
+class Subscription:
+    """A watch callback registration; ``cancel()`` stops delivery."""
+
+    def __init__(self, store: Store, callback: Callable[[WatchEvent], None], kinds: set[str] | None) -> None:
+        self.store, self.callback, self.kinds = store, callback, kinds
+        self.active = True
+
+    def cancel(self) -> None:
+        self.active = False
+        self.store._unsubscribe(self)
+
+
+class Store:
+    """All objects of one Kubernetes cluster (or of the twin's project-level GKE state)."""
+
+    HISTORY = 20_000  # watch events kept for resuming
+
+    def __init__(self, registry: Registry, clock: Clock, *, name: str = "default", journal: Journal | None = None,
+                 rng: Random | None = None, namespaces: Iterable[str] = ()) -> None:
+        self.registry, self.clock, self.name, self.journal = registry, clock, name, journal
+        self.rng = rng or Random(0)
+        self._lock = threading.RLock()
+        self._objs: dict[str, dict[Key, dict]] = {}
+        self._children: dict[str, set[tuple[str, Key]]] = {}  # owner uid -> dependents
+        self._rv = 0
+        self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY)
+        self._subs: list[Subscription] = []
+        if journal is not None:
+            self._load()
+        for ns in namespaces:
+            if ("", ns) not in self._objs.get("namespaces", {}):
+                self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    # -- reading ----------------------------------------------------------------------------------
+    @property
+    def resource_version(self) -> int:
+        return self._rv
+
+    def info(self, kind: str) -> KindInfo:
+        return self.registry.resolve(kind)
+
+    def _key(self, info: KindInfo, namespace: str | None, name: str) -> Key:
+        return ((namespace or "default") if info.namespaced else "", name)
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict:
+        """A copy of the stored object (storage version). Raises NotFound."""
+        info = self.info(kind)
+        with self._lock:
+            obj = self._objs.get(info.key, {}).get(self._key(info, namespace, name))
+            if obj is None:
+                raise NotFound(f'{info.plural}{"." + info.group if info.group else ""} "{name}" not found',
+                               kind=info.plural, group=info.group, name=name)
+            return clone(obj)
+
+    def try_get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        try:
+            return self.get(kind, name, namespace)
+        except NotFound:
+            return None
+
+    def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None,
+             field_selector: str | None = None) -> list[dict]:
+        """Copies of matching objects, ordered by namespace then name (as etcd returns them)."""
+        info = self.info(kind)
+        lmatch = parse_label_selector(label_selector)
+        fmatch = parse_field_selector(field_selector)
+        with self._lock:
+            items = self._objs.get(info.key, {})
+            keys = sorted(k for k in items if namespace is None or not info.namespaced or k[0] == namespace)
+            out = []
+            for k in keys:
+                obj = items[k]
+                if lmatch(obj["metadata"].get("labels") or {}) and fmatch(obj):
+                    out.append(clone(obj))
+            return out
+
+    def count(self, kind: str) -> int:
+        return len(self._objs.get(self.info(kind).key, {}))
+
+    # -- writing ------------------------------------------------------------------------------------
+    def create(self, obj: dict, *, validate: bool = True, keep_status: bool = False,
+               unknown_fields: str = "Strict", namespace: str | None = None, dry_run: bool = False) -> dict:
+        """Admit and store a new object. Returns the stored copy."""
+        info = scheme.resolve_object(self.registry, obj)
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace") or namespace
+        if info.namespaced and namespace and meta.get("namespace") and meta["namespace"] != namespace:
+            raise BadRequest("the namespace of the provided object does not match the namespace sent on the "
+                             "request")
+        data = clone(obj)
+        data.setdefault("metadata", {})
+        if info.namespaced:
+            data["metadata"]["namespace"] = ns or "default"
+        else:
+            data["metadata"].pop("namespace", None)
+        if not data["metadata"].get("name") and data["metadata"].get("generateName"):
+            data["metadata"]["name"] = self._generate_name(info, data["metadata"])
+        status = data.get("status")
+        stored = scheme.admit(info, data, None, unknown_fields) if validate else self._normalize(info, data)
+        if keep_status and status is not None:
+            stored["status"] = status
+        elif info.status_subresource:
+            stored.pop("status", None)
+        with self._lock:
+            key = self._key(info, stored["metadata"].get("namespace"), stored["metadata"]["name"])
+            if key in self._objs.get(info.key, {}):
+                raise AlreadyExists(f'{info.plural}{"." + info.group if info.group else ""} "{key[1]}" already '
+                                    "exists", kind=info.plural, group=info.group, name=key[1])
+            if info.namespaced and ("", key[0]) not in self._objs.get("namespaces", {}):
+                raise NotFound(f'namespaces "{key[0]}" not found', kind="namespaces", name=key[0])
+            if info.namespaced and self._objs["namespaces"][("", key[0])]["metadata"].get("deletionTimestamp"):
+                raise Conflict(f'unable to create new content in namespace {key[0]} because it is being '
+                               "terminated", kind=info.plural, name=key[1])
+            m = stored["metadata"]
+            m["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            m["creationTimestamp"] = format_time(self.clock.now())
+            m["generation"] = 1
+            for f in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+                m.pop(f, None)
+            if dry_run:
+                m["resourceVersion"] = str(self._rv)
+                return clone(stored)
+            self._commit([("ADDED", info, key, stored)])
+            return clone(stored)
+
+    def _normalize(self, info: KindInfo, data: dict) -> dict:
+        data["apiVersion"] = info.storage_api_version
+        data["kind"] = info.kind
+        return data
+
+    def _generate_name(self, info: KindInfo, meta: dict) -> str:
+        for _ in range(10):
+            name = meta["generateName"] + "".join(self.rng.choice(_ALNUM) for _ in range(5))
+            if self._key(info, meta.get("namespace"), name) not in self._objs.get(info.key, {}):
+                return name
+        raise AlreadyExists("could not generate a unique name")
+
+    def _current(self, info: KindInfo, meta: dict, namespace: str | None = None) -> tuple[Key, dict]:
+        key = self._key(info, meta.get("namespace") or namespace, meta.get("name", ""))
+        cur = self._objs.get(info.key, {}).get(key)
+        if cur is None:
+            raise NotFound(f'{info.plural}{"." + info.group if info.group else ""} "{key[1]}" not found',
+                           kind=info.plural, group=info.group, name=key[1])
+        rv = meta.get("resourceVersion")
+        if rv and rv != cur["metadata"]["resourceVersion"]:
+            raise Conflict(f'Operation cannot be fulfilled on {info.plural}{"." + info.group if info.group else ""}'
+                           f' "{key[1]}": the object has been modified; please apply your changes to the latest '
+                           "version and try again", kind=info.plural, group=info.group, name=key[1])
+        return key, cur
+
+    def update(self, obj: dict, *, validate: bool = True, unknown_fields: str = "Strict",
+               namespace: str | None = None, dry_run: bool = False) -> dict:
+        """Replace spec/metadata (status is kept for kinds with a status subresource)."""
+        info = scheme.resolve_object(self.registry, obj)
+        with self._lock:
+            key, cur = self._current(info, obj.get("metadata") or {}, namespace)
+            data = clone(obj)
+            data["metadata"]["namespace"] = key[0] if info.namespaced else None
+            if not info.namespaced:
+                data["metadata"].pop("namespace", None)
+            stored = scheme.admit(info, data, cur, unknown_fields) if validate else self._normalize(info, data)
+            if info.status_subresource:
+                if "status" in cur:
+                    stored["status"] = cur["status"]
+                else:
+                    stored.pop("status", None)
+            m, cm = stored["metadata"], cur["metadata"]
+            for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+                if f in cm:
+                    m[f] = cm[f]
+                else:
+                    m.pop(f, None)
+            if cm.get("deletionTimestamp") and len(m.get("finalizers") or []) > len(cm.get("finalizers") or []):
+                new = set(m.get("finalizers") or []) - set(cm.get("finalizers") or [])
+                raise Invalid(f"metadata.finalizers: Forbidden: no new finalizers can be added if the object is "
+                              f"being deleted, found new finalizers {sorted(new)}")
+            m["generation"] = cm.get("generation", 1) + (1 if _spec_changed(cur, stored) else 0)
+            m["resourceVersion"] = cm["resourceVersion"]
+            if _same(cur, stored):
+                return clone(cur)
+            if dry_run:
+                return clone(stored)
+            if m.get("deletionTimestamp") and not m.get("finalizers"):
+                self._commit(self._deletion_ops(info, key, stored))
+                return clone(stored)
+            self._commit([("MODIFIED", info, key, stored)])
+            return clone(stored)
+
+    def update_status(self, obj: dict, *, validate: bool = False, namespace: str | None = None) -> dict:
+        """Write only ``status`` (the /status subresource)."""
+        info = scheme.resolve_object(self.registry, obj)
+        with self._lock:
+            key, cur = self._current(info, obj.get("metadata") or {}, namespace)
+            stored = clone(cur)
+            if obj.get("status") is None:
+                stored.pop("status", None)
+            else:
+                stored["status"] = clone(obj["status"])
+            if validate:
+                candidate = clone(stored)
+                scheme.admit(info, candidate, cur)
+            if _same(cur, stored):
+                return clone(cur)
+            self._commit([("MODIFIED", info, key, stored)])
+            return clone(stored)
+
+    def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *, patch_type: str = "merge",
+              subresource: str | None = None, api_version: str | None = None, validate: bool = True,
+              unknown_fields: str = "Strict", dry_run: bool = False) -> dict:
+        """Patch the object as seen in ``api_version`` (storage version by default)."""
+        info = self.info(kind)
+        with self._lock:
+            cur = self.get(kind, name, namespace)
+            view = scheme.render(info, cur, api_version)
+            patched = apply_patch(view, patch, patch_type)
+            if not isinstance(patched, dict):
+                raise BadRequest("patch result is not an object")
+            pm = patched.setdefault("metadata", {})
+            if pm.get("name", name) != name:
+                raise BadRequest("the name of the object cannot be changed by a patch")
+            pm["name"] = name
+            if subresource == "status":
+                if api_version and api_version != info.storage_api_version:
+                    patched = scheme.admit(info, patched, cur, "Ignore")
+                    patched["metadata"] = cur["metadata"]
+                return self.update_status(patched, validate=validate, namespace=namespace)
+            if info.status_subresource:
+                patched.pop("status", None)
+            return self.update(patched, validate=validate, unknown_fields=unknown_fields, namespace=namespace,
+                               dry_run=dry_run)
+
+    def delete(self, kind: str, name: str, namespace: str | None = None, *, propagation: str = "Background",
+               preconditions: dict | None = None, dry_run: bool = False) -> dict:
+        """Delete (or mark for deletion while finalizers remain). Dependents go too unless Orphan."""
+        info = self.info(kind)
+        with self._lock:
+            key, cur = self._current(info, {"name": name, "namespace": namespace})
+            pre = preconditions or {}
+            if pre.get("uid") and pre["uid"] != cur["metadata"].get("uid"):
+                raise Conflict(f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+                               f"{cur['metadata'].get('uid')}", kind=info.plural, name=name)
+            if pre.get("resourceVersion") and pre["resourceVersion"] != cur["metadata"]["resourceVersion"]:
+                raise Conflict("Precondition failed: resourceVersion mismatch", kind=info.plural, name=name)
+            if dry_run:
+                return clone(cur)
+            if propagation == "Orphan":
+                self._orphan(cur["metadata"]["uid"])
+            finalizers = cur["metadata"].get("finalizers") or []
+            if finalizers or (info.kind == "Namespace" and self._namespace_has_content(name)):
+                if cur["metadata"].get("deletionTimestamp"):
+                    return clone(cur)
+                marked = clone(cur)
+                marked["metadata"]["deletionTimestamp"] = format_time(self.clock.now())
+                marked["metadata"]["deletionGracePeriodSeconds"] = 0
+                if info.kind == "Namespace":
+                    marked.setdefault("status", {})["phase"] = "Terminating"
+                    ops = [("MODIFIED", info, key, marked)]
+                    ops += self._namespace_content_ops(name)
+                    if not finalizers:
+                        ops += self._deletion_ops(info, key, marked, cascade=False)
+                    self._commit(ops)
+                else:
+                    self._commit([("MODIFIED", info, key, marked)])
+                return clone(marked)
+            self._commit(self._deletion_ops(info, key, cur))
+            return clone(cur)
+
+    # -- cascade --------------------------------------------------------------------------------------
+    def _namespace_has_content(self, ns: str) -> bool:
+        return any(k[0] == ns for kk, objs in self._objs.items() if kk != "namespaces" for k in objs)
+
+    def _namespace_content_ops(self, ns: str) -> list:
+        ops: list = []
+        for kk, objs in list(self._objs.items()):
+            info = self.registry.by_key(kk)
+            if not info.namespaced:
+                continue
+            for k, obj in sorted(objs.items()):
+                if k[0] == ns:
+                    ops += self._deletion_ops(info, k, obj)
+        return ops
+
+    def _deletion_ops(self, info: KindInfo, key: Key, obj: dict, cascade: bool = True) -> list:
+        """Ops deleting obj and (recursively) its dependents; dependents with finalizers are only marked."""
+        ops = [("DELETED", info, key, obj)]
+        if not cascade:
+            return ops
+        seen = {(info.key, key)}
+        stack = [obj["metadata"].get("uid")]
+        while stack:
+            uid = stack.pop()
+            for kk, dk in sorted(self._children.get(uid, ())):
+                if (kk, dk) in seen:
+                    continue
+                seen.add((kk, dk))
+                dep = self._objs.get(kk, {}).get(dk)
+                if dep is None:
+                    continue
+                dinfo = self.registry.by_key(kk)
+                if dep["metadata"].get("finalizers"):
+                    if not dep["metadata"].get("deletionTimestamp"):
+                        marked = clone(dep)
+                        marked["metadata"]["deletionTimestamp"] = format_time(self.clock.now())
+                        ops.append(("MODIFIED", dinfo, dk, marked))
+                    continue
+                ops.append(("DELETED", dinfo, dk, dep))
+                stack.append(dep["metadata"].get("uid"))
+        return ops
+
+    def _orphan(self, uid: str) -> None:
+        ops = []
+        for kk, dk in sorted(self._children.get(uid, ())):
+            dep = self._objs.get(kk, {}).get(dk)
+            if dep is None:
+                continue
+            upd = clone(dep)
+            upd["metadata"]["ownerReferences"] = [r for r in upd["metadata"].get("ownerReferences", [])
+                                                  if r.get("uid") != uid] or None
+            if upd["metadata"]["ownerReferences"] is None:
+                del upd["metadata"]["ownerReferences"]
+            ops.append(("MODIFIED", self.registry.by_key(kk), dk, upd))
+        if ops:
+            self._commit(ops)
+
+    # -- commit, index, watch -------------------------------------------------------------------------
+    def _commit(self, ops: list) -> None:
+        """Assign resourceVersions, journal atomically, then apply in memory and notify watchers."""
+        events = []
+        rv = self._rv
+        for typ, info, _key, obj in ops:
+            rv += 1
+            obj = clone(obj) if typ == "DELETED" else obj
+            obj["metadata"]["resourceVersion"] = str(rv)
+            events.append(WatchEvent(typ, info.key, obj, rv))
+        if self.journal is not None:
+            with self.journal.transaction():
+                for ev, (typ, info, key, _) in zip(events, ops, strict=True):
+                    if typ == "DELETED":
+                        self.journal.remove(self.name, info.key, key[0], key[1])
+                    else:
+                        self.journal.put(self.name, info.key, key[0], key[1], ev.rv, ev.object)
+                self.journal.set_rv(self.name, rv)
+        self._rv = rv
+        for ev, (typ, info, key, _obj) in zip(events, ops, strict=True):
+            bucket = self._objs.setdefault(info.key, {})
+            old = bucket.get(key)
+            if old is not None:
+                self._unindex(info.key, key, old)
+            if typ == "DELETED":
+                bucket.pop(key, None)
+            else:
+                bucket[key] = ev.object
+                self._index(info.key, key, ev.object)
+            self._history.append(ev)
+        for ev in events:
+            for sub in list(self._subs):
+                if sub.active and (sub.kinds is None or ev.kind in sub.kinds):
+                    try:
+                        sub.callback(ev)
+                    except Exception:
+                        log.exception("watch callback failed")
+
+    def _index(self, kk: str, key: Key, obj: dict) -> None:
+        for ref in obj["metadata"].get("ownerReferences") or ():
+            self._children.setdefault(ref.get("uid", ""), set()).add((kk, key))
+
+    def _unindex(self, kk: str, key: Key, obj: dict) -> None:
+        for ref in obj["metadata"].get("ownerReferences") or ():
+            s = self._children.get(ref.get("uid", ""))
+            if s is not None:
+                s.discard((kk, key))
+                if not s:
+                    del self._children[ref.get("uid", "")]
+
+    def watch(self, callback: Callable[[WatchEvent], None], kinds: Iterable[str] | None = None,
+              since: int | None = None) -> Subscription:
+        """Deliver every later change (and, with ``since``, the changes after that resourceVersion first)."""
+        keys = None if kinds is None else {self.info(k).key for k in kinds}
+        with self._lock:
+            sub = Subscription(self, callback, keys)
+            if since is not None and since < self._rv:
+                oldest = self._history[0].rv if self._history else self._rv + 1
+                if since + 1 < oldest:
+                    raise Gone(f"too old resource version: {since} ({oldest - 1})")
+                for ev in list(self._history):
+                    if ev.rv > since and (keys is None or ev.kind in keys):
+                        callback(ev)
+            self._subs.append(sub)
+            return sub
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        with self._lock:
+            if sub in self._subs:
+                self._subs.remove(sub)
+
+    def _load(self) -> None:
+        assert self.journal is not None
+        rv, rows = self.journal.load(self.name)
+        self._rv = rv
+        for kk, obj in rows:
+            info = self.registry.by_key(kk)
+            key = self._key(info, obj["metadata"].get("namespace"), obj["metadata"]["name"])
+            self._objs.setdefault(kk, {})[key] = obj
+            self._index(kk, key, obj)
+
+    def all_objects(self) -> Iterable[tuple[str, dict]]:
+        """Every stored object with its kind key (for dumps and tests)."""
+        with self._lock:
+            return [(kk, clone(o)) for kk, objs in self._objs.items() for o in objs.values()]
+
+
+def _spec_changed(old: dict, new: dict) -> bool:
+    for k in set(old) | set(new):
+        if k in ("metadata", "status", "apiVersion", "kind"):
+            continue
+        if old.get(k) != new.get(k):
+            return True
+    return False
+
+
+def _same(old: dict, new: dict) -> bool:
+    """No-op write? (Kubernetes does not bump resourceVersion for those.)"""
+    om, nm = old["metadata"], new["metadata"]
+    keys = set(om) | set(nm)
+    keys.discard("resourceVersion")
+    keys.discard("managedFields")
+    return all(om.get(k) == nm.get(k) for k in keys) and not _spec_changed(old, new) and \
+        old.get("status") == new.get("status")
+
+
