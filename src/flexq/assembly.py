@@ -1,0 +1,158 @@
+"""The composition root: builds a twin (virtual or live) from its parts.
+
+Owns: ``TwinCore`` — the loop, the journal, the project store (GKE objects), one ``ClusterRuntime`` per
+Kubernetes cluster (its store, controller manager and context), pod logs, executors — and the explicit
+list of domain packages whose ``registry`` modules contribute controllers, bootstrap objects and
+executors. Only ``twin``, ``cli``, ``scenario`` and tests import this module.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flexq.api.kinds import default_registry
+from flexq.api.registry import Registry
+from flexq.clock import VirtualClock
+from flexq.gke import registry as gke_registry
+from flexq.kube import registry as kube_registry
+from flexq.kuberay import registry as kuberay_registry
+from flexq.kueue import registry as kueue_registry
+from flexq.loop import EventLoop, RealtimeLoop, Rngs
+from flexq.runtime import Context, Manager
+from flexq.store import Journal, PodLogs, Store, WatchEvent
+
+log = logging.getLogger("flexq.assembly")
+
+# Order matters only for determinism of wiring; packages never call each other.
+DOMAINS = [kube_registry, kueue_registry, gke_registry, kuberay_registry]
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "kueue-system")
+DEFAULT_CLUSTER = ""  # the Kubernetes cluster of a twin that has no GKE cluster
+
+
+@dataclass
+class ClusterRuntime:
+    """One Kubernetes cluster: its objects and the controllers acting on them."""
+
+    name: str
+    store: Store
+    ctx: Context
+    manager: Manager
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+class TwinCore:
+    """Everything a twin is made of, wired; no public convenience (that is ``flexq.twin.Twin``)."""
+
+    def __init__(self, *, live: bool = False, home: str | Path | None = None, seed: int = 0,
+                 settings: dict[str, Any] | None = None, start: float | None = None) -> None:
+        self.live = live
+        self.settings = dict(settings or {})
+        self.loop: EventLoop = RealtimeLoop() if live else EventLoop(VirtualClock(start) if start else VirtualClock())
+        self.rngs = Rngs(seed)
+        self.home = Path(home) if home else None
+        self.journal = Journal(self.home / "state.db") if self.home else None
+        self.logs = PodLogs(self.home / "logs" if self.home else None)
+        self.registry: Registry = default_registry()
+        self.executors: list[Any] = []
+        for domain in (kuberay_registry, kube_registry):  # real executors first, the simulated one last
+            self.executors += domain.executors(self.settings)
+        project_registry = Registry(gke_registry.project_kinds())
+        self.project = Store(project_registry, self.loop.clock, name="project", journal=self.journal,
+                             rng=self.rngs.get("store/project"))
+        self.project_ctx = Context(store=self.project, loop=self.loop, rngs=self.rngs, logs=self.logs,
+                                   cluster="", project=self.project, executors=self.executors,
+                                   settings=self.settings)
+        self.project_manager = Manager(self.project_ctx)
+        self.project_manager.add_all(gke_registry.project_controllers(self.project_ctx))
+        self.clusters: dict[str, ClusterRuntime] = {}
+        self._closed = False
+
+    # -- clusters -------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Bring up the default cluster and every GKE cluster the project store knows, then watch for more."""
+        self.add_cluster(DEFAULT_CLUSTER, {})
+        for kk in [k.kind for k in self.project.registry]:
+            for obj in self.project.list(kk):
+                found = gke_registry.cluster_of(obj)
+                if found:
+                    self.add_cluster(found[0], found[1])
+        self.project.watch(self._on_project_event)
+        self.project_manager.start()
+
+    def _on_project_event(self, ev: WatchEvent) -> None:
+        found = gke_registry.cluster_of(ev.object)
+        if not found:
+            return
+        name, settings = found
+        if ev.type == "DELETED":
+            self.remove_cluster(name)
+        elif name not in self.clusters:
+            self.add_cluster(name, settings)
+        else:
+            self.clusters[name].settings.update(settings)
+            self.clusters[name].ctx.settings.update(settings)
+
+    def add_cluster(self, name: str, settings: dict[str, Any]) -> ClusterRuntime:
+        if name in self.clusters:
+            return self.clusters[name]
+        store = Store(self.registry, self.loop.clock, name=f"cluster/{name}", journal=self.journal,
+                      rng=self.rngs.get(f"store/{name}"), namespaces=DEFAULT_NAMESPACES)
+        ctx = Context(store=store, loop=self.loop, rngs=self.rngs, logs=self.logs, cluster=name,
+                      project=self.project, executors=self.executors,
+                      settings={**self.settings, **settings})
+        for domain in DOMAINS:
+            domain.bootstrap(store)
+        manager = Manager(ctx)
+        for domain in DOMAINS:
+            manager.add_all(domain.controllers(ctx))
+        rt = ClusterRuntime(name, store, ctx, manager, dict(settings))
+        self.clusters[name] = rt
+        manager.start()
+        return rt
+
+    def remove_cluster(self, name: str) -> None:
+        rt = self.clusters.pop(name, None)
+        if rt is None:
+            return
+        rt.manager.stop()
+        for ns_pod in [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in rt.store.list("Pod")]:
+            for ex in self.executors:
+                ex.stop(ns_pod)
+        if self.journal is not None:
+            self.journal.drop_store(rt.store.name)
+
+    def current(self, name: str | None = None) -> ClusterRuntime:
+        """The named cluster, else the only GKE cluster, else the default one."""
+        if name is not None:
+            if name not in self.clusters:
+                from flexq.errors import NotFound
+
+                raise NotFound(f'cluster "{name}" not found')
+            return self.clusters[name]
+        gke = [c for c in self.clusters if c != DEFAULT_CLUSTER]
+        if len(gke) == 1:
+            return self.clusters[gke[0]]
+        return self.clusters[DEFAULT_CLUSTER]
+
+    def gke(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        return gke_registry.gke_api(self.project_ctx, method, path, body)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for name in list(self.clusters):
+            self.clusters[name].manager.stop()
+        self.project_manager.stop()
+        for ex in self.executors:
+            try:
+                ex.shutdown()
+            except Exception:
+                log.exception("executor shutdown failed")
+        if isinstance(self.loop, RealtimeLoop):
+            self.loop.stop()
+        if self.journal is not None:
+            self.journal.close()

@@ -1,0 +1,237 @@
+"""``Twin``: the SDK's front door.
+
+    from flexq import Twin
+    twin = Twin(clock="virtual")              # in memory, no servers, simulated executors
+    twin.apply(open("dws-tpu-queue.yaml").read())
+    twin.advance(60)
+    twin.get("workload", "rayjob-...", "default")
+
+A live twin (``Twin(clock="real", home=...)``) keeps its state in SQLite under ``home`` and runs its
+loop in a background thread; every method then runs on that thread and waits for the result.
+Objects go in and come out as plain Kubernetes JSON dicts. Methods act on the current cluster: the one
+chosen with ``twin.cluster(name)``, else the only GKE cluster, else the twin's default cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from flexq.api import scheme
+from flexq.api.registry import KindInfo
+from flexq.assembly import ClusterRuntime, TwinCore
+from flexq.errors import BadRequest, CloudError, NotFound
+from flexq.loop import RealtimeLoop
+from flexq.store import Store
+
+T = TypeVar("T")
+
+__all__ = ["Twin", "load_documents"]
+
+
+def load_documents(source: str | dict | Iterable[dict]) -> list[dict]:
+    """YAML/JSON text (multi-document), one object, a list of objects, or a ``List`` kind -> objects."""
+    if isinstance(source, dict):
+        docs: list[Any] = [source]
+    elif isinstance(source, str):
+        try:
+            docs = [d for d in yaml.safe_load_all(source) if d is not None]
+        except yaml.YAMLError as exc:
+            raise BadRequest(f"error parsing YAML: {exc}") from None
+    else:
+        docs = list(source)
+    out: list[dict] = []
+    for d in docs:
+        if not isinstance(d, dict):
+            raise BadRequest(f"expected an object, got {type(d).__name__}")
+        if d.get("kind") == "List" or (d.get("kind", "").endswith("List") and "items" in d):
+            out.extend(d.get("items") or [])
+        else:
+            out.append(d)
+    return out
+
+
+class Twin:
+    """A twin of one GCP project with its GKE clusters, Kueue, KubeRay and the cloud's capacity."""
+
+    def __init__(self, clock: str = "virtual", *, home: str | Path | None = None, seed: int = 0,
+                 executor: str | None = None, start: float | None = None, **settings: Any) -> None:
+        if clock not in ("virtual", "real"):
+            raise ValueError('clock must be "virtual" or "real"')
+        live = clock == "real"
+        settings.setdefault("executor", executor or ("ray" if live else "simulated"))
+        settings.setdefault("clock", clock)
+        self.core = TwinCore(live=live, home=home, seed=seed, settings=settings, start=start)
+        self._cluster: str | None = None
+        if live:
+            assert isinstance(self.core.loop, RealtimeLoop)
+            self.core.loop.start_thread()
+            self._call(self.core.start)
+        else:
+            self.core.start()
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def _call(self, fn: Callable[[], T]) -> T:
+        loop = self.core.loop
+        if isinstance(loop, RealtimeLoop):
+            return loop.call_sync(fn)
+        return fn()
+
+    @property
+    def runtime(self) -> ClusterRuntime:
+        return self.core.current(self._cluster)
+
+    @property
+    def store(self) -> Store:
+        """The current cluster's store (for tests and tools; prefer the methods below)."""
+        return self.runtime.store
+
+    def cluster(self, name: str | None) -> Twin:
+        """Make ``name`` the current cluster (None: automatic choice). Returns self."""
+        if name is not None:
+            self.core.current(name)
+        self._cluster = name
+        return self
+
+    def now(self) -> float:
+        return self.core.loop.now()
+
+    def _info(self, kind: str) -> tuple[KindInfo, str | None]:
+        info = self.store.info(kind)
+        api_version = None
+        parts = kind.split(".")
+        if len(parts) >= 3 and parts[1] in info.models:
+            api_version = info.api_version(parts[1])
+        return info, api_version
+
+    # -- objects ----------------------------------------------------------------------------------
+    def apply(self, source: str | dict | Iterable[dict], namespace: str | None = None) -> list[dict]:
+        """Create or update each object, like ``kubectl apply`` (status in the input is not stored)."""
+        objs = load_documents(source)
+
+        def run() -> list[dict]:
+            out = []
+            for obj in objs:
+                out.append(self._apply_one(obj, namespace))
+            return out
+
+        return self._call(run)
+
+    def _apply_one(self, obj: dict, namespace: str | None) -> dict:
+        store = self.store
+        info = scheme.resolve_object(store.registry, obj)
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace") or namespace or ("default" if info.namespaced else None)
+        cur = store.try_get(info.kind, meta.get("name", ""), ns) if meta.get("name") else None
+        if cur is None:
+            return scheme.render(info, store.create(obj, namespace=ns), obj.get("apiVersion"))
+        view = scheme.render(info, cur, obj.get("apiVersion"))
+        new = {k: v for k, v in obj.items() if k != "status"}
+        m = dict(view["metadata"])
+        for f in ("labels", "annotations"):
+            if f in meta:
+                m[f] = {**(m.get(f) or {}), **(meta.get(f) or {})}
+        for f in ("ownerReferences", "finalizers"):
+            if f in meta:
+                m[f] = meta[f]
+        new["metadata"] = m
+        if "status" in view:
+            new["status"] = view["status"]
+        return scheme.render(info, store.update(new, namespace=ns), obj.get("apiVersion"))
+
+    def create(self, obj: dict, namespace: str | None = None) -> dict:
+        info = scheme.resolve_object(self.store.registry, obj)
+        return self._call(lambda: scheme.render(info, self.store.create(obj, namespace=namespace),
+                                                obj.get("apiVersion")))
+
+    def get(self, kind: str, name: str, namespace: str | None = None, *, api_version: str | None = None) -> dict:
+        """One object; ``api_version`` (or ``kind`` as ``plural.version.group``) picks the served version."""
+        info, v = self._info(kind)
+        return self._call(lambda: scheme.render(info, self.store.get(info.kind, name, namespace),
+                                                api_version or v))
+
+    def try_get(self, kind: str, name: str, namespace: str | None = None, **kw: Any) -> dict | None:
+        try:
+            return self.get(kind, name, namespace, **kw)
+        except NotFound:
+            return None
+
+    def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None, *,
+             field_selector: str | None = None, api_version: str | None = None) -> list[dict]:
+        info, v = self._info(kind)
+        return self._call(lambda: [scheme.render(info, o, api_version or v) for o in
+                                   self.store.list(info.kind, namespace, label_selector, field_selector)])
+
+    def delete(self, kind: str, name: str, namespace: str | None = None, *,
+               propagation: str = "Background") -> dict:
+        info, _ = self._info(kind)
+        return self._call(lambda: self.store.delete(info.kind, name, namespace, propagation=propagation))
+
+    def patch(self, kind: str, name: str, patch: dict | list, namespace: str | None = None,
+              subresource: str | None = None, *, patch_type: str = "merge") -> dict:
+        """Merge patch (or ``patch_type="json"``/``"strategic"``); ``subresource="status"`` writes status."""
+        info, v = self._info(kind)
+        return self._call(lambda: scheme.render(info, self.store.patch(
+            info.kind, name, patch, namespace, patch_type=patch_type, subresource=subresource, api_version=v,
+            validate=True), v))
+
+    def logs(self, pod: str, namespace: str = "default", container: str | None = None) -> str:
+        """A pod's log; ``pod`` may also be ``job/<name>`` (the job's first pod), as kubectl takes it."""
+        if pod.startswith("job/"):
+            job = pod.split("/", 1)[1]
+            pods = self.list("Pod", namespace, label_selector=f"job-name={job}")
+            if not pods:
+                raise NotFound(f'no pods found for job "{job}"')
+            pod = pods[0]["metadata"]["name"]
+        return self.core.logs.read(namespace, pod, container)
+
+    # -- time -------------------------------------------------------------------------------------
+    def advance(self, seconds: float) -> int:
+        """Run everything due in the next ``seconds`` (virtual: instantly; real: waits that long)."""
+        loop = self.core.loop
+        if isinstance(loop, RealtimeLoop):
+            from flexq.clock import WallClock
+
+            WallClock().sleep(seconds)
+            return 0
+        return loop.run_until(loop.now() + seconds)
+
+    def run_until_idle(self, max_seconds: float = 8 * 86400) -> int:
+        """Run until nothing is scheduled any more, or ``max_seconds`` of (virtual) time have passed."""
+        loop = self.core.loop
+        if isinstance(loop, RealtimeLoop):
+            from flexq.clock import WallClock
+
+            deadline = loop.now() + max_seconds
+            while loop.now() < deadline:
+                nxt = loop.next_time()
+                if (nxt is None or nxt > loop.now() + 1.0) and not loop.has_inbox():
+                    return 0
+                WallClock().sleep(0.05)
+            return 0
+        return loop.run_until_idle(max_seconds)
+
+    # -- GKE ----------------------------------------------------------------------------------------
+    def gke(self, method: str, path: str, body: dict | str | None = None) -> dict:
+        """Call the GKE REST API in-process (``container.googleapis.com/v1`` paths and JSON bodies)."""
+        data = json.loads(body) if isinstance(body, str) else body
+        status, out = self._call(lambda: self.core.gke(method.upper(), path, data))
+        if status >= 400:
+            err = out.get("error", {})
+            raise CloudError(status, err.get("status", "UNKNOWN"), err.get("message", ""))
+        return out
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop controllers, executors and the loop; flush state."""
+        self.core.close()
+
+    def __enter__(self) -> Twin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
