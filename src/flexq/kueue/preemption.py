@@ -1,0 +1,274 @@
+"""Classical preemption: which admitted workloads a pending one may evict, as Kueue picks them.
+
+Owns: the preemption policies (``withinClusterQueue`` Never / LowerPriority /
+LowerOrNewerEqualPriority, ``reclaimWithinCohort`` Never / LowerPriority / Any,
+``borrowWithinCohort`` with ``maxPriorityThreshold``), candidate classification and ordering
+(evicted first, other ClusterQueues first, lower priority first, most recently reserved first,
+UID), hierarchical reclaim over the cohort tree, the two attempts with and without borrowing,
+fill-back of unnecessary targets, and the preemption oracle the flavor assigner consults.
+Mirrors ``pkg/scheduler/preemption/{preemption,preemption_oracle}.go``,
+``classical/{candidate_generator,hierarchical_preemption}.go`` and ``common/*``. Fair sharing is not
+modelled.
+
+Pure over a per-cycle ``Snapshot`` that it mutates only temporarily (every removal is restored).
+Must not import store, runtime, loop or clock.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from flexq.kueue.flavorassigner import Assignment
+from flexq.kueue.resources import FlavorResource
+from flexq.kueue.snapshot import (
+    ClusterQueueSnapshot,
+    CohortSnapshot,
+    Snapshot,
+    find_height_of_lowest_subtree_that_fits,
+    is_within_nominal,
+    quantities_fit_in_quota,
+)
+from flexq.kueue.workload import WorkloadInfo, find_condition, is_evicted, parse_ts
+
+__all__ = ["Target", "get_targets", "make_oracle", "preemption_message", "satisfies_policy"]
+
+REASONS = {
+    "InClusterQueue": "prioritization in the ClusterQueue",
+    "InCohortReclamation": "reclamation within the cohort",
+    "InCohortFairSharing": "Fair Sharing within the cohort",
+    "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
+}
+
+NEVER, WITHIN_CQ, HIERARCHICAL, RECLAIM_NO_BORROW, RECLAIM_WHILE_BORROWING = range(5)
+_VARIANT_REASON = {WITHIN_CQ: "InClusterQueue", HIERARCHICAL: "InCohortReclamation",
+                   RECLAIM_NO_BORROW: "InCohortReclamation", RECLAIM_WHILE_BORROWING: "InCohortReclaimWhileBorrowing"}
+
+
+@dataclass
+class Target:
+    """A workload to preempt and why (``Preempted`` condition reason)."""
+
+    info: WorkloadInfo
+    reason: str
+    cluster_queue: str
+
+
+def satisfies_policy(preemptor: WorkloadInfo, candidate: WorkloadInfo, policy: str) -> bool:
+    """``SatisfiesPreemptionPolicy``."""
+    lower = preemptor.priority > candidate.priority
+    if policy == "LowerPriority":
+        return lower
+    if policy == "LowerOrNewerEqualPriority":
+        return lower or (preemptor.priority == candidate.priority and preemptor.order_ts < candidate.order_ts)
+    return policy == "Any"
+
+
+def preemption_message(preemptor: WorkloadInfo, reason: str, preemptor_path: str, preemptee_path: str) -> str:
+    """The ``Preempted`` / ``Evicted`` condition message Kueue writes on the victim."""
+    md = preemptor.obj.get("metadata") or {}
+    job_uid = (md.get("labels") or {}).get("kueue.x-k8s.io/job-uid") or "UNKNOWN"
+    return (f"Preempted to accommodate a workload (UID: {md.get('uid') or 'UNKNOWN'}, JobUID: {job_uid}) "
+            f"due to {REASONS.get(reason, 'UNKNOWN')}; preemptor path: {preemptor_path or 'UNKNOWN'}; "
+            f"preemptee path: {preemptee_path or 'UNKNOWN'}")
+
+
+def cq_path(cq: ClusterQueueSnapshot) -> str:
+    """``/root/.../parent/cq`` (``buildCQPath``)."""
+    parts = [cq.name] + [a.name for a in cq.path_parent_to_root()]
+    return "/" + "/".join(reversed(parts))
+
+
+@dataclass
+class _Elem:
+    info: WorkloadInfo
+    lca: CohortSnapshot | None
+    variant: int
+
+
+class _Ctx:
+    def __init__(self, snapshot: Snapshot, preemptor: WorkloadInfo, cq: ClusterQueueSnapshot,
+                 frs: set[FlavorResource], requests: dict[FlavorResource, int], now: float):
+        self.snapshot, self.preemptor, self.cq, self.frs, self.requests, self.now = snapshot, preemptor, cq, frs, requests, now
+
+    def classify(self, wl: WorkloadInfo, hierarchical_advantage: bool) -> int:
+        if not wl.uses(self.frs):
+            return NEVER
+        p = self.cq.preemption
+        same = wl.cluster_queue == self.cq.name
+        if not satisfies_policy(self.preemptor, wl, p["withinClusterQueue"] if same else p["reclaimWithinCohort"]):
+            return NEVER
+        if same:
+            return WITHIN_CQ
+        if hierarchical_advantage:
+            return HIERARCHICAL
+        if p["borrowWithinCohort"] == "Never":
+            return RECLAIM_NO_BORROW
+        threshold = p["maxPriorityThreshold"]
+        if wl.priority >= self.preemptor.priority or (threshold is not None and wl.priority > threshold):
+            return RECLAIM_NO_BORROW
+        return RECLAIM_WHILE_BORROWING
+
+    def from_cq(self, cq: ClusterQueueSnapshot, lca: CohortSnapshot | None, adv: bool) -> list[_Elem]:
+        out = []
+        for wl in cq.workloads.values():
+            v = self.classify(wl, adv)
+            if v != NEVER:
+                out.append(_Elem(wl, lca, v))
+        return out
+
+    def hierarchical(self) -> tuple[list[_Elem], list[_Elem]]:
+        hier: list[_Elem] = []
+        prio: list[_Elem] = []
+        if self.cq.parent is None or self.cq.preemption["reclaimWithinCohort"] == "Never":
+            return hier, prio
+        prev = None
+        adv, remaining = quantities_fit_in_quota(self.cq, self.requests)
+        for root in self.cq.path_parent_to_root():
+            self._collect(root, root, prev, adv, hier if adv else prio)
+            fits, remaining = quantities_fit_in_quota(root, remaining)
+            adv = adv or fits
+            prev = root
+        return hier, prio
+
+    def _collect(self, cur: CohortSnapshot, subtree_root: CohortSnapshot, skip, adv: bool, out: list[_Elem]) -> None:
+        for child in cur.child_cohorts:
+            if child is skip or is_within_nominal(child, self.frs):
+                continue
+            self._collect(child, subtree_root, skip, adv, out)
+        for cq in cur.child_cqs:
+            if cq is self.cq:
+                continue
+            if not is_within_nominal(cq, self.frs):
+                out.extend(self.from_cq(cq, subtree_root, adv))
+
+    def order(self, a: _Elem, b: _Elem) -> int:
+        """``CandidatesOrdering``."""
+        ea, eb = is_evicted(a.info.obj), is_evicted(b.info.obj)
+        if ea != eb:
+            return -1 if ea else 1
+        sa, sb = a.info.cluster_queue == self.cq.name, b.info.cluster_queue == self.cq.name
+        if sa != sb:
+            return -1 if sb else 1
+        if a.info.priority != b.info.priority:
+            return -1 if a.info.priority < b.info.priority else 1
+        ta, tb = self._reserved_at(a.info), self._reserved_at(b.info)
+        if ta != tb:
+            return -1 if ta > tb else 1
+        return (a.info.uid > b.info.uid) - (a.info.uid < b.info.uid)
+
+    def _reserved_at(self, wl: WorkloadInfo) -> float:
+        c = find_condition(wl.obj, "QuotaReserved")
+        if c is None or c.get("status") != "True":
+            return self.now
+        return parse_ts(c.get("lastTransitionTime"))
+
+    def valid(self, e: _Elem, borrow: bool) -> bool:
+        """``candidateIsValid``."""
+        if e.info.cluster_queue == self.cq.name:
+            return True
+        if borrow and e.variant == RECLAIM_NO_BORROW:
+            return False
+        cq = self.snapshot.cq(e.info.cluster_queue)
+        if cq is None or is_within_nominal(cq, self.frs):
+            return False
+        for node in cq.path_parent_to_root():
+            if node is e.lca:
+                break
+            if is_within_nominal(node, self.frs):
+                return False
+        return True
+
+    def fits(self, allow_borrowing: bool) -> bool:
+        for fr, v in self.requests.items():
+            if not allow_borrowing and self.cq.borrowing_with(fr, v):
+                return False
+            if v > self.cq.available(fr):
+                return False
+        return True
+
+
+def _classical(ctx: _Ctx) -> list[Target]:
+    same = [] if ctx.cq.preemption["withinClusterQueue"] == "Never" else ctx.from_cq(ctx.cq, None, False)
+    hier, prio = ctx.hierarchical()
+    key = functools.cmp_to_key(ctx.order)
+    same.sort(key=key)
+    prio.sort(key=key)
+    hier.sort(key=key)
+
+    def split(lst: list[_Elem]) -> tuple[list[_Elem], list[_Elem]]:
+        n = 0
+        while n < len(lst) and is_evicted(lst[n].info.obj):
+            n += 1
+        return lst[:n], lst[n:]
+
+    (eh, nh), (ep, np_), (es, ns) = split(hier), split(prio), split(same)
+    candidates = eh + ep + es + nh + np_ + ns
+    bwc_forbidden = ctx.cq.preemption["borrowWithinCohort"] == "Never"
+    under_nominal = all(ctx.cq.quota(fr).nominal > ctx.cq.usage.get(fr, 0) for fr in ctx.frs)
+    if (not hier and not prio) or (bwc_forbidden and not under_nominal):
+        attempts = [True]
+    elif bwc_forbidden and not hier:
+        attempts = [False, True]
+    else:
+        attempts = [True, False]
+    snap = ctx.snapshot
+    for borrow in attempts:
+        targets: list[Target] = []
+        for e in candidates:
+            if not ctx.valid(e, borrow):
+                continue
+            snap.remove_workload(e.info)
+            targets.append(Target(e.info, _VARIANT_REASON[e.variant], e.info.cluster_queue))
+            if ctx.fits(borrow):
+                targets = _fill_back(ctx, targets, borrow)
+                for t in targets:
+                    snap.add_workload(t.info)
+                return targets
+        for t in targets:
+            snap.add_workload(t.info)
+    return []
+
+
+def _fill_back(ctx: _Ctx, targets: list[Target], borrow: bool) -> list[Target]:
+    """``fillBackWorkloads``: put back every target that is not needed, newest decision first."""
+    i = len(targets) - 2
+    while i >= 0:
+        ctx.snapshot.add_workload(targets[i].info)
+        if ctx.fits(borrow):
+            targets[i] = targets[-1]
+            targets.pop()
+        else:
+            ctx.snapshot.remove_workload(targets[i].info)
+        i -= 1
+    return targets
+
+
+def get_targets(snapshot: Snapshot, info: WorkloadInfo, assignment: Assignment, now: float) -> list[Target]:
+    """``Preemptor.GetTargets`` for a workload whose assignment is in Preempt mode."""
+    cq = snapshot.cq(info.cluster_queue)
+    if cq is None:
+        return []
+    ctx = _Ctx(snapshot, info, cq, assignment.flavor_resources_need_preemption(),
+               assignment.total_requests_for(info), now)
+    return _classical(ctx)
+
+
+def make_oracle(snapshot: Snapshot, now: float):
+    """``PreemptionOracle.SimulatePreemption`` bound to a snapshot."""
+
+    def oracle(cq: ClusterQueueSnapshot, info: WorkloadInfo, fr: FlavorResource, quantity: int) -> tuple[str, int]:
+        ctx = _Ctx(snapshot, info, snapshot.cq(info.cluster_queue) or cq, {fr}, {fr: quantity}, now)
+        targets = _classical(ctx)
+        if not targets:
+            return "NoCandidates", find_height_of_lowest_subtree_that_fits(cq, fr, quantity)[0]
+        for t in targets:
+            snapshot.remove_workload(t.info)
+        borrow = find_height_of_lowest_subtree_that_fits(cq, fr, quantity)[0]
+        for t in targets:
+            snapshot.add_workload(t.info)
+        if any(t.cluster_queue == cq.name for t in targets):
+            return "Preempt", borrow
+        return "Reclaim", borrow
+
+    return oracle

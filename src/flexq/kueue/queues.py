@@ -1,0 +1,324 @@
+"""Pending-workload queues: one heap per ClusterQueue plus its inadmissible set, as Kueue keeps them.
+
+Owns: ``PendingQueue`` (``pkg/cache/queue/cluster_queue.go``): heap order (sticky preemptor first
+under BestEffortFIFO, then higher priority, earlier queue-order timestamp, UID), BestEffortFIFO vs
+StrictFIFO requeue rules, inadmissible parking with backoff (``requeueState.requeueAt``,
+``Requeued=False``), the pop/flush cycle counters that let a workload popped before a flush go
+straight back to the heap, and ``QueueManager`` (``manager.go``): LocalQueue → ClusterQueue
+routing, one head per active ClusterQueue per cycle, requeue and the "flush the inadmissible
+workloads of this ClusterQueue or of its whole cohort tree" operation.
+
+Pure data structures; time is an argument. Must not import store, runtime, loop or clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from flexq.kueue.matching import label_selector_matches
+from flexq.kueue.workload import WorkloadInfo, find_condition, parse_ts
+
+__all__ = ["PendingQueue", "QueueManager", "backoff_expired"]
+
+IMMEDIATE_BEST_EFFORT = {"FailedAfterNomination", "PendingPreemption", "PendingMigration", "PreemptionFailed"}
+
+
+def backoff_expired(info: WorkloadInfo, now: float) -> bool:
+    """``backoffWaitingTimeExpired``: not Requeued=False and ``requeueAt`` reached."""
+    c = find_condition(info.obj, "Requeued")
+    if c is not None and c.get("status") == "False":
+        return False
+    rs = (info.obj.get("status") or {}).get("requeueState") or {}
+    at = rs.get("requeueAt")
+    return not at or now >= parse_ts(at)
+
+
+def _sort_key(info: WorkloadInfo) -> tuple:
+    return (-info.priority, info.order_ts, info.uid)
+
+
+def _queue_relevant(info: WorkloadInfo) -> tuple:
+    st = info.obj.get("status") or {}
+    return (info.obj.get("spec"), st.get("reclaimablePods"), find_condition(info.obj, "Evicted"),
+            find_condition(info.obj, "Requeued"))
+
+
+@dataclass
+class PendingQueue:
+    """Pending workloads of one ClusterQueue."""
+
+    name: str
+    strategy: str = "BestEffortFIFO"
+    namespace_selector: dict | None = None
+    active: bool = True
+    cohort: str = ""
+    heap: list = field(default_factory=list)
+    items: dict[str, WorkloadInfo] = field(default_factory=dict)  # in the heap
+    inadmissible: dict[str, WorkloadInfo] = field(default_factory=dict)
+    pop_cycle: int = 0
+    flush_cycle: int = -1
+    sticky: str | None = None
+    _seq: int = 0
+
+    def update(self, cq: dict) -> None:
+        """Take strategy, selector and the Active condition from a ClusterQueue object."""
+        spec = cq.get("spec") or {}
+        self.strategy = spec.get("queueingStrategy") or "BestEffortFIFO"
+        self.namespace_selector = spec.get("namespaceSelector")
+        self.cohort = spec.get("cohortName") or spec.get("cohort") or ""
+        c = find_condition(cq, "Active")
+        self.active = c is not None and c.get("status") == "True"
+
+    # heap primitives (lazy deletion: an entry is live while items[key] is that very info)
+    def _push(self, info: WorkloadInfo) -> None:
+        self.items[info.key] = info
+        self._seq += 1
+        heapq.heappush(self.heap, (_sort_key(info), self._seq, info.key, info))
+
+    def _pop_live(self) -> WorkloadInfo | None:
+        if self.sticky is not None and self.sticky in self.items:
+            info = self.items.pop(self.sticky)
+            return info
+        while self.heap:
+            _, _, k, info = heapq.heappop(self.heap)
+            if self.items.get(k) is info:
+                del self.items[k]
+                return info
+        return None
+
+    def __len__(self) -> int:
+        return len(self.items) + len(self.inadmissible)
+
+    def push_or_update(self, info: WorkloadInfo, now: float) -> None:
+        """``PushOrUpdate``: a new or changed pending workload."""
+        old = self.inadmissible.get(info.key)
+        if old is not None:
+            if _queue_relevant(old) == _queue_relevant(info):
+                self.inadmissible[info.key] = info
+                return
+            del self.inadmissible[info.key]
+        if info.key not in self.items and not backoff_expired(info, now):
+            self.inadmissible[info.key] = info
+            return
+        self._push(info)
+
+    def delete(self, key: str) -> None:
+        """Forget a workload."""
+        self.inadmissible.pop(key, None)
+        self.items.pop(key, None)
+        if self.sticky == key:
+            self.sticky = None
+
+    def pop(self) -> WorkloadInfo | None:
+        """Remove and return the head."""
+        self.pop_cycle += 1
+        return self._pop_live()
+
+    def requeue(self, info: WorkloadInfo, reason: str, now: float) -> bool:
+        """``RequeueIfNotPresent``: back to the heap or parked as inadmissible."""
+        if self.strategy == "StrictFIFO":
+            immediate = reason != "NamespaceMismatch"
+        else:
+            immediate = reason in IMMEDIATE_BEST_EFFORT
+        if reason in ("PendingPreemption", "PendingMigration"):
+            self.sticky = info.key if self.strategy == "BestEffortFIFO" else None
+        last = info.last_assignment
+        pending = bool(last is not None and last.pending_flavors())
+        if backoff_expired(info, now) and (immediate or self.flush_cycle >= self.pop_cycle or pending):
+            if info.key in self.inadmissible:
+                self._push(self.inadmissible.pop(info.key))
+                return True
+            if info.key in self.items:
+                return False
+            self._push(info)
+            return True
+        if info.key in self.inadmissible or info.key in self.items:
+            return False
+        self.inadmissible[info.key] = info
+        return True
+
+    def flush(self, now: float, namespace_labels: Callable[[str], dict | None]) -> int:
+        """``queueInadmissibleWorkloads``: move eligible inadmissible workloads back to the heap."""
+        self.flush_cycle = self.pop_cycle
+        moved = 0
+        for k in sorted(self.inadmissible):
+            info = self.inadmissible[k]
+            ns = (info.obj.get("metadata") or {}).get("namespace", "")
+            labels = namespace_labels(ns)
+            if labels is None or not label_selector_matches(self.namespace_selector, labels):
+                continue
+            if not backoff_expired(info, now):
+                continue
+            del self.inadmissible[k]
+            self._push(info)
+            moved += 1
+        return moved
+
+    def snapshot(self) -> list[WorkloadInfo]:
+        """All pending workloads in queue order (visibility)."""
+        allw = list(self.items.values()) + list(self.inadmissible.values())
+        return sorted(allw, key=lambda i: (i.key != self.sticky, _sort_key(i)))
+
+    def next_requeue_at(self) -> float | None:
+        """Earliest ``requeueAt`` among parked workloads (when the controller should flush again)."""
+        out = None
+        for info in self.inadmissible.values():
+            at = ((info.obj.get("status") or {}).get("requeueState") or {}).get("requeueAt")
+            if at:
+                t = parse_ts(at)
+                out = t if out is None else min(out, t)
+        return out
+
+
+class QueueManager:
+    """LocalQueues → ClusterQueues → pending heaps (Kueue ``queue.Manager``)."""
+
+    def __init__(self, requeuing_timestamp: str = "Eviction"):
+        self.cluster_queues: dict[str, PendingQueue] = {}
+        self.local_queues: dict[str, str] = {}  # "ns/lq" -> cq name
+        self.workload_cq: dict[str, str] = {}  # key -> cq
+        self.cohort_parent: dict[str, str] = {}
+        self.requeuing_timestamp = requeuing_timestamp
+
+    # configuration
+    def add_or_update_cluster_queue(self, cq: dict) -> PendingQueue:
+        """Register or refresh a ClusterQueue."""
+        name = cq["metadata"]["name"]
+        q = self.cluster_queues.get(name)
+        if q is None:
+            q = self.cluster_queues[name] = PendingQueue(name)
+        q.update(cq)
+        return q
+
+    def delete_cluster_queue(self, name: str) -> None:
+        """Drop a ClusterQueue and its pending workloads."""
+        q = self.cluster_queues.pop(name, None)
+        if q is not None:
+            for k in list(q.items) + list(q.inadmissible):
+                self.workload_cq.pop(k, None)
+
+    def set_cohorts(self, cohorts: Iterable[dict]) -> None:
+        """Cohort parents, for finding the root cohort to flush."""
+        self.cohort_parent = {c["metadata"]["name"]: (c.get("spec") or {}).get("parentName") or ""
+                              for c in cohorts}
+
+    def add_or_update_local_queue(self, lq: dict) -> None:
+        """Register a LocalQueue."""
+        md = lq["metadata"]
+        self.local_queues[f"{md.get('namespace', '')}/{md['name']}"] = (lq.get("spec") or {}).get("clusterQueue", "")
+
+    def delete_local_queue(self, namespace: str, name: str) -> None:
+        """Forget a LocalQueue (its workloads leave the heaps)."""
+        lq = f"{namespace}/{name}"
+        self.local_queues.pop(lq, None)
+        for k, cqn in list(self.workload_cq.items()):
+            if k.startswith(namespace + "/"):
+                q = self.cluster_queues.get(cqn)
+                info = q and (q.items.get(k) or q.inadmissible.get(k))
+                if info is not None and (info.obj.get("spec") or {}).get("queueName") == name:
+                    q.delete(k)
+                    del self.workload_cq[k]
+
+    def cluster_queue_for(self, wl: dict) -> str | None:
+        """ClusterQueue a workload's LocalQueue points at."""
+        ns = wl["metadata"].get("namespace", "")
+        return self.local_queues.get(f"{ns}/{(wl.get('spec') or {}).get('queueName', '')}")
+
+    # workloads
+    def add_or_update_workload(self, wl: dict, now: float) -> bool:
+        """Queue a pending workload (returns False when its queue does not exist)."""
+        cqn = self.cluster_queue_for(wl)
+        info = WorkloadInfo.from_obj(wl, cqn or "", self.requeuing_timestamp)
+        old = self.workload_cq.get(info.key)
+        if old is not None and old != cqn and old in self.cluster_queues:
+            self.cluster_queues[old].delete(info.key)
+            del self.workload_cq[info.key]
+        q = self.cluster_queues.get(cqn or "")
+        if q is None:
+            return False
+        prev = q.items.get(info.key) or q.inadmissible.get(info.key)
+        if prev is not None and prev.obj.get("spec") == wl.get("spec"):
+            info.last_assignment = prev.last_assignment
+        self.workload_cq[info.key] = q.name
+        q.push_or_update(info, now)
+        return True
+
+    def delete_workload(self, key: str) -> None:
+        """Remove a workload from every queue."""
+        cqn = self.workload_cq.pop(key, None)
+        if cqn and cqn in self.cluster_queues:
+            self.cluster_queues[cqn].delete(key)
+
+    def heads(self) -> list[WorkloadInfo]:
+        """Pop one head per active ClusterQueue (sorted by name for determinism)."""
+        out = []
+        for name in sorted(self.cluster_queues):
+            q = self.cluster_queues[name]
+            if not q.active:
+                continue
+            info = q.pop()
+            if info is not None:
+                info.cluster_queue = name
+                out.append(info)
+        return out
+
+    def requeue_workload(self, info: WorkloadInfo, reason: str, now: float) -> bool:
+        """Return a popped head that was not admitted."""
+        q = self.cluster_queues.get(info.cluster_queue)
+        if q is None or self.workload_cq.get(info.key) != q.name:
+            return False
+        return q.requeue(info, reason, now)
+
+    def forget_head(self, info: WorkloadInfo) -> None:
+        """A popped head got admitted: it no longer belongs to any queue."""
+        if self.workload_cq.get(info.key) == info.cluster_queue:
+            del self.workload_cq[info.key]
+        q = self.cluster_queues.get(info.cluster_queue)
+        if q is not None and q.sticky == info.key:
+            q.sticky = None
+
+    def root_of(self, cq_name: str) -> str:
+        """Root cohort of a ClusterQueue ("" without a cohort)."""
+        q = self.cluster_queues.get(cq_name)
+        c = q.cohort if q else ""
+        seen = set()
+        while c and self.cohort_parent.get(c) and c not in seen:
+            seen.add(c)
+            c = self.cohort_parent[c]
+        return c
+
+    def flush_targets(self, cq_names: Iterable[str]) -> set[str]:
+        """ClusterQueues a capacity change in ``cq_names`` must flush (their whole cohort trees)."""
+        roots = {self.root_of(n) for n in cq_names if n in self.cluster_queues}
+        direct = {n for n in cq_names if n in self.cluster_queues and not self.root_of(n)}
+        out = set(direct)
+        for n in self.cluster_queues:
+            r = self.root_of(n)
+            if r and r in roots:
+                out.add(n)
+        return out
+
+    def flush(self, cq_names: Iterable[str], now: float, namespace_labels: Callable[[str], dict | None]) -> int:
+        """Move inadmissible workloads of these ClusterQueues back to their heaps."""
+        return sum(self.cluster_queues[n].flush(now, namespace_labels)
+                   for n in sorted(cq_names) if n in self.cluster_queues)
+
+    def pending(self, cq_name: str) -> int:
+        """Pending workloads (heap + inadmissible) of a ClusterQueue."""
+        q = self.cluster_queues.get(cq_name)
+        return len(q) if q else 0
+
+    def pending_in_local_queue(self, namespace: str, name: str) -> int:
+        """Pending workloads of one LocalQueue."""
+        cqn = self.local_queues.get(f"{namespace}/{name}")
+        q = self.cluster_queues.get(cqn or "")
+        if q is None:
+            return 0
+        n = 0
+        for info in list(q.items.values()) + list(q.inadmissible.values()):
+            md = info.obj.get("metadata") or {}
+            if md.get("namespace") == namespace and (info.obj.get("spec") or {}).get("queueName") == name:
+                n += 1
+        return n
