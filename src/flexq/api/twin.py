@@ -1,0 +1,277 @@
+"""Twin-only knobs in the API group ``twin.flexq.dev/v1alpha1``: the capacity profile.
+
+Owns: the pydantic models of ``CapacityProfile`` (what the cloud can give, when, how fast, for how long),
+the duration and time grammar its fields use (``90``, ``"90s"``, ``"30m"``, ``"2h"``, ``"3d"``, ``"1h30m"``,
+or an RFC 3339 timestamp where a point in time is meant), and the built-in profiles. Validation only; the
+arithmetic over a profile lives in ``flexq.gke.capacity``. Documented with examples in
+``docs/capacity-profile.md``.
+
+A profile is an ordered list of rules. A rule matches a (location, machine type, provisioning model) triple;
+for each field (``available``, ``windows``, ``provisionTime``, ``queueWait``, ``preemption``) the first
+matching rule that sets it wins, then ``spec.defaults``, then the built-in default. Example::
+
+    apiVersion: twin.flexq.dev/v1alpha1
+    kind: CapacityProfile
+    metadata: {name: tutorial}
+    spec:
+      seed: 7
+      rules:
+      - match: {locations: [us-east5-b], machineTypes: [ct6e-*], provisioningModels: [on-demand]}
+        available: 4                                  # one 4x4 slice of v6e on demand ...
+        windows: [{start: 1h, end: 5h, available: 0}] # ... except during a stock-out from 1h to 5h
+      - match: {provisioningModels: [queued]}
+        queueWait: {exponential: {mean: 6h}, max: 3d} # DWS queue: seeded draw, capped at 3 days
+
+Must not import anything from flexq.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "API_VERSION", "KIND", "TwinModel", "Duration", "TimePoint", "parse_duration", "parse_time",
+    "Match", "Window", "Uniform", "Exponential", "Normal", "LogNormal", "Delay", "CapacityRule",
+    "CapacityDefaults", "OperationTimes", "CapacityProfileSpec", "CapacityProfile", "PROFILE_MODELS",
+    "live_default_profile", "tutorial_profile", "harsh_profile",
+]
+
+API_VERSION = "twin.flexq.dev/v1alpha1"
+KIND = "CapacityProfile"
+# "queued" = flex-start with queued provisioning (DWS ProvisioningRequests); "flex-start" = flex-start VMs
+# created by the ordinary autoscaler.
+PROFILE_MODELS = ("on-demand", "spot", "flex-start", "queued")
+ProfileModel = Literal["on-demand", "spot", "flex-start", "queued"]
+
+
+class TwinModel(BaseModel):
+    """Base of twin.flexq.dev shapes: camelCase, unknown fields refused, serialized by alias."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid",
+                              serialize_by_alias=True)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(w|d|h|m|s))+$")
+_PART = re.compile(r"(\d+(?:\.\d+)?)(w|d|h|m|s)")
+
+
+def parse_duration(value: str | int | float) -> float:
+    """Seconds in a duration: a number of seconds, or ``"90s"``, ``"30m"``, ``"2h"``, ``"3d"``, ``"1w"``,
+    ``"1h30m"``. Raises ValueError otherwise (negative values included)."""
+    if isinstance(value, bool):
+        raise ValueError("a duration must be a number of seconds or a string like '90s', '2h' or '3d'")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"a duration must not be negative: {value}")
+        return float(value)
+    text = str(value).strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        return float(text)
+    if not _DURATION.match(text):
+        raise ValueError(f"invalid duration {value!r}: use a number of seconds or '90s', '30m', '2h', '3d', '1h30m'")
+    return float(sum(float(n) * _UNITS[u] for n, u in _PART.findall(text)))
+
+
+def parse_time(value: str | int | float, origin: float) -> float:
+    """A point in time as epoch seconds: an RFC 3339 timestamp, or a duration counted from ``origin``."""
+    if isinstance(value, str) and ("T" in value or value.count("-") >= 2):
+        text = value.replace("Z", "+00:00")
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"invalid time {value!r}: use RFC 3339 (2026-01-01T00:00:00Z) or a duration") from None
+        if dt.tzinfo is None:
+            raise ValueError(f"invalid time {value!r}: an RFC 3339 timestamp needs a time zone (Z or +hh:mm)")
+        return dt.timestamp()
+    return origin + parse_duration(value)
+
+
+def _check_duration(v: str | int | float) -> str | int | float:
+    parse_duration(v)
+    return v
+
+
+def _check_time(v: str | int | float) -> str | int | float:
+    parse_time(v, 0.0)
+    return v
+
+
+Duration = Annotated[str | int | float, AfterValidator(_check_duration)]
+TimePoint = Annotated[str | int | float, AfterValidator(_check_time)]
+
+
+def _check_available(v: int | str) -> int | str:
+    if isinstance(v, str) and v != "unlimited":
+        raise ValueError("available must be a number of nodes (0 = never) or 'unlimited'")
+    if isinstance(v, int) and v < 0:
+        raise ValueError("available must not be negative")
+    return v
+
+
+Available = Annotated[int | str, AfterValidator(_check_available)]
+
+
+class Match(TwinModel):
+    """Which requests a rule applies to. Each list may use ``*`` globs; an absent list matches anything.
+
+    A location matches a zone exactly or a region as its prefix (``us-east5`` matches ``us-east5-b``).
+    """
+
+    locations: list[str] | None = None
+    machine_types: list[str] | None = None
+    provisioning_models: list[ProfileModel] | None = None
+
+
+class Window(TwinModel):
+    """Between ``start`` and ``end`` (times), ``available`` replaces the rule's base availability."""
+
+    start: TimePoint
+    end: TimePoint | None = None  # open-ended when absent
+    available: Available = 0
+
+
+class Uniform(TwinModel):
+    min: Duration
+    max: Duration
+
+
+class Exponential(TwinModel):
+    mean: Duration
+
+
+class Normal(TwinModel):
+    mean: Duration
+    stddev: Duration
+
+
+class LogNormal(TwinModel):
+    median: Duration
+    sigma: float = Field(ge=0)
+
+
+class Delay(TwinModel):
+    """How long something takes: exactly one of ``fixed``, ``uniform``, ``exponential``, ``normal``,
+    ``lognormal``, ``at`` (a schedule: the first listed time at or after the start) or ``never``.
+    Draws come from the twin's seeded random stream; ``min``/``max`` clip the result."""
+
+    fixed: Duration | None = None
+    uniform: Uniform | None = None
+    exponential: Exponential | None = None
+    normal: Normal | None = None
+    lognormal: LogNormal | None = None
+    at: list[TimePoint] | None = None
+    never: bool | None = None
+    min: Duration | None = None
+    max: Duration | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Delay:
+        kinds = [k for k in ("fixed", "uniform", "exponential", "normal", "lognormal", "at")
+                 if getattr(self, k) is not None]
+        if self.never:
+            kinds.append("never")
+        if len(kinds) != 1:
+            raise ValueError("a delay needs exactly one of fixed, uniform, exponential, normal, lognormal, at, "
+                             f"never (got {', '.join(kinds) or 'none'})")
+        return self
+
+
+class CapacityRule(TwinModel):
+    """What the cloud does for the requests ``match`` selects. Unset fields fall through to later rules."""
+
+    match: Match = Field(default_factory=Match)
+    available: Available | None = None          # nodes that may exist at once; 0 = never; "unlimited"
+    windows: list[Window] | None = None         # time windows overriding `available` (stock-outs, surges)
+    provision_time: Delay | None = None         # from scale-up decision to the node being Ready
+    queue_wait: Delay | None = None             # DWS: from the request being accepted to capacity granted
+    preemption: Delay | None = None             # spot: from the node being Ready to its preemption
+    stockout_message: str | None = None         # wording of the stock-out error
+
+
+class CapacityDefaults(TwinModel):
+    """Fallbacks for every field of a rule (no ``match``)."""
+
+    available: Available | None = None
+    windows: list[Window] | None = None
+    provision_time: Delay | None = None
+    queue_wait: Delay | None = None
+    preemption: Delay | None = None
+    stockout_message: str | None = None
+
+
+class OperationTimes(TwinModel):
+    """How long GKE's long-running operations take before they are DONE."""
+
+    create_cluster: Duration = "5s"
+    delete_cluster: Duration = "3s"
+    create_node_pool: Duration = "3s"
+    delete_node_pool: Duration = "2s"
+    update: Duration = "1s"
+
+
+class CapacityProfileSpec(TwinModel):
+    seed: int | None = None
+    origin: TimePoint | None = None   # relative times count from here (else from the twin's start)
+    operations: OperationTimes = Field(default_factory=OperationTimes)
+    defaults: CapacityDefaults = Field(default_factory=CapacityDefaults)
+    rules: list[CapacityRule] = Field(default_factory=list)
+
+
+class CapacityProfile(TwinModel):
+    api_version: Literal["twin.flexq.dev/v1alpha1"] = API_VERSION
+    kind: Literal["CapacityProfile"] = KIND
+    metadata: dict[str, Any] = Field(default_factory=lambda: {"name": "default"})
+    spec: CapacityProfileSpec = Field(default_factory=CapacityProfileSpec)
+    status: dict[str, Any] | None = None
+
+
+def live_default_profile() -> dict[str, Any]:
+    """What a live twin starts with: everything obtainable, quickly (nodes in 5 s, DWS grants in 20 s)."""
+    return {
+        "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "default"},
+        "spec": {"defaults": {"available": "unlimited", "provisionTime": {"fixed": "5s"},
+                              "queueWait": {"fixed": "20s"}}},
+    }
+
+
+def tutorial_profile() -> dict[str, Any]:
+    """The tutorial's story: one v6e 4x4 slice on demand in us-east5-b, DWS grants within hours (seeded)."""
+    return {
+        "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "tutorial"},
+        "spec": {
+            "seed": 7,
+            "operations": {"createCluster": "5m", "createNodePool": "90s", "deleteNodePool": "60s",
+                           "deleteCluster": "3m", "update": "30s"},
+            "defaults": {"available": "unlimited", "provisionTime": {"uniform": {"min": "60s", "max": "120s"}},
+                         "queueWait": {"exponential": {"mean": "30m"}, "max": "6h"}},
+            "rules": [
+                {"match": {"locations": ["us-east5-b"], "machineTypes": ["ct6e-standard-4t"],
+                           "provisioningModels": ["on-demand"]},
+                 "available": 4},
+            ],
+        },
+    }
+
+
+def harsh_profile() -> dict[str, Any]:
+    """A hard week: no on-demand TPUs at all, DWS waits 1-3 days, spot VMs preempted every ~2 hours."""
+    return {
+        "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "harsh"},
+        "spec": {
+            "seed": 13,
+            "defaults": {"available": "unlimited", "provisionTime": {"uniform": {"min": "2m", "max": "5m"}}},
+            "rules": [
+                {"match": {"machineTypes": ["ct*"], "provisioningModels": ["on-demand"]}, "available": 0,
+                 "stockoutMessage": "ZONE_RESOURCE_POOL_EXHAUSTED"},
+                {"match": {"provisioningModels": ["queued", "flex-start"]},
+                 "queueWait": {"uniform": {"min": "1d", "max": "3d"}}},
+                {"match": {"provisioningModels": ["spot"]}, "preemption": {"exponential": {"mean": "2h"}}},
+            ],
+        },
+    }

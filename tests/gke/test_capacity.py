@@ -1,0 +1,150 @@
+"""The pure capacity model over a CapacityProfile."""
+
+import random
+
+import pytest
+from pydantic import ValidationError
+
+from flexq.api.twin import (
+    CapacityProfile,
+    harsh_profile,
+    live_default_profile,
+    parse_duration,
+    parse_time,
+    tutorial_profile,
+)
+from flexq.gke.capacity import CapacityModel
+
+T0 = 1_800_000_000.0
+H = 3600.0
+D = 86400.0
+
+
+def model(spec: dict) -> CapacityModel:
+    return CapacityModel({"apiVersion": "twin.flexq.dev/v1alpha1", "kind": "CapacityProfile",
+                          "metadata": {"name": "t"}, "spec": spec}, origin=T0)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    (90, 90.0), ("90", 90.0), ("90s", 90.0), ("30m", 1800.0), ("2h", 7200.0), ("3d", 259200.0),
+    ("1h30m", 5400.0), ("1w", 604800.0), ("0.5h", 1800.0)])
+def test_durations(text, seconds) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("bad", ["-1s", "2 hours", "h", "", -5, True])
+def test_bad_durations(bad) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(bad)
+
+
+def test_times_absolute_and_relative() -> None:
+    assert parse_time("2h", T0) == T0 + 2 * H
+    assert parse_time("2027-01-15T08:00:00Z", 0.0) == T0  # 1.8e9 s after the epoch
+    assert parse_time("1970-01-01T01:00:00Z", T0) == 3600.0
+    with pytest.raises(ValueError):
+        parse_time("1970-01-01T01:00:00", T0)  # no zone
+
+
+def test_profiles_validate_and_refuse_mistakes() -> None:
+    for p in (live_default_profile(), tutorial_profile(), harsh_profile()):
+        CapacityProfile.model_validate(p)
+    with pytest.raises(ValidationError):  # unknown field
+        CapacityProfile.model_validate({"spec": {"rules": [{"availble": 3}]}})
+    with pytest.raises(ValidationError):  # two delay kinds at once
+        CapacityProfile.model_validate({"spec": {"defaults": {"queueWait": {"fixed": "1h", "never": True}}}})
+    with pytest.raises(ValidationError):
+        CapacityProfile.model_validate({"spec": {"defaults": {"available": "lots"}}})
+    with pytest.raises(ValidationError):
+        CapacityProfile.model_validate({"spec": {"rules": [{"match": {"provisioningModels": ["reserved"]}}]}})
+
+
+def test_default_profile_is_unlimited_and_quick() -> None:
+    m = CapacityModel(live_default_profile(), origin=T0)
+    assert m.can_obtain("us-east5-b", "ct6e-standard-4t", "on-demand", T0, in_use=1000, want=4).ok
+    assert m.provision_seconds("us-east5-b", "ct6e-standard-4t", "on-demand", random.Random(1)) == 5
+    assert m.queue_grant_time("us-east5-b", "ct6e-standard-4t", T0, random.Random(1)) == T0 + 20
+
+
+def test_first_matching_rule_wins_per_field() -> None:
+    m = model({
+        "defaults": {"available": "unlimited", "provisionTime": {"fixed": "1m"}},
+        "rules": [
+            {"match": {"locations": ["us-east5"], "machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
+             "available": 4},
+            {"match": {"machineTypes": ["ct6e-*"]}, "available": 100, "provisionTime": {"fixed": "3m"}},
+        ]})
+    t = m.terms("us-east5-b", "ct6e-standard-4t", "on-demand")   # region prefix matches the zone
+    assert t.available == 4 and t.provision_time.fixed == "3m"  # available from rule 1, time from rule 2
+    assert m.terms("us-east5-b", "ct6e-standard-4t", "spot").available == 100
+    assert m.terms("europe-west4-a", "n2-standard-16", "on-demand").available is None
+
+
+def test_slices_are_all_or_nothing() -> None:
+    m = model({"rules": [{"available": 6}]})
+    assert m.can_obtain("z-a-1", "ct6e-standard-4t", "on-demand", T0, in_use=0, want=4).ok
+    no = m.can_obtain("z-a-1", "ct6e-standard-4t", "on-demand", T0, in_use=4, want=4, project="p")
+    assert not no.ok and no.retry_at is None
+    assert "ZONE_RESOURCE_POOL_EXHAUSTED" in no.message and "projects/p/zones/z-a-1" in no.message
+
+
+def test_stockout_window_then_recovery() -> None:
+    m = model({"rules": [{"match": {"provisioningModels": ["on-demand"]}, "available": "unlimited",
+                          "windows": [{"start": "0s", "end": "2h", "available": 0}]}]})
+    during = m.can_obtain("us-east5-b", "ct6e-standard-4t", "on-demand", T0 + H, in_use=0, want=4)
+    assert not during.ok and during.retry_at == T0 + 2 * H
+    assert m.can_obtain("us-east5-b", "ct6e-standard-4t", "on-demand", T0 + 2 * H, in_use=0, want=4).ok
+    assert m.can_obtain("us-east5-b", "ct6e-standard-4t", "spot", T0 + H, in_use=0, want=4).ok
+
+
+def test_never_available() -> None:
+    m = model({"rules": [{"available": 0, "stockoutMessage": "Nope, not today"}]})
+    no = m.can_obtain("us-east5-b", "ct6e-standard-4t", "on-demand", T0, in_use=0, want=1)
+    assert not no.ok and no.retry_at is None and no.message == "Nope, not today"
+
+
+def test_queue_wait_kinds() -> None:
+    rng = random.Random(3)
+    fixed = model({"rules": [{"queueWait": {"fixed": "3d"}}]})
+    assert fixed.queue_grant_time("l", "ct6e-standard-4t", T0 + 10, rng) == T0 + 10 + 3 * D
+    sched = model({"rules": [{"queueWait": {"at": ["1h", "1d"]}}]})
+    assert sched.queue_grant_time("l", "m", T0 + 2 * H, rng) == T0 + D
+    assert sched.queue_grant_time("l", "m", T0 + 2 * D, rng) is None
+    never = model({"rules": [{"queueWait": {"never": True}}]})
+    assert never.queue_grant_time("l", "m", T0, rng) is None
+    # the grant also waits for room: a zero-availability window delays it to the window's end
+    blocked = model({"rules": [{"queueWait": {"fixed": "1h"}, "windows": [{"start": 0, "end": "5h", "available": 0}]}]})
+    assert blocked.queue_grant_time("l", "m", T0, rng, want=4) == T0 + 5 * H
+
+
+def test_random_draws_are_seeded_and_clipped() -> None:
+    m = model({"rules": [{"queueWait": {"exponential": {"mean": "1d"}, "max": "3d", "min": "1h"}}]})
+    a = [m.queue_grant_time("l", "m", T0, random.Random(42)) for _ in range(3)]
+    assert a[0] == a[1] == a[2]
+    rng = random.Random(9)
+    waits = [m.queue_grant_time("l", "m", T0, rng) - T0 for _ in range(2000)]
+    assert min(waits) >= H and max(waits) <= 3 * D
+    assert 0.7 * D < sum(waits) / len(waits) < 1.1 * D  # mean of a clipped exp(1d)
+    u = model({"rules": [{"provisionTime": {"uniform": {"min": "1m", "max": "2m"}}}]})
+    draws = [u.provision_seconds("l", "m", "on-demand", rng) for _ in range(200)]
+    assert min(draws) >= 60 and max(draws) <= 120
+
+
+def test_spot_preemption() -> None:
+    m = CapacityModel(harsh_profile(), origin=T0)
+    rng = random.Random(5)
+    times = [m.preemption_time("us-east5-b", "ct6e-standard-4t", "spot", T0, rng) for _ in range(500)]
+    assert all(t is not None and t > T0 for t in times)
+    assert 1.5 * H < sum(t - T0 for t in times) / 500 < 2.5 * H
+    assert m.preemption_time("us-east5-b", "ct6e-standard-4t", "on-demand", T0, rng) is None
+
+
+def test_harsh_profile_has_no_on_demand_tpus() -> None:
+    m = CapacityModel(harsh_profile(), origin=T0)
+    assert not m.can_obtain("us-east5-b", "ct6e-standard-4t", "on-demand", T0, in_use=0, want=1).ok
+    assert m.can_obtain("us-east5-b", "n2-standard-16", "on-demand", T0, in_use=0, want=1).ok
+
+
+def test_operation_times() -> None:
+    assert CapacityModel(tutorial_profile(), origin=T0).operation_seconds("create_cluster") == 300
+    assert CapacityModel(None, origin=T0).operation_seconds("create_node_pool") == 3
