@@ -53,6 +53,8 @@ class TwinCore:
         self.loop: EventLoop = RealtimeLoop() if live else EventLoop(VirtualClock(start) if start else VirtualClock())
         self.rngs = Rngs(seed)
         self.home = Path(home) if home else None
+        if self.home:
+            self.home.mkdir(parents=True, exist_ok=True)
         self.journal = Journal(self.home / "state.db") if self.home else None
         self.logs = PodLogs(self.home / "logs" if self.home else None)
         self.registry: Registry = default_registry()

@@ -1,0 +1,182 @@
+"""The store behaves like an API server: versions, conflicts, status, cascade, finalizers, watch."""
+
+from __future__ import annotations
+
+import pytest
+
+from flexq.api.kinds import default_registry
+from flexq.clock import VirtualClock
+from flexq.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound
+from flexq.store import Store
+
+
+@pytest.fixture
+def store() -> Store:
+    return Store(default_registry(), VirtualClock(), namespaces=["default", "team-a"])
+
+
+def cm(name: str, ns: str = "default", **data: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data}
+
+
+def job(name: str) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}}
+
+
+def test_create_fills_metadata_and_defaults(store: Store) -> None:
+    out = store.create(job("j"))
+    m = out["metadata"]
+    assert m["namespace"] == "default" and m["generation"] == 1 and m["uid"] and m["resourceVersion"]
+    assert m["creationTimestamp"] == "2027-01-01T00:00:00Z"
+    assert out["spec"]["backoffLimit"] == 6 and out["spec"]["completions"] == 1 and out["spec"]["suspend"] is False
+
+
+def test_duplicate_create_is_already_exists(store: Store) -> None:
+    store.create(cm("a"))
+    with pytest.raises(AlreadyExists):
+        store.create(cm("a"))
+
+
+def test_stale_update_is_conflict(store: Store) -> None:
+    a = store.create(cm("a", x="1"))
+    b = dict(a, data={"x": "2"})
+    store.update(b)
+    with pytest.raises(Conflict):
+        store.update(dict(a, data={"x": "3"}))
+    assert store.get("cm", "a")["data"] == {"x": "2"}
+
+
+def test_generation_bumps_on_spec_only(store: Store) -> None:
+    j = store.create(job("j"))
+    j["metadata"]["labels"] = {"a": "b"}
+    j = store.update(j)
+    assert j["metadata"]["generation"] == 1
+    j["spec"]["backoffLimit"] = 2
+    j = store.update(j)
+    assert j["metadata"]["generation"] == 2
+    j = store.update_status(dict(j, status={"active": 1}))
+    assert j["metadata"]["generation"] == 2 and j["status"] == {"active": 1}
+
+
+def test_status_is_a_separate_write(store: Store) -> None:
+    j = store.create(dict(job("j"), status={"active": 5}))
+    assert "status" not in j
+    j = store.update_status(dict(j, status={"active": 1}))
+    j["spec"]["backoffLimit"] = 3
+    j["status"] = {"active": 99}
+    j = store.update(j)
+    assert j["status"] == {"active": 1}
+
+
+def test_noop_update_keeps_resource_version(store: Store) -> None:
+    a = store.create(cm("a", x="1"))
+    b = store.update(a)
+    assert a["metadata"]["resourceVersion"] == b["metadata"]["resourceVersion"]
+
+
+def test_merge_and_json_patch(store: Store) -> None:
+    store.create(cm("a", x="1", y="2"))
+    out = store.patch("configmaps", "a", {"data": {"x": None, "z": "3"}}, "default")
+    assert out["data"] == {"y": "2", "z": "3"}
+    out = store.patch("cm", "a", [{"op": "replace", "path": "/data/y", "value": "9"}], patch_type="json")
+    assert out["data"]["y"] == "9"
+
+
+def test_label_and_field_selectors(store: Store) -> None:
+    for i, env in enumerate(["prod", "dev", "prod"]):
+        c = cm(f"c{i}")
+        c["metadata"]["labels"] = {"env": env, "idx": str(i)}
+        store.create(c)
+    assert [o["metadata"]["name"] for o in store.list("cm", label_selector="env=prod")] == ["c0", "c2"]
+    assert [o["metadata"]["name"] for o in store.list("cm", label_selector="env in (dev),idx")] == ["c1"]
+    assert [o["metadata"]["name"] for o in store.list("cm", label_selector="env!=prod")] == ["c1"]
+    assert [o["metadata"]["name"] for o in store.list("cm", field_selector="metadata.name=c2")] == ["c2"]
+
+
+def test_namespaces_must_exist_and_scope_lists(store: Store) -> None:
+    with pytest.raises(NotFound):
+        store.create(cm("a", ns="nowhere"))
+    store.create(cm("a", ns="team-a"))
+    store.create(cm("a"))
+    assert len(store.list("cm")) == 2 and len(store.list("cm", "team-a")) == 1
+
+
+def test_cascading_delete_by_owner_references(store: Store) -> None:
+    owner = store.create(cm("owner"))
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    child = cm("child")
+    child["metadata"]["ownerReferences"] = [ref]
+    c = store.create(child)
+    grandchild = cm("grandchild")
+    grandchild["metadata"]["ownerReferences"] = [dict(ref, name="child", uid=c["metadata"]["uid"])]
+    store.create(grandchild)
+    store.delete("cm", "owner")
+    assert store.list("cm") == []
+
+
+def test_orphan_propagation_keeps_dependents(store: Store) -> None:
+    owner = store.create(cm("owner"))
+    child = cm("child")
+    child["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                                             "uid": owner["metadata"]["uid"]}]
+    store.create(child)
+    store.delete("cm", "owner", propagation="Orphan")
+    assert "ownerReferences" not in store.get("cm", "child")["metadata"]
+
+
+def test_finalizers_delay_deletion(store: Store) -> None:
+    c = cm("a")
+    c["metadata"]["finalizers"] = ["example.com/hold"]
+    store.create(c)
+    marked = store.delete("cm", "a")
+    assert marked["metadata"]["deletionTimestamp"]
+    cur = store.get("cm", "a")
+    cur["metadata"]["finalizers"] = []
+    store.update(cur)
+    with pytest.raises(NotFound):
+        store.get("cm", "a")
+
+
+def test_namespace_deletion_takes_its_contents(store: Store) -> None:
+    store.create(cm("a", ns="team-a"))
+    store.delete("namespace", "team-a")
+    assert store.list("cm", "team-a") == []
+    with pytest.raises(NotFound):
+        store.get("ns", "team-a")
+
+
+def test_watch_resumes_from_resource_version(store: Store) -> None:
+    a = store.create(cm("a"))
+    rv = int(a["metadata"]["resourceVersion"])
+    store.create(cm("b"))
+    store.delete("cm", "a")
+    seen: list[tuple[str, str]] = []
+    store.watch(lambda ev: seen.append((ev.type, ev.object["metadata"]["name"])), ["configmaps"], since=rv)
+    store.create(cm("c"))
+    assert seen == [("ADDED", "b"), ("DELETED", "a"), ("ADDED", "c")]
+
+
+def test_watch_too_old_is_gone(store: Store) -> None:
+    store.HISTORY = 5
+    small = Store(default_registry(), VirtualClock(), namespaces=["default"])
+    small._history = type(small._history)(maxlen=5)
+    for i in range(20):
+        small.create(cm(f"c{i}"))
+    with pytest.raises(Gone):
+        small.watch(lambda ev: None, since=1)
+
+
+def test_invalid_object_changes_nothing(store: Store) -> None:
+    before = store.resource_version
+    bad = job("j")
+    bad["spec"]["template"]["spec"]["restartPolicy"] = "Always"
+    with pytest.raises(Invalid) as err:
+        store.create(bad)
+    assert err.value.causes[0].field == "spec.template.spec.restartPolicy"
+    assert store.resource_version == before and store.list("jobs") == []
+
+
+def test_generate_name(store: Store) -> None:
+    out = store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "x-"}})
+    assert out["metadata"]["name"].startswith("x-") and len(out["metadata"]["name"]) == 7
