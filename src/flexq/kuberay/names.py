@@ -1,0 +1,86 @@
+"""KubeRay's fixed strings: labels, ports, container names, name generation.
+
+Owns: the label keys and values KubeRay puts on what it creates (``ray-operator/controllers/ray/utils/constant.go``),
+the default ports, the twin's own annotations that route a RayJob to the simulated executor, and the
+``<name>-<5 chars>`` suffixes (Kubernetes ``rand.String(5)``: alphabet ``bcdfghjklmnpqrstvwxz2456789``).
+Pure; must not import anything in flexq but ``flexq.api``.
+"""
+
+from __future__ import annotations
+
+import random
+
+# Labels on RayCluster pods (utils/constant.go).
+LABEL_CLUSTER = "ray.io/cluster"
+LABEL_NODE_TYPE = "ray.io/node-type"  # "head" | "worker"
+LABEL_GROUP = "ray.io/group"
+LABEL_IS_HEAD = "ray.io/is-ray-node"
+LABEL_IDENTIFIER = "ray.io/identifier"
+LABEL_REPLICA_INDEX = "ray.io/worker-group-replica-index"
+LABEL_REPLICA_NAME = "ray.io/worker-group-replica-name"
+# Labels on objects a RayJob creates.
+LABEL_ORIGIN_NAME = "ray.io/originated-from-cr-name"
+LABEL_ORIGIN_CRD = "ray.io/originated-from-crd"
+LABEL_CREATED_BY = "app.kubernetes.io/created-by"
+CREATED_BY = "kuberay-operator"
+HEAD_GROUP = "headgroup"
+
+FINALIZER_RAYJOB = "ray.io/rayjob-finalizer"
+
+PORT_GCS = 6379
+PORT_DASHBOARD = 8265
+PORT_CLIENT = 10001
+PORT_METRICS = 8080
+PORT_AGENT = 52365
+
+SUBMITTER_CONTAINER = "ray-job-submitter"
+
+# Twin-only annotations (DESIGN.md §5): a RayJob carrying run-seconds runs on the simulated executor.
+ANN_RUN_SECONDS = "twin.flexq.dev/run-seconds"
+ANN_OUTCOME = "twin.flexq.dev/outcome"
+
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def rand_suffix(rng: random.Random, n: int = 5) -> str:
+    """Kubernetes ``utilrand.String(n)``: ``n`` characters from the vowel-free alphabet."""
+    return "".join(rng.choice(_ALPHABET) for _ in range(n))
+
+
+def head_service_name(name: str) -> str:
+    """``<name>-head-svc``: a RayCluster's head Service, and also the one a RayJob keeps pointing at its cluster."""
+    return f"{name}-head-svc"
+
+
+def cluster_of_service(service: str) -> str | None:
+    """The RayCluster (or RayJob) name a ``<name>-head-svc`` Service is named after, else None."""
+    suffix = "-head-svc"
+    return service[: -len(suffix)] if service.endswith(suffix) and len(service) > len(suffix) else None
+
+
+def dashboard_url(cluster: str, namespace: str) -> str:
+    """The ``status.dashboardURL`` KubeRay records: ``<cluster>-head-svc.<ns>.svc.cluster.local:8265``."""
+    return f"{head_service_name(cluster)}.{namespace}.svc.cluster.local:{PORT_DASHBOARD}"
+
+
+def is_ray_node_pod(pod: dict) -> bool:
+    """True for a RayCluster head or worker pod (by KubeRay's labels)."""
+    labels = pod.get("metadata", {}).get("labels") or {}
+    return bool(labels.get(LABEL_CLUSTER)) and labels.get(LABEL_NODE_TYPE) in ("head", "worker")
+
+
+def is_submitter_pod(pod: dict) -> bool:
+    """True for a RayJob's submitter pod: it runs ``ray job submit`` (K8sJobMode)."""
+    labels = pod.get("metadata", {}).get("labels") or {}
+    if labels.get(LABEL_NODE_TYPE) in ("head", "worker"):
+        return False
+    for c in pod.get("spec", {}).get("containers") or []:
+        text = " ".join([*(c.get("command") or []), *(c.get("args") or [])])
+        if "ray job submit" in text or "ray job logs" in text:
+            return True
+    return False
+
+
+def is_simulated(obj: dict) -> bool:
+    """True when the object (RayJob, pod) declares a simulated run time (``twin.flexq.dev/run-seconds``)."""
+    return ANN_RUN_SECONDS in (obj.get("metadata", {}).get("annotations") or {})

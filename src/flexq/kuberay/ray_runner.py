@@ -1,0 +1,505 @@
+"""The local Ray executor: RayCluster pods become real Ray nodes on this machine, the submitter runs for real.
+
+Owns the ``PodExecutor`` implementation for KubeRay's pods (recognised by their labels / commands):
+
+- **head pod** (``ray.io/node-type: head``) → ``ray start --head --block`` with the pod's own ``ray start``
+  parameters (``num-cpus``, ``memory``, ``resources``...), but every address and port replaced: loopback node
+  IP, free ports chosen per cluster (GCS, dashboard, client, agents, metrics), dashboard bound to 127.0.0.1,
+  a Ray temp dir per node under this executor's directory, ``--disable-usage-stats``, ``RAY_AUTH_MODE=disabled``
+  (explicit: Ray 2.60 turns token auth on if ``~/.ray/auth_token`` exists, and the CLI then fails), and the
+  project's venv first on ``PATH`` so job entrypoints' ``python`` finds ``ray``. Ready once Ray says
+  "Ray runtime started" and the dashboard answers ``/api/gcs_healthz``.
+- **worker pod** → waits for its cluster's head (KubeRay's ``wait-gcs-ready`` init container: the pod stays
+  ``Pending``), then ``ray start --address=127.0.0.1:<gcs>`` with the pod's resources and the environment a
+  GKE TPU host gives (``PodLaunch.env``, then the pod's own env: ``TPU_WORKER_ID``, ``TPU_NAME``...).
+  ``JAX_PLATFORMS=cpu`` is forced on every node: there is no libtpu here.
+- **submitter pod** (the RayJob's batch Job) → its own shell script, run by ``bash``, after three rewrites
+  (``commands.rewrite_submitter``): the cluster DNS address becomes the local dashboard, absolute mount paths
+  of the head pod (``/app``) become the head's local copy of its ConfigMap files, and the runtime env is
+  passed through the policy of ``runtime_env.py`` (its decisions are the first lines of the log). So the log
+  holds what ``ray job submit`` / ``ray job logs --follow`` print, ending with ``Job '<id>' succeeded``.
+
+Every process started carries ``FLEXQ_RAY_OWNER=<executor>:<pod>`` in its environment (Ray's raylet, workers
+and job drivers inherit it); ``stop`` SIGTERMs exactly those, SIGKILLs what is left after a grace period, then
+removes the node's temp dir and releases its ports. Start, GCS wait and readiness have deadlines.
+
+It also answers the RayJob controller's dashboard questions (``job_info``) from a cache refreshed by a
+poller thread, so the controller never blocks on HTTP. It does not import ``ray`` at all: Ray runs in child
+processes and is spoken to over HTTP. Must not import anything in flexq but ``flexq.api``, ``flexq.kube.executor``
+and its own package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flexq.kube.executor import PodKey, PodLaunch, PodRunState
+
+from . import commands, localproc, names, runtime_env
+
+_STARTED = "Ray runtime started"
+_MAX_TMP = 40  # Ray puts unix sockets under <temp>/session_<41 chars>/sockets/...: 107 bytes at most
+
+
+@dataclass
+class _Cluster:
+    key: tuple[str, str]
+    index: int
+    gcs: int
+    dashboard: int
+    client: int
+    head_ready: threading.Event = field(default_factory=threading.Event)
+    head_mounts: dict[str, str] | None = None
+    pods: set[PodKey] = field(default_factory=set)
+
+
+@dataclass
+class _Pod:
+    key: PodKey
+    kind: str  # head | worker | submitter
+    launch: PodLaunch
+    cluster: _Cluster
+    marker: str
+    container: str
+    dir: Path
+    ports: list[int] = field(default_factory=list)
+    phase: str = "Pending"
+    ready: bool = False
+    message: str = ""
+    reason: str = ""
+    exit_code: int | None = None
+    proc: subprocess.Popen | None = None
+    stopping: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class LocalRayExecutor:
+    """Runs KubeRay head, worker and submitter pods as real local Ray processes (see module docstring)."""
+
+    name = "local-ray"
+
+    def __init__(self, base_dir: Path, *, python: str = sys.executable, object_store_bytes: int = 150_000_000,
+                 extra_env: dict[str, str] | None = None, start_timeout_s: float = 180.0,
+                 gcs_wait_timeout_s: float = 600.0, grace_s: float = 3.0) -> None:
+        self.base_dir = Path(base_dir)
+        self.python = python
+        self.object_store_bytes = object_store_bytes
+        # Ray Train's controller polls workers every 2 s by default; 0.25 s cuts ~8 s from a short job and
+        # changes nothing else (research/ray-local.md §2).
+        self.extra_env = {"RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25", **(extra_env or {})}
+        self.start_timeout_s = start_timeout_s
+        self.gcs_wait_timeout_s = gcs_wait_timeout_s
+        self.grace_s = grace_s
+        self._token = f"{os.getpid()}-{id(self):x}"
+        self._lock = threading.RLock()
+        self._pods: dict[PodKey, _Pod] = {}
+        self._clusters: dict[tuple[str, str], _Cluster] = {}
+        self._next = 0
+        self._ray_root: Path | None = None
+        self._jobs: dict[tuple[str, str, str], dict | None] = {}
+        self._poller: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    # ------------------------------------------------------------------------------------- protocol
+
+    def accepts(self, pod: dict) -> bool:
+        """KubeRay head/worker pods and RayJob submitter pods, unless the pod is simulated (run-seconds)."""
+        if names.is_simulated(pod):
+            return False
+        return names.is_ray_node_pod(pod) or names.is_submitter_pod(pod)
+
+    def start(self, launch: PodLaunch) -> None:
+        """Record the pod and start it in its own thread."""
+        meta = launch.pod["metadata"]
+        key: PodKey = (meta.get("namespace", "default"), meta["name"])
+        labels = meta.get("labels") or {}
+        kind = labels.get(names.LABEL_NODE_TYPE) if names.is_ray_node_pod(launch.pod) else "submitter"
+        with self._lock:
+            if key in self._pods and not self._pods[key].done.is_set():
+                return
+            script = ""
+            if kind == "submitter":
+                script = commands.submitter_script_of(launch.pod)
+                target = commands.submitter_target(script)
+                svc_ns, svc = commands.service_of_host(target[0], key[0]) if target else (key[0], "")
+                cname = names.cluster_of_service(svc) or svc
+                cluster = self._cluster((svc_ns, cname))
+            else:
+                cluster = self._cluster((key[0], labels[names.LABEL_CLUSTER]))
+            cluster.pods.add(key)
+            self._next += 1
+            containers = launch.pod.get("spec", {}).get("containers") or [{}]
+            pod = _Pod(key=key, kind=kind, launch=launch, cluster=cluster, container=containers[0].get("name", ""),
+                       marker=f"{self._token}:{self._next}", dir=self.base_dir / "pods" / key[0] / key[1])
+            self._pods[key] = pod
+        target_fn = self._run_submitter if kind == "submitter" else self._run_node
+        args = (pod, script) if kind == "submitter" else (pod,)
+        threading.Thread(target=target_fn, args=args, name=f"ray-pod-{key[1]}", daemon=True).start()
+
+    def poll(self, key: PodKey) -> PodRunState | None:
+        """The pod's current state, or None if this executor never started it."""
+        with self._lock:
+            pod = self._pods.get(key)
+            if pod is None:
+                return None
+            return PodRunState(phase=pod.phase, ready=pod.ready, message=pod.message,  # type: ignore[arg-type]
+                               reason=pod.reason, exit_code=pod.exit_code)
+
+    def stop(self, key: PodKey) -> None:
+        """Kill the pod's processes in the background (idempotent)."""
+        with self._lock:
+            pod = self._pods.get(key)
+        if pod is None or pod.stopping.is_set():
+            return
+        pod.stopping.set()
+        threading.Thread(target=self._kill, args=(pod,), name=f"ray-stop-{key[1]}", daemon=True).start()
+
+    def shutdown(self) -> None:
+        """Stop every pod, wait until their processes are gone, remove all directories this executor made."""
+        self._closed.set()
+        with self._lock:
+            pods = list(self._pods.values())
+        for pod in pods:
+            pod.stopping.set()
+        threads = [threading.Thread(target=self._kill, args=(p,), daemon=True) for p in pods]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        localproc.signal_pids(localproc.owned_pids(self._token + ":"), signal.SIGKILL)
+        for pod in pods:
+            pod.done.wait(self.grace_s + 10)
+        if self._ray_root is not None:
+            shutil.rmtree(self._ray_root, ignore_errors=True)
+        shutil.rmtree(self.base_dir / "pods", ignore_errors=True)
+
+    # ------------------------------------------------------------------------------- dashboard side
+
+    def dashboard_address(self, namespace: str, cluster: str) -> str | None:
+        """``127.0.0.1:<port>`` of a running cluster's dashboard, once its head is ready."""
+        with self._lock:
+            c = self._clusters.get((namespace, cluster))
+        return f"127.0.0.1:{c.dashboard}" if c and c.head_ready.is_set() else None
+
+    def job_info(self, namespace: str, cluster: str, job_id: str) -> dict | None:
+        """Latest ``GET /api/jobs/<id>`` answer for a job on a local cluster (None: unknown or not yet seen)."""
+        key = (namespace, cluster, job_id)
+        with self._lock:
+            if key not in self._jobs:
+                self._jobs[key] = None
+            if self._poller is None:
+                self._poller = threading.Thread(target=self._poll_jobs, name="ray-job-poller", daemon=True)
+                self._poller.start()
+            return self._jobs[key]
+
+    def _poll_jobs(self) -> None:
+        while not self._closed.wait(0.5):
+            with self._lock:
+                keys = list(self._jobs)
+            for ns, cname, job_id in keys:
+                addr = self.dashboard_address(ns, cname)
+                info = _http_json(f"http://{addr}/api/jobs/{job_id}") if addr else None
+                with self._lock:
+                    if info is not None or addr is None:
+                        self._jobs[(ns, cname, job_id)] = info
+
+    # ---------------------------------------------------------------------------------- internals
+
+    def _cluster(self, key: tuple[str, str]) -> _Cluster:
+        c = self._clusters.get(key)
+        if c is None:
+            self._next += 1
+            c = _Cluster(key=key, index=self._next, gcs=localproc.free_port(), dashboard=localproc.free_port(),
+                         client=localproc.free_port())
+            self._clusters[key] = c
+        return c
+
+    def _node_tmp(self, pod: _Pod) -> Path:
+        """A short per-node Ray temp dir (Ray's socket paths limit its length)."""
+        if self._ray_root is None:
+            root = self.base_dir / "r"
+            if len(str(root)) + 12 > _MAX_TMP:
+                import tempfile
+
+                root = Path(tempfile.mkdtemp(prefix="fqray-"))
+            root.mkdir(parents=True, exist_ok=True)
+            self._ray_root = root
+        return self._ray_root / f"c{pod.cluster.index}" / pod.marker.rsplit(":", 1)[1]
+
+    def _set(self, pod: _Pod, **changes: object) -> None:
+        with self._lock:
+            for k, v in changes.items():
+                setattr(pod, k, v)
+        pod.launch.notify()
+
+    def _log(self, pod: _Pod, text: str) -> None:
+        ns, name = pod.key
+        pod.launch.logs.write(ns, name, pod.container, text if text.endswith("\n") else text + "\n")
+
+    def _env(self, pod: _Pod) -> dict[str, str]:
+        venv_bin = str(Path(self.python).parent)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") and k != localproc.OWNER_ENV}
+        env.update({
+            "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
+            "VIRTUAL_ENV": str(Path(venv_bin).parent),
+            "PYTHONUNBUFFERED": "1",
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_AUTH_MODE": "disabled",
+        })
+        env.update(self.extra_env)
+        env.update(pod.launch.env)
+        containers = pod.launch.pod.get("spec", {}).get("containers") or [{}]
+        own = localproc.container_env(pod.launch.pod, containers[0])
+        env.update({k: v for k, v in own.items() if k not in ("RAY_ADDRESS", "RAY_IP", "FQ_RAY_IP", "RAY_PORT")})
+        env.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "JAX_PLATFORMS": "cpu",
+                    "RAY_COLOR_PREFIX": "0", "COLORFUL_DISABLE": "1"})  # plain logs, like kubectl shows them
+        env[localproc.OWNER_ENV] = pod.marker
+        return env
+
+    def _ray_start_argv(self, pod: _Pod, tmp: Path) -> list[str]:
+        spec = commands.parse_ray_start(pod.launch.pod)
+        c = pod.cluster
+        node_ports = [localproc.free_port() for _ in range(6)]
+        pod.ports = node_ports
+        ray = str(Path(self.python).parent / "ray")
+        argv = [ray, "start", "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1",
+                f"--temp-dir={tmp}", f"--object-store-memory={self.object_store_bytes}",
+                f"--dashboard-agent-listen-port={node_ports[0]}", f"--dashboard-agent-grpc-port={node_ports[1]}",
+                f"--metrics-export-port={node_ports[2]}", f"--runtime-env-agent-port={node_ports[3]}",
+                f"--node-manager-port={node_ports[4]}", f"--object-manager-port={node_ports[5]}"]
+        if pod.kind == "head":
+            argv += ["--head", f"--port={c.gcs}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+                     f"--dashboard-port={c.dashboard}", f"--ray-client-server-port={c.client}"]
+        else:
+            argv += [f"--address=127.0.0.1:{c.gcs}"]
+        if spec.num_cpus is not None:
+            argv.append(f"--num-cpus={spec.num_cpus}")
+        if spec.num_gpus is not None:
+            argv.append(f"--num-gpus={spec.num_gpus}")
+        if spec.memory is not None:
+            argv.append(f"--memory={spec.memory}")
+        if spec.resources:
+            argv.append("--resources=" + json.dumps(spec.resources, separators=(",", ":"), sort_keys=True))
+        if spec.labels:
+            argv.append(f"--labels={spec.labels}")
+        return argv
+
+    def _spawn(self, pod: _Pod, argv: list[str], cwd: Path) -> subprocess.Popen:
+        proc = subprocess.Popen(argv, env=self._env(pod), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True, text=True, bufsize=1)
+        pod.proc = proc
+        return proc
+
+    def _pump(self, pod: _Pod, proc: subprocess.Popen, started: threading.Event) -> threading.Thread:
+        def run() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                self._log(pod, line)
+                if _STARTED in line:
+                    started.set()
+
+        t = threading.Thread(target=run, name=f"ray-log-{pod.key[1]}", daemon=True)
+        t.start()
+        return t
+
+    def _run_node(self, pod: _Pod) -> None:
+        """Head or worker: files, (workers) wait for the head, ray start, readiness, exit."""
+        try:
+            pod.dir.mkdir(parents=True, exist_ok=True)
+            mounts = localproc.write_files(pod.dir / "mounts", pod.launch.files)
+            if pod.kind == "head":
+                pod.cluster.head_mounts = mounts
+            elif not self._wait_for_head(pod):
+                return
+            if pod.stopping.is_set():
+                return self._finish(pod, None)
+            tmp = self._node_tmp(pod)
+            tmp.mkdir(parents=True, exist_ok=True)
+            with self._lock:
+                if pod.stopping.is_set():
+                    return self._finish(pod, None)
+                proc = self._spawn(pod, self._ray_start_argv(pod, tmp), pod.dir)
+            self._set(pod, phase="Running", message="")
+            started = threading.Event()
+            pump = self._pump(pod, proc, started)
+            if self._wait_ready(pod, proc, started):
+                if pod.kind == "head":
+                    pod.cluster.head_ready.set()
+                self._set(pod, ready=True)
+            rc = proc.wait()
+            pump.join(timeout=5)
+            self._finish(pod, rc)
+            self._reap(pod)
+        except Exception as exc:  # a crash here must still end the pod, visibly
+            self._log(pod, f"[flexq] local Ray executor error: {exc!r}")
+            self._finish(pod, 1, reason="ExecutorError", message=str(exc))
+
+    def _wait_for_head(self, pod: _Pod) -> bool:
+        self._set(pod, message="wait-gcs-ready: waiting for the Ray head's GCS")
+        deadline = time.monotonic() + self.gcs_wait_timeout_s
+        while not pod.cluster.head_ready.wait(0.25):
+            if pod.stopping.is_set():
+                self._finish(pod, None)
+                return False
+            if time.monotonic() > deadline:
+                self._log(pod, "[flexq] the Ray head never became ready; giving up")
+                self._finish(pod, 1, reason="GCSWaitTimeout", message="Ray head not ready in time")
+                return False
+        return True
+
+    def _wait_ready(self, pod: _Pod, proc: subprocess.Popen, started: threading.Event) -> bool:
+        deadline = time.monotonic() + self.start_timeout_s
+        while not started.wait(0.2):
+            if proc.poll() is not None or pod.stopping.is_set():
+                return False
+            if time.monotonic() > deadline:
+                self._log(pod, f"[flexq] ray start did not finish within {self.start_timeout_s:.0f}s; killing")
+                self._set(pod, reason="RayStartTimeout")
+                self.stop(pod.key)
+                return False
+        if pod.kind != "head":
+            return True
+        url = f"http://127.0.0.1:{pod.cluster.dashboard}/api/gcs_healthz"
+        while _http_text(url) is None:
+            if proc.poll() is not None or pod.stopping.is_set():
+                return False
+            if time.monotonic() > deadline:
+                self._set(pod, reason="RayStartTimeout")
+                self.stop(pod.key)
+                return False
+            time.sleep(0.25)
+        return True
+
+    def _run_submitter(self, pod: _Pod, script: str) -> None:
+        """The RayJob submitter: wait for the head to be known, apply the policies, run the script."""
+        try:
+            pod.dir.mkdir(parents=True, exist_ok=True)
+            self._set(pod, phase="Running")
+            c = pod.cluster
+            waited = 0.0
+            while c.head_mounts is None:
+                if pod.stopping.is_set():
+                    return self._finish(pod, None)
+                if waited % 2 == 0:
+                    target = commands.submitter_target(script)
+                    addr = f"http://{target[0]}:{target[1]}" if target else "?"
+                    self._log(pod, f"Waiting for Ray Dashboard GCS to become healthy at {addr} ...")
+                time.sleep(0.5)
+                waited += 0.5
+            decision = runtime_env.decide(commands.runtime_env_of(script))
+            for line in decision.lines:
+                self._log(pod, "[flexq] " + line)
+            if decision.error:
+                return self._finish(pod, 1, reason="RuntimeEnvRefused", message=decision.error)
+            renv = decision.runtime_env if commands.runtime_env_of(script) is not None else None
+            local = commands.rewrite_submitter(script, local_address=f"127.0.0.1:{c.dashboard}",
+                                               runtime_env=renv, mounts=c.head_mounts)
+            (pod.dir / "submit.sh").write_text(local + "\n")
+            with self._lock:
+                if pod.stopping.is_set():
+                    return self._finish(pod, None)
+                proc = self._spawn(pod, ["/bin/bash", "-ce", "--", local], pod.dir)
+            self._set(pod, ready=True)
+            pump = self._pump(pod, proc, threading.Event())
+            rc = proc.wait()
+            pump.join(timeout=5)
+            self._finish(pod, rc)
+            self._reap(pod)
+        except Exception as exc:
+            self._log(pod, f"[flexq] local Ray executor error: {exc!r}")
+            self._finish(pod, 1, reason="ExecutorError", message=str(exc))
+
+    def _finish(self, pod: _Pod, rc: int | None, reason: str = "", message: str = "") -> None:
+        """Record the end of the pod's main process (None: stopped before it started)."""
+        if pod.stopping.is_set():
+            phase, rc = "Failed", (rc if rc is not None else 137)
+            reason, message = reason or pod.reason or "Stopped", message or "stopped by the kubelet"
+        else:
+            phase = "Succeeded" if rc == 0 else "Failed"
+            reason = reason or pod.reason or ("Completed" if rc == 0 else "Error")
+        self._set(pod, phase=phase, ready=False, exit_code=rc, reason=reason, message=message)
+        pod.done.set()
+
+    def _kill(self, pod: _Pod) -> None:
+        """SIGTERM the pod's processes, SIGKILL leftovers after the grace period, then clean up."""
+        with self._lock:
+            proc = pod.proc
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        localproc.signal_pids(localproc.owned_pids(pod.marker), signal.SIGTERM)
+        deadline = time.monotonic() + self.grace_s
+        while localproc.owned_pids(pod.marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for _ in range(50):
+            left = localproc.owned_pids(pod.marker)
+            if not left:
+                break
+            localproc.signal_pids(left, signal.SIGKILL)
+            time.sleep(0.1)
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        if pod.proc is None and not pod.done.is_set():
+            pod.done.wait(2)
+        self._cleanup(pod)
+
+    def _reap(self, pod: _Pod) -> None:
+        """After the main process ended by itself: kill anything it left behind, then clean up."""
+        if pod.stopping.is_set():
+            return  # _kill is already doing it
+        for _ in range(50):
+            left = localproc.owned_pids(pod.marker)
+            if not left:
+                break
+            localproc.signal_pids(left, signal.SIGKILL)
+            time.sleep(0.1)
+        self._cleanup(pod)
+
+    def _cleanup(self, pod: _Pod) -> None:
+        """Release the pod's ports and directories, and the cluster's once its last pod is gone."""
+        localproc.release_ports(pod.ports)
+        shutil.rmtree(pod.dir, ignore_errors=True)
+        if self._ray_root is not None and pod.kind != "submitter":
+            shutil.rmtree(self._node_tmp(pod), ignore_errors=True)
+        with self._lock:
+            c = pod.cluster
+            c.pods.discard(pod.key)
+            if pod.kind == "head":
+                c.head_ready.clear()
+                c.head_mounts = None
+            if not c.pods and self._clusters.get(c.key) is c:
+                del self._clusters[c.key]
+                localproc.release_ports([c.gcs, c.dashboard, c.client])
+                if self._ray_root is not None:
+                    shutil.rmtree(self._ray_root / f"c{c.index}", ignore_errors=True)
+
+
+def _http_text(url: str, timeout: float = 2.0) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.read().decode() if r.status == 200 else None
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _http_json(url: str) -> dict | None:
+    text = _http_text(url)
+    if text is None:
+        return None
+    with contextlib.suppress(ValueError):
+        data = json.loads(text)
+        return data if isinstance(data, dict) else None
+    return None

@@ -1,0 +1,116 @@
+"""The local Ray executor on its own (no twin): the tutorial's slice, a failing entrypoint, stop mid-run.
+
+One head + 4 emulated v6e hosts (TPU:4 each, GKE TPU env) are started as real Ray nodes; the submitter pod runs
+KubeRay's submitter script against them. Slow (about 1-2 minutes per cluster on 2 cores).
+"""
+
+from __future__ import annotations
+
+import pytest
+from ray_harness import Slice, leftovers, tutorial_rayjob, wait_for
+
+from flexq.kuberay import localproc
+from flexq.kuberay.ray_runner import LocalRayExecutor
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def _ended(s: Slice, pod: dict) -> bool:
+    st = s.state(pod)
+    return st is not None and st.phase in ("Succeeded", "Failed")
+
+
+def _cluster_ready(s: Slice) -> bool:
+    return all((st := s.state(p)) is not None and st.ready for p in [s.head, *s.workers])
+
+
+def _assert_clean(ex: LocalRayExecutor, ports: list[int]) -> None:
+    wait_for(lambda: not leftovers(ex), 30, "every owned process to exit")
+    assert all(localproc.port_is_free(p) for p in ports), "a cluster port is still bound"
+    assert not [f for f in (ex.base_dir / "pods").rglob("*") if f.is_file()]
+    if ex._ray_root is not None:
+        assert not any(ex._ray_root.iterdir()), list(ex._ray_root.iterdir())
+
+
+def test_tutorial_train_py_runs_on_an_emulated_v6e_slice(tmp_path):
+    ex = LocalRayExecutor(tmp_path)
+    s = Slice(ex, tutorial_rayjob(1), "rayjob-tpu-v6e-dws-1-q9z4k")
+    try:
+        s.start_cluster()
+        wait_for(lambda: _cluster_ready(s), 240, "head and 4 workers ready")
+        c = ex._clusters[("default", "rayjob-tpu-v6e-dws-1-q9z4k")]
+        ports = [c.gcs, c.dashboard, c.client]
+        assert ex.dashboard_address("default", "rayjob-tpu-v6e-dws-1-q9z4k") == f"127.0.0.1:{c.dashboard}"
+        s.launch(s.submitter, "gke-default-pool-1")
+        wait_for(lambda: _ended(s, s.submitter), 400, "the submitter to end")
+        log = s.logs.of(s.submitter["metadata"]["name"])
+        st = s.state(s.submitter)
+        assert st.phase == "Succeeded", log[-4000:]
+        assert "substituted: using installed pandas" in log  # runtime env policy, visible
+        assert "extra [tpu] dropped" in log
+        assert f"Job '{s.job_id}' submitted successfully" in log
+        assert "Training Complete!" in log
+        assert "\x1b[" not in log  # plain text, like the tutorial's log
+        assert log.rstrip().splitlines()[-2].endswith(f"Job '{s.job_id}' succeeded")
+        info = wait_for(lambda: ex.job_info("default", "rayjob-tpu-v6e-dws-1-q9z4k", s.job_id), 10, "job info")
+        assert info["status"] == "SUCCEEDED"
+        # The emulated hosts are real Ray nodes with the GKE TPU env: 4 workers reserved the slice.
+        assert "world_rank=3" in log
+    finally:
+        s.stop_all()
+        ex.shutdown()
+    _assert_clean(ex, ports)
+
+
+def test_failing_entrypoint_fails_with_its_traceback_and_stop_mid_run_leaves_nothing(tmp_path):
+    ex = LocalRayExecutor(tmp_path)
+    bad = "import sys\nprint('about to fail')\nraise SystemExit('boom: bad hyperparameters')\n"
+    rj = tutorial_rayjob(7)
+    rj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["numOfHosts"] = 1
+    s = Slice(ex, rj, "rayjob-7-f4il5", entrypoint="python /app/fail.py", files={"fail.py": bad})
+    try:
+        s.start_cluster()
+        wait_for(lambda: _cluster_ready(s), 240, "cluster ready")
+        c = ex._clusters[("default", "rayjob-7-f4il5")]
+        ports = [c.gcs, c.dashboard, c.client]
+        s.launch(s.submitter, "gke-default-pool-1")
+        wait_for(lambda: _ended(s, s.submitter), 200, "the submitter to end")
+        log = s.logs.of(s.submitter["metadata"]["name"])
+        # KubeRay's submitter follows the logs with `ray job logs --follow`, which exits 0 even when the job
+        # failed: the RayJob controller learns the failure from the dashboard (reason AppFailed).
+        assert "boom: bad hyperparameters" in log, log[-3000:]
+        assert f"Job '{s.job_id}' failed" in log
+        info = wait_for(lambda: ex.job_info("default", "rayjob-7-f4il5", s.job_id), 10, "job info")
+        assert info["status"] == "FAILED"
+        # Stop mid-run: a long job, then every pod stopped while it runs.
+        s2 = Slice(ex, tutorial_rayjob(8), "rayjob-7-f4il5", entrypoint="python -c 'import time; time.sleep(300)'")
+        s2.submitter["metadata"]["name"] = "rayjob-8-sub99"
+        s2.launch(s2.submitter, "gke-default-pool-1")
+        wait_for(lambda: (ex.job_info("default", "rayjob-7-f4il5", s2.job_id) or {}).get("status") == "RUNNING",
+                 60, "the long job to run")
+        assert leftovers(ex)
+    finally:
+        s.stop_all()
+        ex.stop(("default", "rayjob-8-sub99"))
+    _assert_clean(ex, ports)
+    ex.shutdown()
+
+
+def test_runtime_env_refusal_fails_the_submitter_without_running_anything(tmp_path):
+    ex = LocalRayExecutor(tmp_path)
+    rj = tutorial_rayjob(3)
+    rj["spec"]["runtimeEnvYAML"] = "pip:\n  - surely-not-installed-flexq-pkg==1.0\n"
+    s = Slice(ex, rj, "rayjob-3-r3fus")
+    # No cluster at all: the submitter waits for the head (KubeRay's wait loop) until one is launched.
+    s.launch(s.submitter, "gke-default-pool-1")
+    wait_for(lambda: "Waiting for Ray Dashboard GCS" in s.logs.of(s.submitter["metadata"]["name"]), 10, "wait")
+    s.launch(s.head, "gke-default-pool-1")
+    try:
+        wait_for(lambda: _ended(s, s.submitter), 60, "the submitter to end")
+        st = s.state(s.submitter)
+        assert (st.phase, st.reason) == ("Failed", "RuntimeEnvRefused")
+        assert "surely-not-installed-flexq-pkg is not installed" in s.logs.of(s.submitter["metadata"]["name"])
+    finally:
+        s.stop_all()
+        ex.shutdown()
+    assert not leftovers(ex)
