@@ -16,7 +16,6 @@ from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 from flexq.api.base import check_dns1123_label, check_dns1123_subdomain
-
 from flexq.api.registry import KindInfo, Registry, split_api_version
 from flexq.errors import BadRequest, Cause, Invalid
 
@@ -39,9 +38,7 @@ def path_of(loc: tuple[Any, ...]) -> str:
     """pydantic ``loc`` -> Kubernetes field path (``spec.resourceGroups[0].flavors[1].name``)."""
     out = ""
     for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif any(c in str(part) for c in "./- ") or not str(part)[:1].isalpha():
+        if isinstance(part, int) or any(c in str(part) for c in "./- ") or not str(part)[:1].isalpha():
             out += f"[{part}]"
         else:
             out += f".{part}" if out else str(part)
