@@ -94,14 +94,18 @@ class TwinCore:
         elif name not in self.clusters:
             self.add_cluster(name, settings)
         else:
-            self.clusters[name].settings.update(settings)
-            self.clusters[name].ctx.settings.update(settings)
+            rt = self.clusters[name]
+            rt.settings.update(settings)
+            rt.ctx.settings.update(settings)
+            rt.store.serve_addons(rt.settings.get("addons") or ())
 
     def add_cluster(self, name: str, settings: dict[str, Any]) -> ClusterRuntime:
         if name in self.clusters:
             return self.clusters[name]
         store = Store(self.registry, self.loop.clock, name=f"cluster/{name}", journal=self.journal,
                       rng=self.rngs.get(f"store/{name}"), namespaces=DEFAULT_NAMESPACES)
+        if name != DEFAULT_CLUSTER:  # a GKE cluster serves addon kinds only when the addon is on
+            store.serve_addons(settings.get("addons") or ())
         ctx = Context(store=store, loop=self.loop, rngs=self.rngs, logs=self.logs, cluster=name,
                       project=self.project, executors=self.executors,
                       settings={**self.settings, **settings})

@@ -81,6 +81,7 @@ class Store:
         self._rv = 0
         self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY)
         self._subs: list[Subscription] = []
+        self.disabled: set[str] = set()  # kind keys not served here (e.g. ray.io without the RayOperator addon)
         if journal is not None:
             self._load()
         for ns in namespaces:
@@ -93,7 +94,15 @@ class Store:
         return self._rv
 
     def info(self, kind: str) -> KindInfo:
-        return self.registry.resolve(kind)
+        info = self.registry.resolve(kind)
+        if info.key in self.disabled:
+            raise NotFound(f'the server doesn\'t have a resource type "{kind}"')
+        return info
+
+    def serve_addons(self, addons: Iterable[str]) -> None:
+        """Serve only the addon-gated kinds whose addon is enabled (GKE's ``--addons=RayOperator``)."""
+        enabled = set(addons)
+        self.disabled = {k.key for k in self.registry if k.served_by_addon and k.served_by_addon not in enabled}
 
     def _key(self, info: KindInfo, namespace: str | None, name: str) -> Key:
         return ((namespace or "default") if info.namespaced else "", name)
@@ -138,6 +147,7 @@ class Store:
                unknown_fields: str = "Strict", namespace: str | None = None, dry_run: bool = False) -> dict:
         """Admit and store a new object. Returns the stored copy."""
         info = scheme.resolve_object(self.registry, obj)
+        self.info(info.key)
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or namespace
         if info.namespaced and namespace and meta.get("namespace") and meta["namespace"] != namespace:
