@@ -1,0 +1,441 @@
+"""The GKE API backend (moto-style): clusters, node pools and long-running operations of one twin project.
+
+Owns: creating, reading, listing, updating and deleting clusters and node pools the way
+``container.googleapis.com/v1`` does — validation first (``flexq.gke.validation``; a refused request changes
+nothing), then the resource in PROVISIONING / RECONCILING / STOPPING and a RUNNING ``Operation`` that
+``settle(now)`` finishes once its duration (from the capacity profile's ``operations``) has passed; the
+default pool; ``addonsConfig.rayOperatorConfig``; cluster deletion removing its pools. State lives in a
+``GkeStorage`` as plain dicts (``flexq.gke.storage``), so the same code runs over a dict or the project store.
+Nodes are not created here: the cluster-side controllers read ``status.desiredNodeCount`` of each pool.
+
+Must not import flexq.runtime, other domain packages or flexq.http.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from typing import Any
+
+from flexq.api.gke import (
+    Cluster,
+    CreateClusterRequest,
+    CreateNodePoolRequest,
+    NodePool,
+    SetNodePoolAutoscalingRequest,
+    SetNodePoolSizeRequest,
+    UpdateNodePoolRequest,
+)
+from flexq.clock import format_time
+from flexq.gke import catalog
+from flexq.gke.storage import (
+    CLUSTER,
+    NODE_POOL,
+    OPERATION,
+    GkeStorage,
+    cluster_key,
+    envelope,
+    pool_key,
+)
+from flexq.gke.validation import (
+    DEFAULT_VERSION,
+    already_exists,
+    check_cluster,
+    check_location,
+    check_node_pool,
+    invalid,
+    not_found,
+    parse_body,
+    pool_hosts,
+    pool_model,
+    precondition,
+)
+
+__all__ = ["GkeBackend", "LABEL_PROJECT", "LABEL_LOCATION", "LABEL_CLUSTER", "OperationTimes"]
+
+LABEL_PROJECT = "gke.twin.flexq.dev/project"
+LABEL_LOCATION = "gke.twin.flexq.dev/location"
+LABEL_CLUSTER = "gke.twin.flexq.dev/cluster"
+API = "https://container.googleapis.com/v1"
+OperationTimes = Callable[[str], float]  # "create_cluster" | "delete_cluster" | ... -> seconds
+DEFAULT_SCOPES = [
+    "https://www.googleapis.com/auth/devstorage.read_only", "https://www.googleapis.com/auth/logging.write",
+    "https://www.googleapis.com/auth/monitoring", "https://www.googleapis.com/auth/service.management.readonly",
+    "https://www.googleapis.com/auth/servicecontrol", "https://www.googleapis.com/auth/trace.append",
+]
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    out: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return out
+
+
+def _default_op_times(op: str) -> float:
+    return {"create_cluster": 5.0, "delete_cluster": 3.0, "create_node_pool": 3.0, "delete_node_pool": 2.0,
+            "update": 1.0}[op]
+
+
+class GkeBackend:
+    """All GKE resources of one project. Every public method takes ``now`` (epoch seconds)."""
+
+    def __init__(self, storage: GkeStorage, rng: random.Random, *, project_number: str = "123456789012",
+                 op_times: OperationTimes = _default_op_times) -> None:
+        self.storage, self.rng, self.project_number, self.op_times = storage, rng, project_number, op_times
+
+    # -- naming -----------------------------------------------------------------------------------------------
+    @staticmethod
+    def _cluster_path(project: str, location: str, cluster: str) -> str:
+        return f"projects/{project}/locations/{location}/clusters/{cluster}"
+
+    def _get_cluster_obj(self, project: str, location: str, cluster: str) -> dict[str, Any]:
+        obj = self.storage.get(CLUSTER, cluster_key(project, location, cluster))
+        if obj is None:
+            raise not_found(self._cluster_path(project, location, cluster))
+        return obj
+
+    def _get_pool_obj(self, project: str, location: str, cluster: str, pool: str) -> dict[str, Any]:
+        self._get_cluster_obj(project, location, cluster)
+        obj = self.storage.get(NODE_POOL, pool_key(project, location, cluster, pool))
+        if obj is None:
+            raise not_found(f"{self._cluster_path(project, location, cluster)}/nodePools/{pool}")
+        return obj
+
+    def _pools_of(self, project: str, location: str, cluster: str) -> list[dict[str, Any]]:
+        objs = self.storage.list(NODE_POOL, {LABEL_PROJECT: project, LABEL_LOCATION: location,
+                                             LABEL_CLUSTER: cluster})
+        return sorted(objs, key=lambda o: o["status"].get("createdAt", 0.0))
+
+    def _labels(self, project: str, location: str, cluster: str) -> dict[str, str]:
+        return {LABEL_PROJECT: project, LABEL_LOCATION: location, LABEL_CLUSTER: cluster}
+
+    # -- operations -----------------------------------------------------------------------------------------
+    def _operation(self, project: str, location: str, op_type: str, target: str, now: float,
+                   duration: float, effect: dict[str, Any]) -> dict[str, Any]:
+        name = f"operation-{int(now * 1000)}-{self.rng.getrandbits(32):08x}"
+        zonal = location.count("-") >= 2
+        spec: dict[str, Any] = {
+            "name": name, "operationType": op_type, "status": "RUNNING",
+            "selfLink": f"{API}/projects/{self.project_number}/{'zones' if zonal else 'locations'}/{location}"
+                        f"/operations/{name}",
+            "targetLink": f"{API}/projects/{self.project_number}/{'zones' if zonal else 'locations'}/{location}"
+                          f"/{target}",
+            "startTime": format_time(now), "location": location,
+        }
+        if zonal:
+            spec["zone"] = location
+        obj = envelope(OPERATION, f"{project}.{location}.{name}", spec,
+                       {"doneAt": now + duration, "effect": effect},
+                       {LABEL_PROJECT: project, LABEL_LOCATION: location})
+        self.storage.put(obj)
+        return spec
+
+    def _busy(self, project: str, location: str, cluster: str) -> None:
+        """GKE runs one operation at a time per cluster (node pool creation may queue; the twin refuses)."""
+        for op in self.storage.list(OPERATION, {LABEL_PROJECT: project, LABEL_LOCATION: location}):
+            eff = op["status"].get("effect", {})
+            if op["spec"]["status"] == "RUNNING" and eff.get("cluster") == cluster:
+                raise precondition(f"Cluster is running incompatible operation {op['spec']['name']}.")
+
+    def settle(self, now: float) -> float | None:
+        """Finish every operation due by ``now``; return when the next one is due (None if none)."""
+        nxt: float | None = None
+        for op in self.storage.list(OPERATION):
+            if op["spec"]["status"] != "RUNNING":
+                continue
+            due = op["status"]["doneAt"]
+            if due <= now:
+                self._finish(op, now)
+            else:
+                nxt = due if nxt is None else min(nxt, due)
+        return nxt
+
+    def _finish(self, op: dict[str, Any], now: float) -> None:
+        eff = op["status"]["effect"]
+        project, location, cluster = eff["project"], eff["location"], eff["cluster"]
+        ckey = cluster_key(project, location, cluster)
+        action = eff["action"]
+        if action == "cluster-created":
+            self._set_status(CLUSTER, ckey, "RUNNING")
+            for p in self._pools_of(project, location, cluster):
+                self._set_status(NODE_POOL, p["metadata"]["name"], "RUNNING")
+        elif action == "cluster-deleted":
+            for p in self._pools_of(project, location, cluster):
+                self.storage.delete(NODE_POOL, p["metadata"]["name"])
+            self.storage.delete(CLUSTER, ckey)
+        elif action in ("pool-created", "pool-updated"):
+            self._set_status(NODE_POOL, pool_key(project, location, cluster, eff["pool"]), "RUNNING")
+            self._set_status(CLUSTER, ckey, "RUNNING")
+        elif action == "pool-deleted":
+            self.storage.delete(NODE_POOL, pool_key(project, location, cluster, eff["pool"]))
+            self._set_status(CLUSTER, ckey, "RUNNING")
+        op["spec"]["status"] = "DONE"
+        op["spec"]["endTime"] = format_time(now)
+        self.storage.put(op)
+
+    def _set_status(self, kind: str, name: str, status: str) -> None:
+        obj = self.storage.get(kind, name)
+        if obj is not None and obj["spec"].get("status") != status:
+            obj["spec"]["status"] = status
+            self.storage.put(obj)
+
+    def get_operation(self, project: str, location: str, name: str) -> dict[str, Any]:
+        obj = self.storage.get(OPERATION, f"{project}.{location}.{name}")
+        if obj is None:
+            raise not_found(f"projects/{project}/locations/{location}/operations/{name}")
+        return copy.deepcopy(obj["spec"])
+
+    def list_operations(self, project: str, location: str) -> dict[str, Any]:
+        labels = {LABEL_PROJECT: project} if location == "-" else {LABEL_PROJECT: project, LABEL_LOCATION: location}
+        ops = self.storage.list(OPERATION, labels)
+        return {"operations": [o["spec"] for o in sorted(ops, key=lambda o: o["status"]["doneAt"])]}
+
+    # -- clusters -------------------------------------------------------------------------------------------
+    def create_cluster(self, project: str, location: str, body: Any, now: float) -> dict[str, Any]:
+        check_location(location)
+        req = parse_body(CreateClusterRequest, body)
+        if req.cluster is None:
+            raise invalid("Cluster must be specified.")
+        cluster = req.cluster
+        check_cluster(cluster)
+        assert cluster.name is not None
+        if self.storage.get(CLUSTER, cluster_key(project, location, cluster.name)) is not None:
+            raise already_exists(self._cluster_path(project, location, cluster.name))
+        version = cluster.initial_cluster_version or DEFAULT_VERSION
+        pools = list(cluster.node_pools or [])
+        if not pools:  # the default pool from the legacy top-level fields
+            pools = [NodePool(name="default-pool", config=cluster.node_config,
+                              initial_node_count=cluster.initial_node_count)]
+        for p in pools:
+            check_node_pool(p, location=location, cluster_version=version)
+        spec = self._cluster_spec(project, location, cluster, version, now)
+        self.storage.put(envelope(CLUSTER, cluster_key(project, location, cluster.name), spec,
+                                  {"createdAt": now}, self._labels(project, location, cluster.name)))
+        for p in pools:
+            self._put_pool(project, location, cluster.name, p, version, now, status="PROVISIONING")
+        return self._operation(project, location, "CREATE_CLUSTER", f"clusters/{cluster.name}", now,
+                               self.op_times("create_cluster"),
+                               {"action": "cluster-created", "project": project, "location": location,
+                                "cluster": cluster.name})
+
+    def _cluster_spec(self, project: str, location: str, cluster: Cluster, version: str,
+                      now: float) -> dict[str, Any]:
+        spec = _dump(cluster)
+        spec.pop("nodePools", None)
+        spec.pop("nodeConfig", None)
+        spec.pop("initialNodeCount", None)
+        zonal = location.count("-") >= 2
+        master = version if version.count(".") >= 2 else DEFAULT_VERSION
+        spec.update({
+            "location": location, "locations": [location] if zonal else [f"{location}-a", f"{location}-b"],
+            "currentMasterVersion": master, "currentNodeVersion": master,
+            "status": "PROVISIONING", "createTime": format_time(now),
+            "selfLink": f"{API}/projects/{project}/{'zones' if zonal else 'locations'}/{location}/clusters/"
+                        f"{cluster.name}",
+            "id": f"{self.rng.getrandbits(128):032x}",
+            "network": spec.get("network", "default"), "subnetwork": spec.get("subnetwork", "default"),
+            "clusterIpv4Cidr": spec.get("clusterIpv4Cidr", "10.80.0.0/14"),
+            "servicesIpv4Cidr": spec.get("servicesIpv4Cidr", "34.118.224.0/20"),
+            "loggingService": spec.get("loggingService", "logging.googleapis.com/kubernetes"),
+            "monitoringService": spec.get("monitoringService", "monitoring.googleapis.com/kubernetes"),
+            "endpoint": spec.get("endpoint", "127.0.0.1"),
+            "masterAuth": spec.get("masterAuth", {"clusterCaCertificate": ""}),
+            "releaseChannel": spec.get("releaseChannel", {"channel": "REGULAR"}),
+        })
+        if zonal:
+            spec["zone"] = location
+        spec.setdefault("addonsConfig", {})
+        return spec
+
+    def get_cluster(self, project: str, location: str, cluster: str) -> dict[str, Any]:
+        obj = self._get_cluster_obj(project, location, cluster)
+        spec = copy.deepcopy(obj["spec"])
+        pools = [p["spec"] for p in self._pools_of(project, location, cluster)]
+        spec["nodePools"] = pools
+        spec["currentNodeCount"] = sum(p["status"].get("currentNodeCount", 0)
+                                       for p in self._pools_of(project, location, cluster))
+        spec["instanceGroupUrls"] = [u for p in pools for u in p.get("instanceGroupUrls", [])]
+        return spec
+
+    def list_clusters(self, project: str, location: str) -> dict[str, Any]:
+        labels = {LABEL_PROJECT: project} if location == "-" else {LABEL_PROJECT: project, LABEL_LOCATION: location}
+        out = []
+        for c in self.storage.list(CLUSTER, labels):
+            lab = c["metadata"]["labels"]
+            out.append(self.get_cluster(project, lab[LABEL_LOCATION], lab[LABEL_CLUSTER]))
+        return {"clusters": out}
+
+    def delete_cluster(self, project: str, location: str, cluster: str, now: float) -> dict[str, Any]:
+        obj = self._get_cluster_obj(project, location, cluster)
+        if obj["spec"]["status"] == "STOPPING":
+            raise precondition(f"Cluster {cluster} is already being deleted.")
+        self._busy(project, location, cluster)
+        self._set_status(CLUSTER, obj["metadata"]["name"], "STOPPING")
+        for p in self._pools_of(project, location, cluster):
+            self._set_status(NODE_POOL, p["metadata"]["name"], "STOPPING")
+        return self._operation(project, location, "DELETE_CLUSTER", f"clusters/{cluster}", now,
+                               self.op_times("delete_cluster"),
+                               {"action": "cluster-deleted", "project": project, "location": location,
+                                "cluster": cluster})
+
+    def cluster_settings(self, cluster_obj: dict[str, Any]) -> dict[str, Any]:
+        """What the twin needs to build the cluster's Kubernetes runtime (addons, location, version)."""
+        spec = cluster_obj["spec"]
+        addons = []
+        if ((spec.get("addonsConfig") or {}).get("rayOperatorConfig") or {}).get("enabled"):
+            addons.append("RayOperator")
+        lab = cluster_obj["metadata"].get("labels") or {}
+        return {"addons": addons, "gkeProject": lab.get(LABEL_PROJECT, ""), "gkeLocation": spec["location"],
+                "gkeCluster": spec["name"], "gkeVersion": spec.get("currentMasterVersion", DEFAULT_VERSION)}
+
+    # -- node pools -----------------------------------------------------------------------------------------
+    def _put_pool(self, project: str, location: str, cluster: str, pool: NodePool, version: str, now: float,
+                  status: str) -> dict[str, Any]:
+        spec = _dump(pool)
+        cfg = spec.setdefault("config", {})
+        cfg.setdefault("machineType", "e2-medium")
+        cfg.setdefault("diskSizeGb", 100)
+        cfg.setdefault("diskType", "pd-balanced")
+        cfg.setdefault("imageType", "COS_CONTAINERD")
+        cfg.setdefault("oauthScopes", list(DEFAULT_SCOPES))
+        cfg.setdefault("serviceAccount", "default")
+        cfg.setdefault("metadata", {"disable-legacy-endpoints": "true"})
+        spec.setdefault("initialNodeCount", 0)
+        spec.setdefault("management", {"autoRepair": True, "autoUpgrade": True})
+        queued = bool((spec.get("queuedProvisioning") or {}).get("enabled"))
+        if queued or cfg.get("flexStart"):
+            # research/cloud.md §2.1: DWS pools use the short-lived upgrade strategy
+            spec["upgradeSettings"] = {**spec.get("upgradeSettings", {}), "strategy": "SHORT_LIVED"}
+        spec.setdefault("upgradeSettings", {"maxSurge": 1, "strategy": "SURGE"})
+        spec.setdefault("podIpv4CidrSize", 24)
+        zonal = location.count("-") >= 2
+        spec.setdefault("locations", [location] if zonal else [f"{location}-b"])
+        spec["version"] = version if version.count(".") >= 2 else DEFAULT_VERSION
+        spec["status"] = status
+        group = f"gke-{cluster}-{pool.name}-{self.rng.getrandbits(32):08x}"[:63]
+        spec["selfLink"] = (f"{API}/projects/{project}/{'zones' if zonal else 'locations'}/{location}/clusters/"
+                            f"{cluster}/nodePools/{pool.name}")
+        spec["instanceGroupUrls"] = [f"https://www.googleapis.com/compute/v1/projects/{project}/zones/"
+                                     f"{spec['locations'][0]}/instanceGroupManagers/{group}-grp"]
+        spec["etag"] = f"{self.rng.getrandbits(64):016x}"
+        mt = catalog.machine_type(cfg["machineType"])
+        twin = {
+            "createdAt": now, "cluster": cluster, "instanceGroup": group,
+            "desiredNodeCount": spec["initialNodeCount"],
+            "hostsPerSlice": pool_hosts(pool), "provisioningModel": pool_model(pool), "queued": queued,
+            "accelerator": mt.tpu.name if mt.tpu else mt.gpu_type, "zone": spec["locations"][0],
+        }
+        obj = envelope(NODE_POOL, pool_key(project, location, cluster, pool.name or ""), spec, twin,
+                       self._labels(project, location, cluster))
+        self.storage.put(obj)
+        return obj
+
+    def create_node_pool(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
+        cobj = self._get_cluster_obj(project, location, cluster)
+        req = parse_body(CreateNodePoolRequest, body)
+        if req.node_pool is None:
+            raise invalid("Node_pool must be specified.")
+        pool = req.node_pool
+        version = cobj["spec"].get("currentMasterVersion", DEFAULT_VERSION)
+        check_node_pool(pool, location=location, cluster_version=version)
+        assert pool.name is not None
+        if self.storage.get(NODE_POOL, pool_key(project, location, cluster, pool.name)) is not None:
+            raise already_exists(f"{self._cluster_path(project, location, cluster)}/nodePools/{pool.name}")
+        if cobj["spec"]["status"] == "STOPPING":
+            raise precondition(f"Cluster {cluster} is being deleted.")
+        self._busy(project, location, cluster)
+        self._put_pool(project, location, cluster, pool, version, now, status="PROVISIONING")
+        self._set_status(CLUSTER, cobj["metadata"]["name"], "RECONCILING")
+        return self._operation(project, location, "CREATE_NODE_POOL", f"clusters/{cluster}/nodePools/{pool.name}",
+                               now, self.op_times("create_node_pool"),
+                               {"action": "pool-created", "project": project, "location": location,
+                                "cluster": cluster, "pool": pool.name})
+
+    def get_node_pool(self, project: str, location: str, cluster: str, pool: str) -> dict[str, Any]:
+        return copy.deepcopy(self._get_pool_obj(project, location, cluster, pool)["spec"])
+
+    def list_node_pools(self, project: str, location: str, cluster: str) -> dict[str, Any]:
+        self._get_cluster_obj(project, location, cluster)
+        return {"nodePools": [p["spec"] for p in self._pools_of(project, location, cluster)]}
+
+    def delete_node_pool(self, project: str, location: str, cluster: str, pool: str, now: float) -> dict[str, Any]:
+        obj = self._get_pool_obj(project, location, cluster, pool)
+        self._busy(project, location, cluster)
+        self._set_status(NODE_POOL, obj["metadata"]["name"], "STOPPING")
+        return self._operation(project, location, "DELETE_NODE_POOL", f"clusters/{cluster}/nodePools/{pool}", now,
+                               self.op_times("delete_node_pool"),
+                               {"action": "pool-deleted", "project": project, "location": location,
+                                "cluster": cluster, "pool": pool})
+
+    def _update_op(self, project: str, location: str, cluster: str, pool: str, obj: dict[str, Any],
+                   now: float, op_type: str = "UPDATE_CLUSTER") -> dict[str, Any]:
+        self._busy(project, location, cluster)
+        obj["spec"]["status"] = "RECONCILING"
+        obj["spec"]["etag"] = f"{self.rng.getrandbits(64):016x}"
+        self.storage.put(obj)
+        return self._operation(project, location, op_type, f"clusters/{cluster}/nodePools/{pool}", now,
+                               self.op_times("update"),
+                               {"action": "pool-updated", "project": project, "location": location,
+                                "cluster": cluster, "pool": pool})
+
+    def set_autoscaling(self, project: str, location: str, cluster: str, pool: str, body: Any,
+                        now: float) -> dict[str, Any]:
+        obj = self._get_pool_obj(project, location, cluster, pool)
+        req = parse_body(SetNodePoolAutoscalingRequest, body)
+        merged = NodePool.model_validate({**obj["spec"], "autoscaling": _dump(req.autoscaling)
+                                          if req.autoscaling else None})
+        version = obj["spec"].get("version")
+        check_node_pool(merged.model_copy(update={"initial_node_count": 0}), location=location,
+                        cluster_version=version)
+        if req.autoscaling is None or not req.autoscaling.enabled:
+            obj["spec"].pop("autoscaling", None)
+            if obj["spec"].get("queuedProvisioning", {}).get("enabled"):
+                raise invalid("Queued provisioning requires autoscaling to be enabled (--enable-autoscaling).")
+        else:
+            obj["spec"]["autoscaling"] = _dump(req.autoscaling)
+        return self._update_op(project, location, cluster, pool, obj, now)
+
+    def set_size(self, project: str, location: str, cluster: str, pool: str, body: Any,
+                 now: float) -> dict[str, Any]:
+        obj = self._get_pool_obj(project, location, cluster, pool)
+        req = parse_body(SetNodePoolSizeRequest, body)
+        count = req.node_count if req.node_count is not None else -1
+        hosts = obj["status"]["hostsPerSlice"]
+        if count < 0:
+            raise invalid("node_count must be specified and non-negative.")
+        if obj["status"].get("queued"):
+            raise precondition("Node pools with queued provisioning cannot be resized; nodes are created only "
+                               "for ProvisioningRequests.")  # [inferred wording]
+        if hosts > 1 and count % hosts:
+            raise invalid(f"A multi-host TPU slice node pool is resized in whole slices of {hosts} nodes.")
+        obj["status"]["desiredNodeCount"] = count
+        obj["status"]["resizeRequestedAt"] = now
+        return self._update_op(project, location, cluster, pool, obj, now, "SET_NODE_POOL_SIZE")
+
+    def update_node_pool(self, project: str, location: str, cluster: str, pool: str, body: Any,
+                         now: float) -> dict[str, Any]:
+        obj = self._get_pool_obj(project, location, cluster, pool)
+        req = parse_body(UpdateNodePoolRequest, body)
+        spec = copy.deepcopy(obj["spec"])
+        cfg = spec.setdefault("config", {})
+        if req.machine_type is not None:
+            cfg["machineType"] = req.machine_type
+        if req.flex_start is not None:
+            cfg["flexStart"] = req.flex_start
+        if req.max_run_duration is not None:
+            cfg["maxRunDuration"] = req.max_run_duration
+        if req.queued_provisioning is not None:
+            spec["queuedProvisioning"] = _dump(req.queued_provisioning)
+        # NodeLabels / NodeTaints / NetworkTags / ResourceLabels wrap the map or list in one field
+        for attr, cfg_field, inner in (("labels", "labels", "labels"), ("taints", "taints", "taints"),
+                                       ("tags", "tags", "tags"), ("resource_labels", "resourceLabels", "labels")):
+            value = getattr(req, attr)
+            if value is not None:
+                cfg[cfg_field] = value.get(inner) if isinstance(value, dict) else value
+        merged = NodePool.model_validate(spec)
+        check_node_pool(merged.model_copy(update={"initial_node_count": 0}), location=location,
+                        cluster_version=spec.get("version"))
+        obj["spec"] = spec
+        obj["status"]["provisioningModel"] = pool_model(merged)
+        obj["status"]["queued"] = bool(merged.queued_provisioning and merged.queued_provisioning.enabled)
+        return self._update_op(project, location, cluster, pool, obj, now)

@@ -1,0 +1,221 @@
+"""GKE's request validation: what the GKE API refuses, and with which error.
+
+Owns: GKE-shaped errors (``CloudError``: HTTP status + Google status + message), parsing request bodies
+into the typed v1 models with protobuf-JSON wording for unknown fields and bad values, and the semantic
+checks on clusters and node pools (names, machine types, TPU topologies, flex-start, queued provisioning,
+spot, autoscaling limits, multi-host slice sizes, accelerators, run durations, versions). Pure functions.
+
+Messages follow GKE's where known (names regex, "Already exists", "Not found", unknown JSON fields); the
+rest are written in its style and marked [inferred] where the exact wording was not found.
+Must not import flexq.runtime, other domain packages or flexq.http.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic.alias_generators import to_snake
+
+from flexq.api.gke import Cluster, NodePool
+from flexq.errors import CloudError
+from flexq.gke import catalog
+
+__all__ = ["invalid", "not_found", "already_exists", "precondition", "parse_body", "check_cluster_name",
+           "check_location", "check_cluster", "check_node_pool", "pool_model", "pool_hosts", "version_tuple",
+           "SUPPORTED_MINOR_VERSIONS", "DEFAULT_VERSION"]
+
+M = TypeVar("M", bound=BaseModel)
+
+SUPPORTED_MINOR_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
+DEFAULT_VERSION = "1.34.1-gke.1829001"
+_NAME = re.compile(r"^(?:[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?)$")
+_LOCATION = re.compile(r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$")
+_VERSION = re.compile(r"^(latest|-|\d+\.\d+(\.\d+(-gke\.\d+)?)?)$")
+_DURATION = re.compile(r"^(\d+)(\.\d+)?s$")
+MAX_RUN_SECONDS = 7 * 24 * 3600
+
+
+def invalid(message: str) -> CloudError:
+    return CloudError(400, "INVALID_ARGUMENT", message)
+
+
+def not_found(resource: str) -> CloudError:
+    return CloudError(404, "NOT_FOUND", f"Not found: {resource}.")
+
+
+def already_exists(resource: str) -> CloudError:
+    return CloudError(409, "ALREADY_EXISTS", f"Already exists: {resource}.")
+
+
+def precondition(message: str) -> CloudError:
+    return CloudError(400, "FAILED_PRECONDITION", message)
+
+
+def _proto_path(loc: tuple[Any, ...]) -> str:
+    """A field path as protobuf JSON errors print it, from the request message (``node_pool.config``)."""
+    parts = [to_snake(str(p)) if not isinstance(p, int) else f"[{p}]" for p in loc]
+    return ".".join(parts).replace(".[", "[")
+
+
+def parse_body(model: type[M], body: Any) -> M:
+    """Validate a JSON body into ``model``; errors worded like the protobuf JSON parser GKE uses."""
+    if not isinstance(body, dict):
+        raise invalid("Invalid JSON payload received. Expected an object.")
+    try:
+        return model.model_validate(body)
+    except ValidationError as err:
+        e = err.errors(include_url=False)[0]
+        loc = tuple(e["loc"])
+        if e["type"] == "extra_forbidden":
+            raise invalid(f'Invalid JSON payload received. Unknown name "{loc[-1]}" at '
+                          f"'{_proto_path(loc[:-1])}': Cannot find field.") from None
+        value = json.dumps(e.get("input"), default=str)
+        raise invalid(f"Invalid value at '{_proto_path(loc)}', {value}: {e['msg']}") from None
+
+
+def check_cluster_name(name: str | None, what: str = "cluster.name") -> str:
+    if not name:
+        raise invalid(f"{what} must be specified.") if what != "cluster.name" else invalid(
+            "Cluster.name must be specified.")
+    if not _NAME.match(name):
+        raise invalid(
+            f"Invalid value for field '{what}': \"{name}\". Must be a match of regex "
+            "'(?:[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?)' (only alphanumerics and '-' allowed, must start with a "
+            "letter and end with an alphanumeric, and must be no longer than 40 characters).")
+    return name
+
+
+def check_location(location: str) -> str:
+    if not _LOCATION.match(location):
+        raise invalid(f'Location "{location}" is not a valid zone or region.')  # [inferred]
+    return location
+
+
+def version_tuple(version: str | None) -> tuple[int, int]:
+    """(major, minor) of a GKE version string; the default version when unset or "latest"."""
+    if not version or version in ("latest", "-"):
+        version = DEFAULT_VERSION
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def check_cluster(cluster: Cluster) -> None:
+    """Checks on a CreateClusterRequest.cluster, before any node pool check."""
+    check_cluster_name(cluster.name)
+    v = cluster.initial_cluster_version
+    if v is not None and (not _VERSION.match(v) or (v not in ("latest", "-")
+                                                   and ".".join(v.split(".")[:2]) not in SUPPORTED_MINOR_VERSIONS)):
+        raise invalid(f'Master version "{v}" is unsupported.')
+    if cluster.node_pools and (cluster.initial_node_count is not None or cluster.node_config is not None):
+        raise invalid("Cluster.initial_node_count and Cluster.node_config cannot be set together with "
+                      "Cluster.node_pools; set them on the node pools instead.")  # [inferred wording]
+    if not cluster.node_pools and not cluster.initial_node_count:
+        raise invalid("Cluster.initial_node_count must be greater than zero.")
+    names = [p.name for p in cluster.node_pools or []]
+    if len(set(names)) != len(names):
+        raise invalid("Node pool names must be unique within a cluster.")  # [inferred wording]
+
+
+def pool_model(pool: NodePool) -> catalog.ProvisioningModel:
+    cfg = pool.config
+    if cfg is not None and cfg.flex_start:
+        return catalog.FLEX_START
+    if cfg is not None and (cfg.spot or cfg.preemptible):
+        return catalog.SPOT
+    return catalog.ON_DEMAND
+
+
+def pool_hosts(pool: NodePool) -> int:
+    """Nodes in one slice of the pool (1 unless it is a multi-host TPU slice pool)."""
+    mt = catalog.machine_type((pool.config.machine_type if pool.config else None) or "e2-medium")
+    topology = pool.placement_policy.tpu_topology if pool.placement_policy else None
+    return catalog.hosts_per_slice(mt, topology)
+
+
+def _duration_seconds(text: str, field: str) -> float:
+    m = _DURATION.match(text)
+    if not m:
+        raise invalid(f"Invalid value at '{field}' (type.googleapis.com/google.protobuf.Duration), \"{text}\"")
+    return float(m.group(1) + (m.group(2) or ""))
+
+
+def check_node_pool(pool: NodePool, *, location: str, cluster_version: str | None) -> None:
+    """Every semantic check GKE makes on a new node pool, in the order it reports them."""
+    check_cluster_name(pool.name, "node_pool.name")
+    cfg = pool.config
+    machine = (cfg.machine_type if cfg else None) or "e2-medium"
+    try:
+        mt = catalog.machine_type(machine)
+    except catalog.CatalogError:
+        raise invalid(f'Invalid machine type "{machine}": it does not exist in zone "{location}".') from None
+    topology = pool.placement_policy.tpu_topology if pool.placement_policy else None
+    try:
+        hosts = catalog.hosts_per_slice(mt, topology)
+    except catalog.CatalogError as exc:
+        raise invalid(str(exc)) from None
+    flex = bool(cfg and cfg.flex_start)
+    spot = bool(cfg and cfg.spot)
+    preemptible = bool(cfg and cfg.preemptible)
+    queued = bool(pool.queued_provisioning and pool.queued_provisioning.enabled)
+    auto = pool.autoscaling if pool.autoscaling and pool.autoscaling.enabled else None
+    initial = pool.initial_node_count or 0
+    if initial < 0:
+        raise invalid("node_pool.initial_node_count must be non-negative.")
+    if spot and preemptible:
+        raise invalid("Only one of spot or preemptible can be set on a node pool.")  # [inferred wording]
+    if flex and (spot or preemptible):
+        raise invalid("Flex-start cannot be combined with spot or preemptible VMs.")  # [inferred wording]
+    if flex and mt.prices.flex_start is None:  # e.g. TPU v4, shared-core e2
+        raise invalid(f'Flex-start is not supported for machine type "{machine}".')
+    if queued:
+        if auto is None:
+            raise invalid("Queued provisioning requires autoscaling to be enabled (--enable-autoscaling).")
+        if initial != 0:
+            raise invalid("Queued provisioning node pools must be created with 0 nodes (--num-nodes=0).")
+        aff = cfg.reservation_affinity.consume_reservation_type if cfg and cfg.reservation_affinity else None
+        if aff != "NO_RESERVATION":
+            raise invalid("Queued provisioning requires reservation affinity NO_RESERVATION "
+                          "(--reservation-affinity=none).")
+        if spot or preemptible:
+            raise invalid("Queued provisioning cannot be used with spot or preemptible VMs.")
+        # [inferred] on the tutorial's GKE 1.34, queued provisioning is the flex-start-with-queue mode.
+        if not flex and version_tuple(cluster_version) >= (1, 34):
+            raise invalid("Queued provisioning requires flex-start (--flex-start) on GKE 1.34 and later.")
+    if flex and auto is None and initial == 0:
+        raise invalid("Flex-start node pools with no initial nodes require autoscaling to be enabled "
+                      "(--enable-autoscaling).")  # [inferred wording]
+    if cfg and cfg.max_run_duration is not None:
+        seconds = _duration_seconds(cfg.max_run_duration, "node_pool.config.max_run_duration")
+        if seconds <= 0 or seconds > MAX_RUN_SECONDS:
+            raise invalid(f"node_pool.config.max_run_duration must be between 1s and {MAX_RUN_SECONDS}s.")
+    if cfg and cfg.accelerators:
+        for acc in cfg.accelerators:
+            if not mt.gpus:
+                raise invalid(f'Accelerator type "{acc.accelerator_type}" is not supported with machine type '
+                              f'"{machine}".')
+            if acc.accelerator_type != mt.gpu_type or (acc.accelerator_count or 0) != mt.gpus:
+                raise invalid(f"Machine type \"{machine}\" has {mt.gpus} {mt.gpu_type} accelerators; the request "
+                              f"asks for {acc.accelerator_count} {acc.accelerator_type}.")
+    if auto is not None:
+        per_zone = auto.min_node_count is not None or auto.max_node_count is not None
+        total = auto.total_min_node_count is not None or auto.total_max_node_count is not None
+        if per_zone and total:
+            raise invalid("Autoscaling limits: cannot specify both total and per zone limits.")
+        lo = (auto.min_node_count if per_zone else auto.total_min_node_count) or 0
+        hi = (auto.max_node_count if per_zone else auto.total_max_node_count) or 0
+        if lo < 0 or hi < 0:
+            raise invalid("Autoscaling limits must be non-negative.")
+        if hi < lo:
+            raise invalid(f"Autoscaling limits are invalid: max_node_count ({hi}) must be greater than or equal "
+                          f"to min_node_count ({lo}).")
+        if hi == 0:
+            raise invalid("Autoscaling limits are invalid: max_node_count must be greater than zero.")
+        if hosts > 1 and (hi % hosts or lo % hosts):
+            raise invalid(f"Multi-host TPU slice node pools scale in whole slices of {hosts} nodes (topology "
+                          f"{topology}); min and max node counts must be multiples of {hosts}.")
+    if hosts > 1 and initial not in (0, hosts) and initial % hosts:
+        raise invalid(f"A multi-host TPU slice node pool with topology {topology} has {hosts} nodes per slice; "
+                      f"initial_node_count must be 0 or a multiple of {hosts}, not {initial}.")
