@@ -1,20 +1,57 @@
 """The explicit list of what flexq.kueue contributes to a twin (style rule 6: one list, no side effects).
 
-``controllers(ctx)`` returns this package's controllers for one cluster; ``bootstrap(store)`` seeds objects a
-fresh cluster has (idempotent); ``executors(settings)`` returns pod executors (kube, kuberay only).
+``controllers(ctx)`` returns this package's controllers for one cluster, all sharing one ``KueueState``
+(Kueue's cache and queue manager); ``bootstrap(store)`` seeds objects a fresh cluster has (idempotent);
+``executors(settings)`` returns pod executors (none here).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from flexq.kueue.core_controllers import (
+    ClusterQueueStatusController,
+    LocalQueueStatusController,
+    RequeuerController,
+    SchedulerController,
+)
+from flexq.kueue.state import KueueState
+from flexq.kueue.workload_controller import WorkloadController
 from flexq.runtime import Context, Controller
 from flexq.store import Store
 
 
+class _StateStarter(Controller):
+    """Starts the shared state after every controller has installed its hooks."""
+
+    name = "kueue-cache"
+
+    def __init__(self, ctx: Context, state: KueueState) -> None:
+        super().__init__(ctx)
+        self.state = state
+
+    def start(self) -> None:
+        self.state.start()
+
+    def stop(self) -> None:
+        self.state.stop()
+
+    def reconcile(self, key: Any) -> None:
+        return None
+
+
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
-    return []
+    state = KueueState(ctx.store, ctx.now)
+    out: list[Controller] = [
+        SchedulerController(ctx, state),
+        RequeuerController(ctx, state),
+        WorkloadController(ctx, state),
+        ClusterQueueStatusController(ctx, state),
+        LocalQueueStatusController(ctx, state),
+    ]
+    out.append(_StateStarter(ctx, state))
+    return out
 
 
 def bootstrap(store: Store) -> None:

@@ -1,0 +1,117 @@
+"""Kueue's manager configuration, read as the real controller reads it.
+
+Owns: ``KueueConfig`` (waitForPodsReady with requeuingStrategy, feature gates, integrations,
+manageJobsWithoutQueueName), its v0.19 defaults (``apis/config/v1beta2/defaults.go``: waitForPodsReady
+on with a 30 m timeout unless ``DisableWaitForPodsReady``; backoff 60 s base, 3600 s max; v1beta1
+configurations keep the old opt-in ``enable``), and parsing the ``controller_manager_config.yaml`` key
+of ConfigMap ``kueue-manager-config`` in ``kueue-system`` (Go duration strings such as ``5m``, ``1h30m``).
+Must not import anything in flexq.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import yaml
+
+__all__ = ["CONFIG_KEY", "CONFIG_NAME", "CONFIG_NAMESPACE", "KueueConfig", "parse_duration"]
+
+CONFIG_NAME, CONFIG_NAMESPACE, CONFIG_KEY = "kueue-manager-config", "kueue-system", "controller_manager_config.yaml"
+
+# v0.19 feature gate defaults that change behaviour modelled here.
+DEFAULT_GATES = {
+    "ElasticJobsViaWorkloadSlices": True,
+    "FlavorFungibility": True,
+    "PartialAdmission": True,
+    "PrioritySortingWithinCohort": True,
+    "CleanupProvisioningRequestsOnEviction": True,
+    "UnadmittedWorkloadsObservability": True,
+    "DisableWaitForPodsReady": False,
+    "FlavorFungibilityPreserveScanProgress": True,
+}
+
+_DUR = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str | int | float | None, default: float) -> float:
+    """Go ``time.ParseDuration`` (seconds); numbers are taken as seconds."""
+    if text is None or text == "":
+        return default
+    if isinstance(text, int | float):
+        return float(text)
+    s = str(text).strip()
+    if s == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    for m in _DUR.finditer(s):
+        if m.start() != pos:
+            raise ValueError(f'time: invalid duration "{s}"')
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or pos == 0:
+        raise ValueError(f'time: invalid duration "{s}"')
+    return total
+
+
+@dataclass
+class KueueConfig:
+    """The parts of ``Configuration`` flexq's Kueue uses."""
+
+    wait_for_pods_ready: bool = True
+    pods_ready_timeout: float = 1800.0
+    pods_ready_recovery_timeout: float = 1800.0
+    block_admission: bool = False
+    requeuing_timestamp: str = "Eviction"
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+    manage_jobs_without_queue_name: bool = False
+    frameworks: tuple[str, ...] = ("batch/job", "ray.io/rayjob")
+    gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES))
+
+    def gate(self, name: str) -> bool:
+        """Whether a feature gate is on."""
+        return bool(self.gates.get(name, False))
+
+    @classmethod
+    def from_configmap(cls, cm: Mapping | None) -> KueueConfig:
+        """From ConfigMap ``kueue-manager-config`` (None → defaults)."""
+        data = ((cm or {}).get("data") or {}).get(CONFIG_KEY)
+        if not data:
+            return cls()
+        return cls.from_dict(yaml.safe_load(data) or {})
+
+    @classmethod
+    def from_dict(cls, doc: Mapping) -> KueueConfig:
+        """From a ``Configuration`` document (config.kueue.x-k8s.io v1beta1 or v1beta2)."""
+        cfg = cls()
+        gates = dict(DEFAULT_GATES)
+        for k, v in (doc.get("featureGates") or {}).items():
+            gates[k] = bool(v)
+        cfg.gates = gates
+        v1beta1 = str(doc.get("apiVersion", "")).endswith("/v1beta1")
+        w = doc.get("waitForPodsReady")
+        if v1beta1:
+            cfg.wait_for_pods_ready = bool(w and w.get("enable"))
+            default_timeout = 300.0
+        else:
+            cfg.wait_for_pods_ready = not gates.get("DisableWaitForPodsReady", False)
+            default_timeout = 1800.0
+        w = w or {}
+        cfg.pods_ready_timeout = parse_duration(w.get("timeout"), default_timeout) or default_timeout
+        cfg.pods_ready_recovery_timeout = parse_duration(w.get("recoveryTimeout"), cfg.pods_ready_timeout)
+        cfg.block_admission = bool(w.get("blockAdmission", False))
+        rs = w.get("requeuingStrategy") or {}
+        cfg.requeuing_timestamp = rs.get("timestamp") or "Eviction"
+        blc = rs.get("backoffLimitCount")
+        cfg.backoff_limit_count = None if blc is None else int(blc)
+        cfg.backoff_base_seconds = int(rs.get("backoffBaseSeconds") or 60)
+        cfg.backoff_max_seconds = int(rs.get("backoffMaxSeconds") or 3600)
+        cfg.manage_jobs_without_queue_name = bool(doc.get("manageJobsWithoutQueueName", False))
+        fw = (doc.get("integrations") or {}).get("frameworks")
+        if fw:
+            cfg.frameworks = tuple(fw)
+        return cfg

@@ -1,0 +1,176 @@
+"""Kueue's scheduler loop, inadmissible requeuer and queue status controllers.
+
+Owns:
+- ``SchedulerController`` — runs ``Scheduler.cycle`` whenever the cache changes, back to back while
+  cycles make progress (Kueue runs them continuously; a cycle that changes nothing would only repeat).
+- ``RequeuerController`` — Kueue's inadmissible-workload requeuer: capacity or configuration changes
+  flush a ClusterQueue (or its whole root cohort tree) after a 1 s batching period.
+- ``ClusterQueueStatusController`` — writes ClusterQueue ``status`` (the ``Active`` condition, pending /
+  reserving / admitted counters, ``flavorsReservation`` and ``flavorsUsage`` with ``borrowed``).
+- ``LocalQueueStatusController`` — writes LocalQueue ``status`` (``Active``, counters, flavor usage).
+Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+from flexq.kueue.resources import from_resource_value
+from flexq.kueue.scheduler import Scheduler
+from flexq.kueue.snapshot import parse_resource_groups
+from flexq.kueue.state import KueueState
+from flexq.kueue.workload import is_admitted, set_condition
+from flexq.runtime.controller import Controller, Key, Result, Watch
+
+__all__ = ["ClusterQueueStatusController", "LocalQueueStatusController", "RequeuerController",
+           "SchedulerController"]
+
+REQUEUE_BATCH_PERIOD = 1.0  # pkg/cache/queue/inadmissible_workloads.go requeueBatchPeriod
+
+
+class SchedulerController(Controller):
+    """Drives scheduling cycles (the ``kueue-scheduler`` runnable)."""
+
+    name = "kueue-scheduler"
+
+    def __init__(self, ctx, state: KueueState) -> None:
+        super().__init__(ctx)
+        self.state = state
+        self.scheduler = Scheduler(state, ctx.store, self.events)
+        state.hooks.schedule = lambda: self.enqueue("cycle")
+
+    def reconcile(self, key: Key) -> Result | None:
+        if self.scheduler.cycle(self.ctx.now()):
+            return Result(requeue_after=0)
+        return None
+
+
+class RequeuerController(Controller):
+    """Moves inadmissible workloads back to the heaps, batched per ClusterQueue or root cohort."""
+
+    name = "kueue-requeuer"
+
+    def __init__(self, ctx, state: KueueState) -> None:
+        super().__init__(ctx)
+        self.state = state
+        state.hooks.flush = self.notify
+
+    def notify(self, names: set[str]) -> None:
+        """``NotifyRetryInadmissible``."""
+        q = self.state.queues
+        for n in names:
+            root = q.root_of(n)
+            self.enqueue_after(("cohort", root) if root else ("cq", n), REQUEUE_BATCH_PERIOD)
+
+    def reconcile(self, key: Key) -> Result | None:
+        kind, name = key
+        q = self.state.queues
+        names = {n for n in q.cluster_queues if q.root_of(n) == name} if kind == "cohort" else {name}
+        moved = q.flush(names, self.ctx.now(), self.state.namespace_labels)
+        if moved:
+            self.state.hooks.schedule()
+        for n in names:
+            at = q.cluster_queues[n].next_requeue_at() if n in q.cluster_queues else None
+            if at is not None and at > self.ctx.now():
+                self.enqueue_after(key, at - self.ctx.now())
+        return None
+
+
+def _usage_lists(cq: dict, infos, admitted_only: bool, with_borrowed: bool) -> list[dict]:
+    groups, quotas = parse_resource_groups((cq.get("spec") or {}).get("resourceGroups") or [])
+    used: dict[tuple[str, str], int] = {}
+    for info in infos:
+        if admitted_only and not is_admitted(info.obj):
+            continue
+        for fr, q in info.flavor_usage().items():
+            used[fr] = used.get(fr, 0) + q
+    out = []
+    for g in groups:
+        for f in g.flavors:
+            res = []
+            for r in g.covered:
+                total = used.get((f, r), 0)
+                item = {"name": r, "total": from_resource_value(r, total)}
+                if with_borrowed:
+                    item["borrowed"] = from_resource_value(r, max(0, total - quotas.get((f, r)).nominal
+                                                                  if (f, r) in quotas else total))
+                res.append(item)
+            out.append({"name": f, "resources": res})
+    return out
+
+
+class ClusterQueueStatusController(Controller):
+    """Writes ClusterQueue status (one writer: this controller)."""
+
+    name = "kueue-clusterqueue"
+
+    def __init__(self, ctx, state: KueueState) -> None:
+        super().__init__(ctx)
+        self.state = state
+        state.hooks.cq_status = lambda n: self.enqueue(n)
+
+    def watches(self) -> list[Watch]:
+        return [Watch("ClusterQueue", lambda ev: [ev.object["metadata"]["name"]])]
+
+    def reconcile(self, key: Key) -> Result | None:
+        cq = self.store.try_get("ClusterQueue", key)
+        if cq is None:
+            return None
+        now = self.ctx.now()
+        infos = [i for i in self.state.reserving.values() if i.cluster_queue == key]
+        inactive = self.state.inactive_reason(key)
+        if inactive is None:
+            set_condition(cq, "Active", True, "Ready", "Can admit new workloads", now)
+        else:
+            set_condition(cq, "Active", False, inactive[0], inactive[1], now)
+        st = cq.setdefault("status", {})
+        st["pendingWorkloads"] = self.state.queues.pending(key)
+        st["reservingWorkloads"] = len(infos)
+        st["admittedWorkloads"] = sum(1 for i in infos if is_admitted(i.obj))
+        st["flavorsReservation"] = _usage_lists(cq, infos, False, True)
+        st["flavorsUsage"] = _usage_lists(cq, infos, True, True)
+        old = self.store.get("ClusterQueue", key)
+        if old.get("status") != st:
+            self.store.update_status(cq)
+        return None
+
+
+class LocalQueueStatusController(Controller):
+    """Writes LocalQueue status (one writer: this controller)."""
+
+    name = "kueue-localqueue"
+
+    def __init__(self, ctx, state: KueueState) -> None:
+        super().__init__(ctx)
+        self.state = state
+        state.hooks.lq_status = lambda ns, n: self.enqueue((ns, n))
+
+    def watches(self) -> list[Watch]:
+        return [Watch("LocalQueue")]
+
+    def reconcile(self, key: Key) -> Result | None:
+        ns, name = key
+        lq = self.store.try_get("LocalQueue", name, ns)
+        if lq is None:
+            return None
+        now = self.ctx.now()
+        spec = lq.get("spec") or {}
+        cq_name = spec.get("clusterQueue", "")
+        cq = self.state.cqs.get(cq_name)
+        if (spec.get("stopPolicy") or "None") != "None":
+            set_condition(lq, "Active", False, "Stopped", "LocalQueue is stopped", now)
+        elif cq is None or self.state.inactive_reason(cq_name) is not None:
+            set_condition(lq, "Active", False, "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue", now)
+        else:
+            set_condition(lq, "Active", True, "Ready", "Can submit new workloads to localQueue", now)
+        infos = [i for i in self.state.reserving.values()
+                 if i.obj["metadata"].get("namespace") == ns and (i.obj.get("spec") or {}).get("queueName") == name]
+        st = lq.setdefault("status", {})
+        st["pendingWorkloads"] = self.state.queues.pending_in_local_queue(ns, name)
+        st["reservingWorkloads"] = len(infos)
+        st["admittedWorkloads"] = sum(1 for i in infos if is_admitted(i.obj))
+        if cq is not None:
+            st["flavorsReservation"] = _usage_lists(cq, infos, False, False)
+            st["flavorsUsage"] = _usage_lists(cq, infos, True, False)
+        old = self.store.get("LocalQueue", name, ns)
+        if old.get("status") != st:
+            self.store.update_status(lq)
+        return None

@@ -1,0 +1,355 @@
+"""The scheduling cycle, in Kueue's numbered steps (``pkg/scheduler/scheduler.go``).
+
+Owns: one cycle — 1. pop one head per active ClusterQueue; 2. snapshot the cache; 3. nominate
+(skip reserved, failed checks, inactive or missing ClusterQueue, namespace mismatch, else flavor
+assignment and preemption targets, resuming the flavor scan when still valid); 4. order entries
+(non-borrowing first, higher priority, older queue-order timestamp); 5. process each against the
+same snapshot (NoFit, Preempt without candidates, overlapping targets, no longer fits, issue
+preemptions, admit); 6. requeue the rest and write ``QuotaReserved=False`` with the reason and
+message. Writes: Workload ``status.admission`` and the QuotaReserved / Admitted conditions of the
+admitted, ``status.resourceRequests`` and QuotaReserved=False of the rest, the Evicted / Preempted
+conditions of preemption victims, old slices' ``Finished=WorkloadSliceReplaced``, and Events.
+
+Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flexq.errors import Conflict, NotFound
+from flexq.kueue.flavorassigner import Assignment, AssignmentState, FlavorAssigner, Mode
+from flexq.kueue.matching import label_selector_matches
+from flexq.kueue.preemption import Target, cq_path, get_targets, make_oracle, preemption_message
+from flexq.kueue.resources import format_requests
+from flexq.kueue.snapshot import ClusterQueueSnapshot, Snapshot
+from flexq.kueue.state import KueueState
+from flexq.kueue.workload import (
+    WorkloadInfo,
+    admission_checks_for,
+    find_condition,
+    has_quota_reservation,
+    has_rejected_checks,
+    has_retry_checks,
+    parse_ts,
+    set_condition,
+    set_quota_reservation,
+    sync_admitted_condition,
+    ts,
+    unset_quota_reservation,
+)
+from flexq.runtime.controller import EventRecorder
+
+__all__ = ["Scheduler", "evict"]
+
+SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
+
+
+@dataclass
+class Entry:
+    """A head being scheduled."""
+
+    info: WorkloadInfo
+    cq: ClusterQueueSnapshot | None = None
+    assignment: Assignment | None = None
+    targets: list[Target] = field(default_factory=list)
+    status: str = ""  # "", nominated, skipped, assumed
+    msg: str = ""
+    requeue_reason: str = ""
+    reason: str = ""  # QuotaReserved=False reason
+    replaced: WorkloadInfo | None = None
+
+
+def evict(store, recorder: EventRecorder, wl: dict, reason: str, message: str, now: float,
+          underlying: str = "", prepare=None) -> dict | None:
+    """``workloadevict.Evict``: Evicted=True, checks reset to Pending, eviction counters, event."""
+    fresh = store.try_get("Workload", wl["metadata"]["name"], wl["metadata"]["namespace"])
+    if fresh is None:
+        return None
+    if prepare is not None:
+        prepare(fresh)
+    full = f"{reason}DueTo{underlying}" if reason == "Deactivated" and underlying else reason
+    set_condition(fresh, "Evicted", True, full, message, now)
+    st = fresh.setdefault("status", {})
+    for c in st.get("admissionChecks") or []:
+        if c.get("state") == "Pending":
+            continue
+        prev = c.get("state")
+        c["state"] = "Pending"
+        c["message"] = "Reset to Pending after eviction. Previously: " + str(prev)
+        c["lastTransitionTime"] = ts(now)
+        if prev == "Retry":
+            c["retryCount"] = int(c.get("retryCount") or 0) + 1
+        else:
+            c.pop("retryCount", None)
+        c.pop("podSetUpdates", None)
+    stats = st.setdefault("schedulingStats", {}).setdefault("evictions", [])
+    for s in stats:
+        if s.get("reason") == reason and s.get("underlyingCause", "") == underlying:
+            s["count"] = int(s.get("count", 0)) + 1
+            break
+    else:
+        stats.append({"reason": reason, "underlyingCause": underlying, "count": 1})
+    out = store.update_status(fresh)
+    if st.get("admission"):
+        recorder.record(out, "Normal", "EvictedDueTo" + full, message)
+    return out
+
+
+class Scheduler:
+    """Runs scheduling cycles over ``KueueState`` and writes the outcome to the store."""
+
+    def __init__(self, state: KueueState, store, recorder: EventRecorder) -> None:
+        self.state, self.store, self.events = state, store, recorder
+        self.cycle_no = 0
+        self.admitted = 0
+
+    # 0. one cycle ---------------------------------------------------------------------------------
+    def cycle(self, now: float) -> bool:
+        """Run one cycle; True when another should follow right away."""
+        self.cycle_no += 1
+        # 1. Get the heads from the queues, one per active ClusterQueue.
+        heads = self.state.queues.heads()
+        if not heads:
+            return False
+        before = {n: (len(q.items), len(q.inadmissible)) for n, q in self.state.queues.cluster_queues.items()}
+        # 2. Take a snapshot of the cache.
+        snap = self.state.snapshot()
+        # 3. Calculate requirements (flavors, borrowing, preemption targets).
+        entries, inadmissible = self.nominate(heads, snap, now)
+        # 4. Order: non-borrowing first, then priority, then queue-order timestamp.
+        entries.sort(key=lambda e: (e.assignment.borrowing if e.assignment else 0, -e.info.priority, e.info.order_ts))
+        # 5. Admit entries against the same snapshot.
+        preempted: set[str] = set()
+        progress = False
+        for e in entries:
+            self.process(e, snap, preempted, now)
+        # 6. Requeue the heads that were not admitted.
+        for e in entries:
+            if e.status == "assumed":
+                progress = True
+            else:
+                self.requeue_and_update(e, now)
+        for e in inadmissible:
+            self.requeue_and_update(e, now)
+        if preempted:
+            progress = True
+        after = {n: (len(q.items), len(q.inadmissible)) for n, q in self.state.queues.cluster_queues.items()}
+        return progress or before != after
+
+    # 3. nominate ------------------------------------------------------------------------------------
+    def nominate(self, heads: list[WorkloadInfo], snap: Snapshot, now: float) -> tuple[list[Entry], list[Entry]]:
+        entries, inadmissible = [], []
+        for h in heads:
+            e = Entry(h, snap.cq(h.cluster_queue))
+            wl = h.obj
+            if h.key in self.state.reserving:
+                continue
+            if has_retry_checks(wl) or has_rejected_checks(wl):
+                e.msg, e.reason = "The workload has failed admission checks", "PendingEvaluation"
+            elif h.cluster_queue in snap.inactive:
+                e.msg, e.reason = f"ClusterQueue {h.cluster_queue} is inactive", "Suspended"
+            elif e.cq is None:
+                e.msg, e.reason = f"ClusterQueue {h.cluster_queue} not found", "Misconfigured"
+            elif not label_selector_matches(e.cq.namespace_selector,
+                                            self.state.namespace_labels(wl["metadata"].get("namespace", "")) or {}):
+                e.msg, e.reason = "workload namespace doesn't match ClusterQueue selector", "Misconfigured"
+                e.requeue_reason = "NamespaceMismatch"
+            else:
+                self._assign(e, snap, now)
+                entries.append(e)
+                continue
+            inadmissible.append(e)
+        return entries, inadmissible
+
+    def _assign(self, e: Entry, snap: Snapshot, now: float) -> None:
+        info, cq = e.info, e.cq
+        last = info.last_assignment
+        # FlavorFungibilityPreserveScanProgress: keep the progress of the previous cycle,
+        # otherwise drop it once the ClusterQueue's allocatable resources changed.
+        if (isinstance(last, AssignmentState) and self.cycle_no - last.scheduling_cycle > 1
+                and cq.generation > last.cq_generation):
+            info.last_assignment = None
+        e.replaced = self._replaced_slice(info, snap)
+        fa = FlavorAssigner(info, cq, snap.resource_flavors, make_oracle(snap, now), e.replaced, self.cycle_no)
+        a = fa.assign()
+        targets: list[Target] = []
+        if e.replaced is not None:
+            targets.append(Target(e.replaced, "WorkloadSliceReplaced", e.replaced.cluster_queue))
+        if a.representative_mode() == Mode.PREEMPT:
+            found = get_targets(snap, info, a, now)
+            if found:
+                targets += found
+            else:
+                targets = []
+        e.assignment, e.targets = a, targets
+        e.msg = a.message()
+        info.last_assignment = a.last_state
+
+    def _replaced_slice(self, info: WorkloadInfo, snap: Snapshot) -> WorkloadInfo | None:
+        ref = ((info.obj["metadata"].get("annotations")) or {}).get(SLICE_REPLACEMENT_FOR)
+        if not ref:
+            return None
+        old = self.state.reserving.get(ref)
+        if old is None or old.cluster_queue != info.cluster_queue:
+            return None
+        cq = snap.cq(old.cluster_queue)
+        return cq.workloads.get(ref) if cq else None
+
+    # 5. process ---------------------------------------------------------------------------------------
+    def process(self, e: Entry, snap: Snapshot, preempted: set[str], now: float) -> None:
+        a, cq = e.assignment, e.cq
+        mode = a.representative_mode()
+        victims = [t for t in e.targets if t.reason != "WorkloadSliceReplaced"]
+        old_slice = next((t for t in e.targets if t.reason == "WorkloadSliceReplaced"), None)
+        if mode == Mode.NO_FIT:
+            e.requeue_reason, e.reason = "NoFit", a.no_fit_reason
+            return
+        if mode == Mode.PREEMPT and not e.targets:
+            e.requeue_reason, e.reason = "PreemptionNoCandidates", "WaitingForQuota"
+            if cq.preemption["reclaimWithinCohort"] != "Any":
+                cq.add_usage(self._to_reserve(e))
+            return
+        if any(t.info.key in preempted for t in e.targets):
+            e.status, e.reason = "skipped", "WaitingForQuota"
+            e.msg = "Workload has overlapping preemption targets with another workload"
+            return
+        usage = a.total_requests_for(e.info) if not has_quota_reservation(e.info.obj) else {}
+        for t in e.targets:
+            snap.remove_workload(t.info)
+        fits = cq.fits(usage)
+        for t in e.targets:
+            snap.add_workload(t.info)
+        if not fits:
+            e.status, e.reason = "skipped", "WaitingForQuota"
+            e.msg = "Workload no longer fits after processing another workload"
+            return
+        preempted.update(t.info.key for t in e.targets)
+        cq.add_usage(usage)
+        if mode == Mode.PREEMPT:
+            e.reason = "WaitingForPreemptedWorkloads"
+            n = self._issue_preemptions(e, victims, snap, now)
+            e.info.last_assignment = None
+            if n:
+                e.msg += f". Pending the preemption of {n} workload(s)"
+                e.requeue_reason = "PendingPreemption"
+            return
+        if self.state.config.wait_for_pods_ready and self.state.config.block_admission and not self._all_ready():
+            e.status, e.reason = "skipped", "WaitingForPodsReady"
+            e.msg = "waiting for all admitted workloads to be in PodsReady condition"
+            return
+        e.status = "nominated"
+        self._admit(e, now, old_slice)
+
+    def _to_reserve(self, e: Entry) -> dict:
+        """``quotaResourcesToReserve`` for a Preempt entry without candidates."""
+        cq, a = e.cq, e.assignment
+        out = {}
+        for fr, u in a.usage.items():
+            q = cq.quota(fr)
+            used = cq.usage.get(fr, 0)
+            if a.borrowing > 0:
+                out[fr] = u if q.borrowing_limit is None else min(u, q.nominal + q.borrowing_limit - used)
+            else:
+                out[fr] = max(0, min(u, q.nominal - used))
+        return out
+
+    def _all_ready(self) -> bool:
+        for info in self.state.reserving.values():
+            c = find_condition(info.obj, "PodsReady")
+            if c is None or c.get("status") != "True":
+                return False
+        return True
+
+    def _issue_preemptions(self, e: Entry, victims: list[Target], snap: Snapshot, now: float) -> int:
+        n = 0
+        for t in victims:
+            wl = t.info.obj
+            ev = find_condition(wl, "Evicted")
+            if ev is not None and ev.get("status") == "True":
+                n += 1
+                continue
+            msg = preemption_message(e.info, t.reason, cq_path(e.cq), cq_path(snap.cq(t.cluster_queue)))
+
+            def prep(obj: dict, reason=t.reason, msg=msg) -> None:
+                set_condition(obj, "Preempted", True, reason, msg, now)
+
+            try:
+                out = evict(self.store, self.events, wl, "Preempted", msg, now, prepare=prep)
+            except (Conflict, NotFound):
+                continue
+            if out is None:
+                continue
+            self.events.record(out, "Normal", "Preempted", msg + f"; preemptor effective priority: {e.info.priority} "
+                               f"(base: {e.info.priority}, boost: 0); preemptee effective priority: {t.info.priority} "
+                               f"(base: {t.info.priority}, boost: 0)")
+            n += 1
+        return n
+
+    def _admit(self, e: Entry, now: float, old_slice: Target | None) -> None:
+        wl = self.store.try_get("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])
+        if wl is None:
+            return
+        admission = {"clusterQueue": e.info.cluster_queue, "podSetAssignments": e.assignment.to_api()}
+        set_quota_reservation(wl, admission, now)
+        checks = admission_checks_for(e.cq.admission_checks, e.cq.all_flavors, admission)
+        present = {c["name"] for c in (wl.get("status") or {}).get("admissionChecks") or []}
+        if checks <= present:
+            sync_admitted_condition(wl, now)
+        try:
+            out = self.store.update_status(wl)
+        except (Conflict, NotFound):
+            e.status, e.msg = "", "Failed to admit workload: conflict"
+            e.requeue_reason = "FailedAfterNomination"
+            return
+        e.status = "assumed"
+        self.admitted += 1
+        self.state.queues.forget_head(e.info)
+        created = parse_ts(wl["metadata"].get("creationTimestamp"))
+        rq = find_condition(wl, "Requeued")
+        queued = parse_ts(rq["lastTransitionTime"]) if rq else created
+        msg = f"Quota reserved in ClusterQueue {e.info.cluster_queue}, wait time since queued was {max(0, now - queued):.0f}s"
+        considered = e.assignment.considered_flavors()
+        if considered:
+            msg += f"; Flavors considered: {considered}"
+        self.events.record(out, "Normal", "QuotaReserved", msg)
+        if find_condition(out, "Admitted") and find_condition(out, "Admitted").get("status") == "True":
+            self.events.record(out, "Normal", "Admitted",
+                               f"Admitted by ClusterQueue {e.info.cluster_queue}, wait time since reservation was 0s")
+        if old_slice is not None:
+            self._finish_replaced(old_slice, out, now)
+
+    def _finish_replaced(self, old: Target, new: dict, now: float) -> None:
+        wl = self.store.try_get("Workload", old.info.obj["metadata"]["name"], old.info.obj["metadata"]["namespace"])
+        if wl is None or find_condition(wl, "Finished"):
+            return
+        md = new["metadata"]
+        msg = (f"Replaced to accommodate a workload (UID: {md.get('uid')}, JobUID: "
+               f"{(md.get('labels') or {}).get('kueue.x-k8s.io/job-uid', 'UNKNOWN')}) due to workload slice aggregation")
+        set_condition(wl, "Finished", True, "WorkloadSliceReplaced", msg, now)
+        out = self.store.update_status(wl)
+        self.events.record(out, "Normal", "WorkloadSliceReplaced", msg)
+
+    # 6. requeue ---------------------------------------------------------------------------------------
+    def requeue_and_update(self, e: Entry, now: float) -> None:
+        if e.status and not e.requeue_reason:
+            e.requeue_reason = "FailedAfterNomination"
+        self.state.queues.requeue_workload(e.info, e.requeue_reason, now)
+        if e.status not in ("", "skipped"):
+            return
+        wl = self.store.try_get("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])
+        if wl is None or has_quota_reservation(wl):
+            return
+        reason = e.reason or "Pending"
+        changed = unset_quota_reservation(wl, reason, e.msg, now)
+        reqs = [{"name": p.name, "resources": format_requests(p.requests)} for p in e.info.total_requests]
+        st = wl.setdefault("status", {})
+        if st.get("resourceRequests") != reqs:
+            st["resourceRequests"] = reqs
+            changed = True
+        if changed:
+            try:
+                out = self.store.update_status(wl)
+            except (Conflict, NotFound):
+                return
+            self.events.record(out, "Warning", reason, e.msg)

@@ -1,0 +1,249 @@
+"""Kueue's in-memory view of one cluster: the scheduler cache and the queue manager, fed by watches.
+
+Owns: ``KueueState`` — ClusterQueues, Cohorts, ResourceFlavors, AdmissionChecks, LocalQueues and
+namespace labels as last seen; the workloads holding quota (``reserving``, as ``WorkloadInfo`` from
+their admission); the pending queues (``QueueManager``); the manager configuration (ConfigMap
+``kueue-manager-config``); ClusterQueue activeness (Kueue's ``Active`` condition rules: missing
+flavors, missing or inactive admission checks, ``stopPolicy``); per-cycle snapshots; and
+``Hooks`` the controllers register to be woken (scheduler cycle, inadmissible flush, status).
+It never writes the store: it only reads watch events (objects it must treat as read-only).
+
+Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from flexq.kueue.config import CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
+from flexq.kueue.queues import QueueManager
+from flexq.kueue.snapshot import Snapshot, build_snapshot
+from flexq.kueue.workload import (
+    WorkloadInfo,
+    find_condition,
+    has_quota_reservation,
+    is_active,
+    is_finished,
+    key,
+)
+from flexq.store.store import Store, WatchEvent
+
+__all__ = ["Hooks", "KueueState", "PROVISIONING_CONTROLLER"]
+
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+KINDS = ["Workload", "ClusterQueue", "Cohort", "ResourceFlavor", "AdmissionCheck", "LocalQueue", "Namespace",
+         "ConfigMap"]
+
+
+@dataclass
+class Hooks:
+    """Callbacks the controllers install (all optional)."""
+
+    schedule: Callable[[], None] = lambda: None  # wake the scheduler
+    flush: Callable[[set[str]], None] = lambda names: None  # requeue inadmissible of these CQs (batched)
+    cq_status: Callable[[str], None] = lambda name: None  # refresh a ClusterQueue's status
+    lq_status: Callable[[str, str], None] = lambda ns, name: None  # refresh a LocalQueue's status
+    extra: list[Callable[[WatchEvent], None]] = field(default_factory=list)
+
+
+class KueueState:
+    """Cache + queue manager of one cluster."""
+
+    def __init__(self, store: Store, now: Callable[[], float]) -> None:
+        self.store, self.now = store, now
+        self.config = KueueConfig.from_configmap(store.try_get("ConfigMap", CONFIG_NAME, CONFIG_NAMESPACE))
+        self.cqs: dict[str, dict] = {}
+        self.cohorts: dict[str, dict] = {}
+        self.flavors: dict[str, dict] = {}
+        self.checks: dict[str, dict] = {}
+        self.local_queues: dict[str, dict] = {}
+        self.namespaces: dict[str, dict] = {}
+        self.reserving: dict[str, WorkloadInfo] = {}
+        self.workloads: dict[str, dict] = {}  # every workload as last seen (read-only)
+        self.queues = QueueManager(self.config.requeuing_timestamp)
+        self.hooks = Hooks()
+        self.cq_generation: dict[str, int] = {}
+        self.admission_attempts = 0
+        self._sub = None
+
+    # -- wiring ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Load everything, then follow the store."""
+        for kind in ["Namespace", "ResourceFlavor", "Cohort", "AdmissionCheck", "ClusterQueue", "LocalQueue",
+                     "Workload"]:
+            for obj in self.store.list(kind):
+                self.on_event(WatchEvent("ADDED", kind, obj, 0), initial=True)
+        self._sub = self.store.watch(self.on_event, KINDS)
+        self.hooks.schedule()
+
+    def stop(self) -> None:
+        """Stop following the store."""
+        if self._sub is not None:
+            self._sub.cancel()
+            self._sub = None
+
+    # -- events ------------------------------------------------------------------------------------
+    def on_event(self, ev: WatchEvent, initial: bool = False) -> None:
+        """Update the view from one store change."""
+        obj, deleted = ev.object, ev.type == "DELETED"
+        kind = obj.get("kind", ev.kind)
+        name = obj["metadata"]["name"]
+        if kind == "Workload":
+            self._on_workload(obj, deleted)
+        elif kind == "ClusterQueue":
+            self._on_cq(obj, deleted)
+        elif kind in ("Cohort", "ResourceFlavor", "AdmissionCheck"):
+            table = {"Cohort": self.cohorts, "ResourceFlavor": self.flavors, "AdmissionCheck": self.checks}[kind]
+            if deleted:
+                table.pop(name, None)
+            else:
+                table[name] = obj
+            if kind == "Cohort":
+                self.queues.set_cohorts(self.cohorts.values())
+            for cq in list(self.cqs):
+                self.hooks.cq_status(cq)
+            self.hooks.flush(set(self.cqs))
+        elif kind == "LocalQueue":
+            self._on_lq(obj, deleted, initial)
+        elif kind == "Namespace":
+            if deleted:
+                self.namespaces.pop(name, None)
+            else:
+                self.namespaces[name] = obj
+        elif kind == "ConfigMap" and name == CONFIG_NAME and obj["metadata"].get("namespace") == CONFIG_NAMESPACE:
+            self.config = KueueConfig.from_configmap(None if deleted else obj)
+            self.queues.requeuing_timestamp = self.config.requeuing_timestamp
+        for fn in self.hooks.extra:
+            fn(ev)
+
+    def _on_cq(self, obj: dict, deleted: bool) -> None:
+        name = obj["metadata"]["name"]
+        if deleted:
+            self.cqs.pop(name, None)
+            self.queues.delete_cluster_queue(name)
+            return
+        old = self.cqs.get(name)
+        self.cqs[name] = obj
+        self.queues.add_or_update_cluster_queue(obj)
+        if old is None or old.get("spec") != obj.get("spec"):
+            self.cq_generation[name] = self.cq_generation.get(name, 0) + 1
+            # workloads of LocalQueues pointing here that arrived before the ClusterQueue
+            for lq in self.local_queues.values():
+                if (lq.get("spec") or {}).get("clusterQueue") == name:
+                    self._requeue_lq_workloads(lq)
+            self.hooks.flush({name})
+            self.hooks.cq_status(name)
+        self.hooks.schedule()
+
+    def _on_lq(self, obj: dict, deleted: bool, initial: bool) -> None:
+        md = obj["metadata"]
+        lqk = f"{md.get('namespace', '')}/{md['name']}"
+        if deleted:
+            self.local_queues.pop(lqk, None)
+            self.queues.delete_local_queue(md.get("namespace", ""), md["name"])
+            return
+        new = lqk not in self.local_queues
+        self.local_queues[lqk] = obj
+        self.queues.add_or_update_local_queue(obj)
+        if new and not initial:
+            self._requeue_lq_workloads(obj)
+        self.hooks.lq_status(md.get("namespace", ""), md["name"])
+
+    def _requeue_lq_workloads(self, lq: dict) -> None:
+        ns, name = lq["metadata"].get("namespace", ""), lq["metadata"]["name"]
+        for wl in list(self.workloads.values()):
+            if wl["metadata"].get("namespace") == ns and (wl.get("spec") or {}).get("queueName") == name:
+                self._on_workload(wl, False)
+
+    def _on_workload(self, wl: dict, deleted: bool) -> None:
+        k = key(wl)
+        was = self.reserving.get(k)
+        gone = deleted or is_finished(wl) or bool(wl["metadata"].get("deletionTimestamp"))
+        if deleted:
+            self.workloads.pop(k, None)
+        else:
+            self.workloads[k] = wl
+        if gone:
+            self.queues.delete_workload(k)
+            self.reserving.pop(k, None)
+        elif has_quota_reservation(wl) and (wl.get("status") or {}).get("admission"):
+            self.queues.delete_workload(k)
+            self.reserving[k] = WorkloadInfo.from_obj(wl, requeuing_timestamp=self.config.requeuing_timestamp)
+        else:
+            self.reserving.pop(k, None)
+            if is_active(wl):
+                self.queues.add_or_update_workload(wl, self.now())
+            else:
+                self.queues.delete_workload(k)
+        if was is not None and (k not in self.reserving or self.reserving[k].flavor_usage() != was.flavor_usage()):
+            # capacity freed: bump the generation and requeue the cohort's inadmissible workloads
+            self.cq_generation[was.cluster_queue] = self.cq_generation.get(was.cluster_queue, 0) + 1
+            self.hooks.flush({was.cluster_queue})
+            self.hooks.cq_status(was.cluster_queue)
+        if k in self.reserving and (was is None or was.flavor_usage() != self.reserving[k].flavor_usage()):
+            self.hooks.cq_status(self.reserving[k].cluster_queue)
+        ns = wl["metadata"].get("namespace", "")
+        qn = (wl.get("spec") or {}).get("queueName", "")
+        if qn:
+            self.hooks.lq_status(ns, qn)
+            cqn = self.queues.local_queues.get(f"{ns}/{qn}")
+            if cqn:
+                self.hooks.cq_status(cqn)
+        self.hooks.schedule()
+
+    # -- derived -----------------------------------------------------------------------------------
+    def namespace_labels(self, ns: str) -> dict | None:
+        """Labels of a namespace (None when it does not exist)."""
+        obj = self.namespaces.get(ns)
+        if obj is None:
+            return None
+        return dict(obj["metadata"].get("labels") or {}, **{"kubernetes.io/metadata.name": ns})
+
+    def inactive_reason(self, name: str) -> tuple[str, str] | None:
+        """Why a ClusterQueue is inactive ((reason, message)), or None when it can admit."""
+        cq = self.cqs.get(name)
+        if cq is None:
+            return ("NotFound", "ClusterQueue not found")
+        spec = cq.get("spec") or {}
+        reasons: list[str] = []
+        msgs: list[str] = []
+        if (spec.get("stopPolicy") or "None") != "None":
+            reasons.append("Stopped")
+            msgs.append("is stopped")
+        missing = sorted({f["name"] for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []}
+                         - set(self.flavors))
+        if missing:
+            reasons.append("FlavorNotFound")
+            msgs.append("references missing ResourceFlavor(s): " + ",".join(missing))
+        names = [a["name"] for a in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []]
+        names += list(spec.get("admissionChecks") or [])
+        absent = sorted(n for n in names if n not in self.checks)
+        if absent:
+            reasons.append("AdmissionCheckNotFound")
+            msgs.append("references missing AdmissionCheck(s): " + ",".join(absent))
+        inactive = sorted(n for n in names if n in self.checks and not _active(self.checks[n]))
+        if inactive:
+            reasons.append("AdmissionCheckInactive")
+            msgs.append("references inactive AdmissionCheck(s): " + ",".join(inactive))
+        if reasons:
+            return reasons[0], "Can't admit new workloads: " + ", ".join(msgs) + "."
+        return None
+
+    def snapshot(self) -> Snapshot:
+        """A fresh per-cycle snapshot."""
+        inactive = {n for n in self.cqs if self.inactive_reason(n) is not None}
+        snap = build_snapshot(self.cqs.values(), self.cohorts.values(), self.flavors.values(),
+                              self.reserving.values(), inactive)
+        for name, cq in snap.cluster_queues.items():
+            cq.generation = self.cq_generation.get(name, 0)
+        return snap
+
+
+def _active(ac: dict) -> bool:
+    c = find_condition(ac, "Active")
+    if c is not None:
+        return c.get("status") == "True"
+    # Checks of controllers flexq does not run are reported active once they exist, as an
+    # external controller would do; the provisioning controller sets the condition itself.
+    return (ac.get("spec") or {}).get("controllerName") != PROVISIONING_CONTROLLER

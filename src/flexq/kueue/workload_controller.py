@@ -1,0 +1,272 @@
+"""The Workload controller (``pkg/controller/core/workload_controller.go``), step by step.
+
+Writes, on Workloads: ``spec.active=false`` when a DeactivationTarget is set; the Evicted condition
+for deactivation (``Deactivated`` / ``DeactivatedDueTo<Cause>``), for admission checks in Retry
+(``AdmissionCheck``) and for the PodsReady timeout (``PodsReadyTimeout``, with ``requeueState``);
+``DeactivationTarget`` for Rejected checks and for exceeding ``backoffLimitCount``; the
+``Requeued`` condition when a backoff finishes (``BackoffFinished``) or a workload is reactivated;
+``requeueState.requeueAt`` from checks' ``requeueAfterSeconds``; the list of
+``status.admissionChecks`` (missing ones added as Pending, no-longer-applicable ones removed); the
+Admitted condition (``SyncAdmittedCondition``); QuotaReserved=False for queue blockers (missing or
+inactive LocalQueue / ClusterQueue). Events: ``Admitted``, ``AdmissionCheckRejected``, evictions.
+
+Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+from flexq.kueue.scheduler import evict
+from flexq.kueue.state import KueueState
+from flexq.kueue.workload import (
+    admission_checks_for,
+    backoff_seconds,
+    find_condition,
+    has_quota_reservation,
+    is_active,
+    is_admitted,
+    is_evicted,
+    is_true,
+    parse_ts,
+    remove_condition,
+    set_condition,
+    sync_admitted_condition,
+    ts,
+)
+from flexq.runtime.controller import Controller, Key, Result, Watch
+
+__all__ = ["WorkloadController", "checks_message"]
+
+
+def checks_message(checks: list[dict], state: str) -> str:
+    """``buildAdmissionChecksMessage``."""
+    parts = []
+    for c in sorted(checks, key=lambda c: c["name"]):
+        parts.append(f'"{c["name"]}" ({c["message"]})' if c.get("message") else f'"{c["name"]}"')
+    noun = "AdmissionChecks" if len(checks) > 1 else "AdmissionCheck"
+    return f"{noun} in {state} state: " + "; ".join(parts)
+
+
+class WorkloadController(Controller):
+    """Kueue's workload reconciler."""
+
+    name = "kueue-workload"
+
+    def __init__(self, ctx, state: KueueState) -> None:
+        super().__init__(ctx)
+        self.state = state
+
+    def watches(self) -> list[Watch]:
+        return [Watch("Workload")]
+
+    def reconcile(self, key: Key) -> Result | None:
+        ns, name = key
+        wl = self.store.try_get("Workload", name, ns)
+        if wl is None or is_true(wl, "Finished"):
+            return None
+        now = self.ctx.now()
+        for step in (self._requeue_at, self._activation):
+            done, res = step(wl, now)
+            if done:
+                return res
+        lq = self.state.local_queues.get(f"{ns}/{(wl.get('spec') or {}).get('queueName', '')}")
+        cq_name = self.state.queues.cluster_queue_for(wl)
+        if has_quota_reservation(wl):
+            cq_name = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", cq_name)
+        cq = self.state.cqs.get(cq_name or "")
+        if cq is not None and self._sync_checks(wl, cq, now):
+            return None
+        if not is_admitted(wl) and self._sync_unadmitted(wl, lq, cq, now):
+            return None
+        if has_quota_reservation(wl):
+            if self._check_based_eviction(wl, now):
+                return None
+            return self._pods_ready_timeout(wl, now)
+        return None
+
+    # steps --------------------------------------------------------------------------------------
+    def _requeue_at(self, wl: dict, now: float) -> tuple[bool, Result | None]:
+        """``NeedsRequeueAtUpdate``: requeueAt = max(check transition + requeueAfterSeconds)."""
+        best = 0.0
+        for c in (wl.get("status") or {}).get("admissionChecks") or []:
+            if c.get("state") != "Retry" or c.get("requeueAfterSeconds") is None or not c.get("lastTransitionTime"):
+                continue
+            best = max(best, parse_ts(c["lastTransitionTime"]) + float(c["requeueAfterSeconds"]))
+        if best <= now:
+            return False, None
+        rs = (wl.get("status") or {}).get("requeueState") or {}
+        if rs.get("requeueAt") and parse_ts(rs["requeueAt"]) >= best:
+            return False, None
+        wl["status"].setdefault("requeueState", {})["requeueAt"] = ts(best)
+        self.store.update_status(wl)
+        return True, None
+
+    def _activation(self, wl: dict, now: float) -> tuple[bool, Result | None]:
+        st = wl.setdefault("status", {})
+        if is_active(wl):
+            if is_true(wl, "DeactivationTarget"):
+                wl["spec"]["active"] = False
+                self.store.update(wl)
+                return True, None
+            rs = st.get("requeueState") or {}
+            if rs.get("requeueAt"):
+                left = parse_ts(rs["requeueAt"]) - now
+                if left > 0:
+                    return True, Result(requeue_after=left)
+                if not has_quota_reservation(wl):
+                    rs.pop("requeueAt", None)
+                    self._set_backoff_finished(wl, now)
+                    self.store.update_status(wl)
+                    return True, None
+            rq = find_condition(wl, "Requeued")
+            if rq is not None and rq.get("status") == "False":
+                if rq.get("reason") == "Deactivated":
+                    set_condition(wl, "Requeued", True, "Reactivated", "The workload was reactivated", now)
+                    self.store.update_status(wl)
+                    return True, None
+                if rq.get("reason") in ("PodsReadyTimeout", "AdmissionCheck"):
+                    self._set_backoff_finished(wl, now)
+                    self.store.update_status(wl)
+                    return True, None
+            return False, None
+        # deactivated
+        dt = find_condition(wl, "DeactivationTarget")
+        if not is_evicted(wl):
+            cause, msg = "", "The workload is deactivated"
+            if dt is not None:
+                cause, msg = dt.get("reason", ""), f"{msg} due to {dt.get('message', '')}"
+
+            def prep(obj: dict) -> None:
+                remove_condition(obj, "DeactivationTarget")
+                (obj.get("status") or {}).pop("requeueState", None)
+
+            evict(self.store, self.events, wl, "Deactivated", msg, now, cause, prepare=prep)
+            return True, None
+        if st.get("requeueState"):
+            st.pop("requeueState")
+            self.store.update_status(wl)
+            return True, None
+        if not has_quota_reservation(wl) and set_condition(wl, "QuotaReserved", False, "Deactivated",
+                                                           "The workload is deactivated", now):
+            sync_admitted_condition(wl, now)
+            self.store.update_status(wl)
+        return True, None
+
+    @staticmethod
+    def _set_backoff_finished(wl: dict, now: float) -> None:
+        rs = (wl.get("status") or {}).get("requeueState")
+        if rs:
+            rs.pop("requeueAt", None)
+        set_condition(wl, "Requeued", True, "BackoffFinished", "The workload backoff was finished", now)
+
+    def _sync_checks(self, wl: dict, cq: dict, now: float) -> bool:
+        """``reconcileSyncAdmissionChecks``: add applicable checks as Pending, drop the rest."""
+        spec = cq.get("spec") or {}
+        all_flavors = {f["name"] for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []}
+        checks = {a["name"]: frozenset(a.get("onFlavors") or all_flavors)
+                  for a in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []}
+        for n in spec.get("admissionChecks") or []:
+            checks[n] = frozenset(all_flavors)
+        want = admission_checks_for(checks, all_flavors, (wl.get("status") or {}).get("admission"))
+        cur = list((wl.get("status") or {}).get("admissionChecks") or [])
+        names = {c["name"] for c in cur}
+        new = [c for c in cur if c["name"] in want]
+        for n in sorted(want - names):
+            new.append({"name": n, "state": "Pending", "message": "", "lastTransitionTime": ts(now)})
+        new.sort(key=lambda c: c["name"])
+        if new == sorted(cur, key=lambda c: c["name"]) and len(new) == len(cur):
+            return False
+        if new:
+            wl["status"]["admissionChecks"] = new
+        else:
+            wl["status"].pop("admissionChecks", None)
+        self.store.update_status(wl)
+        return True
+
+    def _sync_unadmitted(self, wl: dict, lq: dict | None, cq: dict | None, now: float) -> bool:
+        changed = False
+        if not has_quota_reservation(wl):
+            blocker = self._queue_blocker(wl, lq, cq)
+            if blocker is not None:
+                changed = set_condition(wl, "QuotaReserved", False, blocker[0], blocker[1], now)
+        if sync_admitted_condition(wl, now):
+            changed = True
+        if not changed:
+            return False
+        out = self.store.update_status(wl)
+        if is_admitted(out):
+            qr = find_condition(out, "QuotaReserved")
+            waited = now - parse_ts(qr.get("lastTransitionTime")) if qr else 0
+            self.events.record(out, "Normal", "Admitted", f"Admitted by ClusterQueue "
+                               f"{out['status']['admission']['clusterQueue']}, wait time since reservation was {waited:.0f}s")
+        return True
+
+    def _queue_blocker(self, wl: dict, lq: dict | None, cq: dict | None) -> tuple[str, str] | None:
+        qn = (wl.get("spec") or {}).get("queueName", "")
+        if lq is None:
+            return "Misconfigured", f"LocalQueue {qn} doesn't exist"
+        if ((lq.get("spec") or {}).get("stopPolicy") or "None") != "None":
+            return "Suspended", f"LocalQueue {qn} is inactive"
+        if cq is None:
+            return "Misconfigured", f"ClusterQueue {(lq.get('spec') or {}).get('clusterQueue', '')} doesn't exist"
+        if self.state.inactive_reason(cq["metadata"]["name"]) is not None:
+            return "Suspended", f"ClusterQueue {cq['metadata']['name']} is inactive"
+        return None
+
+    def _check_based_eviction(self, wl: dict, now: float) -> bool:
+        """``reconcileCheckBasedEviction``: Rejected → deactivation target; Retry → eviction."""
+        if is_evicted(wl):
+            return False
+        checks = (wl.get("status") or {}).get("admissionChecks") or []
+        rejected = [c for c in checks if c.get("state") == "Rejected"]
+        retry = [c for c in checks if c.get("state") == "Retry"]
+        if rejected:
+            msg = checks_message(rejected, "Rejected")
+            wl["status"].setdefault("conditions", []).append(
+                {"type": "DeactivationTarget", "status": "True", "reason": "AdmissionCheck", "message": msg,
+                 "observedGeneration": wl["metadata"].get("generation", 0), "lastTransitionTime": ts(now)})
+            out = self.store.update_status(wl)
+            self.events.record(out, "Warning", "AdmissionCheckRejected", f"Deactivated due to {msg}")
+            return True
+        if retry:
+            evict(self.store, self.events, wl, "AdmissionCheck",
+                  f"Evicted due to {checks_message(retry, 'Retry')}", now)
+            return True
+        return False
+
+    def _pods_ready_timeout(self, wl: dict, now: float) -> Result | None:
+        """``reconcileNotReadyTimeout`` (waitForPodsReady)."""
+        cfg = self.state.config
+        if not cfg.wait_for_pods_ready or not is_active(wl) or is_evicted(wl) or not is_admitted(wl):
+            return None
+        pr = find_condition(wl, "PodsReady")
+        if pr is not None and pr.get("status") == "True":
+            return None
+        if pr is None or pr.get("reason") in ("WaitForStart", "PodsReady"):
+            cause, since, limit = "WaitForStart", parse_ts(find_condition(wl, "Admitted")["lastTransitionTime"]), cfg.pods_ready_timeout
+        elif pr.get("reason") == "WaitForRecovery" and cfg.pods_ready_recovery_timeout:
+            cause, since, limit = "WaitForRecovery", parse_ts(pr["lastTransitionTime"]), cfg.pods_ready_recovery_timeout
+        else:
+            return None
+        left = since + limit - now
+        if left > 0:
+            return Result(requeue_after=left)
+        count = int(((wl.get("status") or {}).get("requeueState") or {}).get("count") or 0)
+        if cfg.backoff_limit_count is not None and count + 1 > cfg.backoff_limit_count:
+            set_condition(wl, "DeactivationTarget", True, "RequeuingLimitExceeded",
+                          "exceeding the maximum number of re-queuing retries", now)
+            self.store.update_status(wl)
+            return None
+        ns, name = wl["metadata"]["namespace"], wl["metadata"]["name"]
+
+        def prep(obj: dict) -> None:
+            rs = obj.setdefault("status", {}).setdefault("requeueState", {})
+            n = int(rs.get("count") or 0) + 1
+            wait = backoff_seconds(cfg.backoff_base_seconds, cfg.backoff_max_seconds, n)
+            at = now + wait
+            if not rs.get("requeueAt") or parse_ts(rs["requeueAt"]) < at:
+                rs["requeueAt"] = ts(at)
+            rs["count"] = n
+
+        evict(self.store, self.events, wl, "PodsReadyTimeout", f"Exceeded the PodsReady timeout {ns}/{name}", now,
+              cause, prepare=prep)
+        return None
