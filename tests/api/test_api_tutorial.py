@@ -86,6 +86,14 @@ def test_tutorial_objects_read_back_as_v1beta1(queue_objects):
     assert again == queue_objects[("ClusterQueue", "cluster-queue")]
 
 
+def test_every_tutorial_object_round_trips_through_v1beta1(queue_objects):
+    for (kind, _), stored in queue_objects.items():
+        info = REGISTRY.resolve(kind)
+        as_v1 = render(info, stored, "kueue.x-k8s.io/v1beta1")
+        assert admit(info, as_v1) == stored, kind
+        assert render(info, admit(info, as_v1), "kueue.x-k8s.io/v1beta1") == as_v1, kind
+
+
 def test_rayjob_gets_kuberay_defaults():
     job = _admit_all("rayjob-tpu-v6e-dws-1.yaml")[("RayJob", "rayjob-tpu-v6e-dws-1")]
     spec = job["spec"]
@@ -111,3 +119,15 @@ def test_worker_group_defaults():
     worker = stored["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
     assert (worker["replicas"], worker["minReplicas"], worker["maxReplicas"], worker["numOfHosts"]) == (
         0, 0, 2147483647, 1)
+
+
+def test_kueue_suspends_queued_ray_jobs_on_create_only():
+    from flexq.api.ray import mutate_on_create
+
+    job = admit(REGISTRY.resolve("rayjob"), yaml.safe_load((DATA / "rayjob-tpu-v6e-dws-1.yaml").read_text()))
+    created = mutate_on_create(job, None)
+    assert created["spec"]["suspend"] is True and "suspend" not in job["spec"]
+    running = {**created, "spec": {**created["spec"], "suspend": False}}
+    assert mutate_on_create(running, created) is running  # Kueue's unsuspend is an update: left alone
+    unqueued = {**job, "metadata": {"name": "plain"}}
+    assert mutate_on_create(unqueued, None) is unqueued

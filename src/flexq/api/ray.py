@@ -195,6 +195,20 @@ def validate_raycluster(new: dict, old: dict | None) -> list[Cause]:
     return _queue_name_causes(new, old) + _cluster_spec_causes(new, new.get("spec") or {}, "spec")
 
 
+def mutate_on_create(new: dict, old: dict | None) -> dict:
+    """Kueue's mutating webhook (``verbs=create``): a RayJob or RayCluster with a queue name starts suspended.
+
+    ``ApplyDefaultForSuspend``: on create, a job carrying ``kueue.x-k8s.io/queue-name`` gets
+    ``spec.suspend: true`` even when it said ``false``; Kueue unsuspends it on admission. Updates pass through.
+    Returns a new dict (the argument is not changed).
+    """
+    if old is not None or not ((new.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL):
+        return new
+    if (new.get("metadata") or {}).get("deletionTimestamp"):
+        return new
+    return {**new, "spec": {**(new.get("spec") or {}), "suspend": True}}
+
+
 def _short(value: Any) -> str:
     import json
 
