@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flexq.api.kinds import REGISTRY
 from flexq.api.scheme import admit, render
@@ -120,3 +122,35 @@ def test_admission_check_retry_delay_dropped_then_defaulted_on_read():
 def test_unchanged_kinds_are_served_in_both_versions(name):
     info = REGISTRY.resolve(name)
     assert info.versions == ["v1beta2", "v1beta1"] and info.storage == "v1beta2"
+
+
+_names = st.from_regex(r"[a-z][a-z0-9-]{0,10}[a-z0-9]", fullmatch=True)
+
+
+@st.composite
+def _cluster_queues(draw: st.DrawFn) -> dict:
+    flavors = draw(st.lists(_names, min_size=1, max_size=4, unique=True))
+    checks = draw(st.lists(st.tuples(_names, st.lists(st.sampled_from(flavors), unique=True, max_size=2)),
+                           max_size=3, unique_by=lambda c: c[0]))
+    spec: dict = {"resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+        {"name": f, "resources": [{"name": "cpu", "nominalQuota": draw(st.integers(0, 10**9))},
+                                  {"name": "memory", "nominalQuota": f"{draw(st.integers(0, 10**6))}Gi"}]}
+        for f in flavors]}],
+        "flavorFungibility": {"whenCanBorrow": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"])),
+                              "whenCanPreempt": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"]))}}
+    if draw(st.booleans()):
+        spec["cohortName"] = draw(_names)
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": [
+            {"name": n, **({"onFlavors": on} if on else {})} for n, on in checks]}
+    return {"apiVersion": V2, "kind": "ClusterQueue", "metadata": {"name": draw(_names)}, "spec": spec}
+
+
+@settings(max_examples=60, deadline=None)
+@given(_cluster_queues())
+def test_any_cluster_queue_survives_a_trip_through_v1beta1(cq):
+    info = REGISTRY.resolve("cq")
+    stored = admit(info, cq)
+    as_v1 = render(info, stored, V1)
+    assert ("cohort" in as_v1["spec"]) == ("cohortName" in stored["spec"])
+    assert admit(info, as_v1) == stored
