@@ -1,0 +1,333 @@
+"""``flexq status``'s core: one row per Kueue Workload, computed by a pure function over plain objects.
+
+Owns: ``Snapshot`` (the lists of Workloads, ProvisioningRequests, Nodes, ResourceFlavors a row needs, as plain
+Kubernetes JSON dicts, Kueue v1beta1 or v1beta2 alike), ``WorkloadRow`` and ``workload_rows(snapshot, now)``:
+job, queue, plan (flavor per pod set), state, time waited, why (Kueue's condition message, the admission
+checks' states, the ProvisioningRequest's state) and cost so far; ``workload_cost`` (node-hour prices from
+``flexq.gke.catalog`` times the share of a node each admitted pod takes, from admission to finish or now);
+``fmt_duration`` and ``fmt_cost``. The same function feeds ``flexq status`` (objects read with the
+``kubernetes`` client from the twin or a real cluster) and ``flexq demo``'s live view (objects from ``Twin``).
+
+Must not import flexq.assembly, flexq.twin, flexq.http or any client library: objects in, rows out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from flexq.api.quantity import parse_quantity
+from flexq.clock import parse_time
+from flexq.gke import catalog
+
+__all__ = ["Snapshot", "WorkloadRow", "workload_rows", "workload_cost", "workload_state", "job_of",
+           "provisioning_state", "fmt_duration", "fmt_cost", "rows_as_dicts"]
+
+_PR_ATTEMPT = re.compile(r"-(\d+)$")
+_MODEL_OF_LABEL = {"standard": catalog.ON_DEMAND, "spot": catalog.SPOT, "flex-start": catalog.FLEX_START}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The objects rows are computed from (plain Kubernetes JSON dicts)."""
+
+    workloads: list[dict] = field(default_factory=list)
+    provisioning_requests: list[dict] = field(default_factory=list)
+    nodes: list[dict] = field(default_factory=list)
+    flavors: list[dict] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WorkloadRow:
+    """What ``flexq status`` shows for one Workload."""
+
+    namespace: str
+    workload: str
+    job: str                          # "<Kind>/<name>" of the owning job ("" when it has none)
+    queue: str                        # LocalQueue
+    cluster_queue: str                # "" until quota is reserved
+    plan: tuple[tuple[str, str], ...]  # (pod set, flavor) in pod-set order; empty until quota is reserved
+    state: str                        # Pending, QuotaReserved, Admitted, Running, Succeeded, Failed, ...
+    waited: float                     # seconds from creation to admission (or to now / the end)
+    why: str
+    provisioning: str                 # "<ProvisioningRequest>: <state>" or ""
+    cost: float                       # USD so far
+
+    @property
+    def plan_text(self) -> str:
+        return ", ".join(f"{ps}={fl}" for ps, fl in self.plan) or "-"
+
+    def flavor_of(self, pod_set: str) -> str | None:
+        return dict(self.plan).get(pod_set)
+
+
+# -- small readers -------------------------------------------------------------------------------------------
+def _conditions(obj: dict) -> dict[str, dict]:
+    return {c.get("type", ""): c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def _is_true(conds: dict[str, dict], ctype: str) -> bool:
+    return conds.get(ctype, {}).get("status") == "True"
+
+
+def _when(cond: dict | None) -> float | None:
+    if not cond or not cond.get("lastTransitionTime"):
+        return None
+    try:
+        return parse_time(cond["lastTransitionTime"])
+    except ValueError:
+        return None
+
+
+def _created(obj: dict) -> float | None:
+    ts = (obj.get("metadata") or {}).get("creationTimestamp")
+    try:
+        return parse_time(ts) if ts else None
+    except ValueError:
+        return None
+
+
+def job_of(wl: dict) -> str:
+    """``<Kind>/<name>`` of the workload's controlling owner (the job Kueue made it for), else ''."""
+    refs = (wl.get("metadata") or {}).get("ownerReferences") or []
+    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+    return f"{ref.get('kind', '')}/{ref.get('name', '')}" if ref else ""
+
+
+def workload_state(wl: dict) -> str:
+    """A one-word state from the Workload's conditions (Finished > inactive > Admitted > reserved > evicted)."""
+    c = _conditions(wl)
+    if _is_true(c, "Finished"):
+        reason = c["Finished"].get("reason", "")
+        return {"Succeeded": "Succeeded", "Failed": "Failed", "WorkloadSliceReplaced": "Replaced"}.get(
+            reason, "Finished")
+    if (wl.get("spec") or {}).get("active") is False:
+        return "Deactivated"
+    if _is_true(c, "Admitted"):
+        return "Running" if _is_true(c, "PodsReady") else "Admitted"
+    if _is_true(c, "QuotaReserved"):
+        return "QuotaReserved"
+    if _is_true(c, "Evicted"):
+        return "Evicted"
+    return "Pending"
+
+
+def _plan(wl: dict) -> tuple[tuple[str, str], ...]:
+    adm = (wl.get("status") or {}).get("admission") or {}
+    out = []
+    for psa in adm.get("podSetAssignments") or []:
+        flavors = psa.get("flavors") or {}
+        out.append((psa.get("name", ""), _main_flavor(flavors)))
+    return tuple(out)
+
+
+def _main_flavor(flavors: dict[str, str]) -> str:
+    """The flavor that names a pod set's placement: its accelerator's, else cpu's, else any."""
+    for res in (catalog.RESOURCE_TPU, catalog.RESOURCE_GPU, "cpu"):
+        if res in flavors:
+            return flavors[res]
+    return next(iter(sorted(set(flavors.values()))), "")
+
+
+def _attempt(pr: dict) -> int:
+    m = _PR_ATTEMPT.search(pr["metadata"]["name"])
+    return int(m.group(1)) if m else 0
+
+
+def _requests_of(wl: dict, prs: Iterable[dict]) -> list[dict]:
+    """The workload's ProvisioningRequests (owned by it, or named ``<workload>-<check>-<n>``), oldest first."""
+    meta = wl["metadata"]
+    uid, name, ns = meta.get("uid"), meta["name"], meta.get("namespace")
+    mine = []
+    for pr in prs:
+        pm = pr.get("metadata") or {}
+        if pm.get("namespace") != ns:
+            continue
+        owners = pm.get("ownerReferences") or []
+        owned = any(o.get("kind") == "Workload" and (o.get("uid") == uid if uid else o.get("name") == name)
+                    for o in owners)
+        if owned or (not owners and pm.get("name", "").startswith(f"{name}-")):
+            mine.append(pr)
+    return sorted(mine, key=lambda p: (_attempt(p), p["metadata"]["name"]))
+
+
+def provisioning_state(pr: dict) -> tuple[str, str]:
+    """(state, message) of a ProvisioningRequest, by the order Kueue reads its conditions."""
+    c = _conditions(pr)
+    for ctype in ("Failed", "CapacityRevoked", "BookingExpired", "Provisioned"):
+        if _is_true(c, ctype):
+            return ctype, c[ctype].get("message", "")
+    if _is_true(c, "Accepted"):
+        return "Accepted", c.get("Provisioned", {}).get("message", "") or c["Accepted"].get("message", "")
+    return "Created", ""
+
+
+def _checks_text(wl: dict) -> str:
+    parts = []
+    for chk in (wl.get("status") or {}).get("admissionChecks") or []:
+        msg = chk.get("message") or ""
+        parts.append(f"{chk.get('name')}: {chk.get('state')}" + (f" ({msg})" if msg else ""))
+    return "; ".join(parts)
+
+
+def _why(wl: dict, state: str, pr_text: str) -> str:
+    c = _conditions(wl)
+    if state in ("Succeeded", "Failed", "Replaced", "Finished"):
+        return c["Finished"].get("message", "")
+    if state == "Deactivated":
+        for ctype in ("Evicted", "DeactivationTarget"):
+            if ctype in c and c[ctype].get("message"):
+                return c[ctype]["message"]
+        return "spec.active is false"
+    if state == "Admitted":
+        return c.get("PodsReady", {}).get("message", "") or "waiting for pods"
+    if state == "Running":
+        return pr_text
+    if state == "QuotaReserved":
+        return "; ".join(p for p in (_checks_text(wl) or c.get("Admitted", {}).get("message", ""), pr_text) if p)
+    parts = []
+    for ctype in ("Requeued", "Evicted", "QuotaReserved"):
+        cond = c.get(ctype)
+        if cond and cond.get("message") and cond["message"] not in parts:
+            if ctype == "Requeued" and cond.get("status") == "True":
+                continue
+            parts.append(cond["message"])
+    return "; ".join(parts) or "waiting in the queue"
+
+
+# -- cost ------------------------------------------------------------------------------------------------------
+def _pod_requests(template: dict) -> dict[str, Fraction]:
+    total: dict[str, Fraction] = {}
+    for ctr in ((template.get("spec") or {}).get("containers") or []):
+        res = ctr.get("resources") or {}
+        req = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+        for name, q in req.items():
+            total[name] = total.get(name, Fraction(0)) + parse_quantity(q)
+    return total
+
+
+def _matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _machine_for(template: dict, flavor: dict | None, nodes: list[dict], queued: bool,
+                 ) -> tuple[catalog.MachineType, catalog.ProvisioningModel] | None:
+    """The machine type and provisioning model a pod of this pod set runs on: from a matching node when one
+    exists, else inferred from the pod set's TPU selector and chip request."""
+    selector = {**((flavor or {}).get("spec", {}).get("nodeLabels") or {}),
+                **((template.get("spec") or {}).get("nodeSelector") or {})}
+    for node in nodes:
+        labels = node.get("metadata", {}).get("labels") or {}
+        itype = labels.get("node.kubernetes.io/instance-type", "")
+        if _matches(labels, selector) and catalog.is_known_machine_type(itype):
+            return (catalog.machine_type(itype),
+                    _MODEL_OF_LABEL.get(labels.get(catalog.LABEL_PROVISIONING, ""), catalog.ON_DEMAND))
+    accel = selector.get(catalog.LABEL_TPU_ACCELERATOR)
+    chips = _pod_requests(template).get(catalog.RESOURCE_TPU)
+    if accel and chips:
+        for mt in catalog.MACHINE_TYPES.values():
+            if mt.tpu is not None and mt.tpu.accelerator_label == accel and mt.chips == chips:
+                return mt, catalog.FLEX_START if queued else catalog.ON_DEMAND
+    return None
+
+
+def _share(mt: catalog.MachineType, req: dict[str, Fraction]) -> Fraction:
+    """The fraction of a node one pod is billed for (its largest fraction of chips, GPUs or vCPUs)."""
+    parts = [Fraction(0)]
+    if mt.chips:
+        parts.append(req.get(catalog.RESOURCE_TPU, Fraction(0)) / mt.chips)
+    if mt.gpus:
+        parts.append(req.get(catalog.RESOURCE_GPU, Fraction(0)) / mt.gpus)
+    parts.append(req.get("cpu", Fraction(0)) / mt.vcpus)
+    return min(Fraction(1), max(parts))
+
+
+def workload_cost(wl: dict, snap: Snapshot, now: float) -> float:
+    """USD so far: for each admitted pod set, count x node price x share of the node, from the Admitted
+    transition to Finished (or eviction, or ``now``). Pod sets on unknown machines add nothing."""
+    c = _conditions(wl)
+    adm = (wl.get("status") or {}).get("admission") or {}
+    start = _when(c.get("Admitted")) if _is_true(c, "Admitted") or _is_true(c, "Finished") else None
+    if not adm or start is None:
+        return 0.0
+    end = now
+    if _is_true(c, "Finished"):
+        end = _when(c["Finished"]) or now
+    elif _is_true(c, "Evicted"):
+        end = _when(c["Evicted"]) or now
+    hours = Fraction(max(0.0, end - start)) / 3600
+    pod_sets = {ps.get("name", "main"): ps for ps in (wl.get("spec") or {}).get("podSets") or []}
+    flavors = {f["metadata"]["name"]: f for f in snap.flavors}
+    queued = bool(_requests_of(wl, snap.provisioning_requests))
+    total = Fraction(0)
+    for psa in adm.get("podSetAssignments") or []:
+        ps = pod_sets.get(psa.get("name", ""), {})
+        template = ps.get("template") or {}
+        count = psa.get("count", ps.get("count", 1))
+        found = _machine_for(template, flavors.get(_main_flavor(psa.get("flavors") or {})), snap.nodes, queued)
+        if found is None:
+            continue
+        mt, model = found
+        try:
+            price = catalog.price_per_hour(mt, model)
+        except catalog.CatalogError:
+            price = catalog.price_per_hour(mt, catalog.ON_DEMAND)
+        total += price * _share(mt, _pod_requests(template)) * count * hours
+    return float(total)
+
+
+# -- rows ------------------------------------------------------------------------------------------------------
+def _row(wl: dict, snap: Snapshot, now: float) -> WorkloadRow:
+    meta, spec, status = wl["metadata"], wl.get("spec") or {}, wl.get("status") or {}
+    c = _conditions(wl)
+    state = workload_state(wl)
+    prs = _requests_of(wl, snap.provisioning_requests)
+    pr_text = ""
+    if prs:
+        pr_state, pr_msg = provisioning_state(prs[-1])
+        pr_text = f"{prs[-1]['metadata']['name']}: {pr_state}" + (f" ({pr_msg})" if pr_msg else "")
+    created = _created(wl) or now
+    admitted = _when(c.get("Admitted")) if _is_true(c, "Admitted") else None
+    if admitted is None and state in ("Succeeded", "Failed", "Finished", "Replaced"):
+        admitted = _when(c.get("Finished"))
+    waited = max(0.0, (admitted if admitted is not None else now) - created)
+    return WorkloadRow(
+        namespace=meta.get("namespace", ""), workload=meta["name"], job=job_of(wl),
+        queue=spec.get("queueName", ""), cluster_queue=(status.get("admission") or {}).get("clusterQueue", ""),
+        plan=_plan(wl), state=state, waited=waited, why=_why(wl, state, pr_text),
+        provisioning=pr_text, cost=workload_cost(wl, snap, now))
+
+
+def workload_rows(snap: Snapshot, now: float) -> list[WorkloadRow]:
+    """One row per Workload, oldest first (creation time, then namespace and name)."""
+    ordered = sorted(snap.workloads, key=lambda w: (_created(w) or 0.0, w["metadata"].get("namespace", ""),
+                                                    w["metadata"]["name"]))
+    return [_row(w, snap, now) for w in ordered]
+
+
+# -- formatting ------------------------------------------------------------------------------------------------
+def fmt_duration(seconds: float) -> str:
+    """``45s``, ``3m05s``, ``2h03m``, ``1d04h`` (like kubectl's AGE column, a little finer)."""
+    s = int(max(0.0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def fmt_cost(usd: float) -> str:
+    return f"${usd:,.2f}"
+
+
+def rows_as_dicts(rows: Iterable[WorkloadRow]) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts (``flexq status -o json``)."""
+    return [{"namespace": r.namespace, "workload": r.workload, "job": r.job, "queue": r.queue,
+             "clusterQueue": r.cluster_queue, "plan": dict(r.plan), "state": r.state,
+             "waitedSeconds": round(r.waited, 3), "why": r.why, "provisioning": r.provisioning,
+             "costUSD": round(r.cost, 4)} for r in rows]

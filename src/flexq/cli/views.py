@@ -1,0 +1,61 @@
+"""Rich renderings shared by ``flexq status`` and ``flexq demo``.
+
+Owns: the workload table (``status_table``), state colours and the plain-text form of the same table
+(``status_text``, for logs, tests and the README). Must not import flexq.assembly, flexq.twin or flexq.http.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from flexq.cli.status import WorkloadRow, fmt_cost, fmt_duration
+
+__all__ = ["STATE_STYLE", "status_table", "status_text"]
+
+STATE_STYLE = {
+    "Pending": "yellow", "QuotaReserved": "cyan", "Evicted": "magenta", "Admitted": "blue",
+    "Running": "bold blue", "Succeeded": "green", "Failed": "bold red", "Deactivated": "red",
+    "Replaced": "dim", "Finished": "green",
+}
+
+
+def status_table(rows: Sequence[WorkloadRow], *, title: str | None = None, wide: bool = False) -> Table:
+    """One line per workload: JOB, QUEUE, PLAN, STATE, WAITED, WHY, COST (NAMESPACE when several)."""
+    several_ns = len({r.namespace for r in rows}) > 1
+    t = Table(title=title, expand=False, show_lines=False, header_style="bold")
+    if several_ns:
+        t.add_column("NAMESPACE")
+    t.add_column("JOB", no_wrap=True)
+    if wide:
+        t.add_column("WORKLOAD", no_wrap=True)
+    t.add_column("QUEUE")
+    t.add_column("PLAN (flavor per pod set)")
+    t.add_column("STATE")
+    t.add_column("WAITED", justify="right")
+    t.add_column("WHY", overflow="fold", ratio=1)
+    t.add_column("COST", justify="right")
+    for r in rows:
+        cells: list[str | Text] = []
+        if several_ns:
+            cells.append(r.namespace)
+        cells.append(r.job.split("/", 1)[-1] or r.workload)
+        if wide:
+            cells.append(r.workload)
+        cells += [r.queue, r.plan_text, Text(r.state, style=STATE_STYLE.get(r.state, "")),
+                  fmt_duration(r.waited), r.why or "", fmt_cost(r.cost)]
+        t.add_row(*cells)
+    if not rows:
+        t.caption = "no workloads"
+    return t
+
+
+def status_text(rows: Sequence[WorkloadRow], width: int = 160, wide: bool = False) -> str:
+    """The table as plain text (no colours), e.g. for the README or a log."""
+    console = Console(width=width, record=True, color_system=None, force_terminal=False)
+    with console.capture() as cap:
+        console.print(status_table(rows, wide=wide))
+    return cap.get()
