@@ -1,0 +1,131 @@
+"""The ASGI application of a served twin: one port for the Kubernetes API and the Google Cloud APIs.
+
+Owns: bearer-token authentication (constant-time compare; ``/version``, ``/healthz``, ``/livez`` and
+``/readyz`` are public, as the API server's default RBAC makes them), routing by path —
+``/version``, ``/api``, ``/apis`` (legacy and aggregated discovery), ``/openapi/v2``, ``/openapi/v3...``,
+``/api/v1/...`` and ``/apis/<group>/<version>/...`` (the Kubernetes face), ``/clusters/<name>/...`` (the same
+for a named GKE cluster), ``/v1/...`` and friends (the GKE face) — and turning every failure into a
+Kubernetes ``Status`` (or a Google error) so that the twin keeps serving. Must not import domain packages.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from flexq.errors import ApiError, InternalError, NotFound, Unauthorized
+from flexq.http.common import json_response, status_response
+from flexq.http.gke import face as gke_face
+from flexq.http.kube import discovery, openapi, paths
+from flexq.http.kube.rest import KubeFace
+
+log = logging.getLogger("flexq.http")
+
+PUBLIC = {"/version", "/version/", "/healthz", "/livez", "/readyz"}
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+class TwinApp:
+    """Routes requests to the faces of one twin."""
+
+    def __init__(self, core: Any, token: str | None, server_address: str = "") -> None:
+        self.core = core
+        self.token = token
+        self.server_address = server_address
+        self.faces: dict[str | None, KubeFace] = {None: KubeFace(core)}
+
+    def face(self, cluster: str | None) -> KubeFace:
+        if cluster not in self.faces:
+            self.faces[cluster] = KubeFace(self.core, cluster)
+        return self.faces[cluster]
+
+    def authorized(self, request: Request) -> bool:
+        if self.token is None or request.url.path in PUBLIC:
+            return True
+        auth = request.headers.get("authorization", "")
+        scheme, _, value = auth.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token.encode())
+
+    async def __call__(self, request: Request) -> Response:
+        path = request.url.path
+        if not self.authorized(request):
+            if gke_face.is_gke_path(path):
+                return gke_face.google_error(401, "UNAUTHENTICATED", "Request had invalid authentication "
+                                             "credentials. Expected OAuth 2 access token.")
+            return status_response(Unauthorized("Unauthorized"))
+        try:
+            if gke_face.is_gke_path(path):
+                return await gke_face.handle(self.core, request)
+            cluster = None
+            if path.startswith("/clusters/"):
+                parts = path.split("/", 3)
+                cluster, path = parts[2], "/" + (parts[3] if len(parts) > 3 else "")
+            return await self.kube(request, path, cluster)
+        except ApiError as err:
+            return status_response(err)
+        except Exception as exc:  # the twin keeps serving whatever a request does
+            log.exception("%s %s failed", request.method, path)
+            return status_response(InternalError(f"an error on the server ({type(exc).__name__}: {exc}) has "
+                                                 "prevented the request from succeeding"))
+
+    async def kube(self, request: Request, path: str, cluster: str | None) -> Response:
+        face = self.face(cluster)
+        p = path.rstrip("/") or "/"
+        if p == "/version":
+            return json_response(discovery.VERSION_INFO)
+        if p in ("/healthz", "/livez", "/readyz"):
+            return Response(b"ok", media_type="text/plain")
+        if p.startswith("/openapi/"):
+            return self.openapi(p, face)
+        if p in ("/api", "/apis"):
+            agg = discovery.wants_aggregated(request.headers.get("accept", ""))
+            if agg:
+                body = discovery.aggregated(face.kinds(), core=p == "/api", version=agg)
+                ctype = discovery.AGGREGATED if agg == "v2" else discovery.AGGREGATED_BETA
+                return json_response(body, media_type=ctype)
+            if p == "/api":
+                return json_response(discovery.api_versions(self.server_address))
+            return json_response(discovery.api_group_list(face.kinds()))
+        parts = [x for x in p.split("/") if x]
+        if len(parts) == 2 and parts[0] == "apis":
+            group = discovery.api_group(face.kinds(), parts[1])
+            if group is None:
+                raise NotFound("the server could not find the requested resource")
+            return json_response(group)
+        target = paths.parse(p)
+        if target is None:
+            raise NotFound("the server could not find the requested resource")
+        if not target.resource:
+            doc = discovery.resource_list(face.kinds(), target.group, target.version)
+            if doc is None or request.method != "GET":
+                raise NotFound("the server could not find the requested resource")
+            return json_response(doc)
+        return await face.handle(request, target)
+
+    def openapi(self, p: str, face: KubeFace) -> Response:
+        if p == "/openapi/v2":
+            return Response(openapi.v2(face.kinds()), media_type="application/json")
+        if p == "/openapi/v3":
+            return json_response(openapi.v3_index(face.kinds()))
+        rest = p[len("/openapi/v3/"):].split("/")
+        if rest[0] == "api" and len(rest) == 2:
+            doc = openapi.v3_group_version(face.kinds(), "", rest[1])
+        elif rest[0] == "apis" and len(rest) == 3:
+            doc = openapi.v3_group_version(face.kinds(), rest[1], rest[2])
+        else:
+            doc = None
+        if doc is None:
+            raise NotFound("the server could not find the requested resource")
+        return Response(doc, media_type="application/json")
+
+
+def build_app(core: Any, token: str | None, server_address: str = "") -> Starlette:
+    """The Starlette application serving ``core`` (a ``TwinCore``); ``token`` None disables auth (tests)."""
+    twin_app = TwinApp(core, token, server_address)
+    return Starlette(routes=[Route("/{path:path}", twin_app.__call__, methods=METHODS)])

@@ -1,0 +1,111 @@
+"""Plumbing shared by the HTTP faces: running work on the twin's loop, bodies, JSON responses, errors.
+
+Owns: ``on_loop`` (await a function run on the loop thread: the only way a face touches a store),
+``read_body`` (with the API server's size limit, 413 past it), ``decode_body`` (JSON or YAML by content
+type, 400 when malformed), ``json_response`` and ``status_response`` (a Kubernetes ``Status`` for any
+``ApiError``). Must not import flexq modules other than ``flexq.errors`` and ``flexq.loop``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import yaml
+from starlette.requests import Request
+from starlette.responses import Response
+
+from flexq.errors import ApiError, BadRequest, RequestEntityTooLarge
+from flexq.loop import EventLoop, RealtimeLoop
+
+T = TypeVar("T")
+
+MAX_BODY = 3 * 1024 * 1024  # the API server's MaxRequestBodyBytes
+
+
+async def on_loop(loop: EventLoop, fn: Callable[[], T]) -> T:
+    """Run ``fn`` on the twin's loop thread and await its result (its exception is re-raised here)."""
+    if not isinstance(loop, RealtimeLoop) or loop.thread is None or loop.in_loop_thread():
+        return fn()
+    aloop = asyncio.get_running_loop()
+    fut: asyncio.Future[T] = aloop.create_future()
+
+    def settle(value: Any, exc: BaseException | None) -> None:
+        if fut.done():
+            return
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(value)
+
+    def run() -> None:
+        try:
+            value = fn()
+        except BaseException as exc:  # handed back to the request's task
+            aloop.call_soon_threadsafe(settle, None, exc)
+        else:
+            aloop.call_soon_threadsafe(settle, value, None)
+
+    loop.post(run)
+    return await fut
+
+
+async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
+    """The request body, refusing more than ``limit`` bytes (413)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise RequestEntityTooLarge("the server has received a request body that is too large")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestEntityTooLarge("the server has received a request body that is too large")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def decode_body(raw: bytes, content_type: str) -> Any:
+    """JSON (or YAML for ``application/yaml`` and apply patches) -> Python data; 400 when malformed."""
+    ctype = content_type.split(";")[0].strip().lower()
+    if not raw.strip():
+        raise BadRequest("the request body is empty")
+    if "protobuf" in ctype or "cbor" in ctype:
+        from flexq.errors import UnsupportedMediaType
+
+        raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '
+                                   f'include: application/json, application/yaml (got "{ctype}")')
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("the request body is not valid UTF-8") from None
+    if "yaml" in ctype:
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise BadRequest(f"error converting YAML to JSON: {exc}".replace("\n", " ")) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
+
+
+def dumps(data: Any) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def json_response(data: Any, status: int = 200, media_type: str = "application/json",
+                  headers: dict[str, str] | None = None) -> Response:
+    return Response(dumps(data), status_code=status, media_type=media_type, headers=headers)
+
+
+def status_response(err: ApiError) -> Response:
+    """A Kubernetes ``Status`` for an error, with its HTTP code."""
+    headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
+    return json_response(err.to_status(), err.status, headers=headers)
+
+
+def truthy(value: str | None) -> bool:
+    """Query flags as Go's strconv.ParseBool takes them (the Python client sends ``True``)."""
+    return (value or "").strip().lower() in ("1", "t", "true", "yes")

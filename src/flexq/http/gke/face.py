@@ -1,0 +1,61 @@
+"""The Google Cloud REST face: ``container.googleapis.com/v1`` (clusters, node pools, operations), Resource
+Manager ``projects.get`` and Service Usage ``services.get``, all answered by the GKE backend.
+
+Owns only translation: method, path (with the query string less the transport's ``alt``/``prettyPrint``),
+JSON body -> ``TwinCore.gke(method, path, body)`` on the loop thread -> JSON response; Google-shaped
+errors (``{"error": {"code", "message", "status"}}``) for bad bodies and unexpected failures.
+Must not import domain packages; the backend lives in ``flexq.gke``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from flexq.errors import CloudError, RequestEntityTooLarge
+from flexq.http.common import json_response, on_loop, read_body
+
+log = logging.getLogger("flexq.http.gke")
+
+PREFIXES = ("/v1/", "/v1beta1/", "/v2/", "/v3/")
+_TRANSPORT_PARAMS = {"alt", "prettyPrint", "$alt", "$prettyPrint", "key", "quotaUser", "fields"}
+
+
+def google_error(code: int, status: str, message: str) -> Response:
+    return json_response(CloudError(code, status, message).to_dict(), code)
+
+
+def is_gke_path(path: str) -> bool:
+    return path.startswith(PREFIXES)
+
+
+async def handle(core: Any, request: Request) -> Response:
+    """Serve one Google Cloud API call."""
+    method = request.method.upper()
+    body: dict | None = None
+    try:
+        raw = await read_body(request)
+    except RequestEntityTooLarge as err:
+        return google_error(413, "INVALID_ARGUMENT", err.message)
+    if raw.strip():
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return google_error(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}")
+        if not isinstance(body, dict):
+            return google_error(400, "INVALID_ARGUMENT", "Invalid JSON payload received. Expected an object.")
+    query = [(k, v) for k, v in request.query_params.multi_items() if k not in _TRANSPORT_PARAMS]
+    path = request.url.path + (f"?{urlencode(query)}" if query else "")
+    try:
+        status, out = await on_loop(core.loop, lambda: core.gke(method, path, body))
+    except CloudError as err:
+        return json_response(err.to_dict(), err.code)
+    except Exception as exc:
+        log.exception("GKE API call %s %s failed", method, path)
+        return google_error(500, "INTERNAL", f"internal error: {exc}")
+    return json_response(out, status)

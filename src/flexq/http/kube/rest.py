@@ -1,0 +1,387 @@
+"""The Kubernetes REST verbs over the twin's store: get, list, watch, create, update, patch, apply, delete.
+
+Owns: ``KubeFace`` — which kinds a cluster serves (addon kinds only where the addon is on), request
+parsing (path, query, body, content types), ``fieldValidation`` (Strict/Warn/Ignore), ``dryRun``, versions
+(each request sees the version in its URL; the store keeps the storage version), Table output, pod logs,
+and Status errors. Every store call runs on the loop thread through ``on_loop``; the face decides nothing
+about domain state (style rule 5). Must not import domain packages (kube, kueue, gke, kuberay).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from flexq.api import scheme
+from flexq.api.registry import KindInfo
+from flexq.clock import format_time
+from flexq.errors import ApiError, BadRequest, Invalid, MethodNotAllowed, NotFound
+from flexq.http.common import decode_body, json_response, on_loop, read_body, status_response, truthy
+from flexq.http.kube import apply as ssa
+from flexq.http.kube import table as tables
+from flexq.http.kube.paths import Target
+from flexq.http.kube.watch import DEFAULT_TIMEOUT, WatchRequest, log_stream, watch_stream
+from flexq.store import Store
+
+PATCH_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/json-patch+json": "json",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+    "application/apply-patch+cbor": "apply-cbor",
+}
+_UNKNOWN = "field not declared in schema"
+
+
+def not_found_path() -> NotFound:
+    return NotFound("the server could not find the requested resource")
+
+
+class KubeFace:
+    """The resource endpoints of one twin (the cluster ``cluster``, else the twin's current one)."""
+
+    def __init__(self, core: Any, cluster: str | None = None) -> None:
+        self.core = core
+        self.cluster = cluster
+        self.loop = core.loop
+
+    # -- which kinds are served -------------------------------------------------------------------
+    def store(self) -> Store:
+        return self.core.current(self.cluster).store
+
+    def kinds(self) -> list[KindInfo]:
+        """Kinds this cluster serves (read on any thread: the registry and settings are only replaced)."""
+        rt = self.core.current(self.cluster)
+        addons = set(rt.settings.get("addons") or ())
+        return [k for k in rt.store.registry if not k.served_by_addon or not rt.name or k.served_by_addon in addons]
+
+    def resolve(self, t: Target) -> KindInfo:
+        for info in self.kinds():
+            if info.group == t.group and info.plural == t.resource and t.version in info.models:
+                if t.namespace is not None and not info.namespaced:
+                    raise not_found_path()
+                return info
+        raise not_found_path()
+
+    # -- entry ------------------------------------------------------------------------------------
+    async def handle(self, request: Request, t: Target) -> Response:
+        try:
+            return await self._dispatch(request, t)
+        except ApiError as err:
+            return status_response(err)
+
+    async def _dispatch(self, request: Request, t: Target) -> Response:
+        info = self.resolve(t)
+        m, q = request.method, request.query_params
+        if t.subresource == "log" and info.kind == "Pod" and m == "GET":
+            return await self.logs(request, t)
+        if t.subresource not in (None, "status") or (t.subresource == "status" and not info.status_subresource):
+            raise not_found_path()
+        if t.name is None:
+            if m == "GET":
+                if t.watch_prefix or truthy(q.get("watch")):
+                    return self.watch(request, t, info)
+                return await self.list(request, t, info)
+            if m == "POST":
+                return await self.create(request, t, info)
+            if m == "DELETE":
+                return await self.delete_collection(request, t, info)
+            raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({m})")
+        if m == "GET":
+            if t.watch_prefix:
+                return self.watch(request, t, info, name=t.name)
+            return await self.get(request, t, info)
+        if m == "PUT":
+            return await self.update(request, t, info)
+        if m == "PATCH":
+            return await self.patch(request, t, info)
+        if m == "DELETE":
+            return await self.delete(request, t, info)
+        raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({m})")
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _out(self, request: Request, info: KindInfo, obj: dict, t: Target, status: int = 200,
+             warnings: list[str] | None = None) -> Response:
+        view = scheme.render(info, obj, info.api_version(t.version))
+        accept = request.headers.get("accept", "")
+        headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
+        if tables.wants_table(accept) and request.method == "GET":
+            include = request.query_params.get("includeObject", "Metadata")
+            body = tables.table(info, [view], self.loop.now(), view["metadata"].get("resourceVersion", ""), include)
+            return json_response(body, status, headers=headers)
+        return json_response(view, status, headers=headers)
+
+    async def _body(self, request: Request) -> Any:
+        raw = await read_body(request)
+        return decode_body(raw, request.headers.get("content-type", "application/json"))
+
+    def _object_body(self, body: Any, info: KindInfo, t: Target) -> dict:
+        if not isinstance(body, dict):
+            raise BadRequest(f"the body of the request must be a {info.kind} object, not {type(body).__name__}")
+        body.setdefault("apiVersion", info.api_version(t.version))
+        body.setdefault("kind", info.kind)
+        if body["apiVersion"] != info.api_version(t.version) or body["kind"] != info.kind:
+            raise BadRequest(f"the API version in the data ({body['apiVersion']}) does not match the expected API "
+                             f"version ({info.api_version(t.version)})" if body["kind"] == info.kind else
+                             f"the kind in the data ({body['kind']}) does not match the expected kind ({info.kind})")
+        meta = body.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise BadRequest("metadata must be an object")
+        if t.namespace and meta and meta.get("namespace") and meta["namespace"] != t.namespace:
+            raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+        return body
+
+    @staticmethod
+    def _dry_run(request: Request, body: Any = None) -> bool:
+        vals = request.query_params.getlist("dryRun")
+        if isinstance(body, dict) and body.get("dryRun"):
+            vals += list(body["dryRun"])
+        for v in vals:
+            if v != "All":
+                raise BadRequest(f'Invalid dryRun value: "{v}": supported values: "All"')
+        return bool(vals)
+
+    @staticmethod
+    def _validation(request: Request) -> str:
+        mode = request.query_params.get("fieldValidation", "Warn") or "Warn"
+        if mode not in ("Strict", "Warn", "Ignore"):
+            raise BadRequest(f"fieldValidation must be one of Ignore, Warn, or Strict, got {mode!r}")
+        return mode
+
+    async def _write(self, mode: str, info: KindInfo, version: str, fn: Any) -> tuple[dict, list[str]]:
+        """Run ``fn(unknown_fields)`` on the loop with the request's field validation."""
+        if mode == "Ignore":
+            return await on_loop(self.loop, lambda: fn("Ignore")), []
+        try:
+            return await on_loop(self.loop, lambda: fn("Strict")), []
+        except Invalid as err:
+            unknown = [c for c in err.causes if c.message == _UNKNOWN]
+            if not unknown or len(unknown) != len(err.causes):
+                raise
+            names = [f'unknown field "{c.field}"' for c in unknown]
+            if mode == "Strict":
+                raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
+                                 f"strict decoding error: {', '.join(names)}") from None
+            return await on_loop(self.loop, lambda: fn("Ignore")), names
+
+    # -- reads ------------------------------------------------------------------------------------
+    async def get(self, request: Request, t: Target, info: KindInfo) -> Response:
+        obj = await on_loop(self.loop, lambda: self.store().get(info.kind, t.name or "", t.namespace))
+        return self._out(request, info, obj, t)
+
+    async def list(self, request: Request, t: Target, info: KindInfo) -> Response:
+        q = request.query_params
+
+        def run() -> tuple[list[dict], int]:
+            store = self.store()
+            return (store.list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector")),
+                    store.resource_version)
+
+        objs, rv = await on_loop(self.loop, run)
+        api_version = info.api_version(t.version)
+        views = [scheme.render(info, o, api_version) for o in objs]
+        if tables.wants_table(request.headers.get("accept", "")):
+            return json_response(tables.table(info, views, self.loop.now(), str(rv),
+                                              q.get("includeObject", "Metadata")))
+        return json_response({"kind": f"{info.kind}List", "apiVersion": api_version,
+                              "metadata": {"resourceVersion": str(rv)}, "items": views})
+
+    def watch(self, request: Request, t: Target, info: KindInfo, name: str | None = None) -> Response:
+        q = request.query_params
+        rv = q.get("resourceVersion")
+        if rv not in (None, "") and not rv.isdigit():
+            raise BadRequest(f'invalid resource version: "{rv}"')
+        fsel = q.get("fieldSelector")
+        if name:
+            fsel = f"metadata.name={name}" + (f",{fsel}" if fsel else "")
+        try:
+            timeout = float(q.get("timeoutSeconds") or DEFAULT_TIMEOUT)
+        except ValueError:
+            raise BadRequest(f"invalid timeoutSeconds: {q.get('timeoutSeconds')!r}") from None
+        from flexq.store.selectors import parse_field_selector, parse_label_selector
+
+        parse_label_selector(q.get("labelSelector"))
+        parse_field_selector(fsel)
+        req = WatchRequest(info, info.api_version(t.version), t.namespace, q.get("labelSelector"), fsel, rv,
+                           truthy(q.get("allowWatchBookmarks")), truthy(q.get("sendInitialEvents")), timeout,
+                           tables.wants_table(request.headers.get("accept", "")), q.get("includeObject", "Metadata"))
+        return StreamingResponse(watch_stream(self.loop, self.store, req), media_type="application/json")
+
+    # -- writes -----------------------------------------------------------------------------------
+    async def create(self, request: Request, t: Target, info: KindInfo) -> Response:
+        body = self._object_body(await self._body(request), info, t)
+        dry, mode = self._dry_run(request), self._validation(request)
+        obj, warns = await self._write(mode, info, t.version, lambda uf: self.store().create(
+            body, namespace=t.namespace, unknown_fields=uf, dry_run=dry))
+        return self._out(request, info, obj, t, 201, warns)
+
+    async def update(self, request: Request, t: Target, info: KindInfo) -> Response:
+        body = self._object_body(await self._body(request), info, t)
+        meta = body.setdefault("metadata", {})
+        if meta.get("name") and meta["name"] != t.name:
+            raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})")
+        meta["name"] = t.name
+        dry, mode = self._dry_run(request), self._validation(request)
+        if t.subresource == "status":
+            def write_status(uf: str) -> dict:
+                obj = body
+                if info.api_version(t.version) != info.storage_api_version:
+                    obj = {**scheme.admit(info, body, None, "Ignore"), "metadata": body["metadata"]}
+                return self.store().update_status(obj, validate=True, namespace=t.namespace)
+
+            obj, warns = await self._write(mode, info, t.version, write_status)
+        else:
+            obj, warns = await self._write(mode, info, t.version, lambda uf: self.store().update(
+                body, namespace=t.namespace, unknown_fields=uf, dry_run=dry))
+        return self._out(request, info, obj, t, 200, warns)
+
+    async def patch(self, request: Request, t: Target, info: KindInfo) -> Response:
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        ptype = PATCH_TYPES.get(ctype)
+        if ptype is None or ptype == "apply-cbor":
+            from flexq.errors import UnsupportedMediaType
+
+            raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '
+                                       f'include: {", ".join(k for k in PATCH_TYPES if "cbor" not in k)}')
+        raw = await read_body(request)
+        body = decode_body(raw, "application/yaml" if ptype == "apply" else "application/json")
+        dry, mode = self._dry_run(request), self._validation(request)
+        if ptype == "apply":
+            return await self._apply(request, t, info, body, dry, mode)
+        api_version = info.api_version(t.version)
+        obj, warns = await self._write(mode, info, t.version, lambda uf: self.store().patch(
+            info.kind, t.name or "", body, t.namespace, patch_type=ptype, subresource=t.subresource,
+            api_version=api_version, unknown_fields=uf, dry_run=dry))
+        return self._out(request, info, obj, t, 200, warns)
+
+    async def _apply(self, request: Request, t: Target, info: KindInfo, body: Any, dry: bool,
+                     mode: str) -> Response:
+        manager = request.query_params.get("fieldManager")
+        if not manager:
+            raise BadRequest("PATCH, application/apply-patch+yaml requests require a fieldManager to be set")
+        body = self._object_body(body, info, t)
+        meta = body.setdefault("metadata", {})
+        if meta.get("name") and meta["name"] != t.name:
+            raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})")
+        meta["name"] = t.name
+        if t.namespace and info.namespaced:
+            meta.setdefault("namespace", t.namespace)
+        force, api_version = truthy(request.query_params.get("force")), info.api_version(t.version)
+        created = [False]
+
+        def run(uf: str) -> dict:
+            store = self.store()
+            cur = store.try_get(info.kind, t.name or "", t.namespace)
+            now = format_time(self.loop.now())
+            if cur is None:
+                created[0] = True
+                return store.create(ssa.apply(None, body, manager, force, api_version, now),
+                                    namespace=t.namespace, unknown_fields=uf, dry_run=dry)
+            live = scheme.render(info, cur, api_version)
+            merged = ssa.apply(live, body, manager, force, api_version, now)
+            if info.status_subresource and t.subresource != "status":
+                merged.pop("status", None)
+            if t.subresource == "status":
+                return store.update_status(merged if api_version == info.storage_api_version else
+                                           {**scheme.admit(info, merged, cur, "Ignore"), "metadata": cur["metadata"]},
+                                           validate=True, namespace=t.namespace)
+            return store.update(merged, namespace=t.namespace, unknown_fields=uf, dry_run=dry)
+
+        obj, warns = await self._write(mode, info, t.version, run)
+        return self._out(request, info, obj, t, 201 if created[0] else 200, warns)
+
+    async def _delete_options(self, request: Request) -> dict:
+        raw = await read_body(request)
+        opts: dict = {}
+        if raw.strip():
+            opts = decode_body(raw, request.headers.get("content-type", "application/json"))
+            if not isinstance(opts, dict):
+                raise BadRequest("DeleteOptions must be an object")
+        q = request.query_params
+        if q.get("propagationPolicy"):
+            opts["propagationPolicy"] = q["propagationPolicy"]
+        if opts.get("propagationPolicy") not in (None, "Background", "Foreground", "Orphan"):
+            raise BadRequest(f"propagationPolicy: Unsupported value: {opts['propagationPolicy']!r}: supported "
+                             'values: "Foreground", "Background", "Orphan"')
+        if truthy(q.get("orphanDependents")) or opts.get("orphanDependents"):
+            opts["propagationPolicy"] = "Orphan"
+        return opts
+
+    async def delete(self, request: Request, t: Target, info: KindInfo) -> Response:
+        opts = await self._delete_options(request)
+        dry = self._dry_run(request, opts)
+
+        def run() -> tuple[dict, dict | None]:
+            store = self.store()
+            gone = store.delete(info.kind, t.name or "", t.namespace, propagation=opts.get("propagationPolicy")
+                                or "Background", preconditions=opts.get("preconditions"), dry_run=dry)
+            return gone, (None if dry else store.try_get(info.kind, t.name or "", t.namespace))
+
+        gone, still = await on_loop(self.loop, run)
+        if still is not None or dry:
+            return self._out(request, info, still or gone, t)
+        details = {"name": t.name, "kind": info.plural, "uid": gone["metadata"].get("uid")}
+        if info.group:
+            details["group"] = info.group
+        return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                              "details": details})
+
+    async def delete_collection(self, request: Request, t: Target, info: KindInfo) -> Response:
+        opts = await self._delete_options(request)
+        dry, q = self._dry_run(request, opts), request.query_params
+
+        def run() -> list[dict]:
+            store = self.store()
+            objs = store.list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector"))
+            for o in objs:
+                with contextlib.suppress(NotFound):
+                    store.delete(info.kind, o["metadata"]["name"], o["metadata"].get("namespace"),
+                                 propagation=opts.get("propagationPolicy") or "Background", dry_run=dry)
+            return objs
+
+        objs = await on_loop(self.loop, run)
+        api_version = info.api_version(t.version)
+        return json_response({"kind": f"{info.kind}List", "apiVersion": api_version, "metadata": {},
+                              "items": [scheme.render(info, o, api_version) for o in objs]})
+
+    # -- pod logs ---------------------------------------------------------------------------------
+    async def logs(self, request: Request, t: Target) -> Response:
+        q = request.query_params
+        ns, name, container = t.namespace or "default", t.name or "", q.get("container") or None
+        pod = await on_loop(self.loop, lambda: self.store().get("Pod", name, ns))
+        names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+        if container is None:
+            if len(names) > 1:
+                raise BadRequest(f"a container name must be specified for pod {name}, choose one of: "
+                                 f"[{' '.join(str(n) for n in names)}]")
+            container = names[0] if names else None
+        elif container not in names:
+            raise BadRequest(f"container {container} is not valid for pod {name}")
+        logs = self.core.logs
+        text = logs.read(ns, name, container)
+        phase = (pod.get("status") or {}).get("phase", "Pending")
+        if not text and phase == "Pending":
+            raise BadRequest(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
+        tail = q.get("tailLines")
+        if tail is not None:
+            if not re.fullmatch(r"-?\d+", tail):
+                raise BadRequest(f"tailLines: invalid value {tail!r}")
+            if int(tail) >= 0:
+                lines = text.splitlines(keepends=True)
+                text = "".join(lines[-int(tail):]) if int(tail) else ""
+        limit = q.get("limitBytes")
+        if limit and limit.isdigit():
+            text = text.encode()[: int(limit)].decode(errors="ignore")
+        if not truthy(q.get("follow")):
+            return Response(text.encode(), media_type="text/plain")
+
+        def finished() -> bool:
+            p = self.store().try_get("Pod", name, ns)
+            return p is None or (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+        return StreamingResponse(log_stream(self.loop, logs, ns, name, container, text, finished),
+                                 media_type="text/plain")

@@ -1,0 +1,165 @@
+"""Serving a live twin: uvicorn on a loopback port with the twin's TLS, and the files clients need.
+
+Owns: ``Server`` (start in a background thread / stop), ``serve(core, home, host, port)`` (the blocking
+runner ``flexq up`` uses: serves until SIGTERM/SIGINT), and what a served twin writes into its home —
+``server.json`` (pid, url, port, CA, token file, kubeconfig, client environment), ``kubeconfig`` (context
+``flexq``; contexts others add, such as ``gcloud container clusters get-credentials``, are kept) — plus
+``client_env(home)``, the environment that points kubectl and gcloud at the twin. Sets
+``core.settings["kube_endpoint"]`` (``127.0.0.1:<port>``) and ``core.settings["kube_ca_b64"]`` for the GKE
+backend to put in each cluster's ``endpoint`` and ``masterAuth.clusterCaCertificate``.
+Must not import domain packages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+import yaml
+
+from flexq.http.app import build_app
+from flexq.http.tls import Credentials, ensure_credentials
+
+log = logging.getLogger("flexq.http.server")
+
+SERVER_FILE, KUBECONFIG_FILE, PID_FILE = "server.json", "kubeconfig", "pid"
+CONTEXT = "flexq"
+
+
+class Server:
+    """One HTTPS listener serving a TwinCore (``port=0`` picks a free port)."""
+
+    def __init__(self, core: Any, home: str | Path, host: str = "127.0.0.1", port: int = 0, *,
+                 tls: bool = True, auth: bool = True) -> None:
+        self.core, self.home, self.host = core, Path(home), host
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.creds: Credentials = ensure_credentials(self.home, core.loop.now())
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(512)
+        self.port: int = self.sock.getsockname()[1]
+        self.tls = tls
+        hostport = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://{hostport}"
+        core.settings["kube_endpoint"] = hostport
+        core.settings["kube_ca_b64"] = self.creds.ca_b64
+        self.app = build_app(core, self.creds.token if auth else None, hostport)
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, http="h11", ws="none",
+                                lifespan="off", timeout_keep_alive=60,
+                                ssl_certfile=str(self.creds.server_cert) if tls else None,
+                                ssl_keyfile=str(self.creds.server_key) if tls else None)
+        self.uvicorn = uvicorn.Server(config)
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> Server:
+        """Serve in a daemon thread; connections made before it is up wait in the listen backlog."""
+        self.thread = threading.Thread(target=lambda: asyncio.run(self.uvicorn.serve(sockets=[self.sock])),
+                                       name="flexq-http", daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.uvicorn.should_exit = True
+        if self.thread is not None:
+            self.thread.join(timeout)
+            if self.thread.is_alive():
+                self.uvicorn.force_exit = True
+                self.thread.join(timeout)
+        self.sock.close()
+
+    # -- files for clients ------------------------------------------------------------------------
+    def kubeconfig_path(self) -> Path:
+        return self.home / KUBECONFIG_FILE
+
+    def write_files(self) -> dict[str, Any]:
+        """``kubeconfig`` (upserting the ``flexq`` entries), ``server.json`` and ``pid``; returns server.json."""
+        write_kubeconfig(self.kubeconfig_path(), self.url, self.creds)
+        info = {"pid": os.getpid(), "url": self.url, "host": self.host, "port": self.port,
+                "ca": str(self.creds.ca_cert), "token_file": str(self.creds.token_file),
+                "kubeconfig": str(self.kubeconfig_path())}
+        info["env"] = client_env(self.home, info)
+        (self.home / SERVER_FILE).write_text(json.dumps(info, indent=2) + "\n")
+        (self.home / PID_FILE).write_text(f"{os.getpid()}\n")
+        return info
+
+    def remove_files(self) -> None:
+        for name in (SERVER_FILE, PID_FILE):
+            (self.home / name).unlink(missing_ok=True)
+
+
+def _upsert(items: list[dict], name: str, key: str, value: dict) -> list[dict]:
+    out = [i for i in items if i.get("name") != name]
+    return [{"name": name, key: value}, *out]
+
+
+def write_kubeconfig(path: Path, url: str, creds: Credentials) -> None:
+    """Add or refresh the ``flexq`` cluster/user/context in ``path``; other entries stay."""
+    cfg: dict[str, Any] = {}
+    if path.exists():
+        try:
+            cfg = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError:
+            cfg = {}
+    cfg.setdefault("apiVersion", "v1")
+    cfg.setdefault("kind", "Config")
+    cfg.setdefault("preferences", {})
+    cfg["clusters"] = _upsert(cfg.get("clusters") or [], CONTEXT, "cluster",
+                              {"server": url, "certificate-authority-data": creds.ca_b64})
+    cfg["users"] = _upsert(cfg.get("users") or [], CONTEXT, "user", {"tokenFile": str(creds.token_file)})
+    cfg["contexts"] = _upsert(cfg.get("contexts") or [], CONTEXT, "context",
+                              {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"})
+    cfg.setdefault("current-context", CONTEXT)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)
+
+
+def client_env(home: str | Path, info: dict[str, Any] | None = None) -> dict[str, str]:
+    """Environment pointing kubectl and gcloud at a served twin (from its ``server.json``)."""
+    home = Path(home)
+    if info is None:
+        info = json.loads((home / SERVER_FILE).read_text())
+    base = info["url"].rstrip("/") + "/"
+    return {
+        "KUBECONFIG": info["kubeconfig"],
+        "CLOUDSDK_CONFIG": str(home / "gcloud"),
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER": base,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDRESOURCEMANAGER": base,
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": base,
+        "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE": info["token_file"],
+        "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE": info["ca"],
+        "USE_GKE_GCLOUD_AUTH_PLUGIN": "True",
+    }
+
+
+def serve(core: Any, home: str | Path, host: str = "127.0.0.1", port: int = 0,
+          ready: threading.Event | None = None) -> None:
+    """Serve ``core`` until SIGTERM or SIGINT (``flexq up``'s foreground body). Writes the client files first."""
+    server = Server(core, home, host, port).start()
+    server.write_files()
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+    log.info("serving the twin at %s", server.url)
+    if ready is not None:
+        ready.set()
+    try:
+        while not stop.wait(1.0):
+            if server.thread is not None and not server.thread.is_alive():
+                log.error("the HTTP server stopped unexpectedly")
+                break
+    finally:
+        server.stop()
+        server.remove_files()
