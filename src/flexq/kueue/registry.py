@@ -15,6 +15,9 @@ from flexq.kueue.core_controllers import (
     RequeuerController,
     SchedulerController,
 )
+from flexq.kueue.jobframework import JobController
+from flexq.kueue.jobs import JOB_ADAPTERS
+from flexq.kueue.provisioning import ProvisioningCheckController, ProvisioningController
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload_controller import WorkloadController
 from flexq.runtime import Context, Controller
@@ -50,6 +53,8 @@ def controllers(ctx: Context) -> list[Controller]:
         ClusterQueueStatusController(ctx, state),
         LocalQueueStatusController(ctx, state),
     ]
+    out += [ProvisioningCheckController(ctx), ProvisioningController(ctx, state)]
+    out += [JobController(ctx, state, adapter) for adapter in JOB_ADAPTERS.values()]
     out.append(_StateStarter(ctx, state))
     return out
 

@@ -1,0 +1,260 @@
+"""Kueue's generic job reconciler (``pkg/controller/jobframework/reconciler.go``) as named steps.
+
+Owns: ``JobController`` (one per kind in ``jobs.JOB_ADAPTERS``) and Kueue's Workload naming
+(``<kind>-<name>-<first 5 hex of sha1(kind, group, name, uid[, extra])>``). Writes, on jobs:
+``spec.suspend`` (suspended when created — the webhook's default — when not admitted and when the
+workload is evicted) and the pod-template injection on start (flavors' nodeSelector/tolerations,
+checks' podSetUpdates) and its restoration on stop. On Workloads: creation (owner reference,
+``kueue.x-k8s.io/job-uid`` label, ``provreq.kueue.x-k8s.io/*`` annotations, priority from a
+WorkloadPriorityClass), pod-set count updates and replacement slices of elastic jobs,
+``Finished`` (Succeeded / Failed / FailedToStart), ``PodsReady``, and quota release after an
+eviction once the job is inactive (QuotaReserved=False ``PendingEvaluation``, ``Requeued``).
+Events: CreatedWorkload, Started, Stopped, Suspended, FinishedWorkload.
+
+Must not import ``flexq.kuberay``, ``flexq.kube``, ``flexq.gke`` or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from flexq.kueue.jobs import JobAdapter
+from flexq.kueue.podset import PodSetMergeError, from_podset, infos_for
+from flexq.kueue.state import KueueState
+from flexq.kueue.workload import (
+    find_condition,
+    has_quota_reservation,
+    is_admitted,
+    is_true,
+    set_condition,
+    unset_quota_reservation,
+)
+from flexq.runtime.controller import Controller, Key, Result, Watch
+
+__all__ = ["JobController", "workload_name"]
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
+SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
+MAX_NAME = 253
+
+
+def workload_name(kind: str, group: str, name: str, uid: str, extra: str = "") -> str:
+    """``GenerateWorkloadNameWithExtra``."""
+    h = hashlib.sha1()
+    for part in (kind, "\n", group, "\n", name, "\n", uid):
+        h.update(part.encode())
+    if extra:
+        h.update(b"\n" + extra.encode())
+    prefix = f"{kind.lower()}-{name}"[: MAX_NAME - 6]
+    return f"{prefix}-{h.hexdigest()[:5]}"
+
+
+class JobController(Controller):
+    """Reconciles one job kind against its Workload(s)."""
+
+    def __init__(self, ctx, state: KueueState, adapter: type[JobAdapter]) -> None:
+        super().__init__(ctx)
+        self.state, self.adapter = state, adapter
+        self.kind = adapter.kind
+        self.name = f"kueue-job-{adapter.kind.lower()}"
+
+    def watches(self) -> list[Watch]:
+        kind = self.kind
+
+        def owner(ev) -> list:
+            md = ev.object["metadata"]
+            return [(md.get("namespace", ""), r["name"]) for r in md.get("ownerReferences") or []
+                    if r.get("kind") == kind and r.get("controller")]
+
+        return [Watch(kind), Watch("Workload", owner)]
+
+    # the steps, in Kueue's order -------------------------------------------------------------------
+    def reconcile(self, key: Key) -> Result | None:
+        ns, name = key
+        obj = self.store.try_get(self.kind, name, ns)
+        if obj is None:
+            return None
+        job = self.adapter(obj)
+        labels = obj["metadata"].get("labels") or {}
+        if job.skip() or not (labels.get(QUEUE_LABEL) or self.state.config.manage_jobs_without_queue_name):
+            return None
+        now = self.ctx.now()
+        elastic = job.elastic(self.state.config.gate("ElasticJobsViaWorkloadSlices"))
+        # 1. find (or fix up) this job's workload
+        wl = self._ensure_one_workload(job, elastic, now)
+        if wl is not None and is_true(wl, "Finished"):
+            return None
+        # 2. the job finished: finish the workload
+        msg, success, finished = job.finished()
+        if finished:
+            if wl is not None and not is_true(wl, "Finished"):
+                set_condition(wl, "Finished", True, "Succeeded" if success else "Failed", msg, now)
+                self.store.update_status(wl)
+                self.events.record(obj, "Normal", "FinishedWorkload",
+                                   f"Workload '{ns}/{wl['metadata']['name']}' is declared finished")
+            return None
+        # 3. no workload: create it (suspending the job first, as Kueue's webhook would have)
+        if wl is None:
+            return self._no_workload(job, elastic, now)
+        # 4. PodsReady
+        if self.state.config.wait_for_pods_ready and self._sync_pods_ready(job, wl, now):
+            return None
+        # 5. eviction: stop the job, then release the quota once it is inactive
+        ev = find_condition(wl, "Evicted")
+        if ev is not None and ev.get("status") == "True":
+            self._stop(job, wl, ev.get("message", ""))
+            if has_quota_reservation(wl) and not job.is_active():
+                requeued = ev.get("reason") in ("Preempted", "NodeFailures")
+                set_condition(wl, "Requeued", requeued, ev.get("reason", ""), ev.get("message", ""), now)
+                unset_quota_reservation(wl, "PendingEvaluation", ev.get("message", ""), now)
+                self.store.update_status(wl)
+            return None
+        # 6. suspended: start when admitted
+        if job.is_suspended():
+            if is_admitted(wl):
+                self._start(job, wl, now)
+            return None
+        # 7. running without admission: stop
+        if not is_admitted(wl) and not elastic:
+            self._stop(job, wl, "Not admitted by cluster queue")
+        return None
+
+    def _owned(self, obj: dict) -> list[dict]:
+        uid = obj["metadata"].get("uid")
+        out = [w for w in self.store.list("Workload", obj["metadata"]["namespace"])
+               if any(r.get("uid") == uid and r.get("controller") for r in w["metadata"].get("ownerReferences") or [])]
+        return sorted(out, key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
+
+    def _pod_sets(self, job: JobAdapter, elastic: bool) -> list[dict]:
+        pss = job.pod_sets()
+        rc_name = job.status.get("rayClusterName")
+        if elastic and rc_name and job.kind == "RayJob":
+            rc = self.store.try_get("RayCluster", rc_name, job.obj["metadata"]["namespace"])
+            for wg in ((rc or {}).get("spec") or {}).get("workerGroupSpecs") or []:
+                if wg.get("replicas") is None:
+                    continue
+                count = int(wg["replicas"]) * max(1, int(wg.get("numOfHosts") or 1))
+                for ps in pss:
+                    if ps["name"] == str(wg["groupName"]).lower():
+                        ps["count"] = count
+        return pss
+
+    def _ensure_one_workload(self, job: JobAdapter, elastic: bool, now: float) -> dict | None:
+        owned = [w for w in self._owned(job.obj) if not is_true(w, "Finished")]
+        if not owned:
+            return None
+        want = self._pod_sets(job, elastic)
+        counts = [ps["count"] for ps in want]
+        if elastic:
+            latest = owned[-1]
+            have = [ps.get("count", 1) for ps in latest["spec"]["podSets"]]
+            if have == counts or len(have) != len(counts):
+                return owned[0] if len(owned) > 1 and has_quota_reservation(owned[0]) else latest
+            if not has_quota_reservation(latest) or all(c <= h for c, h in zip(counts, have, strict=True)):
+                for ps, c in zip(latest["spec"]["podSets"], counts, strict=True):
+                    ps["count"] = c
+                return self.store.update(latest)
+            self._create(job, want, now, replaces=latest)
+            return latest
+        wl = owned[0]
+        same = [(p["name"], p.get("count", 1)) for p in wl["spec"]["podSets"]] == [(p["name"], p["count"]) for p in want]
+        if not same and not has_quota_reservation(wl):
+            self.store.delete("Workload", wl["metadata"]["name"], wl["metadata"]["namespace"])
+            return None
+        return wl
+
+    def _no_workload(self, job: JobAdapter, elastic: bool, now: float) -> Result | None:
+        obj = job.obj
+        problems = job.validate()
+        if problems:
+            self.events.record(obj, "Warning", "InvalidJob", "; ".join(problems))
+            return None
+        if not job.is_suspended():
+            if job.is_active() and not elastic:
+                return None
+            job.suspend()
+            self.store.update(obj)
+            self.events.record(obj, "Normal", "Suspended", "Kueue managed job suspended")
+            return None
+        self._create(job, self._pod_sets(job, elastic), now)
+        return None
+
+    def _create(self, job: JobAdapter, pod_sets: list[dict], now: float, replaces: dict | None = None) -> dict:
+        obj = job.obj
+        md = obj["metadata"]
+        elastic = job.elastic(self.state.config.gate("ElasticJobsViaWorkloadSlices"))
+        extra = job.name_extra() if elastic else ""
+        if replaces is not None:
+            extra += f"_{len(self._owned(obj))}"
+        name = workload_name(job.kind, job.group, md["name"], md.get("uid", ""), extra)
+        ann = {k: v for k, v in (md.get("annotations") or {}).items() if k.startswith("provreq.kueue.x-k8s.io/")}
+        if elastic:
+            ann["kueue.x-k8s.io/elastic-job"] = "true"
+            if replaces is None:
+                ann[SLICE_NAME] = name
+            else:
+                ann[SLICE_REPLACEMENT_FOR] = f"{md['namespace']}/{replaces['metadata']['name']}"
+                ann[SLICE_NAME] = (replaces["metadata"].get("annotations") or {}).get(SLICE_NAME, replaces["metadata"]["name"])
+        spec: dict = {"podSets": pod_sets, "queueName": (md.get("labels") or {}).get(QUEUE_LABEL, ""), "active": True}
+        pc = (md.get("labels") or {}).get(PRIORITY_LABEL)
+        if pc:
+            wpc = self.store.try_get("WorkloadPriorityClass", pc)
+            if wpc is None:
+                self.events.record(obj, "Warning", "WorkloadPriorityClassNotFound", f'WorkloadPriorityClass "{pc}" not found')
+                raise LookupError(f"WorkloadPriorityClass {pc} not found")
+            spec["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": pc}
+            spec["priority"] = int(wpc.get("value", 0))
+        else:
+            spec["priority"] = 0
+        wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+              "metadata": {"name": name, "namespace": md["namespace"], "annotations": ann,
+                           "labels": {JOB_UID_LABEL: md.get("uid", "")},
+                           "ownerReferences": [{"apiVersion": obj["apiVersion"], "kind": job.kind, "name": md["name"],
+                                                "uid": md.get("uid"), "controller": True, "blockOwnerDeletion": True}]},
+              "spec": spec}
+        out = self.store.create(wl)
+        self.events.record(obj, "Normal", "CreatedWorkload", f"Created Workload: {md['namespace']}/{name}")
+        return out
+
+    def _sync_pods_ready(self, job: JobAdapter, wl: dict, now: float) -> bool:
+        cur = find_condition(wl, "PodsReady")
+        not_ready, ready_msg = "Not all pods are ready or succeeded", "All pods reached readiness and the workload is running"
+        if not is_admitted(wl):
+            want = (False, "WaitForStart", not_ready)
+        elif job.pods_ready():
+            recovered = cur is not None and cur.get("reason") in ("WaitForRecovery", "Recovered")
+            want = (True, "Recovered" if recovered else "Started", ready_msg)
+        elif cur is None:
+            want = (False, "WaitForStart", not_ready)
+        elif cur.get("status") == "True":
+            want = (False, "WaitForRecovery", "At least one pod has failed, waiting for recovery")
+        else:
+            return False
+        if cur is not None and cur.get("status") == ("True" if want[0] else "False") and cur.get("reason") == want[1]:
+            return False
+        set_condition(wl, "PodsReady", want[0], want[1], want[2], now)
+        self.store.update_status(wl)
+        return True
+
+    def _start(self, job: JobAdapter, wl: dict, now: float) -> None:
+        try:
+            infos = infos_for(wl, self.state.flavors)
+            job.run_with(infos)
+        except (PodSetMergeError, ValueError) as exc:
+            set_condition(wl, "Finished", True, "FailedToStart", str(exc), now)
+            self.store.update_status(wl)
+            return
+        out = self.store.update(job.obj)
+        self.events.record(out, "Normal", "Started",
+                           f"Admitted by clusterQueue {wl['status']['admission']['clusterQueue']}")
+
+    def _stop(self, job: JobAdapter, wl: dict, msg: str) -> None:
+        if job.is_suspended():
+            return
+        job.suspend()
+        job.restore([from_podset(ps) for ps in (wl.get("spec") or {}).get("podSets") or []])
+        out = self.store.update(job.obj)
+        self.events.record(out, "Normal", "Stopped", msg)

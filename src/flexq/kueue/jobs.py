@@ -1,0 +1,237 @@
+"""Job integrations: how a batch/v1 Job and a ray.io/v1 RayJob look to Kueue's job framework.
+
+Owns: ``JobAdapter`` — the small ``GenericJob`` protocol with safe defaults (style rule 6) — and the
+two adapters, each a thin reading of the upstream adapter:
+- ``BatchJob`` (``pkg/controller/jobs/job/job_controller.go``): one pod set ``main`` with
+  ``min(parallelism, completions)`` pods; active ⇔ ``status.active``; finished ⇔ Complete/Failed
+  condition; pods ready ⇔ ready + succeeded ≥ pod count.
+- ``RayJob`` (``pkg/controller/jobs/rayjob``, ``raycluster/common.go``): pod sets ``head`` (+ the
+  in-tree autoscaler sidecar's 500m/512Mi, + a SidecarMode submitter), one per worker group
+  (``(replicas ?? 1) × numOfHosts``), ``submitter`` last in K8sJobMode (default template: head image,
+  500m/200Mi requests, 1/1Gi limits); active ⇔ ``jobDeploymentStatus`` ∉ {Suspended, New, ""};
+  finished ⇔ Complete/Failed; pods ready ⇔ ``rayClusterStatus.state == ready``; Kueue's validation.
+``JOB_ADAPTERS`` is the explicit registry (kind → adapter class).
+Must not import ``flexq.kuberay``, ``flexq.kube``, ``flexq.gke`` or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from flexq.kueue.podset import PodSetInfo, merge_into_template, restore_template
+
+__all__ = ["JOB_ADAPTERS", "BatchJob", "JobAdapter", "RayJob"]
+
+ELASTIC_ANNOTATION = "kueue.x-k8s.io/elastic-job"
+RAYCLUSTER_GENERATION = "kueue.x-k8s.io/raycluster-generation"
+
+
+class JobAdapter:
+    """A job kind as Kueue's job framework sees it. Subclasses override what differs."""
+
+    kind = ""
+    group = ""
+
+    def __init__(self, obj: dict) -> None:
+        self.obj = obj
+
+    @property
+    def spec(self) -> dict:
+        return self.obj.setdefault("spec", {})
+
+    @property
+    def status(self) -> dict:
+        return self.obj.get("status") or {}
+
+    def pod_sets(self) -> list[dict]:
+        """Workload pod sets (name, count, template)."""
+        raise NotImplementedError
+
+    def templates(self) -> list[dict]:
+        """The job's own pod templates, in pod-set order (mutated on start and stop)."""
+        raise NotImplementedError
+
+    def is_suspended(self) -> bool:
+        return bool(self.spec.get("suspend"))
+
+    def suspend(self) -> None:
+        self.spec["suspend"] = True
+
+    def is_active(self) -> bool:
+        return False
+
+    def finished(self) -> tuple[str, bool, bool]:
+        """(message, success, finished)."""
+        return "", True, False
+
+    def pods_ready(self) -> bool:
+        return False
+
+    def skip(self) -> bool:
+        """Jobs Kueue leaves alone."""
+        return False
+
+    def validate(self) -> list[str]:
+        """Problems Kueue's webhook would refuse."""
+        return []
+
+    def elastic(self, gate: bool) -> bool:
+        """Workload slicing applies."""
+        return gate and (self.obj["metadata"].get("annotations") or {}).get(ELASTIC_ANNOTATION) == "true"
+
+    def name_extra(self) -> str:
+        """Extra hash input for workload-slice names."""
+        return str(self.obj["metadata"].get("generation", 1))
+
+    def run_with(self, infos: list[PodSetInfo]) -> None:
+        """``RunWithPodSetsInfo``: unsuspend and inject."""
+        tpls = self.templates()
+        if len(infos) != len(tpls):
+            raise ValueError(f"invalid podset infos: expecting {len(tpls)} podset, got {len(infos)}")
+        self.spec["suspend"] = False
+        for tpl, info in zip(tpls, infos, strict=True):
+            merge_into_template(tpl, info)
+
+    def restore(self, infos: list[PodSetInfo]) -> bool:
+        """``RestorePodSetsInfo``."""
+        tpls = self.templates()
+        if len(infos) != len(tpls):
+            return False
+        changed = False
+        for tpl, info in zip(tpls, infos, strict=True):
+            changed = restore_template(tpl, info) or changed
+        return changed
+
+
+class BatchJob(JobAdapter):
+    """batch/v1 Job."""
+
+    kind, group = "Job", "batch"
+
+    def _count(self) -> int:
+        par = self.spec.get("parallelism")
+        count = 1 if par is None else int(par)
+        comp = self.spec.get("completions")
+        if comp is not None:
+            count = min(count, int(comp) - int(self.status.get("succeeded") or 0))
+        return max(count, 0)
+
+    def pod_sets(self) -> list[dict]:
+        return [{"name": "main", "count": self._count(), "template": copy.deepcopy(self.spec.get("template") or {})}]
+
+    def templates(self) -> list[dict]:
+        return [self.spec.setdefault("template", {})]
+
+    def is_active(self) -> bool:
+        return int(self.status.get("active") or 0) != 0
+
+    def finished(self) -> tuple[str, bool, bool]:
+        for c in self.status.get("conditions") or []:
+            if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
+                return c.get("message", ""), c["type"] != "Failed", True
+        return "", True, False
+
+    def pods_ready(self) -> bool:
+        return int(self.status.get("ready") or 0) + int(self.status.get("succeeded") or 0) >= self._count()
+
+
+def _default_submitter(head_image: str) -> dict:
+    return {"spec": {"containers": [{"name": "ray-job-submitter", "image": head_image, "resources": {
+        "limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}}],
+        "restartPolicy": "Never"}}
+
+
+class RayJob(JobAdapter):
+    """ray.io/v1 RayJob."""
+
+    kind, group = "RayJob", "ray.io"
+
+    @property
+    def cluster(self) -> dict:
+        return self.spec.setdefault("rayClusterSpec", {})
+
+    def _mode(self) -> str:
+        return self.spec.get("submissionMode") or "K8sJobMode"
+
+    def pod_sets(self) -> list[dict]:
+        rc = self.cluster
+        head_tpl = copy.deepcopy((rc.get("headGroupSpec") or {}).get("template") or {})
+        containers = head_tpl.setdefault("spec", {}).setdefault("containers", [])
+        if rc.get("enableInTreeAutoscaling"):
+            res = ((rc.get("autoscalerOptions") or {}).get("resources")
+                   or {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}})
+            containers.append({"name": "autoscaler", "resources": copy.deepcopy(res)})
+        if self._mode() == "SidecarMode":
+            containers.append({"name": "ray-job-submitter", "resources": {
+                "limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}})
+        out = [{"name": "head", "count": 1, "template": head_tpl}]
+        for wg in rc.get("workerGroupSpecs") or []:
+            count = 1 if wg.get("replicas") is None else int(wg["replicas"])
+            if int(wg.get("numOfHosts") or 1) > 1:
+                count *= int(wg["numOfHosts"])
+            out.append({"name": str(wg["groupName"]).lower(), "count": count,
+                        "template": copy.deepcopy(wg.get("template") or {})})
+        if self._mode() == "K8sJobMode":
+            out.append({"name": "submitter", "count": 1, "template": copy.deepcopy(self._submitter_template())})
+        return out
+
+    def _submitter_template(self) -> dict:
+        if self.spec.get("submitterPodTemplate"):
+            return self.spec["submitterPodTemplate"]
+        head = ((self.cluster.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
+        image = ((head.get("containers") or [{}])[0]).get("image", "")
+        return _default_submitter(image)
+
+    def templates(self) -> list[dict]:
+        rc = self.cluster
+        out = [rc.setdefault("headGroupSpec", {}).setdefault("template", {})]
+        out += [wg.setdefault("template", {}) for wg in rc.get("workerGroupSpecs") or []]
+        if self._mode() == "K8sJobMode":
+            if not self.spec.get("submitterPodTemplate"):
+                self.spec["submitterPodTemplate"] = self._submitter_template()
+            out.append(self.spec["submitterPodTemplate"])
+        return out
+
+    def is_active(self) -> bool:
+        return self.status.get("jobDeploymentStatus") not in (None, "", "Suspended", "New")
+
+    def finished(self) -> tuple[str, bool, bool]:
+        ds = self.status.get("jobDeploymentStatus")
+        return (self.status.get("message", ""), self.status.get("jobStatus") == "SUCCEEDED",
+                ds in ("Complete", "Failed"))
+
+    def pods_ready(self) -> bool:
+        return ((self.status.get("rayClusterStatus") or {}).get("state")) == "ready"
+
+    def skip(self) -> bool:
+        return bool(self.spec.get("clusterSelector"))
+
+    def name_extra(self) -> str:
+        extra = str(self.obj["metadata"].get("generation", 1))
+        gen = (self.obj["metadata"].get("annotations") or {}).get(RAYCLUSTER_GENERATION)
+        return extra + ("_" + gen if gen else "")
+
+    def validate(self) -> list[str]:
+        """Kueue's RayJob webhook rules (``rayjob_webhook.go``)."""
+        errs = []
+        if self.spec.get("clusterSelector"):
+            return errs
+        if not self.spec.get("shutdownAfterJobFinishes"):
+            errs.append("spec.shutdownAfterJobFinishes: Invalid value: false: a kueue managed job should "
+                        "delete the cluster after finishing")
+        rc = self.cluster
+        wgs = rc.get("workerGroupSpecs") or []
+        if len(wgs) > 17:
+            errs.append("spec.rayClusterSpec.workerGroupSpecs: Too many: the maximum number of worker groups is 17")
+        for i, wg in enumerate(wgs):
+            if str(wg.get("groupName", "")).lower() == "head":
+                errs.append(f"spec.rayClusterSpec.workerGroupSpecs[{i}].groupName: Forbidden: "
+                            "\"head\" is reserved for the head group")
+        if rc.get("enableInTreeAutoscaling") and \
+                (self.obj["metadata"].get("annotations") or {}).get(ELASTIC_ANNOTATION) != "true":
+            errs.append("spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job "
+                        "should only use autoscaling when workload slicing is enabled")
+        return errs
+
+
+JOB_ADAPTERS: dict[str, type[JobAdapter]] = {"Job": BatchJob, "RayJob": RayJob}

@@ -1,0 +1,402 @@
+"""The ProvisioningRequest admission check (``pkg/controller/admissionchecks/provisioning``).
+
+Owns two controllers for checks whose ``controllerName`` is ``kueue.x-k8s.io/provisioning-request``:
+- ``ProvisioningCheckController`` writes the AdmissionCheck's ``Active`` condition (``Active`` /
+  ``BadParametersRef``).
+- ``ProvisioningController`` reconciles Workloads holding quota: creates PodTemplates
+  ``ppt-<request>-<podset>`` (pod set template + assigned flavors' nodeSelector/tolerations, limits as
+  missing requests) and ProvisioningRequests ``<workload>-<check>-<attempt>`` (class and parameters from
+  the ProvisioningRequestConfig, ``provreq.kueue.x-k8s.io/*`` annotations as parameters, one pod set per
+  pod set using a ``managedResources`` resource, counts from the admission), deletes stale requests
+  (and all of them when the workload is evicted or finished), and maps request conditions to the
+  check state: Failed → Retry with backoff (``base·2^(n-1)`` ≤ max) or Rejected after
+  ``backoffLimitCount``; CapacityRevoked → Rejected; BookingExpired before admission → Retry/Rejected;
+  Provisioned → Ready with the consume-provisioning-request podSetUpdates; Accepted with a
+  Provisioned condition → Pending with its message.
+It writes only its own checks' entries in ``status.admissionChecks`` (one writer per field); the
+ProvisioningRequest status belongs to the cloud side (``flexq.gke``). Events: ProvisioningRequestCreated,
+AdmissionCheckUpdated, FailedCreate.
+
+Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+
+from flexq.errors import AlreadyExists, Invalid
+from flexq.kueue.podset import infos_for, merge_into_template
+from flexq.kueue.state import PROVISIONING_CONTROLLER, KueueState
+from flexq.kueue.workload import (
+    backoff_seconds,
+    find_condition,
+    has_quota_reservation,
+    is_active,
+    is_admitted,
+    is_evicted,
+    is_true,
+    set_condition,
+    ts,
+)
+from flexq.runtime.controller import Controller, Key, Result, Watch
+
+__all__ = ["ProvisioningCheckController", "ProvisioningController", "request_name"]
+
+CONSUME = "autoscaling.x-k8s.io/consume-provisioning-request"
+CLASS = "autoscaling.x-k8s.io/provisioning-class-name"
+MANAGED = "kueue.x-k8s.io/managed"
+PARAM_PREFIX = "provreq.kueue.x-k8s.io/"
+INACTIVE_MSG = "the check is not active"
+NOT_NEEDED = "the provisioning request is not needed"
+
+
+def limit_name(full: str) -> str:
+    """``limitObjectName``: names over 253 characters are cut and suffixed with a sha1 hash."""
+    if len(full) <= 253:
+        return full
+    h = hashlib.sha1(full.encode()).hexdigest()[:5]
+    return f"{full[:247]}-{h}"
+
+
+def request_name(workload: str, check: str, attempt: int) -> str:
+    """``ProvisioningRequestName``."""
+    return limit_name(f"{workload}-{check}-{attempt}")
+
+
+def template_name(request: str, podset: str) -> str:
+    """PodTemplate name for one pod set of a request."""
+    return limit_name(f"ppt-{request}-{podset}")
+
+
+def _attempt(pr: dict, workload: str, check: str) -> int | None:
+    m = re.match("^" + re.escape(limit_name(f"{workload}-{check}-")) + "([0-9]+)$", pr["metadata"]["name"])
+    return int(m.group(1)) if m else None
+
+
+def _uses(spec: dict, managed: set[str]) -> bool:
+    for c in list(spec.get("initContainers") or []) + list(spec.get("containers") or []):
+        res = c.get("resources") or {}
+        if managed & (set(res.get("requests") or {}) | set(res.get("limits") or {})):
+            return True
+    return False
+
+
+def _required(wl: dict, managed: list[str]) -> list[tuple[dict, dict, int]]:
+    """(pod set, assignment, count) of pod sets the request must cover (``requiredPodSets``)."""
+    psas = {p["name"]: p for p in (wl["status"].get("admission") or {}).get("podSetAssignments") or []}
+    out = []
+    for ps in wl["spec"]["podSets"]:
+        count = int(ps.get("count", 1))
+        if count <= 0 or (managed and not _uses((ps.get("template") or {}).get("spec") or {}, set(managed))):
+            continue
+        psa = psas.get(ps["name"])
+        if psa is None:
+            continue
+        n = int(psa.get("count", count))
+        if n > 0:
+            out.append((ps, psa, n))
+    return out
+
+
+def _retry(prc: dict) -> tuple[int, int, int]:
+    rs = (prc.get("spec") or {}).get("retryStrategy") or {}
+    limit = rs.get("backoffLimitCount")
+    return (3 if limit is None else int(limit), int(rs.get("backoffBaseSeconds") or 60),
+            int(rs.get("backoffMaxSeconds") or 1800))
+
+
+class ProvisioningCheckController(Controller):
+    """Sets the Active condition of provisioning AdmissionChecks."""
+
+    name = "kueue-provisioning-admissioncheck"
+
+    def watches(self) -> list[Watch]:
+        return [Watch("AdmissionCheck", lambda ev: [ev.object["metadata"]["name"]]),
+                Watch("ProvisioningRequestConfig", self._users)]
+
+    def _users(self, ev) -> list:
+        return [a["metadata"]["name"] for a in self.store.list("AdmissionCheck")
+                if ((a.get("spec") or {}).get("parameters") or {}).get("name") == ev.object["metadata"]["name"]]
+
+    def reconcile(self, key: Key) -> Result | None:
+        ac = self.store.try_get("AdmissionCheck", key)
+        if ac is None or (ac.get("spec") or {}).get("controllerName") != PROVISIONING_CONTROLLER:
+            return None
+        ref = (ac.get("spec") or {}).get("parameters")
+        err = None
+        if not ref:
+            err = "missing parameters reference"
+        elif ref.get("apiGroup") != "kueue.x-k8s.io" or ref.get("kind") != "ProvisioningRequestConfig":
+            err = "wrong group/kind of parameters reference"
+        elif self.store.try_get("ProvisioningRequestConfig", ref.get("name", "")) is None:
+            err = f'provisioningrequestconfigs.kueue.x-k8s.io "{ref.get("name")}" not found'
+        now = self.ctx.now()
+        changed = (set_condition(ac, "Active", True, "Active", "The admission check is active", now) if err is None
+                   else set_condition(ac, "Active", False, "BadParametersRef", err, now))
+        if changed:
+            self.store.update_status(ac)
+        return None
+
+
+class ProvisioningController(Controller):
+    """Creates ProvisioningRequests for workloads and mirrors their outcome into the check state."""
+
+    name = "kueue-provisioning"
+
+    def __init__(self, ctx, state: KueueState) -> None:
+        super().__init__(ctx)
+        self.state = state
+
+    def watches(self) -> list[Watch]:
+        def owner(ev) -> list:
+            md = ev.object["metadata"]
+            return [(md.get("namespace", ""), r["name"]) for r in md.get("ownerReferences") or []
+                    if r.get("kind") == "Workload"]
+
+        return [Watch("Workload"), Watch("ProvisioningRequest", owner)]
+
+    def _checks(self, wl: dict) -> dict[str, dict | None]:
+        """Provisioning checks of the workload → their config (None when missing)."""
+        out = {}
+        for c in (wl.get("status") or {}).get("admissionChecks") or []:
+            ac = self.state.checks.get(c["name"]) or self.store.try_get("AdmissionCheck", c["name"])
+            if ac is None or (ac.get("spec") or {}).get("controllerName") != PROVISIONING_CONTROLLER:
+                continue
+            ref = (ac.get("spec") or {}).get("parameters") or {}
+            out[c["name"]] = self.store.try_get("ProvisioningRequestConfig", ref.get("name", "")) if ref else None
+        return out
+
+    def reconcile(self, key: Key) -> Result | None:
+        ns, name = key
+        wl = self.store.try_get("Workload", name, ns)
+        if wl is None:
+            return None
+        finished, evicted = is_true(wl, "Finished"), is_evicted(wl)
+        if not has_quota_reservation(wl) and not finished and not evicted:
+            return None
+        uid = wl["metadata"].get("uid")
+        owned = [p for p in self.store.list("ProvisioningRequest", ns)
+                 if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])]
+        if finished or evicted:
+            if finished or self.state.config.gate("CleanupProvisioningRequestsOnEviction"):
+                for p in owned:
+                    self.store.delete("ProvisioningRequest", p["metadata"]["name"], ns)
+            return None
+        configs = self._checks(wl)
+        if not configs:
+            for p in owned:
+                self.store.delete("ProvisioningRequest", p["metadata"]["name"], ns)
+            return None
+        last: dict[str, dict] = {}
+        for check, prc in configs.items():
+            if prc is None or not _required(wl, (prc.get("spec") or {}).get("managedResources") or []):
+                continue
+            for p in owned:
+                a = _attempt(p, name, check)
+                if a is None or not self._synced(p, prc):
+                    continue
+                if check not in last or _attempt(last[check], name, check) < a:
+                    last[check] = p
+        states = self._sync_states(wl, configs, last)
+        keep = {p["metadata"]["name"] for p in last.values()}
+        for p in owned:
+            if p["metadata"]["name"] not in keep:
+                self.store.delete("ProvisioningRequest", p["metadata"]["name"], ns)
+        self._ensure_requests(wl, configs, last, states)
+        return None
+
+    @staticmethod
+    def _synced(pr: dict, prc: dict) -> bool:
+        spec, cspec = pr.get("spec") or {}, prc.get("spec") or {}
+        if spec.get("provisioningClassName") != cspec.get("provisioningClassName"):
+            return False
+        params = spec.get("parameters") or {}
+        return all(params.get(k) == v for k, v in (cspec.get("parameters") or {}).items())
+
+    def _sync_states(self, wl: dict, configs: dict, last: dict) -> dict[str, dict]:
+        """``syncCheckStates``."""
+        now = self.ctx.now()
+        name = wl["metadata"]["name"]
+        checks = wl["status"]["admissionChecks"]
+        by_name = {c["name"]: c for c in checks}
+        events = []
+        updated = False
+        for check, prc in sorted(configs.items()):
+            st = dict(by_name[check])
+            old_state = st.get("state")
+
+            def set_state(s: str, st=st) -> bool:
+                if st.get("state") == s:
+                    return False
+                st["state"] = s
+                return True
+
+            def set_msg(m: str, st=st) -> bool:
+                if st.get("message", "") == m:
+                    return False
+                st["message"] = m
+                return True
+
+            if prc is None:
+                updated = set_state("Pending") | set_msg(INACTIVE_MSG) | updated
+            elif not _required(wl, (prc.get("spec") or {}).get("managedResources") or []):
+                if set_state("Ready"):
+                    updated = True
+                    st["message"] = NOT_NEEDED
+                    st.pop("podSetUpdates", None)
+            else:
+                pr = last.get(check)
+                if pr is None:
+                    continue
+                limit, base, cap = _retry(prc)
+                attempt = _attempt(pr, name, check) or 1
+
+                def cond(t: str, pr=pr) -> dict | None:
+                    c = find_condition(pr, t)
+                    return c if c is not None and c.get("status") == "True" else None
+
+                if cond("Failed") or (cond("BookingExpired") and not is_admitted(wl)
+                                      and not cond("CapacityRevoked")):
+                    failed = cond("Failed")
+                    c = failed or cond("BookingExpired")
+                    if attempt <= limit:
+                        prefix = "Retrying after failure: " if failed else "Retrying after booking expired: "
+                        updated = set_msg(prefix + c.get("message", "")) | updated
+                        if attempt > int(st.get("retryCount") or 0):
+                            updated = True
+                            set_state("Retry")
+                            n = int(st.get("retryCount") or 0) + 1
+                            st["requeueAfterSeconds"] = int(backoff_seconds(base, cap, n))
+                    else:
+                        updated = True
+                        st["state"], st["message"] = "Rejected", c.get("message", "")
+                elif cond("CapacityRevoked"):
+                    if is_active(wl) and not is_true(wl, "Finished"):
+                        updated = set_state("Rejected") | set_msg(cond("CapacityRevoked").get("message", "")) | updated
+                elif cond("BookingExpired"):
+                    pass  # admitted: the booking was used
+                elif cond("Provisioned"):
+                    if set_state("Ready"):
+                        updated = True
+                        st["podSetUpdates"] = self._updates(wl, pr, prc)
+                        set_msg(cond("Provisioned").get("message", ""))
+                elif cond("Accepted"):
+                    p = find_condition(pr, "Provisioned")
+                    if p is not None:
+                        updated = set_msg(p.get("message", "")) | set_state("Pending") | updated
+                else:
+                    updated = set_msg("") | set_state("Pending") | updated
+            if st.get("state") != old_state:
+                st["lastTransitionTime"] = ts(now)
+                msg = f"Admission check {check} updated state from {old_state} to {st['state']}"
+                if st.get("message"):
+                    msg += f" with message: {st['message']}"
+                events.append(msg)
+            by_name[check] = st
+        if updated:
+            wl["status"]["admissionChecks"] = [by_name[c["name"]] for c in checks]
+            out = self.store.update_status(wl)
+            for m in events:
+                self.events.record(out, "Normal", "AdmissionCheckUpdated", m)
+            wl.update(out)
+        return by_name
+
+    @staticmethod
+    def _updates(wl: dict, pr: dict, prc: dict) -> list[dict]:
+        refs = {template_name(pr["metadata"]["name"], ps["name"]): ps["name"] for ps in wl["spec"]["podSets"]}
+        out = []
+        for ps in (pr.get("spec") or {}).get("podSets") or []:
+            u = {"name": refs.get(ps["podTemplateRef"]["name"], ""),
+                 "annotations": {CONSUME: pr["metadata"]["name"], CLASS: pr["spec"]["provisioningClassName"]}}
+            psu = (prc.get("spec") or {}).get("podSetUpdates")
+            if psu:
+                details = (pr.get("status") or {}).get("provisioningClassDetails") or {}
+                u["nodeSelector"] = {n["key"]: details[n["valueFromProvisioningClassDetail"]]
+                                     for n in psu.get("nodeSelector") or [] if n["valueFromProvisioningClassDetail"] in details}
+            out.append(u)
+        return out
+
+    def _ensure_requests(self, wl: dict, configs: dict, last: dict, states: dict) -> None:
+        """``syncOwnedProvisionRequest``."""
+        name = wl["metadata"]["name"]
+        for check, prc in sorted(configs.items()):
+            if prc is None:
+                continue
+            required = _required(wl, (prc.get("spec") or {}).get("managedResources") or [])
+            st = states.get(check)
+            if not required or (st is not None and st.get("state") == "Ready"):
+                continue
+            pr = last.get(check)
+            attempt = int((st or {}).get("retryCount") or 0) + 1
+            create = pr is None
+            if pr is not None:
+                failed = find_condition(pr, "Failed")
+                expired = find_condition(pr, "BookingExpired")
+                if ((failed and failed.get("status") == "True")
+                        or (expired and expired.get("status") == "True" and not is_admitted(wl))) \
+                        and st is not None and st.get("state") == "Pending":
+                    attempt, create = (_attempt(pr, name, check) or 1) + 1, True
+            if create:
+                self._create(wl, check, prc, attempt, required)
+
+    def _create(self, wl: dict, check: str, prc: dict, attempt: int, required: list) -> None:
+        ns, name = wl["metadata"]["namespace"], wl["metadata"]["name"]
+        rname = request_name(name, check, attempt)
+        owner = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": name,
+                 "uid": wl["metadata"].get("uid"), "controller": True, "blockOwnerDeletion": True}
+        infos = {i.name: i for i in infos_for({**wl, "status": {"admission": wl["status"]["admission"]}},
+                                               self.state.flavors)}
+        pod_sets = []
+        for ps, _psa, count in required:
+            tname = template_name(rname, ps["name"])
+            if self.store.try_get("PodTemplate", tname, ns) is None:
+                tpl = copy.deepcopy(ps.get("template") or {})
+                info = infos.get(ps["name"])
+                if info is not None:
+                    info.labels.pop("kueue.x-k8s.io/podset", None)
+                    merge_into_template(tpl, info)
+                for c in list((tpl.get("spec") or {}).get("containers") or []) + list(
+                        (tpl.get("spec") or {}).get("initContainers") or []):
+                    res = c.setdefault("resources", {})
+                    for r, q in (res.get("limits") or {}).items():
+                        res.setdefault("requests", {}).setdefault(r, q)
+                try:
+                    self.store.create({"apiVersion": "v1", "kind": "PodTemplate",
+                                       "metadata": {"name": tname, "namespace": ns, "labels": {MANAGED: "true"},
+                                                    "ownerReferences": [owner]}, "template": tpl})
+                except (AlreadyExists, Invalid) as exc:
+                    self._failed(wl, check, f'Error creating PodTemplate "{tname}": {exc}')
+                    return
+            pod_sets.append({"podTemplateRef": {"name": tname}, "count": count})
+        params = dict((prc.get("spec") or {}).get("parameters") or {})
+        for k, v in (wl["metadata"].get("annotations") or {}).items():
+            if k.startswith(PARAM_PREFIX):
+                params[k[len(PARAM_PREFIX):]] = v
+        spec: dict = {"provisioningClassName": prc["spec"]["provisioningClassName"], "podSets": pod_sets}
+        if params:
+            spec["parameters"] = params
+        try:
+            pr = self.store.create({"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+                                    "metadata": {"name": rname, "namespace": ns, "labels": {MANAGED: "true"},
+                                                 "ownerReferences": [owner]}, "spec": spec})
+        except (AlreadyExists, Invalid) as exc:
+            self._failed(wl, check, f'Error creating ProvisioningRequest "{rname}": {exc}')
+            return
+        self.events.record(wl, "Normal", "ProvisioningRequestCreated", f'Created ProvisioningRequest: "{rname}"')
+        # the PodTemplates now belong to the request
+        pr_owner = {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest", "name": rname,
+                    "uid": pr["metadata"].get("uid"), "controller": True, "blockOwnerDeletion": True}
+        for ps in pod_sets:
+            pt = self.store.try_get("PodTemplate", ps["podTemplateRef"]["name"], ns)
+            if pt is not None:
+                pt["metadata"]["ownerReferences"] = [pr_owner]
+                self.store.update(pt)
+
+    def _failed(self, wl: dict, check: str, msg: str) -> None:
+        self.events.record(wl, "Warning", "FailedCreate", msg)
+        for c in wl["status"].get("admissionChecks") or []:
+            if c["name"] == check and c.get("message") != msg:
+                c["message"] = msg
+                self.store.update_status(wl)
