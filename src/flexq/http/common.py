@@ -71,7 +71,11 @@ def decode_body(raw: bytes, content_type: str) -> Any:
     ctype = content_type.split(";")[0].strip().lower()
     if not raw.strip():
         raise BadRequest("the request body is empty")
-    if "protobuf" in ctype or "cbor" in ctype:
+    if "protobuf" in ctype:
+        from flexq.http.kube import protobuf
+
+        return protobuf.decode(raw)
+    if "cbor" in ctype:
         from flexq.errors import UnsupportedMediaType
 
         raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '
