@@ -52,7 +52,7 @@ from flexq.gke.validation import (
     precondition,
 )
 
-__all__ = ["GkeBackend", "LABEL_PROJECT", "LABEL_LOCATION", "LABEL_CLUSTER", "OperationTimes"]
+__all__ = ["GkeBackend", "cluster_settings", "LABEL_PROJECT", "LABEL_LOCATION", "LABEL_CLUSTER", "OperationTimes"]
 
 LABEL_PROJECT = "gke.twin.flexq.dev/project"
 LABEL_LOCATION = "gke.twin.flexq.dev/location"
@@ -278,16 +278,6 @@ class GkeBackend:
                                {"action": "cluster-deleted", "project": project, "location": location,
                                 "cluster": cluster})
 
-    def cluster_settings(self, cluster_obj: dict[str, Any]) -> dict[str, Any]:
-        """What the twin needs to build the cluster's Kubernetes runtime (addons, location, version)."""
-        spec = cluster_obj["spec"]
-        addons = []
-        if ((spec.get("addonsConfig") or {}).get("rayOperatorConfig") or {}).get("enabled"):
-            addons.append("RayOperator")
-        lab = cluster_obj["metadata"].get("labels") or {}
-        return {"addons": addons, "gkeProject": lab.get(LABEL_PROJECT, ""), "gkeLocation": spec["location"],
-                "gkeCluster": spec["name"], "gkeVersion": spec.get("currentMasterVersion", DEFAULT_VERSION)}
-
     # -- node pools -----------------------------------------------------------------------------------------
     def _put_pool(self, project: str, location: str, cluster: str, pool: NodePool, version: str, now: float,
                   status: str) -> dict[str, Any]:
@@ -439,3 +429,14 @@ class GkeBackend:
         obj["status"]["provisioningModel"] = pool_model(merged)
         obj["status"]["queued"] = bool(merged.queued_provisioning and merged.queued_provisioning.enabled)
         return self._update_op(project, location, cluster, pool, obj, now)
+
+
+def cluster_settings(cluster_obj: dict[str, Any]) -> dict[str, Any]:
+    """What the twin needs to build the cluster's Kubernetes runtime (addons, location, version)."""
+    spec = cluster_obj["spec"]
+    addons = []
+    if ((spec.get("addonsConfig") or {}).get("rayOperatorConfig") or {}).get("enabled"):
+        addons.append("RayOperator")
+    lab = cluster_obj["metadata"].get("labels") or {}
+    return {"addons": addons, "gkeProject": lab.get(LABEL_PROJECT, ""), "gkeLocation": spec["location"],
+            "gkeCluster": spec["name"], "gkeVersion": spec.get("currentMasterVersion", DEFAULT_VERSION)}

@@ -1,0 +1,196 @@
+"""Would a pod fit on a node? The cluster autoscaler's scheduling simulation, as pure functions.
+
+Owns: a pod's effective resource requests (containers summed, init containers as a maximum, overhead
+added), taint toleration, nodeSelector and required node affinity (In, NotIn, Exists, DoesNotExist, Gt,
+Lt), resource fit against allocatable minus what bound pods use, the ``NodeShape`` of a node pool (the
+template node GKE's autoscaler imagines before scaling up), and first-fit bin packing of pending pods onto
+new nodes of a shape. The kube-scheduler (flexq.kube) binds pods for real; this module only predicts.
+
+Must not import other domain packages or flexq.http.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from flexq.api.quantity import parse_quantity
+from flexq.gke import catalog
+
+__all__ = ["Resources", "NodeShape", "pod_requests", "tolerates_all", "selects", "fits", "pool_shape",
+           "node_shape", "pack", "add", "used_on_nodes", "is_terminal"]
+
+Resources = dict[str, Fraction]
+_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """What the scheduler checks on a node: labels, taints, allocatable."""
+
+    labels: Mapping[str, str]
+    taints: tuple[Mapping[str, str], ...]
+    allocatable: Mapping[str, Fraction] = field(default_factory=dict)
+
+
+def is_terminal(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def add(a: Mapping[str, Fraction], b: Mapping[str, Fraction]) -> Resources:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, Fraction(0)) + v
+    return out
+
+
+def _container_requests(c: dict[str, Any]) -> Resources:
+    res = c.get("resources") or {}
+    req = dict(res.get("limits") or {})  # limits default requests, as the API server does
+    req.update(res.get("requests") or {})
+    return {k: parse_quantity(v) for k, v in req.items()}
+
+
+def pod_requests(pod: dict[str, Any]) -> Resources:
+    """Effective requests: max(sum of containers, each init container) + overhead, plus one ``pods`` slot."""
+    spec = pod.get("spec") or {}
+    total: Resources = {}
+    for c in spec.get("containers") or []:
+        total = add(total, _container_requests(c))
+    for c in spec.get("initContainers") or []:
+        for k, v in _container_requests(c).items():
+            total[k] = max(total.get(k, Fraction(0)), v)
+    total = add(total, {k: parse_quantity(v) for k, v in (spec.get("overhead") or {}).items()})
+    total["pods"] = Fraction(1)
+    return total
+
+
+def _tolerates(t: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
+    if t.get("effect") and t["effect"] != taint.get("effect"):
+        return False
+    op = t.get("operator") or "Equal"
+    if not t.get("key"):
+        return op == "Exists"
+    if t["key"] != taint.get("key"):
+        return False
+    return op == "Exists" or (t.get("value") or "") == (taint.get("value") or "")
+
+
+def tolerates_all(pod: dict[str, Any], taints: Iterable[Mapping[str, str]]) -> Mapping[str, str] | None:
+    """The first NoSchedule/NoExecute taint the pod does not tolerate, or None."""
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    for taint in taints:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint)
+                                                                           for t in tolerations):
+            return taint
+    return None
+
+
+def _expr(e: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, op, values = e.get("key", ""), e.get("operator"), e.get("values") or []
+    if op == "In":
+        return key in labels and labels[key] in values
+    if op == "NotIn":
+        return key not in labels or labels[key] not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt") and key in labels and values:
+        try:
+            have, want = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def selects(pod: dict[str, Any], labels: Mapping[str, str]) -> bool:
+    """nodeSelector and requiredDuringSchedulingIgnoredDuringExecution node affinity."""
+    spec = pod.get("spec") or {}
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    req = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+           .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if not req:
+        return True
+    terms = req.get("nodeSelectorTerms") or []
+    return any(all(_expr(e, labels) for e in (t.get("matchExpressions") or [])) and (t.get("matchExpressions"))
+               for t in terms)
+
+
+def fits(pod: dict[str, Any], shape: NodeShape, used: Mapping[str, Fraction] | None = None,
+         requests: Resources | None = None) -> str | None:
+    """None when the pod fits on the node, else the reason (kube-scheduler's wording)."""
+    if not selects(pod, shape.labels):
+        return "node(s) didn't match Pod's node affinity/selector"
+    taint = tolerates_all(pod, shape.taints)
+    if taint is not None:
+        return f"node(s) had untolerated taint {{{taint['key']}: {taint.get('value', '')}}}"
+    req = requests if requests is not None else pod_requests(pod)
+    used = used or {}
+    for name, amount in req.items():
+        if amount <= 0:
+            continue
+        if used.get(name, Fraction(0)) + amount > shape.allocatable.get(name, Fraction(0)):
+            return "Too many pods" if name == "pods" else f"Insufficient {name}"
+    return None
+
+
+def node_shape(node: dict[str, Any]) -> NodeShape:
+    """The shape of an existing Node object."""
+    return NodeShape(labels=dict(node["metadata"].get("labels") or {}),
+                     taints=tuple((node.get("spec") or {}).get("taints") or ()),
+                     allocatable={k: parse_quantity(v)
+                                  for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()})
+
+
+def pool_shape(pool: dict[str, Any]) -> NodeShape:
+    """The template node of a GKE node pool object (project store ``GkeNodePool``)."""
+    spec, twin = pool["spec"], pool["status"]
+    cfg = spec.get("config") or {}
+    mt = catalog.machine_type(cfg.get("machineType", "e2-medium"))
+    topology = (spec.get("placementPolicy") or {}).get("tpuTopology")
+    max_run = cfg.get("maxRunDuration")
+    labels = catalog.node_labels(mt, pool=spec["name"], topology=topology, model=twin["provisioningModel"],
+                                 queued=bool(twin.get("queued")), zone=twin["zone"],
+                                 max_run_seconds=int(float(max_run.rstrip("s"))) if max_run else None)
+    labels.update(cfg.get("labels") or {})
+    taints = [dict(t) for t in catalog.node_taints(mt, queued=bool(twin.get("queued")))]
+    for t in cfg.get("taints") or []:
+        taints.append({"key": t.get("key", ""), "value": t.get("value", ""),
+                       "effect": _EFFECTS.get(t.get("effect", ""), "NoSchedule")})
+    alloc = {k: parse_quantity(v) for k, v in catalog.allocatable(mt).items()}
+    return NodeShape(labels=labels, taints=tuple(taints), allocatable=alloc)
+
+
+def used_on_nodes(pods: Iterable[dict[str, Any]]) -> dict[str, Resources]:
+    """Requests of live pods bound to each node."""
+    used: dict[str, Resources] = {}
+    for p in pods:
+        node = (p.get("spec") or {}).get("nodeName")
+        if node and not is_terminal(p):
+            used[node] = add(used.get(node, {}), pod_requests(p))
+    return used
+
+
+def pack(pods: list[dict[str, Any]], shape: NodeShape, limit: int) -> tuple[int, list[dict[str, Any]]]:
+    """First-fit the pods onto at most ``limit`` new nodes of ``shape``. Returns (nodes used, pods placed)."""
+    bins: list[Resources] = []
+    placed: list[dict[str, Any]] = []
+    for pod in pods:
+        req = pod_requests(pod)
+        if fits(pod, shape, {}, req) is not None:
+            continue
+        for i, used in enumerate(bins):
+            if fits(pod, shape, used, req) is None:
+                bins[i] = add(used, req)
+                placed.append(pod)
+                break
+        else:
+            if len(bins) < limit:
+                bins.append(dict(req))
+                placed.append(pod)
+    return len(bins), placed

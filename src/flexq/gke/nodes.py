@@ -1,0 +1,288 @@
+"""GKE nodes: building them, creating and removing them within the capacity profile, and their lifecycle.
+
+Owns: the Node objects of GKE node pools — names (``gke-<cluster>-<pool>-<group>-<4>``), labels and taints
+(``flexq.gke.catalog``), capacity and allocatable; ``grow`` (create whole slices at once, or nothing, when the
+profile allows) and ``shrink``; ``PoolController`` (a pool's fixed size, its initial and minimum nodes, and
+removing the nodes of a deleted pool); ``NodeLifecycle`` (the only writer of a GKE node's ``Ready``
+condition: False until its provisioning delay has passed, then True; spot preemption and the flex-start
+run-duration limit delete the node). Scale decisions for pending pods live in ``autoscaler``, for
+ProvisioningRequests in ``provisioning``.
+
+Must not import other domain packages or flexq.http.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from flexq.clock import format_time
+from flexq.errors import NotFound
+from flexq.gke import catalog
+from flexq.gke.capacity import Obtain
+from flexq.gke.fit import pool_shape
+from flexq.gke.project import capacity_for
+from flexq.gke.storage import NODE_POOL, pool_key
+from flexq.runtime import Context, Controller, Result, Watch
+from flexq.store.store import WatchEvent
+
+__all__ = ["ANN_READY_AT", "ANN_PREEMPT_AT", "ANN_DELETE_AT", "ANN_SLICE", "ANN_UNNEEDED_SINCE", "pools_of",
+           "pool_of", "nodes_of", "capacity_model_name", "grow", "shrink", "PoolController", "NodeLifecycle",
+           "cluster_names"]
+
+ANN_READY_AT = "gke.twin.flexq.dev/ready-at"
+ANN_PREEMPT_AT = "gke.twin.flexq.dev/preempt-at"
+ANN_DELETE_AT = "gke.twin.flexq.dev/delete-at"
+ANN_SLICE = "gke.twin.flexq.dev/slice"
+ANN_UNNEEDED_SINCE = "gke.twin.flexq.dev/unneeded-since"
+ANN_CREATED_AT = "gke.twin.flexq.dev/created-at"
+_ALNUM = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def cluster_names(ctx: Context) -> tuple[str, str, str]:
+    """(project, location, cluster) of the GKE cluster this context belongs to."""
+    s = ctx.settings
+    return s.get("gkeProject", ""), s.get("gkeLocation", ""), s.get("gkeCluster", ctx.cluster)
+
+
+def pools_of(ctx: Context) -> list[dict[str, Any]]:
+    """This cluster's node pool objects (project store), oldest first."""
+    assert ctx.project is not None
+    project, location, cluster = cluster_names(ctx)
+    pools = ctx.project.list(NODE_POOL, label_selector=f"gke.twin.flexq.dev/project={project},"
+                             f"gke.twin.flexq.dev/location={location},gke.twin.flexq.dev/cluster={cluster}")
+    return sorted(pools, key=lambda p: (p["status"].get("createdAt", 0.0), p["spec"]["name"]))
+
+
+def pool_of(ctx: Context, name: str) -> dict[str, Any] | None:
+    assert ctx.project is not None
+    project, location, cluster = cluster_names(ctx)
+    obj: dict[str, Any] | None = ctx.project.try_get(NODE_POOL, pool_key(project, location, cluster, name))
+    return obj
+
+
+def nodes_of(ctx: Context, pool: str | None = None) -> list[dict[str, Any]]:
+    """GKE nodes of this cluster (of one pool), by name."""
+    sel = f"{catalog.LABEL_NODEPOOL}={pool}" if pool else catalog.LABEL_NODEPOOL
+    out: list[dict[str, Any]] = ctx.store.list("Node", label_selector=sel)
+    return out
+
+
+def capacity_model_name(pool: dict[str, Any]) -> str:
+    """The profile's provisioning model for a pool: on-demand, spot, flex-start or queued."""
+    return "queued" if pool["status"].get("queued") else pool["status"]["provisioningModel"]
+
+
+def _in_use(ctx: Context, pool: dict[str, Any]) -> int:
+    """Nodes of the same machine type and provisioning model in the same zone (this cluster)."""
+    mt = pool["spec"]["config"]["machineType"]
+    model = capacity_model_name(pool)
+    by_name = {p["spec"]["name"]: p for p in pools_of(ctx)}
+    count = 0
+    for n in nodes_of(ctx):
+        other = by_name.get(n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""))
+        if other is not None and other["spec"]["config"]["machineType"] == mt \
+                and capacity_model_name(other) == model and other["status"]["zone"] == pool["status"]["zone"]:
+            count += 1
+    return count
+
+
+def _build_node(ctx: Context, pool: dict[str, Any], name: str, now: float, ready_at: float, slice_id: str,
+                extra_labels: dict[str, str], extra_annotations: dict[str, str]) -> dict[str, Any]:
+    spec, twin = pool["spec"], pool["status"]
+    cfg = spec["config"]
+    mt = catalog.machine_type(cfg["machineType"])
+    shape = pool_shape(pool)  # the real node has the template node's shape
+    labels = {**shape.labels, "kubernetes.io/hostname": name, **extra_labels}
+    version = spec.get("version", "1.34.1-gke.1829001")
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels, "annotations": {
+            ANN_READY_AT: repr(ready_at), ANN_CREATED_AT: repr(now), ANN_SLICE: slice_id,
+            "container.googleapis.com/instance_id": str(ctx.rng("gke/nodes").getrandbits(63)),
+            **extra_annotations}},
+        "spec": {"taints": [dict(t) for t in shape.taints],
+                 "providerID": f"gce://{ctx.settings.get('gkeProject', '')}/{twin['zone']}/{name}"},
+        "status": {
+            "capacity": catalog.capacity(mt), "allocatable": catalog.allocatable(mt),
+            "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                            "message": "container runtime status check may not have completed yet",
+                            "lastHeartbeatTime": format_time(now), "lastTransitionTime": format_time(now)}],
+            "nodeInfo": {"kubeletVersion": f"v{version}", "containerRuntimeVersion": "containerd://1.7.28",
+                         "osImage": "Container-Optimized OS from Google", "architecture": "amd64",
+                         "operatingSystem": "linux"},
+        },
+    }
+
+
+def grow(ctx: Context, pool: dict[str, Any], count: int, *, extra_labels: dict[str, str] | None = None,
+         extra_annotations: dict[str, str] | None = None) -> Obtain:
+    """Create ``count`` nodes (whole slices) in ``pool`` if the capacity profile allows all of them now."""
+    now = ctx.now()
+    project = ctx.settings.get("gkeProject", "")
+    spec, twin = pool["spec"], pool["status"]
+    model = capacity_model_name(pool)
+    cap = capacity_for(ctx)
+    got = cap.can_obtain(twin["zone"], spec["config"]["machineType"], model, now, in_use=_in_use(ctx, pool),
+                         want=count, project=project)
+    if not got.ok:
+        return got
+    rng = ctx.rng("gke/nodes")
+    hosts = max(1, twin.get("hostsPerSlice", 1))
+    base = twin.get("instanceGroup") or f"gke-{ctx.cluster}-{spec['name']}"
+    base = base[:52]
+    slice_id = ""
+    for i in range(count):
+        if i % hosts == 0:
+            slice_id = "".join(rng.choice(_ALNUM) for _ in range(6))
+            # a slice comes up as one unit: every host shares the slice's provisioning delay
+            ready_at = now + cap.provision_seconds(twin["zone"], spec["config"]["machineType"], model, rng)
+        name = f"{base}-{''.join(rng.choice(_ALNUM) for _ in range(4))}"
+        annotations = dict(extra_annotations or {})
+        if model == catalog.SPOT:
+            t = cap.preemption_time(twin["zone"], spec["config"]["machineType"], model, ready_at, rng)
+            if t is not None:
+                annotations[ANN_PREEMPT_AT] = repr(t)
+        if model == catalog.FLEX_START and not twin.get("queued"):
+            max_run = spec["config"].get("maxRunDuration")
+            seconds = float(max_run.rstrip("s")) if max_run else 7 * 86400.0
+            annotations[ANN_DELETE_AT] = repr(ready_at + seconds)
+        node = _build_node(ctx, pool, name, now, ready_at, slice_id, extra_labels or {}, annotations)
+        ctx.store.create(node, keep_status=True, validate=False)
+    return got
+
+
+def shrink(ctx: Context, nodes: list[dict[str, Any]]) -> None:
+    """Delete the given nodes (the VMs are gone; pods bound to them are the kube side's to clean up)."""
+    for n in nodes:
+        with contextlib.suppress(NotFound):
+            ctx.store.delete("Node", n["metadata"]["name"])
+
+
+def _pool_key_of_node(ev: WatchEvent) -> list[str]:
+    pool = (ev.object["metadata"].get("labels") or {}).get(catalog.LABEL_NODEPOOL)
+    return [pool] if pool else []
+
+
+def _slices(nodes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    by: dict[str, list[dict[str, Any]]] = {}
+    for n in nodes:
+        by.setdefault(n["metadata"].get("annotations", {}).get(ANN_SLICE, n["metadata"]["name"]), []).append(n)
+    return sorted(by.values(), key=lambda s: (float(s[0]["metadata"]["annotations"].get(ANN_CREATED_AT, 0)),
+                                              s[0]["metadata"]["name"]))
+
+
+class PoolController(Controller):
+    """Keeps each pool's node count where GKE keeps it without the autoscaler: the fixed size of a pool
+    without autoscaling (``initialNodeCount`` or the last setSize), the initial nodes and the minimum of an
+    autoscaled pool, and no nodes at all once the pool is being deleted. Writes Node objects (create/delete)
+    and the pool's ``status.initialized``, ``status.currentNodeCount`` and ``spec.conditions`` (GCE_STOCKOUT)."""
+
+    name = "gke-node-pools"
+
+    def watches(self) -> list[Watch]:
+        _, _, cluster = cluster_names(self.ctx)
+
+        def pool_keys(ev: WatchEvent) -> list[str]:
+            labels = ev.object["metadata"].get("labels") or {}
+            return [ev.object["spec"]["name"]] if labels.get("gke.twin.flexq.dev/cluster") == cluster else []
+
+        return [Watch(NODE_POOL, pool_keys, source="project"), Watch("Node", _pool_key_of_node)]
+
+    def start(self) -> None:
+        for n in nodes_of(self.ctx):
+            self.enqueue(n["metadata"]["labels"][catalog.LABEL_NODEPOOL])
+
+    def reconcile(self, key: Any) -> Result | None:
+        name = str(key)
+        pool = pool_of(self.ctx, name)
+        nodes = nodes_of(self.ctx, name)
+        if pool is None or pool["spec"].get("status") == "STOPPING":
+            shrink(self.ctx, nodes)
+            return None
+        if pool["spec"].get("status") == "PROVISIONING":
+            return None
+        auto = pool["spec"].get("autoscaling") or {}
+        hosts = max(1, pool["status"].get("hostsPerSlice", 1))
+        if auto.get("enabled"):
+            want = auto.get("minNodeCount", auto.get("totalMinNodeCount", 0)) or 0
+            if not pool["status"].get("initialized"):
+                want = max(want, pool["spec"].get("initialNodeCount", 0))
+            if pool["status"].get("queued"):
+                want = 0  # queued pools only grow for ProvisioningRequests
+            result, stockout = self._at_least(pool, nodes, want)
+        else:
+            want = pool["status"].get("desiredNodeCount", 0)
+            result, stockout = self._at_least(pool, nodes, want)
+            if len(nodes) > want:
+                extra = len(nodes) - want
+                victims = [n for s in reversed(_slices(nodes)) for n in s][:((extra + hosts - 1) // hosts) * hosts]
+                shrink(self.ctx, victims)
+        self._write_pool_status(name, result, stockout)
+        return result
+
+    def _at_least(self, pool: dict[str, Any], nodes: list[dict[str, Any]], want: int) -> tuple[Result | None, str]:
+        """Create the missing nodes; on a stock-out, (when to look again, GCE's message)."""
+        missing = want - len(nodes)
+        if missing <= 0:
+            return None, ""
+        got = grow(self.ctx, pool, missing)
+        if got.ok:
+            return None, ""
+        return Result(requeue_after=max(1.0, (got.retry_at or self.ctx.now() + 300) - self.ctx.now())), got.message
+
+    def _write_pool_status(self, name: str, result: Result | None, stockout: str) -> None:
+        pool = pool_of(self.ctx, name)
+        if pool is None:
+            return
+        count = len(nodes_of(self.ctx, name))
+        status = dict(pool["status"], currentNodeCount=count)
+        if result is None:
+            status["initialized"] = True
+        conditions = [{"code": "GCE_STOCKOUT", "message": stockout}] if stockout else None
+        if status == pool["status"] and pool["spec"].get("conditions") == conditions:
+            return
+        pool["status"] = status
+        if conditions:
+            pool["spec"]["conditions"] = conditions
+        else:
+            pool["spec"].pop("conditions", None)
+        assert self.ctx.project is not None
+        self.ctx.project.update(pool, validate=False)
+
+
+class NodeLifecycle(Controller):
+    """Node readiness and the VM's end: Ready=True once ``ready-at`` has passed (the only writer of GKE
+    nodes' Ready condition); deletion at ``preempt-at`` (spot) or ``delete-at`` (flex-start run limit)."""
+
+    name = "gke-node-lifecycle"
+
+    def watches(self) -> list[Watch]:
+        return [Watch("Node", lambda ev: [ev.object["metadata"]["name"]] if ev.type != "DELETED"
+                      and ANN_READY_AT in (ev.object["metadata"].get("annotations") or {}) else [])]
+
+    def reconcile(self, key: Any) -> Result | None:
+        node = self.store.try_get("Node", str(key))
+        if node is None:
+            return None
+        ann = node["metadata"].get("annotations") or {}
+        now = self.ctx.now()
+        ends = [float(ann[k]) for k in (ANN_PREEMPT_AT, ANN_DELETE_AT) if k in ann]
+        if ends and min(ends) <= now:
+            reason = "Preempted" if ANN_PREEMPT_AT in ann and float(ann[ANN_PREEMPT_AT]) <= now else "MaxRunDuration"
+            self.events.record(node, "Warning", reason, f"Node {node['metadata']['name']} was deleted: "
+                               + ("the spot VM was preempted" if reason == "Preempted"
+                                  else "the flex-start VM reached its maximum run duration"))
+            shrink(self.ctx, [node])
+            return None
+        ready_at = float(ann.get(ANN_READY_AT, now))
+        cond = next((c for c in node["status"].get("conditions", []) if c["type"] == "Ready"), None)
+        if now >= ready_at and (cond is None or cond["status"] != "True"):
+            conds = [c for c in node["status"].get("conditions", []) if c["type"] != "Ready"]
+            conds.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
+                          "message": "kubelet is posting ready status", "lastHeartbeatTime": format_time(now),
+                          "lastTransitionTime": format_time(now)})
+            node["status"]["conditions"] = conds
+            self.store.update_status(node)
+        pending = [t for t in [ready_at, *ends] if t > now]
+        return Result(requeue_after=min(pending) - now) if pending else None

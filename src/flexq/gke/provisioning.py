@@ -1,0 +1,383 @@
+"""ProvisioningRequests (``autoscaling.x-k8s.io/v1``): the three classes GKE's autoscaler serves.
+
+Owns ``ProvisioningRequest.status`` — this controller is its only writer (conditions and
+``provisioningClassDetails``) — and the nodes it creates for a request (labelled
+``autoscaling.gke.io/provisioning-request``). Semantics and wording: research/cloud.md §1.3–1.5, §7.2.
+
+``queued-provisioning.gke.io`` (DWS flex-start, GKE's autoscaler):
+  Accepted ``SuccessfullyQueued`` + Provisioned=False ``NotProvisioned`` on arrival (one pod set only; a
+  queued pool of this cluster must fit its pods) -> at the time the capacity profile grants the whole
+  request, every node is created at once in one zone -> Provisioned ``Provisioned`` when all are Ready ->
+  BookingExpired 10 min later (whether or not pods came) -> CapacityRevoked at Provisioned +
+  ``maxRunDurationSeconds`` (default 7 days; the VMs are deleted). Not provisioned by ``ValidUntilSeconds``
+  (default 7 days) after creation -> Failed ``WaitTimeExceeded``. Terminal requests are deleted 7 days later.
+``check-capacity.autoscaling.x-k8s.io``: books capacity only if every pod fits existing nodes.
+``best-effort-atomic-scale-up.autoscaling.x-k8s.io``: fits existing nodes, or scales one ordinary
+autoscaled pool up by all the nodes needed at once, or nothing; retried with a 1-10 min backoff.
+Requests of any other class are left alone (another autoscaler's).
+
+Must not import other domain packages or flexq.http.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from flexq.clock import format_time, parse_time
+from flexq.gke import catalog
+from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape, used_on_nodes
+from flexq.gke.nodes import ANN_DELETE_AT, capacity_model_name, grow, nodes_of, pools_of, shrink
+from flexq.gke.project import capacity_for
+from flexq.runtime import Controller, Result, Watch
+from flexq.store import Store
+
+__all__ = ["ProvisioningRequestController", "QUEUED", "CHECK_CAPACITY", "ATOMIC", "active_booking",
+           "ANN_REQUEST", "BOOKING_SECONDS", "MAX_WAIT_SECONDS", "TERMINAL_TTL_SECONDS"]
+
+QUEUED = "queued-provisioning.gke.io"
+CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
+ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+ANN_REQUEST = "gke.twin.flexq.dev/provisioning-request"     # node -> "<namespace>/<name>" of its request
+ANN_GRANT_AT = "gke.twin.flexq.dev/dws-grant-at"            # request -> when DWS grants it ("never")
+ANN_POOL = "gke.twin.flexq.dev/dws-node-pool"
+ANN_ATTEMPTS = "gke.twin.flexq.dev/scale-up-attempts"
+BOOKING_SECONDS = 600.0                 # BookingDuration / defaultReservationTime
+MAX_WAIT_SECONDS = 7 * 86400.0          # DWS queue limit / defaultExpirationTime
+MAX_RUN_SECONDS = 7 * 86400.0           # DefaultMaxRunDuration
+TERMINAL_TTL_SECONDS = 7 * 86400.0      # terminalProvisioningRequestTTL
+MSG = {
+    "SuccessfullyQueued": "Provisioning Request was successfully queued.",
+    "NotProvisioned": "Provisioning Request wasn't provisioned.",
+    "Provisioned": "Provisioning Request was successfully provisioned.",
+    "BookingExpired": "Capacity booking for the Provisioning Request has expired and the nodes are now candidates "
+                      "for scale down when underutilized.",
+    "CapacityRevoked": "Capacity provisioned for the Provisioning Request was reclaimed and is no longer available "
+                       "in the cluster.",
+    "WaitTimeExceeded": "Provisioning Request could not provision queued instances in the allocated time.",
+    "Accepted": "ProvisioningRequest is accepted by ClusterAutoscaler",
+    "CapacityIsFound": "Capacity is found in the cluster",
+    "CapacityIsNotFound": "Capacity is not found, CA will try to find it later.",
+    "CapacityReservationTimeExpired": "Capacity reservation time is expired",
+    "CapacityBookingConsumed": "Capacity booking consumed: all pods scheduled",
+    "Expired": "ProvisioningRequest is expired",
+}
+
+
+def _cond(pr: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in (pr.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+
+
+def _true(pr: dict[str, Any], type_: str) -> bool:
+    c = _cond(pr, type_)
+    return bool(c and c["status"] == "True")
+
+
+def _since(pr: dict[str, Any], type_: str) -> float:
+    c = _cond(pr, type_)
+    return parse_time(c["lastTransitionTime"]) if c else 0.0
+
+
+def active_booking(store: Store, node: dict[str, Any]) -> bool:
+    """Whether a ProvisioningRequest still books this node (Provisioned, not BookingExpired)."""
+    ref = (node["metadata"].get("annotations") or {}).get(ANN_REQUEST)
+    if not ref:
+        return False
+    ns, name = ref.split("/", 1)
+    pr = store.try_get("ProvisioningRequest", name, ns)
+    return pr is not None and _true(pr, "Provisioned") and not _true(pr, "BookingExpired")
+
+
+def resize_request_name(pr: dict[str, Any]) -> str:
+    """GKE's Resize Request name: ``gke-<ns>-<name>-<sha256 prefix>`` (research/cloud.md §1.5)."""
+    m = pr["metadata"]
+    digest = hashlib.sha256(f"{m['namespace']}/{m['name']}/{m.get('uid', '')}".encode()).hexdigest()[:8]
+    return f"gke-{m['namespace']}-{m['name']}"[:54].rstrip("-") + f"-{digest}"
+
+
+class ProvisioningRequestController(Controller):
+    """GKE's autoscaler for ProvisioningRequests (one key per request)."""
+
+    name = "gke-provisioning-requests"
+
+    def watches(self) -> list[Watch]:
+        def by_node(ev: Any) -> list[tuple[str, str]]:
+            ref = (ev.object["metadata"].get("annotations") or {}).get(ANN_REQUEST)
+            return [tuple(ref.split("/", 1))] if ref else []  # type: ignore[list-item]
+
+        def by_pod(ev: Any) -> list[tuple[str, str]]:
+            ann = ev.object["metadata"].get("annotations") or {}
+            name = ann.get("autoscaling.x-k8s.io/consume-provisioning-request")
+            return [(ev.object["metadata"]["namespace"], name)] if name else []
+
+        return [Watch("ProvisioningRequest"), Watch("Node", by_node), Watch("Pod", by_pod)]
+
+    def reconcile(self, key: Any) -> Result | None:
+        ns, name = key
+        pr = self.store.try_get("ProvisioningRequest", name, ns)
+        if pr is None:
+            return None
+        handler: Callable[[dict[str, Any], float], float | None] | None = {
+            QUEUED: self._queued, CHECK_CAPACITY: self._check_capacity, ATOMIC: self._atomic,
+        }.get(pr["spec"].get("provisioningClassName", ""))
+        if handler is None:
+            return None
+        now = self.ctx.now()
+        for t in ("Failed", "CapacityRevoked"):
+            if _true(pr, t):
+                gone_at = _since(pr, t) + TERMINAL_TTL_SECONDS
+                if now >= gone_at:
+                    self.store.delete("ProvisioningRequest", name, ns)
+                    return None
+                return Result(requeue_after=gone_at - now)
+        wake = handler(pr, now)
+        return Result(requeue_after=max(0.001, wake - now)) if wake is not None else None
+
+    # -- status writing ----------------------------------------------------------------------------------------
+    def _set(self, pr: dict[str, Any], now: float, *conds: tuple[str, ...],
+             details: dict[str, str] | None = None) -> None:
+        """Set conditions (type, status, reason[, message]); lastTransitionTime moves only with the status."""
+        status = pr.setdefault("status", {})
+        conditions = status.setdefault("conditions", [])
+        for type_, value, reason, *message in conds:
+            cur = next((c for c in conditions if c["type"] == type_), None)
+            text = message[0] if message else MSG.get(reason, reason)
+            new = {"type": type_, "status": value, "reason": reason, "message": text,
+                   "observedGeneration": pr["metadata"].get("generation", 1),
+                   "lastTransitionTime": format_time(now)}
+            if cur is None:
+                conditions.append(new)
+            elif (cur["status"], cur.get("reason"), cur.get("message")) != (value, reason, text):
+                if cur["status"] == value:
+                    new["lastTransitionTime"] = cur["lastTransitionTime"]
+                cur.clear()
+                cur.update(new)
+        if details:
+            status["provisioningClassDetails"] = {**(status.get("provisioningClassDetails") or {}), **details}
+        self.store.update_status(pr)
+
+    def _fail(self, pr: dict[str, Any], now: float, reason: str, message: str) -> None:
+        self._set(pr, now, ("Failed", "True", reason, message))
+
+    def _pods(self, pr: dict[str, Any]) -> list[dict[str, Any]] | str:
+        """One pod per count of each pod set, from the referenced PodTemplates (or the missing name)."""
+        pods = []
+        for i, ps in enumerate(pr["spec"]["podSets"]):
+            ref = ps["podTemplateRef"]["name"]
+            tpl = self.store.try_get("PodTemplate", ref, pr["metadata"]["namespace"])
+            if tpl is None:
+                return ref
+            template = tpl.get("template") or {}
+            for j in range(ps["count"]):
+                pods.append({"metadata": {**(template.get("metadata") or {}), "name": f"{ref}-{i}-{j}"},
+                             "spec": template.get("spec") or {}})
+        return pods
+
+    # -- queued-provisioning.gke.io ----------------------------------------------------------------------------
+    def _queued(self, pr: dict[str, Any], now: float) -> float | None:
+        params = pr["spec"].get("parameters") or {}
+        if _true(pr, "Provisioned"):
+            return self._queued_provisioned(pr, now, params)
+        if not _true(pr, "Accepted"):
+            return self._queued_accept(pr, now)
+        created = parse_time(pr["metadata"]["creationTimestamp"])
+        valid = params.get("ValidUntilSeconds") or params.get("validUntilSeconds")
+        deadline = created + (float(valid) if valid else MAX_WAIT_SECONDS)
+        pool = next((p for p in pools_of(self.ctx)
+                     if p["spec"]["name"] == pr["metadata"].get("annotations", {}).get(ANN_POOL)), None)
+        mine = self._nodes_of(pr)
+        if mine:
+            pending = [n for n in mine if not _ready(n)]
+            if not pending:
+                assert pool is not None
+                self._set(pr, now, ("Provisioned", "True", "Provisioned"), details=self._details(pr, pool, mine))
+                return now + BOOKING_SECONDS
+            return None  # NodeLifecycle's Ready writes wake us (Node watch)
+        if now >= deadline:
+            self._fail(pr, now, "WaitTimeExceeded", MSG["WaitTimeExceeded"])
+            return None
+        grant = pr["metadata"].get("annotations", {}).get(ANN_GRANT_AT, "never")
+        if pool is None:
+            self._fail(pr, now, "NoQueuedNodepoolAvailable", "The node pool chosen for this Provisioning Request "
+                       "no longer exists.")
+            return None
+        if grant != "never" and float(grant) <= now:
+            count = int(pr["metadata"]["annotations"].get("gke.twin.flexq.dev/dws-nodes", "1"))
+            max_run = float(params.get("maxRunDurationSeconds") or MAX_RUN_SECONDS)
+            got = grow(self.ctx, pool, count, extra_labels={catalog.LABEL_PROVISIONING_REQUEST:
+                                                            resize_request_name(pr)},
+                       extra_annotations={ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}",
+                                          ANN_DELETE_AT: repr(now + max_run)})
+            if got.ok:
+                return None
+            self._annotate(pr, {ANN_GRANT_AT: repr(got.retry_at) if got.retry_at is not None else "never"})
+            grant = pr["metadata"]["annotations"][ANN_GRANT_AT]
+        return deadline if grant == "never" else min(deadline, float(grant))
+
+    def _queued_accept(self, pr: dict[str, Any], now: float) -> float | None:
+        if len(pr["spec"]["podSets"]) != 1:
+            self._fail(pr, now, "InvalidArgument", "queued-provisioning.gke.io supports only one PodSet per "
+                       "Provisioning Request.")
+            return None
+        pods = self._pods(pr)
+        if isinstance(pods, str):
+            self._fail(pr, now, "MissingPodTemplates", f'PodTemplate "{pods}" not found.')
+            return None
+        for pool in pools_of(self.ctx):
+            if not pool["status"].get("queued") or pool["spec"].get("status") not in ("RUNNING", "RECONCILING"):
+                continue
+            shape = pool_shape(pool)
+            hosts = max(1, pool["status"].get("hostsPerSlice", 1))
+            n_nodes, placed = pack(pods, shape, 10**6)
+            if len(placed) != len(pods):
+                continue
+            n_nodes = -(-n_nodes // hosts) * hosts
+            auto = pool["spec"].get("autoscaling") or {}
+            limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
+            if len(nodes_of(self.ctx, pool["spec"]["name"])) + n_nodes > limit:
+                self._fail(pr, now, "NodepoolSizeReached", f"Node pool {pool['spec']['name']} cannot grow by "
+                           f"{n_nodes} nodes: it would exceed its maximum of {limit} nodes.")
+                return None
+            rng = self.ctx.rng(f"gke/dws/{pr['metadata']['namespace']}/{pr['metadata']['name']}")
+            grant = capacity_for(self.ctx).queue_grant_time(
+                pool["status"]["zone"], pool["spec"]["config"]["machineType"], now, rng, want=n_nodes,
+                model=capacity_model_name(pool))
+            self._annotate(pr, {ANN_POOL: pool["spec"]["name"], "gke.twin.flexq.dev/dws-nodes": str(n_nodes),
+                                ANN_GRANT_AT: "never" if grant is None else repr(grant)})
+            self._set(pr, now, ("Accepted", "True", "SuccessfullyQueued"),
+                      ("Provisioned", "False", "NotProvisioned"))
+            return now  # look at the grant time right away
+        self._fail(pr, now, "NoQueuedNodepoolAvailable", "No node pool with queued provisioning in this cluster "
+                   "can run the pods of this Provisioning Request.")
+        return None
+
+    def _queued_provisioned(self, pr: dict[str, Any], now: float, params: dict[str, str]) -> float | None:
+        provisioned = _since(pr, "Provisioned")
+        expire = provisioned + BOOKING_SECONDS
+        revoke = provisioned + float(params.get("maxRunDurationSeconds") or MAX_RUN_SECONDS)
+        if not _true(pr, "BookingExpired"):
+            if now < expire and now < revoke:
+                return min(expire, revoke)
+            self._set(pr, now, ("BookingExpired", "True", "BookingExpired"))
+        if now >= revoke:
+            shrink(self.ctx, self._nodes_of(pr))  # GCE deletes the VMs at the end of the run duration
+            self._set(pr, now, ("CapacityRevoked", "True", "CapacityRevoked"))
+            return now + TERMINAL_TTL_SECONDS
+        return revoke
+
+    def _details(self, pr: dict[str, Any], pool: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, str]:
+        mt = catalog.machine_type(pool["spec"]["config"]["machineType"])
+        return {"ResizeRequestName": resize_request_name(pr), "NodePoolName": pool["spec"]["name"],
+                "NodeGroupName": pool["status"].get("instanceGroup", ""), "SelectedZone": pool["status"]["zone"],
+                "AcceleratorType": mt.tpu.accelerator_label if mt.tpu else mt.gpu_type,
+                "ProvisioningMode": "resize_request", "NodePoolAutoProvisioned": "false",
+                "PodTemplateName": pr["spec"]["podSets"][0]["podTemplateRef"]["name"]}
+
+    def _nodes_of(self, pr: dict[str, Any]) -> list[dict[str, Any]]:
+        ref = f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"
+        return [n for n in nodes_of(self.ctx) if (n["metadata"].get("annotations") or {}).get(ANN_REQUEST) == ref]
+
+    def _annotate(self, pr: dict[str, Any], values: dict[str, str]) -> None:
+        pr["metadata"].setdefault("annotations", {}).update(values)
+        fresh = self.store.update(pr, validate=False)
+        pr["metadata"] = fresh["metadata"]
+
+    # -- check-capacity and best-effort-atomic-scale-up ----------------------------------------------------------
+    def _fits_existing(self, pods: list[dict[str, Any]]) -> bool:
+        nodes = [n for n in nodes_of(self.ctx) if _ready(n)]
+        used = used_on_nodes(self.store.list("Pod"))
+        for pod in pods:
+            req = pod_requests(pod)
+            for n in nodes:
+                name = n["metadata"]["name"]
+                if fits(pod, node_shape(n), used.get(name, {}), req) is None:
+                    used[name] = add(used.get(name, {}), req)
+                    break
+            else:
+                return False
+        return True
+
+    def _oss_booking(self, pr: dict[str, Any], now: float) -> float | None:
+        """Provisioned -> BookingExpired after 10 min, or once every consuming pod is scheduled."""
+        if _true(pr, "BookingExpired"):
+            return None
+        consuming = [p for p in self.store.list("Pod", pr["metadata"]["namespace"])
+                     if (p["metadata"].get("annotations") or {}).get(
+                         "autoscaling.x-k8s.io/consume-provisioning-request") == pr["metadata"]["name"]]
+        total = sum(ps["count"] for ps in pr["spec"]["podSets"])
+        if len([p for p in consuming if (p.get("spec") or {}).get("nodeName")]) >= total:
+            self._set(pr, now, ("BookingExpired", "True", "CapacityBookingConsumed"))
+            return None
+        expire = _since(pr, "Provisioned") + BOOKING_SECONDS
+        if now >= expire:
+            self._set(pr, now, ("BookingExpired", "True", "CapacityReservationTimeExpired"))
+            return None
+        return expire
+
+    def _oss_common(self, pr: dict[str, Any], now: float) -> list[dict[str, Any]] | None:
+        if not _true(pr, "Accepted"):
+            self._set(pr, now, ("Accepted", "True", "Accepted"))
+        created = parse_time(pr["metadata"]["creationTimestamp"])
+        if now >= created + MAX_WAIT_SECONDS:
+            self._fail(pr, now, "Expired", MSG["Expired"])
+            return None
+        pods = self._pods(pr)
+        if isinstance(pods, str):
+            self._fail(pr, now, "FailedToCreatePods", f'PodTemplate "{pods}" not found.')
+            return None
+        return pods
+
+    def _check_capacity(self, pr: dict[str, Any], now: float) -> float | None:
+        if _true(pr, "Provisioned"):
+            return self._oss_booking(pr, now)
+        pods = self._oss_common(pr, now)
+        if pods is None:
+            return None
+        if self._fits_existing(pods):
+            self._set(pr, now, ("Provisioned", "True", "CapacityIsFound"))
+            return now + BOOKING_SECONDS
+        if (pr["spec"].get("parameters") or {}).get("noRetry") == "true":
+            self._fail(pr, now, "CapacityIsNotFound", MSG["CapacityIsNotFound"])
+            return None
+        self._set(pr, now, ("Provisioned", "False", "CapacityIsNotFound"))
+        return now + 60.0
+
+    def _atomic(self, pr: dict[str, Any], now: float) -> float | None:
+        if _true(pr, "Provisioned"):
+            return self._oss_booking(pr, now)
+        pods = self._oss_common(pr, now)
+        if pods is None:
+            return None
+        mine = self._nodes_of(pr)
+        if mine:
+            if all(_ready(n) for n in mine):
+                self._set(pr, now, ("Provisioned", "True", "CapacityIsProvisioned"))
+                return now + BOOKING_SECONDS
+            return None
+        if self._fits_existing(pods):
+            self._set(pr, now, ("Provisioned", "True", "CapacityIsFound"))
+            return now + BOOKING_SECONDS
+        attempts = int((pr["metadata"].get("annotations") or {}).get(ANN_ATTEMPTS, "0"))
+        for pool in pools_of(self.ctx):
+            auto = pool["spec"].get("autoscaling") or {}
+            if pool["status"].get("queued") or not auto.get("enabled"):
+                continue
+            hosts = max(1, pool["status"].get("hostsPerSlice", 1))
+            limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
+            room = (limit - len(nodes_of(self.ctx, pool["spec"]["name"]))) // hosts * hosts
+            n_nodes, placed = pack(pods, pool_shape(pool), max(room, 0))
+            if len(placed) != len(pods):
+                continue
+            got = grow(self.ctx, pool, -(-n_nodes // hosts) * hosts,
+                       extra_annotations={ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"})
+            if got.ok:
+                return None
+        self._annotate(pr, {ANN_ATTEMPTS: str(attempts + 1)})
+        self._set(pr, now, ("Provisioned", "False", "CapacityIsNotFound"))
+        return now + min(600.0, 60.0 * 2**attempts)  # backoff 1 min doubling to 10 min (CA flags)
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (node.get("status") or {}).get("conditions") or [])
