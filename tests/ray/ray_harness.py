@@ -97,12 +97,24 @@ class Slice:
     def all_pods(self) -> list[dict]:
         return [self.head, *self.workers, self.submitter]
 
+    def describe(self) -> str:
+        """States of every launched pod, with the log tail of those not ready (for failure messages)."""
+        out = []
+        for p in self.all_pods():
+            st = self.state(p)
+            if st is None:
+                continue
+            out.append(f"{p['metadata']['name']}: {st}")
+            if not st.ready:
+                out.append(self.logs.of(p["metadata"]["name"])[-2500:])
+        return "\n".join(out)
+
     def stop_all(self) -> None:
         for p in self.all_pods():
             self.ex.stop(self.key(p))
 
 
-def wait_for(cond, timeout: float, what: str, step: float = 0.5):
+def wait_for(cond, timeout: float, what: str, step: float = 0.5, detail=None):
     """Poll ``cond`` until truthy; fail with ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -110,7 +122,7 @@ def wait_for(cond, timeout: float, what: str, step: float = 0.5):
         if value:
             return value
         time.sleep(step)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}" + ("\n" + detail() if detail else ""))
 
 
 def leftovers(ex: LocalRayExecutor) -> list[int]:

@@ -38,6 +38,10 @@ SUBMITTER_CONTAINER = "ray-job-submitter"
 # Twin-only annotations (DESIGN.md §5): a RayJob carrying run-seconds runs on the simulated executor.
 ANN_RUN_SECONDS = "twin.flexq.dev/run-seconds"
 ANN_OUTCOME = "twin.flexq.dev/outcome"
+# Put by the RayJob controller on the RayCluster (and so on its pods) of a simulated RayJob: its head and
+# workers are simulated too (they run until deleted), never real Ray processes.
+ANN_SIMULATED = "twin.flexq.dev/simulated"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -82,5 +86,7 @@ def is_submitter_pod(pod: dict) -> bool:
 
 
 def is_simulated(obj: dict) -> bool:
-    """True when the object (RayJob, pod) declares a simulated run time (``twin.flexq.dev/run-seconds``)."""
-    return ANN_RUN_SECONDS in (obj.get("metadata", {}).get("annotations") or {})
+    """True when the object (RayJob, RayCluster, pod) is simulated: it declares ``twin.flexq.dev/run-seconds``
+    or carries ``twin.flexq.dev/simulated: "true"``."""
+    anns = obj.get("metadata", {}).get("annotations") or {}
+    return ANN_RUN_SECONDS in anns or anns.get(ANN_SIMULATED) == "true"

@@ -38,6 +38,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -90,10 +91,11 @@ class LocalRayExecutor:
 
     name = "local-ray"
 
-    def __init__(self, base_dir: Path, *, python: str = sys.executable, object_store_bytes: int = 150_000_000,
+    def __init__(self, base_dir: Path | None = None, *, python: str = sys.executable, object_store_bytes: int = 150_000_000,
                  extra_env: dict[str, str] | None = None, start_timeout_s: float = 180.0,
                  gcs_wait_timeout_s: float = 600.0, grace_s: float = 3.0) -> None:
-        self.base_dir = Path(base_dir)
+        self._own_base = base_dir is None  # a private temp dir, removed whole on shutdown
+        self.base_dir = Path(tempfile.mkdtemp(prefix="flexq-ray-")) if base_dir is None else Path(base_dir)
         self.python = python
         self.object_store_bytes = object_store_bytes
         # Ray Train's controller polls workers every 2 s by default; 0.25 s cuts ~8 s from a short job and
@@ -184,6 +186,8 @@ class LocalRayExecutor:
         if self._ray_root is not None:
             shutil.rmtree(self._ray_root, ignore_errors=True)
         shutil.rmtree(self.base_dir / "pods", ignore_errors=True)
+        if self._own_base:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
 
     # ------------------------------------------------------------------------------- dashboard side
 
@@ -199,10 +203,23 @@ class LocalRayExecutor:
         with self._lock:
             if key not in self._jobs:
                 self._jobs[key] = None
-            if self._poller is None:
-                self._poller = threading.Thread(target=self._poll_jobs, name="ray-job-poller", daemon=True)
-                self._poller.start()
+            self._ensure_poller()
             return self._jobs[key]
+
+    def cluster_status(self, namespace: str, cluster: str) -> str | None:
+        """The autoscaler monitor's status text (``ray status``) of a local cluster, cached (None: unknown)."""
+        key = (namespace, cluster, "")
+        with self._lock:
+            if key not in self._jobs:
+                self._jobs[key] = None
+            self._ensure_poller()
+            info = self._jobs[key]
+        return (info or {}).get("clusterStatus")
+
+    def _ensure_poller(self) -> None:
+        if self._poller is None:
+            self._poller = threading.Thread(target=self._poll_jobs, name="ray-job-poller", daemon=True)
+            self._poller.start()
 
     def _poll_jobs(self) -> None:
         while not self._closed.wait(0.5):
@@ -210,7 +227,10 @@ class LocalRayExecutor:
                 keys = list(self._jobs)
             for ns, cname, job_id in keys:
                 addr = self.dashboard_address(ns, cname)
-                info = _http_json(f"http://{addr}/api/jobs/{job_id}") if addr else None
+                url = f"http://{addr}/api/jobs/{job_id}" if job_id else f"http://{addr}/api/cluster_status?format=1"
+                info = _http_json(url) if addr else None
+                if info is not None and not job_id:
+                    info = info.get("data") or {}
                 with self._lock:
                     if info is not None or addr is None:
                         self._jobs[(ns, cname, job_id)] = info
@@ -231,8 +251,6 @@ class LocalRayExecutor:
         if self._ray_root is None:
             root = self.base_dir / "r"
             if len(str(root)) + 12 > _MAX_TMP:
-                import tempfile
-
                 root = Path(tempfile.mkdtemp(prefix="fqray-"))
             root.mkdir(parents=True, exist_ok=True)
             self._ray_root = root

@@ -1,26 +1,40 @@
 """The explicit list of what flexq.kuberay contributes to a twin (style rule 6: one list, no side effects).
 
-``controllers(ctx)`` returns this package's controllers for one cluster; ``bootstrap(store)`` seeds objects a
-fresh cluster has (idempotent); ``executors(settings)`` returns pod executors (kube, kuberay only).
+``controllers(ctx)`` returns the RayCluster, RayJob and in-tree autoscaler controllers for one cluster;
+``executors(settings)`` returns the local Ray executor when the twin runs real Ray (``settings["executor"] ==
+"ray"``, the live twin's default); with ``"simulated"`` it returns none and the kube package's simulated
+executor runs every pod. ``settings["ray_dir"]`` (optional) is where the executor keeps pod files and Ray's
+temp dirs; by default a private temp dir removed at shutdown.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from flexq.runtime import Context, Controller
 from flexq.store import Store
 
+from .autoscaler import AutoscalerController
+from .controller_raycluster import RayClusterController
+from .controller_rayjob import RayJobController
+from .ray_runner import LocalRayExecutor
+
 
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
-    return []
+    rays = [ex for ex in ctx.executors if isinstance(ex, LocalRayExecutor)]
+    return [RayClusterController(ctx), RayJobController(ctx, sources=rays),
+            AutoscalerController(ctx, sources=rays)]
 
 
 def bootstrap(store: Store) -> None:
-    """Objects every fresh cluster starts with (idempotent)."""
+    """Objects every fresh cluster starts with (none for KubeRay: the operator brings only CRDs)."""
 
 
 def executors(settings: dict[str, Any]) -> list[Any]:
-    """Pod executors this package provides."""
-    return []
+    """The local Ray executor when the twin runs real Ray; nothing otherwise."""
+    if settings.get("executor", "simulated") != "ray":
+        return []
+    ray_dir = settings.get("ray_dir")
+    return [LocalRayExecutor(Path(ray_dir) if ray_dir else None)]
