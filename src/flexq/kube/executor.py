@@ -39,6 +39,8 @@ class PodLaunch:
     logs: LogSink
     notify: Callable[[], None]  # thread-safe: wake the kubelet to poll this pod now
     services: dict[str, str] = field(default_factory=dict)  # "<svc>.<ns>" / "<svc>" -> local "host:port" map
+    now: Callable[[], float] | None = None  # the twin's clock (virtual or wall), seconds since the epoch
+    wake_at: Callable[[float], None] | None = None  # call from start() only: poll this pod again at that time
 
 
 @dataclass(frozen=True)

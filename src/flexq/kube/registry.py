@@ -1,26 +1,35 @@
 """The explicit list of what flexq.kube contributes to a twin (style rule 6: one list, no side effects).
 
-``controllers(ctx)`` returns this package's controllers for one cluster; ``bootstrap(store)`` seeds objects a
-fresh cluster has (idempotent); ``executors(settings)`` returns pod executors (kube, kuberay only).
+``controllers(ctx)`` returns this package's controllers for one cluster, sharing one ``ClusterCache``
+(created first, so its watch sees every event before the controllers' mappers do): the scheduler, the
+kubelet and the batch/v1 Job controller. ``bootstrap(store)`` seeds nothing (nodes come from GKE node
+pools or from tests). ``executors(settings)`` returns the simulated executor, which accepts every pod
+and so must stay last in ``ctx.executors`` (the assembly puts kuberay's first).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from flexq.kube.cache import ClusterCache
+from flexq.kube.job import JobController
+from flexq.kube.kubelet import Kubelet
+from flexq.kube.scheduler import Scheduler
+from flexq.kube.simulated import SimulatedExecutor
 from flexq.runtime import Context, Controller
 from flexq.store import Store
 
 
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
-    return []
+    cache = ClusterCache(ctx.store)
+    return [Scheduler(ctx, cache), Kubelet(ctx, cache), JobController(ctx, cache)]
 
 
 def bootstrap(store: Store) -> None:
-    """Objects every fresh cluster starts with (idempotent)."""
+    """Objects every fresh cluster starts with (idempotent): none for kube."""
 
 
 def executors(settings: dict[str, Any]) -> list[Any]:
-    """Pod executors this package provides."""
-    return []
+    """Pod executors this package provides: the simulated one (accepts every pod, so it goes last)."""
+    return [SimulatedExecutor()]

@@ -1,0 +1,154 @@
+"""The kube controllers' shared informer cache: Nodes and Pods indexed the ways they are asked for.
+
+Owns: ``ClusterCache``, fed by one store watch (subscribed before the controllers' own watches, so a
+mapper already sees the event applied): the scheduler's ``NodeInfo`` per node, the resources requested
+on each node by the pods bound to it that are not terminal (what NodeResourcesFit subtracts), bound pods
+per node (for the kubelet when a node disappears), and pod names per controlling owner (for the Job
+controller). It keeps references to the store's stored objects and never mutates them. Each change
+costs O(1) work, so no reconcile has to list all pods. ``node_changed_rv`` / ``freed_rv`` tell a mapper
+whether an event changed what fits where. Must not import domain packages.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from flexq.kube.scheduling import NodeInfo, node_info, pod_requests
+from flexq.store.store import Store, Subscription, WatchEvent
+
+PodKey = tuple[str, str]
+OwnerKey = tuple[str, str, str]  # (namespace, owner kind, owner name)
+TERMINAL = ("Succeeded", "Failed")
+
+
+def pod_key(pod: dict) -> PodKey:
+    m = pod["metadata"]
+    return (m.get("namespace") or "default", m["name"])
+
+
+def controller_owner(obj: dict) -> dict | None:
+    """The ownerReference with ``controller: true``, if any."""
+    for ref in obj["metadata"].get("ownerReferences") or ():
+        if ref.get("controller"):
+            return ref
+    return None
+
+
+def is_terminal(pod: dict) -> bool:
+    return (pod.get("status") or {}).get("phase") in TERMINAL
+
+
+class ClusterCache:
+    """Indexes over one cluster's Nodes and Pods, kept current by a watch."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.nodes: dict[str, NodeInfo] = {}
+        self.pods: dict[PodKey, dict] = {}
+        self.used: dict[str, Counter[str]] = {}
+        self.pod_counts: Counter[str] = Counter()
+        self.node_pods: dict[str, set[PodKey]] = {}
+        self.owned: dict[OwnerKey, set[str]] = {}
+        self._accounted: dict[PodKey, tuple[str, dict[str, int]]] = {}
+        self.node_changed_rv = -1  # rv of the last event that changed a NodeInfo
+        self.freed_rv = -1  # rv of the last event that released resources on a node
+        self._sub: Subscription | None = None
+        self._sub = store.watch(self._on_event, ["Node", "Pod"])
+        for node in store.list("Node"):
+            self._on_event(WatchEvent("ADDED", store.info("Node").key, node, 0))
+        for pod in store.list("Pod"):
+            self._on_event(WatchEvent("ADDED", store.info("Pod").key, pod, 0))
+
+    def close(self) -> None:
+        if self._sub is not None:
+            self._sub.cancel()
+            self._sub = None
+
+    # -- queries ----------------------------------------------------------------------------------
+    def pods_on(self, node: str) -> list[PodKey]:
+        return sorted(self.node_pods.get(node, ()))
+
+    def owned_pods(self, namespace: str, kind: str, name: str) -> list[dict]:
+        """Pods whose controller is ``kind/name`` in ``namespace``, by name."""
+        names = self.owned.get((namespace, kind, name), ())
+        return [self.pods[(namespace, n)] for n in sorted(names) if (namespace, n) in self.pods]
+
+    # -- feeding ----------------------------------------------------------------------------------
+    def _on_event(self, ev: WatchEvent) -> None:
+        if ev.object.get("kind") == "Node":
+            self._on_node(ev)
+        else:
+            self._on_pod(ev)
+
+    def _on_node(self, ev: WatchEvent) -> None:
+        name = ev.object["metadata"]["name"]
+        if ev.type == "DELETED":
+            if self.nodes.pop(name, None) is not None:
+                self.node_changed_rv = ev.rv
+            return
+        info = node_info(ev.object)
+        if self.nodes.get(name) != info:
+            self.nodes[name] = info
+            self.node_changed_rv = ev.rv
+
+    def _on_pod(self, ev: WatchEvent) -> None:
+        pod = ev.object
+        key = pod_key(pod)
+        old = self.pods.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        if ev.type == "DELETED":
+            self.pods.pop(key, None)
+            if self._unaccount(key):
+                self.freed_rv = ev.rv
+            return
+        self.pods[key] = pod
+        self._index(key, pod)
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and not is_terminal(pod):
+            if key not in self._accounted:
+                self._account(key, node, pod_requests(pod))
+        elif self._unaccount(key):
+            self.freed_rv = ev.rv
+
+    def _index(self, key: PodKey, pod: dict) -> None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            self.node_pods.setdefault(node, set()).add(key)
+        ref = controller_owner(pod)
+        if ref is not None:
+            self.owned.setdefault((key[0], ref.get("kind", ""), ref.get("name", "")), set()).add(key[1])
+
+    def _unindex(self, key: PodKey, pod: dict) -> None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and node in self.node_pods:
+            self.node_pods[node].discard(key)
+            if not self.node_pods[node]:
+                del self.node_pods[node]
+        ref = controller_owner(pod)
+        if ref is not None:
+            okey = (key[0], ref.get("kind", ""), ref.get("name", ""))
+            names = self.owned.get(okey)
+            if names is not None:
+                names.discard(key[1])
+                if not names:
+                    del self.owned[okey]
+
+    def _account(self, key: PodKey, node: str, requests: dict[str, int]) -> None:
+        self._accounted[key] = (node, requests)
+        self.used.setdefault(node, Counter()).update(requests)
+        self.pod_counts[node] += 1
+
+    def _unaccount(self, key: PodKey) -> bool:
+        entry = self._accounted.pop(key, None)
+        if entry is None:
+            return False
+        node, requests = entry
+        used = self.used.get(node)
+        if used is not None:
+            used.subtract(requests)
+        self.pod_counts[node] -= 1
+        if self.pod_counts[node] <= 0:
+            del self.pod_counts[node]
+            self.used.pop(node, None)
+        return True

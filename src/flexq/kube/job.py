@@ -1,0 +1,297 @@
+"""The batch/v1 Job controller (kube-controller-manager's job and ttl-after-finished controllers).
+
+Owns Job ``status`` (``active``, ``ready``, ``succeeded``, ``failed``, ``startTime``, ``completionTime``,
+``completedIndexes``, ``uncountedTerminatedPods``, conditions ``Suspended``, ``SuccessCriteriaMet`` +
+``Complete``, ``FailureTarget`` + ``Failed``), the pods it creates (``<job>-<5 chars>`` from the
+``job-controller`` RNG stream, ``<job>-<index>-<5 chars>`` for Indexed jobs) and their tracking
+finalizer, the events ``SuccessfulCreate`` / ``SuccessfulDelete`` / ``Completed`` / ``BackoffLimitExceeded``
+/ ``DeadlineExceeded`` / ``Suspended`` / ``Resumed``, and deleting finished jobs after
+``ttlSecondsAfterFinished``. Semantics, each reconcile in numbered steps:
+
+1. Count pods that finished (or are being deleted by someone else: failed) while still carrying the
+   ``batch.kubernetes.io/job-tracking`` finalizer into ``status``, then remove the finalizer, so deleted
+   pods are never lost and never counted twice.
+2. Suspended: delete active pods (not counted as failed), ``Suspended=True``; resumed: ``Suspended=False``
+   and ``startTime`` reset to now (``activeDeadlineSeconds`` counts continuous activity).
+3. Failed when ``failed > backoffLimit`` (with ``OnFailure``: container restarts reach the limit) or the
+   deadline passed; Complete when ``completions`` pods succeeded (Indexed: every index), or, without
+   ``completions``, when one succeeded and none is active. Remaining active pods are then deleted.
+4. Otherwise create pods up to ``parallelism`` (never more than the completions still missing), after a
+   back-off of 10 s doubling to 6 min following failures, or delete extra ones.
+
+Jobs with ``spec.managedBy`` other than ``kubernetes.io/job-controller`` are left alone. Must not import
+other domain packages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+
+from flexq.clock import format_time, parse_time
+from flexq.errors import AlreadyExists, NotFound
+from flexq.kube import jobs
+from flexq.kube.cache import ClusterCache, controller_owner, is_terminal
+from flexq.kube.conditions import is_true, set_condition
+from flexq.runtime import Context, Controller, Result, Watch
+from flexq.store.store import WatchEvent, clone
+
+_ALNUM = "bcdfghjklmnpqrstvwxz2456789"
+Key = tuple[str, str]
+
+
+def _owner_job(ev: WatchEvent) -> Iterable[Key]:
+    ref = controller_owner(ev.object)
+    if ref is None or ref.get("kind") != "Job":
+        return []
+    return [(ev.object["metadata"].get("namespace") or "default", ref.get("name", ""))]
+
+
+def _active(pod: dict) -> bool:
+    return not is_terminal(pod) and not pod["metadata"].get("deletionTimestamp")
+
+
+def _restarts(pod: dict) -> int:
+    st = pod.get("status") or {}
+    return sum(int(c.get("restartCount", 0)) for c in [*(st.get("containerStatuses") or []),
+                                                        *(st.get("initContainerStatuses") or [])])
+
+
+class JobController(Controller):
+    """batch/v1 Jobs: pods, status, suspension, back-off, deadlines, TTL."""
+
+    name = "job-controller"
+
+    def __init__(self, ctx: Context, cache: ClusterCache) -> None:
+        super().__init__(ctx)
+        self.cache = cache
+        self.rng = ctx.rng("job-controller")
+        self.last_failure: dict[str, float] = {}  # job uid -> when a failure was last counted
+
+    def watches(self) -> list[Watch]:
+        return [Watch("Job"), Watch("Pod", _owner_job)]
+
+    def reconcile(self, key: Key) -> Result | None:
+        ns, name = key
+        job = self.store.try_get("Job", name, ns)
+        pods = self.cache.owned_pods(ns, "Job", name)
+        uid = job["metadata"].get("uid") if job else None
+        orphans = [p for p in pods if (controller_owner(p) or {}).get("uid") != uid]
+        self._release(orphans)
+        if job is None or job["metadata"].get("deletionTimestamp"):
+            self._release(pods)
+            return None
+        if (job.get("spec") or {}).get("managedBy") not in (None, jobs.JOB_CONTROLLER):
+            return None
+        pods = [p for p in pods if p not in orphans]
+        status = clone(job.get("status") or {})
+        counted = self._count(job, pods, status)  # step 1
+        if jobs.finished_condition(status) is None:
+            result = self._sync(job, pods, counted, status)
+        else:
+            result = None
+        self._write_status(job, status)
+        self._release(counted)
+        return self._ttl(job, status) or result
+
+    # -- step 1 -----------------------------------------------------------------------------------------
+    def _count(self, job: dict, pods: list[dict], status: dict) -> list[dict]:
+        """Fold finished pods that still carry the tracking finalizer into ``status``."""
+        indexed = (job.get("spec") or {}).get("completionMode") == "Indexed"
+        done = jobs.parse_indexes(status.get("completedIndexes"))
+        counted, new_failures = [], 0
+        for pod in pods:
+            if jobs.TRACKING_FINALIZER not in (pod["metadata"].get("finalizers") or ()):
+                continue
+            phase = (pod.get("status") or {}).get("phase")
+            if phase == "Succeeded":
+                if indexed:
+                    idx = jobs.pod_index(pod)
+                    if idx is not None and idx < (job["spec"].get("completions") or 0):
+                        done.add(idx)
+                else:
+                    status["succeeded"] = status.get("succeeded", 0) + 1
+            elif phase == "Failed" or pod["metadata"].get("deletionTimestamp"):
+                status["failed"] = status.get("failed", 0) + 1
+                new_failures += 1
+            else:
+                continue
+            counted.append(pod)
+        if indexed:
+            status["succeeded"] = len(done)
+            if done:
+                status["completedIndexes"] = jobs.format_indexes(done)
+        if new_failures:
+            self.last_failure[job["metadata"]["uid"]] = self.ctx.now()
+        return counted
+
+    # -- steps 2-4 --------------------------------------------------------------------------------------
+    def _sync(self, job: dict, pods: list[dict], counted: list[dict], status: dict) -> Result | None:
+        spec, now = job["spec"], self.ctx.now()
+        counted_names = {p["metadata"]["name"] for p in counted}
+        active = [p for p in pods if _active(p) and p["metadata"]["name"] not in counted_names]
+        conds = status.setdefault("conditions", [])
+        if spec.get("suspend"):  # step 2
+            if set_condition(conds, "Suspended", "True", "JobSuspended", "Job suspended", now, probe=True):
+                self.events.record(job, "Normal", "Suspended", "Job suspended")
+            self._delete(job, active)
+            self._set_counts(status, [])
+            return None
+        if is_true(status, "Suspended"):
+            set_condition(conds, "Suspended", "False", "JobResumed", "Job resumed", now, probe=True)
+            self.events.record(job, "Normal", "Resumed", "Job resumed")
+            status["startTime"] = format_time(now)
+        status.setdefault("startTime", format_time(now))
+        failure, wait = self._failure(job, active, status, now)  # step 3
+        if failure is not None:
+            reason, message = failure
+            self._delete(job, active, count_failed=status)
+            jobs.finish(status, reason, message, now)
+            self._set_counts(status, [])
+            self.events.record(job, "Warning", reason, message)
+            return None
+        if self._succeeded(job, active, status):
+            self._delete(job, active)
+            jobs.finish(status, None, jobs.MSG_COMPLETED, now)
+            status["completionTime"] = format_time(now)
+            self._set_counts(status, [])
+            self.events.record(job, "Normal", "Completed", "Job completed")
+            return None
+        active, backoff = self._manage(job, active, status, now)  # step 4
+        self._set_counts(status, active)
+        waits = [w for w in (wait, backoff) if w is not None and w > 0]
+        return Result(requeue_after=min(waits)) if waits else None
+
+    def _failure(self, job: dict, active: list[dict], status: dict, now: float) \
+            -> tuple[tuple[str, str] | None, float | None]:
+        spec = job["spec"]
+        limit = spec.get("backoffLimit", 6)
+        limit = 6 if limit is None else limit
+        failed = status.get("failed", 0)
+        on_failure = (((spec.get("template") or {}).get("spec") or {}).get("restartPolicy")) == "OnFailure"
+        restarts = sum(_restarts(p) for p in active) if on_failure else 0
+        if failed > limit or (on_failure and (restarts > 0 if limit == 0 else restarts >= limit)):
+            return ("BackoffLimitExceeded", jobs.MSG_BACKOFF_LIMIT), None
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline is not None and status.get("startTime"):
+            left = parse_time(status["startTime"]) + deadline - now
+            if left <= 0:
+                return ("DeadlineExceeded", jobs.MSG_DEADLINE), None
+            return None, left
+        return None, None
+
+    def _succeeded(self, job: dict, active: list[dict], status: dict) -> bool:
+        completions = job["spec"].get("completions")
+        if completions is None:
+            return status.get("succeeded", 0) > 0 and not active
+        return status.get("succeeded", 0) >= completions
+
+    def _manage(self, job: dict, active: list[dict], status: dict, now: float) -> tuple[list[dict], float | None]:
+        """Create or delete pods toward the wanted number of active pods; returns (active, back-off left)."""
+        spec = job["spec"]
+        parallelism = spec.get("parallelism")
+        parallelism = 1 if parallelism is None else parallelism
+        completions = spec.get("completions")
+        succeeded = status.get("succeeded", 0)
+        if spec.get("completionMode") == "Indexed":
+            done = jobs.parse_indexes(status.get("completedIndexes"))
+            busy = {jobs.pod_index(p) for p in active}
+            todo = [i for i in range(completions or 0) if i not in done and i not in busy]
+            want = min(parallelism, len(active) + len(todo))
+        else:
+            todo = []
+            remaining = (completions - succeeded) if completions is not None else (parallelism if not succeeded
+                                                                                    else 0)
+            want = min(parallelism, max(0, remaining))
+        if len(active) > want:
+            extra = sorted(active, key=lambda p: (is_true(p, "Ready"), bool((p.get("spec") or {}).get("nodeName")),
+                                                  p["metadata"]["name"]))[:len(active) - want]
+            self._delete(job, extra)
+            names = {p["metadata"]["name"] for p in extra}
+            return [p for p in active if p["metadata"]["name"] not in names], None
+        if len(active) == want:
+            return active, None
+        last = self.last_failure.get(job["metadata"]["uid"])
+        if last is not None:
+            left = last + jobs.creation_backoff(status.get("failed", 0)) - now
+            if left > 0:
+                return active, left
+        created = [self._create(job, todo[i] if todo else None) for i in range(want - len(active))]
+        return active + [p for p in created if p is not None], None
+
+    # -- writes -----------------------------------------------------------------------------------------
+    def _create(self, job: dict, index: int | None) -> dict | None:
+        base = job["metadata"]["name"] + (f"-{index}" if index is not None else "")
+        for _ in range(5):
+            name = f"{base}-{''.join(self.rng.choice(_ALNUM) for _ in range(5))}"
+            try:
+                pod = self.store.create(jobs.pod_from_template(job, name, index), validate=False)
+            except AlreadyExists:
+                continue
+            self.events.record(job, "Normal", "SuccessfulCreate", f"Created pod: {name}")
+            return pod
+        return None
+
+    def _delete(self, job: dict, pods: list[dict], count_failed: dict | None = None) -> None:
+        """Delete pods; their tracking finalizer goes first, so they are not counted (unless ``count_failed``
+        is the status to count them into, as when the job fails)."""
+        for pod in pods:
+            if count_failed is not None:
+                count_failed["failed"] = count_failed.get("failed", 0) + 1
+            self._release([pod])
+            try:
+                self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+            except NotFound:
+                continue
+            self.events.record(job, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
+
+    def _release(self, pods: list[dict]) -> None:
+        """Remove the tracking finalizer from pods that still have it."""
+        for pod in pods:
+            fins = pod["metadata"].get("finalizers") or []
+            if jobs.TRACKING_FINALIZER not in fins:
+                continue
+            cur = self.cache.pods.get((pod["metadata"]["namespace"], pod["metadata"]["name"]))
+            if cur is None or cur["metadata"].get("uid") != pod["metadata"].get("uid"):
+                continue
+            obj = clone(cur)
+            obj["metadata"]["finalizers"] = [f for f in cur["metadata"].get("finalizers") or []
+                                             if f != jobs.TRACKING_FINALIZER]
+            if not obj["metadata"]["finalizers"]:
+                del obj["metadata"]["finalizers"]
+            obj["metadata"].pop("resourceVersion", None)
+            try:
+                self.store.update(obj, validate=False)
+            except NotFound:
+                continue
+
+    def _set_counts(self, status: dict, active: list[dict]) -> None:
+        status.pop("active", None)
+        if active:
+            status["active"] = len(active)
+        status["ready"] = sum(1 for p in active if is_true(p, "Ready"))
+        status.setdefault("uncountedTerminatedPods", {})
+        for f in ("succeeded", "failed"):
+            if not status.get(f):
+                status.pop(f, None)
+
+    def _write_status(self, job: dict, status: dict) -> None:
+        if status.get("conditions") == []:
+            del status["conditions"]
+        if status == (job.get("status") or {}):
+            return
+        obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": job["metadata"], "status": status}
+        self.store.update_status(obj)
+
+    def _ttl(self, job: dict, status: dict) -> Result | None:
+        ttl = job["spec"].get("ttlSecondsAfterFinished")
+        cond = jobs.finished_condition(status)
+        if ttl is None or cond is None:
+            return None
+        at = status.get("completionTime") or cond.get("lastTransitionTime")
+        left = (parse_time(at) if at else self.ctx.now()) + ttl - self.ctx.now()
+        if left > 0:
+            return Result(requeue_after=left)
+        with contextlib.suppress(NotFound):
+            self.store.delete("Job", job["metadata"]["name"], job["metadata"]["namespace"])
+        return None

@@ -1,0 +1,297 @@
+"""The twin's kubelets (one controller for every node of a cluster): run bound pods and report on them.
+
+Owns pod ``status`` except the ``PodScheduled`` condition: ``phase`` (Pending -> Running ->
+Succeeded/Failed), the ``Initialized`` / ``ContainersReady`` / ``Ready`` / ``DisruptionTarget``
+conditions, ``containerStatuses`` (waiting ``ContainerCreating`` / ``CrashLoopBackOff``, running,
+terminated with ``exitCode`` and reason ``Completed`` / ``Error``, ``restartCount``, ``lastState``),
+``hostIP``, ``podIP``, ``startTime``, ``qosClass``; the ``Started`` / ``Killing`` / ``FailedMount`` /
+``BackOff`` events. Also the executors' lifecycle: a bound pod starts on the first of ``ctx.executors``
+whose ``accepts(pod)`` is true, with a ``PodLaunch`` carrying its ConfigMap files (a missing ConfigMap
+keeps it in ``ContainerCreating`` until the ConfigMap appears), the node's TPU environment, the pod
+logs and the clock; it is stopped when the pod is deleted, finishes, or its node disappears (the pod
+is then failed with reason ``NodeLost``, as PodGC marks pods of deleted nodes). ``restartPolicy`` is
+honoured: ``Never`` ends the pod, ``OnFailure`` / ``Always`` restart the container after a back-off of
+10 s doubling to 300 s. A pod's logs go away with the pod. Must not import other domain packages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from flexq.clock import format_time
+from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
+from flexq.kube.conditions import qos_class, set_condition
+from flexq.kube.executor import PodExecutor, PodLaunch, PodRunState
+from flexq.kube.podenv import configmap_files, tpu_env
+from flexq.runtime import Context, Controller, Result, Watch
+from flexq.store.store import WatchEvent, clone
+
+MAX_BACKOFF, BASE_BACKOFF = 300.0, 10.0
+_COND_ORDER = {"PodReadyToStartContainers": 0, "Initialized": 1, "Ready": 2, "ContainersReady": 3,
+               "PodScheduled": 4, "DisruptionTarget": 5}
+_UNKNOWN = {"exitCode": 137, "reason": "ContainerStatusUnknown",
+            "message": "The container could not be located when the pod was terminated"}
+
+
+@dataclass
+class _Running:
+    executor: PodExecutor
+    uid: str
+    host_ip: str
+    wake: float | None = None
+
+
+def _host_ip(node: dict) -> str:
+    for a in (node.get("status") or {}).get("addresses") or []:
+        if a.get("type") == "InternalIP":
+            return a.get("address", "")
+    return ""
+
+
+class Kubelet(Controller):
+    """Starts, watches and stops the pods bound to this cluster's nodes."""
+
+    name = "kubelet"
+
+    def __init__(self, ctx: Context, cache: ClusterCache) -> None:
+        super().__init__(ctx)
+        self.cache = cache
+        self.running: dict[PodKey, _Running] = {}
+        self.backoff: dict[PodKey, float] = {}
+        self.waiting_cm: dict[tuple[str, str], set[PodKey]] = {}
+
+    def watches(self) -> list[Watch]:
+        return [Watch("Pod", self._pod_keys), Watch("Node", self._node_keys),
+                Watch("ConfigMap", self._configmap_keys)]
+
+    def _pod_keys(self, ev: WatchEvent) -> Iterable[PodKey]:
+        key = pod_key(ev.object)
+        if key in self.running or key in self.backoff or (ev.object.get("spec") or {}).get("nodeName"):
+            return [key]
+        return []
+
+    def _node_keys(self, ev: WatchEvent) -> Iterable[PodKey]:
+        return self.cache.pods_on(ev.object["metadata"]["name"]) if ev.type == "DELETED" else []
+
+    def _configmap_keys(self, ev: WatchEvent) -> Iterable[PodKey]:
+        m = ev.object["metadata"]
+        return sorted(self.waiting_cm.get((m.get("namespace") or "default", m["name"]), ()))
+
+    def stop(self) -> None:
+        for key, rec in sorted(self.running.items()):
+            rec.executor.stop(key)
+        self.running.clear()
+
+    # -- reconcile ----------------------------------------------------------------------------------
+    def reconcile(self, key: PodKey) -> Result | None:
+        pod = self.cache.pods.get(key)
+        rec = self.running.get(key)
+        if rec is not None and (pod is None or pod["metadata"].get("uid") != rec.uid):
+            self._stop(key, rec, None)
+            self.ctx.logs.delete(*key)
+            rec = None
+        if pod is None:
+            self.backoff.pop(key, None)
+            self._forget_configmaps(key)
+            return None
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name:
+            return None
+        if pod["metadata"].get("deletionTimestamp") or is_terminal(pod):
+            if rec is not None:
+                self._stop(key, rec, pod)
+            if not is_terminal(pod):
+                killed = {"exitCode": 137, "reason": "Error"} if self._running_started(pod) else dict(_UNKNOWN)
+                self._write(pod, self._terminal_status(pod, "Failed", killed))
+            self.backoff.pop(key, None)
+            return None
+        if node_name not in self.cache.nodes:
+            if rec is not None:
+                self._stop(key, rec, None)
+            self._node_lost(pod, node_name)
+            return None
+        if rec is None:
+            until = self.backoff.get(key)
+            if until is not None and self.ctx.now() < until:
+                return Result(requeue_after=until - self.ctx.now())
+            return self._start(key, pod, node_name)
+        state = rec.executor.poll(key) or PodRunState("Failed", exit_code=137, reason="ContainerStatusUnknown")
+        return self._observe(key, pod, rec, state)
+
+    # -- start / stop ---------------------------------------------------------------------------------
+    def _start(self, key: PodKey, pod: dict, node_name: str) -> Result | None:
+        files, missing = configmap_files(pod, lambda name: self.store.try_get("ConfigMap", name, key[0]))
+        if missing:
+            for _, cm in missing:
+                self.waiting_cm.setdefault((key[0], cm), set()).add(key)
+            st = self._base_status(pod, "Pending", "", False)
+            st["containerStatuses"] = self._containers(pod, {"waiting": {"reason": "ContainerCreating"}}, False)
+            if self._write(pod, st):
+                vol, cm = missing[0]
+                self.events.record(pod, "Warning", "FailedMount",
+                                   f'MountVolume.SetUp failed for volume "{vol}" : configmap "{cm}" not found')
+            return None
+        self._forget_configmaps(key)
+        executor = next((ex for ex in self.ctx.executors if ex.accepts(pod)), None)
+        if executor is None:
+            return None
+        node = self.store.get("Node", node_name)
+        rec = _Running(executor, pod["metadata"].get("uid", ""), _host_ip(node))
+        self.running[key] = rec
+        self.backoff.pop(key, None)
+        launch = PodLaunch(
+            pod=clone(pod), node=node, files=files, env=tpu_env(pod, self.cache.nodes[node_name],
+                                                                 self.cache.nodes.values()),
+            logs=self.ctx.logs, notify=lambda: self.ctx.loop.post(lambda: self.enqueue(key)),
+            now=self.ctx.now, wake_at=lambda when: self._wake(key, when))
+        executor.start(launch)
+        for c in (pod.get("spec") or {}).get("containers") or []:
+            self.events.record(pod, "Normal", "Started", f"Started container {c['name']}")
+        state = executor.poll(key) or PodRunState("Pending")
+        return self._observe(key, pod, rec, state)
+
+    def _wake(self, key: PodKey, when: float) -> None:
+        rec = self.running.get(key)
+        if rec is not None:
+            rec.wake = when
+        self.enqueue_after(key, max(0.0, when - self.ctx.now()))
+
+    def _stop(self, key: PodKey, rec: _Running, pod: dict | None) -> None:
+        self.running.pop(key, None)
+        rec.executor.stop(key)
+        if pod is not None and not is_terminal(pod):
+            for c in (pod.get("spec") or {}).get("containers") or []:
+                self.events.record(pod, "Normal", "Killing", f"Stopping container {c['name']}")
+
+    def _forget_configmaps(self, key: PodKey) -> None:
+        for cm_key in [k for k, pods in self.waiting_cm.items() if key in pods]:
+            self.waiting_cm[cm_key].discard(key)
+            if not self.waiting_cm[cm_key]:
+                del self.waiting_cm[cm_key]
+
+    # -- status ---------------------------------------------------------------------------------------
+    def _observe(self, key: PodKey, pod: dict, rec: _Running, state: PodRunState) -> Result | None:
+        now = self.ctx.now()
+        if state.phase == "Pending":
+            waiting = {"reason": state.reason or "ContainerCreating"} | ({"message": state.message}
+                                                                         if state.message else {})
+            phase = "Running" if self._restart_count(pod) else "Pending"
+            st = self._base_status(pod, phase, rec.host_ip, False, state.pod_ip)
+            st["containerStatuses"] = self._containers(pod, {"waiting": waiting}, False)
+            self._write(pod, st)
+        elif state.phase == "Running":
+            st = self._base_status(pod, "Running", rec.host_ip, state.ready, state.pod_ip)
+            started = self._running_started(pod) or format_time(now)
+            st["containerStatuses"] = self._containers(pod, {"running": {"startedAt": started}}, state.ready)
+            self._write(pod, st)
+        else:
+            return self._exited(key, pod, rec, state)
+        if rec.wake is not None and rec.wake > now:
+            return Result(requeue_after=rec.wake - now)
+        return None
+
+    def _exited(self, key: PodKey, pod: dict, rec: _Running, state: PodRunState) -> Result | None:
+        now = self.ctx.now()
+        code = state.exit_code if state.exit_code is not None else (0 if state.phase == "Succeeded" else 1)
+        term = {"exitCode": code, "reason": state.reason or ("Completed" if code == 0 else "Error"),
+                "startedAt": self._running_started(pod) or format_time(now), "finishedAt": format_time(now)}
+        if state.message:
+            term["message"] = state.message
+        self._stop(key, rec, None)
+        policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+        if policy == "Never" or (policy == "OnFailure" and code == 0):
+            self._write(pod, self._terminal_status(pod, "Succeeded" if code == 0 else "Failed", term, rec.host_ip,
+                                                   state.pod_ip))
+            return None
+        restarts = self._restart_count(pod) + 1
+        delay = min(MAX_BACKOFF, BASE_BACKOFF * 2 ** (restarts - 1))
+        self.backoff[key] = now + delay
+        c0 = ((pod.get("spec") or {}).get("containers") or [{"name": ""}])[0]["name"]
+        m = pod["metadata"]
+        msg = f"back-off {delay:g}s restarting failed container={c0} pod={m['name']}_{key[0]}({m.get('uid', '')})"
+        st = self._base_status(pod, "Running", rec.host_ip, False, state.pod_ip)
+        st["containerStatuses"] = self._containers(pod, {"waiting": {"reason": "CrashLoopBackOff", "message": msg}},
+                                                   False, restarts, {"terminated": term})
+        self._write(pod, st)
+        self.events.record(pod, "Warning", "BackOff", f"Back-off restarting failed container {c0} in pod "
+                                                      f"{m['name']}_{key[0]}({m.get('uid', '')})")
+        return Result(requeue_after=delay)
+
+    def _node_lost(self, pod: dict, node: str) -> None:
+        if is_terminal(pod):
+            return
+        st = self._terminal_status(pod, "Failed", dict(_UNKNOWN))
+        st["reason"] = "NodeLost"
+        st["message"] = f"Node {node} which was running pod {pod['metadata']['name']} no longer exists"
+        set_condition(st["conditions"], "DisruptionTarget", "True", "DeletionByPodGC", "PodGC: node no longer exists",
+                      self.ctx.now())
+        st["conditions"].sort(key=lambda c: _COND_ORDER.get(c.get("type", ""), 9))
+        self._write(pod, st)
+
+    def _terminal_status(self, pod: dict, phase: str, term: dict, host_ip: str | None = None,
+                         pod_ip: str | None = None) -> dict:
+        started = self._running_started(pod)
+        term = ({"startedAt": started} if started else {}) | {"finishedAt": format_time(self.ctx.now())} | term
+        st = self._base_status(pod, phase, host_ip, False, pod_ip)
+        st["containerStatuses"] = self._containers(pod, {"terminated": term}, False)
+        return st
+
+    def _base_status(self, pod: dict, phase: str, host_ip: str | None, ready: bool, pod_ip: str | None = None) -> dict:
+        now = self.ctx.now()
+        st = clone(pod.get("status") or {})
+        st["phase"] = phase
+        conds = st.setdefault("conditions", [])
+        terminal = phase in ("Succeeded", "Failed")
+        names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
+        reason = None if ready else ("PodCompleted" if terminal else "ContainersNotReady")
+        msg = None if ready or terminal else f"containers with unready status: [{' '.join(names)}]"
+        set_condition(conds, "Initialized", "True", "PodCompleted" if terminal else None, None, now, probe=True)
+        for t in ("Ready", "ContainersReady"):
+            set_condition(conds, t, "True" if ready else "False", reason, msg, now, probe=True)
+        conds.sort(key=lambda c: _COND_ORDER.get(c.get("type", ""), 9))
+        if host_ip:
+            st["hostIP"], st["hostIPs"] = host_ip, [{"ip": host_ip}]
+        if pod_ip and not terminal:
+            st["podIP"], st["podIPs"] = pod_ip, [{"ip": pod_ip}]
+        st.setdefault("startTime", format_time(now))
+        st["qosClass"] = qos_class(pod)
+        return st
+
+    def _containers(self, pod: dict, state: dict, ready: bool, restarts: int | None = None,
+                    last: dict | None = None) -> list[dict]:
+        prev = {c.get("name"): c for c in (pod.get("status") or {}).get("containerStatuses") or []}
+        out = []
+        for c in (pod.get("spec") or {}).get("containers") or []:
+            p = prev.get(c["name"], {})
+            n = p.get("restartCount", 0) if restarts is None else restarts
+            cs = {"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": ready, "restartCount": n,
+                  "started": "running" in state, "state": state, "lastState": last if last is not None
+                  else p.get("lastState", {})}
+            if "waiting" not in state or n:
+                digest = hashlib.sha256(f"{pod['metadata'].get('uid')}/{c['name']}/{n}".encode()).hexdigest()
+                cs["containerID"] = f"containerd://{digest}"
+            out.append(cs)
+        return out
+
+    @staticmethod
+    def _restart_count(pod: dict) -> int:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        return int(statuses[0].get("restartCount", 0)) if statuses else 0
+
+    @staticmethod
+    def _running_started(pod: dict) -> str | None:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        if not statuses:
+            return None
+        st = statuses[0].get("state") or {}
+        return (st.get("running") or {}).get("startedAt") or (st.get("terminated") or {}).get("startedAt")
+
+    def _write(self, pod: dict, status: dict) -> bool:
+        """Write ``status`` if it differs from the stored one; True when written."""
+        if status == pod.get("status"):
+            return False
+        obj = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(pod["metadata"]), "status": status}
+        self.store.update_status(obj)
+        return True

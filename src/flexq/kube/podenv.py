@@ -1,0 +1,117 @@
+"""What a node gives a pod at start: ConfigMap volumes as files, and the GKE TPU environment.
+
+Owns two pure functions the kubelet calls before starting a pod:
+
+- ``configmap_files``: every ``configMap`` volume mounted by a container becomes ``{mountPath: {file:
+  content}}`` (all keys, or only ``items`` with their ``path``; a ``subPath`` mount puts one key at the
+  mount path itself). A missing ConfigMap that is not ``optional`` is reported so the pod stays in
+  ``ContainerCreating``, as the kubelet's ``MountVolume.SetUp failed`` does.
+- ``tpu_env``: on a TPU node (labels ``cloud.google.com/gke-tpu-accelerator`` and ``-topology``), for a pod
+  requesting ``google.com/tpu``: ``TPU_ACCELERATOR_TYPE`` (``<generation>-<cores>``, e.g. ``v6e-16`` for
+  a 4x4 v6e slice; cores = chips × 2 on v4/v5p/v7x), ``TPU_TOPOLOGY``, ``TPU_WORKER_ID`` (the host's
+  index within its slice), ``TPU_WORKER_HOSTNAMES``, and ``TPU_NAME``. A slice is the
+  node pool's nodes of that type (``cloud.google.com/gke-nodepool``, plus the
+  ``autoscaling.gke.io/provisioning-request`` label when present), sorted by name and cut into groups of
+  hosts-per-slice = chips(topology) / chips per node (``google.com/tpu`` allocatable). A pod's own env
+  (e.g. from KubeRay's TPU webhook) is applied by the executor after this one and wins.
+
+Pure; must not import the store, the runtime or other domains.
+"""
+
+from __future__ import annotations
+
+import base64
+import posixpath
+from collections.abc import Callable, Iterable
+from math import prod
+
+from flexq.kube.scheduling import NodeInfo, pod_requests
+
+LABEL_NODEPOOL = "cloud.google.com/gke-nodepool"
+LABEL_TPU_ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
+LABEL_TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
+LABEL_PROVISIONING_REQUEST = "autoscaling.gke.io/provisioning-request"
+TPU_RESOURCE = "google.com/tpu"
+
+# gke-tpu-accelerator -> (Cloud TPU generation name, TensorCores per chip)
+TPU_GENERATIONS: dict[str, tuple[str, int]] = {
+    "tpu-v6e-slice": ("v6e", 1),
+    "tpu-v5-lite-podslice": ("v5litepod", 1),
+    "tpu-v5-lite-device": ("v5litepod", 1),
+    "tpu-v5p-slice": ("v5p", 2),
+    "tpu-v4-podslice": ("v4", 2),
+    "tpu7x": ("tpu7x", 2),
+}
+
+
+def configmap_files(pod: dict, get_configmap: Callable[[str], dict | None]) \
+        -> tuple[dict[str, dict[str, str]], list[tuple[str, str]]]:
+    """(files by mount path, [(volume, configmap) that are missing])."""
+    spec = pod.get("spec") or {}
+    sources: dict[str, dict] = {v["name"]: v["configMap"] for v in spec.get("volumes") or [] if v.get("configMap")}
+    contents: dict[str, dict[str, str] | None] = {}
+    missing: list[tuple[str, str]] = []
+    for vol, src in sorted(sources.items()):
+        cm = get_configmap(src.get("name") or "")
+        if cm is None:
+            contents[vol] = None
+            if not src.get("optional"):
+                missing.append((vol, src.get("name") or ""))
+            continue
+        data = dict(cm.get("data") or {})
+        for k, v in (cm.get("binaryData") or {}).items():
+            data[k] = base64.b64decode(v).decode("utf-8", errors="replace")
+        if src.get("items"):
+            data = {it["path"]: data[it["key"]] for it in src["items"] if it.get("key") in data}
+        contents[vol] = data
+    files: dict[str, dict[str, str]] = {}
+    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        for mount in c.get("volumeMounts") or []:
+            data = contents.get(mount.get("name", ""))
+            if data is None:
+                continue
+            path = mount["mountPath"]
+            if mount.get("subPath"):
+                if mount["subPath"] in data:
+                    parent, base = posixpath.split(path.rstrip("/"))
+                    files.setdefault(parent or "/", {})[base] = data[mount["subPath"]]
+                continue
+            files.setdefault(path, {}).update(data)
+    return files, missing
+
+
+def _slice_key(node: NodeInfo) -> tuple[str, ...]:
+    lab = node.labels
+    return (lab.get(LABEL_NODEPOOL, ""), lab.get(LABEL_TPU_ACCELERATOR, ""), lab.get(LABEL_TPU_TOPOLOGY, ""),
+            lab.get(LABEL_PROVISIONING_REQUEST, ""))
+
+
+def tpu_env(pod: dict, node: NodeInfo, all_nodes: Iterable[NodeInfo]) -> dict[str, str]:
+    """The TPU_* variables a GKE TPU node gives a pod using its chips ({} elsewhere)."""
+    accel, topology = node.labels.get(LABEL_TPU_ACCELERATOR), node.labels.get(LABEL_TPU_TOPOLOGY)
+    if not accel or not topology or pod_requests(pod).get(TPU_RESOURCE, 0) <= 0:
+        return {}
+    try:
+        chips = prod(int(d) for d in topology.lower().split("x"))
+    except ValueError:
+        return {}
+    gen, cores = TPU_GENERATIONS.get(accel, (accel.removeprefix("tpu-").split("-")[0], 1))
+    per_host = node.allocatable.get(TPU_RESOURCE) or min(chips, 4)
+    hosts = max(1, chips // per_host)
+    key = _slice_key(node)
+    members = sorted(n.name for n in all_nodes if _slice_key(n) == key)
+    if node.name not in members:
+        members.append(node.name)
+        members.sort()
+    pos = members.index(node.name)
+    group, worker = divmod(pos, hosts)
+    slice_nodes = members[group * hosts:(group + 1) * hosts]
+    pool = key[0] or node.name
+    name = pool if len(members) <= hosts else f"{pool}-{group}"
+    return {
+        "TPU_ACCELERATOR_TYPE": f"{gen}-{chips * cores}",
+        "TPU_TOPOLOGY": topology,
+        "TPU_WORKER_ID": str(worker),
+        "TPU_WORKER_HOSTNAMES": ",".join(slice_nodes),
+        "TPU_NAME": name,
+    }

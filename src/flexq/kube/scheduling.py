@@ -1,0 +1,255 @@
+"""kube-scheduler's decision for one pod, as pure functions over a snapshot of nodes.
+
+Owns: ``NodeInfo`` (what the scheduler reads of a Node: labels, the taints it has or is given for being
+NotReady / unschedulable, allocatable as integers), ``pod_requests`` (the API server's defaulting of
+requests from limits, init containers, overhead), the default profile's filters in their order —
+NodeUnschedulable, TaintToleration, NodeAffinity (nodeSelector and required affinity with In / NotIn /
+Exists / DoesNotExist / Gt / Lt and ``metadata.name`` fields), NodeResourcesFit (pods, cpu, memory,
+extended resources such as ``google.com/tpu``) —, a LeastAllocated score with the node name as tie-break,
+and ``FitError``'s message: ``0/3 nodes are available: 1 node(s) didn't match Pod's node
+affinity/selector, 2 Insufficient google.com/tpu. preemption: 0/3 nodes are available: 1 No preemption
+victims found for incoming pod, 2 Preemption is not helpful for scheduling.`` (reasons counted and sorted
+as strings, as ``FitError.Error()`` does). Pure: must not import the store, the runtime or other domains.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from flexq.api.quantity import resource_value
+
+DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default, when a Node reports no "pods" allocatable
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+MSG_UNSCHEDULABLE = "node(s) were unschedulable"
+MSG_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+MSG_TOO_MANY_PODS = "Too many pods"
+MSG_NO_NODES = "no nodes available to schedule pods"
+PREEMPT_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+PREEMPT_NO_VICTIMS = "No preemption victims found for incoming pod"
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+_FIRST = ("cpu", "memory", "ephemeral-storage")
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """The scheduler's view of one Node."""
+
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[dict, ...]  # effective taints (spec.taints + condition taints)
+    allocatable: Mapping[str, int]  # resource_value units; "pods" included
+    unschedulable: bool = False
+    ready: bool = True
+
+
+def node_info(node: dict) -> NodeInfo:
+    """What the scheduler sees of ``node``: a NotReady node carries the not-ready taint, as the node
+    lifecycle controller gives it (``Unknown`` readiness: the unreachable taint)."""
+    spec, status = node.get("spec") or {}, node.get("status") or {}
+    ready_status = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"),
+                        "False")
+    taints = [t for t in spec.get("taints") or [] if isinstance(t, dict)]
+    keys = {t.get("key") for t in taints}
+    if ready_status != "True":
+        key = UNREACHABLE_TAINT if ready_status == "Unknown" else NOT_READY_TAINT
+        if key not in keys:
+            taints.append({"key": key, "effect": "NoSchedule"})
+    alloc_src = status.get("allocatable") or status.get("capacity") or {}
+    alloc: dict[str, int] = {}
+    for name, q in alloc_src.items():
+        try:
+            alloc[name] = resource_value(name, q)
+        except ValueError:
+            continue
+    alloc.setdefault("pods", DEFAULT_MAX_PODS)
+    return NodeInfo(name=node["metadata"]["name"], labels=dict(node["metadata"].get("labels") or {}),
+                    taints=tuple(taints), allocatable=alloc, unschedulable=bool(spec.get("unschedulable")),
+                    ready=ready_status == "True")
+
+
+def _container_requests(c: dict) -> dict[str, int]:
+    res = c.get("resources") or {}
+    merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}  # requests default to limits
+    out: dict[str, int] = {}
+    for name, q in merged.items():
+        try:
+            out[name] = resource_value(name, q)
+        except ValueError:
+            continue
+    return out
+
+
+def pod_requests(pod: dict) -> dict[str, int]:
+    """Effective requests: sum over containers, at least each init container's, plus overhead."""
+    spec = pod.get("spec") or {}
+    total: Counter[str] = Counter()
+    for c in spec.get("containers") or []:
+        total.update(_container_requests(c))
+    for c in spec.get("initContainers") or []:
+        for name, v in _container_requests(c).items():
+            total[name] = max(total[name], v)
+    for name, q in (spec.get("overhead") or {}).items():
+        total[name] += resource_value(name, q)
+    return {k: v for k, v in total.items() if v > 0}
+
+
+def tolerates(toleration: dict, taint: dict) -> bool:
+    """``Toleration.ToleratesTaint``: effect (empty = all), key (empty + Exists = all), Equal / Exists."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    op = toleration.get("operator") or "Equal"
+    if key and key != taint.get("key"):
+        return False
+    if op == "Exists":
+        return True
+    return bool(key) and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def untolerated_taint(pod: dict, node: NodeInfo) -> dict | None:
+    """The first NoSchedule/NoExecute taint of ``node`` that the pod does not tolerate."""
+    tols = (pod.get("spec") or {}).get("tolerations") or []
+    for taint in node.taints:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(tolerates(t, taint) for t in tols):
+            return taint
+    return None
+
+
+def _requirement(expr: dict, value_of: Mapping[str, str]) -> bool:
+    key, op, values = expr.get("key", ""), expr.get("operator"), expr.get("values") or []
+    present = key in value_of
+    if op == "In":
+        return present and value_of[key] in values
+    if op == "NotIn":
+        return not present or value_of[key] not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and len(values) == 1:
+        try:
+            have, want = int(value_of[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > want if op == "Gt" else have < want
+    return False
+
+
+def _term_matches(term: dict, node: NodeInfo) -> bool:
+    exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+    if not exprs and not fields:
+        return False  # an empty term matches no objects
+    return all(_requirement(e, node.labels) for e in exprs) and \
+        all(_requirement(f, {"metadata.name": node.name}) for f in fields)
+
+
+def matches_node_affinity(pod: dict, node: NodeInfo) -> bool:
+    """nodeSelector (every label equal) and the required node affinity (terms ORed, expressions ANDed)."""
+    spec = pod.get("spec") or {}
+    for k, v in (spec.get("nodeSelector") or {}).items():
+        if node.labels.get(k) != v:
+            return False
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if required is None:
+        return True
+    return any(_term_matches(t, node) for t in required.get("nodeSelectorTerms") or [])
+
+
+def insufficient(requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int], pods_on_node: int) -> list[str]:
+    """NodeResourcesFit's reasons: ``Too many pods``, then ``Insufficient <resource>``."""
+    out = []
+    if pods_on_node + 1 > node.allocatable.get("pods", DEFAULT_MAX_PODS):
+        out.append(MSG_TOO_MANY_PODS)
+    names = [n for n in _FIRST if n in requests] + sorted(n for n in requests if n not in _FIRST and n != "pods")
+    for name in names:
+        want = requests[name]
+        if want > 0 and want > node.allocatable.get(name, 0) - used.get(name, 0):
+            out.append(f"Insufficient {name}")
+    return out
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    """Why a node does not fit (empty reasons: it fits); ``resolvable``: preemption could help."""
+
+    reasons: tuple[str, ...] = ()
+    resolvable: bool = False
+
+
+def filter_node(pod: dict, requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int],
+                pods_on_node: int) -> NodeVerdict:
+    """The default profile's filters, in order; the first that fails decides (as the framework does)."""
+    if node.unschedulable and not any(tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
+                                      for t in (pod.get("spec") or {}).get("tolerations") or []):
+        return NodeVerdict((MSG_UNSCHEDULABLE,))
+    taint = untolerated_taint(pod, node)
+    if taint is not None:
+        return NodeVerdict((f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}",))
+    if not matches_node_affinity(pod, node):
+        return NodeVerdict((MSG_AFFINITY,))
+    reasons = insufficient(requests, node, used, pods_on_node)
+    return NodeVerdict(tuple(reasons), resolvable=True) if reasons else NodeVerdict()
+
+
+def least_allocated_score(requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int]) -> int:
+    """NodeResourcesFit's LeastAllocated over cpu and memory (0..100, higher = emptier after placing)."""
+    scores = []
+    for name in ("cpu", "memory"):
+        cap = node.allocatable.get(name, 0)
+        if cap <= 0:
+            scores.append(0)
+            continue
+        free = cap - used.get(name, 0) - requests.get(name, 0)
+        scores.append(max(0, free) * 100 // cap)
+    return sum(scores) // len(scores)
+
+
+@dataclass
+class Decision:
+    """The outcome of one scheduling attempt: a node, or the FitError message."""
+
+    node: str | None
+    message: str = ""
+    reasons: dict[str, NodeVerdict] = field(default_factory=dict)
+
+
+def fit_error_message(total: int, verdicts: Iterable[NodeVerdict]) -> str:
+    """``FitError.Error()`` followed by the default preemption plugin's verdict."""
+    if total == 0:
+        return MSG_NO_NODES
+    vs = list(verdicts)
+    hist: Counter[str] = Counter(r for v in vs for r in v.reasons)
+    msg = f"0/{total} nodes are available: " + ", ".join(sorted(f"{n} {r}" for r, n in hist.items())) + "."
+    pre: Counter[str] = Counter(PREEMPT_NO_VICTIMS if v.resolvable else PREEMPT_NOT_HELPFUL for v in vs)
+    return msg + f" preemption: 0/{total} nodes are available: " + \
+        ", ".join(sorted(f"{n} {r}" for r, n in pre.items())) + "."
+
+
+def schedule(pod: dict, nodes: Iterable[NodeInfo], used: Mapping[str, Mapping[str, int]],
+             pod_counts: Mapping[str, int]) -> Decision:
+    """Pick a node for ``pod``: filter every node, score the feasible ones, highest score then name wins."""
+    requests = pod_requests(pod)
+    verdicts: dict[str, NodeVerdict] = {}
+    best: tuple[int, str] | None = None
+    empty: dict[str, int] = {}
+    for node in nodes:
+        u = used.get(node.name, empty)
+        v = filter_node(pod, requests, node, u, pod_counts.get(node.name, 0))
+        if v.reasons:
+            verdicts[node.name] = v
+            continue
+        score = least_allocated_score(requests, node, u)
+        if best is None or (-score, node.name) < (-best[0], best[1]):
+            best = (score, node.name)
+    if best is not None:
+        return Decision(best[1])
+    return Decision(None, fit_error_message(len(verdicts), verdicts.values()), verdicts)
