@@ -268,6 +268,14 @@ class Job(ObjectBase):
     status: dict[str, Any] | None = None
 
 
+def suspend_queued_job(new: dict, old: dict | None) -> dict:
+    """Kueue's mutating webhook for batch/v1 Jobs: one with ``kueue.x-k8s.io/queue-name`` is created suspended."""
+    labels = (new.get("metadata") or {}).get("labels") or {}
+    if old is not None or not labels.get("kueue.x-k8s.io/queue-name"):
+        return new
+    return {**new, "spec": {**(new.get("spec") or {}), "suspend": True}}
+
+
 KINDS = [
     KindInfo("", "Namespace", "namespaces", {"v1": Namespace}, namespaced=False, short_names=("ns",),
              name_rule="label"),
@@ -280,5 +288,5 @@ KINDS = [
     KindInfo("", "Service", "services", {"v1": Service}, short_names=("svc",), categories=("all",),
              name_rule="label"),
     KindInfo("", "Event", "events", {"v1": Event}, short_names=("ev",), status_subresource=False),
-    KindInfo("batch", "Job", "jobs", {"v1": Job}, categories=("all",)),
+    KindInfo("batch", "Job", "jobs", {"v1": Job}, categories=("all",), mutate=suspend_queued_job),
 ]

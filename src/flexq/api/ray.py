@@ -217,7 +217,7 @@ def _short(value: Any) -> str:
 
 KINDS: list[KindInfo] = [
     KindInfo(GROUP, "RayJob", "rayjobs", {"v1": RayJob}, categories=("all",), served_by_addon="RayOperator",
-             validate=validate_rayjob,
+             validate=validate_rayjob, mutate=mutate_on_create,
              printer_columns=[PrinterColumn("job status", ".status.jobStatus"),
                               PrinterColumn("deployment status", ".status.jobDeploymentStatus"),
                               PrinterColumn("ray cluster name", ".status.rayClusterName"),
@@ -225,7 +225,7 @@ KINDS: list[KindInfo] = [
                               PrinterColumn("end time", ".status.endTime"),
                               PrinterColumn("age", ".metadata.creationTimestamp", "date")]),
     KindInfo(GROUP, "RayCluster", "rayclusters", {"v1": RayCluster}, categories=("all",),
-             served_by_addon="RayOperator", validate=validate_raycluster,
+             served_by_addon="RayOperator", validate=validate_raycluster, mutate=mutate_on_create,
              printer_columns=[PrinterColumn("desired workers", ".status.desiredWorkerReplicas", "integer"),
                               PrinterColumn("available workers", ".status.availableWorkerReplicas", "integer"),
                               PrinterColumn("cpus", ".status.desiredCPU"),

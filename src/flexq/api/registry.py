@@ -17,6 +17,7 @@ from flexq.errors import Cause, NotFound
 
 Converter = Callable[[dict], dict]
 Validator = Callable[[dict, "dict | None"], list[Cause]]
+Converter2 = Callable[[dict, "dict | None"], dict]
 
 
 def _identity(obj: dict) -> dict:
@@ -50,6 +51,7 @@ class KindInfo:
     to_storage: dict[str, Converter] = field(default_factory=dict)
     from_storage: dict[str, Converter] = field(default_factory=dict)
     validate: Validator | None = None  # semantic checks needing the old object (immutability etc.)
+    mutate: Converter2 | None = None  # mutating admission (e.g. Kueue's suspend-on-create webhook)
     printer_columns: list[PrinterColumn] = field(default_factory=list)
     name_rule: str = "subdomain"  # metadata.name: "subdomain" (most kinds) or "label" (Namespace, Service)
     served_by_addon: str = ""  # e.g. "RayOperator": only served when the cluster has that addon

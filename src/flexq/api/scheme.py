@@ -156,6 +156,8 @@ def admit(info: KindInfo, obj: dict, old: dict | None = None, unknown: UnknownFi
     stored = info.convert_to_storage(version, data)
     stored["apiVersion"] = info.storage_api_version
     stored["kind"] = info.kind
+    if info.mutate is not None:
+        stored = info.mutate(stored, old)
     if info.validate is not None:
         causes = info.validate(stored, old)
         if causes:
