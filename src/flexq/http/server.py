@@ -66,7 +66,20 @@ class Server:
         self.thread = threading.Thread(target=lambda: asyncio.run(self.uvicorn.serve(sockets=[self.sock])),
                                        name="flexq-http", daemon=True)
         self.thread.start()
+        threading.Thread(target=self._warm, name="flexq-openapi", daemon=True).start()
         return self
+
+    def _warm(self) -> None:
+        """Build the OpenAPI documents ahead of the first kubectl (a few seconds of pydantic schema work)."""
+        from flexq.http.kube import openapi
+        from flexq.http.kube.rest import KubeFace
+
+        try:
+            kinds = KubeFace(self.core).kinds()
+            openapi.v3_index(kinds)
+            openapi.v2(kinds)
+        except Exception:  # only a cache: the first request builds it instead
+            log.exception("warming the OpenAPI documents failed")
 
     def stop(self, timeout: float = 5.0) -> None:
         self.uvicorn.should_exit = True

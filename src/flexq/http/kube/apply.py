@@ -126,7 +126,10 @@ def apply(live: dict | None, applied: dict, manager: str, force: bool, api_versi
         if p not in others_owned:
             _remove(out, p)
     for p in sorted(new_set):
-        _set(out, p, _get(applied, p))
+        value = _get(applied, p)
+        if value == {} and isinstance(_get(out, p), dict):
+            continue  # an empty map claims the field, it does not clear what others put there
+        _set(out, p, value)
     for f in ("apiVersion", "kind"):
         if f in applied:
             out[f] = applied[f]

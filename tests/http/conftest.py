@@ -1,0 +1,76 @@
+"""A live twin served over HTTPS on a free loopback port, and real clients pointed at it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+
+from flexq import Twin
+from flexq.http.server import Server
+
+ROOT = Path(__file__).resolve().parents[2]
+TUTORIAL_ENV = {"ONDEMAND_NODEPOOL": "on-demand-pool", "DWS_NODEPOOL": "dws-pool"}
+
+
+def tutorial_queue_yaml() -> str:
+    """The tutorial's dws-tpu-queue.yaml after ``envsubst`` with the tutorial's variables."""
+    text = (ROOT / "src/flexq/tutorial/dws-tpu-queue.yaml").read_text()
+    for k, v in TUTORIAL_ENV.items():
+        text = text.replace("${" + k + "}", v).replace("$" + k, v)
+    return text
+
+
+@dataclass
+class Served:
+    """A served twin: its URL, credentials, kubeconfig, and helpers to call it."""
+
+    twin: Twin
+    server: Server
+    home: Path
+    url: str
+    token: str
+    ca: str
+    kubeconfig: str
+
+    def kubectl(self, *args: str, input: str | None = None, timeout: float = 30,
+                check: bool = True) -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ, KUBECONFIG=self.kubeconfig)
+        r = subprocess.run(["kubectl", *args], env=env, input=input, capture_output=True, text=True,
+                           timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({r.returncode}): {r.stderr}")
+        return r
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        env = dict(os.environ, KUBECONFIG=self.kubeconfig)
+        return subprocess.Popen(["kubectl", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+
+    def http(self, method: str, path: str, *, token: str | None = "", **kw: object) -> requests.Response:
+        headers = dict(kw.pop("headers", {}) or {})  # type: ignore[call-overload]
+        tok = self.token if token == "" else token
+        if tok is not None:
+            headers["Authorization"] = f"Bearer {tok}"
+        return requests.request(method, self.url + path, headers=headers, verify=self.ca, timeout=20, **kw)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    home = tmp_path_factory.mktemp("twin")
+    twin = Twin(clock="real", home=home, executor="simulated")
+    server = Server(twin.core, home).start()
+    info = server.write_files()
+    try:
+        yield Served(twin, server, home, server.url, server.creds.token, info["ca"], info["kubeconfig"])
+    finally:
+        server.stop()
+        twin.close()
