@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kube_builders import add_node, condition, events, node, pod, tpu_node
-
 from flexq import Twin
+
+from .kube_builders import add_node, condition, events, node, pod, tpu_node
 
 TOLERATE_TPU = [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from kube_builders import QUEUED_TAINT, TPU_TAINT, node, pod, tpu_node
 
 from flexq.kube import scheduling as s
+
+from .kube_builders import QUEUED_TAINT, TPU_TAINT, node, pod, tpu_node
 
 
 def info(obj: dict) -> s.NodeInfo:

@@ -23,7 +23,13 @@ from flexq.store import Store
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
     cache = ClusterCache(ctx.store)
-    return [Scheduler(ctx, cache), Kubelet(ctx, cache), JobController(ctx, cache)]
+    ctrls: list[Controller] = [Scheduler(ctx, cache), Kubelet(ctx, cache), JobController(ctx, cache)]
+    for i, c in enumerate(ctrls):
+        # EventRecorder names events <object>.<ms><per-recorder seq>: two recorders writing about one object
+        # in the same millisecond collide and the second event is dropped. Until the foundation makes the
+        # names unique across recorders, give each of ours its own range of sequence numbers.
+        c.events._seq = (i + 1) << 16
+    return ctrls
 
 
 def bootstrap(store: Store) -> None:

@@ -1,0 +1,171 @@
+"""The kubelet and the simulated executor through the Twin SDK, on the virtual clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flexq import Twin
+from flexq.kube.executor import PodKey, PodLaunch, PodRunState
+
+from .kube_builders import add_node, condition, events, node, pod, tpu_node
+
+RUN30 = {"twin.flexq.dev/run-seconds": "30"}
+
+
+def test_pod_runs_then_succeeds_with_kubelet_status(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    twin.apply(pod("p", annotations=RUN30))
+    twin.advance(10)
+    p = twin.get("Pod", "p")
+    st = p["status"]
+    assert st["phase"] == "Running"
+    assert [c["type"] for c in st["conditions"]] == ["Initialized", "Ready", "ContainersReady", "PodScheduled"]
+    assert all(c["status"] == "True" for c in st["conditions"])
+    assert st["hostIP"] == "10.128.0.2" and st["podIP"].startswith("10.64.")
+    assert st["startTime"] == "2027-01-01T00:00:00Z" and st["qosClass"] == "Burstable"
+    cs = st["containerStatuses"][0]
+    assert cs["ready"] and cs["started"] and cs["state"]["running"]["startedAt"] == "2027-01-01T00:00:00Z"
+    assert events(twin, "p", "Started")[0]["message"] == "Started container main"
+    twin.advance(25)
+    st = twin.get("Pod", "p")["status"]
+    assert st["phase"] == "Succeeded"
+    term = st["containerStatuses"][0]["state"]["terminated"]
+    assert (term["exitCode"], term["reason"], term["finishedAt"]) == (0, "Completed", "2027-01-01T00:00:30Z")
+    assert condition(twin.get("Pod", "p"), "Ready")["reason"] == "PodCompleted"
+    log = twin.logs("p")
+    assert "running on node n1 for 30s" in log and "finished after 30s: Succeeded" in log
+
+
+def test_failed_outcome_and_restart_policy_on_failure_backs_off(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    twin.apply(pod("never", annotations={**RUN30, "twin.flexq.dev/outcome": "Failed"}))
+    twin.apply(pod("again", restart="OnFailure", annotations={**RUN30, "twin.flexq.dev/outcome": "Failed"}))
+    twin.advance(31)
+    term = twin.get("Pod", "never")["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert twin.get("Pod", "never")["status"]["phase"] == "Failed" and (term["exitCode"], term["reason"]) == (1, "Error")
+    st = twin.get("Pod", "again")["status"]
+    cs = st["containerStatuses"][0]
+    assert st["phase"] == "Running" and cs["restartCount"] == 1
+    assert cs["state"]["waiting"]["reason"] == "CrashLoopBackOff" and cs["lastState"]["terminated"]["exitCode"] == 1
+    twin.advance(10)  # back-off 10 s, then it runs again for 30 s
+    assert "running" in twin.get("Pod", "again")["status"]["containerStatuses"][0]["state"]
+    twin.advance(30)
+    cs = twin.get("Pod", "again")["status"]["containerStatuses"][0]
+    assert cs["restartCount"] == 2 and "back-off 20s" in cs["state"]["waiting"]["message"]
+    assert events(twin, "again", "BackOff")
+
+
+def test_always_pods_run_until_deleted_and_take_their_logs_along(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    twin.apply(pod("server", restart="Always", annotations=RUN30))
+    twin.advance(3600)
+    assert twin.get("Pod", "server")["status"]["phase"] == "Running"
+    assert "until stopped" in twin.logs("server")
+    twin.delete("Pod", "server")
+    twin.advance(1)
+    assert twin.logs("server") == ""
+    assert not twin.runtime.manager.controllers[1].running
+
+
+def test_missing_configmap_keeps_container_creating_until_it_exists(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    p = pod("head", annotations=RUN30)
+    p["spec"]["volumes"] = [{"name": "script", "configMap": {"name": "jax-train-script"}}]
+    p["spec"]["containers"][0]["volumeMounts"] = [{"name": "script", "mountPath": "/app"}]
+    twin.apply(p)
+    twin.advance(5)
+    st = twin.get("Pod", "head")["status"]
+    assert st["phase"] == "Pending"
+    assert st["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
+    assert events(twin, "head", "FailedMount")[0]["message"] == \
+        'MountVolume.SetUp failed for volume "script" : configmap "jax-train-script" not found'
+    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
+                "data": {"train.py": "print('hi')"}})
+    twin.advance(1)
+    assert twin.get("Pod", "head")["status"]["phase"] == "Running"
+    assert "mounted /app: train.py" in twin.logs("head")
+
+
+def test_deleted_node_fails_its_pods_as_node_lost(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    twin.apply(pod("p", restart="Always"))
+    twin.advance(1)
+    twin.delete("Node", "n1")
+    twin.advance(1)
+    st = twin.get("Pod", "p")["status"]
+    assert (st["phase"], st["reason"]) == ("Failed", "NodeLost")
+    assert condition(twin.get("Pod", "p"), "DisruptionTarget")["reason"] == "DeletionByPodGC"
+    assert st["containerStatuses"][0]["state"]["terminated"]["reason"] == "ContainerStatusUnknown"
+
+
+def test_tpu_hosts_get_gke_tpu_environment(twin: Twin) -> None:
+    for i in range(4):
+        add_node(twin, tpu_node(f"gke-tpu-{i}", "on-demand"))
+    tol = [{"key": "google.com/tpu", "operator": "Exists"}]
+    for i in range(4):
+        twin.apply(pod(f"w{i}", tpu=4, tolerations=tol, restart="Always"))
+    twin.advance(1)
+    envs = {}
+    for i in range(4):
+        line = next(x for x in twin.logs(f"w{i}").splitlines() if "TPU environment" in x)
+        envs[twin.get("Pod", f"w{i}")["spec"]["nodeName"]] = dict(kv.split("=", 1) for kv in line.split(": ")[1].split())
+    assert sorted(e["TPU_WORKER_ID"] for e in envs.values()) == ["0", "1", "2", "3"]
+    assert envs["gke-tpu-2"] == {"TPU_ACCELERATOR_TYPE": "v6e-16", "TPU_TOPOLOGY": "4x4", "TPU_WORKER_ID": "2",
+                                 "TPU_NAME": "on-demand",
+                                 "TPU_WORKER_HOSTNAMES": "gke-tpu-0,gke-tpu-1,gke-tpu-2,gke-tpu-3"}
+
+
+@dataclass
+class ManualExecutor:
+    """A test executor: claims pods labelled ``manual``; the test moves them by hand."""
+
+    name: str = "manual"
+    launches: dict[PodKey, PodLaunch] = field(default_factory=dict)
+    states: dict[PodKey, PodRunState] = field(default_factory=dict)
+    stopped: list[PodKey] = field(default_factory=list)
+
+    def accepts(self, pod: dict) -> bool:
+        return "manual" in (pod["metadata"].get("labels") or {})
+
+    def start(self, launch: PodLaunch) -> None:
+        key = (launch.pod["metadata"]["namespace"], launch.pod["metadata"]["name"])
+        self.launches[key] = launch
+        self.states[key] = PodRunState("Pending", reason="ContainerCreating")
+
+    def poll(self, key: PodKey) -> PodRunState | None:
+        return self.states.get(key)
+
+    def stop(self, key: PodKey) -> None:
+        self.stopped.append(key)
+
+    def shutdown(self) -> None:
+        pass
+
+    def move(self, key: PodKey, state: PodRunState) -> None:
+        self.states[key] = state
+        self.launches[key].notify()
+
+
+def test_first_accepting_executor_runs_the_pod_and_notify_wakes_the_kubelet(twin: Twin) -> None:
+    ex = ManualExecutor()
+    twin.core.executors.insert(0, ex)
+    add_node(twin, node("n1"))
+    p = pod("m", restart="Always")
+    p["metadata"]["labels"] = {"manual": "yes"}
+    twin.apply(p)
+    twin.apply(pod("other", restart="Always"))
+    twin.advance(1)
+    assert list(ex.launches) == [("default", "m")]
+    launch = ex.launches[("default", "m")]
+    assert launch.node["metadata"]["name"] == "n1" and launch.now is not None and launch.now() == twin.now()
+    assert twin.get("Pod", "m")["status"]["phase"] == "Pending"
+    ex.move(("default", "m"), PodRunState("Running", ready=False, pod_ip="127.0.0.1"))
+    twin.advance(1)
+    st = twin.get("Pod", "m")["status"]
+    assert st["phase"] == "Running" and st["podIP"] == "127.0.0.1" and condition({"status": st}, "Ready")["status"] == "False"
+    ex.move(("default", "m"), PodRunState("Running", ready=True, pod_ip="127.0.0.1"))
+    twin.advance(1)
+    assert condition(twin.get("Pod", "m"), "Ready")["status"] == "True"
+    twin.delete("Pod", "m")
+    twin.advance(1)
+    assert ex.stopped == [("default", "m")]
