@@ -13,7 +13,9 @@ Must not import other domain packages or flexq.http.
 
 from __future__ import annotations
 
+import json
 import random
+import zlib
 from typing import Any
 
 from pydantic import ConfigDict
@@ -27,9 +29,10 @@ from flexq.gke.backend import GkeBackend
 from flexq.gke.capacity import CapacityModel
 from flexq.gke.storage import BILLING, CLUSTER, GROUP, NODE_POOL, OPERATION, StoreStorage
 from flexq.runtime import Context, Controller, Result, Watch
+from flexq.runtime.controller import EventRecorder
 
 __all__ = ["PROJECT_KINDS", "GkeObject", "backend_for", "capacity_for", "OperationsController",
-           "profile_object"]
+           "profile_object", "GkeEventRecorder", "use_gke_recorder"]
 
 
 class GkeObject(TwinModel):
@@ -72,25 +75,22 @@ def profile_object(ctx: Context) -> dict[str, Any]:
     return live_default_profile()
 
 
-_CACHE: dict[tuple[str, str, str], CapacityModel] = {}
+_CACHE: dict[tuple[str, float], CapacityModel] = {}
 
 
 def capacity_for(ctx: Context) -> CapacityModel:
-    """The parsed capacity model in force, cached by the profile's uid and resourceVersion."""
+    """The parsed capacity model in force, cached by the profile's content and origin."""
     obj = profile_object(ctx)
-    meta = obj.get("metadata") or {}
-    created = meta.get("creationTimestamp")
+    created = (obj.get("metadata") or {}).get("creationTimestamp")
     origin = parse_time(created) if created else ctx.now()
-    key = (meta.get("uid", "builtin"), str(meta.get("resourceVersion", "")), str(origin if created else ""))
+    body = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "spec")}
+    body.setdefault("apiVersion", TWIN_API_VERSION)
+    key = (json.dumps(body, sort_keys=True), origin)
     model = _CACHE.get(key)
     if model is None:
         if len(_CACHE) > 64:
             _CACHE.clear()
-        body = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "spec")}
-        body.setdefault("apiVersion", TWIN_API_VERSION)
-        model = CapacityModel(body, origin=origin)
-        if created:
-            _CACHE[key] = model
+        model = _CACHE[key] = CapacityModel(body, origin=origin)
     return model
 
 
@@ -113,3 +113,17 @@ class OperationsController(Controller):
     def reconcile(self, key: Any) -> Result | None:
         nxt = backend_for(self.ctx).settle(self.ctx.now())
         return Result(requeue_after=max(0.0, nxt - self.ctx.now())) if nxt is not None else None
+
+
+class GkeEventRecorder(EventRecorder):
+    """The runtime's recorder with a per-component sequence offset: event names are ``<object>.<ms><seq>``, and
+    two components recording for the same object in the same millisecond would otherwise collide (the second
+    event is then silently dropped as AlreadyExists)."""
+
+    def __init__(self, store: Any, component: str) -> None:
+        super().__init__(store, component)
+        self._seq = (zlib.crc32(component.encode()) & 0xFFFF) << 16
+
+
+def use_gke_recorder(controller: Controller) -> None:
+    controller.events = GkeEventRecorder(controller.store, controller.name)

@@ -16,7 +16,7 @@ from flexq.gke.autoscaler import Autoscaler
 from flexq.gke.backend import cluster_settings
 from flexq.gke.billing import BillingController
 from flexq.gke.nodes import NodeLifecycle, PoolController
-from flexq.gke.project import PROJECT_KINDS, OperationsController, backend_for
+from flexq.gke.project import PROJECT_KINDS, OperationsController, backend_for, use_gke_recorder
 from flexq.gke.provisioning import ProvisioningRequestController
 from flexq.gke.storage import CLUSTER
 from flexq.runtime import Context, Controller
@@ -27,8 +27,11 @@ def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster (none for a twin's cluster without GKE)."""
     if not ctx.settings.get("gkeCluster") or ctx.project is None:
         return []
-    return [PoolController(ctx), NodeLifecycle(ctx), Autoscaler(ctx), ProvisioningRequestController(ctx),
-            BillingController(ctx)]
+    out: list[Controller] = [PoolController(ctx), NodeLifecycle(ctx), Autoscaler(ctx),
+                             ProvisioningRequestController(ctx), BillingController(ctx)]
+    for c in out:
+        use_gke_recorder(c)
+    return out
 
 
 def bootstrap(store: Store) -> None:

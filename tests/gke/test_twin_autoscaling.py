@@ -1,0 +1,180 @@
+"""Acceptance 1, 2 and 4 on the virtual clock: the tutorial's pools, scale-up of a multi-host slice, scale-down,
+stock-outs, queued pools, fixed-size and spot pools, cluster deletion and the RayOperator addon."""
+
+from __future__ import annotations
+
+import pytest
+
+from flexq.errors import NotFound
+from flexq.gke.backend import cluster_settings
+from tests.gke.twin_helpers import BASE, POOLS, H, condition, events, nodes, ready, tpu_pod, tutorial_twin
+
+
+def test_tutorial_pools_start_empty_and_describe_shows_flex_start() -> None:
+    t = tutorial_twin()
+    dws = t.gke("GET", POOLS + "/dws-pool")
+    assert dws["config"]["flexStart"] is True and dws["status"] == "RUNNING"
+    assert t.gke("GET", POOLS + "/on-demand-pool")["config"].get("flexStart") is None
+    assert nodes(t, "dws-pool") == [] and nodes(t, "on-demand-pool") == []
+    default = nodes(t, "default-pool")
+    assert len(default) == 3 and all(ready(n) for n in default)
+    n = default[0]
+    assert n["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "n2-standard-16"
+    assert n["status"]["allocatable"]["cpu"] == "15890m"
+
+
+def test_v6e_4x4_pool_scales_0_to_4_at_once_and_back_10_minutes_after() -> None:
+    t = tutorial_twin()
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "on-demand-pool", run_seconds=H))
+    t.advance(1)
+    grown = nodes(t, "on-demand-pool")
+    assert len(grown) == 4  # the whole slice, in one step
+    assert len({n["metadata"]["annotations"]["gke.twin.flexq.dev/created-at"] for n in grown}) == 1
+    assert len({n["metadata"]["annotations"]["gke.twin.flexq.dev/slice"] for n in grown}) == 1
+    n = grown[0]
+    assert n["metadata"]["labels"]["cloud.google.com/gke-tpu-accelerator"] == "tpu-v6e-slice"
+    assert n["metadata"]["labels"]["cloud.google.com/gke-tpu-topology"] == "4x4"
+    assert {"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"} in n["spec"]["taints"]
+    assert events(t, "w0", "TriggeredScaleUp")[0]["message"].endswith("0->4 (max: 4)}]")
+    t.advance(60)
+    assert all(ready(n) for n in nodes(t, "on-demand-pool"))
+    pods = t.list("Pod")
+    assert {p["status"]["phase"] for p in pods} == {"Running"}
+    assert len({p["spec"]["nodeName"] for p in pods}) == 4
+    finished = t.now() + H - 60
+    t.advance(H)
+    assert {p["status"]["phase"] for p in t.list("Pod")} == {"Succeeded"}
+    t.advance(finished + 599 - t.now())
+    assert len(nodes(t, "on-demand-pool")) == 4  # still inside scale-down-unneeded-time
+    t.advance(10)
+    assert nodes(t, "on-demand-pool") == []
+    assert len(nodes(t, "default-pool")) == 3  # fixed-size pool untouched
+
+
+def test_stockout_window_keeps_pods_pending_then_pool_grows() -> None:
+    t = tutorial_twin({"rules": [{"match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
+                                  "windows": [{"start": "0s", "end": "2h", "available": 0}]}]})
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "on-demand-pool"))
+    t.advance(H)
+    assert nodes(t, "on-demand-pool") == []
+    pod = t.get("Pod", "w0", "default")
+    assert pod["status"]["phase"] == "Pending"
+    scheduled = condition(pod, "PodScheduled")
+    assert scheduled["status"] == "False" and scheduled["reason"] == "Unschedulable"
+    failed = events(t, "w0", "FailedScaleUp")
+    assert failed and "GCE out of resources" in failed[0]["message"]
+    stockout = t.gke("GET", POOLS + "/on-demand-pool")
+    assert stockout.get("conditions") is None  # autoscaled pools report through events, not pool conditions
+    t.advance(H + 5)  # the window ends at 2h after the profile was created
+    assert len(nodes(t, "on-demand-pool")) == 4
+    t.advance(120)
+    assert {p["status"]["phase"] for p in t.list("Pod")} == {"Running"}
+
+
+def test_never_available_partial_capacity_does_not_split_a_slice() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["on-demand"], "machineTypes": ["ct6e-*"]},
+                                  "available": 3}]})
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "on-demand-pool"))
+    t.advance(2 * H)
+    assert nodes(t, "on-demand-pool") == []  # 3 hosts obtainable, a slice needs 4: all or nothing
+
+
+def test_queued_pool_never_grows_for_ordinary_pods() -> None:
+    t = tutorial_twin()
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "dws-pool", queued=True))
+    t.advance(2 * H)
+    assert nodes(t, "dws-pool") == []
+    assert t.get("Pod", "w0", "default")["status"]["phase"] == "Pending"
+
+
+def test_pool_max_nodes_bounds_the_scale_up() -> None:
+    t = tutorial_twin()
+    for i in range(8):  # two slices' worth of pods, max-nodes is one slice
+        t.apply(tpu_pod(f"w{i}", "on-demand-pool"))
+    t.advance(600)
+    assert len(nodes(t, "on-demand-pool")) == 4
+    assert sum(p["status"]["phase"] == "Running" for p in t.list("Pod")) == 4
+
+
+def test_fixed_size_pool_and_set_size() -> None:
+    t = tutorial_twin(pools=())
+    t.gke("POST", POOLS, {"nodePool": {"name": "cpu", "initialNodeCount": 2,
+                                       "config": {"machineType": "e2-standard-4"}}})
+    t.advance(30)
+    assert len(nodes(t, "cpu")) == 2
+    t.gke("POST", POOLS + "/cpu:setSize", {"nodeCount": 5})
+    t.advance(30)
+    assert len(nodes(t, "cpu")) == 5
+    t.gke("POST", POOLS + "/cpu:setSize", {"nodeCount": 1})
+    t.advance(30)
+    assert len(nodes(t, "cpu")) == 1
+    t.gke("DELETE", POOLS + "/cpu")
+    t.advance(30)
+    assert nodes(t, "cpu") == []
+
+
+def test_fixed_size_pool_in_a_stockout_reports_gce_stockout() -> None:
+    t = tutorial_twin({"rules": [{"match": {"machineTypes": ["ct5lp-*"]}, "available": 0}]}, pools=())
+    t.gke("POST", POOLS, {"nodePool": {"name": "v5e", "initialNodeCount": 1,
+                                       "config": {"machineType": "ct5lp-hightpu-4t"}}})
+    t.advance(60)
+    pool = t.gke("GET", POOLS + "/v5e")
+    assert pool["conditions"][0]["code"] == "GCE_STOCKOUT"
+    assert "ZONE_RESOURCE_POOL_EXHAUSTED" in pool["conditions"][0]["message"]
+    assert nodes(t, "v5e") == []
+
+
+def test_spot_nodes_are_preempted() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["spot"]},
+                                  "preemption": {"fixed": "30m"}, "provisionTime": {"fixed": "1m"}}]},
+                      pools=("create-spot-pool",))
+    for i in range(2):
+        pod = tpu_pod(f"s{i}", "spot", run_seconds=10 * H)
+        pod["spec"]["nodeSelector"] = {"cloud.google.com/gke-nodepool": "spot"}
+        t.apply(pod)
+    t.advance(5)
+    spot = nodes(t, "spot")
+    assert len(spot) == 2 and spot[0]["metadata"]["labels"]["cloud.google.com/gke-spot"] == "true"
+    t.advance(30 * 60 + 60)
+    first = {n["metadata"]["name"] for n in spot}
+    assert not first & {n["metadata"]["name"] for n in nodes(t, "spot")}  # the preempted VMs are gone
+    assert events(t, spot[0]["metadata"]["name"], "Preempted")
+
+
+def test_cluster_deletion_removes_everything() -> None:
+    t = tutorial_twin()
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "on-demand-pool"))
+    t.advance(120)
+    assert "tpu-cluster" in t.core.clusters
+    t.gke("DELETE", BASE + "/clusters/tpu-cluster")
+    t.advance(60)
+    assert "tpu-cluster" not in t.core.clusters
+    assert t.core.project.list("GkeNodePool") == []
+    assert t.core.project.list("GkeCluster") == []
+    with pytest.raises(Exception, match="Not found: projects"):
+        t.gke("GET", BASE + "/clusters/tpu-cluster")
+
+
+def test_ray_operator_addon_decides_whether_ray_kinds_are_served() -> None:
+    t = tutorial_twin(pools=())
+    assert t.list("RayJob") == []  # the tutorial's cluster has --addons=RayOperator
+    assert t.core.clusters["tpu-cluster"].settings["addons"] == ["RayOperator"]
+    t.gke("POST", BASE + "/clusters", {"cluster": {"name": "plain", "initialNodeCount": 1}})
+    plain = t.core.project.get("GkeCluster", "proj-x.us-east5-b.plain")
+    assert cluster_settings(plain)["addons"] == []
+
+
+@pytest.mark.xfail(reason="building a cluster runtime without RayOperator fails: other domains' controllers "
+                          "watch RayJob, which the store does not serve there (reported to the lead)")
+def test_cluster_without_ray_operator_does_not_serve_rayjobs() -> None:
+    t = tutorial_twin(pools=())
+    t.gke("POST", BASE + "/clusters", {"cluster": {"name": "plain", "initialNodeCount": 1}})
+    t.advance(30)
+    t.cluster("plain")
+    with pytest.raises(NotFound):
+        t.list("RayJob")
