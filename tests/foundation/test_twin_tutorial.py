@@ -6,11 +6,11 @@ import pytest
 
 from flexq import Twin
 from flexq.errors import Invalid, NotFound
-from flexq.tutorial import render
+from flexq.cli.tutorial import queue_yaml, rayjob_yaml
 
 
 def test_tutorial_queue_config_applies_with_defaults(twin: Twin) -> None:
-    out = twin.apply(render("dws-tpu-queue.yaml"))
+    out = twin.apply(queue_yaml())
     assert [o["kind"] for o in out] == ["ResourceFlavor"] * 3 + ["ClusterQueue", "LocalQueue", "AdmissionCheck",
                                                                   "ProvisioningRequestConfig"]
     cq = twin.get("clusterqueue", "cluster-queue")
@@ -51,8 +51,8 @@ spec:
 
 
 def test_tutorial_rayjob_applies_with_kuberay_defaults(twin: Twin) -> None:
-    twin.apply(render("dws-tpu-queue.yaml"))
-    out = twin.apply(render("rayjob-tpu-v6e-dws.yaml", JOB_ID="1"))[0]
+    twin.apply(queue_yaml())
+    out = twin.apply(rayjob_yaml(1))[0]
     assert out["metadata"]["name"] == "rayjob-tpu-v6e-dws-1"
     rj = twin.get("rayjob", "rayjob-tpu-v6e-dws-1", "default")
     assert rj["spec"]["submissionMode"] == "K8sJobMode"
@@ -66,14 +66,14 @@ def test_apply_is_create_or_update_and_ignores_status(twin: Twin) -> None:
     first = twin.apply(cm)[0]
     second = twin.apply({**cm, "data": {"a": "2"}})[0]
     assert second["metadata"]["uid"] == first["metadata"]["uid"] and second["data"] == {"a": "2"}
-    twin.apply(render("dws-tpu-queue.yaml"))
+    twin.apply(queue_yaml())
     cq = twin.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "x"},
                      "spec": {"namespaceSelector": {}}, "status": {"pendingWorkloads": 7}})[0]
     assert "status" not in cq
 
 
 def test_patch_status_subresource(twin: Twin) -> None:
-    twin.apply(render("dws-tpu-queue.yaml"))
+    twin.apply(queue_yaml())
     twin.patch("clusterqueue", "cluster-queue", {"status": {"pendingWorkloads": 3}}, subresource="status")
     assert twin.get("cq", "cluster-queue")["status"]["pendingWorkloads"] == 3
 
@@ -97,5 +97,5 @@ spec: {}
 @pytest.mark.parametrize("name", ["ClusterQueue", "clusterqueues", "cq", "clusterqueue.kueue.x-k8s.io",
                                   "clusterqueues.kueue.x-k8s.io"])
 def test_kinds_resolve_like_kubectl(twin: Twin, name: str) -> None:
-    twin.apply(render("dws-tpu-queue.yaml"))
+    twin.apply(queue_yaml())
     assert twin.get(name, "cluster-queue")["kind"] == "ClusterQueue"

@@ -21,10 +21,9 @@ TUTORIAL_ENV = {"ONDEMAND_NODEPOOL": "on-demand-pool", "DWS_NODEPOOL": "dws-pool
 
 def tutorial_queue_yaml() -> str:
     """The tutorial's dws-tpu-queue.yaml after ``envsubst`` with the tutorial's variables."""
-    text = (ROOT / "src/flexq/tutorial/dws-tpu-queue.yaml").read_text()
-    for k, v in TUTORIAL_ENV.items():
-        text = text.replace("${" + k + "}", v).replace("$" + k, v)
-    return text
+    from flexq.cli.tutorial import queue_yaml
+
+    return queue_yaml(TUTORIAL_ENV)
 
 
 @dataclass

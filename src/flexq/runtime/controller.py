@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from random import Random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flexq.clock import format_time
 from flexq.errors import AlreadyExists, Conflict, NotFound
@@ -35,9 +35,6 @@ from flexq.loop.core import EventLoop
 from flexq.loop.rng import Rngs
 from flexq.store.logs import PodLogs
 from flexq.store.store import Store, WatchEvent
-
-if TYPE_CHECKING:
-    from flexq.kube.executor import PodExecutor
 
 Key = Hashable
 Mapper = Callable[[WatchEvent], Iterable[Key]]
@@ -115,7 +112,7 @@ class Context:
     logs: PodLogs
     cluster: str = ""  # GKE cluster name ("" for a twin without GKE)
     project: Store | None = None  # the twin's project-level store (GKE clusters, node pools, operations)
-    executors: list[PodExecutor] = field(default_factory=list)
+    executors: list[Any] = field(default_factory=list)  # flexq.kube.executor.PodExecutor implementations
     settings: dict[str, Any] = field(default_factory=dict)  # twin-wide knobs (executor choice, ...)
 
     def now(self) -> float:
