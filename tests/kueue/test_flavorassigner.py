@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kueue_builders import admit, cohort, cq, fq, ps, psa, rf, rg, wl
+from .kueue_builders import admit, cohort, cq, fq, ps, psa, rf, rg, wl
 
 from flexq.kueue.flavorassigner import AssignmentState, FlavorAssigner, Mode, PMode, is_preferred
 from flexq.kueue.preemption import make_oracle

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kueue_builders import admit, cohort, cq, fq, ps, psa, rg, wl
+from .kueue_builders import admit, cohort, cq, fq, ps, psa, rg, wl
 
 from flexq.kueue.resources import admitted_requests, pod_requests_values, podset_total_requests
 from flexq.kueue.snapshot import build_snapshot, find_height_of_lowest_subtree_that_fits

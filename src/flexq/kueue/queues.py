@@ -216,7 +216,7 @@ class QueueManager:
         for k, cqn in list(self.workload_cq.items()):
             if k.startswith(namespace + "/"):
                 q = self.cluster_queues.get(cqn)
-                info = q and (q.items.get(k) or q.inadmissible.get(k))
+                info = (q.items.get(k) or q.inadmissible.get(k)) if q is not None else None
                 if info is not None and (info.obj.get("spec") or {}).get("queueName") == name:
                     q.delete(k)
                     del self.workload_cq[k]
@@ -282,7 +282,7 @@ class QueueManager:
     def root_of(self, cq_name: str) -> str:
         """Root cohort of a ClusterQueue ("" without a cohort)."""
         q = self.cluster_queues.get(cq_name)
-        c = q.cohort if q else ""
+        c = q.cohort if q is not None else ""
         seen = set()
         while c and self.cohort_parent.get(c) and c not in seen:
             seen.add(c)

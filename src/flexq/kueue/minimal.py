@@ -1,0 +1,91 @@
+"""A minimal Kueue: one store, one virtual-time loop and only Kueue's controllers.
+
+The counterpart of upstream's ``test/performance/scheduler/minimalkueue`` (core controllers and the
+scheduler, no other components): jobs stay inert unless a test changes their status, so a batch Job
+is "inactive" as soon as Kueue suspends it and quota is released at once. Used by the declarative
+scenario tests and by ``bench/kueue_baseline.py``. Objects go in and come out as plain dicts.
+Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube``, ``flexq.http`` or ``flexq.assembly``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import yaml
+
+from flexq.api.kinds import default_registry
+from flexq.clock import VirtualClock
+from flexq.kueue import registry
+from flexq.loop import EventLoop, Rngs
+from flexq.runtime import Context, Manager
+from flexq.store import PodLogs, Store
+
+__all__ = ["MinimalKueue"]
+
+EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+
+
+class MinimalKueue:
+    """Kueue alone on a virtual clock."""
+
+    def __init__(self, start: float = EPOCH, seed: int = 0, namespaces: Iterable[str] = ("default", "kueue-system")):
+        self.loop = EventLoop(VirtualClock(start))
+        rngs = Rngs(seed)
+        self.store = Store(default_registry(), self.loop.clock, name="minimal", rng=rngs.get("store"),
+                           namespaces=tuple(namespaces))
+        self.ctx = Context(store=self.store, loop=self.loop, rngs=rngs, logs=PodLogs(None))
+        self.manager = Manager(self.ctx)
+        self.controllers = registry.controllers(self.ctx)
+        self.manager.add_all(self.controllers)
+        self.manager.start()
+
+    @property
+    def state(self):
+        """The shared Kueue state (cache + queues)."""
+        return self.controllers[0].state
+
+    def now(self) -> float:
+        return self.loop.now()
+
+    def apply(self, source: str | dict | list) -> list[dict]:
+        """Create or update objects (multi-document YAML, a dict or a list); status is kept on create."""
+        if isinstance(source, str):
+            docs = [d for d in yaml.safe_load_all(source) if d]
+        elif isinstance(source, dict):
+            docs = [source]
+        else:
+            docs = list(source)
+        out = []
+        for d in docs:
+            md = d.get("metadata") or {}
+            cur = self.store.try_get(d["kind"], md["name"], md.get("namespace"))
+            if cur is None:
+                out.append(self.store.create(d, keep_status=True))
+            else:
+                new = dict(d)
+                new["metadata"] = {**cur["metadata"], **md}
+                out.append(self.store.update(new))
+        return out
+
+    def patch_status(self, kind: str, name: str, namespace: str | None, status: dict) -> dict:
+        """Merge ``status`` into an object's status."""
+        obj = self.store.get(kind, name, namespace)
+        obj.setdefault("status", {}).update(status)
+        return self.store.update_status(obj)
+
+    def advance(self, seconds: float) -> int:
+        """Run everything due in the next ``seconds``."""
+        return self.loop.run_until(self.loop.now() + seconds)
+
+    def settle(self, max_seconds: float = 0.0) -> int:
+        """Run what is due now (and up to ``max_seconds`` ahead)."""
+        return self.loop.run_until(self.loop.now() + max_seconds)
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict:
+        return self.store.get(kind, name, namespace)
+
+    def list(self, kind: str, namespace: str | None = None) -> list[dict]:
+        return self.store.list(kind, namespace)
+
+    def close(self) -> None:
+        self.manager.stop()
