@@ -53,6 +53,32 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+_PREFIXES = {"FieldValueRequired": "Required value", "FieldValueForbidden": "Forbidden",
+             "FieldValueDuplicate": "Duplicate value", "FieldValueNotSupported": "Unsupported value",
+             "FieldValueTooLong": "Too long", "FieldValueTooMany": "Too many"}
+
+
+def _message(etype: str, reason: str, msg: str, ctx: dict, value: Any) -> str:
+    """The cause message in apimachinery's ``field.Error`` wording for each reason."""
+    if etype == "extra_forbidden":
+        return "field not declared in schema"
+    if etype == "missing":
+        return "Required value"
+    if reason == "FieldValueTooMany" and etype == "too_long":
+        actual = ctx.get("actual_length")
+        if actual is None and hasattr(value, "__len__"):
+            actual = len(value)
+        return f"Too many: {actual}: must have at most {ctx.get('max_length')} items"
+    if reason == "FieldValueNotSupported" and "expected" in ctx:
+        return f"Unsupported value: {_short(value)}: supported values: {ctx['expected']}"
+    prefix = _PREFIXES.get(reason)
+    if prefix:
+        return msg if msg.startswith(prefix) else f"{prefix}: {msg}"
+    if isinstance(value, dict):  # a rule over a whole object: Kubernetes prints the value as "object"
+        return f'Invalid value: "object": {msg}'
+    return f"Invalid value: {_short(value)}: {msg}"
+
+
 def causes_from(err: ValidationError) -> list[Cause]:
     """Translate pydantic errors into Kubernetes causes, one per problem."""
     causes: list[Cause] = []
@@ -71,19 +97,9 @@ def causes_from(err: ValidationError) -> list[Cause]:
             reason = _REASONS.get(etype, "FieldValueTypeInvalid" if "type" in etype or "parsing" in etype
                                   else "FieldValueInvalid")
             msg = e["msg"]
-        if reason == "FieldValueRequired":
-            text = "Required value" + (f": {msg}" if etype != "missing" else "")
-        elif etype == "extra_forbidden":
-            text = "field not declared in schema"
+        text = _message(etype, reason, msg, ctx, e.get("input"))
+        if etype == "extra_forbidden":
             reason = "FieldValueInvalid"
-        elif reason == "FieldValueNotSupported" and "expected" in ctx:
-            text = f"Unsupported value: {_short(e.get('input'))}: supported values: {ctx['expected']}"
-        elif reason == "FieldValueTooMany":
-            text = f"Too many: {ctx.get('actual_length', '?')}: must have at most {ctx.get('max_length')} items"
-        elif reason == "FieldValueTypeInvalid":
-            text = f"Invalid value: {_short(e.get('input'))}: {msg}"
-        else:
-            text = f"Invalid value: {_short(e.get('input'))}: {msg}"
         causes.append(Cause(field=field, reason=reason, message=text))
     return causes
 
