@@ -94,6 +94,7 @@ async def watch_stream(loop: EventLoop, store_of: Callable[[], Store], req: Watc
                                                      "metadata": meta}}) + b"\n"
 
     matched: set[tuple[str, str]] = set()
+    resumed = not initial and req.resource_version not in (None, "", "0")  # the client saw what came before
     try:
         for obj in initial:
             matched.add(_key(obj))
@@ -121,7 +122,7 @@ async def watch_stream(loop: EventLoop, store_of: Callable[[], Store], req: Watc
                     matched.discard(key)
                     yield encode("DELETED", obj)
             elif ok:
-                kind = "ADDED" if ev.type == "ADDED" or key not in matched else "MODIFIED"
+                kind = "ADDED" if ev.type == "ADDED" or (key not in matched and not resumed) else "MODIFIED"
                 matched.add(key)
                 yield encode(kind, obj)
             elif key in matched:
