@@ -43,6 +43,7 @@ ANN_REQUEST = "gke.twin.flexq.dev/provisioning-request"     # node -> "<namespac
 ANN_GRANT_AT = "gke.twin.flexq.dev/dws-grant-at"            # request -> when DWS grants it ("never")
 ANN_POOL = "gke.twin.flexq.dev/dws-node-pool"
 ANN_ATTEMPTS = "gke.twin.flexq.dev/scale-up-attempts"
+ANN_NEXT_ATTEMPT = "gke.twin.flexq.dev/next-scale-up-attempt"
 BOOKING_SECONDS = 600.0                 # BookingDuration / defaultReservationTime
 MAX_WAIT_SECONDS = 7 * 86400.0          # DWS queue limit / defaultExpirationTime
 MAX_RUN_SECONDS = 7 * 86400.0           # DefaultMaxRunDuration
@@ -358,7 +359,11 @@ class ProvisioningRequestController(Controller):
         if self._fits_existing(pods):
             self._set(pr, now, ("Provisioned", "True", "CapacityIsFound"))
             return now + BOOKING_SECONDS
-        attempts = int((pr["metadata"].get("annotations") or {}).get(ANN_ATTEMPTS, "0"))
+        ann = pr["metadata"].get("annotations") or {}
+        attempts = int(ann.get(ANN_ATTEMPTS, "0"))
+        next_at = float(ann.get(ANN_NEXT_ATTEMPT, "0"))
+        if now < next_at:
+            return next_at  # backing off; our own writes must not turn into a hot loop
         for pool in pools_of(self.ctx):
             auto = pool["spec"].get("autoscaling") or {}
             if pool["status"].get("queued") or not auto.get("enabled"):
@@ -373,9 +378,10 @@ class ProvisioningRequestController(Controller):
                        extra_annotations={ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"})
             if got.ok:
                 return None
-        self._annotate(pr, {ANN_ATTEMPTS: str(attempts + 1)})
+        delay = min(600.0, 60.0 * 2 ** min(attempts, 10))  # backoff 1 min doubling to 10 min (CA flags)
+        self._annotate(pr, {ANN_ATTEMPTS: str(attempts + 1), ANN_NEXT_ATTEMPT: repr(now + delay)})
         self._set(pr, now, ("Provisioned", "False", "CapacityIsNotFound"))
-        return now + min(600.0, 60.0 * 2**attempts)  # backoff 1 min doubling to 10 min (CA flags)
+        return now + delay
 
 
 def _ready(node: dict[str, Any]) -> bool:

@@ -1,0 +1,203 @@
+"""Acceptance 3 and 5 on the virtual clock: queued provisioning (DWS) timelines, the OSS classes, billing."""
+
+from __future__ import annotations
+
+import pytest
+
+from flexq.clock import DEFAULT_EPOCH
+from flexq.gke.billing import billing_of
+from tests.gke.twin_helpers import D, H, condition, nodes, provisioning_request, ready, tpu_pod, tutorial_twin
+
+
+def pr(t, name: str = "dws-1") -> dict:
+    return t.get("ProvisioningRequest", name, "default")
+
+
+def state(t, name: str = "dws-1") -> dict[str, str]:
+    return {c["type"]: f"{c['status']}/{c['reason']}" for c in pr(t, name).get("status", {}).get("conditions", [])}
+
+
+def test_queued_request_waits_three_days_then_gets_the_whole_slice_at_once() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "3d"},
+                                  "provisionTime": {"fixed": "90s"}}]})
+    provisioning_request(t, "dws-1")
+    t.advance(1)
+    assert state(t) == {"Accepted": "True/SuccessfullyQueued", "Provisioned": "False/NotProvisioned"}
+    assert condition(pr(t), "Accepted")["message"] == "Provisioning Request was successfully queued."
+    t.advance(3 * D - 2)  # the request was made 1 s ago
+    assert nodes(t, "dws-pool") == [] and state(t)["Provisioned"] == "False/NotProvisioned"
+    t.advance(1)
+    grown = nodes(t, "dws-pool")
+    assert len(grown) == 4  # all 4 hosts of the 4x4 slice, created together
+    assert len({n["metadata"]["annotations"]["gke.twin.flexq.dev/created-at"] for n in grown}) == 1
+    labels = grown[0]["metadata"]["labels"]
+    assert labels["cloud.google.com/gke-queued"] == "true" and labels["cloud.google.com/gke-flex-start"] == "true"
+    assert labels["autoscaling.gke.io/provisioning-request"].startswith("gke-default-dws-1-")
+    assert {"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"} in grown[0]["spec"]["taints"]
+    assert state(t)["Provisioned"] == "False/NotProvisioned"  # VMs booting
+    t.advance(89)
+    assert state(t)["Provisioned"] == "False/NotProvisioned"
+    t.advance(1)
+    assert all(ready(n) for n in nodes(t, "dws-pool"))
+    assert state(t)["Provisioned"] == "True/Provisioned"
+    details = pr(t)["status"]["provisioningClassDetails"]
+    assert details["NodePoolName"] == "dws-pool" and details["SelectedZone"] == "us-east5-b"
+    assert details["AcceleratorType"] == "tpu-v6e-slice" and details["ProvisioningMode"] == "resize_request"
+    provisioned_at = t.now()
+    t.advance(599)
+    assert "BookingExpired" not in state(t)
+    t.advance(1)
+    assert state(t)["BookingExpired"] == "True/BookingExpired"
+    assert t.now() - provisioned_at == 600
+    # nobody came: after the booking the empty nodes are ordinary scale-down candidates (10 min unneeded)
+    t.advance(600)
+    assert nodes(t, "dws-pool") == []
+
+
+def test_capacity_is_revoked_at_the_run_duration_limit() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "1h"},
+                                  "provisionTime": {"fixed": "0s"}}]})
+    provisioning_request(t, "dws-1")
+    t.advance(H + 1)
+    assert state(t)["Provisioned"] == "True/Provisioned"
+    for i in range(4):  # the workers arrive and run far longer than the request may
+        t.apply(tpu_pod(f"w{i}", "dws-pool", run_seconds=30 * D, queued=True, consume="dws-1"))
+    t.advance(120)
+    assert {p["status"]["phase"] for p in t.list("Pod")} == {"Running"}
+    t.advance(7 * D - 200)
+    assert len(nodes(t, "dws-pool")) == 4 and "CapacityRevoked" not in state(t)
+    assert state(t)["BookingExpired"] == "True/BookingExpired"
+    t.advance(100)
+    assert state(t)["CapacityRevoked"] == "True/CapacityRevoked"
+    assert condition(pr(t), "CapacityRevoked")["message"].startswith("Capacity provisioned for the Provisioning")
+    assert nodes(t, "dws-pool") == []  # the VMs were deleted by GCE
+
+
+def test_max_run_duration_parameter() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "10m"},
+                                  "provisionTime": {"fixed": "0s"}}]})
+    provisioning_request(t, "dws-1", params={"maxRunDurationSeconds": "1800"})
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "dws-pool", run_seconds=D, queued=True, consume="dws-1"))
+    t.advance(601)
+    assert state(t)["Provisioned"] == "True/Provisioned"
+    t.advance(1800)
+    assert state(t)["CapacityRevoked"] == "True/CapacityRevoked" and nodes(t, "dws-pool") == []
+
+
+def test_impossible_request_fails_after_seven_days() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"never": True}}]})
+    provisioning_request(t, "dws-1")
+    t.advance(7 * D - 1)
+    assert state(t) == {"Accepted": "True/SuccessfullyQueued", "Provisioned": "False/NotProvisioned"}
+    t.advance(1)
+    assert state(t)["Failed"] == "True/WaitTimeExceeded"
+    assert condition(pr(t), "Failed")["message"] == ("Provisioning Request could not provision queued instances in "
+                                                     "the allocated time.")
+    assert nodes(t, "dws-pool") == []
+    t.advance(7 * D)  # terminal requests are deleted 7 days later
+    assert t.try_get("ProvisioningRequest", "dws-1", "default") is None
+
+
+def test_valid_until_seconds_bounds_the_wait() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "5h"}}]})
+    provisioning_request(t, "dws-1", params={"ValidUntilSeconds": "7200"})
+    t.advance(2 * H)
+    assert state(t)["Failed"] == "True/WaitTimeExceeded" and nodes(t, "dws-pool") == []
+
+
+def test_stockout_at_grant_time_delays_the_grant() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "1h"},
+                                  "provisionTime": {"fixed": "0s"},
+                                  "windows": [{"start": "0s", "end": "5h", "available": 0}]}]})
+    provisioning_request(t, "dws-1")
+    window_end = DEFAULT_EPOCH + 5 * H  # windows count from the profile's creation (the twin's first instant)
+    t.advance(window_end - 10 - t.now())
+    assert nodes(t, "dws-pool") == [] and t.now() - DEFAULT_EPOCH > 4 * H  # the 1 h wait is long over
+    t.advance(20)
+    assert len(nodes(t, "dws-pool")) == 4 and state(t)["Provisioned"] == "True/Provisioned"
+
+
+@pytest.mark.parametrize(("case", "reason"), [("two-pod-sets", "InvalidArgument"),
+                                              ("too-big", "NodepoolSizeReached"),
+                                              ("no-queued-pool", "NoQueuedNodepoolAvailable"),
+                                              ("missing-template", "MissingPodTemplates")])
+def test_queued_requests_gke_refuses(case: str, reason: str) -> None:
+    t = tutorial_twin()
+    if case == "two-pod-sets":
+        provisioning_request(t, "dws-1")
+        obj = pr(t)
+        t.delete("ProvisioningRequest", "dws-1", "default")
+        obj["spec"]["podSets"].append(obj["spec"]["podSets"][0])
+        t.apply({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                 "metadata": {"name": "dws-1", "namespace": "default"}, "spec": obj["spec"]})
+    elif case == "too-big":
+        provisioning_request(t, "dws-1", count=8)
+    elif case == "no-queued-pool":
+        provisioning_request(t, "dws-1", pool="on-demand-pool")
+    else:
+        provisioning_request(t, "dws-1")
+        t.delete("PodTemplate", "ppt-dws-1", "default")
+        obj = pr(t)
+        t.delete("ProvisioningRequest", "dws-1", "default")
+        t.apply({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                 "metadata": {"name": "dws-1", "namespace": "default"}, "spec": obj["spec"]})
+    t.advance(5)
+    assert state(t)["Failed"] == f"True/{reason}"
+    assert nodes(t, "dws-pool") == []
+
+
+def test_check_capacity_class() -> None:
+    t = tutorial_twin()
+    provisioning_request(t, "cc", cls="check-capacity.autoscaling.x-k8s.io", pool="on-demand-pool")
+    t.advance(5)
+    assert state(t, "cc") == {"Accepted": "True/Accepted", "Provisioned": "False/CapacityIsNotFound"}
+    assert nodes(t, "on-demand-pool") == []  # check-capacity never scales up
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "on-demand-pool", run_seconds=10 * H))
+    t.advance(120)  # the autoscaler brings a slice up for ordinary pods; it is full
+    assert state(t, "cc")["Provisioned"] == "False/CapacityIsNotFound"
+    provisioning_request(t, "cc2", cls="check-capacity.autoscaling.x-k8s.io", pool="on-demand-pool",
+                         params={"noRetry": "true"})
+    t.advance(5)
+    assert state(t, "cc2")["Failed"] == "True/CapacityIsNotFound"
+
+
+def test_best_effort_atomic_scale_up_class() -> None:
+    t = tutorial_twin()
+    provisioning_request(t, "at", cls="best-effort-atomic-scale-up.autoscaling.x-k8s.io", pool="on-demand-pool")
+    t.advance(1)
+    assert len(nodes(t, "on-demand-pool")) == 4  # all at once
+    t.advance(10)
+    assert state(t, "at")["Provisioned"] == "True/CapacityIsProvisioned"
+    t.advance(600)
+    assert state(t, "at")["BookingExpired"] == "True/CapacityReservationTimeExpired"
+
+
+def test_best_effort_atomic_in_a_stockout_retries_with_backoff() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["on-demand"], "machineTypes": ["ct6e-*"]},
+                                  "windows": [{"start": "0s", "end": "30m", "available": 0}]}]})
+    provisioning_request(t, "at", cls="best-effort-atomic-scale-up.autoscaling.x-k8s.io", pool="on-demand-pool")
+    t.advance(20 * 60)
+    assert state(t, "at")["Provisioned"] == "False/CapacityIsNotFound" and nodes(t, "on-demand-pool") == []
+    t.advance(30 * 60)
+    assert state(t, "at")["Provisioned"] == "True/CapacityIsProvisioned"
+
+
+def test_billing_of_four_v6e_hosts_for_two_hours_at_flex_start() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "1h"},
+                                  "provisionTime": {"fixed": "0s"}}]})
+    t.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "dws"},
+             "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": "dws-pool"}}})
+    provisioning_request(t, "dws-1", params={"maxRunDurationSeconds": "7200"})
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "dws-pool", run_seconds=D, queued=True, consume="dws-1"))
+    t.advance(3 * H + 600)
+    assert state(t)["CapacityRevoked"] == "True/CapacityRevoked"
+    bill = billing_of(t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now(), t.list("ResourceFlavor"))
+    expected = 4 * 4 * 2 * 1.35  # hosts x chips x hours x catalog flex-start price per chip-hour
+    assert bill["pools"]["dws-pool"] == pytest.approx(expected, abs=1e-9) == 43.2
+    assert bill["flavors"]["dws"] == pytest.approx(43.2, abs=1e-9)
+    assert bill["provisioningModels"]["flex-start"] == pytest.approx(43.2, abs=1e-9)
+    jobs = {k: v for k, v in bill["jobs"].items() if k.startswith("Pod/default/w")}
+    assert sum(jobs.values()) == pytest.approx(43.2, abs=1e-6)  # each worker had a whole host
