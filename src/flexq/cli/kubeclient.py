@@ -39,6 +39,19 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Any:
         config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
     except Exception as exc:  # the loader raises ConfigException, TypeError, FileNotFoundError ...
         raise ClientError(f"cannot load kubeconfig: {exc}") from exc
+    # A ``tokenFile`` is read verbatim by the client (and again before each request); kubectl trims the
+    # trailing newline, so do the same after every refresh (the loader's hook re-installs itself: wrap again).
+    hook = cfg.refresh_api_key_hook
+
+    def refresh(c: Any) -> None:
+        nonlocal hook
+        if hook is not None:
+            hook(c)
+            hook = c.refresh_api_key_hook if c.refresh_api_key_hook is not refresh else hook
+            c.refresh_api_key_hook = refresh
+        c.api_key = {k: v.strip() if isinstance(v, str) else v for k, v in (c.api_key or {}).items()}
+
+    cfg.refresh_api_key_hook = refresh
     return client.ApiClient(cfg)
 
 

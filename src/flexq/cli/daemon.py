@@ -1,0 +1,46 @@
+"""The background twin ``flexq up`` starts: ``python -m flexq.cli.daemon --home DIR``.
+
+Owns: building a live ``Twin`` whose state lives in ``DIR`` (``state.db``, pod logs), serving it with
+``flexq.http.server.serve`` (which writes ``server.json``, ``pid`` and ``kubeconfig`` once it listens and
+removes them at exit) until SIGTERM/SIGINT, and then closing the twin, which stops its controllers and every
+Ray process its executor started. Logs go to stderr, which ``flexq up`` points at ``DIR/flexq.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m flexq.cli.daemon")
+    p.add_argument("--home", required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--executor", choices=["ray", "simulated"], default="ray")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("flexq.daemon")
+    home = Path(args.home)
+    home.mkdir(parents=True, exist_ok=True)
+
+    from flexq import Twin
+    from flexq.http.server import serve
+
+    # Ray's temp dirs stay in the executor's default short temp path (unix socket paths are limited to 107 bytes).
+    twin = Twin(clock="real", home=home, executor=args.executor)
+    log.info("twin started (home %s, executor %s)", home, args.executor)
+    try:
+        serve(twin.core, home, args.host, args.port)
+    finally:
+        log.info("stopping the twin")
+        twin.close()
+        log.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

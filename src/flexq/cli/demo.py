@@ -1,0 +1,328 @@
+"""``flexq demo``: the tutorial end to end in this process, with an embedded twin and no servers.
+
+Owns: the demo's steps in the tutorial's order — GKE cluster and both node pools through the GKE REST API
+in-process (the bodies gcloud sends), the flex-start check, the Kueue configuration (``dws-tpu-queue.yaml``
+after ``envsubst``), the ``jax-train-script`` ConfigMap, two RayJobs (``JOB_ID`` 1 and 2) — then a live view
+of every workload (plan, queue state, provisioning, waiting time, cost, from ``flexq.cli.status``) until both
+jobs end, each job's training output, and a closing summary. ``--simulated`` runs on the virtual clock with
+the simulated executor (seconds of wall time); the default runs real Ray on the real clock.
+``run_demo`` returns a ``DemoResult`` (for tests); ``run`` maps it to an exit status.
+
+Must not import flexq.http.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from flexq import Twin
+from flexq.cli import tutorial
+from flexq.cli.status import Snapshot, WorkloadRow, fmt_cost, fmt_duration, workload_rows
+from flexq.cli.views import STATE_STYLE, status_table
+from flexq.errors import CloudError
+
+__all__ = ["DemoOptions", "DemoResult", "JobOutcome", "run_demo", "run", "PLAN_NAMES"]
+
+PROJECT = "flexq-demo"
+JOBS = ("rayjob-tpu-v6e-dws-1", "rayjob-tpu-v6e-dws-2")
+WORKER_GROUP = "tpu-group"
+PLAN_NAMES = {"on-demand": "plan A (on-demand)", "dws": "plan B (DWS flex-start)"}
+TERMINAL_STATES = ("Succeeded", "Failed", "Deactivated")
+RUN_SECONDS = "180"  # the simulated executor's training time per job (DESIGN.md §5 annotation)
+
+
+@dataclass
+class DemoOptions:
+    """How to run the demo."""
+
+    simulated: bool = False
+    timeout: float = 330.0        # wall seconds the jobs may take (real clock)
+    virtual_limit: float = 8 * 86400  # twin seconds the jobs may take (virtual clock)
+    live: bool | None = None      # None: a live view when the console is a terminal
+    log_lines: int = 12           # lines of each job's output to show
+
+
+@dataclass
+class JobOutcome:
+    """Where one of the tutorial's jobs ran and how it went."""
+
+    name: str
+    flavor: str                   # flavor of the TPU worker group
+    state: str
+    waited: float
+    cost: float
+    provisioning: str
+    output: str
+
+
+@dataclass
+class DemoResult:
+    jobs: list[JobOutcome] = field(default_factory=list)
+    elapsed: float = 0.0          # twin seconds from the first request to the end
+    error: str = ""
+
+    @property
+    def story_holds(self) -> bool:
+        """Job 1 on plan A, job 2 on plan B, both trained."""
+        flavors = [j.flavor for j in self.jobs]
+        return (not self.error and flavors == ["on-demand", "dws"]
+                and all(j.state == "Succeeded" for j in self.jobs))
+
+
+class _Demo:
+    def __init__(self, twin: Twin, opts: DemoOptions, console: Console) -> None:
+        self.twin, self.opts, self.console = twin, opts, console
+        self.t0 = twin.now()
+        self.states: dict[str, str] = {}
+
+    # -- time -----------------------------------------------------------------------------------------------
+    def elapsed(self) -> float:
+        return self.twin.now() - self.t0
+
+    def tick(self) -> None:
+        """Let the twin run a little: the next due event on the virtual clock, half a second on the real one."""
+        if not self.opts.simulated:
+            self.twin.advance(0.5)
+            return
+        loop = self.twin.core.loop
+        nxt = loop.next_time()
+        step = 1.0 if nxt is None else min(60.0, max(1.0, nxt - loop.now()))
+        self.twin.advance(step)
+
+    def say(self, text: str) -> None:
+        self.console.print(f"[dim]{fmt_duration(self.elapsed()):>6}[/] {text}")
+
+    # -- GKE ------------------------------------------------------------------------------------------------
+    def gke_call(self, method: str, path: str, body: dict | None = None) -> dict:
+        return self.twin.gke(method, path, body)
+
+    def wait_operation(self, op: dict, what: str) -> None:
+        path = f"/v1/projects/{PROJECT}/locations/{tutorial.TUTORIAL_ENV['ZONE']}/operations/{op['name']}"
+        deadline = self.twin.now() + 3600
+        while op.get("status") != "DONE":
+            if self.twin.now() > deadline:
+                raise RuntimeError(f"{what}: operation {op['name']} did not finish")
+            self.tick()
+            op = self.gke_call("GET", path)
+        if op.get("error"):
+            raise RuntimeError(f"{what} failed: {op['error'].get('message')}")
+
+    def create_infrastructure(self) -> None:
+        env = tutorial.TUTORIAL_ENV
+        path, body = tutorial.create_cluster_request(PROJECT)
+        self.say(f"gcloud container clusters create {env['CLUSTER_NAME']} --machine-type=n2-standard-16 "
+                 f"--location={env['ZONE']} --addons=RayOperator --enable-image-streaming")
+        self.wait_operation(self.gke_call("POST", path, body), "cluster create")
+        for dws in (False, True):
+            path, body = tutorial.create_node_pool_request(PROJECT, dws=dws)
+            pool = body["nodePool"]["name"]
+            flags = " --enable-queued-provisioning --flex-start" if dws else ""
+            self.say(f"gcloud container node-pools create {pool} --machine-type=ct6e-standard-4t "
+                     f"--tpu-topology=4x4 --enable-autoscaling --num-nodes=0 --max-nodes=4{flags}")
+            self.wait_operation(self.gke_call("POST", path, body), f"node pool {pool}")
+        got = self.gke_call("GET", f"{path}/{env['DWS_NODEPOOL']}")
+        flex = got.get("config", {}).get("flexStart")
+        self.say(f'node-pools describe {env["DWS_NODEPOOL"]} --format="get(config.flexStart)": '
+                 f"[bold]{'True' if flex else flex}[/]")
+        self.twin.cluster(env["CLUSTER_NAME"])
+
+    # -- Kubernetes ---------------------------------------------------------------------------------------------
+    def configure_and_submit(self) -> None:
+        self.say("Kueue is already installed in the twin (the tutorial's helm step is not needed)")
+        objs = self.twin.apply(tutorial.queue_yaml())
+        self.say("envsubst < dws-tpu-queue.yaml | kubectl apply -f -  ->  "
+                 + ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in objs))
+        self.twin.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": "jax-train-script", "namespace": "default"},
+                         "data": {"train.py": tutorial.train_script()}})
+        self.say("kubectl create configmap jax-train-script --from-file=train.py")
+        for i in (1, 2):
+            text = tutorial.rayjob_yaml(i)
+            if self.opts.simulated:
+                job = self._simulated(text)
+                self.twin.apply(job)
+            else:
+                self.twin.apply(text)
+            self.say(f"Submitted Job {i}: rayjob-tpu-v6e-dws-{i}")
+            self.twin.advance(2)  # the tutorial's `sleep 2`
+
+    @staticmethod
+    def _simulated(text: str) -> dict:
+        import yaml
+
+        job = yaml.safe_load(text)
+        job["metadata"].setdefault("annotations", {})["twin.flexq.dev/run-seconds"] = RUN_SECONDS
+        return job
+
+    # -- watching -----------------------------------------------------------------------------------------------
+    def snapshot(self) -> tuple[list[WorkloadRow], list[dict], list[dict], list[dict]]:
+        t = self.twin
+        nodes = t.list("Node")
+        snap = Snapshot(workloads=t.list("Workload", "default"),
+                        provisioning_requests=t.list("ProvisioningRequest", "default"),
+                        nodes=nodes, flavors=t.list("ResourceFlavor"))
+        return workload_rows(snap, t.now()), t.list("RayJob", "default"), nodes, t.list("Event", "default")
+
+    def note_changes(self, rows: list[WorkloadRow]) -> None:
+        for r in rows:
+            name = r.job.split("/", 1)[-1] or r.workload
+            shown = f"{r.state}|{r.plan_text}|{r.provisioning}"
+            if self.states.get(name) != shown:
+                self.states[name] = shown
+                style = STATE_STYLE.get(r.state, "")
+                extra = f" on {r.plan_text}" if r.plan else ""
+                why = f" — {r.why}" if r.why and r.state not in ("Running",) else ""
+                self.say(f"{name}: [{style}]{r.state}[/]{extra}{why}")
+
+    def view(self, rows: list[WorkloadRow], rayjobs: list[dict], nodes: list[dict], events: list[dict]) -> Group:
+        title = f"flexq demo — twin time {fmt_duration(self.elapsed())}"
+        jobs = Table(show_header=True, header_style="bold", box=None)
+        for col in ("RAYJOB", "JOB STATUS", "DEPLOYMENT", "RAY CLUSTER"):
+            jobs.add_column(col)
+        for j in rayjobs:
+            st = j.get("status") or {}
+            jobs.add_row(j["metadata"]["name"], st.get("jobStatus", ""), st.get("jobDeploymentStatus", ""),
+                         st.get("rayClusterName", ""))
+        pools: dict[str, list[int]] = {}
+        for n in nodes:
+            pool = (n["metadata"].get("labels") or {}).get("cloud.google.com/gke-nodepool", "?")
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in (n.get("status") or {}).get("conditions") or [])
+            pools.setdefault(pool, [0, 0])[0 if ready else 1] += 1
+        pool_text = Text("nodes: " + ", ".join(f"{p} {r} ready" + (f" +{u} starting" if u else "")
+                                               for p, (r, u) in sorted(pools.items())))
+        recent = sorted(events, key=lambda e: (e.get("lastTimestamp") or e.get("eventTime") or "",
+                                               e["metadata"]["name"]))[-6:]
+        ev = Text("\n".join(f"{e.get('reason', '')}: {e.get('message', '')} "
+                            f"({(e.get('involvedObject') or {}).get('kind', '')}/"
+                            f"{(e.get('involvedObject') or {}).get('name', '')})" for e in recent) or "-")
+        return Group(status_table(rows, title=title), jobs, pool_text, Panel(ev, title="recent events"))
+
+    def finished(self, rows: list[WorkloadRow], rayjobs: list[dict]) -> bool:
+        done_jobs = {j["metadata"]["name"] for j in rayjobs
+                     if (j.get("status") or {}).get("jobDeploymentStatus") in ("Complete", "Failed")}
+        for name in JOBS:
+            mine = [r for r in rows if r.job.split("/", 1)[-1] == name and r.state != "Replaced"]
+            if name not in done_jobs and not any(r.state in TERMINAL_STATES for r in mine):
+                return False
+        return True
+
+    def watch(self) -> list[WorkloadRow]:
+        budget = self.opts.virtual_limit if self.opts.simulated else self.opts.timeout
+        deadline = self.twin.now() + budget
+        live_on = self.opts.live if self.opts.live is not None else self.console.is_terminal
+        rows, rayjobs, nodes, events = self.snapshot()
+        live = Live(self.view(rows, rayjobs, nodes, events), console=self.console, auto_refresh=False,
+                    transient=True) if live_on else None
+        try:
+            if live:
+                live.start()
+            while True:
+                self.tick()
+                rows, rayjobs, nodes, events = self.snapshot()
+                self.note_changes(rows)
+                if live:
+                    live.update(self.view(rows, rayjobs, nodes, events), refresh=True)
+                if self.finished(rows, rayjobs):
+                    break
+                if self.twin.now() > deadline:
+                    raise TimeoutError(f"the jobs did not finish within {fmt_duration(budget)} of twin time")
+        finally:
+            if live:
+                live.stop()
+        self.console.print(status_table(rows, title=f"workloads at twin time {fmt_duration(self.elapsed())}"))
+        return rows
+
+    # -- results ------------------------------------------------------------------------------------------------
+    def output_of(self, job: str) -> str:
+        try:
+            return self.twin.logs(f"job/{job}")
+        except Exception as exc:  # no submitter pod (the job never started), or its log is gone
+            return f"(no output: {exc})"
+
+    def outcomes(self, rows: list[WorkloadRow]) -> list[JobOutcome]:
+        out = []
+        for name in JOBS:
+            mine = [r for r in rows if r.job.split("/", 1)[-1] == name and r.state != "Replaced"]
+            r = mine[-1] if mine else None
+            out.append(JobOutcome(
+                name=name, flavor=(r.flavor_of(WORKER_GROUP) or "") if r else "", state=r.state if r else "missing",
+                waited=r.waited if r else 0.0, cost=sum(x.cost for x in mine), provisioning=r.provisioning if r else "",
+                output=self.output_of(name)))
+        return out
+
+    def show_outputs(self, jobs: list[JobOutcome]) -> None:
+        for j in jobs:
+            lines = [ln for ln in j.output.splitlines() if ln.strip()]
+            tail = "\n".join(lines[-self.opts.log_lines:]) or "(empty)"
+            self.console.print(Panel(Text(tail), title=f"kubectl logs job/{j.name}  (last {self.opts.log_lines} lines)",
+                                     title_align="left"))
+
+    def summary(self, result: DemoResult) -> None:
+        t = Table(title="summary", header_style="bold")
+        for col in ("JOB", "PLAN", "STATE", "WAITED", "PROVISIONING", "COST"):
+            t.add_column(col)
+        for j in result.jobs:
+            t.add_row(j.name, PLAN_NAMES.get(j.flavor, j.flavor or "-"),
+                      Text(j.state, style=STATE_STYLE.get(j.state, "")), fmt_duration(j.waited),
+                      j.provisioning or "-", fmt_cost(j.cost))
+        self.console.print(t)
+        if result.story_holds:
+            self.console.print("[bold green]As in the tutorial:[/] job 1 ran on plan A (on-demand); plan A's "
+                               "quota was then in use, so job 2 fell back to plan B (DWS flex-start) and ran "
+                               "once its ProvisioningRequest was provisioned.")
+        else:
+            self.console.print("[bold red]The run did not tell the tutorial's story[/] "
+                               + (f"({result.error})" if result.error else
+                                  "(expected job 1 on on-demand and job 2 on dws, both Succeeded)"))
+        self.console.print(f"twin time {fmt_duration(result.elapsed)}; total cost "
+                           f"{fmt_cost(sum(j.cost for j in result.jobs))}")
+
+
+def run_demo(opts: DemoOptions, console: Console | None = None,
+             make_twin: Callable[..., Twin] | None = None) -> DemoResult:
+    """Run the whole demo; never raises for a failed run (the result says what went wrong)."""
+    console = console or Console()
+    make = make_twin or Twin
+    twin = make(clock="virtual", executor="simulated") if opts.simulated else make(clock="real", executor="ray")
+    demo = _Demo(twin, opts, console)
+    result = DemoResult()
+    rows: list[WorkloadRow] = []
+    try:
+        demo.create_infrastructure()
+        demo.configure_and_submit()
+        rows = demo.watch()
+    except (CloudError, RuntimeError, TimeoutError, ValueError) as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+        console.print(f"[bold red]demo stopped:[/] {result.error}")
+        try:
+            rows = demo.snapshot()[0]
+        except Exception:  # the twin itself is broken; report what we had
+            rows = []
+    try:
+        result.jobs = demo.outcomes(rows)
+        result.elapsed = demo.elapsed()
+        demo.show_outputs(result.jobs)
+        demo.summary(result)
+    finally:
+        twin.close()
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    """``flexq demo [--simulated] [--timeout S]``: 0 when both jobs trained where the tutorial says."""
+    opts = DemoOptions(simulated=bool(getattr(args, "simulated", False)))
+    if getattr(args, "timeout", None):
+        opts.timeout = float(args.timeout)
+    if getattr(args, "no_live", False):
+        opts.live = False
+    result = run_demo(opts)
+    return 0 if result.story_holds else 1

@@ -1,0 +1,267 @@
+"""``flexq up``, ``flexq down`` and ``flexq env``: the background twin's process and the client environment.
+
+Owns: ``Home`` (the state directory: ``$FLEXQ_HOME`` or ``~/.flexq``; ``server.json``, ``pid`` and
+``kubeconfig`` are written there by the served twin, ``flexq.log`` and ``project`` by this module, ``pki/`` by
+``flexq.http.tls``, ``state.db`` and ``logs/`` by the twin), starting the daemon (``python -m
+flexq.cli.daemon``) in its own session and waiting until it answers ``/readyz`` over HTTPS with its CA,
+stopping it (SIGTERM, then SIGKILL of its process group past the timeout, then the group's leftovers), and
+the ``export`` lines for gcloud and kubectl (``flexq.http.server.client_env`` plus the project, no prompts).
+Must not import flexq.assembly or flexq.twin (the daemon does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from flexq.clock import WallClock
+
+__all__ = ["Home", "DEFAULT_PROJECT", "up", "down", "env", "env_lines", "running"]
+
+DEFAULT_PROJECT = "flexq-twin"
+KUEUE_NOTE = ("Kueue (with ElasticJobsViaWorkloadSlices) and the Ray operator are already installed in the "
+              "twin: skip the tutorial's `helm install kueue` step.")
+
+
+@dataclass(frozen=True)
+class Home:
+    """The live twin's state directory and the files in it."""
+
+    path: Path
+
+    @classmethod
+    def resolve(cls, explicit: str | None = None) -> Home:
+        raw = explicit or os.environ.get("FLEXQ_HOME") or str(Path.home() / ".flexq")
+        return cls(Path(raw).expanduser().absolute())
+
+    @property
+    def server_file(self) -> Path:
+        return self.path / "server.json"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.path / "pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.path / "flexq.log"
+
+    @property
+    def project_file(self) -> Path:
+        return self.path / "project"
+
+    def server_info(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.server_file.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def pid(self) -> int | None:
+        info = self.server_info()
+        if info and isinstance(info.get("pid"), int):
+            return int(info["pid"])
+        try:
+            return int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def project(self) -> str:
+        try:
+            return self.project_file.read_text().strip() or DEFAULT_PROJECT
+        except OSError:
+            return DEFAULT_PROJECT
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours counts as gone
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        return True
+
+
+def running(home: Home) -> dict[str, Any] | None:
+    """``server.json`` of the twin serving from ``home`` if its process is alive, else None."""
+    info = home.server_info()
+    if info and isinstance(info.get("pid"), int) and _alive(info["pid"]):
+        return info
+    return None
+
+
+def _ready(info: dict[str, Any]) -> bool:
+    """True when the server answers ``GET /readyz`` over TLS verified with the twin's CA."""
+    try:
+        ctx = ssl.create_default_context(cafile=info["ca"]) if info["url"].startswith("https") else None
+        with urllib.request.urlopen(info["url"].rstrip("/") + "/readyz", timeout=2, context=ctx) as resp:
+            return resp.status == 200
+    except (OSError, urllib.error.URLError, ssl.SSLError, KeyError, ValueError):
+        return False
+
+
+def _log_tail(home: Home, n: int = 20) -> str:
+    try:
+        return "\n".join(home.log_file.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+def up(home: Home, console: Console, *, project: str | None = None, timeout: float = 90.0,
+       executor: str = "ray") -> int:
+    """Start the twin in the background and return once it is ready (0), or say why it is not (1)."""
+    info = running(home)
+    if info:
+        console.print(f"flexq is already running at {info['url']} (pid {info['pid']}, home {home.path})")
+        return 0
+    home.path.mkdir(parents=True, exist_ok=True)
+    for stale in (home.server_file, home.pid_file):
+        stale.unlink(missing_ok=True)
+    if project:
+        home.project_file.write_text(project + "\n")
+    elif not home.project_file.exists():
+        home.project_file.write_text(DEFAULT_PROJECT + "\n")
+    with open(home.log_file, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flexq.cli.daemon", "--home", str(home.path), "--executor", executor],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
+    clock = WallClock()
+    deadline = clock.now() + timeout
+    while clock.now() < deadline:
+        code = proc.poll()
+        if code is not None:
+            console.print(f"[red]flexq failed to start (exit status {code}); {home.log_file} ends with:[/]")
+            console.print(_log_tail(home), markup=False, highlight=False)
+            return 1
+        info = home.server_info()
+        if info and info.get("pid") == proc.pid and _ready(info):
+            console.print(f"flexq is up at {info['url']} (pid {proc.pid}, home {home.path})")
+            console.print('point gcloud and kubectl at it with:  eval "$(flexq env)"')
+            console.print(KUEUE_NOTE)
+            return 0
+        clock.sleep(0.2)
+    console.print(f"[red]flexq did not become ready within {timeout:.0f}s; stopping it. Log: {home.log_file}[/]")
+    _stop(proc.pid, 10.0)
+    return 1
+
+
+def _stop(pid: int, timeout: float) -> bool:
+    """SIGTERM the daemon and wait; SIGKILL its process group past ``timeout``; then end the group's rest.
+    Returns True when the daemon stopped by itself."""
+    clock = WallClock()
+    try:
+        pgid = os.getpgid(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = clock.now() + timeout
+    clean = False
+    while clock.now() < deadline:
+        if not _alive(pid):
+            clean = True
+            break
+        clock.sleep(0.2)
+    if pgid == pid:  # the daemon leads its own session (start_new_session): its group is ours to end
+        for sig in ((signal.SIGTERM,) if clean else ()) + (signal.SIGKILL,):
+            try:
+                os.killpg(pgid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            if sig == signal.SIGTERM:
+                clock.sleep(0.5)
+    elif not clean:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return clean
+
+
+def down(home: Home, console: Console, *, timeout: float = 60.0) -> int:
+    """Stop the twin serving from ``home`` and everything it started (0 also when it was not running)."""
+    pid = home.pid()
+    if pid is None or not _alive(pid):
+        for stale in (home.server_file, home.pid_file):
+            stale.unlink(missing_ok=True)
+        console.print(f"flexq is not running (home {home.path})")
+        return 0
+    clean = _stop(pid, timeout)
+    for left in (home.server_file, home.pid_file):
+        left.unlink(missing_ok=True)
+    console.print(f"flexq stopped (pid {pid})" + ("" if clean else " [yellow](killed after the timeout)[/]"))
+    return 0
+
+
+_BUNDLE_VARS = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+
+
+def _system_bundle(environ: dict[str, str]) -> Path | None:
+    candidates = [environ.get(v, "") for v in (*_BUNDLE_VARS, "SSL_CERT_FILE")]
+    candidates += [ssl.get_default_verify_paths().cafile or "", "/etc/ssl/certs/ca-certificates.crt"]
+    return next((Path(c) for c in candidates if c and Path(c).is_file()), None)
+
+
+def ca_bundle(home: Home, info: dict[str, Any], environ: dict[str, str]) -> Path:
+    """``ca-bundle.pem`` in the home: the system's trusted CAs plus the twin's CA. gcloud gets it as its custom
+    CA file; where ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` are set (they override gcloud's own setting in
+    the ``requests`` library) they get it too, so other HTTPS keeps working."""
+    system = _system_bundle(environ)
+    parts = [system.read_text(errors="replace")] if system else []
+    parts.append(Path(info["ca"]).read_text())
+    out = home.path / "ca-bundle.pem"
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text("\n".join(p.rstrip("\n") for p in parts) + "\n")
+    tmp.replace(out)
+    return out
+
+
+def env_lines(home: Home, info: dict[str, Any], shell: str = "sh",
+              environ: dict[str, str] | None = None) -> list[str]:
+    """The lines ``flexq env`` prints: exports for kubectl and gcloud, and a note about Kueue."""
+    from flexq.http.server import client_env
+
+    environ = dict(os.environ if environ is None else environ)
+    values = dict(client_env(home.path, info))
+    bundle = str(ca_bundle(home, info, environ))
+    values["CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE"] = bundle
+    for var in _BUNDLE_VARS:
+        if environ.get(var):
+            values[var] = bundle
+    values["CLOUDSDK_CORE_PROJECT"] = home.project()
+    values["CLOUDSDK_CORE_DISABLE_PROMPTS"] = "1"
+    values["FLEXQ_HOME"] = str(home.path)
+    lines = [f"# flexq twin at {info['url']} (pid {info['pid']}). {KUEUE_NOTE}"]
+    for k in sorted(values):
+        if shell == "fish":
+            lines.append(f"set -gx {k} {shlex.quote(values[k])};")
+        else:
+            lines.append(f"export {k}={shlex.quote(values[k])}")
+    return lines
+
+
+def env(home: Home, console: Console, *, shell: str = "sh") -> int:
+    """Print the export lines (to stdout, for ``eval "$(flexq env)"``); 1 when the twin is not running."""
+    info = running(home)
+    if info is None:
+        Console(stderr=True).print(f"flexq is not running (home {home.path}); start it with: flexq up")
+        return 1
+    sys.stdout.write("\n".join(env_lines(home, info, shell)) + "\n")
+    return 0
