@@ -178,3 +178,19 @@ def test_cluster_without_ray_operator_does_not_serve_rayjobs() -> None:
     t.cluster("plain")
     with pytest.raises(NotFound):
         t.list("RayJob")
+
+
+def test_pods_no_pool_can_take_get_not_trigger_scale_up() -> None:
+    t = tutorial_twin()
+    t.apply(tpu_pod("q0", "dws-pool", queued=True))  # only a ProvisioningRequest can grow the DWS pool
+    big = tpu_pod("big", "on-demand-pool")
+    big["spec"]["containers"][0]["resources"] = {"requests": {"google.com/tpu": "8"}, "limits": {"google.com/tpu": "8"}}
+    t.apply(big)
+    t.advance(60)
+    queued = events(t, "q0", "NotTriggerScaleUp")
+    assert len(queued) == 1 and "queued provisioning" in queued[0]["message"]
+    assert "didn't match Pod's node affinity/selector" in queued[0]["message"]
+    too_big = events(t, "big", "NotTriggerScaleUp")[0]["message"]
+    assert too_big.startswith("pod didn't trigger scale-up: ") and "Insufficient google.com/tpu" in too_big
+    t.advance(600)
+    assert len(events(t, "q0", "NotTriggerScaleUp")) == 1 and events(t, "q0", "NotTriggerScaleUp")[0]["count"] == 1

@@ -76,6 +76,7 @@ class Autoscaler(Controller):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.backoff: dict[str, float] = {}  # pool -> no scale-up attempt before this time
+        self.explained: dict[str, str] = {}  # pod uid -> last NotTriggerScaleUp message (no repeats)
 
     def watches(self) -> list[Watch]:
         cluster = self.ctx.settings.get("gkeCluster")
@@ -140,6 +141,7 @@ class Autoscaler(Controller):
                                                pool["status"]["provisioningModel"])
                 options.append((n_nodes, price * n_nodes, name, pool, placed))
             if not options:
+                self._explain(todo, pools, count)
                 break
             options.sort(key=lambda o: (o[0], o[1], o[2]))
             n_nodes, _, name, pool, placed = options[0]
@@ -166,6 +168,24 @@ class Autoscaler(Controller):
                                        f"Node scale up in zones {pool['status']['zone']} associated with this pod "
                                        f"failed: GCE out of resources. Pod is at risk of not being scheduled.")
         return wake
+
+    def _explain(self, pods: list[dict[str, Any]], pools: list[dict[str, Any]], count: dict[str, int]) -> None:
+        """``NotTriggerScaleUp`` for pods no pool can take, worded as the cluster autoscaler does."""
+        for pod in pods:
+            reasons: dict[str, int] = {}
+            for pool in pools:
+                if pool["status"].get("queued"):
+                    why = "node group(s) with queued provisioning (nodes only for ProvisioningRequests)"
+                elif _max_nodes(pool) - count.get(pool["spec"]["name"], 0) < _hosts(pool):
+                    why = "max node group size reached"
+                else:
+                    why = fits(pod, pool_shape(pool)) or "node group(s) could not fit the pod"
+                reasons[why] = reasons.get(why, 0) + 1
+            message = "pod didn't trigger scale-up: " + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+            uid = pod["metadata"].get("uid", pod["metadata"]["name"])
+            if reasons and self.explained.get(uid) != message:
+                self.explained[uid] = message
+                self.events.record(pod, "Normal", "NotTriggerScaleUp", message)
 
     # -- 2. scale down -----------------------------------------------------------------------------------------
     def _scale_down(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
