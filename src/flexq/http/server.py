@@ -43,8 +43,11 @@ class Server:
         self.home.mkdir(parents=True, exist_ok=True)
         self.creds: Credentials = ensure_credentials(self.home, core.loop.now())
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets that say so, and without
+        # it every keep-alive response waits ~40 ms for the client's delayed ACK (Nagle)
+        self.sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.bind((host, port))
         self.sock.listen(512)
         self.port: int = self.sock.getsockname()[1]
