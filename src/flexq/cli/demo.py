@@ -82,6 +82,8 @@ class _Demo:
         self.twin, self.opts, self.console = twin, opts, console
         self.t0 = twin.now()
         self.states: dict[str, str] = {}
+        self.provisioning: dict[str, str] = {}    # job -> last ProvisioningRequest state seen
+        self.seen_events: set[tuple[str, str]] = set()
 
     # -- time -----------------------------------------------------------------------------------------------
     def elapsed(self) -> float:
@@ -171,9 +173,18 @@ class _Demo:
                         nodes=nodes, flavors=t.list("ResourceFlavor"))
         return workload_rows(snap, t.now()), t.list("RayJob", "default"), nodes, t.list("Event", "default")
 
-    def note_changes(self, rows: list[WorkloadRow]) -> None:
+    def note_changes(self, rows: list[WorkloadRow], events: list[dict]) -> None:
+        for e in events:  # warnings are what a user needs to see at once
+            key = (e.get("reason", ""), e.get("message", ""))  # once per distinct warning, not per pod
+            if e.get("type") == "Warning" and key not in self.seen_events:
+                self.seen_events.add(key)
+                obj = e.get("involvedObject") or {}
+                self.say(f"[yellow]warning[/] {obj.get('kind', '')}/{obj.get('name', '')}: "
+                         f"{e.get('reason', '')}: {e.get('message', '')}")
         for r in rows:
             name = r.job.split("/", 1)[-1] or r.workload
+            if r.provisioning:
+                self.provisioning[name] = r.provisioning
             shown = f"{r.state}|{r.plan_text}|{r.provisioning}"
             if self.states.get(name) != shown:
                 self.states[name] = shown
@@ -228,7 +239,7 @@ class _Demo:
             while True:
                 self.tick()
                 rows, rayjobs, nodes, events = self.snapshot()
-                self.note_changes(rows)
+                self.note_changes(rows, events)
                 if live:
                     live.update(self.view(rows, rayjobs, nodes, events), refresh=True)
                 if self.finished(rows, rayjobs):
@@ -255,7 +266,8 @@ class _Demo:
             r = mine[-1] if mine else None
             out.append(JobOutcome(
                 name=name, flavor=(r.flavor_of(WORKER_GROUP) or "") if r else "", state=r.state if r else "missing",
-                waited=r.waited if r else 0.0, cost=sum(x.cost for x in mine), provisioning=r.provisioning if r else "",
+                waited=r.waited if r else 0.0, cost=sum(x.cost for x in mine),
+                provisioning=(r.provisioning if r else "") or self.provisioning.get(name, ""),
                 output=self.output_of(name)))
         return out
 
@@ -273,7 +285,7 @@ class _Demo:
         for j in result.jobs:
             t.add_row(j.name, PLAN_NAMES.get(j.flavor, j.flavor or "-"),
                       Text(j.state, style=STATE_STYLE.get(j.state, "")), fmt_duration(j.waited),
-                      j.provisioning or "-", fmt_cost(j.cost))
+                      j.provisioning.partition(" (")[0] or "-", fmt_cost(j.cost))
         self.console.print(t)
         if result.story_holds:
             self.console.print("[bold green]As in the tutorial:[/] job 1 ran on plan A (on-demand); plan A's "

@@ -185,9 +185,13 @@ def _why(wl: dict, state: str, pr_text: str) -> str:
     if state == "Admitted":
         return c.get("PodsReady", {}).get("message", "") or "waiting for pods"
     if state == "Running":
-        return pr_text
+        return ""
     if state == "QuotaReserved":
-        return "; ".join(p for p in (_checks_text(wl) or c.get("Admitted", {}).get("message", ""), pr_text) if p)
+        checks = _checks_text(wl) or c.get("Admitted", {}).get("message", "")
+        if pr_text:  # the request's state, without repeating a message the check already carries
+            name_state, _, msg = pr_text.partition(" (")
+            pr_text = f"ProvisioningRequest {name_state}" + (f" ({msg}" if msg and msg[:-1] not in checks else "")
+        return "; ".join(p for p in (checks, pr_text) if p)
     parts = []
     for ctype in ("Requeued", "Evicted", "QuotaReserved"):
         cond = c.get(ctype)
@@ -245,6 +249,17 @@ def _share(mt: catalog.MachineType, req: dict[str, Fraction]) -> Fraction:
     return min(Fraction(1), max(parts))
 
 
+def _queued_pod_sets(wl: dict) -> set[str]:
+    """Pod sets whose nodes came from a ProvisioningRequest: admission checks' podSetUpdates name them with
+    ``autoscaling.x-k8s.io/consume-provisioning-request`` (Kueue keeps these after the job finishes)."""
+    out = set()
+    for chk in (wl.get("status") or {}).get("admissionChecks") or []:
+        for upd in chk.get("podSetUpdates") or []:
+            if "autoscaling.x-k8s.io/consume-provisioning-request" in (upd.get("annotations") or {}):
+                out.add(upd.get("name", ""))
+    return out
+
+
 def workload_cost(wl: dict, snap: Snapshot, now: float) -> float:
     """USD so far: for each admitted pod set, count x node price x share of the node, from the Admitted
     transition to Finished (or eviction, or ``now``). Pod sets on unknown machines add nothing."""
@@ -261,13 +276,14 @@ def workload_cost(wl: dict, snap: Snapshot, now: float) -> float:
     hours = Fraction(max(0.0, end - start)) / 3600
     pod_sets = {ps.get("name", "main"): ps for ps in (wl.get("spec") or {}).get("podSets") or []}
     flavors = {f["metadata"]["name"]: f for f in snap.flavors}
-    queued = bool(_requests_of(wl, snap.provisioning_requests))
+    queued = _queued_pod_sets(wl)
     total = Fraction(0)
     for psa in adm.get("podSetAssignments") or []:
         ps = pod_sets.get(psa.get("name", ""), {})
         template = ps.get("template") or {}
         count = psa.get("count", ps.get("count", 1))
-        found = _machine_for(template, flavors.get(_main_flavor(psa.get("flavors") or {})), snap.nodes, queued)
+        found = _machine_for(template, flavors.get(_main_flavor(psa.get("flavors") or {})), snap.nodes,
+                             psa.get("name", "") in queued)
         if found is None:
             continue
         mt, model = found

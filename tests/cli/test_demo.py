@@ -1,0 +1,74 @@
+"""``flexq demo --simulated``: the tutorial's story end to end, in process and as the command."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+from rich.console import Console
+
+from flexq.cli import tutorial
+from flexq.cli.demo import DemoOptions, run_demo
+
+
+def _console(terminal: bool = False) -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, width=220, force_terminal=terminal, color_system=None), buf
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["transitions", "live-view"])
+def test_simulated_demo_tells_the_tutorials_story(live: bool) -> None:
+    console, buf = _console(terminal=live)
+    result = run_demo(DemoOptions(simulated=True, live=live), console)
+    out = buf.getvalue()
+    assert result.error == ""
+    assert [(j.name, j.flavor, j.state) for j in result.jobs] == [
+        ("rayjob-tpu-v6e-dws-1", "on-demand", "Succeeded"), ("rayjob-tpu-v6e-dws-2", "dws", "Succeeded")]
+    assert result.story_holds
+    one, two = result.jobs
+    assert two.waited > one.waited, "job 2 waits for DWS capacity"
+    assert "-dws-prov-1: Provisioned" in two.provisioning and one.provisioning == ""
+    assert 0 < two.cost < one.cost, "flex-start is billed below on-demand for the same run time"
+    for j in result.jobs:
+        assert "Succeeded" in j.output, j.output
+    assert 'get(config.flexStart)": True' in out
+    assert "plan A (on-demand)" in out and "plan B (DWS flex-start)" in out
+    assert "As in the tutorial" in out
+    assert "QuotaReserved" in out and "dws-prov: Pending" in out  # job 2 was seen waiting for its check
+
+
+def test_demo_reports_a_broken_story() -> None:
+    """With the on-demand quota removed, job 1 cannot land on plan A: the demo says so and fails."""
+    original = tutorial.queue_yaml
+
+    def no_on_demand(env: dict | None = None) -> str:
+        docs = list(yaml.safe_load_all(original(env)))
+        for d in docs:
+            if d["kind"] == "ClusterQueue":
+                flavors = d["spec"]["resourceGroups"][0]["flavors"]
+                d["spec"]["resourceGroups"][0]["flavors"] = [f for f in flavors if f["name"] != "on-demand"]
+        return yaml.safe_dump_all(docs)
+
+    console, buf = _console()
+    tutorial.queue_yaml = no_on_demand  # type: ignore[assignment]
+    try:
+        result = run_demo(DemoOptions(simulated=True, live=False), console)
+    finally:
+        tutorial.queue_yaml = original  # type: ignore[assignment]
+    assert not result.story_holds
+    assert [j.flavor for j in result.jobs] == ["dws", "dws"]
+    assert "did not tell the tutorial's story" in buf.getvalue()
+
+
+def test_flexq_demo_simulated_command_exits_0() -> None:
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "flexq.cli.main", "demo", "--simulated", "--no-live"],
+                          capture_output=True, text=True, timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin"})
+    took = time.monotonic() - start
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "As in the tutorial" in proc.stdout
+    assert took < 120, f"the simulated demo took {took:.0f}s"
