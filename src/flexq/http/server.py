@@ -26,6 +26,7 @@ import uvicorn
 import yaml
 
 from flexq.http.app import build_app
+from flexq.http.protocol import protocol_class
 from flexq.http.tls import Credentials, ensure_credentials
 
 log = logging.getLogger("flexq.http.server")
@@ -56,8 +57,10 @@ class Server:
         self.url = f"{'https' if tls else 'http'}://{hostport}"
         core.settings["kube_endpoint"] = hostport
         core.settings["kube_ca_b64"] = self.creds.ca_b64
-        self.app = build_app(core, self.creds.token if auth else None, hostport)
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, http="h11", ws="none",
+        token = self.creds.token if auth else None
+        self.app = build_app(core, token, hostport)
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, http=protocol_class(core, token),
+                                ws="none",
                                 lifespan="off", timeout_keep_alive=60,
                                 ssl_certfile=str(self.creds.server_cert) if tls else None,
                                 ssl_keyfile=str(self.creds.server_key) if tls else None)

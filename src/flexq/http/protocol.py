@@ -1,0 +1,120 @@
+"""The HTTP/1.1 protocol of a served twin: uvicorn's h11 protocol, plus the connection upgrade that
+``kubectl port-forward`` needs and ASGI cannot express.
+
+Owns: ``protocol_class(core, token)`` — a subclass of uvicorn's ``H11Protocol`` that looks at the first
+request of each connection; a ``POST .../pods/<name>/portforward`` with ``Upgrade: SPDY/3.1`` is
+authenticated, answered ``101`` and handed to ``PortForwardSession``; a WebSocket upgrade there gets
+``400`` (kubectl then falls back to SPDY); everything else goes to the ASGI app unchanged. Also owns the
+lookup of where a pod's port really is (the pod annotation ``twin.flexq.dev/local-ports``).
+Must not import domain packages.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from flexq.errors import BadRequest
+from flexq.http.common import dumps, on_loop
+from flexq.http.kube.portforward import LOCAL_PORTS, PortForwardSession, upgrade_response
+
+_PF = re.compile(r"^(?:/clusters/(?P<cluster>[^/]+))?/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)/portforward$")
+_MAX_HEAD = 64 * 1024
+
+
+def local_endpoint(pod: dict, port: int) -> tuple[str, int]:
+    """Where container port ``port`` of ``pod`` listens on this machine (LookupError if nowhere)."""
+    meta = pod.get("metadata") or {}
+    raw = (meta.get("annotations") or {}).get(LOCAL_PORTS)
+    try:
+        ports = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        ports = {}
+    target = ports.get(str(port))
+    if target is None:
+        raise LookupError(f"pod {meta.get('namespace')}/{meta.get('name')} has nothing listening on port {port} "
+                          f"on this machine (annotation {LOCAL_PORTS}: {raw or 'absent'})")
+    if isinstance(target, int):
+        return "127.0.0.1", target
+    host, _, p = str(target).rpartition(":")
+    return host or "127.0.0.1", int(p)
+
+
+def _http(status: str, body: dict[str, Any]) -> bytes:
+    data = dumps(body)
+    return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+            f"Connection: close\r\n\r\n").encode() + data
+
+
+def protocol_class(core: Any, token: str | None) -> type[H11Protocol]:
+    """uvicorn's h11 protocol bound to one twin, with port-forward upgrades."""
+
+    class TwinH11Protocol(H11Protocol):
+        _head: bytes | None = b""
+
+        def data_received(self, data: bytes) -> None:
+            if self._head is None:
+                return super().data_received(data)
+            self._head += data
+            if b"\r\n\r\n" not in self._head and len(self._head) < _MAX_HEAD:
+                return None
+            buffered, self._head = self._head, None
+            if self._take_over(buffered):
+                return None
+            return super().data_received(buffered)
+
+        def _take_over(self, buffered: bytes) -> bool:
+            head, _, rest = buffered.partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            parts = lines[0].split(" ")
+            if len(parts) != 3:
+                return False
+            method, target = parts[0], parts[1].split("?", 1)[0]
+            headers = {}
+            for line in lines[1:]:
+                k, _, v = line.partition(":")
+                headers[k.strip().lower()] = v.strip()
+            upgrade = headers.get("upgrade", "").lower()
+            m = _PF.match(target)
+            if m is None or not upgrade:
+                return False
+            if "websocket" in upgrade:
+                self.transport.write(_http("400 Bad Request", BadRequest(
+                    "port-forward over WebSocket is not served here; use SPDY").to_status()))
+                self.transport.close()
+                return True
+            if method != "POST" or not upgrade.startswith("spdy/3.1"):
+                return False
+            scheme_, _, value = headers.get("authorization", "").partition(" ")
+            if token is not None and not (scheme_.lower() == "bearer" and
+                                          hmac.compare_digest(value.strip().encode(), token.encode())):
+                self.transport.write(_http("401 Unauthorized", {
+                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": "Unauthorized", "reason": "Unauthorized", "code": 401}))
+                self.transport.close()
+                return True
+            cluster, ns, pod = m.group("cluster"), m.group("ns"), m.group("pod")
+
+            async def resolve(port: int) -> tuple[str, int]:
+                def look() -> tuple[str, int]:
+                    found = core.current(cluster).store.try_get("Pod", pod, ns)
+                    if found is None:
+                        raise LookupError(f'pods "{pod}" not found')
+                    return local_endpoint(found, port)
+
+                return await on_loop(core.loop, look)
+
+            self.transport.write(upgrade_response())
+            session = PortForwardSession(self.transport, resolve)
+            self.connections.discard(self)
+            self._unset_keepalive_if_required()
+            self.transport.set_protocol(session)
+            if rest:
+                session.data_received(rest)
+            return True
+
+    return TwinH11Protocol
