@@ -66,7 +66,7 @@ def test_demo_reports_a_broken_story() -> None:
 
 def test_flexq_demo_simulated_command_exits_0() -> None:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "flexq.cli.main", "demo", "--simulated", "--no-live"],
+    proc = subprocess.run([sys.executable, "-m", "flexq.cli", "demo", "--simulated", "--no-live"],
                           capture_output=True, text=True, timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin"})
     took = time.monotonic() - start
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -252,6 +252,25 @@ class _Demo:
         self.console.print(status_table(rows, title=f"workloads at twin time {fmt_duration(self.elapsed())}"))
         return rows
 
+    def diagnose(self) -> None:
+        """After a failed run: the end of the log of each pod whose container failed or keeps restarting."""
+        shown = 0
+        for pod in self.twin.list("Pod", "default"):
+            statuses = (pod.get("status") or {}).get("containerStatuses") or []
+            bad = [c for c in statuses if c.get("restartCount", 0) > 0
+                   or (c.get("state") or {}).get("terminated", {}).get("exitCode", 0) != 0]
+            if not bad or shown >= 2:
+                continue
+            shown += 1
+            name = pod["metadata"]["name"]
+            try:
+                text = self.twin.core.logs.read("default", name, bad[0].get("name"))
+            except Exception as exc:  # the log may be gone with the pod
+                text = f"(no log: {exc})"
+            tail = "\n".join(text.splitlines()[-15:]) or "(empty)"
+            self.console.print(Panel(Text(tail), title=f"failing pod {name} ({bad[0].get('name')})",
+                                     title_align="left", border_style="red"))
+
     # -- results ------------------------------------------------------------------------------------------------
     def output_of(self, job: str) -> str:
         try:
@@ -316,6 +335,7 @@ def run_demo(opts: DemoOptions, console: Console | None = None,
         result.error = f"{type(exc).__name__}: {exc}"
         console.print(f"[bold red]demo stopped:[/] {result.error}")
         try:
+            demo.diagnose()
             rows = demo.snapshot()[0]
         except Exception:  # the twin itself is broken; report what we had
             rows = []

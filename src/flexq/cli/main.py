@@ -82,12 +82,19 @@ def _cmd_submit(args: argparse.Namespace) -> int:
         err_console.print(f"[red]error:[/] cannot read {args.script}: {exc.strerror}")
         return 1
     pip = [p for item in args.pip for p in item.split(",") if p.strip()]
+    annotations = {}
+    for item in args.annotation:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            err_console.print(f"[red]error:[/] --annotation wants KEY=VALUE, got {item!r}")
+            return 2
+        annotations[key] = value
     spec = submit.SubmitSpec(
         name=args.name or submit.default_name(args.script), queue=args.queue, accelerator=args.accelerator,
         topology=args.topology, machine_type=args.machine_type, pip=pip, configmap=args.configmap,
         image=args.image, head_pool=args.head_pool or None, worker_cpu=args.worker_cpu,
         worker_memory=args.worker_memory, replicas=args.replicas, max_replicas=max(args.max_replicas, args.replicas),
-        elastic=not args.no_elastic, namespace=args.namespace if args.dry_run else None)
+        elastic=not args.no_elastic, namespace=args.namespace if args.dry_run else None, annotations=annotations)
     try:
         objs = submit.build_objects(spec, path.name, text)
     except submit.SubmitError as exc:
@@ -191,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--worker-memory", default="16Gi")
     b.add_argument("--replicas", type=int, default=1, help="TPU slices to start with")
     b.add_argument("--max-replicas", type=int, default=2, help="TPU slices the autoscaler may grow to")
+    b.add_argument("--annotation", action="append", default=[], metavar="KEY=VALUE",
+                   help="RayJob annotation (e.g. twin.flexq.dev/run-seconds=60 on a simulated twin)")
     b.add_argument("--no-elastic", action="store_true", help="no Kueue workload slices / Ray autoscaling")
     b.add_argument("--dry-run", action="store_true", help="print the YAML instead of creating it")
     _kube_flags(b)

@@ -1,0 +1,157 @@
+"""``flexq up`` / ``env`` / ``down`` with a temporary FLEXQ_HOME, and ``submit`` / ``status`` / ``logs`` against
+the served twin through the official ``kubernetes`` client (simulated executor, real clock)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flexq.cli import tutorial
+
+pytestmark = pytest.mark.slow
+
+
+def flexq(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "flexq.cli", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory):
+    home = tmp_path_factory.mktemp("flexq-home")
+    # what `eval "$(flexq env)"` sets for kubectl and the kubernetes client
+    env = {**os.environ, "FLEXQ_HOME": str(home), "COLUMNS": "220", "KUBECONFIG": str(home / "kubeconfig")}
+    up = flexq(env, "up", "--executor", "simulated", "--timeout", "150")
+    assert up.returncode == 0, up.stdout + up.stderr + (home / "flexq.log").read_text()
+    info = json.loads((home / "server.json").read_text())
+    yield home, env, info, up.stdout
+    flexq(env, "down")
+    if alive(info["pid"]):  # never leave a daemon behind, even when a test failed
+        os.kill(info["pid"], 9)
+
+
+def gke(info: dict, method: str, path: str, body: dict | None = None) -> dict:
+    ctx = ssl.create_default_context(cafile=info["ca"])
+    token = Path(info["token_file"]).read_text().strip()
+    req = urllib.request.Request(info["url"] + path, method=method, data=json.dumps(body).encode() if body else None,
+                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def wait_op(info: dict, op: dict) -> None:
+    deadline = time.monotonic() + 60
+    while op["status"] != "DONE":
+        assert time.monotonic() < deadline, op
+        time.sleep(0.5)
+        op = gke(info, "GET", f"/v1/projects/flexq-twin/locations/us-east5-b/operations/{op['name']}")
+
+
+def test_up_is_ready_and_idempotent(served) -> None:
+    home, env, info, out = served
+    assert "flexq is up at https://127.0.0.1:" in out and "helm install kueue" in out
+    assert alive(info["pid"]) and (home / "kubeconfig").exists() and (home / "state.db").exists()
+    again = flexq(env, "up")
+    assert again.returncode == 0 and "already running" in again.stdout and str(info["pid"]) in again.stdout
+    assert json.loads((home / "server.json").read_text())["pid"] == info["pid"]
+
+
+def test_env_points_gcloud_and_kubectl_at_the_twin(served) -> None:
+    home, env, info, _ = served
+    res = flexq({**env, "REQUESTS_CA_BUNDLE": "/etc/ssl/certs/ca-certificates.crt"}, "env")
+    assert res.returncode == 0, res.stderr
+    exports = dict(shlex.split(line.removeprefix("export "))[0].split("=", 1)
+                   for line in res.stdout.splitlines() if line.startswith("export "))
+    assert exports["CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER"] == info["url"] + "/"
+    assert exports["CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDRESOURCEMANAGER"] == info["url"] + "/"
+    assert exports["CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE"] == info["url"] + "/"
+    assert exports["CLOUDSDK_CORE_PROJECT"] == "flexq-twin" and exports["CLOUDSDK_CORE_DISABLE_PROMPTS"] == "1"
+    assert Path(exports["CLOUDSDK_AUTH_ACCESS_TOKEN_FILE"]).read_text().strip()
+    assert exports["KUBECONFIG"] == str(home / "kubeconfig")
+    bundle = Path(exports["CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE"]).read_text()
+    assert Path(info["ca"]).read_text().strip() in bundle
+    assert exports["REQUESTS_CA_BUNDLE"] == exports["CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE"]
+    # the combined bundle verifies the twin (and, being a superset, everything the system bundle did)
+    ctx = ssl.create_default_context(cafile=exports["CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE"])
+    with urllib.request.urlopen(info["url"] + "/version", context=ctx, timeout=10) as resp:
+        assert resp.status == 200
+    assert res.stdout.startswith("# flexq twin at ")
+
+
+def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path) -> None:
+    home, env, info, _ = served
+    wait_op(info, gke(info, "POST", *tutorial.create_cluster_request("flexq-twin")))
+    for dws in (False, True):
+        wait_op(info, gke(info, "POST", *tutorial.create_node_pool_request("flexq-twin", dws=dws)))
+    from flexq.cli import kubeclient
+
+    api = kubeclient.connect(str(home / "kubeconfig"), "flexq")
+    from kubernetes import client
+
+    co = client.CustomObjectsApi(api)
+    for doc in yaml.safe_load_all(tutorial.queue_yaml()):
+        plural = {"LocalQueue": "localqueues"}.get(doc["kind"], doc["kind"].lower() + "s")
+        if doc["kind"] == "LocalQueue":
+            co.create_namespaced_custom_object("kueue.x-k8s.io", "v1beta1", "default", plural, doc)
+        else:
+            co.create_cluster_custom_object("kueue.x-k8s.io", "v1beta1", plural, doc)
+    script = tmp_path / "train.py"
+    script.write_text(tutorial.train_script())
+    for i in (1, 2):
+        res = flexq(env, "submit", str(script), "--name", f"rayjob-tpu-v6e-dws-{i}", "--configmap",
+                    "jax-train-script", "--pip", "jax[tpu]==0.8.2", "--pip", "pandas==2.3.3",
+                    "--annotation", "twin.flexq.dev/run-seconds=5", "--context", "flexq")
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert f"rayjob.ray.io/rayjob-tpu-v6e-dws-{i} created" in res.stdout
+    from flexq.cli.status import workload_rows
+
+    deadline = time.monotonic() + 150
+    while time.monotonic() < deadline:  # poll in-process (each CLI call pays Python's start-up)
+        states = [r.state for r in workload_rows(kubeclient.fetch_snapshot(api, "default"), time.time())]
+        if states == ["Succeeded", "Succeeded"]:
+            break
+        time.sleep(1)
+    res = flexq(env, "status", "-o", "json", "--context", "flexq")
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)
+    assert [(r["job"], r["plan"]["tpu-group"], r["state"]) for r in rows] == [
+        ("RayJob/rayjob-tpu-v6e-dws-1", "on-demand", "Succeeded"),
+        ("RayJob/rayjob-tpu-v6e-dws-2", "dws", "Succeeded")], rows
+    assert rows[1]["waitedSeconds"] > rows[0]["waitedSeconds"]
+    table = flexq(env, "status", "--context", "flexq")
+    assert "rayjob-tpu-v6e-dws-2" in table.stdout and "Succeeded" in table.stdout
+    logs = flexq(env, "logs", "rayjob-tpu-v6e-dws-1", "--context", "flexq")
+    assert logs.returncode == 0 and "Succeeded" in logs.stdout, logs.stdout + logs.stderr
+    missing = flexq(env, "logs", "no-such-job", "--context", "flexq")
+    assert missing.returncode == 1 and 'no pods found for job "no-such-job"' in missing.stderr
+    again = flexq(env, "submit", str(script), "--name", "rayjob-tpu-v6e-dws-1", "--configmap",
+                  "jax-train-script", "--context", "flexq")
+    assert again.returncode == 1 and "409" in again.stderr
+
+
+def test_down_stops_everything(served) -> None:
+    home, env, info, _ = served
+    res = flexq(env, "down")
+    assert res.returncode == 0 and f"flexq stopped (pid {info['pid']})" in res.stdout
+    assert not alive(info["pid"])
+    assert not (home / "server.json").exists() and not (home / "pid").exists()
+    assert flexq(env, "env").returncode == 1
+    assert "not running" in flexq(env, "down").stdout
