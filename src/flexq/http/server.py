@@ -101,10 +101,13 @@ class Server:
         return self.home / KUBECONFIG_FILE
 
     def write_files(self) -> dict[str, Any]:
-        """``kubeconfig`` (upserting the ``flexq`` entries), ``server.json`` and ``pid``; returns server.json."""
+        """``kubeconfig`` (upserting the ``flexq`` entries), ``server.json``, ``pid`` and ``pki/ca-bundle.crt``
+        (the system's CAs plus the twin's, for clients such as gcloud whose ``REQUESTS_CA_BUNDLE`` would
+        otherwise override their own CA setting); returns server.json."""
         write_kubeconfig(self.kubeconfig_path(), self.url, self.creds)
+        bundle = write_ca_bundle(self.creds)
         info = {"pid": os.getpid(), "url": self.url, "host": self.host, "port": self.port,
-                "ca": str(self.creds.ca_cert), "token_file": str(self.creds.token_file),
+                "ca": str(self.creds.ca_cert), "ca_bundle": str(bundle), "token_file": str(self.creds.token_file),
                 "kubeconfig": str(self.kubeconfig_path())}
         info["env"] = client_env(self.home, info)
         (self.home / SERVER_FILE).write_text(json.dumps(info, indent=2) + "\n")
@@ -144,6 +147,26 @@ def write_kubeconfig(path: Path, url: str, creds: Credentials) -> None:
     tmp.replace(path)
 
 
+def write_ca_bundle(creds: Credentials) -> Path:
+    """``pki/ca-bundle.crt``: the CAs this process trusts (``$REQUESTS_CA_BUNDLE``, ``$SSL_CERT_FILE`` or
+    certifi's) followed by the twin's CA."""
+    system = ""
+    for candidate in (os.environ.get("REQUESTS_CA_BUNDLE"), os.environ.get("SSL_CERT_FILE")):
+        if candidate and Path(candidate).is_file():
+            system = Path(candidate).read_text()
+            break
+    else:
+        try:
+            import certifi
+
+            system = Path(certifi.where()).read_text()
+        except ImportError:
+            system = ""
+    path = creds.ca_cert.with_name("ca-bundle.crt")
+    path.write_text(system.rstrip("\n") + "\n" + creds.ca_pem if system else creds.ca_pem)
+    return path
+
+
 def client_env(home: str | Path, info: dict[str, Any] | None = None) -> dict[str, str]:
     """Environment pointing kubectl and gcloud at a served twin (from its ``server.json``)."""
     home = Path(home)
@@ -157,7 +180,8 @@ def client_env(home: str | Path, info: dict[str, Any] | None = None) -> dict[str
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDRESOURCEMANAGER": base,
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": base,
         "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE": info["token_file"],
-        "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE": info["ca"],
+        "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE": info.get("ca_bundle", info["ca"]),
+        "REQUESTS_CA_BUNDLE": info.get("ca_bundle", info["ca"]),
         "USE_GKE_GCLOUD_AUTH_PLUGIN": "True",
     }
 
