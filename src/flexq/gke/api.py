@@ -1,7 +1,8 @@
 """The container.googleapis.com/v1 REST surface in-process: (method, path, body) -> (HTTP status, JSON).
 
 Owns: matching request paths (``/v1/projects/{p}/locations/{l}/clusters/...``, the legacy ``zones`` form,
-``?alt=json`` and other query strings ignored) to ``GkeBackend`` calls, and turning ``CloudError`` into
+``?alt=json`` and other query strings ignored) to ``GkeBackend`` calls, plus the two calls gcloud makes to
+other Google APIs on the way (Resource Manager ``projects.get``, Service Usage ``services.get``), and turning ``CloudError`` into
 Google's error JSON ``{"error": {"code", "message", "status"}}``. It decides nothing itself.
 
 Must not import flexq.runtime, other domain packages or flexq.http.
@@ -38,6 +39,10 @@ _ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
      lambda b, m, body, now: b.set_autoscaling(m["p"], m["l"], m["c"], m["n"], body, now)),
     ("POST", re.compile(_N + r"(?::setSize|/setSize)"),
      lambda b, m, body, now: b.set_size(m["p"], m["l"], m["c"], m["n"], body, now)),
+    ("GET", re.compile(r"/(?P<v>v1|v3)/projects/(?P<p>[^/]+)"),
+     lambda b, m, body, now: b.get_project(m["p"], m["v"])),
+    ("GET", re.compile(r"/v1/projects/(?P<p>[^/]+)/services/(?P<s>[^/:]+)"),
+     lambda b, m, body, now: b.get_service(m["p"], m["s"])),
     ("GET", re.compile(_P + r"/operations"), lambda b, m, body, now: b.list_operations(m["p"], m["l"])),
     ("GET", re.compile(_P + r"/operations/(?P<o>[^/:]+)"),
      lambda b, m, body, now: b.get_operation(m["p"], m["l"], m["o"])),

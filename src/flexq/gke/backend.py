@@ -80,8 +80,10 @@ class GkeBackend:
     """All GKE resources of one project. Every public method takes ``now`` (epoch seconds)."""
 
     def __init__(self, storage: GkeStorage, rng: random.Random, *, project_number: str = "123456789012",
-                 op_times: OperationTimes = _default_op_times) -> None:
+                 op_times: OperationTimes = _default_op_times,
+                 server: Callable[[], tuple[str | None, str | None]] | None = None) -> None:
         self.storage, self.rng, self.project_number, self.op_times = storage, rng, project_number, op_times
+        self.server = server  # -> (endpoint host:port, CA as base64) of the served Kubernetes API, if any
 
     # -- naming -----------------------------------------------------------------------------------------------
     @staticmethod
@@ -255,7 +257,26 @@ class GkeBackend:
         spec["currentNodeCount"] = sum(p["status"].get("currentNodeCount", 0)
                                        for p in self._pools_of(project, location, cluster))
         spec["instanceGroupUrls"] = [u for p in pools for u in p.get("instanceGroupUrls", [])]
+        endpoint, ca = self.server() if self.server else (None, None)
+        if endpoint:  # where get-credentials points kubectl: the twin's served Kubernetes API
+            spec["endpoint"] = endpoint
+        if ca:
+            spec["masterAuth"] = {**spec.get("masterAuth", {}), "clusterCaCertificate": ca}
         return spec
+
+    # -- the other Google APIs gcloud consults on the way ----------------------------------------------------
+    def get_project(self, project: str, version: str) -> dict[str, Any]:
+        """Resource Manager ``projects.get`` (v1 and v3 shapes): every project id names this twin's project."""
+        if version == "v3":
+            return {"name": f"projects/{self.project_number}", "projectId": project, "state": "ACTIVE",
+                    "displayName": project}
+        return {"projectNumber": self.project_number, "projectId": project, "lifecycleState": "ACTIVE",
+                "name": project}
+
+    def get_service(self, project: str, service: str) -> dict[str, Any]:
+        """Service Usage ``services.get``: the APIs gcloud checks (container, containerfilesystem) are enabled."""
+        return {"name": f"projects/{self.project_number}/services/{service}",
+                "parent": f"projects/{self.project_number}", "config": {"name": service}, "state": "ENABLED"}
 
     def list_clusters(self, project: str, location: str) -> dict[str, Any]:
         labels = {LABEL_PROJECT: project} if location == "-" else {LABEL_PROJECT: project, LABEL_LOCATION: location}

@@ -98,7 +98,8 @@ def backend_for(ctx: Context) -> GkeBackend:
     """The GKE backend over the project store; operation durations come from the capacity profile."""
     assert ctx.project is not None
     rng: random.Random = ctx.rngs.get("gke/api")
-    return GkeBackend(StoreStorage(ctx.project), rng, op_times=lambda op: capacity_for(ctx).operation_seconds(op))
+    return GkeBackend(StoreStorage(ctx.project), rng, op_times=lambda op: capacity_for(ctx).operation_seconds(op),
+                      server=lambda: (ctx.settings.get("kube_endpoint"), ctx.settings.get("kube_ca_b64")))
 
 
 class OperationsController(Controller):
