@@ -48,6 +48,7 @@ class DemoOptions:
     virtual_limit: float = 8 * 86400  # twin seconds the jobs may take (virtual clock)
     live: bool | None = None      # None: a live view when the console is a terminal
     log_lines: int = 12           # lines of each job's output to show
+    capacity: str = "fast"        # "fast" (the live default) or "tutorial" (hours of DWS queueing; simulated)
 
 
 @dataclass
@@ -215,7 +216,7 @@ class _Demo:
         ev = Text("\n".join(f"{e.get('reason', '')}: {e.get('message', '')} "
                             f"({(e.get('involvedObject') or {}).get('kind', '')}/"
                             f"{(e.get('involvedObject') or {}).get('name', '')})" for e in recent) or "-")
-        return Group(status_table(rows, title=title), jobs, pool_text, Panel(ev, title="recent events"))
+        return Group(status_table(rows, title=title, provisioning=True), jobs, pool_text, Panel(ev, title="recent events"))
 
     def finished(self, rows: list[WorkloadRow], rayjobs: list[dict]) -> bool:
         done_jobs = {j["metadata"]["name"] for j in rayjobs
@@ -324,6 +325,12 @@ def run_demo(opts: DemoOptions, console: Console | None = None,
     console = console or Console()
     make = make_twin or Twin
     twin = make(clock="virtual", executor="simulated") if opts.simulated else make(clock="real", executor="ray")
+    if opts.capacity == "tutorial":
+        if not opts.simulated:
+            raise ValueError("--capacity tutorial queues DWS for hours: use it with --simulated")
+        from flexq.api.twin import tutorial_profile
+
+        twin.core.project.create(tutorial_profile())  # the project store serves twin.flexq.dev profiles
     demo = _Demo(twin, opts, console)
     result = DemoResult()
     rows: list[WorkloadRow] = []
@@ -356,5 +363,9 @@ def run(args: argparse.Namespace) -> int:
         opts.timeout = float(args.timeout)
     if getattr(args, "no_live", False):
         opts.live = False
+    opts.capacity = getattr(args, "capacity", None) or "fast"
+    if opts.capacity == "tutorial" and not opts.simulated:
+        Console(stderr=True).print("--capacity tutorial queues DWS for hours of twin time: add --simulated")
+        return 2
     result = run_demo(opts)
     return 0 if result.story_holds else 1

@@ -175,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--simulated", action="store_true", help="virtual clock and simulated training (fast)")
     d.add_argument("--timeout", type=float, default=None, help="wall seconds the jobs may take (real mode)")
     d.add_argument("--no-live", action="store_true", help="print state changes only, no live table")
+    d.add_argument("--capacity", choices=["fast", "tutorial"], default="fast",
+                   help="cloud capacity profile: fast (nodes in seconds) or tutorial (realistic waits; "
+                        "with --simulated)")
     d.set_defaults(func=_cmd_demo)
 
     s = sub.add_parser("status", help="one row per Kueue workload: plan, state, wait, why, cost")

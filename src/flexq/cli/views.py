@@ -14,7 +14,7 @@ from rich.text import Text
 
 from flexq.cli.status import WorkloadRow, fmt_cost, fmt_duration
 
-__all__ = ["STATE_STYLE", "status_table", "status_text"]
+__all__ = ["STATE_STYLE", "status_table", "status_text", "provisioning_short"]
 
 STATE_STYLE = {
     "Pending": "yellow", "QuotaReserved": "cyan", "Evicted": "magenta", "Admitted": "blue",
@@ -23,8 +23,16 @@ STATE_STYLE = {
 }
 
 
-def status_table(rows: Sequence[WorkloadRow], *, title: str | None = None, wide: bool = False) -> Table:
-    """One line per workload: JOB, QUEUE, PLAN, STATE, WAITED, WHY, COST (NAMESPACE when several)."""
+def provisioning_short(row: WorkloadRow) -> str:
+    """``dws-prov-1: Provisioned`` from ``<workload>-dws-prov-1: Provisioned (message)``."""
+    text = row.provisioning.partition(" (")[0]
+    return text.removeprefix(f"{row.workload}-") or "-"
+
+
+def status_table(rows: Sequence[WorkloadRow], *, title: str | None = None, wide: bool = False,
+                 provisioning: bool = False) -> Table:
+    """One line per workload: JOB, QUEUE, PLAN, STATE, WAITED, WHY, COST (NAMESPACE when several;
+    the ProvisioningRequest's state in its own column with ``provisioning``)."""
     several_ns = len({r.namespace for r in rows}) > 1
     t = Table(title=title, expand=False, show_lines=False, header_style="bold")
     if several_ns:
@@ -36,6 +44,8 @@ def status_table(rows: Sequence[WorkloadRow], *, title: str | None = None, wide:
     t.add_column("PLAN (flavor per pod set)")
     t.add_column("STATE")
     t.add_column("WAITED", justify="right")
+    if provisioning:
+        t.add_column("PROVISIONING")
     t.add_column("WHY", overflow="fold", ratio=1)
     t.add_column("COST", justify="right")
     for r in rows:
@@ -45,8 +55,10 @@ def status_table(rows: Sequence[WorkloadRow], *, title: str | None = None, wide:
         cells.append(r.job.split("/", 1)[-1] or r.workload)
         if wide:
             cells.append(r.workload)
-        cells += [r.queue, r.plan_text, Text(r.state, style=STATE_STYLE.get(r.state, "")),
-                  fmt_duration(r.waited), r.why or "", fmt_cost(r.cost)]
+        cells += [r.queue, r.plan_text, Text(r.state, style=STATE_STYLE.get(r.state, "")), fmt_duration(r.waited)]
+        if provisioning:
+            cells.append(provisioning_short(r))
+        cells += [r.why or "", fmt_cost(r.cost)]
         t.add_row(*cells)
     if not rows:
         t.caption = "no workloads"
