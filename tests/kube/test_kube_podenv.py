@@ -63,3 +63,14 @@ def test_completed_indexes_round_trip() -> None:
     assert jobs.parse_indexes("0-2,4,6-7") == {0, 1, 2, 4, 6, 7}
     assert jobs.parse_indexes(None) == set() and jobs.format_indexes(set()) == ""
     assert [jobs.creation_backoff(n) for n in (0, 1, 2, 3, 7)] == [0, 10, 20, 40, 360]
+
+
+def test_gke_slice_annotation_defines_the_slice() -> None:
+    objs = [tpu_node(f"n{i}", "dws", topology="2x4") for i in range(4)]
+    for i, o in enumerate(objs):
+        o["metadata"]["annotations"] = {"gke.twin.flexq.dev/slice": "bbb" if i in (0, 3) else "aaa"}
+    nodes = [node_info(o) for o in objs]
+    envs = {n.name: tpu_env(pod("w", tpu=4), n, nodes) for n in nodes}
+    assert {k: (e["TPU_NAME"], e["TPU_WORKER_ID"]) for k, e in envs.items()} == {
+        "n0": ("dws-bbb", "0"), "n3": ("dws-bbb", "1"), "n1": ("dws-aaa", "0"), "n2": ("dws-aaa", "1")}
+    assert envs["n3"]["TPU_WORKER_HOSTNAMES"] == "n0,n3"

@@ -5,8 +5,8 @@ mapper already sees the event applied): the scheduler's ``NodeInfo`` per node, t
 on each node by the pods bound to it that are not terminal (what NodeResourcesFit subtracts), bound pods
 per node (for the kubelet when a node disappears), and pod names per controlling owner (for the Job
 controller). It keeps references to the store's stored objects and never mutates them. Each change
-costs O(1) work, so no reconcile has to list all pods. ``node_changed_rv`` / ``freed_rv`` tell a mapper
-whether an event changed what fits where. Must not import domain packages.
+costs O(1) work, so no reconcile has to list all pods. ``node_changed`` / ``freed`` (resourceVersion,
+node) tell a mapper whether an event changed what fits on which node. Must not import domain packages.
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ class ClusterCache:
         self.node_pods: dict[str, set[PodKey]] = {}
         self.owned: dict[OwnerKey, set[str]] = {}
         self._accounted: dict[PodKey, tuple[str, dict[str, int]]] = {}
-        self.node_changed_rv = -1  # rv of the last event that changed a NodeInfo
-        self.freed_rv = -1  # rv of the last event that released resources on a node
+        # (rv, node) of the last event that changed a NodeInfo / released resources on a node
+        self.node_changed: tuple[int, str] = (-1, "")
+        self.freed: tuple[int, str] = (-1, "")
         self._sub: Subscription | None = None
         self._sub = store.watch(self._on_event, ["Node", "Pod"])
         for node in store.list("Node"):
@@ -83,13 +84,12 @@ class ClusterCache:
     def _on_node(self, ev: WatchEvent) -> None:
         name = ev.object["metadata"]["name"]
         if ev.type == "DELETED":
-            if self.nodes.pop(name, None) is not None:
-                self.node_changed_rv = ev.rv
+            self.nodes.pop(name, None)  # nothing new can fit anywhere
             return
         info = node_info(ev.object)
         if self.nodes.get(name) != info:
             self.nodes[name] = info
-            self.node_changed_rv = ev.rv
+            self.node_changed = (ev.rv, name)
 
     def _on_pod(self, ev: WatchEvent) -> None:
         pod = ev.object
@@ -99,8 +99,7 @@ class ClusterCache:
             self._unindex(key, old)
         if ev.type == "DELETED":
             self.pods.pop(key, None)
-            if self._unaccount(key):
-                self.freed_rv = ev.rv
+            self._unaccount(key, ev.rv)
             return
         self.pods[key] = pod
         self._index(key, pod)
@@ -108,8 +107,8 @@ class ClusterCache:
         if node and not is_terminal(pod):
             if key not in self._accounted:
                 self._account(key, node, pod_requests(pod))
-        elif self._unaccount(key):
-            self.freed_rv = ev.rv
+        else:
+            self._unaccount(key, ev.rv)
 
     def _index(self, key: PodKey, pod: dict) -> None:
         node = (pod.get("spec") or {}).get("nodeName")
@@ -139,11 +138,12 @@ class ClusterCache:
         self.used.setdefault(node, Counter()).update(requests)
         self.pod_counts[node] += 1
 
-    def _unaccount(self, key: PodKey) -> bool:
+    def _unaccount(self, key: PodKey, rv: int) -> None:
         entry = self._accounted.pop(key, None)
         if entry is None:
-            return False
+            return
         node, requests = entry
+        self.freed = (rv, node)
         used = self.used.get(node)
         if used is not None:
             used.subtract(requests)
@@ -151,4 +151,3 @@ class ClusterCache:
         if self.pod_counts[node] <= 0:
             del self.pod_counts[node]
             self.used.pop(node, None)
-        return True

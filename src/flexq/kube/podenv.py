@@ -12,7 +12,9 @@ Owns two pure functions the kubelet calls before starting a pod:
   index within its slice), ``TPU_WORKER_HOSTNAMES``, and ``TPU_NAME``. A slice is the
   node pool's nodes of that type (``cloud.google.com/gke-nodepool``, plus the
   ``autoscaling.gke.io/provisioning-request`` label when present), sorted by name and cut into groups of
-  hosts-per-slice = chips(topology) / chips per node (``google.com/tpu`` allocatable). A pod's own env
+  hosts-per-slice = chips(topology) / chips per node (``google.com/tpu`` allocatable); when the twin's GKE
+  node pools mark a slice's hosts (annotation ``gke.twin.flexq.dev/slice``), that is the slice, named
+  ``<pool>-<slice id>``. A pod's own env
   (e.g. from KubeRay's TPU webhook) is applied by the executor after this one and wins.
 
 Pure; must not import the store, the runtime or other domains.
@@ -83,7 +85,7 @@ def configmap_files(pod: dict, get_configmap: Callable[[str], dict | None]) \
 def _slice_key(node: NodeInfo) -> tuple[str, ...]:
     lab = node.labels
     return (lab.get(LABEL_NODEPOOL, ""), lab.get(LABEL_TPU_ACCELERATOR, ""), lab.get(LABEL_TPU_TOPOLOGY, ""),
-            lab.get(LABEL_PROVISIONING_REQUEST, ""))
+            lab.get(LABEL_PROVISIONING_REQUEST, ""), node.slice)
 
 
 def tpu_env(pod: dict, node: NodeInfo, all_nodes: Iterable[NodeInfo]) -> dict[str, str]:
@@ -107,7 +109,10 @@ def tpu_env(pod: dict, node: NodeInfo, all_nodes: Iterable[NodeInfo]) -> dict[st
     group, worker = divmod(pos, hosts)
     slice_nodes = members[group * hosts:(group + 1) * hosts]
     pool = key[0] or node.name
-    name = pool if len(members) <= hosts else f"{pool}-{group}"
+    if node.slice:
+        name = f"{pool}-{node.slice}"
+    else:
+        name = pool if len(members) <= hosts else f"{pool}-{group}"
     return {
         "TPU_ACCELERATOR_TYPE": f"{gen}-{chips * cores}",
         "TPU_TOPOLOGY": topology,

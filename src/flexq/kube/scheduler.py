@@ -4,19 +4,20 @@ Owns the ``PodScheduled`` condition of pods (True on binding; False with reason 
 kube-scheduler's FitError message, or ``SchedulingGated`` while ``spec.schedulingGates`` is non-empty),
 ``spec.nodeName`` (the binding), and the ``Scheduled`` / ``FailedScheduling`` events. Pods that do not fit
 wait in an unschedulable set and are retried, highest priority and oldest first, when a node's
-scheduling-relevant state changes or a bound pod releases its resources (kube-scheduler's queueing
-hints, without the periodic flush). Only pods whose ``schedulerName`` is ``default-scheduler`` are
+scheduling-relevant state changes or a bound pod releases its resources on a node, and then only the
+pods that node would now take (kube-scheduler's queueing hints, without the periodic flush). Only pods whose ``schedulerName`` is ``default-scheduler`` are
 handled. Decisions come from the pure ``scheduling`` module over the shared ``ClusterCache``.
 Must not import other domain packages.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
 from flexq.kube.conditions import get_condition, set_condition
-from flexq.kube.scheduling import GATED_MESSAGE, schedule
+from flexq.kube.scheduling import GATED_MESSAGE, filter_node, pod_requests, schedule
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import WatchEvent, clone
 
@@ -38,7 +39,7 @@ class Scheduler(Controller):
     def __init__(self, ctx: Context, cache: ClusterCache) -> None:
         super().__init__(ctx)
         self.cache = cache
-        self.unschedulable: set[PodKey] = set()
+        self.unschedulable: dict[PodKey, tuple[tuple, dict[str, int]]] = {}  # pod -> (queue order, requests)
 
     def watches(self) -> list[Watch]:
         return [Watch("Pod", self._pod_keys), Watch("Node", self._node_keys)]
@@ -48,20 +49,34 @@ class Scheduler(Controller):
         keys: list[PodKey] = []
         if (ev.type != "DELETED" and wants_scheduling(ev.object)) or key in self.unschedulable:
             keys.append(key)
-        if ev.rv == self.cache.freed_rv:
-            keys += self._retry_order()
+        if ev.rv == self.cache.freed[0]:
+            keys += self._fitting(self.cache.freed[1])
         return keys
 
     def _node_keys(self, ev: WatchEvent) -> Iterable[PodKey]:
-        return self._retry_order() if ev.rv == self.cache.node_changed_rv else []
+        return self._fitting(ev.object["metadata"]["name"]) if ev.rv == self.cache.node_changed[0] else []
 
-    def _retry_order(self) -> list[PodKey]:
-        def order(key: PodKey) -> tuple:
-            pod = self.cache.pods.get(key) or {"metadata": {}, "spec": {}}
-            return (-((pod.get("spec") or {}).get("priority") or 0),
-                    pod["metadata"].get("creationTimestamp") or "", key)
-
-        return sorted(self.unschedulable, key=order)
+    def _fitting(self, node_name: str) -> list[PodKey]:
+        """Unschedulable pods that ``node_name`` would now take, highest priority and oldest first, each
+        counted against the room the ones before it would use (kube-scheduler's queueing hints; the pods
+        left out could not fit there anyway)."""
+        node = self.cache.nodes.get(node_name)
+        if node is None:
+            return []
+        used = Counter(self.cache.used.get(node_name, {}))
+        count = self.cache.pod_counts.get(node_name, 0)
+        out = []
+        alloc = node.allocatable
+        for key in sorted(self.unschedulable, key=lambda k: self.unschedulable[k][0]):
+            requests = self.unschedulable[key][1]
+            if any(v > alloc.get(r, 0) - used[r] for r, v in requests.items()):
+                continue  # quick reject before the full filters
+            pod = self.cache.pods.get(key)
+            if pod is not None and not filter_node(pod, requests, node, used, count).reasons:
+                out.append(key)
+                used.update(requests)
+                count += 1
+        return out
 
     def stop(self) -> None:
         self.cache.close()
@@ -69,19 +84,21 @@ class Scheduler(Controller):
     def reconcile(self, key: PodKey) -> Result | None:
         pod = self.cache.pods.get(key)
         if pod is None or not wants_scheduling(pod):
-            self.unschedulable.discard(key)
+            self.unschedulable.pop(key, None)
             return None
         if (pod.get("spec") or {}).get("schedulingGates"):
-            self.unschedulable.discard(key)
+            self.unschedulable.pop(key, None)
             self._write_condition(pod, "False", "SchedulingGated", GATED_MESSAGE)
             return None
         decision = schedule(pod, self.cache.nodes.values(), self.cache.used, self.cache.pod_counts)
         if decision.node is None:
-            self.unschedulable.add(key)
+            order = (-((pod.get("spec") or {}).get("priority") or 0), pod["metadata"].get("creationTimestamp") or "",
+                     key)
+            self.unschedulable[key] = (order, pod_requests(pod))
             if self._write_condition(pod, "False", "Unschedulable", decision.message):
                 self.events.record(pod, "Warning", "FailedScheduling", decision.message)
             return None
-        self.unschedulable.discard(key)
+        self.unschedulable.pop(key, None)
         self._bind(pod, decision.node)
         return None
 

@@ -32,6 +32,7 @@ MSG_NO_NODES = "no nodes available to schedule pods"
 PREEMPT_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 PREEMPT_NO_VICTIMS = "No preemption victims found for incoming pod"
 GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+ANN_SLICE = "gke.twin.flexq.dev/slice"  # set by the twin's GKE node pools on every host of one TPU slice
 _FIRST = ("cpu", "memory", "ephemeral-storage")
 
 
@@ -45,6 +46,7 @@ class NodeInfo:
     allocatable: Mapping[str, int]  # resource_value units; "pods" included
     unschedulable: bool = False
     ready: bool = True
+    slice: str = ""  # the twin's GKE slice id (annotation gke.twin.flexq.dev/slice), "" if none
 
 
 def node_info(node: dict) -> NodeInfo:
@@ -69,7 +71,8 @@ def node_info(node: dict) -> NodeInfo:
     alloc.setdefault("pods", DEFAULT_MAX_PODS)
     return NodeInfo(name=node["metadata"]["name"], labels=dict(node["metadata"].get("labels") or {}),
                     taints=tuple(taints), allocatable=alloc, unschedulable=bool(spec.get("unschedulable")),
-                    ready=ready_status == "True")
+                    ready=ready_status == "True",
+                    slice=(node["metadata"].get("annotations") or {}).get(ANN_SLICE, ""))
 
 
 def _container_requests(c: dict) -> dict[str, int]:
