@@ -21,10 +21,12 @@ from __future__ import annotations
 from typing import Any
 
 from flexq.gke import catalog
+from flexq.gke.cache import cache_for
 from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pod_requests, pool_shape, used_on_nodes
 from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, ANN_UNNEEDED_SINCE, grow, nodes_of, pools_of, shrink
 from flexq.gke.provisioning import active_booking
 from flexq.runtime import Context, Controller, Result, Watch
+from flexq.store.store import clone
 
 __all__ = ["Autoscaler", "SCALE_DOWN_UNNEEDED_SECONDS", "FAILED_SCALE_UP_BACKOFF_SECONDS", "pending_pods"]
 
@@ -92,7 +94,7 @@ class Autoscaler(Controller):
         pools = [p for p in pools_of(self.ctx) if (p["spec"].get("autoscaling") or {}).get("enabled")
                  and p["spec"].get("status") in ("RUNNING", "RECONCILING")]
         nodes = nodes_of(self.ctx)
-        pods = self.store.list("Pod")
+        pods = cache_for(self.store).pod_list()
         wake = [self._scale_up(pools, nodes, pods), self._scale_down(pools, nodes, pods)]
         due = [w for w in wake if w is not None]
         return Result(requeue_after=max(0.5, min(due) - self.ctx.now())) if due else None
@@ -227,6 +229,7 @@ class Autoscaler(Controller):
 
     def _unneeded_since(self, node: dict[str, Any], busy: set[str], now: float) -> float | None:
         """When the node became empty (annotating it the first time it is seen empty), or None if busy."""
+        node = clone(node)  # a cache object
         ann = node["metadata"].get("annotations") or {}
         name = node["metadata"]["name"]
         if name in busy:

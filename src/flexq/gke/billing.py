@@ -22,6 +22,7 @@ from typing import Any
 from flexq.api.quantity import parse_quantity
 from flexq.errors import NotFound
 from flexq.gke import catalog
+from flexq.gke.cache import cache_for
 from flexq.gke.fit import is_terminal, pod_requests
 from flexq.gke.nodes import ANN_CREATED_AT, cluster_names, nodes_of, pools_of
 from flexq.gke.storage import BILLING, cluster_key, envelope
@@ -169,7 +170,7 @@ class BillingController(Controller):
             for rc in self.store.list("RayCluster"):
                 rayclusters[(rc["metadata"]["namespace"], rc["metadata"]["name"])] = rc
         live = {}
-        for p in self.store.list("Pod"):
+        for p in cache_for(self.store).pod_list():
             node = (p.get("spec") or {}).get("nodeName")
             if node in nodes and nodes[node].get("deleted") is None and not is_terminal(p):
                 live[f"{p['metadata']['namespace']}/{p['metadata']['name']}/{p['metadata'].get('uid', '')}"] = p

@@ -19,6 +19,7 @@ from typing import Any
 from flexq.clock import format_time
 from flexq.errors import NotFound
 from flexq.gke import catalog
+from flexq.gke.cache import cache_for
 from flexq.gke.capacity import Obtain
 from flexq.gke.fit import pool_shape
 from flexq.gke.project import capacity_for
@@ -62,10 +63,8 @@ def pool_of(ctx: Context, name: str) -> dict[str, Any] | None:
 
 
 def nodes_of(ctx: Context, pool: str | None = None) -> list[dict[str, Any]]:
-    """GKE nodes of this cluster (of one pool), by name."""
-    sel = f"{catalog.LABEL_NODEPOOL}={pool}" if pool else catalog.LABEL_NODEPOOL
-    out: list[dict[str, Any]] = ctx.store.list("Node", label_selector=sel)
-    return out
+    """GKE nodes of this cluster (of one pool), by name. Read-only: the cache's own objects."""
+    return cache_for(ctx.store).node_list(pool)  # shared objects: clone before changing one
 
 
 def capacity_model_name(pool: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 
 from flexq.clock import format_time, parse_time
 from flexq.gke import catalog
+from flexq.gke.cache import cache_for
 from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape, used_on_nodes
 from flexq.gke.nodes import ANN_DELETE_AT, capacity_model_name, grow, nodes_of, pools_of, shrink
 from flexq.gke.project import capacity_for
@@ -287,7 +288,7 @@ class ProvisioningRequestController(Controller):
     # -- check-capacity and best-effort-atomic-scale-up ----------------------------------------------------------
     def _fits_existing(self, pods: list[dict[str, Any]]) -> bool:
         nodes = [n for n in nodes_of(self.ctx) if _ready(n)]
-        used = used_on_nodes(self.store.list("Pod"))
+        used = used_on_nodes(cache_for(self.store).pod_list())
         for pod in pods:
             req = pod_requests(pod)
             for n in nodes:
@@ -303,7 +304,7 @@ class ProvisioningRequestController(Controller):
         """Provisioned -> BookingExpired after 10 min, or once every consuming pod is scheduled."""
         if _true(pr, "BookingExpired"):
             return None
-        consuming = [p for p in self.store.list("Pod", pr["metadata"]["namespace"])
+        consuming = [p for p in cache_for(self.store).pod_list(pr["metadata"]["namespace"])
                      if (p["metadata"].get("annotations") or {}).get(
                          "autoscaling.x-k8s.io/consume-provisioning-request") == pr["metadata"]["name"]]
         total = sum(ps["count"] for ps in pr["spec"]["podSets"])

@@ -15,6 +15,7 @@ from flexq.gke import api as gke_api_routes
 from flexq.gke.autoscaler import Autoscaler
 from flexq.gke.backend import cluster_settings
 from flexq.gke.billing import BillingController
+from flexq.gke.cache import cache_for
 from flexq.gke.nodes import NodeLifecycle, PoolController
 from flexq.gke.project import PROJECT_KINDS, OperationsController, backend_for, use_gke_recorder
 from flexq.gke.provisioning import ProvisioningRequestController
@@ -27,6 +28,7 @@ def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster (none for a twin's cluster without GKE)."""
     if not ctx.settings.get("gkeCluster") or ctx.project is None:
         return []
+    cache_for(ctx.store)  # subscribe the shared cache before the controllers' own watches
     out: list[Controller] = [PoolController(ctx), NodeLifecycle(ctx), Autoscaler(ctx),
                              ProvisioningRequestController(ctx), BillingController(ctx)]
     for c in out:
