@@ -93,7 +93,13 @@ def test_wait_and_watch(served: Served) -> None:
     lines = watched.splitlines()
     assert lines[0].split()[:2] == ["NAME", "COHORT"]
     assert any(line.split()[:2] == ["cluster-queue", "team-a"] for line in lines[1:])
-    cond = served.kubectl("wait", "--for=condition=Active=false", "cq/cluster-queue", "--timeout=15s",
+    for _ in range(50):  # Kueue's controller writes the Active condition; wait for whatever it says
+        conds = (served.twin.get("ClusterQueue", "cluster-queue").get("status") or {}).get("conditions") or []
+        active = next((c["status"] for c in conds if c["type"] == "Active"), None)
+        if active:
+            break
+        time.sleep(0.1)
+    cond = served.kubectl("wait", f"--for=condition=Active={active}", "cq/cluster-queue", "--timeout=15s",
                           check=False)
     assert cond.returncode == 0 and "condition met" in cond.stdout
 
