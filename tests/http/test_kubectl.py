@@ -159,3 +159,30 @@ def test_pod_logs_plain_tail_and_follow(served: Served) -> None:
     assert out.endswith("Training Complete!\n") and out.startswith("line 1")
     r = served.kubectl("logs", "logger", check=False)
     assert r.returncode != 0 and "not found" in r.stderr
+
+
+def test_tutorial_rayjob_kinds_in_one_get_and_describe_workload(served: Served) -> None:
+    from flexq.cli.tutorial import rayjob_yaml
+
+    served.kubectl("apply", "-f", "-", input=tutorial_queue_yaml())
+    served.kubectl("apply", "-f", "-", input=rayjob_yaml(1))
+    rayjobs = served.popen("get", "rayjobs", "-w", "--request-timeout=3s")
+    for _ in range(100):
+        wls = served.twin.list("Workload", "default")
+        if wls:
+            break
+        time.sleep(0.1)
+    assert wls, "Kueue made no Workload for the RayJob"
+    name = wls[0]["metadata"]["name"]
+    out = served.kubectl("get", "workloads,clusterqueues,localqueues,rayjobs,provisioningrequests", "-A").stdout
+    assert f"workload.kueue.x-k8s.io/{name}" in out
+    assert "clusterqueue.kueue.x-k8s.io/cluster-queue" in out
+    assert "localqueue.kueue.x-k8s.io/user-queue" in out
+    assert "rayjob.ray.io/rayjob-tpu-v6e-dws-1" in out
+    header = next(line for line in out.splitlines() if line.startswith("NAMESPACE") and "QUEUE" in line)
+    assert header.split()[:5] == ["NAMESPACE", "NAME", "QUEUE", "RESERVED", "IN"]
+    desc = served.kubectl("describe", "workload", name).stdout
+    assert f"Name:         {name}" in desc and "user-queue" in desc
+    watched, _ = rayjobs.communicate(timeout=15)
+    assert watched.splitlines()[0].split()[:3] == ["NAME", "JOB", "STATUS"]
+    assert "rayjob-tpu-v6e-dws-1" in watched
