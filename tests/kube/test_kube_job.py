@@ -157,3 +157,14 @@ def test_unschedulable_job_pod_stays_pending_and_counts_active(twin: Twin) -> No
     assert (st["active"], st["ready"]) == (1, 0)
     (p,) = pods_of(twin, "huge")
     assert condition(p, "PodScheduled")["reason"] == "Unschedulable"
+
+
+def test_on_failure_restarts_count_toward_the_backoff_limit(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    twin.apply(job("flaky", run=5, outcome="Failed", restart="OnFailure", backoffLimit=2))
+    twin.run_until_idle(3600)
+    j = twin.get("Job", "flaky")
+    assert condition(j, "Failed")["reason"] == "BackoffLimitExceeded"
+    # one pod: fails at 5, restarts after 10 s back-off, fails again at 20 -> two restarts reach the limit
+    assert condition(j, "Failed")["lastTransitionTime"] == "2027-01-01T00:00:20Z"
+    assert pods_of(twin, "flaky") == [] and j["status"]["failed"] == 1

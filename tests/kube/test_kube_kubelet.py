@@ -169,3 +169,24 @@ def test_first_accepting_executor_runs_the_pod_and_notify_wakes_the_kubelet(twin
     twin.delete("Pod", "m")
     twin.advance(1)
     assert ex.stopped == [("default", "m")]
+
+
+def test_a_restarted_twin_resumes_running_pods_on_their_original_clock(tmp_path) -> None:
+    from flexq.clock import DEFAULT_EPOCH
+
+    first = Twin(clock="virtual", home=tmp_path)
+    add_node(first, node("n1"))
+    first.apply(pod("p", annotations={"twin.flexq.dev/run-seconds": "60"}))
+    first.advance(20)
+    assert first.get("Pod", "p")["status"]["phase"] == "Running"
+    first.close()
+    second = Twin(clock="virtual", home=tmp_path, start=DEFAULT_EPOCH + 20)
+    try:
+        second.advance(39)
+        assert second.get("Pod", "p")["status"]["phase"] == "Running"
+        second.advance(2)
+        st = second.get("Pod", "p")["status"]
+        assert st["phase"] == "Succeeded"
+        assert st["containerStatuses"][0]["state"]["terminated"]["finishedAt"] == "2027-01-01T00:01:00Z"
+    finally:
+        second.close()

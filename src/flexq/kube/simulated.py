@@ -12,7 +12,8 @@ Owns ``SimulatedExecutor`` (a ``PodExecutor`` that accepts every pod; the assemb
 The end is a timer: ``start`` asks the kubelet (``PodLaunch.wake_at``) to poll the pod when it is due,
 and ``poll`` compares ``PodLaunch.now()`` with it, so seven simulated days cost two callbacks. A pod
 whose container was already running when the twin restarted keeps its original start time. Each pod
-writes a few log lines (start, TPU environment, end). Must not import anything in flexq but
+writes a few log lines (start, its TPU environment: the node's, overridden by the container's own,
+mounted files, end). Must not import anything in flexq but
 ``flexq.api``, ``flexq.clock`` and ``flexq.kube.executor``.
 """
 
@@ -92,7 +93,10 @@ class SimulatedExecutor:
         node = launch.node["metadata"]["name"]
         length = f"for {seconds:g}s" if seconds is not None else "until stopped"
         self._log(pod, f"[flexq simulated] pod {key[0]}/{key[1]} running on node {node} {length}")
-        tpu = " ".join(f"{k}={v}" for k, v in sorted(launch.env.items()) if k.startswith("TPU_"))
+        env = dict(launch.env)  # the node's, then the container's own values win (as in the pod's env)
+        env.update({e["name"]: e["value"] for e in containers[0].get("env") or []
+                    if isinstance(e.get("value"), str) and e.get("name")})
+        tpu = " ".join(f"{k}={v}" for k, v in sorted(env.items()) if k.startswith("TPU_"))
         if tpu:
             self._log(pod, f"[flexq simulated] TPU environment: {tpu}")
         for path, files in sorted(launch.files.items()):
