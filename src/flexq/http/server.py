@@ -187,11 +187,13 @@ def client_env(home: str | Path, info: dict[str, Any] | None = None) -> dict[str
 
 
 def serve(core: Any, home: str | Path, host: str = "127.0.0.1", port: int = 0,
-          ready: threading.Event | None = None) -> None:
-    """Serve ``core`` until SIGTERM or SIGINT (``flexq up``'s foreground body). Writes the client files first."""
+          ready: threading.Event | None = None, stop: threading.Event | None = None) -> None:
+    """Serve ``core`` until SIGTERM or SIGINT (in the main thread) or until ``stop`` is set — ``flexq up``'s
+    foreground body. Writes the client files once listening (then sets ``ready``); removes ``server.json``
+    and ``pid`` on the way out. The caller closes ``core``."""
     server = Server(core, home, host, port).start()
     server.write_files()
-    stop = threading.Event()
+    stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
