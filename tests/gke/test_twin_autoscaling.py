@@ -7,7 +7,19 @@ import pytest
 
 from flexq.errors import NotFound
 from flexq.gke.backend import cluster_settings
-from tests.gke.twin_helpers import BASE, POOLS, H, condition, events, nodes, ready, tpu_pod, tutorial_twin
+from tests.gke.twin_helpers import (
+    BASE,
+    POOLS,
+    H,
+    condition,
+    events,
+    fixture,
+    nodes,
+    provisioning_request,
+    ready,
+    tpu_pod,
+    tutorial_twin,
+)
 
 
 def test_tutorial_pools_start_empty_and_describe_shows_flex_start() -> None:
@@ -194,3 +206,42 @@ def test_pods_no_pool_can_take_get_not_trigger_scale_up() -> None:
     assert too_big.startswith("pod didn't trigger scale-up: ") and "Insufficient google.com/tpu" in too_big
     t.advance(600)
     assert len(events(t, "q0", "NotTriggerScaleUp")) == 1 and events(t, "q0", "NotTriggerScaleUp")[0]["count"] == 1
+
+
+def test_flex_start_vms_without_queue_scale_for_pods_and_end_at_their_run_duration() -> None:
+    t = tutorial_twin(pools=())
+    body = fixture("create-dws-pool")["body"]
+    pool = body["nodePool"]
+    pool["name"] = "flex"
+    pool.pop("queuedProvisioning")
+    pool["config"]["maxRunDuration"] = "7200s"
+    t.gke("POST", POOLS, body)
+    t.advance(30)
+    for i in range(4):
+        t.apply(tpu_pod(f"f{i}", "flex", run_seconds=10 * H))
+    t.advance(60)
+    flex = nodes(t, "flex")
+    assert len(flex) == 4 and all(ready(n) for n in flex)
+    labels = flex[0]["metadata"]["labels"]
+    assert labels["cloud.google.com/gke-flex-start"] == "true" and "cloud.google.com/gke-queued" not in labels
+    assert labels["cloud.google.com/gke-max-run-duration-seconds"] == "7200"
+    t.advance(2 * H)
+    assert not {n["metadata"]["name"] for n in flex} & {n["metadata"]["name"] for n in nodes(t, "flex")}
+    assert events(t, flex[0]["metadata"]["name"], "MaxRunDuration")
+
+
+def test_same_seed_same_story() -> None:
+    def story() -> list[tuple[str, str]]:
+        t = tutorial_twin({"seed": 3, "rules": [{"match": {"provisioningModels": ["queued"]},
+                                                 "queueWait": {"exponential": {"mean": "6h"}}}]})
+        provisioning_request(t, "a")
+        provisioning_request(t, "b")
+        t.advance(2 * 86400)
+        ledger = t.core.project.get("GkeBilling", "proj-x.us-east5-b.tpu-cluster")["status"]["nodes"]
+        out = sorted((name, rec["pool"], rec["created"], rec["deleted"]) for name, rec in ledger.items())
+        t.close()
+        return out
+
+    first = story()
+    assert [r[1] for r in first].count("dws-pool") == 8  # two slices came and went (nobody used them)
+    assert first == story()

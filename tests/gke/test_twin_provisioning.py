@@ -201,3 +201,19 @@ def test_billing_of_four_v6e_hosts_for_two_hours_at_flex_start() -> None:
     assert bill["provisioningModels"]["flex-start"] == pytest.approx(43.2, abs=1e-9)
     jobs = {k: v for k, v in bill["jobs"].items() if k.startswith("Pod/default/w")}
     assert sum(jobs.values()) == pytest.approx(43.2, abs=1e-6)  # each worker had a whole host
+
+
+def test_a_full_queued_pool_delays_the_next_grant() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "1h"},
+                                  "provisionTime": {"fixed": "0s"}}]})
+    provisioning_request(t, "a", params={"maxRunDurationSeconds": "10800"})
+    provisioning_request(t, "b")
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "dws-pool", run_seconds=D, queued=True, consume="a"))
+    t.advance(H + 60)
+    assert state(t, "a")["Provisioned"] == "True/Provisioned"
+    assert state(t, "b")["Provisioned"] == "False/NotProvisioned"  # max-nodes 4: one slice at a time
+    assert len(nodes(t, "dws-pool")) == 4
+    t.advance(3 * H)  # a's capacity is revoked at 3 h; b gets the pool
+    assert state(t, "a")["CapacityRevoked"] == "True/CapacityRevoked"
+    assert state(t, "b")["Provisioned"] == "True/Provisioned"

@@ -206,6 +206,10 @@ class ProvisioningRequestController(Controller):
             return None
         if grant != "never" and float(grant) <= now:
             count = int(pr["metadata"]["annotations"].get("gke.twin.flexq.dev/dws-nodes", "1"))
+            auto = pool["spec"].get("autoscaling") or {}
+            limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
+            if len(nodes_of(self.ctx, pool["spec"]["name"])) + count > limit:
+                return min(deadline, now + 60.0)  # the pool is full (other requests' slices): look again soon
             max_run = float(params.get("maxRunDurationSeconds") or MAX_RUN_SECONDS)
             got = grow(self.ctx, pool, count, extra_labels={catalog.LABEL_PROVISIONING_REQUEST:
                                                             resize_request_name(pr)},
