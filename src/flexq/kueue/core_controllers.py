@@ -34,7 +34,8 @@ class SchedulerController(Controller):
     def __init__(self, ctx, state: KueueState) -> None:
         super().__init__(ctx)
         self.state = state
-        self.scheduler = Scheduler(state, ctx.store, self.events)
+        self.events = state.events
+        self.scheduler = Scheduler(state, ctx.store, state.events)
         state.hooks.schedule = lambda: self.enqueue("cycle")
 
     def reconcile(self, key: Key) -> Result | None:
@@ -51,6 +52,7 @@ class RequeuerController(Controller):
     def __init__(self, ctx, state: KueueState) -> None:
         super().__init__(ctx)
         self.state = state
+        self.events = state.events
         state.hooks.flush = self.notify
 
     def notify(self, names: set[str]) -> None:
@@ -105,6 +107,7 @@ class ClusterQueueStatusController(Controller):
     def __init__(self, ctx, state: KueueState) -> None:
         super().__init__(ctx)
         self.state = state
+        self.events = state.events
         state.hooks.cq_status = lambda n: self.enqueue(n)
 
     def watches(self) -> list[Watch]:
@@ -141,6 +144,7 @@ class LocalQueueStatusController(Controller):
     def __init__(self, ctx, state: KueueState) -> None:
         super().__init__(ctx)
         self.state = state
+        self.events = state.events
         state.hooks.lq_status = lambda ns, n: self.enqueue((ns, n))
 
     def watches(self) -> list[Watch]:

@@ -58,6 +58,7 @@ class JobController(Controller):
     def __init__(self, ctx, state: KueueState, adapter: type[JobAdapter]) -> None:
         super().__init__(ctx)
         self.state, self.adapter = state, adapter
+        self.events = state.events
         self.kind = adapter.kind
         self.name = f"kueue-job-{adapter.kind.lower()}"
 

@@ -112,6 +112,10 @@ class ProvisioningCheckController(Controller):
 
     name = "kueue-provisioning-admissioncheck"
 
+    def __init__(self, ctx, state: KueueState) -> None:
+        super().__init__(ctx)
+        self.events = state.events
+
     def watches(self) -> list[Watch]:
         return [Watch("AdmissionCheck", lambda ev: [ev.object["metadata"]["name"]]),
                 Watch("ProvisioningRequestConfig", self._users)]
@@ -148,6 +152,7 @@ class ProvisioningController(Controller):
     def __init__(self, ctx, state: KueueState) -> None:
         super().__init__(ctx)
         self.state = state
+        self.events = state.events
 
     def watches(self) -> list[Watch]:
         def owner(ev) -> list:

@@ -53,7 +53,7 @@ def controllers(ctx: Context) -> list[Controller]:
         ClusterQueueStatusController(ctx, state),
         LocalQueueStatusController(ctx, state),
     ]
-    out += [ProvisioningCheckController(ctx), ProvisioningController(ctx, state)]
+    out += [ProvisioningCheckController(ctx, state), ProvisioningController(ctx, state)]
     out += [JobController(ctx, state, adapter) for adapter in JOB_ADAPTERS.values()]
     out.append(_StateStarter(ctx, state))
     return out

@@ -108,11 +108,11 @@ class Scheduler:
     def cycle(self, now: float) -> bool:
         """Run one cycle; True when another should follow right away."""
         self.cycle_no += 1
+        before = {n: (len(q.items), len(q.inadmissible)) for n, q in self.state.queues.cluster_queues.items()}
         # 1. Get the heads from the queues, one per active ClusterQueue.
         heads = self.state.queues.heads()
         if not heads:
             return False
-        before = {n: (len(q.items), len(q.inadmissible)) for n, q in self.state.queues.cluster_queues.items()}
         # 2. Take a snapshot of the cache.
         snap = self.state.snapshot()
         # 3. Calculate requirements (flavors, borrowing, preemption targets).

@@ -27,6 +27,7 @@ from flexq.kueue.workload import (
     is_finished,
     key,
 )
+from flexq.runtime.controller import EventRecorder
 from flexq.store.store import Store, WatchEvent
 
 __all__ = ["Hooks", "KueueState", "PROVISIONING_CONTROLLER"]
@@ -64,7 +65,9 @@ class KueueState:
         self.queues = QueueManager(self.config.requeuing_timestamp)
         self.hooks = Hooks()
         self.cq_generation: dict[str, int] = {}
-        self.admission_attempts = 0
+        # One recorder for every Kueue controller: Event names carry a per-recorder sequence number,
+        # so separate recorders writing at the same (virtual) millisecond would collide.
+        self.events = EventRecorder(store, "kueue-admission")
         self._sub = None
 
     # -- wiring ------------------------------------------------------------------------------------

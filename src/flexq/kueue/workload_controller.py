@@ -31,6 +31,7 @@ from flexq.kueue.workload import (
     set_condition,
     sync_admitted_condition,
     ts,
+    unset_quota_reservation,
 )
 from flexq.runtime.controller import Controller, Key, Result, Watch
 
@@ -54,9 +55,26 @@ class WorkloadController(Controller):
     def __init__(self, ctx, state: KueueState) -> None:
         super().__init__(ctx)
         self.state = state
+        self.events = state.events
 
     def watches(self) -> list[Watch]:
-        return [Watch("Workload")]
+        return [Watch("Workload"), Watch("ClusterQueue", self._of_cq), Watch("LocalQueue", self._of_lq)]
+
+    def _of_cq(self, ev) -> list:
+        """Workloads of a changed ClusterQueue (reserving in it or queued to it)."""
+        name = ev.object["metadata"]["name"]
+        out = []
+        for k, wl in self.state.workloads.items():
+            adm = (wl.get("status") or {}).get("admission") or {}
+            if adm.get("clusterQueue") == name or self.state.queues.cluster_queue_for(wl) == name:
+                out.append(tuple(k.split("/", 1)))
+        return out
+
+    def _of_lq(self, ev) -> list:
+        """Workloads of a changed LocalQueue."""
+        md = ev.object["metadata"]
+        return [tuple(k.split("/", 1)) for k, wl in self.state.workloads.items()
+                if k.startswith(md.get("namespace", "") + "/") and (wl.get("spec") or {}).get("queueName") == md["name"]]
 
     def reconcile(self, key: Key) -> Result | None:
         ns, name = key
@@ -80,8 +98,29 @@ class WorkloadController(Controller):
         if has_quota_reservation(wl):
             if self._check_based_eviction(wl, now):
                 return None
+            if self._stop_policy(wl, "LocalQueue", (wl.get("spec") or {}).get("queueName", ""), lq, now):
+                return None
+            if self._stop_policy(wl, "ClusterQueue", cq_name or "", cq, now):
+                return None
             return self._pods_ready_timeout(wl, now)
         return None
+
+    def _stop_policy(self, wl: dict, kind: str, name: str, q: dict | None, now: float) -> bool:
+        """``reconcileOn{Local,Cluster}QueueActiveState``: HoldAndDrain evicts, Hold cancels reservations."""
+        policy = ((q or {}).get("spec") or {}).get("stopPolicy") or "None"
+        if is_admitted(wl):
+            if policy != "HoldAndDrain" or is_evicted(wl):
+                return False
+            evict(self.store, self.events, wl, f"{kind}Stopped", f"The {kind} is stopped", now)
+            return True
+        if q is None or q["metadata"].get("deletionTimestamp"):
+            unset_quota_reservation(wl, "Misconfigured", f"{kind} {name} is terminating or missing", now)
+        elif policy != "None":
+            unset_quota_reservation(wl, "Suspended", f"{kind} {name} is stopped", now)
+        else:
+            return False
+        self.store.update_status(wl)
+        return True
 
     # steps --------------------------------------------------------------------------------------
     def _requeue_at(self, wl: dict, now: float) -> tuple[bool, Result | None]:
