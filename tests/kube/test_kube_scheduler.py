@@ -98,3 +98,21 @@ def test_four_tpu_workers_fill_a_4x4_slice_one_per_host(twin: Twin) -> None:
     bound = sorted(twin.get("Pod", f"worker-{i}")["spec"].get("nodeName", "-") for i in range(5))
     assert bound == ["-", "gke-tpu-0", "gke-tpu-1", "gke-tpu-2", "gke-tpu-3"]
     assert "4 Insufficient google.com/tpu" in condition(twin.get("Pod", "worker-4"), "PodScheduled")["message"]
+
+
+def test_a_node_applied_by_hand_registers_and_takes_pods(twin: Twin) -> None:
+    twin.apply("""
+apiVersion: v1
+kind: Node
+metadata:
+  name: hand-made
+  labels: {cloud.google.com/gke-nodepool: tpu-pool}
+  annotations: {twin.flexq.dev/capacity: '{"cpu": "16", "google.com/tpu": "4"}'}
+""")
+    twin.apply(pod("w", tpu=4, node_selector={"cloud.google.com/gke-nodepool": "tpu-pool"}))
+    twin.advance(1)
+    n = twin.get("Node", "hand-made")
+    assert n["status"]["allocatable"]["google.com/tpu"] == "4" and n["status"]["allocatable"]["cpu"] == "16"
+    assert condition(n, "Ready")["reason"] == "KubeletReady"
+    assert twin.get("Pod", "w")["spec"]["nodeName"] == "hand-made"
+    assert twin.get("Pod", "w")["status"]["hostIP"].startswith("10.128.")

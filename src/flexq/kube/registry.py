@@ -2,7 +2,7 @@
 
 ``controllers(ctx)`` returns this package's controllers for one cluster, sharing one ``ClusterCache``
 (created first, so its watch sees every event before the controllers' mappers do): the scheduler, the
-kubelet and the batch/v1 Job controller. ``bootstrap(store)`` seeds nothing (nodes come from GKE node
+kubelet, the batch/v1 Job controller and the registration of hand-made Nodes. ``bootstrap(store)`` seeds nothing (nodes come from GKE node
 pools or from tests). ``executors(settings)`` returns the simulated executor, which accepts every pod
 and so must stay last in ``ctx.executors`` (the assembly puts kuberay's first).
 """
@@ -14,6 +14,7 @@ from typing import Any
 from flexq.kube.cache import ClusterCache
 from flexq.kube.job import JobController
 from flexq.kube.kubelet import Kubelet
+from flexq.kube.nodes import NodeRegistration
 from flexq.kube.scheduler import Scheduler
 from flexq.kube.simulated import SimulatedExecutor
 from flexq.runtime import Context, Controller
@@ -23,7 +24,8 @@ from flexq.store import Store
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
     cache = ClusterCache(ctx.store)
-    ctrls: list[Controller] = [Scheduler(ctx, cache), Kubelet(ctx, cache), JobController(ctx, cache)]
+    ctrls: list[Controller] = [Scheduler(ctx, cache), Kubelet(ctx, cache), JobController(ctx, cache),
+                               NodeRegistration(ctx)]
     for i, c in enumerate(ctrls):
         # EventRecorder names events <object>.<ms><per-recorder seq>: two recorders writing about one object
         # in the same millisecond collide and the second event is dropped. Until the foundation makes the
