@@ -6,7 +6,17 @@ import pytest
 
 from flexq.clock import DEFAULT_EPOCH
 from flexq.gke.billing import billing_of
-from tests.gke.twin_helpers import D, H, condition, nodes, provisioning_request, ready, tpu_pod, tutorial_twin
+from tests.gke.twin_helpers import (
+    D,
+    H,
+    condition,
+    events,
+    nodes,
+    provisioning_request,
+    ready,
+    tpu_pod,
+    tutorial_twin,
+)
 
 
 def pr(t, name: str = "dws-1") -> dict:
@@ -217,3 +227,17 @@ def test_a_full_queued_pool_delays_the_next_grant() -> None:
     t.advance(3 * H)  # a's capacity is revoked at 3 h; b gets the pool
     assert state(t, "a")["CapacityRevoked"] == "True/CapacityRevoked"
     assert state(t, "b")["Provisioned"] == "True/Provisioned"
+
+
+def test_pods_consuming_a_request_never_trigger_ordinary_scale_up() -> None:
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "2h"}}]})
+    provisioning_request(t, "dws-1")
+    t.apply(tpu_pod("early", "dws-pool", queued=True, consume="dws-1"))
+    t.apply(tpu_pod("orphan", "on-demand-pool", consume="nope"))
+    t.advance(60)
+    ignored = events(t, "early", "IgnoredInScaleUp")
+    assert ignored and "ProvisioningRequest default/dws-1 that is in Accepted state" in ignored[0]["message"]
+    assert events(t, "orphan", "MissingProvisioningRequest")
+    assert nodes(t, "on-demand-pool") == [] and nodes(t, "dws-pool") == []
+    t.advance(2 * H + 60)  # granted: the early pod runs on the request's capacity
+    assert t.get("Pod", "early", "default")["status"]["phase"] == "Running"

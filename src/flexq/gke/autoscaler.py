@@ -119,7 +119,9 @@ class Autoscaler(Controller):
     def _scale_up(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
                   pods: list[dict[str, Any]]) -> float | None:
         now = self.ctx.now()
-        todo = self._unhelped([p for p in pending_pods(pods) if not _consumes_request(p)], nodes, pods)
+        pending = pending_pods(pods)
+        self._ignore_consumers([p for p in pending if _consumes_request(p)])
+        todo = self._unhelped([p for p in pending if not _consumes_request(p)], nodes, pods)
         wake: float | None = None
         count = {p["spec"]["name"]: 0 for p in pools}
         for n in nodes:
@@ -170,6 +172,32 @@ class Autoscaler(Controller):
                                        f"Node scale up in zones {pool['status']['zone']} associated with this pod "
                                        f"failed: GCE out of resources. Pod is at risk of not being scheduled.")
         return wake
+
+    def _ignore_consumers(self, pods: list[dict[str, Any]]) -> None:
+        """Pods consuming a ProvisioningRequest never trigger ordinary scale-up; say why, as GKE does."""
+        for pod in pods:
+            ann = pod["metadata"].get("annotations") or {}
+            name = next(ann[k] for k in CONSUME_KEYS if k in ann)
+            ns = pod["metadata"].get("namespace", "default")
+            pr = self.store.try_get("ProvisioningRequest", name, ns)
+            if pr is None:
+                reason, message = "MissingProvisioningRequest", (
+                    f"Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest "
+                    f"{ns}/{name} that does not exist.")
+            else:
+                states = [c["type"] for c in (pr.get("status") or {}).get("conditions") or []
+                          if c.get("status") == "True"]
+                state = next((s for s in ("Failed", "Provisioned", "Accepted") if s in states), "Pending")
+                if state == "Provisioned":
+                    continue  # capacity exists for it; the scheduler will place it
+                reason = "FailedProvisioningRequest" if state == "Failed" else "IgnoredInScaleUp"
+                message = (f"Unschedulable pod ignored in scale-up loop, because it's consuming ProvisioningRequest "
+                           f"{ns}/{name} that is in {state} state. Consider creating pods after observing "
+                           "Provisioned condition of ProvisioningRequest.")
+            uid = pod["metadata"].get("uid", pod["metadata"]["name"])
+            if self.explained.get(uid) != message:
+                self.explained[uid] = message
+                self.events.record(pod, "Normal" if reason == "IgnoredInScaleUp" else "Warning", reason, message)
 
     def _explain(self, pods: list[dict[str, Any]], pools: list[dict[str, Any]], count: dict[str, int]) -> None:
         """``NotTriggerScaleUp`` for pods no pool can take, worded as the cluster autoscaler does."""
