@@ -103,6 +103,7 @@ class Scheduler:
         self.state, self.store, self.events = state, store, recorder
         self.cycle_no = 0
         self.admitted = 0
+        self._issued = 0
 
     # 0. one cycle ---------------------------------------------------------------------------------
     def cycle(self, now: float) -> bool:
@@ -122,6 +123,7 @@ class Scheduler:
         # 5. Admit entries against the same snapshot.
         preempted: set[str] = set()
         progress = False
+        self._issued = 0  # evictions written this cycle (already-evicted targets do not count)
         for e in entries:
             self.process(e, snap, preempted, now)
         # 6. Requeue the heads that were not admitted.
@@ -132,7 +134,7 @@ class Scheduler:
                 self.requeue_and_update(e, now)
         for e in inadmissible:
             self.requeue_and_update(e, now)
-        if preempted:
+        if self._issued:
             progress = True
         after = {n: (len(q.items), len(q.inadmissible)) for n, q in self.state.queues.cluster_queues.items()}
         return progress or before != after
@@ -280,6 +282,7 @@ class Scheduler:
                 continue
             if out is None:
                 continue
+            self._issued += 1
             self.events.record(out, "Normal", "Preempted", msg + f"; preemptor effective priority: {e.info.priority} "
                                f"(base: {e.info.priority}, boost: 0); preemptee effective priority: {t.info.priority} "
                                f"(base: {t.info.priority}, boost: 0)")
