@@ -3,7 +3,8 @@ bearer token, next to the same server stack answering a no-op route (``/healthz`
 
     .venv/bin/python bench/api_throughput.py [--seconds 3] [--threads 1] [--objects 200]
 
-Each figure is requests per second over keep-alive connections (``requests.Session``, one per thread);
+The twin and its server run in a child process (as ``flexq up`` does), so the client does not share their
+GIL. Each figure is requests per second over keep-alive connections (``requests.Session``, one per thread);
 the ratio is (verb rate) / (no-op rate): how much of the stack's capacity the store and its loop keep.
 """
 
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import tempfile
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import requests
 
@@ -60,6 +63,21 @@ def measure(seconds: float, threads: int, make: Callable[[], Callable[[requests.
     return sum(counts) / (time.perf_counter() - t0)
 
 
+def _serve(home: str, objects: int, out: Any, stop: Any) -> None:
+    """Child process: a live twin with ``objects`` seed configmaps, served until ``stop`` is set."""
+    twin = Twin(clock="real", home=home, executor="simulated")
+    server = Server(twin.core, home).start()
+    info = server.write_files()
+    for i in range(objects):
+        twin.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"seed-{i}",
+                                                                             "labels": {"bench": "seed"}},
+                     "data": {"k": "v" * 64}})
+    out.put({"url": server.url, "token": server.creds.token, "ca": info["ca"]})
+    stop.wait()
+    server.stop()
+    twin.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0)
@@ -67,14 +85,12 @@ def main() -> None:
     ap.add_argument("--objects", type=int, default=200, help="configmaps in the namespace the list returns")
     args = ap.parse_args()
     home = tempfile.mkdtemp(prefix="flexq-bench-")
-    twin = Twin(clock="real", home=home, executor="simulated")
-    server = Server(twin.core, home).start()
-    info = server.write_files()
-    url, token, ca = server.url, server.creds.token, info["ca"]
-    for i in range(args.objects):
-        twin.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"seed-{i}",
-                                                                             "labels": {"bench": "seed"}},
-                     "data": {"k": "v" * 64}})
+    ctx = mp.get_context("spawn")
+    out, stop = ctx.Queue(), ctx.Event()
+    child = ctx.Process(target=_serve, args=(home, args.objects, out, stop), daemon=True)
+    child.start()
+    info = out.get(timeout=120)
+    url, token, ca = info["url"], info["token"], info["ca"]
 
     def get(s: requests.Session, n: int) -> None:
         r = s.get(f"{url}{CM}/seed-{n % args.objects}")
@@ -110,8 +126,8 @@ def main() -> None:
         for name, rate in rows:
             print(f"{name:<24}{rate:>10.0f}{rate / base:>10.2f}")
     finally:
-        server.stop()
-        twin.close()
+        stop.set()
+        child.join(30)
 
 
 if __name__ == "__main__":
