@@ -78,6 +78,7 @@ class Store:
         self._lock = threading.RLock()
         self._objs: dict[str, dict[Key, dict]] = {}
         self._children: dict[str, set[tuple[str, Key]]] = {}  # owner uid -> dependents
+        self._sorted: dict[str, list[Key]] = {}  # kind key -> sorted keys, dropped when the key set changes
         self._rv = 0
         self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY)
         self._subs: list[Subscription] = []
@@ -414,7 +415,10 @@ class Store:
                 self._unindex(info.key, key, old)
             if typ == "DELETED":
                 bucket.pop(key, None)
+                self._sorted.pop(info.key, None)
             else:
+                if old is None:
+                    self._sorted.pop(info.key, None)
                 bucket[key] = ev.object
                 self._index(info.key, key, ev.object)
             self._history.append(ev)
@@ -468,6 +472,7 @@ class Store:
             key = self._key(info, obj["metadata"].get("namespace"), obj["metadata"]["name"])
             self._objs.setdefault(kk, {})[key] = obj
             self._index(kk, key, obj)
+        self._sorted.clear()
 
     def all_objects(self) -> Iterable[tuple[str, dict]]:
         """Every stored object with its kind key (for dumps and tests)."""
