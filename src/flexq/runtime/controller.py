@@ -86,9 +86,10 @@ class EventRecorder:
                 self.store.update(ev, validate=False)
                 return
             self._seq += 1
+            seq = self.store.next_seq()  # unique across every recorder of this store
             self.store.create({
                 "apiVersion": "v1", "kind": "Event",
-                "metadata": {"name": f"{meta['name']}.{int(self.store.clock.now() * 1000):x}{self._seq:04x}",
+                "metadata": {"name": f"{meta['name']}.{int(self.store.clock.now() * 1000):x}{seq:06x}",
                              "namespace": ns},
                 "involvedObject": {"kind": obj.get("kind"), "namespace": meta.get("namespace"),
                                    "name": meta["name"], "uid": meta.get("uid"),

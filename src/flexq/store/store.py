@@ -82,12 +82,18 @@ class Store:
         self._rv = 0
         self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY)
         self._subs: list[Subscription] = []
+        self._seq = 0
         self.disabled: set[str] = set()  # kind keys not served here (e.g. ray.io without the RayOperator addon)
         if journal is not None:
             self._load()
         for ns in namespaces:
             if ("", ns) not in self._objs.get("namespaces", {}):
                 self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    def next_seq(self) -> int:
+        """A number unique within this store's life (for generated names such as Events')."""
+        self._seq += 1
+        return self._seq
 
     # -- reading ----------------------------------------------------------------------------------
     @property
