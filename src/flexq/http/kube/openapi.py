@@ -22,6 +22,8 @@ from flexq.api.registry import KindInfo
 from flexq.http.kube.discovery import groups
 
 _DROP = {"title"}
+_PATCH_TYPES = ["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"]
+_BUILTIN_GROUPS = {"", "batch"}
 _QUERY = ["dryRun", "fieldManager", "fieldValidation", "pretty"]
 
 
@@ -125,6 +127,12 @@ def _op(info: KindInfo, version: str, verb: str, ref: str, v3: bool, params: lis
         "x-kubernetes-action": verb, "x-kubernetes-group-version-kind":
             {"group": info.group, "version": version, "kind": info.kind},
     }
+    if verb == "patch":  # kubectl's client-side apply reads these to choose strategic merge (built-ins only)
+        types = _PATCH_TYPES + (["application/strategic-merge-patch+json"] if info.group in _BUILTIN_GROUPS else [])
+        if v3:
+            op["requestBody"] = {"content": {t: {"schema": {"type": "object"}} for t in types}, "required": True}
+        else:
+            op["consumes"] = types
     return op
 
 
