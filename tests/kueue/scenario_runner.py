@@ -63,7 +63,7 @@ class Runner:
             kind, name, ns = ref["kind"], ref["name"], ref.get("namespace")
             if kind in ("Workload", "Job", "RayJob", "LocalQueue", "ProvisioningRequest") and ns is None:
                 ns = "default"
-            name = self.resolve_workload(name, ns) if kind == "Workload" else name
+            name = self.resolve_workload(name, ns) if kind == "Workload" else self.prefix(name)
             if "delete" in st:
                 self.k.store.delete(kind, name, ns)
             else:
@@ -97,7 +97,7 @@ class Runner:
         owned = [w for w in self.k.list("Workload", ns or "default")
                  if any(r.get("uid") == obj["metadata"]["uid"] for r in w["metadata"].get("ownerReferences") or [])]
         assert owned, f"no workload for {ref}"
-        live = [w for w in owned if not (find_condition(w, "Finished") or {}).get("status") == "True"] or owned
+        live = [w for w in owned if (find_condition(w, "Finished") or {}).get("status") != "True"] or owned
         return sorted(live, key=lambda w: (w["metadata"]["creationTimestamp"], w["metadata"]["name"]))[-1]["metadata"]["name"]
 
     # expectations ------------------------------------------------------------------------------
@@ -220,8 +220,7 @@ class Runner:
                 got = []
                 for ps in pr["spec"]["podSets"]:
                     tpl = self.k.get("PodTemplate", ps["podTemplateRef"]["name"], pr["metadata"]["namespace"])
-                    got.append([ps["podTemplateRef"]["name"].rsplit("-", 1)[-1] if False else ps["podTemplateRef"]["name"],
-                                ps["count"], tpl])
+                    got.append([ps["podTemplateRef"]["name"], ps["count"], tpl])
                 assert [g[1] for g in got] == [w[1] for w in v], (pr["spec"], v)
                 for (tname, _c, _t), w in zip(got, v, strict=True):
                     assert tname.endswith("-" + w[0]), (tname, w)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .kueue_builders import admit, cohort, cq, fq, ps, psa, rf, rg, wl
-
 from flexq.kueue.flavorassigner import AssignmentState, FlavorAssigner, Mode, PMode, is_preferred
 from flexq.kueue.preemption import make_oracle
 from flexq.kueue.snapshot import build_snapshot
 from flexq.kueue.workload import WorkloadInfo
+
+from .kueue_builders import admit, cohort, cq, fq, ps, psa, rf, rg, wl
 
 NOW = 1767225600.0  # 2026-01-01T00:00:00Z
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .kueue_builders import admit, cohort, cq, fq, ps, psa, rg, wl
-
 from flexq.kueue.resources import admitted_requests, pod_requests_values, podset_total_requests
 from flexq.kueue.snapshot import build_snapshot, find_height_of_lowest_subtree_that_fits
 from flexq.kueue.workload import WorkloadInfo
+
+from .kueue_builders import admit, cohort, cq, fq, ps, psa, rg, wl
 
 
 def c(name, requests=None, limits=None, restart=None):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from .scenario_runner import Runner, all_scenarios
 
 SCENARIOS = all_scenarios()

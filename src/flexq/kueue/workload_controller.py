@@ -184,11 +184,7 @@ class WorkloadController(Controller):
             st.pop("requeueState")
             self.store.update_status(wl)
             return True, None
-        if not has_quota_reservation(wl) and set_condition(wl, "QuotaReserved", False, "Deactivated",
-                                                           "The workload is deactivated", now):
-            sync_admitted_condition(wl, now)
-            self.store.update_status(wl)
-        return True, None
+        return False, None
 
     @staticmethod
     def _set_backoff_finished(wl: dict, now: float) -> None:
@@ -241,6 +237,8 @@ class WorkloadController(Controller):
 
     def _queue_blocker(self, wl: dict, lq: dict | None, cq: dict | None) -> tuple[str, str] | None:
         qn = (wl.get("spec") or {}).get("queueName", "")
+        if not is_active(wl):
+            return "Deactivated", "The workload is deactivated"
         if lq is None:
             return "Misconfigured", f"LocalQueue {qn} doesn't exist"
         if ((lq.get("spec") or {}).get("stopPolicy") or "None") != "None":
