@@ -241,3 +241,25 @@ def test_pods_consuming_a_request_never_trigger_ordinary_scale_up() -> None:
     assert nodes(t, "on-demand-pool") == [] and nodes(t, "dws-pool") == []
     t.advance(2 * H + 60)  # granted: the early pod runs on the request's capacity
     assert t.get("Pod", "early", "default")["status"]["phase"] == "Running"
+
+
+def test_gpu_queued_pool_gets_whole_vms_for_a_request() -> None:
+    t = tutorial_twin({"rules": [{"match": {"machineTypes": ["a3-*"], "provisioningModels": ["queued"]},
+                                  "queueWait": {"fixed": "30m"}, "provisionTime": {"fixed": "0s"}}]},
+                      pools=("create-gpu-dws-pool",))
+    gpu = {"cpu": "100", "memory": "1000Gi", "nvidia.com/gpu": "8"}
+    t.apply({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "ppt-g", "namespace": "default"},
+             "template": {"spec": {"nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
+                                   "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"},
+                                                   {"key": "cloud.google.com/gke-queued", "operator": "Exists"}],
+                                   "containers": [{"name": "c", "image": "i", "resources": {
+                                       "requests": gpu, "limits": gpu}}]}}})
+    t.apply({"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+             "metadata": {"name": "g", "namespace": "default"},
+             "spec": {"provisioningClassName": "queued-provisioning.gke.io",
+                      "podSets": [{"podTemplateRef": {"name": "ppt-g"}, "count": 2}]}})
+    t.advance(31 * 60)
+    assert state(t, "g")["Provisioned"] == "True/Provisioned"
+    gpus = nodes(t, "gpu")
+    assert len(gpus) == 2 and gpus[0]["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert pr(t, "g")["status"]["provisioningClassDetails"]["AcceleratorType"] == "nvidia-h100-80gb"
