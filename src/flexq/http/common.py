@@ -17,16 +17,18 @@ import yaml
 from starlette.requests import Request
 from starlette.responses import Response
 
-from flexq.errors import ApiError, BadRequest, RequestEntityTooLarge
+from flexq.errors import ApiError, BadRequest, InternalError, RequestEntityTooLarge
 from flexq.loop import EventLoop, RealtimeLoop
 
 T = TypeVar("T")
 
 MAX_BODY = 3 * 1024 * 1024  # the API server's MaxRequestBodyBytes
+LOOP_TIMEOUT = 60.0
 
 
-async def on_loop(loop: EventLoop, fn: Callable[[], T]) -> T:
-    """Run ``fn`` on the twin's loop thread and await its result (its exception is re-raised here)."""
+async def on_loop(loop: EventLoop, fn: Callable[[], T], timeout: float = LOOP_TIMEOUT) -> T:
+    """Run ``fn`` on the twin's loop thread and await its result (its exception is re-raised here).
+    A loop that does not answer within ``timeout`` seconds (stopped, or stuck) gives a 500, not a hung request."""
     if not isinstance(loop, RealtimeLoop) or loop.thread is None or loop.in_loop_thread():
         return fn()
     aloop = asyncio.get_running_loop()
@@ -49,7 +51,10 @@ async def on_loop(loop: EventLoop, fn: Callable[[], T]) -> T:
             aloop.call_soon_threadsafe(settle, value, None)
 
     loop.post(run)
-    return await fut
+    try:
+        return await asyncio.wait_for(fut, timeout)
+    except TimeoutError:
+        raise InternalError(f"the twin's event loop did not answer within {timeout:.0f}s") from None
 
 
 async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:

@@ -61,7 +61,7 @@ class Server:
         self.app = build_app(core, token, hostport)
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, http=protocol_class(core, token),
                                 ws="none",
-                                lifespan="off", timeout_keep_alive=60,
+                                lifespan="off", timeout_keep_alive=60, timeout_graceful_shutdown=2,
                                 ssl_certfile=str(self.creds.server_cert) if tls else None,
                                 ssl_keyfile=str(self.creds.server_key) if tls else None)
         self.uvicorn = uvicorn.Server(config)
