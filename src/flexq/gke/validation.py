@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_snake
 
-from flexq.api.gke import Cluster, NodePool
+from flexq.api.gke import Cluster, NodePool, NodePoolAutoscaling
 from flexq.errors import CloudError
 from flexq.gke import catalog
 
@@ -143,7 +143,9 @@ def _duration_seconds(text: str, field: str) -> float:
 
 
 def check_node_pool(pool: NodePool, *, location: str, cluster_version: str | None) -> None:
-    """Every semantic check GKE makes on a new node pool, in the order it reports them."""
+    """Every semantic check GKE makes on a new node pool, in the order it reports them: 1. name, machine type
+    and topology; 2. provisioning model (spot, flex-start, queued); 3. run duration and accelerators;
+    4. autoscaling limits and slice sizes."""
     check_cluster_name(pool.name, "node_pool.name")
     cfg = pool.config
     machine = (cfg.machine_type if cfg else None) or "e2-medium"
@@ -156,20 +158,30 @@ def check_node_pool(pool: NodePool, *, location: str, cluster_version: str | Non
         hosts = catalog.hosts_per_slice(mt, topology)
     except catalog.CatalogError as exc:
         raise invalid(str(exc)) from None
-    flex = bool(cfg and cfg.flex_start)
-    spot = bool(cfg and cfg.spot)
-    preemptible = bool(cfg and cfg.preemptible)
-    queued = bool(pool.queued_provisioning and pool.queued_provisioning.enabled)
     auto = pool.autoscaling if pool.autoscaling and pool.autoscaling.enabled else None
     initial = pool.initial_node_count or 0
     if initial < 0:
         raise invalid("node_pool.initial_node_count must be non-negative.")
+    _check_provisioning(pool, mt, auto, initial, cluster_version)
+    _check_config(pool, mt)
+    if auto is not None:
+        _check_autoscaling(auto, hosts, topology)
+    if hosts > 1 and initial not in (0, hosts) and initial % hosts:
+        raise invalid(f"A multi-host TPU slice node pool with topology {topology} has {hosts} nodes per slice; "
+                      f"initial_node_count must be 0 or a multiple of {hosts}, not {initial}.")
+
+
+def _check_provisioning(pool: NodePool, mt: catalog.MachineType, auto: NodePoolAutoscaling | None, initial: int,
+                        cluster_version: str | None) -> None:
+    cfg = pool.config
+    flex, spot, preemptible = bool(cfg and cfg.flex_start), bool(cfg and cfg.spot), bool(cfg and cfg.preemptible)
+    queued = bool(pool.queued_provisioning and pool.queued_provisioning.enabled)
     if spot and preemptible:
         raise invalid("Only one of spot or preemptible can be set on a node pool.")  # [inferred wording]
     if flex and (spot or preemptible):
         raise invalid("Flex-start cannot be combined with spot or preemptible VMs.")  # [inferred wording]
     if flex and mt.prices.flex_start is None:  # e.g. TPU v4, shared-core e2
-        raise invalid(f'Flex-start is not supported for machine type "{machine}".')
+        raise invalid(f'Flex-start is not supported for machine type "{mt.name}".')
     if queued:
         if auto is None:
             raise invalid("Queued provisioning requires autoscaling to be enabled (--enable-autoscaling).")
@@ -187,35 +199,37 @@ def check_node_pool(pool: NodePool, *, location: str, cluster_version: str | Non
     if flex and auto is None and initial == 0:
         raise invalid("Flex-start node pools with no initial nodes require autoscaling to be enabled "
                       "(--enable-autoscaling).")  # [inferred wording]
+
+
+def _check_config(pool: NodePool, mt: catalog.MachineType) -> None:
+    cfg = pool.config
     if cfg and cfg.max_run_duration is not None:
         seconds = _duration_seconds(cfg.max_run_duration, "node_pool.config.max_run_duration")
         if seconds <= 0 or seconds > MAX_RUN_SECONDS:
             raise invalid(f"node_pool.config.max_run_duration must be between 1s and {MAX_RUN_SECONDS}s.")
-    if cfg and cfg.accelerators:
-        for acc in cfg.accelerators:
-            if not mt.gpus:
-                raise invalid(f'Accelerator type "{acc.accelerator_type}" is not supported with machine type '
-                              f'"{machine}".')
-            if acc.accelerator_type != mt.gpu_type or (acc.accelerator_count or 0) != mt.gpus:
-                raise invalid(f"Machine type \"{machine}\" has {mt.gpus} {mt.gpu_type} accelerators; the request "
-                              f"asks for {acc.accelerator_count} {acc.accelerator_type}.")
-    if auto is not None:
-        per_zone = auto.min_node_count is not None or auto.max_node_count is not None
-        total = auto.total_min_node_count is not None or auto.total_max_node_count is not None
-        if per_zone and total:
-            raise invalid("Autoscaling limits: cannot specify both total and per zone limits.")
-        lo = (auto.min_node_count if per_zone else auto.total_min_node_count) or 0
-        hi = (auto.max_node_count if per_zone else auto.total_max_node_count) or 0
-        if lo < 0 or hi < 0:
-            raise invalid("Autoscaling limits must be non-negative.")
-        if hi < lo:
-            raise invalid(f"Autoscaling limits are invalid: max_node_count ({hi}) must be greater than or equal "
-                          f"to min_node_count ({lo}).")
-        if hi == 0:
-            raise invalid("Autoscaling limits are invalid: max_node_count must be greater than zero.")
-        if hosts > 1 and (hi % hosts or lo % hosts):
-            raise invalid(f"Multi-host TPU slice node pools scale in whole slices of {hosts} nodes (topology "
-                          f"{topology}); min and max node counts must be multiples of {hosts}.")
-    if hosts > 1 and initial not in (0, hosts) and initial % hosts:
-        raise invalid(f"A multi-host TPU slice node pool with topology {topology} has {hosts} nodes per slice; "
-                      f"initial_node_count must be 0 or a multiple of {hosts}, not {initial}.")
+    for acc in (cfg.accelerators if cfg else None) or []:
+        if not mt.gpus:
+            raise invalid(f'Accelerator type "{acc.accelerator_type}" is not supported with machine type '
+                          f'"{mt.name}".')
+        if acc.accelerator_type != mt.gpu_type or (acc.accelerator_count or 0) != mt.gpus:
+            raise invalid(f"Machine type \"{mt.name}\" has {mt.gpus} {mt.gpu_type} accelerators; the request "
+                          f"asks for {acc.accelerator_count} {acc.accelerator_type}.")
+
+
+def _check_autoscaling(auto: NodePoolAutoscaling, hosts: int, topology: str | None) -> None:
+    per_zone = auto.min_node_count is not None or auto.max_node_count is not None
+    total = auto.total_min_node_count is not None or auto.total_max_node_count is not None
+    if per_zone and total:
+        raise invalid("Autoscaling limits: cannot specify both total and per zone limits.")
+    lo = (auto.min_node_count if per_zone else auto.total_min_node_count) or 0
+    hi = (auto.max_node_count if per_zone else auto.total_max_node_count) or 0
+    if lo < 0 or hi < 0:
+        raise invalid("Autoscaling limits must be non-negative.")
+    if hi < lo:
+        raise invalid(f"Autoscaling limits are invalid: max_node_count ({hi}) must be greater than or equal "
+                      f"to min_node_count ({lo}).")
+    if hi == 0:
+        raise invalid("Autoscaling limits are invalid: max_node_count must be greater than zero.")
+    if hosts > 1 and (hi % hosts or lo % hosts):
+        raise invalid(f"Multi-host TPU slice node pools scale in whole slices of {hosts} nodes (topology "
+                      f"{topology}); min and max node counts must be multiples of {hosts}.")
