@@ -53,9 +53,18 @@ class KubeFace:
     def store(self) -> Store:
         return self.core.current(self.cluster).store
 
+    def runtime(self) -> Any:
+        """The cluster runtime, looked up from the HTTP thread (retried if the loop adds a cluster meanwhile)."""
+        for _ in range(3):
+            try:
+                return self.core.current(self.cluster)
+            except RuntimeError:  # the clusters dict changed size while being read
+                continue
+        return self.core.current(self.cluster)
+
     def kinds(self) -> list[KindInfo]:
         """Kinds this cluster serves (read on any thread: the registry and settings are only replaced)."""
-        rt = self.core.current(self.cluster)
+        rt = self.runtime()
         addons = set(rt.settings.get("addons") or ())
         return [k for k in rt.store.registry if not k.served_by_addon or not rt.name or k.served_by_addon in addons]
 
