@@ -210,41 +210,13 @@ def down(home: Home, console: Console, *, timeout: float = 60.0) -> int:
     return 0
 
 
-_BUNDLE_VARS = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
-
-
-def _system_bundle(environ: dict[str, str]) -> Path | None:
-    candidates = [environ.get(v, "") for v in (*_BUNDLE_VARS, "SSL_CERT_FILE")]
-    candidates += [ssl.get_default_verify_paths().cafile or "", "/etc/ssl/certs/ca-certificates.crt"]
-    return next((Path(c) for c in candidates if c and Path(c).is_file()), None)
-
-
-def ca_bundle(home: Home, info: dict[str, Any], environ: dict[str, str]) -> Path:
-    """``ca-bundle.pem`` in the home: the system's trusted CAs plus the twin's CA. gcloud gets it as its custom
-    CA file; where ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` are set (they override gcloud's own setting in
-    the ``requests`` library) they get it too, so other HTTPS keeps working."""
-    system = _system_bundle(environ)
-    parts = [system.read_text(errors="replace")] if system else []
-    parts.append(Path(info["ca"]).read_text())
-    out = home.path / "ca-bundle.pem"
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text("\n".join(p.rstrip("\n") for p in parts) + "\n")
-    tmp.replace(out)
-    return out
-
-
-def env_lines(home: Home, info: dict[str, Any], shell: str = "sh",
-              environ: dict[str, str] | None = None) -> list[str]:
-    """The lines ``flexq env`` prints: exports for kubectl and gcloud, and a note about Kueue."""
+def env_lines(home: Home, info: dict[str, Any], shell: str = "sh") -> list[str]:
+    """The lines ``flexq env`` prints: the served twin's client environment (``flexq.http.server.client_env``:
+    endpoint overrides, token file, CA bundle, isolated gcloud config and KUBECONFIG) plus the project, no
+    prompts and ``FLEXQ_HOME``, and a note about Kueue."""
     from flexq.http.server import client_env
 
-    environ = dict(os.environ if environ is None else environ)
     values = dict(client_env(home.path, info))
-    bundle = str(ca_bundle(home, info, environ))
-    values["CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE"] = bundle
-    for var in _BUNDLE_VARS:
-        if environ.get(var):
-            values[var] = bundle
     values["CLOUDSDK_CORE_PROJECT"] = home.project()
     values["CLOUDSDK_CORE_DISABLE_PROMPTS"] = "1"
     values["FLEXQ_HOME"] = str(home.path)
