@@ -56,6 +56,13 @@ class Runner:
             self.expect(self.s["expect"])
 
     def step(self, st: dict) -> None:
+        if "refused" in st:  # the API (Kueue's webhooks) must refuse these manifests
+            try:
+                self.k.apply(st["refused"]["manifest"])
+            except Exception as exc:  # noqa: BLE001 - any API error; its text is checked
+                assert st["refused"]["error"] in str(exc), (str(exc), st["refused"]["error"])
+            else:
+                raise AssertionError("the manifest was accepted")
         if "apply" in st:
             self.k.apply(self.fixtures.get(st["apply"], st["apply"]))
         if "spec" in st or "status" in st or "delete" in st or "labels" in st:
