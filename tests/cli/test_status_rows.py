@@ -160,7 +160,7 @@ def test_latest_provisioning_request_and_its_state() -> None:
                   cond("Provisioned", "False", "Waiting", "ETA 12:00", T0)), failed, pr(9)]
     [row] = st.workload_rows(st.Snapshot(workloads=[wl], provisioning_requests=prs), T0 + 60)
     assert row.provisioning == "rayjob-job-3-dws-prov-10: Accepted (ETA 12:00)"
-    assert "dws-prov: Pending" in row.why and "Accepted" in row.why
+    assert row.why == "dws-prov: Pending; ProvisioningRequest attempt 10: Accepted (ETA 12:00)"
     assert st.provisioning_state(failed) == ("Failed", "no capacity")
     assert st.provisioning_state(pr(2)) == ("Created", "")
 
@@ -213,7 +213,8 @@ def test_rows_from_the_twins_controllers() -> None:
         one, two = now["RayJob/rayjob-tpu-v6e-dws-1"], now["RayJob/rayjob-tpu-v6e-dws-2"]
         assert one.flavor_of("tpu-group") == "on-demand" and one.state in ("Admitted", "Running")
         assert two.flavor_of("tpu-group") == "dws" and two.state == "QuotaReserved"
-        assert "dws-prov: Pending" in two.why and "-dws-prov-1" in two.provisioning
+        assert "dws-prov: Pending" in two.why and "ProvisioningRequest attempt 1: Accepted" in two.why
+        assert two.provisioning.startswith(f"{two.workload}-dws-prov-1: Accepted")
         twin.run_until_idle(3 * 3600)
         end = rows()
         assert {r.state for r in end.values()} == {"Succeeded"}

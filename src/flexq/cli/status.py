@@ -173,7 +173,7 @@ def _checks_text(wl: dict) -> str:
     return "; ".join(parts)
 
 
-def _why(wl: dict, state: str, pr_text: str) -> str:
+def _why(wl: dict, state: str, pr: dict | None) -> str:
     c = _conditions(wl)
     if state in ("Succeeded", "Failed", "Replaced", "Finished"):
         return c["Finished"].get("message", "")
@@ -188,9 +188,11 @@ def _why(wl: dict, state: str, pr_text: str) -> str:
         return ""
     if state == "QuotaReserved":
         checks = _checks_text(wl) or c.get("Admitted", {}).get("message", "")
-        if pr_text:  # the request's state, without repeating a message the check already carries
-            name_state, _, msg = pr_text.partition(" (")
-            pr_text = f"ProvisioningRequest {name_state}" + (f" ({msg}" if msg and msg[:-1] not in checks else "")
+        pr_text = ""
+        if pr is not None:  # the request's state, without repeating a message the check already carries
+            pr_state, pr_msg = provisioning_state(pr)
+            pr_text = f"ProvisioningRequest attempt {_attempt(pr)}: {pr_state}"
+            pr_text += f" ({pr_msg})" if pr_msg and pr_msg not in checks else ""
         return "; ".join(p for p in (checks, pr_text) if p)
     parts = []
     for ctype in ("Requeued", "Evicted", "QuotaReserved"):
@@ -313,7 +315,7 @@ def _row(wl: dict, snap: Snapshot, now: float) -> WorkloadRow:
     return WorkloadRow(
         namespace=meta.get("namespace", ""), workload=meta["name"], job=job_of(wl),
         queue=spec.get("queueName", ""), cluster_queue=(status.get("admission") or {}).get("clusterQueue", ""),
-        plan=_plan(wl), state=state, waited=waited, why=_why(wl, state, pr_text),
+        plan=_plan(wl), state=state, waited=waited, why=_why(wl, state, prs[-1] if prs else None),
         provisioning=pr_text, cost=workload_cost(wl, snap, now))
 
 
