@@ -92,3 +92,8 @@ def condition(obj: dict, type_: str) -> dict | None:
 def events(twin: Twin, name: str, reason: str | None = None) -> list[dict]:
     return [e for e in twin.list("Event") if e["involvedObject"]["name"] == name
             and (reason is None or e["reason"] == reason)]
+
+
+def kubelet(twin: Twin):
+    """The current cluster's kubelet controller (to look at what it is running)."""
+    return next(c for c in twin.runtime.manager.controllers if c.name == "kubelet")

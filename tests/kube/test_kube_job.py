@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flexq import Twin
 
-from .kube_builders import add_node, condition, events, job, node
+from .kube_builders import add_node, condition, events, job, kubelet, node
 
 
 def pods_of(twin: Twin, name: str) -> list[dict]:
@@ -168,3 +168,14 @@ def test_on_failure_restarts_count_toward_the_backoff_limit(twin: Twin) -> None:
     # one pod: fails at 5, restarts after 10 s back-off, fails again at 20 -> two restarts reach the limit
     assert condition(j, "Failed")["lastTransitionTime"] == "2027-01-01T00:00:20Z"
     assert pods_of(twin, "flaky") == [] and j["status"]["failed"] == 1
+
+
+def test_deleting_a_running_job_takes_its_pods_and_stops_them(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    twin.apply(job("gone", run=100, parallelism=2, completions=2))
+    twin.advance(5)
+    assert len(pods_of(twin, "gone")) == 2
+    twin.delete("Job", "gone")
+    twin.advance(1)
+    assert twin.list("Pod") == []
+    assert not kubelet(twin).running

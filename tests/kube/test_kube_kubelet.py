@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from flexq import Twin
 from flexq.kube.executor import PodKey, PodLaunch, PodRunState
 
-from .kube_builders import add_node, condition, events, node, pod, tpu_node
+from .kube_builders import add_node, condition, events, kubelet, node, pod, tpu_node
 
 RUN30 = {"twin.flexq.dev/run-seconds": "30"}
 
@@ -64,7 +64,7 @@ def test_always_pods_run_until_deleted_and_take_their_logs_along(twin: Twin) -> 
     twin.delete("Pod", "server")
     twin.advance(1)
     assert twin.logs("server") == ""
-    assert not twin.runtime.manager.controllers[1].running
+    assert not kubelet(twin).running
 
 
 def test_missing_configmap_keeps_container_creating_until_it_exists(twin: Twin) -> None:

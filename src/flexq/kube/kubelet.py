@@ -146,7 +146,11 @@ class Kubelet(Controller):
                                                                  self.cache.nodes.values()),
             logs=self.ctx.logs, notify=lambda: self.ctx.loop.post(lambda: self.enqueue(key)),
             now=self.ctx.now, wake_at=lambda when: self._wake(key, when))
-        executor.start(launch)
+        try:
+            executor.start(launch)
+        except Exception:
+            self.running.pop(key, None)  # retried by the manager with its back-off
+            raise
         for c in (pod.get("spec") or {}).get("containers") or []:
             self.events.record(pod, "Normal", "Started", f"Started container {c['name']}")
         state = executor.poll(key) or PodRunState("Pending")
