@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -51,6 +52,8 @@ from flexq.kube.executor import PodKey, PodLaunch, PodRunState
 from . import commands, localproc, names, runtime_env
 
 _STARTED = "Ray runtime started"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Ray's CLI colours its output even into a pipe
+_START_SLOT = threading.Semaphore(1)  # see LocalRayExecutor._acquire_start_slot
 _MAX_TMP = 40  # Ray puts unix sockets under <temp>/session_<41 chars>/sockets/...: 107 bytes at most
 
 
@@ -63,7 +66,8 @@ class _Cluster:
     client: int
     head_ready: threading.Event = field(default_factory=threading.Event)
     head_mounts: dict[str, str] | None = None
-    pods: set[PodKey] = field(default_factory=set)
+    head: str = ""  # marker of the current head pod instance
+    pods: set[str] = field(default_factory=set)  # markers of live pod instances (a restart is a new one)
 
 
 @dataclass
@@ -140,12 +144,15 @@ class LocalRayExecutor:
                 cluster = self._cluster((svc_ns, cname))
             else:
                 cluster = self._cluster((key[0], labels[names.LABEL_CLUSTER]))
-            cluster.pods.add(key)
             self._next += 1
             containers = launch.pod.get("spec", {}).get("containers") or [{}]
             pod = _Pod(key=key, kind=kind, launch=launch, cluster=cluster, container=containers[0].get("name", ""),
-                       marker=f"{self._token}:{self._next}", dir=self.base_dir / "pods" / key[0] / key[1])
+                       marker=f"{self._token}:{self._next}",
+                       dir=self.base_dir / "pods" / key[0] / f"{key[1]}-{self._next}")
             self._pods[key] = pod
+            cluster.pods.add(pod.marker)
+            if kind == "head":
+                cluster.head = pod.marker
         target_fn = self._run_submitter if kind == "submitter" else self._run_node
         args = (pod, script) if kind == "submitter" else (pod,)
         threading.Thread(target=target_fn, args=args, name=f"ray-pod-{key[1]}", daemon=True).start()
@@ -324,6 +331,7 @@ class LocalRayExecutor:
         def run() -> None:
             assert proc.stdout is not None
             for line in proc.stdout:
+                line = _ANSI.sub("", line)
                 self._log(pod, line)
                 if _STARTED in line:
                     started.set()
@@ -337,7 +345,7 @@ class LocalRayExecutor:
         try:
             pod.dir.mkdir(parents=True, exist_ok=True)
             mounts = localproc.write_files(pod.dir / "mounts", pod.launch.files)
-            if pod.kind == "head":
+            if pod.kind == "head" and pod.cluster.head == pod.marker:
                 pod.cluster.head_mounts = mounts
             elif not self._wait_for_head(pod):
                 return
@@ -345,15 +353,21 @@ class LocalRayExecutor:
                 return self._finish(pod, None)
             tmp = self._node_tmp(pod)
             tmp.mkdir(parents=True, exist_ok=True)
-            with self._lock:
-                if pod.stopping.is_set():
-                    return self._finish(pod, None)
-                proc = self._spawn(pod, self._ray_start_argv(pod, tmp), pod.dir)
-            self._set(pod, phase="Running", message="")
-            started = threading.Event()
-            pump = self._pump(pod, proc, started)
-            if self._wait_ready(pod, proc, started):
-                if pod.kind == "head":
+            if not self._acquire_start_slot(pod):
+                return self._finish(pod, None)
+            try:
+                with self._lock:
+                    if pod.stopping.is_set():
+                        return self._finish(pod, None)
+                    proc = self._spawn(pod, self._ray_start_argv(pod, tmp), pod.dir)
+                self._set(pod, phase="Running", message="")
+                started = threading.Event()
+                pump = self._pump(pod, proc, started)
+                ok = self._wait_started(pod, proc, started)
+            finally:
+                _START_SLOT.release()
+            if ok and self._wait_healthy(pod, proc):
+                if pod.kind == "head" and pod.cluster.head == pod.marker:
                     pod.cluster.head_ready.set()
                 self._set(pod, ready=True)
             rc = proc.wait()
@@ -377,7 +391,17 @@ class LocalRayExecutor:
                 return False
         return True
 
-    def _wait_ready(self, pod: _Pod, proc: subprocess.Popen, started: threading.Event) -> bool:
+    def _acquire_start_slot(self, pod: _Pod) -> bool:
+        """One ``ray start`` at a time in this process: Ray gives a node 30 s (hard-coded) to register with
+        the GCS, which five nodes starting together on a loaded 2-core machine miss."""
+        self._set(pod, message="waiting for its turn to start Ray")
+        while not _START_SLOT.acquire(timeout=0.25):
+            if pod.stopping.is_set():
+                return False
+        return True
+
+    def _wait_started(self, pod: _Pod, proc: subprocess.Popen, started: threading.Event) -> bool:
+        """Until ``ray start`` says "Ray runtime started" (False: it exited, was stopped, or timed out)."""
         deadline = time.monotonic() + self.start_timeout_s
         while not started.wait(0.2):
             if proc.poll() is not None or pod.stopping.is_set():
@@ -387,8 +411,13 @@ class LocalRayExecutor:
                 self._set(pod, reason="RayStartTimeout")
                 self.stop(pod.key)
                 return False
+        return True
+
+    def _wait_healthy(self, pod: _Pod, proc: subprocess.Popen) -> bool:
+        """A head is ready once its dashboard answers ``/api/gcs_healthz`` (KubeRay's readiness probe)."""
         if pod.kind != "head":
             return True
+        deadline = time.monotonic() + self.start_timeout_s
         url = f"http://127.0.0.1:{pod.cluster.dashboard}/api/gcs_healthz"
         while _http_text(url) is None:
             if proc.poll() is not None or pod.stopping.is_set():
@@ -494,8 +523,8 @@ class LocalRayExecutor:
             shutil.rmtree(self._node_tmp(pod), ignore_errors=True)
         with self._lock:
             c = pod.cluster
-            c.pods.discard(pod.key)
-            if pod.kind == "head":
+            c.pods.discard(pod.marker)
+            if pod.kind == "head" and c.head == pod.marker:
                 c.head_ready.clear()
                 c.head_mounts = None
             if not c.pods and self._clusters.get(c.key) is c:

@@ -1,0 +1,149 @@
+"""Issue 5's acceptance, through a live twin: the tutorial's RayJob admitted by Kueue runs train.py on real Ray.
+
+Each test builds the tutorial's setup (GKE cluster and pools through the GKE API, ``dws-tpu-queue.yaml``, the
+ConfigMap holding ``train.py`` verbatim) in a live twin whose executor is the local Ray one. Slow: minutes.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from live_twin import PeakMemory, describe, ray_executor, rayjob, status, tutorial_live_twin, wait_until
+
+from flexq.kuberay import localproc
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def _ended(twin, name: str) -> bool:
+    return status(twin, name).get("jobDeploymentStatus") in ("Complete", "Failed")
+
+
+def _no_leftovers(ex, ray_dir) -> None:
+    wait_until(lambda: not localproc.owned_pids(ex._token + ":"), 60, "every Ray process to exit")
+    assert not ex._clusters, ex._clusters
+    leftover_files = [p for p in ray_dir.rglob("*") if p.is_file()]
+    assert not leftover_files, leftover_files[:5]
+
+
+def test_tutorial_rayjob_trains_on_an_emulated_v6e_slice_and_cleans_up(tmp_path):
+    twin = tutorial_live_twin(tmp_path)
+    ex = ray_executor(twin)
+    try:
+        with PeakMemory(ex) as mem:
+            twin.apply(rayjob(1))
+            wait_until(lambda: _ended(twin, "rayjob-tpu-v6e-dws-1"), 900, "job 1 to end",
+                       detail=lambda: describe(twin))
+        st = status(twin, "rayjob-tpu-v6e-dws-1")
+        log = twin.logs("job/rayjob-tpu-v6e-dws-1")
+        assert (st["jobDeploymentStatus"], st["jobStatus"]) == ("Complete", "SUCCEEDED"), log[-3000:]
+        assert "Training Complete!" in log
+        assert re.search(r"Job 'rayjob-tpu-v6e-dws-1-[bcdfghjklmnpqrstvwxz2456789]{5}' succeeded", log)
+        assert st["jobId"] in log
+        # Kueue admitted it on plan A (on-demand): its workers ran on the on-demand pool's nodes.
+        wl = twin.list("Workload", "default")[0]
+        flavors = {ps["name"]: ps["flavors"] for ps in wl["status"]["admission"]["podSetAssignments"]}
+        assert set(flavors["tpu-group"].values()) == {"on-demand"}
+        # shutdownAfterJobFinishes: the RayCluster and every Ray process are gone; the submitter Job stays.
+        wait_until(lambda: not twin.list("RayCluster", "default"), 60, "the RayCluster to be deleted")
+        _no_leftovers(ex, tmp_path)
+        assert twin.try_get("Job", "rayjob-tpu-v6e-dws-1", "default") is not None
+        print(f"\npeak PSS {mem.peak_bytes / 2**30:.2f} GiB over {mem.peak_procs} processes")
+    finally:
+        twin.close()
+    assert not localproc.owned_pids(ex._token + ":")
+
+
+def test_two_rayjobs_side_by_side_plan_a_and_plan_b(tmp_path):
+    twin = tutorial_live_twin(tmp_path)
+    ex = ray_executor(twin)
+    try:
+        with PeakMemory(ex) as mem:
+            twin.apply(rayjob(1))
+            twin.apply(rayjob(2))
+            wait_until(lambda: _ended(twin, "rayjob-tpu-v6e-dws-1") and _ended(twin, "rayjob-tpu-v6e-dws-2"),
+                       1500, "both jobs to end", detail=lambda: describe(twin))
+        for i in (1, 2):
+            st = status(twin, f"rayjob-tpu-v6e-dws-{i}")
+            assert st["jobStatus"] == "SUCCEEDED", twin.logs(f"job/rayjob-tpu-v6e-dws-{i}")[-3000:]
+            assert "Training Complete!" in twin.logs(f"job/rayjob-tpu-v6e-dws-{i}")
+        plans = set()
+        for wl in twin.list("Workload", "default"):
+            for ps in wl["status"]["admission"]["podSetAssignments"]:
+                if ps["name"] == "tpu-group":
+                    plans |= set(ps["flavors"].values())
+        assert plans == {"on-demand", "dws"}
+        print(f"\npeak PSS of both jobs {mem.peak_bytes / 2**30:.2f} GiB over {mem.peak_procs} processes")
+        _no_leftovers(ex, tmp_path)
+    finally:
+        twin.close()
+
+
+def test_suspend_stops_ray_within_seconds_and_resume_restarts_cleanly(tmp_path):
+    twin = tutorial_live_twin(tmp_path)
+    ex = ray_executor(twin)
+    name = "rayjob-tpu-v6e-dws-1"
+    try:
+        twin.apply(rayjob(1, entrypoint="python -c 'import time; print(\"long run\", flush=True); time.sleep(600)'"))
+        wait_until(lambda: status(twin, name).get("jobStatus") == "RUNNING", 600, "the job to run",
+                   detail=lambda: describe(twin))
+        first = status(twin, name)["rayClusterName"]
+        assert localproc.owned_pids(ex._token + ":")
+        # Kueue's eviction is spec.suspend=true on the RayJob.
+        twin.patch("RayJob", name, {"spec": {"suspend": True}}, "default")
+        secs = wait_until(lambda: not localproc.owned_pids(ex._token + ":") and 1, 30, "Ray processes to stop")
+        assert secs
+        wait_until(lambda: status(twin, name).get("jobDeploymentStatus") == "Suspended", 30, "Suspended")
+        twin.patch("RayJob", name, {"spec": {"suspend": False}}, "default")
+        wait_until(lambda: status(twin, name).get("jobStatus") == "RUNNING", 600, "the job to run again",
+                   detail=lambda: describe(twin))
+        assert status(twin, name)["rayClusterName"] != first
+        twin.delete("RayJob", name, "default")
+        _no_leftovers(ex, tmp_path)
+    finally:
+        twin.close()
+
+
+def test_failing_entrypoint_and_unsatisfiable_job(tmp_path):
+    twin = tutorial_live_twin(tmp_path)
+    ex = ray_executor(twin)
+    try:
+        twin.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "jax-train-script", "namespace": "default"},
+                    "data": {"train.py": "import ray\nray.init()\nraise ValueError('bad learning rate: -1')\n"}})
+        twin.apply(rayjob(1))
+        # A job whose Ray side can never be satisfied (TPU:64 for the entrypoint) is ended by its deadline.
+        never = rayjob(2, activeDeadlineSeconds=150, entrypointResources='{"TPU": 64}')
+        twin.apply(never)
+        wait_until(lambda: _ended(twin, "rayjob-tpu-v6e-dws-1") and _ended(twin, "rayjob-tpu-v6e-dws-2"), 900,
+                   "both jobs to end", detail=lambda: describe(twin))
+        st = status(twin, "rayjob-tpu-v6e-dws-1")
+        assert (st["jobDeploymentStatus"], st["jobStatus"], st["reason"]) == ("Failed", "FAILED", "AppFailed")
+        log = twin.logs("job/rayjob-tpu-v6e-dws-1")
+        assert "Traceback (most recent call last)" in log and "ValueError: bad learning rate: -1" in log
+        st2 = status(twin, "rayjob-tpu-v6e-dws-2")
+        assert (st2["jobDeploymentStatus"], st2["reason"]) == ("Failed", "DeadlineExceeded")
+        wait_until(lambda: not twin.list("RayCluster", "default"), 60, "clusters deleted")
+        _no_leftovers(ex, tmp_path)
+    finally:
+        twin.close()
+
+
+def test_ten_jobs_in_a_row_leave_nothing_behind(tmp_path):
+    twin = tutorial_live_twin(tmp_path)
+    ex = ray_executor(twin)
+    try:
+        for i in range(1, 11):
+            job = rayjob(i, entrypoint="python -c 'import ray; ray.init(); print(\"job\", ray.cluster_resources())'")
+            job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["numOfHosts"] = 1
+            twin.apply(job)
+            wait_until(lambda i=i: _ended(twin, f"rayjob-tpu-v6e-dws-{i}"), 600, f"job {i}",
+                       detail=lambda: describe(twin))
+            assert status(twin, f"rayjob-tpu-v6e-dws-{i}")["jobStatus"] == "SUCCEEDED"
+            wait_until(lambda: not twin.list("RayCluster", "default"), 60, "cluster deleted")
+            wait_until(lambda: not localproc.owned_pids(ex._token + ":"), 60, "Ray processes gone")
+        _no_leftovers(ex, tmp_path)
+        assert not localproc._ports_handed_out
+    finally:
+        twin.close()
