@@ -179,3 +179,22 @@ def test_deleting_a_running_job_takes_its_pods_and_stops_them(twin: Twin) -> Non
     twin.advance(1)
     assert twin.list("Pod") == []
     assert not kubelet(twin).running
+
+
+def test_same_seed_same_run() -> None:
+    def run() -> list[tuple]:
+        t = Twin(clock="virtual", seed=7)
+        try:
+            for i in range(3):
+                add_node(t, node(f"n{i}", cpu="2"))
+            for i in range(4):
+                t.apply(job(f"j{i}", run=10 + i, parallelism=2, completions=3))
+            t.run_until_idle(3600)
+            return [(p["metadata"]["name"], p["spec"]["nodeName"], p["status"]["containerStatuses"][0]["state"]
+                     ["terminated"]["finishedAt"]) for p in t.list("Pod")] + \
+                [(e["metadata"]["name"], e["reason"], e["message"]) for e in t.list("Event")]
+        finally:
+            t.close()
+
+    first = run()
+    assert len(first) > 20 and first == run()
