@@ -225,6 +225,33 @@ class Twin:
             raise CloudError(status, err.get("status", "UNKNOWN"), err.get("message", ""))
         return out
 
+    def billing(self) -> dict[str, Any]:
+        """Cost so far of the current GKE cluster (USD): total, node-hours, and per pool, provisioning model,
+        Kueue flavor and job. Open node records are valued up to now. Empty for a twin without GKE."""
+        from fractions import Fraction
+
+        from flexq.gke.billing import billing_of
+
+        def run() -> dict[str, Any]:
+            name = self.runtime.name
+            for obj in self.core.project.list("GkeCluster"):
+                spec = obj.get("spec") or {}
+                if spec.get("name") == name:
+                    project = obj["metadata"]["name"].split(".")[0]
+                    flavors = self.store.list("ResourceFlavor")
+                    return billing_of(self.core.project, project, spec.get("location") or spec.get("zone", ""),
+                                      name, self.now(), flavors)
+            return {}
+
+        def plain(v: Any) -> Any:
+            if isinstance(v, Fraction):
+                return float(v)
+            if isinstance(v, dict):
+                return {k: plain(x) for k, x in v.items()}
+            return v
+
+        return plain(self._call(run))
+
     # -- lifecycle ----------------------------------------------------------------------------------
     def close(self) -> None:
         """Stop controllers, executors and the loop; flush state."""

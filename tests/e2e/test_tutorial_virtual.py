@@ -82,3 +82,16 @@ def test_job1_gets_plan_a_job2_falls_back_to_dws_and_both_complete(tutorial_twin
     twin.advance(900)
     pools = {n["metadata"]["labels"]["cloud.google.com/gke-nodepool"] for n in twin.list("node")}
     assert pools == {"default-pool"}
+
+
+def test_billing_reads_cost_per_pool_and_flavor(tutorial_twin: Twin) -> None:
+    twin = tutorial_twin
+    _submit(twin, 1, run_seconds=3600)
+    _submit(twin, 2, run_seconds=3600)
+    twin.advance(2 * 3600)
+    bill = twin.billing()
+    assert bill["total"] > 0
+    assert bill["pools"]["on-demand-pool"] > 0 and bill["pools"]["dws-pool"] > 0
+    assert set(bill["flavors"]) >= {"on-demand", "dws"}
+    # flex-start is cheaper than on-demand for the same slice and (roughly) the same time
+    assert bill["pools"]["dws-pool"] < bill["pools"]["on-demand-pool"]

@@ -181,8 +181,6 @@ def test_ray_operator_addon_decides_whether_ray_kinds_are_served() -> None:
     assert cluster_settings(plain)["addons"] == []
 
 
-@pytest.mark.xfail(reason="building a cluster runtime without RayOperator fails: other domains' controllers "
-                          "watch RayJob, which the store does not serve there (reported to the lead)")
 def test_cluster_without_ray_operator_does_not_serve_rayjobs() -> None:
     t = tutorial_twin(pools=())
     t.gke("POST", BASE + "/clusters", {"cluster": {"name": "plain", "initialNodeCount": 1}})

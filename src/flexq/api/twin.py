@@ -22,7 +22,7 @@ matching rule that sets it wins, then ``spec.defaults``, then the built-in defau
       - match: {provisioningModels: [queued]}
         queueWait: {exponential: {mean: 6h}, max: 3d} # DWS queue: seeded draw, capped at 3 days
 
-Must not import anything from flexq.
+Must not import anything from flexq outside ``flexq.api``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
+
+from flexq.api.registry import KindInfo, PrinterColumn
 
 __all__ = [
     "API_VERSION", "KIND", "TwinModel", "Duration", "TimePoint", "parse_duration", "parse_time",
@@ -275,3 +277,11 @@ def harsh_profile() -> dict[str, Any]:
             ],
         },
     }
+
+
+# Served in every cluster (so ``kubectl apply`` takes a profile) and in the project store.
+KINDS: list[KindInfo] = [
+    KindInfo("twin.flexq.dev", "CapacityProfile", "capacityprofiles", {"v1alpha1": CapacityProfile},
+             namespaced=False, status_subresource=False, short_names=("capprof",),
+             printer_columns=[PrinterColumn("Age", ".metadata.creationTimestamp", "date")]),
+]

@@ -22,7 +22,8 @@ from pydantic import ConfigDict
 
 from flexq.api.registry import KindInfo, PrinterColumn
 from flexq.api.twin import API_VERSION as TWIN_API_VERSION
-from flexq.api.twin import CapacityProfile, TwinModel, live_default_profile
+from flexq.api.twin import KINDS as TWIN_KINDS
+from flexq.api.twin import TwinModel, live_default_profile
 from flexq.clock import parse_time
 from flexq.errors import NotFound
 from flexq.gke.backend import GkeBackend
@@ -56,8 +57,7 @@ PROJECT_KINDS: list[KindInfo] = [
     KindInfo(GROUP, OPERATION, "gkeoperations", {"v1": GkeObject}, namespaced=False, status_subresource=False,
              printer_columns=[PrinterColumn("TYPE", ".spec.operationType"), PrinterColumn("STATUS", ".spec.status")]),
     KindInfo(GROUP, BILLING, "gkebillings", {"v1": GkeObject}, namespaced=False, status_subresource=False),
-    KindInfo("twin.flexq.dev", "CapacityProfile", "capacityprofiles", {"v1alpha1": CapacityProfile},
-             namespaced=False, status_subresource=False, short_names=("capprof",)),
+    *TWIN_KINDS,
 ]
 
 

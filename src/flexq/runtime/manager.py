@@ -159,8 +159,12 @@ class Manager:
                 store = self._store(w.source)
                 if store is None:
                     continue
-                info = store.info(w.kind)
-                for obj in store.list(w.kind):
+                try:
+                    info = store.info(w.kind)
+                    objs = store.list(w.kind)
+                except NotFound:  # a kind this cluster does not serve (e.g. ray.io without the addon)
+                    continue
+                for obj in objs:
                     ev = WatchEvent("ADDED", info.key, obj, int(obj["metadata"].get("resourceVersion", 0)))
                     for k in w.mapper(ev) or ():
                         self._queues[c.name].add(k)

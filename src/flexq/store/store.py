@@ -451,7 +451,8 @@ class Store:
     def watch(self, callback: Callable[[WatchEvent], None], kinds: Iterable[str] | None = None,
               since: int | None = None) -> Subscription:
         """Deliver every later change (and, with ``since``, the changes after that resourceVersion first)."""
-        keys = None if kinds is None else {self.info(k).key for k in kinds}
+        # resolved without the addon gate: a controller may watch a kind this cluster does not serve yet
+        keys = None if kinds is None else {self.registry.resolve(k).key for k in kinds}
         with self._lock:
             sub = Subscription(self, callback, keys)
             if since is not None and since < self._rv:
