@@ -190,3 +190,24 @@ def test_a_restarted_twin_resumes_running_pods_on_their_original_clock(tmp_path)
         assert st["containerStatuses"][0]["state"]["terminated"]["finishedAt"] == "2027-01-01T00:01:00Z"
     finally:
         second.close()
+
+
+def test_init_containers_show_while_the_executor_is_pending(twin: Twin) -> None:
+    ex = ManualExecutor()
+    twin.core.executors.insert(0, ex)
+    add_node(twin, node("n1"))
+    p = pod("worker", restart="Always")
+    p["metadata"]["labels"] = {"manual": "yes"}
+    p["spec"]["initContainers"] = [{"name": "wait-gcs-ready", "image": "ray"}]
+    twin.apply(p)
+    twin.advance(1)
+    st = twin.get("Pod", "worker")["status"]
+    assert st["phase"] == "Pending"
+    assert condition({"status": st}, "Initialized")["reason"] == "ContainersNotInitialized"
+    assert "running" in st["initContainerStatuses"][0]["state"]
+    assert st["containerStatuses"][0]["state"]["waiting"]["reason"] == "PodInitializing"
+    ex.move(("default", "worker"), PodRunState("Running", ready=True))
+    twin.advance(1)
+    st = twin.get("Pod", "worker")["status"]
+    assert condition({"status": st}, "Initialized")["status"] == "True"
+    assert st["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"

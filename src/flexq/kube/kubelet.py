@@ -181,15 +181,19 @@ class Kubelet(Controller):
         if state.phase == "Pending":
             waiting = {"reason": state.reason or "ContainerCreating"} | ({"message": state.message}
                                                                          if state.message else {})
-            phase = "Running" if self._restart_count(pod) else "Pending"
-            st = self._base_status(pod, phase, rec.host_ip, False, state.pod_ip)
+            restarted = self._restart_count(pod) > 0
+            initializing = bool((pod.get("spec") or {}).get("initContainers")) and not restarted
+            st = self._base_status(pod, "Running" if restarted else "Pending", rec.host_ip, False, state.pod_ip,
+                                   initialized=not initializing)
+            if initializing:
+                waiting = {"reason": "PodInitializing"}
             st["containerStatuses"] = self._containers(pod, {"waiting": waiting}, False)
-            self._write(pod, st)
+            self._write(pod, self._with_inits(pod, st, done=not initializing))
         elif state.phase == "Running":
             st = self._base_status(pod, "Running", rec.host_ip, state.ready, state.pod_ip)
             started = self._running_started(pod) or format_time(now)
             st["containerStatuses"] = self._containers(pod, {"running": {"startedAt": started}}, state.ready)
-            self._write(pod, st)
+            self._write(pod, self._with_inits(pod, st, done=True))
         else:
             return self._exited(key, pod, rec, state)
         if rec.wake is not None and rec.wake > now:
@@ -218,7 +222,7 @@ class Kubelet(Controller):
         st = self._base_status(pod, "Running", rec.host_ip, False, state.pod_ip)
         st["containerStatuses"] = self._containers(pod, {"waiting": {"reason": "CrashLoopBackOff", "message": msg}},
                                                    False, restarts, {"terminated": term})
-        self._write(pod, st)
+        self._write(pod, self._with_inits(pod, st, done=True))
         self.events.record(pod, "Warning", "BackOff", f"Back-off restarting failed container {c0} in pod "
                                                       f"{m['name']}_{key[0]}({m.get('uid', '')})")
         return Result(requeue_after=delay)
@@ -240,9 +244,10 @@ class Kubelet(Controller):
         term = ({"startedAt": started} if started else {}) | {"finishedAt": format_time(self.ctx.now())} | term
         st = self._base_status(pod, phase, host_ip, False, pod_ip)
         st["containerStatuses"] = self._containers(pod, {"terminated": term}, False)
-        return st
+        return self._with_inits(pod, st, done=True)
 
-    def _base_status(self, pod: dict, phase: str, host_ip: str | None, ready: bool, pod_ip: str | None = None) -> dict:
+    def _base_status(self, pod: dict, phase: str, host_ip: str | None, ready: bool, pod_ip: str | None = None,
+                     *, initialized: bool = True) -> dict:
         now = self.ctx.now()
         st = clone(pod.get("status") or {})
         st["phase"] = phase
@@ -251,7 +256,12 @@ class Kubelet(Controller):
         names = [c["name"] for c in (pod.get("spec") or {}).get("containers") or []]
         reason = None if ready else ("PodCompleted" if terminal else "ContainersNotReady")
         msg = None if ready or terminal else f"containers with unready status: [{' '.join(names)}]"
-        set_condition(conds, "Initialized", "True", "PodCompleted" if terminal else None, None, now, probe=True)
+        if initialized:
+            set_condition(conds, "Initialized", "True", "PodCompleted" if terminal else None, None, now, probe=True)
+        else:
+            inits = [c["name"] for c in (pod.get("spec") or {}).get("initContainers") or []]
+            set_condition(conds, "Initialized", "False", "ContainersNotInitialized",
+                          f"containers with incomplete status: [{' '.join(inits)}]", now, probe=True)
         for t in ("Ready", "ContainersReady"):
             set_condition(conds, t, "True" if ready else "False", reason, msg, now, probe=True)
         conds.sort(key=lambda c: _COND_ORDER.get(c.get("type", ""), 9))
@@ -278,6 +288,24 @@ class Kubelet(Controller):
                 cs["containerID"] = f"containerd://{digest}"
             out.append(cs)
         return out
+
+    @staticmethod
+    def _with_inits(pod: dict, st: dict, *, done: bool) -> dict:
+        """Add ``initContainerStatuses``: the first one running while initialising, all Completed after."""
+        inits = (pod.get("spec") or {}).get("initContainers") or []
+        if not inits:
+            return st
+        at = st.get("startTime", "")
+        out = []
+        for i, c in enumerate(inits):
+            if done:
+                state: dict = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": at, "finishedAt": at}}
+            else:
+                state = {"running": {"startedAt": at}} if i == 0 else {"waiting": {"reason": "PodInitializing"}}
+            out.append({"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": done,
+                        "restartCount": 0, "started": not done and i == 0, "state": state, "lastState": {}})
+        st["initContainerStatuses"] = out
+        return st
 
     @staticmethod
     def _restart_count(pod: dict) -> int:
