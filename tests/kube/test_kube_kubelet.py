@@ -211,3 +211,30 @@ def test_init_containers_show_while_the_executor_is_pending(twin: Twin) -> None:
     st = twin.get("Pod", "worker")["status"]
     assert condition({"status": st}, "Initialized")["status"] == "True"
     assert st["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+
+
+def test_logs_of_a_finished_pod_go_with_it_and_a_new_pod_of_that_name_starts_clean(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    twin.apply(pod("p", annotations={"twin.flexq.dev/run-seconds": "5"}))
+    twin.advance(6)
+    assert "finished after 5s" in twin.logs("p")
+    twin.delete("Pod", "p")
+    twin.advance(1)
+    assert twin.logs("p") == ""
+    twin.apply(pod("p", annotations={"twin.flexq.dev/run-seconds": "7"}))
+    twin.advance(1)
+    assert "for 7s" in twin.logs("p") and "for 5s" not in twin.logs("p")
+
+
+def test_live_twin_runs_a_simulated_pod_on_the_wall_clock() -> None:
+    live = Twin(clock="real", executor="simulated")
+    try:
+        live.core.loop.call_sync(lambda: add_node(live, node("n1")))
+        live.apply(pod("quick", annotations={"twin.flexq.dev/run-seconds": "0.3"}))
+        deadline = 100
+        while deadline and live.get("Pod", "quick").get("status", {}).get("phase") != "Succeeded":
+            live.advance(0.05)
+            deadline -= 1
+        assert live.get("Pod", "quick")["status"]["phase"] == "Succeeded"
+    finally:
+        live.close()

@@ -61,6 +61,7 @@ class Kubelet(Controller):
         self.running: dict[PodKey, _Running] = {}
         self.backoff: dict[PodKey, float] = {}
         self.waiting_cm: dict[tuple[str, str], set[PodKey]] = {}
+        self.log_owner: dict[PodKey, str] = {}  # uid of the pod whose logs are kept under this name
 
     def watches(self) -> list[Watch]:
         return [Watch("Pod", self._pod_keys), Watch("Node", self._node_keys),
@@ -90,11 +91,12 @@ class Kubelet(Controller):
         rec = self.running.get(key)
         if rec is not None and (pod is None or pod["metadata"].get("uid") != rec.uid):
             self._stop(key, rec, None)
-            self.ctx.logs.delete(*key)
             rec = None
         if pod is None:
             self.backoff.pop(key, None)
             self._forget_configmaps(key)
+            if self.log_owner.pop(key, None) is not None:
+                self.ctx.logs.delete(*key)  # kubectl logs of a deleted pod: gone
             return None
         node_name = (pod.get("spec") or {}).get("nodeName")
         if not node_name:
@@ -139,6 +141,9 @@ class Kubelet(Controller):
             return None
         node = self.store.get("Node", node_name)
         rec = _Running(executor, pod["metadata"].get("uid", ""), _host_ip(node))
+        if self.log_owner.get(key, rec.uid) != rec.uid:
+            self.ctx.logs.delete(*key)  # an earlier pod of the same name
+        self.log_owner[key] = rec.uid
         self.running[key] = rec
         self.backoff.pop(key, None)
         launch = PodLaunch(
