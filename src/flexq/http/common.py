@@ -100,6 +100,16 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         raise BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
 
 
+def view(info: Any, obj: dict, api_version: str) -> dict:
+    """``obj`` (a store copy, never mutated afterwards) as seen in ``api_version``; no copy when that is the
+    storage version (``scheme.render`` always deep-copies)."""
+    if api_version == info.storage_api_version:
+        return obj
+    from flexq.api import scheme
+
+    return scheme.render(info, obj, api_version)
+
+
 def dumps(data: Any) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 

@@ -21,6 +21,7 @@ from flexq.api.registry import KindInfo
 from flexq.clock import format_time
 from flexq.errors import ApiError, BadRequest, Invalid, MethodNotAllowed, NotFound
 from flexq.http.common import decode_body, json_response, on_loop, read_body, status_response, truthy
+from flexq.http.common import view as view_as
 from flexq.http.kube import apply as ssa
 from flexq.http.kube import table as tables
 from flexq.http.kube.paths import Target
@@ -115,7 +116,7 @@ class KubeFace:
     # -- helpers ----------------------------------------------------------------------------------
     def _out(self, request: Request, info: KindInfo, obj: dict, t: Target, status: int = 200,
              warnings: list[str] | None = None) -> Response:
-        view = scheme.render(info, obj, info.api_version(t.version))
+        view = view_as(info, obj, info.api_version(t.version))
         accept = request.headers.get("accept", "")
         headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
         if tables.wants_table(accept) and request.method == "GET":
@@ -192,7 +193,7 @@ class KubeFace:
 
         objs, rv = await on_loop(self.loop, run)
         api_version = info.api_version(t.version)
-        views = [scheme.render(info, o, api_version) for o in objs]
+        views = [view_as(info, o, api_version) for o in objs]
         if tables.wants_table(request.headers.get("accept", "")):
             return json_response(tables.table(info, views, self.loop.now(), str(rv),
                                               q.get("includeObject", "Metadata")))
@@ -355,7 +356,7 @@ class KubeFace:
         objs = await on_loop(self.loop, run)
         api_version = info.api_version(t.version)
         return json_response({"kind": f"{info.kind}List", "apiVersion": api_version, "metadata": {},
-                              "items": [scheme.render(info, o, api_version) for o in objs]})
+                              "items": [view_as(info, o, api_version) for o in objs]})
 
     # -- pod logs ---------------------------------------------------------------------------------
     async def logs(self, request: Request, t: Target) -> Response:

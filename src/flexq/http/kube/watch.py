@@ -19,10 +19,10 @@ from typing import Any
 
 import anyio
 
-from flexq.api import scheme
 from flexq.api.registry import KindInfo
 from flexq.errors import Gone
 from flexq.http.common import dumps, on_loop
+from flexq.http.common import view as view_as
 from flexq.http.kube import table as tables
 from flexq.loop import EventLoop
 from flexq.store import PodLogs, Store, WatchEvent
@@ -79,7 +79,7 @@ async def watch_stream(loop: EventLoop, store_of: Callable[[], Store], req: Watc
     first = [True]
 
     def encode(kind: str, obj: dict) -> bytes:
-        view = scheme.render(req.info, obj, req.api_version)
+        view = view_as(req.info, obj, req.api_version)
         if req.table:
             view = tables.table(req.info, [view], loop.now(), view["metadata"].get("resourceVersion", ""),
                                 req.include, with_columns=first[0])
