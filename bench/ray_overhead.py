@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "ray"))
+sys.path.insert(0, str(ROOT))
 
-from live_twin import PeakMemory, ray_executor, rayjob, status, tutorial_live_twin  # noqa: E402
+from tests.ray.live_twin import PeakMemory, ray_executor, rayjob, status, tutorial_live_twin  # noqa: E402
 
 from flexq.kuberay import localproc  # noqa: E402
 

@@ -9,9 +9,17 @@ from __future__ import annotations
 import re
 
 import pytest
-from live_twin import PeakMemory, describe, ray_executor, rayjob, status, tutorial_live_twin, wait_until
 
 from flexq.kuberay import localproc
+from tests.ray.live_twin import (
+    PeakMemory,
+    describe,
+    ray_executor,
+    rayjob,
+    status,
+    tutorial_live_twin,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -7,10 +7,10 @@ KubeRay's submitter script against them. Slow (about 1-2 minutes per cluster on 
 from __future__ import annotations
 
 import pytest
-from ray_harness import Slice, leftovers, tutorial_rayjob, wait_for
 
 from flexq.kuberay import localproc
 from flexq.kuberay.ray_runner import LocalRayExecutor
+from tests.ray.ray_harness import Slice, leftovers, tutorial_rayjob, wait_for
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -42,14 +42,13 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flexq.kube.executor import PodKey, PodLaunch, PodRunState
 
 from . import commands, localproc, names, runtime_env
+from .dashboard import DashboardCache, http_text
 
 _STARTED = "Ray runtime started"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Ray's CLI colours its output even into a pipe
@@ -114,9 +113,7 @@ class LocalRayExecutor:
         self._clusters: dict[tuple[str, str], _Cluster] = {}
         self._next = 0
         self._ray_root: Path | None = None
-        self._jobs: dict[tuple[str, str, str], dict | None] = {}
-        self._poller: threading.Thread | None = None
-        self._closed = threading.Event()
+        self._dash = DashboardCache(self.dashboard_address)
 
     # ------------------------------------------------------------------------------------- protocol
 
@@ -177,7 +174,7 @@ class LocalRayExecutor:
 
     def shutdown(self) -> None:
         """Stop every pod, wait until their processes are gone, remove all directories this executor made."""
-        self._closed.set()
+        self._dash.close()
         with self._lock:
             pods = list(self._pods.values())
         for pod in pods:
@@ -206,41 +203,11 @@ class LocalRayExecutor:
 
     def job_info(self, namespace: str, cluster: str, job_id: str) -> dict | None:
         """Latest ``GET /api/jobs/<id>`` answer for a job on a local cluster (None: unknown or not yet seen)."""
-        key = (namespace, cluster, job_id)
-        with self._lock:
-            if key not in self._jobs:
-                self._jobs[key] = None
-            self._ensure_poller()
-            return self._jobs[key]
+        return self._dash.job_info(namespace, cluster, job_id)
 
     def cluster_status(self, namespace: str, cluster: str) -> str | None:
         """The autoscaler monitor's status text (``ray status``) of a local cluster, cached (None: unknown)."""
-        key = (namespace, cluster, "")
-        with self._lock:
-            if key not in self._jobs:
-                self._jobs[key] = None
-            self._ensure_poller()
-            info = self._jobs[key]
-        return (info or {}).get("clusterStatus")
-
-    def _ensure_poller(self) -> None:
-        if self._poller is None:
-            self._poller = threading.Thread(target=self._poll_jobs, name="ray-job-poller", daemon=True)
-            self._poller.start()
-
-    def _poll_jobs(self) -> None:
-        while not self._closed.wait(0.5):
-            with self._lock:
-                keys = list(self._jobs)
-            for ns, cname, job_id in keys:
-                addr = self.dashboard_address(ns, cname)
-                url = f"http://{addr}/api/jobs/{job_id}" if job_id else f"http://{addr}/api/cluster_status?format=1"
-                info = _http_json(url) if addr else None
-                if info is not None and not job_id:
-                    info = info.get("data") or {}
-                with self._lock:
-                    if info is not None or addr is None:
-                        self._jobs[(ns, cname, job_id)] = info
+        return self._dash.cluster_status(namespace, cluster)
 
     # ---------------------------------------------------------------------------------- internals
 
@@ -419,7 +386,7 @@ class LocalRayExecutor:
             return True
         deadline = time.monotonic() + self.start_timeout_s
         url = f"http://127.0.0.1:{pod.cluster.dashboard}/api/gcs_healthz"
-        while _http_text(url) is None:
+        while http_text(url) is None:
             if proc.poll() is not None or pod.stopping.is_set():
                 return False
             if time.monotonic() > deadline:
@@ -533,20 +500,3 @@ class LocalRayExecutor:
                 if self._ray_root is not None:
                     shutil.rmtree(self._ray_root / f"c{c.index}", ignore_errors=True)
 
-
-def _http_text(url: str, timeout: float = 2.0) -> str | None:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.read().decode() if r.status == 200 else None
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-
-
-def _http_json(url: str) -> dict | None:
-    text = _http_text(url)
-    if text is None:
-        return None
-    with contextlib.suppress(ValueError):
-        data = json.loads(text)
-        return data if isinstance(data, dict) else None
-    return None
