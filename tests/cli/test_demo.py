@@ -72,3 +72,20 @@ def test_flexq_demo_simulated_command_exits_0() -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "As in the tutorial" in proc.stdout
     assert took < 120, f"the simulated demo took {took:.0f}s"
+
+
+@pytest.mark.parametrize("opts, least_wait", [
+    (DemoOptions(simulated=True, live=False, dws_wait=300), 300),
+    (DemoOptions(simulated=True, live=False, capacity="tutorial"), 60),
+], ids=["dws-wait-300s", "tutorial-capacity"])
+def test_capacity_choices_change_job_2s_wait(opts: DemoOptions, least_wait: float) -> None:
+    console, _ = _console()
+    result = run_demo(opts, console)
+    assert result.story_holds, result
+    assert result.jobs[1].waited >= least_wait > result.jobs[0].waited
+
+
+def test_tutorial_capacity_needs_the_virtual_clock() -> None:
+    with pytest.raises(ValueError, match="--simulated"):
+        run_demo(DemoOptions(simulated=False, capacity="tutorial"), _console()[0],
+                 make_twin=lambda **kw: pytest.fail("no twin should be built"))

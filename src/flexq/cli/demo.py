@@ -28,6 +28,7 @@ from flexq.cli import tutorial
 from flexq.cli.status import Snapshot, WorkloadRow, fmt_cost, fmt_duration, workload_rows
 from flexq.cli.views import STATE_STYLE, status_table
 from flexq.errors import CloudError
+from flexq.loop import RealtimeLoop
 
 __all__ = ["DemoOptions", "DemoResult", "JobOutcome", "run_demo", "run", "PLAN_NAMES"]
 
@@ -49,6 +50,7 @@ class DemoOptions:
     live: bool | None = None      # None: a live view when the console is a terminal
     log_lines: int = 12           # lines of each job's output to show
     capacity: str = "fast"        # "fast" (the live default) or "tutorial" (hours of DWS queueing; simulated)
+    dws_wait: float | None = None  # seconds DWS takes to grant plan B's nodes ("fast" capacity only)
 
 
 @dataclass
@@ -319,18 +321,32 @@ class _Demo:
                            f"{fmt_cost(sum(j.cost for j in result.jobs))}")
 
 
+def capacity_profile(opts: DemoOptions) -> dict | None:
+    """The CapacityProfile the demo installs, or None for the twin's built-in live default."""
+    from flexq.api.twin import live_default_profile, tutorial_profile
+
+    if opts.capacity == "tutorial":
+        if not opts.simulated:
+            raise ValueError("--capacity tutorial queues DWS for hours: use it with --simulated")
+        return tutorial_profile()
+    if opts.dws_wait is None:
+        return None
+    profile = live_default_profile()
+    profile["spec"]["defaults"]["queueWait"] = {"fixed": f"{max(1, round(opts.dws_wait))}s"}
+    return profile
+
+
 def run_demo(opts: DemoOptions, console: Console | None = None,
              make_twin: Callable[..., Twin] | None = None) -> DemoResult:
     """Run the whole demo; never raises for a failed run (the result says what went wrong)."""
     console = console or Console()
     make = make_twin or Twin
+    profile = capacity_profile(opts)  # refuse bad options before anything starts
     twin = make(clock="virtual", executor="simulated") if opts.simulated else make(clock="real", executor="ray")
-    if opts.capacity == "tutorial":
-        if not opts.simulated:
-            raise ValueError("--capacity tutorial queues DWS for hours: use it with --simulated")
-        from flexq.api.twin import tutorial_profile
-
-        twin.core.project.create(tutorial_profile())  # the project store serves twin.flexq.dev profiles
+    if profile is not None:  # the project store serves twin.flexq.dev profiles; write it on the loop's thread
+        loop = twin.core.loop
+        create = lambda: twin.core.project.create(profile)  # noqa: E731
+        loop.call_sync(create) if isinstance(loop, RealtimeLoop) else create()
     demo = _Demo(twin, opts, console)
     result = DemoResult()
     rows: list[WorkloadRow] = []
@@ -364,6 +380,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "no_live", False):
         opts.live = False
     opts.capacity = getattr(args, "capacity", None) or "fast"
+    opts.dws_wait = getattr(args, "dws_wait", None)
     if opts.capacity == "tutorial" and not opts.simulated:
         Console(stderr=True).print("--capacity tutorial queues DWS for hours of twin time: add --simulated")
         return 2
