@@ -89,3 +89,18 @@ def test_tutorial_capacity_needs_the_virtual_clock() -> None:
     with pytest.raises(ValueError, match="--simulated"):
         run_demo(DemoOptions(simulated=False, capacity="tutorial"), _console()[0],
                  make_twin=lambda **kw: pytest.fail("no twin should be built"))
+
+
+def test_training_lines_pick_what_train_py_and_ray_say() -> None:
+    from flexq.cli.demo import training_lines
+
+    log = "\n".join([
+        "(pid=, ip=10.68.3.4) 5] XLA::TPU program HBM usage: 52.5K / 31.25G",
+        "(RayTrainWorker pid=542, ip=10.68.6.4) Epoch 40: Loss 0.0000 [repeated 3x across cluster]",
+        "(RayTrainWorker pid=542, ip=10.68.6.4) Training Complete! [repeated 3x across cluster]",
+        "2026-03-20 03:59:51,008 SUCC cli.py:65 -- ------------------------------------------",
+        "2026-03-20 03:59:51,008 SUCC cli.py:66 -- Job 'rayjob-tpu-v6e-dws-1-498t6' succeeded",
+    ])
+    lines, title = training_lines(log, 12)
+    assert lines == log.splitlines()[1:3] + log.splitlines()[4:] and title == "training lines, 5 in all"
+    assert training_lines("a\nb\n\nc", 2) == (["b", "c"], "last 2 lines")

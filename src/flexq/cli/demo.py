@@ -68,6 +68,8 @@ class JobOutcome:
 
 @dataclass
 class DemoResult:
+    """What a demo run ended with."""
+
     jobs: list[JobOutcome] = field(default_factory=list)
     elapsed: float = 0.0          # twin seconds from the first request to the end
     error: str = ""
@@ -81,6 +83,8 @@ class DemoResult:
 
 
 class _Demo:
+    """One run of the demo over one twin: the steps, the watching, the report."""
+
     def __init__(self, twin: Twin, opts: DemoOptions, console: Console) -> None:
         self.twin, self.opts, self.console = twin, opts, console
         self.t0 = twin.now()
@@ -295,9 +299,8 @@ class _Demo:
 
     def show_outputs(self, jobs: list[JobOutcome]) -> None:
         for j in jobs:
-            lines = [ln for ln in j.output.splitlines() if ln.strip()]
-            tail = "\n".join(lines[-self.opts.log_lines:]) or "(empty)"
-            self.console.print(Panel(Text(tail), title=f"kubectl logs job/{j.name}  (last {self.opts.log_lines} lines)",
+            lines, title = training_lines(j.output, self.opts.log_lines)
+            self.console.print(Panel(Text("\n".join(lines) or "(empty)"), title=f"kubectl logs job/{j.name}  ({title})",
                                      title_align="left"))
 
     def summary(self, result: DemoResult) -> None:
@@ -319,6 +322,20 @@ class _Demo:
                                   "(expected job 1 on on-demand and job 2 on dws, both Succeeded)"))
         self.console.print(f"twin time {fmt_duration(result.elapsed)}; total cost "
                            f"{fmt_cost(sum(j.cost for j in result.jobs))}")
+
+
+_TRAINING = ("Local Devices", "Starting training", "Epoch ", "Training Complete", "Run Result", "succeeded",
+             "failed", "Error", "[flexq")
+
+
+def training_lines(output: str, limit: int) -> tuple[list[str], str]:
+    """The lines of a job's log that tell how training went (train.py's prints, Ray's verdict), at most
+    ``limit``, else the log's last ``limit`` lines; and a title saying which."""
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    picked = [ln for ln in lines if any(word in ln for word in _TRAINING)]
+    if picked:
+        return picked[-limit:], f"training lines, {len(lines)} in all"
+    return lines[-limit:], f"last {min(limit, len(lines))} lines"
 
 
 def capacity_profile(opts: DemoOptions) -> dict | None:
