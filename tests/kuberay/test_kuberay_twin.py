@@ -185,3 +185,64 @@ def test_worker_replicas_follow_the_raycluster_spec_atomically(cluster: Twin):
     twin.advance(5)
     assert len(twin.list("Pod", "default", label_selector=f"{names.LABEL_CLUSTER}={cname},"
                                                            f"{names.LABEL_NODE_TYPE}=worker")) == 4
+
+
+class FakeRay:
+    """A stand-in for the local Ray executor's ``cluster_status`` (what ``ray status`` prints)."""
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+
+    def cluster_status(self, namespace: str, cluster: str) -> str | None:
+        return self.text
+
+
+BUSY = """Node status
+Active:
+ 1 headgroup
+ 4 tpu-group
+Idle:
+ (no idle nodes)
+Pending:
+ (no pending nodes)
+Pending Demands:
+ {'TPU': 4.0, 'accelerator_type:TPU-V6E': 0.001} * 4 (PACK): 1+ pending placement groups
+"""
+IDLE = """Node status
+Active:
+ 1 headgroup
+Idle:
+ 8 tpu-group
+Pending:
+ (no pending nodes)
+Pending Demands:
+ (no resource demands)
+"""
+
+
+def test_in_tree_autoscaling_grows_to_max_replicas_on_demand_and_shrinks_when_idle(cluster: Twin):
+    from flexq.kuberay.autoscaler import AutoscalerController
+
+    twin = cluster
+    for i in range(4, 8):
+        add_node(twin, tpu_node(f"gke-on-demand-pool-{i}", "on-demand-pool"))
+    fake = FakeRay()
+    twin.runtime.manager.add(AutoscalerController(twin.runtime.ctx, sources=[fake]))
+    spec = rayjob(8)["spec"]["rayClusterSpec"]
+    twin.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                "metadata": {"name": "rc", "namespace": "default"}, "spec": spec})
+    _advance_until(twin, lambda: (twin.get("RayCluster", "rc", "default").get("status") or {}).get("state") == "ready")
+    fake.text = BUSY
+    twin.advance(10)
+    assert twin.get("RayCluster", "rc", "default")["spec"]["workerGroupSpecs"][0]["replicas"] == 2
+    _advance_until(twin, lambda: twin.get("RayCluster", "rc", "default")["status"]["readyWorkerReplicas"] == 8)
+    twin.advance(30)  # still busy: never past maxReplicas
+    assert twin.get("RayCluster", "rc", "default")["spec"]["workerGroupSpecs"][0]["replicas"] == 2
+    fake.text = IDLE
+    twin.advance(40)
+    assert twin.get("RayCluster", "rc", "default")["spec"]["workerGroupSpecs"][0]["replicas"] == 2  # < 60 s idle
+    twin.advance(40)
+    assert twin.get("RayCluster", "rc", "default")["spec"]["workerGroupSpecs"][0]["replicas"] == 1
+    twin.advance(5)
+    assert len(twin.list("Pod", "default", label_selector="ray.io/cluster=rc,ray.io/node-type=worker")) == 4
+    assert any(e["reason"] == "Autoscaled" for e in twin.list("Event", "default"))
