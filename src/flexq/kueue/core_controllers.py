@@ -13,6 +13,8 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
+import copy
+
 from flexq.kueue.resources import from_resource_value
 from flexq.kueue.scheduler import Scheduler
 from flexq.kueue.snapshot import parse_resource_groups
@@ -76,8 +78,20 @@ class RequeuerController(Controller):
         return None
 
 
-def _usage_lists(cq: dict, infos, admitted_only: bool, with_borrowed: bool) -> list[dict]:
-    groups, quotas = parse_resource_groups((cq.get("spec") or {}).get("resourceGroups") or [])
+def _groups(q: dict, cache: dict) -> tuple:
+    """Parsed resource groups of a ClusterQueue, cached per object identity and generation."""
+    md = q["metadata"]
+    key = (md["name"], md.get("uid"), md.get("generation"))
+    got = cache.get(key)
+    if got is None:
+        if len(cache) > 10_000:
+            cache.clear()
+        got = cache[key] = parse_resource_groups((q.get("spec") or {}).get("resourceGroups") or [])
+    return got
+
+
+def _usage_lists(cq: dict, infos, admitted_only: bool, with_borrowed: bool, cache: dict) -> list[dict]:
+    groups, quotas = _groups(cq, cache)
     used: dict[tuple[str, str], int] = {}
     for info in infos:
         if admitted_only and not is_admitted(info.obj):
@@ -92,11 +106,18 @@ def _usage_lists(cq: dict, infos, admitted_only: bool, with_borrowed: bool) -> l
                 total = used.get((f, r), 0)
                 item = {"name": r, "total": from_resource_value(r, total)}
                 if with_borrowed:
-                    item["borrowed"] = from_resource_value(r, max(0, total - quotas.get((f, r)).nominal
-                                                                  if (f, r) in quotas else total))
+                    nominal = quotas[(f, r)].nominal if (f, r) in quotas else 0
+                    item["borrowed"] = from_resource_value(r, max(0, total - nominal))
                 res.append(item)
             out.append({"name": f, "resources": res})
     return out
+
+
+def _write_if_changed(store, cached: dict, status: dict) -> None:
+    """Write ``status`` unless the last seen object already has it."""
+    if cached.get("status") == status:
+        return
+    store.update_status({**cached, "status": status})
 
 
 class ClusterQueueStatusController(Controller):
@@ -109,14 +130,16 @@ class ClusterQueueStatusController(Controller):
         self.state = state
         self.events = state.events
         state.hooks.cq_status = lambda n: self.enqueue(n)
+        self._groups: dict = {}
 
     def watches(self) -> list[Watch]:
         return [Watch("ClusterQueue", lambda ev: [ev.object["metadata"]["name"]])]
 
     def reconcile(self, key: Key) -> Result | None:
-        cq = self.store.try_get("ClusterQueue", key)
-        if cq is None:
+        cached = self.state.cqs.get(key)
+        if cached is None:
             return None
+        cq = {"metadata": cached["metadata"], "status": copy.deepcopy(cached.get("status") or {})}
         now = self.ctx.now()
         infos = [i for i in self.state.reserving.values() if i.cluster_queue == key]
         inactive = self.state.inactive_reason(key)
@@ -128,11 +151,9 @@ class ClusterQueueStatusController(Controller):
         st["pendingWorkloads"] = self.state.queues.pending(key)
         st["reservingWorkloads"] = len(infos)
         st["admittedWorkloads"] = sum(1 for i in infos if is_admitted(i.obj))
-        st["flavorsReservation"] = _usage_lists(cq, infos, False, True)
-        st["flavorsUsage"] = _usage_lists(cq, infos, True, True)
-        old = self.store.get("ClusterQueue", key)
-        if old.get("status") != st:
-            self.store.update_status(cq)
+        st["flavorsReservation"] = _usage_lists(cached, infos, False, True, self._groups)
+        st["flavorsUsage"] = _usage_lists(cached, infos, True, True, self._groups)
+        _write_if_changed(self.store, cached, st)
         return None
 
 
@@ -146,17 +167,19 @@ class LocalQueueStatusController(Controller):
         self.state = state
         self.events = state.events
         state.hooks.lq_status = lambda ns, n: self.enqueue((ns, n))
+        self._groups: dict = {}
 
     def watches(self) -> list[Watch]:
         return [Watch("LocalQueue")]
 
     def reconcile(self, key: Key) -> Result | None:
         ns, name = key
-        lq = self.store.try_get("LocalQueue", name, ns)
-        if lq is None:
+        cached = self.state.local_queues.get(f"{ns}/{name}")
+        if cached is None:
             return None
+        lq = {"metadata": cached["metadata"], "status": copy.deepcopy(cached.get("status") or {})}
         now = self.ctx.now()
-        spec = lq.get("spec") or {}
+        spec = cached.get("spec") or {}
         cq_name = spec.get("clusterQueue", "")
         cq = self.state.cqs.get(cq_name)
         if (spec.get("stopPolicy") or "None") != "None":
@@ -172,9 +195,7 @@ class LocalQueueStatusController(Controller):
         st["reservingWorkloads"] = len(infos)
         st["admittedWorkloads"] = sum(1 for i in infos if is_admitted(i.obj))
         if cq is not None:
-            st["flavorsReservation"] = _usage_lists(cq, infos, False, False)
-            st["flavorsUsage"] = _usage_lists(cq, infos, True, False)
-        old = self.store.get("LocalQueue", name, ns)
-        if old.get("status") != st:
-            self.store.update_status(lq)
+            st["flavorsReservation"] = _usage_lists(cq, infos, False, False, self._groups)
+            st["flavorsUsage"] = _usage_lists(cq, infos, True, False, self._groups)
+        _write_if_changed(self.store, cached, st)
         return None

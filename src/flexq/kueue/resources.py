@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from flexq.api.quantity import from_resource_value, parse_quantity, resource_value
+from flexq.api.quantity import from_resource_value, parse_quantity
+from flexq.api.quantity import resource_value as _resource_value
 
 __all__ = [
     "FlavorResource",
@@ -33,6 +34,20 @@ __all__ = [
 ]
 
 FlavorResource = tuple[str, str]  # (flavor, resource)
+
+
+_VALUES: dict[tuple[str, object], int] = {}
+
+
+def resource_value(name: str, q: object) -> int:
+    """``flexq.api.quantity.resource_value``, memoised (quantities repeat endlessly in a cluster)."""
+    key = (name, q)
+    v = _VALUES.get(key)
+    if v is None:
+        if len(_VALUES) > 100_000:
+            _VALUES.clear()
+        v = _VALUES[key] = _resource_value(name, q)  # type: ignore[arg-type]
+    return v
 
 
 def container_requests(container: Mapping) -> dict[str, Fraction]:
@@ -84,7 +99,13 @@ def pod_requests(spec: Mapping) -> dict[str, Fraction]:
 
 def pod_requests_values(spec: Mapping) -> dict[str, int]:
     """``pod_requests`` as Kueue integers, negative values floored to zero."""
-    return {name: max(0, resource_value(name, q)) for name, q in pod_requests(spec).items()}
+    containers = spec.get("containers") or []
+    if len(containers) == 1 and not spec.get("initContainers") and not spec.get("overhead"):
+        res = containers[0].get("resources") or {}
+        merged = dict(res.get("limits") or {})
+        merged.update(res.get("requests") or {})
+        return {name: max(0, resource_value(name, q)) for name, q in merged.items()}
+    return {name: max(0, _resource_value(name, q)) for name, q in pod_requests(spec).items()}
 
 
 @dataclass

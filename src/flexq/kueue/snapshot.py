@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from flexq.api.quantity import resource_value
-from flexq.kueue.resources import FlavorResource
+from flexq.kueue.resources import FlavorResource, resource_value
 from flexq.kueue.workload import WorkloadInfo
 
 __all__ = [

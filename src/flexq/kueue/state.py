@@ -68,6 +68,7 @@ class KueueState:
         # One recorder for every Kueue controller: Event names carry a per-recorder sequence number,
         # so separate recorders writing at the same (virtual) millisecond would collide.
         self.events = EventRecorder(store, "kueue-admission")
+        self._base: Snapshot | None = None  # quota structure; rebuilt when queues, cohorts or flavors change
         self._sub = None
 
     # -- wiring ------------------------------------------------------------------------------------
@@ -98,6 +99,7 @@ class KueueState:
             self._on_cq(obj, deleted)
         elif kind in ("Cohort", "ResourceFlavor", "AdmissionCheck"):
             table = {"Cohort": self.cohorts, "ResourceFlavor": self.flavors, "AdmissionCheck": self.checks}[kind]
+            self._base = None
             if deleted:
                 table.pop(name, None)
             else:
@@ -122,6 +124,7 @@ class KueueState:
 
     def _on_cq(self, obj: dict, deleted: bool) -> None:
         name = obj["metadata"]["name"]
+        self._base = None if deleted or (self.cqs.get(name) or {}).get("spec") != obj.get("spec") else self._base
         if deleted:
             self.cqs.pop(name, None)
             self.queues.delete_cluster_queue(name)
@@ -234,12 +237,15 @@ class KueueState:
         return None
 
     def snapshot(self) -> Snapshot:
-        """A fresh per-cycle snapshot."""
-        inactive = {n for n in self.cqs if self.inactive_reason(n) is not None}
-        snap = build_snapshot(self.cqs.values(), self.cohorts.values(), self.flavors.values(),
-                              self.reserving.values(), inactive)
+        """A fresh per-cycle snapshot: the cached quota structure plus the usage of reserving workloads."""
+        if self._base is None:
+            self._base = build_snapshot(self.cqs.values(), self.cohorts.values(), self.flavors.values())
+        snap = self._base.clone()
+        snap.inactive = {n for n in self.cqs if self.inactive_reason(n) is not None} | self._base.inactive
         for name, cq in snap.cluster_queues.items():
             cq.generation = self.cq_generation.get(name, 0)
+        for info in self.reserving.values():
+            snap.add_workload(info)
         return snap
 
 

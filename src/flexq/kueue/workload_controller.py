@@ -56,12 +56,23 @@ class WorkloadController(Controller):
         super().__init__(ctx)
         self.state = state
         self.events = state.events
+        self._generations: dict[tuple, object] = {}
 
     def watches(self) -> list[Watch]:
         return [Watch("Workload"), Watch("ClusterQueue", self._of_cq), Watch("LocalQueue", self._of_lq)]
 
+    def _spec_changed(self, ev) -> bool:
+        md = ev.object["metadata"]
+        key = (ev.kind, md.get("namespace", ""), md["name"])
+        gen = md.get("generation")
+        seen = self._generations.get(key)
+        self._generations[key] = gen
+        return ev.type != "MODIFIED" or seen != gen
+
     def _of_cq(self, ev) -> list:
-        """Workloads of a changed ClusterQueue (reserving in it or queued to it)."""
+        """Workloads of a ClusterQueue whose spec changed (reserving in it or queued to it)."""
+        if not self._spec_changed(ev):
+            return []
         name = ev.object["metadata"]["name"]
         out = []
         for k, wl in self.state.workloads.items():
@@ -71,7 +82,9 @@ class WorkloadController(Controller):
         return out
 
     def _of_lq(self, ev) -> list:
-        """Workloads of a changed LocalQueue."""
+        """Workloads of a LocalQueue whose spec changed."""
+        if not self._spec_changed(ev):
+            return []
         md = ev.object["metadata"]
         return [tuple(k.split("/", 1)) for k, wl in self.state.workloads.items()
                 if k.startswith(md.get("namespace", "") + "/") and (wl.get("spec") or {}).get("queueName") == md["name"]]
