@@ -181,6 +181,8 @@ class ProvisioningController(Controller):
         finished, evicted = is_true(wl, "Finished"), is_evicted(wl)
         if not has_quota_reservation(wl) and not finished and not evicted:
             return None
+        if not self._checks(wl) and not (finished or evicted):
+            return None  # no provisioning check on this workload: nothing to create or mirror
         uid = wl["metadata"].get("uid")
         owned = [p for p in self.store.list("ProvisioningRequest", ns)
                  if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])]

@@ -69,6 +69,7 @@ class KueueState:
         # so separate recorders writing at the same (virtual) millisecond would collide.
         self.events = EventRecorder(store, "kueue-admission")
         self._base: Snapshot | None = None  # quota structure; rebuilt when queues, cohorts or flavors change
+        self._inactive: dict[str, tuple[str, str] | None] = {}  # valid while _base is
         self._sub = None
 
     # -- wiring ------------------------------------------------------------------------------------
@@ -208,6 +209,13 @@ class KueueState:
 
     def inactive_reason(self, name: str) -> tuple[str, str] | None:
         """Why a ClusterQueue is inactive ((reason, message)), or None when it can admit."""
+        if self._base is None:
+            self._inactive = {}
+        if name not in self._inactive:
+            self._inactive[name] = self._inactive_reason(name)
+        return self._inactive[name]
+
+    def _inactive_reason(self, name: str) -> tuple[str, str] | None:
         cq = self.cqs.get(name)
         if cq is None:
             return ("NotFound", "ClusterQueue not found")
@@ -239,6 +247,7 @@ class KueueState:
     def snapshot(self) -> Snapshot:
         """A fresh per-cycle snapshot: the cached quota structure plus the usage of reserving workloads."""
         if self._base is None:
+            self._inactive = {}
             self._base = build_snapshot(self.cqs.values(), self.cohorts.values(), self.flavors.values())
         snap = self._base.clone()
         snap.inactive = {n for n in self.cqs if self.inactive_reason(n) is not None} | self._base.inactive
