@@ -50,6 +50,22 @@ def _int64(v: Any) -> Any:
 Int64 = Annotated[int, BeforeValidator(_int64)]
 Json = Any  # an API field the twin stores but does not interpret
 
+def _proto_enum(numbers: dict[int, str]) -> BeforeValidator:
+    """Proto enums arrive as names, or as numbers from clients asking ``enum-encoding=int``
+    (google-cloud-container's REST transport): numbers become names."""
+
+    def convert(v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool) and v in numbers:
+            return numbers[v]
+        return v
+
+    return BeforeValidator(convert)
+
+
+def _seq(*names: str) -> dict[int, str]:
+    return dict(enumerate(names))
+
+
 OperationStatus = Literal["STATUS_UNSPECIFIED", "PENDING", "RUNNING", "DONE", "ABORTING"]
 OperationType = Literal[
     "TYPE_UNSPECIFIED", "CREATE_CLUSTER", "DELETE_CLUSTER", "UPGRADE_MASTER", "UPGRADE_NODES", "REPAIR_CLUSTER",
@@ -66,7 +82,8 @@ ClusterStatus = Literal["STATUS_UNSPECIFIED", "PROVISIONING", "RUNNING", "RECONC
 class NodeTaint(GkeModel):
     key: str | None = None
     value: str | None = None
-    effect: Literal["EFFECT_UNSPECIFIED", "NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] | None = None
+    effect: Annotated[Literal["EFFECT_UNSPECIFIED", "NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] | None,
+                      _proto_enum(_seq("EFFECT_UNSPECIFIED", "NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"))] = None
 
 
 class AcceleratorConfig(GkeModel):
@@ -78,8 +95,11 @@ class AcceleratorConfig(GkeModel):
 
 
 class ReservationAffinity(GkeModel):
-    consume_reservation_type: Literal["UNSPECIFIED", "NO_RESERVATION", "ANY_RESERVATION",
-                                      "SPECIFIC_RESERVATION"] | None = None
+    consume_reservation_type: Annotated[
+        Literal["UNSPECIFIED", "NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION",
+                "ANY_RESERVATION_THEN_FAIL"] | None,
+        _proto_enum(_seq("UNSPECIFIED", "NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION",
+                         "ANY_RESERVATION_THEN_FAIL"))] = None
     key: str | None = None
     values: list[str] | None = None
 
@@ -146,12 +166,13 @@ class NodePoolAutoscaling(GkeModel):
     max_node_count: Int64 | None = None
     total_min_node_count: Int64 | None = None
     total_max_node_count: Int64 | None = None
-    location_policy: Literal["LOCATION_POLICY_UNSPECIFIED", "BALANCED", "ANY"] | None = None
+    location_policy: Annotated[Literal["LOCATION_POLICY_UNSPECIFIED", "BALANCED", "ANY"] | None,
+                               _proto_enum(_seq("LOCATION_POLICY_UNSPECIFIED", "BALANCED", "ANY"))] = None
     autoprovisioned: bool | None = None
 
 
 class PlacementPolicy(GkeModel):
-    type: Literal["TYPE_UNSPECIFIED", "COMPACT"] | None = None
+    type: Annotated[Literal["TYPE_UNSPECIFIED", "COMPACT"] | None, _proto_enum(_seq("TYPE_UNSPECIFIED", "COMPACT"))] = None
     tpu_topology: str | None = None
     policy_name: str | None = None
 
@@ -169,8 +190,10 @@ class NodeManagement(GkeModel):
 class UpgradeSettings(GkeModel):
     max_surge: Int64 | None = None
     max_unavailable: Int64 | None = None
-    strategy: Literal["NODE_POOL_UPDATE_STRATEGY_UNSPECIFIED", "ROLLING", "BLUE_GREEN", "SURGE",
-                      "QUEUED_PROVISIONING", "SHORT_LIVED"] | None = None
+    strategy: Annotated[Literal["NODE_POOL_UPDATE_STRATEGY_UNSPECIFIED", "ROLLING", "BLUE_GREEN", "SURGE",
+                                "QUEUED_PROVISIONING", "SHORT_LIVED"] | None,
+                        _proto_enum({0: "NODE_POOL_UPDATE_STRATEGY_UNSPECIFIED", 2: "BLUE_GREEN", 3: "SURGE",
+                                     5: "SHORT_LIVED"})] = None
     blue_green_settings: Json = None
     rolling_settings: Json = None
 
