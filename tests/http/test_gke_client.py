@@ -53,13 +53,14 @@ def test_cluster_lifecycle_through_the_client(served: Served, gke: container_v1.
     names = [c.name for c in gke.list_clusters(parent=PARENT).clusters]
     assert names == ["tpu-cluster"]
     pool = json.loads((ROOT / "tests/gke/testdata/create-ondemand-pool.json").read_text())["body"]
-    # the client sends enums as numbers ($alt=json;enum-encoding=int); the backend reads names only so far
-    pool["nodePool"]["config"].pop("reservationAffinity", None)
+    # the tutorial's body verbatim: the client sends its enums as numbers ($alt=json;enum-encoding=int)
     op = gke.create_node_pool(request={"parent": f"{PARENT}/clusters/tpu-cluster",
                                        "node_pool": container_v1.NodePool.from_json(json.dumps(pool["nodePool"]))})
     _wait(gke, op)
     got = gke.get_node_pool(name=f"{PARENT}/clusters/tpu-cluster/nodePools/{pool['nodePool']['name']}")
     assert got.config.machine_type == "ct6e-standard-4t" and got.placement_policy.tpu_topology == "4x4"
+    assert got.config.reservation_affinity.consume_reservation_type == \
+        container_v1.ReservationAffinity.Type.NO_RESERVATION
     # the cluster's Kubernetes API is this server: kubectl with the cluster's endpoint and CA works
     kubeconfig = Path(str(served.home)) / "gke-kubeconfig"
     kubeconfig.write_text(json.dumps({
