@@ -70,7 +70,10 @@ class JobController(Controller):
             return [(md.get("namespace", ""), r["name"]) for r in md.get("ownerReferences") or []
                     if r.get("kind") == kind and r.get("controller")]
 
-        return [Watch(kind), Watch("Workload", owner)]
+        watches = [Watch(kind), Watch("Workload", owner)]
+        if kind == "RayJob":  # the autoscaler resizes the RayCluster: elastic jobs follow its replicas
+            watches.append(Watch("RayCluster", owner))
+        return watches
 
     # the steps, in Kueue's order -------------------------------------------------------------------
     def reconcile(self, key: Key) -> Result | None:

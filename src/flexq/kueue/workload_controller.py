@@ -171,6 +171,11 @@ class WorkloadController(Controller):
                     return True, None
             rq = find_condition(wl, "Requeued")
             if rq is not None and rq.get("status") == "False":
+                restarted = self._queue_restarted(wl, rq.get("reason", ""))
+                if restarted:
+                    set_condition(wl, "Requeued", True, restarted[0], restarted[1], now)
+                    self.store.update_status(wl)
+                    return True, None
                 if rq.get("reason") == "Deactivated":
                     set_condition(wl, "Requeued", True, "Reactivated", "The workload was reactivated", now)
                     self.store.update_status(wl)
@@ -198,6 +203,19 @@ class WorkloadController(Controller):
             self.store.update_status(wl)
             return True, None
         return False, None
+
+    def _queue_restarted(self, wl: dict, reason: str) -> tuple[str, str] | None:
+        """``isDisabledRequeuedBy{Local,Cluster}QueueStopped``: the stopped queue runs again."""
+        if reason == "LocalQueueStopped":
+            md = wl["metadata"]
+            lq = self.state.local_queues.get(f"{md.get('namespace', '')}/{(wl.get('spec') or {}).get('queueName', '')}")
+            if lq is not None and ((lq.get("spec") or {}).get("stopPolicy") or "None") == "None":
+                return "LocalQueueRestarted", "The LocalQueue was restarted after being stopped"
+        if reason == "ClusterQueueStopped":
+            cq = self.state.cqs.get(self.state.queues.cluster_queue_for(wl) or "")
+            if cq is not None and ((cq.get("spec") or {}).get("stopPolicy") or "None") == "None":
+                return "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped"
+        return None
 
     @staticmethod
     def _set_backoff_finished(wl: dict, now: float) -> None:
