@@ -175,6 +175,10 @@ class ProvisioningController(Controller):
 
     def reconcile(self, key: Key) -> Result | None:
         ns, name = key
+        seen = self.state.workloads.get(f"{ns}/{name}")
+        if seen is not None and not (seen.get("status") or {}).get("admissionChecks") and not is_evicted(seen) \
+                and not is_true(seen, "Finished"):
+            return None  # cheap exit from the cache: no check of any kind on this workload
         wl = self.store.try_get("Workload", name, ns)
         if wl is None:
             return None
