@@ -5,7 +5,8 @@ Owns:
   cycles make progress (Kueue runs them continuously; a cycle that changes nothing would only repeat).
 - ``RequeuerController`` — Kueue's inadmissible-workload requeuer: capacity or configuration changes
   flush a ClusterQueue (or its whole root cohort tree) after a 1 s batching period.
-- ``ClusterQueueStatusController`` — writes ClusterQueue ``status`` (the ``Active`` condition, pending /
+- ``ClusterQueueStatusController`` — writes ClusterQueue ``status`` (workload churn is batched for 1 s, as
+  Kueue's ``UpdatesBatchPeriod``) (the ``Active`` condition, pending /
   reserving / admitted counters, ``flavorsReservation`` and ``flavorsUsage`` with ``borrowed``).
 - ``LocalQueueStatusController`` — writes LocalQueue ``status`` (``Active``, counters, flavor usage).
 Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http``.
@@ -26,6 +27,7 @@ __all__ = ["ClusterQueueStatusController", "LocalQueueStatusController", "Requeu
            "SchedulerController"]
 
 REQUEUE_BATCH_PERIOD = 1.0  # pkg/cache/queue/inadmissible_workloads.go requeueBatchPeriod
+UPDATES_BATCH_PERIOD = 1.0  # pkg/constants UpdatesBatchPeriod: queue status follows workload churn in batches
 
 
 class SchedulerController(Controller):
@@ -129,7 +131,7 @@ class ClusterQueueStatusController(Controller):
         super().__init__(ctx)
         self.state = state
         self.events = state.events
-        state.hooks.cq_status = lambda n: self.enqueue(n)
+        state.hooks.cq_status = lambda n: self.enqueue_after(n, UPDATES_BATCH_PERIOD)
         self._groups: dict = {}
 
     def watches(self) -> list[Watch]:
@@ -166,7 +168,7 @@ class LocalQueueStatusController(Controller):
         super().__init__(ctx)
         self.state = state
         self.events = state.events
-        state.hooks.lq_status = lambda ns, n: self.enqueue((ns, n))
+        state.hooks.lq_status = lambda ns, n: self.enqueue_after((ns, n), UPDATES_BATCH_PERIOD)
         self._groups: dict = {}
 
     def watches(self) -> list[Watch]:
