@@ -1,7 +1,8 @@
 """The explicit list of what flexq.kube contributes to a twin (style rule 6: one list, no side effects).
 
 ``controllers(ctx)`` returns this package's controllers for one cluster, sharing one ``ClusterCache``
-(created first, so its watch sees every event before the controllers' mappers do): the scheduler, the
+(created first, so its watch sees every event before the controllers' mappers do) and one
+``KubeEvents`` (indexed event recording): the scheduler, the
 kubelet, the batch/v1 Job controller and the registration of hand-made Nodes. ``bootstrap(store)`` seeds nothing (nodes come from GKE node
 pools or from tests). ``executors(settings)`` returns the simulated executor, which accepts every pod
 and so must stay last in ``ctx.executors`` (the assembly puts kuberay's first).
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from flexq.kube.cache import ClusterCache
+from flexq.kube.events import KubeEvents
 from flexq.kube.job import JobController
 from flexq.kube.kubelet import Kubelet
 from flexq.kube.nodes import NodeRegistration
@@ -24,13 +26,11 @@ from flexq.store import Store
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
     cache = ClusterCache(ctx.store)
+    events = KubeEvents(ctx.store)
     ctrls: list[Controller] = [Scheduler(ctx, cache), Kubelet(ctx, cache), JobController(ctx, cache),
                                NodeRegistration(ctx)]
-    for i, c in enumerate(ctrls):
-        # EventRecorder names events <object>.<ms><per-recorder seq>: two recorders writing about one object
-        # in the same millisecond collide and the second event is dropped. Until the foundation makes the
-        # names unique across recorders, give each of ours its own range of sequence numbers.
-        c.events._seq = (i + 1) << 16
+    for c in ctrls:
+        c.events = events.recorder(c.name)
     return ctrls
 
 

@@ -12,8 +12,10 @@ Must not import other domain packages.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
 from flexq.kube.conditions import get_condition, set_condition
@@ -31,6 +33,23 @@ def wants_scheduling(pod: dict) -> bool:
         and (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
 
 
+@dataclass(frozen=True)
+class _Waiting:
+    """An unschedulable pod: its place in the queue, its requests and its scheduling shape."""
+
+    order: tuple
+    requests: dict[str, int]
+    shape: int
+
+
+def _waiting(key: PodKey, pod: dict, requests: dict[str, int], shapes: dict[tuple, int]) -> _Waiting:
+    spec = pod.get("spec") or {}
+    order = (-(spec.get("priority") or 0), pod["metadata"].get("creationTimestamp") or "", key)
+    shape = (tuple(sorted(requests.items())), repr(spec.get("nodeSelector")), repr(spec.get("affinity")),
+             repr(spec.get("tolerations")))
+    return _Waiting(order, requests, shapes.setdefault(shape, len(shapes)))
+
+
 class Scheduler(Controller):
     """One pod per reconcile, as kube-scheduler's scheduleOne."""
 
@@ -39,7 +58,9 @@ class Scheduler(Controller):
     def __init__(self, ctx: Context, cache: ClusterCache) -> None:
         super().__init__(ctx)
         self.cache = cache
-        self.unschedulable: dict[PodKey, tuple[tuple, dict[str, int]]] = {}  # pod -> (queue order, requests)
+        self.unschedulable: dict[PodKey, _Waiting] = {}
+        self._order: list[tuple] = []  # queue orders of unschedulable pods, sorted; may hold stale entries
+        self._shapes: dict[tuple, int] = {}  # scheduling shape -> small id
 
     def watches(self) -> list[Watch]:
         return [Watch("Pod", self._pod_keys), Watch("Node", self._node_keys)]
@@ -67,15 +88,24 @@ class Scheduler(Controller):
         count = self.cache.pod_counts.get(node_name, 0)
         out = []
         alloc = node.allocatable
-        for key in sorted(self.unschedulable, key=lambda k: self.unschedulable[k][0]):
-            requests = self.unschedulable[key][1]
-            if any(v > alloc.get(r, 0) - used[r] for r, v in requests.items()):
-                continue  # quick reject before the full filters
+        failed: set[int] = set()  # pod shapes that did not fit: pods of the same shape will not either
+        if len(self._order) > 2 * len(self.unschedulable) + 16:
+            self._order = sorted(w.order for w in self.unschedulable.values())
+        for order in self._order:
+            key = order[-1]
+            w = self.unschedulable.get(key)
+            if w is None or w.order is not order or w.shape in failed:
+                continue
+            if any(v > alloc.get(r, 0) - used[r] for r, v in w.requests.items()):
+                failed.add(w.shape)  # quick reject before the full filters
+                continue
             pod = self.cache.pods.get(key)
-            if pod is not None and not filter_node(pod, requests, node, used, count).reasons:
+            if pod is not None and not filter_node(pod, w.requests, node, used, count).reasons:
                 out.append(key)
-                used.update(requests)
+                used.update(w.requests)
                 count += 1
+            else:
+                failed.add(w.shape)
         return out
 
     def stop(self) -> None:
@@ -84,23 +114,31 @@ class Scheduler(Controller):
     def reconcile(self, key: PodKey) -> Result | None:
         pod = self.cache.pods.get(key)
         if pod is None or not wants_scheduling(pod):
-            self.unschedulable.pop(key, None)
+            self._forget(key)
             return None
         if (pod.get("spec") or {}).get("schedulingGates"):
-            self.unschedulable.pop(key, None)
+            self._forget(key)
             self._write_condition(pod, "False", "SchedulingGated", GATED_MESSAGE)
             return None
-        decision = schedule(pod, self.cache.nodes.values(), self.cache.used, self.cache.pod_counts)
+        requests = pod_requests(pod)
+        decision = schedule(pod, self.cache.nodes.values(), self.cache.used, self.cache.pod_counts, requests)
         if decision.node is None:
-            order = (-((pod.get("spec") or {}).get("priority") or 0), pod["metadata"].get("creationTimestamp") or "",
-                     key)
-            self.unschedulable[key] = (order, pod_requests(pod))
+            w = _waiting(key, pod, requests, self._shapes)
+            old = self.unschedulable.get(key)
+            self.unschedulable[key] = w
+            if old is not None and old.order == w.order:
+                w = self.unschedulable[key] = _Waiting(old.order, w.requests, w.shape)  # keep its queue entry
+            else:
+                bisect.insort(self._order, w.order)
             if self._write_condition(pod, "False", "Unschedulable", decision.message):
                 self.events.record(pod, "Warning", "FailedScheduling", decision.message)
             return None
-        self.unschedulable.pop(key, None)
+        self._forget(key)
         self._bind(pod, decision.node)
         return None
+
+    def _forget(self, key: PodKey) -> None:
+        self.unschedulable.pop(key, None)  # its entry in _order is skipped, then compacted away
 
     def _bind(self, pod: dict, node: str) -> None:
         obj = clone(pod)

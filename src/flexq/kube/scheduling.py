@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from flexq.api.quantity import resource_value
 
@@ -75,15 +76,22 @@ def node_info(node: dict) -> NodeInfo:
                     slice=(node["metadata"].get("annotations") or {}).get(ANN_SLICE, ""))
 
 
+@lru_cache(maxsize=4096)
+def _value(name: str, q: str | int | float) -> int | None:
+    try:
+        return resource_value(name, q)
+    except ValueError:
+        return None
+
+
 def _container_requests(c: dict) -> dict[str, int]:
     res = c.get("resources") or {}
     merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}  # requests default to limits
     out: dict[str, int] = {}
     for name, q in merged.items():
-        try:
-            out[name] = resource_value(name, q)
-        except ValueError:
-            continue
+        v = _value(name, q) if isinstance(q, (str, int, float)) else None
+        if v is not None:
+            out[name] = v
     return out
 
 
@@ -169,14 +177,13 @@ def matches_node_affinity(pod: dict, node: NodeInfo) -> bool:
 
 def insufficient(requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int], pods_on_node: int) -> list[str]:
     """NodeResourcesFit's reasons: ``Too many pods``, then ``Insufficient <resource>``."""
-    out = []
+    short = [name for name, want in requests.items()
+             if want > 0 and name != "pods" and want > node.allocatable.get(name, 0) - used.get(name, 0)]
+    if len(short) > 1:
+        short.sort(key=lambda n: (_FIRST.index(n) if n in _FIRST else len(_FIRST), n))
+    out = [f"Insufficient {name}" for name in short]
     if pods_on_node + 1 > node.allocatable.get("pods", DEFAULT_MAX_PODS):
-        out.append(MSG_TOO_MANY_PODS)
-    names = [n for n in _FIRST if n in requests] + sorted(n for n in requests if n not in _FIRST and n != "pods")
-    for name in names:
-        want = requests[name]
-        if want > 0 and want > node.allocatable.get(name, 0) - used.get(name, 0):
-            out.append(f"Insufficient {name}")
+        out.insert(0, MSG_TOO_MANY_PODS)
     return out
 
 
@@ -238,9 +245,9 @@ def fit_error_message(total: int, verdicts: Iterable[NodeVerdict]) -> str:
 
 
 def schedule(pod: dict, nodes: Iterable[NodeInfo], used: Mapping[str, Mapping[str, int]],
-             pod_counts: Mapping[str, int]) -> Decision:
+             pod_counts: Mapping[str, int], requests: Mapping[str, int] | None = None) -> Decision:
     """Pick a node for ``pod``: filter every node, score the feasible ones, highest score then name wins."""
-    requests = pod_requests(pod)
+    requests = pod_requests(pod) if requests is None else requests
     verdicts: dict[str, NodeVerdict] = {}
     best: tuple[int, str] | None = None
     empty: dict[str, int] = {}
