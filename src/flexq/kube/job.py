@@ -75,21 +75,23 @@ class JobController(Controller):
         ns, name = key
         job = self.store.try_get("Job", name, ns)
         pods = self.cache.owned_pods(ns, "Job", name)
-        uid = job["metadata"].get("uid") if job else None
-        orphans = [p for p in pods if (controller_owner(p) or {}).get("uid") != uid]
-        self._release(orphans)
         if job is None or job["metadata"].get("deletionTimestamp"):
-            self._release(pods)
+            self._release(pods)  # pods of a deleted job: let them go
             return None
+        uid = job["metadata"].get("uid")
+        mine = [p for p in pods if (controller_owner(p) or {}).get("uid") == uid]
+        if len(mine) != len(pods):
+            self._release([p for p in pods if (controller_owner(p) or {}).get("uid") != uid])  # older namesake's
         if (job.get("spec") or {}).get("managedBy") not in (None, jobs.JOB_CONTROLLER):
             return None
-        pods = [p for p in pods if p not in orphans]
+        pods = mine
         status = clone(job.get("status") or {})
         counted = self._count(job, pods, status)  # step 1
         if jobs.finished_condition(status) is None:
             result = self._sync(job, pods, counted, status)
         else:
             result = None
+            self.last_failure.pop(uid, None)
         self._write_status(job, status)
         self._release(counted)
         return self._ttl(job, status) or result

@@ -1,9 +1,9 @@
 """The explicit list of what flexq.kube contributes to a twin (style rule 6: one list, no side effects).
 
-``controllers(ctx)`` returns this package's controllers for one cluster, sharing one ``ClusterCache``
+``controllers(ctx)`` returns this package's controllers for one cluster — the scheduler, the kubelet,
+the batch/v1 Job controller and the registration of hand-made Nodes — sharing one ``ClusterCache``
 (created first, so its watch sees every event before the controllers' mappers do) and one
-``KubeEvents`` (indexed event recording): the scheduler, the
-kubelet, the batch/v1 Job controller and the registration of hand-made Nodes. ``bootstrap(store)`` seeds nothing (nodes come from GKE node
+``KubeEvents`` (indexed event recording). ``bootstrap(store)`` seeds nothing (nodes come from GKE node
 pools or from tests). ``executors(settings)`` returns the simulated executor, which accepts every pod
 and so must stay last in ``ctx.executors`` (the assembly puts kuberay's first).
 """
