@@ -115,15 +115,20 @@ def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path
             co.create_cluster_custom_object("kueue.x-k8s.io", "v1beta1", plural, doc)
     script = tmp_path / "train.py"
     script.write_text(tutorial.train_script())
-    for i in (1, 2):
+    follow = None
+    for i in (1, 2):  # job 1 runs 120 s: it still holds plan A's quota when job 2 arrives, however slow the CLI
         res = flexq(env, "submit", str(script), "--name", f"rayjob-tpu-v6e-dws-{i}", "--configmap",
                     "jax-train-script", "--pip", "jax[tpu]==0.8.2", "--pip", "pandas==2.3.3",
-                    "--annotation", "twin.flexq.dev/run-seconds=5", "--context", "flexq")
+                    "--annotation", f"twin.flexq.dev/run-seconds={120 if i == 1 else 10}", "--context", "flexq")
         assert res.returncode == 0, res.stdout + res.stderr
         assert f"rayjob.ray.io/rayjob-tpu-v6e-dws-{i} created" in res.stdout
+        if i == 1:  # follow job 1's log from before its pod exists until it ends
+            follow = subprocess.Popen([sys.executable, "-m", "flexq.cli", "logs", "-f", "rayjob-tpu-v6e-dws-1",
+                                       "--context", "flexq", "--pod-running-timeout", "120"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     from flexq.cli.status import workload_rows
 
-    deadline = time.monotonic() + 150
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # poll in-process (each CLI call pays Python's start-up)
         states = [r.state for r in workload_rows(kubeclient.fetch_snapshot(api, "default"), time.time())]
         if states == ["Succeeded", "Succeeded"]:
@@ -132,6 +137,9 @@ def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path
     res = flexq(env, "status", "-o", "json", "--context", "flexq")
     assert res.returncode == 0, res.stderr
     rows = json.loads(res.stdout)
+    assert follow is not None
+    out, err = follow.communicate(timeout=120)
+    assert follow.returncode == 0 and "Succeeded" in out, out + err
     assert [(r["job"], r["plan"]["tpu-group"], r["state"]) for r in rows] == [
         ("RayJob/rayjob-tpu-v6e-dws-1", "on-demand", "Succeeded"),
         ("RayJob/rayjob-tpu-v6e-dws-2", "dws", "Succeeded")], rows

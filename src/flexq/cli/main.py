@@ -20,10 +20,12 @@ from flexq import __version__
 console = Console()
 err_console = Console(stderr=True)
 
-SIMULATE_PLAN = """flexq simulate (planned, a later issue): run the same controllers on a virtual clock over a trace of
-jobs and a capacity profile (stock-outs, DWS wait times, prices) and report waits, cost and utilisation
-per policy (the tutorial's on-demand-then-DWS configuration against capacity-aware fallbacks), with plots.
-Today: `flexq demo --simulated` runs the tutorial's two jobs on the virtual clock."""
+SIMULATE_PLAN = ("flexq simulate is planned for a later issue: it will run the same controllers on a virtual clock "
+                 "over a trace of jobs and a capacity profile (stock-outs, DWS wait times, prices) and report waits, "
+                 "cost and utilisation per policy (the tutorial's on-demand-then-DWS configuration against "
+                 "capacity-aware fallbacks), with plots.\n"
+                 "Today: `flexq demo --simulated` runs the tutorial's two jobs on the virtual clock "
+                 "(`--capacity tutorial` for realistic waits).")
 
 
 # -- commands ---------------------------------------------------------------------------------------------------
@@ -117,15 +119,24 @@ def _cmd_submit(args: argparse.Namespace) -> int:
 
 def _cmd_logs(args: argparse.Namespace) -> int:
     from flexq.cli import kubeclient
+    from flexq.clock import WallClock
 
     job = args.job.split("/", 1)[-1]
+    clock = WallClock()
     try:
         api = kubeclient.connect(args.kubeconfig, args.context)
-        pods = kubeclient.job_pods(api, job, args.namespace)
+        # like kubectl, -f waits up to --pod-running-timeout for a pod that has started
+        deadline = clock.now() + (args.pod_running_timeout if args.follow else 0)
+        while True:
+            pods = kubeclient.job_pods(api, job, args.namespace)
+            started = [p for p in pods if (p.get("status") or {}).get("phase") not in (None, "Pending")]
+            if started or clock.now() >= deadline:
+                break
+            clock.sleep(1.0)
         if not pods:
             err_console.print(f'[red]error:[/] no pods found for job "{job}" in namespace "{args.namespace}"')
             return 1
-        pod = pods[-1]["metadata"]["name"]
+        pod = (started or pods)[-1]["metadata"]["name"]
         for line in kubeclient.stream_logs(api, pod, args.namespace, follow=args.follow, container=args.container):
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
@@ -215,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("job", help="RayJob or Job name (or job/<name>)")
     lg.add_argument("-f", "--follow", action="store_true")
     lg.add_argument("-c", "--container", default=None)
+    lg.add_argument("--pod-running-timeout", type=float, default=20.0, metavar="SECONDS",
+                    help="with -f, how long to wait for the job's pod to start (as kubectl)")
     _kube_flags(lg)
     lg.set_defaults(func=_cmd_logs)
 
