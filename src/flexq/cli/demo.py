@@ -37,6 +37,7 @@ JOBS = ("rayjob-tpu-v6e-dws-1", "rayjob-tpu-v6e-dws-2")
 WORKER_GROUP = "tpu-group"
 PLAN_NAMES = {"on-demand": "plan A (on-demand)", "dws": "plan B (DWS flex-start)"}
 TERMINAL_STATES = ("Succeeded", "Failed", "Deactivated")
+REAL_DWS_WAIT = 60.0  # seconds DWS takes to grant plan B in the real-Ray demo (see `run`)
 RUN_SECONDS = "180"  # the simulated executor's training time per job (DESIGN.md §5 annotation)
 
 
@@ -398,6 +399,10 @@ def run(args: argparse.Namespace) -> int:
         opts.live = False
     opts.capacity = getattr(args, "capacity", None) or "fast"
     opts.dws_wait = getattr(args, "dws_wait", None)
+    if opts.dws_wait is None and not opts.simulated and opts.capacity == "fast":
+        # Real Ray: stagger the two clusters' start-up (ten Ray nodes starting at once on two cores can miss
+        # Ray's 30 s node-registration deadline); job 2 still waits for DWS while job 1 trains.
+        opts.dws_wait = REAL_DWS_WAIT
     if opts.capacity == "tutorial" and not opts.simulated:
         Console(stderr=True).print("--capacity tutorial queues DWS for hours of twin time: add --simulated")
         return 2

@@ -190,8 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cloud capacity profile: fast (nodes in seconds) or tutorial (realistic waits; "
                         "with --simulated)")
     d.add_argument("--dws-wait", type=float, default=None, metavar="SECONDS",
-                   help="how long DWS takes to grant plan B (fast capacity; default 20). A wait longer than "
-                        "job 1's run serialises the two real Ray clusters on a small machine")
+                   help="how long DWS takes to grant plan B (fast capacity; default 60 with real Ray, which "
+                        "staggers the two Ray clusters' start-up, 20 when simulated)")
     d.set_defaults(func=_cmd_demo)
 
     s = sub.add_parser("status", help="one row per Kueue workload: plan, state, wait, why, cost")
