@@ -184,6 +184,8 @@ class _Demo:
     def note_changes(self, rows: list[WorkloadRow], events: list[dict]) -> None:
         for e in events:  # warnings are what a user needs to see at once
             key = (e.get("reason", ""), e.get("message", ""))  # once per distinct warning, not per pod
+            if e.get("reason") == "FailedScheduling":  # expected while the autoscaler adds nodes
+                continue
             if e.get("type") == "Warning" and key not in self.seen_events:
                 self.seen_events.add(key)
                 obj = e.get("involvedObject") or {}
