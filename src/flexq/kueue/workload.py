@@ -46,9 +46,15 @@ DEFAULT_PRIORITY = 0  # pkg/constants DefaultPriority
 MAX_CONDITION_MESSAGE = 32 * 1024  # api.TruncateConditionMessage
 
 
+_TS: list = [None, ""]
+
+
 def ts(now: float) -> str:
-    """RFC 3339 at second precision, as ``metav1.Time`` serialises."""
-    return datetime.fromtimestamp(int(now), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 at second precision, as ``metav1.Time`` serialises (the last value is memoised)."""
+    sec = int(now)
+    if _TS[0] != sec:
+        _TS[0], _TS[1] = sec, datetime.fromtimestamp(sec, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _TS[1]
 
 
 def parse_ts(value: str | None) -> float:
