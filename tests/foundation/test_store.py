@@ -180,3 +180,11 @@ def test_invalid_object_changes_nothing(store: Store) -> None:
 def test_generate_name(store: Store) -> None:
     out = store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "x-"}})
     assert out["metadata"]["name"].startswith("x-") and len(out["metadata"]["name"]) == 7
+
+
+def test_job_gets_a_generated_selector_and_template_labels(store: Store) -> None:
+    j = store.create(job("train"))
+    uid = j["metadata"]["uid"]
+    assert j["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    labels = j["spec"]["template"]["metadata"]["labels"]
+    assert labels["batch.kubernetes.io/job-name"] == "train" and labels["controller-uid"] == uid

@@ -248,6 +248,7 @@ class JobSpec(Loose):
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
     suspend: bool | None = False
     selector: LabelSelector | None = None
+    manual_selector: bool | None = None
     completion_mode: Literal["NonIndexed", "Indexed"] | None = "NonIndexed"
 
     @model_validator(mode="after")
@@ -276,6 +277,19 @@ def suspend_queued_job(new: dict, old: dict | None) -> dict:
     return {**new, "spec": {**(new.get("spec") or {}), "suspend": True}}
 
 
+def generate_job_selector(job: dict) -> None:
+    """What the API server does for a new Job without ``manualSelector``: select its pods by controller uid
+    and label the pod template so (``kubectl logs job/<name>`` finds the job's own pods through this)."""
+    spec = job.setdefault("spec", {})
+    if spec.get("manualSelector"):
+        return
+    uid, name = job["metadata"]["uid"], job["metadata"]["name"]
+    spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    meta = spec.setdefault("template", {}).setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), "batch.kubernetes.io/controller-uid": uid,
+                      "batch.kubernetes.io/job-name": name, "controller-uid": uid, "job-name": name}
+
+
 KINDS = [
     KindInfo("", "Namespace", "namespaces", {"v1": Namespace}, namespaced=False, short_names=("ns",),
              name_rule="label"),
@@ -288,5 +302,6 @@ KINDS = [
     KindInfo("", "Service", "services", {"v1": Service}, short_names=("svc",), categories=("all",),
              name_rule="label"),
     KindInfo("", "Event", "events", {"v1": Event}, short_names=("ev",), status_subresource=False),
-    KindInfo("batch", "Job", "jobs", {"v1": Job}, categories=("all",), mutate=suspend_queued_job),
+    KindInfo("batch", "Job", "jobs", {"v1": Job}, categories=("all",), mutate=suspend_queued_job,
+             prepare_create=generate_job_selector),
 ]

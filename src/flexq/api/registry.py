@@ -52,6 +52,7 @@ class KindInfo:
     from_storage: dict[str, Converter] = field(default_factory=dict)
     validate: Validator | None = None  # semantic checks needing the old object (immutability etc.)
     mutate: Converter2 | None = None  # mutating admission (e.g. Kueue's suspend-on-create webhook)
+    prepare_create: Callable[[dict], None] | None = None  # the API server's own defaulting once uid is known
     printer_columns: list[PrinterColumn] = field(default_factory=list)
     name_rule: str = "subdomain"  # metadata.name: "subdomain" (most kinds) or "label" (Namespace, Service)
     served_by_addon: str = ""  # e.g. "RayOperator": only served when the cluster has that addon

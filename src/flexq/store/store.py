@@ -190,6 +190,8 @@ class Store:
             m["generation"] = 1
             for f in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
                 m.pop(f, None)
+            if info.prepare_create is not None:
+                info.prepare_create(stored)
             if dry_run:
                 m["resourceVersion"] = str(self._rv)
                 return clone(stored)
