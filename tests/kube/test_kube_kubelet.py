@@ -238,3 +238,21 @@ def test_live_twin_runs_a_simulated_pod_on_the_wall_clock() -> None:
         assert live.get("Pod", "quick")["status"]["phase"] == "Succeeded"
     finally:
         live.close()
+
+
+def test_noexecute_taints_evict_pods_that_do_not_tolerate_them(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    twin.apply(pod("plain", restart="Always"))
+    twin.apply(pod("patient", restart="Always", tolerations=[
+        {"key": "maintenance", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}]))
+    twin.apply(pod("stoic", restart="Always", tolerations=[{"key": "maintenance", "operator": "Exists"}]))
+    twin.advance(5)
+    twin.patch("Node", "n1", {"spec": {"taints": [{"key": "maintenance", "value": "true", "effect": "NoExecute",
+                                                   "timeAdded": "2027-01-01T00:00:05Z"}]}})
+    twin.advance(1)
+    assert twin.try_get("Pod", "plain") is None
+    assert events(twin, "plain", "TaintManagerEviction")[0]["message"] == "Marking for deletion Pod default/plain"
+    assert twin.get("Pod", "patient")["status"]["phase"] == "Running"
+    twin.advance(30)
+    assert twin.try_get("Pod", "patient") is None
+    assert twin.get("Pod", "stoic")["status"]["phase"] == "Running"

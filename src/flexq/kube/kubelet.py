@@ -2,29 +2,35 @@
 
 Owns pod ``status`` except the ``PodScheduled`` condition: ``phase`` (Pending -> Running ->
 Succeeded/Failed), the ``Initialized`` / ``ContainersReady`` / ``Ready`` / ``DisruptionTarget``
-conditions, ``containerStatuses`` (waiting ``ContainerCreating`` / ``CrashLoopBackOff``, running,
-terminated with ``exitCode`` and reason ``Completed`` / ``Error``, ``restartCount``, ``lastState``),
-``hostIP``, ``podIP``, ``startTime``, ``qosClass``; the ``Started`` / ``Killing`` / ``FailedMount`` /
-``BackOff`` events. Also the executors' lifecycle: a bound pod starts on the first of ``ctx.executors``
-whose ``accepts(pod)`` is true, with a ``PodLaunch`` carrying its ConfigMap files (a missing ConfigMap
-keeps it in ``ContainerCreating`` until the ConfigMap appears), the node's TPU environment, the pod
-logs and the clock; it is stopped when the pod is deleted, finishes, or its node disappears (the pod
-is then failed with reason ``NodeLost``, as PodGC marks pods of deleted nodes). ``restartPolicy`` is
+conditions, ``containerStatuses`` and ``initContainerStatuses`` (waiting ``ContainerCreating`` /
+``PodInitializing`` / ``CrashLoopBackOff``, running, terminated with ``exitCode`` and reason
+``Completed`` / ``Error``, ``restartCount``, ``lastState``), ``hostIP``, ``podIP``, ``startTime``,
+``qosClass``; the ``Started`` / ``Killing`` / ``FailedMount`` / ``BackOff`` / ``TaintManagerEviction``
+events. Also the executors' lifecycle: a bound pod starts on the first of ``ctx.executors`` whose
+``accepts(pod)`` is true, with a ``PodLaunch`` carrying its ConfigMap files (a missing ConfigMap keeps
+it in ``ContainerCreating`` until the ConfigMap appears), the node's TPU environment, the pod logs and
+the clock; it is stopped when the pod is deleted, finishes, or its node disappears (the pod is then
+failed with reason ``NodeLost``, as PodGC marks pods of deleted nodes). Pods on a node with a
+``NoExecute`` taint they do not tolerate (or only for ``tolerationSeconds``) are evicted as the taint
+manager does: ``DisruptionTarget`` reason ``DeletionByTaintManager``, then deleted. ``restartPolicy`` is
 honoured: ``Never`` ends the pod, ``OnFailure`` / ``Always`` restart the container after a back-off of
 10 s doubling to 300 s. A pod's logs go away with the pod. Must not import other domain packages.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from flexq.clock import format_time
+from flexq.clock import format_time, parse_time
+from flexq.errors import NotFound
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
 from flexq.kube.conditions import qos_class, set_condition
 from flexq.kube.executor import PodExecutor, PodLaunch, PodRunState
 from flexq.kube.podenv import configmap_files, tpu_env
+from flexq.kube.scheduling import tolerates
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import WatchEvent, clone
 
@@ -74,7 +80,14 @@ class Kubelet(Controller):
         return []
 
     def _node_keys(self, ev: WatchEvent) -> Iterable[PodKey]:
-        return self.cache.pods_on(ev.object["metadata"]["name"]) if ev.type == "DELETED" else []
+        name = ev.object["metadata"]["name"]
+        if ev.type == "DELETED":
+            return self.cache.pods_on(name)
+        node = self.cache.nodes.get(name)
+        if ev.rv == self.cache.node_changed[0] and node is not None \
+                and any(t.get("effect") == "NoExecute" for t in node.taints):
+            return self.cache.pods_on(name)
+        return []
 
     def _configmap_keys(self, ev: WatchEvent) -> Iterable[PodKey]:
         m = ev.object["metadata"]
@@ -114,13 +127,57 @@ class Kubelet(Controller):
                 self._stop(key, rec, None)
             self._node_lost(pod, node_name)
             return None
+        evict_in = self._noexecute(pod, node_name)
+        if evict_in is not None:
+            if evict_in <= 0:
+                self._evict(pod, rec)
+                return None
+            if rec is None:
+                return Result(requeue_after=evict_in)
         if rec is None:
             until = self.backoff.get(key)
             if until is not None and self.ctx.now() < until:
                 return Result(requeue_after=until - self.ctx.now())
             return self._start(key, pod, node_name)
         state = rec.executor.poll(key) or PodRunState("Failed", exit_code=137, reason="ContainerStatusUnknown")
-        return self._observe(key, pod, rec, state)
+        result = self._observe(key, pod, rec, state)
+        if evict_in is not None and (result is None or result.requeue_after is None
+                                     or result.requeue_after > evict_in):
+            return Result(requeue_after=evict_in)
+        return result
+
+    # -- taint eviction (the node lifecycle controller's taint manager) ------------------------------
+    def _noexecute(self, pod: dict, node_name: str) -> float | None:
+        """Seconds until the pod must leave its node for a NoExecute taint (<= 0: now), or None."""
+        node = self.cache.nodes[node_name]
+        tols = (pod.get("spec") or {}).get("tolerations") or []
+        due: float | None = None
+        for taint in node.taints:
+            if taint.get("effect") != "NoExecute":
+                continue
+            matching = [t for t in tols if tolerates(t, taint)]
+            if not matching:
+                return 0.0
+            limits = [t["tolerationSeconds"] for t in matching if t.get("tolerationSeconds") is not None]
+            if not limits:
+                continue  # tolerated forever
+            added = parse_time(taint["timeAdded"]) if taint.get("timeAdded") else self.ctx.now()
+            left = added + max(0, min(limits)) - self.ctx.now()
+            due = left if due is None else min(due, left)
+        return due
+
+    def _evict(self, pod: dict, rec: _Running | None) -> None:
+        key = pod_key(pod)
+        if rec is not None:
+            self._stop(key, rec, pod)
+        st = clone(pod.get("status") or {})
+        set_condition(st.setdefault("conditions", []), "DisruptionTarget", "True", "DeletionByTaintManager",
+                      "Taint manager: deleting due to NoExecute taint", self.ctx.now())
+        st["conditions"].sort(key=lambda c: _COND_ORDER.get(c.get("type", ""), 9))
+        self._write(pod, st)
+        self.events.record(pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key[0]}/{key[1]}")
+        with contextlib.suppress(NotFound):
+            self.store.delete("Pod", key[1], key[0])
 
     # -- start / stop ---------------------------------------------------------------------------------
     def _start(self, key: PodKey, pod: dict, node_name: str) -> Result | None:
