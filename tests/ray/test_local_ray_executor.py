@@ -12,7 +12,7 @@ from flexq.kuberay import localproc
 from flexq.kuberay.ray_runner import LocalRayExecutor
 from tests.ray.ray_harness import Slice, leftovers, tutorial_rayjob, wait_for
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 def _ended(s: Slice, pod: dict) -> bool:
@@ -37,7 +37,7 @@ def test_tutorial_train_py_runs_on_an_emulated_v6e_slice(tmp_path):
     s = Slice(ex, tutorial_rayjob(1), "rayjob-tpu-v6e-dws-1-q9z4k")
     try:
         s.start_cluster()
-        wait_for(lambda: _cluster_ready(s), 240, "head and 4 workers ready", detail=s.describe)
+        wait_for(lambda: _cluster_ready(s), 900, "head and 4 workers ready", detail=s.describe)
         c = ex._clusters[("default", "rayjob-tpu-v6e-dws-1-q9z4k")]
         ports = [c.gcs, c.dashboard, c.client]
         assert ex.dashboard_address("default", "rayjob-tpu-v6e-dws-1-q9z4k") == f"127.0.0.1:{c.dashboard}"
@@ -70,7 +70,7 @@ def test_failing_entrypoint_fails_with_its_traceback_and_stop_mid_run_leaves_not
     s = Slice(ex, rj, "rayjob-7-f4il5", entrypoint="python /app/fail.py", files={"fail.py": bad})
     try:
         s.start_cluster()
-        wait_for(lambda: _cluster_ready(s), 240, "cluster ready", detail=s.describe)
+        wait_for(lambda: _cluster_ready(s), 900, "cluster ready", detail=s.describe)
         c = ex._clusters[("default", "rayjob-7-f4il5")]
         ports = [c.gcs, c.dashboard, c.client]
         s.launch(s.submitter, "gke-default-pool-1")

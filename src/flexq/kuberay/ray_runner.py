@@ -52,7 +52,19 @@ from .dashboard import DashboardCache, http_text
 
 _STARTED = "Ray runtime started"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Ray's CLI colours its output even into a pipe
-_START_SLOT = threading.Semaphore(1)  # see LocalRayExecutor._acquire_start_slot
+# Ray's start-up and liveness timeouts assume an idle machine; on a loaded 2-core laptop its Python agents take
+# longer than 30 s to come up and the raylet aborts ("Timed out waiting for file .../dashboard_agent_listen_port").
+# These only make Ray wait longer; the twin has its own deadlines (start_timeout_s, gcs_wait_timeout_s).
+_PATIENT_RAY = {
+    "RAY_agent_register_timeout_ms": "300000",
+    "RAY_raylet_start_wait_time_s": "300",  # the raylet's wait for its agents' port files
+    "RAY_worker_register_timeout_seconds": "300",
+    "RAY_health_check_timeout_ms": "20000",
+    "RAY_health_check_failure_threshold": "15",
+    "RAY_enable_metrics_collection": "0",  # nobody scrapes a twin's Ray metrics; less work per node
+}
+_START_SLOT = threading.Semaphore(1)
+_START_ATTEMPTS = 3  # see LocalRayExecutor._acquire_start_slot
 _MAX_TMP = 40  # Ray puts unix sockets under <temp>/session_<41 chars>/sockets/...: 107 bytes at most
 
 
@@ -103,7 +115,7 @@ class LocalRayExecutor:
         self.object_store_bytes = object_store_bytes
         # Ray Train's controller polls workers every 2 s by default; 0.25 s cuts ~8 s from a short job and
         # changes nothing else (research/ray-local.md §2).
-        self.extra_env = {"RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25", **(extra_env or {})}
+        self.extra_env = {"RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25", **_PATIENT_RAY, **(extra_env or {})}
         self.start_timeout_s = start_timeout_s
         self.gcs_wait_timeout_s = gcs_wait_timeout_s
         self.grace_s = grace_s
@@ -114,6 +126,7 @@ class LocalRayExecutor:
         self._next = 0
         self._ray_root: Path | None = None
         self._dash = DashboardCache(self.dashboard_address)
+        self._shut = False
 
     # ------------------------------------------------------------------------------------- protocol
 
@@ -131,6 +144,8 @@ class LocalRayExecutor:
         kind = labels.get(names.LABEL_NODE_TYPE) if names.is_ray_node_pod(launch.pod) else "submitter"
         with self._lock:
             if key in self._pods and not self._pods[key].done.is_set():
+                return
+            if self._shut:  # the twin is stopping: nothing new may start (it would outlive shutdown)
                 return
             script = ""
             if kind == "submitter":
@@ -176,6 +191,7 @@ class LocalRayExecutor:
         """Stop every pod, wait until their processes are gone, remove all directories this executor made."""
         self._dash.close()
         with self._lock:
+            self._shut = True
             pods = list(self._pods.values())
         for pod in pods:
             pod.stopping.set()
@@ -263,6 +279,7 @@ class LocalRayExecutor:
     def _ray_start_argv(self, pod: _Pod, tmp: Path) -> list[str]:
         spec = commands.parse_ray_start(pod.launch.pod)
         c = pod.cluster
+        localproc.release_ports(pod.ports)  # a retried start gets fresh ports
         node_ports = [localproc.free_port() for _ in range(6)]
         pod.ports = node_ports
         ray = str(Path(self.python).parent / "ray")
@@ -319,26 +336,39 @@ class LocalRayExecutor:
             if pod.stopping.is_set():
                 return self._finish(pod, None)
             tmp = self._node_tmp(pod)
-            tmp.mkdir(parents=True, exist_ok=True)
-            if not self._acquire_start_slot(pod):
-                return self._finish(pod, None)
-            try:
-                with self._lock:
-                    if pod.stopping.is_set():
-                        return self._finish(pod, None)
-                    proc = self._spawn(pod, self._ray_start_argv(pod, tmp), pod.dir)
-                self._set(pod, phase="Running", message="")
-                started = threading.Event()
-                pump = self._pump(pod, proc, started)
-                ok = self._wait_started(pod, proc, started)
-            finally:
-                _START_SLOT.release()
+            for attempt in range(1, _START_ATTEMPTS + 1):
+                tmp.mkdir(parents=True, exist_ok=True)
+                if not self._acquire_start_slot(pod):
+                    return self._finish(pod, None)
+                try:
+                    with self._lock:
+                        if pod.stopping.is_set():
+                            return self._finish(pod, None)
+                        proc = self._spawn(pod, self._ray_start_argv(pod, tmp), pod.dir)
+                    self._set(pod, phase="Running", message="")
+                    started = threading.Event()
+                    pump = self._pump(pod, proc, started)
+                    ok = self._wait_started(pod, proc, started)
+                finally:
+                    _START_SLOT.release()
+                if ok or pod.stopping.is_set() or attempt == _START_ATTEMPTS:
+                    break
+                # Ray's own 30 s start-up limits (hard-coded in 2.60) are missed on an overloaded machine: that
+                # is this host's problem, not the pod's, so try again at once rather than fail the container.
+                proc.wait()
+                pump.join(timeout=5)
+                self._log_ray_failure(pod, tmp)
+                self._log(pod, f"[flexq] ray start failed (attempt {attempt}/{_START_ATTEMPTS}); starting it again")
+                self._kill_owned(pod)
+                shutil.rmtree(tmp, ignore_errors=True)
             if ok and self._wait_healthy(pod, proc):
                 if pod.kind == "head" and pod.cluster.head == pod.marker:
                     pod.cluster.head_ready.set()
                 self._set(pod, ready=True)
             rc = proc.wait()
             pump.join(timeout=5)
+            if rc != 0 and not pod.stopping.is_set():
+                self._log_ray_failure(pod, tmp)
             self._finish(pod, rc)
             self._reap(pod)
         except Exception as exc:  # a crash here must still end the pod, visibly
@@ -357,6 +387,15 @@ class LocalRayExecutor:
                 self._finish(pod, 1, reason="GCSWaitTimeout", message="Ray head not ready in time")
                 return False
         return True
+
+    def _log_ray_failure(self, pod: _Pod, tmp: Path) -> None:
+        """Copy the tail of the node's own Ray logs into the pod log before its temp dir goes."""
+        for name in ("raylet.err", "raylet.out", "gcs_server.err", "dashboard_agent.err"):
+            for f in sorted(tmp.glob(f"session_*/logs/{name}"))[:1]:
+                lines = [ln for ln in f.read_text(errors="replace").splitlines()
+                         if re.search(r"Check failed|\] F |\sE\s|\] E |rror|\*\*\*", ln) and "raylet(+" not in ln]
+                if lines:
+                    self._log(pod, f"[flexq] errors in Ray's {name}:\n" + "\n".join(lines[-10:]))
 
     def _acquire_start_slot(self, pod: _Pod) -> bool:
         """One ``ray start`` at a time in this process: Ray gives a node 30 s (hard-coded) to register with
@@ -474,13 +513,17 @@ class LocalRayExecutor:
         """After the main process ended by itself: kill anything it left behind, then clean up."""
         if pod.stopping.is_set():
             return  # _kill is already doing it
+        self._kill_owned(pod)
+        self._cleanup(pod)
+
+    def _kill_owned(self, pod: _Pod) -> None:
+        """SIGKILL whatever still carries the pod's marker, until nothing does (5 s at most)."""
         for _ in range(50):
             left = localproc.owned_pids(pod.marker)
             if not left:
                 break
             localproc.signal_pids(left, signal.SIGKILL)
             time.sleep(0.1)
-        self._cleanup(pod)
 
     def _cleanup(self, pod: _Pod) -> None:
         """Release the pod's ports and directories, and the cluster's once its last pod is gone."""
