@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from flexq import Twin
-from flexq.errors import Invalid, NotFound
 from flexq.cli.tutorial import queue_yaml, rayjob_yaml
+from flexq.errors import Invalid, NotFound
 
 
 def test_tutorial_queue_config_applies_with_defaults(twin: Twin) -> None:

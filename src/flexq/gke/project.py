@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import random
-import zlib
 from typing import Any
 
 from pydantic import ConfigDict
@@ -30,10 +29,9 @@ from flexq.gke.backend import GkeBackend
 from flexq.gke.capacity import CapacityModel
 from flexq.gke.storage import BILLING, CLUSTER, GROUP, NODE_POOL, OPERATION, StoreStorage
 from flexq.runtime import Context, Controller, Result, Watch
-from flexq.runtime.controller import EventRecorder
 
 __all__ = ["PROJECT_KINDS", "GkeObject", "backend_for", "capacity_for", "OperationsController",
-           "profile_object", "GkeEventRecorder", "use_gke_recorder"]
+           "profile_object"]
 
 
 class GkeObject(TwinModel):
@@ -114,17 +112,3 @@ class OperationsController(Controller):
     def reconcile(self, key: Any) -> Result | None:
         nxt = backend_for(self.ctx).settle(self.ctx.now())
         return Result(requeue_after=max(0.0, nxt - self.ctx.now())) if nxt is not None else None
-
-
-class GkeEventRecorder(EventRecorder):
-    """The runtime's recorder with a per-component sequence offset: event names are ``<object>.<ms><seq>``, and
-    two components recording for the same object in the same millisecond would otherwise collide (the second
-    event is then silently dropped as AlreadyExists)."""
-
-    def __init__(self, store: Any, component: str) -> None:
-        super().__init__(store, component)
-        self._seq = (zlib.crc32(component.encode()) & 0xFFFF) << 16
-
-
-def use_gke_recorder(controller: Controller) -> None:
-    controller.events = GkeEventRecorder(controller.store, controller.name)

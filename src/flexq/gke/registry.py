@@ -17,7 +17,7 @@ from flexq.gke.backend import cluster_settings
 from flexq.gke.billing import BillingController
 from flexq.gke.cache import cache_for
 from flexq.gke.nodes import NodeLifecycle, PoolController
-from flexq.gke.project import PROJECT_KINDS, OperationsController, backend_for, use_gke_recorder
+from flexq.gke.project import PROJECT_KINDS, OperationsController, backend_for
 from flexq.gke.provisioning import ProvisioningRequestController
 from flexq.gke.storage import CLUSTER
 from flexq.runtime import Context, Controller
@@ -31,8 +31,6 @@ def controllers(ctx: Context) -> list[Controller]:
     cache_for(ctx.store)  # subscribe the shared cache before the controllers' own watches
     out: list[Controller] = [PoolController(ctx), NodeLifecycle(ctx), Autoscaler(ctx),
                              ProvisioningRequestController(ctx), BillingController(ctx)]
-    for c in out:
-        use_gke_recorder(c)
     return out
 
 

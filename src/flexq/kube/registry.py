@@ -2,9 +2,8 @@
 
 ``controllers(ctx)`` returns this package's controllers for one cluster — the scheduler, the kubelet,
 the batch/v1 Job controller and the registration of hand-made Nodes — sharing one ``ClusterCache``
-(created first, so its watch sees every event before the controllers' mappers do) and one
-``KubeEvents`` (indexed event recording). ``bootstrap(store)`` seeds nothing (nodes come from GKE node
-pools or from tests). ``executors(settings)`` returns the simulated executor, which accepts every pod
+(created first, so its watch sees every event before the controllers' mappers do). ``bootstrap(store)``
+seeds nothing (nodes come from GKE node pools or from tests). ``executors(settings)`` returns the simulated executor, which accepts every pod
 and so must stay last in ``ctx.executors`` (the assembly puts kuberay's first).
 """
 
@@ -13,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from flexq.kube.cache import ClusterCache
-from flexq.kube.events import KubeEvents
 from flexq.kube.job import JobController
 from flexq.kube.kubelet import Kubelet
 from flexq.kube.nodes import NodeRegistration
@@ -26,11 +24,8 @@ from flexq.store import Store
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
     cache = ClusterCache(ctx.store)
-    events = KubeEvents(ctx.store)
     ctrls: list[Controller] = [Scheduler(ctx, cache), Kubelet(ctx, cache), JobController(ctx, cache),
                                NodeRegistration(ctx)]
-    for c in ctrls:
-        c.events = events.recorder(c.name)
     return ctrls
 
 

@@ -66,31 +66,32 @@ class Result:
 
 
 class EventRecorder:
-    """Writes core/v1 Events like client-go's recorder (same reason+message on an object -> count+1)."""
+    """Writes core/v1 Events like client-go's recorder: the same reason and message from the same component
+    about one object bumps ``count`` and ``lastTimestamp`` of the event already written (found through an
+    index shared by every recorder of the cluster, so recording is O(1)); names never collide because their
+    sequence number is store-wide."""
 
-    def __init__(self, store: Store, component: str) -> None:
+    def __init__(self, store: Store, component: str, index: dict[tuple, str] | None = None) -> None:
         self.store, self.component = store, component
-        self._seq = 0
+        self.index: dict[tuple, str] = index if index is not None else {}
 
     def record(self, obj: dict, type_: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
         ns = meta.get("namespace") or "default"
-        now = format_time(self.store.clock.now())
-        existing = [e for e in self.store.list("Event", ns, field_selector=f"involvedObject.uid={meta.get('uid')}")
-                    if e.get("reason") == reason and e.get("message") == message] if meta.get("uid") else []
+        now_s = self.store.clock.now()
+        now = format_time(now_s)
+        key = (ns, meta.get("uid") or meta["name"], self.component, type_, reason, message)
         try:
-            if existing:
-                ev = existing[-1]
+            name = self.index.get(key)
+            ev = self.store.try_get("Event", name, ns) if name else None
+            if ev is not None:
                 ev["count"] = ev.get("count", 1) + 1
                 ev["lastTimestamp"] = now
                 self.store.update(ev, validate=False)
                 return
-            self._seq += 1
-            seq = self.store.next_seq()  # unique across every recorder of this store
+            name = f"{meta['name']}.{int(now_s * 1000):x}{self.store.next_seq():06x}"
             self.store.create({
-                "apiVersion": "v1", "kind": "Event",
-                "metadata": {"name": f"{meta['name']}.{int(self.store.clock.now() * 1000):x}{seq:06x}",
-                             "namespace": ns},
+                "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": ns},
                 "involvedObject": {"kind": obj.get("kind"), "namespace": meta.get("namespace"),
                                    "name": meta["name"], "uid": meta.get("uid"),
                                    "apiVersion": obj.get("apiVersion"),
@@ -99,6 +100,7 @@ class EventRecorder:
                 "firstTimestamp": now, "lastTimestamp": now,
                 "source": {"component": self.component}, "reportingComponent": self.component,
             }, validate=False)
+            self.index[key] = name
         except (NotFound, AlreadyExists, Conflict):
             pass  # the namespace is going away, or a race: events are best effort, as in Kubernetes
 
@@ -115,6 +117,7 @@ class Context:
     project: Store | None = None  # the twin's project-level store (GKE clusters, node pools, operations)
     executors: list[Any] = field(default_factory=list)  # flexq.kube.executor.PodExecutor implementations
     settings: dict[str, Any] = field(default_factory=dict)  # twin-wide knobs (executor choice, ...)
+    event_index: dict[tuple, str] = field(default_factory=dict)  # shared by this cluster's event recorders
 
     def now(self) -> float:
         return self.loop.now()
@@ -123,7 +126,7 @@ class Context:
         return self.rngs.get(f"{self.cluster}/{name}")
 
     def recorder(self, component: str) -> EventRecorder:
-        return EventRecorder(self.store, component)
+        return EventRecorder(self.store, component, self.event_index)
 
 
 class Controller:
