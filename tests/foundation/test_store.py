@@ -188,3 +188,12 @@ def test_job_gets_a_generated_selector_and_template_labels(store: Store) -> None
     assert j["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
     labels = j["spec"]["template"]["metadata"]["labels"]
     assert labels["batch.kubernetes.io/job-name"] == "train" and labels["controller-uid"] == uid
+
+
+def test_service_gets_a_cluster_ip(store: Store) -> None:
+    svc = store.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "head-svc"},
+                        "spec": {"selector": {"a": "b"}, "ports": [{"port": 8265}]}})
+    assert svc["spec"]["clusterIP"].startswith("34.118.") and svc["spec"]["clusterIPs"] == [svc["spec"]["clusterIP"]]
+    headless = store.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "h"},
+                             "spec": {"clusterIP": "None"}})
+    assert headless["spec"]["clusterIP"] == "None"

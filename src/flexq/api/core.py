@@ -163,7 +163,7 @@ class PodTemplate(ObjectBase):
 class NodeSpec(Loose):
     taints: list[Taint] | None = None
     unschedulable: bool | None = None
-    provider_id: str | None = None
+    provider_id: str | None = Field(default=None, alias="providerID")
 
 
 class Node(ObjectBase):
@@ -205,7 +205,8 @@ class ServiceSpec(Loose):
     selector: dict[str, str] | None = None
     ports: list[ServicePort] | None = None
     type: Literal["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"] | None = "ClusterIP"
-    cluster_ip: str | None = None
+    cluster_ip: str | None = Field(default=None, alias="clusterIP")
+    cluster_ips: list[str] | None = Field(default=None, alias="clusterIPs")
 
 
 class Service(ObjectBase):
@@ -277,6 +278,17 @@ def suspend_queued_job(new: dict, old: dict | None) -> dict:
     return {**new, "spec": {**(new.get("spec") or {}), "suspend": True}}
 
 
+def allocate_cluster_ip(svc: dict) -> None:
+    """The API server's IP allocation for a new ClusterIP Service (a GKE-like services range, from the uid)."""
+    spec = svc.setdefault("spec", {})
+    if spec.get("clusterIP") or spec.get("type") == "ExternalName":
+        spec.setdefault("clusterIPs", [spec["clusterIP"]] if spec.get("clusterIP") else [])
+        return
+    n = int(svc["metadata"]["uid"].replace("-", ""), 16) % (256 * 254)
+    ip = f"34.118.{n // 254}.{n % 254 + 1}"
+    spec["clusterIP"], spec["clusterIPs"] = ip, [ip]
+
+
 def generate_job_selector(job: dict) -> None:
     """What the API server does for a new Job without ``manualSelector``: select its pods by controller uid
     and label the pod template so (``kubectl logs job/<name>`` finds the job's own pods through this)."""
@@ -300,7 +312,7 @@ KINDS = [
     KindInfo("", "PodTemplate", "podtemplates", {"v1": PodTemplate}, status_subresource=False),
     KindInfo("", "ConfigMap", "configmaps", {"v1": ConfigMap}, short_names=("cm",), status_subresource=False),
     KindInfo("", "Service", "services", {"v1": Service}, short_names=("svc",), categories=("all",),
-             name_rule="label"),
+             name_rule="label", prepare_create=allocate_cluster_ip),
     KindInfo("", "Event", "events", {"v1": Event}, short_names=("ev",), status_subresource=False),
     KindInfo("batch", "Job", "jobs", {"v1": Job}, categories=("all",), mutate=suspend_queued_job,
              prepare_create=generate_job_selector),

@@ -121,5 +121,6 @@ def ensure_credentials(home: str | Path, now: float,
         _write_secret(creds.server_key, _key_pem(key))
         creds.server_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     if not creds.token_file.exists():
-        _write_secret(creds.token_file, (secrets.token_urlsafe(32) + "\n").encode())
+        # no trailing newline: the kubernetes Python client sends a tokenFile verbatim as a header
+        _write_secret(creds.token_file, secrets.token_urlsafe(32).encode())
     return creds
