@@ -104,6 +104,7 @@ class Scheduler:
         self.cycle_no = 0
         self.admitted = 0
         self._issued = 0
+        self._preempted_infos: dict[str, WorkloadInfo] = {}
 
     # 0. one cycle ---------------------------------------------------------------------------------
     def cycle(self, now: float) -> bool:
@@ -124,6 +125,7 @@ class Scheduler:
         preempted: set[str] = set()
         progress = False
         self._issued = 0  # evictions written this cycle (already-evicted targets do not count)
+        self._preempted_infos: dict[str, WorkloadInfo] = {}
         for e in entries:
             self.process(e, snap, preempted, now)
         # 6. Requeue the heads that were not admitted.
@@ -217,16 +219,20 @@ class Scheduler:
             e.msg = "Workload has overlapping preemption targets with another workload"
             return
         usage = a.total_requests_for(e.info) if not has_quota_reservation(e.info.obj) else {}
-        for t in e.targets:
-            snap.remove_workload(t.info)
+        # fits once this entry's targets and every workload preempted earlier in the cycle are gone
+        gone = {t.info.key: t.info for t in e.targets}
+        gone.update({k: i for k, i in self._preempted_infos.items() if k not in gone})
+        for info in gone.values():
+            snap.remove_workload(info)
         fits = cq.fits(usage)
-        for t in e.targets:
-            snap.add_workload(t.info)
+        for info in gone.values():
+            snap.add_workload(info)
         if not fits:
             e.status, e.reason = "skipped", "WaitingForQuota"
             e.msg = "Workload no longer fits after processing another workload"
             return
         preempted.update(t.info.key for t in e.targets)
+        self._preempted_infos.update({t.info.key: t.info for t in e.targets})
         cq.add_usage(usage)
         if mode == Mode.PREEMPT:
             e.reason = "WaitingForPreemptedWorkloads"
