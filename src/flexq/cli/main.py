@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -17,7 +18,9 @@ from rich.console import Console
 
 from flexq import __version__
 
-console = Console()
+# Piped or captured output (CI logs, `flexq status | less`) gets a wide page instead of rich's 80 columns,
+# so tables stay one line per row; COLUMNS still wins when set.
+console = Console() if Console().is_terminal or os.environ.get("COLUMNS") else Console(width=200)
 err_console = Console(stderr=True)
 
 SIMULATE_PLAN = ("flexq simulate is planned for a later issue: it will run the same controllers on a virtual clock "
