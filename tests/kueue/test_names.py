@@ -28,5 +28,6 @@ def test_provisioning_request_and_template_names() -> None:
     # pkg/controller/admissionchecks/provisioning/provisioning.go ProvisioningRequestName, podTemplatesPrefix "ppt"
     assert request_name("rayjob-x-abcde", "dws-prov", 3) == "rayjob-x-abcde-dws-prov-3"
     assert template_name("rayjob-x-abcde-dws-prov-3", "tpu-group") == "ppt-rayjob-x-abcde-dws-prov-3-tpu-group"
-    long = request_name("w" * 250, "check", 1)
-    assert len(long) == 253 and long[:247] == ("w" * 250 + "-check-1")[:247] and long[247] == "-"
+    assert request_name("w" * 230, "check", 1) == "w" * 230 + "-check-1"  # 238 characters: kept
+    long = request_name("w" * 240, "check", 1)  # 248 characters: cut to 247 + "-" + 5 hex
+    assert len(long) == 253 and long[:247] == ("w" * 240 + "-check-1")[:247] and long[247] == "-"

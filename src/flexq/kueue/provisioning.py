@@ -53,8 +53,8 @@ NOT_NEEDED = "the provisioning request is not needed"
 
 
 def limit_name(full: str) -> str:
-    """``limitObjectName``: names over 253 characters are cut and suffixed with a sha1 hash."""
-    if len(full) <= 253:
+    """``limitObjectName``: names over 247 characters are cut to 247 and suffixed ``-<5 hex of sha1>``."""
+    if len(full) <= 247:
         return full
     h = hashlib.sha1(full.encode()).hexdigest()[:5]
     return f"{full[:247]}-{h}"
