@@ -92,24 +92,31 @@ def test_two_rayjobs_side_by_side_plan_a_and_plan_b(tmp_path):
         twin.close()
 
 
-def test_suspend_stops_ray_within_seconds_and_resume_restarts_cleanly(tmp_path):
+def _set_active(twin, active: bool) -> None:
+    wl = twin.list("Workload", "default")[0]
+    twin.patch("Workload", wl["metadata"]["name"], {"spec": {"active": active}}, "default")
+
+
+def test_kueue_eviction_stops_ray_within_seconds_and_resume_restarts_cleanly(tmp_path):
     twin = tutorial_live_twin(tmp_path)
     ex = ray_executor(twin)
     name = "rayjob-tpu-v6e-dws-1"
     try:
-        twin.apply(rayjob(1, entrypoint="python -c 'import time; print(\"long run\", flush=True); time.sleep(600)'"))
-        wait_until(lambda: status(twin, name).get("jobStatus") == "RUNNING", 600, "the job to run",
+        twin.apply(rayjob(1, entrypoint="python -c 'import time; print(\"long run\", flush=True); time.sleep(900)'"))
+        wait_until(lambda: status(twin, name).get("jobStatus") == "RUNNING", 1200, "the job to run",
                    detail=lambda: describe(twin))
         first = status(twin, name)["rayClusterName"]
         assert localproc.owned_pids(ex._token + ":")
-        # Kueue's eviction is spec.suspend=true on the RayJob.
+        # Kueue evicts (here: the workload deactivated) by setting the RayJob's spec.suspend=true.
         t0 = time.monotonic()
-        twin.patch("RayJob", name, {"spec": {"suspend": True}}, "default")
-        wait_until(lambda: not localproc.owned_pids(ex._token + ":"), 30, "Ray processes to stop", step=0.2)
-        print(f"\nsuspend -> every Ray process gone in {time.monotonic() - t0:.1f} s")
-        wait_until(lambda: status(twin, name).get("jobDeploymentStatus") == "Suspended", 30, "Suspended")
-        twin.patch("RayJob", name, {"spec": {"suspend": False}}, "default")
-        wait_until(lambda: status(twin, name).get("jobStatus") == "RUNNING", 600, "the job to run again",
+        _set_active(twin, False)
+        wait_until(lambda: not localproc.owned_pids(ex._token + ":"), 60, "Ray processes to stop", step=0.2,
+                   detail=lambda: describe(twin))
+        print(f"\neviction -> every Ray process gone in {time.monotonic() - t0:.1f} s")
+        wait_until(lambda: status(twin, name).get("jobDeploymentStatus") == "Suspended", 60, "Suspended")
+        assert twin.get("RayJob", name, "default")["spec"]["suspend"] is True
+        _set_active(twin, True)
+        wait_until(lambda: status(twin, name).get("jobStatus") == "RUNNING", 1200, "the job to run again",
                    detail=lambda: describe(twin))
         assert status(twin, name)["rayClusterName"] != first
         twin.delete("RayJob", name, "default")
@@ -123,20 +130,27 @@ def test_failing_entrypoint_and_unsatisfiable_job(tmp_path):
     ex = ray_executor(twin)
     try:
         twin.apply({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": "jax-train-script", "namespace": "default"},
+                    "metadata": {"name": "bad-train-script", "namespace": "default"},
                     "data": {"train.py": "import ray\nray.init()\nraise ValueError('bad learning rate: -1')\n"}})
-        twin.apply(rayjob(1))
-        # A job whose Ray side can never be satisfied (TPU:64 for the entrypoint) is ended by its deadline.
-        never = rayjob(2, activeDeadlineSeconds=150, entrypointResources='{"TPU": 64}')
+        bad = rayjob(1)
+        cs = bad["spec"]["rayClusterSpec"]
+        for tmpl in [cs["headGroupSpec"]["template"], cs["workerGroupSpecs"][0]["template"]]:
+            tmpl["spec"]["volumes"][0]["configMap"]["name"] = "bad-train-script"
+        twin.apply(bad)
+        # A job that can never be satisfied (a 8x8 slice no pool has: its workers stay Pending) ends at its deadline.
+        never = rayjob(2, activeDeadlineSeconds=120)
+        never["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"][
+            "cloud.google.com/gke-tpu-topology"] = "8x8"
         twin.apply(never)
-        wait_until(lambda: _ended(twin, "rayjob-tpu-v6e-dws-1") and _ended(twin, "rayjob-tpu-v6e-dws-2"), 900,
+        wait_until(lambda: _ended(twin, "rayjob-tpu-v6e-dws-1") and _ended(twin, "rayjob-tpu-v6e-dws-2"), 1800,
                    "both jobs to end", detail=lambda: describe(twin))
-        st = status(twin, "rayjob-tpu-v6e-dws-1")
-        assert (st["jobDeploymentStatus"], st["jobStatus"], st["reason"]) == ("Failed", "FAILED", "AppFailed")
-        log = twin.logs("job/rayjob-tpu-v6e-dws-1")
-        assert "Traceback (most recent call last)" in log and "ValueError: bad learning rate: -1" in log
         st2 = status(twin, "rayjob-tpu-v6e-dws-2")
         assert (st2["jobDeploymentStatus"], st2["reason"]) == ("Failed", "DeadlineExceeded")
+        st = status(twin, "rayjob-tpu-v6e-dws-1")
+        log = twin.logs("job/rayjob-tpu-v6e-dws-1")
+        assert (st["jobDeploymentStatus"], st["jobStatus"], st["reason"]) == ("Failed", "FAILED", "AppFailed"), log
+        assert "Traceback (most recent call last)" in log and "ValueError: bad learning rate: -1" in log
+        assert "Job 'rayjob-tpu-v6e-dws-1-" in log and "' failed" in log
         wait_until(lambda: not twin.list("RayCluster", "default"), 60, "clusters deleted")
         _no_leftovers(ex, tmp_path)
     finally:
