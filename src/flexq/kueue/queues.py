@@ -60,6 +60,7 @@ class PendingQueue:
     pop_cycle: int = 0
     flush_cycle: int = -1
     sticky: str | None = None
+    bulk_moved: dict[str, str] = field(default_factory=dict)  # SchedulingEquivalenceHashing: hash -> reason
     _seq: int = 0
 
     def update(self, cq: dict) -> None:
@@ -102,6 +103,9 @@ class PendingQueue:
         if info.key not in self.items and not backoff_expired(info, now):
             self.inadmissible[info.key] = info
             return
+        if self.strategy == "BestEffortFIFO" and info.key not in self.items and info.scheduling_hash in self.bulk_moved:
+            self.inadmissible[info.key] = info  # an equivalent workload just failed: skip the evaluation
+            return
         self._push(info)
 
     def delete(self, key: str) -> None:
@@ -137,11 +141,19 @@ class PendingQueue:
         if info.key in self.inadmissible or info.key in self.items:
             return False
         self.inadmissible[info.key] = info
+        if self.strategy == "BestEffortFIFO" and reason in ("NoFit", "PreemptionNoCandidates"):
+            # SchedulingEquivalenceHashing (default on since v0.18): equivalent heap workloads would get
+            # the same answer, so they are bulk-moved to inadmissible until the next flush.
+            h = info.scheduling_hash
+            self.bulk_moved[h] = reason
+            for k in [k for k, i in self.items.items() if i.scheduling_hash == h]:
+                self.inadmissible[k] = self.items.pop(k)
         return True
 
     def flush(self, now: float, namespace_labels: Callable[[str], dict | None]) -> int:
         """``queueInadmissibleWorkloads``: move eligible inadmissible workloads back to the heap."""
         self.flush_cycle = self.pop_cycle
+        self.bulk_moved.clear()
         moved = 0
         for k in sorted(self.inadmissible):
             info = self.inadmissible[k]
