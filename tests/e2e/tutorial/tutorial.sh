@@ -1,0 +1,65 @@
+# The tutorial "Optimize AI training on TPUs with DWS and Kueue", its commands exactly as published
+# (../shared/seed), against a twin started with `flexq up`. Only the first line is flexq's.
+set -euo pipefail
+eval "$(flexq env)"
+
+export PROJECT_ID=$(gcloud config get project)
+export PROJECT_NUMBER=$(gcloud projects describe ${PROJECT_ID} --format="value(projectNumber)")
+export ZONE="us-east5-b"
+export REGION="us-east5"
+export CLUSTER_NAME="tpu-cluster"
+export GKE_VERSION="1.34"
+export ONDEMAND_NODEPOOL="on-demand-pool"
+export DWS_NODEPOOL="dws-pool"
+
+gcloud container clusters create ${CLUSTER_NAME} \
+  --cluster-version=${GKE_VERSION} \
+  --machine-type=n2-standard-16 \
+  --location=${ZONE} \
+  --enable-image-streaming \
+  --addons=RayOperator \
+  --project=${PROJECT_ID}
+
+gcloud container clusters get-credentials ${CLUSTER_NAME} \
+  --location=${ZONE} \
+  --project=${PROJECT_ID}
+
+gcloud container node-pools create ${ONDEMAND_NODEPOOL} \
+  --cluster=${CLUSTER_NAME} \
+  --location=${ZONE} \
+  --machine-type=ct6e-standard-4t \
+  --tpu-topology=4x4 \
+  --reservation-affinity=none \
+  --enable-autoscaling \
+  --num-nodes=0 \
+  --min-nodes=0 \
+  --max-nodes=4
+
+gcloud container node-pools create ${DWS_NODEPOOL} \
+  --cluster=${CLUSTER_NAME} \
+  --location=${ZONE} \
+  --machine-type=ct6e-standard-4t \
+  --tpu-topology=4x4 \
+  --reservation-affinity=none \
+  --enable-autoscaling \
+  --enable-queued-provisioning \
+  --flex-start \
+  --num-nodes=0 \
+  --min-nodes=0 \
+  --max-nodes=4
+
+gcloud container node-pools describe ${DWS_NODEPOOL} \
+  --cluster=${CLUSTER_NAME} \
+  --location=${ZONE} \
+  --format="get(config.flexStart)"
+
+envsubst < dws-tpu-queue.yaml | kubectl apply -f -
+
+kubectl create configmap jax-train-script --from-file=train.py
+
+for i in 1 2; do
+  export JOB_ID=$i
+  envsubst < rayjob-tpu-v6e-dws.yaml | kubectl apply -f -
+  echo "Submitted Job $i"
+  sleep 2
+done
