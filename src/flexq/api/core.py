@@ -258,10 +258,11 @@ class JobSpec(Loose):
             raise field_error("template.spec.restartPolicy",
                               f'Unsupported value: "{self.template.spec.restart_policy}": supported values: '
                               '"OnFailure", "Never"', "FieldValueNotSupported")
+        # as the API server: both unset -> both 1; parallelism alone leaves completions unset (work queue)
+        if self.parallelism is None and self.completions is None and self.completion_mode != "Indexed":
+            self.completions = 1
         if self.parallelism is None:
             self.parallelism = 1
-        if self.completions is None and self.completion_mode != "Indexed":
-            self.completions = 1
         return self
 
 
