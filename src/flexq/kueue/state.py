@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from flexq.clock import format_time
-from flexq.errors import AlreadyExists, Conflict, NotFound
 from flexq.kueue.config import CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
 from flexq.kueue.queues import QueueManager
 from flexq.kueue.snapshot import Snapshot, build_snapshot
@@ -37,44 +35,6 @@ __all__ = ["Hooks", "KueueState", "PROVISIONING_CONTROLLER"]
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 KINDS = ["Workload", "ClusterQueue", "Cohort", "ResourceFlavor", "AdmissionCheck", "LocalQueue", "Namespace",
          "ConfigMap"]
-
-
-class _Recorder(EventRecorder):
-    """The runtime's recorder with an index of the events it wrote, so that repeating an event (same
-    object, reason and message: count + 1, as client-go aggregates) needs no list of the namespace."""
-
-    def __init__(self, store: Store, component: str) -> None:
-        super().__init__(store, component)
-        self._names: dict[tuple, str] = {}
-
-    def record(self, obj: dict, type_: str, reason: str, message: str) -> None:
-        meta = obj["metadata"]
-        ns = meta.get("namespace") or "default"
-        now = format_time(self.store.clock.now())
-        key = (meta.get("uid"), reason, message)
-        try:
-            name = self._names.get(key)
-            ev = self.store.try_get("Event", name, ns) if name else None
-            if ev is not None:
-                ev["count"] = ev.get("count", 1) + 1
-                ev["lastTimestamp"] = now
-                self.store.update(ev, validate=False)
-                return
-            name = f"{meta['name']}.{int(self.store.clock.now() * 1000):x}{self.store.next_seq():06x}"
-            self.store.create({
-                "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": ns},
-                "involvedObject": {"kind": obj.get("kind"), "namespace": meta.get("namespace"), "name": meta["name"],
-                                   "uid": meta.get("uid"), "apiVersion": obj.get("apiVersion"),
-                                   "resourceVersion": meta.get("resourceVersion")},
-                "reason": reason, "message": message, "type": type_, "count": 1,
-                "firstTimestamp": now, "lastTimestamp": now,
-                "source": {"component": self.component}, "reportingComponent": self.component,
-            }, validate=False)
-            if len(self._names) > 50_000:
-                self._names.clear()
-            self._names[key] = name
-        except (NotFound, AlreadyExists, Conflict):
-            pass  # the namespace is going away, or a race: events are best effort, as in Kubernetes
 
 
 @dataclass
@@ -107,7 +67,7 @@ class KueueState:
         self.cq_generation: dict[str, int] = {}
         # One recorder for every Kueue controller: Event names carry a per-recorder sequence number,
         # so separate recorders writing at the same (virtual) millisecond would collide.
-        self.events = _Recorder(store, "kueue-admission")
+        self.events = EventRecorder(store, "kueue-admission")  # indexed: O(1) per event
         self._base: Snapshot | None = None  # quota structure; rebuilt when queues, cohorts or flavors change
         self._inactive: dict[str, tuple[str, str] | None] = {}  # valid while _base is
         self._sub = None
