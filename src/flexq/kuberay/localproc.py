@@ -43,8 +43,13 @@ def release_ports(ports: list[int]) -> None:
 
 
 def port_is_free(port: int) -> bool:
-    """True when nothing listens on ``port`` (binding it on all interfaces succeeds)."""
+    """True when nothing listens on ``port`` (binding it on all interfaces succeeds).
+
+    ``SO_REUSEADDR`` as every server sets it: connections left in TIME_WAIT by a listener that has exited do not
+    count (the kernel still refuses the bind while any socket listens on the port).
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("", port))
         except OSError:
