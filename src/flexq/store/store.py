@@ -35,13 +35,64 @@ Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kind
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # as apimachinery's utilrand
 
 
+_ATOMS = frozenset((str, int, float, bool, type(None)))
+
+
 def clone(obj: Any) -> Any:
-    """Fast deep copy of JSON-shaped data."""
+    """Fast deep copy of JSON-shaped data (dicts and lists are copied, everything else is shared)."""
+    t = type(obj)
+    if t is dict:
+        return _clone_dict(obj)
+    if t is list:
+        return _clone_list(obj)
     if isinstance(obj, dict):
         return {k: clone(v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [clone(v) for v in obj]
     return obj
+
+
+def status_copy(obj: dict) -> dict:
+    """A copy of a read-only stored object to prepare a status write from: ``status`` is copied deeply,
+    the object, its ``metadata`` and its ``spec`` one level deep (their own keys may be set or removed);
+    anything deeper in ``metadata`` and ``spec`` is shared with the store and must not be changed."""
+    out = dict(obj)
+    for part in ("metadata", "spec"):
+        if type(obj.get(part)) is dict:
+            out[part] = dict(obj[part])
+    if "status" in obj:
+        out["status"] = clone(obj["status"])
+    return out
+
+
+def _clone_dict(d: dict) -> dict:
+    # exact types tested inline: the store copies on every read and write, so this is a hot path
+    out = {}
+    for k, v in d.items():
+        t = type(v)
+        if t is dict:
+            v = _clone_dict(v)
+        elif t is list:
+            v = _clone_list(v)
+        elif t not in _ATOMS:
+            v = clone(v)
+        out[k] = v
+    return out
+
+
+def _clone_list(items: list) -> list:
+    out = []
+    append = out.append
+    for v in items:
+        t = type(v)
+        if t is dict:
+            v = _clone_dict(v)
+        elif t is list:
+            v = _clone_list(v)
+        elif t not in _ATOMS:
+            v = clone(v)
+        append(v)
+    return out
 
 
 @dataclass(frozen=True)
@@ -72,8 +123,13 @@ class Store:
     HISTORY = 20_000  # watch events kept for resuming
 
     def __init__(self, registry: Registry, clock: Clock, *, name: str = "default", journal: Journal | None = None,
-                 rng: Random | None = None, namespaces: Iterable[str] = ()) -> None:
+                 rng: Random | None = None, namespaces: Iterable[str] = (), check_readonly: bool = False) -> None:
+        """``check_readonly`` (for tests): keep a private copy of every stored version and fail loudly when
+        one was changed in place (by a watcher or a ``peek`` caller) before it is replaced or at
+        ``verify_readonly``."""
         self.registry, self.clock, self.name, self.journal = registry, clock, name, journal
+        self.check_readonly = check_readonly
+        self._pristine: dict[tuple[str, Key], dict] = {}
         self.rng = rng or Random(0)
         self._lock = threading.RLock()
         self._objs: dict[str, dict[Key, dict]] = {}
@@ -130,6 +186,12 @@ class Store:
         except NotFound:
             return None
 
+    def peek(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        """The stored object itself (no copy), or None: read-only, like the objects of a client-go
+        informer cache, and like ``WatchEvent.object``. To change it, ``clone`` it (or take ``get``'s copy)."""
+        info = self.info(kind)
+        return self._objs.get(info.key, {}).get(self._key(info, namespace, name))
+
     def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None,
              field_selector: str | None = None) -> list[dict]:
         """Copies of matching objects, ordered by namespace then name (as etcd returns them)."""
@@ -151,8 +213,10 @@ class Store:
 
     # -- writing ------------------------------------------------------------------------------------
     def create(self, obj: dict, *, validate: bool = True, keep_status: bool = False,
-               unknown_fields: str = "Strict", namespace: str | None = None, dry_run: bool = False) -> dict:
-        """Admit and store a new object. Returns the stored copy."""
+               unknown_fields: str = "Strict", namespace: str | None = None, dry_run: bool = False,
+               copy_result: bool = True) -> dict:
+        """Admit and store a new object. Returns a copy of it (with ``copy_result=False``, the stored
+        object itself, read-only as ``peek``)."""
         info = scheme.resolve_object(self.registry, obj)
         self.info(info.key)
         meta = obj.get("metadata") or {}
@@ -196,7 +260,7 @@ class Store:
                 m["resourceVersion"] = str(self._rv)
                 return clone(stored)
             self._commit([("ADDED", info, key, stored)])
-            return clone(stored)
+            return clone(stored) if copy_result else stored
 
     def _normalize(self, info: KindInfo, data: dict) -> dict:
         data["apiVersion"] = info.storage_api_version
@@ -224,8 +288,9 @@ class Store:
         return key, cur
 
     def update(self, obj: dict, *, validate: bool = True, unknown_fields: str = "Strict",
-               namespace: str | None = None, dry_run: bool = False) -> dict:
-        """Replace spec/metadata (status is kept for kinds with a status subresource)."""
+               namespace: str | None = None, dry_run: bool = False, copy_result: bool = True) -> dict:
+        """Replace spec/metadata (status is kept for kinds with a status subresource). Returns a copy of
+        the stored version (with ``copy_result=False``, the stored version itself, read-only)."""
         info = scheme.resolve_object(self.registry, obj)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
@@ -259,25 +324,31 @@ class Store:
                 self._commit(self._deletion_ops(info, key, stored))
                 return clone(stored)
             self._commit([("MODIFIED", info, key, stored)])
-            return clone(stored)
+            return clone(stored) if copy_result else stored
 
-    def update_status(self, obj: dict, *, validate: bool = False, namespace: str | None = None) -> dict:
-        """Write only ``status`` (the /status subresource)."""
+    def update_status(self, obj: dict, *, validate: bool = False, namespace: str | None = None,
+                      copy_result: bool = True) -> dict:
+        """Write only ``status`` (the /status subresource). Returns a copy of the stored version, or with
+        ``copy_result=False`` the stored version itself (read-only, as ``peek``)."""
         info = scheme.resolve_object(self.registry, obj)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
-            stored = clone(cur)
-            if obj.get("status") is None:
+            status = obj.get("status")
+            if status == cur.get("status"):  # a no-op write (None and absent alike, as _same)
+                return clone(cur) if copy_result else cur
+            # the new version shares everything but status and metadata with the current one: stored
+            # versions are never changed in place (readers get copies, or the object read-only)
+            stored = dict(cur)
+            stored["metadata"] = dict(cur["metadata"])
+            if status is None:
                 stored.pop("status", None)
             else:
-                stored["status"] = clone(obj["status"])
+                stored["status"] = clone(status)
             if validate:
                 candidate = clone(stored)
                 scheme.admit(info, candidate, cur)
-            if _same(cur, stored):
-                return clone(cur)
             self._commit([("MODIFIED", info, key, stored)])
-            return clone(stored)
+            return clone(stored) if copy_result else stored
 
     def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *, patch_type: str = "merge",
               subresource: str | None = None, api_version: str | None = None, validate: bool = True,
@@ -419,6 +490,8 @@ class Store:
         for ev, (typ, info, key, _obj) in zip(events, ops, strict=True):
             bucket = self._objs.setdefault(info.key, {})
             old = bucket.get(key)
+            if self.check_readonly:
+                self._check_pristine(info.key, key, old, None if typ == "DELETED" else ev.object)
             if old is not None:
                 self._unindex(info.key, key, old)
             if typ == "DELETED":
@@ -437,6 +510,22 @@ class Store:
                         sub.callback(ev)
                     except Exception:
                         log.exception("watch callback failed")
+
+    def _check_pristine(self, kk: str, key: Key, old: dict | None, new: dict | None) -> None:
+        if old is not None and (kk, key) in self._pristine and self._pristine[(kk, key)] != old:
+            raise AssertionError(f"stored {kk} {key} was changed in place (stored objects are read-only)")
+        if new is None:
+            self._pristine.pop((kk, key), None)
+        else:
+            self._pristine[(kk, key)] = clone(new)
+
+    def verify_readonly(self) -> None:
+        """With ``check_readonly``: raise AssertionError if any stored object was changed in place."""
+        with self._lock:
+            bad = [f"{kk} {key}" for (kk, key), copy in self._pristine.items()
+                   if self._objs.get(kk, {}).get(key) != copy]
+        if bad:
+            raise AssertionError("stored objects changed in place (they are read-only): " + ", ".join(sorted(bad)))
 
     def _index(self, kk: str, key: Key, obj: dict) -> None:
         for ref in obj["metadata"].get("ownerReferences") or ():
