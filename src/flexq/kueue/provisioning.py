@@ -41,6 +41,7 @@ from flexq.kueue.workload import (
     ts,
 )
 from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.store import clone
 
 __all__ = ["ProvisioningCheckController", "ProvisioningController", "request_name"]
 
@@ -179,7 +180,7 @@ class ProvisioningController(Controller):
         if seen is not None and not (seen.get("status") or {}).get("admissionChecks") and not is_evicted(seen) \
                 and not is_true(seen, "Finished"):
             return None  # cheap exit from the cache: no check of any kind on this workload
-        wl = self.store.try_get("Workload", name, ns)
+        wl = self.store.peek("Workload", name, ns)  # read-only until the copy below
         if wl is None:
             return None
         finished, evicted = is_true(wl, "Finished"), is_evicted(wl)
@@ -195,6 +196,7 @@ class ProvisioningController(Controller):
                 for p in owned:
                     self.store.delete("ProvisioningRequest", p["metadata"]["name"], ns)
             return None
+        wl = clone(wl)
         configs = self._checks(wl)
         if not configs:
             for p in owned:

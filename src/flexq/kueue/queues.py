@@ -27,12 +27,19 @@ IMMEDIATE_BEST_EFFORT = {"FailedAfterNomination", "PendingPreemption", "PendingM
 
 def backoff_expired(info: WorkloadInfo, now: float) -> bool:
     """``backoffWaitingTimeExpired``: not Requeued=False and ``requeueAt`` reached."""
-    c = find_condition(info.obj, "Requeued")
-    if c is not None and c.get("status") == "False":
-        return False
-    rs = (info.obj.get("status") or {}).get("requeueState") or {}
-    at = rs.get("requeueAt")
-    return not at or now >= parse_ts(at)
+    gate = info.extra.get("backoff")
+    if gate is None:  # computed once per info: its object is a read-only store version
+        c = find_condition(info.obj, "Requeued")
+        held = c is not None and c.get("status") == "False"
+        at = ((info.obj.get("status") or {}).get("requeueState") or {}).get("requeueAt")
+        gate = info.extra["backoff"] = (held, parse_ts(at) if at else None)
+    held, at = gate
+    return not held and (at is None or now >= at)
+
+
+def _local_queue(info: WorkloadInfo) -> str:
+    """``<namespace>/<queueName>`` of a workload (the LocalQueue it was submitted to)."""
+    return f"{(info.obj.get('metadata') or {}).get('namespace', '')}/{(info.obj.get('spec') or {}).get('queueName', '')}"
 
 
 def _sort_key(info: WorkloadInfo) -> tuple:
@@ -61,6 +68,8 @@ class PendingQueue:
     flush_cycle: int = -1
     sticky: str | None = None
     bulk_moved: dict[str, str] = field(default_factory=dict)  # SchedulingEquivalenceHashing: hash -> reason
+    lq_pending: dict[str, int] = field(default_factory=dict)  # "ns/queueName" -> workloads in heap or inadmissible
+    _counted: dict[str, str] = field(default_factory=dict)  # key -> the "ns/queueName" it is counted under
     _seq: int = 0
 
     def update(self, cq: dict) -> None:
@@ -92,8 +101,31 @@ class PendingQueue:
     def __len__(self) -> int:
         return len(self.items) + len(self.inadmissible)
 
+    def _recount(self, key: str) -> None:
+        """Keep ``lq_pending`` in step after ``key`` joined, left or changed in heap ∪ inadmissible."""
+        info = self.items.get(key) or self.inadmissible.get(key)
+        lq = None if info is None else _local_queue(info)
+        old = self._counted.get(key)
+        if old == lq:
+            return
+        if old is not None:
+            n = self.lq_pending[old] - 1
+            if n:
+                self.lq_pending[old] = n
+            else:
+                del self.lq_pending[old]
+        if lq is None:
+            del self._counted[key]
+        else:
+            self._counted[key] = lq
+            self.lq_pending[lq] = self.lq_pending.get(lq, 0) + 1
+
     def push_or_update(self, info: WorkloadInfo, now: float) -> None:
         """``PushOrUpdate``: a new or changed pending workload."""
+        self._push_or_update(info, now)
+        self._recount(info.key)
+
+    def _push_or_update(self, info: WorkloadInfo, now: float) -> None:
         old = self.inadmissible.get(info.key)
         if old is not None:
             if _queue_relevant(old) == _queue_relevant(info):
@@ -114,14 +146,23 @@ class PendingQueue:
         self.items.pop(key, None)
         if self.sticky == key:
             self.sticky = None
+        self._recount(key)
 
     def pop(self) -> WorkloadInfo | None:
         """Remove and return the head."""
         self.pop_cycle += 1
-        return self._pop_live()
+        info = self._pop_live()
+        if info is not None:
+            self._recount(info.key)
+        return info
 
     def requeue(self, info: WorkloadInfo, reason: str, now: float) -> bool:
         """``RequeueIfNotPresent``: back to the heap or parked as inadmissible."""
+        out = self._requeue(info, reason, now)
+        self._recount(info.key)
+        return out
+
+    def _requeue(self, info: WorkloadInfo, reason: str, now: float) -> bool:
         if self.strategy == "StrictFIFO":
             immediate = reason != "NamespaceMismatch"
         else:
@@ -154,19 +195,33 @@ class PendingQueue:
         """``queueInadmissibleWorkloads``: move eligible inadmissible workloads back to the heap."""
         self.flush_cycle = self.pop_cycle
         self.bulk_moved.clear()
-        moved = 0
+        selected: dict[str, bool] = {}  # namespace -> matches the selector (asked once per flush)
+        moving = []
         for k in sorted(self.inadmissible):
             info = self.inadmissible[k]
             ns = (info.obj.get("metadata") or {}).get("namespace", "")
-            labels = namespace_labels(ns)
-            if labels is None or not label_selector_matches(self.namespace_selector, labels):
-                continue
-            if not backoff_expired(info, now):
-                continue
-            del self.inadmissible[k]
-            self._push(info)
-            moved += 1
-        return moved
+            ok = selected.get(ns)
+            if ok is None:
+                labels = namespace_labels(ns)
+                ok = selected[ns] = labels is not None and label_selector_matches(self.namespace_selector, labels)
+            if ok and backoff_expired(info, now):
+                moving.append(info)
+        for info in moving:
+            del self.inadmissible[info.key]
+        self._push_all(moving)
+        return len(moving)
+
+    def _push_all(self, infos: list[WorkloadInfo]) -> None:
+        """``_push`` of each, in order, with one heapify (the heap's order is total: seq breaks ties)."""
+        if len(infos) < 8:
+            for info in infos:
+                self._push(info)
+            return
+        for info in infos:
+            self.items[info.key] = info
+            self._seq += 1
+            self.heap.append((_sort_key(info), self._seq, info.key, info))
+        heapq.heapify(self.heap)
 
     def snapshot(self) -> list[WorkloadInfo]:
         """All pending workloads in queue order (visibility)."""
@@ -328,9 +383,4 @@ class QueueManager:
         q = self.cluster_queues.get(cqn or "")
         if q is None:
             return 0
-        n = 0
-        for info in list(q.items.values()) + list(q.inadmissible.values()):
-            md = info.obj.get("metadata") or {}
-            if md.get("namespace") == namespace and (info.obj.get("spec") or {}).get("queueName") == name:
-                n += 1
-        return n
+        return q.lq_pending.get(f"{namespace}/{name}", 0)

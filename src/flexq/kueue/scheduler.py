@@ -39,6 +39,7 @@ from flexq.kueue.workload import (
     unset_quota_reservation,
 )
 from flexq.runtime.controller import EventRecorder
+from flexq.store import status_copy
 
 __all__ = ["Scheduler", "evict"]
 
@@ -63,9 +64,10 @@ class Entry:
 def evict(store, recorder: EventRecorder, wl: dict, reason: str, message: str, now: float,
           underlying: str = "", prepare=None) -> dict | None:
     """``workloadevict.Evict``: Evicted=True, checks reset to Pending, eviction counters, event."""
-    fresh = store.try_get("Workload", wl["metadata"]["name"], wl["metadata"]["namespace"])
-    if fresh is None:
+    cur = store.peek("Workload", wl["metadata"]["name"], wl["metadata"]["namespace"])
+    if cur is None:
         return None
+    fresh = status_copy(cur)
     if prepare is not None:
         prepare(fresh)
     full = f"{reason}DueTo{underlying}" if reason == "Deactivated" and underlying else reason
@@ -296,9 +298,10 @@ class Scheduler:
         return n
 
     def _admit(self, e: Entry, now: float, old_slice: Target | None) -> None:
-        wl = self.store.try_get("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])
-        if wl is None:
+        cur = self.store.peek("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])
+        if cur is None:
             return
+        wl = status_copy(cur)
         admission = {"clusterQueue": e.info.cluster_queue, "podSetAssignments": e.assignment.to_api()}
         set_quota_reservation(wl, admission, now)
         checks = admission_checks_for(e.cq.admission_checks, e.cq.all_flavors, admission)
@@ -306,7 +309,7 @@ class Scheduler:
         if checks <= present:
             sync_admitted_condition(wl, now)
         try:
-            out = self.store.update_status(wl)
+            out = self.store.update_status(wl, copy_result=False)  # only read below
         except (Conflict, NotFound):
             e.status, e.msg = "", "Failed to admit workload: conflict"
             e.requeue_reason = "FailedAfterNomination"
@@ -346,9 +349,10 @@ class Scheduler:
         self.state.queues.requeue_workload(e.info, e.requeue_reason, now)
         if e.status not in ("", "skipped"):
             return
-        wl = self.store.try_get("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])
-        if wl is None or has_quota_reservation(wl):
+        cur = self.store.peek("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])
+        if cur is None or has_quota_reservation(cur):
             return
+        wl = status_copy(cur)
         reason = e.reason or "Pending"
         changed = unset_quota_reservation(wl, reason, e.msg, now)
         reqs = [{"name": p.name, "resources": format_requests(p.requests)} for p in e.info.total_requests]
@@ -358,7 +362,7 @@ class Scheduler:
             changed = True
         if changed:
             try:
-                out = self.store.update_status(wl)
+                out = self.store.update_status(wl, copy_result=False)  # only read below
             except (Conflict, NotFound):
                 return
             self.events.record(out, "Warning", reason, e.msg)

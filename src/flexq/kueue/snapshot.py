@@ -151,7 +151,7 @@ class ClusterQueueSnapshot(Node):
 
     __slots__ = ("spec", "resource_groups", "rg_by_resource", "workloads", "preemption",
                  "fungibility", "admission_checks", "namespace_selector", "queueing_strategy",
-                 "generation", "all_flavors", "active", "stop_policy")
+                 "generation", "all_flavors", "active", "stop_policy", "owns_workloads")
 
     def __init__(self, cq: Mapping):
         spec = cq.get("spec") or {}
@@ -161,6 +161,7 @@ class ClusterQueueSnapshot(Node):
         self.resource_groups = rgs
         self.rg_by_resource = {r: g for g in rgs for r in g.covered}
         self.workloads: dict[str, WorkloadInfo] = {}
+        self.owns_workloads = True  # False while ``workloads`` is shared with a clone (copied on first change)
         p = spec.get("preemption") or {}
         bwc = p.get("borrowWithinCohort") or {}
         self.preemption = {
@@ -189,6 +190,28 @@ class ClusterQueueSnapshot(Node):
         self.active = True
         for fr, q in quotas.items():
             self.subtree_quota[fr] = q.nominal
+
+    def copy(self, parent: CohortSnapshot | None) -> ClusterQueueSnapshot:
+        """A copy with its own usage (the workload set is shared until either side changes it)."""
+        n = ClusterQueueSnapshot.__new__(ClusterQueueSnapshot)
+        n.name, n.quotas, n.spec, n.resource_groups = self.name, self.quotas, self.spec, self.resource_groups
+        n.rg_by_resource, n.preemption, n.fungibility = self.rg_by_resource, self.preemption, self.fungibility
+        n.admission_checks, n.namespace_selector = self.admission_checks, self.namespace_selector
+        n.queueing_strategy, n.generation, n.all_flavors = self.queueing_strategy, self.generation, self.all_flavors
+        n.active, n.stop_policy = self.active, self.stop_policy
+        n.subtree_quota = dict(self.subtree_quota)
+        n.usage = dict(self.usage)
+        n.workloads = self.workloads
+        n.owns_workloads = self.owns_workloads = False
+        n.parent = parent
+        return n
+
+    def own_workloads(self) -> dict[str, WorkloadInfo]:
+        """``workloads``, made private to this node before a change."""
+        if not self.owns_workloads:
+            self.workloads = dict(self.workloads)
+            self.owns_workloads = True
+        return self.workloads
 
     def has_parent(self) -> bool:
         """Member of a cohort."""
@@ -331,14 +354,15 @@ class Snapshot:
         cq = self.cluster_queues.get(info.cluster_queue)
         if cq is None:
             return
-        cq.workloads[info.key] = info
+        cq.own_workloads()[info.key] = info
         cq.add_usage(info.flavor_usage())
 
     def remove_workload(self, info: WorkloadInfo) -> None:
         """Release an admitted workload."""
         cq = self.cluster_queues.get(info.cluster_queue)
-        if cq is None or cq.workloads.pop(info.key, None) is None:
+        if cq is None or info.key not in cq.workloads:
             return
+        del cq.own_workloads()[info.key]
         cq.remove_usage(info.flavor_usage())
 
     def clone(self) -> Snapshot:
@@ -355,13 +379,7 @@ class Snapshot:
                 n.parent = out.cohorts[c.parent.name]
             n.child_cohorts = [out.cohorts[x.name] for x in c.child_cohorts]
         for name, q in self.cluster_queues.items():
-            n = ClusterQueueSnapshot.__new__(ClusterQueueSnapshot)
-            for slot in ClusterQueueSnapshot.__slots__ + ("name", "quotas"):
-                setattr(n, slot, getattr(q, slot))
-            n.subtree_quota = dict(q.subtree_quota)
-            n.usage = dict(q.usage)
-            n.workloads = dict(q.workloads)
-            n.parent = out.cohorts[q.parent.name] if q.parent is not None else None
+            n = q.copy(out.cohorts[q.parent.name] if q.parent is not None else None)
             if n.parent is not None:
                 n.parent.child_cqs.append(n)
             out.cluster_queues[name] = n
@@ -418,7 +436,7 @@ def build_snapshot(cluster_queues: Iterable[Mapping], cohorts: Iterable[Mapping]
         cq = snap.cluster_queues.get(info.cluster_queue)
         if cq is None:
             continue
-        cq.workloads[info.key] = info
+        cq.own_workloads()[info.key] = info
         for fr, q in info.flavor_usage().items():
             cq.usage[fr] = cq.usage.get(fr, 0) + q
     for c in snap.cohorts.values():

@@ -19,6 +19,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from flexq.kueue.resources import PodSetResources, admitted_requests, podset_total_requests
@@ -310,20 +311,17 @@ class WorkloadInfo:
                     out[(flv, res)] = out.get((flv, res), 0) + q
         return out
 
-    @property
+    @cached_property
     def scheduling_hash(self) -> str:
         """``computeSchedulingHash``: workloads of equal shape and priority get equal flavor assignments."""
-        h = self.extra.get("hash")
-        if h is None:
-            shapes = []
-            for i, ps in enumerate((self.obj.get("spec") or {}).get("podSets") or []):
-                spec = (ps.get("template") or {}).get("spec") or {}
-                tr = self.total_requests[i] if i < len(self.total_requests) else None
-                shapes.append([ps.get("name"), tr.count if tr else ps.get("count", 1), sorted((tr.requests if tr else {}).items()),
-                               spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"), ps.get("minCount")])
-            raw = json.dumps([shapes, self.priority], sort_keys=True, default=str)
-            h = self.extra["hash"] = hashlib.sha256(raw.encode()).hexdigest()[:16]
-        return h
+        shapes = []
+        for i, ps in enumerate((self.obj.get("spec") or {}).get("podSets") or []):
+            spec = (ps.get("template") or {}).get("spec") or {}
+            tr = self.total_requests[i] if i < len(self.total_requests) else None
+            shapes.append([ps.get("name"), tr.count if tr else ps.get("count", 1), sorted((tr.requests if tr else {}).items()),
+                           spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"), ps.get("minCount")])
+        raw = json.dumps([shapes, self.priority], sort_keys=True, default=str)
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     def uses(self, frs: set[tuple[str, str]]) -> bool:
         """``WorkloadUsesResources``: some (flavor, resource) of this workload is in ``frs``."""

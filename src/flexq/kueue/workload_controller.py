@@ -34,6 +34,7 @@ from flexq.kueue.workload import (
     unset_quota_reservation,
 )
 from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.store import status_copy
 
 __all__ = ["WorkloadController", "checks_message"]
 
@@ -91,9 +92,10 @@ class WorkloadController(Controller):
 
     def reconcile(self, key: Key) -> Result | None:
         ns, name = key
-        wl = self.store.try_get("Workload", name, ns)
-        if wl is None or is_true(wl, "Finished"):
+        cur = self.store.peek("Workload", name, ns)
+        if cur is None or is_true(cur, "Finished"):
             return None
+        wl = status_copy(cur)  # the steps below change only status and spec.active before they write
         now = self.ctx.now()
         for step in (self._requeue_at, self._activation):
             done, res = step(wl, now)

@@ -83,11 +83,12 @@ class EventRecorder:
         key = (ns, meta.get("uid") or meta["name"], self.component, type_, reason, message)
         try:
             name = self.index.get(key)
-            ev = self.store.try_get("Event", name, ns) if name else None
-            if ev is not None:
+            cur = self.store.peek("Event", name, ns) if name else None
+            if cur is not None:
+                ev = dict(cur)  # top-level changes only: the rest stays shared with the stored version
                 ev["count"] = ev.get("count", 1) + 1
                 ev["lastTimestamp"] = now
-                self.store.update(ev, validate=False)
+                self.store.update(ev, validate=False, copy_result=False)
                 return
             name = f"{meta['name']}.{int(now_s * 1000):x}{self.store.next_seq():06x}"
             self.store.create({
@@ -99,7 +100,7 @@ class EventRecorder:
                 "reason": reason, "message": message, "type": type_, "count": 1,
                 "firstTimestamp": now, "lastTimestamp": now,
                 "source": {"component": self.component}, "reportingComponent": self.component,
-            }, validate=False)
+            }, validate=False, copy_result=False)
             self.index[key] = name
         except (NotFound, AlreadyExists, Conflict):
             pass  # the namespace is going away, or a race: events are best effort, as in Kubernetes
