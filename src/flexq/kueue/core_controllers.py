@@ -14,14 +14,13 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
-import copy
-
 from flexq.kueue.resources import from_resource_value
 from flexq.kueue.scheduler import Scheduler
 from flexq.kueue.snapshot import parse_resource_groups
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload import is_admitted, set_condition
 from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.store import clone
 
 __all__ = ["ClusterQueueStatusController", "LocalQueueStatusController", "RequeuerController",
            "SchedulerController"]
@@ -141,7 +140,7 @@ class ClusterQueueStatusController(Controller):
         cached = self.state.cqs.get(key)
         if cached is None:
             return None
-        cq = {"metadata": cached["metadata"], "status": copy.deepcopy(cached.get("status") or {})}
+        cq = {"metadata": cached["metadata"], "status": clone(cached.get("status") or {})}
         now = self.ctx.now()
         infos = [i for i in self.state.reserving.values() if i.cluster_queue == key]
         inactive = self.state.inactive_reason(key)
@@ -179,7 +178,7 @@ class LocalQueueStatusController(Controller):
         cached = self.state.local_queues.get(f"{ns}/{name}")
         if cached is None:
             return None
-        lq = {"metadata": cached["metadata"], "status": copy.deepcopy(cached.get("status") or {})}
+        lq = {"metadata": cached["metadata"], "status": clone(cached.get("status") or {})}
         now = self.ctx.now()
         spec = cached.get("spec") or {}
         cq_name = spec.get("clusterQueue", "")

@@ -189,7 +189,15 @@ class PendingQueue:
             self.bulk_moved[h] = reason
             for k in [k for k, i in self.items.items() if i.scheduling_hash == h]:
                 self.inadmissible[k] = self.items.pop(k)
+            if len(self.heap) > 2 * len(self.items) + 64:
+                self._compact()
         return True
+
+    def _compact(self) -> None:
+        """Drop the heap's dead entries at once (``_pop_live`` would skip them one pop at a time)."""
+        items = self.items
+        self.heap = [e for e in self.heap if items.get(e[2]) is e[3]]
+        heapq.heapify(self.heap)
 
     def flush(self, now: float, namespace_labels: Callable[[str], dict | None]) -> int:
         """``queueInadmissibleWorkloads``: move eligible inadmissible workloads back to the heap."""
@@ -217,11 +225,15 @@ class PendingQueue:
             for info in infos:
                 self._push(info)
             return
+        items = self.items
         for info in infos:
-            self.items[info.key] = info
+            items[info.key] = info
+        heap = [e for e in self.heap if items.get(e[2]) is e[3]]  # dead entries go while at it
+        for info in infos:
             self._seq += 1
-            self.heap.append((_sort_key(info), self._seq, info.key, info))
-        heapq.heapify(self.heap)
+            heap.append((_sort_key(info), self._seq, info.key, info))
+        heapq.heapify(heap)
+        self.heap = heap
 
     def snapshot(self) -> list[WorkloadInfo]:
         """All pending workloads in queue order (visibility)."""
@@ -248,6 +260,7 @@ class QueueManager:
         self.workload_cq: dict[str, str] = {}  # key -> cq
         self.cohort_parent: dict[str, str] = {}
         self.requeuing_timestamp = requeuing_timestamp
+        self._order: list[str] | None = None  # sorted ClusterQueue names, dropped when the set changes
 
     # configuration
     def add_or_update_cluster_queue(self, cq: dict) -> PendingQueue:
@@ -256,12 +269,14 @@ class QueueManager:
         q = self.cluster_queues.get(name)
         if q is None:
             q = self.cluster_queues[name] = PendingQueue(name)
+            self._order = None
         q.update(cq)
         return q
 
     def delete_cluster_queue(self, name: str) -> None:
         """Drop a ClusterQueue and its pending workloads."""
         q = self.cluster_queues.pop(name, None)
+        self._order = None
         if q is not None:
             for k in list(q.items) + list(q.inadmissible):
                 self.workload_cq.pop(k, None)
@@ -321,7 +336,9 @@ class QueueManager:
     def heads(self) -> list[WorkloadInfo]:
         """Pop one head per active ClusterQueue (sorted by name for determinism)."""
         out = []
-        for name in sorted(self.cluster_queues):
+        if self._order is None:
+            self._order = sorted(self.cluster_queues)
+        for name in self._order:
             q = self.cluster_queues[name]
             if not q.active:
                 continue

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from flexq.api.quantity import from_resource_value, parse_quantity
+from flexq.api.quantity import from_resource_value as _from_resource_value
+from flexq.api.quantity import parse_quantity
 from flexq.api.quantity import resource_value as _resource_value
 
 __all__ = [
@@ -48,6 +49,20 @@ def resource_value(name: str, q: object) -> int:
             _VALUES.clear()
         v = _VALUES[key] = _resource_value(name, q)  # type: ignore[arg-type]
     return v
+
+
+_STRINGS: dict[tuple[str, int], str] = {}
+
+
+def from_resource_value(name: str, value: int) -> str:
+    """``flexq.api.quantity.from_resource_value``, memoised (status controllers format usage constantly)."""
+    key = (name, value)
+    s = _STRINGS.get(key)
+    if s is None:
+        if len(_STRINGS) > 100_000:
+            _STRINGS.clear()
+        s = _STRINGS[key] = _from_resource_value(name, value)
+    return s
 
 
 def container_requests(container: Mapping) -> dict[str, Fraction]:

@@ -138,6 +138,7 @@ class Store:
         self._rv = 0
         self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY)
         self._subs: list[Subscription] = []
+        self._subs_of: dict[str, list[Subscription]] = {}  # kind key -> its subscribers, in order (a cache)
         self._seq = 0
         self.disabled: set[str] = set()  # kind keys not served here (e.g. ray.io without the RayOperator addon)
         if journal is not None:
@@ -504,8 +505,11 @@ class Store:
                 self._index(info.key, key, ev.object)
             self._history.append(ev)
         for ev in events:
-            for sub in list(self._subs):
-                if sub.active and (sub.kinds is None or ev.kind in sub.kinds):
+            subs = self._subs_of.get(ev.kind)
+            if subs is None:
+                subs = self._subs_of[ev.kind] = [s for s in self._subs if s.kinds is None or ev.kind in s.kinds]
+            for sub in subs:
+                if sub.active:
                     try:
                         sub.callback(ev)
                     except Exception:
@@ -554,12 +558,14 @@ class Store:
                     if ev.rv > since and (keys is None or ev.kind in keys):
                         callback(ev)
             self._subs.append(sub)
+            self._subs_of.clear()
             return sub
 
     def _unsubscribe(self, sub: Subscription) -> None:
         with self._lock:
             if sub in self._subs:
                 self._subs.remove(sub)
+                self._subs_of.clear()
 
     def _load(self) -> None:
         assert self.journal is not None
