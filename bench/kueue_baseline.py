@@ -17,6 +17,7 @@ usage, next to Kueue's published thresholds (``rangespec.yaml``).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections import defaultdict
 
@@ -151,6 +152,7 @@ def main() -> None:
     r = Runner(k, cqs, args.scale)
     r.schedule()
     t_start = k.now()
+    load0 = os.getloadavg()[0]
     wall0, cpu0 = time.perf_counter(), time.process_time()
     while r.finished < r.total:
         if k.loop.run_until_idle(600) == 0 and r.finished < r.total:
@@ -163,7 +165,8 @@ def main() -> None:
     print(f"  wall time {wall:.1f} s ; virtual (simulated) time {virtual:.1f} s "
           f"[Kueue maxWallMs {THRESHOLDS['maxWallMs'] / 1000:.0f} s, upstream average {UPSTREAM_AVG['wallMs'] / 1000:.0f} s]")
     print(f"  admissions per wall second {r.admissions / wall:.0f} (target >= 1000); process CPU time {cpu:.1f} s, "
-          f"admissions per CPU second {r.admissions / max(cpu, 1e-9):.0f} (wall time depends on the machine's load)")
+          f"admissions per CPU second {r.admissions / max(cpu, 1e-9):.0f} (wall time depends on the machine's load: "
+          f"1-minute load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs)")
     for cls, *_ in CLASSES:
         v = r.tta[cls]
         avg = sum(v) / len(v) * 1000 if v else float("nan")

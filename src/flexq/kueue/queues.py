@@ -43,7 +43,7 @@ def _local_queue(info: WorkloadInfo) -> str:
 
 
 def _sort_key(info: WorkloadInfo) -> tuple:
-    return (-info.priority, info.order_ts, info.uid)
+    return info.queue_order
 
 
 def _queue_relevant(info: WorkloadInfo) -> tuple:
@@ -231,7 +231,7 @@ class PendingQueue:
         heap = [e for e in self.heap if items.get(e[2]) is e[3]]  # dead entries go while at it
         for info in infos:
             self._seq += 1
-            heap.append((_sort_key(info), self._seq, info.key, info))
+            heap.append((info.queue_order, self._seq, info.key, info))
         heapq.heapify(heap)
         self.heap = heap
 

@@ -312,6 +312,11 @@ class WorkloadInfo:
         return out
 
     @cached_property
+    def queue_order(self) -> tuple[int, float, str]:
+        """Order in a pending heap: higher priority, then earlier queue-order timestamp, then UID."""
+        return (-self.priority, self.order_ts, self.uid)
+
+    @cached_property
     def scheduling_hash(self) -> str:
         """``computeSchedulingHash``: workloads of equal shape and priority get equal flavor assignments."""
         shapes = []
