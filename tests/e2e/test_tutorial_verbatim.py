@@ -10,13 +10,16 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 import psutil
 import pytest
 
 from flexq.cli import tutorial as T
+from flexq.kuberay import localproc
 
 HERE = Path(__file__).parent / "tutorial"
 BIN = Path(sys.executable).parent
@@ -57,6 +60,22 @@ def test_the_tutorial_typed_verbatim(up: tuple[Path, dict[str, str]]) -> None:
     out = sh(f"bash {HERE / 'tutorial.sh'}", work, env, timeout=900)
     assert "\nTrue\n" in out, out  # the describe --format="get(config.flexStart)" check
     assert "Submitted Job 1" in out and "Submitted Job 2" in out
+    # "Conectar-se ao RayJob": the tutorial's port-forward to job 1's head service reaches its real Ray
+    # dashboard (on a free local port rather than 8265, which a developer's own Ray may hold).
+    sh('eval "$(flexq env)"; kubectl wait --for=jsonpath=\'{.status.jobDeploymentStatus}\'=Running '
+       'rayjob/rayjob-tpu-v6e-dws-1 --timeout=900s', work, env, timeout=960)
+    port = localproc.free_port()
+    pf = subprocess.Popen(["bash", "-c", f'eval "$(flexq env)"; exec kubectl port-forward '
+                          f'service/rayjob-tpu-v6e-dws-1-head-svc {port}:8265'],
+                          cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert pf.stdout is not None and "Forwarding from" in pf.stdout.readline()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/version", timeout=30) as resp:
+            answer = json.load(resp)
+        assert answer["ray_version"] == version("ray"), answer
+    finally:
+        pf.terminate()
+        pf.communicate(timeout=30)
     sh('eval "$(flexq env)"; kubectl wait --for=jsonpath=\'{.status.jobDeploymentStatus}\'=Complete '
        'rayjob/rayjob-tpu-v6e-dws-1 rayjob/rayjob-tpu-v6e-dws-2 --timeout=1500s', work, env, timeout=1600)
 

@@ -133,3 +133,19 @@ def test_local_endpoint_annotation() -> None:
     assert local_endpoint(pod, 10001) == ("127.0.0.2", 5000)
     with pytest.raises(LookupError):
         local_endpoint(pod, 6379)
+
+
+def test_local_endpoint_asks_the_pods_executor_first() -> None:
+    from flexq.kube.executor import PodRunState
+
+    class Runs:  # an executor that runs d/p with its dashboard on local port 4100 (the Ray one maps heads so)
+        def poll(self, key):
+            return PodRunState("Running", ports={8265: 4100}) if key == ("d", "p") else None
+
+    pod = {"metadata": {"name": "p", "namespace": "d",
+                        "annotations": {"twin.flexq.dev/local-ports": '{"8265": 4000, "10001": 5000}'}}}
+    assert local_endpoint(pod, 8265, [Runs()]) == ("127.0.0.1", 4100)
+    assert local_endpoint(pod, 10001, [Runs()]) == ("127.0.0.1", 5000)  # not mapped by it: the annotation
+    other = {"metadata": {"name": "q", "namespace": "d"}}
+    with pytest.raises(LookupError):
+        local_endpoint(other, 8265, [Runs()])

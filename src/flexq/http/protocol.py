@@ -5,7 +5,8 @@ Owns: ``protocol_class(core, token)`` — a subclass of uvicorn's ``H11Protocol`
 request of each connection; a ``POST .../pods/<name>/portforward`` with ``Upgrade: SPDY/3.1`` is
 authenticated, answered ``101`` and handed to ``PortForwardSession``; a WebSocket upgrade there gets
 ``400`` (kubectl then falls back to SPDY); everything else goes to the ASGI app unchanged. Also owns the
-lookup of where a pod's port really is (the pod annotation ``twin.flexq.dev/local-ports``).
+lookup of where a pod's port really is (its executor's ``PodRunState.ports``, else the pod annotation
+``twin.flexq.dev/local-ports``).
 Must not import domain packages.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import hmac
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -26,9 +28,17 @@ _PF = re.compile(r"^(?:/clusters/(?P<cluster>[^/]+))?/api/v1/namespaces/(?P<ns>[
 _MAX_HEAD = 64 * 1024
 
 
-def local_endpoint(pod: dict, port: int) -> tuple[str, int]:
-    """Where container port ``port`` of ``pod`` listens on this machine (LookupError if nowhere)."""
+def local_endpoint(pod: dict, port: int, executors: Sequence[Any] = ()) -> tuple[str, int]:
+    """Where container port ``port`` of ``pod`` listens on this machine (LookupError if nowhere).
+
+    The executor running the pod knows (``PodRunState.ports``: the local Ray executor maps a head's 6379, 8265
+    and 10001 to the ports its Ray really uses); the annotation ``twin.flexq.dev/local-ports`` is the manual
+    override for pods no executor maps."""
     meta = pod.get("metadata") or {}
+    for ex in executors:
+        state = ex.poll((meta.get("namespace"), meta.get("name")))
+        if state is not None and port in state.ports:
+            return "127.0.0.1", state.ports[port]
     raw = (meta.get("annotations") or {}).get(LOCAL_PORTS)
     try:
         ports = json.loads(raw) if raw else {}
@@ -104,7 +114,7 @@ def protocol_class(core: Any, token: str | None) -> type[H11Protocol]:
                     found = core.current(cluster).store.try_get("Pod", pod, ns)
                     if found is None:
                         raise LookupError(f'pods "{pod}" not found')
-                    return local_endpoint(found, port)
+                    return local_endpoint(found, port, list(getattr(core, "executors", ())))
 
                 return await on_loop(core.loop, look)
 

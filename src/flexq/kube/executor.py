@@ -53,6 +53,8 @@ class PodRunState:
     reason: str = ""
     exit_code: int | None = None
     pod_ip: str = "127.0.0.1"
+    # container port -> the local TCP port where it really listens (``kubectl port-forward`` goes there)
+    ports: dict[int, int] = field(default_factory=dict)
 
 
 class PodExecutor(Protocol):

@@ -175,8 +175,12 @@ class LocalRayExecutor:
             pod = self._pods.get(key)
             if pod is None:
                 return None
+            ports: dict[int, int] = {}
+            if pod.kind == "head" and pod.phase == "Running":  # KubeRay's head ports, where this head has them
+                c = pod.cluster
+                ports = {names.PORT_GCS: c.gcs, names.PORT_DASHBOARD: c.dashboard, names.PORT_CLIENT: c.client}
             return PodRunState(phase=pod.phase, ready=pod.ready, message=pod.message,  # type: ignore[arg-type]
-                               reason=pod.reason, exit_code=pod.exit_code)
+                               reason=pod.reason, exit_code=pod.exit_code, ports=ports)
 
     def stop(self, key: PodKey) -> None:
         """Kill the pod's processes in the background (idempotent)."""
