@@ -116,10 +116,10 @@ def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path
     script = tmp_path / "train.py"
     script.write_text(tutorial.train_script())
     follow = None
-    for i in (1, 2):  # job 1 runs 120 s: it still holds plan A's quota when job 2 arrives, however slow the CLI
+    for i in (1, 2):  # job 1 runs 45 s: it still holds plan A's quota when job 2 arrives (one CLI call later)
         res = flexq(env, "submit", str(script), "--name", f"rayjob-tpu-v6e-dws-{i}", "--configmap",
                     "jax-train-script", "--pip", "jax[tpu]==0.8.2", "--pip", "pandas==2.3.3",
-                    "--annotation", f"twin.flexq.dev/run-seconds={120 if i == 1 else 10}", "--context", "flexq")
+                    "--annotation", f"twin.flexq.dev/run-seconds={45 if i == 1 else 10}", "--context", "flexq")
         assert res.returncode == 0, res.stdout + res.stderr
         assert f"rayjob.ray.io/rayjob-tpu-v6e-dws-{i} created" in res.stdout
         if i == 1:  # follow job 1's log from before its pod exists until it ends

@@ -143,11 +143,12 @@ def test_failing_entrypoint_and_unsatisfiable_job(tmp_path):
                     "data": {"train.py": "import ray\nray.init()\nraise ValueError('bad learning rate: -1')\n"}})
         bad = rayjob(1)
         cs = bad["spec"]["rayClusterSpec"]
+        cs["workerGroupSpecs"][0]["numOfHosts"] = 1  # the script fails on the head: one host is enough
         for tmpl in [cs["headGroupSpec"]["template"], cs["workerGroupSpecs"][0]["template"]]:
             tmpl["spec"]["volumes"][0]["configMap"]["name"] = "bad-train-script"
         twin.apply(bad)
         # A job that can never be satisfied (a 8x8 slice no pool has: its workers stay Pending) ends at its deadline.
-        never = rayjob(2, activeDeadlineSeconds=120)
+        never = rayjob(2, activeDeadlineSeconds=45)
         never["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"][
             "cloud.google.com/gke-tpu-topology"] = "8x8"
         twin.apply(never)
