@@ -137,7 +137,7 @@ def test_quota_never_exceeded_and_no_double_admission(stream):
             if w is not None and op[0] == "delete":
                 k.store.delete("Workload", name, "default")
             elif w is not None and not find_condition(w, "Finished"):
-                w["status"].setdefault("conditions", []).append(
+                w.setdefault("status", {}).setdefault("conditions", []).append(
                     {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "",
                      "lastTransitionTime": "2026-01-01T00:00:00Z"})
                 k.store.update_status(w)
