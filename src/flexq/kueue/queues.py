@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from flexq.kueue.matching import label_selector_matches
 from flexq.kueue.workload import WorkloadInfo, find_condition, parse_ts
@@ -27,14 +28,13 @@ IMMEDIATE_BEST_EFFORT = {"FailedAfterNomination", "PendingPreemption", "PendingM
 
 def backoff_expired(info: WorkloadInfo, now: float) -> bool:
     """``backoffWaitingTimeExpired``: not Requeued=False and ``requeueAt`` reached."""
-    gate = info.extra.get("backoff")
-    if gate is None:  # computed once per info: its object is a read-only store version
-        c = find_condition(info.obj, "Requeued")
-        held = c is not None and c.get("status") == "False"
-        at = ((info.obj.get("status") or {}).get("requeueState") or {}).get("requeueAt")
-        gate = info.extra["backoff"] = (held, parse_ts(at) if at else None)
-    held, at = gate
+    held, at = info.backoff_gate
     return not held and (at is None or now >= at)
+
+
+_ENTRY = attrgetter("heap_entry")
+_NAMESPACE = attrgetter("namespace")
+_CLEAR = attrgetter("backoff_clear")
 
 
 def _local_queue(info: WorkloadInfo) -> str:
@@ -43,7 +43,7 @@ def _local_queue(info: WorkloadInfo) -> str:
 
 
 def _sort_key(info: WorkloadInfo) -> tuple:
-    return info.queue_order
+    return info.heap_entry
 
 
 def _queue_relevant(info: WorkloadInfo) -> tuple:
@@ -70,7 +70,6 @@ class PendingQueue:
     bulk_moved: dict[str, str] = field(default_factory=dict)  # SchedulingEquivalenceHashing: hash -> reason
     lq_pending: dict[str, int] = field(default_factory=dict)  # "ns/queueName" -> workloads in heap or inadmissible
     _counted: dict[str, str] = field(default_factory=dict)  # key -> the "ns/queueName" it is counted under
-    _seq: int = 0
 
     def update(self, cq: dict) -> None:
         """Take strategy, selector and the Active condition from a ClusterQueue object."""
@@ -81,20 +80,22 @@ class PendingQueue:
         c = find_condition(cq, "Active")
         self.active = c is not None and c.get("status") == "True"
 
-    # heap primitives (lazy deletion: an entry is live while items[key] is that very info)
+    # heap primitives. The heap holds ``WorkloadInfo.heap_entry`` tuples (queue order, serial, key) and
+    # deletes lazily: an entry is live while ``items[key]`` is the info with that serial.
     def _push(self, info: WorkloadInfo) -> None:
         self.items[info.key] = info
-        self._seq += 1
-        heapq.heappush(self.heap, (_sort_key(info), self._seq, info.key, info))
+        heapq.heappush(self.heap, info.heap_entry)
 
     def _pop_live(self) -> WorkloadInfo | None:
         if self.sticky is not None and self.sticky in self.items:
             info = self.items.pop(self.sticky)
             return info
-        while self.heap:
-            _, _, k, info = heapq.heappop(self.heap)
-            if self.items.get(k) is info:
-                del self.items[k]
+        heap, items = self.heap, self.items
+        while heap:
+            e = heapq.heappop(heap)
+            info = items.get(e[4])
+            if info is not None and info.serial == e[3]:
+                del items[e[4]]
                 return info
         return None
 
@@ -187,53 +188,49 @@ class PendingQueue:
             # the same answer, so they are bulk-moved to inadmissible until the next flush.
             h = info.scheduling_hash
             self.bulk_moved[h] = reason
-            for k in [k for k, i in self.items.items() if i.scheduling_hash == h]:
-                self.inadmissible[k] = self.items.pop(k)
-            if len(self.heap) > 2 * len(self.items) + 64:
-                self._compact()
+            items = self.items
+            moved = {k: i for k, i in items.items() if i.scheduling_hash == h}
+            if moved:
+                self.inadmissible.update(moved)
+                if 2 * len(moved) > len(items):
+                    self.items = items = {k: i for k, i in items.items() if k not in moved}
+                else:
+                    for k in moved:
+                        del items[k]
+                if len(self.heap) > 2 * len(items) + 64:
+                    self._compact()
         return True
 
     def _compact(self) -> None:
-        """Drop the heap's dead entries at once (``_pop_live`` would skip them one pop at a time)."""
-        items = self.items
-        self.heap = [e for e in self.heap if items.get(e[2]) is e[3]]
+        """Rebuild the heap from the live items (drops the dead entries ``_pop_live`` would skip one by one)."""
+        self.heap = list(map(_ENTRY, self.items.values()))
         heapq.heapify(self.heap)
 
     def flush(self, now: float, namespace_labels: Callable[[str], dict | None]) -> int:
         """``queueInadmissibleWorkloads``: move eligible inadmissible workloads back to the heap."""
         self.flush_cycle = self.pop_cycle
         self.bulk_moved.clear()
+        inad = self.inadmissible
+        if not inad:
+            return 0
         selected: dict[str, bool] = {}  # namespace -> matches the selector (asked once per flush)
-        moving = []
-        for k in sorted(self.inadmissible):
-            info = self.inadmissible[k]
-            ns = (info.obj.get("metadata") or {}).get("namespace", "")
-            ok = selected.get(ns)
-            if ok is None:
-                labels = namespace_labels(ns)
-                ok = selected[ns] = labels is not None and label_selector_matches(self.namespace_selector, labels)
-            if ok and backoff_expired(info, now):
-                moving.append(info)
-        for info in moving:
-            del self.inadmissible[info.key]
-        self._push_all(moving)
-        return len(moving)
-
-    def _push_all(self, infos: list[WorkloadInfo]) -> None:
-        """``_push`` of each, in order, with one heapify (the heap's order is total: seq breaks ties)."""
-        if len(infos) < 8:
-            for info in infos:
+        for ns in set(map(_NAMESPACE, inad.values())):
+            labels = namespace_labels(ns)
+            selected[ns] = labels is not None and label_selector_matches(self.namespace_selector, labels)
+        if all(selected.values()) and all(map(_CLEAR, inad.values())):
+            moving = dict(inad)  # the usual case: every parked workload goes back
+            inad.clear()
+        else:
+            moving = {k: i for k, i in inad.items() if selected[i.namespace] and backoff_expired(i, now)}
+            for k in moving:
+                del inad[k]
+        if len(moving) < 8:
+            for info in moving.values():
                 self._push(info)
-            return
-        items = self.items
-        for info in infos:
-            items[info.key] = info
-        heap = [e for e in self.heap if items.get(e[2]) is e[3]]  # dead entries go while at it
-        for info in infos:
-            self._seq += 1
-            heap.append((info.queue_order, self._seq, info.key, info))
-        heapq.heapify(heap)
-        self.heap = heap
+        else:
+            self.items.update(moving)
+            self._compact()
+        return len(moving)
 
     def snapshot(self) -> list[WorkloadInfo]:
         """All pending workloads in queue order (visibility)."""

@@ -15,6 +15,7 @@ Must not import anything in flexq but ``flexq.api.quantity`` and ``flexq.kueue.r
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -289,6 +290,7 @@ class WorkloadInfo:
     uid: str = ""
     last_assignment: Any = None  # flavorassigner.AssignmentState, kept between cycles
     extra: dict = field(default_factory=dict)
+    serial: int = field(default_factory=itertools.count().__next__)  # unique: breaks heap ties
 
     @classmethod
     def from_obj(cls, wl: dict, cluster_queue: str = "", requeuing_timestamp: str = "Eviction") -> WorkloadInfo:
@@ -315,6 +317,30 @@ class WorkloadInfo:
     def queue_order(self) -> tuple[int, float, str]:
         """Order in a pending heap: higher priority, then earlier queue-order timestamp, then UID."""
         return (-self.priority, self.order_ts, self.uid)
+
+    @cached_property
+    def heap_entry(self) -> tuple:
+        """This info's entry in a pending heap: queue order, then ``serial``, then the key (never the info
+        itself, so an info does not reference itself)."""
+        return (-self.priority, self.order_ts, self.uid, self.serial, self.key)
+
+    @cached_property
+    def namespace(self) -> str:
+        """``metadata.namespace``."""
+        return (self.obj.get("metadata") or {}).get("namespace", "")
+
+    @cached_property
+    def backoff_gate(self) -> tuple[bool, float | None]:
+        """(held by Requeued=False, ``requeueState.requeueAt``), read once: ``obj`` is a read-only version."""
+        c = find_condition(self.obj, "Requeued")
+        at = ((self.obj.get("status") or {}).get("requeueState") or {}).get("requeueAt")
+        return c is not None and c.get("status") == "False", parse_ts(at) if at else None
+
+    @cached_property
+    def backoff_clear(self) -> bool:
+        """No backoff gate at all (eligible for the heap at any time)."""
+        held, at = self.backoff_gate
+        return not held and at is None
 
     @cached_property
     def scheduling_hash(self) -> str:
