@@ -44,8 +44,26 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
+_MEMO_SIZE = 4096
+_PARSED: dict[str, Fraction] = {}
+_CANONICAL: dict[str, str] = {}
+
+
 def parse_quantity(value: str | int | float | Fraction) -> Fraction:
-    """Parse a quantity into an exact Fraction. Raises QuantityError with the API server's wording."""
+    """Parse a quantity into an exact Fraction. Raises QuantityError with the API server's wording.
+    Strings are memoised (a cluster repeats the same few quantities endlessly; Fractions are immutable)."""
+    if type(value) is str:
+        q = _PARSED.get(value)
+        if q is None:
+            q = _parse_quantity(value)
+            if len(_PARSED) >= _MEMO_SIZE:
+                _PARSED.clear()
+            _PARSED[value] = q
+        return q
+    return _parse_quantity(value)
+
+
+def _parse_quantity(value: str | int | float | Fraction) -> Fraction:
     if isinstance(value, bool):
         raise QuantityError("quantities must match the regular expression "
                             "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
@@ -116,7 +134,20 @@ def canonical_quantity(value: str | int | float | Fraction) -> str:
 
     The format of the input is kept: binary suffixes stay binary (``1.5Gi`` -> ``1536Mi``), exponents stay
     exponents (``1e3`` -> ``1e3``), everything else is decimal SI (``1000000000`` -> ``1G``, ``0.5`` -> ``500m``).
+    Strings are memoised.
     """
+    if type(value) is str:
+        out = _CANONICAL.get(value)
+        if out is None:
+            out = _canonical_quantity(value)
+            if len(_CANONICAL) >= _MEMO_SIZE:
+                _CANONICAL.clear()
+            _CANONICAL[value] = out
+        return out
+    return _canonical_quantity(value)
+
+
+def _canonical_quantity(value: str | int | float | Fraction) -> str:
     q = parse_quantity(value)
     text = value if isinstance(value, str) else ""
     binary = any(text.strip().endswith(s) for s in _BINARY)
