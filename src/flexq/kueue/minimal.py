@@ -16,7 +16,7 @@ import yaml
 from flexq.api.kinds import default_registry
 from flexq.clock import VirtualClock
 from flexq.kueue import registry
-from flexq.loop import EventLoop, Rngs
+from flexq.loop import EventLoop, Rngs, tune_gc
 from flexq.runtime import Context, Manager
 from flexq.store import PodLogs, Store
 
@@ -30,7 +30,10 @@ class MinimalKueue:
 
     def __init__(self, start: float = EPOCH, seed: int = 0, namespaces: Iterable[str] = ("default", "kueue-system"),
                  check_readonly: bool = False):
-        """``check_readonly``: the store fails loudly when a controller changes a stored object in place."""
+        """``check_readonly``: the store fails loudly when a controller changes a stored object in place.
+        Tunes the process's garbage collector for a large heap (``flexq.loop.tune_gc``), as upstream's
+        performance runner runs ``minimalkueue`` as its own process."""
+        tune_gc()
         self.loop = EventLoop(VirtualClock(start))
         rngs = Rngs(seed)
         self.store = Store(default_registry(), self.loop.clock, name="minimal", rng=rngs.get("store"),
