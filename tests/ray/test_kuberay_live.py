@@ -41,42 +41,8 @@ def _no_leftovers(ex, ray_dir) -> None:
     assert not leftover_files, leftover_files[:5]
 
 
-def test_tutorial_rayjob_trains_on_an_emulated_v6e_slice_and_cleans_up(tmp_path):
-    twin = tutorial_live_twin(tmp_path)
-    ex = ray_executor(twin)
-    try:
-        with PeakMemory(ex) as mem:
-            twin.apply(rayjob(1))
-            wait_until(lambda: _ended(twin, "rayjob-tpu-v6e-dws-1"), 900, "job 1 to end",
-                       detail=lambda: describe(twin))
-        st = status(twin, "rayjob-tpu-v6e-dws-1")
-        log = twin.logs("job/rayjob-tpu-v6e-dws-1")
-        assert (st["jobDeploymentStatus"], st["jobStatus"]) == ("Complete", "SUCCEEDED"), log[-3000:]
-        assert "Training Complete!" in log
-        assert re.search(r"Job 'rayjob-tpu-v6e-dws-1-[bcdfghjklmnpqrstvwxz2456789]{5}' succeeded", log)
-        assert st["jobId"] in log
-        # Kueue admitted it on plan A (on-demand): its workers ran on the on-demand pool's nodes.
-        wl = twin.list("Workload", "default")[0]
-        flavors = {ps["name"]: ps["flavors"] for ps in wl["status"]["admission"]["podSetAssignments"]}
-        assert set(flavors["tpu-group"].values()) == {"on-demand"}
-        # shutdownAfterJobFinishes: the RayCluster and every Ray process are gone; the submitter Job stays.
-        wait_until(lambda: not twin.list("RayCluster", "default"), 60, "the RayCluster to be deleted")
-        _no_leftovers(ex, tmp_path)
-        assert twin.try_get("Job", "rayjob-tpu-v6e-dws-1", "default") is not None
-        print(f"\npeak PSS {mem.peak_bytes / 2**30:.2f} GiB over {mem.peak_procs} processes")
-    finally:
-        twin.close()
-    assert not localproc.owned_pids(ex._token + ":")
-
-
-# Opt-in (FLEXQ_LONG_RAY=1): two real 5-node Ray clusters at once is what tests/e2e/test_tutorial_verbatim.py
-# already runs end to end through kubectl; ten real jobs in a row take ~30 minutes on 2 cores, past CI's budget.
-LONG = pytest.mark.skipif(os.environ.get("FLEXQ_LONG_RAY") != "1",
-                          reason="long real-Ray run; set FLEXQ_LONG_RAY=1 (see the comment above)")
-
-
-@LONG
-def test_two_rayjobs_side_by_side_plan_a_and_plan_b(tmp_path):
+def test_tutorial_rayjobs_train_side_by_side_on_plan_a_and_plan_b_and_clean_up(tmp_path):
+    """Both of the tutorial's RayJobs at once on real Ray: job 1 on plan A, job 2 on plan B (DWS)."""
     twin = tutorial_live_twin(tmp_path)
     ex = ray_executor(twin)
     try:
@@ -87,18 +53,34 @@ def test_two_rayjobs_side_by_side_plan_a_and_plan_b(tmp_path):
                        2300, "both jobs to end", detail=lambda: describe(twin))
         for i in (1, 2):
             st = status(twin, f"rayjob-tpu-v6e-dws-{i}")
-            assert st["jobStatus"] == "SUCCEEDED", twin.logs(f"job/rayjob-tpu-v6e-dws-{i}")[-3000:]
-            assert "Training Complete!" in twin.logs(f"job/rayjob-tpu-v6e-dws-{i}")
-        plans = set()
+            log = twin.logs(f"job/rayjob-tpu-v6e-dws-{i}")
+            assert (st["jobDeploymentStatus"], st["jobStatus"]) == ("Complete", "SUCCEEDED"), log[-3000:]
+            assert "Training Complete!" in log
+            assert re.search(rf"Job 'rayjob-tpu-v6e-dws-{i}-[bcdfghjklmnpqrstvwxz2456789]{{5}}' succeeded", log)
+            assert st["jobId"] in log
+        # Kueue admitted job 1 on plan A (on-demand) and job 2 on plan B (dws): their workers ran on those pools.
+        plans = {}
         for wl in twin.list("Workload", "default"):
+            job = wl["metadata"]["ownerReferences"][0]["name"]
             for ps in wl["status"]["admission"]["podSetAssignments"]:
                 if ps["name"] == "tpu-group":
-                    plans |= set(ps["flavors"].values())
-        assert plans == {"on-demand", "dws"}
-        print(f"\npeak PSS of both jobs {mem.peak_bytes / 2**30:.2f} GiB over {mem.peak_procs} processes")
+                    plans[job] = set(ps["flavors"].values())
+        assert plans == {"rayjob-tpu-v6e-dws-1": {"on-demand"}, "rayjob-tpu-v6e-dws-2": {"dws"}}
+        # shutdownAfterJobFinishes: the RayClusters and every Ray process are gone; the submitter Jobs stay.
+        wait_until(lambda: not twin.list("RayCluster", "default"), 60, "the RayClusters to be deleted")
         _no_leftovers(ex, tmp_path)
+        assert twin.try_get("Job", "rayjob-tpu-v6e-dws-1", "default") is not None
+        print(f"\npeak PSS of both jobs {mem.peak_bytes / 2**30:.2f} GiB over {mem.peak_procs} processes")
     finally:
         twin.close()
+    assert not localproc.owned_pids(ex._token + ":")
+
+
+# Opt-in (FLEXQ_LONG_RAY=1): ten real jobs in a row take ~4 minutes on a quiet 2-core machine (every job starts
+# its own Ray cluster), past the suite's time budget; every real-Ray test here already checks that nothing is
+# left behind after its jobs.
+LONG = pytest.mark.skipif(os.environ.get("FLEXQ_LONG_RAY") != "1",
+                          reason="long real-Ray run; set FLEXQ_LONG_RAY=1 (see the comment above)")
 
 
 def _set_active(twin, active: bool) -> None:
