@@ -118,7 +118,7 @@ def _write_if_changed(store, cached: dict, status: dict) -> None:
     """Write ``status`` unless the last seen object already has it."""
     if cached.get("status") == status:
         return
-    store.update_status({**cached, "status": status})
+    store.update_status({**cached, "status": status}, copy_result=False)
 
 
 class ClusterQueueStatusController(Controller):

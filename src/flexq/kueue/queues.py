@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import compress
 from operator import attrgetter
 
 from flexq.kueue.matching import label_selector_matches
@@ -35,6 +36,9 @@ def backoff_expired(info: WorkloadInfo, now: float) -> bool:
 _ENTRY = attrgetter("heap_entry")
 _NAMESPACE = attrgetter("namespace")
 _CLEAR = attrgetter("backoff_clear")
+_HASH = attrgetter("scheduling_hash")
+_ITEMS = attrgetter("items")
+_INADMISSIBLE = attrgetter("inadmissible")
 
 
 def _local_queue(info: WorkloadInfo) -> str:
@@ -189,11 +193,11 @@ class PendingQueue:
             h = info.scheduling_hash
             self.bulk_moved[h] = reason
             items = self.items
-            moved = {k: i for k, i in items.items() if i.scheduling_hash == h}
+            moved = dict(compress(items.items(), map(h.__eq__, map(_HASH, items.values()))))
             if moved:
                 self.inadmissible.update(moved)
                 if 2 * len(moved) > len(items):
-                    self.items = items = {k: i for k, i in items.items() if k not in moved}
+                    self.items = items = dict(compress(items.items(), map(h.__ne__, map(_HASH, items.values()))))
                 else:
                     for k in moved:
                         del items[k]
@@ -330,14 +334,23 @@ class QueueManager:
         if cqn and cqn in self.cluster_queues:
             self.cluster_queues[cqn].delete(key)
 
+    def shape(self) -> tuple:
+        """Heap and inadmissible sizes of every ClusterQueue (a cycle that changes none made no progress)."""
+        qs = self.cluster_queues.values()
+        return tuple(map(len, map(_ITEMS, qs))) + tuple(map(len, map(_INADMISSIBLE, qs)))
+
     def heads(self) -> list[WorkloadInfo]:
         """Pop one head per active ClusterQueue (sorted by name for determinism)."""
         out = []
         if self._order is None:
             self._order = sorted(self.cluster_queues)
+        queues = self.cluster_queues
         for name in self._order:
-            q = self.cluster_queues[name]
+            q = queues[name]
             if not q.active:
+                continue
+            if not q.items:  # nothing to pop (a sticky workload is in ``items`` too)
+                q.pop_cycle += 1
                 continue
             info = q.pop()
             if info is not None:

@@ -112,7 +112,7 @@ class Scheduler:
     def cycle(self, now: float) -> bool:
         """Run one cycle; True when another should follow right away."""
         self.cycle_no += 1
-        before = {n: (len(q.items), len(q.inadmissible)) for n, q in self.state.queues.cluster_queues.items()}
+        before = self.state.queues.shape()
         # 1. Get the heads from the queues, one per active ClusterQueue.
         heads = self.state.queues.heads()
         if not heads:
@@ -140,8 +140,7 @@ class Scheduler:
             self.requeue_and_update(e, now)
         if self._issued:
             progress = True
-        after = {n: (len(q.items), len(q.inadmissible)) for n, q in self.state.queues.cluster_queues.items()}
-        return progress or before != after
+        return progress or before != self.state.queues.shape()
 
     # 3. nominate ------------------------------------------------------------------------------------
     def nominate(self, heads: list[WorkloadInfo], snap: Snapshot, now: float) -> tuple[list[Entry], list[Entry]]:

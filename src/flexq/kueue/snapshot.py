@@ -199,7 +199,7 @@ class ClusterQueueSnapshot(Node):
         n.admission_checks, n.namespace_selector = self.admission_checks, self.namespace_selector
         n.queueing_strategy, n.generation, n.all_flavors = self.queueing_strategy, self.generation, self.all_flavors
         n.active, n.stop_policy = self.active, self.stop_policy
-        n.subtree_quota = dict(self.subtree_quota)
+        n.subtree_quota = self.subtree_quota  # fixed once the snapshot is built: shared
         n.usage = dict(self.usage)
         n.workloads = self.workloads
         n.owns_workloads = self.owns_workloads = False
@@ -370,7 +370,7 @@ class Snapshot:
         out = Snapshot(resource_flavors=self.resource_flavors, inactive=set(self.inactive))
         for name, c in self.cohorts.items():
             n = CohortSnapshot(name, c.quotas)
-            n.subtree_quota = dict(c.subtree_quota)
+            n.subtree_quota = c.subtree_quota  # fixed once the snapshot is built: shared
             n.usage = dict(c.usage)
             out.cohorts[name] = n
         for name, c in self.cohorts.items():
