@@ -291,6 +291,7 @@ class WorkloadInfo:
     last_assignment: Any = None  # flavorassigner.AssignmentState, kept between cycles
     extra: dict = field(default_factory=dict)
     serial: int = field(default_factory=itertools.count().__next__)  # unique: breaks heap ties
+    _flavor_usage: dict | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_obj(cls, wl: dict, cluster_queue: str = "", requeuing_timestamp: str = "Eviction") -> WorkloadInfo:
@@ -304,13 +305,16 @@ class WorkloadInfo:
                    order_ts=queue_order_timestamp(wl, requeuing_timestamp), uid=md.get("uid", md.get("name", "")))
 
     def flavor_usage(self) -> dict[tuple[str, str], int]:
-        """Assigned usage per (flavor, resource) (``Info.ResourceUsage().Assigned``)."""
-        out: dict[tuple[str, str], int] = {}
-        for ps in self.total_requests:
-            for res, q in ps.requests.items():
-                flv = ps.flavors.get(res)
-                if flv:
-                    out[(flv, res)] = out.get((flv, res), 0) + q
+        """Assigned usage per (flavor, resource) (``Info.ResourceUsage().Assigned``); computed once, read-only."""
+        out = self._flavor_usage
+        if out is None:
+            out = {}
+            for ps in self.total_requests:
+                for res, q in ps.requests.items():
+                    flv = ps.flavors.get(res)
+                    if flv:
+                        out[(flv, res)] = out.get((flv, res), 0) + q
+            self._flavor_usage = out
         return out
 
     @cached_property
