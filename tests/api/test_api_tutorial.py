@@ -9,6 +9,7 @@ import yaml
 
 from flexq.api.kinds import REGISTRY
 from flexq.api.scheme import admit, render, resolve_object
+from flexq.errors import Invalid
 
 DATA = Path(__file__).parent / "data"
 
@@ -48,13 +49,35 @@ def test_cluster_queue_gets_kueue_defaults(queue_objects):
     assert "cohortName" not in spec and "cohort" not in spec
 
 
-def test_cluster_queue_quotas_are_canonical_quantities(queue_objects):
+def test_cluster_queue_quotas_are_stored_as_written(queue_objects):
+    # A CRD's quantities are stored as the JSON the API server got (no resource.Quantity round trip): the
+    # tutorial's `nominalQuota: 10` stays the integer 10, so re-applying the manifest changes nothing.
     group = queue_objects[("ClusterQueue", "cluster-queue")]["spec"]["resourceGroups"][0]
     assert group["coveredResources"] == ["cpu", "memory", "google.com/tpu"]
     quotas = {f["name"]: [r["nominalQuota"] for r in f["resources"]] for f in group["flavors"]}
-    assert quotas == {"default-cpu": ["10", "20Gi", "0"], "on-demand": ["40", "75Gi", "16"],
-                      "dws": ["1G", "1000000000Gi", "1G"]}
+    assert quotas == {"default-cpu": [10, "20Gi", 0], "on-demand": [40, "75Gi", 16],
+                      "dws": [1000000000, "1000000000Gi", 1000000000]}
     assert [f["name"] for f in group["flavors"]] == ["default-cpu", "on-demand", "dws"]  # preference order kept
+
+
+def test_quantities_are_canonical_in_built_in_kinds_and_as_written_in_custom_resources():
+    res = {"requests": {"cpu": 2, "memory": "1024Mi"}, "limits": {"cpu": "1e3", "memory": "1.5Gi"}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "i", "resources": res}]}}
+    stored = admit(REGISTRY.resolve("Pod"), pod)
+    assert stored["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "1e3", "memory": "1536Mi"}}
+    wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "w", "namespace": "default"},
+          "spec": {"podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+              {"name": "c", "image": "i", "resources": res}]}}}]}}
+    stored = admit(REGISTRY.resolve("Workload"), wl)
+    assert stored["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] == res
+    bad = {**wl, "spec": {"podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [
+        {"name": "c", "image": "i", "resources": {"requests": {"cpu": "2 cores"}}}]}}}]}}
+    with pytest.raises(Invalid) as err:  # still validated
+        admit(REGISTRY.resolve("Workload"), bad)
+    field = err.value.causes[0].field
+    assert field.startswith("spec.podSets[0].template.spec.containers[0].resources.requests") and "cpu" in field
 
 
 def test_flavors_local_queue_and_check_defaults(queue_objects):
@@ -131,3 +154,20 @@ def test_kueue_suspends_queued_ray_jobs_on_create_only():
     assert mutate_on_create(running, created) is running  # Kueue's unsuspend is an update: left alone
     unqueued = {**job, "metadata": {"name": "plain"}}
     assert mutate_on_create(unqueued, None) is unqueued
+
+
+def test_null_fields_of_a_custom_resource_are_pruned_before_validation():
+    # `envsubst` of dws-tpu-queue.yaml with ONDEMAND_NODEPOOL unset leaves `cloud.google.com/gke-nodepool:` (null):
+    # the API server prunes a CRD's null fields, so the flavor is stored without that label.
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "on-demand"},
+              "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": None, "a": "b"}, "tolerations": None}}
+    stored = admit(REGISTRY.resolve("ResourceFlavor"), flavor)
+    assert stored["spec"]["nodeLabels"] == {"a": "b"}
+    bad = {**flavor, "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": None, "a": 3}}}
+    with pytest.raises(Invalid) as err:  # what is still wrong after pruning is reported
+        admit(REGISTRY.resolve("ResourceFlavor"), bad)
+    assert [c.field for c in err.value.causes] == ["spec.nodeLabels.a"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "labels": {"a": None}},
+           "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    with pytest.raises(Invalid):  # built-in kinds are not pruned
+        admit(REGISTRY.resolve("Pod"), pod)

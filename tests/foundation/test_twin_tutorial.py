@@ -20,7 +20,7 @@ def test_tutorial_queue_config_applies_with_defaults(twin: Twin) -> None:
     assert cq["spec"]["admissionChecksStrategy"]["admissionChecks"] == [{"name": "dws-prov", "onFlavors": ["dws"]}]
     quotas = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]}
               for f in cq["spec"]["resourceGroups"][0]["flavors"]}
-    assert quotas["on-demand"] == {"cpu": "40", "memory": "75Gi", "google.com/tpu": "16"}
+    assert quotas["on-demand"] == {"cpu": 40, "memory": "75Gi", "google.com/tpu": 16}  # as written (a CRD)
     assert quotas["dws"]["memory"] == "1000000000Gi"
     rf = twin.get("resourceflavor", "on-demand")
     assert rf["spec"]["nodeLabels"] == {"cloud.google.com/gke-nodepool": "on-demand-pool"}

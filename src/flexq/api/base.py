@@ -18,6 +18,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -115,16 +116,25 @@ DNS1123Subdomain = Annotated[str, AfterValidator(check_dns1123_subdomain)]
 Labels = Annotated[dict[str, str] | None, AfterValidator(_check_labels)]
 
 
-def _quantity(v: Any) -> str:
+CANONICAL_QUANTITIES = "canonical_quantities"  # validation context key: True for the built-in API groups
+
+
+def _quantity(v: Any, info: ValidationInfo) -> str | int | float:
+    """A valid quantity, canonical (``resource.Quantity.String()``) in built-in kinds, as written in custom
+    resources: the API server stores a CRD's quantities as the JSON it got (``nominalQuota: 10`` stays the
+    integer 10), which is what lets ``kubectl apply`` of an unchanged manifest report "unchanged"."""
     if isinstance(v, bool) or v is None:
         raise PydanticCustomError("flexq", "quantities must be a string or a number", {"kind": "FieldValueInvalid"})
     try:
-        return canonical_quantity(v)
+        canonical = canonical_quantity(v)
     except QuantityError as exc:
         raise PydanticCustomError("flexq", str(exc), {"kind": "FieldValueInvalid"}) from None
+    if info.context is not None and not info.context.get(CANONICAL_QUANTITIES, True):
+        return v
+    return canonical
 
 
-Quantity = Annotated[str, BeforeValidator(_quantity)]
+Quantity = Annotated[str | int | float, BeforeValidator(_quantity)]
 ResourceList = dict[str, Quantity]
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
-from flexq.api.base import check_dns1123_label, check_dns1123_subdomain
+from flexq.api.base import CANONICAL_QUANTITIES, check_dns1123_label, check_dns1123_subdomain
 from flexq.api.registry import KindInfo, Registry, split_api_version
 from flexq.errors import BadRequest, Cause, Invalid
 
@@ -113,11 +113,24 @@ def invalid(info: KindInfo, name: str, causes: list[Cause]) -> Invalid:
                    causes=causes)
 
 
+def _prune_nulls(value: Any) -> Any:
+    """A copy without the null-valued fields of every object in it (list items stay, null or not)."""
+    if isinstance(value, dict):
+        return {k: _prune_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_prune_nulls(v) for v in value]
+    return value
+
+
 def _drop(obj: Any, loc: tuple[Any, ...]) -> None:
     for part in loc[:-1]:
         obj = obj[part]
     if isinstance(obj, dict):
         obj.pop(loc[-1], None)
+
+
+# Kinds the API server compiles in (their quantities are stored canonical); every other group is a CRD.
+BUILT_IN_GROUPS = frozenset({"", "batch"})
 
 
 def validate(info: KindInfo, obj: dict, unknown: UnknownFields = "Strict") -> tuple[dict, str]:
@@ -128,19 +141,27 @@ def validate(info: KindInfo, obj: dict, unknown: UnknownFields = "Strict") -> tu
         raise BadRequest(f'no kind "{obj.get("kind")}" is registered for version "{obj.get("apiVersion")}"')
     name = (obj.get("metadata") or {}).get("name") or (obj.get("metadata") or {}).get("generateName") or ""
     data = obj
-    for _ in range(2):
+    built_in = info.group in BUILT_IN_GROUPS
+    pruned = False
+    for _ in range(3):
         try:
-            m = model.model_validate(data)
+            m = model.model_validate(data, context={CANONICAL_QUANTITIES: built_in})
             break
         except ValidationError as err:
-            extra = [e["loc"] for e in err.errors() if e["type"] == "extra_forbidden"]
-            if unknown == "Ignore" and extra and len(extra) == len(err.errors()):
+            errors = err.errors()
+            if not built_in and not pruned and any(e.get("input", 0) is None for e in errors):
+                # A custom resource's null fields are pruned before validation (apiextensions: fields not
+                # marked nullable), e.g. `cloud.google.com/gke-nodepool: ${UNSET}` after envsubst.
+                data, pruned = _prune_nulls(data), True
+                continue
+            extra = [e["loc"] for e in errors if e["type"] == "extra_forbidden"]
+            if unknown == "Ignore" and extra and len(extra) == len(errors):
                 data = copy.deepcopy(data)
                 for loc in extra:
                     _drop(data, loc)
                 continue
             raise invalid(info, name, check_name(info, obj.get("metadata") or {}) + causes_from(err)) from None
-    else:  # pragma: no cover - the second pass can only fail with non-extra errors, raised above
+    else:  # pragma: no cover - the last pass can only fail with errors raised above
         raise invalid(info, name, [])
     out = m.model_dump(mode="json", by_alias=True, exclude_none=True)
     out["apiVersion"] = obj.get("apiVersion")
