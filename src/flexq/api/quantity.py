@@ -8,6 +8,7 @@ Must not import anything from flexq.
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -44,23 +45,20 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
-_MEMO_SIZE = 4096
-_PARSED: dict[str, Fraction] = {}
-_CANONICAL: dict[str, str] = {}
+_MEMO_SIZE = 4096  # distinct quantity strings remembered (a cluster repeats the same few endlessly)
 
 
 def parse_quantity(value: str | int | float | Fraction) -> Fraction:
     """Parse a quantity into an exact Fraction. Raises QuantityError with the API server's wording.
     Strings are memoised (a cluster repeats the same few quantities endlessly; Fractions are immutable)."""
     if type(value) is str:
-        q = _PARSED.get(value)
-        if q is None:
-            q = _parse_quantity(value)
-            if len(_PARSED) >= _MEMO_SIZE:
-                _PARSED.clear()
-            _PARSED[value] = q
-        return q
+        return _parse_string(value)
     return _parse_quantity(value)
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _parse_string(value: str) -> Fraction:
+    return _parse_quantity(value)  # an invalid string raises and is not remembered
 
 
 def _parse_quantity(value: str | int | float | Fraction) -> Fraction:
@@ -137,13 +135,12 @@ def canonical_quantity(value: str | int | float | Fraction) -> str:
     Strings are memoised.
     """
     if type(value) is str:
-        out = _CANONICAL.get(value)
-        if out is None:
-            out = _canonical_quantity(value)
-            if len(_CANONICAL) >= _MEMO_SIZE:
-                _CANONICAL.clear()
-            _CANONICAL[value] = out
-        return out
+        return _canonical_string(value)
+    return _canonical_quantity(value)
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _canonical_string(value: str) -> str:
     return _canonical_quantity(value)
 
 
