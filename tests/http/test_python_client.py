@@ -112,3 +112,31 @@ def test_watch_from_a_too_old_version_is_gone(served: Served, api: client.ApiCli
         assert "too old resource version" in str(exc.value)
     finally:
         store._history = deque(store._history, maxlen=saved.maxlen)
+
+
+def test_lists_page_with_limit_and_continue(served: Served, api: client.ApiClient) -> None:
+    v1 = client.CoreV1Api(api)
+    for i in range(7):
+        v1.create_namespaced_config_map("default", client.V1ConfigMap(
+            metadata=client.V1ObjectMeta(name=f"page-{i}", labels={"paging": "yes"})))
+    first = v1.list_namespaced_config_map("default", limit=3, label_selector="paging=yes")
+    names = [c.metadata.name for c in first.items]
+    assert names == ["page-0", "page-1", "page-2"] and first.metadata._continue
+    assert first.metadata.remaining_item_count is None  # not counted when a selector filters
+    token, pages = first.metadata._continue, 1
+    while token:
+        nxt = v1.list_namespaced_config_map("default", limit=3, label_selector="paging=yes", _continue=token)
+        assert nxt.metadata.resource_version == first.metadata.resource_version  # the first page's version
+        names += [c.metadata.name for c in nxt.items]
+        token, pages = nxt.metadata._continue, pages + 1
+    assert names == [f"page-{i}" for i in range(7)] and pages == 3
+    whole = v1.list_namespaced_config_map("default", limit=2)
+    assert whole.metadata.remaining_item_count == len(v1.list_namespaced_config_map("default").items) - 2
+    with pytest.raises(ApiException) as exc:
+        v1.list_namespaced_config_map("default", limit=2, _continue="not-a-token")
+    assert exc.value.status == 400 and "continue key is not valid" in exc.value.body
+    # kubectl pages with --chunk-size and prints one table, the same as unpaged
+    chunked = served.kubectl("get", "configmaps", "-l", "paging=yes", "--chunk-size=2", "-o", "name").stdout
+    assert chunked.split() == [f"configmap/page-{i}" for i in range(7)]
+    for i in range(7):
+        v1.delete_namespaced_config_map(f"page-{i}", "default")

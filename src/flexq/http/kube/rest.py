@@ -9,7 +9,9 @@ about domain state (style rule 5). Must not import domain packages (kube, kueue,
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import re
 from typing import Any
 
@@ -41,6 +43,49 @@ _UNKNOWN = "field not declared in schema"
 def not_found_path() -> NotFound:
     return NotFound("the server could not find the requested resource")
 
+
+
+def _key(obj: dict) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return meta.get("namespace") or "", meta["name"]  # the store's list order
+
+
+def page(objs: list[dict], rv: int, limit: str | None, token: str | None,
+         selected: bool = False) -> tuple[list[dict], int, dict[str, Any]]:
+    """``limit`` and ``continue`` of a list, as the API server pages one (objects in key order).
+
+    The token is the API server's (base64 of ``{"v": "meta.k8s.io/v1", "rv": N, "start": "<key>\\x00"}``);
+    a continued list reports the first page's resourceVersion. ``remainingItemCount`` is only given
+    without selectors, as the API server does. The pages show the objects as they are when each is
+    asked for (the API server reads etcd at the first page's revision; this store keeps no history).
+    """
+    start = ""
+    if token:
+        try:
+            data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+            rv, start = int(data["rv"]), str(data["start"]).rstrip("\x00")
+            if data.get("v") != "meta.k8s.io/v1" or not start:
+                raise ValueError(data.get("v"))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BadRequest(f"continue key is not valid: {exc}") from None
+        ns, _, name = start.rpartition("/")
+        after = (ns, name)
+        objs = [o for o in objs if _key(o) > after]
+    n = 0
+    if limit not in (None, ""):
+        if not limit.isdigit():
+            raise BadRequest(f"invalid limit: {limit!r}")
+        n = int(limit)
+    if n <= 0 or len(objs) <= n:
+        return objs, rv, {}
+    shown, rest = objs[:n], len(objs) - n
+    ns, name = _key(shown[-1])
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": (f"{ns}/{name}" if ns else name) + "\x00"},
+                     separators=(",", ":"))
+    paging: dict[str, Any] = {"continue": base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")}
+    if not selected:
+        paging["remainingItemCount"] = rest
+    return shown, rv, paging
 
 class KubeFace:
     """The resource endpoints of one twin (the cluster ``cluster``, else the twin's current one)."""
@@ -192,13 +237,16 @@ class KubeFace:
                     store.resource_version)
 
         objs, rv = await on_loop(self.loop, run)
+        objs, rv, paging = page(objs, rv, q.get("limit"), q.get("continue"),
+                                selected=bool(q.get("labelSelector") or q.get("fieldSelector")))
         api_version = info.api_version(t.version)
         views = [view_as(info, o, api_version) for o in objs]
         if tables.wants_table(request.headers.get("accept", "")):
-            return json_response(tables.table(info, views, self.loop.now(), str(rv),
-                                              q.get("includeObject", "Metadata")))
+            out = tables.table(info, views, self.loop.now(), str(rv), q.get("includeObject", "Metadata"))
+            out["metadata"].update(paging)
+            return json_response(out)
         return json_response({"kind": f"{info.kind}List", "apiVersion": api_version,
-                              "metadata": {"resourceVersion": str(rv)}, "items": views})
+                              "metadata": {"resourceVersion": str(rv), **paging}, "items": views})
 
     def watch(self, request: Request, t: Target, info: KindInfo, name: str | None = None) -> Response:
         q = request.query_params
