@@ -131,8 +131,9 @@ def test_failing_entrypoint_and_unsatisfiable_job(tmp_path):
         twin.apply(bad)
         # A job that can never be satisfied (a 8x8 slice no pool has: its workers stay Pending) ends at its deadline.
         never = rayjob(2, activeDeadlineSeconds=45)
-        never["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"][
-            "cloud.google.com/gke-tpu-topology"] = "8x8"
+        group = never["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]
+        group["template"]["spec"]["nodeSelector"]["cloud.google.com/gke-tpu-topology"] = "8x8"
+        group["numOfHosts"] = 1  # fits plan A's quota: admitted at once, then Pending on a topology nobody has
         twin.apply(never)
         wait_until(lambda: _ended(twin, "rayjob-tpu-v6e-dws-1") and _ended(twin, "rayjob-tpu-v6e-dws-2"), 1800,
                    "both jobs to end", detail=lambda: describe(twin))
