@@ -14,6 +14,7 @@ Must not import anything in flexq but ``flexq.api.quantity``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -37,32 +38,16 @@ __all__ = [
 FlavorResource = tuple[str, str]  # (flavor, resource)
 
 
-_VALUES: dict[tuple[str, object], int] = {}
-
-
+@functools.lru_cache(maxsize=100_000)
 def resource_value(name: str, q: object) -> int:
     """``flexq.api.quantity.resource_value``, memoised (quantities repeat endlessly in a cluster)."""
-    key = (name, q)
-    v = _VALUES.get(key)
-    if v is None:
-        if len(_VALUES) > 100_000:
-            _VALUES.clear()
-        v = _VALUES[key] = _resource_value(name, q)  # type: ignore[arg-type]
-    return v
+    return _resource_value(name, q)  # type: ignore[arg-type]
 
 
-_STRINGS: dict[tuple[str, int], str] = {}
-
-
+@functools.lru_cache(maxsize=100_000)
 def from_resource_value(name: str, value: int) -> str:
     """``flexq.api.quantity.from_resource_value``, memoised (status controllers format usage constantly)."""
-    key = (name, value)
-    s = _STRINGS.get(key)
-    if s is None:
-        if len(_STRINGS) > 100_000:
-            _STRINGS.clear()
-        s = _STRINGS[key] = _from_resource_value(name, value)
-    return s
+    return _from_resource_value(name, value)
 
 
 def container_requests(container: Mapping) -> dict[str, Fraction]:
