@@ -104,14 +104,18 @@ def _schema_key(info: KindInfo, version: str, defs: dict[str, Any]) -> str:
     return ""
 
 
+_PARAM_TYPES = {"force": "boolean", "watch": "boolean", "limit": "integer"}
+
+
 def _params(v3: bool, names: list[str]) -> list[dict[str, Any]]:
     out = []
     for n in names:
         p: dict[str, Any] = {"name": n, "in": "query", "description": n, "uniqueItems": True}
+        kind = _PARAM_TYPES.get(n, "string")
         if v3:
-            p["schema"] = {"type": "boolean" if n == "force" else "string"}
+            p["schema"] = {"type": kind}
         else:
-            p["type"] = "boolean" if n == "force" else "string"
+            p["type"] = kind
         out.append(p)
     return out
 
@@ -144,7 +148,7 @@ def paths(infos: Iterable[KindInfo], version: str, defs: dict[str, Any], ref_bas
         ref = ref_base + _schema_key(info, version, defs)
         base = f"/apis/{info.group}/{version}" if info.group else f"/api/{version}"
         coll = f"{base}/namespaces/{{namespace}}/{info.plural}" if info.namespaced else f"{base}/{info.plural}"
-        out[coll] = {"get": _op(info, version, "list", ref, v3, ["labelSelector", "fieldSelector", "watch"]),
+        out[coll] = {"get": _op(info, version, "list", ref, v3, ["labelSelector", "fieldSelector", "limit", "continue", "watch"]),
                      "post": _op(info, version, "post", ref, v3, _QUERY)}
         item = {"get": _op(info, version, "get", ref, v3, []),
                 "put": _op(info, version, "put", ref, v3, _QUERY),
