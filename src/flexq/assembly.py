@@ -41,6 +41,8 @@ class ClusterRuntime:
     ctx: Context
     manager: Manager
     settings: dict[str, Any] = field(default_factory=dict)
+    executors: list[Any] = field(default_factory=list)  # this cluster's own (pods are keyed by namespace/name)
+    logs: PodLogs = field(default_factory=PodLogs)  # this cluster's container logs
 
 
 class TwinCore:
@@ -56,16 +58,12 @@ class TwinCore:
         if self.home:
             self.home.mkdir(parents=True, exist_ok=True)
         self.journal = Journal(self.home / "state.db") if self.home else None
-        self.logs = PodLogs(self.home / "logs" if self.home else None)
         self.registry: Registry = default_registry()
-        self.executors: list[Any] = []
-        for domain in (kuberay_registry, kube_registry):  # real executors first, the simulated one last
-            self.executors += domain.executors(self.settings)
         project_registry = Registry(gke_registry.project_kinds())
         self.project = Store(project_registry, self.loop.clock, name="project", journal=self.journal,
                              rng=self.rngs.get("store/project"))
-        self.project_ctx = Context(store=self.project, loop=self.loop, rngs=self.rngs, logs=self.logs,
-                                   cluster="", project=self.project, executors=self.executors,
+        self.project_ctx = Context(store=self.project, loop=self.loop, rngs=self.rngs, logs=PodLogs(None),
+                                   cluster="", project=self.project, executors=[],
                                    settings=self.settings)
         self.project_manager = Manager(self.project_ctx)
         self.project_manager.add_all(gke_registry.project_controllers(self.project_ctx))
@@ -106,15 +104,17 @@ class TwinCore:
                       rng=self.rngs.get(f"store/{name}"), namespaces=DEFAULT_NAMESPACES)
         if name != DEFAULT_CLUSTER:  # a GKE cluster serves addon kinds only when the addon is on
             store.serve_addons(settings.get("addons") or ())
-        ctx = Context(store=store, loop=self.loop, rngs=self.rngs, logs=self.logs, cluster=name,
-                      project=self.project, executors=self.executors,
+        executors = self._executors(name)
+        logs = PodLogs(self.home / "logs" / name if self.home else None)
+        ctx = Context(store=store, loop=self.loop, rngs=self.rngs, logs=logs, cluster=name,
+                      project=self.project, executors=executors,
                       settings={**self.settings, **settings})
         for domain in DOMAINS:
             domain.bootstrap(store)
         manager = Manager(ctx)
         for domain in DOMAINS:
             manager.add_all(domain.controllers(ctx))
-        rt = ClusterRuntime(name, store, ctx, manager, dict(settings))
+        rt = ClusterRuntime(name, store, ctx, manager, dict(settings), executors, logs)
         self.clusters[name] = rt
         manager.start()
         return rt
@@ -125,10 +125,39 @@ class TwinCore:
             return
         rt.manager.stop()
         for ns_pod in [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in rt.store.list("Pod")]:
-            for ex in self.executors:
+            for ex in rt.executors:
                 ex.stop(ns_pod)
+        self._shutdown(rt.executors)
         if self.journal is not None:
             self.journal.drop_store(rt.store.name)
+
+    def _executors(self, cluster: str) -> list[Any]:
+        """A cluster's own pod executors: pods are keyed by namespace and name, which two clusters share."""
+        settings = dict(self.settings)
+        if settings.get("ray_dir"):  # one directory per cluster under the one asked for
+            settings["ray_dir"] = str(Path(settings["ray_dir"]) / cluster)
+        out: list[Any] = []
+        for domain in (kuberay_registry, kube_registry):  # real executors first, the simulated one last
+            out += domain.executors(settings)
+        return out
+
+    @staticmethod
+    def _shutdown(executors: list[Any]) -> None:
+        for ex in executors:
+            try:
+                ex.shutdown()
+            except Exception:
+                log.exception("executor shutdown failed")
+
+    @property
+    def logs(self) -> PodLogs:
+        """The current cluster's container logs (see ``current``)."""
+        return self.current().logs
+
+    @property
+    def executors(self) -> list[Any]:
+        """Every cluster's executors (read-only view; a cluster's own list is ``ClusterRuntime.executors``)."""
+        return [ex for rt in self.clusters.values() for ex in rt.executors]
 
     def current(self, name: str | None = None) -> ClusterRuntime:
         """The named cluster, else the only GKE cluster, else the default one."""
@@ -153,11 +182,8 @@ class TwinCore:
         for name in list(self.clusters):
             self.clusters[name].manager.stop()
         self.project_manager.stop()
-        for ex in self.executors:
-            try:
-                ex.shutdown()
-            except Exception:
-                log.exception("executor shutdown failed")
+        for rt in self.clusters.values():
+            self._shutdown(rt.executors)
         if isinstance(self.loop, RealtimeLoop):
             self.loop.stop()
         if self.journal is not None:

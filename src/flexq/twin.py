@@ -187,7 +187,7 @@ class Twin:
             if not pods:
                 raise NotFound(f'no pods found for job "{job}"')
             pod = pods[0]["metadata"]["name"]
-        return self.core.logs.read(namespace, pod, container)
+        return self.runtime.logs.read(namespace, pod, container)
 
     # -- time -------------------------------------------------------------------------------------
     def advance(self, seconds: float) -> int:

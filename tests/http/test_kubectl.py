@@ -146,7 +146,7 @@ def test_pod_logs_plain_tail_and_follow(served: Served) -> None:
     served.twin.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "logger", "namespace": "default"},
                         "spec": {"containers": [{"name": "main", "image": "busybox"}],
                                  "nodeSelector": {"no-such-node": "x"}}})
-    logs = served.twin.core.logs
+    logs = served.twin.runtime.logs
     logs.write("default", "logger", "main", "line 1\nline 2\nline 3\n")
     assert served.kubectl("logs", "logger").stdout == "line 1\nline 2\nline 3\n"
     assert served.kubectl("logs", "logger", "--tail=1").stdout == "line 3\n"

@@ -148,7 +148,7 @@ class ManualExecutor:
 
 def test_first_accepting_executor_runs_the_pod_and_notify_wakes_the_kubelet(twin: Twin) -> None:
     ex = ManualExecutor()
-    twin.core.executors.insert(0, ex)
+    twin.core.current().executors.insert(0, ex)
     add_node(twin, node("n1"))
     p = pod("m", restart="Always")
     p["metadata"]["labels"] = {"manual": "yes"}
@@ -194,7 +194,7 @@ def test_a_restarted_twin_resumes_running_pods_on_their_original_clock(tmp_path)
 
 def test_init_containers_show_while_the_executor_is_pending(twin: Twin) -> None:
     ex = ManualExecutor()
-    twin.core.executors.insert(0, ex)
+    twin.core.current().executors.insert(0, ex)
     add_node(twin, node("n1"))
     p = pod("worker", restart="Always")
     p["metadata"]["labels"] = {"manual": "yes"}

@@ -55,7 +55,7 @@ def rayjob(job_id: int, **spec) -> dict:
 
 
 def ray_executor(twin: Twin) -> LocalRayExecutor:
-    return next(e for e in twin.core.executors if isinstance(e, LocalRayExecutor))
+    return next(e for e in twin.core.current().executors if isinstance(e, LocalRayExecutor))
 
 
 def status(twin: Twin, name: str) -> dict:

@@ -274,7 +274,7 @@ class _Demo:
             shown += 1
             name = pod["metadata"]["name"]
             try:
-                text = self.twin.core.logs.read("default", name, bad[0].get("name"))
+                text = self.twin.runtime.logs.read("default", name, bad[0].get("name"))
             except Exception as exc:  # the log may be gone with the pod
                 text = f"(no log: {exc})"
             tail = "\n".join(text.splitlines()[-15:]) or "(empty)"

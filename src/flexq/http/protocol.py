@@ -111,10 +111,11 @@ def protocol_class(core: Any, token: str | None) -> type[H11Protocol]:
 
             async def resolve(port: int) -> tuple[str, int]:
                 def look() -> tuple[str, int]:
-                    found = core.current(cluster).store.try_get("Pod", pod, ns)
+                    rt = core.current(cluster)
+                    found = rt.store.try_get("Pod", pod, ns)
                     if found is None:
                         raise LookupError(f'pods "{pod}" not found')
-                    return local_endpoint(found, port, list(getattr(core, "executors", ())))
+                    return local_endpoint(found, port, rt.executors)
 
                 return await on_loop(core.loop, look)
 

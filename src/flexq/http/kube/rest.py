@@ -419,7 +419,7 @@ class KubeFace:
             container = names[0] if names else None
         elif container not in names:
             raise BadRequest(f"container {container} is not valid for pod {name}")
-        logs = self.core.logs
+        logs = self.runtime().logs
         text = logs.read(ns, name, container)
         phase = (pod.get("status") or {}).get("phase", "Pending")
         if not text and phase == "Pending":
