@@ -41,8 +41,16 @@ class ClusterRuntime:
     ctx: Context
     manager: Manager
     settings: dict[str, Any] = field(default_factory=dict)
-    executors: list[Any] = field(default_factory=list)  # this cluster's own (pods are keyed by namespace/name)
-    logs: PodLogs = field(default_factory=PodLogs)  # this cluster's container logs
+
+    @property
+    def executors(self) -> list[Any]:
+        """This cluster's own pod executors (pods are keyed by namespace and name, which clusters share)."""
+        return self.ctx.executors
+
+    @property
+    def logs(self) -> PodLogs:
+        """This cluster's container logs."""
+        return self.ctx.logs
 
 
 class TwinCore:
@@ -104,17 +112,15 @@ class TwinCore:
                       rng=self.rngs.get(f"store/{name}"), namespaces=DEFAULT_NAMESPACES)
         if name != DEFAULT_CLUSTER:  # a GKE cluster serves addon kinds only when the addon is on
             store.serve_addons(settings.get("addons") or ())
-        executors = self._executors(name)
-        logs = PodLogs(self.home / "logs" / name if self.home else None)
-        ctx = Context(store=store, loop=self.loop, rngs=self.rngs, logs=logs, cluster=name,
-                      project=self.project, executors=executors,
+        ctx = Context(store=store, loop=self.loop, rngs=self.rngs, cluster=name, project=self.project,
+                      logs=PodLogs(self.home / "logs" / name if self.home else None), executors=self._executors(name),
                       settings={**self.settings, **settings})
         for domain in DOMAINS:
             domain.bootstrap(store)
         manager = Manager(ctx)
         for domain in DOMAINS:
             manager.add_all(domain.controllers(ctx))
-        rt = ClusterRuntime(name, store, ctx, manager, dict(settings), executors, logs)
+        rt = ClusterRuntime(name, store, ctx, manager, dict(settings))
         self.clusters[name] = rt
         manager.start()
         return rt
@@ -148,16 +154,6 @@ class TwinCore:
                 ex.shutdown()
             except Exception:
                 log.exception("executor shutdown failed")
-
-    @property
-    def logs(self) -> PodLogs:
-        """The current cluster's container logs (see ``current``)."""
-        return self.current().logs
-
-    @property
-    def executors(self) -> list[Any]:
-        """Every cluster's executors (read-only view; a cluster's own list is ``ClusterRuntime.executors``)."""
-        return [ex for rt in self.clusters.values() for ex in rt.executors]
 
     def current(self, name: str | None = None) -> ClusterRuntime:
         """The named cluster, else the only GKE cluster, else the default one."""
