@@ -43,7 +43,7 @@ _INADMISSIBLE = attrgetter("inadmissible")
 
 def _local_queue(info: WorkloadInfo) -> str:
     """``<namespace>/<queueName>`` of a workload (the LocalQueue it was submitted to)."""
-    return f"{(info.obj.get('metadata') or {}).get('namespace', '')}/{(info.obj.get('spec') or {}).get('queueName', '')}"
+    return f"{info.namespace}/{(info.obj.get('spec') or {}).get('queueName', '')}"
 
 
 def _sort_key(info: WorkloadInfo) -> tuple:

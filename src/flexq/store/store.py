@@ -66,7 +66,9 @@ def status_copy(obj: dict) -> dict:
 
 
 def _clone_dict(d: dict) -> dict:
-    # exact types tested inline: the store copies on every read and write, so this is a hot path
+    # exact types tested inline: the store copies on every read and write, so this is a hot path. The loop is
+    # written out twice (here and in _clone_list) on purpose: one shared per-value helper, or comprehensions
+    # with the same tests, measured 1.5x slower on a Workload.
     out = {}
     for k, v in d.items():
         t = type(v)
