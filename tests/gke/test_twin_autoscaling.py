@@ -3,6 +3,8 @@ stock-outs, queued pools, fixed-size and spot pools, cluster deletion and the Ra
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from flexq.errors import NotFound
@@ -75,6 +77,8 @@ def test_stockout_window_keeps_pods_pending_then_pool_grows() -> None:
     assert pod["status"]["phase"] == "Pending"
     scheduled = condition(pod, "PodScheduled")
     assert scheduled["status"] == "False" and scheduled["reason"] == "Unschedulable"
+    assert scheduled["message"].startswith("0/3 nodes are available: 3 node(s) didn't match Pod's node "
+                                           "affinity/selector.")  # kube-scheduler's FitError, the 3 CPU nodes
     failed = events(t, "w0", "FailedScaleUp")
     assert failed and "GCE out of resources" in failed[0]["message"]
     stockout = t.gke("GET", POOLS + "/on-demand-pool")
@@ -151,10 +155,40 @@ def test_spot_nodes_are_preempted() -> None:
     t.advance(5)
     spot = nodes(t, "spot")
     assert len(spot) == 2 and spot[0]["metadata"]["labels"]["cloud.google.com/gke-spot"] == "true"
-    t.advance(30 * 60 + 60)
+    assert spot[0]["metadata"]["labels"]["cloud.google.com/gke-provisioning"] == "spot"
+    t.advance(60 + 30 * 60 - 10)  # Ready after 1 min, preempted 30 min later
+    assert len(nodes(t, "spot")) == 2
+    assert {p["status"]["phase"] for p in t.list("Pod")} == {"Running"}
+    t.advance(20)
     first = {n["metadata"]["name"] for n in spot}
     assert not first & {n["metadata"]["name"] for n in nodes(t, "spot")}  # the preempted VMs are gone
     assert events(t, spot[0]["metadata"]["name"], "Preempted")
+    for p in t.list("Pod"):  # the pods on them are lost, as the pod GC marks pods of deleted nodes
+        assert (p["status"]["phase"], p["status"].get("reason")) == ("Failed", "NodeLost")
+
+
+def test_a_preempted_host_takes_its_whole_multi_host_slice() -> None:
+    # random preemption times: each slice draws one, so the 2 hosts of a 2x4 slice always go together
+    t = tutorial_twin({"seed": 5, "rules": [{"match": {"provisioningModels": ["spot"]},
+                                             "preemption": {"exponential": {"mean": "1h"}},
+                                             "provisionTime": {"uniform": {"min": "10s", "max": "5m"}}}]},
+                      pools=("create-spot-pool",))
+    t.gke("POST", POOLS + "/spot:setAutoscaling", {"autoscaling": {"enabled": True, "minNodeCount": 0,
+                                                                    "maxNodeCount": 6}})
+    t.advance(30)
+    for i in range(6):
+        pod = tpu_pod(f"s{i}", "spot", run_seconds=10 * H)
+        pod["spec"]["nodeSelector"] = {"cloud.google.com/gke-nodepool": "spot"}
+        t.apply(pod)
+    t.advance(5)
+    grown = nodes(t, "spot")
+    assert len(grown) == 6
+    by_slice: dict[str, set[str]] = {}
+    for n in grown:
+        ann = n["metadata"]["annotations"]
+        by_slice.setdefault(ann["gke.twin.flexq.dev/slice"], set()).add(ann["gke.twin.flexq.dev/preempt-at"])
+    assert len(by_slice) == 3 and all(len(times) == 1 for times in by_slice.values())
+    assert len({t for times in by_slice.values() for t in times}) == 3  # the slices drew different times
 
 
 def test_cluster_deletion_removes_everything() -> None:
@@ -243,3 +277,59 @@ def test_same_seed_same_story() -> None:
     first = story()
     assert [r[1] for r in first].count("dws-pool") == 8  # two slices came and went (nobody used them)
     assert first == story()
+
+
+def test_an_ordinary_pool_scales_between_its_min_and_max_nodes() -> None:
+    t = tutorial_twin(pools=())
+    t.gke("POST", POOLS, {"nodePool": {"name": "cpu", "initialNodeCount": 1, "config": {"machineType": "e2-standard-4"},
+                                       "autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": 3}}})
+    t.advance(30)
+    assert len(nodes(t, "cpu")) == 1  # its minimum
+    for i in range(5):  # 3 cpu each: one pod per e2-standard-4 node, five pods, at most 3 nodes
+        t.apply({"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": f"c{i}", "namespace": "default",
+                              "annotations": {"twin.flexq.dev/run-seconds": "1800"}},
+                 "spec": {"restartPolicy": "Never", "nodeSelector": {"cloud.google.com/gke-nodepool": "cpu"},
+                          "containers": [{"name": "c", "image": "busybox",
+                                          "resources": {"requests": {"cpu": "3"}}}]}})
+    t.advance(60)
+    assert len(nodes(t, "cpu")) == 3  # grew to max-nodes and no further
+    phases = [p["status"]["phase"] for p in t.list("Pod")]
+    assert phases.count("Running") == 3 and phases.count("Pending") == 2
+    assert events(t, "c3", "NotTriggerScaleUp")[0]["message"] == (
+        "pod didn't trigger scale-up: 1 max node group size reached")
+    t.advance(2 * H)  # all five ran (the last two after the first three finished)
+    assert {p["status"]["phase"] for p in t.list("Pod")} == {"Succeeded"}
+    assert len(nodes(t, "cpu")) == 1  # idle nodes removed after 10 minutes, down to min-nodes, not below
+
+
+def test_pod_placement_by_selector_affinity_tolerations_and_resources() -> None:
+    t = tutorial_twin()
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "on-demand-pool", run_seconds=10 * H))
+    t.advance(60)
+    assert len(nodes(t, "on-demand-pool")) == 4
+    intolerant = tpu_pod("no-toleration", "on-demand-pool")
+    intolerant["spec"]["tolerations"] = []
+    intolerant["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    affine = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "affine", "namespace": "default"},
+              "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+                       "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                           "nodeSelectorTerms": [{"matchExpressions": [
+                               {"key": "cloud.google.com/gke-nodepool", "operator": "In",
+                                "values": ["default-pool"]}]}]}}}}}
+    huge = copy.deepcopy(affine)
+    huge["metadata"]["name"] = "huge"
+    huge["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "64"}}
+    for pod in (intolerant, affine, huge):
+        t.apply(pod)
+    t.advance(10)
+    placed = t.get("Pod", "affine", "default")
+    assert placed["spec"]["nodeName"] in {n["metadata"]["name"] for n in nodes(t, "default-pool")}
+    bad = condition(t.get("Pod", "no-toleration", "default"), "PodScheduled")
+    assert bad["reason"] == "Unschedulable" and bad["message"].startswith(
+        "0/7 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 4 node(s) had untolerated "
+        "taint {google.com/tpu: present}.")
+    too_big = condition(t.get("Pod", "huge", "default"), "PodScheduled")
+    assert too_big["reason"] == "Unschedulable" and "3 Insufficient cpu" in too_big["message"]
+    assert t.get("Pod", "huge", "default")["status"]["phase"] == "Pending"

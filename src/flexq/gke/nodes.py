@@ -131,17 +131,20 @@ def grow(ctx: Context, pool: dict[str, Any], count: int, *, extra_labels: dict[s
     base = twin.get("instanceGroup") or f"gke-{ctx.cluster}-{spec['name']}"
     base = base[:52]
     slice_id = ""
+    preempt_at: float | None = None
     for i in range(count):
         if i % hosts == 0:
             slice_id = "".join(rng.choice(_ALNUM) for _ in range(6))
             # a slice comes up as one unit: every host shares the slice's provisioning delay
             ready_at = now + cap.provision_seconds(twin["zone"], spec["config"]["machineType"], model, rng)
+            # ... and goes as one unit: a preempted host takes its whole multi-host slice with it
+            # (research/cloud.md §2.5), so one preemption time is drawn per slice
+            preempt_at = cap.preemption_time(twin["zone"], spec["config"]["machineType"], model, ready_at,
+                                             rng) if model == catalog.SPOT else None
         name = f"{base}-{''.join(rng.choice(_ALNUM) for _ in range(4))}"
         annotations = dict(extra_annotations or {})
-        if model == catalog.SPOT:
-            t = cap.preemption_time(twin["zone"], spec["config"]["machineType"], model, ready_at, rng)
-            if t is not None:
-                annotations[ANN_PREEMPT_AT] = repr(t)
+        if preempt_at is not None:
+            annotations[ANN_PREEMPT_AT] = repr(preempt_at)
         if model == catalog.FLEX_START and not twin.get("queued"):
             max_run = spec["config"].get("maxRunDuration")
             seconds = float(max_run.rstrip("s")) if max_run else 7 * 86400.0
