@@ -26,11 +26,14 @@ from flexq.api.registry import KindInfo
 from flexq.assembly import ClusterRuntime, TwinCore
 from flexq.errors import BadRequest, CloudError, NotFound
 from flexq.loop import RealtimeLoop
-from flexq.store import Store
+from flexq.store import Store, clone
+from flexq.store.patch import three_way_merge_patch
 
 T = TypeVar("T")
 
 __all__ = ["Twin", "load_documents"]
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def load_documents(source: str | dict | Iterable[dict]) -> list[dict]:
@@ -110,7 +113,8 @@ class Twin:
 
     # -- objects ----------------------------------------------------------------------------------
     def apply(self, source: str | dict | Iterable[dict], namespace: str | None = None) -> list[dict]:
-        """Create or update each object, like ``kubectl apply`` (status in the input is not stored)."""
+        """Create or update each object, like ``kubectl apply`` (status in the input is not stored where the
+        kind has a status subresource)."""
         objs = load_documents(source)
 
         def run() -> list[dict]:
@@ -122,26 +126,41 @@ class Twin:
         return self._call(run)
 
     def _apply_one(self, obj: dict, namespace: str | None) -> dict:
+        """``kubectl apply`` (client-side): create with the ``last-applied-configuration`` annotation, or
+        patch the live object with the three-way merge of the last applied manifest, this one and the live
+        object, so fields set by defaults or controllers (a suspended RayJob, a Job's selector, a Service's
+        clusterIP) stay and fields dropped from the manifest go. An unchanged manifest writes nothing."""
         store = self.store
         info = scheme.resolve_object(store.registry, obj)
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or namespace or ("default" if info.namespaced else None)
+        modified = clone(obj)
+        mmeta = modified.setdefault("metadata", {})
+        if info.namespaced:
+            mmeta["namespace"] = ns
+        annotations = {k: v for k, v in (mmeta.get("annotations") or {}).items() if k != LAST_APPLIED}
+        mmeta.pop("annotations", None)
+        if annotations:
+            mmeta["annotations"] = annotations
+        annotations[LAST_APPLIED] = json.dumps(modified, sort_keys=True, separators=(",", ":")) + "\n"
+        mmeta["annotations"] = annotations
         cur = store.try_get(info.kind, meta.get("name", ""), ns) if meta.get("name") else None
         if cur is None:
-            return scheme.render(info, store.create(obj, namespace=ns), obj.get("apiVersion"))
+            return scheme.render(info, store.create(modified, namespace=ns), obj.get("apiVersion"))
         view = scheme.render(info, cur, obj.get("apiVersion"))
-        new = {k: v for k, v in obj.items() if k != "status"}
-        m = dict(view["metadata"])
-        for f in ("labels", "annotations"):
-            if f in meta:
-                m[f] = {**(m.get(f) or {}), **(meta.get(f) or {})}
-        for f in ("ownerReferences", "finalizers"):
-            if f in meta:
-                m[f] = meta[f]
-        new["metadata"] = m
-        if "status" in view:
-            new["status"] = view["status"]
-        return scheme.render(info, store.update(new, namespace=ns), obj.get("apiVersion"))
+        try:
+            original = json.loads(((view.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED, ""))
+        except ValueError:
+            original = None
+        if info.status_subresource:
+            modified.pop("status", None)
+            if isinstance(original, dict):
+                original.pop("status", None)
+        patch = three_way_merge_patch(original if isinstance(original, dict) else None, modified, view)
+        if not patch:
+            return view
+        return scheme.render(info, store.patch(info.kind, meta["name"], patch, ns, api_version=obj.get("apiVersion")),
+                             obj.get("apiVersion"))
 
     def create(self, obj: dict, namespace: str | None = None) -> dict:
         info = scheme.resolve_object(self.store.registry, obj)

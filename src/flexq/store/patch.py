@@ -2,7 +2,8 @@
 
 Strategic merge is reduced to what kubectl sends for the kinds flexq serves: maps merge, lists of
 objects with a ``name`` (or ``containerPort``/``key``) merge by that key, ``$patch: delete``/``replace``
-directives are honoured, other lists are replaced. Must not import flexq modules other than ``flexq.errors``.
+directives are honoured, other lists are replaced. ``three_way_merge_patch`` computes the patch a
+client-side ``kubectl apply`` sends. Must not import flexq modules other than ``flexq.errors``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,34 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             out[k] = merge_patch(out.get(k), v)
     return out
+
+
+_MISSING = object()
+
+
+def three_way_merge_patch(original: dict | None, modified: dict, current: dict) -> dict:
+    """The JSON merge patch ``kubectl apply`` computes (``CreateThreeWayJSONMergePatch``): set what
+    ``modified`` (the manifest now) has and ``current`` (the live object) lacks or holds differently, and
+    delete what ``original`` (the manifest last applied) had and ``modified`` no longer has. Fields that
+    neither manifest names (defaults, what controllers wrote) are left alone. Lists are replaced whole."""
+    patch: dict = {}
+    for k, mv in modified.items():
+        cv = current.get(k, _MISSING)
+        ov = original.get(k) if isinstance(original, dict) else None
+        if isinstance(mv, dict) and isinstance(cv, dict):
+            sub = three_way_merge_patch(ov if isinstance(ov, dict) else None, mv, cv)
+            if sub:
+                patch[k] = sub
+        elif mv is None:
+            if cv is not _MISSING:
+                patch[k] = None
+        elif cv is _MISSING or cv != mv:
+            patch[k] = copy.deepcopy(mv)
+    if isinstance(original, dict):
+        for k in original:
+            if k not in modified and k in current:
+                patch[k] = None
+    return patch
 
 
 def _merge_key(items: list) -> str | None:
