@@ -6,6 +6,7 @@ import pytest
 
 from flexq.clock import DEFAULT_EPOCH
 from flexq.gke.billing import billing_of
+from flexq.gke.catalog import TPU_GENERATIONS
 from tests.gke.twin_helpers import (
     D,
     H,
@@ -174,12 +175,45 @@ def test_check_capacity_class() -> None:
 
 
 def test_best_effort_atomic_scale_up_class() -> None:
-    t = tutorial_twin()
+    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["on-demand"]}, "provisionTime": {"fixed": "2m"}}]})
     provisioning_request(t, "at", cls="best-effort-atomic-scale-up.autoscaling.x-k8s.io", pool="on-demand-pool")
+    created = t.now()
     t.advance(1)
-    assert len(nodes(t, "on-demand-pool")) == 4  # all at once
-    t.advance(10)
-    assert state(t, "at")["Provisioned"] == "True/CapacityIsProvisioned"
+    grown = nodes(t, "on-demand-pool")
+    assert len(grown) == 4 and not any(ready(n) for n in grown)  # all at once, still booting
+    # "best effort": admitted as soon as the scale-up is requested, without waiting for the nodes to start
+    assert state(t, "at") == {"Accepted": "True/Accepted", "Provisioned": "True/CapacityIsProvisioned"}
+    assert condition(pr(t, "at"), "Provisioned")["message"] == "Capacity is found in the cluster"
+    assert condition(pr(t, "at"), "Accepted")["message"] == "ProvisioningRequest is accepted by ClusterAutoscaler"
+    t.advance(created + 599 - t.now())
+    assert "BookingExpired" not in state(t, "at") and len(nodes(t, "on-demand-pool")) == 4
+    t.advance(1)
+    assert state(t, "at")["BookingExpired"] == "True/CapacityReservationTimeExpired"
+    assert condition(pr(t, "at"), "BookingExpired")["message"] == "Capacity reservation time is expired"
+    t.advance(600)  # nobody came: the empty slice is an ordinary scale-down candidate once the booking is over
+    assert nodes(t, "on-demand-pool") == []
+
+
+def test_oss_classes_find_capacity_on_existing_nodes_and_book_it_until_consumed() -> None:
+    t = tutorial_twin()
+    for i in range(4):  # a slice that is up and empty
+        t.apply(tpu_pod(f"w{i}", "on-demand-pool", run_seconds=60))
+    t.advance(2 * 60)
+    assert len(nodes(t, "on-demand-pool")) == 4
+    for name, cls in (("cc", "check-capacity.autoscaling.x-k8s.io"),
+                      ("at", "best-effort-atomic-scale-up.autoscaling.x-k8s.io")):
+        provisioning_request(t, name, cls=cls, pool="on-demand-pool")
+        t.advance(1)
+        assert state(t, name) == {"Accepted": "True/Accepted", "Provisioned": "True/CapacityIsFound"}, name
+        assert condition(pr(t, name), "Provisioned")["message"] == "Capacity is found in the cluster"
+        assert len(nodes(t, "on-demand-pool")) == 4  # nothing new was created
+    for i in range(4):  # cc's pods arrive and are all scheduled: the booking is consumed at once
+        t.apply(tpu_pod(f"cc{i}", "on-demand-pool", run_seconds=H, consume="cc"))
+    t.advance(30)
+    assert {t.get("Pod", f"cc{i}", "default")["status"]["phase"] for i in range(4)} == {"Running"}
+    assert state(t, "cc")["BookingExpired"] == "True/CapacityBookingConsumed"
+    assert condition(pr(t, "cc"), "BookingExpired")["message"] == "Capacity booking consumed: all pods scheduled"
+    assert "BookingExpired" not in state(t, "at")  # nobody consumes it: booked for 10 minutes
     t.advance(600)
     assert state(t, "at")["BookingExpired"] == "True/CapacityReservationTimeExpired"
 
@@ -205,8 +239,15 @@ def test_billing_of_four_v6e_hosts_for_two_hours_at_flex_start() -> None:
     t.advance(3 * H + 600)
     assert state(t)["CapacityRevoked"] == "True/CapacityRevoked"
     bill = billing_of(t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now(), t.list("ResourceFlavor"))
-    expected = 4 * 4 * 2 * 1.35  # hosts x chips x hours x catalog flex-start price per chip-hour
-    assert bill["pools"]["dws-pool"] == pytest.approx(expected, abs=1e-9) == 43.2
+    chip_hour = TPU_GENERATIONS["v6e"].chip_price.flex_start  # the catalog's flex-start price per chip-hour
+    expected = 4 * 4 * 2 * chip_hour  # hosts x chips x hours x price
+    assert chip_hour == 1.35 and bill["pools"]["dws-pool"] == pytest.approx(expected, abs=1e-9) == 43.2
+    # readable from the twin: the cluster's GkeBilling object carries the same totals
+    stored = t.core.project.get("GkeBilling", "proj-x.us-east5-b.tpu-cluster")["status"]
+    assert stored["totals"]["pools"]["dws-pool"] == pytest.approx(43.2, abs=1e-9)
+    assert stored["totals"]["flavors"]["dws"] == pytest.approx(43.2, abs=1e-9)
+    dws_nodes = [r for r in stored["nodes"].values() if r["pool"] == "dws-pool"]
+    assert len(dws_nodes) == 4 and all(r["deleted"] - r["created"] == 2 * H for r in dws_nodes)
     assert bill["flavors"]["dws"] == pytest.approx(43.2, abs=1e-9)
     assert bill["provisioningModels"]["flex-start"] == pytest.approx(43.2, abs=1e-9)
     jobs = {k: v for k, v in bill["jobs"].items() if k.startswith("Pod/default/w")}
@@ -263,3 +304,40 @@ def test_gpu_queued_pool_gets_whole_vms_for_a_request() -> None:
     gpus = nodes(t, "gpu")
     assert len(gpus) == 2 and gpus[0]["status"]["allocatable"]["nvidia.com/gpu"] == "8"
     assert pr(t, "g")["status"]["provisioningClassDetails"]["AcceleratorType"] == "nvidia-h100-80gb"
+
+
+def test_billing_per_job_shares_a_node_by_its_accelerator_and_stops_with_the_cluster() -> None:
+    t = tutorial_twin()
+    t.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "on-demand"},
+             "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": "on-demand-pool"}}})
+
+    def worker(name: str, job: str, seconds: float) -> dict:
+        pod = tpu_pod(name, "on-demand-pool", run_seconds=seconds)
+        pod["metadata"]["labels"] = {"batch.kubernetes.io/job-name": job}
+        res = {"cpu": "1", "memory": "1Gi", "google.com/tpu": "2"}  # half a ct6e-standard-4t host
+        pod["spec"]["containers"][0]["resources"] = {"requests": dict(res), "limits": dict(res)}
+        return pod
+
+    for i in range(4):  # two jobs of four 2-chip pods share one 4x4 slice (two pods per host)
+        t.apply(worker(f"a{i}", "a", H))
+        t.apply(worker(f"b{i}", "b", 2 * H))
+    t.advance(30)
+    assert len(nodes(t, "on-demand-pool")) == 4
+    assert {p["status"]["phase"] for p in t.list("Pod")} == {"Running"}
+    t.advance(3 * H)
+    assert nodes(t, "on-demand-pool") == []  # gone 10 min after job b's pods finished
+    bill = billing_of(t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now(), t.list("ResourceFlavor"))
+    host_hour = 4 * 2.70  # a ct6e-standard-4t at the on-demand price
+    # each job pays, per pod, half a host for the time the pod was bound: a 4 x 1/2 x 1 h, b 4 x 1/2 x 2 h
+    assert bill["jobs"]["Job/default/a"] == pytest.approx(4 * 0.5 * 1 * host_hour, rel=1e-3)
+    assert bill["jobs"]["Job/default/b"] == pytest.approx(4 * 0.5 * 2 * host_hour, rel=1e-3)
+    slice_cost = bill["pools"]["on-demand-pool"]  # 4 hosts for 2 h of work + 10 min idle before scale-down
+    assert slice_cost == pytest.approx(4 * host_hour * (2 * H + 600) / H, rel=2e-3)
+    assert bill["flavors"]["on-demand"] == slice_cost
+    assert bill["provisioningModels"]["on-demand"] == pytest.approx(slice_cost + bill["pools"]["default-pool"])
+    t.gke("DELETE", "/v1/projects/proj-x/locations/us-east5-b/clusters/tpu-cluster")
+    t.advance(60)
+    closed = billing_of(t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now())
+    assert closed["pools"] == bill["pools"]  # the default pool's VMs went as the deletion began (same instant)
+    t.advance(10 * H)
+    assert billing_of(t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now()) == closed  # nothing runs on

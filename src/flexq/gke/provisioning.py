@@ -12,8 +12,10 @@ Owns ``ProvisioningRequest.status`` — this controller is its only writer (cond
   ``maxRunDurationSeconds`` (default 7 days; the VMs are deleted). Not provisioned by ``ValidUntilSeconds``
   (default 7 days) after creation -> Failed ``WaitTimeExceeded``. Terminal requests are deleted 7 days later.
 ``check-capacity.autoscaling.x-k8s.io``: books capacity only if every pod fits existing nodes.
-``best-effort-atomic-scale-up.autoscaling.x-k8s.io``: fits existing nodes, or scales one ordinary
-autoscaled pool up by all the nodes needed at once, or nothing; retried with a 1-10 min backoff.
+``best-effort-atomic-scale-up.autoscaling.x-k8s.io``: fits existing nodes (``CapacityIsFound``), or scales one
+ordinary autoscaled pool up by all the nodes needed at once and is Provisioned ``CapacityIsProvisioned`` as soon
+as the scale-up is requested (it does not wait for the nodes to start), or nothing (``CapacityIsNotFound``);
+retried with a 1-10 min backoff.
 Requests of any other class are left alone (another autoscaler's).
 
 Must not import other domain packages or flexq.http.
@@ -60,6 +62,7 @@ MSG = {
     "WaitTimeExceeded": "Provisioning Request could not provision queued instances in the allocated time.",
     "Accepted": "ProvisioningRequest is accepted by ClusterAutoscaler",
     "CapacityIsFound": "Capacity is found in the cluster",
+    "CapacityIsProvisioned": "Capacity is found in the cluster",   # CA's CapacityIsProvisionedMsg, verbatim
     "CapacityIsNotFound": "Capacity is not found, CA will try to find it later.",
     "CapacityReservationTimeExpired": "Capacity reservation time is expired",
     "CapacityBookingConsumed": "Capacity booking consumed: all pods scheduled",
@@ -355,12 +358,9 @@ class ProvisioningRequestController(Controller):
         pods = self._oss_common(pr, now)
         if pods is None:
             return None
-        mine = self._nodes_of(pr)
-        if mine:
-            if all(_ready(n) for n in mine):
-                self._set(pr, now, ("Provisioned", "True", "CapacityIsProvisioned"))
-                return now + BOOKING_SECONDS
-            return None
+        if self._nodes_of(pr):  # scaled up for it earlier (a write that did not land): admit it now
+            self._set(pr, now, ("Provisioned", "True", "CapacityIsProvisioned"))
+            return now + BOOKING_SECONDS
         if self._fits_existing(pods):
             self._set(pr, now, ("Provisioned", "True", "CapacityIsFound"))
             return now + BOOKING_SECONDS
@@ -382,7 +382,10 @@ class ProvisioningRequestController(Controller):
             got = grow(self.ctx, pool, -(-n_nodes // hosts) * hosts,
                        extra_annotations={ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"})
             if got.ok:
-                return None
+                # "best effort": the request is admitted as soon as the scale-up is requested, without waiting
+                # for the nodes to start (CA besteffortatomic/provisioning_class.go)
+                self._set(pr, now, ("Provisioned", "True", "CapacityIsProvisioned"))
+                return now + BOOKING_SECONDS
         delay = min(600.0, 60.0 * 2 ** min(attempts, 10))  # backoff 1 min doubling to 10 min (CA flags)
         self._annotate(pr, {ANN_ATTEMPTS: str(attempts + 1), ANN_NEXT_ATTEMPT: repr(now + delay)})
         self._set(pr, now, ("Provisioned", "False", "CapacityIsNotFound"))
