@@ -203,6 +203,27 @@ MALFORMED = {
                      {"cluster": {"name": "c2", "initialNodeCount": 1}}, 400, "INVALID_ARGUMENT", "mars"),
     "unknown-path": ("PATCH", POOLS + "/dws-pool", {}, 404, "NOT_FOUND", "Requested entity was not found."),
     "body-not-object": ("POST", POOLS, ["nodePool"], 400, "INVALID_ARGUMENT", "Invalid JSON payload"),
+    "negative-node-count": ("POST", POOLS, _pool(queuedProvisioning=None, config__flexStart=None, autoscaling=None,
+                                                 initialNodeCount=-4), 400, "INVALID_ARGUMENT", "non-negative"),
+    "gpu-accelerator-on-tpu": ("POST", POOLS, _pool(config__accelerators=[{"acceleratorType": "nvidia-l4",
+                                                                          "acceleratorCount": "1"}]),
+                               400, "INVALID_ARGUMENT", 'Accelerator type "nvidia-l4" is not supported with machine '
+                               'type "ct6e-standard-4t"'),
+    "queued-with-spot": ("POST", POOLS, _pool(config__flexStart=None, config__spot=True), 400, "INVALID_ARGUMENT",
+                         "Queued provisioning cannot be used with spot"),
+    "bad-cluster-name": ("POST", BASE + "/clusters", {"cluster": {"name": "Tpu_Cluster", "initialNodeCount": 1}},
+                         400, "INVALID_ARGUMENT", "Invalid value for field 'cluster.name'"),
+    "cluster-name-too-long": ("POST", BASE + "/clusters", {"cluster": {"name": "c" * 41, "initialNodeCount": 1}},
+                              400, "INVALID_ARGUMENT", "no longer than 40 characters"),
+    "duplicate-pool-names": ("POST", BASE + "/clusters", {"cluster": {"name": "c2", "nodePools": [
+        {"name": "p", "initialNodeCount": 1}, {"name": "p", "initialNodeCount": 1}]}}, 400, "INVALID_ARGUMENT",
+        "unique"),
+    "delete-unknown-pool": ("DELETE", POOLS + "/nope", None, 404, "NOT_FOUND",
+                            "Not found: projects/proj-x/locations/us-east5-b/clusters/tpu-cluster/nodePools/nope."),
+    "single-host-topology-on-8t": ("POST", POOLS, _pool(config__machineType="ct6e-standard-8t"), 400,
+                                   "INVALID_ARGUMENT", 'Invalid TPU topology "4x4" for machine type "ct6e-standard-8t"'),
+    "bad-duration": ("POST", POOLS, _pool(config__maxRunDuration="2h"), 400, "INVALID_ARGUMENT",
+                     "google.protobuf.Duration"),
 }
 
 
@@ -218,3 +239,75 @@ def test_malformed_requests_are_refused_and_change_nothing(api: Api, case: str) 
 
 def test_at_least_fifteen_kinds_of_refusal() -> None:
     assert len(MALFORMED) >= 15
+    assert len({(m[3], m[4], m[5]) for m in MALFORMED.values()}) == len(MALFORMED)  # each refused its own way
+
+
+def _ready_pools(api: Api) -> None:
+    for name in ("create-ondemand-pool", "create-dws-pool"):
+        api.ok("POST", POOLS, fixture(name)["body"])
+        api.wait()
+
+
+REFUSED_ON_EXISTING = {
+    "resize-queued-pool": ("POST", POOLS + "/dws-pool:setSize", {"nodeCount": 4}, 400, "FAILED_PRECONDITION",
+                           "queued provisioning cannot be resized"),
+    "negative-size": ("POST", POOLS + "/on-demand-pool:setSize", {"nodeCount": -1}, 400, "INVALID_ARGUMENT",
+                      "non-negative"),
+    "partial-slice-size": ("POST", POOLS + "/on-demand-pool:setSize", {"nodeCount": 3}, 400, "INVALID_ARGUMENT",
+                           "whole slices of 4"),
+    "queued-pool-without-autoscaling": ("POST", POOLS + "/dws-pool:setAutoscaling", {"autoscaling": {
+        "enabled": False}}, 400, "INVALID_ARGUMENT", "Queued provisioning requires autoscaling"),
+    "autoscaling-partial-slice": ("POST", POOLS + "/on-demand-pool:setAutoscaling", {"autoscaling": {
+        "enabled": True, "minNodeCount": 0, "maxNodeCount": 5}}, 400, "INVALID_ARGUMENT", "multiples of 4"),
+    "update-to-bad-machine": ("PUT", POOLS + "/on-demand-pool", {"machineType": "ct6e-standard-8t"}, 400,
+                              "INVALID_ARGUMENT", 'Invalid TPU topology "4x4"'),
+    "update-unknown-field": ("PUT", POOLS + "/on-demand-pool", {"flexStrat": True}, 400, "INVALID_ARGUMENT",
+                             'Unknown name "flexStrat"'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_ON_EXISTING))
+def test_refusals_on_existing_pools_change_nothing(api: Api, case: str) -> None:
+    _ready_pools(api)
+    method, path, body, code, status, fragment = REFUSED_ON_EXISTING[case]
+    before = copy.deepcopy(api.storage.objects)
+    got, out = api(method, path, body)
+    assert (got, out["error"]["status"]) == (code, status), out
+    assert fragment in out["error"]["message"], out["error"]["message"]
+    assert api.storage.objects == before
+
+
+def test_deleting_a_cluster_twice_is_refused(api: Api) -> None:
+    api.ok("DELETE", BASE + "/clusters/tpu-cluster")
+    before = copy.deepcopy(api.storage.objects)
+    code, out = api("DELETE", BASE + "/clusters/tpu-cluster")
+    assert (code, out["error"]["status"]) == (400, "FAILED_PRECONDITION") and "already being deleted" in \
+        out["error"]["message"]
+    assert api.storage.objects == before
+
+
+@pytest.mark.parametrize(("version", "pool", "refused"), [
+    ("1.32", "create-dws-pool", True),                      # TPU flex-start needs 1.33.0-gke.1712000
+    ("1.33.0-gke.1000000", "create-dws-pool", True),
+    ("1.33.0-gke.1712000", "create-dws-pool", False),
+    ("1.33", "create-dws-pool", False),                     # 1.33's default patch is newer
+    ("1.32.1-gke.1000000", "create-gpu-dws-pool", True),    # GPU flex-start needs 1.32.2-gke.1652000
+    ("1.32", "create-gpu-dws-pool", False),
+    ("1.31", "create-ondemand-pool", False),                # no flex-start: any supported version
+])
+def test_flex_start_needs_a_recent_enough_gke_version(version: str, pool: str, refused: bool) -> None:
+    a = Api()
+    body = copy.deepcopy(fixture("create-cluster")["body"])
+    body["cluster"]["initialClusterVersion"] = version
+    a.ok("POST", BASE + "/clusters", body)
+    a.wait()
+    cluster = a.ok("GET", BASE + "/clusters/tpu-cluster")
+    assert cluster["currentMasterVersion"].startswith(version) and cluster["currentMasterVersion"].count(".") == 3
+    before = copy.deepcopy(a.storage.objects)
+    code, out = a("POST", POOLS, fixture(pool)["body"])
+    if refused:
+        assert (code, out["error"]["status"]) == (400, "INVALID_ARGUMENT")
+        assert "requires GKE version" in out["error"]["message"]
+        assert a.storage.objects == before
+    else:
+        assert code == 200, out

@@ -50,6 +50,7 @@ from flexq.gke.validation import (
     pool_hosts,
     pool_model,
     precondition,
+    resolve_version,
 )
 
 __all__ = ["GkeBackend", "cluster_settings", "LABEL_PROJECT", "LABEL_LOCATION", "LABEL_CLUSTER", "OperationTimes"]
@@ -203,7 +204,7 @@ class GkeBackend:
         assert cluster.name is not None
         if self.storage.get(CLUSTER, cluster_key(project, location, cluster.name)) is not None:
             raise already_exists(self._cluster_path(project, location, cluster.name))
-        version = cluster.initial_cluster_version or DEFAULT_VERSION
+        version = resolve_version(cluster.initial_cluster_version)
         pools = list(cluster.node_pools or [])
         if not pools:  # the default pool from the legacy top-level fields
             pools = [NodePool(name="default-pool", config=cluster.node_config,
@@ -227,7 +228,7 @@ class GkeBackend:
         spec.pop("nodeConfig", None)
         spec.pop("initialNodeCount", None)
         zonal = location.count("-") >= 2
-        master = version if version.count(".") >= 2 else DEFAULT_VERSION
+        master = resolve_version(version)
         spec.update({
             "location": location, "locations": [location] if zonal else [f"{location}-a", f"{location}-b"],
             "currentMasterVersion": master, "currentNodeVersion": master,
@@ -321,7 +322,7 @@ class GkeBackend:
         spec.setdefault("podIpv4CidrSize", 24)
         zonal = location.count("-") >= 2
         spec.setdefault("locations", [location] if zonal else [f"{location}-b"])
-        spec["version"] = version if version.count(".") >= 2 else DEFAULT_VERSION
+        spec["version"] = resolve_version(version)
         spec["status"] = status
         group = f"gke-{cluster}-{pool.name}-{self.rng.getrandbits(32):08x}"[:63]
         spec["selfLink"] = (f"{API}/projects/{project}/{'zones' if zonal else 'locations'}/{location}/clusters/"

@@ -28,7 +28,8 @@ from typing import Literal
 __all__ = [
     "ON_DEMAND", "SPOT", "FLEX_START", "ProvisioningModel", "PROVISIONING_MODELS",
     "TpuGeneration", "MachineType", "Prices", "TPU_GENERATIONS", "MACHINE_TYPES",
-    "machine_type", "is_known_machine_type", "topology_chips", "hosts_per_slice", "valid_topologies",
+    "machine_type", "is_known_machine_type", "topology_chips", "hosts_per_slice", "is_multi_host",
+    "valid_topologies",
     "allocatable", "capacity", "node_labels", "node_taints", "price_per_hour", "CatalogError",
     "LABEL_NODEPOOL", "LABEL_TPU_ACCELERATOR", "LABEL_TPU_TOPOLOGY", "LABEL_ACCELERATOR",
     "LABEL_FLEX_START", "LABEL_PROVISIONING", "LABEL_QUEUED", "LABEL_MAX_RUN_DURATION",
@@ -285,6 +286,11 @@ def hosts_per_slice(mt: MachineType, topology: str | None) -> int:
             f'Invalid TPU topology "{topology}" for machine type "{mt.name}". Supported topologies: '
             f'{", ".join(valid_topologies(mt))}.')
     return chips // mt.chips
+
+
+def is_multi_host(mt: MachineType, topology: str | None) -> bool:
+    """A multi-host TPU slice (more chips in the topology than one VM has): its nodes come and go together."""
+    return hosts_per_slice(mt, topology) > 1
 
 
 def _reserved_cpu_milli(cores: int) -> int:

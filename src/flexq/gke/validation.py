@@ -25,12 +25,20 @@ from flexq.gke import catalog
 
 __all__ = ["invalid", "not_found", "already_exists", "precondition", "parse_body", "check_cluster_name",
            "check_location", "check_cluster", "check_node_pool", "pool_model", "pool_hosts", "version_tuple",
-           "SUPPORTED_MINOR_VERSIONS", "DEFAULT_VERSION"]
+           "version_key", "resolve_version", "SUPPORTED_MINOR_VERSIONS", "DEFAULT_VERSION", "FLEX_START_MIN_TPU",
+           "FLEX_START_MIN_GPU"]
 
 M = TypeVar("M", bound=BaseModel)
 
 SUPPORTED_MINOR_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
 DEFAULT_VERSION = "1.34.1-gke.1829001"
+# The patch a minor version given alone (``--cluster-version=1.33``) resolves to [twin choice: a recent patch
+# of each minor, at or above every minimum below].
+DEFAULT_PATCHES = {"1.31": "1.31.13-gke.1023000", "1.32": "1.32.9-gke.1108000", "1.33": "1.33.5-gke.1080000",
+                   "1.34": DEFAULT_VERSION, "1.35": "1.35.0-gke.1795000"}
+# Flex-start needs at least these versions (research/cloud.md §2.1, DWS-DOC).
+FLEX_START_MIN_TPU = "1.33.0-gke.1712000"
+FLEX_START_MIN_GPU = "1.32.2-gke.1652000"
 _NAME = re.compile(r"^(?:[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?)$")
 _LOCATION = re.compile(r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$")
 _VERSION = re.compile(r"^(latest|-|\d+\.\d+(\.\d+(-gke\.\d+)?)?)$")
@@ -92,6 +100,24 @@ def check_location(location: str) -> str:
     if not _LOCATION.match(location):
         raise invalid(f'Location "{location}" is not a valid zone or region.')  # [inferred]
     return location
+
+
+def resolve_version(version: str | None) -> str:
+    """The full version GKE runs for a requested one: the default for none / "latest", a minor's default patch."""
+    if not version or version in ("latest", "-"):
+        return DEFAULT_VERSION
+    if version.count(".") == 1:
+        return DEFAULT_PATCHES.get(version, DEFAULT_VERSION)
+    return version
+
+
+def version_key(version: str | None) -> tuple[int, int, int, int]:
+    """(major, minor, patch, gke build) of a version, for comparisons ("1.33.0-gke.1712000" -> (1, 33, 0, 1712000))."""
+    m = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?", resolve_version(version))
+    if m is None:
+        return version_key(DEFAULT_VERSION)
+    major, minor, patch, build = (int(g) if g else 0 for g in m.groups())
+    return major, minor, patch, build
 
 
 def version_tuple(version: str | None) -> tuple[int, int]:
@@ -182,6 +208,10 @@ def _check_provisioning(pool: NodePool, mt: catalog.MachineType, auto: NodePoolA
         raise invalid("Flex-start cannot be combined with spot or preemptible VMs.")  # [inferred wording]
     if flex and mt.prices.flex_start is None:  # e.g. TPU v4, shared-core e2
         raise invalid(f'Flex-start is not supported for machine type "{mt.name}".')
+    minimum = FLEX_START_MIN_TPU if mt.is_tpu else FLEX_START_MIN_GPU if mt.is_gpu else None
+    if flex and minimum and version_key(cluster_version) < version_key(minimum):
+        raise invalid(f"Flex-start for {'TPUs' if mt.is_tpu else 'GPUs'} requires GKE version {minimum} or later; "
+                      f"the cluster runs {resolve_version(cluster_version)}.")  # [inferred wording]
     if queued:
         if auto is None:
             raise invalid("Queued provisioning requires autoscaling to be enabled (--enable-autoscaling).")
