@@ -61,35 +61,43 @@ def _parse_string(value: str) -> Fraction:
     return _parse_quantity(value)  # an invalid string raises and is not remembered
 
 
+_FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+_NANO = Fraction(1, 10**9)
+_MAX_BINARY = Fraction(2**63 - 1)  # apimachinery caps binary-SI quantities at the largest int64
+
+
 def _parse_quantity(value: str | int | float | Fraction) -> Fraction:
     if isinstance(value, bool):
-        raise QuantityError("quantities must match the regular expression "
-                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+        raise QuantityError(_FORMAT_ERROR)
     if isinstance(value, Fraction):
         return value
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
         return Fraction(str(value))
-    text = str(value).strip()
-    m = _RE.match(text)
+    # no stripping: apimachinery refuses leading and trailing whitespace (" 1", "1 ")
+    m = _RE.match(str(value))
     if not m:
-        raise QuantityError("quantities must match the regular expression "
-                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+        raise QuantityError(_FORMAT_ERROR)
     num = Fraction(m.group("num"))
+    suffix = m.group("suffix") or ""
     if m.group("exp"):
         exp = int(m.group("exp")[1:])
         if abs(exp) > 60:
             raise QuantityError("quantity exponent out of range")
         num *= Fraction(10) ** exp
     else:
-        suffix = m.group("suffix") or ""
         num *= _BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix]
-    if m.group("sign") == "-":
-        num = -num
     if abs(num) > _MAX_ABS:
         raise QuantityError("quantity is too large")
-    return num
+    # as ParseQuantity: a non-zero amount is rounded up (away from zero) to a whole number of nano-units,
+    # "if you want some resources, you should get some resources" (3.001n -> 4n, 0.0000000001 -> 1n) ...
+    if num.denominator != 1 and (num / _NANO).denominator != 1:
+        num = Fraction(-((-num.numerator * 10**9) // num.denominator), 10**9)
+    # ... and a binary-SI amount is capped at the largest int64 (9Ei -> 9223372036854775807)
+    if suffix in _BINARY and num > _MAX_BINARY:
+        num = _MAX_BINARY
+    return -num if m.group("sign") == "-" else num
 
 
 def format_quantity(q: Fraction | int, binary: bool = False) -> str:
@@ -124,9 +132,6 @@ def from_resource_value(name: str, value: int) -> str:
     return format_quantity(Fraction(value), binary=name in ("memory", "ephemeral-storage"))
 
 
-_DEC_UP = [("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)]
-
-
 def canonical_quantity(value: str | int | float | Fraction) -> str:
     """The string the API server stores for a quantity (``resource.Quantity.String()``).
 
@@ -144,34 +149,35 @@ def _canonical_string(value: str) -> str:
     return _canonical_quantity(value)
 
 
+_DEC_SUFFIX = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
 def _canonical_quantity(value: str | int | float | Fraction) -> str:
+    """``Quantity.String()``: the format (binary SI, decimal exponent, decimal SI) is the input's; binary
+    falls back to decimal SI below 1024 or for a fraction; decimal forms use the largest power of 1000
+    that leaves a whole mantissa (``1.5`` -> ``1500m``, ``0.5e0`` -> ``500e-3``, ``300e6``)."""
     q = parse_quantity(value)
     text = value if isinstance(value, str) else ""
-    binary = any(text.strip().endswith(s) for s in _BINARY)
-    exponent = bool(re.search(r"[eE][+-]?[0-9]+$", text.strip()))
-    sign = "-" if q < 0 else ""
-    q = abs(q)
+    suffix_m = _RE.match(text)
+    binary = bool(suffix_m and (suffix_m.group("suffix") or "") in _BINARY)
+    exponent = bool(suffix_m and suffix_m.group("exp"))
     if q == 0:
         return "0"
-    if q.denominator != 1:
-        # round up to the nano scale, as the API server does for sub-unit quantities
-        nano = -(-q.numerator * 10**9 // q.denominator)
-        for suffix, scale in (("", 10**9), ("m", 10**6), ("u", 10**3)):
-            if nano % scale == 0:
-                return f"{sign}{nano // scale}{suffix}"
-        return f"{sign}{nano}n"
-    n = q.numerator
-    if binary and n >= 1024:
-        for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-            if n % _BINARY[suffix] == 0:
-                return f"{sign}{n // _BINARY[suffix]}{suffix}"
+    sign = "-" if q < 0 else ""
+    q = abs(q)
+    if binary and q >= 1024 and q.denominator == 1:
+        n, k = q.numerator, 0
+        while k < 6 and n % 1024 == 0:
+            n //= 1024
+            k += 1
+        return f"{sign}{n}{('', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei')[k]}"
+    # q is a whole number of nano-units (parse rounds): find the largest exponent (a multiple of 3) that
+    # keeps the mantissa whole
+    nano = q.numerator * (10**9 // q.denominator)
+    e = -9
+    while nano % 1000 == 0 and (exponent or e < 18):
+        nano //= 1000
+        e += 3
     if exponent:
-        e = 0
-        while n % 1000 == 0 and n:
-            n //= 1000
-            e += 3
-        return f"{sign}{n}e{e}" if e else f"{sign}{n}"
-    for suffix, scale in _DEC_UP:
-        if n % scale == 0:
-            return f"{sign}{n // scale}{suffix}"
-    return f"{sign}{n}"
+        return f"{sign}{nano}" + (f"e{e}" if e else "")
+    return f"{sign}{nano}{_DEC_SUFFIX[e]}"
