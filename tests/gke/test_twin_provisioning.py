@@ -341,3 +341,25 @@ def test_billing_per_job_shares_a_node_by_its_accelerator_and_stops_with_the_clu
     assert closed["pools"] == bill["pools"]  # the default pool's VMs went as the deletion began (same instant)
     t.advance(10 * H)
     assert billing_of(t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now()) == closed  # nothing runs on
+
+
+def test_a_check_capacity_booking_keeps_the_nodes_it_found_from_scale_down() -> None:
+    t = tutorial_twin()
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "on-demand-pool", run_seconds=60))
+    t.advance(70)
+    emptied = t.now()  # the workers ran their minute; the slice is idle from here
+    assert {p["status"]["phase"] for p in t.list("Pod")} == {"Succeeded"}
+    t.advance(5 * 60)
+    provisioning_request(t, "cc", cls="check-capacity.autoscaling.x-k8s.io", pool="on-demand-pool")
+    booked = t.now()
+    t.advance(1)
+    assert state(t, "cc")["Provisioned"] == "True/CapacityIsFound"
+    t.advance(emptied + 11 * 60 - t.now())  # without the booking the slice would be gone by now
+    assert len(nodes(t, "on-demand-pool")) == 4
+    t.advance(booked + 600 - t.now())
+    assert state(t, "cc")["BookingExpired"] == "True/CapacityReservationTimeExpired"
+    t.advance(9 * 60)  # unneeded again from the booking's end: removed 10 min later
+    assert len(nodes(t, "on-demand-pool")) == 4
+    t.advance(2 * 60)
+    assert nodes(t, "on-demand-pool") == []

@@ -9,7 +9,8 @@ Owns the scale decisions for ordinary pending pods (ProvisioningRequests are ``p
      ``FailedScaleUp`` event and is retried when the profile says capacity may return.
   2. Nodes of autoscaled pools (queued ones included) with no running pod are "unneeded"; after
      ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes,
-     unless a ProvisioningRequest still books them (Provisioned and not BookingExpired).
+     unless a ProvisioningRequest still books them (Provisioned and not BookingExpired): the nodes created
+     for it, or, for the OSS classes, the existing nodes its not-yet-bound pods would fill.
 Writes: Node objects (create via ``nodes.grow``, delete), the ``unneeded-since`` node annotation, and
 ``TriggeredScaleUp`` / ``FailedScaleUp`` / ``ScaleDown`` events.
 
@@ -24,7 +25,7 @@ from flexq.gke import catalog
 from flexq.gke.cache import cache_for
 from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pod_requests, pool_shape, used_on_nodes
 from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, ANN_UNNEEDED_SINCE, grow, nodes_of, pools_of, shrink
-from flexq.gke.provisioning import active_booking
+from flexq.gke.provisioning import active_booking, booked_nodes
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import clone
 
@@ -223,6 +224,7 @@ class Autoscaler(Controller):
         now = self.ctx.now()
         busy = {p["spec"]["nodeName"] for p in pods
                 if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)}
+        busy |= booked_nodes(self.store, nodes, pods)  # OSS bookings hold existing nodes as if their pods ran
         by_pool: dict[str, list[dict[str, Any]]] = {}
         for n in nodes:
             by_pool.setdefault(n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""), []).append(n)

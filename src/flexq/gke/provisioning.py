@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flexq.clock import format_time, parse_time
+from flexq.errors import NotFound
 from flexq.gke import catalog
 from flexq.gke.cache import cache_for
 from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape, used_on_nodes
@@ -36,13 +37,15 @@ from flexq.gke.project import capacity_for
 from flexq.runtime import Controller, Result, Watch
 from flexq.store import Store
 
-__all__ = ["ProvisioningRequestController", "QUEUED", "CHECK_CAPACITY", "ATOMIC", "active_booking",
+__all__ = ["ProvisioningRequestController", "QUEUED", "CHECK_CAPACITY", "ATOMIC", "active_booking", "booked_nodes",
+           "request_pods",
            "ANN_REQUEST", "BOOKING_SECONDS", "MAX_WAIT_SECONDS", "TERMINAL_TTL_SECONDS"]
 
 QUEUED = "queued-provisioning.gke.io"
 CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 ANN_REQUEST = "gke.twin.flexq.dev/provisioning-request"     # node -> "<namespace>/<name>" of its request
+CONSUME_KEY = "autoscaling.x-k8s.io/consume-provisioning-request"
 ANN_GRANT_AT = "gke.twin.flexq.dev/dws-grant-at"            # request -> when DWS grants it ("never")
 ANN_POOL = "gke.twin.flexq.dev/dws-node-pool"
 ANN_ATTEMPTS = "gke.twin.flexq.dev/scale-up-attempts"
@@ -92,6 +95,52 @@ def active_booking(store: Store, node: dict[str, Any]) -> bool:
     ns, name = ref.split("/", 1)
     pr = store.try_get("ProvisioningRequest", name, ns)
     return pr is not None and _true(pr, "Provisioned") and not _true(pr, "BookingExpired")
+
+
+def request_pods(store: Store, pr: dict[str, Any]) -> list[dict[str, Any]] | str:
+    """One pod per count of each pod set, from the referenced PodTemplates (or the missing template's name)."""
+    pods = []
+    for i, ps in enumerate(pr["spec"]["podSets"]):
+        ref = ps["podTemplateRef"]["name"]
+        tpl = store.try_get("PodTemplate", ref, pr["metadata"]["namespace"])
+        if tpl is None:
+            return ref
+        template = tpl.get("template") or {}
+        for j in range(ps["count"]):
+            pods.append({"metadata": {**(template.get("metadata") or {}), "name": f"{ref}-{i}-{j}"},
+                         "spec": template.get("spec") or {}})
+    return pods
+
+
+def booked_nodes(store: Store, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> set[str]:
+    """Existing nodes holding capacity that a check-capacity or best-effort-atomic request has booked (Provisioned,
+    not BookingExpired): the request's pods that are not bound yet, first-fit onto the nodes' free capacity, as
+    the autoscaler injects fake pods for a booking so that its nodes are not scaled down (research/cloud.md §1.5)."""
+    try:
+        requests = store.list("ProvisioningRequest")
+    except NotFound:
+        return set()
+    booked: set[str] = set()
+    used = used_on_nodes(pods)
+    shapes = {n["metadata"]["name"]: node_shape(n) for n in nodes}
+    for pr in requests:
+        if pr["spec"].get("provisioningClassName") not in (CHECK_CAPACITY, ATOMIC) or not _true(pr, "Provisioned") \
+                or _true(pr, "BookingExpired"):
+            continue
+        fake = request_pods(store, pr)
+        if isinstance(fake, str):
+            continue
+        ns, name = pr["metadata"]["namespace"], pr["metadata"]["name"]
+        bound = sum(1 for p in pods if p["metadata"].get("namespace") == ns and (p.get("spec") or {}).get("nodeName")
+                    and (p["metadata"].get("annotations") or {}).get(CONSUME_KEY) == name)
+        for pod in fake[bound:]:
+            req = pod_requests(pod)
+            for node, shape in shapes.items():
+                if fits(pod, shape, used.get(node, {}), req) is None:
+                    used[node] = add(used.get(node, {}), req)
+                    booked.add(node)
+                    break
+    return booked
 
 
 def resize_request_name(pr: dict[str, Any]) -> str:
@@ -166,18 +215,7 @@ class ProvisioningRequestController(Controller):
         self._set(pr, now, ("Failed", "True", reason, message))
 
     def _pods(self, pr: dict[str, Any]) -> list[dict[str, Any]] | str:
-        """One pod per count of each pod set, from the referenced PodTemplates (or the missing name)."""
-        pods = []
-        for i, ps in enumerate(pr["spec"]["podSets"]):
-            ref = ps["podTemplateRef"]["name"]
-            tpl = self.store.try_get("PodTemplate", ref, pr["metadata"]["namespace"])
-            if tpl is None:
-                return ref
-            template = tpl.get("template") or {}
-            for j in range(ps["count"]):
-                pods.append({"metadata": {**(template.get("metadata") or {}), "name": f"{ref}-{i}-{j}"},
-                             "spec": template.get("spec") or {}})
-        return pods
+        return request_pods(self.store, pr)
 
     # -- queued-provisioning.gke.io ----------------------------------------------------------------------------
     def _queued(self, pr: dict[str, Any], now: float) -> float | None:
