@@ -6,7 +6,7 @@ import pytest
 
 from flexq.api.kinds import default_registry
 from flexq.clock import VirtualClock
-from flexq.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound
+from flexq.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
 from flexq.store import Store
 
 
@@ -197,3 +197,120 @@ def test_service_gets_a_cluster_ip(store: Store) -> None:
     headless = store.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "h"},
                              "spec": {"clusterIP": "None"}})
     assert headless["spec"]["clusterIP"] == "None"
+
+
+def _owned(name: str, *owners: dict) -> dict:
+    c = cm(name)
+    c["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": o["metadata"]["name"],
+                                         "uid": o["metadata"]["uid"]} for o in owners]
+    return c
+
+
+def test_a_dependent_with_another_live_owner_stays_and_loses_the_dead_reference(store: Store) -> None:
+    a, b = store.create(cm("a")), store.create(cm("b"))
+    store.create(_owned("shared", a, b))
+    store.create(_owned("only-a", a))
+    store.delete("cm", "a")
+    assert [o["metadata"]["name"] for o in store.list("cm")] == ["b", "shared"]
+    assert [r["name"] for r in store.get("cm", "shared")["metadata"]["ownerReferences"]] == ["b"]
+    store.delete("cm", "b")
+    assert store.list("cm") == []
+
+
+def test_a_dependent_whose_owners_all_go_in_one_cascade_goes_too(store: Store) -> None:
+    root = store.create(cm("root"))
+    mid = store.create(_owned("mid", root))
+    store.create(_owned("leaf", root, mid))  # both owners disappear in the same cascade
+    seen: list[tuple[str, str]] = []
+    store.watch(lambda ev: seen.append((ev.type, ev.object["metadata"]["name"])), ["configmaps"])
+    store.delete("cm", "root")
+    assert store.list("cm") == []
+    assert sorted(seen) == [("DELETED", "leaf"), ("DELETED", "mid"), ("DELETED", "root")]
+
+
+def test_cascade_marks_a_dependent_with_finalizers_and_deletes_it_when_they_are_removed(store: Store) -> None:
+    owner = store.create(cm("owner"))
+    child = _owned("child", owner)
+    child["metadata"]["finalizers"] = ["example.com/hold"]
+    store.create(child)
+    store.create(_owned("grandchild", store.get("cm", "child")))
+    store.delete("cm", "owner")
+    held = store.get("cm", "child")
+    assert held["metadata"]["deletionTimestamp"] and store.get("cm", "grandchild")
+    held["metadata"]["finalizers"] = []
+    store.update(held)
+    assert store.list("cm") == []
+
+
+def test_a_terminating_namespace_waits_for_objects_with_finalizers(store: Store) -> None:
+    held = cm("held", ns="team-a")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    store.create(held)
+    store.create(cm("plain", ns="team-a"))
+    events: list[tuple[str, str]] = []
+    store.watch(lambda ev: events.append((ev.type, ev.object["metadata"]["name"])))
+    store.delete("namespace", "team-a")
+    ns = store.get("ns", "team-a")
+    assert ns["status"]["phase"] == "Terminating" and ns["metadata"]["deletionTimestamp"]
+    assert [o["metadata"]["name"] for o in store.list("cm", "team-a")] == ["held"]
+    with pytest.raises(Conflict):
+        store.create(cm("late", ns="team-a"))
+    cur = store.get("cm", "held", "team-a")
+    cur["metadata"]["finalizers"] = []
+    store.update(cur)
+    with pytest.raises(NotFound):
+        store.get("ns", "team-a")
+    assert events.count(("DELETED", "plain")) == 1 and events[-1] == ("DELETED", "team-a")
+
+
+def test_set_based_and_equality_label_selectors(store: Store) -> None:
+    for name, labels in [("a", {"env": "prod", "tier": "web"}), ("b", {"env": "dev"}), ("c", {"tier": "db"})]:
+        c = cm(name)
+        c["metadata"]["labels"] = labels
+        store.create(c)
+
+    def names(sel: str) -> list[str]:
+        return [o["metadata"]["name"] for o in store.list("cm", label_selector=sel)]
+
+    assert names("env notin (prod)") == ["b", "c"]  # notin and != match objects without the key
+    assert names("env!=prod") == ["b", "c"]
+    assert names("env in (prod, dev)") == ["a", "b"]
+    assert names("!env") == ["c"]
+    assert names("env,tier") == ["a"]
+    assert names("env==prod,tier in (web)") == ["a"]
+    assert names("tier=db,!env") == ["c"]
+    assert names("") == ["a", "b", "c"]
+    for bad in ("env=prod=x", "env in prod", "!env=prod", "env in (a", "=x"):
+        with pytest.raises(BadRequest):
+            store.list("cm", label_selector=bad)
+
+
+def test_uids_differ_and_creation_time_follows_the_clock() -> None:
+    clock = VirtualClock(0)
+    s = Store(default_registry(), clock, namespaces=["default"])
+    a = s.create(cm("a"))
+    clock.set(90061)
+    b = s.create(cm("b"))
+    assert a["metadata"]["uid"] != b["metadata"]["uid"]
+    assert (a["metadata"]["creationTimestamp"], b["metadata"]["creationTimestamp"]) == (
+        "1970-01-01T00:00:00Z", "1970-01-02T01:01:01Z")
+    assert int(b["metadata"]["resourceVersion"]) > int(a["metadata"]["resourceVersion"])
+    b["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z"
+    b["metadata"]["uid"] = "forged"
+    b["data"] = {"x": "1"}
+    out = s.update(b)
+    assert out["metadata"]["creationTimestamp"] == "1970-01-02T01:01:01Z" and out["metadata"]["uid"] != "forged"
+
+
+def test_watch_filters_kinds_and_a_delete_has_its_own_resource_version(store: Store) -> None:
+    seen: list[tuple[str, str, int]] = []
+    sub = store.watch(lambda ev: seen.append((ev.type, ev.kind, ev.rv)), ["cm"])
+    a = store.create(cm("a"))
+    store.create(job("j"))
+    gone = store.delete("cm", "a")
+    assert [(t, k) for t, k, _ in seen] == [("ADDED", "configmaps"), ("DELETED", "configmaps")]
+    assert seen[1][2] > int(a["metadata"]["resourceVersion"]) and seen[1][2] == store.resource_version
+    assert gone["metadata"]["uid"] == a["metadata"]["uid"]
+    sub.cancel()
+    store.create(cm("b"))
+    assert len(seen) == 2

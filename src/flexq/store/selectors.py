@@ -51,12 +51,19 @@ def parse_label_selector(text: str | None) -> Matcher:
             reqs.append(lambda labels, k=key: k not in labels)
         elif not op:
             reqs.append(lambda labels, k=key: k in labels)
+        elif op in ("=", "==", "!=") and (val or "").startswith("("):
+            raise BadRequest(f"unable to parse requirement: found '(', expected: identifier: {part.strip()!r}")
         elif op in ("=", "=="):
             reqs.append(lambda labels, k=key, v=val: labels.get(k) == v)
         elif op == "!=":
             reqs.append(lambda labels, k=key, v=val: labels.get(k) != v)
         else:
+            if not (val or "").startswith("("):
+                raise BadRequest(f"unable to parse requirement: found '{val}', expected: '('")
             values = {x.strip() for x in (val or "").strip("()").split(",") if x.strip()}
+            if not values:
+                raise BadRequest(f"unable to parse requirement: values: Invalid value: []: for 'in', 'notin' "
+                                 f"operators, values set can't be empty: {part.strip()!r}")
             if op == "in":
                 reqs.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
             else:

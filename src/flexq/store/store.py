@@ -136,6 +136,7 @@ class Store:
         self._lock = threading.RLock()
         self._objs: dict[str, dict[Key, dict]] = {}
         self._children: dict[str, set[tuple[str, Key]]] = {}  # owner uid -> dependents
+        self._by_uid: dict[str, tuple[str, Key]] = {}  # uid -> (kind key, key) of every stored object
         self._sorted: dict[str, list[Key]] = {}  # kind key -> sorted keys, dropped when the key set changes
         self._rv = 0
         self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY)
@@ -324,7 +325,8 @@ class Store:
             if dry_run:
                 return clone(stored)
             if m.get("deletionTimestamp") and not m.get("finalizers"):
-                self._commit(self._deletion_ops(info, key, stored))
+                ops = self._deletion_ops(info, key, stored)
+                self._commit(ops + self._namespace_done_ops(ops))
                 return clone(stored)
             self._commit([("MODIFIED", info, key, stored)])
             return clone(stored) if copy_result else stored
@@ -404,14 +406,16 @@ class Store:
                 if info.kind == "Namespace":
                     marked.setdefault("status", {})["phase"] = "Terminating"
                     ops = [("MODIFIED", info, key, marked)]
-                    ops += self._namespace_content_ops(name)
-                    if not finalizers:
+                    content = self._namespace_content_ops(name)
+                    ops += content
+                    if not finalizers and all(op[0] == "DELETED" for op in content):
                         ops += self._deletion_ops(info, key, marked, cascade=False)
                     self._commit(ops)
                 else:
                     self._commit([("MODIFIED", info, key, marked)])
                 return clone(marked)
-            self._commit(self._deletion_ops(info, key, cur))
+            ops = self._deletion_ops(info, key, cur)
+            self._commit(ops + self._namespace_done_ops(ops))
             return clone(cur)
 
     # -- cascade --------------------------------------------------------------------------------------
@@ -419,41 +423,87 @@ class Store:
         return any(k[0] == ns for kk, objs in self._objs.items() if kk != "namespaces" for k in objs)
 
     def _namespace_content_ops(self, ns: str) -> list:
+        """Delete everything in namespace ``ns`` (what holds finalizers is only marked, and stays)."""
         ops: list = []
+        done: set[tuple[str, Key]] = set()
         for kk, objs in list(self._objs.items()):
             info = self.registry.by_key(kk)
             if not info.namespaced:
                 continue
             for k, obj in sorted(objs.items()):
-                if k[0] == ns:
-                    ops += self._deletion_ops(info, k, obj)
+                if k[0] != ns or (kk, k) in done:
+                    continue
+                if obj["metadata"].get("finalizers"):
+                    done.add((kk, k))
+                    if not obj["metadata"].get("deletionTimestamp"):
+                        ops.append(("MODIFIED", info, k, self._marked(obj)))
+                    continue
+                for op in self._deletion_ops(info, k, obj, skip=done):
+                    done.add((op[1].key, op[2]))
+                    ops.append(op)
         return ops
 
-    def _deletion_ops(self, info: KindInfo, key: Key, obj: dict, cascade: bool = True) -> list:
-        """Ops deleting obj and (recursively) its dependents; dependents with finalizers are only marked."""
+    def _namespace_done_ops(self, ops: list) -> list:
+        """Once a Terminating namespace's last object goes (in ``ops``), the namespace goes too."""
+        gone = {(op[1].key, op[2]) for op in ops if op[0] == "DELETED"}
+        out: list = []
+        for ns in sorted({op[2][0] for op in ops if op[0] == "DELETED" and op[1].namespaced}):
+            cur = self._objs.get("namespaces", {}).get(("", ns))
+            if cur is None or not cur["metadata"].get("deletionTimestamp") or cur["metadata"].get("finalizers"):
+                continue
+            if any(k[0] == ns and (kk, k) not in gone for kk, objs in self._objs.items() if kk != "namespaces"
+                   for k in objs):
+                continue
+            out.append(("DELETED", self.registry.by_key("namespaces"), ("", ns), cur))
+        return out
+
+    def _marked(self, obj: dict) -> dict:
+        marked = clone(obj)
+        marked["metadata"]["deletionTimestamp"] = format_time(self.clock.now())
+        marked["metadata"].setdefault("deletionGracePeriodSeconds", 0)
+        return marked
+
+    def _deletion_ops(self, info: KindInfo, key: Key, obj: dict, cascade: bool = True,
+                      skip: set[tuple[str, Key]] | None = None) -> list:
+        """Ops deleting obj and, as the garbage collector does, every dependent left with no live owner:
+        a dependent with finalizers is only marked; one that still has another live owner stays and loses
+        its references to the deleted owners."""
         ops = [("DELETED", info, key, obj)]
         if not cascade:
             return ops
-        seen = {(info.key, key)}
+        gone = {obj["metadata"].get("uid")}
+        seen = {(info.key, key)} | (skip or set())
         stack = [obj["metadata"].get("uid")]
         while stack:
             uid = stack.pop()
             for kk, dk in sorted(self._children.get(uid, ())):
                 if (kk, dk) in seen:
                     continue
-                seen.add((kk, dk))
                 dep = self._objs.get(kk, {}).get(dk)
                 if dep is None:
                     continue
+                refs = dep["metadata"].get("ownerReferences") or []
+                if any(r.get("uid") not in gone and r.get("uid") in self._by_uid for r in refs):
+                    continue  # another owner is alive (for now: it may go later in this same cascade)
+                seen.add((kk, dk))
                 dinfo = self.registry.by_key(kk)
                 if dep["metadata"].get("finalizers"):
                     if not dep["metadata"].get("deletionTimestamp"):
-                        marked = clone(dep)
-                        marked["metadata"]["deletionTimestamp"] = format_time(self.clock.now())
-                        ops.append(("MODIFIED", dinfo, dk, marked))
+                        ops.append(("MODIFIED", dinfo, dk, self._marked(dep)))
                     continue
                 ops.append(("DELETED", dinfo, dk, dep))
+                gone.add(dep["metadata"].get("uid"))
                 stack.append(dep["metadata"].get("uid"))
+        for uid in sorted(u for u in gone if u):
+            for kk, dk in sorted(self._children.get(uid, ())):
+                dep = self._objs.get(kk, {}).get(dk)
+                if (kk, dk) in seen or dep is None:
+                    continue
+                seen.add((kk, dk))
+                kept = clone(dep)
+                kept["metadata"]["ownerReferences"] = [r for r in dep["metadata"]["ownerReferences"]
+                                                       if r.get("uid") not in gone]
+                ops.append(("MODIFIED", self.registry.by_key(kk), dk, kept))
         return ops
 
     def _orphan(self, uid: str) -> None:
@@ -534,10 +584,16 @@ class Store:
             raise AssertionError("stored objects changed in place (they are read-only): " + ", ".join(sorted(bad)))
 
     def _index(self, kk: str, key: Key, obj: dict) -> None:
+        uid = obj["metadata"].get("uid")
+        if uid:
+            self._by_uid[uid] = (kk, key)
         for ref in obj["metadata"].get("ownerReferences") or ():
             self._children.setdefault(ref.get("uid", ""), set()).add((kk, key))
 
     def _unindex(self, kk: str, key: Key, obj: dict) -> None:
+        uid = obj["metadata"].get("uid")
+        if uid and self._by_uid.get(uid) == (kk, key):
+            del self._by_uid[uid]
         for ref in obj["metadata"].get("ownerReferences") or ():
             s = self._children.get(ref.get("uid", ""))
             if s is not None:
