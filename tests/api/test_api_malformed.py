@@ -6,11 +6,13 @@ Every case starts from a valid object (checked by ``test_bases_are_valid``) and 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from flexq import Twin
 from flexq.api.kinds import REGISTRY
 from flexq.api.scheme import admit, resolve_object
 from flexq.errors import Invalid
@@ -277,3 +279,26 @@ def test_malformed_manifest_is_refused(base, mutate, expected):
     assert [(c["field"], c["reason"]) for c in status["details"]["causes"]] == expected
     for cause in status["details"]["causes"]:
         assert cause["field"] in status["message"] and cause["message"]
+
+
+def _snapshot(twin: Twin) -> list[tuple[str, dict]]:
+    return sorted(((kk, o) for kk, o in twin.store.all_objects()), key=lambda e: json.dumps(e, sort_keys=True))
+
+
+@pytest.mark.parametrize(("base", "mutate", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_malformed_manifest_applied_to_a_twin_stores_nothing(twin: Twin, base, mutate, expected):
+    """Through ``Twin.apply`` (create) and over an existing valid object (update): refused with the same causes,
+    and the store is exactly as before (same resourceVersion, same objects)."""
+    good = BASES[base]()
+    twin.apply(good)
+    bad = BASES[base]()
+    mutate(bad)
+    targets = [bad]  # an update of the valid object, or (a name made invalid) a create
+    if bad["metadata"].get("name") == good["metadata"]["name"]:
+        targets.append({**bad, "metadata": {**bad["metadata"], "name": "fresh"}})  # a create
+    for target in targets:
+        before_rv, before = twin.store.resource_version, _snapshot(twin)
+        with pytest.raises(Invalid) as exc:
+            twin.apply(copy.deepcopy(target))
+        assert [(c.field, c.reason) for c in exc.value.causes] == expected
+        assert twin.store.resource_version == before_rv and _snapshot(twin) == before
