@@ -48,7 +48,8 @@ def test_cluster_lifecycle_through_the_client(served: Served, gke: container_v1.
     _wait(gke, op)
     cluster = gke.get_cluster(name=f"{PARENT}/clusters/tpu-cluster")
     assert cluster.status == container_v1.Cluster.Status.RUNNING
-    assert cluster.endpoint == served.url.removeprefix("https://")
+    # each cluster's Kubernetes API is its own part of the served API (kubectl contexts of two clusters differ)
+    assert cluster.endpoint == served.url.removeprefix("https://") + "/clusters/tpu-cluster"
     assert base64.b64decode(cluster.master_auth.cluster_ca_certificate).decode() == Path(served.ca).read_text()
     names = [c.name for c in gke.list_clusters(parent=PARENT).clusters]
     assert names == ["tpu-cluster"]

@@ -259,8 +259,8 @@ class GkeBackend:
                                        for p in self._pools_of(project, location, cluster))
         spec["instanceGroupUrls"] = [u for p in pools for u in p.get("instanceGroupUrls", [])]
         endpoint, ca = self.server() if self.server else (None, None)
-        if endpoint:  # where get-credentials points kubectl: the twin's served Kubernetes API
-            spec["endpoint"] = endpoint
+        if endpoint:  # where get-credentials points kubectl: this cluster's part of the served Kubernetes API
+            spec["endpoint"] = f"{endpoint}/clusters/{cluster}"
         if ca:
             spec["masterAuth"] = {**spec.get("masterAuth", {}), "clusterCaCertificate": ca}
         return spec

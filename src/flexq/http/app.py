@@ -82,7 +82,7 @@ class TwinApp:
         if p in ("/healthz", "/livez", "/readyz"):
             return Response(b"ok", media_type="text/plain")
         if p.startswith("/openapi/"):
-            return self.openapi(p, face)
+            return self.openapi(p, face, cluster)
         if p in ("/api", "/apis"):
             agg = discovery.wants_aggregated(request.headers.get("accept", ""))
             if agg:
@@ -108,11 +108,11 @@ class TwinApp:
             return json_response(doc)
         return await face.handle(request, target)
 
-    def openapi(self, p: str, face: KubeFace) -> Response:
+    def openapi(self, p: str, face: KubeFace, cluster: str | None = None) -> Response:
         if p == "/openapi/v2":
             return Response(openapi.v2(face.kinds()), media_type="application/json")
         if p == "/openapi/v3":
-            return json_response(openapi.v3_index(face.kinds()))
+            return json_response(openapi.v3_index(face.kinds(), f"/clusters/{cluster}" if cluster else ""))
         rest = p[len("/openapi/v3/"):].split("/")
         if rest[0] == "api" and len(rest) == 2:
             doc = openapi.v3_group_version(face.kinds(), "", rest[1])

@@ -35,8 +35,19 @@ SERVER_FILE, KUBECONFIG_FILE, PID_FILE = "server.json", "kubeconfig", "pid"
 CONTEXT = "flexq"
 
 
+LAST_PORT_FILE = "last-port"  # kept after stop: a restarted twin takes its old port when free, so the GKE
+# clusters' kubeconfig entries (written by `gcloud container clusters get-credentials`) stay valid
+
+
 class Server:
     """One HTTPS listener serving a TwinCore (``port=0`` picks a free port)."""
+
+    def _last_port(self) -> int:
+        """The port this home's twin listened on last time (0: none recorded)."""
+        try:
+            return int((self.home / LAST_PORT_FILE).read_text().strip())
+        except (OSError, ValueError):
+            return 0
 
     def __init__(self, core: Any, home: str | Path, host: str = "127.0.0.1", port: int = 0, *,
                  tls: bool = True, auth: bool = True) -> None:
@@ -49,9 +60,15 @@ class Server:
         self.sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock.bind((host, port))
+        try:
+            self.sock.bind((host, port or self._last_port()))
+        except OSError:
+            if port:
+                raise
+            self.sock.bind((host, 0))  # the old port is taken: any free one
         self.sock.listen(512)
         self.port: int = self.sock.getsockname()[1]
+        (self.home / LAST_PORT_FILE).write_text(f"{self.port}\n")
         self.tls = tls
         hostport = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
         self.url = f"{'https' if tls else 'http'}://{hostport}"

@@ -192,8 +192,9 @@ def v3_group_version(kinds: Iterable[KindInfo], group: str, version: str) -> byt
     return _v3_doc(infos, version)
 
 
-def v3_index(kinds: Iterable[KindInfo]) -> dict[str, Any]:
-    """``/openapi/v3``: where each group/version's document is."""
+def v3_index(kinds: Iterable[KindInfo], prefix: str = "") -> dict[str, Any]:
+    """``/openapi/v3``: where each group/version's document is (``prefix``: the path a cluster is served
+    under, ``/clusters/<name>``; clients take these URLs as they are, not relative to their server's path)."""
     out: dict[str, Any] = {}
     kinds = list(kinds)
     for group, infos in groups(kinds).items():
@@ -202,7 +203,7 @@ def v3_index(kinds: Iterable[KindInfo]) -> dict[str, Any]:
             key = f"apis/{group}/{v}" if group else f"api/{v}"
             doc = v3_group_version(kinds, group, v) or b""
             h = hashlib.sha512(doc).hexdigest()[:32].upper()
-            out[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={h}"}
+            out[key] = {"serverRelativeURL": f"{prefix}/openapi/v3/{key}?hash={h}"}
     return {"paths": out}
 
 

@@ -146,10 +146,83 @@ def _event_cells(o: dict, now: float) -> list[Any]:
             f"{(inv.get('kind') or '').lower()}/{inv.get('name', '')}", o.get("message", "")]
 
 
-BUILTIN: dict[str, tuple[list[tuple[str, str]], Callable[[dict, float], list[Any]]]] = {
-    "pods": ([("Ready", "string"), ("Status", "string"), ("Restarts", "string"), ("Age", "string")], _pod_cells),
-    "jobs.batch": ([("Status", "string"), ("Completions", "string"), ("Duration", "string"), ("Age", "string")],
-                   _job_cells),
+def _node_cells(o: dict, now: float) -> list[Any]:
+    """The API server's node printer: Ready/NotReady/Unknown (+SchedulingDisabled), roles from the
+    ``node-role.kubernetes.io/<role>`` labels, kubelet version; wide: addresses and node info."""
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    ready = next((c.get("status") for c in st.get("conditions") or [] if c.get("type") == "Ready"), None)
+    status = "Ready" if ready == "True" else "NotReady" if ready == "False" else "Unknown"
+    if spec.get("unschedulable"):
+        status += ",SchedulingDisabled"
+    labels = o["metadata"].get("labels") or {}
+    roles = sorted({k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")
+                    and k.split("/", 1)[1]} | ({labels["kubernetes.io/role"]} if labels.get("kubernetes.io/role")
+                                                else set()))
+    info = st.get("nodeInfo") or {}
+    addrs = {a.get("type"): a.get("address") for a in st.get("addresses") or []}
+    return [status, ",".join(roles) or "<none>", age(o["metadata"].get("creationTimestamp"), now),
+            info.get("kubeletVersion", ""), addrs.get("InternalIP") or "<none>",
+            addrs.get("ExternalIP") or "<none>", info.get("osImage") or "<unknown>",
+            info.get("kernelVersion") or "<unknown>", info.get("containerRuntimeVersion") or "<unknown>"]
+
+
+def _pod_wide_cells(o: dict, now: float) -> list[Any]:
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    gates = spec.get("readinessGates") or []
+    if gates:
+        conds = {c.get("type"): c.get("status") for c in st.get("conditions") or []}
+        gate = f"{sum(1 for g in gates if conds.get(g.get('conditionType')) == 'True')}/{len(gates)}"
+    else:
+        gate = "<none>"
+    return [*_pod_cells(o, now), st.get("podIP") or "<none>", spec.get("nodeName") or "<none>",
+            st.get("nominatedNodeName") or "<none>", gate]
+
+
+def _selector(sel: dict | None) -> str:
+    if not sel:
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sorted(sel.items())] if all(isinstance(v, str) for v in sel.values()) else []
+    if not parts:  # a LabelSelector
+        parts = [f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items())]
+        for e in sel.get("matchExpressions") or []:
+            op, vals = e.get("operator", ""), ",".join(e.get("values") or [])
+            parts.append({"In": f"{e.get('key')} in ({vals})", "NotIn": f"{e.get('key')} notin ({vals})",
+                          "Exists": f"{e.get('key')}", "DoesNotExist": f"!{e.get('key')}"}.get(op, op))
+    return ",".join(parts) or "<none>"
+
+
+def _job_wide_cells(o: dict, now: float) -> list[Any]:
+    spec = o.get("spec") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    return [*_job_cells(o, now), ",".join(c.get("name", "") for c in containers),
+            ",".join(c.get("image", "") for c in containers), _selector(spec.get("selector"))]
+
+
+def _service_cells(o: dict, now: float) -> list[Any]:
+    spec = o.get("spec") or {}
+    ports = ",".join(f"{p.get('port')}{':' + str(p['nodePort']) if p.get('nodePort') else ''}/"
+                     f"{p.get('protocol', 'TCP')}" for p in spec.get("ports") or []) or "<none>"
+    ingress = [i.get("ip") or i.get("hostname") for i in ((o.get("status") or {}).get("loadBalancer") or {})
+               .get("ingress") or []]
+    external = ",".join([*(x for x in ingress if x), *(spec.get("externalIPs") or [])])
+    if not external:
+        external = "<pending>" if spec.get("type") == "LoadBalancer" else \
+            spec.get("externalName", "<none>") if spec.get("type") == "ExternalName" else "<none>"
+    return [spec.get("type", "ClusterIP"), spec.get("clusterIP") or "<none>", external, ports,
+            age(o["metadata"].get("creationTimestamp"), now), _selector(spec.get("selector"))]
+
+
+# name -> (columns as (name, type[, priority]): priority 1 shows only with ``-o wide``; cells in that order)
+BUILTIN: dict[str, tuple[list[tuple[Any, ...]], Callable[[dict, float], list[Any]]]] = {
+    "pods": ([("Ready", "string"), ("Status", "string"), ("Restarts", "string"), ("Age", "string"),
+              ("IP", "string", 1), ("Node", "string", 1), ("Nominated Node", "string", 1),
+              ("Readiness Gates", "string", 1)], _pod_wide_cells),
+    "nodes": ([("Status", "string"), ("Roles", "string"), ("Age", "string"), ("Version", "string"),
+               ("Internal-IP", "string", 1), ("External-IP", "string", 1), ("OS-Image", "string", 1),
+               ("Kernel-Version", "string", 1), ("Container-Runtime", "string", 1)], _node_cells),
+    "jobs.batch": ([("Status", "string"), ("Completions", "string"), ("Duration", "string"), ("Age", "string"),
+                    ("Containers", "string", 1), ("Images", "string", 1), ("Selector", "string", 1)],
+                   _job_wide_cells),
     "events": ([("Last Seen", "string"), ("Type", "string"), ("Reason", "string"), ("Object", "string"),
                 ("Message", "string")], _event_cells),
     "namespaces": ([("Status", "string"), ("Age", "string")],
@@ -159,12 +232,7 @@ BUILTIN: dict[str, tuple[list[tuple[str, str]], Callable[[dict, float], list[Any
                    lambda o, now: [len(o.get("data") or {}) + len(o.get("binaryData") or {}),
                                    age(o["metadata"].get("creationTimestamp"), now)]),
     "services": ([("Type", "string"), ("Cluster-IP", "string"), ("External-IP", "string"), ("Port(s)", "string"),
-                  ("Age", "string")],
-                 lambda o, now: [(o.get("spec") or {}).get("type", "ClusterIP"),
-                                 (o.get("spec") or {}).get("clusterIP", "<none>"), "<none>",
-                                 ",".join(f"{p.get('port')}/{p.get('protocol', 'TCP')}"
-                                          for p in (o.get("spec") or {}).get("ports") or []) or "<none>",
-                                 age(o["metadata"].get("creationTimestamp"), now)]),
+                  ("Age", "string"), ("Selector", "string", 1)], _service_cells),
 }
 
 
@@ -173,7 +241,8 @@ def columns(info: KindInfo) -> list[dict[str, Any]]:
     defs = [{"name": "Name", "type": "string", "format": "name", "priority": 0,
              "description": "Name must be unique within a namespace."}]
     if info.key in BUILTIN:
-        defs += [{"name": n, "type": t, "format": "", "priority": 0, "description": n} for n, t in BUILTIN[info.key][0]]
+        defs += [{"name": c[0], "type": c[1], "format": "", "priority": c[2] if len(c) > 2 else 0,
+                  "description": c[0]} for c in BUILTIN[info.key][0]]
         return defs
     cols = info.printer_columns or [PrinterColumn("Age", ".metadata.creationTimestamp", "date")]
     for c in cols:
