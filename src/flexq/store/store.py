@@ -3,8 +3,9 @@
 Owns: create / get / list / update / update_status / patch / delete of storage-version dicts;
 ``uid``, ``resourceVersion`` (optimistic concurrency: a stale update is a Conflict), ``generation``
 (bumped on spec changes only), ``creationTimestamp``, ``generateName``; status as a separate write;
-finalizers and ``deletionTimestamp``; cascading deletion by ownerReferences; namespaces that must exist
-and take their contents with them; watch streams that resume from a resourceVersion.
+finalizers and ``deletionTimestamp``; namespaces that must exist and take their contents with them; watch
+streams that resume from a resourceVersion. Deletion propagation (Background, Foreground, Orphan) and the
+garbage collector run inside each write, in ``flexq.store.gc``.
 Every write is journalled (if a Journal is given) before it is acknowledged and before watchers hear
 of it. Thread-safe (one lock), but in flexq all writes come from the loop thread.
 Must not import ``flexq.runtime``, domain packages or ``flexq.http``.
@@ -25,6 +26,7 @@ from flexq.api import scheme
 from flexq.api.registry import KindInfo, Registry
 from flexq.clock import Clock, format_time
 from flexq.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
+from flexq.store.gc import Txn
 from flexq.store.journal import Journal
 from flexq.store.patch import apply_patch
 from flexq.store.selectors import parse_field_selector, parse_label_selector
@@ -263,7 +265,13 @@ class Store:
             if dry_run:
                 m["resourceVersion"] = str(self._rv)
                 return clone(stored)
-            self._commit([("ADDED", info, key, stored)])
+            if not m.get("ownerReferences"):
+                self._commit([("ADDED", info, key, stored)])
+            else:  # the collector checks its owners at once (an absent one: collected, as upstream)
+                txn = Txn(self)
+                txn.put("ADDED", info, key, stored)
+                txn.written(info, key, None, stored)
+                self._commit(txn.run())
             return clone(stored) if copy_result else stored
 
     def _normalize(self, info: KindInfo, data: dict) -> dict:
@@ -324,12 +332,18 @@ class Store:
                 return clone(cur)
             if dry_run:
                 return clone(stored)
-            if m.get("deletionTimestamp") and not m.get("finalizers"):
-                ops = self._deletion_ops(info, key, stored)
-                self._commit(ops + self._namespace_done_ops(ops))
-                return clone(stored)
-            self._commit([("MODIFIED", info, key, stored)])
-            return clone(stored) if copy_result else stored
+            deleting = m.get("deletionTimestamp") and not m.get("finalizers")
+            if not deleting and (m.get("ownerReferences") or None) == (cm.get("ownerReferences") or None):
+                self._commit([("MODIFIED", info, key, stored)])
+                return clone(stored) if copy_result else stored
+            txn = Txn(self)
+            if deleting:  # the last finalizer went: the object goes (a namespace, once empty)
+                txn.settle(info, key, stored)
+            else:
+                txn.put("MODIFIED", info, key, stored)
+                txn.written(info, key, cur, stored)
+            self._commit(txn.run())
+            return clone(stored)
 
     def update_status(self, obj: dict, *, validate: bool = False, namespace: str | None = None,
                       copy_result: bool = True) -> dict:
@@ -380,9 +394,16 @@ class Store:
             return self.update(patched, validate=validate, unknown_fields=unknown_fields, namespace=namespace,
                                dry_run=dry_run)
 
-    def delete(self, kind: str, name: str, namespace: str | None = None, *, propagation: str = "Background",
+    def delete(self, kind: str, name: str, namespace: str | None = None, *, propagation: str | None = "Background",
                preconditions: dict | None = None, dry_run: bool = False) -> dict:
-        """Delete (or mark for deletion while finalizers remain). Dependents go too unless Orphan."""
+        """Delete as the API server and the garbage collector do (``flexq.store.gc``): ``Background``
+        removes the object and then its dependents left with no live owner; ``Foreground`` keeps it,
+        Terminating with the ``foregroundDeletion`` finalizer, until its dependents that block owner
+        deletion are gone; ``Orphan`` (the ``orphan`` finalizer) takes the object's reference off its
+        dependents first and leaves them; None keeps what the object's finalizers ask for. An object with
+        other finalizers is only marked (``deletionTimestamp``) and goes when they are removed. Returns the
+        object as the delete left it: marked (as the API server answers before its garbage collector has
+        run), or as it was when it went."""
         info = self.info(kind)
         with self._lock:
             key, cur = self._current(info, {"name": name, "namespace": namespace})
@@ -392,134 +413,17 @@ class Store:
                                f"{cur['metadata'].get('uid')}", kind=info.plural, name=name)
             if pre.get("resourceVersion") and pre["resourceVersion"] != cur["metadata"]["resourceVersion"]:
                 raise Conflict("Precondition failed: resourceVersion mismatch", kind=info.plural, name=name)
-            if dry_run:
-                return clone(cur)
-            if propagation == "Orphan":
-                self._orphan(cur["metadata"]["uid"])
-            finalizers = cur["metadata"].get("finalizers") or []
-            if finalizers or (info.kind == "Namespace" and self._namespace_has_content(name)):
-                if cur["metadata"].get("deletionTimestamp"):
-                    return clone(cur)
-                marked = clone(cur)
-                marked["metadata"]["deletionTimestamp"] = format_time(self.clock.now())
-                marked["metadata"]["deletionGracePeriodSeconds"] = 0
-                if info.kind == "Namespace":
-                    marked.setdefault("status", {})["phase"] = "Terminating"
-                    ops = [("MODIFIED", info, key, marked)]
-                    content = self._namespace_content_ops(name)
-                    ops += content
-                    if not finalizers and all(op[0] == "DELETED" for op in content):
-                        ops += self._deletion_ops(info, key, marked, cascade=False)
-                    self._commit(ops)
-                else:
-                    self._commit([("MODIFIED", info, key, marked)])
-                return clone(marked)
-            ops = self._deletion_ops(info, key, cur)
-            self._commit(ops + self._namespace_done_ops(ops))
-            return clone(cur)
-
-    # -- cascade --------------------------------------------------------------------------------------
-    def _namespace_has_content(self, ns: str) -> bool:
-        return any(k[0] == ns for kk, objs in self._objs.items() if kk != "namespaces" for k in objs)
-
-    def _namespace_content_ops(self, ns: str) -> list:
-        """Delete everything in namespace ``ns`` (what holds finalizers is only marked, and stays)."""
-        ops: list = []
-        done: set[tuple[str, Key]] = set()
-        for kk, objs in list(self._objs.items()):
-            info = self.registry.by_key(kk)
-            if not info.namespaced:
-                continue
-            for k, obj in sorted(objs.items()):
-                if k[0] != ns or (kk, k) in done:
-                    continue
-                if obj["metadata"].get("finalizers"):
-                    done.add((kk, k))
-                    if not obj["metadata"].get("deletionTimestamp"):
-                        ops.append(("MODIFIED", info, k, self._marked(obj)))
-                    continue
-                for op in self._deletion_ops(info, k, obj, skip=done):
-                    done.add((op[1].key, op[2]))
-                    ops.append(op)
-        return ops
-
-    def _namespace_done_ops(self, ops: list) -> list:
-        """Once a Terminating namespace's last object goes (in ``ops``), the namespace goes too."""
-        gone = {(op[1].key, op[2]) for op in ops if op[0] == "DELETED"}
-        out: list = []
-        for ns in sorted({op[2][0] for op in ops if op[0] == "DELETED" and op[1].namespaced}):
-            cur = self._objs.get("namespaces", {}).get(("", ns))
-            if cur is None or not cur["metadata"].get("deletionTimestamp") or cur["metadata"].get("finalizers"):
-                continue
-            if any(k[0] == ns and (kk, k) not in gone for kk, objs in self._objs.items() if kk != "namespaces"
-                   for k in objs):
-                continue
-            out.append(("DELETED", self.registry.by_key("namespaces"), ("", ns), cur))
-        return out
-
-    def _marked(self, obj: dict) -> dict:
-        marked = clone(obj)
-        marked["metadata"]["deletionTimestamp"] = format_time(self.clock.now())
-        marked["metadata"].setdefault("deletionGracePeriodSeconds", 0)
-        return marked
-
-    def _deletion_ops(self, info: KindInfo, key: Key, obj: dict, cascade: bool = True,
-                      skip: set[tuple[str, Key]] | None = None) -> list:
-        """Ops deleting obj and, as the garbage collector does, every dependent left with no live owner:
-        a dependent with finalizers is only marked; one that still has another live owner stays and loses
-        its references to the deleted owners."""
-        ops = [("DELETED", info, key, obj)]
-        if not cascade:
-            return ops
-        gone = {obj["metadata"].get("uid")}
-        seen = {(info.key, key)} | (skip or set())
-        stack = [obj["metadata"].get("uid")]
-        while stack:
-            uid = stack.pop()
-            for kk, dk in sorted(self._children.get(uid, ())):
-                if (kk, dk) in seen:
-                    continue
-                dep = self._objs.get(kk, {}).get(dk)
-                if dep is None:
-                    continue
-                refs = dep["metadata"].get("ownerReferences") or []
-                if any(r.get("uid") not in gone and r.get("uid") in self._by_uid for r in refs):
-                    continue  # another owner is alive (for now: it may go later in this same cascade)
-                seen.add((kk, dk))
-                dinfo = self.registry.by_key(kk)
-                if dep["metadata"].get("finalizers"):
-                    if not dep["metadata"].get("deletionTimestamp"):
-                        ops.append(("MODIFIED", dinfo, dk, self._marked(dep)))
-                    continue
-                ops.append(("DELETED", dinfo, dk, dep))
-                gone.add(dep["metadata"].get("uid"))
-                stack.append(dep["metadata"].get("uid"))
-        for uid in sorted(u for u in gone if u):
-            for kk, dk in sorted(self._children.get(uid, ())):
-                dep = self._objs.get(kk, {}).get(dk)
-                if (kk, dk) in seen or dep is None:
-                    continue
-                seen.add((kk, dk))
-                kept = clone(dep)
-                kept["metadata"]["ownerReferences"] = [r for r in dep["metadata"]["ownerReferences"]
-                                                       if r.get("uid") not in gone]
-                ops.append(("MODIFIED", self.registry.by_key(kk), dk, kept))
-        return ops
-
-    def _orphan(self, uid: str) -> None:
-        ops = []
-        for kk, dk in sorted(self._children.get(uid, ())):
-            dep = self._objs.get(kk, {}).get(dk)
-            if dep is None:
-                continue
-            upd = clone(dep)
-            upd["metadata"]["ownerReferences"] = [r for r in upd["metadata"].get("ownerReferences", [])
-                                                  if r.get("uid") != uid] or None
-            if upd["metadata"]["ownerReferences"] is None:
-                del upd["metadata"]["ownerReferences"]
-            ops.append(("MODIFIED", self.registry.by_key(kk), dk, upd))
-        if ops:
-            self._commit(ops)
+            if propagation not in (None, "Background", "Foreground", "Orphan"):
+                raise BadRequest(f"propagationPolicy: Unsupported value: {propagation!r}: supported values: "
+                                 '"Foreground", "Background", "Orphan"')
+            txn = Txn(self)
+            txn.delete(info, key, cur, propagation)
+            ops = txn.ops[:1] if dry_run else txn.run()
+            # the reply is the object as the delete itself left it (marked), before the collector's work
+            marked = ops[0][3] if ops[0][0] == "MODIFIED" else cur
+            if not dry_run:
+                self._commit(ops)
+            return clone(marked)
 
     # -- commit, index, watch -------------------------------------------------------------------------
     def _commit(self, ops: list) -> None:
@@ -635,6 +539,16 @@ class Store:
             self._objs.setdefault(kk, {})[key] = obj
             self._index(kk, key, obj)
         self._sorted.clear()
+        # the collector resyncs on start, as upstream's does: state written by an older flexq may hold
+        # dependents whose owners are gone (every later write leaves the store at the collector's fixed point)
+        txn = Txn(self)
+        for kk, objs in sorted(self._objs.items()):
+            for key, obj in sorted(objs.items()):
+                if obj["metadata"].get("ownerReferences") or obj["metadata"].get("deletionTimestamp"):
+                    txn.resync(self.registry.by_key(kk), key, obj)
+        ops = txn.run()
+        if ops:
+            self._commit(ops)
 
     def all_objects(self) -> Iterable[tuple[str, dict]]:
         """Every stored object with its kind key (for dumps and tests)."""
