@@ -22,7 +22,7 @@ from starlette.routing import Route
 from flexq.errors import ApiError, InternalError, NotFound, Unauthorized
 from flexq.http.common import json_response, status_response
 from flexq.http.gke import face as gke_face
-from flexq.http.kube import discovery, openapi, paths
+from flexq.http.kube import discovery, openapi, paths, reviews
 from flexq.http.kube.rest import KubeFace
 
 log = logging.getLogger("flexq.http")
@@ -92,6 +92,8 @@ class TwinApp:
             if p == "/api":
                 return json_response(discovery.api_versions(self.server_address))
             return json_response(discovery.api_group_list(face.kinds()))
+        if reviews.handles(p):
+            return json_response(reviews.review(request.method, p, await request.body()), 201)
         parts = [x for x in p.split("/") if x]
         if len(parts) == 2 and parts[0] == "apis":
             group = discovery.api_group(face.kinds(), parts[1])
