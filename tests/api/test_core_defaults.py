@@ -10,7 +10,7 @@ import copy
 import pytest
 
 from flexq import Twin
-from flexq.api.core import image_pull_policy, qos_class
+from flexq.api.core import Container, PodSpec, ServiceSpec, image_pull_policy, qos_class
 from flexq.api.kinds import REGISTRY
 from flexq.api.scheme import admit
 from flexq.errors import Invalid
@@ -256,3 +256,16 @@ def test_reapplying_an_unchanged_manifest_writes_nothing(twin: Twin, kind: str) 
     again = twin.apply(copy.deepcopy(manifest))[0]
     assert twin.store.resource_version == before
     assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+@pytest.mark.parametrize(("model", "field", "key", "strategy"), [
+    (PodSpec, "containers", "name", "merge"), (PodSpec, "initContainers", "name", "merge"),
+    (PodSpec, "volumes", "name", "merge,retainKeys"), (Container, "ports", "containerPort", "merge"),
+    (Container, "env", "name", "merge"), (Container, "volumeMounts", "mountPath", "merge"),
+    (ServiceSpec, "ports", "port", "merge"),
+])
+def test_lists_publish_their_patch_merge_keys(model: type, field: str, key: str, strategy: str) -> None:
+    """kubectl's client-side apply merges these lists by key (read from the OpenAPI schema), so the fields
+    defaulted inside them do not make a re-applied manifest "configured"."""
+    prop = model.model_json_schema(by_alias=True)["properties"][field]
+    assert (prop.get("x-kubernetes-patch-merge-key"), prop.get("x-kubernetes-patch-strategy")) == (key, strategy)

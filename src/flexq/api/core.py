@@ -39,6 +39,14 @@ from flexq.api.registry import KindInfo, PrinterColumn
 # -- pods ---------------------------------------------------------------------------------------
 
 
+def _merged_by(key: str, strategy: str = "merge") -> Any:
+    """A list's ``patchMergeKey``/``patchStrategy`` (core/v1 types.go), published in the OpenAPI schema:
+    kubectl's client-side apply reads them there to merge such a list by key instead of replacing it whole,
+    so fields the server defaulted inside it do not make a re-applied manifest "configured"."""
+    return Field(default=None, json_schema_extra={"x-kubernetes-patch-merge-key": key,
+                                                  "x-kubernetes-patch-strategy": strategy})
+
+
 class ResourceRequirements(Model):
     limits: dict[str, Quantity] | None = None
     requests: dict[str, Quantity] | None = None
@@ -67,10 +75,10 @@ class Container(Loose):
     image: str | None = None
     command: list[str] | None = None
     args: list[str] | None = None
-    env: list[EnvVar] | None = None
-    ports: list[ContainerPort] | None = None
+    env: list[EnvVar] | None = _merged_by("name")
+    ports: list[ContainerPort] | None = _merged_by("containerPort")
     resources: ResourceRequirements | None = None
-    volume_mounts: list[VolumeMount] | None = None
+    volume_mounts: list[VolumeMount] | None = _merged_by("mountPath")
 
     @model_validator(mode="after")
     def _requests_within_limits(self) -> Container:
@@ -119,13 +127,14 @@ class Affinity(Loose):
 
 
 class PodSpec(Loose):
-    containers: list[Container] = Field(min_length=1)
-    init_containers: list[Container] | None = None
+    containers: list[Container] = Field(min_length=1, json_schema_extra={"x-kubernetes-patch-merge-key": "name",
+                                                                         "x-kubernetes-patch-strategy": "merge"})
+    init_containers: list[Container] | None = _merged_by("name")
     node_selector: Labels = None
     node_name: str | None = None
     affinity: Affinity | None = None
     tolerations: list[Toleration] | None = None
-    volumes: list[Volume] | None = None
+    volumes: list[Volume] | None = _merged_by("name", "merge,retainKeys")
     restart_policy: Literal["Always", "OnFailure", "Never"] | None = None
     priority_class_name: str | None = None
     priority: int | None = None
@@ -231,7 +240,7 @@ class ServicePort(Loose):
 
 class ServiceSpec(Loose):
     selector: dict[str, str] | None = None
-    ports: list[ServicePort] | None = None
+    ports: list[ServicePort] | None = _merged_by("port")
     type: Literal["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"] | None = None
     cluster_ip: str | None = Field(default=None, alias="clusterIP")
     cluster_ips: list[str] | None = Field(default=None, alias="clusterIPs")
