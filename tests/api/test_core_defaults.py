@@ -10,7 +10,8 @@ import copy
 import pytest
 
 from flexq import Twin
-from flexq.api.core import Container, PodSpec, ServiceSpec, image_pull_policy, qos_class
+from flexq.api.core import Container, PodSpec, ServiceSpec
+from flexq.api.core_defaults import image_pull_policy, qos_class
 from flexq.api.kinds import REGISTRY
 from flexq.api.scheme import admit
 from flexq.errors import Invalid

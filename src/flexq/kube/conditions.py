@@ -7,7 +7,6 @@ changed so callers can skip no-op writes. Pure; must not import the store, the r
 from __future__ import annotations
 
 from flexq.clock import format_time
-from flexq.kube.scheduling import pod_requests
 
 
 def get_condition(obj_or_status: dict, type_: str) -> dict | None:
@@ -47,16 +46,3 @@ def is_true(obj_or_status: dict, type_: str) -> bool:
     return bool(c and c.get("status") == "True")
 
 
-def qos_class(pod: dict) -> str:
-    """Guaranteed (every container has cpu and memory limits equal to requests), BestEffort (none), else
-    Burstable."""
-    containers = (pod.get("spec") or {}).get("containers") or []
-    if not pod_requests(pod) and not any((c.get("resources") or {}).get("limits") for c in containers):
-        return "BestEffort"
-    for c in containers:
-        res = c.get("resources") or {}
-        limits, requests = res.get("limits") or {}, {**(res.get("limits") or {}), **(res.get("requests") or {})}
-        for name in ("cpu", "memory"):
-            if name not in limits or str(requests.get(name)) != str(limits[name]):
-                return "Burstable"
-    return "Guaranteed"

@@ -24,10 +24,11 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from flexq.api.core_defaults import qos_class
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
-from flexq.kube.conditions import qos_class, set_condition
+from flexq.kube.conditions import set_condition
 from flexq.kube.executor import PodExecutor, PodLaunch, PodRunState
 from flexq.kube.podenv import configmap_files, tpu_env
 from flexq.kube.scheduling import tolerates
