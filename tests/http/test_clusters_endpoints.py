@@ -51,6 +51,9 @@ def test_two_clusters_two_apis(served: Served) -> None:
     nodes2 = served.kubectl("--kubeconfig", k2, "get", "nodes", "-o", "name").stdout
     assert "gke-ep-one-default-pool" in nodes1 and "gke-ep-two" not in nodes1
     assert "gke-ep-two-default-pool" in nodes2 and "gke-ep-one" not in nodes2
+    # each cluster's /version is its GKE master version (what `kubectl version` prints as the server's)
+    assert '"gitVersion": "v1.3' in served.kubectl("--kubeconfig", k2, "version", "-o", "json").stdout
+    assert served.http("GET", "/clusters/ep-two/version").json()["gitVersion"] == "v" + two["currentMasterVersion"]
     # kubectl explain reads /openapi/v3 and then the URLs it lists: they must stay under the cluster's path
     out = served.kubectl("--kubeconfig", k2, "explain", "rayjob.spec.submissionMode").stdout
     assert "KIND:       RayJob" in out and "submissionMode" in out

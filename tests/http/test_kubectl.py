@@ -15,7 +15,7 @@ def test_discovery_lists_the_tutorial_kinds(served: Served) -> None:
     for line in ("clusterqueues", "localqueues", "workloads", "resourceflavors", "provisioningrequestconfigs"):
         assert line in out
     assert "kueue.x-k8s.io/v1beta2" in out
-    assert '"gitVersion": "v1.32' in served.kubectl("version", "-o", "json").stdout
+    assert '"gitVersion": "v1.34.1-gke.1829001"' in served.kubectl("version", "-o", "json").stdout
 
 
 def test_apply_tutorial_queue_with_validation(served: Served) -> None:

@@ -78,7 +78,7 @@ class TwinApp:
         face = self.face(cluster)
         p = path.rstrip("/") or "/"
         if p == "/version":
-            return json_response(discovery.VERSION_INFO)
+            return json_response(discovery.version_info(face.runtime().settings.get("gkeVersion")))
         if p in ("/healthz", "/livez", "/readyz"):
             return Response(b"ok", media_type="text/plain")
         if p.startswith("/openapi/"):

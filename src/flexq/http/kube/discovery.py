@@ -13,11 +13,22 @@ from typing import Any
 
 from flexq.api.registry import KindInfo
 
-VERSION_INFO = {
-    "major": "1", "minor": "32", "gitVersion": "v1.32.4-gke.1106006", "gitCommit": "flexq",
-    "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.6", "compiler": "gc",
-    "platform": "linux/amd64", "emulationMajor": "1", "emulationMinor": "32",
-}
+DEFAULT_VERSION = "1.34.1-gke.1829001"  # a cluster without a GKE version (the twin's own): GKE's default
+GO_VERSIONS = {"1.30": "go1.22.12", "1.31": "go1.23.6", "1.32": "go1.23.6", "1.33": "go1.24.4",
+               "1.34": "go1.24.6", "1.35": "go1.25.1"}  # what each minor's kube-apiserver was built with
+
+
+def version_info(version: str | None = None) -> dict[str, str]:
+    """``/version`` of a cluster at GKE ``version`` (e.g. ``1.34.1-gke.1829001``): what ``kubectl version``
+    shows as the server's version, the same as the cluster's ``currentMasterVersion``."""
+    version = (version or DEFAULT_VERSION).lstrip("v")
+    major, minor = (version.split(".") + ["0", "0"])[:2]
+    return {"major": major, "minor": minor, "gitVersion": f"v{version}", "gitCommit": "flexq",
+            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
+            "goVersion": GO_VERSIONS.get(f"{major}.{minor}", "go1.24.6"), "compiler": "gc",
+            "platform": "linux/amd64", "emulationMajor": major, "emulationMinor": minor}
+
+
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_BETA = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
