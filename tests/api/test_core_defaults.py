@@ -270,3 +270,28 @@ def test_lists_publish_their_patch_merge_keys(model: type, field: str, key: str,
     defaulted inside them do not make a re-applied manifest "configured"."""
     prop = model.model_json_schema(by_alias=True)["properties"][field]
     assert (prop.get("x-kubernetes-patch-merge-key"), prop.get("x-kubernetes-patch-strategy")) == (key, strategy)
+
+
+NOT_READY = {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+             "tolerationSeconds": 300}
+UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+               "tolerationSeconds": 300}
+TPU = {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(("given", "want"), [
+    (None, [NOT_READY, UNREACHABLE]),
+    ([TPU], [TPU, NOT_READY, UNREACHABLE]),
+    # already tolerated (by key, by an empty key, or with no effect): nothing added for it
+    ([{**NOT_READY, "tolerationSeconds": 30}], [{**NOT_READY, "tolerationSeconds": 30}, UNREACHABLE]),
+    ([{"operator": "Exists"}], [{"operator": "Exists"}]),
+    ([{"key": "node.kubernetes.io/unreachable", "operator": "Exists"}],
+     [{"key": "node.kubernetes.io/unreachable", "operator": "Exists"}, NOT_READY]),
+])
+def test_default_toleration_seconds_on_create(twin: Twin, given: list | None, want: list) -> None:
+    spec = {"tolerations": given} if given is not None else {}
+    pod = twin.apply(_pod(**spec))[0]
+    assert pod["spec"]["tolerations"] == want
+    # an update does not add them again (admission on create only)
+    again = twin.patch("Pod", "p", {"metadata": {"labels": {"touched": "yes"}}}, namespace="default")
+    assert again["spec"]["tolerations"] == want

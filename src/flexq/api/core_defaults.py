@@ -317,8 +317,26 @@ def prepare_pod(pod: dict) -> None:
         if priority is not None:
             spec["priority"] = priority
             spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    if isinstance(spec, dict):
+        default_toleration_seconds(spec)
     if not pod.get("status"):
         pod["status"] = {"phase": "Pending", "qosClass": qos_class(pod)}
+
+
+def default_toleration_seconds(spec: dict) -> None:
+    """The ``DefaultTolerationSeconds`` admission plugin: a new pod that does not already tolerate the
+    not-ready / unreachable ``NoExecute`` taints (a toleration with that key or no key, and that effect or
+    none) tolerates each for 300 s."""
+    tols = spec.get("tolerations")
+    if tols is not None and not isinstance(tols, list):
+        return
+    tols = [t for t in tols or [] if isinstance(t, dict)] if tols else []
+    added = []
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        if not any(t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None) for t in tols):
+            added.append({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
+    if added:
+        spec["tolerations"] = [*(spec.get("tolerations") or []), *added]
 
 
 def prepare_service(svc: dict) -> None:
