@@ -70,19 +70,38 @@ def test_ssa_fields_conflicts_and_removal() -> None:
     assert dropped["data"] == {"x": "9"}  # alice gave up y (nobody else had it); x is bob's now
 
 
-def _pb_field(num: int, payload: bytes) -> bytes:
-    return bytes([num << 3 | 2, len(payload)]) + payload
+def _pb_varint(n: int) -> bytes:
+    n &= (1 << 64) - 1  # negative ints go on the wire as their 64-bit two's complement
+    out = bytearray()
+    while True:
+        out.append(n & 0x7F | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _pb_field(num: int, payload: bytes | str | int | bool) -> bytes:
+    """One protobuf field: length-delimited for bytes and str, a varint for int and bool."""
+    if isinstance(payload, bool | int):
+        return _pb_varint(num << 3) + _pb_varint(int(payload))
+    data = payload.encode() if isinstance(payload, str) else payload
+    return _pb_varint(num << 3 | 2) + _pb_varint(len(data)) + data
+
+
+def _pb_body(api_version: str, kind: str, raw: bytes) -> bytes:
+    """The ``k8s\\x00`` envelope (runtime.Unknown) around one object's message."""
+    return protobuf.MAGIC + _pb_field(1, _pb_field(1, api_version) + _pb_field(2, kind)) + _pb_field(2, raw)
 
 
 def test_protobuf_configmap() -> None:
     meta = _pb_field(1, b"cm") + _pb_field(3, b"ns")
     entry = _pb_field(1, b"k") + _pb_field(2, b"v")
     raw = _pb_field(1, meta) + _pb_field(2, entry)
-    body = protobuf.MAGIC + _pb_field(1, _pb_field(1, b"v1") + _pb_field(2, b"ConfigMap")) + _pb_field(2, raw)
-    assert protobuf.decode(body) == {"apiVersion": "v1", "kind": "ConfigMap",
-                                     "metadata": {"name": "cm", "namespace": "ns"}, "data": {"k": "v"}}
+    assert protobuf.decode(_pb_body("v1", "ConfigMap", raw)) == {
+        "apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"},
+        "metadata": {"name": "cm", "namespace": "ns", "creationTimestamp": None}}  # Go prints a zero Time
     with pytest.raises(UnsupportedMediaType):
-        protobuf.decode(protobuf.MAGIC + _pb_field(1, _pb_field(1, b"v1") + _pb_field(2, b"Pod")))
+        protobuf.decode(_pb_body("apps/v1", "Deployment", b""))
     with pytest.raises(BadRequest):
         protobuf.decode(b"not protobuf")
 

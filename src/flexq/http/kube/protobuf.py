@@ -1,42 +1,41 @@
-"""Decoding the Kubernetes protobuf bodies kubectl's typed clients send (``kubectl create configmap``,
-``kubectl create namespace``): the ``k8s\\x00`` envelope (``runtime.Unknown``), the wire format, and the
-field numbers of ``ObjectMeta``, ``ConfigMap`` and ``Namespace`` from k8s.io/api's ``generated.proto``.
-Other kinds answer 415 so that the client sends JSON instead. Pure; no flexq imports but ``flexq.errors``.
+"""Decoding the Kubernetes protobuf bodies kubectl's typed clients send (``kubectl create job|service|
+configmap|namespace``, ``kubectl run``): the ``k8s\\x00`` envelope (``runtime.Unknown``), the wire format,
+and the objects themselves, into the JSON that ``encoding/json`` prints for the object the API server
+decodes, so that a protobuf body and the same object sent as JSON store the same thing.
+
+The field tables come from ``proto_schemas`` (generated from k8s.io/api and k8s.io/apimachinery by
+``tools/gen_k8s_proto.py``). Go's JSON rules are applied per field: a pointer that is on the wire is set
+even when zero; a non-pointer scalar is printed unless it is zero and ``omitempty``; a nil slice or map is
+left out (``omitempty``) or ``null``; a non-pointer struct is always printed; an inline struct's fields go
+into its parent. Fields the table does not know are skipped, as Go's generated unmarshalers do.
+Kinds without a table answer 415. Pure; no flexq imports but ``flexq.errors``.
 """
 
 from __future__ import annotations
 
 import base64
+import json
+import struct
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flexq.errors import BadRequest, UnsupportedMediaType
+from flexq.http.kube.proto_schemas import KINDS, SCHEMAS
 
 MAGIC = b"k8s\x00"
-
-# message name -> field number -> (json name, type); types: string, bytes, int, bool, map:<value type>,
-# msg:<message>, rep:<type> (repeated)
-SCHEMAS: dict[str, dict[int, tuple[str, str]]] = {
-    "Unknown": {1: ("typeMeta", "msg:TypeMeta"), 2: ("raw", "raw"), 3: ("contentEncoding", "string"),
-                4: ("contentType", "string")},
-    "TypeMeta": {1: ("apiVersion", "string"), 2: ("kind", "string")},
-    "ObjectMeta": {1: ("name", "string"), 2: ("generateName", "string"), 3: ("namespace", "string"),
-                   5: ("uid", "string"), 6: ("resourceVersion", "string"), 7: ("generation", "int"),
-                   11: ("labels", "map:string"), 12: ("annotations", "map:string"),
-                   13: ("ownerReferences", "rep:msg:OwnerReference"), 14: ("finalizers", "rep:string")},
-    "OwnerReference": {1: ("kind", "string"), 3: ("name", "string"), 4: ("uid", "string"),
-                       5: ("apiVersion", "string"), 6: ("controller", "bool"), 7: ("blockOwnerDeletion", "bool")},
-    "ConfigMap": {1: ("metadata", "msg:ObjectMeta"), 2: ("data", "map:string"), 3: ("binaryData", "map:bytes"),
-                  4: ("immutable", "bool")},
-    "Namespace": {1: ("metadata", "msg:ObjectMeta"), 2: ("spec", "msg:NamespaceSpec")},
-    "NamespaceSpec": {1: ("finalizers", "rep:string")},
-}
-KINDS = {"ConfigMap", "Namespace"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_GO_ZERO_TIME = -62135596800  # time.Time{}.Unix(): what a zero time that was marshalled anyway decodes to
+_VARINT_TYPES = {"int32", "int64", "bool"}
+_SPECIAL = {"Quantity", "IntOrString", "Time", "MicroTime", "Duration", "RawExtension", "FieldsV1"}
+# JSON of a special type whose message is absent (the Go zero value's MarshalJSON)
+_SPECIAL_ZERO: dict[str, Any] = {"Quantity": "0", "IntOrString": 0, "Time": None, "MicroTime": None,
+                                 "Duration": "0s", "RawExtension": None, "FieldsV1": None}
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     shift = result = 0
     while True:
-        if pos >= len(buf):
+        if pos >= len(buf) or shift > 63:
             raise BadRequest("truncated protobuf body")
         b = buf[pos]
         pos += 1
@@ -47,6 +46,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
+    """The (field number, wire type, value) triples of one message; varints as ints, the rest as bytes."""
     out, pos = [], 0
     while pos < len(buf):
         key, pos = _varint(buf, pos)
@@ -55,57 +55,236 @@ def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
             val, pos = _varint(buf, pos)
         elif wire == 2:
             n, pos = _varint(buf, pos)
+            if pos + n > len(buf):
+                raise BadRequest("truncated protobuf body")
             val, pos = buf[pos:pos + n], pos + n
-        elif wire == 1:
-            val, pos = buf[pos:pos + 8], pos + 8
-        elif wire == 5:
-            val, pos = buf[pos:pos + 4], pos + 4
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            if pos + size > len(buf):
+                raise BadRequest("truncated protobuf body")
+            val, pos = buf[pos:pos + size], pos + size
         else:
-            raise BadRequest(f"unsupported protobuf wire type {wire}")
+            raise BadRequest(f"proto: illegal wireType {wire}")
+        if num == 0:
+            raise BadRequest("proto: illegal tag 0")
         out.append((num, wire, val))
     return out
 
 
-def _scalar(typ: str, val: Any) -> Any:
+def _signed(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def _scalar(typ: str, wire: int, val: Any) -> Any:
+    """One non-message value of ``typ`` from its wire form."""
+    expected = 0 if typ in _VARINT_TYPES else 1 if typ == "double" else 2
+    if wire != expected:
+        raise BadRequest(f"proto: wrong wireType = {wire} for a field of type {typ}")
     if typ == "string":
-        return val.decode("utf-8")
+        return val.decode("utf-8", errors="replace")
     if typ == "bytes":
-        return base64.b64encode(val).decode() if isinstance(val, bytes) else val
-    if typ in ("int", "raw"):
-        return val
+        return base64.b64encode(val).decode()
+    if typ == "int32":
+        return _signed(val, 32)
+    if typ == "int64":
+        return _signed(val, 64)
     if typ == "bool":
-        return bool(val)
-    if typ.startswith("msg:"):
-        return decode_message(typ[4:], val)
+        return val != 0
+    if typ == "double":
+        return struct.unpack("<d", val)[0]
     raise BadRequest(f"unsupported protobuf type {typ}")
 
 
-def decode_message(name: str, buf: bytes) -> dict[str, Any]:
-    schema = SCHEMAS[name]
-    out: dict[str, Any] = {}
-    for num, _wire, val in _fields(buf):
-        if num not in schema:
-            continue
-        field, typ = schema[num]
-        if typ.startswith("map:"):
-            entry = {n: v for n, _w, v in _fields(val)}
-            out.setdefault(field, {})[entry.get(1, b"").decode()] = _scalar(typ[4:], entry.get(2, b""))
-        elif typ.startswith("rep:"):
-            out.setdefault(field, []).append(_scalar(typ[4:], val))
-        elif val not in (b"", 0):  # proto's zero values mean "not set"
-            out[field] = _scalar(typ, val)
+def _packed(typ: str, buf: bytes) -> list[Any]:
+    """A packed repeated scalar field's values."""
+    if typ == "double":
+        return [v for (v,) in struct.iter_unpack("<d", buf)]
+    out, pos = [], 0
+    while pos < len(buf):
+        v, pos = _varint(buf, pos)
+        out.append(_scalar(typ, 0, v))
     return out
+
+
+def _timestamp(buf: bytes) -> tuple[int, int]:
+    secs = nanos = 0
+    for num, wire, val in _fields(buf):
+        if num == 1:
+            secs = _scalar("int64", wire, val)
+        elif num == 2:
+            nanos = _scalar("int32", wire, val)
+    return secs, nanos
+
+
+def _go_duration(ns: int) -> str:
+    """time.Duration.String(): ``1h2m3.5s``, ``1.5ms``, ``0s``."""
+    if ns == 0:
+        return "0s"
+    sign, u = ("-" if ns < 0 else ""), abs(ns)
+
+    def frac(v: int, digits: int) -> str:
+        whole, rest = divmod(v, 10 ** digits)
+        tail = f"{rest:0{digits}d}".rstrip("0")
+        return f"{whole}.{tail}" if tail else str(whole)
+
+    if u < 1000:
+        return f"{sign}{u}ns"
+    if u < 10 ** 6:
+        return f"{sign}{frac(u, 3)}µs"
+    if u < 10 ** 9:
+        return f"{sign}{frac(u, 6)}ms"
+    secs, sub = divmod(u, 10 ** 9)
+    text = frac(secs % 60 * 10 ** 9 + sub, 9) + "s"
+    mins, hours = secs // 60 % 60, secs // 3600
+    if hours:
+        return f"{sign}{hours}h{mins}m{text}"
+    return f"{sign}{mins}m{text}" if mins else f"{sign}{text}"
+
+
+def _special(typ: str, buf: bytes) -> Any:
+    """The JSON of a type apimachinery marshals by hand, from its message bytes."""
+    if typ in ("Time", "MicroTime"):
+        if not buf:
+            return None
+        secs, nanos = _timestamp(buf)
+        if secs == _GO_ZERO_TIME and (typ == "Time" or nanos // 1000 == 0):
+            return None
+        if typ == "Time":  # metav1.Time keeps whole seconds only, as JSON does
+            return (_EPOCH + timedelta(seconds=secs)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return (_EPOCH + timedelta(seconds=secs, microseconds=nanos // 1000)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    fields = {num: (wire, val) for num, wire, val in _fields(buf)}
+    if typ == "Quantity":
+        return _scalar("string", *fields[1]) if 1 in fields else "0"
+    if typ == "IntOrString":
+        kind = _scalar("int64", *fields[1]) if 1 in fields else 0
+        if kind == 1:
+            return _scalar("string", *fields[3]) if 3 in fields else ""
+        return _scalar("int32", *fields[2]) if 2 in fields else 0
+    if typ == "Duration":
+        return _go_duration(_scalar("int64", *fields[1]) if 1 in fields else 0)
+    # RawExtension and FieldsV1 carry JSON in their only field, printed as it is
+    raw = fields.get(1, (2, b""))[1]
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest(f"{typ} in a protobuf body does not hold JSON") from None
+
+
+def _element(typ: str, wire: int, val: Any) -> Any:
+    """One value of a repeated field or map entry."""
+    if typ in SCHEMAS or typ in _SPECIAL:
+        if wire != 2:
+            raise BadRequest(f"proto: wrong wireType = {wire} for a field of type {typ}")
+        return decode_message(typ, val) if typ in SCHEMAS else _special(typ, val)
+    return _scalar(typ, wire, val)
+
+
+def _map_entry(typ: str, buf: bytes) -> tuple[str, Any]:
+    value_type = typ[typ.index("]") + 1:]
+    key, value = "", None
+    for num, wire, val in _fields(buf):
+        if num == 1:
+            key = _scalar("string", wire, val)
+        elif num == 2:
+            value = _element(value_type, wire, val)
+    if value is None:  # an entry without its value holds the value type's zero
+        value = _element(value_type, 2, b"") if value_type in SCHEMAS or value_type in _SPECIAL else \
+            {"string": "", "bytes": "", "bool": False, "double": 0.0}.get(value_type, 0)
+    return key, value
+
+
+def _collect(name: str, buf: bytes) -> dict[int, Any]:
+    """Field number -> wire value(s) of one message: lists for repeated fields, dicts for maps, the bytes of
+    every occurrence joined for a singular message (protobuf merges them), else the last occurrence."""
+    schema = SCHEMAS[name]
+    seen: dict[int, Any] = {}
+    for num, wire, val in _fields(buf):
+        spec = schema.get(num)
+        if spec is None:
+            continue  # unknown field: skipped
+        typ = spec[1]
+        if typ.startswith("[]"):
+            elem = typ[2:]
+            items = seen.setdefault(num, [])
+            if wire == 2 and elem in _VARINT_TYPES | {"double"}:
+                items.extend(_packed(elem, val))
+            else:
+                items.append(_element(elem, wire, val))
+        elif typ.startswith("map["):
+            if wire != 2:
+                raise BadRequest(f"proto: wrong wireType = {wire} for a map field")
+            k, v = _map_entry(typ, val)
+            seen.setdefault(num, {})[k] = v
+        elif typ in SCHEMAS:
+            if wire != 2:
+                raise BadRequest(f"proto: wrong wireType = {wire} for a field of type {typ}")
+            seen[num] = seen.get(num, b"") + val
+        elif typ in _SPECIAL:
+            seen[num] = _element(typ, wire, val)
+        else:
+            seen[num] = _scalar(typ, wire, val)
+    return seen
+
+
+def decode_message(name: str, buf: bytes) -> dict[str, Any]:
+    """One message of ``proto_schemas.SCHEMAS`` -> the JSON Go prints for the struct it unmarshals into."""
+    seen = _collect(name, buf)
+    out: dict[str, Any] = {}
+    for num, (field, typ, flags) in SCHEMAS[name].items():
+        if field == "-":
+            continue
+        present = num in seen
+        value = seen.get(num)
+        if "i" in flags:
+            out.update(decode_message(typ, value or b""))
+            continue
+        if typ in SCHEMAS and present:
+            value = decode_message(typ, value)
+        nilable = "p" in flags or typ.startswith(("[]", "map[")) or typ == "bytes"
+        if nilable:
+            if not present or ("o" in flags and "p" not in flags and not value):
+                if "o" not in flags:
+                    out[field] = None
+                continue
+            out[field] = value
+        elif typ in SCHEMAS:  # a struct is printed even when empty
+            out[field] = value if present else decode_message(typ, b"")
+        elif typ in _SPECIAL:
+            out[field] = value if present else _SPECIAL_ZERO[typ]
+        else:
+            if not present:
+                value = {"string": "", "bool": False, "double": 0.0}.get(typ, 0)
+            if "o" in flags and not value:
+                continue
+            out[field] = value
+    return out
+
+
+def _envelope(buf: bytes) -> tuple[dict[str, Any], bytes]:
+    """runtime.Unknown: typeMeta = 1 (a TypeMeta), raw = 2 (the object's own message)."""
+    type_meta, raw = b"", b""
+    for num, wire, val in _fields(buf):
+        if num in (1, 2) and wire != 2:
+            raise BadRequest(f"proto: wrong wireType = {wire} for field {num} of runtime.Unknown")
+        if num == 1:
+            type_meta += val
+        elif num == 2:
+            raw = val
+    return decode_message("TypeMeta", type_meta), raw
 
 
 def decode(body: bytes) -> dict[str, Any]:
     """A ``application/vnd.kubernetes.protobuf`` body -> the object as JSON-shaped data."""
     if not body.startswith(MAGIC):
         raise BadRequest("protobuf body without the k8s envelope")
-    unknown = decode_message("Unknown", body[len(MAGIC):])
-    tm = unknown.get("typeMeta") or {}
-    kind = tm.get("kind", "")
-    if kind not in KINDS:
+    type_meta, raw = _envelope(body[len(MAGIC):])
+    api_version, kind = type_meta.get("apiVersion", ""), type_meta.get("kind", "")
+    message = KINDS.get((api_version, kind))
+    if message is None:
+        served = sorted(f"{k} ({v})" for v, k in KINDS)
         raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '
-                                   f'include: application/json, application/yaml (protobuf only for {sorted(KINDS)})')
-    obj = decode_message(kind, unknown.get("raw") or b"")
-    return {"apiVersion": tm.get("apiVersion", "v1"), "kind": kind, **obj}
+                                   f'include: application/json, application/yaml (protobuf only for {served})')
+    return {"kind": kind, "apiVersion": api_version, **decode_message(message, raw)}
