@@ -29,6 +29,17 @@ from flexq.api.gke import (
 )
 from flexq.clock import format_time
 from flexq.gke import catalog
+from flexq.gke.requests import (
+    CancelOperationRequest,
+    ClusterUpdate,
+    RollbackNodePoolUpgradeRequest,
+    SetLabelsRequest,
+    SetLoggingServiceRequest,
+    SetMonitoringServiceRequest,
+    SetNodePoolManagementRequest,
+    UpdateClusterRequest,
+    UpdateMasterRequest,
+)
 from flexq.gke.storage import (
     CLUSTER,
     NODE_POOL,
@@ -38,10 +49,12 @@ from flexq.gke.storage import (
     envelope,
     pool_key,
 )
+from flexq.gke.updates import Plan, autoscaling_patch, label_fingerprint, plan_update, server_config
 from flexq.gke.validation import (
     DEFAULT_VERSION,
     already_exists,
     check_cluster,
+    check_labels,
     check_location,
     check_node_pool,
     invalid,
@@ -51,9 +64,11 @@ from flexq.gke.validation import (
     pool_model,
     precondition,
     resolve_version,
+    version_key,
 )
 
-__all__ = ["GkeBackend", "cluster_settings", "LABEL_PROJECT", "LABEL_LOCATION", "LABEL_CLUSTER", "OperationTimes"]
+__all__ = ["GkeBackend", "cluster_settings", "LABEL_PROJECT", "LABEL_LOCATION", "LABEL_CLUSTER", "OperationTimes",
+           "node_range"]
 
 LABEL_PROJECT = "gke.twin.flexq.dev/project"
 LABEL_LOCATION = "gke.twin.flexq.dev/location"
@@ -70,6 +85,17 @@ DEFAULT_SCOPES = [
 def _dump(model: Any) -> dict[str, Any]:
     out: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
     return out
+
+
+def _merge(spec: dict[str, Any], patch: dict[str, Any]) -> None:
+    """Merge a plan's fields into a resource's JSON: None removes a field, a dict merges one level down."""
+    for key, value in patch.items():
+        if value is None:
+            spec.pop(key, None)
+        elif isinstance(value, dict) and isinstance(spec.get(key), dict) and key == "config":
+            spec[key] = {**spec[key], **value}
+        else:
+            spec[key] = copy.deepcopy(value)
 
 
 def _default_op_times(op: str) -> float:
@@ -123,10 +149,8 @@ class GkeBackend:
                         f"/operations/{name}",
             "targetLink": f"{API}/projects/{self.project_number}/{'zones' if zonal else 'locations'}/{location}"
                           f"/{target}",
-            "startTime": format_time(now), "location": location,
+            "startTime": format_time(now), "location": location, "zone": location,
         }
-        if zonal:
-            spec["zone"] = location
         obj = envelope(OPERATION, f"{project}.{location}.{name}", spec,
                        {"doneAt": now + duration, "effect": effect},
                        {LABEL_PROJECT: project, LABEL_LOCATION: location})
@@ -166,6 +190,8 @@ class GkeBackend:
             for p in self._pools_of(project, location, cluster):
                 self.storage.delete(NODE_POOL, p["metadata"]["name"])
             self.storage.delete(CLUSTER, ckey)
+        elif action == "cluster-updated":
+            self._apply_done(op, ckey)
         elif action in ("pool-created", "pool-updated"):
             self._set_status(NODE_POOL, pool_key(project, location, cluster, eff["pool"]), "RUNNING")
             self._set_status(CLUSTER, ckey, "RUNNING")
@@ -245,8 +271,8 @@ class GkeBackend:
             "masterAuth": spec.get("masterAuth", {"clusterCaCertificate": ""}),
             "releaseChannel": spec.get("releaseChannel", {"channel": "REGULAR"}),
         })
-        if zonal:
-            spec["zone"] = location
+        spec["zone"] = location  # the deprecated field GKE still fills, with the region for a regional cluster
+        spec["labelFingerprint"] = label_fingerprint(spec.get("resourceLabels"))
         spec.setdefault("addonsConfig", {})
         return spec
 
@@ -255,6 +281,10 @@ class GkeBackend:
         spec = copy.deepcopy(obj["spec"])
         pools = [p["spec"] for p in self._pools_of(project, location, cluster)]
         spec["nodePools"] = pools
+        spec.setdefault("zone", spec["location"])  # clusters stored before the twin filled it
+        spec.setdefault("labelFingerprint", label_fingerprint(spec.get("resourceLabels")))
+        if pools:  # the oldest version any pool runs
+            spec["currentNodeVersion"] = min((p.get("version") or DEFAULT_VERSION for p in pools), key=version_key)
         spec["currentNodeCount"] = sum(p["status"].get("currentNodeCount", 0)
                                        for p in self._pools_of(project, location, cluster))
         spec["instanceGroupUrls"] = [u for p in pools for u in p.get("instanceGroupUrls", [])]
@@ -394,17 +424,7 @@ class GkeBackend:
                         now: float) -> dict[str, Any]:
         obj = self._get_pool_obj(project, location, cluster, pool)
         req = parse_body(SetNodePoolAutoscalingRequest, body)
-        merged = NodePool.model_validate({**obj["spec"], "autoscaling": _dump(req.autoscaling)
-                                          if req.autoscaling else None})
-        version = obj["spec"].get("version")
-        check_node_pool(merged.model_copy(update={"initial_node_count": 0}), location=location,
-                        cluster_version=version)
-        if req.autoscaling is None or not req.autoscaling.enabled:
-            obj["spec"].pop("autoscaling", None)
-            if obj["spec"].get("queuedProvisioning", {}).get("enabled"):
-                raise invalid("Queued provisioning requires autoscaling to be enabled (--enable-autoscaling).")
-        else:
-            obj["spec"]["autoscaling"] = _dump(req.autoscaling)
+        _merge(obj["spec"], autoscaling_patch(obj["spec"], req.autoscaling, location))
         return self._update_op(project, location, cluster, pool, obj, now)
 
     def set_size(self, project: str, location: str, cluster: str, pool: str, body: Any,
@@ -450,7 +470,172 @@ class GkeBackend:
         obj["spec"] = spec
         obj["status"]["provisioningModel"] = pool_model(merged)
         obj["status"]["queued"] = bool(merged.queued_provisioning and merged.queued_provisioning.enabled)
-        return self._update_op(project, location, cluster, pool, obj, now)
+        # "UPGRADE_NODES: A node pool is being updated. Despite calling this an upgrade, this includes most
+        # forms of updates to node pools." (Operation.Type)
+        return self._update_op(project, location, cluster, pool, obj, now, "UPGRADE_NODES")
+
+
+    # -- changes to an existing cluster: flexq.gke.updates decides, these write ------------------------------
+    def _start_update(self, project: str, location: str, cluster: str, plan: Plan, now: float,
+                      effect: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write a plan's immediate fields, mark the cluster (and its pool) RECONCILING and start the operation
+        that writes the rest when it finishes."""
+        cobj = self._get_cluster_obj(project, location, cluster)
+        pobj = self._get_pool_obj(project, location, cluster, plan.pool) if plan.pool else None
+        self._busy(project, location, cluster)
+        _merge(cobj["spec"], plan.cluster_now)
+        cobj["spec"]["status"] = "RECONCILING"
+        self.storage.put(cobj)
+        if pobj is not None:
+            _merge(pobj["spec"], plan.pool_now)
+            pobj["spec"]["status"] = "RECONCILING"
+            pobj["spec"]["etag"] = f"{self.rng.getrandbits(64):016x}"
+            self.storage.put(pobj)
+        target = f"clusters/{cluster}" + (f"/nodePools/{plan.pool}" if plan.pool else "")
+        eff = {"action": "cluster-updated", "project": project, "location": location, "cluster": cluster,
+               "pool": plan.pool, "clusterSet": plan.cluster_done, "poolSet": plan.pool_done, **(effect or {})}
+        if pobj is not None and plan.op_type == "UPGRADE_NODES":
+            eff["fromVersion"] = pobj["spec"].get("version")
+        return self._operation(project, location, plan.op_type, target, now, self.op_times("update"), eff)
+
+    def _apply_done(self, op: dict[str, Any], ckey: str) -> None:
+        """An update operation's end: the fields it writes last (an upgrade's version), resources RUNNING."""
+        eff = op["status"]["effect"]
+        cobj = self.storage.get(CLUSTER, ckey)
+        if cobj is not None:
+            _merge(cobj["spec"], eff.get("clusterSet") or {})
+            cobj["spec"]["status"] = "RUNNING"
+            self.storage.put(cobj)
+        pobj = self.storage.get(NODE_POOL, pool_key(eff["project"], eff["location"], eff["cluster"],
+                                                    eff["pool"])) if eff.get("pool") else None
+        if pobj is not None:
+            _merge(pobj["spec"], eff.get("poolSet") or {})
+            pobj["spec"]["status"] = "RUNNING"
+            if op["spec"]["operationType"] == "UPGRADE_NODES":
+                pobj["status"].pop("interruptedUpgrade", None)
+            self.storage.put(pobj)
+
+    def _plan(self, project: str, location: str, cluster: str, update: ClusterUpdate) -> Plan:
+        cobj = self._get_cluster_obj(project, location, cluster)
+        pools = {p["spec"]["name"]: p["spec"] for p in self._pools_of(project, location, cluster)}
+        return plan_update(cobj["spec"], pools, update, location=location,
+                           cluster_path=self._cluster_path(project, location, cluster))
+
+    def update_cluster(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
+        """``clusters.update`` (PUT): one ``ClusterUpdate`` (see ``flexq.gke.updates``)."""
+        self._get_cluster_obj(project, location, cluster)
+        req = parse_body(UpdateClusterRequest, body)
+        if req.update is None:
+            raise invalid("Update must be specified.")  # [inferred wording]
+        plan = self._plan(project, location, cluster, req.update)
+        return self._start_update(project, location, cluster, plan, now)
+
+    def set_logging(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
+        req = parse_body(SetLoggingServiceRequest, body)
+        update = ClusterUpdate(desired_logging_service=req.logging_service or "")
+        return self._start_update(project, location, cluster, self._plan(project, location, cluster, update), now)
+
+    def set_monitoring(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
+        req = parse_body(SetMonitoringServiceRequest, body)
+        update = ClusterUpdate(desired_monitoring_service=req.monitoring_service or "")
+        return self._start_update(project, location, cluster, self._plan(project, location, cluster, update), now)
+
+    def update_master(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
+        req = parse_body(UpdateMasterRequest, body)
+        update = ClusterUpdate(desired_master_version=req.master_version or "-")
+        return self._start_update(project, location, cluster, self._plan(project, location, cluster, update), now)
+
+    def set_resource_labels(self, project: str, location: str, cluster: str, body: Any,
+                            now: float) -> dict[str, Any]:
+        """``setResourceLabels``: replaces the labels, guarded by ``labelFingerprint`` as GKE guards them."""
+        cobj = self._get_cluster_obj(project, location, cluster)
+        req = parse_body(SetLabelsRequest, body)
+        expected = label_fingerprint(cobj["spec"].get("resourceLabels"))
+        if (req.label_fingerprint or "") != expected:
+            raise precondition("Labels could not be set due to fingerprint mismatch; try again with the proper "
+                               f'fingerprint: incorrect fingerprint supplied was "{req.label_fingerprint or ""}", '
+                               f'the expected one is "{expected}".')
+        labels = req.resource_labels or {}
+        check_labels(labels)
+        plan = Plan("SET_LABELS", cluster_now={"resourceLabels": labels or None,
+                                               "labelFingerprint": label_fingerprint(labels)})
+        return self._start_update(project, location, cluster, plan, now)
+
+    def set_management(self, project: str, location: str, cluster: str, pool: str, body: Any,
+                       now: float) -> dict[str, Any]:
+        """``nodePools.setManagement``: auto-repair and auto-upgrade (gcloud sends the whole NodeManagement)."""
+        self._get_pool_obj(project, location, cluster, pool)
+        req = parse_body(SetNodePoolManagementRequest, body)
+        if req.management is None:
+            raise invalid("Management must be specified.")  # [inferred wording]
+        plan = Plan("SET_NODE_POOL_MANAGEMENT", pool=pool, pool_now={"management": _dump(req.management)})
+        return self._start_update(project, location, cluster, plan, now)
+
+    def rollback_node_pool(self, project: str, location: str, cluster: str, pool: str, body: Any,
+                           now: float) -> dict[str, Any]:
+        """``nodePools.rollback``: after a canceled (or failed) upgrade, back to the version it left."""
+        pobj = self._get_pool_obj(project, location, cluster, pool)
+        parse_body(RollbackNodePoolUpgradeRequest, body if body is not None else {})
+        interrupted = pobj["status"].get("interruptedUpgrade")
+        if not interrupted:
+            raise precondition(f"Node pool {pool} has no canceled or failed upgrade to roll back."
+                               )  # [inferred wording]
+        plan = Plan("UPGRADE_NODES", pool=pool, pool_done={"version": interrupted["from"]})
+        return self._start_update(project, location, cluster, plan, now)
+
+    def cancel_operation(self, project: str, location: str, name: str, body: Any, now: float) -> dict[str, Any]:
+        """``operations.cancel``: a running node-pool upgrade stops where it is (its version not reached; the
+        pool remembers it for ``rollback``); other operations cannot be canceled."""
+        obj = self.storage.get(OPERATION, f"{project}.{location}.{name}")
+        if obj is None:
+            raise not_found(f"projects/{project}/locations/{location}/operations/{name}")
+        parse_body(CancelOperationRequest, body if body is not None else {})
+        spec, eff = obj["spec"], obj["status"]["effect"]
+        if spec["status"] != "RUNNING":
+            raise precondition(f"Operation {name} is already {spec['status']} and cannot be canceled."
+                               )  # [inferred wording]
+        if spec["operationType"] != "UPGRADE_NODES":
+            raise precondition(f"Operation {name} ({spec['operationType']}) cannot be canceled; only node pool "
+                               "upgrades (UPGRADE_NODES) can.")  # [inferred wording]
+        message = "Operation was canceled."
+        spec.update(status="DONE", endTime=format_time(now), statusMessage=message,
+                    error={"code": 1, "message": message})  # google.rpc.Code CANCELLED
+        self.storage.put(obj)
+        self._set_status(CLUSTER, cluster_key(project, location, eff["cluster"]), "RUNNING")
+        pobj = self.storage.get(NODE_POOL, pool_key(project, location, eff["cluster"], eff["pool"]))
+        if pobj is not None:
+            pobj["spec"]["status"] = "RUNNING"
+            pobj["status"]["interruptedUpgrade"] = {"from": eff.get("fromVersion"),
+                                                    "to": (eff.get("poolSet") or {}).get("version")}
+            self.storage.put(pobj)
+        return {}
+
+    def get_server_config(self, project: str, location: str) -> dict[str, Any]:
+        """``getServerConfig``: versions and release channels the twin offers (``flexq.gke.updates``)."""
+        check_location(location)
+        return server_config()
+
+# The primary range of each region's subnet in an auto-mode "default" VPC, where GKE nodes get their internal
+# IPs (GCE's auto-mode ranges, for the regions the catalog prices); other regions get a 10.x range of the same
+# shape derived from the name [twin choice].
+_AUTO_MODE_RANGES = {
+    "us-central1": "10.128.0.0/20", "europe-west1": "10.132.0.0/20", "us-west1": "10.138.0.0/20",
+    "asia-east1": "10.140.0.0/20", "us-east1": "10.142.0.0/20", "asia-northeast1": "10.146.0.0/20",
+    "us-east4": "10.150.0.0/20", "europe-west4": "10.164.0.0/20", "us-west4": "10.182.0.0/20",
+    "us-east5": "10.202.0.0/20", "us-south1": "10.206.0.0/20",
+}
+
+
+def node_range(spec: dict[str, Any]) -> str:
+    """The IPv4 range the cluster's nodes take internal IPs from: its subnetwork's primary range."""
+    policy = spec.get("ipAllocationPolicy") or {}
+    given = policy.get("nodeIpv4CidrBlock") or policy.get("nodeIpv4Cidr")
+    if given:
+        return str(given)
+    region = "-".join(spec["location"].split("-")[:2])
+    if region in _AUTO_MODE_RANGES:
+        return _AUTO_MODE_RANGES[region]
+    return f"10.{128 + sum(region.encode()) % 112}.0.0/20"
 
 
 def cluster_settings(cluster_obj: dict[str, Any]) -> dict[str, Any]:
@@ -461,4 +646,5 @@ def cluster_settings(cluster_obj: dict[str, Any]) -> dict[str, Any]:
         addons.append("RayOperator")
     lab = cluster_obj["metadata"].get("labels") or {}
     return {"addons": addons, "gkeProject": lab.get(LABEL_PROJECT, ""), "gkeLocation": spec["location"],
+            "gkeNodeCidr": node_range(spec),
             "gkeCluster": spec["name"], "gkeVersion": spec.get("currentMasterVersion", DEFAULT_VERSION)}

@@ -14,6 +14,7 @@ Must not import other domain packages or flexq.http.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 from typing import Any
 
 from flexq.clock import format_time
@@ -29,7 +30,7 @@ from flexq.store.store import WatchEvent
 
 __all__ = ["ANN_READY_AT", "ANN_PREEMPT_AT", "ANN_DELETE_AT", "ANN_SLICE", "ANN_UNNEEDED_SINCE", "pools_of",
            "pool_of", "nodes_of", "capacity_model_name", "grow", "shrink", "PoolController", "NodeLifecycle",
-           "cluster_names"]
+           "cluster_names", "KERNEL_VERSION"]
 
 ANN_READY_AT = "gke.twin.flexq.dev/ready-at"
 ANN_PREEMPT_AT = "gke.twin.flexq.dev/preempt-at"
@@ -38,6 +39,8 @@ ANN_SLICE = "gke.twin.flexq.dev/slice"
 ANN_UNNEEDED_SINCE = "gke.twin.flexq.dev/unneeded-since"
 ANN_CREATED_AT = "gke.twin.flexq.dev/created-at"
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
+# The kernel of the Container-Optimized OS image GKE 1.34 nodes boot (COS 121 LTS) [twin choice of patch].
+KERNEL_VERSION = "6.6.97+"
 
 
 def cluster_names(ctx: Context) -> tuple[str, str, str]:
@@ -86,6 +89,19 @@ def _in_use(ctx: Context, pool: dict[str, Any]) -> int:
     return count
 
 
+def _internal_ip(ctx: Context) -> str:
+    """The lowest free address of the cluster's node range (its subnetwork's primary range; the network and
+    gateway addresses, .0 and .1, are GCE's), as GCE hands out internal IPs."""
+    net = ipaddress.ip_network(ctx.settings.get("gkeNodeCidr") or "10.128.0.0/20", strict=False)
+    used = {a.get("address") for n in nodes_of(ctx) for a in (n.get("status") or {}).get("addresses") or []
+            if a.get("type") == "InternalIP"}
+    for offset in range(2, net.num_addresses - 1):
+        candidate = str(net.network_address + offset)
+        if candidate not in used:
+            return candidate
+    raise RuntimeError(f"node range {net} is exhausted")  # GCE would refuse the VM; 4,000 nodes per /20
+
+
 def _build_node(ctx: Context, pool: dict[str, Any], name: str, now: float, ready_at: float, slice_id: str,
                 extra_labels: dict[str, str], extra_annotations: dict[str, str]) -> dict[str, Any]:
     spec, twin = pool["spec"], pool["status"]
@@ -94,6 +110,12 @@ def _build_node(ctx: Context, pool: dict[str, Any], name: str, now: float, ready
     shape = pool_shape(pool)  # the real node has the template node's shape
     labels = {**shape.labels, "kubernetes.io/hostname": name, **extra_labels}
     version = spec.get("version", "1.34.1-gke.1829001")
+    addresses = [{"type": "InternalIP", "address": _internal_ip(ctx)}]
+    if not (spec.get("networkConfig") or {}).get("enablePrivateNodes"):
+        ip = ctx.rng("gke/nodes/external-ip")  # its own stream: node names and slices draw as before
+        addresses.append({"type": "ExternalIP", "address": f"34.{ip.randint(0, 255)}.{ip.randint(0, 255)}."
+                                                           f"{ip.randint(1, 254)}"})
+    addresses.append({"type": "Hostname", "address": name})
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": labels, "annotations": {
@@ -107,7 +129,9 @@ def _build_node(ctx: Context, pool: dict[str, Any], name: str, now: float, ready
             "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
                             "message": "container runtime status check may not have completed yet",
                             "lastHeartbeatTime": format_time(now), "lastTransitionTime": format_time(now)}],
-            "nodeInfo": {"kubeletVersion": f"v{version}", "containerRuntimeVersion": "containerd://1.7.28",
+            "addresses": addresses,
+            "nodeInfo": {"kubeletVersion": f"v{version}", "kubeProxyVersion": f"v{version}",
+                         "kernelVersion": KERNEL_VERSION, "containerRuntimeVersion": "containerd://1.7.28",
                          "osImage": "Container-Optimized OS from Google", "architecture": "amd64",
                          "operatingSystem": "linux"},
         },

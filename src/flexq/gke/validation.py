@@ -24,8 +24,8 @@ from flexq.errors import CloudError
 from flexq.gke import catalog
 
 __all__ = ["invalid", "not_found", "already_exists", "precondition", "parse_body", "check_cluster_name",
-           "check_location", "check_cluster", "check_node_pool", "pool_model", "pool_hosts", "version_tuple",
-           "version_key", "resolve_version", "SUPPORTED_MINOR_VERSIONS", "DEFAULT_VERSION", "FLEX_START_MIN_TPU",
+           "check_location", "check_labels", "check_version_text", "check_cluster", "check_node_pool", "pool_model", "pool_hosts", "version_tuple",
+           "version_key", "resolve_version", "SUPPORTED_MINOR_VERSIONS", "DEFAULT_VERSION", "DEFAULT_PATCHES", "FLEX_START_MIN_TPU",
            "FLEX_START_MIN_GPU"]
 
 M = TypeVar("M", bound=BaseModel)
@@ -128,13 +128,41 @@ def version_tuple(version: str | None) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+
+
+def check_labels(labels: dict[str, str]) -> None:
+    """Resource labels follow Google Cloud's label rules: at most 64; keys start with a lowercase letter;
+    keys and values use lowercase letters, digits, ``_`` and ``-``, up to 63 characters."""
+    if len(labels) > 64:
+        raise invalid(f"A resource can have at most 64 labels; {len(labels)} were given.")  # [inferred wording]
+    for key, value in labels.items():
+        if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value):
+            raise invalid(f'Invalid resource label "{key}": "{value}": keys must start with a lowercase letter, '
+                          "and keys and values may contain only lowercase letters, digits, '_' and '-' (at most "
+                          "63 characters).")  # [inferred wording]
+
+
+def check_version_text(version: str, what: str) -> None:
+    """A requested version must be "latest", "-" or a version of a supported minor ("Master version ... is
+    unsupported."; ``what`` is "Master" or "Node")."""
+    if not _VERSION.match(version) or (version not in ("latest", "-")
+                                       and ".".join(version.split(".")[:2]) not in SUPPORTED_MINOR_VERSIONS):
+        raise invalid(f'{what} version "{version}" is unsupported.')
+
+
 def check_cluster(cluster: Cluster) -> None:
     """Checks on a CreateClusterRequest.cluster, before any node pool check."""
     check_cluster_name(cluster.name)
-    v = cluster.initial_cluster_version
-    if v is not None and (not _VERSION.match(v) or (v not in ("latest", "-")
-                                                   and ".".join(v.split(".")[:2]) not in SUPPORTED_MINOR_VERSIONS)):
-        raise invalid(f'Master version "{v}" is unsupported.')
+    if isinstance(cluster.autopilot, dict) and cluster.autopilot.get("enabled"):
+        # [twin limit] Autopilot provisions nodes for each pod's requests (node auto-provisioning, compute
+        # classes) and bills per pod; the twin models neither, so it refuses rather than pretend.
+        raise invalid("Autopilot clusters (autopilot.enabled, gcloud container clusters create-auto) are not "
+                      "supported by this GKE twin (flexq); create a Standard cluster with `gcloud container "
+                      "clusters create` instead.")
+    if cluster.initial_cluster_version is not None:
+        check_version_text(cluster.initial_cluster_version, "Master")
     if cluster.node_pools and (cluster.initial_node_count is not None or cluster.node_config is not None):
         raise invalid("Cluster.initial_node_count and Cluster.node_config cannot be set together with "
                       "Cluster.node_pools; set them on the node pools instead.")  # [inferred wording]
