@@ -27,7 +27,7 @@ from flexq.assembly import ClusterRuntime, TwinCore
 from flexq.errors import BadRequest, CloudError, NotFound
 from flexq.loop import RealtimeLoop
 from flexq.store import Store, clone
-from flexq.store.patch import three_way_merge_patch
+from flexq.store.patch import patch_schema, three_way_merge_patch, three_way_strategic_patch
 
 T = TypeVar("T")
 
@@ -129,7 +129,10 @@ class Twin:
         """``kubectl apply`` (client-side): create with the ``last-applied-configuration`` annotation, or
         patch the live object with the three-way merge of the last applied manifest, this one and the live
         object, so fields set by defaults or controllers (a suspended RayJob, a Job's selector, a Service's
-        clusterIP) stay and fields dropped from the manifest go. An unchanged manifest writes nothing."""
+        clusterIP) stay and fields dropped from the manifest go. An unchanged manifest writes nothing.
+        Built-in kinds get a strategic merge patch, as kubectl sends them: keyed lists (containers, env,
+        ports, volumes, volumeMounts...) merge item by item, so an item a controller added stays and an item
+        dropped from the manifest goes; custom resources get a JSON merge patch (lists replaced whole)."""
         store = self.store
         info = scheme.resolve_object(store.registry, obj)
         meta = obj.get("metadata") or {}
@@ -156,11 +159,16 @@ class Twin:
             modified.pop("status", None)
             if isinstance(original, dict):
                 original.pop("status", None)
-        patch = three_way_merge_patch(original if isinstance(original, dict) else None, modified, view)
+        original = original if isinstance(original, dict) else None
+        schema = patch_schema(info.group, info.kind)
+        if schema is not None:  # a built-in kind: kubectl sends a strategic merge patch (lists merge by key)
+            patch, patch_type = three_way_strategic_patch(original, modified, view, schema), "strategic"
+        else:  # a custom resource: a JSON merge patch (lists replaced whole)
+            patch, patch_type = three_way_merge_patch(original, modified, view), "merge"
         if not patch:
             return view
-        return scheme.render(info, store.patch(info.kind, meta["name"], patch, ns, api_version=obj.get("apiVersion")),
-                             obj.get("apiVersion"))
+        return scheme.render(info, store.patch(info.kind, meta["name"], patch, ns, patch_type=patch_type,
+                                               api_version=obj.get("apiVersion")), obj.get("apiVersion"))
 
     def create(self, obj: dict, namespace: str | None = None) -> dict:
         info = scheme.resolve_object(self.store.registry, obj)

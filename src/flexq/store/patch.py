@@ -1,19 +1,20 @@
 """Patch documents: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch.
 
-Strategic merge is reduced to what kubectl sends for the kinds flexq serves: maps merge, lists of
-objects with a ``name`` (or ``containerPort``/``key``) merge by that key, ``$patch: delete``/``replace``
-directives are honoured, other lists are replaced. ``three_way_merge_patch`` computes the patch a
-client-side ``kubectl apply`` sends. Must not import flexq modules other than ``flexq.errors``.
+Strategic merge follows the patch strategies of the built-in kinds' types (``PATCH_SCHEMAS``, from the
+``patchStrategy``/``patchMergeKey`` struct tags): keyed lists merge by their key, ``$patch``,
+``$retainKeys``, ``$deleteFromPrimitiveList`` and ``$setElementOrder`` directives are honoured, other lists
+are replaced; custom resources have no strategic merge. ``three_way_merge_patch`` (JSON merge, for custom
+resources) and ``three_way_strategic_patch`` (built-ins) compute the patch a client-side ``kubectl apply``
+sends. Must not import flexq modules other than ``flexq.errors``.
 """
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
-from flexq.errors import BadRequest, Invalid
-
-_MERGE_KEYS = ("name", "containerPort", "mountPath", "key", "type", "port")
+from flexq.errors import BadRequest, Invalid, UnsupportedMediaType
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -57,49 +58,297 @@ def three_way_merge_patch(original: dict | None, modified: dict, current: dict) 
     return patch
 
 
-def _merge_key(items: list) -> str | None:
-    if not items or not all(isinstance(i, dict) for i in items):
-        return None
-    for key in _MERGE_KEYS:
-        if all(key in i for i in items):
-            return key
-    return None
+# -- strategic merge ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ListField:
+    """A list the server merges rather than replaces (``patchStrategy: merge``): items by the value of
+    ``key`` (``patchMergeKey``), or, with ``key`` None, scalars merged as a set. ``item`` is the patch
+    schema of the items; ``retain_keys`` marks ``patchStrategy: merge,retainKeys``."""
+
+    key: str | None
+    item: dict[str, Any] | None = None
+    retain_keys: bool = False
 
 
-def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """kubectl's strategic merge, as far as the twin's kinds need it."""
+# The patch strategies of the built-in types flexq serves, from the ``patchStrategy``/``patchMergeKey`` struct
+# tags of k8s.io/api core/v1 and batch/v1. A schema maps a field to the schema of a nested struct or to a
+# ListField; any other list is replaced whole (tolerations, args, envFrom, affinity terms...).
+_CONDITIONS = {"conditions": ListField("type")}
+_OBJECT_META = {"finalizers": ListField(None), "ownerReferences": ListField("uid")}
+_CONTAINER = {"ports": ListField("containerPort"), "env": ListField("name"), "volumeMounts": ListField("mountPath"),
+              "volumeDevices": ListField("devicePath")}
+_POD_SPEC = {"containers": ListField("name", _CONTAINER), "initContainers": ListField("name", _CONTAINER),
+             "ephemeralContainers": ListField("name", _CONTAINER), "volumes": ListField("name", None, True),
+             "imagePullSecrets": ListField("name"), "hostAliases": ListField("ip"),
+             "topologySpreadConstraints": ListField("topologyKey"), "resourceClaims": ListField("name", None, True),
+             "schedulingGates": ListField("name")}
+_POD_TEMPLATE_SPEC = {"metadata": _OBJECT_META, "spec": _POD_SPEC}
+PATCH_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
+    ("", "Pod"): {"metadata": _OBJECT_META, "spec": _POD_SPEC,
+                  "status": {**_CONDITIONS, "podIPs": ListField("ip"), "hostIPs": ListField("ip"),
+                             "resourceClaimStatuses": ListField("name", None, True)}},
+    ("", "PodTemplate"): {"metadata": _OBJECT_META, "template": _POD_TEMPLATE_SPEC},
+    ("batch", "Job"): {"metadata": _OBJECT_META, "spec": {"template": _POD_TEMPLATE_SPEC}, "status": _CONDITIONS},
+    ("", "Service"): {"metadata": _OBJECT_META, "spec": {"ports": ListField("port")}, "status": _CONDITIONS},
+    ("", "Node"): {"metadata": _OBJECT_META, "spec": {"podCIDRs": ListField(None)},
+                   "status": {**_CONDITIONS, "addresses": ListField("type")}},
+    ("", "Namespace"): {"metadata": _OBJECT_META, "status": _CONDITIONS},
+    ("", "ConfigMap"): {"metadata": _OBJECT_META},
+    ("", "Event"): {"metadata": _OBJECT_META},
+}
+_ORDER = "$setElementOrder/"
+_DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"
+
+
+def patch_schema(group: str, kind: str) -> dict[str, Any] | None:
+    """The strategic-merge schema of a built-in kind; None for kinds strategic merge does not serve
+    (custom resources: the API server refuses the patch type for them)."""
+    return PATCH_SCHEMAS.get((group, kind))
+
+
+def strategic_merge_patch(target: Any, patch: Any, schema: dict[str, Any] | None = None) -> Any:
+    """The API server's strategic merge (``StrategicMergePatch``): maps merge; lists the schema marks merge
+    by their merge key (``$patch: delete`` items go, a ``$patch: replace`` item replaces the list), or as
+    sets of scalars; every other list is replaced. Directives: ``$patch`` (merge/replace/delete) on a map,
+    ``$retainKeys``, ``$deleteFromPrimitiveList/<list>``, ``$setElementOrder/<list>``. A merged list is
+    ordered as upstream orders it: the items the patch (or ``$setElementOrder``) names in that order,
+    interleaved with the items only the server has by their places on the server (so an item new to the
+    server comes before the server's own items, as in the Kubernetes docs' patch examples)."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
-    if patch.get("$patch") == "replace":
-        return {k: v for k, v in patch.items() if k != "$patch"}
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    out = _merge_map(target if isinstance(target, dict) else {}, patch, schema or {})
+    return {} if out is None else out
+
+
+def _key_of(item: Any, key: str | None) -> Any:
+    if key is None:
+        return item
+    if not isinstance(item, dict):
+        raise BadRequest(f"expected a map in a list merged by {key!r}, got {type(item).__name__}")
+    if key not in item:
+        raise BadRequest(f"map: {item} does not contain declared merge key: {key}")
+    return item[key]
+
+
+def _merge_map(original: dict, patch: dict, schema: dict[str, Any]) -> dict | None:
+    directive = patch.get("$patch")
+    if directive == "replace":
+        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+    if directive == "delete":
+        return None
+    if directive not in (None, "merge"):
+        raise BadRequest(f"Unknown patch type: {directive}")
+    out = copy.deepcopy(original)
+    if "$retainKeys" in patch:
+        keep = set(patch["$retainKeys"] or ())
+        out = {k: v for k, v in out.items() if k in keep}
     for k, v in patch.items():
-        if k.startswith("$setElementOrder/") or k in ("$patch", "$retainKeys"):
+        if k.startswith(_DELETE_PRIMITIVE):
+            name = k[len(_DELETE_PRIMITIVE):]
+            if isinstance(out.get(name), list):
+                out[name] = [x for x in out[name] if x not in (v or ())]
+    for k, v in patch.items():
+        if k.startswith("$"):
             continue
-        if k.startswith("$deleteFromPrimitiveList/"):
-            name = k.split("/", 1)[1]
-            out[name] = [x for x in out.get(name, []) if x not in v]
-            continue
+        sub = schema.get(k)
         if v is None:
             out.pop(k, None)
-        elif isinstance(v, list) and isinstance(out.get(k), list):
-            key = _merge_key(out[k] + [i for i in v if isinstance(i, dict)])
-            if key is None:
-                out[k] = copy.deepcopy(v)
-                continue
-            merged = list(out[k])
+        elif isinstance(v, list) and isinstance(sub, ListField):
+            out[k] = _merge_list(out.get(k) if isinstance(out.get(k), list) else [], v, sub)
+        elif isinstance(v, dict):
+            merged = _merge_map(out.get(k) if isinstance(out.get(k), dict) else {}, v,
+                                sub if isinstance(sub, dict) else {})
+            if merged is None:
+                out.pop(k, None)
+            else:
+                out[k] = merged
+        else:
+            out[k] = copy.deepcopy(v)
+    for k, order in patch.items():
+        if k.startswith(_ORDER):
+            name = k[len(_ORDER):]
+            sub = schema.get(name)
+            if isinstance(sub, ListField) and isinstance(out.get(name), list) and isinstance(order, list):
+                was = original.get(name) if isinstance(original.get(name), list) else []
+                out[name] = _in_order(out[name], [_key_of(o, sub.key) for o in order],
+                                      [_key_or_none(o, sub.key) for o in was], sub.key)
+    return out
+
+
+def _merge_list(original: list, items: list, field: ListField) -> list:
+    if field.key is None:
+        merged = [x for i, x in enumerate(original + items) if x not in (original + items)[:i]]
+        return _in_order(merged, items, original, None)
+    if any(isinstance(i, dict) and i.get("$patch") == "replace" for i in items):
+        return [copy.deepcopy(i) for i in items if not (isinstance(i, dict) and i.get("$patch") == "replace")]
+    merged = copy.deepcopy(original)
+    listed = []
+    for item in items:
+        kv = _key_of(item, field.key)
+        idx = next((n for n, cur in enumerate(merged) if isinstance(cur, dict) and cur.get(field.key) == kv), None)
+        if item.get("$patch") == "delete":
+            merged = [cur for cur in merged if not (isinstance(cur, dict) and cur.get(field.key) == kv)]
+            continue
+        listed.append(kv)
+        new = _merge_map(merged[idx] if idx is not None else {}, item, field.item or {})
+        if idx is None:
+            merged.append(new)
+        elif new is None:
+            merged.pop(idx)
+        else:
+            merged[idx] = new
+    return _in_order(merged, listed, [_key_or_none(o, field.key) for o in original], field.key)
+
+
+def _in_order(merged: list, order: list, server: list, key: str | None) -> list:
+    """``normalizeElementOrder``: the items ``order`` names, in that order, merged with the items only the
+    server has, which keep their places relative to the items they stood next to on the server."""
+    def pos(keys: list) -> dict:
+        out: dict = {}
+        for n, k in enumerate(keys):
+            out.setdefault(_hashable(k), n)
+        return out
+
+    at_order, at_server = pos(order), pos(server)
+    def at(m: Any) -> Any:
+        return _hashable(_key_or_none(m, key))
+
+    mine = [m for m in merged if at(m) in at_order]
+    mine.sort(key=lambda m: at_order[at(m)])
+    theirs = [m for m in merged if at(m) not in at_order]
+    theirs.sort(key=lambda m: at_server.get(at(m), len(server)))
+    out, i, j = [], 0, 0
+    while i < len(theirs) or j < len(mine):
+        if j >= len(mine):
+            out.append(theirs[i])
+            i += 1
+        elif i >= len(theirs):
+            out.append(mine[j])
+            j += 1
+        else:
+            li, ri = at_server.get(at(theirs[i])), at_server.get(at(mine[j]))
+            if li is not None and ri is not None and li < ri:
+                out.append(theirs[i])
+                i += 1
+            else:
+                out.append(mine[j])
+                j += 1
+    return out
+
+
+def _hashable(v: Any) -> Any:
+    return repr(v) if isinstance(v, (dict, list)) else v
+
+
+def _key_or_none(item: Any, key: str | None) -> Any:
+    """The merge key of an item already stored (which may lack it: then it matches nothing)."""
+    if key is None:
+        return item
+    return item.get(key) if isinstance(item, dict) else None
+
+
+def three_way_strategic_patch(original: dict | None, modified: dict, current: dict,
+                              schema: dict[str, Any]) -> dict:
+    """The strategic merge patch a client-side ``kubectl apply`` sends for a built-in kind
+    (``CreateThreeWayMergePatch``): the changes and additions from ``current`` (the live object) to
+    ``modified`` (the manifest now), merged with the deletions from ``original`` (the manifest last applied)
+    to ``modified``. Lists merge by key, so an item a controller added to the live object stays, and an item
+    dropped from the manifest goes (``$patch: delete``, ``$deleteFromPrimitiveList``); ``$setElementOrder``
+    carries the manifest's order."""
+    delta = _diff_maps(current, modified, schema, deletions=False, changes=True)
+    if not isinstance(original, dict):
+        return delta
+    return _combine(_diff_maps(original, modified, schema, deletions=True, changes=False), delta, schema)
+
+
+def _diff_maps(old: dict, new: dict, schema: dict[str, Any], *, deletions: bool, changes: bool,
+               retain_keys: bool = False) -> dict:
+    patch: dict = {}
+    for k, nv in new.items():
+        if k not in old or type(old[k]) is not type(nv):
+            if changes:
+                patch[k] = copy.deepcopy(nv)
+            continue
+        ov, sub = old[k], schema.get(k)
+        if isinstance(nv, dict):
+            p = _diff_maps(ov, nv, sub if isinstance(sub, dict) else {}, deletions=deletions, changes=changes)
+            if p:
+                patch[k] = p
+        elif isinstance(nv, list) and isinstance(sub, ListField):
+            _diff_lists(k, ov, nv, sub, patch, deletions=deletions, changes=changes)
+        elif changes and ov != nv:
+            patch[k] = copy.deepcopy(nv)
+    if deletions:
+        for k in old:
+            if k not in new:
+                patch[k] = None
+    if retain_keys and changes and patch:
+        patch["$retainKeys"] = sorted(k for k, v in new.items() if v is not None)
+    return patch
+
+
+def _diff_lists(name: str, old: list, new: list, field: ListField, patch: dict, *, deletions: bool,
+                changes: bool) -> None:
+    if field.key is None:
+        added = [x for x in new if x not in old] if changes else []
+        gone = [x for x in old if x not in new] if deletions else []
+        if added:
+            patch[name] = added
+        if gone:
+            patch[_DELETE_PRIMITIVE + name] = gone
+        if (deletions and gone) or (changes and old != new):
+            patch[_ORDER + name] = copy.deepcopy(new)
+        return
+    key = field.key
+    before = {_hashable(i.get(key)): i for i in old if isinstance(i, dict)}
+    now = {_hashable(i.get(key)) for i in new if isinstance(i, dict)}
+    items: list = []
+    for item in new:
+        if not isinstance(item, dict):
+            continue
+        was = before.get(_hashable(item.get(key)))
+        if was is None:
+            if changes:
+                items.append(copy.deepcopy(item))
+            continue
+        p = _diff_maps(was, item, field.item or {}, deletions=deletions, changes=changes,
+                       retain_keys=field.retain_keys)
+        if p:
+            items.append({key: item.get(key), **p})
+    if deletions:
+        items += [{key: i.get(key), "$patch": "delete"} for i in old
+                  if isinstance(i, dict) and _hashable(i.get(key)) not in now]
+    same_order = [i.get(key) for i in old if isinstance(i, dict)] == [i.get(key) for i in new if isinstance(i, dict)]
+    if (changes and (items or not same_order)) or (deletions and items):
+        patch[_ORDER + name] = [{key: i.get(key)} for i in new if isinstance(i, dict)]
+    if items:
+        patch[name] = items
+
+
+def _combine(first: dict, second: dict, schema: dict[str, Any]) -> dict:
+    """Two patches as one (the deletions, then the changes): maps and keyed lists merge, directives of
+    ``second`` win."""
+    out = copy.deepcopy(first)
+    for k, v in second.items():
+        sub = schema.get(k)
+        cur = out.get(k)
+        if isinstance(cur, dict) and isinstance(v, dict):
+            out[k] = _combine(cur, v, sub if isinstance(sub, dict) else {})
+        elif isinstance(cur, list) and isinstance(v, list) and isinstance(sub, ListField):
+            merged = list(cur)
             for item in v:
-                idx = next((i for i, cur in enumerate(merged) if cur.get(key) == item.get(key)), None)
-                if item.get("$patch") == "delete":
-                    if idx is not None:
-                        merged.pop(idx)
-                elif idx is None:
-                    merged.append({a: b for a, b in item.items() if a != "$patch"})
+                if sub.key is None:
+                    if item not in merged:
+                        merged.append(copy.deepcopy(item))
+                    continue
+                idx = next((n for n, m in enumerate(merged) if m.get(sub.key) == item.get(sub.key)), None)
+                if idx is None:
+                    merged.append(copy.deepcopy(item))
                 else:
-                    merged[idx] = strategic_merge_patch(merged[idx], item)
+                    merged[idx] = _combine(merged[idx], item, sub.item or {})
             out[k] = merged
         else:
-            out[k] = strategic_merge_patch(out.get(k), v)
+            out[k] = copy.deepcopy(v)
     return out
 
 
@@ -169,12 +418,18 @@ def json_patch(target: Any, ops: Any) -> Any:
     return doc
 
 
-def apply_patch(target: dict, patch: Any, patch_type: str) -> dict:
-    """Dispatch on the content type's short name: merge, json, strategic, apply."""
+def apply_patch(target: dict, patch: Any, patch_type: str, kind: tuple[str, str] | None = None) -> dict:
+    """Dispatch on the content type's short name: merge, json, strategic. A strategic merge needs the
+    (group, kind) of a built-in kind; for any other the API server refuses that patch type (415)."""
     if patch_type in ("merge", "application/merge-patch+json"):
         return merge_patch(target, patch)
     if patch_type in ("strategic", "application/strategic-merge-patch+json"):
-        return strategic_merge_patch(target, patch)
+        schema = patch_schema(*kind) if kind is not None else None
+        if schema is None:
+            raise UnsupportedMediaType("the body of the request was in an unknown format - accepted media types "
+                                       "include: application/json-patch+json, application/merge-patch+json, "
+                                       "application/apply-patch+yaml")
+        return strategic_merge_patch(target, patch, schema)
     if patch_type in ("json", "application/json-patch+json"):
         return json_patch(target, patch)
     raise BadRequest(f"unsupported patch type {patch_type!r}")

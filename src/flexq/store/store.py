@@ -377,7 +377,7 @@ class Store:
         with self._lock:
             cur = self.get(kind, name, namespace)
             view = scheme.render(info, cur, api_version)
-            patched = apply_patch(view, patch, patch_type)
+            patched = apply_patch(view, patch, patch_type, (info.group, info.kind))
             if not isinstance(patched, dict):
                 raise BadRequest("patch result is not an object")
             pm = patched.setdefault("metadata", {})
