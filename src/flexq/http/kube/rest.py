@@ -87,6 +87,13 @@ def page(objs: list[dict], rv: int, limit: str | None, token: str | None,
         paging["remainingItemCount"] = rest
     return shown, rv, paging
 
+def default_propagation(info: KindInfo) -> str:
+    """The deletion policy when a request names none (the registry strategy's
+    ``DefaultGarbageCollectionPolicy``): a batch/v1 Job orphans its pods, for backward compatibility (which is
+    why kubectl always sends ``Background``); everything else deletes its dependents in the background."""
+    return "Orphan" if (info.group, info.kind) == ("batch", "Job") else "Background"
+
+
 class KubeFace:
     """The resource endpoints of one twin (the cluster ``cluster``, else the twin's current one)."""
 
@@ -376,7 +383,7 @@ class KubeFace:
         def run() -> tuple[dict, dict | None]:
             store = self.store()
             gone = store.delete(info.kind, t.name or "", t.namespace, propagation=opts.get("propagationPolicy")
-                                or "Background", preconditions=opts.get("preconditions"), dry_run=dry)
+                                or default_propagation(info), preconditions=opts.get("preconditions"), dry_run=dry)
             return gone, (None if dry else store.try_get(info.kind, t.name or "", t.namespace))
 
         gone, still = await on_loop(self.loop, run)
@@ -398,7 +405,8 @@ class KubeFace:
             for o in objs:
                 with contextlib.suppress(NotFound):
                     store.delete(info.kind, o["metadata"]["name"], o["metadata"].get("namespace"),
-                                 propagation=opts.get("propagationPolicy") or "Background", dry_run=dry)
+                                 propagation=opts.get("propagationPolicy") or default_propagation(info),
+                                 dry_run=dry)
             return objs
 
         objs = await on_loop(self.loop, run)
