@@ -295,3 +295,17 @@ def test_default_toleration_seconds_on_create(twin: Twin, given: list | None, wa
     # an update does not add them again (admission on create only)
     again = twin.patch("Pod", "p", {"metadata": {"labels": {"touched": "yes"}}}, namespace="default")
     assert again["spec"]["tolerations"] == want
+
+
+def test_generation_only_where_the_api_server_keeps_one(twin: Twin) -> None:
+    twin.apply(_svc(ports=[{"port": 80}], selector={"app": "a"}))
+    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "1"}})
+    twin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+    twin.apply(_job())
+    twin.apply(_pod())
+    for kind, name, ns in (("Service", "s", "default"), ("ConfigMap", "cm", "default"), ("Namespace", "team-a", None)):
+        assert "generation" not in twin.get(kind, name, ns)["metadata"], kind
+    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"a": "2"}})
+    assert "generation" not in twin.get("ConfigMap", "cm", "default")["metadata"]
+    assert twin.get("Job", "j", "default")["metadata"]["generation"] == 1
+    assert twin.get("Pod", "p", "default")["metadata"]["generation"] == 1

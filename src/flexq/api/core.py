@@ -330,17 +330,18 @@ class Job(ObjectBase):
 
 
 KINDS = [
-    KindInfo("", "Namespace", "namespaces", {"v1": Namespace}, namespaced=False, short_names=("ns",),
-             name_rule="label", mutate=keep_namespace_spec, prepare_create=prepare_namespace),
-    KindInfo("", "Node", "nodes", {"v1": Node}, namespaced=False, short_names=("no",),
+    KindInfo("", "Namespace", "namespaces", {"v1": Namespace}, generation=False, namespaced=False,
+             short_names=("ns",), name_rule="label", mutate=keep_namespace_spec, prepare_create=prepare_namespace),
+    KindInfo("", "Node", "nodes", {"v1": Node}, generation=False, namespaced=False, short_names=("no",),
              printer_columns=[PrinterColumn("Status", ".status.conditions[?(@.type=='Ready')].status"),
                               PrinterColumn("Age", ".metadata.creationTimestamp", "date")]),
     KindInfo("", "Pod", "pods", {"v1": Pod}, short_names=("po",), categories=("all",), prepare_create=prepare_pod),
     KindInfo("", "PodTemplate", "podtemplates", {"v1": PodTemplate}, status_subresource=False),
-    KindInfo("", "ConfigMap", "configmaps", {"v1": ConfigMap}, short_names=("cm",), status_subresource=False),
-    KindInfo("", "Service", "services", {"v1": Service}, short_names=("svc",), categories=("all",),
+    KindInfo("", "ConfigMap", "configmaps", {"v1": ConfigMap}, generation=False, short_names=("cm",),
+             status_subresource=False),
+    KindInfo("", "Service", "services", {"v1": Service}, generation=False, short_names=("svc",), categories=("all",),
              name_rule="label", prepare_create=prepare_service),
-    KindInfo("", "Event", "events", {"v1": Event}, short_names=("ev",), status_subresource=False),
+    KindInfo("", "Event", "events", {"v1": Event}, generation=False, short_names=("ev",), status_subresource=False),
     KindInfo("batch", "Job", "jobs", {"v1": Job}, categories=("all",), mutate=suspend_queued_job,
              prepare_create=prepare_job),
 ]

@@ -48,6 +48,8 @@ class KindInfo:
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     status_subresource: bool = True
+    generation: bool = True  # metadata.generation kept (CRDs, Pods, Jobs, PodTemplates); not for ConfigMaps,
+    # Services, Namespaces, Nodes, Events, whose registry strategies never set it
     to_storage: dict[str, Converter] = field(default_factory=dict)
     from_storage: dict[str, Converter] = field(default_factory=dict)
     validate: Validator | None = None  # semantic checks needing the old object (immutability etc.)

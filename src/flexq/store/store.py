@@ -257,7 +257,10 @@ class Store:
             m = stored["metadata"]
             m["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
             m["creationTimestamp"] = format_time(self.clock.now())
-            m["generation"] = 1
+            if info.generation:
+                m["generation"] = 1
+            else:
+                m.pop("generation", None)
             for f in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
                 m.pop(f, None)
             if info.prepare_create is not None:
@@ -326,7 +329,10 @@ class Store:
                 new = set(m.get("finalizers") or []) - set(cm.get("finalizers") or [])
                 raise Invalid(f"metadata.finalizers: Forbidden: no new finalizers can be added if the object is "
                               f"being deleted, found new finalizers {sorted(new)}")
-            m["generation"] = cm.get("generation", 1) + (1 if _spec_changed(cur, stored) else 0)
+            if info.generation:
+                m["generation"] = cm.get("generation", 1) + (1 if _spec_changed(cur, stored) else 0)
+            else:
+                m.pop("generation", None)
             m["resourceVersion"] = cm["resourceVersion"]
             if _same(cur, stored):
                 return clone(cur)
