@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,3 +73,24 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     finally:
         server.stop()
         twin.close()
+
+
+def gcloud_runner(served: Served, project: str, kubeconfig: str,
+                  timeout: float = 240) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``run(*argv, check=True)`` for real gcloud/kubectl pointed at ``served`` (its ``client_env``, the
+    project ``project``, kubeconfig ``home/kubeconfig``); skips the test when gcloud is not installed."""
+    if shutil.which("gcloud") is None or shutil.which("gke-gcloud-auth-plugin") is None:
+        pytest.skip("gcloud and gke-gcloud-auth-plugin are not installed")
+    from flexq.http.server import client_env
+
+    env = dict(os.environ, **client_env(served.home), CLOUDSDK_CORE_PROJECT=project,
+               CLOUDSDK_CORE_DISABLE_PROMPTS="1")
+    env["KUBECONFIG"] = str(served.home / kubeconfig)
+    os.makedirs(env["CLOUDSDK_CONFIG"], exist_ok=True)
+
+    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        r = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=timeout)
+        assert not check or r.returncode == 0, f"{' '.join(args)}: {r.stderr}"
+        return r
+
+    return run

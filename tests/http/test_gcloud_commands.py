@@ -6,14 +6,11 @@ addresses as ``kubectl get nodes -o wide`` prints them."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 
 import pytest
 
-from flexq.http.server import client_env
-from tests.http.conftest import Served
+from tests.http.conftest import Served, gcloud_runner
 
 pytestmark = pytest.mark.slow
 R = ["--region=us-east5"]
@@ -21,17 +18,7 @@ POOL = ["default-pool", "--cluster=r1", *R]
 
 
 def test_common_gcloud_commands_on_a_regional_cluster(served: Served) -> None:
-    if shutil.which("gcloud") is None or shutil.which("gke-gcloud-auth-plugin") is None:
-        pytest.skip("gcloud and gke-gcloud-auth-plugin are not installed")
-    env = dict(os.environ, **client_env(served.home), CLOUDSDK_CORE_PROJECT="proj-c",
-               CLOUDSDK_CORE_DISABLE_PROMPTS="1")
-    env["KUBECONFIG"] = str(served.home / "gcloud-commands-kubeconfig")
-    os.makedirs(env["CLOUDSDK_CONFIG"], exist_ok=True)
-
-    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        r = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=120)
-        assert not check or r.returncode == 0, f"{' '.join(args)}: {r.stderr}"
-        return r
+    run = gcloud_runner(served, "proj-c", "gcloud-commands-kubeconfig", timeout=120)
 
     def gc(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return run("gcloud", "container", *args, check=check)

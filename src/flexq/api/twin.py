@@ -215,6 +215,7 @@ class OperationTimes(TwinModel):
     create_node_pool: Duration = "3s"
     delete_node_pool: Duration = "2s"
     update: Duration = "1s"
+    upgrade: Duration = "20s"  # a master or node-pool version upgrade (GKE: many minutes)
 
 
 class CapacityProfileSpec(TwinModel):
@@ -249,7 +250,8 @@ def tutorial_profile() -> dict[str, Any]:
         "spec": {
             "seed": 7,
             "operations": {"createCluster": "5m", "createNodePool": "90s", "deleteNodePool": "60s",
-                           "deleteCluster": "3m", "update": "30s"},
+                           "deleteCluster": "3m", "update": "30s",
+                           "upgrade": "15m"},
             "defaults": {"available": "unlimited", "provisionTime": {"uniform": {"min": "60s", "max": "120s"}},
                          "queueWait": {"exponential": {"mean": "30m"}, "max": "6h"}},
             "rules": [

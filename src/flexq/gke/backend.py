@@ -100,7 +100,7 @@ def _merge(spec: dict[str, Any], patch: dict[str, Any]) -> None:
 
 def _default_op_times(op: str) -> float:
     return {"create_cluster": 5.0, "delete_cluster": 3.0, "create_node_pool": 3.0, "delete_node_pool": 2.0,
-            "update": 1.0}[op]
+            "update": 1.0, "upgrade": 20.0}[op]
 
 
 class GkeBackend:
@@ -496,7 +496,9 @@ class GkeBackend:
                "pool": plan.pool, "clusterSet": plan.cluster_done, "poolSet": plan.pool_done, **(effect or {})}
         if pobj is not None and plan.op_type == "UPGRADE_NODES":
             eff["fromVersion"] = pobj["spec"].get("version")
-        return self._operation(project, location, plan.op_type, target, now, self.op_times("update"), eff)
+        kind = "upgrade" if plan.op_type in ("UPGRADE_MASTER", "UPGRADE_NODES") and (
+            plan.cluster_done or plan.pool_done) else "update"  # a version change, not a config change
+        return self._operation(project, location, plan.op_type, target, now, self.op_times(kind), eff)
 
     def _apply_done(self, op: dict[str, Any], ckey: str) -> None:
         """An update operation's end: the fields it writes last (an upgrade's version), resources RUNNING."""
