@@ -309,3 +309,13 @@ def test_generation_only_where_the_api_server_keeps_one(twin: Twin) -> None:
     assert "generation" not in twin.get("ConfigMap", "cm", "default")["metadata"]
     assert twin.get("Job", "j", "default")["metadata"]["generation"] == 1
     assert twin.get("Pod", "p", "default")["metadata"]["generation"] == 1
+
+
+def test_node_ports_are_allocated_for_node_port_services(twin: Twin) -> None:
+    svc = twin.apply(_svc(type="NodePort", selector={"app": "a"},
+                          ports=[{"name": "http", "port": 80}, {"name": "x", "port": 81, "nodePort": 31000}]))[0]
+    ports = svc["spec"]["ports"]
+    assert 30000 <= ports[0]["nodePort"] <= 32767 and ports[0]["nodePort"] != 31000
+    assert ports[1]["nodePort"] == 31000
+    plain = twin.apply({**_svc(selector={"app": "b"}, ports=[{"port": 80}]), "metadata": {"name": "plain"}})[0]
+    assert "nodePort" not in plain["spec"]["ports"][0]

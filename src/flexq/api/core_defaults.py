@@ -351,8 +351,35 @@ def prepare_service(svc: dict) -> None:
         headless_without_selector = spec["clusterIP"] == "None" and not spec.get("selector")
         spec.setdefault("ipFamilyPolicy", "RequireDualStack" if headless_without_selector else "SingleStack")
         spec.setdefault("ipFamilies", ["IPv4"])
+    _allocate_node_ports(svc)
     if not svc.get("status"):
         svc["status"] = {"loadBalancer": {}}
+
+
+NODE_PORTS = (30000, 32767)  # the API server's default --service-node-port-range
+
+
+def _allocate_node_ports(svc: dict) -> None:
+    """The node-port allocator: each port of a NodePort or LoadBalancer Service (unless
+    ``allocateLoadBalancerNodePorts: false``) without a ``nodePort`` gets one from the range, distinct within
+    the Service (drawn from the uid: the twin keeps no cluster-wide port map, so two Services may share one)."""
+    spec = svc.get("spec") or {}
+    if spec.get("type") not in ("NodePort", "LoadBalancer"):
+        return
+    if spec.get("type") == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is False:
+        return
+    ports = [p for p in spec.get("ports") or [] if isinstance(p, dict)]
+    taken = {p["nodePort"] for p in ports if isinstance(p.get("nodePort"), int)}
+    lo, hi = NODE_PORTS
+    seed = int(svc["metadata"]["uid"].replace("-", ""), 16)
+    for i, p in enumerate(ports):
+        if p.get("nodePort"):
+            continue
+        n = lo + (seed + i * 7919) % (hi - lo + 1)
+        while n in taken:
+            n = lo if n == hi else n + 1
+        p["nodePort"] = n
+        taken.add(n)
 
 
 def prepare_namespace(ns: dict) -> None:
