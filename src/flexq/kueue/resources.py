@@ -19,8 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from flexq.api.quantity import from_resource_value as _from_resource_value
-from flexq.api.quantity import parse_quantity
+from flexq.api.quantity import canonical_quantity, format_quantity, parse_quantity
 from flexq.api.quantity import resource_value as _resource_value
 
 __all__ = [
@@ -46,8 +45,15 @@ def resource_value(name: str, q: object) -> int:
 
 @functools.lru_cache(maxsize=100_000)
 def from_resource_value(name: str, value: int) -> str:
-    """``flexq.api.quantity.from_resource_value``, memoised (status controllers format usage constantly)."""
-    return _from_resource_value(name, value)
+    """Kueue's ``ResourceFormatter.ResourceQuantityString``, memoised (status controllers format usage
+    constantly): cpu as a milli quantity and other resources as whole ones in canonical decimal SI
+    (``500m``, ``2``, ``10k``); memory, ephemeral-storage and hugepages in binary SI, re-parsed as Kueue's
+    ``newCanonicalQuantity`` does (``16Gi``, ``1536``, but ``1M`` for 1000000)."""
+    if name == "cpu":
+        return canonical_quantity(Fraction(value, 1000))
+    if name in ("memory", "ephemeral-storage") or name.startswith("hugepages-"):
+        return canonical_quantity(format_quantity(value, binary=True))
+    return canonical_quantity(value)
 
 
 def container_requests(container: Mapping) -> dict[str, Fraction]:
