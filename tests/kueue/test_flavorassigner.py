@@ -331,3 +331,68 @@ def test_considered_flavors_event_text():
     a = assign(wl("w", ps(cpu="3")), q)
     assert a.considered_flavors() == ("main: one(NoFit;insufficient quota for cpu in flavor one, previously considered "
                                       "podsets requests (0) + current podset request (3) > maximum capacity (2))")
+
+
+# -- more TestAssignFlavors cases, each named as upstream names it ------------------------------------------
+def test_upstream_multiple_resource_groups_one_could_fit_with_preemption_other_doesnt_fit():
+    """TestAssignFlavors "multiple resource groups, one could fit with preemption, other doesn't fit"."""
+    q = cq("cq", rg(fq("one", cpu="3")), rg(fq("b_one", memory="1Mi")))
+    used = admit(wl("used", ps(cpu="1")), "cq", psa(cpu=("one", "1")))
+    a = assign(wl("w", ps(cpu="3", memory="10Mi")), q, admitted=[used])
+    assert a.representative_mode() == Mode.NO_FIT
+    assert a.message() == ("couldn't assign flavors to pod set main: insufficient quota for memory in flavor b_one, "
+                           "previously considered podsets requests (0) + current podset request (10Mi) > maximum capacity (1Mi)")
+    attempts = {x.flavor: (x.mode, x.no_fit_reason) for x in a.podsets[0].attempts}
+    assert attempts["b_one"] == (Mode.NO_FIT, "ExceedsMaxQuota")
+    assert a.no_fit_reason == "ExceedsMaxQuota" and a.usage == {}
+
+
+def test_upstream_can_only_preempt_flavors_that_match_affinity():
+    """TestAssignFlavors "can only preempt flavors that match affinity" (the oracle: lower-priority victims)."""
+    q = cq("cq", rg(fq("one", cpu="4"), fq("two", cpu="4")), preemption={"withinClusterQueue": "LowerPriority"})
+    used = [admit(wl(f"u-{f}", ps(cpu="3"), priority=-1), "cq", psa(cpu=(f, "3"))) for f in ("one", "two")]
+    a = assign(wl("w", ps(cpu="2", node_selector={"type": "two"})), q, admitted=used)
+    assert a.representative_mode() == Mode.PREEMPT
+    assert flavors(a) == [{"cpu": "two"}]
+    assert a.podsets[0].flavors["cpu"].tried_flavor_idx == -1
+    assert a.message() == ("couldn't assign flavors to pod set main: flavor one doesn't match node affinity, "
+                           "insufficient unused quota for cpu in flavor two, 1 more needed")
+    assert [(x.flavor, x.mode, x.possibility) for x in a.podsets[0].attempts] == [
+        ("one", Mode.NO_FIT, None), ("two", Mode.PREEMPT, "Preempt")]
+    assert a.usage == {("two", "cpu"): 2000}
+
+
+def test_upstream_borrowing_limit_exceeds_quota_available_in_cohort():
+    """TestAssignFlavors "when borrowing while preemption is needed, but borrowingLimit exceeds the quota
+    available in the cohort"."""
+    q = cq("cq", rg(fq("one", cpu=("0", "12"))), cohort="test-cohort",
+           preemption={"reclaimWithinCohort": "LowerPriority", "borrowWithinCohort": {"policy": "LowerPriority"}})
+    other = cq("test-secondary-clusterqueue", rg(fq("one", cpu="11")), cohort="test-cohort")
+    used = admit(wl("used", ps(cpu="10")), "test-secondary-clusterqueue", psa(cpu=("one", "10")))
+    a = assign(wl("w", ps(cpu="12")), q, cqs=[other], admitted=[used])
+    assert a.representative_mode() == Mode.NO_FIT
+    assert a.message() == ("couldn't assign flavors to pod set main: insufficient quota for cpu in flavor one, "
+                           "previously considered podsets requests (0) + current podset request (12) > maximum capacity (11)")
+    assert a.no_fit_reason == "ExceedsMaxQuota"
+
+
+def test_upstream_lend_try_next_flavor_found_the_second_flavor():
+    """TestAssignFlavors "lend try next flavor, found the second flavor"."""
+    q = cq("cq", rg(fq("one", pods="10", cpu=("10", None, "1")), fq("two", pods="10", cpu=("10", None, "0"))),
+           cohort="test-cohort", fungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"})
+    other = cq("test-secondary-clusterqueue", rg(fq("one", cpu="1")), cohort="test-cohort")
+    used = admit(wl("used", ps(cpu="2")), "cq", psa(cpu=("one", "2")))
+    a = assign(wl("w", ps(cpu="9")), q, cqs=[other], admitted=[used])
+    assert a.representative_mode() == Mode.FIT
+    assert flavors(a) == [{"cpu": "two", "pods": "two"}]
+    assert [(x.flavor, x.mode, x.borrow) for x in a.podsets[0].attempts] == [("one", Mode.FIT, 1), ("two", Mode.FIT, 0)]
+    assert a.usage == {("two", "cpu"): 9000, ("two", "pods"): 1}
+
+
+def test_upstream_flavor_not_found():
+    """TestAssignFlavors "flavor not found" (TestDeletedFlavors)."""
+    a = assign(wl("w", ps(cpu="1")), cq("cq", rg(fq("deleted-flavor", cpu="4"))))
+    assert a.representative_mode() == Mode.NO_FIT
+    assert [(x.flavor, x.reasons, x.no_fit_reason) for x in a.podsets[0].attempts] == [
+        ("deleted-flavor", ["flavor deleted-flavor not found"], "NoMatchingFlavor")]
+    assert a.no_fit_reason == "NoMatchingFlavor" and a.usage == {}
