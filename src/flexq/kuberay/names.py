@@ -22,6 +22,7 @@ LABEL_REPLICA_NAME = "ray.io/worker-group-replica-name"
 LABEL_ORIGIN_NAME = "ray.io/originated-from-cr-name"
 LABEL_ORIGIN_CRD = "ray.io/originated-from-crd"
 LABEL_CREATED_BY = "app.kubernetes.io/created-by"
+LABEL_SUBMISSION_MODE = "ray.io/job-submission-mode"
 CREATED_BY = "kuberay-operator"
 HEAD_GROUP = "headgroup"
 
