@@ -328,3 +328,23 @@ def test_legacy_deletion_policy_delete_self_on_failure(cluster: Twin):
         "onSuccess": {"policy": "DeleteCluster"}, "onFailure": {"policy": "DeleteSelf"}}))
     _until(twin, lambda: twin.try_get("RayJob", "rayjob-tpu-v6e-dws-15", NS) is None, limit=600)
     assert not twin.list("RayCluster", NS)
+
+
+# -- RayCluster status -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("head", "want"), [
+    pytest.param(None, (False, "HeadPodNotFound"), id="no-head"),
+    pytest.param({"status": {"phase": "Pending"}}, (False, "Unknown"), id="no-ready-condition"),
+    pytest.param({"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+                 (True, "HeadPodRunningAndReady"), id="ready-without-reason"),
+    pytest.param({"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}],
+                             "containerStatuses": [{"ready": False, "state": {"waiting": {
+                                 "reason": "ImagePullBackOff"}}}]}},
+                 (False, "ImagePullBackOff"), id="containers-not-ready"),
+])
+def test_head_pod_ready_condition_reason(head, want):
+    """``utils.TestFindHeadPodReadyCondition``: the RayCluster's ``HeadPodReady`` follows the head pod."""
+    from flexq.kuberay.controller_raycluster import _head_ready_reason
+
+    assert _head_ready_reason(head) == want

@@ -210,8 +210,7 @@ class RayClusterController(Controller):
             st["endpoints"] = {"client": str(names.PORT_CLIENT), "dashboard": str(names.PORT_DASHBOARD),
                                "gcs-server": str(names.PORT_GCS), "metrics": str(names.PORT_METRICS)}
         st["conditions"] = _conditions(old.get("conditions") or [], now, suspended=suspended,
-                                       head_ready=head is not None and pod_ready(head),
-                                       provisioned=st.get("state") == "ready")
+                                       head=_head_ready_reason(head), provisioned=st.get("state") == "ready")
         st["lastUpdateTime"] = old.get("lastUpdateTime") if st == old else format_time(now)
         if st != old:
             cluster["status"] = st
@@ -219,9 +218,30 @@ class RayClusterController(Controller):
         return None
 
 
-def _conditions(old: list[dict], now: float, *, suspended: bool, head_ready: bool, provisioned: bool) -> list[dict]:
+def _head_ready_reason(head: dict | None) -> tuple[bool, str]:
+    """``FindHeadPodReadyCondition``: the head pod's Ready condition, its reason (``HeadPodRunningAndReady`` when
+    ready without one; for ``ContainersNotReady`` the first waiting container's reason), ``Unknown`` without
+    one, ``HeadPodNotFound`` without a head pod."""
+    if head is None:
+        return False, "HeadPodNotFound"
+    st = head.get("status") or {}
+    for c in st.get("conditions") or []:
+        if c.get("type") != "Ready":
+            continue
+        ok = c.get("status") == "True"
+        reason = c.get("reason") or ("HeadPodRunningAndReady" if ok else "Unknown")
+        if reason == "ContainersNotReady":
+            waiting = [((cs.get("state") or {}).get("waiting") or {}).get("reason")
+                       for cs in st.get("containerStatuses") or [] if not cs.get("ready")]
+            reason = next((w for w in waiting if w), reason)
+        return ok, reason
+    return False, "Unknown"
+
+
+def _conditions(old: list[dict], now: float, *, suspended: bool, head: tuple[bool, str],
+                provisioned: bool) -> list[dict]:
     want = {
-        "HeadPodReady": (head_ready, "HeadPodRunningAndReady" if head_ready else "HeadPodNotFound"),
+        "HeadPodReady": head,
         "RayClusterProvisioned": (provisioned, "AllPodRunningAndReadyFirstTime" if provisioned
                                   else "RayClusterPodsProvisioning"),
         "RayClusterSuspended": (suspended, "RayClusterSuspended" if suspended else "RayClusterNotSuspended"),
