@@ -10,27 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from flexq import Twin
 from flexq.kuberay import names
 from flexq.kuberay.validation import validate_rayjob
 from tests.kube.kube_builders import add_node, node, tpu_node
+from tests.kuberay.test_kuberay_twin import rayjob as twin_rayjob
 
 DATA = Path(__file__).resolve().parent / "data"
 NS = "default"
 
 
 def rayjob(job_id: int = 1, *, run: float | None = 60, outcome: str | None = None, **spec) -> dict:
-    obj = yaml.safe_load((DATA / "rayjob-tpu-v6e-dws.yaml").read_text().replace("${JOB_ID}", str(job_id)))
-    del obj["metadata"]["labels"]
-    anns = obj["metadata"]["annotations"]
-    if run is not None:
-        anns[names.ANN_RUN_SECONDS] = str(run)
-    if outcome:
-        anns[names.ANN_OUTCOME] = outcome
-    obj["spec"].update(spec)
-    return obj
+    return twin_rayjob(job_id, run=run, outcome=outcome, **spec)
 
 
 @pytest.fixture
