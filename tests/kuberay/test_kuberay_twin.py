@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import yaml
 
 from flexq import Twin
 from flexq.kuberay import names
-from tests.kube.kube_builders import add_node, node, tpu_node
+from tests.kube.kube_builders import add_node, tpu_node
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -29,16 +28,6 @@ def rayjob(job_id: int = 1, *, run: float | None = 120, outcome: str | None = No
     obj["spec"].update(spec)
     return obj
 
-
-@pytest.fixture
-def cluster(twin: Twin) -> Twin:
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script",
-                                                                      "namespace": "default"},
-                "data": {"train.py": (DATA / "train.py").read_text()}})
-    add_node(twin, node("gke-default-pool-0", cpu="16", memory="64Gi"))
-    for i in range(4):
-        add_node(twin, tpu_node(f"gke-on-demand-pool-{i}", "on-demand-pool"))
-    return twin
 
 
 def _st(twin: Twin, name: str) -> dict:

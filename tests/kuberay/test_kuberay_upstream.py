@@ -14,7 +14,6 @@ import pytest
 from flexq import Twin
 from flexq.kuberay import names
 from flexq.kuberay.validation import validate_rayjob
-from tests.kube.kube_builders import add_node, node, tpu_node
 from tests.kuberay.test_kuberay_twin import rayjob as twin_rayjob
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -24,15 +23,6 @@ NS = "default"
 def rayjob(job_id: int = 1, *, run: float | None = 60, outcome: str | None = None, **spec) -> dict:
     return twin_rayjob(job_id, run=run, outcome=outcome, **spec)
 
-
-@pytest.fixture
-def cluster(twin: Twin) -> Twin:
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script", "namespace": NS},
-                "data": {"train.py": (DATA / "train.py").read_text()}})
-    add_node(twin, node("gke-default-pool-0", cpu="16", memory="64Gi"))
-    for i in range(4):
-        add_node(twin, tpu_node(f"gke-on-demand-pool-{i}", "on-demand-pool"))
-    return twin
 
 
 def _st(twin: Twin, name: str) -> dict:
