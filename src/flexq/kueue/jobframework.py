@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 
+from flexq.api.wellknown import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from flexq.kueue.jobs import JobAdapter
 from flexq.kueue.podset import PodSetMergeError, from_podset, infos_for
 from flexq.kueue.state import KueueState
@@ -33,9 +34,8 @@ from flexq.runtime.controller import Controller, Key, Result, Watch
 
 __all__ = ["JobController", "workload_name"]
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+QUEUE_LABEL = QUEUE_NAME_LABEL
+PRIORITY_LABEL = PRIORITY_CLASS_LABEL
 SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
 SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
 MAX_NAME = 253

@@ -71,27 +71,6 @@ def parse_label_selector(text: str | None) -> Matcher:
     return lambda labels: all(r(labels) for r in reqs)
 
 
-def selector_matches(selector: dict | None, labels: dict[str, str] | None) -> bool:
-    """A LabelSelector object (``matchLabels``/``matchExpressions``). ``None`` matches nothing, ``{}`` all."""
-    if selector is None:
-        return False
-    labels = labels or {}
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], set(expr.get("values") or [])
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
-
-
 def _path_get(obj: dict, path: str) -> str:
     cur: object = obj
     for part in path.split("."):
