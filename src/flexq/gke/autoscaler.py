@@ -260,15 +260,16 @@ class Autoscaler(Controller):
 
     def _unneeded_since(self, node: dict[str, Any], busy: set[str], now: float) -> float | None:
         """When the node became empty (annotating it the first time it is seen empty), or None if busy."""
-        node = clone(node)  # a cache object
-        ann = node["metadata"].get("annotations") or {}
+        ann = node["metadata"].get("annotations") or {}  # a cache object: copied only to write
         name = node["metadata"]["name"]
         if name in busy:
             if ANN_UNNEEDED_SINCE in ann:
+                node = clone(node)
                 node["metadata"]["annotations"].pop(ANN_UNNEEDED_SINCE)
                 self.store.update(node, validate=False)
             return None
         if ANN_UNNEEDED_SINCE not in ann:
+            node = clone(node)
             node["metadata"].setdefault("annotations", {})[ANN_UNNEEDED_SINCE] = repr(now)
             self.store.update(node, validate=False)
             return now
