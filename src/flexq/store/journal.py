@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS objects (
 );
 CREATE TABLE IF NOT EXISTS counters (store TEXT PRIMARY KEY, rv INTEGER NOT NULL);
 """
+BOOTS = "#boots"  # the counters row counting openings of the state (no store is named so)
 
 
 class Journal:
@@ -68,6 +69,14 @@ class Journal:
     def set_rv(self, store: str, rv: int) -> None:
         self._db.execute("INSERT OR REPLACE INTO counters(store, rv) VALUES (?,?)", (store, rv))
 
+    def next_boot(self) -> int:
+        """Count one more opening of this state and return how many came before (0: a fresh file)."""
+        with self.transaction():
+            row = self._db.execute("SELECT rv FROM counters WHERE store=?", (BOOTS,)).fetchone()
+            boots = row[0] if row else 0
+            self._db.execute("INSERT OR REPLACE INTO counters(store, rv) VALUES (?,?)", (BOOTS, boots + 1))
+        return boots
+
     def drop_store(self, store: str) -> None:
         with self.transaction():
             self._db.execute("DELETE FROM objects WHERE store=?", (store,))
@@ -75,7 +84,7 @@ class Journal:
 
     def stores(self) -> list[str]:
         with self._lock:
-            rows = self._db.execute("SELECT DISTINCT store FROM counters").fetchall()
+            rows = self._db.execute("SELECT DISTINCT store FROM counters WHERE store != ?", (BOOTS,)).fetchall()
         return [r[0] for r in rows]
 
     def load(self, store: str) -> tuple[int, list[tuple[str, dict]]]:
