@@ -2,8 +2,9 @@
 
 Owns: the ``Journal`` (one database file for a whole twin, partitioned by store name), transactional
 batches (a write and its cascade commit together or not at all), and loading everything back on open.
-WAL mode with ``synchronous=FULL``: a commit returns only once it is on disk. Must not import flexq
-modules other than ``flexq.errors``.
+WAL mode with ``synchronous=FULL``: a commit returns only once it is on disk. The database and its WAL
+and shared-memory files are owner-only (``0600``). A boot counter (``next_boot``) tells a resumed twin how
+many runs came before. Must not import flexq modules other than ``flexq.errors`` and ``flexq.store.private``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from flexq.store.private import private_file
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -31,10 +34,15 @@ class Journal:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        # owner-only from its first byte: SQLite gives the -wal and -shm files the database file's mode
+        private_file(self.path)
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        for side in ("-wal", "-shm"):  # left readable by an older flexq: tightened
+            if Path(self.path + side).exists():
+                private_file(self.path + side)
         self._lock = threading.Lock()
         self._in_tx = False
 
