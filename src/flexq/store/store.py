@@ -337,7 +337,7 @@ class Store:
                 raise Conflict(f'unable to create new content in namespace {key[0]} because it is being '
                                "terminated", kind=info.plural, name=key[1])
             m = stored["metadata"]
-            m["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            m["uid"] = self._new_uid()
             m["creationTimestamp"] = format_time(self.clock.now())
             if info.generation:
                 m["generation"] = 1
@@ -363,6 +363,13 @@ class Store:
         data["apiVersion"] = info.storage_api_version
         data["kind"] = info.kind
         return data
+
+    def _new_uid(self) -> str:
+        """A uid no stored object has (uids identify an object for its owners' references and selectors)."""
+        while True:
+            uid = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            if uid not in self._by_uid:
+                return uid
 
     def _generate_name(self, info: KindInfo, meta: dict) -> str:
         for _ in range(10):
@@ -652,6 +659,7 @@ class Store:
             self._objs.setdefault(kk, {})[key] = obj
             self._index(kk, key, obj)
         self._sorted.clear()
+        self._seq = rv  # generated names (Events') of this run do not repeat the last run's
         # the collector resyncs on start, as upstream's does: state written by an older flexq may hold
         # dependents whose owners are gone (every later write leaves the store at the collector's fixed point)
         txn = Txn(self)
