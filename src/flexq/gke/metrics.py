@@ -58,6 +58,7 @@ class StockoutTracker(Controller):
         self.episodes: dict[str, int] = {}
         self.closed: dict[str, float] = {}
         self.open: dict[str, float] = {}
+        self.by_autoscaler: set[str] = set()  # open stock-outs the autoscaler's events opened
 
     def watches(self) -> list[Watch]:
         _, _, cluster = cluster_names(self.ctx)
@@ -66,13 +67,23 @@ class StockoutTracker(Controller):
             labels = ev.object["metadata"].get("labels") or {}
             return [ev.object["spec"]["name"]] if labels.get("gke.twin.flexq.dev/cluster") == cluster else []
 
-        return [Watch(NODE_POOL, pool_keys, source="project")]
+        def scale_up_events(ev: Any) -> list[tuple[str, str]]:
+            obj = ev.object
+            if ev.type == "DELETED" or obj.get("reason") not in ("FailedScaleUp", "TriggeredScaleUp"):
+                return []
+            return [("event", f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}")]
+
+        # a pool's own GCE_STOCKOUT condition (its initial or minimum nodes), and the cluster autoscaler's
+        # FailedScaleUp ("GCE out of resources") / TriggeredScaleUp events on the pods it scales up for
+        return [Watch(NODE_POOL, pool_keys, source="project"), Watch("Event", scale_up_events)]
 
     def start(self) -> None:
         for pool in pools_of(self.ctx):
             self.enqueue(pool["spec"]["name"])
 
     def reconcile(self, key: Any) -> Result | None:
+        if isinstance(key, tuple):
+            return self._scale_up_event(key[1])
         name = str(key)
         pool = next((p for p in pools_of(self.ctx) if p["spec"]["name"] == name), None)
         stocked_out = pool is not None and any(c.get("code") == "GCE_STOCKOUT"
@@ -81,8 +92,28 @@ class StockoutTracker(Controller):
         if stocked_out and name not in self.open:
             self.open[name] = now
             self.episodes[name] = self.episodes.get(name, 0) + 1
-        elif not stocked_out and name in self.open:
+        elif not stocked_out and name in self.open and name not in self.by_autoscaler:
             self.closed[name] = self.closed.get(name, 0.0) + now - self.open.pop(name)
+        return None
+
+    def _scale_up_event(self, ref: str) -> None:
+        ns, _, name = ref.partition("/")
+        ev = self.store.try_get("Event", name, ns)
+        if ev is None:
+            return None
+        inv = ev.get("involvedObject") or {}
+        pod = self.store.try_get("Pod", inv.get("name", ""), inv.get("namespace") or ns)
+        pool = ((pod or {}).get("spec") or {}).get("nodeSelector", {}).get(catalog.LABEL_NODEPOOL, "")
+        if not pool:
+            return None
+        now = self.ctx.now()
+        if ev.get("reason") == "FailedScaleUp" and pool not in self.open:
+            self.open[pool] = now
+            self.episodes[pool] = self.episodes.get(pool, 0) + 1
+            self.by_autoscaler.add(pool)
+        elif ev.get("reason") == "TriggeredScaleUp" and pool in self.by_autoscaler and pool in self.open:
+            self.by_autoscaler.discard(pool)
+            self.closed[pool] = self.closed.get(pool, 0.0) + now - self.open.pop(pool)
         return None
 
     def seconds(self, now: float) -> dict[str, float]:
