@@ -159,11 +159,23 @@ class Store:
         self._subs_of: dict[str, list[Subscription]] = {}  # kind key -> its subscribers, in order (a cache)
         self._seq = 0
         self.disabled: set[str] = set()  # kind keys not served here (e.g. ray.io without the RayOperator addon)
+        # validating admission webhooks a controller registers (as Kueue's manager registers its own with the
+        # API server): kind key -> checks (new, old) -> causes, run after schema validation on create and update
+        self.webhooks: dict[str, list[Callable[[dict, dict | None], list]]] = {}
         if journal is not None:
             self._load()
         for ns in namespaces:
             if ("", ns) not in self._objs.get("namespaces", {}):
                 self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    def add_webhook(self, kind: str, check: Callable[[dict, dict | None], list]) -> None:
+        """Register a validating webhook for ``kind`` (create and update of the object, not of its status)."""
+        self.webhooks.setdefault(self.info(kind).key, []).append(check)
+
+    def _webhooks(self, info: KindInfo, stored: dict, old: dict | None) -> None:
+        causes = [c for check in self.webhooks.get(info.key, ()) for c in check(stored, old)]
+        if causes:
+            raise scheme.invalid(info, (stored.get("metadata") or {}).get("name", ""), causes)
 
     def next_seq(self) -> int:
         """A number unique within this store's life (for generated names such as Events')."""
@@ -322,6 +334,8 @@ class Store:
             data["metadata"]["name"] = self._generate_name(info, data["metadata"])
         status = data.get("status")
         stored = scheme.admit(info, data, None, unknown_fields) if validate else self._normalize(info, data)
+        if validate and info.key in self.webhooks:
+            self._webhooks(info, stored, None)
         if keep_status and status is not None:
             stored["status"] = status
         elif info.status_subresource:
@@ -407,6 +421,8 @@ class Store:
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
             stored = scheme.admit(info, data, cur, unknown_fields) if validate else self._normalize(info, data)
+            if validate and info.key in self.webhooks:
+                self._webhooks(info, stored, cur)
             if info.status_subresource:
                 if "status" in cur:
                     stored["status"] = cur["status"]
