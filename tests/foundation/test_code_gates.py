@@ -89,3 +89,16 @@ def test_the_wall_clock_gate_catches_every_spelling(tmp_path: Path) -> None:
     hits = _wall_clock_reads(bad)
     assert len(hits) == 8, hits
     assert not any("strftime" in h or "fromtimestamp" in h or "gmtime(0)" in h for h in hits)
+
+
+def test_bench_never_imports_the_tests() -> None:
+    """Benchmarks share builders with the tests through ``flexq.testing``, never by importing ``tests``."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            offenders += [f"{path.name}: {n}" for n in names if n == "tests" or n.startswith("tests.")]
+    assert not offenders, offenders
