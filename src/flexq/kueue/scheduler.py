@@ -140,6 +140,9 @@ class Scheduler:
                 self.requeue_and_update(e, now)
         for e in inadmissible:
             self.requeue_and_update(e, now)
+        if self.state.metrics is not None:  # metrics.AdmissionAttempt, at the end of a cycle that had heads
+            self.state.metrics.admission_attempt(any(e.status == "assumed" for e in entries),
+                                              self.state.now() - now)
         if self._issued:
             progress = True
         return progress or before != self.state.queues.shape()
@@ -358,6 +361,8 @@ class Scheduler:
             if out is None:
                 continue
             self._issued += 1
+            if self.state.metrics is not None:
+                self.state.metrics.preemption(e.info.cluster_queue, t.reason)
             self.events.record(out, "Normal", "Preempted", msg + f"; preemptor effective priority: {e.info.priority} "
                                f"(base: {e.info.priority}, boost: 0); preemptee effective priority: {t.info.priority} "
                                f"(base: {t.info.priority}, boost: 0)")

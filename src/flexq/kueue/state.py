@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from flexq.kueue.config import CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
 from flexq.kueue.queues import QueueManager
@@ -64,6 +65,7 @@ class KueueState:
         self.workloads: dict[str, dict] = {}  # every workload as last seen (read-only)
         self.queues = QueueManager(self.config.requeuing_timestamp)
         self.hooks = Hooks()
+        self.metrics: Any = None  # flexq.kueue.metrics.KueueMetrics, installed by the registry
         self.cq_generation: dict[str, int] = {}
         # One recorder for every Kueue controller: Event names carry a per-recorder sequence number,
         # so separate recorders writing at the same (virtual) millisecond would collide.
