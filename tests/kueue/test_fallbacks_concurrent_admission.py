@@ -159,6 +159,20 @@ def test_plan_a_check_c_stockout_job1_waits_with_a_pending_check():
 
 
 @pytest.mark.slow
+def test_plan_a_check_capacity_no_retry_is_retried_by_kueue_then_deactivated():
+    """``check-capacity`` with ``noRetry: "true"`` fails at once: Kueue retries (60, 120, 240 s) and deactivates."""
+    r = run("plan-a-check", "available", plan_a_class="check-capacity.autoscaling.x-k8s.io",
+            plan_a_params={"noRetry": "true"}, horizon=3600)
+    rep = job(r, 1)
+    assert rep.starts == []
+    assert rep.parent_conditions["Evicted"][:2] == ("True", "DeactivatedDueToAdmissionCheck")
+    assert len([1 for o, _, m in r.events("AdmissionCheckUpdated") if "dws-1-" in o and "to Retry" in m]) >= 1
+    assert [m for o, _, m in r.events("AdmissionCheckRejected") if "dws-1-" in o][0].startswith(
+        'Deactivated due to AdmissionCheck in Rejected state: "on-demand-prov"')
+    r.twin.close()
+
+
+@pytest.mark.slow
 def test_plan_a_check_capacity_class_never_scales_an_empty_pool():
     """``check-capacity`` only looks at existing nodes: the on-demand pool at 0 nodes never qualifies."""
     r = _run("plan-a-check", "available", cls="check-capacity.autoscaling.x-k8s.io")
@@ -207,6 +221,19 @@ def test_race_c_stockout_both_jobs_run_on_dws():
     assert starts(r, 1) == [(31, "dws")] and finished_min(r, 1) == 92
     assert starts(r, 2) == [(103, "dws")] and finished_min(r, 2) == 164
     assert {p for rep in r.jobs.values() for p in rep.pools} == {"dws-pool"}
+
+
+def test_race_pods_of_a_dws_variant_carry_no_provisioning_request_annotation():
+    """v0.19.2: the job starts from the Parent, which has no admission checks (its Variant ran them), so the
+    check's podSetUpdates (``autoscaling.x-k8s.io/consume-provisioning-request``) never reach the pods; they
+    still land on the nodes provisioned for the Variant's request."""
+    r = run("race", "stockout", horizon=2400)
+    workers = [p for p in r.twin.list("pod", "default") if "-tpu-group-worker-" in p["metadata"]["name"]]
+    assert len(workers) == 4
+    for p in workers:
+        assert p["spec"]["nodeName"].startswith("gke-tpu-cluster-dws-pool-")
+        assert "autoscaling.x-k8s.io/consume-provisioning-request" not in (p["metadata"].get("annotations") or {})
+    r.twin.close()
 
 
 @pytest.mark.slow

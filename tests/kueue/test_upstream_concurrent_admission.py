@@ -569,7 +569,8 @@ def _schedule(workloads: list[dict], extra_cqs: list[dict] = (), extra_lqs: list
     parent_wl["spec"].pop("queueName")
     uid = store.create(parent_wl)["metadata"]["uid"]
     for w in workloads:
-        w["metadata"]["ownerReferences"][0]["uid"] = uid
+        for ref in w["metadata"].get("ownerReferences") or []:
+            ref["uid"] = uid
         store.create(w, keep_status=True)
     state = KueueState(store, clock.now)
     state.start()
@@ -647,3 +648,36 @@ def test_schedule_migration_stopped_below_last_acceptable_flavor():
         "Admitted": ("False", "NoReservation", "The workload has no reservation")}
     assert "Evicted" not in _conds(store.get("Workload", "sibling-less-favorable", "eng-alpha"))
     assert _left(state) == {"concurrent-cq-with-min-pref": ["eng-alpha/candidate-more-favorable"]}
+
+
+def _gate_case(open_gate: bool):
+    from .kueue_builders import admit, cq, fq, ps, psa, rg, wl
+    from .upstream_schedule import lq, sel
+    prio_cq = cq("gated-cq", rg(fq("on-demand", cpu="10"), fq("spot", cpu="0")), selector=sel("eng"),
+                 preemption={"withinClusterQueue": "LowerPriority"})
+    low = admit(wl("low", ps("main", 1, cpu="10"), ns="eng-alpha", queue="gated-queue", priority=0), "gated-cq",
+                psa(cpu=("on-demand", "10")))
+    v = _variant("high-variant", "on-demand", "gated-queue")
+    v["spec"]["priority"] = 100
+    v["spec"]["preemptionGates"] = [{"name": ca.PREEMPTION_GATE}]
+    if open_gate:
+        v["status"]["preemptionGates"] = [{"name": ca.PREEMPTION_GATE, "position": "Open",
+                                           "lastTransitionTime": ts(NOW)}]
+    return _schedule([low, v], extra_cqs=[prio_cq], extra_lqs=[lq("gated-queue", "eng-alpha", "gated-cq")])
+
+
+def test_schedule_variant_needing_preemption_is_blocked_by_its_closed_gate():
+    """``processEntry``: Preempt mode with candidates but a closed preemption gate (``markPreemptionGated``)."""
+    store, _ = _gate_case(open_gate=False)
+    v = store.get("Workload", "high-variant", "eng-alpha")
+    assert _conds(v)["QuotaReserved"] == ("False", "AdmissionGated", "Workload requires preemption, but it's gated")
+    assert _conds(v)["BlockedOnPreemptionGates"] == ("True", "PreemptionGated",
+                                                     "Workload requires preemption, but it's gated")
+    assert "Evicted" not in _conds(store.get("Workload", "low", "eng-alpha"))
+
+
+def test_schedule_variant_with_open_gate_preempts():
+    store, _ = _gate_case(open_gate=True)
+    assert _conds(store.get("Workload", "low", "eng-alpha"))["Evicted"][:2] == ("True", "Preempted")
+    v = store.get("Workload", "high-variant", "eng-alpha")
+    assert _conds(v)["QuotaReserved"][1] == "WaitingForPreemptedWorkloads"
