@@ -415,6 +415,7 @@ def _cq_event(old_flavors, new_flavors, *, quota="5", type_="MODIFIED"):
     ("flavors reordered", ["spot", "on-demand"], "5", True),
     ("flavors unchanged", ["on-demand", "spot"], "5", False),
     ("only quota changed", ["on-demand", "spot"], "99", False),
+    ("only status changed", ["on-demand", "spot"], "5", False),
 ])
 def test_cluster_queue_flavors_changed(case, new, quota, changed):
     """``TestClusterQueueFlavorsChanged``: only a change of the flavors' names or order requeues the Parents."""
@@ -423,7 +424,17 @@ def test_cluster_queue_flavors_changed(case, new, quota, changed):
     ctrl = _controller(out)
     first, second = _cq_event(["on-demand", "spot"], new, quota=quota)
     assert ctrl._of_cq(first) == []  # Create is ignored
+    if case == "only status changed":
+        second.object["status"] = {"pendingWorkloads": 5}
     assert (ctrl._of_cq(second) == [("default", P)]) is changed
+
+
+@upstream("TestClusterQueueFlavorsChanged/Delete")
+def test_cluster_queue_delete_is_ignored():
+    out = reconcile_once(parent())
+    ctrl = _controller(out)
+    first, gone = _cq_event(["on-demand", "spot"], ["spot"], type_="DELETED")
+    assert ctrl._of_cq(first) == [] and ctrl._of_cq(gone) == []
 
 
 def _controller(out):
