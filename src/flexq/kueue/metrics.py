@@ -301,7 +301,10 @@ class KueueMetrics:
             ns, lqn = md.get("namespace", ""), spec.get("queueName", "")
             lqk = f"{ns}/{lqn}"
             cq = s.queues.local_queues.get(lqk, "")
+            variant = any(r.get("kind") == "Workload" for r in md.get("ownerReferences") or [])
             if is_true(wl, "Finished"):
+                if variant and s.config.gate("ConcurrentAdmission"):
+                    continue  # AddFinishedWorkload: only Parents count (KEP-8691)
                 if cq in finished:
                     finished[cq] += 1
                 if lqk in lq_fin:
@@ -324,7 +327,7 @@ class KueueMetrics:
                         slot[0] += _quantity(res, v)
                         if adm:
                             slot[1] += _quantity(res, v)
-            if is_true(wl, "Admitted"):
+            if is_true(wl, "Admitted") or variant:  # getUnadmittedWorkloadStatus ignores Variants
                 continue
             ac = find_condition(wl, "Admitted")
             reason = ac.get("reason", "") if ac else "NoReservation"
