@@ -204,4 +204,6 @@ def test_job_becomes_a_parent_with_one_variant_per_flavor(gated: Served) -> None
         "kueue.x-k8s.io/workload-allowed-resource-flavors"] == "ca-spot")
     vdesc = gated.kubectl("describe", "workload", "-n", "default", spot["metadata"]["name"]).stdout
     assert "kueue.x-k8s.io/workload-allowed-resource-flavors: ca-spot" in vdesc
-    assert "Controlled By:  Workload/" + parent["metadata"]["name"] in vdesc or "Owner References" in vdesc
+    assert "Owner References:" in vdesc and "Kind:                  Workload" in vdesc
+    assert "Name:                  " + parent["metadata"]["name"] in vdesc
+    assert "Preemption Gates:" in vdesc and "kueue.x-k8s.io/concurrent-admission" in vdesc
