@@ -262,3 +262,15 @@ def test_tutorial_baseline_for_comparison(case):
     assert starts(r, 2) == [(31, "dws")]
     if case == "stockout":
         assert job(r, 1).finished is None and len(job(r, 1).stops) >= 5
+
+
+def test_deleting_the_job_deletes_parent_variants_and_their_requests():
+    r = run("race", "stockout", horizon=600)
+    t = r.twin
+    assert len([w for w in t.list("workload", "default") if "-dws-1-" in w["metadata"]["name"]]) == 3
+    t.delete("rayjob", "rayjob-tpu-v6e-dws-1", "default")
+    t.advance(60)
+    assert [w["metadata"]["name"] for w in t.list("workload", "default") if "-dws-1-" in w["metadata"]["name"]] == []
+    assert [p["metadata"]["name"] for p in t.list("provisioningrequest", "default") if "-dws-1-" in
+            p["metadata"]["name"]] == []
+    t.close()
