@@ -692,3 +692,18 @@ def test_schedule_variant_with_open_gate_preempts():
     assert _conds(store.get("Workload", "low", "eng-alpha"))["Evicted"][:2] == ("True", "Preempted")
     v = store.get("Workload", "high-variant", "eng-alpha")
     assert _conds(v)["QuotaReserved"][1] == "WaitingForPreemptedWorkloads"
+
+
+def test_reapplying_a_v1beta1_cluster_queue_over_a_policy_is_refused():
+    """The v1beta1 form has no policy (upstream's conversion drops it), so the update would remove it."""
+    from flexq import Twin
+    t = Twin(clock="virtual")
+    doc = _cq_doc({"migration": {"mode": "TryPreferredFlavors"}})
+    t.apply(doc)
+    v1 = t.get("clusterqueue", "new-cq", api_version="kueue.x-k8s.io/v1beta1")
+    assert "concurrentAdmissionPolicy" not in v1["spec"]
+    with pytest.raises(Invalid) as err:
+        t.apply({"apiVersion": v1["apiVersion"], "kind": "ClusterQueue", "metadata": {"name": "new-cq"},
+                 "spec": v1["spec"]})
+    assert str(err.value).endswith("spec.concurrentAdmissionPolicy: Invalid value: null: field is immutable")
+    t.close()
