@@ -79,6 +79,7 @@ def test_verbatim_tutorial_queue_with_policy_admits_nothing():
 
 
 # -- Concurrent Admission alone (TryPreferredFlavors) ----------------------------------------------------------
+@pytest.mark.slow
 def test_concurrent_a_plan_a_available_job2_starts_on_dws_then_migrates_to_on_demand():
     r = _run("concurrent", "available")
     assert starts(r, 1)[-1] == (0, "on-demand") and finished_min(r, 1) == 62
@@ -98,6 +99,7 @@ def test_concurrent_a_plan_a_available_job2_starts_on_dws_then_migrates_to_on_de
         "The variant rayjob-rayjob-tpu-v6e-dws-2-variant-on-demand-")
 
 
+@pytest.mark.slow
 def test_concurrent_b_stockout_2h_job1_stays_on_on_demand_and_waits():
     r = _run("concurrent", "stockout-2h")
     # quota admits the on-demand Variant at once; its pods wait for VMs; the dws Variant is deactivated
@@ -112,6 +114,7 @@ def test_concurrent_b_stockout_2h_job1_stays_on_on_demand_and_waits():
     assert starts(r, 2) == [(31, "dws")] and finished_min(r, 2) == 92
 
 
+@pytest.mark.slow
 def test_concurrent_c_stockout_job1_never_runs():
     r = _run("concurrent", "stockout")
     rep = job(r, 1)
@@ -122,6 +125,7 @@ def test_concurrent_c_stockout_job1_never_runs():
 
 
 # -- the ProvisioningRequest check on plan A alone ----------------------------------------------------------------
+@pytest.mark.slow
 def test_plan_a_check_a_available_scales_on_demand_through_a_provisioning_request():
     r = _run("plan-a-check", "available")
     assert starts(r, 1) == [(0, "on-demand")] and finished_min(r, 1) == 62
@@ -133,6 +137,7 @@ def test_plan_a_check_a_available_scales_on_demand_through_a_provisioning_reques
                                                        "queued-provisioning.gke.io") for pr in names.values())
 
 
+@pytest.mark.slow
 def test_plan_a_check_b_stockout_2h_job1_holds_on_demand_quota_until_capacity():
     r = _run("plan-a-check", "stockout-2h")
     # the request stays Provisioned=False CapacityIsNotFound (no Failed condition): the check stays Pending,
@@ -180,6 +185,7 @@ def test_plan_a_check_capacity_class_never_scales_an_empty_pool():
 
 
 # -- the race: Concurrent Admission plus the plan-A check ------------------------------------------------------------
+@pytest.mark.slow
 def test_race_a_plan_a_available_job1_on_demand_job2_dws_then_migrates():
     r = _run("race", "available")
     assert starts(r, 1)[-1] == (0, "on-demand") and finished_min(r, 1) == 62
@@ -223,6 +229,7 @@ def test_race_c_stockout_both_jobs_run_on_dws():
     assert {p for rep in r.jobs.values() for p in rep.pools} == {"dws-pool"}
 
 
+@pytest.mark.slow
 def test_race_pods_of_a_dws_variant_carry_no_provisioning_request_annotation():
     """v0.19.2: the job starts from the Parent, which has no admission checks (its Variant ran them), so the
     check's podSetUpdates (``autoscaling.x-k8s.io/consume-provisioning-request``) never reach the pods; they
@@ -264,6 +271,7 @@ def test_tutorial_baseline_for_comparison(case):
         assert job(r, 1).finished is None and len(job(r, 1).stops) >= 5
 
 
+@pytest.mark.slow
 def test_deleting_the_job_deletes_parent_variants_and_their_requests():
     r = run("race", "stockout", horizon=600)
     t = r.twin
