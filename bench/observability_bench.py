@@ -79,6 +79,7 @@ def main() -> None:
             for w in twin.list("workload", "default")))
         s = requests.Session()
         s.trust_env = False
+        s.headers["Accept-Encoding"] = "identity"  # sizes as sent uncompressed; gzip figures computed here
         s.verify = str(server.creds.ca_cert)
         r = s.post(server.url + "/dashboard/login", data={"token": server.creds.token}, timeout=30)
         r.raise_for_status()
