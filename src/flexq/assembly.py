@@ -25,6 +25,7 @@ from flexq.kueue import registry as kueue_registry
 from flexq.loop import EventLoop, RealtimeLoop, Rngs
 from flexq.runtime import Context, Manager
 from flexq.store import Journal, PodLogs, Store, WatchEvent
+from flexq.store.private import private_home
 
 log = logging.getLogger("flexq.assembly")
 
@@ -69,11 +70,14 @@ class TwinCore:
         self.live = live
         self.settings = dict(settings or {})
         self.loop: EventLoop = RealtimeLoop() if live else EventLoop(VirtualClock(start) if start else VirtualClock())
-        self.rngs = Rngs(seed)
         self.home = Path(home) if home else None
         if self.home:
-            self.home.mkdir(parents=True, exist_ok=True)
+            private_home(self.home)  # 0700: it holds the twin's key, token and every stored object
         self.journal = Journal(self.home / "state.db") if self.home else None
+        # a twin resumed from its state draws fresh names and uids: replaying the first run's streams would
+        # hand a new object the uid of a stored one (owner references, Kueue's job lookup and the Job
+        # controller's pod selector go by uid)
+        self.rngs = Rngs(seed, self.journal.next_boot() if self.journal is not None else 0)
         self.registry: Registry = default_registry()
         project_registry = Registry(gke_registry.project_kinds())
         self.project = Store(project_registry, self.loop.clock, name="project", journal=self.journal,

@@ -257,10 +257,11 @@ class Twin:
         Kueue flavor and job. Open node records are valued up to now. Empty for a twin without GKE."""
         from fractions import Fraction
 
-        from flexq.gke.billing import billing_of
+        from flexq.gke.billing import billing_of, flush_billing
 
         def run() -> dict[str, Any]:
             name = self.runtime.name
+            flush_billing(self.store)
             for obj in self.core.project.list("GkeCluster"):
                 spec = obj.get("spec") or {}
                 if spec.get("name") == name:

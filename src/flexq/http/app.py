@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,6 +26,7 @@ from flexq.http.common import json_response, status_response
 from flexq.http.gke import face as gke_face
 from flexq.http.kube import discovery, openapi, paths, reviews
 from flexq.http.kube.rest import KubeFace
+from flexq.http.seam import TwinServices
 
 log = logging.getLogger("flexq.http")
 
@@ -37,7 +37,7 @@ METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 class TwinApp:
     """Routes requests to the faces of one twin."""
 
-    def __init__(self, core: Any, token: str | None, server_address: str = "") -> None:
+    def __init__(self, core: TwinServices, token: str | None, server_address: str = "") -> None:
         self.core = core
         self.token = token
         self.server_address = server_address
@@ -143,7 +143,7 @@ class TwinApp:
         return Response(doc, media_type="application/json")
 
 
-def build_app(core: Any, token: str | None, server_address: str = "") -> Starlette:
+def build_app(core: TwinServices, token: str | None, server_address: str = "") -> Starlette:
     """The Starlette application serving ``core`` (a ``TwinCore``); ``token`` None disables auth (tests)."""
     twin_app = TwinApp(core, token, server_address)
     return Starlette(routes=[Route("/{path:path}", twin_app.__call__, methods=METHODS)])

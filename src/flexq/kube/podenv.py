@@ -27,13 +27,14 @@ import posixpath
 from collections.abc import Callable, Iterable
 from math import prod
 
+from flexq.api.wellknown import RESOURCE_TPU
 from flexq.kube.scheduling import NodeInfo, pod_requests
 
 LABEL_NODEPOOL = "cloud.google.com/gke-nodepool"
 LABEL_TPU_ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
 LABEL_TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
 LABEL_PROVISIONING_REQUEST = "autoscaling.gke.io/provisioning-request"
-TPU_RESOURCE = "google.com/tpu"
+TPU_RESOURCE = RESOURCE_TPU
 
 # gke-tpu-accelerator -> (Cloud TPU generation name, TensorCores per chip)
 TPU_GENERATIONS: dict[str, tuple[str, int]] = {

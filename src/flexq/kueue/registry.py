@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flexq.kueue.concurrent_admission import VariantController
 from flexq.kueue.core_controllers import (
     ClusterQueueStatusController,
     LocalQueueStatusController,
@@ -57,6 +58,7 @@ def controllers(ctx: Context) -> list[Controller]:
         LocalQueueStatusController(ctx, state),
     ]
     out += [ProvisioningCheckController(ctx, state), ProvisioningController(ctx, state)]
+    out.append(VariantController(ctx, state))
     out += [JobController(ctx, state, adapter) for adapter in JOB_ADAPTERS.values()]
     out.append(_StateStarter(ctx, state))
     return out

@@ -71,27 +71,6 @@ def parse_label_selector(text: str | None) -> Matcher:
     return lambda labels: all(r(labels) for r in reqs)
 
 
-def selector_matches(selector: dict | None, labels: dict[str, str] | None) -> bool:
-    """A LabelSelector object (``matchLabels``/``matchExpressions``). ``None`` matches nothing, ``{}`` all."""
-    if selector is None:
-        return False
-    labels = labels or {}
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], set(expr.get("values") or [])
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
-
-
 def _path_get(obj: dict, path: str) -> str:
     cur: object = obj
     for part in path.split("."):
@@ -120,3 +99,29 @@ def parse_field_selector(text: str | None) -> Matcher:
         else:
             reqs.append(lambda o, p=path, v=val: _path_get(o, p) == v)
     return lambda obj: all(r(obj) for r in reqs)
+
+
+def label_equalities(text: str | None) -> dict[str, str]:
+    """The ``key=value`` / ``key==value`` requirements of a label selector string (for index lookups; the
+    whole selector is still matched)."""
+    out: dict[str, str] = {}
+    if not text:
+        return out
+    for part in _split(text):
+        m = _REQ.match(part)
+        if m and not m.group("neg") and (m.group("op") or "").strip() in ("=", "==") \
+                and not (m.group("val") or "").startswith("("):
+            out[m.group("key")] = m.group("val") or ""
+    return out
+
+
+def field_equalities(text: str | None) -> list[tuple[str, str]]:
+    """The ``path=value`` / ``path==value`` requirements of a field selector string."""
+    out: list[tuple[str, str]] = []
+    if not text:
+        return out
+    for part in text.split(","):
+        m = re.match(r"^\s*([A-Za-z0-9_.]+)\s*(==|=)\s*(.*?)\s*$", part)
+        if m:
+            out.append((m.group(1), m.group(3)))
+    return out
