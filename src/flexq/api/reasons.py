@@ -234,15 +234,15 @@ def explain(wl: dict, prs: Iterable[dict] = (), pod_events: Iterable[dict] = (),
         return Explanation("AdmissionCheckPending", detail or c.get("Admitted", {}).get("message", ""))
     # no quota reservation
     rq = c.get("Requeued")
-    ev = c.get("Evicted")
+    ev = c.get("Evicted") or {}
     if rq is not None and rq.get("status") == "False":
-        code = _EVICTION.get((ev or {}).get("reason", ""), "Requeued")
+        code = _EVICTION.get(ev.get("reason", ""), "Requeued")
         if mine and code == "AdmissionCheckRetry":
             last = _provisioning(mine[-1], now)
             if last.code in ("BookingExpired", "CapacityRevoked", "ProvisioningFailed"):
                 return last
         at = ((wl.get("status") or {}).get("requeueState") or {}).get("requeueAt")
-        return Explanation(code, ((ev or {}).get("message") or rq.get("message", "")) + (
+        return Explanation(code, (ev.get("message") or rq.get("message", "")) + (
             f"; requeued at {at}" if at else ""))
     qr = c.get("QuotaReserved")
     if qr is None:

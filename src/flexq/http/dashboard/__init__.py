@@ -177,6 +177,11 @@ def _maybe_gzip(request: Request | None, body: bytes, status: int, media_type: s
 
 async def _pause(seconds: float) -> None:
     """Let a burst of changes settle before telling the browser (asyncio's own timer, not the twin's clock)."""
-    done = asyncio.get_running_loop().create_future()
-    asyncio.get_running_loop().call_later(seconds, lambda: done.done() or done.set_result(None))
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def settle() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    asyncio.get_running_loop().call_later(seconds, settle)
     await done
