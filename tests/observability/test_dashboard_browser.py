@@ -82,6 +82,13 @@ def test_dashboard_needs_the_token(live: tuple[Twin, Server]) -> None:
     assert s.get(server.url + "/api/v1/namespaces", verify=ca, timeout=20).status_code == 401
     assert s.get(server.url + "/metrics", verify=ca, timeout=20).status_code == 401
     assert "Content-Security-Policy" in s.get(server.url + "/dashboard/", verify=ca, timeout=20).headers
+    # /metrics takes the bearer token, per cluster as every Kubernetes path does
+    auth = {"Authorization": f"Bearer {server.creds.token}"}
+    for path in ("/metrics", "/clusters/tpu-cluster/metrics"):
+        r = s.get(server.url + path, verify=ca, headers=auth, timeout=20)
+        assert r.status_code == 200 and "kueue_cluster_queue_status{" in r.text, path
+    r = s.get(server.url + "/clusters/tpu-cluster/metrics", verify=ca, headers=auth, timeout=20)
+    assert 'flexq_nodes{pool="default-pool"' in r.text
 
 
 @pytest.mark.slow
@@ -161,3 +168,43 @@ def test_dashboard_command_url(live: tuple[Twin, Server], capsys: pytest.Capture
     out = capsys.readouterr().out
     assert f"{server.url}/dashboard/" in out and "#token=" in out
     assert shutil.which("true") is not None  # keep the module importable where no browser is installed
+
+
+def test_status_output_and_watch(live: tuple[Twin, Server]) -> None:
+    """``flexq status -o yaml`` and ``-w -o json`` through the Kubernetes API of the served twin: the coded reason
+    in each row, and -w printing the rows that change (a job submitted while it follows)."""
+    import argparse
+    import io
+    import json
+
+    import yaml
+    from rich.console import Console
+
+    from flexq.cli import observe
+
+    twin, server = live
+    kubeconfig = str(server.kubeconfig_path())
+    out = io.StringIO()
+    console, err = Console(file=out, width=200), Console(file=io.StringIO())
+    args = argparse.Namespace(kubeconfig=kubeconfig, context=None, namespace="default", all_namespaces=False,
+                              output="yaml", watch=False, interval=0.2)
+    assert observe.cmd_status(args, console, err) == 0
+    docs = yaml.safe_load(out.getvalue()) or []
+    assert all("reason" in d for d in docs)
+    out.truncate(0)
+    out.seek(0)
+    doc = T.rayjob_yaml(7).replace("kueue.x-k8s.io/queue-name: user-queue", "kueue.x-k8s.io/queue-name: nowhere")
+
+    def sleep_and_submit(_: float) -> None:
+        if not twin.try_get("rayjob", "rayjob-tpu-v6e-dws-7", "default"):
+            twin.apply(doc)
+        wait_for(lambda: any("dws-7" in w["metadata"]["name"] and w.get("status", {}).get("conditions")
+                             for w in twin.list("workload", "default")), 30, "the workload's status")
+
+    args.output, args.watch = "json", True
+    assert observe.cmd_status(args, console, err, sleep=sleep_and_submit, rounds=2) == 0
+    lines = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+    mine = [d for d in lines if d["job"] == "RayJob/rayjob-tpu-v6e-dws-7"]
+    assert mine and mine[-1]["reason"]["code"] == "Misconfigured"
+    assert "nowhere" in mine[-1]["reason"]["detail"] and mine[-1]["reason"]["action"]
+    twin.delete("rayjob", "rayjob-tpu-v6e-dws-7", "default")

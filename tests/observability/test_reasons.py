@@ -103,6 +103,7 @@ def test_plan_a_stockout_then_pods_ready_timeout() -> None:
         twin.close()
 
 
+@pytest.mark.slow  # seven simulated days of two running jobs (about 25 s)
 def test_dws_capacity_revoked_at_max_run_duration() -> None:
     twin = tutorial_twin(profile([{"match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["on-demand"]},
                                    "available": 0}]))
