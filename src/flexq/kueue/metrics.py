@@ -330,6 +330,8 @@ class KueueMetrics:
             reason = ac.get("reason", "") if ac else "NoReservation"
             qrc = find_condition(wl, "QuotaReserved")
             cause = "PendingEvaluation" if qrc is None else ("" if qrc.get("status") == "True" else qrc.get("reason", ""))
+            if not cq:
+                continue  # Kueue skips workloads whose ClusterQueue it cannot resolve
             unadmitted[(cq, reason, cause)] = unadmitted.get((cq, reason, cause), 0) + 1
             if lqk in s.local_queues:
                 lk = (lqn, ns, cq, reason, cause)

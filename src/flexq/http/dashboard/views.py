@@ -205,7 +205,7 @@ def overview(core: Any, cluster: str | None) -> dict[str, Any]:
     rt = _runtime(core, cluster)
     store, now = rt.store, core.loop.now()
     wls, prs = store.list("Workload"), store.list("ProvisioningRequest")
-    events = store.list("Event")
+    events = [e for e in store.list("Event") if e.get("reason") in ("FailedScaleUp", "Preempted")]
     pools = _pools(core, rt.name)
     stockouts = _stockouts(pools)
     flavors = store.list("ResourceFlavor")
