@@ -120,7 +120,8 @@ def test_dashboard_in_chromium(live: tuple[Twin, Server], tmp_path: Path) -> Non
         def rows() -> list[dict[str, str]]:  # read in one script: the page swaps its rows as the twin changes
             return driver.execute_script(
                 "return Array.from(document.querySelectorAll('tr.wl')).map(r => ({job: r.dataset.job, "
-                "state: r.dataset.state, plan: r.querySelector('td.plan').innerText}));")
+                "state: r.dataset.state, plan: r.querySelector('td.plan').innerText, "
+                "cost: r.querySelector('td.cost').innerText}));")
 
         def plans() -> dict[str, str]:
             return {r["job"]: r["plan"] for r in rows()}
@@ -145,6 +146,8 @@ def test_dashboard_in_chromium(live: tuple[Twin, Server], tmp_path: Path) -> Non
         driver.save_screenshot(str(shots / "2-job-1-finished.png"))
         wait_for(lambda: states().get("RayJob/rayjob-tpu-v6e-dws-2") == "Succeeded", 120, "job 2 to finish")
         driver.save_screenshot(str(shots / "3-both-finished.png"))
+        costs = {r["job"]: float(r["cost"].lstrip("$").replace(",", "")) for r in rows()}
+        assert costs["RayJob/rayjob-tpu-v6e-dws-1"] > 0 and costs["RayJob/rayjob-tpu-v6e-dws-2"] > 0, costs
         href = driver.execute_script(
             "return document.querySelector('tr.wl[data-job=\"RayJob/rayjob-tpu-v6e-dws-2\"] a').href;")
         driver.get(href)
