@@ -117,8 +117,9 @@ def _quantity(resource: str, value: int) -> float:
 
 
 def priority_class(wl: dict) -> str:
-    """``workloadpatching.PriorityClassName``."""
-    return str((wl.get("spec") or {}).get("priorityClassName") or "")
+    """``patching.PriorityClassName``: ``spec.priorityClassRef.name`` (v1beta2, as stored), else ""."""
+    ref = (wl.get("spec") or {}).get("priorityClassRef") or {}
+    return str(ref.get("name") or "")
 
 
 def queued_wait(wl: dict, now: float) -> float:
