@@ -41,7 +41,7 @@ from flexq.kueue.workload import (
     ts,
     unset_quota_reservation,
 )
-from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import status_copy
 
 __all__ = [
@@ -266,7 +266,7 @@ class VariantController(Controller):
         return parents_for_cluster_queue(self.state.local_queues.values(), self.state.workloads.values(), name)
 
     # -- Reconcile --------------------------------------------------------------------------------
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: tuple[str, str]) -> Result | None:
         if not self.state.config.gate(GATE):
             return None
         ns, name = key

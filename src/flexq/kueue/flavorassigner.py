@@ -349,6 +349,7 @@ class FlavorAssigner:
                     group_flavors = None
                     group_status = status or Status()
                     break
+                assert group_flavors is not None  # only set to None right before the break above
                 group_flavors.update(flv)
                 if status is not None:
                     group_status.reasons.extend(status.reasons)

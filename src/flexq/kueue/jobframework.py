@@ -30,7 +30,7 @@ from flexq.kueue.workload import (
     set_condition,
     unset_quota_reservation,
 )
-from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import clone
 
 __all__ = ["JobController", "workload_name"]
@@ -77,7 +77,7 @@ class JobController(Controller):
         return watches
 
     # the steps, in Kueue's order -------------------------------------------------------------------
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
         obj = self.store.try_get(self.kind, name, ns)
         if obj is None:

@@ -33,6 +33,7 @@ from flexq.kueue.workload import (
     has_rejected_checks,
     has_retry_checks,
     is_admitted,
+    is_true,
     parse_ts,
     set_condition,
     set_quota_reservation,
@@ -129,7 +130,7 @@ class Scheduler:
         preempted: set[str] = set()
         progress = False
         self._issued = 0  # evictions written this cycle (already-evicted targets do not count)
-        self._preempted_infos: dict[str, WorkloadInfo] = {}
+        self._preempted_infos = {}
         for e in entries:
             self.process(e, snap, preempted, now)
         # 6. Requeue the heads that were not admitted.
@@ -174,6 +175,7 @@ class Scheduler:
 
     def _assign(self, e: Entry, snap: Snapshot, now: float) -> None:
         info, cq = e.info, e.cq
+        assert cq is not None  # nominate() only assigns entries whose ClusterQueue exists
         last = info.last_assignment
         # FlavorFungibilityPreserveScanProgress: keep the progress of the previous cycle,
         # otherwise drop it once the ClusterQueue's allocatable resources changed.
@@ -210,6 +212,7 @@ class Scheduler:
     # 5. process ---------------------------------------------------------------------------------------
     def process(self, e: Entry, snap: Snapshot, preempted: set[str], now: float) -> None:
         a, cq = e.assignment, e.cq
+        assert a is not None and cq is not None  # nominated entries have both
         gate = self.state.config.gate(ca.GATE)
         if gate and ca.is_variant(e.info.obj) and self._admitted_sibling(e, lambda sib, me: me > sib) is not None:
             e.status, e.reason = "skipped", "PendingEvaluation"
@@ -296,6 +299,7 @@ class Scheduler:
 
     def _migration_allowed(self, e: Entry) -> bool:
         """``isMigrationAllowed``: the target flavor is not below ``lastAcceptableFlavorName``."""
+        assert e.cq is not None
         last = ca.last_acceptable_flavor({"spec": e.cq.spec})
         if last is None:
             return True
@@ -324,6 +328,7 @@ class Scheduler:
     def _to_reserve(self, e: Entry) -> dict:
         """``quotaResourcesToReserve`` for a Preempt entry without candidates."""
         cq, a = e.cq, e.assignment
+        assert cq is not None and a is not None
         out = {}
         for fr, u in a.usage.items():
             q = cq.quota(fr)
@@ -342,6 +347,7 @@ class Scheduler:
         return True
 
     def _issue_preemptions(self, e: Entry, victims: list[Target], snap: Snapshot, now: float) -> int:
+        assert e.cq is not None
         n = 0
         for t in victims:
             wl = t.info.obj
@@ -349,7 +355,9 @@ class Scheduler:
             if ev is not None and ev.get("status") == "True":
                 n += 1
                 continue
-            msg = preemption_message(e.info, t.reason, cq_path(e.cq), cq_path(snap.cq(t.cluster_queue)))
+            target_cq = snap.cq(t.cluster_queue)
+            msg = preemption_message(e.info, t.reason, cq_path(e.cq),
+                                     cq_path(target_cq) if target_cq is not None else t.cluster_queue)
 
             def prep(obj: dict, reason=t.reason, msg=msg) -> None:
                 set_condition(obj, "Preempted", True, reason, msg, now)
@@ -373,6 +381,7 @@ class Scheduler:
         cur = self.store.peek("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])
         if cur is None:
             return
+        assert e.assignment is not None and e.cq is not None
         wl = status_copy(cur)
         admission = {"clusterQueue": e.info.cluster_queue, "podSetAssignments": e.assignment.to_api()}
         set_quota_reservation(wl, admission, now)
@@ -397,7 +406,7 @@ class Scheduler:
         if considered:
             msg += f"; Flavors considered: {considered}"
         self.events.record(out, "Normal", "QuotaReserved", msg)
-        if find_condition(out, "Admitted") and find_condition(out, "Admitted").get("status") == "True":
+        if is_true(out, "Admitted"):
             self.events.record(out, "Normal", "Admitted",
                                f"Admitted by ClusterQueue {e.info.cluster_queue}, wait time since reservation was 0s")
         if old_slice is not None:

@@ -29,7 +29,7 @@ from flexq.kueue.workload import (
     key,
 )
 from flexq.runtime.controller import EventRecorder
-from flexq.store.store import Store, WatchEvent
+from flexq.store.store import Store, Subscription, WatchEvent
 
 __all__ = ["Hooks", "KueueState", "PROVISIONING_CONTROLLER"]
 
@@ -72,7 +72,7 @@ class KueueState:
         self.events = EventRecorder(store, "kueue-admission")  # indexed: O(1) per event
         self._base: Snapshot | None = None  # quota structure; rebuilt when queues, cohorts or flavors change
         self._inactive: dict[str, tuple[str, str] | None] = {}  # valid while _base is
-        self._sub = None
+        self._sub: Subscription | None = None
 
     # -- wiring ------------------------------------------------------------------------------------
     def start(self) -> None:

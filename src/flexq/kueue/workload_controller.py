@@ -34,7 +34,7 @@ from flexq.kueue.workload import (
     ts,
     unset_quota_reservation,
 )
-from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import status_copy
 
 __all__ = ["WorkloadController", "checks_message"]
@@ -91,7 +91,7 @@ class WorkloadController(Controller):
         return [tuple(k.split("/", 1)) for k, wl in self.state.workloads.items()
                 if k.startswith(md.get("namespace", "") + "/") and (wl.get("spec") or {}).get("queueName") == md["name"]]
 
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
         cur = self.store.peek("Workload", name, ns)
         if cur is None or is_true(cur, "Finished"):

@@ -150,7 +150,7 @@ class Controller:
     def start(self) -> None:
         """Called once after wiring (e.g. to enqueue every existing object on a restart)."""
 
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: Any) -> Result | None:
         """Move ``key`` one step toward its desired state."""
         raise NotImplementedError
 

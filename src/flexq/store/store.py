@@ -13,6 +13,7 @@ Must not import ``flexq.runtime``, domain packages or ``flexq.http``.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 import uuid
@@ -24,6 +25,7 @@ from typing import Any
 
 from flexq.api import scheme
 from flexq.api.registry import KindInfo, Registry
+from flexq.api.scheme import UnknownFields
 from flexq.clock import Clock, format_time
 from flexq.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
 from flexq.store.gc import Txn
@@ -90,7 +92,7 @@ def _clone_dict(d: dict) -> dict:
 
 
 def _clone_list(items: list) -> list:
-    out = []
+    out: list = []
     append = out.append
     for v in items:
         t = type(v)
@@ -224,14 +226,14 @@ class Store:
         return self._objs.get(info.key, {}).get(self._key(info, namespace, name))
 
     def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None,
-             field_selector: str | None = None) -> list[dict]:
+             field_selector: str | None = None) -> builtins.list[dict]:
         """Copies of matching objects, ordered by namespace then name (as etcd returns them)."""
         with self._lock:
             return [clone(o) for o in self.peek_list(kind, namespace, label_selector, field_selector)]
 
     def peek_list(self, kind: str, namespace: str | None = None, label_selector: str | None = None,
                   field_selector: str | None = None, *, labels: dict[str, str] | None = None,
-                  index: tuple[str, str] | None = None, owner_uid: str | None = None) -> list[dict]:
+                  index: tuple[str, str] | None = None, owner_uid: str | None = None) -> builtins.list[dict]:
         """The stored matching objects themselves (no copies: read-only, as ``peek``), ordered by namespace
         then name. Besides the selectors' string forms: ``labels`` (exact label values), ``index`` (an
         indexer's name and value, see ``add_indexer``) and ``owner_uid`` (dependents of that owner).
@@ -313,7 +315,7 @@ class Store:
 
     # -- writing ------------------------------------------------------------------------------------
     def create(self, obj: dict, *, validate: bool = True, keep_status: bool = False,
-               unknown_fields: str = "Strict", namespace: str | None = None, dry_run: bool = False,
+               unknown_fields: UnknownFields = "Strict", namespace: str | None = None, dry_run: bool = False,
                copy_result: bool = True) -> dict:
         """Admit and store a new object. Returns a copy of it (with ``copy_result=False``, the stored
         object itself, read-only as ``peek``)."""
@@ -405,7 +407,7 @@ class Store:
                            "version and try again", kind=info.plural, group=info.group, name=key[1])
         return key, cur
 
-    def update(self, obj: dict, *, validate: bool = True, unknown_fields: str = "Strict",
+    def update(self, obj: dict, *, validate: bool = True, unknown_fields: UnknownFields = "Strict",
                namespace: str | None = None, dry_run: bool = False, copy_result: bool = True,
                take: bool = False) -> dict:
         """Replace spec/metadata (status is kept for kinds with a status subresource). Returns a copy of
@@ -486,7 +488,7 @@ class Store:
 
     def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *, patch_type: str = "merge",
               subresource: str | None = None, api_version: str | None = None, validate: bool = True,
-              unknown_fields: str = "Strict", dry_run: bool = False) -> dict:
+              unknown_fields: UnknownFields = "Strict", dry_run: bool = False) -> dict:
         """Patch the object as seen in ``api_version`` (storage version by default)."""
         info = self.info(kind)
         with self._lock:
@@ -541,7 +543,7 @@ class Store:
             return clone(marked)
 
     # -- commit, index, watch -------------------------------------------------------------------------
-    def _commit(self, ops: list) -> None:
+    def _commit(self, ops: builtins.list) -> None:
         """Assign resourceVersions, journal atomically, then apply in memory and notify watchers."""
         events = []
         rv = self._rv
