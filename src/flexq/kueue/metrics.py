@@ -117,8 +117,9 @@ def _quantity(resource: str, value: int) -> float:
 
 
 def priority_class(wl: dict) -> str:
-    """``workloadpatching.PriorityClassName``."""
-    return str((wl.get("spec") or {}).get("priorityClassName") or "")
+    """``patching.PriorityClassName``: ``spec.priorityClassRef.name`` (v1beta2, as stored), else ""."""
+    ref = (wl.get("spec") or {}).get("priorityClassRef") or {}
+    return str(ref.get("name") or "")
 
 
 def queued_wait(wl: dict, now: float) -> float:
@@ -333,6 +334,8 @@ class KueueMetrics:
             reason = ac.get("reason", "") if ac else "NoReservation"
             qrc = find_condition(wl, "QuotaReserved")
             cause = "PendingEvaluation" if qrc is None else ("" if qrc.get("status") == "True" else qrc.get("reason", ""))
+            if not cq:
+                continue  # Kueue skips workloads whose ClusterQueue it cannot resolve
             unadmitted[(cq, reason, cause)] = unadmitted.get((cq, reason, cause), 0) + 1
             if lqk in s.local_queues:
                 lk = (lqn, ns, cq, reason, cause)
