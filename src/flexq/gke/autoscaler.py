@@ -19,11 +19,25 @@ Must not import other domain packages or flexq.http.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
-from flexq.api.wellknown import CLUSTER_AUTOSCALER_CONSUME_PR, CONSUME_PROVISIONING_REQUEST
+from flexq.api.wellknown import (
+    CLUSTER_AUTOSCALER_CONSUME_PR,
+    CONSUME_PROVISIONING_REQUEST,
+    UNSCHEDULABLE_TAINT,
+)
+from flexq.errors import NotFound
 from flexq.gke import catalog
 from flexq.gke.cache import cache_for
+from flexq.gke.compute_class import (
+    STOCKOUT_BACKOFF_SECONDS,
+    class_of_pod,
+    class_of_pool,
+    flex_wait,
+    rule_index,
+    rules,
+)
 from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pod_requests, pool_shape, used_on_nodes
 from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, ANN_UNNEEDED_SINCE, grow, nodes_of, pools_of, shrink
 from flexq.gke.provisioning import active_booking, booked_nodes
@@ -80,6 +94,7 @@ class Autoscaler(Controller):
         super().__init__(ctx)
         self.backoff: dict[str, float] = {}  # pool -> no scale-up attempt before this time
         self.explained: dict[str, str] = {}  # pod uid -> last NotTriggerScaleUp message (no repeats)
+        self.flex_waiting: dict[str, float] = {}  # flex-start ComputeClass pool -> when its capacity wait began
 
     def watches(self) -> list[Watch]:
         cluster = self.ctx.settings.get("gkeCluster")
@@ -96,7 +111,8 @@ class Autoscaler(Controller):
                  and p["spec"].get("status") in ("RUNNING", "RECONCILING")]
         nodes = nodes_of(self.ctx)
         pods = cache_for(self.store).pod_list()
-        wake = [self._scale_up(pools, nodes, pods), self._scale_down(pools, nodes, pods)]
+        wake = [self._scale_up(pools, nodes, pods), self._migrate(pools, nodes, pods),
+                self._scale_down(pools, nodes, pods)]
         due = [w for w in wake if w is not None]
         return Result(requeue_after=max(0.5, min(due) - self.ctx.now())) if due else None
 
@@ -148,24 +164,50 @@ class Autoscaler(Controller):
             if not options:
                 self._explain(todo, pools, count)
                 break
-            options.sort(key=lambda o: (o[0], o[1], o[2]))
+            options = self._rank(options)
+            if not options:
+                self._explain(todo, pools, count)
+                break
             n_nodes, _, name, pool, placed = options[0]
+            cls = class_of_pool(pool)
+            if cls is not None:
+                # the priority expander over a ComputeClass: options in backoff are skipped, the first
+                # remaining rule wins; when every rule is backed off, wait for the earliest to expire
+                ready = [o for o in options if class_of_pool(o[3]) == cls and self.backoff.get(o[2], 0.0) <= now]
+                if not ready:
+                    soonest = min(self.backoff.get(o[2], now) for o in options if class_of_pool(o[3]) == cls)
+                    wake = soonest if wake is None else min(wake, soonest)
+                    placed_names = {p["metadata"]["name"] for p in placed}
+                    todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
+                    continue
+                n_nodes, _, name, pool, placed = ready[0]
             placed_names = {p["metadata"]["name"] for p in placed}
-            todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
+            if cls is None:
+                todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
             if self.backoff.get(name, 0.0) > now:
                 wake = self.backoff[name] if wake is None else min(wake, self.backoff[name])
                 continue
             got = grow(self.ctx, pool, n_nodes)
             if got.ok:
                 self.backoff.pop(name, None)
+                self.flex_waiting.pop(name, None)
                 before = count.get(name, 0)
                 count[name] = before + n_nodes
+                if cls is not None:
+                    todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
                 for p in placed:
                     self.events.record(p, "Normal", "TriggeredScaleUp",
                                        f"pod triggered scale-up: [{{{pool['status'].get('instanceGroup', name)}"
                                        f" {before}->{before + n_nodes} (max: {_max_nodes(pool)})}}]")
             else:
                 retry = got.retry_at if got.retry_at is not None else now + FAILED_SCALE_UP_BACKOFF_SECONDS
+                if cls is not None:
+                    retry = self._class_backoff(cls, pool, retry, now)
+                    if retry is None:  # a flex-start rule still inside capacityCheckWaitTimeSeconds: hold
+                        todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
+                        held = self.backoff[name]
+                        wake = held if wake is None else min(wake, held)
+                        continue
                 self.backoff[name] = retry
                 wake = retry if wake is None else min(wake, retry)
                 for p in placed:
@@ -173,6 +215,39 @@ class Autoscaler(Controller):
                                        f"Node scale up in zones {pool['status']['zone']} associated with this pod "
                                        f"failed: GCE out of resources. Pod is at risk of not being scheduled.")
         return wake
+
+    def _rank(self, options: list) -> list:
+        """Order scale-up options: ComputeClass pools by rule priority (pools the class may not use are
+        dropped), other pools as before (fewest nodes, then cheapest, then name)."""
+        out = []
+        for o in options:
+            cls = class_of_pool(o[3])
+            if cls is None:
+                out.append(((1, "", 0, o[0], o[1], o[2]), o))
+                continue
+            cc = self.store.peek("ComputeClass", cls)
+            idx = rule_index(cc, o[3]) if cc is not None else None
+            if idx is not None:
+                out.append(((0, cls, idx, o[0], o[1], o[2]), o))
+        out.sort(key=lambda t: t[0])
+        return [o for _, o in out]
+
+    def _class_backoff(self, cls: str, pool: dict[str, Any], retry: float, now: float) -> float | None:
+        """Backoff after a failed scale-up of a ComputeClass pool: the option is skipped for about 5 minutes
+        (then retried from the top); a flex-start rule first waits ``capacityCheckWaitTimeSeconds`` for
+        capacity (None: keep waiting on this rule, lower rules are not tried)."""
+        name = pool["spec"]["name"]
+        cc = self.store.peek("ComputeClass", cls)
+        idx = rule_index(cc, pool) if cc is not None else None
+        rule = rules(cc)[idx] if cc is not None and idx is not None and idx < len(rules(cc)) else None
+        wait = flex_wait(rule)
+        if wait > 0:
+            started = self.flex_waiting.setdefault(name, now)
+            if now < started + wait:
+                self.backoff[name] = min(retry, started + wait)
+                return None
+            self.flex_waiting.pop(name, None)
+        return now + STOCKOUT_BACKOFF_SECONDS
 
     def _ignore_consumers(self, pods: list[dict[str, Any]]) -> None:
         """Pods consuming a ProvisioningRequest never trigger ordinary scale-up; say why, as GKE does."""
@@ -217,6 +292,81 @@ class Autoscaler(Controller):
             if reasons and self.explained.get(uid) != message:
                 self.explained[uid] = message
                 self.events.record(pod, "Normal", "NotTriggerScaleUp", message)
+
+    # -- 1b. ComputeClass active migration ---------------------------------------------------------------
+    def _migrate(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
+                 pods: list[dict[str, Any]]) -> float | None:
+        """``activeMigration.optimizeRulePriority``: a slice of a lower-priority rule whose pods a
+        higher-priority pool can take gets a new slice there; the old one is cordoned and its pods evicted
+        (their controllers recreate them, and the scheduler binds them to the new nodes)."""
+        now = self.ctx.now()
+        by_pool = {p["spec"]["name"]: p for p in pools}
+        wake: float | None = None
+        count: dict[str, int] = {}
+        for n in nodes:
+            name = n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, "")
+            count[name] = count.get(name, 0) + 1
+        live = [p for p in pods if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)
+                and not p["metadata"].get("deletionTimestamp")]
+        if any(class_of_pod(p) for p in pending_pods(pods)):
+            return None  # fallback first: migrate only once the class's pending pods are placed
+        slices: dict[str, list[dict[str, Any]]] = {}
+        for n in nodes:
+            if (n.get("spec") or {}).get("unschedulable"):
+                continue
+            slices.setdefault(n["metadata"].get("annotations", {}).get(ANN_SLICE, n["metadata"]["name"]), []).append(n)
+        for members in slices.values():
+            pool = by_pool.get(members[0]["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""))
+            cls = class_of_pool(pool) if pool is not None else None
+            cc = self.store.peek("ComputeClass", cls) if cls else None
+            if pool is None or cc is None or not ((cc.get("spec") or {}).get("activeMigration") or {}).get(
+                    "optimizeRulePriority"):
+                continue
+            here = rule_index(cc, pool)
+            names = {n["metadata"]["name"] for n in members}
+            movers = [p for p in live if p["spec"]["nodeName"] in names and class_of_pod(p) == cls]
+            if here is None or here == 0 or not movers:
+                continue
+            better = sorted((rule_index(cc, p), p["spec"]["name"], p) for p in pools
+                            if class_of_pool(p) == cls and not p["status"].get("queued")
+                            and (rule_index(cc, p) if rule_index(cc, p) is not None else here) < here)
+            for _, target_name, target in better:
+                if self.backoff.get(target_name, 0.0) > now:
+                    wake = self.backoff[target_name] if wake is None else min(wake, self.backoff[target_name])
+                    continue
+                hosts = _hosts(target)
+                room = (_max_nodes(target) - count.get(target_name, 0)) // hosts * hosts
+                n_nodes, placed = pack(movers, pool_shape(target), room) if room > 0 else (0, [])
+                if len(placed) < len(movers):
+                    continue
+                n_nodes = min(room, -(-n_nodes // hosts) * hosts)
+                got = grow(self.ctx, target, n_nodes)
+                if not got.ok:
+                    self.backoff[target_name] = now + STOCKOUT_BACKOFF_SECONDS
+                    wake = self.backoff[target_name] if wake is None else min(wake, self.backoff[target_name])
+                    continue
+                count[target_name] = count.get(target_name, 0) + n_nodes
+                self._evict_for_migration(members, movers, cls, target_name)
+                break
+        return wake
+
+    def _evict_for_migration(self, members: list[dict[str, Any]], movers: list[dict[str, Any]], cls: str,
+                             target: str) -> None:
+        for n in members:
+            node = clone(n)
+            node.setdefault("spec", {})["unschedulable"] = True
+            taints = node["spec"].setdefault("taints", [])
+            if not any(t.get("key") == UNSCHEDULABLE_TAINT for t in taints):
+                taints.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
+            self.store.update(node, validate=False)
+            self.events.record(n, "Normal", "ActiveMigration",  # [inferred wording]
+                               f"Node cordoned by cluster autoscaler: ComputeClass {cls} prefers node pool {target}")
+        for p in movers:
+            self.events.record(p, "Normal", "ActiveMigration",  # [inferred wording]
+                               f"Pod evicted by cluster autoscaler to move it to a higher-priority node pool "
+                               f"{target} of ComputeClass {cls}")
+            with contextlib.suppress(NotFound):
+                self.store.delete("Pod", p["metadata"]["name"], p["metadata"].get("namespace", "default"))
 
     # -- 2. scale down -----------------------------------------------------------------------------------------
     def _scale_down(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
