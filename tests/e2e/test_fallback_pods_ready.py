@@ -187,7 +187,7 @@ data:
     # the stock-out at 7200 s: the job waits in backoff until ~9480 s although capacity is back
     twin.advance(2 * H - 320 + 300)
     wl = _wl(twin)
-    assert wl["status"]["requeueState"]["count"] == 7 and not _cond(wl, "QuotaReserved").get("status") == "True"
+    assert wl["status"]["requeueState"]["count"] == 7 and _cond(wl, "QuotaReserved").get("status") != "True"
     twin.advance(9480 - 7500 + 300)
     wl = _wl(twin)
     assert _tpu_flavor(wl) == "on-demand"  # still the first flavor after every requeue
