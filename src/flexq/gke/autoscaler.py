@@ -31,7 +31,8 @@ from flexq.errors import NotFound
 from flexq.gke import catalog
 from flexq.gke.cache import cache_for
 from flexq.gke.compute_class import (
-    STOCKOUT_BACKOFF_SECONDS,
+    BACKOFF_RESET_SECONDS,
+    backoff_after,
     class_of_pod,
     class_of_pool,
     flex_wait,
@@ -94,7 +95,8 @@ class Autoscaler(Controller):
         super().__init__(ctx)
         self.backoff: dict[str, float] = {}  # pool -> no scale-up attempt before this time
         self.explained: dict[str, str] = {}  # pod uid -> last NotTriggerScaleUp message (no repeats)
-        self.flex_waiting: dict[str, float] = {}  # flex-start ComputeClass pool -> when its capacity wait began
+        self.flex_waiting: dict[str, float] = {}
+        self.fail_streak: dict[str, tuple[int, float]] = {}  # ComputeClass pool -> (failures in a row, last)  # flex-start ComputeClass pool -> when its capacity wait began
 
     def watches(self) -> list[Watch]:
         cluster = self.ctx.settings.get("gkeCluster")
@@ -191,6 +193,7 @@ class Autoscaler(Controller):
             if got.ok:
                 self.backoff.pop(name, None)
                 self.flex_waiting.pop(name, None)
+                self.fail_streak.pop(name, None)
                 before = count.get(name, 0)
                 count[name] = before + n_nodes
                 if cls is not None:
@@ -247,7 +250,15 @@ class Autoscaler(Controller):
                 self.backoff[name] = min(retry, started + wait)
                 return None
             self.flex_waiting.pop(name, None)
-        return now + STOCKOUT_BACKOFF_SECONDS
+        return now + self._streak_backoff(name, now)
+
+    def _streak_backoff(self, name: str, now: float) -> float:
+        """Seconds to skip a ComputeClass option after a failed scale-up (exponential, reset after 3 h)."""
+        streak, last = self.fail_streak.get(name, (0, now))
+        if now - last > BACKOFF_RESET_SECONDS:
+            streak = 0
+        self.fail_streak[name] = (streak + 1, now)
+        return backoff_after(streak + 1)
 
     def _ignore_consumers(self, pods: list[dict[str, Any]]) -> None:
         """Pods consuming a ProvisioningRequest never trigger ordinary scale-up; say why, as GKE does."""
@@ -342,10 +353,11 @@ class Autoscaler(Controller):
                 n_nodes = min(room, -(-n_nodes // hosts) * hosts)
                 got = grow(self.ctx, target, n_nodes)
                 if not got.ok:
-                    self.backoff[target_name] = now + STOCKOUT_BACKOFF_SECONDS
+                    self.backoff[target_name] = now + self._streak_backoff(target_name, now)
                     wake = self.backoff[target_name] if wake is None else min(wake, self.backoff[target_name])
                     continue
                 count[target_name] = count.get(target_name, 0) + n_nodes
+                self.fail_streak.pop(target_name, None)
                 self._evict_for_migration(members, movers, cls, target_name)
                 break
         return wake

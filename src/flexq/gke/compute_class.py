@@ -11,6 +11,8 @@ Owns, as pure functions over objects:
   ``minMemoryGb``. A bound pool no rule matches is a last resort under ``whenUnsatisfiable: ScaleUpAnyway``
   and never used under ``DoNotScaleUp`` (the default). Pool auto-creation (``nodePoolAutoCreation``) is not
   modelled: rules are satisfied by existing pools only.
+- ``backoff_after(streak)``: how long a stocked-out option is skipped (cluster-autoscaler's node-group backoff:
+  5 minutes, doubling per failure in a row up to 30, forgotten after 3 h without a failure);
 - ``flex_wait(rule)``: how long a flex-start rule waits for capacity before the autoscaler falls back
   (``capacityCheckWaitTimeSeconds``; GKE's default for flex-start rules, about 3 minutes [inferred from
   Google's published examples and skills notes]).
@@ -24,10 +26,13 @@ from typing import Any
 from flexq.api.wellknown import COMPUTE_CLASS_LABEL
 from flexq.gke import catalog
 
-__all__ = ["STOCKOUT_BACKOFF_SECONDS", "FLEX_DEFAULT_WAIT_SECONDS", "class_of_pod", "class_of_pool", "flex_wait",
+__all__ = ["STOCKOUT_BACKOFF_SECONDS", "MAX_BACKOFF_SECONDS", "BACKOFF_RESET_SECONDS", "FLEX_DEFAULT_WAIT_SECONDS",
+           "backoff_after", "class_of_pod", "class_of_pool", "flex_wait",
            "rule_index", "rules"]
 
-STOCKOUT_BACKOFF_SECONDS = 300.0  # cluster-autoscaler's initial node-group backoff after a failed scale-up
+STOCKOUT_BACKOFF_SECONDS = 300.0  # cluster-autoscaler --initial-node-group-backoff-duration=5m
+MAX_BACKOFF_SECONDS = 1800.0  # --max-node-group-backoff-duration=30m
+BACKOFF_RESET_SECONDS = 3 * 3600.0  # --node-group-backoff-reset-timeout=3h
 FLEX_DEFAULT_WAIT_SECONDS = 180.0
 
 
@@ -102,6 +107,12 @@ def rule_index(cc: dict[str, Any], pool: dict[str, Any]) -> int | None:
     if ((cc.get("spec") or {}).get("whenUnsatisfiable") or "DoNotScaleUp") == "ScaleUpAnyway":
         return len(rs)
     return None
+
+
+def backoff_after(streak: int) -> float:
+    """Cluster-autoscaler's exponential node-group backoff for the ``streak``-th failure in a row (≥ 1):
+    5 min, 10, 20, then 30 min."""
+    return min(STOCKOUT_BACKOFF_SECONDS * 2 ** max(streak - 1, 0), MAX_BACKOFF_SECONDS)
 
 
 def flex_wait(rule: dict[str, Any] | None) -> float:
