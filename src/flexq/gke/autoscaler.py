@@ -29,7 +29,7 @@ from flexq.api.wellknown import (
 )
 from flexq.errors import NotFound
 from flexq.gke import catalog
-from flexq.gke.cache import cache_for
+from flexq.gke.cache import GkeCache, cache_for
 from flexq.gke.compute_class import (
     BACKOFF_RESET_SECONDS,
     backoff_after,
@@ -39,7 +39,7 @@ from flexq.gke.compute_class import (
     rule_index,
     rules,
 )
-from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pod_requests, pool_shape, used_on_nodes
+from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pod_requests, pool_shape
 from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, ANN_UNNEEDED_SINCE, grow, nodes_of, pools_of, shrink
 from flexq.gke.provisioning import active_booking, booked_nodes
 from flexq.runtime import Context, Controller, Result, Watch
@@ -112,17 +112,19 @@ class Autoscaler(Controller):
         pools = [p for p in pools_of(self.ctx) if (p["spec"].get("autoscaling") or {}).get("enabled")
                  and p["spec"].get("status") in ("RUNNING", "RECONCILING")]
         nodes = nodes_of(self.ctx)
-        pods = cache_for(self.store).pod_list()
-        wake = [self._scale_up(pools, nodes, pods), self._migrate(pools, nodes, pods),
-                self._scale_down(pools, nodes, pods)]
+        cache = cache_for(self.store)
+        wake = [self._scale_up(pools, nodes, cache), self._migrate(pools, nodes, cache),
+                self._scale_down(pools, nodes, cache)]
         due = [w for w in wake if w is not None]
         return Result(requeue_after=max(0.5, min(due) - self.ctx.now())) if due else None
 
     # -- 1. scale up -------------------------------------------------------------------------------------------
     def _unhelped(self, pending: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                  pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                  cache: GkeCache) -> list[dict[str, Any]]:
         """Pending pods that no existing or upcoming node can take (simulated on free capacity)."""
-        used = used_on_nodes(pods)
+        if not pending:
+            return []
+        used = dict(cache.used)
         shapes = {n["metadata"]["name"]: node_shape(n) for n in nodes}
         left = []
         for pod in pending:
@@ -136,11 +138,11 @@ class Autoscaler(Controller):
         return left
 
     def _scale_up(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                  pods: list[dict[str, Any]]) -> float | None:
+                  cache: GkeCache) -> float | None:
         now = self.ctx.now()
-        pending = pending_pods(pods)
+        pending = cache.pending()
         self._ignore_consumers([p for p in pending if _consumes_request(p)])
-        todo = self._unhelped([p for p in pending if not _consumes_request(p)], nodes, pods)
+        todo = self._unhelped([p for p in pending if not _consumes_request(p)], nodes, cache)
         wake: float | None = None
         count = {p["spec"]["name"]: 0 for p in pools}
         for n in nodes:
@@ -306,7 +308,7 @@ class Autoscaler(Controller):
 
     # -- 1b. ComputeClass active migration ---------------------------------------------------------------
     def _migrate(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                 pods: list[dict[str, Any]]) -> float | None:
+                 cache: GkeCache) -> float | None:
         """``activeMigration.optimizeRulePriority``: a slice of a lower-priority rule whose pods a
         higher-priority pool can take gets a new slice there; the old one is cordoned and its pods evicted
         (their controllers recreate them, and the scheduler binds them to the new nodes)."""
@@ -317,10 +319,9 @@ class Autoscaler(Controller):
         for n in nodes:
             name = n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, "")
             count[name] = count.get(name, 0) + 1
-        live = [p for p in pods if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)
-                and not p["metadata"].get("deletionTimestamp")]
-        if any(class_of_pod(p) for p in pending_pods(pods)):
+        if any(class_of_pod(p) for p in cache.pending()):
             return None  # fallback first: migrate only once the class's pending pods are placed
+        live: list[dict[str, Any]] | None = None
         slices: dict[str, list[dict[str, Any]]] = {}
         for n in nodes:
             if (n.get("spec") or {}).get("unschedulable"):
@@ -333,6 +334,9 @@ class Autoscaler(Controller):
             if pool is None or cc is None or not ((cc.get("spec") or {}).get("activeMigration") or {}).get(
                     "optimizeRulePriority"):
                 continue
+            if live is None:
+                live = [p for p in cache.pod_list() if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)
+                        and not p["metadata"].get("deletionTimestamp")]
             here = rule_index(cc, pool)
             names = {n["metadata"]["name"] for n in members}
             movers = [p for p in live if p["spec"]["nodeName"] in names and class_of_pod(p) == cls]
@@ -382,11 +386,10 @@ class Autoscaler(Controller):
 
     # -- 2. scale down -----------------------------------------------------------------------------------------
     def _scale_down(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                    pods: list[dict[str, Any]]) -> float | None:
+                    cache: GkeCache) -> float | None:
         now = self.ctx.now()
-        busy = {p["spec"]["nodeName"] for p in pods
-                if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)}
-        busy |= booked_nodes(self.store, nodes, pods)  # OSS bookings hold existing nodes as if their pods ran
+        busy = cache.busy_nodes()
+        busy |= booked_nodes(self.store, nodes, cache)  # OSS bookings hold existing nodes as if their pods ran
         by_pool: dict[str, list[dict[str, Any]]] = {}
         for n in nodes:
             by_pool.setdefault(n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""), []).append(n)
@@ -421,15 +424,16 @@ class Autoscaler(Controller):
 
     def _unneeded_since(self, node: dict[str, Any], busy: set[str], now: float) -> float | None:
         """When the node became empty (annotating it the first time it is seen empty), or None if busy."""
-        node = clone(node)  # a cache object
-        ann = node["metadata"].get("annotations") or {}
+        ann = node["metadata"].get("annotations") or {}  # a cache object: copied only to write
         name = node["metadata"]["name"]
         if name in busy:
             if ANN_UNNEEDED_SINCE in ann:
+                node = clone(node)
                 node["metadata"]["annotations"].pop(ANN_UNNEEDED_SINCE)
                 self.store.update(node, validate=False)
             return None
         if ANN_UNNEEDED_SINCE not in ann:
+            node = clone(node)
             node["metadata"].setdefault("annotations", {})[ANN_UNNEEDED_SINCE] = repr(now)
             self.store.update(node, validate=False)
             return now

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from random import Random
 
+from flexq.kueue import concurrent_admission as ca
 from flexq.kueue.config import KueueConfig
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload import (
@@ -161,6 +162,8 @@ class PodsScheduledTracker(Controller):
         cur = self.store.peek("Workload", name, ns)
         if cur is None or is_true(cur, "Finished") or not is_admitted(cur):
             return None
+        if self.state.config.gate(ca.GATE) and ca.is_variant(cur):
+            return None  # a Variant's pods belong to its Parent's job; the Parent is tracked
         wl = status_copy(cur)
         now = self.ctx.now()
         pr = find_condition(wl, "PodsReady")

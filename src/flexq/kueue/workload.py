@@ -303,7 +303,10 @@ class WorkloadInfo:
             tr = self.total_requests[i] if i < len(self.total_requests) else None
             shapes.append([ps.get("name"), tr.count if tr else ps.get("count", 1), sorted((tr.requests if tr else {}).items()),
                            spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"), ps.get("minCount")])
-        raw = json.dumps([shapes, self.priority], sort_keys=True, default=str)
+        allowed = ((self.obj.get("metadata") or {}).get("annotations") or {}).get(
+            "kueue.x-k8s.io/workload-allowed-resource-flavors")  # ConcurrentAdmission Variants differ by it
+        raw = json.dumps([shapes, self.priority] + ([allowed] if allowed is not None else []), sort_keys=True,
+                         default=str)
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     def uses(self, frs: set[tuple[str, str]]) -> bool:
