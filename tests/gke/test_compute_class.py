@@ -14,7 +14,7 @@ import pytest
 
 from flexq import Twin
 from flexq.errors import ApiError
-from tests.gke.twin_helpers import POOLS, H, fixture, profile
+from flexq.testing.gke_twin import POOLS, H, fixture, profile
 
 CLASS = "tpu-class"
 CC = f"""
