@@ -207,12 +207,13 @@ class Autoscaler(Controller):
             else:
                 retry = got.retry_at if got.retry_at is not None else now + FAILED_SCALE_UP_BACKOFF_SECONDS
                 if cls is not None:
-                    retry = self._class_backoff(cls, pool, retry, now)
-                    if retry is None:  # a flex-start rule still inside capacityCheckWaitTimeSeconds: hold
+                    backed = self._class_backoff(cls, pool, retry, now)
+                    if backed is None:  # a flex-start rule still inside capacityCheckWaitTimeSeconds: hold
                         todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
                         held = self.backoff[name]
                         wake = held if wake is None else min(wake, held)
                         continue
+                    retry = backed
                 self.backoff[name] = retry
                 wake = retry if wake is None else min(wake, retry)
                 for p in placed:
@@ -331,7 +332,7 @@ class Autoscaler(Controller):
             pool = by_pool.get(members[0]["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""))
             cls = class_of_pool(pool) if pool is not None else None
             cc = self.store.peek("ComputeClass", cls) if cls else None
-            if pool is None or cc is None or not ((cc.get("spec") or {}).get("activeMigration") or {}).get(
+            if pool is None or cls is None or cc is None or not ((cc.get("spec") or {}).get("activeMigration") or {}).get(
                     "optimizeRulePriority"):
                 continue
             if live is None:
@@ -342,9 +343,12 @@ class Autoscaler(Controller):
             movers = [p for p in live if p["spec"]["nodeName"] in names and class_of_pod(p) == cls]
             if here is None or here == 0 or not movers:
                 continue
-            better = sorted((rule_index(cc, p), p["spec"]["name"], p) for p in pools
-                            if class_of_pool(p) == cls and not p["status"].get("queued")
-                            and (rule_index(cc, p) if rule_index(cc, p) is not None else here) < here)
+            better: list[tuple[int, str, dict[str, Any]]] = []
+            for p in pools:
+                idx = rule_index(cc, p) if class_of_pool(p) == cls and not p["status"].get("queued") else None
+                if idx is not None and idx < here:
+                    better.append((idx, p["spec"]["name"], p))
+            better.sort(key=lambda b: (b[0], b[1]))
             for _, target_name, target in better:
                 if self.backoff.get(target_name, 0.0) > now:
                     wake = self.backoff[target_name] if wake is None else min(wake, self.backoff[target_name])

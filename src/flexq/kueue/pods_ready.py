@@ -12,8 +12,9 @@ Owns:
   ``backoffMaxSeconds``, times (1 + U[0,1)·0.0001).
 - ``PodsScheduledTracker``: v0.20's unscheduled-pods tracker (KEP-13502, kueue#15402, gate
   ``WaitForPodsReadyUnscheduledTimeout`` with ``waitForPodsReady.unscheduledTimeout`` > 0). For each
-  admitted, unfinished workload it counts the job's pods (reached through owner references) that the
-  scheduler bound, and writes the Workload condition ``PodsScheduled`` (True ``AllRequiredPodsScheduled``
+  admitted, unfinished workload it counts, per pod set (label ``kueue.x-k8s.io/podset``), the job's pods
+  (reached through owner references) that the scheduler bound — a pod set with no pod yet while others
+  have some, like a RayJob's submitter, is not waited for — and writes the Workload condition ``PodsScheduled`` (True ``AllRequiredPodsScheduled``
   / False ``WaitForScheduling``); while pods are unscheduled and not yet ready it sets
   ``PodsReady=False`` with reason ``WaitForScheduling`` (upstream's ``kueue.WorkloadWaitForScheduling``),
   and back to ``WaitForStart`` once all are bound. The workload controller then evicts with
@@ -29,6 +30,7 @@ from random import Random
 
 from flexq.kueue import concurrent_admission as ca
 from flexq.kueue.config import KueueConfig
+from flexq.kueue.podset import PODSET_LABEL
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload import (
     backoff_seconds,
@@ -38,7 +40,7 @@ from flexq.kueue.workload import (
     parse_ts,
     set_condition,
 )
-from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import status_copy
 
 __all__ = ["PodsScheduledTracker", "WAIT_FOR_RECOVERY", "WAIT_FOR_SCHEDULING", "WAIT_FOR_START",
@@ -80,12 +82,12 @@ def requeue_wait(cfg: KueueConfig, count: int, rng: Random | None = None) -> flo
     return backoff_seconds(cfg.backoff_base_seconds, cfg.backoff_max_seconds, count, jitter)
 
 
-def _required(wl: dict) -> int:
+def _required(wl: dict) -> dict[str, int]:
+    """Pods each pod set needs (admitted counts, else the spec's)."""
     adm = (wl.get("status") or {}).get("admission") or {}
-    counts = [int(a.get("count") or 0) for a in adm.get("podSetAssignments") or [] if a.get("count") is not None]
-    if counts:
-        return sum(counts)
-    return sum(int(ps.get("count") or 0) for ps in (wl.get("spec") or {}).get("podSets") or [])
+    out = {a["name"]: int(a.get("count") or 0) for a in adm.get("podSetAssignments") or []
+           if a.get("count") is not None}
+    return out or {ps["name"]: int(ps.get("count") or 0) for ps in (wl.get("spec") or {}).get("podSets") or []}
 
 
 class PodsScheduledTracker(Controller):
@@ -114,7 +116,7 @@ class PodsScheduledTracker(Controller):
         out: set[str] = set()
         todo, depth = list(obj["metadata"].get("ownerReferences") or []), 0
         while todo and depth < 4:
-            nxt = []
+            nxt: list[dict] = []
             for ref in todo:
                 if ref.get("uid") in out:
                     continue
@@ -141,21 +143,28 @@ class PodsScheduledTracker(Controller):
                 out.append((ns, wl["metadata"]["name"]))
         return out
 
-    def _scheduled(self, wl: dict) -> int:
+    def _all_scheduled(self, wl: dict) -> bool:
+        """Every pod set's pods are bound (or succeeded). A pod set none of whose pods exist yet while
+        others' do — a RayJob's submitter, created once the cluster is ready — is not waited for."""
         ns = wl["metadata"].get("namespace", "")
         owners = {r.get("uid") for r in wl["metadata"].get("ownerReferences") or []}
-        n = 0
+        bound: dict[str, int] = {}
+        seen: set[str] = set()
         for pod in self.store.list("Pod", ns):
             if pod["metadata"].get("deletionTimestamp") or not (self._chain(pod, ns) & owners):
                 continue
+            ps = (pod["metadata"].get("labels") or {}).get(PODSET_LABEL, "")
             phase = (pod.get("status") or {}).get("phase")
             if phase == "Failed":
                 continue
+            seen.add(ps)
             if phase == "Succeeded" or (pod.get("spec") or {}).get("nodeName"):
-                n += 1
-        return n
+                bound[ps] = bound.get(ps, 0) + 1
+        if not seen:
+            return False
+        return all(bound.get(ps, 0) >= n for ps, n in _required(wl).items() if ps in seen or n == 0)
 
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: tuple[str, str]) -> Result | None:
         if not self._on():
             return None
         ns, name = key
@@ -170,7 +179,7 @@ class PodsScheduledTracker(Controller):
         if pr is not None and pr.get("status") == "True":
             all_in = True
         else:
-            all_in = self._scheduled(wl) >= _required(wl)
+            all_in = self._all_scheduled(wl)
         changed = set_condition(wl, "PodsScheduled", all_in, ALL_SCHEDULED if all_in else WAIT_FOR_SCHEDULING,
                                 "All required pods are scheduled" if all_in else MSG_UNSCHEDULED, now)
         if pr is None or pr.get("status") != "True":
