@@ -206,7 +206,7 @@ def test_single_host_flex_start_tpu_rule_is_accepted() -> None:
     t.apply({"apiVersion": "cloud.google.com/v1", "kind": "ComputeClass", "metadata": {"name": "flex"},
              "spec": {"priorities": [{"tpu": {"type": "tpu-v6e-slice", "count": 8, "topology": "2x4"},
                                       "flexStart": {"enabled": True}, "capacityCheckWaitTimeSeconds": 300}]}})
-    got = t.get("cc", "flex")
+    got = t.get("computeclass", "flex")
     assert got["spec"]["whenUnsatisfiable"] == "DoNotScaleUp"
     assert got["spec"]["priorities"][0]["capacityCheckWaitTimeSeconds"] == 300
 

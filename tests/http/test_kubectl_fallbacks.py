@@ -90,7 +90,8 @@ def test_compute_class_apply_get_describe(served: Served) -> None:
                                             "spot": True}
     assert got["spec"]["activeMigration"]["optimizeRulePriority"] is True
     assert got["spec"]["priorities"][2]["capacityCheckWaitTimeSeconds"] == 300
-    assert "tpu-class" in served.kubectl("get", "cc").stdout
+    table = served.kubectl("get", "computeclasses").stdout.splitlines()
+    assert table[0].split() == ["NAME", "AGE"] and table[1].split()[0] == "tpu-class"  # as GKE prints it
     desc = served.kubectl("describe", "computeclass", "tpu-class").stdout
     for text in ("Priorities:", "Nodepools:", "on-demand-pool", "Optimize Rule Priority:  true",
                  "When Unsatisfiable:", "DoNotScaleUp", "Flex Start:"):
@@ -103,7 +104,7 @@ def test_compute_class_refused_with_the_reason(served: Served) -> None:
     assert r.returncode != 0
     assert 'The ComputeClass "flex-multihost" is invalid' in r.stderr
     assert "spec.priorities[0].tpu" in r.stderr and "flex-start VMs support only single-host TPU slices" in r.stderr
-    assert served.kubectl("get", "cc", "flex-multihost", check=False).returncode != 0
+    assert served.kubectl("get", "computeclass", "flex-multihost", check=False).returncode != 0
 
 
 def test_wait_for_pods_ready_eviction_through_kubectl(served: Served) -> None:

@@ -7,9 +7,11 @@ Owns the model of the fields the twin acts on (GKE's CRD reference, docs …/ref
 ``location``, ``priorityScore``; other GKE fields are kept as given), ``whenUnsatisfiable`` (``DoNotScaleUp``,
 the default since GKE 1.33, or ``ScaleUpAnyway``), ``activeMigration {optimizeRulePriority}``,
 ``nodePoolAutoCreation {enabled}``, ``priorityDefaults``, ``nodePoolConfig``, ``autoscalingPolicy``; the
-KindInfo (cluster-scoped, short name ``cc``); and the semantic checks that refuse what GKE refuses (their
-wording is the twin's own [inferred]: GKE does not publish its messages). No behaviour (the autoscaler
-in ``flexq.gke.compute_class`` reads these objects). Must not import outside ``flexq.api`` and ``flexq.errors``.
+KindInfo (cluster-scoped, no short name; ``kubectl get computeclasses`` prints NAME and AGE as on GKE); and
+the semantic checks that refuse what GKE refuses (their wording is the twin's own [inferred]: GKE does not
+publish its messages). No behaviour (the autoscaler
+in ``flexq.gke.compute_class`` reads these objects). Must not import
+outside ``flexq.api`` and ``flexq.errors``.
 """
 
 from __future__ import annotations
@@ -162,6 +164,6 @@ def validate_compute_class(new: dict, old: dict | None) -> list[Cause]:
 
 KINDS: list[KindInfo] = [
     KindInfo(GROUP, "ComputeClass", "computeclasses", {"v1": ComputeClass}, namespaced=False,
-             short_names=("cc",), validate=validate_compute_class,
+             validate=validate_compute_class,
              printer_columns=[PrinterColumn("Age", ".metadata.creationTimestamp", "date")]),
 ]
