@@ -174,6 +174,14 @@ def test_do_not_scale_up_leaves_pods_pending_when_no_rule_is_satisfiable() -> No
     assert t.list("Node", label_selector="cloud.google.com/compute-class=" + CLASS) == []
 
 
+def test_every_rule_in_backoff_is_explained() -> None:
+    t = class_twin({"match": {"machineTypes": ["ct6e-*"]}, "available": 0})
+    _submit(t)
+    t.advance(60)
+    why = [e["message"] for e in _events(t, "NotTriggerScaleUp")]
+    assert "pod didn't trigger scale-up: 2 in backoff after failed scale-up" in why
+
+
 def test_pools_of_another_class_or_none_are_not_used() -> None:
     t = class_twin()
     t.apply(CC.replace(f"name: {CLASS}", "name: other"))

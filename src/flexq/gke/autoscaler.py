@@ -179,10 +179,12 @@ class Autoscaler(Controller):
                 # remaining rule wins; when every rule is backed off, wait for the earliest to expire
                 ready = [o for o in options if class_of_pool(o[3]) == cls and self.backoff.get(o[2], 0.0) <= now]
                 if not ready:
-                    soonest = min(self.backoff.get(o[2], now) for o in options if class_of_pool(o[3]) == cls)
+                    mine = [o for o in options if class_of_pool(o[3]) == cls]
+                    soonest = min(self.backoff.get(o[2], now) for o in mine)
                     wake = soonest if wake is None else min(wake, soonest)
                     placed_names = {p["metadata"]["name"] for p in placed}
                     todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
+                    self._explain_backoff(placed, len(mine))
                     continue
                 n_nodes, _, name, pool, placed = ready[0]
             placed_names = {p["metadata"]["name"] for p in placed}
@@ -221,6 +223,15 @@ class Autoscaler(Controller):
                                        f"Node scale up in zones {pool['status']['zone']} associated with this pod "
                                        f"failed: GCE out of resources. Pod is at risk of not being scheduled.")
         return wake
+
+    def _explain_backoff(self, pods: list[dict[str, Any]], n: int) -> None:
+        """Every option of the pods' ComputeClass is backed off: say so, as the cluster autoscaler does."""
+        message = f"pod didn't trigger scale-up: {n} in backoff after failed scale-up"
+        for pod in pods:
+            uid = pod["metadata"].get("uid", pod["metadata"]["name"])
+            if self.explained.get(uid) != message:
+                self.explained[uid] = message
+                self.events.record(pod, "Normal", "NotTriggerScaleUp", message)
 
     def _rank(self, options: list) -> list:
         """Order scale-up options: ComputeClass pools by rule priority (pools the class may not use are
