@@ -7,12 +7,19 @@ Owns the scale decisions for ordinary pending pods (ProvisioningRequests are ``p
      (then the cheaper, then the name). Multi-host TPU pools grow in whole slices. The pool's max-nodes
      and the capacity profile bound the scale-up; a stock-out leaves the pods Pending with a
      ``FailedScaleUp`` event and is retried when the profile says capacity may return.
+     Pools bound to a custom ComputeClass (``compute_class``) are ranked by the class's priority rules
+     instead (the priority expander); a stocked-out option is skipped for the cluster autoscaler's
+     node-group backoff (5 min doubling to 30) and the next rule scales up in the same pass; when every
+     rule is backed off the pods get ``NotTriggerScaleUp`` (``N in backoff after failed scale-up``).
+  1b. ``activeMigration.optimizeRulePriority``: a slice on a lower rule whose pods a higher rule's pool can
+     take now gets a new slice there; the old one is cordoned and its pods evicted (``ActiveMigration``).
   2. Nodes of autoscaled pools (queued ones included) with no running pod are "unneeded"; after
      ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes,
      unless a ProvisioningRequest still books them (Provisioned and not BookingExpired): the nodes created
      for it, or, for the OSS classes, the existing nodes its not-yet-bound pods would fill.
-Writes: Node objects (create via ``nodes.grow``, delete), the ``unneeded-since`` node annotation, and
-``TriggeredScaleUp`` / ``FailedScaleUp`` / ``ScaleDown`` events.
+Writes: Node objects (create via ``nodes.grow``, delete, cordon), the ``unneeded-since`` node annotation,
+Pod deletions (active migration), and ``TriggeredScaleUp`` / ``FailedScaleUp`` / ``NotTriggerScaleUp`` /
+``ActiveMigration`` / ``ScaleDown`` events.
 
 Must not import other domain packages or flexq.http.
 """
@@ -95,8 +102,8 @@ class Autoscaler(Controller):
         super().__init__(ctx)
         self.backoff: dict[str, float] = {}  # pool -> no scale-up attempt before this time
         self.explained: dict[str, str] = {}  # pod uid -> last NotTriggerScaleUp message (no repeats)
-        self.flex_waiting: dict[str, float] = {}
-        self.fail_streak: dict[str, tuple[int, float]] = {}  # ComputeClass pool -> (failures in a row, last)  # flex-start ComputeClass pool -> when its capacity wait began
+        self.flex_waiting: dict[str, float] = {}  # flex-start ComputeClass pool -> when its capacity wait began
+        self.fail_streak: dict[str, tuple[int, float]] = {}  # ComputeClass pool -> (failures in a row, last)
 
     def watches(self) -> list[Watch]:
         cluster = self.ctx.settings.get("gkeCluster")
@@ -324,6 +331,8 @@ class Autoscaler(Controller):
         """``activeMigration.optimizeRulePriority``: a slice of a lower-priority rule whose pods a
         higher-priority pool can take gets a new slice there; the old one is cordoned and its pods evicted
         (their controllers recreate them, and the scheduler binds them to the new nodes)."""
+        if not any(class_of_pool(p) for p in pools):
+            return None  # no pool bound to a ComputeClass: nothing to migrate (the tutorial's case)
         now = self.ctx.now()
         by_pool = {p["spec"]["name"]: p for p in pools}
         wake: float | None = None
@@ -343,8 +352,8 @@ class Autoscaler(Controller):
             pool = by_pool.get(members[0]["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""))
             cls = class_of_pool(pool) if pool is not None else None
             cc = self.store.peek("ComputeClass", cls) if cls else None
-            if pool is None or cls is None or cc is None or not ((cc.get("spec") or {}).get("activeMigration") or {}).get(
-                    "optimizeRulePriority"):
+            migrate = ((cc or {}).get("spec") or {}).get("activeMigration") or {}
+            if pool is None or cls is None or cc is None or not migrate.get("optimizeRulePriority"):
                 continue
             if live is None:
                 live = [p for p in cache.pod_list() if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)
