@@ -224,3 +224,63 @@ def test_pool_body_is_bound_by_label_and_taint() -> None:
     pool = t.gke("GET", POOLS + "/spot-pool")
     assert pool["config"]["labels"] == {"cloud.google.com/compute-class": CLASS}
     assert pool["config"]["taints"][0]["key"] == "cloud.google.com/compute-class"
+
+
+FLEX_CC = """
+apiVersion: cloud.google.com/v1
+kind: ComputeClass
+metadata: {name: flex-class}
+spec:
+  priorities:
+  - tpu: {type: tpu-v6e-slice, count: 8, topology: 2x4}
+    flexStart: {enabled: true}
+    capacityCheckWaitTimeSeconds: 600
+  - tpu: {type: tpu-v6e-slice, count: 8, topology: 2x4}
+"""
+
+
+def _flex_twin(stockout_end: str) -> Twin:
+    t = Twin(clock="virtual")
+    t.core.project.create(profile({"rules": [
+        {"match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["flex-start"]},
+         "windows": [{"start": "0s", "end": stockout_end, "available": 0}]}]}))
+    req = fixture("create-cluster")
+    t.gke("POST", req["path"], req["body"])
+    t.advance(30)
+    for name, flex in (("flex-pool", True), ("od-pool", False)):
+        req = copy.deepcopy(fixture("create-ondemand-pool"))
+        np = req["body"]["nodePool"]
+        np["name"] = name
+        np["config"]["machineType"] = "ct6e-standard-8t"
+        np["placementPolicy"] = {"tpuTopology": "2x4"}
+        np["config"]["labels"] = {"cloud.google.com/compute-class": "flex-class"}
+        np["config"]["taints"] = [{"key": "cloud.google.com/compute-class", "value": "flex-class",
+                                   "effect": "NO_SCHEDULE"}]
+        if flex:
+            np["config"]["flexStart"] = True
+            np["config"].pop("reservationAffinity", None)
+        t.gke("POST", req["path"], req["body"])
+        t.advance(30)
+    t.apply(FLEX_CC)
+    pod = class_pod("single", run_seconds=H)
+    pod["spec"]["nodeSelector"].update({"cloud.google.com/compute-class": "flex-class",
+                                        "cloud.google.com/gke-tpu-topology": "2x4"})
+    for c in pod["spec"]["containers"]:
+        c["resources"] = {"requests": {"google.com/tpu": "8"}, "limits": {"google.com/tpu": "8"}}
+    t.apply(pod)
+    return t
+
+
+def test_flex_start_rule_waits_capacity_check_wait_time_then_falls_back() -> None:
+    t = _flex_twin("1h")
+    t.advance(590)
+    assert _pool_of_pods(t)["single"] == ""  # still waiting for flex-start capacity, on-demand not tried
+    assert t.get("Pod", "single", "default")["status"]["phase"] == "Pending"
+    t.advance(60)
+    assert _pool_of_pods(t)["single"] == "od-pool"
+
+
+def test_flex_start_rule_gets_capacity_within_the_wait() -> None:
+    t = _flex_twin("5m")
+    t.advance(600)
+    assert _pool_of_pods(t)["single"] == "flex-pool"
