@@ -1,4 +1,4 @@
-"""core/v1 and batch/v1 kinds: Namespace, Node, Pod, PodTemplate, ConfigMap, Service, Event, Job.
+"""core/v1 and batch/v1 kinds: Namespace, Node, Pod, PodTemplate, ConfigMap, Service, ServiceAccount, Event, Job.
 
 Only the fields the twin reads are modelled field by field (with the API server's validation); the rest
 of each spec is kept as sent (``Loose``).
@@ -292,6 +292,19 @@ class Event(ObjectBase):
     action: str | None = None
 
 
+class LocalObjectReference(Loose):
+    name: str | None = None
+
+
+class ServiceAccount(ObjectBase):
+    """A core/v1 ServiceAccount, stored as sent (the twin issues no tokens for it: its API server serves one
+    admin token; kept so manifests that run workloads under their own account apply as on GKE)."""
+
+    secrets: list[ObjectReference] | None = _merged_by("name")
+    image_pull_secrets: list[LocalObjectReference] | None = None
+    automount_service_account_token: bool | None = None
+
+
 # -- batch/v1 Job ---------------------------------------------------------------------------------
 
 
@@ -341,6 +354,8 @@ KINDS = [
              status_subresource=False),
     KindInfo("", "Service", "services", {"v1": Service}, generation=False, short_names=("svc",), categories=("all",),
              name_rule="label", prepare_create=prepare_service),
+    KindInfo("", "ServiceAccount", "serviceaccounts", {"v1": ServiceAccount}, generation=False,
+             short_names=("sa",), status_subresource=False),
     KindInfo("", "Event", "events", {"v1": Event}, generation=False, short_names=("ev",), status_subresource=False),
     KindInfo("batch", "Job", "jobs", {"v1": Job}, categories=("all",), mutate=suspend_queued_job,
              prepare_create=prepare_job),

@@ -56,7 +56,8 @@ class KindInfo:
     mutate: Converter2 | None = None  # mutating admission (e.g. Kueue's suspend-on-create webhook)
     prepare_create: Callable[[dict], None] | None = None  # the API server's own defaulting once uid is known
     printer_columns: list[PrinterColumn] = field(default_factory=list)
-    name_rule: str = "subdomain"  # metadata.name: "subdomain" (most kinds) or "label" (Namespace, Service)
+    name_rule: str = "subdomain"  # metadata.name: "subdomain" (most kinds), "label" (Namespace, Service)
+    # or "path" (RBAC kinds: any path segment)
     served_by_addon: str = ""  # e.g. "RayOperator": only served when the cluster has that addon
 
     def __post_init__(self) -> None:

@@ -170,12 +170,17 @@ def validate(info: KindInfo, obj: dict, unknown: UnknownFields = "Strict") -> tu
 
 
 def check_name(info: KindInfo, meta: dict) -> list[Cause]:
-    """metadata.name against the kind's rule (DNS-1123 subdomain, or label for Namespace/Service)."""
+    """metadata.name against the kind's rule (DNS-1123 subdomain, label for Namespace/Service, a path segment
+    for RBAC objects)."""
     name = meta.get("name")
     if not name:
         if meta.get("generateName"):
             return []
         return [Cause("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")]
+    if info.name_rule == "path":  # path.IsValidPathSegmentName (RBAC objects: "system:controller:x" is valid)
+        bad = next((f"may not be '{name}'" for _ in [0] if name in (".", "..")), None) or next(
+            (f"may not contain '{c}'" for c in ("/", "%") if c in name), None)
+        return [Cause("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {bad}')] if bad else []
     check = check_dns1123_label if info.name_rule == "label" else check_dns1123_subdomain
     try:
         check(name)

@@ -1,5 +1,5 @@
 """Entry point of the ``flexq`` command: sub-commands up, down, env, demo, status, dashboard, submit, logs,
-simulate.
+fallback, simulate.
 
 Owns: argument parsing and dispatch only; each command's work lives in its own module (``lifecycle`` for
 up/down/env, ``demo``, ``status``/``kubeclient`` for status and logs, ``submit``). Heavy modules are imported
@@ -143,6 +143,16 @@ def _cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_fallback(args: argparse.Namespace) -> int:
+    from flexq.cli import fallback
+
+    if args.fallback_command == "manifests":
+        sys.stdout.write(fallback.manifests_yaml(namespace=args.namespace, image=args.image, package=args.package,
+                                                 state_namespace=args.manifest_state_namespace))
+        return 0
+    return fallback.run(args, console, err_console)
+
+
 def _cmd_simulate(args: argparse.Namespace) -> int:
     console.print(SIMULATE_PLAN)
     return 0
@@ -232,6 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with -f, how long to wait for the job's pod to start (as kubectl)")
     _kube_flags(lg)
     lg.set_defaults(func=_cmd_logs)
+
+    from flexq.cli.fallback import add_parser as add_fallback
+
+    add_fallback(sub, _kube_flags).set_defaults(func=_cmd_fallback)
 
     sm = sub.add_parser("simulate", help="capacity planning on a virtual clock (planned)")
     sm.set_defaults(func=_cmd_simulate)

@@ -1,0 +1,130 @@
+"""apps/v1 Deployment: stored, defaulted and validated as the API server does; no controller.
+
+The twin keeps Deployments so that manifests with one — ``flexq fallback manifests`` runs flexq's fallback
+from one — apply as they would on GKE (``kubectl apply``, ``--dry-run=server``, ``kubectl get deploy``), but it
+runs no Deployment controller: no ReplicaSets or pods are made from them and ``status`` stays empty (the twin's
+pods are made by KubeRay and Job controllers, and its nodes run simulated or Ray workloads, not images).
+
+Defaults (``SetDefaults_Deployment``): ``replicas`` 1, ``strategy`` RollingUpdate with 25% max unavailable and
+surge, ``revisionHistoryLimit`` 10, ``progressDeadlineSeconds`` 600, the pod template's pod-spec defaults.
+Validation (``ValidateDeploymentSpec``): a non-empty ``selector`` that matches the template's labels, a template
+whose ``restartPolicy`` is Always, non-negative counts, no ``rollingUpdate`` with the Recreate strategy; the
+selector cannot change. No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from flexq.api.base import LabelSelector, Loose, ObjectBase, field_error
+from flexq.api.core import PodTemplateSpec
+from flexq.api.core_defaults import _defaulted, _dict, default_pod_spec
+from flexq.api.registry import KindInfo, PrinterColumn
+from flexq.errors import Cause
+
+
+def default_deployment(dep: dict) -> None:
+    spec = _dict(dep, "spec")
+    if spec is None:
+        return
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    strategy = spec.setdefault("strategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            ru = strategy.setdefault("rollingUpdate", {})
+            if isinstance(ru, dict):
+                ru.setdefault("maxUnavailable", "25%")
+                ru.setdefault("maxSurge", "25%")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    template = _dict(spec, "template")
+    pod_spec = _dict(template, "spec") if template is not None else None
+    if pod_spec is not None:
+        default_pod_spec(pod_spec)
+
+
+def _matches(selector: LabelSelector, labels: dict[str, str]) -> bool:
+    if any(labels.get(k) != v for k, v in (selector.match_labels or {}).items()):
+        return False
+    for e in selector.match_expressions or []:
+        present, value = e.key in labels, labels.get(e.key)
+        ok = {"In": present and value in (e.values or []), "NotIn": not present or value not in (e.values or []),
+              "Exists": present, "DoesNotExist": not present}.get(e.operator, False)
+        if not ok:
+            return False
+    return True
+
+
+class DeploymentStrategy(Loose):
+    type: Literal["Recreate", "RollingUpdate"] | None = None
+    rolling_update: dict[str, Any] | None = None
+
+
+class DeploymentSpec(Loose):
+    replicas: int | None = Field(default=None, ge=0)
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec
+    strategy: DeploymentStrategy | None = None
+    min_ready_seconds: int | None = Field(default=None, ge=0)
+    revision_history_limit: int | None = Field(default=None, ge=0)
+    progress_deadline_seconds: int | None = None
+    paused: bool | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> DeploymentSpec:
+        if self.selector is None:
+            raise field_error("selector", "Required value", "FieldValueRequired")
+        if not self.selector.match_labels and not self.selector.match_expressions:
+            raise field_error("selector", "Invalid value: {}: empty selector is invalid for deployment")
+        labels = (self.template.metadata.labels if self.template.metadata else None) or {}
+        if not _matches(self.selector, labels):
+            raise field_error("template.metadata.labels", f"Invalid value: {labels}: `selector` does not match "
+                              "template `labels`")
+        rp = self.template.spec.restart_policy
+        if rp != "Always":
+            raise field_error("template.spec.restartPolicy", f'Unsupported value: "{rp}": supported values: '
+                              '"Always"', "FieldValueNotSupported")
+        if self.strategy and self.strategy.type == "Recreate" and self.strategy.rolling_update is not None:
+            raise field_error("strategy.rollingUpdate", "Forbidden: may not be specified when strategy `type` "
+                              "is 'Recreate'", "FieldValueForbidden")
+        if self.progress_deadline_seconds is not None and self.progress_deadline_seconds <= (
+                self.min_ready_seconds or 0):
+            raise field_error("progressDeadlineSeconds", f"Invalid value: {self.progress_deadline_seconds}: must "
+                              "be greater than minReadySeconds")
+        return self
+
+
+class Deployment(ObjectBase):
+    """An apps/v1 Deployment (see the module docstring: stored and validated, no controller)."""
+
+    spec: DeploymentSpec
+    status: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        return _defaulted(data, default_deployment)
+
+
+def validate_deployment(new: dict, old: dict | None) -> list[Cause]:
+    """``spec.selector`` is immutable in apps/v1."""
+    if old is None:
+        return []
+    sel, old_sel = (new.get("spec") or {}).get("selector"), (old.get("spec") or {}).get("selector")
+    if sel != old_sel:
+        return [Cause("spec.selector", "FieldValueInvalid", f"Invalid value: {sel}: field is immutable")]
+    return []
+
+
+KINDS = [
+    KindInfo("apps", "Deployment", "deployments", {"v1": Deployment}, short_names=("deploy",),
+             categories=("all",), validate=validate_deployment,
+             printer_columns=[PrinterColumn("Ready", ".status.readyReplicas", "integer"),
+                              PrinterColumn("Up-to-date", ".status.updatedReplicas", "integer"),
+                              PrinterColumn("Available", ".status.availableReplicas", "integer"),
+                              PrinterColumn("Age", ".metadata.creationTimestamp", "date")]),
+]
