@@ -176,6 +176,30 @@ def test_rows_sorted_by_creation_and_rendered() -> None:
     assert st.rows_as_dicts(rows)[0]["waitedSeconds"] == 100
 
 
+def test_the_fallbacks_note_leads_the_why_column() -> None:
+    """A job flexq's fallback moved says so, in one line, in WHY (and in the JSON rows), ahead of Kueue's words."""
+    from flexq.fallback.policy import ANN_MOVED
+
+    assert st.FALLBACK_MOVED == ANN_MOVED
+    note = "on-demand stocked out (ZONE_RESOURCE_POOL_EXHAUSTED) for 5m12s → moved to dws"
+    moved = workload("rayjob-moved-1", RESERVED, cond("Admitted", "True", "Admitted", "admitted", T0 + 9),
+                     flavors=("default-cpu", "dws"))
+    other = workload("rayjob-other-1", cond("QuotaReserved", "False", "Pending", "insufficient quota", T0))
+    job = {"apiVersion": "ray.io/v1", "kind": "RayJob",
+           "metadata": {"name": "moved", "namespace": "default", "annotations": {ANN_MOVED: note}}}
+    stranger = {**job, "metadata": {**job["metadata"], "namespace": "elsewhere"}}
+    rows = st.workload_rows(st.Snapshot(workloads=[moved, other], flavors=FLAVORS, jobs=[stranger, job]), T0 + 60)
+    by = {r.workload: r for r in rows}
+    assert by["rayjob-moved-1"].why == f"{note}; waiting for pods"
+    assert by["rayjob-other-1"].why == "insufficient quota"
+    assert note in status_text(rows, width=400)
+    assert st.rows_as_dicts(rows)[[r.workload for r in rows].index("rayjob-moved-1")]["why"].startswith(note)
+    running = workload("rayjob-moved-1", RESERVED, cond("Admitted", "True", "Admitted", "", T0 + 9),
+                       cond("PodsReady", "True", "PodsReady", "", T0 + 30), flavors=("default-cpu", "dws"))
+    [row] = st.workload_rows(st.Snapshot(workloads=[running], jobs=[job]), T0 + 60)
+    assert (row.state, row.why) == ("Running", note)
+
+
 @pytest.mark.parametrize("secs, text", [(0, "0s"), (59.9, "59s"), (61, "1m01s"), (3600, "1h00m"),
                                         (90061, "1d01h"), (-5, "0s")])
 def test_fmt_duration(secs: float, text: str) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from flexq.cli.status import Snapshot
+from flexq.cli.status import FALLBACK_MOVED, Snapshot
 
 __all__ = ["connect", "list_objects", "list_core", "fetch_snapshot", "apply_objects", "job_pods",
            "stream_logs", "ClientError"]
@@ -22,6 +22,7 @@ __all__ = ["connect", "list_objects", "list_core", "fetch_snapshot", "apply_obje
 KUEUE = ("kueue.x-k8s.io", ("v1beta2", "v1beta1"))
 AUTOSCALING = ("autoscaling.x-k8s.io", ("v1", "v1beta1"))
 RAY = ("ray.io", ("v1",))
+BATCH = ("batch", ("v1",))
 
 
 class ClientError(RuntimeError):
@@ -117,7 +118,18 @@ def fetch_snapshot(api: Any, namespace: str | None = None) -> Snapshot:
         nodes = list_core(api, "list_node")
     except ClientError:
         nodes = []  # a namespace-scoped user may not list nodes; costs then come from the catalog alone
-    return Snapshot(workloads=workloads, provisioning_requests=prs, nodes=nodes, flavors=flavors)
+    # jobs that carry a note from flexq's fallback (fallback.flexq.dev/moved): shown in the WHY column
+    jobs = [{**j, "kind": kind} for plural, kind, gv in (("rayjobs", "RayJob", RAY), ("jobs", "Job", BATCH))
+            for j in _list_quietly(api, gv, plural, namespace)
+            if FALLBACK_MOVED in ((j.get("metadata") or {}).get("annotations") or {})]
+    return Snapshot(workloads=workloads, provisioning_requests=prs, nodes=nodes, flavors=flavors, jobs=jobs)
+
+
+def _list_quietly(api: Any, gv: tuple[str, tuple[str, ...]], plural: str, namespace: str | None) -> list[dict]:
+    try:
+        return list_objects(api, gv, plural, namespace)
+    except ClientError:  # a user who may not list jobs still gets the table
+        return []
 
 
 def apply_objects(api: Any, objs: list[dict], namespace: str) -> list[str]:

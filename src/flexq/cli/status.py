@@ -25,7 +25,7 @@ from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import parse_time
 from flexq.gke import catalog
 
-__all__ = ["Snapshot", "WorkloadRow", "workload_rows", "workload_cost", "workload_state", "job_of",
+__all__ = ["Snapshot", "WorkloadRow", "fallback_note", "workload_rows", "workload_cost", "workload_state", "job_of",
            "provisioning_state", "fmt_duration", "fmt_cost", "rows_as_dicts"]
 
 _PR_ATTEMPT = re.compile(r"-(\d+)$")
@@ -42,6 +42,22 @@ class Snapshot:
     flavors: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)  # core Events about pods (FailedScaleUp, preemptions)
     stockouts: dict[str, str] = field(default_factory=dict)  # node pool -> GCE's stock-out message, when known
+    jobs: list[dict] = field(default_factory=list)  # the workloads' jobs (RayJob, Job): the fallback's note
+
+
+FALLBACK_MOVED = "fallback.flexq.dev/moved"  # flexq.fallback.policy.ANN_MOVED: what flexq's fallback did, one line
+
+
+def fallback_note(wl: dict, jobs: list[dict]) -> str:
+    """The one line flexq's fallback wrote on the workload's job (``on-demand stocked out (…) for 5m12s → moved
+    to dws``), or ''."""
+    kind, _, name = job_of(wl).partition("/")
+    ns = (wl.get("metadata") or {}).get("namespace", "")
+    for job in jobs:
+        md = job.get("metadata") or {}
+        if job.get("kind") == kind and md.get("name") == name and md.get("namespace", "") == ns:
+            return (md.get("annotations") or {}).get(FALLBACK_MOVED, "")
+    return ""
 
 
 @dataclass(frozen=True)
@@ -60,6 +76,7 @@ class WorkloadRow:
     provisioning: str                 # "<ProvisioningRequest>: <state>" or ""
     cost: float                       # USD so far
     reason: Explanation | None = None  # the coded reason it waits (flexq.api.reasons), None when it does not
+    note: str = ""                    # what flexq's fallback did to its job (also leads ``why``)
 
     @property
     def plan_text(self) -> str:
@@ -324,13 +341,15 @@ def _row(wl: dict, snap: Snapshot, now: float) -> WorkloadRow:
     pod_events = [e for e in snap.events if job and (e.get("involvedObject") or {}).get("kind") == "Pod"
                   and e["metadata"].get("namespace") == meta.get("namespace")
                   and (e.get("involvedObject") or {}).get("name", "").startswith(job + "-")]
+    note = fallback_note(wl, snap.jobs)
     reason = explain(wl, snap.provisioning_requests, pod_events, now,
                      {k: v for k, v in snap.stockouts.items() if k in pools})
     return WorkloadRow(
         namespace=meta.get("namespace", ""), workload=meta["name"], job=job_of(wl),
         queue=spec.get("queueName", ""), cluster_queue=(status.get("admission") or {}).get("clusterQueue", ""),
-        plan=_plan(wl), state=state, waited=waited, why=_why(wl, state, prs[-1] if prs else None),
-        provisioning=pr_text, cost=workload_cost(wl, snap, now), reason=reason)
+        plan=_plan(wl), state=state, waited=waited, why="; ".join(p for p in (
+            note, _why(wl, state, prs[-1] if prs else None)) if p),
+        provisioning=pr_text, cost=workload_cost(wl, snap, now), reason=reason, note=note)
 
 
 def workload_rows(snap: Snapshot, now: float) -> list[WorkloadRow]:

@@ -66,10 +66,13 @@ def status_table(rows: Sequence[WorkloadRow], *, title: str | None = None, wide:
 
 
 def why_text(row: WorkloadRow) -> Text | str:
-    """The WHY cell: the coded reason (bold) and its detail, else the conditions' own words."""
+    """The WHY cell: what flexq's fallback did (when it did), then the coded reason (bold) and its detail, else
+    the conditions' own words."""
     if row.reason is None:
         return row.why or ""
-    return Text.assemble((row.reason.code, "bold"), ": ", row.reason.detail or row.why or "")
+    rest = row.why.removeprefix(row.note).removeprefix("; ") if row.note else row.why
+    lead = (row.note + "; ",) if row.note else ()
+    return Text.assemble(*lead, (row.reason.code, "bold"), ": ", row.reason.detail or rest or "")
 
 
 def reasons_legend(rows: Sequence[WorkloadRow]) -> Table | None:
