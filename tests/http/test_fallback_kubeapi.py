@@ -77,6 +77,20 @@ def test_api_errors_become_flexq_errors(api, served) -> None:
         api.merge_patch("Workload", "no-such-workload", "default", {"spec": {"active": False}})
     with pytest.raises(errors.NotFound):
         api.resource("Secret")
+    old = api.resource("Workload")
+    from flexq.fallback import kubeapi
+
+    kubeapi.KINDS["Workload"] = kubeapi.Resource(old.group, "v1alpha9", old.plural, True)
+    try:  # a cluster without Kueue's v1beta2 API: an error, not an empty list
+        with pytest.raises(errors.NotFound, match="needs Kueue 0.15 or later"):
+            api.list("Workload", "default")
+    finally:
+        kubeapi.KINDS["Workload"] = old
+    kubeapi.KINDS["RayJob"], saved = kubeapi.Resource("ray.io", "v9", "rayjobs", True), kubeapi.KINDS["RayJob"]
+    try:  # an optional kind the cluster does not serve: nothing to read
+        assert api.list("RayJob", "default") == []
+    finally:
+        kubeapi.KINDS["RayJob"] = saved
 
 
 def test_events_are_created_and_counted_as_kubectl_shows_them(api, served) -> None:

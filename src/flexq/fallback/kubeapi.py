@@ -76,6 +76,7 @@ _ERRORS: dict[int, type[errors.ApiError]] = {
     405: errors.MethodNotAllowed, 409: errors.Conflict, 410: errors.Gone, 413: errors.RequestEntityTooLarge,
     415: errors.UnsupportedMediaType, 422: errors.Invalid, 500: errors.InternalError,
 }
+_REQUIRED = {"Workload", "LocalQueue", "ClusterQueue", "ResourceFlavor"}
 # pods that are done can no longer be stocked out (what StoreAPI's pod cache leaves out too)
 _LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -170,8 +171,11 @@ class KubernetesAPI(ClusterAPI):
         query = {"fieldSelector": _LIVE_PODS} if kind == "Pod" else None
         try:
             doc = self.request("GET", res.path(namespace), query=query)
-        except errors.NotFound:  # a kind this cluster does not serve (no KubeRay, no ProvisioningRequests)
-            return []
+        except errors.NotFound as exc:
+            if kind in _REQUIRED:  # without Kueue's v1beta2 API the policy would silently see nothing
+                raise errors.NotFound(f"the cluster does not serve {res.plural}.{res.group}/{res.version}: "
+                                      "the fallback needs Kueue 0.15 or later") from exc
+            return []  # a kind this cluster does not serve (no KubeRay, no ProvisioningRequests)
         return self._items(kind, res, doc)
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
