@@ -21,6 +21,7 @@ kubeconfig, or ``in_cluster_client``).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import socket
@@ -155,7 +156,7 @@ class KubernetesAPI(ClusterAPI):
         except KeyError:
             raise errors.NotFound(f'the fallback does not use the kind "{kind}"') from None
 
-    def _items(self, kind: str, res: Resource, doc: dict) -> list[dict]:
+    def _items(self, kind: str, res: Resource, doc: dict) -> builtins.list[dict]:
         items = doc.get("items") or []
         for it in items:  # list items come without apiVersion/kind
             it.setdefault("apiVersion", res.api_version)
@@ -166,7 +167,7 @@ class KubernetesAPI(ClusterAPI):
     def now(self) -> float:
         return float(self.clock.now())
 
-    def list(self, kind: str, namespace: str | None = None) -> list[dict]:
+    def list(self, kind: str, namespace: str | None = None) -> builtins.list[dict]:
         res = self.resource(kind)
         query = {"fieldSelector": _LIVE_PODS} if kind == "Pod" else None
         try:
@@ -185,9 +186,9 @@ class KubernetesAPI(ClusterAPI):
         except errors.NotFound:
             return None
 
-    def capacity_events(self, namespace: str) -> list[dict]:
+    def capacity_events(self, namespace: str) -> builtins.list[dict]:
         res = KINDS["Event"]
-        out: list[dict] = []
+        out: builtins.list[dict] = []
         for reason in CAPACITY_EVENT_REASONS:
             doc = self.request("GET", res.path(namespace), query={"fieldSelector": f"reason={reason}"})
             out += self._items("Event", res, doc)
