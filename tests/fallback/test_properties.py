@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.fallback.conftest import build, submit
 
 from flexq.fallback.policy import ANN_MOVE
+from tests.fallback.conftest import build, submit
 
 MIN = 60.0
 
