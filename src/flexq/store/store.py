@@ -25,7 +25,7 @@ from typing import Any
 from flexq.api import scheme
 from flexq.api.registry import KindInfo, Registry
 from flexq.clock import Clock, format_time
-from flexq.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
+from flexq.errors import AlreadyExists, BadRequest, Cause, Conflict, Gone, Invalid, NotFound
 from flexq.store.gc import Txn
 from flexq.store.journal import Journal
 from flexq.store.patch import apply_patch
@@ -231,7 +231,8 @@ class Store:
             raise BadRequest("the namespace of the provided object does not match the namespace sent on the "
                              "request")
         data = clone(obj)
-        data.setdefault("metadata", {})
+        if data.get("metadata") is None:
+            data["metadata"] = {}
         if info.namespaced:
             data["metadata"]["namespace"] = ns or "default"
         else:
@@ -309,7 +310,14 @@ class Store:
         info = scheme.resolve_object(self.registry, obj)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
+            uid = (obj.get("metadata") or {}).get("uid")
+            if uid and uid != cur["metadata"].get("uid"):  # the API server's UID precondition on update
+                raise Conflict(f'Operation cannot be fulfilled on {info.plural}{"." + info.group if info.group else ""}'
+                               f' "{key[1]}": Precondition failed: UID in precondition: {uid}, UID in object meta: '
+                               f'{cur["metadata"].get("uid")}', kind=info.plural, group=info.group, name=key[1])
             data = clone(obj)
+            if data.get("metadata") is None:
+                data["metadata"] = {}
             data["metadata"]["namespace"] = key[0] if info.namespaced else None
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
@@ -386,9 +394,15 @@ class Store:
             patched = apply_patch(view, patch, patch_type, (info.group, info.kind))
             if not isinstance(patched, dict):
                 raise BadRequest("patch result is not an object")
-            pm = patched.setdefault("metadata", {})
+            if not isinstance(patched.get("metadata"), dict):
+                patched["metadata"] = {} if patched.get("metadata") is None else patched["metadata"]
+            scheme.check_shape(patched)
+            pm = patched["metadata"]
             if pm.get("name", name) != name:
                 raise BadRequest("the name of the object cannot be changed by a patch")
+            if pm.get("uid") and pm["uid"] != cur["metadata"].get("uid"):
+                raise scheme.invalid(info, name, [Cause("metadata.uid", "FieldValueInvalid",
+                                                        f'Invalid value: "{pm["uid"]}": field is immutable')])
             pm["name"] = name
             if subresource == "status":
                 if api_version and api_version != info.storage_api_version:
