@@ -71,6 +71,8 @@ def _message(etype: str, reason: str, msg: str, ctx: dict, value: Any) -> str:
         return f"Too many: {actual}: must have at most {ctx.get('max_length')} items"
     if reason == "FieldValueNotSupported" and "expected" in ctx:
         return f"Unsupported value: {_short(value)}: supported values: {ctx['expected']}"
+    if msg.startswith("Invalid value: "):  # a check that names the value itself
+        return msg
     prefix = _PREFIXES.get(reason)
     if prefix:
         return msg if msg.startswith(prefix) else f"{prefix}: {msg}"
