@@ -304,9 +304,12 @@ class Store:
         return key, cur
 
     def update(self, obj: dict, *, validate: bool = True, unknown_fields: str = "Strict",
-               namespace: str | None = None, dry_run: bool = False, copy_result: bool = True) -> dict:
+               namespace: str | None = None, dry_run: bool = False, copy_result: bool = True,
+               on_write: Callable[[dict, dict], dict] | None = None) -> dict:
         """Replace spec/metadata (status is kept for kinds with a status subresource). Returns a copy of
-        the stored version (with ``copy_result=False``, the stored version itself, read-only)."""
+        the stored version (with ``copy_result=False``, the stored version itself, read-only).
+        ``on_write(live, new)`` (both in ``obj``'s version) may amend the object before it is admitted
+        (the HTTP face keeps ``managedFields`` with it)."""
         info = scheme.resolve_object(self.registry, obj)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
@@ -318,6 +321,8 @@ class Store:
             data = clone(obj)
             if data.get("metadata") is None:
                 data["metadata"] = {}
+            if on_write is not None:
+                data = on_write(scheme.render(info, cur, obj.get("apiVersion")), data)
             data["metadata"]["namespace"] = key[0] if info.namespaced else None
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
@@ -385,8 +390,10 @@ class Store:
 
     def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *, patch_type: str = "merge",
               subresource: str | None = None, api_version: str | None = None, validate: bool = True,
-              unknown_fields: str = "Strict", dry_run: bool = False) -> dict:
-        """Patch the object as seen in ``api_version`` (storage version by default)."""
+              unknown_fields: str = "Strict", dry_run: bool = False,
+              on_write: Callable[[dict, dict], dict] | None = None) -> dict:
+        """Patch the object as seen in ``api_version`` (storage version by default); ``on_write`` as
+        ``update``'s."""
         info = self.info(kind)
         with self._lock:
             cur = self.get(kind, name, namespace)
@@ -411,6 +418,8 @@ class Store:
                 return self.update_status(patched, validate=validate, namespace=namespace)
             if info.status_subresource:
                 patched.pop("status", None)
+            if on_write is not None:
+                patched = on_write(view, patched)
             return self.update(patched, validate=validate, unknown_fields=unknown_fields, namespace=namespace,
                                dry_run=dry_run)
 

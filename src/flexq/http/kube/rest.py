@@ -335,9 +335,27 @@ class KubeFace:
 
             obj, warns = await self._write(mode, info, t.version, write_status)
         else:
+            track = self._tracker(request, info, t)
             obj, warns = await self._write(mode, info, t.version, lambda uf: self.store().update(
-                body, namespace=t.namespace, unknown_fields=uf, dry_run=dry))
+                body, namespace=t.namespace, unknown_fields=uf, dry_run=dry, on_write=track))
         return self._out(request, info, obj, t, 200, warns)
+
+    def _tracker(self, request: Request, info: KindInfo, t: Target) -> Any:
+        """``on_write`` for a non-apply write: once an object has ``managedFields`` (someone applied it),
+        the fields an update or patch changes pass to its manager (``fieldManager``, else the client's
+        User-Agent up to its first ``/``), as the API server records them, so a later apply by the manager
+        that lost a field conflicts (409) unless forced."""
+        manager = request.query_params.get("fieldManager") or \
+            (request.headers.get("user-agent") or "unknown").split("/")[0] or "unknown"
+        api_version = info.api_version(t.version)
+
+        def track(live: dict, new: dict) -> dict:
+            if not (live.get("metadata") or {}).get("managedFields"):
+                return new
+            return ssa.track_update(live, new, manager, api_version, format_time(self.loop.now()),
+                                    t.subresource)
+
+        return track
 
     async def patch(self, request: Request, t: Target, info: KindInfo) -> Response:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -353,9 +371,10 @@ class KubeFace:
         if ptype == "apply":
             return await self._apply(request, t, info, body, dry, mode)
         api_version = info.api_version(t.version)
+        track = self._tracker(request, info, t) if t.subresource is None else None
         obj, warns = await self._write(mode, info, t.version, lambda uf: self.store().patch(
             info.kind, t.name or "", body, t.namespace, patch_type=ptype, subresource=t.subresource,
-            api_version=api_version, unknown_fields=uf, dry_run=dry))
+            api_version=api_version, unknown_fields=uf, dry_run=dry, on_write=track))
         return self._out(request, info, obj, t, 200, warns)
 
     async def _apply(self, request: Request, t: Target, info: KindInfo, body: Any, dry: bool,
