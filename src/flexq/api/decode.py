@@ -89,40 +89,60 @@ def load_json(text: str) -> Any:
         raise BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
 
 
+def _scalar_size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, bool) or value is None:
+        return 5
+    if isinstance(value, int):
+        return 20 if value.bit_length() < 64 else len(str(value))
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise BadRequest(f"json: unsupported value: {value}")
+        return 24
+    raise BadRequest(f"json: unsupported type: {type(value).__name__}")
+
+
 def check_decoded(data: Any, limit: int = MAX_REQUEST, max_depth: int = MAX_DEPTH) -> int:
-    """Walk ``data`` without recursion, counting roughly its JSON size (shared YAML aliases counted at each
-    use, as the API server sees them after conversion to JSON): past ``limit`` bytes 413, nested deeper than
-    ``max_depth`` 400, a value JSON cannot carry (a YAML ``.inf``/``.nan`` float, binary) 400. Returns the size."""
-    size = 0
-    stack: list[tuple[Any, int]] = [(data, 0)]
+    """Size ``data`` as JSON would spell it out, counting each shared value (a YAML alias) at every use, as the
+    API server sees it after conversion to JSON: past ``limit`` bytes 413, nested deeper than ``max_depth`` or
+    recursive (a YAML alias inside its own anchor) 400, a value JSON cannot carry (a YAML ``.inf``/``.nan``,
+    a timestamp, binary) 400. Each distinct container is visited once, so an alias bomb costs no more than its
+    text: the walk is linear in the decoded objects, without recursion. Returns the size."""
+    if not isinstance(data, (dict, list)):
+        return _scalar_size(data)
+    memo: dict[int, tuple[int, int]] = {}  # id of a container -> (its size, its depth)
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
     while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            if depth >= max_depth:
+        value, done = stack.pop()
+        key = id(value)
+        children = value.values() if isinstance(value, dict) else value
+        if done:
+            on_path.discard(key)
+            size, depth = 2 + len(value), 1
+            if isinstance(value, dict):
+                size += sum(len(k) + 3 if isinstance(k, str) else len(str(k)) + 3 for k in value)
+            for child in children:
+                if isinstance(child, (dict, list)):
+                    csize, cdepth = memo[id(child)]
+                    size += csize
+                    depth = max(depth, cdepth + 1)
+                else:
+                    size += _scalar_size(child)
+                if size > limit:
+                    raise RequestEntityTooLarge(f"the decoded object is larger than the limit of {limit} bytes")
+            if depth > max_depth:
                 raise BadRequest(f"the object is nested too deeply: more than {max_depth} levels")
-            size += 2 + len(value)
-            for k, v in value.items():
-                if not isinstance(k, str):
-                    k = str(k)
-                size += len(k) + 3
-                stack.append((v, depth + 1))
-        elif isinstance(value, list):
-            if depth >= max_depth:
-                raise BadRequest(f"the object is nested too deeply: more than {max_depth} levels")
-            size += 2 + len(value)
-            stack.extend((v, depth + 1) for v in value)
-        elif isinstance(value, str):
-            size += len(value) + 2
-        elif isinstance(value, bool) or value is None:
-            size += 5
-        elif isinstance(value, int):
-            size += 20 if value.bit_length() < 64 else len(str(value))
-        elif isinstance(value, float):
-            if value != value or value in (float("inf"), float("-inf")):
-                raise BadRequest(f"json: unsupported value: {value}")
-            size += 24
-        else:
-            raise BadRequest(f"json: unsupported type: {type(value).__name__}")
-        if size > limit:
-            raise RequestEntityTooLarge(f"the decoded object is larger than the limit of {limit} bytes")
-    return size
+            memo[key] = (size, depth)
+            continue
+        if key in memo:
+            continue
+        if key in on_path:
+            raise BadRequest("the object refers to itself (a recursive YAML alias)")
+        if len(on_path) > max_depth:
+            raise BadRequest(f"the object is nested too deeply: more than {max_depth} levels")
+        on_path.add(key)
+        stack.append((value, True))
+        stack.extend((c, False) for c in children if isinstance(c, (dict, list)) and id(c) not in memo)
+    return memo[id(data)][0]
