@@ -319,10 +319,15 @@ def node_capacity(cluster_spec: dict[str, Any], node_range: str) -> tuple[int, s
     Pod range (``clusterIpv4Cidr``; default /14 with /24 per node: 1,024 nodes)."""
     import ipaddress
 
-    nodes = ipaddress.ip_network(node_range, strict=False)
-    pods = ipaddress.ip_network(cluster_spec.get("clusterIpv4Cidr") or "10.80.0.0/14", strict=False)
-    per_node = int(cluster_spec.get("podIpv4CidrSize") or
-                   ((cluster_spec.get("ipAllocationPolicy") or {}).get("podIpv4CidrSize") or 24))
+    given = cluster_spec.get("clusterIpv4Cidr") or "10.80.0.0/14"
+    try:
+        nodes = ipaddress.ip_network(node_range, strict=False)
+        pods = ipaddress.ip_network(given, strict=False)
+        per_node = int(cluster_spec.get("podIpv4CidrSize") or
+                       ((cluster_spec.get("ipAllocationPolicy") or {}).get("podIpv4CidrSize") or 24))
+    except (ValueError, TypeError):
+        raise invalid(f'Invalid value for field "cluster.cluster_ipv4_cidr": "{given}" is not a valid IPv4 '
+                      f'CIDR range (node range "{node_range}").') from None
     by_nodes = nodes.num_addresses - RESERVED_SUBNET_ADDRESSES
     by_pods = 2 ** max(0, per_node - pods.prefixlen) if per_node >= pods.prefixlen else 0
     if by_pods < by_nodes:
