@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-
 from flexq.api import scheme
 from flexq.api.decode import check_decoded, load_yaml_all
 from flexq.api.registry import KindInfo

@@ -192,7 +192,7 @@ def _version(twin: Twin, path: str) -> Any:
     del parts
     try:
         obj = twin.store.peek(kind, rest[0], "default")
-    except Exception:  # noqa: BLE001 - a kind the twin does not serve here
+    except Exception:
         return None
     return None if obj is None else obj["metadata"].get("resourceVersion")
 
