@@ -125,5 +125,6 @@ def teardown_module() -> None:
 
 def test_at_least_a_thousand_manifests_ran() -> None:
     """Runs after the fuzz test in this module (pytest keeps file order)."""
+    print(f"mutated manifests: {COUNTER}")
     assert COUNTER["manifests"] >= 1000, COUNTER
     assert COUNTER["refused"] > 100 and COUNTER["accepted"] > 10, COUNTER
