@@ -9,7 +9,8 @@
 A live twin (``Twin(clock="real", home=...)``) keeps its state in SQLite under ``home`` and runs its
 loop in a background thread; every method then runs on that thread and waits for the result.
 Objects go in and come out as plain Kubernetes JSON dicts. Methods act on the current cluster: the one
-chosen with ``twin.cluster(name)``, else the only GKE cluster, else the twin's default cluster.
+chosen with ``twin.cluster(name)``, else the root cluster: the one ``Twin(default_cluster=...)`` names, else the
+first GKE cluster created (a second one never replaces it), else the twin's own cluster.
 """
 
 from __future__ import annotations
