@@ -290,9 +290,13 @@ class Scheduler:
             if out is None:
                 continue
             self._issued += 1
-            self.events.record(out, "Normal", "Preempted", msg + f"; preemptor effective priority: {e.info.priority} "
-                               f"(base: {e.info.priority}, boost: 0); preemptee effective priority: {t.info.priority} "
-                               f"(base: {t.info.priority}, boost: 0)")
+            priorities = (f"preemptor effective priority: {e.info.priority} (base: {e.info.priority}, boost: 0); "
+                          f"preemptee effective priority: {t.info.priority} (base: {t.info.priority}, boost: 0)")
+            self.events.record(out, "Normal", "Preempted", f"{msg}; {priorities}")
+            vm = wl["metadata"]
+            self.events.record(e.info.obj, "Normal", "PreemptedWorkload",  # on the preemptor, as IssuePreemptions
+                               f"Preempted workload {vm['namespace']}/{vm['name']} (UID: {vm.get('uid', '')}) in "
+                               f"ClusterQueue {t.info.cluster_queue}; {priorities}")
             n += 1
         return n
 
