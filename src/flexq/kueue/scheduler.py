@@ -62,8 +62,15 @@ class Entry:
 
 
 def evict(store, recorder: EventRecorder, wl: dict, reason: str, message: str, now: float,
-          underlying: str = "", prepare=None) -> dict | None:
-    """``workloadevict.Evict``: Evicted=True, checks reset to Pending, eviction counters, event."""
+          underlying: str = "", prepare=None, merge_patch: bool = False) -> dict | None:
+    """``workloadevict.Evict``: Evicted=True, checks reset to Pending, eviction counters, event.
+
+    ``resetChecksOnEviction`` builds each reset check without ``retryCount`` unless it was in Retry (then +1),
+    but Kueue writes it by server-side apply: a field it leaves out stays when another manager owns it too, and
+    a check's controller owns the ``retryCount`` it applied with the whole list (the provisioning controller
+    copies every check into its apply). So a count survives a reset from Ready or Rejected, as upstream's
+    provisioning integration test expects (``RetryCount: 1``); with the ``WorkloadRequestUseMergePatch`` gate
+    (``merge_patch``) the list is replaced and the count goes."""
     cur = store.peek("Workload", wl["metadata"]["name"], wl["metadata"]["namespace"])
     if cur is None:
         return None
@@ -82,7 +89,7 @@ def evict(store, recorder: EventRecorder, wl: dict, reason: str, message: str, n
         c["lastTransitionTime"] = ts(now)
         if prev == "Retry":
             c["retryCount"] = int(c.get("retryCount") or 0) + 1
-        else:
+        elif merge_patch:
             c.pop("retryCount", None)
         c.pop("podSetUpdates", None)
     stats = st.setdefault("schedulingStats", {}).setdefault("evictions", [])
@@ -284,7 +291,8 @@ class Scheduler:
                 set_condition(obj, "Preempted", True, reason, msg, now)
 
             try:
-                out = evict(self.store, self.events, wl, "Preempted", msg, now, prepare=prep)
+                out = evict(self.store, self.events, wl, "Preempted", msg, now, prepare=prep,
+                            merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
             except (Conflict, NotFound):
                 continue
             if out is None:

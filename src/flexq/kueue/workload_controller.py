@@ -126,7 +126,8 @@ class WorkloadController(Controller):
         if is_admitted(wl):
             if policy != "HoldAndDrain" or is_evicted(wl):
                 return False
-            evict(self.store, self.events, wl, f"{kind}Stopped", f"The {kind} is stopped", now)
+            evict(self.store, self.events, wl, f"{kind}Stopped", f"The {kind} is stopped", now,
+                  merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
             return True
         if q is None or q["metadata"].get("deletionTimestamp"):
             unset_quota_reservation(wl, "Misconfigured", f"{kind} {name} is terminating or missing", now)
@@ -198,7 +199,8 @@ class WorkloadController(Controller):
                 remove_condition(obj, "DeactivationTarget")
                 (obj.get("status") or {}).pop("requeueState", None)
 
-            evict(self.store, self.events, wl, "Deactivated", msg, now, cause, prepare=prep)
+            evict(self.store, self.events, wl, "Deactivated", msg, now, cause, prepare=prep,
+                  merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
             return True, None
         if st.get("requeueState"):
             st.pop("requeueState")
@@ -299,7 +301,8 @@ class WorkloadController(Controller):
             return True
         if retry:
             evict(self.store, self.events, wl, "AdmissionCheck",
-                  f"Evicted due to {checks_message(retry, 'Retry')}", now)
+                  f"Evicted due to {checks_message(retry, 'Retry')}", now,
+                  merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
             return True
         return False
 
@@ -338,5 +341,5 @@ class WorkloadController(Controller):
             rs["count"] = n
 
         evict(self.store, self.events, wl, "PodsReadyTimeout", f"Exceeded the PodsReady timeout {ns}/{name}", now,
-              cause, prepare=prep)
+              cause, prepare=prep, merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
         return None
