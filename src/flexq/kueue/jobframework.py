@@ -6,7 +6,7 @@ Owns: ``JobController`` (one per kind in ``jobs.JOB_ADAPTERS``) and Kueue's Work
 workload is evicted) and the pod-template injection on start (flavors' nodeSelector/tolerations,
 checks' podSetUpdates) and its restoration on stop. On Workloads: creation (owner reference,
 ``kueue.x-k8s.io/job-uid`` label, ``provreq.kueue.x-k8s.io/*`` annotations, priority from a
-WorkloadPriorityClass), pod-set count updates and replacement slices of elastic jobs,
+WorkloadPriorityClass, ``maximumExecutionTimeSeconds`` from the ``kueue.x-k8s.io/max-exec-time-seconds`` label), pod-set count updates and replacement slices of elastic jobs,
 ``Finished`` (Succeeded / Failed / FailedToStart), ``PodsReady``, and quota release after an
 eviction once the job is inactive (QuotaReserved=False ``PendingEvaluation``, ``Requeued``).
 Events: CreatedWorkload, Started, Stopped, Suspended, FinishedWorkload.
@@ -36,9 +36,21 @@ __all__ = ["JobController", "workload_name"]
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
 SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
 MAX_NAME = 253
+
+
+def _max_exec_seconds(labels: dict) -> int | None:
+    """``MaximumExecutionTimeSecondsForObject``: the job's ``kueue.x-k8s.io/max-exec-time-seconds`` label, a
+    positive 32-bit integer, else None."""
+    raw = labels.get(MAX_EXEC_LABEL)
+    try:
+        v = int(str(raw), 10) if raw is not None else 0
+    except ValueError:
+        return None
+    return v if 0 < v < 2**31 else None
 
 
 def workload_name(kind: str, group: str, name: str, uid: str, extra: str = "") -> str:
@@ -203,6 +215,9 @@ class JobController(Controller):
                 ann[SLICE_REPLACEMENT_FOR] = f"{md['namespace']}/{replaces['metadata']['name']}"
                 ann[SLICE_NAME] = (replaces["metadata"].get("annotations") or {}).get(SLICE_NAME, replaces["metadata"]["name"])
         spec: dict = {"podSets": pod_sets, "queueName": (md.get("labels") or {}).get(QUEUE_LABEL, ""), "active": True}
+        limit = _max_exec_seconds(md.get("labels") or {})
+        if limit is not None:
+            spec["maximumExecutionTimeSeconds"] = limit
         pc = (md.get("labels") or {}).get(PRIORITY_LABEL)
         if pc:
             wpc = self.store.try_get("WorkloadPriorityClass", pc)

@@ -3,12 +3,14 @@
 Writes, on Workloads: ``spec.active=false`` when a DeactivationTarget is set; the Evicted condition
 for deactivation (``Deactivated`` / ``DeactivatedDueTo<Cause>``), for admission checks in Retry
 (``AdmissionCheck``) and for the PodsReady timeout (``PodsReadyTimeout``, with ``requeueState``);
-``DeactivationTarget`` for Rejected checks and for exceeding ``backoffLimitCount``; the
+``DeactivationTarget`` for Rejected checks, for exceeding ``backoffLimitCount`` and for exceeding
+``spec.maximumExecutionTimeSeconds`` (``MaximumExecutionTimeExceeded``); the
 ``Requeued`` condition when a backoff finishes (``BackoffFinished``) or a workload is reactivated;
 ``requeueState.requeueAt`` from checks' ``requeueAfterSeconds``; the list of
 ``status.admissionChecks`` (missing ones added as Pending, no-longer-applicable ones removed); the
 Admitted condition (``SyncAdmittedCondition``); QuotaReserved=False for queue blockers (missing or
-inactive LocalQueue / ClusterQueue). Events: ``Admitted``, ``AdmissionCheckRejected``, evictions.
+inactive LocalQueue / ClusterQueue). Events: ``Admitted``, ``AdmissionCheckRejected``,
+``MaximumExecutionTimeExceeded``, evictions.
 
 Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http``.
 """
@@ -117,7 +119,33 @@ class WorkloadController(Controller):
                 return None
             if self._stop_policy(wl, "ClusterQueue", cq_name or "", cq, now):
                 return None
-            return self._pods_ready_timeout(wl, now)
+            ready = self._pods_ready_timeout(wl, now)
+            limit = self._max_execution_time(wl, now)
+            # the sooner of the two re-checks
+            waits = [r.requeue_after for r in (ready, limit) if r is not None and r.requeue_after]
+            return Result(requeue_after=min(waits)) if waits else None
+        return None
+
+    def _max_execution_time(self, wl: dict, now: float) -> Result | None:
+        """``reconcileMaxExecutionTime``: an admitted workload past ``spec.maximumExecutionTimeSeconds`` (less
+        ``status.accumulatedPastExecutionTimeSeconds`` from earlier admissions) gets DeactivationTarget
+        ``MaximumExecutionTimeExceeded`` (and is then deactivated and evicted); before that, a re-check when due."""
+        admitted = find_condition(wl, "Admitted")
+        limit = (wl.get("spec") or {}).get("maximumExecutionTimeSeconds")
+        if admitted is None or admitted.get("status") != "True" or limit is None:
+            return None
+        st = wl.setdefault("status", {})
+        left = int(limit) - int(st.get("accumulatedPastExecutionTimeSeconds") or 0) \
+            - (now - parse_ts(admitted["lastTransitionTime"]))
+        if left > 0:
+            return Result(requeue_after=left)
+        if not is_true(wl, "DeactivationTarget"):
+            set_condition(wl, "DeactivationTarget", True, "MaximumExecutionTimeExceeded",
+                          "exceeding the maximum execution time", now)
+            st.pop("accumulatedPastExecutionTimeSeconds", None)
+            out = self.store.update_status(wl)
+            self.events.record(out, "Warning", "MaximumExecutionTimeExceeded",
+                               f"The maximum execution time ({int(limit)}s) exceeded")
         return None
 
     def _stop_policy(self, wl: dict, kind: str, name: str, q: dict | None, now: float) -> bool:
