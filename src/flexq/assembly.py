@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from flexq.api.kinds import default_registry
 from flexq.api.registry import Registry
 from flexq.clock import VirtualClock
@@ -48,6 +50,12 @@ class ClusterRuntime:
     def executors(self) -> list[Any]:
         """This cluster's own pod executors (pods are keyed by namespace and name, which clusters share)."""
         return self.ctx.executors
+
+    @property
+    def metrics(self) -> CollectorRegistry:
+        """This cluster's Prometheus registry: Kueue's metrics and the twin's ``flexq_`` ones."""
+        registry: CollectorRegistry = self.ctx.metrics
+        return registry
 
     @property
     def logs(self) -> PodLogs:
@@ -124,7 +132,7 @@ class TwinCore:
             store.serve_addons(settings.get("addons") or ())
         ctx = Context(store=store, loop=self.loop, rngs=self.rngs, cluster=name, project=self.project,
                       logs=PodLogs(self.home / "logs" / name if self.home else None), executors=self._executors(name),
-                      settings={**self.settings, **settings})
+                      settings={**self.settings, **settings}, metrics=CollectorRegistry(auto_describe=False))
         for domain in DOMAINS:
             domain.bootstrap(store)
         manager = Manager(ctx)

@@ -27,6 +27,7 @@ import yaml
 
 from flexq.http.app import build_app
 from flexq.http.protocol import protocol_class
+from flexq.http.seam import TwinServices
 from flexq.http.tls import Credentials, ensure_credentials
 from flexq.store.private import private_home, write_private
 
@@ -50,7 +51,7 @@ class Server:
         except (OSError, ValueError):
             return 0
 
-    def __init__(self, core: Any, home: str | Path, host: str = "127.0.0.1", port: int = 0, *,
+    def __init__(self, core: TwinServices, home: str | Path, host: str = "127.0.0.1", port: int = 0, *,
                  tls: bool = True, auth: bool = True) -> None:
         self.core, self.home, self.host = core, Path(home), host
         private_home(self.home)
@@ -203,7 +204,7 @@ def client_env(home: str | Path, info: dict[str, Any] | None = None) -> dict[str
     }
 
 
-def serve(core: Any, home: str | Path, host: str = "127.0.0.1", port: int = 0,
+def serve(core: TwinServices, home: str | Path, host: str = "127.0.0.1", port: int = 0,
           ready: threading.Event | None = None, stop: threading.Event | None = None) -> None:
     """Serve ``core`` until SIGTERM or SIGINT (in the main thread) or until ``stop`` is set — ``flexq up``'s
     foreground body. Writes the client files once listening (then sets ``ready``); removes ``server.json``
