@@ -6,7 +6,8 @@ Owns: ``JobController`` (one per kind in ``jobs.JOB_ADAPTERS``) and Kueue's Work
 workload is evicted) and the pod-template injection on start (flavors' nodeSelector/tolerations,
 checks' podSetUpdates) and its restoration on stop. On Workloads: creation (owner reference,
 ``kueue.x-k8s.io/job-uid`` label, ``provreq.kueue.x-k8s.io/*`` annotations, priority from a
-WorkloadPriorityClass, ``maximumExecutionTimeSeconds`` from the ``kueue.x-k8s.io/max-exec-time-seconds`` label), pod-set count updates and replacement slices of elastic jobs,
+WorkloadPriorityClass, ``maximumExecutionTimeSeconds`` from the ``kueue.x-k8s.io/max-exec-time-seconds``
+label), pod-set count updates and replacement slices of elastic jobs,
 ``Finished`` (Succeeded / Failed / FailedToStart), ``PodsReady``, and quota release after an
 eviction once the job is inactive (QuotaReserved=False ``PendingEvaluation``, ``Requeued``).
 Events: CreatedWorkload, Started, Stopped, Suspended, FinishedWorkload.
