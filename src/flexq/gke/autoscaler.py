@@ -199,7 +199,7 @@ class Autoscaler(Controller):
                 todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
             if self.backoff.get(name, 0.0) > now:
                 wake = self.backoff[name] if wake is None else min(wake, self.backoff[name])
-                self._in_backoff(placed)
+                self._explain_backoff(placed, 1)
                 continue
             got = grow(self.ctx, pool, n_nodes)
             if got.ok:
@@ -307,15 +307,6 @@ class Autoscaler(Controller):
             if self.explained.get(uid) != message:
                 self.explained[uid] = message
                 self.events.record(pod, "Normal" if reason == "IgnoredInScaleUp" else "Warning", reason, message)
-
-    def _in_backoff(self, pods: list[dict[str, Any]]) -> None:
-        """``NotTriggerScaleUp`` for pods whose node group is backing off after a failed scale-up."""
-        message = "pod didn't trigger scale-up: 1 in backoff after failed scale-up"
-        for pod in pods:
-            uid = pod["metadata"].get("uid", pod["metadata"]["name"])
-            if self.explained.get(uid) != message:
-                self.explained[uid] = message
-                self.events.record(pod, "Normal", "NotTriggerScaleUp", message)
 
     def _explain(self, pods: list[dict[str, Any]], pools: list[dict[str, Any]], count: dict[str, int]) -> None:
         """``NotTriggerScaleUp`` for pods no pool can take, worded as the cluster autoscaler does."""
