@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 from flexq.api.kinds import default_registry
 from flexq.api.registry import Registry
 from flexq.clock import VirtualClock
+from flexq.fallback import registry as fallback_registry
 from flexq.gke import registry as gke_registry
 from flexq.kube import registry as kube_registry
 from flexq.kuberay import registry as kuberay_registry
@@ -30,7 +31,7 @@ from flexq.store.private import private_home
 log = logging.getLogger("flexq.assembly")
 
 # Order matters only for determinism of wiring; packages never call each other.
-DOMAINS = [kube_registry, kueue_registry, gke_registry, kuberay_registry]
+DOMAINS = [kube_registry, kueue_registry, gke_registry, kuberay_registry, fallback_registry]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "kueue-system")
 DEFAULT_CLUSTER = ""  # the Kubernetes cluster of a twin that has no GKE cluster
 ROOT_KEY = "root-cluster"  # journal meta: the GKE cluster the root Kubernetes API serves

@@ -199,6 +199,7 @@ class Autoscaler(Controller):
                 todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
             if self.backoff.get(name, 0.0) > now:
                 wake = self.backoff[name] if wake is None else min(wake, self.backoff[name])
+                self._explain_backoff(placed, 1)
                 continue
             got = grow(self.ctx, pool, n_nodes)
             if got.ok:
