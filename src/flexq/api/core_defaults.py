@@ -11,8 +11,9 @@ No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from flexq.api.jsoncopy import clone
 
 # -- defaulting: SetDefaults_* of core/v1 and batch/v1 (run before validation, on create and update) ----------
 # Each function takes the raw object and fills in, in place, what the API server's defaulters fill in. They
@@ -22,7 +23,7 @@ def _defaulted(data: Any, fill: Any) -> Any:
     """A defaulted copy of a raw object about to be validated (the caller's dict is not changed)."""
     if not isinstance(data, dict):
         return data
-    data = copy.deepcopy(data)
+    data = clone(data)
     fill(data)
     return data
 
@@ -402,7 +403,7 @@ def keep_namespace_spec(new: dict, old: dict | None) -> dict:
         return new
     out = {k: v for k, v in new.items() if k != "spec"}
     if "spec" in old:
-        out["spec"] = copy.deepcopy(old["spec"])
+        out["spec"] = clone(old["spec"])
     return out
 
 

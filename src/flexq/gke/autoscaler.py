@@ -266,12 +266,12 @@ class Autoscaler(Controller):
             if ANN_UNNEEDED_SINCE in ann:
                 node = clone(node)
                 node["metadata"]["annotations"].pop(ANN_UNNEEDED_SINCE)
-                self.store.update(node, validate=False)
+                self.store.update(node, validate=False, copy_result=False)
             return None
         if ANN_UNNEEDED_SINCE not in ann:
             node = clone(node)
             node["metadata"].setdefault("annotations", {})[ANN_UNNEEDED_SINCE] = repr(now)
-            self.store.update(node, validate=False)
+            self.store.update(node, validate=False, copy_result=False)
             return now
         return float(ann[ANN_UNNEEDED_SINCE])
 

@@ -174,7 +174,7 @@ def grow(ctx: Context, pool: dict[str, Any], count: int, *, extra_labels: dict[s
             seconds = float(max_run.rstrip("s")) if max_run else 7 * 86400.0
             annotations[ANN_DELETE_AT] = repr(ready_at + seconds)
         node = _build_node(ctx, pool, name, now, ready_at, slice_id, extra_labels or {}, annotations)
-        ctx.store.create(node, keep_status=True, validate=False)
+        ctx.store.create(node, keep_status=True, validate=False, copy_result=False)
     return got
 
 
@@ -309,6 +309,6 @@ class NodeLifecycle(Controller):
                           "message": "kubelet is posting ready status", "lastHeartbeatTime": format_time(now),
                           "lastTransitionTime": format_time(now)})
             node["status"]["conditions"] = conds
-            self.store.update_status(node)
+            self.store.update_status(node, copy_result=False)
         pending = [t for t in [ready_at, *ends] if t > now]
         return Result(requeue_after=min(pending) - now) if pending else None

@@ -210,7 +210,7 @@ class ProvisioningRequestController(Controller):
                 cur.update(new)
         if details:
             status["provisioningClassDetails"] = {**(status.get("provisioningClassDetails") or {}), **details}
-        self.store.update_status(pr)
+        self.store.update_status(pr, copy_result=False)
 
     def _fail(self, pr: dict[str, Any], now: float, reason: str, message: str) -> None:
         self._set(pr, now, ("Failed", "True", reason, message))

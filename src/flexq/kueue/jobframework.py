@@ -97,7 +97,7 @@ class JobController(Controller):
         if finished:
             if wl is not None and not is_true(wl, "Finished"):
                 set_condition(wl, "Finished", True, "Succeeded" if success else "Failed", msg, now)
-                self.store.update_status(wl)
+                self.store.update_status(wl, copy_result=False)
                 self.events.record(obj, "Normal", "FinishedWorkload",
                                    f"Workload '{ns}/{wl['metadata']['name']}' is declared finished")
             return None
@@ -115,7 +115,7 @@ class JobController(Controller):
                 requeued = ev.get("reason") in ("Preempted", "NodeFailures")
                 set_condition(wl, "Requeued", requeued, ev.get("reason", ""), ev.get("message", ""), now)
                 unset_quota_reservation(wl, "PendingEvaluation", ev.get("message", ""), now)
-                self.store.update_status(wl)
+                self.store.update_status(wl, copy_result=False)
             return None
         # 6. suspended: start when admitted
         if job.is_suspended():
@@ -184,7 +184,7 @@ class JobController(Controller):
             if job.is_active() and not elastic:
                 return None
             job.suspend()
-            self.store.update(obj)
+            self.store.update(obj, copy_result=False)
             self.events.record(obj, "Normal", "Suspended", "Kueue managed job suspended")
             return None
         self._create(job, self._pod_sets(job, elastic), now)
@@ -244,7 +244,7 @@ class JobController(Controller):
         if cur is not None and cur.get("status") == ("True" if want[0] else "False") and cur.get("reason") == want[1]:
             return False
         set_condition(wl, "PodsReady", want[0], want[1], want[2], now)
-        self.store.update_status(wl)
+        self.store.update_status(wl, copy_result=False)
         return True
 
     def _start(self, job: JobAdapter, wl: dict, now: float) -> None:
@@ -253,7 +253,7 @@ class JobController(Controller):
             job.run_with(infos)
         except (PodSetMergeError, ValueError) as exc:
             set_condition(wl, "Finished", True, "FailedToStart", str(exc), now)
-            self.store.update_status(wl)
+            self.store.update_status(wl, copy_result=False)
             return
         out = self.store.update(job.obj)
         self.events.record(out, "Normal", "Started",

@@ -16,8 +16,7 @@ Must not import ``flexq.kuberay``, ``flexq.kube``, ``flexq.gke`` or ``flexq.http
 
 from __future__ import annotations
 
-import copy
-
+from flexq.api.jsoncopy import clone
 from flexq.kueue.podset import PodSetInfo, merge_into_template, restore_template
 
 __all__ = ["JOB_ADAPTERS", "BatchJob", "JobAdapter", "RayJob"]
@@ -117,7 +116,7 @@ class BatchJob(JobAdapter):
         return max(count, 0)
 
     def pod_sets(self) -> list[dict]:
-        return [{"name": "main", "count": self._count(), "template": copy.deepcopy(self.spec.get("template") or {})}]
+        return [{"name": "main", "count": self._count(), "template": clone(self.spec.get("template") or {})}]
 
     def templates(self) -> list[dict]:
         return [self.spec.setdefault("template", {})]
@@ -155,12 +154,12 @@ class RayJob(JobAdapter):
 
     def pod_sets(self) -> list[dict]:
         rc = self.cluster
-        head_tpl = copy.deepcopy((rc.get("headGroupSpec") or {}).get("template") or {})
+        head_tpl = clone((rc.get("headGroupSpec") or {}).get("template") or {})
         containers = head_tpl.setdefault("spec", {}).setdefault("containers", [])
         if rc.get("enableInTreeAutoscaling"):
             res = ((rc.get("autoscalerOptions") or {}).get("resources")
                    or {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}})
-            containers.append({"name": "autoscaler", "resources": copy.deepcopy(res)})
+            containers.append({"name": "autoscaler", "resources": clone(res)})
         if self._mode() == "SidecarMode":
             containers.append({"name": "ray-job-submitter", "resources": {
                 "limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}})
@@ -170,9 +169,9 @@ class RayJob(JobAdapter):
             if int(wg.get("numOfHosts") or 1) > 1:
                 count *= int(wg["numOfHosts"])
             out.append({"name": str(wg["groupName"]).lower(), "count": count,
-                        "template": copy.deepcopy(wg.get("template") or {})})
+                        "template": clone(wg.get("template") or {})})
         if self._mode() == "K8sJobMode":
-            out.append({"name": "submitter", "count": 1, "template": copy.deepcopy(self._submitter_template())})
+            out.append({"name": "submitter", "count": 1, "template": clone(self._submitter_template())})
         return out
 
     def _submitter_template(self) -> dict:
