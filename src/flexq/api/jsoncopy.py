@@ -60,7 +60,7 @@ def _clone_dict(d: dict) -> dict:
 
 
 def _clone_list(items: list) -> list:
-    out = []
+    out: list = []
     append = out.append
     for v in items:
         t = type(v)

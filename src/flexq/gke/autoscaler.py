@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flexq.api.wellknown import CLUSTER_AUTOSCALER_CONSUME_PR, CONSUME_PROVISIONING_REQUEST
 from flexq.gke import catalog
 from flexq.gke.cache import GkeCache, cache_for
 from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pod_requests, pool_shape
@@ -34,8 +35,7 @@ __all__ = ["Autoscaler", "SCALE_DOWN_UNNEEDED_SECONDS", "FAILED_SCALE_UP_BACKOFF
 SCALE_DOWN_UNNEEDED_SECONDS = 600.0   # --scale-down-unneeded-time=10m (research/cloud.md §1.5)
 SCALE_DOWN_DELAY_AFTER_ADD = 600.0    # --scale-down-delay-after-add=10m
 FAILED_SCALE_UP_BACKOFF_SECONDS = 300.0
-CONSUME_KEYS = ("autoscaling.x-k8s.io/consume-provisioning-request",
-                "cluster-autoscaler.kubernetes.io/consume-provisioning-request")
+CONSUME_KEYS = (CONSUME_PROVISIONING_REQUEST, CLUSTER_AUTOSCALER_CONSUME_PR)
 KEY = "cluster"
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.gke.catalog import LABEL_NODEPOOL
 from flexq.gke.fit import Resources, is_terminal, pod_requests
 from flexq.store.store import Store, WatchEvent
 
-CONSUME_KEY = "autoscaling.x-k8s.io/consume-provisioning-request"
+CONSUME_KEY = CONSUME_PROVISIONING_REQUEST
 
 __all__ = ["GkeCache", "cache_for"]
 

@@ -27,6 +27,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
 from flexq.gke import catalog
@@ -45,7 +46,7 @@ QUEUED = "queued-provisioning.gke.io"
 CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 ANN_REQUEST = "gke.twin.flexq.dev/provisioning-request"     # node -> "<namespace>/<name>" of its request
-CONSUME_KEY = "autoscaling.x-k8s.io/consume-provisioning-request"
+CONSUME_KEY = CONSUME_PROVISIONING_REQUEST
 ANN_GRANT_AT = "gke.twin.flexq.dev/dws-grant-at"            # request -> when DWS grants it ("never")
 ANN_POOL = "gke.twin.flexq.dev/dws-node-pool"
 ANN_ATTEMPTS = "gke.twin.flexq.dev/scale-up-attempts"
@@ -163,7 +164,7 @@ class ProvisioningRequestController(Controller):
 
         def by_pod(ev: Any) -> list[tuple[str, str]]:
             ann = ev.object["metadata"].get("annotations") or {}
-            name = ann.get("autoscaling.x-k8s.io/consume-provisioning-request")
+            name = ann.get(CONSUME_KEY)
             return [(ev.object["metadata"]["namespace"], name)] if name else []
 
         return [Watch("ProvisioningRequest"), Watch("Node", by_node), Watch("Pod", by_pod)]
@@ -350,11 +351,9 @@ class ProvisioningRequestController(Controller):
         """Provisioned -> BookingExpired after 10 min, or once every consuming pod is scheduled."""
         if _true(pr, "BookingExpired"):
             return None
-        consuming = [p for p in cache_for(self.store).pod_list(pr["metadata"]["namespace"])
-                     if (p["metadata"].get("annotations") or {}).get(
-                         "autoscaling.x-k8s.io/consume-provisioning-request") == pr["metadata"]["name"]]
+        bound = cache_for(self.store).consumers.get((pr["metadata"]["namespace"], pr["metadata"]["name"]), 0)
         total = sum(ps["count"] for ps in pr["spec"]["podSets"])
-        if len([p for p in consuming if (p.get("spec") or {}).get("nodeName")]) >= total:
+        if bound >= total:
             self._set(pr, now, ("BookingExpired", "True", "CapacityBookingConsumed"))
             return None
         expire = _since(pr, "Provisioned") + BOOKING_SECONDS

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 
+from flexq.api.wellknown import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from flexq.kueue.jobs import JobAdapter
 from flexq.kueue.podset import PodSetMergeError, from_podset, infos_for
 from flexq.kueue.state import KueueState
@@ -29,14 +30,13 @@ from flexq.kueue.workload import (
     set_condition,
     unset_quota_reservation,
 )
-from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import clone
 
 __all__ = ["JobController", "workload_name"]
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+QUEUE_LABEL = QUEUE_NAME_LABEL
+PRIORITY_LABEL = PRIORITY_CLASS_LABEL
 SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
 SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
 MAX_NAME = 253
@@ -77,7 +77,7 @@ class JobController(Controller):
         return watches
 
     # the steps, in Kueue's order -------------------------------------------------------------------
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
         obj = self.store.try_get(self.kind, name, ns)
         if obj is None:

@@ -13,6 +13,7 @@ Must not import ``flexq.runtime``, domain packages or ``flexq.http``.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 import uuid
@@ -25,6 +26,7 @@ from typing import Any
 from flexq.api import scheme
 from flexq.api.jsoncopy import clone, no_gc
 from flexq.api.registry import KindInfo, Registry
+from flexq.api.scheme import UnknownFields
 from flexq.clock import Clock, format_time
 from flexq.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
 from flexq.store.gc import Txn
@@ -111,11 +113,23 @@ class Store:
         self._subs_of: dict[str, list[Subscription]] = {}  # kind key -> its subscribers, in order (a cache)
         self._seq = 0
         self.disabled: set[str] = set()  # kind keys not served here (e.g. ray.io without the RayOperator addon)
+        # validating admission webhooks a controller registers (as Kueue's manager registers its own with the
+        # API server): kind key -> checks (new, old) -> causes, run after schema validation on create and update
+        self.webhooks: dict[str, list[Callable[[dict, dict | None], list]]] = {}
         if journal is not None:
             self._load()
         for ns in namespaces:
             if ("", ns) not in self._objs.get("namespaces", {}):
                 self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    def add_webhook(self, kind: str, check: Callable[[dict, dict | None], list]) -> None:
+        """Register a validating webhook for ``kind`` (create and update of the object, not of its status)."""
+        self.webhooks.setdefault(self.info(kind).key, []).append(check)
+
+    def _webhooks(self, info: KindInfo, stored: dict, old: dict | None) -> None:
+        causes = [c for check in self.webhooks.get(info.key, ()) for c in check(stored, old)]
+        if causes:
+            raise scheme.invalid(info, (stored.get("metadata") or {}).get("name", ""), causes)
 
     def next_seq(self) -> int:
         """A number unique within this store's life (for generated names such as Events')."""
@@ -164,7 +178,7 @@ class Store:
         return self._objs.get(info.key, {}).get(self._key(info, namespace, name))
 
     def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None,
-             field_selector: str | None = None) -> list[dict]:
+             field_selector: str | None = None) -> builtins.list[dict]:
         """Copies of matching objects, ordered by namespace then name (as etcd returns them)."""
         with self._lock:
             objs = self.peek_list(kind, namespace, label_selector, field_selector)
@@ -173,7 +187,7 @@ class Store:
 
     def peek_list(self, kind: str, namespace: str | None = None, label_selector: str | None = None,
                   field_selector: str | None = None, *, labels: dict[str, str] | None = None,
-                  index: tuple[str, str] | None = None, owner_uid: str | None = None) -> list[dict]:
+                  index: tuple[str, str] | None = None, owner_uid: str | None = None) -> builtins.list[dict]:
         """The stored matching objects themselves (no copies: read-only, as ``peek``), ordered by namespace
         then name. Besides the selectors' string forms: ``labels`` (exact label values), ``index`` (an
         indexer's name and value, see ``add_indexer``) and ``owner_uid`` (dependents of that owner).
@@ -255,7 +269,7 @@ class Store:
 
     # -- writing ------------------------------------------------------------------------------------
     def create(self, obj: dict, *, validate: bool = True, keep_status: bool = False,
-               unknown_fields: str = "Strict", namespace: str | None = None, dry_run: bool = False,
+               unknown_fields: UnknownFields = "Strict", namespace: str | None = None, dry_run: bool = False,
                copy_result: bool = True) -> dict:
         """Admit and store a new object. Returns a copy of it (with ``copy_result=False``, the stored
         object itself, read-only as ``peek``)."""
@@ -276,6 +290,8 @@ class Store:
             data["metadata"]["name"] = self._generate_name(info, data["metadata"])
         status = data.get("status")
         stored = scheme.admit(info, data, None, unknown_fields) if validate else self._normalize(info, data)
+        if validate and info.key in self.webhooks:
+            self._webhooks(info, stored, None)
         if keep_status and status is not None:
             stored["status"] = status
         elif info.status_subresource:
@@ -291,7 +307,7 @@ class Store:
                 raise Conflict(f'unable to create new content in namespace {key[0]} because it is being '
                                "terminated", kind=info.plural, name=key[1])
             m = stored["metadata"]
-            m["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            m["uid"] = self._new_uid()
             m["creationTimestamp"] = format_time(self.clock.now())
             if info.generation:
                 m["generation"] = 1
@@ -318,6 +334,13 @@ class Store:
         data["kind"] = info.kind
         return data
 
+    def _new_uid(self) -> str:
+        """A uid no stored object has (uids identify an object for its owners' references and selectors)."""
+        while True:
+            uid = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            if uid not in self._by_uid:
+                return uid
+
     def _generate_name(self, info: KindInfo, meta: dict) -> str:
         for _ in range(10):
             name = meta["generateName"] + "".join(self.rng.choice(_ALNUM) for _ in range(5))
@@ -338,7 +361,7 @@ class Store:
                            "version and try again", kind=info.plural, group=info.group, name=key[1])
         return key, cur
 
-    def update(self, obj: dict, *, validate: bool = True, unknown_fields: str = "Strict",
+    def update(self, obj: dict, *, validate: bool = True, unknown_fields: UnknownFields = "Strict",
                namespace: str | None = None, dry_run: bool = False, copy_result: bool = True,
                take: bool = False) -> dict:
         """Replace spec/metadata (status is kept for kinds with a status subresource). Returns a copy of
@@ -354,6 +377,8 @@ class Store:
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
             stored = scheme.admit(info, data, cur, unknown_fields) if validate else self._normalize(info, data)
+            if validate and info.key in self.webhooks:
+                self._webhooks(info, stored, cur)
             if info.status_subresource:
                 if "status" in cur:
                     stored["status"] = cur["status"]
@@ -417,7 +442,7 @@ class Store:
 
     def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *, patch_type: str = "merge",
               subresource: str | None = None, api_version: str | None = None, validate: bool = True,
-              unknown_fields: str = "Strict", dry_run: bool = False) -> dict:
+              unknown_fields: UnknownFields = "Strict", dry_run: bool = False) -> dict:
         """Patch the object as seen in ``api_version`` (storage version by default)."""
         info = self.info(kind)
         with self._lock:
@@ -472,7 +497,7 @@ class Store:
             return clone(marked)
 
     # -- commit, index, watch -------------------------------------------------------------------------
-    def _commit(self, ops: list) -> None:
+    def _commit(self, ops: builtins.list) -> None:
         """Assign resourceVersions, journal atomically, then apply in memory and notify watchers."""
         events = []
         rv = self._rv
@@ -606,6 +631,7 @@ class Store:
             self._objs.setdefault(kk, {})[key] = obj
             self._index(kk, key, obj)
         self._sorted.clear()
+        self._seq = rv  # generated names (Events') of this run do not repeat the last run's
         # the collector resyncs on start, as upstream's does: state written by an older flexq may hold
         # dependents whose owners are gone (every later write leaves the store at the collector's fixed point)
         txn = Txn(self)
