@@ -73,7 +73,7 @@ class JobController(Controller):
 
     def reconcile(self, key: Key) -> Result | None:
         ns, name = key
-        job = self.store.try_get("Job", name, ns)
+        job = self.store.peek("Job", name, ns)  # read-only: status is copied below, writes build new objects
         pods = self.cache.owned_pods(ns, "Job", name)
         if job is None or job["metadata"].get("deletionTimestamp"):
             self._release(pods)  # pods of a deleted job: let them go
