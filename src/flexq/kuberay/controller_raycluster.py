@@ -88,7 +88,7 @@ class RayClusterController(Controller):
         cluster = self.store.try_get("RayCluster", name, ns)
         if cluster is None or cluster["metadata"].get("deletionTimestamp"):
             return None
-        owned = self.store.list("Pod", ns, label_selector=f"{names.LABEL_CLUSTER}={name}")
+        owned = self.store.peek_list("Pod", ns, labels={names.LABEL_CLUSTER: name})  # read-only
         if cluster["spec"].get("suspend"):
             for p in owned:
                 self._delete_pod(p)
