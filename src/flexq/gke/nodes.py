@@ -50,10 +50,11 @@ def cluster_names(ctx: Context) -> tuple[str, str, str]:
 
 
 def pools_of(ctx: Context) -> list[dict[str, Any]]:
-    """This cluster's node pool objects (project store), oldest first."""
+    """This cluster's node pool objects (project store), oldest first. Read-only: the stored objects
+    themselves (``pool_of`` gives a copy to change)."""
     assert ctx.project is not None
     project, location, cluster = cluster_names(ctx)
-    pools = ctx.project.list(NODE_POOL, label_selector=f"gke.twin.flexq.dev/project={project},"
+    pools = ctx.project.peek_list(NODE_POOL, label_selector=f"gke.twin.flexq.dev/project={project},"
                              f"gke.twin.flexq.dev/location={location},gke.twin.flexq.dev/cluster={cluster}")
     return sorted(pools, key=lambda p: (p["status"].get("createdAt", 0.0), p["spec"]["name"]))
 
