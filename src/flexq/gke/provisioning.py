@@ -94,7 +94,7 @@ def active_booking(store: Store, node: dict[str, Any]) -> bool:
     if not ref:
         return False
     ns, name = ref.split("/", 1)
-    pr = store.try_get("ProvisioningRequest", name, ns)
+    pr = store.peek("ProvisioningRequest", name, ns)  # read-only
     return pr is not None and _true(pr, "Provisioned") and not _true(pr, "BookingExpired")
 
 

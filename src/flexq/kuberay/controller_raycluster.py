@@ -126,7 +126,7 @@ class RayClusterController(Controller):
 
     def _ensure_service(self, cluster: dict) -> None:
         name = names.head_service_name(cluster["metadata"]["name"])
-        if self.store.try_get("Service", name, cluster["metadata"]["namespace"]) is None:
+        if self.store.peek("Service", name, cluster["metadata"]["namespace"]) is None:
             self.store.create(pods.head_service(cluster, name=name, cluster_name=cluster["metadata"]["name"]), copy_result=False)
 
     def _reconcile_group(self, cluster: dict, group: dict, group_pods: list[dict]) -> list[dict]:

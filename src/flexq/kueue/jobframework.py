@@ -140,7 +140,7 @@ class JobController(Controller):
         pss = job.pod_sets()
         rc_name = job.status.get("rayClusterName")
         if elastic and rc_name and job.kind == "RayJob":
-            rc = self.store.try_get("RayCluster", rc_name, job.obj["metadata"]["namespace"])
+            rc = self.store.peek("RayCluster", rc_name, job.obj["metadata"]["namespace"])  # read-only
             for wg in ((rc or {}).get("spec") or {}).get("workerGroupSpecs") or []:
                 if wg.get("replicas") is None:
                     continue
