@@ -199,7 +199,7 @@ class Twin:
         def run() -> list[dict]:
             objs = self.store.peek_list(info.kind, namespace, label_selector, field_selector)
             with no_gc():
-                return [scheme.render(info, o, api_version or v) for o in objs]  # render copies
+                return scheme.render_many(info, objs, api_version or v)  # copies
 
         return self._call(run)
 

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 from flexq.api.base import CANONICAL_QUANTITIES, check_dns1123_label, check_dns1123_subdomain
-from flexq.api.jsoncopy import clone
+from flexq.api.jsoncopy import clone, clone_many
 from flexq.api.registry import KindInfo, Registry, split_api_version
 from flexq.errors import BadRequest, Cause, Invalid
 
@@ -211,6 +211,13 @@ def render(info: KindInfo, stored: dict, api_version: str | None = None) -> dict
     out = info.convert_from_storage(version, out)
     out["apiVersion"] = api_version
     return out
+
+
+def render_many(info: KindInfo, stored: list[dict], api_version: str | None = None) -> list[dict]:
+    """``render`` of many objects (copied in one go when no conversion is needed)."""
+    if api_version is None or api_version == info.storage_api_version:
+        return clone_many(stored)
+    return [render(info, o, api_version) for o in stored]
 
 
 def resolve_object(registry: Registry, obj: dict) -> KindInfo:

@@ -24,7 +24,7 @@ from random import Random
 from typing import Any
 
 from flexq.api import scheme
-from flexq.api.jsoncopy import clone, no_gc
+from flexq.api.jsoncopy import clone, clone_many, no_gc
 from flexq.api.registry import KindInfo, Registry
 from flexq.api.scheme import UnknownFields
 from flexq.clock import Clock, format_time
@@ -183,7 +183,7 @@ class Store:
         with self._lock:
             objs = self.peek_list(kind, namespace, label_selector, field_selector)
             with no_gc():
-                return [clone(o) for o in objs]
+                return clone_many(objs)
 
     def peek_list(self, kind: str, namespace: str | None = None, label_selector: str | None = None,
                   field_selector: str | None = None, *, labels: dict[str, str] | None = None,
