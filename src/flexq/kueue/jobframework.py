@@ -131,48 +131,59 @@ class JobController(Controller):
         uid = obj["metadata"].get("uid")
         if not uid:
             return []
-        # through the store's owner index (read-only objects); copies only of the few this job owns
-        out = [clone(w) for w in self.store.peek_list("Workload", obj["metadata"]["namespace"], owner_uid=uid)
+        # through the store's owner index: the stored objects themselves, read-only (clone one to change it)
+        out = [w for w in self.store.peek_list("Workload", obj["metadata"]["namespace"], owner_uid=uid)
                if any(r.get("uid") == uid and r.get("controller") for r in w["metadata"].get("ownerReferences") or [])]
         return sorted(out, key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
 
     def _pod_sets(self, job: JobAdapter, elastic: bool) -> list[dict]:
         pss = job.pod_sets()
+        counts = self._elastic_counts(job, elastic)
+        for ps in pss:
+            ps["count"] = counts.get(ps["name"], ps["count"])
+        return pss
+
+    def _pod_set_counts(self, job: JobAdapter, elastic: bool) -> list[tuple[str, int]]:
+        """(name, count) of ``_pod_sets`` without building the templates."""
+        counts = self._elastic_counts(job, elastic)
+        return [(name, counts.get(name, count)) for name, count in job.pod_set_counts()]
+
+    def _elastic_counts(self, job: JobAdapter, elastic: bool) -> dict[str, int]:
+        """An elastic RayJob's pod-set counts from its RayCluster's replicas (the autoscaler resizes it)."""
+        out: dict[str, int] = {}
         rc_name = job.status.get("rayClusterName")
         if elastic and rc_name and job.kind == "RayJob":
             rc = self.store.peek("RayCluster", rc_name, job.obj["metadata"]["namespace"])  # read-only
             for wg in ((rc or {}).get("spec") or {}).get("workerGroupSpecs") or []:
-                if wg.get("replicas") is None:
-                    continue
-                count = int(wg["replicas"]) * max(1, int(wg.get("numOfHosts") or 1))
-                for ps in pss:
-                    if ps["name"] == str(wg["groupName"]).lower():
-                        ps["count"] = count
-        return pss
+                if wg.get("replicas") is not None:
+                    out[str(wg["groupName"]).lower()] = int(wg["replicas"]) * max(1, int(wg.get("numOfHosts") or 1))
+        return out
 
     def _ensure_one_workload(self, job: JobAdapter, elastic: bool, now: float) -> dict | None:
+        # the owned Workloads are read-only: a copy is returned (the caller may change it), or taken to change
         owned = [w for w in self._owned(job.obj) if not is_true(w, "Finished")]
         if not owned:
             return None
-        want = self._pod_sets(job, elastic)
-        counts = [ps["count"] for ps in want]
+        want = self._pod_set_counts(job, elastic)
+        counts = [c for _, c in want]
         if elastic:
             latest = owned[-1]
             have = [ps.get("count", 1) for ps in latest["spec"]["podSets"]]
             if have == counts or len(have) != len(counts):
-                return owned[0] if len(owned) > 1 and has_quota_reservation(owned[0]) else latest
+                return clone(owned[0] if len(owned) > 1 and has_quota_reservation(owned[0]) else latest)
             if not has_quota_reservation(latest) or all(c <= h for c, h in zip(counts, have, strict=True)):
+                latest = clone(latest)
                 for ps, c in zip(latest["spec"]["podSets"], counts, strict=True):
                     ps["count"] = c
                 return self.store.update(latest)
-            self._create(job, want, now, replaces=latest)
-            return latest
+            self._create(job, self._pod_sets(job, elastic), now, replaces=latest)
+            return clone(latest)
         wl = owned[0]
-        same = [(p["name"], p.get("count", 1)) for p in wl["spec"]["podSets"]] == [(p["name"], p["count"]) for p in want]
+        same = [(p["name"], p.get("count", 1)) for p in wl["spec"]["podSets"]] == want
         if not same and not has_quota_reservation(wl):
             self.store.delete("Workload", wl["metadata"]["name"], wl["metadata"]["namespace"])
             return None
-        return wl
+        return clone(wl)
 
     def _no_workload(self, job: JobAdapter, elastic: bool, now: float) -> Result | None:
         obj = job.obj

@@ -46,6 +46,10 @@ class JobAdapter:
         """Workload pod sets (name, count, template)."""
         raise NotImplementedError
 
+    def pod_set_counts(self) -> list[tuple[str, int]]:
+        """(name, count) of each pod set, as ``pod_sets`` gives them, without copying templates."""
+        return [(ps["name"], ps["count"]) for ps in self.pod_sets()]
+
     def templates(self) -> list[dict]:
         """The job's own pod templates, in pod-set order (mutated on start and stop)."""
         raise NotImplementedError
@@ -118,6 +122,9 @@ class BatchJob(JobAdapter):
     def pod_sets(self) -> list[dict]:
         return [{"name": "main", "count": self._count(), "template": clone(self.spec.get("template") or {})}]
 
+    def pod_set_counts(self) -> list[tuple[str, int]]:
+        return [("main", self._count())]
+
     def templates(self) -> list[dict]:
         return [self.spec.setdefault("template", {})]
 
@@ -172,6 +179,17 @@ class RayJob(JobAdapter):
                         "template": clone(wg.get("template") or {})})
         if self._mode() == "K8sJobMode":
             out.append({"name": "submitter", "count": 1, "template": clone(self._submitter_template())})
+        return out
+
+    def pod_set_counts(self) -> list[tuple[str, int]]:
+        out = [("head", 1)]
+        for wg in self.cluster.get("workerGroupSpecs") or []:
+            count = 1 if wg.get("replicas") is None else int(wg["replicas"])
+            if int(wg.get("numOfHosts") or 1) > 1:
+                count *= int(wg["numOfHosts"])
+            out.append((str(wg["groupName"]).lower(), count))
+        if self._mode() == "K8sJobMode":
+            out.append(("submitter", 1))
         return out
 
     def _submitter_template(self) -> dict:
