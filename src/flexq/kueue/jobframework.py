@@ -79,7 +79,7 @@ class JobController(Controller):
     # the steps, in Kueue's order -------------------------------------------------------------------
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
-        obj = self.store.try_get(self.kind, name, ns)
+        obj = self.store.peek(self.kind, name, ns)  # read-only: copied (``_writable``) before it is changed
         if obj is None:
             return None
         job = self.adapter(obj)
@@ -194,6 +194,8 @@ class JobController(Controller):
         if not job.is_suspended():
             if job.is_active() and not elastic:
                 return None
+            job = self._writable(job)
+            obj = job.obj
             job.suspend()
             self.store.update(obj, copy_result=False)
             self.events.record(obj, "Normal", "Suspended", "Kueue managed job suspended")
@@ -258,7 +260,11 @@ class JobController(Controller):
         self.store.update_status(wl, copy_result=False)
         return True
 
+    def _writable(self, job: JobAdapter) -> JobAdapter:
+        return self.adapter(clone(job.obj))
+
     def _start(self, job: JobAdapter, wl: dict, now: float) -> None:
+        job = self._writable(job)
         try:
             infos = infos_for(wl, self.state.flavors)
             job.run_with(infos)
@@ -273,6 +279,7 @@ class JobController(Controller):
     def _stop(self, job: JobAdapter, wl: dict, msg: str) -> None:
         if job.is_suspended():
             return
+        job = self._writable(job)
         job.suspend()
         job.restore([from_podset(ps) for ps in (wl.get("spec") or {}).get("podSets") or []])
         out = self.store.update(job.obj)

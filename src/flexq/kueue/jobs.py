@@ -36,7 +36,8 @@ class JobAdapter:
 
     @property
     def spec(self) -> dict:
-        return self.obj.setdefault("spec", {})
+        spec = self.obj.get("spec")
+        return spec if spec is not None else self.obj.setdefault("spec", {})
 
     @property
     def status(self) -> dict:
@@ -154,7 +155,8 @@ class RayJob(JobAdapter):
 
     @property
     def cluster(self) -> dict:
-        return self.spec.setdefault("rayClusterSpec", {})
+        """``spec.rayClusterSpec`` to read (the job may be a read-only stored object: nothing is added)."""
+        return self.spec.get("rayClusterSpec") or {}
 
     def _mode(self) -> str:
         return self.spec.get("submissionMode") or "K8sJobMode"
@@ -200,7 +202,7 @@ class RayJob(JobAdapter):
         return _default_submitter(image)
 
     def templates(self) -> list[dict]:
-        rc = self.cluster
+        rc = self.spec.setdefault("rayClusterSpec", {})
         out = [rc.setdefault("headGroupSpec", {}).setdefault("template", {})]
         out += [wg.setdefault("template", {}) for wg in rc.get("workerGroupSpecs") or []]
         if self._mode() == "K8sJobMode":
