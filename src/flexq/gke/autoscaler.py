@@ -24,7 +24,7 @@ from typing import Any
 from flexq.api.wellknown import CLUSTER_AUTOSCALER_CONSUME_PR, CONSUME_PROVISIONING_REQUEST
 from flexq.gke import catalog
 from flexq.gke.cache import GkeCache, cache_for
-from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pod_requests, pool_shape
+from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pool_shape
 from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, ANN_UNNEEDED_SINCE, grow, nodes_of, pools_of, shrink
 from flexq.gke.provisioning import active_booking, booked_nodes
 from flexq.runtime import Context, Controller, Result, Watch
@@ -50,6 +50,13 @@ def pending_pods(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if cond and cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
             out.append(p)
     return sorted(out, key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+
+
+def _placement_key(pod: dict[str, Any], req: dict[str, Any]) -> tuple:
+    """What decides where a pod may go in the simulation: its requests, node selector, affinity, tolerations."""
+    spec = pod.get("spec") or {}
+    return (tuple(sorted(req.items())), repr(spec.get("nodeSelector")), repr(spec.get("affinity")),
+            repr(spec.get("tolerations")))
 
 
 def _consumes_request(pod: dict[str, Any]) -> bool:
@@ -109,13 +116,22 @@ class Autoscaler(Controller):
         used = dict(cache.used)
         shapes = {n["metadata"]["name"]: node_shape(n) for n in nodes}
         left = []
+        # The simulation only fills nodes, so a pod that fit nowhere rules out every later pod that asks for
+        # the same and may go to the same nodes: those are not tried again (same answer, without the cost
+        # of pending pods x nodes when many identical pods wait).
+        no_room: set[tuple] = set()
         for pod in pending:
-            req = pod_requests(pod)
+            req = cache.requests_of(pod)
+            sig = _placement_key(pod, req)
+            if sig in no_room:
+                left.append(pod)
+                continue
             for name, shape in shapes.items():
                 if fits(pod, shape, used.get(name, {}), req) is None:
                     used[name] = add(used.get(name, {}), req)
                     break
             else:
+                no_room.add(sig)
                 left.append(pod)
         return left
 
