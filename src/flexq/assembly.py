@@ -82,7 +82,10 @@ class TwinCore:
         self.rngs = Rngs(seed, self.journal.next_boot() if self.journal is not None else 0)
         self.registry: Registry = default_registry()
         project_registry = Registry(gke_registry.project_kinds())
+        # ``check_readonly`` (a test setting): every store fails loudly when a stored object is changed in place
+        self.check_readonly = bool(self.settings.pop("check_readonly", False))
         self.project = Store(project_registry, self.loop.clock, name="project", journal=self.journal,
+                             check_readonly=self.check_readonly,
                              rng=self.rngs.get("store/project"))
         self.project_ctx = Context(store=self.project, loop=self.loop, rngs=self.rngs, logs=PodLogs(None),
                                    cluster="", project=self.project, executors=[],
@@ -128,6 +131,7 @@ class TwinCore:
         if name in self.clusters:
             return self.clusters[name]
         store = Store(self.registry, self.loop.clock, name=f"cluster/{name}", journal=self.journal,
+                      check_readonly=self.check_readonly,
                       rng=self.rngs.get(f"store/{name}"), namespaces=DEFAULT_NAMESPACES)
         if name != DEFAULT_CLUSTER:  # a GKE cluster serves addon kinds only when the addon is on
             store.serve_addons(settings.get("addons") or ())

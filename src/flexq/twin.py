@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import yaml
 
 from flexq.api import scheme
+from flexq.api.jsoncopy import no_gc
 from flexq.api.registry import KindInfo
 from flexq.assembly import ClusterRuntime, TwinCore
 from flexq.errors import BadRequest, CloudError, NotFound
@@ -179,8 +180,13 @@ class Twin:
     def get(self, kind: str, name: str, namespace: str | None = None, *, api_version: str | None = None) -> dict:
         """One object; ``api_version`` (or ``kind`` as ``plural.version.group``) picks the served version."""
         info, v = self._info(kind)
-        return self._call(lambda: scheme.render(info, self.store.get(info.kind, name, namespace),
-                                                api_version or v))
+        def run() -> dict:
+            obj = self.store.peek(info.kind, name, namespace)
+            if obj is None:
+                self.store.get(info.kind, name, namespace)  # raises NotFound, worded as the API server's
+            return scheme.render(info, obj, api_version or v)  # render copies: one copy, no more
+
+        return self._call(run)
 
     def try_get(self, kind: str, name: str, namespace: str | None = None, **kw: Any) -> dict | None:
         try:
@@ -191,8 +197,12 @@ class Twin:
     def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None, *,
              field_selector: str | None = None, api_version: str | None = None) -> list[dict]:
         info, v = self._info(kind)
-        return self._call(lambda: [scheme.render(info, o, api_version or v) for o in
-                                   self.store.list(info.kind, namespace, label_selector, field_selector)])
+        def run() -> list[dict]:
+            objs = self.store.peek_list(info.kind, namespace, label_selector, field_selector)
+            with no_gc():
+                return scheme.render_many(info, objs, api_version or v)  # copies
+
+        return self._call(run)
 
     def delete(self, kind: str, name: str, namespace: str | None = None, *,
                propagation: str = "Background") -> dict:

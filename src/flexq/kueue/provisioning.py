@@ -25,10 +25,10 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import re
 
+from flexq.api.jsoncopy import clone
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
 from flexq.errors import AlreadyExists, Invalid
 from flexq.kueue.podset import infos_for, merge_into_template
@@ -45,7 +45,6 @@ from flexq.kueue.workload import (
     ts,
 )
 from flexq.runtime.controller import Controller, Result, Watch
-from flexq.store import clone
 
 __all__ = ["ProvisioningCheckController", "ProvisioningController", "request_name"]
 
@@ -145,7 +144,7 @@ class ProvisioningCheckController(Controller):
         changed = (set_condition(ac, "Active", True, "Active", "The admission check is active", now) if err is None
                    else set_condition(ac, "Active", False, "BadParametersRef", err, now))
         if changed:
-            self.store.update_status(ac)
+            self.store.update_status(ac, copy_result=False)
         return None
 
 
@@ -414,7 +413,7 @@ class ProvisioningController(Controller):
         for ps, _psa, count in required:
             tname = template_name(rname, ps["name"])
             if self.store.try_get("PodTemplate", tname, ns) is None:
-                tpl = copy.deepcopy(ps.get("template") or {})
+                tpl = clone(ps.get("template") or {})
                 info = infos.get(ps["name"])
                 if info is not None:
                     info.labels.pop("kueue.x-k8s.io/podset", None)
@@ -454,11 +453,11 @@ class ProvisioningController(Controller):
             pt = self.store.try_get("PodTemplate", ps["podTemplateRef"]["name"], ns)
             if pt is not None:
                 pt["metadata"]["ownerReferences"] = [pr_owner]
-                self.store.update(pt)
+                self.store.update(pt, copy_result=False)
 
     def _failed(self, wl: dict, check: str, msg: str) -> None:
         self.events.record(wl, "Warning", "FailedCreate", msg)
         for c in wl["status"].get("admissionChecks") or []:
             if c["name"] == check and c.get("message") != msg:
                 c["message"] = msg
-                self.store.update_status(wl)
+                self.store.update_status(wl, copy_result=False)
