@@ -20,9 +20,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
 from flexq.api import scheme
+from flexq.api.decode import check_decoded, load_yaml_all
 from flexq.api.jsoncopy import no_gc
 from flexq.api.registry import KindInfo
 from flexq.assembly import ClusterRuntime, TwinCore
@@ -43,18 +42,24 @@ def load_documents(source: str | dict | Iterable[dict]) -> list[dict]:
     if isinstance(source, dict):
         docs: list[Any] = [source]
     elif isinstance(source, str):
-        try:
-            docs = [d for d in yaml.safe_load_all(source) if d is not None]
-        except yaml.YAMLError as exc:
-            raise BadRequest(f"error parsing YAML: {exc}") from None
+        docs = load_yaml_all(source)
     else:
         docs = list(source)
     out: list[dict] = []
     for d in docs:
         if not isinstance(d, dict):
             raise BadRequest(f"expected an object, got {type(d).__name__}")
-        if d.get("kind") == "List" or (d.get("kind", "").endswith("List") and "items" in d):
-            out.extend(d.get("items") or [])
+        check_decoded(d)  # the API server's limits: nesting depth, 3 MiB once expanded
+        kind = d.get("kind")
+        if isinstance(kind, str) and (kind == "List" or (kind.endswith("List") and "items" in d)):
+            items = d.get("items") or []
+            if not isinstance(items, list):
+                raise BadRequest(f"json: cannot unmarshal {type(items).__name__} into Go struct field "
+                                 f"{kind}.items of type []runtime.RawExtension")
+            for item in items:
+                if not isinstance(item, dict):
+                    raise BadRequest(f"expected an object in items, got {type(item).__name__}")
+            out.extend(items)
         else:
             out.append(d)
     return out
@@ -140,7 +145,9 @@ class Twin:
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or namespace or ("default" if info.namespaced else None)
         modified = clone(obj)
-        mmeta = modified.setdefault("metadata", {})
+        if modified.get("metadata") is None:
+            modified["metadata"] = {}
+        mmeta = modified["metadata"]
         if info.namespaced:
             mmeta["namespace"] = ns
         annotations = {k: v for k, v in (mmeta.get("annotations") or {}).items() if k != LAST_APPLIED}

@@ -167,6 +167,8 @@ def grow(ctx: Context, pool: dict[str, Any], count: int, *, extra_labels: dict[s
             preempt_at = cap.preemption_time(twin["zone"], spec["config"]["machineType"], model, ready_at,
                                              rng) if model == catalog.SPOT else None
         name = f"{base}-{''.join(rng.choice(_ALNUM) for _ in range(4))}"
+        while ctx.store.peek("Node", name) is not None:  # GCE's instance names are unique in a group
+            name = f"{base}-{''.join(rng.choice(_ALNUM) for _ in range(4))}"
         annotations = dict(extra_annotations or {})
         if preempt_at is not None:
             annotations[ANN_PREEMPT_AT] = repr(preempt_at)
