@@ -26,6 +26,7 @@ import copy
 import hashlib
 import re
 
+from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
 from flexq.errors import AlreadyExists, Invalid
 from flexq.kueue.podset import infos_for, merge_into_template
 from flexq.kueue.state import PROVISIONING_CONTROLLER, KueueState
@@ -45,8 +46,8 @@ from flexq.store import clone
 
 __all__ = ["ProvisioningCheckController", "ProvisioningController", "request_name"]
 
-CONSUME = "autoscaling.x-k8s.io/consume-provisioning-request"
-CLASS = "autoscaling.x-k8s.io/provisioning-class-name"
+CONSUME = CONSUME_PROVISIONING_REQUEST
+CLASS = PROVISIONING_CLASS_NAME
 MANAGED = "kueue.x-k8s.io/managed"
 PARAM_PREFIX = "provreq.kueue.x-k8s.io/"
 INACTIVE_MSG = "the check is not active"
