@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from flexq.kuberay import localproc
-from tests.ray.live_twin import describe, ray_executor, rayjob, status, tutorial_live_twin
+from flexq.testing.live_twin import describe, ray_executor, rayjob, status, tutorial_live_twin
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1800)]
 
