@@ -134,11 +134,11 @@ _MAX_TMP = 40  # Ray puts unix sockets under <temp>/session_<41 chars>/sockets/.
 TOKEN_FILE = "ray-auth-token"  # in the executor's directory unless the twin names one (FLEXQ_HOME/ray/auth_token)
 # Ray's own settings that keep every server of a local node on loopback and make it ask for the token (module
 # docstring). RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 goes to head nodes only: a worker's ``ray start`` refuses it.
-_LOOPBACK_HEAD = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+LOOPBACK_HEAD_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 # A worker's ``ray start``, except that 127.0.0.1 stays its node IP and GCS address: Ray's CLI replaces a loopback
 # address by the machine's own (services.resolve_ip_for_localhost) unless the setting above is 0, which it
 # refuses on a worker ("Multi-node Ray clusters are not supported"). One function, in that process only.
-_WORKER_RAY_START = (
+WORKER_RAY_START = (
     "import sys\n"
     "from ray._private import services\n"
     "services.resolve_ip_for_localhost = lambda host: host\n"
@@ -379,11 +379,11 @@ class LocalRayExecutor:
         # token auth for every Ray server, client and CLI of the pod (the pod's env cannot turn it off), the
         # token by path (not RAY_AUTH_TOKEN: it stays out of every process environment), and on heads the
         # loopback-only node IP
-        for k in [k for k in env if k.startswith("RAY_AUTH_") or k in _LOOPBACK_HEAD]:
+        for k in [k for k in env if k.startswith("RAY_AUTH_") or k in LOOPBACK_HEAD_ENV]:
             del env[k]
         env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(self.token_file)})
         if pod.kind == "head":
-            env.update(_LOOPBACK_HEAD)
+            env.update(LOOPBACK_HEAD_ENV)
         if pod.kind != "submitter":
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self._hooks_dir()), env.get("PYTHONPATH")) if p)
         env[localproc.OWNER_ENV] = pod.marker
@@ -395,7 +395,7 @@ class LocalRayExecutor:
         localproc.release_ports(pod.ports)  # a retried start gets fresh ports
         node_ports = [localproc.free_port() for _ in range(6)]
         pod.ports = node_ports
-        ray = [str(Path(self.python).parent / "ray")] if pod.kind == "head" else [self.python, "-c", _WORKER_RAY_START]
+        ray = [str(Path(self.python).parent / "ray")] if pod.kind == "head" else [self.python, "-c", WORKER_RAY_START]
         argv = [*ray, "start", "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1", f"--temp-dir={tmp}", f"--object-store-memory={self.object_store_bytes}",
                 f"--dashboard-agent-listen-port={node_ports[0]}", f"--dashboard-agent-grpc-port={node_ports[1]}",
                 f"--metrics-export-port={node_ports[2]}", f"--runtime-env-agent-port={node_ports[3]}",
