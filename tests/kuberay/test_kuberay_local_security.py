@@ -52,6 +52,7 @@ def test_the_pods_keep_kuberays_command_and_the_executor_runs_the_loopback_one(t
     finally:
         ex.shutdown()
     assert not ex.token_file.exists()  # the executor's own token goes with its directory
+    assert not (ex.base_dir / "py").exists()  # and so does the nodes' sitecustomize
 
 
 def test_a_pods_env_cannot_turn_token_auth_off(tmp_path: Path) -> None:

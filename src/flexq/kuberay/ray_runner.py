@@ -24,12 +24,13 @@ server is kept on loopback with Ray's own settings: the head runs with ``RAY_ENA
 manager, dashboard, agents, runtime-env agent, metrics servers and Ray Client server all bind to the node
 IP); a worker, whose ``ray start`` refuses that setting, runs Ray's ``ray start`` with the one function that
 turns a loopback address into the machine's own replaced, so ``--node-ip-address=127.0.0.1`` and the GCS
-address ``127.0.0.1:<port>`` stay as given. On top, Ray's token
-authentication is on (``RAY_AUTH_MODE=token``): every Ray gRPC server and the dashboard refuse a request
+address ``127.0.0.1:<port>`` stay as given. JAX's distributed coordinator, which Ray Train starts in a training
+job, is kept on loopback by a ``sitecustomize`` on the nodes' ``PYTHONPATH`` (``_SITECUSTOMIZE``). On top, Ray's
+token authentication is on (``RAY_AUTH_MODE=token``): every Ray gRPC server and the dashboard refuse a request
 without the cluster token, which this executor generates once (``ray_token``) and keeps owner-only
 (``RAY_AUTH_TOKEN_PATH``, mode 0600). Its own dashboard requests carry it, and ``poll`` tells ``kubectl
-port-forward`` to add it (``PodRunState.http_headers``) so the dashboard answers through a port-forward
-as it does on GKE, where nothing asks for a token.
+port-forward`` to add it (``PodRunState.http_headers``) so the dashboard answers through a port-forward as it
+does on GKE, where nothing asks for a token.
 
 Every process started carries ``FLEXQ_RAY_OWNER=<executor>:<pod>`` in its environment (Ray's raylet, workers
 and job drivers inherit it); ``stop`` SIGTERMs exactly those, SIGKILLs what is left after a grace period, then
@@ -297,6 +298,7 @@ class LocalRayExecutor:
         if self._ray_root is not None:
             shutil.rmtree(self._ray_root, ignore_errors=True)
         shutil.rmtree(self.base_dir / "pods", ignore_errors=True)
+        shutil.rmtree(self.base_dir / "py", ignore_errors=True)
         if self._own_token:
             self.token_file.unlink(missing_ok=True)
         if self._own_base:
@@ -396,7 +398,8 @@ class LocalRayExecutor:
         node_ports = [localproc.free_port() for _ in range(6)]
         pod.ports = node_ports
         ray = [str(Path(self.python).parent / "ray")] if pod.kind == "head" else [self.python, "-c", WORKER_RAY_START]
-        argv = [*ray, "start", "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1", f"--temp-dir={tmp}", f"--object-store-memory={self.object_store_bytes}",
+        argv = [*ray, "start", "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1",
+                f"--temp-dir={tmp}", f"--object-store-memory={self.object_store_bytes}",
                 f"--dashboard-agent-listen-port={node_ports[0]}", f"--dashboard-agent-grpc-port={node_ports[1]}",
                 f"--metrics-export-port={node_ports[2]}", f"--runtime-env-agent-port={node_ports[3]}",
                 f"--node-manager-port={node_ports[4]}", f"--object-manager-port={node_ports[5]}"]
@@ -664,9 +667,10 @@ def ensure_token(path: Path) -> str:
         token = path.read_text().strip()
         if token:
             os.chmod(path, 0o600)
+            os.chmod(path.parent, 0o700)
             return token
-    if not path.parent.exists():
-        path.parent.mkdir(parents=True, mode=0o700)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path.parent, 0o700)
     token = secrets.token_hex(32)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
