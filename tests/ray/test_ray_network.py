@@ -71,6 +71,32 @@ def _gcs_cluster_id(address: str, token: str | None):
         return grpc.StatusCode.OK, reply.cluster_id
 
 
+def _raylets(gcs: str, token: str) -> list[tuple[str, int]]:
+    """(address, node manager port) of every alive node, from the GCS (asked with the token)."""
+    import grpc
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+    with grpc.insecure_channel(gcs) as channel:
+        reply = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetAllNodeInfo(
+            gcs_service_pb2.GetAllNodeInfoRequest(), metadata=[("authorization", f"Bearer {token}")], timeout=20)
+    return [(n.node_manager_address, n.node_manager_port) for n in reply.node_info_list if n.state == 0]
+
+
+def _raylet_load(address: str, token: str | None):
+    """``NodeManagerService.GetResourceLoad`` over plain gRPC: its status code."""
+    import grpc
+    from ray.core.generated import node_manager_pb2, node_manager_pb2_grpc
+
+    with grpc.insecure_channel(address) as channel:
+        stub = node_manager_pb2_grpc.NodeManagerServiceStub(channel)
+        metadata = [("authorization", f"Bearer {token}")] if token else []
+        try:
+            stub.GetResourceLoad(node_manager_pb2.GetResourceLoadRequest(), metadata=metadata, timeout=20)
+        except grpc.RpcError as err:
+            return err.code()
+        return grpc.StatusCode.OK
+
+
 def test_every_listener_is_loopback_and_ray_asks_for_its_token_while_the_tutorial_job_trains(tmp_path):
     twin = tutorial_live_twin(tmp_path)
     ex = ray_executor(twin)
@@ -104,6 +130,11 @@ def test_every_listener_is_loopback_and_ray_asks_for_its_token_while_the_tutoria
                 assert code.name == "UNAUTHENTICATED", code
                 code, cluster_id = _gcs_cluster_id(f"127.0.0.1:{ports[6379]}", token)
                 assert code.name == "OK" and cluster_id, code
+                # every raylet (head and the 4 TPU hosts): on loopback, refused without the token
+                raylets = _raylets(f"127.0.0.1:{ports[6379]}", token)
+                assert len(raylets) == 5 and {a for a, _ in raylets} == {"127.0.0.1"}, raylets
+                assert [_raylet_load(f"{a}:{p}", None).name for a, p in raylets] == ["UNAUTHENTICATED"] * 5
+                assert _raylet_load(f"{raylets[0][0]}:{raylets[0][1]}", token).name == "OK"
                 checked = True
             time.sleep(1.0)
         st = status(twin, "rayjob-tpu-v6e-dws-1")
