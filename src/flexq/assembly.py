@@ -190,6 +190,8 @@ class TwinCore:
         settings = dict(self.settings)
         if settings.get("ray_dir"):  # one directory per cluster under the one asked for
             settings["ray_dir"] = str(Path(settings["ray_dir"]) / cluster)
+        if self.home and not settings.get("ray_token_file"):  # the local Ray clusters' token, owner-only
+            settings["ray_token_file"] = str(self.home / "ray" / "auth_token")
         out: list[Any] = []
         for domain in (kuberay_registry, kube_registry):  # real executors first, the simulated one last
             out += domain.executors(settings)
