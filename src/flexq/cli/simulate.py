@@ -33,6 +33,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     help="parallel processes (default: one per core; 1 = in this process)")
     sm.add_argument("--ray-address", default=None,
                     help="run on an existing Ray cluster (e.g. auto, 127.0.0.1:6379, ray://host:10001)")
+    sm.add_argument("--until", default=None, metavar="DURATION",
+                    help="submit only the jobs of this much traffic (e.g. 12h, 2d), then let them finish")
     sm.add_argument("--scale", type=float, default=None,
                     help="Kueue generator.yaml: fraction of each workload set's count to create")
     sm.add_argument("--no-plots", action="store_true", help="only jobs.csv and the JSON summaries")
@@ -125,6 +127,13 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     try:
         study = load_study(args.study, replicas=args.replicas, seed=args.seed, variants=args.variant or None,
                            scale=args.scale)
+        if args.until is not None:
+            from flexq.api.twin import parse_duration
+
+            try:
+                study.submit_until = parse_duration(args.until)
+            except ValueError as exc:
+                raise InputError(str(exc), field="--until") from None
     except InputError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         return 2

@@ -48,6 +48,11 @@ POOL_KEYS = {"name", "machineType", "nodes", "autoscaling", "tpuTopology", "flex
              "spot", "labels", "taints", "locations"}
 
 
+# --addons values of `gcloud container clusters create` -> the cluster's addonsConfig
+ADDONS = {"RayOperator": "rayOperatorConfig", "HttpLoadBalancing": "httpLoadBalancing",
+          "HorizontalPodAutoscaling": "horizontalPodAutoscaling", "GcsFuseCsiDriver": "gcsFuseCsiDriverConfig"}
+
+
 @dataclass(frozen=True)
 class Manifest:
     source: str
@@ -72,6 +77,7 @@ class Study:
     seed: int = 1
     replicas: int = 1
     until: float | None = None
+    submit_until: float | None = None                   # submit only the jobs before this time
     keep_finished: bool = False
     variants: list[Variant] = field(default_factory=list)
     trace: list[traffic.JobSpec] | None = None          # a fixed trace (same for every seed)
@@ -81,9 +87,13 @@ class Study:
 
     def jobs(self, seed: int) -> list[traffic.JobSpec]:
         if self.trace is not None:
-            return self.trace
-        assert self.generator is not None
-        return traffic.generate(self.generator, seed, self.source, Path(self.generator_base))
+            jobs = self.trace
+        else:
+            assert self.generator is not None
+            jobs = traffic.generate(self.generator, seed, self.source, Path(self.generator_base))
+        if self.submit_until is not None:
+            jobs = [j for j in jobs if j.submit < self.submit_until]
+        return jobs
 
     def variant(self, name: str) -> Variant:
         for v in self.variants:
@@ -161,7 +171,12 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
     if not isinstance(value, dict):
         raise InputError("the cluster is an object (project, location, name, nodePools) or `requests`",
                          source=src, field=fld)
-    known = {"project", "location", "name", "version", "nodePools", "requests", "machineType", "nodes"}
+    known = {"project", "location", "name", "version", "nodePools", "requests", "machineType", "nodes", "addons"}
+    addons = value.get("addons") or []
+    bad_addons = sorted(set(addons) - set(ADDONS)) if isinstance(addons, list) else ["(not a list)"]
+    if bad_addons:
+        raise InputError(f"unknown addon {bad_addons[0]!r} (known: {', '.join(ADDONS)})", source=src,
+                         field=f"{fld}.addons")
     bad = sorted(set(value) - known)
     if bad:
         raise InputError(f"unknown field {bad[0]!r} (known: {', '.join(sorted(known))})", source=src,
@@ -206,8 +221,9 @@ def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple
             body["placementPolicy"] = {"tpuTopology": p["tpuTopology"]}
         if p.get("flexStart"):
             body["config"]["flexStart"] = True
-        if p.get("queuedProvisioning"):
+        if p.get("queuedProvisioning"):  # as --enable-queued-provisioning --reservation-affinity=none
             body["queuedProvisioning"] = {"enabled": True}
+            body["config"]["reservationAffinity"] = {"consumeReservationType": "NO_RESERVATION"}
         if p.get("spot"):
             body["config"]["spot"] = True
         if p.get("labels"):
@@ -222,6 +238,9 @@ def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple
     cbody: dict[str, Any] = {"name": name, "nodePools": [pool_body(first)]}
     if cluster.get("version"):
         cbody["initialClusterVersion"] = str(cluster["version"])
+    if cluster.get("addons"):
+        cbody["addonsConfig"] = {ADDONS[a]: {"enabled": True} if ADDONS[a].endswith("Config") else {"disabled": False}
+                                 for a in cluster["addons"]}
     reqs = [("POST", f"/v1/{parent}/clusters", {"parent": parent, "cluster": cbody})]
     for p in rest:
         reqs.append(("POST", f"/v1/{parent}/clusters/{name}/nodePools",

@@ -456,6 +456,28 @@ def _subst(text: str, env: dict[str, str]) -> str:
     return text
 
 
+_PARSED: dict[str, Any] = {}
+
+
+def _subst_obj(obj: Any, env: dict[str, str]) -> Any:
+    if isinstance(obj, str):
+        return _subst(obj, env) if "$" in obj else obj
+    if isinstance(obj, dict):
+        return {k: _subst_obj(v, env) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_subst_obj(v, env) for v in obj]
+    return obj
+
+
+def _parsed_template(text: str) -> Any:
+    """The template parsed once (placeholders kept; substituted per job on a copy)."""
+    if text not in _PARSED:
+        if len(_PARSED) > 256:
+            _PARSED.clear()
+        _PARSED[text] = yaml.safe_load(text)
+    return _PARSED[text]
+
+
 def build_object(job: JobSpec, priorities: dict[str, int] | None = None) -> dict[str, Any]:
     """The object submitted for ``job``: queue and priority labels, the run time and outcome annotations the
     simulated executor reads (``twin.flexq.dev/run-seconds``, ``twin.flexq.dev/outcome``)."""
@@ -476,7 +498,7 @@ def build_object(job: JobSpec, priorities: dict[str, int] | None = None) -> dict
                 "spec": spec}
     if job.template:
         env = {"NAME": job.name, "JOB_ID": str(job.index), "QUEUE": job.queue, "NAMESPACE": job.namespace}
-        obj = yaml.safe_load(_subst(job.template, env))
+        obj = _subst_obj(_parsed_template(job.template), env)
         if not isinstance(obj, dict):
             raise InputError("a template must hold one object", source=job.template_source)
         if obj.get("kind") != job.kind:
