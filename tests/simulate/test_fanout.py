@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -33,8 +34,10 @@ def test_processes_give_the_sequential_results(study_dir) -> None:
 
 @pytest.mark.slow
 @pytest.mark.ray
-def test_ray_cluster_gives_the_same_results(study_dir, tmp_path) -> None:
-    """A local Ray cluster owned by a helper process (shut down by it, so only its own processes go)."""
+def test_ray_cluster_gives_the_same_results(study_dir, tmp_path, monkeypatch) -> None:
+    """A local Ray cluster owned by a helper process (shut down by it, so only its own processes go).
+    Token auth is off on both sides (Ray 2.60 turns it on when ~/.ray/auth_token exists)."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     script = textwrap.dedent("""
         import sys, ray
         ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR",
@@ -44,7 +47,7 @@ def test_ray_cluster_gives_the_same_results(study_dir, tmp_path) -> None:
         ray.shutdown()
     """)
     proc = subprocess.Popen([sys.executable, "-c", script, SRC], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+                            text=True, env={**os.environ, "PYTHONPATH": SRC, "RAY_AUTH_MODE": "disabled"})
     try:
         address = proc.stdout.readline().strip()
         assert address, "the Ray helper did not start"
