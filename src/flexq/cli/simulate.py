@@ -64,6 +64,17 @@ def _ci(entry: dict[str, Any] | None, fmt: Any) -> str:
     return text
 
 
+def _by_reason(per_cq: dict[str, dict[str, int]]) -> str:
+    """Counts per reason, summed over ClusterQueues when there are many."""
+    if len(per_cq) <= 3:
+        return ", ".join(f"{cq}: {r} {n}" for cq, rs in per_cq.items() for r, n in rs.items()) or "none"
+    total: dict[str, int] = {}
+    for rs in per_cq.values():
+        for r, n in rs.items():
+            total[r] = total.get(r, 0) + n
+    return ", ".join(f"{r} {n}" for r, n in sorted(total.items())) + f" (over {len(per_cq)} ClusterQueues)"
+
+
 def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
     """The terminal summary: one comparison table, then per variant its detail (replica 0 and CIs)."""
     tables = []
@@ -102,12 +113,16 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
         o.add_row("jobs", f"{jobs['total']} total: {jobs['succeeded']} succeeded, {jobs['failed']} failed, "
                           f"{jobs['neverStarted']} never started, {jobs['unfinished']} still running")
         o.add_row("makespan", _dur(s["makespanSeconds"]))
-        usage = ", ".join(f"{k} {v:.1f}%" for k, v in s["clusterQueueReservationPercent"].items() if v > 0)
+        used = {k: v for k, v in s["clusterQueueReservationPercent"].items() if v > 0}
+        if len(used) > 6:  # many queues (Kueue's perf scenarios): the spread, the detail is in the JSON
+            vals = sorted(used.values())
+            usage = (f"{len(used)} queue/flavor/resource entries: mean {sum(vals) / len(vals):.1f}%, "
+                     f"min {vals[0]:.1f}%, max {vals[-1]:.1f}%")
+        else:
+            usage = ", ".join(f"{k} {v:.1f}%" for k, v in used.items())
         o.add_row("ClusterQueue quota reserved", usage or "-")
-        ev = ", ".join(f"{cq}: {r} {n}" for cq, rs in s["evictions"].items() for r, n in rs.items())
-        o.add_row("evictions (Kueue reason)", ev or "none")
-        pre = ", ".join(f"{cq}: {r} {n}" for cq, rs in s["preemptions"].items() for r, n in rs.items())
-        o.add_row("preemptions", pre or "none")
+        o.add_row("evictions (Kueue reason)", _by_reason(s["evictions"]))
+        o.add_row("preemptions (Kueue reason)", _by_reason(s["preemptions"]))
         prs = s["provisioningRequests"]
         if prs.get("total"):
             o.add_row("ProvisioningRequests", ", ".join(f"{k} {v}" for k, v in prs.items()))

@@ -60,7 +60,10 @@ def _run_processes(study: Study, tasks: list[tuple[str, int]], n: int,
                    progress: Progress | None) -> list[RunResult]:
     import multiprocessing as mp
 
-    ctx = mp.get_context("spawn")  # a clean interpreter per worker: no inherited threads or loop state
+    # forkserver: workers fork from a server process that has imported the twin once (fast start, and no
+    # threads of this process -- a live progress display, the queue pump -- are inherited)
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["flexq.simulate.engine"])
     manager = ctx.Manager() if progress is not None else None
     q = manager.Queue() if manager is not None else None
     stop = threading.Event()
