@@ -14,16 +14,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.gke.twin_helpers import H, provisioning_request, tpu_pod, tutorial_twin
 
 from flexq.clock import parse_time
 from flexq.gke.billing import billing_of
+from flexq.testing.gke_twin import H, provisioning_request, tpu_pod, tutorial_twin
 
 
 def main() -> None:

@@ -24,11 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tests.ray.live_twin import PeakMemory, ray_executor, rayjob, status, tutorial_live_twin  # noqa: E402
 
 from flexq.kuberay import localproc  # noqa: E402
+from flexq.testing.live_twin import PeakMemory, ray_executor, rayjob, status, tutorial_live_twin  # noqa: E402
 
 TRAIN_PY = ROOT / "tests" / "kuberay" / "data" / "train.py"
 NAME = "rayjob-tpu-v6e-dws-1"

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from flexq.api.kinds import default_registry
 from flexq.api.registry import Registry
 from flexq.clock import VirtualClock
@@ -23,6 +25,7 @@ from flexq.kueue import registry as kueue_registry
 from flexq.loop import EventLoop, RealtimeLoop, Rngs
 from flexq.runtime import Context, Manager
 from flexq.store import Journal, PodLogs, Store, WatchEvent
+from flexq.store.private import private_home
 
 log = logging.getLogger("flexq.assembly")
 
@@ -48,6 +51,12 @@ class ClusterRuntime:
         return self.ctx.executors
 
     @property
+    def metrics(self) -> CollectorRegistry:
+        """This cluster's Prometheus registry: Kueue's metrics and the twin's ``flexq_`` ones."""
+        registry: CollectorRegistry = self.ctx.metrics
+        return registry
+
+    @property
     def logs(self) -> PodLogs:
         """This cluster's container logs."""
         return self.ctx.logs
@@ -61,11 +70,14 @@ class TwinCore:
         self.live = live
         self.settings = dict(settings or {})
         self.loop: EventLoop = RealtimeLoop() if live else EventLoop(VirtualClock(start) if start else VirtualClock())
-        self.rngs = Rngs(seed)
         self.home = Path(home) if home else None
         if self.home:
-            self.home.mkdir(parents=True, exist_ok=True)
+            private_home(self.home)  # 0700: it holds the twin's key, token and every stored object
         self.journal = Journal(self.home / "state.db") if self.home else None
+        # a twin resumed from its state draws fresh names and uids: replaying the first run's streams would
+        # hand a new object the uid of a stored one (owner references, Kueue's job lookup and the Job
+        # controller's pod selector go by uid)
+        self.rngs = Rngs(seed, self.journal.next_boot() if self.journal is not None else 0)
         self.registry: Registry = default_registry()
         project_registry = Registry(gke_registry.project_kinds())
         self.project = Store(project_registry, self.loop.clock, name="project", journal=self.journal,
@@ -114,7 +126,7 @@ class TwinCore:
             store.serve_addons(settings.get("addons") or ())
         ctx = Context(store=store, loop=self.loop, rngs=self.rngs, cluster=name, project=self.project,
                       logs=PodLogs(self.home / "logs" / name if self.home else None), executors=self._executors(name),
-                      settings={**self.settings, **settings})
+                      settings={**self.settings, **settings}, metrics=CollectorRegistry(auto_describe=False))
         for domain in DOMAINS:
             domain.bootstrap(store)
         manager = Manager(ctx)

@@ -50,9 +50,16 @@ class VirtualClock:
             self._now = float(when)
 
 
+_LAST_FORMATTED: list = [None, ""]  # (second, text): controllers stamp the same second over and over
+
+
 def format_time(ts: float) -> str:
     """RFC 3339 in UTC with second precision, as in ``metadata.creationTimestamp``."""
-    return _dt.datetime.fromtimestamp(int(ts), tz=_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    sec = int(ts)
+    if _LAST_FORMATTED[0] != sec:
+        _LAST_FORMATTED[0], _LAST_FORMATTED[1] = sec, _dt.datetime.fromtimestamp(sec, tz=_dt.UTC).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+    return _LAST_FORMATTED[1]
 
 
 def parse_time(text: str) -> float:

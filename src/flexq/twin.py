@@ -257,10 +257,11 @@ class Twin:
         Kueue flavor and job. Open node records are valued up to now. Empty for a twin without GKE."""
         from fractions import Fraction
 
-        from flexq.gke.billing import billing_of
+        from flexq.gke.billing import billing_of, flush_billing
 
         def run() -> dict[str, Any]:
             name = self.runtime.name
+            flush_billing(self.store)
             for obj in self.core.project.list("GkeCluster"):
                 spec = obj.get("spec") or {}
                 if spec.get("name") == name:
@@ -278,6 +279,29 @@ class Twin:
             return v
 
         return plain(self._call(run))
+
+    def metrics(self) -> str:
+        """The current cluster's ``/metrics`` page (Prometheus text format 0.0.4): Kueue's metrics with Kueue's
+        names, labels and buckets, and the twin's ``flexq_`` ones, valued on the twin's clock."""
+        from prometheus_client import generate_latest
+
+        return self._call(lambda: generate_latest(self.runtime.metrics).decode())
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float | None:
+        """One sample of the current cluster's metrics (None when absent), as Prometheus names it:
+        ``twin.metric("kueue_admitted_workloads_total", {"cluster_queue": "cluster-queue", ...})``. Labels
+        left out match any value; the matching samples are summed."""
+        want = labels or {}
+
+        def run() -> float | None:
+            found: float | None = None
+            for fam in self.runtime.metrics.collect():
+                for s in fam.samples:
+                    if s.name == name and all(s.labels.get(k) == v for k, v in want.items()):
+                        found = (found or 0.0) + s.value
+            return found
+
+        return self._call(run)
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def close(self) -> None:

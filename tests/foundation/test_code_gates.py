@@ -23,7 +23,8 @@ def test_ruff_is_clean() -> None:
 
 # The modules allowed to read or wait on the wall clock: the clock itself, the real-time loop, and the
 # local-Ray executor (it supervises real processes). Everything else takes time from the injected Clock.
-WALL_CLOCK_READERS = {"src/flexq/clock.py", "src/flexq/loop/realtime.py", "src/flexq/kuberay/ray_runner.py"}
+WALL_CLOCK_READERS = {"src/flexq/clock.py", "src/flexq/loop/realtime.py", "src/flexq/kuberay/ray_runner.py",
+                      "src/flexq/testing/live_twin.py"}
 _BANNED = {
     "time": {"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time",
              "process_time_ns", "sleep", "localtime", "gmtime", "ctime", "asctime", "strftime"},
@@ -89,3 +90,16 @@ def test_the_wall_clock_gate_catches_every_spelling(tmp_path: Path) -> None:
     hits = _wall_clock_reads(bad)
     assert len(hits) == 8, hits
     assert not any("strftime" in h or "fromtimestamp" in h or "gmtime(0)" in h for h in hits)
+
+
+def test_bench_never_imports_the_tests() -> None:
+    """Benchmarks share builders with the tests through ``flexq.testing``, never by importing ``tests``."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            offenders += [f"{path.name}: {n}" for n in names if n == "tests" or n.startswith("tests.")]
+    assert not offenders, offenders

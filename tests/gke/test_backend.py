@@ -11,7 +11,7 @@ from flexq.gke.api import handle
 from flexq.gke.backend import GkeBackend
 from flexq.gke.storage import MemoryStorage
 
-DATA = Path(__file__).parent / "testdata"
+DATA = Path(__file__).resolve().parents[2] / "src" / "flexq" / "testing" / "data" / "gke"
 T0 = 1_800_000_000.0
 BASE = "/v1/projects/proj-x/locations/us-east5-b"
 POOLS = BASE + "/clusters/tpu-cluster/nodePools"

@@ -9,7 +9,7 @@ import pytest
 
 from flexq.errors import NotFound
 from flexq.gke.backend import cluster_settings
-from tests.gke.twin_helpers import (
+from flexq.testing.gke_twin import (
     BASE,
     POOLS,
     H,

@@ -7,7 +7,7 @@ import pytest
 from flexq.clock import DEFAULT_EPOCH
 from flexq.gke.billing import billing_of
 from flexq.gke.catalog import TPU_GENERATIONS
-from tests.gke.twin_helpers import (
+from flexq.testing.gke_twin import (
     D,
     H,
     condition,

@@ -41,7 +41,7 @@ def _wait(gke: container_v1.ClusterManagerClient, op: container_v1.Operation) ->
 
 
 def test_cluster_lifecycle_through_the_client(served: Served, gke: container_v1.ClusterManagerClient) -> None:
-    body = json.loads((ROOT / "tests/gke/testdata/create-cluster.json").read_text())["body"]
+    body = json.loads((ROOT / "src/flexq/testing/data/gke/create-cluster.json").read_text())["body"]
     cluster_msg = container_v1.Cluster.from_json(json.dumps(body["cluster"]))
     op = gke.create_cluster(request={"parent": PARENT, "cluster": cluster_msg})
     assert op.operation_type == container_v1.Operation.Type.CREATE_CLUSTER
@@ -53,7 +53,7 @@ def test_cluster_lifecycle_through_the_client(served: Served, gke: container_v1.
     assert base64.b64decode(cluster.master_auth.cluster_ca_certificate).decode() == Path(served.ca).read_text()
     names = [c.name for c in gke.list_clusters(parent=PARENT).clusters]
     assert names == ["tpu-cluster"]
-    pool = json.loads((ROOT / "tests/gke/testdata/create-ondemand-pool.json").read_text())["body"]
+    pool = json.loads((ROOT / "src/flexq/testing/data/gke/create-ondemand-pool.json").read_text())["body"]
     # the tutorial's body verbatim: the client sends its enums as numbers ($alt=json;enum-encoding=int)
     op = gke.create_node_pool(request={"parent": f"{PARENT}/clusters/tpu-cluster",
                                        "node_pool": container_v1.NodePool.from_json(json.dumps(pool["nodePool"]))})

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from flexq.kuberay import localproc
-from tests.ray.live_twin import (
+from flexq.testing.live_twin import (
     PeakMemory,
     describe,
     ray_executor,

@@ -15,11 +15,12 @@ from pydantic import Field
 
 from flexq.api.base import Condition, DNS1123Subdomain, Loose, Model, ObjectBase
 from flexq.api.registry import KindInfo, PrinterColumn
+from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
 from flexq.errors import Cause
 
 GROUP = "autoscaling.x-k8s.io"
-CONSUME_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"
-CLASS_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
+CONSUME_ANNOTATION = CONSUME_PROVISIONING_REQUEST
+CLASS_ANNOTATION = PROVISIONING_CLASS_NAME
 CONDITION_TYPES = ("Accepted", "Provisioned", "Failed", "BookingExpired", "CapacityRevoked")
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from flexq.api.wellknown import QUEUE_NAME_LABEL
+
 # -- defaulting: SetDefaults_* of core/v1 and batch/v1 (run before validation, on create and update) ----------
 # Each function takes the raw object and fills in, in place, what the API server's defaulters fill in. They
 # touch only well-formed parts (a dict where a dict belongs), leaving anything malformed to validation.
@@ -253,7 +255,7 @@ def default_namespace(ns: dict) -> None:
 def suspend_queued_job(new: dict, old: dict | None) -> dict:
     """Kueue's mutating webhook for batch/v1 Jobs: one with ``kueue.x-k8s.io/queue-name`` is created suspended."""
     labels = (new.get("metadata") or {}).get("labels") or {}
-    if old is not None or not labels.get("kueue.x-k8s.io/queue-name"):
+    if old is not None or not labels.get(QUEUE_NAME_LABEL):
         return new
     return {**new, "spec": {**(new.get("spec") or {}), "suspend": True}}
 

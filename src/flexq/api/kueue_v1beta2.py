@@ -198,11 +198,30 @@ class ClusterQueueSpecBase(Model):
     admission_scope: Loose | None = None
 
 
+class ConcurrentAdmissionConstraints(Model):
+    """``constraints`` of a migration: the last flavor a running Workload may migrate up to."""
+
+    last_acceptable_flavor_name: FlavorRef | None = None
+
+
+class ConcurrentAdmissionMigration(Model):
+    """``migration`` of a ConcurrentAdmissionPolicy (``mode`` is required by the CRD, no default)."""
+
+    mode: Annotated[Literal["TryPreferredFlavors", "RetainFirstAdmission"], Field(max_length=253)]
+    constraints: ConcurrentAdmissionConstraints | None = None
+
+
+class ConcurrentAdmissionPolicy(Model):
+    """``spec.concurrentAdmissionPolicy`` (alpha, gate ``ConcurrentAdmission``): one Variant Workload per flavor."""
+
+    migration: ConcurrentAdmissionMigration
+
+
 class ClusterQueueSpec(ClusterQueueSpecBase):
     """v1beta2 ClusterQueue spec."""
 
     cohort_name: CohortRef | None = None
-    concurrent_admission_policy: Loose | None = None
+    concurrent_admission_policy: ConcurrentAdmissionPolicy | None = None
 
     @model_validator(mode="after")
     def _borrowing_needs_cohort(self) -> ClusterQueueSpec:

@@ -159,7 +159,8 @@ def validate_cluster_queue(new: dict, old: dict | None) -> list[Cause]:
             for c in (old_spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []:
                 old_checks[c.get("name")] = sorted(c.get("onFlavors") or [])
         if spec.get("concurrentAdmissionPolicy") != old_spec.get("concurrentAdmissionPolicy"):
-            errs.append(invalid("spec.concurrentAdmissionPolicy", spec.get("concurrentAdmissionPolicy"), IMMUTABLE))
+            errs.append(Cause("spec.concurrentAdmissionPolicy", "FieldValueInvalid",
+                              f"Invalid value: {go_policy(spec.get('concurrentAdmissionPolicy'))}: {IMMUTABLE}"))
     checks = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
     for i, check in enumerate(checks):
         on = check.get("onFlavors") or []
@@ -169,6 +170,56 @@ def validate_cluster_queue(new: dict, old: dict | None) -> list[Cause]:
             if flavor not in flavors:
                 errs.append(not_supported(f"spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]",
                                           flavor, flavors))
+    return errs
+
+
+def go_policy(policy: dict | None) -> str:
+    """A ConcurrentAdmissionPolicy as ``field.Invalid`` prints a struct value (``%#v``), ``null`` when unset."""
+    if policy is None:
+        return "null"
+    mig = policy.get("migration") or {}
+    cons = mig.get("constraints")
+    # a pointer field prints as its address under %#v; the twin has none, so a fixed one stands in
+    c = "(*v1beta2.ConcurrentAdmissionConstraints)(" + ("nil" if cons is None else "0xc000a1c000") + ")"
+    return (f'v1beta2.ConcurrentAdmissionPolicy{{Migration:v1beta2.ConcurrentAdmissionMigration{{'
+            f'Mode:{json.dumps(mig.get("mode", ""))}, Constraints:{c}}}}}')
+
+
+def validate_concurrent_admission_policy(cq: dict) -> list[Cause]:
+    """``validateConcurrentAdmissionPolicy`` (``pkg/webhooks/clusterqueue_webhook.go``), run only while the
+    ``ConcurrentAdmission`` feature gate is on: alpha supports exactly one resource group of at most 16
+    flavors, ``constraints`` only with ``TryPreferredFlavors``, a ``lastAcceptableFlavorName`` of the queue, and
+    no ``StrictFIFO``."""
+    spec = cq.get("spec") or {}
+    policy = spec.get("concurrentAdmissionPolicy")
+    if policy is None:
+        return []
+    errs: list[Cause] = []
+    groups = spec.get("resourceGroups") or []
+    if len(groups) != 1:
+        errs.append(invalid("spec.resourceGroups", len(groups),
+                            "must have exactly one ResourceGroup when ConcurrentAdmissionPolicy is defined"))
+    if len(groups) == 1 and len(groups[0].get("flavors") or []) > 16:
+        errs.append(invalid("spec.resourceGroups[0].flavors", len(groups[0]["flavors"]),
+                            "cannot have more than 16 resource flavors in the ResourceGroup when "
+                            "ConcurrentAdmissionPolicy is defined"))
+    mig = policy.get("migration") or {}
+    cons = mig.get("constraints")
+    if cons is not None:
+        mode = mig.get("mode") or ""
+        if mode and mode != "TryPreferredFlavors":
+            errs.append(Cause("spec.concurrentAdmissionPolicy.migration.constraints", "FieldValueForbidden",
+                              f'Forbidden: may only be set when migration.mode is "TryPreferredFlavors" (got "{mode}")'))
+        elif cons.get("lastAcceptableFlavorName") is not None:
+            last = cons["lastAcceptableFlavorName"]
+            flavors = all_flavors(groups)
+            if last not in flavors:
+                errs.append(invalid("spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName",
+                                    last, f"must be one of the flavors defined in the ClusterQueue: "
+                                          f"[{' '.join(dict.fromkeys(flavors))}]"))
+    if spec.get("queueingStrategy") == "StrictFIFO":
+        errs.append(invalid("spec.queueingStrategy", "StrictFIFO",
+                            "StrictFIFO queueing strategy cannot be used when ConcurrentAdmissionPolicy is defined"))
     return errs
 
 

@@ -18,10 +18,11 @@ from pydantic import Field, field_validator
 from flexq.api.base import Loose, Model, ObjectBase, check_dns1123_subdomain, field_error
 from flexq.api.embedded import EmbeddedPodTemplateSpec
 from flexq.api.registry import KindInfo, PrinterColumn
+from flexq.api.wellknown import QUEUE_NAME_LABEL
 from flexq.errors import Cause
 
 GROUP = "ray.io"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+QUEUE_LABEL = QUEUE_NAME_LABEL
 ELASTIC_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 MAX_POD_SETS = 18  # Kueue jobframework.MaxPodSets
 _MANAGED_BY = ("ray.io/kuberay-operator", "kueue.x-k8s.io/multikueue")

@@ -2,7 +2,8 @@
 
 Owns: building a live ``Twin`` whose state lives in ``DIR`` (``state.db``, pod logs), serving it with
 ``flexq.http.server.serve`` (which writes ``server.json``, ``pid`` and ``kubeconfig`` once it listens and
-removes them at exit) until SIGTERM/SIGINT, and then closing the twin, which stops its controllers and every
+removes them at exit) until SIGTERM/SIGINT, with an owner-only umask (``FLEXQ_HOME`` is ``0700``, its files
+``0600``), and then closing the twin, which stops its controllers and every
 Ray process its executor started. Logs go to stderr, which ``flexq up`` points at ``DIR/flexq.log``.
 """
 
@@ -10,8 +11,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
+
+from flexq.store.private import private_home
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("flexq.daemon")
     home = Path(args.home)
-    home.mkdir(parents=True, exist_ok=True)
+    # everything this process writes is owner-only (the state, pod logs, Ray's session files it starts)
+    os.umask(0o077)
+    private_home(home)
 
     from flexq import Twin
     from flexq.http.server import serve

@@ -28,10 +28,12 @@ from typing import Any
 from rich.console import Console
 
 from flexq.clock import WallClock
+from flexq.store.private import private_file, private_home
 
 __all__ = ["Home", "DEFAULT_PROJECT", "up", "down", "env", "env_lines", "running"]
 
 DEFAULT_PROJECT = "flexq-twin"
+READY_GRACE = 10.0  # seconds a running daemon gets to answer /readyz before `flexq up` says it does not
 KUEUE_NOTE = ("Kueue (with ElasticJobsViaWorkloadSlices) and the Ray operator are already installed in the "
               "twin: skip the tutorial's `helm install kueue` step.")
 
@@ -85,24 +87,52 @@ class Home:
             return DEFAULT_PROJECT
 
 
+def _process_state(pid: int) -> str | None:
+    """The process's state letter (``R``, ``S``, ``Z`` for a zombie, ...), or None when it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2:].split()[0]
+    except (OSError, ValueError, IndexError):
+        pass
+    try:  # no /proc (macOS): ps says the same
+        out = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True, timeout=5)
+        return out.stdout.strip()[:1] or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process. A killed daemon stays a zombie until its parent reaps it (``flexq
+    up`` exits at once, so that parent is whichever process adopted it, which may never reap): a zombie
+    listens on nothing and counts as gone; one that is our own child is reaped here."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    try:  # a zombie child of ours counts as gone
+        pass  # someone else's process: alive, unless it is a zombie
+    try:
         done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
+        if done == pid:
+            return False
     except ChildProcessError:
-        return True
+        pass  # not our child
+    return _process_state(pid) not in ("Z", "X")
+
+
+def _is_daemon(pid: int) -> bool:
+    """False when ``pid`` is known to be some other program (a pid reused after the daemon died)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # cannot tell (no /proc): trust server.json
+    return b"flexq.cli.daemon" in cmdline
 
 
 def running(home: Home) -> dict[str, Any] | None:
     """``server.json`` of the twin serving from ``home`` if its process is alive, else None."""
     info = home.server_info()
-    if info and isinstance(info.get("pid"), int) and _alive(info["pid"]):
+    if info and isinstance(info.get("pid"), int) and _alive(info["pid"]) and _is_daemon(info["pid"]):
         return info
     return None
 
@@ -129,16 +159,28 @@ def up(home: Home, console: Console, *, project: str | None = None, timeout: flo
     """Start the twin in the background and return once it is ready (0), or say why it is not (1)."""
     info = running(home)
     if info:
-        console.print(f"flexq is already running at {info['url']} (pid {info['pid']}, home {home.path})")
-        return 0
-    home.path.mkdir(parents=True, exist_ok=True)
+        clock = WallClock()
+        deadline = clock.now() + READY_GRACE
+        while not _ready(info):  # a live process is not enough: it must answer
+            if clock.now() >= deadline or not _alive(info["pid"]):
+                break
+            clock.sleep(0.2)
+        else:
+            console.print(f"flexq is already running at {info['url']} (pid {info['pid']}, home {home.path})")
+            return 0
+        if _alive(info["pid"]):
+            console.print(f"[red]flexq (pid {info['pid']}, home {home.path}) is running but does not answer at "
+                          f"{info.get('url')}; stop it with `flexq down`. {home.log_file} ends with:[/]")
+            console.print(_log_tail(home), markup=False, highlight=False)
+            return 1
+    private_home(home.path)
     for stale in (home.server_file, home.pid_file):
         stale.unlink(missing_ok=True)
     if project:
-        home.project_file.write_text(project + "\n")
+        private_file(home.project_file).write_text(project + "\n")
     elif not home.project_file.exists():
-        home.project_file.write_text(DEFAULT_PROJECT + "\n")
-    with open(home.log_file, "ab") as log:
+        private_file(home.project_file).write_text(DEFAULT_PROJECT + "\n")
+    with open(private_file(home.log_file), "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "flexq.cli.daemon", "--home", str(home.path), "--executor", executor],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)

@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from flexq.api.quantity import parse_quantity
+from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import parse_time
 from flexq.gke import catalog
 
@@ -257,7 +258,7 @@ def _queued_pod_sets(wl: dict) -> set[str]:
     out = set()
     for chk in (wl.get("status") or {}).get("admissionChecks") or []:
         for upd in chk.get("podSetUpdates") or []:
-            if "autoscaling.x-k8s.io/consume-provisioning-request" in (upd.get("annotations") or {}):
+            if CONSUME_PROVISIONING_REQUEST in (upd.get("annotations") or {}):
                 out.add(upd.get("name", ""))
     return out
 

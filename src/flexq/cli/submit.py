@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from flexq.api.wellknown import QUEUE_NAME_LABEL
 from flexq.gke import catalog
 
 __all__ = ["SubmitSpec", "build_objects", "choose_machine", "to_yaml", "default_name", "SubmitError"]
@@ -152,7 +153,7 @@ def build_objects(spec: SubmitSpec, script_name: str, script_text: str) -> list[
     annotations = dict(spec.annotations)
     if spec.elastic:
         annotations["kueue.x-k8s.io/elastic-job"] = "true"
-    meta: dict[str, Any] = {"name": spec.name, **ns_meta, "labels": {"kueue.x-k8s.io/queue-name": spec.queue}}
+    meta: dict[str, Any] = {"name": spec.name, **ns_meta, "labels": {QUEUE_NAME_LABEL: spec.queue}}
     if annotations:
         meta["annotations"] = annotations
     job_spec: dict[str, Any] = {"shutdownAfterJobFinishes": True, "entrypoint": f"python /app/{script_key}"}

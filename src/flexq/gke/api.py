@@ -87,7 +87,6 @@ def handle(backend: GkeBackend, method: str, path: str, body: Any, now: float) -
         return 404, CloudError(404, "NOT_FOUND", "Requested entity was not found.").to_dict()
     handler, params = found
     try:
-        backend.settle(now)
         return 200, handler(backend, params, body, now)
     except CloudError as exc:
         return exc.code, exc.to_dict()

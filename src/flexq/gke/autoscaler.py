@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from flexq.api.wellknown import CLUSTER_AUTOSCALER_CONSUME_PR, CONSUME_PROVISIONING_REQUEST
 from flexq.gke import catalog
-from flexq.gke.cache import cache_for
-from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pod_requests, pool_shape, used_on_nodes
+from flexq.gke.cache import GkeCache, cache_for
+from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pod_requests, pool_shape
 from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, ANN_UNNEEDED_SINCE, grow, nodes_of, pools_of, shrink
 from flexq.gke.provisioning import active_booking, booked_nodes
 from flexq.runtime import Context, Controller, Result, Watch
@@ -34,8 +35,7 @@ __all__ = ["Autoscaler", "SCALE_DOWN_UNNEEDED_SECONDS", "FAILED_SCALE_UP_BACKOFF
 SCALE_DOWN_UNNEEDED_SECONDS = 600.0   # --scale-down-unneeded-time=10m (research/cloud.md §1.5)
 SCALE_DOWN_DELAY_AFTER_ADD = 600.0    # --scale-down-delay-after-add=10m
 FAILED_SCALE_UP_BACKOFF_SECONDS = 300.0
-CONSUME_KEYS = ("autoscaling.x-k8s.io/consume-provisioning-request",
-                "cluster-autoscaler.kubernetes.io/consume-provisioning-request")
+CONSUME_KEYS = (CONSUME_PROVISIONING_REQUEST, CLUSTER_AUTOSCALER_CONSUME_PR)
 KEY = "cluster"
 
 
@@ -95,16 +95,18 @@ class Autoscaler(Controller):
         pools = [p for p in pools_of(self.ctx) if (p["spec"].get("autoscaling") or {}).get("enabled")
                  and p["spec"].get("status") in ("RUNNING", "RECONCILING")]
         nodes = nodes_of(self.ctx)
-        pods = cache_for(self.store).pod_list()
-        wake = [self._scale_up(pools, nodes, pods), self._scale_down(pools, nodes, pods)]
+        cache = cache_for(self.store)
+        wake = [self._scale_up(pools, nodes, cache), self._scale_down(pools, nodes, cache)]
         due = [w for w in wake if w is not None]
         return Result(requeue_after=max(0.5, min(due) - self.ctx.now())) if due else None
 
     # -- 1. scale up -------------------------------------------------------------------------------------------
     def _unhelped(self, pending: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                  pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                  cache: GkeCache) -> list[dict[str, Any]]:
         """Pending pods that no existing or upcoming node can take (simulated on free capacity)."""
-        used = used_on_nodes(pods)
+        if not pending:
+            return []
+        used = dict(cache.used)
         shapes = {n["metadata"]["name"]: node_shape(n) for n in nodes}
         left = []
         for pod in pending:
@@ -118,11 +120,11 @@ class Autoscaler(Controller):
         return left
 
     def _scale_up(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                  pods: list[dict[str, Any]]) -> float | None:
+                  cache: GkeCache) -> float | None:
         now = self.ctx.now()
-        pending = pending_pods(pods)
+        pending = cache.pending()
         self._ignore_consumers([p for p in pending if _consumes_request(p)])
-        todo = self._unhelped([p for p in pending if not _consumes_request(p)], nodes, pods)
+        todo = self._unhelped([p for p in pending if not _consumes_request(p)], nodes, cache)
         wake: float | None = None
         count = {p["spec"]["name"]: 0 for p in pools}
         for n in nodes:
@@ -220,11 +222,10 @@ class Autoscaler(Controller):
 
     # -- 2. scale down -----------------------------------------------------------------------------------------
     def _scale_down(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                    pods: list[dict[str, Any]]) -> float | None:
+                    cache: GkeCache) -> float | None:
         now = self.ctx.now()
-        busy = {p["spec"]["nodeName"] for p in pods
-                if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)}
-        busy |= booked_nodes(self.store, nodes, pods)  # OSS bookings hold existing nodes as if their pods ran
+        busy = cache.busy_nodes()
+        busy |= booked_nodes(self.store, nodes, cache)  # OSS bookings hold existing nodes as if their pods ran
         by_pool: dict[str, list[dict[str, Any]]] = {}
         for n in nodes:
             by_pool.setdefault(n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""), []).append(n)
@@ -259,15 +260,16 @@ class Autoscaler(Controller):
 
     def _unneeded_since(self, node: dict[str, Any], busy: set[str], now: float) -> float | None:
         """When the node became empty (annotating it the first time it is seen empty), or None if busy."""
-        node = clone(node)  # a cache object
-        ann = node["metadata"].get("annotations") or {}
+        ann = node["metadata"].get("annotations") or {}  # a cache object: copied only to write
         name = node["metadata"]["name"]
         if name in busy:
             if ANN_UNNEEDED_SINCE in ann:
+                node = clone(node)
                 node["metadata"]["annotations"].pop(ANN_UNNEEDED_SINCE)
                 self.store.update(node, validate=False)
             return None
         if ANN_UNNEEDED_SINCE not in ann:
+            node = clone(node)
             node["metadata"].setdefault("annotations", {})[ANN_UNNEEDED_SINCE] = repr(now)
             self.store.update(node, validate=False)
             return now

@@ -15,6 +15,7 @@ Must not import other domain packages or flexq.http.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
@@ -28,7 +29,7 @@ from flexq.gke.nodes import ANN_CREATED_AT, cluster_names, nodes_of, pools_of
 from flexq.gke.storage import BILLING, cluster_key, envelope
 from flexq.runtime import Controller, Result, Watch
 
-__all__ = ["BillingController", "totals", "job_of", "billing_of"]
+__all__ = ["BillingController", "totals", "job_of", "billing_of", "flush_billing"]
 
 KEY = "billing"
 
@@ -100,89 +101,335 @@ def billing_of(project_store: Any, project: str, location: str, cluster: str, no
     return totals((obj or {}).get("status") or {}, now, flavors)
 
 
+FLUSH = 60.0  # seconds: pod records reach the stored ledger at most this late (node records at once)
+
+
+class _Sums:
+    """Costs of closed records, per group (exact), so a write values only the open records."""
+
+    def __init__(self) -> None:
+        self.total, self.hours = Fraction(0), Fraction(0)
+        self.groups: dict[str, dict[str, Fraction]] = {"pools": {}, "provisioningModels": {}, "jobs": {}}
+        self.closed_nodes: list[dict[str, Any]] = []
+        self.flavor_sig: tuple | None = None
+        self.flavors: dict[str, Fraction] = {}
+        self.jobs_money: dict[str, float] = {}
+        self.jobs_added = False
+
+    def add(self, group: str, key: str, cost: Fraction) -> None:
+        g = self.groups[group]
+        g[key] = g.get(key, Fraction(0)) + cost
+        if group == "jobs":
+            if key not in self.jobs_money:
+                self.jobs_added = True
+            self.jobs_money[key] = _money(g[key])
+
+
+def _node_cost(rec: dict[str, Any], now: float) -> tuple[Fraction, Fraction]:
+    end = rec["deleted"] if rec.get("deleted") is not None else now
+    hours = Fraction(max(0.0, end - rec["created"])) / 3600
+    return hours, hours * Fraction(rec["pricePerHour"])
+
+
+def _pod_cost(rec: dict[str, Any], price: Fraction, now: float) -> Fraction:
+    end = rec["end"] if rec.get("end") is not None else now
+    return Fraction(max(0.0, end - rec["start"])) / 3600 * price * Fraction(rec["share"])
+
+
+def _flavor_list(flavors: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, str]]]:
+    return [(f["metadata"]["name"], (f.get("spec") or {}).get("nodeLabels") or {}) for f in flavors]
+
+
+def _flavors_of(rec: dict[str, Any], flavor_list: list[tuple[str, dict[str, str]]]) -> list[str]:
+    return [name for name, labels in flavor_list
+            if labels and all(rec.get("labels", {}).get(k) == v for k, v in labels.items())]
+
+
 class BillingController(Controller):
-    """Keeps the cluster's billing ledger in step with its nodes and pods; the only writer of GkeBilling."""
+    """Keeps the cluster's billing ledger in step with its nodes and pods; the only writer of GkeBilling.
+
+    The ledger is kept in memory and changed record by record, from the event that changed it (a pod's
+    record opens when it is bound to a billed node and closes when it ends or goes, at that instant),
+    so each event costs O(1); closed records' costs are summed once. The stored ``GkeBilling`` is written
+    at once when node records change and otherwise at most ``FLUSH`` seconds after a pod record changed
+    (and when the controller stops, and before ``Twin.billing`` reads it): its ``status.asOf`` says as of
+    when. Stored versions share unchanged records with the previous one (records are never changed in
+    place), so a write does not copy the ledger record by record."""
 
     name = "gke-billing"
 
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._loaded = False
+        self._nodes: dict[str, dict[str, Any]] = {}
+        self._pods: dict[str, dict[str, Any]] = {}
+        self._shared = True  # the two record maps belong to a stored version: copy before changing
+        self._open_nodes: set[str] = set()
+        self._open_pods: dict[str, dict[str, Any]] = {}  # record key -> record
+        self._pod_record: dict[tuple[str, str], str] = {}  # (namespace, pod) -> its open record's key
+        self._on_node: dict[str, set[str]] = {}  # node -> open pod record keys
+        self._sums = _Sums()
+        self._dirty = False
+        self._written = False
+        self._resync = True
+        _CONTROLLERS[ctx.store] = self
+
     def watches(self) -> list[Watch]:
-        return [Watch("Node", lambda ev: [KEY]), Watch("Pod", lambda ev: [KEY] if (ev.object.get("spec") or {})
-                                                       .get("nodeName") else [])]
+        return [Watch("Node", lambda ev: [KEY]), Watch("Pod", self._pod_keys)]
+
+    def _pod_keys(self, ev: Any) -> list[Any]:
+        md = ev.object["metadata"]
+        key = (md.get("namespace") or "default", md["name"])
+        if (ev.object.get("spec") or {}).get("nodeName") or key in self._pod_record:
+            return [("pod", *key)]
+        return []
 
     def start(self) -> None:
         self.enqueue(KEY)
 
-    def reconcile(self, key: Any) -> Result | None:
-        assert self.ctx.project is not None
-        project, location, cluster = cluster_names(self.ctx)
-        name = cluster_key(project, location, cluster)
-        obj = self.ctx.project.try_get(BILLING, name)
-        ledger = dict((obj or {}).get("status") or {})
-        now = self.ctx.now()
-        changed = self._nodes(ledger, now) | self._pods(ledger, now)
-        if obj is not None and not changed:
-            return None
-        try:
-            flavors = self.store.list("ResourceFlavor")
-        except NotFound:  # a twin without Kueue kinds
-            flavors = []
-        ledger["totals"] = totals(ledger, now, flavors)
-        ledger["asOf"] = now
-        if obj is None:
-            self.ctx.project.create(envelope(BILLING, name, {"cluster": cluster, "project": project,
-                                                             "location": location}, ledger), validate=False)
-        else:
-            obj["status"] = ledger
-            self.ctx.project.update(obj, validate=False)
-        return None
+    def stop(self) -> None:
+        if self._dirty and self.ctx.project is not None:
+            with contextlib.suppress(NotFound):
+                self._write(self.ctx.now())
 
-    def _nodes(self, ledger: dict[str, Any], now: float) -> bool:
-        records = ledger.setdefault("nodes", {})
-        pools = {p["spec"]["name"]: p for p in pools_of(self.ctx)}
-        present = {n["metadata"]["name"]: n for n in nodes_of(self.ctx)}
+    def flush(self) -> None:
+        """Write what changed now (for readers that need the ledger as of now)."""
+        if self._dirty:
+            self._write(self.ctx.now())
+
+    # -- the ledger in memory -------------------------------------------------------------------------
+    def _name(self) -> tuple[str, str, str, str]:
+        project, location, cluster = cluster_names(self.ctx)
+        return cluster_key(project, location, cluster), project, location, cluster
+
+    def _load(self) -> None:
+        assert self.ctx.project is not None
+        self._loaded = True
+        obj = self.ctx.project.peek(BILLING, self._name()[0])
+        ledger = (obj or {}).get("status") or {}
+        self._nodes = ledger.get("nodes") or {}
+        self._pods = ledger.get("pods") or {}
+        self._shared = True
+        for name, rec in self._nodes.items():
+            if rec.get("deleted") is None:
+                self._open_nodes.add(name)
+            else:
+                self._close_node_sums(rec)
+        for key, rec in self._pods.items():
+            if rec.get("end") is None:
+                self._track_open(key, rec)
+            else:
+                self._close_pod_sums(rec)
+
+    def _own(self) -> None:
+        if self._shared:
+            self._nodes, self._pods, self._shared = dict(self._nodes), dict(self._pods), False
+        self._dirty = True
+
+    def _track_open(self, key: str, rec: dict[str, Any]) -> None:
+        ns, name, _uid = key.split("/", 2)
+        self._open_pods[key] = rec
+        self._pod_record[(ns, name)] = key
+        self._on_node.setdefault(rec["node"], set()).add(key)
+
+    def _close_node_sums(self, rec: dict[str, Any]) -> None:
+        hours, cost = _node_cost(rec, 0.0)
+        s = self._sums
+        s.total += cost
+        s.hours += hours
+        s.add("pools", rec["pool"], cost)
+        s.add("provisioningModels", rec["model"], cost)
+        s.closed_nodes.append(rec)
+        s.flavor_sig = None
+
+    def _price(self, node: str) -> Fraction:
+        rec = self._nodes.get(node)
+        return Fraction(rec["pricePerHour"]) if rec is not None else Fraction(0)
+
+    def _close_pod_sums(self, rec: dict[str, Any]) -> None:
+        self._sums.add("jobs", rec["job"], _pod_cost(rec, self._price(rec["node"]), 0.0))
+
+    def _open_pod(self, key: str, pod: dict[str, Any], now: float) -> None:
+        node = pod["spec"]["nodeName"]
+        rcs: dict[tuple[str, str], dict[str, Any]] = {}
+        rc_name = (pod["metadata"].get("labels") or {}).get("ray.io/cluster")
+        if rc_name:
+            with contextlib.suppress(NotFound):  # RayCluster not served (no RayOperator addon)
+                rc = self.store.peek("RayCluster", rc_name, pod["metadata"].get("namespace"))
+                if rc is not None:
+                    rcs[(pod["metadata"].get("namespace", "default"), rc_name)] = rc
+        self._own()
+        rec = {"job": job_of(pod, rcs), "node": node, "share": str(_share(pod, self._nodes[node])), "start": now,
+               "end": None}
+        self._pods[key] = rec
+        self._track_open(key, rec)
+
+    def _close_pod(self, key: str, now: float) -> None:
+        rec = self._open_pods.pop(key)
+        ns, name, _uid = key.split("/", 2)
+        if self._pod_record.get((ns, name)) == key:
+            del self._pod_record[(ns, name)]
+        on = self._on_node.get(rec["node"])
+        if on is not None:
+            on.discard(key)
+            if not on:
+                del self._on_node[rec["node"]]
+        self._own()
+        closed = {**rec, "end": now}
+        self._pods[key] = closed
+        self._close_pod_sums(closed)
+
+    def _sync_pod(self, ns: str, name: str, now: float) -> bool:
+        """Open or close the record of one pod; True if it changed."""
+        pod = cache_for(self.store).pods.get((ns, name))
+        key = None
+        if pod is not None:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node in self._open_nodes and not is_terminal(pod):
+                key = f"{ns}/{name}/{pod['metadata'].get('uid', '')}"
+        cur = self._pod_record.get((ns, name))
         changed = False
+        if cur is not None and cur != key:
+            self._close_pod(cur, now)
+            changed = True
+        if key is not None and key not in self._pods:
+            assert pod is not None
+            self._open_pod(key, pod, now)
+            changed = True
+        return changed
+
+    def _sync_nodes(self, now: float) -> bool:
+        present = {n["metadata"]["name"]: n for n in nodes_of(self.ctx)}
+        pools: dict[str, dict[str, Any]] | None = None
+        changed, opened = False, []
         for name, node in present.items():
-            if name in records and records[name].get("deleted") is None:
+            if name in self._open_nodes:
                 continue
+            if name in self._nodes and self._nodes[name].get("deleted") is None:
+                continue
+            if pools is None:
+                pools = {p["spec"]["name"]: p for p in pools_of(self.ctx)}
             labels = node["metadata"].get("labels") or {}
             pool = pools.get(labels.get(catalog.LABEL_NODEPOOL, ""))
             if pool is None:
                 continue
             mt = catalog.machine_type(pool["spec"]["config"]["machineType"])
             model = pool["status"]["provisioningModel"]
-            records[name] = {"pool": pool["spec"]["name"], "machineType": mt.name, "model": model,
-                             "pricePerHour": str(catalog.price_per_hour(mt, model)), "zone": pool["status"]["zone"],
-                             "labels": labels, "allocatable": (node.get("status") or {}).get("allocatable", {}),
-                             "created": float(node["metadata"].get("annotations", {}).get(ANN_CREATED_AT, now)),
-                             "deleted": None}
+            self._own()
+            self._nodes[name] = {"pool": pool["spec"]["name"], "machineType": mt.name, "model": model,
+                                 "pricePerHour": str(catalog.price_per_hour(mt, model)),
+                                 "zone": pool["status"]["zone"], "labels": labels,
+                                 "allocatable": (node.get("status") or {}).get("allocatable", {}),
+                                 "created": float(node["metadata"].get("annotations", {}).get(ANN_CREATED_AT, now)),
+                                 "deleted": None}
+            self._open_nodes.add(name)
+            opened.append(name)
             changed = True
-        for name, rec in records.items():
-            if rec.get("deleted") is None and name not in present:
-                rec["deleted"] = now
-                changed = True
+        for name in sorted(self._open_nodes - set(present)):
+            for key in sorted(self._on_node.get(name, ())):
+                self._close_pod(key, now)
+            self._own()
+            rec = {**self._nodes[name], "deleted": now}
+            self._nodes[name] = rec
+            self._open_nodes.discard(name)
+            self._close_node_sums(rec)
+            changed = True
+        for name in opened:  # pods already bound to a node billed from now on
+            for pod in self.store.peek_list("Pod", index=("spec.nodeName", name)):
+                md = pod["metadata"]
+                self._sync_pod(md.get("namespace") or "default", md["name"], now)
         return changed
 
-    def _pods(self, ledger: dict[str, Any], now: float) -> bool:
-        records = ledger.setdefault("pods", {})
-        nodes = ledger.get("nodes") or {}
-        rayclusters: dict[tuple[str, str], dict[str, Any]] = {}
-        with contextlib.suppress(NotFound):  # RayCluster not served (no RayOperator addon)
-            for rc in self.store.list("RayCluster"):
-                rayclusters[(rc["metadata"]["namespace"], rc["metadata"]["name"])] = rc
-        live = {}
-        for p in cache_for(self.store).pod_list():
-            node = (p.get("spec") or {}).get("nodeName")
-            if node in nodes and nodes[node].get("deleted") is None and not is_terminal(p):
-                live[f"{p['metadata']['namespace']}/{p['metadata']['name']}/{p['metadata'].get('uid', '')}"] = p
-        changed = False
-        for key, p in live.items():
-            if key not in records:
-                node = p["spec"]["nodeName"]
-                records[key] = {"job": job_of(p, rayclusters), "node": node,
-                                "share": str(_share(p, nodes[node])), "start": now, "end": None}
-                changed = True
-        for key, rec in records.items():
-            if rec.get("end") is None and key not in live:
-                rec["end"] = now
-                changed = True
-        return changed
+    def _totals(self, now: float, flavor_list: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
+        s = self._sums
+        total, hours = s.total, s.hours
+        groups: dict[str, dict[str, Fraction]] = {g: dict(v) for g, v in s.groups.items() if g != "jobs"}
+        sig = tuple((n, tuple(sorted(lb.items()))) for n, lb in flavor_list)
+        if s.flavor_sig != sig:
+            s.flavors = {}
+            for rec in s.closed_nodes:
+                cost = _node_cost(rec, now)[1]
+                for fname in _flavors_of(rec, flavor_list):
+                    s.flavors[fname] = s.flavors.get(fname, Fraction(0)) + cost
+            s.flavor_sig = sig
+        flavors = dict(s.flavors)
+        for name in sorted(self._open_nodes):
+            rec = self._nodes[name]
+            h, cost = _node_cost(rec, now)
+            total += cost
+            hours += h
+            for group, key in (("pools", rec["pool"]), ("provisioningModels", rec["model"])):
+                groups[group][key] = groups[group].get(key, Fraction(0)) + cost
+            for fname in _flavors_of(rec, flavor_list):
+                flavors[fname] = flavors.get(fname, Fraction(0)) + cost
+        if s.jobs_added:
+            s.jobs_money = dict(sorted(s.jobs_money.items()))
+            s.jobs_added = False
+        open_jobs: dict[str, Fraction] = {}
+        for rec in self._open_pods.values():
+            open_jobs[rec["job"]] = open_jobs.get(rec["job"], Fraction(0)) + _pod_cost(rec, self._price(rec["node"]), now)
+        jobs = s.jobs_money
+        if open_jobs:
+            jobs = dict(jobs)
+            for job, cost in open_jobs.items():
+                jobs[job] = _money(s.groups["jobs"].get(job, Fraction(0)) + cost)
+            if any(j not in s.jobs_money for j in open_jobs):
+                jobs = dict(sorted(jobs.items()))
+        out = {"total": _money(total), "nodeHours": _money(hours),
+               **{g: {k: _money(v) for k, v in sorted(groups[g].items())} for g in ("pools", "provisioningModels")},
+               "flavors": {k: _money(v) for k, v in sorted(flavors.items())}, "jobs": jobs}
+        return out
+
+    def _write(self, now: float) -> None:
+        assert self.ctx.project is not None
+        name, project, location, cluster = self._name()
+        try:
+            flavors = self.store.peek_list("ResourceFlavor")
+        except NotFound:  # a twin without Kueue kinds
+            flavors = []
+        ledger = {"nodes": self._nodes, "pods": self._pods, "totals": self._totals(now, _flavor_list(flavors)),
+                  "asOf": now}
+        self._shared, self._dirty = True, False
+        cur = self.ctx.project.peek(BILLING, name)
+        if cur is None:
+            self.ctx.project.create(envelope(BILLING, name, {"cluster": cluster, "project": project,
+                                                             "location": location}, ledger), validate=False,
+                                    copy_result=False)
+        else:
+            obj = dict(cur)
+            obj["metadata"] = dict(cur["metadata"])
+            obj["status"] = ledger
+            self.ctx.project.update(obj, validate=False, copy_result=False, take=True)
+        self._written = True
+
+    def reconcile(self, key: Any) -> Result | None:
+        assert self.ctx.project is not None
+        if not self._loaded:
+            self._load()
+        now = self.ctx.now()
+        if key != KEY:
+            if self._sync_pod(key[1], key[2], now):
+                self.enqueue_after(KEY, FLUSH)
+            return None
+        changed = self._sync_nodes(now)
+        if not self._written and self.ctx.project.peek(BILLING, self._name()[0]) is None:
+            changed = True
+        if self._resync:  # records of pods that went while the controller was not running
+            self._resync = False
+            for rkey in sorted(self._open_pods):
+                ns, pname, _uid = rkey.split("/", 2)
+                if rkey in self._open_pods and self._sync_pod(ns, pname, now):
+                    changed = True
+        if changed or self._dirty:
+            self._write(now)
+        return None
+
+
+_CONTROLLERS: weakref.WeakKeyDictionary[Any, BillingController] = weakref.WeakKeyDictionary()
+
+
+def flush_billing(store: Any) -> None:
+    """Bring the stored ledger of the cluster whose store is ``store`` up to now (if its controller runs)."""
+    ctrl = _CONTROLLERS.get(store)
+    if ctrl is not None and ctrl._loaded:
+        ctrl.flush()

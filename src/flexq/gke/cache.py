@@ -13,17 +13,29 @@ import weakref
 from typing import Any
 
 from flexq.gke.catalog import LABEL_NODEPOOL
+from flexq.gke.fit import Resources, is_terminal, pod_requests
 from flexq.store.store import Store, WatchEvent
+
+CONSUME_KEY = "autoscaling.x-k8s.io/consume-provisioning-request"
 
 __all__ = ["GkeCache", "cache_for"]
 
 
 class GkeCache:
-    """Pods by (namespace, name); GKE nodes (those with a node pool label) by name."""
+    """Pods by (namespace, name); GKE nodes (those with a node pool label) by name; and, kept per event in
+    O(1), what the autoscaler asks every time: the unschedulable pods, the requests of the live pods bound
+    to each node (``used``: values are never changed in place), and how many bound pods consume each
+    ProvisioningRequest."""
 
     def __init__(self, store: Store) -> None:
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
+        self.unschedulable: dict[tuple[str, str], dict[str, Any]] = {}
+        self.used: dict[str, Resources] = {}
+        self._live: dict[str, int] = {}  # node -> live pods bound to it
+        self._acct: dict[tuple[str, str], tuple[str, Resources]] = {}
+        self.consumers: dict[tuple[str, str], int] = {}  # (namespace, request) -> bound consuming pods
+        self._consuming: dict[tuple[str, str], tuple[str, str]] = {}
         self._sub = store.watch(self._on_event, ["Node", "Pod"])
         for node in store.list("Node"):
             self._on_event(WatchEvent("ADDED", "", node, 0))
@@ -41,8 +53,62 @@ class GkeCache:
         key = (meta.get("namespace") or "default", meta["name"])
         if ev.type == "DELETED":
             self.pods.pop(key, None)
+            self.unschedulable.pop(key, None)
+            self._unaccount(key)
+            self._unconsume(key)
+            return
+        self.pods[key] = obj
+        node = (obj.get("spec") or {}).get("nodeName")
+        if _unschedulable(obj):
+            self.unschedulable[key] = obj
         else:
-            self.pods[key] = obj
+            self.unschedulable.pop(key, None)
+        if node and not is_terminal(obj):
+            if key not in self._acct:
+                req = pod_requests(obj)
+                self._acct[key] = (node, req)
+                self._live[node] = self._live.get(node, 0) + 1
+                cur = self.used.get(node, {})
+                self.used[node] = {**cur, **{k: cur.get(k, 0) + v for k, v in req.items()}}
+        else:
+            self._unaccount(key)
+        consumed = (meta.get("annotations") or {}).get(CONSUME_KEY)
+        if node and consumed:
+            if key not in self._consuming:
+                ck = (key[0], consumed)
+                self._consuming[key] = ck
+                self.consumers[ck] = self.consumers.get(ck, 0) + 1
+        else:
+            self._unconsume(key)
+
+    def _unaccount(self, key: tuple[str, str]) -> None:
+        entry = self._acct.pop(key, None)
+        if entry is None:
+            return
+        node, req = entry
+        self._live[node] -= 1
+        if not self._live[node]:
+            del self._live[node]
+            del self.used[node]
+        else:
+            cur = self.used[node]
+            self.used[node] = {**cur, **{k: cur[k] - v for k, v in req.items()}}
+
+    def _unconsume(self, key: tuple[str, str]) -> None:
+        ck = self._consuming.pop(key, None)
+        if ck is not None:
+            self.consumers[ck] -= 1
+            if not self.consumers[ck]:
+                del self.consumers[ck]
+
+    def busy_nodes(self) -> set[str]:
+        """Nodes with a live (bound, not terminal) pod."""
+        return set(self._live)
+
+    def pending(self) -> list[dict[str, Any]]:
+        """Pods the scheduler could not place, oldest first (the autoscaler's input)."""
+        return sorted(self.unschedulable.values(),
+                      key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
 
     def pod_list(self, namespace: str | None = None) -> list[dict[str, Any]]:
         return [p for k, p in sorted(self.pods.items()) if namespace is None or k[0] == namespace]
@@ -53,6 +119,15 @@ class GkeCache:
 
     def close(self) -> None:
         self._sub.cancel()
+
+
+def _unschedulable(p: dict[str, Any]) -> bool:
+    if (p.get("spec") or {}).get("nodeName") or is_terminal(p) or p["metadata"].get("deletionTimestamp"):
+        return False
+    for c in (p.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "PodScheduled":
+            return c.get("status") == "False" and c.get("reason") == "Unschedulable"
+    return False
 
 
 _CACHES: weakref.WeakKeyDictionary[Store, GkeCache] = weakref.WeakKeyDictionary()

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal
 
+from flexq.api import wellknown
+
 __all__ = [
     "ON_DEMAND", "SPOT", "FLEX_START", "ProvisioningModel", "PROVISIONING_MODELS",
     "TpuGeneration", "MachineType", "Prices", "TPU_GENERATIONS", "MACHINE_TYPES",
@@ -54,7 +56,7 @@ LABEL_QUEUED = "cloud.google.com/gke-queued"
 LABEL_MAX_RUN_DURATION = "cloud.google.com/gke-max-run-duration-seconds"
 LABEL_PROVISIONING_REQUEST = "autoscaling.gke.io/provisioning-request"
 LABEL_SPOT = "cloud.google.com/gke-spot"
-RESOURCE_TPU = "google.com/tpu"
+RESOURCE_TPU = wellknown.RESOURCE_TPU
 RESOURCE_GPU = "nvidia.com/gpu"
 TAINT_TPU = {"key": RESOURCE_TPU, "value": "present", "effect": "NoSchedule"}
 TAINT_GPU = {"key": RESOURCE_GPU, "value": "present", "effect": "NoSchedule"}

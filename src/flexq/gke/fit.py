@@ -18,6 +18,10 @@ from typing import Any
 
 from flexq.api.quantity import parse_quantity
 from flexq.gke import catalog
+from flexq.semantics.pods import is_terminal
+from flexq.semantics.resources import pod_requests as _pod_requests
+from flexq.semantics.selectors import pod_matches_node
+from flexq.semantics.taints import untolerated_taint
 
 __all__ = ["Resources", "NodeShape", "pod_requests", "tolerates_all", "selects", "fits", "pool_shape",
            "node_shape", "pack", "add", "used_on_nodes", "is_terminal"]
@@ -35,10 +39,6 @@ class NodeShape:
     allocatable: Mapping[str, Fraction] = field(default_factory=dict)
 
 
-def is_terminal(pod: dict[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
 def add(a: Mapping[str, Fraction], b: Mapping[str, Fraction]) -> Resources:
     out = dict(a)
     for k, v in b.items():
@@ -46,79 +46,21 @@ def add(a: Mapping[str, Fraction], b: Mapping[str, Fraction]) -> Resources:
     return out
 
 
-def _container_requests(c: dict[str, Any]) -> Resources:
-    res = c.get("resources") or {}
-    req = dict(res.get("limits") or {})  # limits default requests, as the API server does
-    req.update(res.get("requests") or {})
-    return {k: parse_quantity(v) for k, v in req.items()}
-
-
 def pod_requests(pod: dict[str, Any]) -> Resources:
-    """Effective requests: max(sum of containers, each init container) + overhead, plus one ``pods`` slot."""
-    spec = pod.get("spec") or {}
-    total: Resources = {}
-    for c in spec.get("containers") or []:
-        total = add(total, _container_requests(c))
-    for c in spec.get("initContainers") or []:
-        for k, v in _container_requests(c).items():
-            total[k] = max(total.get(k, Fraction(0)), v)
-    total = add(total, {k: parse_quantity(v) for k, v in (spec.get("overhead") or {}).items()})
+    """Effective requests (``flexq.semantics.resources``), plus one ``pods`` slot."""
+    total = _pod_requests(pod.get("spec") or {})
     total["pods"] = Fraction(1)
     return total
 
 
-def _tolerates(t: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
-    if t.get("effect") and t["effect"] != taint.get("effect"):
-        return False
-    op = t.get("operator") or "Equal"
-    if not t.get("key"):
-        return op == "Exists"
-    if t["key"] != taint.get("key"):
-        return False
-    return op == "Exists" or (t.get("value") or "") == (taint.get("value") or "")
-
-
-def tolerates_all(pod: dict[str, Any], taints: Iterable[Mapping[str, str]]) -> Mapping[str, str] | None:
+def tolerates_all(pod: dict[str, Any], taints: Iterable[Mapping[str, str]]) -> Mapping[str, Any] | None:
     """The first NoSchedule/NoExecute taint the pod does not tolerate, or None."""
-    tolerations = (pod.get("spec") or {}).get("tolerations") or []
-    for taint in taints:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint)
-                                                                           for t in tolerations):
-            return taint
-    return None
-
-
-def _expr(e: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, op, values = e.get("key", ""), e.get("operator"), e.get("values") or []
-    if op == "In":
-        return key in labels and labels[key] in values
-    if op == "NotIn":
-        return key not in labels or labels[key] not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    if op in ("Gt", "Lt") and key in labels and values:
-        try:
-            have, want = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
+    return untolerated_taint(taints, (pod.get("spec") or {}).get("tolerations") or [])
 
 
 def selects(pod: dict[str, Any], labels: Mapping[str, str]) -> bool:
-    """nodeSelector and requiredDuringSchedulingIgnoredDuringExecution node affinity."""
-    spec = pod.get("spec") or {}
-    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
-        return False
-    req = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-           .get("requiredDuringSchedulingIgnoredDuringExecution"))
-    if not req:
-        return True
-    terms = req.get("nodeSelectorTerms") or []
-    return any(all(_expr(e, labels) for e in (t.get("matchExpressions") or [])) and (t.get("matchExpressions"))
-               for t in terms)
+    """nodeSelector and requiredDuringSchedulingIgnoredDuringExecution node affinity, on a template node."""
+    return pod_matches_node(pod.get("spec") or {}, labels)
 
 
 def fits(pod: dict[str, Any], shape: NodeShape, used: Mapping[str, Fraction] | None = None,

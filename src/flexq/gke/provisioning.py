@@ -27,11 +27,12 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
 from flexq.gke import catalog
-from flexq.gke.cache import cache_for
-from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape, used_on_nodes
+from flexq.gke.cache import GkeCache, cache_for
+from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape
 from flexq.gke.nodes import ANN_DELETE_AT, capacity_model_name, grow, nodes_of, pools_of, shrink
 from flexq.gke.project import capacity_for
 from flexq.runtime import Controller, Result, Watch
@@ -45,7 +46,7 @@ QUEUED = "queued-provisioning.gke.io"
 CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 ANN_REQUEST = "gke.twin.flexq.dev/provisioning-request"     # node -> "<namespace>/<name>" of its request
-CONSUME_KEY = "autoscaling.x-k8s.io/consume-provisioning-request"
+CONSUME_KEY = CONSUME_PROVISIONING_REQUEST
 ANN_GRANT_AT = "gke.twin.flexq.dev/dws-grant-at"            # request -> when DWS grants it ("never")
 ANN_POOL = "gke.twin.flexq.dev/dws-node-pool"
 ANN_ATTEMPTS = "gke.twin.flexq.dev/scale-up-attempts"
@@ -112,27 +113,28 @@ def request_pods(store: Store, pr: dict[str, Any]) -> list[dict[str, Any]] | str
     return pods
 
 
-def booked_nodes(store: Store, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> set[str]:
+def booked_nodes(store: Store, nodes: list[dict[str, Any]], cache: GkeCache) -> set[str]:
     """Existing nodes holding capacity that a check-capacity or best-effort-atomic request has booked (Provisioned,
     not BookingExpired): the request's pods that are not bound yet, first-fit onto the nodes' free capacity, as
     the autoscaler injects fake pods for a booking so that its nodes are not scaled down (research/cloud.md §1.5)."""
     try:
-        requests = store.list("ProvisioningRequest")
+        requests = [pr for pr in store.peek_list("ProvisioningRequest")
+                    if pr["spec"].get("provisioningClassName") in (CHECK_CAPACITY, ATOMIC)]
     except NotFound:
         return set()
     booked: set[str] = set()
-    used = used_on_nodes(pods)
+    if not requests:
+        return booked
+    used = dict(cache.used)
     shapes = {n["metadata"]["name"]: node_shape(n) for n in nodes}
     for pr in requests:
-        if pr["spec"].get("provisioningClassName") not in (CHECK_CAPACITY, ATOMIC) or not _true(pr, "Provisioned") \
-                or _true(pr, "BookingExpired"):
+        if not _true(pr, "Provisioned") or _true(pr, "BookingExpired"):
             continue
         fake = request_pods(store, pr)
         if isinstance(fake, str):
             continue
         ns, name = pr["metadata"]["namespace"], pr["metadata"]["name"]
-        bound = sum(1 for p in pods if p["metadata"].get("namespace") == ns and (p.get("spec") or {}).get("nodeName")
-                    and (p["metadata"].get("annotations") or {}).get(CONSUME_KEY) == name)
+        bound = cache.consumers.get((ns, name), 0)
         for pod in fake[bound:]:
             req = pod_requests(pod)
             for node, shape in shapes.items():
@@ -162,7 +164,7 @@ class ProvisioningRequestController(Controller):
 
         def by_pod(ev: Any) -> list[tuple[str, str]]:
             ann = ev.object["metadata"].get("annotations") or {}
-            name = ann.get("autoscaling.x-k8s.io/consume-provisioning-request")
+            name = ann.get(CONSUME_KEY)
             return [(ev.object["metadata"]["namespace"], name)] if name else []
 
         return [Watch("ProvisioningRequest"), Watch("Node", by_node), Watch("Pod", by_pod)]
@@ -333,7 +335,7 @@ class ProvisioningRequestController(Controller):
     # -- check-capacity and best-effort-atomic-scale-up ----------------------------------------------------------
     def _fits_existing(self, pods: list[dict[str, Any]]) -> bool:
         nodes = [n for n in nodes_of(self.ctx) if _ready(n)]
-        used = used_on_nodes(cache_for(self.store).pod_list())
+        used = dict(cache_for(self.store).used)
         for pod in pods:
             req = pod_requests(pod)
             for n in nodes:
@@ -351,7 +353,7 @@ class ProvisioningRequestController(Controller):
             return None
         consuming = [p for p in cache_for(self.store).pod_list(pr["metadata"]["namespace"])
                      if (p["metadata"].get("annotations") or {}).get(
-                         "autoscaling.x-k8s.io/consume-provisioning-request") == pr["metadata"]["name"]]
+                         CONSUME_KEY) == pr["metadata"]["name"]]
         total = sum(ps["count"] for ps in pr["spec"]["podSets"])
         if len([p for p in consuming if (p.get("spec") or {}).get("nodeName")]) >= total:
             self._set(pr, now, ("BookingExpired", "True", "CapacityBookingConsumed"))

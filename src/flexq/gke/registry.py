@@ -16,6 +16,7 @@ from flexq.gke.autoscaler import Autoscaler
 from flexq.gke.backend import cluster_settings
 from flexq.gke.billing import BillingController
 from flexq.gke.cache import cache_for
+from flexq.gke.metrics import GkeMetrics, StockoutTracker
 from flexq.gke.nodes import NodeLifecycle, PoolController
 from flexq.gke.project import PROJECT_KINDS, OperationsController, backend_for
 from flexq.gke.provisioning import ProvisioningRequestController
@@ -29,8 +30,10 @@ def controllers(ctx: Context) -> list[Controller]:
     if not ctx.settings.get("gkeCluster") or ctx.project is None:
         return []
     cache_for(ctx.store)  # subscribe the shared cache before the controllers' own watches
+    stockouts = StockoutTracker(ctx)
+    GkeMetrics(ctx, stockouts, ctx.metrics)
     out: list[Controller] = [PoolController(ctx), NodeLifecycle(ctx), Autoscaler(ctx),
-                             ProvisioningRequestController(ctx), BillingController(ctx)]
+                             ProvisioningRequestController(ctx), BillingController(ctx), stockouts]
     return out
 
 

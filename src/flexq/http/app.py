@@ -4,7 +4,8 @@ Owns: bearer-token authentication (constant-time compare; ``/version``, ``/healt
 ``/readyz`` are public, as the API server's default RBAC makes them), routing by path —
 ``/version``, ``/api``, ``/apis`` (legacy and aggregated discovery), ``/openapi/v2``, ``/openapi/v3...``,
 ``/api/v1/...`` and ``/apis/<group>/<version>/...`` (the Kubernetes face), ``/clusters/<name>/...`` (the same
-for a named GKE cluster), ``/v1/...`` and friends (the GKE face) — and turning every failure into a
+for a named GKE cluster), ``/v1/...`` and friends (the GKE face), ``/metrics`` (the cluster's Prometheus registry) and ``/dashboard/...``
+(the web dashboard, which also takes the token from its login cookie) — and turning every failure into a
 Kubernetes ``Status`` (or a Google error) so that the twin keeps serving. Must not import domain packages.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -20,10 +20,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from flexq.errors import ApiError, InternalError, NotFound, Unauthorized
+from flexq.http import dashboard
+from flexq.http import metrics as metrics_page
 from flexq.http.common import json_response, status_response
 from flexq.http.gke import face as gke_face
 from flexq.http.kube import discovery, openapi, paths, reviews
 from flexq.http.kube.rest import KubeFace
+from flexq.http.seam import TwinServices
 
 log = logging.getLogger("flexq.http")
 
@@ -34,11 +37,12 @@ METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 class TwinApp:
     """Routes requests to the faces of one twin."""
 
-    def __init__(self, core: Any, token: str | None, server_address: str = "") -> None:
+    def __init__(self, core: TwinServices, token: str | None, server_address: str = "") -> None:
         self.core = core
         self.token = token
         self.server_address = server_address
         self.faces: dict[str | None, KubeFace] = {None: KubeFace(core)}
+        self.dashboard = dashboard.Dashboard(core, token)
 
     def face(self, cluster: str | None) -> KubeFace:
         if cluster not in self.faces:
@@ -50,10 +54,18 @@ class TwinApp:
             return True
         auth = request.headers.get("authorization", "")
         scheme, _, value = auth.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token.encode())
+        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token.encode()):
+            return True
+        # the dashboard's pages: browsers cannot send a bearer header when they navigate, so the login form
+        # sets the token as an HttpOnly, SameSite=Strict cookie that only the dashboard's paths accept
+        cookie = request.cookies.get(dashboard.COOKIE, "")
+        return dashboard.handles(request.url.path) and bool(cookie) and hmac.compare_digest(
+            cookie.encode(), self.token.encode())
 
     async def __call__(self, request: Request) -> Response:
         path = request.url.path
+        if dashboard.handles(path) and not self.authorized(request):
+            return await self.dashboard.unauthorized(request)
         if not self.authorized(request):
             if gke_face.is_gke_path(path):
                 return gke_face.google_error(401, "UNAUTHENTICATED", "Request had invalid authentication "
@@ -62,6 +74,8 @@ class TwinApp:
         try:
             if gke_face.is_gke_path(path):
                 return await gke_face.handle(self.core, request)
+            if dashboard.handles(path):
+                return await self.dashboard.handle(request)
             cluster = None
             if path.startswith("/clusters/"):
                 parts = path.split("/", 3)
@@ -81,6 +95,8 @@ class TwinApp:
             return json_response(discovery.version_info(face.runtime().settings.get("gkeVersion")))
         if p in ("/healthz", "/livez", "/readyz"):
             return Response(b"ok", media_type="text/plain")
+        if p == "/metrics":
+            return await metrics_page.scrape(self.core.loop, face.runtime)
         if p.startswith("/openapi/"):
             return self.openapi(p, face, cluster)
         if p in ("/api", "/apis"):
@@ -127,7 +143,7 @@ class TwinApp:
         return Response(doc, media_type="application/json")
 
 
-def build_app(core: Any, token: str | None, server_address: str = "") -> Starlette:
+def build_app(core: TwinServices, token: str | None, server_address: str = "") -> Starlette:
     """The Starlette application serving ``core`` (a ``TwinCore``); ``token`` None disables auth (tests)."""
     twin_app = TwinApp(core, token, server_address)
     return Starlette(routes=[Route("/{path:path}", twin_app.__call__, methods=METHODS)])

@@ -23,6 +23,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from flexq.errors import BadRequest
 from flexq.http.common import dumps, on_loop
 from flexq.http.kube.portforward import LOCAL_PORTS, PortForwardSession, upgrade_response
+from flexq.http.seam import TwinServices
 
 _PF = re.compile(r"^(?:/clusters/(?P<cluster>[^/]+))?/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)/portforward$")
 _MAX_HEAD = 64 * 1024
@@ -60,7 +61,7 @@ def _http(status: str, body: dict[str, Any]) -> bytes:
             f"Connection: close\r\n\r\n").encode() + data
 
 
-def protocol_class(core: Any, token: str | None) -> type[H11Protocol]:
+def protocol_class(core: TwinServices, token: str | None) -> type[H11Protocol]:
     """uvicorn's h11 protocol bound to one twin, with port-forward upgrades."""
 
     class TwinH11Protocol(H11Protocol):

@@ -27,7 +27,9 @@ import yaml
 
 from flexq.http.app import build_app
 from flexq.http.protocol import protocol_class
+from flexq.http.seam import TwinServices
 from flexq.http.tls import Credentials, ensure_credentials
+from flexq.store.private import private_home, write_private
 
 log = logging.getLogger("flexq.http.server")
 
@@ -49,10 +51,10 @@ class Server:
         except (OSError, ValueError):
             return 0
 
-    def __init__(self, core: Any, home: str | Path, host: str = "127.0.0.1", port: int = 0, *,
+    def __init__(self, core: TwinServices, home: str | Path, host: str = "127.0.0.1", port: int = 0, *,
                  tls: bool = True, auth: bool = True) -> None:
         self.core, self.home, self.host = core, Path(home), host
-        self.home.mkdir(parents=True, exist_ok=True)
+        private_home(self.home)
         self.creds: Credentials = ensure_credentials(self.home, core.loop.now())
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets that say so, and without
@@ -68,7 +70,7 @@ class Server:
             self.sock.bind((host, 0))  # the old port is taken: any free one
         self.sock.listen(512)
         self.port: int = self.sock.getsockname()[1]
-        (self.home / LAST_PORT_FILE).write_text(f"{self.port}\n")
+        write_private(self.home / LAST_PORT_FILE, f"{self.port}\n")
         self.tls = tls
         hostport = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
         self.url = f"{'https' if tls else 'http'}://{hostport}"
@@ -127,8 +129,8 @@ class Server:
                 "ca": str(self.creds.ca_cert), "ca_bundle": str(bundle), "token_file": str(self.creds.token_file),
                 "kubeconfig": str(self.kubeconfig_path())}
         info["env"] = client_env(self.home, info)
-        (self.home / SERVER_FILE).write_text(json.dumps(info, indent=2) + "\n")
-        (self.home / PID_FILE).write_text(f"{os.getpid()}\n")
+        write_private(self.home / SERVER_FILE, json.dumps(info, indent=2) + "\n")
+        write_private(self.home / PID_FILE, f"{os.getpid()}\n")
         return info
 
     def remove_files(self) -> None:
@@ -159,8 +161,7 @@ def write_kubeconfig(path: Path, url: str, creds: Credentials) -> None:
                               {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"})
     cfg.setdefault("current-context", CONTEXT)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    os.chmod(tmp, 0o600)
+    write_private(tmp, yaml.safe_dump(cfg, sort_keys=False))
     tmp.replace(path)
 
 
@@ -180,7 +181,7 @@ def write_ca_bundle(creds: Credentials) -> Path:
         except ImportError:
             system = ""
     path = creds.ca_cert.with_name("ca-bundle.crt")
-    path.write_text(system.rstrip("\n") + "\n" + creds.ca_pem if system else creds.ca_pem)
+    write_private(path, system.rstrip("\n") + "\n" + creds.ca_pem if system else creds.ca_pem)
     return path
 
 
@@ -203,7 +204,7 @@ def client_env(home: str | Path, info: dict[str, Any] | None = None) -> dict[str
     }
 
 
-def serve(core: Any, home: str | Path, host: str = "127.0.0.1", port: int = 0,
+def serve(core: TwinServices, home: str | Path, host: str = "127.0.0.1", port: int = 0,
           ready: threading.Event | None = None, stop: threading.Event | None = None) -> None:
     """Serve ``core`` until SIGTERM or SIGINT (in the main thread) or until ``stop`` is set — ``flexq up``'s
     foreground body. Writes the client files once listening (then sets ``ready``); removes ``server.json``

@@ -22,6 +22,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from flexq.store.private import private_dir, private_file
+
 __all__ = ["Credentials", "ensure_credentials"]
 
 CA_CERT, CA_KEY, SERVER_CERT, SERVER_KEY, TOKEN = "ca.crt", "ca.key", "server.crt", "server.key", "token"
@@ -54,6 +56,7 @@ class Credentials:
 
 def _write_secret(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # also when an older file was readable
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
 
@@ -105,13 +108,13 @@ def ensure_credentials(home: str | Path, now: float,
                        hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")) -> Credentials:
     """Create (first time) or reuse the CA, server certificate and token under ``home/pki``."""
     pki = Path(home) / "pki"
-    pki.mkdir(parents=True, exist_ok=True)
+    private_dir(pki)
     creds = Credentials(Path(home), pki / CA_CERT, pki / SERVER_CERT, pki / SERVER_KEY, pki / TOKEN)
     when = _dt.datetime.fromtimestamp(now, tz=_dt.UTC)
     if not (creds.ca_cert.exists() and (pki / CA_KEY).exists()):
         ca, ca_key = _make_ca(when)
         _write_secret(pki / CA_KEY, _key_pem(ca_key))
-        creds.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+        _write_secret(creds.ca_cert, ca.public_bytes(serialization.Encoding.PEM))
         creds.server_cert.unlink(missing_ok=True)
     if not (creds.server_cert.exists() and creds.server_key.exists()):
         ca = x509.load_pem_x509_certificate(creds.ca_cert.read_bytes())
@@ -119,7 +122,10 @@ def ensure_credentials(home: str | Path, now: float,
         assert isinstance(loaded, ec.EllipticCurvePrivateKey)
         cert, key = _make_server(ca, loaded, when, list(hosts))
         _write_secret(creds.server_key, _key_pem(key))
-        creds.server_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        _write_secret(creds.server_cert, cert.public_bytes(serialization.Encoding.PEM))
+    for f in pki.iterdir():  # owner-only, also what an older flexq left readable
+        if f.is_file():
+            private_file(f)
     if not creds.token_file.exists():
         # no trailing newline: the kubernetes Python client sends a tokenFile verbatim as a header
         _write_secret(creds.token_file, secrets.token_urlsafe(32).encode())

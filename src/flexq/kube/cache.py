@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections import Counter
 
 from flexq.kube.scheduling import NodeInfo, node_info, pod_requests
+from flexq.semantics.pods import is_terminal
 from flexq.store.store import Store, Subscription, WatchEvent
 
 PodKey = tuple[str, str]
 OwnerKey = tuple[str, str, str]  # (namespace, owner kind, owner name)
-TERMINAL = ("Succeeded", "Failed")
 
 
 def pod_key(pod: dict) -> PodKey:
@@ -32,10 +32,6 @@ def controller_owner(obj: dict) -> dict | None:
         if ref.get("controller"):
             return ref
     return None
-
-
-def is_terminal(pod: dict) -> bool:
-    return (pod.get("status") or {}).get("phase") in TERMINAL
 
 
 class ClusterCache:

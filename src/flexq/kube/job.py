@@ -32,8 +32,8 @@ from flexq.clock import format_time, parse_time
 from flexq.errors import AlreadyExists, NotFound
 from flexq.kube import jobs
 from flexq.kube.cache import ClusterCache, controller_owner, is_terminal
-from flexq.kube.conditions import is_true, set_condition
 from flexq.runtime import Context, Controller, Result, Watch
+from flexq.semantics.conditions import is_true, set_core_condition
 from flexq.store.store import WatchEvent, clone
 
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
@@ -134,13 +134,13 @@ class JobController(Controller):
         active = [p for p in pods if _active(p) and p["metadata"]["name"] not in counted_names]
         conds = status.setdefault("conditions", [])
         if spec.get("suspend"):  # step 2
-            if set_condition(conds, "Suspended", "True", "JobSuspended", "Job suspended", now, probe=True):
+            if set_core_condition(conds, "Suspended", "True", "JobSuspended", "Job suspended", now, probe=True):
                 self.events.record(job, "Normal", "Suspended", "Job suspended")
             self._delete(job, active)
             self._set_counts(status, [])
             return None
         if is_true(status, "Suspended"):
-            set_condition(conds, "Suspended", "False", "JobResumed", "Job resumed", now, probe=True)
+            set_core_condition(conds, "Suspended", "False", "JobResumed", "Job resumed", now, probe=True)
             self.events.record(job, "Normal", "Resumed", "Job resumed")
             status["startTime"] = format_time(now)
         status.setdefault("startTime", format_time(now))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 
-from flexq.kube.conditions import set_condition
+from flexq.semantics.conditions import set_core_condition
 
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 LABEL_JOB_NAME = "batch.kubernetes.io/job-name"
@@ -106,11 +106,11 @@ def finish(status: dict, failed_reason: str | None, message: str, now: float) ->
     """Add the terminal conditions (k8s >= 1.31: FailureTarget+Failed, or SuccessCriteriaMet+Complete)."""
     conds = status.setdefault("conditions", [])
     if failed_reason is not None:
-        set_condition(conds, "FailureTarget", "True", failed_reason, message, now, probe=True)
-        set_condition(conds, "Failed", "True", failed_reason, message, now, probe=True)
+        set_core_condition(conds, "FailureTarget", "True", failed_reason, message, now, probe=True)
+        set_core_condition(conds, "Failed", "True", failed_reason, message, now, probe=True)
     else:
-        set_condition(conds, "SuccessCriteriaMet", "True", "CompletionsReached", message, now, probe=True)
-        set_condition(conds, "Complete", "True", "CompletionsReached", message, now, probe=True)
+        set_core_condition(conds, "SuccessCriteriaMet", "True", "CompletionsReached", message, now, probe=True)
+        set_core_condition(conds, "Complete", "True", "CompletionsReached", message, now, probe=True)
 
 
 def finished_condition(status: dict) -> dict | None:

@@ -28,11 +28,11 @@ from flexq.api.core_defaults import qos_class
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
-from flexq.kube.conditions import set_condition
 from flexq.kube.executor import PodExecutor, PodLaunch, PodRunState
 from flexq.kube.podenv import configmap_files, tpu_env
-from flexq.kube.scheduling import tolerates
 from flexq.runtime import Context, Controller, Result, Watch
+from flexq.semantics.conditions import set_core_condition
+from flexq.semantics.taints import tolerates
 from flexq.store.store import WatchEvent, clone
 
 MAX_BACKOFF, BASE_BACKOFF = 300.0, 10.0
@@ -172,7 +172,7 @@ class Kubelet(Controller):
         if rec is not None:
             self._stop(key, rec, pod)
         st = clone(pod.get("status") or {})
-        set_condition(st.setdefault("conditions", []), "DisruptionTarget", "True", "DeletionByTaintManager",
+        set_core_condition(st.setdefault("conditions", []), "DisruptionTarget", "True", "DeletionByTaintManager",
                       "Taint manager: deleting due to NoExecute taint", self.ctx.now())
         st["conditions"].sort(key=lambda c: _COND_ORDER.get(c.get("type", ""), 9))
         self._write(pod, st)
@@ -296,7 +296,7 @@ class Kubelet(Controller):
         st = self._terminal_status(pod, "Failed", dict(_UNKNOWN))
         st["reason"] = "NodeLost"
         st["message"] = f"Node {node} which was running pod {pod['metadata']['name']} no longer exists"
-        set_condition(st["conditions"], "DisruptionTarget", "True", "DeletionByPodGC", "PodGC: node no longer exists",
+        set_core_condition(st["conditions"], "DisruptionTarget", "True", "DeletionByPodGC", "PodGC: node no longer exists",
                       self.ctx.now())
         st["conditions"].sort(key=lambda c: _COND_ORDER.get(c.get("type", ""), 9))
         self._write(pod, st)
@@ -320,13 +320,13 @@ class Kubelet(Controller):
         reason = None if ready else ("PodCompleted" if terminal else "ContainersNotReady")
         msg = None if ready or terminal else f"containers with unready status: [{' '.join(names)}]"
         if initialized:
-            set_condition(conds, "Initialized", "True", "PodCompleted" if terminal else None, None, now, probe=True)
+            set_core_condition(conds, "Initialized", "True", "PodCompleted" if terminal else None, None, now, probe=True)
         else:
             inits = [c["name"] for c in (pod.get("spec") or {}).get("initContainers") or []]
-            set_condition(conds, "Initialized", "False", "ContainersNotInitialized",
+            set_core_condition(conds, "Initialized", "False", "ContainersNotInitialized",
                           f"containers with incomplete status: [{' '.join(inits)}]", now, probe=True)
         for t in ("Ready", "ContainersReady"):
-            set_condition(conds, t, "True" if ready else "False", reason, msg, now, probe=True)
+            set_core_condition(conds, t, "True" if ready else "False", reason, msg, now, probe=True)
         conds.sort(key=lambda c: _COND_ORDER.get(c.get("type", ""), 9))
         if host_ip:
             st["hostIP"], st["hostIPs"] = host_ip, [{"ip": host_ip}]

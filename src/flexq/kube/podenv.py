@@ -27,13 +27,14 @@ import posixpath
 from collections.abc import Callable, Iterable
 from math import prod
 
+from flexq.api.wellknown import RESOURCE_TPU
 from flexq.kube.scheduling import NodeInfo, pod_requests
 
 LABEL_NODEPOOL = "cloud.google.com/gke-nodepool"
 LABEL_TPU_ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
 LABEL_TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
 LABEL_PROVISIONING_REQUEST = "autoscaling.gke.io/provisioning-request"
-TPU_RESOURCE = "google.com/tpu"
+TPU_RESOURCE = RESOURCE_TPU
 
 # gke-tpu-accelerator -> (Cloud TPU generation name, TensorCores per chip)
 TPU_GENERATIONS: dict[str, tuple[str, int]] = {
@@ -69,16 +70,16 @@ def configmap_files(pod: dict, get_configmap: Callable[[str], dict | None]) \
     files: dict[str, dict[str, str]] = {}
     for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         for mount in c.get("volumeMounts") or []:
-            data = contents.get(mount.get("name", ""))
-            if data is None:
+            mounted = contents.get(mount.get("name", ""))
+            if mounted is None:
                 continue
             path = mount["mountPath"]
             if mount.get("subPath"):
-                if mount["subPath"] in data:
+                if mount["subPath"] in mounted:
                     parent, base = posixpath.split(path.rstrip("/"))
-                    files.setdefault(parent or "/", {})[base] = data[mount["subPath"]]
+                    files.setdefault(parent or "/", {})[base] = mounted[mount["subPath"]]
                 continue
-            files.setdefault(path, {}).update(data)
+            files.setdefault(path, {}).update(mounted)
     return files, missing
 
 

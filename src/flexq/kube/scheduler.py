@@ -18,9 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
-from flexq.kube.conditions import get_condition, set_condition
 from flexq.kube.scheduling import GATED_MESSAGE, filter_node, pod_requests, schedule
 from flexq.runtime import Context, Controller, Result, Watch
+from flexq.semantics.conditions import find_condition, set_core_condition
 from flexq.store.store import WatchEvent, clone
 
 SCHEDULER_NAME = "default-scheduler"
@@ -150,7 +150,7 @@ class Scheduler(Controller):
 
     def _write_condition(self, pod: dict, status: str, reason: str | None, message: str | None) -> bool:
         """Set PodScheduled; True when it changed (and was written)."""
-        cur = get_condition(pod, "PodScheduled")
+        cur = find_condition(pod, "PodScheduled")
         if cur is not None and cur.get("status") == status and cur.get("reason") == reason \
                 and cur.get("message") == message:
             return False
@@ -158,7 +158,7 @@ class Scheduler(Controller):
         st = obj.setdefault("status", {})
         st.setdefault("phase", "Pending")
         conds = st.setdefault("conditions", [])
-        set_condition(conds, "PodScheduled", status, reason, message, self.ctx.now(), probe=True)
+        set_core_condition(conds, "PodScheduled", status, reason, message, self.ctx.now(), probe=True)
         if status == "False":
             conds.sort(key=lambda c: c.get("type") != "PodScheduled")
         self.store.update_status(obj)

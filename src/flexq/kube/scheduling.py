@@ -17,14 +17,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from flexq.api.quantity import resource_value
+from flexq.api.wellknown import NOT_READY_TAINT, UNREACHABLE_TAINT, UNSCHEDULABLE_TAINT
+from flexq.semantics.resources import pod_request_values
+from flexq.semantics.selectors import pod_matches_node
+from flexq.semantics.taints import tolerates
+from flexq.semantics.taints import untolerated_taint as _untolerated
 
 DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default, when a Node reports no "pods" allocatable
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
-UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 MSG_UNSCHEDULABLE = "node(s) were unschedulable"
 MSG_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -76,103 +77,19 @@ def node_info(node: dict) -> NodeInfo:
                     slice=(node["metadata"].get("annotations") or {}).get(ANN_SLICE, ""))
 
 
-@lru_cache(maxsize=4096)
-def _value(name: str, q: str | int | float) -> int | None:
-    try:
-        return resource_value(name, q)
-    except ValueError:
-        return None
-
-
-def _container_requests(c: dict) -> dict[str, int]:
-    res = c.get("resources") or {}
-    merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}  # requests default to limits
-    out: dict[str, int] = {}
-    for name, q in merged.items():
-        v = _value(name, q) if isinstance(q, (str, int, float)) else None
-        if v is not None:
-            out[name] = v
-    return out
-
-
 def pod_requests(pod: dict) -> dict[str, int]:
-    """Effective requests: sum over containers, at least each init container's, plus overhead."""
-    spec = pod.get("spec") or {}
-    total: Counter[str] = Counter()
-    for c in spec.get("containers") or []:
-        total.update(_container_requests(c))
-    for c in spec.get("initContainers") or []:
-        for name, v in _container_requests(c).items():
-            total[name] = max(total[name], v)
-    for name, q in (spec.get("overhead") or {}).items():
-        total[name] += resource_value(name, q)
-    return {k: v for k, v in total.items() if v > 0}
+    """Effective requests (``flexq.semantics.resources``) as the scheduler's integers, zero ones dropped."""
+    return {k: v for k, v in pod_request_values(pod.get("spec") or {}).items() if v > 0}
 
 
-def tolerates(toleration: dict, taint: dict) -> bool:
-    """``Toleration.ToleratesTaint``: effect (empty = all), key (empty + Exists = all), Equal / Exists."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    op = toleration.get("operator") or "Equal"
-    if key and key != taint.get("key"):
-        return False
-    if op == "Exists":
-        return True
-    return bool(key) and (toleration.get("value") or "") == (taint.get("value") or "")
-
-
-def untolerated_taint(pod: dict, node: NodeInfo) -> dict | None:
+def untolerated_taint(pod: dict, node: NodeInfo) -> Mapping | None:
     """The first NoSchedule/NoExecute taint of ``node`` that the pod does not tolerate."""
-    tols = (pod.get("spec") or {}).get("tolerations") or []
-    for taint in node.taints:
-        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(tolerates(t, taint) for t in tols):
-            return taint
-    return None
-
-
-def _requirement(expr: dict, value_of: Mapping[str, str]) -> bool:
-    key, op, values = expr.get("key", ""), expr.get("operator"), expr.get("values") or []
-    present = key in value_of
-    if op == "In":
-        return present and value_of[key] in values
-    if op == "NotIn":
-        return not present or value_of[key] not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present and len(values) == 1:
-        try:
-            have, want = int(value_of[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > want if op == "Gt" else have < want
-    return False
-
-
-def _term_matches(term: dict, node: NodeInfo) -> bool:
-    exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
-    if not exprs and not fields:
-        return False  # an empty term matches no objects
-    return all(_requirement(e, node.labels) for e in exprs) and \
-        all(_requirement(f, {"metadata.name": node.name}) for f in fields)
+    return _untolerated(node.taints, (pod.get("spec") or {}).get("tolerations") or [])
 
 
 def matches_node_affinity(pod: dict, node: NodeInfo) -> bool:
-    """nodeSelector (every label equal) and the required node affinity (terms ORed, expressions ANDed)."""
-    spec = pod.get("spec") or {}
-    for k, v in (spec.get("nodeSelector") or {}).items():
-        if node.labels.get(k) != v:
-            return False
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution"))
-    if required is None:
-        return True
-    return any(_term_matches(t, node) for t in required.get("nodeSelectorTerms") or [])
+    """nodeSelector (every label equal) and the required node affinity (``flexq.semantics.selectors``)."""
+    return pod_matches_node(pod.get("spec") or {}, node.labels, node.name)
 
 
 def insufficient(requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int], pods_on_node: int) -> list[str]:

@@ -24,10 +24,11 @@ import shlex
 from dataclasses import dataclass, field
 
 from flexq.api.quantity import parse_quantity
+from flexq.api.wellknown import RESOURCE_TPU
 
 from . import names
 
-TPU_RESOURCE = "google.com/tpu"
+TPU_RESOURCE = RESOURCE_TPU
 GPU_RESOURCE = "nvidia.com/gpu"
 _HEALTH_PY = (
     "import sys,urllib.request;"

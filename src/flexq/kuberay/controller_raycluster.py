@@ -19,6 +19,7 @@ Must not import kube, kueue or gke (objects only).
 from __future__ import annotations
 
 from flexq.api.quantity import format_quantity, parse_quantity
+from flexq.api.wellknown import RESOURCE_TPU
 from flexq.clock import format_time
 from flexq.runtime import Controller, Result, Watch
 from flexq.store.store import WatchEvent
@@ -57,7 +58,7 @@ def desired_replicas(group: dict) -> int:
 def _sum_resources(cluster: dict) -> dict[str, str]:
     """desiredCPU/Memory/GPU/TPU over the head and every desired worker pod."""
     totals = {"cpu": parse_quantity(0), "memory": parse_quantity(0), "nvidia.com/gpu": parse_quantity(0),
-              "google.com/tpu": parse_quantity(0)}
+              RESOURCE_TPU: parse_quantity(0)}
     spec = cluster["spec"]
     entries = [(spec["headGroupSpec"].get("template") or {}, 1)]
     for g in spec.get("workerGroupSpecs") or []:
@@ -71,7 +72,7 @@ def _sum_resources(cluster: dict) -> dict[str, str]:
                     totals[k] += parse_quantity(merged[k]) * count
     return {"desiredCPU": format_quantity(totals["cpu"]), "desiredMemory": format_quantity(totals["memory"]),
             "desiredGPU": format_quantity(totals["nvidia.com/gpu"]),
-            "desiredTPU": format_quantity(totals["google.com/tpu"])}
+            "desiredTPU": format_quantity(totals[RESOURCE_TPU])}
 
 
 class RayClusterController(Controller):

@@ -33,39 +33,29 @@ the finalizer; run KubeRay's own checks (``validation.py``: failure → ``Valida
   legacy ``onSuccess``/``onFailure`` with ``ttlSecondsAfterFinished``) or ``shutdownAfterJobFinishes``
   (delete the cluster ``ttlSecondsAfterFinished`` after ``endTime``; the submitter Job stays for its logs).
 
-Where the Ray job's status comes from (KubeRay asks the dashboard): a live cluster run by the local Ray
-executor is asked through ``JobInfoSource.job_info`` (cached, non-blocking); a simulated RayJob (run-seconds
-annotation, or a twin whose executor is ``simulated``) reads it from its submitter Job in K8sJobMode (running
-while the Job runs, ``SUCCEEDED``/``FAILED`` when it completes or fails) and, in HTTPMode, from a simulated
-dashboard: submitted on entering Running (``rayJobInfo.startTime``), done ``twin.flexq.dev/run-seconds``
-later with ``twin.flexq.dev/outcome``. SidecarMode is not run by the twin (``ValidationFailed`` with a
+Where the Ray job's status comes from (KubeRay asks the dashboard): the ``RayDashboard`` that accepts the
+RayJob (``flexq.kuberay.dashboards``: the live Ray dashboard or the simulated one, chosen by the assembly).
+SidecarMode is not run by the twin (``ValidationFailed`` with a
 message saying so). Must not import kube, kueue or gke.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Protocol
 
 from flexq.clock import format_time, parse_time
 from flexq.runtime import Controller, Result, Watch
 from flexq.store.store import WatchEvent
 
 from . import names, pods, validation
+from .dashboards import POLL_S, RayDashboard
+from .dashboards import job_finished as _job_finished
+from .dashboards import submission_mode as _mode
 
-POLL_S = 2.0  # how often a running real job's dashboard status is read (KubeRay: 3 s)
 TERMINAL_JOB = ("SUCCEEDED", "FAILED", "STOPPED")
 TERMINAL_DEPLOYMENT = ("Complete", "Failed")
-DEFAULT_SIM_SECONDS = 60.0  # a simulated HTTPMode job without run-seconds (as the simulated pod executor)
 _OWN_MANAGER = "ray.io/kuberay-operator"
 _IMPACT = {"DeleteSelf": 4, "DeleteCluster": 3, "DeleteWorkers": 2, "DeleteNone": 1}
-
-
-class JobInfoSource(Protocol):
-    """Answers ``GET /api/jobs/<id>`` for a cluster, without blocking (None: not known yet)."""
-
-    def job_info(self, namespace: str, cluster: str, job_id: str) -> dict | None:
-        """The dashboard's job details (``status``, ``message``, ``start_time``, ``end_time``...)."""
 
 
 def _origin(ev: WatchEvent) -> list:
@@ -74,18 +64,6 @@ def _origin(ev: WatchEvent) -> list:
     if name and labels.get(names.LABEL_ORIGIN_CRD) == "RayJob":
         return [(ev.object["metadata"].get("namespace", ""), name)]
     return []
-
-
-def _job_finished(job: dict | None) -> tuple[str, str, str] | None:
-    """``("Complete"|"Failed", reason, message)`` once the batch Job has that condition, else None."""
-    for c in ((job or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
-            return c["type"], c.get("reason", ""), c.get("message", "")
-    return None
-
-
-def _mode(rj: dict) -> str:
-    return rj["spec"].get("submissionMode") or "K8sJobMode"
 
 
 def _has_submitter(rj: dict) -> bool:
@@ -97,9 +75,9 @@ class RayJobController(Controller):
 
     name = "kuberay-rayjob"
 
-    def __init__(self, ctx, sources: list[JobInfoSource] | None = None) -> None:
+    def __init__(self, ctx, dashboards: list[RayDashboard]) -> None:
         super().__init__(ctx)
-        self.sources = list(sources or [])
+        self.dashboards = list(dashboards)
 
     def watches(self) -> list[Watch]:
         return [Watch("RayJob"), Watch("RayCluster", _origin), Watch("Job", _origin)]
@@ -277,7 +255,8 @@ class RayJobController(Controller):
             self._ensure_job_service(rj, st["rayClusterName"])
         job = self.store.try_get("Job", name, ns) if _mode(rj) == "K8sJobMode" else None
         finished = _job_finished(job)
-        if finished is not None and finished[0] == "Failed" and not self._simulated(rj):
+        dash = self._dashboard(rj)
+        if finished is not None and finished[0] == "Failed" and dash is not None and dash.polls:
             st["jobDeploymentStatus"] = "Failed"
             if st.get("jobStatus") == "FAILED":
                 st["reason"] = "AppFailed"
@@ -308,7 +287,8 @@ class RayJobController(Controller):
     def _poll(self, rj: dict, timer: Result | None, wait: float | None) -> Result | None:
         """When to look again: the deadline, the simulated job's end, or the real dashboard's poll period."""
         options = [t for t in (timer.requeue_after if timer else None, wait) if t is not None]
-        if not self._simulated(rj):
+        dash = self._dashboard(rj)
+        if dash is not None and dash.polls:
             options.append(POLL_S)
         return Result(requeue_after=min(options)) if options else None
 
@@ -442,41 +422,13 @@ class RayJobController(Controller):
         self.events.record(rj, "Normal", "CreatedRayCluster", f"Created RayCluster {ns}/{cname}")
         return cluster
 
-    def _simulated(self, rj: dict) -> bool:
-        return names.is_simulated(rj) or self.ctx.settings.get("executor") == "simulated" or not self.sources
+    def _dashboard(self, rj: dict) -> RayDashboard | None:
+        return next((d for d in self.dashboards if d.accepts(rj)), None)
 
     def _job_info(self, rj: dict, st: dict, job: dict | None) -> tuple[dict | None, float | None]:
-        """The dashboard's answer for ``status.jobId`` and, for a simulated job, seconds until it changes."""
-        if self._simulated(rj):
-            if _mode(rj) == "K8sJobMode":
-                return _info_from_submitter(job), None
-            if _mode(rj) == "HTTPMode":
-                return self._simulated_http_job(rj, st)
-            return None, None  # InteractiveMode: the user's job is not in a simulated dashboard
-        for src in self.sources:
-            info = src.job_info(rj["metadata"]["namespace"], st["rayClusterName"], st["jobId"])
-            if info is not None:
-                return info, None
-        return None, None
-
-    def _simulated_http_job(self, rj: dict, st: dict) -> tuple[dict, float | None]:
-        """HTTPMode on the simulated executor: submitted when first asked; ends run-seconds later."""
-        start_s = (st.get("rayJobInfo") or {}).get("startTime")
-        now = self.ctx.now()
-        start = parse_time(start_s) if start_s else now
-        anns = rj["metadata"].get("annotations") or {}
-        try:
-            run = max(0.0, float(anns.get(names.ANN_RUN_SECONDS, DEFAULT_SIM_SECONDS)))
-        except ValueError:
-            run = DEFAULT_SIM_SECONDS
-        info = {"status": "RUNNING", "start_time": start * 1000.0}
-        if now < start + run:
-            return info, start + run - now
-        failed = anns.get(names.ANN_OUTCOME, "Succeeded").strip().lower() == "failed"
-        info.update({"status": "FAILED" if failed else "SUCCEEDED", "end_time": (start + run) * 1000.0,
-                     "message": "Job failed due to an application error, last available logs (truncated to 20,000 "
-                                "chars):" if failed else "Job finished successfully."})
-        return info, None
+        """The dashboard's answer for ``status.jobId`` and, when it knows, seconds until it changes."""
+        dash = self._dashboard(rj)
+        return dash.job_info(rj, st, job, self.ctx.now()) if dash else (None, None)
 
     def _cluster_for(self, rj: dict, cname: str) -> dict:
         """``constructRayClusterForRayJob``: the RayJob's labels and annotations, plus where it came from."""
@@ -511,13 +463,3 @@ class RayJobController(Controller):
             cur["spec"]["selector"] = want["spec"]["selector"]
             self.store.update(cur)
             self.events.record(rj, "Normal", "UpdatedService", f"Updated the service {ns}/{sname}")
-
-
-def _info_from_submitter(job: dict | None) -> dict | None:
-    """The simulated dashboard: the Ray job's status is the submitter Job's."""
-    if job is None:
-        return None
-    finished = _job_finished(job)
-    if finished is not None:
-        return {"status": "SUCCEEDED" if finished[0] == "Complete" else "FAILED", "message": finished[2] or finished[1]}
-    return {"status": "RUNNING" if ((job.get("status") or {}).get("active") or 0) > 0 else "PENDING"}

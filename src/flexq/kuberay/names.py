@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 
+from flexq.api.wellknown import QUEUE_NAME_LABEL
+
 # Labels on RayCluster pods (utils/constant.go).
 LABEL_CLUSTER = "ray.io/cluster"
 LABEL_NODE_TYPE = "ray.io/node-type"  # "head" | "worker"
@@ -42,7 +44,7 @@ ANN_OUTCOME = "twin.flexq.dev/outcome"
 # Put by the RayJob controller on the RayCluster (and so on its pods) of a simulated RayJob: its head and
 # workers are simulated too (they run until deleted), never real Ray processes.
 ANN_SIMULATED = "twin.flexq.dev/simulated"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+QUEUE_LABEL = QUEUE_NAME_LABEL
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 import copy
 import json
 
-import yaml
-
 from . import commands, names
+from .validation import runtime_env_text
 
 _AUTOSCALER_RESOURCES = {"limits": {"cpu": "500m", "memory": "512Mi"},
                          "requests": {"cpu": "500m", "memory": "512Mi"}}
@@ -136,7 +135,7 @@ def runtime_env_json(rayjob: dict) -> str:
     text = rayjob["spec"].get("runtimeEnvYAML") or ""
     if not text.strip():
         return ""
-    return json.dumps(yaml.safe_load(text), separators=(",", ":"))
+    return runtime_env_text(text)
 
 
 def submitter_job(rayjob: dict, *, job_id: str, dashboard_url: str) -> dict:

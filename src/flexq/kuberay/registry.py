@@ -1,6 +1,8 @@
 """The explicit list of what flexq.kuberay contributes to a twin (style rule 6: one list, no side effects).
 
 ``controllers(ctx)`` returns the RayCluster, RayJob and in-tree autoscaler controllers for one cluster;
+the RayJob controller reads Ray job statuses through the simulated dashboard (for simulated RayJobs, or every
+RayJob when the twin's executor is simulated) and the live one (the local Ray executor's clusters);
 ``executors(settings)`` returns the local Ray executor when the twin runs real Ray (``settings["executor"] ==
 "ray"``, the live twin's default); with ``"simulated"`` it returns none and the kube package's simulated
 executor runs every pod. ``settings["ray_dir"]`` (optional) is where the executor keeps pod files and Ray's
@@ -18,13 +20,16 @@ from flexq.store import Store
 from .autoscaler import AutoscalerController
 from .controller_raycluster import RayClusterController
 from .controller_rayjob import RayJobController
+from .dashboards import LiveDashboard, RayDashboard, SimulatedDashboard
 from .ray_runner import LocalRayExecutor
 
 
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
     rays = [ex for ex in ctx.executors if isinstance(ex, LocalRayExecutor)]
-    return [RayClusterController(ctx), RayJobController(ctx, sources=rays),
+    simulated = ctx.settings.get("executor") == "simulated" or not rays
+    dashboards: list[RayDashboard] = [SimulatedDashboard(every_rayjob=simulated), LiveDashboard(rays)]
+    return [RayClusterController(ctx), RayJobController(ctx, dashboards),
             AutoscalerController(ctx, sources=rays)]
 
 

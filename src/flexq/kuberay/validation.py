@@ -9,6 +9,8 @@ their KubeRay defaults (``RayJobDeletionPolicy`` on). Pure; imports only ``yaml`
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 
 import yaml
@@ -29,6 +31,20 @@ class Invalid(Exception):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+@functools.lru_cache(maxsize=256)
+def runtime_env_text(text: str) -> str:
+    """``runtimeEnvYAML`` as compact JSON (parsed once per distinct text: every reconcile checks it)."""
+    return json.dumps(yaml.safe_load(text), separators=(",", ":"))
+
+
+def runtime_env(text: str) -> object:
+    """``runtimeEnvYAML`` parsed (a fresh object; raises yaml.YAMLError)."""
+    try:
+        return json.loads(runtime_env_text(text))
+    except TypeError:  # YAML that is not JSON (a timestamp...): parsed as it is
+        return yaml.safe_load(text)
 
 
 def validate_rayjob(rj: dict) -> Invalid | None:
@@ -96,7 +112,7 @@ def _spec(rj: dict) -> None:
         except Invalid as err:
             raise _spec_error(f"The RayJob spec is invalid: {err}") from None
     try:
-        yaml.safe_load(spec.get("runtimeEnvYAML") or "")
+        runtime_env(spec.get("runtimeEnvYAML") or "")
     except yaml.YAMLError as err:
         raise _spec_error(f"failed to unmarshal RuntimeEnvYAML: {spec.get('runtimeEnvYAML')}: {err}") from None
     for field in ("activeDeadlineSeconds", "preRunningDeadlineSeconds"):

@@ -70,6 +70,7 @@ class KueueConfig:
     backoff_max_seconds: int = 3600
     manage_jobs_without_queue_name: bool = False
     frameworks: tuple[str, ...] = ("batch/job", "ray.io/rayjob")
+    enable_cluster_queue_resources: bool = False  # metrics.enableClusterQueueResources
     gates: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_GATES))
 
     def gate(self, name: str) -> bool:
@@ -111,6 +112,7 @@ class KueueConfig:
         cfg.backoff_base_seconds = int(rs.get("backoffBaseSeconds") or 60)
         cfg.backoff_max_seconds = int(rs.get("backoffMaxSeconds") or 3600)
         cfg.manage_jobs_without_queue_name = bool(doc.get("manageJobsWithoutQueueName", False))
+        cfg.enable_cluster_queue_resources = bool((doc.get("metrics") or {}).get("enableClusterQueueResources"))
         fw = (doc.get("integrations") or {}).get("frameworks")
         if fw:
             cfg.frameworks = tuple(fw)

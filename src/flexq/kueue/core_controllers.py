@@ -19,7 +19,7 @@ from flexq.kueue.scheduler import Scheduler
 from flexq.kueue.snapshot import parse_resource_groups
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload import is_admitted, set_condition
-from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import clone
 
 __all__ = ["ClusterQueueStatusController", "LocalQueueStatusController", "RequeuerController",
@@ -41,7 +41,7 @@ class SchedulerController(Controller):
         self.scheduler = Scheduler(state, ctx.store, state.events)
         state.hooks.schedule = lambda: self.enqueue("cycle")
 
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: object) -> Result | None:
         if self.scheduler.cycle(self.ctx.now()):
             return Result(requeue_after=0)
         return None
@@ -65,7 +65,7 @@ class RequeuerController(Controller):
             root = q.root_of(n)
             self.enqueue_after(("cohort", root) if root else ("cq", n), REQUEUE_BATCH_PERIOD)
 
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: tuple[str, str]) -> Result | None:
         kind, name = key
         q = self.state.queues
         names = {n for n in q.cluster_queues if q.root_of(n) == name} if kind == "cohort" else {name}
@@ -136,7 +136,7 @@ class ClusterQueueStatusController(Controller):
     def watches(self) -> list[Watch]:
         return [Watch("ClusterQueue", lambda ev: [ev.object["metadata"]["name"]])]
 
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: str) -> Result | None:
         cached = self.state.cqs.get(key)
         if cached is None:
             return None
@@ -173,7 +173,7 @@ class LocalQueueStatusController(Controller):
     def watches(self) -> list[Watch]:
         return [Watch("LocalQueue")]
 
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
         cached = self.state.local_queues.get(f"{ns}/{name}")
         if cached is None:

@@ -299,6 +299,15 @@ def _merge_attempts(dst: dict[str, FlavorAttempt], src: list[FlavorAttempt], res
             at.no_fit_reason = "NoMatchingFlavor"
 
 
+ALLOWED_FLAVORS_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+
+
+def _flavor_allowed(wl: dict, flavor: str) -> bool:
+    """``IsFlavorAllowedForVariant`` with the gate on: no annotation allows every flavor."""
+    val = ((wl.get("metadata") or {}).get("annotations") or {}).get(ALLOWED_FLAVORS_ANNOTATION)
+    return val is None or flavor in [v.strip() for v in val.split(",")]
+
+
 class FlavorAssigner:
     """Assigns flavors for one workload in one ClusterQueue snapshot (Kueue ``FlavorAssigner``)."""
 
@@ -312,6 +321,7 @@ class FlavorAssigner:
         self.replace_slice = replace_slice
         self.cycle = scheduling_cycle
         self.fair_sharing = enable_fair_sharing
+        self.concurrent_admission = False  # gate ConcurrentAdmission: honour the allowed-flavors annotation
 
     # 1. the whole workload -------------------------------------------------------------
     def assign(self) -> Assignment:
@@ -339,6 +349,7 @@ class FlavorAssigner:
                     group_flavors = None
                     group_status = status or Status()
                     break
+                assert group_flavors is not None  # only set to None right before the break above
                 group_flavors.update(flv)
                 if status is not None:
                     group_status.reasons.extend(status.reasons)
@@ -416,6 +427,9 @@ class FlavorAssigner:
             attempted = idx
             fname = rg.flavors[idx]
             idx += 1
+            if self.concurrent_admission and not _flavor_allowed(self.info.obj, fname):
+                status.reasons.append(f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation")
+                continue
             reasons = self._check_flavor(fname, podset)
             if reasons:
                 status.reasons.extend(reasons)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 
+from flexq.api.wellknown import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from flexq.kueue.jobs import JobAdapter
 from flexq.kueue.podset import PodSetMergeError, from_podset, infos_for
 from flexq.kueue.state import KueueState
@@ -29,13 +30,13 @@ from flexq.kueue.workload import (
     set_condition,
     unset_quota_reservation,
 )
-from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.runtime.controller import Controller, Result, Watch
+from flexq.store import clone
 
 __all__ = ["JobController", "workload_name"]
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+QUEUE_LABEL = QUEUE_NAME_LABEL
+PRIORITY_LABEL = PRIORITY_CLASS_LABEL
 SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
 SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
 MAX_NAME = 253
@@ -76,7 +77,7 @@ class JobController(Controller):
         return watches
 
     # the steps, in Kueue's order -------------------------------------------------------------------
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
         obj = self.store.try_get(self.kind, name, ns)
         if obj is None:
@@ -128,7 +129,10 @@ class JobController(Controller):
 
     def _owned(self, obj: dict) -> list[dict]:
         uid = obj["metadata"].get("uid")
-        out = [w for w in self.store.list("Workload", obj["metadata"]["namespace"])
+        if not uid:
+            return []
+        # through the store's owner index (read-only objects); copies only of the few this job owns
+        out = [clone(w) for w in self.store.peek_list("Workload", obj["metadata"]["namespace"], owner_uid=uid)
                if any(r.get("uid") == uid and r.get("controller") for r in w["metadata"].get("ownerReferences") or [])]
         return sorted(out, key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
 

@@ -213,7 +213,7 @@ class RayJob(JobAdapter):
 
     def validate(self) -> list[str]:
         """Kueue's RayJob webhook rules (``rayjob_webhook.go``)."""
-        errs = []
+        errs: list[str] = []
         if self.spec.get("clusterSelector"):
             return errs
         if not self.spec.get("shutdownAfterJobFinishes"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from flexq.api.wellknown import JOB_UID_LABEL
 from flexq.kueue.flavorassigner import Assignment
 from flexq.kueue.resources import FlavorResource
 from flexq.kueue.snapshot import (
@@ -67,7 +68,7 @@ def satisfies_policy(preemptor: WorkloadInfo, candidate: WorkloadInfo, policy: s
 def preemption_message(preemptor: WorkloadInfo, reason: str, preemptor_path: str, preemptee_path: str) -> str:
     """The ``Preempted`` / ``Evicted`` condition message Kueue writes on the victim."""
     md = preemptor.obj.get("metadata") or {}
-    job_uid = (md.get("labels") or {}).get("kueue.x-k8s.io/job-uid") or "UNKNOWN"
+    job_uid = (md.get("labels") or {}).get(JOB_UID_LABEL) or "UNKNOWN"
     return (f"Preempted to accommodate a workload (UID: {md.get('uid') or 'UNKNOWN'}, JobUID: {job_uid}) "
             f"due to {REASONS.get(reason, 'UNKNOWN')}; preemptor path: {preemptor_path or 'UNKNOWN'}; "
             f"preemptee path: {preemptee_path or 'UNKNOWN'}")

@@ -26,6 +26,7 @@ import copy
 import hashlib
 import re
 
+from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
 from flexq.errors import AlreadyExists, Invalid
 from flexq.kueue.podset import infos_for, merge_into_template
 from flexq.kueue.state import PROVISIONING_CONTROLLER, KueueState
@@ -40,13 +41,13 @@ from flexq.kueue.workload import (
     set_condition,
     ts,
 )
-from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import clone
 
 __all__ = ["ProvisioningCheckController", "ProvisioningController", "request_name"]
 
-CONSUME = "autoscaling.x-k8s.io/consume-provisioning-request"
-CLASS = "autoscaling.x-k8s.io/provisioning-class-name"
+CONSUME = CONSUME_PROVISIONING_REQUEST
+CLASS = PROVISIONING_CLASS_NAME
 MANAGED = "kueue.x-k8s.io/managed"
 PARAM_PREFIX = "provreq.kueue.x-k8s.io/"
 INACTIVE_MSG = "the check is not active"
@@ -125,7 +126,7 @@ class ProvisioningCheckController(Controller):
         return [a["metadata"]["name"] for a in self.store.list("AdmissionCheck")
                 if ((a.get("spec") or {}).get("parameters") or {}).get("name") == ev.object["metadata"]["name"]]
 
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: str) -> Result | None:
         ac = self.store.try_get("AdmissionCheck", key)
         if ac is None or (ac.get("spec") or {}).get("controllerName") != PROVISIONING_CONTROLLER:
             return None
@@ -174,7 +175,7 @@ class ProvisioningController(Controller):
             out[c["name"]] = self.store.try_get("ProvisioningRequestConfig", ref.get("name", "")) if ref else None
         return out
 
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
         seen = self.state.workloads.get(f"{ns}/{name}")
         if seen is not None and not (seen.get("status") or {}).get("admissionChecks") and not is_evicted(seen) \
@@ -210,7 +211,7 @@ class ProvisioningController(Controller):
                 a = _attempt(p, name, check)
                 if a is None or not self._synced(p, prc):
                     continue
-                if check not in last or _attempt(last[check], name, check) < a:
+                if check not in last or (_attempt(last[check], name, check) or 0) < a:
                     last[check] = p
         states = self._sync_states(wl, configs, last)
         keep = {p["metadata"]["name"] for p in last.values()}
@@ -276,7 +277,7 @@ class ProvisioningController(Controller):
                     c = failed or cond("BookingExpired")
                     if attempt <= limit:
                         prefix = "Retrying after failure: " if failed else "Retrying after booking expired: "
-                        updated = set_msg(prefix + c.get("message", "")) | updated
+                        updated = set_msg(prefix + (c or {}).get("message", "")) | updated
                         if attempt > int(st.get("retryCount") or 0):
                             updated = True
                             set_state("Retry")
@@ -284,17 +285,18 @@ class ProvisioningController(Controller):
                             st["requeueAfterSeconds"] = int(backoff_seconds(base, cap, n))
                     else:
                         updated = True
-                        st["state"], st["message"] = "Rejected", c.get("message", "")
+                        st["state"], st["message"] = "Rejected", (c or {}).get("message", "")
                 elif cond("CapacityRevoked"):
                     if is_active(wl) and not is_true(wl, "Finished"):
-                        updated = set_state("Rejected") | set_msg(cond("CapacityRevoked").get("message", "")) | updated
+                        updated = set_state("Rejected") | set_msg((cond("CapacityRevoked") or {}).get("message", "")) \
+                            | updated
                 elif cond("BookingExpired"):
                     pass  # admitted: the booking was used
                 elif cond("Provisioned"):
                     if set_state("Ready"):
                         updated = True
                         st["podSetUpdates"] = self._updates(wl, pr, prc)
-                        set_msg(cond("Provisioned").get("message", ""))
+                        set_msg((cond("Provisioned") or {}).get("message", ""))
                 elif cond("Accepted"):
                     p = find_condition(pr, "Provisioned")
                     if p is not None:

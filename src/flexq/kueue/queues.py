@@ -97,10 +97,10 @@ class PendingQueue:
         heap, items = self.heap, self.items
         while heap:
             e = heapq.heappop(heap)
-            info = items.get(e[4])
-            if info is not None and info.serial == e[3]:
+            top = items.get(e[4])
+            if top is not None and top.serial == e[3]:
                 del items[e[4]]
-                return info
+                return top
         return None
 
     def __len__(self) -> int:
@@ -300,7 +300,7 @@ class QueueManager:
             if k.startswith(namespace + "/"):
                 q = self.cluster_queues.get(cqn)
                 info = (q.items.get(k) or q.inadmissible.get(k)) if q is not None else None
-                if info is not None and (info.obj.get("spec") or {}).get("queueName") == name:
+                if q is not None and info is not None and (info.obj.get("spec") or {}).get("queueName") == name:
                     q.delete(k)
                     del self.workload_cq[k]
 

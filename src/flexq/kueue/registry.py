@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flexq.kueue.concurrent_admission import VariantController
 from flexq.kueue.core_controllers import (
     ClusterQueueStatusController,
     LocalQueueStatusController,
@@ -17,6 +18,7 @@ from flexq.kueue.core_controllers import (
 )
 from flexq.kueue.jobframework import JobController
 from flexq.kueue.jobs import JOB_ADAPTERS
+from flexq.kueue.metrics import KueueMetrics
 from flexq.kueue.provisioning import ProvisioningCheckController, ProvisioningController
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload_controller import WorkloadController
@@ -46,6 +48,8 @@ class _StateStarter(Controller):
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
     state = KueueState(ctx.store, ctx.now)
+    state.metrics = KueueMetrics(state, ctx.metrics)
+    state.hooks.extra.append(state.metrics.on_event)
     out: list[Controller] = [
         SchedulerController(ctx, state),
         RequeuerController(ctx, state),
@@ -54,6 +58,7 @@ def controllers(ctx: Context) -> list[Controller]:
         LocalQueueStatusController(ctx, state),
     ]
     out += [ProvisioningCheckController(ctx, state), ProvisioningController(ctx, state)]
+    out.append(VariantController(ctx, state))
     out += [JobController(ctx, state, adapter) for adapter in JOB_ADAPTERS.values()]
     out.append(_StateStarter(ctx, state))
     return out

@@ -9,7 +9,7 @@ applied when the job framework builds a Workload); pod set totals (per pod × co
 All quantities are ``int`` in Kueue's view (``flexq.api.quantity.resource_value``: cpu in milli,
 everything else in whole units).
 
-Must not import anything in flexq but ``flexq.api.quantity``.
+Must not import anything in flexq but ``flexq.api.quantity`` and ``flexq.semantics``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from flexq.api.quantity import canonical_quantity, format_quantity, parse_quantity
-from flexq.api.quantity import resource_value as _resource_value
+from flexq.api.quantity import canonical_quantity, format_quantity
+from flexq.semantics.resources import container_requests, pod_requests, resource_value
+from flexq.semantics.resources import pod_request_values as pod_requests_values
 
 __all__ = [
     "FlavorResource",
@@ -38,12 +39,6 @@ FlavorResource = tuple[str, str]  # (flavor, resource)
 
 
 @functools.lru_cache(maxsize=100_000)
-def resource_value(name: str, q: object) -> int:
-    """``flexq.api.quantity.resource_value``, memoised (quantities repeat endlessly in a cluster)."""
-    return _resource_value(name, q)  # type: ignore[arg-type]
-
-
-@functools.lru_cache(maxsize=100_000)
 def from_resource_value(name: str, value: int) -> str:
     """Kueue's ``ResourceFormatter.ResourceQuantityString``, memoised (status controllers format usage
     constantly): cpu as a milli quantity and other resources as whole ones in canonical decimal SI
@@ -54,64 +49,6 @@ def from_resource_value(name: str, value: int) -> str:
     if name in ("memory", "ephemeral-storage") or name.startswith("hugepages-"):
         return canonical_quantity(format_quantity(value, binary=True))
     return canonical_quantity(value)
-
-
-def container_requests(container: Mapping) -> dict[str, Fraction]:
-    """A container's requests, each missing request defaulted to the matching limit."""
-    res = container.get("resources") or {}
-    out: dict[str, Fraction] = {}
-    for name, q in (res.get("limits") or {}).items():
-        out[name] = parse_quantity(q)
-    for name, q in (res.get("requests") or {}).items():
-        out[name] = parse_quantity(q)
-    return out
-
-
-def _add(dst: dict[str, Fraction], src: Mapping[str, Fraction]) -> None:
-    for k, v in src.items():
-        dst[k] = dst.get(k, Fraction(0)) + v
-
-
-def _max_into(dst: dict[str, Fraction], src: Mapping[str, Fraction]) -> None:
-    for k, v in src.items():
-        if k not in dst or v > dst[k]:
-            dst[k] = v
-
-
-def pod_requests(spec: Mapping) -> dict[str, Fraction]:
-    """Effective requests of one pod (``PodRequests`` from k8s component-helpers)."""
-    reqs: dict[str, Fraction] = {}
-    for c in spec.get("containers") or []:
-        _add(reqs, container_requests(c))
-    restartable: dict[str, Fraction] = {}
-    init_max: dict[str, Fraction] = {}
-    for ic in spec.get("initContainers") or []:
-        creqs = container_requests(ic)
-        if ic.get("restartPolicy") == "Always":
-            # Sidecars run for the pod's whole life: they add to the steady-state sum and to
-            # every later init container's peak.
-            _add(reqs, creqs)
-            _add(restartable, creqs)
-            peak = dict(restartable)
-        else:
-            peak = dict(creqs)
-            _add(peak, restartable)
-        _max_into(init_max, peak)
-    _max_into(reqs, init_max)
-    overhead = spec.get("overhead") or {}
-    _add(reqs, {k: parse_quantity(v) for k, v in overhead.items()})
-    return reqs
-
-
-def pod_requests_values(spec: Mapping) -> dict[str, int]:
-    """``pod_requests`` as Kueue integers, negative values floored to zero."""
-    containers = spec.get("containers") or []
-    if len(containers) == 1 and not spec.get("initContainers") and not spec.get("overhead"):
-        res = containers[0].get("resources") or {}
-        merged = dict(res.get("limits") or {})
-        merged.update(res.get("requests") or {})
-        return {name: max(0, resource_value(name, q)) for name, q in merged.items()}
-    return {name: max(0, _resource_value(name, q)) for name, q in pod_requests(spec).items()}
 
 
 @dataclass

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from flexq.errors import Conflict, NotFound
+from flexq.kueue import concurrent_admission as ca
 from flexq.kueue.flavorassigner import Assignment, AssignmentState, FlavorAssigner, Mode
 from flexq.kueue.matching import label_selector_matches
 from flexq.kueue.preemption import Target, cq_path, get_targets, make_oracle, preemption_message
@@ -31,6 +32,8 @@ from flexq.kueue.workload import (
     has_quota_reservation,
     has_rejected_checks,
     has_retry_checks,
+    is_admitted,
+    is_true,
     parse_ts,
     set_condition,
     set_quota_reservation,
@@ -127,7 +130,7 @@ class Scheduler:
         preempted: set[str] = set()
         progress = False
         self._issued = 0  # evictions written this cycle (already-evicted targets do not count)
-        self._preempted_infos: dict[str, WorkloadInfo] = {}
+        self._preempted_infos = {}
         for e in entries:
             self.process(e, snap, preempted, now)
         # 6. Requeue the heads that were not admitted.
@@ -138,6 +141,9 @@ class Scheduler:
                 self.requeue_and_update(e, now)
         for e in inadmissible:
             self.requeue_and_update(e, now)
+        if self.state.metrics is not None:  # metrics.AdmissionAttempt, at the end of a cycle that had heads
+            self.state.metrics.admission_attempt(any(e.status == "assumed" for e in entries),
+                                              self.state.now() - now)
         if self._issued:
             progress = True
         return progress or before != self.state.queues.shape()
@@ -169,6 +175,7 @@ class Scheduler:
 
     def _assign(self, e: Entry, snap: Snapshot, now: float) -> None:
         info, cq = e.info, e.cq
+        assert cq is not None  # nominate() only assigns entries whose ClusterQueue exists
         last = info.last_assignment
         # FlavorFungibilityPreserveScanProgress: keep the progress of the previous cycle,
         # otherwise drop it once the ClusterQueue's allocatable resources changed.
@@ -177,6 +184,7 @@ class Scheduler:
             info.last_assignment = None
         e.replaced = self._replaced_slice(info, snap)
         fa = FlavorAssigner(info, cq, snap.resource_flavors, make_oracle(snap, now), e.replaced, self.cycle_no)
+        fa.concurrent_admission = self.state.config.gate(ca.GATE)
         a = fa.assign()
         targets: list[Target] = []
         if e.replaced is not None:
@@ -204,6 +212,12 @@ class Scheduler:
     # 5. process ---------------------------------------------------------------------------------------
     def process(self, e: Entry, snap: Snapshot, preempted: set[str], now: float) -> None:
         a, cq = e.assignment, e.cq
+        assert a is not None and cq is not None  # nominated entries have both
+        gate = self.state.config.gate(ca.GATE)
+        if gate and ca.is_variant(e.info.obj) and self._admitted_sibling(e, lambda sib, me: me > sib) is not None:
+            e.status, e.reason = "skipped", "PendingEvaluation"
+            e.msg = "A more favorable variant is already admitted"
+            return
         mode = a.representative_mode()
         victims = [t for t in e.targets if t.reason != "WorkloadSliceReplaced"]
         old_slice = next((t for t in e.targets if t.reason == "WorkloadSliceReplaced"), None)
@@ -214,6 +228,11 @@ class Scheduler:
             e.requeue_reason, e.reason = "PreemptionNoCandidates", "WaitingForQuota"
             if cq.preemption["reclaimWithinCohort"] != "Any":
                 cq.add_usage(self._to_reserve(e))
+            return
+        if mode == Mode.PREEMPT and gate and ca.has_closed_gate(e.info.obj):
+            e.status, e.reason = "preemptionGated", "AdmissionGated"
+            e.msg, e.requeue_reason = "Workload requires preemption, but it's gated", "PreemptionGated"
+            e.info.last_assignment = None
             return
         if any(t.info.key in preempted for t in e.targets):
             e.status, e.reason = "skipped", "WaitingForQuota"
@@ -247,12 +266,69 @@ class Scheduler:
             e.status, e.reason = "skipped", "WaitingForPodsReady"
             e.msg = "waiting for all admitted workloads to be in PodsReady condition"
             return
+        if gate and ca.is_variant(e.info.obj):
+            sibling = self._admitted_sibling(e, lambda sib, me: sib > me)
+            if sibling is not None:
+                if not self._migration_allowed(e):
+                    e.reason = "PendingEvaluation"
+                    return
+                e.reason = "WaitingForPreemptedWorkloads"
+                self._issue_migration(e, sibling, now)
+                return
         e.status = "nominated"
         self._admit(e, now, old_slice)
+
+    # Concurrent Admission: siblings are the Variants of the same Parent, ranked by the flavor order ----------
+    def _admitted_sibling(self, e: Entry, better) -> WorkloadInfo | None:
+        """``findAdmittedSibling``: an admitted sibling whose flavor index ``better(sibling, mine)`` accepts."""
+        uid = ca.parent_uid(e.info.obj)
+        cq = e.cq
+        if not uid or cq is None or not cq.resource_groups:
+            return None
+        flavors = list(cq.resource_groups[0].flavors)
+        mine = ca.variant_flavor(e.info.obj)
+        if mine not in flavors:
+            return None
+        for other in cq.workloads.values():
+            if other.uid == e.info.uid or ca.parent_uid(other.obj) != uid or not is_admitted(other.obj):
+                continue
+            theirs = ca.variant_flavor(other.obj)
+            if theirs in flavors and better(flavors.index(theirs), flavors.index(mine)):
+                return other
+        return None
+
+    def _migration_allowed(self, e: Entry) -> bool:
+        """``isMigrationAllowed``: the target flavor is not below ``lastAcceptableFlavorName``."""
+        assert e.cq is not None
+        last = ca.last_acceptable_flavor({"spec": e.cq.spec})
+        if last is None:
+            return True
+        flavors = list(e.cq.resource_groups[0].flavors)
+        mine = ca.variant_flavor(e.info.obj)
+        if mine not in flavors:
+            return False
+        if last in flavors and flavors.index(mine) > flavors.index(last):
+            e.msg = "Target flavor is below LastAcceptableFlavorName"
+            return False
+        return True
+
+    def _issue_migration(self, e: Entry, victim: WorkloadInfo, now: float) -> None:
+        """``issueMigration``: evict the less favorable admitted sibling (``FlavorMigration``)."""
+        msg = (f"Evicted to accommodate a workload (UID: {e.info.obj['metadata'].get('uid', '')}) due to migration "
+               "to more favorable resource flavor")
+        try:
+            if evict(self.store, self.events, victim.obj, "FlavorMigration", msg, now) is not None:
+                self._issued += 1
+        except (Conflict, NotFound):
+            pass
+        e.info.last_assignment = None
+        e.requeue_reason = "PendingMigration"
+        e.msg += ". Pending the migration of 1 workload(s)"
 
     def _to_reserve(self, e: Entry) -> dict:
         """``quotaResourcesToReserve`` for a Preempt entry without candidates."""
         cq, a = e.cq, e.assignment
+        assert cq is not None and a is not None
         out = {}
         for fr, u in a.usage.items():
             q = cq.quota(fr)
@@ -271,6 +347,7 @@ class Scheduler:
         return True
 
     def _issue_preemptions(self, e: Entry, victims: list[Target], snap: Snapshot, now: float) -> int:
+        assert e.cq is not None
         n = 0
         for t in victims:
             wl = t.info.obj
@@ -278,7 +355,9 @@ class Scheduler:
             if ev is not None and ev.get("status") == "True":
                 n += 1
                 continue
-            msg = preemption_message(e.info, t.reason, cq_path(e.cq), cq_path(snap.cq(t.cluster_queue)))
+            target_cq = snap.cq(t.cluster_queue)
+            msg = preemption_message(e.info, t.reason, cq_path(e.cq),
+                                     cq_path(target_cq) if target_cq is not None else t.cluster_queue)
 
             def prep(obj: dict, reason=t.reason, msg=msg) -> None:
                 set_condition(obj, "Preempted", True, reason, msg, now)
@@ -290,6 +369,8 @@ class Scheduler:
             if out is None:
                 continue
             self._issued += 1
+            if self.state.metrics is not None:
+                self.state.metrics.preemption(e.info.cluster_queue, t.reason)
             self.events.record(out, "Normal", "Preempted", msg + f"; preemptor effective priority: {e.info.priority} "
                                f"(base: {e.info.priority}, boost: 0); preemptee effective priority: {t.info.priority} "
                                f"(base: {t.info.priority}, boost: 0)")
@@ -300,6 +381,7 @@ class Scheduler:
         cur = self.store.peek("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])
         if cur is None:
             return
+        assert e.assignment is not None and e.cq is not None
         wl = status_copy(cur)
         admission = {"clusterQueue": e.info.cluster_queue, "podSetAssignments": e.assignment.to_api()}
         set_quota_reservation(wl, admission, now)
@@ -324,7 +406,7 @@ class Scheduler:
         if considered:
             msg += f"; Flavors considered: {considered}"
         self.events.record(out, "Normal", "QuotaReserved", msg)
-        if find_condition(out, "Admitted") and find_condition(out, "Admitted").get("status") == "True":
+        if is_true(out, "Admitted"):
             self.events.record(out, "Normal", "Admitted",
                                f"Admitted by ClusterQueue {e.info.cluster_queue}, wait time since reservation was 0s")
         if old_slice is not None:
@@ -346,7 +428,7 @@ class Scheduler:
         if e.status and not e.requeue_reason:
             e.requeue_reason = "FailedAfterNomination"
         self.state.queues.requeue_workload(e.info, e.requeue_reason, now)
-        if e.status not in ("", "skipped"):
+        if e.status not in ("", "skipped", "preemptionGated"):
             return
         cur = self.store.peek("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])
         if cur is None or has_quota_reservation(cur):
@@ -354,6 +436,8 @@ class Scheduler:
         wl = status_copy(cur)
         reason = e.reason or "Pending"
         changed = unset_quota_reservation(wl, reason, e.msg, now)
+        if e.status == "preemptionGated":
+            changed = set_condition(wl, "BlockedOnPreemptionGates", True, "PreemptionGated", e.msg, now) or changed
         reqs = [{"name": p.name, "resources": format_requests(p.requests)} for p in e.info.total_requests]
         st = wl.setdefault("status", {})
         if st.get("resourceRequests") != reqs:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from flexq.kueue.resources import FlavorResource, resource_value
 from flexq.kueue.workload import WorkloadInfo
@@ -32,6 +33,9 @@ __all__ = [
     "find_height_of_lowest_subtree_that_fits",
     "potential_available",
 ]
+
+
+_LEGACY_FUNGIBILITY = {"Borrow": "MayStopSearch", "Preempt": "MayStopSearch"}  # v1beta1 values
 
 
 @dataclass(frozen=True)
@@ -164,7 +168,7 @@ class ClusterQueueSnapshot(Node):
         self.owns_workloads = True  # False while ``workloads`` is shared with a clone (copied on first change)
         p = spec.get("preemption") or {}
         bwc = p.get("borrowWithinCohort") or {}
-        self.preemption = {
+        self.preemption: dict[str, Any] = {
             "withinClusterQueue": p.get("withinClusterQueue") or "Never",
             "reclaimWithinCohort": p.get("reclaimWithinCohort") or "Never",
             "borrowWithinCohort": bwc.get("policy") or "Never",
@@ -172,8 +176,10 @@ class ClusterQueueSnapshot(Node):
         }
         ff = spec.get("flavorFungibility") or {}
         self.fungibility = {
-            "whenCanBorrow": {"Borrow": "MayStopSearch"}.get(ff.get("whenCanBorrow"), ff.get("whenCanBorrow")) or "MayStopSearch",
-            "whenCanPreempt": {"Preempt": "MayStopSearch"}.get(ff.get("whenCanPreempt"), ff.get("whenCanPreempt")) or "TryNextFlavor",
+            "whenCanBorrow": _LEGACY_FUNGIBILITY.get(ff.get("whenCanBorrow") or "", ff.get("whenCanBorrow"))
+            or "MayStopSearch",
+            "whenCanPreempt": _LEGACY_FUNGIBILITY.get(ff.get("whenCanPreempt") or "", ff.get("whenCanPreempt"))
+            or "TryNextFlavor",
             "preference": ff.get("preference"),
         }
         self.all_flavors = {f for g in rgs for f in g.flavors}
@@ -379,10 +385,10 @@ class Snapshot:
                 n.parent = out.cohorts[c.parent.name]
             n.child_cohorts = [out.cohorts[x.name] for x in c.child_cohorts]
         for name, q in self.cluster_queues.items():
-            n = q.copy(out.cohorts[q.parent.name] if q.parent is not None else None)
-            if n.parent is not None:
-                n.parent.child_cqs.append(n)
-            out.cluster_queues[name] = n
+            cqn = q.copy(out.cohorts[q.parent.name] if q.parent is not None else None)
+            if cqn.parent is not None:
+                cqn.parent.child_cqs.append(cqn)
+            out.cluster_queues[name] = cqn
         return out
 
 
@@ -433,12 +439,12 @@ def build_snapshot(cluster_queues: Iterable[Mapping], cohorts: Iterable[Mapping]
                 snap.inactive.add(cq.name)
         snap.cluster_queues[cq.name] = cq
     for info in admitted:
-        cq = snap.cluster_queues.get(info.cluster_queue)
-        if cq is None:
+        holder = snap.cluster_queues.get(info.cluster_queue)
+        if holder is None:
             continue
-        cq.own_workloads()[info.key] = info
+        holder.own_workloads()[info.key] = info
         for fr, q in info.flavor_usage().items():
-            cq.usage[fr] = cq.usage.get(fr, 0) + q
+            holder.usage[fr] = holder.usage.get(fr, 0) + q
     for c in snap.cohorts.values():
         if c.parent is None:
             _update_cohort(c)

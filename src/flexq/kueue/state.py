@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from flexq.kueue.config import CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
 from flexq.kueue.queues import QueueManager
@@ -28,7 +29,7 @@ from flexq.kueue.workload import (
     key,
 )
 from flexq.runtime.controller import EventRecorder
-from flexq.store.store import Store, WatchEvent
+from flexq.store.store import Store, Subscription, WatchEvent
 
 __all__ = ["Hooks", "KueueState", "PROVISIONING_CONTROLLER"]
 
@@ -64,13 +65,14 @@ class KueueState:
         self.workloads: dict[str, dict] = {}  # every workload as last seen (read-only)
         self.queues = QueueManager(self.config.requeuing_timestamp)
         self.hooks = Hooks()
+        self.metrics: Any = None  # flexq.kueue.metrics.KueueMetrics, installed by the registry
         self.cq_generation: dict[str, int] = {}
         # One recorder for every Kueue controller: Event names carry a per-recorder sequence number,
         # so separate recorders writing at the same (virtual) millisecond would collide.
         self.events = EventRecorder(store, "kueue-admission")  # indexed: O(1) per event
         self._base: Snapshot | None = None  # quota structure; rebuilt when queues, cohorts or flavors change
         self._inactive: dict[str, tuple[str, str] | None] = {}  # valid while _base is
-        self._sub = None
+        self._sub: Subscription | None = None
 
     # -- wiring ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -176,10 +178,15 @@ class KueueState:
             self.reserving.pop(k, None)
         elif has_quota_reservation(wl) and (wl.get("status") or {}).get("admission"):
             self.queues.delete_workload(k)
-            self.reserving[k] = WorkloadInfo.from_obj(wl, requeuing_timestamp=self.config.requeuing_timestamp)
+            if self.concurrent_admission_parent(wl, wl["status"]["admission"].get("clusterQueue", "")):
+                self.reserving.pop(k, None)  # a Parent's admission copies its Variant's: counted once, there
+            else:
+                self.reserving[k] = WorkloadInfo.from_obj(wl, requeuing_timestamp=self.config.requeuing_timestamp)
         else:
             self.reserving.pop(k, None)
-            if is_active(wl):
+            if self.concurrent_admission_parent(wl, self.queues.cluster_queue_for(wl) or ""):
+                self.queues.delete_workload(k)  # Parents are not queued: their Variants are
+            elif is_active(wl):
                 self.queues.add_or_update_workload(wl, self.now())
             else:
                 self.queues.delete_workload(k)
@@ -205,6 +212,19 @@ class KueueState:
         self.hooks.schedule()
 
     # -- derived -----------------------------------------------------------------------------------
+    def concurrent_admission_enabled(self, cq_name: str) -> bool:
+        """``ConcurrentAdmissionEnabled``: the gate is on and the ClusterQueue has a policy."""
+        return (self.config.gate("ConcurrentAdmission")
+                and ((self.cqs.get(cq_name) or {}).get("spec") or {}).get("concurrentAdmissionPolicy") is not None)
+
+    def concurrent_admission_parent(self, wl: dict, cq_name: str) -> bool:
+        """``IsConcurrentAdmissionParent``: a workload of such a ClusterQueue that is not a Variant (owned by a
+        Workload) — a Parent even before the Workload controller labelled it."""
+        if not cq_name or not self.concurrent_admission_enabled(cq_name):
+            return False
+        return not any(r.get("kind") == "Workload" and r.get("apiVersion") == "kueue.x-k8s.io/v1beta2"
+                       for r in wl["metadata"].get("ownerReferences") or [])
+
     def namespace_labels(self, ns: str) -> dict | None:
         """Labels of a namespace (None when it does not exist)."""
         obj = self.namespaces.get(ns)

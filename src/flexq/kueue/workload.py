@@ -19,13 +19,18 @@ import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from flexq.clock import format_time
 from flexq.kueue.resources import PodSetResources, admitted_requests, podset_total_requests
+from flexq.semantics.conditions import MAX_CONDITION_MESSAGE, find_condition, is_false, is_true
+from flexq.semantics.conditions import remove_status_condition as remove_condition
+from flexq.semantics.conditions import set_status_condition as set_condition
 
 __all__ = [
+    "MAX_CONDITION_MESSAGE",
     "WorkloadInfo",
     "admission_checks_for",
     "backoff_seconds",
@@ -34,11 +39,14 @@ __all__ = [
     "has_quota_reservation",
     "is_admitted",
     "is_evicted",
+    "is_false",
     "is_finished",
+    "is_true",
     "key",
     "parse_ts",
     "priority",
     "queue_order_timestamp",
+    "remove_condition",
     "set_condition",
     "set_quota_reservation",
     "sync_admitted_condition",
@@ -47,18 +55,11 @@ __all__ = [
 ]
 
 DEFAULT_PRIORITY = 0  # pkg/constants DefaultPriority
-MAX_CONDITION_MESSAGE = 32 * 1024  # api.TruncateConditionMessage
-
-
-_TS: list = [None, ""]
 
 
 def ts(now: float) -> str:
-    """RFC 3339 at second precision, as ``metav1.Time`` serialises (the last value is memoised)."""
-    sec = int(now)
-    if _TS[0] != sec:
-        _TS[0], _TS[1] = sec, datetime.fromtimestamp(sec, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return _TS[1]
+    """RFC 3339 at second precision, as ``metav1.Time`` serialises."""
+    return format_time(now)
 
 
 def parse_ts(value: str | None) -> float:
@@ -72,59 +73,6 @@ def key(wl: Mapping) -> str:
     """``<namespace>/<name>`` (Kueue ``workload.Key``)."""
     md = wl["metadata"]
     return f"{md.get('namespace', '')}/{md['name']}"
-
-
-def find_condition(obj: Mapping, ctype: str) -> dict | None:
-    """The condition of that type in ``status.conditions``, or None."""
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == ctype:
-            return c
-    return None
-
-
-def is_true(obj: Mapping, ctype: str) -> bool:
-    """Whether the condition exists with status True."""
-    c = find_condition(obj, ctype)
-    return c is not None and c.get("status") == "True"
-
-
-def is_false(obj: Mapping, ctype: str) -> bool:
-    """Whether the condition exists with status False."""
-    c = find_condition(obj, ctype)
-    return c is not None and c.get("status") == "False"
-
-
-def set_condition(obj: dict, ctype: str, status: bool | str, reason: str, message: str, now: float) -> bool:
-    """``apimeta.SetStatusCondition``: lastTransitionTime moves only when the status changes."""
-    st = status if isinstance(status, str) else ("True" if status else "False")
-    gen = (obj.get("metadata") or {}).get("generation", 0)
-    message = message[:MAX_CONDITION_MESSAGE]
-    conds = obj.setdefault("status", {}).setdefault("conditions", [])
-    for c in conds:
-        if c.get("type") == ctype:
-            changed = False
-            if c.get("status") != st:
-                c["status"] = st
-                c["lastTransitionTime"] = ts(now)
-                changed = True
-            for k, v in (("reason", reason), ("message", message), ("observedGeneration", gen)):
-                if c.get(k) != v:
-                    c[k] = v
-                    changed = True
-            return changed
-    conds.append({"type": ctype, "status": st, "reason": reason, "message": message,
-                  "observedGeneration": gen, "lastTransitionTime": ts(now)})
-    return True
-
-
-def remove_condition(obj: dict, ctype: str) -> bool:
-    """Drop the condition of that type; True if one was there."""
-    conds = (obj.get("status") or {}).get("conditions") or []
-    kept = [c for c in conds if c.get("type") != ctype]
-    if len(kept) != len(conds):
-        obj["status"]["conditions"] = kept
-        return True
-    return False
 
 
 def priority(wl: Mapping) -> int:
@@ -355,7 +303,10 @@ class WorkloadInfo:
             tr = self.total_requests[i] if i < len(self.total_requests) else None
             shapes.append([ps.get("name"), tr.count if tr else ps.get("count", 1), sorted((tr.requests if tr else {}).items()),
                            spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"), ps.get("minCount")])
-        raw = json.dumps([shapes, self.priority], sort_keys=True, default=str)
+        allowed = ((self.obj.get("metadata") or {}).get("annotations") or {}).get(
+            "kueue.x-k8s.io/workload-allowed-resource-flavors")  # ConcurrentAdmission Variants differ by it
+        raw = json.dumps([shapes, self.priority] + ([allowed] if allowed is not None else []), sort_keys=True,
+                         default=str)
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     def uses(self, frs: set[tuple[str, str]]) -> bool:

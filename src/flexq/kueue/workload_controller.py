@@ -15,6 +15,7 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
+from flexq.kueue import concurrent_admission as ca
 from flexq.kueue.scheduler import evict
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload import (
@@ -33,7 +34,7 @@ from flexq.kueue.workload import (
     ts,
     unset_quota_reservation,
 )
-from flexq.runtime.controller import Controller, Key, Result, Watch
+from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import status_copy
 
 __all__ = ["WorkloadController", "checks_message"]
@@ -90,10 +91,12 @@ class WorkloadController(Controller):
         return [tuple(k.split("/", 1)) for k, wl in self.state.workloads.items()
                 if k.startswith(md.get("namespace", "") + "/") and (wl.get("spec") or {}).get("queueName") == md["name"]]
 
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
         cur = self.store.peek("Workload", name, ns)
         if cur is None or is_true(cur, "Finished"):
+            return None
+        if self._label_parent(cur):
             return None
         wl = status_copy(cur)  # the steps below change only status and spec.active before they write
         now = self.ctx.now()
@@ -119,6 +122,19 @@ class WorkloadController(Controller):
                 return None
             return self._pods_ready_timeout(wl, now)
         return None
+
+    def _label_parent(self, wl: dict) -> bool:
+        """ConcurrentAdmission: a workload of a ClusterQueue with a policy that is neither Parent nor Variant
+        gets the Parent label (``SetParentVariantLabel``)."""
+        if not self.state.config.gate(ca.GATE) or ca.is_parent(wl) or ca.is_variant(wl):
+            return False
+        if not self.state.concurrent_admission_enabled(self.state.queues.cluster_queue_for(wl) or ""):
+            return False
+        out = dict(wl)
+        out["metadata"] = dict(wl["metadata"])
+        out["metadata"]["labels"] = {**(wl["metadata"].get("labels") or {}), ca.PARENT_LABEL: "true"}
+        self.store.update(out)
+        return True
 
     def _stop_policy(self, wl: dict, kind: str, name: str, q: dict | None, now: float) -> bool:
         """``reconcileOn{Local,Cluster}QueueActiveState``: HoldAndDrain evicts, Hold cancels reservations."""
@@ -228,6 +244,8 @@ class WorkloadController(Controller):
 
     def _sync_checks(self, wl: dict, cq: dict, now: float) -> bool:
         """``reconcileSyncAdmissionChecks``: add applicable checks as Pending, drop the rest."""
+        if self.state.config.gate(ca.GATE) and ca.is_parent(wl):
+            return False  # Parents have no admission checks: their Variants run them
         spec = cq.get("spec") or {}
         all_flavors = {f["name"] for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []}
         checks = {a["name"]: frozenset(a.get("onFlavors") or all_flavors)
@@ -284,6 +302,8 @@ class WorkloadController(Controller):
 
     def _check_based_eviction(self, wl: dict, now: float) -> bool:
         """``reconcileCheckBasedEviction``: Rejected → deactivation target; Retry → eviction."""
+        if self.state.config.gate(ca.GATE) and ca.is_parent(wl):
+            return False
         if is_evicted(wl):
             return False
         checks = (wl.get("status") or {}).get("admissionChecks") or []
@@ -306,6 +326,8 @@ class WorkloadController(Controller):
     def _pods_ready_timeout(self, wl: dict, now: float) -> Result | None:
         """``reconcileNotReadyTimeout`` (waitForPodsReady)."""
         cfg = self.state.config
+        if cfg.gate(ca.GATE) and ca.is_variant(wl):
+            return None  # the Parent's PodsReady counts; the controller copies it to the admitted Variant
         if not cfg.wait_for_pods_ready or not is_active(wl) or is_evicted(wl) or not is_admitted(wl):
             return None
         pr = find_condition(wl, "PodsReady")

@@ -119,6 +119,7 @@ class Context:
     executors: list[Any] = field(default_factory=list)  # flexq.kube.executor.PodExecutor implementations
     settings: dict[str, Any] = field(default_factory=dict)  # twin-wide knobs (executor choice, ...)
     event_index: dict[tuple, str] = field(default_factory=dict)  # shared by this cluster's event recorders
+    metrics: Any = None  # this cluster's prometheus_client CollectorRegistry (the assembly makes one per cluster)
 
     def now(self) -> float:
         return self.loop.now()
@@ -149,7 +150,7 @@ class Controller:
     def start(self) -> None:
         """Called once after wiring (e.g. to enqueue every existing object on a restart)."""
 
-    def reconcile(self, key: Key) -> Result | None:
+    def reconcile(self, key: Any) -> Result | None:
         """Move ``key`` one step toward its desired state."""
         raise NotImplementedError
 

@@ -238,7 +238,9 @@ class Txn:
             return
         if m.get("deletionTimestamp") or not m.get("ownerReferences"):
             return  # being deleted: wait for the final deletion; or nobody's dependent
-        solid, dangling, waiting = [], [], []
+        solid: list = []
+        dangling: list = []
+        waiting: list = []
         try:
             for r in m["ownerReferences"]:
                 owner = self.owner(ref, r)

@@ -2,8 +2,9 @@
 
 Owns: the ``Journal`` (one database file for a whole twin, partitioned by store name), transactional
 batches (a write and its cascade commit together or not at all), and loading everything back on open.
-WAL mode with ``synchronous=FULL``: a commit returns only once it is on disk. Must not import flexq
-modules other than ``flexq.errors``.
+WAL mode with ``synchronous=FULL``: a commit returns only once it is on disk. The database and its WAL
+and shared-memory files are owner-only (``0600``). A boot counter (``next_boot``) tells a resumed twin how
+many runs came before. Must not import flexq modules other than ``flexq.errors`` and ``flexq.store.private``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from flexq.store.private import private_file
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
   store TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
@@ -23,6 +26,7 @@ CREATE TABLE IF NOT EXISTS objects (
 );
 CREATE TABLE IF NOT EXISTS counters (store TEXT PRIMARY KEY, rv INTEGER NOT NULL);
 """
+BOOTS = "#boots"  # the counters row counting openings of the state (no store is named so)
 
 
 class Journal:
@@ -30,10 +34,15 @@ class Journal:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        # owner-only from its first byte: SQLite gives the -wal and -shm files the database file's mode
+        private_file(self.path)
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        for side in ("-wal", "-shm"):  # left readable by an older flexq: tightened
+            if Path(self.path + side).exists():
+                private_file(self.path + side)
         self._lock = threading.Lock()
         self._in_tx = False
 
@@ -68,6 +77,14 @@ class Journal:
     def set_rv(self, store: str, rv: int) -> None:
         self._db.execute("INSERT OR REPLACE INTO counters(store, rv) VALUES (?,?)", (store, rv))
 
+    def next_boot(self) -> int:
+        """Count one more opening of this state and return how many came before (0: a fresh file)."""
+        with self.transaction():
+            row = self._db.execute("SELECT rv FROM counters WHERE store=?", (BOOTS,)).fetchone()
+            boots = row[0] if row else 0
+            self._db.execute("INSERT OR REPLACE INTO counters(store, rv) VALUES (?,?)", (BOOTS, boots + 1))
+        return boots
+
     def drop_store(self, store: str) -> None:
         with self.transaction():
             self._db.execute("DELETE FROM objects WHERE store=?", (store,))
@@ -75,7 +92,7 @@ class Journal:
 
     def stores(self) -> list[str]:
         with self._lock:
-            rows = self._db.execute("SELECT DISTINCT store FROM counters").fetchall()
+            rows = self._db.execute("SELECT DISTINCT store FROM counters WHERE store != ?", (BOOTS,)).fetchall()
         return [r[0] for r in rows]
 
     def load(self, store: str) -> tuple[int, list[tuple[str, dict]]]:

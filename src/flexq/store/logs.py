@@ -2,7 +2,7 @@
 
 Kept in memory, and also in files under a directory for a live twin so that logs survive restarts
 and other processes can follow them. Thread-safe: executors write from their own threads.
-Must not import flexq modules.
+Must not import flexq modules but ``flexq.store.private``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
+
+from flexq.store.private import private_dir
 
 
 class PodLogs:
@@ -21,7 +23,7 @@ class PodLogs:
         self._lock = threading.Condition()
         self._listeners: list[Callable[[str, str, str, str], None]] = []
         if self._dir is not None:
-            self._dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self._dir)  # owner-only, as the rest of the twin's state
             for f in sorted(self._dir.glob("*_*_*.log")):
                 ns, pod, container = f.stem.split("_", 2)
                 self._text[(ns, pod, container)] = [f.read_text()]

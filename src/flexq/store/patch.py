@@ -154,10 +154,11 @@ def _merge_map(original: dict, patch: dict, schema: dict[str, Any]) -> dict | No
         if v is None:
             out.pop(k, None)
         elif isinstance(v, list) and isinstance(sub, ListField):
-            out[k] = _merge_list(out.get(k) if isinstance(out.get(k), list) else [], v, sub)
+            cur_list = out.get(k)
+            out[k] = _merge_list(cur_list if isinstance(cur_list, list) else [], v, sub)
         elif isinstance(v, dict):
-            merged = _merge_map(out.get(k) if isinstance(out.get(k), dict) else {}, v,
-                                sub if isinstance(sub, dict) else {})
+            cur_map = out.get(k)
+            merged = _merge_map(cur_map if isinstance(cur_map, dict) else {}, v, sub if isinstance(sub, dict) else {})
             if merged is None:
                 out.pop(k, None)
             else:
@@ -169,7 +170,8 @@ def _merge_map(original: dict, patch: dict, schema: dict[str, Any]) -> dict | No
             name = k[len(_ORDER):]
             sub = schema.get(name)
             if isinstance(sub, ListField) and isinstance(out.get(name), list) and isinstance(order, list):
-                was = original.get(name) if isinstance(original.get(name), list) else []
+                prior = original.get(name)
+                was = prior if isinstance(prior, list) else []
                 out[name] = _in_order(out[name], [_key_of(o, sub.key) for o in order],
                                       [_key_or_none(o, sub.key) for o in was], sub.key)
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 
 from flexq.errors import BadRequest
 
@@ -35,6 +36,30 @@ def _split(text: str) -> list[str]:
     return parts
 
 
+def _has(key: str, labels: dict) -> bool:
+    return key in labels
+
+
+def _lacks(key: str, labels: dict) -> bool:
+    return key not in labels
+
+
+def _equals(key: str, value: str, labels: dict) -> bool:
+    return labels.get(key) == value
+
+
+def _differs(key: str, value: str, labels: dict) -> bool:
+    return labels.get(key) != value
+
+
+def _among(key: str, values: set[str], labels: dict) -> bool:
+    return labels.get(key) in values
+
+
+def _not_among(key: str, values: set[str], labels: dict) -> bool:
+    return labels.get(key) not in values
+
+
 def parse_label_selector(text: str | None) -> Matcher:
     """``a=b,c!=d,e in (x,y),!f,g`` -> predicate over a labels dict."""
     if not text or not text.strip():
@@ -48,15 +73,15 @@ def parse_label_selector(text: str | None) -> Matcher:
         if neg:
             if op:
                 raise BadRequest(f"unable to parse requirement: {part.strip()!r}")
-            reqs.append(lambda labels, k=key: k not in labels)
+            reqs.append(partial(_lacks, key))
         elif not op:
-            reqs.append(lambda labels, k=key: k in labels)
+            reqs.append(partial(_has, key))
         elif op in ("=", "==", "!=") and (val or "").startswith("("):
             raise BadRequest(f"unable to parse requirement: found '(', expected: identifier: {part.strip()!r}")
         elif op in ("=", "=="):
-            reqs.append(lambda labels, k=key, v=val: labels.get(k) == v)
+            reqs.append(partial(_equals, key, val))
         elif op == "!=":
-            reqs.append(lambda labels, k=key, v=val: labels.get(k) != v)
+            reqs.append(partial(_differs, key, val))
         else:
             if not (val or "").startswith("("):
                 raise BadRequest(f"unable to parse requirement: found '{val}', expected: '('")
@@ -65,31 +90,10 @@ def parse_label_selector(text: str | None) -> Matcher:
                 raise BadRequest(f"unable to parse requirement: values: Invalid value: []: for 'in', 'notin' "
                                  f"operators, values set can't be empty: {part.strip()!r}")
             if op == "in":
-                reqs.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
+                reqs.append(partial(_among, key, values))
             else:
-                reqs.append(lambda labels, k=key, vs=values: labels.get(k) not in vs)
+                reqs.append(partial(_not_among, key, values))
     return lambda labels: all(r(labels) for r in reqs)
-
-
-def selector_matches(selector: dict | None, labels: dict[str, str] | None) -> bool:
-    """A LabelSelector object (``matchLabels``/``matchExpressions``). ``None`` matches nothing, ``{}`` all."""
-    if selector is None:
-        return False
-    labels = labels or {}
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], set(expr.get("values") or [])
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
 
 
 def _path_get(obj: dict, path: str) -> str:
@@ -105,6 +109,14 @@ def _path_get(obj: dict, path: str) -> str:
     return str(cur)
 
 
+def _field_equals(path: str, value: str, obj: dict) -> bool:
+    return _path_get(obj, path) == value
+
+
+def _field_differs(path: str, value: str, obj: dict) -> bool:
+    return _path_get(obj, path) != value
+
+
 def parse_field_selector(text: str | None) -> Matcher:
     """``metadata.name=x,spec.nodeName!=`` -> predicate over an object."""
     if not text or not text.strip():
@@ -116,7 +128,33 @@ def parse_field_selector(text: str | None) -> Matcher:
             raise BadRequest(f"invalid field selector: {part!r}")
         path, op, val = m.groups()
         if op == "!=":
-            reqs.append(lambda o, p=path, v=val: _path_get(o, p) != v)
+            reqs.append(partial(_field_differs, path, val))
         else:
-            reqs.append(lambda o, p=path, v=val: _path_get(o, p) == v)
+            reqs.append(partial(_field_equals, path, val))
     return lambda obj: all(r(obj) for r in reqs)
+
+
+def label_equalities(text: str | None) -> dict[str, str]:
+    """The ``key=value`` / ``key==value`` requirements of a label selector string (for index lookups; the
+    whole selector is still matched)."""
+    out: dict[str, str] = {}
+    if not text:
+        return out
+    for part in _split(text):
+        m = _REQ.match(part)
+        if m and not m.group("neg") and (m.group("op") or "").strip() in ("=", "==") \
+                and not (m.group("val") or "").startswith("("):
+            out[m.group("key")] = m.group("val") or ""
+    return out
+
+
+def field_equalities(text: str | None) -> list[tuple[str, str]]:
+    """The ``path=value`` / ``path==value`` requirements of a field selector string."""
+    out: list[tuple[str, str]] = []
+    if not text:
+        return out
+    for part in text.split(","):
+        m = re.match(r"^\s*([A-Za-z0-9_.]+)\s*(==|=)\s*(.*?)\s*$", part)
+        if m:
+            out.append((m.group(1), m.group(3)))
+    return out

@@ -13,6 +13,7 @@ Must not import ``flexq.runtime``, domain packages or ``flexq.http``.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 import uuid
@@ -24,12 +25,18 @@ from typing import Any
 
 from flexq.api import scheme
 from flexq.api.registry import KindInfo, Registry
+from flexq.api.scheme import UnknownFields
 from flexq.clock import Clock, format_time
 from flexq.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
 from flexq.store.gc import Txn
 from flexq.store.journal import Journal
 from flexq.store.patch import apply_patch
-from flexq.store.selectors import parse_field_selector, parse_label_selector
+from flexq.store.selectors import (
+    field_equalities,
+    label_equalities,
+    parse_field_selector,
+    parse_label_selector,
+)
 
 log = logging.getLogger("flexq.store")
 
@@ -85,7 +92,7 @@ def _clone_dict(d: dict) -> dict:
 
 
 def _clone_list(items: list) -> list:
-    out = []
+    out: list = []
     append = out.append
     for v in items:
         t = type(v)
@@ -140,17 +147,37 @@ class Store:
         self._children: dict[str, set[tuple[str, Key]]] = {}  # owner uid -> dependents
         self._by_uid: dict[str, tuple[str, Key]] = {}  # uid -> (kind key, key) of every stored object
         self._sorted: dict[str, list[Key]] = {}  # kind key -> sorted keys, dropped when the key set changes
+        # the indexes an API server's informers keep: per kind, keys by namespace, by label (name, value)
+        # and by the values of registered indexers (``add_indexer``: spec.nodeName of pods by default)
+        self._by_ns: dict[str, dict[str, set[Key]]] = {}
+        self._by_label: dict[str, dict[tuple[str, str], set[Key]]] = {}
+        self._indexers: dict[str, dict[str, Callable[[dict], Iterable[str]]]] = {}
+        self._by_index: dict[tuple[str, str], dict[str, set[Key]]] = {}
+        if any(k.kind == "Pod" and not k.group for k in registry):
+            self.add_indexer("Pod", "spec.nodeName", _node_name)
         self._rv = 0
         self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY)
         self._subs: list[Subscription] = []
         self._subs_of: dict[str, list[Subscription]] = {}  # kind key -> its subscribers, in order (a cache)
         self._seq = 0
         self.disabled: set[str] = set()  # kind keys not served here (e.g. ray.io without the RayOperator addon)
+        # validating admission webhooks a controller registers (as Kueue's manager registers its own with the
+        # API server): kind key -> checks (new, old) -> causes, run after schema validation on create and update
+        self.webhooks: dict[str, list[Callable[[dict, dict | None], list]]] = {}
         if journal is not None:
             self._load()
         for ns in namespaces:
             if ("", ns) not in self._objs.get("namespaces", {}):
                 self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    def add_webhook(self, kind: str, check: Callable[[dict, dict | None], list]) -> None:
+        """Register a validating webhook for ``kind`` (create and update of the object, not of its status)."""
+        self.webhooks.setdefault(self.info(kind).key, []).append(check)
+
+    def _webhooks(self, info: KindInfo, stored: dict, old: dict | None) -> None:
+        causes = [c for check in self.webhooks.get(info.key, ()) for c in check(stored, old)]
+        if causes:
+            raise scheme.invalid(info, (stored.get("metadata") or {}).get("name", ""), causes)
 
     def next_seq(self) -> int:
         """A number unique within this store's life (for generated names such as Events')."""
@@ -199,27 +226,96 @@ class Store:
         return self._objs.get(info.key, {}).get(self._key(info, namespace, name))
 
     def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None,
-             field_selector: str | None = None) -> list[dict]:
+             field_selector: str | None = None) -> builtins.list[dict]:
         """Copies of matching objects, ordered by namespace then name (as etcd returns them)."""
+        with self._lock:
+            return [clone(o) for o in self.peek_list(kind, namespace, label_selector, field_selector)]
+
+    def peek_list(self, kind: str, namespace: str | None = None, label_selector: str | None = None,
+                  field_selector: str | None = None, *, labels: dict[str, str] | None = None,
+                  index: tuple[str, str] | None = None, owner_uid: str | None = None) -> builtins.list[dict]:
+        """The stored matching objects themselves (no copies: read-only, as ``peek``), ordered by namespace
+        then name. Besides the selectors' string forms: ``labels`` (exact label values), ``index`` (an
+        indexer's name and value, see ``add_indexer``) and ``owner_uid`` (dependents of that owner).
+        Answered from the indexes: the cost follows the matching objects, not all objects of the kind."""
         info = self.info(kind)
+        kk = info.key
         lmatch = parse_label_selector(label_selector)
         fmatch = parse_field_selector(field_selector)
+        eq = dict(labels or {})
+        eq.update(label_equalities(label_selector))
+        fields = field_equalities(field_selector)
         with self._lock:
-            items = self._objs.get(info.key, {})
-            keys = sorted(k for k in items if namespace is None or not info.namespaced or k[0] == namespace)
+            items = self._objs.get(kk, {})
+            cands: set[Key] | None = None
+            if namespace is not None and info.namespaced:
+                cands = self._by_ns.get(kk, {}).get(namespace, set())
+            if owner_uid is not None:
+                cands = self._smaller(cands, {k for c, k in self._children.get(owner_uid, ()) if c == kk})
+            for lk, lv in eq.items():
+                cands = self._smaller(cands, self._by_label.get(kk, {}).get((lk, lv), set()))
+            idx = [index] if index is not None else []
+            idx += [(f, v) for f, v in fields if v and f in self._indexers.get(kk, {})]
+            for name, value in idx:
+                if name not in self._indexers.get(kk, {}):
+                    raise KeyError(f"no indexer {name!r} for {kk}")
+                cands = self._smaller(cands, self._by_index.get((kk, name), {}).get(value, set()))
+            for f, v in fields:
+                if f == "metadata.name" and (namespace is not None or not info.namespaced):
+                    cands = self._smaller(cands, {self._key(info, namespace, v)})
+                elif f == "metadata.namespace" and info.namespaced:
+                    cands = self._smaller(cands, self._by_ns.get(kk, {}).get(v, set()))
+            if cands is None:
+                keys = self._sorted.get(kk)
+                if keys is None:
+                    keys = self._sorted[kk] = sorted(items)
+            else:
+                keys = sorted(cands)
             out = []
             for k in keys:
-                obj = items[k]
-                if lmatch(obj["metadata"].get("labels") or {}) and fmatch(obj):
-                    out.append(clone(obj))
+                obj = items.get(k)
+                if obj is None:
+                    continue
+                md = obj["metadata"]
+                if namespace is not None and info.namespaced and k[0] != namespace:
+                    continue
+                if eq:
+                    ol = md.get("labels") or {}
+                    if any(ol.get(lk) != lv for lk, lv in eq.items()):
+                        continue
+                if owner_uid is not None and not any(r.get("uid") == owner_uid
+                                                     for r in md.get("ownerReferences") or ()):
+                    continue
+                if label_selector and not lmatch(md.get("labels") or {}):
+                    continue
+                if field_selector and not fmatch(obj):
+                    continue
+                out.append(obj)
             return out
+
+    @staticmethod
+    def _smaller(a: set[Key] | None, b: set[Key]) -> set[Key]:
+        return b if a is None or len(b) < len(a) else a
+
+    def add_indexer(self, kind: str, name: str, fn: Callable[[dict], Iterable[str]]) -> None:
+        """Keep an index of ``kind`` by the values ``fn(obj)`` returns (client-go's ``AddIndexers``), for
+        ``peek_list(index=(name, value))`` and field selectors on ``name``. Idempotent per name."""
+        kk = self.registry.resolve(kind).key
+        with self._lock:
+            if name in self._indexers.get(kk, {}):
+                return
+            self._indexers.setdefault(kk, {})[name] = fn
+            table = self._by_index.setdefault((kk, name), {})
+            for key, obj in self._objs.get(kk, {}).items():
+                for v in fn(obj):
+                    table.setdefault(v, set()).add(key)
 
     def count(self, kind: str) -> int:
         return len(self._objs.get(self.info(kind).key, {}))
 
     # -- writing ------------------------------------------------------------------------------------
     def create(self, obj: dict, *, validate: bool = True, keep_status: bool = False,
-               unknown_fields: str = "Strict", namespace: str | None = None, dry_run: bool = False,
+               unknown_fields: UnknownFields = "Strict", namespace: str | None = None, dry_run: bool = False,
                copy_result: bool = True) -> dict:
         """Admit and store a new object. Returns a copy of it (with ``copy_result=False``, the stored
         object itself, read-only as ``peek``)."""
@@ -240,6 +336,8 @@ class Store:
             data["metadata"]["name"] = self._generate_name(info, data["metadata"])
         status = data.get("status")
         stored = scheme.admit(info, data, None, unknown_fields) if validate else self._normalize(info, data)
+        if validate and info.key in self.webhooks:
+            self._webhooks(info, stored, None)
         if keep_status and status is not None:
             stored["status"] = status
         elif info.status_subresource:
@@ -255,7 +353,7 @@ class Store:
                 raise Conflict(f'unable to create new content in namespace {key[0]} because it is being '
                                "terminated", kind=info.plural, name=key[1])
             m = stored["metadata"]
-            m["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            m["uid"] = self._new_uid()
             m["creationTimestamp"] = format_time(self.clock.now())
             if info.generation:
                 m["generation"] = 1
@@ -282,6 +380,13 @@ class Store:
         data["kind"] = info.kind
         return data
 
+    def _new_uid(self) -> str:
+        """A uid no stored object has (uids identify an object for its owners' references and selectors)."""
+        while True:
+            uid = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            if uid not in self._by_uid:
+                return uid
+
     def _generate_name(self, info: KindInfo, meta: dict) -> str:
         for _ in range(10):
             name = meta["generateName"] + "".join(self.rng.choice(_ALNUM) for _ in range(5))
@@ -302,18 +407,24 @@ class Store:
                            "version and try again", kind=info.plural, group=info.group, name=key[1])
         return key, cur
 
-    def update(self, obj: dict, *, validate: bool = True, unknown_fields: str = "Strict",
-               namespace: str | None = None, dry_run: bool = False, copy_result: bool = True) -> dict:
+    def update(self, obj: dict, *, validate: bool = True, unknown_fields: UnknownFields = "Strict",
+               namespace: str | None = None, dry_run: bool = False, copy_result: bool = True,
+               take: bool = False) -> dict:
         """Replace spec/metadata (status is kept for kinds with a status subresource). Returns a copy of
-        the stored version (with ``copy_result=False``, the stored version itself, read-only)."""
+        the stored version (with ``copy_result=False``, the stored version itself, read-only). With
+        ``take`` the store keeps ``obj`` itself instead of a copy: the caller gives fresh top-level and
+        ``metadata`` dicts and never changes anything reachable from ``obj`` afterwards (parts may be
+        shared with earlier stored versions, which are read-only too)."""
         info = scheme.resolve_object(self.registry, obj)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
-            data = clone(obj)
+            data = obj if take and not validate else clone(obj)
             data["metadata"]["namespace"] = key[0] if info.namespaced else None
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
             stored = scheme.admit(info, data, cur, unknown_fields) if validate else self._normalize(info, data)
+            if validate and info.key in self.webhooks:
+                self._webhooks(info, stored, cur)
             if info.status_subresource:
                 if "status" in cur:
                     stored["status"] = cur["status"]
@@ -377,7 +488,7 @@ class Store:
 
     def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *, patch_type: str = "merge",
               subresource: str | None = None, api_version: str | None = None, validate: bool = True,
-              unknown_fields: str = "Strict", dry_run: bool = False) -> dict:
+              unknown_fields: UnknownFields = "Strict", dry_run: bool = False) -> dict:
         """Patch the object as seen in ``api_version`` (storage version by default)."""
         info = self.info(kind)
         with self._lock:
@@ -432,7 +543,7 @@ class Store:
             return clone(marked)
 
     # -- commit, index, watch -------------------------------------------------------------------------
-    def _commit(self, ops: list) -> None:
+    def _commit(self, ops: builtins.list) -> None:
         """Assign resourceVersions, journal atomically, then apply in memory and notify watchers."""
         events = []
         rv = self._rv
@@ -494,11 +605,22 @@ class Store:
             raise AssertionError("stored objects changed in place (they are read-only): " + ", ".join(sorted(bad)))
 
     def _index(self, kk: str, key: Key, obj: dict) -> None:
-        uid = obj["metadata"].get("uid")
+        md = obj["metadata"]
+        uid = md.get("uid")
         if uid:
             self._by_uid[uid] = (kk, key)
-        for ref in obj["metadata"].get("ownerReferences") or ():
+        for ref in md.get("ownerReferences") or ():
             self._children.setdefault(ref.get("uid", ""), set()).add((kk, key))
+        self._by_ns.setdefault(kk, {}).setdefault(key[0], set()).add(key)
+        labels = md.get("labels")
+        if labels:
+            table = self._by_label.setdefault(kk, {})
+            for lk, lv in labels.items():
+                table.setdefault((lk, lv), set()).add(key)
+        for name, fn in self._indexers.get(kk, {}).items():
+            table2 = self._by_index[(kk, name)]
+            for v in fn(obj):
+                table2.setdefault(v, set()).add(key)
 
     def _unindex(self, kk: str, key: Key, obj: dict) -> None:
         uid = obj["metadata"].get("uid")
@@ -510,6 +632,16 @@ class Store:
                 s.discard((kk, key))
                 if not s:
                     del self._children[ref.get("uid", "")]
+        _drop(self._by_ns.get(kk, {}), key[0], key)
+        labels = obj["metadata"].get("labels")
+        if labels:
+            table = self._by_label.get(kk, {})
+            for lk, lv in labels.items():
+                _drop(table, (lk, lv), key)
+        for name, fn in self._indexers.get(kk, {}).items():
+            table2 = self._by_index[(kk, name)]
+            for v in fn(obj):
+                _drop(table2, v, key)
 
     def watch(self, callback: Callable[[WatchEvent], None], kinds: Iterable[str] | None = None,
               since: int | None = None) -> Subscription:
@@ -545,6 +677,7 @@ class Store:
             self._objs.setdefault(kk, {})[key] = obj
             self._index(kk, key, obj)
         self._sorted.clear()
+        self._seq = rv  # generated names (Events') of this run do not repeat the last run's
         # the collector resyncs on start, as upstream's does: state written by an older flexq may hold
         # dependents whose owners are gone (every later write leaves the store at the collector's fixed point)
         txn = Txn(self)
@@ -560,6 +693,19 @@ class Store:
         """Every stored object with its kind key (for dumps and tests)."""
         with self._lock:
             return [(kk, clone(o)) for kk, objs in self._objs.items() for o in objs.values()]
+
+
+def _drop(table: dict, value: Any, key: Key) -> None:
+    keys = table.get(value)
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del table[value]
+
+
+def _node_name(pod: dict) -> list[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [node] if node else []
 
 
 def _spec_changed(old: dict, new: dict) -> bool:

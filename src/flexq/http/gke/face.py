@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -19,6 +18,7 @@ from starlette.responses import Response
 
 from flexq.errors import CloudError, RequestEntityTooLarge
 from flexq.http.common import json_response, on_loop, read_body
+from flexq.http.seam import TwinServices
 
 log = logging.getLogger("flexq.http.gke")
 
@@ -34,7 +34,7 @@ def is_gke_path(path: str) -> bool:
     return path.startswith(PREFIXES)
 
 
-async def handle(core: Any, request: Request) -> Response:
+async def handle(core: TwinServices, request: Request) -> Response:
     """Serve one Google Cloud API call."""
     method = request.method.upper()
     body: dict | None = None

@@ -28,6 +28,7 @@ from flexq.http.kube import apply as ssa
 from flexq.http.kube import table as tables
 from flexq.http.kube.paths import Target
 from flexq.http.kube.watch import DEFAULT_TIMEOUT, WatchRequest, log_stream, watch_stream
+from flexq.http.seam import ClusterView, TwinServices
 from flexq.store import Store
 
 PATCH_TYPES = {
@@ -97,7 +98,7 @@ def default_propagation(info: KindInfo) -> str:
 class KubeFace:
     """The resource endpoints of one twin (the cluster ``cluster``, else the twin's current one)."""
 
-    def __init__(self, core: Any, cluster: str | None = None) -> None:
+    def __init__(self, core: TwinServices, cluster: str | None = None) -> None:
         self.core = core
         self.cluster = cluster
         self.loop = core.loop
@@ -106,7 +107,7 @@ class KubeFace:
     def store(self) -> Store:
         return self.core.current(self.cluster).store
 
-    def runtime(self) -> Any:
+    def runtime(self) -> ClusterView:
         """The cluster runtime, looked up from the HTTP thread (retried if the loop adds a cluster meanwhile)."""
         for _ in range(3):
             try:

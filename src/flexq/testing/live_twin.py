@@ -20,7 +20,7 @@ from flexq.kuberay import localproc
 from flexq.kuberay.ray_runner import LocalRayExecutor
 
 PROJECT = "flexq-ray-tests"
-TRAIN_PY = (Path(__file__).resolve().parent.parent / "kuberay" / "data" / "train.py").read_text()
+TRAIN_PY = tutorial.train_script()
 
 
 def wait_op(twin: Twin, op: dict, timeout: float = 300) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from flexq import Twin
 
-DATA = Path(__file__).parent / "testdata"
+DATA = Path(__file__).parent / "data" / "gke"  # the tutorial's GKE request bodies
 BASE = "/v1/projects/proj-x/locations/us-east5-b"
 POOLS = BASE + "/clusters/tpu-cluster/nodePools"
 H, D = 3600.0, 86400.0

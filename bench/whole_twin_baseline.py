@@ -1,0 +1,191 @@
+"""Kueue's baseline performance scenario through the whole twin: real batch/v1 Jobs on the virtual clock.
+
+Kueue's ``test/performance/scheduler/configs/baseline`` (per ClusterQueue 350 small / 100 medium / 50 large
+jobs, 1 / 5 / 20 cpu, run 200 / 500 / 1000 ms, priority 50 / 100 / 200, one every 100 / 500 / 1200 ms; 6
+ClusterQueues per cohort, nominal 20 cpu, borrowingLimit 100, ``reclaimWithinCohort: Any``,
+``withinClusterQueue: LowerPriority``), submitted as **batch/v1 Jobs** labelled with
+``kueue.x-k8s.io/queue-name`` and ``kueue.x-k8s.io/priority-class`` and annotated
+``twin.flexq.dev/run-seconds``, through ``flexq.Twin(clock="virtual")``'s public methods only. Each job goes
+the whole way: Job -> Workload -> admission -> unsuspend -> pod -> kube-scheduler -> (autoscaler) -> node ->
+kubelet -> simulated executor -> Job complete -> Workload Finished. The cluster is a GKE cluster whose
+default pool has 20 n2-standard-32 nodes (640 vCPU; the five cohorts' nominal quota is 600), autoscaled
+between 1 and 20 nodes.
+
+Prints jobs per wall second, wall time per job (and, with two ``--cohorts`` values, the growth ratio of the
+larger scale to the smaller), peak RSS and the average time to admission per class next to Kueue's
+thresholds (small 260 s, medium 90 s, large 23 s). ``--profile FILE`` writes a cProfile of the largest run.
+
+    .venv/bin/python bench/whole_twin_baseline.py --cohorts 1 5 [--scale 1.0] [--profile whole.prof]
+
+Wall time depends on the machine's load: the 1-minute load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import os
+import resource
+import time
+from collections import defaultdict
+
+from flexq import Twin
+from flexq.clock import parse_time
+
+CLASSES = [  # name, count per CQ, interval s, runtime s, priority, cpu
+    ("small", 350, 0.1, 0.2, 50, 1),
+    ("medium", 100, 0.5, 0.5, 100, 5),
+    ("large", 50, 1.2, 1.0, 200, 20),
+]
+THRESHOLDS = {"large": 23.0, "medium": 90.0, "small": 260.0}
+QUEUES_PER_COHORT = 6
+PROJECT, ZONE, CLUSTER = "perf-project", "us-central1-a", "perf"
+NODES, MACHINE = 20, "n2-standard-32"
+
+
+def make_twin(cohorts: int) -> Twin:
+    twin = Twin(clock="virtual")
+    parent = f"projects/{PROJECT}/locations/{ZONE}"
+    twin.gke("POST", f"/v1/{parent}/clusters", {"parent": parent, "cluster": {
+        "name": CLUSTER, "nodePools": [{
+            "name": "default-pool", "initialNodeCount": NODES, "config": {"machineType": MACHINE},
+            "autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": NODES}}]}})
+    twin.run_until_idle(3600)
+    objs: list[dict] = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                         "metadata": {"name": "default"}}]
+    for cls, _n, _i, _r, prio, _c in CLASSES:
+        objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                     "metadata": {"name": cls}, "value": prio})
+    for c in range(cohorts):
+        for q in range(QUEUES_PER_COHORT):
+            name = f"cq-0-{q}-cohort-{c}"
+            objs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+            objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
+                         "spec": {"cohortName": f"cohort-{c}", "namespaceSelector": {},
+                                  "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+                                  "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                                      {"name": "default", "resources": [{"name": "cpu", "nominalQuota": 20,
+                                                                         "borrowingLimit": 100}]}]}]}})
+            objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                         "metadata": {"name": name, "namespace": name}, "spec": {"clusterQueue": name}})
+    twin.apply(objs)
+    twin.run_until_idle(60)
+    return twin
+
+
+def job(ns: str, name: str, cls: str, runtime: float, cpu: int) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {"kueue.x-k8s.io/queue-name": ns, "kueue.x-k8s.io/priority-class": cls}},
+            "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0, "template": {
+                "metadata": {"annotations": {"twin.flexq.dev/run-seconds": str(runtime)}},
+                "spec": {"restartPolicy": "Never", "containers": [{
+                    "name": "main", "image": "registry.k8s.io/e2e-test-images/agnhost:2.52",
+                    "resources": {"requests": {"cpu": str(cpu)}}}]}}}}
+
+
+class Recorder:
+    """Watches Workloads (an observer only): the first admission of each, for time to admission."""
+
+    def __init__(self, twin: Twin) -> None:
+        self.admitted: dict[tuple[str, str], float] = {}
+        self.twin = twin
+        twin.store.watch(self.on_event, ["Workload"])
+
+    def on_event(self, ev) -> None:
+        md = ev.object["metadata"]
+        key = (md["namespace"], md["ownerReferences"][0]["name"] if md.get("ownerReferences") else md["name"])
+        if key in self.admitted:
+            return
+        for c in (ev.object.get("status") or {}).get("conditions") or ():
+            if c["type"] == "Admitted" and c["status"] == "True":
+                self.admitted[key] = self.twin.now()
+
+
+def run(cohorts: int, scale: float, profile: str | None) -> dict:
+    twin = make_twin(cohorts)
+    rec = Recorder(twin)
+    t0 = twin.now()
+    plan = []  # (virtual time, namespace, name, class, runtime, cpu)
+    for c in range(cohorts):
+        for q in range(QUEUES_PER_COHORT):
+            ns = f"cq-0-{q}-cohort-{c}"
+            for si, (cls, count, interval, runtime, _p, cpu) in enumerate(CLASSES):
+                for i in range(max(1, int(count * scale))):
+                    plan.append((round(t0 + (i + 1) * interval, 6), ns, f"{cls}-{si}-{i}", cls, runtime, cpu))
+    plan.sort()
+    created: dict[tuple[str, str], tuple[float, str]] = {}
+    prof = cProfile.Profile() if profile else None
+    gc.collect()
+    load0 = os.getloadavg()[0]
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    if prof:
+        prof.enable()
+    for at, ns, name, cls, runtime, cpu in plan:
+        if at > twin.now():
+            twin.advance(at - twin.now())
+        twin.create(job(ns, name, cls, runtime, cpu))
+        created[(ns, name)] = (twin.now(), cls)
+    twin.run_until_idle(3600)
+    if prof:
+        prof.disable()
+    wall, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
+    if prof:
+        prof.dump_stats(profile)
+    jobs = twin.list("Job")
+    done = sum(1 for j in jobs if any(c["type"] == "Complete" and c["status"] == "True"
+                                       for c in (j.get("status") or {}).get("conditions") or ()))
+    finished_wl = sum(1 for w in twin.list("Workload") if any(
+        c["type"] == "Finished" and c["status"] == "True" for c in (w.get("status") or {}).get("conditions") or ()))
+    tta: dict[str, list[float]] = defaultdict(list)
+    for key, (at, cls) in created.items():
+        if key in rec.admitted:
+            tta[cls].append(rec.admitted[key] - at)
+    last_done = max((parse_time(j["status"]["completionTime"]) for j in jobs
+                     if (j.get("status") or {}).get("completionTime")), default=t0)
+    t = time.perf_counter()
+    n_wl = len(twin.list("Workload"))
+    list_s = time.perf_counter() - t
+    twin.close()
+    return {"cohorts": cohorts, "jobs": len(plan), "done": done, "finished_wl": finished_wl, "wall": wall,
+            "cpu": cpu_s, "virtual": last_done - t0, "tta": tta, "load0": load0, "load1": os.getloadavg()[0],
+            "list_s": list_s, "n_wl": n_wl, "admitted": len(rec.admitted)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cohorts", type=int, nargs="+", default=[1, 5], help="cohort counts to run (each 6 CQs)")
+    ap.add_argument("--scale", type=float, default=1.0, help="fraction of the per-ClusterQueue job counts")
+    ap.add_argument("--profile", metavar="FILE", help="write a cProfile of the largest run to FILE")
+    args = ap.parse_args()
+    results = []
+    for c in sorted(args.cohorts):
+        r = run(c, args.scale, args.profile if c == max(args.cohorts) else None)
+        results.append(r)
+        per_job = r["wall"] / r["jobs"] * 1000
+        print(f"{c} cohort(s), {r['jobs']} batch/v1 Jobs (scale {args.scale}): {r['done']} complete, "
+              f"{r['finished_wl']} Workloads Finished, {r['admitted']} admitted")
+        print(f"  wall {r['wall']:.1f} s (process CPU {r['cpu']:.1f} s), {r['jobs'] / r['wall']:.0f} jobs per wall "
+              f"second [target >= 500], {per_job:.2f} ms wall per job; virtual time to the last completion "
+              f"{r['virtual']:.0f} s")
+        for cls, *_ in CLASSES:
+            v = r["tta"][cls]
+            avg = sum(v) / len(v) if v else float("nan")
+            print(f"  avg time to admission {cls:6s} {avg:7.1f} s (max {max(v, default=float('nan')):7.1f} s) "
+                  f"[Kueue threshold {THRESHOLDS[cls]:.0f} s]")
+        print(f"  Twin.list('Workload') of {r['n_wl']} objects: {r['list_s']:.2f} s [target <= 0.5 s at 15,000]")
+        print(f"  load average {r['load0']:.1f} before, {r['load1']:.1f} after, on {os.cpu_count()} CPUs")
+    if len(results) > 1:
+        lo, hi = results[0], results[-1]
+        ratio = (hi["wall"] / hi["jobs"]) / (lo["wall"] / lo["jobs"])
+        print(f"growth: wall per job at {hi['cohorts']} cohorts / at {lo['cohorts']} cohort(s) = {ratio:.2f} "
+              f"[target <= 1.5]")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS {rss:.0f} MiB")
+    if args.profile:
+        print(f"profile written to {args.profile}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""Well-known names (as k8s.io/api/core/v1 well_known_labels.go and well_known_taints.go keep them): labels,
+annotations, taints and resources that more than one package reads or writes."""
+
+from __future__ import annotations
+
+# Kueue (pkg/controller/constants, pkg/workload)
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+QUEUE_NAME_ANNOTATION = "kueue.x-k8s.io/queue-name"  # the deprecated annotation form, still honoured
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+# Cluster autoscaler / Kueue ProvisioningRequest integration (the pair a provisioned pod carries)
+CONSUME_PROVISIONING_REQUEST = "autoscaling.x-k8s.io/consume-provisioning-request"
+PROVISIONING_CLASS_NAME = "autoscaling.x-k8s.io/provisioning-class-name"
+CLUSTER_AUTOSCALER_CONSUME_PR = "cluster-autoscaler.kubernetes.io/consume-provisioning-request"
+CLUSTER_AUTOSCALER_PR_CLASS = "cluster-autoscaler.kubernetes.io/provisioning-class-name"
+
+# Resources
+RESOURCE_TPU = "google.com/tpu"
+RESOURCE_GPU = "nvidia.com/gpu"
+
+# Taints the node lifecycle controller and the scheduler give
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+# Field names
+OBJECT_NAME_FIELD = "metadata.name"  # metav1.ObjectNameField, the one field a node selector may match

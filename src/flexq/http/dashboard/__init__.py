@@ -1,0 +1,171 @@
+"""The web dashboard a served twin shows at ``/dashboard/``: queues, workloads and their plans, why they wait,
+ProvisioningRequests on a timeline, node pools by provisioning model, cost so far; one page per workload with
+its conditions and events. Live: the page listens to ``/dashboard/events`` (server-sent events fired by the
+cluster store's watch) and re-fetches the changed part with htmx; it also refreshes every 15 s, for cost.
+
+Why server-rendered templates (Jinja2) + htmx: no build step and no Node toolchain on the user's machine, one
+52 KB script committed as it is published (``static/htmx.min.js``, BSD Zero Clause, with its SSE extension),
+the HTML is the same as a test reads it, and every view is a plain GET the token guards like the API.
+
+Authentication: the same token as the API. Browsers cannot send a bearer header when they navigate, so
+``/dashboard/login`` takes the token in a form and sets it as a cookie (HttpOnly, SameSite=Strict, Secure over
+HTTPS, Path=/dashboard) that only the dashboard's paths accept; ``flexq dashboard`` opens the login page with the
+token in the URL's fragment, which browsers never send to the server.
+
+Owns routing and rendering; the data comes from the store (``views.py``) and the cluster's metrics registry.
+Must not import domain packages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response, StreamingResponse
+
+from flexq.errors import NotFound
+from flexq.http.common import on_loop, read_body
+from flexq.http.dashboard import views
+
+__all__ = ["Dashboard", "handles", "COOKIE", "PREFIX"]
+
+PREFIX = "/dashboard"
+COOKIE = "flexq_dashboard"
+HERE = Path(__file__).parent
+STATIC = {"htmx.min.js": "text/javascript", "htmx-ext-sse.js": "text/javascript", "login.js": "text/javascript",
+          "dashboard.css": "text/css", "htmx.LICENSE.txt": "text/plain", "htmx-ext-sse.LICENSE.txt": "text/plain"}
+PUBLIC = {f"{PREFIX}/login", f"{PREFIX}/static/login.js", f"{PREFIX}/static/dashboard.css"}
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
+SSE_LIFETIME = 600.0  # seconds one event stream stays open (the browser reconnects)
+SSE_KEEPALIVE = 15.0
+WATCHED = ["Workload", "ClusterQueue", "LocalQueue", "Cohort", "ProvisioningRequest", "Node", "Event"]
+
+
+def handles(path: str) -> bool:
+    return path == PREFIX or path.startswith(PREFIX + "/")
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC
+
+
+class Dashboard:
+    """The dashboard of one served twin."""
+
+    def __init__(self, core: Any, token: str | None) -> None:
+        self.core, self.token = core, token
+        self.env = Environment(loader=FileSystemLoader(str(HERE / "templates")),
+                               autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+        self.env.filters["wait"] = views.fmt_wait
+        self.env.filters["usd"] = lambda v: f"${v:,.2f}"
+
+    # -- responses ----------------------------------------------------------------------------------------
+    def page(self, template: str, status: int = 200, **ctx: Any) -> Response:
+        body = self.env.get_template(template).render(prefix=PREFIX, **ctx)
+        return Response(body, status_code=status, media_type="text/html; charset=utf-8",
+                        headers={"Content-Security-Policy": CSP, "Cache-Control": "no-store",
+                                 "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"})
+
+    async def unauthorized(self, request: Request) -> Response:
+        """A request without the token: the login page (and its assets) or a way to it."""
+        path = request.url.path
+        if is_public(path):
+            return await self.handle(request)
+        if request.headers.get("hx-request"):
+            return Response("", status_code=401, headers={"HX-Redirect": f"{PREFIX}/login"})
+        if request.method == "GET":
+            return RedirectResponse(f"{PREFIX}/login", status_code=303)
+        return Response("Unauthorized", status_code=401, media_type="text/plain")
+
+    async def handle(self, request: Request) -> Response:
+        path = request.url.path.rstrip("/") or "/"
+        cluster = request.query_params.get("cluster") or None
+        if path == PREFIX:
+            if not request.url.path.endswith("/"):
+                return RedirectResponse(f"{PREFIX}/", status_code=307)
+            data = await self.data(cluster)
+            return self.page("index.html", **data)
+        rest = path[len(PREFIX) + 1:]
+        if rest == "login":
+            return await self.login(request)
+        if rest == "logout":
+            resp = RedirectResponse(f"{PREFIX}/login", status_code=303)
+            resp.delete_cookie(COOKIE, path=PREFIX)
+            return resp
+        if rest.startswith("static/"):
+            name = rest[len("static/"):]
+            if name not in STATIC:
+                raise NotFound("the server could not find the requested resource")
+            return Response((HERE / "static" / name).read_bytes(), media_type=STATIC[name],
+                            headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"})
+        if rest == "part/overview":
+            data = await self.data(cluster)
+            return self.page("overview.html", **data)
+        if rest == "events":
+            return StreamingResponse(self.events(cluster), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        parts = rest.split("/")
+        if len(parts) == 3 and parts[0] == "workloads":
+            data = await self.workload(cluster, parts[1], parts[2])
+            return self.page("workload.html", **data)
+        if len(parts) == 4 and parts[:2] == ["part", "workload"]:
+            data = await self.workload(cluster, parts[2], parts[3])
+            return self.page("workload_part.html", **data)
+        raise NotFound("the server could not find the requested resource")
+
+    async def login(self, request: Request) -> Response:
+        if request.method != "POST":
+            return self.page("login.html", error="")
+        form = parse_qs((await read_body(request, 16 * 1024)).decode("utf-8", "replace"))
+        given = (form.get("token") or [""])[0].strip()
+        if self.token is not None and not hmac.compare_digest(given.encode(), self.token.encode()):
+            return self.page("login.html", status=401, error="That token is not the twin's token.")
+        resp = RedirectResponse(f"{PREFIX}/", status_code=303)
+        resp.set_cookie(COOKIE, given, path=PREFIX, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+        return resp
+
+    # -- data ----------------------------------------------------------------------------------------------
+    async def data(self, cluster: str | None) -> dict[str, Any]:
+        return await on_loop(self.core.loop, lambda: views.overview(self.core, cluster))
+
+    async def workload(self, cluster: str | None, namespace: str, name: str) -> dict[str, Any]:
+        return await on_loop(self.core.loop, lambda: views.workload_page(self.core, cluster, namespace, name))
+
+    async def events(self, cluster: str | None) -> AsyncIterator[bytes]:
+        """``change`` whenever the cluster's objects change (at most every 0.3 s), a comment every 15 s."""
+        aloop = asyncio.get_running_loop()
+        changed = asyncio.Event()
+
+        def callback(ev: Any) -> None:
+            aloop.call_soon_threadsafe(changed.set)
+
+        sub = await on_loop(self.core.loop, lambda: self.core.current(cluster).store.watch(callback, WATCHED))
+        try:
+            yield b"retry: 2000\n\n"
+            deadline = aloop.time() + SSE_LIFETIME
+            while aloop.time() < deadline:
+                try:
+                    await asyncio.wait_for(changed.wait(), timeout=SSE_KEEPALIVE)
+                except TimeoutError:
+                    yield b": keepalive\n\n"
+                    continue
+                await _pause(0.3)
+                changed.clear()
+                yield b"event: change\ndata: changed\n\n"
+        finally:
+            self.core.loop.post(sub.cancel)
+
+
+async def _pause(seconds: float) -> None:
+    """Let a burst of changes settle before telling the browser (asyncio's own timer, not the twin's clock)."""
+    done = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_later(seconds, lambda: done.done() or done.set_result(None))
+    await done

@@ -1,0 +1,47 @@
+"""What the faces need from the twin, as Protocols: the one seam between ``flexq.http`` and the assembly.
+
+The faces translate HTTP to store operations and back; they reach the twin only through ``TwinServices``
+(which ``flexq.assembly.TwinCore`` implements) and each Kubernetes cluster only through ``ClusterView``
+(``flexq.assembly.ClusterRuntime``). Nothing here imports a domain or the runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from flexq.loop import EventLoop
+from flexq.store import PodLogs, Store
+
+
+class ClusterView(Protocol):
+    """One Kubernetes cluster as the faces see it."""
+
+    name: str
+    store: Store
+    settings: dict[str, Any]
+
+    @property
+    def executors(self) -> Sequence[Any]:
+        """Pod executors (the port-forward face asks them where a pod's port really listens)."""
+        ...
+
+    @property
+    def logs(self) -> PodLogs:
+        """Container logs."""
+        ...
+
+
+class TwinServices(Protocol):
+    """The twin as the faces see it: the loop they hop onto, its clusters, the GKE API."""
+
+    loop: EventLoop
+    settings: dict[str, Any]
+
+    def current(self, name: str | None = None) -> ClusterView:
+        """The cluster ``name`` (the twin's default cluster when None); KeyError if there is none."""
+        ...
+
+    def gke(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        """One container.googleapis.com call: (HTTP status, JSON body)."""
+        ...

@@ -1,0 +1,540 @@
+"""Kueue Concurrent Admission (KEP-8691, alpha gate ``ConcurrentAdmission``): Parent and Variant Workloads.
+
+Owns, as ``pkg/workload/concurrentadmission`` and ``pkg/controller/concurrentadmission/controller.go`` of
+Kueue v0.19.2 do it: the names (the Parent label ``kueue.x-k8s.io/concurrent-admission-parent``, the
+``kueue.x-k8s.io/workload-allowed-resource-flavors`` annotation, the ``kueue.x-k8s.io/concurrent-admission``
+preemption gate, Variant naming ``<parent prefix>-variant-<flavor>-<hash>``); the predicates the scheduler,
+queues, cache and Workload controller use (``is_parent``, ``is_variant``, ``variant_flavor``,
+``flavor_allowed``); and ``VariantController``, the variant reconciler: it creates one Variant per flavor of the
+ClusterQueue's single resource group (owned by the Parent, gated for preemption), deletes Variants whose flavor
+left the queue, syncs a Variant's eviction into the Parent (``VariantEvicted``) and clears the Variant once the
+Parent lost its quota, deactivates and re-activates Variants as ``migration.mode`` and
+``constraints.lastAcceptableFlavorName`` say, copies the admitted Variant's admission into the Parent (or
+evicts the Parent with ``ConcurrentAdmission`` when no Variant is admitted), propagates ``Finished`` and
+``PodsReady``, and opens the preemption gate of at most one Variant every five minutes, most preferred first.
+It also registers the ClusterQueue webhook rules that apply only while the gate is on.
+Events: CreatedVariant, DeletedVariant, ActivatedVariant, DeactivatedVariant, PreemptionUngatedVariant.
+
+Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Mapping
+
+from flexq.api.kueue_webhooks import validate_concurrent_admission_policy
+from flexq.errors import AlreadyExists, Conflict, NotFound
+from flexq.kueue.state import KueueState
+from flexq.kueue.workload import (
+    find_condition,
+    has_quota_reservation,
+    is_active,
+    is_admitted,
+    is_evicted,
+    is_finished,
+    is_true,
+    parse_ts,
+    set_condition,
+    set_quota_reservation,
+    ts,
+    unset_quota_reservation,
+)
+from flexq.runtime.controller import Controller, Result, Watch
+from flexq.store import status_copy
+
+__all__ = [
+    "ALLOWED_FLAVORS_ANNOTATION", "GATE", "PARENT_LABEL", "PREEMPTION_GATE", "VariantController",
+    "flavor_allowed", "is_parent", "is_variant", "parent_uid", "variant_flavor", "variant_name",
+]
+
+GATE = "ConcurrentAdmission"
+PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
+ALLOWED_FLAVORS_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+PREEMPTION_GATE = "kueue.x-k8s.io/concurrent-admission"
+WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
+PREEMPTION_TIMEOUT = 300.0  # preemptionTimeout = 5 * time.Minute
+MAX_NAME, HASH_LEN = 253, 5
+
+REASON_CREATED = "CreatedVariant"
+REASON_DELETED = "DeletedVariant"
+REASON_ACTIVATED = "ActivatedVariant"
+REASON_DEACTIVATED = "DeactivatedVariant"
+REASON_UNGATED = "PreemptionUngatedVariant"
+
+
+# -- pkg/workload/concurrentadmission ------------------------------------------------------------
+
+
+def is_parent(wl: Mapping | None) -> bool:
+    """``IsParent``: the Parent label is ``"true"``."""
+    return wl is not None and ((wl.get("metadata") or {}).get("labels") or {}).get(PARENT_LABEL) == "true"
+
+
+def _parent_ref(wl: Mapping | None) -> dict | None:
+    for ref in ((wl or {}).get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("kind") == "Workload" and ref.get("apiVersion") == WORKLOAD_API:
+            return ref
+    return None
+
+
+def parent_name(wl: Mapping | None) -> str:
+    """``GetParentWorkloadName``: the owner reference to a v1beta2 Workload."""
+    ref = _parent_ref(wl)
+    return (ref or {}).get("name", "")
+
+
+def parent_uid(wl: Mapping | None) -> str:
+    """``GetParentWorkloadUID``."""
+    ref = _parent_ref(wl)
+    return (ref or {}).get("uid", "") or ""
+
+
+def is_variant(wl: Mapping | None) -> bool:
+    """``IsVariant``: owned by a Workload."""
+    return parent_name(wl) != ""
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def variant_flavor(wl: Mapping) -> str:
+    """``GetVariantFlavor``: the first flavor of the allowed-flavors annotation."""
+    flavors = _csv(((wl.get("metadata") or {}).get("annotations") or {}).get(ALLOWED_FLAVORS_ANNOTATION, ""))
+    return flavors[0] if flavors else ""
+
+
+def flavor_allowed(wl: Mapping, flavor: str, gate_on: bool) -> bool:
+    """``IsFlavorAllowedForVariant``: without the gate or the annotation every flavor is allowed."""
+    if not gate_on:
+        return True
+    ann = ((wl.get("metadata") or {}).get("annotations") or {})
+    if ALLOWED_FLAVORS_ANNOTATION not in ann:
+        return True
+    return flavor in _csv(ann[ALLOWED_FLAVORS_ANNOTATION])
+
+
+def variant_name(parent: str, uid: str, flavor: str, kind: str = "Workload", group: str = "kueue.x-k8s.io") -> str:
+    """``GetWorkloadNameForVariant``: the Parent's name without its hash, ``-variant-<flavor>``, and a hash of
+    the Parent's kind, group, name, UID and the flavor."""
+    prefix = f"{parent[:parent.rfind('-')]}-variant-{flavor}"
+    h = hashlib.sha1()
+    for part in (kind, "\n", group, "\n", parent, "\n", uid, "\n", flavor):
+        h.update(part.encode())
+    return f"{prefix[:MAX_NAME - 1 - HASH_LEN]}-{h.hexdigest()[:HASH_LEN]}"
+
+
+def policy_of(cq: Mapping | None) -> dict | None:
+    """``spec.concurrentAdmissionPolicy`` of a ClusterQueue."""
+    return ((cq or {}).get("spec") or {}).get("concurrentAdmissionPolicy")
+
+
+def migration_mode(cq: Mapping | None) -> str:
+    """``migrationMode``: ``TryPreferredFlavors`` unless set."""
+    return ((policy_of(cq) or {}).get("migration") or {}).get("mode") or "TryPreferredFlavors"
+
+
+def last_acceptable_flavor(cq: Mapping | None) -> str | None:
+    """``constraints.lastAcceptableFlavorName`` or None."""
+    return (((policy_of(cq) or {}).get("migration") or {}).get("constraints") or {}).get("lastAcceptableFlavorName")
+
+
+def cq_flavors(cq: Mapping) -> list[str]:
+    """The flavors of the (single) resource group, most preferred first."""
+    groups = (cq.get("spec") or {}).get("resourceGroups") or []
+    return [f["name"] for f in (groups[0].get("flavors") or [])] if groups else []
+
+
+# -- preemption gates (pkg/workload/workload.go) -------------------------------------------------
+
+
+def gate_state(wl: Mapping, name: str = PREEMPTION_GATE) -> dict | None:
+    """``FindPreemptionGate``: the gate's entry in ``status.preemptionGates``."""
+    for g in (wl.get("status") or {}).get("preemptionGates") or []:
+        if g.get("name") == name:
+            return g
+    return None
+
+
+def has_open_gate(wl: Mapping, name: str = PREEMPTION_GATE) -> bool:
+    """``HasOpenPreemptionGate``."""
+    g = gate_state(wl, name)
+    return g is not None and g.get("position") == "Open"
+
+
+def has_closed_gate(wl: Mapping) -> bool:
+    """``HasClosedPreemptionGate``: a gate of the spec without a status entry, or one marked Closed."""
+    pos = {g.get("name"): g.get("position") for g in (wl.get("status") or {}).get("preemptionGates") or []}
+    return any(pos.get(g.get("name"), "Closed") == "Closed" for g in (wl.get("spec") or {}).get("preemptionGates") or [])
+
+
+def open_gate(wl: dict, now: float, name: str = PREEMPTION_GATE) -> bool:
+    """``OpenPreemptionGate`` (``SetPreemptionGatePosition``): False when the spec has no such gate."""
+    if not any(g.get("name") == name for g in (wl.get("spec") or {}).get("preemptionGates") or []):
+        return False
+    gates = wl.setdefault("status", {}).setdefault("preemptionGates", [])
+    for g in gates:
+        if g.get("name") == name:
+            g["position"], g["lastTransitionTime"] = "Open", ts(now)
+            return True
+    gates.append({"name": name, "position": "Open", "lastTransitionTime": ts(now)})
+    return True
+
+
+def is_admissible(wl: Mapping) -> bool:
+    """``IsAdmissible``: active, not finished, without a reservation (admission gates are not modelled)."""
+    return (not is_finished(wl) and is_active(wl) and not has_quota_reservation(wl)
+            and not is_true(wl, "WaitingForReplacementPods"))
+
+
+def generate_variant(parent: Mapping, flavor: str) -> dict:
+    """``generateVariant``: the Parent's labels (minus the Parent label), annotations and spec, restricted to one
+    flavor and carrying the closed Concurrent Admission preemption gate."""
+    md = parent["metadata"]
+    labels = {k: v for k, v in (md.get("labels") or {}).items() if k != PARENT_LABEL}
+    ann = dict(md.get("annotations") or {})
+    ann[ALLOWED_FLAVORS_ANNOTATION] = flavor
+    spec = dict(parent.get("spec") or {})
+    gates = [dict(g) for g in spec.get("preemptionGates") or []]
+    if not any(g.get("name") == PREEMPTION_GATE for g in gates):
+        gates.append({"name": PREEMPTION_GATE})
+    spec["preemptionGates"] = gates
+    return {
+        "apiVersion": WORKLOAD_API, "kind": "Workload",
+        "metadata": {"name": variant_name(md["name"], md.get("uid", ""), flavor), "namespace": md["namespace"],
+                     "labels": labels, "annotations": ann,
+                     "ownerReferences": [{"apiVersion": WORKLOAD_API, "kind": "Workload", "name": md["name"],
+                                          "uid": md.get("uid", ""), "controller": True, "blockOwnerDeletion": True}]},
+        "spec": spec,
+    }
+
+
+def webhook(state: KueueState):
+    """The ClusterQueue rules of ``validateConcurrentAdmissionPolicy``, enforced only while the gate is on."""
+    def check(new: dict, old: dict | None) -> list:
+        if not state.config.gate(GATE):
+            return []
+        return validate_concurrent_admission_policy(new)
+    return check
+
+
+def _key(wl: Mapping) -> str:
+    md = wl["metadata"]
+    return f"{md['namespace']}/{md['name']}"
+
+
+class VariantController(Controller):
+    """Kueue's ``concurrent-admission-controller`` (one per cluster; runs only while the gate is on)."""
+
+    name = "concurrent-admission-controller"
+
+    def __init__(self, ctx, state: KueueState) -> None:
+        super().__init__(ctx)
+        self.state = state
+        self.events = state.events
+        self._flavors: dict[str, list[str]] = {}
+        self.store.add_webhook("ClusterQueue", webhook(state))
+
+    def watches(self) -> list[Watch]:
+        return [Watch("Workload", self._of_workload), Watch("ClusterQueue", self._of_cq)]
+
+    def _of_workload(self, ev) -> list:
+        if not self.state.config.gate(GATE):
+            return []
+        wl = ev.object
+        ns = wl["metadata"].get("namespace", "")
+        if is_parent(wl):
+            return [(ns, wl["metadata"]["name"])]
+        if is_variant(wl):
+            return [(ns, parent_name(wl))]
+        return []
+
+    def _of_cq(self, ev) -> list:
+        """``clusterQueueFlavorsChanged`` + ``parentsForClusterQueue``: an update that changes the flavors'
+        names or order requeues every Parent of the queue's LocalQueues."""
+        name = ev.object["metadata"]["name"]
+        new = cq_flavors(ev.object) if ev.type != "DELETED" else None
+        old = self._flavors.get(name)
+        if new is None:
+            self._flavors.pop(name, None)
+        else:
+            self._flavors[name] = new
+        if ev.type != "MODIFIED" or old is None or old == new or not self.state.config.gate(GATE):
+            return []
+        return parents_for_cluster_queue(self.state.local_queues.values(), self.state.workloads.values(), name)
+
+    # -- Reconcile --------------------------------------------------------------------------------
+    def reconcile(self, key: tuple[str, str]) -> Result | None:
+        if not self.state.config.gate(GATE):
+            return None
+        ns, name = key
+        parent = self.store.try_get("Workload", name, ns)
+        if parent is None or not is_parent(parent):
+            return None
+        variants = self._variants(parent)
+        cq_name = self.state.queues.cluster_queue_for(parent)
+        cq = self.store.try_get("ClusterQueue", cq_name or "") if cq_name else None
+        if cq is None:
+            return None
+        order = {f: i for i, f in enumerate(cq_flavors(cq))}
+        variants.sort(key=lambda v: order.get(variant_flavor(v), 0))
+        now = self.ctx.now()
+        self._create_variants(parent, variants, list(order))
+        # as upstream, the Variants created just now take part from the next reconcile on
+        variants = self._delete_stale(parent, variants, order)
+        if self._sync_eviction(parent, variants, now):
+            return None
+        self._deactivate_variants(parent, variants, cq, order, now)
+        self._activate_variants(parent, variants, cq, order)
+        variants = self._refresh(variants)
+        self._sync_admission(parent, variants, now)
+        variants = self._refresh(variants)
+        candidate, wait = self._select_for_ungating(variants, now)
+        if candidate is not None:
+            self._open_gate(candidate, now)
+        return Result(requeue_after=wait) if wait > 0 else None
+
+    def _variants(self, parent: dict) -> list[dict]:
+        uid = parent["metadata"].get("uid")
+        return [w for w in self.store.list("Workload", parent["metadata"]["namespace"])
+                if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])]
+
+    def _refresh(self, variants: list[dict]) -> list[dict]:
+        out = []
+        for v in variants:
+            cur = self.store.try_get("Workload", v["metadata"]["name"], v["metadata"]["namespace"])
+            if cur is not None:
+                out.append(cur)
+        return out
+
+    def _create_variants(self, parent: dict, variants: list[dict], flavors: list[str]) -> None:
+        have = {variant_flavor(v) for v in variants}
+        for flavor in flavors:
+            if flavor in have:
+                continue
+            variant = generate_variant(parent, flavor)
+            try:
+                self.store.create(variant)
+            except AlreadyExists:
+                continue
+            self.events.record(parent, "Normal", REASON_CREATED,
+                               f'Variant Workload "{_key(variant)}" created')
+
+    def _delete_stale(self, parent: dict, variants: list[dict], order: dict[str, int]) -> list[dict]:
+        fresh = []
+        for v in variants:
+            flavor = variant_flavor(v)
+            if flavor in order:
+                fresh.append(v)
+                continue
+            with contextlib.suppress(NotFound):
+                self.store.delete("Workload", v["metadata"]["name"], v["metadata"]["namespace"])
+            self.events.record(parent, "Normal", REASON_DELETED,
+                               f'Variant Workload "{_key(v)}" deleted; flavor "{flavor}" no longer in ClusterQueue')
+        return fresh
+
+    # -- eviction ----------------------------------------------------------------------------------
+    def _sync_eviction(self, parent: dict, variants: list[dict], now: float) -> bool:
+        """``syncVariantEvictionStatus``: True when the caller must wait for the Parent to lose its quota."""
+        for v in variants:
+            ev = find_condition(v, "Evicted")
+            if ev is None or ev.get("status") != "True" or not has_quota_reservation(v):
+                continue
+            if has_quota_reservation(parent):
+                if not is_evicted(parent):
+                    p = status_copy(parent)
+                    set_condition(p, "Evicted", True, "VariantEvicted", "Admitted variant was evicted", now)
+                    self._write_status(p)
+                return True
+            self._clear_admission(v, ev, now)
+            return False
+        return False
+
+    def _clear_admission(self, v: dict, ev: dict, now: float) -> None:
+        """``clearWorkloadAdmission``: Requeued (True only after preemption or node failures) and
+        QuotaReserved=False ``PendingEvaluation``."""
+        w = status_copy(v)
+        reason, msg = ev.get("reason", ""), ev.get("message", "")
+        set_condition(w, "Requeued", reason in ("Preempted", "NodeFailures"), reason, msg, now)
+        unset_quota_reservation(w, "PendingEvaluation", msg, now)
+        self._write_status(w)
+
+    def _write_status(self, wl: dict) -> dict | None:
+        try:
+            return self.store.update_status(wl)
+        except (Conflict, NotFound):
+            return None
+
+    # -- policy ------------------------------------------------------------------------------------
+    def _set_active(self, v: dict, active: bool, reason: str, message: str) -> dict | None:
+        cur = self.store.try_get("Workload", v["metadata"]["name"], v["metadata"]["namespace"])
+        if cur is None or is_active(cur) == active:
+            return cur
+        cur["spec"]["active"] = active
+        try:
+            out = self.store.update(cur)
+        except (Conflict, NotFound):
+            return None
+        verb = "activated" if active else "deactivated"
+        self.events.record(out, "Normal", reason, f"Variant Workload {verb} due to {message}")
+        return out
+
+    def _deactivate(self, variants: list[dict], message: str, match, now: float) -> None:
+        for v in variants:
+            if match is not None and not match(v):
+                continue
+            out = self._set_active(v, False, REASON_DEACTIVATED, message)
+            if out is None:
+                continue
+            ev = find_condition(out, "Evicted")
+            if ev is not None and ev.get("status") == "True" and has_quota_reservation(out):
+                self._clear_admission(out, ev, now)
+
+    def _deactivate_variants(self, parent: dict, variants: list[dict], cq: dict, order: dict[str, int],
+                             now: float) -> None:
+        if not is_active(parent):
+            self._deactivate(variants, f'Parent Workload "{_key(parent)}" not active', None, now)
+            return
+        admitted = next((v for v in variants if is_admitted(v)), None)
+        if admitted is None:
+            return
+        adm_name, adm_flavor = admitted["metadata"]["name"], variant_flavor(admitted)
+        if migration_mode(cq) == "RetainFirstAdmission":
+            self._deactivate(variants, f'RetainFirstAdmission: another Variant "{_key(admitted)}" is admitted',
+                             lambda v: v["metadata"]["name"] != adm_name, now)
+            return
+        last = last_acceptable_flavor(cq)
+        if last is not None:
+            self._deactivate(variants, f'being below lastAcceptableFlavor: "{last}" and another Variant admitted '
+                                       f'"{_key(admitted)}"',
+                             lambda v: v["metadata"]["name"] != adm_name
+                             and order.get(variant_flavor(v), 0) > order.get(last, 0), now)
+        self._deactivate(self._refresh(variants), f'being lower priority than admitted Variant "{_key(admitted)}"',
+                         lambda v: order.get(variant_flavor(v), 0) > order.get(adm_flavor, 0), now)
+
+    def _activate_variants(self, parent: dict, variants: list[dict], cq: dict, order: dict[str, int]) -> None:
+        if not is_active(parent):
+            return
+        variants = self._refresh(variants)
+        admitted = next((v for v in variants if is_admitted(v)), None)
+        if admitted is None:
+            for v in variants:
+                self._set_active(v, True, REASON_ACTIVATED, "no other Variant being admitted")
+            return
+        if migration_mode(cq) == "RetainFirstAdmission":
+            return
+        adm = order.get(variant_flavor(admitted), 0)
+        last = last_acceptable_flavor(cq)
+        for v in variants:
+            idx = order.get(variant_flavor(v), 0)
+            if last is not None:
+                if idx <= order.get(last, 0) and idx < adm:
+                    self._set_active(v, True, REASON_ACTIVATED,
+                                     f'being at least lastAcceptableFlavor: "{last}" and higher priority than '
+                                     f'admitted Variant "{_key(admitted)}"')
+            elif idx < adm:
+                self._set_active(v, True, REASON_ACTIVATED,
+                                 f'being higher priority than admitted Variant "{_key(admitted)}"')
+
+    # -- aggregation -------------------------------------------------------------------------------
+    def _sync_admission(self, parent: dict, variants: list[dict], now: float) -> None:
+        """``syncAdmissionStatus``."""
+        if is_finished(parent):
+            fin = find_condition(parent, "Finished") or {}
+            for v in variants:
+                if not is_finished(v):
+                    w = status_copy(v)
+                    set_condition(w, "Finished", True, fin.get("reason", ""), fin.get("message", ""), now)
+                    self._write_status(w)
+            return
+        admitted = next((v for v in variants if is_admitted(v)), None)
+        if admitted is None and is_admitted(parent):
+            p = status_copy(parent)
+            set_condition(p, "Evicted", True, "ConcurrentAdmission", "No variant is running", now)
+            self._write_status(p)
+        elif admitted is not None:
+            self._sync_pods_ready(parent, admitted)
+            if not is_admitted(parent):
+                p = status_copy(parent)
+                set_quota_reservation(p, admitted["status"]["admission"], now)
+                set_condition(p, "Admitted", True, "Admitted",
+                              f"The variant {admitted['metadata']['name']} is admitted", now)
+                self._write_status(p)
+
+    def _sync_pods_ready(self, parent: dict, variant: dict) -> None:
+        pc = find_condition(parent, "PodsReady")
+        if pc is None:
+            return
+        vc = find_condition(variant, "PodsReady")
+        if vc is not None and all(vc.get(k) == pc.get(k) for k in ("status", "reason", "message")):
+            return
+        w = status_copy(variant)
+        conds = [c for c in w["status"].get("conditions") or [] if c.get("type") != "PodsReady"]
+        conds.append(dict(pc))
+        w["status"]["conditions"] = conds
+        self._write_status(w)
+
+    # -- preemption gates ----------------------------------------------------------------------------
+    def _select_for_ungating(self, variants: list[dict], now: float) -> tuple[dict | None, float]:
+        """``selectVariantToOpenPreemptionGate``: (variant to ungate, seconds until the next look)."""
+        admissible = [v for v in variants if is_admissible(v)]
+        candidate = first_candidate_variant(admissible)
+        if candidate is None:
+            return None, 0.0
+        last = latest_open_gate_time(admissible)
+        if last is None:
+            return candidate, PREEMPTION_TIMEOUT
+        wait = PREEMPTION_TIMEOUT - (now - last)
+        if wait > 0:
+            return None, wait
+        return candidate, PREEMPTION_TIMEOUT
+
+    def _open_gate(self, variant: dict, now: float) -> None:
+        w = status_copy(variant)
+        if not open_gate(w, now):
+            return
+        out = self._write_status(w)
+        if out is not None:
+            self.events.record(out, "Normal", REASON_UNGATED,
+                               f'Opened preemption gate for variant workload "{_key(out)}"')
+
+
+def first_candidate_variant(admissible: list[dict]) -> dict | None:
+    """``firstCandidateVariant``: the most preferred admissible Variant blocked on its closed gate; None while a
+    more preferred one has not been evaluated for admission yet."""
+    for wl in admissible:
+        if has_open_gate(wl):
+            continue
+        if not is_true(wl, "BlockedOnPreemptionGates"):
+            if find_condition(wl, "QuotaReserved") is None:
+                return None
+            continue
+        return wl
+    return None
+
+
+def latest_open_gate_time(admissible: list[dict]) -> float | None:
+    """``latestOpenGateTime``: when the most recently opened gate opened."""
+    out = None
+    for wl in admissible:
+        g = gate_state(wl)
+        if g is None or g.get("position") != "Open":
+            continue
+        t = parse_ts(g.get("lastTransitionTime"))
+        if out is None or t > out:
+            out = t
+    return out
+
+
+def parents_for_cluster_queue(local_queues, workloads, cq_name: str) -> list[tuple[str, str]]:
+    """``parentsForClusterQueue``: Parents queued to any LocalQueue of the ClusterQueue."""
+    lqs = {(lq["metadata"].get("namespace", ""), lq["metadata"]["name"]) for lq in local_queues
+           if (lq.get("spec") or {}).get("clusterQueue") == cq_name}
+    out = []
+    for wl in workloads:
+        ns = wl["metadata"].get("namespace", "")
+        if is_parent(wl) and (ns, (wl.get("spec") or {}).get("queueName", "")) in lqs:
+            out.append((ns, wl["metadata"]["name"]))
+    return out
