@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 import flexq
 from flexq.simulate.results import time_average
 
@@ -64,3 +66,59 @@ def test_littles_law_holds_on_the_results(study_dir) -> None:
     doc = result.documents["default"]["replicas"][0]
     gauge = next(m for m in doc["metrics"] if m["name"] == "kueue_pending_workloads")
     assert abs(gauge["value"] - l_avg) < 1e-3
+
+
+@pytest.mark.slow
+def test_mmc_on_a_flavor_of_c_nodes_matches_erlang_c(study_dir) -> None:
+    """The same M/M/c through the whole twin: batch/v1 Jobs whose one pod fills a node, a ResourceFlavor on a
+    GKE node pool of exactly c nodes (quota = c pods), so each job waits for Kueue, then a node."""
+    quotas = QUEUES_ON_POOL
+    study = study_dir({"name": "mmc-nodes", "seed": 21, "replicas": 2,
+                       "cluster": {"project": "p", "location": "us-central1-a", "name": "mmc",
+                                   "nodePools": [{"name": "default-pool", "machineType": "n2-standard-8",
+                                                  "nodes": C}]},
+                       "manifests": ["pool-queues.yaml"],
+                       "generator": {"count": 500, "arrivals": {"exponential": {"mean": MEAN_ARRIVAL}},
+                                     "mix": [{"kind": "Job", "podsets": "main:1:cpu=7", "queue": "q",
+                                              "run": {"exponential": {"mean": MEAN_RUN}}}]}},
+                      files={"pool-queues.yaml": quotas})
+    result = flexq.simulate(study, workers=1, plots=False)
+    expected = erlang_c_wait(C, 1 / MEAN_ARRIVAL, 1 / MEAN_RUN)
+    batch_means = []
+    for run in result.runs:
+        assert {n["pool"] for n in run.node_records} == {"default-pool"} and len(run.node_records) == C
+        rows = sorted(run.jobs, key=lambda r: r["submit"])[50:]
+        assert all(r["outcome"] == "Succeeded" for r in run.jobs)
+        # a node is free whenever quota is: the pod starts when the job is admitted
+        assert max(r["wait_start"] - r["wait_admission"] for r in rows) < 1.0
+        for i in range(0, len(rows) - 50 + 1, 50):
+            batch_means.append(sum(r["wait_admission"] for r in rows[i:i + 50]) / 50)
+    n = len(batch_means)
+    mean = sum(batch_means) / n
+    se = math.sqrt(sum((b - mean) ** 2 for b in batch_means) / (n - 1) / n)
+    assert abs(mean - expected) <= 3 * se, (mean, se, expected)
+
+
+QUEUES_ON_POOL = f"""\
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {{name: pool}}
+spec:
+  nodeLabels: {{cloud.google.com/gke-nodepool: default-pool}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {{name: cq}}
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: pool
+      resources: [{{name: cpu, nominalQuota: {7 * C}}}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {{name: q, namespace: default}}
+spec: {{clusterQueue: cq}}
+"""
