@@ -11,7 +11,8 @@ start; required), ``queue`` (LocalQueue; required), ``kind`` (``RayJob``, ``Job`
 ``Job``), ``name``, ``namespace`` (default ``default``), ``priority`` (a WorkloadPriorityClass or
 PriorityClass name; a bare number is a Workload's ``spec.priority``), ``podsets``, ``template``, ``run``
 (run time; default 60 s), ``outcome`` (``Succeeded`` or ``Failed``), ``class`` (a label for reports).
-``podsets`` is ``name:count:res=qty,res=qty;...`` in CSV (``head:1:cpu=2,memory=4Gi;workers:4:cpu=8``) and a
+``podsets`` is ``name:count:res=qty,res=qty;...`` in CSV (quoted when it holds commas:
+``"head:1:cpu=2,memory=4Gi;workers:4:cpu=8"``) and a
 list of ``{name, count, requests}`` in JSONL. ``template`` is a manifest file (relative to the trace) whose
 ``${NAME}``, ``${JOB_ID}``, ``${QUEUE}``, ``${NAMESPACE}`` are substituted.
 
