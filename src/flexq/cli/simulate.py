@@ -111,7 +111,8 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
         o.add_column("value", justify="left")
         jobs = s["jobs"]
         o.add_row("jobs", f"{jobs['total']} total: {jobs['succeeded']} succeeded, {jobs['failed']} failed, "
-                          f"{jobs['neverStarted']} never started, {jobs['unfinished']} still running")
+                          f"{jobs['neverStarted']} never started, {jobs['unfinished']} still running, "
+                          f"{jobs['deactivated']} deactivated by Kueue")
         o.add_row("makespan", _dur(s["makespanSeconds"]))
         used = {k: v for k, v in s["clusterQueueReservationPercent"].items() if v > 0}
         if len(used) > 6:  # many queues (Kueue's perf scenarios): the spread, the detail is in the JSON
@@ -185,6 +186,9 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         return 2
     for table in summary_tables(result.documents):
         console.print(table)
-    console.print(f"wall time {clock.now() - wall0:.1f} s; files in {out}/: "
+    wall = clock.now() - wall0
+    jobs = sum(len(r.jobs) for r in result.runs)
+    console.print(f"wall time {wall:.1f} s for {jobs} simulated jobs ({jobs / max(wall, 1e-9):.1f} per wall second, "
+                  f"{sum(r.steps for r in result.runs)} loop steps); files in {out}/: "
                   + ", ".join(p.name for p in result.files))
     return 0

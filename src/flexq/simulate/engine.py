@@ -59,6 +59,7 @@ class JobRecord:
     preemptions: int = 0
     holding: set[str] = field(default_factory=set)   # workloads of this job holding quota now
     pending: bool = True
+    closed: bool = False     # finished, or deactivated by Kueue
 
 
 @dataclass
@@ -224,7 +225,7 @@ class _Sim:
         return round(self.twin.now() - self.t0, 3)
 
     def _set_pending(self, rec: JobRecord) -> None:
-        want = rec.finished is None and not rec.holding
+        want = not rec.closed and not rec.holding
         if want != rec.pending:
             rec.pending = want
             self.pending_now += 1 if want else -1
@@ -316,7 +317,14 @@ class _Sim:
             st["ready"] = True
             if rec.started is None:
                 rec.started = now
-        if rec.spec.kind == "Workload" and finished and rec.finished is None:
+        if (wl.get("spec") or {}).get("active") is False and not rec.closed and not gone:
+            # deactivated (e.g. an admission check Rejected, the requeuing limit reached): Kueue will not
+            # admit it again unless someone reactivates it, so the run does not wait for it
+            rec.closed = True
+            rec.outcome = "Deactivated"
+            self.open_jobs -= 1
+            self._set_pending(rec)
+        if rec.spec.kind == "Workload" and finished and not rec.closed:
             c = _cond(wl, "Finished") or {}
             self._finish(rec, "Failed" if c.get("reason") == "Failed" else "Succeeded")
         if gone:
@@ -350,7 +358,7 @@ class _Sim:
         obj = ev.object
         md = obj["metadata"]
         rec = self.records.get((obj.get("kind", ""), md.get("namespace", "default"), md["name"]))
-        if rec is None or rec.finished is not None or ev.type == "DELETED":
+        if rec is None or rec.closed or ev.type == "DELETED":
             return
         st = obj.get("status") or {}
         if obj.get("kind") == "RayJob":
@@ -363,6 +371,9 @@ class _Sim:
             self._finish(rec, "Failed")
 
     def _finish(self, rec: JobRecord, outcome: str) -> None:
+        if rec.closed:
+            return
+        rec.closed = True
         rec.finished = self.rel()
         rec.outcome = outcome
         if rec.started is None and rec.admitted is not None:

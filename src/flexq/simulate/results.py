@@ -158,6 +158,7 @@ def summarize(run: RunResult) -> dict[str, Any]:
         "jobs": {"total": len(rows), "succeeded": by_outcome.get("Succeeded", 0),
                  "failed": by_outcome.get("Failed", 0),
                  "neverStarted": by_outcome.get("NeverStarted", 0) + by_outcome.get("Admitted", 0),
+                 "deactivated": by_outcome.get("Deactivated", 0),
                  "unfinished": by_outcome.get("Running", 0)},
         "simulatedSeconds": _r(run.duration),
         "makespanSeconds": _r(max(finishes) - first) if finishes else None,
@@ -189,7 +190,7 @@ def _ci(values: list[float]) -> dict[str, Any]:
 HEADLINE = {
     "succeeded": lambda s: s["jobs"]["succeeded"],
     "failed": lambda s: s["jobs"]["failed"],
-    "neverStarted": lambda s: s["jobs"]["neverStarted"],
+    "neverStarted": lambda s: s["jobs"]["neverStarted"] + s["jobs"].get("deactivated", 0),
     "waitToAdmissionMean": lambda s: s["waitToAdmission"]["all"].get("mean"),
     "waitToAdmissionP95": lambda s: s["waitToAdmission"]["all"].get("p95"),
     "waitToStartMean": lambda s: s["waitToStart"]["all"].get("mean"),
