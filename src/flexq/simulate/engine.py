@@ -24,6 +24,7 @@ Must not import flexq.http.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -186,8 +187,8 @@ class _Sim:
             for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
                 for fl in rg.get("flavors") or []:
                     for r in fl.get("resources") or []:
-                        key = f"{cq['metadata']['name']}/{fl['name']}/{r['name']}"
-                        self.usage[key] = [0.0, float(parse_quantity(str(r.get("nominalQuota", 0))))]
+                        ukey = f"{cq['metadata']['name']}/{fl['name']}/{r['name']}"
+                        self.usage[ukey] = [0.0, float(parse_quantity(str(r.get("nominalQuota", 0))))]
         self.t0 = twin.now()
 
     def _wait_operation(self, op: dict[str, Any], what: str) -> None:
@@ -261,6 +262,7 @@ class _Sim:
         admitted = not gone and reserved and _true(wl, "Admitted")
         finished = _true(wl, "Finished")
         if reserved and not st["reserved"]:
+            assert admission is not None
             st["reserved"], st["since"] = True, now
             cq = admission.get("clusterQueue", "")
             rec.cluster_queue = cq
@@ -297,7 +299,7 @@ class _Sim:
                     rec.started = now
                 seq = st["seq"]
                 self.twin.core.loop.call_at(self.twin.now() + rec.spec.run,
-                                            lambda k=key, s=seq: self._finish_bare(k, s))
+                                            functools.partial(self._finish_bare, key, seq))
         elif not admitted and st["admitted"]:
             st["admitted"] = False
         ev_c = _cond(wl, "Evicted")
@@ -307,7 +309,7 @@ class _Sim:
             rec.evictions += 1
             st["queued_at"] = now
             if rec.spec.kind == "Workload" and admission is not None:
-                self.twin.core.loop.call_soon(lambda k=key: self._complete_eviction(k))
+                self.twin.core.loop.call_soon(functools.partial(self._complete_eviction, key))
         pr_c = _cond(wl, "Preempted")
         if pr_c is not None and pr_c.get("status") == "True" and pr_c.get("lastTransitionTime") != st["preempt_lt"]:
             st["preempt_lt"] = pr_c.get("lastTransitionTime")

@@ -10,6 +10,7 @@ Must not import flexq.http.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
@@ -103,7 +104,7 @@ def _run_ray(study: Study, tasks: list[tuple[str, int]], address: str,
 
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     try:
         remote = ray.remote(num_cpus=1)(run_one)
         ref = ray.put(study)

@@ -49,8 +49,8 @@ def write_plots(out: Path, runs: list[RunResult], variants: list[str]) -> list[P
         waits = sorted(r["wait_admission"] / 60 for run in runs if run.variant == v for r in run.jobs
                        if r["wait_admission"] is not None)
         if waits:
-            ys = [(i + 1) / len(waits) for i in range(len(waits))]
-            ax.step(waits, ys, where="post", label=f"{v} (n={len(waits)})")
+            fractions = [(i + 1) / len(waits) for i in range(len(waits))]
+            ax.step(waits, fractions, where="post", label=f"{v} (n={len(waits)})")
     ax.set_xlabel("wait to admission (minutes)")
     ax.set_ylabel("fraction of jobs")
     ax.set_title("Wait to admission, CDF per variant")
@@ -67,14 +67,14 @@ def write_plots(out: Path, runs: list[RunResult], variants: list[str]) -> list[P
         fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
         if run.pending:
             xs = [_hours(t) for t, _ in run.pending] + [_hours(run.duration)]
-            ys = [n for _, n in run.pending] + [run.pending[-1][1]]
+            ys = [float(n) for _, n in run.pending] + [float(run.pending[-1][1])]
             a1.step(xs, ys, where="post", color="tab:orange")
         a1.set_ylabel("pending workloads")
         a1.set_title(f"{v}: jobs waiting for quota, and nodes per pool (replica 0)")
         a1.grid(True, alpha=0.3)
         for pool, pts in node_curves(run).items():
             xs = [_hours(t) for t, _ in pts] + [_hours(run.duration)]
-            ys = [n for _, n in pts] + [pts[-1][1]]
+            ys = [float(n) for _, n in pts] + [float(pts[-1][1])]
             a2.step(xs, ys, where="post", label=pool)
         a2.set_ylabel("nodes")
         a2.set_xlabel("simulated time (hours)")
@@ -89,8 +89,8 @@ def write_plots(out: Path, runs: list[RunResult], variants: list[str]) -> list[P
         run = next((r for r in runs if r.variant == v and r.replica == 0), None)
         if run is None:
             continue
-        pts = cost_curve(run)
-        ax.plot([_hours(t) for t, _ in pts], [c for _, c in pts], label=v)
+        cost = cost_curve(run)
+        ax.plot([_hours(t) for t, _ in cost], [c for _, c in cost], label=v)
     ax.set_xlabel("simulated time (hours)")
     ax.set_ylabel("cumulative cost (USD)")
     ax.set_title("Cumulative node cost per variant (replica 0)")

@@ -143,14 +143,13 @@ def summarize(run: RunResult) -> dict[str, Any]:
                         "buckets": {f"{b:g}": sum(1 for w in ws if w <= b) for b in buckets}})
         metrics.append({"name": "kueue_admitted_workloads_total", "type": "counter", "labels": labels,
                         "value": len(ws)})
-    for cq, reasons in run.evictions.items():
-        for reason, n in reasons.items():
-            metrics.append({"name": "kueue_evicted_workloads_total", "type": "counter",
-                            "labels": {"cluster_queue": cq, "reason": reason}, "value": n})
-    for cq, reasons in run.preemptions.items():
-        for reason, n in reasons.items():
-            metrics.append({"name": "kueue_preempted_workloads_total", "type": "counter",
-                            "labels": {"cluster_queue": cq, "reason": reason}, "value": n})
+    for metric, per_cq in (("kueue_evicted_workloads_total", run.evictions),
+                           ("kueue_preempted_workloads_total", run.preemptions)):
+        for cq, reasons in per_cq.items():
+            for reason, count in reasons.items():
+                entry: dict[str, Any] = {"name": metric, "type": "counter",
+                                         "labels": {"cluster_queue": cq, "reason": reason}, "value": count}
+                metrics.append(entry)
     metrics.append({"name": "kueue_pending_workloads", "type": "gauge", "labels": {"statistic": "time-average"},
                     "value": _r(time_average(run.pending, run.duration))})
     return {
