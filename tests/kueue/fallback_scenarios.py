@@ -76,7 +76,8 @@ def capacity(case: str) -> dict[str, Any]:
 
 
 def queue_docs(mechanism: str, mode: str = "TryPreferredFlavors",
-               plan_a_class: str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io") -> list[dict[str, Any]]:
+               plan_a_class: str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+               plan_a_params: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The tutorial's ``dws-tpu-queue.yaml`` as changed by ``mechanism``.
 
     ``tutorial``: unchanged. ``concurrent-verbatim``: the ClusterQueue in v1beta2 with a
@@ -108,7 +109,10 @@ def queue_docs(mechanism: str, mode: str = "TryPreferredFlavors",
                     {"name": "on-demand-prov", "onFlavors": ["on-demand"]})
         out.append(d)
     if checked:
-        out += list(yaml.safe_load_all(PLAN_A_CHECK.format(cls=plan_a_class)))
+        extra = list(yaml.safe_load_all(PLAN_A_CHECK.format(cls=plan_a_class)))
+        if plan_a_params:
+            extra[0]["spec"]["parameters"] = dict(plan_a_params)
+        out += extra
     return out
 
 
@@ -167,7 +171,7 @@ def _flavor(wl: dict | None) -> str:
 
 def run(mechanism: str, case: str, *, jobs: int = 2, run_seconds: float = H, horizon: float = 8 * H,
         mode: str = "TryPreferredFlavors", plan_a_class: str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
-        step: float = 60.0) -> Run:
+        plan_a_params: dict[str, str] | None = None, step: float = 60.0) -> Run:
     """One scenario, followed every ``step`` seconds until every job finished or ``horizon``."""
     t = Twin(clock="virtual")
     t.core.project.create(capacity(case))
@@ -180,7 +184,7 @@ def run(mechanism: str, case: str, *, jobs: int = 2, run_seconds: float = H, hor
         t.run_until_idle(600)
     if mechanism in ("concurrent", "race", "concurrent-verbatim"):
         t.apply(GATE_CONFIG)
-    t.apply(queue_docs(mechanism, mode, plan_a_class))
+    t.apply(queue_docs(mechanism, mode, plan_a_class, plan_a_params))
     t.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
              "data": {"train.py": T.train_script()}})
     t0 = t.now()

@@ -415,6 +415,7 @@ def _cq_event(old_flavors, new_flavors, *, quota="5", type_="MODIFIED"):
     ("flavors reordered", ["spot", "on-demand"], "5", True),
     ("flavors unchanged", ["on-demand", "spot"], "5", False),
     ("only quota changed", ["on-demand", "spot"], "99", False),
+    ("only status changed", ["on-demand", "spot"], "5", False),
 ])
 def test_cluster_queue_flavors_changed(case, new, quota, changed):
     """``TestClusterQueueFlavorsChanged``: only a change of the flavors' names or order requeues the Parents."""
@@ -423,7 +424,17 @@ def test_cluster_queue_flavors_changed(case, new, quota, changed):
     ctrl = _controller(out)
     first, second = _cq_event(["on-demand", "spot"], new, quota=quota)
     assert ctrl._of_cq(first) == []  # Create is ignored
+    if case == "only status changed":
+        second.object["status"] = {"pendingWorkloads": 5}
     assert (ctrl._of_cq(second) == [("default", P)]) is changed
+
+
+@upstream("TestClusterQueueFlavorsChanged/Delete")
+def test_cluster_queue_delete_is_ignored():
+    out = reconcile_once(parent())
+    ctrl = _controller(out)
+    first, gone = _cq_event(["on-demand", "spot"], ["spot"], type_="DELETED")
+    assert ctrl._of_cq(first) == [] and ctrl._of_cq(gone) == []
 
 
 def _controller(out):
@@ -569,7 +580,8 @@ def _schedule(workloads: list[dict], extra_cqs: list[dict] = (), extra_lqs: list
     parent_wl["spec"].pop("queueName")
     uid = store.create(parent_wl)["metadata"]["uid"]
     for w in workloads:
-        w["metadata"]["ownerReferences"][0]["uid"] = uid
+        for ref in w["metadata"].get("ownerReferences") or []:
+            ref["uid"] = uid
         store.create(w, keep_status=True)
     state = KueueState(store, clock.now)
     state.start()
@@ -647,3 +659,51 @@ def test_schedule_migration_stopped_below_last_acceptable_flavor():
         "Admitted": ("False", "NoReservation", "The workload has no reservation")}
     assert "Evicted" not in _conds(store.get("Workload", "sibling-less-favorable", "eng-alpha"))
     assert _left(state) == {"concurrent-cq-with-min-pref": ["eng-alpha/candidate-more-favorable"]}
+
+
+def _gate_case(open_gate: bool):
+    from .kueue_builders import admit, cq, fq, ps, psa, rg, wl
+    from .upstream_schedule import lq, sel
+    prio_cq = cq("gated-cq", rg(fq("on-demand", cpu="10"), fq("spot", cpu="0")), selector=sel("eng"),
+                 preemption={"withinClusterQueue": "LowerPriority"})
+    low = admit(wl("low", ps("main", 1, cpu="10"), ns="eng-alpha", queue="gated-queue", priority=0), "gated-cq",
+                psa(cpu=("on-demand", "10")))
+    v = _variant("high-variant", "on-demand", "gated-queue")
+    v["spec"]["priority"] = 100
+    v["spec"]["preemptionGates"] = [{"name": ca.PREEMPTION_GATE}]
+    if open_gate:
+        v["status"]["preemptionGates"] = [{"name": ca.PREEMPTION_GATE, "position": "Open",
+                                           "lastTransitionTime": ts(NOW)}]
+    return _schedule([low, v], extra_cqs=[prio_cq], extra_lqs=[lq("gated-queue", "eng-alpha", "gated-cq")])
+
+
+def test_schedule_variant_needing_preemption_is_blocked_by_its_closed_gate():
+    """``processEntry``: Preempt mode with candidates but a closed preemption gate (``markPreemptionGated``)."""
+    store, _ = _gate_case(open_gate=False)
+    v = store.get("Workload", "high-variant", "eng-alpha")
+    assert _conds(v)["QuotaReserved"] == ("False", "AdmissionGated", "Workload requires preemption, but it's gated")
+    assert _conds(v)["BlockedOnPreemptionGates"] == ("True", "PreemptionGated",
+                                                     "Workload requires preemption, but it's gated")
+    assert "Evicted" not in _conds(store.get("Workload", "low", "eng-alpha"))
+
+
+def test_schedule_variant_with_open_gate_preempts():
+    store, _ = _gate_case(open_gate=True)
+    assert _conds(store.get("Workload", "low", "eng-alpha"))["Evicted"][:2] == ("True", "Preempted")
+    v = store.get("Workload", "high-variant", "eng-alpha")
+    assert _conds(v)["QuotaReserved"][1] == "WaitingForPreemptedWorkloads"
+
+
+def test_reapplying_a_v1beta1_cluster_queue_over_a_policy_is_refused():
+    """The v1beta1 form has no policy (upstream's conversion drops it), so the update would remove it."""
+    from flexq import Twin
+    t = Twin(clock="virtual")
+    doc = _cq_doc({"migration": {"mode": "TryPreferredFlavors"}})
+    t.apply(doc)
+    v1 = t.get("clusterqueue", "new-cq", api_version="kueue.x-k8s.io/v1beta1")
+    assert "concurrentAdmissionPolicy" not in v1["spec"]
+    with pytest.raises(Invalid) as err:
+        t.apply({"apiVersion": v1["apiVersion"], "kind": "ClusterQueue", "metadata": {"name": "new-cq"},
+                 "spec": v1["spec"]})
+    assert str(err.value).endswith("spec.concurrentAdmissionPolicy: Invalid value: null: field is immutable")
+    t.close()

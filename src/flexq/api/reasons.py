@@ -103,6 +103,11 @@ _EVICTION = {"Preempted": "Preempted", "PodsReadyTimeout": "PodsReadyTimeout", "
              "ClusterQueueStopped": "Suspended", "LocalQueueStopped": "Suspended"}
 
 
+# the cluster autoscaler's condition messages (ProvisioningRequest), as Kueue quotes them when it deactivates
+_CLOUD_MESSAGES = (("was reclaimed and is no longer available", "CapacityRevoked"),
+                   ("capacity booking for the provisioning request has expired", "BookingExpired"))
+
+
 @dataclass(frozen=True)
 class Explanation:
     """What one workload waits for: the coded reason and the detail (Kueue's or the cloud's own message)."""
@@ -192,6 +197,9 @@ def explain(wl: dict, prs: Iterable[dict] = (), pod_events: Iterable[dict] = (),
     mine = _mine(wl, prs)
     if (wl.get("spec") or {}).get("active") is False:
         msg = (c.get("Evicted") or c.get("DeactivationTarget") or {}).get("message") or "spec.active is false"
+        for phrase, code in _CLOUD_MESSAGES:  # Kueue carries the ProvisioningRequest's own words
+            if phrase in msg.lower():
+                return Explanation(code, msg)
         return Explanation("Deactivated", msg)
     if _true(c, "Admitted"):
         if _true(c, "PodsReady"):
@@ -213,6 +221,10 @@ def explain(wl: dict, prs: Iterable[dict] = (), pod_events: Iterable[dict] = (),
     if _true(c, "QuotaReserved"):
         checks = (wl.get("status") or {}).get("admissionChecks") or []
         retry = [k for k in checks if k.get("state") == "Retry"]
+        if mine:
+            last = _provisioning(mine[-1], now)
+            if last.code in ("BookingExpired", "CapacityRevoked", "ProvisioningFailed"):
+                return last
         if retry:
             return Explanation("AdmissionCheckRetry", f"{retry[0].get('name')}: {retry[0].get('message', '')}")
         if mine:
@@ -222,15 +234,15 @@ def explain(wl: dict, prs: Iterable[dict] = (), pod_events: Iterable[dict] = (),
         return Explanation("AdmissionCheckPending", detail or c.get("Admitted", {}).get("message", ""))
     # no quota reservation
     rq = c.get("Requeued")
-    ev = c.get("Evicted")
+    ev = c.get("Evicted") or {}
     if rq is not None and rq.get("status") == "False":
-        code = _EVICTION.get((ev or {}).get("reason", ""), "Requeued")
+        code = _EVICTION.get(ev.get("reason", ""), "Requeued")
         if mine and code == "AdmissionCheckRetry":
             last = _provisioning(mine[-1], now)
             if last.code in ("BookingExpired", "CapacityRevoked", "ProvisioningFailed"):
                 return last
         at = ((wl.get("status") or {}).get("requeueState") or {}).get("requeueAt")
-        return Explanation(code, ((ev or {}).get("message") or rq.get("message", "")) + (
+        return Explanation(code, (ev.get("message") or rq.get("message", "")) + (
             f"; requeued at {at}" if at else ""))
     qr = c.get("QuotaReserved")
     if qr is None:

@@ -196,6 +196,8 @@ def up(home: Home, console: Console, *, project: str | None = None, timeout: flo
         if info and info.get("pid") == proc.pid and _ready(info):
             console.print(f"flexq is up at {info['url']} (pid {proc.pid}, home {home.path})")
             console.print('point gcloud and kubectl at it with:  eval "$(flexq env)"')
+            console.print(f"dashboard: {info['url']}/dashboard/ (`flexq dashboard` opens it); "
+                          f"Kueue's metrics: {info['url']}/metrics")
             console.print(KUEUE_NOTE)
             return 0
         clock.sleep(0.2)

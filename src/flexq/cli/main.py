@@ -1,4 +1,5 @@
-"""Entry point of the ``flexq`` command: sub-commands up, down, env, demo, status, submit, logs, simulate.
+"""Entry point of the ``flexq`` command: sub-commands up, down, env, demo, status, dashboard, submit, logs,
+simulate.
 
 Owns: argument parsing and dispatch only; each command's work lives in its own module (``lifecycle`` for
 up/down/env, ``demo``, ``status``/``kubeclient`` for status and logs, ``submit``). Heavy modules are imported
@@ -9,7 +10,6 @@ Must not import flexq.http at module level.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -50,23 +50,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from flexq.cli import kubeclient
-    from flexq.cli.status import rows_as_dicts, workload_rows
-    from flexq.cli.views import status_table
-    from flexq.clock import WallClock
+    from flexq.cli import observe
 
-    try:
-        api = kubeclient.connect(args.kubeconfig, args.context)
-        snap = kubeclient.fetch_snapshot(api, None if args.all_namespaces else args.namespace)
-    except kubeclient.ClientError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        return 1
-    rows = workload_rows(snap, WallClock().now())
-    if args.output == "json":
-        print(json.dumps(rows_as_dicts(rows), indent=2))
-    else:
-        console.print(status_table(rows, wide=args.output == "wide"))
-    return 0
+    return observe.cmd_status(args, console, err_console)
+
+
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    from flexq.cli import observe
+
+    return observe.cmd_dashboard(args, console, err_console)
 
 
 def _cmd_submit(args: argparse.Namespace) -> int:
@@ -193,8 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="one row per Kueue workload: plan, state, wait, why, cost")
     _kube_flags(s)
     s.add_argument("-A", "--all-namespaces", action="store_true")
-    s.add_argument("-o", "--output", choices=["table", "wide", "json"], default="table")
+    s.add_argument("-o", "--output", choices=["table", "wide", "json", "yaml"], default="table")
+    s.add_argument("-w", "--watch", action="store_true", help="after the table, print each row that changes")
+    s.add_argument("--interval", type=float, default=2.0, metavar="SECONDS", help="with -w, how often to look")
     s.set_defaults(func=_cmd_status)
+
+    db = sub.add_parser("dashboard", help="open the served twin's web dashboard (logged in with its token)")
+    db.add_argument("--home", help="state directory (default: $FLEXQ_HOME or ~/.flexq)")
+    db.add_argument("--print-url", action="store_true", help="print the URL instead of opening a browser")
+    db.set_defaults(func=_cmd_dashboard)
 
     b = sub.add_parser("submit", help="submit a training script as a Kueue-managed RayJob")
     b.add_argument("script")

@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from flexq.api.quantity import parse_quantity
+from flexq.api.reasons import Explanation, explain
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import parse_time
 from flexq.gke import catalog
@@ -39,6 +40,8 @@ class Snapshot:
     provisioning_requests: list[dict] = field(default_factory=list)
     nodes: list[dict] = field(default_factory=list)
     flavors: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)  # core Events about pods (FailedScaleUp, preemptions)
+    stockouts: dict[str, str] = field(default_factory=dict)  # node pool -> GCE's stock-out message, when known
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class WorkloadRow:
     why: str
     provisioning: str                 # "<ProvisioningRequest>: <state>" or ""
     cost: float                       # USD so far
+    reason: Explanation | None = None  # the coded reason it waits (flexq.api.reasons), None when it does not
 
     @property
     def plan_text(self) -> str:
@@ -313,11 +317,20 @@ def _row(wl: dict, snap: Snapshot, now: float) -> WorkloadRow:
     if admitted is None and state in ("Succeeded", "Failed", "Finished", "Replaced"):
         admitted = _when(c.get("Finished"))
     waited = max(0.0, (admitted if admitted is not None else now) - created)
+    plan = _plan(wl)
+    pools = {((f.get("spec") or {}).get("nodeLabels") or {}).get(catalog.LABEL_NODEPOOL, "")
+             for f in snap.flavors if f["metadata"]["name"] in {fl for _, fl in plan}}
+    job = job_of(wl).partition("/")[2]
+    pod_events = [e for e in snap.events if job and (e.get("involvedObject") or {}).get("kind") == "Pod"
+                  and e["metadata"].get("namespace") == meta.get("namespace")
+                  and (e.get("involvedObject") or {}).get("name", "").startswith(job + "-")]
+    reason = explain(wl, snap.provisioning_requests, pod_events, now,
+                     {k: v for k, v in snap.stockouts.items() if k in pools})
     return WorkloadRow(
         namespace=meta.get("namespace", ""), workload=meta["name"], job=job_of(wl),
         queue=spec.get("queueName", ""), cluster_queue=(status.get("admission") or {}).get("clusterQueue", ""),
         plan=_plan(wl), state=state, waited=waited, why=_why(wl, state, prs[-1] if prs else None),
-        provisioning=pr_text, cost=workload_cost(wl, snap, now))
+        provisioning=pr_text, cost=workload_cost(wl, snap, now), reason=reason)
 
 
 def workload_rows(snap: Snapshot, now: float) -> list[WorkloadRow]:
@@ -348,5 +361,6 @@ def rows_as_dicts(rows: Iterable[WorkloadRow]) -> list[dict[str, Any]]:
     """Rows as JSON-ready dicts (``flexq status -o json``)."""
     return [{"namespace": r.namespace, "workload": r.workload, "job": r.job, "queue": r.queue,
              "clusterQueue": r.cluster_queue, "plan": dict(r.plan), "state": r.state,
-             "waitedSeconds": round(r.waited, 3), "why": r.why, "provisioning": r.provisioning,
+             "waitedSeconds": round(r.waited, 3), "why": r.why,
+             "reason": r.reason.as_dict() if r.reason else None, "provisioning": r.provisioning,
              "costUSD": round(r.cost, 4)} for r in rows]

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from flexq.cli.status import WorkloadRow, fmt_cost, fmt_duration
 
-__all__ = ["STATE_STYLE", "status_table", "status_text", "provisioning_short"]
+__all__ = ["STATE_STYLE", "status_table", "status_text", "provisioning_short", "why_text", "reasons_legend"]
 
 STATE_STYLE = {
     "Pending": "yellow", "QuotaReserved": "cyan", "Evicted": "magenta", "Admitted": "blue",
@@ -58,10 +58,37 @@ def status_table(rows: Sequence[WorkloadRow], *, title: str | None = None, wide:
         cells += [r.queue, r.plan_text, Text(r.state, style=STATE_STYLE.get(r.state, "")), fmt_duration(r.waited)]
         if provisioning:
             cells.append(provisioning_short(r))
-        cells += [r.why or "", fmt_cost(r.cost)]
+        cells += [why_text(r), fmt_cost(r.cost)]
         t.add_row(*cells)
     if not rows:
         t.caption = "no workloads"
+    return t
+
+
+def why_text(row: WorkloadRow) -> Text | str:
+    """The WHY cell: the coded reason (bold) and its detail, else the conditions' own words."""
+    if row.reason is None:
+        return row.why or ""
+    return Text.assemble((row.reason.code, "bold"), ": ", row.reason.detail or row.why or "")
+
+
+def reasons_legend(rows: Sequence[WorkloadRow]) -> Table | None:
+    """What each reason code in ``rows`` means and what to do (one line each), or None when none wait."""
+    seen: dict[str, WorkloadRow] = {}
+    for r in rows:
+        if r.reason is not None:
+            seen.setdefault(r.reason.code, r)
+    if not seen:
+        return None
+    t = Table(show_header=True, header_style="bold", box=None, expand=False)
+    t.add_column("REASON", no_wrap=True)
+    t.add_column("FROM")
+    t.add_column("MEANS", overflow="fold", ratio=1)
+    t.add_column("WHAT TO DO", overflow="fold", ratio=1)
+    for code, r in seen.items():
+        assert r.reason is not None
+        info = r.reason.reason
+        t.add_row(Text(code, style="bold"), info.source, info.summary, info.action)
     return t
 
 
@@ -70,4 +97,7 @@ def status_text(rows: Sequence[WorkloadRow], width: int = 160, wide: bool = Fals
     console = Console(width=width, record=True, color_system=None, force_terminal=False)
     with console.capture() as cap:
         console.print(status_table(rows, wide=wide))
+        legend = reasons_legend(rows)
+        if legend is not None:
+            console.print(legend)
     return cap.get()

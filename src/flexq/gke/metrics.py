@@ -83,7 +83,8 @@ class StockoutTracker(Controller):
 
     def reconcile(self, key: Any) -> Result | None:
         if isinstance(key, tuple):
-            return self._scale_up_event(key[1])
+            self._scale_up_event(key[1])
+            return None
         name = str(key)
         pool = next((p for p in pools_of(self.ctx) if p["spec"]["name"] == name), None)
         stocked_out = pool is not None and any(c.get("code") == "GCE_STOCKOUT"
@@ -100,12 +101,12 @@ class StockoutTracker(Controller):
         ns, _, name = ref.partition("/")
         ev = self.store.try_get("Event", name, ns)
         if ev is None:
-            return None
+            return
         inv = ev.get("involvedObject") or {}
         pod = self.store.try_get("Pod", inv.get("name", ""), inv.get("namespace") or ns)
         pool = ((pod or {}).get("spec") or {}).get("nodeSelector", {}).get(catalog.LABEL_NODEPOOL, "")
         if not pool:
-            return None
+            return
         now = self.ctx.now()
         if ev.get("reason") == "FailedScaleUp" and pool not in self.open:
             self.open[pool] = now
@@ -114,7 +115,6 @@ class StockoutTracker(Controller):
         elif ev.get("reason") == "TriggeredScaleUp" and pool in self.by_autoscaler and pool in self.open:
             self.by_autoscaler.discard(pool)
             self.closed[pool] = self.closed.get(pool, 0.0) + now - self.open.pop(pool)
-        return None
 
     def seconds(self, now: float) -> dict[str, float]:
         out = dict(self.closed)

@@ -117,8 +117,9 @@ def _quantity(resource: str, value: int) -> float:
 
 
 def priority_class(wl: dict) -> str:
-    """``workloadpatching.PriorityClassName``."""
-    return str((wl.get("spec") or {}).get("priorityClassName") or "")
+    """``patching.PriorityClassName``: ``spec.priorityClassRef.name`` (v1beta2, as stored), else ""."""
+    ref = (wl.get("spec") or {}).get("priorityClassRef") or {}
+    return str(ref.get("name") or "")
 
 
 def queued_wait(wl: dict, now: float) -> float:
@@ -301,7 +302,10 @@ class KueueMetrics:
             ns, lqn = md.get("namespace", ""), spec.get("queueName", "")
             lqk = f"{ns}/{lqn}"
             cq = s.queues.local_queues.get(lqk, "")
+            variant = any(r.get("kind") == "Workload" for r in md.get("ownerReferences") or [])
             if is_true(wl, "Finished"):
+                if variant and s.config.gate("ConcurrentAdmission"):
+                    continue  # AddFinishedWorkload: only Parents count (KEP-8691)
                 if cq in finished:
                     finished[cq] += 1
                 if lqk in lq_fin:
@@ -324,12 +328,14 @@ class KueueMetrics:
                         slot[0] += _quantity(res, v)
                         if adm:
                             slot[1] += _quantity(res, v)
-            if is_true(wl, "Admitted"):
+            if is_true(wl, "Admitted") or variant:  # getUnadmittedWorkloadStatus ignores Variants
                 continue
             ac = find_condition(wl, "Admitted")
             reason = ac.get("reason", "") if ac else "NoReservation"
             qrc = find_condition(wl, "QuotaReserved")
             cause = "PendingEvaluation" if qrc is None else ("" if qrc.get("status") == "True" else qrc.get("reason", ""))
+            if not cq:
+                continue  # Kueue skips workloads whose ClusterQueue it cannot resolve
             unadmitted[(cq, reason, cause)] = unadmitted.get((cq, reason, cause), 0) + 1
             if lqk in s.local_queues:
                 lk = (lqn, ns, cq, reason, cause)

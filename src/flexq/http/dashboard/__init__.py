@@ -19,6 +19,7 @@ Must not import domain packages.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hmac
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -67,11 +68,11 @@ class Dashboard:
         self.env.filters["usd"] = lambda v: f"${v:,.2f}"
 
     # -- responses ----------------------------------------------------------------------------------------
-    def page(self, template: str, status: int = 200, **ctx: Any) -> Response:
-        body = self.env.get_template(template).render(prefix=PREFIX, **ctx)
-        return Response(body, status_code=status, media_type="text/html; charset=utf-8",
-                        headers={"Content-Security-Policy": CSP, "Cache-Control": "no-store",
-                                 "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"})
+    def page(self, template: str, status: int = 200, request: Request | None = None, **ctx: Any) -> Response:
+        body = self.env.get_template(template).render(prefix=PREFIX, **ctx).encode()
+        return _maybe_gzip(request, body, status, "text/html; charset=utf-8",
+                           {"Content-Security-Policy": CSP, "Cache-Control": "no-store",
+                            "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"})
 
     async def unauthorized(self, request: Request) -> Response:
         """A request without the token: the login page (and its assets) or a way to it."""
@@ -91,7 +92,7 @@ class Dashboard:
             if not request.url.path.endswith("/"):
                 return RedirectResponse(f"{PREFIX}/", status_code=307)
             data = await self.data(cluster)
-            return self.page("index.html", **data)
+            return self.page("index.html", request=request, **data)
         rest = path[len(PREFIX) + 1:]
         if rest == "login":
             return await self.login(request)
@@ -103,21 +104,21 @@ class Dashboard:
             name = rest[len("static/"):]
             if name not in STATIC:
                 raise NotFound("the server could not find the requested resource")
-            return Response((HERE / "static" / name).read_bytes(), media_type=STATIC[name],
-                            headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"})
+            return _maybe_gzip(request, (HERE / "static" / name).read_bytes(), 200, STATIC[name],
+                               {"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"})
         if rest == "part/overview":
             data = await self.data(cluster)
-            return self.page("overview.html", **data)
+            return self.page("overview.html", request=request, **data)
         if rest == "events":
             return StreamingResponse(self.events(cluster), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
         parts = rest.split("/")
         if len(parts) == 3 and parts[0] == "workloads":
             data = await self.workload(cluster, parts[1], parts[2])
-            return self.page("workload.html", **data)
+            return self.page("workload.html", request=request, **data)
         if len(parts) == 4 and parts[:2] == ["part", "workload"]:
             data = await self.workload(cluster, parts[2], parts[3])
-            return self.page("workload_part.html", **data)
+            return self.page("workload_part.html", request=request, **data)
         raise NotFound("the server could not find the requested resource")
 
     async def login(self, request: Request) -> Response:
@@ -164,8 +165,23 @@ class Dashboard:
             self.core.loop.post(sub.cancel)
 
 
+def _maybe_gzip(request: Request | None, body: bytes, status: int, media_type: str,
+                headers: dict[str, str]) -> Response:
+    """The body gzipped when the browser accepts it and it is worth it (pages and scripts, not the API)."""
+    headers = dict(headers, Vary="Accept-Encoding")
+    if request is not None and len(body) > 1024 and "gzip" in request.headers.get("accept-encoding", ""):
+        body = gzip.compress(body, compresslevel=6)
+        headers["Content-Encoding"] = "gzip"
+    return Response(body, status_code=status, media_type=media_type, headers=headers)
+
+
 async def _pause(seconds: float) -> None:
     """Let a burst of changes settle before telling the browser (asyncio's own timer, not the twin's clock)."""
-    done = asyncio.get_running_loop().create_future()
-    asyncio.get_running_loop().call_later(seconds, lambda: done.done() or done.set_result(None))
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def settle() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    asyncio.get_running_loop().call_later(seconds, settle)
     await done

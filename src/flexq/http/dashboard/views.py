@@ -205,7 +205,7 @@ def overview(core: Any, cluster: str | None) -> dict[str, Any]:
     rt = _runtime(core, cluster)
     store, now = rt.store, core.loop.now()
     wls, prs = store.list("Workload"), store.list("ProvisioningRequest")
-    events = store.list("Event")
+    events = [e for e in store.list("Event") if e.get("reason") in ("FailedScaleUp", "Preempted")]
     pools = _pools(core, rt.name)
     stockouts = _stockouts(pools)
     flavors = store.list("ResourceFlavor")
@@ -225,8 +225,10 @@ def overview(core: Any, cluster: str | None) -> dict[str, Any]:
                           "machineType": ((p["spec"].get("config") or {}).get("machineType", "")),
                           "nodes": len(mine), "ready": sum(1 for n in mine if _true(n, "Ready")),
                           "stockout": stockouts.get(name, ""), "cost": cost.get(name, 0.0)})
-    for r in rows:
-        r["cost"] = job_cost.get(r["job"], 0.0)
+    for r in rows:  # billing names jobs <Kind>/<namespace>/<name>; a RayJob's submitter Job is part of it
+        kind, _, name = r["job"].partition("/")
+        keys = {f"{kind}/{r['namespace']}/{name}"} | ({f"Job/{r['namespace']}/{name}"} if kind == "RayJob" else set())
+        r["cost"] = sum(job_cost.get(k, 0.0) for k in keys)
     lqs = []
     for lq in sorted(store.list("LocalQueue"), key=lambda q: (q["metadata"].get("namespace", ""),
                                                                q["metadata"]["name"])):

@@ -1,0 +1,161 @@
+"""``flexq status`` (once, or following changes with ``-w``; ``-o table|wide|json|yaml``) and ``flexq dashboard``.
+
+Owns: reading what the rows need through the Kubernetes API (``kubeclient.fetch_snapshot`` plus the Events
+about pods, where the cluster autoscaler says a scale-up failed), rendering with the coded reasons
+(``flexq.api.reasons``: the WHY column carries the code and its detail, a legend says what each code means
+and what to do), and ``-w``: the table once, then one line (or one JSON/YAML document) per workload whose
+row changed, as ``kubectl get -w`` prints, polling the API every ``--interval`` seconds. ``flexq dashboard``
+opens the served twin's dashboard in a browser, logged in with the twin's token (passed in the URL's
+fragment, which the browser never sends to the server).
+
+Must not import flexq.assembly, flexq.twin or flexq.http.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from flexq.cli.status import Snapshot, WorkloadRow, rows_as_dicts, workload_rows
+from flexq.clock import WallClock
+
+__all__ = ["cmd_status", "cmd_dashboard", "fetch", "row_key", "changed_rows"]
+
+SCALE_UP_REASONS = {"FailedScaleUp", "TriggeredScaleUp", "NotTriggerScaleUp", "Preempted"}
+
+
+def fetch(api: Any, namespace: str | None) -> Snapshot:
+    """The snapshot rows need, with the pod Events that explain stock-outs and preemptions."""
+    from flexq.cli import kubeclient
+
+    snap = kubeclient.fetch_snapshot(api, namespace)
+    try:
+        if namespace is None:
+            events = kubeclient.list_core(api, "list_event_for_all_namespaces")
+        else:
+            events = kubeclient.list_core(api, "list_namespaced_event", namespace=namespace)
+    except kubeclient.ClientError:
+        events = []  # a user who may not list events still gets Kueue's reasons
+    events = [e for e in events if e.get("reason") in SCALE_UP_REASONS]
+    return dataclasses.replace(snap, events=events)
+
+
+def row_key(r: WorkloadRow) -> tuple[str, str]:
+    return r.namespace, r.workload
+
+
+def _sig(r: WorkloadRow) -> tuple:
+    """What makes a row worth printing again (not the clock-driven WAITED or COST)."""
+    return (r.state, r.plan, r.reason.code if r.reason else "", r.reason.detail if r.reason else r.why,
+            r.provisioning)
+
+
+def changed_rows(before: dict[tuple[str, str], tuple], rows: list[WorkloadRow]) -> list[WorkloadRow]:
+    """Rows that are new or whose state, plan or reason changed since ``before`` (updated in place)."""
+    out = []
+    for r in rows:
+        sig = _sig(r)
+        if before.get(row_key(r)) != sig:
+            before[row_key(r)] = sig
+            out.append(r)
+    return out
+
+
+def render(rows: list[WorkloadRow], output: str, console: Console, *, header: bool = True) -> None:
+    from flexq.cli.views import reasons_legend, status_table
+
+    if output == "json":
+        console.out(json.dumps(rows_as_dicts(rows), indent=2), highlight=False)
+    elif output == "yaml":
+        console.out(yaml.safe_dump(rows_as_dicts(rows), sort_keys=False).rstrip(), highlight=False)
+    else:
+        table = status_table(rows, wide=output == "wide")
+        table.show_header = header
+        console.print(table)
+        legend = reasons_legend(rows)
+        if legend is not None and header:
+            console.print(legend)
+
+
+def cmd_status(args: argparse.Namespace, console: Console, err_console: Console,
+               sleep: Callable[[float], None] | None = None, rounds: int | None = None) -> int:
+    from flexq.cli import kubeclient
+
+    clock = WallClock()
+    sleep = sleep or clock.sleep
+    namespace = None if args.all_namespaces else args.namespace
+    try:
+        api = kubeclient.connect(args.kubeconfig, args.context)
+        rows = workload_rows(fetch(api, namespace), clock.now())
+    except kubeclient.ClientError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        return 1
+    if not getattr(args, "watch", False):
+        render(rows, args.output, console)
+        return 0
+    seen: dict[tuple[str, str], tuple] = {}
+    changed_rows(seen, rows)
+    if args.output in ("json", "yaml"):
+        for r in rows:
+            _document(r, args.output, console)
+    else:
+        render(rows, args.output, console)
+    n = 0
+    while rounds is None or n < rounds:
+        n += 1
+        sleep(max(0.2, float(args.interval)))
+        try:
+            rows = workload_rows(fetch(api, namespace), clock.now())
+        except kubeclient.ClientError as exc:
+            err_console.print(f"[red]error:[/] {exc}")
+            return 1
+        fresh = changed_rows(seen, rows)
+        if not fresh:
+            continue
+        if args.output in ("json", "yaml"):
+            for r in fresh:
+                _document(r, args.output, console)
+        else:
+            render(fresh, args.output, console, header=False)
+    return 0
+
+
+def _document(r: WorkloadRow, output: str, console: Console) -> None:
+    doc = rows_as_dicts([r])[0]
+    if output == "json":
+        console.out(json.dumps(doc), highlight=False)
+    else:
+        console.out("---\n" + yaml.safe_dump(doc, sort_keys=False).rstrip(), highlight=False)
+
+
+def dashboard_url(home: Any) -> tuple[str, str]:
+    """(URL of the served twin's dashboard login with the token in the fragment, the plain URL)."""
+    from pathlib import Path
+
+    info = json.loads((Path(home) / "server.json").read_text())
+    token = Path(info["token_file"]).read_text().strip()
+    base = info["url"].rstrip("/") + "/dashboard/"
+    return f"{base}login#token={token}", base
+
+
+def cmd_dashboard(args: argparse.Namespace, console: Console, err_console: Console) -> int:
+    import os
+    import webbrowser
+    from pathlib import Path
+
+    home = Path(args.home or os.environ.get("FLEXQ_HOME") or Path.home() / ".flexq")
+    try:
+        login, base = dashboard_url(home)
+    except (OSError, ValueError, KeyError):
+        err_console.print(f"[red]error:[/] no twin is served from {home} (run `flexq up` first)")
+        return 1
+    console.print(f"dashboard: {base}")
+    if args.print_url or not webbrowser.open(login):
+        console.print(f"log in with the token in {home / 'pki'} (or open: {login})")
+    return 0
