@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from flexq.api.wellknown import QUEUE_NAME_LABEL
+from flexq.api.wellknown import COMPUTE_CLASS_LABEL, QUEUE_NAME_LABEL
 
 # -- defaulting: SetDefaults_* of core/v1 and batch/v1 (run before validation, on create and update) ----------
 # Each function takes the raw object and fills in, in place, what the API server's defaulters fill in. They
@@ -321,8 +321,25 @@ def prepare_pod(pod: dict) -> None:
             spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
     if isinstance(spec, dict):
         default_toleration_seconds(spec)
+        compute_class_toleration(spec)
     if not pod.get("status"):
         pod["status"] = {"phase": "Pending", "qosClass": qos_class(pod)}
+
+
+def compute_class_toleration(spec: dict) -> None:
+    """GKE's admission for custom ComputeClasses: a pod selecting a class (``nodeSelector:
+    cloud.google.com/compute-class: NAME``) tolerates the class's node taint
+    ``cloud.google.com/compute-class=NAME:NoSchedule``, so it fits the class's manual node pools."""
+    sel = spec.get("nodeSelector")
+    name = sel.get(COMPUTE_CLASS_LABEL) if isinstance(sel, dict) else None
+    if not isinstance(name, str) or not name:
+        return
+    tols = spec.get("tolerations")
+    if tols is not None and not isinstance(tols, list):
+        return
+    want = {"key": COMPUTE_CLASS_LABEL, "operator": "Equal", "value": name, "effect": "NoSchedule"}
+    if want not in (tols or []):
+        spec["tolerations"] = [*(tols or []), want]
 
 
 def default_toleration_seconds(spec: dict) -> None:

@@ -15,6 +15,9 @@ PROVISIONING_CLASS_NAME = "autoscaling.x-k8s.io/provisioning-class-name"
 CLUSTER_AUTOSCALER_CONSUME_PR = "cluster-autoscaler.kubernetes.io/consume-provisioning-request"
 CLUSTER_AUTOSCALER_PR_CLASS = "cluster-autoscaler.kubernetes.io/provisioning-class-name"
 
+# GKE custom ComputeClasses: pod nodeSelector key, and the label + taint key binding a node pool to a class
+COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
+
 # Resources
 RESOURCE_TPU = "google.com/tpu"
 RESOURCE_GPU = "nvidia.com/gpu"

@@ -7,23 +7,45 @@ Owns the scale decisions for ordinary pending pods (ProvisioningRequests are ``p
      (then the cheaper, then the name). Multi-host TPU pools grow in whole slices. The pool's max-nodes
      and the capacity profile bound the scale-up; a stock-out leaves the pods Pending with a
      ``FailedScaleUp`` event and is retried when the profile says capacity may return.
+     Pools bound to a custom ComputeClass (``compute_class``) are ranked by the class's priority rules
+     instead (the priority expander); a stocked-out option is skipped for the cluster autoscaler's
+     node-group backoff (5 min doubling to 30) and the next rule scales up in the same pass; when every
+     rule is backed off the pods get ``NotTriggerScaleUp`` (``N in backoff after failed scale-up``).
+  1b. ``activeMigration.optimizeRulePriority``: a slice on a lower rule whose pods a higher rule's pool can
+     take now gets a new slice there; the old one is cordoned and its pods evicted (``ActiveMigration``).
   2. Nodes of autoscaled pools (queued ones included) with no running pod are "unneeded"; after
      ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes,
      unless a ProvisioningRequest still books them (Provisioned and not BookingExpired): the nodes created
      for it, or, for the OSS classes, the existing nodes its not-yet-bound pods would fill.
-Writes: Node objects (create via ``nodes.grow``, delete), the ``unneeded-since`` node annotation, and
-``TriggeredScaleUp`` / ``FailedScaleUp`` / ``ScaleDown`` events.
+Writes: Node objects (create via ``nodes.grow``, delete, cordon), the ``unneeded-since`` node annotation,
+Pod deletions (active migration), and ``TriggeredScaleUp`` / ``FailedScaleUp`` / ``NotTriggerScaleUp`` /
+``ActiveMigration`` / ``ScaleDown`` events.
 
 Must not import other domain packages or flexq.http.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
-from flexq.api.wellknown import CLUSTER_AUTOSCALER_CONSUME_PR, CONSUME_PROVISIONING_REQUEST
+from flexq.api.wellknown import (
+    CLUSTER_AUTOSCALER_CONSUME_PR,
+    CONSUME_PROVISIONING_REQUEST,
+    UNSCHEDULABLE_TAINT,
+)
+from flexq.errors import NotFound
 from flexq.gke import catalog
 from flexq.gke.cache import GkeCache, cache_for
+from flexq.gke.compute_class import (
+    BACKOFF_RESET_SECONDS,
+    backoff_after,
+    class_of_pod,
+    class_of_pool,
+    flex_wait,
+    rule_index,
+    rules,
+)
 from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pod_requests, pool_shape
 from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, ANN_UNNEEDED_SINCE, grow, nodes_of, pools_of, shrink
 from flexq.gke.provisioning import active_booking, booked_nodes
@@ -80,6 +102,8 @@ class Autoscaler(Controller):
         super().__init__(ctx)
         self.backoff: dict[str, float] = {}  # pool -> no scale-up attempt before this time
         self.explained: dict[str, str] = {}  # pod uid -> last NotTriggerScaleUp message (no repeats)
+        self.flex_waiting: dict[str, float] = {}  # flex-start ComputeClass pool -> when its capacity wait began
+        self.fail_streak: dict[str, tuple[int, float]] = {}  # ComputeClass pool -> (failures in a row, last)
 
     def watches(self) -> list[Watch]:
         cluster = self.ctx.settings.get("gkeCluster")
@@ -96,7 +120,8 @@ class Autoscaler(Controller):
                  and p["spec"].get("status") in ("RUNNING", "RECONCILING")]
         nodes = nodes_of(self.ctx)
         cache = cache_for(self.store)
-        wake = [self._scale_up(pools, nodes, cache), self._scale_down(pools, nodes, cache)]
+        wake = [self._scale_up(pools, nodes, cache), self._migrate(pools, nodes, cache),
+                self._scale_down(pools, nodes, cache)]
         due = [w for w in wake if w is not None]
         return Result(requeue_after=max(0.5, min(due) - self.ctx.now())) if due else None
 
@@ -150,24 +175,54 @@ class Autoscaler(Controller):
             if not options:
                 self._explain(todo, pools, count)
                 break
-            options.sort(key=lambda o: (o[0], o[1], o[2]))
+            options = self._rank(options)
+            if not options:
+                self._explain(todo, pools, count)
+                break
             n_nodes, _, name, pool, placed = options[0]
+            cls = class_of_pool(pool)
+            if cls is not None:
+                # the priority expander over a ComputeClass: options in backoff are skipped, the first
+                # remaining rule wins; when every rule is backed off, wait for the earliest to expire
+                ready = [o for o in options if class_of_pool(o[3]) == cls and self.backoff.get(o[2], 0.0) <= now]
+                if not ready:
+                    mine = [o for o in options if class_of_pool(o[3]) == cls]
+                    soonest = min(self.backoff.get(o[2], now) for o in mine)
+                    wake = soonest if wake is None else min(wake, soonest)
+                    placed_names = {p["metadata"]["name"] for p in placed}
+                    todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
+                    self._explain_backoff(placed, len(mine))
+                    continue
+                n_nodes, _, name, pool, placed = ready[0]
             placed_names = {p["metadata"]["name"] for p in placed}
-            todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
+            if cls is None:
+                todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
             if self.backoff.get(name, 0.0) > now:
                 wake = self.backoff[name] if wake is None else min(wake, self.backoff[name])
                 continue
             got = grow(self.ctx, pool, n_nodes)
             if got.ok:
                 self.backoff.pop(name, None)
+                self.flex_waiting.pop(name, None)
+                self.fail_streak.pop(name, None)
                 before = count.get(name, 0)
                 count[name] = before + n_nodes
+                if cls is not None:
+                    todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
                 for p in placed:
                     self.events.record(p, "Normal", "TriggeredScaleUp",
                                        f"pod triggered scale-up: [{{{pool['status'].get('instanceGroup', name)}"
                                        f" {before}->{before + n_nodes} (max: {_max_nodes(pool)})}}]")
             else:
                 retry = got.retry_at if got.retry_at is not None else now + FAILED_SCALE_UP_BACKOFF_SECONDS
+                if cls is not None:
+                    backed = self._class_backoff(cls, pool, retry, now)
+                    if backed is None:  # a flex-start rule still inside capacityCheckWaitTimeSeconds: hold
+                        todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
+                        held = self.backoff[name]
+                        wake = held if wake is None else min(wake, held)
+                        continue
+                    retry = backed
                 self.backoff[name] = retry
                 wake = retry if wake is None else min(wake, retry)
                 for p in placed:
@@ -175,6 +230,56 @@ class Autoscaler(Controller):
                                        f"Node scale up in zones {pool['status']['zone']} associated with this pod "
                                        f"failed: GCE out of resources. Pod is at risk of not being scheduled.")
         return wake
+
+    def _explain_backoff(self, pods: list[dict[str, Any]], n: int) -> None:
+        """Every option of the pods' ComputeClass is backed off: say so, as the cluster autoscaler does."""
+        message = f"pod didn't trigger scale-up: {n} in backoff after failed scale-up"
+        for pod in pods:
+            uid = pod["metadata"].get("uid", pod["metadata"]["name"])
+            if self.explained.get(uid) != message:
+                self.explained[uid] = message
+                self.events.record(pod, "Normal", "NotTriggerScaleUp", message)
+
+    def _rank(self, options: list) -> list:
+        """Order scale-up options: ComputeClass pools by rule priority (pools the class may not use are
+        dropped), other pools as before (fewest nodes, then cheapest, then name)."""
+        out = []
+        for o in options:
+            cls = class_of_pool(o[3])
+            if cls is None:
+                out.append(((1, "", 0, o[0], o[1], o[2]), o))
+                continue
+            cc = self.store.peek("ComputeClass", cls)
+            idx = rule_index(cc, o[3]) if cc is not None else None
+            if idx is not None:
+                out.append(((0, cls, idx, o[0], o[1], o[2]), o))
+        out.sort(key=lambda t: t[0])
+        return [o for _, o in out]
+
+    def _class_backoff(self, cls: str, pool: dict[str, Any], retry: float, now: float) -> float | None:
+        """Backoff after a failed scale-up of a ComputeClass pool: the option is skipped for about 5 minutes
+        (then retried from the top); a flex-start rule first waits ``capacityCheckWaitTimeSeconds`` for
+        capacity (None: keep waiting on this rule, lower rules are not tried)."""
+        name = pool["spec"]["name"]
+        cc = self.store.peek("ComputeClass", cls)
+        idx = rule_index(cc, pool) if cc is not None else None
+        rule = rules(cc)[idx] if cc is not None and idx is not None and idx < len(rules(cc)) else None
+        wait = flex_wait(rule)
+        if wait > 0:
+            started = self.flex_waiting.setdefault(name, now)
+            if now < started + wait:
+                self.backoff[name] = min(retry, started + wait)
+                return None
+            self.flex_waiting.pop(name, None)
+        return now + self._streak_backoff(name, now)
+
+    def _streak_backoff(self, name: str, now: float) -> float:
+        """Seconds to skip a ComputeClass option after a failed scale-up (exponential, reset after 3 h)."""
+        streak, last = self.fail_streak.get(name, (0, now))
+        if now - last > BACKOFF_RESET_SECONDS:
+            streak = 0
+        self.fail_streak[name] = (streak + 1, now)
+        return backoff_after(streak + 1)
 
     def _ignore_consumers(self, pods: list[dict[str, Any]]) -> None:
         """Pods consuming a ProvisioningRequest never trigger ordinary scale-up; say why, as GKE does."""
@@ -219,6 +324,89 @@ class Autoscaler(Controller):
             if reasons and self.explained.get(uid) != message:
                 self.explained[uid] = message
                 self.events.record(pod, "Normal", "NotTriggerScaleUp", message)
+
+    # -- 1b. ComputeClass active migration ---------------------------------------------------------------
+    def _migrate(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
+                 cache: GkeCache) -> float | None:
+        """``activeMigration.optimizeRulePriority``: a slice of a lower-priority rule whose pods a
+        higher-priority pool can take gets a new slice there; the old one is cordoned and its pods evicted
+        (their controllers recreate them, and the scheduler binds them to the new nodes)."""
+        if not any(class_of_pool(p) for p in pools):
+            return None  # no pool bound to a ComputeClass: nothing to migrate (the tutorial's case)
+        now = self.ctx.now()
+        by_pool = {p["spec"]["name"]: p for p in pools}
+        wake: float | None = None
+        count: dict[str, int] = {}
+        for n in nodes:
+            name = n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, "")
+            count[name] = count.get(name, 0) + 1
+        if any(class_of_pod(p) for p in cache.pending()):
+            return None  # fallback first: migrate only once the class's pending pods are placed
+        live: list[dict[str, Any]] | None = None
+        slices: dict[str, list[dict[str, Any]]] = {}
+        for n in nodes:
+            if (n.get("spec") or {}).get("unschedulable"):
+                continue
+            slices.setdefault(n["metadata"].get("annotations", {}).get(ANN_SLICE, n["metadata"]["name"]), []).append(n)
+        for members in slices.values():
+            pool = by_pool.get(members[0]["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""))
+            cls = class_of_pool(pool) if pool is not None else None
+            cc = self.store.peek("ComputeClass", cls) if cls else None
+            migrate = ((cc or {}).get("spec") or {}).get("activeMigration") or {}
+            if pool is None or cls is None or cc is None or not migrate.get("optimizeRulePriority"):
+                continue
+            if live is None:
+                live = [p for p in cache.pod_list() if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)
+                        and not p["metadata"].get("deletionTimestamp")]
+            here = rule_index(cc, pool)
+            names = {n["metadata"]["name"] for n in members}
+            movers = [p for p in live if p["spec"]["nodeName"] in names and class_of_pod(p) == cls]
+            if here is None or here == 0 or not movers:
+                continue
+            better: list[tuple[int, str, dict[str, Any]]] = []
+            for p in pools:
+                idx = rule_index(cc, p) if class_of_pool(p) == cls and not p["status"].get("queued") else None
+                if idx is not None and idx < here:
+                    better.append((idx, p["spec"]["name"], p))
+            better.sort(key=lambda b: (b[0], b[1]))
+            for _, target_name, target in better:
+                if self.backoff.get(target_name, 0.0) > now:
+                    wake = self.backoff[target_name] if wake is None else min(wake, self.backoff[target_name])
+                    continue
+                hosts = _hosts(target)
+                room = (_max_nodes(target) - count.get(target_name, 0)) // hosts * hosts
+                n_nodes, placed = pack(movers, pool_shape(target), room) if room > 0 else (0, [])
+                if len(placed) < len(movers):
+                    continue
+                n_nodes = min(room, -(-n_nodes // hosts) * hosts)
+                got = grow(self.ctx, target, n_nodes)
+                if not got.ok:
+                    self.backoff[target_name] = now + self._streak_backoff(target_name, now)
+                    wake = self.backoff[target_name] if wake is None else min(wake, self.backoff[target_name])
+                    continue
+                count[target_name] = count.get(target_name, 0) + n_nodes
+                self.fail_streak.pop(target_name, None)
+                self._evict_for_migration(members, movers, cls, target_name)
+                break
+        return wake
+
+    def _evict_for_migration(self, members: list[dict[str, Any]], movers: list[dict[str, Any]], cls: str,
+                             target: str) -> None:
+        for n in members:
+            node = clone(n)
+            node.setdefault("spec", {})["unschedulable"] = True
+            taints = node["spec"].setdefault("taints", [])
+            if not any(t.get("key") == UNSCHEDULABLE_TAINT for t in taints):
+                taints.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
+            self.store.update(node, validate=False)
+            self.events.record(n, "Normal", "ActiveMigration",  # [inferred wording]
+                               f"Node cordoned by cluster autoscaler: ComputeClass {cls} prefers node pool {target}")
+        for p in movers:
+            self.events.record(p, "Normal", "ActiveMigration",  # [inferred wording]
+                               f"Pod evicted by cluster autoscaler to move it to a higher-priority node pool "
+                               f"{target} of ComputeClass {cls}")
+            with contextlib.suppress(NotFound):
+                self.store.delete("Pod", p["metadata"]["name"], p["metadata"].get("namespace", "default"))
 
     # -- 2. scale down -----------------------------------------------------------------------------------------
     def _scale_down(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],

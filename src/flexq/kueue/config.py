@@ -3,7 +3,8 @@
 Owns: ``KueueConfig`` (waitForPodsReady with requeuingStrategy, feature gates, integrations,
 manageJobsWithoutQueueName), its v0.19 defaults (``apis/config/v1beta2/defaults.go``: waitForPodsReady
 on with a 30 m timeout unless ``DisableWaitForPodsReady``; backoff 60 s base, 3600 s max; v1beta1
-configurations keep the old opt-in ``enable``), and parsing the ``controller_manager_config.yaml`` key
+configurations keep the old opt-in ``enable``; v0.20's ``unscheduledTimeout`` behind the alpha gate
+``WaitForPodsReadyUnscheduledTimeout``), and parsing the ``controller_manager_config.yaml`` key
 of ConfigMap ``kueue-manager-config`` in ``kueue-system`` (Go duration strings such as ``5m``, ``1h30m``).
 Must not import anything in flexq.
 """
@@ -30,6 +31,7 @@ DEFAULT_GATES = {
     "UnadmittedWorkloadsObservability": True,
     "DisableWaitForPodsReady": False,
     "FlavorFungibilityPreserveScanProgress": True,
+    "WaitForPodsReadyUnscheduledTimeout": False,  # alpha in v0.20 (KEP-13502)
 }
 
 _DUR = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
@@ -63,6 +65,7 @@ class KueueConfig:
     wait_for_pods_ready: bool = True
     pods_ready_timeout: float = 1800.0
     pods_ready_recovery_timeout: float = 1800.0
+    pods_ready_unscheduled_timeout: float = 0.0  # v0.20 ``unscheduledTimeout``; 0 = off
     block_admission: bool = False
     requeuing_timestamp: str = "Eviction"
     backoff_limit_count: int | None = None
@@ -76,6 +79,13 @@ class KueueConfig:
     def gate(self, name: str) -> bool:
         """Whether a feature gate is on."""
         return bool(self.gates.get(name, False))
+
+    @property
+    def unscheduled_timeout(self) -> float:
+        """``waitForPodsReady.unscheduledTimeout`` in force (gate ``WaitForPodsReadyUnscheduledTimeout``), else 0."""
+        if not self.wait_for_pods_ready or not self.gate("WaitForPodsReadyUnscheduledTimeout"):
+            return 0.0
+        return self.pods_ready_unscheduled_timeout
 
     @classmethod
     def from_configmap(cls, cm: Mapping | None) -> KueueConfig:
@@ -104,6 +114,7 @@ class KueueConfig:
         w = w or {}
         cfg.pods_ready_timeout = parse_duration(w.get("timeout"), default_timeout) or default_timeout
         cfg.pods_ready_recovery_timeout = parse_duration(w.get("recoveryTimeout"), cfg.pods_ready_timeout)
+        cfg.pods_ready_unscheduled_timeout = parse_duration(w.get("unscheduledTimeout"), 0.0)
         cfg.block_admission = bool(w.get("blockAdmission", False))
         rs = w.get("requeuingStrategy") or {}
         cfg.requeuing_timestamp = rs.get("timestamp") or "Eviction"

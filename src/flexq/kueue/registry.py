@@ -19,6 +19,7 @@ from flexq.kueue.core_controllers import (
 from flexq.kueue.jobframework import JobController
 from flexq.kueue.jobs import JOB_ADAPTERS
 from flexq.kueue.metrics import KueueMetrics
+from flexq.kueue.pods_ready import PodsScheduledTracker
 from flexq.kueue.provisioning import ProvisioningCheckController, ProvisioningController
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload_controller import WorkloadController
@@ -54,6 +55,7 @@ def controllers(ctx: Context) -> list[Controller]:
         SchedulerController(ctx, state),
         RequeuerController(ctx, state),
         WorkloadController(ctx, state),
+        PodsScheduledTracker(ctx, state),
         ClusterQueueStatusController(ctx, state),
         LocalQueueStatusController(ctx, state),
     ]

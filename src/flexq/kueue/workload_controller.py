@@ -16,11 +16,11 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 from __future__ import annotations
 
 from flexq.kueue import concurrent_admission as ca
+from flexq.kueue.pods_ready import admitted_not_ready, requeue_wait
 from flexq.kueue.scheduler import evict
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload import (
     admission_checks_for,
-    backoff_seconds,
     find_condition,
     has_quota_reservation,
     is_active,
@@ -324,22 +324,15 @@ class WorkloadController(Controller):
         return False
 
     def _pods_ready_timeout(self, wl: dict, now: float) -> Result | None:
-        """``reconcileNotReadyTimeout`` (waitForPodsReady)."""
+        """``reconcileNotReadyTimeout`` (waitForPodsReady; the timer is ``pods_ready.admitted_not_ready``)."""
         cfg = self.state.config
         if cfg.gate(ca.GATE) and ca.is_variant(wl):
             return None  # the Parent's PodsReady counts; the controller copies it to the admitted Variant
-        if not cfg.wait_for_pods_ready or not is_active(wl) or is_evicted(wl) or not is_admitted(wl):
+        if not is_active(wl) or is_evicted(wl):
             return None
-        pr = find_condition(wl, "PodsReady")
-        if pr is not None and pr.get("status") == "True":
+        cause, left = admitted_not_ready(wl, cfg, now)
+        if not cause:
             return None
-        if pr is None or pr.get("reason") in ("WaitForStart", "PodsReady"):
-            cause, since, limit = "WaitForStart", parse_ts(find_condition(wl, "Admitted")["lastTransitionTime"]), cfg.pods_ready_timeout
-        elif pr.get("reason") == "WaitForRecovery" and cfg.pods_ready_recovery_timeout:
-            cause, since, limit = "WaitForRecovery", parse_ts(pr["lastTransitionTime"]), cfg.pods_ready_recovery_timeout
-        else:
-            return None
-        left = since + limit - now
         if left > 0:
             return Result(requeue_after=left)
         count = int(((wl.get("status") or {}).get("requeueState") or {}).get("count") or 0)
@@ -349,12 +342,13 @@ class WorkloadController(Controller):
             self.store.update_status(wl)
             return None
         ns, name = wl["metadata"]["namespace"], wl["metadata"]["name"]
+        rng = self.ctx.rng("kueue.requeue-backoff")
 
         def prep(obj: dict) -> None:
+            """``workload.UpdateRequeueState`` + ``SetRequeueState`` (never moves requeueAt earlier)."""
             rs = obj.setdefault("status", {}).setdefault("requeueState", {})
             n = int(rs.get("count") or 0) + 1
-            wait = backoff_seconds(cfg.backoff_base_seconds, cfg.backoff_max_seconds, n)
-            at = now + wait
+            at = now + requeue_wait(cfg, n, rng)
             if not rs.get("requeueAt") or parse_ts(rs["requeueAt"]) < at:
                 rs["requeueAt"] = ts(at)
             rs["count"] = n
