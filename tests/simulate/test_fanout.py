@@ -26,7 +26,10 @@ def study(study_dir):
 def test_processes_give_the_sequential_results(study_dir) -> None:
     s = study(study_dir)
     seq = flexq.simulate(s, workers=1, plots=False)
-    par = flexq.simulate(s, workers=2, plots=False)
+    seen: list[dict] = []
+    par = flexq.simulate(s, workers=2, plots=False, progress=seen.append)
+    # the worker processes report progress through the queue: every run ends with a "done" report
+    assert sorted((p["variant"], p["replica"]) for p in seen if p["done"]) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
     assert [(r.variant, r.replica) for r in par.runs] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
     assert csv_text(par.runs) == csv_text(seq.runs)
     assert par.documents == seq.documents

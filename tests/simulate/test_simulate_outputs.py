@@ -101,3 +101,22 @@ def test_cli_reports_bad_input_with_status_2(study_dir, capsys) -> None:
     study = study_dir({"name": "bad", "trace": "t.csv", "colour": "red"}, files={"t.csv": "submit,queue\n"})
     assert main(["simulate", str(study), "--no-progress"]) == 2
     assert "unknown field 'colour'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_tutorial_week_example_runs(tmp_path, capsys) -> None:
+    """The shipped example, its first hour of traffic: RayJobs from the tutorial's template, plan A / plan B
+    through DWS ProvisioningRequests, both variants, every output file."""
+    out = tmp_path / "out"
+    assert main(["simulate", str(ROOT / "examples/tutorial-week"), "--until", "1h", "-j", "1", "--no-progress",
+                 "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "tutorial" in text and "dws-only" in text and "ProvisioningRequests" in text
+    import json
+
+    for variant in ("tutorial", "dws-only"):
+        doc = json.loads((out / f"{variant}.json").read_text())["replicas"][0]
+        assert doc["jobs"]["total"] >= 5 and doc["jobs"]["succeeded"] + doc["jobs"]["failed"] == doc["jobs"]["total"]
+        assert doc["provisioningRequests"]["Provisioned"] >= 1 and doc["costUSD"]["flex-start"] > 0
+    assert {p.name for p in out.iterdir()} >= {"jobs.csv", "wait-cdf.png", "cost.png", "report.html",
+                                               "timeline-tutorial.png", "timeline-dws-only.png"}
