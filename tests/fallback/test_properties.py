@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.fallback.conftest import build, submit
 
 from flexq.fallback.policy import ANN_MOVE
+from tests.fallback.conftest import build, submit
 
 STEP = 120.0
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tests.fallback.conftest import H, stockout_profile, submit
-
 from flexq.fallback.policy import ANN_MOVE, ANN_MOVED
+from tests.fallback.conftest import H, stockout_profile, submit
 
 
 def _workload(twin, job: str) -> dict | None:
