@@ -14,24 +14,16 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from flexq.api.jsoncopy import clone
 from flexq.errors import BadRequest, Invalid, UnsupportedMediaType
-
-
-def _copy(value: Any) -> Any:
-    """A deep copy of JSON-shaped data (dicts and lists copied, scalars shared)."""
-    if type(value) is dict:
-        return {k: _copy(v) for k, v in value.items()}
-    if type(value) is list:
-        return [_copy(v) for v in value]
-    return copy.deepcopy(value) if isinstance(value, (dict, list)) else value
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 (a new object: neither argument is changed nor shared). ``target`` is copied once and the
     patch merged into the copy in place, rather than copied again at every level."""
     if not isinstance(patch, dict):
-        return _copy(patch)
-    out = _copy(target) if isinstance(target, dict) else {}
+        return clone(patch)
+    out = clone(target) if isinstance(target, dict) else {}
     _merge_into(out, patch)
     return out
 
@@ -46,7 +38,7 @@ def _merge_into(out: dict, patch: dict) -> None:
                 cur = out[k] = {}
             _merge_into(cur, v)
         else:
-            out[k] = _copy(v)
+            out[k] = clone(v)
 
 
 _MISSING = object()
