@@ -144,13 +144,13 @@ def run(cohorts: int, scale: float, profile: str | None) -> dict:
             tta[cls].append(rec.admitted[key] - at)
     last_done = max((parse_time(j["status"]["completionTime"]) for j in jobs
                      if (j.get("status") or {}).get("completionTime")), default=t0)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     n_wl = len(twin.list("Workload"))
-    list_s = time.perf_counter() - t
+    list_s, list_cpu = time.perf_counter() - t, time.process_time() - c
     twin.close()
     return {"cohorts": cohorts, "jobs": len(plan), "done": done, "finished_wl": finished_wl, "wall": wall,
             "cpu": cpu_s, "virtual": last_done - t0, "tta": tta, "load0": load0, "load1": os.getloadavg()[0],
-            "list_s": list_s, "n_wl": n_wl, "admitted": len(rec.admitted)}
+            "list_s": list_s, "list_cpu": list_cpu, "n_wl": n_wl, "admitted": len(rec.admitted)}
 
 
 def main() -> None:
@@ -167,20 +167,23 @@ def main() -> None:
         print(f"{c} cohort(s), {r['jobs']} batch/v1 Jobs (scale {args.scale}): {r['done']} complete, "
               f"{r['finished_wl']} Workloads Finished, {r['admitted']} admitted")
         print(f"  wall {r['wall']:.1f} s (process CPU {r['cpu']:.1f} s), {r['jobs'] / r['wall']:.0f} jobs per wall "
-              f"second [target >= 500], {per_job:.2f} ms wall per job; virtual time to the last completion "
-              f"{r['virtual']:.0f} s")
+              f"second [target >= 500], {per_job:.2f} ms wall per job; {r['jobs'] / max(r['cpu'], 1e-9):.0f} jobs "
+              f"per CPU second, {r['cpu'] / r['jobs'] * 1000:.2f} ms CPU per job; virtual time to the last "
+              f"completion {r['virtual']:.0f} s")
         for cls, *_ in CLASSES:
             v = r["tta"][cls]
             avg = sum(v) / len(v) if v else float("nan")
             print(f"  avg time to admission {cls:6s} {avg:7.1f} s (max {max(v, default=float('nan')):7.1f} s) "
                   f"[Kueue threshold {THRESHOLDS[cls]:.0f} s]")
-        print(f"  Twin.list('Workload') of {r['n_wl']} objects: {r['list_s']:.2f} s [target <= 0.5 s at 15,000]")
+        print(f"  Twin.list('Workload') of {r['n_wl']} objects: {r['list_s']:.2f} s (CPU {r['list_cpu']:.2f} s) "
+              "[target <= 0.5 s at 15,000]")
         print(f"  load average {r['load0']:.1f} before, {r['load1']:.1f} after, on {os.cpu_count()} CPUs")
     if len(results) > 1:
         lo, hi = results[0], results[-1]
         ratio = (hi["wall"] / hi["jobs"]) / (lo["wall"] / lo["jobs"])
+        cpu_ratio = (hi["cpu"] / hi["jobs"]) / (lo["cpu"] / lo["jobs"])
         print(f"growth: wall per job at {hi['cohorts']} cohorts / at {lo['cohorts']} cohort(s) = {ratio:.2f} "
-              f"[target <= 1.5]")
+              f"[target <= 1.5]; CPU per job {cpu_ratio:.2f}")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {rss:.0f} MiB")
     if args.profile:

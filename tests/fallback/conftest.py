@@ -23,7 +23,9 @@ def stockout_profile(end: str | None = "2h") -> dict:
                 {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "10m"}}]}}
 
 
-def build(profile: dict | None, *, fallback: bool | dict = True, opt_in: bool = True) -> Twin:
+def build(profile: dict | None, *, fallback: bool | dict = True, opt_in: bool = True,
+          dws_max_nodes: int | None = None) -> Twin:
+    """``dws_max_nodes``: room for several DWS slices (the tutorial's pool holds one 4-host slice)."""
     twin = Twin(clock="virtual", fallback=fallback)
     if profile is not None:
         twin.core.project.create(profile)
@@ -32,6 +34,8 @@ def build(profile: dict | None, *, fallback: bool | dict = True, opt_in: bool = 
     twin.run_until_idle(600)
     for dws in (False, True):
         path, body = T.create_node_pool_request(PROJECT, dws=dws)
+        if dws and dws_max_nodes:
+            body["nodePool"]["autoscaling"]["maxNodeCount"] = dws_max_nodes
         twin.gke("POST", path, body)
         twin.run_until_idle(600)
     twin.apply(T.queue_yaml())

@@ -3,13 +3,14 @@ flavor's quota, never moves a job whose TPU pods started, and every job finishes
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flexq.fallback.policy import ANN_MOVE
 from tests.fallback.conftest import build, submit
 
-MIN = 60.0
+STEP = 120.0
 
 
 def _profile(windows: list[tuple[int, int]]) -> dict:
@@ -20,26 +21,27 @@ def _profile(windows: list[tuple[int, int]]) -> dict:
                 {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "5m"}}]}}
 
 
-@settings(max_examples=6, deadline=None, derandomize=True,
+@pytest.mark.slow
+@settings(max_examples=5, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(windows=st.lists(st.tuples(st.integers(0, 240), st.integers(10, 150)), min_size=1, max_size=3),
        gaps=st.lists(st.integers(5, 90), min_size=2, max_size=3))
 def test_no_double_admission_no_overcommit_and_every_job_finishes(windows, gaps):
-    twin = build(_profile(sorted(windows)))
+    twin = build(_profile(sorted(windows)), dws_max_nodes=16)
     try:
         started_on_demand: set[str] = set()
         jobs = []
         for i, gap in enumerate(gaps, start=1):
             submit(twin, i, 900)
             jobs.append(f"rayjob-tpu-v6e-dws-{i}")
-            for _ in range(int(gap)):
-                twin.advance(MIN)
+            for _ in range(int(gap * 60 / STEP)):
+                twin.advance(STEP)
                 _check(twin, started_on_demand)
-        for _ in range(int(10 * 60)):
+        for _ in range(int(10 * 3600 / STEP)):
             if all(twin.get("rayjob", j, "default").get("status", {}).get("jobDeploymentStatus") == "Complete"
                    for j in jobs):
                 break
-            twin.advance(MIN)
+            twin.advance(STEP)
             _check(twin, started_on_demand)
         states = {j: twin.get("rayjob", j, "default")["status"].get("jobDeploymentStatus") for j in jobs}
         assert set(states.values()) == {"Complete"}, states

@@ -14,20 +14,31 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from flexq.api.jsoncopy import clone
 from flexq.errors import BadRequest, Invalid, UnsupportedMediaType
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386."""
+    """RFC 7386 (a new object: neither argument is changed nor shared). ``target`` is copied once and the
+    patch merged into the copy in place, rather than copied again at every level."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return clone(patch)
+    out = clone(target) if isinstance(target, dict) else {}
+    _merge_into(out, patch)
+    return out
+
+
+def _merge_into(out: dict, patch: dict) -> None:
     for k, v in patch.items():
         if v is None:
             out.pop(k, None)
+        elif isinstance(v, dict):
+            cur = out.get(k)
+            if not isinstance(cur, dict):
+                cur = out[k] = {}
+            _merge_into(cur, v)
         else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
+            out[k] = clone(v)
 
 
 _MISSING = object()
@@ -376,6 +387,11 @@ def json_patch(target: Any, ops: Any) -> Any:
     for op in ops:
         try:
             kind, parts = op["op"], _pointer(op["path"])
+            if kind not in ("add", "remove", "replace", "move", "copy", "test"):
+                raise BadRequest(f"unknown json patch operation {kind!r}")
+            if kind == "remove" and not parts:
+                raise Invalid('the server rejected our request due to an error in our request: unable to remove '
+                              'the whole document (path "")')
             if kind in ("add", "replace", "test"):
                 value = copy.deepcopy(op["value"])
             if kind in ("move", "copy"):
@@ -414,7 +430,7 @@ def json_patch(target: Any, ops: Any) -> Any:
                     raise Invalid(f"the test operation at {op['path']} failed")
             else:
                 raise BadRequest(f"unknown json patch operation {kind!r}")
-        except (KeyError, IndexError, ValueError, TypeError) as exc:
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError, RecursionError) as exc:
             raise Invalid(f"the server rejected our request due to an error in our request: "
                           f"doc is missing path: {op.get('path') if isinstance(op, dict) else op}: {exc}") from None
     return doc
