@@ -14,7 +14,6 @@ import signal
 import threading
 from typing import Any
 
-import yaml
 from rich.console import Console
 from rich.markup import escape
 
@@ -92,6 +91,8 @@ def manifests(namespace: str = "flexq-system", image: str = "python:3.11-slim", 
 
 
 def manifests_yaml(**kw: Any) -> str:
+    import yaml
+
     return yaml.safe_dump_all(manifests(**kw), sort_keys=False)
 
 
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
             for a in actions:
                 prefix = "would " if args.dry_run else ""
                 console.print(f"{format_time(clock.now())}  {prefix}{a.verb:<12} {a.target}  {a.message}",
-                              markup=False, highlight=False)
+                              markup=False, highlight=False, soft_wrap=True)  # one line, however long
             if args.once:
                 break
             now = clock.now()
