@@ -45,6 +45,7 @@ ROOTS = {
     ("v1", "Node"): "k8s.io.api.core.v1.Node",
     ("v1", "Event"): "k8s.io.api.core.v1.Event",
     ("v1", "PodTemplate"): "k8s.io.api.core.v1.PodTemplate",
+    ("v1", "ServiceAccount"): "k8s.io.api.core.v1.ServiceAccount",
     ("batch/v1", "Job"): "k8s.io.api.batch.v1.Job",
 }
 ENVELOPE = "k8s.io.apimachinery.pkg.runtime.Unknown"

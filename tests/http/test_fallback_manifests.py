@@ -66,6 +66,13 @@ def test_manifests_apply_and_read_back(served) -> None:
     served.kubectl("delete", "--ignore-not-found", "-f", "-", input=text, timeout=60)
 
 
+def test_kubectl_create_serviceaccount_generator(served) -> None:
+    served.kubectl("create", "serviceaccount", "pb-sa", "-n", "default")
+    sa = yaml.safe_load(served.kubectl("get", "sa", "pb-sa", "-n", "default", "-o", "yaml").stdout)
+    assert sa["kind"] == "ServiceAccount" and sa["metadata"]["name"] == "pb-sa"
+    served.kubectl("delete", "sa", "pb-sa", "-n", "default")
+
+
 def _refused(served, doc: dict) -> str:
     r = served.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump(doc), check=False)
     assert r.returncode != 0, r.stdout

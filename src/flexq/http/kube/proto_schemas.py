@@ -30,6 +30,7 @@ KINDS: dict[tuple[str, str], str] = {
     ('v1', 'Node'): 'Node',
     ('v1', 'Event'): 'Event',
     ('v1', 'PodTemplate'): 'PodTemplate',
+    ('v1', 'ServiceAccount'): 'ServiceAccount',
     ('batch/v1', 'Job'): 'Job',
 }
 
@@ -725,6 +726,10 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
     'ServiceAccountTokenProjection': {
         1: ('audience', 'string', 'o'), 2: ('expirationSeconds', 'int64', 'po'), 3: ('path', 'string', ''),
         4: ('user', 'int64', 'po'),
+    },
+    'ServiceAccount': {
+        1: ('metadata', 'ObjectMeta', 'o'), 2: ('secrets', '[]ObjectReference', 'o'),
+        3: ('imagePullSecrets', '[]LocalObjectReference', 'o'), 4: ('automountServiceAccountToken', 'bool', 'po'),
     },
     'ServicePort': {
         1: ('name', 'string', 'o'), 2: ('protocol', 'string', 'o'), 3: ('port', 'int32', ''),
