@@ -71,10 +71,7 @@ class JobController(Controller):
             return [(md.get("namespace", ""), r["name"]) for r in md.get("ownerReferences") or []
                     if r.get("kind") == kind and r.get("controller")]
 
-        watches = [Watch(kind), Watch("Workload", owner)]
-        if kind == "RayJob":  # the autoscaler resizes the RayCluster: elastic jobs follow its replicas
-            watches.append(Watch("RayCluster", owner))
-        return watches
+        return [Watch(kind), Watch("Workload", owner)] + [Watch(k, owner) for k in self.adapter.owned_kinds()]
 
     # the steps, in Kueue's order -------------------------------------------------------------------
     def reconcile(self, key: tuple[str, str]) -> Result | None:
@@ -138,16 +135,11 @@ class JobController(Controller):
 
     def _pod_sets(self, job: JobAdapter, elastic: bool) -> list[dict]:
         pss = job.pod_sets()
-        rc_name = job.status.get("rayClusterName")
-        if elastic and rc_name and job.kind == "RayJob":
-            rc = self.store.try_get("RayCluster", rc_name, job.obj["metadata"]["namespace"])
-            for wg in ((rc or {}).get("spec") or {}).get("workerGroupSpecs") or []:
-                if wg.get("replicas") is None:
-                    continue
-                count = int(wg["replicas"]) * max(1, int(wg.get("numOfHosts") or 1))
-                for ps in pss:
-                    if ps["name"] == str(wg["groupName"]).lower():
-                        ps["count"] = count
+        if elastic:
+            live = job.live_pod_set_counts(self.store)
+            for ps in pss:
+                if ps["name"] in live:
+                    ps["count"] = live[ps["name"]]
         return pss
 
     def _ensure_one_workload(self, job: JobAdapter, elastic: bool, now: float) -> dict | None:
