@@ -86,7 +86,8 @@ class TwinCore:
                                    cluster="", project=self.project, executors=[],
                                    settings=self.settings)
         self.project_manager = Manager(self.project_ctx)
-        self.project_manager.add_all(gke_registry.project_controllers(self.project_ctx))
+        self.gke_project = gke_registry.project(self.project_ctx)
+        self.project_manager.add_all(gke_registry.project_controllers(self.gke_project))
         self.clusters: dict[str, ClusterRuntime] = {}
         self._closed = False
 
@@ -181,7 +182,7 @@ class TwinCore:
         return self.clusters[DEFAULT_CLUSTER]
 
     def gke(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        return gke_registry.gke_api(self.project_ctx, method, path, body)
+        return gke_registry.gke_api(self.gke_project, method, path, body)
 
     def close(self) -> None:
         if self._closed:

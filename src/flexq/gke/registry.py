@@ -1,8 +1,10 @@
 """The explicit list of what flexq.gke contributes to a twin (style rule 6: one list, no side effects).
 
-``controllers(ctx)`` returns this package's controllers for one cluster; ``bootstrap(store)`` seeds objects a
+``controllers(ctx)`` returns this package's controllers for one cluster (with the cluster's one ``GkeCache``,
+``CapacitySource`` and ``NodeWriter``, made here and handed to them); ``bootstrap(store)`` seeds objects a
 fresh cluster has (idempotent); ``executors(settings)`` returns pod executors (kube, kuberay only).
-Project level: ``project_kinds()``, ``project_controllers(ctx)``, ``gke_api(ctx, method, path, body)`` and
+Project level: ``project_kinds()``, ``project(ctx)`` (the twin's ``GkeProject``, made once by the assembly),
+``project_controllers(project)``, ``gke_api(project, method, path, body)`` and
 ``cluster_of(obj)``.
 """
 
@@ -15,10 +17,10 @@ from flexq.gke import api as gke_api_routes
 from flexq.gke.autoscaler import Autoscaler
 from flexq.gke.backend import cluster_settings
 from flexq.gke.billing import BillingController
-from flexq.gke.cache import cache_for
+from flexq.gke.cache import GkeCache
 from flexq.gke.metrics import GkeMetrics, StockoutTracker
-from flexq.gke.nodes import NodeLifecycle, PoolController
-from flexq.gke.project import PROJECT_KINDS, OperationsController, backend_for
+from flexq.gke.nodes import NodeLifecycle, NodeWriter, PoolController
+from flexq.gke.project import PROJECT_KINDS, CapacitySource, GkeProject, OperationsController
 from flexq.gke.provisioning import ProvisioningRequestController
 from flexq.gke.storage import CLUSTER
 from flexq.runtime import Context, Controller
@@ -29,11 +31,12 @@ def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster (none for a twin's cluster without GKE)."""
     if not ctx.settings.get("gkeCluster") or ctx.project is None:
         return []
-    cache_for(ctx.store)  # subscribe the shared cache before the controllers' own watches
+    cache = GkeCache(ctx.store)  # subscribed before the controllers' own watches
+    writer = NodeWriter(ctx, cache, CapacitySource(ctx))
     stockouts = StockoutTracker(ctx)
-    GkeMetrics(ctx, stockouts, ctx.metrics)
-    out: list[Controller] = [PoolController(ctx), NodeLifecycle(ctx), Autoscaler(ctx),
-                             ProvisioningRequestController(ctx), BillingController(ctx), stockouts]
+    GkeMetrics(ctx, stockouts, ctx.metrics, cache)
+    out: list[Controller] = [PoolController(ctx, writer), NodeLifecycle(ctx, writer), Autoscaler(ctx, writer),
+                             ProvisioningRequestController(ctx, writer), BillingController(ctx, cache), stockouts]
     return out
 
 
@@ -52,14 +55,19 @@ def project_kinds() -> list[KindInfo]:
     return list(PROJECT_KINDS)
 
 
-def project_controllers(ctx: Context) -> list[Controller]:
+def project(ctx: Context) -> GkeProject:
+    """The twin's GKE project over the project store (its capacity source and backend); one per twin."""
+    return GkeProject(ctx)
+
+
+def project_controllers(project: GkeProject) -> list[Controller]:
     """Controllers over the project store: long-running operations."""
-    return [OperationsController(ctx)]
+    return [OperationsController(project)]
 
 
-def gke_api(ctx: Context, method: str, path: str, body: dict | None) -> tuple[int, dict]:
+def gke_api(project: GkeProject, method: str, path: str, body: dict | None) -> tuple[int, dict]:
     """Serve one container.googleapis.com/v1 REST call in-process. Returns (HTTP status, JSON body)."""
-    return gke_api_routes.handle(backend_for(ctx), method, path, body, ctx.now())
+    return gke_api_routes.handle(project.backend(), method, path, body, project.ctx.now())
 
 
 def cluster_of(obj: dict) -> tuple[str, dict] | None:
