@@ -8,8 +8,10 @@ executors. Only ``twin``, ``cli``, ``scenario`` and tests import this module.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,8 @@ from flexq.kube import registry as kube_registry
 from flexq.kuberay import registry as kuberay_registry
 from flexq.kueue import registry as kueue_registry
 from flexq.loop import EventLoop, RealtimeLoop, Rngs
-from flexq.runtime import Context, Manager
+from flexq.runtime import ClusterSettings, Context, Manager, TwinSettings
+from flexq.runtime.executor import PodExecutor
 from flexq.store import Journal, PodLogs, Store, WatchEvent
 from flexq.store.private import private_home
 
@@ -43,10 +46,14 @@ class ClusterRuntime:
     store: Store
     ctx: Context
     manager: Manager
-    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def executors(self) -> list[Any]:
+    def settings(self) -> ClusterSettings:
+        """What this cluster is (its GKE identity and addons): replaced as a whole when its GkeCluster changes."""
+        return self.ctx.cluster_settings
+
+    @property
+    def executors(self) -> list[PodExecutor]:
         """This cluster's own pod executors (pods are keyed by namespace and name, which clusters share)."""
         return self.ctx.executors
 
@@ -66,9 +73,9 @@ class TwinCore:
     """Everything a twin is made of, wired; no public convenience (that is ``flexq.twin.Twin``)."""
 
     def __init__(self, *, live: bool = False, home: str | Path | None = None, seed: int = 0,
-                 settings: dict[str, Any] | None = None, start: float | None = None) -> None:
+                 settings: Mapping[str, Any] | TwinSettings | None = None, start: float | None = None) -> None:
         self.live = live
-        self.settings = dict(settings or {})
+        self.settings = TwinSettings.from_mapping(settings)
         self.loop: EventLoop = RealtimeLoop() if live else EventLoop(VirtualClock(start) if start else VirtualClock())
         self.home = Path(home) if home else None
         if self.home:
@@ -94,7 +101,7 @@ class TwinCore:
     # -- clusters -------------------------------------------------------------------------------
     def start(self) -> None:
         """Bring up the default cluster and every GKE cluster the project store knows, then watch for more."""
-        self.add_cluster(DEFAULT_CLUSTER, {})
+        self.add_cluster(DEFAULT_CLUSTER, ClusterSettings())
         for kk in [k.kind for k in self.project.registry]:
             for obj in self.project.list(kk):
                 found = gke_registry.cluster_of(obj)
@@ -114,26 +121,26 @@ class TwinCore:
             self.add_cluster(name, settings)
         else:
             rt = self.clusters[name]
-            rt.settings.update(settings)
-            rt.ctx.settings.update(settings)
-            rt.store.serve_addons(rt.settings.get("addons") or ())
+            rt.ctx.cluster_settings = settings
+            rt.store.serve_addons(settings.addons)
 
-    def add_cluster(self, name: str, settings: dict[str, Any]) -> ClusterRuntime:
+    def add_cluster(self, name: str, settings: ClusterSettings) -> ClusterRuntime:
         if name in self.clusters:
             return self.clusters[name]
         store = Store(self.registry, self.loop.clock, name=f"cluster/{name}", journal=self.journal,
                       rng=self.rngs.get(f"store/{name}"), namespaces=DEFAULT_NAMESPACES)
         if name != DEFAULT_CLUSTER:  # a GKE cluster serves addon kinds only when the addon is on
-            store.serve_addons(settings.get("addons") or ())
+            store.serve_addons(settings.addons)
         ctx = Context(store=store, loop=self.loop, rngs=self.rngs, cluster=name, project=self.project,
                       logs=PodLogs(self.home / "logs" / name if self.home else None), executors=self._executors(name),
-                      settings={**self.settings, **settings}, metrics=CollectorRegistry(auto_describe=False))
+                      settings=self.settings, cluster_settings=settings,
+                      metrics=CollectorRegistry(auto_describe=False))
         for domain in DOMAINS:
             domain.bootstrap(store)
         manager = Manager(ctx)
         for domain in DOMAINS:
             manager.add_all(domain.controllers(ctx))
-        rt = ClusterRuntime(name, store, ctx, manager, dict(settings))
+        rt = ClusterRuntime(name, store, ctx, manager)
         self.clusters[name] = rt
         manager.start()
         return rt
@@ -150,18 +157,18 @@ class TwinCore:
         if self.journal is not None:
             self.journal.drop_store(rt.store.name)
 
-    def _executors(self, cluster: str) -> list[Any]:
+    def _executors(self, cluster: str) -> list[PodExecutor]:
         """A cluster's own pod executors: pods are keyed by namespace and name, which two clusters share."""
-        settings = dict(self.settings)
-        if settings.get("ray_dir"):  # one directory per cluster under the one asked for
-            settings["ray_dir"] = str(Path(settings["ray_dir"]) / cluster)
-        out: list[Any] = []
+        settings = self.settings
+        if settings.ray_dir:  # one directory per cluster under the one asked for
+            settings = dataclasses.replace(settings, ray_dir=str(Path(settings.ray_dir) / cluster))
+        out: list[PodExecutor] = []
         for domain in (kuberay_registry, kube_registry):  # real executors first, the simulated one last
             out += domain.executors(settings)
         return out
 
     @staticmethod
-    def _shutdown(executors: list[Any]) -> None:
+    def _shutdown(executors: list[PodExecutor]) -> None:
         for ex in executors:
             try:
                 ex.shutdown()

@@ -107,7 +107,7 @@ class Autoscaler(Controller):
         self.fail_streak: dict[str, tuple[int, float]] = {}  # ComputeClass pool -> (failures in a row, last)
 
     def watches(self) -> list[Watch]:
-        cluster = self.ctx.settings.get("gkeCluster")
+        cluster = self.ctx.cluster_settings.gke_cluster
         return [Watch("Pod", lambda ev: [KEY]), Watch("Node", lambda ev: [KEY]),
                 Watch("ProvisioningRequest", lambda ev: [KEY]),
                 Watch("GkeNodePool", lambda ev: [KEY] if (ev.object["metadata"].get("labels") or {}).get(

@@ -46,8 +46,8 @@ KERNEL_VERSION = "6.6.97+"
 
 def cluster_names(ctx: Context) -> tuple[str, str, str]:
     """(project, location, cluster) of the GKE cluster this context belongs to."""
-    s = ctx.settings
-    return s.get("gkeProject", ""), s.get("gkeLocation", ""), s.get("gkeCluster", ctx.cluster)
+    s = ctx.cluster_settings
+    return s.gke_project, s.gke_location, s.gke_cluster or ctx.cluster
 
 
 def pools_of(ctx: Context) -> list[dict[str, Any]]:
@@ -88,7 +88,7 @@ def _in_use(ctx: Context, cache: GkeCache, pool: dict[str, Any]) -> int:
 def _internal_ip(ctx: Context, cache: GkeCache) -> str:
     """The lowest free address of the cluster's node range (its subnetwork's primary range; the network and
     gateway addresses, .0 and .1, are GCE's), as GCE hands out internal IPs."""
-    net = ipaddress.ip_network(ctx.settings.get("gkeNodeCidr") or "10.128.0.0/20", strict=False)
+    net = ipaddress.ip_network(ctx.cluster_settings.gke_node_cidr or "10.128.0.0/20", strict=False)
     used = {a.get("address") for n in cache.node_list() for a in (n.get("status") or {}).get("addresses") or []
             if a.get("type") == "InternalIP"}
     for offset in range(2, net.num_addresses - 1):
@@ -119,7 +119,7 @@ def _build_node(ctx: Context, cache: GkeCache, pool: dict[str, Any], name: str, 
             "container.googleapis.com/instance_id": str(ctx.rng("gke/nodes").getrandbits(63)),
             **extra_annotations}},
         "spec": {"taints": [dict(t) for t in shape.taints],
-                 "providerID": f"gce://{ctx.settings.get('gkeProject', '')}/{twin['zone']}/{name}"},
+                 "providerID": f"gce://{ctx.cluster_settings.gke_project}/{twin['zone']}/{name}"},
         "status": {
             "capacity": catalog.capacity(mt), "allocatable": catalog.allocatable(mt),
             "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
@@ -162,7 +162,7 @@ class NodeWriter:
 def _grow(ctx: Context, cache: GkeCache, capacity: CapacitySource, pool: dict[str, Any], count: int, *,
           extra_labels: dict[str, str] | None = None, extra_annotations: dict[str, str] | None = None) -> Obtain:
     now = ctx.now()
-    project = ctx.settings.get("gkeProject", "")
+    project = ctx.cluster_settings.gke_project
     spec, twin = pool["spec"], pool["status"]
     model = capacity_model_name(pool)
     cap = capacity.model()

@@ -132,7 +132,7 @@ class GkeProject:
         assert ctx.project is not None
         rng: random.Random = ctx.rngs.get("gke/api")
         return GkeBackend(StoreStorage(ctx.project), rng, op_times=lambda op: self.capacity.model().operation_seconds(op),
-                          server=lambda: (ctx.settings.get("kube_endpoint"), ctx.settings.get("kube_ca_b64")))
+                          server=lambda: (ctx.settings.kube_endpoint, ctx.settings.kube_ca_b64))
 
 
 class OperationsController(Controller):

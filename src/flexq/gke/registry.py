@@ -10,8 +10,6 @@ Project level: ``project_kinds()``, ``project(ctx)`` (the twin's ``GkeProject``,
 
 from __future__ import annotations
 
-from typing import Any
-
 from flexq.api.registry import KindInfo
 from flexq.gke import api as gke_api_routes
 from flexq.gke.autoscaler import Autoscaler
@@ -23,13 +21,14 @@ from flexq.gke.nodes import NodeLifecycle, NodeWriter, PoolController
 from flexq.gke.project import PROJECT_KINDS, CapacitySource, GkeProject, OperationsController
 from flexq.gke.provisioning import ProvisioningRequestController
 from flexq.gke.storage import CLUSTER
-from flexq.runtime import Context, Controller
+from flexq.runtime import ClusterSettings, Context, Controller, TwinSettings
+from flexq.runtime.executor import PodExecutor
 from flexq.store import Store
 
 
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster (none for a twin's cluster without GKE)."""
-    if not ctx.settings.get("gkeCluster") or ctx.project is None:
+    if not ctx.cluster_settings.gke_cluster or ctx.project is None:
         return []
     cache = GkeCache(ctx.store)  # subscribed before the controllers' own watches
     writer = NodeWriter(ctx, cache, CapacitySource(ctx))
@@ -44,7 +43,7 @@ def bootstrap(store: Store) -> None:
     """Objects every fresh cluster starts with (idempotent): none; nodes come from the node pools."""
 
 
-def executors(settings: dict[str, Any]) -> list[Any]:
+def executors(settings: TwinSettings) -> list[PodExecutor]:
     """Pod executors this package provides: none."""
     return []
 
@@ -70,8 +69,8 @@ def gke_api(project: GkeProject, method: str, path: str, body: dict | None) -> t
     return gke_api_routes.handle(project.backend(), method, path, body, project.ctx.now())
 
 
-def cluster_of(obj: dict) -> tuple[str, dict] | None:
+def cluster_of(obj: dict) -> tuple[str, ClusterSettings] | None:
     """If ``obj`` is a GKE cluster of the project store, its (name, settings) for the twin's cluster runtime."""
     if obj.get("kind") != CLUSTER:
         return None
-    return obj["spec"]["name"], cluster_settings(obj)
+    return obj["spec"]["name"], ClusterSettings.from_mapping(cluster_settings(obj))
