@@ -7,7 +7,9 @@ Two runs of the same script on the same shape (1 head + 4 emulated v6e hosts, TP
    apply -> admitted, admitted -> driver's first line (``Connecting to existing Ray cluster``), admitted ->
    first line of the user's code (``Local Devices``), apply -> Complete, and apply -> every Ray process gone.
 2. **plain**: ``ray start --head`` + 4 × ``ray start --address`` with the same TPU env, then ``ray job submit
-   -- python train.py``, then the processes stopped. Printed: start, submit -> exit, stop, total.
+   -- python train.py``, then the processes stopped. Printed: start, submit -> exit, stop, total. Started with the
+   executor's network settings (loopback only, Ray's token auth with a token in the run's temp dir), as the twin
+   runs it (docs/security.md).
 
 Usage: ``python bench/ray_overhead.py`` (about 5 minutes on 2 cores). Only processes this script starts are
 stopped (never ``ray stop``, which would end every Ray on the machine).
@@ -26,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from flexq.kuberay import localproc  # noqa: E402
+from flexq.kuberay.ray_runner import LOOPBACK_HEAD_ENV, WORKER_RAY_START, ensure_token  # noqa: E402
 from flexq.testing.live_twin import PeakMemory, ray_executor, rayjob, status, tutorial_live_twin  # noqa: E402
 
 TRAIN_PY = ROOT / "tests" / "kuberay" / "data" / "train.py"
@@ -82,12 +85,12 @@ def twin_run() -> dict[str, float]:
     return out
 
 
-def _env(marker: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+def _env(marker: str, token_file: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     venv_bin = str(Path(sys.executable).parent)
     env.update({"PATH": venv_bin + os.pathsep + env.get("PATH", ""), "RAY_USAGE_STATS_ENABLED": "0",
-                "RAY_AUTH_MODE": "disabled", "JAX_PLATFORMS": "cpu", "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25",
-                localproc.OWNER_ENV: marker, **(extra or {})})
+                "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file), "JAX_PLATFORMS": "cpu",
+                "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25", localproc.OWNER_ENV: marker, **(extra or {})})
     return env
 
 
@@ -98,22 +101,24 @@ def plain_run() -> dict[str, float]:
     procs = []
     with tempfile.TemporaryDirectory(prefix="fqp-", dir="/tmp") as tmp:
         gcs, dash = localproc.free_port(), localproc.free_port()
+        token_file = Path(tmp) / "token"
+        ensure_token(token_file)
         t0 = time.monotonic()
         common = ["--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1", "--object-store-memory=150000000"]
         try:
             head = subprocess.Popen([ray, "start", "--head", f"--port={gcs}", f"--dashboard-port={dash}",
                                      "--dashboard-host=127.0.0.1", f"--temp-dir={tmp}/h", "--num-cpus=2",
                                      f"--ray-client-server-port={localproc.free_port()}", *common],
-                                    env=_env(marker), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    start_new_session=True)
+                                    env=_env(marker, token_file, LOOPBACK_HEAD_ENV), stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
             procs.append(head)
             _wait_line(head, "Ray runtime started")
             for i in range(4):
-                w = subprocess.Popen([ray, "start", f"--address=127.0.0.1:{gcs}", f"--temp-dir={tmp}/w{i}",
+                w = subprocess.Popen([sys.executable, "-c", WORKER_RAY_START, "start", f"--address=127.0.0.1:{gcs}", f"--temp-dir={tmp}/w{i}",
                                       "--num-cpus=8", '--resources={"TPU": 4}',
                                       f"--dashboard-agent-listen-port={localproc.free_port()}",
                                       f"--metrics-export-port={localproc.free_port()}", *common],
-                                     env=_env(marker, {"TPU_ACCELERATOR_TYPE": "v6e-16", "TPU_TOPOLOGY": "4x4",
+                                     env=_env(marker, token_file, {"TPU_ACCELERATOR_TYPE": "v6e-16", "TPU_TOPOLOGY": "4x4",
                                                        "TPU_NAME": "bench-slice", "TPU_WORKER_ID": str(i)}),
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      start_new_session=True)
@@ -124,7 +129,7 @@ def plain_run() -> dict[str, float]:
             out["ray start (head + 4 hosts)"] = t1 - t0
             sub = subprocess.run([ray, "job", "submit", "--address", f"http://127.0.0.1:{dash}",
                                   "--working-dir", str(TRAIN_PY.parent), "--", "python", "train.py"],
-                                 env=_env(marker), capture_output=True, text=True, timeout=1200)
+                                 env=_env(marker, token_file), capture_output=True, text=True, timeout=1200)
             t2 = time.monotonic()
             out["ray job submit -> exit"] = t2 - t1
             out["result"] = 1.0 if sub.returncode == 0 and "succeeded" in sub.stdout else 0.0

@@ -167,8 +167,9 @@ def main() -> None:
         print(f"{c} cohort(s), {r['jobs']} batch/v1 Jobs (scale {args.scale}): {r['done']} complete, "
               f"{r['finished_wl']} Workloads Finished, {r['admitted']} admitted")
         print(f"  wall {r['wall']:.1f} s (process CPU {r['cpu']:.1f} s), {r['jobs'] / r['wall']:.0f} jobs per wall "
-              f"second [target >= 500], {per_job:.2f} ms wall per job; virtual time to the last completion "
-              f"{r['virtual']:.0f} s")
+              f"second [target >= 500], {per_job:.2f} ms wall per job; {r['jobs'] / max(r['cpu'], 1e-9):.0f} jobs "
+              f"per CPU second, {r['cpu'] / r['jobs'] * 1000:.2f} ms CPU per job; virtual time to the last "
+              f"completion {r['virtual']:.0f} s")
         for cls, *_ in CLASSES:
             v = r["tta"][cls]
             avg = sum(v) / len(v) if v else float("nan")
@@ -179,8 +180,9 @@ def main() -> None:
     if len(results) > 1:
         lo, hi = results[0], results[-1]
         ratio = (hi["wall"] / hi["jobs"]) / (lo["wall"] / lo["jobs"])
+        cpu_ratio = (hi["cpu"] / hi["jobs"]) / (lo["cpu"] / lo["jobs"])
         print(f"growth: wall per job at {hi['cohorts']} cohorts / at {lo['cohorts']} cohort(s) = {ratio:.2f} "
-              f"[target <= 1.5]")
+              f"[target <= 1.5]; CPU per job {cpu_ratio:.2f}")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {rss:.0f} MiB")
     if args.profile:

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from flexq.api.kinds import default_registry
 from flexq.api.registry import Registry
 from flexq.clock import VirtualClock
+from flexq.fallback import registry as fallback_registry
 from flexq.gke import registry as gke_registry
 from flexq.kube import registry as kube_registry
 from flexq.kuberay import registry as kuberay_registry
@@ -33,9 +34,10 @@ from flexq.store.private import private_home
 log = logging.getLogger("flexq.assembly")
 
 # Order matters only for determinism of wiring; packages never call each other.
-DOMAINS = [kube_registry, kueue_registry, gke_registry, kuberay_registry]
+DOMAINS = [kube_registry, kueue_registry, gke_registry, kuberay_registry, fallback_registry]
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "kueue-system")
 DEFAULT_CLUSTER = ""  # the Kubernetes cluster of a twin that has no GKE cluster
+ROOT_KEY = "root-cluster"  # journal meta: the GKE cluster the root Kubernetes API serves
 
 
 @dataclass
@@ -87,7 +89,10 @@ class TwinCore:
         self.rngs = Rngs(seed, self.journal.next_boot() if self.journal is not None else 0)
         self.registry: Registry = default_registry()
         project_registry = Registry(gke_registry.project_kinds())
+        # ``check_readonly`` (a test setting): every store fails loudly when a stored object is changed in place
+        self.check_readonly = self.settings.check_readonly
         self.project = Store(project_registry, self.loop.clock, name="project", journal=self.journal,
+                             check_readonly=self.check_readonly,
                              rng=self.rngs.get("store/project"))
         self.project_ctx = Context(store=self.project, loop=self.loop, rngs=self.rngs, logs=PodLogs(None),
                                    cluster="", project=self.project, executors=[],
@@ -96,17 +101,22 @@ class TwinCore:
         self.gke_project = gke_registry.project(self.project_ctx)
         self.project_manager.add_all(gke_registry.project_controllers(self.gke_project))
         self.clusters: dict[str, ClusterRuntime] = {}
+        # the GKE cluster the root Kubernetes API (the `flexq` kubeconfig context, the SDK's default) serves:
+        # the first one created, for as long as it exists, unless settings.default_cluster names one
+        self._root: str | None = self.journal.get_meta(ROOT_KEY) if self.journal is not None else None
         self._closed = False
 
     # -- clusters -------------------------------------------------------------------------------
     def start(self) -> None:
         """Bring up the default cluster and every GKE cluster the project store knows, then watch for more."""
         self.add_cluster(DEFAULT_CLUSTER, ClusterSettings())
-        for kk in [k.kind for k in self.project.registry]:
-            for obj in self.project.list(kk):
-                found = gke_registry.cluster_of(obj)
-                if found:
-                    self.add_cluster(found[0], found[1])
+        known = [obj for kk in [k.kind for k in self.project.registry] for obj in self.project.list(kk)
+                 if gke_registry.cluster_of(obj)]
+        known.sort(key=lambda o: (o["metadata"].get("creationTimestamp", ""), o["metadata"]["name"]))
+        for obj in known:  # oldest first: a state without a recorded root cluster elects the first created
+            found = gke_registry.cluster_of(obj)
+            assert found is not None
+            self.add_cluster(found[0], found[1])
         self.project.watch(self._on_project_event)
         self.project_manager.start()
 
@@ -128,6 +138,7 @@ class TwinCore:
         if name in self.clusters:
             return self.clusters[name]
         store = Store(self.registry, self.loop.clock, name=f"cluster/{name}", journal=self.journal,
+                      check_readonly=self.check_readonly,
                       rng=self.rngs.get(f"store/{name}"), namespaces=DEFAULT_NAMESPACES)
         if name != DEFAULT_CLUSTER:  # a GKE cluster serves addon kinds only when the addon is on
             store.serve_addons(settings.addons)
@@ -142,13 +153,38 @@ class TwinCore:
             manager.add_all(domain.controllers(ctx))
         rt = ClusterRuntime(name, store, ctx, manager)
         self.clusters[name] = rt
+        if name != DEFAULT_CLUSTER and self._root not in self.clusters:
+            self._set_root(name, "the first GKE cluster")
         manager.start()
         return rt
+
+    def _set_root(self, name: str | None, why: str) -> None:
+        if name == self._root:
+            return
+        self._root = name
+        if self.journal is not None:
+            self.journal.set_meta(ROOT_KEY, name)
+        if name is None:
+            log.warning("the root Kubernetes API now serves the twin's own cluster (%s)", why)
+        else:
+            log.info("the root Kubernetes API serves GKE cluster %s (%s)", name, why)
+
+    def root_cluster(self) -> str:
+        """The cluster the root Kubernetes API and the SDK act on when none is named: the one named by the
+        ``default_cluster`` setting, else the first GKE cluster created (while it exists: creating another
+        never moves it; deleting it moves it to the oldest left), else the twin's own cluster."""
+        explicit = self.settings.default_cluster
+        if explicit:
+            return explicit if explicit in self.clusters else DEFAULT_CLUSTER
+        return self._root if self._root in self.clusters else DEFAULT_CLUSTER
 
     def remove_cluster(self, name: str) -> None:
         rt = self.clusters.pop(name, None)
         if rt is None:
             return
+        if name == self._root:
+            left = [c for c in self.clusters if c != DEFAULT_CLUSTER]
+            self._set_root(left[0] if left else None, f"GKE cluster {name} was deleted")
         rt.manager.stop()
         for ns_pod in [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in rt.store.list("Pod")]:
             for ex in rt.executors:
@@ -162,6 +198,8 @@ class TwinCore:
         settings = self.settings
         if settings.ray_dir:  # one directory per cluster under the one asked for
             settings = dataclasses.replace(settings, ray_dir=str(Path(settings.ray_dir) / cluster))
+        if self.home and not settings.ray_token_file:  # the local Ray clusters' token, owner-only
+            settings = dataclasses.replace(settings, ray_token_file=str(self.home / "ray" / "auth_token"))
         out: list[PodExecutor] = []
         for domain in (kuberay_registry, kube_registry):  # real executors first, the simulated one last
             out += domain.executors(settings)
@@ -176,17 +214,14 @@ class TwinCore:
                 log.exception("executor shutdown failed")
 
     def current(self, name: str | None = None) -> ClusterRuntime:
-        """The named cluster, else the only GKE cluster, else the default one."""
+        """The named cluster, else the root one (``root_cluster``)."""
         if name is not None:
             if name not in self.clusters:
                 from flexq.errors import NotFound
 
                 raise NotFound(f'cluster "{name}" not found')
             return self.clusters[name]
-        gke = [c for c in self.clusters if c != DEFAULT_CLUSTER]
-        if len(gke) == 1:
-            return self.clusters[gke[0]]
-        return self.clusters[DEFAULT_CLUSTER]
+        return self.clusters[self.root_cluster()]
 
     def gke(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
         return gke_registry.gke_api(self.gke_project, method, path, body)

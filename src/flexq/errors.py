@@ -13,6 +13,7 @@
      |    +-- Invalid (422, with field causes)
      |    +-- InternalError (500)
      +-- CloudError (GKE-shaped: HTTP code + Google status string)
+     +-- InputError (a tool's bad input file: names the file, line and field)
 
 Must not import anything from flexq.
 """
@@ -136,3 +137,19 @@ class CloudError(FlexqError):
 
     def to_dict(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "status": self.status}}
+
+
+class InputError(FlexqError):
+    """Bad input to a tool (``flexq simulate``): names the file, the line or document, and the field."""
+
+    def __init__(self, message: str, *, source: str = "", line: int | None = None, field: str = "") -> None:
+        where = source
+        if line is not None:
+            where += f":{line}" if where else f"line {line}"
+        if field:
+            where += f" ({field})" if where else field
+        super().__init__(f"{where}: {message}" if where else message)
+        self.message = message
+        self.source = source
+        self.line = line
+        self.field = field

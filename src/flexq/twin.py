@@ -9,7 +9,8 @@
 A live twin (``Twin(clock="real", home=...)``) keeps its state in SQLite under ``home`` and runs its
 loop in a background thread; every method then runs on that thread and waits for the result.
 Objects go in and come out as plain Kubernetes JSON dicts. Methods act on the current cluster: the one
-chosen with ``twin.cluster(name)``, else the only GKE cluster, else the twin's default cluster.
+chosen with ``twin.cluster(name)``, else the root cluster: the one ``Twin(default_cluster=...)`` names, else the
+first GKE cluster created (a second one never replaces it), else the twin's own cluster.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
 from flexq.api import scheme
+from flexq.api.decode import check_decoded, load_yaml_all
+from flexq.api.jsoncopy import no_gc
 from flexq.api.registry import KindInfo
 from flexq.assembly import ClusterRuntime, TwinCore
 from flexq.errors import BadRequest, CloudError, NotFound
@@ -41,18 +42,24 @@ def load_documents(source: str | dict | Iterable[dict]) -> list[dict]:
     if isinstance(source, dict):
         docs: list[Any] = [source]
     elif isinstance(source, str):
-        try:
-            docs = [d for d in yaml.safe_load_all(source) if d is not None]
-        except yaml.YAMLError as exc:
-            raise BadRequest(f"error parsing YAML: {exc}") from None
+        docs = load_yaml_all(source)
     else:
         docs = list(source)
     out: list[dict] = []
     for d in docs:
         if not isinstance(d, dict):
             raise BadRequest(f"expected an object, got {type(d).__name__}")
-        if d.get("kind") == "List" or (d.get("kind", "").endswith("List") and "items" in d):
-            out.extend(d.get("items") or [])
+        check_decoded(d)  # the API server's limits: nesting depth, 3 MiB once expanded
+        kind = d.get("kind")
+        if isinstance(kind, str) and (kind == "List" or (kind.endswith("List") and "items" in d)):
+            items = d.get("items") or []
+            if not isinstance(items, list):
+                raise BadRequest(f"json: cannot unmarshal {type(items).__name__} into Go struct field "
+                                 f"{kind}.items of type []runtime.RawExtension")
+            for item in items:
+                if not isinstance(item, dict):
+                    raise BadRequest(f"expected an object in items, got {type(item).__name__}")
+            out.extend(items)
         else:
             out.append(d)
     return out
@@ -138,7 +145,9 @@ class Twin:
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or namespace or ("default" if info.namespaced else None)
         modified = clone(obj)
-        mmeta = modified.setdefault("metadata", {})
+        if modified.get("metadata") is None:
+            modified["metadata"] = {}
+        mmeta = modified["metadata"]
         if info.namespaced:
             mmeta["namespace"] = ns
         annotations = {k: v for k, v in (mmeta.get("annotations") or {}).items() if k != LAST_APPLIED}
@@ -178,8 +187,13 @@ class Twin:
     def get(self, kind: str, name: str, namespace: str | None = None, *, api_version: str | None = None) -> dict:
         """One object; ``api_version`` (or ``kind`` as ``plural.version.group``) picks the served version."""
         info, v = self._info(kind)
-        return self._call(lambda: scheme.render(info, self.store.get(info.kind, name, namespace),
-                                                api_version or v))
+        def run() -> dict:
+            obj = self.store.peek(info.kind, name, namespace)
+            if obj is None:
+                self.store.get(info.kind, name, namespace)  # raises NotFound, worded as the API server's
+            return scheme.render(info, obj, api_version or v)  # render copies: one copy, no more
+
+        return self._call(run)
 
     def try_get(self, kind: str, name: str, namespace: str | None = None, **kw: Any) -> dict | None:
         try:
@@ -190,8 +204,12 @@ class Twin:
     def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None, *,
              field_selector: str | None = None, api_version: str | None = None) -> list[dict]:
         info, v = self._info(kind)
-        return self._call(lambda: [scheme.render(info, o, api_version or v) for o in
-                                   self.store.list(info.kind, namespace, label_selector, field_selector)])
+        def run() -> list[dict]:
+            objs = self.store.peek_list(info.kind, namespace, label_selector, field_selector)
+            with no_gc():
+                return scheme.render_many(info, objs, api_version or v)  # copies
+
+        return self._call(run)
 
     def delete(self, kind: str, name: str, namespace: str | None = None, *,
                propagation: str = "Background") -> dict:

@@ -27,11 +27,15 @@ def flexq(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.C
 
 
 def alive(pid: int) -> bool:
+    """A live process: a zombie (exited, its parent has not reaped it yet) is not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return True
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import week_rayjobs
 
 
 def _results(seed: int) -> tuple[dict, dict]:
-    twin, submitted, _wall = week_rayjobs.run_week(40, seed)
+    twin, submitted, _wall, _cpu = week_rayjobs.run_week(40, seed)
     try:
         return week_rayjobs.week_results(twin, submitted), twin.billing()
     finally:

@@ -100,7 +100,9 @@ def drive(twin: Twin, submitted: set[int], until: float) -> None:
     """Run the twin on its virtual clock, submitting as the schedule says, until ``until``."""
     while twin.now() < until:
         submit_due(twin, submitted)
-        twin.advance(min(0.25, until - twin.now()))
+        due = [START + i * SUBMIT_EVERY for i in range(JOBS) if i not in submitted]
+        nxt = min([t for t in due if t > twin.now()] + [until])
+        twin.advance(min(0.25, nxt - twin.now()) if due else until - twin.now())
     submit_due(twin, submitted)
 
 

@@ -296,10 +296,14 @@ def test_uids_differ_and_creation_time_follows_the_clock() -> None:
         "1970-01-01T00:00:00Z", "1970-01-02T01:01:01Z")
     assert int(b["metadata"]["resourceVersion"]) > int(a["metadata"]["resourceVersion"])
     b["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z"
-    b["metadata"]["uid"] = "forged"
     b["data"] = {"x": "1"}
     out = s.update(b)
-    assert out["metadata"]["creationTimestamp"] == "1970-01-02T01:01:01Z" and out["metadata"]["uid"] != "forged"
+    assert out["metadata"]["creationTimestamp"] == "1970-01-02T01:01:01Z"
+    # another uid is the API server's UID precondition failing on update: 409, nothing written
+    out["metadata"]["uid"] = "forged"
+    with pytest.raises(Conflict, match="Precondition failed: UID in precondition: forged"):
+        s.update(out)
+    assert s.get("ConfigMap", "b", "default")["metadata"]["uid"] == b["metadata"]["uid"]
 
 
 def test_watch_filters_kinds_and_a_delete_has_its_own_resource_version(store: Store) -> None:

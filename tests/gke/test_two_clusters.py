@@ -45,3 +45,46 @@ def test_same_pod_name_in_two_clusters_runs_twice_independently() -> None:
         assert twin.cluster("beta").get("Pod", "trainer")["status"]["phase"] == "Succeeded"
     finally:
         twin.close()
+
+
+def _configmap(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}}
+
+
+def test_a_second_cluster_does_not_replace_the_default_one(tmp_path) -> None:
+    """The SDK's default (and the root Kubernetes API) is the first cluster; another one never takes its place,
+    also across a restart (where clusters are listed by name); deleting it moves to the oldest left."""
+    twin = Twin(clock="virtual", home=tmp_path)
+    _cluster(twin, "zeta")
+    twin.apply(_configmap("in-zeta"))
+    assert twin.runtime.name == "zeta"
+    _cluster(twin, "alpha")
+    assert twin.runtime.name == "zeta"
+    assert twin.get("configmap", "in-zeta", "default")["metadata"]["name"] == "in-zeta"
+    _cluster(twin, "beta")
+    assert twin.core.root_cluster() == "zeta"
+    twin.close()
+
+    again = Twin(clock="virtual", home=tmp_path)
+    try:
+        assert again.runtime.name == "zeta"
+        assert again.get("configmap", "in-zeta", "default")
+        path, _ = tutorial.create_cluster_request(PROJECT, {"CLUSTER_NAME": "zeta"})
+        again.gke("DELETE", f"{path}/zeta")
+        again.run_until_idle(max_seconds=3600)
+        assert again.runtime.name == "alpha"  # the oldest one left, not the empty default cluster
+    finally:
+        again.close()
+
+
+def test_an_explicit_default_cluster_is_kept() -> None:
+    twin = Twin(clock="virtual", default_cluster="beta")
+    try:
+        _cluster(twin, "alpha")
+        assert twin.runtime.name == ""  # beta does not exist yet: the twin's own cluster, not alpha
+        _cluster(twin, "beta")
+        assert twin.runtime.name == "beta"
+        _cluster(twin, "gamma")
+        assert twin.runtime.name == "beta"
+    finally:
+        twin.close()

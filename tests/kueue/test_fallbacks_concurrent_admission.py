@@ -2,7 +2,7 @@
 on the virtual twin with the tutorial's cluster, pools and queue configuration plus each mechanism's manifests,
 under (a) plan A available, (b) on-demand stocked out for 2 h then available, (c) on-demand stocked out for the
 whole run. Two tutorial RayJobs, one hour each; DWS grants after 30 min. ``fallback_scenarios.py`` builds the
-runs; ``docs/fallbacks-concurrent-admission.md`` tabulates the same figures. Times are minutes after the first
+runs; ``docs/fallbacks.md`` (section 3) tabulates the same figures. Times are minutes after the first
 submission.
 
 What upstream's documentation and code say, and what these runs show:

@@ -35,7 +35,9 @@ def _no_leftovers(ex, ray_dir) -> None:
     wait_until(lambda: not localproc.owned_pids(ex._token + ":"), 60, "every Ray process to exit")
     # the executor forgets a cluster once its last pod's cleanup (ports, temp dirs) is done, just after
     wait_until(lambda: not ex._clusters, 30, "the executor to forget every cluster", detail=lambda: str(ex._clusters))
-    leftover_files = [p for p in ray_dir.rglob("*") if p.is_file()]
+    # the executor's own files (its Ray token, the nodes' sitecustomize) live as long as it does
+    own = {ex.token_file, ex.base_dir / "py" / "sitecustomize.py"}
+    leftover_files = [p for p in ray_dir.rglob("*") if p.is_file() and p not in own]
     if ex._ray_root is not None:  # Ray's own temp dirs (short paths, maybe outside ray_dir)
         leftover_files += [p for p in ex._ray_root.rglob("*") if p.is_file()]
     assert not leftover_files, leftover_files[:5]

@@ -26,6 +26,8 @@ def _cluster_ready(s: Slice) -> bool:
 
 def _assert_clean(ex: LocalRayExecutor, ports: list[int]) -> None:
     wait_for(lambda: not leftovers(ex), 30, "every owned process to exit")
+    # the stop threads release ports and remove directories just after the processes are gone
+    wait_for(lambda: not ex._clusters, 30, "the executor to forget every cluster", detail=lambda: str(ex._clusters))
     assert all(localproc.port_is_free(p) for p in ports), "a cluster port is still bound"
     assert not [f for f in (ex.base_dir / "pods").rglob("*") if f.is_file()]
     if ex._ray_root is not None and ex._ray_root.exists():  # shutdown removes the root itself

@@ -226,6 +226,9 @@ class Namespace(ObjectBase):
         return _defaulted(data, default_namespace)
 
 
+MAX_CONFIG_SIZE = 1024 * 1024  # core.MaxSecretSize, the limit of a ConfigMap's (and a Secret's) data
+
+
 class ConfigMap(ObjectBase):
     data: dict[str, str] | None = None
     binary_data: dict[str, str] | None = None
@@ -242,6 +245,38 @@ class ConfigMap(ObjectBase):
                                   "'_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
                                   "validation is '[-._a-zA-Z0-9]+')")
         return v
+
+    @field_validator("binary_data")
+    @classmethod
+    def _base64(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        import base64
+        import binascii
+        import json
+        import re
+
+        for k, val in (v or {}).items():
+            if not re.match(r"^[-._a-zA-Z0-9]+$", k) or len(k) > 253:
+                raise field_error(f"[{k}]", "a valid config key must consist of alphanumeric characters, '-', "
+                                  "'_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
+                                  "validation is '[-._a-zA-Z0-9]+')")
+            try:
+                base64.b64decode(val, validate=True)
+            except (binascii.Error, ValueError):
+                raise field_error(f"[{k}]", f"Invalid value: {json.dumps(val[:40])}: illegal base64 data: the "
+                                  "value must be standard base64 (a []byte field)") from None
+        return v
+
+    @model_validator(mode="after")
+    def _size(self) -> ConfigMap:
+        """ValidateConfigMap: a key in both bags is refused, and all data together is at most 1 MiB."""
+        data, binary = self.data or {}, self.binary_data or {}
+        for k in data:
+            if k in binary:
+                raise field_error(f"data[{k}]", f'Invalid value: "{k}": duplicate of key present in binaryData')
+        total = sum(len(v.encode()) for v in data.values()) + sum(len(v) * 3 // 4 for v in binary.values())
+        if total > MAX_CONFIG_SIZE:
+            raise field_error("[]", f"Too long: must have at most {MAX_CONFIG_SIZE} bytes", "FieldValueTooLong")
+        return self
 
 
 class ServicePort(Loose):

@@ -11,9 +11,9 @@ No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from flexq.api.jsoncopy import clone
 from flexq.api.wellknown import COMPUTE_CLASS_LABEL, QUEUE_NAME_LABEL
 
 # -- defaulting: SetDefaults_* of core/v1 and batch/v1 (run before validation, on create and update) ----------
@@ -24,7 +24,7 @@ def _defaulted(data: Any, fill: Any) -> Any:
     """A defaulted copy of a raw object about to be validated (the caller's dict is not changed)."""
     if not isinstance(data, dict):
         return data
-    data = copy.deepcopy(data)
+    data = clone(data)
     fill(data)
     return data
 
@@ -421,7 +421,7 @@ def keep_namespace_spec(new: dict, old: dict | None) -> dict:
         return new
     out = {k: v for k, v in new.items() if k != "spec"}
     if "spec" in old:
-        out["spec"] = copy.deepcopy(old["spec"])
+        out["spec"] = clone(old["spec"])
     return out
 
 

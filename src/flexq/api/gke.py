@@ -41,9 +41,15 @@ def _int64(v: Any) -> Any:
         raise ValueError("Invalid value: expected an integer")
     if isinstance(v, str):
         try:
-            return int(v)
+            v = int(v)
         except ValueError:
             raise ValueError(f'Invalid value at integer field: "{v}"') from None
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")) or not v.is_integer():
+            raise ValueError(f"Invalid value: {v} is not an integer")
+        v = int(v)
+    if isinstance(v, int) and not -(2**63) <= v < 2**63:
+        raise ValueError(f"Invalid value: {v} is out of range for an integer field")
     return v
 
 

@@ -9,13 +9,13 @@ import outside ``flexq.api``.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from flexq.api.base import DNS1123Subdomain, Model, ObjectBase, field_error
+from flexq.api.jsoncopy import clone
 from flexq.api.kueue_v1beta2 import (
     AdmissionCheckParametersReference,
     AdmissionChecksStrategy,
@@ -121,7 +121,7 @@ def _rename(d: dict, old: str, new: str) -> None:
 
 def cq_to_v1beta2(obj: dict) -> dict:
     """ClusterQueue v1beta1 -> v1beta2 (``clusterqueue_conversion.go``)."""
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     spec = out.get("spec") or {}
     _rename(spec, "cohort", "cohortName")
     checks = spec.pop("admissionChecks", None)
@@ -138,7 +138,7 @@ def cq_to_v1beta2(obj: dict) -> dict:
 
 def cq_from_v1beta2(obj: dict) -> dict:
     """ClusterQueue v1beta2 -> v1beta1 (``concurrentAdmissionPolicy`` has no v1beta1 form and is dropped)."""
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     spec = out.get("spec") or {}
     _rename(spec, "cohortName", "cohort")
     spec.pop("concurrentAdmissionPolicy", None)
@@ -147,7 +147,7 @@ def cq_from_v1beta2(obj: dict) -> dict:
 
 def lq_to_v1beta2(obj: dict) -> dict:
     """LocalQueue v1beta1 -> v1beta2: ``status.flavorUsage`` -> ``flavorsUsage``; ``status.flavors`` is gone."""
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     status = out.get("status") or {}
     _rename(status, "flavorUsage", "flavorsUsage")
     status.pop("flavors", None)
@@ -156,14 +156,14 @@ def lq_to_v1beta2(obj: dict) -> dict:
 
 def lq_from_v1beta2(obj: dict) -> dict:
     """LocalQueue v1beta2 -> v1beta1."""
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     _rename(out.get("status") or {}, "flavorsUsage", "flavorUsage")
     return out
 
 
 def wl_to_v1beta2(obj: dict) -> dict:
     """Workload v1beta1 -> v1beta2: priority class name+source -> ``priorityClassRef``; the misspelt field."""
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     spec = out.get("spec") or {}
     name = spec.pop("priorityClassName", None)
     source = spec.pop("priorityClassSource", None)
@@ -176,7 +176,7 @@ def wl_to_v1beta2(obj: dict) -> dict:
 
 def wl_from_v1beta2(obj: dict) -> dict:
     """Workload v1beta2 -> v1beta1 (``preemptionGates`` have no v1beta1 form and are dropped)."""
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     spec = out.get("spec")
     if spec is not None:
         ref = spec.pop("priorityClassRef", None)
@@ -195,14 +195,14 @@ def wl_from_v1beta2(obj: dict) -> dict:
 
 def ac_to_v1beta2(obj: dict) -> dict:
     """AdmissionCheck v1beta1 -> v1beta2: ``retryDelayMinutes`` is dropped."""
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     (out.get("spec") or {}).pop("retryDelayMinutes", None)
     return out
 
 
 def ac_from_v1beta2(obj: dict) -> dict:
     """AdmissionCheck v1beta2 -> v1beta1: the v1beta1 default ``retryDelayMinutes: 15`` shows on read."""
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     spec = out.get("spec")
     if spec is not None:
         spec.setdefault("retryDelayMinutes", 15)

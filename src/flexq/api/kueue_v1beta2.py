@@ -281,8 +281,8 @@ class PodSet(Model):
 
     name: PodSetRef = "main"
     template: EmbeddedPodTemplateSpec
-    count: int = Field(default=1, ge=0)
-    min_count: int | None = Field(default=None, ge=1)
+    count: int = Field(default=1, ge=0, le=2**31 - 1)  # int32
+    min_count: int | None = Field(default=None, ge=1, le=2**31 - 1)
     topology_request: Loose | None = None
 
     @model_validator(mode="after")

@@ -8,7 +8,6 @@ and ``flexq.errors``.
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any, Literal
 
@@ -16,6 +15,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 from flexq.api.base import CANONICAL_QUANTITIES, check_dns1123_label, check_dns1123_subdomain
+from flexq.api.jsoncopy import clone, clone_many
 from flexq.api.registry import KindInfo, Registry, split_api_version
 from flexq.errors import BadRequest, Cause, Invalid
 
@@ -71,6 +71,8 @@ def _message(etype: str, reason: str, msg: str, ctx: dict, value: Any) -> str:
         return f"Too many: {actual}: must have at most {ctx.get('max_length')} items"
     if reason == "FieldValueNotSupported" and "expected" in ctx:
         return f"Unsupported value: {_short(value)}: supported values: {ctx['expected']}"
+    if msg.startswith("Invalid value: "):  # a check that names the value itself
+        return msg
     prefix = _PREFIXES.get(reason)
     if prefix:
         return msg if msg.startswith(prefix) else f"{prefix}: {msg}"
@@ -156,7 +158,7 @@ def validate(info: KindInfo, obj: dict, unknown: UnknownFields = "Strict") -> tu
                 continue
             extra = [e["loc"] for e in errors if e["type"] == "extra_forbidden"]
             if unknown == "Ignore" and extra and len(extra) == len(errors):
-                data = copy.deepcopy(data)
+                data = clone(data)
                 for loc in extra:
                     _drop(data, loc)
                 continue
@@ -204,7 +206,7 @@ def admit(info: KindInfo, obj: dict, old: dict | None = None, unknown: UnknownFi
 
 def render(info: KindInfo, stored: dict, api_version: str | None = None) -> dict:
     """Storage-version dict -> the requested served version (a copy)."""
-    out = copy.deepcopy(stored)
+    out = clone(stored)
     if api_version is None or api_version == info.storage_api_version:
         return out
     _, version = split_api_version(api_version)
@@ -213,10 +215,70 @@ def render(info: KindInfo, stored: dict, api_version: str | None = None) -> dict
     return out
 
 
+def render_many(info: KindInfo, stored: list[dict], api_version: str | None = None) -> list[dict]:
+    """``render`` of many objects (copied in one go when no conversion is needed)."""
+    if api_version is None or api_version == info.storage_api_version:
+        return clone_many(stored)
+    return [render(info, o, api_version) for o in stored]
+_GO_TYPES = {bool: "bool", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+
+
+def _go_type(value: Any) -> str:
+    return _GO_TYPES.get(type(value), type(value).__name__)
+
+
+def _unmarshal(value: Any, field: str, want: str) -> BadRequest:
+    """The API server's answer to a JSON value of the wrong type (encoding/json's UnmarshalTypeError)."""
+    return BadRequest(f"json: cannot unmarshal {_go_type(value)} into Go struct field ObjectMeta.{field} of "
+                      f"type {want}")
+
+
+def check_shape(obj: dict) -> None:
+    """apiVersion, kind and the ObjectMeta fields every object shares have their JSON types (BadRequest as
+    the API server's decoder answers otherwise); ``metadata: null`` is as absent."""
+    for key in ("apiVersion", "kind"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise BadRequest(f"json: cannot unmarshal {_go_type(obj[key])} into Go struct field "
+                             f"TypeMeta.{key} of type string")
+    meta = obj.get("metadata")
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        raise BadRequest(f"json: cannot unmarshal {_go_type(meta)} into Go struct field .metadata of type "
+                         "v1.ObjectMeta")
+    for key in ("name", "generateName", "namespace", "uid", "resourceVersion", "creationTimestamp",
+                "deletionTimestamp"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise _unmarshal(meta[key], f"metadata.{key}", "string")
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise _unmarshal(value, f"metadata.{key}", "map[string]string")
+        for v in value.values():
+            if not isinstance(v, str):
+                raise _unmarshal(v, f"metadata.{key}", "string")
+    for key, item in (("finalizers", str), ("ownerReferences", dict), ("managedFields", dict)):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            raise _unmarshal(value, f"metadata.{key}", "[]" + ("string" if item is str else "v1.Object"))
+        for v in value:
+            if not isinstance(v, item):
+                raise _unmarshal(v, f"metadata.{key}", "string" if item is str else "v1.Object")
+    if meta.get("generation") is not None and (not isinstance(meta["generation"], int)
+                                               or isinstance(meta["generation"], bool)):
+        raise _unmarshal(meta["generation"], "metadata.generation", "int64")
+
+
 def resolve_object(registry: Registry, obj: dict) -> KindInfo:
-    """The KindInfo for an object from its apiVersion/kind (BadRequest when either is missing)."""
+    """The KindInfo for an object from its apiVersion/kind (BadRequest when either is missing, or when
+    the object's type fields or metadata have the wrong JSON types)."""
     if not isinstance(obj, dict):
         raise BadRequest("Object 'Kind' is missing in the request body: expected a JSON/YAML object")
+    check_shape(obj)
     if not obj.get("kind"):
         raise BadRequest("Object 'Kind' is missing in '" + _short(obj) + "'")
     if not obj.get("apiVersion"):

@@ -23,14 +23,6 @@ from flexq import __version__
 console = Console() if Console().is_terminal or os.environ.get("COLUMNS") else Console(width=200)
 err_console = Console(stderr=True)
 
-SIMULATE_PLAN = ("flexq simulate is planned for a later issue: it will run the same controllers on a virtual clock "
-                 "over a trace of jobs and a capacity profile (stock-outs, DWS wait times, prices) and report waits, "
-                 "cost and utilisation per policy (the tutorial's on-demand-then-DWS configuration against "
-                 "capacity-aware fallbacks), with plots.\n"
-                 "Today: `flexq demo --simulated` runs the tutorial's two jobs on the virtual clock "
-                 "(`--capacity tutorial` for realistic waits).")
-
-
 # -- commands ---------------------------------------------------------------------------------------------------
 def _cmd_up(args: argparse.Namespace) -> int:
     from flexq.cli import lifecycle
@@ -144,8 +136,9 @@ def _cmd_logs(args: argparse.Namespace) -> int:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    console.print(SIMULATE_PLAN)
-    return 0
+    from flexq.cli import simulate
+
+    return simulate.run(args, console, err_console)
 
 
 # -- parser -----------------------------------------------------------------------------------------------------
@@ -233,8 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     _kube_flags(lg)
     lg.set_defaults(func=_cmd_logs)
 
-    sm = sub.add_parser("simulate", help="capacity planning on a virtual clock (planned)")
-    sm.set_defaults(func=_cmd_simulate)
+    from flexq.cli.simulate import add_parser as add_simulate
+
+    add_simulate(sub).set_defaults(func=_cmd_simulate)
     return p
 
 

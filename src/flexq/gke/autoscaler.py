@@ -46,7 +46,7 @@ from flexq.gke.compute_class import (
     rule_index,
     rules,
 )
-from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pod_requests, pool_shape
+from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pool_shape
 from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, ANN_UNNEEDED_SINCE, NodeWriter, pools_of
 from flexq.gke.provisioning import active_booking, booked_nodes
 from flexq.runtime import Context, Controller, Result, Watch
@@ -72,6 +72,13 @@ def pending_pods(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if cond and cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
             out.append(p)
     return sorted(out, key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+
+
+def _placement_key(pod: dict[str, Any], req: dict[str, Any]) -> tuple:
+    """What decides where a pod may go in the simulation: its requests, node selector, affinity, tolerations."""
+    spec = pod.get("spec") or {}
+    return (tuple(sorted(req.items())), repr(spec.get("nodeSelector")), repr(spec.get("affinity")),
+            repr(spec.get("tolerations")))
 
 
 def _consumes_request(pod: dict[str, Any]) -> bool:
@@ -135,13 +142,22 @@ class Autoscaler(Controller):
         used = dict(cache.used)
         shapes = {n["metadata"]["name"]: node_shape(n) for n in nodes}
         left = []
+        # The simulation only fills nodes, so a pod that fit nowhere rules out every later pod that asks for
+        # the same and may go to the same nodes: those are not tried again (same answer, without the cost
+        # of pending pods x nodes when many identical pods wait).
+        no_room: set[tuple] = set()
         for pod in pending:
-            req = pod_requests(pod)
+            req = cache.requests_of(pod)
+            sig = _placement_key(pod, req)
+            if sig in no_room:
+                left.append(pod)
+                continue
             for name, shape in shapes.items():
                 if fits(pod, shape, used.get(name, {}), req) is None:
                     used[name] = add(used.get(name, {}), req)
                     break
             else:
+                no_room.add(sig)
                 left.append(pod)
         return left
 
@@ -200,6 +216,7 @@ class Autoscaler(Controller):
                 todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
             if self.backoff.get(name, 0.0) > now:
                 wake = self.backoff[name] if wake is None else min(wake, self.backoff[name])
+                self._explain_backoff(placed, 1)
                 continue
             got = self.writer.grow(pool, n_nodes)
             if got.ok:
@@ -455,12 +472,12 @@ class Autoscaler(Controller):
             if ANN_UNNEEDED_SINCE in ann:
                 node = clone(node)
                 node["metadata"]["annotations"].pop(ANN_UNNEEDED_SINCE)
-                self.store.update(node, validate=False)
+                self.store.update(node, validate=False, copy_result=False)
             return None
         if ANN_UNNEEDED_SINCE not in ann:
             node = clone(node)
             node["metadata"].setdefault("annotations", {})[ANN_UNNEEDED_SINCE] = repr(now)
-            self.store.update(node, validate=False)
+            self.store.update(node, validate=False, copy_result=False)
             return now
         return float(ann[ANN_UNNEEDED_SINCE])
 

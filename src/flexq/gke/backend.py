@@ -53,10 +53,12 @@ from flexq.gke.updates import Plan, autoscaling_patch, label_fingerprint, plan_u
 from flexq.gke.validation import (
     DEFAULT_VERSION,
     already_exists,
+    check_capacity,
     check_cluster,
     check_labels,
     check_location,
     check_node_pool,
+    check_size,
     invalid,
     not_found,
     parse_body,
@@ -129,6 +131,11 @@ class GkeBackend:
         if obj is None:
             raise not_found(f"{self._cluster_path(project, location, cluster)}/nodePools/{pool}")
         return obj
+
+    def _fixed_nodes(self, project: str, location: str, cluster: str, but: str | None = None) -> int:
+        """The nodes the cluster's pools (but ``but``) are sized to: their desired counts."""
+        return sum(int((p.get("status") or {}).get("desiredNodeCount") or 0)
+                   for p in self._pools_of(project, location, cluster) if p["spec"].get("name") != but)
 
     def _pools_of(self, project: str, location: str, cluster: str) -> list[dict[str, Any]]:
         objs = self.storage.list(NODE_POOL, {LABEL_PROJECT: project, LABEL_LOCATION: location,
@@ -238,6 +245,7 @@ class GkeBackend:
         for p in pools:
             check_node_pool(p, location=location, cluster_version=version)
         spec = self._cluster_spec(project, location, cluster, version, now)
+        check_capacity(sum(p.initial_node_count or 0 for p in pools), 0, spec, node_range(spec))
         self.storage.put(envelope(CLUSTER, cluster_key(project, location, cluster.name), spec,
                                   {"createdAt": now}, self._labels(project, location, cluster.name)))
         for p in pools:
@@ -385,6 +393,8 @@ class GkeBackend:
             raise already_exists(f"{self._cluster_path(project, location, cluster)}/nodePools/{pool.name}")
         if cobj["spec"]["status"] == "STOPPING":
             raise precondition(f"Cluster {cluster} is being deleted.")
+        check_capacity(pool.initial_node_count or 0, self._fixed_nodes(project, location, cluster),
+                       cobj["spec"], node_range(cobj["spec"]))
         self._busy(project, location, cluster)
         self._put_pool(project, location, cluster, pool, version, now, status="PROVISIONING")
         self._set_status(CLUSTER, cobj["metadata"]["name"], "RECONCILING")
@@ -440,6 +450,9 @@ class GkeBackend:
                                "for ProvisioningRequests.")  # [inferred wording]
         if hosts > 1 and count % hosts:
             raise invalid(f"A multi-host TPU slice node pool is resized in whole slices of {hosts} nodes.")
+        check_size(count, "node_count")
+        cspec = self._get_cluster_obj(project, location, cluster)["spec"]
+        check_capacity(count, self._fixed_nodes(project, location, cluster, but=pool), cspec, node_range(cspec))
         obj["status"]["desiredNodeCount"] = count
         obj["status"]["resizeRequestedAt"] = now
         return self._update_op(project, location, cluster, pool, obj, now, "SET_NODE_POOL_SIZE")

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.gke.catalog import LABEL_NODEPOOL
 from flexq.gke.fit import Resources, is_terminal, pod_requests
 from flexq.store.store import Store, WatchEvent
 
-CONSUME_KEY = "autoscaling.x-k8s.io/consume-provisioning-request"
+CONSUME_KEY = CONSUME_PROVISIONING_REQUEST
 
 __all__ = ["GkeCache"]
 
@@ -30,6 +31,7 @@ class GkeCache:
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.unschedulable: dict[tuple[str, str], dict[str, Any]] = {}
+        self._pending_req: dict[tuple[str, str], tuple[dict[str, Any], Resources]] = {}
         self.used: dict[str, Resources] = {}
         self._live: dict[str, int] = {}  # node -> live pods bound to it
         self._acct: dict[tuple[str, str], tuple[str, Resources]] = {}
@@ -53,6 +55,7 @@ class GkeCache:
         if ev.type == "DELETED":
             self.pods.pop(key, None)
             self.unschedulable.pop(key, None)
+            self._pending_req.pop(key, None)
             self._unaccount(key)
             self._unconsume(key)
             return
@@ -62,6 +65,7 @@ class GkeCache:
             self.unschedulable[key] = obj
         else:
             self.unschedulable.pop(key, None)
+            self._pending_req.pop(key, None)
         if node and not is_terminal(obj):
             if key not in self._acct:
                 req = pod_requests(obj)
@@ -99,6 +103,17 @@ class GkeCache:
             self.consumers[ck] -= 1
             if not self.consumers[ck]:
                 del self.consumers[ck]
+
+    def requests_of(self, pod: dict[str, Any]) -> Resources:
+        """``pod_requests`` of an unschedulable pod, computed once per version of it."""
+        key = (pod["metadata"].get("namespace") or "default", pod["metadata"]["name"])
+        hit = self._pending_req.get(key)
+        if hit is not None and hit[0] is pod:
+            return hit[1]
+        req = pod_requests(pod)
+        if key in self.unschedulable:
+            self._pending_req[key] = (pod, req)
+        return req
 
     def busy_nodes(self) -> set[str]:
         """Nodes with a live (bound, not terminal) pod."""

@@ -51,10 +51,11 @@ def cluster_names(ctx: Context) -> tuple[str, str, str]:
 
 
 def pools_of(ctx: Context) -> list[dict[str, Any]]:
-    """This cluster's node pool objects (project store), oldest first."""
+    """This cluster's node pool objects (project store), oldest first. Read-only: the stored objects
+    themselves (``pool_of`` gives a copy to change)."""
     assert ctx.project is not None
     project, location, cluster = cluster_names(ctx)
-    pools = ctx.project.list(NODE_POOL, label_selector=f"gke.twin.flexq.dev/project={project},"
+    pools = ctx.project.peek_list(NODE_POOL, label_selector=f"gke.twin.flexq.dev/project={project},"
                              f"gke.twin.flexq.dev/location={location},gke.twin.flexq.dev/cluster={cluster}")
     return sorted(pools, key=lambda p: (p["status"].get("createdAt", 0.0), p["spec"]["name"]))
 
@@ -186,6 +187,8 @@ def _grow(ctx: Context, cache: GkeCache, capacity: CapacitySource, pool: dict[st
             preempt_at = cap.preemption_time(twin["zone"], spec["config"]["machineType"], model, ready_at,
                                              rng) if model == catalog.SPOT else None
         name = f"{base}-{''.join(rng.choice(_ALNUM) for _ in range(4))}"
+        while ctx.store.peek("Node", name) is not None:  # GCE's instance names are unique in a group
+            name = f"{base}-{''.join(rng.choice(_ALNUM) for _ in range(4))}"
         annotations = dict(extra_annotations or {})
         if preempt_at is not None:
             annotations[ANN_PREEMPT_AT] = repr(preempt_at)
@@ -194,7 +197,7 @@ def _grow(ctx: Context, cache: GkeCache, capacity: CapacitySource, pool: dict[st
             seconds = float(max_run.rstrip("s")) if max_run else 7 * 86400.0
             annotations[ANN_DELETE_AT] = repr(ready_at + seconds)
         node = _build_node(ctx, cache, pool, name, now, ready_at, slice_id, extra_labels or {}, annotations)
-        ctx.store.create(node, keep_status=True, validate=False)
+        ctx.store.create(node, keep_status=True, validate=False, copy_result=False)
     return got
 
 
@@ -330,6 +333,6 @@ class NodeLifecycle(Controller):
                           "message": "kubelet is posting ready status", "lastHeartbeatTime": format_time(now),
                           "lastTransitionTime": format_time(now)})
             node["status"]["conditions"] = conds
-            self.store.update_status(node)
+            self.store.update_status(node, copy_result=False)
         pending = [t for t in [ready_at, *ends] if t > now]
         return Result(requeue_after=min(pending) - now) if pending else None

@@ -93,7 +93,7 @@ def active_booking(store: Store, node: dict[str, Any]) -> bool:
     if not ref:
         return False
     ns, name = ref.split("/", 1)
-    pr = store.try_get("ProvisioningRequest", name, ns)
+    pr = store.peek("ProvisioningRequest", name, ns)  # read-only
     return pr is not None and _true(pr, "Provisioned") and not _true(pr, "BookingExpired")
 
 
@@ -214,7 +214,7 @@ class ProvisioningRequestController(Controller):
                 cur.update(new)
         if details:
             status["provisioningClassDetails"] = {**(status.get("provisioningClassDetails") or {}), **details}
-        self.store.update_status(pr)
+        self.store.update_status(pr, copy_result=False)
 
     def _fail(self, pr: dict[str, Any], now: float, reason: str, message: str) -> None:
         self._set(pr, now, ("Failed", "True", reason, message))
@@ -354,11 +354,9 @@ class ProvisioningRequestController(Controller):
         """Provisioned -> BookingExpired after 10 min, or once every consuming pod is scheduled."""
         if _true(pr, "BookingExpired"):
             return None
-        consuming = [p for p in self.writer.cache.pod_list(pr["metadata"]["namespace"])
-                     if (p["metadata"].get("annotations") or {}).get(
-                         CONSUME_KEY) == pr["metadata"]["name"]]
+        bound = self.writer.cache.consumers.get((pr["metadata"]["namespace"], pr["metadata"]["name"]), 0)
         total = sum(ps["count"] for ps in pr["spec"]["podSets"])
-        if len([p for p in consuming if (p.get("spec") or {}).get("nodeName")]) >= total:
+        if bound >= total:
             self._set(pr, now, ("BookingExpired", "True", "CapacityBookingConsumed"))
             return None
         expire = _since(pr, "Provisioned") + BOOKING_SECONDS

@@ -24,7 +24,7 @@ from flexq.errors import CloudError
 from flexq.gke import catalog
 
 __all__ = ["invalid", "not_found", "already_exists", "precondition", "parse_body", "check_cluster_name",
-           "check_location", "check_labels", "check_version_text", "check_cluster", "check_node_pool", "pool_model", "pool_hosts", "version_tuple",
+           "check_location", "check_labels", "check_size", "check_capacity", "node_capacity", "check_version_text", "check_cluster", "check_node_pool", "pool_model", "pool_hosts", "version_tuple",
            "version_key", "resolve_version", "SUPPORTED_MINOR_VERSIONS", "DEFAULT_VERSION", "DEFAULT_PATCHES", "FLEX_START_MIN_TPU",
            "FLEX_START_MIN_GPU"]
 
@@ -44,6 +44,9 @@ _LOCATION = re.compile(r"^[a-z]+-[a-z]+[0-9]+(-[a-z])?$")
 _VERSION = re.compile(r"^(latest|-|\d+\.\d+(\.\d+(-gke\.\d+)?)?)$")
 _DURATION = re.compile(r"^(\d+)(\.\d+)?s$")
 MAX_RUN_SECONDS = 7 * 24 * 3600
+# GKE's quotas and limits page: "Nodes per node pool zone: 1,000" (initial, fixed and autoscaled sizes alike).
+MAX_NODES_PER_POOL_ZONE = 1000
+RESERVED_SUBNET_ADDRESSES = 4  # GCE keeps the network, gateway, second-to-last and broadcast addresses
 
 
 def invalid(message: str) -> CloudError:
@@ -168,6 +171,8 @@ def check_cluster(cluster: Cluster) -> None:
                       "Cluster.node_pools; set them on the node pools instead.")  # [inferred wording]
     if not cluster.node_pools and not cluster.initial_node_count:
         raise invalid("Cluster.initial_node_count must be greater than zero.")
+    if cluster.initial_node_count is not None:
+        check_size(cluster.initial_node_count, "Cluster.initial_node_count")
     names = [p.name for p in cluster.node_pools or []]
     if len(set(names)) != len(names):
         raise invalid("Node pool names must be unique within a cluster.")  # [inferred wording]
@@ -216,6 +221,12 @@ def check_node_pool(pool: NodePool, *, location: str, cluster_version: str | Non
     initial = pool.initial_node_count or 0
     if initial < 0:
         raise invalid("node_pool.initial_node_count must be non-negative.")
+    check_size(initial, "node_pool.initial_node_count")
+    surge = pool.upgrade_settings
+    if surge is not None:
+        for field, value in (("max_surge", surge.max_surge), ("max_unavailable", surge.max_unavailable)):
+            if value is not None and value < 0:
+                raise invalid(f"node_pool.upgrade_settings.{field} must be non-negative.")  # [inferred wording]
     _check_provisioning(pool, mt, auto, initial, cluster_version)
     _check_config(pool, mt)
     if auto is not None:
@@ -283,6 +294,8 @@ def _check_autoscaling(auto: NodePoolAutoscaling, hosts: int, topology: str | No
     hi = (auto.max_node_count if per_zone else auto.total_max_node_count) or 0
     if lo < 0 or hi < 0:
         raise invalid("Autoscaling limits must be non-negative.")
+    if per_zone:
+        check_size(hi, "Autoscaling limits: max_node_count")
     if hi < lo:
         raise invalid(f"Autoscaling limits are invalid: max_node_count ({hi}) must be greater than or equal "
                       f"to min_node_count ({lo}).")
@@ -291,3 +304,41 @@ def _check_autoscaling(auto: NodePoolAutoscaling, hosts: int, topology: str | No
     if hosts > 1 and (hi % hosts or lo % hosts):
         raise invalid(f"Multi-host TPU slice node pools scale in whole slices of {hosts} nodes (topology "
                       f"{topology}); min and max node counts must be multiples of {hosts}.")
+
+
+def check_size(count: int, what: str) -> None:
+    """A node count within GKE's 1,000 nodes per node pool per zone. [inferred wording]"""
+    if count > MAX_NODES_PER_POOL_ZONE:
+        raise invalid(f"{what} ({count}) exceeds the limit of {MAX_NODES_PER_POOL_ZONE} nodes per node pool "
+                      "per zone.")
+
+
+def node_capacity(cluster_spec: dict[str, Any], node_range: str) -> tuple[int, str]:
+    """How many nodes the cluster's IP ranges can hold, and why: each node takes an address of the node
+    range (its subnetwork's primary range, less GCE's reserved four) and a /podIpv4CidrSize slice of the
+    Pod range (``clusterIpv4Cidr``; default /14 with /24 per node: 1,024 nodes)."""
+    import ipaddress
+
+    given = cluster_spec.get("clusterIpv4Cidr") or "10.80.0.0/14"
+    try:
+        nodes = ipaddress.ip_network(node_range, strict=False)
+        pods = ipaddress.ip_network(given, strict=False)
+        per_node = int(cluster_spec.get("podIpv4CidrSize") or
+                       ((cluster_spec.get("ipAllocationPolicy") or {}).get("podIpv4CidrSize") or 24))
+    except (ValueError, TypeError):
+        raise invalid(f'Invalid value for field "cluster.cluster_ipv4_cidr": "{given}" is not a valid IPv4 '
+                      f'CIDR range (node range "{node_range}").') from None
+    by_nodes = nodes.num_addresses - RESERVED_SUBNET_ADDRESSES
+    by_pods = 2 ** max(0, per_node - pods.prefixlen) if per_node >= pods.prefixlen else 0
+    if by_pods < by_nodes:
+        return by_pods, f"the Pod range {pods} with a /{per_node} per node holds {by_pods} nodes"
+    return by_nodes, f"the node range {nodes} holds {by_nodes} nodes"
+
+
+def check_capacity(requested: int, others: int, cluster_spec: dict[str, Any], node_range: str) -> None:
+    """``requested`` more nodes beside ``others`` fit the cluster's IP ranges, or GKE's IP_SPACE_EXHAUSTED
+    answer (as a refused request: the twin builds nothing). [inferred wording]"""
+    cap, why = node_capacity(cluster_spec, node_range)
+    if requested + others > cap:
+        raise invalid(f"IP_SPACE_EXHAUSTED: the cluster cannot hold {requested + others} nodes "
+                      f"({requested} requested, {others} in its other node pools): {why}.")

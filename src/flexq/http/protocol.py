@@ -6,7 +6,8 @@ request of each connection; a ``POST .../pods/<name>/portforward`` with ``Upgrad
 authenticated, answered ``101`` and handed to ``PortForwardSession``; a WebSocket upgrade there gets
 ``400`` (kubectl then falls back to SPDY); everything else goes to the ASGI app unchanged. Also owns the
 lookup of where a pod's port really is (its executor's ``PodRunState.ports``, else the pod annotation
-``twin.flexq.dev/local-ports``).
+``twin.flexq.dev/local-ports``) and of the HTTP headers its executor wants added there
+(``PodRunState.http_headers``).
 Must not import domain packages.
 """
 
@@ -22,7 +23,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from flexq.errors import BadRequest
 from flexq.http.common import dumps, on_loop
-from flexq.http.kube.portforward import LOCAL_PORTS, PortForwardSession, upgrade_response
+from flexq.http.kube.portforward import LOCAL_PORTS, PortForwardSession, Target, upgrade_response
 from flexq.http.seam import TwinServices
 
 _PF = re.compile(r"^(?:/clusters/(?P<cluster>[^/]+))?/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)/portforward$")
@@ -53,6 +54,18 @@ def local_endpoint(pod: dict, port: int, executors: Sequence[Any] = ()) -> tuple
         return "127.0.0.1", target
     host, _, p = str(target).rpartition(":")
     return host or "127.0.0.1", int(p)
+
+
+def local_target(pod: dict, port: int, executors: Sequence[Any] = ()) -> Target:
+    """``local_endpoint`` with the HTTP headers the pod's executor wants added there (``PodRunState.http_headers``)."""
+    host, local = local_endpoint(pod, port, executors)
+    meta = pod.get("metadata") or {}
+    for ex in executors:
+        state = ex.poll((meta.get("namespace"), meta.get("name")))
+        headers = getattr(state, "http_headers", None) or {}
+        if port in headers:
+            return Target(host, local, tuple(headers[port].items()))
+    return Target(host, local)
 
 
 def _http(status: str, body: dict[str, Any]) -> bytes:
@@ -110,13 +123,13 @@ def protocol_class(core: TwinServices, token: str | None) -> type[H11Protocol]:
                 return True
             cluster, ns, pod = m.group("cluster"), m.group("ns"), m.group("pod")
 
-            async def resolve(port: int) -> tuple[str, int]:
-                def look() -> tuple[str, int]:
+            async def resolve(port: int) -> Target:
+                def look() -> Target:
                     rt = core.current(cluster)
                     found = rt.store.try_get("Pod", pod, ns)
                     if found is None:
                         raise LookupError(f'pods "{pod}" not found')
-                    return local_endpoint(found, port, rt.executors)
+                    return local_target(found, port, rt.executors)
 
                 return await on_loop(core.loop, look)
 

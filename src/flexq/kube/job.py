@@ -73,7 +73,7 @@ class JobController(Controller):
 
     def reconcile(self, key: Key) -> Result | None:
         ns, name = key
-        job = self.store.try_get("Job", name, ns)
+        job = self.store.peek("Job", name, ns)  # read-only: status is copied below, writes build new objects
         pods = self.cache.owned_pods(ns, "Job", name)
         if job is None or job["metadata"].get("deletionTimestamp"):
             self._release(pods)  # pods of a deleted job: let them go
@@ -263,7 +263,7 @@ class JobController(Controller):
                 del obj["metadata"]["finalizers"]
             obj["metadata"].pop("resourceVersion", None)
             try:
-                self.store.update(obj, validate=False)
+                self.store.update(obj, validate=False, copy_result=False)
             except NotFound:
                 continue
 
@@ -283,7 +283,7 @@ class JobController(Controller):
         if status == (job.get("status") or {}):
             return
         obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": job["metadata"], "status": status}
-        self.store.update_status(obj)
+        self.store.update_status(obj, copy_result=False)
 
     def _ttl(self, job: dict, status: dict) -> Result | None:
         ttl = job["spec"].get("ttlSecondsAfterFinished")

@@ -12,8 +12,7 @@ Pure; must not import the store, the runtime or other domains.
 
 from __future__ import annotations
 
-import copy
-
+from flexq.api.jsoncopy import clone
 from flexq.semantics.conditions import set_core_condition
 
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
@@ -40,7 +39,7 @@ def pod_from_template(job: dict, name: str, index: int | None = None) -> dict:
     labels = {**(tmeta.get("labels") or {}), LABEL_CONTROLLER_UID: uid, LABEL_JOB_NAME: jm["name"],
               LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: jm["name"]}
     annotations = dict(tmeta.get("annotations") or {})
-    spec = copy.deepcopy(tmpl.get("spec") or {})
+    spec = clone(tmpl.get("spec") or {})
     if index is not None:
         labels[LABEL_INDEX] = str(index)
         annotations[ANN_INDEX] = str(index)

@@ -388,5 +388,5 @@ class Kubelet(Controller):
         if status == pod.get("status"):
             return False
         obj = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(pod["metadata"]), "status": status}
-        self.store.update_status(obj)
+        self.store.update_status(obj, copy_result=False)
         return True

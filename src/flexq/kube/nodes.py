@@ -55,5 +55,5 @@ class NodeRegistration(Controller):
         if node is None or (node.get("status") or {}).get("conditions"):
             return None
         node["status"] = registered_status(node, self.ctx.now())
-        self.store.update_status(node)
+        self.store.update_status(node, copy_result=False)
         return None

@@ -161,5 +161,5 @@ class Scheduler(Controller):
         set_core_condition(conds, "PodScheduled", status, reason, message, self.ctx.now(), probe=True)
         if status == "False":
             conds.sort(key=lambda c: c.get("type") != "PodScheduled")
-        self.store.update_status(obj)
+        self.store.update_status(obj, copy_result=False)
         return True

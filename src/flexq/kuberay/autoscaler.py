@@ -159,7 +159,7 @@ class AutoscalerController(Controller):
                 if g["groupName"] in changes:
                     g["replicas"] = changes[g["groupName"]]
                     self._idle_since.pop((ns, name, g["groupName"]), None)
-            self.store.update(cluster)
+            self.store.update(cluster, copy_result=False)
             self.events.record(cluster, "Normal", "Autoscaled", ", ".join(
                 f"{k} replicas -> {v}" for k, v in sorted(changes.items())))
         return Result(requeue_after=POLL_S)

@@ -35,9 +35,12 @@ _HEALTH_PY = (
     "r=urllib.request.urlopen(sys.argv[1],timeout={timeout});"
     "sys.exit(0 if r.status==200 else 1)"
 )
-_EXISTS_PY = (
-    "import sys,urllib.request;"
-    "urllib.request.urlopen(sys.argv[1].rstrip('/')+'/api/jobs/'+sys.argv[2],timeout=5)"
+_EXISTS_PY = (  # with the Ray token where one is set (the local executor turns Ray's token auth on)
+    "import os,sys,urllib.request;"
+    "p=os.environ.get('RAY_AUTH_TOKEN_PATH');"
+    "h={'Authorization':'Bearer '+open(p).read().strip()} if p else {};"
+    "urllib.request.urlopen(urllib.request.Request(sys.argv[1].rstrip('/')+'/api/jobs/'+sys.argv[2],headers=h),"
+    "timeout=5)"
 )
 
 

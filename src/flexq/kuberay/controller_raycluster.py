@@ -88,7 +88,7 @@ class RayClusterController(Controller):
         cluster = self.store.try_get("RayCluster", name, ns)
         if cluster is None or cluster["metadata"].get("deletionTimestamp"):
             return None
-        owned = self.store.list("Pod", ns, label_selector=f"{names.LABEL_CLUSTER}={name}")
+        owned = self.store.peek_list("Pod", ns, labels={names.LABEL_CLUSTER: name})  # read-only
         if cluster["spec"].get("suspend"):
             for p in owned:
                 self._delete_pod(p)
@@ -126,8 +126,8 @@ class RayClusterController(Controller):
 
     def _ensure_service(self, cluster: dict) -> None:
         name = names.head_service_name(cluster["metadata"]["name"])
-        if self.store.try_get("Service", name, cluster["metadata"]["namespace"]) is None:
-            self.store.create(pods.head_service(cluster, name=name, cluster_name=cluster["metadata"]["name"]))
+        if self.store.peek("Service", name, cluster["metadata"]["namespace"]) is None:
+            self.store.create(pods.head_service(cluster, name=name, cluster_name=cluster["metadata"]["name"]), copy_result=False)
 
     def _reconcile_group(self, cluster: dict, group: dict, group_pods: list[dict]) -> list[dict]:
         """Keep ``desired_replicas`` whole replicas of ``numOfHosts`` pods; returns the live pods."""
@@ -215,7 +215,7 @@ class RayClusterController(Controller):
         st["lastUpdateTime"] = old.get("lastUpdateTime") if st == old else format_time(now)
         if st != old:
             cluster["status"] = st
-            self.store.update_status(cluster)
+            self.store.update_status(cluster, copy_result=False)
         return None
 
 

@@ -41,8 +41,7 @@ message saying so). Must not import kube, kueue or gke.
 
 from __future__ import annotations
 
-import copy
-
+from flexq.api.jsoncopy import clone
 from flexq.clock import format_time, parse_time
 from flexq.runtime import Controller, Result, Watch
 from flexq.store.store import WatchEvent
@@ -93,7 +92,7 @@ class RayJobController(Controller):
             return None  # e.g. kueue.x-k8s.io/multikueue: another controller runs it
         if rj["metadata"].get("deletionTimestamp"):
             return self._finalize(rj)
-        status = copy.deepcopy(rj.get("status") or {})
+        status = clone(rj.get("status") or {})
         err = validation.validate_rayjob(rj)
         if err is None and _mode(rj) == "SidecarMode":
             err = validation.Invalid("InvalidRayJobSpec", "submissionMode SidecarMode is not supported by the "
@@ -146,7 +145,7 @@ class RayJobController(Controller):
         fins = [f for f in rj["metadata"].get("finalizers") or [] if f != names.FINALIZER_RAYJOB]
         if fins != (rj["metadata"].get("finalizers") or []):
             rj["metadata"]["finalizers"] = fins
-            self.store.update(rj, validate=False)
+            self.store.update(rj, validate=False, copy_result=False)
         return None
 
     # -- states -------------------------------------------------------------------------------------
@@ -226,7 +225,7 @@ class RayJobController(Controller):
             st["jobDeploymentStatus"] = "Waiting"
             return self._end_step(rj, st, None)
         if _mode(rj) == "K8sJobMode" and self.store.try_get("Job", rj["metadata"]["name"], ns) is None:
-            self.store.create(pods.submitter_job(rj, job_id=st["jobId"], dashboard_url=st["dashboardURL"]))
+            self.store.create(pods.submitter_job(rj, job_id=st["jobId"], dashboard_url=st["dashboardURL"]), copy_result=False)
             self.events.record(rj, "Normal", "CreatedRayJobSubmitter",
                                f"Created Kubernetes Job {ns}/{rj['metadata']['name']}")
         st["jobDeploymentStatus"] = "Running"
@@ -394,7 +393,7 @@ class RayJobController(Controller):
             if cluster is not None:
                 for g in cluster["spec"].get("workerGroupSpecs") or []:
                     g["suspend"] = True
-                self.store.update(cluster)
+                self.store.update(cluster, copy_result=False)
                 self.events.record(rj, "Normal", "UpdatedRayCluster", "Set the `suspend` field to true for all "
                                    f"worker groups in cluster {ns}/{cname}")
         elif policy == "DeleteSelf":
@@ -447,7 +446,7 @@ class RayJobController(Controller):
         if anns:
             cmeta["annotations"] = anns
         return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": cmeta,
-                "spec": copy.deepcopy(rj["spec"]["rayClusterSpec"])}
+                "spec": clone(rj["spec"]["rayClusterSpec"])}
 
     def _ensure_job_service(self, rj: dict, cname: str) -> None:
         """``reconcileServices``: ``<rayjob>-head-svc`` on the current cluster's head (what the tutorial
@@ -457,9 +456,9 @@ class RayJobController(Controller):
         want = pods.head_service(rj, name=sname, cluster_name=cname)
         cur = self.store.try_get("Service", sname, ns)
         if cur is None:
-            self.store.create(want)
+            self.store.create(want, copy_result=False)
             self.events.record(rj, "Normal", "CreatedService", f"Created the service {ns}/{sname}")
         elif cur["spec"].get("selector") != want["spec"]["selector"]:
             cur["spec"]["selector"] = want["spec"]["selector"]
-            self.store.update(cur)
+            self.store.update(cur, copy_result=False)
             self.events.record(rj, "Normal", "UpdatedService", f"Updated the service {ns}/{sname}")

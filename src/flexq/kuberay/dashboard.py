@@ -23,8 +23,9 @@ _FORGET_ROUNDS = 120  # about 60 s without a question
 class DashboardCache:
     """Cached answers of local Ray dashboards, refreshed by one poller thread."""
 
-    def __init__(self, address_of: Callable[[str, str], str | None]) -> None:
+    def __init__(self, address_of: Callable[[str, str], str | None], headers: dict[str, str] | None = None) -> None:
         self._address_of = address_of
+        self._headers = dict(headers or {})  # sent with every request (the Ray token)
         self._lock = threading.Lock()
         self._answers: dict[tuple[str, str, str], dict | None] = {}
         self._asked: dict[tuple[str, str, str], int] = {}
@@ -66,7 +67,7 @@ class DashboardCache:
                 info = None
                 if addr is not None:
                     url = f"http://{addr}/api/jobs/{job_id}" if job_id else f"http://{addr}/api/cluster_status?format=1"
-                    info = http_json(url)
+                    info = http_json(url, self._headers)
                     if info is not None and not job_id:
                         info = info.get("data") or {}
                 with self._lock:
@@ -74,18 +75,19 @@ class DashboardCache:
                         self._answers[(ns, cluster, job_id)] = info
 
 
-def http_text(url: str, timeout: float = 2.0) -> str | None:
+def http_text(url: str, headers: dict[str, str] | None = None, timeout: float = 2.0) -> str | None:
     """Body of a 200 answer from a loopback URL, else None."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:  # loopback only
+        req = urllib.request.Request(url, headers=headers or {})
+        with urllib.request.urlopen(req, timeout=timeout) as r:  # loopback only
             return r.read().decode() if r.status == 200 else None
     except (urllib.error.URLError, OSError, ValueError):
         return None
 
 
-def http_json(url: str) -> dict | None:
+def http_json(url: str, headers: dict[str, str] | None = None) -> dict | None:
     """A JSON object from a loopback URL, else None."""
-    text = http_text(url)
+    text = http_text(url, headers)
     if text is None:
         return None
     with contextlib.suppress(ValueError):

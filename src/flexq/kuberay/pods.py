@@ -11,8 +11,9 @@ package.
 
 from __future__ import annotations
 
-import copy
 import json
+
+from flexq.api.jsoncopy import clone
 
 from . import commands, names
 from .validation import runtime_env_text
@@ -45,8 +46,8 @@ def _node_pod(cluster: dict, template: dict, *, name: str, node_type: str, group
               params: dict, extra_labels: dict[str, str], extra_env: dict[str, str | dict]) -> dict:
     meta = cluster["metadata"]
     ns = meta.get("namespace", "default")
-    pod_meta = copy.deepcopy(template.get("metadata") or {})
-    spec = copy.deepcopy(template.get("spec") or {})
+    pod_meta = clone(template.get("metadata") or {})
+    spec = clone(template.get("spec") or {})
     labels = pod_meta.setdefault("labels", {})
     labels.update({names.LABEL_CLUSTER: meta["name"], names.LABEL_NODE_TYPE: node_type,
                    names.LABEL_GROUP: group, names.LABEL_IS_HEAD: "yes",
@@ -81,7 +82,7 @@ def head_pod(cluster: dict, *, name: str) -> dict:
     if cluster["spec"].get("enableInTreeAutoscaling"):
         image = pod["spec"]["containers"][0].get("image", "")
         pod["spec"]["containers"].append({
-            "name": "autoscaler", "image": image, "resources": copy.deepcopy(_AUTOSCALER_RESOURCES),
+            "name": "autoscaler", "image": image, "resources": clone(_AUTOSCALER_RESOURCES),
             "command": ["/bin/bash", "-lc", "--"],
             "args": ["ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) "
                      "--cluster-namespace $(RAY_CLUSTER_NAMESPACE)"]})
@@ -153,11 +154,11 @@ def submitter_job(rayjob: dict, *, job_id: str, dashboard_url: str) -> dict:
         entrypoint_num_gpus=float(spec.get("entrypointNumGpus") or 0),
         entrypoint_resources=spec.get("entrypointResources") or "")
     if spec.get("submitterPodTemplate"):
-        template = copy.deepcopy(spec["submitterPodTemplate"])
+        template = clone(spec["submitterPodTemplate"])
     else:
         template = {"spec": {"restartPolicy": "Never", "containers": [{
             "name": names.SUBMITTER_CONTAINER, "image": head_c[0].get("image", ""),
-            "resources": copy.deepcopy(_SUBMITTER_RESOURCES)}]}}
+            "resources": clone(_SUBMITTER_RESOURCES)}]}}
     container = template["spec"]["containers"][0]
     if not container.get("command"):
         container["command"] = ["/bin/bash", "-ce", "--"]

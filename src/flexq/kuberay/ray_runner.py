@@ -3,12 +3,10 @@
 Owns the ``PodExecutor`` implementation for KubeRay's pods (recognised by their labels / commands):
 
 - **head pod** (``ray.io/node-type: head``) → ``ray start --head --block`` with the pod's own ``ray start``
-  parameters (``num-cpus``, ``memory``, ``resources``...), but every address and port replaced: loopback node
-  IP, free ports chosen per cluster (GCS, dashboard, client, agents, metrics), dashboard bound to 127.0.0.1,
-  a Ray temp dir per node under this executor's directory, ``--disable-usage-stats``, ``RAY_AUTH_MODE=disabled``
-  (explicit: Ray 2.60 turns token auth on if ``~/.ray/auth_token`` exists, and the CLI then fails), and the
-  project's venv first on ``PATH`` so job entrypoints' ``python`` finds ``ray``. Ready once Ray says
-  "Ray runtime started" and the dashboard answers ``/api/gcs_healthz``.
+  parameters (``num-cpus``, ``memory``, ``resources``...), but every address and port replaced: free ports
+  chosen per cluster (GCS, dashboard, client, agents, metrics), a Ray temp dir per node under this executor's
+  directory, ``--disable-usage-stats``, and the project's venv first on ``PATH`` so job entrypoints' ``python``
+  finds ``ray``. Ready once Ray says "Ray runtime started" and the dashboard answers ``/api/gcs_healthz``.
 - **worker pod** → waits for its cluster's head (KubeRay's ``wait-gcs-ready`` init container: the pod stays
   ``Pending``), then ``ray start --address=127.0.0.1:<gcs>`` with the pod's resources and the environment a
   GKE TPU host gives (``PodLaunch.env``, then the pod's own env: ``TPU_WORKER_ID``, ``TPU_NAME``...).
@@ -18,6 +16,21 @@ Owns the ``PodExecutor`` implementation for KubeRay's pods (recognised by their 
   of the head pod (``/app``) become the head's local copy of its ConfigMap files, and the runtime env is
   passed through the policy of ``runtime_env.py`` (its decisions are the first lines of the log). So the log
   holds what ``ray job submit`` / ``ray job logs --follow`` print, ending with ``Job '<id>' succeeded``.
+
+Network exposure (docs/security.md). A pod's network is reachable only inside its cluster; here the local
+equivalent is loopback, so KubeRay's ``--dashboard-host=0.0.0.0`` becomes ``127.0.0.1`` and every other Ray
+server is kept on loopback with Ray's own settings: the head runs with ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``
+(Ray then takes ``127.0.0.1`` as its node IP instead of the machine's address, and the GCS, raylet, object
+manager, dashboard, agents, runtime-env agent, metrics servers and Ray Client server all bind to the node
+IP); a worker, whose ``ray start`` refuses that setting, runs Ray's ``ray start`` with the one function that
+turns a loopback address into the machine's own replaced, so ``--node-ip-address=127.0.0.1`` and the GCS
+address ``127.0.0.1:<port>`` stay as given. JAX's distributed coordinator, which Ray Train starts in a training
+job, is kept on loopback by a ``sitecustomize`` on the nodes' ``PYTHONPATH`` (``_SITECUSTOMIZE``). On top, Ray's
+token authentication is on (``RAY_AUTH_MODE=token``): every Ray gRPC server and the dashboard refuse a request
+without the cluster token, which this executor generates once (``ray_token``) and keeps owner-only
+(``RAY_AUTH_TOKEN_PATH``, mode 0600). Its own dashboard requests carry it, and ``poll`` tells ``kubectl
+port-forward`` to add it (``PodRunState.http_headers``) so the dashboard answers through a port-forward as it
+does on GKE, where nothing asks for a token.
 
 Every process started carries ``FLEXQ_RAY_OWNER=<executor>:<pod>`` in its environment (Ray's raylet, workers
 and job drivers inherit it); ``stop`` SIGTERMs exactly those, SIGKILLs what is left after a grace period, then
@@ -35,6 +48,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -63,9 +77,76 @@ _PATIENT_RAY = {
     "RAY_health_check_failure_threshold": "15",
     "RAY_enable_metrics_collection": "0",  # nobody scrapes a twin's Ray metrics; less work per node
 }
+# JAX's distributed coordinator (jax.distributed.initialize, which Ray Train's JaxTrainer calls on a TPU slice)
+# binds [::]:<port> unless given a bind address, and the port is only chosen at run time. The Ray nodes get this
+# ``sitecustomize`` on PYTHONPATH: once ``jax.distributed`` is imported, a coordinator whose address is loopback
+# binds to that loopback address (an explicit bind address, or JAX_COORDINATOR_BIND_ADDRESS, still wins).
+_SITECUSTOMIZE = '''"""Written by flexq's local Ray executor for the Ray nodes it starts (see flexq.kuberay.ray_runner)."""
+import importlib.abc
+import importlib.util
+import inspect
+import os
+import sys
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def _patch(module):
+    original = module.initialize
+    signature = inspect.signature(original)
+
+    def initialize(*args, **kwargs):
+        bound = signature.bind_partial(*args, **kwargs)
+        address = bound.arguments.get("coordinator_address") or os.environ.get("JAX_COORDINATOR_ADDRESS")
+        if address and not bound.arguments.get("coordinator_bind_address") \\
+                and not os.environ.get("JAX_COORDINATOR_BIND_ADDRESS"):
+            host, _, port = address.rpartition(":")
+            if host in _LOOPBACK:
+                bound.arguments["coordinator_bind_address"] = f"{host}:{port}"
+        return original(*bound.args, **bound.kwargs)
+
+    initialize.__doc__ = original.__doc__
+    module.initialize = initialize
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "jax.distributed":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_patch(module):
+            exec_module(module)
+            _patch(module)
+
+        spec.loader.exec_module = exec_and_patch
+        return spec
+
+
+sys.meta_path.insert(0, _Finder())
+'''
 _START_SLOT = threading.Semaphore(1)
 _START_ATTEMPTS = 3  # see LocalRayExecutor._acquire_start_slot
 _MAX_TMP = 40  # Ray puts unix sockets under <temp>/session_<41 chars>/sockets/...: 107 bytes at most
+TOKEN_FILE = "ray-auth-token"  # in the executor's directory unless the twin names one (FLEXQ_HOME/ray/auth_token)
+# Ray's own settings that keep every server of a local node on loopback and make it ask for the token (module
+# docstring). RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 goes to head nodes only: a worker's ``ray start`` refuses it.
+LOOPBACK_HEAD_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+# A worker's ``ray start``, except that 127.0.0.1 stays its node IP and GCS address: Ray's CLI replaces a loopback
+# address by the machine's own (services.resolve_ip_for_localhost) unless the setting above is 0, which it
+# refuses on a worker ("Multi-node Ray clusters are not supported"). One function, in that process only.
+WORKER_RAY_START = (
+    "import sys\n"
+    "from ray._private import services\n"
+    "services.resolve_ip_for_localhost = lambda host: host\n"
+    "from ray.scripts.scripts import main\n"
+    "sys.argv[0] = 'ray'\n"
+    "sys.exit(main())\n"
+)
 
 
 @dataclass
@@ -108,9 +189,12 @@ class LocalRayExecutor:
 
     def __init__(self, base_dir: Path | None = None, *, python: str = sys.executable, object_store_bytes: int = 150_000_000,
                  extra_env: dict[str, str] | None = None, start_timeout_s: float = 180.0,
-                 gcs_wait_timeout_s: float = 600.0, grace_s: float = 3.0) -> None:
+                 gcs_wait_timeout_s: float = 600.0, grace_s: float = 3.0, token_file: Path | None = None) -> None:
         self._own_base = base_dir is None  # a private temp dir, removed whole on shutdown
         self.base_dir = Path(tempfile.mkdtemp(prefix="flexq-ray-")) if base_dir is None else Path(base_dir)
+        self._own_token = token_file is None  # a token of this executor only, removed with its directory
+        self.token_file = Path(token_file) if token_file is not None else self.base_dir / TOKEN_FILE
+        self.ray_token = ensure_token(self.token_file)
         self.python = python
         self.object_store_bytes = object_store_bytes
         # Ray Train's controller polls workers every 2 s by default; 0.25 s cuts ~8 s from a short job and
@@ -125,7 +209,7 @@ class LocalRayExecutor:
         self._clusters: dict[tuple[str, str], _Cluster] = {}
         self._next = 0
         self._ray_root: Path | None = None
-        self._dash = DashboardCache(self.dashboard_address)
+        self._dash = DashboardCache(self.dashboard_address, headers=self.auth_headers())
         self._shut = False
 
     # ------------------------------------------------------------------------------------- protocol
@@ -176,11 +260,15 @@ class LocalRayExecutor:
             if pod is None:
                 return None
             ports: dict[int, int] = {}
+            headers: dict[int, dict[str, str]] = {}
             if pod.kind == "head" and pod.phase == "Running":  # KubeRay's head ports, where this head has them
                 c = pod.cluster
                 ports = {names.PORT_GCS: c.gcs, names.PORT_DASHBOARD: c.dashboard, names.PORT_CLIENT: c.client}
+                # Ray's header for proxies: a port-forward (authenticated by the twin) reaches the dashboard as
+                # a pod-network client does on GKE, without asking its user for the Ray token
+                headers = {names.PORT_DASHBOARD: {"X-Ray-Authorization": f"Bearer {self.ray_token}"}}
             return PodRunState(phase=pod.phase, ready=pod.ready, message=pod.message,  # type: ignore[arg-type]
-                               reason=pod.reason, exit_code=pod.exit_code, ports=ports)
+                               reason=pod.reason, exit_code=pod.exit_code, ports=ports, http_headers=headers)
 
     def stop(self, key: PodKey) -> None:
         """Kill the pod's processes in the background (idempotent)."""
@@ -210,6 +298,9 @@ class LocalRayExecutor:
         if self._ray_root is not None:
             shutil.rmtree(self._ray_root, ignore_errors=True)
         shutil.rmtree(self.base_dir / "pods", ignore_errors=True)
+        shutil.rmtree(self.base_dir / "py", ignore_errors=True)
+        if self._own_token:
+            self.token_file.unlink(missing_ok=True)
         if self._own_base:
             shutil.rmtree(self.base_dir, ignore_errors=True)
 
@@ -220,6 +311,10 @@ class LocalRayExecutor:
         with self._lock:
             c = self._clusters.get((namespace, cluster))
         return f"127.0.0.1:{c.dashboard}" if c and c.head_ready.is_set() else None
+
+    def auth_headers(self) -> dict[str, str]:
+        """The HTTP header a request to one of this executor's Ray dashboards needs (token auth is on)."""
+        return {"Authorization": f"Bearer {self.ray_token}"}
 
     def job_info(self, namespace: str, cluster: str, job_id: str) -> dict | None:
         """Latest ``GET /api/jobs/<id>`` answer for a job on a local cluster (None: unknown or not yet seen)."""
@@ -260,6 +355,14 @@ class LocalRayExecutor:
         ns, name = pod.key
         pod.launch.logs.write(ns, name, pod.container, text if text.endswith("\n") else text + "\n")
 
+    def _hooks_dir(self) -> Path:
+        """The directory holding the nodes' ``sitecustomize`` (written once)."""
+        d = self.base_dir / "py"
+        if not (d / "sitecustomize.py").exists():
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+        return d
+
     def _env(self, pod: _Pod) -> dict[str, str]:
         venv_bin = str(Path(self.python).parent)
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") and k != localproc.OWNER_ENV}
@@ -267,16 +370,24 @@ class LocalRayExecutor:
             "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
             "VIRTUAL_ENV": str(Path(venv_bin).parent),
             "PYTHONUNBUFFERED": "1",
-            "RAY_USAGE_STATS_ENABLED": "0",
-            "RAY_AUTH_MODE": "disabled",
         })
         env.update(self.extra_env)
         env.update(pod.launch.env)
         containers = pod.launch.pod.get("spec", {}).get("containers") or [{}]
         own = localproc.container_env(pod.launch.pod, containers[0])
         env.update({k: v for k, v in own.items() if k not in ("RAY_ADDRESS", "RAY_IP", "FQ_RAY_IP", "RAY_PORT")})
-        env.update({"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "JAX_PLATFORMS": "cpu",
+        env.update({"RAY_USAGE_STATS_ENABLED": "0", "JAX_PLATFORMS": "cpu",
                     "RAY_COLOR_PREFIX": "0", "COLORFUL_DISABLE": "1"})  # plain logs, like kubectl shows them
+        # token auth for every Ray server, client and CLI of the pod (the pod's env cannot turn it off), the
+        # token by path (not RAY_AUTH_TOKEN: it stays out of every process environment), and on heads the
+        # loopback-only node IP
+        for k in [k for k in env if k.startswith("RAY_AUTH_") or k in LOOPBACK_HEAD_ENV]:
+            del env[k]
+        env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(self.token_file)})
+        if pod.kind == "head":
+            env.update(LOOPBACK_HEAD_ENV)
+        if pod.kind != "submitter":
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self._hooks_dir()), env.get("PYTHONPATH")) if p)
         env[localproc.OWNER_ENV] = pod.marker
         return env
 
@@ -286,8 +397,8 @@ class LocalRayExecutor:
         localproc.release_ports(pod.ports)  # a retried start gets fresh ports
         node_ports = [localproc.free_port() for _ in range(6)]
         pod.ports = node_ports
-        ray = str(Path(self.python).parent / "ray")
-        argv = [ray, "start", "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1",
+        ray = [str(Path(self.python).parent / "ray")] if pod.kind == "head" else [self.python, "-c", WORKER_RAY_START]
+        argv = [*ray, "start", "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1",
                 f"--temp-dir={tmp}", f"--object-store-memory={self.object_store_bytes}",
                 f"--dashboard-agent-listen-port={node_ports[0]}", f"--dashboard-agent-grpc-port={node_ports[1]}",
                 f"--metrics-export-port={node_ports[2]}", f"--runtime-env-agent-port={node_ports[3]}",
@@ -429,7 +540,7 @@ class LocalRayExecutor:
             return True
         deadline = time.monotonic() + self.start_timeout_s
         url = f"http://127.0.0.1:{pod.cluster.dashboard}/api/gcs_healthz"
-        while http_text(url) is None:
+        while http_text(url, self.auth_headers()) is None:
             if proc.poll() is not None or pod.stopping.is_set():
                 return False
             if time.monotonic() > deadline:
@@ -547,3 +658,23 @@ class LocalRayExecutor:
                 if self._ray_root is not None:
                     shutil.rmtree(self._ray_root / f"c{c.index}", ignore_errors=True)
 
+
+
+def ensure_token(path: Path) -> str:
+    """The Ray token kept in ``path``: read if the file holds one, else generated (256 bits, as Ray's own
+    ``generate_new_authentication_token``) and written owner-only (0600, in a directory made 0700)."""
+    with contextlib.suppress(OSError):
+        token = path.read_text().strip()
+        if token:
+            os.chmod(path, 0o600)
+            os.chmod(path.parent, 0o700)
+            return token
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path.parent, 0o700)
+    token = secrets.token_hex(32)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token)
+    os.replace(tmp, path)
+    return token

@@ -6,7 +6,9 @@ RayJob when the twin's executor is simulated) and the live one (the local Ray ex
 ``executors(settings)`` returns the local Ray executor when the twin runs real Ray (``settings.executor ==
 "ray"``, the live twin's default); with ``"simulated"`` it returns none and the kube package's simulated
 executor runs every pod. ``settings.ray_dir`` (optional) is where the executor keeps pod files and Ray's
-temp dirs; by default a private temp dir removed at shutdown.
+temp dirs; by default a private temp dir removed at shutdown. ``settings.ray_token_file`` (optional) is
+where the token of its Ray clusters' token authentication is kept (the twin's home: ``ray/auth_token``); by
+default a file in the executor's directory, removed with it.
 """
 
 from __future__ import annotations
@@ -41,5 +43,5 @@ def executors(settings: TwinSettings) -> list[PodExecutor]:
     """The local Ray executor when the twin runs real Ray; nothing otherwise."""
     if settings.executor != "ray":
         return []
-    ray_dir = settings.ray_dir
-    return [LocalRayExecutor(Path(ray_dir) if ray_dir else None)]
+    ray_dir, token_file = settings.ray_dir, settings.ray_token_file
+    return [LocalRayExecutor(Path(ray_dir) if ray_dir else None, token_file=Path(token_file) if token_file else None)]

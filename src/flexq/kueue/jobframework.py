@@ -6,7 +6,8 @@ Owns: ``JobController`` (one per kind in ``jobs.JOB_ADAPTERS``) and Kueue's Work
 workload is evicted) and the pod-template injection on start (flavors' nodeSelector/tolerations,
 checks' podSetUpdates) and its restoration on stop. On Workloads: creation (owner reference,
 ``kueue.x-k8s.io/job-uid`` label, ``provreq.kueue.x-k8s.io/*`` annotations, priority from a
-WorkloadPriorityClass), pod-set count updates and replacement slices of elastic jobs,
+WorkloadPriorityClass, ``maximumExecutionTimeSeconds`` from the ``kueue.x-k8s.io/max-exec-time-seconds``
+label), pod-set count updates and replacement slices of elastic jobs,
 ``Finished`` (Succeeded / Failed / FailedToStart), ``PodsReady``, and quota release after an
 eviction once the job is inactive (QuotaReserved=False ``PendingEvaluation``, ``Requeued``).
 Events: CreatedWorkload, Started, Stopped, Suspended, FinishedWorkload.
@@ -37,9 +38,21 @@ __all__ = ["JobController", "workload_name"]
 
 QUEUE_LABEL = QUEUE_NAME_LABEL
 PRIORITY_LABEL = PRIORITY_CLASS_LABEL
+MAX_EXEC_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
 SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
 SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
 MAX_NAME = 253
+
+
+def _max_exec_seconds(labels: dict) -> int | None:
+    """``MaximumExecutionTimeSecondsForObject``: the job's ``kueue.x-k8s.io/max-exec-time-seconds`` label, a
+    positive 32-bit integer, else None."""
+    raw = labels.get(MAX_EXEC_LABEL)
+    try:
+        v = int(str(raw), 10) if raw is not None else 0
+    except ValueError:
+        return None
+    return v if 0 < v < 2**31 else None
 
 
 def workload_name(kind: str, group: str, name: str, uid: str, extra: str = "") -> str:
@@ -76,7 +89,7 @@ class JobController(Controller):
     # the steps, in Kueue's order -------------------------------------------------------------------
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
-        obj = self.store.try_get(self.kind, name, ns)
+        obj = self.store.peek(self.kind, name, ns)  # read-only: copied (``_writable``) before it is changed
         if obj is None:
             return None
         job = self.adapter(obj)
@@ -94,7 +107,7 @@ class JobController(Controller):
         if finished:
             if wl is not None and not is_true(wl, "Finished"):
                 set_condition(wl, "Finished", True, "Succeeded" if success else "Failed", msg, now)
-                self.store.update_status(wl)
+                self.store.update_status(wl, copy_result=False)
                 self.events.record(obj, "Normal", "FinishedWorkload",
                                    f"Workload '{ns}/{wl['metadata']['name']}' is declared finished")
             return None
@@ -112,7 +125,7 @@ class JobController(Controller):
                 requeued = ev.get("reason") in ("Preempted", "NodeFailures")
                 set_condition(wl, "Requeued", requeued, ev.get("reason", ""), ev.get("message", ""), now)
                 unset_quota_reservation(wl, "PendingEvaluation", ev.get("message", ""), now)
-                self.store.update_status(wl)
+                self.store.update_status(wl, copy_result=False)
             return None
         # 6. suspended: start when admitted
         if job.is_suspended():
@@ -128,43 +141,53 @@ class JobController(Controller):
         uid = obj["metadata"].get("uid")
         if not uid:
             return []
-        # through the store's owner index (read-only objects); copies only of the few this job owns
-        out = [clone(w) for w in self.store.peek_list("Workload", obj["metadata"]["namespace"], owner_uid=uid)
+        # through the store's owner index: the stored objects themselves, read-only (clone one to change it)
+        out = [w for w in self.store.peek_list("Workload", obj["metadata"]["namespace"], owner_uid=uid)
                if any(r.get("uid") == uid and r.get("controller") for r in w["metadata"].get("ownerReferences") or [])]
         return sorted(out, key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
 
     def _pod_sets(self, job: JobAdapter, elastic: bool) -> list[dict]:
         pss = job.pod_sets()
-        if elastic:
-            live = job.live_pod_set_counts(self.store)
-            for ps in pss:
-                if ps["name"] in live:
-                    ps["count"] = live[ps["name"]]
+        counts = self._elastic_counts(job, elastic)
+        for ps in pss:
+            ps["count"] = counts.get(ps["name"], ps["count"])
         return pss
 
+    def _pod_set_counts(self, job: JobAdapter, elastic: bool) -> list[tuple[str, int]]:
+        """(name, count) of ``_pod_sets`` without building the templates."""
+        counts = self._elastic_counts(job, elastic)
+        return [(name, counts.get(name, count)) for name, count in job.pod_set_counts()]
+
+    def _elastic_counts(self, job: JobAdapter, elastic: bool) -> dict[str, int]:
+        """An elastic job's pod-set counts as its running resources say (the adapter's hook: a RayJob's
+        RayCluster replicas, which the autoscaler resizes)."""
+        return job.live_pod_set_counts(self.store) if elastic else {}
+
     def _ensure_one_workload(self, job: JobAdapter, elastic: bool, now: float) -> dict | None:
+        # the owned Workloads are read-only: a copy is returned (the caller may change it), or taken to change
         owned = [w for w in self._owned(job.obj) if not is_true(w, "Finished")]
         if not owned:
             return None
-        want = self._pod_sets(job, elastic)
-        counts = [ps["count"] for ps in want]
+        want = self._pod_set_counts(job, elastic)
+        counts = [c for _, c in want]
         if elastic:
             latest = owned[-1]
             have = [ps.get("count", 1) for ps in latest["spec"]["podSets"]]
             if have == counts or len(have) != len(counts):
-                return owned[0] if len(owned) > 1 and has_quota_reservation(owned[0]) else latest
+                return clone(owned[0] if len(owned) > 1 and has_quota_reservation(owned[0]) else latest)
             if not has_quota_reservation(latest) or all(c <= h for c, h in zip(counts, have, strict=True)):
+                latest = clone(latest)
                 for ps, c in zip(latest["spec"]["podSets"], counts, strict=True):
                     ps["count"] = c
                 return self.store.update(latest)
-            self._create(job, want, now, replaces=latest)
-            return latest
+            self._create(job, self._pod_sets(job, elastic), now, replaces=latest)
+            return clone(latest)
         wl = owned[0]
-        same = [(p["name"], p.get("count", 1)) for p in wl["spec"]["podSets"]] == [(p["name"], p["count"]) for p in want]
+        same = [(p["name"], p.get("count", 1)) for p in wl["spec"]["podSets"]] == want
         if not same and not has_quota_reservation(wl):
             self.store.delete("Workload", wl["metadata"]["name"], wl["metadata"]["namespace"])
             return None
-        return wl
+        return clone(wl)
 
     def _no_workload(self, job: JobAdapter, elastic: bool, now: float) -> Result | None:
         obj = job.obj
@@ -175,8 +198,10 @@ class JobController(Controller):
         if not job.is_suspended():
             if job.is_active() and not elastic:
                 return None
+            job = self._writable(job)
+            obj = job.obj
             job.suspend()
-            self.store.update(obj)
+            self.store.update(obj, copy_result=False)
             self.events.record(obj, "Normal", "Suspended", "Kueue managed job suspended")
             return None
         self._create(job, self._pod_sets(job, elastic), now)
@@ -199,6 +224,9 @@ class JobController(Controller):
                 ann[SLICE_REPLACEMENT_FOR] = f"{md['namespace']}/{replaces['metadata']['name']}"
                 ann[SLICE_NAME] = (replaces["metadata"].get("annotations") or {}).get(SLICE_NAME, replaces["metadata"]["name"])
         spec: dict = {"podSets": pod_sets, "queueName": (md.get("labels") or {}).get(QUEUE_LABEL, ""), "active": True}
+        limit = _max_exec_seconds(md.get("labels") or {})
+        if limit is not None:
+            spec["maximumExecutionTimeSeconds"] = limit
         pc = (md.get("labels") or {}).get(PRIORITY_LABEL)
         if pc:
             wpc = self.store.try_get("WorkloadPriorityClass", pc)
@@ -236,16 +264,20 @@ class JobController(Controller):
         if cur is not None and cur.get("status") == ("True" if want[0] else "False") and cur.get("reason") == want[1]:
             return False
         set_condition(wl, "PodsReady", want[0], want[1], want[2], now)
-        self.store.update_status(wl)
+        self.store.update_status(wl, copy_result=False)
         return True
 
+    def _writable(self, job: JobAdapter) -> JobAdapter:
+        return self.adapter(clone(job.obj))
+
     def _start(self, job: JobAdapter, wl: dict, now: float) -> None:
+        job = self._writable(job)
         try:
             infos = infos_for(wl, self.state.flavors)
             job.run_with(infos)
         except (PodSetMergeError, ValueError) as exc:
             set_condition(wl, "Finished", True, "FailedToStart", str(exc), now)
-            self.store.update_status(wl)
+            self.store.update_status(wl, copy_result=False)
             return
         out = self.store.update(job.obj)
         self.events.record(out, "Normal", "Started",
@@ -254,6 +286,7 @@ class JobController(Controller):
     def _stop(self, job: JobAdapter, wl: dict, msg: str) -> None:
         if job.is_suspended():
             return
+        job = self._writable(job)
         job.suspend()
         job.restore([from_podset(ps) for ps in (wl.get("spec") or {}).get("podSets") or []])
         out = self.store.update(job.obj)

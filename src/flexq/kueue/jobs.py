@@ -16,9 +16,9 @@ Must not import ``flexq.kuberay``, ``flexq.kube``, ``flexq.gke`` or ``flexq.http
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING
 
+from flexq.api.jsoncopy import clone
 from flexq.kueue.podset import PodSetInfo, merge_into_template, restore_template
 
 if TYPE_CHECKING:
@@ -41,7 +41,8 @@ class JobAdapter:
 
     @property
     def spec(self) -> dict:
-        return self.obj.setdefault("spec", {})
+        spec = self.obj.get("spec")
+        return spec if spec is not None else self.obj.setdefault("spec", {})
 
     @property
     def status(self) -> dict:
@@ -50,6 +51,10 @@ class JobAdapter:
     def pod_sets(self) -> list[dict]:
         """Workload pod sets (name, count, template)."""
         raise NotImplementedError
+
+    def pod_set_counts(self) -> list[tuple[str, int]]:
+        """(name, count) of each pod set, as ``pod_sets`` gives them, without copying templates."""
+        return [(ps["name"], ps["count"]) for ps in self.pod_sets()]
 
     def templates(self) -> list[dict]:
         """The job's own pod templates, in pod-set order (mutated on start and stop)."""
@@ -132,7 +137,10 @@ class BatchJob(JobAdapter):
         return max(count, 0)
 
     def pod_sets(self) -> list[dict]:
-        return [{"name": "main", "count": self._count(), "template": copy.deepcopy(self.spec.get("template") or {})}]
+        return [{"name": "main", "count": self._count(), "template": clone(self.spec.get("template") or {})}]
+
+    def pod_set_counts(self) -> list[tuple[str, int]]:
+        return [("main", self._count())]
 
     def templates(self) -> list[dict]:
         return [self.spec.setdefault("template", {})]
@@ -163,19 +171,20 @@ class RayJob(JobAdapter):
 
     @property
     def cluster(self) -> dict:
-        return self.spec.setdefault("rayClusterSpec", {})
+        """``spec.rayClusterSpec`` to read (the job may be a read-only stored object: nothing is added)."""
+        return self.spec.get("rayClusterSpec") or {}
 
     def _mode(self) -> str:
         return self.spec.get("submissionMode") or "K8sJobMode"
 
     def pod_sets(self) -> list[dict]:
         rc = self.cluster
-        head_tpl = copy.deepcopy((rc.get("headGroupSpec") or {}).get("template") or {})
+        head_tpl = clone((rc.get("headGroupSpec") or {}).get("template") or {})
         containers = head_tpl.setdefault("spec", {}).setdefault("containers", [])
         if rc.get("enableInTreeAutoscaling"):
             res = ((rc.get("autoscalerOptions") or {}).get("resources")
                    or {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}})
-            containers.append({"name": "autoscaler", "resources": copy.deepcopy(res)})
+            containers.append({"name": "autoscaler", "resources": clone(res)})
         if self._mode() == "SidecarMode":
             containers.append({"name": "ray-job-submitter", "resources": {
                 "limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}})
@@ -185,9 +194,20 @@ class RayJob(JobAdapter):
             if int(wg.get("numOfHosts") or 1) > 1:
                 count *= int(wg["numOfHosts"])
             out.append({"name": str(wg["groupName"]).lower(), "count": count,
-                        "template": copy.deepcopy(wg.get("template") or {})})
+                        "template": clone(wg.get("template") or {})})
         if self._mode() == "K8sJobMode":
-            out.append({"name": "submitter", "count": 1, "template": copy.deepcopy(self._submitter_template())})
+            out.append({"name": "submitter", "count": 1, "template": clone(self._submitter_template())})
+        return out
+
+    def pod_set_counts(self) -> list[tuple[str, int]]:
+        out = [("head", 1)]
+        for wg in self.cluster.get("workerGroupSpecs") or []:
+            count = 1 if wg.get("replicas") is None else int(wg["replicas"])
+            if int(wg.get("numOfHosts") or 1) > 1:
+                count *= int(wg["numOfHosts"])
+            out.append((str(wg["groupName"]).lower(), count))
+        if self._mode() == "K8sJobMode":
+            out.append(("submitter", 1))
         return out
 
     def _submitter_template(self) -> dict:
@@ -198,7 +218,7 @@ class RayJob(JobAdapter):
         return _default_submitter(image)
 
     def templates(self) -> list[dict]:
-        rc = self.cluster
+        rc = self.spec.setdefault("rayClusterSpec", {})
         out = [rc.setdefault("headGroupSpec", {}).setdefault("template", {})]
         out += [wg.setdefault("template", {}) for wg in rc.get("workerGroupSpecs") or []]
         if self._mode() == "K8sJobMode":
@@ -231,7 +251,7 @@ class RayJob(JobAdapter):
         rc_name = self.status.get("rayClusterName")
         if not rc_name:
             return {}
-        rc = store.try_get("RayCluster", rc_name, self.obj["metadata"]["namespace"])
+        rc = store.peek("RayCluster", rc_name, self.obj["metadata"]["namespace"])  # read-only
         out: dict[str, int] = {}
         for wg in ((rc or {}).get("spec") or {}).get("workerGroupSpecs") or []:
             if wg.get("replicas") is None:

@@ -13,7 +13,10 @@ Owns two controllers for checks whose ``controllerName`` is ``kueue.x-k8s.io/pro
   backoff (``base·2^(n-1)`` ≤ max) or Rejected after ``backoffLimitCount``; BookingExpired before
   admission → Retry/Rejected; CapacityRevoked → Rejected; Provisioned → Ready with the
   consume-provisioning-request podSetUpdates; Accepted with a Provisioned condition → Pending with
-  its message.
+  its message. It watches AdmissionChecks and ProvisioningRequestConfigs
+  too (``SetupWithManager``): a provisioning check created, changed or deleted, or a config created, deleted
+  or changed in class, parameters or managedResources, re-syncs the workloads using them (their requests
+  are re-made to match the config).
 It writes only its own checks' entries in ``status.admissionChecks`` (one writer per field); the
 ProvisioningRequest status belongs to the cloud side (``flexq.gke``). Events: ProvisioningRequestCreated,
 AdmissionCheckUpdated, FailedCreate.
@@ -23,12 +26,12 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
-import copy
 import enum
 import hashlib
 import re
 from dataclasses import dataclass
 
+from flexq.api.jsoncopy import clone
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
 from flexq.errors import AlreadyExists, Invalid
 from flexq.kueue.podset import infos_for, merge_into_template
@@ -45,7 +48,6 @@ from flexq.kueue.workload import (
     ts,
 )
 from flexq.runtime.controller import Controller, Result, Watch
-from flexq.store import clone
 
 __all__ = ["ProvisioningCheckController", "ProvisioningController", "request_name"]
 
@@ -195,7 +197,7 @@ class ProvisioningCheckController(Controller):
         changed = (set_condition(ac, "Active", True, "Active", "The admission check is active", now) if err is None
                    else set_condition(ac, "Active", False, "BadParametersRef", err, now))
         if changed:
-            self.store.update_status(ac)
+            self.store.update_status(ac, copy_result=False)
         return None
 
 
@@ -208,6 +210,8 @@ class ProvisioningController(Controller):
         super().__init__(ctx)
         self.state = state
         self.events = state.events
+        self._check_controllers: dict[str, str] = {}  # AdmissionCheck -> controllerName, as last seen
+        self._config_specs: dict[str, tuple] = {}  # ProvisioningRequestConfig -> what its requests copy
 
     def watches(self) -> list[Watch]:
         def owner(ev) -> list:
@@ -215,7 +219,49 @@ class ProvisioningController(Controller):
             return [(md.get("namespace", ""), r["name"]) for r in md.get("ownerReferences") or []
                     if r.get("kind") == "Workload"]
 
-        return [Watch("Workload"), Watch("ProvisioningRequest", owner)]
+        # SetupWithManager: Watches(AdmissionCheck, acHandler), Watches(ProvisioningRequestConfig, prcHandler)
+        return [Watch("Workload"), Watch("ProvisioningRequest", owner),
+                Watch("AdmissionCheck", self._check_changed), Watch("ProvisioningRequestConfig", self._config_changed)]
+
+    def _workloads_using(self, checks: set[str]) -> list[tuple[str, str]]:
+        """``WorkloadsWithAdmissionCheckKey``: workloads with one of ``checks`` in ``status.admissionChecks``."""
+        out = []
+        for wl in self.state.workloads.values():
+            if any(c.get("name") in checks for c in (wl.get("status") or {}).get("admissionChecks") or []):
+                out.append((wl["metadata"]["namespace"], wl["metadata"]["name"]))
+        return sorted(out)
+
+    def _check_changed(self, ev) -> list:
+        """``acHandler``: a provisioning AdmissionCheck created, changed (also to or from another controller) or
+        deleted re-syncs the workloads using it."""
+        name = ev.object["metadata"]["name"]
+        new = (ev.object.get("spec") or {}).get("controllerName", "")
+        old = self._check_controllers.pop(name, new)
+        if ev.type != "DELETED":
+            self._check_controllers[name] = new
+        if PROVISIONING_CONTROLLER not in (old, new):
+            return []
+        return self._workloads_using({name})
+
+    def _config_changed(self, ev) -> list:
+        """``prcHandler``: a ProvisioningRequestConfig created or deleted, or changed in its class, parameters or
+        managedResources, re-syncs the workloads using an AdmissionCheck that names it."""
+        name = ev.object["metadata"]["name"]
+        spec = ev.object.get("spec") or {}
+        now = (spec.get("provisioningClassName"), tuple(sorted((spec.get("parameters") or {}).items())),
+               tuple(sorted(spec.get("managedResources") or [])))
+        old = self._config_specs.pop(name, None)
+        if ev.type != "DELETED":
+            self._config_specs[name] = now
+        if ev.type == "MODIFIED" and old == now:
+            return []
+        users = set()
+        for ac in self.state.checks.values():  # AdmissionCheckUsingConfigKey
+            ref = (ac.get("spec") or {}).get("parameters") or {}
+            if ref.get("apiGroup") == "kueue.x-k8s.io" and ref.get("kind") == "ProvisioningRequestConfig" \
+                    and ref.get("name") == name:
+                users.add(ac["metadata"]["name"])
+        return self._workloads_using(users) if users else []
 
     def _checks(self, wl: dict) -> dict[str, dict | None]:
         """Provisioning checks of the workload → their config (None when missing)."""
@@ -409,7 +455,7 @@ class ProvisioningController(Controller):
         for ps, _psa, count in required:
             tname = template_name(rname, ps["name"])
             if self.store.try_get("PodTemplate", tname, ns) is None:
-                tpl = copy.deepcopy(ps.get("template") or {})
+                tpl = clone(ps.get("template") or {})
                 info = infos.get(ps["name"])
                 if info is not None:
                     info.labels.pop("kueue.x-k8s.io/podset", None)
@@ -449,11 +495,11 @@ class ProvisioningController(Controller):
             pt = self.store.try_get("PodTemplate", ps["podTemplateRef"]["name"], ns)
             if pt is not None:
                 pt["metadata"]["ownerReferences"] = [pr_owner]
-                self.store.update(pt)
+                self.store.update(pt, copy_result=False)
 
     def _failed(self, wl: dict, check: str, msg: str) -> None:
         self.events.record(wl, "Warning", "FailedCreate", msg)
         for c in wl["status"].get("admissionChecks") or []:
             if c["name"] == check and c.get("message") != msg:
                 c["message"] = msg
-                self.store.update_status(wl)
+                self.store.update_status(wl, copy_result=False)

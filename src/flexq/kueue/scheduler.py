@@ -65,8 +65,15 @@ class Entry:
 
 
 def evict(store, recorder: EventRecorder, wl: dict, reason: str, message: str, now: float,
-          underlying: str = "", prepare=None) -> dict | None:
-    """``workloadevict.Evict``: Evicted=True, checks reset to Pending, eviction counters, event."""
+          underlying: str = "", prepare=None, merge_patch: bool = False) -> dict | None:
+    """``workloadevict.Evict``: Evicted=True, checks reset to Pending, eviction counters, event.
+
+    ``resetChecksOnEviction`` builds each reset check without ``retryCount`` unless it was in Retry (then +1),
+    but Kueue writes it by server-side apply: a field it leaves out stays when another manager owns it too, and
+    a check's controller owns the ``retryCount`` it applied with the whole list (the provisioning controller
+    copies every check into its apply). So a count survives a reset from Ready or Rejected, as upstream's
+    provisioning integration test expects (``RetryCount: 1``); with the ``WorkloadRequestUseMergePatch`` gate
+    (``merge_patch``) the list is replaced and the count goes."""
     cur = store.peek("Workload", wl["metadata"]["name"], wl["metadata"]["namespace"])
     if cur is None:
         return None
@@ -85,7 +92,7 @@ def evict(store, recorder: EventRecorder, wl: dict, reason: str, message: str, n
         c["lastTransitionTime"] = ts(now)
         if prev == "Retry":
             c["retryCount"] = int(c.get("retryCount") or 0) + 1
-        else:
+        elif merge_patch:
             c.pop("retryCount", None)
         c.pop("podSetUpdates", None)
     stats = st.setdefault("schedulingStats", {}).setdefault("evictions", [])
@@ -363,7 +370,8 @@ class Scheduler:
                 set_condition(obj, "Preempted", True, reason, msg, now)
 
             try:
-                out = evict(self.store, self.events, wl, "Preempted", msg, now, prepare=prep)
+                out = evict(self.store, self.events, wl, "Preempted", msg, now, prepare=prep,
+                            merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
             except (Conflict, NotFound):
                 continue
             if out is None:
@@ -371,9 +379,13 @@ class Scheduler:
             self._issued += 1
             if self.state.metrics is not None:
                 self.state.metrics.preemption(e.info.cluster_queue, t.reason)
-            self.events.record(out, "Normal", "Preempted", msg + f"; preemptor effective priority: {e.info.priority} "
-                               f"(base: {e.info.priority}, boost: 0); preemptee effective priority: {t.info.priority} "
-                               f"(base: {t.info.priority}, boost: 0)")
+            priorities = (f"preemptor effective priority: {e.info.priority} (base: {e.info.priority}, boost: 0); "
+                          f"preemptee effective priority: {t.info.priority} (base: {t.info.priority}, boost: 0)")
+            self.events.record(out, "Normal", "Preempted", f"{msg}; {priorities}")
+            vm = wl["metadata"]
+            self.events.record(e.info.obj, "Normal", "PreemptedWorkload",  # on the preemptor, as IssuePreemptions
+                               f"Preempted workload {vm['namespace']}/{vm['name']} (UID: {vm.get('uid', '')}) in "
+                               f"ClusterQueue {t.info.cluster_queue}; {priorities}")
             n += 1
         return n
 

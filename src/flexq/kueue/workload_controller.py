@@ -3,12 +3,14 @@
 Writes, on Workloads: ``spec.active=false`` when a DeactivationTarget is set; the Evicted condition
 for deactivation (``Deactivated`` / ``DeactivatedDueTo<Cause>``), for admission checks in Retry
 (``AdmissionCheck``) and for the PodsReady timeout (``PodsReadyTimeout``, with ``requeueState``);
-``DeactivationTarget`` for Rejected checks and for exceeding ``backoffLimitCount``; the
+``DeactivationTarget`` for Rejected checks, for exceeding ``backoffLimitCount`` and for exceeding
+``spec.maximumExecutionTimeSeconds`` (``MaximumExecutionTimeExceeded``); the
 ``Requeued`` condition when a backoff finishes (``BackoffFinished``) or a workload is reactivated;
 ``requeueState.requeueAt`` from checks' ``requeueAfterSeconds``; the list of
 ``status.admissionChecks`` (missing ones added as Pending, no-longer-applicable ones removed); the
 Admitted condition (``SyncAdmittedCondition``); QuotaReserved=False for queue blockers (missing or
-inactive LocalQueue / ClusterQueue). Events: ``Admitted``, ``AdmissionCheckRejected``, evictions.
+inactive LocalQueue / ClusterQueue). Events: ``Admitted``, ``AdmissionCheckRejected``,
+``MaximumExecutionTimeExceeded``, evictions.
 
 Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http``.
 """
@@ -120,7 +122,33 @@ class WorkloadController(Controller):
                 return None
             if self._stop_policy(wl, "ClusterQueue", cq_name or "", cq, now):
                 return None
-            return self._pods_ready_timeout(wl, now)
+            ready = self._pods_ready_timeout(wl, now)
+            limit = self._max_execution_time(wl, now)
+            # the sooner of the two re-checks
+            waits = [r.requeue_after for r in (ready, limit) if r is not None and r.requeue_after]
+            return Result(requeue_after=min(waits)) if waits else None
+        return None
+
+    def _max_execution_time(self, wl: dict, now: float) -> Result | None:
+        """``reconcileMaxExecutionTime``: an admitted workload past ``spec.maximumExecutionTimeSeconds`` (less
+        ``status.accumulatedPastExecutionTimeSeconds`` from earlier admissions) gets DeactivationTarget
+        ``MaximumExecutionTimeExceeded`` (and is then deactivated and evicted); before that, a re-check when due."""
+        admitted = find_condition(wl, "Admitted")
+        limit = (wl.get("spec") or {}).get("maximumExecutionTimeSeconds")
+        if admitted is None or admitted.get("status") != "True" or limit is None:
+            return None
+        st = wl.setdefault("status", {})
+        left = int(limit) - int(st.get("accumulatedPastExecutionTimeSeconds") or 0) \
+            - (now - parse_ts(admitted["lastTransitionTime"]))
+        if left > 0:
+            return Result(requeue_after=left)
+        if not is_true(wl, "DeactivationTarget"):
+            set_condition(wl, "DeactivationTarget", True, "MaximumExecutionTimeExceeded",
+                          "exceeding the maximum execution time", now)
+            st.pop("accumulatedPastExecutionTimeSeconds", None)
+            out = self.store.update_status(wl)
+            self.events.record(out, "Warning", "MaximumExecutionTimeExceeded",
+                               f"The maximum execution time ({int(limit)}s) exceeded")
         return None
 
     def _label_parent(self, wl: dict) -> bool:
@@ -142,7 +170,8 @@ class WorkloadController(Controller):
         if is_admitted(wl):
             if policy != "HoldAndDrain" or is_evicted(wl):
                 return False
-            evict(self.store, self.events, wl, f"{kind}Stopped", f"The {kind} is stopped", now)
+            evict(self.store, self.events, wl, f"{kind}Stopped", f"The {kind} is stopped", now,
+                  merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
             return True
         if q is None or q["metadata"].get("deletionTimestamp"):
             unset_quota_reservation(wl, "Misconfigured", f"{kind} {name} is terminating or missing", now)
@@ -150,7 +179,7 @@ class WorkloadController(Controller):
             unset_quota_reservation(wl, "Suspended", f"{kind} {name} is stopped", now)
         else:
             return False
-        self.store.update_status(wl)
+        self.store.update_status(wl, copy_result=False)
         return True
 
     # steps --------------------------------------------------------------------------------------
@@ -167,7 +196,7 @@ class WorkloadController(Controller):
         if rs.get("requeueAt") and parse_ts(rs["requeueAt"]) >= best:
             return False, None
         wl["status"].setdefault("requeueState", {})["requeueAt"] = ts(best)
-        self.store.update_status(wl)
+        self.store.update_status(wl, copy_result=False)
         return True, None
 
     def _activation(self, wl: dict, now: float) -> tuple[bool, Result | None]:
@@ -175,7 +204,7 @@ class WorkloadController(Controller):
         if is_active(wl):
             if is_true(wl, "DeactivationTarget"):
                 wl["spec"]["active"] = False
-                self.store.update(wl)
+                self.store.update(wl, copy_result=False)
                 return True, None
             rs = st.get("requeueState") or {}
             if rs.get("requeueAt"):
@@ -185,22 +214,22 @@ class WorkloadController(Controller):
                 if not has_quota_reservation(wl):
                     rs.pop("requeueAt", None)
                     self._set_backoff_finished(wl, now)
-                    self.store.update_status(wl)
+                    self.store.update_status(wl, copy_result=False)
                     return True, None
             rq = find_condition(wl, "Requeued")
             if rq is not None and rq.get("status") == "False":
                 restarted = self._queue_restarted(wl, rq.get("reason", ""))
                 if restarted:
                     set_condition(wl, "Requeued", True, restarted[0], restarted[1], now)
-                    self.store.update_status(wl)
+                    self.store.update_status(wl, copy_result=False)
                     return True, None
                 if rq.get("reason") == "Deactivated":
                     set_condition(wl, "Requeued", True, "Reactivated", "The workload was reactivated", now)
-                    self.store.update_status(wl)
+                    self.store.update_status(wl, copy_result=False)
                     return True, None
                 if rq.get("reason") in ("PodsReadyTimeout", "AdmissionCheck"):
                     self._set_backoff_finished(wl, now)
-                    self.store.update_status(wl)
+                    self.store.update_status(wl, copy_result=False)
                     return True, None
             return False, None
         # deactivated
@@ -214,11 +243,12 @@ class WorkloadController(Controller):
                 remove_condition(obj, "DeactivationTarget")
                 (obj.get("status") or {}).pop("requeueState", None)
 
-            evict(self.store, self.events, wl, "Deactivated", msg, now, cause, prepare=prep)
+            evict(self.store, self.events, wl, "Deactivated", msg, now, cause, prepare=prep,
+                  merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
             return True, None
         if st.get("requeueState"):
             st.pop("requeueState")
-            self.store.update_status(wl)
+            self.store.update_status(wl, copy_result=False)
             return True, None
         return False, None
 
@@ -265,7 +295,7 @@ class WorkloadController(Controller):
             wl["status"]["admissionChecks"] = new
         else:
             wl["status"].pop("admissionChecks", None)
-        self.store.update_status(wl)
+        self.store.update_status(wl, copy_result=False)
         return True
 
     def _sync_unadmitted(self, wl: dict, lq: dict | None, cq: dict | None, now: float) -> bool:
@@ -319,7 +349,8 @@ class WorkloadController(Controller):
             return True
         if retry:
             evict(self.store, self.events, wl, "AdmissionCheck",
-                  f"Evicted due to {checks_message(retry, 'Retry')}", now)
+                  f"Evicted due to {checks_message(retry, 'Retry')}", now,
+                  merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
             return True
         return False
 
@@ -339,7 +370,7 @@ class WorkloadController(Controller):
         if cfg.backoff_limit_count is not None and count + 1 > cfg.backoff_limit_count:
             set_condition(wl, "DeactivationTarget", True, "RequeuingLimitExceeded",
                           "exceeding the maximum number of re-queuing retries", now)
-            self.store.update_status(wl)
+            self.store.update_status(wl, copy_result=False)
             return None
         ns, name = wl["metadata"]["namespace"], wl["metadata"]["name"]
         rng = self.ctx.rng("kueue.requeue-backoff")
@@ -354,5 +385,5 @@ class WorkloadController(Controller):
             rs["count"] = n
 
         evict(self.store, self.events, wl, "PodsReadyTimeout", f"Exceeded the PodsReady timeout {ns}/{name}", now,
-              cause, prepare=prep)
+              cause, prepare=prep, merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
         return None

@@ -55,6 +55,9 @@ class PodRunState:
     pod_ip: str = "127.0.0.1"
     # container port -> the local TCP port where it really listens (``kubectl port-forward`` goes there)
     ports: dict[int, int] = field(default_factory=dict)
+    # container port -> HTTP headers ``kubectl port-forward`` adds to each request it carries there (the local
+    # Ray dashboard's token: inside a pod network nothing asks for one, on this machine the dashboard does)
+    http_headers: dict[int, dict[str, str]] = field(default_factory=dict)
 
 
 class PodExecutor(Protocol):

@@ -1,7 +1,8 @@
 """Typed settings: what the whole twin is run with, and what one Kubernetes cluster is.
 
-Owns: ``TwinSettings`` (twin-wide knobs: which executor runs pods, the clock, where real Ray keeps its files,
-the API server's address and CA for the GKE API's cluster endpoint) and ``ClusterSettings`` (one cluster's
+Owns: ``TwinSettings`` (twin-wide knobs: which executor runs pods, the clock, where real Ray keeps its files
+and its token, the API server's address and CA for the GKE API's cluster endpoint, the default cluster, the
+fallback policy) and ``ClusterSettings`` (one cluster's
 GKE identity — project, location, name, master version, node range — and the addons it serves; empty for
 the twin's cluster without GKE). ``TwinSettings.from_mapping`` refuses a key it does not know, naming it.
 ``ClusterSettings.from_mapping`` reads the camelCase keys ``flexq.gke`` derives from a GkeCluster object, and
@@ -37,8 +38,14 @@ class TwinSettings:
     executor: str = "simulated"  # "simulated" (virtual pods) or "ray" (real Ray processes for Ray pods)
     clock: str = "virtual"  # "virtual" or "real"
     ray_dir: str | None = None  # where the local Ray executor keeps pod files (one folder per cluster below it)
+    ray_token_file: str | None = None  # where the local Ray clusters' auth token is kept (default: the twin's home)
     kube_endpoint: str | None = None  # "127.0.0.1:<port>" of the twin's API server, once it listens
     kube_ca_b64: str | None = None  # its CA certificate, base64 (what GKE reports as the cluster's CA)
+    default_cluster: str | None = None  # the GKE cluster the root API and the SDK act on (None: the first created)
+    # flexq's fallback policy (flexq.fallback): off (None/False), True or "true" (defaults), or a mapping of
+    # FallbackConfig fields or a FallbackConfig (checked by flexq.fallback when the twin is built)
+    fallback: Any = None
+    check_readonly: bool = False  # a test setting: every store fails loudly when a stored object is changed in place
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | TwinSettings | None) -> TwinSettings:
@@ -47,8 +54,9 @@ class TwinSettings:
             return dataclasses.replace(given)
         given = dict(given or {})
         _refuse_unknown("twin", given, {f.name: f.name for f in dataclasses.fields(cls)})
-        if given.get("ray_dir") is not None:
-            given["ray_dir"] = str(given["ray_dir"])
+        for key in ("ray_dir", "ray_token_file"):
+            if given.get(key) is not None:
+                given[key] = str(given[key])
         return cls(**given)
 
 

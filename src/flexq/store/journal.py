@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS objects (
   PRIMARY KEY (store, kind, namespace, name)
 );
 CREATE TABLE IF NOT EXISTS counters (store TEXT PRIMARY KEY, rv INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 BOOTS = "#boots"  # the counters row counting openings of the state (no store is named so)
 
@@ -84,6 +85,19 @@ class Journal:
             boots = row[0] if row else 0
             self._db.execute("INSERT OR REPLACE INTO counters(store, rv) VALUES (?,?)", (BOOTS, boots + 1))
         return boots
+
+    def get_meta(self, key: str) -> str | None:
+        """A twin-wide setting kept with the state (e.g. which cluster the root API serves)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        with self.transaction():
+            if value is None:
+                self._db.execute("DELETE FROM meta WHERE key=?", (key,))
+            else:
+                self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", (key, value))
 
     def drop_store(self, store: str) -> None:
         with self.transaction():

@@ -376,6 +376,11 @@ def json_patch(target: Any, ops: Any) -> Any:
     for op in ops:
         try:
             kind, parts = op["op"], _pointer(op["path"])
+            if kind not in ("add", "remove", "replace", "move", "copy", "test"):
+                raise BadRequest(f"unknown json patch operation {kind!r}")
+            if kind == "remove" and not parts:
+                raise Invalid('the server rejected our request due to an error in our request: unable to remove '
+                              'the whole document (path "")')
             if kind in ("add", "replace", "test"):
                 value = copy.deepcopy(op["value"])
             if kind in ("move", "copy"):
@@ -414,7 +419,7 @@ def json_patch(target: Any, ops: Any) -> Any:
                     raise Invalid(f"the test operation at {op['path']} failed")
             else:
                 raise BadRequest(f"unknown json patch operation {kind!r}")
-        except (KeyError, IndexError, ValueError, TypeError) as exc:
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError, RecursionError) as exc:
             raise Invalid(f"the server rejected our request due to an error in our request: "
                           f"doc is missing path: {op.get('path') if isinstance(op, dict) else op}: {exc}") from None
     return doc

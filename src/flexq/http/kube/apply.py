@@ -98,6 +98,55 @@ def _dotted(p: Path) -> str:
     return "".join(f".{x}" if all(c.isalnum() or c in "_-" for c in x) else f"[{json.dumps(x)}]" for x in p)
 
 
+def _manager(entry: dict) -> str:
+    """A manager as the API server names it in a conflict (an Update one with its version and time)."""
+    name = json.dumps(str(entry.get("manager")))
+    if entry.get("operation") == "Update":
+        return f"{name} using {entry.get('apiVersion')}" + (f" at {entry['time']}" if entry.get("time") else "")
+    return name
+
+
+def track_update(live: dict, new: dict, manager: str, api_version: str, now: str,
+                 subresource: str | None = None) -> dict:
+    """``new`` with its ``managedFields`` as the API server keeps them after a non-apply write (create,
+    update, patch) by ``manager``: the fields the write changed leave every other manager's set and join
+    ``manager``'s ``Update`` entry, so that a later apply by a manager that lost them conflicts."""
+    entries = [dict(e) for e in (live.get("metadata") or {}).get("managedFields") or []]
+    old_paths, new_paths = _all_paths(live, subresource), _all_paths(new, subresource)
+    changed = {p for p in old_paths | new_paths if _get(live, p) != _get(new, p)}
+    if not changed:
+        out_meta = new.setdefault("metadata", {})
+        out_meta["managedFields"] = entries
+        return new
+    mine = next((e for e in entries if e.get("manager") == manager and e.get("operation") == "Update"
+                 and e.get("subresource") == subresource), None)
+    kept = []
+    for e in entries:
+        if e is mine:
+            continue
+        owned = decode(e.get("fieldsV1")) - changed
+        owned = {p for p in owned if not any(p[:len(c)] == c or c[:len(p)] == p for c in changed)}
+        if owned:
+            e["fieldsV1"] = encode(owned)
+            kept.append(e)
+    owned = (decode(mine.get("fieldsV1")) if mine else set()) | {p for p in changed if p in new_paths}
+    owned = {p for p in owned if _get(new, p) is not _MISSING}
+    if owned:
+        entry = {"manager": manager, "operation": "Update", "apiVersion": api_version, "time": now,
+                 "fieldsType": "FieldsV1", "fieldsV1": encode(owned)}
+        if subresource:
+            entry["subresource"] = subresource
+        kept.append(entry)
+    new.setdefault("metadata", {})["managedFields"] = kept
+    return new
+
+
+def _all_paths(obj: dict, subresource: str | None) -> set[Path]:
+    if subresource == "status":
+        return {("status", *p) for p in leaf_paths(obj.get("status") or {})} if obj.get("status") else set()
+    return leaf_paths(obj)
+
+
 def apply(live: dict | None, applied: dict, manager: str, force: bool, api_version: str, now: str) -> dict:
     """The object after ``manager`` applies ``applied`` to ``live`` (None: it does not exist yet)."""
     entries = [dict(e) for e in ((live or {}).get("metadata") or {}).get("managedFields") or []]
@@ -109,10 +158,10 @@ def apply(live: dict | None, applied: dict, manager: str, force: bool, api_versi
     for e, owned in others:
         for p in sorted(new_set & owned):
             if live is not None and _get(live, p) != _get(applied, p):
-                conflicts.append((str(e.get("manager")), p))
+                conflicts.append((_manager(e), p))
     if conflicts and not force:
-        causes = [Cause(_dotted(p), "FieldManagerConflict", f'conflict with "{m}"') for m, p in conflicts]
-        text = "; ".join(f'conflict with "{m}": {_dotted(p)}' for m, p in conflicts)
+        causes = [Cause(_dotted(p), "FieldManagerConflict", f"conflict with {m}") for m, p in conflicts]
+        text = "; ".join(f"conflict with {m}: {_dotted(p)}" for m, p in conflicts)
         n = len(conflicts)
         raise Conflict(f"Apply failed with {n} conflict{'s' if n > 1 else ''}: {text}", causes=causes)
     taken = {p for _, p in conflicts}

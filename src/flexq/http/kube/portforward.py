@@ -5,7 +5,10 @@ Owns: ``PortForwardSession`` — an asyncio protocol that takes over a connectio
 pairs a request's ``error`` and ``data`` streams (headers ``streamtype``, ``port``, ``requestid``),
 opens a TCP connection to where that pod's port really is on this machine (``resolve(port)``), copies
 bytes both ways, reports failures on the error stream, answers PINGs, and closes cleanly on FIN, RST,
-GOAWAY or a lost connection. The pod-to-local-port lookup is the caller's (see ``LOCAL_PORTS``).
+GOAWAY or a lost connection. The pod-to-local-port lookup is the caller's (see ``LOCAL_PORTS``); where it
+names HTTP headers for the port (``Target.http_headers``: the local Ray dashboard's token), ``HeaderAdder``
+puts them in every HTTP/1.x request the connection carries (a request's own copy of such a header is dropped;
+after an upgrade, e.g. a WebSocket, or anything that does not parse as HTTP/1.x, bytes pass unchanged).
 Must not import flexq modules outside ``flexq.http``.
 """
 
@@ -25,7 +28,108 @@ PROTOCOL = "portforward.k8s.io"
 LOCAL_PORTS = "twin.flexq.dev/local-ports"  # pod annotation: {"8265": 40123} container port -> local port
 CHUNK = 32 * 1024
 
-Resolver = Callable[[int], Awaitable[tuple[str, int]]]  # container port -> (host, port); raises LookupError
+_MAX_HEAD = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a forwarded port goes, and the HTTP headers to add to each request sent there."""
+
+    host: str
+    port: int
+    http_headers: tuple[tuple[str, str], ...] = ()
+
+
+# container port -> (host, port) or Target; raises LookupError
+Resolver = Callable[[int], Awaitable["tuple[str, int] | Target"]]
+
+
+class HeaderAdder:
+    """Adds headers to each HTTP/1.x request of a client-to-server byte stream, fed in pieces.
+
+    Follows request framing (``Content-Length`` bodies, ``chunked`` bodies with trailers) so every request of a
+    keep-alive connection gets them; stops at an ``Upgrade`` or ``CONNECT`` request (what follows is another
+    protocol) and at anything that is not an HTTP/1.x request head, passing the rest through unchanged."""
+
+    def __init__(self, headers: tuple[tuple[str, str], ...]) -> None:
+        self.lines = b"".join(f"{k}: {v}\r\n".encode("latin-1") for k, v in headers)
+        self.names = {k.lower().encode("latin-1") for k, _ in headers}
+        self.buf = b""
+        self.state = "head"  # head | body | size | data | trailer | raw
+        self.left = 0  # bytes of body (or of chunk data plus its CRLF) still to pass
+
+    def feed(self, data: bytes) -> bytes:
+        """The bytes to send on for ``data`` (possibly fewer now, the rest with later calls)."""
+        if self.state == "raw":
+            return data
+        self.buf += data
+        out: list[bytes] = []
+        while self.buf and self.state != "raw":
+            if self.state in ("body", "data"):
+                take = self.buf[:self.left]
+                out.append(take)
+                self.buf, self.left = self.buf[len(take):], self.left - len(take)
+                if self.left == 0:
+                    self.state = "head" if self.state == "body" else "size"
+                continue
+            end = self.buf.find(b"\r\n\r\n" if self.state == "head" else b"\r\n")
+            if end < 0:
+                if len(self.buf) > _MAX_HEAD:
+                    self.state = "raw"
+                break
+            if self.state == "head":
+                head, self.buf = self.buf[:end + 4], self.buf[end + 4:]
+                out.append(self._request(head))
+            elif self.state == "size":
+                line, self.buf = self.buf[:end + 2], self.buf[end + 2:]
+                out.append(line)
+                try:
+                    size = int(line.split(b";", 1)[0].strip(), 16)
+                except ValueError:
+                    self.state = "raw"
+                    continue
+                self.state, self.left = ("trailer", 0) if size == 0 else ("data", size + 2)
+            else:  # trailer lines, up to the empty one that ends the request
+                line, self.buf = self.buf[:end + 2], self.buf[end + 2:]
+                out.append(line)
+                if line == b"\r\n":
+                    self.state = "head"
+        if self.state == "raw":
+            out.append(self.buf)
+            self.buf = b""
+        return b"".join(out)
+
+    def _request(self, head: bytes) -> bytes:
+        lines = head[:-4].split(b"\r\n")
+        parts = lines[0].split(b" ")
+        if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
+            self.state = "raw"
+            return head
+        kept, length, chunked, upgrade = [lines[0]], 0, False, parts[0] == b"CONNECT"
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            key = name.strip().lower()
+            if key in self.names:
+                continue
+            kept.append(line)
+            if key == b"content-length":
+                try:
+                    length = int(value.strip())
+                except ValueError:
+                    self.state = "raw"
+            elif key == b"transfer-encoding" and b"chunked" in value.lower():
+                chunked = True
+            elif key == b"upgrade":
+                upgrade = True
+        if self.state == "raw":
+            return head
+        if upgrade:
+            self.state = "raw"
+        elif chunked:
+            self.state = "size"
+        elif length > 0:
+            self.state, self.left = "body", length
+        return b"\r\n".join(kept) + b"\r\n" + self.lines + b"\r\n"
 
 
 @dataclass
@@ -35,6 +139,7 @@ class _Pair:
     error: int = 0  # stream ids
     data: int = 0
     writer: asyncio.StreamWriter | None = None
+    adder: HeaderAdder | None = None
     pending: list[bytes] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
     closed: bool = False
@@ -103,7 +208,7 @@ class PortForwardSession(asyncio.Protocol):
             if pair.writer is None:
                 pair.pending.append(f.data)
             else:
-                pair.writer.write(f.data)
+                pair.writer.write(pair.adder.feed(f.data) if pair.adder else f.data)
             self._send(self.codec.window_update(f.stream_id, len(f.data)))
         if f.flags & spdy.FLAG_FIN and pair.writer is not None and pair.writer.can_write_eof():
             with contextlib.suppress(OSError):
@@ -112,16 +217,19 @@ class PortForwardSession(asyncio.Protocol):
     # -- to the local port ------------------------------------------------------------------------
     async def _forward(self, pair: _Pair) -> None:
         try:
-            host, port = await self.resolve(pair.port)
-            reader, writer = await asyncio.open_connection(host, port)
+            found = await self.resolve(pair.port)
+            target = found if isinstance(found, Target) else Target(*found)
+            reader, writer = await asyncio.open_connection(target.host, target.port)
         except (LookupError, OSError) as exc:
             msg = f"error forwarding port {pair.port} to pod: {exc}"
             self._send(self.codec.data(pair.error, msg.encode()))
             self._finish(pair)
             return
         pair.writer = writer
+        if target.http_headers:
+            pair.adder = HeaderAdder(target.http_headers)
         for chunk in pair.pending:
-            writer.write(chunk)
+            writer.write(pair.adder.feed(chunk) if pair.adder else chunk)
         pair.pending.clear()
         try:
             while not pair.closed:

@@ -22,7 +22,7 @@ from flexq.api import scheme
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time
 from flexq.errors import ApiError, BadRequest, Invalid, MethodNotAllowed, NotFound
-from flexq.http.common import decode_body, json_response, on_loop, read_body, status_response, truthy
+from flexq.http.common import decode_body_async, json_response, on_loop, read_body, status_response, truthy
 from flexq.http.common import view as view_as
 from flexq.http.kube import apply as ssa
 from flexq.http.kube import table as tables
@@ -64,10 +64,13 @@ def page(objs: list[dict], rv: int, limit: str | None, token: str | None,
     if token:
         try:
             data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-            rv, start = int(data["rv"]), str(data["start"]).rstrip("\x00")
+            if not isinstance(data, dict) or not isinstance(data.get("rv"), int) or isinstance(data["rv"], bool) \
+                    or not isinstance(data.get("start"), str):
+                raise ValueError("the token's rv must be an integer and its start a string")
+            rv, start = data["rv"], data["start"].rstrip("\x00")
             if data.get("v") != "meta.k8s.io/v1" or not start:
                 raise ValueError(data.get("v"))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, OverflowError) as exc:
             raise BadRequest(f"continue key is not valid: {exc}") from None
         ns, _, name = start.rpartition("/")
         after = (ns, name)
@@ -87,6 +90,33 @@ def page(objs: list[dict], rv: int, limit: str | None, token: str | None,
     if not selected:
         paging["remainingItemCount"] = rest
     return shown, rv, paging
+
+def check_delete_options(opts: dict) -> None:
+    """DeleteOptions' fields have their JSON types (400 as the API server's decoder answers otherwise)."""
+    def wrong(field: str, value: Any, want: str) -> BadRequest:
+        got = {bool: "bool", int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(
+            type(value), type(value).__name__)
+        return BadRequest(f"json: cannot unmarshal {got} into Go struct field DeleteOptions.{field} of type {want}")
+
+    dry = opts.get("dryRun")
+    if dry is not None and (not isinstance(dry, list) or not all(isinstance(v, str) for v in dry)):
+        raise wrong("dryRun", dry, "[]string")
+    for key in ("propagationPolicy",):
+        if opts.get(key) is not None and not isinstance(opts[key], str):
+            raise wrong(key, opts[key], "v1.DeletionPropagation")
+    if opts.get("orphanDependents") is not None and not isinstance(opts["orphanDependents"], bool):
+        raise wrong("orphanDependents", opts["orphanDependents"], "bool")
+    grace = opts.get("gracePeriodSeconds")
+    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool)):
+        raise wrong("gracePeriodSeconds", grace, "int64")
+    pre = opts.get("preconditions")
+    if pre is not None:
+        if not isinstance(pre, dict):
+            raise wrong("preconditions", pre, "v1.Preconditions")
+        for key in ("uid", "resourceVersion"):
+            if pre.get(key) is not None and not isinstance(pre[key], str):
+                raise wrong(f"preconditions.{key}", pre[key], "string")
+
 
 def default_propagation(info: KindInfo) -> str:
     """The deletion policy when a request names none (the registry strategy's
@@ -180,13 +210,18 @@ class KubeFace:
 
     async def _body(self, request: Request) -> Any:
         raw = await read_body(request)
-        return decode_body(raw, request.headers.get("content-type", "application/json"))
+        return await decode_body_async(raw, request.headers.get("content-type", "application/json"))
 
     def _object_body(self, body: Any, info: KindInfo, t: Target) -> dict:
         if not isinstance(body, dict):
             raise BadRequest(f"the body of the request must be a {info.kind} object, not {type(body).__name__}")
-        body.setdefault("apiVersion", info.api_version(t.version))
-        body.setdefault("kind", info.kind)
+        if body.get("apiVersion") is None:
+            body["apiVersion"] = info.api_version(t.version)
+        if body.get("kind") is None:
+            body["kind"] = info.kind
+        scheme.check_shape(body)
+        if body.get("metadata") is None:
+            body["metadata"] = {}
         if body["apiVersion"] != info.api_version(t.version) or body["kind"] != info.kind:
             raise BadRequest(f"the API version in the data ({body['apiVersion']}) does not match the expected API "
                              f"version ({info.api_version(t.version)})" if body["kind"] == info.kind else
@@ -202,7 +237,7 @@ class KubeFace:
     def _dry_run(request: Request, body: Any = None) -> bool:
         vals = request.query_params.getlist("dryRun")
         if isinstance(body, dict) and body.get("dryRun"):
-            vals += list(body["dryRun"])
+            vals += list(body["dryRun"])  # a list of strings (check_delete_options)
         for v in vals:
             if v != "All":
                 raise BadRequest(f'Invalid dryRun value: "{v}": supported values: "All"')
@@ -264,10 +299,10 @@ class KubeFace:
         fsel = q.get("fieldSelector")
         if name:
             fsel = f"metadata.name={name}" + (f",{fsel}" if fsel else "")
-        try:
-            timeout = float(q.get("timeoutSeconds") or DEFAULT_TIMEOUT)
-        except ValueError:
-            raise BadRequest(f"invalid timeoutSeconds: {q.get('timeoutSeconds')!r}") from None
+        raw_timeout = q.get("timeoutSeconds")
+        if raw_timeout not in (None, "") and (not re.fullmatch(r"[0-9]{1,18}", raw_timeout)):
+            raise BadRequest(f'timeoutSeconds: Invalid value: "{raw_timeout}": must be a non-negative integer')
+        timeout = float(int(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT) or DEFAULT_TIMEOUT
         from flexq.store.selectors import parse_field_selector, parse_label_selector
 
         parse_label_selector(q.get("labelSelector"))
@@ -301,9 +336,27 @@ class KubeFace:
 
             obj, warns = await self._write(mode, info, t.version, write_status)
         else:
+            track = self._tracker(request, info, t)
             obj, warns = await self._write(mode, info, t.version, lambda uf: self.store().update(
-                body, namespace=t.namespace, unknown_fields=uf, dry_run=dry))
+                body, namespace=t.namespace, unknown_fields=uf, dry_run=dry, on_write=track))
         return self._out(request, info, obj, t, 200, warns)
+
+    def _tracker(self, request: Request, info: KindInfo, t: Target) -> Any:
+        """``on_write`` for a non-apply write: once an object has ``managedFields`` (someone applied it),
+        the fields an update or patch changes pass to its manager (``fieldManager``, else the client's
+        User-Agent up to its first ``/``), as the API server records them, so a later apply by the manager
+        that lost a field conflicts (409) unless forced."""
+        manager = request.query_params.get("fieldManager") or \
+            (request.headers.get("user-agent") or "unknown").split("/")[0] or "unknown"
+        api_version = info.api_version(t.version)
+
+        def track(live: dict, new: dict) -> dict:
+            if not (live.get("metadata") or {}).get("managedFields"):
+                return new
+            return ssa.track_update(live, new, manager, api_version, format_time(self.loop.now()),
+                                    t.subresource)
+
+        return track
 
     async def patch(self, request: Request, t: Target, info: KindInfo) -> Response:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -314,14 +367,15 @@ class KubeFace:
             raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '
                                        f'include: {", ".join(k for k in PATCH_TYPES if "cbor" not in k)}')
         raw = await read_body(request)
-        body = decode_body(raw, "application/yaml" if ptype == "apply" else "application/json")
+        body = await decode_body_async(raw, "application/yaml" if ptype == "apply" else "application/json")
         dry, mode = self._dry_run(request), self._validation(request)
         if ptype == "apply":
             return await self._apply(request, t, info, body, dry, mode)
         api_version = info.api_version(t.version)
+        track = self._tracker(request, info, t) if t.subresource is None else None
         obj, warns = await self._write(mode, info, t.version, lambda uf: self.store().patch(
             info.kind, t.name or "", body, t.namespace, patch_type=ptype, subresource=t.subresource,
-            api_version=api_version, unknown_fields=uf, dry_run=dry))
+            api_version=api_version, unknown_fields=uf, dry_run=dry, on_write=track))
         return self._out(request, info, obj, t, 200, warns)
 
     async def _apply(self, request: Request, t: Target, info: KindInfo, body: Any, dry: bool,
@@ -364,9 +418,10 @@ class KubeFace:
         raw = await read_body(request)
         opts: dict = {}
         if raw.strip():
-            opts = decode_body(raw, request.headers.get("content-type", "application/json"))
+            opts = await decode_body_async(raw, request.headers.get("content-type", "application/json"))
             if not isinstance(opts, dict):
                 raise BadRequest("DeleteOptions must be an object")
+            check_delete_options(opts)
         q = request.query_params
         if q.get("propagationPolicy"):
             opts["propagationPolicy"] = q["propagationPolicy"]

@@ -1,0 +1,191 @@
+"""A bounded load test of a served twin: many concurrent clients against a twin holding ~10,000 objects,
+printing operations per second and latency percentiles (p50, p99, max) per verb and overall.
+
+    .venv/bin/python bench/api_load.py [--clients 50] [--seconds 10] [--objects 10000] [--processes 5]
+                                       [--no-tls] [--hostile]
+
+The twin and its server run in a child process, as ``flexq up`` serves them (HTTPS, bearer token). The
+clients run in ``--processes`` other processes (threads spread evenly), so that client-side Python does not
+limit the figures as much. Each client loops over a kubectl-like mix — get 40 %, list of one namespace's 200
+objects 10 %, create 20 %, merge patch 20 %, delete 10 % — on keep-alive connections, for ``--seconds``.
+``--hostile`` adds one more client that sends a YAML alias bomb and 3 MiB bodies in a loop (each must be
+refused with a 4xx) to show what a hostile client costs the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import random
+import tempfile
+import threading
+import time
+from typing import Any
+
+SEED_NS = 50  # namespaces of seed objects: ``--objects`` spread evenly (200 each at 10,000)
+
+
+def _serve(home: str, objects: int, tls: bool, out: Any, stop: Any) -> None:
+    from flexq import Twin
+    from flexq.http.server import Server
+
+    twin = Twin(clock="real", home=home, executor="simulated")
+    server = Server(twin.core, home, tls=tls).start()
+    info = server.write_files()
+    per_ns = max(1, objects // SEED_NS)
+    docs = []
+    for n in range(SEED_NS):
+        docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"seed-{n}"}})
+        docs.extend({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": f"cm-{i}", "namespace": f"seed-{n}", "labels": {"bench": "seed"}},
+                     "data": {"k": "v" * 64}} for i in range(per_ns))
+    twin._call(lambda: [twin.store.create(d) for d in docs])
+    out.put({"url": server.url, "token": server.creds.token, "ca": info["ca"] if tls else False,
+             "per_ns": per_ns})
+    stop.wait()
+    server.stop()
+    twin.close()
+
+
+def _bomb() -> bytes:
+    doc = 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    for i in range(1, 9):
+        doc += f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]\n"
+    return ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\nx:\n  " + doc.replace("\n", "\n  ")).encode()
+
+
+def _clients(proc: int, threads: int, seconds: float, info: dict, hostile: bool, out: Any) -> None:
+    import requests
+
+    url, per_ns = info["url"], info["per_ns"]
+    results: list[tuple[str, float, int]] = []
+    lock = threading.Lock()
+    start = threading.Barrier(threads + (1 if hostile else 0))
+    deadline = [0.0]
+
+    def session() -> requests.Session:
+        s = requests.Session()
+        s.headers["Authorization"] = f"Bearer {info['token']}"
+        s.verify = info["ca"]
+        s.trust_env = False
+        return s
+
+    def worker(i: int) -> None:
+        s, rng, mine = session(), random.Random(proc * 1000 + i), []
+        created: list[str] = []
+        ns = f"seed-{(proc * threads + i) % SEED_NS}"
+        base = f"{url}/api/v1/namespaces/{ns}/configmaps"
+        json_ct = {"Content-Type": "application/json"}
+        start.wait()
+        n = 0
+        while time.perf_counter() < deadline[0]:
+            n += 1
+            roll = rng.random()
+            t0 = time.perf_counter()
+            if roll < 0.4:
+                verb, r = "get", s.get(f"{base}/cm-{rng.randrange(per_ns)}")
+            elif roll < 0.5:
+                verb, r = "list", s.get(base)
+            elif roll < 0.7:
+                name = f"p{proc}-t{i}-{n}"
+                body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}}
+                verb, r = "create", s.post(base, data=json.dumps(body), headers=json_ct)
+                created.append(name)
+            elif roll < 0.9:
+                verb, r = "patch", s.patch(f"{base}/cm-{rng.randrange(per_ns)}",
+                                           data=json.dumps({"data": {"n": str(n)}}),
+                                           headers={"Content-Type": "application/merge-patch+json"})
+            elif created:
+                verb, r = "delete", s.delete(f"{base}/{created.pop()}")
+            else:
+                continue
+            mine.append((verb, time.perf_counter() - t0, r.status_code))
+        with lock:
+            results.extend(mine)
+
+    def attacker() -> None:
+        s = session()
+        base = f"{url}/api/v1/namespaces/default/configmaps"
+        big = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+                          "data": {"a": "x" * (3 * 1024 * 1024 - 200)}}).encode()
+        start.wait()
+        mine = []
+        while time.perf_counter() < deadline[0]:
+            for body, ctype in ((_bomb(), "application/yaml"), (big, "application/json")):
+                t0 = time.perf_counter()
+                r = s.post(base, data=body, headers={"Content-Type": ctype})
+                mine.append(("hostile", time.perf_counter() - t0, r.status_code))
+        with lock:
+            results.extend(mine)
+
+    deadline[0] = time.perf_counter() + seconds + 0.5
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+    if hostile:
+        ts.append(threading.Thread(target=attacker))
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    out.put(results)
+
+
+def _pct(xs: list[float], p: float) -> float:
+    return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--objects", type=int, default=10_000)
+    ap.add_argument("--processes", type=int, default=5, help="client processes the clients are spread over")
+    ap.add_argument("--no-tls", action="store_true", help="plain HTTP (TLS is what kubectl gets)")
+    ap.add_argument("--hostile", action="store_true", help="one more client sending alias bombs and 3 MiB bodies")
+    args = ap.parse_args()
+    ctx = mp.get_context("spawn")
+    out, stop = ctx.Queue(), ctx.Event()
+    server = ctx.Process(target=_serve, args=(tempfile.mkdtemp(prefix="flexq-load-"), args.objects,
+                                              not args.no_tls, out, stop), daemon=True)
+    t0 = time.perf_counter()
+    server.start()
+    info = out.get(timeout=600)
+    print(f"twin up with {args.objects} configmaps in {SEED_NS} namespaces in {time.perf_counter() - t0:.1f}s")
+    procs, per = [], [args.clients // args.processes + (1 if i < args.clients % args.processes else 0)
+                      for i in range(args.processes)]
+    results_q = ctx.Queue()
+    try:
+        for i, n in enumerate(per):
+            if n:
+                p = ctx.Process(target=_clients, args=(i, n, args.seconds, info, args.hostile and i == 0,
+                                                       results_q))
+                p.start()
+                procs.append(p)
+        results: list[tuple[str, float, int]] = []
+        for _ in procs:
+            results.extend(results_q.get(timeout=args.seconds + 600))
+        for p in procs:
+            p.join(60)
+    finally:
+        stop.set()
+        server.join(30)
+    normal = [r for r in results if r[0] != "hostile"]
+    bad = [r for r in normal if r[2] >= 400]
+    print(f"flexq API load: {args.clients} clients over {args.processes} processes, {args.seconds:.0f}s, "
+          f"{'HTTP' if args.no_tls else 'HTTPS'} + token, {args.objects} objects stored"
+          + (", with one hostile client" if args.hostile else ""))
+    print(f"{'verb':<10}{'ops':>8}{'ops/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}")
+    for verb in ("get", "list", "create", "patch", "delete", "hostile", "all"):
+        rows = normal if verb == "all" else [r for r in results if r[0] == verb]
+        if not rows:
+            continue
+        lat = sorted(r[1] for r in rows)
+        errors = sum(1 for r in rows if (r[2] >= 400) != (verb == "hostile") or r[2] >= 500)
+        print(f"{verb:<10}{len(rows):>8}{len(rows) / args.seconds:>9.0f}{_pct(lat, .5) * 1e3:>9.1f}"
+              f"{_pct(lat, .99) * 1e3:>9.1f}{lat[-1] * 1e3:>9.1f}{errors:>8}")
+    if bad:
+        print(f"{len(bad)} failed requests, e.g. {bad[:3]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Decoding bodies and manifests the way the API server does, with its limits.
+
+Owns: ``load_json`` / ``load_yaml`` / ``load_yaml_all`` (JSON or YAML text -> plain data: YAML timestamps stay
+strings as sigs.k8s.io/yaml leaves them, a key given twice in one map is refused as the API server's strict
+YAML decoding and kubectl refuse it, JSON's ``NaN``/``Infinity`` are not JSON), and ``check_decoded`` (a bounded
+walk over decoded data: nesting deeper than ``MAX_DEPTH`` is refused with 400, and data larger once expanded
+than ``MAX_REQUEST`` bytes with 413, so that a YAML alias bomb of a few hundred bytes is refused after a few
+million steps at most instead of expanding to gigabytes). Must not import ``flexq`` outside ``flexq.api`` and
+``flexq.errors``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import yaml
+
+from flexq.errors import BadRequest, RequestEntityTooLarge
+
+MAX_REQUEST = 3 * 1024 * 1024  # the API server's MaxRequestBodyBytes (and etcd's request limit)
+MAX_DEPTH = 100  # deeper nesting than any object the twin serves needs; Python recursion stays far away
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_Base):  # type: ignore[misc]
+    """The safe loader without timestamp resolution and with duplicate keys refused."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+        if isinstance(node, yaml.MappingNode):
+            self.flatten_mapping(node)
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    dup = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base constructor says so
+                    continue
+                if dup:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f'key "{key}" already set in map', key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
+
+
+def _yaml_error(exc: Exception) -> BadRequest:
+    return BadRequest(f"error converting YAML to JSON: yaml: {exc}".replace("\n", " "))
+
+
+def load_yaml(text: str) -> Any:
+    """One YAML document -> data (BadRequest when malformed)."""
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
+        raise _yaml_error(exc) from None
+
+
+def load_yaml_all(text: str) -> list[Any]:
+    """Every YAML document of ``text`` (empty ones dropped)."""
+    try:
+        docs: Iterator[Any] = yaml.load_all(text, Loader=_Loader)
+        return [d for d in docs if d is not None]
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
+        raise _yaml_error(exc) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
+
+
+def load_json(text: str) -> Any:
+    """JSON text -> data (BadRequest when malformed, nested too deep, or using NaN/Infinity)."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise BadRequest(f"json: exceeded max depth of {MAX_DEPTH}") from None
+    except ValueError as exc:
+        raise BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
+
+
+def _scalar_size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, bool) or value is None:
+        return 5
+    if isinstance(value, int):
+        return 20 if value.bit_length() < 64 else len(str(value))
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise BadRequest(f"json: unsupported value: {value}")
+        return 24
+    raise BadRequest(f"json: unsupported type: {type(value).__name__}")
+
+
+def check_decoded(data: Any, limit: int = MAX_REQUEST, max_depth: int = MAX_DEPTH) -> int:
+    """Size ``data`` as JSON would spell it out, counting each shared value (a YAML alias) at every use, as the
+    API server sees it after conversion to JSON: past ``limit`` bytes 413, nested deeper than ``max_depth`` or
+    recursive (a YAML alias inside its own anchor) 400, a value JSON cannot carry (a YAML ``.inf``/``.nan``,
+    a timestamp, binary) 400. Each distinct container is visited once, so an alias bomb costs no more than its
+    text: the walk is linear in the decoded objects, without recursion. Returns the size."""
+    if not isinstance(data, (dict, list)):
+        return _scalar_size(data)
+    memo: dict[int, tuple[int, int]] = {}  # id of a container -> (its size, its depth)
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        value, done = stack.pop()
+        key = id(value)
+        children = value.values() if isinstance(value, dict) else value
+        if done:
+            on_path.discard(key)
+            size, depth = 2 + len(value), 1
+            if isinstance(value, dict):
+                size += sum(len(k) + 3 if isinstance(k, str) else len(str(k)) + 3 for k in value)
+            for child in children:
+                if isinstance(child, (dict, list)):
+                    csize, cdepth = memo[id(child)]
+                    size += csize
+                    depth = max(depth, cdepth + 1)
+                else:
+                    size += _scalar_size(child)
+                if size > limit:
+                    raise RequestEntityTooLarge(f"the decoded object is larger than the limit of {limit} bytes")
+            if depth > max_depth:
+                raise BadRequest(f"the object is nested too deeply: more than {max_depth} levels")
+            memo[key] = (size, depth)
+            continue
+        if key in memo:
+            continue
+        if key in on_path:
+            raise BadRequest("the object refers to itself (a recursive YAML alias)")
+        if len(on_path) > max_depth:
+            raise BadRequest(f"the object is nested too deeply: more than {max_depth} levels")
+        on_path.add(key)
+        stack.append((value, True))
+        stack.extend((c, False) for c in children if isinstance(c, (dict, list)) and id(c) not in memo)
+    return memo[id(data)][0]

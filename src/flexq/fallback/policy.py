@@ -1,0 +1,644 @@
+"""The fallback policy: detect stocked-out flavors, move the jobs waiting on them, steer new ones, come back.
+
+One pass (``FallbackPolicy.run_once``) reads the cluster through a ``ClusterAPI`` and acts:
+
+1. **Evidence**, per flavor: a pod of a workload admitted on the flavor (the flavor whose ``nodeLabels`` Kueue
+   put in the pod's nodeSelector) is unschedulable and the cluster autoscaler said why with a GCE capacity error
+   (``FailedScaleUp`` / ``NotTriggerScaleUp`` whose message matches ``capacity_pattern``: "GCE out of resources",
+   ``ZONE_RESOURCE_POOL_EXHAUSTED``, ``GCE_STOCKOUT``, …); or a provisioning admission check on the flavor, of a
+   capacity-checking class (not DWS's queued provisioning), is Retry/Rejected. Time alone is never evidence
+   unless ``assume_after_seconds`` is set.
+2. **Breakers**, per flavor, as the cluster autoscaler backs off a node group: evidence older than the grace
+   period trips the flavor (``since``, ``until = now + backoff``); a probe that fails doubles the backoff (5
+   minutes up to 30 by default); a pod of the flavor that gets scheduled after ``since`` closes it. Breakers live
+   in a ConfigMap (``kueue-system/flexq-fallback``), so a restarted policy remembers them.
+3. **Moves**: a workload admitted on a tripped flavor whose pods there have not started (and that has a later
+   flavor to go to) is deactivated; once Kueue has evicted it (quota released, job suspended) the job's pod
+   templates of that flavor get ``<flavor label> NotIn [<value>]`` in their required node affinity and the
+   evicted Workload is deleted, so Kueue makes a new one from the job and admits it on the next flavor. Each step
+   is written to the job's ``fallback.flexq.dev/move`` annotation before it is taken, so a pass that dies
+   half-way is finished by the next one, and a workload is never reactivated (no double admission).
+4. **Steering**: a pending workload headed first for a tripped flavor gets the same restriction before it is
+   admitted; when the backoff has expired one is let through as the probe. When a flavor comes back, the pending
+   jobs steered away from it get their restriction removed.
+
+Every action is an Event on the job; ``fallback.flexq.dev/moved`` on the job says, in one line, what happened
+(``flexq status`` shows it). With ``dry_run`` nothing is written: the pass only returns what it would do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from flexq.fallback.api import ClusterAPI, Conflict, NotFound
+
+log = logging.getLogger("flexq.fallback")
+
+OPT_IN_LABEL = "fallback.flexq.dev/enabled"  # on a LocalQueue: "true" lets the policy move its jobs
+ANN_MOVE = "fallback.flexq.dev/move"  # on a job: the move in progress or done (JSON)
+ANN_MOVED = "fallback.flexq.dev/moved"  # on a job: what happened, in one line
+MANAGER = "flexq-fallback"
+DWS_CLASS = "queued-provisioning.gke.io"  # DWS waiting is plan B doing its job, not a stock-out
+CAPACITY_PATTERN = (r"GCE out of resources|ZONE_RESOURCE_POOL_EXHAUSTED|GCE_STOCKOUT|RESOURCE_POOL_EXHAUSTED|"
+                    r"does not have enough resources available|stock-?out|CapacityCheckFailed|"
+                    r"Provisioning Request has failed")
+# the autoscaler's word for a node group it will not try again yet: evidence only for a flavor already known to
+# be stocked out (the failure it backs off from was the stock-out)
+_BACKOFF = re.compile(r"in backoff after failed scale-up")
+_CODE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b")
+_JOB_API = {"RayJob": "ray.io/v1", "RayCluster": "ray.io/v1", "Job": "batch/v1"}
+
+
+@dataclass
+class FallbackConfig:
+    """How the policy behaves (every knob has a CLI flag of the same name)."""
+
+    grace_seconds: float = 60.0  # capacity errors must last this long before a flavor counts as stocked out
+    backoff_seconds: float = 300.0  # first backoff of a stocked-out flavor (the cluster autoscaler's 5 min)
+    max_backoff_seconds: float = 1800.0  # backoff cap (the cluster autoscaler's 30 min)
+    move_started: bool = False  # also move jobs whose pods on the flavor have started
+    assume_after_seconds: float | None = None  # also count pods unscheduled this long as stocked out (off)
+    all_queues: bool = False  # act on every LocalQueue, not only those labelled fallback.flexq.dev/enabled
+    dry_run: bool = False
+    state_namespace: str = "kueue-system"
+    state_name: str = "flexq-fallback"
+    capacity_pattern: str = CAPACITY_PATTERN
+
+
+@dataclass
+class Breaker:
+    """One stocked-out flavor."""
+
+    since: float  # first capacity error seen
+    until: float  # new jobs skip the flavor until then; then one probe goes
+    failures: int = 1
+    code: str = ""
+    message: str = ""
+    probe: str = ""  # namespace/name of the workload let through as the probe
+
+    def open(self, now: float) -> bool:
+        return now < self.until
+
+
+@dataclass
+class Action:
+    """What a pass did (or, dry, would do)."""
+
+    verb: str  # evict, move, steer, unsteer, trip, probe, probe-failed, recover
+    target: str  # namespace/name of the job or the flavor
+    message: str
+
+
+@dataclass
+class _Workload:
+    obj: dict
+    key: str
+    cq: str
+    job: tuple[str, str, str] | None  # (kind, namespace, name) of the owning job
+    assigned: dict[str, set[str]] = field(default_factory=dict)  # pod set -> flavors
+    pods: list[dict] = field(default_factory=list)
+
+
+def _cond(obj: dict, ctype: str) -> dict | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == ctype), None)
+
+
+def _true(obj: dict, ctype: str) -> bool:
+    c = _cond(obj, ctype)
+    return c is not None and c.get("status") == "True"
+
+
+def _ts(text: str | None) -> float | None:
+    if not text:
+        return None
+    from flexq.clock import parse_time
+
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None
+
+
+def _duration(seconds: float) -> str:
+    s = max(0, int(seconds))
+    h, rem = divmod(s, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+def pod_templates(job: dict) -> dict[str, dict]:
+    """Pod set name -> the job's pod template spec for it (what Kueue builds the Workload's pod sets from)."""
+    kind, spec = job.get("kind"), job.get("spec") or {}
+    if kind == "Job":
+        return {"main": spec.setdefault("template", {}).setdefault("spec", {})}
+    if kind in ("RayJob", "RayCluster"):
+        rc = spec.get("rayClusterSpec") if kind == "RayJob" else spec
+        if not isinstance(rc, dict):
+            return {}
+        out = {"head": rc.setdefault("headGroupSpec", {}).setdefault("template", {}).setdefault("spec", {})}
+        for wg in rc.get("workerGroupSpecs") or []:
+            out[str(wg.get("groupName", "")).lower()] = wg.setdefault("template", {}).setdefault("spec", {})
+        return out
+    return {}
+
+
+def _terms(pod_spec: dict) -> list[dict]:
+    aff = pod_spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
+    req = aff.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    return req.setdefault("nodeSelectorTerms", [])
+
+
+def restrict(pod_spec: dict, key: str, value: str) -> bool:
+    """Add ``key NotIn [value]`` to every required node-affinity term (one term if there is none)."""
+    expr = {"key": key, "operator": "NotIn", "values": [value]}
+    terms = _terms(pod_spec)
+    if not terms:
+        terms.append({"matchExpressions": [expr]})
+        return True
+    changed = False
+    for t in terms:
+        exprs = t.setdefault("matchExpressions", [])
+        if expr not in exprs:
+            exprs.append(expr)
+            changed = True
+    return changed
+
+
+def unrestrict(pod_spec: dict, key: str, value: str) -> bool:
+    """Remove what ``restrict`` added (and the affinity it created, if it is left empty)."""
+    expr = {"key": key, "operator": "NotIn", "values": [value]}
+    aff = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    req = aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    changed = False
+    for t in req.get("nodeSelectorTerms") or []:
+        if expr in (t.get("matchExpressions") or []):
+            t["matchExpressions"].remove(expr)
+            changed = True
+    if changed:
+        req["nodeSelectorTerms"] = [t for t in req["nodeSelectorTerms"] if t.get("matchExpressions") or t.get("matchFields")]
+        if not req["nodeSelectorTerms"]:
+            aff.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
+            if not aff:
+                pod_spec["affinity"].pop("nodeAffinity", None)
+                if not pod_spec["affinity"]:
+                    pod_spec.pop("affinity")
+    return changed
+
+
+class FallbackPolicy:
+    """Stock-out-aware fallback over one cluster (see the module docstring)."""
+
+    def __init__(self, api: ClusterAPI, config: FallbackConfig | None = None) -> None:
+        self.api = api
+        self.cfg = config or FallbackConfig()
+        self.capacity = re.compile(self.cfg.capacity_pattern)
+        self.breakers: dict[str, Breaker] = {}
+        self._loaded = False
+
+    # -- state ------------------------------------------------------------------------------------
+    def _load(self) -> None:
+        if self._loaded and self.cfg.dry_run:
+            return
+        data = self.api.load_state(self.cfg.state_namespace, self.cfg.state_name)
+        self.breakers = {}
+        for flavor, text in data.items():
+            try:
+                self.breakers[flavor] = Breaker(**json.loads(text))
+            except (TypeError, ValueError):
+                log.warning("ignoring an unreadable breaker for flavor %s", flavor)
+        self._loaded = True
+
+    def _save(self) -> None:
+        if self.cfg.dry_run:
+            return
+        data = {f: json.dumps(asdict(b), sort_keys=True) for f, b in sorted(self.breakers.items())}
+        try:
+            self.api.save_state(self.cfg.state_namespace, self.cfg.state_name, data)
+        except (Conflict, NotFound) as exc:
+            log.warning("could not save the fallback state: %s", exc)
+
+    # -- one pass ---------------------------------------------------------------------------------
+    def run_once(self) -> list[Action]:
+        """One pass over the cluster; returns what it did."""
+        self._load()
+        now = self.api.now()
+        actions: list[Action] = []
+        queues = self._queues()
+        if not queues:
+            return actions
+        cqs = {cq["metadata"]["name"]: cq for cq in self.api.list("ClusterQueue")}
+        self.flavors = {rf["metadata"]["name"]: (rf.get("spec") or {}).get("nodeLabels") or {}
+                        for rf in self.api.list("ResourceFlavor")}
+        self.cqs = cqs
+        wls = self._workloads(queues)
+        self._live = {w.key for w in wls}
+        before = {f: asdict(b) for f, b in self.breakers.items()}
+        self._evidence(wls, now, actions)
+        self._moves(wls, now, actions)
+        self._steer(wls, now, actions)
+        if {f: asdict(b) for f, b in self.breakers.items()} != before:
+            self._save()
+        return actions
+
+    def next_wakeup(self, now: float) -> float | None:
+        """When a breaker's backoff ends (the in-twin controller wakes then)."""
+        due = [b.until for b in self.breakers.values() if b.until > now]
+        return min(due) if due else None
+
+    def _queues(self) -> dict[tuple[str, str], str]:
+        out = {}
+        for lq in self.api.list("LocalQueue"):
+            md = lq["metadata"]
+            if self.cfg.all_queues or (md.get("labels") or {}).get(OPT_IN_LABEL) == "true":
+                out[(md.get("namespace") or "", md["name"])] = (lq.get("spec") or {}).get("clusterQueue", "")
+        return out
+
+    def _workloads(self, queues: dict[tuple[str, str], str]) -> list[_Workload]:
+        out: list[_Workload] = []
+        by_owner: dict[tuple[str, str, str], _Workload] = {}
+        for wl in sorted(self.api.list("Workload"), key=lambda w: (w["metadata"].get("namespace", ""),
+                                                                     w["metadata"]["name"])):
+            md = wl["metadata"]
+            ns = md.get("namespace") or ""
+            cq = queues.get((ns, (wl.get("spec") or {}).get("queueName", "")))
+            if cq is None or _true(wl, "Finished"):
+                continue
+            owner = next((r for r in md.get("ownerReferences") or [] if r.get("controller")), None)
+            job = (owner["kind"], ns, owner["name"]) if owner and owner.get("kind") in _JOB_API else None
+            w = _Workload(wl, f"{ns}/{md['name']}", cq, job)
+            for psa in ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []:
+                w.assigned[psa.get("name", "")] = set((psa.get("flavors") or {}).values())
+            out.append(w)
+            if job is not None:
+                by_owner[job] = w
+        for ns in sorted({w.obj["metadata"].get("namespace") or "" for w in out}):
+            for pod in self.api.list("Pod", ns):
+                w = self._owner_workload(pod, by_owner)
+                if w is not None:
+                    w.pods.append(pod)
+        return out
+
+    def _owner_workload(self, pod: dict, by_owner: dict[tuple[str, str, str], _Workload]) -> _Workload | None:
+        """Climb the pod's controller references (Pod → RayCluster → RayJob, Pod → Job) to a job with a Workload."""
+        obj, ns = pod, pod["metadata"].get("namespace") or ""
+        for _ in range(3):
+            ref = next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+            if ref is None:
+                return None
+            w = by_owner.get((ref.get("kind", ""), ns, ref.get("name", "")))
+            if w is not None:
+                return w
+            if ref.get("kind") not in _JOB_API:
+                return None
+            parent = self.api.get(ref["kind"], ref["name"], ns)
+            if parent is None:
+                return None
+            obj = parent
+        return None
+
+    # -- 1. evidence and breakers -----------------------------------------------------------------
+    def _pod_flavor(self, w: _Workload, pod: dict) -> tuple[str, str] | None:
+        """(pod set, flavor) of a pod: the assigned flavor whose node labels are in its nodeSelector."""
+        sel = (pod.get("spec") or {}).get("nodeSelector") or {}
+        for ps, flavors in sorted(w.assigned.items()):
+            for f in sorted(flavors):
+                labels = self.flavors.get(f) or {}
+                if labels and all(sel.get(k) == v for k, v in labels.items()):
+                    return ps, f
+        return None
+
+    def _evidence(self, wls: list[_Workload], now: float, actions: list[Action]) -> None:
+        seen: dict[str, tuple[float, str, str, _Workload]] = {}  # flavor -> earliest (time, code, message, wl)
+        events: dict[str, dict[str, list[dict]]] = {}
+        for w in wls:
+            if not w.assigned:
+                self._check_evidence(w, now, seen)
+                continue
+            ns = w.obj["metadata"].get("namespace") or ""
+            if ns not in events:
+                events[ns] = {}
+                for ev in self.api.capacity_events(ns):
+                    uid = (ev.get("involvedObject") or {}).get("uid") or ""
+                    events[ns].setdefault(uid, []).append(ev)
+            admitted_at = _ts((_cond(w.obj, "QuotaReserved") or {}).get("lastTransitionTime")) or now
+            for pod in w.pods:
+                where = self._pod_flavor(w, pod)
+                if where is None:
+                    continue
+                flavor = where[1]
+                sched = _cond(pod, "PodScheduled")
+                if sched is not None and sched.get("status") == "True":
+                    self._recover(flavor, w, _ts(sched.get("lastTransitionTime")) or now, now, actions)
+                    continue
+                for ev in events[ns].get(pod["metadata"].get("uid") or "", []):
+                    msg = ev.get("message") or ""
+                    if not self.capacity.search(msg) and not (flavor in self.breakers and _BACKOFF.search(msg)):
+                        continue
+                    first = _ts(ev.get("firstTimestamp") or ev.get("eventTime") or ev.get("lastTimestamp")) or now
+                    first = max(first, admitted_at)
+                    m = _CODE.search(msg)
+                    code = m.group(1) if m else ("GCE out of resources" if "out of resources" in msg else
+                                                 self.breakers[flavor].code if flavor in self.breakers else "stock-out")
+                    if flavor not in seen or first < seen[flavor][0]:
+                        seen[flavor] = (first, code, msg, w)
+                if flavor not in seen and self.cfg.assume_after_seconds is not None \
+                        and now - admitted_at >= self.cfg.assume_after_seconds:
+                    seen[flavor] = (admitted_at, "Unschedulable", "pods unscheduled since admission", w)
+        for flavor, (first, code, msg, w) in sorted(seen.items()):
+            if now - first < self.cfg.grace_seconds:
+                continue
+            b = self.breakers.get(flavor)
+            if b is None:
+                self.breakers[flavor] = Breaker(since=first, until=now + self.cfg.backoff_seconds, code=code,
+                                                message=msg[:500])
+                actions.append(Action("trip", flavor, f"{flavor} stocked out ({code}) since {_duration(now - first)} "
+                                                      f"ago; new jobs skip it for {_duration(self.cfg.backoff_seconds)}"))
+            elif b.probe and b.probe == w.key:
+                b.failures += 1
+                b.until = now + min(self.cfg.max_backoff_seconds, self.cfg.backoff_seconds * 2 ** (b.failures - 1))
+                b.probe, b.code = "", code
+                actions.append(Action("probe-failed", flavor, f"probe {w.key} found {flavor} still stocked out "
+                                                              f"({code}); backing off {_duration(b.until - now)}"))
+
+    def _check_evidence(self, w: _Workload, now: float, seen: dict) -> None:
+        """A capacity-checking provisioning admission check on a flavor, Retry or Rejected, is evidence at once."""
+        cq = self.cqs.get(w.cq) or {}
+        strategy = ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+        for chk in (w.obj.get("status") or {}).get("admissionChecks") or []:
+            if chk.get("state") not in ("Retry", "Rejected"):
+                continue
+            rule = next((r for r in strategy if r.get("name") == chk.get("name")), None)
+            if rule is None or not rule.get("onFlavors") or self._check_class(chk.get("name", "")) in (None, DWS_CLASS):
+                continue
+            msg = chk.get("message") or ""
+            m = _CODE.search(msg)
+            for flavor in rule["onFlavors"]:
+                if flavor not in seen:
+                    seen[flavor] = (now - self.cfg.grace_seconds, m.group(1) if m else "CapacityCheckFailed", msg, w)
+
+    def _check_class(self, check: str) -> str | None:
+        ac = self.api.get("AdmissionCheck", check)
+        params = ((ac or {}).get("spec") or {}).get("parameters") or {}
+        if params.get("kind") != "ProvisioningRequestConfig":
+            return None
+        prc = self.api.get("ProvisioningRequestConfig", params.get("name", ""))
+        return ((prc or {}).get("spec") or {}).get("provisioningClassName")
+
+    def _recover(self, flavor: str, w: _Workload, scheduled_at: float, now: float, actions: list[Action]) -> None:
+        b = self.breakers.get(flavor)
+        if b is None or scheduled_at < b.since:
+            return
+        del self.breakers[flavor]
+        actions.append(Action("recover", flavor, f"{flavor} has capacity again ({w.key} got nodes) after "
+                                                 f"{_duration(now - b.since)}; new jobs use it"))
+        self._emit(w, "Normal", "FallbackRecovered", f"{flavor} has capacity again after {_duration(now - b.since)}: "
+                                                     "new jobs use it again")
+
+    # -- 2. moves ---------------------------------------------------------------------------------
+    def _next_flavor(self, cq_name: str, skip: set[str]) -> str | None:
+        cq = self.cqs.get(cq_name) or {}
+        for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+            names = [f.get("name") for f in rg.get("flavors") or []]
+            if any(s in names for s in skip):
+                later = names[max(names.index(s) for s in skip if s in names) + 1:]
+                return next((f for f in later if f not in self.breakers), later[0] if later else None)
+        return None
+
+    def _moves(self, wls: list[_Workload], now: float, actions: list[Action]) -> None:
+        for w in wls:
+            if w.job is None:
+                continue
+            job = self.api.get(w.job[0], w.job[2], w.job[1])
+            if job is None:
+                continue
+            move = self._move_state(job)
+            if move and move.get("step") == "deactivating":
+                self._finish_move(w, job, move, now, actions)
+                continue
+            if move and move.get("workloadUID") == w.obj["metadata"].get("uid") \
+                    and w.obj["spec"].get("active") is False and not _true(w.obj, "QuotaReserved") \
+                    and not self.cfg.dry_run:
+                # moved, but the pass that restricted the job died before deleting the evicted Workload
+                self.api.delete("Workload", w.obj["metadata"]["name"], w.obj["metadata"].get("namespace"))
+                continue
+            if not w.assigned or not (_true(w.obj, "QuotaReserved")) or w.obj["spec"].get("active") is False:
+                continue
+            for _ps, flavors in sorted(w.assigned.items()):
+                tripped = sorted(f for f in flavors if f in self.breakers and self.breakers[f].probe != w.key)
+                if not tripped:
+                    continue
+                flavor = tripped[0]
+                if self._probe(flavor, w, now, actions):
+                    continue
+                if self._started(w, flavor) and not self.cfg.move_started:
+                    continue
+                target = self._next_flavor(w.cq, {flavor})
+                if target is None:
+                    continue
+                sets = sorted(p for p, fs in w.assigned.items() if flavor in fs)
+                self._start_move(w, job, flavor, target, sets, now, actions)
+                break
+
+    def _probe(self, flavor: str, w: _Workload, now: float, actions: list[Action]) -> bool:
+        """Once the flavor's backoff has ended, one workload tries it (True: ``w`` is that probe)."""
+        b = self.breakers[flavor]
+        if b.open(now):
+            return False
+        if b.probe == w.key:
+            return True
+        if b.probe and b.probe in self._live:
+            return False
+        b.probe = w.key
+        actions.append(Action("probe", w.key, f"{flavor}'s backoff ended: {w.key} tries it"))
+        if not self.cfg.dry_run:
+            self._save()
+            self._emit(w, "Normal", "FallbackProbe",
+                       f"{flavor} was stocked out ({b.code}); this job checks whether it is back")
+        return True
+
+    def _started(self, w: _Workload, flavor: str) -> bool:
+        if _true(w.obj, "PodsReady"):
+            return True
+        for pod in w.pods:
+            where = self._pod_flavor(w, pod)
+            if where and where[1] == flavor and ((pod.get("status") or {}).get("phase") == "Running"
+                                                 or _true(pod, "PodScheduled")):
+                return True
+        return False
+
+    @staticmethod
+    def _move_state(job: dict) -> dict:
+        text = (job["metadata"].get("annotations") or {}).get(ANN_MOVE)
+        try:
+            return json.loads(text) if text else {}
+        except ValueError:
+            return {}
+
+    def _start_move(self, w: _Workload, job: dict, flavor: str, target: str, sets: list[str], now: float,
+                    actions: list[Action]) -> None:
+        b = self.breakers[flavor]
+        why = f"{flavor} stocked out ({b.code}) for {_duration(now - b.since)}"
+        actions.append(Action("evict", w.key, f"{why}: deactivating {w.obj['metadata']['name']} to move it"))
+        if self.cfg.dry_run:
+            return
+        move = {"from": flavor, "to": target, "podSets": sets, "step": "deactivating", "code": b.code,
+                "since": b.since, "at": now, "workload": w.obj["metadata"]["name"],
+                "workloadUID": w.obj["metadata"].get("uid", "")}
+        if not self._annotate(job, {ANN_MOVE: json.dumps(move, sort_keys=True)}):
+            return
+        with contextlib.suppress(NotFound):
+            self.api.merge_patch("Workload", w.obj["metadata"]["name"], w.obj["metadata"].get("namespace"),
+                                 {"spec": {"active": False}})
+        self._emit(w, "Warning", "FallbackEvicting", f"{why}: deactivating the workload to move it to {target}")
+
+    def _finish_move(self, w: _Workload, job: dict, move: dict, now: float, actions: list[Action]) -> None:
+        """Deactivated: once Kueue has evicted it and suspended the job, restrict the job and delete the Workload."""
+        if _true(w.obj, "QuotaReserved") or not self._suspended(job):
+            return  # Kueue has not evicted it yet
+        flavor, target = move.get("from", ""), move.get("to", "")
+        since = float(move.get("since") or now)
+        msg = f"{flavor} stocked out ({move.get('code', '')}) for {_duration(now - since)} → moved to {target}"
+        actions.append(Action("move", w.key, msg))
+        if self.cfg.dry_run:
+            return
+        if not self._restrict_job(job, flavor, move.get("podSets") or [],
+                                  {ANN_MOVE: json.dumps({**move, "step": "moved", "at": now}, sort_keys=True),
+                                   ANN_MOVED: msg}):
+            return
+        self.api.delete("Workload", w.obj["metadata"]["name"], w.obj["metadata"].get("namespace"))
+        self._emit(w, "Normal", "FallbackMoved", msg)
+
+    @staticmethod
+    def _suspended(job: dict) -> bool:
+        return bool((job.get("spec") or {}).get("suspend"))
+
+    # -- 3. steering ------------------------------------------------------------------------------
+    def _first_flavor(self, w: _Workload) -> list[str]:
+        """The flavors the workload's pod sets would try first (Kueue scans a group's flavors in order)."""
+        cq = self.cqs.get(w.cq) or {}
+        out = []
+        for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+            covered = set(rg.get("coveredResources") or [])
+            wants = set()
+            for ps in (w.obj.get("spec") or {}).get("podSets") or []:
+                for c in ((ps.get("template") or {}).get("spec") or {}).get("containers") or []:
+                    res = c.get("resources") or {}
+                    wants |= {r for r, q in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items()
+                              if str(q) not in ("0", "0m")}
+            if covered & wants and rg.get("flavors"):
+                out.append(rg["flavors"][0].get("name"))
+        return out
+
+    def _steer(self, wls: list[_Workload], now: float, actions: list[Action]) -> None:
+        for w in wls:
+            if w.job is None or _true(w.obj, "QuotaReserved") or w.obj["spec"].get("active") is False:
+                continue
+            job = self.api.get(w.job[0], w.job[2], w.job[1])
+            if job is None or not self._suspended(job):
+                continue
+            restricted = self._restricted_flavors(job)
+            back = sorted(f for f in restricted if f not in self.breakers)
+            if back and self._move_state(job).get("steered"):
+                self._unsteer(w, job, back, actions)
+                continue
+            for flavor in self._first_flavor(w):
+                b = self.breakers.get(flavor)
+                if b is None or flavor in restricted:
+                    continue
+                if self._probe(flavor, w, now, actions):
+                    continue
+                target = self._next_flavor(w.cq, {flavor})
+                if target is None:
+                    continue
+                pod_sets = [ps.get("name", "") for ps in (w.obj.get("spec") or {}).get("podSets") or []]
+                msg = (f"{flavor} stocked out ({b.code}) since {_duration(now - b.since)} ago → steered to {target}")
+                actions.append(Action("steer", w.key, msg))
+                if self.cfg.dry_run:
+                    continue
+                move = {"from": flavor, "to": target, "podSets": pod_sets, "step": "moved", "steered": True,
+                        "code": b.code, "since": b.since, "at": now}
+                if self._restrict_job(job, flavor, pod_sets, {ANN_MOVE: json.dumps(move, sort_keys=True),
+                                                               ANN_MOVED: msg}):
+                    self.api.delete("Workload", w.obj["metadata"]["name"], w.obj["metadata"].get("namespace"))
+                    self._emit(w, "Normal", "FallbackSteered", msg)
+                break
+
+    def _restricted_flavors(self, job: dict) -> set[str]:
+        out = set()
+        for spec in pod_templates(job).values():
+            for t in (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                      .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []:
+                for e in t.get("matchExpressions") or []:
+                    if e.get("operator") != "NotIn" or len(e.get("values") or []) != 1:
+                        continue
+                    out |= {f for f, labels in self.flavors.items() if labels.get(e["key"]) == e["values"][0]}
+        return out
+
+    def _unsteer(self, w: _Workload, job: dict, flavors: list[str], actions: list[Action]) -> None:
+        """A pending job steered away from flavors that are back: drop the restriction, let Kueue rescan."""
+        msg = f"{', '.join(flavors)} has capacity again: restriction removed"
+        actions.append(Action("unsteer", w.key, msg))
+        if self.cfg.dry_run:
+            return
+        job = json.loads(json.dumps(job))
+        changed = False
+        for flavor in flavors:
+            key, value = self._flavor_label(flavor)
+            for spec in pod_templates(job).values():
+                changed = unrestrict(spec, key, value) or changed
+        anns = job["metadata"].setdefault("annotations", {})
+        anns.pop(ANN_MOVE, None)
+        anns.pop(ANN_MOVED, None)
+        if not changed:
+            return
+        try:
+            self.api.replace(job)
+        except (Conflict, NotFound):
+            return
+        self.api.delete("Workload", w.obj["metadata"]["name"], w.obj["metadata"].get("namespace"))
+        self._emit(w, "Normal", "FallbackUnsteered", msg)
+
+    # -- writes -----------------------------------------------------------------------------------
+    def _flavor_label(self, flavor: str) -> tuple[str, str]:
+        labels = self.flavors.get(flavor) or {}
+        key = "cloud.google.com/gke-nodepool" if "cloud.google.com/gke-nodepool" in labels else sorted(labels)[0]
+        return key, labels[key]
+
+    def _restrict_job(self, job: dict, flavor: str, pod_sets: list[str], annotations: dict[str, str]) -> bool:
+        if not self.flavors.get(flavor):
+            log.warning("flavor %s has no nodeLabels: nothing to restrict a job with", flavor)
+            return False
+        key, value = self._flavor_label(flavor)
+        job = json.loads(json.dumps(job))
+        templates = pod_templates(job)
+        for ps in pod_sets:
+            if ps in templates:
+                restrict(templates[ps], key, value)
+        job["metadata"].setdefault("annotations", {}).update(annotations)
+        try:
+            self.api.replace(job)
+        except (Conflict, NotFound) as exc:
+            log.info("job %s/%s changed meanwhile (%s); next pass", job["metadata"].get("namespace"),
+                     job["metadata"]["name"], exc)
+            return False
+        return True
+
+    def _annotate(self, job: dict, annotations: dict[str, Any]) -> bool:
+        try:
+            self.api.merge_patch(job["kind"], job["metadata"]["name"], job["metadata"].get("namespace"),
+                                 {"metadata": {"annotations": annotations}})
+        except (Conflict, NotFound):
+            return False
+        return True
+
+    def _emit(self, w: _Workload, type_: str, reason: str, message: str) -> None:
+        if self.cfg.dry_run or w.job is None:
+            return
+        job = self.api.get(w.job[0], w.job[2], w.job[1])
+        if job is not None:
+            self.api.event(job, type_, reason, message)

@@ -1,0 +1,95 @@
+"""``flexq simulate``: the Kueue + GKE capacity simulator. The simulation is the twin itself.
+
+    import flexq
+    result = flexq.simulate("examples/tutorial-week", out="results", replicas=4)
+    result.documents["tutorial"]["aggregate"]["waitToAdmissionMean"]   # mean and 95 % CI over replicas
+
+A study (``flexq.simulate.study``: a simulation file, or Kueue's perf-harness ``generator.yaml``) names the
+GKE cluster, the Kubernetes/Kueue manifests, a capacity profile, the traffic (a CSV/JSONL trace or a seeded
+generator) and the variants to compare. Each (variant, replica) run is a fresh ``Twin(clock="virtual")``
+with the simulated executor (``flexq.simulate.engine``); the runs fan out over the machine's cores or a Ray
+cluster (``flexq.simulate.fanout``); figures come out as ``jobs.csv``, one ``<variant>.json`` summary per
+variant (``flexq.simulate.results``), PNG plots and ``report.html`` (``flexq.simulate.report``).
+
+The package itself is callable (``flexq.simulate(...)`` is ``flexq.simulate.simulate(...)``).
+Must not import flexq.http.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flexq.errors import InputError
+from flexq.simulate.engine import RunResult, preflight, run_one
+from flexq.simulate.fanout import default_workers, run_all
+from flexq.simulate.results import summarize, variant_document, write_csv, write_json
+from flexq.simulate.study import Study, load_study
+
+__all__ = ["simulate", "SimulationResult", "Study", "load_study", "run_one", "preflight", "RunResult",
+           "InputError", "default_workers"]
+
+
+@dataclass
+class SimulationResult:
+    """What ``simulate`` returns: the runs, one summary document per variant, and the files written."""
+
+    study: Study
+    runs: list[RunResult]
+    documents: dict[str, dict[str, Any]]
+    files: list[Path] = field(default_factory=list)
+
+
+def simulate(study: str | Path | Study, *, out: str | Path | None = None, replicas: int | None = None,
+             seed: int | None = None, variants: list[str] | None = None, workers: int | None = None,
+             ray_address: str | None = None, plots: bool = True, scale: float | None = None,
+             progress: Any = None, check: bool = True) -> SimulationResult:
+    """Run every variant x replica of ``study`` and (with ``out``) write ``jobs.csv``, ``<variant>.json``,
+    the PNG plots and ``report.html`` there. Bad input raises ``flexq.errors.InputError`` (naming the file,
+    line and field) before anything is simulated. ``workers``: processes (default: one per core);
+    ``ray_address``: run on that Ray cluster instead (``"auto"``, ``"ray://host:10001"``, ...)."""
+    if not isinstance(study, Study):
+        study = load_study(study, replicas=replicas, seed=seed, variants=variants, scale=scale)
+    else:
+        if replicas is not None:
+            study.replicas = replicas
+        if seed is not None:
+            study.seed = seed
+        if variants:
+            study.variants = [study.variant(v) for v in variants]
+    if check:
+        preflight(study)
+    runs = run_all(study, workers=workers, ray_address=ray_address, progress=progress)
+    docs = {}
+    for v in study.variants:
+        sums = [summarize(r) for r in runs if r.variant == v.name]
+        docs[v.name] = variant_document(study.name, v.name, v.description, sums)
+    result = SimulationResult(study, runs, docs)
+    if out is not None:
+        out_dir = Path(out)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_csv(out_dir / "jobs.csv", runs)
+        result.files.append(out_dir / "jobs.csv")
+        for name, doc in docs.items():
+            write_json(out_dir / f"{name}.json", doc)
+            result.files.append(out_dir / f"{name}.json")
+        if plots:
+            from flexq.simulate.report import write_html, write_plots
+
+            images = write_plots(out_dir, runs, [v.name for v in study.variants])
+            result.files += images
+            result.files.append(write_html(out_dir, study.name, list(docs.values()), images))
+    return result
+
+
+class _CallableModule(types.ModuleType):
+    """Lets ``flexq.simulate(...)`` call ``simulate`` while ``flexq.simulate`` stays the package."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> SimulationResult:
+        return simulate(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,244 @@
+"""Figures from simulation runs: per-run summaries, per-variant aggregates with confidence intervals over
+replicas, Kueue-named metrics, and the stable machine-readable files (``jobs.csv``, ``<variant>.json``).
+
+Stable means byte-identical for the same inputs and seeds: rows in a fixed order, keys sorted, numbers
+rounded (times to the millisecond, money to the micro-dollar), no wall-clock figures in the files.
+Pure functions over ``RunResult``; must not import flexq.http.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from flexq.simulate.engine import RunResult
+
+__all__ = ["stats", "summarize", "aggregate", "write_csv", "write_json", "CSV_COLUMNS", "percentile",
+           "kueue_buckets", "time_average", "cost_curve", "node_curves"]
+
+CSV_COLUMNS = ["variant", "replica", "seed", "job", "namespace", "kind", "class", "queue", "cluster_queue",
+               "priority", "submit", "admitted", "started", "finished", "wait_admission", "wait_start", "run",
+               "outcome", "flavors", "evictions", "preemptions"]
+# Student's t, two-sided 95 %, by degrees of freedom
+_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def _r(x: float, nd: int = 3) -> float:
+    v = round(float(x), nd)
+    return 0.0 if v == 0 else v
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not sorted_values:
+        return float("nan")
+    pos = (len(sorted_values) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def stats(values: list[float]) -> dict[str, Any]:
+    v = sorted(values)
+    if not v:
+        return {"count": 0}
+    return {"count": len(v), "mean": _r(sum(v) / len(v)), "p50": _r(percentile(v, 0.5)),
+            "p95": _r(percentile(v, 0.95)), "max": _r(v[-1])}
+
+
+def kueue_buckets(n: int) -> list[float]:
+    """``generateExponentialBuckets(n)`` of Kueue's metrics: [1] + 2.5 * 2^k, k = 0..n-2."""
+    return [1.0] + [2.5 * 2 ** k for k in range(n - 1)]
+
+
+def time_average(points: list[tuple[float, int]], end: float) -> float:
+    """Mean of a step function given by (time, value after that time) over [0, end]."""
+    if end <= 0 or not points:
+        return 0.0
+    area = 0.0
+    for (t, n), (t2, _n2) in zip(points, [*points[1:], (end, 0)], strict=False):
+        area += n * max(0.0, min(t2, end) - t)
+    return area / end
+
+
+def node_curves(run: RunResult) -> dict[str, list[tuple[float, int]]]:
+    """Nodes per pool over time (step functions)."""
+    events: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for n in run.node_records:
+        events[n["pool"]].append((n["created"], 1))
+        if n["deleted"] is not None:
+            events[n["pool"]].append((n["deleted"], -1))
+    out = {}
+    for pool, evs in sorted(events.items()):
+        cur, pts = 0, [(0.0, 0)]
+        for t, d in sorted(evs):
+            cur += d
+            if pts[-1][0] == t:
+                pts[-1] = (t, cur)
+            else:
+                pts.append((t, cur))
+        out[pool] = pts
+    return out
+
+
+def cost_curve(run: RunResult, points: int = 200) -> list[tuple[float, float]]:
+    """Cumulative cost (USD) at ``points`` evenly spaced times over the run."""
+    end = max(run.duration, 1e-9)
+    out = []
+    for i in range(points + 1):
+        t = end * i / points
+        c = 0.0
+        for n in run.node_records:
+            stop = min(t, n["deleted"] if n["deleted"] is not None else end)
+            if stop > n["created"]:
+                c += (stop - n["created"]) / 3600 * n["pricePerHour"]
+        out.append((t, c))
+    return out
+
+
+def summarize(run: RunResult) -> dict[str, Any]:
+    """One run's figures (the JSON summary's per-replica entry)."""
+    rows = run.jobs
+    by_outcome: dict[str, int] = defaultdict(int)
+    for r in rows:
+        by_outcome[r["outcome"]] += 1
+    waits_adm = [r["wait_admission"] for r in rows if r["wait_admission"] is not None]
+    waits_start = [r["wait_start"] for r in rows if r["wait_start"] is not None]
+
+    def grouped(col: str, metric: str) -> dict[str, Any]:
+        groups: dict[str, list[float]] = defaultdict(list)
+        for r in rows:
+            if r[metric] is not None:
+                groups[r[col] or "(none)"].append(r[metric])
+        return {k: stats(v) for k, v in sorted(groups.items())}
+
+    finishes = [r["finished"] for r in rows if r["finished"] is not None]
+    first = min((r["submit"] for r in rows), default=0.0)
+    node_hours: dict[str, float] = defaultdict(float)
+    cost: dict[str, float] = defaultdict(float)
+    for n in run.node_records:
+        end = n["deleted"] if n["deleted"] is not None else run.duration
+        h = max(0.0, end - n["created"]) / 3600
+        node_hours[n["model"]] += h
+        cost[n["model"]] += h * n["pricePerHour"]
+    span = max(run.duration, 1e-9)
+    usage = {k: _r(100 * v["reserved"] / (v["nominal"] * span), 2) for k, v in run.usage.items()
+             if v["nominal"] > 0}
+    # Kueue metrics (names and labels as in pkg/metrics/metrics.go)
+    buckets = kueue_buckets(16)
+    hist: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for cq, pc, w in run.admission_waits:
+        hist[(cq, pc)].append(w)
+    metrics: list[dict[str, Any]] = []
+    for (cq, pc), ws in sorted(hist.items()):
+        labels = {"cluster_queue": cq, "priority_class": pc}
+        metrics.append({"name": "kueue_admission_wait_time_seconds", "type": "histogram", "labels": labels,
+                        "count": len(ws), "sum": _r(sum(ws)),
+                        "buckets": {f"{b:g}": sum(1 for w in ws if w <= b) for b in buckets}})
+        metrics.append({"name": "kueue_admitted_workloads_total", "type": "counter", "labels": labels,
+                        "value": len(ws)})
+    for metric, per_cq in (("kueue_evicted_workloads_total", run.evictions),
+                           ("kueue_preempted_workloads_total", run.preemptions)):
+        for cq, reasons in per_cq.items():
+            for reason, count in reasons.items():
+                entry: dict[str, Any] = {"name": metric, "type": "counter",
+                                         "labels": {"cluster_queue": cq, "reason": reason}, "value": count}
+                metrics.append(entry)
+    metrics.append({"name": "kueue_pending_workloads", "type": "gauge", "labels": {"statistic": "time-average"},
+                    "value": _r(time_average(run.pending, run.duration))})
+    return {
+        "replica": run.replica, "seed": run.seed,
+        "jobs": {"total": len(rows), "succeeded": by_outcome.get("Succeeded", 0),
+                 "failed": by_outcome.get("Failed", 0),
+                 "neverStarted": by_outcome.get("NeverStarted", 0) + by_outcome.get("Admitted", 0),
+                 "deactivated": by_outcome.get("Deactivated", 0),
+                 "unfinished": by_outcome.get("Running", 0)},
+        "simulatedSeconds": _r(run.duration),
+        "makespanSeconds": _r(max(finishes) - first) if finishes else None,
+        "waitToAdmission": {"all": stats(waits_adm), "byPriority": grouped("priority", "wait_admission"),
+                            "byQueue": grouped("queue", "wait_admission")},
+        "waitToStart": {"all": stats(waits_start), "byPriority": grouped("priority", "wait_start"),
+                        "byQueue": grouped("queue", "wait_start")},
+        "timeToAdmissionByClass": grouped("class", "wait_admission"),
+        "clusterQueueReservationPercent": usage,
+        "evictions": run.evictions, "preemptions": run.preemptions,
+        "provisioningRequests": run.provisioning,
+        "nodeHours": {k: _r(v) for k, v in sorted(node_hours.items())},
+        "costUSD": {**{k: _r(v, 6) for k, v in sorted(cost.items())}, "total": _r(sum(cost.values()), 6)},
+        "pendingWorkloadsMean": _r(time_average(run.pending, run.duration)),
+        "metrics": metrics,
+    }
+
+
+def _ci(values: list[float]) -> dict[str, Any]:
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return {"mean": _r(mean), "ci95": None, "values": [_r(v) for v in values]}
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = (_T95[n - 2] if n - 1 <= len(_T95) else 1.96) * sd / math.sqrt(n)
+    return {"mean": _r(mean), "ci95": [_r(mean - half), _r(mean + half)], "values": [_r(v) for v in values]}
+
+
+HEADLINE = {
+    "succeeded": lambda s: s["jobs"]["succeeded"],
+    "failed": lambda s: s["jobs"]["failed"],
+    "neverStarted": lambda s: s["jobs"]["neverStarted"] + s["jobs"].get("deactivated", 0),
+    "waitToAdmissionMean": lambda s: s["waitToAdmission"]["all"].get("mean"),
+    "waitToAdmissionP95": lambda s: s["waitToAdmission"]["all"].get("p95"),
+    "waitToStartMean": lambda s: s["waitToStart"]["all"].get("mean"),
+    "waitToStartP95": lambda s: s["waitToStart"]["all"].get("p95"),
+    "makespanSeconds": lambda s: s["makespanSeconds"],
+    "costUSD": lambda s: s["costUSD"]["total"],
+    "evictions": lambda s: sum(sum(r.values()) for r in s["evictions"].values()),
+}
+
+
+def aggregate(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean and 95 % confidence interval (Student's t) over replicas of the headline figures."""
+    out: dict[str, Any] = {"replicas": len(summaries)}
+    for name, get in HEADLINE.items():
+        vals = [get(s) for s in summaries]
+        vals = [float(v) for v in vals if v is not None]
+        if vals:
+            out[name] = _ci(vals)
+    return out
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def csv_text(runs: list[RunResult]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for run in runs:
+        for row in run.jobs:
+            full = {"variant": run.variant, "replica": run.replica, "seed": run.seed, **row}
+            w.writerow([_fmt(full[c]) for c in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def write_csv(path: Path, runs: list[RunResult]) -> None:
+    path.write_text(csv_text(runs), encoding="utf-8")
+
+
+def variant_document(study: str, variant: str, description: str, summaries: list[dict[str, Any]]) -> dict:
+    return {"apiVersion": "sim.flexq.dev/v1alpha1", "kind": "SimulationSummary", "study": study,
+            "variant": variant, "description": description, "aggregate": aggregate(summaries),
+            "replicas": summaries}
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    path.write_text(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")

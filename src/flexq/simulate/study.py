@@ -1,0 +1,332 @@
+"""A simulation study: what to simulate (cluster, manifests, capacity, traffic) and which variants to compare.
+
+Owns ``Study``/``Variant`` and ``load_study``, which reads a simulation file (YAML)::
+
+    name: tutorial-week
+    seed: 1                      # replica r runs with seed + r (the capacity profile's draws too)
+    replicas: 1
+    until: 9d                    # simulated time after the start at most (default: last submission + 7d)
+    cluster:                     # the GKE cluster, short form (or `requests:` GKE REST bodies as gcloud sends)
+      project: flexq-sim
+      location: us-east5-b
+      name: tpu-cluster
+      nodePools:
+      - {name: default-pool, machineType: n2-standard-16, nodes: 3, autoscaling: {min: 3, max: 20}}
+      - {name: dws-pool, machineType: ct6e-standard-4t, tpuTopology: 4x4, autoscaling: {min: 0, max: 16},
+         flexStart: true, queuedProvisioning: true}
+    manifests: [queues.yaml, configmap.yaml]   # applied with Twin.apply (kubectl apply) in this order
+    capacity: stockout-week      # a named profile (flexq.simulate.profiles), a file, or an inline profile
+    trace: trace.csv             # or `generator: {...}`, or `generator: generator.yaml` (Kueue's format)
+    variants:                    # each overrides top-level fields; none = one variant named "default"
+    - name: tutorial
+    - name: dws-only
+      manifests: [queues-dws-only.yaml, configmap.yaml]
+
+A Kueue perf-harness ``generator.yaml`` may also be given on its own (``load_study("generator.yaml")``).
+Every error names the file and the field. Must not import flexq.http.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from flexq.api.twin import CapacityProfile, parse_duration
+from flexq.errors import InputError
+from flexq.simulate import traffic
+from flexq.simulate.profiles import NAMED_PROFILES, named_profile
+
+__all__ = ["Study", "Variant", "Manifest", "load_study", "cluster_requests", "STUDY_KEYS"]
+
+STUDY_KEYS = {"name", "seed", "replicas", "until", "cluster", "manifests", "capacity", "trace", "generator",
+              "variants", "keepFinished", "scale", "description"}
+VARIANT_KEYS = {"name", "cluster", "manifests", "capacity", "description"}
+POOL_KEYS = {"name", "machineType", "nodes", "autoscaling", "tpuTopology", "flexStart", "queuedProvisioning",
+             "spot", "labels", "taints", "locations"}
+
+
+# --addons values of `gcloud container clusters create` -> the cluster's addonsConfig
+ADDONS = {"RayOperator": "rayOperatorConfig", "HttpLoadBalancing": "httpLoadBalancing",
+          "HorizontalPodAutoscaling": "horizontalPodAutoscaling", "GcsFuseCsiDriver": "gcsFuseCsiDriverConfig"}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    source: str
+    text: str
+
+
+@dataclass
+class Variant:
+    name: str
+    cluster: dict[str, Any] | None
+    manifests: list[Manifest]
+    capacity: dict[str, Any] | None
+    description: str = ""
+
+
+@dataclass
+class Study:
+    """Everything a run needs, as plain data (sent as is to worker processes and Ray tasks)."""
+
+    name: str
+    source: str
+    seed: int = 1
+    replicas: int = 1
+    until: float | None = None
+    submit_until: float | None = None                   # submit only the jobs before this time
+    keep_finished: bool = False
+    variants: list[Variant] = field(default_factory=list)
+    trace: list[traffic.JobSpec] | None = None          # a fixed trace (same for every seed)
+    generator: dict[str, Any] | None = None             # a generator spec (drawn per seed)
+    generator_base: str = "."
+    description: str = ""
+
+    def jobs(self, seed: int) -> list[traffic.JobSpec]:
+        if self.trace is not None:
+            jobs = self.trace
+        else:
+            assert self.generator is not None
+            jobs = traffic.generate(self.generator, seed, self.source, Path(self.generator_base))
+        if self.submit_until is not None:
+            jobs = [j for j in jobs if j.submit < self.submit_until]
+        return jobs
+
+    def variant(self, name: str) -> Variant:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        raise InputError(f"no variant named {name!r} (have: {', '.join(v.name for v in self.variants)})",
+                         source=self.source, field="variants")
+
+
+def _read_yaml(path: Path, src: str) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}", source=src) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", source=str(path),
+                         line=mark.line + 1 if mark else None) from None
+
+
+def _manifests(value: Any, base: Path, src: str, fld: str) -> list[Manifest]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            path = base / item
+            try:
+                out.append(Manifest(item, path.read_text(encoding="utf-8")))
+            except OSError as exc:
+                raise InputError(f"cannot read manifest {item}: {exc.strerror}", source=src,
+                                 field=f"{fld}[{i}]") from None
+        elif isinstance(item, dict):
+            out.append(Manifest(f"{src} ({fld}[{i}])", yaml.safe_dump(item, sort_keys=False)))
+        else:
+            raise InputError("a manifest is a file name or an object", source=src, field=f"{fld}[{i}]")
+    return out
+
+
+def _capacity(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        named = named_profile(value)
+        if named is not None:
+            return named
+        path = base / value
+        if not path.exists():
+            raise InputError(f"{value!r} is neither a named profile ({', '.join(NAMED_PROFILES)}) nor a file",
+                             source=src, field=fld)
+        value = _read_yaml(path, src)
+        src, fld = str(path), "spec"
+    if not isinstance(value, dict):
+        raise InputError("a capacity profile is an object, a file or a name", source=src, field=fld)
+    if "kind" not in value:
+        value = {"apiVersion": "twin.flexq.dev/v1alpha1", "kind": "CapacityProfile",
+                 "metadata": {"name": "default"}, "spec": value}
+    try:
+        CapacityProfile.model_validate(value)
+    except Exception as exc:  # pydantic ValidationError
+        errs = getattr(exc, "errors", None)
+        if errs:
+            e = errs()[0]
+            raise InputError(e["msg"], source=src, field=".".join(str(x) for x in e["loc"])) from None
+        raise InputError(str(exc), source=src, field=fld) from None
+    return value
+
+
+def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = _read_yaml(base / value, src)
+    if not isinstance(value, dict):
+        raise InputError("the cluster is an object (project, location, name, nodePools) or `requests`",
+                         source=src, field=fld)
+    known = {"project", "location", "name", "version", "nodePools", "requests", "machineType", "nodes", "addons"}
+    addons = value.get("addons") or []
+    bad_addons = sorted(set(addons) - set(ADDONS)) if isinstance(addons, list) else ["(not a list)"]
+    if bad_addons:
+        raise InputError(f"unknown addon {bad_addons[0]!r} (known: {', '.join(ADDONS)})", source=src,
+                         field=f"{fld}.addons")
+    bad = sorted(set(value) - known)
+    if bad:
+        raise InputError(f"unknown field {bad[0]!r} (known: {', '.join(sorted(known))})", source=src,
+                         field=f"{fld}.{bad[0]}")
+    for i, pool in enumerate(value.get("nodePools") or []):
+        if not isinstance(pool, dict) or not pool.get("name") or not pool.get("machineType"):
+            raise InputError("a node pool needs a name and a machineType", source=src,
+                             field=f"{fld}.nodePools[{i}]")
+        bad = sorted(set(pool) - POOL_KEYS)
+        if bad:
+            raise InputError(f"unknown field {bad[0]!r} (known: {', '.join(sorted(POOL_KEYS))})", source=src,
+                             field=f"{fld}.nodePools[{i}].{bad[0]}")
+    for i, req in enumerate(value.get("requests") or []):
+        if not isinstance(req, dict) or "path" not in req:
+            raise InputError("a request is {method, path, body}", source=src, field=f"{fld}.requests[{i}]")
+    return value
+
+
+def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple[str, str, dict]]]:
+    """(project, location, cluster name, [(method, path, body)]) of the GKE REST calls that build the cluster."""
+    project = cluster.get("project", "flexq-sim")
+    location = cluster.get("location", "us-central1-a")
+    if cluster.get("requests"):
+        reqs = [(r.get("method", "POST"), r["path"], r.get("body") or {}) for r in cluster["requests"]]
+        name = cluster.get("name") or next(
+            (b.get("cluster", {}).get("name") for _m, p, b in reqs if p.endswith("/clusters")), "cluster")
+        return project, location, name, reqs
+    name = cluster.get("name", "sim")
+    parent = f"projects/{project}/locations/{location}"
+    pools = cluster.get("nodePools") or [{"name": "default-pool", "machineType": cluster.get("machineType",
+                                                                                             "e2-standard-4"),
+                                          "nodes": cluster.get("nodes", 3)}]
+
+    def pool_body(p: dict[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": p["name"], "initialNodeCount": int(p.get("nodes", 0)),
+                                "config": {"machineType": p["machineType"]}}
+        if p.get("autoscaling"):
+            a = p["autoscaling"]
+            body["autoscaling"] = {"enabled": True, "minNodeCount": int(a.get("min", 0)),
+                                   "maxNodeCount": int(a.get("max", body["initialNodeCount"]))}
+        if p.get("tpuTopology"):
+            body["placementPolicy"] = {"tpuTopology": p["tpuTopology"]}
+        if p.get("flexStart"):
+            body["config"]["flexStart"] = True
+        if p.get("queuedProvisioning"):  # as --enable-queued-provisioning --reservation-affinity=none
+            body["queuedProvisioning"] = {"enabled": True}
+            body["config"]["reservationAffinity"] = {"consumeReservationType": "NO_RESERVATION"}
+        if p.get("spot"):
+            body["config"]["spot"] = True
+        if p.get("labels"):
+            body["config"]["labels"] = dict(p["labels"])
+        if p.get("taints"):
+            body["config"]["taints"] = list(p["taints"])
+        if p.get("locations"):
+            body["locations"] = list(p["locations"])
+        return body
+
+    first, rest = pools[0], pools[1:]
+    cbody: dict[str, Any] = {"name": name, "nodePools": [pool_body(first)]}
+    if cluster.get("version"):
+        cbody["initialClusterVersion"] = str(cluster["version"])
+    if cluster.get("addons"):
+        cbody["addonsConfig"] = {ADDONS[a]: {"enabled": True} if ADDONS[a].endswith("Config") else {"disabled": False}
+                                 for a in cluster["addons"]}
+    reqs = [("POST", f"/v1/{parent}/clusters", {"parent": parent, "cluster": cbody})]
+    for p in rest:
+        reqs.append(("POST", f"/v1/{parent}/clusters/{name}/nodePools",
+                     {"parent": f"{parent}/clusters/{name}", "nodePool": pool_body(p)}))
+    return project, location, name, reqs
+
+
+def load_study(path: str | Path, *, replicas: int | None = None, seed: int | None = None,
+               variants: list[str] | None = None, scale: float | None = None) -> Study:
+    """Read a simulation file (or a directory holding ``simulation.yaml``, or a Kueue ``generator.yaml``)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "simulation.yaml"
+    src = str(p)
+    doc = _read_yaml(p, src)
+    base = p.parent
+    if traffic.is_kueue_generator(doc):
+        doc = {"name": p.parent.name or p.stem, "generator": p.name}
+    if not isinstance(doc, dict):
+        raise InputError("a simulation file is a YAML mapping", source=src)
+    bad = sorted(set(doc) - STUDY_KEYS)
+    if bad:
+        raise InputError(f"unknown field {bad[0]!r} (known: {', '.join(sorted(STUDY_KEYS))})", source=src,
+                         field=bad[0])
+    study = Study(name=str(doc.get("name") or p.parent.name or "simulation"), source=src,
+                  description=str(doc.get("description") or ""))
+    study.seed = int(seed if seed is not None else doc.get("seed", 1))
+    study.replicas = int(replicas if replicas is not None else doc.get("replicas", 1))
+    if study.replicas < 1:
+        raise InputError("replicas must be at least 1", source=src, field="replicas")
+    study.keep_finished = bool(doc.get("keepFinished", False))
+    if doc.get("until") is not None:
+        try:
+            study.until = parse_duration(doc["until"])
+        except ValueError as exc:
+            raise InputError(str(exc), source=src, field="until") from None
+    scale = scale if scale is not None else float(doc.get("scale", 1.0))
+    base_manifests = _manifests(doc.get("manifests"), base, src, "manifests")
+    if ("trace" in doc) == ("generator" in doc):
+        raise InputError("give exactly one of `trace` or `generator`", source=src, field="trace")
+    if "trace" in doc:
+        study.trace = traffic.read_trace(base / str(doc["trace"]))
+    else:
+        gen = doc["generator"]
+        gsrc = src
+        if isinstance(gen, str):
+            gpath = base / gen
+            gsrc = str(gpath)
+            gen = _read_yaml(gpath, src)
+        if traffic.is_kueue_generator(gen):
+            objs, jobs = traffic.kueue_generator(gen, gsrc, scale)
+            base_manifests = [Manifest(f"{gsrc} (generated)", yaml.safe_dump_all(objs, sort_keys=False)),
+                              *base_manifests]
+            study.trace = jobs
+        elif isinstance(gen, dict):
+            study.generator = gen
+            study.generator_base = str(base)
+            study.source = gsrc
+            traffic.generate(gen, study.seed, gsrc, base)  # validate now
+            study.source = src
+        else:
+            raise InputError("a generator is an object or a file", source=src, field="generator")
+    base_cluster = _cluster(doc.get("cluster"), base, src, "cluster")
+    base_capacity = _capacity(doc.get("capacity"), base, src, "capacity")
+    raw_variants = doc.get("variants") or [{"name": "default"}]
+    if not isinstance(raw_variants, list):
+        raise InputError("variants is a list", source=src, field="variants")
+    seen = set()
+    for i, v in enumerate(raw_variants):
+        fld = f"variants[{i}]"
+        if not isinstance(v, dict) or not v.get("name"):
+            raise InputError("a variant needs a name", source=src, field=fld)
+        bad = sorted(set(v) - VARIANT_KEYS)
+        if bad:
+            raise InputError(f"unknown field {bad[0]!r} (known: {', '.join(sorted(VARIANT_KEYS))})", source=src,
+                             field=f"{fld}.{bad[0]}")
+        if v["name"] in seen:
+            raise InputError(f"duplicate variant name {v['name']!r}", source=src, field=f"{fld}.name")
+        seen.add(v["name"])
+        study.variants.append(Variant(
+            name=str(v["name"]),
+            cluster=_cluster(v["cluster"], base, src, f"{fld}.cluster") if "cluster" in v else base_cluster,
+            manifests=(_manifests(v["manifests"], base, src, f"{fld}.manifests") if "manifests" in v
+                       else base_manifests),
+            capacity=_capacity(v["capacity"], base, src, f"{fld}.capacity") if "capacity" in v else base_capacity,
+            description=str(v.get("description") or "")))
+    if variants:
+        study.variants = [study.variant(n) for n in variants]
+    return study

@@ -1,0 +1,68 @@
+"""The tutorial's cluster and queues on the virtual twin with flexq's fallback on, under a capacity profile."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from flexq import Twin
+from flexq.cli import tutorial as T
+from flexq.fallback.policy import OPT_IN_LABEL
+
+PROJECT = "demo-project"
+H = 3600.0
+
+
+def stockout_profile(end: str | None = "2h") -> dict:
+    """On-demand TPUs stocked out from the start until ``end`` (None: for ever); DWS grants after 10 minutes."""
+    window = {"start": "0s", "available": 0} | ({"end": end} if end else {})
+    return {"apiVersion": "twin.flexq.dev/v1alpha1", "kind": "CapacityProfile", "metadata": {"name": "default"},
+            "spec": {"rules": [
+                {"match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]}, "windows": [window]},
+                {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "10m"}}]}}
+
+
+def build(profile: dict | None, *, fallback: bool | dict = True, opt_in: bool = True,
+          dws_max_nodes: int | None = None) -> Twin:
+    """``dws_max_nodes``: room for several DWS slices (the tutorial's pool holds one 4-host slice)."""
+    twin = Twin(clock="virtual", fallback=fallback)
+    if profile is not None:
+        twin.core.project.create(profile)
+    path, body = T.create_cluster_request(PROJECT)
+    twin.gke("POST", path, body)
+    twin.run_until_idle(600)
+    for dws in (False, True):
+        path, body = T.create_node_pool_request(PROJECT, dws=dws)
+        if dws and dws_max_nodes:
+            body["nodePool"]["autoscaling"]["maxNodeCount"] = dws_max_nodes
+        twin.gke("POST", path, body)
+        twin.run_until_idle(600)
+    twin.apply(T.queue_yaml())
+    if opt_in:
+        twin.patch("localqueue", "user-queue", {"metadata": {"labels": {OPT_IN_LABEL: "true"}}}, "default")
+    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
+                "data": {"train.py": T.train_script()}})
+    return twin
+
+
+def submit(twin: Twin, job_id: int, run_seconds: int = 1800) -> None:
+    doc = T.rayjob_yaml(job_id).replace(
+        'kueue.x-k8s.io/elastic-job: "true"',
+        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"')
+    twin.apply(doc)
+    twin.advance(2)
+
+
+@pytest.fixture
+def make_twin() -> Callable[..., Twin]:
+    made: list[Twin] = []
+
+    def make(*args, **kwargs) -> Twin:
+        t = build(*args, **kwargs)
+        made.append(t)
+        return t
+
+    yield make
+    for t in made:
+        t.close()
