@@ -57,7 +57,11 @@ class TwinServices(Protocol):
     """The twin as the faces see it: the loop they hop onto, its clusters, the GKE API."""
 
     loop: EventLoop
-    settings: EndpointSettings
+
+    @property
+    def settings(self) -> EndpointSettings:
+        """Twin-wide settings (the server records where the API listens in them)."""
+        ...
 
     def current(self, name: str | None = None) -> ClusterView:
         """The cluster ``name`` (the twin's default cluster when None); KeyError if there is none."""
