@@ -17,7 +17,7 @@ Owns the scale decisions for ordinary pending pods (ProvisioningRequests are ``p
      ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes,
      unless a ProvisioningRequest still books them (Provisioned and not BookingExpired): the nodes created
      for it, or, for the OSS classes, the existing nodes its not-yet-bound pods would fill.
-Writes: Node objects (create via ``nodes.grow``, delete, cordon), the ``unneeded-since`` node annotation,
+Writes: Node objects (create and delete through the cluster's ``NodeWriter``; cordon), the ``unneeded-since`` node annotation,
 Pod deletions (active migration), and ``TriggeredScaleUp`` / ``FailedScaleUp`` / ``NotTriggerScaleUp`` /
 ``ActiveMigration`` / ``ScaleDown`` events.
 
