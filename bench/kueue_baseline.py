@@ -21,8 +21,8 @@ import os
 import time
 from collections import defaultdict
 
-from flexq.kueue.minimal import MinimalKueue
 from flexq.kueue.workload import find_condition, unset_quota_reservation
+from flexq.testing.minimal_kueue import MinimalKueue
 
 CLASSES = [  # name, count per CQ, interval s, runtime s, priority, cpu
     ("small", 350, 0.1, 0.2, 50, 1),

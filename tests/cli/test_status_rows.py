@@ -7,11 +7,11 @@ from fractions import Fraction
 import pytest
 
 from flexq import Twin
+from flexq.api import gke_catalog as catalog
 from flexq.cli import status as st
 from flexq.cli import tutorial
 from flexq.cli.views import status_text
 from flexq.clock import format_time
-from flexq.gke import catalog
 
 T0 = 1_800_000_000.0
 HEAD = {"name": "head", "count": 1, "template": {"spec": {

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from flexq import Twin
-from flexq.api.twin import tutorial_profile
+from flexq.api.capacity_profile import tutorial_profile
 from flexq.cli import tutorial as T
 
 PROJECT = "demo-project"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from flexq import Twin
-from flexq.api.twin import tutorial_profile
+from flexq.api.capacity_profile import tutorial_profile
 from flexq.cli import tutorial as T
 
 PROJECT = "demo-project"

@@ -7,7 +7,7 @@ import enum
 import pytest
 from google.cloud.container_v1.types import cluster_service as cs
 
-from flexq.api.gke import NodePool
+from flexq.api.gke_models import NodePool
 
 
 @pytest.mark.parametrize(("field", "proto"), [

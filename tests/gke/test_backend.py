@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from flexq.gke.api import handle
 from flexq.gke.backend import GkeBackend
+from flexq.gke.rest import handle
 from flexq.gke.storage import MemoryStorage
 
 DATA = Path(__file__).resolve().parents[2] / "src" / "flexq" / "testing" / "data" / "gke"

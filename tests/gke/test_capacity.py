@@ -5,7 +5,7 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from flexq.api.twin import (
+from flexq.api.capacity_profile import (
     CapacityProfile,
     harsh_profile,
     live_default_profile,

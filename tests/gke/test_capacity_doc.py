@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flexq.api.twin import CapacityProfile, harsh_profile, live_default_profile, tutorial_profile
+from flexq.api.capacity_profile import CapacityProfile, harsh_profile, live_default_profile, tutorial_profile
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "capacity-profile.md"
 BLOCKS = [b for b in re.findall(r"```yaml\n(.*?)```", DOC.read_text(), re.S) if "spec:" in b]

@@ -3,7 +3,7 @@ through a store watch) is picked up at once, and nothing else rebuilds it."""
 
 from __future__ import annotations
 
-from flexq.api.twin import tutorial_profile
+from flexq.api.capacity_profile import tutorial_profile
 from flexq.gke.project import CapacitySource
 from flexq.twin import Twin
 

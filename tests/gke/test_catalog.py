@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flexq.gke import catalog as c
+from flexq.api import gke_catalog as c
 
 
 @pytest.mark.parametrize(("machine", "topology", "hosts"), [

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from flexq.api.gke_catalog import TPU_GENERATIONS
 from flexq.clock import DEFAULT_EPOCH
 from flexq.gke.billing import billing_of
-from flexq.gke.catalog import TPU_GENERATIONS
 from flexq.testing.gke_twin import (
     D,
     H,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from flexq.kube import jobs
+from flexq.kube import job_rules
 from flexq.kube.podenv import configmap_files, tpu_env
-from flexq.kube.scheduling import node_info
+from flexq.kube.scheduler_filters import node_info
 
 from .kube_builders import node, pod, tpu_node
 
@@ -59,10 +59,10 @@ def test_accelerator_type_names(accel: str, topology: str, expected: str) -> Non
 
 
 def test_completed_indexes_round_trip() -> None:
-    assert jobs.format_indexes({0, 1, 2, 4, 6, 7}) == "0-2,4,6-7"
-    assert jobs.parse_indexes("0-2,4,6-7") == {0, 1, 2, 4, 6, 7}
-    assert jobs.parse_indexes(None) == set() and jobs.format_indexes(set()) == ""
-    assert [jobs.creation_backoff(n) for n in (0, 1, 2, 3, 7)] == [0, 10, 20, 40, 360]
+    assert job_rules.format_indexes({0, 1, 2, 4, 6, 7}) == "0-2,4,6-7"
+    assert job_rules.parse_indexes("0-2,4,6-7") == {0, 1, 2, 4, 6, 7}
+    assert job_rules.parse_indexes(None) == set() and job_rules.format_indexes(set()) == ""
+    assert [job_rules.creation_backoff(n) for n in (0, 1, 2, 3, 7)] == [0, 10, 20, 40, 360]
 
 
 def test_gke_slice_annotation_defines_the_slice() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flexq.kube import scheduling as s
+from flexq.kube import scheduler_filters as s
 
 from .kube_builders import QUEUED_TAINT, TPU_TAINT, node, pod, tpu_node
 

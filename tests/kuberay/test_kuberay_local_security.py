@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from flexq.kuberay import names
-from flexq.kuberay.ray_runner import LocalRayExecutor, _Pod, ensure_token
+from flexq.kuberay.local_ray_executor import LocalRayExecutor, _Pod, ensure_token
 from flexq.runtime.executor import PodLaunch
 from tests.ray.ray_harness import Logs, Slice, tutorial_rayjob
 

@@ -327,6 +327,6 @@ def test_legacy_deletion_policy_delete_self_on_failure(cluster: Twin):
 ])
 def test_head_pod_ready_condition_reason(head, want):
     """``utils.TestFindHeadPodReadyCondition``: the RayCluster's ``HeadPodReady`` follows the head pod."""
-    from flexq.kuberay.controller_raycluster import _head_ready_reason
+    from flexq.kuberay.raycluster_controller import _head_ready_reason
 
     assert _head_ready_reason(head) == want

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from flexq.kueue.minimal import MinimalKueue
 from flexq.kueue.workload import find_condition, parse_ts, ts
+from flexq.testing.minimal_kueue import MinimalKueue
 
 HERE = Path(__file__).parent / "scenarios"
 

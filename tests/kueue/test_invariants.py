@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flexq.kueue.minimal import MinimalKueue
 from flexq.kueue.workload import find_condition
+from flexq.testing.minimal_kueue import MinimalKueue
 
 CQS = ["a", "b", "solo"]
 SETUP = """

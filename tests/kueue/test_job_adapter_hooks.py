@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flexq.api.kinds import default_registry
 from flexq.clock import VirtualClock
-from flexq.kueue.jobs import BatchJob, JobAdapter, RayJob
+from flexq.kueue.job_adapters import BatchJob, JobAdapter, RayJob
 from flexq.store import Store
 
 

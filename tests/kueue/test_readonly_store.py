@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flexq.kueue.minimal import MinimalKueue
+from flexq.testing.minimal_kueue import MinimalKueue
 
 from . import scenario_runner
 from .scenario_runner import Runner, all_scenarios

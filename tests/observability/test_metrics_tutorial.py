@@ -187,7 +187,7 @@ def test_values_follow_the_tutorial_as_kueue_records_them(twin: Twin, scraper: S
 def test_stockout_eviction_and_stockout_seconds(tmp_path) -> None:
     """Plan A stocks out: Kueue admits on quota, the pods never start, waitForPodsReady evicts after 30 minutes
     (evicted_workloads_total{reason="PodsReadyTimeout"}); the pool's stock-out is timed."""
-    from flexq.api.twin import API_VERSION, KIND
+    from flexq.api.capacity_profile import API_VERSION, KIND
 
     profile = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "default"},
                "spec": {"rules": [{"match": {"machineTypes": ["ct6e-standard-4t"],

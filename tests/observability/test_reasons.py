@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from flexq import Twin
+from flexq.api.capacity_profile import API_VERSION, KIND
 from flexq.api.reasons import REASONS, explain
-from flexq.api.twin import API_VERSION, KIND
 from flexq.cli import tutorial as T
 from flexq.cli.status import Snapshot, workload_rows
 from flexq.cli.views import status_text

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from flexq.kuberay import localproc, names, pods
-from flexq.kuberay.ray_runner import LocalRayExecutor
+from flexq.kuberay.local_ray_executor import LocalRayExecutor
 from flexq.runtime.executor import PodLaunch
 
 DATA = Path(__file__).resolve().parent.parent / "kuberay" / "data"

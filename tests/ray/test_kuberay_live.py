@@ -13,7 +13,7 @@ import time
 import pytest
 
 from flexq.kuberay import localproc
-from flexq.kuberay.ray_runner import TOKEN_FILE
+from flexq.kuberay.local_ray_executor import TOKEN_FILE
 from flexq.testing.live_twin import (
     PeakMemory,
     describe,

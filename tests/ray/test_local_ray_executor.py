@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from flexq.kuberay import localproc
-from flexq.kuberay.ray_runner import LocalRayExecutor
+from flexq.kuberay.local_ray_executor import LocalRayExecutor
 from tests.ray.ray_harness import Slice, leftovers, tutorial_rayjob, wait_for
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1800)]

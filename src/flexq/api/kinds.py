@@ -5,13 +5,13 @@ Explicit list, no import-time registration side effects (style rule 6).
 
 from __future__ import annotations
 
-from flexq.api import apps, autoscaling, computeclass, core, kueue, ray, rbac, twin
+from flexq.api import apps, autoscaling, capacity_profile, computeclass, core, kueue, ray, rbac
 from flexq.api.registry import Registry
 
 
 def default_registry() -> Registry:
     """A fresh Registry with all kinds."""
-    return Registry([*core.KINDS, *kueue.KINDS, *autoscaling.KINDS, *ray.KINDS, *twin.KINDS,
+    return Registry([*core.KINDS, *kueue.KINDS, *autoscaling.KINDS, *ray.KINDS, *capacity_profile.KINDS,
                      *computeclass.KINDS, *rbac.KINDS, *apps.KINDS])
 
 

@@ -343,7 +343,7 @@ def training_lines(output: str, limit: int) -> tuple[list[str], str]:
 
 def capacity_profile(opts: DemoOptions) -> dict | None:
     """The CapacityProfile the demo installs, or None for the twin's built-in live default."""
-    from flexq.api.twin import live_default_profile, tutorial_profile
+    from flexq.api.capacity_profile import live_default_profile, tutorial_profile
 
     if opts.capacity == "tutorial":
         if not opts.simulated:

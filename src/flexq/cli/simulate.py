@@ -148,7 +148,7 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         study = load_study(args.study, replicas=args.replicas, seed=args.seed, variants=args.variant or None,
                            scale=args.scale)
         if args.until is not None:
-            from flexq.api.twin import parse_duration
+            from flexq.api.capacity_profile import parse_duration
 
             try:
                 study.submit_until = parse_duration(args.until)

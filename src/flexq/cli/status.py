@@ -4,7 +4,7 @@ Owns: ``Snapshot`` (the lists of Workloads, ProvisioningRequests, Nodes, Resourc
 Kubernetes JSON dicts, Kueue v1beta1 or v1beta2 alike), ``WorkloadRow`` and ``workload_rows(snapshot, now)``:
 job, queue, plan (flavor per pod set), state, time waited, why (Kueue's condition message, the admission
 checks' states, the ProvisioningRequest's state) and cost so far; ``workload_cost`` (node-hour prices from
-``flexq.gke.catalog`` times the share of a node each admitted pod takes, from admission to finish or now);
+``flexq.api.gke_catalog`` times the share of a node each admitted pod takes, from admission to finish or now);
 ``fmt_duration`` and ``fmt_cost``. The same function feeds ``flexq status`` (objects read with the
 ``kubernetes`` client from the twin or a real cluster) and ``flexq demo``'s live view (objects from ``Twin``).
 
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from flexq.api import gke_catalog as catalog
 from flexq.api.quantity import parse_quantity
 from flexq.api.reasons import Explanation, explain
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import parse_time
-from flexq.gke import catalog
 
 __all__ = ["Snapshot", "WorkloadRow", "fallback_note", "workload_rows", "workload_cost", "workload_state", "job_of",
            "provisioning_state", "fmt_duration", "fmt_cost", "rows_as_dicts"]

@@ -5,7 +5,7 @@ holding the script and a RayJob shaped like the tutorial's — head on the CPU p
 hosts come from the accelerator and topology, tolerations for TPU and DWS (queued-provisioning) taints,
 ``kueue.x-k8s.io/queue-name``, elastic workload slices with in-tree autoscaling, pip packages in
 ``runtimeEnvYAML``), ``choose_machine`` (the TPU machine type for an accelerator and topology, from
-``flexq.gke.catalog``) and ``to_yaml``. With the tutorial's flags it reproduces the tutorial's manifest.
+``flexq.api.gke_catalog``) and ``to_yaml``. With the tutorial's flags it reproduces the tutorial's manifest.
 Must not import flexq.assembly, flexq.twin or flexq.http.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
+from flexq.api import gke_catalog as catalog
 from flexq.api.wellknown import QUEUE_NAME_LABEL
-from flexq.gke import catalog
 
 __all__ = ["SubmitSpec", "build_objects", "choose_machine", "to_yaml", "default_name", "SubmitError"]
 

@@ -29,13 +29,13 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from flexq.api import gke_catalog as catalog
 from flexq.api.wellknown import (
     CLUSTER_AUTOSCALER_CONSUME_PR,
     CONSUME_PROVISIONING_REQUEST,
     UNSCHEDULABLE_TAINT,
 )
 from flexq.errors import NotFound
-from flexq.gke import catalog
 from flexq.gke.cache import GkeCache
 from flexq.gke.compute_class import (
     BACKOFF_RESET_SECONDS,

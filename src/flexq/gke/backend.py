@@ -18,7 +18,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from flexq.api.gke import (
+from flexq.api import gke_catalog as catalog
+from flexq.api.gke_models import (
     Cluster,
     CreateClusterRequest,
     CreateNodePoolRequest,
@@ -28,8 +29,16 @@ from flexq.api.gke import (
     UpdateNodePoolRequest,
 )
 from flexq.clock import format_time
-from flexq.gke import catalog
-from flexq.gke.requests import (
+from flexq.gke.storage import (
+    CLUSTER,
+    NODE_POOL,
+    OPERATION,
+    GkeStorage,
+    cluster_key,
+    envelope,
+    pool_key,
+)
+from flexq.gke.update_requests import (
     CancelOperationRequest,
     ClusterUpdate,
     RollbackNodePoolUpgradeRequest,
@@ -39,15 +48,6 @@ from flexq.gke.requests import (
     SetNodePoolManagementRequest,
     UpdateClusterRequest,
     UpdateMasterRequest,
-)
-from flexq.gke.storage import (
-    CLUSTER,
-    NODE_POOL,
-    OPERATION,
-    GkeStorage,
-    cluster_key,
-    envelope,
-    pool_key,
 )
 from flexq.gke.updates import Plan, autoscaling_patch, label_fingerprint, plan_update, server_config
 from flexq.gke.validation import (

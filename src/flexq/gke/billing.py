@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
+from flexq.api import gke_catalog as catalog
 from flexq.api.quantity import parse_quantity
 from flexq.errors import NotFound
-from flexq.gke import catalog
 from flexq.gke.cache import GkeCache
 from flexq.gke.fit import is_terminal, pod_requests
 from flexq.gke.nodes import ANN_CREATED_AT, cluster_names, pools_of

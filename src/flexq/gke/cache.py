@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from flexq.api.gke_catalog import LABEL_NODEPOOL
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
-from flexq.gke.catalog import LABEL_NODEPOOL
 from flexq.gke.fit import Resources, is_terminal, pod_requests
 from flexq.store.store import Store, WatchEvent
 

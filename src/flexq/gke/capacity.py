@@ -6,7 +6,7 @@ obtained now and, if not, when to look again; seeded draws of provisioning time,
 preemption. Everything is a pure function of the profile, ``now`` (epoch seconds) and a ``random.Random`` the
 caller seeds; nothing here reads a clock or keeps state.
 
-Must not import anything from flexq except ``flexq.api.twin``.
+Must not import anything from flexq except ``flexq.api.capacity_profile``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from flexq.api.twin import CapacityProfile, Delay, parse_duration, parse_time
+from flexq.api.capacity_profile import CapacityProfile, Delay, parse_duration, parse_time
 
 __all__ = ["Terms", "Obtain", "CapacityModel", "sample_delay", "stockout_message", "DEFAULT_PROVISION_SECONDS",
            "DEFAULT_QUEUE_WAIT_SECONDS"]

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from flexq.api import gke_catalog as catalog
 from flexq.api.wellknown import COMPUTE_CLASS_LABEL
-from flexq.gke import catalog
 
 __all__ = ["STOCKOUT_BACKOFF_SECONDS", "MAX_BACKOFF_SECONDS", "BACKOFF_RESET_SECONDS", "FLEX_DEFAULT_WAIT_SECONDS",
            "backoff_after", "class_of_pod", "class_of_pool", "flex_wait",

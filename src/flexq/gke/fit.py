@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from flexq.api import gke_catalog as catalog
 from flexq.api.quantity import parse_quantity
-from flexq.gke import catalog
 from flexq.semantics.pods import is_terminal
 from flexq.semantics.resources import pod_requests as _pod_requests
 from flexq.semantics.selectors import pod_matches_node

@@ -23,7 +23,7 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from flexq.gke import catalog
+from flexq.api import gke_catalog as catalog
 from flexq.gke.billing import billing_of
 from flexq.gke.cache import GkeCache
 from flexq.gke.nodes import cluster_names, pools_of

@@ -1,7 +1,7 @@
 """GKE nodes: building them, creating and removing them within the capacity profile, and their lifecycle.
 
 Owns: the Node objects of GKE node pools — names (``gke-<cluster>-<pool>-<group>-<4>``), labels and taints
-(``flexq.gke.catalog``), capacity and allocatable; ``NodeWriter``, the one object per cluster through which
+(``flexq.api.gke_catalog``), capacity and allocatable; ``NodeWriter``, the one object per cluster through which
 every GKE Node is created or deleted (``grow``: whole slices at once, or nothing, when the profile allows;
 ``shrink``), holding the cluster's ``GkeCache`` and ``CapacitySource`` the registry made; ``PoolController`` (a pool's fixed size, its initial and minimum nodes, and
 removing the nodes of a deleted pool); ``NodeLifecycle`` (the only writer of a GKE node's ``Ready``
@@ -18,9 +18,9 @@ import contextlib
 import ipaddress
 from typing import Any
 
+from flexq.api import gke_catalog as catalog
 from flexq.clock import format_time
 from flexq.errors import NotFound
-from flexq.gke import catalog
 from flexq.gke.cache import GkeCache
 from flexq.gke.capacity import Obtain
 from flexq.gke.fit import pool_shape

@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import ConfigDict
 
+from flexq.api.capacity_profile import API_VERSION as TWIN_API_VERSION
+from flexq.api.capacity_profile import KINDS as TWIN_KINDS
+from flexq.api.capacity_profile import TwinModel, live_default_profile
 from flexq.api.registry import KindInfo, PrinterColumn
-from flexq.api.twin import API_VERSION as TWIN_API_VERSION
-from flexq.api.twin import KINDS as TWIN_KINDS
-from flexq.api.twin import TwinModel, live_default_profile
 from flexq.clock import parse_time
 from flexq.errors import NotFound
 from flexq.gke.backend import GkeBackend

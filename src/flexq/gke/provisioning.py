@@ -27,10 +27,10 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from flexq.api import gke_catalog as catalog
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
-from flexq.gke import catalog
 from flexq.gke.cache import GkeCache
 from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape
 from flexq.gke.nodes import ANN_DELETE_AT, NodeWriter, capacity_model_name, pools_of

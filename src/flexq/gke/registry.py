@@ -11,7 +11,7 @@ Project level: ``project_kinds()``, ``project(ctx)`` (the twin's ``GkeProject``,
 from __future__ import annotations
 
 from flexq.api.registry import KindInfo
-from flexq.gke import api as gke_api_routes
+from flexq.gke import rest as gke_api_routes
 from flexq.gke.autoscaler import Autoscaler
 from flexq.gke.backend import cluster_settings
 from flexq.gke.billing import BillingController

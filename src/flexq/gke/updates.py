@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from flexq.api.gke import NodePool, NodePoolAutoscaling
-from flexq.gke.requests import TYPED_UPDATES, ClusterUpdate
+from flexq.api.gke_models import NodePool, NodePoolAutoscaling
+from flexq.gke.update_requests import TYPED_UPDATES, ClusterUpdate
 from flexq.gke.validation import (
     DEFAULT_PATCHES,
     DEFAULT_VERSION,

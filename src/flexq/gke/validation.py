@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_snake
 
-from flexq.api.gke import Cluster, NodePool, NodePoolAutoscaling
+from flexq.api import gke_catalog as catalog
+from flexq.api.gke_models import Cluster, NodePool, NodePoolAutoscaling
 from flexq.errors import CloudError
-from flexq.gke import catalog
 
 __all__ = ["invalid", "not_found", "already_exists", "precondition", "parse_body", "check_cluster_name",
            "check_location", "check_labels", "check_size", "check_capacity", "node_capacity", "check_version_text", "check_cluster", "check_node_pool", "pool_model", "pool_hosts", "version_tuple",

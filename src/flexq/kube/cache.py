@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from flexq.kube.scheduling import NodeInfo, node_info, pod_requests
+from flexq.kube.scheduler_filters import NodeInfo, node_info, pod_requests
 from flexq.semantics.pods import is_terminal
 from flexq.store.store import Store, Subscription, WatchEvent
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from math import prod
 
 from flexq.api.wellknown import RESOURCE_TPU
-from flexq.kube.scheduling import NodeInfo, pod_requests
+from flexq.kube.scheduler_filters import NodeInfo, pod_requests
 
 LABEL_NODEPOOL = "cloud.google.com/gke-nodepool"
 LABEL_TPU_ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"

@@ -10,7 +10,7 @@ and so must stay last in ``ctx.executors`` (the assembly puts kuberay's first).
 from __future__ import annotations
 
 from flexq.kube.cache import ClusterCache
-from flexq.kube.job import JobController
+from flexq.kube.job_controller import JobController
 from flexq.kube.kubelet import Kubelet
 from flexq.kube.nodes import NodeRegistration
 from flexq.kube.scheduler import Scheduler

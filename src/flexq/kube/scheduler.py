@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
-from flexq.kube.scheduling import GATED_MESSAGE, filter_node, pod_requests, schedule
+from flexq.kube.scheduler_filters import GATED_MESSAGE, filter_node, pod_requests, schedule
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import find_condition, set_core_condition
 from flexq.store.store import WatchEvent, clone

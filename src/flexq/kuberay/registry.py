@@ -20,10 +20,10 @@ from flexq.runtime.executor import PodExecutor
 from flexq.store import Store
 
 from .autoscaler import AutoscalerController
-from .controller_raycluster import RayClusterController
-from .controller_rayjob import RayJobController
 from .dashboards import LiveDashboard, RayDashboard, SimulatedDashboard
-from .ray_runner import LocalRayExecutor
+from .local_ray_executor import LocalRayExecutor
+from .raycluster_controller import RayClusterController
+from .rayjob_controller import RayJobController
 
 
 def controllers(ctx: Context) -> list[Controller]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 
 from flexq.api.wellknown import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
-from flexq.kueue.jobs import JobAdapter
+from flexq.kueue.job_adapters import JobAdapter
 from flexq.kueue.podset import PodSetMergeError, from_podset, infos_for
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload import (

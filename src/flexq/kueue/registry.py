@@ -10,17 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from flexq.kueue.concurrent_admission import VariantController
-from flexq.kueue.core_controllers import (
+from flexq.kueue.job_adapters import JOB_ADAPTERS
+from flexq.kueue.jobframework import JobController
+from flexq.kueue.metrics import KueueMetrics
+from flexq.kueue.pods_ready import PodsScheduledTracker
+from flexq.kueue.provisioning import ProvisioningCheckController, ProvisioningController
+from flexq.kueue.queue_controllers import (
     ClusterQueueStatusController,
     LocalQueueStatusController,
     RequeuerController,
     SchedulerController,
 )
-from flexq.kueue.jobframework import JobController
-from flexq.kueue.jobs import JOB_ADAPTERS
-from flexq.kueue.metrics import KueueMetrics
-from flexq.kueue.pods_ready import PodsScheduledTracker
-from flexq.kueue.provisioning import ProvisioningCheckController, ProvisioningController
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload_controller import WorkloadController
 from flexq.runtime import Context, Controller, TwinSettings

@@ -3,7 +3,7 @@
 Owns: the ``PodExecutor`` protocol and the small value types passed across it. The kubelet controller
 (``flexq.kube``) decides *when* a bound pod starts and stops and writes pod status; an executor decides
 *how* it runs: the simulated executor sleeps on the virtual clock, the local-Ray executor
-(``flexq.kuberay.ray_runner``) starts real Ray processes. Executors are chosen from one explicit list
+(``flexq.kuberay.local_ray_executor``) starts real Ray processes. Executors are chosen from one explicit list
 built in ``flexq.assembly``; the first whose ``accepts`` is true runs the pod.
 
 Executors never touch the store: they get everything in ``PodLaunch`` and report through ``poll``.

@@ -1,7 +1,7 @@
 """Named, ready-made capacity profiles for ``flexq simulate`` (``capacity: <name>`` in a simulation file).
 
 Each is a ``CapacityProfile`` (``docs/capacity-profile.md``) built from the twin's own profiles in
-``flexq.api.twin``; relative times count from the start of the simulated traffic (the simulator sets
+``flexq.api.capacity_profile``; relative times count from the start of the simulated traffic (the simulator sets
 ``spec.origin``). Pure data; must not import anything in flexq but ``flexq.api``.
 """
 
@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from flexq.api.twin import harsh_profile, live_default_profile, tutorial_profile
+from flexq.api.capacity_profile import harsh_profile, live_default_profile, tutorial_profile
 
 __all__ = ["NAMED_PROFILES", "named_profile"]
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from flexq.api.twin import CapacityProfile, parse_duration
+from flexq.api.capacity_profile import CapacityProfile, parse_duration
 from flexq.errors import InputError
 from flexq.simulate import traffic
 from flexq.simulate.profiles import NAMED_PROFILES, named_profile

@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from flexq.api.twin import Delay, parse_duration
+from flexq.api.capacity_profile import Delay, parse_duration
 from flexq.errors import InputError
 from flexq.gke.capacity import sample_delay
 

@@ -17,7 +17,7 @@ import yaml
 from flexq import Twin
 from flexq.cli import tutorial
 from flexq.kuberay import localproc
-from flexq.kuberay.ray_runner import LocalRayExecutor
+from flexq.kuberay.local_ray_executor import LocalRayExecutor
 
 PROJECT = "flexq-ray-tests"
 TRAIN_PY = tutorial.train_script()

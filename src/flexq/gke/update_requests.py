@@ -4,7 +4,7 @@
 
 Owns: the pydantic shapes of those v1 messages, with exactly the API's field names (list from
 googlecloudsdk/generated_clients/apis/container/v1/container_v1_messages.py, gcloud 528). As in
-``flexq.api.gke``, fields the twin acts on are typed and the rest are accepted as opaque JSON, so a field GKE
+``flexq.api.gke_models``, fields the twin acts on are typed and the rest are accepted as opaque JSON, so a field GKE
 knows but the twin does not model reaches the backend (which refuses it by name) while a misspelt one is
 refused by the parser ("Unknown name ..."). No behaviour.
 Must not import flexq.runtime, other domain packages or flexq.http.
@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from flexq.api.gke import AddonsConfig, GkeModel, NodeManagement, NodePoolAutoscaling
+from flexq.api.gke_models import AddonsConfig, GkeModel, NodeManagement, NodePoolAutoscaling
 
 __all__ = ["ClusterUpdate", "UpdateClusterRequest", "SetLabelsRequest", "SetLoggingServiceRequest",
            "SetMonitoringServiceRequest", "UpdateMasterRequest", "SetNodePoolManagementRequest",

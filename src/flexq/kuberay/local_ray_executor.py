@@ -81,7 +81,7 @@ _PATIENT_RAY = {
 # binds [::]:<port> unless given a bind address, and the port is only chosen at run time. The Ray nodes get this
 # ``sitecustomize`` on PYTHONPATH: once ``jax.distributed`` is imported, a coordinator whose address is loopback
 # binds to that loopback address (an explicit bind address, or JAX_COORDINATOR_BIND_ADDRESS, still wins).
-_SITECUSTOMIZE = '''"""Written by flexq's local Ray executor for the Ray nodes it starts (see flexq.kuberay.ray_runner)."""
+_SITECUSTOMIZE = '''"""Written by flexq's local Ray executor for the Ray nodes it starts (see flexq.kuberay.local_ray_executor)."""
 import importlib.abc
 import importlib.util
 import inspect

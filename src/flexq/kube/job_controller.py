@@ -30,7 +30,7 @@ from collections.abc import Iterable
 
 from flexq.clock import format_time, parse_time
 from flexq.errors import AlreadyExists, NotFound
-from flexq.kube import jobs
+from flexq.kube import job_rules
 from flexq.kube.cache import ClusterCache, controller_owner, is_terminal
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import is_true, set_core_condition
@@ -82,12 +82,12 @@ class JobController(Controller):
         mine = [p for p in pods if (controller_owner(p) or {}).get("uid") == uid]
         if len(mine) != len(pods):
             self._release([p for p in pods if (controller_owner(p) or {}).get("uid") != uid])  # older namesake's
-        if (job.get("spec") or {}).get("managedBy") not in (None, jobs.JOB_CONTROLLER):
+        if (job.get("spec") or {}).get("managedBy") not in (None, job_rules.JOB_CONTROLLER):
             return None
         pods = mine
         status = clone(job.get("status") or {})
         counted = self._count(job, pods, status)  # step 1
-        if jobs.finished_condition(status) is None:
+        if job_rules.finished_condition(status) is None:
             result = self._sync(job, pods, counted, status)
         else:
             result = None
@@ -100,15 +100,15 @@ class JobController(Controller):
     def _count(self, job: dict, pods: list[dict], status: dict) -> list[dict]:
         """Fold finished pods that still carry the tracking finalizer into ``status``."""
         indexed = (job.get("spec") or {}).get("completionMode") == "Indexed"
-        done = jobs.parse_indexes(status.get("completedIndexes"))
+        done = job_rules.parse_indexes(status.get("completedIndexes"))
         counted, new_failures = [], 0
         for pod in pods:
-            if jobs.TRACKING_FINALIZER not in (pod["metadata"].get("finalizers") or ()):
+            if job_rules.TRACKING_FINALIZER not in (pod["metadata"].get("finalizers") or ()):
                 continue
             phase = (pod.get("status") or {}).get("phase")
             if phase == "Succeeded":
                 if indexed:
-                    idx = jobs.pod_index(pod)
+                    idx = job_rules.pod_index(pod)
                     if idx is not None and idx < (job["spec"].get("completions") or 0):
                         done.add(idx)
                 else:
@@ -122,7 +122,7 @@ class JobController(Controller):
         if indexed:
             status["succeeded"] = len(done)
             if done:
-                status["completedIndexes"] = jobs.format_indexes(done)
+                status["completedIndexes"] = job_rules.format_indexes(done)
         if new_failures:
             self.last_failure[job["metadata"]["uid"]] = self.ctx.now()
         return counted
@@ -148,13 +148,13 @@ class JobController(Controller):
         if failure is not None:
             reason, message = failure
             self._delete(job, active, count_failed=status)
-            jobs.finish(status, reason, message, now)
+            job_rules.finish(status, reason, message, now)
             self._set_counts(status, [])
             self.events.record(job, "Warning", reason, message)
             return None
         if self._succeeded(job, active, status):
             self._delete(job, active)
-            jobs.finish(status, None, jobs.MSG_COMPLETED, now)
+            job_rules.finish(status, None, job_rules.MSG_COMPLETED, now)
             status["completionTime"] = format_time(now)
             self._set_counts(status, [])
             self.events.record(job, "Normal", "Completed", "Job completed")
@@ -173,12 +173,12 @@ class JobController(Controller):
         on_failure = (((spec.get("template") or {}).get("spec") or {}).get("restartPolicy")) == "OnFailure"
         restarts = sum(_restarts(p) for p in active) if on_failure else 0
         if failed > limit or (on_failure and (restarts > 0 if limit == 0 else restarts >= limit)):
-            return ("BackoffLimitExceeded", jobs.MSG_BACKOFF_LIMIT), None
+            return ("BackoffLimitExceeded", job_rules.MSG_BACKOFF_LIMIT), None
         deadline = spec.get("activeDeadlineSeconds")
         if deadline is not None and status.get("startTime"):
             left = parse_time(status["startTime"]) + deadline - now
             if left <= 0:
-                return ("DeadlineExceeded", jobs.MSG_DEADLINE), None
+                return ("DeadlineExceeded", job_rules.MSG_DEADLINE), None
             return None, left
         return None, None
 
@@ -196,8 +196,8 @@ class JobController(Controller):
         completions = spec.get("completions")
         succeeded = status.get("succeeded", 0)
         if spec.get("completionMode") == "Indexed":
-            done = jobs.parse_indexes(status.get("completedIndexes"))
-            busy = {jobs.pod_index(p) for p in active}
+            done = job_rules.parse_indexes(status.get("completedIndexes"))
+            busy = {job_rules.pod_index(p) for p in active}
             todo = [i for i in range(completions or 0) if i not in done and i not in busy]
             want = min(parallelism, len(active) + len(todo))
         else:
@@ -215,7 +215,7 @@ class JobController(Controller):
             return active, None
         last = self.last_failure.get(job["metadata"]["uid"])
         if last is not None:
-            left = last + jobs.creation_backoff(status.get("failed", 0)) - now
+            left = last + job_rules.creation_backoff(status.get("failed", 0)) - now
             if left > 0:
                 return active, left
         created = [self._create(job, todo[i] if todo else None) for i in range(want - len(active))]
@@ -227,7 +227,7 @@ class JobController(Controller):
         for _ in range(5):
             name = f"{base}-{''.join(self.rng.choice(_ALNUM) for _ in range(5))}"
             try:
-                pod = self.store.create(jobs.pod_from_template(job, name, index), validate=False)
+                pod = self.store.create(job_rules.pod_from_template(job, name, index), validate=False)
             except AlreadyExists:
                 continue
             self.events.record(job, "Normal", "SuccessfulCreate", f"Created pod: {name}")
@@ -251,14 +251,14 @@ class JobController(Controller):
         """Remove the tracking finalizer from pods that still have it."""
         for pod in pods:
             fins = pod["metadata"].get("finalizers") or []
-            if jobs.TRACKING_FINALIZER not in fins:
+            if job_rules.TRACKING_FINALIZER not in fins:
                 continue
             cur = self.cache.pods.get((pod["metadata"]["namespace"], pod["metadata"]["name"]))
             if cur is None or cur["metadata"].get("uid") != pod["metadata"].get("uid"):
                 continue
             obj = clone(cur)
             obj["metadata"]["finalizers"] = [f for f in cur["metadata"].get("finalizers") or []
-                                             if f != jobs.TRACKING_FINALIZER]
+                                             if f != job_rules.TRACKING_FINALIZER]
             if not obj["metadata"]["finalizers"]:
                 del obj["metadata"]["finalizers"]
             obj["metadata"].pop("resourceVersion", None)
@@ -287,7 +287,7 @@ class JobController(Controller):
 
     def _ttl(self, job: dict, status: dict) -> Result | None:
         ttl = job["spec"].get("ttlSecondsAfterFinished")
-        cond = jobs.finished_condition(status)
+        cond = job_rules.finished_condition(status)
         if ttl is None or cond is None:
             return None
         at = status.get("completionTime") or cond.get("lastTransitionTime")
