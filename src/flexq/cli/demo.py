@@ -408,7 +408,7 @@ def run(args: argparse.Namespace) -> int:
     if opts.capacity == "tutorial" and not opts.simulated:
         Console(stderr=True).print("--capacity tutorial queues DWS for hours of twin time: add --simulated")
         return 2
-    from flexq.cli.main import console  # piped output gets a wide page, as every command's does
+    from flexq.cli.views import console  # piped output gets a wide page, as every command's does
 
     result = run_demo(opts, console)
     return 0 if result.story_holds else 1

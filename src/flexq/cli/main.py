@@ -10,18 +10,12 @@ Must not import flexq.http at module level.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from flexq import __version__
+from flexq.cli.views import console, err_console
 
-# Piped or captured output (CI logs, `flexq status | less`) gets a wide page instead of rich's 80 columns,
-# so tables stay one line per row; COLUMNS still wins when set.
-console = Console() if Console().is_terminal or os.environ.get("COLUMNS") else Console(width=200)
-err_console = Console(stderr=True)
 
 # -- commands ---------------------------------------------------------------------------------------------------
 def _cmd_up(args: argparse.Namespace) -> int:

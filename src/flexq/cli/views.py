@@ -6,6 +6,7 @@ Owns: the workload table (``status_table``), state colours and the plain-text fo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -21,6 +22,11 @@ STATE_STYLE = {
     "Running": "bold blue", "Succeeded": "green", "Failed": "bold red", "Deactivated": "red",
     "Replaced": "dim", "Finished": "green",
 }
+
+# Piped or captured output (CI logs, `flexq status | less`) gets a wide page instead of rich's 80 columns,
+# so tables stay one line per row; COLUMNS still wins when set.
+console = Console() if Console().is_terminal or os.environ.get("COLUMNS") else Console(width=200)
+err_console = Console(stderr=True)
 
 
 def provisioning_short(row: WorkloadRow) -> str:
