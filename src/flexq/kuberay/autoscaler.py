@@ -22,6 +22,7 @@ import ast
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -124,7 +125,7 @@ class AutoscalerController(Controller):
 
     name = "kuberay-autoscaler"
 
-    def __init__(self, ctx, sources: list[DemandSource] | None = None) -> None:
+    def __init__(self, ctx, sources: Sequence[DemandSource] | None = None) -> None:
         super().__init__(ctx)
         self.sources = list(sources or [])
         self._idle_since: dict[tuple, float] = {}

@@ -16,6 +16,7 @@ assembly (``flexq.kuberay.registry``), never by the controller:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from flexq.clock import parse_time
@@ -64,7 +65,7 @@ class LiveDashboard:
 
     polls = True
 
-    def __init__(self, sources: list[JobInfoSource]) -> None:
+    def __init__(self, sources: Sequence[JobInfoSource]) -> None:
         self.sources = list(sources)
 
     def accepts(self, rayjob: dict) -> bool:

@@ -53,7 +53,7 @@ def _requirements(spec: object) -> list[str]:
         spec = spec.get("packages") or []
     if isinstance(spec, str):
         return [s.strip() for s in spec.splitlines() if s.strip() and not s.strip().startswith("#")]
-    return [str(s) for s in (spec or [])]  # type: ignore[union-attr]
+    return [str(s) for s in (spec or [])]  # type: ignore[attr-defined]
 
 
 def decide(runtime_env: dict | None,
