@@ -37,12 +37,19 @@ def _serve(home: str, objects: int, tls: bool, out: Any, stop: Any) -> None:
     docs = []
     for n in range(SEED_NS):
         docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"seed-{n}"}})
-        docs.extend({"apiVersion": "v1", "kind": "ConfigMap",
-                     "metadata": {"name": f"cm-{i}", "namespace": f"seed-{n}", "labels": {"bench": "seed"}},
-                     "data": {"k": "v" * 64}} for i in range(per_ns))
+        docs.extend(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"cm-{i}", "namespace": f"seed-{n}", "labels": {"bench": "seed"}},
+                "data": {"k": "v" * 64},
+            }
+            for i in range(per_ns)
+        )
     twin._call(lambda: [twin.store.create(d) for d in docs])
-    out.put({"url": server.url, "token": server.creds.token, "ca": info["ca"] if tls else False,
-             "per_ns": per_ns})
+    out.put(
+        {"url": server.url, "token": server.creds.token, "ca": info["ca"] if tls else False, "per_ns": per_ns}
+    )
     stop.wait()
     server.stop()
     twin.close()
@@ -52,7 +59,9 @@ def _bomb() -> bytes:
     doc = 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
     for i in range(1, 9):
         doc += f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]\n"
-    return ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\nx:\n  " + doc.replace("\n", "\n  ")).encode()
+    return (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\nx:\n  " + doc.replace("\n", "\n  ")
+    ).encode()
 
 
 def _clients(proc: int, threads: int, seconds: float, info: dict, hostile: bool, out: Any) -> None:
@@ -89,13 +98,23 @@ def _clients(proc: int, threads: int, seconds: float, info: dict, hostile: bool,
                 verb, r = "list", s.get(base)
             elif roll < 0.7:
                 name = f"p{proc}-t{i}-{n}"
-                body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}}
+                body = {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": name},
+                    "data": {"k": "v"},
+                }
                 verb, r = "create", s.post(base, data=json.dumps(body), headers=json_ct)
                 created.append(name)
             elif roll < 0.9:
-                verb, r = "patch", s.patch(f"{base}/cm-{rng.randrange(per_ns)}",
-                                           data=json.dumps({"data": {"n": str(n)}}),
-                                           headers={"Content-Type": "application/merge-patch+json"})
+                verb, r = (
+                    "patch",
+                    s.patch(
+                        f"{base}/cm-{rng.randrange(per_ns)}",
+                        data=json.dumps({"data": {"n": str(n)}}),
+                        headers={"Content-Type": "application/merge-patch+json"},
+                    ),
+                )
             elif created:
                 verb, r = "delete", s.delete(f"{base}/{created.pop()}")
             else:
@@ -107,8 +126,14 @@ def _clients(proc: int, threads: int, seconds: float, info: dict, hostile: bool,
     def attacker() -> None:
         s = session()
         base = f"{url}/api/v1/namespaces/default/configmaps"
-        big = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
-                          "data": {"a": "x" * (3 * 1024 * 1024 - 200)}}).encode()
+        big = json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "big"},
+                "data": {"a": "x" * (3 * 1024 * 1024 - 200)},
+            }
+        ).encode()
         start.wait()
         mine = []
         while time.perf_counter() < deadline[0]:
@@ -141,24 +166,37 @@ def main() -> None:
     ap.add_argument("--objects", type=int, default=10_000)
     ap.add_argument("--processes", type=int, default=5, help="client processes the clients are spread over")
     ap.add_argument("--no-tls", action="store_true", help="plain HTTP (TLS is what kubectl gets)")
-    ap.add_argument("--hostile", action="store_true", help="one more client sending alias bombs and 3 MiB bodies")
+    ap.add_argument(
+        "--hostile", action="store_true", help="one more client sending alias bombs and 3 MiB bodies"
+    )
     args = ap.parse_args()
     ctx = mp.get_context("spawn")
     out, stop = ctx.Queue(), ctx.Event()
-    server = ctx.Process(target=_serve, args=(tempfile.mkdtemp(prefix="flexq-load-"), args.objects,
-                                              not args.no_tls, out, stop), daemon=True)
+    server = ctx.Process(
+        target=_serve,
+        args=(tempfile.mkdtemp(prefix="flexq-load-"), args.objects, not args.no_tls, out, stop),
+        daemon=True,
+    )
     t0 = time.perf_counter()
     server.start()
     info = out.get(timeout=600)
-    print(f"twin up with {args.objects} configmaps in {SEED_NS} namespaces in {time.perf_counter() - t0:.1f}s")
-    procs, per = [], [args.clients // args.processes + (1 if i < args.clients % args.processes else 0)
-                      for i in range(args.processes)]
+    print(
+        f"twin up with {args.objects} configmaps in {SEED_NS} namespaces in {time.perf_counter() - t0:.1f}s"
+    )
+    procs, per = (
+        [],
+        [
+            args.clients // args.processes + (1 if i < args.clients % args.processes else 0)
+            for i in range(args.processes)
+        ],
+    )
     results_q = ctx.Queue()
     try:
         for i, n in enumerate(per):
             if n:
-                p = ctx.Process(target=_clients, args=(i, n, args.seconds, info, args.hostile and i == 0,
-                                                       results_q))
+                p = ctx.Process(
+                    target=_clients, args=(i, n, args.seconds, info, args.hostile and i == 0, results_q)
+                )
                 p.start()
                 procs.append(p)
         results: list[tuple[str, float, int]] = []
@@ -171,9 +209,11 @@ def main() -> None:
         server.join(30)
     normal = [r for r in results if r[0] != "hostile"]
     bad = [r for r in normal if r[2] >= 400]
-    print(f"flexq API load: {args.clients} clients over {args.processes} processes, {args.seconds:.0f}s, "
-          f"{'HTTP' if args.no_tls else 'HTTPS'} + token, {args.objects} objects stored"
-          + (", with one hostile client" if args.hostile else ""))
+    print(
+        f"flexq API load: {args.clients} clients over {args.processes} processes, {args.seconds:.0f}s, "
+        f"{'HTTP' if args.no_tls else 'HTTPS'} + token, {args.objects} objects stored"
+        + (", with one hostile client" if args.hostile else "")
+    )
     print(f"{'verb':<10}{'ops':>8}{'ops/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}")
     for verb in ("get", "list", "create", "patch", "delete", "hostile", "all"):
         rows = normal if verb == "all" else [r for r in results if r[0] == verb]
@@ -181,8 +221,10 @@ def main() -> None:
             continue
         lat = sorted(r[1] for r in rows)
         errors = sum(1 for r in rows if (r[2] >= 400) != (verb == "hostile") or r[2] >= 500)
-        print(f"{verb:<10}{len(rows):>8}{len(rows) / args.seconds:>9.0f}{_pct(lat, .5) * 1e3:>9.1f}"
-              f"{_pct(lat, .99) * 1e3:>9.1f}{lat[-1] * 1e3:>9.1f}{errors:>8}")
+        print(
+            f"{verb:<10}{len(rows):>8}{len(rows) / args.seconds:>9.0f}{_pct(lat, 0.5) * 1e3:>9.1f}"
+            f"{_pct(lat, 0.99) * 1e3:>9.1f}{lat[-1] * 1e3:>9.1f}{errors:>8}"
+        )
     if bad:
         print(f"{len(bad)} failed requests, e.g. {bad[:3]}")
 

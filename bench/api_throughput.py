@@ -27,8 +27,14 @@ from flexq.http.server import Server
 CM = "/api/v1/namespaces/default/configmaps"
 
 
-def measure(seconds: float, threads: int, make: Callable[[], Callable[[requests.Session, int], None]],
-            url: str, token: str, ca: str) -> float:
+def measure(
+    seconds: float,
+    threads: int,
+    make: Callable[[], Callable[[requests.Session, int], None]],
+    url: str,
+    token: str,
+    ca: str,
+) -> float:
     """Requests per second of ``make()``'s call, from ``threads`` threads for ``seconds``."""
     counts = [0] * threads
     errors: list[BaseException] = []
@@ -69,9 +75,14 @@ def _serve(home: str, objects: int, out: Any, stop: Any) -> None:
     server = Server(twin.core, home).start()
     info = server.write_files()
     for i in range(objects):
-        twin.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"seed-{i}",
-                                                                             "labels": {"bench": "seed"}},
-                     "data": {"k": "v" * 64}})
+        twin.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"seed-{i}", "labels": {"bench": "seed"}},
+                "data": {"k": "v" * 64},
+            }
+        )
     out.put({"url": server.url, "token": server.creds.token, "ca": info["ca"]})
     stop.wait()
     server.stop()
@@ -102,13 +113,19 @@ def main() -> None:
 
     def create(s: requests.Session, n: int) -> None:
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"new-{n}"}, "data": {"k": "v"}}
-        r = s.post(f"{url}{CM}?fieldValidation=Strict", data=json.dumps(body),
-                   headers={"Content-Type": "application/json"})
+        r = s.post(
+            f"{url}{CM}?fieldValidation=Strict",
+            data=json.dumps(body),
+            headers={"Content-Type": "application/json"},
+        )
         assert r.status_code == 201, r.text
 
     def patch(s: requests.Session, n: int) -> None:
-        r = s.patch(f"{url}{CM}/seed-{n % args.objects}", data=json.dumps({"data": {"n": str(n)}}),
-                    headers={"Content-Type": "application/merge-patch+json"})
+        r = s.patch(
+            f"{url}{CM}/seed-{n % args.objects}",
+            data=json.dumps({"data": {"n": str(n)}}),
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
         assert r.status_code == 200, r.text
 
     def noop(s: requests.Session, n: int) -> None:
@@ -118,10 +135,16 @@ def main() -> None:
     try:
         base = measure(args.seconds, args.threads, lambda: noop, url, token, ca)
         rows = [("no-op (/healthz)", base)]
-        for name, fn in (("get", get), (f"list ({args.objects} objects)", lst), ("create", create),
-                         ("patch (merge)", patch)):
+        for name, fn in (
+            ("get", get),
+            (f"list ({args.objects} objects)", lst),
+            ("create", create),
+            ("patch (merge)", patch),
+        ):
             rows.append((name, measure(args.seconds, args.threads, lambda fn=fn: fn, url, token, ca)))
-        print(f"flexq API throughput, {args.threads} client thread(s), {args.seconds:.0f}s each, HTTPS + token")
+        print(
+            f"flexq API throughput, {args.threads} client thread(s), {args.seconds:.0f}s each, HTTPS + token"
+        )
         print(f"{'request':<24}{'req/s':>10}{'vs no-op':>10}")
         for name, rate in rows:
             print(f"{name:<24}{rate:>10.0f}{rate / base:>10.2f}")

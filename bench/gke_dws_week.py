@@ -26,16 +26,25 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=40)
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
-    spec = {"seed": args.seed,
-            "defaults": {"provisionTime": {"uniform": {"min": "60s", "max": "120s"}}},
-            "rules": [{"match": {"provisioningModels": ["on-demand"], "machineTypes": ["ct6e-*"]}, "available": 4},
-                      {"match": {"provisioningModels": ["queued"]},
-                       "queueWait": {"exponential": {"mean": "6h"}, "max": "3d"}}]}
+    spec = {
+        "seed": args.seed,
+        "defaults": {"provisionTime": {"uniform": {"min": "60s", "max": "120s"}}},
+        "rules": [
+            {"match": {"provisioningModels": ["on-demand"], "machineTypes": ["ct6e-*"]}, "available": 4},
+            {
+                "match": {"provisioningModels": ["queued"]},
+                "queueWait": {"exponential": {"mean": "6h"}, "max": "3d"},
+            },
+        ],
+    }
     wall0, cpu0 = time.perf_counter(), time.process_time()
     t = tutorial_twin(spec)
     # each request's pool may hold one slice at a time: let the DWS pool hold many
-    t.gke("POST", "/v1/projects/proj-x/locations/us-east5-b/clusters/tpu-cluster/nodePools/dws-pool:setAutoscaling",
-          {"autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 4 * args.requests}})
+    t.gke(
+        "POST",
+        "/v1/projects/proj-x/locations/us-east5-b/clusters/tpu-cluster/nodePools/dws-pool:setAutoscaling",
+        {"autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 4 * args.requests}},
+    )
     t.advance(60)
     start = t.now()
     steps = 0
@@ -54,7 +63,11 @@ def main() -> None:
     for name, at in created.items():
         pr = t.try_get("ProvisioningRequest", name, "default")
         outcome["deleted"] += pr is None  # terminal for 7 days: GKE deletes it
-        conds = {c["type"]: c for c in ((pr or {}).get("status") or {}).get("conditions", []) if c["status"] == "True"}
+        conds = {
+            c["type"]: c
+            for c in ((pr or {}).get("status") or {}).get("conditions", [])
+            if c["status"] == "True"
+        }
         for k in ("Provisioned", "CapacityRevoked", "Failed"):
             outcome[k] += k in conds
         if "Provisioned" in conds:
@@ -64,10 +77,14 @@ def main() -> None:
     print(f"virtual time        {(t.now() - start) / 86400:.1f} days")
     print(f"wall time           {wall:.2f} s  (CPU {cpu:.2f} s)")
     print(f"loop steps          {steps}  ({steps / wall:.0f} per wall second)")
-    print(f"provisioned         {outcome['Provisioned']}  revoked {outcome['CapacityRevoked']}  "
-          f"failed {outcome['Failed']}  deleted after the 7-day TTL {outcome['deleted']}")
+    print(
+        f"provisioned         {outcome['Provisioned']}  revoked {outcome['CapacityRevoked']}  "
+        f"failed {outcome['Failed']}  deleted after the 7-day TTL {outcome['deleted']}"
+    )
     if waits:
-        print(f"DWS wait            mean {statistics.mean(waits) / 3600:.2f} h, max {max(waits) / 3600:.2f} h")
+        print(
+            f"DWS wait            mean {statistics.mean(waits) / 3600:.2f} h, max {max(waits) / 3600:.2f} h"
+        )
     print(f"node-hours          {bill['nodeHours']:.1f}")
     print(f"cost per pool       {bill['pools']}")
     print(f"cost per model      {bill['provisioningModels']}")

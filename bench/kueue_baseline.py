@@ -34,21 +34,48 @@ UPSTREAM_AVG = {"wallMs": 351_116, "usage": 55.9, "large": 16_501, "medium": 76_
 
 
 def setup(k: MinimalKueue) -> list[str]:
-    objs = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}}]
+    objs = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}}
+    ]
     names = []
     for c in range(5):
         for q in range(6):
             name = f"cq-0-{q}-cohort-{c}"
             names.append(name)
             objs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-            objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
-                         "spec": {"cohortName": f"cohort-{c}", "namespaceSelector": {},
-                                  "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
-                                  "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                                      {"name": "default", "resources": [{"name": "cpu", "nominalQuota": 20,
-                                                                         "borrowingLimit": 100}]}]}]}})
-            objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                         "metadata": {"name": name, "namespace": name}, "spec": {"clusterQueue": name}})
+            objs.append(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "ClusterQueue",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "cohortName": f"cohort-{c}",
+                        "namespaceSelector": {},
+                        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+                        "resourceGroups": [
+                            {
+                                "coveredResources": ["cpu"],
+                                "flavors": [
+                                    {
+                                        "name": "default",
+                                        "resources": [
+                                            {"name": "cpu", "nominalQuota": 20, "borrowingLimit": 100}
+                                        ],
+                                    }
+                                ],
+                            }
+                        ],
+                    },
+                }
+            )
+            objs.append(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "LocalQueue",
+                    "metadata": {"name": name, "namespace": name},
+                    "spec": {"clusterQueue": name},
+                }
+            )
     k.apply(objs)
     k.settle()
     return names
@@ -78,16 +105,43 @@ class Runner:
                 n = max(1, int(count * self.scale))
                 self.total += n
                 for i in range(n):
-                    loop.call_at(t0 + (i + 1) * interval, lambda cq=cq, cls=cls, si=set_idx, i=i, rt=runtime, p=prio, c=cpu:
-                                 self.create(cq, cls, si, i, rt, p, c))
+                    loop.call_at(
+                        t0 + (i + 1) * interval,
+                        lambda cq=cq, cls=cls, si=set_idx, i=i, rt=runtime, p=prio, c=cpu: self.create(
+                            cq, cls, si, i, rt, p, c
+                        ),
+                    )
 
     def create(self, cq: str, cls: str, si: int, i: int, runtime: float, prio: int, cpu: int) -> None:
         name = f"{cls}-{si}-{i}-0"
-        self.k.store.create({
-            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": name, "namespace": cq, "labels": {"runtime-ms": str(int(runtime * 1000)), "class": cls}},
-            "spec": {"queueName": cq, "priority": prio, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}]}}}]}})
+        self.k.store.create(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "Workload",
+                "metadata": {
+                    "name": name,
+                    "namespace": cq,
+                    "labels": {"runtime-ms": str(int(runtime * 1000)), "class": cls},
+                },
+                "spec": {
+                    "queueName": cq,
+                    "priority": prio,
+                    "podSets": [
+                        {
+                            "name": "main",
+                            "count": 1,
+                            "template": {
+                                "spec": {
+                                    "containers": [
+                                        {"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}
+                                    ]
+                                }
+                            },
+                        }
+                    ],
+                },
+            }
+        )
         self.created[f"{cq}/{name}"] = self.k.now()
         self.klass[f"{cq}/{name}"] = cls
 
@@ -103,7 +157,11 @@ class Runner:
         if fin is not None and fin.get("status") == "True":
             self._stop_usage(key, wl, now)
             return
-        if ev_cond is not None and ev_cond.get("status") == "True" and (wl.get("status") or {}).get("admission"):
+        if (
+            ev_cond is not None
+            and ev_cond.get("status") == "True"
+            and (wl.get("status") or {}).get("admission")
+        ):
             self._stop_usage(key, wl, now)
             self.k.loop.call_soon(lambda key=key: self.finish_eviction(key))
             return
@@ -119,7 +177,9 @@ class Runner:
         at = self.admitted_at.pop(key, None)
         if at is None:
             return
-        cpu = int(wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"])
+        cpu = int(
+            wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+        )
         self.cpu_time[wl["metadata"]["namespace"]] += cpu * (now - at)
         self.last = max(self.last, now)
 
@@ -128,9 +188,16 @@ class Runner:
             return  # evicted meanwhile
         ns, name = key.split("/")
         wl = self.k.store.get("Workload", name, ns)
-        wl["status"].setdefault("conditions", []).append({
-            "type": "Finished", "status": "True", "reason": "ByTest", "message": "By test runner",
-            "observedGeneration": 1, "lastTransitionTime": wl["metadata"]["creationTimestamp"]})
+        wl["status"].setdefault("conditions", []).append(
+            {
+                "type": "Finished",
+                "status": "True",
+                "reason": "ByTest",
+                "message": "By test runner",
+                "observedGeneration": 1,
+                "lastTransitionTime": wl["metadata"]["creationTimestamp"],
+            }
+        )
         self.k.store.update_status(wl)
         self.finished += 1
 
@@ -159,22 +226,34 @@ def main() -> None:
             break
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     virtual = k.now() - t_start
-    print(f"Kueue baseline (test/performance/scheduler/configs/baseline), flexq virtual clock, scale {args.scale}")
-    print(f"  workloads created {r.total}, admissions {r.admissions}, finished {r.finished}, scheduling cycles "
-          f"{k.controllers[0].scheduler.cycle_no}")
-    print(f"  wall time {wall:.1f} s ; virtual (simulated) time {virtual:.1f} s "
-          f"[Kueue maxWallMs {THRESHOLDS['maxWallMs'] / 1000:.0f} s, upstream average {UPSTREAM_AVG['wallMs'] / 1000:.0f} s]")
-    print(f"  admissions per wall second {r.admissions / wall:.0f} (target >= 1000); process CPU time {cpu:.1f} s, "
-          f"admissions per CPU second {r.admissions / max(cpu, 1e-9):.0f} (wall time depends on the machine's load: "
-          f"1-minute load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs)")
+    print(
+        f"Kueue baseline (test/performance/scheduler/configs/baseline), flexq virtual clock, scale {args.scale}"
+    )
+    print(
+        f"  workloads created {r.total}, admissions {r.admissions}, finished {r.finished}, scheduling cycles "
+        f"{k.controllers[0].scheduler.cycle_no}"
+    )
+    print(
+        f"  wall time {wall:.1f} s ; virtual (simulated) time {virtual:.1f} s "
+        f"[Kueue maxWallMs {THRESHOLDS['maxWallMs'] / 1000:.0f} s, upstream average {UPSTREAM_AVG['wallMs'] / 1000:.0f} s]"
+    )
+    print(
+        f"  admissions per wall second {r.admissions / wall:.0f} (target >= 1000); process CPU time {cpu:.1f} s, "
+        f"admissions per CPU second {r.admissions / max(cpu, 1e-9):.0f} (wall time depends on the machine's load: "
+        f"1-minute load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs)"
+    )
     for cls, *_ in CLASSES:
         v = r.tta[cls]
         avg = sum(v) / len(v) * 1000 if v else float("nan")
-        print(f"  avg time to admission {cls:6s} {avg:9.0f} ms  [Kueue max {THRESHOLDS[cls]:>7} ms, upstream avg {UPSTREAM_AVG[cls]:>7} ms]")
+        print(
+            f"  avg time to admission {cls:6s} {avg:9.0f} ms  [Kueue max {THRESHOLDS[cls]:>7} ms, upstream avg {UPSTREAM_AVG[cls]:>7} ms]"
+        )
     elapsed = max(r.last - r.first, 1e-9)
     usages = [r.cpu_time[cq] * 100 / (20 * elapsed) for cq in cqs]
-    print(f"  ClusterQueue usage (cpu used / nominal x elapsed): mean {sum(usages) / len(usages):.1f} %, "
-          f"min {min(usages):.1f} % [Kueue min {THRESHOLDS['cqMinUsage']} %, upstream avg {UPSTREAM_AVG['usage']} %]")
+    print(
+        f"  ClusterQueue usage (cpu used / nominal x elapsed): mean {sum(usages) / len(usages):.1f} %, "
+        f"min {min(usages):.1f} % [Kueue min {THRESHOLDS['cqMinUsage']} %, upstream avg {UPSTREAM_AVG['usage']} %]"
+    )
 
 
 if __name__ == "__main__":

@@ -68,15 +68,33 @@ def main() -> None:
             twin.gke("POST", *T.create_node_pool_request(PROJECT, dws=dws))
             wait_for(done)
         twin.apply(T.queue_yaml())
-        twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-                    "data": {"train.py": T.train_script()}})
+        twin.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "jax-train-script"},
+                "data": {"train.py": T.train_script()},
+            }
+        )
         for job in (1, 2):
-            twin.apply(T.rayjob_yaml(job).replace('kueue.x-k8s.io/elastic-job: "true"',
-                                                  'kueue.x-k8s.io/elastic-job: "true"\n'
-                                                  '    twin.flexq.dev/run-seconds: "600"'))
-        wait_for(lambda: len(twin.list("workload", "default")) == 2 and all(
-            any(c["type"] == "Admitted" and c["status"] == "True" for c in w.get("status", {}).get("conditions", []))
-            for w in twin.list("workload", "default")))
+            twin.apply(
+                T.rayjob_yaml(job).replace(
+                    'kueue.x-k8s.io/elastic-job: "true"',
+                    'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "600"',
+                )
+            )
+        wait_for(
+            lambda: (
+                len(twin.list("workload", "default")) == 2
+                and all(
+                    any(
+                        c["type"] == "Admitted" and c["status"] == "True"
+                        for c in w.get("status", {}).get("conditions", [])
+                    )
+                    for w in twin.list("workload", "default")
+                )
+            )
+        )
         s = requests.Session()
         s.trust_env = False
         s.headers["Accept-Encoding"] = "identity"  # sizes as sent uncompressed; gzip figures computed here
@@ -95,29 +113,42 @@ def main() -> None:
             print(f"  {a.decode():44s} {len(body):8,d} B {len(gzip.compress(body)):8,d} B")
         print(f"  {'total (first load)':44s} {total:8,d} B {total_gz:8,d} B")
         frag = s.get(server.url + "/dashboard/part/overview", timeout=30).content
-        print(f"  {'each live update (/dashboard/part/overview)':44s} {len(frag):8,d} B "
-              f"{len(gzip.compress(frag)):8,d} B")
+        print(
+            f"  {'each live update (/dashboard/part/overview)':44s} {len(frag):8,d} B "
+            f"{len(gzip.compress(frag)):8,d} B"
+        )
         s.headers["Authorization"] = f"Bearer {server.creds.token}"
         med, p95, size = scrape_times(s, server.url, args.scrapes)
-        print(f"/metrics scrape over HTTPS (tutorial, 2 jobs, {size:,d} B): median {med:.1f} ms, p95 {p95:.1f} ms "
-              f"({args.scrapes} scrapes)")
+        print(
+            f"/metrics scrape over HTTPS (tutorial, 2 jobs, {size:,d} B): median {med:.1f} ms, p95 {p95:.1f} ms "
+            f"({args.scrapes} scrapes)"
+        )
         wl = twin.list("workload", "default")[0]
         for i in range(args.extra):
-            twin.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-                        "metadata": {"name": f"extra-{i}", "namespace": "default"},
-                        "spec": {"queueName": "no-such-queue", "podSets": wl["spec"]["podSets"][:1]}})
+            twin.apply(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "Workload",
+                    "metadata": {"name": f"extra-{i}", "namespace": "default"},
+                    "spec": {"queueName": "no-such-queue", "podSets": wl["spec"]["podSets"][:1]},
+                }
+            )
         wait_for(lambda: len(twin.list("workload", "default")) == 2 + args.extra)
         time.sleep(1.0)
         med, p95, size = scrape_times(s, server.url, args.scrapes)
-        print(f"/metrics scrape over HTTPS (+{args.extra} pending workloads, {size:,d} B): median {med:.1f} ms, "
-              f"p95 {p95:.1f} ms ({args.scrapes} scrapes)")
+        print(
+            f"/metrics scrape over HTTPS (+{args.extra} pending workloads, {size:,d} B): median {med:.1f} ms, "
+            f"p95 {p95:.1f} ms ({args.scrapes} scrapes)"
+        )
         s.headers.pop("Authorization")
         frag = s.get(server.url + "/dashboard/part/overview", timeout=30).content
         t0 = time.perf_counter()
         for _ in range(10):
             s.get(server.url + "/dashboard/part/overview", timeout=30).raise_for_status()
-        print(f"dashboard live update with {2 + args.extra} workloads: {len(frag):,d} B "
-              f"({len(gzip.compress(frag)):,d} B gzipped), {(time.perf_counter() - t0) * 100:.1f} ms each")
+        print(
+            f"dashboard live update with {2 + args.extra} workloads: {len(frag):,d} B "
+            f"({len(gzip.compress(frag)):,d} B gzipped), {(time.perf_counter() - t0) * 100:.1f} ms each"
+        )
     finally:
         server.stop()
         twin.close()

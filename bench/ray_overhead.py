@@ -51,8 +51,10 @@ def twin_run() -> dict[str, float]:
                     now = time.monotonic()
                     if "admitted" not in marks:
                         for wl in twin.list("Workload", "default"):
-                            if any(c["type"] == "Admitted" and c["status"] == "True"
-                                   for c in (wl.get("status") or {}).get("conditions") or []):
+                            if any(
+                                c["type"] == "Admitted" and c["status"] == "True"
+                                for c in (wl.get("status") or {}).get("conditions") or []
+                            ):
                                 marks["admitted"] = now
                     try:
                         log = twin.logs(f"job/{NAME}")
@@ -88,9 +90,18 @@ def twin_run() -> dict[str, float]:
 def _env(marker: str, token_file: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     venv_bin = str(Path(sys.executable).parent)
-    env.update({"PATH": venv_bin + os.pathsep + env.get("PATH", ""), "RAY_USAGE_STATS_ENABLED": "0",
-                "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file), "JAX_PLATFORMS": "cpu",
-                "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25", localproc.OWNER_ENV: marker, **(extra or {})})
+    env.update(
+        {
+            "PATH": venv_bin + os.pathsep + env.get("PATH", ""),
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN_PATH": str(token_file),
+            "JAX_PLATFORMS": "cpu",
+            "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25",
+            localproc.OWNER_ENV: marker,
+            **(extra or {}),
+        }
+    )
     return env
 
 
@@ -104,32 +115,87 @@ def plain_run() -> dict[str, float]:
         token_file = Path(tmp) / "token"
         ensure_token(token_file)
         t0 = time.monotonic()
-        common = ["--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1", "--object-store-memory=150000000"]
+        common = [
+            "--block",
+            "--disable-usage-stats",
+            "--node-ip-address=127.0.0.1",
+            "--object-store-memory=150000000",
+        ]
         try:
-            head = subprocess.Popen([ray, "start", "--head", f"--port={gcs}", f"--dashboard-port={dash}",
-                                     "--dashboard-host=127.0.0.1", f"--temp-dir={tmp}/h", "--num-cpus=2",
-                                     f"--ray-client-server-port={localproc.free_port()}", *common],
-                                    env=_env(marker, token_file, LOOPBACK_HEAD_ENV), stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            head = subprocess.Popen(
+                [
+                    ray,
+                    "start",
+                    "--head",
+                    f"--port={gcs}",
+                    f"--dashboard-port={dash}",
+                    "--dashboard-host=127.0.0.1",
+                    f"--temp-dir={tmp}/h",
+                    "--num-cpus=2",
+                    f"--ray-client-server-port={localproc.free_port()}",
+                    *common,
+                ],
+                env=_env(marker, token_file, LOOPBACK_HEAD_ENV),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
             procs.append(head)
             _wait_line(head, "Ray runtime started")
             for i in range(4):
-                w = subprocess.Popen([sys.executable, "-c", WORKER_RAY_START, "start", f"--address=127.0.0.1:{gcs}", f"--temp-dir={tmp}/w{i}",
-                                      "--num-cpus=8", '--resources={"TPU": 4}',
-                                      f"--dashboard-agent-listen-port={localproc.free_port()}",
-                                      f"--metrics-export-port={localproc.free_port()}", *common],
-                                     env=_env(marker, token_file, {"TPU_ACCELERATOR_TYPE": "v6e-16", "TPU_TOPOLOGY": "4x4",
-                                                       "TPU_NAME": "bench-slice", "TPU_WORKER_ID": str(i)}),
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     start_new_session=True)
+                w = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-c",
+                        WORKER_RAY_START,
+                        "start",
+                        f"--address=127.0.0.1:{gcs}",
+                        f"--temp-dir={tmp}/w{i}",
+                        "--num-cpus=8",
+                        '--resources={"TPU": 4}',
+                        f"--dashboard-agent-listen-port={localproc.free_port()}",
+                        f"--metrics-export-port={localproc.free_port()}",
+                        *common,
+                    ],
+                    env=_env(
+                        marker,
+                        token_file,
+                        {
+                            "TPU_ACCELERATOR_TYPE": "v6e-16",
+                            "TPU_TOPOLOGY": "4x4",
+                            "TPU_NAME": "bench-slice",
+                            "TPU_WORKER_ID": str(i),
+                        },
+                    ),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    start_new_session=True,
+                )
                 procs.append(w)
             for w in procs[1:]:
                 _wait_line(w, "Ray runtime started")
             t1 = time.monotonic()
             out["ray start (head + 4 hosts)"] = t1 - t0
-            sub = subprocess.run([ray, "job", "submit", "--address", f"http://127.0.0.1:{dash}",
-                                  "--working-dir", str(TRAIN_PY.parent), "--", "python", "train.py"],
-                                 env=_env(marker, token_file), capture_output=True, text=True, timeout=1200)
+            sub = subprocess.run(
+                [
+                    ray,
+                    "job",
+                    "submit",
+                    "--address",
+                    f"http://127.0.0.1:{dash}",
+                    "--working-dir",
+                    str(TRAIN_PY.parent),
+                    "--",
+                    "python",
+                    "train.py",
+                ],
+                env=_env(marker, token_file),
+                capture_output=True,
+                text=True,
+                timeout=1200,
+            )
             t2 = time.monotonic()
             out["ray job submit -> exit"] = t2 - t1
             out["result"] = 1.0 if sub.returncode == 0 and "succeeded" in sub.stdout else 0.0
@@ -169,8 +235,10 @@ def main() -> None:
         print(f"  {k:<{width}}{v:8.1f}")
     plain_total = plain["total"]
     twin_total = twin["apply -> every Ray process gone"]
-    print(f"overhead of the twin, end to end: {twin_total - plain_total:+.1f} s "
-          f"({twin_total / plain_total:.2f}x the plain run)")
+    print(
+        f"overhead of the twin, end to end: {twin_total - plain_total:+.1f} s "
+        f"({twin_total / plain_total:.2f}x the plain run)"
+    )
 
 
 if __name__ == "__main__":

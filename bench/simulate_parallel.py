@@ -59,16 +59,44 @@ def main() -> None:
         root = Path(tmp)
         (root / "small.yaml").write_text(QUEUES.replace("QUOTA", "12"))
         (root / "large.yaml").write_text(QUEUES.replace("QUOTA", "24"))
-        (root / "simulation.yaml").write_text(yaml.safe_dump({
-            "name": "parallel-bench", "seed": 1, "replicas": args.replicas,
-            "cluster": {"project": "p", "location": "us-central1-a", "name": "c",
-                        "nodePools": [{"name": "default-pool", "machineType": "n2-standard-8", "nodes": 1,
-                                       "autoscaling": {"min": 1, "max": 4}}]},
-            "generator": {"count": args.jobs, "arrivals": {"exponential": {"mean": "2m"}},
-                          "mix": [{"kind": "Job", "podsets": "main:1:cpu=3", "queue": "q",
-                                   "run": {"exponential": {"mean": "8m"}}}]},
-            "variants": [{"name": "small", "manifests": ["small.yaml"]},
-                         {"name": "large", "manifests": ["large.yaml"]}]}))
+        (root / "simulation.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "name": "parallel-bench",
+                    "seed": 1,
+                    "replicas": args.replicas,
+                    "cluster": {
+                        "project": "p",
+                        "location": "us-central1-a",
+                        "name": "c",
+                        "nodePools": [
+                            {
+                                "name": "default-pool",
+                                "machineType": "n2-standard-8",
+                                "nodes": 1,
+                                "autoscaling": {"min": 1, "max": 4},
+                            }
+                        ],
+                    },
+                    "generator": {
+                        "count": args.jobs,
+                        "arrivals": {"exponential": {"mean": "2m"}},
+                        "mix": [
+                            {
+                                "kind": "Job",
+                                "podsets": "main:1:cpu=3",
+                                "queue": "q",
+                                "run": {"exponential": {"mean": "8m"}},
+                            }
+                        ],
+                    },
+                    "variants": [
+                        {"name": "small", "manifests": ["small.yaml"]},
+                        {"name": "large", "manifests": ["large.yaml"]},
+                    ],
+                }
+            )
+        )
         workers = args.workers or default_workers()
         load0 = os.getloadavg()[0]
         t0 = time.perf_counter()
@@ -78,12 +106,18 @@ def main() -> None:
         par = flexq.simulate(root, workers=workers, plots=False)
         t_par = time.perf_counter() - t0
     runs = len(seq.runs)
-    print(f"flexq simulate fan-out: 2 variants x {args.replicas} replicas = {runs} runs of {args.jobs} batch Jobs")
+    print(
+        f"flexq simulate fan-out: 2 variants x {args.replicas} replicas = {runs} runs of {args.jobs} batch Jobs"
+    )
     print(f"  sequential (1 process)      {t_seq:7.1f} s wall")
-    print(f"  parallel ({workers} processes)      {t_par:7.1f} s wall   ratio {t_par / t_seq:.2f} "
-          f"[target <= 0.6 on 2 cores]")
-    print(f"  identical jobs.csv: {csv_text(seq.runs) == csv_text(par.runs)}; identical summaries: "
-          f"{seq.documents == par.documents}")
+    print(
+        f"  parallel ({workers} processes)      {t_par:7.1f} s wall   ratio {t_par / t_seq:.2f} "
+        f"[target <= 0.6 on 2 cores]"
+    )
+    print(
+        f"  identical jobs.csv: {csv_text(seq.runs) == csv_text(par.runs)}; identical summaries: "
+        f"{seq.documents == par.documents}"
+    )
     print(f"  load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs")
 
 

@@ -24,16 +24,32 @@ from flexq.store import Journal, Store
 
 
 def workload(i: int) -> dict:
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": f"wl-{i}", "namespace": "default", "labels": {"i": str(i % 10)}},
-            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": f"wl-{i}", "namespace": "default", "labels": {"i": str(i % 10)}},
+        "spec": {
+            "queueName": "lq",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+                    },
+                }
+            ],
+        },
+    }
 
 
 def configmap(i: int) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}", "namespace": "default",
-                                                                  "labels": {"i": str(i % 10)}},
-            "data": {"a": "x" * 100}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"cm-{i}", "namespace": "default", "labels": {"i": str(i % 10)}},
+        "data": {"a": "x" * 100},
+    }
 
 
 class Timed:
@@ -69,8 +85,10 @@ def bench_store(n: int, journal: Journal | None, label: str) -> None:
     with Timed() as t_list:
         for _ in range(lists):
             store.list("Workload", "default", label_selector="i=3")
-    print(f"[{label}] Workload x {n:,}: create {rate(n, t_create)}  update {rate(n, t_update)}  "
-          f"status {rate(n, t_status)}  list(label_selector over {n:,}) {rate(lists, t_list)}")
+    print(
+        f"[{label}] Workload x {n:,}: create {rate(n, t_create)}  update {rate(n, t_update)}  "
+        f"status {rate(n, t_status)}  list(label_selector over {n:,}) {rate(lists, t_list)}"
+    )
 
 
 def bench_timers(n: int) -> None:
@@ -109,9 +127,11 @@ def bench_controller(days: int) -> None:
     ticker.enqueue("tick")
     with Timed() as t:
         core.loop.run_until(core.loop.now() + days * 86400)
-    print(f"[manager] a controller requeueing itself every simulated minute for {days} days: {ticker.runs:,} "
-          f"reconciles in {t.wall:.3f} s wall, {t.cpu:.3f} s cpu: {rate(ticker.runs, t)} "
-          f"(target: 7 days in under 2 s wall, foundation issue)")
+    print(
+        f"[manager] a controller requeueing itself every simulated minute for {days} days: {ticker.runs:,} "
+        f"reconciles in {t.wall:.3f} s wall, {t.cpu:.3f} s cpu: {rate(ticker.runs, t)} "
+        f"(target: 7 days in under 2 s wall, foundation issue)"
+    )
 
 
 def main() -> None:

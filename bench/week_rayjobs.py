@@ -43,18 +43,30 @@ DAY = 86400.0
 
 
 def profile(days: int) -> dict[str, Any]:
-    windows = [{"start": f"{int(d * DAY + 2 * 3600)}s", "end": f"{int(d * DAY + 5 * 3600)}s", "available": 0}
-               for d in range(days + 1)]
-    return {"apiVersion": "twin.flexq.dev/v1alpha1", "kind": "CapacityProfile", "metadata": {"name": "default"},
-            "spec": {"seed": 11,
-                     "defaults": {"provisionTime": {"uniform": {"min": "30s", "max": "90s"}}},
-                     "rules": [
-                         {"match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
-                          "windows": windows},
-                         {"match": {"provisioningModels": ["queued"]},
-                          "queueWait": {"exponential": {"mean": "3m"}, "max": "30m"}},
-                         {"match": {"provisioningModels": ["spot"]},
-                          "preemption": {"exponential": {"mean": "1d"}}}]}}
+    windows = [
+        {"start": f"{int(d * DAY + 2 * 3600)}s", "end": f"{int(d * DAY + 5 * 3600)}s", "available": 0}
+        for d in range(days + 1)
+    ]
+    return {
+        "apiVersion": "twin.flexq.dev/v1alpha1",
+        "kind": "CapacityProfile",
+        "metadata": {"name": "default"},
+        "spec": {
+            "seed": 11,
+            "defaults": {"provisionTime": {"uniform": {"min": "30s", "max": "90s"}}},
+            "rules": [
+                {
+                    "match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
+                    "windows": windows,
+                },
+                {
+                    "match": {"provisioningModels": ["queued"]},
+                    "queueWait": {"exponential": {"mean": "3m"}, "max": "30m"},
+                },
+                {"match": {"provisioningModels": ["spot"]}, "preemption": {"exponential": {"mean": "1d"}}},
+            ],
+        },
+    }
 
 
 def make_twin(seed: int, days: int) -> Twin:
@@ -70,13 +82,20 @@ def make_twin(seed: int, days: int) -> Twin:
         twin.run_until_idle(600)
     twin.apply(profile(days))  # the GKE cluster's own store reads the profile too
     twin.apply(T.queue_yaml())
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-                "data": {"train.py": T.train_script()}})
+    twin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script"},
+            "data": {"train.py": T.train_script()},
+        }
+    )
     return twin
 
 
-def run_week(jobs: int, seed: int,
-             prof: cProfile.Profile | None = None) -> tuple[Twin, dict[str, float], float, float]:
+def run_week(
+    jobs: int, seed: int, prof: cProfile.Profile | None = None
+) -> tuple[Twin, dict[str, float], float, float]:
     """Submit ``jobs`` RayJobs over their share of a week and run until every one has ended (or two more days).
     Returns the twin (open), the submission times, and the wall and process CPU seconds of the run."""
     days = max(1, int(jobs / PER_WEEK * 7 + 0.999))
@@ -118,7 +137,9 @@ def run_week(jobs: int, seed: int,
         job["metadata"]["annotations"]["twin.flexq.dev/run-seconds"] = f"{run_s:.0f}"
         twin.create(job)
         submitted[name] = twin.now()
-    deadline = twin.now() + 2 * DAY  # the last ones may wait for DWS; then stop (timers such as spot never end)
+    deadline = (
+        twin.now() + 2 * DAY
+    )  # the last ones may wait for DWS; then stop (timers such as spot never end)
     while len(done) < len(submitted) and twin.now() < deadline:
         twin.advance(600)
     if prof:
@@ -143,12 +164,23 @@ def week_results(twin: Twin, submitted: dict[str, float]) -> dict[str, tuple]:
             continue
         w = wls.get(name, {})
         adm = (w.get("status") or {}).get("admission") or {}
-        plan = next((set(a["flavors"].values()) for a in adm.get("podSetAssignments", [])
-                     if a["name"] == "tpu-group"), set())
+        plan = next(
+            (
+                set(a["flavors"].values())
+                for a in adm.get("podSetAssignments", [])
+                if a["name"] == "tpu-group"
+            ),
+            set(),
+        )
         admitted = _cond(w, "Admitted")
         st = rj.get("status") or {}
-        out[name] = (st.get("jobDeploymentStatus"), st.get("jobStatus"), ",".join(sorted(plan)),
-                     admitted.get("lastTransitionTime"), _cond(w, "Finished").get("reason"))
+        out[name] = (
+            st.get("jobDeploymentStatus"),
+            st.get("jobStatus"),
+            ",".join(sorted(plan)),
+            admitted.get("lastTransitionTime"),
+            _cond(w, "Finished").get("reason"),
+        )
     return out
 
 
@@ -175,21 +207,32 @@ def main() -> None:
     bill = twin.billing()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     virtual = twin.now() - min(submitted.values(), default=twin.now())
-    print(f"{args.jobs} tutorial-shaped RayJobs, seed {args.seed}: wall {wall:.1f} s (process CPU {cpu:.1f} s; "
-          "cluster setup not included) [target <= 20 s for 10,000], "
-          f"peak RSS {rss:.0f} MiB [target <= 2048 MiB]")
-    print(f"  virtual time from the first submission to the end {virtual / 86400:.2f} days; load average {load0:.1f} before, "
-          f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs")
+    print(
+        f"{args.jobs} tutorial-shaped RayJobs, seed {args.seed}: wall {wall:.1f} s (process CPU {cpu:.1f} s; "
+        "cluster setup not included) [target <= 20 s for 10,000], "
+        f"peak RSS {rss:.0f} MiB [target <= 2048 MiB]"
+    )
+    print(
+        f"  virtual time from the first submission to the end {virtual / 86400:.2f} days; load average {load0:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs"
+    )
     print("  jobs per plan (TPU flavor): " + ", ".join(f"{k} {v}" for k, v in sorted(plans.items())))
-    print("  how they ended (RayJob deployment status / Workload Finished reason): "
-          + ", ".join(f"{k} {v}" for k, v in sorted(ends.items())))
+    print(
+        "  how they ended (RayJob deployment status / Workload Finished reason): "
+        + ", ".join(f"{k} {v}" for k, v in sorted(ends.items()))
+    )
     if waits:
         q = statistics.quantiles(waits, n=20) if len(waits) > 1 else [waits[0]] * 19
-        print(f"  wait from submission to first admission: mean {statistics.mean(waits):.0f} s, median "
-              f"{statistics.median(waits):.0f} s, p95 {q[18]:.0f} s, max {max(waits):.0f} s")
-    print(f"  cost: total ${bill.get('total', 0):.2f}; per pool "
-          + ", ".join(f"{k} ${v:.2f}" for k, v in (bill.get("pools") or {}).items())
-          + "; per flavor " + ", ".join(f"{k} ${v:.2f}" for k, v in (bill.get("flavors") or {}).items()))
+        print(
+            f"  wait from submission to first admission: mean {statistics.mean(waits):.0f} s, median "
+            f"{statistics.median(waits):.0f} s, p95 {q[18]:.0f} s, max {max(waits):.0f} s"
+        )
+    print(
+        f"  cost: total ${bill.get('total', 0):.2f}; per pool "
+        + ", ".join(f"{k} ${v:.2f}" for k, v in (bill.get("pools") or {}).items())
+        + "; per flavor "
+        + ", ".join(f"{k} ${v:.2f}" for k, v in (bill.get("flavors") or {}).items())
+    )
     twin.close()
 
 

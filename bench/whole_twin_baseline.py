@@ -47,42 +47,107 @@ NODES, MACHINE = 20, "n2-standard-32"
 def make_twin(cohorts: int) -> Twin:
     twin = Twin(clock="virtual")
     parent = f"projects/{PROJECT}/locations/{ZONE}"
-    twin.gke("POST", f"/v1/{parent}/clusters", {"parent": parent, "cluster": {
-        "name": CLUSTER, "nodePools": [{
-            "name": "default-pool", "initialNodeCount": NODES, "config": {"machineType": MACHINE},
-            "autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": NODES}}]}})
+    twin.gke(
+        "POST",
+        f"/v1/{parent}/clusters",
+        {
+            "parent": parent,
+            "cluster": {
+                "name": CLUSTER,
+                "nodePools": [
+                    {
+                        "name": "default-pool",
+                        "initialNodeCount": NODES,
+                        "config": {"machineType": MACHINE},
+                        "autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": NODES},
+                    }
+                ],
+            },
+        },
+    )
     twin.run_until_idle(3600)
-    objs: list[dict] = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-                         "metadata": {"name": "default"}}]
+    objs: list[dict] = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}}
+    ]
     for cls, _n, _i, _r, prio, _c in CLASSES:
-        objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-                     "metadata": {"name": cls}, "value": prio})
+        objs.append(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": cls},
+                "value": prio,
+            }
+        )
     for c in range(cohorts):
         for q in range(QUEUES_PER_COHORT):
             name = f"cq-0-{q}-cohort-{c}"
             objs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-            objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
-                         "spec": {"cohortName": f"cohort-{c}", "namespaceSelector": {},
-                                  "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
-                                  "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                                      {"name": "default", "resources": [{"name": "cpu", "nominalQuota": 20,
-                                                                         "borrowingLimit": 100}]}]}]}})
-            objs.append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                         "metadata": {"name": name, "namespace": name}, "spec": {"clusterQueue": name}})
+            objs.append(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "ClusterQueue",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "cohortName": f"cohort-{c}",
+                        "namespaceSelector": {},
+                        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+                        "resourceGroups": [
+                            {
+                                "coveredResources": ["cpu"],
+                                "flavors": [
+                                    {
+                                        "name": "default",
+                                        "resources": [
+                                            {"name": "cpu", "nominalQuota": 20, "borrowingLimit": 100}
+                                        ],
+                                    }
+                                ],
+                            }
+                        ],
+                    },
+                }
+            )
+            objs.append(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "LocalQueue",
+                    "metadata": {"name": name, "namespace": name},
+                    "spec": {"clusterQueue": name},
+                }
+            )
     twin.apply(objs)
     twin.run_until_idle(60)
     return twin
 
 
 def job(ns: str, name: str, cls: str, runtime: float, cpu: int) -> dict:
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": ns,
-                         "labels": {"kueue.x-k8s.io/queue-name": ns, "kueue.x-k8s.io/priority-class": cls}},
-            "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0, "template": {
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": {"kueue.x-k8s.io/queue-name": ns, "kueue.x-k8s.io/priority-class": cls},
+        },
+        "spec": {
+            "parallelism": 1,
+            "completions": 1,
+            "backoffLimit": 0,
+            "template": {
                 "metadata": {"annotations": {"twin.flexq.dev/run-seconds": str(runtime)}},
-                "spec": {"restartPolicy": "Never", "containers": [{
-                    "name": "main", "image": "registry.k8s.io/e2e-test-images/agnhost:2.52",
-                    "resources": {"requests": {"cpu": str(cpu)}}}]}}}}
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.52",
+                            "resources": {"requests": {"cpu": str(cpu)}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
 
 
 class Recorder:
@@ -134,28 +199,61 @@ def run(cohorts: int, scale: float, profile: str | None) -> dict:
     if prof:
         prof.dump_stats(profile)
     jobs = twin.list("Job")
-    done = sum(1 for j in jobs if any(c["type"] == "Complete" and c["status"] == "True"
-                                       for c in (j.get("status") or {}).get("conditions") or ()))
-    finished_wl = sum(1 for w in twin.list("Workload") if any(
-        c["type"] == "Finished" and c["status"] == "True" for c in (w.get("status") or {}).get("conditions") or ()))
+    done = sum(
+        1
+        for j in jobs
+        if any(
+            c["type"] == "Complete" and c["status"] == "True"
+            for c in (j.get("status") or {}).get("conditions") or ()
+        )
+    )
+    finished_wl = sum(
+        1
+        for w in twin.list("Workload")
+        if any(
+            c["type"] == "Finished" and c["status"] == "True"
+            for c in (w.get("status") or {}).get("conditions") or ()
+        )
+    )
     tta: dict[str, list[float]] = defaultdict(list)
     for key, (at, cls) in created.items():
         if key in rec.admitted:
             tta[cls].append(rec.admitted[key] - at)
-    last_done = max((parse_time(j["status"]["completionTime"]) for j in jobs
-                     if (j.get("status") or {}).get("completionTime")), default=t0)
+    last_done = max(
+        (
+            parse_time(j["status"]["completionTime"])
+            for j in jobs
+            if (j.get("status") or {}).get("completionTime")
+        ),
+        default=t0,
+    )
     t, c = time.perf_counter(), time.process_time()
     n_wl = len(twin.list("Workload"))
     list_s, list_cpu = time.perf_counter() - t, time.process_time() - c
     twin.close()
-    return {"cohorts": cohorts, "jobs": len(plan), "done": done, "finished_wl": finished_wl, "wall": wall,
-            "cpu": cpu_s, "virtual": last_done - t0, "tta": tta, "load0": load0, "load1": os.getloadavg()[0],
-            "list_s": list_s, "list_cpu": list_cpu, "n_wl": n_wl, "admitted": len(rec.admitted)}
+    return {
+        "cohorts": cohorts,
+        "jobs": len(plan),
+        "done": done,
+        "finished_wl": finished_wl,
+        "wall": wall,
+        "cpu": cpu_s,
+        "virtual": last_done - t0,
+        "tta": tta,
+        "load0": load0,
+        "load1": os.getloadavg()[0],
+        "list_s": list_s,
+        "list_cpu": list_cpu,
+        "n_wl": n_wl,
+        "admitted": len(rec.admitted),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cohorts", type=int, nargs="+", default=[1, 5], help="cohort counts to run (each 6 CQs)")
+    ap.add_argument(
+        "--cohorts", type=int, nargs="+", default=[1, 5], help="cohort counts to run (each 6 CQs)"
+    )
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the per-ClusterQueue job counts")
     ap.add_argument("--profile", metavar="FILE", help="write a cProfile of the largest run to FILE")
     args = ap.parse_args()
@@ -164,26 +262,36 @@ def main() -> None:
         r = run(c, args.scale, args.profile if c == max(args.cohorts) else None)
         results.append(r)
         per_job = r["wall"] / r["jobs"] * 1000
-        print(f"{c} cohort(s), {r['jobs']} batch/v1 Jobs (scale {args.scale}): {r['done']} complete, "
-              f"{r['finished_wl']} Workloads Finished, {r['admitted']} admitted")
-        print(f"  wall {r['wall']:.1f} s (process CPU {r['cpu']:.1f} s), {r['jobs'] / r['wall']:.0f} jobs per wall "
-              f"second [target >= 500], {per_job:.2f} ms wall per job; {r['jobs'] / max(r['cpu'], 1e-9):.0f} jobs "
-              f"per CPU second, {r['cpu'] / r['jobs'] * 1000:.2f} ms CPU per job; virtual time to the last "
-              f"completion {r['virtual']:.0f} s")
+        print(
+            f"{c} cohort(s), {r['jobs']} batch/v1 Jobs (scale {args.scale}): {r['done']} complete, "
+            f"{r['finished_wl']} Workloads Finished, {r['admitted']} admitted"
+        )
+        print(
+            f"  wall {r['wall']:.1f} s (process CPU {r['cpu']:.1f} s), {r['jobs'] / r['wall']:.0f} jobs per wall "
+            f"second [target >= 500], {per_job:.2f} ms wall per job; {r['jobs'] / max(r['cpu'], 1e-9):.0f} jobs "
+            f"per CPU second, {r['cpu'] / r['jobs'] * 1000:.2f} ms CPU per job; virtual time to the last "
+            f"completion {r['virtual']:.0f} s"
+        )
         for cls, *_ in CLASSES:
             v = r["tta"][cls]
             avg = sum(v) / len(v) if v else float("nan")
-            print(f"  avg time to admission {cls:6s} {avg:7.1f} s (max {max(v, default=float('nan')):7.1f} s) "
-                  f"[Kueue threshold {THRESHOLDS[cls]:.0f} s]")
-        print(f"  Twin.list('Workload') of {r['n_wl']} objects: {r['list_s']:.2f} s (CPU {r['list_cpu']:.2f} s) "
-              "[target <= 0.5 s at 15,000]")
+            print(
+                f"  avg time to admission {cls:6s} {avg:7.1f} s (max {max(v, default=float('nan')):7.1f} s) "
+                f"[Kueue threshold {THRESHOLDS[cls]:.0f} s]"
+            )
+        print(
+            f"  Twin.list('Workload') of {r['n_wl']} objects: {r['list_s']:.2f} s (CPU {r['list_cpu']:.2f} s) "
+            "[target <= 0.5 s at 15,000]"
+        )
         print(f"  load average {r['load0']:.1f} before, {r['load1']:.1f} after, on {os.cpu_count()} CPUs")
     if len(results) > 1:
         lo, hi = results[0], results[-1]
         ratio = (hi["wall"] / hi["jobs"]) / (lo["wall"] / lo["jobs"])
         cpu_ratio = (hi["cpu"] / hi["jobs"]) / (lo["cpu"] / lo["jobs"])
-        print(f"growth: wall per job at {hi['cohorts']} cohorts / at {lo['cohorts']} cohort(s) = {ratio:.2f} "
-              f"[target <= 1.5]; CPU per job {cpu_ratio:.2f}")
+        print(
+            f"growth: wall per job at {hi['cohorts']} cohorts / at {lo['cohorts']} cohort(s) = {ratio:.2f} "
+            f"[target <= 1.5]; CPU per job {cpu_ratio:.2f}"
+        )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {rss:.0f} MiB")
     if args.profile:

@@ -53,8 +53,13 @@ ENVELOPE = "k8s.io.apimachinery.pkg.runtime.Unknown"
 # repository -> package directories read from it
 PACKAGES = {
     "api": ["core/v1", "batch/v1", "scheduling/v1alpha3"],
-    "apimachinery": ["pkg/apis/meta/v1", "pkg/runtime", "pkg/runtime/schema", "pkg/util/intstr",
-                     "pkg/api/resource"],
+    "apimachinery": [
+        "pkg/apis/meta/v1",
+        "pkg/runtime",
+        "pkg/runtime/schema",
+        "pkg/util/intstr",
+        "pkg/api/resource",
+    ],
 }
 
 # messages whose Go types marshal by hand; the decoder knows each by this name
@@ -79,7 +84,7 @@ TAG_RE = re.compile(r'(\w+):"([^"]*)"')
 class ProtoField:
     name: str
     number: int
-    type: str          # fully qualified message name or a scalar
+    type: str  # fully qualified message name or a scalar
     repeated: bool = False
     map_key: str | None = None
 
@@ -99,13 +104,15 @@ class Message:
 
 
 def git_show(repo: str, commit: str, path: str) -> str:
-    return subprocess.run(["git", "-C", repo, "show", f"{commit}:{path}"], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["git", "-C", repo, "show", f"{commit}:{path}"], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def resolve(commit: str, repo: str) -> str:
-    return subprocess.run(["git", "-C", repo, "rev-parse", commit], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", repo, "rev-parse", commit], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def parse_proto(text: str) -> dict[str, Message]:
@@ -123,11 +130,17 @@ def parse_proto(text: str) -> dict[str, Message]:
         elif line.startswith("}"):
             current = None
         elif current is not None and (m := FIELD_RE.match(line)):
-            current.fields.append(ProtoField(m.group(3), int(m.group(4)), qualify(m.group(2), pkg),
-                                             repeated=m.group(1) == "repeated"))
+            current.fields.append(
+                ProtoField(
+                    m.group(3), int(m.group(4)), qualify(m.group(2), pkg), repeated=m.group(1) == "repeated"
+                )
+            )
         elif current is not None and (m := MAP_RE.match(line)):
-            current.fields.append(ProtoField(m.group(3), int(m.group(4)), qualify(m.group(2), pkg),
-                                             map_key=qualify(m.group(1), pkg)))
+            current.fields.append(
+                ProtoField(
+                    m.group(3), int(m.group(4)), qualify(m.group(2), pkg), map_key=qualify(m.group(1), pkg)
+                )
+            )
         elif current is not None and line.strip():
             raise SystemExit(f"unparsed line in message {current.fqn}: {line!r}")
     return out
@@ -168,10 +181,14 @@ def parse_go(text: str, pkg: str) -> dict[str, dict[int, GoField]]:
     return out
 
 
-def load(args: argparse.Namespace) -> tuple[dict[str, Message], dict[str, dict[int, GoField]], dict[str, str]]:
+def load(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Message], dict[str, dict[int, GoField]], dict[str, str]]:
     repos = {"api": args.api, "apimachinery": args.apimachinery}
-    commits = {"api": resolve(args.api_commit, args.api),
-               "apimachinery": resolve(args.apimachinery_commit, args.apimachinery)}
+    commits = {
+        "api": resolve(args.api_commit, args.api),
+        "apimachinery": resolve(args.apimachinery_commit, args.apimachinery),
+    }
     messages: dict[str, Message] = {}
     gofields: dict[str, dict[int, GoField]] = {}
     for repo, dirs in PACKAGES.items():
@@ -216,8 +233,12 @@ def type_expr(f: ProtoField, names: dict[str, str]) -> str:
     return f"[]{base}" if f.repeated else base
 
 
-def render(messages: dict[str, Message], gofields: dict[str, dict[int, GoField]], commits: dict[str, str],
-           gen: list[str]) -> str:
+def render(
+    messages: dict[str, Message],
+    gofields: dict[str, dict[int, GoField]],
+    commits: dict[str, str],
+    gen: list[str],
+) -> str:
     fqns = reachable(messages, [ENVELOPE, *ROOTS.values()])
     names = short_names(fqns)
     lines = [
@@ -275,16 +296,23 @@ def render(messages: dict[str, Message], gofields: dict[str, dict[int, GoField]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    )
     p.add_argument("--api", required=True, help="git directory of github.com/kubernetes/api")
-    p.add_argument("--apimachinery", required=True, help="git directory of github.com/kubernetes/apimachinery")
+    p.add_argument(
+        "--apimachinery", required=True, help="git directory of github.com/kubernetes/apimachinery"
+    )
     p.add_argument("--api-commit", default="HEAD")
     p.add_argument("--apimachinery-commit", default="HEAD")
     p.add_argument("-o", "--output", default="src/flexq/http/kube/proto_schemas.py")
     args = p.parse_args(argv)
     messages, gofields, commits = load(args)
-    gen = ["python tools/gen_k8s_proto.py --api <dir> --apimachinery <dir> \\",
-           f"    --api-commit {commits['api']} \\", f"    --apimachinery-commit {commits['apimachinery']}"]
+    gen = [
+        "python tools/gen_k8s_proto.py --api <dir> --apimachinery <dir> \\",
+        f"    --api-commit {commits['api']} \\",
+        f"    --apimachinery-commit {commits['apimachinery']}",
+    ]
     Path(args.output).write_text(render(messages, gofields, commits, gen))
     print(f"wrote {args.output}", file=sys.stderr)
     return 0

@@ -74,11 +74,20 @@ class ClusterRuntime:
 class TwinCore:
     """Everything a twin is made of, wired; no public convenience (that is ``flexq.twin.Twin``)."""
 
-    def __init__(self, *, live: bool = False, home: str | Path | None = None, seed: int = 0,
-                 settings: Mapping[str, Any] | TwinSettings | None = None, start: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        live: bool = False,
+        home: str | Path | None = None,
+        seed: int = 0,
+        settings: Mapping[str, Any] | TwinSettings | None = None,
+        start: float | None = None,
+    ) -> None:
         self.live = live
         self.settings = TwinSettings.from_mapping(settings)
-        self.loop: EventLoop = RealtimeLoop() if live else EventLoop(VirtualClock(start) if start else VirtualClock())
+        self.loop: EventLoop = (
+            RealtimeLoop() if live else EventLoop(VirtualClock(start) if start else VirtualClock())
+        )
         self.home = Path(home) if home else None
         if self.home:
             private_home(self.home)  # 0700: it holds the twin's key, token and every stored object
@@ -91,12 +100,24 @@ class TwinCore:
         project_registry = Registry(gke_registry.project_kinds())
         # ``check_readonly`` (a test setting): every store fails loudly when a stored object is changed in place
         self.check_readonly = self.settings.check_readonly
-        self.project = Store(project_registry, self.loop.clock, name="project", journal=self.journal,
-                             check_readonly=self.check_readonly,
-                             rng=self.rngs.get("store/project"))
-        self.project_ctx = Context(store=self.project, loop=self.loop, rngs=self.rngs, logs=PodLogs(None),
-                                   cluster="", project=self.project, executors=[],
-                                   settings=self.settings)
+        self.project = Store(
+            project_registry,
+            self.loop.clock,
+            name="project",
+            journal=self.journal,
+            check_readonly=self.check_readonly,
+            rng=self.rngs.get("store/project"),
+        )
+        self.project_ctx = Context(
+            store=self.project,
+            loop=self.loop,
+            rngs=self.rngs,
+            logs=PodLogs(None),
+            cluster="",
+            project=self.project,
+            executors=[],
+            settings=self.settings,
+        )
         self.project_manager = Manager(self.project_ctx)
         self.gke_project = gke_registry.project(self.project_ctx)
         self.project_manager.add_all(gke_registry.project_controllers(self.gke_project))
@@ -110,8 +131,12 @@ class TwinCore:
     def start(self) -> None:
         """Bring up the default cluster and every GKE cluster the project store knows, then watch for more."""
         self.add_cluster(DEFAULT_CLUSTER, ClusterSettings())
-        known = [obj for kk in [k.kind for k in self.project.registry] for obj in self.project.list(kk)
-                 if gke_registry.cluster_of(obj)]
+        known = [
+            obj
+            for kk in [k.kind for k in self.project.registry]
+            for obj in self.project.list(kk)
+            if gke_registry.cluster_of(obj)
+        ]
         known.sort(key=lambda o: (o["metadata"].get("creationTimestamp", ""), o["metadata"]["name"]))
         for obj in known:  # oldest first: a state without a recorded root cluster elects the first created
             found = gke_registry.cluster_of(obj)
@@ -137,15 +162,29 @@ class TwinCore:
     def add_cluster(self, name: str, settings: ClusterSettings) -> ClusterRuntime:
         if name in self.clusters:
             return self.clusters[name]
-        store = Store(self.registry, self.loop.clock, name=f"cluster/{name}", journal=self.journal,
-                      check_readonly=self.check_readonly,
-                      rng=self.rngs.get(f"store/{name}"), namespaces=DEFAULT_NAMESPACES)
+        store = Store(
+            self.registry,
+            self.loop.clock,
+            name=f"cluster/{name}",
+            journal=self.journal,
+            check_readonly=self.check_readonly,
+            rng=self.rngs.get(f"store/{name}"),
+            namespaces=DEFAULT_NAMESPACES,
+        )
         if name != DEFAULT_CLUSTER:  # a GKE cluster serves addon kinds only when the addon is on
             store.serve_addons(settings.addons)
-        ctx = Context(store=store, loop=self.loop, rngs=self.rngs, cluster=name, project=self.project,
-                      logs=PodLogs(self.home / "logs" / name if self.home else None), executors=self._executors(name),
-                      settings=self.settings, cluster_settings=settings,
-                      metrics=CollectorRegistry(auto_describe=False))
+        ctx = Context(
+            store=store,
+            loop=self.loop,
+            rngs=self.rngs,
+            cluster=name,
+            project=self.project,
+            logs=PodLogs(self.home / "logs" / name if self.home else None),
+            executors=self._executors(name),
+            settings=self.settings,
+            cluster_settings=settings,
+            metrics=CollectorRegistry(auto_describe=False),
+        )
         for domain in DOMAINS:
             domain.bootstrap(store)
         manager = Manager(ctx)

@@ -57,8 +57,10 @@ def format_time(ts: float) -> str:
     """RFC 3339 in UTC with second precision, as in ``metadata.creationTimestamp``."""
     sec = int(ts)
     if _LAST_FORMATTED[0] != sec:
-        _LAST_FORMATTED[0], _LAST_FORMATTED[1] = sec, _dt.datetime.fromtimestamp(sec, tz=_dt.UTC).strftime(
-            "%Y-%m-%dT%H:%M:%SZ")
+        _LAST_FORMATTED[0], _LAST_FORMATTED[1] = (
+            sec,
+            _dt.datetime.fromtimestamp(sec, tz=_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
     return _LAST_FORMATTED[1]
 
 

@@ -46,8 +46,16 @@ class ApiError(FlexqError):
     status = 500
     reason = "InternalError"
 
-    def __init__(self, message: str, *, kind: str = "", name: str = "", group: str = "",
-                 causes: list[Cause] | None = None, retry_after: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str = "",
+        name: str = "",
+        group: str = "",
+        causes: list[Cause] | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.kind = kind
@@ -70,8 +78,13 @@ class ApiError(FlexqError):
         if self.retry_after is not None:
             details["retryAfterSeconds"] = self.retry_after
         out: dict[str, Any] = {
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": self.message, "reason": self.reason, "code": self.status,
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.status,
         }
         if details:
             out["details"] = details

@@ -54,8 +54,10 @@ def load_documents(source: str | dict | Iterable[dict]) -> list[dict]:
         if isinstance(kind, str) and (kind == "List" or (kind.endswith("List") and "items" in d)):
             items = d.get("items") or []
             if not isinstance(items, list):
-                raise BadRequest(f"json: cannot unmarshal {type(items).__name__} into Go struct field "
-                                 f"{kind}.items of type []runtime.RawExtension")
+                raise BadRequest(
+                    f"json: cannot unmarshal {type(items).__name__} into Go struct field "
+                    f"{kind}.items of type []runtime.RawExtension"
+                )
             for item in items:
                 if not isinstance(item, dict):
                     raise BadRequest(f"expected an object in items, got {type(item).__name__}")
@@ -68,8 +70,16 @@ def load_documents(source: str | dict | Iterable[dict]) -> list[dict]:
 class Twin:
     """A twin of one GCP project with its GKE clusters, Kueue, KubeRay and the cloud's capacity."""
 
-    def __init__(self, clock: str = "virtual", *, home: str | Path | None = None, seed: int = 0,
-                 executor: str | None = None, start: float | None = None, **settings: Any) -> None:
+    def __init__(
+        self,
+        clock: str = "virtual",
+        *,
+        home: str | Path | None = None,
+        seed: int = 0,
+        executor: str | None = None,
+        start: float | None = None,
+        **settings: Any,
+    ) -> None:
         if clock not in ("virtual", "real"):
             raise ValueError('clock must be "virtual" or "real"')
         live = clock == "real"
@@ -161,7 +171,9 @@ class Twin:
             return scheme.render(info, store.create(modified, namespace=ns), obj.get("apiVersion"))
         view = scheme.render(info, cur, obj.get("apiVersion"))
         try:
-            original = json.loads(((view.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED, ""))
+            original = json.loads(
+                ((view.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED, "")
+            )
         except ValueError:
             original = None
         if info.status_subresource:
@@ -176,17 +188,26 @@ class Twin:
             patch, patch_type = three_way_merge_patch(original, modified, view), "merge"
         if not patch:
             return view
-        return scheme.render(info, store.patch(info.kind, meta["name"], patch, ns, patch_type=patch_type,
-                                               api_version=obj.get("apiVersion")), obj.get("apiVersion"))
+        return scheme.render(
+            info,
+            store.patch(
+                info.kind, meta["name"], patch, ns, patch_type=patch_type, api_version=obj.get("apiVersion")
+            ),
+            obj.get("apiVersion"),
+        )
 
     def create(self, obj: dict, namespace: str | None = None) -> dict:
         info = scheme.resolve_object(self.store.registry, obj)
-        return self._call(lambda: scheme.render(info, self.store.create(obj, namespace=namespace),
-                                                obj.get("apiVersion")))
+        return self._call(
+            lambda: scheme.render(info, self.store.create(obj, namespace=namespace), obj.get("apiVersion"))
+        )
 
-    def get(self, kind: str, name: str, namespace: str | None = None, *, api_version: str | None = None) -> dict:
+    def get(
+        self, kind: str, name: str, namespace: str | None = None, *, api_version: str | None = None
+    ) -> dict:
         """One object; ``api_version`` (or ``kind`` as ``plural.version.group``) picks the served version."""
         info, v = self._info(kind)
+
         def run() -> dict:
             obj = self.store.peek(info.kind, name, namespace)
             if obj is None:
@@ -201,9 +222,17 @@ class Twin:
         except NotFound:
             return None
 
-    def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None, *,
-             field_selector: str | None = None, api_version: str | None = None) -> list[dict]:
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        *,
+        field_selector: str | None = None,
+        api_version: str | None = None,
+    ) -> list[dict]:
         info, v = self._info(kind)
+
         def run() -> list[dict]:
             objs = self.store.peek_list(info.kind, namespace, label_selector, field_selector)
             with no_gc():
@@ -211,18 +240,40 @@ class Twin:
 
         return self._call(run)
 
-    def delete(self, kind: str, name: str, namespace: str | None = None, *,
-               propagation: str = "Background") -> dict:
+    def delete(
+        self, kind: str, name: str, namespace: str | None = None, *, propagation: str = "Background"
+    ) -> dict:
         info, _ = self._info(kind)
         return self._call(lambda: self.store.delete(info.kind, name, namespace, propagation=propagation))
 
-    def patch(self, kind: str, name: str, patch: dict | list, namespace: str | None = None,
-              subresource: str | None = None, *, patch_type: str = "merge") -> dict:
+    def patch(
+        self,
+        kind: str,
+        name: str,
+        patch: dict | list,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        *,
+        patch_type: str = "merge",
+    ) -> dict:
         """Merge patch (or ``patch_type="json"``/``"strategic"``); ``subresource="status"`` writes status."""
         info, v = self._info(kind)
-        return self._call(lambda: scheme.render(info, self.store.patch(
-            info.kind, name, patch, namespace, patch_type=patch_type, subresource=subresource, api_version=v,
-            validate=True), v))
+        return self._call(
+            lambda: scheme.render(
+                info,
+                self.store.patch(
+                    info.kind,
+                    name,
+                    patch,
+                    namespace,
+                    patch_type=patch_type,
+                    subresource=subresource,
+                    api_version=v,
+                    validate=True,
+                ),
+                v,
+            )
+        )
 
     def logs(self, pod: str, namespace: str = "default", container: str | None = None) -> str:
         """A pod's log; ``pod`` may also be ``job/<name>`` (the job's first pod), as kubectl takes it."""
@@ -285,8 +336,14 @@ class Twin:
                 if spec.get("name") == name:
                     project = obj["metadata"]["name"].split(".")[0]
                     flavors = self.store.list("ResourceFlavor")
-                    return billing_of(self.core.project, project, spec.get("location") or spec.get("zone", ""),
-                                      name, self.now(), flavors)
+                    return billing_of(
+                        self.core.project,
+                        project,
+                        spec.get("location") or spec.get("zone", ""),
+                        name,
+                        self.now(),
+                        flavors,
+                    )
             return {}
 
         def plain(v: Any) -> Any:

@@ -16,20 +16,41 @@ V2 = "kueue.x-k8s.io/v1beta2"
 
 
 def _pod_set(name: str = "main", count: int = 1) -> dict:
-    return {"name": name, "count": count,
-            "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}
+    return {
+        "name": name,
+        "count": count,
+        "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}},
+    }
 
 
 def _cq(version: str, **spec) -> dict:
-    base = {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-        {"name": "on-demand", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}
-    return {"apiVersion": version, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {**base, **spec}}
+    base = {
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": "on-demand", "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
+            }
+        ]
+    }
+    return {
+        "apiVersion": version,
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": {**base, **spec},
+    }
 
 
 def test_cluster_queue_cohort_checks_and_fungibility_become_v1beta2_names():
     info = REGISTRY.resolve("cq")
-    stored = admit(info, _cq(V1, cohort="team", admissionChecks=["dws-prov", "other"],
-                             flavorFungibility={"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"}))
+    stored = admit(
+        info,
+        _cq(
+            V1,
+            cohort="team",
+            admissionChecks=["dws-prov", "other"],
+            flavorFungibility={"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"},
+        ),
+    )
     assert stored["apiVersion"] == V2
     spec = stored["spec"]
     assert spec["cohortName"] == "team" and "cohort" not in spec
@@ -51,8 +72,10 @@ def test_cluster_queue_v1beta1_round_trips():
 
 def test_v1beta2_only_fields_are_dropped_in_v1beta1():
     info = REGISTRY.resolve("cq")
-    stored = admit(info, _cq(V2, cohortName="team", concurrentAdmissionPolicy={"migration": {
-        "mode": "TryPreferredFlavors"}}))
+    stored = admit(
+        info,
+        _cq(V2, cohortName="team", concurrentAdmissionPolicy={"migration": {"mode": "TryPreferredFlavors"}}),
+    )
     assert "concurrentAdmissionPolicy" not in render(info, stored, V1)["spec"]
 
 
@@ -65,9 +88,13 @@ def test_v1beta2_rejects_v1beta1_field_names():
 def test_local_queue_flavor_usage_renamed_both_ways():
     info = REGISTRY.resolve("lq")
     usage = [{"name": "on-demand", "resources": [{"name": "cpu", "total": "2"}]}]
-    obj = {"apiVersion": V1, "kind": "LocalQueue", "metadata": {"name": "q", "namespace": "default"},
-           "spec": {"clusterQueue": "cq"},
-           "status": {"flavorUsage": usage, "flavors": [{"name": "on-demand"}], "pendingWorkloads": 0}}
+    obj = {
+        "apiVersion": V1,
+        "kind": "LocalQueue",
+        "metadata": {"name": "q", "namespace": "default"},
+        "spec": {"clusterQueue": "cq"},
+        "status": {"flavorUsage": usage, "flavors": [{"name": "on-demand"}], "pendingWorkloads": 0},
+    }
     stored = admit(info, obj)
     assert stored["status"]["flavorsUsage"] == usage
     assert "flavorUsage" not in stored["status"] and "flavors" not in stored["status"]
@@ -75,16 +102,29 @@ def test_local_queue_flavor_usage_renamed_both_ways():
     assert back["status"]["flavorUsage"] == usage and "flavorsUsage" not in back["status"]
 
 
-@pytest.mark.parametrize(("source", "group", "kind"), [
-    ("kueue.x-k8s.io/workloadpriorityclass", "kueue.x-k8s.io", "WorkloadPriorityClass"),
-    ("scheduling.k8s.io/priorityclass", "scheduling.k8s.io", "PriorityClass"),
-], ids=["workload-priority-class", "pod-priority-class"])
+@pytest.mark.parametrize(
+    ("source", "group", "kind"),
+    [
+        ("kueue.x-k8s.io/workloadpriorityclass", "kueue.x-k8s.io", "WorkloadPriorityClass"),
+        ("scheduling.k8s.io/priorityclass", "scheduling.k8s.io", "PriorityClass"),
+    ],
+    ids=["workload-priority-class", "pod-priority-class"],
+)
 def test_workload_priority_class_becomes_a_ref(source, group, kind):
     info = REGISTRY.resolve("kwl")
-    obj = {"apiVersion": V1, "kind": "Workload", "metadata": {"name": "w", "namespace": "default"},
-           "spec": {"podSets": [_pod_set()], "queueName": "user-queue", "priority": 100,
-                    "priorityClassName": "high", "priorityClassSource": source},
-           "status": {"accumulatedPastExexcutionTimeSeconds": 42}}
+    obj = {
+        "apiVersion": V1,
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {
+            "podSets": [_pod_set()],
+            "queueName": "user-queue",
+            "priority": 100,
+            "priorityClassName": "high",
+            "priorityClassSource": source,
+        },
+        "status": {"accumulatedPastExexcutionTimeSeconds": 42},
+    }
     stored = admit(info, obj)
     assert stored["spec"]["priorityClassRef"] == {"group": group, "kind": kind, "name": "high"}
     assert "priorityClassName" not in stored["spec"] and "priorityClassSource" not in stored["spec"]
@@ -98,8 +138,12 @@ def test_workload_priority_class_becomes_a_ref(source, group, kind):
 
 def test_workload_without_priority_class_reads_back_with_empty_source():
     info = REGISTRY.resolve("workload")
-    obj = {"apiVersion": V1, "kind": "Workload", "metadata": {"name": "w", "namespace": "default"},
-           "spec": {"podSets": [{"template": {"spec": {"containers": [{"name": "c"}]}}}]}}
+    obj = {
+        "apiVersion": V1,
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {"podSets": [{"template": {"spec": {"containers": [{"name": "c"}]}}}]},
+    }
     stored = admit(info, obj)
     assert stored["spec"]["podSets"][0]["name"] == "main"
     assert stored["spec"]["podSets"][0]["count"] == 1
@@ -111,8 +155,12 @@ def test_workload_without_priority_class_reads_back_with_empty_source():
 
 def test_admission_check_retry_delay_dropped_then_defaulted_on_read():
     info = REGISTRY.resolve("admissioncheck")
-    obj = {"apiVersion": V1, "kind": "AdmissionCheck", "metadata": {"name": "ac"},
-           "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request", "retryDelayMinutes": 3}}
+    obj = {
+        "apiVersion": V1,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "ac"},
+        "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request", "retryDelayMinutes": 3},
+    }
     stored = admit(info, obj)
     assert stored["spec"] == {"controllerName": "kueue.x-k8s.io/provisioning-request"}
     assert render(info, stored, V1)["spec"]["retryDelayMinutes"] == 15
@@ -130,19 +178,40 @@ _names = st.from_regex(r"[a-z][a-z0-9-]{0,10}[a-z0-9]", fullmatch=True)
 @st.composite
 def _cluster_queues(draw: st.DrawFn) -> dict:
     flavors = draw(st.lists(_names, min_size=1, max_size=4, unique=True))
-    checks = draw(st.lists(st.tuples(_names, st.lists(st.sampled_from(flavors), unique=True, max_size=2)),
-                           max_size=3, unique_by=lambda c: c[0]))
-    spec: dict = {"resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
-        {"name": f, "resources": [{"name": "cpu", "nominalQuota": draw(st.integers(0, 10**9))},
-                                  {"name": "memory", "nominalQuota": f"{draw(st.integers(0, 10**6))}Gi"}]}
-        for f in flavors]}],
-        "flavorFungibility": {"whenCanBorrow": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"])),
-                              "whenCanPreempt": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"]))}}
+    checks = draw(
+        st.lists(
+            st.tuples(_names, st.lists(st.sampled_from(flavors), unique=True, max_size=2)),
+            max_size=3,
+            unique_by=lambda c: c[0],
+        )
+    )
+    spec: dict = {
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    {
+                        "name": f,
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": draw(st.integers(0, 10**9))},
+                            {"name": "memory", "nominalQuota": f"{draw(st.integers(0, 10**6))}Gi"},
+                        ],
+                    }
+                    for f in flavors
+                ],
+            }
+        ],
+        "flavorFungibility": {
+            "whenCanBorrow": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"])),
+            "whenCanPreempt": draw(st.sampled_from(["MayStopSearch", "TryNextFlavor"])),
+        },
+    }
     if draw(st.booleans()):
         spec["cohortName"] = draw(_names)
     if checks:
-        spec["admissionChecksStrategy"] = {"admissionChecks": [
-            {"name": n, **({"onFlavors": on} if on else {})} for n, on in checks]}
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [{"name": n, **({"onFlavors": on} if on else {})} for n, on in checks]
+        }
     return {"apiVersion": V2, "kind": "ClusterQueue", "metadata": {"name": draw(_names)}, "spec": spec}
 
 

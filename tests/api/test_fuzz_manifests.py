@@ -22,9 +22,39 @@ from flexq.errors import FlexqError
 from tests.api.test_api_malformed import BASES
 
 HOSTILE: list[Any] = [
-    None, 0, -1, 5, 2**31, 2**63, -(2**63) - 1, 10**40, 1e-7, 1.5, True, False, "", "x", "5", "-1", "1e40",
-    "1e-7", "2020-01-01", ".inf", "!!!", "a" * 300, "Not_A_Name", "\u00e9\u0000\U0001F600", [], [1], ["a", None],
-    [[[[1]]]], {}, {"a": 1}, {"": None}, {"name": 5}, {"metadata": None},
+    None,
+    0,
+    -1,
+    5,
+    2**31,
+    2**63,
+    -(2**63) - 1,
+    10**40,
+    1e-7,
+    1.5,
+    True,
+    False,
+    "",
+    "x",
+    "5",
+    "-1",
+    "1e40",
+    "1e-7",
+    "2020-01-01",
+    ".inf",
+    "!!!",
+    "a" * 300,
+    "Not_A_Name",
+    "\u00e9\u0000\U0001f600",
+    [],
+    [1],
+    ["a", None],
+    [[[[1]]]],
+    {},
+    {"a": 1},
+    {"": None},
+    {"name": 5},
+    {"metadata": None},
 ]
 ROOT_KEYS = ["apiVersion", "kind", "metadata", "spec", "status", "data", "binaryData", "items", "x-unknown"]
 
@@ -84,10 +114,22 @@ COUNTER = {"manifests": 0, "refused": 0, "accepted": 0}
 
 
 @seed(20261203)
-@settings(max_examples=130, deadline=None, derandomize=False, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.lists(st.tuples(st.sampled_from(sorted(BASES)), st.lists(mutation(), min_size=1, max_size=3),
-                          st.booleans()), min_size=8, max_size=8))
+@settings(
+    max_examples=130,
+    deadline=None,
+    derandomize=False,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(sorted(BASES)), st.lists(mutation(), min_size=1, max_size=3), st.booleans()
+        ),
+        min_size=8,
+        max_size=8,
+    )
+)
 def test_mutated_manifests_are_refused_with_api_errors(cases: list) -> None:
     twin = _TWIN[0]
     for base, muts, as_yaml in cases:

@@ -26,7 +26,9 @@ def test_simulated_demo_tells_the_tutorials_story(live: bool) -> None:
     out = buf.getvalue()
     assert result.error == ""
     assert [(j.name, j.flavor, j.state) for j in result.jobs] == [
-        ("rayjob-tpu-v6e-dws-1", "on-demand", "Succeeded"), ("rayjob-tpu-v6e-dws-2", "dws", "Succeeded")]
+        ("rayjob-tpu-v6e-dws-1", "on-demand", "Succeeded"),
+        ("rayjob-tpu-v6e-dws-2", "dws", "Succeeded"),
+    ]
     assert result.story_holds
     one, two = result.jobs
     assert two.waited > one.waited, "job 2 waits for DWS capacity"
@@ -64,16 +66,25 @@ def test_demo_reports_a_broken_story() -> None:
 
 
 def test_flexq_demo_simulated_command_exits_0() -> None:
-    proc = subprocess.run([sys.executable, "-m", "flexq.cli", "demo", "--simulated", "--no-live"],
-                          capture_output=True, text=True, timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "flexq.cli", "demo", "--simulated", "--no-live"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"COLUMNS": "200", "PATH": "/usr/bin"},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "As in the tutorial" in proc.stdout
 
 
-@pytest.mark.parametrize("opts, least_wait", [
-    (DemoOptions(simulated=True, live=False, dws_wait=300), 300),
-    (DemoOptions(simulated=True, live=False, capacity="tutorial"), 60),
-], ids=["dws-wait-300s", "tutorial-capacity"])
+@pytest.mark.parametrize(
+    "opts, least_wait",
+    [
+        (DemoOptions(simulated=True, live=False, dws_wait=300), 300),
+        (DemoOptions(simulated=True, live=False, capacity="tutorial"), 60),
+    ],
+    ids=["dws-wait-300s", "tutorial-capacity"],
+)
 def test_capacity_choices_change_job_2s_wait(opts: DemoOptions, least_wait: float) -> None:
     console, _ = _console()
     result = run_demo(opts, console)
@@ -83,20 +94,25 @@ def test_capacity_choices_change_job_2s_wait(opts: DemoOptions, least_wait: floa
 
 def test_tutorial_capacity_needs_the_virtual_clock() -> None:
     with pytest.raises(ValueError, match="--simulated"):
-        run_demo(DemoOptions(simulated=False, capacity="tutorial"), _console()[0],
-                 make_twin=lambda **kw: pytest.fail("no twin should be built"))
+        run_demo(
+            DemoOptions(simulated=False, capacity="tutorial"),
+            _console()[0],
+            make_twin=lambda **kw: pytest.fail("no twin should be built"),
+        )
 
 
 def test_training_lines_pick_what_train_py_and_ray_say() -> None:
     from flexq.cli.demo import training_lines
 
-    log = "\n".join([
-        "(pid=, ip=10.68.3.4) 5] XLA::TPU program HBM usage: 52.5K / 31.25G",
-        "(RayTrainWorker pid=542, ip=10.68.6.4) Epoch 40: Loss 0.0000 [repeated 3x across cluster]",
-        "(RayTrainWorker pid=542, ip=10.68.6.4) Training Complete! [repeated 3x across cluster]",
-        "2026-03-20 03:59:51,008 SUCC cli.py:65 -- ------------------------------------------",
-        "2026-03-20 03:59:51,008 SUCC cli.py:66 -- Job 'rayjob-tpu-v6e-dws-1-498t6' succeeded",
-    ])
+    log = "\n".join(
+        [
+            "(pid=, ip=10.68.3.4) 5] XLA::TPU program HBM usage: 52.5K / 31.25G",
+            "(RayTrainWorker pid=542, ip=10.68.6.4) Epoch 40: Loss 0.0000 [repeated 3x across cluster]",
+            "(RayTrainWorker pid=542, ip=10.68.6.4) Training Complete! [repeated 3x across cluster]",
+            "2026-03-20 03:59:51,008 SUCC cli.py:65 -- ------------------------------------------",
+            "2026-03-20 03:59:51,008 SUCC cli.py:66 -- Job 'rayjob-tpu-v6e-dws-1-498t6' succeeded",
+        ]
+    )
     lines, title = training_lines(log, 12)
     assert lines == log.splitlines()[1:3] + log.splitlines()[4:] and title == "training lines, 5 in all"
     assert training_lines("a\nb\n\nc", 2) == (["b", "c"], "last 2 lines")

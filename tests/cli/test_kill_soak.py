@@ -43,12 +43,17 @@ class Api:
         self.token = Path(self.info["token_file"]).read_text().strip()
         self.ctx = ssl.create_default_context(cafile=self.info["ca"])
 
-    def call(self, method: str, path: str, body: dict | None = None,
-             content_type: str = "application/json") -> tuple[int, dict]:
+    def call(
+        self, method: str, path: str, body: dict | None = None, content_type: str = "application/json"
+    ) -> tuple[int, dict]:
         conn = http.client.HTTPSConnection(self.info["host"], self.info["port"], context=self.ctx, timeout=20)
         try:
-            conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                         headers={"Authorization": f"Bearer {self.token}", "Content-Type": content_type})
+            conn.request(
+                method,
+                path,
+                body=json.dumps(body) if body is not None else None,
+                headers={"Authorization": f"Bearer {self.token}", "Content-Type": content_type},
+            )
             resp = conn.getresponse()
             return resp.status, json.loads(resp.read() or b"{}")
         finally:
@@ -57,28 +62,64 @@ class Api:
 
 def job(i: int) -> dict:
     ann = {"twin.flexq.dev/run-seconds": "1"}
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": f"soak-{i}", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
-            "spec": {"template": {"metadata": {"annotations": ann}, "spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": f"soak-{i}", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {
+            "template": {
+                "metadata": {"annotations": ann},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                    ],
+                },
+            }
+        },
+    }
 
 
 SETUP = [
-    ("/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
-     {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}}),
-    ("/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
-     {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
-      "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-          {"name": "f", "resources": [{"name": "cpu", "nominalQuota": QUOTA_CPU}]}]}]}}),
-    ("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues",
-     {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq"},
-      "spec": {"clusterQueue": "cq"}}),
+    (
+        "/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "f"}},
+    ),
+    (
+        "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": QUOTA_CPU}]}],
+                    }
+                ],
+            },
+        },
+    ),
+    (
+        "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/localqueues",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq"},
+            "spec": {"clusterQueue": "cq"},
+        },
+    ),
     ("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}),
 ]
-NODE_STATUS = {"status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-                          "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
-                          "conditions": [{"type": "Ready", "status": "True"}]}}
+NODE_STATUS = {
+    "status": {
+        "allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+        "capacity": {"cpu": "16", "memory": "64Gi", "pods": "110"},
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }
+}
 
 
 class Soak:
@@ -97,15 +138,21 @@ class Soak:
         self.api: Api | None = None
 
     def up(self) -> None:
-        res = subprocess.run([sys.executable, "-m", "flexq.cli", "up", "--executor", "simulated",
-                              "--timeout", "150"], env=self.env, capture_output=True, text=True, timeout=200)
+        res = subprocess.run(
+            [sys.executable, "-m", "flexq.cli", "up", "--executor", "simulated", "--timeout", "150"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=200,
+        )
         assert res.returncode == 0 and "flexq is up at" in res.stdout, res.stdout + res.stderr
         self.api = Api(self.home)
         self.pids.append(self.api.info["pid"])
         self.up_now.set()
 
-    def call(self, method: str, path: str, body: dict | None = None,
-             content_type: str = "application/json") -> tuple[int, dict]:
+    def call(
+        self, method: str, path: str, body: dict | None = None, content_type: str = "application/json"
+    ) -> tuple[int, dict]:
         """One request, retried (the same request again) while the twin is down or restarting."""
         deadline = time.monotonic() + 300
         while True:
@@ -180,8 +227,10 @@ def test_kill_9_soak_leaves_no_job_behind(tmp_path: Path) -> None:
     soak = Soak(tmp_path / "home")
     soak.up()
     started = time.monotonic()
-    threads = [threading.Thread(target=soak.killer, name="killer"),
-               threading.Thread(target=soak.sampler, name="sampler", daemon=True)]
+    threads = [
+        threading.Thread(target=soak.killer, name="killer"),
+        threading.Thread(target=soak.sampler, name="sampler", daemon=True),
+    ]
     try:
         for t in threads:
             t.start()
@@ -198,26 +247,36 @@ def test_kill_9_soak_leaves_no_job_behind(tmp_path: Path) -> None:
                 break
             time.sleep(1)
         stuck = sorted(set(jobs) - set(finished))
-        assert not stuck, (f"{len(stuck)} acknowledged jobs did not finish: "
-                           + json.dumps({n: [jobs[n]["spec"].get("suspend"), jobs[n].get("status")] for n in stuck[:5]}))
+        assert not stuck, f"{len(stuck)} acknowledged jobs did not finish: " + json.dumps(
+            {n: [jobs[n]["spec"].get("suspend"), jobs[n].get("status")] for n in stuck[:5]}
+        )
         assert sorted(jobs) == sorted(f"soak-{i}" for i in soak.acked)
         _, wls = soak.call("GET", "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads")
         _, pods = soak.call("GET", "/api/v1/namespaces/default/pods")
         for name, j in jobs.items():
             uid = j["metadata"]["uid"]
-            owned = [w for w in wls["items"] if any(r["uid"] == uid for r in w["metadata"]["ownerReferences"])]
+            owned = [
+                w for w in wls["items"] if any(r["uid"] == uid for r in w["metadata"]["ownerReferences"])
+            ]
             assert len(owned) == 1 and _conds(owned[0]).get("Finished") == "True", (name, len(owned))
-            ran = [p for p in pods["items"] if any(r["uid"] == uid for r in p["metadata"].get("ownerReferences") or [])]
+            ran = [
+                p
+                for p in pods["items"]
+                if any(r["uid"] == uid for r in p["metadata"].get("ownerReferences") or [])
+            ]
             assert len(ran) == 1, f"{name} was admitted and ran {len(ran)} times"
         assert soak.samples >= 20 and soak.peak <= QUOTA_CPU, (soak.samples, soak.peak)
-        print(f"\nsoak: {soak.kills} kills, {len(soak.acked)} jobs acknowledged and finished, "
-              f"peak quota in use {soak.peak}/{QUOTA_CPU} cpu over {soak.samples} samples, "
-              f"{time.monotonic() - started:.0f}s")
+        print(
+            f"\nsoak: {soak.kills} kills, {len(soak.acked)} jobs acknowledged and finished, "
+            f"peak quota in use {soak.peak}/{QUOTA_CPU} cpu over {soak.samples} samples, "
+            f"{time.monotonic() - started:.0f}s"
+        )
     finally:
         soak.done.set()
         with contextlib.suppress(Exception):
-            subprocess.run([sys.executable, "-m", "flexq.cli", "down"], env=soak.env, capture_output=True,
-                           timeout=120)
+            subprocess.run(
+                [sys.executable, "-m", "flexq.cli", "down"], env=soak.env, capture_output=True, timeout=120
+            )
         for pid in soak.pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

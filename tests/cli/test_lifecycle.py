@@ -22,8 +22,9 @@ pytestmark = pytest.mark.slow
 
 
 def flexq(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flexq.cli", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "flexq.cli", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def alive(pid: int) -> bool:
@@ -55,8 +56,12 @@ def served(tmp_path_factory: pytest.TempPathFactory):
 def gke(info: dict, method: str, path: str, body: dict | None = None) -> dict:
     ctx = ssl.create_default_context(cafile=info["ca"])
     token = Path(info["token_file"]).read_text().strip()
-    req = urllib.request.Request(info["url"] + path, method=method, data=json.dumps(body).encode() if body else None,
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        info["url"] + path,
+        method=method,
+        data=json.dumps(body).encode() if body else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
         return json.loads(resp.read())
 
@@ -82,12 +87,17 @@ def test_env_points_gcloud_and_kubectl_at_the_twin(served) -> None:
     home, env, info, _ = served
     res = flexq({**env, "REQUESTS_CA_BUNDLE": "/etc/ssl/certs/ca-certificates.crt"}, "env")
     assert res.returncode == 0, res.stderr
-    exports = dict(shlex.split(line.removeprefix("export "))[0].split("=", 1)
-                   for line in res.stdout.splitlines() if line.startswith("export "))
+    exports = dict(
+        shlex.split(line.removeprefix("export "))[0].split("=", 1)
+        for line in res.stdout.splitlines()
+        if line.startswith("export ")
+    )
     assert exports["CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER"] == info["url"] + "/"
     assert exports["CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDRESOURCEMANAGER"] == info["url"] + "/"
     assert exports["CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE"] == info["url"] + "/"
-    assert exports["CLOUDSDK_CORE_PROJECT"] == "flexq-twin" and exports["CLOUDSDK_CORE_DISABLE_PROMPTS"] == "1"
+    assert (
+        exports["CLOUDSDK_CORE_PROJECT"] == "flexq-twin" and exports["CLOUDSDK_CORE_DISABLE_PROMPTS"] == "1"
+    )
     assert Path(exports["CLOUDSDK_AUTH_ACCESS_TOKEN_FILE"]).read_text().strip()
     assert exports["KUBECONFIG"] == str(home / "kubeconfig")
     bundle = Path(exports["CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE"]).read_text()
@@ -121,15 +131,44 @@ def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path
     script.write_text(tutorial.train_script())
     follow = None
     for i in (1, 2):  # job 1 runs 45 s: it still holds plan A's quota when job 2 arrives (one CLI call later)
-        res = flexq(env, "submit", str(script), "--name", f"rayjob-tpu-v6e-dws-{i}", "--configmap",
-                    "jax-train-script", "--pip", "jax[tpu]==0.8.2", "--pip", "pandas==2.3.3",
-                    "--annotation", f"twin.flexq.dev/run-seconds={45 if i == 1 else 10}", "--context", "flexq")
+        res = flexq(
+            env,
+            "submit",
+            str(script),
+            "--name",
+            f"rayjob-tpu-v6e-dws-{i}",
+            "--configmap",
+            "jax-train-script",
+            "--pip",
+            "jax[tpu]==0.8.2",
+            "--pip",
+            "pandas==2.3.3",
+            "--annotation",
+            f"twin.flexq.dev/run-seconds={45 if i == 1 else 10}",
+            "--context",
+            "flexq",
+        )
         assert res.returncode == 0, res.stdout + res.stderr
         assert f"rayjob.ray.io/rayjob-tpu-v6e-dws-{i} created" in res.stdout
         if i == 1:  # follow job 1's log from before its pod exists until it ends
-            follow = subprocess.Popen([sys.executable, "-m", "flexq.cli", "logs", "-f", "rayjob-tpu-v6e-dws-1",
-                                       "--context", "flexq", "--pod-running-timeout", "120"],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            follow = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "flexq.cli",
+                    "logs",
+                    "-f",
+                    "rayjob-tpu-v6e-dws-1",
+                    "--context",
+                    "flexq",
+                    "--pod-running-timeout",
+                    "120",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
     from flexq.cli.status import workload_rows
 
     deadline = time.monotonic() + 300
@@ -146,7 +185,8 @@ def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path
     assert follow.returncode == 0 and "Succeeded" in out, out + err
     assert [(r["job"], r["plan"]["tpu-group"], r["state"]) for r in rows] == [
         ("RayJob/rayjob-tpu-v6e-dws-1", "on-demand", "Succeeded"),
-        ("RayJob/rayjob-tpu-v6e-dws-2", "dws", "Succeeded")], rows
+        ("RayJob/rayjob-tpu-v6e-dws-2", "dws", "Succeeded"),
+    ], rows
     assert rows[1]["waitedSeconds"] > rows[0]["waitedSeconds"]
     table = flexq(env, "status", "--context", "flexq")
     assert "rayjob-tpu-v6e-dws-2" in table.stdout and "Succeeded" in table.stdout
@@ -154,8 +194,17 @@ def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path
     assert logs.returncode == 0 and "Succeeded" in logs.stdout, logs.stdout + logs.stderr
     missing = flexq(env, "logs", "no-such-job", "--context", "flexq")
     assert missing.returncode == 1 and 'no pods found for job "no-such-job"' in missing.stderr
-    again = flexq(env, "submit", str(script), "--name", "rayjob-tpu-v6e-dws-1", "--configmap",
-                  "jax-train-script", "--context", "flexq")
+    again = flexq(
+        env,
+        "submit",
+        str(script),
+        "--name",
+        "rayjob-tpu-v6e-dws-1",
+        "--configmap",
+        "jax-train-script",
+        "--context",
+        "flexq",
+    )
     assert again.returncode == 1 and "409" in again.stderr
 
 

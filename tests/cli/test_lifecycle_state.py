@@ -42,10 +42,16 @@ def mode(path: Path) -> int:
 @pytest.fixture
 def zombie() -> Iterator[int]:
     """A killed process that is nobody's reaped child: its parent lives on and never waits for it."""
-    keeper = subprocess.Popen([sys.executable, "-c",
-                               "import os, sys, time\npid = os.fork()\nif pid == 0:\n    time.sleep(600)\n"
-                               "print(pid, flush=True)\nos.kill(pid, 9)\ntime.sleep(600)\n"],
-                              stdout=subprocess.PIPE, text=True)
+    keeper = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys, time\npid = os.fork()\nif pid == 0:\n    time.sleep(600)\n"
+            "print(pid, flush=True)\nos.kill(pid, 9)\ntime.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert keeper.stdout is not None
     pid = int(keeper.stdout.readline())
     deadline = time.monotonic() + 10
@@ -59,7 +65,9 @@ def zombie() -> Iterator[int]:
 
 def fake_server_json(home: Path, pid: int) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    (home / "server.json").write_text(json.dumps({"pid": pid, "url": "https://127.0.0.1:9", "ca": "/nonexistent"}))
+    (home / "server.json").write_text(
+        json.dumps({"pid": pid, "url": "https://127.0.0.1:9", "ca": "/nonexistent"})
+    )
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
@@ -69,7 +77,9 @@ def test_a_zombie_daemon_is_not_running(tmp_path: Path, zombie: int) -> None:
     assert lifecycle.running(Home(tmp_path)) is None
 
 
-def test_up_checks_that_a_live_daemon_answers_before_saying_it_runs(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_up_checks_that_a_live_daemon_answers_before_saying_it_runs(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
     """A process alive under the recorded pid that does not answer /readyz is not a running twin."""
     monkeypatch.setattr(lifecycle, "READY_GRACE", 1.0)
     hung = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "-m", "flexq.cli.daemon"])
@@ -124,8 +134,13 @@ def test_up_after_kill_9_starts_a_new_twin_and_keeps_state_private(tmp_path: Pat
     home = tmp_path / "home"
     env = {**os.environ, "FLEXQ_HOME": str(home)}
     up = [sys.executable, "-m", "flexq.cli", "up", "--executor", "simulated", "--timeout", "150"]
-    keeper = subprocess.Popen([sys.executable, "-c", ORPHAN_KEEPER, *up], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+    keeper = subprocess.Popen(
+        [sys.executable, "-c", ORPHAN_KEEPER, *up],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     pids = []
     try:
         assert keeper.stdout is not None
@@ -152,8 +167,9 @@ def test_up_after_kill_9_starts_a_new_twin_and_keeps_state_private(tmp_path: Pat
             want = 0o700 if path.is_dir() else 0o600
             assert mode(path) == want, (str(path.relative_to(home)), oct(mode(path)))
         assert (home / "state.db-wal").exists() and (home / "flexq.log").exists() and (home / "pki").is_dir()
-        down = subprocess.run([sys.executable, "-m", "flexq.cli", "down"], env=env, capture_output=True, text=True,
-                              timeout=120)
+        down = subprocess.run(
+            [sys.executable, "-m", "flexq.cli", "down"], env=env, capture_output=True, text=True, timeout=120
+        )
         assert down.returncode == 0, down.stdout + down.stderr
     finally:
         for pid in pids:

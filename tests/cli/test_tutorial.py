@@ -12,13 +12,17 @@ from flexq.cli import tutorial
 TESTS = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("text, env, out", [
-    ("a ${X} b", {"X": "1"}, "a 1 b"),
-    ("$X$Y", {"X": "1", "Y": "2"}, "12"),
-    ("${MISSING}-", {}, "-"),                      # unset variables become empty, as with GNU envsubst
-    ("$1 $ {X} $", {"X": "1"}, "$1 $ {X} $"),       # not variable references
-    ("${X_Y}z $X_Yz", {"X_Y": "v"}, "vz "),
-], ids=["braces", "adjacent", "unset", "not-vars", "underscores"])
+@pytest.mark.parametrize(
+    "text, env, out",
+    [
+        ("a ${X} b", {"X": "1"}, "a 1 b"),
+        ("$X$Y", {"X": "1", "Y": "2"}, "12"),
+        ("${MISSING}-", {}, "-"),  # unset variables become empty, as with GNU envsubst
+        ("$1 $ {X} $", {"X": "1"}, "$1 $ {X} $"),  # not variable references
+        ("${X_Y}z $X_Yz", {"X_Y": "v"}, "vz "),
+    ],
+    ids=["braces", "adjacent", "unset", "not-vars", "underscores"],
+)
 def test_envsubst(text: str, env: dict, out: str) -> None:
     assert tutorial.envsubst(text, env) == out
 
@@ -28,13 +32,18 @@ def test_queue_yaml_matches_the_tutorial_after_envsubst() -> None:
     ours = list(yaml.safe_load_all(tutorial.queue_yaml()))
     theirs = list(yaml.safe_load_all((TESTS / "api/data/dws-tpu-queue.yaml").read_text()))
     assert ours == theirs
-    assert [d["kind"] for d in ours] == ["ResourceFlavor"] * 3 + ["ClusterQueue", "LocalQueue", "AdmissionCheck",
-                                                                  "ProvisioningRequestConfig"]
+    assert [d["kind"] for d in ours] == ["ResourceFlavor"] * 3 + [
+        "ClusterQueue",
+        "LocalQueue",
+        "AdmissionCheck",
+        "ProvisioningRequestConfig",
+    ]
 
 
 def test_rayjob_and_train_script_match_the_tutorial() -> None:
     assert yaml.safe_load(tutorial.rayjob_yaml(1)) == yaml.safe_load(
-        (TESTS / "api/data/rayjob-tpu-v6e-dws-1.yaml").read_text())
+        (TESTS / "api/data/rayjob-tpu-v6e-dws-1.yaml").read_text()
+    )
     assert yaml.safe_load(tutorial.rayjob_yaml(2))["metadata"]["name"] == "rayjob-tpu-v6e-dws-2"
     assert tutorial.train_script() == (TESTS / "kuberay/data/train.py").read_text()
     assert 'print("Training Complete!")' in tutorial.train_script()
@@ -50,8 +59,13 @@ def test_gcloud_bodies() -> None:
     assert path == "/v1/projects/proj/locations/us-east5-b/clusters/tpu-cluster/nodePools"
     assert (a["nodePool"]["name"], b["nodePool"]["name"]) == ("on-demand-pool", "dws-pool")
     assert "flexStart" not in a["nodePool"]["config"] and "queuedProvisioning" not in a["nodePool"]
-    assert b["nodePool"]["config"]["flexStart"] is True and b["nodePool"]["queuedProvisioning"] == {"enabled": True}
+    assert b["nodePool"]["config"]["flexStart"] is True and b["nodePool"]["queuedProvisioning"] == {
+        "enabled": True
+    }
     assert a["nodePool"]["placementPolicy"] == {"tpuTopology": "4x4"}
     # the two bodies do not share mutable parts
     a["nodePool"]["config"]["oauthScopes"].append("x")
-    assert "x" not in tutorial.create_node_pool_request("proj", dws=False)[1]["nodePool"]["config"]["oauthScopes"]
+    assert (
+        "x"
+        not in tutorial.create_node_pool_request("proj", dws=False)[1]["nodePool"]["config"]["oauthScopes"]
+    )

@@ -11,14 +11,20 @@ from flexq.cli import tutorial as T
 def _run(seed: int) -> tuple[str, int]:
     twin = Twin(clock="virtual", seed=seed)
     try:
-        for path, body in (T.create_cluster_request("p"), T.create_node_pool_request("p", dws=False),
-                           T.create_node_pool_request("p", dws=True)):
+        for path, body in (
+            T.create_cluster_request("p"),
+            T.create_node_pool_request("p", dws=False),
+            T.create_node_pool_request("p", dws=True),
+        ):
             twin.gke("POST", path, body)
             twin.run_until_idle(600)
         twin.apply(T.queue_yaml())
         for i in (1, 2, 3):
-            twin.apply(T.rayjob_yaml(i).replace('elastic-job: "true"',
-                                                'elastic-job: "true"\n    twin.flexq.dev/run-seconds: "900"'))
+            twin.apply(
+                T.rayjob_yaml(i).replace(
+                    'elastic-job: "true"', 'elastic-job: "true"\n    twin.flexq.dev/run-seconds: "900"'
+                )
+            )
             twin.advance(2)
         twin.advance(3600)
         state = sorted((kk, json.dumps(o, sort_keys=True)) for kk, o in twin.store.all_objects())

@@ -36,7 +36,9 @@ def _bind(body: dict[str, Any], name: str | None = None, spot: bool = False) -> 
     if name:
         pool["name"] = name
     pool["config"]["labels"] = {"cloud.google.com/compute-class": CLASS}
-    pool["config"]["taints"] = [{"key": "cloud.google.com/compute-class", "value": CLASS, "effect": "NO_SCHEDULE"}]
+    pool["config"]["taints"] = [
+        {"key": "cloud.google.com/compute-class", "value": CLASS, "effect": "NO_SCHEDULE"}
+    ]
     if spot:
         pool["config"]["spot"] = True
         pool["config"].pop("reservationAffinity", None)
@@ -54,23 +56,39 @@ def _twin(stockout: dict[str, Any] | None) -> Twin:
     twin.gke("POST", path, body)
     twin.run_until_idle(600)
     path, body = T.create_node_pool_request(PROJECT, dws=False)
-    for b in (_bind(body), _bind(T.create_node_pool_request(PROJECT, dws=False)[1], "spot-pool", spot=True),
-              T.create_node_pool_request(PROJECT, dws=True)[1]):
+    for b in (
+        _bind(body),
+        _bind(T.create_node_pool_request(PROJECT, dws=False)[1], "spot-pool", spot=True),
+        T.create_node_pool_request(PROJECT, dws=True)[1],
+    ):
         twin.gke("POST", path, b)
         twin.run_until_idle(600)
     twin.apply(CC)
     twin.apply(T.queue_yaml())
-    twin.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "on-demand"},
-                "spec": {"nodeLabels": {"cloud.google.com/compute-class": CLASS}}})
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-                "data": {"train.py": T.train_script()}})
+    twin.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "on-demand"},
+            "spec": {"nodeLabels": {"cloud.google.com/compute-class": CLASS}},
+        }
+    )
+    twin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script"},
+            "data": {"train.py": T.train_script()},
+        }
+    )
     return twin
 
 
 def _submit(twin: Twin, run_seconds: int = 4 * 3600) -> None:
     doc = T.rayjob_yaml(1).replace(
         'kueue.x-k8s.io/elastic-job: "true"',
-        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"')
+        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"',
+    )
     twin.apply(doc)
 
 
@@ -80,14 +98,26 @@ def _wl(twin: Twin) -> dict[str, Any]:
 
 def _tpu_flavor(wl: dict) -> str:
     adm = (wl.get("status") or {}).get("admission") or {}
-    return next((set(a["flavors"].values()).pop() for a in adm.get("podSetAssignments", [])
-                 if a["name"] == "tpu-group"), "")
+    return next(
+        (
+            set(a["flavors"].values()).pop()
+            for a in adm.get("podSetAssignments", [])
+            if a["name"] == "tpu-group"
+        ),
+        "",
+    )
 
 
 def _worker_pools(twin: Twin) -> set[str]:
-    nodes = {n["metadata"]["name"]: n["metadata"]["labels"]["cloud.google.com/gke-nodepool"] for n in twin.list("Node")}
-    return {nodes.get(p["spec"].get("nodeName", ""), "") for p in twin.list("Pod", "default")
-            if "tpu-group" in p["metadata"]["name"] and p["status"].get("phase") in ("Pending", "Running")}
+    nodes = {
+        n["metadata"]["name"]: n["metadata"]["labels"]["cloud.google.com/gke-nodepool"]
+        for n in twin.list("Node")
+    }
+    return {
+        nodes.get(p["spec"].get("nodeName", ""), "")
+        for p in twin.list("Pod", "default")
+        if "tpu-group" in p["metadata"]["name"] and p["status"].get("phase") in ("Pending", "Running")
+    }
 
 
 def _events(twin: Twin, reason: str) -> list[dict[str, Any]]:
@@ -125,8 +155,10 @@ def test_b_stockout_two_hours_spot_then_migrated_back() -> None:
     assert _worker_pools(twin) == {"on-demand-pool"}
     bill = twin.billing()
     assert bill["pools"]["spot-pool"] > 0 and bill["pools"]["on-demand-pool"] > 0
-    assert not any(e["reason"] == "PodsReadyTimeout" for e in (_wl(twin)["status"].get("schedulingStats") or {})
-                   .get("evictions", []))
+    assert not any(
+        e["reason"] == "PodsReadyTimeout"
+        for e in (_wl(twin)["status"].get("schedulingStats") or {}).get("evictions", [])
+    )
 
 
 def test_c_stockout_whole_run_stays_on_spot_and_finishes() -> None:

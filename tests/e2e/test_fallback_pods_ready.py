@@ -37,15 +37,22 @@ def _twin(stockout: dict[str, Any] | None, config: str | None = None) -> Twin:
     twin.apply(T.queue_yaml())
     if config:
         twin.apply(config)
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-                "data": {"train.py": T.train_script()}})
+    twin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script"},
+            "data": {"train.py": T.train_script()},
+        }
+    )
     return twin
 
 
 def _submit(twin: Twin, job_id: int = 1, run_seconds: int = 600) -> float:
     doc = T.rayjob_yaml(job_id).replace(
         'kueue.x-k8s.io/elastic-job: "true"',
-        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"')
+        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"',
+    )
     twin.apply(doc)
     return twin.now()
 
@@ -60,8 +67,14 @@ def _cond(obj: dict, typ: str) -> dict:
 
 def _tpu_flavor(wl: dict) -> str:
     adm = (wl.get("status") or {}).get("admission") or {}
-    return next((set(a["flavors"].values()).pop() for a in adm.get("podSetAssignments", [])
-                 if a["name"] == "tpu-group"), "")
+    return next(
+        (
+            set(a["flavors"].values()).pop()
+            for a in adm.get("podSetAssignments", [])
+            if a["name"] == "tpu-group"
+        ),
+        "",
+    )
 
 
 def _evictions(wl: dict) -> list[dict]:
@@ -158,7 +171,10 @@ data:
     assert wl["spec"]["active"] is False
     ev = _cond(wl, "Evicted")
     assert ev["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
-    assert ev["message"] == "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
+    assert (
+        ev["message"]
+        == "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
+    )
 
 
 @pytest.mark.parametrize("unscheduled", ["5m"])
@@ -182,7 +198,9 @@ data:
     assert _cond(wl, "PodsReady")["reason"] == "WaitForScheduling"
     twin.advance(120)
     wl = _wl(twin)
-    assert {(e["reason"], e["underlyingCause"]) for e in _evictions(wl)} == {("PodsReadyTimeout", "WaitForScheduling")}
+    assert {(e["reason"], e["underlyingCause"]) for e in _evictions(wl)} == {
+        ("PodsReadyTimeout", "WaitForScheduling")
+    }
     # timeouts at 300, 660, 1080, 1620, 2400, 3660, 5880 s; the 7th backoff (3600 s) runs past the end of
     # the stock-out at 7200 s: the job waits in backoff until ~9480 s although capacity is back
     twin.advance(2 * H - 320 + 300)

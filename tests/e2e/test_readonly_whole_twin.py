@@ -18,37 +18,70 @@ def test_no_controller_changes_a_stored_object_in_place(caplog: pytest.LogCaptur
     twin = Twin(clock="virtual", check_readonly=True)
     try:
         assert twin.core.project.check_readonly
-        for path, body in (T.create_cluster_request("p"), T.create_node_pool_request("p", dws=False),
-                           T.create_node_pool_request("p", dws=True)):
+        for path, body in (
+            T.create_cluster_request("p"),
+            T.create_node_pool_request("p", dws=False),
+            T.create_node_pool_request("p", dws=True),
+        ):
             twin.gke("POST", path, body)
             twin.run_until_idle(600)
         twin.apply(T.queue_yaml())
-        twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-                    "data": {"train.py": T.train_script()}})
+        twin.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "jax-train-script"},
+                "data": {"train.py": T.train_script()},
+            }
+        )
         for i in (1, 2, 3):
-            twin.apply(T.rayjob_yaml(i).replace('elastic-job: "true"',
-                                                'elastic-job: "true"\n    twin.flexq.dev/run-seconds: "600"'))
+            twin.apply(
+                T.rayjob_yaml(i).replace(
+                    'elastic-job: "true"', 'elastic-job: "true"\n    twin.flexq.dev/run-seconds: "600"'
+                )
+            )
             twin.advance(2)
         for i in range(6):
-            twin.create({"apiVersion": "batch/v1", "kind": "Job",
-                         "metadata": {"name": f"cpu-{i}", "namespace": "default",
-                                      "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
-                         "spec": {"template": {
-                             "metadata": {"annotations": {"twin.flexq.dev/run-seconds": "30"}},
-                             "spec": {"restartPolicy": "Never", "nodeSelector": {
-                                 "cloud.google.com/gke-nodepool": "default-pool"}, "containers": [{
-                                     "name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}})
+            twin.create(
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "metadata": {
+                        "name": f"cpu-{i}",
+                        "namespace": "default",
+                        "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+                    },
+                    "spec": {
+                        "template": {
+                            "metadata": {"annotations": {"twin.flexq.dev/run-seconds": "30"}},
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "nodeSelector": {"cloud.google.com/gke-nodepool": "default-pool"},
+                                "containers": [
+                                    {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                                ],
+                            },
+                        }
+                    },
+                }
+            )
         twin.advance(3 * 3600)
         assert twin.store.check_readonly
         done = [j for j in twin.list("RayJob") if j["status"].get("jobDeploymentStatus") == "Complete"]
         assert len(done) == 3
-        assert all(any(c["type"] == "Complete" for c in j["status"].get("conditions", []))
-                   for j in twin.list("Job") if j["metadata"]["name"].startswith("cpu-"))
+        assert all(
+            any(c["type"] == "Complete" for c in j["status"].get("conditions", []))
+            for j in twin.list("Job")
+            if j["metadata"]["name"].startswith("cpu-")
+        )
         assert twin.billing()["total"] > 0
         twin.core.project.verify_readonly()
         for rt in twin.core.clusters.values():
             rt.store.verify_readonly()
-        assert not [r for r in caplog.records if "in place" in r.getMessage() or
-                    (r.exc_info and "in place" in str(r.exc_info[1]))]
+        assert not [
+            r
+            for r in caplog.records
+            if "in place" in r.getMessage() or (r.exc_info and "in place" in str(r.exc_info[1]))
+        ]
     finally:
         twin.close()

@@ -24,14 +24,23 @@ from flexq.kuberay import localproc
 HERE = Path(__file__).parent / "tutorial"
 BIN = Path(sys.executable).parent
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray,
-              pytest.mark.skipif(not (shutil.which("gcloud") and shutil.which("kubectl") and shutil.which("envsubst")),
-                                 reason="needs gcloud, kubectl and envsubst")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.ray,
+    pytest.mark.skipif(
+        not (shutil.which("gcloud") and shutil.which("kubectl") and shutil.which("envsubst")),
+        reason="needs gcloud, kubectl and envsubst",
+    ),
+]
 
 
 def sh(script: str, cwd: Path, env: dict[str, str], timeout: float = 600) -> str:
-    out = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert out.returncode == 0, f"{script[:200]}\nstdout:\n{out.stdout[-4000:]}\nstderr:\n{out.stderr[-4000:]}"
+    out = subprocess.run(
+        ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert out.returncode == 0, (
+        f"{script[:200]}\nstdout:\n{out.stdout[-4000:]}\nstderr:\n{out.stderr[-4000:]}"
+    )
     return out.stdout
 
 
@@ -42,8 +51,12 @@ def up(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     for name in ("dws-tpu-queue.yaml", "rayjob-tpu-v6e-dws.yaml"):
         (work / name).write_text(T.read(name))
     (work / "train.py").write_text(T.train_script())
-    env = {**os.environ, "FLEXQ_HOME": str(tmp_path / "home"), "PATH": f"{BIN}:{os.environ['PATH']}",
-           "HOME": str(tmp_path)}
+    env = {
+        **os.environ,
+        "FLEXQ_HOME": str(tmp_path / "home"),
+        "PATH": f"{BIN}:{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+    }
     sh("flexq up --executor ray --timeout 180", work, env, timeout=240)
     try:
         yield work, env
@@ -62,12 +75,27 @@ def test_the_tutorial_typed_verbatim(up: tuple[Path, dict[str, str]]) -> None:
     assert "Submitted Job 1" in out and "Submitted Job 2" in out
     # "Conectar-se ao RayJob": the tutorial's port-forward to job 1's head service reaches its real Ray
     # dashboard (on a free local port rather than 8265, which a developer's own Ray may hold).
-    sh('eval "$(flexq env)"; kubectl wait --for=jsonpath=\'{.status.jobDeploymentStatus}\'=Running '
-       'rayjob/rayjob-tpu-v6e-dws-1 --timeout=900s', work, env, timeout=960)
+    sh(
+        "eval \"$(flexq env)\"; kubectl wait --for=jsonpath='{.status.jobDeploymentStatus}'=Running "
+        "rayjob/rayjob-tpu-v6e-dws-1 --timeout=900s",
+        work,
+        env,
+        timeout=960,
+    )
     port = localproc.free_port()
-    pf = subprocess.Popen(["bash", "-c", f'eval "$(flexq env)"; exec kubectl port-forward '
-                          f'service/rayjob-tpu-v6e-dws-1-head-svc {port}:8265'],
-                          cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pf = subprocess.Popen(
+        [
+            "bash",
+            "-c",
+            f'eval "$(flexq env)"; exec kubectl port-forward '
+            f"service/rayjob-tpu-v6e-dws-1-head-svc {port}:8265",
+        ],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert pf.stdout is not None and "Forwarding from" in pf.stdout.readline()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/version", timeout=30) as resp:
@@ -76,20 +104,31 @@ def test_the_tutorial_typed_verbatim(up: tuple[Path, dict[str, str]]) -> None:
     finally:
         pf.terminate()
         pf.communicate(timeout=30)
-    sh('eval "$(flexq env)"; kubectl wait --for=jsonpath=\'{.status.jobDeploymentStatus}\'=Complete '
-       'rayjob/rayjob-tpu-v6e-dws-1 rayjob/rayjob-tpu-v6e-dws-2 --timeout=1500s', work, env, timeout=1600)
+    sh(
+        "eval \"$(flexq env)\"; kubectl wait --for=jsonpath='{.status.jobDeploymentStatus}'=Complete "
+        "rayjob/rayjob-tpu-v6e-dws-1 rayjob/rayjob-tpu-v6e-dws-2 --timeout=1500s",
+        work,
+        env,
+        timeout=1600,
+    )
 
     wls = kubectl_json("get workloads", work, env)["items"]
-    plans = {w["metadata"]["name"]: {a["name"]: set(a["flavors"].values())
-                                     for a in w["status"]["admission"]["podSetAssignments"]} for w in wls}
+    plans = {
+        w["metadata"]["name"]: {
+            a["name"]: set(a["flavors"].values()) for a in w["status"]["admission"]["podSetAssignments"]
+        }
+        for w in wls
+    }
     job1 = next(p for n, p in plans.items() if "dws-1-" in n)
     job2_name, job2 = next((n, p) for n, p in plans.items() if "dws-2-" in n)
     assert job1["tpu-group"] == {"on-demand"} and job2["tpu-group"] == {"dws"}
     wl2 = next(w for w in wls if w["metadata"]["name"] == job2_name)
     check = next(c for c in wl2["status"]["admissionChecks"] if c["name"] == "dws-prov")
     assert check["state"] == "Ready"
-    consumed = {u["name"]: (u.get("annotations") or {}).get("autoscaling.x-k8s.io/consume-provisioning-request")
-                for u in check.get("podSetUpdates", [])}
+    consumed = {
+        u["name"]: (u.get("annotations") or {}).get("autoscaling.x-k8s.io/consume-provisioning-request")
+        for u in check.get("podSetUpdates", [])
+    }
     assert consumed["tpu-group"] == f"{job2_name}-dws-prov-1"
     for i in (1, 2):
         rj = kubectl_json(f"get rayjob rayjob-tpu-v6e-dws-{i}", work, env)

@@ -31,8 +31,14 @@ def tutorial_twin() -> Twin:
         twin.gke("POST", path, body)
         twin.run_until_idle(600)
     twin.apply(T.queue_yaml())
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-                "data": {"train.py": T.train_script()}})
+    twin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script"},
+            "data": {"train.py": T.train_script()},
+        }
+    )
     yield twin
     twin.close()
 
@@ -40,7 +46,8 @@ def tutorial_twin() -> Twin:
 def _submit(twin: Twin, job_id: int, run_seconds: int = 600) -> None:
     doc = T.rayjob_yaml(job_id).replace(
         'kueue.x-k8s.io/elastic-job: "true"',
-        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"')
+        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"',
+    )
     twin.apply(doc)
     twin.advance(2)  # the tutorial's `sleep 2` between submissions
 
@@ -54,7 +61,11 @@ def test_job1_gets_plan_a_job2_falls_back_to_dws_and_both_complete(tutorial_twin
     assert len(wls) == 2
     wl1 = next(w for n, w in wls.items() if "dws-1-" in n)
     wl2 = next(w for n, w in wls.items() if "dws-2-" in n)
-    assert _flavors(wl1) == {"head": {"default-cpu"}, "submitter": {"default-cpu"}, "tpu-group": {"on-demand"}}
+    assert _flavors(wl1) == {
+        "head": {"default-cpu"},
+        "submitter": {"default-cpu"},
+        "tpu-group": {"on-demand"},
+    }
     assert _flavors(wl2)["tpu-group"] == {"dws"}
     assert "admissionChecks" not in (wl1.get("status") or {}) or not wl1["status"]["admissionChecks"]
     prs = twin.list("provisioningrequest", "default")
@@ -64,14 +75,21 @@ def test_job1_gets_plan_a_job2_falls_back_to_dws_and_both_complete(tutorial_twin
     assert len(pr["spec"]["podSets"]) == 1 and pr["spec"]["podSets"][0]["count"] == 4
     # both train; the plan-B pods consume the ProvisioningRequest
     twin.advance(300)
-    dws_pods = [p for p in twin.list("pod", "default")
-                if (p["spec"].get("nodeSelector") or {}).get("cloud.google.com/gke-nodepool") == "dws-pool"]
+    dws_pods = [
+        p
+        for p in twin.list("pod", "default")
+        if (p["spec"].get("nodeSelector") or {}).get("cloud.google.com/gke-nodepool") == "dws-pool"
+    ]
     assert len(dws_pods) == 4
-    assert all(p["metadata"]["annotations"]["autoscaling.x-k8s.io/consume-provisioning-request"]
-               == pr["metadata"]["name"] for p in dws_pods)
+    assert all(
+        p["metadata"]["annotations"]["autoscaling.x-k8s.io/consume-provisioning-request"]
+        == pr["metadata"]["name"]
+        for p in dws_pods
+    )
     nodes = {n["metadata"]["name"]: n for n in twin.list("node")}
-    assert {nodes[p["spec"]["nodeName"]]["metadata"]["labels"]["cloud.google.com/gke-nodepool"]
-            for p in dws_pods} == {"dws-pool"}
+    assert {
+        nodes[p["spec"]["nodeName"]]["metadata"]["labels"]["cloud.google.com/gke-nodepool"] for p in dws_pods
+    } == {"dws-pool"}
     twin.advance(600)
     for job in ("rayjob-tpu-v6e-dws-1", "rayjob-tpu-v6e-dws-2"):
         st = twin.get("rayjob", job, "default")["status"]

@@ -17,14 +17,29 @@ H = 3600.0
 def stockout_profile(end: str | None = "2h") -> dict:
     """On-demand TPUs stocked out from the start until ``end`` (None: for ever); DWS grants after 10 minutes."""
     window = {"start": "0s", "available": 0} | ({"end": end} if end else {})
-    return {"apiVersion": "twin.flexq.dev/v1alpha1", "kind": "CapacityProfile", "metadata": {"name": "default"},
-            "spec": {"rules": [
-                {"match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]}, "windows": [window]},
-                {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "10m"}}]}}
+    return {
+        "apiVersion": "twin.flexq.dev/v1alpha1",
+        "kind": "CapacityProfile",
+        "metadata": {"name": "default"},
+        "spec": {
+            "rules": [
+                {
+                    "match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
+                    "windows": [window],
+                },
+                {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "10m"}},
+            ]
+        },
+    }
 
 
-def build(profile: dict | None, *, fallback: bool | dict = True, opt_in: bool = True,
-          dws_max_nodes: int | None = None) -> Twin:
+def build(
+    profile: dict | None,
+    *,
+    fallback: bool | dict = True,
+    opt_in: bool = True,
+    dws_max_nodes: int | None = None,
+) -> Twin:
     """``dws_max_nodes``: room for several DWS slices (the tutorial's pool holds one 4-host slice)."""
     twin = Twin(clock="virtual", fallback=fallback)
     if profile is not None:
@@ -41,15 +56,22 @@ def build(profile: dict | None, *, fallback: bool | dict = True, opt_in: bool = 
     twin.apply(T.queue_yaml())
     if opt_in:
         twin.patch("localqueue", "user-queue", {"metadata": {"labels": {OPT_IN_LABEL: "true"}}}, "default")
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-                "data": {"train.py": T.train_script()}})
+    twin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script"},
+            "data": {"train.py": T.train_script()},
+        }
+    )
     return twin
 
 
 def submit(twin: Twin, job_id: int, run_seconds: int = 1800) -> None:
     doc = T.rayjob_yaml(job_id).replace(
         'kueue.x-k8s.io/elastic-job: "true"',
-        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"')
+        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"',
+    )
     twin.apply(doc)
     twin.advance(2)
 

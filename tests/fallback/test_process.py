@@ -26,11 +26,20 @@ from flexq.http.server import Server
 
 PROJECT = "flexq-twin"
 JOB = "rayjob-tpu-v6e-dws-1"
-STOCKOUT = {"apiVersion": "twin.flexq.dev/v1alpha1", "kind": "CapacityProfile", "metadata": {"name": "default"},
-            "spec": {"rules": [
-                {"match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
-                 "windows": [{"start": "0s", "available": 0}]},
-                {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "5s"}}]}}
+STOCKOUT = {
+    "apiVersion": "twin.flexq.dev/v1alpha1",
+    "kind": "CapacityProfile",
+    "metadata": {"name": "default"},
+    "spec": {
+        "rules": [
+            {
+                "match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
+                "windows": [{"start": "0s", "available": 0}],
+            },
+            {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "5s"}},
+        ]
+    },
+}
 
 
 def _wait(pred, what: str, seconds: float = 90.0):
@@ -48,15 +57,24 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
     home = tmp_path_factory.mktemp("fallback-process")
-    twin = Twin(clock="real", home=home, executor="simulated")  # no fallback=True: the process is the fallback
+    twin = Twin(
+        clock="real", home=home, executor="simulated"
+    )  # no fallback=True: the process is the fallback
     server = Server(twin.core, home).start()
     kubeconfig = server.write_files()["kubeconfig"]
     try:
         twin.core.project.create(STOCKOUT)
 
         def done(op: dict) -> None:
-            _wait(lambda: twin.gke("GET", f"/v1/projects/{PROJECT}/locations/us-east5-b/operations/"
-                                          f"{op['name']}")["status"] == "DONE", "a GKE operation")
+            _wait(
+                lambda: (
+                    twin.gke("GET", f"/v1/projects/{PROJECT}/locations/us-east5-b/operations/{op['name']}")[
+                        "status"
+                    ]
+                    == "DONE"
+                ),
+                "a GKE operation",
+            )
 
         done(twin.gke("POST", *T.create_cluster_request(PROJECT)))
         for dws in (False, True):
@@ -64,8 +82,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
         env = dict(os.environ, KUBECONFIG=kubeconfig, COLUMNS="300", PYTHONPATH=os.pathsep.join(sys.path))
 
         def kubectl(*args: str, input: str | None = None) -> str:
-            r = subprocess.run(["kubectl", *args], env=env, input=input, capture_output=True, text=True,
-                               timeout=60)
+            r = subprocess.run(
+                ["kubectl", *args], env=env, input=input, capture_output=True, text=True, timeout=60
+            )
             assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
             return r.stdout
 
@@ -79,19 +98,26 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _flexq(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flexq.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "flexq.cli", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.slow
 def test_the_process_moves_a_stocked_out_job_to_dws_and_kubectl_shows_it(cluster) -> None:
     twin, kubeconfig, env, kubectl = cluster
     assert not any(c.name == "flexq-fallback" for c in twin.core.current().manager.controllers)
-    doc = T.rayjob_yaml(1).replace('kueue.x-k8s.io/elastic-job: "true"',
-                                   'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "30"')
+    doc = T.rayjob_yaml(1).replace(
+        'kueue.x-k8s.io/elastic-job: "true"',
+        'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "30"',
+    )
     kubectl("apply", "-f", "-", input=doc)
-    _wait(lambda: any(e["reason"] in ("FailedScaleUp", "NotTriggerScaleUp") for e in twin.list("Event", "default")),
-          "the cluster autoscaler to report the stock-out")
+    _wait(
+        lambda: any(
+            e["reason"] in ("FailedScaleUp", "NotTriggerScaleUp") for e in twin.list("Event", "default")
+        ),
+        "the cluster autoscaler to report the stock-out",
+    )
     flags = ["--kubeconfig", kubeconfig, "--grace", "1", "--interval", "1"]
 
     dry = _flexq(env, "fallback", *flags, "--once", "--dry-run")
@@ -101,11 +127,20 @@ def test_the_process_moves_a_stocked_out_job_to_dws_and_kubectl_shows_it(cluster
     assert ANN_MOVED not in (job["metadata"].get("annotations") or {})  # a dry run changes nothing
     assert "flexq-fallback" not in kubectl("get", "configmaps", "-n", "kueue-system", "-o", "name")
 
-    proc = subprocess.Popen([sys.executable, "-m", "flexq.cli", "fallback", *flags], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flexq.cli", "fallback", *flags],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        moved = _wait(lambda: (json.loads(kubectl("get", "rayjob", JOB, "-o", "json"))["metadata"]
-                               .get("annotations") or {}).get(ANN_MOVED), "the move")
+        moved = _wait(
+            lambda: (
+                json.loads(kubectl("get", "rayjob", JOB, "-o", "json"))["metadata"].get("annotations") or {}
+            ).get(ANN_MOVED),
+            "the move",
+        )
         assert moved.startswith("on-demand stocked out (") and moved.endswith("→ moved to dws"), moved
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
@@ -128,8 +163,14 @@ def test_the_process_moves_a_stocked_out_job_to_dws_and_kubectl_shows_it(cluster
         return False
 
     _wait(on_dws, "Kueue to admit the job on dws")
-    events = kubectl("get", "events", "--field-selector", f"involvedObject.name={JOB}",
-                     "-o", "custom-columns=REASON:.reason,SOURCE:.source.component,TYPE:.type,MESSAGE:.message")
+    events = kubectl(
+        "get",
+        "events",
+        "--field-selector",
+        f"involvedObject.name={JOB}",
+        "-o",
+        "custom-columns=REASON:.reason,SOURCE:.source.component,TYPE:.type,MESSAGE:.message",
+    )
     rows = [ln.split(None, 3) for ln in events.splitlines()[1:]]
     assert ["FallbackEvicting", "flexq-fallback", "Warning"] in [r[:3] for r in rows], events
     assert ["FallbackMoved", "flexq-fallback", "Normal"] in [r[:3] for r in rows], events
@@ -147,19 +188,35 @@ def test_the_process_moves_a_stocked_out_job_to_dws_and_kubectl_shows_it(cluster
     table = _flexq(env, "status", "--kubeconfig", kubeconfig)
     assert "moved to dws" in table.stdout, table.stdout
 
-    _wait(lambda: json.loads(kubectl("get", "rayjob", JOB, "-o", "json")).get("status", {})
-          .get("jobDeploymentStatus") == "Complete", "the job to finish on dws", 120)
+    _wait(
+        lambda: (
+            json.loads(kubectl("get", "rayjob", JOB, "-o", "json"))
+            .get("status", {})
+            .get("jobDeploymentStatus")
+            == "Complete"
+        ),
+        "the job to finish on dws",
+        120,
+    )
 
 
 def test_once_against_an_unreachable_cluster_fails_cleanly(tmp_path: Path) -> None:
     cfg = tmp_path / "kubeconfig"
-    cfg.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "x",
-        "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:9"}}],
-        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
-        "users": [{"name": "x", "user": {"token": "t"}}]}))
-    r = _flexq(dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), "fallback", "--kubeconfig", str(cfg),
-               "--once")
+    cfg.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "x",
+                "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:9"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}],
+                "users": [{"name": "x", "user": {"token": "t"}}],
+            }
+        )
+    )
+    r = _flexq(
+        dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), "fallback", "--kubeconfig", str(cfg), "--once"
+    )
     assert r.returncode == 1
     assert "cannot reach the cluster at https://127.0.0.1:9" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr

@@ -14,18 +14,33 @@ STEP = 120.0
 
 
 def _profile(windows: list[tuple[int, int]]) -> dict:
-    return {"apiVersion": "twin.flexq.dev/v1alpha1", "kind": "CapacityProfile", "metadata": {"name": "default"},
-            "spec": {"rules": [
-                {"match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
-                 "windows": [{"start": f"{s}m", "end": f"{s + n}m", "available": 0} for s, n in windows]},
-                {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "5m"}}]}}
+    return {
+        "apiVersion": "twin.flexq.dev/v1alpha1",
+        "kind": "CapacityProfile",
+        "metadata": {"name": "default"},
+        "spec": {
+            "rules": [
+                {
+                    "match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
+                    "windows": [{"start": f"{s}m", "end": f"{s + n}m", "available": 0} for s, n in windows],
+                },
+                {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "5m"}},
+            ]
+        },
+    }
 
 
 @pytest.mark.slow
-@settings(max_examples=5, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(windows=st.lists(st.tuples(st.integers(0, 240), st.integers(10, 150)), min_size=1, max_size=3),
-       gaps=st.lists(st.integers(5, 90), min_size=2, max_size=3))
+@settings(
+    max_examples=5,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    windows=st.lists(st.tuples(st.integers(0, 240), st.integers(10, 150)), min_size=1, max_size=3),
+    gaps=st.lists(st.integers(5, 90), min_size=2, max_size=3),
+)
 def test_no_double_admission_no_overcommit_and_every_job_finishes(windows, gaps):
     twin = build(_profile(sorted(windows)), dws_max_nodes=16)
     try:
@@ -38,8 +53,10 @@ def test_no_double_admission_no_overcommit_and_every_job_finishes(windows, gaps)
                 twin.advance(STEP)
                 _check(twin, started_on_demand)
         for _ in range(int(10 * 3600 / STEP)):
-            if all(twin.get("rayjob", j, "default").get("status", {}).get("jobDeploymentStatus") == "Complete"
-                   for j in jobs):
+            if all(
+                twin.get("rayjob", j, "default").get("status", {}).get("jobDeploymentStatus") == "Complete"
+                for j in jobs
+            ):
                 break
             twin.advance(STEP)
             _check(twin, started_on_demand)
@@ -54,7 +71,9 @@ def _check(twin, started_on_demand: set[str]) -> None:
     tpu = 0
     for wl in twin.list("workload", "default"):
         conds = {c["type"]: c["status"] for c in wl["status"].get("conditions", [])}
-        if conds.get("QuotaReserved") == "True" and conds.get("Finished") != "True":  # finished ones hold nothing
+        if (
+            conds.get("QuotaReserved") == "True" and conds.get("Finished") != "True"
+        ):  # finished ones hold nothing
             owner = wl["metadata"]["ownerReferences"][0]["name"]
             reserved[owner] = reserved.get(owner, 0) + 1
             for psa in wl["status"]["admission"]["podSetAssignments"]:
@@ -63,12 +82,16 @@ def _check(twin, started_on_demand: set[str]) -> None:
     assert all(n == 1 for n in reserved.values()), f"a job holds quota twice: {reserved}"
     assert tpu <= 16, f"on-demand TPU quota exceeded: {tpu}"
     for pod in twin.list("pod", "default"):
-        if pod["spec"].get("nodeName") and pod["spec"].get("nodeSelector", {}).get(
-                "cloud.google.com/gke-nodepool") == "on-demand-pool":
+        if (
+            pod["spec"].get("nodeName")
+            and pod["spec"].get("nodeSelector", {}).get("cloud.google.com/gke-nodepool") == "on-demand-pool"
+        ):
             owner = pod["metadata"]["labels"].get("ray.io/cluster", "").rsplit("-", 1)[0]
             started_on_demand.add(owner)
     for job in started_on_demand:
         rj = twin.core.current().store.try_get("RayJob", job, "default")
         if rj is not None:
-            assert ANN_MOVE not in (rj["metadata"].get("annotations") or {}) or \
-                '"from": "on-demand"' not in rj["metadata"]["annotations"][ANN_MOVE], f"{job} started, then moved"
+            assert (
+                ANN_MOVE not in (rj["metadata"].get("annotations") or {})
+                or '"from": "on-demand"' not in rj["metadata"]["annotations"][ANN_MOVE]
+            ), f"{job} started, then moved"

@@ -7,8 +7,7 @@ from tests.fallback.conftest import H, stockout_profile, submit
 
 
 def _workload(twin, job: str) -> dict | None:
-    wls = [w for w in twin.list("workload", "default")
-           if w["metadata"]["ownerReferences"][0]["name"] == job]
+    wls = [w for w in twin.list("workload", "default") if w["metadata"]["ownerReferences"][0]["name"] == job]
     return max(wls, key=lambda w: w["metadata"]["creationTimestamp"]) if wls else None
 
 
@@ -20,8 +19,11 @@ def _flavor(wl: dict | None) -> str | None:
 
 
 def _events(twin, name: str) -> list[tuple[str, str]]:
-    return [(e["reason"], e["message"]) for e in twin.list("Event", "default")
-            if e["involvedObject"]["name"] == name and e["reason"].startswith("Fallback")]
+    return [
+        (e["reason"], e["message"])
+        for e in twin.list("Event", "default")
+        if e["involvedObject"]["name"] == name and e["reason"].startswith("Fallback")
+    ]
 
 
 def test_stockout_moves_a_waiting_job_to_dws_and_it_finishes(make_twin):
@@ -68,7 +70,9 @@ def test_breaker_backs_off_probes_and_returns_to_plan_a(make_twin):
     verbs = [a.verb for a in _controller(twin).actions]
     assert verbs[:3] == ["trip", "evict", "move"]
     assert verbs.count("probe-failed") >= 2 and verbs[-1] == "recover"
-    backoffs = [a.message.rsplit("backing off ", 1)[1] for a in _controller(twin).actions if a.verb == "probe-failed"]
+    backoffs = [
+        a.message.rsplit("backing off ", 1)[1] for a in _controller(twin).actions if a.verb == "probe-failed"
+    ]
     assert backoffs[:3] == ["10m00s", "20m00s", "30m00s"]
     assert _flavor(_workload(twin, "rayjob-tpu-v6e-dws-7")) == "on-demand"  # after the stock-out
     assert twin.get("configmap", "flexq-fallback", "kueue-system").get("data") in ({}, None)
@@ -106,25 +110,37 @@ def test_the_users_affinity_and_tolerations_are_kept(make_twin):
     twin = make_twin(stockout_profile(None))
     from flexq.cli import tutorial as T
 
-    doc = T.rayjob_yaml(1).replace('kueue.x-k8s.io/elastic-job: "true"',
-                                   'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "600"')
+    doc = T.rayjob_yaml(1).replace(
+        'kueue.x-k8s.io/elastic-job: "true"',
+        'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "600"',
+    )
     import yaml
 
     docs = list(yaml.safe_load_all(doc))
     rj = next(d for d in docs if d and d.get("kind") == "RayJob")
     wg = rj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
     mine = {"key": "example.com/rack", "operator": "NotIn", "values": ["r13"]}
-    wg["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
-                                       {"nodeSelectorTerms": [{"matchExpressions": [mine]}]}}}
+    wg["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [mine]}]
+            }
+        }
+    }
     tolerations = list(wg.get("tolerations") or [])
     twin.apply(docs)
     twin.advance(20 * 60)
     job = twin.get("rayjob", "rayjob-tpu-v6e-dws-1", "default")
     spec = job["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
     exprs = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"][0]["matchExpressions"]
+        "nodeSelectorTerms"
+    ][0]["matchExpressions"]
     assert mine in exprs
-    assert {"key": "cloud.google.com/gke-nodepool", "operator": "NotIn", "values": ["on-demand-pool"]} in exprs
+    assert {
+        "key": "cloud.google.com/gke-nodepool",
+        "operator": "NotIn",
+        "values": ["on-demand-pool"],
+    } in exprs
     assert spec.get("tolerations") == tolerations
     assert _flavor(_workload(twin, "rayjob-tpu-v6e-dws-1")) == "dws"
 
@@ -172,6 +188,8 @@ def test_a_restart_mid_move_finishes_the_move(make_twin):
     job = twin.get("rayjob", "rayjob-tpu-v6e-dws-1", "default")
     assert '"step": "moved"' in job["metadata"]["annotations"][ANN_MOVE]
     names = {w["metadata"]["name"] for w in twin.list("workload", "default")}
-    assert old["metadata"]["name"] not in names or _workload(twin, "rayjob-tpu-v6e-dws-1")["metadata"]["uid"] != \
-        old["metadata"]["uid"]
+    assert (
+        old["metadata"]["name"] not in names
+        or _workload(twin, "rayjob-tpu-v6e-dws-1")["metadata"]["uid"] != old["metadata"]["uid"]
+    )
     assert _flavor(_workload(twin, "rayjob-tpu-v6e-dws-1")) == "dws"

@@ -19,7 +19,19 @@ def test_every_dotted_name_in_the_doc_exists():
     text = DOC.read_text()
     named = set(re.findall(r"\bflexq(?:\.[a-z_]+)+", text))
     # short forms in the flow: kueue.jobframework, gke.autoscaler, store.gc ...
-    domains = ("api", "semantics", "store", "runtime", "kube", "kueue", "gke", "kuberay", "http", "cli", "testing")
+    domains = (
+        "api",
+        "semantics",
+        "store",
+        "runtime",
+        "kube",
+        "kueue",
+        "gke",
+        "kuberay",
+        "http",
+        "cli",
+        "testing",
+    )
     short = r"\b((?:" + "|".join(domains) + r")\.[a-z_]+)\b"
     named |= {"flexq." + m for m in re.findall(short, text)}
     missing = sorted(n for n in named if not _exists(n) and not _exists(n.rsplit(".", 1)[0]))

@@ -36,8 +36,9 @@ def test_seven_days_of_minutely_requeues() -> None:
     core.start()
     ticker = Ticker(core.current().ctx)
     core.current().manager.add(ticker)
-    core.current().store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ticks",
-                                                                                      "namespace": "default"}})
+    core.current().store.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ticks", "namespace": "default"}}
+    )
     start = core.loop.now()
     core.loop.run_until(start + 7 * 86400)
     assert ticker.runs >= 7 * 24 * 60  # plus one per hourly write its watch sees
@@ -150,8 +151,14 @@ def test_watch_events_wake_the_controller_with_the_object_key() -> None:
     core, rec = _recorder()
     store = core.current().store
     store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}})
-    store.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "default"},
-                  "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}}}})
+    store.create(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "j", "namespace": "default"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}}},
+        }
+    )
     core.loop.run_until_idle(60)
     assert [k for _, k in rec.calls] == [("default", "c")]
 

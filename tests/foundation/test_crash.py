@@ -30,8 +30,12 @@ WRITER = textwrap.dedent("""
 
 def test_sigkill_mid_stream_keeps_every_acknowledged_write(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(home)], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(home)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     acked: list[int] = []
     assert proc.stdout is not None
     for line in proc.stdout:

@@ -46,18 +46,36 @@ spec:
 
 def node() -> dict:
     alloc = {"cpu": "8", "memory": "32Gi", "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
-            "status": {"allocatable": alloc, "capacity": dict(alloc),
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+        "status": {
+            "allocatable": alloc,
+            "capacity": dict(alloc),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
 
 
 def job(i: int) -> dict:
     ann = {"twin.flexq.dev/run-seconds": RUN_SECONDS}
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": f"j{i}", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
-            "spec": {"template": {"metadata": {"annotations": ann}, "spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": f"j{i}", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {
+            "template": {
+                "metadata": {"annotations": ann},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                    ],
+                },
+            }
+        },
+    }
 
 
 class QuotaWatch:
@@ -73,9 +91,16 @@ class QuotaWatch:
         name = wl["metadata"]["name"]
         conds = {c["type"]: c["status"] for c in (wl.get("status") or {}).get("conditions") or []}
         adm = (wl.get("status") or {}).get("admission")
-        if ev.type != "DELETED" and conds.get("QuotaReserved") == "True" and conds.get("Finished") != "True" and adm:
-            self.holding[name] = sum(int(str(ps.get("resourceUsage", {}).get("cpu", "0")).rstrip("m") or 0)
-                                     for ps in adm["podSetAssignments"])
+        if (
+            ev.type != "DELETED"
+            and conds.get("QuotaReserved") == "True"
+            and conds.get("Finished") != "True"
+            and adm
+        ):
+            self.holding[name] = sum(
+                int(str(ps.get("resourceUsage", {}).get("cpu", "0")).rstrip("m") or 0)
+                for ps in adm["podSetAssignments"]
+            )
         else:
             self.holding.pop(name, None)
         self.peak = max(self.peak, sum(self.holding.values()))
@@ -146,13 +171,16 @@ def run_and_restart_everywhere(tmp_path: Path, every: int) -> int:
         revived = Twin(clock="virtual", home=path.parent, start=now)
         try:
             quota = QuotaWatch(revived)
-            setup(revived)  # the client re-applies its queues (kubectl apply: unchanged objects stay as they are)
+            setup(
+                revived
+            )  # the client re-applies its queues (kubectl apply: unchanged objects stay as they are)
             drive(revived, set(acked), end)
             try:
                 check(revived, range(JOBS))
             except AssertionError as exc:
-                raise AssertionError(f"after a kill at {path.parent.name} (acknowledged: {sorted(acked)}): "
-                                     f"{exc}") from None
+                raise AssertionError(
+                    f"after a kill at {path.parent.name} (acknowledged: {sorted(acked)}): {exc}"
+                ) from None
             assert quota.peak <= QUOTA_CPU
         finally:
             revived.close()
@@ -202,13 +230,17 @@ def test_a_kill_after_every_journal_write_leaves_no_job_behind(tmp_path: Path) -
 def test_a_restarted_twin_never_hands_out_a_stored_uid_or_name(tmp_path: Path) -> None:
     """uids and generated names come from seeded streams: a restart must not replay the first run's."""
     first = Twin(clock="virtual", home=tmp_path)
-    made = [first.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cm-"}})[0]
-            for _ in range(5)]
+    made = [
+        first.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cm-"}})[0]
+        for _ in range(5)
+    ]
     del first  # killed: nothing closed
     for _ in range(2):
         again = Twin(clock="virtual", home=tmp_path)
-        made += [again.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cm-"}})
-                 for _ in range(5)]
+        made += [
+            again.store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cm-"}})
+            for _ in range(5)
+        ]
         again.close()
     uids = [o["metadata"]["uid"] for o in made] + [ns["metadata"]["uid"] for ns in again.list("namespaces")]
     assert len(set(uids)) == len(uids)

@@ -23,11 +23,21 @@ def store() -> Store:
     return Store(default_registry(), VirtualClock(start=1_000_000.0), namespaces=["default", "team-a"])
 
 
-def cm(name: str, *owners: dict, block: bool = True, finalizers: tuple[str, ...] = (), ns: str = "default") -> dict:
+def cm(
+    name: str, *owners: dict, block: bool = True, finalizers: tuple[str, ...] = (), ns: str = "default"
+) -> dict:
     meta: dict = {"name": name, "namespace": ns}
     if owners:
-        meta["ownerReferences"] = [{"apiVersion": o["apiVersion"], "kind": o["kind"], "name": o["metadata"]["name"],
-                                    "uid": o["metadata"]["uid"], "blockOwnerDeletion": block} for o in owners]
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": o["apiVersion"],
+                "kind": o["kind"],
+                "name": o["metadata"]["name"],
+                "uid": o["metadata"]["uid"],
+                "blockOwnerDeletion": block,
+            }
+            for o in owners
+        ]
     if finalizers:
         meta["finalizers"] = list(finalizers)
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
@@ -57,9 +67,12 @@ def release(store: Store, name: str) -> None:
 
 # -- Foreground ------------------------------------------------------------------------------------------
 def test_foreground_bumps_a_generation_that_is_set(store: Store) -> None:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default",
-                                                          "finalizers": ["example.com/hold"]},
-           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default", "finalizers": ["example.com/hold"]},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
     created = store.create(pod)
     out = store.delete("Pod", "p", "default", propagation="Foreground")
     assert out["metadata"]["generation"] == created["metadata"]["generation"] + 1
@@ -206,11 +219,18 @@ def absent(name: str, uid: str = "00000000-0000-4000-8000-000000000000") -> dict
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "uid": uid}}
 
 
-@pytest.mark.parametrize("owner", [
-    pytest.param(lambda s: absent("ghost"), id="no-such-name"),
-    pytest.param(lambda s: absent("real", uid="11111111-1111-4111-8111-111111111111"), id="same-name-other-uid"),
-])
-def test_a_dependent_whose_owners_do_not_exist_is_collected(store: Store, owner: Callable[[Store], dict]) -> None:
+@pytest.mark.parametrize(
+    "owner",
+    [
+        pytest.param(lambda s: absent("ghost"), id="no-such-name"),
+        pytest.param(
+            lambda s: absent("real", uid="11111111-1111-4111-8111-111111111111"), id="same-name-other-uid"
+        ),
+    ],
+)
+def test_a_dependent_whose_owners_do_not_exist_is_collected(
+    store: Store, owner: Callable[[Store], dict]
+) -> None:
     store.create(cm("real"))
     seen, _ = recorder(store)
     store.create(cm("orphaned", owner(store)))
@@ -234,8 +254,14 @@ def test_an_update_pointing_a_dependent_at_an_absent_owner_collects_it(store: St
 
 def test_a_reference_the_collector_cannot_resolve_is_left_alone(store: Store) -> None:
     dep = cm("dep")
-    dep["metadata"]["ownerReferences"] = [{"apiVersion": "example.com/v1", "kind": "Widget", "name": "w",
-                                           "uid": "00000000-0000-4000-8000-000000000000"}]
+    dep["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "name": "w",
+            "uid": "00000000-0000-4000-8000-000000000000",
+        }
+    ]
     store.create(dep)
     assert names(store) == ["dep"]
 
@@ -267,19 +293,41 @@ def test_a_terminating_namespace_whose_finalizer_goes_still_waits_for_its_conten
 
 # -- through the controllers -----------------------------------------------------------------------------------
 def test_foreground_delete_of_a_job_ends_with_the_job_after_its_pods(twin: Twin) -> None:
-    twin.store.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-                       "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-                                  "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
-                                  "conditions": [{"type": "Ready", "status": "True"}]}}, keep_status=True)
-    twin.apply({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-                "spec": {"parallelism": 2, "completions": 2, "template": {
+    twin.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1"},
+            "status": {
+                "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        },
+        keep_status=True,
+    )
+    twin.apply(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "j"},
+            "spec": {
+                "parallelism": 2,
+                "completions": 2,
+                "template": {
                     "metadata": {"annotations": {"twin.flexq.dev/run-seconds": "600"}},
-                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}})
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]},
+                },
+            },
+        }
+    )
     twin.advance(5)
     pods = [p["metadata"]["name"] for p in twin.list("Pod", "default", label_selector="job-name=j")]
     assert len(pods) == 2
     seen: list[tuple[str, str, str]] = []
-    twin.store.watch(lambda ev: seen.append((ev.type, ev.kind, ev.object["metadata"]["name"])), ["Job", "Pod"])
+    twin.store.watch(
+        lambda ev: seen.append((ev.type, ev.kind, ev.object["metadata"]["name"])), ["Job", "Pod"]
+    )
     out = twin.delete("Job", "j", propagation="Foreground")
     assert out["metadata"]["finalizers"] == ["foregroundDeletion"]
     assert twin.get("Job", "j")["metadata"]["deletionTimestamp"]  # Terminating while its pods go
@@ -300,4 +348,6 @@ def test_on_start_the_collector_takes_dependents_whose_owner_is_gone_from_the_jo
         journal.remove(first.name, "configmaps", "default", "owner")
     again = Store(default_registry(), VirtualClock(), journal=journal)
     assert names(again) == ["kept"]
-    assert names(Store(default_registry(), VirtualClock(), journal=journal)) == ["kept"]  # and it was journalled
+    assert names(Store(default_registry(), VirtualClock(), journal=journal)) == [
+        "kept"
+    ]  # and it was journalled

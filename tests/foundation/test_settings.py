@@ -27,10 +27,22 @@ def test_twin_settings_are_typed_and_shared_by_its_clusters(tmp_path) -> None:
 
 
 def test_cluster_settings_from_the_gke_keys() -> None:
-    s = ClusterSettings.from_mapping({"gkeCluster": "c", "gkeProject": "p", "gkeLocation": "us-east5",
-                                      "gkeVersion": "1.34.1-gke.1829001", "gkeNodeCidr": "10.0.0.0/20",
-                                      "addons": ("RayOperator",)})
-    assert (s.gke_cluster, s.gke_project, s.gke_location, s.gke_node_cidr) == ("c", "p", "us-east5", "10.0.0.0/20")
+    s = ClusterSettings.from_mapping(
+        {
+            "gkeCluster": "c",
+            "gkeProject": "p",
+            "gkeLocation": "us-east5",
+            "gkeVersion": "1.34.1-gke.1829001",
+            "gkeNodeCidr": "10.0.0.0/20",
+            "addons": ("RayOperator",),
+        }
+    )
+    assert (s.gke_cluster, s.gke_project, s.gke_location, s.gke_node_cidr) == (
+        "c",
+        "p",
+        "us-east5",
+        "10.0.0.0/20",
+    )
     assert s["addons"] == ["RayOperator"] and s["gkeVersion"] == "1.34.1-gke.1829001"
     with pytest.raises(Invalid, match="'gkeZone'"):
         ClusterSettings.from_mapping({"gkeZone": "x"})

@@ -16,12 +16,23 @@ def store() -> Store:
 
 
 def cm(name: str, ns: str = "default", **data: str) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns},
+        "data": data,
+    }
 
 
 def job(name: str) -> dict:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}
+        },
+    }
 
 
 def test_create_fills_metadata_and_defaults(store: Store) -> None:
@@ -29,7 +40,11 @@ def test_create_fills_metadata_and_defaults(store: Store) -> None:
     m = out["metadata"]
     assert m["namespace"] == "default" and m["generation"] == 1 and m["uid"] and m["resourceVersion"]
     assert m["creationTimestamp"] == "2027-01-01T00:00:00Z"
-    assert out["spec"]["backoffLimit"] == 6 and out["spec"]["completions"] == 1 and out["spec"]["suspend"] is False
+    assert (
+        out["spec"]["backoffLimit"] == 6
+        and out["spec"]["completions"] == 1
+        and out["spec"]["suspend"] is False
+    )
 
 
 def test_duplicate_create_is_already_exists(store: Store) -> None:
@@ -118,8 +133,9 @@ def test_cascading_delete_by_owner_references(store: Store) -> None:
 def test_orphan_propagation_keeps_dependents(store: Store) -> None:
     owner = store.create(cm("owner"))
     child = cm("child")
-    child["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
-                                             "uid": owner["metadata"]["uid"]}]
+    child["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    ]
     store.create(child)
     store.delete("cm", "owner", propagation="Orphan")
     assert "ownerReferences" not in store.get("cm", "child")["metadata"]
@@ -191,18 +207,29 @@ def test_job_gets_a_generated_selector_and_template_labels(store: Store) -> None
 
 
 def test_service_gets_a_cluster_ip(store: Store) -> None:
-    svc = store.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "head-svc"},
-                        "spec": {"selector": {"a": "b"}, "ports": [{"port": 8265}]}})
-    assert svc["spec"]["clusterIP"].startswith("34.118.") and svc["spec"]["clusterIPs"] == [svc["spec"]["clusterIP"]]
-    headless = store.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "h"},
-                             "spec": {"clusterIP": "None"}})
+    svc = store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "head-svc"},
+            "spec": {"selector": {"a": "b"}, "ports": [{"port": 8265}]},
+        }
+    )
+    assert svc["spec"]["clusterIP"].startswith("34.118.") and svc["spec"]["clusterIPs"] == [
+        svc["spec"]["clusterIP"]
+    ]
+    headless = store.create(
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "h"}, "spec": {"clusterIP": "None"}}
+    )
     assert headless["spec"]["clusterIP"] == "None"
 
 
 def _owned(name: str, *owners: dict) -> dict:
     c = cm(name)
-    c["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": o["metadata"]["name"],
-                                         "uid": o["metadata"]["uid"]} for o in owners]
+    c["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": o["metadata"]["name"], "uid": o["metadata"]["uid"]}
+        for o in owners
+    ]
     return c
 
 
@@ -293,7 +320,9 @@ def test_uids_differ_and_creation_time_follows_the_clock() -> None:
     b = s.create(cm("b"))
     assert a["metadata"]["uid"] != b["metadata"]["uid"]
     assert (a["metadata"]["creationTimestamp"], b["metadata"]["creationTimestamp"]) == (
-        "1970-01-01T00:00:00Z", "1970-01-02T01:01:01Z")
+        "1970-01-01T00:00:00Z",
+        "1970-01-02T01:01:01Z",
+    )
     assert int(b["metadata"]["resourceVersion"]) > int(a["metadata"]["resourceVersion"])
     b["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z"
     b["data"] = {"x": "1"}

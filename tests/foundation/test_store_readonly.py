@@ -11,8 +11,14 @@ from flexq.store import Store, clone, status_copy
 
 
 def job(name: str) -> dict:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "labels": {"a": "1"}},
-            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": {"a": "1"}},
+        "spec": {
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}
+        },
+    }
 
 
 def make(check: bool = False) -> Store:

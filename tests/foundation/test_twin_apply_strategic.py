@@ -23,15 +23,27 @@ def template(containers: list[dict], volumes: list[dict] | None = None) -> dict:
     spec: dict = {"containers": containers}
     if volumes is not None:
         spec["volumes"] = volumes
-    return {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"},
-            "template": {"metadata": {"labels": {"app": "t"}}, "spec": spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": "t"},
+        "template": {"metadata": {"labels": {"app": "t"}}, "spec": spec},
+    }
 
 
-def main(image: str = "busybox:1", env: tuple[str, ...] = ("A",), mounts: tuple[str, ...] = ("/data",),
-         ports: tuple[int, ...] = (8080,)) -> dict:
-    return {"name": "main", "image": image, "env": [{"name": e, "value": e.lower()} for e in env],
-            "volumeMounts": [{"name": "data", "mountPath": m} for m in mounts],
-            "ports": [{"containerPort": p} for p in ports]}
+def main(
+    image: str = "busybox:1",
+    env: tuple[str, ...] = ("A",),
+    mounts: tuple[str, ...] = ("/data",),
+    ports: tuple[int, ...] = (8080,),
+) -> dict:
+    return {
+        "name": "main",
+        "image": image,
+        "env": [{"name": e, "value": e.lower()} for e in env],
+        "volumeMounts": [{"name": "data", "mountPath": m} for m in mounts],
+        "ports": [{"containerPort": p} for p in ports],
+    }
 
 
 def names(items: list[dict], key: str = "name") -> list:
@@ -57,8 +69,9 @@ def test_reapply_keeps_items_a_controller_added_and_drops_items_removed_from_the
         spec["volumes"].append({"name": "certs", "secret": {"secretName": "c"}})
 
     controller_adds(twin, "PodTemplate", "t", add)
-    second = template([main(image="busybox:2", env=("A",), ports=(8080,))],
-                      volumes=[{"name": "data", "emptyDir": {}}])
+    second = template(
+        [main(image="busybox:2", env=("A",), ports=(8080,))], volumes=[{"name": "data", "emptyDir": {}}]
+    )
     spec = twin.apply(second)[0]["template"]["spec"]
     assert names(spec["containers"]) == ["main", "sidecar"]
     c = spec["containers"][0]
@@ -73,16 +86,24 @@ def test_reapply_keeps_items_a_controller_added_and_drops_items_removed_from_the
 
 
 def test_removing_a_container_and_a_volume_from_the_manifest_removes_them(twin: Twin) -> None:
-    twin.apply(template([main(), {"name": "helper", "image": "h"}],
-                        volumes=[{"name": "data", "emptyDir": {}}, {"name": "scratch", "emptyDir": {}}]))
+    twin.apply(
+        template(
+            [main(), {"name": "helper", "image": "h"}],
+            volumes=[{"name": "data", "emptyDir": {}}, {"name": "scratch", "emptyDir": {}}],
+        )
+    )
     spec = twin.apply(template([main()], volumes=[{"name": "data", "emptyDir": {}}]))[0]["template"]["spec"]
     assert names(spec["containers"]) == ["main"] and names(spec["volumes"]) == ["data"]
 
 
 def test_the_manifest_order_wins_and_server_only_items_keep_their_place(twin: Twin) -> None:
     twin.apply(template([main(env=("A", "B", "C"))]))
-    controller_adds(twin, "PodTemplate", "t", lambda o: o["template"]["spec"]["containers"][0]["env"].insert(
-        1, {"name": "X", "value": "x"}))  # between A and B
+    controller_adds(
+        twin,
+        "PodTemplate",
+        "t",
+        lambda o: o["template"]["spec"]["containers"][0]["env"].insert(1, {"name": "X", "value": "x"}),
+    )  # between A and B
     env = twin.apply(template([main(env=("A", "C", "B"))]))[0]["template"]["spec"]["containers"][0]["env"]
     assert names(env) == ["A", "X", "C", "B"]  # X stays after A, where it stood on the server
 
@@ -90,14 +111,21 @@ def test_the_manifest_order_wins_and_server_only_items_keep_their_place(twin: Tw
 def test_a_changed_volume_source_replaces_the_old_one(twin: Twin) -> None:
     twin.apply(template([main()], volumes=[{"name": "data", "emptyDir": {}}]))
     spec = twin.apply(template([main()], volumes=[{"name": "data", "configMap": {"name": "cm"}}]))[0][
-        "template"]["spec"]
+        "template"
+    ]["spec"]
     assert names(spec["volumes"]) == ["data"] and spec["volumes"][0].keys() == {"name", "configMap"}
 
 
 def test_a_pod_reapplied_after_a_webhook_injected_a_sidecar_keeps_it(twin: Twin) -> None:
-    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "finalizers": ["example.com/a"]},
-                "spec": {"containers": [{"name": "main", "image": "busybox:1"}],
-                         "tolerations": [{"key": "k", "operator": "Exists"}]}}
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "finalizers": ["example.com/a"]},
+        "spec": {
+            "containers": [{"name": "main", "image": "busybox:1"}],
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+        },
+    }
     twin.apply(manifest)
     # what a mutating webhook does at creation, and a controller's finalizer
     cur = twin.store.get("Pod", "p")
@@ -109,17 +137,34 @@ def test_a_pod_reapplied_after_a_webhook_injected_a_sidecar_keeps_it(twin: Twin)
     again["metadata"]["finalizers"] = []  # dropped from the manifest: removed; the controller's stays
     again["spec"]["tolerations"] = [{"key": "k2", "operator": "Exists"}]  # no merge strategy: replaced
     pod = twin.apply(again)[0]
-    assert [(c["name"], c["image"]) for c in pod["spec"]["containers"]] == [("main", "busybox:2"),
-                                                                          ("sidecar", "proxy:1")]
+    assert [(c["name"], c["image"]) for c in pod["spec"]["containers"]] == [
+        ("main", "busybox:2"),
+        ("sidecar", "proxy:1"),
+    ]
     assert pod["metadata"]["finalizers"] == ["example.com/controller"]
     assert [t["key"] for t in pod["spec"]["tolerations"]] == ["k2"]
-    assert json.loads(pod["metadata"]["annotations"][LAST_APPLIED])["spec"]["containers"][0]["image"] == "busybox:2"
+    assert (
+        json.loads(pod["metadata"]["annotations"][LAST_APPLIED])["spec"]["containers"][0]["image"]
+        == "busybox:2"
+    )
 
 
 def test_a_job_reapplied_keeps_what_was_injected_into_its_template(twin: Twin) -> None:
-    manifest = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-                "spec": {"suspend": True, "parallelism": 1, "template": {"spec": {
-                    "restartPolicy": "Never", "containers": [{"name": "c", "image": "x", "env": [{"name": "A"}]}]}}}}
+    manifest = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {
+            "suspend": True,
+            "parallelism": 1,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "x", "env": [{"name": "A"}]}],
+                }
+            },
+        },
+    }
     twin.apply(manifest)
     cur = twin.store.get("Job", "j")
     tspec = cur["spec"]["template"]["spec"]
@@ -138,10 +183,23 @@ def test_a_job_reapplied_keeps_what_was_injected_into_its_template(twin: Twin) -
 
 
 def test_custom_resources_still_get_a_json_merge_patch(twin: Twin) -> None:
-    cq = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "cq"},
-          "spec": {"namespaceSelector": {}, "resourceGroups": [
-              {"coveredResources": ["cpu"], "flavors": [{"name": "a", "resources": [{"name": "cpu", "nominalQuota": 1}]},
-                                                        {"name": "b", "resources": [{"name": "cpu", "nominalQuota": 1}]}]}]}}
+    cq = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [
+                        {"name": "a", "resources": [{"name": "cpu", "nominalQuota": 1}]},
+                        {"name": "b", "resources": [{"name": "cpu", "nominalQuota": 1}]},
+                    ],
+                }
+            ],
+        },
+    }
     twin.apply(cq)
     cq["spec"]["resourceGroups"][0]["flavors"] = cq["spec"]["resourceGroups"][0]["flavors"][1:]
     out = twin.apply(cq)[0]
@@ -154,59 +212,131 @@ def test_custom_resources_still_get_a_json_merge_patch(twin: Twin) -> None:
 def test_the_three_way_patch_is_what_kubectl_sends() -> None:
     original = {"spec": {"containers": [{"name": "a", "env": [{"name": "X"}, {"name": "Y"}]}]}}
     modified = {"spec": {"containers": [{"name": "a", "env": [{"name": "X"}]}]}}
-    current = {"spec": {"containers": [{"name": "a", "env": [{"name": "X"}, {"name": "Y"}]},
-                                       {"name": "sidecar"}]}}
-    assert three_way_strategic_patch(original, modified, current, POD_SPEC or {}) == {"spec": {
-        "$setElementOrder/containers": [{"name": "a"}],
-        "containers": [{"name": "a", "$setElementOrder/env": [{"name": "X"}],
-                        "env": [{"name": "Y", "$patch": "delete"}]}]}}
-    assert three_way_strategic_patch(modified, modified, strategic_merge_patch(current, three_way_strategic_patch(
-        original, modified, current, POD_SPEC or {}), POD_SPEC), POD_SPEC or {}) == {
-        "spec": {"$setElementOrder/containers": [{"name": "a"}]}}  # the sidecar makes the orders differ
+    current = {
+        "spec": {"containers": [{"name": "a", "env": [{"name": "X"}, {"name": "Y"}]}, {"name": "sidecar"}]}
+    }
+    assert three_way_strategic_patch(original, modified, current, POD_SPEC or {}) == {
+        "spec": {
+            "$setElementOrder/containers": [{"name": "a"}],
+            "containers": [
+                {
+                    "name": "a",
+                    "$setElementOrder/env": [{"name": "X"}],
+                    "env": [{"name": "Y", "$patch": "delete"}],
+                }
+            ],
+        }
+    }
+    assert three_way_strategic_patch(
+        modified,
+        modified,
+        strategic_merge_patch(
+            current, three_way_strategic_patch(original, modified, current, POD_SPEC or {}), POD_SPEC
+        ),
+        POD_SPEC or {},
+    ) == {"spec": {"$setElementOrder/containers": [{"name": "a"}]}}  # the sidecar makes the orders differ
 
 
 def test_finalizers_diff_as_a_set() -> None:
     meta = {"metadata": {"finalizers": ["a", "b"]}}
-    patch = three_way_strategic_patch(meta, {"metadata": {"finalizers": ["b", "c"]}},
-                                      {"metadata": {"finalizers": ["a", "b", "z"]}}, POD_SPEC or {})
-    assert patch == {"metadata": {"finalizers": ["c"], "$deleteFromPrimitiveList/finalizers": ["a"],
-                                  "$setElementOrder/finalizers": ["b", "c"]}}
+    patch = three_way_strategic_patch(
+        meta,
+        {"metadata": {"finalizers": ["b", "c"]}},
+        {"metadata": {"finalizers": ["a", "b", "z"]}},
+        POD_SPEC or {},
+    )
+    assert patch == {
+        "metadata": {
+            "finalizers": ["c"],
+            "$deleteFromPrimitiveList/finalizers": ["a"],
+            "$setElementOrder/finalizers": ["b", "c"],
+        }
+    }
 
 
 # -- the server side, as kubectl patches over HTTP ------------------------------------------------------------
-POD = {"metadata": {"finalizers": ["f1", "f2"]},
-       "spec": {"containers": [{"name": "a", "image": "1", "ports": [{"containerPort": 80}, {"containerPort": 81}]},
-                               {"name": "b", "image": "1"}],
-                "volumes": [{"name": "v", "emptyDir": {}}],
-                "tolerations": [{"key": "t1"}, {"key": "t2"}]}}
+POD = {
+    "metadata": {"finalizers": ["f1", "f2"]},
+    "spec": {
+        "containers": [
+            {"name": "a", "image": "1", "ports": [{"containerPort": 80}, {"containerPort": 81}]},
+            {"name": "b", "image": "1"},
+        ],
+        "volumes": [{"name": "v", "emptyDir": {}}],
+        "tolerations": [{"key": "t1"}, {"key": "t2"}],
+    },
+}
 
 
-@pytest.mark.parametrize(("patch", "check"), [
-    pytest.param({"spec": {"containers": [{"name": "b", "$patch": "delete"}]}},
-                 lambda p: names(p["spec"]["containers"]) == ["a"], id="patch-delete-item"),
-    pytest.param({"spec": {"containers": [{"name": "c", "image": "2"}]}},  # upstream puts a new item first
-                 lambda p: names(p["spec"]["containers"]) == ["c", "a", "b"], id="new-item-merged-in"),
-    pytest.param({"spec": {"containers": [{"name": "b", "image": "2"}, {"name": "a", "image": "2"}]}},
-                 lambda p: [(c["name"], c["image"]) for c in p["spec"]["containers"]] == [("b", "2"), ("a", "2")],
-                 id="patch-order-wins"),
-    pytest.param({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 82}]}]}},
-                 lambda p: names(p["spec"]["containers"][0]["ports"], "containerPort") == [82, 80, 81]
-                 and p["spec"]["containers"][0]["image"] == "1", id="nested-keyed-list-merges"),
-    pytest.param({"spec": {"$setElementOrder/containers": [{"name": "b"}, {"name": "a"}]}},
-                 lambda p: names(p["spec"]["containers"]) == ["b", "a"], id="set-element-order"),
-    pytest.param({"spec": {"containers": [{"$patch": "replace"}, {"name": "z", "image": "9"}]}},
-                 lambda p: names(p["spec"]["containers"]) == ["z"], id="patch-replace-list"),
-    pytest.param({"spec": {"tolerations": [{"key": "t3"}]}},
-                 lambda p: p["spec"]["tolerations"] == [{"key": "t3"}], id="unkeyed-list-replaced"),
-    pytest.param({"metadata": {"finalizers": ["f3", "f1"]}},
-                 lambda p: p["metadata"]["finalizers"] == ["f3", "f1", "f2"], id="scalar-set-merge"),
-    pytest.param({"metadata": {"$deleteFromPrimitiveList/finalizers": ["f1"]}},
-                 lambda p: p["metadata"]["finalizers"] == ["f2"], id="delete-from-primitive-list"),
-    pytest.param({"spec": {"volumes": [{"name": "v", "$retainKeys": ["name", "secret"], "secret": {"secretName": "s"}}]}},
-                 lambda p: p["spec"]["volumes"] == [{"name": "v", "secret": {"secretName": "s"}}], id="retain-keys"),
-    pytest.param({"spec": {"$patch": "replace", "containers": []}},
-                 lambda p: p["spec"] == {"containers": []}, id="patch-replace-map"),
-])
+@pytest.mark.parametrize(
+    ("patch", "check"),
+    [
+        pytest.param(
+            {"spec": {"containers": [{"name": "b", "$patch": "delete"}]}},
+            lambda p: names(p["spec"]["containers"]) == ["a"],
+            id="patch-delete-item",
+        ),
+        pytest.param(
+            {"spec": {"containers": [{"name": "c", "image": "2"}]}},  # upstream puts a new item first
+            lambda p: names(p["spec"]["containers"]) == ["c", "a", "b"],
+            id="new-item-merged-in",
+        ),
+        pytest.param(
+            {"spec": {"containers": [{"name": "b", "image": "2"}, {"name": "a", "image": "2"}]}},
+            lambda p: [(c["name"], c["image"]) for c in p["spec"]["containers"]] == [("b", "2"), ("a", "2")],
+            id="patch-order-wins",
+        ),
+        pytest.param(
+            {"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 82}]}]}},
+            lambda p: (
+                names(p["spec"]["containers"][0]["ports"], "containerPort") == [82, 80, 81]
+                and p["spec"]["containers"][0]["image"] == "1"
+            ),
+            id="nested-keyed-list-merges",
+        ),
+        pytest.param(
+            {"spec": {"$setElementOrder/containers": [{"name": "b"}, {"name": "a"}]}},
+            lambda p: names(p["spec"]["containers"]) == ["b", "a"],
+            id="set-element-order",
+        ),
+        pytest.param(
+            {"spec": {"containers": [{"$patch": "replace"}, {"name": "z", "image": "9"}]}},
+            lambda p: names(p["spec"]["containers"]) == ["z"],
+            id="patch-replace-list",
+        ),
+        pytest.param(
+            {"spec": {"tolerations": [{"key": "t3"}]}},
+            lambda p: p["spec"]["tolerations"] == [{"key": "t3"}],
+            id="unkeyed-list-replaced",
+        ),
+        pytest.param(
+            {"metadata": {"finalizers": ["f3", "f1"]}},
+            lambda p: p["metadata"]["finalizers"] == ["f3", "f1", "f2"],
+            id="scalar-set-merge",
+        ),
+        pytest.param(
+            {"metadata": {"$deleteFromPrimitiveList/finalizers": ["f1"]}},
+            lambda p: p["metadata"]["finalizers"] == ["f2"],
+            id="delete-from-primitive-list",
+        ),
+        pytest.param(
+            {
+                "spec": {
+                    "volumes": [
+                        {"name": "v", "$retainKeys": ["name", "secret"], "secret": {"secretName": "s"}}
+                    ]
+                }
+            },
+            lambda p: p["spec"]["volumes"] == [{"name": "v", "secret": {"secretName": "s"}}],
+            id="retain-keys",
+        ),
+        pytest.param(
+            {"spec": {"$patch": "replace", "containers": []}},
+            lambda p: p["spec"] == {"containers": []},
+            id="patch-replace-map",
+        ),
+    ],
+)
 def test_strategic_merge_directives(patch: dict, check: object) -> None:
     out = strategic_merge_patch(copy.deepcopy(POD), patch, POD_SPEC)
     assert check(out)  # type: ignore[operator]
@@ -219,7 +349,13 @@ def test_an_item_without_its_merge_key_is_refused() -> None:
 
 def test_a_strategic_patch_through_the_store_merges_containers_by_name(twin: Twin) -> None:
     twin.apply(template([main(), {"name": "helper", "image": "h"}]))
-    out = twin.patch("PodTemplate", "t", {"template": {"spec": {"containers": [{"name": "helper", "image": "h2"}]}}},
-                     patch_type="strategic")
+    out = twin.patch(
+        "PodTemplate",
+        "t",
+        {"template": {"spec": {"containers": [{"name": "helper", "image": "h2"}]}}},
+        patch_type="strategic",
+    )
     assert [(c["name"], c["image"]) for c in out["template"]["spec"]["containers"]] == [
-        ("main", "busybox:1"), ("helper", "h2")]
+        ("main", "busybox:1"),
+        ("helper", "h2"),
+    ]

@@ -11,15 +11,26 @@ from flexq.errors import Invalid, NotFound
 
 def test_tutorial_queue_config_applies_with_defaults(twin: Twin) -> None:
     out = twin.apply(queue_yaml())
-    assert [o["kind"] for o in out] == ["ResourceFlavor"] * 3 + ["ClusterQueue", "LocalQueue", "AdmissionCheck",
-                                                                  "ProvisioningRequestConfig"]
+    assert [o["kind"] for o in out] == ["ResourceFlavor"] * 3 + [
+        "ClusterQueue",
+        "LocalQueue",
+        "AdmissionCheck",
+        "ProvisioningRequestConfig",
+    ]
     cq = twin.get("clusterqueue", "cluster-queue")
     assert cq["apiVersion"] == "kueue.x-k8s.io/v1beta2"
     assert cq["spec"]["queueingStrategy"] == "BestEffortFIFO"
-    assert cq["spec"]["flavorFungibility"] == {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"}
-    assert cq["spec"]["admissionChecksStrategy"]["admissionChecks"] == [{"name": "dws-prov", "onFlavors": ["dws"]}]
-    quotas = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]}
-              for f in cq["spec"]["resourceGroups"][0]["flavors"]}
+    assert cq["spec"]["flavorFungibility"] == {
+        "whenCanBorrow": "MayStopSearch",
+        "whenCanPreempt": "TryNextFlavor",
+    }
+    assert cq["spec"]["admissionChecksStrategy"]["admissionChecks"] == [
+        {"name": "dws-prov", "onFlavors": ["dws"]}
+    ]
+    quotas = {
+        f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]}
+        for f in cq["spec"]["resourceGroups"][0]["flavors"]
+    }
     assert quotas["on-demand"] == {"cpu": 40, "memory": "75Gi", "google.com/tpu": 16}  # as written (a CRD)
     assert quotas["dws"]["memory"] == "1000000000Gi"
     rf = twin.get("resourceflavor", "on-demand")
@@ -67,8 +78,15 @@ def test_apply_is_create_or_update_and_ignores_status(twin: Twin) -> None:
     second = twin.apply({**cm, "data": {"a": "2"}})[0]
     assert second["metadata"]["uid"] == first["metadata"]["uid"] and second["data"] == {"a": "2"}
     twin.apply(queue_yaml())
-    cq = twin.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "x"},
-                     "spec": {"namespaceSelector": {}}, "status": {"pendingWorkloads": 7}})[0]
+    cq = twin.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "x"},
+            "spec": {"namespaceSelector": {}},
+            "status": {"pendingWorkloads": 7},
+        }
+    )[0]
     assert "status" not in cq
 
 
@@ -94,8 +112,10 @@ spec: {}
         twin.get("localqueue", "Bad_Queue", "default")
 
 
-@pytest.mark.parametrize("name", ["ClusterQueue", "clusterqueues", "cq", "clusterqueue.kueue.x-k8s.io",
-                                  "clusterqueues.kueue.x-k8s.io"])
+@pytest.mark.parametrize(
+    "name",
+    ["ClusterQueue", "clusterqueues", "cq", "clusterqueue.kueue.x-k8s.io", "clusterqueues.kueue.x-k8s.io"],
+)
 def test_kinds_resolve_like_kubectl(twin: Twin, name: str) -> None:
     twin.apply(queue_yaml())
     assert twin.get(name, "cluster-queue")["kind"] == "ClusterQueue"

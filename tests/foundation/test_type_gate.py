@@ -22,7 +22,9 @@ STRICT = ("semantics", "runtime", "store", "kueue", "kube", "fallback")
 
 
 def _errors_per_package() -> Counter[str]:
-    out = subprocess.run([sys.executable, "-m", "mypy", "src/flexq"], cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "src/flexq"], cwd=ROOT, capture_output=True, text=True
+    )
     counts: Counter[str] = Counter()
     for line in out.stdout.splitlines():
         m = re.match(r"src/flexq/([a-z_]+)(?:/|\.py)[^:]*:\d+: error:", line)

@@ -115,12 +115,19 @@ def test_set_size_and_autoscaling(api: Api) -> None:
     api.wait()
     api.ok("POST", POOLS + "/on-demand-pool:setSize", {"nodeCount": 4})
     api.wait()
-    assert api.storage.get("GkeNodePool", "proj-x.us-east5-b.tpu-cluster.on-demand-pool")["status"][
-        "desiredNodeCount"] == 4
+    assert (
+        api.storage.get("GkeNodePool", "proj-x.us-east5-b.tpu-cluster.on-demand-pool")["status"][
+            "desiredNodeCount"
+        ]
+        == 4
+    )
     code, out = api("POST", POOLS + "/on-demand-pool:setSize", {"nodeCount": 3})
     assert code == 400 and "whole slices of 4" in out["error"]["message"]
-    api.ok("POST", POOLS + "/on-demand-pool:setAutoscaling",
-           {"autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 8}})
+    api.ok(
+        "POST",
+        POOLS + "/on-demand-pool:setAutoscaling",
+        {"autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 8}},
+    )
     api.wait()
     assert api.ok("GET", POOLS + "/on-demand-pool")["autoscaling"]["maxNodeCount"] == 8
 
@@ -142,88 +149,291 @@ def _pool(**changes) -> dict:
 
 MALFORMED = {
     # name: (method, path, body, code, google status, message fragment)
-    "unknown-field": ("POST", POOLS, _pool(config__flexStrat=True), 400, "INVALID_ARGUMENT",
-                      'Unknown name "flexStrat" at \'node_pool.config\': Cannot find field.'),
-    "wrong-type": ("POST", POOLS, _pool(initialNodeCount="four"), 400, "INVALID_ARGUMENT", "initial_node_count"),
-    "bad-enum": ("POST", POOLS, _pool(config__reservationAffinity={"consumeReservationType": "NONE"}), 400,
-                 "INVALID_ARGUMENT", "consume_reservation_type"),
+    "unknown-field": (
+        "POST",
+        POOLS,
+        _pool(config__flexStrat=True),
+        400,
+        "INVALID_ARGUMENT",
+        "Unknown name \"flexStrat\" at 'node_pool.config': Cannot find field.",
+    ),
+    "wrong-type": (
+        "POST",
+        POOLS,
+        _pool(initialNodeCount="four"),
+        400,
+        "INVALID_ARGUMENT",
+        "initial_node_count",
+    ),
+    "bad-enum": (
+        "POST",
+        POOLS,
+        _pool(config__reservationAffinity={"consumeReservationType": "NONE"}),
+        400,
+        "INVALID_ARGUMENT",
+        "consume_reservation_type",
+    ),
     "no-node-pool": ("POST", POOLS, {"parent": "x"}, 400, "INVALID_ARGUMENT", "must be specified"),
-    "bad-pool-name": ("POST", POOLS, _pool(name="DWS_Pool"), 400, "INVALID_ARGUMENT", "Must be a match of regex"),
-    "pool-exists": ("POST", POOLS, _pool(name="default-pool", queuedProvisioning=None, config__flexStart=None),
-                    409, "ALREADY_EXISTS", "Already exists: projects/proj-x/locations/us-east5-b/clusters/"
-                    "tpu-cluster/nodePools/default-pool"),
-    "unknown-cluster": ("POST", BASE + "/clusters/nope/nodePools", _pool(), 404, "NOT_FOUND",
-                        "Not found: projects/proj-x/locations/us-east5-b/clusters/nope."),
-    "unknown-machine": ("POST", POOLS, _pool(config__machineType="ct9-mega-4t"), 400, "INVALID_ARGUMENT",
-                        'Invalid machine type "ct9-mega-4t"'),
-    "bad-topology": ("POST", POOLS, _pool(placementPolicy__tpuTopology="3x3"), 400, "INVALID_ARGUMENT",
-                     'Invalid TPU topology "3x3" for machine type "ct6e-standard-4t"'),
-    "topology-on-cpu": ("POST", POOLS, _pool(config__machineType="n2-standard-16", queuedProvisioning=None,
-                                             config__flexStart=None), 400, "INVALID_ARGUMENT",
-                        "only supported for TPU machine types"),
-    "queued-without-autoscaling": ("POST", POOLS, _pool(autoscaling=None), 400, "INVALID_ARGUMENT",
-                                   "Queued provisioning requires autoscaling"),
-    "flex-start-without-autoscaling": ("POST", POOLS, _pool(autoscaling=None, queuedProvisioning=None), 400,
-                                       "INVALID_ARGUMENT", "Flex-start node pools with no initial nodes require "
-                                       "autoscaling"),
-    "queued-without-flex-start": ("POST", POOLS, _pool(config__flexStart=None), 400, "INVALID_ARGUMENT",
-                                  "Queued provisioning requires flex-start"),
+    "bad-pool-name": (
+        "POST",
+        POOLS,
+        _pool(name="DWS_Pool"),
+        400,
+        "INVALID_ARGUMENT",
+        "Must be a match of regex",
+    ),
+    "pool-exists": (
+        "POST",
+        POOLS,
+        _pool(name="default-pool", queuedProvisioning=None, config__flexStart=None),
+        409,
+        "ALREADY_EXISTS",
+        "Already exists: projects/proj-x/locations/us-east5-b/clusters/tpu-cluster/nodePools/default-pool",
+    ),
+    "unknown-cluster": (
+        "POST",
+        BASE + "/clusters/nope/nodePools",
+        _pool(),
+        404,
+        "NOT_FOUND",
+        "Not found: projects/proj-x/locations/us-east5-b/clusters/nope.",
+    ),
+    "unknown-machine": (
+        "POST",
+        POOLS,
+        _pool(config__machineType="ct9-mega-4t"),
+        400,
+        "INVALID_ARGUMENT",
+        'Invalid machine type "ct9-mega-4t"',
+    ),
+    "bad-topology": (
+        "POST",
+        POOLS,
+        _pool(placementPolicy__tpuTopology="3x3"),
+        400,
+        "INVALID_ARGUMENT",
+        'Invalid TPU topology "3x3" for machine type "ct6e-standard-4t"',
+    ),
+    "topology-on-cpu": (
+        "POST",
+        POOLS,
+        _pool(config__machineType="n2-standard-16", queuedProvisioning=None, config__flexStart=None),
+        400,
+        "INVALID_ARGUMENT",
+        "only supported for TPU machine types",
+    ),
+    "queued-without-autoscaling": (
+        "POST",
+        POOLS,
+        _pool(autoscaling=None),
+        400,
+        "INVALID_ARGUMENT",
+        "Queued provisioning requires autoscaling",
+    ),
+    "flex-start-without-autoscaling": (
+        "POST",
+        POOLS,
+        _pool(autoscaling=None, queuedProvisioning=None),
+        400,
+        "INVALID_ARGUMENT",
+        "Flex-start node pools with no initial nodes require autoscaling",
+    ),
+    "queued-without-flex-start": (
+        "POST",
+        POOLS,
+        _pool(config__flexStart=None),
+        400,
+        "INVALID_ARGUMENT",
+        "Queued provisioning requires flex-start",
+    ),
     "queued-with-nodes": ("POST", POOLS, _pool(initialNodeCount=4), 400, "INVALID_ARGUMENT", "0 nodes"),
-    "queued-with-reservation": ("POST", POOLS, _pool(config__reservationAffinity={
-        "consumeReservationType": "ANY_RESERVATION"}), 400, "INVALID_ARGUMENT", "NO_RESERVATION"),
-    "flex-start-and-spot": ("POST", POOLS, _pool(queuedProvisioning=None, config__spot=True), 400,
-                            "INVALID_ARGUMENT", "cannot be combined with spot"),
-    "spot-and-preemptible": ("POST", POOLS, _pool(queuedProvisioning=None, config__flexStart=None,
-                                                  config__spot=True, config__preemptible=True), 400,
-                             "INVALID_ARGUMENT", "Only one of spot or preemptible"),
-    "flex-start-on-v4": ("POST", POOLS, _pool(config__machineType="ct4p-hightpu-4t",
-                                              placementPolicy__tpuTopology="2x2x4"), 400, "INVALID_ARGUMENT",
-                         'Flex-start is not supported for machine type "ct4p-hightpu-4t"'),
-    "min-above-max": ("POST", POOLS, _pool(autoscaling={"enabled": True, "minNodeCount": 8, "maxNodeCount": 4}),
-                      400, "INVALID_ARGUMENT", "must be greater than or equal to min_node_count"),
-    "total-and-zonal-limits": ("POST", POOLS, _pool(autoscaling={"enabled": True, "maxNodeCount": 4,
-                                                                 "totalMaxNodeCount": 4}),
-                               400, "INVALID_ARGUMENT", "cannot specify both total and per zone limits"),
-    "partial-slice": ("POST", POOLS, _pool(autoscaling={"enabled": True, "minNodeCount": 0, "maxNodeCount": 6}),
-                      400, "INVALID_ARGUMENT", "multiples of 4"),
-    "run-duration-too-long": ("POST", POOLS, _pool(config__maxRunDuration="700000s"), 400, "INVALID_ARGUMENT",
-                              "max_run_duration"),
-    "wrong-gpu-count": ("POST", POOLS, _pool(config__machineType="a3-highgpu-8g", placementPolicy=None,
-                                             config__accelerators=[{"acceleratorType": "nvidia-h100-80gb",
-                                                                    "acceleratorCount": "4"}]),
-                        400, "INVALID_ARGUMENT", "has 8 nvidia-h100-80gb accelerators"),
-    "bad-cluster-version": ("POST", BASE + "/clusters", {"cluster": {"name": "c2", "initialNodeCount": 1,
-                                                                     "initialClusterVersion": "1.99"}},
-                            400, "INVALID_ARGUMENT", 'Master version "1.99" is unsupported'),
-    "cluster-without-nodes": ("POST", BASE + "/clusters", {"cluster": {"name": "c2"}}, 400, "INVALID_ARGUMENT",
-                              "initial_node_count must be greater than zero"),
-    "cluster-exists": ("POST", BASE + "/clusters", {"cluster": {"name": "tpu-cluster", "initialNodeCount": 1}},
-                       409, "ALREADY_EXISTS", "Already exists"),
-    "bad-location": ("POST", "/v1/projects/proj-x/locations/mars/clusters",
-                     {"cluster": {"name": "c2", "initialNodeCount": 1}}, 400, "INVALID_ARGUMENT", "mars"),
+    "queued-with-reservation": (
+        "POST",
+        POOLS,
+        _pool(config__reservationAffinity={"consumeReservationType": "ANY_RESERVATION"}),
+        400,
+        "INVALID_ARGUMENT",
+        "NO_RESERVATION",
+    ),
+    "flex-start-and-spot": (
+        "POST",
+        POOLS,
+        _pool(queuedProvisioning=None, config__spot=True),
+        400,
+        "INVALID_ARGUMENT",
+        "cannot be combined with spot",
+    ),
+    "spot-and-preemptible": (
+        "POST",
+        POOLS,
+        _pool(queuedProvisioning=None, config__flexStart=None, config__spot=True, config__preemptible=True),
+        400,
+        "INVALID_ARGUMENT",
+        "Only one of spot or preemptible",
+    ),
+    "flex-start-on-v4": (
+        "POST",
+        POOLS,
+        _pool(config__machineType="ct4p-hightpu-4t", placementPolicy__tpuTopology="2x2x4"),
+        400,
+        "INVALID_ARGUMENT",
+        'Flex-start is not supported for machine type "ct4p-hightpu-4t"',
+    ),
+    "min-above-max": (
+        "POST",
+        POOLS,
+        _pool(autoscaling={"enabled": True, "minNodeCount": 8, "maxNodeCount": 4}),
+        400,
+        "INVALID_ARGUMENT",
+        "must be greater than or equal to min_node_count",
+    ),
+    "total-and-zonal-limits": (
+        "POST",
+        POOLS,
+        _pool(autoscaling={"enabled": True, "maxNodeCount": 4, "totalMaxNodeCount": 4}),
+        400,
+        "INVALID_ARGUMENT",
+        "cannot specify both total and per zone limits",
+    ),
+    "partial-slice": (
+        "POST",
+        POOLS,
+        _pool(autoscaling={"enabled": True, "minNodeCount": 0, "maxNodeCount": 6}),
+        400,
+        "INVALID_ARGUMENT",
+        "multiples of 4",
+    ),
+    "run-duration-too-long": (
+        "POST",
+        POOLS,
+        _pool(config__maxRunDuration="700000s"),
+        400,
+        "INVALID_ARGUMENT",
+        "max_run_duration",
+    ),
+    "wrong-gpu-count": (
+        "POST",
+        POOLS,
+        _pool(
+            config__machineType="a3-highgpu-8g",
+            placementPolicy=None,
+            config__accelerators=[{"acceleratorType": "nvidia-h100-80gb", "acceleratorCount": "4"}],
+        ),
+        400,
+        "INVALID_ARGUMENT",
+        "has 8 nvidia-h100-80gb accelerators",
+    ),
+    "bad-cluster-version": (
+        "POST",
+        BASE + "/clusters",
+        {"cluster": {"name": "c2", "initialNodeCount": 1, "initialClusterVersion": "1.99"}},
+        400,
+        "INVALID_ARGUMENT",
+        'Master version "1.99" is unsupported',
+    ),
+    "cluster-without-nodes": (
+        "POST",
+        BASE + "/clusters",
+        {"cluster": {"name": "c2"}},
+        400,
+        "INVALID_ARGUMENT",
+        "initial_node_count must be greater than zero",
+    ),
+    "cluster-exists": (
+        "POST",
+        BASE + "/clusters",
+        {"cluster": {"name": "tpu-cluster", "initialNodeCount": 1}},
+        409,
+        "ALREADY_EXISTS",
+        "Already exists",
+    ),
+    "bad-location": (
+        "POST",
+        "/v1/projects/proj-x/locations/mars/clusters",
+        {"cluster": {"name": "c2", "initialNodeCount": 1}},
+        400,
+        "INVALID_ARGUMENT",
+        "mars",
+    ),
     "unknown-path": ("PATCH", POOLS + "/dws-pool", {}, 404, "NOT_FOUND", "Requested entity was not found."),
     "body-not-object": ("POST", POOLS, ["nodePool"], 400, "INVALID_ARGUMENT", "Invalid JSON payload"),
-    "negative-node-count": ("POST", POOLS, _pool(queuedProvisioning=None, config__flexStart=None, autoscaling=None,
-                                                 initialNodeCount=-4), 400, "INVALID_ARGUMENT", "non-negative"),
-    "gpu-accelerator-on-tpu": ("POST", POOLS, _pool(config__accelerators=[{"acceleratorType": "nvidia-l4",
-                                                                          "acceleratorCount": "1"}]),
-                               400, "INVALID_ARGUMENT", 'Accelerator type "nvidia-l4" is not supported with machine '
-                               'type "ct6e-standard-4t"'),
-    "queued-with-spot": ("POST", POOLS, _pool(config__flexStart=None, config__spot=True), 400, "INVALID_ARGUMENT",
-                         "Queued provisioning cannot be used with spot"),
-    "bad-cluster-name": ("POST", BASE + "/clusters", {"cluster": {"name": "Tpu_Cluster", "initialNodeCount": 1}},
-                         400, "INVALID_ARGUMENT", "Invalid value for field 'cluster.name'"),
-    "cluster-name-too-long": ("POST", BASE + "/clusters", {"cluster": {"name": "c" * 41, "initialNodeCount": 1}},
-                              400, "INVALID_ARGUMENT", "no longer than 40 characters"),
-    "duplicate-pool-names": ("POST", BASE + "/clusters", {"cluster": {"name": "c2", "nodePools": [
-        {"name": "p", "initialNodeCount": 1}, {"name": "p", "initialNodeCount": 1}]}}, 400, "INVALID_ARGUMENT",
-        "unique"),
-    "delete-unknown-pool": ("DELETE", POOLS + "/nope", None, 404, "NOT_FOUND",
-                            "Not found: projects/proj-x/locations/us-east5-b/clusters/tpu-cluster/nodePools/nope."),
-    "single-host-topology-on-8t": ("POST", POOLS, _pool(config__machineType="ct6e-standard-8t"), 400,
-                                   "INVALID_ARGUMENT", 'Invalid TPU topology "4x4" for machine type "ct6e-standard-8t"'),
-    "bad-duration": ("POST", POOLS, _pool(config__maxRunDuration="2h"), 400, "INVALID_ARGUMENT",
-                     "google.protobuf.Duration"),
+    "negative-node-count": (
+        "POST",
+        POOLS,
+        _pool(queuedProvisioning=None, config__flexStart=None, autoscaling=None, initialNodeCount=-4),
+        400,
+        "INVALID_ARGUMENT",
+        "non-negative",
+    ),
+    "gpu-accelerator-on-tpu": (
+        "POST",
+        POOLS,
+        _pool(config__accelerators=[{"acceleratorType": "nvidia-l4", "acceleratorCount": "1"}]),
+        400,
+        "INVALID_ARGUMENT",
+        'Accelerator type "nvidia-l4" is not supported with machine type "ct6e-standard-4t"',
+    ),
+    "queued-with-spot": (
+        "POST",
+        POOLS,
+        _pool(config__flexStart=None, config__spot=True),
+        400,
+        "INVALID_ARGUMENT",
+        "Queued provisioning cannot be used with spot",
+    ),
+    "bad-cluster-name": (
+        "POST",
+        BASE + "/clusters",
+        {"cluster": {"name": "Tpu_Cluster", "initialNodeCount": 1}},
+        400,
+        "INVALID_ARGUMENT",
+        "Invalid value for field 'cluster.name'",
+    ),
+    "cluster-name-too-long": (
+        "POST",
+        BASE + "/clusters",
+        {"cluster": {"name": "c" * 41, "initialNodeCount": 1}},
+        400,
+        "INVALID_ARGUMENT",
+        "no longer than 40 characters",
+    ),
+    "duplicate-pool-names": (
+        "POST",
+        BASE + "/clusters",
+        {
+            "cluster": {
+                "name": "c2",
+                "nodePools": [{"name": "p", "initialNodeCount": 1}, {"name": "p", "initialNodeCount": 1}],
+            }
+        },
+        400,
+        "INVALID_ARGUMENT",
+        "unique",
+    ),
+    "delete-unknown-pool": (
+        "DELETE",
+        POOLS + "/nope",
+        None,
+        404,
+        "NOT_FOUND",
+        "Not found: projects/proj-x/locations/us-east5-b/clusters/tpu-cluster/nodePools/nope.",
+    ),
+    "single-host-topology-on-8t": (
+        "POST",
+        POOLS,
+        _pool(config__machineType="ct6e-standard-8t"),
+        400,
+        "INVALID_ARGUMENT",
+        'Invalid TPU topology "4x4" for machine type "ct6e-standard-8t"',
+    ),
+    "bad-duration": (
+        "POST",
+        POOLS,
+        _pool(config__maxRunDuration="2h"),
+        400,
+        "INVALID_ARGUMENT",
+        "google.protobuf.Duration",
+    ),
 }
 
 
@@ -249,20 +459,62 @@ def _ready_pools(api: Api) -> None:
 
 
 REFUSED_ON_EXISTING = {
-    "resize-queued-pool": ("POST", POOLS + "/dws-pool:setSize", {"nodeCount": 4}, 400, "FAILED_PRECONDITION",
-                           "queued provisioning cannot be resized"),
-    "negative-size": ("POST", POOLS + "/on-demand-pool:setSize", {"nodeCount": -1}, 400, "INVALID_ARGUMENT",
-                      "non-negative"),
-    "partial-slice-size": ("POST", POOLS + "/on-demand-pool:setSize", {"nodeCount": 3}, 400, "INVALID_ARGUMENT",
-                           "whole slices of 4"),
-    "queued-pool-without-autoscaling": ("POST", POOLS + "/dws-pool:setAutoscaling", {"autoscaling": {
-        "enabled": False}}, 400, "INVALID_ARGUMENT", "Queued provisioning requires autoscaling"),
-    "autoscaling-partial-slice": ("POST", POOLS + "/on-demand-pool:setAutoscaling", {"autoscaling": {
-        "enabled": True, "minNodeCount": 0, "maxNodeCount": 5}}, 400, "INVALID_ARGUMENT", "multiples of 4"),
-    "update-to-bad-machine": ("PUT", POOLS + "/on-demand-pool", {"machineType": "ct6e-standard-8t"}, 400,
-                              "INVALID_ARGUMENT", 'Invalid TPU topology "4x4"'),
-    "update-unknown-field": ("PUT", POOLS + "/on-demand-pool", {"flexStrat": True}, 400, "INVALID_ARGUMENT",
-                             'Unknown name "flexStrat"'),
+    "resize-queued-pool": (
+        "POST",
+        POOLS + "/dws-pool:setSize",
+        {"nodeCount": 4},
+        400,
+        "FAILED_PRECONDITION",
+        "queued provisioning cannot be resized",
+    ),
+    "negative-size": (
+        "POST",
+        POOLS + "/on-demand-pool:setSize",
+        {"nodeCount": -1},
+        400,
+        "INVALID_ARGUMENT",
+        "non-negative",
+    ),
+    "partial-slice-size": (
+        "POST",
+        POOLS + "/on-demand-pool:setSize",
+        {"nodeCount": 3},
+        400,
+        "INVALID_ARGUMENT",
+        "whole slices of 4",
+    ),
+    "queued-pool-without-autoscaling": (
+        "POST",
+        POOLS + "/dws-pool:setAutoscaling",
+        {"autoscaling": {"enabled": False}},
+        400,
+        "INVALID_ARGUMENT",
+        "Queued provisioning requires autoscaling",
+    ),
+    "autoscaling-partial-slice": (
+        "POST",
+        POOLS + "/on-demand-pool:setAutoscaling",
+        {"autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 5}},
+        400,
+        "INVALID_ARGUMENT",
+        "multiples of 4",
+    ),
+    "update-to-bad-machine": (
+        "PUT",
+        POOLS + "/on-demand-pool",
+        {"machineType": "ct6e-standard-8t"},
+        400,
+        "INVALID_ARGUMENT",
+        'Invalid TPU topology "4x4"',
+    ),
+    "update-unknown-field": (
+        "PUT",
+        POOLS + "/on-demand-pool",
+        {"flexStrat": True},
+        400,
+        "INVALID_ARGUMENT",
+        'Unknown name "flexStrat"',
+    ),
 }
 
 
@@ -281,20 +533,24 @@ def test_deleting_a_cluster_twice_is_refused(api: Api) -> None:
     api.ok("DELETE", BASE + "/clusters/tpu-cluster")
     before = copy.deepcopy(api.storage.objects)
     code, out = api("DELETE", BASE + "/clusters/tpu-cluster")
-    assert (code, out["error"]["status"]) == (400, "FAILED_PRECONDITION") and "already being deleted" in \
-        out["error"]["message"]
+    assert (code, out["error"]["status"]) == (400, "FAILED_PRECONDITION") and "already being deleted" in out[
+        "error"
+    ]["message"]
     assert api.storage.objects == before
 
 
-@pytest.mark.parametrize(("version", "pool", "refused"), [
-    ("1.32", "create-dws-pool", True),                      # TPU flex-start needs 1.33.0-gke.1712000
-    ("1.33.0-gke.1000000", "create-dws-pool", True),
-    ("1.33.0-gke.1712000", "create-dws-pool", False),
-    ("1.33", "create-dws-pool", False),                     # 1.33's default patch is newer
-    ("1.32.1-gke.1000000", "create-gpu-dws-pool", True),    # GPU flex-start needs 1.32.2-gke.1652000
-    ("1.32", "create-gpu-dws-pool", False),
-    ("1.31", "create-ondemand-pool", False),                # no flex-start: any supported version
-])
+@pytest.mark.parametrize(
+    ("version", "pool", "refused"),
+    [
+        ("1.32", "create-dws-pool", True),  # TPU flex-start needs 1.33.0-gke.1712000
+        ("1.33.0-gke.1000000", "create-dws-pool", True),
+        ("1.33.0-gke.1712000", "create-dws-pool", False),
+        ("1.33", "create-dws-pool", False),  # 1.33's default patch is newer
+        ("1.32.1-gke.1000000", "create-gpu-dws-pool", True),  # GPU flex-start needs 1.32.2-gke.1652000
+        ("1.32", "create-gpu-dws-pool", False),
+        ("1.31", "create-ondemand-pool", False),  # no flex-start: any supported version
+    ],
+)
 def test_flex_start_needs_a_recent_enough_gke_version(version: str, pool: str, refused: bool) -> None:
     a = Api()
     body = copy.deepcopy(fixture("create-cluster")["body"])
@@ -302,7 +558,10 @@ def test_flex_start_needs_a_recent_enough_gke_version(version: str, pool: str, r
     a.ok("POST", BASE + "/clusters", body)
     a.wait()
     cluster = a.ok("GET", BASE + "/clusters/tpu-cluster")
-    assert cluster["currentMasterVersion"].startswith(version) and cluster["currentMasterVersion"].count(".") == 3
+    assert (
+        cluster["currentMasterVersion"].startswith(version)
+        and cluster["currentMasterVersion"].count(".") == 3
+    )
     before = copy.deepcopy(a.storage.objects)
     code, out = a("POST", POOLS, fixture(pool)["body"])
     if refused:

@@ -21,13 +21,31 @@ D = 86400.0
 
 
 def model(spec: dict) -> CapacityModel:
-    return CapacityModel({"apiVersion": "twin.flexq.dev/v1alpha1", "kind": "CapacityProfile",
-                          "metadata": {"name": "t"}, "spec": spec}, origin=T0)
+    return CapacityModel(
+        {
+            "apiVersion": "twin.flexq.dev/v1alpha1",
+            "kind": "CapacityProfile",
+            "metadata": {"name": "t"},
+            "spec": spec,
+        },
+        origin=T0,
+    )
 
 
-@pytest.mark.parametrize(("text", "seconds"), [
-    (90, 90.0), ("90", 90.0), ("90s", 90.0), ("30m", 1800.0), ("2h", 7200.0), ("3d", 259200.0),
-    ("1h30m", 5400.0), ("1w", 604800.0), ("0.5h", 1800.0)])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        (90, 90.0),
+        ("90", 90.0),
+        ("90s", 90.0),
+        ("30m", 1800.0),
+        ("2h", 7200.0),
+        ("3d", 259200.0),
+        ("1h30m", 5400.0),
+        ("1w", 604800.0),
+        ("0.5h", 1800.0),
+    ],
+)
 def test_durations(text, seconds) -> None:
     assert parse_duration(text) == seconds
 
@@ -67,14 +85,23 @@ def test_default_profile_is_unlimited_and_quick() -> None:
 
 
 def test_first_matching_rule_wins_per_field() -> None:
-    m = model({
-        "defaults": {"available": "unlimited", "provisionTime": {"fixed": "1m"}},
-        "rules": [
-            {"match": {"locations": ["us-east5"], "machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
-             "available": 4},
-            {"match": {"machineTypes": ["ct6e-*"]}, "available": 100, "provisionTime": {"fixed": "3m"}},
-        ]})
-    t = m.terms("us-east5-b", "ct6e-standard-4t", "on-demand")   # region prefix matches the zone
+    m = model(
+        {
+            "defaults": {"available": "unlimited", "provisionTime": {"fixed": "1m"}},
+            "rules": [
+                {
+                    "match": {
+                        "locations": ["us-east5"],
+                        "machineTypes": ["ct6e-*"],
+                        "provisioningModels": ["on-demand"],
+                    },
+                    "available": 4,
+                },
+                {"match": {"machineTypes": ["ct6e-*"]}, "available": 100, "provisionTime": {"fixed": "3m"}},
+            ],
+        }
+    )
+    t = m.terms("us-east5-b", "ct6e-standard-4t", "on-demand")  # region prefix matches the zone
     assert t.available == 4 and t.provision_time.fixed == "3m"  # available from rule 1, time from rule 2
     assert m.terms("us-east5-b", "ct6e-standard-4t", "spot").available == 100
     assert m.terms("europe-west4-a", "n2-standard-16", "on-demand").available is None
@@ -89,8 +116,17 @@ def test_slices_are_all_or_nothing() -> None:
 
 
 def test_stockout_window_then_recovery() -> None:
-    m = model({"rules": [{"match": {"provisioningModels": ["on-demand"]}, "available": "unlimited",
-                          "windows": [{"start": "0s", "end": "2h", "available": 0}]}]})
+    m = model(
+        {
+            "rules": [
+                {
+                    "match": {"provisioningModels": ["on-demand"]},
+                    "available": "unlimited",
+                    "windows": [{"start": "0s", "end": "2h", "available": 0}],
+                }
+            ]
+        }
+    )
     during = m.can_obtain("us-east5-b", "ct6e-standard-4t", "on-demand", T0 + H, in_use=0, want=4)
     assert not during.ok and during.retry_at == T0 + 2 * H
     assert m.can_obtain("us-east5-b", "ct6e-standard-4t", "on-demand", T0 + 2 * H, in_use=0, want=4).ok
@@ -113,7 +149,9 @@ def test_queue_wait_kinds() -> None:
     never = model({"rules": [{"queueWait": {"never": True}}]})
     assert never.queue_grant_time("l", "m", T0, rng) is None
     # the grant also waits for room: a zero-availability window delays it to the window's end
-    blocked = model({"rules": [{"queueWait": {"fixed": "1h"}, "windows": [{"start": 0, "end": "5h", "available": 0}]}]})
+    blocked = model(
+        {"rules": [{"queueWait": {"fixed": "1h"}, "windows": [{"start": 0, "end": "5h", "available": 0}]}]}
+    )
     assert blocked.queue_grant_time("l", "m", T0, rng, want=4) == T0 + 5 * H
 
 

@@ -29,8 +29,10 @@ def api() -> Api:
 
 
 def _state(api: Api) -> list[Any]:
-    return sorted((copy.deepcopy(o) for k in ("GkeCluster", "GkeNodePool") for o in api.storage.list(k)),
-                  key=lambda o: o["metadata"]["name"])
+    return sorted(
+        (copy.deepcopy(o) for k in ("GkeCluster", "GkeNodePool") for o in api.storage.list(k)),
+        key=lambda o: o["metadata"]["name"],
+    )
 
 
 def _second_pool(api: Api) -> None:
@@ -41,37 +43,79 @@ def _second_pool(api: Api) -> None:
 
 def test_node_pool_autoscaling_through_clusters_update(api: Api) -> None:
     # gcloud container node-pools update default-pool --enable-autoscaling --min-nodes=0 --max-nodes=8
-    op = api.ok("PUT", C, {"name": "projects/proj-x/locations/us-east5-b/clusters/tpu-cluster", "update": {
-        "desiredNodePoolAutoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 8},
-        "desiredNodePoolId": "default-pool"}})
+    op = api.ok(
+        "PUT",
+        C,
+        {
+            "name": "projects/proj-x/locations/us-east5-b/clusters/tpu-cluster",
+            "update": {
+                "desiredNodePoolAutoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 8},
+                "desiredNodePoolId": "default-pool",
+            },
+        },
+    )
     assert op["operationType"] == "UPDATE_CLUSTER" and op["targetLink"].endswith("/nodePools/default-pool")
     assert api.ok("GET", C)["status"] == "RECONCILING"
     api.wait()
     assert api.ok("GET", POOL)["autoscaling"] == {"enabled": True, "minNodeCount": 0, "maxNodeCount": 8}
     assert api.ok("GET", C)["status"] == "RUNNING"
     # --no-enable-autoscaling: gcloud sends enabled=false with zeroed limits
-    api.ok("PUT", C, {"update": {"desiredNodePoolId": "default-pool", "desiredNodePoolAutoscaling": {
-        "enabled": False, "minNodeCount": 0, "maxNodeCount": 0, "locationPolicy": "LOCATION_POLICY_UNSPECIFIED"}}})
+    api.ok(
+        "PUT",
+        C,
+        {
+            "update": {
+                "desiredNodePoolId": "default-pool",
+                "desiredNodePoolAutoscaling": {
+                    "enabled": False,
+                    "minNodeCount": 0,
+                    "maxNodeCount": 0,
+                    "locationPolicy": "LOCATION_POLICY_UNSPECIFIED",
+                },
+            }
+        },
+    )
     api.wait()
     assert "autoscaling" not in api.ok("GET", POOL)
 
 
-@pytest.mark.parametrize(("update", "code", "message"), [
-    ({"desiredDatapathProvider": "ADVANCED_DATAPATH"}, 400, "desiredDatapathProvider are not supported"),
-    ({"desiredMasterVersion": "1.35", "desiredLoggingService": "none"}, 400, "Exactly one update"),
-    ({}, 400, "at least one field"),
-    ({"desiredNodePoolId": "default-pool"}, 400, "at least one field"),
-    ({"desiredNodePoolAutoscaling": {"enabled": True, "minNodeCount": 5, "maxNodeCount": 2}}, 400,
-     "max_node_count (2) must be greater than or equal"),
-    ({"desiredNodePoolAutoscaling": {"enabled": True, "maxNodeCount": 2}, "desiredNodePoolId": "nope"}, 404,
-     "nodePools/nope"),
-    ({"desiredMasterVersion": "1.30.1-gke.1"}, 400, 'Master version "1.30.1-gke.1" is unsupported.'),
-    ({"desiredMasterVersion": "1.33"}, 400, "cannot be downgraded"),
-    ({"desiredNodeVersion": "1.35"}, 400, "must not be newer than the master version"),
-    ({"desiredLoggingService": "logging.googleapis.com"}, 400, "Invalid value for loggingService"),
-    ({"desiredBogus": True}, 400, 'Unknown name "desiredBogus"'),
-], ids=["unmodelled", "two-updates", "empty", "pool-id-only", "bad-limits", "no-such-pool", "old-minor",
-        "master-downgrade", "nodes-above-master", "legacy-logging", "misspelt"])
+@pytest.mark.parametrize(
+    ("update", "code", "message"),
+    [
+        ({"desiredDatapathProvider": "ADVANCED_DATAPATH"}, 400, "desiredDatapathProvider are not supported"),
+        ({"desiredMasterVersion": "1.35", "desiredLoggingService": "none"}, 400, "Exactly one update"),
+        ({}, 400, "at least one field"),
+        ({"desiredNodePoolId": "default-pool"}, 400, "at least one field"),
+        (
+            {"desiredNodePoolAutoscaling": {"enabled": True, "minNodeCount": 5, "maxNodeCount": 2}},
+            400,
+            "max_node_count (2) must be greater than or equal",
+        ),
+        (
+            {"desiredNodePoolAutoscaling": {"enabled": True, "maxNodeCount": 2}, "desiredNodePoolId": "nope"},
+            404,
+            "nodePools/nope",
+        ),
+        ({"desiredMasterVersion": "1.30.1-gke.1"}, 400, 'Master version "1.30.1-gke.1" is unsupported.'),
+        ({"desiredMasterVersion": "1.33"}, 400, "cannot be downgraded"),
+        ({"desiredNodeVersion": "1.35"}, 400, "must not be newer than the master version"),
+        ({"desiredLoggingService": "logging.googleapis.com"}, 400, "Invalid value for loggingService"),
+        ({"desiredBogus": True}, 400, 'Unknown name "desiredBogus"'),
+    ],
+    ids=[
+        "unmodelled",
+        "two-updates",
+        "empty",
+        "pool-id-only",
+        "bad-limits",
+        "no-such-pool",
+        "old-minor",
+        "master-downgrade",
+        "nodes-above-master",
+        "legacy-logging",
+        "misspelt",
+    ],
+)
 def test_refused_updates_change_nothing(api: Api, update: dict, code: int, message: str) -> None:
     before = _state(api)
     status, out = api("PUT", C, {"update": update})
@@ -88,8 +132,9 @@ def test_node_pool_id_is_required_with_several_pools(api: Api) -> None:
     api.wait()
     _second_pool(api)
     status, out = api("PUT", C, body)
-    assert status == 400 and out["error"]["message"] == ("Node pool id must be specified if cluster has more "
-                                                         "than one node pool.")
+    assert status == 400 and out["error"]["message"] == (
+        "Node pool id must be specified if cluster has more than one node pool."
+    )
 
 
 def test_master_and_node_upgrades_land_when_their_operations_finish(api: Api) -> None:
@@ -141,21 +186,35 @@ def test_resource_labels_with_fingerprint(api: Api) -> None:
     cluster = api.ok("GET", C)
     assert cluster["labelFingerprint"] == "a9dc16a7" and "resourceLabels" not in cluster
     status, out = api("POST", C + ":setResourceLabels", {"resourceLabels": {"team": "ml"}})
-    assert status == 400 and out["error"] == {"code": 400, "status": "FAILED_PRECONDITION", "message": (
-        "Labels could not be set due to fingerprint mismatch; try again with the proper fingerprint: incorrect "
-        'fingerprint supplied was "", the expected one is "a9dc16a7".')}
-    status, out = api("POST", C + ":setResourceLabels", {"resourceLabels": {"Team": "ml"},
-                                                        "labelFingerprint": "a9dc16a7"})
+    assert status == 400 and out["error"] == {
+        "code": 400,
+        "status": "FAILED_PRECONDITION",
+        "message": (
+            "Labels could not be set due to fingerprint mismatch; try again with the proper fingerprint: incorrect "
+            'fingerprint supplied was "", the expected one is "a9dc16a7".'
+        ),
+    }
+    status, out = api(
+        "POST", C + ":setResourceLabels", {"resourceLabels": {"Team": "ml"}, "labelFingerprint": "a9dc16a7"}
+    )
     assert status == 400 and "Invalid resource label" in out["error"]["message"]
-    op = api.ok("POST", C + ":setResourceLabels", {"resourceLabels": {"team": "ml"}, "labelFingerprint": "a9dc16a7"})
+    op = api.ok(
+        "POST", C + ":setResourceLabels", {"resourceLabels": {"team": "ml"}, "labelFingerprint": "a9dc16a7"}
+    )
     assert op["operationType"] == "SET_LABELS"
     api.wait()
     cluster = api.ok("GET", C)
     assert cluster["resourceLabels"] == {"team": "ml"} and cluster["labelFingerprint"] != "a9dc16a7"
     # the old fingerprint no longer matches; the zonal form (/resourceLabels) takes the current one
-    assert api("POST", C + ":setResourceLabels", {"resourceLabels": {}, "labelFingerprint": "a9dc16a7"})[0] == 400
-    api.ok("POST", "/v1/projects/proj-x/zones/us-east5-b/clusters/tpu-cluster/resourceLabels",
-           {"resourceLabels": {}, "labelFingerprint": cluster["labelFingerprint"]})
+    assert (
+        api("POST", C + ":setResourceLabels", {"resourceLabels": {}, "labelFingerprint": "a9dc16a7"})[0]
+        == 400
+    )
+    api.ok(
+        "POST",
+        "/v1/projects/proj-x/zones/us-east5-b/clusters/tpu-cluster/resourceLabels",
+        {"resourceLabels": {}, "labelFingerprint": cluster["labelFingerprint"]},
+    )
     api.wait()
     assert "resourceLabels" not in api.ok("GET", C) and api.ok("GET", C)["labelFingerprint"] == "a9dc16a7"
 
@@ -183,7 +242,9 @@ def test_server_config_offers_the_versions_the_twin_accepts(api: Api) -> None:
     assert regular["defaultVersion"] == cfg["defaultClusterVersion"]
     for version in cfg["validMasterVersions"]:  # every offered version is one a create accepts
         body = fixture("create-cluster")["body"]
-        body["cluster"].update(name="v" + version.replace(".", "-").split("-gke")[0], initialClusterVersion=version)
+        body["cluster"].update(
+            name="v" + version.replace(".", "-").split("-gke")[0], initialClusterVersion=version
+        )
         assert api("POST", BASE + "/clusters", body)[0] == 200, version
     assert api.ok("GET", "/v1/projects/proj-x/zones/us-east5-b/serverconfig") == cfg
 
@@ -196,8 +257,13 @@ def test_regional_cluster_has_zone_and_autopilot_is_refused(api: Api) -> None:
     regional = api.ok("GET", "/v1/projects/proj-x/locations/us-east5/clusters/r1")
     assert regional["zone"] == "us-east5" and regional["location"] == "us-east5"
     assert all(c.get("zone") for c in api.ok("GET", "/v1/projects/proj-x/locations/-/clusters")["clusters"])
-    auto = {"cluster": {"name": "a1", "autopilot": {"enabled": True}, "nodePools": [
-        {"name": "default-pool", "initialNodeCount": 1}]}}
+    auto = {
+        "cluster": {
+            "name": "a1",
+            "autopilot": {"enabled": True},
+            "nodePools": [{"name": "default-pool", "initialNodeCount": 1}],
+        }
+    }
     status, out = api("POST", "/v1/projects/proj-x/locations/us-east5/clusters", auto)
     assert status == 400 and "Autopilot clusters" in out["error"]["message"]
     assert api("GET", "/v1/projects/proj-x/locations/us-east5/clusters/a1")[0] == 404
@@ -211,12 +277,18 @@ def test_ray_operator_addon_switched_by_update_and_nodes_have_addresses() -> Non
         twin.run_until_idle(max_seconds=3600)
         cluster = twin.cluster("c1")
         assert cluster.list("RayJob") == []
-        twin.gke("PUT", f"{path}/c1", {"update": {"desiredAddonsConfig": {"rayOperatorConfig": {"enabled": False}}}})
+        twin.gke(
+            "PUT",
+            f"{path}/c1",
+            {"update": {"desiredAddonsConfig": {"rayOperatorConfig": {"enabled": False}}}},
+        )
         twin.run_until_idle(max_seconds=3600)
         assert twin.gke("GET", f"{path}/c1")["addonsConfig"]["rayOperatorConfig"] == {"enabled": False}
         with pytest.raises(NotFound):
             cluster.list("RayJob")
-        twin.gke("PUT", f"{path}/c1", {"update": {"desiredAddonsConfig": {"rayOperatorConfig": {"enabled": True}}}})
+        twin.gke(
+            "PUT", f"{path}/c1", {"update": {"desiredAddonsConfig": {"rayOperatorConfig": {"enabled": True}}}}
+        )
         twin.run_until_idle(max_seconds=3600)
         assert cluster.list("RayJob") == []
         nodes = cluster.list("Node")

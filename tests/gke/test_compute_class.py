@@ -62,21 +62,41 @@ def class_twin(rule: dict[str, Any] | None = None) -> Twin:
 def class_pod(name: str, run_seconds: float = 3 * H) -> dict[str, Any]:
     """A TPU worker that selects the ComputeClass (no node pool named)."""
     res = {"cpu": "8", "memory": "16Gi", "google.com/tpu": "4"}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default",
-                         "annotations": {"twin.flexq.dev/run-seconds": str(run_seconds)}},
-            "spec": {"restartPolicy": "Never",
-                     "nodeSelector": {"cloud.google.com/compute-class": CLASS,
-                                      "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
-                                      "cloud.google.com/gke-tpu-topology": "4x4"},
-                     "tolerations": [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}],
-                     "containers": [{"name": "worker", "image": "rayproject/ray:2.53.0-py311",
-                                     "resources": {"requests": dict(res), "limits": dict(res)}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "annotations": {"twin.flexq.dev/run-seconds": str(run_seconds)},
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "nodeSelector": {
+                "cloud.google.com/compute-class": CLASS,
+                "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                "cloud.google.com/gke-tpu-topology": "4x4",
+            },
+            "tolerations": [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [
+                {
+                    "name": "worker",
+                    "image": "rayproject/ray:2.53.0-py311",
+                    "resources": {"requests": dict(res), "limits": dict(res)},
+                }
+            ],
+        },
+    }
 
 
 def _pool_of_pods(t: Twin) -> dict[str, str]:
-    nodes = {n["metadata"]["name"]: n["metadata"]["labels"]["cloud.google.com/gke-nodepool"] for n in t.list("Node")}
-    return {p["metadata"]["name"]: nodes.get(p["spec"].get("nodeName", ""), "") for p in t.list("Pod", "default")}
+    nodes = {
+        n["metadata"]["name"]: n["metadata"]["labels"]["cloud.google.com/gke-nodepool"]
+        for n in t.list("Node")
+    }
+    return {
+        p["metadata"]["name"]: nodes.get(p["spec"].get("nodeName", ""), "") for p in t.list("Pod", "default")
+    }
 
 
 def _events(t: Twin, reason: str) -> list[dict[str, Any]]:
@@ -91,23 +111,46 @@ def _submit(t: Twin, n: int = 4) -> None:
 def _submit_job(t: Twin, run_seconds: float = 3 * H) -> None:
     """A batch Job of 4 workers selecting the class (its pods are recreated when evicted)."""
     pod = class_pod("x", run_seconds)
-    t.apply({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "default"},
-             "spec": {"parallelism": 4, "completions": 4, "backoffLimit": 10,
-                      "template": {"metadata": {"annotations": pod["metadata"]["annotations"]}, "spec": pod["spec"]}}})
+    t.apply(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "train", "namespace": "default"},
+            "spec": {
+                "parallelism": 4,
+                "completions": 4,
+                "backoffLimit": 10,
+                "template": {
+                    "metadata": {"annotations": pod["metadata"]["annotations"]},
+                    "spec": pod["spec"],
+                },
+            },
+        }
+    )
 
 
 def _live_pools(t: Twin) -> dict[str, str]:
-    nodes = {n["metadata"]["name"]: n["metadata"]["labels"]["cloud.google.com/gke-nodepool"] for n in t.list("Node")}
-    return {p["metadata"]["name"]: nodes.get(p["spec"].get("nodeName", ""), "") for p in t.list("Pod", "default")
-            if p["status"].get("phase") in ("Pending", "Running")}
+    nodes = {
+        n["metadata"]["name"]: n["metadata"]["labels"]["cloud.google.com/gke-nodepool"]
+        for n in t.list("Node")
+    }
+    return {
+        p["metadata"]["name"]: nodes.get(p["spec"].get("nodeName", ""), "")
+        for p in t.list("Pod", "default")
+        if p["status"].get("phase") in ("Pending", "Running")
+    }
 
 
 def test_pods_selecting_a_class_get_its_toleration() -> None:
     t = class_twin()
     _submit(t, 1)
     tols = t.get("Pod", "w0", "default")["spec"]["tolerations"]
-    assert {"key": "cloud.google.com/compute-class", "operator": "Equal", "value": CLASS,
-            "effect": "NoSchedule"} in tols
+    assert {
+        "key": "cloud.google.com/compute-class",
+        "operator": "Equal",
+        "value": CLASS,
+        "effect": "NoSchedule",
+    } in tols
 
 
 def test_a_plan_a_available_first_rule_wins() -> None:
@@ -140,13 +183,20 @@ def test_b_stockout_two_hours_falls_back_to_spot_then_migrates_back() -> None:
     # cordons the spot slice and evicts its pods; the Job recreates them on on-demand
     t.advance(2 * H - (t.now() - t0) + 400)
     migrated = _events(t, "ActiveMigration")
-    assert migrated and "higher-priority node pool on-demand-pool of ComputeClass tpu-class" in migrated[-1]["message"]
-    spot_nodes = [n for n in t.list("Node") if n["metadata"]["labels"]["cloud.google.com/gke-nodepool"] == "spot-pool"]
+    assert (
+        migrated
+        and "higher-priority node pool on-demand-pool of ComputeClass tpu-class" in migrated[-1]["message"]
+    )
+    spot_nodes = [
+        n for n in t.list("Node") if n["metadata"]["labels"]["cloud.google.com/gke-nodepool"] == "spot-pool"
+    ]
     assert spot_nodes and all(n["spec"].get("unschedulable") for n in spot_nodes)
     t.advance(120)
     assert set(_live_pools(t).values()) == {"on-demand-pool"}
     t.advance(20 * 60)  # the idle spot slice is removed after scale-down-unneeded-time
-    assert [n for n in t.list("Node") if n["metadata"]["labels"]["cloud.google.com/gke-nodepool"] == "spot-pool"] == []
+    assert [
+        n for n in t.list("Node") if n["metadata"]["labels"]["cloud.google.com/gke-nodepool"] == "spot-pool"
+    ] == []
     bill = t.billing()
     assert bill["provisioningModels"].get("spot", 0) > 0 and bill["provisioningModels"]["on-demand"] > 0
 
@@ -192,28 +242,61 @@ def test_pools_of_another_class_or_none_are_not_used() -> None:
     assert t.get("Pod", "x", "default")["status"]["phase"] == "Pending"
 
 
-@pytest.mark.parametrize("rule,field,text", [
-    ({"tpu": {"type": "tpu-v6e-slice", "count": 4, "topology": "4x4"}, "flexStart": {"enabled": True}},
-     "spec.priorities[0].tpu", "flex-start VMs support only single-host TPU slices"),
-    ({"machineFamily": "ct6e", "spot": True, "flexStart": {"enabled": True}}, "spec.priorities[0]",
-     "flexStart cannot be used with spot"),
-    ({"flexStart": {"enabled": True}, "maxRunDurationSeconds": 700000}, "spec.priorities[0].maxRunDurationSeconds",
-     "flex-start VMs run for at most 604800 seconds"),
-])
+@pytest.mark.parametrize(
+    "rule,field,text",
+    [
+        (
+            {"tpu": {"type": "tpu-v6e-slice", "count": 4, "topology": "4x4"}, "flexStart": {"enabled": True}},
+            "spec.priorities[0].tpu",
+            "flex-start VMs support only single-host TPU slices",
+        ),
+        (
+            {"machineFamily": "ct6e", "spot": True, "flexStart": {"enabled": True}},
+            "spec.priorities[0]",
+            "flexStart cannot be used with spot",
+        ),
+        (
+            {"flexStart": {"enabled": True}, "maxRunDurationSeconds": 700000},
+            "spec.priorities[0].maxRunDurationSeconds",
+            "flex-start VMs run for at most 604800 seconds",
+        ),
+    ],
+)
 def test_refused_combinations(rule: dict[str, Any], field: str, text: str) -> None:
     t = Twin(clock="virtual")
     with pytest.raises(ApiError) as err:
-        t.apply({"apiVersion": "cloud.google.com/v1", "kind": "ComputeClass", "metadata": {"name": "bad"},
-                 "spec": {"priorities": [rule]}})
-    assert any(c["field"] == field and text in c["message"] for c in err.value.to_status()["details"]["causes"])
+        t.apply(
+            {
+                "apiVersion": "cloud.google.com/v1",
+                "kind": "ComputeClass",
+                "metadata": {"name": "bad"},
+                "spec": {"priorities": [rule]},
+            }
+        )
+    assert any(
+        c["field"] == field and text in c["message"] for c in err.value.to_status()["details"]["causes"]
+    )
     assert t.list("ComputeClass") == []
 
 
 def test_single_host_flex_start_tpu_rule_is_accepted() -> None:
     t = Twin(clock="virtual")
-    t.apply({"apiVersion": "cloud.google.com/v1", "kind": "ComputeClass", "metadata": {"name": "flex"},
-             "spec": {"priorities": [{"tpu": {"type": "tpu-v6e-slice", "count": 8, "topology": "2x4"},
-                                      "flexStart": {"enabled": True}, "capacityCheckWaitTimeSeconds": 300}]}})
+    t.apply(
+        {
+            "apiVersion": "cloud.google.com/v1",
+            "kind": "ComputeClass",
+            "metadata": {"name": "flex"},
+            "spec": {
+                "priorities": [
+                    {
+                        "tpu": {"type": "tpu-v6e-slice", "count": 8, "topology": "2x4"},
+                        "flexStart": {"enabled": True},
+                        "capacityCheckWaitTimeSeconds": 300,
+                    }
+                ]
+            },
+        }
+    )
     got = t.get("computeclass", "flex")
     assert got["spec"]["whenUnsatisfiable"] == "DoNotScaleUp"
     assert got["spec"]["priorities"][0]["capacityCheckWaitTimeSeconds"] == 300
@@ -241,9 +324,18 @@ spec:
 
 def _flex_twin(stockout_end: str) -> Twin:
     t = Twin(clock="virtual")
-    t.core.project.create(profile({"rules": [
-        {"match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["flex-start"]},
-         "windows": [{"start": "0s", "end": stockout_end, "available": 0}]}]}))
+    t.core.project.create(
+        profile(
+            {
+                "rules": [
+                    {
+                        "match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["flex-start"]},
+                        "windows": [{"start": "0s", "end": stockout_end, "available": 0}],
+                    }
+                ]
+            }
+        )
+    )
     req = fixture("create-cluster")
     t.gke("POST", req["path"], req["body"])
     t.advance(30)
@@ -254,8 +346,9 @@ def _flex_twin(stockout_end: str) -> Twin:
         np["config"]["machineType"] = "ct6e-standard-8t"
         np["placementPolicy"] = {"tpuTopology": "2x4"}
         np["config"]["labels"] = {"cloud.google.com/compute-class": "flex-class"}
-        np["config"]["taints"] = [{"key": "cloud.google.com/compute-class", "value": "flex-class",
-                                   "effect": "NO_SCHEDULE"}]
+        np["config"]["taints"] = [
+            {"key": "cloud.google.com/compute-class", "value": "flex-class", "effect": "NO_SCHEDULE"}
+        ]
         if flex:
             np["config"]["flexStart"] = True
             np["config"].pop("reservationAffinity", None)
@@ -263,8 +356,9 @@ def _flex_twin(stockout_end: str) -> Twin:
         t.advance(30)
     t.apply(FLEX_CC)
     pod = class_pod("single", run_seconds=H)
-    pod["spec"]["nodeSelector"].update({"cloud.google.com/compute-class": "flex-class",
-                                        "cloud.google.com/gke-tpu-topology": "2x4"})
+    pod["spec"]["nodeSelector"].update(
+        {"cloud.google.com/compute-class": "flex-class", "cloud.google.com/gke-tpu-topology": "2x4"}
+    )
     for c in pod["spec"]["containers"]:
         c["resources"] = {"requests": {"google.com/tpu": "8"}, "limits": {"google.com/tpu": "8"}}
     t.apply(pod)

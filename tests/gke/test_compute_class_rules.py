@@ -9,8 +9,15 @@ import pytest
 from flexq.gke.compute_class import backoff_after, class_of_pod, class_of_pool, flex_wait, rule_index
 
 
-def pool(name: str, machine: str = "ct6e-standard-4t", topology: str | None = "4x4", model: str = "on-demand",
-         queued: bool = False, cls: str | None = "c", **cfg: Any) -> dict[str, Any]:
+def pool(
+    name: str,
+    machine: str = "ct6e-standard-4t",
+    topology: str | None = "4x4",
+    model: str = "on-demand",
+    queued: bool = False,
+    cls: str | None = "c",
+    **cfg: Any,
+) -> dict[str, Any]:
     config = {"machineType": machine, **cfg}
     if cls:
         config["labels"] = {"cloud.google.com/compute-class": cls}
@@ -30,26 +37,38 @@ def cc(*rules: dict[str, Any], when: str | None = None) -> dict[str, Any]:
 TPU = {"type": "tpu-v6e-slice", "count": 4, "topology": "4x4"}
 
 
-@pytest.mark.parametrize("rules,p,want", [
-    ([{"nodepools": ["a"]}, {"nodepools": ["b"]}], pool("b"), 1),
-    ([{"tpu": TPU, "spot": True}, {"tpu": TPU}], pool("x", model="spot"), 0),
-    ([{"tpu": TPU, "spot": True}, {"tpu": TPU}], pool("x"), 1),  # spot unset matches on-demand too
-    ([{"tpu": {**TPU, "topology": "2x4"}}], pool("x"), None),
-    ([{"tpu": {**TPU, "count": 8}}], pool("x"), None),
-    ([{"machineFamily": "ct6e"}], pool("x"), 0),
-    ([{"machineFamily": "ct5lp"}], pool("x"), None),
-    ([{"machineType": "ct6e-standard-4t", "spot": False}], pool("x", model="spot"), None),
-    ([{"tpu": TPU, "flexStart": {"enabled": True}}], pool("x", model="flex-start"), 0),
-    ([{"tpu": TPU, "flexStart": {"enabled": True}}], pool("x", model="flex-start", queued=True), None),
-    ([{"tpu": TPU, "flexStart": {"enabled": True}, "maxRunDurationSeconds": 86400}],
-     pool("x", model="flex-start", maxRunDuration="86400s"), 0),
-    ([{"tpu": TPU, "flexStart": {"enabled": True}, "maxRunDurationSeconds": 3600}],
-     pool("x", model="flex-start", maxRunDuration="86400s"), None),
-    ([{"reservations": {"affinity": "Specific"}, "tpu": TPU}],
-     pool("x", reservationAffinity={"consumeReservationType": "SPECIFIC_RESERVATION"}), 0),
-    ([{"reservations": {"affinity": "Specific"}, "tpu": TPU}], pool("x"), None),
-    ([{"minCores": 400}], pool("x"), None),
-])
+@pytest.mark.parametrize(
+    "rules,p,want",
+    [
+        ([{"nodepools": ["a"]}, {"nodepools": ["b"]}], pool("b"), 1),
+        ([{"tpu": TPU, "spot": True}, {"tpu": TPU}], pool("x", model="spot"), 0),
+        ([{"tpu": TPU, "spot": True}, {"tpu": TPU}], pool("x"), 1),  # spot unset matches on-demand too
+        ([{"tpu": {**TPU, "topology": "2x4"}}], pool("x"), None),
+        ([{"tpu": {**TPU, "count": 8}}], pool("x"), None),
+        ([{"machineFamily": "ct6e"}], pool("x"), 0),
+        ([{"machineFamily": "ct5lp"}], pool("x"), None),
+        ([{"machineType": "ct6e-standard-4t", "spot": False}], pool("x", model="spot"), None),
+        ([{"tpu": TPU, "flexStart": {"enabled": True}}], pool("x", model="flex-start"), 0),
+        ([{"tpu": TPU, "flexStart": {"enabled": True}}], pool("x", model="flex-start", queued=True), None),
+        (
+            [{"tpu": TPU, "flexStart": {"enabled": True}, "maxRunDurationSeconds": 86400}],
+            pool("x", model="flex-start", maxRunDuration="86400s"),
+            0,
+        ),
+        (
+            [{"tpu": TPU, "flexStart": {"enabled": True}, "maxRunDurationSeconds": 3600}],
+            pool("x", model="flex-start", maxRunDuration="86400s"),
+            None,
+        ),
+        (
+            [{"reservations": {"affinity": "Specific"}, "tpu": TPU}],
+            pool("x", reservationAffinity={"consumeReservationType": "SPECIFIC_RESERVATION"}),
+            0,
+        ),
+        ([{"reservations": {"affinity": "Specific"}, "tpu": TPU}], pool("x"), None),
+        ([{"minCores": 400}], pool("x"), None),
+    ],
+)
 def test_rule_index(rules: list, p: dict, want: int | None) -> None:
     assert rule_index(cc(*rules), p) == want
 

@@ -31,7 +31,9 @@ def gcloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     env = dict(os.environ, **info["env"], CLOUDSDK_CORE_DISABLE_PROMPTS="1", CLOUDSDK_CORE_PROJECT="proj-x")
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        r = subprocess.run(["gcloud", "container", *args], env=env, capture_output=True, text=True, timeout=180)
+        r = subprocess.run(
+            ["gcloud", "container", *args], env=env, capture_output=True, text=True, timeout=180
+        )
         if check and r.returncode != 0:
             raise AssertionError(f"gcloud {' '.join(args)} failed ({r.returncode}): {r.stderr[-2000:]}")
         return r
@@ -45,18 +47,54 @@ def gcloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 
 def test_tutorial_commands(gcloud) -> None:
-    gcloud("clusters", "create", "tpu-cluster", "--cluster-version=1.34", "--machine-type=n2-standard-16",
-           "--enable-image-streaming", "--addons=RayOperator", *LOC)
-    for name, extra in (("on-demand-pool", []), ("dws-pool", ["--enable-queued-provisioning", "--flex-start"])):
-        gcloud("node-pools", "create", name, "--cluster=tpu-cluster", "--machine-type=ct6e-standard-4t",
-               "--tpu-topology=4x4", "--reservation-affinity=none", "--enable-autoscaling", *extra,
-               "--num-nodes=0", "--min-nodes=0", "--max-nodes=4", *LOC)
-    out = gcloud("node-pools", "describe", "dws-pool", "--cluster=tpu-cluster", '--format=get(config.flexStart)', *LOC)
+    gcloud(
+        "clusters",
+        "create",
+        "tpu-cluster",
+        "--cluster-version=1.34",
+        "--machine-type=n2-standard-16",
+        "--enable-image-streaming",
+        "--addons=RayOperator",
+        *LOC,
+    )
+    for name, extra in (
+        ("on-demand-pool", []),
+        ("dws-pool", ["--enable-queued-provisioning", "--flex-start"]),
+    ):
+        gcloud(
+            "node-pools",
+            "create",
+            name,
+            "--cluster=tpu-cluster",
+            "--machine-type=ct6e-standard-4t",
+            "--tpu-topology=4x4",
+            "--reservation-affinity=none",
+            "--enable-autoscaling",
+            *extra,
+            "--num-nodes=0",
+            "--min-nodes=0",
+            "--max-nodes=4",
+            *LOC,
+        )
+    out = gcloud(
+        "node-pools", "describe", "dws-pool", "--cluster=tpu-cluster", "--format=get(config.flexStart)", *LOC
+    )
     assert out.stdout.strip() == "True"
-    listed = gcloud("node-pools", "list", "--cluster=tpu-cluster", "--format=value(name)", *LOC).stdout.split()
+    listed = gcloud(
+        "node-pools", "list", "--cluster=tpu-cluster", "--format=value(name)", *LOC
+    ).stdout.split()
     assert listed == ["default-pool", "on-demand-pool", "dws-pool"]
-    bad = gcloud("node-pools", "create", "bad", "--cluster=tpu-cluster", "--machine-type=ct6e-standard-4t",
-                 "--tpu-topology=3x3", "--num-nodes=0", *LOC, check=False)
+    bad = gcloud(
+        "node-pools",
+        "create",
+        "bad",
+        "--cluster=tpu-cluster",
+        "--machine-type=ct6e-standard-4t",
+        "--tpu-topology=3x3",
+        "--num-nodes=0",
+        *LOC,
+        check=False,
+    )
     assert bad.returncode != 0 and 'Invalid TPU topology "3x3"' in bad.stderr
     gcloud("clusters", "delete", "tpu-cluster", "--quiet", *LOC)
     assert gcloud("clusters", "list", "--format=value(name)", "--project=proj-x").stdout.strip() == ""

@@ -41,19 +41,34 @@ def cluster(twin: Twin) -> Twin:
     return twin
 
 
-@pytest.mark.parametrize(("count", "text"), [
-    (1e30, "out of range"), (5000, "exceeds the limit of 1000 nodes per node pool per zone"), (1.5, "not an integer"),
-])
+@pytest.mark.parametrize(
+    ("count", "text"),
+    [
+        (1e30, "out of range"),
+        (5000, "exceeds the limit of 1000 nodes per node pool per zone"),
+        (1.5, "not an integer"),
+    ],
+)
 def test_cluster_initial_node_count_beyond_the_limits(twin: Twin, count: float, text: str) -> None:
     _refused(twin, "POST", P, {"cluster": {"name": "c1", "initialNodeCount": count}}, text)
     assert twin.gke("GET", P).get("clusters", []) == []
 
 
 def test_pool_of_a_hundred_thousand_nodes_is_refused(cluster: Twin) -> None:
-    _refused(cluster, "POST", f"{P}/c1/nodePools", {"nodePool": _pool("big", initialNodeCount=100000)},
-             "node_pool.initial_node_count (100000) exceeds the limit of 1000")
-    _refused(cluster, "POST", f"{P}/c1/nodePools", {"nodePool": _pool("auto", autoscaling={
-        "enabled": True, "minNodeCount": 0, "maxNodeCount": 1001})}, "max_node_count (1001) exceeds")
+    _refused(
+        cluster,
+        "POST",
+        f"{P}/c1/nodePools",
+        {"nodePool": _pool("big", initialNodeCount=100000)},
+        "node_pool.initial_node_count (100000) exceeds the limit of 1000",
+    )
+    _refused(
+        cluster,
+        "POST",
+        f"{P}/c1/nodePools",
+        {"nodePool": _pool("auto", autoscaling={"enabled": True, "minNodeCount": 0, "maxNodeCount": 1001})},
+        "max_node_count (1001) exceeds",
+    )
 
 
 def test_set_size_beyond_the_limit_builds_nothing(cluster: Twin) -> None:
@@ -66,23 +81,46 @@ def test_set_size_beyond_the_limit_builds_nothing(cluster: Twin) -> None:
 def test_ip_ranges_bound_the_cluster(twin: Twin) -> None:
     """Each node takes a /24 of the Pod range (GKE's default for 110 pods per node): a /21 holds 8 nodes (the
     default /14 holds 1,024)."""
-    twin.gke("POST", P, {"cluster": {"name": "c1", "clusterIpv4Cidr": "10.80.0.0/21",
-                                     "nodePools": [_pool("default-pool", initialNodeCount=3)]}})
+    twin.gke(
+        "POST",
+        P,
+        {
+            "cluster": {
+                "name": "c1",
+                "clusterIpv4Cidr": "10.80.0.0/21",
+                "nodePools": [_pool("default-pool", initialNodeCount=3)],
+            }
+        },
+    )
     twin.advance(600)
     twin.gke("POST", f"{P}/c1/nodePools", {"nodePool": _pool("a", initialNodeCount=4)})
     twin.advance(600)
-    _refused(twin, "POST", f"{P}/c1/nodePools", {"nodePool": _pool("b", initialNodeCount=2)},
-             "IP_SPACE_EXHAUSTED: the cluster cannot hold 9 nodes (2 requested, 7 in its other node pools): the "
-             "Pod range 10.80.0.0/21 with a /24 per node holds 8 nodes")
+    _refused(
+        twin,
+        "POST",
+        f"{P}/c1/nodePools",
+        {"nodePool": _pool("b", initialNodeCount=2)},
+        "IP_SPACE_EXHAUSTED: the cluster cannot hold 9 nodes (2 requested, 7 in its other node pools): the "
+        "Pod range 10.80.0.0/21 with a /24 per node holds 8 nodes",
+    )
     _refused(twin, "POST", f"{P}/c1/nodePools/default-pool:setSize", {"nodeCount": 5}, "IP_SPACE_EXHAUSTED")
     twin.gke("POST", f"{P}/c1/nodePools/default-pool:setSize", {"nodeCount": 4})
     twin.advance(600)
     assert len(twin.list("Node")) == 8
-    _refused(twin, "POST", P, {"cluster": {"name": "c2", "clusterIpv4Cidr": "nonsense", "initialNodeCount": 1}},
-             "cluster_ipv4_cidr")
+    _refused(
+        twin,
+        "POST",
+        P,
+        {"cluster": {"name": "c2", "clusterIpv4Cidr": "nonsense", "initialNodeCount": 1}},
+        "cluster_ipv4_cidr",
+    )
 
 
 def test_negative_max_surge_is_refused(cluster: Twin) -> None:
-    _refused(cluster, "POST", f"{P}/c1/nodePools", {"nodePool": _pool("s", initialNodeCount=1,
-                                                                      upgradeSettings={"maxSurge": -1})},
-             "max_surge must be non-negative")
+    _refused(
+        cluster,
+        "POST",
+        f"{P}/c1/nodePools",
+        {"nodePool": _pool("s", initialNodeCount=1, upgradeSettings={"maxSurge": -1})},
+        "max_surge must be non-negative",
+    )

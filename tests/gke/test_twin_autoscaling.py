@@ -67,8 +67,16 @@ def test_v6e_4x4_pool_scales_0_to_4_at_once_and_back_10_minutes_after() -> None:
 
 
 def test_stockout_window_keeps_pods_pending_then_pool_grows() -> None:
-    t = tutorial_twin({"rules": [{"match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
-                                  "windows": [{"start": "0s", "end": "2h", "available": 0}]}]})
+    t = tutorial_twin(
+        {
+            "rules": [
+                {
+                    "match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
+                    "windows": [{"start": "0s", "end": "2h", "available": 0}],
+                }
+            ]
+        }
+    )
     for i in range(4):
         t.apply(tpu_pod(f"w{i}", "on-demand-pool"))
     t.advance(H)
@@ -77,8 +85,9 @@ def test_stockout_window_keeps_pods_pending_then_pool_grows() -> None:
     assert pod["status"]["phase"] == "Pending"
     scheduled = condition(pod, "PodScheduled")
     assert scheduled["status"] == "False" and scheduled["reason"] == "Unschedulable"
-    assert scheduled["message"].startswith("0/3 nodes are available: 3 node(s) didn't match Pod's node "
-                                           "affinity/selector.")  # kube-scheduler's FitError, the 3 CPU nodes
+    assert scheduled["message"].startswith(
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    )  # kube-scheduler's FitError, the 3 CPU nodes
     failed = events(t, "w0", "FailedScaleUp")
     assert failed and "GCE out of resources" in failed[0]["message"]
     stockout = t.gke("GET", POOLS + "/on-demand-pool")
@@ -90,8 +99,13 @@ def test_stockout_window_keeps_pods_pending_then_pool_grows() -> None:
 
 
 def test_never_available_partial_capacity_does_not_split_a_slice() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["on-demand"], "machineTypes": ["ct6e-*"]},
-                                  "available": 3}]})
+    t = tutorial_twin(
+        {
+            "rules": [
+                {"match": {"provisioningModels": ["on-demand"], "machineTypes": ["ct6e-*"]}, "available": 3}
+            ]
+        }
+    )
     for i in range(4):
         t.apply(tpu_pod(f"w{i}", "on-demand-pool"))
     t.advance(2 * H)
@@ -118,8 +132,11 @@ def test_pool_max_nodes_bounds_the_scale_up() -> None:
 
 def test_fixed_size_pool_and_set_size() -> None:
     t = tutorial_twin(pools=())
-    t.gke("POST", POOLS, {"nodePool": {"name": "cpu", "initialNodeCount": 2,
-                                       "config": {"machineType": "e2-standard-4"}}})
+    t.gke(
+        "POST",
+        POOLS,
+        {"nodePool": {"name": "cpu", "initialNodeCount": 2, "config": {"machineType": "e2-standard-4"}}},
+    )
     t.advance(30)
     assert len(nodes(t, "cpu")) == 2
     t.gke("POST", POOLS + "/cpu:setSize", {"nodeCount": 5})
@@ -135,8 +152,11 @@ def test_fixed_size_pool_and_set_size() -> None:
 
 def test_fixed_size_pool_in_a_stockout_reports_gce_stockout() -> None:
     t = tutorial_twin({"rules": [{"match": {"machineTypes": ["ct5lp-*"]}, "available": 0}]}, pools=())
-    t.gke("POST", POOLS, {"nodePool": {"name": "v5e", "initialNodeCount": 1,
-                                       "config": {"machineType": "ct5lp-hightpu-4t"}}})
+    t.gke(
+        "POST",
+        POOLS,
+        {"nodePool": {"name": "v5e", "initialNodeCount": 1, "config": {"machineType": "ct5lp-hightpu-4t"}}},
+    )
     t.advance(60)
     pool = t.gke("GET", POOLS + "/v5e")
     assert pool["conditions"][0]["code"] == "GCE_STOCKOUT"
@@ -145,9 +165,18 @@ def test_fixed_size_pool_in_a_stockout_reports_gce_stockout() -> None:
 
 
 def test_spot_nodes_are_preempted() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["spot"]},
-                                  "preemption": {"fixed": "30m"}, "provisionTime": {"fixed": "1m"}}]},
-                      pools=("create-spot-pool",))
+    t = tutorial_twin(
+        {
+            "rules": [
+                {
+                    "match": {"provisioningModels": ["spot"]},
+                    "preemption": {"fixed": "30m"},
+                    "provisionTime": {"fixed": "1m"},
+                }
+            ]
+        },
+        pools=("create-spot-pool",),
+    )
     for i in range(2):
         pod = tpu_pod(f"s{i}", "spot", run_seconds=10 * H)
         pod["spec"]["nodeSelector"] = {"cloud.google.com/gke-nodepool": "spot"}
@@ -169,12 +198,24 @@ def test_spot_nodes_are_preempted() -> None:
 
 def test_a_preempted_host_takes_its_whole_multi_host_slice() -> None:
     # random preemption times: each slice draws one, so the 2 hosts of a 2x4 slice always go together
-    t = tutorial_twin({"seed": 5, "rules": [{"match": {"provisioningModels": ["spot"]},
-                                             "preemption": {"exponential": {"mean": "1h"}},
-                                             "provisionTime": {"uniform": {"min": "10s", "max": "5m"}}}]},
-                      pools=("create-spot-pool",))
-    t.gke("POST", POOLS + "/spot:setAutoscaling", {"autoscaling": {"enabled": True, "minNodeCount": 0,
-                                                                    "maxNodeCount": 6}})
+    t = tutorial_twin(
+        {
+            "seed": 5,
+            "rules": [
+                {
+                    "match": {"provisioningModels": ["spot"]},
+                    "preemption": {"exponential": {"mean": "1h"}},
+                    "provisionTime": {"uniform": {"min": "10s", "max": "5m"}},
+                }
+            ],
+        },
+        pools=("create-spot-pool",),
+    )
+    t.gke(
+        "POST",
+        POOLS + "/spot:setAutoscaling",
+        {"autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 6}},
+    )
     t.advance(30)
     for i in range(6):
         pod = tpu_pod(f"s{i}", "spot", run_seconds=10 * H)
@@ -228,7 +269,10 @@ def test_pods_no_pool_can_take_get_not_trigger_scale_up() -> None:
     t = tutorial_twin()
     t.apply(tpu_pod("q0", "dws-pool", queued=True))  # only a ProvisioningRequest can grow the DWS pool
     big = tpu_pod("big", "on-demand-pool")
-    big["spec"]["containers"][0]["resources"] = {"requests": {"google.com/tpu": "8"}, "limits": {"google.com/tpu": "8"}}
+    big["spec"]["containers"][0]["resources"] = {
+        "requests": {"google.com/tpu": "8"},
+        "limits": {"google.com/tpu": "8"},
+    }
     t.apply(big)
     t.advance(60)
     queued = events(t, "q0", "NotTriggerScaleUp")
@@ -237,7 +281,10 @@ def test_pods_no_pool_can_take_get_not_trigger_scale_up() -> None:
     too_big = events(t, "big", "NotTriggerScaleUp")[0]["message"]
     assert too_big.startswith("pod didn't trigger scale-up: ") and "Insufficient google.com/tpu" in too_big
     t.advance(600)
-    assert len(events(t, "q0", "NotTriggerScaleUp")) == 1 and events(t, "q0", "NotTriggerScaleUp")[0]["count"] == 1
+    assert (
+        len(events(t, "q0", "NotTriggerScaleUp")) == 1
+        and events(t, "q0", "NotTriggerScaleUp")[0]["count"] == 1
+    )
 
 
 def test_flex_start_vms_without_queue_scale_for_pods_and_end_at_their_run_duration() -> None:
@@ -264,8 +311,17 @@ def test_flex_start_vms_without_queue_scale_for_pods_and_end_at_their_run_durati
 
 def test_same_seed_same_story() -> None:
     def story() -> list[tuple[str, str]]:
-        t = tutorial_twin({"seed": 3, "rules": [{"match": {"provisioningModels": ["queued"]},
-                                                 "queueWait": {"exponential": {"mean": "6h"}}}]})
+        t = tutorial_twin(
+            {
+                "seed": 3,
+                "rules": [
+                    {
+                        "match": {"provisioningModels": ["queued"]},
+                        "queueWait": {"exponential": {"mean": "6h"}},
+                    }
+                ],
+            }
+        )
         provisioning_request(t, "a")
         provisioning_request(t, "b")
         t.advance(2 * 86400)
@@ -281,23 +337,46 @@ def test_same_seed_same_story() -> None:
 
 def test_an_ordinary_pool_scales_between_its_min_and_max_nodes() -> None:
     t = tutorial_twin(pools=())
-    t.gke("POST", POOLS, {"nodePool": {"name": "cpu", "initialNodeCount": 1, "config": {"machineType": "e2-standard-4"},
-                                       "autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": 3}}})
+    t.gke(
+        "POST",
+        POOLS,
+        {
+            "nodePool": {
+                "name": "cpu",
+                "initialNodeCount": 1,
+                "config": {"machineType": "e2-standard-4"},
+                "autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": 3},
+            }
+        },
+    )
     t.advance(30)
     assert len(nodes(t, "cpu")) == 1  # its minimum
     for i in range(5):  # 3 cpu each: one pod per e2-standard-4 node, five pods, at most 3 nodes
-        t.apply({"apiVersion": "v1", "kind": "Pod",
-                 "metadata": {"name": f"c{i}", "namespace": "default",
-                              "annotations": {"twin.flexq.dev/run-seconds": "1800"}},
-                 "spec": {"restartPolicy": "Never", "nodeSelector": {"cloud.google.com/gke-nodepool": "cpu"},
-                          "containers": [{"name": "c", "image": "busybox",
-                                          "resources": {"requests": {"cpu": "3"}}}]}})
+        t.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"c{i}",
+                    "namespace": "default",
+                    "annotations": {"twin.flexq.dev/run-seconds": "1800"},
+                },
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": {"cloud.google.com/gke-nodepool": "cpu"},
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "3"}}}
+                    ],
+                },
+            }
+        )
     t.advance(60)
     assert len(nodes(t, "cpu")) == 3  # grew to max-nodes and no further
     phases = [p["status"]["phase"] for p in t.list("Pod")]
     assert phases.count("Running") == 3 and phases.count("Pending") == 2
     assert events(t, "c3", "NotTriggerScaleUp")[0]["message"] == (
-        "pod didn't trigger scale-up: 1 max node group size reached")
+        "pod didn't trigger scale-up: 1 max node group size reached"
+    )
     t.advance(2 * H)  # all five ran (the last two after the first three finished)
     assert {p["status"]["phase"] for p in t.list("Pod")} == {"Succeeded"}
     assert len(nodes(t, "cpu")) == 1  # idle nodes removed after 10 minutes, down to min-nodes, not below
@@ -312,12 +391,31 @@ def test_pod_placement_by_selector_affinity_tolerations_and_resources() -> None:
     intolerant = tpu_pod("no-toleration", "on-demand-pool")
     intolerant["spec"]["tolerations"] = []
     intolerant["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
-    affine = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "affine", "namespace": "default"},
-              "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
-                       "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                           "nodeSelectorTerms": [{"matchExpressions": [
-                               {"key": "cloud.google.com/gke-nodepool", "operator": "In",
-                                "values": ["default-pool"]}]}]}}}}}
+    affine = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "affine", "namespace": "default"},
+        "spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {
+                                        "key": "cloud.google.com/gke-nodepool",
+                                        "operator": "In",
+                                        "values": ["default-pool"],
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
+        },
+    }
     huge = copy.deepcopy(affine)
     huge["metadata"]["name"] = "huge"
     huge["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "64"}}
@@ -329,7 +427,8 @@ def test_pod_placement_by_selector_affinity_tolerations_and_resources() -> None:
     bad = condition(t.get("Pod", "no-toleration", "default"), "PodScheduled")
     assert bad["reason"] == "Unschedulable" and bad["message"].startswith(
         "0/7 nodes are available: 3 node(s) didn't match Pod's node affinity/selector, 4 node(s) had untolerated "
-        "taint {google.com/tpu: present}.")
+        "taint {google.com/tpu: present}."
+    )
     too_big = condition(t.get("Pod", "huge", "default"), "PodScheduled")
     assert too_big["reason"] == "Unschedulable" and "3 Insufficient cpu" in too_big["message"]
     assert t.get("Pod", "huge", "default")["status"]["phase"] == "Pending"

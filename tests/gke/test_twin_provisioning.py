@@ -25,12 +25,23 @@ def pr(t, name: str = "dws-1") -> dict:
 
 
 def state(t, name: str = "dws-1") -> dict[str, str]:
-    return {c["type"]: f"{c['status']}/{c['reason']}" for c in pr(t, name).get("status", {}).get("conditions", [])}
+    return {
+        c["type"]: f"{c['status']}/{c['reason']}" for c in pr(t, name).get("status", {}).get("conditions", [])
+    }
 
 
 def test_queued_request_waits_three_days_then_gets_the_whole_slice_at_once() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "3d"},
-                                  "provisionTime": {"fixed": "90s"}}]})
+    t = tutorial_twin(
+        {
+            "rules": [
+                {
+                    "match": {"provisioningModels": ["queued"]},
+                    "queueWait": {"fixed": "3d"},
+                    "provisionTime": {"fixed": "90s"},
+                }
+            ]
+        }
+    )
     provisioning_request(t, "dws-1")
     t.advance(1)
     assert state(t) == {"Accepted": "True/SuccessfullyQueued", "Provisioned": "False/NotProvisioned"}
@@ -42,9 +53,14 @@ def test_queued_request_waits_three_days_then_gets_the_whole_slice_at_once() -> 
     assert len(grown) == 4  # all 4 hosts of the 4x4 slice, created together
     assert len({n["metadata"]["annotations"]["gke.twin.flexq.dev/created-at"] for n in grown}) == 1
     labels = grown[0]["metadata"]["labels"]
-    assert labels["cloud.google.com/gke-queued"] == "true" and labels["cloud.google.com/gke-flex-start"] == "true"
+    assert (
+        labels["cloud.google.com/gke-queued"] == "true"
+        and labels["cloud.google.com/gke-flex-start"] == "true"
+    )
     assert labels["autoscaling.gke.io/provisioning-request"].startswith("gke-default-dws-1-")
-    assert {"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"} in grown[0]["spec"]["taints"]
+    assert {"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"} in grown[0][
+        "spec"
+    ]["taints"]
     assert state(t)["Provisioned"] == "False/NotProvisioned"  # VMs booting
     t.advance(89)
     assert state(t)["Provisioned"] == "False/NotProvisioned"
@@ -66,8 +82,17 @@ def test_queued_request_waits_three_days_then_gets_the_whole_slice_at_once() -> 
 
 
 def test_capacity_is_revoked_at_the_run_duration_limit() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "1h"},
-                                  "provisionTime": {"fixed": "0s"}}]})
+    t = tutorial_twin(
+        {
+            "rules": [
+                {
+                    "match": {"provisioningModels": ["queued"]},
+                    "queueWait": {"fixed": "1h"},
+                    "provisionTime": {"fixed": "0s"},
+                }
+            ]
+        }
+    )
     provisioning_request(t, "dws-1")
     t.advance(H + 1)
     assert state(t)["Provisioned"] == "True/Provisioned"
@@ -80,13 +105,24 @@ def test_capacity_is_revoked_at_the_run_duration_limit() -> None:
     assert state(t)["BookingExpired"] == "True/BookingExpired"
     t.advance(100)
     assert state(t)["CapacityRevoked"] == "True/CapacityRevoked"
-    assert condition(pr(t), "CapacityRevoked")["message"].startswith("Capacity provisioned for the Provisioning")
+    assert condition(pr(t), "CapacityRevoked")["message"].startswith(
+        "Capacity provisioned for the Provisioning"
+    )
     assert nodes(t, "dws-pool") == []  # the VMs were deleted by GCE
 
 
 def test_max_run_duration_parameter() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "10m"},
-                                  "provisionTime": {"fixed": "0s"}}]})
+    t = tutorial_twin(
+        {
+            "rules": [
+                {
+                    "match": {"provisioningModels": ["queued"]},
+                    "queueWait": {"fixed": "10m"},
+                    "provisionTime": {"fixed": "0s"},
+                }
+            ]
+        }
+    )
     provisioning_request(t, "dws-1", params={"maxRunDurationSeconds": "1800"})
     for i in range(4):
         t.apply(tpu_pod(f"w{i}", "dws-pool", run_seconds=D, queued=True, consume="dws-1"))
@@ -97,30 +133,44 @@ def test_max_run_duration_parameter() -> None:
 
 
 def test_impossible_request_fails_after_seven_days() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"never": True}}]})
+    t = tutorial_twin(
+        {"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"never": True}}]}
+    )
     provisioning_request(t, "dws-1")
     t.advance(7 * D - 1)
     assert state(t) == {"Accepted": "True/SuccessfullyQueued", "Provisioned": "False/NotProvisioned"}
     t.advance(1)
     assert state(t)["Failed"] == "True/WaitTimeExceeded"
-    assert condition(pr(t), "Failed")["message"] == ("Provisioning Request could not provision queued instances in "
-                                                     "the allocated time.")
+    assert condition(pr(t), "Failed")["message"] == (
+        "Provisioning Request could not provision queued instances in the allocated time."
+    )
     assert nodes(t, "dws-pool") == []
     t.advance(7 * D)  # terminal requests are deleted 7 days later
     assert t.try_get("ProvisioningRequest", "dws-1", "default") is None
 
 
 def test_valid_until_seconds_bounds_the_wait() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "5h"}}]})
+    t = tutorial_twin(
+        {"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "5h"}}]}
+    )
     provisioning_request(t, "dws-1", params={"ValidUntilSeconds": "7200"})
     t.advance(2 * H)
     assert state(t)["Failed"] == "True/WaitTimeExceeded" and nodes(t, "dws-pool") == []
 
 
 def test_stockout_at_grant_time_delays_the_grant() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "1h"},
-                                  "provisionTime": {"fixed": "0s"},
-                                  "windows": [{"start": "0s", "end": "5h", "available": 0}]}]})
+    t = tutorial_twin(
+        {
+            "rules": [
+                {
+                    "match": {"provisioningModels": ["queued"]},
+                    "queueWait": {"fixed": "1h"},
+                    "provisionTime": {"fixed": "0s"},
+                    "windows": [{"start": "0s", "end": "5h", "available": 0}],
+                }
+            ]
+        }
+    )
     provisioning_request(t, "dws-1")
     window_end = DEFAULT_EPOCH + 5 * H  # windows count from the profile's creation (the twin's first instant)
     t.advance(window_end - 10 - t.now())
@@ -129,10 +179,15 @@ def test_stockout_at_grant_time_delays_the_grant() -> None:
     assert len(nodes(t, "dws-pool")) == 4 and state(t)["Provisioned"] == "True/Provisioned"
 
 
-@pytest.mark.parametrize(("case", "reason"), [("two-pod-sets", "InvalidArgument"),
-                                              ("too-big", "NodepoolSizeReached"),
-                                              ("no-queued-pool", "NoQueuedNodepoolAvailable"),
-                                              ("missing-template", "MissingPodTemplates")])
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        ("two-pod-sets", "InvalidArgument"),
+        ("too-big", "NodepoolSizeReached"),
+        ("no-queued-pool", "NoQueuedNodepoolAvailable"),
+        ("missing-template", "MissingPodTemplates"),
+    ],
+)
 def test_queued_requests_gke_refuses(case: str, reason: str) -> None:
     t = tutorial_twin()
     if case == "two-pod-sets":
@@ -140,8 +195,14 @@ def test_queued_requests_gke_refuses(case: str, reason: str) -> None:
         obj = pr(t)
         t.delete("ProvisioningRequest", "dws-1", "default")
         obj["spec"]["podSets"].append(obj["spec"]["podSets"][0])
-        t.apply({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
-                 "metadata": {"name": "dws-1", "namespace": "default"}, "spec": obj["spec"]})
+        t.apply(
+            {
+                "apiVersion": obj["apiVersion"],
+                "kind": obj["kind"],
+                "metadata": {"name": "dws-1", "namespace": "default"},
+                "spec": obj["spec"],
+            }
+        )
     elif case == "too-big":
         provisioning_request(t, "dws-1", count=8)
     elif case == "no-queued-pool":
@@ -151,8 +212,14 @@ def test_queued_requests_gke_refuses(case: str, reason: str) -> None:
         t.delete("PodTemplate", "ppt-dws-1", "default")
         obj = pr(t)
         t.delete("ProvisioningRequest", "dws-1", "default")
-        t.apply({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
-                 "metadata": {"name": "dws-1", "namespace": "default"}, "spec": obj["spec"]})
+        t.apply(
+            {
+                "apiVersion": obj["apiVersion"],
+                "kind": obj["kind"],
+                "metadata": {"name": "dws-1", "namespace": "default"},
+                "spec": obj["spec"],
+            }
+        )
     t.advance(5)
     assert state(t)["Failed"] == f"True/{reason}"
     assert nodes(t, "dws-pool") == []
@@ -168,15 +235,20 @@ def test_check_capacity_class() -> None:
         t.apply(tpu_pod(f"w{i}", "on-demand-pool", run_seconds=10 * H))
     t.advance(120)  # the autoscaler brings a slice up for ordinary pods; it is full
     assert state(t, "cc")["Provisioned"] == "False/CapacityIsNotFound"
-    provisioning_request(t, "cc2", cls="check-capacity.autoscaling.x-k8s.io", pool="on-demand-pool",
-                         params={"noRetry": "true"})
+    provisioning_request(
+        t, "cc2", cls="check-capacity.autoscaling.x-k8s.io", pool="on-demand-pool", params={"noRetry": "true"}
+    )
     t.advance(5)
     assert state(t, "cc2")["Failed"] == "True/CapacityIsNotFound"
 
 
 def test_best_effort_atomic_scale_up_class() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["on-demand"]}, "provisionTime": {"fixed": "2m"}}]})
-    provisioning_request(t, "at", cls="best-effort-atomic-scale-up.autoscaling.x-k8s.io", pool="on-demand-pool")
+    t = tutorial_twin(
+        {"rules": [{"match": {"provisioningModels": ["on-demand"]}, "provisionTime": {"fixed": "2m"}}]}
+    )
+    provisioning_request(
+        t, "at", cls="best-effort-atomic-scale-up.autoscaling.x-k8s.io", pool="on-demand-pool"
+    )
     created = t.now()
     t.advance(1)
     grown = nodes(t, "on-demand-pool")
@@ -184,13 +256,18 @@ def test_best_effort_atomic_scale_up_class() -> None:
     # "best effort": admitted as soon as the scale-up is requested, without waiting for the nodes to start
     assert state(t, "at") == {"Accepted": "True/Accepted", "Provisioned": "True/CapacityIsProvisioned"}
     assert condition(pr(t, "at"), "Provisioned")["message"] == "Capacity is found in the cluster"
-    assert condition(pr(t, "at"), "Accepted")["message"] == "ProvisioningRequest is accepted by ClusterAutoscaler"
+    assert (
+        condition(pr(t, "at"), "Accepted")["message"]
+        == "ProvisioningRequest is accepted by ClusterAutoscaler"
+    )
     t.advance(created + 599 - t.now())
     assert "BookingExpired" not in state(t, "at") and len(nodes(t, "on-demand-pool")) == 4
     t.advance(1)
     assert state(t, "at")["BookingExpired"] == "True/CapacityReservationTimeExpired"
     assert condition(pr(t, "at"), "BookingExpired")["message"] == "Capacity reservation time is expired"
-    t.advance(600)  # nobody came: the empty slice is an ordinary scale-down candidate once the booking is over
+    t.advance(
+        600
+    )  # nobody came: the empty slice is an ordinary scale-down candidate once the booking is over
     assert nodes(t, "on-demand-pool") == []
 
 
@@ -200,8 +277,10 @@ def test_oss_classes_find_capacity_on_existing_nodes_and_book_it_until_consumed(
         t.apply(tpu_pod(f"w{i}", "on-demand-pool", run_seconds=60))
     t.advance(2 * 60)
     assert len(nodes(t, "on-demand-pool")) == 4
-    for name, cls in (("cc", "check-capacity.autoscaling.x-k8s.io"),
-                      ("at", "best-effort-atomic-scale-up.autoscaling.x-k8s.io")):
+    for name, cls in (
+        ("cc", "check-capacity.autoscaling.x-k8s.io"),
+        ("at", "best-effort-atomic-scale-up.autoscaling.x-k8s.io"),
+    ):
         provisioning_request(t, name, cls=cls, pool="on-demand-pool")
         t.advance(1)
         assert state(t, name) == {"Accepted": "True/Accepted", "Provisioned": "True/CapacityIsFound"}, name
@@ -212,16 +291,28 @@ def test_oss_classes_find_capacity_on_existing_nodes_and_book_it_until_consumed(
     t.advance(30)
     assert {t.get("Pod", f"cc{i}", "default")["status"]["phase"] for i in range(4)} == {"Running"}
     assert state(t, "cc")["BookingExpired"] == "True/CapacityBookingConsumed"
-    assert condition(pr(t, "cc"), "BookingExpired")["message"] == "Capacity booking consumed: all pods scheduled"
+    assert (
+        condition(pr(t, "cc"), "BookingExpired")["message"] == "Capacity booking consumed: all pods scheduled"
+    )
     assert "BookingExpired" not in state(t, "at")  # nobody consumes it: booked for 10 minutes
     t.advance(600)
     assert state(t, "at")["BookingExpired"] == "True/CapacityReservationTimeExpired"
 
 
 def test_best_effort_atomic_in_a_stockout_retries_with_backoff() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["on-demand"], "machineTypes": ["ct6e-*"]},
-                                  "windows": [{"start": "0s", "end": "30m", "available": 0}]}]})
-    provisioning_request(t, "at", cls="best-effort-atomic-scale-up.autoscaling.x-k8s.io", pool="on-demand-pool")
+    t = tutorial_twin(
+        {
+            "rules": [
+                {
+                    "match": {"provisioningModels": ["on-demand"], "machineTypes": ["ct6e-*"]},
+                    "windows": [{"start": "0s", "end": "30m", "available": 0}],
+                }
+            ]
+        }
+    )
+    provisioning_request(
+        t, "at", cls="best-effort-atomic-scale-up.autoscaling.x-k8s.io", pool="on-demand-pool"
+    )
     t.advance(20 * 60)
     assert state(t, "at")["Provisioned"] == "False/CapacityIsNotFound" and nodes(t, "on-demand-pool") == []
     t.advance(30 * 60)
@@ -229,16 +320,33 @@ def test_best_effort_atomic_in_a_stockout_retries_with_backoff() -> None:
 
 
 def test_billing_of_four_v6e_hosts_for_two_hours_at_flex_start() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "1h"},
-                                  "provisionTime": {"fixed": "0s"}}]})
-    t.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "dws"},
-             "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": "dws-pool"}}})
+    t = tutorial_twin(
+        {
+            "rules": [
+                {
+                    "match": {"provisioningModels": ["queued"]},
+                    "queueWait": {"fixed": "1h"},
+                    "provisionTime": {"fixed": "0s"},
+                }
+            ]
+        }
+    )
+    t.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "dws"},
+            "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": "dws-pool"}},
+        }
+    )
     provisioning_request(t, "dws-1", params={"maxRunDurationSeconds": "7200"})
     for i in range(4):
         t.apply(tpu_pod(f"w{i}", "dws-pool", run_seconds=D, queued=True, consume="dws-1"))
     t.advance(3 * H + 600)
     assert state(t)["CapacityRevoked"] == "True/CapacityRevoked"
-    bill = billing_of(t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now(), t.list("ResourceFlavor"))
+    bill = billing_of(
+        t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now(), t.list("ResourceFlavor")
+    )
     chip_hour = TPU_GENERATIONS["v6e"].chip_price.flex_start  # the catalog's flex-start price per chip-hour
     expected = 4 * 4 * 2 * chip_hour  # hosts x chips x hours x price
     assert chip_hour == 1.35 and bill["pools"]["dws-pool"] == pytest.approx(expected, abs=1e-9) == 43.2
@@ -255,8 +363,17 @@ def test_billing_of_four_v6e_hosts_for_two_hours_at_flex_start() -> None:
 
 
 def test_a_full_queued_pool_delays_the_next_grant() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "1h"},
-                                  "provisionTime": {"fixed": "0s"}}]})
+    t = tutorial_twin(
+        {
+            "rules": [
+                {
+                    "match": {"provisioningModels": ["queued"]},
+                    "queueWait": {"fixed": "1h"},
+                    "provisionTime": {"fixed": "0s"},
+                }
+            ]
+        }
+    )
     provisioning_request(t, "a", params={"maxRunDurationSeconds": "10800"})
     provisioning_request(t, "b")
     for i in range(4):
@@ -271,7 +388,9 @@ def test_a_full_queued_pool_delays_the_next_grant() -> None:
 
 
 def test_pods_consuming_a_request_never_trigger_ordinary_scale_up() -> None:
-    t = tutorial_twin({"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "2h"}}]})
+    t = tutorial_twin(
+        {"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "2h"}}]}
+    )
     provisioning_request(t, "dws-1")
     t.apply(tpu_pod("early", "dws-pool", queued=True, consume="dws-1"))
     t.apply(tpu_pod("orphan", "on-demand-pool", consume="nope"))
@@ -285,20 +404,49 @@ def test_pods_consuming_a_request_never_trigger_ordinary_scale_up() -> None:
 
 
 def test_gpu_queued_pool_gets_whole_vms_for_a_request() -> None:
-    t = tutorial_twin({"rules": [{"match": {"machineTypes": ["a3-*"], "provisioningModels": ["queued"]},
-                                  "queueWait": {"fixed": "30m"}, "provisionTime": {"fixed": "0s"}}]},
-                      pools=("create-gpu-dws-pool",))
+    t = tutorial_twin(
+        {
+            "rules": [
+                {
+                    "match": {"machineTypes": ["a3-*"], "provisioningModels": ["queued"]},
+                    "queueWait": {"fixed": "30m"},
+                    "provisionTime": {"fixed": "0s"},
+                }
+            ]
+        },
+        pools=("create-gpu-dws-pool",),
+    )
     gpu = {"cpu": "100", "memory": "1000Gi", "nvidia.com/gpu": "8"}
-    t.apply({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "ppt-g", "namespace": "default"},
-             "template": {"spec": {"nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
-                                   "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"},
-                                                   {"key": "cloud.google.com/gke-queued", "operator": "Exists"}],
-                                   "containers": [{"name": "c", "image": "i", "resources": {
-                                       "requests": gpu, "limits": gpu}}]}}})
-    t.apply({"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
-             "metadata": {"name": "g", "namespace": "default"},
-             "spec": {"provisioningClassName": "queued-provisioning.gke.io",
-                      "podSets": [{"podTemplateRef": {"name": "ppt-g"}, "count": 2}]}})
+    t.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": "ppt-g", "namespace": "default"},
+            "template": {
+                "spec": {
+                    "nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"},
+                    "tolerations": [
+                        {"key": "nvidia.com/gpu", "operator": "Exists"},
+                        {"key": "cloud.google.com/gke-queued", "operator": "Exists"},
+                    ],
+                    "containers": [
+                        {"name": "c", "image": "i", "resources": {"requests": gpu, "limits": gpu}}
+                    ],
+                }
+            },
+        }
+    )
+    t.apply(
+        {
+            "apiVersion": "autoscaling.x-k8s.io/v1",
+            "kind": "ProvisioningRequest",
+            "metadata": {"name": "g", "namespace": "default"},
+            "spec": {
+                "provisioningClassName": "queued-provisioning.gke.io",
+                "podSets": [{"podTemplateRef": {"name": "ppt-g"}, "count": 2}],
+            },
+        }
+    )
     t.advance(31 * 60)
     assert state(t, "g")["Provisioned"] == "True/Provisioned"
     gpus = nodes(t, "gpu")
@@ -308,8 +456,14 @@ def test_gpu_queued_pool_gets_whole_vms_for_a_request() -> None:
 
 def test_billing_per_job_shares_a_node_by_its_accelerator_and_stops_with_the_cluster() -> None:
     t = tutorial_twin()
-    t.apply({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "on-demand"},
-             "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": "on-demand-pool"}}})
+    t.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "on-demand"},
+            "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": "on-demand-pool"}},
+        }
+    )
 
     def worker(name: str, job: str, seconds: float) -> dict:
         pod = tpu_pod(name, "on-demand-pool", run_seconds=seconds)
@@ -326,7 +480,9 @@ def test_billing_per_job_shares_a_node_by_its_accelerator_and_stops_with_the_clu
     assert {p["status"]["phase"] for p in t.list("Pod")} == {"Running"}
     t.advance(3 * H)
     assert nodes(t, "on-demand-pool") == []  # gone 10 min after job b's pods finished
-    bill = billing_of(t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now(), t.list("ResourceFlavor"))
+    bill = billing_of(
+        t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now(), t.list("ResourceFlavor")
+    )
     host_hour = 4 * 2.70  # a ct6e-standard-4t at the on-demand price
     # each job pays, per pod, half a host for the time the pod was bound: a 4 x 1/2 x 1 h, b 4 x 1/2 x 2 h
     assert bill["jobs"]["Job/default/a"] == pytest.approx(4 * 0.5 * 1 * host_hour, rel=1e-3)
@@ -334,13 +490,19 @@ def test_billing_per_job_shares_a_node_by_its_accelerator_and_stops_with_the_clu
     slice_cost = bill["pools"]["on-demand-pool"]  # 4 hosts for 2 h of work + 10 min idle before scale-down
     assert slice_cost == pytest.approx(4 * host_hour * (2 * H + 600) / H, rel=2e-3)
     assert bill["flavors"]["on-demand"] == slice_cost
-    assert bill["provisioningModels"]["on-demand"] == pytest.approx(slice_cost + bill["pools"]["default-pool"])
+    assert bill["provisioningModels"]["on-demand"] == pytest.approx(
+        slice_cost + bill["pools"]["default-pool"]
+    )
     t.gke("DELETE", "/v1/projects/proj-x/locations/us-east5-b/clusters/tpu-cluster")
     t.advance(60)
     closed = billing_of(t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now())
-    assert closed["pools"] == bill["pools"]  # the default pool's VMs went as the deletion began (same instant)
+    assert (
+        closed["pools"] == bill["pools"]
+    )  # the default pool's VMs went as the deletion began (same instant)
     t.advance(10 * H)
-    assert billing_of(t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now()) == closed  # nothing runs on
+    assert (
+        billing_of(t.core.project, "proj-x", "us-east5-b", "tpu-cluster", t.now()) == closed
+    )  # nothing runs on
 
 
 def test_a_check_capacity_booking_keeps_the_nodes_it_found_from_scale_down() -> None:

@@ -17,10 +17,16 @@ def _cluster(twin: Twin, name: str) -> None:
 
 
 def _pod(seconds: int) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "trainer", "namespace": "default",
-                         "annotations": {"twin.flexq.dev/run-seconds": str(seconds)}},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "trainer",
+            "namespace": "default",
+            "annotations": {"twin.flexq.dev/run-seconds": str(seconds)},
+        },
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]},
+    }
 
 
 def test_same_pod_name_in_two_clusters_runs_twice_independently() -> None:
@@ -35,9 +41,13 @@ def test_same_pod_name_in_two_clusters_runs_twice_independently() -> None:
         beta = twin.cluster("beta").get("Pod", "trainer")
         assert alpha["status"]["phase"] == "Succeeded"
         assert beta["status"]["phase"] == "Running"  # its own 600 s, not alpha's 60 s
-        assert alpha["spec"]["nodeName"].startswith("gke-alpha-") and beta["spec"]["nodeName"].startswith("gke-beta-")
+        assert alpha["spec"]["nodeName"].startswith("gke-alpha-") and beta["spec"]["nodeName"].startswith(
+            "gke-beta-"
+        )
         assert "for 60s" in twin.cluster("alpha").logs("trainer")
-        assert "for 600s" in twin.cluster("beta").logs("trainer") and "600s" not in twin.cluster("alpha").logs("trainer")
+        assert "for 600s" in twin.cluster("beta").logs("trainer") and "600s" not in twin.cluster(
+            "alpha"
+        ).logs("trainer")
         # deleting alpha stops nothing in beta
         path, _ = tutorial.create_cluster_request(PROJECT, {"CLUSTER_NAME": "alpha"})
         twin.gke("DELETE", f"{path}/alpha")

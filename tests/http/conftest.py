@@ -38,19 +38,22 @@ class Served:
     ca: str
     kubeconfig: str
 
-    def kubectl(self, *args: str, input: str | None = None, timeout: float = 30,
-                check: bool = True) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, input: str | None = None, timeout: float = 30, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         env = dict(os.environ, KUBECONFIG=self.kubeconfig)
-        r = subprocess.run(["kubectl", *args], env=env, input=input, capture_output=True, text=True,
-                           timeout=timeout)
+        r = subprocess.run(
+            ["kubectl", *args], env=env, input=input, capture_output=True, text=True, timeout=timeout
+        )
         if check and r.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({r.returncode}): {r.stderr}")
         return r
 
     def popen(self, *args: str) -> subprocess.Popen[str]:
         env = dict(os.environ, KUBECONFIG=self.kubeconfig)
-        return subprocess.Popen(["kubectl", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+        return subprocess.Popen(
+            ["kubectl", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
 
     def http(self, method: str, path: str, *, token: str | None = "", **kw: object) -> requests.Response:
         headers = dict(kw.pop("headers", {}) or {})  # type: ignore[call-overload]
@@ -75,16 +78,21 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         twin.close()
 
 
-def gcloud_runner(served: Served, project: str, kubeconfig: str,
-                  timeout: float = 240) -> Callable[..., subprocess.CompletedProcess[str]]:
+def gcloud_runner(
+    served: Served, project: str, kubeconfig: str, timeout: float = 240
+) -> Callable[..., subprocess.CompletedProcess[str]]:
     """``run(*argv, check=True)`` for real gcloud/kubectl pointed at ``served`` (its ``client_env``, the
     project ``project``, kubeconfig ``home/kubeconfig``); skips the test when gcloud is not installed."""
     if shutil.which("gcloud") is None or shutil.which("gke-gcloud-auth-plugin") is None:
         pytest.skip("gcloud and gke-gcloud-auth-plugin are not installed")
     from flexq.http.server import client_env
 
-    env = dict(os.environ, **client_env(served.home), CLOUDSDK_CORE_PROJECT=project,
-               CLOUDSDK_CORE_DISABLE_PROMPTS="1")
+    env = dict(
+        os.environ,
+        **client_env(served.home),
+        CLOUDSDK_CORE_PROJECT=project,
+        CLOUDSDK_CORE_DISABLE_PROMPTS="1",
+    )
     env["KUBECONFIG"] = str(served.home / kubeconfig)
     os.makedirs(env["CLOUDSDK_CONFIG"], exist_ok=True)
 

@@ -8,7 +8,10 @@ from tests.http.conftest import Served
 
 def test_kubectl_auth_commands(served: Served) -> None:
     assert served.kubectl("auth", "can-i", "create", "pods").stdout.strip() == "yes"
-    assert served.kubectl("auth", "can-i", "delete", "rayjobs.ray.io", "-n", "kube-system").stdout.strip() == "yes"
+    assert (
+        served.kubectl("auth", "can-i", "delete", "rayjobs.ray.io", "-n", "kube-system").stdout.strip()
+        == "yes"
+    )
     rules = served.kubectl("auth", "can-i", "--list").stdout
     assert "*.*" in rules
     who = served.kubectl("auth", "whoami").stdout
@@ -16,8 +19,11 @@ def test_kubectl_auth_commands(served: Served) -> None:
 
 
 def test_review_api_shapes(served: Served) -> None:
-    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": {"verb": "get", "resource": "workloads", "group": "kueue.x-k8s.io"}}}
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": "get", "resource": "workloads", "group": "kueue.x-k8s.io"}},
+    }
     r = served.http("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", json=body)
     assert r.status_code == 201
     assert r.json()["status"]["allowed"] is True

@@ -36,10 +36,26 @@ class Case:
 CASES = [
     Case("no-token", "GET", CM, 401, "Unauthorized", token=None),
     Case("wrong-token", "GET", CM, 401, "Unauthorized", token="not-the-token"),
-    Case("malformed-json", "POST", CM, 400, "BadRequest", raw=b'{"apiVersion": "v1", "kind": ',
-         headers={"Content-Type": "application/json"}, message="json parse error"),
-    Case("malformed-yaml", "POST", CM, 400, "BadRequest", raw=b"kind: ConfigMap\n  bad: [indent\n",
-         headers={"Content-Type": "application/yaml"}, message="YAML"),
+    Case(
+        "malformed-json",
+        "POST",
+        CM,
+        400,
+        "BadRequest",
+        raw=b'{"apiVersion": "v1", "kind": ',
+        headers={"Content-Type": "application/json"},
+        message="json parse error",
+    ),
+    Case(
+        "malformed-yaml",
+        "POST",
+        CM,
+        400,
+        "BadRequest",
+        raw=b"kind: ConfigMap\n  bad: [indent\n",
+        headers={"Content-Type": "application/yaml"},
+        message="YAML",
+    ),
     Case("body-not-object", "POST", CM, 400, "BadRequest", body=[1, 2, 3]),
     Case("empty-body", "POST", CM, 400, "BadRequest", raw=b"", headers={"Content-Type": "application/json"}),
     Case("unknown-resource", "GET", "/api/v1/namespaces/default/frobnicators", 404, "NotFound"),
@@ -48,55 +64,166 @@ CASES = [
     Case("unknown-path", "GET", "/nothing/here", 404, "NotFound"),
     Case("missing-object", "GET", f"{CM}/nope", 404, "NotFound", message='configmaps "nope" not found'),
     Case("already-exists", "POST", CM, 409, "AlreadyExists", body=_cm("exists")),
-    Case("invalid-enum", "POST", CQ, 422, "Invalid",
-         body={"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "badq"},
-               "spec": {"queueingStrategy": "Random"}}, message="spec.queueingStrategy"),
+    Case(
+        "invalid-enum",
+        "POST",
+        CQ,
+        422,
+        "Invalid",
+        body={
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "badq"},
+            "spec": {"queueingStrategy": "Random"},
+        },
+        message="spec.queueingStrategy",
+    ),
     Case("invalid-name", "POST", CM, 422, "Invalid", body=_cm("Not_A_Name"), message="metadata.name"),
-    Case("invalid-quantity", "POST", CQ, 422, "Invalid",
-         body={"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "badqty"},
-               "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                   {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "lots"}]}]}]}},
-         message="nominalQuota"),
-    Case("strict-unknown-field", "POST", f"{CM}?fieldValidation=Strict", 400, "BadRequest",
-         body=_cm("strict", spec={"x": 1}), message='unknown field "spec"'),
-    Case("namespace-mismatch", "POST", CM, 400, "BadRequest",
-         body={**_cm("nsm"), "metadata": {"name": "nsm", "namespace": "kube-system"}}),
-    Case("kind-mismatch", "POST", CM, 400, "BadRequest", body={"apiVersion": "v1", "kind": "Pod",
-                                                               "metadata": {"name": "k"}}),
+    Case(
+        "invalid-quantity",
+        "POST",
+        CQ,
+        422,
+        "Invalid",
+        body={
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "badqty"},
+            "spec": {
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": "lots"}]}],
+                    }
+                ]
+            },
+        },
+        message="nominalQuota",
+    ),
+    Case(
+        "strict-unknown-field",
+        "POST",
+        f"{CM}?fieldValidation=Strict",
+        400,
+        "BadRequest",
+        body=_cm("strict", spec={"x": 1}),
+        message='unknown field "spec"',
+    ),
+    Case(
+        "namespace-mismatch",
+        "POST",
+        CM,
+        400,
+        "BadRequest",
+        body={**_cm("nsm"), "metadata": {"name": "nsm", "namespace": "kube-system"}},
+    ),
+    Case(
+        "kind-mismatch",
+        "POST",
+        CM,
+        400,
+        "BadRequest",
+        body={"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "k"}},
+    ),
     Case("name-mismatch", "PUT", f"{CM}/exists", 400, "BadRequest", body=_cm("other")),
-    Case("too-large", "POST", CM, 413, "RequestEntityTooLarge",
-         raw=json.dumps(_cm("big", data={"x": "a" * (3 * 1024 * 1024 + 10)})).encode(),
-         headers={"Content-Type": "application/json"}),
-    Case("patch-media-type", "PATCH", f"{CM}/exists", 415, "UnsupportedMediaType", body={"data": {}},
-         headers={"Content-Type": "text/plain"}),
-    Case("json-patch-test-fails", "PATCH", f"{CM}/exists", 422, "Invalid",
-         body=[{"op": "test", "path": "/metadata/name", "value": "other"}],
-         headers={"Content-Type": "application/json-patch+json"}),
-    Case("stale-update", "PUT", f"{CM}/exists", 409, "Conflict",
-         body={**_cm("exists"), "metadata": {"name": "exists", "resourceVersion": "1"}}),
-    Case("missing-namespace", "POST", "/api/v1/namespaces/ghost/configmaps", 404, "NotFound", body=_cm("g"),
-         message='namespaces "ghost" not found'),
+    Case(
+        "too-large",
+        "POST",
+        CM,
+        413,
+        "RequestEntityTooLarge",
+        raw=json.dumps(_cm("big", data={"x": "a" * (3 * 1024 * 1024 + 10)})).encode(),
+        headers={"Content-Type": "application/json"},
+    ),
+    Case(
+        "patch-media-type",
+        "PATCH",
+        f"{CM}/exists",
+        415,
+        "UnsupportedMediaType",
+        body={"data": {}},
+        headers={"Content-Type": "text/plain"},
+    ),
+    Case(
+        "json-patch-test-fails",
+        "PATCH",
+        f"{CM}/exists",
+        422,
+        "Invalid",
+        body=[{"op": "test", "path": "/metadata/name", "value": "other"}],
+        headers={"Content-Type": "application/json-patch+json"},
+    ),
+    Case(
+        "stale-update",
+        "PUT",
+        f"{CM}/exists",
+        409,
+        "Conflict",
+        body={**_cm("exists"), "metadata": {"name": "exists", "resourceVersion": "1"}},
+    ),
+    Case(
+        "missing-namespace",
+        "POST",
+        "/api/v1/namespaces/ghost/configmaps",
+        404,
+        "NotFound",
+        body=_cm("g"),
+        message='namespaces "ghost" not found',
+    ),
     Case("bad-label-selector", "GET", f"{CM}?labelSelector=a%20%3D%3D%3D%20b", 400, "BadRequest"),
-    Case("bad-field-validation", "POST", f"{CM}?fieldValidation=Sometimes", 400, "BadRequest", body=_cm("fv")),
+    Case(
+        "bad-field-validation", "POST", f"{CM}?fieldValidation=Sometimes", 400, "BadRequest", body=_cm("fv")
+    ),
     Case("bad-dry-run", "POST", f"{CM}?dryRun=Maybe", 400, "BadRequest", body=_cm("dr")),
     Case("bad-watch-version", "GET", f"{CM}?watch=true&resourceVersion=abc", 400, "BadRequest"),
     Case("method-not-allowed", "PUT", CM, 405, "MethodNotAllowed", body=_cm("x")),
-    Case("apply-without-manager", "PATCH", f"{CM}/exists", 400, "BadRequest", raw=b"kind: ConfigMap\n",
-         headers={"Content-Type": "application/apply-patch+yaml"}),
-    Case("cluster-kind-in-namespace", "GET", "/apis/kueue.x-k8s.io/v1beta1/namespaces/default/clusterqueues",
-         404, "NotFound"),
-    Case("protobuf-unsupported-kind", "POST", "/api/v1/namespaces/default/pods", 415, "UnsupportedMediaType",
-         raw=b"k8s\x00\n\x0b\n\x02v1\x12\x03Pod\x12\x00", headers={"Content-Type": "application/vnd.kubernetes.protobuf"}),
+    Case(
+        "apply-without-manager",
+        "PATCH",
+        f"{CM}/exists",
+        400,
+        "BadRequest",
+        raw=b"kind: ConfigMap\n",
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    ),
+    Case(
+        "cluster-kind-in-namespace",
+        "GET",
+        "/apis/kueue.x-k8s.io/v1beta1/namespaces/default/clusterqueues",
+        404,
+        "NotFound",
+    ),
+    Case(
+        "protobuf-unsupported-kind",
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        415,
+        "UnsupportedMediaType",
+        raw=b"k8s\x00\n\x0b\n\x02v1\x12\x03Pod\x12\x00",
+        headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+    ),
     Case("bad-propagation", "DELETE", f"{CM}/exists?propagationPolicy=Sometimes", 400, "BadRequest"),
-    Case("wrong-container-logs", "GET", "/api/v1/namespaces/default/pods/lp/log?container=nope", 400, "BadRequest"),
+    Case(
+        "wrong-container-logs",
+        "GET",
+        "/api/v1/namespaces/default/pods/lp/log?container=nope",
+        400,
+        "BadRequest",
+    ),
 ]
 
 
 @pytest.fixture(scope="module")
 def prepared(served: Served) -> Served:
     served.twin.create(_cm("exists"))
-    served.twin.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lp"},
-                        "spec": {"containers": [{"name": "main"}], "nodeSelector": {"none": "x"}}})
+    served.twin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "lp"},
+            "spec": {"containers": [{"name": "main"}], "nodeSelector": {"none": "x"}},
+        }
+    )
     return served
 
 
@@ -119,9 +246,16 @@ def test_bad_input(prepared: Served, case: Case) -> None:
 
 
 def test_invalid_body_lists_every_cause(prepared: Served) -> None:
-    r = prepared.http("POST", CQ, json={"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
-                                        "metadata": {"name": "many"},
-                                        "spec": {"queueingStrategy": "Random", "stopPolicy": "Never"}})
+    r = prepared.http(
+        "POST",
+        CQ,
+        json={
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "many"},
+            "spec": {"queueingStrategy": "Random", "stopPolicy": "Never"},
+        },
+    )
     causes = {c["field"] for c in r.json()["details"]["causes"]}
     assert {"spec.queueingStrategy", "spec.stopPolicy"} <= causes
 

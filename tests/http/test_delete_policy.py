@@ -12,9 +12,16 @@ from tests.http.conftest import Served
 
 
 def _job(name: str) -> dict:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"template": {"spec": {"restartPolicy": "Never",
-                                           "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}
+            }
+        },
+    }
 
 
 def _pods_of(served: Served, job: str) -> list[dict]:

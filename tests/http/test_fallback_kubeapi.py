@@ -29,8 +29,12 @@ def api(served):
 
 
 def _cm(name: str, **data: str) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"},
-            "data": data}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+        "data": data,
+    }
 
 
 def test_get_list_replace_patch_delete(api, served) -> None:
@@ -61,10 +65,15 @@ def test_kueue_kinds_are_read_in_v1beta2(api, served) -> None:
     cq = api.get("ClusterQueue", "cluster-queue")
     assert cq is not None and cq["apiVersion"] == "kueue.x-k8s.io/v1beta2"
     assert {f["metadata"]["name"] for f in api.list("ResourceFlavor")} >= {"on-demand", "dws", "default-cpu"}
-    assert [lq["spec"]["clusterQueue"] for lq in api.list("LocalQueue", "default")
-            if lq["metadata"]["name"] == "user-queue"] == ["cluster-queue"]
-    assert api.get("ProvisioningRequestConfig", "dws-config")["spec"]["provisioningClassName"] == \
-        "queued-provisioning.gke.io"
+    assert [
+        lq["spec"]["clusterQueue"]
+        for lq in api.list("LocalQueue", "default")
+        if lq["metadata"]["name"] == "user-queue"
+    ] == ["cluster-queue"]
+    assert (
+        api.get("ProvisioningRequestConfig", "dws-config")["spec"]["provisioningClassName"]
+        == "queued-provisioning.gke.io"
+    )
 
 
 def test_api_errors_become_flexq_errors(api, served) -> None:
@@ -86,7 +95,10 @@ def test_api_errors_become_flexq_errors(api, served) -> None:
             api.list("Workload", "default")
     finally:
         kubeapi.KINDS["Workload"] = old
-    kubeapi.KINDS["RayJob"], saved = kubeapi.Resource("ray.io", "v9", "rayjobs", True), kubeapi.KINDS["RayJob"]
+    kubeapi.KINDS["RayJob"], saved = (
+        kubeapi.Resource("ray.io", "v9", "rayjobs", True),
+        kubeapi.KINDS["RayJob"],
+    )
     try:  # an optional kind the cluster does not serve: nothing to read
         assert api.list("RayJob", "default") == []
     finally:
@@ -100,23 +112,36 @@ def test_events_are_created_and_counted_as_kubectl_shows_them(api, served) -> No
     api.clock.t += 30
     api.event(cm, "Warning", "FallbackEvicting", "on-demand stocked out: moving it")
     api.event(cm, "Normal", "FallbackMoved", "moved to dws")
-    out = served.kubectl("get", "events", "--field-selector", "involvedObject.name=kapi-ev", "-o", "json").stdout
+    out = served.kubectl(
+        "get", "events", "--field-selector", "involvedObject.name=kapi-ev", "-o", "json"
+    ).stdout
     evs = {e["reason"]: e for e in json.loads(out)["items"]}
     ev = evs["FallbackEvicting"]
     assert ev["count"] == 2 and ev["type"] == "Warning" and ev["source"]["component"] == "flexq-fallback"
-    assert ev["involvedObject"]["uid"] == cm["metadata"]["uid"] and ev["involvedObject"]["kind"] == "ConfigMap"
+    assert (
+        ev["involvedObject"]["uid"] == cm["metadata"]["uid"] and ev["involvedObject"]["kind"] == "ConfigMap"
+    )
     assert ev["firstTimestamp"] != ev["lastTimestamp"]
     assert evs["FallbackMoved"]["count"] == 1
     described = served.kubectl("describe", "configmap", "kapi-ev").stdout
-    assert re.search(r"Warning\s+FallbackEvicting\s+3\ds \(x2 over 6\ds\)\s+flexq-fallback", described), described
+    assert re.search(r"Warning\s+FallbackEvicting\s+3\ds \(x2 over 6\ds\)\s+flexq-fallback", described), (
+        described
+    )
 
 
 def test_capacity_events_select_the_autoscalers_reasons(api, served) -> None:
     for reason in ("FailedScaleUp", "NotTriggerScaleUp", "Scheduled"):
-        served.twin.create({"apiVersion": "v1", "kind": "Event",
-                            "metadata": {"name": f"kapi-{reason.lower()}", "namespace": "default"},
-                            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
-                            "reason": reason, "message": "GCE out of resources", "type": "Warning"})
+        served.twin.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"kapi-{reason.lower()}", "namespace": "default"},
+                "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+                "reason": reason,
+                "message": "GCE out of resources",
+                "type": "Warning",
+            }
+        )
     got = {e["metadata"]["name"] for e in api.capacity_events("default")}
     assert {"kapi-failedscaleup", "kapi-nottriggerscaleup"} <= got and "kapi-scheduled" not in got
 

@@ -12,8 +12,12 @@ from flexq.cli.fallback import CLUSTER_RULES, manifests_yaml
 
 
 def _manifests(*args: str) -> str:
-    r = subprocess.run([sys.executable, "-m", "flexq.cli", "fallback", "manifests", *args], capture_output=True,
-                       text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "flexq.cli", "fallback", "manifests", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     return r.stdout
 
@@ -22,30 +26,45 @@ def test_manifests_apply_with_server_dry_run(served) -> None:
     text = _manifests()
     assert text == manifests_yaml()
     kinds = [d["kind"] for d in yaml.safe_load_all(text)]
-    assert kinds == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-                     "Deployment"]
+    assert kinds == [
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Deployment",
+    ]
     # as on a real API server, a server-side dry run creates no namespace, so what goes into a new one is
     # refused for want of it
     r = served.kubectl("apply", "--dry-run=server", "-f", "-", input=text, check=False)
     assert r.returncode != 0 and 'namespaces "flexq-system" not found' in r.stderr, r.stderr
     served.kubectl("create", "namespace", "flexq-system")
     r = served.kubectl("apply", "--dry-run=server", "-f", "-", input=text)
-    for line in ("namespace/flexq-system configured (server dry run)",
-                 "serviceaccount/flexq-fallback created (server dry run)",
-                 "clusterrole.rbac.authorization.k8s.io/flexq-fallback created (server dry run)",
-                 "clusterrolebinding.rbac.authorization.k8s.io/flexq-fallback created (server dry run)",
-                 "role.rbac.authorization.k8s.io/flexq-fallback created (server dry run)",
-                 "rolebinding.rbac.authorization.k8s.io/flexq-fallback created (server dry run)",
-                 "deployment.apps/flexq-fallback created (server dry run)"):
+    for line in (
+        "namespace/flexq-system configured (server dry run)",
+        "serviceaccount/flexq-fallback created (server dry run)",
+        "clusterrole.rbac.authorization.k8s.io/flexq-fallback created (server dry run)",
+        "clusterrolebinding.rbac.authorization.k8s.io/flexq-fallback created (server dry run)",
+        "role.rbac.authorization.k8s.io/flexq-fallback created (server dry run)",
+        "rolebinding.rbac.authorization.k8s.io/flexq-fallback created (server dry run)",
+        "deployment.apps/flexq-fallback created (server dry run)",
+    ):
         assert line in r.stdout, r.stdout
-    assert "flexq-fallback" not in served.kubectl("get", "clusterroles", "-o", "name").stdout  # nothing stored
-    assert "flexq-fallback" not in served.kubectl("get", "deploy,sa", "-n", "flexq-system", "-o", "name").stdout
+    assert (
+        "flexq-fallback" not in served.kubectl("get", "clusterroles", "-o", "name").stdout
+    )  # nothing stored
+    assert (
+        "flexq-fallback" not in served.kubectl("get", "deploy,sa", "-n", "flexq-system", "-o", "name").stdout
+    )
 
 
 def test_manifests_apply_and_read_back(served) -> None:
     text = _manifests("--namespace", "fb-test", "--image", "python:3.12-slim")
     served.kubectl("apply", "-f", "-", input=text)
-    dep = yaml.safe_load(served.kubectl("get", "deploy", "flexq-fallback", "-n", "fb-test", "-o", "yaml").stdout)
+    dep = yaml.safe_load(
+        served.kubectl("get", "deploy", "flexq-fallback", "-n", "fb-test", "-o", "yaml").stdout
+    )
     assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == "python:3.12-slim"
     assert "flexq fallback --in-cluster" in dep["spec"]["template"]["spec"]["containers"][0]["command"][-1]
     # the API server's defaults
@@ -91,8 +110,10 @@ def test_broken_manifests_are_refused_with_the_api_servers_text(served) -> None:
 
     bad = yaml.safe_load(yaml.safe_dump(cr))
     del bad["rules"][0]["apiGroups"]
-    assert "rules[0].apiGroups: Required value: resource rules must supply at least one api group" in \
-        _refused(served, bad)
+    assert (
+        "rules[0].apiGroups: Required value: resource rules must supply at least one api group"
+        in _refused(served, bad)
+    )
 
     bad = yaml.safe_load(yaml.safe_dump(crb))
     bad["roleRef"]["kind"] = "Role"
@@ -106,13 +127,17 @@ def test_broken_manifests_are_refused_with_the_api_servers_text(served) -> None:
     bad["spec"]["selector"]["matchLabels"] = {"app": "other"}
     err = _refused(served, bad)
     assert 'The Deployment "flexq-fallback" is invalid: ' in err, err
-    assert "spec.template.metadata.labels: Invalid value" in err and \
-        "`selector` does not match template `labels`" in err, err
+    assert (
+        "spec.template.metadata.labels: Invalid value" in err
+        and "`selector` does not match template `labels`" in err
+    ), err
 
     bad = yaml.safe_load(yaml.safe_dump(dep))
     bad["spec"]["template"]["spec"]["restartPolicy"] = "Never"
-    assert 'spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"' in \
-        _refused(served, bad)
+    assert (
+        'spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"'
+        in _refused(served, bad)
+    )
 
     bad = yaml.safe_load(yaml.safe_dump(dep))
     del bad["spec"]["template"]["spec"]["containers"]

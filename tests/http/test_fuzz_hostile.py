@@ -38,8 +38,16 @@ CM = "/api/v1/namespaces/default/configmaps"
 CQ = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"
 WL = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads"
 RJ = "/apis/ray.io/v1/namespaces/default/rayjobs"
-BASES = {**KIND_BASES, "cm": lambda: {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"},
-                                       "data": {"a": "1"}, "binaryData": {"b": "eA=="}}}
+BASES = {
+    **KIND_BASES,
+    "cm": lambda: {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cm"},
+        "data": {"a": "1"},
+        "binaryData": {"b": "eA=="},
+    },
+}
 COLLECTIONS = {CM: "cm", CQ: "cq", WL: "wl", RJ: "rayjob"}
 NAMES = ["fuzz", "Not_A_Name", "a" * 300, "%2e%2e", "x.y", "-", "0", "%00"]
 
@@ -48,8 +56,9 @@ def _bomb(levels: int = 8) -> str:
     doc = 'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
     for i in range(1, levels + 1):
         doc += f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]\n"
-    return ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n  x: y\nbomb:\n  "
-            + doc.replace("\n", "\n  "))
+    return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\ndata:\n  x: y\nbomb:\n  " + doc.replace(
+        "\n", "\n  "
+    )
 
 
 def _continue(rv: Any) -> str:
@@ -66,7 +75,10 @@ RAW_BODIES: list[tuple[bytes, str]] = [
     (b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: .inf\n", "application/yaml"),
     (b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": null}', "application/json"),
     (b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": 5}}', "application/json"),
-    (b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}, "data": {"a": NaN}}', "application/json"),
+    (
+        b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}, "data": {"a": NaN}}',
+        "application/json",
+    ),
     (b'{"dryRun": 1}', "application/json"),
     (b'{"preconditions": "x"}', "application/json"),
     (b'{"propagationPolicy": 7}', "application/json"),
@@ -80,12 +92,22 @@ RAW_BODIES: list[tuple[bytes, str]] = [
     (b"\xff\xfe\x00garbage", "application/json"),
     (b"\x0a\x05hello", "application/vnd.kubernetes.protobuf"),
     (b"\xa1\x01\x02", "application/cbor"),
-    (b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"a": "'
-     + b"x" * (3 * 1024 * 1024) + b'"}}', "application/json"),
-    (b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big2"}, "data": {"a": "'
-     + b"x" * (2 * 1024 * 1024) + b'"}}', "application/json"),
-    (b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b64"}, "binaryData": {"a": "!!"}}',
-     "application/json"),
+    (
+        b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"a": "'
+        + b"x" * (3 * 1024 * 1024)
+        + b'"}}',
+        "application/json",
+    ),
+    (
+        b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big2"}, "data": {"a": "'
+        + b"x" * (2 * 1024 * 1024)
+        + b'"}}',
+        "application/json",
+    ),
+    (
+        b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b64"}, "binaryData": {"a": "!!"}}',
+        "application/json",
+    ),
     (b"", "application/json"),
 ]
 QUERY = {
@@ -103,8 +125,15 @@ QUERY = {
     "resourceVersion": ["0", "abc", "-5", "1e999"],
     "gracePeriodSeconds": ["-1", "x"],
 }
-CTYPES = ["application/json", "application/yaml", "application/merge-patch+json", "application/json-patch+json",
-          "application/strategic-merge-patch+json", "application/apply-patch+yaml", "text/plain"]
+CTYPES = [
+    "application/json",
+    "application/yaml",
+    "application/merge-patch+json",
+    "application/json-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+    "text/plain",
+]
 
 
 @st.composite
@@ -114,7 +143,9 @@ def hostile_request(draw: st.DrawFn) -> tuple[str, str, dict, bytes, str]:
     path = collection + (f"/{draw(st.sampled_from(NAMES))}" if named else "")
     if named and draw(st.integers(0, 9)) == 0:
         path += "/status"
-    method = draw(st.sampled_from(["GET", "POST", "PUT", "PATCH", "DELETE"] if named else ["GET", "POST", "DELETE"]))
+    method = draw(
+        st.sampled_from(["GET", "POST", "PUT", "PATCH", "DELETE"] if named else ["GET", "POST", "DELETE"])
+    )
     query = {k: draw(st.sampled_from(v)) for k, v in QUERY.items() if draw(st.integers(0, 5)) == 0}
     if query.get("watch") and query.get("timeoutSeconds") in (None, "0", "99999999999999999999"):
         query["timeoutSeconds"] = "1"  # a valid watch lasts a second (a bad timeout is refused at once)
@@ -125,8 +156,11 @@ def hostile_request(draw: st.DrawFn) -> tuple[str, str, dict, bytes, str]:
         doc = _mutate(BASES[COLLECTIONS[collection]](), draw(st.lists(mutation(), min_size=0, max_size=2)))
         ctype = draw(st.sampled_from(CTYPES))
         try:
-            text = yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper)) if "yaml" in ctype \
+            text = (
+                yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
+                if "yaml" in ctype
                 else json.dumps(doc)
+            )
         except (TypeError, ValueError, yaml.YAMLError):
             text = json.dumps(doc, default=str)
         body = text.encode()
@@ -146,7 +180,9 @@ class Probe:
         s = requests.Session()
         while not self.stop.is_set():
             t0 = time.perf_counter()
-            r = s.get(self.url + "/api/v1/namespaces/quiet/configmaps/probe", headers=self.headers, timeout=30)
+            r = s.get(
+                self.url + "/api/v1/namespaces/quiet/configmaps/probe", headers=self.headers, timeout=30
+            )
             dt = time.perf_counter() - t0
             self.slowest, self.count = max(self.slowest, dt), self.count + 1
             if r.status_code != 200:
@@ -161,8 +197,14 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Twin, str
     server = Server(twin.core, home, tls=False).start()
     headers = {"Authorization": f"Bearer {server.creds.token}"}
     twin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "quiet"}})
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe", "namespace": "quiet"},
-                "data": {"a": "1"}})
+    twin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "probe", "namespace": "quiet"},
+            "data": {"a": "1"},
+        }
+    )
     for base in ("cm", "cq", "wl"):
         doc = BASES[base]()
         doc["metadata"]["name"] = "fuzz"
@@ -185,7 +227,7 @@ def _version(twin: Twin, path: str) -> Any:
     """The resourceVersion of the object a path names (None: absent; the collection: the store's own)."""
     parts = path.split("/")
     coll = next(c for c in COLLECTIONS if path.startswith(c))
-    rest = path[len(coll):].strip("/").split("/")
+    rest = path[len(coll) :].strip("/").split("/")
     if not rest[0]:
         return ("collection", twin.store.resource_version) if coll == CM else None
     kind = {"cm": "ConfigMap", "cq": "ClusterQueue", "wl": "Workload", "rayjob": "RayJob"}[COLLECTIONS[coll]]
@@ -198,9 +240,16 @@ def _version(twin: Twin, path: str) -> Any:
 
 
 @seed(20261203)
-@settings(max_examples=110, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=110,
+    deadline=None,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 @given(st.lists(hostile_request(), min_size=10, max_size=10))
 def test_hostile_requests_never_fail_the_server(target: Any, batch: list) -> None:
     twin, url, headers, probe = target
@@ -208,8 +257,15 @@ def test_hostile_requests_never_fail_the_server(target: Any, batch: list) -> Non
     for method, path, query, body, ctype in batch:
         before = _version(twin, path)
         t0 = time.perf_counter()
-        r = session.request(method, url + path, params=query, data=body or None,
-                            headers={**headers, "Content-Type": ctype}, timeout=30, stream=True)
+        r = session.request(
+            method,
+            url + path,
+            params=query,
+            data=body or None,
+            headers={**headers, "Content-Type": ctype},
+            timeout=30,
+            stream=True,
+        )
         content = r.raw.read(1 << 16, decode_content=True)  # a watch streams: its first events are enough
         r.close()
         dt = time.perf_counter() - t0

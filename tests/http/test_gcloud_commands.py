@@ -36,8 +36,9 @@ def test_common_gcloud_commands_on_a_regional_cluster(served: Served) -> None:
     auto = json.loads(gc("node-pools", "describe", *POOL, "--format=json(autoscaling)").stdout)["autoscaling"]
     assert auto == {"enabled": True, "minNodeCount": 0, "maxNodeCount": 8}
     gc("node-pools", "update", *POOL, "--no-enable-autorepair")
-    assert describe("management.autoRepair,management.autoUpgrade", "node-pools", "describe", *POOL).split() == [
-        "False", "True"]
+    assert describe(
+        "management.autoRepair,management.autoUpgrade", "node-pools", "describe", *POOL
+    ).split() == ["False", "True"]
 
     # addons switch what the cluster serves
     assert "rayjobs" not in run("kubectl", "api-resources", "--api-group=ray.io").stdout

@@ -50,19 +50,57 @@ spec:
 def test_compute_class_with_gcloud_and_kubectl(served: Served) -> None:
     run = gcloud_runner(served, "proj-cc", "cc-kubeconfig")
     loc = "--location=us-east5-b"
-    run("gcloud", "container", "clusters", "create", "tpu-cluster", loc, "--machine-type=n2-standard-16",
-        "--addons=RayOperator")
-    bind = ["--node-labels=cloud.google.com/compute-class=tpu-class",
-            "--node-taints=cloud.google.com/compute-class=tpu-class:NoSchedule"]
-    common = ["--cluster=tpu-cluster", loc, "--machine-type=ct6e-standard-4t", "--tpu-topology=4x4",
-              "--enable-autoscaling", "--num-nodes=0", "--min-nodes=0", "--max-nodes=4", *bind]
-    run("gcloud", "container", "node-pools", "create", "on-demand-pool", *common, "--reservation-affinity=none")
+    run(
+        "gcloud",
+        "container",
+        "clusters",
+        "create",
+        "tpu-cluster",
+        loc,
+        "--machine-type=n2-standard-16",
+        "--addons=RayOperator",
+    )
+    bind = [
+        "--node-labels=cloud.google.com/compute-class=tpu-class",
+        "--node-taints=cloud.google.com/compute-class=tpu-class:NoSchedule",
+    ]
+    common = [
+        "--cluster=tpu-cluster",
+        loc,
+        "--machine-type=ct6e-standard-4t",
+        "--tpu-topology=4x4",
+        "--enable-autoscaling",
+        "--num-nodes=0",
+        "--min-nodes=0",
+        "--max-nodes=4",
+        *bind,
+    ]
+    run(
+        "gcloud",
+        "container",
+        "node-pools",
+        "create",
+        "on-demand-pool",
+        *common,
+        "--reservation-affinity=none",
+    )
     run("gcloud", "container", "node-pools", "create", "spot-pool", *common, "--spot")
-    desc = json.loads(run("gcloud", "container", "node-pools", "describe", "spot-pool", "--cluster=tpu-cluster",
-                          loc, "--format=json").stdout)
+    desc = json.loads(
+        run(
+            "gcloud",
+            "container",
+            "node-pools",
+            "describe",
+            "spot-pool",
+            "--cluster=tpu-cluster",
+            loc,
+            "--format=json",
+        ).stdout
+    )
     assert desc["config"]["labels"] == {"cloud.google.com/compute-class": "tpu-class"}
-    assert desc["config"]["taints"] == [{"key": "cloud.google.com/compute-class", "value": "tpu-class",
-                                         "effect": "NO_SCHEDULE"}]
+    assert desc["config"]["taints"] == [
+        {"key": "cloud.google.com/compute-class", "value": "tpu-class", "effect": "NO_SCHEDULE"}
+    ]
     run("gcloud", "container", "clusters", "get-credentials", "tpu-cluster", loc)
 
     def k(*args: str, input: str | None = None) -> str:
@@ -77,9 +115,15 @@ def test_compute_class_with_gcloud_and_kubectl(served: Served) -> None:
     k("wait", "--for=jsonpath={.status.ready}=4", "job/cc-train", "--timeout=120s")
     nodes = {n["metadata"]["name"]: n for n in json.loads(k("get", "nodes", "-o", "json"))["items"]}
     pods = json.loads(k("get", "pods", "-l", "job-name=cc-train", "-o", "json"))["items"]
-    pools = {nodes[p["spec"]["nodeName"]]["metadata"]["labels"]["cloud.google.com/gke-nodepool"] for p in pods}
+    pools = {
+        nodes[p["spec"]["nodeName"]]["metadata"]["labels"]["cloud.google.com/gke-nodepool"] for p in pods
+    }
     assert len(pods) == 4 and pools == {"on-demand-pool"}
-    node = json.loads(k("get", "nodes", "-l", "cloud.google.com/gke-nodepool=on-demand-pool", "-o", "json"))["items"][0]
+    node = json.loads(k("get", "nodes", "-l", "cloud.google.com/gke-nodepool=on-demand-pool", "-o", "json"))[
+        "items"
+    ][0]
     assert node["metadata"]["labels"]["cloud.google.com/compute-class"] == "tpu-class"
-    assert {"key": "cloud.google.com/compute-class", "value": "tpu-class", "effect": "NoSchedule"} in node["spec"]["taints"]
+    assert {"key": "cloud.google.com/compute-class", "value": "tpu-class", "effect": "NoSchedule"} in node[
+        "spec"
+    ]["taints"]
     run("gcloud", "container", "clusters", "delete", "tpu-cluster", loc, "--quiet")

@@ -24,8 +24,10 @@ def gke(served: Served, tmp_path_factory: pytest.TempPathFactory) -> container_v
     mp = pytest.MonkeyPatch()
     mp.setenv("REQUESTS_CA_BUNDLE", served.ca)  # the REST transport's requests session trusts the twin's CA
     client = container_v1.ClusterManagerClient(
-        credentials=Credentials(served.token), transport="rest",
-        client_options=ClientOptions(api_endpoint=served.url))
+        credentials=Credentials(served.token),
+        transport="rest",
+        client_options=ClientOptions(api_endpoint=served.url),
+    )
     yield client
     mp.undo()
 
@@ -50,32 +52,58 @@ def test_cluster_lifecycle_through_the_client(served: Served, gke: container_v1.
     assert cluster.status == container_v1.Cluster.Status.RUNNING
     # each cluster's Kubernetes API is its own part of the served API (kubectl contexts of two clusters differ)
     assert cluster.endpoint == served.url.removeprefix("https://") + "/clusters/tpu-cluster"
-    assert base64.b64decode(cluster.master_auth.cluster_ca_certificate).decode() == Path(served.ca).read_text()
+    assert (
+        base64.b64decode(cluster.master_auth.cluster_ca_certificate).decode() == Path(served.ca).read_text()
+    )
     names = [c.name for c in gke.list_clusters(parent=PARENT).clusters]
     assert names == ["tpu-cluster"]
     pool = json.loads((ROOT / "src/flexq/testing/data/gke/create-ondemand-pool.json").read_text())["body"]
     # the tutorial's body verbatim: the client sends its enums as numbers ($alt=json;enum-encoding=int)
-    op = gke.create_node_pool(request={"parent": f"{PARENT}/clusters/tpu-cluster",
-                                       "node_pool": container_v1.NodePool.from_json(json.dumps(pool["nodePool"]))})
+    op = gke.create_node_pool(
+        request={
+            "parent": f"{PARENT}/clusters/tpu-cluster",
+            "node_pool": container_v1.NodePool.from_json(json.dumps(pool["nodePool"])),
+        }
+    )
     _wait(gke, op)
     got = gke.get_node_pool(name=f"{PARENT}/clusters/tpu-cluster/nodePools/{pool['nodePool']['name']}")
     assert got.config.machine_type == "ct6e-standard-4t" and got.placement_policy.tpu_topology == "4x4"
-    assert got.config.reservation_affinity.consume_reservation_type == \
-        container_v1.ReservationAffinity.Type.NO_RESERVATION
+    assert (
+        got.config.reservation_affinity.consume_reservation_type
+        == container_v1.ReservationAffinity.Type.NO_RESERVATION
+    )
     # the cluster's Kubernetes API is this server: kubectl with the cluster's endpoint and CA works
     kubeconfig = Path(str(served.home)) / "gke-kubeconfig"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "gke",
-        "clusters": [{"name": "gke", "cluster": {"server": f"https://{cluster.endpoint}",
-                                                 "certificate-authority-data":
-                                                     cluster.master_auth.cluster_ca_certificate}}],
-        "users": [{"name": "gke", "user": {"token": served.token}}],
-        "contexts": [{"name": "gke", "context": {"cluster": "gke", "user": "gke"}}]}))
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "gke",
+                "clusters": [
+                    {
+                        "name": "gke",
+                        "cluster": {
+                            "server": f"https://{cluster.endpoint}",
+                            "certificate-authority-data": cluster.master_auth.cluster_ca_certificate,
+                        },
+                    }
+                ],
+                "users": [{"name": "gke", "user": {"token": served.token}}],
+                "contexts": [{"name": "gke", "context": {"cluster": "gke", "user": "gke"}}],
+            }
+        )
+    )
     import os
     import subprocess
 
-    out = subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), "get", "ns"], capture_output=True,
-                         text=True, timeout=30, env=dict(os.environ))
+    out = subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), "get", "ns"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ),
+    )
     assert out.returncode == 0 and "kueue-system" in out.stdout, out.stderr
     op = gke.delete_cluster(name=f"{PARENT}/clusters/tpu-cluster")
     _wait(gke, op)

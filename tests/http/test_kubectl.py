@@ -12,7 +12,13 @@ from tests.http.conftest import Served, tutorial_queue_yaml
 
 def test_discovery_lists_the_tutorial_kinds(served: Served) -> None:
     out = served.kubectl("api-resources").stdout
-    for line in ("clusterqueues", "localqueues", "workloads", "resourceflavors", "provisioningrequestconfigs"):
+    for line in (
+        "clusterqueues",
+        "localqueues",
+        "workloads",
+        "resourceflavors",
+        "provisioningrequestconfigs",
+    ):
         assert line in out
     assert "kueue.x-k8s.io/v1beta2" in out
     assert '"gitVersion": "v1.34.1-gke.1829001"' in served.kubectl("version", "-o", "json").stdout
@@ -25,8 +31,9 @@ def test_apply_tutorial_queue_with_validation(served: Served) -> None:
     again = served.kubectl("apply", "-f", "-", input=tutorial_queue_yaml())
     assert "resourceflavor.kueue.x-k8s.io/on-demand unchanged" in again.stdout
     assert "localqueue.kueue.x-k8s.io/user-queue unchanged" in again.stdout
-    cq = json.loads(served.kubectl("get", "clusterqueue.v1beta1.kueue.x-k8s.io", "cluster-queue", "-o",
-                                   "json").stdout)
+    cq = json.loads(
+        served.kubectl("get", "clusterqueue.v1beta1.kueue.x-k8s.io", "cluster-queue", "-o", "json").stdout
+    )
     assert cq["apiVersion"] == "kueue.x-k8s.io/v1beta1"
     assert cq["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["onFlavors"] == ["dws"]
     v2 = json.loads(served.kubectl("get", "cq", "cluster-queue", "-o", "json").stdout)
@@ -34,9 +41,12 @@ def test_apply_tutorial_queue_with_validation(served: Served) -> None:
 
 
 def test_unknown_field_is_refused_when_validating_and_dropped_when_not(served: Served) -> None:
-    bad = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-           "metadata": {"name": "bad-queue", "namespace": "default"},
-           "spec": {"clusterQueue": "cluster-queue", "foo": "bar"}}
+    bad = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "LocalQueue",
+        "metadata": {"name": "bad-queue", "namespace": "default"},
+        "spec": {"clusterQueue": "cluster-queue", "foo": "bar"},
+    }
     r = served.kubectl("apply", "-f", "-", input=json.dumps(bad), check=False)
     assert r.returncode != 0
     assert 'strict decoding error: unknown field "spec.foo"' in r.stderr
@@ -68,12 +78,25 @@ def test_explain_clusterqueue_spec(served: Served) -> None:
 def test_describe_shows_object_and_events(served: Served) -> None:
     served.kubectl("apply", "-f", "-", input=tutorial_queue_yaml())
     cq = served.twin.get("ClusterQueue", "cluster-queue")
-    served.twin.create({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "cq.1", "namespace": "default"},
-                        "involvedObject": {"kind": "ClusterQueue", "name": "cluster-queue",
-                                           "uid": cq["metadata"]["uid"], "apiVersion": "kueue.x-k8s.io/v1beta2"},
-                        "reason": "FlexqTest", "message": "hello from the test", "type": "Normal", "count": 1,
-                        "firstTimestamp": cq["metadata"]["creationTimestamp"],
-                        "lastTimestamp": cq["metadata"]["creationTimestamp"]})
+    served.twin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "cq.1", "namespace": "default"},
+            "involvedObject": {
+                "kind": "ClusterQueue",
+                "name": "cluster-queue",
+                "uid": cq["metadata"]["uid"],
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+            },
+            "reason": "FlexqTest",
+            "message": "hello from the test",
+            "type": "Normal",
+            "count": 1,
+            "firstTimestamp": cq["metadata"]["creationTimestamp"],
+            "lastTimestamp": cq["metadata"]["creationTimestamp"],
+        }
+    )
     out = served.kubectl("describe", "clusterqueue", "cluster-queue").stdout
     assert "Name:" in out and "cluster-queue" in out
     assert "FlexqTest" in out and "hello from the test" in out
@@ -83,7 +106,9 @@ def test_wait_and_watch(served: Served) -> None:
     served.kubectl("apply", "-f", "-", input=tutorial_queue_yaml())
     served.kubectl("patch", "cq", "cluster-queue", "--type=merge", "-p", '{"spec":{"cohortName":null}}')
     watcher = served.popen("get", "cq", "-w", "--request-timeout=4s")
-    waiter = served.popen("wait", "--for=jsonpath={.spec.cohortName}=team-a", "cq/cluster-queue", "--timeout=20s")
+    waiter = served.popen(
+        "wait", "--for=jsonpath={.spec.cohortName}=team-a", "cq/cluster-queue", "--timeout=20s"
+    )
     time.sleep(1.0)
     served.kubectl("patch", "cq", "cluster-queue", "--type=merge", "-p", '{"spec":{"cohortName":"team-a"}}')
     out, err = waiter.communicate(timeout=25)
@@ -99,29 +124,37 @@ def test_wait_and_watch(served: Served) -> None:
         if active:
             break
         time.sleep(0.1)
-    cond = served.kubectl("wait", f"--for=condition=Active={active}", "cq/cluster-queue", "--timeout=15s",
-                          check=False)
+    cond = served.kubectl(
+        "wait", f"--for=condition=Active={active}", "cq/cluster-queue", "--timeout=15s", check=False
+    )
     assert cond.returncode == 0 and "condition met" in cond.stdout
 
 
 def test_server_side_apply_with_conflicts(served: Served) -> None:
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa", "labels": {"team": "a"}},
-          "data": {"x": "1", "y": "2"}}
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "ssa", "labels": {"team": "a"}},
+        "data": {"x": "1", "y": "2"},
+    }
     r = served.kubectl("apply", "--server-side", "--field-manager=alice", "-f", "-", input=json.dumps(cm))
     assert "serverside-applied" in r.stdout
     cm2 = {**cm, "data": {"x": "9"}}
-    r = served.kubectl("apply", "--server-side", "--field-manager=bob", "-f", "-", input=json.dumps(cm2),
-                       check=False)
+    r = served.kubectl(
+        "apply", "--server-side", "--field-manager=bob", "-f", "-", input=json.dumps(cm2), check=False
+    )
     assert r.returncode != 0 and "conflict" in r.stderr and ".data.x" in r.stderr
-    served.kubectl("apply", "--server-side", "--field-manager=bob", "--force-conflicts", "-f", "-",
-                   input=json.dumps(cm2))
+    served.kubectl(
+        "apply", "--server-side", "--field-manager=bob", "--force-conflicts", "-f", "-", input=json.dumps(cm2)
+    )
     got = json.loads(served.kubectl("get", "cm", "ssa", "-o", "json", "--show-managed-fields").stdout)
     assert got["data"] == {"x": "9", "y": "2"}
     managers = {m["manager"] for m in got["metadata"]["managedFields"]}
     assert managers == {"alice", "bob"}
     # alice stops applying y: it goes, because nobody else owns it
-    served.kubectl("apply", "--server-side", "--field-manager=alice", "-f", "-",
-                   input=json.dumps({**cm, "data": {}}))
+    served.kubectl(
+        "apply", "--server-side", "--field-manager=alice", "-f", "-", input=json.dumps({**cm, "data": {}})
+    )
     got = json.loads(served.kubectl("get", "cm", "ssa", "-o", "json").stdout)
     assert got["data"] == {"x": "9"}
 
@@ -143,9 +176,17 @@ def test_create_configmap_from_file_and_label_and_delete(served: Served, tmp_pat
 
 
 def test_pod_logs_plain_tail_and_follow(served: Served) -> None:
-    served.twin.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "logger", "namespace": "default"},
-                        "spec": {"containers": [{"name": "main", "image": "busybox"}],
-                                 "nodeSelector": {"no-such-node": "x"}}})
+    served.twin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "logger", "namespace": "default"},
+            "spec": {
+                "containers": [{"name": "main", "image": "busybox"}],
+                "nodeSelector": {"no-such-node": "x"},
+            },
+        }
+    )
     logs = served.twin.runtime.logs
     logs.write("default", "logger", "main", "line 1\nline 2\nline 3\n")
     assert served.kubectl("logs", "logger").stdout == "line 1\nline 2\nline 3\n"
@@ -174,7 +215,9 @@ def test_tutorial_rayjob_kinds_in_one_get_and_describe_workload(served: Served) 
         time.sleep(0.1)
     assert wls, "Kueue made no Workload for the RayJob"
     name = wls[0]["metadata"]["name"]
-    out = served.kubectl("get", "workloads,clusterqueues,localqueues,rayjobs,provisioningrequests", "-A").stdout
+    out = served.kubectl(
+        "get", "workloads,clusterqueues,localqueues,rayjobs,provisioningrequests", "-A"
+    ).stdout
     assert f"workload.kueue.x-k8s.io/{name}" in out
     assert "clusterqueue.kueue.x-k8s.io/cluster-queue" in out
     assert "localqueue.kueue.x-k8s.io/user-queue" in out

@@ -117,7 +117,11 @@ def gated(served: Served) -> Served:
 def test_policy_applies_and_shows_in_get_and_describe(gated: Served) -> None:
     cq = json.loads(gated.kubectl("get", "clusterqueue", "ca-queue", "-o", "json").stdout)
     assert cq["spec"]["concurrentAdmissionPolicy"] == {
-        "migration": {"mode": "TryPreferredFlavors", "constraints": {"lastAcceptableFlavorName": "ca-reservation"}}}
+        "migration": {
+            "mode": "TryPreferredFlavors",
+            "constraints": {"lastAcceptableFlavorName": "ca-reservation"},
+        }
+    }
     out = gated.kubectl("describe", "clusterqueue", "ca-queue").stdout
     assert "Concurrent Admission Policy:" in out
     assert "Last Acceptable Flavor Name:  ca-reservation" in out
@@ -128,25 +132,36 @@ def test_policy_applies_and_shows_in_get_and_describe(gated: Served) -> None:
     assert "provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io" in prc
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ("queueingStrategy: StrictFIFO",
-     'spec.queueingStrategy: Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used when '
-     "ConcurrentAdmissionPolicy is defined"),
-    ("concurrentAdmissionPolicy: {migration: {mode: RetainFirstAdmission, constraints: "
-     "{lastAcceptableFlavorName: ca-spot}}}",
-     'spec.concurrentAdmissionPolicy.migration.constraints: Forbidden: may only be set when migration.mode is '
-     '"TryPreferredFlavors" (got "RetainFirstAdmission")'),
-    ("concurrentAdmissionPolicy: {migration: {mode: TryPreferredFlavors, constraints: "
-     "{lastAcceptableFlavorName: gold}}}",
-     'spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName: Invalid value: "gold": must '
-     "be one of the flavors defined in the ClusterQueue: [ca-reservation ca-spot]"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            "queueingStrategy: StrictFIFO",
+            'spec.queueingStrategy: Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used when '
+            "ConcurrentAdmissionPolicy is defined",
+        ),
+        (
+            "concurrentAdmissionPolicy: {migration: {mode: RetainFirstAdmission, constraints: "
+            "{lastAcceptableFlavorName: ca-spot}}}",
+            "spec.concurrentAdmissionPolicy.migration.constraints: Forbidden: may only be set when migration.mode is "
+            '"TryPreferredFlavors" (got "RetainFirstAdmission")',
+        ),
+        (
+            "concurrentAdmissionPolicy: {migration: {mode: TryPreferredFlavors, constraints: "
+            "{lastAcceptableFlavorName: gold}}}",
+            'spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName: Invalid value: "gold": must '
+            "be one of the flavors defined in the ClusterQueue: [ca-reservation ca-spot]",
+        ),
+    ],
+)
 def test_refused_policies_get_the_webhook_text(gated: Served, change: str, message: str) -> None:
-    doc = ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: ca-refused}\nspec:\n"
-           "  concurrentAdmissionPolicy: {migration: {mode: TryPreferredFlavors}}\n"
-           "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"
-           "    - {name: ca-reservation, resources: [{name: cpu, nominalQuota: 1}]}\n"
-           "    - {name: ca-spot, resources: [{name: cpu, nominalQuota: 1}]}\n")
+    doc = (
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: ca-refused}\nspec:\n"
+        "  concurrentAdmissionPolicy: {migration: {mode: TryPreferredFlavors}}\n"
+        "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n"
+        "    - {name: ca-reservation, resources: [{name: cpu, nominalQuota: 1}]}\n"
+        "    - {name: ca-spot, resources: [{name: cpu, nominalQuota: 1}]}\n"
+    )
     key = change.split(":")[0]
     lines = [ln for ln in doc.splitlines() if not ln.strip().startswith(key + ":")]
     lines.insert(4, "  " + change)
@@ -157,11 +172,21 @@ def test_refused_policies_get_the_webhook_text(gated: Served, change: str, messa
 
 
 def test_policy_is_immutable(gated: Served) -> None:
-    r = gated.kubectl("patch", "cq", "ca-queue", "--type=merge", "-p",
-                      '{"spec":{"concurrentAdmissionPolicy":{"migration":{"mode":"RetainFirstAdmission",'
-                      '"constraints":null}}}}', check=False)
+    r = gated.kubectl(
+        "patch",
+        "cq",
+        "ca-queue",
+        "--type=merge",
+        "-p",
+        '{"spec":{"concurrentAdmissionPolicy":{"migration":{"mode":"RetainFirstAdmission",'
+        '"constraints":null}}}}',
+        check=False,
+    )
     assert r.returncode != 0
-    assert "spec.concurrentAdmissionPolicy: Invalid value: v1beta2.ConcurrentAdmissionPolicy{Migration:" in r.stderr
+    assert (
+        "spec.concurrentAdmissionPolicy: Invalid value: v1beta2.ConcurrentAdmissionPolicy{Migration:"
+        in r.stderr
+    )
     assert "field is immutable" in r.stderr
 
 
@@ -171,37 +196,62 @@ def test_job_becomes_a_parent_with_one_variant_per_flavor(gated: Served) -> None
     def family() -> list[dict]:
         items = json.loads(gated.kubectl("get", "workloads", "-n", "default", "-o", "json").stdout)["items"]
         mine = [w for w in items if "ca-job" in w["metadata"]["name"]]
-        return mine if len(mine) == 3 and any(
-            (w.get("status") or {}).get("admission") for w in mine
-            if "kueue.x-k8s.io/concurrent-admission-parent" in (w["metadata"].get("labels") or {})) else []
+        return (
+            mine
+            if len(mine) == 3
+            and any(
+                (w.get("status") or {}).get("admission")
+                for w in mine
+                if "kueue.x-k8s.io/concurrent-admission-parent" in (w["metadata"].get("labels") or {})
+            )
+            else []
+        )
 
     wls = _wait(family)
     assert len(wls) == 3, gated.kubectl("get", "workloads", "-n", "default").stdout
-    parent = next(w for w in wls if (w["metadata"].get("labels") or {}).get(
-        "kueue.x-k8s.io/concurrent-admission-parent") == "true")
+    parent = next(
+        w
+        for w in wls
+        if (w["metadata"].get("labels") or {}).get("kueue.x-k8s.io/concurrent-admission-parent") == "true"
+    )
     variants = [w for w in wls if w is not parent]
-    assert {w["metadata"]["annotations"]["kueue.x-k8s.io/workload-allowed-resource-flavors"] for w in variants} == {
-        "ca-reservation", "ca-spot"}
+    assert {
+        w["metadata"]["annotations"]["kueue.x-k8s.io/workload-allowed-resource-flavors"] for w in variants
+    } == {"ca-reservation", "ca-spot"}
     for v in variants:
         assert v["metadata"]["name"].startswith("job-ca-job-variant-")
         [ref] = v["metadata"]["ownerReferences"]
-        assert (ref["kind"], ref["name"], ref["uid"]) == ("Workload", parent["metadata"]["name"],
-                                                          parent["metadata"]["uid"])
+        assert (ref["kind"], ref["name"], ref["uid"]) == (
+            "Workload",
+            parent["metadata"]["name"],
+            parent["metadata"]["uid"],
+        )
         assert v["spec"]["preemptionGates"] == [{"name": "kueue.x-k8s.io/concurrent-admission"}]
     # the reservation flavor has no quota: the spot Variant is admitted, and so is the Parent
     adm = parent["status"]["admission"]["podSetAssignments"][0]["flavors"]
     assert adm == {"cpu": "ca-spot"}
     admitted = {c["type"]: c for c in parent["status"]["conditions"]}["Admitted"]
-    assert admitted["status"] == "True" and admitted["message"].startswith("The variant job-ca-job-variant-ca-spot-")
+    assert admitted["status"] == "True" and admitted["message"].startswith(
+        "The variant job-ca-job-variant-ca-spot-"
+    )
     table = gated.kubectl("get", "workloads", "-n", "default").stdout
     assert "job-ca-job-variant-ca-reservation-" in table and "job-ca-job-variant-ca-spot-" in table
     out = gated.kubectl("describe", "workload", "-n", "default", parent["metadata"]["name"]).stdout
     assert "kueue.x-k8s.io/concurrent-admission-parent=true" in out
-    events = gated.kubectl("get", "events", "-n", "default", "--field-selector",
-                           f"involvedObject.name={parent['metadata']['name']}").stdout
+    events = gated.kubectl(
+        "get",
+        "events",
+        "-n",
+        "default",
+        "--field-selector",
+        f"involvedObject.name={parent['metadata']['name']}",
+    ).stdout
     assert "CreatedVariant" in events and "Variant Workload" in events
-    spot = next(v for v in variants if v["metadata"]["annotations"][
-        "kueue.x-k8s.io/workload-allowed-resource-flavors"] == "ca-spot")
+    spot = next(
+        v
+        for v in variants
+        if v["metadata"]["annotations"]["kueue.x-k8s.io/workload-allowed-resource-flavors"] == "ca-spot"
+    )
     vdesc = gated.kubectl("describe", "workload", "-n", "default", spot["metadata"]["name"]).stdout
     assert "kueue.x-k8s.io/workload-allowed-resource-flavors: ca-spot" in vdesc
     assert "Owner References:" in vdesc and "Kind:                  Workload" in vdesc

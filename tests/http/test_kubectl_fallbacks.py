@@ -86,15 +86,24 @@ def test_compute_class_apply_get_describe(served: Served) -> None:
     assert "computeclass.cloud.google.com/tpu-class created" in r.stdout
     assert "computeclasses" in served.kubectl("api-resources", "--api-group=cloud.google.com").stdout
     got = json.loads(served.kubectl("get", "computeclass", "tpu-class", "-o", "json").stdout)
-    assert got["spec"]["priorities"][1] == {"tpu": {"type": "tpu-v6e-slice", "count": 4, "topology": "4x4"},
-                                            "spot": True}
+    assert got["spec"]["priorities"][1] == {
+        "tpu": {"type": "tpu-v6e-slice", "count": 4, "topology": "4x4"},
+        "spot": True,
+    }
     assert got["spec"]["activeMigration"]["optimizeRulePriority"] is True
     assert got["spec"]["priorities"][2]["capacityCheckWaitTimeSeconds"] == 300
     table = served.kubectl("get", "computeclasses").stdout.splitlines()
     assert table[0].split() == ["NAME", "AGE"] and table[1].split()[0] == "tpu-class"  # as GKE prints it
     desc = served.kubectl("describe", "computeclass", "tpu-class").stdout
-    for text in ("Priorities:", "Nodepools:", "on-demand-pool", "Optimize Rule Priority:  true",
-                 "When Unsatisfiable:", "DoNotScaleUp", "Flex Start:"):
+    for text in (
+        "Priorities:",
+        "Nodepools:",
+        "on-demand-pool",
+        "Optimize Rule Priority:  true",
+        "When Unsatisfiable:",
+        "DoNotScaleUp",
+        "Flex Start:",
+    ):
         assert text in desc, (text, desc)
     assert "unchanged" in served.kubectl("apply", "-f", "-", input=CC).stdout
 
@@ -103,7 +112,10 @@ def test_compute_class_refused_with_the_reason(served: Served) -> None:
     r = served.kubectl("apply", "-f", "-", input=BAD_CC, check=False)
     assert r.returncode != 0
     assert 'The ComputeClass "flex-multihost" is invalid' in r.stderr
-    assert "spec.priorities[0].tpu" in r.stderr and "flex-start VMs support only single-host TPU slices" in r.stderr
+    assert (
+        "spec.priorities[0].tpu" in r.stderr
+        and "flex-start VMs support only single-host TPU slices" in r.stderr
+    )
     assert served.kubectl("get", "computeclass", "flex-multihost", check=False).returncode != 0
 
 
@@ -124,7 +136,11 @@ def test_wait_for_pods_ready_eviction_through_kubectl(served: Served) -> None:
     assert conds["Requeued"]["status"] == "False" and conds["Requeued"]["reason"] == "PodsReadyTimeout"
     assert wl["status"]["requeueState"]["count"] == 1
     desc = served.kubectl("describe", "workload", "-n", "default", wl["metadata"]["name"]).stdout
-    for text in ("PodsReadyTimeout", "Requeue State:", "Underlying Cause:  WaitForStart",
-                 "EvictedDueToPodsReadyTimeout"):
+    for text in (
+        "PodsReadyTimeout",
+        "Requeue State:",
+        "Underlying Cause:  WaitForStart",
+        "EvictedDueToPodsReadyTimeout",
+    ):
         assert text in desc, (text, desc)
     served.kubectl("delete", "job", "never-ready", "-n", "default")

@@ -45,19 +45,46 @@ def echo_port() -> Iterator[int]:
 def head_pod(served: Served, echo_port: int) -> str:
     twin = served.twin
     twin.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "pf-node"}})
-    twin.patch("node", "pf-node", {"status": {"conditions": [{"type": "Ready", "status": "True"}],
-                                              "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-                                              "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}},
-               subresource="status")
-    twin.create({"apiVersion": "v1", "kind": "Pod",
-                 "metadata": {"name": "job-head", "labels": {"ray.io/node-type": "head", "ray.io/cluster": "job"},
-                              "annotations": {"twin.flexq.dev/local-ports": json.dumps({"8265": echo_port}),
-                                              "twin.flexq.dev/run-seconds": "3600"}},
-                 "spec": {"containers": [{"name": "ray-head",
-                                          "ports": [{"containerPort": 8265, "name": "dashboard"}]}]}})
-    twin.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "job-head-svc"},
-                 "spec": {"selector": {"ray.io/node-type": "head", "ray.io/cluster": "job"},
-                          "ports": [{"name": "dashboard", "port": 8265, "targetPort": 8265}]}})
+    twin.patch(
+        "node",
+        "pf-node",
+        {
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+            }
+        },
+        subresource="status",
+    )
+    twin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "job-head",
+                "labels": {"ray.io/node-type": "head", "ray.io/cluster": "job"},
+                "annotations": {
+                    "twin.flexq.dev/local-ports": json.dumps({"8265": echo_port}),
+                    "twin.flexq.dev/run-seconds": "3600",
+                },
+            },
+            "spec": {
+                "containers": [{"name": "ray-head", "ports": [{"containerPort": 8265, "name": "dashboard"}]}]
+            },
+        }
+    )
+    twin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "job-head-svc"},
+            "spec": {
+                "selector": {"ray.io/node-type": "head", "ray.io/cluster": "job"},
+                "ports": [{"name": "dashboard", "port": 8265, "targetPort": 8265}],
+            },
+        }
+    )
     for _ in range(100):
         if (twin.get("pod", "job-head", "default").get("status") or {}).get("phase") == "Running":
             return "job-head"
@@ -127,8 +154,13 @@ def test_port_forward_to_a_port_with_nothing_behind_it(served: Served, head_pod:
 
 
 def test_local_endpoint_annotation() -> None:
-    pod = {"metadata": {"name": "p", "namespace": "d",
-                        "annotations": {"twin.flexq.dev/local-ports": '{"8265": 4000, "10001": "127.0.0.2:5000"}'}}}
+    pod = {
+        "metadata": {
+            "name": "p",
+            "namespace": "d",
+            "annotations": {"twin.flexq.dev/local-ports": '{"8265": 4000, "10001": "127.0.0.2:5000"}'},
+        }
+    }
     assert local_endpoint(pod, 8265) == ("127.0.0.1", 4000)
     assert local_endpoint(pod, 10001) == ("127.0.0.2", 5000)
     with pytest.raises(LookupError):
@@ -142,8 +174,13 @@ def test_local_endpoint_asks_the_pods_executor_first() -> None:
         def poll(self, key):
             return PodRunState("Running", ports={8265: 4100}) if key == ("d", "p") else None
 
-    pod = {"metadata": {"name": "p", "namespace": "d",
-                        "annotations": {"twin.flexq.dev/local-ports": '{"8265": 4000, "10001": 5000}'}}}
+    pod = {
+        "metadata": {
+            "name": "p",
+            "namespace": "d",
+            "annotations": {"twin.flexq.dev/local-ports": '{"8265": 4000, "10001": 5000}'},
+        }
+    }
     assert local_endpoint(pod, 8265, [Runs()]) == ("127.0.0.1", 4100)
     assert local_endpoint(pod, 10001, [Runs()]) == ("127.0.0.1", 5000)  # not mapped by it: the annotation
     other = {"metadata": {"name": "q", "namespace": "d"}}

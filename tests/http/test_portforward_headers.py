@@ -22,22 +22,26 @@ TOKEN = ("X-Ray-Authorization", "Bearer s3cret")
 
 
 def _split(adder: HeaderAdder, data: bytes, step: int) -> bytes:
-    return b"".join(adder.feed(data[i:i + step]) for i in range(0, len(data), step))
+    return b"".join(adder.feed(data[i : i + step]) for i in range(0, len(data), step))
 
 
 @pytest.mark.parametrize("step", [1, 7, 10_000])
 def test_header_adder_follows_keep_alive_requests_and_their_bodies(step: int) -> None:
-    stream = (b"GET /api/version HTTP/1.1\r\nHost: x\r\nX-Ray-Authorization: Bearer forged\r\n\r\n"
-              b"POST /api/jobs/ HTTP/1.1\r\nHost: x\r\nContent-Length: 27\r\n\r\nGET / HTTP/1.1\r\n\r\nnot-a-req"
-              b"PUT /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\nGET \r\n3\r\nabc\r\n0\r\nT: 1\r\n\r\n"
-              b"DELETE /api/jobs/x HTTP/1.1\r\nHost: x\r\n\r\n")
+    stream = (
+        b"GET /api/version HTTP/1.1\r\nHost: x\r\nX-Ray-Authorization: Bearer forged\r\n\r\n"
+        b"POST /api/jobs/ HTTP/1.1\r\nHost: x\r\nContent-Length: 27\r\n\r\nGET / HTTP/1.1\r\n\r\nnot-a-req"
+        b"PUT /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\nGET \r\n3\r\nabc\r\n0\r\nT: 1\r\n\r\n"
+        b"DELETE /api/jobs/x HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
     out = _split(HeaderAdder((TOKEN,)), stream, step)
-    assert out == (b"GET /api/version HTTP/1.1\r\nHost: x\r\nX-Ray-Authorization: Bearer s3cret\r\n\r\n"
-                   b"POST /api/jobs/ HTTP/1.1\r\nHost: x\r\nContent-Length: 27\r\nX-Ray-Authorization: Bearer s3cret"
-                   b"\r\n\r\nGET / HTTP/1.1\r\n\r\nnot-a-req"
-                   b"PUT /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\nX-Ray-Authorization: Bearer s3cret\r\n\r\n"
-                   b"4;ext=1\r\nGET \r\n3\r\nabc\r\n0\r\nT: 1\r\n\r\n"
-                   b"DELETE /api/jobs/x HTTP/1.1\r\nHost: x\r\nX-Ray-Authorization: Bearer s3cret\r\n\r\n")
+    assert out == (
+        b"GET /api/version HTTP/1.1\r\nHost: x\r\nX-Ray-Authorization: Bearer s3cret\r\n\r\n"
+        b"POST /api/jobs/ HTTP/1.1\r\nHost: x\r\nContent-Length: 27\r\nX-Ray-Authorization: Bearer s3cret"
+        b"\r\n\r\nGET / HTTP/1.1\r\n\r\nnot-a-req"
+        b"PUT /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\nX-Ray-Authorization: Bearer s3cret\r\n\r\n"
+        b"4;ext=1\r\nGET \r\n3\r\nabc\r\n0\r\nT: 1\r\n\r\n"
+        b"DELETE /api/jobs/x HTTP/1.1\r\nHost: x\r\nX-Ray-Authorization: Bearer s3cret\r\n\r\n"
+    )
 
 
 def test_header_adder_stops_at_an_upgrade_and_at_what_is_not_http() -> None:
@@ -53,10 +57,19 @@ def test_header_adder_stops_at_an_upgrade_and_at_what_is_not_http() -> None:
 def test_local_target_takes_the_executors_headers() -> None:
     class Runs:
         def poll(self, key):
-            return PodRunState("Running", ports={8265: 4100}, http_headers={8265: dict([TOKEN])}) \
-                if key == ("d", "p") else None
+            return (
+                PodRunState("Running", ports={8265: 4100}, http_headers={8265: dict([TOKEN])})
+                if key == ("d", "p")
+                else None
+            )
 
-    pod = {"metadata": {"name": "p", "namespace": "d", "annotations": {"twin.flexq.dev/local-ports": '{"10001": 5000}'}}}
+    pod = {
+        "metadata": {
+            "name": "p",
+            "namespace": "d",
+            "annotations": {"twin.flexq.dev/local-ports": '{"10001": 5000}'},
+        }
+    }
     t = local_target(pod, 8265, [Runs()])
     assert (t.host, t.port, t.http_headers) == ("127.0.0.1", 4100, (TOKEN,))
     assert local_target(pod, 10001, [Runs()]).http_headers == ()  # no headers named for that port
@@ -69,8 +82,13 @@ class _Echo(BaseHTTPRequestHandler):
 
     def _answer(self) -> None:
         size = int(self.headers.get("Content-Length") or 0)
-        body = json.dumps({"path": self.path, "auth": self.headers.get_all("X-Ray-Authorization"),
-                           "body": self.rfile.read(size).decode()}).encode()
+        body = json.dumps(
+            {
+                "path": self.path,
+                "auth": self.headers.get_all("X-Ray-Authorization"),
+                "body": self.rfile.read(size).decode(),
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -111,13 +129,26 @@ def echo_pod(served: Served) -> Iterator[None]:
     executors.insert(0, ex)
     twin = served.twin
     twin.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "pfh-node"}})
-    twin.patch("node", "pfh-node", {"status": {"conditions": [{"type": "Ready", "status": "True"}],
-                                               "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-                                               "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}}},
-               subresource="status")
-    twin.create({"apiVersion": "v1", "kind": "Pod",
-                        "metadata": {"name": "job-head", "annotations": {"twin.flexq.dev/run-seconds": "3600"}},
-                        "spec": {"containers": [{"name": "ray-head", "ports": [{"containerPort": 8265}]}]}})
+    twin.patch(
+        "node",
+        "pfh-node",
+        {
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+            }
+        },
+        subresource="status",
+    )
+    twin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "job-head", "annotations": {"twin.flexq.dev/run-seconds": "3600"}},
+            "spec": {"containers": [{"name": "ray-head", "ports": [{"containerPort": 8265}]}]},
+        }
+    )
     yield
     executors.remove(ex)
     server.shutdown()
@@ -131,10 +162,16 @@ def test_port_forward_adds_the_token_to_each_request(served: Served, echo_pod: N
     try:
         assert pf.stdout is not None and "Forwarding from" in pf.stdout.readline(), pf.communicate(timeout=5)
         with requests.Session() as session:  # one keep-alive connection for all three
-            answers = [session.get(f"http://127.0.0.1:{local}/api/version", timeout=20),
-                       session.post(f"http://127.0.0.1:{local}/api/jobs/", data=b'{"entrypoint": "x"}',
-                                    headers={"X-Ray-Authorization": "Bearer forged"}, timeout=20),
-                       session.get(f"http://127.0.0.1:{local}/api/jobs/", timeout=20)]
+            answers = [
+                session.get(f"http://127.0.0.1:{local}/api/version", timeout=20),
+                session.post(
+                    f"http://127.0.0.1:{local}/api/jobs/",
+                    data=b'{"entrypoint": "x"}',
+                    headers={"X-Ray-Authorization": "Bearer forged"},
+                    timeout=20,
+                ),
+                session.get(f"http://127.0.0.1:{local}/api/jobs/", timeout=20),
+            ]
         got = [a.json() for a in answers]
         assert [g["auth"] for g in got] == [["Bearer s3cret"]] * 3
         assert got[1]["body"] == '{"entrypoint": "x"}' and got[2]["path"] == "/api/jobs/"

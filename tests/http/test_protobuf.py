@@ -25,8 +25,15 @@ def test_every_builtin_kind_has_a_table() -> None:
     for name, fields in proto_schemas.SCHEMAS.items():  # every referenced message is in the table
         for _json, typ, _flags in fields.values():
             base = typ.removeprefix("[]").split("]")[-1]
-            assert base in proto_schemas.SCHEMAS or base in {"string", "int32", "int64", "bool", "bytes",
-                                                             "double", *protobuf._SPECIAL}, (name, typ)
+            assert base in proto_schemas.SCHEMAS or base in {
+                "string",
+                "int32",
+                "int64",
+                "bool",
+                "bytes",
+                "double",
+                *protobuf._SPECIAL,
+            }, (name, typ)
 
 
 def _meta(name: str, **labels: str) -> bytes:
@@ -41,23 +48,47 @@ def test_job_pointers_zero_values_and_repeated_scalars() -> None:
     port = _pb_field(3, 8080) + _pb_field(4, "TCP")
     env = _pb_field(1, "A") + _pb_field(2, "")
     limits = _pb_field(1, _pb_field(1, "cpu") + _pb_field(2, _pb_field(1, "500m")))
-    container = (_pb_field(1, "c") + _pb_field(2, "busybox") + _pb_field(3, "sleep") + _pb_field(3, "5")
-                 + _pb_field(6, port) + _pb_field(7, env) + _pb_field(8, limits) + _pb_field(14, ""))
+    container = (
+        _pb_field(1, "c")
+        + _pb_field(2, "busybox")
+        + _pb_field(3, "sleep")
+        + _pb_field(3, "5")
+        + _pb_field(6, port)
+        + _pb_field(7, env)
+        + _pb_field(8, limits)
+        + _pb_field(14, "")
+    )
     pod_spec = _pb_field(2, container) + _pb_field(3, "Never")
     template = _pb_field(1, b"") + _pb_field(2, pod_spec)
     # JobSpec: backoffLimit 7 (*int32, zero is set), suspend 10 (*bool, false is set), template 6
     spec = _pb_field(7, 0) + _pb_field(10, False) + _pb_field(6, template) + _pb_field(99, "unknown field")
     raw = _pb_field(1, _meta("j1")) + _pb_field(2, spec) + _pb_field(3, b"")
     assert protobuf.decode(_pb_body("batch/v1", "Job", raw)) == {
-        "apiVersion": "batch/v1", "kind": "Job",
+        "apiVersion": "batch/v1",
+        "kind": "Job",
         "metadata": {"name": "j1", "creationTimestamp": None},
-        "spec": {"backoffLimit": 0, "suspend": False, "template": {
-            "metadata": {"creationTimestamp": None},
-            "spec": {"restartPolicy": "Never", "containers": [{
-                "name": "c", "image": "busybox", "command": ["sleep", "5"],
-                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                "env": [{"name": "A"}], "resources": {"limits": {"cpu": "500m"}}}]}}},
-        "status": {}}
+        "spec": {
+            "backoffLimit": 0,
+            "suspend": False,
+            "template": {
+                "metadata": {"creationTimestamp": None},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "busybox",
+                            "command": ["sleep", "5"],
+                            "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                            "env": [{"name": "A"}],
+                            "resources": {"limits": {"cpu": "500m"}},
+                        }
+                    ],
+                },
+            },
+        },
+        "status": {},
+    }
 
 
 def test_packed_and_unpacked_repeated_scalars() -> None:
@@ -76,11 +107,15 @@ def test_intorstring_quantity_negative_ints_and_bytes() -> None:
     by_name = _pb_field(1, "b") + _pb_field(3, 81) + _pb_field(4, _pb_field(1, 1) + _pb_field(3, "http"))
     spec = _pb_field(1, by_number) + _pb_field(1, by_name) + _pb_field(4, "ClusterIP")
     svc = protobuf.decode(_pb_body("v1", "Service", _pb_field(1, _meta("s")) + _pb_field(2, spec)))
-    assert svc["spec"]["ports"] == [{"name": "a", "port": 80, "targetPort": 8080},
-                                    {"name": "b", "port": 81, "targetPort": "http"}]
+    assert svc["spec"]["ports"] == [
+        {"name": "a", "port": 80, "targetPort": 8080},
+        {"name": "b", "port": 81, "targetPort": "http"},
+    ]
     assert svc["spec"]["type"] == "ClusterIP" and svc["status"] == {"loadBalancer": {}}
     # ConfigMap.binaryData -> base64; ObjectMeta.generation (int64) negative on the wire
-    raw = _pb_field(1, _meta("cm") + _pb_field(7, -2)) + _pb_field(3, _pb_field(1, "b") + _pb_field(2, b"\x00\xff"))
+    raw = _pb_field(1, _meta("cm") + _pb_field(7, -2)) + _pb_field(
+        3, _pb_field(1, "b") + _pb_field(2, b"\x00\xff")
+    )
     cm = protobuf.decode(_pb_body("v1", "ConfigMap", raw))
     assert cm["binaryData"] == {"b": "AP8="} and cm["metadata"]["generation"] == -2
 
@@ -88,8 +123,13 @@ def test_intorstring_quantity_negative_ints_and_bytes() -> None:
 def test_times_and_inline_structs() -> None:
     # Event: firstTimestamp 6 (Time: seconds only), eventTime 10 (MicroTime: microseconds)
     stamp = _pb_field(1, 1_700_000_000) + _pb_field(2, 123_456_789)
-    raw = (_pb_field(1, _meta("e")) + _pb_field(2, _pb_field(1, "Pod")) + _pb_field(6, stamp)
-           + _pb_field(10, stamp) + _pb_field(8, 3))
+    raw = (
+        _pb_field(1, _meta("e"))
+        + _pb_field(2, _pb_field(1, "Pod"))
+        + _pb_field(6, stamp)
+        + _pb_field(10, stamp)
+        + _pb_field(8, 3)
+    )
     ev = protobuf.decode(_pb_body("v1", "Event", raw))
     assert ev["firstTimestamp"] == "2023-11-14T22:13:20Z"
     assert ev["eventTime"] == "2023-11-14T22:13:20.123456Z"
@@ -100,14 +140,17 @@ def test_times_and_inline_structs() -> None:
     container = _pb_field(1, "c") + _pb_field(10, probe)
     pod = protobuf.decode(_pb_body("v1", "Pod", _pb_field(2, _pb_field(1, volume) + _pb_field(2, container))))
     assert pod["spec"]["volumes"] == [{"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}}]
-    assert pod["spec"]["containers"][0]["livenessProbe"] == {"exec": {"command": ["true"]},
-                                                             "initialDelaySeconds": 5}
+    assert pod["spec"]["containers"][0]["livenessProbe"] == {
+        "exec": {"command": ["true"]},
+        "initialDelaySeconds": 5,
+    }
 
 
 def test_go_duration_and_doubles() -> None:
-    assert [protobuf._go_duration(n) for n in (0, 1, 1500, 1_500_000, 1_500_000_000, 3_600_000_000_000,
-                                                -61_000_000_000)] == \
-        ["0s", "1ns", "1.5µs", "1.5ms", "1.5s", "1h0m0s", "-1m1s"]
+    assert [
+        protobuf._go_duration(n)
+        for n in (0, 1, 1500, 1_500_000, 1_500_000_000, 3_600_000_000_000, -61_000_000_000)
+    ] == ["0s", "1ns", "1.5µs", "1.5ms", "1.5s", "1h0m0s", "-1m1s"]
     assert protobuf._packed("double", struct.pack("<2d", 0.5, 2.0)) == [0.5, 2.0]
 
 
@@ -126,14 +169,33 @@ def test_malformed_bodies_are_400() -> None:
 
 CASES = {
     "job": (["create", "job", "{name}", "--image=busybox", "--", "sleep", "5"], "job"),
-    "service-clusterip": (["create", "service", "clusterip", "{name}", "--tcp=80:8080", "--tcp=443:https"],
-                          "service"),
+    "service-clusterip": (
+        ["create", "service", "clusterip", "{name}", "--tcp=80:8080", "--tcp=443:https"],
+        "service",
+    ),
     "service-nodeport": (["create", "service", "nodeport", "{name}", "--tcp=80:8080"], "service"),
-    "run": (["run", "{name}", "--image=busybox", "--labels=app=x,tier=t", "--env=A=1", "--env=B=",
-             "--port=8080", "--restart=Never", "--command", "--", "sleep", "5"], "pod"),
+    "run": (
+        [
+            "run",
+            "{name}",
+            "--image=busybox",
+            "--labels=app=x,tier=t",
+            "--env=A=1",
+            "--env=B=",
+            "--port=8080",
+            "--restart=Never",
+            "--command",
+            "--",
+            "sleep",
+            "5",
+        ],
+        "pod",
+    ),
     "run-plain": (["run", "{name}", "--image=busybox", "--", "sleep", "5"], "pod"),
-    "configmap": (["create", "configmap", "{name}", "--from-literal=a=1", "--from-literal=b=two words"],
-                  "configmap"),
+    "configmap": (
+        ["create", "configmap", "{name}", "--from-literal=a=1", "--from-literal=b=two words"],
+        "configmap",
+    ),
     "namespace": (["create", "namespace", "{name}"], "namespace"),
 }
 VOLATILE = ("uid", "resourceVersion", "creationTimestamp", "managedFields")

@@ -51,8 +51,12 @@ def test_core_crud(api: client.ApiClient) -> None:
 def test_custom_objects_and_status(served: Served, api: client.ApiClient) -> None:
     served.twin.apply(tutorial_queue_yaml())
     co = client.CustomObjectsApi(api)
-    lq = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-          "metadata": {"name": "team-b"}, "spec": {"clusterQueue": "cluster-queue"}}
+    lq = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "LocalQueue",
+        "metadata": {"name": "team-b"},
+        "spec": {"clusterQueue": "cluster-queue"},
+    }
     made = co.create_namespaced_custom_object("kueue.x-k8s.io", "v1beta1", "default", "localqueues", lq)
     assert made["metadata"]["namespace"] == "default"
     lst = co.list_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", "default", "localqueues")
@@ -60,7 +64,9 @@ def test_custom_objects_and_status(served: Served, api: client.ApiClient) -> Non
     assert lst["apiVersion"] == "kueue.x-k8s.io/v1beta2"
     cq = co.get_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", "cluster-queue")
     assert cq["spec"]["resourceGroups"][0]["flavors"][1]["name"] == "on-demand"
-    status = co.get_cluster_custom_object_status("kueue.x-k8s.io", "v1beta2", "clusterqueues", "cluster-queue")
+    status = co.get_cluster_custom_object_status(
+        "kueue.x-k8s.io", "v1beta2", "clusterqueues", "cluster-queue"
+    )
     assert status["metadata"]["name"] == "cluster-queue"
     co.delete_namespaced_custom_object("kueue.x-k8s.io", "v1beta1", "default", "localqueues", "team-b")
     with pytest.raises(ApiException) as exc:
@@ -76,8 +82,9 @@ def test_watch_sees_added_modified_deleted_and_resumes(served: Served, api: clie
 
     def run() -> None:
         w = watch.Watch()
-        for ev in w.stream(v1.list_namespaced_config_map, "default", resource_version=start_rv,
-                           timeout_seconds=20):
+        for ev in w.stream(
+            v1.list_namespaced_config_map, "default", resource_version=start_rv, timeout_seconds=20
+        ):
             seen.append((ev["type"], ev["object"].metadata.name, ev["object"].metadata.resource_version))
             if ev["type"] == "DELETED" and ev["object"].metadata.name == "w1":
                 w.stop()
@@ -89,11 +96,19 @@ def test_watch_sees_added_modified_deleted_and_resumes(served: Served, api: clie
     v1.patch_namespaced_config_map("w1", "default", {"data": {"k": "v"}})
     v1.delete_namespaced_config_map("w1", "default")
     assert done.wait(25)
-    assert [(t_, n) for t_, n, _ in seen if n == "w1"] == [("ADDED", "w1"), ("MODIFIED", "w1"), ("DELETED", "w1")]
+    assert [(t_, n) for t_, n, _ in seen if n == "w1"] == [
+        ("ADDED", "w1"),
+        ("MODIFIED", "w1"),
+        ("DELETED", "w1"),
+    ]
     # resuming from the first event replays the rest
     first_rv = next(rv for t_, n, rv in seen if n == "w1")
-    replay = [e["type"] for e in watch.Watch().stream(v1.list_namespaced_config_map, "default",
-                                                       resource_version=first_rv, timeout_seconds=1)]
+    replay = [
+        e["type"]
+        for e in watch.Watch().stream(
+            v1.list_namespaced_config_map, "default", resource_version=first_rv, timeout_seconds=1
+        )
+    ]
     assert replay[:2] == ["MODIFIED", "DELETED"]
 
 
@@ -106,8 +121,11 @@ def test_watch_from_a_too_old_version_is_gone(served: Served, api: client.ApiCli
     store._history = deque(list(saved)[-2:], maxlen=2)  # a short memory, as after a compaction
     try:
         with pytest.raises(ApiException) as exc:
-            list(watch.Watch().stream(v1.list_namespaced_config_map, "default", resource_version="1",
-                                      timeout_seconds=2))
+            list(
+                watch.Watch().stream(
+                    v1.list_namespaced_config_map, "default", resource_version="1", timeout_seconds=2
+                )
+            )
         assert exc.value.status == 410
         assert "too old resource version" in str(exc.value)
     finally:
@@ -117,8 +135,10 @@ def test_watch_from_a_too_old_version_is_gone(served: Served, api: client.ApiCli
 def test_lists_page_with_limit_and_continue(served: Served, api: client.ApiClient) -> None:
     v1 = client.CoreV1Api(api)
     for i in range(7):
-        v1.create_namespaced_config_map("default", client.V1ConfigMap(
-            metadata=client.V1ObjectMeta(name=f"page-{i}", labels={"paging": "yes"})))
+        v1.create_namespaced_config_map(
+            "default",
+            client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"page-{i}", labels={"paging": "yes"})),
+        )
     first = v1.list_namespaced_config_map("default", limit=3, label_selector="paging=yes")
     names = [c.metadata.name for c in first.items]
     assert names == ["page-0", "page-1", "page-2"] and first.metadata._continue

@@ -18,7 +18,9 @@ from flexq.http.server import client_env, serve
 
 def _serve(twin: Twin, home: Path) -> tuple[threading.Thread, threading.Event]:
     ready, stop = threading.Event(), threading.Event()
-    t = threading.Thread(target=serve, args=(twin.core, home), kwargs={"ready": ready, "stop": stop}, daemon=True)
+    t = threading.Thread(
+        target=serve, args=(twin.core, home), kwargs={"ready": ready, "stop": stop}, daemon=True
+    )
     t.start()
     assert ready.wait(30)
     return t, stop
@@ -36,8 +38,13 @@ def test_serve_writes_client_files_and_reuses_credentials(tmp_path: Path) -> Non
         cfg = yaml.safe_load((tmp_path / "kubeconfig").read_text())
         assert cfg["current-context"] == "flexq" and cfg["clusters"][0]["cluster"]["server"] == info["url"]
         env = dict(os.environ, **client_env(tmp_path))
-        out = subprocess.run(["kubectl", "get", "ns", "default", "-o", "name"], env=env, capture_output=True,
-                             text=True, timeout=60)
+        out = subprocess.run(
+            ["kubectl", "get", "ns", "default", "-o", "name"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert out.stdout.strip() == "namespace/default", out.stderr
         r = requests.get(info["url"] + "/version", verify=info["ca"], timeout=10)
         assert r.json()["major"] == "1"
@@ -57,11 +64,18 @@ def test_serve_writes_client_files_and_reuses_credentials(tmp_path: Path) -> Non
 
 
 def test_kubeconfig_keeps_other_contexts(tmp_path: Path) -> None:
-    (tmp_path / "kubeconfig").write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "gke_p_l_c",
-        "clusters": [{"name": "gke_p_l_c", "cluster": {"server": "https://10.0.0.1"}}],
-        "users": [{"name": "gke_p_l_c", "user": {}}],
-        "contexts": [{"name": "gke_p_l_c", "context": {"cluster": "gke_p_l_c", "user": "gke_p_l_c"}}]}))
+    (tmp_path / "kubeconfig").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "gke_p_l_c",
+                "clusters": [{"name": "gke_p_l_c", "cluster": {"server": "https://10.0.0.1"}}],
+                "users": [{"name": "gke_p_l_c", "user": {}}],
+                "contexts": [{"name": "gke_p_l_c", "context": {"cluster": "gke_p_l_c", "user": "gke_p_l_c"}}],
+            }
+        )
+    )
     twin = Twin(clock="real", home=tmp_path, executor="simulated")
     try:
         t, stop = _serve(twin, tmp_path)

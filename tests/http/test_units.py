@@ -13,54 +13,93 @@ from flexq.http.kube import discovery, openapi, protobuf, table
 from flexq.http.kube.paths import Target, parse
 
 
-@pytest.mark.parametrize("path,want", [
-    ("/api/v1/namespaces/default/pods/x/log", Target("", "v1", "pods", "default", "x", "log")),
-    ("/api/v1/namespaces/foo", Target("", "v1", "namespaces", None, "foo")),
-    ("/api/v1/namespaces/foo/status", Target("", "v1", "namespaces", None, "foo", "status")),
-    ("/api/v1/namespaces/foo/configmaps", Target("", "v1", "configmaps", "foo")),
-    ("/apis/kueue.x-k8s.io/v1beta1/clusterqueues/cq/status",
-     Target("kueue.x-k8s.io", "v1beta1", "clusterqueues", None, "cq", "status")),
-    ("/api/v1/watch/namespaces/default/pods", Target("", "v1", "pods", "default", watch_prefix=True)),
-    ("/apis/ray.io/v1", Target("ray.io", "v1")),
-    ("/apis/ray.io", None),
-    ("/healthz", None),
-    ("/api/v1/namespaces/a/pods/b/c/d", None),
-], ids=lambda x: x if isinstance(x, str) else None)
+@pytest.mark.parametrize(
+    "path,want",
+    [
+        ("/api/v1/namespaces/default/pods/x/log", Target("", "v1", "pods", "default", "x", "log")),
+        ("/api/v1/namespaces/foo", Target("", "v1", "namespaces", None, "foo")),
+        ("/api/v1/namespaces/foo/status", Target("", "v1", "namespaces", None, "foo", "status")),
+        ("/api/v1/namespaces/foo/configmaps", Target("", "v1", "configmaps", "foo")),
+        (
+            "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/cq/status",
+            Target("kueue.x-k8s.io", "v1beta1", "clusterqueues", None, "cq", "status"),
+        ),
+        ("/api/v1/watch/namespaces/default/pods", Target("", "v1", "pods", "default", watch_prefix=True)),
+        ("/apis/ray.io/v1", Target("ray.io", "v1")),
+        ("/apis/ray.io", None),
+        ("/healthz", None),
+        ("/api/v1/namespaces/a/pods/b/c/d", None),
+    ],
+    ids=lambda x: x if isinstance(x, str) else None,
+)
 def test_paths(path: str, want: Target | None) -> None:
     assert parse(path) == want
 
 
 def test_jsonpath_and_durations() -> None:
-    obj = {"status": {"conditions": [{"type": "QuotaReserved", "status": "True"},
-                                     {"type": "Admitted", "status": "False"}]}, "spec": {"a": [{"b": 1}]}}
+    obj = {
+        "status": {
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True"},
+                {"type": "Admitted", "status": "False"},
+            ]
+        },
+        "spec": {"a": [{"b": 1}]},
+    }
     assert table.jsonpath(obj, ".status.conditions[?(@.type=='Admitted')].status") == ["False"]
     assert table.jsonpath(obj, ".spec.a[0].b") == [1]
     assert table.jsonpath(obj, ".spec.a[*].b") == [1]
     assert table.jsonpath(obj, ".spec.missing") == []
-    assert [table.human_duration(s) for s in (5, 119, 130, 600, 7200, 30000, 90000, 200000, 86400 * 30)] == \
-        ["5s", "119s", "2m10s", "10m", "120m", "8h", "25h", "2d7h", "30d"]
+    assert [table.human_duration(s) for s in (5, 119, 130, 600, 7200, 30000, 90000, 200000, 86400 * 30)] == [
+        "5s",
+        "119s",
+        "2m10s",
+        "10m",
+        "120m",
+        "8h",
+        "25h",
+        "2d7h",
+        "30d",
+    ]
 
 
 def test_table_uses_printer_columns() -> None:
     reg = default_registry()
     info = reg.resolve("workloads")
-    wl = {"metadata": {"name": "w", "creationTimestamp": "2027-01-01T00:00:00Z"},
-          "spec": {"queueName": "user-queue"},
-          "status": {"admission": {"clusterQueue": "cluster-queue"},
-                     "conditions": [{"type": "Admitted", "status": "True"}]}}
+    wl = {
+        "metadata": {"name": "w", "creationTimestamp": "2027-01-01T00:00:00Z"},
+        "spec": {"queueName": "user-queue"},
+        "status": {
+            "admission": {"clusterQueue": "cluster-queue"},
+            "conditions": [{"type": "Admitted", "status": "True"}],
+        },
+    }
     t = table.table(info, [wl], now=1_798_761_600.0 + 65, resource_version="7")
-    assert [c["name"] for c in t["columnDefinitions"]] == ["Name", "Queue", "Reserved in", "Admitted", "Finished",
-                                                            "Age"]
+    assert [c["name"] for c in t["columnDefinitions"]] == [
+        "Name",
+        "Queue",
+        "Reserved in",
+        "Admitted",
+        "Finished",
+        "Age",
+    ]
     assert t["rows"][0]["cells"] == ["w", "user-queue", "cluster-queue", "True", None, "65s"]
     assert t["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
 
 
 def test_ssa_fields_conflicts_and_removal() -> None:
-    applied = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"a": "1"}},
-               "data": {"x": "1", "y": "2"}}
+    applied = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "labels": {"a": "1"}},
+        "data": {"x": "1", "y": "2"},
+    }
     first = ssa.apply(None, applied, "alice", False, "v1", "t")
-    assert ssa.decode(first["metadata"]["managedFields"][0]["fieldsV1"]) == \
-        {("metadata", "labels", "a"), ("data", "x"), ("data", "y")}
+    assert ssa.decode(first["metadata"]["managedFields"][0]["fieldsV1"]) == {
+        ("metadata", "labels", "a"),
+        ("data", "x"),
+        ("data", "y"),
+    }
     with pytest.raises(Conflict) as exc:
         ssa.apply(first, {**applied, "data": {"x": "9"}}, "bob", False, "v1", "t")
     assert exc.value.causes[0].field == ".data.x"
@@ -98,8 +137,11 @@ def test_protobuf_configmap() -> None:
     entry = _pb_field(1, b"k") + _pb_field(2, b"v")
     raw = _pb_field(1, meta) + _pb_field(2, entry)
     assert protobuf.decode(_pb_body("v1", "ConfigMap", raw)) == {
-        "apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"},
-        "metadata": {"name": "cm", "namespace": "ns", "creationTimestamp": None}}  # Go prints a zero Time
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "data": {"k": "v"},
+        "metadata": {"name": "cm", "namespace": "ns", "creationTimestamp": None},
+    }  # Go prints a zero Time
     with pytest.raises(UnsupportedMediaType):
         protobuf.decode(_pb_body("apps/v1", "Deployment", b""))
     with pytest.raises(BadRequest):
@@ -113,10 +155,16 @@ def test_discovery_and_openapi_agree() -> None:
     assert [v["version"] for v in kueue["versions"]] == ["v1beta2", "v1beta1"]
     cq = next(r for r in kueue["versions"][0]["resources"] if r["resource"] == "clusterqueues")
     assert cq["scope"] == "Cluster" and cq["shortNames"] == ["cq"]
-    assert discovery.wants_aggregated("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
-                                      "application/json") == "v2"
+    assert (
+        discovery.wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+        )
+        == "v2"
+    )
     doc = json.loads(openapi.v3_group_version(kinds, "kueue.x-k8s.io", "v1beta1") or b"{}")
-    gvks = [g for s in doc["components"]["schemas"].values() for g in s.get("x-kubernetes-group-version-kind", [])]
+    gvks = [
+        g for s in doc["components"]["schemas"].values() for g in s.get("x-kubernetes-group-version-kind", [])
+    ]
     assert {"group": "kueue.x-k8s.io", "version": "v1beta1", "kind": "ClusterQueue"} in gvks
     patch = doc["paths"]["/apis/kueue.x-k8s.io/v1beta1/clusterqueues/{name}"]["patch"]
     assert "fieldValidation" in [p["name"] for p in patch["parameters"]]

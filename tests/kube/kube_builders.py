@@ -10,9 +10,19 @@ TPU_TAINT = {"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"
 QUEUED_TAINT = {"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"}
 
 
-def node(name: str, *, cpu: str = "4", memory: str = "16Gi", pool: str = "default-pool", labels: dict | None = None,
-         taints: list[dict] | None = None, ready: str = "True", tpu: int = 0, pods: str = "110",
-         unschedulable: bool = False) -> dict:
+def node(
+    name: str,
+    *,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    pool: str = "default-pool",
+    labels: dict | None = None,
+    taints: list[dict] | None = None,
+    ready: str = "True",
+    tpu: int = 0,
+    pods: str = "110",
+    unschedulable: bool = False,
+) -> dict:
     alloc = {"cpu": cpu, "memory": memory, "pods": pods}
     if tpu:
         alloc["google.com/tpu"] = str(tpu)
@@ -21,20 +31,41 @@ def node(name: str, *, cpu: str = "4", memory: str = "16Gi", pool: str = "defaul
         spec["taints"] = taints
     if unschedulable:
         spec["unschedulable"] = True
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"cloud.google.com/gke-nodepool": pool,
-                                                  "kubernetes.io/hostname": name, **(labels or {})}},
-            "spec": spec,
-            "status": {"allocatable": alloc, "capacity": dict(alloc),
-                       "addresses": [{"type": "InternalIP", "address": f"10.128.0.{len(name)}"}],
-                       "conditions": [{"type": "Ready", "status": ready}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "cloud.google.com/gke-nodepool": pool,
+                "kubernetes.io/hostname": name,
+                **(labels or {}),
+            },
+        },
+        "spec": spec,
+        "status": {
+            "allocatable": alloc,
+            "capacity": dict(alloc),
+            "addresses": [{"type": "InternalIP", "address": f"10.128.0.{len(name)}"}],
+            "conditions": [{"type": "Ready", "status": ready}],
+        },
+    }
 
 
 def tpu_node(name: str, pool: str, topology: str = "4x4", chips: int = 4, queued: bool = False) -> dict:
     taints = [TPU_TAINT] + ([QUEUED_TAINT] if queued else [])
-    return node(name, cpu="180", memory="720Gi", pool=pool, tpu=chips, taints=taints,
-                labels={"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
-                        "cloud.google.com/gke-tpu-topology": topology})
+    return node(
+        name,
+        cpu="180",
+        memory="720Gi",
+        pool=pool,
+        tpu=chips,
+        taints=taints,
+        labels={
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+            "cloud.google.com/gke-tpu-topology": topology,
+        },
+    )
 
 
 def add_node(twin: Twin, obj: dict) -> dict:
@@ -42,9 +73,19 @@ def add_node(twin: Twin, obj: dict) -> dict:
     return twin.store.create(obj, keep_status=True)
 
 
-def pod(name: str, *, cpu: str = "1", memory: str = "1Gi", tpu: int = 0, node_selector: dict | None = None,
-        tolerations: list[dict] | None = None, restart: str = "Never", annotations: dict | None = None,
-        affinity: dict | None = None, **spec: Any) -> dict:
+def pod(
+    name: str,
+    *,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    tpu: int = 0,
+    node_selector: dict | None = None,
+    tolerations: list[dict] | None = None,
+    restart: str = "Never",
+    annotations: dict | None = None,
+    affinity: dict | None = None,
+    **spec: Any,
+) -> dict:
     requests = {"cpu": cpu, "memory": memory}
     limits = {}
     if tpu:
@@ -66,23 +107,49 @@ def pod(name: str, *, cpu: str = "1", memory: str = "1Gi", tpu: int = 0, node_se
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": s}
 
 
-def job(name: str, *, run: float | None = 30, outcome: str | None = None, parallelism: int | None = None,
-        completions: int | None = None, suspend: bool = False, restart: str = "Never", **spec: Any) -> dict:
+def job(
+    name: str,
+    *,
+    run: float | None = 30,
+    outcome: str | None = None,
+    parallelism: int | None = None,
+    completions: int | None = None,
+    suspend: bool = False,
+    restart: str = "Never",
+    **spec: Any,
+) -> dict:
     ann = {}
     if run is not None:
         ann["twin.flexq.dev/run-seconds"] = str(run)
     if outcome:
         ann["twin.flexq.dev/outcome"] = outcome
-    s: dict[str, Any] = {"suspend": suspend, "template": {
-        "metadata": {"annotations": ann},
-        "spec": {"restartPolicy": restart,
-                 "containers": [{"name": "main", "image": "busybox",
-                                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}, **spec}
+    s: dict[str, Any] = {
+        "suspend": suspend,
+        "template": {
+            "metadata": {"annotations": ann},
+            "spec": {
+                "restartPolicy": restart,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "busybox",
+                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                    }
+                ],
+            },
+        },
+        **spec,
+    }
     if parallelism is not None:
         s["parallelism"] = parallelism
     if completions is not None:
         s["completions"] = completions
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"}, "spec": s}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": s,
+    }
 
 
 def condition(obj: dict, type_: str) -> dict | None:
@@ -90,8 +157,11 @@ def condition(obj: dict, type_: str) -> dict | None:
 
 
 def events(twin: Twin, name: str, reason: str | None = None) -> list[dict]:
-    return [e for e in twin.list("Event") if e["involvedObject"]["name"] == name
-            and (reason is None or e["reason"] == reason)]
+    return [
+        e
+        for e in twin.list("Event")
+        if e["involvedObject"]["name"] == name and (reason is None or e["reason"] == reason)
+    ]
 
 
 def kubelet(twin: Twin):

@@ -63,7 +63,10 @@ def test_backoff_limit_with_growing_creation_delay(twin: Twin) -> None:
     j = twin.get("Job", "bad")
     assert j["status"]["failed"] == 3
     failed = condition(j, "Failed")
-    assert (failed["reason"], failed["message"]) == ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert (failed["reason"], failed["message"]) == (
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+    )
     assert condition(j, "FailureTarget")["status"] == "True" and "completionTime" not in j["status"]
     # pods created at t=0, 15 (5+10) and 40 (20+20); the third fails at 45
     assert failed["lastTransitionTime"] == "2027-01-01T00:00:45Z"
@@ -79,8 +82,11 @@ def test_suspend_and_resume_like_kueue_does(twin: Twin) -> None:
     assert pods_of(twin, "q") == [] and condition(j, "Suspended")["reason"] == "JobSuspended"
     assert "startTime" not in j["status"]
     # Kueue injects the flavor's node labels while the job is suspended, then unsuspends it
-    twin.patch("Job", "q", {"spec": {"template": {"spec": {"nodeSelector": {
-        "cloud.google.com/gke-nodepool": "on-demand"}}}}})
+    twin.patch(
+        "Job",
+        "q",
+        {"spec": {"template": {"spec": {"nodeSelector": {"cloud.google.com/gke-nodepool": "on-demand"}}}}},
+    )
     twin.patch("Job", "q", {"spec": {"suspend": False}})
     twin.advance(1)
     j = twin.get("Job", "q")
@@ -138,8 +144,11 @@ def test_indexed_job(twin: Twin) -> None:
     twin.apply(job("idx", run=10, parallelism=3, completions=3, completionMode="Indexed"))
     twin.advance(1)
     pods = pods_of(twin, "idx")
-    assert sorted(p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] for p in pods) == \
-        ["0", "1", "2"]
+    assert sorted(p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] for p in pods) == [
+        "0",
+        "1",
+        "2",
+    ]
     p0 = next(p for p in pods if p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "0")
     assert p0["metadata"]["name"].startswith("idx-0-") and p0["spec"]["hostname"] == "idx-0"
     assert {"name": "JOB_COMPLETION_INDEX", "value": "0"} in p0["spec"]["containers"][0]["env"]
@@ -190,9 +199,14 @@ def test_same_seed_same_run() -> None:
             for i in range(4):
                 t.apply(job(f"j{i}", run=10 + i, parallelism=2, completions=3))
             t.run_until_idle(3600)
-            return [(p["metadata"]["name"], p["spec"]["nodeName"], p["status"]["containerStatuses"][0]["state"]
-                     ["terminated"]["finishedAt"]) for p in t.list("Pod")] + \
-                [(e["metadata"]["name"], e["reason"], e["message"]) for e in t.list("Event")]
+            return [
+                (
+                    p["metadata"]["name"],
+                    p["spec"]["nodeName"],
+                    p["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"],
+                )
+                for p in t.list("Pod")
+            ] + [(e["metadata"]["name"], e["reason"], e["message"]) for e in t.list("Event")]
         finally:
             t.close()
 

@@ -19,7 +19,12 @@ def test_pod_runs_then_succeeds_with_kubelet_status(twin: Twin) -> None:
     p = twin.get("Pod", "p")
     st = p["status"]
     assert st["phase"] == "Running"
-    assert [c["type"] for c in st["conditions"]] == ["Initialized", "Ready", "ContainersReady", "PodScheduled"]
+    assert [c["type"] for c in st["conditions"]] == [
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+    ]
     assert all(c["status"] == "True" for c in st["conditions"])
     assert st["hostIP"] == "10.128.0.2" and st["podIP"].startswith("10.64.")
     assert st["startTime"] == "2027-01-01T00:00:00Z" and st["qosClass"] == "Burstable"
@@ -42,11 +47,17 @@ def test_failed_outcome_and_restart_policy_on_failure_backs_off(twin: Twin) -> N
     twin.apply(pod("again", restart="OnFailure", annotations={**RUN30, "twin.flexq.dev/outcome": "Failed"}))
     twin.advance(31)
     term = twin.get("Pod", "never")["status"]["containerStatuses"][0]["state"]["terminated"]
-    assert twin.get("Pod", "never")["status"]["phase"] == "Failed" and (term["exitCode"], term["reason"]) == (1, "Error")
+    assert twin.get("Pod", "never")["status"]["phase"] == "Failed" and (term["exitCode"], term["reason"]) == (
+        1,
+        "Error",
+    )
     st = twin.get("Pod", "again")["status"]
     cs = st["containerStatuses"][0]
     assert st["phase"] == "Running" and cs["restartCount"] == 1
-    assert cs["state"]["waiting"]["reason"] == "CrashLoopBackOff" and cs["lastState"]["terminated"]["exitCode"] == 1
+    assert (
+        cs["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+        and cs["lastState"]["terminated"]["exitCode"] == 1
+    )
     twin.advance(10)  # back-off 10 s, then it runs again for 30 s
     assert "running" in twin.get("Pod", "again")["status"]["containerStatuses"][0]["state"]
     twin.advance(30)
@@ -77,10 +88,18 @@ def test_missing_configmap_keeps_container_creating_until_it_exists(twin: Twin) 
     st = twin.get("Pod", "head")["status"]
     assert st["phase"] == "Pending"
     assert st["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
-    assert events(twin, "head", "FailedMount")[0]["message"] == \
-        'MountVolume.SetUp failed for volume "script" : configmap "jax-train-script" not found'
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-                "data": {"train.py": "print('hi')"}})
+    assert (
+        events(twin, "head", "FailedMount")[0]["message"]
+        == 'MountVolume.SetUp failed for volume "script" : configmap "jax-train-script" not found'
+    )
+    twin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script"},
+            "data": {"train.py": "print('hi')"},
+        }
+    )
     twin.advance(1)
     assert twin.get("Pod", "head")["status"]["phase"] == "Running"
     assert "mounted /app: train.py" in twin.logs("head")
@@ -108,11 +127,17 @@ def test_tpu_hosts_get_gke_tpu_environment(twin: Twin) -> None:
     envs = {}
     for i in range(4):
         line = next(x for x in twin.logs(f"w{i}").splitlines() if "TPU environment" in x)
-        envs[twin.get("Pod", f"w{i}")["spec"]["nodeName"]] = dict(kv.split("=", 1) for kv in line.split(": ")[1].split())
+        envs[twin.get("Pod", f"w{i}")["spec"]["nodeName"]] = dict(
+            kv.split("=", 1) for kv in line.split(": ")[1].split()
+        )
     assert sorted(e["TPU_WORKER_ID"] for e in envs.values()) == ["0", "1", "2", "3"]
-    assert envs["gke-tpu-2"] == {"TPU_ACCELERATOR_TYPE": "v6e-16", "TPU_TOPOLOGY": "4x4", "TPU_WORKER_ID": "2",
-                                 "TPU_NAME": "on-demand",
-                                 "TPU_WORKER_HOSTNAMES": "gke-tpu-0,gke-tpu-1,gke-tpu-2,gke-tpu-3"}
+    assert envs["gke-tpu-2"] == {
+        "TPU_ACCELERATOR_TYPE": "v6e-16",
+        "TPU_TOPOLOGY": "4x4",
+        "TPU_WORKER_ID": "2",
+        "TPU_NAME": "on-demand",
+        "TPU_WORKER_HOSTNAMES": "gke-tpu-0,gke-tpu-1,gke-tpu-2,gke-tpu-3",
+    }
 
 
 @dataclass
@@ -162,7 +187,11 @@ def test_first_accepting_executor_runs_the_pod_and_notify_wakes_the_kubelet(twin
     ex.move(("default", "m"), PodRunState("Running", ready=False, pod_ip="127.0.0.1"))
     twin.advance(1)
     st = twin.get("Pod", "m")["status"]
-    assert st["phase"] == "Running" and st["podIP"] == "127.0.0.1" and condition({"status": st}, "Ready")["status"] == "False"
+    assert (
+        st["phase"] == "Running"
+        and st["podIP"] == "127.0.0.1"
+        and condition({"status": st}, "Ready")["status"] == "False"
+    )
     ex.move(("default", "m"), PodRunState("Running", ready=True, pod_ip="127.0.0.1"))
     twin.advance(1)
     assert condition(twin.get("Pod", "m"), "Ready")["status"] == "True"
@@ -243,15 +272,39 @@ def test_live_twin_runs_a_simulated_pod_on_the_wall_clock() -> None:
 def test_noexecute_taints_evict_pods_that_do_not_tolerate_them(twin: Twin) -> None:
     add_node(twin, node("n1"))
     twin.apply(pod("plain", restart="Always"))
-    twin.apply(pod("patient", restart="Always", tolerations=[
-        {"key": "maintenance", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}]))
+    twin.apply(
+        pod(
+            "patient",
+            restart="Always",
+            tolerations=[
+                {"key": "maintenance", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}
+            ],
+        )
+    )
     twin.apply(pod("stoic", restart="Always", tolerations=[{"key": "maintenance", "operator": "Exists"}]))
     twin.advance(5)
-    twin.patch("Node", "n1", {"spec": {"taints": [{"key": "maintenance", "value": "true", "effect": "NoExecute",
-                                                   "timeAdded": "2027-01-01T00:00:05Z"}]}})
+    twin.patch(
+        "Node",
+        "n1",
+        {
+            "spec": {
+                "taints": [
+                    {
+                        "key": "maintenance",
+                        "value": "true",
+                        "effect": "NoExecute",
+                        "timeAdded": "2027-01-01T00:00:05Z",
+                    }
+                ]
+            }
+        },
+    )
     twin.advance(1)
     assert twin.try_get("Pod", "plain") is None
-    assert events(twin, "plain", "TaintManagerEviction")[0]["message"] == "Marking for deletion Pod default/plain"
+    assert (
+        events(twin, "plain", "TaintManagerEviction")[0]["message"]
+        == "Marking for deletion Pod default/plain"
+    )
     assert twin.get("Pod", "patient")["status"]["phase"] == "Running"
     twin.advance(30)
     assert twin.try_get("Pod", "patient") is None

@@ -21,14 +21,17 @@ def test_pod_is_bound_with_scheduled_condition_and_event(twin: Twin) -> None:
 
 def test_unschedulable_pod_waits_then_binds_when_a_node_arrives(twin: Twin) -> None:
     add_node(twin, node("cpu-1"))
-    twin.apply(pod("w", tpu=4, tolerations=TOLERATE_TPU,
-                   node_selector={"cloud.google.com/gke-nodepool": "tpu-pool"}))
+    twin.apply(
+        pod("w", tpu=4, tolerations=TOLERATE_TPU, node_selector={"cloud.google.com/gke-nodepool": "tpu-pool"})
+    )
     twin.advance(5)
     p = twin.get("Pod", "w")
     cond = condition(p, "PodScheduled")
     assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
-    assert cond["message"] == ("0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
-                               "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
+    assert cond["message"] == (
+        "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
     assert p["status"]["phase"] == "Pending" and "nodeName" not in p["spec"]
     ev = events(twin, "w", "FailedScheduling")
     assert ev and ev[0]["type"] == "Warning" and ev[0]["message"] == cond["message"]
@@ -47,7 +50,8 @@ def test_freed_resources_wake_pending_pods_in_priority_order(twin: Twin) -> None
     twin.apply(pod("high", cpu="2", priority=10))
     twin.advance(1)
     assert condition(twin.get("Pod", "low"), "PodScheduled")["message"].startswith(
-        "0/1 nodes are available: 1 Insufficient cpu.")
+        "0/1 nodes are available: 1 Insufficient cpu."
+    )
     twin.delete("Pod", "big")
     twin.advance(1)
     assert twin.get("Pod", "high")["spec"].get("nodeName") == "n"
@@ -68,13 +72,22 @@ def test_scheduling_gates_hold_the_pod(twin: Twin) -> None:
 def test_tainted_queued_nodes_need_the_toleration(twin: Twin) -> None:
     add_node(twin, tpu_node("dws-1", "dws-pool", queued=True))
     twin.apply(pod("plain", tpu=4, tolerations=TOLERATE_TPU))
-    tolerant = TOLERATE_TPU + [{"key": "cloud.google.com/gke-queued", "operator": "Equal", "value": "true",
-                                "effect": "NoSchedule"}]
-    twin.apply(pod("dws", tpu=4, tolerations=tolerant,
-                   annotations={"autoscaling.x-k8s.io/consume-provisioning-request": "pr-1"}))
+    tolerant = TOLERATE_TPU + [
+        {"key": "cloud.google.com/gke-queued", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    ]
+    twin.apply(
+        pod(
+            "dws",
+            tpu=4,
+            tolerations=tolerant,
+            annotations={"autoscaling.x-k8s.io/consume-provisioning-request": "pr-1"},
+        )
+    )
     twin.advance(1)
-    assert "untolerated taint {cloud.google.com/gke-queued: true}" in \
-        condition(twin.get("Pod", "plain"), "PodScheduled")["message"]
+    assert (
+        "untolerated taint {cloud.google.com/gke-queued: true}"
+        in condition(twin.get("Pod", "plain"), "PodScheduled")["message"]
+    )
     assert twin.get("Pod", "dws")["spec"]["nodeName"] == "dws-1"
 
 
@@ -83,7 +96,9 @@ def test_node_becoming_ready_retries_pending_pods(twin: Twin) -> None:
     twin.apply(pod("p"))
     twin.advance(1)
     assert "node.kubernetes.io/not-ready" in condition(twin.get("Pod", "p"), "PodScheduled")["message"]
-    twin.patch("Node", "n", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}, subresource="status")
+    twin.patch(
+        "Node", "n", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}, subresource="status"
+    )
     twin.advance(1)
     assert twin.get("Pod", "p")["spec"]["nodeName"] == "n"
 
@@ -92,12 +107,21 @@ def test_four_tpu_workers_fill_a_4x4_slice_one_per_host(twin: Twin) -> None:
     for i in range(4):
         add_node(twin, tpu_node(f"gke-tpu-{i}", "on-demand"))
     for i in range(5):
-        twin.apply(pod(f"worker-{i}", tpu=4, tolerations=TOLERATE_TPU, restart="Always",
-                       node_selector={"cloud.google.com/gke-tpu-topology": "4x4"}))
+        twin.apply(
+            pod(
+                f"worker-{i}",
+                tpu=4,
+                tolerations=TOLERATE_TPU,
+                restart="Always",
+                node_selector={"cloud.google.com/gke-tpu-topology": "4x4"},
+            )
+        )
     twin.advance(1)
     bound = sorted(twin.get("Pod", f"worker-{i}")["spec"].get("nodeName", "-") for i in range(5))
     assert bound == ["-", "gke-tpu-0", "gke-tpu-1", "gke-tpu-2", "gke-tpu-3"]
-    assert "4 Insufficient google.com/tpu" in condition(twin.get("Pod", "worker-4"), "PodScheduled")["message"]
+    assert (
+        "4 Insufficient google.com/tpu" in condition(twin.get("Pod", "worker-4"), "PodScheduled")["message"]
+    )
 
 
 def test_a_node_applied_by_hand_registers_and_takes_pods(twin: Twin) -> None:

@@ -15,9 +15,14 @@ DATA = Path(__file__).resolve().parent / "data"
 
 @pytest.fixture
 def cluster(twin: Twin) -> Twin:
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script",
-                                                                      "namespace": "default"},
-                "data": {"train.py": (DATA / "train.py").read_text()}})
+    twin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script", "namespace": "default"},
+            "data": {"train.py": (DATA / "train.py").read_text()},
+        }
+    )
     add_node(twin, node("gke-default-pool-0", cpu="16", memory="64Gi"))
     for i in range(4):
         add_node(twin, tpu_node(f"gke-on-demand-pool-{i}", "on-demand-pool"))

@@ -22,16 +22,27 @@ from tests.ray.ray_harness import Logs, Slice, tutorial_rayjob
 
 def _pod(ex: LocalRayExecutor, slice_: Slice, pod: dict, kind: str) -> _Pod:
     cluster = ex._cluster(("default", "c"))
-    launch = PodLaunch(pod=pod, node={"metadata": {"name": "n"}}, files={}, env={}, logs=Logs(), notify=lambda: None)
-    return _Pod(key=("default", pod["metadata"]["name"]), kind=kind, launch=launch, cluster=cluster,
-                marker=f"{ex._token}:1", container="ray", dir=ex.base_dir / "pods" / "p")
+    launch = PodLaunch(
+        pod=pod, node={"metadata": {"name": "n"}}, files={}, env={}, logs=Logs(), notify=lambda: None
+    )
+    return _Pod(
+        key=("default", pod["metadata"]["name"]),
+        kind=kind,
+        launch=launch,
+        cluster=cluster,
+        marker=f"{ex._token}:1",
+        container="ray",
+        dir=ex.base_dir / "pods" / "p",
+    )
 
 
 def test_the_pods_keep_kuberays_command_and_the_executor_runs_the_loopback_one(tmp_path: Path) -> None:
     ex = LocalRayExecutor(tmp_path / "ray")
     try:
         s = Slice(ex, tutorial_rayjob(1), "c")
-        head_cmd = " ".join(s.head["spec"]["containers"][0]["args"] or s.head["spec"]["containers"][0]["command"])
+        head_cmd = " ".join(
+            s.head["spec"]["containers"][0]["args"] or s.head["spec"]["containers"][0]["command"]
+        )
         assert "--dashboard-host=0.0.0.0" in head_cmd  # what KubeRay writes, unchanged in the pod
         head, worker = _pod(ex, s, s.head, "head"), _pod(ex, s, s.workers[0], "worker")
         head_argv = ex._ray_start_argv(head, tmp_path / "t")
@@ -59,9 +70,11 @@ def test_a_pods_env_cannot_turn_token_auth_off(tmp_path: Path) -> None:
     ex = LocalRayExecutor(tmp_path / "ray")
     try:
         s = Slice(ex, tutorial_rayjob(1), "c")
-        s.head["spec"]["containers"][0]["env"] = [{"name": "RAY_AUTH_MODE", "value": "disabled"},
-                                                  {"name": "RAY_AUTH_TOKEN", "value": "mine"},
-                                                  {"name": "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "value": "1"}]
+        s.head["spec"]["containers"][0]["env"] = [
+            {"name": "RAY_AUTH_MODE", "value": "disabled"},
+            {"name": "RAY_AUTH_TOKEN", "value": "mine"},
+            {"name": "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "value": "1"},
+        ]
         env = ex._env(_pod(ex, s, s.head, "head"))
         assert env["RAY_AUTH_MODE"] == "token" and "RAY_AUTH_TOKEN" not in env
         assert env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
@@ -123,14 +136,18 @@ def test_the_nodes_sitecustomize_keeps_a_loopback_jax_coordinator_on_loopback(tm
             "def initialize(coordinator_address=None, num_processes=None, process_id=None, local_device_ids=None,"
             " cluster_detection_method=None, initialization_timeout=300, heartbeat_timeout_seconds=100,"
             " shutdown_timeout_seconds=300, coordinator_bind_address=None):\n"
-            "    return coordinator_bind_address\n")
-        code = ("import jax.distributed as d\n"
-                "print(d.initialize('127.0.0.1:1234', 4, 0), d.initialize('10.0.0.1:1234', 4, 0),"
-                " d.initialize('127.0.0.1:1234', 4, 0, coordinator_bind_address='0.0.0.0:1'))\n")
+            "    return coordinator_bind_address\n"
+        )
+        code = (
+            "import jax.distributed as d\n"
+            "print(d.initialize('127.0.0.1:1234', 4, 0), d.initialize('10.0.0.1:1234', 4, 0),"
+            " d.initialize('127.0.0.1:1234', 4, 0, coordinator_bind_address='0.0.0.0:1'))\n"
+        )
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ex._hooks_dir()), str(fake)])}
         env.pop("JAX_COORDINATOR_BIND_ADDRESS", None)
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+        )
         assert out.stdout.split() == ["127.0.0.1:1234", "None", "0.0.0.0:1"], out.stderr
     finally:
         ex.shutdown()
-

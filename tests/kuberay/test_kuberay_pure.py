@@ -22,9 +22,12 @@ def _rayjob(job_id: int = 1) -> dict:
 
 
 def _cluster(rj: dict, name: str = "rayjob-tpu-v6e-dws-1-abcde") -> dict:
-    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name, "namespace": "default",
-                                                                         "uid": "u2"},
-            "spec": rj["spec"]["rayClusterSpec"]}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name, "namespace": "default", "uid": "u2"},
+        "spec": rj["spec"]["rayClusterSpec"],
+    }
 
 
 def test_rand_suffix_uses_kubernetes_alphabet_and_names():
@@ -46,7 +49,10 @@ def test_head_and_worker_pods_look_like_kuberay_s():
     args = head["spec"]["containers"][0]["args"][0]
     assert args.startswith("ulimit -n 65536; ray start --head --block")
     assert "--num-cpus=2" in args and "--memory=4294967296" in args
-    assert [c["name"] for c in head["spec"]["containers"]] == ["ray-head", "autoscaler"]  # in-tree autoscaling
+    assert [c["name"] for c in head["spec"]["containers"]] == [
+        "ray-head",
+        "autoscaler",
+    ]  # in-tree autoscaling
     group = c["spec"]["workerGroupSpecs"][0]
     w = pods.worker_pod(c, group, name="w", replica_name="r0", replica_index=0, host_index=3)
     wargs = w["spec"]["containers"][0]["args"][0]
@@ -61,36 +67,50 @@ def test_head_and_worker_pods_look_like_kuberay_s():
 def test_parse_ray_start_round_trips_and_falls_back_to_resources():
     rj = _rayjob()
     c = _cluster(rj)
-    w = pods.worker_pod(c, c["spec"]["workerGroupSpecs"][0], name="w", replica_name="r", replica_index=0,
-                        host_index=0)
+    w = pods.worker_pod(
+        c, c["spec"]["workerGroupSpecs"][0], name="w", replica_name="r", replica_index=0, host_index=0
+    )
     spec = commands.parse_ray_start(w)
     assert (spec.head, spec.num_cpus, spec.memory, spec.resources) == (False, 8, 16 * 2**30, {"TPU": 4.0})
-    bare = {"metadata": {"labels": {names.LABEL_NODE_TYPE: "worker"}},
-            "spec": {"containers": [{"resources": {"limits": {"cpu": "1500m", "google.com/tpu": "4"}}}]}}
+    bare = {
+        "metadata": {"labels": {names.LABEL_NODE_TYPE: "worker"}},
+        "spec": {"containers": [{"resources": {"limits": {"cpu": "1500m", "google.com/tpu": "4"}}}]},
+    }
     spec = commands.parse_ray_start(bare)
     assert (spec.num_cpus, spec.resources) == (2, {"TPU": 4.0})
 
 
 def test_submitter_script_is_kuberay_s_and_rewrites_for_local_run():
     rj = _rayjob()
-    job = pods.submitter_job(rj, job_id="rayjob-tpu-v6e-dws-1-498t6",
-                             dashboard_url=names.dashboard_url("rayjob-tpu-v6e-dws-1-abcde", "default"))
+    job = pods.submitter_job(
+        rj,
+        job_id="rayjob-tpu-v6e-dws-1-498t6",
+        dashboard_url=names.dashboard_url("rayjob-tpu-v6e-dws-1-abcde", "default"),
+    )
     assert job["metadata"]["name"] == "rayjob-tpu-v6e-dws-1" and job["spec"]["backoffLimit"] == 2
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["/bin/bash", "-ce", "--"]
     script = container["args"][0]
-    assert "ray job submit --address http://rayjob-tpu-v6e-dws-1-abcde-head-svc.default.svc.cluster.local:8265" \
-           " --no-wait" in script
+    assert (
+        "ray job submit --address http://rayjob-tpu-v6e-dws-1-abcde-head-svc.default.svc.cluster.local:8265"
+        " --no-wait" in script
+    )
     assert "--submission-id rayjob-tpu-v6e-dws-1-498t6 -- python /app/train.py ; fi ; ray job logs" in script
     assert commands.runtime_env_of(script) == {"pip": ["jax[tpu]==0.8.2", "pandas==2.3.3"]}
-    pod = {"metadata": {"labels": job["spec"]["template"]["metadata"]["labels"]},
-           "spec": job["spec"]["template"]["spec"]}
+    pod = {
+        "metadata": {"labels": job["spec"]["template"]["metadata"]["labels"]},
+        "spec": job["spec"]["template"]["spec"],
+    }
     assert names.is_submitter_pod(pod) and not names.is_ray_node_pod(pod)
     assert commands.submitter_script_of(pod) == script
     host, port = commands.submitter_target(script)
     assert commands.service_of_host(host, "x") == ("default", "rayjob-tpu-v6e-dws-1-abcde-head-svc")
-    local = commands.rewrite_submitter(script, local_address="127.0.0.1:40001", runtime_env={"env_vars": {"A": "1"}},
-                                       mounts={"/app": "/tmp/p/mounts/app"})
+    local = commands.rewrite_submitter(
+        script,
+        local_address="127.0.0.1:40001",
+        runtime_env={"env_vars": {"A": "1"}},
+        mounts={"/app": "/tmp/p/mounts/app"},
+    )
     assert "svc.cluster.local" not in local
     assert "ray job submit --address http://127.0.0.1:40001 --no-wait" in local
     assert "-- python /tmp/p/mounts/app/train.py ;" in local
@@ -102,26 +122,36 @@ def test_submitter_script_is_kuberay_s_and_rewrites_for_local_run():
 def test_rewrite_paths_only_touches_whole_mount_paths():
     mounts = {"/app": "/L/app", "/app/data": "/L/data"}
     text = "python /app/train.py --d /app/data/x --u http://h:1/app/y /apple /app"
-    assert commands.rewrite_paths(text, mounts) == \
-        "python /L/app/train.py --d /L/data/x --u http://h:1/app/y /apple /L/app"
+    assert (
+        commands.rewrite_paths(text, mounts)
+        == "python /L/app/train.py --d /L/data/x --u http://h:1/app/y /apple /L/app"
+    )
 
 
-@pytest.mark.parametrize("req,installed,verdict", [
-    ("pandas==2.3.3", "3.1.1", "substituted: using installed pandas==3.1.1 (requested ==2.3.3)"),
-    ("jax[tpu]==0.8.2", "0.10.2", "extra [tpu] dropped"),
-    ("numpy>=1", "2.4.6", "satisfied by installed numpy==2.4.6"),
-], ids=["pin-differs", "tpu-extra", "satisfied"])
+@pytest.mark.parametrize(
+    "req,installed,verdict",
+    [
+        ("pandas==2.3.3", "3.1.1", "substituted: using installed pandas==3.1.1 (requested ==2.3.3)"),
+        ("jax[tpu]==0.8.2", "0.10.2", "extra [tpu] dropped"),
+        ("numpy>=1", "2.4.6", "satisfied by installed numpy==2.4.6"),
+    ],
+    ids=["pin-differs", "tpu-extra", "satisfied"],
+)
 def test_runtime_env_policy_accepts_installed_projects(req, installed, verdict):
     d = runtime_env.decide({"pip": [req], "env_vars": {"X": "1"}}, version_of=lambda _n: installed)
     assert d.error == "" and d.runtime_env == {"env_vars": {"X": "1"}}
     assert verdict in d.lines[0]
 
 
-@pytest.mark.parametrize("renv,needle", [
-    ({"pip": ["not-here==1"]}, "not-here is not installed"),
-    ({"conda": {"dependencies": ["x"]}}, "'conda' is not supported"),
-    ({"pip": ["bad req ==="]}, "not a valid requirement"),
-], ids=["missing", "conda", "invalid"])
+@pytest.mark.parametrize(
+    "renv,needle",
+    [
+        ({"pip": ["not-here==1"]}, "not-here is not installed"),
+        ({"conda": {"dependencies": ["x"]}}, "'conda' is not supported"),
+        ({"pip": ["bad req ==="]}, "not a valid requirement"),
+    ],
+    ids=["missing", "conda", "invalid"],
+)
 def test_runtime_env_policy_refuses_clearly(renv, needle):
     d = runtime_env.decide(renv, version_of=lambda _n: None)
     assert d.error and needle in d.error and d.lines[-1].startswith("refused: ")

@@ -29,7 +29,6 @@ def rayjob(job_id: int = 1, *, run: float | None = 120, outcome: str | None = No
     return obj
 
 
-
 def _st(twin: Twin, name: str) -> dict:
     return twin.get("RayJob", name, "default").get("status") or {}
 
@@ -53,8 +52,12 @@ def test_tutorial_rayjob_runs_through_kuberay_states(cluster: Twin):
     assert job_id.startswith("rayjob-tpu-v6e-dws-1-") and job_id != cname
     rc = twin.get("RayCluster", cname, "default")
     assert rc["metadata"]["labels"][names.LABEL_ORIGIN_NAME] == "rayjob-tpu-v6e-dws-1"
-    assert twin.get("Service", "rayjob-tpu-v6e-dws-1-head-svc", "default")["spec"]["selector"][
-        names.LABEL_CLUSTER] == cname
+    assert (
+        twin.get("Service", "rayjob-tpu-v6e-dws-1-head-svc", "default")["spec"]["selector"][
+            names.LABEL_CLUSTER
+        ]
+        == cname
+    )
     _advance_until(twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-1").get("jobDeploymentStatus") == "Running")
     pods = twin.list("Pod", "default", label_selector=f"{names.LABEL_CLUSTER}={cname}")
     workers = [p for p in pods if p["metadata"]["labels"][names.LABEL_NODE_TYPE] == "worker"]
@@ -107,7 +110,8 @@ def test_active_deadline_ends_a_job_that_can_never_get_resources(cluster: Twin):
     twin = cluster
     obj = rayjob(4, activeDeadlineSeconds=300)
     obj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"][
-        "cloud.google.com/gke-tpu-topology"] = "8x8"  # no such slice here: the workers stay Pending
+        "cloud.google.com/gke-tpu-topology"
+    ] = "8x8"  # no such slice here: the workers stay Pending
     twin.apply(obj)
     twin.advance(299)
     assert _st(twin, "rayjob-tpu-v6e-dws-4")["jobDeploymentStatus"] == "Initializing"
@@ -160,20 +164,34 @@ def test_worker_replicas_follow_the_raycluster_spec_atomically(cluster: Twin):
     rc["spec"]["workerGroupSpecs"][0]["replicas"] = 2  # what the autoscaler writes
     twin.store.update(rc)
     twin.advance(5)
-    workers = twin.list("Pod", "default", label_selector=f"{names.LABEL_CLUSTER}={cname},{names.LABEL_NODE_TYPE}=worker")
+    workers = twin.list(
+        "Pod", "default", label_selector=f"{names.LABEL_CLUSTER}={cname},{names.LABEL_NODE_TYPE}=worker"
+    )
     replicas = {p["metadata"]["labels"][names.LABEL_REPLICA_NAME] for p in workers}
     assert len(workers) == 8 and len(replicas) == 2
-    ids = sorted((p["metadata"]["labels"][names.LABEL_REPLICA_NAME],
-                  next(e["value"] for e in p["spec"]["containers"][0]["env"] if e["name"] == "TPU_WORKER_ID"))
-                 for p in workers)
+    ids = sorted(
+        (
+            p["metadata"]["labels"][names.LABEL_REPLICA_NAME],
+            next(e["value"] for e in p["spec"]["containers"][0]["env"] if e["name"] == "TPU_WORKER_ID"),
+        )
+        for p in workers
+    )
     assert [w for _, w in ids] == ["0", "1", "2", "3"] * 2
     assert twin.get("RayCluster", cname, "default")["status"]["desiredWorkerReplicas"] == 8
     rc = twin.get("RayCluster", cname, "default")
     rc["spec"]["workerGroupSpecs"][0]["replicas"] = 1
     twin.store.update(rc)
     twin.advance(5)
-    assert len(twin.list("Pod", "default", label_selector=f"{names.LABEL_CLUSTER}={cname},"
-                                                           f"{names.LABEL_NODE_TYPE}=worker")) == 4
+    assert (
+        len(
+            twin.list(
+                "Pod",
+                "default",
+                label_selector=f"{names.LABEL_CLUSTER}={cname},{names.LABEL_NODE_TYPE}=worker",
+            )
+        )
+        == 4
+    )
 
 
 class FakeRay:
@@ -218,18 +236,30 @@ def test_in_tree_autoscaling_grows_to_max_replicas_on_demand_and_shrinks_when_id
     fake = FakeRay()
     twin.runtime.manager.add(AutoscalerController(twin.runtime.ctx, sources=[fake]))
     spec = rayjob(8)["spec"]["rayClusterSpec"]
-    twin.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster",
-                "metadata": {"name": "rc", "namespace": "default"}, "spec": spec})
-    _advance_until(twin, lambda: (twin.get("RayCluster", "rc", "default").get("status") or {}).get("state") == "ready")
+    twin.apply(
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": {"name": "rc", "namespace": "default"},
+            "spec": spec,
+        }
+    )
+    _advance_until(
+        twin, lambda: (twin.get("RayCluster", "rc", "default").get("status") or {}).get("state") == "ready"
+    )
     fake.text = BUSY
     twin.advance(10)
     assert twin.get("RayCluster", "rc", "default")["spec"]["workerGroupSpecs"][0]["replicas"] == 2
-    _advance_until(twin, lambda: twin.get("RayCluster", "rc", "default")["status"]["readyWorkerReplicas"] == 8)
+    _advance_until(
+        twin, lambda: twin.get("RayCluster", "rc", "default")["status"]["readyWorkerReplicas"] == 8
+    )
     twin.advance(30)  # still busy: never past maxReplicas
     assert twin.get("RayCluster", "rc", "default")["spec"]["workerGroupSpecs"][0]["replicas"] == 2
     fake.text = IDLE
     twin.advance(40)
-    assert twin.get("RayCluster", "rc", "default")["spec"]["workerGroupSpecs"][0]["replicas"] == 2  # < 60 s idle
+    assert (
+        twin.get("RayCluster", "rc", "default")["spec"]["workerGroupSpecs"][0]["replicas"] == 2
+    )  # < 60 s idle
     twin.advance(40)
     assert twin.get("RayCluster", "rc", "default")["spec"]["workerGroupSpecs"][0]["replicas"] == 1
     twin.advance(5)

@@ -24,7 +24,6 @@ def rayjob(job_id: int = 1, *, run: float | None = 60, outcome: str | None = Non
     return twin_rayjob(job_id, run=run, outcome=outcome, **spec)
 
 
-
 def _st(twin: Twin, name: str) -> dict:
     return twin.get("RayJob", name, NS).get("status") or {}
 
@@ -86,12 +85,16 @@ def test_counters_are_zero_from_the_first_status_write(cluster: Twin):
     first = next(s for s in seen if s)
     assert (first["jobDeploymentStatus"], first["failed"], first["succeeded"]) == ("Initializing", 0, 0)
     _until(twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-2").get("jobDeploymentStatus") == "Complete")
-    assert (_st(twin, "rayjob-tpu-v6e-dws-2")["failed"], _st(twin, "rayjob-tpu-v6e-dws-2")["succeeded"]) == (0, 1)
+    assert (_st(twin, "rayjob-tpu-v6e-dws-2")["failed"], _st(twin, "rayjob-tpu-v6e-dws-2")["succeeded"]) == (
+        0,
+        1,
+    )
 
 
 def _unschedulable(obj: dict) -> dict:
     obj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"][
-        "cloud.google.com/gke-tpu-topology"] = "8x8"  # no such slice: the workers stay Pending
+        "cloud.google.com/gke-tpu-topology"
+    ] = "8x8"  # no such slice: the workers stay Pending
     return obj
 
 
@@ -137,22 +140,48 @@ def _selector(**spec) -> dict:
 
 
 INVALID = [
-    ("suspend-without-shutdown", rayjob(9, suspend=True, shutdownAfterJobFinishes=False),
-     "a RayJob with shutdownAfterJobFinishes set to false is not allowed to be suspended"),
-    ("ttl-without-shutdown", rayjob(9, shutdownAfterJobFinishes=False, ttlSecondsAfterFinished=10),
-     "shutdownAfterJobFinishes set to false cannot have TTLSecondsAfterFinished"),
+    (
+        "suspend-without-shutdown",
+        rayjob(9, suspend=True, shutdownAfterJobFinishes=False),
+        "a RayJob with shutdownAfterJobFinishes set to false is not allowed to be suspended",
+    ),
+    (
+        "ttl-without-shutdown",
+        rayjob(9, shutdownAfterJobFinishes=False, ttlSecondsAfterFinished=10),
+        "shutdownAfterJobFinishes set to false cannot have TTLSecondsAfterFinished",
+    ),
     ("selector-and-suspend", _selector(suspend=True), "the ClusterSelector mode doesn't support the suspend"),
-    ("selector-and-backoff", _selector(backoffLimit=1), "BackoffLimit is incompatible with ClusterSelector mode"),
-    ("interactive-and-backoff", rayjob(9, submissionMode="InteractiveMode", backoffLimit=2),
-     "BackoffLimit is incompatible with InteractiveMode"),
-    ("min-over-max", _with_cluster(minReplicas=3, maxReplicas=2),
-     "worker group tpu-group has minReplicas 3 greater than maxReplicas 2"),
-    ("labels-in-ray-start-params", _with_cluster(rayStartParams={"labels": "a=b"}),
-     "rayStartParams['labels'] is not supported for tpu-group group"),
+    (
+        "selector-and-backoff",
+        _selector(backoffLimit=1),
+        "BackoffLimit is incompatible with ClusterSelector mode",
+    ),
+    (
+        "interactive-and-backoff",
+        rayjob(9, submissionMode="InteractiveMode", backoffLimit=2),
+        "BackoffLimit is incompatible with InteractiveMode",
+    ),
+    (
+        "min-over-max",
+        _with_cluster(minReplicas=3, maxReplicas=2),
+        "worker group tpu-group has minReplicas 3 greater than maxReplicas 2",
+    ),
+    (
+        "labels-in-ray-start-params",
+        _with_cluster(rayStartParams={"labels": "a=b"}),
+        "rayStartParams['labels'] is not supported for tpu-group group",
+    ),
     ("bad-runtime-env", rayjob(9, runtimeEnvYAML="pip: [a\n"), "failed to unmarshal RuntimeEnvYAML"),
-    ("deletion-rules-and-shutdown", rayjob(9, deletionStrategy={"deletionRules": [
-        {"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED"}}]}),
-     "spec.shutdownAfterJobFinishes and spec.deletionStrategy.deletionRules are mutually exclusive"),
+    (
+        "deletion-rules-and-shutdown",
+        rayjob(
+            9,
+            deletionStrategy={
+                "deletionRules": [{"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED"}}]
+            },
+        ),
+        "spec.shutdownAfterJobFinishes and spec.deletionStrategy.deletionRules are mutually exclusive",
+    ),
 ]
 
 
@@ -179,7 +208,9 @@ def test_validation_rules_that_pass_and_the_name_rule():
     long = rayjob(1)
     long["metadata"]["name"] = "r" * 48
     err = validate_rayjob(long)
-    assert err is not None and err.reason == "InvalidRayJobMetadata" and "no more than 47 characters" in str(err)
+    assert (
+        err is not None and err.reason == "InvalidRayJobMetadata" and "no more than 47 characters" in str(err)
+    )
 
 
 # -- submission modes --------------------------------------------------------------------------------
@@ -190,7 +221,9 @@ def test_interactive_mode_waits_for_the_user_job_id(cluster: Twin):
     -> Running with that id."""
     twin = cluster
     twin.apply(rayjob(10, submissionMode="InteractiveMode"))
-    _until(twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-10").get("jobDeploymentStatus") == "Waiting", limit=100)
+    _until(
+        twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-10").get("jobDeploymentStatus") == "Waiting", limit=100
+    )
     st = _st(twin, "rayjob-tpu-v6e-dws-10")
     assert "jobId" not in st and st["dashboardURL"].endswith(":8265")
     assert twin.try_get("Job", "rayjob-tpu-v6e-dws-10", NS) is None
@@ -207,7 +240,9 @@ def test_http_mode_runs_without_a_submitter_job(cluster: Twin):
     terminal as soon as the Ray job is (``utils.HasSubmitter`` is false)."""
     twin = cluster
     twin.apply(rayjob(11, run=45, submissionMode="HTTPMode"))
-    _until(twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-11").get("jobDeploymentStatus") == "Running", limit=100)
+    _until(
+        twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-11").get("jobDeploymentStatus") == "Running", limit=100
+    )
     assert twin.try_get("Job", "rayjob-tpu-v6e-dws-11", NS) is None
     st = _st(twin, "rayjob-tpu-v6e-dws-11")
     assert st["jobStatus"] == "RUNNING"
@@ -236,9 +271,17 @@ def test_cluster_selector_uses_an_existing_cluster_and_never_deletes_it(cluster:
     assert "RayClusterNotFound" in _reasons(twin, "rayjob-tpu-v6e-dws-9")
     spec = rayjob(1)["spec"]["rayClusterSpec"]
     spec.pop("enableInTreeAutoscaling")
-    twin.apply({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "shared", "namespace": NS},
-                "spec": spec})
-    _until(twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-9").get("jobDeploymentStatus") == "Complete", limit=600)
+    twin.apply(
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": {"name": "shared", "namespace": NS},
+            "spec": spec,
+        }
+    )
+    _until(
+        twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-9").get("jobDeploymentStatus") == "Complete", limit=600
+    )
     assert [c["metadata"]["name"] for c in twin.list("RayCluster", NS)] == ["shared"]
     assert twin.try_get("Service", "rayjob-tpu-v6e-dws-9-head-svc", NS) is None
     twin.advance(30)
@@ -258,8 +301,12 @@ def test_created_objects_carry_kuberay_labels_annotations_and_events(cluster: Tw
     twin.advance(1)
     cname = _st(twin, "rayjob-tpu-v6e-dws-12")["rayClusterName"]
     rc = twin.get("RayCluster", cname, NS)
-    assert rc["metadata"]["labels"] == {"team": "ml", names.LABEL_ORIGIN_NAME: "rayjob-tpu-v6e-dws-12",
-                                        names.LABEL_ORIGIN_CRD: "RayJob", names.LABEL_SUBMISSION_MODE: "K8sJobMode"}
+    assert rc["metadata"]["labels"] == {
+        "team": "ml",
+        names.LABEL_ORIGIN_NAME: "rayjob-tpu-v6e-dws-12",
+        names.LABEL_ORIGIN_CRD: "RayJob",
+        names.LABEL_SUBMISSION_MODE: "K8sJobMode",
+    }
     assert rc["metadata"]["annotations"]["kueue.x-k8s.io/elastic-job"] == "true"
     _until(twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-12").get("jobDeploymentStatus") == "Complete")
     twin.advance(1)
@@ -286,9 +333,19 @@ def test_deletion_rules_run_in_order_workers_then_cluster(cluster: Twin):
     """``Should process multi-stage deletions in order on success``: DeleteWorkers at once (worker groups
     suspended, head kept), DeleteCluster ``ttlSeconds`` later."""
     twin = cluster
-    twin.apply(rayjob(14, run=20, shutdownAfterJobFinishes=False, deletionStrategy={"deletionRules": [
-        {"policy": "DeleteWorkers", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 0}},
-        {"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 60}}]}))
+    twin.apply(
+        rayjob(
+            14,
+            run=20,
+            shutdownAfterJobFinishes=False,
+            deletionStrategy={
+                "deletionRules": [
+                    {"policy": "DeleteWorkers", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 0}},
+                    {"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 60}},
+                ]
+            },
+        )
+    )
     _until(twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-14").get("jobDeploymentStatus") == "Complete")
     cname = _st(twin, "rayjob-tpu-v6e-dws-14")["rayClusterName"]
     twin.advance(2)
@@ -306,8 +363,17 @@ def test_deletion_rules_run_in_order_workers_then_cluster(cluster: Twin):
 def test_legacy_deletion_policy_delete_self_on_failure(cluster: Twin):
     """``Delete self on failure``: ``onFailure: DeleteSelf`` removes the RayJob (and what it owns)."""
     twin = cluster
-    twin.apply(rayjob(15, run=20, outcome="Failed", deletionStrategy={
-        "onSuccess": {"policy": "DeleteCluster"}, "onFailure": {"policy": "DeleteSelf"}}))
+    twin.apply(
+        rayjob(
+            15,
+            run=20,
+            outcome="Failed",
+            deletionStrategy={
+                "onSuccess": {"policy": "DeleteCluster"},
+                "onFailure": {"policy": "DeleteSelf"},
+            },
+        )
+    )
     _until(twin, lambda: twin.try_get("RayJob", "rayjob-tpu-v6e-dws-15", NS) is None, limit=600)
     assert not twin.list("RayCluster", NS)
 
@@ -315,16 +381,30 @@ def test_legacy_deletion_policy_delete_self_on_failure(cluster: Twin):
 # -- RayCluster status -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("head", "want"), [
-    pytest.param(None, (False, "HeadPodNotFound"), id="no-head"),
-    pytest.param({"status": {"phase": "Pending"}}, (False, "Unknown"), id="no-ready-condition"),
-    pytest.param({"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
-                 (True, "HeadPodRunningAndReady"), id="ready-without-reason"),
-    pytest.param({"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}],
-                             "containerStatuses": [{"ready": False, "state": {"waiting": {
-                                 "reason": "ImagePullBackOff"}}}]}},
-                 (False, "ImagePullBackOff"), id="containers-not-ready"),
-])
+@pytest.mark.parametrize(
+    ("head", "want"),
+    [
+        pytest.param(None, (False, "HeadPodNotFound"), id="no-head"),
+        pytest.param({"status": {"phase": "Pending"}}, (False, "Unknown"), id="no-ready-condition"),
+        pytest.param(
+            {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+            (True, "HeadPodRunningAndReady"),
+            id="ready-without-reason",
+        ),
+        pytest.param(
+            {
+                "status": {
+                    "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}],
+                    "containerStatuses": [
+                        {"ready": False, "state": {"waiting": {"reason": "ImagePullBackOff"}}}
+                    ],
+                }
+            },
+            (False, "ImagePullBackOff"),
+            id="containers-not-ready",
+        ),
+    ],
+)
 def test_head_pod_ready_condition_reason(head, want):
     """``utils.TestFindHeadPodReadyCondition``: the RayCluster's ``HeadPodReady`` follows the head pod."""
     from flexq.kuberay.raycluster_controller import _head_ready_reason

@@ -63,21 +63,36 @@ spec:
 
 def capacity(case: str) -> dict[str, Any]:
     """(a) ``available``, (b) ``stockout-2h``, (c) ``stockout``: one 4x4 v6e slice on demand (or none)."""
-    rule: dict[str, Any] = {"match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["on-demand"]},
-                            "available": 4}
+    rule: dict[str, Any] = {
+        "match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["on-demand"]},
+        "available": 4,
+    }
     if case == "stockout-2h":
         rule["windows"] = [{"start": "0s", "end": "2h", "available": 0}]
     elif case == "stockout":
         rule["available"] = 0
-    return {"apiVersion": "twin.flexq.dev/v1alpha1", "kind": "CapacityProfile", "metadata": {"name": "default"},
-            "spec": {"seed": 7, "defaults": {"available": "unlimited", "provisionTime": {"fixed": "90s"},
-                                             "queueWait": {"fixed": "30m"}},
-                     "rules": [rule]}}
+    return {
+        "apiVersion": "twin.flexq.dev/v1alpha1",
+        "kind": "CapacityProfile",
+        "metadata": {"name": "default"},
+        "spec": {
+            "seed": 7,
+            "defaults": {
+                "available": "unlimited",
+                "provisionTime": {"fixed": "90s"},
+                "queueWait": {"fixed": "30m"},
+            },
+            "rules": [rule],
+        },
+    }
 
 
-def queue_docs(mechanism: str, mode: str = "TryPreferredFlavors",
-               plan_a_class: str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
-               plan_a_params: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def queue_docs(
+    mechanism: str,
+    mode: str = "TryPreferredFlavors",
+    plan_a_class: str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+    plan_a_params: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
     """The tutorial's ``dws-tpu-queue.yaml`` as changed by ``mechanism``.
 
     ``tutorial``: unchanged. ``concurrent-verbatim``: the ClusterQueue in v1beta2 with a
@@ -101,12 +116,14 @@ def queue_docs(mechanism: str, mode: str = "TryPreferredFlavors",
             d["apiVersion"] = "kueue.x-k8s.io/v1beta2"
             if adapted:
                 d["spec"]["resourceGroups"][0]["flavors"] = [
-                    f for f in d["spec"]["resourceGroups"][0]["flavors"] if f["name"] != "default-cpu"]
+                    f for f in d["spec"]["resourceGroups"][0]["flavors"] if f["name"] != "default-cpu"
+                ]
             if concurrent:
                 d["spec"]["concurrentAdmissionPolicy"] = {"migration": {"mode": mode}}
             if checked:
                 d["spec"]["admissionChecksStrategy"]["admissionChecks"].append(
-                    {"name": "on-demand-prov", "onFlavors": ["on-demand"]})
+                    {"name": "on-demand-prov", "onFlavors": ["on-demand"]}
+                )
         out.append(d)
     if checked:
         extra = list(yaml.safe_load_all(PLAN_A_CHECK.format(cls=plan_a_class)))
@@ -128,7 +145,9 @@ def rayjob(job_id: int, run_seconds: float, mechanism: str) -> dict[str, Any]:
 @dataclass
 class JobReport:
     name: str
-    starts: list[tuple[float, str]] = field(default_factory=list)  # (seconds since submission, tpu-group flavor)
+    starts: list[tuple[float, str]] = field(
+        default_factory=list
+    )  # (seconds since submission, tpu-group flavor)
     stops: list[float] = field(default_factory=list)
     finished: float | None = None
     outcome: str = ""
@@ -145,8 +164,11 @@ class Run:
     jobs: dict[str, JobReport]
 
     def events(self, reason: str | None = None) -> list[tuple[str, str, str]]:
-        return [(e["involvedObject"]["name"], e["reason"], e["message"]) for e in self.twin.list("Event", "default")
-                if reason is None or e["reason"] == reason]
+        return [
+            (e["involvedObject"]["name"], e["reason"], e["message"])
+            for e in self.twin.list("Event", "default")
+            if reason is None or e["reason"] == reason
+        ]
 
 
 def workloads_of(t: Twin, job: str) -> tuple[dict | None, list[dict]]:
@@ -154,11 +176,15 @@ def workloads_of(t: Twin, job: str) -> tuple[dict | None, list[dict]]:
     wls = t.list("workload", "default")
     rj = t.try_get("rayjob", job, "default")
     uid = (rj or {}).get("metadata", {}).get("uid")
-    top = next((w for w in wls if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])), None)
+    top = next(
+        (w for w in wls if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])), None
+    )
     if top is None:
         return None, []
     puid = top["metadata"]["uid"]
-    return top, [w for w in wls if any(r.get("uid") == puid for r in w["metadata"].get("ownerReferences") or [])]
+    return top, [
+        w for w in wls if any(r.get("uid") == puid for r in w["metadata"].get("ownerReferences") or [])
+    ]
 
 
 def _flavor(wl: dict | None) -> str:
@@ -169,9 +195,18 @@ def _flavor(wl: dict | None) -> str:
     return ""
 
 
-def run(mechanism: str, case: str, *, jobs: int = 2, run_seconds: float = H, horizon: float = 8 * H,
-        mode: str = "TryPreferredFlavors", plan_a_class: str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
-        plan_a_params: dict[str, str] | None = None, step: float = 60.0) -> Run:
+def run(
+    mechanism: str,
+    case: str,
+    *,
+    jobs: int = 2,
+    run_seconds: float = H,
+    horizon: float = 8 * H,
+    mode: str = "TryPreferredFlavors",
+    plan_a_class: str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+    plan_a_params: dict[str, str] | None = None,
+    step: float = 60.0,
+) -> Run:
     """One scenario, followed every ``step`` seconds until every job finished or ``horizon``."""
     t = Twin(clock="virtual")
     t.core.project.create(capacity(case))
@@ -185,8 +220,14 @@ def run(mechanism: str, case: str, *, jobs: int = 2, run_seconds: float = H, hor
     if mechanism in ("concurrent", "race", "concurrent-verbatim"):
         t.apply(GATE_CONFIG)
     t.apply(queue_docs(mechanism, mode, plan_a_class, plan_a_params))
-    t.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-             "data": {"train.py": T.train_script()}})
+    t.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script"},
+            "data": {"train.py": T.train_script()},
+        }
+    )
     t0 = t.now()
     reports: dict[str, JobReport] = {}
     running: dict[str, bool] = {}
@@ -217,7 +258,9 @@ def run(mechanism: str, case: str, *, jobs: int = 2, run_seconds: float = H, hor
             st = t.get("rayjob", name, "default").get("status") or {}
             for p in t.list("pod", "default"):
                 if p["metadata"]["name"].startswith(name + "-") and p["spec"].get("nodeName"):
-                    rep.pools.add(p["spec"]["nodeName"].split("-pool-")[0].split("tpu-cluster-")[-1] + "-pool")
+                    rep.pools.add(
+                        p["spec"]["nodeName"].split("-pool-")[0].split("tpu-cluster-")[-1] + "-pool"
+                    )
             if st.get("jobDeploymentStatus") in ("Complete", "Failed"):
                 if rep.finished is None:
                     rep.finished, rep.outcome = round(now), st.get("jobStatus", "")
@@ -230,13 +273,25 @@ def run(mechanism: str, case: str, *, jobs: int = 2, run_seconds: float = H, hor
     for name, rep in reports.items():
         rep.cost = round(float((bill.get("jobs") or {}).get(f"RayJob/default/{name}", 0.0)), 2)
         top, variants = workloads_of(t, name)
-        rep.parent_conditions = {c["type"]: (c["status"], c["reason"], c["message"])
-                                 for c in ((top or {}).get("status") or {}).get("conditions") or []}
+        rep.parent_conditions = {
+            c["type"]: (c["status"], c["reason"], c["message"])
+            for c in ((top or {}).get("status") or {}).get("conditions") or []
+        }
         for v in variants:
-            flavor = (v["metadata"].get("annotations") or {}).get("kueue.x-k8s.io/workload-allowed-resource-flavors")
-            rep.variants[flavor] = {"active": v["spec"].get("active", True), "conditions": {
-                c["type"]: (c["status"], c["reason"], c["message"]) for c in (v.get("status") or {}).get("conditions") or []},
-                "checks": [(c["name"], c["state"], c.get("message", "")) for c in (v.get("status") or {}).get("admissionChecks") or []]}
+            flavor = (v["metadata"].get("annotations") or {}).get(
+                "kueue.x-k8s.io/workload-allowed-resource-flavors"
+            )
+            rep.variants[flavor] = {
+                "active": v["spec"].get("active", True),
+                "conditions": {
+                    c["type"]: (c["status"], c["reason"], c["message"])
+                    for c in (v.get("status") or {}).get("conditions") or []
+                },
+                "checks": [
+                    (c["name"], c["state"], c.get("message", ""))
+                    for c in (v.get("status") or {}).get("admissionChecks") or []
+                ],
+            }
     return Run(t, t0, reports)
 
 
@@ -247,6 +302,8 @@ def table(r: Run) -> str:
         starts = ", ".join(f"{int(s // 60)}m {f}" for s, f in rep.starts) or "never"
         stops = ", ".join(f"{int(s // 60)}m" for s in rep.stops)
         fin = f"{int(rep.finished // 60)}m {rep.outcome}" if rep.finished is not None else "not finished"
-        out.append(f"{rep.name}: started {starts}; stopped {stops or '-'}; finished {fin}; "
-                   f"pools {sorted(rep.pools)}; ${rep.cost:.2f}")
+        out.append(
+            f"{rep.name}: started {starts}; stopped {stops or '-'}; finished {fin}; "
+            f"pools {sorted(rep.pools)}; ${rep.cost:.2f}"
+        )
     return "\n".join(out)

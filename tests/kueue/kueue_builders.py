@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def rf(name: str, labels: dict | None = None, taints: list | None = None, tolerations: list | None = None) -> dict:
+def rf(
+    name: str, labels: dict | None = None, taints: list | None = None, tolerations: list | None = None
+) -> dict:
     """ResourceFlavor."""
     spec: dict[str, Any] = {}
     if labels:
@@ -17,7 +19,12 @@ def rf(name: str, labels: dict | None = None, taints: list | None = None, tolera
         spec["nodeTaints"] = taints
     if tolerations:
         spec["tolerations"] = tolerations
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def fq(name: str, **resources: Any) -> dict:
@@ -42,25 +49,50 @@ def rg(*flavors: dict) -> dict:
     return {"coveredResources": [r["name"] for r in flavors[0]["resources"]], "flavors": list(flavors)}
 
 
-def cq(name: str, *groups: dict, cohort: str | None = None, preemption: dict | None = None,
-       fungibility: dict | None = None, checks: list | None = None, strategy: str = "BestEffortFIFO",
-       selector: dict | None = None, active: bool = True) -> dict:
+def cq(
+    name: str,
+    *groups: dict,
+    cohort: str | None = None,
+    preemption: dict | None = None,
+    fungibility: dict | None = None,
+    checks: list | None = None,
+    strategy: str = "BestEffortFIFO",
+    selector: dict | None = None,
+    active: bool = True,
+) -> dict:
     """ClusterQueue (v1beta2) with the API defaults."""
     spec: dict[str, Any] = {
         "resourceGroups": list(groups),
         "queueingStrategy": strategy,
         "namespaceSelector": {} if selector is None else selector,
-        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor", **(fungibility or {})},
-        "preemption": {"withinClusterQueue": "Never", "reclaimWithinCohort": "Never",
-                       "borrowWithinCohort": {"policy": "Never"}, **(preemption or {})},
+        "flavorFungibility": {
+            "whenCanBorrow": "MayStopSearch",
+            "whenCanPreempt": "TryNextFlavor",
+            **(fungibility or {}),
+        },
+        "preemption": {
+            "withinClusterQueue": "Never",
+            "reclaimWithinCohort": "Never",
+            "borrowWithinCohort": {"policy": "Never"},
+            **(preemption or {}),
+        },
     }
     if cohort:
         spec["cohortName"] = cohort
     if checks:
         spec["admissionChecksStrategy"] = {"admissionChecks": checks}
-    obj = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+    obj = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
     if active:
-        obj["status"] = {"conditions": [{"type": "Active", "status": "True", "reason": "Ready", "message": "Can admit new workloads"}]}
+        obj["status"] = {
+            "conditions": [
+                {"type": "Active", "status": "True", "reason": "Ready", "message": "Can admit new workloads"}
+            ]
+        }
     return obj
 
 
@@ -69,14 +101,28 @@ def cohort(name: str, *groups: dict, parent: str | None = None) -> dict:
     spec: dict[str, Any] = {"resourceGroups": list(groups)}
     if parent:
         spec["parentName"] = parent
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Cohort",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
-def ps(name: str = "main", count: int = 1, tolerations: list | None = None, node_selector: dict | None = None,
-       affinity: list | None = None, limits: dict | None = None, **requests: str) -> dict:
+def ps(
+    name: str = "main",
+    count: int = 1,
+    tolerations: list | None = None,
+    node_selector: dict | None = None,
+    affinity: list | None = None,
+    limits: dict | None = None,
+    **requests: str,
+) -> dict:
     """PodSet with one container; ``affinity`` = list of nodeSelectorTerms' matchExpressions lists."""
-    requests = {{"nvidia_com_gpu": "nvidia.com/gpu", "google_com_tpu": "google.com/tpu"}.get(k, k): v
-                for k, v in requests.items()}
+    requests = {
+        {"nvidia_com_gpu": "nvidia.com/gpu", "google_com_tpu": "google.com/tpu"}.get(k, k): v
+        for k, v in requests.items()
+    }
     res: dict[str, Any] = {"requests": requests}
     if limits:
         res["limits"] = limits
@@ -86,29 +132,59 @@ def ps(name: str = "main", count: int = 1, tolerations: list | None = None, node
     if node_selector:
         spec["nodeSelector"] = node_selector
     if affinity is not None:
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": t} for t in affinity]}}}
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": t} for t in affinity]
+                }
+            }
+        }
     return {"name": name, "count": count, "template": {"spec": spec}}
 
 
-def wl(name: str, *podsets: dict, ns: str = "default", queue: str = "lq", priority: int | None = None,
-       created: str = "2026-01-01T00:00:00Z", uid: str | None = None, annotations: dict | None = None) -> dict:
+def wl(
+    name: str,
+    *podsets: dict,
+    ns: str = "default",
+    queue: str = "lq",
+    priority: int | None = None,
+    created: str = "2026-01-01T00:00:00Z",
+    uid: str | None = None,
+    annotations: dict | None = None,
+) -> dict:
     """Workload (v1beta2)."""
     spec: dict[str, Any] = {"podSets": list(podsets) or [ps()], "queueName": queue, "active": True}
     if priority is not None:
         spec["priority"] = priority
-    md: dict[str, Any] = {"name": name, "namespace": ns, "creationTimestamp": created, "uid": uid or f"uid-{name}",
-                          "generation": 1}
+    md: dict[str, Any] = {
+        "name": name,
+        "namespace": ns,
+        "creationTimestamp": created,
+        "uid": uid or f"uid-{name}",
+        "generation": 1,
+    }
     if annotations:
         md["annotations"] = annotations
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": md, "spec": spec, "status": {}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": md,
+        "spec": spec,
+        "status": {},
+    }
 
 
 def admit(w: dict, cq_name: str, *assignments: dict, at: str = "2026-01-01T00:00:00Z") -> dict:
     """Mark a workload as holding quota: assignments are {name, flavors, resourceUsage, count}."""
     w["status"]["admission"] = {"clusterQueue": cq_name, "podSetAssignments": list(assignments)}
     w["status"]["conditions"] = [
-        {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "", "lastTransitionTime": at},
+        {
+            "type": "QuotaReserved",
+            "status": "True",
+            "reason": "QuotaReserved",
+            "message": "",
+            "lastTransitionTime": at,
+        },
         {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "", "lastTransitionTime": at},
     ]
     return w
@@ -116,6 +192,13 @@ def admit(w: dict, cq_name: str, *assignments: dict, at: str = "2026-01-01T00:00
 
 def psa(name: str = "main", count: int = 1, **usage: tuple[str, str]) -> dict:
     """PodSetAssignment: usage as resource=(flavor, quantity)."""
-    usage = {{"nvidia_com_gpu": "nvidia.com/gpu", "google_com_tpu": "google.com/tpu"}.get(k, k): v for k, v in usage.items()}
-    return {"name": name, "count": count, "flavors": {r: v[0] for r, v in usage.items()},
-            "resourceUsage": {r: v[1] for r, v in usage.items()}}
+    usage = {
+        {"nvidia_com_gpu": "nvidia.com/gpu", "google_com_tpu": "google.com/tpu"}.get(k, k): v
+        for k, v in usage.items()
+    }
+    return {
+        "name": name,
+        "count": count,
+        "flavors": {r: v[0] for r, v in usage.items()},
+        "resourceUsage": {r: v[1] for r, v in usage.items()},
+    }

@@ -101,11 +101,16 @@ class Runner:
             return ref
         kind, job = ref.split(":", 1)
         obj = self.k.get(kind, job, ns or "default")
-        owned = [w for w in self.k.list("Workload", ns or "default")
-                 if any(r.get("uid") == obj["metadata"]["uid"] for r in w["metadata"].get("ownerReferences") or [])]
+        owned = [
+            w
+            for w in self.k.list("Workload", ns or "default")
+            if any(r.get("uid") == obj["metadata"]["uid"] for r in w["metadata"].get("ownerReferences") or [])
+        ]
         assert owned, f"no workload for {ref}"
         live = [w for w in owned if (find_condition(w, "Finished") or {}).get("status") != "True"] or owned
-        return sorted(live, key=lambda w: (w["metadata"]["creationTimestamp"], w["metadata"]["name"]))[-1]["metadata"]["name"]
+        return sorted(live, key=lambda w: (w["metadata"]["creationTimestamp"], w["metadata"]["name"]))[-1][
+            "metadata"
+        ]["name"]
 
     # expectations ------------------------------------------------------------------------------
     def expect(self, exp: dict) -> None:
@@ -114,7 +119,9 @@ class Runner:
             wl = self.k.get("Workload", self.resolve_workload(name, ns), ns)
             self.check_workload(ref, wl, want)
         if "workload_count" in exp:
-            assert len(self.k.list("Workload")) == exp["workload_count"], [w["metadata"]["name"] for w in self.k.list("Workload")]
+            assert len(self.k.list("Workload")) == exp["workload_count"], [
+                w["metadata"]["name"] for w in self.k.list("Workload")
+            ]
         if "requests" in exp:
             got = {p["metadata"]["name"]: p for p in self.k.list("ProvisioningRequest")}
             for name, want in (exp["requests"] or {}).items():
@@ -130,7 +137,8 @@ class Runner:
                 self.check_request(got[name], want)
         if "request_count" in exp:
             assert len(self.k.list("ProvisioningRequest")) == exp["request_count"], [
-                p["metadata"]["name"] for p in self.k.list("ProvisioningRequest")]
+                p["metadata"]["name"] for p in self.k.list("ProvisioningRequest")
+            ]
         for name, want in (exp.get("clusterQueues") or {}).items():
             self.check_queue(self.k.get("ClusterQueue", name), want)
         for ref, want in (exp.get("localQueues") or {}).items():
@@ -138,7 +146,11 @@ class Runner:
             self.check_queue(self.k.get("LocalQueue", name, ns), want)
         for ref, want in (exp.get("objects") or {}).items():
             kind, rest = ref.split("/", 1)
-            ns, name = _ns_name(rest) if kind not in ("AdmissionCheck", "ClusterQueue", "ResourceFlavor") else (None, rest)
+            ns, name = (
+                _ns_name(rest)
+                if kind not in ("AdmissionCheck", "ClusterQueue", "ResourceFlavor")
+                else (None, rest)
+            )
             obj = self.k.store.try_get(kind, name, ns)
             if want is None:
                 assert obj is None, ref
@@ -150,10 +162,21 @@ class Runner:
             kind, name, reason, text = (ev + [""])[:4]
             if kind == "Workload":
                 name = self.resolve_workload(name, "default")
-            evs = [e for e in self.k.list("Event") if e["involvedObject"]["kind"] == kind
-                   and e["involvedObject"]["name"] == self.prefix(name) and e["reason"] == reason]
-            assert any(text in e["message"] for e in evs), (ev, [(e["reason"], e["message"]) for e in self.k.list("Event")
-                                                               if e["involvedObject"]["name"] == name])
+            evs = [
+                e
+                for e in self.k.list("Event")
+                if e["involvedObject"]["kind"] == kind
+                and e["involvedObject"]["name"] == self.prefix(name)
+                and e["reason"] == reason
+            ]
+            assert any(text in e["message"] for e in evs), (
+                ev,
+                [
+                    (e["reason"], e["message"])
+                    for e in self.k.list("Event")
+                    if e["involvedObject"]["name"] == name
+                ],
+            )
 
     def prefix(self, name: str) -> str:
         """``{RayJob:job}`` in a name is replaced by that job's workload name."""
@@ -182,7 +205,11 @@ class Runner:
                 assert set(psas) >= set(v), (ref, psas)
                 for ps, flv in v.items():
                     got = set(psas[ps]["flavors"].values())
-                    assert got == ({flv} if isinstance(flv, str) else set(flv)), (ref, ps, psas[ps]["flavors"])
+                    assert got == ({flv} if isinstance(flv, str) else set(flv)), (
+                        ref,
+                        ps,
+                        psas[ps]["flavors"],
+                    )
             elif key == "admission":
                 assert (st.get("admission") is not None) == bool(v), (ref, st.get("admission"))
             elif key == "resourceUsage":
@@ -209,7 +236,11 @@ class Runner:
                 rs = st.get("requeueState") or {}
                 for f, fv in (v or {}).items():
                     if f == "requeueAtIn":
-                        assert rs.get("requeueAt") and parse_ts(rs["requeueAt"]) - self.k.now() == fv, (ref, rs, self.k.now())
+                        assert rs.get("requeueAt") and parse_ts(rs["requeueAt"]) - self.k.now() == fv, (
+                            ref,
+                            rs,
+                            self.k.now(),
+                        )
                     else:
                         assert rs.get(f) == fv, (ref, rs)
                 if v is None:
@@ -234,7 +265,9 @@ class Runner:
             elif key == "templateNodeSelector":
                 ps = pr["spec"]["podSets"][0]
                 tpl = self.k.get("PodTemplate", ps["podTemplateRef"]["name"], pr["metadata"]["namespace"])
-                assert tpl["template"]["spec"].get("nodeSelector") == v, tpl["template"]["spec"].get("nodeSelector")
+                assert tpl["template"]["spec"].get("nodeSelector") == v, tpl["template"]["spec"].get(
+                    "nodeSelector"
+                )
             elif key == "class":
                 assert pr["spec"]["provisioningClassName"] == v
             elif key == "parameters":
@@ -260,7 +293,10 @@ class Runner:
                     for r, total in res.items():
                         assert got[flv][r] == str(total), (key, got)
             elif key == "borrowed":
-                got = {f["name"]: {r["name"]: r.get("borrowed") for r in f["resources"]} for f in st.get("flavorsReservation") or []}
+                got = {
+                    f["name"]: {r["name"]: r.get("borrowed") for r in f["resources"]}
+                    for f in st.get("flavorsReservation") or []
+                }
                 for flv, res in v.items():
                     for r, b in res.items():
                         assert got[flv][r] == str(b), got

@@ -40,8 +40,14 @@ def twin() -> Twin:
         t.gke("POST", path, body)
         t.run_until_idle(600)
     t.apply(T.queue_yaml())
-    t.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-             "data": {"train.py": T.train_script()}})
+    t.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script"},
+            "data": {"train.py": T.train_script()},
+        }
+    )
     yield t
     t.close()
 
@@ -49,14 +55,17 @@ def twin() -> Twin:
 def _submit(t: Twin, job_id: int, run_seconds: int = 600) -> dict:
     doc = T.rayjob_yaml(job_id).replace(
         'kueue.x-k8s.io/elastic-job: "true"',
-        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"')
+        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"',
+    )
     t.apply(doc)
     t.advance(2)
     return _workload(t, job_id)
 
 
 def _workload(t: Twin, job_id: int) -> dict:
-    wls = [w for w in t.list("workload", "default") if f"rayjob-tpu-v6e-dws-{job_id}-" in w["metadata"]["name"]]
+    wls = [
+        w for w in t.list("workload", "default") if f"rayjob-tpu-v6e-dws-{job_id}-" in w["metadata"]["name"]
+    ]
     assert len(wls) == 1, [w["metadata"]["name"] for w in wls]
     return wls[0]
 
@@ -64,12 +73,19 @@ def _workload(t: Twin, job_id: int) -> dict:
 def test_acceptance_1_plan_a_then_plan_b_through_dws(twin: Twin) -> None:
     wl1 = _submit(twin, 1)
     wl2 = _submit(twin, 2)
-    assert _flavors(wl1) == {"head": {"default-cpu"}, "tpu-group": {"on-demand"}, "submitter": {"default-cpu"}}
+    assert _flavors(wl1) == {
+        "head": {"default-cpu"},
+        "tpu-group": {"on-demand"},
+        "submitter": {"default-cpu"},
+    }
     assert _cond(wl1, "Admitted")["status"] == "True"
     assert not (wl1.get("status") or {}).get("admissionChecks")
     assert _flavors(wl2)["tpu-group"] == {"dws"}
     assert _cond(wl2, "QuotaReserved")["status"] == "True"
-    assert (_cond(wl2, "Admitted")["status"], _cond(wl2, "Admitted")["reason"]) == ("False", "UnsatisfiedAdmissionChecks")
+    assert (_cond(wl2, "Admitted")["status"], _cond(wl2, "Admitted")["reason"]) == (
+        "False",
+        "UnsatisfiedAdmissionChecks",
+    )
     assert [(c["name"], c["state"]) for c in wl2["status"]["admissionChecks"]] == [("dws-prov", "Pending")]
     prs = twin.list("provisioningrequest", "default")
     assert [p["metadata"]["name"] for p in prs] == [f"{wl2['metadata']['name']}-dws-prov-1"]
@@ -85,12 +101,21 @@ def test_acceptance_1_plan_a_then_plan_b_through_dws(twin: Twin) -> None:
     assert _cond(wl2, "Admitted")["status"] == "True"
     assert [(c["name"], c["state"]) for c in wl2["status"]["admissionChecks"]] == [("dws-prov", "Ready")]
     twin.advance(120)
-    workers = [p for p in twin.list("pod", "default")
-               if (p["spec"].get("nodeSelector") or {}).get("cloud.google.com/gke-nodepool") == "dws-pool"]
+    workers = [
+        p
+        for p in twin.list("pod", "default")
+        if (p["spec"].get("nodeSelector") or {}).get("cloud.google.com/gke-nodepool") == "dws-pool"
+    ]
     assert len(workers) == 4
     for p in workers:
-        assert p["metadata"]["annotations"]["autoscaling.x-k8s.io/consume-provisioning-request"] == prs[0]["metadata"]["name"]
-        assert p["metadata"]["annotations"]["autoscaling.x-k8s.io/provisioning-class-name"] == "queued-provisioning.gke.io"
+        assert (
+            p["metadata"]["annotations"]["autoscaling.x-k8s.io/consume-provisioning-request"]
+            == prs[0]["metadata"]["name"]
+        )
+        assert (
+            p["metadata"]["annotations"]["autoscaling.x-k8s.io/provisioning-class-name"]
+            == "queued-provisioning.gke.io"
+        )
     twin.advance(1800)
     for job in ("rayjob-tpu-v6e-dws-1", "rayjob-tpu-v6e-dws-2"):
         st = twin.get("rayjob", job, "default")["status"]
@@ -102,9 +127,18 @@ def test_acceptance_1_plan_a_then_plan_b_through_dws(twin: Twin) -> None:
 def _fail(twin: Twin, name: str, message: str = "Max nodepool size reached") -> None:
     pr = twin.get("provisioningrequest", name, "default")
     conds = [c for c in (pr.get("status") or {}).get("conditions", []) if c["type"] != "Failed"]
-    conds.append({"type": "Failed", "status": "True", "reason": "NodepoolSizeReached", "message": message,
-                  "lastTransitionTime": "2027-01-01T00:00:00Z"})
-    twin.patch("provisioningrequest", name, {"status": {"conditions": conds}}, "default", subresource="status")
+    conds.append(
+        {
+            "type": "Failed",
+            "status": "True",
+            "reason": "NodepoolSizeReached",
+            "message": message,
+            "lastTransitionTime": "2027-01-01T00:00:00Z",
+        }
+    )
+    twin.patch(
+        "provisioningrequest", name, {"status": {"conditions": conds}}, "default", subresource="status"
+    )
 
 
 def test_acceptance_2_retries_with_backoff_then_deactivation(twin: Twin) -> None:

@@ -30,8 +30,12 @@ M = 60
 
 
 @cache
-def _run(mechanism: str, case: str, mode: str = "TryPreferredFlavors",
-         cls: str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io") -> Run:
+def _run(
+    mechanism: str,
+    case: str,
+    mode: str = "TryPreferredFlavors",
+    cls: str = "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+) -> Run:
     return run(mechanism, case, mode=mode, plan_a_class=cls)
 
 
@@ -56,9 +60,13 @@ def test_concurrent_admission_manifests_are_the_tutorials_plus_the_policy():
     assert cq["spec"]["concurrentAdmissionPolicy"] == {"migration": {"mode": "TryPreferredFlavors"}}
     assert [f["name"] for f in cq["spec"]["resourceGroups"][0]["flavors"]] == ["on-demand", "dws"]
     assert cq["spec"]["admissionChecksStrategy"]["admissionChecks"] == [
-        {"name": "dws-prov", "onFlavors": ["dws"]}, {"name": "on-demand-prov", "onFlavors": ["on-demand"]}]
-    assert docs[("ProvisioningRequestConfig", "on-demand-config")]["spec"]["provisioningClassName"] == \
-        "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+        {"name": "dws-prov", "onFlavors": ["dws"]},
+        {"name": "on-demand-prov", "onFlavors": ["on-demand"]},
+    ]
+    assert (
+        docs[("ProvisioningRequestConfig", "on-demand-config")]["spec"]["provisioningClassName"]
+        == "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+    )
     assert ("ResourceFlavor", "default-cpu") not in docs
 
 
@@ -73,7 +81,9 @@ def test_verbatim_tutorial_queue_with_policy_admits_nothing():
     for flavor in ("on-demand", "dws"):
         status, reason, msg = rep.variants[flavor]["conditions"]["QuotaReserved"]
         assert (status, reason) == ("False", "NoMatchingFlavor")
-        assert msg.startswith(f"couldn't assign flavors to pod set head: flavor {flavor} doesn't match node affinity")
+        assert msg.startswith(
+            f"couldn't assign flavors to pod set head: flavor {flavor} doesn't match node affinity"
+        )
         assert "skipping flavor default-cpu due to WorkloadAllowedResourceFlavorAnnotation annotation" in msg
     r.twin.close()
 
@@ -95,8 +105,11 @@ def test_concurrent_a_plan_a_available_job2_starts_on_dws_then_migrates_to_on_de
     variants = job(r, 2).variants
     assert variants["dws"]["active"] is False
     assert variants["dws"]["conditions"]["Evicted"][1] == "FlavorMigration"
-    assert job(r, 2).parent_conditions["Admitted"][2].startswith(
-        "The variant rayjob-rayjob-tpu-v6e-dws-2-variant-on-demand-")
+    assert (
+        job(r, 2)
+        .parent_conditions["Admitted"][2]
+        .startswith("The variant rayjob-rayjob-tpu-v6e-dws-2-variant-on-demand-")
+    )
 
 
 @pytest.mark.slow
@@ -131,10 +144,17 @@ def test_plan_a_check_a_available_scales_on_demand_through_a_provisioning_reques
     assert starts(r, 1) == [(0, "on-demand")] and finished_min(r, 1) == 62
     assert starts(r, 2) == [(31, "dws")]
     names = {pr["metadata"]["name"]: pr for pr in r.twin.list("provisioningrequest", "default")}
-    created = [m for o, _, m in r.events("ProvisioningRequestCreated") if o.startswith("rayjob-rayjob-tpu-v6e-dws-1-")]
+    created = [
+        m
+        for o, _, m in r.events("ProvisioningRequestCreated")
+        if o.startswith("rayjob-rayjob-tpu-v6e-dws-1-")
+    ]
     assert created and "-on-demand-prov-1" in created[0]
-    assert all(pr["spec"]["provisioningClassName"] in ("best-effort-atomic-scale-up.autoscaling.x-k8s.io",
-                                                       "queued-provisioning.gke.io") for pr in names.values())
+    assert all(
+        pr["spec"]["provisioningClassName"]
+        in ("best-effort-atomic-scale-up.autoscaling.x-k8s.io", "queued-provisioning.gke.io")
+        for pr in names.values()
+    )
 
 
 @pytest.mark.slow
@@ -154,11 +174,18 @@ def test_plan_a_check_c_stockout_job1_waits_with_a_pending_check():
     assert rep.starts == [] and rep.cost == 0
     assert rep.parent_conditions["QuotaReserved"][0] == "True"
     assert rep.parent_conditions["Admitted"][:2] == ("False", "UnsatisfiedAdmissionChecks")
-    pr = next(p for p in r.twin.list("provisioningrequest", "default")
-              if p["spec"]["provisioningClassName"].startswith("best-effort"))
+    pr = next(
+        p
+        for p in r.twin.list("provisioningrequest", "default")
+        if p["spec"]["provisioningClassName"].startswith("best-effort")
+    )
     conds = {c["type"]: (c["status"], c["reason"]) for c in pr["status"]["conditions"]}
     assert conds["Provisioned"] == ("False", "CapacityIsNotFound") and "Failed" not in conds
-    wl = next(w for w in r.twin.list("workload", "default") if w["metadata"]["name"].startswith("rayjob-rayjob-tpu-v6e-dws-1-"))
+    wl = next(
+        w
+        for w in r.twin.list("workload", "default")
+        if w["metadata"]["name"].startswith("rayjob-rayjob-tpu-v6e-dws-1-")
+    )
     [check] = [c for c in wl["status"]["admissionChecks"] if c["name"] == "on-demand-prov"]
     assert check["state"] == "Pending"
 
@@ -166,14 +193,20 @@ def test_plan_a_check_c_stockout_job1_waits_with_a_pending_check():
 @pytest.mark.slow
 def test_plan_a_check_capacity_no_retry_is_retried_by_kueue_then_deactivated():
     """``check-capacity`` with ``noRetry: "true"`` fails at once: Kueue retries (60, 120, 240 s) and deactivates."""
-    r = run("plan-a-check", "available", plan_a_class="check-capacity.autoscaling.x-k8s.io",
-            plan_a_params={"noRetry": "true"}, horizon=3600)
+    r = run(
+        "plan-a-check",
+        "available",
+        plan_a_class="check-capacity.autoscaling.x-k8s.io",
+        plan_a_params={"noRetry": "true"},
+        horizon=3600,
+    )
     rep = job(r, 1)
     assert rep.starts == []
     assert rep.parent_conditions["Evicted"][:2] == ("True", "DeactivatedDueToAdmissionCheck")
     assert len([1 for o, _, m in r.events("AdmissionCheckUpdated") if "dws-1-" in o and "to Retry" in m]) >= 1
     assert [m for o, _, m in r.events("AdmissionCheckRejected") if "dws-1-" in o][0].startswith(
-        'Deactivated due to AdmissionCheck in Rejected state: "on-demand-prov"')
+        'Deactivated due to AdmissionCheck in Rejected state: "on-demand-prov"'
+    )
     r.twin.close()
 
 
@@ -210,15 +243,24 @@ def test_race_b_user_view_while_plan_a_is_stocked_out():
     r = run("race", "stockout-2h", horizon=3600)
     v = job(r, 1).variants
     assert v["dws"]["checks"] == [("dws-prov", "Ready", "Provisioning Request was successfully provisioned.")]
-    assert v["on-demand"]["checks"] == [("on-demand-prov", "Pending", "Capacity is not found, CA will try to find it later.")]
+    assert v["on-demand"]["checks"] == [
+        ("on-demand-prov", "Pending", "Capacity is not found, CA will try to find it later.")
+    ]
     assert v["on-demand"]["conditions"]["Admitted"][:2] == ("False", "UnsatisfiedAdmissionChecks")
-    assert job(r, 1).parent_conditions["Admitted"][2].startswith("The variant rayjob-rayjob-tpu-v6e-dws-1-variant-dws-")
+    assert (
+        job(r, 1)
+        .parent_conditions["Admitted"][2]
+        .startswith("The variant rayjob-rayjob-tpu-v6e-dws-1-variant-dws-")
+    )
     # (the reason alternates with the resumed flavor scan: WaitingForQuota on on-demand, then NoMatchingFlavor
     # "skipping flavor dws due to WorkloadAllowedResourceFlavorAnnotation annotation")
     status, reason, _ = job(r, 2).variants["on-demand"]["conditions"]["QuotaReserved"]
     assert status == "False" and reason in ("WaitingForQuota", "NoMatchingFlavor")
-    assert any("insufficient unused quota for google.com/tpu in flavor on-demand" in m
-               for o, _, m in r.events("WaitingForQuota") if "dws-2-variant-on-demand" in o)
+    assert any(
+        "insufficient unused quota for google.com/tpu in flavor on-demand" in m
+        for o, _, m in r.events("WaitingForQuota")
+        if "dws-2-variant-on-demand" in o
+    )
     r.twin.close()
 
 
@@ -239,24 +281,31 @@ def test_race_pods_of_a_dws_variant_carry_no_provisioning_request_annotation():
     assert len(workers) == 4
     for p in workers:
         assert p["spec"]["nodeName"].startswith("gke-tpu-cluster-dws-pool-")
-        assert "autoscaling.x-k8s.io/consume-provisioning-request" not in (p["metadata"].get("annotations") or {})
+        assert "autoscaling.x-k8s.io/consume-provisioning-request" not in (
+            p["metadata"].get("annotations") or {}
+        )
     r.twin.close()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("case", "job1", "job2"), [
-    ("available", (0, "on-demand"), [(31, "dws")]),
-    ("stockout-2h", (31, "dws"), [(103, "dws")]),
-    ("stockout", (31, "dws"), [(103, "dws")]),
-])
+@pytest.mark.parametrize(
+    ("case", "job1", "job2"),
+    [
+        ("available", (0, "on-demand"), [(31, "dws")]),
+        ("stockout-2h", (31, "dws"), [(103, "dws")]),
+        ("stockout", (31, "dws"), [(103, "dws")]),
+    ],
+)
 def test_race_retain_first_admission_never_migrates(case, job1, job2):
     r = _run("race", case, mode="RetainFirstAdmission")
     assert starts(r, 1)[-1] == job1
     assert sorted(set(starts(r, 2))) == job2
     assert all(f == job2[0][1] for _, f in starts(r, 2))
     deact = [m for o, _, m in r.events("DeactivatedVariant") if "dws-2-" in o]
-    assert deact and all(m.startswith("Variant Workload deactivated due to RetainFirstAdmission: another Variant")
-                         for m in deact)
+    assert deact and all(
+        m.startswith("Variant Workload deactivated due to RetainFirstAdmission: another Variant")
+        for m in deact
+    )
 
 
 @pytest.mark.slow
@@ -278,7 +327,12 @@ def test_deleting_the_job_deletes_parent_variants_and_their_requests():
     assert len([w for w in t.list("workload", "default") if "-dws-1-" in w["metadata"]["name"]]) == 3
     t.delete("rayjob", "rayjob-tpu-v6e-dws-1", "default")
     t.advance(60)
-    assert [w["metadata"]["name"] for w in t.list("workload", "default") if "-dws-1-" in w["metadata"]["name"]] == []
-    assert [p["metadata"]["name"] for p in t.list("provisioningrequest", "default") if "-dws-1-" in
-            p["metadata"]["name"]] == []
+    assert [
+        w["metadata"]["name"] for w in t.list("workload", "default") if "-dws-1-" in w["metadata"]["name"]
+    ] == []
+    assert [
+        p["metadata"]["name"]
+        for p in t.list("provisioningrequest", "default")
+        if "-dws-1-" in p["metadata"]["name"]
+    ] == []
     t.close()

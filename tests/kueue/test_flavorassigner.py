@@ -12,21 +12,29 @@ from .kueue_builders import admit, cohort, cq, fq, ps, psa, rf, rg, wl
 NOW = 1767225600.0  # 2026-01-01T00:00:00Z
 
 FLAVORS = [
-    rf("default"), rf("one", {"type": "one"}), rf("two", {"type": "two"}),
-    rf("b_one", {"b_type": "one"}), rf("b_two", {"b_type": "two"}),
+    rf("default"),
+    rf("one", {"type": "one"}),
+    rf("two", {"type": "two"}),
+    rf("b_one", {"b_type": "one"}),
+    rf("b_two", {"b_type": "two"}),
     rf("tainted", taints=[{"key": "instance", "value": "spot", "effect": "NoSchedule"}]),
-    rf("taint_and_toleration", taints=[{"key": "instance", "value": "spot", "effect": "NoSchedule"}],
-       tolerations=[{"key": "instance", "operator": "Equal", "value": "spot", "effect": "NoSchedule"}]),
-    rf("label-x-a", {"x": "a"}), rf("label-xy-b", {"x": "b", "y": "k"}),
+    rf(
+        "taint_and_toleration",
+        taints=[{"key": "instance", "value": "spot", "effect": "NoSchedule"}],
+        tolerations=[{"key": "instance", "operator": "Equal", "value": "spot", "effect": "NoSchedule"}],
+    ),
+    rf("label-x-a", {"x": "a"}),
+    rf("label-xy-b", {"x": "b", "y": "k"}),
 ]
 
 
 def assign(workload, queue, *, cqs=(), cohorts=(), admitted=(), last=None):
-    snap = build_snapshot([queue, *cqs], cohorts, FLAVORS,
-                          [WorkloadInfo.from_obj(a) for a in admitted])
+    snap = build_snapshot([queue, *cqs], cohorts, FLAVORS, [WorkloadInfo.from_obj(a) for a in admitted])
     info = WorkloadInfo.from_obj(workload, queue["metadata"]["name"])
     info.last_assignment = last
-    a = FlavorAssigner(info, snap.cq(queue["metadata"]["name"]), snap.resource_flavors, make_oracle(snap, NOW)).assign()
+    a = FlavorAssigner(
+        info, snap.cq(queue["metadata"]["name"]), snap.resource_flavors, make_oracle(snap, NOW)
+    ).assign()
     return a
 
 
@@ -40,8 +48,14 @@ def test_single_flavor_fits():
     assert flavors(a) == [{"cpu": "default", "memory": "default"}]
     assert a.usage == {("default", "cpu"): 1000, ("default", "memory"): 1 << 20}
     assert a.podsets[0].flavors["cpu"].tried_flavor_idx == -1
-    assert a.to_api() == [{"name": "main", "flavors": {"cpu": "default", "memory": "default"},
-                           "resourceUsage": {"cpu": "1", "memory": "1Mi"}, "count": 1}]
+    assert a.to_api() == [
+        {
+            "name": "main",
+            "flavors": {"cpu": "default", "memory": "default"},
+            "resourceUsage": {"cpu": "1", "memory": "1Mi"},
+            "count": 1,
+        }
+    ]
 
 
 def test_single_flavor_fits_tainted_flavor_with_pod_toleration():
@@ -58,8 +72,10 @@ def test_single_flavor_fits_tainted_flavor_with_flavor_toleration():
 def test_untolerated_taint_message():
     a = assign(wl("w", ps(cpu="1")), cq("cq", rg(fq("tainted", cpu="4"))))
     assert a.representative_mode() == Mode.NO_FIT
-    assert a.message() == ("couldn't assign flavors to pod set main: "
-                           "untolerated taint {instance spot NoSchedule <nil>} in flavor tainted")
+    assert a.message() == (
+        "couldn't assign flavors to pod set main: "
+        "untolerated taint {instance spot NoSchedule <nil>} in flavor tainted"
+    )
     assert a.no_fit_reason == "NoMatchingFlavor"
 
 
@@ -68,7 +84,10 @@ def test_used_resources_doesnt_fit_preempts_lower_priority():
     old = admit(wl("old", ps(cpu="3"), priority=0), "cq", psa(cpu=("default", "3")))
     a = assign(wl("w", ps(cpu="2"), priority=10), q, admitted=[old])
     assert a.representative_mode() == Mode.PREEMPT
-    assert a.message() == "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed"
+    assert (
+        a.message()
+        == "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed"
+    )
     assert a.podsets[0].attempts[0].possibility == "Preempt"
 
 
@@ -81,15 +100,21 @@ def test_used_resources_no_candidates_is_waiting_for_quota():
 
 
 def test_multiple_resource_groups_fits():
-    q = cq("cq", rg(fq("one", cpu="2"), fq("two", cpu="4")), rg(fq("b_one", memory="1Gi"), fq("b_two", memory="5Gi")))
+    q = cq(
+        "cq",
+        rg(fq("one", cpu="2"), fq("two", cpu="4")),
+        rg(fq("b_one", memory="1Gi"), fq("b_two", memory="5Gi")),
+    )
     a = assign(wl("w", ps(cpu="3", memory="10Mi")), q)
     assert a.representative_mode() == Mode.FIT
     assert flavors(a) == [{"cpu": "two", "memory": "b_one"}]
     assert a.podsets[0].flavors["cpu"].tried_flavor_idx == -1
     assert a.podsets[0].flavors["memory"].tried_flavor_idx == 0
     one = [x for x in a.podsets[0].attempts if x.flavor == "one"][0]
-    assert one.reasons == ["insufficient quota for cpu in flavor one, previously considered podsets requests (0) "
-                           "+ current podset request (3) > maximum capacity (2)"]
+    assert one.reasons == [
+        "insufficient quota for cpu in flavor one, previously considered podsets requests (0) "
+        "+ current podset request (3) > maximum capacity (2)"
+    ]
     assert one.no_fit_reason == "ExceedsMaxQuota"
 
 
@@ -100,7 +125,8 @@ def test_multiple_resources_in_a_group_doesnt_fit():
     assert a.message() == (
         "couldn't assign flavors to pod set main: "
         "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2), "
-        "insufficient quota for memory in flavor two, previously considered podsets requests (0) + current podset request (10Mi) > maximum capacity (5Mi)")
+        "insufficient quota for memory in flavor two, previously considered podsets requests (0) + current podset request (10Mi) > maximum capacity (5Mi)"
+    )
     assert a.no_fit_reason == "ExceedsMaxQuota"
 
 
@@ -119,16 +145,22 @@ def test_fits_a_node_selector():
 
 def test_fits_with_node_affinity():
     q = cq("cq", rg(fq("one", cpu="4", memory="1Gi"), fq("two", cpu="4", memory="1Gi")))
-    aff = [[{"key": "ignored2", "operator": "In", "values": ["bar"]},
-            {"key": "type", "operator": "In", "values": ["two"]}]]
+    aff = [
+        [
+            {"key": "ignored2", "operator": "In", "values": ["bar"]},
+            {"key": "type", "operator": "In", "values": ["two"]},
+        ]
+    ]
     a = assign(wl("w", ps(cpu="1", memory="1Mi", affinity=aff)), q)
     assert flavors(a) == [{"cpu": "two", "memory": "two"}]
 
 
 def test_node_affinity_term_with_only_foreign_keys_matches_any_flavor():
     q = cq("cq", rg(fq("one", cpu="4"), fq("two", cpu="4")))
-    aff = [[{"key": "ignored2", "operator": "In", "values": ["bar"]}],
-           [{"key": "type", "operator": "In", "values": ["two"]}]]
+    aff = [
+        [{"key": "ignored2", "operator": "In", "values": ["bar"]}],
+        [{"key": "type", "operator": "In", "values": ["two"]}],
+    ]
     a = assign(wl("w", ps(cpu="1", affinity=aff)), q)
     assert flavors(a) == [{"cpu": "one"}]
 
@@ -151,8 +183,10 @@ def test_doesnt_fit_node_affinity_message():
     aff = [[{"key": "type", "operator": "In", "values": ["three"]}]]
     a = assign(wl("w", ps(cpu="1", affinity=aff)), q)
     assert a.representative_mode() == Mode.NO_FIT
-    assert a.message() == ("couldn't assign flavors to pod set main: flavor one doesn't match node affinity, "
-                           "flavor two doesn't match node affinity")
+    assert a.message() == (
+        "couldn't assign flavors to pod set main: flavor one doesn't match node affinity, "
+        "flavor two doesn't match node affinity"
+    )
 
 
 def test_multiple_podsets_fit_different_flavors_with_assumed_usage():
@@ -182,7 +216,10 @@ def test_resource_not_listed_in_cluster_queue():
     q = cq("cq", rg(fq("one", cpu="4")))
     a = assign(wl("w", ps(cpu="1", nvidia_com_gpu="1")), q)
     assert a.representative_mode() == Mode.NO_FIT
-    assert a.message() == "couldn't assign flavors to pod set main: resource nvidia.com/gpu unavailable in ClusterQueue"
+    assert (
+        a.message()
+        == "couldn't assign flavors to pod set main: resource nvidia.com/gpu unavailable in ClusterQueue"
+    )
 
 
 def test_zero_request_not_in_cluster_queue_is_skipped():
@@ -211,8 +248,12 @@ def test_reclaimable_pods_reduce_requests():
 
 
 def _two_flavor_preempt(fungibility):
-    q = cq("cq", rg(fq("one", cpu="2"), fq("two", cpu="2")),
-           preemption={"withinClusterQueue": "LowerPriority"}, fungibility=fungibility)
+    q = cq(
+        "cq",
+        rg(fq("one", cpu="2"), fq("two", cpu="2")),
+        preemption={"withinClusterQueue": "LowerPriority"},
+        fungibility=fungibility,
+    )
     low = admit(wl("low", ps(cpu="2"), priority=-1), "cq", psa(cpu=("one", "2")))
     return q, low
 
@@ -234,7 +275,9 @@ def test_preempt_before_try_next_flavor_when_may_stop_search():
 
 
 def test_preempt_when_no_flavor_fits_picks_best_preempting_flavor():
-    q = cq("cq", rg(fq("one", cpu="2"), fq("two", cpu="2")), preemption={"withinClusterQueue": "LowerPriority"})
+    q = cq(
+        "cq", rg(fq("one", cpu="2"), fq("two", cpu="2")), preemption={"withinClusterQueue": "LowerPriority"}
+    )
     l1 = admit(wl("l1", ps(cpu="2"), priority=-1), "cq", psa(cpu=("one", "2")))
     l2 = admit(wl("l2", ps(cpu="2"), priority=-1), "cq", psa(cpu=("two", "2")))
     a = assign(wl("w", ps(cpu="2")), q, admitted=[l1, l2])
@@ -264,7 +307,12 @@ def test_borrow_try_next_flavor_found_second():
 
 
 def test_borrow_try_next_flavor_falls_back_to_first_when_second_worse():
-    q = cq("cq", rg(fq("one", cpu=("2", None)), fq("two", cpu="1")), cohort="co", fungibility={"whenCanBorrow": "TryNextFlavor"})
+    q = cq(
+        "cq",
+        rg(fq("one", cpu=("2", None)), fq("two", cpu="1")),
+        cohort="co",
+        fungibility={"whenCanBorrow": "TryNextFlavor"},
+    )
     other = cq("other", rg(fq("one", cpu="10")), cohort="co")
     a = assign(wl("w", ps(cpu="5")), q, cqs=[other])
     assert flavors(a) == [{"cpu": "one"}]
@@ -308,7 +356,9 @@ def test_workload_slice_must_keep_original_flavor_and_only_charges_delta():
     snap = build_snapshot([q], [], FLAVORS, [WorkloadInfo.from_obj(old)])
     info = WorkloadInfo.from_obj(wl("new", ps(count=4, cpu="1")), "cq")
     old_info = snap.cq("cq").workloads["default/old"]
-    a = FlavorAssigner(info, snap.cq("cq"), snap.resource_flavors, make_oracle(snap, NOW), replace_slice=old_info).assign()
+    a = FlavorAssigner(
+        info, snap.cq("cq"), snap.resource_flavors, make_oracle(snap, NOW), replace_slice=old_info
+    ).assign()
     assert flavors(a) == [{"cpu": "two"}]
     assert a.usage == {("two", "cpu"): 2000}
     one = [x for x in a.podsets[0].attempts if x.flavor == "one"][0]
@@ -329,8 +379,10 @@ def test_is_preferred_orders():
 def test_considered_flavors_event_text():
     q = cq("cq", rg(fq("one", cpu="2"), fq("two", cpu="4")))
     a = assign(wl("w", ps(cpu="3")), q)
-    assert a.considered_flavors() == ("main: one(NoFit;insufficient quota for cpu in flavor one, previously considered "
-                                      "podsets requests (0) + current podset request (3) > maximum capacity (2))")
+    assert a.considered_flavors() == (
+        "main: one(NoFit;insufficient quota for cpu in flavor one, previously considered "
+        "podsets requests (0) + current podset request (3) > maximum capacity (2))"
+    )
 
 
 # -- more TestAssignFlavors cases, each named as upstream names it ------------------------------------------
@@ -340,8 +392,10 @@ def test_upstream_multiple_resource_groups_one_could_fit_with_preemption_other_d
     used = admit(wl("used", ps(cpu="1")), "cq", psa(cpu=("one", "1")))
     a = assign(wl("w", ps(cpu="3", memory="10Mi")), q, admitted=[used])
     assert a.representative_mode() == Mode.NO_FIT
-    assert a.message() == ("couldn't assign flavors to pod set main: insufficient quota for memory in flavor b_one, "
-                           "previously considered podsets requests (0) + current podset request (10Mi) > maximum capacity (1Mi)")
+    assert a.message() == (
+        "couldn't assign flavors to pod set main: insufficient quota for memory in flavor b_one, "
+        "previously considered podsets requests (0) + current podset request (10Mi) > maximum capacity (1Mi)"
+    )
     attempts = {x.flavor: (x.mode, x.no_fit_reason) for x in a.podsets[0].attempts}
     assert attempts["b_one"] == (Mode.NO_FIT, "ExceedsMaxQuota")
     assert a.no_fit_reason == "ExceedsMaxQuota" and a.usage == {}
@@ -349,43 +403,65 @@ def test_upstream_multiple_resource_groups_one_could_fit_with_preemption_other_d
 
 def test_upstream_can_only_preempt_flavors_that_match_affinity():
     """TestAssignFlavors "can only preempt flavors that match affinity" (the oracle: lower-priority victims)."""
-    q = cq("cq", rg(fq("one", cpu="4"), fq("two", cpu="4")), preemption={"withinClusterQueue": "LowerPriority"})
+    q = cq(
+        "cq", rg(fq("one", cpu="4"), fq("two", cpu="4")), preemption={"withinClusterQueue": "LowerPriority"}
+    )
     used = [admit(wl(f"u-{f}", ps(cpu="3"), priority=-1), "cq", psa(cpu=(f, "3"))) for f in ("one", "two")]
     a = assign(wl("w", ps(cpu="2", node_selector={"type": "two"})), q, admitted=used)
     assert a.representative_mode() == Mode.PREEMPT
     assert flavors(a) == [{"cpu": "two"}]
     assert a.podsets[0].flavors["cpu"].tried_flavor_idx == -1
-    assert a.message() == ("couldn't assign flavors to pod set main: flavor one doesn't match node affinity, "
-                           "insufficient unused quota for cpu in flavor two, 1 more needed")
+    assert a.message() == (
+        "couldn't assign flavors to pod set main: flavor one doesn't match node affinity, "
+        "insufficient unused quota for cpu in flavor two, 1 more needed"
+    )
     assert [(x.flavor, x.mode, x.possibility) for x in a.podsets[0].attempts] == [
-        ("one", Mode.NO_FIT, None), ("two", Mode.PREEMPT, "Preempt")]
+        ("one", Mode.NO_FIT, None),
+        ("two", Mode.PREEMPT, "Preempt"),
+    ]
     assert a.usage == {("two", "cpu"): 2000}
 
 
 def test_upstream_borrowing_limit_exceeds_quota_available_in_cohort():
     """TestAssignFlavors "when borrowing while preemption is needed, but borrowingLimit exceeds the quota
     available in the cohort"."""
-    q = cq("cq", rg(fq("one", cpu=("0", "12"))), cohort="test-cohort",
-           preemption={"reclaimWithinCohort": "LowerPriority", "borrowWithinCohort": {"policy": "LowerPriority"}})
+    q = cq(
+        "cq",
+        rg(fq("one", cpu=("0", "12"))),
+        cohort="test-cohort",
+        preemption={
+            "reclaimWithinCohort": "LowerPriority",
+            "borrowWithinCohort": {"policy": "LowerPriority"},
+        },
+    )
     other = cq("test-secondary-clusterqueue", rg(fq("one", cpu="11")), cohort="test-cohort")
     used = admit(wl("used", ps(cpu="10")), "test-secondary-clusterqueue", psa(cpu=("one", "10")))
     a = assign(wl("w", ps(cpu="12")), q, cqs=[other], admitted=[used])
     assert a.representative_mode() == Mode.NO_FIT
-    assert a.message() == ("couldn't assign flavors to pod set main: insufficient quota for cpu in flavor one, "
-                           "previously considered podsets requests (0) + current podset request (12) > maximum capacity (11)")
+    assert a.message() == (
+        "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor one, "
+        "previously considered podsets requests (0) + current podset request (12) > maximum capacity (11)"
+    )
     assert a.no_fit_reason == "ExceedsMaxQuota"
 
 
 def test_upstream_lend_try_next_flavor_found_the_second_flavor():
     """TestAssignFlavors "lend try next flavor, found the second flavor"."""
-    q = cq("cq", rg(fq("one", pods="10", cpu=("10", None, "1")), fq("two", pods="10", cpu=("10", None, "0"))),
-           cohort="test-cohort", fungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"})
+    q = cq(
+        "cq",
+        rg(fq("one", pods="10", cpu=("10", None, "1")), fq("two", pods="10", cpu=("10", None, "0"))),
+        cohort="test-cohort",
+        fungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
+    )
     other = cq("test-secondary-clusterqueue", rg(fq("one", cpu="1")), cohort="test-cohort")
     used = admit(wl("used", ps(cpu="2")), "cq", psa(cpu=("one", "2")))
     a = assign(wl("w", ps(cpu="9")), q, cqs=[other], admitted=[used])
     assert a.representative_mode() == Mode.FIT
     assert flavors(a) == [{"cpu": "two", "pods": "two"}]
-    assert [(x.flavor, x.mode, x.borrow) for x in a.podsets[0].attempts] == [("one", Mode.FIT, 1), ("two", Mode.FIT, 0)]
+    assert [(x.flavor, x.mode, x.borrow) for x in a.podsets[0].attempts] == [
+        ("one", Mode.FIT, 1),
+        ("two", Mode.FIT, 0),
+    ]
     assert a.usage == {("two", "cpu"): 9000, ("two", "pods"): 1}
 
 
@@ -394,5 +470,6 @@ def test_upstream_flavor_not_found():
     a = assign(wl("w", ps(cpu="1")), cq("cq", rg(fq("deleted-flavor", cpu="4"))))
     assert a.representative_mode() == Mode.NO_FIT
     assert [(x.flavor, x.reasons, x.no_fit_reason) for x in a.podsets[0].attempts] == [
-        ("deleted-flavor", ["flavor deleted-flavor not found"], "NoMatchingFlavor")]
+        ("deleted-flavor", ["flavor deleted-flavor not found"], "NoMatchingFlavor")
+    ]
     assert a.no_fit_reason == "NoMatchingFlavor" and a.usage == {}

@@ -43,18 +43,26 @@ spec:
   resourceGroups: [{coveredResources: [cpu], flavors: [{name: f1, resources: [{name: cpu, nominalQuota: 5}]}]}]
 """
 
-ops = st.lists(st.one_of(
-    st.tuples(st.just("create"), st.sampled_from(CQS), st.integers(1, 9), st.integers(0, 3)),
-    st.tuples(st.just("finish"), st.integers(0, 40)),
-    st.tuples(st.just("delete"), st.integers(0, 40)),
-    st.tuples(st.just("quota"), st.sampled_from(CQS), st.integers(0, 12)),
-    st.tuples(st.just("advance"), st.integers(1, 5)),
-), min_size=5, max_size=40)
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("create"), st.sampled_from(CQS), st.integers(1, 9), st.integers(0, 3)),
+        st.tuples(st.just("finish"), st.integers(0, 40)),
+        st.tuples(st.just("delete"), st.integers(0, 40)),
+        st.tuples(st.just("quota"), st.sampled_from(CQS), st.integers(0, 12)),
+        st.tuples(st.just("advance"), st.integers(1, 5)),
+    ),
+    min_size=5,
+    max_size=40,
+)
 
 
 def _reserved(k: MinimalKueue) -> list[dict]:
-    return [w for w in k.list("Workload") if (find_condition(w, "QuotaReserved") or {}).get("status") == "True"
-            and (find_condition(w, "Finished") or {}).get("status") != "True"]
+    return [
+        w
+        for w in k.list("Workload")
+        if (find_condition(w, "QuotaReserved") or {}).get("status") == "True"
+        and (find_condition(w, "Finished") or {}).get("status") != "True"
+    ]
 
 
 def _usage(k: MinimalKueue) -> dict[tuple[str, str], int]:
@@ -79,7 +87,11 @@ def _limits(k: MinimalKueue) -> dict:
         for fq in cq["spec"]["resourceGroups"][0]["flavors"]:
             r = fq["resources"][0]
             conv = lambda v: None if v is None else int(float(str(v))) * 1000  # noqa: E731
-            lim[(name, fq["name"])] = (conv(r["nominalQuota"]), conv(r.get("borrowingLimit")), conv(r.get("lendingLimit")))
+            lim[(name, fq["name"])] = (
+                conv(r["nominalQuota"]),
+                conv(r.get("borrowingLimit")),
+                conv(r.get("lendingLimit")),
+            )
     return {"lim": lim, "cohort": cohort}
 
 
@@ -117,8 +129,14 @@ def test_quota_never_exceeded_and_no_double_admission(stream):
     k = MinimalKueue()
     k.apply(SETUP)
     for cq in CQS:
-        k.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                 "metadata": {"name": f"lq-{cq}", "namespace": "default"}, "spec": {"clusterQueue": cq}})
+        k.apply(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": f"lq-{cq}", "namespace": "default"},
+                "spec": {"clusterQueue": cq},
+            }
+        )
     k.settle()
     created: list[str] = []
     for op in stream:
@@ -127,10 +145,30 @@ def test_quota_never_exceeded_and_no_double_admission(stream):
         if op[0] == "create":
             name = f"w{len(created)}"
             created.append(name)
-            k.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-                     "metadata": {"name": name, "namespace": "default"},
-                     "spec": {"queueName": f"lq-{op[1]}", "priority": op[3], "podSets": [{"name": "main", "count": 1,
-                              "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(op[2])}}}]}}}]}})
+            k.apply(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "Workload",
+                    "metadata": {"name": name, "namespace": "default"},
+                    "spec": {
+                        "queueName": f"lq-{op[1]}",
+                        "priority": op[3],
+                        "podSets": [
+                            {
+                                "name": "main",
+                                "count": 1,
+                                "template": {
+                                    "spec": {
+                                        "containers": [
+                                            {"name": "c", "resources": {"requests": {"cpu": str(op[2])}}}
+                                        ]
+                                    }
+                                },
+                            }
+                        ],
+                    },
+                }
+            )
         elif op[0] in ("finish", "delete") and created:
             name = created[op[1] % len(created)]
             w = k.store.try_get("Workload", name, "default")
@@ -138,8 +176,14 @@ def test_quota_never_exceeded_and_no_double_admission(stream):
                 k.store.delete("Workload", name, "default")
             elif w is not None and not find_condition(w, "Finished"):
                 w.setdefault("status", {}).setdefault("conditions", []).append(
-                    {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "",
-                     "lastTransitionTime": "2026-01-01T00:00:00Z"})
+                    {
+                        "type": "Finished",
+                        "status": "True",
+                        "reason": "Succeeded",
+                        "message": "",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                )
                 k.store.update_status(w)
         elif op[0] == "quota":
             cq = k.get("ClusterQueue", op[1])
@@ -164,7 +208,10 @@ def test_quota_never_exceeded_and_no_double_admission(stream):
         # no workload is admitted twice: one admission per workload, counted once by its ClusterQueue
         reserved = _reserved(k)
         assert len({w["metadata"]["name"] for w in reserved}) == len(reserved)
-        assert len(k.state.reserving) == len(reserved), (sorted(k.state.reserving), [w["metadata"]["name"] for w in reserved])
+        assert len(k.state.reserving) == len(reserved), (
+            sorted(k.state.reserving),
+            [w["metadata"]["name"] for w in reserved],
+        )
         for cq in CQS:
             mine = [w for w in reserved if w["status"]["admission"]["clusterQueue"] == cq]
             assert sum(1 for i in k.state.reserving.values() if i.cluster_queue == cq) == len(mine)

@@ -18,14 +18,32 @@ def test_defaults_add_no_watch_and_keep_the_spec_counts() -> None:
 def test_rayjob_follows_its_rayclusters_replicas() -> None:
     store = Store(default_registry(), VirtualClock(), namespaces=("default",))
     store.serve_addons(("RayOperator",))
-    store.create({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc", "namespace": "default"},
-                  "spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "h", "image": "r"}]}}},
-                           "workerGroupSpecs": [
-                               {"groupName": "TPU", "replicas": 2, "numOfHosts": 4, "minReplicas": 0,
-                                "maxReplicas": 4,
-                                "template": {"spec": {"containers": [{"name": "w", "image": "r"}]}}}]}})
-    job = RayJob({"metadata": {"name": "j", "namespace": "default"}, "spec": {},
-                  "status": {"rayClusterName": "rc"}})
+    store.create(
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": {"name": "rc", "namespace": "default"},
+            "spec": {
+                "headGroupSpec": {"template": {"spec": {"containers": [{"name": "h", "image": "r"}]}}},
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "TPU",
+                        "replicas": 2,
+                        "numOfHosts": 4,
+                        "minReplicas": 0,
+                        "maxReplicas": 4,
+                        "template": {"spec": {"containers": [{"name": "w", "image": "r"}]}},
+                    }
+                ],
+            },
+        }
+    )
+    job = RayJob(
+        {"metadata": {"name": "j", "namespace": "default"}, "spec": {}, "status": {"rayClusterName": "rc"}}
+    )
     assert RayJob.owned_kinds() == ("RayCluster",)
     assert job.live_pod_set_counts(store) == {"tpu": 8}
-    assert RayJob({"metadata": {"name": "k", "namespace": "default"}, "spec": {}}).live_pod_set_counts(store) == {}
+    assert (
+        RayJob({"metadata": {"name": "k", "namespace": "default"}, "spec": {}}).live_pod_set_counts(store)
+        == {}
+    )

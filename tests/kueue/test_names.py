@@ -7,18 +7,28 @@ import pytest
 from flexq.kueue.jobframework import workload_name
 from flexq.kueue.provisioning import request_name, template_name
 
-LONG = ("marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-sub-department-social-"
-        "media-engagement-tracker-and-analytics-dashboard-v2-final-revision-by-engineering-team-lead-senior-"
-        "architect-validation-checked-approved-by-legal-and-ops-dept")
+LONG = (
+    "marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-sub-department-social-"
+    "media-engagement-tracker-and-analytics-dashboard-v2-final-revision-by-engineering-team-lead-senior-"
+    "architect-validation-checked-approved-by-legal-and-ops-dept"
+)
 
 
-@pytest.mark.parametrize(("name", "extra", "want"), [
-    ("name", "", "job-name-ef3a1"),
-    ("name", "1", "job-name-2514c"),
-    (LONG, "", "job-marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-sub-department-"
-               "social-media-engagement-tracker-and-analytics-dashboard-v2-final-revision-by-engineering-team-lead-"
-               "senior-architect-validation-checked-approved-by-l-218b8"),
-], ids=["short", "with extra", "long owner name truncated"])
+@pytest.mark.parametrize(
+    ("name", "extra", "want"),
+    [
+        ("name", "", "job-name-ef3a1"),
+        ("name", "1", "job-name-2514c"),
+        (
+            LONG,
+            "",
+            "job-marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-sub-department-"
+            "social-media-engagement-tracker-and-analytics-dashboard-v2-final-revision-by-engineering-team-lead-"
+            "senior-architect-validation-checked-approved-by-l-218b8",
+        ),
+    ],
+    ids=["short", "with extra", "long owner name truncated"],
+)
 def test_workload_names_match_kueue(name: str, extra: str, want: str) -> None:
     # pkg/controller/jobframework/workload_names_test.go (ShortWorkloadNames=false, the default)
     assert workload_name("Job", "batch", name, "uid", extra) == want
@@ -27,7 +37,9 @@ def test_workload_names_match_kueue(name: str, extra: str, want: str) -> None:
 def test_provisioning_request_and_template_names() -> None:
     # pkg/controller/admissionchecks/provisioning/provisioning.go ProvisioningRequestName, podTemplatesPrefix "ppt"
     assert request_name("rayjob-x-abcde", "dws-prov", 3) == "rayjob-x-abcde-dws-prov-3"
-    assert template_name("rayjob-x-abcde-dws-prov-3", "tpu-group") == "ppt-rayjob-x-abcde-dws-prov-3-tpu-group"
+    assert (
+        template_name("rayjob-x-abcde-dws-prov-3", "tpu-group") == "ppt-rayjob-x-abcde-dws-prov-3-tpu-group"
+    )
     assert request_name("w" * 230, "check", 1) == "w" * 230 + "-check-1"  # 238 characters: kept
     long = request_name("w" * 240, "check", 1)  # 248 characters: cut to 247 + "-" + 5 hex
     assert len(long) == 253 and long[:247] == ("w" * 240 + "-check-1")[:247] and long[247] == "-"

@@ -20,8 +20,9 @@ NOW = 1_800_000_000.0
 MINUTE_AGO = NOW - 60
 
 
-def _cfg(timeout: float | None = None, recovery: float | None = None, unscheduled: float = 0.0,
-         gate: bool = True) -> KueueConfig:
+def _cfg(
+    timeout: float | None = None, recovery: float | None = None, unscheduled: float = 0.0, gate: bool = True
+) -> KueueConfig:
     """Upstream's ``waitForPodsReadyConfig``: nil ⇒ not configured."""
     cfg = KueueConfig()
     cfg.wait_for_pods_ready = timeout is not None or recovery is not None
@@ -33,8 +34,16 @@ def _cfg(timeout: float | None = None, recovery: float | None = None, unschedule
 
 
 def _wl(*conds: tuple[str, str, float, str]) -> dict:
-    return {"metadata": {"name": "wl", "namespace": "ns"}, "status": {"admission": {}, "conditions": [
-        {"type": t, "status": s, "lastTransitionTime": format_time(at), "reason": r} for t, s, at, r in conds]}}
+    return {
+        "metadata": {"name": "wl", "namespace": "ns"},
+        "status": {
+            "admission": {},
+            "conditions": [
+                {"type": t, "status": s, "lastTransitionTime": format_time(at), "reason": r}
+                for t, s, at, r in conds
+            ],
+        },
+    }
 
 
 ADMITTED = ("Admitted", "True", MINUTE_AGO, "")
@@ -42,22 +51,53 @@ ADMITTED = ("Admitted", "True", MINUTE_AGO, "")
 CASES = {
     "workload without Admitted condition; not counting": ({"status": {}}, None, ("", 0)),
     "workload with Admitted=True, no PodsReady; counting": (_wl(ADMITTED), _cfg(300), ("WaitForStart", 240)),
-    "workload with Admitted=True, no PodsReady, but no timeout configured; not counting": (_wl(ADMITTED), None, ("", 0)),
+    "workload with Admitted=True, no PodsReady, but no timeout configured; not counting": (
+        _wl(ADMITTED),
+        None,
+        ("", 0),
+    ),
     "workload with Admitted=True, no PodsReady; timeout exceeded": (
-        _wl(("Admitted", "True", NOW - 420, "")), _cfg(300), ("WaitForStart", 0)),
+        _wl(("Admitted", "True", NOW - 420, "")),
+        _cfg(300),
+        ("WaitForStart", 0),
+    ),
     "with reason WorkloadWaitForPodsReadyStart; workload with Admitted=True, PodsReady=False; counting since "
-    "admitted.LastTransitionTime": (_wl(ADMITTED, ("PodsReady", "False", NOW, "WaitForStart")), _cfg(300),
-                                    ("WaitForStart", 240)),
+    "admitted.LastTransitionTime": (
+        _wl(ADMITTED, ("PodsReady", "False", NOW, "WaitForStart")),
+        _cfg(300),
+        ("WaitForStart", 240),
+    ),
     "with reason PodsReady; workload with Admitted=True, PodsReady=False; counting since admitted.LastTransitionTime": (
-        _wl(ADMITTED, ("PodsReady", "False", NOW, "PodsReady")), _cfg(300), ("WaitForStart", 240)),
+        _wl(ADMITTED, ("PodsReady", "False", NOW, "PodsReady")),
+        _cfg(300),
+        ("WaitForStart", 240),
+    ),
     "workload with Admitted=True, PodsReady=False, Reason=WorkloadWaitForPodsReadyRecovery": (
-        _wl(ADMITTED, ("PodsReady", "False", NOW, "WaitForRecovery")), _cfg(recovery=180), ("WaitForRecovery", 180)),
+        _wl(ADMITTED, ("PodsReady", "False", NOW, "WaitForRecovery")),
+        _cfg(recovery=180),
+        ("WaitForRecovery", 180),
+    ),
     "workload with Admitted=True, PodsReady=False, Reason=WorkloadWaitForPodsReadyRecovery, recoveryTimeout not "
-    "configured": (_wl(ADMITTED, ("PodsReady", "False", NOW, "WaitForRecovery")), _cfg(300, recovery=None), ("", 0)),
-    "workload with Admitted=Unknown; not counting": (_wl(("Admitted", "Unknown", MINUTE_AGO, "")), _cfg(300), ("", 0)),
-    "workload with Admitted=False, not counting": (_wl(("Admitted", "False", MINUTE_AGO, "")), _cfg(300), ("", 0)),
+    "configured": (
+        _wl(ADMITTED, ("PodsReady", "False", NOW, "WaitForRecovery")),
+        _cfg(300, recovery=None),
+        ("", 0),
+    ),
+    "workload with Admitted=Unknown; not counting": (
+        _wl(("Admitted", "Unknown", MINUTE_AGO, "")),
+        _cfg(300),
+        ("", 0),
+    ),
+    "workload with Admitted=False, not counting": (
+        _wl(("Admitted", "False", MINUTE_AGO, "")),
+        _cfg(300),
+        ("", 0),
+    ),
     "workload with Admitted=True, PodsReady=True; not counting": (
-        _wl(ADMITTED, ("PodsReady", "True", NOW, "Started")), _cfg(300), ("", 0)),
+        _wl(ADMITTED, ("PodsReady", "True", NOW, "Started")),
+        _cfg(300),
+        ("", 0),
+    ),
 }
 
 
@@ -113,10 +153,20 @@ def test_default_backoff_sequence_and_jitter() -> None:
 
 
 def test_unscheduled_timeout_is_read_from_the_configuration() -> None:
-    cfg = KueueConfig.from_dict({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-                                 "waitForPodsReady": {"timeout": "30m", "unscheduledTimeout": "5m"},
-                                 "featureGates": {"WaitForPodsReadyUnscheduledTimeout": True}})
+    cfg = KueueConfig.from_dict(
+        {
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+            "kind": "Configuration",
+            "waitForPodsReady": {"timeout": "30m", "unscheduledTimeout": "5m"},
+            "featureGates": {"WaitForPodsReadyUnscheduledTimeout": True},
+        }
+    )
     assert (cfg.pods_ready_timeout, cfg.unscheduled_timeout) == (1800, 300)
-    off = KueueConfig.from_dict({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-                                 "waitForPodsReady": {"unscheduledTimeout": "5m"}})
+    off = KueueConfig.from_dict(
+        {
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+            "kind": "Configuration",
+            "waitForPodsReady": {"unscheduledTimeout": "5m"},
+        }
+    )
     assert off.unscheduled_timeout == 0  # alpha gate off by default

@@ -38,12 +38,33 @@ metadata: {{name: high}}
 value: 100
 """)
     for q in ("prod", "dev"):
-        t.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": f"{q}-cq"},
-                 "spec": {"cohortName": "all", "namespaceSelector": {}, "resourceGroups": [
-                     {"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [
-                         {"name": "cpu", "nominalQuota": "5"}]}]}]}})
-        t.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                 "metadata": {"name": f"{q}-queue", "namespace": "default"}, "spec": {"clusterQueue": f"{q}-cq"}})
+        t.apply(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": f"{q}-cq"},
+                "spec": {
+                    "cohortName": "all",
+                    "namespaceSelector": {},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [
+                                {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "5"}]}
+                            ],
+                        }
+                    ],
+                },
+            }
+        )
+        t.apply(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": f"{q}-queue", "namespace": "default"},
+                "spec": {"clusterQueue": f"{q}-cq"},
+            }
+        )
     return t
 
 
@@ -51,10 +72,23 @@ def _job(t: Twin, name: str, queue: str, cpu: str = "2", priority: str | None = 
     labels = {"kueue.x-k8s.io/queue-name": queue}
     if priority:
         labels["kueue.x-k8s.io/priority-class"] = priority
-    t.apply({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default",
-                                                                   "labels": labels},
-             "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
-                 {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}}}})
+    t.apply(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [
+                            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+                        ],
+                    }
+                }
+            },
+        }
+    )
 
 
 def _wl(t: Twin, job: str) -> dict[str, Any]:
@@ -83,8 +117,9 @@ def test_should_unblock_admission_of_new_workloads_once_the_admitted_workload_is
     assert _reserved(_wl(t, "dev-wl"))
 
 
-def test_should_unblock_admission_of_new_workloads_in_other_cluster_queues_once_the_admitted_workload_exceeds_timeout(
-) -> None:
+def test_should_unblock_admission_of_new_workloads_in_other_cluster_queues_once_the_admitted_workload_exceeds_timeout() -> (
+    None
+):
     t = _twin()
     _job(t, "prod-wl", "prod-queue")
     t.advance(1)
@@ -108,11 +143,14 @@ def test_should_requeue_a_workload_which_exceeded_the_timeout_to_reach_pods_read
     assert _cond(prod1, "Evicted")["reason"] == "PodsReadyTimeout"
     assert prod1["status"]["requeueState"]["count"] == 1 and prod1["status"]["requeueState"].get("requeueAt")
     assert prod1["status"]["schedulingStats"]["evictions"] == [
-        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}]
+        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}
+    ]
     assert _reserved(_wl(t, "prod2"))
 
 
-def test_should_re_admit_a_timed_out_workload_and_deactivate_a_workload_exceeded_the_re_queue_count_limit() -> None:
+def test_should_re_admit_a_timed_out_workload_and_deactivate_a_workload_exceeded_the_re_queue_count_limit() -> (
+    None
+):
     """... "After that re-activating a workload": the count starts again from 1."""
     t = _twin(limit=2)
     _job(t, "prod", "prod-queue")
@@ -139,8 +177,15 @@ def test_should_re_admit_a_timed_out_workload_and_deactivate_a_workload_exceeded
     t.patch("workload", name, {"spec": {"active": False}}, "default")
     t.advance(1)
     conds = [c for c in _wl(t, "prod")["status"]["conditions"] if c["type"] != "Requeued"]
-    conds.append({"type": "Requeued", "status": "False", "reason": "Deactivated", "message": "by test",
-                  "lastTransitionTime": "2027-01-01T00:00:00Z"})
+    conds.append(
+        {
+            "type": "Requeued",
+            "status": "False",
+            "reason": "Deactivated",
+            "message": "by test",
+            "lastTransitionTime": "2027-01-01T00:00:00Z",
+        }
+    )
     t.patch("workload", name, {"status": {"conditions": conds}}, "default", subresource="status")
     t.patch("workload", name, {"spec": {"active": True}}, "default")
     t.advance(2)
@@ -171,11 +216,30 @@ def test_requeuing_timestamp_set_to_creation_should_prioritize_workloads_submitt
     so wl-1's 1 s backoff and the 1 s inadmissible-requeue batch end together and wl-1, first by creation,
     is re-admitted straight away — the order the spec checks last.)"""
     t = _twin(timestamp="Creation")
-    t.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "standalone-cq"},
-             "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                 {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "1"}]}]}]}})
-    t.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-             "metadata": {"name": "standalone-queue", "namespace": "default"}, "spec": {"clusterQueue": "standalone-cq"}})
+    t.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "standalone-cq"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+                    }
+                ],
+            },
+        }
+    )
+    t.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "standalone-queue", "namespace": "default"},
+            "spec": {"clusterQueue": "standalone-cq"},
+        }
+    )
     for i in (1, 2, 3):
         _job(t, f"wl-{i}", "standalone-queue", cpu="1")
         t.advance(1)
@@ -183,6 +247,7 @@ def test_requeuing_timestamp_set_to_creation_should_prioritize_workloads_submitt
     t.advance(TIMEOUT)
     wl1 = _wl(t, "wl-1")
     assert wl1["status"]["schedulingStats"]["evictions"] == [
-        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}]  # evicted once, re-admitted
+        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}
+    ]  # evicted once, re-admitted
     assert _reserved(wl1) and not _reserved(_wl(t, "wl-2")) and not _reserved(_wl(t, "wl-3"))
     assert wl1["status"]["requeueState"] == {"count": 1}  # requeueAt cleared after re-admission

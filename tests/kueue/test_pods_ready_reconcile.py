@@ -12,11 +12,17 @@ import pytest
 from flexq import Twin
 from flexq.clock import format_time
 
-ADMISSION = {"clusterQueue": "q1", "podSetAssignments": [{"name": "main", "flavors": {"cpu": "f"},
-                                                           "resourceUsage": {"cpu": "1"}, "count": 1}]}
+ADMISSION = {
+    "clusterQueue": "q1",
+    "podSetAssignments": [
+        {"name": "main", "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "1"}, "count": 1}
+    ],
+}
 
 
-def _config(timeout: str, recovery: str | None = None, base: int = 10, cap: int = 3600, limit: int = 100) -> str:
+def _config(
+    timeout: str, recovery: str | None = None, base: int = 10, cap: int = 3600, limit: int = 100
+) -> str:
     rec = f"\n      recoveryTimeout: {recovery}" if recovery else ""
     return f"""
 apiVersion: v1
@@ -40,27 +46,55 @@ def _twin(config: str | None) -> Twin:
     return t
 
 
-def _workload(t: Twin, conditions: list[tuple[str, str, float, str, str]], *, admitted: bool = True,
-              requeue: dict[str, Any] | None = None, active: bool = True) -> None:
+def _workload(
+    t: Twin,
+    conditions: list[tuple[str, str, float, str, str]],
+    *,
+    admitted: bool = True,
+    requeue: dict[str, Any] | None = None,
+    active: bool = True,
+) -> None:
     now = t.now()
-    status: dict[str, Any] = {"conditions": [
-        {"type": c, "status": s, "lastTransitionTime": format_time(now + dt), "reason": r, "message": m}
-        for c, s, dt, r, m in conditions]}
+    status: dict[str, Any] = {
+        "conditions": [
+            {"type": c, "status": s, "lastTransitionTime": format_time(now + dt), "reason": r, "message": m}
+            for c, s, dt, r, m in conditions
+        ]
+    }
     if admitted:
         status["admission"] = ADMISSION
     if requeue is not None:
         status["requeueState"] = requeue
-    wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-          "metadata": {"name": "wl", "namespace": "default", "generation": 1},
-          "spec": {"active": active, "queueName": "lq", "podSets": [
-              {"name": "main", "count": 1, "template": {"spec": {"containers": [
-                  {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]},
-          "status": status}
+    wl = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "wl", "namespace": "default", "generation": 1},
+        "spec": {
+            "active": active,
+            "queueName": "lq",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                            ]
+                        }
+                    },
+                }
+            ],
+        },
+        "status": status,
+    }
     t.store.create(wl, keep_status=True)
 
 
-ADMITTED = [("QuotaReserved", "True", 0, "QuotaReserved", "Quota reserved in ClusterQueue q1"),
-            ("Admitted", "True", -300, "ByTest", "Admitted by ClusterQueue q1")]
+ADMITTED = [
+    ("QuotaReserved", "True", 0, "QuotaReserved", "Quota reserved in ClusterQueue q1"),
+    ("Admitted", "True", -300, "ByTest", "Admitted by ClusterQueue q1"),
+]
 
 
 def _get(t: Twin) -> dict[str, Any]:
@@ -78,14 +112,21 @@ def test_increment_re_queue_count() -> None:
     t.advance(0.5)
     wl = _get(t)
     ev = _cond(wl, "Evicted")
-    assert (ev["status"], ev["reason"], ev["message"]) == ("True", "PodsReadyTimeout",
-                                                           "Exceeded the PodsReady timeout default/wl")
+    assert (ev["status"], ev["reason"], ev["message"]) == (
+        "True",
+        "PodsReadyTimeout",
+        "Exceeded the PodsReady timeout default/wl",
+    )
     assert wl["status"]["requeueState"] == {"count": 4, "requeueAt": format_time(now + 80)}  # 10 s · 2^(4−1)
     assert wl["status"]["schedulingStats"]["evictions"] == [
-        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}]
+        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 1}
+    ]
     events = [e for e in t.list("Event", "default") if e["involvedObject"]["name"] == "wl"]
-    assert any(e["reason"] == "EvictedDueToPodsReadyTimeout" and e["message"] == "Exceeded the PodsReady timeout "
-               "default/wl" for e in events)
+    assert any(
+        e["reason"] == "EvictedDueToPodsReadyTimeout"
+        and e["message"] == "Exceeded the PodsReady timeout default/wl"
+        for e in events
+    )
 
 
 def test_wait_time_should_be_limited_to_backoff_max_seconds() -> None:
@@ -101,14 +142,26 @@ def test_wait_time_should_be_limited_to_backoff_max_seconds() -> None:
 
 def test_recovery_time_should_be_limited_to_recovery_timeout() -> None:
     t = _twin(_config("5m", recovery="3s", cap=7200))
-    _workload(t, [*ADMITTED, ("PodsReady", "False", -180, "WaitForRecovery",
-                              "At least one pod has failed, waiting for recovery")])
+    _workload(
+        t,
+        [
+            *ADMITTED,
+            (
+                "PodsReady",
+                "False",
+                -180,
+                "WaitForRecovery",
+                "At least one pod has failed, waiting for recovery",
+            ),
+        ],
+    )
     t.advance(0.5)
     wl = _get(t)
     assert _cond(wl, "Evicted")["reason"] == "PodsReadyTimeout"
     assert wl["status"]["requeueState"]["count"] == 1
     assert wl["status"]["schedulingStats"]["evictions"] == [
-        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForRecovery", "count": 1}]
+        {"reason": "PodsReadyTimeout", "underlyingCause": "WaitForRecovery", "count": 1}
+    ]
 
 
 def test_should_set_the_workload_requeued_condition_to_true_on_re_activated() -> None:
@@ -116,14 +169,22 @@ def test_should_set_the_workload_requeued_condition_to_true_on_re_activated() ->
     _workload(t, [("Requeued", "False", 0, "Deactivated", "The workload is deactivated")], admitted=False)
     t.advance(0.5)
     rq = _cond(_get(t), "Requeued")
-    assert (rq["status"], rq["reason"], rq["message"]) == ("True", "Reactivated", "The workload was reactivated")
+    assert (rq["status"], rq["reason"], rq["message"]) == (
+        "True",
+        "Reactivated",
+        "The workload was reactivated",
+    )
 
 
 def test_should_keep_the_workload_requeued_condition_until_the_wait_for_pods_ready_backoff_expires() -> None:
     t = _twin(None)
     now = t.now()
-    _workload(t, [("Requeued", "False", 0, "PodsReadyTimeout", "Exceeded the PodsReady timeout ns")],
-              admitted=False, requeue={"count": 1, "requeueAt": format_time(now + 60)})
+    _workload(
+        t,
+        [("Requeued", "False", 0, "PodsReadyTimeout", "Exceeded the PodsReady timeout ns")],
+        admitted=False,
+        requeue={"count": 1, "requeueAt": format_time(now + 60)},
+    )
     t.advance(59)
     assert _cond(_get(t), "Requeued")["status"] == "False"
     t.advance(2)
@@ -133,12 +194,16 @@ def test_should_keep_the_workload_requeued_condition_until_the_wait_for_pods_rea
 
 def test_should_set_the_workload_requeued_condition_when_the_wait_for_pods_ready_backoff_expires() -> None:
     t = _twin(None)
-    _workload(t, [("Requeued", "False", 0, "PodsReadyTimeout", "Exceeded the PodsReady timeout ns")],
-              admitted=False)
+    _workload(
+        t, [("Requeued", "False", 0, "PodsReadyTimeout", "Exceeded the PodsReady timeout ns")], admitted=False
+    )
     t.advance(0.5)
     rq = _cond(_get(t), "Requeued")
-    assert (rq["status"], rq["reason"], rq["message"]) == ("True", "BackoffFinished",
-                                                           "The workload backoff was finished")
+    assert (rq["status"], rq["reason"], rq["message"]) == (
+        "True",
+        "BackoffFinished",
+        "The workload backoff was finished",
+    )
 
 
 @pytest.mark.parametrize("limit", [3])
@@ -150,5 +215,7 @@ def test_deactivation_at_backoff_limit_count(limit: int) -> None:
     wl = _get(t)
     assert wl["spec"]["active"] is False
     ev = _cond(wl, "Evicted")
-    assert (ev["reason"], ev["message"]) == ("DeactivatedDueToRequeuingLimitExceeded", "The workload is "
-                                             "deactivated due to exceeding the maximum number of re-queuing retries")
+    assert (ev["reason"], ev["message"]) == (
+        "DeactivatedDueToRequeuingLimitExceeded",
+        "The workload is deactivated due to exceeding the maximum number of re-queuing retries",
+    )

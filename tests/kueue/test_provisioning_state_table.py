@@ -13,17 +13,20 @@ def _first(true: set[str], admitted: bool) -> tuple[Outcome, str]:
     return row.outcome, row.cause or row.message_of
 
 
-@pytest.mark.parametrize(("true", "admitted", "want"), [
-    ({"Failed", "Provisioned"}, True, (Outcome.RETRY, "Failed")),
-    ({"BookingExpired"}, False, (Outcome.RETRY, "BookingExpired")),
-    ({"BookingExpired", "CapacityRevoked"}, False, (Outcome.REJECT_WHILE_RUNNING, "CapacityRevoked")),
-    ({"BookingExpired"}, True, (Outcome.KEEP, "")),
-    ({"BookingExpired", "Provisioned"}, True, (Outcome.KEEP, "")),
-    ({"CapacityRevoked", "Provisioned"}, True, (Outcome.REJECT_WHILE_RUNNING, "CapacityRevoked")),
-    ({"Provisioned", "Accepted"}, False, (Outcome.READY, "Provisioned")),
-    ({"Accepted"}, False, (Outcome.PENDING_WITH_MESSAGE_OF, "Provisioned")),
-    (set(), False, (Outcome.PENDING, "")),
-])
+@pytest.mark.parametrize(
+    ("true", "admitted", "want"),
+    [
+        ({"Failed", "Provisioned"}, True, (Outcome.RETRY, "Failed")),
+        ({"BookingExpired"}, False, (Outcome.RETRY, "BookingExpired")),
+        ({"BookingExpired", "CapacityRevoked"}, False, (Outcome.REJECT_WHILE_RUNNING, "CapacityRevoked")),
+        ({"BookingExpired"}, True, (Outcome.KEEP, "")),
+        ({"BookingExpired", "Provisioned"}, True, (Outcome.KEEP, "")),
+        ({"CapacityRevoked", "Provisioned"}, True, (Outcome.REJECT_WHILE_RUNNING, "CapacityRevoked")),
+        ({"Provisioned", "Accepted"}, False, (Outcome.READY, "Provisioned")),
+        ({"Accepted"}, False, (Outcome.PENDING_WITH_MESSAGE_OF, "Provisioned")),
+        (set(), False, (Outcome.PENDING, "")),
+    ],
+)
 def test_first_matching_row_decides(true: set[str], admitted: bool, want: tuple[Outcome, str]) -> None:
     assert _first(true, admitted) == want
 

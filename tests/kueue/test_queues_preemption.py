@@ -14,8 +14,12 @@ from .kueue_builders import admit, cq, fq, ps, psa, rf, rg, wl
 NOW = 1767225600.0
 
 
-def info(name: str, prio: int = 0, created: str = "2026-01-01T00:00:00Z", uid: str | None = None, **kw) -> WorkloadInfo:
-    return WorkloadInfo.from_obj(wl(name, ps(cpu=kw.pop("cpu", "1")), priority=prio, created=created, uid=uid), "cq")
+def info(
+    name: str, prio: int = 0, created: str = "2026-01-01T00:00:00Z", uid: str | None = None, **kw
+) -> WorkloadInfo:
+    return WorkloadInfo.from_obj(
+        wl(name, ps(cpu=kw.pop("cpu", "1")), priority=prio, created=created, uid=uid), "cq"
+    )
 
 
 def test_heap_orders_by_priority_then_timestamp_then_uid():
@@ -91,17 +95,27 @@ def test_manager_pops_one_head_per_active_cluster_queue():
     for name in ("cq1", "cq2", "off"):
         obj = cq(name, rg(fq("f", cpu="1")), active=name != "off")
         m.add_or_update_cluster_queue(obj)
-        m.add_or_update_local_queue({"metadata": {"name": name, "namespace": "default"}, "spec": {"clusterQueue": name}})
+        m.add_or_update_local_queue(
+            {"metadata": {"name": name, "namespace": "default"}, "spec": {"clusterQueue": name}}
+        )
     for i, q in enumerate(["cq1", "cq1", "cq2", "off"]):
         m.add_or_update_workload(wl(f"w{i}", queue=q), NOW)
     heads = m.heads()
-    assert sorted(h.key for h in heads) == ["default/w0", "default/w2"] or sorted(h.key for h in heads) == ["default/w1", "default/w2"]
+    assert sorted(h.key for h in heads) == ["default/w0", "default/w2"] or sorted(h.key for h in heads) == [
+        "default/w1",
+        "default/w2",
+    ]
     assert {h.cluster_queue for h in heads} == {"cq1", "cq2"}
 
 
 def test_flush_targets_cover_the_whole_cohort_tree():
     m = QueueManager()
-    m.set_cohorts([{"metadata": {"name": "child"}, "spec": {"parentName": "root"}}, {"metadata": {"name": "root"}, "spec": {}}])
+    m.set_cohorts(
+        [
+            {"metadata": {"name": "child"}, "spec": {"parentName": "root"}},
+            {"metadata": {"name": "root"}, "spec": {}},
+        ]
+    )
     for name, cohort in (("a", "child"), ("b", "root"), ("c", "")):
         m.add_or_update_cluster_queue(cq(name, rg(fq("f", cpu="1")), cohort=cohort or None))
     assert m.root_of("a") == "root" and m.root_of("c") == ""
@@ -112,8 +126,14 @@ def test_flush_targets_cover_the_whole_cohort_tree():
 def test_queue_order_timestamp_uses_eviction_time_after_admission_check_eviction():
     w = wl("w", created="2026-01-01T00:00:00Z")
     assert queue_order_timestamp(w) == NOW
-    w["status"]["conditions"] = [{"type": "Evicted", "status": "True", "reason": "AdmissionCheck",
-                                  "lastTransitionTime": "2026-01-01T00:10:00Z"}]
+    w["status"]["conditions"] = [
+        {
+            "type": "Evicted",
+            "status": "True",
+            "reason": "AdmissionCheck",
+            "lastTransitionTime": "2026-01-01T00:10:00Z",
+        }
+    ]
     assert queue_order_timestamp(w) == NOW + 600
     w["status"]["conditions"][0]["reason"] = "PodsReadyTimeout"
     assert queue_order_timestamp(w, "Creation") == NOW
@@ -137,7 +157,9 @@ def test_policies():
 def _preempt(queue, admitted, incoming, cqs=()):
     snap = build_snapshot([queue, *cqs], [], [rf("f")], [WorkloadInfo.from_obj(a) for a in admitted])
     inc = WorkloadInfo.from_obj(incoming, queue["metadata"]["name"])
-    a = FlavorAssigner(inc, snap.cq(queue["metadata"]["name"]), snap.resource_flavors, make_oracle(snap, NOW)).assign()
+    a = FlavorAssigner(
+        inc, snap.cq(queue["metadata"]["name"]), snap.resource_flavors, make_oracle(snap, NOW)
+    ).assign()
     return a, get_targets(snap, inc, a, NOW)
 
 
@@ -156,8 +178,10 @@ def test_preempts_lowest_priority_most_recent_first_and_only_as_many_as_needed()
 def test_reclaim_takes_from_the_borrowing_queue_only():
     owner = cq("owner", rg(fq("f", cpu="4")), cohort="co", preemption={"reclaimWithinCohort": "Any"})
     borrower = cq("borrower", rg(fq("f", cpu="4")), cohort="co")
-    admitted = [admit(wl("b1", ps(cpu="3")), "borrower", psa(cpu=("f", "3"))),
-                admit(wl("b2", ps(cpu="3")), "borrower", psa(cpu=("f", "3")))]
+    admitted = [
+        admit(wl("b1", ps(cpu="3")), "borrower", psa(cpu=("f", "3"))),
+        admit(wl("b2", ps(cpu="3")), "borrower", psa(cpu=("f", "3"))),
+    ]
     a, targets = _preempt(owner, admitted, wl("o", ps(cpu="3")), [borrower])
     assert [t.reason for t in targets] == ["InCohortReclamation"]
     assert len(targets) == 1
@@ -166,8 +190,10 @@ def test_reclaim_takes_from_the_borrowing_queue_only():
 def test_no_candidates_when_the_other_queue_is_within_nominal():
     owner = cq("owner", rg(fq("f", cpu="4")), cohort="co", preemption={"reclaimWithinCohort": "Any"})
     other = cq("other", rg(fq("f", cpu="4")), cohort="co")
-    admitted = [admit(wl("x", ps(cpu="4")), "other", psa(cpu=("f", "4"))),
-                admit(wl("y", ps(cpu="4")), "owner", psa(cpu=("f", "4")))]
+    admitted = [
+        admit(wl("x", ps(cpu="4")), "other", psa(cpu=("f", "4"))),
+        admit(wl("y", ps(cpu="4")), "owner", psa(cpu=("f", "4"))),
+    ]
     a, targets = _preempt(owner, admitted, wl("o", ps(cpu="1")), [other])
     assert targets == []
     assert a.podsets[0].attempts[0].possibility == "NoCandidates"

@@ -20,7 +20,9 @@ SCENARIOS = all_scenarios()
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "kueue_baseline.py"
 
 
-@pytest.mark.parametrize(("scenario", "fixtures"), [(s, f) for _, s, f in SCENARIOS], ids=[n for n, _, _ in SCENARIOS])
+@pytest.mark.parametrize(
+    ("scenario", "fixtures"), [(s, f) for _, s, f in SCENARIOS], ids=[n for n, _, _ in SCENARIOS]
+)
 def test_scenario_leaves_stored_objects_untouched(scenario: dict, fixtures: dict, monkeypatch) -> None:
     monkeypatch.setattr(scenario_runner, "MinimalKueue", functools.partial(MinimalKueue, check_readonly=True))
     r = Runner(scenario, fixtures)

@@ -26,15 +26,19 @@ def test_requests_default_to_limits():
 
 
 def test_init_containers_are_a_running_max_and_overhead_adds():
-    spec = {"containers": [c("a", {"cpu": "1"}), c("b", {"cpu": "500m", "memory": "1Gi"})],
-            "initContainers": [c("i1", {"cpu": "2"}), c("i2", {"memory": "3Gi"})],
-            "overhead": {"cpu": "100m"}}
+    spec = {
+        "containers": [c("a", {"cpu": "1"}), c("b", {"cpu": "500m", "memory": "1Gi"})],
+        "initContainers": [c("i1", {"cpu": "2"}), c("i2", {"memory": "3Gi"})],
+        "overhead": {"cpu": "100m"},
+    }
     assert pod_requests_values(spec) == {"cpu": 2100, "memory": 3 << 30}
 
 
 def test_sidecar_init_containers_add_to_steady_state_and_later_inits():
-    spec = {"containers": [c("a", {"cpu": "1"})],
-            "initContainers": [c("side", {"cpu": "500m"}, restart="Always"), c("i", {"cpu": "1"})]}
+    spec = {
+        "containers": [c("a", {"cpu": "1"})],
+        "initContainers": [c("side", {"cpu": "500m"}, restart="Always"), c("i", {"cpu": "1"})],
+    }
     # steady: 1 + 0.5 ; init peak: 1 + 0.5 sidecar
     assert pod_requests_values(spec) == {"cpu": 1500}
 
@@ -43,7 +47,10 @@ def test_podset_totals_multiply_by_count_and_honor_reclaimable():
     w = wl("w", ps("a", 4, cpu="250m"), ps("b", 2, nvidia_com_gpu="1"))
     w["status"]["reclaimablePods"] = [{"name": "a", "count": 1}]
     t = podset_total_requests(w)
-    assert [(p.name, p.count, p.requests) for p in t] == [("a", 3, {"cpu": 750}), ("b", 2, {"nvidia.com/gpu": 2})]
+    assert [(p.name, p.count, p.requests) for p in t] == [
+        ("a", 3, {"cpu": 750}),
+        ("b", 2, {"nvidia.com/gpu": 2}),
+    ]
 
 
 def test_admitted_requests_from_admission():
@@ -54,11 +61,17 @@ def test_admitted_requests_from_admission():
 
 
 def _tree():
-    cqs = [cq("a", rg(fq("f", cpu=("10", "5", "4"))), cohort="left"),
-           cq("b", rg(fq("f", cpu="10")), cohort="left"),
-           cq("c", rg(fq("f", cpu="10")), cohort="right"),
-           cq("solo", rg(fq("f", cpu="3")))]
-    cohorts = [cohort("left", parent="root"), cohort("right", parent="root"), cohort("root", rg(fq("f", cpu="6")))]
+    cqs = [
+        cq("a", rg(fq("f", cpu=("10", "5", "4"))), cohort="left"),
+        cq("b", rg(fq("f", cpu="10")), cohort="left"),
+        cq("c", rg(fq("f", cpu="10")), cohort="right"),
+        cq("solo", rg(fq("f", cpu="3"))),
+    ]
+    cohorts = [
+        cohort("left", parent="root"),
+        cohort("right", parent="root"),
+        cohort("root", rg(fq("f", cpu="6"))),
+    ]
     return cqs, cohorts
 
 
@@ -121,6 +134,7 @@ def test_clone_is_independent():
 
 
 def test_cohort_cycle_makes_queues_inactive():
-    s = build_snapshot([cq("x", rg(fq("f", cpu="1")), cohort="p")],
-                       [cohort("p", parent="q"), cohort("q", parent="p")])
+    s = build_snapshot(
+        [cq("x", rg(fq("f", cpu="1")), cohort="p")], [cohort("p", parent="q"), cohort("q", parent="p")]
+    )
     assert "x" in s.inactive

@@ -15,6 +15,8 @@ def test_there_are_at_least_80_scenarios_each_traced_upstream():
         assert s.get("upstream"), f"{name} does not name the upstream test or source it reproduces"
 
 
-@pytest.mark.parametrize(("scenario", "fixtures"), [(s, f) for _, s, f in SCENARIOS], ids=[n for n, _, _ in SCENARIOS])
+@pytest.mark.parametrize(
+    ("scenario", "fixtures"), [(s, f) for _, s, f in SCENARIOS], ids=[n for n, _, _ in SCENARIOS]
+)
 def test_scenario(scenario: dict, fixtures: dict) -> None:
     Runner(scenario, fixtures).run()

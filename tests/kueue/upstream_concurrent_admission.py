@@ -33,11 +33,15 @@ from flexq.store.logs import PodLogs
 from .kueue_builders import cq, fq, rg
 
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
-GATES_CONFIG = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
-                "data": {"controller_manager_config.yaml":
-                         "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-                         "featureGates:\n  ConcurrentAdmission: true\n"}}
+GATES_CONFIG = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
+    "data": {
+        "controller_manager_config.yaml": "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "featureGates:\n  ConcurrentAdmission: true\n"
+    },
+}
 
 
 def _policy(mode: str = "TryPreferredFlavors", last: str | None = None) -> dict:
@@ -60,8 +64,13 @@ CLUSTER_QUEUES = [
     _cq("cq-hold", ["reservation", "on-demand", "spot"], _policy("RetainFirstAdmission")),
     _cq("cq-spot-only", ["spot"], _policy()),
 ]
-LOCAL_QUEUES = {"lq": "cq", "lq-migration": "cq-migration", "lq-migration-no-constraint": "cq-migration-no-constraint",
-                "lq-hold": "cq-hold", "lq-spot-only": "cq-spot-only"}
+LOCAL_QUEUES = {
+    "lq": "cq",
+    "lq-migration": "cq-migration",
+    "lq-migration-no-constraint": "cq-migration-no-constraint",
+    "lq-hold": "cq-hold",
+    "lq-spot-only": "cq-spot-only",
+}
 
 
 def cond(type_: str, status: bool, reason: str, message: str) -> dict:
@@ -70,20 +79,38 @@ def cond(type_: str, status: bool, reason: str, message: str) -> dict:
 
 def blocked() -> dict:
     """``blockedOnPreemptionCondition``: what the scheduler writes on a gated Variant needing preemption."""
-    return cond("BlockedOnPreemptionGates", True, "PreemptionGated", "Workload requires preemption, but it's gated")
+    return cond(
+        "BlockedOnPreemptionGates", True, "PreemptionGated", "Workload requires preemption, but it's gated"
+    )
 
 
 def reserved(cq_name: str, flavor: str) -> tuple[dict, list[dict]]:
     """``SimpleReserveQuota(cq, flavor)`` + ``AdmittedAt(true)``: (admission, conditions)."""
-    adm = {"clusterQueue": cq_name, "podSetAssignments": [{"name": "main", "count": 1, "flavors": {"cpu": flavor},
-                                                           "resourceUsage": {"cpu": "1"}}]}
-    return adm, [cond("QuotaReserved", True, "QuotaReserved", f"Quota reserved in ClusterQueue {cq_name}"),
-                 cond("Admitted", True, "ByTest", f"Admitted by ClusterQueue {cq_name}")]
+    adm = {
+        "clusterQueue": cq_name,
+        "podSetAssignments": [
+            {"name": "main", "count": 1, "flavors": {"cpu": flavor}, "resourceUsage": {"cpu": "1"}}
+        ],
+    }
+    return adm, [
+        cond("QuotaReserved", True, "QuotaReserved", f"Quota reserved in ClusterQueue {cq_name}"),
+        cond("Admitted", True, "ByTest", f"Admitted by ClusterQueue {cq_name}"),
+    ]
 
 
-def W(name: str, queue: str = "lq", *, parent: bool = False, flavor: str | None = None, active: bool = True,
-      gates: list[str] | None = None, gate: tuple[str, float] | None = None, conds: list[dict] = (),
-      adm: tuple[dict, list[dict]] | None = None, request: bool = True) -> dict:
+def W(
+    name: str,
+    queue: str = "lq",
+    *,
+    parent: bool = False,
+    flavor: str | None = None,
+    active: bool = True,
+    gates: list[str] | None = None,
+    gate: tuple[str, float] | None = None,
+    conds: list[dict] = (),
+    adm: tuple[dict, list[dict]] | None = None,
+    request: bool = True,
+) -> dict:
     """``MakeWorkload(name, "default")`` with the builder calls upstream's cases use."""
     res = {"requests": {"cpu": "1"}} if request else {}
     md: dict[str, Any] = {"name": name, "namespace": "default"}
@@ -91,8 +118,17 @@ def W(name: str, queue: str = "lq", *, parent: bool = False, flavor: str | None 
         md["labels"] = {PARENT_LABEL: "true"}
     if flavor:
         md["annotations"] = {"kueue.x-k8s.io/workload-allowed-resource-flavors": flavor}
-    spec: dict[str, Any] = {"queueName": queue, "active": active, "podSets": [{"name": "main", "count": 1, "template": {
-        "spec": {"containers": [{"name": "c", "image": "pause", "resources": res}]}}}]}
+    spec: dict[str, Any] = {
+        "queueName": queue,
+        "active": active,
+        "podSets": [
+            {
+                "name": "main",
+                "count": 1,
+                "template": {"spec": {"containers": [{"name": "c", "image": "pause", "resources": res}]}},
+            }
+        ],
+    }
     if gates is None and flavor:
         gates = [PREEMPTION_GATE]
     if gates:
@@ -105,9 +141,16 @@ def W(name: str, queue: str = "lq", *, parent: bool = False, flavor: str | None 
     if all_conds:
         status["conditions"] = [dict(c, lastTransitionTime=ts(NOW), observedGeneration=1) for c in all_conds]
     if gate is not None:
-        status["preemptionGates"] = [{"name": PREEMPTION_GATE, "position": gate[0], "lastTransitionTime": ts(gate[1])}]
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": md, "spec": spec,
-            "status": status}
+        status["preemptionGates"] = [
+            {"name": PREEMPTION_GATE, "position": gate[0], "lastTransitionTime": ts(gate[1])}
+        ]
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": md,
+        "spec": spec,
+        "status": status,
+    }
 
 
 def view(wl: dict) -> dict:
@@ -117,14 +160,29 @@ def view(wl: dict) -> dict:
         "name": wl["metadata"]["name"],
         "active": (wl.get("spec") or {}).get("active", True) is not False,
         "labels": {k: v for k, v in (wl["metadata"].get("labels") or {}).items() if k == PARENT_LABEL},
-        "flavor": (wl["metadata"].get("annotations") or {}).get("kueue.x-k8s.io/workload-allowed-resource-flavors"),
+        "flavor": (wl["metadata"].get("annotations") or {}).get(
+            "kueue.x-k8s.io/workload-allowed-resource-flavors"
+        ),
         "gates": [g["name"] for g in (wl.get("spec") or {}).get("preemptionGates") or []],
-        "gate_states": sorted((g["name"], g["position"], g["lastTransitionTime"]) for g in st.get("preemptionGates") or []),
-        "conditions": sorted((c["type"], c["status"], c["reason"], c["message"]) for c in st.get("conditions") or []),
+        "gate_states": sorted(
+            (g["name"], g["position"], g["lastTransitionTime"]) for g in st.get("preemptionGates") or []
+        ),
+        "conditions": sorted(
+            (c["type"], c["status"], c["reason"], c["message"]) for c in st.get("conditions") or []
+        ),
     }
     adm = st.get("admission")
-    out["admission"] = None if adm is None else (adm["clusterQueue"], [
-        (p["name"], p.get("flavors"), p.get("resourceUsage")) for p in adm.get("podSetAssignments") or []])
+    out["admission"] = (
+        None
+        if adm is None
+        else (
+            adm["clusterQueue"],
+            [
+                (p["name"], p.get("flavors"), p.get("resourceUsage"))
+                for p in adm.get("podSetAssignments") or []
+            ],
+        )
+    )
     return out
 
 
@@ -138,17 +196,25 @@ class Outcome:
         return view(self.store.get("Workload", name, "default"))
 
     def variants(self) -> list[dict]:
-        wls = [w for w in self.store.list("Workload", "default")
-               if any(r.get("kind") == "Workload" for r in w["metadata"].get("ownerReferences") or [])]
+        wls = [
+            w
+            for w in self.store.list("Workload", "default")
+            if any(r.get("kind") == "Workload" for r in w["metadata"].get("ownerReferences") or [])
+        ]
         return sorted((view(w) for w in wls), key=lambda v: v["name"])
 
     def variant_objects(self) -> list[dict]:
-        return [w for w in self.store.list("Workload", "default")
-                if any(r.get("kind") == "Workload" for r in w["metadata"].get("ownerReferences") or [])]
+        return [
+            w
+            for w in self.store.list("Workload", "default")
+            if any(r.get("kind") == "Workload" for r in w["metadata"].get("ownerReferences") or [])
+        ]
 
     def events(self) -> list[tuple[str, str, str, str]]:
-        return sorted((e["involvedObject"]["name"], e["type"], e["reason"], e["message"])
-                      for e in self.store.list("Event", "default"))
+        return sorted(
+            (e["involvedObject"]["name"], e["type"], e["reason"], e["message"])
+            for e in self.store.list("Event", "default")
+        )
 
 
 def want(*workloads: dict) -> list[dict]:
@@ -159,21 +225,41 @@ def want(*workloads: dict) -> list[dict]:
 def reconcile_once(parent: dict | None, variants: list[dict] = (), *, name: str | None = None) -> Outcome:
     """Store the objects, start Kueue's state, run one reconcile of the variant controller at ``NOW``."""
     clock = VirtualClock(NOW)
-    store = Store(default_registry(), clock, name="upstream-ca", rng=Random(0),
-                  namespaces=("default", "kueue-system"))
+    store = Store(
+        default_registry(), clock, name="upstream-ca", rng=Random(0), namespaces=("default", "kueue-system")
+    )
     store.create(GATES_CONFIG)
     for obj in CLUSTER_QUEUES:
         store.create(obj, keep_status=True)
     for lq_name, cq_name in LOCAL_QUEUES.items():
-        store.create({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                      "metadata": {"name": lq_name, "namespace": "default"}, "spec": {"clusterQueue": cq_name}})
+        store.create(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": lq_name, "namespace": "default"},
+                "spec": {"clusterQueue": cq_name},
+            }
+        )
     uid = ""
     if parent is not None:
         uid = store.create(parent, keep_status=True)["metadata"]["uid"]
     for v in variants:
-        v = dict(v, metadata=dict(v["metadata"], ownerReferences=[{
-            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": parent["metadata"]["name"],
-            "uid": uid, "controller": True, "blockOwnerDeletion": True}]))
+        v = dict(
+            v,
+            metadata=dict(
+                v["metadata"],
+                ownerReferences=[
+                    {
+                        "apiVersion": "kueue.x-k8s.io/v1beta2",
+                        "kind": "Workload",
+                        "name": parent["metadata"]["name"],
+                        "uid": uid,
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            ),
+        )
         store.create(v, keep_status=True)
     loop = EventLoop(clock)
     ctx = Context(store=store, loop=loop, rngs=Rngs(0), logs=PodLogs(None))

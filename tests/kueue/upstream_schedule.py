@@ -42,28 +42,53 @@ def sel(dep: str) -> dict:
 
 def lq(name: str, ns: str, cq_name: str) -> dict:
     """LocalQueue."""
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns},
-            "spec": {"clusterQueue": cq_name}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"clusterQueue": cq_name},
+    }
 
 
-FLAVORS = [rf("default"), rf("on-demand"), rf("spot"), rf("model-a"),
-           rf("spot-tainted", taints=[TAINT]), rf("spot-tainted-2", taints=[TAINT2])]
+FLAVORS = [
+    rf("default"),
+    rf("on-demand"),
+    rf("spot"),
+    rf("model-a"),
+    rf("spot-tainted", taints=[TAINT]),
+    rf("spot-tainted-2", taints=[TAINT2]),
+]
 ANY_LOWER = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
 CLUSTER_QUEUES = [
     cq("sales", rg(fq("default", cpu=("50", "0"))), selector=sel("sales"), strategy="StrictFIFO"),
-    cq("eng-alpha", rg(fq("on-demand", cpu=("50", "50")), fq("spot", cpu=("100", "0"))), cohort="eng",
-       selector=sel("eng"), strategy="StrictFIFO"),
-    cq("eng-beta", rg(fq("on-demand", cpu=("50", "10")), fq("spot", cpu=("0", "100"))),
-       rg(fq("model-a", **{"example.com/gpu": ("20", "0")})), cohort="eng", selector=sel("eng"),
-       strategy="StrictFIFO", preemption=ANY_LOWER),
+    cq(
+        "eng-alpha",
+        rg(fq("on-demand", cpu=("50", "50")), fq("spot", cpu=("100", "0"))),
+        cohort="eng",
+        selector=sel("eng"),
+        strategy="StrictFIFO",
+    ),
+    cq(
+        "eng-beta",
+        rg(fq("on-demand", cpu=("50", "10")), fq("spot", cpu=("0", "100"))),
+        rg(fq("model-a", **{"example.com/gpu": ("20", "0")})),
+        cohort="eng",
+        selector=sel("eng"),
+        strategy="StrictFIFO",
+        preemption=ANY_LOWER,
+    ),
     cq("flavor-nonexistent-cq", rg(fq("nonexistent-flavor", cpu="50")), strategy="StrictFIFO"),
     cq("lend-a", rg(fq("default", cpu=("3", None, "2"))), cohort="lend", selector=sel("lend")),
     cq("lend-b", rg(fq("default", cpu=("2", None, "2"))), cohort="lend", selector=sel("lend")),
 ]
 LOCAL_QUEUES = [
-    lq("main", "sales", "sales"), lq("blocked", "sales", "eng-alpha"), lq("main", "eng-alpha", "eng-alpha"),
-    lq("main", "eng-beta", "eng-beta"), lq("flavor-nonexistent-queue", "sales", "flavor-nonexistent-cq"),
-    lq("cq-nonexistent-queue", "sales", "nonexistent-cq"), lq("lend-a-queue", "lend", "lend-a"),
+    lq("main", "sales", "sales"),
+    lq("blocked", "sales", "eng-alpha"),
+    lq("main", "eng-alpha", "eng-alpha"),
+    lq("main", "eng-beta", "eng-beta"),
+    lq("flavor-nonexistent-queue", "sales", "flavor-nonexistent-cq"),
+    lq("cq-nonexistent-queue", "sales", "nonexistent-cq"),
+    lq("lend-a-queue", "lend", "lend-a"),
     lq("lend-b-queue", "lend", "lend-b"),
 ]
 NAMESPACES = {"sales": "sales", "eng-alpha": "eng", "eng-beta": "eng", "eng-gamma": "eng", "lend": "lend"}
@@ -89,8 +114,10 @@ class Result:
             c = find_condition(w, "QuotaReserved")
             if adm and c is not None and c["status"] == "True":
                 key = f"{w['metadata']['namespace']}/{w['metadata']['name']}"
-                out[key] = (adm["clusterQueue"], [(p["name"], p["flavors"], p.get("count", 1))
-                                                  for p in adm["podSetAssignments"]])
+                out[key] = (
+                    adm["clusterQueue"],
+                    [(p["name"], p["flavors"], p.get("count", 1)) for p in adm["podSetAssignments"]],
+                )
         return out
 
     def usage(self, ref: str) -> list[dict[str, str]]:
@@ -103,12 +130,17 @@ class Result:
 
     def inadmissible(self) -> dict[str, list[str]]:
         """``wantInadmissibleLeft``."""
-        return {n: sorted(q.inadmissible) for n, q in self.state.queues.cluster_queues.items() if q.inadmissible}
+        return {
+            n: sorted(q.inadmissible) for n, q in self.state.queues.cluster_queues.items() if q.inadmissible
+        }
 
     def preempted(self) -> set[str]:
         """``wantPreempted``: workloads with Evicted=True by preemption."""
-        return {f"{w['metadata']['namespace']}/{w['metadata']['name']}" for w in self.store.list("Workload")
-                if (find_condition(w, "Preempted") or {}).get("status") == "True"}
+        return {
+            f"{w['metadata']['namespace']}/{w['metadata']['name']}"
+            for w in self.store.list("Workload")
+            if (find_condition(w, "Preempted") or {}).get("status") == "True"
+        }
 
     def condition(self, ref: str, ctype: str = "QuotaReserved") -> dict | None:
         return find_condition(self.wl(ref), ctype)
@@ -117,9 +149,17 @@ class Result:
         return self.wl(ref)["metadata"]["uid"]
 
 
-def run_cycle(workloads: list[dict] = (), *, extra_cqs: list[dict] = (), extra_lqs: list[dict] = (),
-              cohorts: list[dict] = (), replace_cqs: bool = False, extra_flavors: list[dict] = (),
-              created: dict[str, float] | None = None, cycles: int = 1) -> Result:
+def run_cycle(
+    workloads: list[dict] = (),
+    *,
+    extra_cqs: list[dict] = (),
+    extra_lqs: list[dict] = (),
+    cohorts: list[dict] = (),
+    replace_cqs: bool = False,
+    extra_flavors: list[dict] = (),
+    created: dict[str, float] | None = None,
+    cycles: int = 1,
+) -> Result:
     """Load upstream's fixture plus the case's objects and run ``cycles`` scheduling cycles at ``NOW``.
 
     Workloads are created in ``created`` order (seconds relative to ``NOW``, default 0) so that
@@ -127,9 +167,18 @@ def run_cycle(workloads: list[dict] = (), *, extra_cqs: list[dict] = (), extra_l
     clock = VirtualClock(NOW)
     store = Store(default_registry(), clock, name="upstream", rng=Random(0), namespaces=("default",))
     for ns, dep in NAMESPACES.items():
-        store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"dep": dep}}})
-    objs: list[dict[str, Any]] = [*FLAVORS, *extra_flavors, *cohorts,
-                                  *([] if replace_cqs else CLUSTER_QUEUES), *extra_cqs, *LOCAL_QUEUES, *extra_lqs]
+        store.create(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"dep": dep}}}
+        )
+    objs: list[dict[str, Any]] = [
+        *FLAVORS,
+        *extra_flavors,
+        *cohorts,
+        *([] if replace_cqs else CLUSTER_QUEUES),
+        *extra_cqs,
+        *LOCAL_QUEUES,
+        *extra_lqs,
+    ]
     for o in objs:
         try:
             store.create(_without_lone_borrowing_limit(o), keep_status=True)
@@ -172,6 +221,9 @@ def summary(r: Result) -> dict[str, str]:
     """Admissions as ``"<cq> <podset>[<res>=<flavor>,...]x<count> ..."`` per workload (compact wantAssignments)."""
     out = {}
     for ref, (cqn, psas) in r.assignments().items():
-        parts = [f"{name}[{','.join(f'{k}={v}' for k, v in sorted(flv.items()))}]x{count}" for name, flv, count in psas]
+        parts = [
+            f"{name}[{','.join(f'{k}={v}' for k, v in sorted(flv.items()))}]x{count}"
+            for name, flv, count in psas
+        ]
         out[ref] = " ".join([cqn, *parts])
     return out

@@ -25,15 +25,22 @@ def tutorial_twin(profile: dict | None = None) -> Twin:
         twin.gke("POST", path, body)
         twin.run_until_idle(3600)
     twin.apply(T.queue_yaml())
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-                "data": {"train.py": T.train_script()}})
+    twin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script"},
+            "data": {"train.py": T.train_script()},
+        }
+    )
     return twin
 
 
 def submit(twin: Twin, job_id: int, run_seconds: int = 600, wait: float = 2) -> None:
     doc = T.rayjob_yaml(job_id).replace(
         'kueue.x-k8s.io/elastic-job: "true"',
-        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"')
+        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{run_seconds}"',
+    )
     twin.apply(doc)
     if wait:
         twin.advance(wait)  # the tutorial's `sleep 2` between submissions

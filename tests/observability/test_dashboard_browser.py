@@ -49,8 +49,14 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Twin, Serve
             twin.gke("POST", *T.create_node_pool_request(PROJECT, dws=dws))
             wait_for(lambda: _ops_done(twin), what="a node pool")
         twin.apply(T.queue_yaml())
-        twin.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "jax-train-script"},
-                    "data": {"train.py": T.train_script()}})
+        twin.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "jax-train-script"},
+                "data": {"train.py": T.train_script()},
+            }
+        )
         yield twin, server
     finally:
         server.stop()
@@ -58,9 +64,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Twin, Serve
 
 
 def submit(twin: Twin, job_id: int) -> None:
-    twin.apply(T.rayjob_yaml(job_id).replace(
-        'kueue.x-k8s.io/elastic-job: "true"',
-        f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{RUN_SECONDS}"'))
+    twin.apply(
+        T.rayjob_yaml(job_id).replace(
+            'kueue.x-k8s.io/elastic-job: "true"',
+            f'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "{RUN_SECONDS}"',
+        )
+    )
 
 
 def test_dashboard_needs_the_token(live: tuple[Twin, Server]) -> None:
@@ -70,8 +79,12 @@ def test_dashboard_needs_the_token(live: tuple[Twin, Server]) -> None:
     s.trust_env = False
     r = s.get(server.url + "/dashboard/", verify=ca, allow_redirects=False, timeout=20)
     assert r.status_code == 303 and r.headers["location"] == "/dashboard/login"
-    assert s.get(server.url + "/dashboard/part/overview", verify=ca, allow_redirects=False,
-                 timeout=20).status_code == 303
+    assert (
+        s.get(
+            server.url + "/dashboard/part/overview", verify=ca, allow_redirects=False, timeout=20
+        ).status_code
+        == 303
+    )
     r = s.post(server.url + "/dashboard/login", data={"token": "not-the-token"}, verify=ca, timeout=20)
     assert r.status_code == 401 and "not the twin" in r.text and "flexq_dashboard" not in s.cookies
     r = s.post(server.url + "/dashboard/login", data={"token": server.creds.token}, verify=ca, timeout=20)
@@ -92,8 +105,10 @@ def test_dashboard_needs_the_token(live: tuple[Twin, Server]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
-                    reason="Debian's chromium and chromium-driver are not installed")
+@pytest.mark.skipif(
+    not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+    reason="Debian's chromium and chromium-driver are not installed",
+)
 def test_dashboard_in_chromium(live: tuple[Twin, Server], tmp_path: Path) -> None:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -104,8 +119,14 @@ def test_dashboard_in_chromium(live: tuple[Twin, Server], tmp_path: Path) -> Non
     shots.mkdir(parents=True, exist_ok=True)
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--ignore-certificate-errors",
-                "--window-size=1400,1000", f"--user-data-dir={tmp_path / 'profile'}"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--ignore-certificate-errors",
+        "--window-size=1400,1000",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
@@ -121,7 +142,8 @@ def test_dashboard_in_chromium(live: tuple[Twin, Server], tmp_path: Path) -> Non
             return driver.execute_script(
                 "return Array.from(document.querySelectorAll('tr.wl')).map(r => ({job: r.dataset.job, "
                 "state: r.dataset.state, plan: r.querySelector('td.plan').innerText, "
-                "cost: r.querySelector('td.cost').innerText}));")
+                "cost: r.querySelector('td.cost').innerText}));"
+            )
 
         def plans() -> dict[str, str]:
             return {r["job"]: r["plan"] for r in rows()}
@@ -129,8 +151,11 @@ def test_dashboard_in_chromium(live: tuple[Twin, Server], tmp_path: Path) -> Non
         def states() -> dict[str, str]:
             return {r["job"]: r["state"] for r in rows()}
 
-        wait_for(lambda: len(plans()) == 2 and all("tpu-group=" in p for p in plans().values()), 90,
-                 "both jobs placed (the page updating itself)")
+        wait_for(
+            lambda: len(plans()) == 2 and all("tpu-group=" in p for p in plans().values()),
+            90,
+            "both jobs placed (the page updating itself)",
+        )
         p = plans()
         assert "tpu-group=on-demand" in p["RayJob/rayjob-tpu-v6e-dws-1"]
         assert "tpu-group=dws" in p["RayJob/rayjob-tpu-v6e-dws-2"]
@@ -149,12 +174,16 @@ def test_dashboard_in_chromium(live: tuple[Twin, Server], tmp_path: Path) -> Non
         costs = {r["job"]: float(r["cost"].lstrip("$").replace(",", "")) for r in rows()}
         assert costs["RayJob/rayjob-tpu-v6e-dws-1"] > 0 and costs["RayJob/rayjob-tpu-v6e-dws-2"] > 0, costs
         href = driver.execute_script(
-            "return document.querySelector('tr.wl[data-job=\"RayJob/rayjob-tpu-v6e-dws-2\"] a').href;")
+            "return document.querySelector('tr.wl[data-job=\"RayJob/rayjob-tpu-v6e-dws-2\"] a').href;"
+        )
         driver.get(href)
         wait_for(lambda: driver.find_elements(By.ID, "conditions"), 30, "the workload page")
         text = driver.find_element(By.TAG_NAME, "body").text
         assert "QuotaReserved" in text and "Admitted" in text and "Finished" in text
-        assert "ProvisioningRequestCreated" in text or "QuotaReserved" in driver.find_element(By.ID, "events").text
+        assert (
+            "ProvisioningRequestCreated" in text
+            or "QuotaReserved" in driver.find_element(By.ID, "events").text
+        )
         driver.save_screenshot(str(shots / "4-workload-page.png"))
         errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
         assert not errors, errors
@@ -189,20 +218,35 @@ def test_status_output_and_watch(live: tuple[Twin, Server]) -> None:
     kubeconfig = str(server.kubeconfig_path())
     out = io.StringIO()
     console, err = Console(file=out, width=200), Console(file=io.StringIO())
-    args = argparse.Namespace(kubeconfig=kubeconfig, context=None, namespace="default", all_namespaces=False,
-                              output="yaml", watch=False, interval=0.2)
+    args = argparse.Namespace(
+        kubeconfig=kubeconfig,
+        context=None,
+        namespace="default",
+        all_namespaces=False,
+        output="yaml",
+        watch=False,
+        interval=0.2,
+    )
     assert observe.cmd_status(args, console, err) == 0
     docs = yaml.safe_load(out.getvalue()) or []
     assert all("reason" in d for d in docs)
     out.truncate(0)
     out.seek(0)
-    doc = T.rayjob_yaml(7).replace("kueue.x-k8s.io/queue-name: user-queue", "kueue.x-k8s.io/queue-name: nowhere")
+    doc = T.rayjob_yaml(7).replace(
+        "kueue.x-k8s.io/queue-name: user-queue", "kueue.x-k8s.io/queue-name: nowhere"
+    )
 
     def sleep_and_submit(_: float) -> None:
         if not twin.try_get("rayjob", "rayjob-tpu-v6e-dws-7", "default"):
             twin.apply(doc)
-        wait_for(lambda: any("dws-7" in w["metadata"]["name"] and w.get("status", {}).get("conditions")
-                             for w in twin.list("workload", "default")), 30, "the workload's status")
+        wait_for(
+            lambda: any(
+                "dws-7" in w["metadata"]["name"] and w.get("status", {}).get("conditions")
+                for w in twin.list("workload", "default")
+            ),
+            30,
+            "the workload's status",
+        )
 
     args.output, args.watch = "json", True
     assert observe.cmd_status(args, console, err, sleep=sleep_and_submit, rounds=2) == 0

@@ -17,8 +17,8 @@ from tests.observability.conftest import submit, tutorial_twin, workload_of
 
 CQ = {"cluster_queue": "cluster-queue", "priority_class": "", "replica_role": "standalone"}
 LQ = {"name": "user-queue", "namespace": "default", "priority_class": "", "replica_role": "standalone"}
-BUCKETS_14 = [1.0] + [2.5 * 2 ** k for k in range(13)]
-BUCKETS_16 = [1.0] + [2.5 * 2 ** k for k in range(15)]
+BUCKETS_14 = [1.0] + [2.5 * 2**k for k in range(13)]
+BUCKETS_16 = [1.0] + [2.5 * 2**k for k in range(15)]
 # Kueue v0.19.2 pkg/metrics/metrics.go: name -> (type, labels without replica_role)
 KUEUE = {
     "kueue_admission_attempts_total": ("counter", {"result"}),
@@ -29,7 +29,10 @@ KUEUE = {
     "kueue_quota_reserved_wait_time_seconds": ("histogram", {"cluster_queue", "priority_class"}),
     "kueue_admission_wait_time_seconds": ("histogram", {"cluster_queue", "priority_class"}),
     "kueue_admission_checks_wait_time_seconds": ("histogram", {"cluster_queue", "priority_class"}),
-    "kueue_evicted_workloads_total": ("counter", {"cluster_queue", "reason", "underlying_cause", "priority_class"}),
+    "kueue_evicted_workloads_total": (
+        "counter",
+        {"cluster_queue", "reason", "underlying_cause", "priority_class"},
+    ),
     "kueue_preempted_workloads_total": ("counter", {"preempting_cluster_queue", "reason"}),
     "kueue_pending_workloads": ("gauge", {"cluster_queue", "status"}),
     "kueue_reserving_active_workloads": ("gauge", {"cluster_queue"}),
@@ -42,16 +45,25 @@ KUEUE = {
     "kueue_local_queue_quota_reserved_workloads_total": ("counter", {"name", "namespace", "priority_class"}),
     "kueue_local_queue_admitted_workloads_total": ("counter", {"name", "namespace", "priority_class"}),
     "kueue_local_queue_admission_wait_time_seconds": ("histogram", {"name", "namespace", "priority_class"}),
-    "kueue_local_queue_quota_reserved_wait_time_seconds": ("histogram", {"name", "namespace", "priority_class"}),
-    "kueue_local_queue_admission_checks_wait_time_seconds": ("histogram", {"name", "namespace",
-                                                                           "priority_class"}),
-    "kueue_local_queue_evicted_workloads_total": ("counter", {"name", "namespace", "reason", "underlying_cause",
-                                                              "priority_class"}),
+    "kueue_local_queue_quota_reserved_wait_time_seconds": (
+        "histogram",
+        {"name", "namespace", "priority_class"},
+    ),
+    "kueue_local_queue_admission_checks_wait_time_seconds": (
+        "histogram",
+        {"name", "namespace", "priority_class"},
+    ),
+    "kueue_local_queue_evicted_workloads_total": (
+        "counter",
+        {"name", "namespace", "reason", "underlying_cause", "priority_class"},
+    ),
     "kueue_local_queue_reserving_active_workloads": ("gauge", {"name", "namespace"}),
     "kueue_local_queue_admitted_active_workloads": ("gauge", {"name", "namespace"}),
     "kueue_local_queue_status": ("gauge", {"name", "namespace", "active"}),
-    "kueue_local_queue_unadmitted_workloads": ("gauge", {"name", "namespace", "cluster_queue", "reason",
-                                                         "underlying_cause"}),
+    "kueue_local_queue_unadmitted_workloads": (
+        "gauge",
+        {"name", "namespace", "cluster_queue", "reason", "underlying_cause"},
+    ),
 }
 
 
@@ -61,11 +73,14 @@ class Scraper:
         self.token = self.server.creds.token
 
     def scrape(self) -> dict[str, dict]:
-        r = requests.get(self.server.url + "/metrics", headers={"Authorization": f"Bearer {self.token}"},
-                         timeout=20)
+        r = requests.get(
+            self.server.url + "/metrics", headers={"Authorization": f"Bearer {self.token}"}, timeout=20
+        )
         assert r.status_code == 200, r.text
         assert r.headers["content-type"].startswith("text/plain; version=")
-        types = {line.split()[2]: line.split()[3] for line in r.text.splitlines() if line.startswith("# TYPE ")}
+        types = {
+            line.split()[2]: line.split()[3] for line in r.text.splitlines() if line.startswith("# TYPE ")
+        }
         samples = [s for fam in text_string_to_metric_families(r.text) for s in fam.samples]
         return {"types": types, "samples": samples}
 
@@ -78,14 +93,21 @@ def scraper(twin: Twin, tmp_path) -> Iterator[Scraper]:
 
 
 def value(page: dict, family: str, sample: str | None = None, **labels: str) -> float | None:
-    found = [s.value for s in page["samples"] if s.name == (sample or family)
-             and all(s.labels.get(k) == v for k, v in labels.items())]
+    found = [
+        s.value
+        for s in page["samples"]
+        if s.name == (sample or family) and all(s.labels.get(k) == v for k, v in labels.items())
+    ]
     return sum(found) if found else None
 
 
 def samples(page: dict, family: str) -> list:
-    return [s for s in page["samples"] if s.name == family or (s.name.startswith(family + "_") and
-                                                                s.name[len(family) + 1:] in ("bucket", "sum", "count"))]
+    return [
+        s
+        for s in page["samples"]
+        if s.name == family
+        or (s.name.startswith(family + "_") and s.name[len(family) + 1 :] in ("bucket", "sum", "count"))
+    ]
 
 
 def ts(cond_owner: dict, ctype: str) -> float:
@@ -106,23 +128,37 @@ def test_names_types_labels_and_buckets_are_kueues(twin: Twin, scraper: Scraper)
             assert s.labels["replica_role"] == "standalone"
     build = samples(page, "kueue_build_info")[0]
     assert "replica_role" not in build.labels and build.labels["git_version"] == "v0.19.2"
-    for name, buckets in (("kueue_admission_wait_time_seconds", BUCKETS_16),
-                          ("kueue_quota_reserved_wait_time_seconds", BUCKETS_14),
-                          ("kueue_admission_checks_wait_time_seconds", BUCKETS_14),
-                          ("kueue_local_queue_admission_wait_time_seconds", BUCKETS_14)):
-        les = [float(s.labels["le"]) for s in samples(page, name) if s.name.endswith("_bucket")
-               and s.labels.get("cluster_queue", s.labels.get("name")) in ("cluster-queue", "user-queue")]
+    for name, buckets in (
+        ("kueue_admission_wait_time_seconds", BUCKETS_16),
+        ("kueue_quota_reserved_wait_time_seconds", BUCKETS_14),
+        ("kueue_admission_checks_wait_time_seconds", BUCKETS_14),
+        ("kueue_local_queue_admission_wait_time_seconds", BUCKETS_14),
+    ):
+        les = [
+            float(s.labels["le"])
+            for s in samples(page, name)
+            if s.name.endswith("_bucket")
+            and s.labels.get("cluster_queue", s.labels.get("name")) in ("cluster-queue", "user-queue")
+        ]
         assert les == buckets + [float("inf")], name
-    les = [float(s.labels["le"]) for s in samples(page, "kueue_admission_attempt_duration_seconds")
-           if s.name.endswith("_bucket") and s.labels["result"] == "success"]
+    les = [
+        float(s.labels["le"])
+        for s in samples(page, "kueue_admission_attempt_duration_seconds")
+        if s.name.endswith("_bucket") and s.labels["result"] == "success"
+    ]
     assert les == [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, float("inf")]
     # CQ resource gauges only with metrics.enableClusterQueueResources
     assert "kueue_cluster_queue_resource_usage" not in page["types"]
     # the twin's own
-    for name, mtype in (("flexq_nodes", "gauge"), ("flexq_provisioning_requests", "gauge"),
-                        ("flexq_stockouts_total", "counter"), ("flexq_stockout_seconds_total", "counter"),
-                        ("flexq_cost_usd_total", "counter"), ("flexq_job_cost_usd_total", "counter"),
-                        ("flexq_node_hours_total", "counter")):
+    for name, mtype in (
+        ("flexq_nodes", "gauge"),
+        ("flexq_provisioning_requests", "gauge"),
+        ("flexq_stockouts_total", "counter"),
+        ("flexq_stockout_seconds_total", "counter"),
+        ("flexq_cost_usd_total", "counter"),
+        ("flexq_job_cost_usd_total", "counter"),
+        ("flexq_node_hours_total", "counter"),
+    ):
         assert page["types"].get(name) == mtype, name
 
 
@@ -140,17 +176,42 @@ def test_values_follow_the_tutorial_as_kueue_records_them(twin: Twin, scraper: S
     assert value(page, "kueue_quota_reserved_workloads_total", **CQ) == 2  # job 2 holds dws quota too
     assert value(page, "kueue_admitted_workloads_total", **CQ) == 1
     wait1 = ts(wl1, "Admitted") - parse_time(wl1["metadata"]["creationTimestamp"])
-    assert value(page, "kueue_admission_wait_time_seconds", "kueue_admission_wait_time_seconds_sum", **CQ) == wait1
-    assert value(page, "kueue_admission_checks_wait_time_seconds", "kueue_admission_checks_wait_time_seconds_count",
-                 **CQ) is None  # the scheduler reports it only for workloads with admission checks
+    assert (
+        value(page, "kueue_admission_wait_time_seconds", "kueue_admission_wait_time_seconds_sum", **CQ)
+        == wait1
+    )
+    assert (
+        value(
+            page,
+            "kueue_admission_checks_wait_time_seconds",
+            "kueue_admission_checks_wait_time_seconds_count",
+            **CQ,
+        )
+        is None
+    )  # the scheduler reports it only for workloads with admission checks
     # job 2: quota reserved on dws, waiting for the ProvisioningRequest: unadmitted
-    assert value(page, "kueue_unadmitted_workloads", cluster_queue="cluster-queue",
-                 reason="UnsatisfiedAdmissionChecks", underlying_cause="") == 1
+    assert (
+        value(
+            page,
+            "kueue_unadmitted_workloads",
+            cluster_queue="cluster-queue",
+            reason="UnsatisfiedAdmissionChecks",
+            underlying_cause="",
+        )
+        == 1
+    )
     assert value(page, "kueue_reserving_active_workloads", cluster_queue="cluster-queue") == 2
     assert value(page, "kueue_admitted_active_workloads", cluster_queue="cluster-queue") == 1
     assert value(page, "kueue_pending_workloads", cluster_queue="cluster-queue") == 0
-    assert value(page, "flexq_provisioning_requests", provisioning_class="queued-provisioning.gke.io",
-                 state="Accepted") == 1
+    assert (
+        value(
+            page,
+            "flexq_provisioning_requests",
+            provisioning_class="queued-provisioning.gke.io",
+            state="Accepted",
+        )
+        == 1
+    )
     success = value(page, "kueue_admission_attempts_total", result="success")
     assert success is not None and success >= 2
     twin.advance(300)  # DWS grants plan B: the check turns Ready, the workload controller admits
@@ -160,15 +221,28 @@ def test_values_follow_the_tutorial_as_kueue_records_them(twin: Twin, scraper: S
     assert value(page, "kueue_local_queue_admitted_workloads_total", **LQ) == 2
     checks_wait = ts(wl2, "Admitted") - ts(wl2, "QuotaReserved")
     assert checks_wait > 0
-    assert value(page, "kueue_admission_checks_wait_time_seconds", "kueue_admission_checks_wait_time_seconds_sum",
-                 **CQ) == checks_wait
+    assert (
+        value(
+            page,
+            "kueue_admission_checks_wait_time_seconds",
+            "kueue_admission_checks_wait_time_seconds_sum",
+            **CQ,
+        )
+        == checks_wait
+    )
     wait2 = ts(wl2, "Admitted") - parse_time(wl2["metadata"]["creationTimestamp"])
-    assert value(page, "kueue_admission_wait_time_seconds", "kueue_admission_wait_time_seconds_sum",
-                 **CQ) == wait1 + wait2
+    assert (
+        value(page, "kueue_admission_wait_time_seconds", "kueue_admission_wait_time_seconds_sum", **CQ)
+        == wait1 + wait2
+    )
     le = next(b for b in BUCKETS_16 if b >= wait2)
-    bucket = [x.value for x in samples(page, "kueue_admission_wait_time_seconds")
-              if x.name.endswith("_bucket") and float(x.labels["le"]) == le
-              and x.labels["cluster_queue"] == "cluster-queue"]
+    bucket = [
+        x.value
+        for x in samples(page, "kueue_admission_wait_time_seconds")
+        if x.name.endswith("_bucket")
+        and float(x.labels["le"]) == le
+        and x.labels["cluster_queue"] == "cluster-queue"
+    ]
     assert bucket and bucket[0] >= 1
     assert value(page, "flexq_nodes", pool="dws-pool", provisioning_model="flex-start", ready="true") == 4
     twin.advance(1200)  # both finish
@@ -178,7 +252,9 @@ def test_values_follow_the_tutorial_as_kueue_records_them(twin: Twin, scraper: S
     assert value(page, "kueue_reserving_active_workloads", cluster_queue="cluster-queue") == 0
     assert value(page, "kueue_evicted_workloads_total", cluster_queue="cluster-queue") is None
     bill = twin.billing()
-    assert value(page, "flexq_cost_usd_total", pool="on-demand-pool") == pytest.approx(bill["pools"]["on-demand-pool"])
+    assert value(page, "flexq_cost_usd_total", pool="on-demand-pool") == pytest.approx(
+        bill["pools"]["on-demand-pool"]
+    )
     # the SDK reads the same registry on the virtual clock
     assert twin.metric("kueue_admitted_workloads_total", {"cluster_queue": "cluster-queue"}) == 2
     assert "kueue_admitted_workloads_total{" in twin.metrics()
@@ -189,9 +265,19 @@ def test_stockout_eviction_and_stockout_seconds(tmp_path) -> None:
     (evicted_workloads_total{reason="PodsReadyTimeout"}); the pool's stock-out is timed."""
     from flexq.api.capacity_profile import API_VERSION, KIND
 
-    profile = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "default"},
-               "spec": {"rules": [{"match": {"machineTypes": ["ct6e-standard-4t"],
-                                             "provisioningModels": ["on-demand"]}, "available": 0}]}}
+    profile = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": "default"},
+        "spec": {
+            "rules": [
+                {
+                    "match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["on-demand"]},
+                    "available": 0,
+                }
+            ]
+        },
+    }
     twin = tutorial_twin(profile)
     s = Scraper(twin, tmp_path)
     try:
@@ -201,10 +287,26 @@ def test_stockout_eviction_and_stockout_seconds(tmp_path) -> None:
         evictions = wl["status"]["schedulingStats"]["evictions"]
         assert [(e["reason"], e["count"]) for e in evictions] == [("PodsReadyTimeout", 1)]
         page = s.scrape()
-        assert value(page, "kueue_evicted_workloads_total", cluster_queue="cluster-queue", reason="PodsReadyTimeout",
-                     underlying_cause=evictions[0].get("underlyingCause", ""), priority_class="") == 1
-        assert value(page, "kueue_local_queue_evicted_workloads_total", name="user-queue",
-                     reason="PodsReadyTimeout") == 1
+        assert (
+            value(
+                page,
+                "kueue_evicted_workloads_total",
+                cluster_queue="cluster-queue",
+                reason="PodsReadyTimeout",
+                underlying_cause=evictions[0].get("underlyingCause", ""),
+                priority_class="",
+            )
+            == 1
+        )
+        assert (
+            value(
+                page,
+                "kueue_local_queue_evicted_workloads_total",
+                name="user-queue",
+                reason="PodsReadyTimeout",
+            )
+            == 1
+        )
         assert value(page, "flexq_stockouts_total", pool="on-demand-pool") >= 1
         seconds = value(page, "flexq_stockout_seconds_total", pool="on-demand-pool")
         assert seconds is not None and seconds > 1000

@@ -19,11 +19,17 @@ from tests.observability.conftest import submit, tutorial_twin, workload_of
 
 
 def rows(twin: Twin) -> dict[str, object]:
-    snap = Snapshot(workloads=twin.list("workload", "default"),
-                    provisioning_requests=twin.list("provisioningrequest", "default"),
-                    nodes=twin.list("node"), flavors=twin.list("resourceflavor"),
-                    events=[e for e in twin.list("event", "default") if e.get("reason") in
-                            ("FailedScaleUp", "TriggeredScaleUp", "NotTriggerScaleUp")])
+    snap = Snapshot(
+        workloads=twin.list("workload", "default"),
+        provisioning_requests=twin.list("provisioningrequest", "default"),
+        nodes=twin.list("node"),
+        flavors=twin.list("resourceflavor"),
+        events=[
+            e
+            for e in twin.list("event", "default")
+            if e.get("reason") in ("FailedScaleUp", "TriggeredScaleUp", "NotTriggerScaleUp")
+        ],
+    )
     return {r.job.split("/")[-1]: r for r in workload_rows(snap, twin.now())}
 
 
@@ -36,8 +42,12 @@ def reason_of(twin: Twin, job: str) -> tuple[str, str]:
 
 
 def profile(rules: list[dict], **spec: object) -> dict:
-    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "default"},
-            "spec": {"rules": rules, **spec}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": "default"},
+        "spec": {"rules": rules, **spec},
+    }
 
 
 def test_plan_a_runs_and_plan_b_waits_in_the_dws_queue(twin: Twin) -> None:
@@ -54,15 +64,21 @@ def test_plan_a_runs_and_plan_b_waits_in_the_dws_queue(twin: Twin) -> None:
 def test_pending_evaluation_before_kueue_looks(twin: Twin) -> None:
     submit(twin, 1)
     wl = workload_of(twin, 1)
-    fresh = {"apiVersion": wl["apiVersion"], "kind": "Workload",
-             "metadata": {"name": "fresh", "namespace": "default"}, "spec": wl["spec"]}
+    fresh = {
+        "apiVersion": wl["apiVersion"],
+        "kind": "Workload",
+        "metadata": {"name": "fresh", "namespace": "default"},
+        "spec": wl["spec"],
+    }
     created = twin.store.create(fresh)  # as the job controller writes it: no conditions yet
     why = explain(created, now=twin.now())
     assert why is not None and why.code == "PendingEvaluation"
 
 
 def test_misconfigured_queue_name(twin: Twin) -> None:
-    doc = T.rayjob_yaml(1).replace("kueue.x-k8s.io/queue-name: user-queue", "kueue.x-k8s.io/queue-name: no-such-queue")
+    doc = T.rayjob_yaml(1).replace(
+        "kueue.x-k8s.io/queue-name: user-queue", "kueue.x-k8s.io/queue-name: no-such-queue"
+    )
     assert "no-such-queue" in doc
     twin.apply(doc)
     twin.advance(5)
@@ -79,8 +95,10 @@ def test_suspended_cluster_queue(twin: Twin) -> None:
 
 def test_no_matching_flavor(twin: Twin) -> None:
     doc = T.rayjob_yaml(1)
-    doc = doc.replace("cloud.google.com/gke-tpu-topology: 4x4",
-                      "cloud.google.com/gke-tpu-topology: 4x4\n              cloud.google.com/gke-nodepool: nowhere")
+    doc = doc.replace(
+        "cloud.google.com/gke-tpu-topology: 4x4",
+        "cloud.google.com/gke-tpu-topology: 4x4\n              cloud.google.com/gke-nodepool: nowhere",
+    )
     assert "nowhere" in doc
     twin.apply(doc)
     twin.advance(5)
@@ -89,8 +107,16 @@ def test_no_matching_flavor(twin: Twin) -> None:
 
 
 def test_plan_a_stockout_then_pods_ready_timeout() -> None:
-    twin = tutorial_twin(profile([{"match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["on-demand"]},
-                                   "available": 0}]))
+    twin = tutorial_twin(
+        profile(
+            [
+                {
+                    "match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["on-demand"]},
+                    "available": 0,
+                }
+            ]
+        )
+    )
     try:
         submit(twin, 1)
         twin.advance(60)
@@ -105,8 +131,16 @@ def test_plan_a_stockout_then_pods_ready_timeout() -> None:
 
 @pytest.mark.slow  # seven simulated days of two running jobs (about 25 s)
 def test_dws_capacity_revoked_at_max_run_duration() -> None:
-    twin = tutorial_twin(profile([{"match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["on-demand"]},
-                                   "available": 0}]))
+    twin = tutorial_twin(
+        profile(
+            [
+                {
+                    "match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["on-demand"]},
+                    "available": 0,
+                }
+            ]
+        )
+    )
     try:
         submit(twin, 1, run_seconds=30 * 86400)
         submit(twin, 2, run_seconds=30 * 86400)
@@ -126,8 +160,16 @@ def test_dws_capacity_revoked_at_max_run_duration() -> None:
 
 
 def test_dws_request_fails_after_its_wait_limit() -> None:
-    twin = tutorial_twin(profile([{"match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["queued"]},
-                                   "available": 0}]))
+    twin = tutorial_twin(
+        profile(
+            [
+                {
+                    "match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["queued"]},
+                    "available": 0,
+                }
+            ]
+        )
+    )
     try:
         submit(twin, 1, run_seconds=30 * 86400)
         submit(twin, 2)
@@ -151,18 +193,37 @@ def test_dws_request_fails_after_its_wait_limit() -> None:
 
 # -- codes the tutorial's setup cannot produce, on hand-made objects ---------------------------------------------
 def _wl(conditions: list[dict], **status: object) -> dict:
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": "w", "namespace": "default", "creationTimestamp": "2027-01-01T00:00:00Z"},
-            "spec": {"queueName": "user-queue"}, "status": {"conditions": conditions, **status}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "default", "creationTimestamp": "2027-01-01T00:00:00Z"},
+        "spec": {"queueName": "user-queue"},
+        "status": {"conditions": conditions, **status},
+    }
 
 
 def _c(t: str, status: str, reason: str, message: str = "m") -> dict:
-    return {"type": t, "status": status, "reason": reason, "message": message,
-            "lastTransitionTime": "2027-01-01T00:00:00Z"}
+    return {
+        "type": t,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": "2027-01-01T00:00:00Z",
+    }
 
 
-@pytest.mark.parametrize("code", ["WaitingForQuota", "ExceedsMaxQuota", "AdmissionGated", "TopologyPlacementFailed",
-                                  "WaitingForPodsReady", "WaitingForPreemptedWorkloads", "Pending"])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "WaitingForQuota",
+        "ExceedsMaxQuota",
+        "AdmissionGated",
+        "TopologyPlacementFailed",
+        "WaitingForPodsReady",
+        "WaitingForPreemptedWorkloads",
+        "Pending",
+    ],
+)
 def test_kueue_quota_reserved_reasons(code: str) -> None:
     why = explain(_wl([_c("QuotaReserved", "False", code, "the message")]))
     assert why is not None and why.code == code and why.detail == "the message"
@@ -171,19 +232,32 @@ def test_kueue_quota_reserved_reasons(code: str) -> None:
 
 def test_cloud_reasons_on_hand_made_requests() -> None:
     wl = _wl([_c("QuotaReserved", "True", "QuotaReserved"), _c("Admitted", "True", "Admitted")])
-    pr = {"metadata": {"name": "w-dws-prov-1", "namespace": "default",
-                       "ownerReferences": [{"kind": "Workload", "name": "w"}]},
-          "status": {"conditions": [_c("Provisioned", "True", "Provisioned"),
-                                    _c("BookingExpired", "True", "BookingExpired", "booking expired")]}}
+    pr = {
+        "metadata": {
+            "name": "w-dws-prov-1",
+            "namespace": "default",
+            "ownerReferences": [{"kind": "Workload", "name": "w"}],
+        },
+        "status": {
+            "conditions": [
+                _c("Provisioned", "True", "Provisioned"),
+                _c("BookingExpired", "True", "BookingExpired", "booking expired"),
+            ]
+        },
+    }
     assert explain(wl, [pr]).code == "BookingExpired"
-    preempted = {"reason": "Preempted", "message": "Node n was deleted: the spot VM was preempted",
-                 "involvedObject": {"kind": "Pod", "name": "x"}}
+    preempted = {
+        "reason": "Preempted",
+        "message": "Node n was deleted: the spot VM was preempted",
+        "involvedObject": {"kind": "Pod", "name": "x"},
+    }
     assert explain(wl, [], [preempted]).code == "SpotPreempted"
     reserved = _wl([_c("QuotaReserved", "True", "QuotaReserved")])
     fresh = dict(pr, status={"conditions": []})
     assert explain(reserved, [fresh]).code == "ProvisioningRequestPending"
     assert explain(wl, [], [], 0.0, {"on-demand-pool": "ZONE_RESOURCE_POOL_EXHAUSTED: no"}).detail.startswith(
-        "node pool on-demand-pool: ZONE_RESOURCE_POOL_EXHAUSTED")
+        "node pool on-demand-pool: ZONE_RESOURCE_POOL_EXHAUSTED"
+    )
 
 
 def test_every_code_has_an_explanation_and_an_action() -> None:

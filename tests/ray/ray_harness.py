@@ -50,42 +50,84 @@ class Logs:
 class Slice:
     """Head + workers (+ submitter) of one RayCluster built from a RayJob, launched on an executor."""
 
-    def __init__(self, ex: LocalRayExecutor, rayjob: dict, cluster_name: str, *, entrypoint: str | None = None,
-                 files: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        ex: LocalRayExecutor,
+        rayjob: dict,
+        cluster_name: str,
+        *,
+        entrypoint: str | None = None,
+        files: dict[str, str] | None = None,
+    ) -> None:
         self.ex = ex
         self.logs = Logs()
         self.rayjob = rayjob
         if entrypoint is not None:
             rayjob["spec"]["entrypoint"] = entrypoint
         ns = rayjob["metadata"]["namespace"]
-        self.cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster",
-                        "metadata": {"name": cluster_name, "namespace": ns, "uid": "uid-" + cluster_name},
-                        "spec": rayjob["spec"]["rayClusterSpec"]}
+        self.cluster = {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": {"name": cluster_name, "namespace": ns, "uid": "uid-" + cluster_name},
+            "spec": rayjob["spec"]["rayClusterSpec"],
+        }
         self.files = {"/app": files if files is not None else {"train.py": TRAIN_PY}}
         self.head = pods.head_pod(self.cluster, name=f"{cluster_name}-head-abcde")
         group = self.cluster["spec"]["workerGroupSpecs"][0]
-        self.workers = [pods.worker_pod(self.cluster, group, name=f"{cluster_name}-tpu-group-worker-{i}",
-                                        replica_name=f"{cluster_name}-tpu-group-0", replica_index=0, host_index=i)
-                        for i in range(group.get("numOfHosts", 1))]
+        self.workers = [
+            pods.worker_pod(
+                self.cluster,
+                group,
+                name=f"{cluster_name}-tpu-group-worker-{i}",
+                replica_name=f"{cluster_name}-tpu-group-0",
+                replica_index=0,
+                host_index=i,
+            )
+            for i in range(group.get("numOfHosts", 1))
+        ]
         self.job_id = f"{rayjob['metadata']['name']}-x7k2p"
-        job = pods.submitter_job(rayjob, job_id=self.job_id, dashboard_url=names.dashboard_url(cluster_name, ns))
-        self.submitter = {"apiVersion": "v1", "kind": "Pod",
-                          "metadata": {"name": f"{rayjob['metadata']['name']}-sub12", "namespace": ns,
-                                       "labels": {**job["spec"]["template"]["metadata"]["labels"],
-                                                  "job-name": rayjob["metadata"]["name"]}},
-                          "spec": job["spec"]["template"]["spec"]}
+        job = pods.submitter_job(
+            rayjob, job_id=self.job_id, dashboard_url=names.dashboard_url(cluster_name, ns)
+        )
+        self.submitter = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{rayjob['metadata']['name']}-sub12",
+                "namespace": ns,
+                "labels": {
+                    **job["spec"]["template"]["metadata"]["labels"],
+                    "job-name": rayjob["metadata"]["name"],
+                },
+            },
+            "spec": job["spec"]["template"]["spec"],
+        }
 
     def launch(self, pod: dict, node: str, env: dict[str, str] | None = None) -> None:
         pod["spec"]["nodeName"] = node
         files = self.files if any(v.get("configMap") for v in pod["spec"].get("volumes") or []) else {}
-        self.ex.start(PodLaunch(pod=pod, node={"metadata": {"name": node}}, files=files, env=env or {},
-                                logs=self.logs, notify=lambda: None))
+        self.ex.start(
+            PodLaunch(
+                pod=pod,
+                node={"metadata": {"name": node}},
+                files=files,
+                env=env or {},
+                logs=self.logs,
+                notify=lambda: None,
+            )
+        )
 
     def start_cluster(self) -> None:
         self.launch(self.head, "gke-default-pool-1")
         for i, w in enumerate(self.workers):
-            env = {"TPU_ACCELERATOR_TYPE": "v6e-16", "TPU_TOPOLOGY": "4x4", "TPU_CHIPS_PER_HOST_BOUNDS": "2,2,1",
-                   "TPU_HOST_BOUNDS": "2,2,1", "TPU_WORKER_ID": str(i), "TPU_NAME": "gke-node-slice"}
+            env = {
+                "TPU_ACCELERATOR_TYPE": "v6e-16",
+                "TPU_TOPOLOGY": "4x4",
+                "TPU_CHIPS_PER_HOST_BOUNDS": "2,2,1",
+                "TPU_HOST_BOUNDS": "2,2,1",
+                "TPU_WORKER_ID": str(i),
+                "TPU_NAME": "gke-node-slice",
+            }
             self.launch(w, f"gke-tpu-{i}", env)
 
     def key(self, pod: dict) -> tuple[str, str]:
@@ -122,7 +164,9 @@ def wait_for(cond, timeout: float, what: str, step: float = 0.5, detail=None):
         if value:
             return value
         time.sleep(step)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}" + ("\n" + detail() if detail else ""))
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {what}" + ("\n" + detail() if detail else "")
+    )
 
 
 def leftovers(ex: LocalRayExecutor) -> list[int]:

@@ -27,7 +27,9 @@ def _cluster_ready(s: Slice) -> bool:
 def _assert_clean(ex: LocalRayExecutor, ports: list[int]) -> None:
     wait_for(lambda: not leftovers(ex), 30, "every owned process to exit")
     # the stop threads release ports and remove directories just after the processes are gone
-    wait_for(lambda: not ex._clusters, 30, "the executor to forget every cluster", detail=lambda: str(ex._clusters))
+    wait_for(
+        lambda: not ex._clusters, 30, "the executor to forget every cluster", detail=lambda: str(ex._clusters)
+    )
     assert all(localproc.port_is_free(p) for p in ports), "a cluster port is still bound"
     assert not [f for f in (ex.base_dir / "pods").rglob("*") if f.is_file()]
     if ex._ray_root is not None and ex._ray_root.exists():  # shutdown removes the root itself
@@ -54,7 +56,9 @@ def test_tutorial_train_py_runs_on_an_emulated_v6e_slice(tmp_path):
         assert "Training Complete!" in log
         assert "\x1b[" not in log  # plain text, like the tutorial's log
         assert log.rstrip().splitlines()[-2].endswith(f"Job '{s.job_id}' succeeded")
-        info = wait_for(lambda: ex.job_info("default", "rayjob-tpu-v6e-dws-1-q9z4k", s.job_id), 10, "job info")
+        info = wait_for(
+            lambda: ex.job_info("default", "rayjob-tpu-v6e-dws-1-q9z4k", s.job_id), 10, "job info"
+        )
         assert info["status"] == "SUCCEEDED"
         # The emulated hosts are real Ray nodes with the GKE TPU env: 4 workers reserved the slice.
         assert "world_rank=3" in log
@@ -85,11 +89,16 @@ def test_failing_entrypoint_fails_with_its_traceback_and_stop_mid_run_leaves_not
         info = wait_for(lambda: ex.job_info("default", "rayjob-7-f4il5", s.job_id), 10, "job info")
         assert info["status"] == "FAILED"
         # Stop mid-run: a long job, then every pod stopped while it runs.
-        s2 = Slice(ex, tutorial_rayjob(8), "rayjob-7-f4il5", entrypoint="python -c 'import time; time.sleep(300)'")
+        s2 = Slice(
+            ex, tutorial_rayjob(8), "rayjob-7-f4il5", entrypoint="python -c 'import time; time.sleep(300)'"
+        )
         s2.submitter["metadata"]["name"] = "rayjob-8-sub99"
         s2.launch(s2.submitter, "gke-default-pool-1")
-        wait_for(lambda: (ex.job_info("default", "rayjob-7-f4il5", s2.job_id) or {}).get("status") == "RUNNING",
-                 60, "the long job to run")
+        wait_for(
+            lambda: (ex.job_info("default", "rayjob-7-f4il5", s2.job_id) or {}).get("status") == "RUNNING",
+            60,
+            "the long job to run",
+        )
         assert leftovers(ex)
     finally:
         s.stop_all()
@@ -105,7 +114,9 @@ def test_runtime_env_refusal_fails_the_submitter_without_running_anything(tmp_pa
     s = Slice(ex, rj, "rayjob-3-r3fus")
     # No cluster at all: the submitter waits for the head (KubeRay's wait loop) until one is launched.
     s.launch(s.submitter, "gke-default-pool-1")
-    wait_for(lambda: "Waiting for Ray Dashboard GCS" in s.logs.of(s.submitter["metadata"]["name"]), 10, "wait")
+    wait_for(
+        lambda: "Waiting for Ray Dashboard GCS" in s.logs.of(s.submitter["metadata"]["name"]), 10, "wait"
+    )
     s.launch(s.head, "gke-default-pool-1")
     try:
         wait_for(lambda: _ended(s, s.submitter), 60, "the submitter to end")

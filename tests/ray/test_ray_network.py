@@ -78,7 +78,10 @@ def _raylets(gcs: str, token: str) -> list[tuple[str, int]]:
 
     with grpc.insecure_channel(gcs) as channel:
         reply = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetAllNodeInfo(
-            gcs_service_pb2.GetAllNodeInfoRequest(), metadata=[("authorization", f"Bearer {token}")], timeout=20)
+            gcs_service_pb2.GetAllNodeInfoRequest(),
+            metadata=[("authorization", f"Bearer {token}")],
+            timeout=20,
+        )
     return [(n.node_manager_address, n.node_manager_port) for n in reply.node_info_list if n.state == 0]
 
 
@@ -116,8 +119,11 @@ def test_every_listener_is_loopback_and_ray_asks_for_its_token_while_the_tutoria
             st = status(twin, "rayjob-tpu-v6e-dws-1")
             if not checked and st.get("jobStatus") == "RUNNING":
                 cluster = st["rayClusterName"]
-                head = next(p for p in twin.list("Pod", "default")
-                            if p["metadata"]["name"].startswith(cluster + "-head"))
+                head = next(
+                    p
+                    for p in twin.list("Pod", "default")
+                    if p["metadata"]["name"].startswith(cluster + "-head")
+                )
                 ports = ex.poll(("default", head["metadata"]["name"])).ports
                 dash = f"http://127.0.0.1:{ports[8265]}"
                 # the dashboard: public health check, the API refused without the token or with a wrong one
@@ -146,8 +152,10 @@ def test_every_listener_is_loopback_and_ray_asks_for_its_token_while_the_tutoria
         twin.close()
     ray_listeners = {k: v for k, v in seen.items() if "ray" in v}
     wide = {f"{ip}:{port}": who for (ip, port), who in seen.items() if ip not in LOOPBACK}
-    print(f"\n{len(seen)} listening sockets seen ({len(ray_listeners)} of Ray processes), "
-          f"{len(wide)} beyond loopback")
+    print(
+        f"\n{len(seen)} listening sockets seen ({len(ray_listeners)} of Ray processes), "
+        f"{len(wide)} beyond loopback"
+    )
     for (ip, port), who in sorted(seen.items(), key=lambda kv: kv[1]):
         print(f"  {ip}:{port}  {who[:110]}")
     assert len(ray_listeners) >= 10, json.dumps({f"{k[0]}:{k[1]}": v for k, v in seen.items()}, indent=1)

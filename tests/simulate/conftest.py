@@ -31,7 +31,9 @@ spec: {clusterQueue: cq}
 """
 
 
-def write_study(root: Path, doc: dict[str, Any], quota: int | str = 2, files: dict[str, str] | None = None) -> Path:
+def write_study(
+    root: Path, doc: dict[str, Any], quota: int | str = 2, files: dict[str, str] | None = None
+) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "queues.yaml").write_text(QUEUES.replace("QUOTA", str(quota)))
     for name, text in (files or {}).items():

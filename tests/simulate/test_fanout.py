@@ -17,10 +17,27 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def study(study_dir):
-    return study_dir({"name": "fan", "seed": 3, "replicas": 2, "generator": {
-        "count": 60, "arrivals": {"exponential": {"mean": 60}},
-        "mix": [{"kind": "Workload", "podsets": "main:1:cpu=1", "queue": "q", "run": {"exponential": {"mean": 100}}}]},
-        "variants": [{"name": "a"}, {"name": "b", "manifests": ["queues.yaml"]}]}, quota=2)
+    return study_dir(
+        {
+            "name": "fan",
+            "seed": 3,
+            "replicas": 2,
+            "generator": {
+                "count": 60,
+                "arrivals": {"exponential": {"mean": 60}},
+                "mix": [
+                    {
+                        "kind": "Workload",
+                        "podsets": "main:1:cpu=1",
+                        "queue": "q",
+                        "run": {"exponential": {"mean": 100}},
+                    }
+                ],
+            },
+            "variants": [{"name": "a"}, {"name": "b", "manifests": ["queues.yaml"]}],
+        },
+        quota=2,
+    )
 
 
 def test_processes_give_the_sequential_results(study_dir) -> None:
@@ -29,7 +46,12 @@ def test_processes_give_the_sequential_results(study_dir) -> None:
     seen: list[dict] = []
     par = flexq.simulate(s, workers=2, plots=False, progress=seen.append)
     # the worker processes report progress through the queue: every run ends with a "done" report
-    assert sorted((p["variant"], p["replica"]) for p in seen if p["done"]) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    assert sorted((p["variant"], p["replica"]) for p in seen if p["done"]) == [
+        ("a", 0),
+        ("a", 1),
+        ("b", 0),
+        ("b", 1),
+    ]
     assert [(r.variant, r.replica) for r in par.runs] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
     assert csv_text(par.runs) == csv_text(seq.runs)
     assert par.documents == seq.documents
@@ -49,8 +71,13 @@ def test_ray_cluster_gives_the_same_results(study_dir, tmp_path, monkeypatch) ->
         sys.stdin.read()
         ray.shutdown()
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script, SRC], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": SRC, "RAY_AUTH_MODE": "disabled"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, SRC],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC, "RAY_AUTH_MODE": "disabled"},
+    )
     try:
         address = proc.stdout.readline().strip()
         assert address, "the Ray helper did not start"

@@ -10,23 +10,39 @@ import pytest
 import flexq
 from flexq.simulate.results import time_average
 
-C, MEAN_ARRIVAL, MEAN_RUN = 2, 75.0, 90.0   # rho = 0.6, Erlang-C Wq = 50.6 s
+C, MEAN_ARRIVAL, MEAN_RUN = 2, 75.0, 90.0  # rho = 0.6, Erlang-C Wq = 50.6 s
 JOBS, REPLICAS, WARMUP, BATCH = 1200, 3, 100, 100
 
 
 def erlang_c_wait(c: int, lam: float, mu: float) -> float:
     a = lam / mu
     rho = a / c
-    top = a ** c / math.factorial(c) / (1 - rho)
-    p_wait = top / (sum(a ** k / math.factorial(k) for k in range(c)) + top)
+    top = a**c / math.factorial(c) / (1 - rho)
+    p_wait = top / (sum(a**k / math.factorial(k) for k in range(c)) + top)
     return p_wait / (c * mu - lam)
 
 
 def mmc_study(study_dir, jobs: int = JOBS, kind: str = "Workload"):
-    return study_dir({"name": "mmc", "seed": 11, "replicas": REPLICAS, "generator": {
-        "count": jobs, "arrivals": {"exponential": {"mean": MEAN_ARRIVAL}},
-        "mix": [{"kind": kind, "podsets": "main:1:cpu=1", "queue": "q",
-                 "run": {"exponential": {"mean": MEAN_RUN}}}]}}, quota=C)
+    return study_dir(
+        {
+            "name": "mmc",
+            "seed": 11,
+            "replicas": REPLICAS,
+            "generator": {
+                "count": jobs,
+                "arrivals": {"exponential": {"mean": MEAN_ARRIVAL}},
+                "mix": [
+                    {
+                        "kind": kind,
+                        "podsets": "main:1:cpu=1",
+                        "queue": "q",
+                        "run": {"exponential": {"mean": MEAN_RUN}},
+                    }
+                ],
+            },
+        },
+        quota=C,
+    )
 
 
 def test_erlang_c_theory_value() -> None:
@@ -41,7 +57,7 @@ def test_mmc_mean_wait_matches_erlang_c(study_dir) -> None:
         rows = sorted(run.jobs, key=lambda r: r["submit"])[WARMUP:]
         assert all(r["outcome"] == "Succeeded" for r in run.jobs)
         for i in range(0, len(rows) - BATCH + 1, BATCH):
-            batch = rows[i:i + BATCH]
+            batch = rows[i : i + BATCH]
             batch_means.append(sum(r["wait_admission"] for r in batch) / len(batch))
     n = len(batch_means)
     mean = sum(batch_means) / n
@@ -73,15 +89,33 @@ def test_mmc_on_a_flavor_of_c_nodes_matches_erlang_c(study_dir) -> None:
     """The same M/M/c through the whole twin: batch/v1 Jobs whose one pod fills a node, a ResourceFlavor on a
     GKE node pool of exactly c nodes (quota = c pods), so each job waits for Kueue, then a node."""
     quotas = QUEUES_ON_POOL
-    study = study_dir({"name": "mmc-nodes", "seed": 21, "replicas": 2,
-                       "cluster": {"project": "p", "location": "us-central1-a", "name": "mmc",
-                                   "nodePools": [{"name": "default-pool", "machineType": "n2-standard-8",
-                                                  "nodes": C}]},
-                       "manifests": ["pool-queues.yaml"],
-                       "generator": {"count": 500, "arrivals": {"exponential": {"mean": MEAN_ARRIVAL}},
-                                     "mix": [{"kind": "Job", "podsets": "main:1:cpu=7", "queue": "q",
-                                              "run": {"exponential": {"mean": MEAN_RUN}}}]}},
-                      files={"pool-queues.yaml": quotas})
+    study = study_dir(
+        {
+            "name": "mmc-nodes",
+            "seed": 21,
+            "replicas": 2,
+            "cluster": {
+                "project": "p",
+                "location": "us-central1-a",
+                "name": "mmc",
+                "nodePools": [{"name": "default-pool", "machineType": "n2-standard-8", "nodes": C}],
+            },
+            "manifests": ["pool-queues.yaml"],
+            "generator": {
+                "count": 500,
+                "arrivals": {"exponential": {"mean": MEAN_ARRIVAL}},
+                "mix": [
+                    {
+                        "kind": "Job",
+                        "podsets": "main:1:cpu=7",
+                        "queue": "q",
+                        "run": {"exponential": {"mean": MEAN_RUN}},
+                    }
+                ],
+            },
+        },
+        files={"pool-queues.yaml": quotas},
+    )
     result = flexq.simulate(study, workers=1, plots=False)
     expected = erlang_c_wait(C, 1 / MEAN_ARRIVAL, 1 / MEAN_RUN)
     batch_means = []
@@ -92,7 +126,7 @@ def test_mmc_on_a_flavor_of_c_nodes_matches_erlang_c(study_dir) -> None:
         # a node is free whenever quota is: the pod starts when the job is admitted
         assert max(r["wait_start"] - r["wait_admission"] for r in rows) < 1.0
         for i in range(0, len(rows) - 50 + 1, 50):
-            batch_means.append(sum(r["wait_admission"] for r in rows[i:i + 50]) / 50)
+            batch_means.append(sum(r["wait_admission"] for r in rows[i : i + 50]) / 50)
     n = len(batch_means)
     mean = sum(batch_means) / n
     se = math.sqrt(sum((b - mean) ** 2 for b in batch_means) / (n - 1) / n)

@@ -13,31 +13,56 @@ import flexq
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
-@pytest.mark.skipif(not (Path(CHROMIUM).exists() and Path(DRIVER).exists()) and not shutil.which("chromium"),
-                    reason="Debian's chromium and chromium-driver are not installed")
+@pytest.mark.skipif(
+    not (Path(CHROMIUM).exists() and Path(DRIVER).exists()) and not shutil.which("chromium"),
+    reason="Debian's chromium and chromium-driver are not installed",
+)
 def test_report_renders_its_plots_in_headless_chromium(study_dir, tmp_path) -> None:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    study = study_dir({"name": "browser", "seed": 2, "generator": {
-        "count": 40, "arrivals": {"exponential": {"mean": 60}},
-        "mix": [{"kind": "Workload", "podsets": "main:1:cpu=1", "queue": "q", "run": {"exponential": {"mean": 100}}}]},
-        "variants": [{"name": "a"}, {"name": "b"}]}, quota=2)
+    study = study_dir(
+        {
+            "name": "browser",
+            "seed": 2,
+            "generator": {
+                "count": 40,
+                "arrivals": {"exponential": {"mean": 60}},
+                "mix": [
+                    {
+                        "kind": "Workload",
+                        "podsets": "main:1:cpu=1",
+                        "queue": "q",
+                        "run": {"exponential": {"mean": 100}},
+                    }
+                ],
+            },
+            "variants": [{"name": "a"}, {"name": "b"}],
+        },
+        quota=2,
+    )
     out = tmp_path / "out"
     result = flexq.simulate(study, out=out, workers=1)
     report = out / "report.html"
     assert report in result.files and (out / "wait-cdf.png").stat().st_size > 1000
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1200,2400"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1200,2400",
+    ):
         opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(DRIVER if Path(DRIVER).exists() else shutil.which("chromedriver")),
-                              options=opts)
+    driver = webdriver.Chrome(
+        service=Service(DRIVER if Path(DRIVER).exists() else shutil.which("chromedriver")), options=opts
+    )
     try:
         driver.get(report.as_uri())
         widths = driver.execute_script(
-            "return Array.from(document.images).map(i => i.complete ? i.naturalWidth : 0);")
+            "return Array.from(document.images).map(i => i.complete ? i.naturalWidth : 0);"
+        )
         # wait CDF, a timeline per variant, cumulative cost
         assert len(widths) == 4 and all(w > 0 for w in widths), widths
         assert "flexq simulate: browser" in driver.title

@@ -13,18 +13,52 @@ from flexq.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 
-CLUSTER = {"project": "p", "location": "us-central1-a", "name": "c1",
-           "nodePools": [{"name": "default-pool", "machineType": "n2-standard-8", "nodes": 1,
-                          "autoscaling": {"min": 1, "max": 3}}]}
+CLUSTER = {
+    "project": "p",
+    "location": "us-central1-a",
+    "name": "c1",
+    "nodePools": [
+        {
+            "name": "default-pool",
+            "machineType": "n2-standard-8",
+            "nodes": 1,
+            "autoscaling": {"min": 1, "max": 3},
+        }
+    ],
+}
 
 
 def small_study(study_dir, **extra):
-    return study_dir({"name": "small", "seed": 5, "cluster": CLUSTER, "capacity": "tutorial", "generator": {
-        "count": 25, "arrivals": {"exponential": {"mean": "2m"}},
-        "mix": [{"kind": "Job", "podsets": "main:1:cpu=3", "queue": "q",
-                 "run": {"exponential": {"mean": "5m"}}, "failed": 0.1},
-                {"kind": "Workload", "podsets": "main:2:cpu=1", "queue": "q", "run": "3m", "class": "bare"}]},
-        **extra}, quota=6)
+    return study_dir(
+        {
+            "name": "small",
+            "seed": 5,
+            "cluster": CLUSTER,
+            "capacity": "tutorial",
+            "generator": {
+                "count": 25,
+                "arrivals": {"exponential": {"mean": "2m"}},
+                "mix": [
+                    {
+                        "kind": "Job",
+                        "podsets": "main:1:cpu=3",
+                        "queue": "q",
+                        "run": {"exponential": {"mean": "5m"}},
+                        "failed": 0.1,
+                    },
+                    {
+                        "kind": "Workload",
+                        "podsets": "main:2:cpu=1",
+                        "queue": "q",
+                        "run": "3m",
+                        "class": "bare",
+                    },
+                ],
+            },
+            **extra,
+        },
+        quota=6,
+    )
 
 
 def test_same_inputs_and_seeds_give_identical_bytes(study_dir, tmp_path) -> None:
@@ -47,8 +81,19 @@ def test_same_inputs_and_seeds_give_identical_bytes(study_dir, tmp_path) -> None
 
 def test_kueue_generator_yaml_reports_time_to_admission_per_class(tmp_path, capsys) -> None:
     out = tmp_path / "out"
-    rc = main(["simulate", str(ROOT / "examples/kueue-baseline/generator.yaml"), "--scale", "0.02",
-               "-j", "1", "--no-plots", "-o", str(out)])
+    rc = main(
+        [
+            "simulate",
+            str(ROOT / "examples/kueue-baseline/generator.yaml"),
+            "--scale",
+            "0.02",
+            "-j",
+            "1",
+            "--no-plots",
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "class small" in text and "class large" in text
@@ -70,13 +115,27 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("trace, message, where", [
-    ("submit,queue,podsets,colour\n0,q,main:1:cpu=1,red\n", "unknown column 'colour'", "trace.csv:1"),
-    ("submit,queue,podsets\n10,q,main:1:cpu=1\n-5,q,main:1:cpu=1\n", "must not be negative", "trace.csv:3 (submit)"),
-    ("submit,queue,podsets\n0,q,main:1:cpu=1\n5,nope,main:1:cpu=1\n", "no LocalQueue 'nope'", "trace.csv:3 (queue)"),
-    ('{"submit": 0, "queue": "q", "podsets": [{"name": "m", "count": 0}]}\n', "count must be at least 1",
-     "trace.jsonl:1 (podsets[0].count)"),
-])
+@pytest.mark.parametrize(
+    "trace, message, where",
+    [
+        ("submit,queue,podsets,colour\n0,q,main:1:cpu=1,red\n", "unknown column 'colour'", "trace.csv:1"),
+        (
+            "submit,queue,podsets\n10,q,main:1:cpu=1\n-5,q,main:1:cpu=1\n",
+            "must not be negative",
+            "trace.csv:3 (submit)",
+        ),
+        (
+            "submit,queue,podsets\n0,q,main:1:cpu=1\n5,nope,main:1:cpu=1\n",
+            "no LocalQueue 'nope'",
+            "trace.csv:3 (queue)",
+        ),
+        (
+            '{"submit": 0, "queue": "q", "podsets": [{"name": "m", "count": 0}]}\n',
+            "count must be at least 1",
+            "trace.jsonl:1 (podsets[0].count)",
+        ),
+    ],
+)
 def test_bad_trace_stops_before_simulating(study_dir, trace, message, where) -> None:
     name = "trace.jsonl" if trace.startswith("{") else "trace.csv"
     study = study_dir({"name": "bad", "trace": name}, files={name: trace})
@@ -86,12 +145,15 @@ def test_bad_trace_stops_before_simulating(study_dir, trace, message, where) -> 
 
 
 def test_a_manifest_the_api_refuses_is_named(study_dir, tmp_path) -> None:
-    bad = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\n"
-           "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: broken}\n"
-           "spec: {queueingStrategy: Sideways}\n")
-    study = study_dir({"name": "bad", "manifests": ["queues.yaml", "broken.yaml"],
-                       "trace": "trace.csv"}, files={"broken.yaml": bad,
-                                                     "trace.csv": "submit,queue,podsets\n0,q,main:1:cpu=1\n"})
+    bad = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\n"
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: broken}\n"
+        "spec: {queueingStrategy: Sideways}\n"
+    )
+    study = study_dir(
+        {"name": "bad", "manifests": ["queues.yaml", "broken.yaml"], "trace": "trace.csv"},
+        files={"broken.yaml": bad, "trace.csv": "submit,queue,podsets\n0,q,main:1:cpu=1\n"},
+    )
     with pytest.raises(InputError) as err:
         flexq.simulate(study, workers=1, plots=False)
     assert "broken.yaml:5 (document 2)" in str(err.value) and "ClusterQueue/broken" in str(err.value)
@@ -108,15 +170,38 @@ def test_tutorial_week_example_runs(tmp_path, capsys) -> None:
     """The shipped example, its first hour of traffic: RayJobs from the tutorial's template, plan A / plan B
     through DWS ProvisioningRequests, both variants, every output file."""
     out = tmp_path / "out"
-    assert main(["simulate", str(ROOT / "examples/tutorial-week"), "--until", "1h", "-j", "1", "--no-progress",
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                str(ROOT / "examples/tutorial-week"),
+                "--until",
+                "1h",
+                "-j",
+                "1",
+                "--no-progress",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "tutorial" in text and "dws-only" in text and "ProvisioningRequests" in text
     import json
 
     for variant in ("tutorial", "dws-only"):
         doc = json.loads((out / f"{variant}.json").read_text())["replicas"][0]
-        assert doc["jobs"]["total"] >= 5 and doc["jobs"]["succeeded"] + doc["jobs"]["failed"] == doc["jobs"]["total"]
+        assert (
+            doc["jobs"]["total"] >= 5
+            and doc["jobs"]["succeeded"] + doc["jobs"]["failed"] == doc["jobs"]["total"]
+        )
         assert doc["provisioningRequests"]["Provisioned"] >= 1 and doc["costUSD"]["flex-start"] > 0
-    assert {p.name for p in out.iterdir()} >= {"jobs.csv", "wait-cdf.png", "cost.png", "report.html",
-                                               "timeline-tutorial.png", "timeline-dws-only.png"}
+    assert {p.name for p in out.iterdir()} >= {
+        "jobs.csv",
+        "wait-cdf.png",
+        "cost.png",
+        "report.html",
+        "timeline-tutorial.png",
+        "timeline-dws-only.png",
+    }

@@ -52,8 +52,12 @@ def _matches(selector: LabelSelector, labels: dict[str, str]) -> bool:
         return False
     for e in selector.match_expressions or []:
         present, value = e.key in labels, labels.get(e.key)
-        ok = {"In": present and value in (e.values or []), "NotIn": not present or value not in (e.values or []),
-              "Exists": present, "DoesNotExist": not present}.get(e.operator, False)
+        ok = {
+            "In": present and value in (e.values or []),
+            "NotIn": not present or value not in (e.values or []),
+            "Exists": present,
+            "DoesNotExist": not present,
+        }.get(e.operator, False)
         if not ok:
             return False
     return True
@@ -82,19 +86,30 @@ class DeploymentSpec(Loose):
             raise field_error("selector", "Invalid value: {}: empty selector is invalid for deployment")
         labels = (self.template.metadata.labels if self.template.metadata else None) or {}
         if not _matches(self.selector, labels):
-            raise field_error("template.metadata.labels", f"Invalid value: {labels}: `selector` does not match "
-                              "template `labels`")
+            raise field_error(
+                "template.metadata.labels",
+                f"Invalid value: {labels}: `selector` does not match template `labels`",
+            )
         rp = self.template.spec.restart_policy
         if rp != "Always":
-            raise field_error("template.spec.restartPolicy", f'Unsupported value: "{rp}": supported values: '
-                              '"Always"', "FieldValueNotSupported")
+            raise field_error(
+                "template.spec.restartPolicy",
+                f'Unsupported value: "{rp}": supported values: "Always"',
+                "FieldValueNotSupported",
+            )
         if self.strategy and self.strategy.type == "Recreate" and self.strategy.rolling_update is not None:
-            raise field_error("strategy.rollingUpdate", "Forbidden: may not be specified when strategy `type` "
-                              "is 'Recreate'", "FieldValueForbidden")
+            raise field_error(
+                "strategy.rollingUpdate",
+                "Forbidden: may not be specified when strategy `type` is 'Recreate'",
+                "FieldValueForbidden",
+            )
         if self.progress_deadline_seconds is not None and self.progress_deadline_seconds <= (
-                self.min_ready_seconds or 0):
-            raise field_error("progressDeadlineSeconds", f"Invalid value: {self.progress_deadline_seconds}: must "
-                              "be greater than minReadySeconds")
+            self.min_ready_seconds or 0
+        ):
+            raise field_error(
+                "progressDeadlineSeconds",
+                f"Invalid value: {self.progress_deadline_seconds}: must be greater than minReadySeconds",
+            )
         return self
 
 
@@ -121,10 +136,19 @@ def validate_deployment(new: dict, old: dict | None) -> list[Cause]:
 
 
 KINDS = [
-    KindInfo("apps", "Deployment", "deployments", {"v1": Deployment}, short_names=("deploy",),
-             categories=("all",), validate=validate_deployment,
-             printer_columns=[PrinterColumn("Ready", ".status.readyReplicas", "integer"),
-                              PrinterColumn("Up-to-date", ".status.updatedReplicas", "integer"),
-                              PrinterColumn("Available", ".status.availableReplicas", "integer"),
-                              PrinterColumn("Age", ".metadata.creationTimestamp", "date")]),
+    KindInfo(
+        "apps",
+        "Deployment",
+        "deployments",
+        {"v1": Deployment},
+        short_names=("deploy",),
+        categories=("all",),
+        validate=validate_deployment,
+        printer_columns=[
+            PrinterColumn("Ready", ".status.readyReplicas", "integer"),
+            PrinterColumn("Up-to-date", ".status.updatedReplicas", "integer"),
+            PrinterColumn("Available", ".status.availableReplicas", "integer"),
+            PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
+        ],
+    ),
 ]

@@ -50,7 +50,8 @@ class ProvisioningRequestStatus(Loose):
 
     conditions: list[Condition] | None = None
     provisioning_class_details: dict[str, Annotated[str, Field(max_length=32768)]] | None = Field(
-        default=None, max_length=64)
+        default=None, max_length=64
+    )
 
 
 class ProvisioningRequest(ObjectBase):
@@ -65,8 +66,11 @@ def validate_provisioning_request(new: dict, old: dict | None) -> list[Cause]:
     if old is None:
         return []
     spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
-    return [Cause(f"spec.{key}", "FieldValueInvalid", "Invalid value: \"object\": Value is immutable")
-            for key in ("podSets", "provisioningClassName", "parameters") if spec.get(key) != old_spec.get(key)]
+    return [
+        Cause(f"spec.{key}", "FieldValueInvalid", 'Invalid value: "object": Value is immutable')
+        for key in ("podSets", "provisioningClassName", "parameters")
+        if spec.get(key) != old_spec.get(key)
+    ]
 
 
 def _condition(name: str) -> PrinterColumn:
@@ -74,9 +78,19 @@ def _condition(name: str) -> PrinterColumn:
 
 
 KINDS: list[KindInfo] = [
-    KindInfo(GROUP, "ProvisioningRequest", "provisioningrequests",
-             {"v1": ProvisioningRequest, "v1beta1": ProvisioningRequest}, storage="v1",
-             short_names=("provreq", "provreqs"), validate=validate_provisioning_request,
-             printer_columns=[_condition("Accepted"), _condition("Provisioned"), _condition("Failed"),
-                              PrinterColumn("AGE", ".metadata.creationTimestamp", "date")]),
+    KindInfo(
+        GROUP,
+        "ProvisioningRequest",
+        "provisioningrequests",
+        {"v1": ProvisioningRequest, "v1beta1": ProvisioningRequest},
+        storage="v1",
+        short_names=("provreq", "provreqs"),
+        validate=validate_provisioning_request,
+        printer_columns=[
+            _condition("Accepted"),
+            _condition("Provisioned"),
+            _condition("Failed"),
+            PrinterColumn("AGE", ".metadata.creationTimestamp", "date"),
+        ],
+    ),
 ]

@@ -27,17 +27,33 @@ from pydantic_core import PydanticCustomError
 from flexq.api.quantity import QuantityError, canonical_quantity
 
 __all__ = [
-    "Condition", "LabelSelector", "Loose", "Model", "ObjectMeta", "OwnerReference", "Quantity",
-    "Taint", "Toleration", "DNS1123Label", "DNS1123Subdomain", "field_error", "ObjectBase",
-    "ResourceList", "check_dns1123_subdomain", "check_dns1123_label", "check_label_key", "check_label_value",
+    "Condition",
+    "LabelSelector",
+    "Loose",
+    "Model",
+    "ObjectMeta",
+    "OwnerReference",
+    "Quantity",
+    "Taint",
+    "Toleration",
+    "DNS1123Label",
+    "DNS1123Subdomain",
+    "field_error",
+    "ObjectBase",
+    "ResourceList",
+    "check_dns1123_subdomain",
+    "check_dns1123_label",
+    "check_label_key",
+    "check_label_value",
 ]
 
 
 class Model(BaseModel):
     """Strict: camelCase aliases, unknown fields are an error (the server's strict field validation)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid",
-                              serialize_by_alias=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", serialize_by_alias=True
+    )
 
 
 class Loose(Model):
@@ -60,24 +76,33 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 def check_dns1123_label(v: str) -> str:
     if len(v) > 63:
-        raise PydanticCustomError("flexq", "must be no more than 63 characters", {"kind": "FieldValueInvalid"})
+        raise PydanticCustomError(
+            "flexq", "must be no more than 63 characters", {"kind": "FieldValueInvalid"}
+        )
     if not _DNS_LABEL.match(v):
         raise PydanticCustomError(
-            "flexq", "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+            "flexq",
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
             "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
-            "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')", {"kind": "FieldValueInvalid"})
+            "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+            {"kind": "FieldValueInvalid"},
+        )
     return v
 
 
 def check_dns1123_subdomain(v: str) -> str:
     if len(v) > 253:
-        raise PydanticCustomError("flexq", "must be no more than 253 characters", {"kind": "FieldValueInvalid"})
+        raise PydanticCustomError(
+            "flexq", "must be no more than 253 characters", {"kind": "FieldValueInvalid"}
+        )
     if not _DNS_SUBDOMAIN.match(v):
         raise PydanticCustomError(
-            "flexq", "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+            "flexq",
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
             "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
             "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-            {"kind": "FieldValueInvalid"})
+            {"kind": "FieldValueInvalid"},
+        )
     return v
 
 
@@ -87,19 +112,24 @@ def check_label_key(k: str) -> str:
         check_dns1123_subdomain(prefix)
     if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
         raise PydanticCustomError(
-            "flexq", "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+            "flexq",
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
             "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-            "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')", {"kind": "FieldValueInvalid"})
+            "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            {"kind": "FieldValueInvalid"},
+        )
     return k
 
 
 def check_label_value(v: str) -> str:
     if len(v) > 63 or not _LABEL_VALUE.match(v):
         raise PydanticCustomError(
-            "flexq", "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+            "flexq",
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
             "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  "
             "or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
-            {"kind": "FieldValueInvalid"})
+            {"kind": "FieldValueInvalid"},
+        )
     return v
 
 
@@ -124,7 +154,9 @@ def _quantity(v: Any, info: ValidationInfo) -> str | int | float:
     resources: the API server stores a CRD's quantities as the JSON it got (``nominalQuota: 10`` stays the
     integer 10), which is what lets ``kubectl apply`` of an unchanged manifest report "unchanged"."""
     if isinstance(v, bool) or v is None:
-        raise PydanticCustomError("flexq", "quantities must be a string or a number", {"kind": "FieldValueInvalid"})
+        raise PydanticCustomError(
+            "flexq", "quantities must be a string or a number", {"kind": "FieldValueInvalid"}
+        )
     try:
         canonical = canonical_quantity(v)
     except QuantityError as exc:
@@ -176,8 +208,9 @@ class ObjectMeta(Model):
             for k in v:
                 check_label_key(k)
             if sum(len(k) + len(x) for k, x in v.items()) > 256 * 1024:
-                raise PydanticCustomError("flexq", "may not be more than 262144 bytes",
-                                          {"kind": "FieldValueTooLong"})
+                raise PydanticCustomError(
+                    "flexq", "may not be more than 262144 bytes", {"kind": "FieldValueTooLong"}
+                )
         return v
 
 

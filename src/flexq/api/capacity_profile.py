@@ -37,10 +37,29 @@ from pydantic.alias_generators import to_camel
 from flexq.api.registry import KindInfo, PrinterColumn
 
 __all__ = [
-    "API_VERSION", "KIND", "TwinModel", "Duration", "TimePoint", "parse_duration", "parse_time",
-    "Match", "Window", "Uniform", "Exponential", "Normal", "LogNormal", "Delay", "CapacityRule",
-    "CapacityDefaults", "OperationTimes", "CapacityProfileSpec", "CapacityProfile", "PROFILE_MODELS",
-    "live_default_profile", "tutorial_profile", "harsh_profile",
+    "API_VERSION",
+    "KIND",
+    "TwinModel",
+    "Duration",
+    "TimePoint",
+    "parse_duration",
+    "parse_time",
+    "Match",
+    "Window",
+    "Uniform",
+    "Exponential",
+    "Normal",
+    "LogNormal",
+    "Delay",
+    "CapacityRule",
+    "CapacityDefaults",
+    "OperationTimes",
+    "CapacityProfileSpec",
+    "CapacityProfile",
+    "PROFILE_MODELS",
+    "live_default_profile",
+    "tutorial_profile",
+    "harsh_profile",
 ]
 
 API_VERSION = "twin.flexq.dev/v1alpha1"
@@ -54,8 +73,9 @@ ProfileModel = Literal["on-demand", "spot", "flex-start", "queued"]
 class TwinModel(BaseModel):
     """Base of twin.flexq.dev shapes: camelCase, unknown fields refused, serialized by alias."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid",
-                              serialize_by_alias=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", serialize_by_alias=True
+    )
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -76,7 +96,9 @@ def parse_duration(value: str | int | float) -> float:
     if re.fullmatch(r"\d+(?:\.\d+)?", text):
         return float(text)
     if not _DURATION.match(text):
-        raise ValueError(f"invalid duration {value!r}: use a number of seconds or '90s', '30m', '2h', '3d', '1h30m'")
+        raise ValueError(
+            f"invalid duration {value!r}: use a number of seconds or '90s', '30m', '2h', '3d', '1h30m'"
+        )
     return float(sum(float(n) * _UNITS[u] for n, u in _PART.findall(text)))
 
 
@@ -87,7 +109,9 @@ def parse_time(value: str | int | float, origin: float) -> float:
         try:
             dt = datetime.fromisoformat(text)
         except ValueError:
-            raise ValueError(f"invalid time {value!r}: use RFC 3339 (2026-01-01T00:00:00Z) or a duration") from None
+            raise ValueError(
+                f"invalid time {value!r}: use RFC 3339 (2026-01-01T00:00:00Z) or a duration"
+            ) from None
         if dt.tzinfo is None:
             raise ValueError(f"invalid time {value!r}: an RFC 3339 timestamp needs a time zone (Z or +hh:mm)")
         return dt.timestamp()
@@ -174,13 +198,18 @@ class Delay(TwinModel):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Delay:
-        kinds = [k for k in ("fixed", "uniform", "exponential", "normal", "lognormal", "at")
-                 if getattr(self, k) is not None]
+        kinds = [
+            k
+            for k in ("fixed", "uniform", "exponential", "normal", "lognormal", "at")
+            if getattr(self, k) is not None
+        ]
         if self.never:
             kinds.append("never")
         if len(kinds) != 1:
-            raise ValueError("a delay needs exactly one of fixed, uniform, exponential, normal, lognormal, at, "
-                             f"never (got {', '.join(kinds) or 'none'})")
+            raise ValueError(
+                "a delay needs exactly one of fixed, uniform, exponential, normal, lognormal, at, "
+                f"never (got {', '.join(kinds) or 'none'})"
+            )
         return self
 
 
@@ -188,12 +217,12 @@ class CapacityRule(TwinModel):
     """What the cloud does for the requests ``match`` selects. Unset fields fall through to later rules."""
 
     match: Match = Field(default_factory=Match)
-    available: Available | None = None          # nodes that may exist at once; 0 = never; "unlimited"
-    windows: list[Window] | None = None         # time windows overriding `available` (stock-outs, surges)
-    provision_time: Delay | None = None         # from scale-up decision to the node being Ready
-    queue_wait: Delay | None = None             # DWS: from the request being accepted to capacity granted
-    preemption: Delay | None = None             # spot: from the node being Ready to its preemption
-    stockout_message: str | None = None         # wording of the stock-out error
+    available: Available | None = None  # nodes that may exist at once; 0 = never; "unlimited"
+    windows: list[Window] | None = None  # time windows overriding `available` (stock-outs, surges)
+    provision_time: Delay | None = None  # from scale-up decision to the node being Ready
+    queue_wait: Delay | None = None  # DWS: from the request being accepted to capacity granted
+    preemption: Delay | None = None  # spot: from the node being Ready to its preemption
+    stockout_message: str | None = None  # wording of the stock-out error
 
 
 class CapacityDefaults(TwinModel):
@@ -220,7 +249,7 @@ class OperationTimes(TwinModel):
 
 class CapacityProfileSpec(TwinModel):
     seed: int | None = None
-    origin: TimePoint | None = None   # relative times count from here (else from the twin's start)
+    origin: TimePoint | None = None  # relative times count from here (else from the twin's start)
     operations: OperationTimes = Field(default_factory=OperationTimes)
     defaults: CapacityDefaults = Field(default_factory=CapacityDefaults)
     rules: list[CapacityRule] = Field(default_factory=list)
@@ -237,27 +266,49 @@ class CapacityProfile(TwinModel):
 def live_default_profile() -> dict[str, Any]:
     """What a live twin starts with: everything obtainable, quickly (nodes in 5 s, DWS grants in 20 s)."""
     return {
-        "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "default"},
-        "spec": {"defaults": {"available": "unlimited", "provisionTime": {"fixed": "5s"},
-                              "queueWait": {"fixed": "20s"}}},
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": "default"},
+        "spec": {
+            "defaults": {
+                "available": "unlimited",
+                "provisionTime": {"fixed": "5s"},
+                "queueWait": {"fixed": "20s"},
+            }
+        },
     }
 
 
 def tutorial_profile() -> dict[str, Any]:
     """The tutorial's story: one v6e 4x4 slice on demand in us-east5-b, DWS grants within hours (seeded)."""
     return {
-        "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "tutorial"},
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": "tutorial"},
         "spec": {
             "seed": 7,
-            "operations": {"createCluster": "5m", "createNodePool": "90s", "deleteNodePool": "60s",
-                           "deleteCluster": "3m", "update": "30s",
-                           "upgrade": "15m"},
-            "defaults": {"available": "unlimited", "provisionTime": {"uniform": {"min": "60s", "max": "120s"}},
-                         "queueWait": {"exponential": {"mean": "30m"}, "max": "6h"}},
+            "operations": {
+                "createCluster": "5m",
+                "createNodePool": "90s",
+                "deleteNodePool": "60s",
+                "deleteCluster": "3m",
+                "update": "30s",
+                "upgrade": "15m",
+            },
+            "defaults": {
+                "available": "unlimited",
+                "provisionTime": {"uniform": {"min": "60s", "max": "120s"}},
+                "queueWait": {"exponential": {"mean": "30m"}, "max": "6h"},
+            },
             "rules": [
-                {"match": {"locations": ["us-east5-b"], "machineTypes": ["ct6e-standard-4t"],
-                           "provisioningModels": ["on-demand"]},
-                 "available": 4},
+                {
+                    "match": {
+                        "locations": ["us-east5-b"],
+                        "machineTypes": ["ct6e-standard-4t"],
+                        "provisioningModels": ["on-demand"],
+                    },
+                    "available": 4,
+                },
             ],
         },
     }
@@ -266,15 +317,22 @@ def tutorial_profile() -> dict[str, Any]:
 def harsh_profile() -> dict[str, Any]:
     """A hard week: no on-demand TPUs at all, DWS waits 1-3 days, spot VMs preempted every ~2 hours."""
     return {
-        "apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "harsh"},
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": "harsh"},
         "spec": {
             "seed": 13,
             "defaults": {"available": "unlimited", "provisionTime": {"uniform": {"min": "2m", "max": "5m"}}},
             "rules": [
-                {"match": {"machineTypes": ["ct*"], "provisioningModels": ["on-demand"]}, "available": 0,
-                 "stockoutMessage": "ZONE_RESOURCE_POOL_EXHAUSTED"},
-                {"match": {"provisioningModels": ["queued", "flex-start"]},
-                 "queueWait": {"uniform": {"min": "1d", "max": "3d"}}},
+                {
+                    "match": {"machineTypes": ["ct*"], "provisioningModels": ["on-demand"]},
+                    "available": 0,
+                    "stockoutMessage": "ZONE_RESOURCE_POOL_EXHAUSTED",
+                },
+                {
+                    "match": {"provisioningModels": ["queued", "flex-start"]},
+                    "queueWait": {"uniform": {"min": "1d", "max": "3d"}},
+                },
                 {"match": {"provisioningModels": ["spot"]}, "preemption": {"exponential": {"mean": "2h"}}},
             ],
         },
@@ -283,7 +341,14 @@ def harsh_profile() -> dict[str, Any]:
 
 # Served in every cluster (so ``kubectl apply`` takes a profile) and in the project store.
 KINDS: list[KindInfo] = [
-    KindInfo("twin.flexq.dev", "CapacityProfile", "capacityprofiles", {"v1alpha1": CapacityProfile},
-             namespaced=False, status_subresource=False, short_names=("capprof",),
-             printer_columns=[PrinterColumn("Age", ".metadata.creationTimestamp", "date")]),
+    KindInfo(
+        "twin.flexq.dev",
+        "CapacityProfile",
+        "capacityprofiles",
+        {"v1alpha1": CapacityProfile},
+        namespaced=False,
+        status_subresource=False,
+        short_names=("capprof",),
+        printer_columns=[PrinterColumn("Age", ".metadata.creationTimestamp", "date")],
+    ),
 ]

@@ -120,36 +120,64 @@ def _rule_causes(i: int, rule: dict) -> list[Cause]:
     """[inferred wording] GKE does not publish these messages; the rules are its documented limits."""
     path = f"spec.priorities[{i}]"
     out = []
-    if rule.get("nodepools") is not None and any(rule.get(k) is not None for k in (
-            "machineFamily", "machineType", "gpu", "tpu", "spot", "flexStart")):
-        out.append(Cause(path, "FieldValueInvalid", "Invalid value: \"object\": nodepools cannot be combined "
-                                                      "with other node attributes in the same priority rule "
-                                                     ))
+    if rule.get("nodepools") is not None and any(
+        rule.get(k) is not None for k in ("machineFamily", "machineType", "gpu", "tpu", "spot", "flexStart")
+    ):
+        out.append(
+            Cause(
+                path,
+                "FieldValueInvalid",
+                'Invalid value: "object": nodepools cannot be combined '
+                "with other node attributes in the same priority rule ",
+            )
+        )
     if rule.get("machineFamily") and rule.get("machineType"):
-        out.append(Cause(path, "FieldValueInvalid", "Invalid value: \"object\": machineFamily and machineType "
-                                                      "are mutually exclusive"))
+        out.append(
+            Cause(
+                path,
+                "FieldValueInvalid",
+                'Invalid value: "object": machineFamily and machineType are mutually exclusive',
+            )
+        )
     if rule.get("gpu") and rule.get("tpu"):
-        out.append(Cause(path, "FieldValueInvalid", "Invalid value: \"object\": gpu and tpu are mutually "
-                                                      "exclusive"))
+        out.append(
+            Cause(path, "FieldValueInvalid", 'Invalid value: "object": gpu and tpu are mutually exclusive')
+        )
     flex = bool((rule.get("flexStart") or {}).get("enabled"))
     if flex and rule.get("spot"):
-        out.append(Cause(path, "FieldValueInvalid", "Invalid value: \"object\": flexStart cannot be used with "
-                                                      "spot"))
+        out.append(
+            Cause(path, "FieldValueInvalid", 'Invalid value: "object": flexStart cannot be used with spot')
+        )
     if flex and ((rule.get("reservations") or {}).get("affinity") or "None") != "None":
-        out.append(Cause(path, "FieldValueInvalid", "Invalid value: \"object\": flexStart cannot be used with "
-                                                      "reservations"))
+        out.append(
+            Cause(
+                path,
+                "FieldValueInvalid",
+                'Invalid value: "object": flexStart cannot be used with reservations',
+            )
+        )
     mrd = rule.get("maxRunDurationSeconds")
     if flex and mrd is not None and mrd > MAX_RUN_SECONDS:
-        out.append(Cause(f"{path}.maxRunDurationSeconds", "FieldValueInvalid",
-                         f"Invalid value: {mrd}: flex-start VMs run for at most {MAX_RUN_SECONDS} seconds (7 days)"))
+        out.append(
+            Cause(
+                f"{path}.maxRunDurationSeconds",
+                "FieldValueInvalid",
+                f"Invalid value: {mrd}: flex-start VMs run for at most {MAX_RUN_SECONDS} seconds (7 days)",
+            )
+        )
     tpu = rule.get("tpu") or {}
     if flex and tpu:
         total = chips(str(tpu.get("topology", "")))
         if total and int(tpu.get("count") or 0) < total:
-            out.append(Cause(f"{path}.tpu", "FieldValueInvalid",
-                             f"Invalid value: \"{tpu.get('topology')}\": flex-start VMs support only single-host "
-                             "TPU slices; a multi-host TPU slice needs flex-start with queued provisioning "
-                             "(a ProvisioningRequest, e.g. through Kueue)"))
+            out.append(
+                Cause(
+                    f"{path}.tpu",
+                    "FieldValueInvalid",
+                    f'Invalid value: "{tpu.get("topology")}": flex-start VMs support only single-host '
+                    "TPU slices; a multi-host TPU slice needs flex-start with queued provisioning "
+                    "(a ProvisioningRequest, e.g. through Kueue)",
+                )
+            )
     return out
 
 
@@ -163,7 +191,13 @@ def validate_compute_class(new: dict, old: dict | None) -> list[Cause]:
 
 
 KINDS: list[KindInfo] = [
-    KindInfo(GROUP, "ComputeClass", "computeclasses", {"v1": ComputeClass}, namespaced=False,
-             validate=validate_compute_class,
-             printer_columns=[PrinterColumn("Age", ".metadata.creationTimestamp", "date")]),
+    KindInfo(
+        GROUP,
+        "ComputeClass",
+        "computeclasses",
+        {"v1": ComputeClass},
+        namespaced=False,
+        validate=validate_compute_class,
+        printer_columns=[PrinterColumn("Age", ".metadata.creationTimestamp", "date")],
+    ),
 ]

@@ -56,8 +56,10 @@ def _merged_by(key: str, strategy: str = "merge") -> Any:
     """A list's ``patchMergeKey``/``patchStrategy`` (core/v1 types.go), published in the OpenAPI schema:
     kubectl's client-side apply reads them there to merge such a list by key instead of replacing it whole,
     so fields the server defaulted inside it do not make a re-applied manifest "configured"."""
-    return Field(default=None, json_schema_extra={"x-kubernetes-patch-merge-key": key,
-                                                  "x-kubernetes-patch-strategy": strategy})
+    return Field(
+        default=None,
+        json_schema_extra={"x-kubernetes-patch-merge-key": key, "x-kubernetes-patch-strategy": strategy},
+    )
 
 
 class ResourceRequirements(Model):
@@ -102,7 +104,9 @@ class Container(Loose):
             for name, req in res.requests.items():
                 lim = res.limits.get(name)
                 if lim is not None and parse_quantity(req) > parse_quantity(lim):
-                    raise field_error(f"resources.requests[{name}]", f"must be less than or equal to {name} limit of {lim}")
+                    raise field_error(
+                        f"resources.requests[{name}]", f"must be less than or equal to {name} limit of {lim}"
+                    )
         return self
 
 
@@ -140,8 +144,10 @@ class Affinity(Loose):
 
 
 class PodSpec(Loose):
-    containers: list[Container] = Field(min_length=1, json_schema_extra={"x-kubernetes-patch-merge-key": "name",
-                                                                         "x-kubernetes-patch-strategy": "merge"})
+    containers: list[Container] = Field(
+        min_length=1,
+        json_schema_extra={"x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge"},
+    )
     init_containers: list[Container] | None = _merged_by("name")
     node_selector: Labels = None
     node_name: str | None = None
@@ -241,9 +247,12 @@ class ConfigMap(ObjectBase):
 
         for k in v or {}:
             if not re.match(r"^[-._a-zA-Z0-9]+$", k) or len(k) > 253:
-                raise field_error(f"[{k}]", "a valid config key must consist of alphanumeric characters, '-', "
-                                  "'_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
-                                  "validation is '[-._a-zA-Z0-9]+')")
+                raise field_error(
+                    f"[{k}]",
+                    "a valid config key must consist of alphanumeric characters, '-', "
+                    "'_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
+                    "validation is '[-._a-zA-Z0-9]+')",
+                )
         return v
 
     @field_validator("binary_data")
@@ -256,14 +265,20 @@ class ConfigMap(ObjectBase):
 
         for k, val in (v or {}).items():
             if not re.match(r"^[-._a-zA-Z0-9]+$", k) or len(k) > 253:
-                raise field_error(f"[{k}]", "a valid config key must consist of alphanumeric characters, '-', "
-                                  "'_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
-                                  "validation is '[-._a-zA-Z0-9]+')")
+                raise field_error(
+                    f"[{k}]",
+                    "a valid config key must consist of alphanumeric characters, '-', "
+                    "'_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
+                    "validation is '[-._a-zA-Z0-9]+')",
+                )
             try:
                 base64.b64decode(val, validate=True)
             except (binascii.Error, ValueError):
-                raise field_error(f"[{k}]", f"Invalid value: {json.dumps(val[:40])}: illegal base64 data: the "
-                                  "value must be standard base64 (a []byte field)") from None
+                raise field_error(
+                    f"[{k}]",
+                    f"Invalid value: {json.dumps(val[:40])}: illegal base64 data: the "
+                    "value must be standard base64 (a []byte field)",
+                ) from None
         return v
 
     @model_validator(mode="after")
@@ -272,10 +287,14 @@ class ConfigMap(ObjectBase):
         data, binary = self.data or {}, self.binary_data or {}
         for k in data:
             if k in binary:
-                raise field_error(f"data[{k}]", f'Invalid value: "{k}": duplicate of key present in binaryData')
+                raise field_error(
+                    f"data[{k}]", f'Invalid value: "{k}": duplicate of key present in binaryData'
+                )
         total = sum(len(v.encode()) for v in data.values()) + sum(len(v) * 3 // 4 for v in binary.values())
         if total > MAX_CONFIG_SIZE:
-            raise field_error("[]", f"Too long: must have at most {MAX_CONFIG_SIZE} bytes", "FieldValueTooLong")
+            raise field_error(
+                "[]", f"Too long: must have at most {MAX_CONFIG_SIZE} bytes", "FieldValueTooLong"
+            )
         return self
 
 
@@ -358,12 +377,16 @@ class JobSpec(Loose):
     @model_validator(mode="after")
     def _restart_policy(self) -> JobSpec:
         if self.template.spec.restart_policy not in ("OnFailure", "Never"):
-            raise field_error("template.spec.restartPolicy",
-                              f'Unsupported value: "{self.template.spec.restart_policy}": supported values: '
-                              '"OnFailure", "Never"', "FieldValueNotSupported")
+            raise field_error(
+                "template.spec.restartPolicy",
+                f'Unsupported value: "{self.template.spec.restart_policy}": supported values: '
+                '"OnFailure", "Never"',
+                "FieldValueNotSupported",
+            )
         if self.completion_mode == "Indexed" and self.completions is None:
-            raise field_error("completions", "Required value: when completion mode is Indexed",
-                              "FieldValueRequired")
+            raise field_error(
+                "completions", "Required value: when completion mode is Indexed", "FieldValueRequired"
+            )
         return self
 
 
@@ -378,20 +401,74 @@ class Job(ObjectBase):
 
 
 KINDS = [
-    KindInfo("", "Namespace", "namespaces", {"v1": Namespace}, generation=False, namespaced=False,
-             short_names=("ns",), name_rule="label", mutate=keep_namespace_spec, prepare_create=prepare_namespace),
-    KindInfo("", "Node", "nodes", {"v1": Node}, generation=False, namespaced=False, short_names=("no",),
-             printer_columns=[PrinterColumn("Status", ".status.conditions[?(@.type=='Ready')].status"),
-                              PrinterColumn("Age", ".metadata.creationTimestamp", "date")]),
-    KindInfo("", "Pod", "pods", {"v1": Pod}, short_names=("po",), categories=("all",), prepare_create=prepare_pod),
+    KindInfo(
+        "",
+        "Namespace",
+        "namespaces",
+        {"v1": Namespace},
+        generation=False,
+        namespaced=False,
+        short_names=("ns",),
+        name_rule="label",
+        mutate=keep_namespace_spec,
+        prepare_create=prepare_namespace,
+    ),
+    KindInfo(
+        "",
+        "Node",
+        "nodes",
+        {"v1": Node},
+        generation=False,
+        namespaced=False,
+        short_names=("no",),
+        printer_columns=[
+            PrinterColumn("Status", ".status.conditions[?(@.type=='Ready')].status"),
+            PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
+        ],
+    ),
+    KindInfo(
+        "", "Pod", "pods", {"v1": Pod}, short_names=("po",), categories=("all",), prepare_create=prepare_pod
+    ),
     KindInfo("", "PodTemplate", "podtemplates", {"v1": PodTemplate}, status_subresource=False),
-    KindInfo("", "ConfigMap", "configmaps", {"v1": ConfigMap}, generation=False, short_names=("cm",),
-             status_subresource=False),
-    KindInfo("", "Service", "services", {"v1": Service}, generation=False, short_names=("svc",), categories=("all",),
-             name_rule="label", prepare_create=prepare_service),
-    KindInfo("", "ServiceAccount", "serviceaccounts", {"v1": ServiceAccount}, generation=False,
-             short_names=("sa",), status_subresource=False),
-    KindInfo("", "Event", "events", {"v1": Event}, generation=False, short_names=("ev",), status_subresource=False),
-    KindInfo("batch", "Job", "jobs", {"v1": Job}, categories=("all",), mutate=suspend_queued_job,
-             prepare_create=prepare_job),
+    KindInfo(
+        "",
+        "ConfigMap",
+        "configmaps",
+        {"v1": ConfigMap},
+        generation=False,
+        short_names=("cm",),
+        status_subresource=False,
+    ),
+    KindInfo(
+        "",
+        "Service",
+        "services",
+        {"v1": Service},
+        generation=False,
+        short_names=("svc",),
+        categories=("all",),
+        name_rule="label",
+        prepare_create=prepare_service,
+    ),
+    KindInfo(
+        "",
+        "ServiceAccount",
+        "serviceaccounts",
+        {"v1": ServiceAccount},
+        generation=False,
+        short_names=("sa",),
+        status_subresource=False,
+    ),
+    KindInfo(
+        "", "Event", "events", {"v1": Event}, generation=False, short_names=("ev",), status_subresource=False
+    ),
+    KindInfo(
+        "batch",
+        "Job",
+        "jobs",
+        {"v1": Job},
+        categories=("all",),
+        mutate=suspend_queued_job,
+        prepare_create=prepare_job,
+    ),
 ]

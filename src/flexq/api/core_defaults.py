@@ -20,6 +20,7 @@ from flexq.api.wellknown import COMPUTE_CLASS_LABEL, QUEUE_NAME_LABEL
 # Each function takes the raw object and fills in, in place, what the API server's defaulters fill in. They
 # touch only well-formed parts (a dict where a dict belongs), leaving anything malformed to validation.
 
+
 def _defaulted(data: Any, fill: Any) -> Any:
     """A defaulted copy of a raw object about to be validated (the caller's dict is not changed)."""
     if not isinstance(data, dict):
@@ -63,8 +64,12 @@ def _default_http_get(handler: dict | None) -> None:
 
 
 def _default_probe(probe: dict) -> None:
-    for key, value in (("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1),
-                       ("failureThreshold", 3)):
+    for key, value in (
+        ("timeoutSeconds", 1),
+        ("periodSeconds", 10),
+        ("successThreshold", 1),
+        ("failureThreshold", 3),
+    ):
         if not probe.get(key):
             probe[key] = value
     _default_http_get(probe)
@@ -128,8 +133,13 @@ def default_volume(v: dict) -> None:
 def default_pod_spec(spec: dict) -> None:
     """``SetDefaults_PodSpec`` and the generated defaults of containers and volumes: for Pods and every
     pod template of a built-in kind (PodTemplate, Job)."""
-    for key, value in (("dnsPolicy", "ClusterFirst"), ("restartPolicy", "Always"), ("securityContext", {}),
-                       ("terminationGracePeriodSeconds", 30), ("schedulerName", "default-scheduler")):
+    for key, value in (
+        ("dnsPolicy", "ClusterFirst"),
+        ("restartPolicy", "Always"),
+        ("securityContext", {}),
+        ("terminationGracePeriodSeconds", 30),
+        ("schedulerName", "default-scheduler"),
+    ):
         if spec.get(key) in (None, ""):
             spec[key] = value
     for key in ("initContainers", "containers", "ephemeralContainers"):
@@ -234,7 +244,9 @@ def default_service(svc: dict) -> None:
         if port.get("targetPort") in (None, 0, ""):
             port["targetPort"] = port.get("port")
     kind = spec["type"]
-    if (kind in ("NodePort", "LoadBalancer") or spec.get("externalIPs")) and not spec.get("externalTrafficPolicy"):
+    if (kind in ("NodePort", "LoadBalancer") or spec.get("externalIPs")) and not spec.get(
+        "externalTrafficPolicy"
+    ):
         spec["externalTrafficPolicy"] = "Cluster"
     if spec.get("internalTrafficPolicy") is None and kind in ("NodePort", "LoadBalancer", "ClusterIP"):
         spec["internalTrafficPolicy"] = "Cluster"
@@ -269,8 +281,13 @@ def generate_job_selector(job: dict) -> None:
     uid, name = job["metadata"]["uid"], job["metadata"]["name"]
     spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
     meta = spec.setdefault("template", {}).setdefault("metadata", {})
-    meta["labels"] = {**(meta.get("labels") or {}), "batch.kubernetes.io/controller-uid": uid,
-                      "batch.kubernetes.io/job-name": name, "controller-uid": uid, "job-name": name}
+    meta["labels"] = {
+        **(meta.get("labels") or {}),
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": name,
+        "controller-uid": uid,
+        "job-name": name,
+    }
 
 
 # -- on create: registry strategies, the IP allocator, admission plugins ------------------------------------
@@ -352,7 +369,9 @@ def default_toleration_seconds(spec: dict) -> None:
     tols = [t for t in tols or [] if isinstance(t, dict)] if tols else []
     added = []
     for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
-        if not any(t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None) for t in tols):
+        if not any(
+            t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None) for t in tols
+        ):
             added.append({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
     if added:
         spec["tolerations"] = [*(spec.get("tolerations") or []), *added]

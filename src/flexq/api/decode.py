@@ -47,7 +47,8 @@ class _Loader(_Base):
                     continue
                 if dup:
                     raise yaml.constructor.ConstructorError(
-                        None, None, f'key "{key}" already set in map', key_node.start_mark)
+                        None, None, f'key "{key}" already set in map', key_node.start_mark
+                    )
         return super().construct_mapping(node, deep=deep)
 
 
@@ -131,7 +132,9 @@ def check_decoded(data: Any, limit: int = MAX_REQUEST, max_depth: int = MAX_DEPT
                 else:
                     size += _scalar_size(child)
                 if size > limit:
-                    raise RequestEntityTooLarge(f"the decoded object is larger than the limit of {limit} bytes")
+                    raise RequestEntityTooLarge(
+                        f"the decoded object is larger than the limit of {limit} bytes"
+                    )
             if depth > max_depth:
                 raise BadRequest(f"the object is nested too deeply: more than {max_depth} levels")
             memo[key] = (size, depth)

@@ -39,8 +39,9 @@ def check_tolerations_cel(tolerations: list[Toleration] | None) -> list[Tolerati
     """The five CEL rules Kueue puts on ``tolerations`` lists (ResourceFlavor, podSetUpdates)."""
     for t in tolerations or []:
         if not t.key and t.operator != "Exists":
-            raise field_error("", "operator must be Exists when 'key' is empty, which means "
-                              "'match all values and all keys'")
+            raise field_error(
+                "", "operator must be Exists when 'key' is empty, which means 'match all values and all keys'"
+            )
         if t.toleration_seconds is not None and t.effect != "NoExecute":
             raise field_error("", "effect must be 'NoExecute' when 'tolerationSeconds' is set")
         if t.operator == "Exists" and t.value:

@@ -28,15 +28,43 @@ from typing import Literal
 from flexq.api import wellknown
 
 __all__ = [
-    "ON_DEMAND", "SPOT", "FLEX_START", "ProvisioningModel", "PROVISIONING_MODELS",
-    "TpuGeneration", "MachineType", "Prices", "TPU_GENERATIONS", "MACHINE_TYPES",
-    "machine_type", "is_known_machine_type", "topology_chips", "hosts_per_slice", "is_multi_host",
+    "ON_DEMAND",
+    "SPOT",
+    "FLEX_START",
+    "ProvisioningModel",
+    "PROVISIONING_MODELS",
+    "TpuGeneration",
+    "MachineType",
+    "Prices",
+    "TPU_GENERATIONS",
+    "MACHINE_TYPES",
+    "machine_type",
+    "is_known_machine_type",
+    "topology_chips",
+    "hosts_per_slice",
+    "is_multi_host",
     "valid_topologies",
-    "allocatable", "capacity", "node_labels", "node_taints", "price_per_hour", "CatalogError",
-    "LABEL_NODEPOOL", "LABEL_TPU_ACCELERATOR", "LABEL_TPU_TOPOLOGY", "LABEL_ACCELERATOR",
-    "LABEL_FLEX_START", "LABEL_PROVISIONING", "LABEL_QUEUED", "LABEL_MAX_RUN_DURATION",
-    "LABEL_PROVISIONING_REQUEST", "LABEL_SPOT", "TAINT_TPU", "TAINT_GPU", "TAINT_QUEUED",
-    "RESOURCE_TPU", "RESOURCE_GPU",
+    "allocatable",
+    "capacity",
+    "node_labels",
+    "node_taints",
+    "price_per_hour",
+    "CatalogError",
+    "LABEL_NODEPOOL",
+    "LABEL_TPU_ACCELERATOR",
+    "LABEL_TPU_TOPOLOGY",
+    "LABEL_ACCELERATOR",
+    "LABEL_FLEX_START",
+    "LABEL_PROVISIONING",
+    "LABEL_QUEUED",
+    "LABEL_MAX_RUN_DURATION",
+    "LABEL_PROVISIONING_REQUEST",
+    "LABEL_SPOT",
+    "TAINT_TPU",
+    "TAINT_GPU",
+    "TAINT_QUEUED",
+    "RESOURCE_TPU",
+    "RESOURCE_GPU",
 ]
 
 ProvisioningModel = Literal["on-demand", "spot", "flex-start"]
@@ -85,12 +113,12 @@ class Prices:
 class TpuGeneration:
     """One TPU generation: its GKE accelerator label, Ray/Cloud TPU naming, topologies and chip prices."""
 
-    name: str                      # "v6e"
-    accelerator_label: str         # value of cloud.google.com/gke-tpu-accelerator
-    cores_per_chip: int            # for the Cloud TPU "pod type" name (v6e-16, v5p-16)
-    dims: int                      # 2 for v5e/v6e, 3 for v4/v5p
+    name: str  # "v6e"
+    accelerator_label: str  # value of cloud.google.com/gke-tpu-accelerator
+    cores_per_chip: int  # for the Cloud TPU "pod type" name (v6e-16, v5p-16)
+    dims: int  # 2 for v5e/v6e, 3 for v4/v5p
     multi_host_topologies: tuple[str, ...]  # topologies for the 4-chip multi-host machine type
-    chip_price: Prices             # per chip-hour
+    chip_price: Prices  # per chip-hour
     flex_start_supported: bool = True
 
 
@@ -100,14 +128,14 @@ class MachineType:
 
     name: str
     vcpus: int
-    memory_gb: float               # GCE "GB" = GiB (vm-instance-pricing: "1 GB is 2^30 bytes")
+    memory_gb: float  # GCE "GB" = GiB (vm-instance-pricing: "1 GB is 2^30 bytes")
     prices: Prices
     tpu: TpuGeneration | None = None
-    chips: int = 0                 # TPU chips per VM
+    chips: int = 0  # TPU chips per VM
     single_host_topologies: tuple[str, ...] = ()
-    gpu_type: str = ""             # e.g. nvidia-h100-80gb
+    gpu_type: str = ""  # e.g. nvidia-h100-80gb
     gpus: int = 0
-    shared_core: bool = False      # e2-micro/small/medium: allocatable computed from 1 core (GKE-CA comment)
+    shared_core: bool = False  # e2-micro/small/medium: allocatable computed from 1 core (GKE-CA comment)
     extra_labels: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -281,8 +309,10 @@ def hosts_per_slice(mt: MachineType, topology: str | None) -> int:
     """
     if mt.tpu is None:
         if topology:
-            raise CatalogError(f'TPU topology "{topology}" is only supported for TPU machine types; '
-                               f'"{mt.name}" is not a TPU machine type.')
+            raise CatalogError(
+                f'TPU topology "{topology}" is only supported for TPU machine types; '
+                f'"{mt.name}" is not a TPU machine type.'
+            )
         return 1
     if topology is None:
         return 1  # single-host default topology
@@ -290,7 +320,8 @@ def hosts_per_slice(mt: MachineType, topology: str | None) -> int:
     if topology not in valid_topologies(mt):
         raise CatalogError(
             f'Invalid TPU topology "{topology}" for machine type "{mt.name}". Supported topologies: '
-            f'{", ".join(valid_topologies(mt))}.')
+            f"{', '.join(valid_topologies(mt))}."
+        )
     return chips // mt.chips
 
 
@@ -333,8 +364,12 @@ def _reserved_memory_mi(memory_gib: float) -> int:
 
 def capacity(mt: MachineType) -> dict[str, str]:
     """Node ``status.capacity`` as the kubelet reports it (pods = GKE's default max pods per node, 110)."""
-    out = {"cpu": str(mt.vcpus), "memory": f"{int(mt.memory_gb * 1024 * 1024)}Ki", "pods": "110",
-           "ephemeral-storage": "98831908Ki"}
+    out = {
+        "cpu": str(mt.vcpus),
+        "memory": f"{int(mt.memory_gb * 1024 * 1024)}Ki",
+        "pods": "110",
+        "ephemeral-storage": "98831908Ki",
+    }
     if mt.chips:
         out[RESOURCE_TPU] = str(mt.chips)
     if mt.gpus:
@@ -355,8 +390,16 @@ def allocatable(mt: MachineType) -> dict[str, str]:
     return out
 
 
-def node_labels(mt: MachineType, *, pool: str, topology: str | None, model: ProvisioningModel,
-                queued: bool, zone: str, max_run_seconds: int | None = None) -> dict[str, str]:
+def node_labels(
+    mt: MachineType,
+    *,
+    pool: str,
+    topology: str | None,
+    model: ProvisioningModel,
+    queued: bool,
+    zone: str,
+    max_run_seconds: int | None = None,
+) -> dict[str, str]:
     """The labels GKE puts on a node of this pool (research/cloud.md §2.2)."""
     labels = {
         LABEL_NODEPOOL: pool,

@@ -18,21 +18,48 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
-    "GkeModel", "Int64", "NodeTaint", "AcceleratorConfig", "ReservationAffinity", "GcfsConfig", "NodeConfig",
-    "NodePoolAutoscaling", "PlacementPolicy", "QueuedProvisioning", "NodeManagement", "UpgradeSettings",
-    "StatusCondition", "NodePool", "RayOperatorConfig", "AddonsConfig", "NodeConfigDefaults", "NodePoolDefaults",
-    "Cluster", "OperationError", "Operation", "CreateClusterRequest", "CreateNodePoolRequest",
-    "SetNodePoolAutoscalingRequest", "SetNodePoolSizeRequest", "UpdateNodePoolRequest",
-    "ListClustersResponse", "ListNodePoolsResponse", "ListOperationsResponse",
-    "OperationStatus", "OperationType", "NodePoolStatus", "ClusterStatus",
+    "GkeModel",
+    "Int64",
+    "NodeTaint",
+    "AcceleratorConfig",
+    "ReservationAffinity",
+    "GcfsConfig",
+    "NodeConfig",
+    "NodePoolAutoscaling",
+    "PlacementPolicy",
+    "QueuedProvisioning",
+    "NodeManagement",
+    "UpgradeSettings",
+    "StatusCondition",
+    "NodePool",
+    "RayOperatorConfig",
+    "AddonsConfig",
+    "NodeConfigDefaults",
+    "NodePoolDefaults",
+    "Cluster",
+    "OperationError",
+    "Operation",
+    "CreateClusterRequest",
+    "CreateNodePoolRequest",
+    "SetNodePoolAutoscalingRequest",
+    "SetNodePoolSizeRequest",
+    "UpdateNodePoolRequest",
+    "ListClustersResponse",
+    "ListNodePoolsResponse",
+    "ListOperationsResponse",
+    "OperationStatus",
+    "OperationType",
+    "NodePoolStatus",
+    "ClusterStatus",
 ]
 
 
 class GkeModel(BaseModel):
     """Base of every GKE shape: camelCase aliases, unknown fields refused, serialized by alias."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid",
-                              serialize_by_alias=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", serialize_by_alias=True
+    )
 
 
 def _int64(v: Any) -> Any:
@@ -56,6 +83,7 @@ def _int64(v: Any) -> Any:
 Int64 = Annotated[int, BeforeValidator(_int64)]
 Json = Any  # an API field the twin stores but does not interpret
 
+
 def _proto_enum(numbers: dict[int, str]) -> BeforeValidator:
     """Proto enums arrive as names, or as numbers from clients asking ``enum-encoding=int``
     (google-cloud-container's REST transport): numbers become names."""
@@ -74,22 +102,41 @@ def _seq(*names: str) -> dict[int, str]:
 
 OperationStatus = Literal["STATUS_UNSPECIFIED", "PENDING", "RUNNING", "DONE", "ABORTING"]
 OperationType = Literal[
-    "TYPE_UNSPECIFIED", "CREATE_CLUSTER", "DELETE_CLUSTER", "UPGRADE_MASTER", "UPGRADE_NODES", "REPAIR_CLUSTER",
-    "UPDATE_CLUSTER", "CREATE_NODE_POOL", "DELETE_NODE_POOL", "SET_NODE_POOL_MANAGEMENT", "AUTO_REPAIR_NODES",
-    "AUTO_UPGRADE_NODES", "SET_LABELS", "SET_MASTER_AUTH", "SET_NODE_POOL_SIZE", "SET_NETWORK_POLICY",
-    "SET_MAINTENANCE_POLICY", "RESIZE_CLUSTER", "FLEET_FEATURE_UPGRADE",
+    "TYPE_UNSPECIFIED",
+    "CREATE_CLUSTER",
+    "DELETE_CLUSTER",
+    "UPGRADE_MASTER",
+    "UPGRADE_NODES",
+    "REPAIR_CLUSTER",
+    "UPDATE_CLUSTER",
+    "CREATE_NODE_POOL",
+    "DELETE_NODE_POOL",
+    "SET_NODE_POOL_MANAGEMENT",
+    "AUTO_REPAIR_NODES",
+    "AUTO_UPGRADE_NODES",
+    "SET_LABELS",
+    "SET_MASTER_AUTH",
+    "SET_NODE_POOL_SIZE",
+    "SET_NETWORK_POLICY",
+    "SET_MAINTENANCE_POLICY",
+    "RESIZE_CLUSTER",
+    "FLEET_FEATURE_UPGRADE",
 ]
-NodePoolStatus = Literal["STATUS_UNSPECIFIED", "PROVISIONING", "RUNNING", "RUNNING_WITH_ERROR", "RECONCILING",
-                         "STOPPING", "ERROR"]
-ClusterStatus = Literal["STATUS_UNSPECIFIED", "PROVISIONING", "RUNNING", "RECONCILING", "STOPPING", "ERROR",
-                        "DEGRADED"]
+NodePoolStatus = Literal[
+    "STATUS_UNSPECIFIED", "PROVISIONING", "RUNNING", "RUNNING_WITH_ERROR", "RECONCILING", "STOPPING", "ERROR"
+]
+ClusterStatus = Literal[
+    "STATUS_UNSPECIFIED", "PROVISIONING", "RUNNING", "RECONCILING", "STOPPING", "ERROR", "DEGRADED"
+]
 
 
 class NodeTaint(GkeModel):
     key: str | None = None
     value: str | None = None
-    effect: Annotated[Literal["EFFECT_UNSPECIFIED", "NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] | None,
-                      _proto_enum(_seq("EFFECT_UNSPECIFIED", "NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"))] = None
+    effect: Annotated[
+        Literal["EFFECT_UNSPECIFIED", "NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] | None,
+        _proto_enum(_seq("EFFECT_UNSPECIFIED", "NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE")),
+    ] = None
 
 
 class AcceleratorConfig(GkeModel):
@@ -102,10 +149,24 @@ class AcceleratorConfig(GkeModel):
 
 class ReservationAffinity(GkeModel):
     consume_reservation_type: Annotated[
-        Literal["UNSPECIFIED", "NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION",
-                "ANY_RESERVATION_THEN_FAIL"] | None,
-        _proto_enum(_seq("UNSPECIFIED", "NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION",
-                         "ANY_RESERVATION_THEN_FAIL"))] = None
+        Literal[
+            "UNSPECIFIED",
+            "NO_RESERVATION",
+            "ANY_RESERVATION",
+            "SPECIFIC_RESERVATION",
+            "ANY_RESERVATION_THEN_FAIL",
+        ]
+        | None,
+        _proto_enum(
+            _seq(
+                "UNSPECIFIED",
+                "NO_RESERVATION",
+                "ANY_RESERVATION",
+                "SPECIFIC_RESERVATION",
+                "ANY_RESERVATION_THEN_FAIL",
+            )
+        ),
+    ] = None
     key: str | None = None
     values: list[str] | None = None
 
@@ -122,7 +183,7 @@ class NodeConfig(GkeModel):
     flex_start: bool | None = None
     spot: bool | None = None
     preemptible: bool | None = None
-    max_run_duration: str | None = None          # google.protobuf.Duration JSON, e.g. "3600s"
+    max_run_duration: str | None = None  # google.protobuf.Duration JSON, e.g. "3600s"
     reservation_affinity: ReservationAffinity | None = None
     labels: dict[str, str] | None = None
     taints: list[NodeTaint] | None = None
@@ -172,13 +233,17 @@ class NodePoolAutoscaling(GkeModel):
     max_node_count: Int64 | None = None
     total_min_node_count: Int64 | None = None
     total_max_node_count: Int64 | None = None
-    location_policy: Annotated[Literal["LOCATION_POLICY_UNSPECIFIED", "BALANCED", "ANY"] | None,
-                               _proto_enum(_seq("LOCATION_POLICY_UNSPECIFIED", "BALANCED", "ANY"))] = None
+    location_policy: Annotated[
+        Literal["LOCATION_POLICY_UNSPECIFIED", "BALANCED", "ANY"] | None,
+        _proto_enum(_seq("LOCATION_POLICY_UNSPECIFIED", "BALANCED", "ANY")),
+    ] = None
     autoprovisioned: bool | None = None
 
 
 class PlacementPolicy(GkeModel):
-    type: Annotated[Literal["TYPE_UNSPECIFIED", "COMPACT"] | None, _proto_enum(_seq("TYPE_UNSPECIFIED", "COMPACT"))] = None
+    type: Annotated[
+        Literal["TYPE_UNSPECIFIED", "COMPACT"] | None, _proto_enum(_seq("TYPE_UNSPECIFIED", "COMPACT"))
+    ] = None
     tpu_topology: str | None = None
     policy_name: str | None = None
 
@@ -196,10 +261,20 @@ class NodeManagement(GkeModel):
 class UpgradeSettings(GkeModel):
     max_surge: Int64 | None = None
     max_unavailable: Int64 | None = None
-    strategy: Annotated[Literal["NODE_POOL_UPDATE_STRATEGY_UNSPECIFIED", "ROLLING", "BLUE_GREEN", "SURGE",
-                                "QUEUED_PROVISIONING", "SHORT_LIVED"] | None,
-                        _proto_enum({0: "NODE_POOL_UPDATE_STRATEGY_UNSPECIFIED", 2: "BLUE_GREEN", 3: "SURGE",
-                                     5: "SHORT_LIVED"})] = None
+    strategy: Annotated[
+        Literal[
+            "NODE_POOL_UPDATE_STRATEGY_UNSPECIFIED",
+            "ROLLING",
+            "BLUE_GREEN",
+            "SURGE",
+            "QUEUED_PROVISIONING",
+            "SHORT_LIVED",
+        ]
+        | None,
+        _proto_enum(
+            {0: "NODE_POOL_UPDATE_STRATEGY_UNSPECIFIED", 2: "BLUE_GREEN", 3: "SURGE", 5: "SHORT_LIVED"}
+        ),
+    ] = None
     blue_green_settings: Json = None
     rolling_settings: Json = None
 

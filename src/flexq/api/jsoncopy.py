@@ -36,6 +36,7 @@ def no_gc() -> Iterator[None]:
         if was:
             gc.enable()
 
+
 _ATOMS = frozenset((str, int, float, bool, type(None)))
 
 

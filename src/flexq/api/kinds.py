@@ -11,8 +11,18 @@ from flexq.api.registry import Registry
 
 def default_registry() -> Registry:
     """A fresh Registry with all kinds."""
-    return Registry([*core.KINDS, *kueue.KINDS, *autoscaling.KINDS, *ray.KINDS, *capacity_profile.KINDS,
-                     *computeclass.KINDS, *rbac.KINDS, *apps.KINDS])
+    return Registry(
+        [
+            *core.KINDS,
+            *kueue.KINDS,
+            *autoscaling.KINDS,
+            *ray.KINDS,
+            *capacity_profile.KINDS,
+            *computeclass.KINDS,
+            *rbac.KINDS,
+            *apps.KINDS,
+        ]
+    )
 
 
 REGISTRY = default_registry()

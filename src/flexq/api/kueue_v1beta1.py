@@ -44,9 +44,11 @@ class FlavorFungibility(Model):
     @model_validator(mode="after")
     def _preference(self) -> FlavorFungibility:
         if self.preference is not None and not (
-                self.when_can_borrow == "TryNextFlavor" and self.when_can_preempt == "TryNextFlavor"):
-            raise field_error("", "preference can only be set when both whenCanBorrow and whenCanPreempt "
-                              "are TryNextFlavor")
+            self.when_can_borrow == "TryNextFlavor" and self.when_can_preempt == "TryNextFlavor"
+        ):
+            raise field_error(
+                "", "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor"
+            )
         return self
 
 
@@ -76,8 +78,9 @@ class WorkloadSpec(WorkloadSpecBase):
     """v1beta1 Workload spec: the priority class as a name and a source."""
 
     priority_class_name: DNS1123Subdomain | None = None
-    priority_class_source: Literal["kueue.x-k8s.io/workloadpriorityclass", "scheduling.k8s.io/priorityclass",
-                                   ""] = ""
+    priority_class_source: Literal[
+        "kueue.x-k8s.io/workloadpriorityclass", "scheduling.k8s.io/priorityclass", ""
+    ] = ""
 
     @model_validator(mode="after")
     def _priority_with_name(self) -> WorkloadSpec:
@@ -170,7 +173,9 @@ def wl_to_v1beta2(obj: dict) -> dict:
     for group, kind, src in (_WPC, _PC):
         if source == src:
             spec["priorityClassRef"] = {"group": group, "kind": kind, "name": name or ""}
-    _rename(out.get("status") or {}, "accumulatedPastExexcutionTimeSeconds", "accumulatedPastExecutionTimeSeconds")
+    _rename(
+        out.get("status") or {}, "accumulatedPastExexcutionTimeSeconds", "accumulatedPastExecutionTimeSeconds"
+    )
     return out
 
 
@@ -212,10 +217,14 @@ def ac_from_v1beta2(obj: dict) -> dict:
 Converter = Callable[[dict], dict]
 
 TO_STORAGE: dict[str, Converter] = {
-    "ClusterQueue": cq_to_v1beta2, "LocalQueue": lq_to_v1beta2, "Workload": wl_to_v1beta2,
+    "ClusterQueue": cq_to_v1beta2,
+    "LocalQueue": lq_to_v1beta2,
+    "Workload": wl_to_v1beta2,
     "AdmissionCheck": ac_to_v1beta2,
 }
 FROM_STORAGE: dict[str, Converter] = {
-    "ClusterQueue": cq_from_v1beta2, "LocalQueue": lq_from_v1beta2, "Workload": wl_from_v1beta2,
+    "ClusterQueue": cq_from_v1beta2,
+    "LocalQueue": lq_from_v1beta2,
+    "Workload": wl_from_v1beta2,
     "AdmissionCheck": ac_from_v1beta2,
 }

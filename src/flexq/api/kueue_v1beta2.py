@@ -129,9 +129,11 @@ class FlavorFungibility(Model):
     @model_validator(mode="after")
     def _preference(self) -> FlavorFungibility:
         if self.preference is not None and not (
-                self.when_can_borrow == "TryNextFlavor" and self.when_can_preempt == "TryNextFlavor"):
-            raise field_error("", "preference can only be set when both whenCanBorrow and whenCanPreempt "
-                              "are TryNextFlavor")
+            self.when_can_borrow == "TryNextFlavor" and self.when_can_preempt == "TryNextFlavor"
+        ):
+            raise field_error(
+                "", "preference can only be set when both whenCanBorrow and whenCanPreempt are TryNextFlavor"
+            )
         return self
 
 
@@ -166,7 +168,9 @@ class AdmissionCheckStrategyRule(Model):
 class AdmissionChecksStrategy(Model):
     """The admission checks of a ClusterQueue, per flavor."""
 
-    admission_checks: list[AdmissionCheckStrategyRule] | None = Field(default=None, min_length=1, max_length=64)
+    admission_checks: list[AdmissionCheckStrategyRule] | None = Field(
+        default=None, min_length=1, max_length=64
+    )
 
     @field_validator("admission_checks")
     @classmethod
@@ -307,7 +311,9 @@ class PriorityClassRef(Model):
         if self.group == "scheduling.k8s.io" and self.kind != "PriorityClass":
             raise field_error("", "only the PriorityClass kind is allowed for the scheduling.k8s.io group")
         if self.group == "kueue.x-k8s.io" and self.kind != "WorkloadPriorityClass":
-            raise field_error("", "only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group")
+            raise field_error(
+                "", "only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group"
+            )
         return self
 
 
@@ -384,7 +390,10 @@ class AdmissionCheckParametersReference(Model):
     """Where a check's parameters live (e.g. a ProvisioningRequestConfig)."""
 
     api_group: DNS1123Subdomain | None = None
-    kind: Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?$")] | None = None
+    kind: (
+        Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[A-Za-z]([-A-Za-z0-9]*[A-Za-z0-9])?$")]
+        | None
+    ) = None
     name: DNS1123Label | None = None
 
 
@@ -413,9 +422,17 @@ class RetryStrategy(Model):
 class PodSetUpdatesNodeSelector(Model):
     """A nodeSelector entry taken from the ProvisioningRequest's class details."""
 
-    key: Annotated[str, Field(min_length=1, max_length=317, pattern=(
-        r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?"
-        r"[A-Za-z0-9])$"))]
+    key: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=317,
+            pattern=(
+                r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?"
+                r"[A-Za-z0-9])$"
+            ),
+        ),
+    ]
     value_from_provisioning_class_detail: Annotated[str, Field(min_length=1, max_length=32768)]
 
 
@@ -433,7 +450,9 @@ class ProvisioningRequestConfigSpec(Model):
     managed_resources: list[str] | None = Field(default=None, max_length=100)
     retry_strategy: RetryStrategy = Field(default_factory=RetryStrategy)
     pod_set_updates: ProvisioningRequestPodSetUpdates | None = None
-    pod_set_merge_policy: Literal["IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"] | None = None
+    pod_set_merge_policy: (
+        Literal["IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"] | None
+    ) = None
 
 
 class ProvisioningRequestConfig(ObjectBase):

@@ -25,7 +25,11 @@ IMMUTABLE = "field is immutable"
 
 
 def _v(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True) if not isinstance(value, str) else f'"{value}"'
+    return (
+        json.dumps(value, separators=(",", ":"), sort_keys=True)
+        if not isinstance(value, str)
+        else f'"{value}"'
+    )
 
 
 def invalid(path: str, value: Any, detail: str) -> Cause:
@@ -35,13 +39,18 @@ def invalid(path: str, value: Any, detail: str) -> Cause:
 
 def duplicate(path: str, value: Any, detail: str = "") -> Cause:
     """``field.Duplicate``."""
-    return Cause(path, "FieldValueDuplicate", f"Duplicate value: {_v(value)}" + (f": {detail}" if detail else ""))
+    return Cause(
+        path, "FieldValueDuplicate", f"Duplicate value: {_v(value)}" + (f": {detail}" if detail else "")
+    )
 
 
 def not_supported(path: str, value: Any, allowed: list[str]) -> Cause:
     """``field.NotSupported``."""
-    return Cause(path, "FieldValueNotSupported",
-                 f"Unsupported value: {_v(value)}: supported values: " + ", ".join(f'"{a}"' for a in allowed))
+    return Cause(
+        path,
+        "FieldValueNotSupported",
+        f"Unsupported value: {_v(value)}: supported values: " + ", ".join(f'"{a}"' for a in allowed),
+    )
 
 
 def _label_problems(check: Any, value: str) -> str | None:
@@ -60,7 +69,9 @@ def _quota_reserved(obj: dict | None) -> bool:
 # -- resource groups (ClusterQueue and Cohort) ----------------------------------------------------
 
 
-def _validate_quota(rq: dict, path: str, has_parent: bool, parent_word: str, nominal_ge_lending: bool) -> list[Cause]:
+def _validate_quota(
+    rq: dict, path: str, has_parent: bool, parent_word: str, nominal_ge_lending: bool
+) -> list[Cause]:
     errs: list[Cause] = []
     nominal = rq.get("nominalQuota", "0")
     if parse_quantity(nominal) < 0:
@@ -99,10 +110,14 @@ def validate_resource_groups(groups: list[dict], base: str, has_parent: bool, is
             seen_res.add(name)
         for j, fq in enumerate(rg.get("flavors") or []):
             path = f"{base}[{i}].flavors[{j}]"
-            for k, rq in enumerate((fq.get("resources") or [])[:len(covered)]):
+            for k, rq in enumerate((fq.get("resources") or [])[: len(covered)]):
                 rpath = f"{path}.resources[{k}]"
                 if rq.get("name") != covered[k]:
-                    errs.append(invalid(f"{rpath}.name", rq.get("name", ""), "must match the name in coveredResources"))
+                    errs.append(
+                        invalid(
+                            f"{rpath}.name", rq.get("name", ""), "must match the name in coveredResources"
+                        )
+                    )
                 errs += _validate_quota(rq, rpath, has_parent, parent_word, not is_cohort)
             if fq.get("name") in seen_flavors:
                 errs.append(duplicate(f"{path}.name", fq.get("name")))
@@ -111,17 +126,32 @@ def validate_resource_groups(groups: list[dict], base: str, has_parent: bool, is
         return errs
     flavors = sum(len(rg.get("flavors") or []) for rg in groups)
     if flavors > 256:
-        errs.append(invalid(base, flavors, f"total number of flavors across all resourceGroups must be ≤ 256, "
-                                           f"got {flavors}"))
+        errs.append(
+            invalid(
+                base,
+                flavors,
+                f"total number of flavors across all resourceGroups must be ≤ 256, got {flavors}",
+            )
+        )
     resources = sum(len(rg.get("coveredResources") or []) for rg in groups)
     if resources > 256:
-        errs.append(invalid(base, resources, "total number of covered resources across all resourceGroups must "
-                                             f"be ≤ 256, got {resources}"))
+        errs.append(
+            invalid(
+                base,
+                resources,
+                f"total number of covered resources across all resourceGroups must be ≤ 256, got {resources}",
+            )
+        )
     for i, rg in enumerate(groups):
         combos = sum(len(f.get("resources") or []) for f in rg.get("flavors") or [])
         if combos > 512:
-            errs.append(invalid(f"{base}[{i}]", combos, "number of flavor-resource combinations in a resourceGroup "
-                                                        f"must be ≤ 512, got {combos}"))
+            errs.append(
+                invalid(
+                    f"{base}[{i}]",
+                    combos,
+                    f"number of flavor-resource combinations in a resourceGroup must be ≤ 512, got {combos}",
+                )
+            )
     return errs
 
 
@@ -159,8 +189,13 @@ def validate_cluster_queue(new: dict, old: dict | None) -> list[Cause]:
             for c in (old_spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []:
                 old_checks[c.get("name")] = sorted(c.get("onFlavors") or [])
         if spec.get("concurrentAdmissionPolicy") != old_spec.get("concurrentAdmissionPolicy"):
-            errs.append(Cause("spec.concurrentAdmissionPolicy", "FieldValueInvalid",
-                              f"Invalid value: {go_policy(spec.get('concurrentAdmissionPolicy'))}: {IMMUTABLE}"))
+            errs.append(
+                Cause(
+                    "spec.concurrentAdmissionPolicy",
+                    "FieldValueInvalid",
+                    f"Invalid value: {go_policy(spec.get('concurrentAdmissionPolicy'))}: {IMMUTABLE}",
+                )
+            )
     checks = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
     for i, check in enumerate(checks):
         on = check.get("onFlavors") or []
@@ -168,8 +203,11 @@ def validate_cluster_queue(new: dict, old: dict | None) -> list[Cause]:
             continue  # legacy objects keep their onFlavors (RejectUpdatesToCQWithInvalidOnFlavors off)
         for j, flavor in enumerate(on):
             if flavor not in flavors:
-                errs.append(not_supported(f"spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]",
-                                          flavor, flavors))
+                errs.append(
+                    not_supported(
+                        f"spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]", flavor, flavors
+                    )
+                )
     return errs
 
 
@@ -181,8 +219,10 @@ def go_policy(policy: dict | None) -> str:
     cons = mig.get("constraints")
     # a pointer field prints as its address under %#v; the twin has none, so a fixed one stands in
     c = "(*v1beta2.ConcurrentAdmissionConstraints)(" + ("nil" if cons is None else "0xc000a1c000") + ")"
-    return (f'v1beta2.ConcurrentAdmissionPolicy{{Migration:v1beta2.ConcurrentAdmissionMigration{{'
-            f'Mode:{json.dumps(mig.get("mode", ""))}, Constraints:{c}}}}}')
+    return (
+        f"v1beta2.ConcurrentAdmissionPolicy{{Migration:v1beta2.ConcurrentAdmissionMigration{{"
+        f"Mode:{json.dumps(mig.get('mode', ''))}, Constraints:{c}}}}}"
+    )
 
 
 def validate_concurrent_admission_policy(cq: dict) -> list[Cause]:
@@ -197,29 +237,54 @@ def validate_concurrent_admission_policy(cq: dict) -> list[Cause]:
     errs: list[Cause] = []
     groups = spec.get("resourceGroups") or []
     if len(groups) != 1:
-        errs.append(invalid("spec.resourceGroups", len(groups),
-                            "must have exactly one ResourceGroup when ConcurrentAdmissionPolicy is defined"))
+        errs.append(
+            invalid(
+                "spec.resourceGroups",
+                len(groups),
+                "must have exactly one ResourceGroup when ConcurrentAdmissionPolicy is defined",
+            )
+        )
     if len(groups) == 1 and len(groups[0].get("flavors") or []) > 16:
-        errs.append(invalid("spec.resourceGroups[0].flavors", len(groups[0]["flavors"]),
-                            "cannot have more than 16 resource flavors in the ResourceGroup when "
-                            "ConcurrentAdmissionPolicy is defined"))
+        errs.append(
+            invalid(
+                "spec.resourceGroups[0].flavors",
+                len(groups[0]["flavors"]),
+                "cannot have more than 16 resource flavors in the ResourceGroup when "
+                "ConcurrentAdmissionPolicy is defined",
+            )
+        )
     mig = policy.get("migration") or {}
     cons = mig.get("constraints")
     if cons is not None:
         mode = mig.get("mode") or ""
         if mode and mode != "TryPreferredFlavors":
-            errs.append(Cause("spec.concurrentAdmissionPolicy.migration.constraints", "FieldValueForbidden",
-                              f'Forbidden: may only be set when migration.mode is "TryPreferredFlavors" (got "{mode}")'))
+            errs.append(
+                Cause(
+                    "spec.concurrentAdmissionPolicy.migration.constraints",
+                    "FieldValueForbidden",
+                    f'Forbidden: may only be set when migration.mode is "TryPreferredFlavors" (got "{mode}")',
+                )
+            )
         elif cons.get("lastAcceptableFlavorName") is not None:
             last = cons["lastAcceptableFlavorName"]
             flavors = all_flavors(groups)
             if last not in flavors:
-                errs.append(invalid("spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName",
-                                    last, f"must be one of the flavors defined in the ClusterQueue: "
-                                          f"[{' '.join(dict.fromkeys(flavors))}]"))
+                errs.append(
+                    invalid(
+                        "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName",
+                        last,
+                        f"must be one of the flavors defined in the ClusterQueue: "
+                        f"[{' '.join(dict.fromkeys(flavors))}]",
+                    )
+                )
     if spec.get("queueingStrategy") == "StrictFIFO":
-        errs.append(invalid("spec.queueingStrategy", "StrictFIFO",
-                            "StrictFIFO queueing strategy cannot be used when ConcurrentAdmissionPolicy is defined"))
+        errs.append(
+            invalid(
+                "spec.queueingStrategy",
+                "StrictFIFO",
+                "StrictFIFO queueing strategy cannot be used when ConcurrentAdmissionPolicy is defined",
+            )
+        )
     return errs
 
 
@@ -227,8 +292,9 @@ def validate_cohort(new: dict, old: dict | None) -> list[Cause]:
     """``validateCohort``: quotas owned by a cohort; limits need a parent; lending may exceed nominal."""
     spec = new.get("spec") or {}
     errs = _validate_fair_sharing(spec.get("fairSharing"), "spec.fairSharing")
-    return errs + validate_resource_groups(spec.get("resourceGroups") or [], "spec.resourceGroups",
-                                           bool(spec.get("parentName")), True)
+    return errs + validate_resource_groups(
+        spec.get("resourceGroups") or [], "spec.resourceGroups", bool(spec.get("parentName")), True
+    )
 
 
 def validate_resource_flavor(new: dict, old: dict | None) -> list[Cause]:
@@ -269,7 +335,10 @@ def validate_admission_check(new: dict, old: dict | None) -> list[Cause]:
     """``spec.controllerName`` is immutable."""
     if old is None:
         return []
-    name, old_name = (new.get("spec") or {}).get("controllerName"), (old.get("spec") or {}).get("controllerName")
+    name, old_name = (
+        (new.get("spec") or {}).get("controllerName"),
+        (old.get("spec") or {}).get("controllerName"),
+    )
     return [invalid("spec.controllerName", name, IMMUTABLE)] if name != old_name else []
 
 
@@ -290,7 +359,9 @@ def _validate_pod_set(ps: dict, path: str) -> list[Cause]:
         for ci, c in enumerate(spec.get(field) or []):
             res = c.get("resources") or {}
             for kind in ("requests", "limits"):
-                errs += _validate_resource_list(res.get(kind), f"{path}.template.spec.{field}[{ci}].resources.{kind}")
+                errs += _validate_resource_list(
+                    res.get(kind), f"{path}.template.spec.{field}[{ci}].resources.{kind}"
+                )
     return errs
 
 
@@ -317,13 +388,18 @@ def validate_workload(new: dict, old: dict | None) -> list[Cause]:
         errs.append(invalid("spec.podSets", variable, "at most one podSet can use minCount"))
     elastic = (new.get("metadata") or {}).get("annotations", {}).get("kueue.x-k8s.io/elastic-job") == "true"
     if variable and elastic:
-        errs.append(invalid("spec.podSets", variable, "partial admission and elastic job cannot be used together"))
+        errs.append(
+            invalid("spec.podSets", variable, "partial admission and elastic job cannot be used together")
+        )
     names = [ps.get("name", "main") for ps in pod_sets]
     for i, check in enumerate((new.get("status") or {}).get("admissionChecks") or []):
         for j, psu in enumerate(check.get("podSetUpdates") or []):
             if psu.get("name") not in names:
-                errs.append(not_supported(f"status.admissionChecks[{i}].podSetUpdates[{j}].name", psu.get("name"),
-                                          sorted(names)))
+                errs.append(
+                    not_supported(
+                        f"status.admissionChecks[{i}].podSetUpdates[{j}].name", psu.get("name"), sorted(names)
+                    )
+                )
     if old is not None and _quota_reserved(old):
         if _pod_sets_changed(pod_sets, (old.get("spec") or {}).get("podSets") or []):
             errs.append(invalid("spec.podSets", "[...]", IMMUTABLE))

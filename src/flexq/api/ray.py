@@ -30,8 +30,11 @@ _MANAGED_BY = ("ray.io/kuberay-operator", "kueue.x-k8s.io/multikueue")
 
 def _check_managed_by(v: str | None) -> str | None:
     if v is not None and v not in _MANAGED_BY:
-        raise field_error("", "the managedBy field value must be either 'ray.io/kuberay-operator' or "
-                          "'kueue.x-k8s.io/multikueue'")
+        raise field_error(
+            "",
+            "the managedBy field value must be either 'ray.io/kuberay-operator' or "
+            "'kueue.x-k8s.io/multikueue'",
+        )
     return v
 
 
@@ -136,17 +139,32 @@ def _cluster_spec_causes(obj: dict, spec: dict, path: str) -> list[Cause]:
     errs: list[Cause] = []
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
     if spec.get("enableInTreeAutoscaling") and annotations.get(ELASTIC_ANNOTATION) != "true":
-        errs.append(Cause(f"{path}.enableInTreeAutoscaling", "FieldValueInvalid",
-                          "Invalid value: true: a kueue managed job should only use autoscaling when workload "
-                          "slicing is enabled"))
+        errs.append(
+            Cause(
+                f"{path}.enableInTreeAutoscaling",
+                "FieldValueInvalid",
+                "Invalid value: true: a kueue managed job should only use autoscaling when workload "
+                "slicing is enabled",
+            )
+        )
     workers = spec.get("workerGroupSpecs") or []
     if len(workers) + 1 > MAX_POD_SETS:
-        errs.append(Cause(f"{path}.workerGroupSpecs", "FieldValueTooMany",
-                          f"Too many: {len(workers) + 1}: must have at most {MAX_POD_SETS} items"))
+        errs.append(
+            Cause(
+                f"{path}.workerGroupSpecs",
+                "FieldValueTooMany",
+                f"Too many: {len(workers) + 1}: must have at most {MAX_POD_SETS} items",
+            )
+        )
     for i, group in enumerate(workers):
         if group.get("groupName") == "head":
-            errs.append(Cause(f"{path}.workerGroupSpecs[{i}].groupName", "FieldValueForbidden",
-                              'Forbidden: "head" is reserved for the head group'))
+            errs.append(
+                Cause(
+                    f"{path}.workerGroupSpecs[{i}].groupName",
+                    "FieldValueForbidden",
+                    'Forbidden: "head" is reserved for the head group',
+                )
+            )
     return errs
 
 
@@ -163,7 +181,9 @@ def _queue_name_causes(obj: dict, old: dict | None) -> list[Cause]:
     if old is not None and not (obj.get("spec") or {}).get("suspend"):
         old_name = ((old.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
         if old_name != name:
-            errs.append(Cause(path, "FieldValueInvalid", f'Invalid value: "{name or ""}": field is immutable'))
+            errs.append(
+                Cause(path, "FieldValueInvalid", f'Invalid value: "{name or ""}": field is immutable')
+            )
     return errs
 
 
@@ -175,17 +195,33 @@ def validate_rayjob(new: dict, old: dict | None) -> list[Cause]:
     errs = _queue_name_causes(new, old)
     selector, cluster = spec.get("clusterSelector"), spec.get("rayClusterSpec")
     if selector and cluster is not None:
-        return errs + [Cause("spec.clusterSelector", "FieldValueInvalid",
-                             "Invalid value: " + _short(selector) + ": a kueue managed job should not use an "
-                             "existing cluster")]
+        return errs + [
+            Cause(
+                "spec.clusterSelector",
+                "FieldValueInvalid",
+                "Invalid value: " + _short(selector) + ": a kueue managed job should not use an "
+                "existing cluster",
+            )
+        ]
     if selector:
         return errs
     if cluster is None:
-        return errs + [Cause("spec.rayClusterSpec", "FieldValueRequired", "Required value: rayClusterSpec is "
-                             "required for Kueue-managed jobs that don't use clusterSelector")]
+        return errs + [
+            Cause(
+                "spec.rayClusterSpec",
+                "FieldValueRequired",
+                "Required value: rayClusterSpec is "
+                "required for Kueue-managed jobs that don't use clusterSelector",
+            )
+        ]
     if not spec.get("shutdownAfterJobFinishes"):
-        errs.append(Cause("spec.shutdownAfterJobFinishes", "FieldValueInvalid",
-                          "Invalid value: false: a kueue managed job should delete the cluster after finishing"))
+        errs.append(
+            Cause(
+                "spec.shutdownAfterJobFinishes",
+                "FieldValueInvalid",
+                "Invalid value: false: a kueue managed job should delete the cluster after finishing",
+            )
+        )
     return errs + _cluster_spec_causes(new, cluster, "spec.rayClusterSpec")
 
 
@@ -217,24 +253,44 @@ def _short(value: Any) -> str:
 
 
 KINDS: list[KindInfo] = [
-    KindInfo(GROUP, "RayJob", "rayjobs", {"v1": RayJob}, categories=("all",), served_by_addon="RayOperator",
-             validate=validate_rayjob, mutate=mutate_on_create,
-             printer_columns=[PrinterColumn("job status", ".status.jobStatus"),
-                              PrinterColumn("deployment status", ".status.jobDeploymentStatus"),
-                              PrinterColumn("ray cluster name", ".status.rayClusterName"),
-                              PrinterColumn("start time", ".status.startTime"),
-                              PrinterColumn("end time", ".status.endTime"),
-                              PrinterColumn("age", ".metadata.creationTimestamp", "date")]),
-    KindInfo(GROUP, "RayCluster", "rayclusters", {"v1": RayCluster}, categories=("all",),
-             served_by_addon="RayOperator", validate=validate_raycluster, mutate=mutate_on_create,
-             printer_columns=[PrinterColumn("desired workers", ".status.desiredWorkerReplicas", "integer"),
-                              PrinterColumn("available workers", ".status.availableWorkerReplicas", "integer"),
-                              PrinterColumn("cpus", ".status.desiredCPU"),
-                              PrinterColumn("memory", ".status.desiredMemory"),
-                              PrinterColumn("gpus", ".status.desiredGPU"),
-                              PrinterColumn("tpus", ".status.desiredTPU", priority=1),
-                              PrinterColumn("status", ".status.state"),
-                              PrinterColumn("age", ".metadata.creationTimestamp", "date"),
-                              PrinterColumn("head pod IP", ".status.head.podIP", priority=1),
-                              PrinterColumn("head service IP", ".status.head.serviceIP", priority=1)]),
+    KindInfo(
+        GROUP,
+        "RayJob",
+        "rayjobs",
+        {"v1": RayJob},
+        categories=("all",),
+        served_by_addon="RayOperator",
+        validate=validate_rayjob,
+        mutate=mutate_on_create,
+        printer_columns=[
+            PrinterColumn("job status", ".status.jobStatus"),
+            PrinterColumn("deployment status", ".status.jobDeploymentStatus"),
+            PrinterColumn("ray cluster name", ".status.rayClusterName"),
+            PrinterColumn("start time", ".status.startTime"),
+            PrinterColumn("end time", ".status.endTime"),
+            PrinterColumn("age", ".metadata.creationTimestamp", "date"),
+        ],
+    ),
+    KindInfo(
+        GROUP,
+        "RayCluster",
+        "rayclusters",
+        {"v1": RayCluster},
+        categories=("all",),
+        served_by_addon="RayOperator",
+        validate=validate_raycluster,
+        mutate=mutate_on_create,
+        printer_columns=[
+            PrinterColumn("desired workers", ".status.desiredWorkerReplicas", "integer"),
+            PrinterColumn("available workers", ".status.availableWorkerReplicas", "integer"),
+            PrinterColumn("cpus", ".status.desiredCPU"),
+            PrinterColumn("memory", ".status.desiredMemory"),
+            PrinterColumn("gpus", ".status.desiredGPU"),
+            PrinterColumn("tpus", ".status.desiredTPU", priority=1),
+            PrinterColumn("status", ".status.state"),
+            PrinterColumn("age", ".metadata.creationTimestamp", "date"),
+            PrinterColumn("head pod IP", ".status.head.podIP", priority=1),
+            PrinterColumn("head service IP", ".status.head.serviceIP", priority=1),
+        ],
+    ),
 ]

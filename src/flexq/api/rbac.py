@@ -39,22 +39,35 @@ def _check_rules(rules: list[PolicyRule] | None, namespaced: bool) -> None:
     for i, r in enumerate(rules or []):
         at = f"rules[{i}]"
         if not r.verbs:
-            raise field_error(f"{at}.verbs", "Required value: verbs must contain at least one value",
-                              "FieldValueRequired")
+            raise field_error(
+                f"{at}.verbs", "Required value: verbs must contain at least one value", "FieldValueRequired"
+            )
         if r.non_resource_urls:
             if namespaced:
-                raise field_error(f"{at}.nonResourceURLs", f"Invalid value: {r.non_resource_urls}: namespaced "
-                                  "rules cannot apply to non-resource URLs")
+                raise field_error(
+                    f"{at}.nonResourceURLs",
+                    f"Invalid value: {r.non_resource_urls}: namespaced "
+                    "rules cannot apply to non-resource URLs",
+                )
             if r.api_groups or r.resources:
-                raise field_error(f"{at}.nonResourceURLs", f"Invalid value: {r.non_resource_urls}: rules cannot "
-                                  "apply to both regular resources and non-resource URLs")
+                raise field_error(
+                    f"{at}.nonResourceURLs",
+                    f"Invalid value: {r.non_resource_urls}: rules cannot "
+                    "apply to both regular resources and non-resource URLs",
+                )
             continue
         if not r.api_groups:
-            raise field_error(f"{at}.apiGroups", "Required value: resource rules must supply at least one api "
-                              "group", "FieldValueRequired")
+            raise field_error(
+                f"{at}.apiGroups",
+                "Required value: resource rules must supply at least one api group",
+                "FieldValueRequired",
+            )
         if not r.resources:
-            raise field_error(f"{at}.resources", "Required value: resource rules must supply at least one "
-                              "resource", "FieldValueRequired")
+            raise field_error(
+                f"{at}.resources",
+                "Required value: resource rules must supply at least one resource",
+                "FieldValueRequired",
+            )
 
 
 class Role(ObjectBase):
@@ -98,12 +111,14 @@ def _check_binding(ref: RoleRef, subjects: list[Subject] | None, namespaced: boo
     if not ref.name:
         raise field_error("roleRef.name", "Required value", "FieldValueRequired")
     if "/" in ref.name or "%" in ref.name or ref.name in (".", ".."):
-        raise field_error("roleRef.name", f'Invalid value: "{ref.name}": may not contain \'/\' or \'%\'')
+        raise field_error("roleRef.name", f"Invalid value: \"{ref.name}\": may not contain '/' or '%'")
     kinds = ["Role", "ClusterRole"] if namespaced else ["ClusterRole"]
     if ref.kind not in kinds:
         raise field_error("roleRef.kind", _not_supported(ref.kind, kinds), "FieldValueNotSupported")
     if ref.api_group != GROUP:
-        raise field_error("roleRef.apiGroup", _not_supported(ref.api_group, [GROUP]), "FieldValueNotSupported")
+        raise field_error(
+            "roleRef.apiGroup", _not_supported(ref.api_group, [GROUP]), "FieldValueNotSupported"
+        )
     for i, s in enumerate(subjects or []):
         at = f"subjects[{i}]"
         if not s.name:
@@ -114,16 +129,22 @@ def _check_binding(ref: RoleRef, subjects: list[Subject] | None, namespaced: boo
             except PydanticCustomError as exc:
                 raise field_error(f"{at}.name", f'Invalid value: "{s.name}": {exc.message()}') from None
             if s.api_group:
-                raise field_error(f"{at}.apiGroup", _not_supported(s.api_group, [""]), "FieldValueNotSupported")
+                raise field_error(
+                    f"{at}.apiGroup", _not_supported(s.api_group, [""]), "FieldValueNotSupported"
+                )
             if not namespaced and not s.namespace:
                 raise field_error(f"{at}.namespace", "Required value", "FieldValueRequired")
         elif s.kind in ("User", "Group"):
             if s.api_group != GROUP:
-                raise field_error(f"{at}.apiGroup", _not_supported(s.api_group or "", [GROUP]),
-                                  "FieldValueNotSupported")
+                raise field_error(
+                    f"{at}.apiGroup", _not_supported(s.api_group or "", [GROUP]), "FieldValueNotSupported"
+                )
         else:
-            raise field_error(f"{at}.kind", _not_supported(s.kind, ["ServiceAccount", "User", "Group"]),
-                              "FieldValueNotSupported")
+            raise field_error(
+                f"{at}.kind",
+                _not_supported(s.kind, ["ServiceAccount", "User", "Group"]),
+                "FieldValueNotSupported",
+            )
 
 
 class RoleBinding(ObjectBase):
@@ -151,17 +172,45 @@ def validate_binding(new: dict, old: dict | None) -> list[Cause]:
     if old is None or new.get("roleRef") == old.get("roleRef"):
         return []
     ref: Any = new.get("roleRef") or {}
-    text = "rbac.RoleRef{{APIGroup:\"{}\", Kind:\"{}\", Name:\"{}\"}}".format(
-        ref.get("apiGroup", ""), ref.get("kind", ""), ref.get("name", ""))
+    text = 'rbac.RoleRef{{APIGroup:"{}", Kind:"{}", Name:"{}"}}'.format(
+        ref.get("apiGroup", ""), ref.get("kind", ""), ref.get("name", "")
+    )
     return [Cause("roleRef", "FieldValueInvalid", f"Invalid value: {text}: cannot change roleRef")]
 
 
 KINDS = [
-    KindInfo(GROUP, "ClusterRole", "clusterroles", {"v1": ClusterRole}, namespaced=False, generation=False,
-             status_subresource=False, name_rule="path"),
-    KindInfo(GROUP, "ClusterRoleBinding", "clusterrolebindings", {"v1": ClusterRoleBinding}, namespaced=False,
-             generation=False, status_subresource=False, validate=validate_binding, name_rule="path"),
-    KindInfo(GROUP, "Role", "roles", {"v1": Role}, generation=False, status_subresource=False, name_rule="path"),
-    KindInfo(GROUP, "RoleBinding", "rolebindings", {"v1": RoleBinding}, generation=False,
-             status_subresource=False, validate=validate_binding, name_rule="path"),
+    KindInfo(
+        GROUP,
+        "ClusterRole",
+        "clusterroles",
+        {"v1": ClusterRole},
+        namespaced=False,
+        generation=False,
+        status_subresource=False,
+        name_rule="path",
+    ),
+    KindInfo(
+        GROUP,
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        {"v1": ClusterRoleBinding},
+        namespaced=False,
+        generation=False,
+        status_subresource=False,
+        validate=validate_binding,
+        name_rule="path",
+    ),
+    KindInfo(
+        GROUP, "Role", "roles", {"v1": Role}, generation=False, status_subresource=False, name_rule="path"
+    ),
+    KindInfo(
+        GROUP,
+        "RoleBinding",
+        "rolebindings",
+        {"v1": RoleBinding},
+        generation=False,
+        status_subresource=False,
+        validate=validate_binding,
+        name_rule="path",
+    ),
 ]

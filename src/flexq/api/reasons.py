@@ -37,75 +37,183 @@ class Reason:
 
 _R = [
     # Kueue: QuotaReserved=False reasons (pkg/workload: WorkloadQuotaReservedReason*)
-    Reason("PendingEvaluation", "kueue", "Kueue has not evaluated the workload yet, or its admission checks "
-           "failed and it waits to be evaluated again.", "Wait for the next scheduling cycle; if it stays, look "
-           "at the admission checks' messages."),
-    Reason("Pending", "kueue", "Kueue evaluated the workload and could not reserve quota for it; the detail "
-           "is Kueue's message.", "Read the message: it names the flavor and resource that did not fit."),
-    Reason("WaitingForQuota", "kueue", "Every flavor the workload could use lacks free quota in its ClusterQueue "
-           "(and its cohort).", "Wait for running workloads to finish, raise nominalQuota or allow borrowing "
-           "in a cohort."),
-    Reason("NoMatchingFlavor", "kueue", "No ResourceFlavor of the ClusterQueue matches the pod sets' node "
-           "selectors, affinity or tolerations.", "Fix the job's nodeSelector/tolerations or add a flavor "
-           "whose nodeLabels/nodeTaints match."),
-    Reason("ExceedsMaxQuota", "kueue", "The workload asks for more than the ClusterQueue could ever give, even "
-           "with all quota and borrowing.", "Ask for fewer resources or raise the ClusterQueue's quota."),
-    Reason("AdmissionGated", "kueue", "The workload is held by an admission gate "
-           "(kueue.x-k8s.io/admission-gated-by).", "Remove the gate once whatever set it is done."),
-    Reason("Misconfigured", "kueue", "The workload's LocalQueue or its ClusterQueue does not exist, or the "
-           "namespace does not match the ClusterQueue's namespaceSelector.", "Create the queue or fix "
-           "spec.queueName (the job's kueue.x-k8s.io/queue-name label)."),
-    Reason("Suspended", "kueue", "The LocalQueue or ClusterQueue is stopped or inactive (stopPolicy, a missing "
-           "flavor or admission check).", "Resume the queue (stopPolicy: None) or create what it references."),
-    Reason("WaitingForPodsReady", "kueue", "waitForPodsReady.blockAdmission holds admissions until every "
-           "admitted workload's pods are ready.", "Wait for the admitted workloads' pods to start."),
-    Reason("WaitingForPreemptedWorkloads", "kueue", "Kueue preempted workloads to make room and waits for them "
-           "to release their quota.", "Wait: the preempted workloads are stopping."),
-    Reason("TopologyPlacementFailed", "kueue", "Topology-aware scheduling found no placement for the pod sets.",
-           "Relax the topology request or free capacity in one domain."),
-    Reason("Deactivated", "kueue", "The workload is deactivated (spec.active=false), by a user or by Kueue "
-           "after a rejected admission check or too many requeues.", "Fix the cause in the Evicted message, "
-           "then set spec.active back to true or resubmit."),
+    Reason(
+        "PendingEvaluation",
+        "kueue",
+        "Kueue has not evaluated the workload yet, or its admission checks "
+        "failed and it waits to be evaluated again.",
+        "Wait for the next scheduling cycle; if it stays, look at the admission checks' messages.",
+    ),
+    Reason(
+        "Pending",
+        "kueue",
+        "Kueue evaluated the workload and could not reserve quota for it; the detail is Kueue's message.",
+        "Read the message: it names the flavor and resource that did not fit.",
+    ),
+    Reason(
+        "WaitingForQuota",
+        "kueue",
+        "Every flavor the workload could use lacks free quota in its ClusterQueue (and its cohort).",
+        "Wait for running workloads to finish, raise nominalQuota or allow borrowing in a cohort.",
+    ),
+    Reason(
+        "NoMatchingFlavor",
+        "kueue",
+        "No ResourceFlavor of the ClusterQueue matches the pod sets' node "
+        "selectors, affinity or tolerations.",
+        "Fix the job's nodeSelector/tolerations or add a flavor whose nodeLabels/nodeTaints match.",
+    ),
+    Reason(
+        "ExceedsMaxQuota",
+        "kueue",
+        "The workload asks for more than the ClusterQueue could ever give, even "
+        "with all quota and borrowing.",
+        "Ask for fewer resources or raise the ClusterQueue's quota.",
+    ),
+    Reason(
+        "AdmissionGated",
+        "kueue",
+        "The workload is held by an admission gate (kueue.x-k8s.io/admission-gated-by).",
+        "Remove the gate once whatever set it is done.",
+    ),
+    Reason(
+        "Misconfigured",
+        "kueue",
+        "The workload's LocalQueue or its ClusterQueue does not exist, or the "
+        "namespace does not match the ClusterQueue's namespaceSelector.",
+        "Create the queue or fix spec.queueName (the job's kueue.x-k8s.io/queue-name label).",
+    ),
+    Reason(
+        "Suspended",
+        "kueue",
+        "The LocalQueue or ClusterQueue is stopped or inactive (stopPolicy, a missing "
+        "flavor or admission check).",
+        "Resume the queue (stopPolicy: None) or create what it references.",
+    ),
+    Reason(
+        "WaitingForPodsReady",
+        "kueue",
+        "waitForPodsReady.blockAdmission holds admissions until every admitted workload's pods are ready.",
+        "Wait for the admitted workloads' pods to start.",
+    ),
+    Reason(
+        "WaitingForPreemptedWorkloads",
+        "kueue",
+        "Kueue preempted workloads to make room and waits for them to release their quota.",
+        "Wait: the preempted workloads are stopping.",
+    ),
+    Reason(
+        "TopologyPlacementFailed",
+        "kueue",
+        "Topology-aware scheduling found no placement for the pod sets.",
+        "Relax the topology request or free capacity in one domain.",
+    ),
+    Reason(
+        "Deactivated",
+        "kueue",
+        "The workload is deactivated (spec.active=false), by a user or by Kueue "
+        "after a rejected admission check or too many requeues.",
+        "Fix the cause in the Evicted message, then set spec.active back to true or resubmit.",
+    ),
     # Kueue: admission checks and evictions
-    Reason("AdmissionCheckPending", "kueue", "Quota is reserved; Kueue waits for the admission checks to be "
-           "Ready before it admits.", "Wait for the check's controller (the message says what it waits for)."),
-    Reason("AdmissionCheckRetry", "kueue", "An admission check asked to retry: Kueue releases the quota and "
-           "tries again after a backoff.", "Wait for the retry; see the check's message for why it failed."),
-    Reason("Preempted", "kueue", "Kueue evicted the workload to make room for another.", "It is requeued and "
-           "starts again when quota frees; give it a higher priority to avoid this."),
-    Reason("PodsReadyTimeout", "kueue", "The admitted workload's pods were not all ready within "
-           "waitForPodsReady.timeout, so Kueue evicted and requeued it.", "Look at why the pods did not start "
-           "(capacity, image, scheduling); it retries after a backoff."),
-    Reason("WaitingForPods", "kueue", "Admitted: the job is starting and Kueue waits for its pods to be ready.",
-           "Wait; if pods stay Pending, see their events."),
-    Reason("Requeued", "kueue", "Evicted earlier; the workload waits out its requeue backoff.", "Wait until "
-           "requeueAt; the Evicted condition says why it was evicted."),
+    Reason(
+        "AdmissionCheckPending",
+        "kueue",
+        "Quota is reserved; Kueue waits for the admission checks to be Ready before it admits.",
+        "Wait for the check's controller (the message says what it waits for).",
+    ),
+    Reason(
+        "AdmissionCheckRetry",
+        "kueue",
+        "An admission check asked to retry: Kueue releases the quota and tries again after a backoff.",
+        "Wait for the retry; see the check's message for why it failed.",
+    ),
+    Reason(
+        "Preempted",
+        "kueue",
+        "Kueue evicted the workload to make room for another.",
+        "It is requeued and starts again when quota frees; give it a higher priority to avoid this.",
+    ),
+    Reason(
+        "PodsReadyTimeout",
+        "kueue",
+        "The admitted workload's pods were not all ready within "
+        "waitForPodsReady.timeout, so Kueue evicted and requeued it.",
+        "Look at why the pods did not start (capacity, image, scheduling); it retries after a backoff.",
+    ),
+    Reason(
+        "WaitingForPods",
+        "kueue",
+        "Admitted: the job is starting and Kueue waits for its pods to be ready.",
+        "Wait; if pods stay Pending, see their events.",
+    ),
+    Reason(
+        "Requeued",
+        "kueue",
+        "Evicted earlier; the workload waits out its requeue backoff.",
+        "Wait until requeueAt; the Evicted condition says why it was evicted.",
+    ),
     # the cloud
-    Reason("GCE_STOCKOUT", "cloud", "The zone has no capacity for the node pool's machines: the pods cannot be "
-           "placed (GCE error code in the detail).", "Wait for capacity, fall back to another flavor (DWS, "
-           "another zone) or lower the request."),
-    Reason("DWSQueued", "cloud", "The DWS flex-start ProvisioningRequest is accepted and queued: GKE provisions "
-           "all nodes at once when capacity frees (up to 7 days).", "Wait; the time queued is in the detail. "
-           "Cancel to stop waiting."),
-    Reason("ProvisioningRequestPending", "cloud", "The ProvisioningRequest was created and the cluster "
-           "autoscaler has not accepted it yet.", "Wait a few seconds; if it stays, check the request's class."),
-    Reason("BookingExpired", "cloud", "The provisioned capacity was not used within the booking time (10 "
-           "minutes), so GKE released it.", "Make sure the pods start right after provisioning; Kueue retries."),
-    Reason("CapacityRevoked", "cloud", "GKE reclaimed the flex-start capacity (maxRunDurationSeconds reached).",
-           "Checkpoint and resubmit, or ask for a longer maxRunDurationSeconds (up to 7 days)."),
-    Reason("ProvisioningFailed", "cloud", "The ProvisioningRequest failed (wait time exceeded or rejected).",
-           "Read the message; Kueue retries per the ProvisioningRequestConfig's retry strategy."),
-    Reason("SpotPreempted", "cloud", "A spot VM the workload ran on was preempted by Compute Engine.",
-           "The job restarts when capacity returns; use on-demand or DWS for long runs."),
+    Reason(
+        "GCE_STOCKOUT",
+        "cloud",
+        "The zone has no capacity for the node pool's machines: the pods cannot be "
+        "placed (GCE error code in the detail).",
+        "Wait for capacity, fall back to another flavor (DWS, another zone) or lower the request.",
+    ),
+    Reason(
+        "DWSQueued",
+        "cloud",
+        "The DWS flex-start ProvisioningRequest is accepted and queued: GKE provisions "
+        "all nodes at once when capacity frees (up to 7 days).",
+        "Wait; the time queued is in the detail. Cancel to stop waiting.",
+    ),
+    Reason(
+        "ProvisioningRequestPending",
+        "cloud",
+        "The ProvisioningRequest was created and the cluster autoscaler has not accepted it yet.",
+        "Wait a few seconds; if it stays, check the request's class.",
+    ),
+    Reason(
+        "BookingExpired",
+        "cloud",
+        "The provisioned capacity was not used within the booking time (10 minutes), so GKE released it.",
+        "Make sure the pods start right after provisioning; Kueue retries.",
+    ),
+    Reason(
+        "CapacityRevoked",
+        "cloud",
+        "GKE reclaimed the flex-start capacity (maxRunDurationSeconds reached).",
+        "Checkpoint and resubmit, or ask for a longer maxRunDurationSeconds (up to 7 days).",
+    ),
+    Reason(
+        "ProvisioningFailed",
+        "cloud",
+        "The ProvisioningRequest failed (wait time exceeded or rejected).",
+        "Read the message; Kueue retries per the ProvisioningRequestConfig's retry strategy.",
+    ),
+    Reason(
+        "SpotPreempted",
+        "cloud",
+        "A spot VM the workload ran on was preempted by Compute Engine.",
+        "The job restarts when capacity returns; use on-demand or DWS for long runs.",
+    ),
 ]
 REASONS: dict[str, Reason] = {r.code: r for r in _R}
-_EVICTION = {"Preempted": "Preempted", "PodsReadyTimeout": "PodsReadyTimeout", "AdmissionCheck": "AdmissionCheckRetry",
-             "ClusterQueueStopped": "Suspended", "LocalQueueStopped": "Suspended"}
+_EVICTION = {
+    "Preempted": "Preempted",
+    "PodsReadyTimeout": "PodsReadyTimeout",
+    "AdmissionCheck": "AdmissionCheckRetry",
+    "ClusterQueueStopped": "Suspended",
+    "LocalQueueStopped": "Suspended",
+}
 
 
 # the cluster autoscaler's condition messages (ProvisioningRequest), as Kueue quotes them when it deactivates
-_CLOUD_MESSAGES = (("was reclaimed and is no longer available", "CapacityRevoked"),
-                   ("capacity booking for the provisioning request has expired", "BookingExpired"))
+_CLOUD_MESSAGES = (
+    ("was reclaimed and is no longer available", "CapacityRevoked"),
+    ("capacity booking for the provisioning request has expired", "BookingExpired"),
+)
 
 
 @dataclass(frozen=True)
@@ -121,8 +229,13 @@ class Explanation:
 
     def as_dict(self) -> dict[str, str]:
         r = self.reason
-        return {"code": self.code, "source": r.source, "summary": r.summary, "action": r.action,
-                "detail": self.detail}
+        return {
+            "code": self.code,
+            "source": r.source,
+            "summary": r.summary,
+            "action": r.action,
+            "detail": self.detail,
+        }
 
 
 def reason(code: str) -> Reason:
@@ -165,7 +278,8 @@ def _mine(wl: dict, prs: Iterable[dict]) -> list[dict]:
             continue
         owners = pm.get("ownerReferences") or []
         if any(o.get("kind") == "Workload" and o.get("name") == md["name"] for o in owners) or (
-                not owners and pm.get("name", "").startswith(md["name"] + "-")):
+            not owners and pm.get("name", "").startswith(md["name"] + "-")
+        ):
             out.append(pr)
     return sorted(out, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
 
@@ -173,10 +287,15 @@ def _mine(wl: dict, prs: Iterable[dict]) -> list[dict]:
 def _provisioning(pr: dict, now: float) -> Explanation:
     c = _conds(pr)
     name = pr["metadata"]["name"]
-    for t, code in (("Failed", "ProvisioningFailed"), ("CapacityRevoked", "CapacityRevoked"),
-                    ("BookingExpired", "BookingExpired")):
+    for t, code in (
+        ("Failed", "ProvisioningFailed"),
+        ("CapacityRevoked", "CapacityRevoked"),
+        ("BookingExpired", "BookingExpired"),
+    ):
         if _true(c, t):
-            return Explanation(code, f"ProvisioningRequest {name}: {c[t].get('reason', t)}: {c[t].get('message', '')}")
+            return Explanation(
+                code, f"ProvisioningRequest {name}: {c[t].get('reason', t)}: {c[t].get('message', '')}"
+            )
     if _true(c, "Accepted"):
         waited = _since(c["Accepted"], now)
         msg = c.get("Provisioned", {}).get("message") or c["Accepted"].get("message", "")
@@ -184,8 +303,13 @@ def _provisioning(pr: dict, now: float) -> Explanation:
     return Explanation("ProvisioningRequestPending", f"ProvisioningRequest {name} created, not accepted yet")
 
 
-def explain(wl: dict, prs: Iterable[dict] = (), pod_events: Iterable[dict] = (), now: float = 0.0,
-            stockouts: dict[str, str] | None = None) -> Explanation | None:
+def explain(
+    wl: dict,
+    prs: Iterable[dict] = (),
+    pod_events: Iterable[dict] = (),
+    now: float = 0.0,
+    stockouts: dict[str, str] | None = None,
+) -> Explanation | None:
     """The one thing ``wl`` waits for now (None when it waits for nothing).
 
     ``prs``: ProvisioningRequests (any; the workload's own are picked); ``pod_events``: Events about the
@@ -226,7 +350,9 @@ def explain(wl: dict, prs: Iterable[dict] = (), pod_events: Iterable[dict] = (),
             if last.code in ("BookingExpired", "CapacityRevoked", "ProvisioningFailed"):
                 return last
         if retry:
-            return Explanation("AdmissionCheckRetry", f"{retry[0].get('name')}: {retry[0].get('message', '')}")
+            return Explanation(
+                "AdmissionCheckRetry", f"{retry[0].get('name')}: {retry[0].get('message', '')}"
+            )
         if mine:
             return _provisioning(mine[-1], now)
         pending = [k for k in checks if k.get("state") != "Ready"]
@@ -242,8 +368,9 @@ def explain(wl: dict, prs: Iterable[dict] = (), pod_events: Iterable[dict] = (),
             if last.code in ("BookingExpired", "CapacityRevoked", "ProvisioningFailed"):
                 return last
         at = ((wl.get("status") or {}).get("requeueState") or {}).get("requeueAt")
-        return Explanation(code, (ev.get("message") or rq.get("message", "")) + (
-            f"; requeued at {at}" if at else ""))
+        return Explanation(
+            code, (ev.get("message") or rq.get("message", "")) + (f"; requeued at {at}" if at else "")
+        )
     qr = c.get("QuotaReserved")
     if qr is None:
         return Explanation("PendingEvaluation", "not evaluated by Kueue yet")

@@ -53,9 +53,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-_PREFIXES = {"FieldValueRequired": "Required value", "FieldValueForbidden": "Forbidden",
-             "FieldValueDuplicate": "Duplicate value", "FieldValueNotSupported": "Unsupported value",
-             "FieldValueTooLong": "Too long", "FieldValueTooMany": "Too many"}
+_PREFIXES = {
+    "FieldValueRequired": "Required value",
+    "FieldValueForbidden": "Forbidden",
+    "FieldValueDuplicate": "Duplicate value",
+    "FieldValueNotSupported": "Unsupported value",
+    "FieldValueTooLong": "Too long",
+    "FieldValueTooMany": "Too many",
+}
 
 
 def _message(etype: str, reason: str, msg: str, ctx: dict, value: Any) -> str:
@@ -96,8 +101,10 @@ def causes_from(err: ValidationError) -> list[Cause]:
             reason = ctx.get("kind", "FieldValueInvalid")
             msg = ctx.get("message", e["msg"])
         else:
-            reason = _REASONS.get(etype, "FieldValueTypeInvalid" if "type" in etype or "parsing" in etype
-                                  else "FieldValueInvalid")
+            reason = _REASONS.get(
+                etype,
+                "FieldValueTypeInvalid" if "type" in etype or "parsing" in etype else "FieldValueInvalid",
+            )
             msg = e["msg"]
         text = _message(etype, reason, msg, ctx, e.get("input"))
         if etype == "extra_forbidden":
@@ -111,8 +118,9 @@ def invalid(info: KindInfo, name: str, causes: list[Cause]) -> Invalid:
     what = f"{info.kind}.{info.group}" if info.group else info.kind
     parts = [f"{c.field}: {c.message}" for c in causes]
     joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    return Invalid(f'{what} "{name}" is invalid: {joined}', kind=info.kind, group=info.group, name=name,
-                   causes=causes)
+    return Invalid(
+        f'{what} "{name}" is invalid: {joined}', kind=info.kind, group=info.group, name=name, causes=causes
+    )
 
 
 def _prune_nulls(value: Any) -> Any:
@@ -162,7 +170,9 @@ def validate(info: KindInfo, obj: dict, unknown: UnknownFields = "Strict") -> tu
                 for loc in extra:
                     _drop(data, loc)
                 continue
-            raise invalid(info, name, check_name(info, obj.get("metadata") or {}) + causes_from(err)) from None
+            raise invalid(
+                info, name, check_name(info, obj.get("metadata") or {}) + causes_from(err)
+            ) from None
     else:  # pragma: no cover - the last pass can only fail with errors raised above
         raise invalid(info, name, [])
     out = m.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -178,10 +188,13 @@ def check_name(info: KindInfo, meta: dict) -> list[Cause]:
     if not name:
         if meta.get("generateName"):
             return []
-        return [Cause("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")]
+        return [
+            Cause("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")
+        ]
     if info.name_rule == "path":  # path.IsValidPathSegmentName (RBAC objects: "system:controller:x" is valid)
         bad = next((f"may not be '{name}'" for _ in [0] if name in (".", "..")), None) or next(
-            (f"may not contain '{c}'" for c in ("/", "%") if c in name), None)
+            (f"may not contain '{c}'" for c in ("/", "%") if c in name), None
+        )
         return [Cause("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {bad}')] if bad else []
     check = check_dns1123_label if info.name_rule == "label" else check_dns1123_subdomain
     try:
@@ -225,6 +238,8 @@ def render_many(info: KindInfo, stored: list[dict], api_version: str | None = No
     if api_version is None or api_version == info.storage_api_version:
         return clone_many(stored)
     return [render(info, o, api_version) for o in stored]
+
+
 _GO_TYPES = {bool: "bool", int: "number", float: "number", str: "string", list: "array", dict: "object"}
 
 
@@ -234,12 +249,14 @@ def _go_type(value: Any) -> str:
 
 def _unmarshal(value: Any, field: str, want: str) -> BadRequest:
     """The API server's answer to a JSON value of the wrong type (encoding/json's UnmarshalTypeError)."""
-    return BadRequest(f"json: cannot unmarshal {_go_type(value)} into Go struct field ObjectMeta.{field} of "
-                      f"type {want}")
+    return BadRequest(
+        f"json: cannot unmarshal {_go_type(value)} into Go struct field ObjectMeta.{field} of type {want}"
+    )
 
 
-_META_STR = frozenset(("name", "generateName", "namespace", "uid", "resourceVersion", "creationTimestamp",
-                       "deletionTimestamp"))
+_META_STR = frozenset(
+    ("name", "generateName", "namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
+)
 _META_LISTS = {"finalizers": str, "ownerReferences": dict, "managedFields": dict}
 
 
@@ -250,14 +267,16 @@ def check_shape(obj: dict) -> None:
     for key in ("apiVersion", "kind"):
         v = obj.get(key)
         if v is not None and type(v) is not str:
-            raise BadRequest(f"json: cannot unmarshal {_go_type(v)} into Go struct field TypeMeta.{key} of type "
-                             "string")
+            raise BadRequest(
+                f"json: cannot unmarshal {_go_type(v)} into Go struct field TypeMeta.{key} of type string"
+            )
     meta = obj.get("metadata")
     if meta is None:
         return
     if type(meta) is not dict:
-        raise BadRequest(f"json: cannot unmarshal {_go_type(meta)} into Go struct field .metadata of type "
-                         "v1.ObjectMeta")
+        raise BadRequest(
+            f"json: cannot unmarshal {_go_type(meta)} into Go struct field .metadata of type v1.ObjectMeta"
+        )
     for key, value in meta.items():
         if value is None:
             continue

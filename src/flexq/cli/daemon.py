@@ -25,8 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--executor", choices=["ray", "simulated"], default="ray")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     log = logging.getLogger("flexq.daemon")
     home = Path(args.home)
     # everything this process writes is owner-only (the state, pod logs, Ray's session files it starts)

@@ -46,11 +46,11 @@ class DemoOptions:
     """How to run the demo."""
 
     simulated: bool = False
-    timeout: float = 330.0        # wall seconds the jobs may take (real clock)
+    timeout: float = 330.0  # wall seconds the jobs may take (real clock)
     virtual_limit: float = 8 * 86400  # twin seconds the jobs may take (virtual clock)
-    live: bool | None = None      # None: a live view when the console is a terminal
-    log_lines: int = 12           # lines of each job's output to show
-    capacity: str = "fast"        # "fast" (the live default) or "tutorial" (hours of DWS queueing; simulated)
+    live: bool | None = None  # None: a live view when the console is a terminal
+    log_lines: int = 12  # lines of each job's output to show
+    capacity: str = "fast"  # "fast" (the live default) or "tutorial" (hours of DWS queueing; simulated)
     dws_wait: float | None = None  # seconds DWS takes to grant plan B's nodes ("fast" capacity only)
 
 
@@ -59,7 +59,7 @@ class JobOutcome:
     """Where one of the tutorial's jobs ran and how it went."""
 
     name: str
-    flavor: str                   # flavor of the TPU worker group
+    flavor: str  # flavor of the TPU worker group
     state: str
     waited: float
     cost: float
@@ -72,15 +72,18 @@ class DemoResult:
     """What a demo run ended with."""
 
     jobs: list[JobOutcome] = field(default_factory=list)
-    elapsed: float = 0.0          # twin seconds from the first request to the end
+    elapsed: float = 0.0  # twin seconds from the first request to the end
     error: str = ""
 
     @property
     def story_holds(self) -> bool:
         """Job 1 on plan A, job 2 on plan B, both trained."""
         flavors = [j.flavor for j in self.jobs]
-        return (not self.error and flavors == ["on-demand", "dws"]
-                and all(j.state == "Succeeded" for j in self.jobs))
+        return (
+            not self.error
+            and flavors == ["on-demand", "dws"]
+            and all(j.state == "Succeeded" for j in self.jobs)
+        )
 
 
 class _Demo:
@@ -90,7 +93,7 @@ class _Demo:
         self.twin, self.opts, self.console = twin, opts, console
         self.t0 = twin.now()
         self.states: dict[str, str] = {}
-        self.provisioning: dict[str, str] = {}    # job -> last ProvisioningRequest state seen
+        self.provisioning: dict[str, str] = {}  # job -> last ProvisioningRequest state seen
         self.seen_events: set[tuple[str, str]] = set()
 
     # -- time -----------------------------------------------------------------------------------------------
@@ -128,31 +131,44 @@ class _Demo:
     def create_infrastructure(self) -> None:
         env = tutorial.TUTORIAL_ENV
         path, body = tutorial.create_cluster_request(PROJECT)
-        self.say(f"gcloud container clusters create {env['CLUSTER_NAME']} --machine-type=n2-standard-16 "
-                 f"--location={env['ZONE']} --addons=RayOperator --enable-image-streaming")
+        self.say(
+            f"gcloud container clusters create {env['CLUSTER_NAME']} --machine-type=n2-standard-16 "
+            f"--location={env['ZONE']} --addons=RayOperator --enable-image-streaming"
+        )
         self.wait_operation(self.gke_call("POST", path, body), "cluster create")
         for dws in (False, True):
             path, body = tutorial.create_node_pool_request(PROJECT, dws=dws)
             pool = body["nodePool"]["name"]
             flags = " --enable-queued-provisioning --flex-start" if dws else ""
-            self.say(f"gcloud container node-pools create {pool} --machine-type=ct6e-standard-4t "
-                     f"--tpu-topology=4x4 --enable-autoscaling --num-nodes=0 --max-nodes=4{flags}")
+            self.say(
+                f"gcloud container node-pools create {pool} --machine-type=ct6e-standard-4t "
+                f"--tpu-topology=4x4 --enable-autoscaling --num-nodes=0 --max-nodes=4{flags}"
+            )
             self.wait_operation(self.gke_call("POST", path, body), f"node pool {pool}")
         got = self.gke_call("GET", f"{path}/{env['DWS_NODEPOOL']}")
         flex = got.get("config", {}).get("flexStart")
-        self.say(f'node-pools describe {env["DWS_NODEPOOL"]} --format="get(config.flexStart)": '
-                 f"[bold]{'True' if flex else flex}[/]")
+        self.say(
+            f'node-pools describe {env["DWS_NODEPOOL"]} --format="get(config.flexStart)": '
+            f"[bold]{'True' if flex else flex}[/]"
+        )
         self.twin.cluster(env["CLUSTER_NAME"])
 
     # -- Kubernetes ---------------------------------------------------------------------------------------------
     def configure_and_submit(self) -> None:
         self.say("Kueue is already installed in the twin (the tutorial's helm step is not needed)")
         objs = self.twin.apply(tutorial.queue_yaml())
-        self.say("envsubst < dws-tpu-queue.yaml | kubectl apply -f -  ->  "
-                 + ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in objs))
-        self.twin.apply({"apiVersion": "v1", "kind": "ConfigMap",
-                         "metadata": {"name": "jax-train-script", "namespace": "default"},
-                         "data": {"train.py": tutorial.train_script()}})
+        self.say(
+            "envsubst < dws-tpu-queue.yaml | kubectl apply -f -  ->  "
+            + ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in objs)
+        )
+        self.twin.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "jax-train-script", "namespace": "default"},
+                "data": {"train.py": tutorial.train_script()},
+            }
+        )
         self.say("kubectl create configmap jax-train-script --from-file=train.py")
         for i in (1, 2):
             text = tutorial.rayjob_yaml(i)
@@ -176,9 +192,12 @@ class _Demo:
     def snapshot(self) -> tuple[list[WorkloadRow], list[dict], list[dict], list[dict]]:
         t = self.twin
         nodes = t.list("Node")
-        snap = Snapshot(workloads=t.list("Workload", "default"),
-                        provisioning_requests=t.list("ProvisioningRequest", "default"),
-                        nodes=nodes, flavors=t.list("ResourceFlavor"))
+        snap = Snapshot(
+            workloads=t.list("Workload", "default"),
+            provisioning_requests=t.list("ProvisioningRequest", "default"),
+            nodes=nodes,
+            flavors=t.list("ResourceFlavor"),
+        )
         return workload_rows(snap, t.now()), t.list("RayJob", "default"), nodes, t.list("Event", "default")
 
     def note_changes(self, rows: list[WorkloadRow], events: list[dict]) -> None:
@@ -189,8 +208,10 @@ class _Demo:
             if e.get("type") == "Warning" and key not in self.seen_events:
                 self.seen_events.add(key)
                 obj = e.get("involvedObject") or {}
-                self.say(f"[yellow]warning[/] {obj.get('kind', '')}/{obj.get('name', '')}: "
-                         f"{e.get('reason', '')}: {e.get('message', '')}")
+                self.say(
+                    f"[yellow]warning[/] {obj.get('kind', '')}/{obj.get('name', '')}: "
+                    f"{e.get('reason', '')}: {e.get('message', '')}"
+                )
         for r in rows:
             name = r.job.split("/", 1)[-1] or r.workload
             if r.provisioning:
@@ -203,33 +224,60 @@ class _Demo:
                 why = f" — {r.why}" if r.why and r.state not in ("Running",) else ""
                 self.say(f"{name}: [{style}]{r.state}[/]{extra}{why}")
 
-    def view(self, rows: list[WorkloadRow], rayjobs: list[dict], nodes: list[dict], events: list[dict]) -> Group:
+    def view(
+        self, rows: list[WorkloadRow], rayjobs: list[dict], nodes: list[dict], events: list[dict]
+    ) -> Group:
         title = f"flexq demo — twin time {fmt_duration(self.elapsed())}"
         jobs = Table(show_header=True, header_style="bold", box=None)
         for col in ("RAYJOB", "JOB STATUS", "DEPLOYMENT", "RAY CLUSTER"):
             jobs.add_column(col)
         for j in rayjobs:
             st = j.get("status") or {}
-            jobs.add_row(j["metadata"]["name"], st.get("jobStatus", ""), st.get("jobDeploymentStatus", ""),
-                         st.get("rayClusterName", ""))
+            jobs.add_row(
+                j["metadata"]["name"],
+                st.get("jobStatus", ""),
+                st.get("jobDeploymentStatus", ""),
+                st.get("rayClusterName", ""),
+            )
         pools: dict[str, list[int]] = {}
         for n in nodes:
             pool = (n["metadata"].get("labels") or {}).get("cloud.google.com/gke-nodepool", "?")
-            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                        for c in (n.get("status") or {}).get("conditions") or [])
+            ready = any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in (n.get("status") or {}).get("conditions") or []
+            )
             pools.setdefault(pool, [0, 0])[0 if ready else 1] += 1
-        pool_text = Text("nodes: " + ", ".join(f"{p} {r} ready" + (f" +{u} starting" if u else "")
-                                               for p, (r, u) in sorted(pools.items())))
-        recent = sorted(events, key=lambda e: (e.get("lastTimestamp") or e.get("eventTime") or "",
-                                               e["metadata"]["name"]))[-6:]
-        ev = Text("\n".join(f"{e.get('reason', '')}: {e.get('message', '')} "
-                            f"({(e.get('involvedObject') or {}).get('kind', '')}/"
-                            f"{(e.get('involvedObject') or {}).get('name', '')})" for e in recent) or "-")
-        return Group(status_table(rows, title=title, provisioning=True), jobs, pool_text, Panel(ev, title="recent events"))
+        pool_text = Text(
+            "nodes: "
+            + ", ".join(
+                f"{p} {r} ready" + (f" +{u} starting" if u else "") for p, (r, u) in sorted(pools.items())
+            )
+        )
+        recent = sorted(
+            events, key=lambda e: (e.get("lastTimestamp") or e.get("eventTime") or "", e["metadata"]["name"])
+        )[-6:]
+        ev = Text(
+            "\n".join(
+                f"{e.get('reason', '')}: {e.get('message', '')} "
+                f"({(e.get('involvedObject') or {}).get('kind', '')}/"
+                f"{(e.get('involvedObject') or {}).get('name', '')})"
+                for e in recent
+            )
+            or "-"
+        )
+        return Group(
+            status_table(rows, title=title, provisioning=True),
+            jobs,
+            pool_text,
+            Panel(ev, title="recent events"),
+        )
 
     def finished(self, rows: list[WorkloadRow], rayjobs: list[dict]) -> bool:
-        done_jobs = {j["metadata"]["name"] for j in rayjobs
-                     if (j.get("status") or {}).get("jobDeploymentStatus") in ("Complete", "Failed")}
+        done_jobs = {
+            j["metadata"]["name"]
+            for j in rayjobs
+            if (j.get("status") or {}).get("jobDeploymentStatus") in ("Complete", "Failed")
+        }
         for name in JOBS:
             mine = [r for r in rows if r.job.split("/", 1)[-1] == name and r.state != "Replaced"]
             if name not in done_jobs and not any(r.state in TERMINAL_STATES for r in mine):
@@ -241,8 +289,16 @@ class _Demo:
         deadline = self.twin.now() + budget
         live_on = self.opts.live if self.opts.live is not None else self.console.is_terminal
         rows, rayjobs, nodes, events = self.snapshot()
-        live = Live(self.view(rows, rayjobs, nodes, events), console=self.console, auto_refresh=False,
-                    transient=True) if live_on else None
+        live = (
+            Live(
+                self.view(rows, rayjobs, nodes, events),
+                console=self.console,
+                auto_refresh=False,
+                transient=True,
+            )
+            if live_on
+            else None
+        )
         try:
             if live:
                 live.start()
@@ -267,8 +323,12 @@ class _Demo:
         shown = 0
         for pod in self.twin.list("Pod", "default"):
             statuses = (pod.get("status") or {}).get("containerStatuses") or []
-            bad = [c for c in statuses if c.get("restartCount", 0) > 0
-                   or (c.get("state") or {}).get("terminated", {}).get("exitCode", 0) != 0]
+            bad = [
+                c
+                for c in statuses
+                if c.get("restartCount", 0) > 0
+                or (c.get("state") or {}).get("terminated", {}).get("exitCode", 0) != 0
+            ]
             if not bad or shown >= 2:
                 continue
             shown += 1
@@ -278,8 +338,14 @@ class _Demo:
             except Exception as exc:  # the log may be gone with the pod
                 text = f"(no log: {exc})"
             tail = "\n".join(text.splitlines()[-15:]) or "(empty)"
-            self.console.print(Panel(Text(tail), title=f"failing pod {name} ({bad[0].get('name')})",
-                                     title_align="left", border_style="red"))
+            self.console.print(
+                Panel(
+                    Text(tail),
+                    title=f"failing pod {name} ({bad[0].get('name')})",
+                    title_align="left",
+                    border_style="red",
+                )
+            )
 
     # -- results ------------------------------------------------------------------------------------------------
     def output_of(self, job: str) -> str:
@@ -293,42 +359,76 @@ class _Demo:
         for name in JOBS:
             mine = [r for r in rows if r.job.split("/", 1)[-1] == name and r.state != "Replaced"]
             r = mine[-1] if mine else None
-            out.append(JobOutcome(
-                name=name, flavor=(r.flavor_of(WORKER_GROUP) or "") if r else "", state=r.state if r else "missing",
-                waited=r.waited if r else 0.0, cost=sum(x.cost for x in mine),
-                provisioning=(r.provisioning if r else "") or self.provisioning.get(name, ""),
-                output=self.output_of(name)))
+            out.append(
+                JobOutcome(
+                    name=name,
+                    flavor=(r.flavor_of(WORKER_GROUP) or "") if r else "",
+                    state=r.state if r else "missing",
+                    waited=r.waited if r else 0.0,
+                    cost=sum(x.cost for x in mine),
+                    provisioning=(r.provisioning if r else "") or self.provisioning.get(name, ""),
+                    output=self.output_of(name),
+                )
+            )
         return out
 
     def show_outputs(self, jobs: list[JobOutcome]) -> None:
         for j in jobs:
             lines, title = training_lines(j.output, self.opts.log_lines)
-            self.console.print(Panel(Text("\n".join(lines) or "(empty)"), title=f"kubectl logs job/{j.name}  ({title})",
-                                     title_align="left"))
+            self.console.print(
+                Panel(
+                    Text("\n".join(lines) or "(empty)"),
+                    title=f"kubectl logs job/{j.name}  ({title})",
+                    title_align="left",
+                )
+            )
 
     def summary(self, result: DemoResult) -> None:
         t = Table(title="summary", header_style="bold")
         for col in ("JOB", "PLAN", "STATE", "WAITED", "PROVISIONING", "COST"):
             t.add_column(col)
         for j in result.jobs:
-            t.add_row(j.name, PLAN_NAMES.get(j.flavor, j.flavor or "-"),
-                      Text(j.state, style=STATE_STYLE.get(j.state, "")), fmt_duration(j.waited),
-                      j.provisioning.partition(" (")[0] or "-", fmt_cost(j.cost))
+            t.add_row(
+                j.name,
+                PLAN_NAMES.get(j.flavor, j.flavor or "-"),
+                Text(j.state, style=STATE_STYLE.get(j.state, "")),
+                fmt_duration(j.waited),
+                j.provisioning.partition(" (")[0] or "-",
+                fmt_cost(j.cost),
+            )
         self.console.print(t)
         if result.story_holds:
-            self.console.print("[bold green]As in the tutorial:[/] job 1 ran on plan A (on-demand); plan A's "
-                               "quota was then in use, so job 2 fell back to plan B (DWS flex-start) and ran "
-                               "once its ProvisioningRequest was provisioned.")
+            self.console.print(
+                "[bold green]As in the tutorial:[/] job 1 ran on plan A (on-demand); plan A's "
+                "quota was then in use, so job 2 fell back to plan B (DWS flex-start) and ran "
+                "once its ProvisioningRequest was provisioned."
+            )
         else:
-            self.console.print("[bold red]The run did not tell the tutorial's story[/] "
-                               + (f"({result.error})" if result.error else
-                                  "(expected job 1 on on-demand and job 2 on dws, both Succeeded)"))
-        self.console.print(f"twin time {fmt_duration(result.elapsed)}; total cost "
-                           f"{fmt_cost(sum(j.cost for j in result.jobs))}")
+            self.console.print(
+                "[bold red]The run did not tell the tutorial's story[/] "
+                + (
+                    f"({result.error})"
+                    if result.error
+                    else "(expected job 1 on on-demand and job 2 on dws, both Succeeded)"
+                )
+            )
+        self.console.print(
+            f"twin time {fmt_duration(result.elapsed)}; total cost "
+            f"{fmt_cost(sum(j.cost for j in result.jobs))}"
+        )
 
 
-_TRAINING = ("Local Devices", "Starting training", "Epoch ", "Training Complete", "Run Result", "succeeded",
-             "failed", "Error", "[flexq")
+_TRAINING = (
+    "Local Devices",
+    "Starting training",
+    "Epoch ",
+    "Training Complete",
+    "Run Result",
+    "succeeded",
+    "failed",
+    "Error",
+    "[flexq",
+)
 
 
 def training_lines(output: str, limit: int) -> tuple[list[str], str]:
@@ -356,13 +456,16 @@ def capacity_profile(opts: DemoOptions) -> dict | None:
     return profile
 
 
-def run_demo(opts: DemoOptions, console: Console | None = None,
-             make_twin: Callable[..., Twin] | None = None) -> DemoResult:
+def run_demo(
+    opts: DemoOptions, console: Console | None = None, make_twin: Callable[..., Twin] | None = None
+) -> DemoResult:
     """Run the whole demo; never raises for a failed run (the result says what went wrong)."""
     console = console or Console()
     make = make_twin or Twin
     profile = capacity_profile(opts)  # refuse bad options before anything starts
-    twin = make(clock="virtual", executor="simulated") if opts.simulated else make(clock="real", executor="ray")
+    twin = (
+        make(clock="virtual", executor="simulated") if opts.simulated else make(clock="real", executor="ray")
+    )
     if profile is not None:  # the project store serves twin.flexq.dev profiles; write it on the loop's thread
         loop = twin.core.loop
         create = lambda: twin.core.project.create(profile)  # noqa: E731

@@ -23,10 +23,16 @@ SA_NAME = "flexq-fallback"
 # exactly what FallbackPolicy does through KubernetesAPI (flexq.fallback.kubeapi), per resource
 CLUSTER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list", "patch", "delete"]},
-    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues", "clusterqueues", "resourceflavors"],
-     "verbs": ["list"]},
-    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["admissionchecks", "provisioningrequestconfigs"],
-     "verbs": ["get"]},
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["localqueues", "clusterqueues", "resourceflavors"],
+        "verbs": ["list"],
+    },
+    {
+        "apiGroups": ["kueue.x-k8s.io"],
+        "resources": ["admissionchecks", "provisioningrequestconfigs"],
+        "verbs": ["get"],
+    },
     {"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["get", "update", "patch"]},
     {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "update", "patch"]},
@@ -37,56 +43,96 @@ CLUSTER_RULES: list[dict[str, Any]] = [
 
 def _state_rules(state_name: str) -> list[dict[str, Any]]:
     # ``create`` cannot be limited by resourceNames (the name is not known at authorization time)
-    return [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "update"],
-             "resourceNames": [state_name]},
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]
+    return [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "verbs": ["get", "update"],
+            "resourceNames": [state_name],
+        },
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+    ]
 
 
-def manifests(namespace: str = "flexq-system", image: str = "python:3.11-slim", package: str = "flexq",
-              state_namespace: str = "kueue-system", state_name: str = "flexq-fallback",
-              extra_args: list[str] | None = None) -> list[dict[str, Any]]:
+def manifests(
+    namespace: str = "flexq-system",
+    image: str = "python:3.11-slim",
+    package: str = "flexq",
+    state_namespace: str = "kueue-system",
+    state_name: str = "flexq-fallback",
+    extra_args: list[str] | None = None,
+) -> list[dict[str, Any]]:
     """The objects that run ``flexq fallback --in-cluster`` in a cluster."""
     labels = {"app.kubernetes.io/name": SA_NAME, "app.kubernetes.io/part-of": "flexq"}
     subject = [{"kind": "ServiceAccount", "name": SA_NAME, "namespace": namespace}]
     rbac = "rbac.authorization.k8s.io"
     args = ["--in-cluster", "--state-namespace", state_namespace, *(extra_args or [])]
-    script = (f"pip install --no-cache-dir --disable-pip-version-check {package} && "
-              f"exec flexq fallback {' '.join(args)}")
+    script = (
+        f"pip install --no-cache-dir --disable-pip-version-check {package} && "
+        f"exec flexq fallback {' '.join(args)}"
+    )
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}},
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": SA_NAME, "namespace": namespace, "labels": labels}},
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": {"name": SA_NAME, "labels": labels},
-         "rules": CLUSTER_RULES},
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding", "metadata": {"name": SA_NAME, "labels": labels},
-         "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": SA_NAME}, "subjects": subject},
-        {"apiVersion": f"{rbac}/v1", "kind": "Role",
-         "metadata": {"name": SA_NAME, "namespace": state_namespace, "labels": labels},
-         "rules": _state_rules(state_name)},
-        {"apiVersion": f"{rbac}/v1", "kind": "RoleBinding",
-         "metadata": {"name": SA_NAME, "namespace": state_namespace, "labels": labels},
-         "roleRef": {"apiGroup": rbac, "kind": "Role", "name": SA_NAME}, "subjects": subject},
-        {"apiVersion": "apps/v1", "kind": "Deployment",
-         "metadata": {"name": SA_NAME, "namespace": namespace, "labels": labels},
-         "spec": {
-             "replicas": 1,  # one writer: the policy's state is one ConfigMap
-             "strategy": {"type": "Recreate"},
-             "selector": {"matchLabels": {"app.kubernetes.io/name": SA_NAME}},
-             "template": {
-                 "metadata": {"labels": labels},
-                 "spec": {
-                     "serviceAccountName": SA_NAME,
-                     "containers": [{
-                         "name": "fallback", "image": image,
-                         "command": ["/bin/sh", "-c", script],
-                         "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
-                         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
-                                       "limits": {"memory": "512Mi"}},
-                         "securityContext": {"allowPrivilegeEscalation": False},
-                     }],
-                 },
-             },
-         }},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": SA_NAME, "namespace": namespace, "labels": labels},
+        },
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": SA_NAME, "labels": labels},
+            "rules": CLUSTER_RULES,
+        },
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": SA_NAME, "labels": labels},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": SA_NAME},
+            "subjects": subject,
+        },
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "Role",
+            "metadata": {"name": SA_NAME, "namespace": state_namespace, "labels": labels},
+            "rules": _state_rules(state_name),
+        },
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": SA_NAME, "namespace": state_namespace, "labels": labels},
+            "roleRef": {"apiGroup": rbac, "kind": "Role", "name": SA_NAME},
+            "subjects": subject,
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": SA_NAME, "namespace": namespace, "labels": labels},
+            "spec": {
+                "replicas": 1,  # one writer: the policy's state is one ConfigMap
+                "strategy": {"type": "Recreate"},
+                "selector": {"matchLabels": {"app.kubernetes.io/name": SA_NAME}},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": SA_NAME,
+                        "containers": [
+                            {
+                                "name": "fallback",
+                                "image": image,
+                                "command": ["/bin/sh", "-c", script],
+                                "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
+                                "resources": {
+                                    "requests": {"cpu": "100m", "memory": "256Mi"},
+                                    "limits": {"memory": "512Mi"},
+                                },
+                                "securityContext": {"allowPrivilegeEscalation": False},
+                            }
+                        ],
+                    },
+                },
+            },
+        },
     ]
 
 
@@ -99,9 +145,15 @@ def manifests_yaml(**kw: Any) -> str:
 def config_from_args(args: argparse.Namespace) -> Any:
     from flexq.fallback.policy import FallbackConfig
 
-    return FallbackConfig(grace_seconds=args.grace, backoff_seconds=args.backoff,
-                          max_backoff_seconds=args.max_backoff, move_started=args.move_started,
-                          all_queues=args.all_queues, dry_run=args.dry_run, state_namespace=args.state_namespace)
+    return FallbackConfig(
+        grace_seconds=args.grace,
+        backoff_seconds=args.backoff,
+        max_backoff_seconds=args.max_backoff,
+        move_started=args.move_started,
+        all_queues=args.all_queues,
+        dry_run=args.dry_run,
+        state_namespace=args.state_namespace,
+    )
 
 
 def run(args: argparse.Namespace, console: Console, err_console: Console) -> int:
@@ -137,8 +189,10 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
 
     old = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
     mode = " (dry run: nothing is changed)" if args.dry_run else ""
-    console.print(f"flexq fallback: watching {client.configuration.host} every {args.interval:g}s{mode}",
-                  highlight=False)
+    console.print(
+        f"flexq fallback: watching {client.configuration.host} every {args.interval:g}s{mode}",
+        highlight=False,
+    )
     failures = 0
     try:
         while not stop.is_set():
@@ -153,8 +207,12 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
                 actions = []
             for a in actions:
                 prefix = "would " if args.dry_run else ""
-                console.print(f"{format_time(clock.now())}  {prefix}{a.verb:<12} {a.target}  {a.message}",
-                              markup=False, highlight=False, soft_wrap=True)  # one line, however long
+                console.print(
+                    f"{format_time(clock.now())}  {prefix}{a.verb:<12} {a.target}  {a.message}",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )  # one line, however long
             if args.once:
                 break
             now = clock.now()
@@ -172,29 +230,53 @@ def add_parser(sub: Any, kube_flags: Any) -> argparse.ArgumentParser:
     from flexq.fallback.policy import FallbackConfig
 
     d = FallbackConfig()
-    f = sub.add_parser("fallback", help="flexq's stock-out-aware fallback against a cluster (or its manifests)",
-                       description="Move jobs waiting on a stocked-out flavor to the next one, steer new jobs "
-                                   "away while it lasts, come back when it returns. Acts on LocalQueues "
-                                   "labelled fallback.flexq.dev/enabled=true (or all, with --all-queues).")
+    f = sub.add_parser(
+        "fallback",
+        help="flexq's stock-out-aware fallback against a cluster (or its manifests)",
+        description="Move jobs waiting on a stocked-out flavor to the next one, steer new jobs "
+        "away while it lasts, come back when it returns. Acts on LocalQueues "
+        "labelled fallback.flexq.dev/enabled=true (or all, with --all-queues).",
+    )
     kube_flags(f, namespace=False)
-    f.add_argument("--in-cluster", action="store_true", help="use the pod's service account (in a Deployment)")
+    f.add_argument(
+        "--in-cluster", action="store_true", help="use the pod's service account (in a Deployment)"
+    )
     f.add_argument("--dry-run", action="store_true", help="only print what it would do")
     f.add_argument("--once", action="store_true", help="one pass, then exit")
     f.add_argument("--interval", type=float, default=15.0, metavar="SECONDS", help="seconds between passes")
-    f.add_argument("--grace", type=float, default=d.grace_seconds, metavar="SECONDS",
-                   help="how long capacity errors must last before a flavor counts as stocked out")
-    f.add_argument("--backoff", type=float, default=d.backoff_seconds, metavar="SECONDS",
-                   help="first backoff of a stocked-out flavor (doubles after each failed probe)")
+    f.add_argument(
+        "--grace",
+        type=float,
+        default=d.grace_seconds,
+        metavar="SECONDS",
+        help="how long capacity errors must last before a flavor counts as stocked out",
+    )
+    f.add_argument(
+        "--backoff",
+        type=float,
+        default=d.backoff_seconds,
+        metavar="SECONDS",
+        help="first backoff of a stocked-out flavor (doubles after each failed probe)",
+    )
     f.add_argument("--max-backoff", type=float, default=d.max_backoff_seconds, metavar="SECONDS")
-    f.add_argument("--all-queues", action="store_true", help="act on every LocalQueue, not only opted-in ones")
+    f.add_argument(
+        "--all-queues", action="store_true", help="act on every LocalQueue, not only opted-in ones"
+    )
     f.add_argument("--move-started", action="store_true", help="also move jobs whose pods have started")
-    f.add_argument("--state-namespace", default=d.state_namespace,
-                   help="namespace of the state ConfigMap (flexq-fallback)")
+    f.add_argument(
+        "--state-namespace",
+        default=d.state_namespace,
+        help="namespace of the state ConfigMap (flexq-fallback)",
+    )
     fsub = f.add_subparsers(dest="fallback_command")
     m = fsub.add_parser("manifests", help="print the YAML that runs the fallback in the cluster")
     m.add_argument("--namespace", default="flexq-system", help="namespace of the Deployment")
     m.add_argument("--image", default="python:3.11-slim", help="container image (with python and pip)")
     m.add_argument("--package", default="flexq", help="what pip installs (e.g. flexq==0.1.0)")
-    m.add_argument("--state-namespace", dest="manifest_state_namespace", default=d.state_namespace,
-                   help="namespace of the state ConfigMap (gets a Role for it)")
+    m.add_argument(
+        "--state-namespace",
+        dest="manifest_state_namespace",
+        default=d.state_namespace,
+        help="namespace of the state ConfigMap (gets a Role for it)",
+    )
     return f

@@ -16,8 +16,16 @@ from typing import Any
 
 from flexq.cli.status import FALLBACK_MOVED, Snapshot
 
-__all__ = ["connect", "list_objects", "list_core", "fetch_snapshot", "apply_objects", "job_pods",
-           "stream_logs", "ClientError"]
+__all__ = [
+    "connect",
+    "list_objects",
+    "list_core",
+    "fetch_snapshot",
+    "apply_objects",
+    "job_pods",
+    "stream_logs",
+    "ClientError",
+]
 
 KUEUE = ("kueue.x-k8s.io", ("v1beta2", "v1beta1"))
 AUTOSCALING = ("autoscaling.x-k8s.io", ("v1", "v1beta1"))
@@ -69,8 +77,14 @@ def _api_error(exc: Exception) -> ClientError:
     return ClientError(f"{status} {msg}")
 
 
-def list_objects(api: Any, group_versions: tuple[str, tuple[str, ...]], plural: str,
-                 namespace: str | None = None, *, missing_ok: bool = True) -> list[dict]:
+def list_objects(
+    api: Any,
+    group_versions: tuple[str, tuple[str, ...]],
+    plural: str,
+    namespace: str | None = None,
+    *,
+    missing_ok: bool = True,
+) -> list[dict]:
     """Items of a custom resource (first served version wins); [] when the kind is not served at all."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
@@ -119,13 +133,18 @@ def fetch_snapshot(api: Any, namespace: str | None = None) -> Snapshot:
     except ClientError:
         nodes = []  # a namespace-scoped user may not list nodes; costs then come from the catalog alone
     # jobs that carry a note from flexq's fallback (fallback.flexq.dev/moved): shown in the WHY column
-    jobs = [{**j, "kind": kind} for plural, kind, gv in (("rayjobs", "RayJob", RAY), ("jobs", "Job", BATCH))
-            for j in _list_quietly(api, gv, plural, namespace)
-            if FALLBACK_MOVED in ((j.get("metadata") or {}).get("annotations") or {})]
+    jobs = [
+        {**j, "kind": kind}
+        for plural, kind, gv in (("rayjobs", "RayJob", RAY), ("jobs", "Job", BATCH))
+        for j in _list_quietly(api, gv, plural, namespace)
+        if FALLBACK_MOVED in ((j.get("metadata") or {}).get("annotations") or {})
+    ]
     return Snapshot(workloads=workloads, provisioning_requests=prs, nodes=nodes, flavors=flavors, jobs=jobs)
 
 
-def _list_quietly(api: Any, gv: tuple[str, tuple[str, ...]], plural: str, namespace: str | None) -> list[dict]:
+def _list_quietly(
+    api: Any, gv: tuple[str, tuple[str, ...]], plural: str, namespace: str | None
+) -> list[dict]:
     try:
         return list_objects(api, gv, plural, namespace)
     except ClientError:  # a user who may not list jobs still gets the table
@@ -167,12 +186,14 @@ def job_pods(api: Any, job: str, namespace: str) -> list[dict]:
     pods = list_core(api, "list_namespaced_pod", namespace=namespace, label_selector=f"job-name={job}")
     if pods:
         return sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "")
-    return [p for p in list_core(api, "list_namespaced_pod", namespace=namespace)
-            if p["metadata"]["name"] == job]
+    return [
+        p for p in list_core(api, "list_namespaced_pod", namespace=namespace) if p["metadata"]["name"] == job
+    ]
 
 
-def stream_logs(api: Any, pod: str, namespace: str, *, follow: bool = False,
-                container: str | None = None) -> Iterator[str]:
+def stream_logs(
+    api: Any, pod: str, namespace: str, *, follow: bool = False, container: str | None = None
+) -> Iterator[str]:
     """A pod's log, line by line; with ``follow`` until the container stops."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException

@@ -34,8 +34,10 @@ __all__ = ["Home", "DEFAULT_PROJECT", "up", "down", "env", "env_lines", "running
 
 DEFAULT_PROJECT = "flexq-twin"
 READY_GRACE = 10.0  # seconds a running daemon gets to answer /readyz before `flexq up` says it does not
-KUEUE_NOTE = ("Kueue (with ElasticJobsViaWorkloadSlices) and the Ray operator are already installed in the "
-              "twin: skip the tutorial's `helm install kueue` step.")
+KUEUE_NOTE = (
+    "Kueue (with ElasticJobsViaWorkloadSlices) and the Ray operator are already installed in the "
+    "twin: skip the tutorial's `helm install kueue` step."
+)
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ def _process_state(pid: int) -> str | None:
     """The process's state letter (``R``, ``S``, ``Z`` for a zombie, ...), or None when it cannot be read."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat[stat.rindex(")") + 2:].split()[0]
+        return stat[stat.rindex(")") + 2 :].split()[0]
     except (OSError, ValueError, IndexError):
         pass
     try:  # no /proc (macOS): ps says the same
@@ -154,8 +156,9 @@ def _log_tail(home: Home, n: int = 20) -> str:
         return ""
 
 
-def up(home: Home, console: Console, *, project: str | None = None, timeout: float = 90.0,
-       executor: str = "ray") -> int:
+def up(
+    home: Home, console: Console, *, project: str | None = None, timeout: float = 90.0, executor: str = "ray"
+) -> int:
     """Start the twin in the background and return once it is ready (0), or say why it is not (1)."""
     info = running(home)
     if info:
@@ -169,8 +172,10 @@ def up(home: Home, console: Console, *, project: str | None = None, timeout: flo
             console.print(f"flexq is already running at {info['url']} (pid {info['pid']}, home {home.path})")
             return 0
         if _alive(info["pid"]):
-            console.print(f"[red]flexq (pid {info['pid']}, home {home.path}) is running but does not answer at "
-                          f"{info.get('url')}; stop it with `flexq down`. {home.log_file} ends with:[/]")
+            console.print(
+                f"[red]flexq (pid {info['pid']}, home {home.path}) is running but does not answer at "
+                f"{info.get('url')}; stop it with `flexq down`. {home.log_file} ends with:[/]"
+            )
             console.print(_log_tail(home), markup=False, highlight=False)
             return 1
     private_home(home.path)
@@ -183,7 +188,12 @@ def up(home: Home, console: Console, *, project: str | None = None, timeout: flo
     with open(private_file(home.log_file), "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "flexq.cli.daemon", "--home", str(home.path), "--executor", executor],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
     clock = WallClock()
     deadline = clock.now() + timeout
     while clock.now() < deadline:
@@ -196,12 +206,16 @@ def up(home: Home, console: Console, *, project: str | None = None, timeout: flo
         if info and info.get("pid") == proc.pid and _ready(info):
             console.print(f"flexq is up at {info['url']} (pid {proc.pid}, home {home.path})")
             console.print('point gcloud and kubectl at it with:  eval "$(flexq env)"')
-            console.print(f"dashboard: {info['url']}/dashboard/ (`flexq dashboard` opens it); "
-                          f"Kueue's metrics: {info['url']}/metrics")
+            console.print(
+                f"dashboard: {info['url']}/dashboard/ (`flexq dashboard` opens it); "
+                f"Kueue's metrics: {info['url']}/metrics"
+            )
             console.print(KUEUE_NOTE)
             return 0
         clock.sleep(0.2)
-    console.print(f"[red]flexq did not become ready within {timeout:.0f}s; stopping it. Log: {home.log_file}[/]")
+    console.print(
+        f"[red]flexq did not become ready within {timeout:.0f}s; stopping it. Log: {home.log_file}[/]"
+    )
     _stop(proc.pid, 10.0)
     return 1
 

@@ -21,8 +21,13 @@ from flexq.cli.views import console, err_console
 def _cmd_up(args: argparse.Namespace) -> int:
     from flexq.cli import lifecycle
 
-    return lifecycle.up(lifecycle.Home.resolve(args.home), console, project=args.project,
-                        timeout=args.timeout, executor=args.executor)
+    return lifecycle.up(
+        lifecycle.Home.resolve(args.home),
+        console,
+        project=args.project,
+        timeout=args.timeout,
+        executor=args.executor,
+    )
 
 
 def _cmd_down(args: argparse.Namespace) -> int:
@@ -73,11 +78,23 @@ def _cmd_submit(args: argparse.Namespace) -> int:
             return 2
         annotations[key] = value
     spec = submit.SubmitSpec(
-        name=args.name or submit.default_name(args.script), queue=args.queue, accelerator=args.accelerator,
-        topology=args.topology, machine_type=args.machine_type, pip=pip, configmap=args.configmap,
-        image=args.image, head_pool=args.head_pool or None, worker_cpu=args.worker_cpu,
-        worker_memory=args.worker_memory, replicas=args.replicas, max_replicas=max(args.max_replicas, args.replicas),
-        elastic=not args.no_elastic, namespace=args.namespace if args.dry_run else None, annotations=annotations)
+        name=args.name or submit.default_name(args.script),
+        queue=args.queue,
+        accelerator=args.accelerator,
+        topology=args.topology,
+        machine_type=args.machine_type,
+        pip=pip,
+        configmap=args.configmap,
+        image=args.image,
+        head_pool=args.head_pool or None,
+        worker_cpu=args.worker_cpu,
+        worker_memory=args.worker_memory,
+        replicas=args.replicas,
+        max_replicas=max(args.max_replicas, args.replicas),
+        elastic=not args.no_elastic,
+        namespace=args.namespace if args.dry_run else None,
+        annotations=annotations,
+    )
     try:
         objs = submit.build_objects(spec, path.name, text)
     except submit.SubmitError as exc:
@@ -118,7 +135,9 @@ def _cmd_logs(args: argparse.Namespace) -> int:
             err_console.print(f'[red]error:[/] no pods found for job "{job}" in namespace "{args.namespace}"')
             return 1
         pod = (started or pods)[-1]["metadata"]["name"]
-        for line in kubeclient.stream_logs(api, pod, args.namespace, follow=args.follow, container=args.container):
+        for line in kubeclient.stream_logs(
+            api, pod, args.namespace, follow=args.follow, container=args.container
+        ):
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
     except kubeclient.ClientError as exc:
@@ -133,8 +152,14 @@ def _cmd_fallback(args: argparse.Namespace) -> int:
     from flexq.cli import fallback
 
     if args.fallback_command == "manifests":
-        sys.stdout.write(fallback.manifests_yaml(namespace=args.namespace, image=args.image, package=args.package,
-                                                 state_namespace=args.manifest_state_namespace))
+        sys.stdout.write(
+            fallback.manifests_yaml(
+                namespace=args.namespace,
+                image=args.image,
+                package=args.package,
+                state_namespace=args.manifest_state_namespace,
+            )
+        )
         return 0
     return fallback.run(args, console, err_console)
 
@@ -154,19 +179,27 @@ def _kube_flags(p: argparse.ArgumentParser, namespace: bool = True) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="flexq", description="A local twin of GKE + Kueue + KubeRay (DWS fallback).")
+    p = argparse.ArgumentParser(
+        prog="flexq", description="A local twin of GKE + Kueue + KubeRay (DWS fallback)."
+    )
     p.add_argument("--version", action="version", version=f"flexq {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    for name, helptext in (("up", "start the twin in the background (GKE and Kubernetes APIs)"),
-                           ("down", "stop the background twin and everything it started"),
-                           ("env", "print the export lines that point gcloud and kubectl at the twin")):
+    for name, helptext in (
+        ("up", "start the twin in the background (GKE and Kubernetes APIs)"),
+        ("down", "stop the background twin and everything it started"),
+        ("env", "print the export lines that point gcloud and kubectl at the twin"),
+    ):
         c = sub.add_parser(name, help=helptext)
         c.add_argument("--home", help="state directory (default: $FLEXQ_HOME or ~/.flexq)")
         if name == "up":
             c.add_argument("--project", default=None, help="the twin's GCP project id (default: flexq-twin)")
-            c.add_argument("--executor", choices=["ray", "simulated"], default="ray",
-                           help="run pods with real Ray (default) or simulate them")
+            c.add_argument(
+                "--executor",
+                choices=["ray", "simulated"],
+                default="ray",
+                help="run pods with real Ray (default) or simulate them",
+            )
             c.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for readiness")
         if name == "down":
             c.add_argument("--timeout", type=float, default=60.0, help="seconds to wait before killing")
@@ -178,12 +211,21 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--simulated", action="store_true", help="virtual clock and simulated training (fast)")
     d.add_argument("--timeout", type=float, default=None, help="wall seconds the jobs may take (real mode)")
     d.add_argument("--no-live", action="store_true", help="print state changes only, no live table")
-    d.add_argument("--capacity", choices=["fast", "tutorial"], default="fast",
-                   help="cloud capacity profile: fast (nodes in seconds) or tutorial (realistic waits; "
-                        "with --simulated)")
-    d.add_argument("--dws-wait", type=float, default=None, metavar="SECONDS",
-                   help="how long DWS takes to grant plan B (fast capacity; default 60 with real Ray, which "
-                        "staggers the two Ray clusters' start-up, 20 when simulated)")
+    d.add_argument(
+        "--capacity",
+        choices=["fast", "tutorial"],
+        default="fast",
+        help="cloud capacity profile: fast (nodes in seconds) or tutorial (realistic waits; "
+        "with --simulated)",
+    )
+    d.add_argument(
+        "--dws-wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long DWS takes to grant plan B (fast capacity; default 60 with real Ray, which "
+        "staggers the two Ray clusters' start-up, 20 when simulated)",
+    )
     d.set_defaults(func=_cmd_demo)
 
     s = sub.add_parser("status", help="one row per Kueue workload: plan, state, wait, why, cost")
@@ -191,7 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-A", "--all-namespaces", action="store_true")
     s.add_argument("-o", "--output", choices=["table", "wide", "json", "yaml"], default="table")
     s.add_argument("-w", "--watch", action="store_true", help="after the table, print each row that changes")
-    s.add_argument("--interval", type=float, default=2.0, metavar="SECONDS", help="with -w, how often to look")
+    s.add_argument(
+        "--interval", type=float, default=2.0, metavar="SECONDS", help="with -w, how often to look"
+    )
     s.set_defaults(func=_cmd_status)
 
     db = sub.add_parser("dashboard", help="open the served twin's web dashboard (logged in with its token)")
@@ -214,8 +258,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--worker-memory", default="16Gi")
     b.add_argument("--replicas", type=int, default=1, help="TPU slices to start with")
     b.add_argument("--max-replicas", type=int, default=2, help="TPU slices the autoscaler may grow to")
-    b.add_argument("--annotation", action="append", default=[], metavar="KEY=VALUE",
-                   help="RayJob annotation (e.g. twin.flexq.dev/run-seconds=60 on a simulated twin)")
+    b.add_argument(
+        "--annotation",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="RayJob annotation (e.g. twin.flexq.dev/run-seconds=60 on a simulated twin)",
+    )
     b.add_argument("--no-elastic", action="store_true", help="no Kueue workload slices / Ray autoscaling")
     b.add_argument("--dry-run", action="store_true", help="print the YAML instead of creating it")
     _kube_flags(b)
@@ -225,8 +274,13 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("job", help="RayJob or Job name (or job/<name>)")
     lg.add_argument("-f", "--follow", action="store_true")
     lg.add_argument("-c", "--container", default=None)
-    lg.add_argument("--pod-running-timeout", type=float, default=20.0, metavar="SECONDS",
-                    help="with -f, how long to wait for the job's pod to start (as kubectl)")
+    lg.add_argument(
+        "--pod-running-timeout",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="with -f, how long to wait for the job's pod to start (as kubectl)",
+    )
     _kube_flags(lg)
     lg.set_defaults(func=_cmd_logs)
 

@@ -52,8 +52,13 @@ def row_key(r: WorkloadRow) -> tuple[str, str]:
 
 def _sig(r: WorkloadRow) -> tuple:
     """What makes a row worth printing again (not the clock-driven WAITED or COST)."""
-    return (r.state, r.plan, r.reason.code if r.reason else "", r.reason.detail if r.reason else r.why,
-            r.provisioning)
+    return (
+        r.state,
+        r.plan,
+        r.reason.code if r.reason else "",
+        r.reason.detail if r.reason else r.why,
+        r.provisioning,
+    )
 
 
 def changed_rows(before: dict[tuple[str, str], tuple], rows: list[WorkloadRow]) -> list[WorkloadRow]:
@@ -83,8 +88,13 @@ def render(rows: list[WorkloadRow], output: str, console: Console, *, header: bo
             console.print(legend)
 
 
-def cmd_status(args: argparse.Namespace, console: Console, err_console: Console,
-               sleep: Callable[[float], None] | None = None, rounds: int | None = None) -> int:
+def cmd_status(
+    args: argparse.Namespace,
+    console: Console,
+    err_console: Console,
+    sleep: Callable[[float], None] | None = None,
+    rounds: int | None = None,
+) -> int:
     from flexq.cli import kubeclient
 
     clock = WallClock()

@@ -20,23 +20,43 @@ __all__ = ["add_parser", "run", "summary_tables"]
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    sm = sub.add_parser("simulate", help="capacity planning: your manifests, a trace, a capacity profile -> "
-                                         "waits, usage and cost per variant, with plots")
-    sm.add_argument("study", help="a simulation file, a directory holding simulation.yaml, or Kueue's "
-                                  "perf-harness generator.yaml")
-    sm.add_argument("-o", "--out", default=None,
-                    help="output directory (default: <study directory>/results)")
+    sm = sub.add_parser(
+        "simulate",
+        help="capacity planning: your manifests, a trace, a capacity profile -> "
+        "waits, usage and cost per variant, with plots",
+    )
+    sm.add_argument(
+        "study",
+        help="a simulation file, a directory holding simulation.yaml, or Kueue's perf-harness generator.yaml",
+    )
+    sm.add_argument("-o", "--out", default=None, help="output directory (default: <study directory>/results)")
     sm.add_argument("--replicas", type=int, default=None, help="replicas per variant (seeds seed..seed+N-1)")
     sm.add_argument("--seed", type=int, default=None, help="first seed (default: the study's, else 1)")
     sm.add_argument("--variant", action="append", default=[], help="run only this variant (repeatable)")
-    sm.add_argument("-j", "--jobs", type=int, default=None,
-                    help="parallel processes (default: one per core; 1 = in this process)")
-    sm.add_argument("--ray-address", default=None,
-                    help="run on an existing Ray cluster (e.g. auto, 127.0.0.1:6379, ray://host:10001)")
-    sm.add_argument("--until", default=None, metavar="DURATION",
-                    help="submit only the jobs of this much traffic (e.g. 12h, 2d), then let them finish")
-    sm.add_argument("--scale", type=float, default=None,
-                    help="Kueue generator.yaml: fraction of each workload set's count to create")
+    sm.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        help="parallel processes (default: one per core; 1 = in this process)",
+    )
+    sm.add_argument(
+        "--ray-address",
+        default=None,
+        help="run on an existing Ray cluster (e.g. auto, 127.0.0.1:6379, ray://host:10001)",
+    )
+    sm.add_argument(
+        "--until",
+        default=None,
+        metavar="DURATION",
+        help="submit only the jobs of this much traffic (e.g. 12h, 2d), then let them finish",
+    )
+    sm.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="Kueue generator.yaml: fraction of each workload set's count to create",
+    )
     sm.add_argument("--no-plots", action="store_true", help="only jobs.csv and the JSON summaries")
     sm.add_argument("--no-progress", action="store_true", help="no live progress bar")
     return sm
@@ -79,17 +99,36 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
     """The terminal summary: one comparison table, then per variant its detail (replica 0 and CIs)."""
     tables = []
     t = Table(title="Variants (mean ± 95% CI half-width over replicas)", title_justify="left")
-    for col in ("variant", "runs", "succeeded", "failed", "never started", "wait→admission mean", "p95",
-                "wait→start mean", "makespan", "cost USD", "evictions"):
+    for col in (
+        "variant",
+        "runs",
+        "succeeded",
+        "failed",
+        "never started",
+        "wait→admission mean",
+        "p95",
+        "wait→start mean",
+        "makespan",
+        "cost USD",
+        "evictions",
+    ):
         t.add_column(col, justify="left" if col == "variant" else "right")
     num = lambda x: f"{x:g}"  # noqa: E731
     for name, d in docs.items():
         a = d["aggregate"]
-        t.add_row(name, str(a["replicas"]), _ci(a.get("succeeded"), num), _ci(a.get("failed"), num),
-                  _ci(a.get("neverStarted"), num), _ci(a.get("waitToAdmissionMean"), _dur),
-                  _ci(a.get("waitToAdmissionP95"), _dur), _ci(a.get("waitToStartMean"), _dur),
-                  _ci(a.get("makespanSeconds"), _dur), _ci(a.get("costUSD"), lambda x: f"{x:,.2f}"),
-                  _ci(a.get("evictions"), num))
+        t.add_row(
+            name,
+            str(a["replicas"]),
+            _ci(a.get("succeeded"), num),
+            _ci(a.get("failed"), num),
+            _ci(a.get("neverStarted"), num),
+            _ci(a.get("waitToAdmissionMean"), _dur),
+            _ci(a.get("waitToAdmissionP95"), _dur),
+            _ci(a.get("waitToStartMean"), _dur),
+            _ci(a.get("makespanSeconds"), _dur),
+            _ci(a.get("costUSD"), lambda x: f"{x:,.2f}"),
+            _ci(a.get("evictions"), num),
+        )
     tables.append(t)
     for name, d in docs.items():
         s = d["replicas"][0]
@@ -103,26 +142,47 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
                 continue
             for g, st in groups.items():
                 ss = s["waitToStart"][key].get(g, {})
-                w.add_row(f"{label} {g}", str(st["count"]), _dur(st.get("mean")), _dur(st.get("p50")),
-                          _dur(st.get("p95")), _dur(st.get("max")), _dur(ss.get("mean")), _dur(ss.get("p95")))
+                w.add_row(
+                    f"{label} {g}",
+                    str(st["count"]),
+                    _dur(st.get("mean")),
+                    _dur(st.get("p50")),
+                    _dur(st.get("p95")),
+                    _dur(st.get("max")),
+                    _dur(ss.get("mean")),
+                    _dur(ss.get("p95")),
+                )
         classes = {k: v for k, v in s["timeToAdmissionByClass"].items() if k != "(none)"}
         for g, st in classes.items():
-            w.add_row(f"class {g}", str(st["count"]), _dur(st.get("mean")), _dur(st.get("p50")),
-                      _dur(st.get("p95")), _dur(st.get("max")), "", "")
+            w.add_row(
+                f"class {g}",
+                str(st["count"]),
+                _dur(st.get("mean")),
+                _dur(st.get("p50")),
+                _dur(st.get("p95")),
+                _dur(st.get("max")),
+                "",
+                "",
+            )
         tables.append(w)
         o = Table(show_header=True, title_justify="left")
         o.add_column("what", justify="left")
         o.add_column("value", justify="left")
         jobs = s["jobs"]
-        o.add_row("jobs", f"{jobs['total']} total: {jobs['succeeded']} succeeded, {jobs['failed']} failed, "
-                          f"{jobs['neverStarted']} never started, {jobs['unfinished']} still running, "
-                          f"{jobs['deactivated']} deactivated by Kueue")
+        o.add_row(
+            "jobs",
+            f"{jobs['total']} total: {jobs['succeeded']} succeeded, {jobs['failed']} failed, "
+            f"{jobs['neverStarted']} never started, {jobs['unfinished']} still running, "
+            f"{jobs['deactivated']} deactivated by Kueue",
+        )
         o.add_row("makespan", _dur(s["makespanSeconds"]))
         used = {k: v for k, v in s["clusterQueueReservationPercent"].items() if v > 0}
         if len(used) > 6:  # many queues (Kueue's perf scenarios): the spread, the detail is in the JSON
             vals = sorted(used.values())
-            usage = (f"{len(used)} queue/flavor/resource entries: mean {sum(vals) / len(vals):.1f}%, "
-                     f"min {vals[0]:.1f}%, max {vals[-1]:.1f}%")
+            usage = (
+                f"{len(used)} queue/flavor/resource entries: mean {sum(vals) / len(vals):.1f}%, "
+                f"min {vals[0]:.1f}%, max {vals[-1]:.1f}%"
+            )
         else:
             usage = ", ".join(f"{k} {v:.1f}%" for k, v in used.items())
         o.add_row("ClusterQueue quota reserved", usage or "-")
@@ -145,8 +205,13 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     clock = WallClock()
     wall0 = clock.now()
     try:
-        study = load_study(args.study, replicas=args.replicas, seed=args.seed, variants=args.variant or None,
-                           scale=args.scale)
+        study = load_study(
+            args.study,
+            replicas=args.replicas,
+            seed=args.seed,
+            variants=args.variant or None,
+            scale=args.scale,
+        )
         if args.until is not None:
             from flexq.api.capacity_profile import parse_duration
 
@@ -158,13 +223,24 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         err_console.print(f"[red]error:[/] {exc}")
         return 2
     study_path = Path(args.study)
-    out = Path(args.out) if args.out else (study_path if study_path.is_dir() else study_path.parent) / "results"
+    out = (
+        Path(args.out) if args.out else (study_path if study_path.is_dir() else study_path.parent) / "results"
+    )
     runs = len(study.variants) * study.replicas
-    console.print(f"[bold]flexq simulate[/] {study.name}: {len(study.variants)} variant(s) × {study.replicas} "
-                  f"replica(s) = {runs} run(s)" + (f" on Ray at {args.ray_address}" if args.ray_address else ""))
+    console.print(
+        f"[bold]flexq simulate[/] {study.name}: {len(study.variants)} variant(s) × {study.replicas} "
+        f"replica(s) = {runs} run(s)" + (f" on Ray at {args.ray_address}" if args.ray_address else "")
+    )
     show = not args.no_progress and console.is_terminal
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                        TimeElapsedColumn(), console=console, disable=not show, transient=False)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not show,
+        transient=False,
+    )
     tasks: dict[tuple[str, int], Any] = {}
     last: dict[tuple[str, int], float] = {}
 
@@ -175,16 +251,25 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
             return
         last[key] = now
         if key not in tasks:
-            tasks[key] = progress.add_task(f"{p['variant']} #{p['replica']}", total=max(p["horizon"], 1.0),
-                                           info="")
-        progress.update(tasks[key], completed=p["horizon"] if p.get("done") else min(p["time"], p["horizon"]),
-                        info=f"sim {_dur(p['time'])}, {p['finished']}/{p['total']} jobs done, "
-                             f"{p['pending']} pending")
+            tasks[key] = progress.add_task(
+                f"{p['variant']} #{p['replica']}", total=max(p["horizon"], 1.0), info=""
+            )
+        progress.update(
+            tasks[key],
+            completed=p["horizon"] if p.get("done") else min(p["time"], p["horizon"]),
+            info=f"sim {_dur(p['time'])}, {p['finished']}/{p['total']} jobs done, {p['pending']} pending",
+        )
 
     try:
         with progress:
-            result = simulate(study, out=out, workers=args.jobs, ray_address=args.ray_address,
-                              plots=not args.no_plots, progress=on_progress)
+            result = simulate(
+                study,
+                out=out,
+                workers=args.jobs,
+                ray_address=args.ray_address,
+                plots=not args.no_plots,
+                progress=on_progress,
+            )
     except InputError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         return 2
@@ -192,7 +277,9 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         console.print(table)
     wall = clock.now() - wall0
     jobs = sum(len(r.jobs) for r in result.runs)
-    console.print(f"wall time {wall:.1f} s for {jobs} simulated jobs ({jobs / max(wall, 1e-9):.1f} per wall second, "
-                  f"{sum(r.steps for r in result.runs)} loop steps); files in {out}/: "
-                  + ", ".join(p.name for p in result.files))
+    console.print(
+        f"wall time {wall:.1f} s for {jobs} simulated jobs ({jobs / max(wall, 1e-9):.1f} per wall second, "
+        f"{sum(r.steps for r in result.runs)} loop steps); files in {out}/: "
+        + ", ".join(p.name for p in result.files)
+    )
     return 0

@@ -25,8 +25,19 @@ from flexq.api.reasons import Explanation, explain
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import parse_time
 
-__all__ = ["Snapshot", "WorkloadRow", "fallback_note", "workload_rows", "workload_cost", "workload_state", "job_of",
-           "provisioning_state", "fmt_duration", "fmt_cost", "rows_as_dicts"]
+__all__ = [
+    "Snapshot",
+    "WorkloadRow",
+    "fallback_note",
+    "workload_rows",
+    "workload_cost",
+    "workload_state",
+    "job_of",
+    "provisioning_state",
+    "fmt_duration",
+    "fmt_cost",
+    "rows_as_dicts",
+]
 
 _PR_ATTEMPT = re.compile(r"-(\d+)$")
 _MODEL_OF_LABEL = {"standard": catalog.ON_DEMAND, "spot": catalog.SPOT, "flex-start": catalog.FLEX_START}
@@ -41,11 +52,15 @@ class Snapshot:
     nodes: list[dict] = field(default_factory=list)
     flavors: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)  # core Events about pods (FailedScaleUp, preemptions)
-    stockouts: dict[str, str] = field(default_factory=dict)  # node pool -> GCE's stock-out message, when known
+    stockouts: dict[str, str] = field(
+        default_factory=dict
+    )  # node pool -> GCE's stock-out message, when known
     jobs: list[dict] = field(default_factory=list)  # the workloads' jobs (RayJob, Job): the fallback's note
 
 
-FALLBACK_MOVED = "fallback.flexq.dev/moved"  # flexq.fallback.policy.ANN_MOVED: what flexq's fallback did, one line
+FALLBACK_MOVED = (
+    "fallback.flexq.dev/moved"  # flexq.fallback.policy.ANN_MOVED: what flexq's fallback did, one line
+)
 
 
 def fallback_note(wl: dict, jobs: list[dict]) -> str:
@@ -66,17 +81,17 @@ class WorkloadRow:
 
     namespace: str
     workload: str
-    job: str                          # "<Kind>/<name>" of the owning job ("" when it has none)
-    queue: str                        # LocalQueue
-    cluster_queue: str                # "" until quota is reserved
+    job: str  # "<Kind>/<name>" of the owning job ("" when it has none)
+    queue: str  # LocalQueue
+    cluster_queue: str  # "" until quota is reserved
     plan: tuple[tuple[str, str], ...]  # (pod set, flavor) in pod-set order; empty until quota is reserved
-    state: str                        # Pending, QuotaReserved, Admitted, Running, Succeeded, Failed, ...
-    waited: float                     # seconds from creation to admission (or to now / the end)
+    state: str  # Pending, QuotaReserved, Admitted, Running, Succeeded, Failed, ...
+    waited: float  # seconds from creation to admission (or to now / the end)
     why: str
-    provisioning: str                 # "<ProvisioningRequest>: <state>" or ""
-    cost: float                       # USD so far
+    provisioning: str  # "<ProvisioningRequest>: <state>" or ""
+    cost: float  # USD so far
     reason: Explanation | None = None  # the coded reason it waits (flexq.api.reasons), None when it does not
-    note: str = ""                    # what flexq's fallback did to its job (also leads ``why``)
+    note: str = ""  # what flexq's fallback did to its job (also leads ``why``)
 
     @property
     def plan_text(self) -> str:
@@ -125,7 +140,8 @@ def workload_state(wl: dict) -> str:
     if _is_true(c, "Finished"):
         reason = c["Finished"].get("reason", "")
         return {"Succeeded": "Succeeded", "Failed": "Failed", "WorkloadSliceReplaced": "Replaced"}.get(
-            reason, "Finished")
+            reason, "Finished"
+        )
     if (wl.get("spec") or {}).get("active") is False:
         return "Deactivated"
     if _is_true(c, "Admitted"):
@@ -169,8 +185,10 @@ def _requests_of(wl: dict, prs: Iterable[dict]) -> list[dict]:
         if pm.get("namespace") != ns:
             continue
         owners = pm.get("ownerReferences") or []
-        owned = any(o.get("kind") == "Workload" and (o.get("uid") == uid if uid else o.get("name") == name)
-                    for o in owners)
+        owned = any(
+            o.get("kind") == "Workload" and (o.get("uid") == uid if uid else o.get("name") == name)
+            for o in owners
+        )
         if owned or (not owners and pm.get("name", "").startswith(f"{name}-")):
             mine.append(pr)
     return sorted(mine, key=lambda p: (_attempt(p), p["metadata"]["name"]))
@@ -229,7 +247,7 @@ def _why(wl: dict, state: str, pr: dict | None) -> str:
 # -- cost ------------------------------------------------------------------------------------------------------
 def _pod_requests(template: dict) -> dict[str, Fraction]:
     total: dict[str, Fraction] = {}
-    for ctr in ((template.get("spec") or {}).get("containers") or []):
+    for ctr in (template.get("spec") or {}).get("containers") or []:
         res = ctr.get("resources") or {}
         req = {**(res.get("limits") or {}), **(res.get("requests") or {})}
         for name, q in req.items():
@@ -241,18 +259,26 @@ def _matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def _machine_for(template: dict, flavor: dict | None, nodes: list[dict], queued: bool,
-                 ) -> tuple[catalog.MachineType, catalog.ProvisioningModel] | None:
+def _machine_for(
+    template: dict,
+    flavor: dict | None,
+    nodes: list[dict],
+    queued: bool,
+) -> tuple[catalog.MachineType, catalog.ProvisioningModel] | None:
     """The machine type and provisioning model a pod of this pod set runs on: from a matching node when one
     exists, else inferred from the pod set's TPU selector and chip request."""
-    selector = {**((flavor or {}).get("spec", {}).get("nodeLabels") or {}),
-                **((template.get("spec") or {}).get("nodeSelector") or {})}
+    selector = {
+        **((flavor or {}).get("spec", {}).get("nodeLabels") or {}),
+        **((template.get("spec") or {}).get("nodeSelector") or {}),
+    }
     for node in nodes:
         labels = node.get("metadata", {}).get("labels") or {}
         itype = labels.get("node.kubernetes.io/instance-type", "")
         if _matches(labels, selector) and catalog.is_known_machine_type(itype):
-            return (catalog.machine_type(itype),
-                    _MODEL_OF_LABEL.get(labels.get(catalog.LABEL_PROVISIONING, ""), catalog.ON_DEMAND))
+            return (
+                catalog.machine_type(itype),
+                _MODEL_OF_LABEL.get(labels.get(catalog.LABEL_PROVISIONING, ""), catalog.ON_DEMAND),
+            )
     accel = selector.get(catalog.LABEL_TPU_ACCELERATOR)
     chips = _pod_requests(template).get(catalog.RESOURCE_TPU)
     if accel and chips:
@@ -306,8 +332,12 @@ def workload_cost(wl: dict, snap: Snapshot, now: float) -> float:
         ps = pod_sets.get(psa.get("name", ""), {})
         template = ps.get("template") or {}
         count = psa.get("count", ps.get("count", 1))
-        found = _machine_for(template, flavors.get(_main_flavor(psa.get("flavors") or {})), snap.nodes,
-                             psa.get("name", "") in queued)
+        found = _machine_for(
+            template,
+            flavors.get(_main_flavor(psa.get("flavors") or {})),
+            snap.nodes,
+            psa.get("name", "") in queued,
+        )
         if found is None:
             continue
         mt, model = found
@@ -335,27 +365,51 @@ def _row(wl: dict, snap: Snapshot, now: float) -> WorkloadRow:
         admitted = _when(c.get("Finished"))
     waited = max(0.0, (admitted if admitted is not None else now) - created)
     plan = _plan(wl)
-    pools = {((f.get("spec") or {}).get("nodeLabels") or {}).get(catalog.LABEL_NODEPOOL, "")
-             for f in snap.flavors if f["metadata"]["name"] in {fl for _, fl in plan}}
+    pools = {
+        ((f.get("spec") or {}).get("nodeLabels") or {}).get(catalog.LABEL_NODEPOOL, "")
+        for f in snap.flavors
+        if f["metadata"]["name"] in {fl for _, fl in plan}
+    }
     job = job_of(wl).partition("/")[2]
-    pod_events = [e for e in snap.events if job and (e.get("involvedObject") or {}).get("kind") == "Pod"
-                  and e["metadata"].get("namespace") == meta.get("namespace")
-                  and (e.get("involvedObject") or {}).get("name", "").startswith(job + "-")]
+    pod_events = [
+        e
+        for e in snap.events
+        if job
+        and (e.get("involvedObject") or {}).get("kind") == "Pod"
+        and e["metadata"].get("namespace") == meta.get("namespace")
+        and (e.get("involvedObject") or {}).get("name", "").startswith(job + "-")
+    ]
     note = fallback_note(wl, snap.jobs)
-    reason = explain(wl, snap.provisioning_requests, pod_events, now,
-                     {k: v for k, v in snap.stockouts.items() if k in pools})
+    reason = explain(
+        wl,
+        snap.provisioning_requests,
+        pod_events,
+        now,
+        {k: v for k, v in snap.stockouts.items() if k in pools},
+    )
     return WorkloadRow(
-        namespace=meta.get("namespace", ""), workload=meta["name"], job=job_of(wl),
-        queue=spec.get("queueName", ""), cluster_queue=(status.get("admission") or {}).get("clusterQueue", ""),
-        plan=_plan(wl), state=state, waited=waited, why="; ".join(p for p in (
-            note, _why(wl, state, prs[-1] if prs else None)) if p),
-        provisioning=pr_text, cost=workload_cost(wl, snap, now), reason=reason, note=note)
+        namespace=meta.get("namespace", ""),
+        workload=meta["name"],
+        job=job_of(wl),
+        queue=spec.get("queueName", ""),
+        cluster_queue=(status.get("admission") or {}).get("clusterQueue", ""),
+        plan=_plan(wl),
+        state=state,
+        waited=waited,
+        why="; ".join(p for p in (note, _why(wl, state, prs[-1] if prs else None)) if p),
+        provisioning=pr_text,
+        cost=workload_cost(wl, snap, now),
+        reason=reason,
+        note=note,
+    )
 
 
 def workload_rows(snap: Snapshot, now: float) -> list[WorkloadRow]:
     """One row per Workload, oldest first (creation time, then namespace and name)."""
-    ordered = sorted(snap.workloads, key=lambda w: (_created(w) or 0.0, w["metadata"].get("namespace", ""),
-                                                    w["metadata"]["name"]))
+    ordered = sorted(
+        snap.workloads,
+        key=lambda w: (_created(w) or 0.0, w["metadata"].get("namespace", ""), w["metadata"]["name"]),
+    )
     return [_row(w, snap, now) for w in ordered]
 
 
@@ -378,8 +432,20 @@ def fmt_cost(usd: float) -> str:
 
 def rows_as_dicts(rows: Iterable[WorkloadRow]) -> list[dict[str, Any]]:
     """Rows as JSON-ready dicts (``flexq status -o json``)."""
-    return [{"namespace": r.namespace, "workload": r.workload, "job": r.job, "queue": r.queue,
-             "clusterQueue": r.cluster_queue, "plan": dict(r.plan), "state": r.state,
-             "waitedSeconds": round(r.waited, 3), "why": r.why,
-             "reason": r.reason.as_dict() if r.reason else None, "provisioning": r.provisioning,
-             "costUSD": round(r.cost, 4)} for r in rows]
+    return [
+        {
+            "namespace": r.namespace,
+            "workload": r.workload,
+            "job": r.job,
+            "queue": r.queue,
+            "clusterQueue": r.cluster_queue,
+            "plan": dict(r.plan),
+            "state": r.state,
+            "waitedSeconds": round(r.waited, 3),
+            "why": r.why,
+            "reason": r.reason.as_dict() if r.reason else None,
+            "provisioning": r.provisioning,
+            "costUSD": round(r.cost, 4),
+        }
+        for r in rows
+    ]

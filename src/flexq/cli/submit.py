@@ -38,11 +38,11 @@ class SubmitSpec:
     queue: str = "user-queue"
     accelerator: str = "tpu-v6e-slice"
     topology: str = "4x4"
-    machine_type: str | None = None          # inferred from accelerator + topology when None
+    machine_type: str | None = None  # inferred from accelerator + topology when None
     pip: list[str] = field(default_factory=list)
-    configmap: str | None = None             # default "<name>-script"
+    configmap: str | None = None  # default "<name>-script"
     image: str = DEFAULT_IMAGE
-    head_pool: str | None = "default-pool"   # the head's cloud.google.com/gke-nodepool (None: anywhere)
+    head_pool: str | None = "default-pool"  # the head's cloud.google.com/gke-nodepool (None: anywhere)
     head_cpu: str = "2"
     head_memory: str = "4Gi"
     worker_cpu: str = "8"
@@ -70,13 +70,19 @@ def choose_machine(accelerator: str, topology: str, machine_type: str | None = N
             raise SubmitError(str(exc)) from None
         catalog_hosts(mt, topology)
         return mt
-    fits = [mt for mt in catalog.MACHINE_TYPES.values()
-            if mt.tpu is not None and mt.tpu.accelerator_label == accelerator
-            and topology in catalog.valid_topologies(mt)]
+    fits = [
+        mt
+        for mt in catalog.MACHINE_TYPES.values()
+        if mt.tpu is not None
+        and mt.tpu.accelerator_label == accelerator
+        and topology in catalog.valid_topologies(mt)
+    ]
     if not fits:
         known = sorted({mt.tpu.accelerator_label for mt in catalog.MACHINE_TYPES.values() if mt.tpu})
-        raise SubmitError(f'no TPU machine type offers accelerator "{accelerator}" with topology "{topology}" '
-                          f'(accelerators: {", ".join(known)})')
+        raise SubmitError(
+            f'no TPU machine type offers accelerator "{accelerator}" with topology "{topology}" '
+            f"(accelerators: {', '.join(known)})"
+        )
     return min(fits, key=lambda mt: (catalog.hosts_per_slice(mt, topology), mt.name))
 
 
@@ -105,13 +111,19 @@ def _head(spec: SubmitSpec, configmap: str) -> dict[str, Any]:
     pod: dict[str, Any] = {}
     if spec.head_pool:
         pod["nodeSelector"] = {catalog.LABEL_NODEPOOL: spec.head_pool}
-    pod["containers"] = [{
-        "name": "ray-head", "image": spec.image,
-        "ports": [{"containerPort": 6379, "name": "gcs-server"}, {"containerPort": 8265, "name": "dashboard"},
-                  {"containerPort": 10001, "name": "client"}],
-        "resources": {"limits": dict(res), "requests": dict(res)},
-        "volumeMounts": [mount],
-    }]
+    pod["containers"] = [
+        {
+            "name": "ray-head",
+            "image": spec.image,
+            "ports": [
+                {"containerPort": 6379, "name": "gcs-server"},
+                {"containerPort": 8265, "name": "dashboard"},
+                {"containerPort": 10001, "name": "client"},
+            ],
+            "resources": {"limits": dict(res), "requests": dict(res)},
+            "volumeMounts": [mount],
+        }
+    ]
     pod["volumes"] = [vol]
     return {"rayStartParams": {}, "template": {"spec": pod}}
 
@@ -124,23 +136,38 @@ def _workers(spec: SubmitSpec, configmap: str, mt: catalog.MachineType, hosts: i
             {"key": catalog.RESOURCE_TPU, "operator": "Exists", "effect": "NoSchedule"},
             {"key": catalog.LABEL_QUEUED, "operator": "Exists", "effect": "NoSchedule"},
         ],
-        "containers": [{"name": "ray-worker", "image": spec.image,
-                        "resources": {"limits": dict(res), "requests": dict(res)},
-                        "volumeMounts": [mount]}],
+        "containers": [
+            {
+                "name": "ray-worker",
+                "image": spec.image,
+                "resources": {"limits": dict(res), "requests": dict(res)},
+                "volumeMounts": [mount],
+            }
+        ],
         "volumes": [vol],
-        "nodeSelector": {catalog.LABEL_TPU_ACCELERATOR: spec.accelerator,
-                         catalog.LABEL_TPU_TOPOLOGY: spec.topology},
+        "nodeSelector": {
+            catalog.LABEL_TPU_ACCELERATOR: spec.accelerator,
+            catalog.LABEL_TPU_TOPOLOGY: spec.topology,
+        },
     }
-    return {"replicas": spec.replicas, "minReplicas": min(spec.replicas, 1) if spec.elastic else spec.replicas,
-            "maxReplicas": spec.max_replicas if spec.elastic else spec.replicas, "numOfHosts": hosts,
-            "groupName": spec.group_name, "rayStartParams": {}, "template": {"spec": pod}}
+    return {
+        "replicas": spec.replicas,
+        "minReplicas": min(spec.replicas, 1) if spec.elastic else spec.replicas,
+        "maxReplicas": spec.max_replicas if spec.elastic else spec.replicas,
+        "numOfHosts": hosts,
+        "groupName": spec.group_name,
+        "rayStartParams": {},
+        "template": {"spec": pod},
+    }
 
 
 def build_objects(spec: SubmitSpec, script_name: str, script_text: str) -> list[dict[str, Any]]:
     """[ConfigMap, RayJob] for ``spec``; the script is mounted at ``/app/<script_name>`` and run with python."""
     if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", spec.name) or len(spec.name) > 47:
-        raise SubmitError(f'invalid job name "{spec.name}": a DNS-1123 label of at most 47 characters '
-                          "(KubeRay appends suffixes)")
+        raise SubmitError(
+            f'invalid job name "{spec.name}": a DNS-1123 label of at most 47 characters '
+            "(KubeRay appends suffixes)"
+        )
     if spec.replicas < 0 or spec.max_replicas < spec.replicas:
         raise SubmitError("--replicas must be >= 0 and <= --max-replicas")
     mt = choose_machine(spec.accelerator, spec.topology, spec.machine_type)
@@ -148,8 +175,12 @@ def build_objects(spec: SubmitSpec, script_name: str, script_text: str) -> list[
     configmap = spec.configmap or f"{spec.name}-script"
     script_key = PurePath(script_name).name
     ns_meta = {"namespace": spec.namespace} if spec.namespace else {}
-    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": configmap, **ns_meta},
-          "data": {script_key: script_text}}
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": configmap, **ns_meta},
+        "data": {script_key: script_text},
+    }
     annotations = dict(spec.annotations)
     if spec.elastic:
         annotations["kueue.x-k8s.io/elastic-job"] = "true"

@@ -15,8 +15,17 @@ import re
 from importlib import resources
 from typing import Any
 
-__all__ = ["TUTORIAL_ENV", "read", "envsubst", "queue_yaml", "rayjob_yaml", "train_script",
-           "create_cluster_request", "create_node_pool_request", "GCLOUD_SCOPES"]
+__all__ = [
+    "TUTORIAL_ENV",
+    "read",
+    "envsubst",
+    "queue_yaml",
+    "rayjob_yaml",
+    "train_script",
+    "create_cluster_request",
+    "create_node_pool_request",
+    "GCLOUD_SCOPES",
+]
 
 # The tutorial's `export` lines (PROJECT_ID comes from gcloud config; flexq's demo uses its own).
 TUTORIAL_ENV: dict[str, str] = {
@@ -83,13 +92,15 @@ def create_cluster_request(project: str, env: dict[str, str] | None = None) -> t
             "initialClusterVersion": e["GKE_VERSION"],
             "name": e["CLUSTER_NAME"],
             "nodePoolDefaults": {"nodeConfigDefaults": {"gcfsConfig": {"enabled": True}}},
-            "nodePools": [{
-                "config": {"machineType": "n2-standard-16", "oauthScopes": list(GCLOUD_SCOPES)},
-                "initialNodeCount": 3,
-                "management": {"autoRepair": True, "autoUpgrade": True},
-                "name": "default-pool",
-                "upgradeSettings": {"maxSurge": 1},
-            }],
+            "nodePools": [
+                {
+                    "config": {"machineType": "n2-standard-16", "oauthScopes": list(GCLOUD_SCOPES)},
+                    "initialNodeCount": 3,
+                    "management": {"autoRepair": True, "autoUpgrade": True},
+                    "name": "default-pool",
+                    "upgradeSettings": {"maxSurge": 1},
+                }
+            ],
         },
         "parent": parent,
     }
@@ -98,8 +109,11 @@ def create_cluster_request(project: str, env: dict[str, str] | None = None) -> t
 
 _POOL = {
     "autoscaling": {"enabled": True, "maxNodeCount": 4, "minNodeCount": 0},
-    "config": {"machineType": "ct6e-standard-4t", "oauthScopes": GCLOUD_SCOPES,
-               "reservationAffinity": {"consumeReservationType": "NO_RESERVATION"}},
+    "config": {
+        "machineType": "ct6e-standard-4t",
+        "oauthScopes": GCLOUD_SCOPES,
+        "reservationAffinity": {"consumeReservationType": "NO_RESERVATION"},
+    },
     "initialNodeCount": 0,
     "management": {"autoRepair": True, "autoUpgrade": True},
     "placementPolicy": {"tpuTopology": "4x4"},
@@ -107,8 +121,9 @@ _POOL = {
 }
 
 
-def create_node_pool_request(project: str, *, dws: bool,
-                             env: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+def create_node_pool_request(
+    project: str, *, dws: bool, env: dict[str, str] | None = None
+) -> tuple[str, dict[str, Any]]:
     """(path, body) of the tutorial's ``node-pools create`` for plan A (``dws=False``) or plan B
     (``--enable-queued-provisioning --flex-start``)."""
     e = {**TUTORIAL_ENV, **(env or {})}

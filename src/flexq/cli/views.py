@@ -18,9 +18,16 @@ from flexq.cli.status import WorkloadRow, fmt_cost, fmt_duration
 __all__ = ["STATE_STYLE", "status_table", "status_text", "provisioning_short", "why_text", "reasons_legend"]
 
 STATE_STYLE = {
-    "Pending": "yellow", "QuotaReserved": "cyan", "Evicted": "magenta", "Admitted": "blue",
-    "Running": "bold blue", "Succeeded": "green", "Failed": "bold red", "Deactivated": "red",
-    "Replaced": "dim", "Finished": "green",
+    "Pending": "yellow",
+    "QuotaReserved": "cyan",
+    "Evicted": "magenta",
+    "Admitted": "blue",
+    "Running": "bold blue",
+    "Succeeded": "green",
+    "Failed": "bold red",
+    "Deactivated": "red",
+    "Replaced": "dim",
+    "Finished": "green",
 }
 
 # Piped or captured output (CI logs, `flexq status | less`) gets a wide page instead of rich's 80 columns,
@@ -35,8 +42,9 @@ def provisioning_short(row: WorkloadRow) -> str:
     return text.removeprefix(f"{row.workload}-") or "-"
 
 
-def status_table(rows: Sequence[WorkloadRow], *, title: str | None = None, wide: bool = False,
-                 provisioning: bool = False) -> Table:
+def status_table(
+    rows: Sequence[WorkloadRow], *, title: str | None = None, wide: bool = False, provisioning: bool = False
+) -> Table:
     """One line per workload: JOB, QUEUE, PLAN, STATE, WAITED, WHY, COST (NAMESPACE when several;
     the ProvisioningRequest's state in its own column with ``provisioning``)."""
     several_ns = len({r.namespace for r in rows}) > 1
@@ -61,7 +69,12 @@ def status_table(rows: Sequence[WorkloadRow], *, title: str | None = None, wide:
         cells.append(r.job.split("/", 1)[-1] or r.workload)
         if wide:
             cells.append(r.workload)
-        cells += [r.queue, r.plan_text, Text(r.state, style=STATE_STYLE.get(r.state, "")), fmt_duration(r.waited)]
+        cells += [
+            r.queue,
+            r.plan_text,
+            Text(r.state, style=STATE_STYLE.get(r.state, "")),
+            fmt_duration(r.waited),
+        ]
         if provisioning:
             cells.append(provisioning_short(r))
         cells += [why_text(r), fmt_cost(r.cost)]

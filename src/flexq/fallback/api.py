@@ -82,8 +82,10 @@ class StoreAPI:
         md = obj["metadata"]
         key = (md.get("namespace") or "", md["name"])
         if kind == "Workload":
-            finished = any(c.get("type") == "Finished" and c.get("status") == "True"
-                           for c in (obj.get("status") or {}).get("conditions") or [])
+            finished = any(
+                c.get("type") == "Finished" and c.get("status") == "True"
+                for c in (obj.get("status") or {}).get("conditions") or []
+            )
             if deleted or finished:
                 self._workloads.pop(key, None)
             else:
@@ -148,10 +150,18 @@ class StoreAPI:
     def save_state(self, namespace: str, name: str, data: dict[str, str]) -> None:
         cm = self.store.try_get("ConfigMap", name, namespace)
         if cm is None:
-            self.store.create({"apiVersion": "v1", "kind": "ConfigMap",
-                               "metadata": {"name": name, "namespace": namespace,
-                                            "labels": {"app.kubernetes.io/managed-by": "flexq-fallback"}},
-                               "data": data})
+            self.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": name,
+                        "namespace": namespace,
+                        "labels": {"app.kubernetes.io/managed-by": "flexq-fallback"},
+                    },
+                    "data": data,
+                }
+            )
         elif cm.get("data") != data:
             cm["data"] = data
             self.store.update(cm)

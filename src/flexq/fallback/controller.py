@@ -34,8 +34,11 @@ class FallbackController(Controller):
         self.actions: list = []  # every action taken, for tests and the SDK
 
     def watches(self) -> list[Watch]:
-        return [Watch("Workload", lambda ev: [_ALL]), Watch("LocalQueue", lambda ev: [_ALL]),
-                Watch("Event", _capacity_event)]
+        return [
+            Watch("Workload", lambda ev: [_ALL]),
+            Watch("LocalQueue", lambda ev: [_ALL]),
+            Watch("Event", _capacity_event),
+        ]
 
     def start(self) -> None:
         self.enqueue(_ALL)

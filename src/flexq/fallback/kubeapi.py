@@ -73,9 +73,17 @@ KINDS: dict[str, Resource] = {
     "ConfigMap": Resource("", "v1", "configmaps", True),
 }
 _ERRORS: dict[int, type[errors.ApiError]] = {
-    400: errors.BadRequest, 401: errors.Unauthorized, 403: errors.Forbidden, 404: errors.NotFound,
-    405: errors.MethodNotAllowed, 409: errors.Conflict, 410: errors.Gone, 413: errors.RequestEntityTooLarge,
-    415: errors.UnsupportedMediaType, 422: errors.Invalid, 500: errors.InternalError,
+    400: errors.BadRequest,
+    401: errors.Unauthorized,
+    403: errors.Forbidden,
+    404: errors.NotFound,
+    405: errors.MethodNotAllowed,
+    409: errors.Conflict,
+    410: errors.Gone,
+    413: errors.RequestEntityTooLarge,
+    415: errors.UnsupportedMediaType,
+    422: errors.Invalid,
+    500: errors.InternalError,
 }
 _REQUIRED = {"Workload", "LocalQueue", "ClusterQueue", "ResourceFlavor"}
 # pods that are done can no longer be stocked out (what StoreAPI's pod cache leaves out too)
@@ -106,10 +114,18 @@ def _error(status: int, body: Any, reason: str = "") -> errors.ApiError:
     cls = _ERRORS.get(status, errors.InternalError if status >= 500 else errors.ApiError)
     if status == 409 and st.get("reason") == "AlreadyExists":
         cls = errors.AlreadyExists
-    causes = [errors.Cause(c.get("field", ""), c.get("reason", ""), c.get("message", ""))
-              for c in details.get("causes") or [] if isinstance(c, dict)]
-    err = cls(message, kind=details.get("kind", ""), name=details.get("name", ""), group=details.get("group", ""),
-              causes=causes)
+    causes = [
+        errors.Cause(c.get("field", ""), c.get("reason", ""), c.get("message", ""))
+        for c in details.get("causes") or []
+        if isinstance(c, dict)
+    ]
+    err = cls(
+        message,
+        kind=details.get("kind", ""),
+        name=details.get("name", ""),
+        group=details.get("group", ""),
+        causes=causes,
+    )
     if cls is errors.ApiError or cls is errors.InternalError:
         err.status = status  # keep what the server said (429, 503 …) on the base types
     return err
@@ -123,11 +139,19 @@ class KubernetesAPI(ClusterAPI):
         self.clock = clock or WallClock()
         self.timeout = timeout
         self.host = socket.gethostname()
-        self._events: dict[tuple[str, str, str, str], str] = {}  # (object uid, type, reason, message) -> Event
+        self._events: dict[
+            tuple[str, str, str, str], str
+        ] = {}  # (object uid, type, reason, message) -> Event
 
     # -- transport ---------------------------------------------------------------------------------
-    def request(self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None,
-                content_type: str = "application/json") -> dict:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> dict:
         """One call; the decoded JSON answer, or a ``flexq.errors.ApiError``."""
         from kubernetes.client.rest import ApiException
 
@@ -136,14 +160,23 @@ class KubernetesAPI(ClusterAPI):
             headers["Content-Type"] = content_type
         try:
             _m, full, hdrs, data, _ = self.client.param_serialize(
-                method, path, query_params=sorted((query or {}).items()) or None, header_params=headers, body=body,
-                auth_settings=["BearerToken"])
-            resp = self.client.call_api(_m, full, header_params=hdrs, body=data, _request_timeout=self.timeout)
+                method,
+                path,
+                query_params=sorted((query or {}).items()) or None,
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            resp = self.client.call_api(
+                _m, full, header_params=hdrs, body=data, _request_timeout=self.timeout
+            )
             raw = resp.read() if hasattr(resp, "read") else resp.data
         except ApiException as exc:
             raise _error(exc.status or 0, exc.body, exc.reason or "") from exc
         except Exception as exc:  # urllib3's connection errors, TLS failures
-            raise errors.ApiError(f"cannot reach the cluster at {self.client.configuration.host}: {exc}") from exc
+            raise errors.ApiError(
+                f"cannot reach the cluster at {self.client.configuration.host}: {exc}"
+            ) from exc
         status = getattr(resp, "status", 200)
         if status >= 400:
             raise _error(status, raw)
@@ -174,8 +207,10 @@ class KubernetesAPI(ClusterAPI):
             doc = self.request("GET", res.path(namespace), query=query)
         except errors.NotFound as exc:
             if kind in _REQUIRED:  # without Kueue's v1beta2 API the policy would silently see nothing
-                raise errors.NotFound(f"the cluster does not serve {res.plural}.{res.group}/{res.version}: "
-                                      "the fallback needs Kueue 0.15 or later") from exc
+                raise errors.NotFound(
+                    f"the cluster does not serve {res.plural}.{res.group}/{res.version}: "
+                    "the fallback needs Kueue 0.15 or later"
+                ) from exc
             return []  # a kind this cluster does not serve (no KubeRay, no ProvisioningRequests)
         return self._items(kind, res, doc)
 
@@ -202,13 +237,20 @@ class KubernetesAPI(ClusterAPI):
         return self.request("PUT", self._path_of(obj), body=obj)
 
     def merge_patch(self, kind: str, name: str, namespace: str | None, patch: dict) -> dict:
-        return self.request("PATCH", self.resource(kind).path(namespace, name), body=patch,
-                            content_type="application/merge-patch+json")
+        return self.request(
+            "PATCH",
+            self.resource(kind).path(namespace, name),
+            body=patch,
+            content_type="application/merge-patch+json",
+        )
 
     def delete(self, kind: str, name: str, namespace: str | None) -> None:
         with contextlib.suppress(errors.NotFound):
-            self.request("DELETE", self.resource(kind).path(namespace, name),
-                         body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"})
+            self.request(
+                "DELETE",
+                self.resource(kind).path(namespace, name),
+                body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+            )
 
     def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
         md = obj.get("metadata") or {}
@@ -221,22 +263,34 @@ class KubernetesAPI(ClusterAPI):
             ev = self.get("Event", name, ns)
             if ev is not None:
                 try:
-                    self.merge_patch("Event", name, ns, {"count": int(ev.get("count") or 1) + 1,
-                                                         "lastTimestamp": now})
+                    self.merge_patch(
+                        "Event", name, ns, {"count": int(ev.get("count") or 1) + 1, "lastTimestamp": now}
+                    )
                     return
                 except errors.ApiError:
                     pass
         name = f"{md.get('name', 'object')}.{int(self.now() * 1e9):x}"
         body = {
-            "apiVersion": "v1", "kind": "Event",
+            "apiVersion": "v1",
+            "kind": "Event",
             "metadata": {"name": name, "namespace": ns},
-            "involvedObject": {"apiVersion": obj.get("apiVersion", ""), "kind": obj.get("kind", ""),
-                               "name": md.get("name", ""), "namespace": ns, "uid": md.get("uid", ""),
-                               "resourceVersion": md.get("resourceVersion", "")},
-            "reason": reason, "message": message, "type": type_,
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", ""),
+                "kind": obj.get("kind", ""),
+                "name": md.get("name", ""),
+                "namespace": ns,
+                "uid": md.get("uid", ""),
+                "resourceVersion": md.get("resourceVersion", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "type": type_,
             "source": {"component": MANAGER, "host": self.host},
-            "reportingComponent": MANAGER, "reportingInstance": self.host,
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            "reportingComponent": MANAGER,
+            "reportingInstance": self.host,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
         }
         self.request("POST", res.path(ns), body=body)
         self._events[key] = name
@@ -249,11 +303,20 @@ class KubernetesAPI(ClusterAPI):
         res = KINDS["ConfigMap"]
         cm = self.get("ConfigMap", name, namespace)
         if cm is None:
-            self.request("POST", res.path(namespace), body={
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": namespace,
-                             "labels": {"app.kubernetes.io/managed-by": MANAGER}},
-                "data": data})
+            self.request(
+                "POST",
+                res.path(namespace),
+                body={
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": name,
+                        "namespace": namespace,
+                        "labels": {"app.kubernetes.io/managed-by": MANAGER},
+                    },
+                    "data": data,
+                },
+            )
         elif (cm.get("data") or {}) != data:
             cm["data"] = data
             self.request("PUT", res.path(namespace, name), body=cm)

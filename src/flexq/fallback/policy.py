@@ -44,9 +44,11 @@ ANN_MOVE = "fallback.flexq.dev/move"  # on a job: the move in progress or done (
 ANN_MOVED = "fallback.flexq.dev/moved"  # on a job: what happened, in one line
 MANAGER = "flexq-fallback"
 DWS_CLASS = "queued-provisioning.gke.io"  # DWS waiting is plan B doing its job, not a stock-out
-CAPACITY_PATTERN = (r"GCE out of resources|ZONE_RESOURCE_POOL_EXHAUSTED|GCE_STOCKOUT|RESOURCE_POOL_EXHAUSTED|"
-                    r"does not have enough resources available|stock-?out|CapacityCheckFailed|"
-                    r"Provisioning Request has failed")
+CAPACITY_PATTERN = (
+    r"GCE out of resources|ZONE_RESOURCE_POOL_EXHAUSTED|GCE_STOCKOUT|RESOURCE_POOL_EXHAUSTED|"
+    r"does not have enough resources available|stock-?out|CapacityCheckFailed|"
+    r"Provisioning Request has failed"
+)
 # the autoscaler's word for a node group it will not try again yet: evidence only for a flavor already known to
 # be stocked out (the failure it backs off from was the stock-out)
 _BACKOFF = re.compile(r"in backoff after failed scale-up")
@@ -105,7 +107,9 @@ class _Workload:
 
 
 def _cond(obj: dict, ctype: str) -> dict | None:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == ctype), None)
+    return next(
+        (c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == ctype), None
+    )
 
 
 def _true(obj: dict, ctype: str) -> bool:
@@ -180,7 +184,9 @@ def unrestrict(pod_spec: dict, key: str, value: str) -> bool:
             t["matchExpressions"].remove(expr)
             changed = True
     if changed:
-        req["nodeSelectorTerms"] = [t for t in req["nodeSelectorTerms"] if t.get("matchExpressions") or t.get("matchFields")]
+        req["nodeSelectorTerms"] = [
+            t for t in req["nodeSelectorTerms"] if t.get("matchExpressions") or t.get("matchFields")
+        ]
         if not req["nodeSelectorTerms"]:
             aff.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
             if not aff:
@@ -232,8 +238,10 @@ class FallbackPolicy:
         if not queues:
             return actions
         cqs = {cq["metadata"]["name"]: cq for cq in self.api.list("ClusterQueue")}
-        self.flavors = {rf["metadata"]["name"]: (rf.get("spec") or {}).get("nodeLabels") or {}
-                        for rf in self.api.list("ResourceFlavor")}
+        self.flavors = {
+            rf["metadata"]["name"]: (rf.get("spec") or {}).get("nodeLabels") or {}
+            for rf in self.api.list("ResourceFlavor")
+        }
         self.cqs = cqs
         wls = self._workloads(queues)
         self._live = {w.key for w in wls}
@@ -261,8 +269,10 @@ class FallbackPolicy:
     def _workloads(self, queues: dict[tuple[str, str], str]) -> list[_Workload]:
         out: list[_Workload] = []
         by_owner: dict[tuple[str, str, str], _Workload] = {}
-        for wl in sorted(self.api.list("Workload"), key=lambda w: (w["metadata"].get("namespace", ""),
-                                                                     w["metadata"]["name"])):
+        for wl in sorted(
+            self.api.list("Workload"),
+            key=lambda w: (w["metadata"].get("namespace", ""), w["metadata"]["name"]),
+        ):
             md = wl["metadata"]
             ns = md.get("namespace") or ""
             cq = queues.get((ns, (wl.get("spec") or {}).get("queueName", "")))
@@ -313,7 +323,9 @@ class FallbackPolicy:
         return None
 
     def _evidence(self, wls: list[_Workload], now: float, actions: list[Action]) -> None:
-        seen: dict[str, tuple[float, str, str, _Workload]] = {}  # flavor -> earliest (time, code, message, wl)
+        seen: dict[
+            str, tuple[float, str, str, _Workload]
+        ] = {}  # flavor -> earliest (time, code, message, wl)
         events: dict[str, dict[str, list[dict]]] = {}
         for w in wls:
             if not w.assigned:
@@ -337,33 +349,64 @@ class FallbackPolicy:
                     continue
                 for ev in events[ns].get(pod["metadata"].get("uid") or "", []):
                     msg = ev.get("message") or ""
-                    if not self.capacity.search(msg) and not (flavor in self.breakers and _BACKOFF.search(msg)):
+                    if not self.capacity.search(msg) and not (
+                        flavor in self.breakers and _BACKOFF.search(msg)
+                    ):
                         continue
-                    first = _ts(ev.get("firstTimestamp") or ev.get("eventTime") or ev.get("lastTimestamp")) or now
+                    first = (
+                        _ts(ev.get("firstTimestamp") or ev.get("eventTime") or ev.get("lastTimestamp")) or now
+                    )
                     first = max(first, admitted_at)
                     m = _CODE.search(msg)
-                    code = m.group(1) if m else ("GCE out of resources" if "out of resources" in msg else
-                                                 self.breakers[flavor].code if flavor in self.breakers else "stock-out")
+                    code = (
+                        m.group(1)
+                        if m
+                        else (
+                            "GCE out of resources"
+                            if "out of resources" in msg
+                            else self.breakers[flavor].code
+                            if flavor in self.breakers
+                            else "stock-out"
+                        )
+                    )
                     if flavor not in seen or first < seen[flavor][0]:
                         seen[flavor] = (first, code, msg, w)
-                if flavor not in seen and self.cfg.assume_after_seconds is not None \
-                        and now - admitted_at >= self.cfg.assume_after_seconds:
+                if (
+                    flavor not in seen
+                    and self.cfg.assume_after_seconds is not None
+                    and now - admitted_at >= self.cfg.assume_after_seconds
+                ):
                     seen[flavor] = (admitted_at, "Unschedulable", "pods unscheduled since admission", w)
         for flavor, (first, code, msg, w) in sorted(seen.items()):
             if now - first < self.cfg.grace_seconds:
                 continue
             b = self.breakers.get(flavor)
             if b is None:
-                self.breakers[flavor] = Breaker(since=first, until=now + self.cfg.backoff_seconds, code=code,
-                                                message=msg[:500])
-                actions.append(Action("trip", flavor, f"{flavor} stocked out ({code}) since {_duration(now - first)} "
-                                                      f"ago; new jobs skip it for {_duration(self.cfg.backoff_seconds)}"))
+                self.breakers[flavor] = Breaker(
+                    since=first, until=now + self.cfg.backoff_seconds, code=code, message=msg[:500]
+                )
+                actions.append(
+                    Action(
+                        "trip",
+                        flavor,
+                        f"{flavor} stocked out ({code}) since {_duration(now - first)} "
+                        f"ago; new jobs skip it for {_duration(self.cfg.backoff_seconds)}",
+                    )
+                )
             elif b.probe and b.probe == w.key:
                 b.failures += 1
-                b.until = now + min(self.cfg.max_backoff_seconds, self.cfg.backoff_seconds * 2 ** (b.failures - 1))
+                b.until = now + min(
+                    self.cfg.max_backoff_seconds, self.cfg.backoff_seconds * 2 ** (b.failures - 1)
+                )
                 b.probe, b.code = "", code
-                actions.append(Action("probe-failed", flavor, f"probe {w.key} found {flavor} still stocked out "
-                                                              f"({code}); backing off {_duration(b.until - now)}"))
+                actions.append(
+                    Action(
+                        "probe-failed",
+                        flavor,
+                        f"probe {w.key} found {flavor} still stocked out "
+                        f"({code}); backing off {_duration(b.until - now)}",
+                    )
+                )
 
     def _check_evidence(self, w: _Workload, now: float, seen: dict) -> None:
         """A capacity-checking provisioning admission check on a flavor, Retry or Rejected, is evidence at once."""
@@ -373,13 +416,22 @@ class FallbackPolicy:
             if chk.get("state") not in ("Retry", "Rejected"):
                 continue
             rule = next((r for r in strategy if r.get("name") == chk.get("name")), None)
-            if rule is None or not rule.get("onFlavors") or self._check_class(chk.get("name", "")) in (None, DWS_CLASS):
+            if (
+                rule is None
+                or not rule.get("onFlavors")
+                or self._check_class(chk.get("name", "")) in (None, DWS_CLASS)
+            ):
                 continue
             msg = chk.get("message") or ""
             m = _CODE.search(msg)
             for flavor in rule["onFlavors"]:
                 if flavor not in seen:
-                    seen[flavor] = (now - self.cfg.grace_seconds, m.group(1) if m else "CapacityCheckFailed", msg, w)
+                    seen[flavor] = (
+                        now - self.cfg.grace_seconds,
+                        m.group(1) if m else "CapacityCheckFailed",
+                        msg,
+                        w,
+                    )
 
     def _check_class(self, check: str) -> str | None:
         ac = self.api.get("AdmissionCheck", check)
@@ -389,15 +441,27 @@ class FallbackPolicy:
         prc = self.api.get("ProvisioningRequestConfig", params.get("name", ""))
         return ((prc or {}).get("spec") or {}).get("provisioningClassName")
 
-    def _recover(self, flavor: str, w: _Workload, scheduled_at: float, now: float, actions: list[Action]) -> None:
+    def _recover(
+        self, flavor: str, w: _Workload, scheduled_at: float, now: float, actions: list[Action]
+    ) -> None:
         b = self.breakers.get(flavor)
         if b is None or scheduled_at < b.since:
             return
         del self.breakers[flavor]
-        actions.append(Action("recover", flavor, f"{flavor} has capacity again ({w.key} got nodes) after "
-                                                 f"{_duration(now - b.since)}; new jobs use it"))
-        self._emit(w, "Normal", "FallbackRecovered", f"{flavor} has capacity again after {_duration(now - b.since)}: "
-                                                     "new jobs use it again")
+        actions.append(
+            Action(
+                "recover",
+                flavor,
+                f"{flavor} has capacity again ({w.key} got nodes) after "
+                f"{_duration(now - b.since)}; new jobs use it",
+            )
+        )
+        self._emit(
+            w,
+            "Normal",
+            "FallbackRecovered",
+            f"{flavor} has capacity again after {_duration(now - b.since)}: new jobs use it again",
+        )
 
     # -- 2. moves ---------------------------------------------------------------------------------
     def _next_flavor(self, cq_name: str, skip: set[str]) -> str | None:
@@ -405,7 +469,7 @@ class FallbackPolicy:
         for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
             names = [f.get("name") for f in rg.get("flavors") or []]
             if any(s in names for s in skip):
-                later = names[max(names.index(s) for s in skip if s in names) + 1:]
+                later = names[max(names.index(s) for s in skip if s in names) + 1 :]
                 return next((f for f in later if f not in self.breakers), later[0] if later else None)
         return None
 
@@ -420,9 +484,13 @@ class FallbackPolicy:
             if move and move.get("step") == "deactivating":
                 self._finish_move(w, job, move, now, actions)
                 continue
-            if move and move.get("workloadUID") == w.obj["metadata"].get("uid") \
-                    and w.obj["spec"].get("active") is False and not _true(w.obj, "QuotaReserved") \
-                    and not self.cfg.dry_run:
+            if (
+                move
+                and move.get("workloadUID") == w.obj["metadata"].get("uid")
+                and w.obj["spec"].get("active") is False
+                and not _true(w.obj, "QuotaReserved")
+                and not self.cfg.dry_run
+            ):
                 # moved, but the pass that restricted the job died before deleting the evicted Workload
                 self.api.delete("Workload", w.obj["metadata"]["name"], w.obj["metadata"].get("namespace"))
                 continue
@@ -457,8 +525,12 @@ class FallbackPolicy:
         actions.append(Action("probe", w.key, f"{flavor}'s backoff ended: {w.key} tries it"))
         if not self.cfg.dry_run:
             self._save()
-            self._emit(w, "Normal", "FallbackProbe",
-                       f"{flavor} was stocked out ({b.code}); this job checks whether it is back")
+            self._emit(
+                w,
+                "Normal",
+                "FallbackProbe",
+                f"{flavor} was stocked out ({b.code}); this job checks whether it is back",
+            )
         return True
 
     def _started(self, w: _Workload, flavor: str) -> bool:
@@ -466,8 +538,11 @@ class FallbackPolicy:
             return True
         for pod in w.pods:
             where = self._pod_flavor(w, pod)
-            if where and where[1] == flavor and ((pod.get("status") or {}).get("phase") == "Running"
-                                                 or _true(pod, "PodScheduled")):
+            if (
+                where
+                and where[1] == flavor
+                and ((pod.get("status") or {}).get("phase") == "Running" or _true(pod, "PodScheduled"))
+            ):
                 return True
         return False
 
@@ -479,22 +554,44 @@ class FallbackPolicy:
         except ValueError:
             return {}
 
-    def _start_move(self, w: _Workload, job: dict, flavor: str, target: str, sets: list[str], now: float,
-                    actions: list[Action]) -> None:
+    def _start_move(
+        self,
+        w: _Workload,
+        job: dict,
+        flavor: str,
+        target: str,
+        sets: list[str],
+        now: float,
+        actions: list[Action],
+    ) -> None:
         b = self.breakers[flavor]
         why = f"{flavor} stocked out ({b.code}) for {_duration(now - b.since)}"
         actions.append(Action("evict", w.key, f"{why}: deactivating {w.obj['metadata']['name']} to move it"))
         if self.cfg.dry_run:
             return
-        move = {"from": flavor, "to": target, "podSets": sets, "step": "deactivating", "code": b.code,
-                "since": b.since, "at": now, "workload": w.obj["metadata"]["name"],
-                "workloadUID": w.obj["metadata"].get("uid", "")}
+        move = {
+            "from": flavor,
+            "to": target,
+            "podSets": sets,
+            "step": "deactivating",
+            "code": b.code,
+            "since": b.since,
+            "at": now,
+            "workload": w.obj["metadata"]["name"],
+            "workloadUID": w.obj["metadata"].get("uid", ""),
+        }
         if not self._annotate(job, {ANN_MOVE: json.dumps(move, sort_keys=True)}):
             return
         with contextlib.suppress(NotFound):
-            self.api.merge_patch("Workload", w.obj["metadata"]["name"], w.obj["metadata"].get("namespace"),
-                                 {"spec": {"active": False}})
-        self._emit(w, "Warning", "FallbackEvicting", f"{why}: deactivating the workload to move it to {target}")
+            self.api.merge_patch(
+                "Workload",
+                w.obj["metadata"]["name"],
+                w.obj["metadata"].get("namespace"),
+                {"spec": {"active": False}},
+            )
+        self._emit(
+            w, "Warning", "FallbackEvicting", f"{why}: deactivating the workload to move it to {target}"
+        )
 
     def _finish_move(self, w: _Workload, job: dict, move: dict, now: float, actions: list[Action]) -> None:
         """Deactivated: once Kueue has evicted it and suspended the job, restrict the job and delete the Workload."""
@@ -502,13 +599,18 @@ class FallbackPolicy:
             return  # Kueue has not evicted it yet
         flavor, target = move.get("from", ""), move.get("to", "")
         since = float(move.get("since") or now)
-        msg = f"{flavor} stocked out ({move.get('code', '')}) for {_duration(now - since)} → moved to {target}"
+        msg = (
+            f"{flavor} stocked out ({move.get('code', '')}) for {_duration(now - since)} → moved to {target}"
+        )
         actions.append(Action("move", w.key, msg))
         if self.cfg.dry_run:
             return
-        if not self._restrict_job(job, flavor, move.get("podSets") or [],
-                                  {ANN_MOVE: json.dumps({**move, "step": "moved", "at": now}, sort_keys=True),
-                                   ANN_MOVED: msg}):
+        if not self._restrict_job(
+            job,
+            flavor,
+            move.get("podSets") or [],
+            {ANN_MOVE: json.dumps({**move, "step": "moved", "at": now}, sort_keys=True), ANN_MOVED: msg},
+        ):
             return
         self.api.delete("Workload", w.obj["metadata"]["name"], w.obj["metadata"].get("namespace"))
         self._emit(w, "Normal", "FallbackMoved", msg)
@@ -528,8 +630,11 @@ class FallbackPolicy:
             for ps in (w.obj.get("spec") or {}).get("podSets") or []:
                 for c in ((ps.get("template") or {}).get("spec") or {}).get("containers") or []:
                     res = c.get("resources") or {}
-                    wants |= {r for r, q in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items()
-                              if str(q) not in ("0", "0m")}
+                    wants |= {
+                        r
+                        for r, q in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items()
+                        if str(q) not in ("0", "0m")
+                    }
             if covered & wants and rg.get("flavors"):
                 out.append(rg["flavors"][0].get("name"))
         return out
@@ -556,14 +661,23 @@ class FallbackPolicy:
                 if target is None:
                     continue
                 pod_sets = [ps.get("name", "") for ps in (w.obj.get("spec") or {}).get("podSets") or []]
-                msg = (f"{flavor} stocked out ({b.code}) since {_duration(now - b.since)} ago → steered to {target}")
+                msg = f"{flavor} stocked out ({b.code}) since {_duration(now - b.since)} ago → steered to {target}"
                 actions.append(Action("steer", w.key, msg))
                 if self.cfg.dry_run:
                     continue
-                move = {"from": flavor, "to": target, "podSets": pod_sets, "step": "moved", "steered": True,
-                        "code": b.code, "since": b.since, "at": now}
-                if self._restrict_job(job, flavor, pod_sets, {ANN_MOVE: json.dumps(move, sort_keys=True),
-                                                               ANN_MOVED: msg}):
+                move = {
+                    "from": flavor,
+                    "to": target,
+                    "podSets": pod_sets,
+                    "step": "moved",
+                    "steered": True,
+                    "code": b.code,
+                    "since": b.since,
+                    "at": now,
+                }
+                if self._restrict_job(
+                    job, flavor, pod_sets, {ANN_MOVE: json.dumps(move, sort_keys=True), ANN_MOVED: msg}
+                ):
                     self.api.delete("Workload", w.obj["metadata"]["name"], w.obj["metadata"].get("namespace"))
                     self._emit(w, "Normal", "FallbackSteered", msg)
                 break
@@ -571,8 +685,12 @@ class FallbackPolicy:
     def _restricted_flavors(self, job: dict) -> set[str]:
         out = set()
         for spec in pod_templates(job).values():
-            for t in (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                      .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []:
+            for t in (
+                ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+                    "requiredDuringSchedulingIgnoredDuringExecution"
+                )
+                or {}
+            ).get("nodeSelectorTerms") or []:
                 for e in t.get("matchExpressions") or []:
                     if e.get("operator") != "NotIn" or len(e.get("values") or []) != 1:
                         continue
@@ -606,7 +724,11 @@ class FallbackPolicy:
     # -- writes -----------------------------------------------------------------------------------
     def _flavor_label(self, flavor: str) -> tuple[str, str]:
         labels = self.flavors.get(flavor) or {}
-        key = "cloud.google.com/gke-nodepool" if "cloud.google.com/gke-nodepool" in labels else sorted(labels)[0]
+        key = (
+            "cloud.google.com/gke-nodepool"
+            if "cloud.google.com/gke-nodepool" in labels
+            else sorted(labels)[0]
+        )
         return key, labels[key]
 
     def _restrict_job(self, job: dict, flavor: str, pod_sets: list[str], annotations: dict[str, str]) -> bool:
@@ -623,15 +745,23 @@ class FallbackPolicy:
         try:
             self.api.replace(job)
         except (Conflict, NotFound) as exc:
-            log.info("job %s/%s changed meanwhile (%s); next pass", job["metadata"].get("namespace"),
-                     job["metadata"]["name"], exc)
+            log.info(
+                "job %s/%s changed meanwhile (%s); next pass",
+                job["metadata"].get("namespace"),
+                job["metadata"]["name"],
+                exc,
+            )
             return False
         return True
 
     def _annotate(self, job: dict, annotations: dict[str, Any]) -> bool:
         try:
-            self.api.merge_patch(job["kind"], job["metadata"]["name"], job["metadata"].get("namespace"),
-                                 {"metadata": {"annotations": annotations}})
+            self.api.merge_patch(
+                job["kind"],
+                job["metadata"]["name"],
+                job["metadata"].get("namespace"),
+                {"metadata": {"annotations": annotations}},
+            )
         except (Conflict, NotFound):
             return False
         return True

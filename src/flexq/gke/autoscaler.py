@@ -54,8 +54,8 @@ from flexq.store.store import clone
 
 __all__ = ["Autoscaler", "SCALE_DOWN_UNNEEDED_SECONDS", "FAILED_SCALE_UP_BACKOFF_SECONDS", "pending_pods"]
 
-SCALE_DOWN_UNNEEDED_SECONDS = 600.0   # --scale-down-unneeded-time=10m (research/cloud.md §1.5)
-SCALE_DOWN_DELAY_AFTER_ADD = 600.0    # --scale-down-delay-after-add=10m
+SCALE_DOWN_UNNEEDED_SECONDS = 600.0  # --scale-down-unneeded-time=10m (research/cloud.md §1.5)
+SCALE_DOWN_DELAY_AFTER_ADD = 600.0  # --scale-down-delay-after-add=10m
 FAILED_SCALE_UP_BACKOFF_SECONDS = 300.0
 CONSUME_KEYS = (CONSUME_PROVISIONING_REQUEST, CLUSTER_AUTOSCALER_CONSUME_PR)
 KEY = "cluster"
@@ -67,8 +67,10 @@ def pending_pods(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for p in pods:
         if (p.get("spec") or {}).get("nodeName") or is_terminal(p) or p["metadata"].get("deletionTimestamp"):
             continue
-        cond = next((c for c in (p.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"),
-                    None)
+        cond = next(
+            (c for c in (p.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"),
+            None,
+        )
         if cond and cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
             out.append(p)
     return sorted(out, key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
@@ -77,8 +79,12 @@ def pending_pods(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _placement_key(pod: dict[str, Any], req: dict[str, Any]) -> tuple:
     """What decides where a pod may go in the simulation: its requests, node selector, affinity, tolerations."""
     spec = pod.get("spec") or {}
-    return (tuple(sorted(req.items())), repr(spec.get("nodeSelector")), repr(spec.get("affinity")),
-            repr(spec.get("tolerations")))
+    return (
+        tuple(sorted(req.items())),
+        repr(spec.get("nodeSelector")),
+        repr(spec.get("affinity")),
+        repr(spec.get("tolerations")),
+    )
 
 
 def _consumes_request(pod: dict[str, Any]) -> bool:
@@ -110,32 +116,53 @@ class Autoscaler(Controller):
         self.writer = writer
         self.backoff: dict[str, float] = {}  # pool -> no scale-up attempt before this time
         self.explained: dict[str, str] = {}  # pod uid -> last NotTriggerScaleUp message (no repeats)
-        self.flex_waiting: dict[str, float] = {}  # flex-start ComputeClass pool -> when its capacity wait began
+        self.flex_waiting: dict[
+            str, float
+        ] = {}  # flex-start ComputeClass pool -> when its capacity wait began
         self.fail_streak: dict[str, tuple[int, float]] = {}  # ComputeClass pool -> (failures in a row, last)
 
     def watches(self) -> list[Watch]:
         cluster = self.ctx.cluster_settings.gke_cluster
-        return [Watch("Pod", lambda ev: [KEY]), Watch("Node", lambda ev: [KEY]),
-                Watch("ProvisioningRequest", lambda ev: [KEY]),
-                Watch("GkeNodePool", lambda ev: [KEY] if (ev.object["metadata"].get("labels") or {}).get(
-                    "gke.twin.flexq.dev/cluster") == cluster else [], source="project")]
+        return [
+            Watch("Pod", lambda ev: [KEY]),
+            Watch("Node", lambda ev: [KEY]),
+            Watch("ProvisioningRequest", lambda ev: [KEY]),
+            Watch(
+                "GkeNodePool",
+                lambda ev: (
+                    [KEY]
+                    if (ev.object["metadata"].get("labels") or {}).get("gke.twin.flexq.dev/cluster")
+                    == cluster
+                    else []
+                ),
+                source="project",
+            ),
+        ]
 
     def start(self) -> None:
         self.enqueue(KEY)
 
     def reconcile(self, key: Any) -> Result | None:
-        pools = [p for p in pools_of(self.ctx) if (p["spec"].get("autoscaling") or {}).get("enabled")
-                 and p["spec"].get("status") in ("RUNNING", "RECONCILING")]
+        pools = [
+            p
+            for p in pools_of(self.ctx)
+            if (p["spec"].get("autoscaling") or {}).get("enabled")
+            and p["spec"].get("status") in ("RUNNING", "RECONCILING")
+        ]
         nodes = self.writer.nodes()
         cache = self.writer.cache
-        wake = [self._scale_up(pools, nodes, cache), self._migrate(pools, nodes, cache),
-                self._scale_down(pools, nodes, cache)]
+        wake = [
+            self._scale_up(pools, nodes, cache),
+            self._migrate(pools, nodes, cache),
+            self._scale_down(pools, nodes, cache),
+        ]
         due = [w for w in wake if w is not None]
         return Result(requeue_after=max(0.5, min(due) - self.ctx.now())) if due else None
 
     # -- 1. scale up -------------------------------------------------------------------------------------------
-    def _unhelped(self, pending: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                  cache: GkeCache) -> list[dict[str, Any]]:
+    def _unhelped(
+        self, pending: list[dict[str, Any]], nodes: list[dict[str, Any]], cache: GkeCache
+    ) -> list[dict[str, Any]]:
         """Pending pods that no existing or upcoming node can take (simulated on free capacity)."""
         if not pending:
             return []
@@ -161,8 +188,9 @@ class Autoscaler(Controller):
                 left.append(pod)
         return left
 
-    def _scale_up(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                  cache: GkeCache) -> float | None:
+    def _scale_up(
+        self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]], cache: GkeCache
+    ) -> float | None:
         now = self.ctx.now()
         pending = cache.pending()
         self._ignore_consumers([p for p in pending if _consumes_request(p)])
@@ -186,8 +214,10 @@ class Autoscaler(Controller):
                 if not placed:
                     continue
                 n_nodes = min(room, -(-n_nodes // hosts) * hosts)
-                price = catalog.price_per_hour(catalog.machine_type(pool["spec"]["config"]["machineType"]),
-                                               pool["status"]["provisioningModel"])
+                price = catalog.price_per_hour(
+                    catalog.machine_type(pool["spec"]["config"]["machineType"]),
+                    pool["status"]["provisioningModel"],
+                )
                 options.append((n_nodes, price * n_nodes, name, pool, placed))
             if not options:
                 self._explain(todo, pools, count)
@@ -201,7 +231,9 @@ class Autoscaler(Controller):
             if cls is not None:
                 # the priority expander over a ComputeClass: options in backoff are skipped, the first
                 # remaining rule wins; when every rule is backed off, wait for the earliest to expire
-                ready = [o for o in options if class_of_pool(o[3]) == cls and self.backoff.get(o[2], 0.0) <= now]
+                ready = [
+                    o for o in options if class_of_pool(o[3]) == cls and self.backoff.get(o[2], 0.0) <= now
+                ]
                 if not ready:
                     mine = [o for o in options if class_of_pool(o[3]) == cls]
                     soonest = min(self.backoff.get(o[2], now) for o in mine)
@@ -228,9 +260,13 @@ class Autoscaler(Controller):
                 if cls is not None:
                     todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
                 for p in placed:
-                    self.events.record(p, "Normal", "TriggeredScaleUp",
-                                       f"pod triggered scale-up: [{{{pool['status'].get('instanceGroup', name)}"
-                                       f" {before}->{before + n_nodes} (max: {_max_nodes(pool)})}}]")
+                    self.events.record(
+                        p,
+                        "Normal",
+                        "TriggeredScaleUp",
+                        f"pod triggered scale-up: [{{{pool['status'].get('instanceGroup', name)}"
+                        f" {before}->{before + n_nodes} (max: {_max_nodes(pool)})}}]",
+                    )
             else:
                 retry = got.retry_at if got.retry_at is not None else now + FAILED_SCALE_UP_BACKOFF_SECONDS
                 if cls is not None:
@@ -244,9 +280,13 @@ class Autoscaler(Controller):
                 self.backoff[name] = retry
                 wake = retry if wake is None else min(wake, retry)
                 for p in placed:
-                    self.events.record(p, "Warning", "FailedScaleUp",
-                                       f"Node scale up in zones {pool['status']['zone']} associated with this pod "
-                                       f"failed: GCE out of resources. Pod is at risk of not being scheduled.")
+                    self.events.record(
+                        p,
+                        "Warning",
+                        "FailedScaleUp",
+                        f"Node scale up in zones {pool['status']['zone']} associated with this pod "
+                        f"failed: GCE out of resources. Pod is at risk of not being scheduled.",
+                    )
         return wake
 
     def _explain_backoff(self, pods: list[dict[str, Any]], n: int) -> None:
@@ -307,25 +347,38 @@ class Autoscaler(Controller):
             ns = pod["metadata"].get("namespace", "default")
             pr = self.store.try_get("ProvisioningRequest", name, ns)
             if pr is None:
-                reason, message = "MissingProvisioningRequest", (
-                    f"Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest "
-                    f"{ns}/{name} that does not exist.")
+                reason, message = (
+                    "MissingProvisioningRequest",
+                    (
+                        f"Unschedulable pod didn't trigger scale-up, because it's consuming ProvisioningRequest "
+                        f"{ns}/{name} that does not exist."
+                    ),
+                )
             else:
-                states = [c["type"] for c in (pr.get("status") or {}).get("conditions") or []
-                          if c.get("status") == "True"]
+                states = [
+                    c["type"]
+                    for c in (pr.get("status") or {}).get("conditions") or []
+                    if c.get("status") == "True"
+                ]
                 state = next((s for s in ("Failed", "Provisioned", "Accepted") if s in states), "Pending")
                 if state == "Provisioned":
                     continue  # capacity exists for it; the scheduler will place it
                 reason = "FailedProvisioningRequest" if state == "Failed" else "IgnoredInScaleUp"
-                message = (f"Unschedulable pod ignored in scale-up loop, because it's consuming ProvisioningRequest "
-                           f"{ns}/{name} that is in {state} state. Consider creating pods after observing "
-                           "Provisioned condition of ProvisioningRequest.")
+                message = (
+                    f"Unschedulable pod ignored in scale-up loop, because it's consuming ProvisioningRequest "
+                    f"{ns}/{name} that is in {state} state. Consider creating pods after observing "
+                    "Provisioned condition of ProvisioningRequest."
+                )
             uid = pod["metadata"].get("uid", pod["metadata"]["name"])
             if self.explained.get(uid) != message:
                 self.explained[uid] = message
-                self.events.record(pod, "Normal" if reason == "IgnoredInScaleUp" else "Warning", reason, message)
+                self.events.record(
+                    pod, "Normal" if reason == "IgnoredInScaleUp" else "Warning", reason, message
+                )
 
-    def _explain(self, pods: list[dict[str, Any]], pools: list[dict[str, Any]], count: dict[str, int]) -> None:
+    def _explain(
+        self, pods: list[dict[str, Any]], pools: list[dict[str, Any]], count: dict[str, int]
+    ) -> None:
         """``NotTriggerScaleUp`` for pods no pool can take, worded as the cluster autoscaler does."""
         for pod in pods:
             reasons: dict[str, int] = {}
@@ -337,15 +390,18 @@ class Autoscaler(Controller):
                 else:
                     why = fits(pod, pool_shape(pool)) or "node group(s) could not fit the pod"
                 reasons[why] = reasons.get(why, 0) + 1
-            message = "pod didn't trigger scale-up: " + ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+            message = "pod didn't trigger scale-up: " + ", ".join(
+                f"{n} {why}" for why, n in sorted(reasons.items())
+            )
             uid = pod["metadata"].get("uid", pod["metadata"]["name"])
             if reasons and self.explained.get(uid) != message:
                 self.explained[uid] = message
                 self.events.record(pod, "Normal", "NotTriggerScaleUp", message)
 
     # -- 1b. ComputeClass active migration ---------------------------------------------------------------
-    def _migrate(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                 cache: GkeCache) -> float | None:
+    def _migrate(
+        self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]], cache: GkeCache
+    ) -> float | None:
         """``activeMigration.optimizeRulePriority``: a slice of a lower-priority rule whose pods a
         higher-priority pool can take gets a new slice there; the old one is cordoned and its pods evicted
         (their controllers recreate them, and the scheduler binds them to the new nodes)."""
@@ -365,7 +421,9 @@ class Autoscaler(Controller):
         for n in nodes:
             if (n.get("spec") or {}).get("unschedulable"):
                 continue
-            slices.setdefault(n["metadata"].get("annotations", {}).get(ANN_SLICE, n["metadata"]["name"]), []).append(n)
+            slices.setdefault(
+                n["metadata"].get("annotations", {}).get(ANN_SLICE, n["metadata"]["name"]), []
+            ).append(n)
         for members in slices.values():
             pool = by_pool.get(members[0]["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""))
             cls = class_of_pool(pool) if pool is not None else None
@@ -374,8 +432,13 @@ class Autoscaler(Controller):
             if pool is None or cls is None or cc is None or not migrate.get("optimizeRulePriority"):
                 continue
             if live is None:
-                live = [p for p in cache.pod_list() if (p.get("spec") or {}).get("nodeName") and not is_terminal(p)
-                        and not p["metadata"].get("deletionTimestamp")]
+                live = [
+                    p
+                    for p in cache.pod_list()
+                    if (p.get("spec") or {}).get("nodeName")
+                    and not is_terminal(p)
+                    and not p["metadata"].get("deletionTimestamp")
+                ]
             here = rule_index(cc, pool)
             names = {n["metadata"]["name"] for n in members}
             movers = [p for p in live if p["spec"]["nodeName"] in names and class_of_pod(p) == cls]
@@ -408,8 +471,9 @@ class Autoscaler(Controller):
                 break
         return wake
 
-    def _evict_for_migration(self, members: list[dict[str, Any]], movers: list[dict[str, Any]], cls: str,
-                             target: str) -> None:
+    def _evict_for_migration(
+        self, members: list[dict[str, Any]], movers: list[dict[str, Any]], cls: str, target: str
+    ) -> None:
         for n in members:
             node = clone(n)
             node.setdefault("spec", {})["unschedulable"] = True
@@ -417,21 +481,32 @@ class Autoscaler(Controller):
             if not any(t.get("key") == UNSCHEDULABLE_TAINT for t in taints):
                 taints.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
             self.store.update(node, validate=False)
-            self.events.record(n, "Normal", "ActiveMigration",  # [inferred wording]
-                               f"Node cordoned by cluster autoscaler: ComputeClass {cls} prefers node pool {target}")
+            self.events.record(
+                n,
+                "Normal",
+                "ActiveMigration",  # [inferred wording]
+                f"Node cordoned by cluster autoscaler: ComputeClass {cls} prefers node pool {target}",
+            )
         for p in movers:
-            self.events.record(p, "Normal", "ActiveMigration",  # [inferred wording]
-                               f"Pod evicted by cluster autoscaler to move it to a higher-priority node pool "
-                               f"{target} of ComputeClass {cls}")
+            self.events.record(
+                p,
+                "Normal",
+                "ActiveMigration",  # [inferred wording]
+                f"Pod evicted by cluster autoscaler to move it to a higher-priority node pool "
+                f"{target} of ComputeClass {cls}",
+            )
             with contextlib.suppress(NotFound):
                 self.store.delete("Pod", p["metadata"]["name"], p["metadata"].get("namespace", "default"))
 
     # -- 2. scale down -----------------------------------------------------------------------------------------
-    def _scale_down(self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                    cache: GkeCache) -> float | None:
+    def _scale_down(
+        self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]], cache: GkeCache
+    ) -> float | None:
         now = self.ctx.now()
         busy = cache.busy_nodes()
-        busy |= booked_nodes(self.store, nodes, cache)  # OSS bookings hold existing nodes as if their pods ran
+        busy |= booked_nodes(
+            self.store, nodes, cache
+        )  # OSS bookings hold existing nodes as if their pods ran
         by_pool: dict[str, list[dict[str, Any]]] = {}
         for n in nodes:
             by_pool.setdefault(n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""), []).append(n)
@@ -440,8 +515,9 @@ class Autoscaler(Controller):
             pool_nodes = by_pool.get(pool["spec"]["name"], [])
             slices: dict[str, list[dict[str, Any]]] = {}
             for n in pool_nodes:
-                slices.setdefault(n["metadata"].get("annotations", {}).get(ANN_SLICE, n["metadata"]["name"]),
-                                  []).append(n)
+                slices.setdefault(
+                    n["metadata"].get("annotations", {}).get(ANN_SLICE, n["metadata"]["name"]), []
+                ).append(n)
             remaining = len(pool_nodes)
             for slice_id in sorted(slices):
                 members = slices[slice_id]
@@ -451,15 +527,21 @@ class Autoscaler(Controller):
                 deadline = max(float(s) for s in since if s is not None) + SCALE_DOWN_UNNEEDED_SECONDS
                 created = max(float(n["metadata"]["annotations"].get(ANN_CREATED_AT, 0)) for n in members)
                 deadline = max(deadline, created + SCALE_DOWN_DELAY_AFTER_ADD)
-                if any(active_booking(self.store, n) for n in members) or remaining - len(members) < _min_nodes(pool):
+                if any(active_booking(self.store, n) for n in members) or remaining - len(
+                    members
+                ) < _min_nodes(pool):
                     continue
                 if deadline > now:
                     wake = deadline if wake is None else min(wake, deadline)
                     continue
                 for n in members:
-                    self.events.record(n, "Normal", "ScaleDown",
-                                       "Node removed by cluster autoscaler: empty for "
-                                       f"{int(SCALE_DOWN_UNNEEDED_SECONDS // 60)} minutes")
+                    self.events.record(
+                        n,
+                        "Normal",
+                        "ScaleDown",
+                        "Node removed by cluster autoscaler: empty for "
+                        f"{int(SCALE_DOWN_UNNEEDED_SECONDS // 60)} minutes",
+                    )
                 self.writer.shrink(members)
                 remaining -= len(members)
         return wake
@@ -480,4 +562,3 @@ class Autoscaler(Controller):
             self.store.update(node, validate=False, copy_result=False)
             return now
         return float(ann[ANN_UNNEEDED_SINCE])
-

@@ -69,8 +69,15 @@ from flexq.gke.validation import (
     version_key,
 )
 
-__all__ = ["GkeBackend", "cluster_settings", "LABEL_PROJECT", "LABEL_LOCATION", "LABEL_CLUSTER", "OperationTimes",
-           "node_range"]
+__all__ = [
+    "GkeBackend",
+    "cluster_settings",
+    "LABEL_PROJECT",
+    "LABEL_LOCATION",
+    "LABEL_CLUSTER",
+    "OperationTimes",
+    "node_range",
+]
 
 LABEL_PROJECT = "gke.twin.flexq.dev/project"
 LABEL_LOCATION = "gke.twin.flexq.dev/location"
@@ -78,9 +85,12 @@ LABEL_CLUSTER = "gke.twin.flexq.dev/cluster"
 API = "https://container.googleapis.com/v1"
 OperationTimes = Callable[[str], float]  # "create_cluster" | "delete_cluster" | ... -> seconds
 DEFAULT_SCOPES = [
-    "https://www.googleapis.com/auth/devstorage.read_only", "https://www.googleapis.com/auth/logging.write",
-    "https://www.googleapis.com/auth/monitoring", "https://www.googleapis.com/auth/service.management.readonly",
-    "https://www.googleapis.com/auth/servicecontrol", "https://www.googleapis.com/auth/trace.append",
+    "https://www.googleapis.com/auth/devstorage.read_only",
+    "https://www.googleapis.com/auth/logging.write",
+    "https://www.googleapis.com/auth/monitoring",
+    "https://www.googleapis.com/auth/service.management.readonly",
+    "https://www.googleapis.com/auth/servicecontrol",
+    "https://www.googleapis.com/auth/trace.append",
 ]
 
 
@@ -101,16 +111,28 @@ def _merge(spec: dict[str, Any], patch: dict[str, Any]) -> None:
 
 
 def _default_op_times(op: str) -> float:
-    return {"create_cluster": 5.0, "delete_cluster": 3.0, "create_node_pool": 3.0, "delete_node_pool": 2.0,
-            "update": 1.0, "upgrade": 20.0}[op]
+    return {
+        "create_cluster": 5.0,
+        "delete_cluster": 3.0,
+        "create_node_pool": 3.0,
+        "delete_node_pool": 2.0,
+        "update": 1.0,
+        "upgrade": 20.0,
+    }[op]
 
 
 class GkeBackend:
     """All GKE resources of one project. Every public method takes ``now`` (epoch seconds)."""
 
-    def __init__(self, storage: GkeStorage, rng: random.Random, *, project_number: str = "123456789012",
-                 op_times: OperationTimes = _default_op_times,
-                 server: Callable[[], tuple[str | None, str | None]] | None = None) -> None:
+    def __init__(
+        self,
+        storage: GkeStorage,
+        rng: random.Random,
+        *,
+        project_number: str = "123456789012",
+        op_times: OperationTimes = _default_op_times,
+        server: Callable[[], tuple[str | None, str | None]] | None = None,
+    ) -> None:
         self.storage, self.rng, self.project_number, self.op_times = storage, rng, project_number, op_times
         self.server = server  # -> (endpoint host:port, CA as base64) of the served Kubernetes API, if any
 
@@ -134,33 +156,53 @@ class GkeBackend:
 
     def _fixed_nodes(self, project: str, location: str, cluster: str, but: str | None = None) -> int:
         """The nodes the cluster's pools (but ``but``) are sized to: their desired counts."""
-        return sum(int((p.get("status") or {}).get("desiredNodeCount") or 0)
-                   for p in self._pools_of(project, location, cluster) if p["spec"].get("name") != but)
+        return sum(
+            int((p.get("status") or {}).get("desiredNodeCount") or 0)
+            for p in self._pools_of(project, location, cluster)
+            if p["spec"].get("name") != but
+        )
 
     def _pools_of(self, project: str, location: str, cluster: str) -> list[dict[str, Any]]:
-        objs = self.storage.list(NODE_POOL, {LABEL_PROJECT: project, LABEL_LOCATION: location,
-                                             LABEL_CLUSTER: cluster})
+        objs = self.storage.list(
+            NODE_POOL, {LABEL_PROJECT: project, LABEL_LOCATION: location, LABEL_CLUSTER: cluster}
+        )
         return sorted(objs, key=lambda o: o["status"].get("createdAt", 0.0))
 
     def _labels(self, project: str, location: str, cluster: str) -> dict[str, str]:
         return {LABEL_PROJECT: project, LABEL_LOCATION: location, LABEL_CLUSTER: cluster}
 
     # -- operations -----------------------------------------------------------------------------------------
-    def _operation(self, project: str, location: str, op_type: str, target: str, now: float,
-                   duration: float, effect: dict[str, Any]) -> dict[str, Any]:
+    def _operation(
+        self,
+        project: str,
+        location: str,
+        op_type: str,
+        target: str,
+        now: float,
+        duration: float,
+        effect: dict[str, Any],
+    ) -> dict[str, Any]:
         name = f"operation-{int(now * 1000)}-{self.rng.getrandbits(32):08x}"
         zonal = location.count("-") >= 2
         spec: dict[str, Any] = {
-            "name": name, "operationType": op_type, "status": "RUNNING",
+            "name": name,
+            "operationType": op_type,
+            "status": "RUNNING",
             "selfLink": f"{API}/projects/{self.project_number}/{'zones' if zonal else 'locations'}/{location}"
-                        f"/operations/{name}",
+            f"/operations/{name}",
             "targetLink": f"{API}/projects/{self.project_number}/{'zones' if zonal else 'locations'}/{location}"
-                          f"/{target}",
-            "startTime": format_time(now), "location": location, "zone": location,
+            f"/{target}",
+            "startTime": format_time(now),
+            "location": location,
+            "zone": location,
         }
-        obj = envelope(OPERATION, f"{project}.{location}.{name}", spec,
-                       {"doneAt": now + duration, "effect": effect},
-                       {LABEL_PROJECT: project, LABEL_LOCATION: location})
+        obj = envelope(
+            OPERATION,
+            f"{project}.{location}.{name}",
+            spec,
+            {"doneAt": now + duration, "effect": effect},
+            {LABEL_PROJECT: project, LABEL_LOCATION: location},
+        )
         self.storage.put(obj)
         return spec
 
@@ -222,7 +264,11 @@ class GkeBackend:
         return copy.deepcopy(obj["spec"])
 
     def list_operations(self, project: str, location: str) -> dict[str, Any]:
-        labels = {LABEL_PROJECT: project} if location == "-" else {LABEL_PROJECT: project, LABEL_LOCATION: location}
+        labels = (
+            {LABEL_PROJECT: project}
+            if location == "-"
+            else {LABEL_PROJECT: project, LABEL_LOCATION: location}
+        )
         ops = self.storage.list(OPERATION, labels)
         return {"operations": [o["spec"] for o in sorted(ops, key=lambda o: o["status"]["doneAt"])]}
 
@@ -240,46 +286,72 @@ class GkeBackend:
         version = resolve_version(cluster.initial_cluster_version)
         pools = list(cluster.node_pools or [])
         if not pools:  # the default pool from the legacy top-level fields
-            pools = [NodePool(name="default-pool", config=cluster.node_config,
-                              initial_node_count=cluster.initial_node_count)]
+            pools = [
+                NodePool(
+                    name="default-pool",
+                    config=cluster.node_config,
+                    initial_node_count=cluster.initial_node_count,
+                )
+            ]
         for p in pools:
             check_node_pool(p, location=location, cluster_version=version)
         spec = self._cluster_spec(project, location, cluster, version, now)
         check_capacity(sum(p.initial_node_count or 0 for p in pools), 0, spec, node_range(spec))
-        self.storage.put(envelope(CLUSTER, cluster_key(project, location, cluster.name), spec,
-                                  {"createdAt": now}, self._labels(project, location, cluster.name)))
+        self.storage.put(
+            envelope(
+                CLUSTER,
+                cluster_key(project, location, cluster.name),
+                spec,
+                {"createdAt": now},
+                self._labels(project, location, cluster.name),
+            )
+        )
         for p in pools:
             self._put_pool(project, location, cluster.name, p, version, now, status="PROVISIONING")
-        return self._operation(project, location, "CREATE_CLUSTER", f"clusters/{cluster.name}", now,
-                               self.op_times("create_cluster"),
-                               {"action": "cluster-created", "project": project, "location": location,
-                                "cluster": cluster.name})
+        return self._operation(
+            project,
+            location,
+            "CREATE_CLUSTER",
+            f"clusters/{cluster.name}",
+            now,
+            self.op_times("create_cluster"),
+            {"action": "cluster-created", "project": project, "location": location, "cluster": cluster.name},
+        )
 
-    def _cluster_spec(self, project: str, location: str, cluster: Cluster, version: str,
-                      now: float) -> dict[str, Any]:
+    def _cluster_spec(
+        self, project: str, location: str, cluster: Cluster, version: str, now: float
+    ) -> dict[str, Any]:
         spec = _dump(cluster)
         spec.pop("nodePools", None)
         spec.pop("nodeConfig", None)
         spec.pop("initialNodeCount", None)
         zonal = location.count("-") >= 2
         master = resolve_version(version)
-        spec.update({
-            "location": location, "locations": [location] if zonal else [f"{location}-a", f"{location}-b"],
-            "currentMasterVersion": master, "currentNodeVersion": master,
-            "status": "PROVISIONING", "createTime": format_time(now),
-            "selfLink": f"{API}/projects/{project}/{'zones' if zonal else 'locations'}/{location}/clusters/"
-                        f"{cluster.name}",
-            "id": f"{self.rng.getrandbits(128):032x}",
-            "network": spec.get("network", "default"), "subnetwork": spec.get("subnetwork", "default"),
-            "clusterIpv4Cidr": spec.get("clusterIpv4Cidr", "10.80.0.0/14"),
-            "servicesIpv4Cidr": spec.get("servicesIpv4Cidr", "34.118.224.0/20"),
-            "loggingService": spec.get("loggingService", "logging.googleapis.com/kubernetes"),
-            "monitoringService": spec.get("monitoringService", "monitoring.googleapis.com/kubernetes"),
-            "endpoint": spec.get("endpoint", "127.0.0.1"),
-            "masterAuth": spec.get("masterAuth", {"clusterCaCertificate": ""}),
-            "releaseChannel": spec.get("releaseChannel", {"channel": "REGULAR"}),
-        })
-        spec["zone"] = location  # the deprecated field GKE still fills, with the region for a regional cluster
+        spec.update(
+            {
+                "location": location,
+                "locations": [location] if zonal else [f"{location}-a", f"{location}-b"],
+                "currentMasterVersion": master,
+                "currentNodeVersion": master,
+                "status": "PROVISIONING",
+                "createTime": format_time(now),
+                "selfLink": f"{API}/projects/{project}/{'zones' if zonal else 'locations'}/{location}/clusters/"
+                f"{cluster.name}",
+                "id": f"{self.rng.getrandbits(128):032x}",
+                "network": spec.get("network", "default"),
+                "subnetwork": spec.get("subnetwork", "default"),
+                "clusterIpv4Cidr": spec.get("clusterIpv4Cidr", "10.80.0.0/14"),
+                "servicesIpv4Cidr": spec.get("servicesIpv4Cidr", "34.118.224.0/20"),
+                "loggingService": spec.get("loggingService", "logging.googleapis.com/kubernetes"),
+                "monitoringService": spec.get("monitoringService", "monitoring.googleapis.com/kubernetes"),
+                "endpoint": spec.get("endpoint", "127.0.0.1"),
+                "masterAuth": spec.get("masterAuth", {"clusterCaCertificate": ""}),
+                "releaseChannel": spec.get("releaseChannel", {"channel": "REGULAR"}),
+            }
+        )
+        spec["zone"] = (
+            location  # the deprecated field GKE still fills, with the region for a regional cluster
+        )
         spec["labelFingerprint"] = label_fingerprint(spec.get("resourceLabels"))
         spec.setdefault("addonsConfig", {})
         return spec
@@ -292,9 +364,12 @@ class GkeBackend:
         spec.setdefault("zone", spec["location"])  # clusters stored before the twin filled it
         spec.setdefault("labelFingerprint", label_fingerprint(spec.get("resourceLabels")))
         if pools:  # the oldest version any pool runs
-            spec["currentNodeVersion"] = min((p.get("version") or DEFAULT_VERSION for p in pools), key=version_key)
-        spec["currentNodeCount"] = sum(p["status"].get("currentNodeCount", 0)
-                                       for p in self._pools_of(project, location, cluster))
+            spec["currentNodeVersion"] = min(
+                (p.get("version") or DEFAULT_VERSION for p in pools), key=version_key
+            )
+        spec["currentNodeCount"] = sum(
+            p["status"].get("currentNodeCount", 0) for p in self._pools_of(project, location, cluster)
+        )
         spec["instanceGroupUrls"] = [u for p in pools for u in p.get("instanceGroupUrls", [])]
         endpoint, ca = self.server() if self.server else (None, None)
         if endpoint:  # where get-credentials points kubectl: this cluster's part of the served Kubernetes API
@@ -307,18 +382,34 @@ class GkeBackend:
     def get_project(self, project: str, version: str) -> dict[str, Any]:
         """Resource Manager ``projects.get`` (v1 and v3 shapes): every project id names this twin's project."""
         if version == "v3":
-            return {"name": f"projects/{self.project_number}", "projectId": project, "state": "ACTIVE",
-                    "displayName": project}
-        return {"projectNumber": self.project_number, "projectId": project, "lifecycleState": "ACTIVE",
-                "name": project}
+            return {
+                "name": f"projects/{self.project_number}",
+                "projectId": project,
+                "state": "ACTIVE",
+                "displayName": project,
+            }
+        return {
+            "projectNumber": self.project_number,
+            "projectId": project,
+            "lifecycleState": "ACTIVE",
+            "name": project,
+        }
 
     def get_service(self, project: str, service: str) -> dict[str, Any]:
         """Service Usage ``services.get``: the APIs gcloud checks (container, containerfilesystem) are enabled."""
-        return {"name": f"projects/{self.project_number}/services/{service}",
-                "parent": f"projects/{self.project_number}", "config": {"name": service}, "state": "ENABLED"}
+        return {
+            "name": f"projects/{self.project_number}/services/{service}",
+            "parent": f"projects/{self.project_number}",
+            "config": {"name": service},
+            "state": "ENABLED",
+        }
 
     def list_clusters(self, project: str, location: str) -> dict[str, Any]:
-        labels = {LABEL_PROJECT: project} if location == "-" else {LABEL_PROJECT: project, LABEL_LOCATION: location}
+        labels = (
+            {LABEL_PROJECT: project}
+            if location == "-"
+            else {LABEL_PROJECT: project, LABEL_LOCATION: location}
+        )
         out = []
         for c in self.storage.list(CLUSTER, labels):
             lab = c["metadata"]["labels"]
@@ -333,14 +424,20 @@ class GkeBackend:
         self._set_status(CLUSTER, obj["metadata"]["name"], "STOPPING")
         for p in self._pools_of(project, location, cluster):
             self._set_status(NODE_POOL, p["metadata"]["name"], "STOPPING")
-        return self._operation(project, location, "DELETE_CLUSTER", f"clusters/{cluster}", now,
-                               self.op_times("delete_cluster"),
-                               {"action": "cluster-deleted", "project": project, "location": location,
-                                "cluster": cluster})
+        return self._operation(
+            project,
+            location,
+            "DELETE_CLUSTER",
+            f"clusters/{cluster}",
+            now,
+            self.op_times("delete_cluster"),
+            {"action": "cluster-deleted", "project": project, "location": location, "cluster": cluster},
+        )
 
     # -- node pools -----------------------------------------------------------------------------------------
-    def _put_pool(self, project: str, location: str, cluster: str, pool: NodePool, version: str, now: float,
-                  status: str) -> dict[str, Any]:
+    def _put_pool(
+        self, project: str, location: str, cluster: str, pool: NodePool, version: str, now: float, status: str
+    ) -> dict[str, Any]:
         spec = _dump(pool)
         cfg = spec.setdefault("config", {})
         cfg.setdefault("machineType", "e2-medium")
@@ -363,24 +460,40 @@ class GkeBackend:
         spec["version"] = resolve_version(version)
         spec["status"] = status
         group = f"gke-{cluster}-{pool.name}-{self.rng.getrandbits(32):08x}"[:63]
-        spec["selfLink"] = (f"{API}/projects/{project}/{'zones' if zonal else 'locations'}/{location}/clusters/"
-                            f"{cluster}/nodePools/{pool.name}")
-        spec["instanceGroupUrls"] = [f"https://www.googleapis.com/compute/v1/projects/{project}/zones/"
-                                     f"{spec['locations'][0]}/instanceGroupManagers/{group}-grp"]
+        spec["selfLink"] = (
+            f"{API}/projects/{project}/{'zones' if zonal else 'locations'}/{location}/clusters/"
+            f"{cluster}/nodePools/{pool.name}"
+        )
+        spec["instanceGroupUrls"] = [
+            f"https://www.googleapis.com/compute/v1/projects/{project}/zones/"
+            f"{spec['locations'][0]}/instanceGroupManagers/{group}-grp"
+        ]
         spec["etag"] = f"{self.rng.getrandbits(64):016x}"
         mt = catalog.machine_type(cfg["machineType"])
         twin = {
-            "createdAt": now, "cluster": cluster, "instanceGroup": group,
+            "createdAt": now,
+            "cluster": cluster,
+            "instanceGroup": group,
             "desiredNodeCount": spec["initialNodeCount"],
-            "hostsPerSlice": pool_hosts(pool), "provisioningModel": pool_model(pool), "queued": queued,
-            "accelerator": mt.tpu.name if mt.tpu else mt.gpu_type, "zone": spec["locations"][0],
+            "hostsPerSlice": pool_hosts(pool),
+            "provisioningModel": pool_model(pool),
+            "queued": queued,
+            "accelerator": mt.tpu.name if mt.tpu else mt.gpu_type,
+            "zone": spec["locations"][0],
         }
-        obj = envelope(NODE_POOL, pool_key(project, location, cluster, pool.name or ""), spec, twin,
-                       self._labels(project, location, cluster))
+        obj = envelope(
+            NODE_POOL,
+            pool_key(project, location, cluster, pool.name or ""),
+            spec,
+            twin,
+            self._labels(project, location, cluster),
+        )
         self.storage.put(obj)
         return obj
 
-    def create_node_pool(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
+    def create_node_pool(
+        self, project: str, location: str, cluster: str, body: Any, now: float
+    ) -> dict[str, Any]:
         cobj = self._get_cluster_obj(project, location, cluster)
         req = parse_body(CreateNodePoolRequest, body)
         if req.node_pool is None:
@@ -393,15 +506,30 @@ class GkeBackend:
             raise already_exists(f"{self._cluster_path(project, location, cluster)}/nodePools/{pool.name}")
         if cobj["spec"]["status"] == "STOPPING":
             raise precondition(f"Cluster {cluster} is being deleted.")
-        check_capacity(pool.initial_node_count or 0, self._fixed_nodes(project, location, cluster),
-                       cobj["spec"], node_range(cobj["spec"]))
+        check_capacity(
+            pool.initial_node_count or 0,
+            self._fixed_nodes(project, location, cluster),
+            cobj["spec"],
+            node_range(cobj["spec"]),
+        )
         self._busy(project, location, cluster)
         self._put_pool(project, location, cluster, pool, version, now, status="PROVISIONING")
         self._set_status(CLUSTER, cobj["metadata"]["name"], "RECONCILING")
-        return self._operation(project, location, "CREATE_NODE_POOL", f"clusters/{cluster}/nodePools/{pool.name}",
-                               now, self.op_times("create_node_pool"),
-                               {"action": "pool-created", "project": project, "location": location,
-                                "cluster": cluster, "pool": pool.name})
+        return self._operation(
+            project,
+            location,
+            "CREATE_NODE_POOL",
+            f"clusters/{cluster}/nodePools/{pool.name}",
+            now,
+            self.op_times("create_node_pool"),
+            {
+                "action": "pool-created",
+                "project": project,
+                "location": location,
+                "cluster": cluster,
+                "pool": pool.name,
+            },
+        )
 
     def get_node_pool(self, project: str, location: str, cluster: str, pool: str) -> dict[str, Any]:
         return copy.deepcopy(self._get_pool_obj(project, location, cluster, pool)["spec"])
@@ -410,35 +538,69 @@ class GkeBackend:
         self._get_cluster_obj(project, location, cluster)
         return {"nodePools": [p["spec"] for p in self._pools_of(project, location, cluster)]}
 
-    def delete_node_pool(self, project: str, location: str, cluster: str, pool: str, now: float) -> dict[str, Any]:
+    def delete_node_pool(
+        self, project: str, location: str, cluster: str, pool: str, now: float
+    ) -> dict[str, Any]:
         obj = self._get_pool_obj(project, location, cluster, pool)
         self._busy(project, location, cluster)
         self._set_status(NODE_POOL, obj["metadata"]["name"], "STOPPING")
-        return self._operation(project, location, "DELETE_NODE_POOL", f"clusters/{cluster}/nodePools/{pool}", now,
-                               self.op_times("delete_node_pool"),
-                               {"action": "pool-deleted", "project": project, "location": location,
-                                "cluster": cluster, "pool": pool})
+        return self._operation(
+            project,
+            location,
+            "DELETE_NODE_POOL",
+            f"clusters/{cluster}/nodePools/{pool}",
+            now,
+            self.op_times("delete_node_pool"),
+            {
+                "action": "pool-deleted",
+                "project": project,
+                "location": location,
+                "cluster": cluster,
+                "pool": pool,
+            },
+        )
 
-    def _update_op(self, project: str, location: str, cluster: str, pool: str, obj: dict[str, Any],
-                   now: float, op_type: str = "UPDATE_CLUSTER") -> dict[str, Any]:
+    def _update_op(
+        self,
+        project: str,
+        location: str,
+        cluster: str,
+        pool: str,
+        obj: dict[str, Any],
+        now: float,
+        op_type: str = "UPDATE_CLUSTER",
+    ) -> dict[str, Any]:
         self._busy(project, location, cluster)
         obj["spec"]["status"] = "RECONCILING"
         obj["spec"]["etag"] = f"{self.rng.getrandbits(64):016x}"
         self.storage.put(obj)
-        return self._operation(project, location, op_type, f"clusters/{cluster}/nodePools/{pool}", now,
-                               self.op_times("update"),
-                               {"action": "pool-updated", "project": project, "location": location,
-                                "cluster": cluster, "pool": pool})
+        return self._operation(
+            project,
+            location,
+            op_type,
+            f"clusters/{cluster}/nodePools/{pool}",
+            now,
+            self.op_times("update"),
+            {
+                "action": "pool-updated",
+                "project": project,
+                "location": location,
+                "cluster": cluster,
+                "pool": pool,
+            },
+        )
 
-    def set_autoscaling(self, project: str, location: str, cluster: str, pool: str, body: Any,
-                        now: float) -> dict[str, Any]:
+    def set_autoscaling(
+        self, project: str, location: str, cluster: str, pool: str, body: Any, now: float
+    ) -> dict[str, Any]:
         obj = self._get_pool_obj(project, location, cluster, pool)
         req = parse_body(SetNodePoolAutoscalingRequest, body)
         _merge(obj["spec"], autoscaling_patch(obj["spec"], req.autoscaling, location))
         return self._update_op(project, location, cluster, pool, obj, now)
 
-    def set_size(self, project: str, location: str, cluster: str, pool: str, body: Any,
-                 now: float) -> dict[str, Any]:
+    def set_size(
+        self, project: str, location: str, cluster: str, pool: str, body: Any, now: float
+    ) -> dict[str, Any]:
         obj = self._get_pool_obj(project, location, cluster, pool)
         req = parse_body(SetNodePoolSizeRequest, body)
         count = req.node_count if req.node_count is not None else -1
@@ -446,19 +608,24 @@ class GkeBackend:
         if count < 0:
             raise invalid("node_count must be specified and non-negative.")
         if obj["status"].get("queued"):
-            raise precondition("Node pools with queued provisioning cannot be resized; nodes are created only "
-                               "for ProvisioningRequests.")  # [inferred wording]
+            raise precondition(
+                "Node pools with queued provisioning cannot be resized; nodes are created only "
+                "for ProvisioningRequests."
+            )  # [inferred wording]
         if hosts > 1 and count % hosts:
             raise invalid(f"A multi-host TPU slice node pool is resized in whole slices of {hosts} nodes.")
         check_size(count, "node_count")
         cspec = self._get_cluster_obj(project, location, cluster)["spec"]
-        check_capacity(count, self._fixed_nodes(project, location, cluster, but=pool), cspec, node_range(cspec))
+        check_capacity(
+            count, self._fixed_nodes(project, location, cluster, but=pool), cspec, node_range(cspec)
+        )
         obj["status"]["desiredNodeCount"] = count
         obj["status"]["resizeRequestedAt"] = now
         return self._update_op(project, location, cluster, pool, obj, now, "SET_NODE_POOL_SIZE")
 
-    def update_node_pool(self, project: str, location: str, cluster: str, pool: str, body: Any,
-                         now: float) -> dict[str, Any]:
+    def update_node_pool(
+        self, project: str, location: str, cluster: str, pool: str, body: Any, now: float
+    ) -> dict[str, Any]:
         obj = self._get_pool_obj(project, location, cluster, pool)
         req = parse_body(UpdateNodePoolRequest, body)
         spec = copy.deepcopy(obj["spec"])
@@ -472,14 +639,21 @@ class GkeBackend:
         if req.queued_provisioning is not None:
             spec["queuedProvisioning"] = _dump(req.queued_provisioning)
         # NodeLabels / NodeTaints / NetworkTags / ResourceLabels wrap the map or list in one field
-        for attr, cfg_field, inner in (("labels", "labels", "labels"), ("taints", "taints", "taints"),
-                                       ("tags", "tags", "tags"), ("resource_labels", "resourceLabels", "labels")):
+        for attr, cfg_field, inner in (
+            ("labels", "labels", "labels"),
+            ("taints", "taints", "taints"),
+            ("tags", "tags", "tags"),
+            ("resource_labels", "resourceLabels", "labels"),
+        ):
             value = getattr(req, attr)
             if value is not None:
                 cfg[cfg_field] = value.get(inner) if isinstance(value, dict) else value
         merged = NodePool.model_validate(spec)
-        check_node_pool(merged.model_copy(update={"initial_node_count": 0}), location=location,
-                        cluster_version=spec.get("version"))
+        check_node_pool(
+            merged.model_copy(update={"initial_node_count": 0}),
+            location=location,
+            cluster_version=spec.get("version"),
+        )
         obj["spec"] = spec
         obj["status"]["provisioningModel"] = pool_model(merged)
         obj["status"]["queued"] = bool(merged.queued_provisioning and merged.queued_provisioning.enabled)
@@ -487,10 +661,16 @@ class GkeBackend:
         # forms of updates to node pools." (Operation.Type)
         return self._update_op(project, location, cluster, pool, obj, now, "UPGRADE_NODES")
 
-
     # -- changes to an existing cluster: flexq.gke.updates decides, these write ------------------------------
-    def _start_update(self, project: str, location: str, cluster: str, plan: Plan, now: float,
-                      effect: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _start_update(
+        self,
+        project: str,
+        location: str,
+        cluster: str,
+        plan: Plan,
+        now: float,
+        effect: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Write a plan's immediate fields, mark the cluster (and its pool) RECONCILING and start the operation
         that writes the rest when it finishes."""
         cobj = self._get_cluster_obj(project, location, cluster)
@@ -505,12 +685,23 @@ class GkeBackend:
             pobj["spec"]["etag"] = f"{self.rng.getrandbits(64):016x}"
             self.storage.put(pobj)
         target = f"clusters/{cluster}" + (f"/nodePools/{plan.pool}" if plan.pool else "")
-        eff = {"action": "cluster-updated", "project": project, "location": location, "cluster": cluster,
-               "pool": plan.pool, "clusterSet": plan.cluster_done, "poolSet": plan.pool_done, **(effect or {})}
+        eff = {
+            "action": "cluster-updated",
+            "project": project,
+            "location": location,
+            "cluster": cluster,
+            "pool": plan.pool,
+            "clusterSet": plan.cluster_done,
+            "poolSet": plan.pool_done,
+            **(effect or {}),
+        }
         if pobj is not None and plan.op_type == "UPGRADE_NODES":
             eff["fromVersion"] = pobj["spec"].get("version")
-        kind = "upgrade" if plan.op_type in ("UPGRADE_MASTER", "UPGRADE_NODES") and (
-            plan.cluster_done or plan.pool_done) else "update"  # a version change, not a config change
+        kind = (
+            "upgrade"
+            if plan.op_type in ("UPGRADE_MASTER", "UPGRADE_NODES") and (plan.cluster_done or plan.pool_done)
+            else "update"
+        )  # a version change, not a config change
         return self._operation(project, location, plan.op_type, target, now, self.op_times(kind), eff)
 
     def _apply_done(self, op: dict[str, Any], ckey: str) -> None:
@@ -521,8 +712,13 @@ class GkeBackend:
             _merge(cobj["spec"], eff.get("clusterSet") or {})
             cobj["spec"]["status"] = "RUNNING"
             self.storage.put(cobj)
-        pobj = self.storage.get(NODE_POOL, pool_key(eff["project"], eff["location"], eff["cluster"],
-                                                    eff["pool"])) if eff.get("pool") else None
+        pobj = (
+            self.storage.get(
+                NODE_POOL, pool_key(eff["project"], eff["location"], eff["cluster"], eff["pool"])
+            )
+            if eff.get("pool")
+            else None
+        )
         if pobj is not None:
             _merge(pobj["spec"], eff.get("poolSet") or {})
             pobj["spec"]["status"] = "RUNNING"
@@ -533,10 +729,17 @@ class GkeBackend:
     def _plan(self, project: str, location: str, cluster: str, update: ClusterUpdate) -> Plan:
         cobj = self._get_cluster_obj(project, location, cluster)
         pools = {p["spec"]["name"]: p["spec"] for p in self._pools_of(project, location, cluster)}
-        return plan_update(cobj["spec"], pools, update, location=location,
-                           cluster_path=self._cluster_path(project, location, cluster))
+        return plan_update(
+            cobj["spec"],
+            pools,
+            update,
+            location=location,
+            cluster_path=self._cluster_path(project, location, cluster),
+        )
 
-    def update_cluster(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
+    def update_cluster(
+        self, project: str, location: str, cluster: str, body: Any, now: float
+    ) -> dict[str, Any]:
         """``clusters.update`` (PUT): one ``ClusterUpdate`` (see ``flexq.gke.updates``)."""
         self._get_cluster_obj(project, location, cluster)
         req = parse_body(UpdateClusterRequest, body)
@@ -548,36 +751,52 @@ class GkeBackend:
     def set_logging(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
         req = parse_body(SetLoggingServiceRequest, body)
         update = ClusterUpdate(desired_logging_service=req.logging_service or "")
-        return self._start_update(project, location, cluster, self._plan(project, location, cluster, update), now)
+        return self._start_update(
+            project, location, cluster, self._plan(project, location, cluster, update), now
+        )
 
-    def set_monitoring(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
+    def set_monitoring(
+        self, project: str, location: str, cluster: str, body: Any, now: float
+    ) -> dict[str, Any]:
         req = parse_body(SetMonitoringServiceRequest, body)
         update = ClusterUpdate(desired_monitoring_service=req.monitoring_service or "")
-        return self._start_update(project, location, cluster, self._plan(project, location, cluster, update), now)
+        return self._start_update(
+            project, location, cluster, self._plan(project, location, cluster, update), now
+        )
 
-    def update_master(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
+    def update_master(
+        self, project: str, location: str, cluster: str, body: Any, now: float
+    ) -> dict[str, Any]:
         req = parse_body(UpdateMasterRequest, body)
         update = ClusterUpdate(desired_master_version=req.master_version or "-")
-        return self._start_update(project, location, cluster, self._plan(project, location, cluster, update), now)
+        return self._start_update(
+            project, location, cluster, self._plan(project, location, cluster, update), now
+        )
 
-    def set_resource_labels(self, project: str, location: str, cluster: str, body: Any,
-                            now: float) -> dict[str, Any]:
+    def set_resource_labels(
+        self, project: str, location: str, cluster: str, body: Any, now: float
+    ) -> dict[str, Any]:
         """``setResourceLabels``: replaces the labels, guarded by ``labelFingerprint`` as GKE guards them."""
         cobj = self._get_cluster_obj(project, location, cluster)
         req = parse_body(SetLabelsRequest, body)
         expected = label_fingerprint(cobj["spec"].get("resourceLabels"))
         if (req.label_fingerprint or "") != expected:
-            raise precondition("Labels could not be set due to fingerprint mismatch; try again with the proper "
-                               f'fingerprint: incorrect fingerprint supplied was "{req.label_fingerprint or ""}", '
-                               f'the expected one is "{expected}".')
+            raise precondition(
+                "Labels could not be set due to fingerprint mismatch; try again with the proper "
+                f'fingerprint: incorrect fingerprint supplied was "{req.label_fingerprint or ""}", '
+                f'the expected one is "{expected}".'
+            )
         labels = req.resource_labels or {}
         check_labels(labels)
-        plan = Plan("SET_LABELS", cluster_now={"resourceLabels": labels or None,
-                                               "labelFingerprint": label_fingerprint(labels)})
+        plan = Plan(
+            "SET_LABELS",
+            cluster_now={"resourceLabels": labels or None, "labelFingerprint": label_fingerprint(labels)},
+        )
         return self._start_update(project, location, cluster, plan, now)
 
-    def set_management(self, project: str, location: str, cluster: str, pool: str, body: Any,
-                       now: float) -> dict[str, Any]:
+    def set_management(
+        self, project: str, location: str, cluster: str, pool: str, body: Any, now: float
+    ) -> dict[str, Any]:
         """``nodePools.setManagement``: auto-repair and auto-upgrade (gcloud sends the whole NodeManagement)."""
         self._get_pool_obj(project, location, cluster, pool)
         req = parse_body(SetNodePoolManagementRequest, body)
@@ -586,19 +805,23 @@ class GkeBackend:
         plan = Plan("SET_NODE_POOL_MANAGEMENT", pool=pool, pool_now={"management": _dump(req.management)})
         return self._start_update(project, location, cluster, plan, now)
 
-    def rollback_node_pool(self, project: str, location: str, cluster: str, pool: str, body: Any,
-                           now: float) -> dict[str, Any]:
+    def rollback_node_pool(
+        self, project: str, location: str, cluster: str, pool: str, body: Any, now: float
+    ) -> dict[str, Any]:
         """``nodePools.rollback``: after a canceled (or failed) upgrade, back to the version it left."""
         pobj = self._get_pool_obj(project, location, cluster, pool)
         parse_body(RollbackNodePoolUpgradeRequest, body if body is not None else {})
         interrupted = pobj["status"].get("interruptedUpgrade")
         if not interrupted:
-            raise precondition(f"Node pool {pool} has no canceled or failed upgrade to roll back."
-                               )  # [inferred wording]
+            raise precondition(
+                f"Node pool {pool} has no canceled or failed upgrade to roll back."
+            )  # [inferred wording]
         plan = Plan("UPGRADE_NODES", pool=pool, pool_done={"version": interrupted["from"]})
         return self._start_update(project, location, cluster, plan, now)
 
-    def cancel_operation(self, project: str, location: str, name: str, body: Any, now: float) -> dict[str, Any]:
+    def cancel_operation(
+        self, project: str, location: str, name: str, body: Any, now: float
+    ) -> dict[str, Any]:
         """``operations.cancel``: a running node-pool upgrade stops where it is (its version not reached; the
         pool remembers it for ``rollback``); other operations cannot be canceled."""
         obj = self.storage.get(OPERATION, f"{project}.{location}.{name}")
@@ -607,21 +830,30 @@ class GkeBackend:
         parse_body(CancelOperationRequest, body if body is not None else {})
         spec, eff = obj["spec"], obj["status"]["effect"]
         if spec["status"] != "RUNNING":
-            raise precondition(f"Operation {name} is already {spec['status']} and cannot be canceled."
-                               )  # [inferred wording]
+            raise precondition(
+                f"Operation {name} is already {spec['status']} and cannot be canceled."
+            )  # [inferred wording]
         if spec["operationType"] != "UPGRADE_NODES":
-            raise precondition(f"Operation {name} ({spec['operationType']}) cannot be canceled; only node pool "
-                               "upgrades (UPGRADE_NODES) can.")  # [inferred wording]
+            raise precondition(
+                f"Operation {name} ({spec['operationType']}) cannot be canceled; only node pool "
+                "upgrades (UPGRADE_NODES) can."
+            )  # [inferred wording]
         message = "Operation was canceled."
-        spec.update(status="DONE", endTime=format_time(now), statusMessage=message,
-                    error={"code": 1, "message": message})  # google.rpc.Code CANCELLED
+        spec.update(
+            status="DONE",
+            endTime=format_time(now),
+            statusMessage=message,
+            error={"code": 1, "message": message},
+        )  # google.rpc.Code CANCELLED
         self.storage.put(obj)
         self._set_status(CLUSTER, cluster_key(project, location, eff["cluster"]), "RUNNING")
         pobj = self.storage.get(NODE_POOL, pool_key(project, location, eff["cluster"], eff["pool"]))
         if pobj is not None:
             pobj["spec"]["status"] = "RUNNING"
-            pobj["status"]["interruptedUpgrade"] = {"from": eff.get("fromVersion"),
-                                                    "to": (eff.get("poolSet") or {}).get("version")}
+            pobj["status"]["interruptedUpgrade"] = {
+                "from": eff.get("fromVersion"),
+                "to": (eff.get("poolSet") or {}).get("version"),
+            }
             self.storage.put(pobj)
         return {}
 
@@ -630,14 +862,22 @@ class GkeBackend:
         check_location(location)
         return server_config()
 
+
 # The primary range of each region's subnet in an auto-mode "default" VPC, where GKE nodes get their internal
 # IPs (GCE's auto-mode ranges, for the regions the catalog prices); other regions get a 10.x range of the same
 # shape derived from the name [twin choice].
 _AUTO_MODE_RANGES = {
-    "us-central1": "10.128.0.0/20", "europe-west1": "10.132.0.0/20", "us-west1": "10.138.0.0/20",
-    "asia-east1": "10.140.0.0/20", "us-east1": "10.142.0.0/20", "asia-northeast1": "10.146.0.0/20",
-    "us-east4": "10.150.0.0/20", "europe-west4": "10.164.0.0/20", "us-west4": "10.182.0.0/20",
-    "us-east5": "10.202.0.0/20", "us-south1": "10.206.0.0/20",
+    "us-central1": "10.128.0.0/20",
+    "europe-west1": "10.132.0.0/20",
+    "us-west1": "10.138.0.0/20",
+    "asia-east1": "10.140.0.0/20",
+    "us-east1": "10.142.0.0/20",
+    "asia-northeast1": "10.146.0.0/20",
+    "us-east4": "10.150.0.0/20",
+    "europe-west4": "10.164.0.0/20",
+    "us-west4": "10.182.0.0/20",
+    "us-east5": "10.202.0.0/20",
+    "us-south1": "10.206.0.0/20",
 }
 
 
@@ -660,6 +900,11 @@ def cluster_settings(cluster_obj: dict[str, Any]) -> dict[str, Any]:
     if ((spec.get("addonsConfig") or {}).get("rayOperatorConfig") or {}).get("enabled"):
         addons.append("RayOperator")
     lab = cluster_obj["metadata"].get("labels") or {}
-    return {"addons": addons, "gkeProject": lab.get(LABEL_PROJECT, ""), "gkeLocation": spec["location"],
-            "gkeNodeCidr": node_range(spec),
-            "gkeCluster": spec["name"], "gkeVersion": spec.get("currentMasterVersion", DEFAULT_VERSION)}
+    return {
+        "addons": addons,
+        "gkeProject": lab.get(LABEL_PROJECT, ""),
+        "gkeLocation": spec["location"],
+        "gkeNodeCidr": node_range(spec),
+        "gkeCluster": spec["name"],
+        "gkeVersion": spec.get("currentMasterVersion", DEFAULT_VERSION),
+    }

@@ -45,7 +45,8 @@ def job_of(pod: dict[str, Any], rayclusters: dict[tuple[str, str], dict[str, Any
     rc = labels.get("ray.io/cluster")
     if rc:
         owner = ((rayclusters.get((ns, rc)) or {}).get("metadata", {}).get("labels") or {}).get(
-            "ray.io/originated-from-cr-name")
+            "ray.io/originated-from-cr-name"
+        )
         return f"RayJob/{ns}/{owner}" if owner else f"RayCluster/{ns}/{rc}"
     job = labels.get("batch.kubernetes.io/job-name") or labels.get("job-name")
     if job:
@@ -67,8 +68,14 @@ def _share(pod: dict[str, Any], node_record: dict[str, Any]) -> Fraction:
 
 def totals(ledger: dict[str, Any], now: float, flavors: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
     """Costs (USD) per pool, model, flavor and job, plus node-hours, with open records valued up to ``now``."""
-    out: dict[str, Any] = {"total": Fraction(0), "nodeHours": Fraction(0), "pools": {}, "provisioningModels": {},
-                           "flavors": {}, "jobs": {}}
+    out: dict[str, Any] = {
+        "total": Fraction(0),
+        "nodeHours": Fraction(0),
+        "pools": {},
+        "provisioningModels": {},
+        "flavors": {},
+        "jobs": {},
+    }
     prices: dict[str, Fraction] = {}
     flavor_list = [(f["metadata"]["name"], (f.get("spec") or {}).get("nodeLabels") or {}) for f in flavors]
     for name, rec in sorted((ledger.get("nodes") or {}).items()):
@@ -89,13 +96,24 @@ def totals(ledger: dict[str, Any], now: float, flavors: Iterable[dict[str, Any]]
         hours = Fraction(max(0.0, end - rec["start"])) / 3600
         cost = hours * prices.get(rec["node"], Fraction(0)) * Fraction(rec["share"])
         out["jobs"][rec["job"]] = out["jobs"].get(rec["job"], Fraction(0)) + cost
-    return {"total": _money(out["total"]), "nodeHours": _money(out["nodeHours"]),
-            **{g: {k: _money(v) for k, v in sorted(out[g].items())}
-               for g in ("pools", "provisioningModels", "flavors", "jobs")}}
+    return {
+        "total": _money(out["total"]),
+        "nodeHours": _money(out["nodeHours"]),
+        **{
+            g: {k: _money(v) for k, v in sorted(out[g].items())}
+            for g in ("pools", "provisioningModels", "flavors", "jobs")
+        },
+    }
 
 
-def billing_of(project_store: Any, project: str, location: str, cluster: str, now: float,
-               flavors: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
+def billing_of(
+    project_store: Any,
+    project: str,
+    location: str,
+    cluster: str,
+    now: float,
+    flavors: Iterable[dict[str, Any]] = (),
+) -> dict[str, Any]:
     """Current totals of a cluster (valued at ``now``), for the SDK and the CLI."""
     obj = project_store.try_get(BILLING, cluster_key(project, location, cluster))
     return totals((obj or {}).get("status") or {}, now, flavors)
@@ -141,8 +159,11 @@ def _flavor_list(flavors: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str,
 
 
 def _flavors_of(rec: dict[str, Any], flavor_list: list[tuple[str, dict[str, str]]]) -> list[str]:
-    return [name for name, labels in flavor_list
-            if labels and all(rec.get("labels", {}).get(k) == v for k, v in labels.items())]
+    return [
+        name
+        for name, labels in flavor_list
+        if labels and all(rec.get("labels", {}).get(k) == v for k, v in labels.items())
+    ]
 
 
 class BillingController(Controller):
@@ -260,8 +281,13 @@ class BillingController(Controller):
                 if rc is not None:
                     rcs[(pod["metadata"].get("namespace", "default"), rc_name)] = rc
         self._own()
-        rec = {"job": job_of(pod, rcs), "node": node, "share": str(_share(pod, self._nodes[node])), "start": now,
-               "end": None}
+        rec = {
+            "job": job_of(pod, rcs),
+            "node": node,
+            "share": str(_share(pod, self._nodes[node])),
+            "start": now,
+            "end": None,
+        }
         self._pods[key] = rec
         self._track_open(key, rec)
 
@@ -317,12 +343,17 @@ class BillingController(Controller):
             mt = catalog.machine_type(pool["spec"]["config"]["machineType"])
             model = pool["status"]["provisioningModel"]
             self._own()
-            self._nodes[name] = {"pool": pool["spec"]["name"], "machineType": mt.name, "model": model,
-                                 "pricePerHour": str(catalog.price_per_hour(mt, model)),
-                                 "zone": pool["status"]["zone"], "labels": labels,
-                                 "allocatable": (node.get("status") or {}).get("allocatable", {}),
-                                 "created": float(node["metadata"].get("annotations", {}).get(ANN_CREATED_AT, now)),
-                                 "deleted": None}
+            self._nodes[name] = {
+                "pool": pool["spec"]["name"],
+                "machineType": mt.name,
+                "model": model,
+                "pricePerHour": str(catalog.price_per_hour(mt, model)),
+                "zone": pool["status"]["zone"],
+                "labels": labels,
+                "allocatable": (node.get("status") or {}).get("allocatable", {}),
+                "created": float(node["metadata"].get("annotations", {}).get(ANN_CREATED_AT, now)),
+                "deleted": None,
+            }
             self._open_nodes.add(name)
             opened.append(name)
             changed = True
@@ -368,7 +399,9 @@ class BillingController(Controller):
             s.jobs_added = False
         open_jobs: dict[str, Fraction] = {}
         for rec in self._open_pods.values():
-            open_jobs[rec["job"]] = open_jobs.get(rec["job"], Fraction(0)) + _pod_cost(rec, self._price(rec["node"]), now)
+            open_jobs[rec["job"]] = open_jobs.get(rec["job"], Fraction(0)) + _pod_cost(
+                rec, self._price(rec["node"]), now
+            )
         jobs = s.jobs_money
         if open_jobs:
             jobs = dict(jobs)
@@ -376,9 +409,16 @@ class BillingController(Controller):
                 jobs[job] = _money(s.groups["jobs"].get(job, Fraction(0)) + cost)
             if any(j not in s.jobs_money for j in open_jobs):
                 jobs = dict(sorted(jobs.items()))
-        out = {"total": _money(total), "nodeHours": _money(hours),
-               **{g: {k: _money(v) for k, v in sorted(groups[g].items())} for g in ("pools", "provisioningModels")},
-               "flavors": {k: _money(v) for k, v in sorted(flavors.items())}, "jobs": jobs}
+        out = {
+            "total": _money(total),
+            "nodeHours": _money(hours),
+            **{
+                g: {k: _money(v) for k, v in sorted(groups[g].items())}
+                for g in ("pools", "provisioningModels")
+            },
+            "flavors": {k: _money(v) for k, v in sorted(flavors.items())},
+            "jobs": jobs,
+        }
         return out
 
     def _write(self, now: float) -> None:
@@ -388,14 +428,22 @@ class BillingController(Controller):
             flavors = self.store.peek_list("ResourceFlavor")
         except NotFound:  # a twin without Kueue kinds
             flavors = []
-        ledger = {"nodes": self._nodes, "pods": self._pods, "totals": self._totals(now, _flavor_list(flavors)),
-                  "asOf": now}
+        ledger = {
+            "nodes": self._nodes,
+            "pods": self._pods,
+            "totals": self._totals(now, _flavor_list(flavors)),
+            "asOf": now,
+        }
         self._shared, self._dirty = True, False
         cur = self.ctx.project.peek(BILLING, name)
         if cur is None:
-            self.ctx.project.create(envelope(BILLING, name, {"cluster": cluster, "project": project,
-                                                             "location": location}, ledger), validate=False,
-                                    copy_result=False)
+            self.ctx.project.create(
+                envelope(
+                    BILLING, name, {"cluster": cluster, "project": project, "location": location}, ledger
+                ),
+                validate=False,
+                copy_result=False,
+            )
         else:
             obj = dict(cur)
             obj["metadata"] = dict(cur["metadata"])

@@ -121,15 +121,20 @@ class GkeCache:
 
     def pending(self) -> list[dict[str, Any]]:
         """Pods the scheduler could not place, oldest first (the autoscaler's input)."""
-        return sorted(self.unschedulable.values(),
-                      key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+        return sorted(
+            self.unschedulable.values(),
+            key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]),
+        )
 
     def pod_list(self, namespace: str | None = None) -> list[dict[str, Any]]:
         return [p for k, p in sorted(self.pods.items()) if namespace is None or k[0] == namespace]
 
     def node_list(self, pool: str | None = None) -> list[dict[str, Any]]:
-        return [n for name, n in sorted(self.nodes.items())
-                if pool is None or n["metadata"]["labels"].get(LABEL_NODEPOOL) == pool]
+        return [
+            n
+            for name, n in sorted(self.nodes.items())
+            if pool is None or n["metadata"]["labels"].get(LABEL_NODEPOOL) == pool
+        ]
 
     def close(self) -> None:
         self._sub.cancel()
@@ -142,4 +147,3 @@ def _unschedulable(p: dict[str, Any]) -> bool:
         if c.get("type") == "PodScheduled":
             return c.get("status") == "False" and c.get("reason") == "Unschedulable"
     return False
-

@@ -20,8 +20,15 @@ from typing import Any
 
 from flexq.api.capacity_profile import CapacityProfile, Delay, parse_duration, parse_time
 
-__all__ = ["Terms", "Obtain", "CapacityModel", "sample_delay", "stockout_message", "DEFAULT_PROVISION_SECONDS",
-           "DEFAULT_QUEUE_WAIT_SECONDS"]
+__all__ = [
+    "Terms",
+    "Obtain",
+    "CapacityModel",
+    "sample_delay",
+    "stockout_message",
+    "DEFAULT_PROVISION_SECONDS",
+    "DEFAULT_QUEUE_WAIT_SECONDS",
+]
 
 DEFAULT_PROVISION_SECONDS = 5.0
 DEFAULT_QUEUE_WAIT_SECONDS = 20.0
@@ -31,16 +38,20 @@ _FIELDS = ("available", "windows", "provision_time", "queue_wait", "preemption",
 def stockout_message(location: str, project: str = "") -> str:
     """GCE's wording when a zone has no capacity for the request (ZONE_RESOURCE_POOL_EXHAUSTED)."""
     where = f"projects/{project}/zones/{location}" if project else location
-    return (f"ZONE_RESOURCE_POOL_EXHAUSTED: The zone '{where}' does not have enough resources available to "
-            "fulfill the request. Try a different zone, or try again later.")
+    return (
+        f"ZONE_RESOURCE_POOL_EXHAUSTED: The zone '{where}' does not have enough resources available to "
+        "fulfill the request. Try a different zone, or try again later."
+    )
 
 
 @dataclass(frozen=True)
 class Terms:
     """Effective terms for one (location, machine type, provisioning model), times in epoch seconds."""
 
-    available: int | None                              # None = unlimited
-    windows: tuple[tuple[float, float | None, int | None], ...]  # (start, end or open, available or unlimited)
+    available: int | None  # None = unlimited
+    windows: tuple[
+        tuple[float, float | None, int | None], ...
+    ]  # (start, end or open, available or unlimited)
     provision_time: Delay | None
     queue_wait: Delay | None
     preemption: Delay | None
@@ -75,8 +86,8 @@ class Obtain:
     """The answer to "can N more nodes be created now?"."""
 
     ok: bool
-    message: str = ""               # why not (GCE-shaped), empty when ok
-    retry_at: float | None = None   # when availability may change; None = it never will
+    message: str = ""  # why not (GCE-shaped), empty when ok
+    retry_at: float | None = None  # when availability may change; None = it never will
 
 
 def _as_limit(v: int | str | None) -> int | None:
@@ -120,17 +131,34 @@ class CapacityModel:
             if f not in found and getattr(defaults, f) is not None:
                 found[f] = getattr(defaults, f)
         windows = tuple(
-            (parse_time(w.start, self.origin),
-             None if w.end is None else parse_time(w.end, self.origin),
-             _as_limit(w.available))
-            for w in found.get("windows") or ())
-        return Terms(available=_as_limit(found.get("available")), windows=windows,
-                     provision_time=found.get("provision_time"), queue_wait=found.get("queue_wait"),
-                     preemption=found.get("preemption"), stockout_message=found.get("stockout_message"))
+            (
+                parse_time(w.start, self.origin),
+                None if w.end is None else parse_time(w.end, self.origin),
+                _as_limit(w.available),
+            )
+            for w in found.get("windows") or ()
+        )
+        return Terms(
+            available=_as_limit(found.get("available")),
+            windows=windows,
+            provision_time=found.get("provision_time"),
+            queue_wait=found.get("queue_wait"),
+            preemption=found.get("preemption"),
+            stockout_message=found.get("stockout_message"),
+        )
 
     # -- decisions -------------------------------------------------------------------------------------------
-    def can_obtain(self, location: str, machine_type: str, model: str, now: float, *, in_use: int,
-                   want: int, project: str = "") -> Obtain:
+    def can_obtain(
+        self,
+        location: str,
+        machine_type: str,
+        model: str,
+        now: float,
+        *,
+        in_use: int,
+        want: int,
+        project: str = "",
+    ) -> Obtain:
         """Whether ``want`` more nodes (all at once: a multi-host slice is atomic) can be created at ``now``
         when ``in_use`` nodes of this kind already exist or are being created in this location."""
         t = self.terms(location, machine_type, model)
@@ -152,8 +180,17 @@ class CapacityModel:
         at = sample_delay(delay, 0.0, self.origin, rng)
         return DEFAULT_PROVISION_SECONDS if at is None else at
 
-    def queue_grant_time(self, location: str, machine_type: str, requested_at: float, rng: random.Random,
-                         *, in_use: int = 0, want: int = 1, model: str = "queued") -> float | None:
+    def queue_grant_time(
+        self,
+        location: str,
+        machine_type: str,
+        requested_at: float,
+        rng: random.Random,
+        *,
+        in_use: int = 0,
+        want: int = 1,
+        model: str = "queued",
+    ) -> float | None:
         """When DWS grants a queued request made at ``requested_at``: the drawn wait, then the first moment
         the whole request fits the availability limit. None when it never will (the request will fail)."""
         t = self.terms(location, machine_type, model)
@@ -165,8 +202,9 @@ class CapacityModel:
             return None
         return t.next_time_with_room(at, in_use, want)
 
-    def preemption_time(self, location: str, machine_type: str, model: str, ready_at: float,
-                        rng: random.Random) -> float | None:
+    def preemption_time(
+        self, location: str, machine_type: str, model: str, ready_at: float, rng: random.Random
+    ) -> float | None:
         """When a node that became Ready at ``ready_at`` is preempted, or None (never)."""
         delay = self.terms(location, machine_type, model).preemption
         if delay is None:

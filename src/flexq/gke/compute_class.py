@@ -26,9 +26,18 @@ from typing import Any
 from flexq.api import gke_catalog as catalog
 from flexq.api.wellknown import COMPUTE_CLASS_LABEL
 
-__all__ = ["STOCKOUT_BACKOFF_SECONDS", "MAX_BACKOFF_SECONDS", "BACKOFF_RESET_SECONDS", "FLEX_DEFAULT_WAIT_SECONDS",
-           "backoff_after", "class_of_pod", "class_of_pool", "flex_wait",
-           "rule_index", "rules"]
+__all__ = [
+    "STOCKOUT_BACKOFF_SECONDS",
+    "MAX_BACKOFF_SECONDS",
+    "BACKOFF_RESET_SECONDS",
+    "FLEX_DEFAULT_WAIT_SECONDS",
+    "backoff_after",
+    "class_of_pod",
+    "class_of_pool",
+    "flex_wait",
+    "rule_index",
+    "rules",
+]
 
 STOCKOUT_BACKOFF_SECONDS = 300.0  # cluster-autoscaler --initial-node-group-backoff-duration=5m
 MAX_BACKOFF_SECONDS = 1800.0  # --max-node-group-backoff-duration=30m
@@ -69,9 +78,14 @@ def _matches(rule: dict[str, Any], pool: dict[str, Any]) -> bool:
     tpu = rule.get("tpu")
     if tpu:
         topology = (spec.get("placementPolicy") or {}).get("tpuTopology") or (
-            mt.single_host_topologies[0] if mt.single_host_topologies else "")
-        if mt.tpu is None or tpu.get("type") != mt.tpu.accelerator_label or tpu.get("topology") != topology \
-                or int(tpu.get("count") or 0) != mt.chips:
+            mt.single_host_topologies[0] if mt.single_host_topologies else ""
+        )
+        if (
+            mt.tpu is None
+            or tpu.get("type") != mt.tpu.accelerator_label
+            or tpu.get("topology") != topology
+            or int(tpu.get("count") or 0) != mt.chips
+        ):
             return False
     gpu = rule.get("gpu")
     if gpu and (gpu.get("type") != mt.gpu_type or int(gpu.get("count") or 0) != mt.gpus):

@@ -23,8 +23,20 @@ from flexq.semantics.resources import pod_requests as _pod_requests
 from flexq.semantics.selectors import pod_matches_node
 from flexq.semantics.taints import untolerated_taint
 
-__all__ = ["Resources", "NodeShape", "pod_requests", "tolerates_all", "selects", "fits", "pool_shape",
-           "node_shape", "pack", "add", "used_on_nodes", "is_terminal"]
+__all__ = [
+    "Resources",
+    "NodeShape",
+    "pod_requests",
+    "tolerates_all",
+    "selects",
+    "fits",
+    "pool_shape",
+    "node_shape",
+    "pack",
+    "add",
+    "used_on_nodes",
+    "is_terminal",
+]
 
 Resources = dict[str, Fraction]
 _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
@@ -63,8 +75,12 @@ def selects(pod: dict[str, Any], labels: Mapping[str, str]) -> bool:
     return pod_matches_node(pod.get("spec") or {}, labels)
 
 
-def fits(pod: dict[str, Any], shape: NodeShape, used: Mapping[str, Fraction] | None = None,
-         requests: Resources | None = None) -> str | None:
+def fits(
+    pod: dict[str, Any],
+    shape: NodeShape,
+    used: Mapping[str, Fraction] | None = None,
+    requests: Resources | None = None,
+) -> str | None:
     """None when the pod fits on the node, else the reason (kube-scheduler's wording)."""
     if not selects(pod, shape.labels):
         return "node(s) didn't match Pod's node affinity/selector"
@@ -83,10 +99,13 @@ def fits(pod: dict[str, Any], shape: NodeShape, used: Mapping[str, Fraction] | N
 
 def node_shape(node: dict[str, Any]) -> NodeShape:
     """The shape of an existing Node object."""
-    return NodeShape(labels=dict(node["metadata"].get("labels") or {}),
-                     taints=tuple((node.get("spec") or {}).get("taints") or ()),
-                     allocatable={k: parse_quantity(v)
-                                  for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()})
+    return NodeShape(
+        labels=dict(node["metadata"].get("labels") or {}),
+        taints=tuple((node.get("spec") or {}).get("taints") or ()),
+        allocatable={
+            k: parse_quantity(v) for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()
+        },
+    )
 
 
 def pool_shape(pool: dict[str, Any]) -> NodeShape:
@@ -96,14 +115,25 @@ def pool_shape(pool: dict[str, Any]) -> NodeShape:
     mt = catalog.machine_type(cfg.get("machineType", "e2-medium"))
     topology = (spec.get("placementPolicy") or {}).get("tpuTopology")
     max_run = cfg.get("maxRunDuration")
-    labels = catalog.node_labels(mt, pool=spec["name"], topology=topology, model=twin["provisioningModel"],
-                                 queued=bool(twin.get("queued")), zone=twin["zone"],
-                                 max_run_seconds=int(float(max_run.rstrip("s"))) if max_run else None)
+    labels = catalog.node_labels(
+        mt,
+        pool=spec["name"],
+        topology=topology,
+        model=twin["provisioningModel"],
+        queued=bool(twin.get("queued")),
+        zone=twin["zone"],
+        max_run_seconds=int(float(max_run.rstrip("s"))) if max_run else None,
+    )
     labels.update(cfg.get("labels") or {})
     taints = [dict(t) for t in catalog.node_taints(mt, queued=bool(twin.get("queued")))]
     for t in cfg.get("taints") or []:
-        taints.append({"key": t.get("key", ""), "value": t.get("value", ""),
-                       "effect": _EFFECTS.get(t.get("effect", ""), "NoSchedule")})
+        taints.append(
+            {
+                "key": t.get("key", ""),
+                "value": t.get("value", ""),
+                "effect": _EFFECTS.get(t.get("effect", ""), "NoSchedule"),
+            }
+        )
     alloc = {k: parse_quantity(v) for k, v in catalog.allocatable(mt).items()}
     return NodeShape(labels=labels, taints=tuple(taints), allocatable=alloc)
 

@@ -36,8 +36,10 @@ PR_STATES = ("Pending", "Accepted", "Provisioned", "BookingExpired", "CapacityRe
 
 
 def _true(obj: dict[str, Any], ctype: str) -> bool:
-    return any(c.get("type") == ctype and c.get("status") == "True"
-               for c in (obj.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == ctype and c.get("status") == "True"
+        for c in (obj.get("status") or {}).get("conditions") or []
+    )
 
 
 def provisioning_request_state(pr: dict[str, Any]) -> str:
@@ -88,8 +90,9 @@ class StockoutTracker(Controller):
             return None
         name = str(key)
         pool = next((p for p in pools_of(self.ctx) if p["spec"]["name"] == name), None)
-        stocked_out = pool is not None and any(c.get("code") == "GCE_STOCKOUT"
-                                               for c in pool["spec"].get("conditions") or [])
+        stocked_out = pool is not None and any(
+            c.get("code") == "GCE_STOCKOUT" for c in pool["spec"].get("conditions") or []
+        )
         now = self.ctx.now()
         if stocked_out and name not in self.open:
             self.open[name] = now
@@ -139,8 +142,11 @@ class GkeMetrics:
         now = self.ctx.now()
         pools = pools_of(self.ctx)
         model_of = {p["spec"]["name"]: p["status"].get("provisioningModel", "on-demand") for p in pools}
-        nodes = GaugeMetricFamily("flexq_nodes", "GKE nodes of the cluster, per node pool, provisioning model and "
-                                  "readiness.", labels=["pool", "provisioning_model", "ready"])
+        nodes = GaugeMetricFamily(
+            "flexq_nodes",
+            "GKE nodes of the cluster, per node pool, provisioning model and readiness.",
+            labels=["pool", "provisioning_model", "ready"],
+        )
         counts: dict[tuple[str, str, str], int] = {}
         for p in pools:
             for ready in ("true", "false"):
@@ -153,8 +159,11 @@ class GkeMetrics:
         for labels, v in sorted(counts.items()):
             nodes.add_metric(list(labels), v)
         yield nodes
-        prs = GaugeMetricFamily("flexq_provisioning_requests", "ProvisioningRequests of the cluster, per "
-                                "provisioning class and state.", labels=["provisioning_class", "state"])
+        prs = GaugeMetricFamily(
+            "flexq_provisioning_requests",
+            "ProvisioningRequests of the cluster, per provisioning class and state.",
+            labels=["provisioning_class", "state"],
+        )
         by_state: dict[tuple[str, str], int] = {}
         for pr in self.ctx.store.list("ProvisioningRequest"):
             k2 = ((pr.get("spec") or {}).get("provisioningClassName", ""), provisioning_request_state(pr))
@@ -162,10 +171,14 @@ class GkeMetrics:
         for labels2, v in sorted(by_state.items()):
             prs.add_metric(list(labels2), v)
         yield prs
-        episodes = CounterMetricFamily("flexq_stockouts", "Stock-outs (GCE_STOCKOUT) a node pool met on scale-up.",
-                                       labels=["pool"])
-        seconds = CounterMetricFamily("flexq_stockout_seconds", "Seconds a node pool spent stocked out, the "
-                                      "current stock-out counted up to now.", labels=["pool"])
+        episodes = CounterMetricFamily(
+            "flexq_stockouts", "Stock-outs (GCE_STOCKOUT) a node pool met on scale-up.", labels=["pool"]
+        )
+        seconds = CounterMetricFamily(
+            "flexq_stockout_seconds",
+            "Seconds a node pool spent stocked out, the current stock-out counted up to now.",
+            labels=["pool"],
+        )
         secs = self.stockouts.seconds(now)
         for name in sorted(set(model_of) | set(secs)):
             episodes.add_metric([name], self.stockouts.episodes.get(name, 0))
@@ -177,16 +190,24 @@ class GkeMetrics:
     def _cost(self, now: float) -> Iterator[Metric]:
         project, location, cluster = cluster_names(self.ctx)
         assert self.ctx.project is not None
-        ledger = (self.ctx.project.try_get(BILLING, cluster_key(project, location, cluster)) or {}).get("status") or {}
+        ledger = (self.ctx.project.try_get(BILLING, cluster_key(project, location, cluster)) or {}).get(
+            "status"
+        ) or {}
         model_of = {rec["pool"]: rec["model"] for rec in (ledger.get("nodes") or {}).values()}
         totals = billing_of(self.ctx.project, project, location, cluster, now)
-        cost = CounterMetricFamily("flexq_cost_usd", "What the cluster's nodes cost so far (USD), per node pool and "
-                                   "provisioning model.", labels=["pool", "provisioning_model"])
+        cost = CounterMetricFamily(
+            "flexq_cost_usd",
+            "What the cluster's nodes cost so far (USD), per node pool and provisioning model.",
+            labels=["pool", "provisioning_model"],
+        )
         for pool, usd in sorted(totals["pools"].items()):
             cost.add_metric([pool, model_of.get(pool, "")], usd)
         yield cost
-        jobs = CounterMetricFamily("flexq_job_cost_usd", "What each job's pods cost so far (USD): bound time x node "
-                                   "price x the pod's share of the node.", labels=["job"])
+        jobs = CounterMetricFamily(
+            "flexq_job_cost_usd",
+            "What each job's pods cost so far (USD): bound time x node price x the pod's share of the node.",
+            labels=["job"],
+        )
         for job, usd in sorted(totals["jobs"].items()):
             jobs.add_metric([job], usd)
         yield jobs

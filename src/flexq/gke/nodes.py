@@ -29,9 +29,21 @@ from flexq.gke.storage import NODE_POOL, pool_key
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import WatchEvent
 
-__all__ = ["ANN_READY_AT", "ANN_PREEMPT_AT", "ANN_DELETE_AT", "ANN_SLICE", "ANN_UNNEEDED_SINCE", "pools_of",
-           "pool_of", "capacity_model_name", "NodeWriter", "PoolController", "NodeLifecycle",
-           "cluster_names", "KERNEL_VERSION"]
+__all__ = [
+    "ANN_READY_AT",
+    "ANN_PREEMPT_AT",
+    "ANN_DELETE_AT",
+    "ANN_SLICE",
+    "ANN_UNNEEDED_SINCE",
+    "pools_of",
+    "pool_of",
+    "capacity_model_name",
+    "NodeWriter",
+    "PoolController",
+    "NodeLifecycle",
+    "cluster_names",
+    "KERNEL_VERSION",
+]
 
 ANN_READY_AT = "gke.twin.flexq.dev/ready-at"
 ANN_PREEMPT_AT = "gke.twin.flexq.dev/preempt-at"
@@ -55,8 +67,11 @@ def pools_of(ctx: Context) -> list[dict[str, Any]]:
     themselves (``pool_of`` gives a copy to change)."""
     assert ctx.project is not None
     project, location, cluster = cluster_names(ctx)
-    pools = ctx.project.peek_list(NODE_POOL, label_selector=f"gke.twin.flexq.dev/project={project},"
-                             f"gke.twin.flexq.dev/location={location},gke.twin.flexq.dev/cluster={cluster}")
+    pools = ctx.project.peek_list(
+        NODE_POOL,
+        label_selector=f"gke.twin.flexq.dev/project={project},"
+        f"gke.twin.flexq.dev/location={location},gke.twin.flexq.dev/cluster={cluster}",
+    )
     return sorted(pools, key=lambda p: (p["status"].get("createdAt", 0.0), p["spec"]["name"]))
 
 
@@ -80,8 +95,12 @@ def _in_use(ctx: Context, cache: GkeCache, pool: dict[str, Any]) -> int:
     count = 0
     for n in cache.node_list():
         other = by_name.get(n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""))
-        if other is not None and other["spec"]["config"]["machineType"] == mt \
-                and capacity_model_name(other) == model and other["status"]["zone"] == pool["status"]["zone"]:
+        if (
+            other is not None
+            and other["spec"]["config"]["machineType"] == mt
+            and capacity_model_name(other) == model
+            and other["status"]["zone"] == pool["status"]["zone"]
+        ):
             count += 1
     return count
 
@@ -90,8 +109,12 @@ def _internal_ip(ctx: Context, cache: GkeCache) -> str:
     """The lowest free address of the cluster's node range (its subnetwork's primary range; the network and
     gateway addresses, .0 and .1, are GCE's), as GCE hands out internal IPs."""
     net = ipaddress.ip_network(ctx.cluster_settings.gke_node_cidr or "10.128.0.0/20", strict=False)
-    used = {a.get("address") for n in cache.node_list() for a in (n.get("status") or {}).get("addresses") or []
-            if a.get("type") == "InternalIP"}
+    used = {
+        a.get("address")
+        for n in cache.node_list()
+        for a in (n.get("status") or {}).get("addresses") or []
+        if a.get("type") == "InternalIP"
+    }
     for offset in range(2, net.num_addresses - 1):
         candidate = str(net.network_address + offset)
         if candidate not in used:
@@ -99,8 +122,17 @@ def _internal_ip(ctx: Context, cache: GkeCache) -> str:
     raise RuntimeError(f"node range {net} is exhausted")  # GCE would refuse the VM; 4,000 nodes per /20
 
 
-def _build_node(ctx: Context, cache: GkeCache, pool: dict[str, Any], name: str, now: float, ready_at: float, slice_id: str,
-                extra_labels: dict[str, str], extra_annotations: dict[str, str]) -> dict[str, Any]:
+def _build_node(
+    ctx: Context,
+    cache: GkeCache,
+    pool: dict[str, Any],
+    name: str,
+    now: float,
+    ready_at: float,
+    slice_id: str,
+    extra_labels: dict[str, str],
+    extra_annotations: dict[str, str],
+) -> dict[str, Any]:
     spec, twin = pool["spec"], pool["status"]
     cfg = spec["config"]
     mt = catalog.machine_type(cfg["machineType"])
@@ -110,27 +142,54 @@ def _build_node(ctx: Context, cache: GkeCache, pool: dict[str, Any], name: str, 
     addresses = [{"type": "InternalIP", "address": _internal_ip(ctx, cache)}]
     if not (spec.get("networkConfig") or {}).get("enablePrivateNodes"):
         ip = ctx.rng("gke/nodes/external-ip")  # its own stream: node names and slices draw as before
-        addresses.append({"type": "ExternalIP", "address": f"34.{ip.randint(0, 255)}.{ip.randint(0, 255)}."
-                                                           f"{ip.randint(1, 254)}"})
+        addresses.append(
+            {
+                "type": "ExternalIP",
+                "address": f"34.{ip.randint(0, 255)}.{ip.randint(0, 255)}.{ip.randint(1, 254)}",
+            }
+        )
     addresses.append({"type": "Hostname", "address": name})
     return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": labels, "annotations": {
-            ANN_READY_AT: repr(ready_at), ANN_CREATED_AT: repr(now), ANN_SLICE: slice_id,
-            "container.googleapis.com/instance_id": str(ctx.rng("gke/nodes").getrandbits(63)),
-            **extra_annotations}},
-        "spec": {"taints": [dict(t) for t in shape.taints],
-                 "providerID": f"gce://{ctx.cluster_settings.gke_project}/{twin['zone']}/{name}"},
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {
+                ANN_READY_AT: repr(ready_at),
+                ANN_CREATED_AT: repr(now),
+                ANN_SLICE: slice_id,
+                "container.googleapis.com/instance_id": str(ctx.rng("gke/nodes").getrandbits(63)),
+                **extra_annotations,
+            },
+        },
+        "spec": {
+            "taints": [dict(t) for t in shape.taints],
+            "providerID": f"gce://{ctx.cluster_settings.gke_project}/{twin['zone']}/{name}",
+        },
         "status": {
-            "capacity": catalog.capacity(mt), "allocatable": catalog.allocatable(mt),
-            "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
-                            "message": "container runtime status check may not have completed yet",
-                            "lastHeartbeatTime": format_time(now), "lastTransitionTime": format_time(now)}],
+            "capacity": catalog.capacity(mt),
+            "allocatable": catalog.allocatable(mt),
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "KubeletNotReady",
+                    "message": "container runtime status check may not have completed yet",
+                    "lastHeartbeatTime": format_time(now),
+                    "lastTransitionTime": format_time(now),
+                }
+            ],
             "addresses": addresses,
-            "nodeInfo": {"kubeletVersion": f"v{version}", "kubeProxyVersion": f"v{version}",
-                         "kernelVersion": KERNEL_VERSION, "containerRuntimeVersion": "containerd://1.7.28",
-                         "osImage": "Container-Optimized OS from Google", "architecture": "amd64",
-                         "operatingSystem": "linux"},
+            "nodeInfo": {
+                "kubeletVersion": f"v{version}",
+                "kubeProxyVersion": f"v{version}",
+                "kernelVersion": KERNEL_VERSION,
+                "containerRuntimeVersion": "containerd://1.7.28",
+                "osImage": "Container-Optimized OS from Google",
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+            },
         },
     }
 
@@ -147,11 +206,24 @@ class NodeWriter:
         """GKE nodes of this cluster (of one pool), by name. Read-only: the cache's own objects."""
         return self.cache.node_list(pool)
 
-    def grow(self, pool: dict[str, Any], count: int, *, extra_labels: dict[str, str] | None = None,
-             extra_annotations: dict[str, str] | None = None) -> Obtain:
+    def grow(
+        self,
+        pool: dict[str, Any],
+        count: int,
+        *,
+        extra_labels: dict[str, str] | None = None,
+        extra_annotations: dict[str, str] | None = None,
+    ) -> Obtain:
         """Create ``count`` nodes (whole slices) in ``pool`` if the capacity profile allows all of them now."""
-        return _grow(self.ctx, self.cache, self.capacity, pool, count, extra_labels=extra_labels,
-                     extra_annotations=extra_annotations)
+        return _grow(
+            self.ctx,
+            self.cache,
+            self.capacity,
+            pool,
+            count,
+            extra_labels=extra_labels,
+            extra_annotations=extra_annotations,
+        )
 
     def shrink(self, nodes: list[dict[str, Any]]) -> None:
         """Delete the given nodes (the VMs are gone; pods bound to them are the kube side's to clean up)."""
@@ -160,15 +232,30 @@ class NodeWriter:
                 self.ctx.store.delete("Node", n["metadata"]["name"])
 
 
-def _grow(ctx: Context, cache: GkeCache, capacity: CapacitySource, pool: dict[str, Any], count: int, *,
-          extra_labels: dict[str, str] | None = None, extra_annotations: dict[str, str] | None = None) -> Obtain:
+def _grow(
+    ctx: Context,
+    cache: GkeCache,
+    capacity: CapacitySource,
+    pool: dict[str, Any],
+    count: int,
+    *,
+    extra_labels: dict[str, str] | None = None,
+    extra_annotations: dict[str, str] | None = None,
+) -> Obtain:
     now = ctx.now()
     project = ctx.cluster_settings.gke_project
     spec, twin = pool["spec"], pool["status"]
     model = capacity_model_name(pool)
     cap = capacity.model()
-    got = cap.can_obtain(twin["zone"], spec["config"]["machineType"], model, now, in_use=_in_use(ctx, cache, pool),
-                         want=count, project=project)
+    got = cap.can_obtain(
+        twin["zone"],
+        spec["config"]["machineType"],
+        model,
+        now,
+        in_use=_in_use(ctx, cache, pool),
+        want=count,
+        project=project,
+    )
     if not got.ok:
         return got
     rng = ctx.rng("gke/nodes")
@@ -184,8 +271,11 @@ def _grow(ctx: Context, cache: GkeCache, capacity: CapacitySource, pool: dict[st
             ready_at = now + cap.provision_seconds(twin["zone"], spec["config"]["machineType"], model, rng)
             # ... and goes as one unit: a preempted host takes its whole multi-host slice with it
             # (research/cloud.md §2.5), so one preemption time is drawn per slice
-            preempt_at = cap.preemption_time(twin["zone"], spec["config"]["machineType"], model, ready_at,
-                                             rng) if model == catalog.SPOT else None
+            preempt_at = (
+                cap.preemption_time(twin["zone"], spec["config"]["machineType"], model, ready_at, rng)
+                if model == catalog.SPOT
+                else None
+            )
         name = f"{base}-{''.join(rng.choice(_ALNUM) for _ in range(4))}"
         while ctx.store.peek("Node", name) is not None:  # GCE's instance names are unique in a group
             name = f"{base}-{''.join(rng.choice(_ALNUM) for _ in range(4))}"
@@ -209,9 +299,16 @@ def _pool_key_of_node(ev: WatchEvent) -> list[str]:
 def _slices(nodes: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     by: dict[str, list[dict[str, Any]]] = {}
     for n in nodes:
-        by.setdefault(n["metadata"].get("annotations", {}).get(ANN_SLICE, n["metadata"]["name"]), []).append(n)
-    return sorted(by.values(), key=lambda s: (float(s[0]["metadata"]["annotations"].get(ANN_CREATED_AT, 0)),
-                                              s[0]["metadata"]["name"]))
+        by.setdefault(n["metadata"].get("annotations", {}).get(ANN_SLICE, n["metadata"]["name"]), []).append(
+            n
+        )
+    return sorted(
+        by.values(),
+        key=lambda s: (
+            float(s[0]["metadata"]["annotations"].get(ANN_CREATED_AT, 0)),
+            s[0]["metadata"]["name"],
+        ),
+    )
 
 
 class PoolController(Controller):
@@ -262,12 +359,16 @@ class PoolController(Controller):
             result, stockout = self._at_least(pool, nodes, want)
             if len(nodes) > want:
                 extra = len(nodes) - want
-                victims = [n for s in reversed(_slices(nodes)) for n in s][:((extra + hosts - 1) // hosts) * hosts]
+                victims = [n for s in reversed(_slices(nodes)) for n in s][
+                    : ((extra + hosts - 1) // hosts) * hosts
+                ]
                 self.writer.shrink(victims)
         self._write_pool_status(name, result, stockout)
         return result
 
-    def _at_least(self, pool: dict[str, Any], nodes: list[dict[str, Any]], want: int) -> tuple[Result | None, str]:
+    def _at_least(
+        self, pool: dict[str, Any], nodes: list[dict[str, Any]], want: int
+    ) -> tuple[Result | None, str]:
         """Create the missing nodes; on a stock-out, (when to look again, GCE's message)."""
         missing = want - len(nodes)
         if missing <= 0:
@@ -275,7 +376,9 @@ class PoolController(Controller):
         got = self.writer.grow(pool, missing)
         if got.ok:
             return None, ""
-        return Result(requeue_after=max(1.0, (got.retry_at or self.ctx.now() + 300) - self.ctx.now())), got.message
+        return Result(
+            requeue_after=max(1.0, (got.retry_at or self.ctx.now() + 300) - self.ctx.now())
+        ), got.message
 
     def _write_pool_status(self, name: str, result: Result | None, stockout: str) -> None:
         pool = pool_of(self.ctx, name)
@@ -308,8 +411,17 @@ class NodeLifecycle(Controller):
         self.writer = writer
 
     def watches(self) -> list[Watch]:
-        return [Watch("Node", lambda ev: [ev.object["metadata"]["name"]] if ev.type != "DELETED"
-                      and ANN_READY_AT in (ev.object["metadata"].get("annotations") or {}) else [])]
+        return [
+            Watch(
+                "Node",
+                lambda ev: (
+                    [ev.object["metadata"]["name"]]
+                    if ev.type != "DELETED"
+                    and ANN_READY_AT in (ev.object["metadata"].get("annotations") or {})
+                    else []
+                ),
+            )
+        ]
 
     def reconcile(self, key: Any) -> Result | None:
         node = self.store.try_get("Node", str(key))
@@ -319,19 +431,38 @@ class NodeLifecycle(Controller):
         now = self.ctx.now()
         ends = [float(ann[k]) for k in (ANN_PREEMPT_AT, ANN_DELETE_AT) if k in ann]
         if ends and min(ends) <= now:
-            reason = "Preempted" if ANN_PREEMPT_AT in ann and float(ann[ANN_PREEMPT_AT]) <= now else "MaxRunDuration"
-            self.events.record(node, "Warning", reason, f"Node {node['metadata']['name']} was deleted: "
-                               + ("the spot VM was preempted" if reason == "Preempted"
-                                  else "the flex-start VM reached its maximum run duration"))
+            reason = (
+                "Preempted"
+                if ANN_PREEMPT_AT in ann and float(ann[ANN_PREEMPT_AT]) <= now
+                else "MaxRunDuration"
+            )
+            self.events.record(
+                node,
+                "Warning",
+                reason,
+                f"Node {node['metadata']['name']} was deleted: "
+                + (
+                    "the spot VM was preempted"
+                    if reason == "Preempted"
+                    else "the flex-start VM reached its maximum run duration"
+                ),
+            )
             self.writer.shrink([node])
             return None
         ready_at = float(ann.get(ANN_READY_AT, now))
         cond = next((c for c in node["status"].get("conditions", []) if c["type"] == "Ready"), None)
         if now >= ready_at and (cond is None or cond["status"] != "True"):
             conds = [c for c in node["status"].get("conditions", []) if c["type"] != "Ready"]
-            conds.append({"type": "Ready", "status": "True", "reason": "KubeletReady",
-                          "message": "kubelet is posting ready status", "lastHeartbeatTime": format_time(now),
-                          "lastTransitionTime": format_time(now)})
+            conds.append(
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                    "lastHeartbeatTime": format_time(now),
+                    "lastTransitionTime": format_time(now),
+                }
+            )
             node["status"]["conditions"] = conds
             self.store.update_status(node, copy_result=False)
         pending = [t for t in [ready_at, *ends] if t > now]

@@ -32,8 +32,14 @@ from flexq.gke.storage import BILLING, CLUSTER, GROUP, NODE_POOL, OPERATION, Sto
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store import Store, Subscription, WatchEvent
 
-__all__ = ["PROJECT_KINDS", "CapacitySource", "GkeObject", "GkeProject", "OperationsController",
-           "profile_object"]
+__all__ = [
+    "PROJECT_KINDS",
+    "CapacitySource",
+    "GkeObject",
+    "GkeProject",
+    "OperationsController",
+    "profile_object",
+]
 
 
 class GkeObject(TwinModel):
@@ -49,13 +55,42 @@ class GkeObject(TwinModel):
 
 
 PROJECT_KINDS: list[KindInfo] = [
-    KindInfo(GROUP, CLUSTER, "gkeclusters", {"v1": GkeObject}, namespaced=False, status_subresource=False,
-             printer_columns=[PrinterColumn("STATUS", ".spec.status"), PrinterColumn("LOCATION", ".spec.location")]),
-    KindInfo(GROUP, NODE_POOL, "gkenodepools", {"v1": GkeObject}, namespaced=False, status_subresource=False,
-             printer_columns=[PrinterColumn("STATUS", ".spec.status"),
-                              PrinterColumn("MACHINE", ".spec.config.machineType")]),
-    KindInfo(GROUP, OPERATION, "gkeoperations", {"v1": GkeObject}, namespaced=False, status_subresource=False,
-             printer_columns=[PrinterColumn("TYPE", ".spec.operationType"), PrinterColumn("STATUS", ".spec.status")]),
+    KindInfo(
+        GROUP,
+        CLUSTER,
+        "gkeclusters",
+        {"v1": GkeObject},
+        namespaced=False,
+        status_subresource=False,
+        printer_columns=[
+            PrinterColumn("STATUS", ".spec.status"),
+            PrinterColumn("LOCATION", ".spec.location"),
+        ],
+    ),
+    KindInfo(
+        GROUP,
+        NODE_POOL,
+        "gkenodepools",
+        {"v1": GkeObject},
+        namespaced=False,
+        status_subresource=False,
+        printer_columns=[
+            PrinterColumn("STATUS", ".spec.status"),
+            PrinterColumn("MACHINE", ".spec.config.machineType"),
+        ],
+    ),
+    KindInfo(
+        GROUP,
+        OPERATION,
+        "gkeoperations",
+        {"v1": GkeObject},
+        namespaced=False,
+        status_subresource=False,
+        printer_columns=[
+            PrinterColumn("TYPE", ".spec.operationType"),
+            PrinterColumn("STATUS", ".spec.status"),
+        ],
+    ),
     KindInfo(GROUP, BILLING, "gkebillings", {"v1": GkeObject}, namespaced=False, status_subresource=False),
     *TWIN_KINDS,
 ]
@@ -131,8 +166,12 @@ class GkeProject:
         ctx = self.ctx
         assert ctx.project is not None
         rng: random.Random = ctx.rngs.get("gke/api")
-        return GkeBackend(StoreStorage(ctx.project), rng, op_times=lambda op: self.capacity.model().operation_seconds(op),
-                          server=lambda: (ctx.settings.kube_endpoint, ctx.settings.kube_ca_b64))
+        return GkeBackend(
+            StoreStorage(ctx.project),
+            rng,
+            op_times=lambda op: self.capacity.model().operation_seconds(op),
+            server=lambda: (ctx.settings.kube_endpoint, ctx.settings.kube_ca_b64),
+        )
 
 
 class OperationsController(Controller):

@@ -37,35 +37,45 @@ from flexq.gke.nodes import ANN_DELETE_AT, NodeWriter, capacity_model_name, pool
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store import Store
 
-__all__ = ["ProvisioningRequestController", "QUEUED", "CHECK_CAPACITY", "ATOMIC", "active_booking", "booked_nodes",
-           "request_pods",
-           "ANN_REQUEST", "BOOKING_SECONDS", "MAX_WAIT_SECONDS", "TERMINAL_TTL_SECONDS"]
+__all__ = [
+    "ProvisioningRequestController",
+    "QUEUED",
+    "CHECK_CAPACITY",
+    "ATOMIC",
+    "active_booking",
+    "booked_nodes",
+    "request_pods",
+    "ANN_REQUEST",
+    "BOOKING_SECONDS",
+    "MAX_WAIT_SECONDS",
+    "TERMINAL_TTL_SECONDS",
+]
 
 QUEUED = "queued-provisioning.gke.io"
 CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
-ANN_REQUEST = "gke.twin.flexq.dev/provisioning-request"     # node -> "<namespace>/<name>" of its request
+ANN_REQUEST = "gke.twin.flexq.dev/provisioning-request"  # node -> "<namespace>/<name>" of its request
 CONSUME_KEY = CONSUME_PROVISIONING_REQUEST
-ANN_GRANT_AT = "gke.twin.flexq.dev/dws-grant-at"            # request -> when DWS grants it ("never")
+ANN_GRANT_AT = "gke.twin.flexq.dev/dws-grant-at"  # request -> when DWS grants it ("never")
 ANN_POOL = "gke.twin.flexq.dev/dws-node-pool"
 ANN_ATTEMPTS = "gke.twin.flexq.dev/scale-up-attempts"
 ANN_NEXT_ATTEMPT = "gke.twin.flexq.dev/next-scale-up-attempt"
-BOOKING_SECONDS = 600.0                 # BookingDuration / defaultReservationTime
-MAX_WAIT_SECONDS = 7 * 86400.0          # DWS queue limit / defaultExpirationTime
-MAX_RUN_SECONDS = 7 * 86400.0           # DefaultMaxRunDuration
-TERMINAL_TTL_SECONDS = 7 * 86400.0      # terminalProvisioningRequestTTL
+BOOKING_SECONDS = 600.0  # BookingDuration / defaultReservationTime
+MAX_WAIT_SECONDS = 7 * 86400.0  # DWS queue limit / defaultExpirationTime
+MAX_RUN_SECONDS = 7 * 86400.0  # DefaultMaxRunDuration
+TERMINAL_TTL_SECONDS = 7 * 86400.0  # terminalProvisioningRequestTTL
 MSG = {
     "SuccessfullyQueued": "Provisioning Request was successfully queued.",
     "NotProvisioned": "Provisioning Request wasn't provisioned.",
     "Provisioned": "Provisioning Request was successfully provisioned.",
     "BookingExpired": "Capacity booking for the Provisioning Request has expired and the nodes are now candidates "
-                      "for scale down when underutilized.",
+    "for scale down when underutilized.",
     "CapacityRevoked": "Capacity provisioned for the Provisioning Request was reclaimed and is no longer available "
-                       "in the cluster.",
+    "in the cluster.",
     "WaitTimeExceeded": "Provisioning Request could not provision queued instances in the allocated time.",
     "Accepted": "ProvisioningRequest is accepted by ClusterAutoscaler",
     "CapacityIsFound": "Capacity is found in the cluster",
-    "CapacityIsProvisioned": "Capacity is found in the cluster",   # CA's CapacityIsProvisionedMsg, verbatim
+    "CapacityIsProvisioned": "Capacity is found in the cluster",  # CA's CapacityIsProvisionedMsg, verbatim
     "CapacityIsNotFound": "Capacity is not found, CA will try to find it later.",
     "CapacityReservationTimeExpired": "Capacity reservation time is expired",
     "CapacityBookingConsumed": "Capacity booking consumed: all pods scheduled",
@@ -107,8 +117,12 @@ def request_pods(store: Store, pr: dict[str, Any]) -> list[dict[str, Any]] | str
             return ref
         template = tpl.get("template") or {}
         for j in range(ps["count"]):
-            pods.append({"metadata": {**(template.get("metadata") or {}), "name": f"{ref}-{i}-{j}"},
-                         "spec": template.get("spec") or {}})
+            pods.append(
+                {
+                    "metadata": {**(template.get("metadata") or {}), "name": f"{ref}-{i}-{j}"},
+                    "spec": template.get("spec") or {},
+                }
+            )
     return pods
 
 
@@ -117,8 +131,11 @@ def booked_nodes(store: Store, nodes: list[dict[str, Any]], cache: GkeCache) -> 
     not BookingExpired): the request's pods that are not bound yet, first-fit onto the nodes' free capacity, as
     the autoscaler injects fake pods for a booking so that its nodes are not scaled down (research/cloud.md §1.5)."""
     try:
-        requests = [pr for pr in store.peek_list("ProvisioningRequest")
-                    if pr["spec"].get("provisioningClassName") in (CHECK_CAPACITY, ATOMIC)]
+        requests = [
+            pr
+            for pr in store.peek_list("ProvisioningRequest")
+            if pr["spec"].get("provisioningClassName") in (CHECK_CAPACITY, ATOMIC)
+        ]
     except NotFound:
         return set()
     booked: set[str] = set()
@@ -178,7 +195,9 @@ class ProvisioningRequestController(Controller):
         if pr is None:
             return None
         handler: Callable[[dict[str, Any], float], float | None] | None = {
-            QUEUED: self._queued, CHECK_CAPACITY: self._check_capacity, ATOMIC: self._atomic,
+            QUEUED: self._queued,
+            CHECK_CAPACITY: self._check_capacity,
+            ATOMIC: self._atomic,
         }.get(pr["spec"].get("provisioningClassName", ""))
         if handler is None:
             return None
@@ -194,17 +213,23 @@ class ProvisioningRequestController(Controller):
         return Result(requeue_after=max(0.001, wake - now)) if wake is not None else None
 
     # -- status writing ----------------------------------------------------------------------------------------
-    def _set(self, pr: dict[str, Any], now: float, *conds: tuple[str, ...],
-             details: dict[str, str] | None = None) -> None:
+    def _set(
+        self, pr: dict[str, Any], now: float, *conds: tuple[str, ...], details: dict[str, str] | None = None
+    ) -> None:
         """Set conditions (type, status, reason[, message]); lastTransitionTime moves only with the status."""
         status = pr.setdefault("status", {})
         conditions = status.setdefault("conditions", [])
         for type_, value, reason, *message in conds:
             cur = next((c for c in conditions if c["type"] == type_), None)
             text = message[0] if message else MSG.get(reason, reason)
-            new = {"type": type_, "status": value, "reason": reason, "message": text,
-                   "observedGeneration": pr["metadata"].get("generation", 1),
-                   "lastTransitionTime": format_time(now)}
+            new = {
+                "type": type_,
+                "status": value,
+                "reason": reason,
+                "message": text,
+                "observedGeneration": pr["metadata"].get("generation", 1),
+                "lastTransitionTime": format_time(now),
+            }
             if cur is None:
                 conditions.append(new)
             elif (cur["status"], cur.get("reason"), cur.get("message")) != (value, reason, text):
@@ -232,14 +257,22 @@ class ProvisioningRequestController(Controller):
         created = parse_time(pr["metadata"]["creationTimestamp"])
         valid = params.get("ValidUntilSeconds") or params.get("validUntilSeconds")
         deadline = created + (float(valid) if valid else MAX_WAIT_SECONDS)
-        pool = next((p for p in pools_of(self.ctx)
-                     if p["spec"]["name"] == pr["metadata"].get("annotations", {}).get(ANN_POOL)), None)
+        pool = next(
+            (
+                p
+                for p in pools_of(self.ctx)
+                if p["spec"]["name"] == pr["metadata"].get("annotations", {}).get(ANN_POOL)
+            ),
+            None,
+        )
         mine = self._nodes_of(pr)
         if mine:
             pending = [n for n in mine if not _ready(n)]
             if not pending:
                 assert pool is not None
-                self._set(pr, now, ("Provisioned", "True", "Provisioned"), details=self._details(pr, pool, mine))
+                self._set(
+                    pr, now, ("Provisioned", "True", "Provisioned"), details=self._details(pr, pool, mine)
+                )
                 return now + BOOKING_SECONDS
             return None  # NodeLifecycle's Ready writes wake us (Node watch)
         if now >= deadline:
@@ -247,8 +280,12 @@ class ProvisioningRequestController(Controller):
             return None
         grant = pr["metadata"].get("annotations", {}).get(ANN_GRANT_AT, "never")
         if pool is None:
-            self._fail(pr, now, "NoQueuedNodepoolAvailable", "The node pool chosen for this Provisioning Request "
-                       "no longer exists.")
+            self._fail(
+                pr,
+                now,
+                "NoQueuedNodepoolAvailable",
+                "The node pool chosen for this Provisioning Request no longer exists.",
+            )
             return None
         if grant != "never" and float(grant) <= now:
             count = int(pr["metadata"]["annotations"].get("gke.twin.flexq.dev/dws-nodes", "1"))
@@ -257,10 +294,15 @@ class ProvisioningRequestController(Controller):
             if len(self.writer.nodes(pool["spec"]["name"])) + count > limit:
                 return min(deadline, now + 60.0)  # the pool is full (other requests' slices): look again soon
             max_run = float(params.get("maxRunDurationSeconds") or MAX_RUN_SECONDS)
-            got = self.writer.grow(pool, count, extra_labels={catalog.LABEL_PROVISIONING_REQUEST:
-                                                            resize_request_name(pr)},
-                       extra_annotations={ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}",
-                                          ANN_DELETE_AT: repr(now + max_run)})
+            got = self.writer.grow(
+                pool,
+                count,
+                extra_labels={catalog.LABEL_PROVISIONING_REQUEST: resize_request_name(pr)},
+                extra_annotations={
+                    ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}",
+                    ANN_DELETE_AT: repr(now + max_run),
+                },
+            )
             if got.ok:
                 return None
             self._annotate(pr, {ANN_GRANT_AT: repr(got.retry_at) if got.retry_at is not None else "never"})
@@ -269,15 +311,22 @@ class ProvisioningRequestController(Controller):
 
     def _queued_accept(self, pr: dict[str, Any], now: float) -> float | None:
         if len(pr["spec"]["podSets"]) != 1:
-            self._fail(pr, now, "InvalidArgument", "queued-provisioning.gke.io supports only one PodSet per "
-                       "Provisioning Request.")
+            self._fail(
+                pr,
+                now,
+                "InvalidArgument",
+                "queued-provisioning.gke.io supports only one PodSet per Provisioning Request.",
+            )
             return None
         pods = self._pods(pr)
         if isinstance(pods, str):
             self._fail(pr, now, "MissingPodTemplates", f'PodTemplate "{pods}" not found.')
             return None
         for pool in pools_of(self.ctx):
-            if not pool["status"].get("queued") or pool["spec"].get("status") not in ("RUNNING", "RECONCILING"):
+            if not pool["status"].get("queued") or pool["spec"].get("status") not in (
+                "RUNNING",
+                "RECONCILING",
+            ):
                 continue
             shape = pool_shape(pool)
             hosts = max(1, pool["status"].get("hostsPerSlice", 1))
@@ -288,20 +337,45 @@ class ProvisioningRequestController(Controller):
             auto = pool["spec"].get("autoscaling") or {}
             limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
             if len(self.writer.nodes(pool["spec"]["name"])) + n_nodes > limit:
-                self._fail(pr, now, "NodepoolSizeReached", f"Node pool {pool['spec']['name']} cannot grow by "
-                           f"{n_nodes} nodes: it would exceed its maximum of {limit} nodes.")
+                self._fail(
+                    pr,
+                    now,
+                    "NodepoolSizeReached",
+                    f"Node pool {pool['spec']['name']} cannot grow by "
+                    f"{n_nodes} nodes: it would exceed its maximum of {limit} nodes.",
+                )
                 return None
             rng = self.ctx.rng(f"gke/dws/{pr['metadata']['namespace']}/{pr['metadata']['name']}")
             grant = self.writer.capacity.model().queue_grant_time(
-                pool["status"]["zone"], pool["spec"]["config"]["machineType"], now, rng, want=n_nodes,
-                model=capacity_model_name(pool))
-            self._annotate(pr, {ANN_POOL: pool["spec"]["name"], "gke.twin.flexq.dev/dws-nodes": str(n_nodes),
-                                ANN_GRANT_AT: "never" if grant is None else repr(grant)})
-            self._set(pr, now, ("Accepted", "True", "SuccessfullyQueued"),
-                      ("Provisioned", "False", "NotProvisioned"))
+                pool["status"]["zone"],
+                pool["spec"]["config"]["machineType"],
+                now,
+                rng,
+                want=n_nodes,
+                model=capacity_model_name(pool),
+            )
+            self._annotate(
+                pr,
+                {
+                    ANN_POOL: pool["spec"]["name"],
+                    "gke.twin.flexq.dev/dws-nodes": str(n_nodes),
+                    ANN_GRANT_AT: "never" if grant is None else repr(grant),
+                },
+            )
+            self._set(
+                pr,
+                now,
+                ("Accepted", "True", "SuccessfullyQueued"),
+                ("Provisioned", "False", "NotProvisioned"),
+            )
             return now  # look at the grant time right away
-        self._fail(pr, now, "NoQueuedNodepoolAvailable", "No node pool with queued provisioning in this cluster "
-                   "can run the pods of this Provisioning Request.")
+        self._fail(
+            pr,
+            now,
+            "NoQueuedNodepoolAvailable",
+            "No node pool with queued provisioning in this cluster "
+            "can run the pods of this Provisioning Request.",
+        )
         return None
 
     def _queued_provisioned(self, pr: dict[str, Any], now: float, params: dict[str, str]) -> float | None:
@@ -318,17 +392,26 @@ class ProvisioningRequestController(Controller):
             return now + TERMINAL_TTL_SECONDS
         return revoke
 
-    def _details(self, pr: dict[str, Any], pool: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, str]:
+    def _details(
+        self, pr: dict[str, Any], pool: dict[str, Any], nodes: list[dict[str, Any]]
+    ) -> dict[str, str]:
         mt = catalog.machine_type(pool["spec"]["config"]["machineType"])
-        return {"ResizeRequestName": resize_request_name(pr), "NodePoolName": pool["spec"]["name"],
-                "NodeGroupName": pool["status"].get("instanceGroup", ""), "SelectedZone": pool["status"]["zone"],
-                "AcceleratorType": mt.tpu.accelerator_label if mt.tpu else mt.gpu_type,
-                "ProvisioningMode": "resize_request", "NodePoolAutoProvisioned": "false",
-                "PodTemplateName": pr["spec"]["podSets"][0]["podTemplateRef"]["name"]}
+        return {
+            "ResizeRequestName": resize_request_name(pr),
+            "NodePoolName": pool["spec"]["name"],
+            "NodeGroupName": pool["status"].get("instanceGroup", ""),
+            "SelectedZone": pool["status"]["zone"],
+            "AcceleratorType": mt.tpu.accelerator_label if mt.tpu else mt.gpu_type,
+            "ProvisioningMode": "resize_request",
+            "NodePoolAutoProvisioned": "false",
+            "PodTemplateName": pr["spec"]["podSets"][0]["podTemplateRef"]["name"],
+        }
 
     def _nodes_of(self, pr: dict[str, Any]) -> list[dict[str, Any]]:
         ref = f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"
-        return [n for n in self.writer.nodes() if (n["metadata"].get("annotations") or {}).get(ANN_REQUEST) == ref]
+        return [
+            n for n in self.writer.nodes() if (n["metadata"].get("annotations") or {}).get(ANN_REQUEST) == ref
+        ]
 
     def _annotate(self, pr: dict[str, Any], values: dict[str, str]) -> None:
         pr["metadata"].setdefault("annotations", {}).update(values)
@@ -420,8 +503,11 @@ class ProvisioningRequestController(Controller):
             n_nodes, placed = pack(pods, pool_shape(pool), max(room, 0))
             if len(placed) != len(pods):
                 continue
-            got = self.writer.grow(pool, -(-n_nodes // hosts) * hosts,
-                       extra_annotations={ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"})
+            got = self.writer.grow(
+                pool,
+                -(-n_nodes // hosts) * hosts,
+                extra_annotations={ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"},
+            )
             if got.ok:
                 # "best effort": the request is admitted as soon as the scale-up is requested, without waiting
                 # for the nodes to start (CA besteffortatomic/provisioning_class.go)
@@ -434,5 +520,7 @@ class ProvisioningRequestController(Controller):
 
 
 def _ready(node: dict[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (node.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (node.get("status") or {}).get("conditions") or []
+    )

@@ -34,8 +34,14 @@ def controllers(ctx: Context) -> list[Controller]:
     writer = NodeWriter(ctx, cache, CapacitySource(ctx))
     stockouts = StockoutTracker(ctx)
     GkeMetrics(ctx, stockouts, ctx.metrics, cache)
-    out: list[Controller] = [PoolController(ctx, writer), NodeLifecycle(ctx, writer), Autoscaler(ctx, writer),
-                             ProvisioningRequestController(ctx, writer), BillingController(ctx, cache), stockouts]
+    out: list[Controller] = [
+        PoolController(ctx, writer),
+        NodeLifecycle(ctx, writer),
+        Autoscaler(ctx, writer),
+        ProvisioningRequestController(ctx, writer),
+        BillingController(ctx, cache),
+        stockouts,
+    ]
     return out
 
 

@@ -25,46 +25,107 @@ _N = _C + r"/nodePools/(?P<n>[^/:]+)"
 Handler = Callable[[GkeBackend, dict[str, str], Any, float], dict[str, Any]]
 
 _ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
-    ("POST", re.compile(_P + r"/clusters"), lambda b, m, body, now: b.create_cluster(m["p"], m["l"], body, now)),
+    (
+        "POST",
+        re.compile(_P + r"/clusters"),
+        lambda b, m, body, now: b.create_cluster(m["p"], m["l"], body, now),
+    ),
     ("GET", re.compile(_P + r"/clusters"), lambda b, m, body, now: b.list_clusters(m["p"], m["l"])),
     ("GET", re.compile(_C), lambda b, m, body, now: b.get_cluster(m["p"], m["l"], m["c"])),
     ("DELETE", re.compile(_C), lambda b, m, body, now: b.delete_cluster(m["p"], m["l"], m["c"], now)),
-    ("POST", re.compile(_C + r"/nodePools"),
-     lambda b, m, body, now: b.create_node_pool(m["p"], m["l"], m["c"], body, now)),
-    ("GET", re.compile(_C + r"/nodePools"), lambda b, m, body, now: b.list_node_pools(m["p"], m["l"], m["c"])),
+    (
+        "POST",
+        re.compile(_C + r"/nodePools"),
+        lambda b, m, body, now: b.create_node_pool(m["p"], m["l"], m["c"], body, now),
+    ),
+    (
+        "GET",
+        re.compile(_C + r"/nodePools"),
+        lambda b, m, body, now: b.list_node_pools(m["p"], m["l"], m["c"]),
+    ),
     ("GET", re.compile(_N), lambda b, m, body, now: b.get_node_pool(m["p"], m["l"], m["c"], m["n"])),
-    ("DELETE", re.compile(_N), lambda b, m, body, now: b.delete_node_pool(m["p"], m["l"], m["c"], m["n"], now)),
-    ("PUT", re.compile(_N), lambda b, m, body, now: b.update_node_pool(m["p"], m["l"], m["c"], m["n"], body, now)),
-    ("POST", re.compile(_N + r"(?::setAutoscaling|/autoscaling)"),
-     lambda b, m, body, now: b.set_autoscaling(m["p"], m["l"], m["c"], m["n"], body, now)),
-    ("POST", re.compile(_N + r"(?::setSize|/setSize)"),
-     lambda b, m, body, now: b.set_size(m["p"], m["l"], m["c"], m["n"], body, now)),
-    ("GET", re.compile(r"/(?P<v>v1|v3)/projects/(?P<p>[^/]+)"),
-     lambda b, m, body, now: b.get_project(m["p"], m["v"])),
-    ("GET", re.compile(r"/v1/projects/(?P<p>[^/]+)/services/(?P<s>[^/:]+)"),
-     lambda b, m, body, now: b.get_service(m["p"], m["s"])),
+    (
+        "DELETE",
+        re.compile(_N),
+        lambda b, m, body, now: b.delete_node_pool(m["p"], m["l"], m["c"], m["n"], now),
+    ),
+    (
+        "PUT",
+        re.compile(_N),
+        lambda b, m, body, now: b.update_node_pool(m["p"], m["l"], m["c"], m["n"], body, now),
+    ),
+    (
+        "POST",
+        re.compile(_N + r"(?::setAutoscaling|/autoscaling)"),
+        lambda b, m, body, now: b.set_autoscaling(m["p"], m["l"], m["c"], m["n"], body, now),
+    ),
+    (
+        "POST",
+        re.compile(_N + r"(?::setSize|/setSize)"),
+        lambda b, m, body, now: b.set_size(m["p"], m["l"], m["c"], m["n"], body, now),
+    ),
+    (
+        "GET",
+        re.compile(r"/(?P<v>v1|v3)/projects/(?P<p>[^/]+)"),
+        lambda b, m, body, now: b.get_project(m["p"], m["v"]),
+    ),
+    (
+        "GET",
+        re.compile(r"/v1/projects/(?P<p>[^/]+)/services/(?P<s>[^/:]+)"),
+        lambda b, m, body, now: b.get_service(m["p"], m["s"]),
+    ),
     ("PUT", re.compile(_C), lambda b, m, body, now: b.update_cluster(m["p"], m["l"], m["c"], body, now)),
-    ("POST", re.compile(_C + r"(?::setResourceLabels|/resourceLabels)"),
-     lambda b, m, body, now: b.set_resource_labels(m["p"], m["l"], m["c"], body, now)),
-    ("POST", re.compile(_C + r"(?::setLogging|/logging)"),
-     lambda b, m, body, now: b.set_logging(m["p"], m["l"], m["c"], body, now)),
-    ("POST", re.compile(_C + r"(?::setMonitoring|/monitoring)"),
-     lambda b, m, body, now: b.set_monitoring(m["p"], m["l"], m["c"], body, now)),
-    ("POST", re.compile(_C + r"(?::updateMaster|/master)"),
-     lambda b, m, body, now: b.update_master(m["p"], m["l"], m["c"], body, now)),
-    ("POST", re.compile(_N + r"(?::setManagement|/setManagement)"),
-     lambda b, m, body, now: b.set_management(m["p"], m["l"], m["c"], m["n"], body, now)),
-    ("POST", re.compile(_N + r":rollback"),
-     lambda b, m, body, now: b.rollback_node_pool(m["p"], m["l"], m["c"], m["n"], body, now)),
-    ("POST", re.compile(_N + r"/update"),  # the zonal form of nodePools.update
-     lambda b, m, body, now: b.update_node_pool(m["p"], m["l"], m["c"], m["n"], body, now)),
-    ("GET", re.compile(_P + r"/(?:serverConfig|serverconfig)"),
-     lambda b, m, body, now: b.get_server_config(m["p"], m["l"])),
-    ("POST", re.compile(_P + r"/operations/(?P<o>[^/:]+):cancel"),
-     lambda b, m, body, now: b.cancel_operation(m["p"], m["l"], m["o"], body, now)),
+    (
+        "POST",
+        re.compile(_C + r"(?::setResourceLabels|/resourceLabels)"),
+        lambda b, m, body, now: b.set_resource_labels(m["p"], m["l"], m["c"], body, now),
+    ),
+    (
+        "POST",
+        re.compile(_C + r"(?::setLogging|/logging)"),
+        lambda b, m, body, now: b.set_logging(m["p"], m["l"], m["c"], body, now),
+    ),
+    (
+        "POST",
+        re.compile(_C + r"(?::setMonitoring|/monitoring)"),
+        lambda b, m, body, now: b.set_monitoring(m["p"], m["l"], m["c"], body, now),
+    ),
+    (
+        "POST",
+        re.compile(_C + r"(?::updateMaster|/master)"),
+        lambda b, m, body, now: b.update_master(m["p"], m["l"], m["c"], body, now),
+    ),
+    (
+        "POST",
+        re.compile(_N + r"(?::setManagement|/setManagement)"),
+        lambda b, m, body, now: b.set_management(m["p"], m["l"], m["c"], m["n"], body, now),
+    ),
+    (
+        "POST",
+        re.compile(_N + r":rollback"),
+        lambda b, m, body, now: b.rollback_node_pool(m["p"], m["l"], m["c"], m["n"], body, now),
+    ),
+    (
+        "POST",
+        re.compile(_N + r"/update"),  # the zonal form of nodePools.update
+        lambda b, m, body, now: b.update_node_pool(m["p"], m["l"], m["c"], m["n"], body, now),
+    ),
+    (
+        "GET",
+        re.compile(_P + r"/(?:serverConfig|serverconfig)"),
+        lambda b, m, body, now: b.get_server_config(m["p"], m["l"]),
+    ),
+    (
+        "POST",
+        re.compile(_P + r"/operations/(?P<o>[^/:]+):cancel"),
+        lambda b, m, body, now: b.cancel_operation(m["p"], m["l"], m["o"], body, now),
+    ),
     ("GET", re.compile(_P + r"/operations"), lambda b, m, body, now: b.list_operations(m["p"], m["l"])),
-    ("GET", re.compile(_P + r"/operations/(?P<o>[^/:]+)"),
-     lambda b, m, body, now: b.get_operation(m["p"], m["l"], m["o"])),
+    (
+        "GET",
+        re.compile(_P + r"/operations/(?P<o>[^/:]+)"),
+        lambda b, m, body, now: b.get_operation(m["p"], m["l"], m["o"]),
+    ),
 ]
 
 

@@ -16,8 +16,20 @@ from typing import Any, Protocol
 
 from flexq.errors import NotFound
 
-__all__ = ["GROUP", "API_VERSION", "CLUSTER", "NODE_POOL", "OPERATION", "BILLING", "GkeStorage", "MemoryStorage",
-           "StoreStorage", "cluster_key", "pool_key", "envelope"]
+__all__ = [
+    "GROUP",
+    "API_VERSION",
+    "CLUSTER",
+    "NODE_POOL",
+    "OPERATION",
+    "BILLING",
+    "GkeStorage",
+    "MemoryStorage",
+    "StoreStorage",
+    "cluster_key",
+    "pool_key",
+    "envelope",
+]
 
 GROUP = "gke.twin.flexq.dev"
 API_VERSION = f"{GROUP}/v1"
@@ -32,8 +44,13 @@ def pool_key(project: str, location: str, cluster: str, pool: str) -> str:
     return f"{project}.{location}.{cluster}.{pool}"
 
 
-def envelope(kind: str, name: str, spec: dict[str, Any], status: dict[str, Any] | None = None,
-             labels: dict[str, str] | None = None) -> dict[str, Any]:
+def envelope(
+    kind: str,
+    name: str,
+    spec: dict[str, Any],
+    status: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """A project-store object wrapping one GKE resource."""
     meta: dict[str, Any] = {"name": name}
     if labels:
@@ -82,8 +99,11 @@ class MemoryStorage:
     def list(self, kind: str, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
         import copy
 
-        return [copy.deepcopy(o) for (k, n), o in sorted(self.objects.items())
-                if k == kind and _labels_match(o, labels)]
+        return [
+            copy.deepcopy(o)
+            for (k, n), o in sorted(self.objects.items())
+            if k == kind and _labels_match(o, labels)
+        ]
 
 
 class StoreStorage:

@@ -18,9 +18,18 @@ from pydantic import Field
 
 from flexq.api.gke_models import AddonsConfig, GkeModel, NodeManagement, NodePoolAutoscaling
 
-__all__ = ["ClusterUpdate", "UpdateClusterRequest", "SetLabelsRequest", "SetLoggingServiceRequest",
-           "SetMonitoringServiceRequest", "UpdateMasterRequest", "SetNodePoolManagementRequest",
-           "RollbackNodePoolUpgradeRequest", "CancelOperationRequest", "TYPED_UPDATES"]
+__all__ = [
+    "ClusterUpdate",
+    "UpdateClusterRequest",
+    "SetLabelsRequest",
+    "SetLoggingServiceRequest",
+    "SetMonitoringServiceRequest",
+    "UpdateMasterRequest",
+    "SetNodePoolManagementRequest",
+    "RollbackNodePoolUpgradeRequest",
+    "CancelOperationRequest",
+    "TYPED_UPDATES",
+]
 
 Json = Any  # a field GKE accepts that the twin does not model: the backend refuses it by name
 
@@ -112,10 +121,19 @@ class ClusterUpdate(GkeModel):
 
 
 # The ClusterUpdate fields the twin applies (the rest are refused as not modelled).
-TYPED_UPDATES = ("desired_node_pool_id", "desired_node_pool_autoscaling", "desired_addons_config",
-                 "desired_node_version", "desired_master_version", "desired_logging_service",
-                 "desired_monitoring_service", "desired_image_type", "desired_image", "desired_image_project",
-                 "etag")
+TYPED_UPDATES = (
+    "desired_node_pool_id",
+    "desired_node_pool_autoscaling",
+    "desired_addons_config",
+    "desired_node_version",
+    "desired_master_version",
+    "desired_logging_service",
+    "desired_monitoring_service",
+    "desired_image_type",
+    "desired_image",
+    "desired_image_project",
+    "etag",
+)
 
 
 class _Named(GkeModel):

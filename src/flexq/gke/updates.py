@@ -33,8 +33,15 @@ from flexq.gke.validation import (
     version_key,
 )
 
-__all__ = ["Plan", "plan_update", "autoscaling_patch", "label_fingerprint", "server_config",
-           "LOGGING_SERVICES", "MONITORING_SERVICES"]
+__all__ = [
+    "Plan",
+    "plan_update",
+    "autoscaling_patch",
+    "label_fingerprint",
+    "server_config",
+    "LOGGING_SERVICES",
+    "MONITORING_SERVICES",
+]
 
 # labelFingerprint of a cluster without labels, as GKE reports it (seen in GKE's own fingerprint-mismatch
 # errors: 'the expected one is "a9dc16a7"'); other label sets get a twin-computed 8-hex-digit hash.
@@ -77,16 +84,23 @@ def label_fingerprint(labels: dict[str, str] | None) -> str:
     return hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest()[:8]
 
 
-def autoscaling_patch(pool_spec: dict[str, Any], autoscaling: NodePoolAutoscaling | None,
-                      location: str) -> dict[str, Any]:
+def autoscaling_patch(
+    pool_spec: dict[str, Any], autoscaling: NodePoolAutoscaling | None, location: str
+) -> dict[str, Any]:
     """The pool fields a new autoscaling setting writes (``{"autoscaling": ...}``, None to remove it), after
     the checks ``setAutoscaling`` makes; enabled=false (gcloud's ``--no-enable-autoscaling``) removes it."""
     enabled = autoscaling is not None and bool(autoscaling.enabled)
-    dumped = autoscaling.model_dump(mode="json", by_alias=True, exclude_none=True) if enabled and autoscaling \
+    dumped = (
+        autoscaling.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if enabled and autoscaling
         else None
+    )
     merged = NodePool.model_validate({**pool_spec, "autoscaling": dumped})
-    check_node_pool(merged.model_copy(update={"initial_node_count": 0}), location=location,
-                    cluster_version=pool_spec.get("version"))
+    check_node_pool(
+        merged.model_copy(update={"initial_node_count": 0}),
+        location=location,
+        cluster_version=pool_spec.get("version"),
+    )
     if not enabled and (pool_spec.get("queuedProvisioning") or {}).get("enabled"):
         raise invalid("Queued provisioning requires autoscaling to be enabled (--enable-autoscaling).")
     return {"autoscaling": dumped}
@@ -94,13 +108,16 @@ def autoscaling_patch(pool_spec: dict[str, Any], autoscaling: NodePoolAutoscalin
 
 def _kind_of(fields: set[str]) -> str:
     """Which single update the request is; GKE applies exactly one per request."""
-    unmodelled = sorted(f for f in fields if f not in TYPED_UPDATES or f in ("desired_image",
-                                                                              "desired_image_project"))
+    unmodelled = sorted(
+        f for f in fields if f not in TYPED_UPDATES or f in ("desired_image", "desired_image_project")
+    )
     if unmodelled:
         names = ", ".join(_alias(f) for f in unmodelled)
-        raise invalid(f"ClusterUpdate field(s) {names} are not supported by this GKE twin (flexq); it applies "
-                      "desiredNodePoolAutoscaling, desiredNodeVersion, desiredMasterVersion, desiredAddonsConfig, "
-                      "desiredLoggingService and desiredMonitoringService. Nothing was changed.")
+        raise invalid(
+            f"ClusterUpdate field(s) {names} are not supported by this GKE twin (flexq); it applies "
+            "desiredNodePoolAutoscaling, desiredNodeVersion, desiredMasterVersion, desiredAddonsConfig, "
+            "desiredLoggingService and desiredMonitoringService. Nothing was changed."
+        )
     if not fields or fields == {"desired_node_pool_id"}:
         raise invalid("Update must specify at least one field to update.")  # [inferred wording]
     for kind, allowed in _KINDS:
@@ -109,8 +126,9 @@ def _kind_of(fields: set[str]) -> str:
                 continue
             return kind
     names = ", ".join(_alias(f) for f in sorted(fields))
-    raise invalid(f"Exactly one update can be applied to a cluster with each request; this one sets {names}."
-                  )  # [inferred wording, after the ClusterUpdate reference]
+    raise invalid(
+        f"Exactly one update can be applied to a cluster with each request; this one sets {names}."
+    )  # [inferred wording, after the ClusterUpdate reference]
 
 
 def _target_pool(update: ClusterUpdate, pools: dict[str, dict[str, Any]], cluster_path: str) -> str:
@@ -133,11 +151,15 @@ def _master_plan(cluster: dict[str, Any], version: str) -> Plan:
     target = _resolve(version, "Master")
     cur, new = version_key(current), version_key(target)
     if new < cur:
-        raise invalid(f'Master version "{target}" is older than the current version "{current}"; the master '
-                      "cannot be downgraded.")  # [inferred wording]
+        raise invalid(
+            f'Master version "{target}" is older than the current version "{current}"; the master '
+            "cannot be downgraded."
+        )  # [inferred wording]
     if new[:2] > (cur[0], cur[1] + 1):
-        raise invalid(f'Master version "{target}" is more than one minor version newer than the current version '
-                      f'"{current}"; upgrade one minor version at a time.')  # [inferred wording]
+        raise invalid(
+            f'Master version "{target}" is more than one minor version newer than the current version '
+            f'"{current}"; upgrade one minor version at a time.'
+        )  # [inferred wording]
     return Plan("UPGRADE_MASTER", cluster_done={"currentMasterVersion": target})
 
 
@@ -146,8 +168,9 @@ def _node_plan(cluster: dict[str, Any], pool: str, update: ClusterUpdate) -> Pla
     version = update.desired_node_version or "-"
     target = master if version == "-" else _resolve(version, "Node")
     if version_key(target) > version_key(master):
-        raise invalid(f'Node version "{target}" must not be newer than the master version "{master}".'
-                      )  # [inferred wording]
+        raise invalid(
+            f'Node version "{target}" must not be newer than the master version "{master}".'
+        )  # [inferred wording]
     plan = Plan("UPGRADE_NODES", pool=pool, pool_done={"version": target})
     if update.desired_image_type:
         plan.pool_done["config"] = {"imageType": update.desired_image_type}
@@ -156,19 +179,28 @@ def _node_plan(cluster: dict[str, Any], pool: str, update: ClusterUpdate) -> Pla
 
 def _services_plan(update: ClusterUpdate) -> Plan:
     plan = Plan("UPDATE_CLUSTER")
-    for value, valid, key in ((update.desired_logging_service, LOGGING_SERVICES, "loggingService"),
-                              (update.desired_monitoring_service, MONITORING_SERVICES, "monitoringService")):
+    for value, valid, key in (
+        (update.desired_logging_service, LOGGING_SERVICES, "loggingService"),
+        (update.desired_monitoring_service, MONITORING_SERVICES, "monitoringService"),
+    ):
         if value is None:
             continue
         if value not in valid:
-            raise invalid(f'Invalid value for {key}: "{value}"; expected one of {", ".join(valid)}.'
-                          )  # [inferred wording]
+            raise invalid(
+                f'Invalid value for {key}: "{value}"; expected one of {", ".join(valid)}.'
+            )  # [inferred wording]
         plan.cluster_now[key] = value
     return plan
 
 
-def plan_update(cluster: dict[str, Any], pools: dict[str, dict[str, Any]], update: ClusterUpdate, *,
-                location: str, cluster_path: str) -> Plan:
+def plan_update(
+    cluster: dict[str, Any],
+    pools: dict[str, dict[str, Any]],
+    update: ClusterUpdate,
+    *,
+    location: str,
+    cluster_path: str,
+) -> Plan:
     """The plan of one ``ClusterUpdate`` on ``cluster`` (its GKE JSON) with ``pools`` (name -> pool JSON):
     1. which update it is (one per request; unmodelled fields refused by name); 2. its target pool;
     3. its own checks; 4. what it writes, now and at the end."""
@@ -186,8 +218,9 @@ def plan_update(cluster: dict[str, Any], pools: dict[str, dict[str, Any]], updat
     if kind == "addons":
         assert update.desired_addons_config is not None
         desired = _dump(update.desired_addons_config)
-        return Plan("UPDATE_CLUSTER", cluster_now={"addonsConfig": {**(cluster.get("addonsConfig") or {}),
-                                                                    **desired}})
+        return Plan(
+            "UPDATE_CLUSTER", cluster_now={"addonsConfig": {**(cluster.get("addonsConfig") or {}), **desired}}
+        )
     return _services_plan(update)
 
 
@@ -205,17 +238,25 @@ def server_config() -> dict[str, Any]:
 
     def channel(name: str, newest: tuple[int, int], default: str) -> dict[str, Any]:
         versions = [v for v in valid if version_key(v)[:2] <= newest]
-        return {"channel": name, "defaultVersion": default, "validVersions": versions,
-                "upgradeTargetVersion": versions[0]}
+        return {
+            "channel": name,
+            "defaultVersion": default,
+            "validVersions": versions,
+            "upgradeTargetVersion": versions[0],
+        }
 
     stable_minor = (default_minor[0], default_minor[1] - 1)
     stable = DEFAULT_PATCHES.get(f"{stable_minor[0]}.{stable_minor[1]}", DEFAULT_VERSION)
     newest = version_key(valid[0])[:2]
     return {
-        "defaultClusterVersion": DEFAULT_VERSION, "defaultImageType": "COS_CONTAINERD",
+        "defaultClusterVersion": DEFAULT_VERSION,
+        "defaultImageType": "COS_CONTAINERD",
         "validImageTypes": ["COS_CONTAINERD", "UBUNTU_CONTAINERD"],
-        "validMasterVersions": valid, "validNodeVersions": valid,
-        "channels": [channel("RAPID", newest, valid[0]), channel("REGULAR", default_minor, DEFAULT_VERSION),
-                     channel("STABLE", stable_minor, stable)],
+        "validMasterVersions": valid,
+        "validNodeVersions": valid,
+        "channels": [
+            channel("RAPID", newest, valid[0]),
+            channel("REGULAR", default_minor, DEFAULT_VERSION),
+            channel("STABLE", stable_minor, stable),
+        ],
     }
-

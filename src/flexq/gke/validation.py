@@ -23,10 +23,32 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.gke_models import Cluster, NodePool, NodePoolAutoscaling
 from flexq.errors import CloudError
 
-__all__ = ["invalid", "not_found", "already_exists", "precondition", "parse_body", "check_cluster_name",
-           "check_location", "check_labels", "check_size", "check_capacity", "node_capacity", "check_version_text", "check_cluster", "check_node_pool", "pool_model", "pool_hosts", "version_tuple",
-           "version_key", "resolve_version", "SUPPORTED_MINOR_VERSIONS", "DEFAULT_VERSION", "DEFAULT_PATCHES", "FLEX_START_MIN_TPU",
-           "FLEX_START_MIN_GPU"]
+__all__ = [
+    "invalid",
+    "not_found",
+    "already_exists",
+    "precondition",
+    "parse_body",
+    "check_cluster_name",
+    "check_location",
+    "check_labels",
+    "check_size",
+    "check_capacity",
+    "node_capacity",
+    "check_version_text",
+    "check_cluster",
+    "check_node_pool",
+    "pool_model",
+    "pool_hosts",
+    "version_tuple",
+    "version_key",
+    "resolve_version",
+    "SUPPORTED_MINOR_VERSIONS",
+    "DEFAULT_VERSION",
+    "DEFAULT_PATCHES",
+    "FLEX_START_MIN_TPU",
+    "FLEX_START_MIN_GPU",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -34,8 +56,13 @@ SUPPORTED_MINOR_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
 DEFAULT_VERSION = "1.34.1-gke.1829001"
 # The patch a minor version given alone (``--cluster-version=1.33``) resolves to [twin choice: a recent patch
 # of each minor, at or above every minimum below].
-DEFAULT_PATCHES = {"1.31": "1.31.13-gke.1023000", "1.32": "1.32.9-gke.1108000", "1.33": "1.33.5-gke.1080000",
-                   "1.34": DEFAULT_VERSION, "1.35": "1.35.0-gke.1795000"}
+DEFAULT_PATCHES = {
+    "1.31": "1.31.13-gke.1023000",
+    "1.32": "1.32.9-gke.1108000",
+    "1.33": "1.33.5-gke.1080000",
+    "1.34": DEFAULT_VERSION,
+    "1.35": "1.35.0-gke.1795000",
+}
 # Flex-start needs at least these versions (research/cloud.md §2.1, DWS-DOC).
 FLEX_START_MIN_TPU = "1.33.0-gke.1712000"
 FLEX_START_MIN_GPU = "1.32.2-gke.1652000"
@@ -81,21 +108,27 @@ def parse_body(model: type[M], body: Any) -> M:
         e = err.errors(include_url=False)[0]
         loc = tuple(e["loc"])
         if e["type"] == "extra_forbidden":
-            raise invalid(f'Invalid JSON payload received. Unknown name "{loc[-1]}" at '
-                          f"'{_proto_path(loc[:-1])}': Cannot find field.") from None
+            raise invalid(
+                f'Invalid JSON payload received. Unknown name "{loc[-1]}" at '
+                f"'{_proto_path(loc[:-1])}': Cannot find field."
+            ) from None
         value = json.dumps(e.get("input"), default=str)
         raise invalid(f"Invalid value at '{_proto_path(loc)}', {value}: {e['msg']}") from None
 
 
 def check_cluster_name(name: str | None, what: str = "cluster.name") -> str:
     if not name:
-        raise invalid(f"{what} must be specified.") if what != "cluster.name" else invalid(
-            "Cluster.name must be specified.")
+        raise (
+            invalid(f"{what} must be specified.")
+            if what != "cluster.name"
+            else invalid("Cluster.name must be specified.")
+        )
     if not _NAME.match(name):
         raise invalid(
             f"Invalid value for field '{what}': \"{name}\". Must be a match of regex "
             "'(?:[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?)' (only alphanumerics and '-' allowed, must start with a "
-            "letter and end with an alphanumeric, and must be no longer than 40 characters).")
+            "letter and end with an alphanumeric, and must be no longer than 40 characters)."
+        )
     return name
 
 
@@ -139,19 +172,24 @@ def check_labels(labels: dict[str, str]) -> None:
     """Resource labels follow Google Cloud's label rules: at most 64; keys start with a lowercase letter;
     keys and values use lowercase letters, digits, ``_`` and ``-``, up to 63 characters."""
     if len(labels) > 64:
-        raise invalid(f"A resource can have at most 64 labels; {len(labels)} were given.")  # [inferred wording]
+        raise invalid(
+            f"A resource can have at most 64 labels; {len(labels)} were given."
+        )  # [inferred wording]
     for key, value in labels.items():
         if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value):
-            raise invalid(f'Invalid resource label "{key}": "{value}": keys must start with a lowercase letter, '
-                          "and keys and values may contain only lowercase letters, digits, '_' and '-' (at most "
-                          "63 characters).")  # [inferred wording]
+            raise invalid(
+                f'Invalid resource label "{key}": "{value}": keys must start with a lowercase letter, '
+                "and keys and values may contain only lowercase letters, digits, '_' and '-' (at most "
+                "63 characters)."
+            )  # [inferred wording]
 
 
 def check_version_text(version: str, what: str) -> None:
     """A requested version must be "latest", "-" or a version of a supported minor ("Master version ... is
     unsupported."; ``what`` is "Master" or "Node")."""
-    if not _VERSION.match(version) or (version not in ("latest", "-")
-                                       and ".".join(version.split(".")[:2]) not in SUPPORTED_MINOR_VERSIONS):
+    if not _VERSION.match(version) or (
+        version not in ("latest", "-") and ".".join(version.split(".")[:2]) not in SUPPORTED_MINOR_VERSIONS
+    ):
         raise invalid(f'{what} version "{version}" is unsupported.')
 
 
@@ -161,14 +199,18 @@ def check_cluster(cluster: Cluster) -> None:
     if isinstance(cluster.autopilot, dict) and cluster.autopilot.get("enabled"):
         # [twin limit] Autopilot provisions nodes for each pod's requests (node auto-provisioning, compute
         # classes) and bills per pod; the twin models neither, so it refuses rather than pretend.
-        raise invalid("Autopilot clusters (autopilot.enabled, gcloud container clusters create-auto) are not "
-                      "supported by this GKE twin (flexq); create a Standard cluster with `gcloud container "
-                      "clusters create` instead.")
+        raise invalid(
+            "Autopilot clusters (autopilot.enabled, gcloud container clusters create-auto) are not "
+            "supported by this GKE twin (flexq); create a Standard cluster with `gcloud container "
+            "clusters create` instead."
+        )
     if cluster.initial_cluster_version is not None:
         check_version_text(cluster.initial_cluster_version, "Master")
     if cluster.node_pools and (cluster.initial_node_count is not None or cluster.node_config is not None):
-        raise invalid("Cluster.initial_node_count and Cluster.node_config cannot be set together with "
-                      "Cluster.node_pools; set them on the node pools instead.")  # [inferred wording]
+        raise invalid(
+            "Cluster.initial_node_count and Cluster.node_config cannot be set together with "
+            "Cluster.node_pools; set them on the node pools instead."
+        )  # [inferred wording]
     if not cluster.node_pools and not cluster.initial_node_count:
         raise invalid("Cluster.initial_node_count must be greater than zero.")
     if cluster.initial_node_count is not None:
@@ -197,7 +239,9 @@ def pool_hosts(pool: NodePool) -> int:
 def _duration_seconds(text: str, field: str) -> float:
     m = _DURATION.match(text)
     if not m:
-        raise invalid(f"Invalid value at '{field}' (type.googleapis.com/google.protobuf.Duration), \"{text}\"")
+        raise invalid(
+            f"Invalid value at '{field}' (type.googleapis.com/google.protobuf.Duration), \"{text}\""
+        )
     return float(m.group(1) + (m.group(2) or ""))
 
 
@@ -226,20 +270,33 @@ def check_node_pool(pool: NodePool, *, location: str, cluster_version: str | Non
     if surge is not None:
         for field, value in (("max_surge", surge.max_surge), ("max_unavailable", surge.max_unavailable)):
             if value is not None and value < 0:
-                raise invalid(f"node_pool.upgrade_settings.{field} must be non-negative.")  # [inferred wording]
+                raise invalid(
+                    f"node_pool.upgrade_settings.{field} must be non-negative."
+                )  # [inferred wording]
     _check_provisioning(pool, mt, auto, initial, cluster_version)
     _check_config(pool, mt)
     if auto is not None:
         _check_autoscaling(auto, hosts, topology)
     if hosts > 1 and initial not in (0, hosts) and initial % hosts:
-        raise invalid(f"A multi-host TPU slice node pool with topology {topology} has {hosts} nodes per slice; "
-                      f"initial_node_count must be 0 or a multiple of {hosts}, not {initial}.")
+        raise invalid(
+            f"A multi-host TPU slice node pool with topology {topology} has {hosts} nodes per slice; "
+            f"initial_node_count must be 0 or a multiple of {hosts}, not {initial}."
+        )
 
 
-def _check_provisioning(pool: NodePool, mt: catalog.MachineType, auto: NodePoolAutoscaling | None, initial: int,
-                        cluster_version: str | None) -> None:
+def _check_provisioning(
+    pool: NodePool,
+    mt: catalog.MachineType,
+    auto: NodePoolAutoscaling | None,
+    initial: int,
+    cluster_version: str | None,
+) -> None:
     cfg = pool.config
-    flex, spot, preemptible = bool(cfg and cfg.flex_start), bool(cfg and cfg.spot), bool(cfg and cfg.preemptible)
+    flex, spot, preemptible = (
+        bool(cfg and cfg.flex_start),
+        bool(cfg and cfg.spot),
+        bool(cfg and cfg.preemptible),
+    )
     queued = bool(pool.queued_provisioning and pool.queued_provisioning.enabled)
     if spot and preemptible:
         raise invalid("Only one of spot or preemptible can be set on a node pool.")  # [inferred wording]
@@ -249,8 +306,10 @@ def _check_provisioning(pool: NodePool, mt: catalog.MachineType, auto: NodePoolA
         raise invalid(f'Flex-start is not supported for machine type "{mt.name}".')
     minimum = FLEX_START_MIN_TPU if mt.is_tpu else FLEX_START_MIN_GPU if mt.is_gpu else None
     if flex and minimum and version_key(cluster_version) < version_key(minimum):
-        raise invalid(f"Flex-start for {'TPUs' if mt.is_tpu else 'GPUs'} requires GKE version {minimum} or later; "
-                      f"the cluster runs {resolve_version(cluster_version)}.")  # [inferred wording]
+        raise invalid(
+            f"Flex-start for {'TPUs' if mt.is_tpu else 'GPUs'} requires GKE version {minimum} or later; "
+            f"the cluster runs {resolve_version(cluster_version)}."
+        )  # [inferred wording]
     if queued:
         if auto is None:
             raise invalid("Queued provisioning requires autoscaling to be enabled (--enable-autoscaling).")
@@ -258,16 +317,20 @@ def _check_provisioning(pool: NodePool, mt: catalog.MachineType, auto: NodePoolA
             raise invalid("Queued provisioning node pools must be created with 0 nodes (--num-nodes=0).")
         aff = cfg.reservation_affinity.consume_reservation_type if cfg and cfg.reservation_affinity else None
         if aff != "NO_RESERVATION":
-            raise invalid("Queued provisioning requires reservation affinity NO_RESERVATION "
-                          "(--reservation-affinity=none).")
+            raise invalid(
+                "Queued provisioning requires reservation affinity NO_RESERVATION "
+                "(--reservation-affinity=none)."
+            )
         if spot or preemptible:
             raise invalid("Queued provisioning cannot be used with spot or preemptible VMs.")
         # [inferred] on the tutorial's GKE 1.34, queued provisioning is the flex-start-with-queue mode.
         if not flex and version_tuple(cluster_version) >= (1, 34):
             raise invalid("Queued provisioning requires flex-start (--flex-start) on GKE 1.34 and later.")
     if flex and auto is None and initial == 0:
-        raise invalid("Flex-start node pools with no initial nodes require autoscaling to be enabled "
-                      "(--enable-autoscaling).")  # [inferred wording]
+        raise invalid(
+            "Flex-start node pools with no initial nodes require autoscaling to be enabled "
+            "(--enable-autoscaling)."
+        )  # [inferred wording]
 
 
 def _check_config(pool: NodePool, mt: catalog.MachineType) -> None:
@@ -278,11 +341,14 @@ def _check_config(pool: NodePool, mt: catalog.MachineType) -> None:
             raise invalid(f"node_pool.config.max_run_duration must be between 1s and {MAX_RUN_SECONDS}s.")
     for acc in (cfg.accelerators if cfg else None) or []:
         if not mt.gpus:
-            raise invalid(f'Accelerator type "{acc.accelerator_type}" is not supported with machine type '
-                          f'"{mt.name}".')
+            raise invalid(
+                f'Accelerator type "{acc.accelerator_type}" is not supported with machine type "{mt.name}".'
+            )
         if acc.accelerator_type != mt.gpu_type or (acc.accelerator_count or 0) != mt.gpus:
-            raise invalid(f"Machine type \"{mt.name}\" has {mt.gpus} {mt.gpu_type} accelerators; the request "
-                          f"asks for {acc.accelerator_count} {acc.accelerator_type}.")
+            raise invalid(
+                f'Machine type "{mt.name}" has {mt.gpus} {mt.gpu_type} accelerators; the request '
+                f"asks for {acc.accelerator_count} {acc.accelerator_type}."
+            )
 
 
 def _check_autoscaling(auto: NodePoolAutoscaling, hosts: int, topology: str | None) -> None:
@@ -297,20 +363,25 @@ def _check_autoscaling(auto: NodePoolAutoscaling, hosts: int, topology: str | No
     if per_zone:
         check_size(hi, "Autoscaling limits: max_node_count")
     if hi < lo:
-        raise invalid(f"Autoscaling limits are invalid: max_node_count ({hi}) must be greater than or equal "
-                      f"to min_node_count ({lo}).")
+        raise invalid(
+            f"Autoscaling limits are invalid: max_node_count ({hi}) must be greater than or equal "
+            f"to min_node_count ({lo})."
+        )
     if hi == 0:
         raise invalid("Autoscaling limits are invalid: max_node_count must be greater than zero.")
     if hosts > 1 and (hi % hosts or lo % hosts):
-        raise invalid(f"Multi-host TPU slice node pools scale in whole slices of {hosts} nodes (topology "
-                      f"{topology}); min and max node counts must be multiples of {hosts}.")
+        raise invalid(
+            f"Multi-host TPU slice node pools scale in whole slices of {hosts} nodes (topology "
+            f"{topology}); min and max node counts must be multiples of {hosts}."
+        )
 
 
 def check_size(count: int, what: str) -> None:
     """A node count within GKE's 1,000 nodes per node pool per zone. [inferred wording]"""
     if count > MAX_NODES_PER_POOL_ZONE:
-        raise invalid(f"{what} ({count}) exceeds the limit of {MAX_NODES_PER_POOL_ZONE} nodes per node pool "
-                      "per zone.")
+        raise invalid(
+            f"{what} ({count}) exceeds the limit of {MAX_NODES_PER_POOL_ZONE} nodes per node pool per zone."
+        )
 
 
 def node_capacity(cluster_spec: dict[str, Any], node_range: str) -> tuple[int, str]:
@@ -323,11 +394,15 @@ def node_capacity(cluster_spec: dict[str, Any], node_range: str) -> tuple[int, s
     try:
         nodes = ipaddress.ip_network(node_range, strict=False)
         pods = ipaddress.ip_network(given, strict=False)
-        per_node = int(cluster_spec.get("podIpv4CidrSize") or
-                       ((cluster_spec.get("ipAllocationPolicy") or {}).get("podIpv4CidrSize") or 24))
+        per_node = int(
+            cluster_spec.get("podIpv4CidrSize")
+            or ((cluster_spec.get("ipAllocationPolicy") or {}).get("podIpv4CidrSize") or 24)
+        )
     except (ValueError, TypeError):
-        raise invalid(f'Invalid value for field "cluster.cluster_ipv4_cidr": "{given}" is not a valid IPv4 '
-                      f'CIDR range (node range "{node_range}").') from None
+        raise invalid(
+            f'Invalid value for field "cluster.cluster_ipv4_cidr": "{given}" is not a valid IPv4 '
+            f'CIDR range (node range "{node_range}").'
+        ) from None
     by_nodes = nodes.num_addresses - RESERVED_SUBNET_ADDRESSES
     by_pods = 2 ** max(0, per_node - pods.prefixlen) if per_node >= pods.prefixlen else 0
     if by_pods < by_nodes:
@@ -340,5 +415,7 @@ def check_capacity(requested: int, others: int, cluster_spec: dict[str, Any], no
     answer (as a refused request: the twin builds nothing). [inferred wording]"""
     cap, why = node_capacity(cluster_spec, node_range)
     if requested + others > cap:
-        raise invalid(f"IP_SPACE_EXHAUSTED: the cluster cannot hold {requested + others} nodes "
-                      f"({requested} requested, {others} in its other node pools): {why}.")
+        raise invalid(
+            f"IP_SPACE_EXHAUSTED: the cluster cannot hold {requested + others} nodes "
+            f"({requested} requested, {others} in its other node pools): {why}."
+        )

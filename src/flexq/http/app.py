@@ -58,8 +58,11 @@ class TwinApp:
         # the dashboard's pages: browsers cannot send a bearer header when they navigate, so the login form
         # sets the token as an HttpOnly, SameSite=Strict cookie that only the dashboard's paths accept
         cookie = request.cookies.get(dashboard.COOKIE, "")
-        return dashboard.handles(request.url.path) and bool(cookie) and hmac.compare_digest(
-            cookie.encode(), self.token.encode())
+        return (
+            dashboard.handles(request.url.path)
+            and bool(cookie)
+            and hmac.compare_digest(cookie.encode(), self.token.encode())
+        )
 
     async def __call__(self, request: Request) -> Response:
         path = request.url.path
@@ -67,8 +70,11 @@ class TwinApp:
             return await self.dashboard.unauthorized(request)
         if not self.authorized(request):
             if gke_face.is_gke_path(path):
-                return gke_face.google_error(401, "UNAUTHENTICATED", "Request had invalid authentication "
-                                             "credentials. Expected OAuth 2 access token.")
+                return gke_face.google_error(
+                    401,
+                    "UNAUTHENTICATED",
+                    "Request had invalid authentication credentials. Expected OAuth 2 access token.",
+                )
             return status_response(Unauthorized("Unauthorized"))
         try:
             if gke_face.is_gke_path(path):
@@ -84,8 +90,12 @@ class TwinApp:
             return status_response(err)
         except Exception as exc:  # the twin keeps serving whatever a request does
             log.exception("%s %s failed", request.method, path)
-            return status_response(InternalError(f"an error on the server ({type(exc).__name__}: {exc}) has "
-                                                 "prevented the request from succeeding"))
+            return status_response(
+                InternalError(
+                    f"an error on the server ({type(exc).__name__}: {exc}) has "
+                    "prevented the request from succeeding"
+                )
+            )
 
     async def kube(self, request: Request, path: str, cluster: str | None) -> Response:
         face = self.face(cluster)
@@ -130,7 +140,7 @@ class TwinApp:
             return Response(openapi.v2(face.kinds()), media_type="application/json")
         if p == "/openapi/v3":
             return json_response(openapi.v3_index(face.kinds(), f"/clusters/{cluster}" if cluster else ""))
-        rest = p[len("/openapi/v3/"):].split("/")
+        rest = p[len("/openapi/v3/") :].split("/")
         if rest[0] == "api" and len(rest) == 2:
             doc = openapi.v3_group_version(face.kinds(), "", rest[1])
         elif rest[0] == "apis" and len(rest) == 3:
@@ -156,15 +166,23 @@ def build_app(core: TwinServices, token: str | None, server_address: str = "") -
             return
         request = Request(scope, receive)
         if request.method not in allowed:
-            response: Response = Response(b"Method Not Allowed", status_code=405, media_type="text/plain",
-                                          headers={"Allow": ", ".join(METHODS)})
+            response: Response = Response(
+                b"Method Not Allowed",
+                status_code=405,
+                media_type="text/plain",
+                headers={"Allow": ", ".join(METHODS)},
+            )
         else:
             try:
                 response = await twin_app(request)
             except Exception as exc:  # TwinApp answers every error itself; this is the last resort
                 log.exception("%s %s failed", request.method, request.url.path)
-                response = status_response(InternalError(f"an error on the server ({type(exc).__name__}) has "
-                                                         "prevented the request from succeeding"))
+                response = status_response(
+                    InternalError(
+                        f"an error on the server ({type(exc).__name__}) has "
+                        "prevented the request from succeeding"
+                    )
+                )
         await response(scope, receive, send)
 
     return app

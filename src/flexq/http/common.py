@@ -87,8 +87,10 @@ def decode_body(raw: bytes, content_type: str) -> Any:
     if "cbor" in ctype:
         from flexq.errors import UnsupportedMediaType
 
-        raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '
-                                   f'include: application/json, application/yaml (got "{ctype}")')
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format - accepted media types "
+            f'include: application/json, application/yaml (got "{ctype}")'
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -123,8 +125,9 @@ def dumps(data: Any) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
-def json_response(data: Any, status: int = 200, media_type: str = "application/json",
-                  headers: dict[str, str] | None = None) -> Response:
+def json_response(
+    data: Any, status: int = 200, media_type: str = "application/json", headers: dict[str, str] | None = None
+) -> Response:
     return Response(dumps(data), status_code=status, media_type=media_type, headers=headers)
 
 

@@ -26,7 +26,9 @@ from flexq.http.common import dumps, on_loop
 from flexq.http.kube.portforward import LOCAL_PORTS, PortForwardSession, Target, upgrade_response
 from flexq.http.seam import TwinServices
 
-_PF = re.compile(r"^(?:/clusters/(?P<cluster>[^/]+))?/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)/portforward$")
+_PF = re.compile(
+    r"^(?:/clusters/(?P<cluster>[^/]+))?/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)/portforward$"
+)
 _MAX_HEAD = 64 * 1024
 
 
@@ -48,8 +50,10 @@ def local_endpoint(pod: dict, port: int, executors: Sequence[Any] = ()) -> tuple
         ports = {}
     target = ports.get(str(port))
     if target is None:
-        raise LookupError(f"pod {meta.get('namespace')}/{meta.get('name')} has nothing listening on port {port} "
-                          f"on this machine (annotation {LOCAL_PORTS}: {raw or 'absent'})")
+        raise LookupError(
+            f"pod {meta.get('namespace')}/{meta.get('name')} has nothing listening on port {port} "
+            f"on this machine (annotation {LOCAL_PORTS}: {raw or 'absent'})"
+        )
     if isinstance(target, int):
         return "127.0.0.1", target
     host, _, p = str(target).rpartition(":")
@@ -70,8 +74,10 @@ def local_target(pod: dict, port: int, executors: Sequence[Any] = ()) -> Target:
 
 def _http(status: str, body: dict[str, Any]) -> bytes:
     data = dumps(body)
-    return (f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
-            f"Connection: close\r\n\r\n").encode() + data
+    return (
+        f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+        f"Connection: close\r\n\r\n"
+    ).encode() + data
 
 
 def protocol_class(core: TwinServices, token: str | None) -> type[H11Protocol]:
@@ -107,18 +113,34 @@ def protocol_class(core: TwinServices, token: str | None) -> type[H11Protocol]:
             if m is None or not upgrade:
                 return False
             if "websocket" in upgrade:
-                self.transport.write(_http("400 Bad Request", BadRequest(
-                    "port-forward over WebSocket is not served here; use SPDY").to_status()))
+                self.transport.write(
+                    _http(
+                        "400 Bad Request",
+                        BadRequest("port-forward over WebSocket is not served here; use SPDY").to_status(),
+                    )
+                )
                 self.transport.close()
                 return True
             if method != "POST" or not upgrade.startswith("spdy/3.1"):
                 return False
             scheme_, _, value = headers.get("authorization", "").partition(" ")
-            if token is not None and not (scheme_.lower() == "bearer" and
-                                          hmac.compare_digest(value.strip().encode(), token.encode())):
-                self.transport.write(_http("401 Unauthorized", {
-                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                    "message": "Unauthorized", "reason": "Unauthorized", "code": 401}))
+            if token is not None and not (
+                scheme_.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
+            ):
+                self.transport.write(
+                    _http(
+                        "401 Unauthorized",
+                        {
+                            "kind": "Status",
+                            "apiVersion": "v1",
+                            "metadata": {},
+                            "status": "Failure",
+                            "message": "Unauthorized",
+                            "reason": "Unauthorized",
+                            "code": 401,
+                        },
+                    )
+                )
                 self.transport.close()
                 return True
             cluster, ns, pod = m.group("cluster"), m.group("ns"), m.group("pod")

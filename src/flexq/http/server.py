@@ -51,8 +51,16 @@ class Server:
         except (OSError, ValueError):
             return 0
 
-    def __init__(self, core: TwinServices, home: str | Path, host: str = "127.0.0.1", port: int = 0, *,
-                 tls: bool = True, auth: bool = True) -> None:
+    def __init__(
+        self,
+        core: TwinServices,
+        home: str | Path,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        tls: bool = True,
+        auth: bool = True,
+    ) -> None:
         self.core, self.home, self.host = core, Path(home), host
         private_home(self.home)
         self.creds: Credentials = ensure_credentials(self.home, core.loop.now())
@@ -78,18 +86,28 @@ class Server:
         core.settings.kube_ca_b64 = self.creds.ca_b64
         token = self.creds.token if auth else None
         self.app = build_app(core, token, hostport)
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, http=protocol_class(core, token),
-                                ws="none",
-                                lifespan="off", timeout_keep_alive=60, timeout_graceful_shutdown=2,
-                                ssl_certfile=str(self.creds.server_cert) if tls else None,
-                                ssl_keyfile=str(self.creds.server_key) if tls else None)
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,
+            http=protocol_class(core, token),
+            ws="none",
+            lifespan="off",
+            timeout_keep_alive=60,
+            timeout_graceful_shutdown=2,
+            ssl_certfile=str(self.creds.server_cert) if tls else None,
+            ssl_keyfile=str(self.creds.server_key) if tls else None,
+        )
         self.uvicorn = uvicorn.Server(config)
         self.thread: threading.Thread | None = None
 
     def start(self) -> Server:
         """Serve in a daemon thread; connections made before it is up wait in the listen backlog."""
-        self.thread = threading.Thread(target=lambda: asyncio.run(self.uvicorn.serve(sockets=[self.sock])),
-                                       name="flexq-http", daemon=True)
+        self.thread = threading.Thread(
+            target=lambda: asyncio.run(self.uvicorn.serve(sockets=[self.sock])),
+            name="flexq-http",
+            daemon=True,
+        )
         self.thread.start()
         threading.Thread(target=self._warm, name="flexq-openapi", daemon=True).start()
         return self
@@ -125,9 +143,16 @@ class Server:
         otherwise override their own CA setting); returns server.json."""
         write_kubeconfig(self.kubeconfig_path(), self.url, self.creds)
         bundle = write_ca_bundle(self.creds)
-        info = {"pid": os.getpid(), "url": self.url, "host": self.host, "port": self.port,
-                "ca": str(self.creds.ca_cert), "ca_bundle": str(bundle), "token_file": str(self.creds.token_file),
-                "kubeconfig": str(self.kubeconfig_path())}
+        info = {
+            "pid": os.getpid(),
+            "url": self.url,
+            "host": self.host,
+            "port": self.port,
+            "ca": str(self.creds.ca_cert),
+            "ca_bundle": str(bundle),
+            "token_file": str(self.creds.token_file),
+            "kubeconfig": str(self.kubeconfig_path()),
+        }
         info["env"] = client_env(self.home, info)
         write_private(self.home / SERVER_FILE, json.dumps(info, indent=2) + "\n")
         write_private(self.home / PID_FILE, f"{os.getpid()}\n")
@@ -154,11 +179,19 @@ def write_kubeconfig(path: Path, url: str, creds: Credentials) -> None:
     cfg.setdefault("apiVersion", "v1")
     cfg.setdefault("kind", "Config")
     cfg.setdefault("preferences", {})
-    cfg["clusters"] = _upsert(cfg.get("clusters") or [], CONTEXT, "cluster",
-                              {"server": url, "certificate-authority-data": creds.ca_b64})
+    cfg["clusters"] = _upsert(
+        cfg.get("clusters") or [],
+        CONTEXT,
+        "cluster",
+        {"server": url, "certificate-authority-data": creds.ca_b64},
+    )
     cfg["users"] = _upsert(cfg.get("users") or [], CONTEXT, "user", {"tokenFile": str(creds.token_file)})
-    cfg["contexts"] = _upsert(cfg.get("contexts") or [], CONTEXT, "context",
-                              {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"})
+    cfg["contexts"] = _upsert(
+        cfg.get("contexts") or [],
+        CONTEXT,
+        "context",
+        {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"},
+    )
     cfg.setdefault("current-context", CONTEXT)
     tmp = path.with_suffix(".tmp")
     write_private(tmp, yaml.safe_dump(cfg, sort_keys=False))
@@ -204,8 +237,14 @@ def client_env(home: str | Path, info: dict[str, Any] | None = None) -> dict[str
     }
 
 
-def serve(core: TwinServices, home: str | Path, host: str = "127.0.0.1", port: int = 0,
-          ready: threading.Event | None = None, stop: threading.Event | None = None) -> None:
+def serve(
+    core: TwinServices,
+    home: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    ready: threading.Event | None = None,
+    stop: threading.Event | None = None,
+) -> None:
     """Serve ``core`` until SIGTERM or SIGINT (in the main thread) or until ``stop`` is set — ``flexq up``'s
     foreground body. Writes the client files once listening (then sets ``ready``); removes ``server.json``
     and ``pid`` on the way out. The caller closes ``core``."""

@@ -53,8 +53,10 @@ def _active(pod: dict) -> bool:
 
 def _restarts(pod: dict) -> int:
     st = pod.get("status") or {}
-    return sum(int(c.get("restartCount", 0)) for c in [*(st.get("containerStatuses") or []),
-                                                        *(st.get("initContainerStatuses") or [])])
+    return sum(
+        int(c.get("restartCount", 0))
+        for c in [*(st.get("containerStatuses") or []), *(st.get("initContainerStatuses") or [])]
+    )
 
 
 class JobController(Controller):
@@ -81,7 +83,9 @@ class JobController(Controller):
         uid = job["metadata"].get("uid")
         mine = [p for p in pods if (controller_owner(p) or {}).get("uid") == uid]
         if len(mine) != len(pods):
-            self._release([p for p in pods if (controller_owner(p) or {}).get("uid") != uid])  # older namesake's
+            self._release(
+                [p for p in pods if (controller_owner(p) or {}).get("uid") != uid]
+            )  # older namesake's
         if (job.get("spec") or {}).get("managedBy") not in (None, job_rules.JOB_CONTROLLER):
             return None
         pods = mine
@@ -134,7 +138,9 @@ class JobController(Controller):
         active = [p for p in pods if _active(p) and p["metadata"]["name"] not in counted_names]
         conds = status.setdefault("conditions", [])
         if spec.get("suspend"):  # step 2
-            if set_core_condition(conds, "Suspended", "True", "JobSuspended", "Job suspended", now, probe=True):
+            if set_core_condition(
+                conds, "Suspended", "True", "JobSuspended", "Job suspended", now, probe=True
+            ):
                 self.events.record(job, "Normal", "Suspended", "Job suspended")
             self._delete(job, active)
             self._set_counts(status, [])
@@ -164,8 +170,9 @@ class JobController(Controller):
         waits = [w for w in (wait, backoff) if w is not None and w > 0]
         return Result(requeue_after=min(waits)) if waits else None
 
-    def _failure(self, job: dict, active: list[dict], status: dict, now: float) \
-            -> tuple[tuple[str, str] | None, float | None]:
+    def _failure(
+        self, job: dict, active: list[dict], status: dict, now: float
+    ) -> tuple[tuple[str, str] | None, float | None]:
         spec = job["spec"]
         limit = spec.get("backoffLimit", 6)
         limit = 6 if limit is None else limit
@@ -188,7 +195,9 @@ class JobController(Controller):
             return status.get("succeeded", 0) > 0 and not active
         return status.get("succeeded", 0) >= completions
 
-    def _manage(self, job: dict, active: list[dict], status: dict, now: float) -> tuple[list[dict], float | None]:
+    def _manage(
+        self, job: dict, active: list[dict], status: dict, now: float
+    ) -> tuple[list[dict], float | None]:
         """Create or delete pods toward the wanted number of active pods; returns (active, back-off left)."""
         spec = job["spec"]
         parallelism = spec.get("parallelism")
@@ -202,12 +211,21 @@ class JobController(Controller):
             want = min(parallelism, len(active) + len(todo))
         else:
             todo = []
-            remaining = (completions - succeeded) if completions is not None else (parallelism if not succeeded
-                                                                                    else 0)
+            remaining = (
+                (completions - succeeded)
+                if completions is not None
+                else (parallelism if not succeeded else 0)
+            )
             want = min(parallelism, max(0, remaining))
         if len(active) > want:
-            extra = sorted(active, key=lambda p: (is_true(p, "Ready"), bool((p.get("spec") or {}).get("nodeName")),
-                                                  p["metadata"]["name"]))[:len(active) - want]
+            extra = sorted(
+                active,
+                key=lambda p: (
+                    is_true(p, "Ready"),
+                    bool((p.get("spec") or {}).get("nodeName")),
+                    p["metadata"]["name"],
+                ),
+            )[: len(active) - want]
             self._delete(job, extra)
             names = {p["metadata"]["name"] for p in extra}
             return [p for p in active if p["metadata"]["name"] not in names], None
@@ -257,8 +275,9 @@ class JobController(Controller):
             if cur is None or cur["metadata"].get("uid") != pod["metadata"].get("uid"):
                 continue
             obj = clone(cur)
-            obj["metadata"]["finalizers"] = [f for f in cur["metadata"].get("finalizers") or []
-                                             if f != job_rules.TRACKING_FINALIZER]
+            obj["metadata"]["finalizers"] = [
+                f for f in cur["metadata"].get("finalizers") or [] if f != job_rules.TRACKING_FINALIZER
+            ]
             if not obj["metadata"]["finalizers"]:
                 del obj["metadata"]["finalizers"]
             obj["metadata"].pop("resourceVersion", None)

@@ -36,8 +36,13 @@ def pod_from_template(job: dict, name: str, index: int | None = None) -> dict:
     tmpl = (job.get("spec") or {}).get("template") or {}
     tmeta = tmpl.get("metadata") or {}
     uid = jm.get("uid", "")
-    labels = {**(tmeta.get("labels") or {}), LABEL_CONTROLLER_UID: uid, LABEL_JOB_NAME: jm["name"],
-              LEGACY_CONTROLLER_UID: uid, LEGACY_JOB_NAME: jm["name"]}
+    labels = {
+        **(tmeta.get("labels") or {}),
+        LABEL_CONTROLLER_UID: uid,
+        LABEL_JOB_NAME: jm["name"],
+        LEGACY_CONTROLLER_UID: uid,
+        LEGACY_JOB_NAME: jm["name"],
+    }
     annotations = dict(tmeta.get("annotations") or {})
     spec = clone(tmpl.get("spec") or {})
     if index is not None:
@@ -47,10 +52,22 @@ def pod_from_template(job: dict, name: str, index: int | None = None) -> dict:
         for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
             env = [e for e in c.get("env") or [] if e.get("name") != "JOB_COMPLETION_INDEX"]
             c["env"] = [*env, {"name": "JOB_COMPLETION_INDEX", "value": str(index)}]
-    meta: dict = {"name": name, "namespace": jm.get("namespace") or "default", "labels": labels,
-                  "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": jm["name"], "uid": uid,
-                                       "controller": True, "blockOwnerDeletion": True}],
-                  "finalizers": [*(tmeta.get("finalizers") or []), TRACKING_FINALIZER]}
+    meta: dict = {
+        "name": name,
+        "namespace": jm.get("namespace") or "default",
+        "labels": labels,
+        "ownerReferences": [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": jm["name"],
+                "uid": uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+        "finalizers": [*(tmeta.get("finalizers") or []), TRACKING_FINALIZER],
+    }
     if annotations:
         meta["annotations"] = annotations
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
@@ -58,8 +75,9 @@ def pod_from_template(job: dict, name: str, index: int | None = None) -> dict:
 
 def pod_index(pod: dict) -> int | None:
     """The completion index of an Indexed job's pod."""
-    raw = (pod["metadata"].get("annotations") or {}).get(ANN_INDEX) or \
-        (pod["metadata"].get("labels") or {}).get(LABEL_INDEX)
+    raw = (pod["metadata"].get("annotations") or {}).get(ANN_INDEX) or (
+        pod["metadata"].get("labels") or {}
+    ).get(LABEL_INDEX)
     try:
         return int(raw) if raw is not None else None
     except ValueError:
@@ -108,7 +126,9 @@ def finish(status: dict, failed_reason: str | None, message: str, now: float) ->
         set_core_condition(conds, "FailureTarget", "True", failed_reason, message, now, probe=True)
         set_core_condition(conds, "Failed", "True", failed_reason, message, now, probe=True)
     else:
-        set_core_condition(conds, "SuccessCriteriaMet", "True", "CompletionsReached", message, now, probe=True)
+        set_core_condition(
+            conds, "SuccessCriteriaMet", "True", "CompletionsReached", message, now, probe=True
+        )
         set_core_condition(conds, "Complete", "True", "CompletionsReached", message, now, probe=True)
 
 

@@ -36,10 +36,19 @@ from flexq.semantics.taints import tolerates
 from flexq.store.store import WatchEvent, clone
 
 MAX_BACKOFF, BASE_BACKOFF = 300.0, 10.0
-_COND_ORDER = {"PodReadyToStartContainers": 0, "Initialized": 1, "Ready": 2, "ContainersReady": 3,
-               "PodScheduled": 4, "DisruptionTarget": 5}
-_UNKNOWN = {"exitCode": 137, "reason": "ContainerStatusUnknown",
-            "message": "The container could not be located when the pod was terminated"}
+_COND_ORDER = {
+    "PodReadyToStartContainers": 0,
+    "Initialized": 1,
+    "Ready": 2,
+    "ContainersReady": 3,
+    "PodScheduled": 4,
+    "DisruptionTarget": 5,
+}
+_UNKNOWN = {
+    "exitCode": 137,
+    "reason": "ContainerStatusUnknown",
+    "message": "The container could not be located when the pod was terminated",
+}
 
 
 @dataclass
@@ -71,8 +80,11 @@ class Kubelet(Controller):
         self.log_owner: dict[PodKey, str] = {}  # uid of the pod whose logs are kept under this name
 
     def watches(self) -> list[Watch]:
-        return [Watch("Pod", self._pod_keys), Watch("Node", self._node_keys),
-                Watch("ConfigMap", self._configmap_keys)]
+        return [
+            Watch("Pod", self._pod_keys),
+            Watch("Node", self._node_keys),
+            Watch("ConfigMap", self._configmap_keys),
+        ]
 
     def _pod_keys(self, ev: WatchEvent) -> Iterable[PodKey]:
         key = pod_key(ev.object)
@@ -85,8 +97,11 @@ class Kubelet(Controller):
         if ev.type == "DELETED":
             return self.cache.pods_on(name)
         node = self.cache.nodes.get(name)
-        if ev.rv == self.cache.node_changed[0] and node is not None \
-                and any(t.get("effect") == "NoExecute" for t in node.taints):
+        if (
+            ev.rv == self.cache.node_changed[0]
+            and node is not None
+            and any(t.get("effect") == "NoExecute" for t in node.taints)
+        ):
             return self.cache.pods_on(name)
         return []
 
@@ -119,7 +134,9 @@ class Kubelet(Controller):
             if rec is not None:
                 self._stop(key, rec, pod)
             if not is_terminal(pod):
-                killed = {"exitCode": 137, "reason": "Error"} if self._running_started(pod) else dict(_UNKNOWN)
+                killed = (
+                    {"exitCode": 137, "reason": "Error"} if self._running_started(pod) else dict(_UNKNOWN)
+                )
                 self._write(pod, self._terminal_status(pod, "Failed", killed))
             self.backoff.pop(key, None)
             return None
@@ -140,10 +157,13 @@ class Kubelet(Controller):
             if until is not None and self.ctx.now() < until:
                 return Result(requeue_after=until - self.ctx.now())
             return self._start(key, pod, node_name)
-        state = rec.executor.poll(key) or PodRunState("Failed", exit_code=137, reason="ContainerStatusUnknown")
+        state = rec.executor.poll(key) or PodRunState(
+            "Failed", exit_code=137, reason="ContainerStatusUnknown"
+        )
         result = self._observe(key, pod, rec, state)
-        if evict_in is not None and (result is None or result.requeue_after is None
-                                     or result.requeue_after > evict_in):
+        if evict_in is not None and (
+            result is None or result.requeue_after is None or result.requeue_after > evict_in
+        ):
             return Result(requeue_after=evict_in)
         return result
 
@@ -172,11 +192,19 @@ class Kubelet(Controller):
         if rec is not None:
             self._stop(key, rec, pod)
         st = clone(pod.get("status") or {})
-        set_core_condition(st.setdefault("conditions", []), "DisruptionTarget", "True", "DeletionByTaintManager",
-                      "Taint manager: deleting due to NoExecute taint", self.ctx.now())
+        set_core_condition(
+            st.setdefault("conditions", []),
+            "DisruptionTarget",
+            "True",
+            "DeletionByTaintManager",
+            "Taint manager: deleting due to NoExecute taint",
+            self.ctx.now(),
+        )
         st["conditions"].sort(key=lambda c: _COND_ORDER.get(c.get("type", ""), 9))
         self._write(pod, st)
-        self.events.record(pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key[0]}/{key[1]}")
+        self.events.record(
+            pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key[0]}/{key[1]}"
+        )
         with contextlib.suppress(NotFound):
             self.store.delete("Pod", key[1], key[0])
 
@@ -187,11 +215,17 @@ class Kubelet(Controller):
             for _, cm in missing:
                 self.waiting_cm.setdefault((key[0], cm), set()).add(key)
             st = self._base_status(pod, "Pending", "", False)
-            st["containerStatuses"] = self._containers(pod, {"waiting": {"reason": "ContainerCreating"}}, False)
+            st["containerStatuses"] = self._containers(
+                pod, {"waiting": {"reason": "ContainerCreating"}}, False
+            )
             if self._write(pod, st):
                 vol, cm = missing[0]
-                self.events.record(pod, "Warning", "FailedMount",
-                                   f'MountVolume.SetUp failed for volume "{vol}" : configmap "{cm}" not found')
+                self.events.record(
+                    pod,
+                    "Warning",
+                    "FailedMount",
+                    f'MountVolume.SetUp failed for volume "{vol}" : configmap "{cm}" not found',
+                )
             return None
         self._forget_configmaps(key)
         executor = next((ex for ex in self.ctx.executors if ex.accepts(pod)), None)
@@ -205,10 +239,15 @@ class Kubelet(Controller):
         self.running[key] = rec
         self.backoff.pop(key, None)
         launch = PodLaunch(
-            pod=clone(pod), node=node, files=files, env=tpu_env(pod, self.cache.nodes[node_name],
-                                                                 self.cache.nodes.values()),
-            logs=self.ctx.logs, notify=lambda: self.ctx.loop.post(lambda: self.enqueue(key)),
-            now=self.ctx.now, wake_at=lambda when: self._wake(key, when))
+            pod=clone(pod),
+            node=node,
+            files=files,
+            env=tpu_env(pod, self.cache.nodes[node_name], self.cache.nodes.values()),
+            logs=self.ctx.logs,
+            notify=lambda: self.ctx.loop.post(lambda: self.enqueue(key)),
+            now=self.ctx.now,
+            wake_at=lambda when: self._wake(key, when),
+        )
         try:
             executor.start(launch)
         except Exception:
@@ -242,12 +281,19 @@ class Kubelet(Controller):
     def _observe(self, key: PodKey, pod: dict, rec: _Running, state: PodRunState) -> Result | None:
         now = self.ctx.now()
         if state.phase == "Pending":
-            waiting = {"reason": state.reason or "ContainerCreating"} | ({"message": state.message}
-                                                                         if state.message else {})
+            waiting = {"reason": state.reason or "ContainerCreating"} | (
+                {"message": state.message} if state.message else {}
+            )
             restarted = self._restart_count(pod) > 0
             initializing = bool((pod.get("spec") or {}).get("initContainers")) and not restarted
-            st = self._base_status(pod, "Running" if restarted else "Pending", rec.host_ip, False, state.pod_ip,
-                                   initialized=not initializing)
+            st = self._base_status(
+                pod,
+                "Running" if restarted else "Pending",
+                rec.host_ip,
+                False,
+                state.pod_ip,
+                initialized=not initializing,
+            )
             if initializing:
                 waiting = {"reason": "PodInitializing"}
             st["containerStatuses"] = self._containers(pod, {"waiting": waiting}, False)
@@ -266,15 +312,23 @@ class Kubelet(Controller):
     def _exited(self, key: PodKey, pod: dict, rec: _Running, state: PodRunState) -> Result | None:
         now = self.ctx.now()
         code = state.exit_code if state.exit_code is not None else (0 if state.phase == "Succeeded" else 1)
-        term = {"exitCode": code, "reason": state.reason or ("Completed" if code == 0 else "Error"),
-                "startedAt": self._running_started(pod) or format_time(now), "finishedAt": format_time(now)}
+        term = {
+            "exitCode": code,
+            "reason": state.reason or ("Completed" if code == 0 else "Error"),
+            "startedAt": self._running_started(pod) or format_time(now),
+            "finishedAt": format_time(now),
+        }
         if state.message:
             term["message"] = state.message
         self._stop(key, rec, None)
         policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
         if policy == "Never" or (policy == "OnFailure" and code == 0):
-            self._write(pod, self._terminal_status(pod, "Succeeded" if code == 0 else "Failed", term, rec.host_ip,
-                                                   state.pod_ip))
+            self._write(
+                pod,
+                self._terminal_status(
+                    pod, "Succeeded" if code == 0 else "Failed", term, rec.host_ip, state.pod_ip
+                ),
+            )
             return None
         restarts = self._restart_count(pod) + 1
         delay = min(MAX_BACKOFF, BASE_BACKOFF * 2 ** (restarts - 1))
@@ -283,11 +337,20 @@ class Kubelet(Controller):
         m = pod["metadata"]
         msg = f"back-off {delay:g}s restarting failed container={c0} pod={m['name']}_{key[0]}({m.get('uid', '')})"
         st = self._base_status(pod, "Running", rec.host_ip, False, state.pod_ip)
-        st["containerStatuses"] = self._containers(pod, {"waiting": {"reason": "CrashLoopBackOff", "message": msg}},
-                                                   False, restarts, {"terminated": term})
+        st["containerStatuses"] = self._containers(
+            pod,
+            {"waiting": {"reason": "CrashLoopBackOff", "message": msg}},
+            False,
+            restarts,
+            {"terminated": term},
+        )
         self._write(pod, self._with_inits(pod, st, done=True))
-        self.events.record(pod, "Warning", "BackOff", f"Back-off restarting failed container {c0} in pod "
-                                                      f"{m['name']}_{key[0]}({m.get('uid', '')})")
+        self.events.record(
+            pod,
+            "Warning",
+            "BackOff",
+            f"Back-off restarting failed container {c0} in pod {m['name']}_{key[0]}({m.get('uid', '')})",
+        )
         return Result(requeue_after=delay)
 
     def _node_lost(self, pod: dict, node: str) -> None:
@@ -296,21 +359,38 @@ class Kubelet(Controller):
         st = self._terminal_status(pod, "Failed", dict(_UNKNOWN))
         st["reason"] = "NodeLost"
         st["message"] = f"Node {node} which was running pod {pod['metadata']['name']} no longer exists"
-        set_core_condition(st["conditions"], "DisruptionTarget", "True", "DeletionByPodGC", "PodGC: node no longer exists",
-                      self.ctx.now())
+        set_core_condition(
+            st["conditions"],
+            "DisruptionTarget",
+            "True",
+            "DeletionByPodGC",
+            "PodGC: node no longer exists",
+            self.ctx.now(),
+        )
         st["conditions"].sort(key=lambda c: _COND_ORDER.get(c.get("type", ""), 9))
         self._write(pod, st)
 
-    def _terminal_status(self, pod: dict, phase: str, term: dict, host_ip: str | None = None,
-                         pod_ip: str | None = None) -> dict:
+    def _terminal_status(
+        self, pod: dict, phase: str, term: dict, host_ip: str | None = None, pod_ip: str | None = None
+    ) -> dict:
         started = self._running_started(pod)
-        term = ({"startedAt": started} if started else {}) | {"finishedAt": format_time(self.ctx.now())} | term
+        term = (
+            ({"startedAt": started} if started else {}) | {"finishedAt": format_time(self.ctx.now())} | term
+        )
         st = self._base_status(pod, phase, host_ip, False, pod_ip)
         st["containerStatuses"] = self._containers(pod, {"terminated": term}, False)
         return self._with_inits(pod, st, done=True)
 
-    def _base_status(self, pod: dict, phase: str, host_ip: str | None, ready: bool, pod_ip: str | None = None,
-                     *, initialized: bool = True) -> dict:
+    def _base_status(
+        self,
+        pod: dict,
+        phase: str,
+        host_ip: str | None,
+        ready: bool,
+        pod_ip: str | None = None,
+        *,
+        initialized: bool = True,
+    ) -> dict:
         now = self.ctx.now()
         st = clone(pod.get("status") or {})
         st["phase"] = phase
@@ -320,11 +400,20 @@ class Kubelet(Controller):
         reason = None if ready else ("PodCompleted" if terminal else "ContainersNotReady")
         msg = None if ready or terminal else f"containers with unready status: [{' '.join(names)}]"
         if initialized:
-            set_core_condition(conds, "Initialized", "True", "PodCompleted" if terminal else None, None, now, probe=True)
+            set_core_condition(
+                conds, "Initialized", "True", "PodCompleted" if terminal else None, None, now, probe=True
+            )
         else:
             inits = [c["name"] for c in (pod.get("spec") or {}).get("initContainers") or []]
-            set_core_condition(conds, "Initialized", "False", "ContainersNotInitialized",
-                          f"containers with incomplete status: [{' '.join(inits)}]", now, probe=True)
+            set_core_condition(
+                conds,
+                "Initialized",
+                "False",
+                "ContainersNotInitialized",
+                f"containers with incomplete status: [{' '.join(inits)}]",
+                now,
+                probe=True,
+            )
         for t in ("Ready", "ContainersReady"):
             set_core_condition(conds, t, "True" if ready else "False", reason, msg, now, probe=True)
         conds.sort(key=lambda c: _COND_ORDER.get(c.get("type", ""), 9))
@@ -336,16 +425,24 @@ class Kubelet(Controller):
         st["qosClass"] = qos_class(pod)
         return st
 
-    def _containers(self, pod: dict, state: dict, ready: bool, restarts: int | None = None,
-                    last: dict | None = None) -> list[dict]:
+    def _containers(
+        self, pod: dict, state: dict, ready: bool, restarts: int | None = None, last: dict | None = None
+    ) -> list[dict]:
         prev = {c.get("name"): c for c in (pod.get("status") or {}).get("containerStatuses") or []}
         out = []
         for c in (pod.get("spec") or {}).get("containers") or []:
             p = prev.get(c["name"], {})
             n = p.get("restartCount", 0) if restarts is None else restarts
-            cs = {"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": ready, "restartCount": n,
-                  "started": "running" in state, "state": state, "lastState": last if last is not None
-                  else p.get("lastState", {})}
+            cs = {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "imageID": "",
+                "ready": ready,
+                "restartCount": n,
+                "started": "running" in state,
+                "state": state,
+                "lastState": last if last is not None else p.get("lastState", {}),
+            }
             if "waiting" not in state or n:
                 digest = hashlib.sha256(f"{pod['metadata'].get('uid')}/{c['name']}/{n}".encode()).hexdigest()
                 cs["containerID"] = f"containerd://{digest}"
@@ -362,11 +459,25 @@ class Kubelet(Controller):
         out = []
         for i, c in enumerate(inits):
             if done:
-                state: dict = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": at, "finishedAt": at}}
+                state: dict = {
+                    "terminated": {"exitCode": 0, "reason": "Completed", "startedAt": at, "finishedAt": at}
+                }
             else:
-                state = {"running": {"startedAt": at}} if i == 0 else {"waiting": {"reason": "PodInitializing"}}
-            out.append({"name": c["name"], "image": c.get("image", ""), "imageID": "", "ready": done,
-                        "restartCount": 0, "started": not done and i == 0, "state": state, "lastState": {}})
+                state = (
+                    {"running": {"startedAt": at}} if i == 0 else {"waiting": {"reason": "PodInitializing"}}
+                )
+            out.append(
+                {
+                    "name": c["name"],
+                    "image": c.get("image", ""),
+                    "imageID": "",
+                    "ready": done,
+                    "restartCount": 0,
+                    "started": not done and i == 0,
+                    "state": state,
+                    "lastState": {},
+                }
+            )
         st["initContainerStatuses"] = out
         return st
 

@@ -27,18 +27,36 @@ def registered_status(node: dict, now: float) -> dict:
         extra = json.loads(raw) if raw else {}
     except json.JSONDecodeError:
         extra = {}
-    capacity = {**DEFAULT_CAPACITY, **{str(k): str(v) for k, v in (extra if isinstance(extra, dict) else {}).items()}}
+    capacity = {
+        **DEFAULT_CAPACITY,
+        **{str(k): str(v) for k, v in (extra if isinstance(extra, dict) else {}).items()},
+    }
     digest = hashlib.sha256(node["metadata"]["name"].encode()).digest()
     ts = format_time(now)
     return {
-        "capacity": capacity, "allocatable": dict(capacity),
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                        "message": "kubelet is posting ready status", "lastHeartbeatTime": ts,
-                        "lastTransitionTime": ts}],
-        "addresses": [{"type": "InternalIP", "address": f"10.128.{digest[0]}.{digest[1] or 1}"},
-                      {"type": "Hostname", "address": node["metadata"]["name"]}],
-        "nodeInfo": {"kubeletVersion": "v1.34.1", "containerRuntimeVersion": "containerd://1.7.28",
-                     "operatingSystem": "linux", "architecture": "amd64", "osImage": "flexq twin node"},
+        "capacity": capacity,
+        "allocatable": dict(capacity),
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "kubelet is posting ready status",
+                "lastHeartbeatTime": ts,
+                "lastTransitionTime": ts,
+            }
+        ],
+        "addresses": [
+            {"type": "InternalIP", "address": f"10.128.{digest[0]}.{digest[1] or 1}"},
+            {"type": "Hostname", "address": node["metadata"]["name"]},
+        ],
+        "nodeInfo": {
+            "kubeletVersion": "v1.34.1",
+            "containerRuntimeVersion": "containerd://1.7.28",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
+            "osImage": "flexq twin node",
+        },
     }
 
 

@@ -47,11 +47,14 @@ TPU_GENERATIONS: dict[str, tuple[str, int]] = {
 }
 
 
-def configmap_files(pod: dict, get_configmap: Callable[[str], dict | None]) \
-        -> tuple[dict[str, dict[str, str]], list[tuple[str, str]]]:
+def configmap_files(
+    pod: dict, get_configmap: Callable[[str], dict | None]
+) -> tuple[dict[str, dict[str, str]], list[tuple[str, str]]]:
     """(files by mount path, [(volume, configmap) that are missing])."""
     spec = pod.get("spec") or {}
-    sources: dict[str, dict] = {v["name"]: v["configMap"] for v in spec.get("volumes") or [] if v.get("configMap")}
+    sources: dict[str, dict] = {
+        v["name"]: v["configMap"] for v in spec.get("volumes") or [] if v.get("configMap")
+    }
     contents: dict[str, dict[str, str] | None] = {}
     missing: list[tuple[str, str]] = []
     for vol, src in sorted(sources.items()):
@@ -85,8 +88,13 @@ def configmap_files(pod: dict, get_configmap: Callable[[str], dict | None]) \
 
 def _slice_key(node: NodeInfo) -> tuple[str, ...]:
     lab = node.labels
-    return (lab.get(LABEL_NODEPOOL, ""), lab.get(LABEL_TPU_ACCELERATOR, ""), lab.get(LABEL_TPU_TOPOLOGY, ""),
-            lab.get(LABEL_PROVISIONING_REQUEST, ""), node.slice)
+    return (
+        lab.get(LABEL_NODEPOOL, ""),
+        lab.get(LABEL_TPU_ACCELERATOR, ""),
+        lab.get(LABEL_TPU_TOPOLOGY, ""),
+        lab.get(LABEL_PROVISIONING_REQUEST, ""),
+        node.slice,
+    )
 
 
 def tpu_env(pod: dict, node: NodeInfo, all_nodes: Iterable[NodeInfo]) -> dict[str, str]:
@@ -108,7 +116,7 @@ def tpu_env(pod: dict, node: NodeInfo, all_nodes: Iterable[NodeInfo]) -> dict[st
         members.sort()
     pos = members.index(node.name)
     group, worker = divmod(pos, hosts)
-    slice_nodes = members[group * hosts:(group + 1) * hosts]
+    slice_nodes = members[group * hosts : (group + 1) * hosts]
     pool = key[0] or node.name
     if node.slice:
         name = f"{pool}-{node.slice}"

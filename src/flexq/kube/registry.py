@@ -23,8 +23,12 @@ from flexq.store import Store
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
     cache = ClusterCache(ctx.store)
-    ctrls: list[Controller] = [Scheduler(ctx, cache), Kubelet(ctx, cache), JobController(ctx, cache),
-                               NodeRegistration(ctx)]
+    ctrls: list[Controller] = [
+        Scheduler(ctx, cache),
+        Kubelet(ctx, cache),
+        JobController(ctx, cache),
+        NodeRegistration(ctx),
+    ]
     return ctrls
 
 

@@ -29,8 +29,12 @@ SCHEDULER_NAME = "default-scheduler"
 def wants_scheduling(pod: dict) -> bool:
     """An unbound, live pod for this scheduler."""
     spec = pod.get("spec") or {}
-    return not spec.get("nodeName") and not pod["metadata"].get("deletionTimestamp") and not is_terminal(pod) \
+    return (
+        not spec.get("nodeName")
+        and not pod["metadata"].get("deletionTimestamp")
+        and not is_terminal(pod)
         and (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
+    )
 
 
 @dataclass(frozen=True)
@@ -45,8 +49,12 @@ class _Waiting:
 def _waiting(key: PodKey, pod: dict, requests: dict[str, int], shapes: dict[tuple, int]) -> _Waiting:
     spec = pod.get("spec") or {}
     order = (-(spec.get("priority") or 0), pod["metadata"].get("creationTimestamp") or "", key)
-    shape = (tuple(sorted(requests.items())), repr(spec.get("nodeSelector")), repr(spec.get("affinity")),
-             repr(spec.get("tolerations")))
+    shape = (
+        tuple(sorted(requests.items())),
+        repr(spec.get("nodeSelector")),
+        repr(spec.get("affinity")),
+        repr(spec.get("tolerations")),
+    )
     return _Waiting(order, requests, shapes.setdefault(shape, len(shapes)))
 
 
@@ -146,13 +154,19 @@ class Scheduler(Controller):
         bound = self.store.update(obj, validate=False)
         self._write_condition(bound, "True", None, None)
         m = pod["metadata"]
-        self.events.record(bound, "Normal", "Scheduled", f"Successfully assigned {m['namespace']}/{m['name']} to {node}")
+        self.events.record(
+            bound, "Normal", "Scheduled", f"Successfully assigned {m['namespace']}/{m['name']} to {node}"
+        )
 
     def _write_condition(self, pod: dict, status: str, reason: str | None, message: str | None) -> bool:
         """Set PodScheduled; True when it changed (and was written)."""
         cur = find_condition(pod, "PodScheduled")
-        if cur is not None and cur.get("status") == status and cur.get("reason") == reason \
-                and cur.get("message") == message:
+        if (
+            cur is not None
+            and cur.get("status") == status
+            and cur.get("reason") == reason
+            and cur.get("message") == message
+        ):
             return False
         obj = clone(pod)
         st = obj.setdefault("status", {})

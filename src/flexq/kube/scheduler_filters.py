@@ -55,8 +55,9 @@ def node_info(node: dict) -> NodeInfo:
     """What the scheduler sees of ``node``: a NotReady node carries the not-ready taint, as the node
     lifecycle controller gives it (``Unknown`` readiness: the unreachable taint)."""
     spec, status = node.get("spec") or {}, node.get("status") or {}
-    ready_status = next((c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"),
-                        "False")
+    ready_status = next(
+        (c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), "False"
+    )
     taints = [t for t in spec.get("taints") or [] if isinstance(t, dict)]
     keys = {t.get("key") for t in taints}
     if ready_status != "True":
@@ -71,10 +72,15 @@ def node_info(node: dict) -> NodeInfo:
         except ValueError:
             continue
     alloc.setdefault("pods", DEFAULT_MAX_PODS)
-    return NodeInfo(name=node["metadata"]["name"], labels=dict(node["metadata"].get("labels") or {}),
-                    taints=tuple(taints), allocatable=alloc, unschedulable=bool(spec.get("unschedulable")),
-                    ready=ready_status == "True",
-                    slice=(node["metadata"].get("annotations") or {}).get(ANN_SLICE, ""))
+    return NodeInfo(
+        name=node["metadata"]["name"],
+        labels=dict(node["metadata"].get("labels") or {}),
+        taints=tuple(taints),
+        allocatable=alloc,
+        unschedulable=bool(spec.get("unschedulable")),
+        ready=ready_status == "True",
+        slice=(node["metadata"].get("annotations") or {}).get(ANN_SLICE, ""),
+    )
 
 
 def pod_requests(pod: dict) -> dict[str, int]:
@@ -92,10 +98,15 @@ def matches_node_affinity(pod: dict, node: NodeInfo) -> bool:
     return pod_matches_node(pod.get("spec") or {}, node.labels, node.name)
 
 
-def insufficient(requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int], pods_on_node: int) -> list[str]:
+def insufficient(
+    requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int], pods_on_node: int
+) -> list[str]:
     """NodeResourcesFit's reasons: ``Too many pods``, then ``Insufficient <resource>``."""
-    short = [name for name, want in requests.items()
-             if want > 0 and name != "pods" and want > node.allocatable.get(name, 0) - used.get(name, 0)]
+    short = [
+        name
+        for name, want in requests.items()
+        if want > 0 and name != "pods" and want > node.allocatable.get(name, 0) - used.get(name, 0)
+    ]
     if len(short) > 1:
         short.sort(key=lambda n: (_FIRST.index(n) if n in _FIRST else len(_FIRST), n))
     out = [f"Insufficient {name}" for name in short]
@@ -112,15 +123,20 @@ class NodeVerdict:
     resolvable: bool = False
 
 
-def filter_node(pod: dict, requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int],
-                pods_on_node: int) -> NodeVerdict:
+def filter_node(
+    pod: dict, requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int], pods_on_node: int
+) -> NodeVerdict:
     """The default profile's filters, in order; the first that fails decides (as the framework does)."""
-    if node.unschedulable and not any(tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
-                                      for t in (pod.get("spec") or {}).get("tolerations") or []):
+    if node.unschedulable and not any(
+        tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
+        for t in (pod.get("spec") or {}).get("tolerations") or []
+    ):
         return NodeVerdict((MSG_UNSCHEDULABLE,))
     taint = untolerated_taint(pod, node)
     if taint is not None:
-        return NodeVerdict((f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}",))
+        return NodeVerdict(
+            (f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}",)
+        )
     if not matches_node_affinity(pod, node):
         return NodeVerdict((MSG_AFFINITY,))
     reasons = insufficient(requests, node, used, pods_on_node)
@@ -157,12 +173,21 @@ def fit_error_message(total: int, verdicts: Iterable[NodeVerdict]) -> str:
     hist: Counter[str] = Counter(r for v in vs for r in v.reasons)
     msg = f"0/{total} nodes are available: " + ", ".join(sorted(f"{n} {r}" for r, n in hist.items())) + "."
     pre: Counter[str] = Counter(PREEMPT_NO_VICTIMS if v.resolvable else PREEMPT_NOT_HELPFUL for v in vs)
-    return msg + f" preemption: 0/{total} nodes are available: " + \
-        ", ".join(sorted(f"{n} {r}" for r, n in pre.items())) + "."
+    return (
+        msg
+        + f" preemption: 0/{total} nodes are available: "
+        + ", ".join(sorted(f"{n} {r}" for r, n in pre.items()))
+        + "."
+    )
 
 
-def schedule(pod: dict, nodes: Iterable[NodeInfo], used: Mapping[str, Mapping[str, int]],
-             pod_counts: Mapping[str, int], requests: Mapping[str, int] | None = None) -> Decision:
+def schedule(
+    pod: dict,
+    nodes: Iterable[NodeInfo],
+    used: Mapping[str, Mapping[str, int]],
+    pod_counts: Mapping[str, int],
+    requests: Mapping[str, int] | None = None,
+) -> Decision:
     """Pick a node for ``pod``: filter every node, score the feasible ones, highest score then name wins."""
     requests = pod_requests(pod) if requests is None else requests
     verdicts: dict[str, NodeVerdict] = {}

@@ -94,8 +94,13 @@ class SimulatedExecutor:
         length = f"for {seconds:g}s" if seconds is not None else "until stopped"
         self._log(pod, f"[flexq simulated] pod {key[0]}/{key[1]} running on node {node} {length}")
         env = dict(launch.env)  # the node's, then the container's own values win (as in the pod's env)
-        env.update({e["name"]: e["value"] for e in containers[0].get("env") or []
-                    if isinstance(e.get("value"), str) and e.get("name")})
+        env.update(
+            {
+                e["name"]: e["value"]
+                for e in containers[0].get("env") or []
+                if isinstance(e.get("value"), str) and e.get("name")
+            }
+        )
         tpu = " ".join(f"{k}={v}" for k, v in sorted(env.items()) if k.startswith("TPU_"))
         if tpu:
             self._log(pod, f"[flexq simulated] TPU environment: {tpu}")
@@ -114,8 +119,12 @@ class SimulatedExecutor:
             if not pod.finished:
                 pod.finished = True
                 self._log(pod, f"[flexq simulated] finished after {pod.end - pod.started:g}s: {pod.outcome}")
-            return PodRunState(phase=pod.outcome, exit_code=0 if ok else 1,  # type: ignore[arg-type]
-                               reason="Completed" if ok else "Error", pod_ip=pod.ip)
+            return PodRunState(
+                phase=pod.outcome,  # type: ignore[arg-type]
+                exit_code=0 if ok else 1,
+                reason="Completed" if ok else "Error",
+                pod_ip=pod.ip,
+            )
         return PodRunState(phase="Running", ready=True, pod_ip=pod.ip)
 
     def stop(self, key: PodKey) -> None:

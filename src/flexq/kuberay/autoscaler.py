@@ -61,8 +61,18 @@ def parse_status(text: str) -> RayLoad:
     section = ""
     for line in text.splitlines():
         head = line.strip()
-        if head in ("Active:", "Idle:", "Pending:", "Pending Demands:", "Recent failures:", "Resources",
-                    "Total Usage:", "From request_resources:", "Total Constraints:", "Total Demands:"):
+        if head in (
+            "Active:",
+            "Idle:",
+            "Pending:",
+            "Pending Demands:",
+            "Recent failures:",
+            "Resources",
+            "Total Usage:",
+            "From request_resources:",
+            "Total Constraints:",
+            "Total Demands:",
+        ):
             section = head
             continue
         if not head or head.startswith("(") or head.startswith("-"):
@@ -136,8 +146,13 @@ class AutoscalerController(Controller):
     def reconcile(self, key) -> Result | None:
         ns, name = key
         cluster = self.store.try_get("RayCluster", name, ns)
-        if (cluster is None or not cluster["spec"].get("enableInTreeAutoscaling") or cluster["spec"].get("suspend")
-                or cluster["metadata"].get("deletionTimestamp") or not self.sources):
+        if (
+            cluster is None
+            or not cluster["spec"].get("enableInTreeAutoscaling")
+            or cluster["spec"].get("suspend")
+            or cluster["metadata"].get("deletionTimestamp")
+            or not self.sources
+        ):
             return None
         text = next((t for s in self.sources if (t := s.cluster_status(ns, name)) is not None), None)
         if text is None:
@@ -161,6 +176,10 @@ class AutoscalerController(Controller):
                     g["replicas"] = changes[g["groupName"]]
                     self._idle_since.pop((ns, name, g["groupName"]), None)
             self.store.update(cluster, copy_result=False)
-            self.events.record(cluster, "Normal", "Autoscaled", ", ".join(
-                f"{k} replicas -> {v}" for k, v in sorted(changes.items())))
+            self.events.record(
+                cluster,
+                "Normal",
+                "Autoscaled",
+                ", ".join(f"{k} replicas -> {v}" for k, v in sorted(changes.items())),
+            )
         return Result(requeue_after=POLL_S)

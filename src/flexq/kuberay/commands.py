@@ -55,8 +55,9 @@ def _container_resources(container: dict) -> dict[str, str]:
     return {k: str(v) for k, v in out.items()}
 
 
-def default_ray_start_params(container: dict, params: dict[str, str] | None, *, head: bool,
-                             head_address: str = "") -> dict[str, str]:
+def default_ray_start_params(
+    container: dict, params: dict[str, str] | None, *, head: bool, head_address: str = ""
+) -> dict[str, str]:
     """``rayStartParams`` after KubeRay's defaulting for one head or worker container."""
     out = {k: str(v) for k, v in (params or {}).items()}
     res = _container_resources(container)
@@ -121,15 +122,21 @@ def parse_ray_start(pod: dict) -> RayStartSpec:
     if idx < 0:
         params = default_ray_start_params(container, {}, head=head, head_address="")
     else:
-        params = _parse_flags(text[idx + len("ray start"):])
+        params = _parse_flags(text[idx + len("ray start") :])
         head = head or "head" in params
     resources = {k: float(v) for k, v in json.loads(params.get("resources") or "{}").items()}
 
     def _int(key: str) -> int | None:
         return int(float(params[key])) if params.get(key) not in (None, "") else None
 
-    return RayStartSpec(head=head, num_cpus=_int("num-cpus"), num_gpus=_int("num-gpus"),
-                        memory=_int("memory"), resources=resources, labels=params.get("labels", ""))
+    return RayStartSpec(
+        head=head,
+        num_cpus=_int("num-cpus"),
+        num_gpus=_int("num-gpus"),
+        memory=_int("memory"),
+        resources=resources,
+        labels=params.get("labels", ""),
+    )
 
 
 def _parse_flags(text: str) -> dict[str, str]:
@@ -157,17 +164,55 @@ def _dq(text: str) -> str:
     return json.dumps(text)
 
 
-def submitter_script(*, address: str, job_id: str, entrypoint: str, runtime_env_json: str = "",
-                     metadata_json: str = "", entrypoint_num_cpus: float = 0, entrypoint_num_gpus: float = 0,
-                     entrypoint_resources: str = "") -> str:
+def submitter_script(
+    *,
+    address: str,
+    job_id: str,
+    entrypoint: str,
+    runtime_env_json: str = "",
+    metadata_json: str = "",
+    entrypoint_num_cpus: float = 0,
+    entrypoint_num_gpus: float = 0,
+    entrypoint_resources: str = "",
+) -> str:
     """The K8sJobMode submitter's shell script (KubeRay ``BuildJobSubmitCommand``)."""
     if not address.startswith("http://"):
         address = "http://" + address
     health = f"python3 -c {_dq(_HEALTH_PY.format(timeout=2))} {address}/api/gcs_healthz"
-    cmd = ["until", health, ">/dev/null", "2>&1", ";", "do", "echo",
-           _dq(f"Waiting for Ray Dashboard GCS to become healthy at {address} ..."), ";", "sleep", "2", ";",
-           "done", ";", "if", "!", "ray", "job", "status", "--address", address, job_id, ">/dev/null", "2>&1",
-           ";", "then", "ray", "job", "submit", "--address", address, "--no-wait"]
+    cmd = [
+        "until",
+        health,
+        ">/dev/null",
+        "2>&1",
+        ";",
+        "do",
+        "echo",
+        _dq(f"Waiting for Ray Dashboard GCS to become healthy at {address} ..."),
+        ";",
+        "sleep",
+        "2",
+        ";",
+        "done",
+        ";",
+        "if",
+        "!",
+        "ray",
+        "job",
+        "status",
+        "--address",
+        address,
+        job_id,
+        ">/dev/null",
+        "2>&1",
+        ";",
+        "then",
+        "ray",
+        "job",
+        "submit",
+        "--address",
+        address,
+        "--no-wait",
+    ]
     if runtime_env_json:
         cmd += ["--runtime-env-json", _dq(runtime_env_json)]
     if metadata_json:
@@ -179,8 +224,20 @@ def submitter_script(*, address: str, job_id: str, entrypoint: str, runtime_env_
         cmd += ["--entrypoint-num-gpus", f"{entrypoint_num_gpus:f}"]
     if entrypoint_resources:
         cmd += ["--entrypoint-resources", _dq(entrypoint_resources)]
-    cmd += ["--", entrypoint.strip(), ";", "fi", ";", "ray", "job", "logs", "--address", address, "--follow",
-            job_id]
+    cmd += [
+        "--",
+        entrypoint.strip(),
+        ";",
+        "fi",
+        ";",
+        "ray",
+        "job",
+        "logs",
+        "--address",
+        address,
+        "--follow",
+        job_id,
+    ]
     return " ".join(cmd)
 
 
@@ -236,8 +293,9 @@ def rewrite_paths(text: str, mounts: dict[str, str]) -> str:
     return text
 
 
-def rewrite_submitter(script: str, *, local_address: str, runtime_env: dict | None,
-                      mounts: dict[str, str]) -> str:
+def rewrite_submitter(
+    script: str, *, local_address: str, runtime_env: dict | None, mounts: dict[str, str]
+) -> str:
     """The script the local executor runs: loopback dashboard, local paths, policy-applied runtime env."""
     target = submitter_target(script)
     if target is not None:
@@ -246,5 +304,7 @@ def rewrite_submitter(script: str, *, local_address: str, runtime_env: dict | No
     if runtime_env is not None:
         renv = json.dumps(runtime_env, separators=(",", ":"))
         script = _RENV_RE.sub(lambda _m: "--runtime-env-json " + shlex.quote(renv), script)
-    script = _STATUS_RE.sub(lambda m: f"python3 -c {shlex.quote(_EXISTS_PY)} {m.group(1)} {m.group(2)}", script)
+    script = _STATUS_RE.sub(
+        lambda m: f"python3 -c {shlex.quote(_EXISTS_PY)} {m.group(1)} {m.group(2)}", script
+    )
     return rewrite_paths(script, mounts)

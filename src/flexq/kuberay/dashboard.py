@@ -23,7 +23,9 @@ _FORGET_ROUNDS = 120  # about 60 s without a question
 class DashboardCache:
     """Cached answers of local Ray dashboards, refreshed by one poller thread."""
 
-    def __init__(self, address_of: Callable[[str, str], str | None], headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, address_of: Callable[[str, str], str | None], headers: dict[str, str] | None = None
+    ) -> None:
         self._address_of = address_of
         self._headers = dict(headers or {})  # sent with every request (the Ray token)
         self._lock = threading.Lock()
@@ -66,7 +68,11 @@ class DashboardCache:
                 addr = self._address_of(ns, cluster)
                 info = None
                 if addr is not None:
-                    url = f"http://{addr}/api/jobs/{job_id}" if job_id else f"http://{addr}/api/cluster_status?format=1"
+                    url = (
+                        f"http://{addr}/api/jobs/{job_id}"
+                        if job_id
+                        else f"http://{addr}/api/cluster_status?format=1"
+                    )
                     info = http_json(url, self._headers)
                     if info is not None and not job_id:
                         info = info.get("data") or {}

@@ -105,7 +105,10 @@ def _info_from_submitter(job: dict | None) -> dict | None:
         return None
     finished = job_finished(job)
     if finished is not None:
-        return {"status": "SUCCEEDED" if finished[0] == "Complete" else "FAILED", "message": finished[2] or finished[1]}
+        return {
+            "status": "SUCCEEDED" if finished[0] == "Complete" else "FAILED",
+            "message": finished[2] or finished[1],
+        }
     return {"status": "RUNNING" if ((job.get("status") or {}).get("active") or 0) > 0 else "PENDING"}
 
 
@@ -122,7 +125,14 @@ def _http_job(rayjob: dict, status: dict, now: float) -> JobInfo:
     if now < start + run:
         return info, start + run - now
     failed = anns.get(names.ANN_OUTCOME, "Succeeded").strip().lower() == "failed"
-    info.update({"status": "FAILED" if failed else "SUCCEEDED", "end_time": (start + run) * 1000.0,
-                 "message": "Job failed due to an application error, last available logs (truncated to 20,000 "
-                            "chars):" if failed else "Job finished successfully."})
+    info.update(
+        {
+            "status": "FAILED" if failed else "SUCCEEDED",
+            "end_time": (start + run) * 1000.0,
+            "message": "Job failed due to an application error, last available logs (truncated to 20,000 "
+            "chars):"
+            if failed
+            else "Job finished successfully.",
+        }
+    )
     return info, None

@@ -132,7 +132,9 @@ sys.meta_path.insert(0, _Finder())
 _START_SLOT = threading.Semaphore(1)
 _START_ATTEMPTS = 3  # see LocalRayExecutor._acquire_start_slot
 _MAX_TMP = 40  # Ray puts unix sockets under <temp>/session_<41 chars>/sockets/...: 107 bytes at most
-TOKEN_FILE = "ray-auth-token"  # in the executor's directory unless the twin names one (FLEXQ_HOME/ray/auth_token)
+TOKEN_FILE = (
+    "ray-auth-token"  # in the executor's directory unless the twin names one (FLEXQ_HOME/ray/auth_token)
+)
 # Ray's own settings that keep every server of a local node on loopback and make it ask for the token (module
 # docstring). RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 goes to head nodes only: a worker's ``ray start`` refuses it.
 LOOPBACK_HEAD_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
@@ -187,9 +189,18 @@ class LocalRayExecutor:
 
     name = "local-ray"
 
-    def __init__(self, base_dir: Path | None = None, *, python: str = sys.executable, object_store_bytes: int = 150_000_000,
-                 extra_env: dict[str, str] | None = None, start_timeout_s: float = 180.0,
-                 gcs_wait_timeout_s: float = 600.0, grace_s: float = 3.0, token_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        base_dir: Path | None = None,
+        *,
+        python: str = sys.executable,
+        object_store_bytes: int = 150_000_000,
+        extra_env: dict[str, str] | None = None,
+        start_timeout_s: float = 180.0,
+        gcs_wait_timeout_s: float = 600.0,
+        grace_s: float = 3.0,
+        token_file: Path | None = None,
+    ) -> None:
         self._own_base = base_dir is None  # a private temp dir, removed whole on shutdown
         self.base_dir = Path(tempfile.mkdtemp(prefix="flexq-ray-")) if base_dir is None else Path(base_dir)
         self._own_token = token_file is None  # a token of this executor only, removed with its directory
@@ -242,9 +253,15 @@ class LocalRayExecutor:
                 cluster = self._cluster((key[0], labels[names.LABEL_CLUSTER]))
             self._next += 1
             containers = launch.pod.get("spec", {}).get("containers") or [{}]
-            pod = _Pod(key=key, kind=kind, launch=launch, cluster=cluster, container=containers[0].get("name", ""),
-                       marker=f"{self._token}:{self._next}",
-                       dir=self.base_dir / "pods" / key[0] / f"{key[1]}-{self._next}")
+            pod = _Pod(
+                key=key,
+                kind=kind,
+                launch=launch,
+                cluster=cluster,
+                container=containers[0].get("name", ""),
+                marker=f"{self._token}:{self._next}",
+                dir=self.base_dir / "pods" / key[0] / f"{key[1]}-{self._next}",
+            )
             self._pods[key] = pod
             cluster.pods.add(pod.marker)
             if kind == "head":
@@ -261,14 +278,27 @@ class LocalRayExecutor:
                 return None
             ports: dict[int, int] = {}
             headers: dict[int, dict[str, str]] = {}
-            if pod.kind == "head" and pod.phase == "Running":  # KubeRay's head ports, where this head has them
+            if (
+                pod.kind == "head" and pod.phase == "Running"
+            ):  # KubeRay's head ports, where this head has them
                 c = pod.cluster
-                ports = {names.PORT_GCS: c.gcs, names.PORT_DASHBOARD: c.dashboard, names.PORT_CLIENT: c.client}
+                ports = {
+                    names.PORT_GCS: c.gcs,
+                    names.PORT_DASHBOARD: c.dashboard,
+                    names.PORT_CLIENT: c.client,
+                }
                 # Ray's header for proxies: a port-forward (authenticated by the twin) reaches the dashboard as
                 # a pod-network client does on GKE, without asking its user for the Ray token
                 headers = {names.PORT_DASHBOARD: {"X-Ray-Authorization": f"Bearer {self.ray_token}"}}
-            return PodRunState(phase=pod.phase, ready=pod.ready, message=pod.message,  # type: ignore[arg-type]
-                               reason=pod.reason, exit_code=pod.exit_code, ports=ports, http_headers=headers)
+            return PodRunState(
+                phase=pod.phase,  # type: ignore[arg-type]
+                ready=pod.ready,
+                message=pod.message,
+                reason=pod.reason,
+                exit_code=pod.exit_code,
+                ports=ports,
+                http_headers=headers,
+            )
 
     def stop(self, key: PodKey) -> None:
         """Kill the pod's processes in the background (idempotent)."""
@@ -330,8 +360,13 @@ class LocalRayExecutor:
         c = self._clusters.get(key)
         if c is None:
             self._next += 1
-            c = _Cluster(key=key, index=self._next, gcs=localproc.free_port(), dashboard=localproc.free_port(),
-                         client=localproc.free_port())
+            c = _Cluster(
+                key=key,
+                index=self._next,
+                gcs=localproc.free_port(),
+                dashboard=localproc.free_port(),
+                client=localproc.free_port(),
+            )
             self._clusters[key] = c
         return c
 
@@ -366,18 +401,28 @@ class LocalRayExecutor:
     def _env(self, pod: _Pod) -> dict[str, str]:
         venv_bin = str(Path(self.python).parent)
         env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") and k != localproc.OWNER_ENV}
-        env.update({
-            "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
-            "VIRTUAL_ENV": str(Path(venv_bin).parent),
-            "PYTHONUNBUFFERED": "1",
-        })
+        env.update(
+            {
+                "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
+                "VIRTUAL_ENV": str(Path(venv_bin).parent),
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         env.update(self.extra_env)
         env.update(pod.launch.env)
         containers = pod.launch.pod.get("spec", {}).get("containers") or [{}]
         own = localproc.container_env(pod.launch.pod, containers[0])
-        env.update({k: v for k, v in own.items() if k not in ("RAY_ADDRESS", "RAY_IP", "FQ_RAY_IP", "RAY_PORT")})
-        env.update({"RAY_USAGE_STATS_ENABLED": "0", "JAX_PLATFORMS": "cpu",
-                    "RAY_COLOR_PREFIX": "0", "COLORFUL_DISABLE": "1"})  # plain logs, like kubectl shows them
+        env.update(
+            {k: v for k, v in own.items() if k not in ("RAY_ADDRESS", "RAY_IP", "FQ_RAY_IP", "RAY_PORT")}
+        )
+        env.update(
+            {
+                "RAY_USAGE_STATS_ENABLED": "0",
+                "JAX_PLATFORMS": "cpu",
+                "RAY_COLOR_PREFIX": "0",
+                "COLORFUL_DISABLE": "1",
+            }
+        )  # plain logs, like kubectl shows them
         # token auth for every Ray server, client and CLI of the pod (the pod's env cannot turn it off), the
         # token by path (not RAY_AUTH_TOKEN: it stays out of every process environment), and on heads the
         # loopback-only node IP
@@ -387,7 +432,9 @@ class LocalRayExecutor:
         if pod.kind == "head":
             env.update(LOOPBACK_HEAD_ENV)
         if pod.kind != "submitter":
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self._hooks_dir()), env.get("PYTHONPATH")) if p)
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (str(self._hooks_dir()), env.get("PYTHONPATH")) if p
+            )
         env[localproc.OWNER_ENV] = pod.marker
         return env
 
@@ -397,15 +444,35 @@ class LocalRayExecutor:
         localproc.release_ports(pod.ports)  # a retried start gets fresh ports
         node_ports = [localproc.free_port() for _ in range(6)]
         pod.ports = node_ports
-        ray = [str(Path(self.python).parent / "ray")] if pod.kind == "head" else [self.python, "-c", WORKER_RAY_START]
-        argv = [*ray, "start", "--block", "--disable-usage-stats", "--node-ip-address=127.0.0.1",
-                f"--temp-dir={tmp}", f"--object-store-memory={self.object_store_bytes}",
-                f"--dashboard-agent-listen-port={node_ports[0]}", f"--dashboard-agent-grpc-port={node_ports[1]}",
-                f"--metrics-export-port={node_ports[2]}", f"--runtime-env-agent-port={node_ports[3]}",
-                f"--node-manager-port={node_ports[4]}", f"--object-manager-port={node_ports[5]}"]
+        ray = (
+            [str(Path(self.python).parent / "ray")]
+            if pod.kind == "head"
+            else [self.python, "-c", WORKER_RAY_START]
+        )
+        argv = [
+            *ray,
+            "start",
+            "--block",
+            "--disable-usage-stats",
+            "--node-ip-address=127.0.0.1",
+            f"--temp-dir={tmp}",
+            f"--object-store-memory={self.object_store_bytes}",
+            f"--dashboard-agent-listen-port={node_ports[0]}",
+            f"--dashboard-agent-grpc-port={node_ports[1]}",
+            f"--metrics-export-port={node_ports[2]}",
+            f"--runtime-env-agent-port={node_ports[3]}",
+            f"--node-manager-port={node_ports[4]}",
+            f"--object-manager-port={node_ports[5]}",
+        ]
         if pod.kind == "head":
-            argv += ["--head", f"--port={c.gcs}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-                     f"--dashboard-port={c.dashboard}", f"--ray-client-server-port={c.client}"]
+            argv += [
+                "--head",
+                f"--port={c.gcs}",
+                "--include-dashboard=true",
+                "--dashboard-host=127.0.0.1",
+                f"--dashboard-port={c.dashboard}",
+                f"--ray-client-server-port={c.client}",
+            ]
         else:
             argv += [f"--address=127.0.0.1:{c.gcs}"]
         if spec.num_cpus is not None:
@@ -421,8 +488,17 @@ class LocalRayExecutor:
         return argv
 
     def _spawn(self, pod: _Pod, argv: list[str], cwd: Path) -> subprocess.Popen:
-        proc = subprocess.Popen(argv, env=self._env(pod), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True, text=True, bufsize=1)
+        proc = subprocess.Popen(
+            argv,
+            env=self._env(pod),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            text=True,
+            bufsize=1,
+        )
         pod.proc = proc
         return proc
 
@@ -473,7 +549,9 @@ class LocalRayExecutor:
                 proc.wait()
                 pump.join(timeout=5)
                 self._log_ray_failure(pod, tmp)
-                self._log(pod, f"[flexq] ray start failed (attempt {attempt}/{_START_ATTEMPTS}); starting it again")
+                self._log(
+                    pod, f"[flexq] ray start failed (attempt {attempt}/{_START_ATTEMPTS}); starting it again"
+                )
                 self._kill_owned(pod)
                 shutil.rmtree(tmp, ignore_errors=True)
             if ok and self._wait_healthy(pod, proc):
@@ -507,8 +585,11 @@ class LocalRayExecutor:
         """Copy the tail of the node's own Ray logs into the pod log before its temp dir goes."""
         for name in ("raylet.err", "raylet.out", "gcs_server.err", "dashboard_agent.err"):
             for f in sorted(tmp.glob(f"session_*/logs/{name}"))[:1]:
-                lines = [ln for ln in f.read_text(errors="replace").splitlines()
-                         if re.search(r"Check failed|\] F |\sE\s|\] E |rror|\*\*\*", ln) and "raylet(+" not in ln]
+                lines = [
+                    ln
+                    for ln in f.read_text(errors="replace").splitlines()
+                    if re.search(r"Check failed|\] F |\sE\s|\] E |rror|\*\*\*", ln) and "raylet(+" not in ln
+                ]
                 if lines:
                     self._log(pod, f"[flexq] errors in Ray's {name}:\n" + "\n".join(lines[-10:]))
 
@@ -528,7 +609,9 @@ class LocalRayExecutor:
             if proc.poll() is not None or pod.stopping.is_set():
                 return False
             if time.monotonic() > deadline:
-                self._log(pod, f"[flexq] ray start did not finish within {self.start_timeout_s:.0f}s; killing")
+                self._log(
+                    pod, f"[flexq] ray start did not finish within {self.start_timeout_s:.0f}s; killing"
+                )
                 self._set(pod, reason="RayStartTimeout")
                 self.stop(pod.key)
                 return False
@@ -572,8 +655,9 @@ class LocalRayExecutor:
             if decision.error:
                 return self._finish(pod, 1, reason="RuntimeEnvRefused", message=decision.error)
             renv = decision.runtime_env if commands.runtime_env_of(script) is not None else None
-            local = commands.rewrite_submitter(script, local_address=f"127.0.0.1:{c.dashboard}",
-                                               runtime_env=renv, mounts=c.head_mounts)
+            local = commands.rewrite_submitter(
+                script, local_address=f"127.0.0.1:{c.dashboard}", runtime_env=renv, mounts=c.head_mounts
+            )
             (pod.dir / "submit.sh").write_text(local + "\n")
             with self._lock:
                 if pod.stopping.is_set():
@@ -657,7 +741,6 @@ class LocalRayExecutor:
                 localproc.release_ports([c.gcs, c.dashboard, c.client])
                 if self._ray_root is not None:
                     shutil.rmtree(self._ray_root / f"c{c.index}", ignore_errors=True)
-
 
 
 def ensure_token(path: Path) -> str:

@@ -18,18 +18,31 @@ from flexq.api.jsoncopy import clone
 from . import commands, names
 from .validation import runtime_env_text
 
-_AUTOSCALER_RESOURCES = {"limits": {"cpu": "500m", "memory": "512Mi"},
-                         "requests": {"cpu": "500m", "memory": "512Mi"}}
-_SUBMITTER_RESOURCES = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}
+_AUTOSCALER_RESOURCES = {
+    "limits": {"cpu": "500m", "memory": "512Mi"},
+    "requests": {"cpu": "500m", "memory": "512Mi"},
+}
+_SUBMITTER_RESOURCES = {
+    "limits": {"cpu": "1", "memory": "1Gi"},
+    "requests": {"cpu": "500m", "memory": "200Mi"},
+}
 
 
 def _owner(obj: dict, controller: bool = True) -> dict:
-    return {"apiVersion": obj.get("apiVersion", "ray.io/v1"), "kind": obj["kind"], "name": obj["metadata"]["name"],
-            "uid": obj["metadata"].get("uid", ""), "controller": controller, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": obj.get("apiVersion", "ray.io/v1"),
+        "kind": obj["kind"],
+        "name": obj["metadata"]["name"],
+        "uid": obj["metadata"].get("uid", ""),
+        "controller": controller,
+        "blockOwnerDeletion": True,
+    }
 
 
 def _copy_annotations(src: dict, dst_meta: dict, prefix: str = "twin.flexq.dev/") -> None:
-    anns = {k: v for k, v in (src.get("metadata", {}).get("annotations") or {}).items() if k.startswith(prefix)}
+    anns = {
+        k: v for k, v in (src.get("metadata", {}).get("annotations") or {}).items() if k.startswith(prefix)
+    }
     if anns:
         dst_meta.setdefault("annotations", {}).update(anns)
 
@@ -42,17 +55,33 @@ def _env(container: dict, values: dict[str, str | dict]) -> None:
             env.append({"name": k, "valueFrom": v} if isinstance(v, dict) else {"name": k, "value": v})
 
 
-def _node_pod(cluster: dict, template: dict, *, name: str, node_type: str, group: str,
-              params: dict, extra_labels: dict[str, str], extra_env: dict[str, str | dict]) -> dict:
+def _node_pod(
+    cluster: dict,
+    template: dict,
+    *,
+    name: str,
+    node_type: str,
+    group: str,
+    params: dict,
+    extra_labels: dict[str, str],
+    extra_env: dict[str, str | dict],
+) -> dict:
     meta = cluster["metadata"]
     ns = meta.get("namespace", "default")
     pod_meta = clone(template.get("metadata") or {})
     spec = clone(template.get("spec") or {})
     labels = pod_meta.setdefault("labels", {})
-    labels.update({names.LABEL_CLUSTER: meta["name"], names.LABEL_NODE_TYPE: node_type,
-                   names.LABEL_GROUP: group, names.LABEL_IS_HEAD: "yes",
-                   names.LABEL_IDENTIFIER: f"{meta['name']}-{node_type}",
-                   "app.kubernetes.io/name": "kuberay", names.LABEL_CREATED_BY: names.CREATED_BY})
+    labels.update(
+        {
+            names.LABEL_CLUSTER: meta["name"],
+            names.LABEL_NODE_TYPE: node_type,
+            names.LABEL_GROUP: group,
+            names.LABEL_IS_HEAD: "yes",
+            names.LABEL_IDENTIFIER: f"{meta['name']}-{node_type}",
+            "app.kubernetes.io/name": "kuberay",
+            names.LABEL_CREATED_BY: names.CREATED_BY,
+        }
+    )
     labels.update(extra_labels)
     pod_meta.update({"name": name, "namespace": ns, "ownerReferences": [_owner(cluster)]})
     _copy_annotations(cluster, pod_meta)
@@ -65,27 +94,48 @@ def _node_pod(cluster: dict, template: dict, *, name: str, node_type: str, group
     if not ray.get("command"):
         ray["command"] = ["/bin/bash", "-lc", "--"]
         ray["args"] = [start]
-    _env(ray, {"RAY_CLUSTER_NAME": {"fieldRef": {"fieldPath": f"metadata.labels['{names.LABEL_CLUSTER}']"}},
-               "RAY_CLOUD_INSTANCE_ID": {"fieldRef": {"fieldPath": "metadata.name"}},
-               "RAY_NODE_TYPE_NAME": {"fieldRef": {"fieldPath": f"metadata.labels['{names.LABEL_GROUP}']"}},
-               "KUBERAY_GEN_RAY_START_CMD": start.split("; ", 1)[-1],
-               "RAY_PORT": str(names.PORT_GCS), "RAY_USAGE_STATS_KUBERAY_IN_USE": "1", **extra_env})
+    _env(
+        ray,
+        {
+            "RAY_CLUSTER_NAME": {"fieldRef": {"fieldPath": f"metadata.labels['{names.LABEL_CLUSTER}']"}},
+            "RAY_CLOUD_INSTANCE_ID": {"fieldRef": {"fieldPath": "metadata.name"}},
+            "RAY_NODE_TYPE_NAME": {"fieldRef": {"fieldPath": f"metadata.labels['{names.LABEL_GROUP}']"}},
+            "KUBERAY_GEN_RAY_START_CMD": start.split("; ", 1)[-1],
+            "RAY_PORT": str(names.PORT_GCS),
+            "RAY_USAGE_STATS_KUBERAY_IN_USE": "1",
+            **extra_env,
+        },
+    )
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
 
 def head_pod(cluster: dict, *, name: str) -> dict:
     """The head Pod of a RayCluster (plus the autoscaler sidecar when ``enableInTreeAutoscaling``)."""
     hg = cluster["spec"]["headGroupSpec"]
-    pod = _node_pod(cluster, hg.get("template") or {}, name=name, node_type="head", group=names.HEAD_GROUP,
-                    params=hg.get("rayStartParams") or {}, extra_labels={},
-                    extra_env={"RAY_ADDRESS": f"127.0.0.1:{names.PORT_GCS}"})
+    pod = _node_pod(
+        cluster,
+        hg.get("template") or {},
+        name=name,
+        node_type="head",
+        group=names.HEAD_GROUP,
+        params=hg.get("rayStartParams") or {},
+        extra_labels={},
+        extra_env={"RAY_ADDRESS": f"127.0.0.1:{names.PORT_GCS}"},
+    )
     if cluster["spec"].get("enableInTreeAutoscaling"):
         image = pod["spec"]["containers"][0].get("image", "")
-        pod["spec"]["containers"].append({
-            "name": "autoscaler", "image": image, "resources": clone(_AUTOSCALER_RESOURCES),
-            "command": ["/bin/bash", "-lc", "--"],
-            "args": ["ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) "
-                     "--cluster-namespace $(RAY_CLUSTER_NAMESPACE)"]})
+        pod["spec"]["containers"].append(
+            {
+                "name": "autoscaler",
+                "image": image,
+                "resources": clone(_AUTOSCALER_RESOURCES),
+                "command": ["/bin/bash", "-lc", "--"],
+                "args": [
+                    "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) "
+                    "--cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
+                ],
+            }
+        )
     return pod
 
 
@@ -96,39 +146,61 @@ def is_tpu_group(group: dict) -> bool:
     return any(commands.TPU_RESOURCE in (res.get(k) or {}) for k in ("limits", "requests"))
 
 
-def worker_pod(cluster: dict, group: dict, *, name: str, replica_name: str, replica_index: int,
-               host_index: int) -> dict:
+def worker_pod(
+    cluster: dict, group: dict, *, name: str, replica_name: str, replica_index: int, host_index: int
+) -> dict:
     """One host of one replica of a worker group."""
     meta = cluster["metadata"]
     ns = meta.get("namespace", "default")
     gname = group["groupName"]
     extra_env: dict[str, str | dict] = {
         "FQ_RAY_IP": f"{names.head_service_name(meta['name'])}.{ns}.svc.cluster.local",
-        "RAY_IP": names.head_service_name(meta["name"])}
+        "RAY_IP": names.head_service_name(meta["name"]),
+    }
     if is_tpu_group(group):
         # The GKE Ray add-on's TPU webhook: one slice per replica, worker ids 0..numOfHosts-1.
         extra_env.update({"TPU_WORKER_ID": str(host_index), "TPU_NAME": replica_name})
-    labels = {names.LABEL_REPLICA_NAME: replica_name, names.LABEL_REPLICA_INDEX: str(replica_index),
-              "ray.io/worker-group-host-index": str(host_index)}
-    return _node_pod(cluster, group.get("template") or {}, name=name, node_type="worker", group=gname,
-                     params=group.get("rayStartParams") or {}, extra_labels=labels, extra_env=extra_env)
+    labels = {
+        names.LABEL_REPLICA_NAME: replica_name,
+        names.LABEL_REPLICA_INDEX: str(replica_index),
+        "ray.io/worker-group-host-index": str(host_index),
+    }
+    return _node_pod(
+        cluster,
+        group.get("template") or {},
+        name=name,
+        node_type="worker",
+        group=gname,
+        params=group.get("rayStartParams") or {},
+        extra_labels=labels,
+        extra_env=extra_env,
+    )
 
 
 def head_service(owner: dict, *, name: str, cluster_name: str) -> dict:
     """A ClusterIP Service selecting the cluster's head pod (ports gcs/dashboard/client/metrics)."""
     ns = owner["metadata"].get("namespace", "default")
-    ports = [("gcs-server", names.PORT_GCS), ("dashboard", names.PORT_DASHBOARD), ("client", names.PORT_CLIENT),
-             ("metrics", names.PORT_METRICS)]
+    ports = [
+        ("gcs-server", names.PORT_GCS),
+        ("dashboard", names.PORT_DASHBOARD),
+        ("client", names.PORT_CLIENT),
+        ("metrics", names.PORT_METRICS),
+    ]
     labels = {names.LABEL_NODE_TYPE: "head", names.LABEL_CREATED_BY: names.CREATED_BY}
     if owner["kind"] == "RayJob":
         labels.update({names.LABEL_ORIGIN_NAME: owner["metadata"]["name"], names.LABEL_ORIGIN_CRD: "RayJob"})
     else:
         labels[names.LABEL_CLUSTER] = cluster_name
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "namespace": ns, "labels": labels, "ownerReferences": [_owner(owner)]},
-            "spec": {"type": "ClusterIP",
-                     "selector": {names.LABEL_CLUSTER: cluster_name, names.LABEL_NODE_TYPE: "head"},
-                     "ports": [{"name": n, "port": p, "targetPort": p, "protocol": "TCP"} for n, p in ports]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": ns, "labels": labels, "ownerReferences": [_owner(owner)]},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": {names.LABEL_CLUSTER: cluster_name, names.LABEL_NODE_TYPE: "head"},
+            "ports": [{"name": n, "port": p, "targetPort": p, "protocol": "TCP"} for n, p in ports],
+        },
+    }
 
 
 def runtime_env_json(rayjob: dict) -> str:
@@ -145,34 +217,55 @@ def submitter_job(rayjob: dict, *, job_id: str, dashboard_url: str) -> dict:
     spec = rayjob["spec"]
     cluster_spec = spec.get("rayClusterSpec") or {}
     head_c = ((cluster_spec.get("headGroupSpec") or {}).get("template") or {}).get("spec", {}).get(
-        "containers") or [{}]
+        "containers"
+    ) or [{}]
     script = commands.submitter_script(
-        address=dashboard_url, job_id=job_id, entrypoint=spec.get("entrypoint", ""),
+        address=dashboard_url,
+        job_id=job_id,
+        entrypoint=spec.get("entrypoint", ""),
         runtime_env_json=runtime_env_json(rayjob),
         metadata_json=json.dumps(spec["metadata"]) if spec.get("metadata") else "",
         entrypoint_num_cpus=float(spec.get("entrypointNumCpus") or 0),
         entrypoint_num_gpus=float(spec.get("entrypointNumGpus") or 0),
-        entrypoint_resources=spec.get("entrypointResources") or "")
+        entrypoint_resources=spec.get("entrypointResources") or "",
+    )
     if spec.get("submitterPodTemplate"):
         template = clone(spec["submitterPodTemplate"])
     else:
-        template = {"spec": {"restartPolicy": "Never", "containers": [{
-            "name": names.SUBMITTER_CONTAINER, "image": head_c[0].get("image", ""),
-            "resources": clone(_SUBMITTER_RESOURCES)}]}}
+        template = {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": names.SUBMITTER_CONTAINER,
+                        "image": head_c[0].get("image", ""),
+                        "resources": clone(_SUBMITTER_RESOURCES),
+                    }
+                ],
+            }
+        }
     container = template["spec"]["containers"][0]
     if not container.get("command"):
         container["command"] = ["/bin/bash", "-ce", "--"]
         container["args"] = [script]
-    _env(container, {"PYTHONUNBUFFERED": "1", "RAY_DASHBOARD_ADDRESS": dashboard_url,
-                     "RAY_JOB_SUBMISSION_ID": job_id})
+    _env(
+        container,
+        {"PYTHONUNBUFFERED": "1", "RAY_DASHBOARD_ADDRESS": dashboard_url, "RAY_JOB_SUBMISSION_ID": job_id},
+    )
     tmeta = template.setdefault("metadata", {})
     tlabels = tmeta.setdefault("labels", {})
     origin = {names.LABEL_ORIGIN_NAME: meta["name"], names.LABEL_ORIGIN_CRD: "RayJob"}
     tlabels.update(origin)
     _copy_annotations(rayjob, tmeta)
     backoff = (spec.get("submitterConfig") or {}).get("backoffLimit", 2)
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": meta["name"], "namespace": meta.get("namespace", "default"),
-                         "labels": {**origin, names.LABEL_CREATED_BY: names.CREATED_BY},
-                         "ownerReferences": [_owner(rayjob)]},
-            "spec": {"backoffLimit": backoff, "template": template}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta.get("namespace", "default"),
+            "labels": {**origin, names.LABEL_CREATED_BY: names.CREATED_BY},
+            "ownerReferences": [_owner(rayjob)],
+        },
+        "spec": {"backoffLimit": backoff, "template": template},
+    }

@@ -57,8 +57,12 @@ def desired_replicas(group: dict) -> int:
 
 def _sum_resources(cluster: dict) -> dict[str, str]:
     """desiredCPU/Memory/GPU/TPU over the head and every desired worker pod."""
-    totals = {"cpu": parse_quantity(0), "memory": parse_quantity(0), "nvidia.com/gpu": parse_quantity(0),
-              RESOURCE_TPU: parse_quantity(0)}
+    totals = {
+        "cpu": parse_quantity(0),
+        "memory": parse_quantity(0),
+        "nvidia.com/gpu": parse_quantity(0),
+        RESOURCE_TPU: parse_quantity(0),
+    }
     spec = cluster["spec"]
     entries = [(spec["headGroupSpec"].get("template") or {}, 1)]
     for g in spec.get("workerGroupSpecs") or []:
@@ -70,9 +74,12 @@ def _sum_resources(cluster: dict) -> dict[str, str]:
             for k in totals:
                 if k in merged:
                     totals[k] += parse_quantity(merged[k]) * count
-    return {"desiredCPU": format_quantity(totals["cpu"]), "desiredMemory": format_quantity(totals["memory"]),
-            "desiredGPU": format_quantity(totals["nvidia.com/gpu"]),
-            "desiredTPU": format_quantity(totals[RESOURCE_TPU])}
+    return {
+        "desiredCPU": format_quantity(totals["cpu"]),
+        "desiredMemory": format_quantity(totals["memory"]),
+        "desiredGPU": format_quantity(totals["nvidia.com/gpu"]),
+        "desiredTPU": format_quantity(totals[RESOURCE_TPU]),
+    }
 
 
 class RayClusterController(Controller):
@@ -105,17 +112,24 @@ class RayClusterController(Controller):
         if not heads:
             pod = pods.head_pod(cluster, name=f"{name}-head-{names.rand_suffix(self.ctx.rng('kuberay'))}")
             heads = [self.store.create(pod)]
-            self.events.record(cluster, "Normal", "CreatedHeadPod", f"Created head Pod {ns}/{pod['metadata']['name']}")
+            self.events.record(
+                cluster, "Normal", "CreatedHeadPod", f"Created head Pod {ns}/{pod['metadata']['name']}"
+            )
         # 2. worker groups, replica by replica
-        workers = [p for p in owned if (p["metadata"].get("labels") or {}).get(names.LABEL_NODE_TYPE) == "worker"]
+        workers = [
+            p for p in owned if (p["metadata"].get("labels") or {}).get(names.LABEL_NODE_TYPE) == "worker"
+        ]
         live = list(heads[:1])
         groups = {g["groupName"]: g for g in cluster["spec"].get("workerGroupSpecs") or []}
         for p in workers:
             if (p["metadata"].get("labels") or {}).get(names.LABEL_GROUP) not in groups:
                 self._delete_pod(p)
         for gname, group in groups.items():
-            live += self._reconcile_group(cluster, group, [
-                p for p in workers if (p["metadata"].get("labels") or {}).get(names.LABEL_GROUP) == gname])
+            live += self._reconcile_group(
+                cluster,
+                group,
+                [p for p in workers if (p["metadata"].get("labels") or {}).get(names.LABEL_GROUP) == gname],
+            )
         return self._write_status(cluster, live, suspended=False)
 
     # -- pieces ------------------------------------------------------------------------------------
@@ -127,7 +141,10 @@ class RayClusterController(Controller):
     def _ensure_service(self, cluster: dict) -> None:
         name = names.head_service_name(cluster["metadata"]["name"])
         if self.store.peek("Service", name, cluster["metadata"]["namespace"]) is None:
-            self.store.create(pods.head_service(cluster, name=name, cluster_name=cluster["metadata"]["name"]), copy_result=False)
+            self.store.create(
+                pods.head_service(cluster, name=name, cluster_name=cluster["metadata"]["name"]),
+                copy_result=False,
+            )
 
     def _reconcile_group(self, cluster: dict, group: dict, group_pods: list[dict]) -> list[dict]:
         """Keep ``desired_replicas`` whole replicas of ``numOfHosts`` pods; returns the live pods."""
@@ -145,22 +162,28 @@ class RayClusterController(Controller):
         want = desired_replicas(group)
         to_delete = set(((group.get("scaleStrategy") or {}).get("workersToDelete")) or [])
         if len(replicas) > want:
+
             def order(item: tuple[str, list[dict]]) -> tuple:
                 rname, rpods = item
                 named = any(p["metadata"]["name"] in to_delete for p in rpods)
                 ready = all(pod_ready(p) for p in rpods)
                 return (not named, ready, rpods[0]["metadata"].get("creationTimestamp", ""), rname)
+
             for rname, rpods in sorted(replicas.items(), key=order)[: len(replicas) - want]:
                 for p in rpods:
                     self._delete_pod(p)
                 del replicas[rname]
         rng = self.ctx.rng("kuberay")
         cname = cluster["metadata"]["name"]
-        used = {int((rp[0]["metadata"].get("labels") or {}).get(names.LABEL_REPLICA_INDEX, "0"))
-                for rp in replicas.values()}
+        used = {
+            int((rp[0]["metadata"].get("labels") or {}).get(names.LABEL_REPLICA_INDEX, "0"))
+            for rp in replicas.values()
+        }
         for rname, rpods in list(replicas.items()):  # a replica missing hosts (deleted by hand): refill
-            have = {int((p["metadata"].get("labels") or {}).get("ray.io/worker-group-host-index", "0"))
-                    for p in rpods}
+            have = {
+                int((p["metadata"].get("labels") or {}).get("ray.io/worker-group-host-index", "0"))
+                for p in rpods
+            }
             index = int((rpods[0]["metadata"].get("labels") or {}).get(names.LABEL_REPLICA_INDEX, "0"))
             for h in sorted(set(range(hosts)) - have):
                 rpods.append(self._create_worker(cluster, group, rname, index, h, rng))
@@ -168,12 +191,16 @@ class RayClusterController(Controller):
             index = min(set(range(len(used) + 1)) - used)
             used.add(index)
             rname = f"{cname}-{group['groupName']}-{names.rand_suffix(rng)}"
-            replicas[rname] = [self._create_worker(cluster, group, rname, index, h, rng) for h in range(hosts)]
+            replicas[rname] = [
+                self._create_worker(cluster, group, rname, index, h, rng) for h in range(hosts)
+            ]
         return [p for rp in replicas.values() for p in rp]
 
     def _create_worker(self, cluster: dict, group: dict, rname: str, index: int, host: int, rng) -> dict:
         pname = f"{cluster['metadata']['name']}-{group['groupName']}-worker-{names.rand_suffix(rng)}"
-        pod = pods.worker_pod(cluster, group, name=pname, replica_name=rname, replica_index=index, host_index=host)
+        pod = pods.worker_pod(
+            cluster, group, name=pname, replica_name=rname, replica_index=index, host_index=host
+        )
         return self.store.create(pod)
 
     def _write_status(self, cluster: dict, live: list[dict], *, suspended: bool) -> Result | None:
@@ -181,37 +208,69 @@ class RayClusterController(Controller):
         st = dict(old)
         groups = cluster["spec"].get("workerGroupSpecs") or []
         desired = sum(desired_replicas(g) * (g.get("numOfHosts") or 1) for g in groups)
-        workers = [p for p in live if (p["metadata"].get("labels") or {}).get(names.LABEL_NODE_TYPE) == "worker"]
-        head = next((p for p in live if (p["metadata"].get("labels") or {}).get(names.LABEL_NODE_TYPE) == "head"),
-                    None)
+        workers = [
+            p for p in live if (p["metadata"].get("labels") or {}).get(names.LABEL_NODE_TYPE) == "worker"
+        ]
+        head = next(
+            (p for p in live if (p["metadata"].get("labels") or {}).get(names.LABEL_NODE_TYPE) == "head"),
+            None,
+        )
         st.update(_sum_resources(cluster))
-        st.update({"desiredWorkerReplicas": desired, "minWorkerReplicas": sum(
-            (g.get("minReplicas") or 0) * (g.get("numOfHosts") or 1) for g in groups),
-            "maxWorkerReplicas": sum(min(g.get("maxReplicas", 2**31 - 1), 2**31 - 1) * (g.get("numOfHosts") or 1)
-                                     for g in groups),
-            "availableWorkerReplicas": sum(1 for p in workers if (p.get("status") or {}).get("phase") == "Running"),
-            "readyWorkerReplicas": sum(1 for p in workers if pod_ready(p)),
-            "observedGeneration": cluster["metadata"].get("generation", 1)})
+        st.update(
+            {
+                "desiredWorkerReplicas": desired,
+                "minWorkerReplicas": sum(
+                    (g.get("minReplicas") or 0) * (g.get("numOfHosts") or 1) for g in groups
+                ),
+                "maxWorkerReplicas": sum(
+                    min(g.get("maxReplicas", 2**31 - 1), 2**31 - 1) * (g.get("numOfHosts") or 1)
+                    for g in groups
+                ),
+                "availableWorkerReplicas": sum(
+                    1 for p in workers if (p.get("status") or {}).get("phase") == "Running"
+                ),
+                "readyWorkerReplicas": sum(1 for p in workers if pod_ready(p)),
+                "observedGeneration": cluster["metadata"].get("generation", 1),
+            }
+        )
         now = self.ctx.now()
-        all_ready = head is not None and pod_ready(head) and len(workers) == desired and all(
-            pod_ready(p) for p in workers)
+        all_ready = (
+            head is not None
+            and pod_ready(head)
+            and len(workers) == desired
+            and all(pod_ready(p) for p in workers)
+        )
         if suspended:
             st["state"] = "suspended"
             st.pop("head", None)
         elif all_ready and old.get("state") != "ready":
             st["state"] = "ready"
-            st["stateTransitionTimes"] = {**(old.get("stateTransitionTimes") or {}), "ready": format_time(now)}
+            st["stateTransitionTimes"] = {
+                **(old.get("stateTransitionTimes") or {}),
+                "ready": format_time(now),
+            }
         elif old.get("state") == "suspended":
             st.pop("state", None)
         if head is not None:
-            st["head"] = {"podName": head["metadata"]["name"],
-                          "podIP": (head.get("status") or {}).get("podIP", ""),
-                          "serviceName": names.head_service_name(cluster["metadata"]["name"]),
-                          "serviceIP": (head.get("status") or {}).get("podIP", "")}
-            st["endpoints"] = {"client": str(names.PORT_CLIENT), "dashboard": str(names.PORT_DASHBOARD),
-                               "gcs-server": str(names.PORT_GCS), "metrics": str(names.PORT_METRICS)}
-        st["conditions"] = _conditions(old.get("conditions") or [], now, suspended=suspended,
-                                       head=_head_ready_reason(head), provisioned=st.get("state") == "ready")
+            st["head"] = {
+                "podName": head["metadata"]["name"],
+                "podIP": (head.get("status") or {}).get("podIP", ""),
+                "serviceName": names.head_service_name(cluster["metadata"]["name"]),
+                "serviceIP": (head.get("status") or {}).get("podIP", ""),
+            }
+            st["endpoints"] = {
+                "client": str(names.PORT_CLIENT),
+                "dashboard": str(names.PORT_DASHBOARD),
+                "gcs-server": str(names.PORT_GCS),
+                "metrics": str(names.PORT_METRICS),
+            }
+        st["conditions"] = _conditions(
+            old.get("conditions") or [],
+            now,
+            suspended=suspended,
+            head=_head_ready_reason(head),
+            provisioned=st.get("state") == "ready",
+        )
         st["lastUpdateTime"] = old.get("lastUpdateTime") if st == old else format_time(now)
         if st != old:
             cluster["status"] = st
@@ -232,19 +291,25 @@ def _head_ready_reason(head: dict | None) -> tuple[bool, str]:
         ok = c.get("status") == "True"
         reason = c.get("reason") or ("HeadPodRunningAndReady" if ok else "Unknown")
         if reason == "ContainersNotReady":
-            waiting = [((cs.get("state") or {}).get("waiting") or {}).get("reason")
-                       for cs in st.get("containerStatuses") or [] if not cs.get("ready")]
+            waiting = [
+                ((cs.get("state") or {}).get("waiting") or {}).get("reason")
+                for cs in st.get("containerStatuses") or []
+                if not cs.get("ready")
+            ]
             reason = next((w for w in waiting if w), reason)
         return ok, reason
     return False, "Unknown"
 
 
-def _conditions(old: list[dict], now: float, *, suspended: bool, head: tuple[bool, str],
-                provisioned: bool) -> list[dict]:
+def _conditions(
+    old: list[dict], now: float, *, suspended: bool, head: tuple[bool, str], provisioned: bool
+) -> list[dict]:
     want = {
         "HeadPodReady": head,
-        "RayClusterProvisioned": (provisioned, "AllPodRunningAndReadyFirstTime" if provisioned
-                                  else "RayClusterPodsProvisioning"),
+        "RayClusterProvisioned": (
+            provisioned,
+            "AllPodRunningAndReadyFirstTime" if provisioned else "RayClusterPodsProvisioning",
+        ),
         "RayClusterSuspended": (suspended, "RayClusterSuspended" if suspended else "RayClusterNotSuspended"),
     }
     by_type = {c["type"]: c for c in old}
@@ -258,7 +323,13 @@ def _conditions(old: list[dict], now: float, *, suspended: bool, head: tuple[boo
         if cur and cur.get("status") == status and cur.get("reason") == reason:
             out.append(cur)
         else:
-            out.append({"type": ctype, "status": status, "reason": reason, "message": "",
-                        "lastTransitionTime": format_time(now)})
+            out.append(
+                {
+                    "type": ctype,
+                    "status": status,
+                    "reason": reason,
+                    "message": "",
+                    "lastTransitionTime": format_time(now),
+                }
+            )
     return out
-

@@ -95,19 +95,34 @@ class RayJobController(Controller):
         status = clone(rj.get("status") or {})
         err = validation.validate_rayjob(rj)
         if err is None and _mode(rj) == "SidecarMode":
-            err = validation.Invalid("InvalidRayJobSpec", "submissionMode SidecarMode is not supported by the "
-                                     "flexq twin (K8sJobMode, HTTPMode and InteractiveMode are)")
+            err = validation.Invalid(
+                "InvalidRayJobSpec",
+                "submissionMode SidecarMode is not supported by the "
+                "flexq twin (K8sJobMode, HTTPMode and InteractiveMode are)",
+            )
         if err is not None:
             if (status.get("jobDeploymentStatus"), status.get("message")) != ("ValidationFailed", str(err)):
                 self.events.record(rj, "Warning", err.reason, f"{ns}/{name}: {err}")
-                status.update({"jobDeploymentStatus": "ValidationFailed", "reason": "ValidationFailed",
-                               "message": str(err)})
+                status.update(
+                    {
+                        "jobDeploymentStatus": "ValidationFailed",
+                        "reason": "ValidationFailed",
+                        "message": str(err),
+                    }
+                )
                 self._write(rj, status)
             return None
         handler = {
-            "": self._new, "New": self._new, "Initializing": self._initializing, "Waiting": self._waiting,
-            "Running": self._running, "Suspending": self._suspending, "Retrying": self._suspending,
-            "Suspended": self._suspended, "Complete": self._finished, "Failed": self._finished,
+            "": self._new,
+            "New": self._new,
+            "Initializing": self._initializing,
+            "Waiting": self._waiting,
+            "Running": self._running,
+            "Suspending": self._suspending,
+            "Retrying": self._suspending,
+            "Suspended": self._suspended,
+            "Complete": self._finished,
+            "Failed": self._finished,
         }.get(status.get("jobDeploymentStatus", ""))
         if handler is None:  # ValidationFailed (KubeRay leaves it there even once the spec is fixed)
             return None
@@ -124,8 +139,12 @@ class RayJobController(Controller):
             succeeded += 1
         st["failed"], st["succeeded"] = failed, succeeded
         limit = rj["spec"].get("backoffLimit")
-        if (ds == "Failed" and limit is not None and failed < limit + 1
-                and st.get("reason") not in ("DeadlineExceeded", "JobStatusCheckTimeoutExceeded")):
+        if (
+            ds == "Failed"
+            and limit is not None
+            and failed < limit + 1
+            and st.get("reason") not in ("DeadlineExceeded", "JobStatusCheckTimeoutExceeded")
+        ):
             st["jobDeploymentStatus"] = ds = "Retrying"
         if ds in TERMINAL_DEPLOYMENT and old.get("jobDeploymentStatus") != ds:
             st["endTime"] = format_time(self.ctx.now())
@@ -162,8 +181,9 @@ class RayJobController(Controller):
             if _mode(rj) != "InteractiveMode" and not st.get("jobId"):
                 st["jobId"] = spec.get("jobId") or f"{name}-{names.rand_suffix(rng)}"
             if not st.get("rayClusterName"):
-                st["rayClusterName"] = ((spec.get("clusterSelector") or {}).get(names.LABEL_CLUSTER)
-                                        or f"{name}-{names.rand_suffix(rng)}")
+                st["rayClusterName"] = (spec.get("clusterSelector") or {}).get(
+                    names.LABEL_CLUSTER
+                ) or f"{name}-{names.rand_suffix(rng)}"
             st.setdefault("jobStatus", "")
             st.update({"jobDeploymentStatus": "Initializing", "startTime": format_time(self.ctx.now())})
         return self._end_step(rj, st, Result(requeue_after=0))
@@ -177,13 +197,20 @@ class RayJobController(Controller):
         left = start + limit - self.ctx.now()
         if left > 0:
             return False, left
-        st.update({"jobDeploymentStatus": "Failed", "reason": reason,
-                   "message": f"The RayJob has passed the {field}. StartTime: {st.get('startTime')}. "
-                              f"{field[0].upper() + field[1:]}: {limit}"})
+        st.update(
+            {
+                "jobDeploymentStatus": "Failed",
+                "reason": reason,
+                "message": f"The RayJob has passed the {field}. StartTime: {st.get('startTime')}. "
+                f"{field[0].upper() + field[1:]}: {limit}",
+            }
+        )
         return True, None
 
     def _deadlines(self, rj: dict, st: dict, pre_running: bool) -> tuple[bool, Result | None]:
-        checks = [("activeDeadlineSeconds", "DeadlineExceeded")] if st["jobDeploymentStatus"] != "Waiting" else []
+        checks = (
+            [("activeDeadlineSeconds", "DeadlineExceeded")] if st["jobDeploymentStatus"] != "Waiting" else []
+        )
         if pre_running:
             checks.append(("preRunningDeadlineSeconds", "PreRunningDeadlineExceeded"))
         soonest: float | None = None
@@ -211,8 +238,9 @@ class RayJobController(Controller):
         ns = rj["metadata"]["namespace"]
         cluster = self._get_or_create_cluster(rj, st)
         if cluster is None:  # clusterSelector names a cluster that is not there (yet): look again in 3 s
-            return self._end_step(rj, st, Result(requeue_after=min(3.0, timer.requeue_after or 3.0) if timer
-                                                 else 3.0))
+            return self._end_step(
+                rj, st, Result(requeue_after=min(3.0, timer.requeue_after or 3.0) if timer else 3.0)
+            )
         if not st.get("dashboardURL"):
             if (cluster.get("status") or {}).get("state") != "ready":
                 st["rayClusterStatus"] = cluster.get("status") or {}
@@ -225,9 +253,16 @@ class RayJobController(Controller):
             st["jobDeploymentStatus"] = "Waiting"
             return self._end_step(rj, st, None)
         if _mode(rj) == "K8sJobMode" and self.store.try_get("Job", rj["metadata"]["name"], ns) is None:
-            self.store.create(pods.submitter_job(rj, job_id=st["jobId"], dashboard_url=st["dashboardURL"]), copy_result=False)
-            self.events.record(rj, "Normal", "CreatedRayJobSubmitter",
-                               f"Created Kubernetes Job {ns}/{rj['metadata']['name']}")
+            self.store.create(
+                pods.submitter_job(rj, job_id=st["jobId"], dashboard_url=st["dashboardURL"]),
+                copy_result=False,
+            )
+            self.events.record(
+                rj,
+                "Normal",
+                "CreatedRayJobSubmitter",
+                f"Created Kubernetes Job {ns}/{rj['metadata']['name']}",
+            )
         st["jobDeploymentStatus"] = "Running"
         return self._end_step(rj, st, None)
 
@@ -260,15 +295,25 @@ class RayJobController(Controller):
             if st.get("jobStatus") == "FAILED":
                 st["reason"] = "AppFailed"
             else:
-                st.update({"reason": "SubmissionFailed",
-                           "message": f"Job submission has failed. Reason: {finished[1]}. Message: {finished[2]}"})
+                st.update(
+                    {
+                        "reason": "SubmissionFailed",
+                        "message": f"Job submission has failed. Reason: {finished[1]}. Message: {finished[2]}",
+                    }
+                )
             return self._end_step(rj, st, None)
         info, wait = self._job_info(rj, st, job)
         if info is None:  # not known to the dashboard (yet)
             return self._end_step(rj, st, self._poll(rj, timer, wait))
         terminal = info.get("status") in TERMINAL_JOB and (finished is not None or not _has_submitter(rj))
-        st.update({"rayClusterStatus": cluster.get("status") or {}, "jobStatus": info.get("status", ""),
-                   "jobDeploymentStatus": "Running", "message": info.get("message", "")})
+        st.update(
+            {
+                "rayClusterStatus": cluster.get("status") or {},
+                "jobStatus": info.get("status", ""),
+                "jobDeploymentStatus": "Running",
+                "message": info.get("message", ""),
+            }
+        )
         st.pop("reason", None)
         if terminal:
             st["jobDeploymentStatus"] = "Complete" if info["status"] == "SUCCEEDED" else "Failed"
@@ -307,13 +352,27 @@ class RayJobController(Controller):
             gone = False
             if not job["metadata"].get("deletionTimestamp"):
                 self.store.delete("Job", name, ns)
-                self.events.record(rj, "Normal", "DeletedRayJobSubmitter", f"Deleted submitter K8s Job {ns}/{name}")
+                self.events.record(
+                    rj, "Normal", "DeletedRayJobSubmitter", f"Deleted submitter K8s Job {ns}/{name}"
+                )
         if not gone:
             return Result(requeue_after=1.0)
-        for f in ("jobId", "rayClusterName", "dashboardURL", "message", "reason", "rayJobInfo", "rayClusterStatus"):
+        for f in (
+            "jobId",
+            "rayClusterName",
+            "dashboardURL",
+            "message",
+            "reason",
+            "rayJobInfo",
+            "rayClusterStatus",
+        ):
             st.pop(f, None)
-        st.update({"jobStatus": "",
-                   "jobDeploymentStatus": "Suspended" if st["jobDeploymentStatus"] == "Suspending" else "New"})
+        st.update(
+            {
+                "jobStatus": "",
+                "jobDeploymentStatus": "Suspended" if st["jobDeploymentStatus"] == "Suspending" else "New",
+            }
+        )
         return self._end_step(rj, st, None)
 
     def _suspended(self, rj: dict, st: dict) -> Result | None:
@@ -370,7 +429,9 @@ class RayJobController(Controller):
         return Result(requeue_after=nxt) if nxt is not None else None
 
     def _deletion_done(self, rj: dict, st: dict, policy: str) -> bool:
-        cluster = self.store.try_get("RayCluster", st.get("rayClusterName") or "", rj["metadata"]["namespace"])
+        cluster = self.store.try_get(
+            "RayCluster", st.get("rayClusterName") or "", rj["metadata"]["namespace"]
+        )
         if policy == "DeleteNone":
             return True
         if policy == "DeleteSelf":
@@ -394,8 +455,12 @@ class RayJobController(Controller):
                 for g in cluster["spec"].get("workerGroupSpecs") or []:
                     g["suspend"] = True
                 self.store.update(cluster, copy_result=False)
-                self.events.record(rj, "Normal", "UpdatedRayCluster", "Set the `suspend` field to true for all "
-                                   f"worker groups in cluster {ns}/{cname}")
+                self.events.record(
+                    rj,
+                    "Normal",
+                    "UpdatedRayCluster",
+                    f"Set the `suspend` field to true for all worker groups in cluster {ns}/{cname}",
+                )
         elif policy == "DeleteSelf":
             self.store.delete("RayJob", rj["metadata"]["name"], ns)
         return None
@@ -414,8 +479,13 @@ class RayJobController(Controller):
         if cluster is not None:
             return cluster
         if rj["spec"].get("clusterSelector"):
-            self.events.record(rj, "Warning", "RayClusterNotFound", f"RayCluster {ns}/{cname} set in the "
-                               "clusterSelector is not found. It must be created manually")
+            self.events.record(
+                rj,
+                "Warning",
+                "RayClusterNotFound",
+                f"RayCluster {ns}/{cname} set in the "
+                "clusterSelector is not found. It must be created manually",
+            )
             return None
         cluster = self.store.create(self._cluster_for(rj, cname))
         self.events.record(rj, "Normal", "CreatedRayCluster", f"Created RayCluster {ns}/{cname}")
@@ -432,21 +502,45 @@ class RayJobController(Controller):
     def _cluster_for(self, rj: dict, cname: str) -> dict:
         """``constructRayClusterForRayJob``: the RayJob's labels and annotations, plus where it came from."""
         meta = rj["metadata"]
-        anns = {k: v for k, v in (meta.get("annotations") or {}).items()
-                if k not in (names.ANN_RUN_SECONDS, names.ANN_OUTCOME)}
+        anns = {
+            k: v
+            for k, v in (meta.get("annotations") or {}).items()
+            if k not in (names.ANN_RUN_SECONDS, names.ANN_OUTCOME)
+        }
         if names.is_simulated(rj):
             anns[names.ANN_SIMULATED] = "true"
         # The queue-name label stays on the RayJob: flexq's Kueue would otherwise queue the child cluster too.
         labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != names.QUEUE_LABEL}
-        labels.update({names.LABEL_ORIGIN_NAME: meta["name"], names.LABEL_ORIGIN_CRD: "RayJob",
-                       names.LABEL_SUBMISSION_MODE: _mode(rj)})
-        cmeta = {"name": cname, "namespace": meta["namespace"], "labels": labels,
-                 "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": meta["name"],
-                                      "uid": meta.get("uid", ""), "controller": True, "blockOwnerDeletion": True}]}
+        labels.update(
+            {
+                names.LABEL_ORIGIN_NAME: meta["name"],
+                names.LABEL_ORIGIN_CRD: "RayJob",
+                names.LABEL_SUBMISSION_MODE: _mode(rj),
+            }
+        )
+        cmeta = {
+            "name": cname,
+            "namespace": meta["namespace"],
+            "labels": labels,
+            "ownerReferences": [
+                {
+                    "apiVersion": "ray.io/v1",
+                    "kind": "RayJob",
+                    "name": meta["name"],
+                    "uid": meta.get("uid", ""),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        }
         if anns:
             cmeta["annotations"] = anns
-        return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": cmeta,
-                "spec": clone(rj["spec"]["rayClusterSpec"])}
+        return {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": cmeta,
+            "spec": clone(rj["spec"]["rayClusterSpec"]),
+        }
 
     def _ensure_job_service(self, rj: dict, cname: str) -> None:
         """``reconcileServices``: ``<rayjob>-head-svc`` on the current cluster's head (what the tutorial

@@ -31,8 +31,11 @@ def controllers(ctx: Context) -> list[Controller]:
     rays = [ex for ex in ctx.executors if isinstance(ex, LocalRayExecutor)]
     simulated = ctx.settings.executor == "simulated" or not rays
     dashboards: list[RayDashboard] = [SimulatedDashboard(every_rayjob=simulated), LiveDashboard(rays)]
-    return [RayClusterController(ctx), RayJobController(ctx, dashboards),
-            AutoscalerController(ctx, sources=rays)]
+    return [
+        RayClusterController(ctx),
+        RayJobController(ctx, dashboards),
+        AutoscalerController(ctx, sources=rays),
+    ]
 
 
 def bootstrap(store: Store) -> None:
@@ -44,4 +47,8 @@ def executors(settings: TwinSettings) -> list[PodExecutor]:
     if settings.executor != "ray":
         return []
     ray_dir, token_file = settings.ray_dir, settings.ray_token_file
-    return [LocalRayExecutor(Path(ray_dir) if ray_dir else None, token_file=Path(token_file) if token_file else None)]
+    return [
+        LocalRayExecutor(
+            Path(ray_dir) if ray_dir else None, token_file=Path(token_file) if token_file else None
+        )
+    ]

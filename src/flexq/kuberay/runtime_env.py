@@ -56,15 +56,18 @@ def _requirements(spec: object) -> list[str]:
     return [str(s) for s in (spec or [])]  # type: ignore[attr-defined]
 
 
-def decide(runtime_env: dict | None,
-           version_of: Callable[[str], str | None] = installed_version) -> RuntimeEnvDecision:
+def decide(
+    runtime_env: dict | None, version_of: Callable[[str], str | None] = installed_version
+) -> RuntimeEnvDecision:
     """Apply the policy above to a runtime env dict (the JSON KubeRay passes with ``--runtime-env-json``)."""
     env = dict(runtime_env or {})
     lines: list[str] = []
     for key in _REFUSED_KEYS:
         if key in env:
-            msg = (f"runtime_env '{key}' is not supported by the flexq twin's local Ray cluster "
-                   "(every node runs the project's own Python environment)")
+            msg = (
+                f"runtime_env '{key}' is not supported by the flexq twin's local Ray cluster "
+                "(every node runs the project's own Python environment)"
+            )
             return RuntimeEnvDecision(runtime_env={}, lines=[*lines, "refused: " + msg], error=msg)
     for key in ("pip", "uv"):
         if key not in env:
@@ -88,9 +91,11 @@ def _decide_one(key: str, raw: str, version_of: Callable[[str], str | None]) -> 
     name = canonicalize_name(req.name)
     have = version_of(req.name)
     if have is None:
-        msg = (f"runtime_env {key} requirement {raw!r}: {name} is not installed in the twin's Python "
-               "environment, and the twin does not install packages for jobs; install it into the project's "
-               "venv or remove it from runtimeEnvYAML")
+        msg = (
+            f"runtime_env {key} requirement {raw!r}: {name} is not installed in the twin's Python "
+            "environment, and the twin does not install packages for jobs; install it into the project's "
+            "venv or remove it from runtimeEnvYAML"
+        )
         return "refused: " + msg, msg
     notes = []
     dropped = sorted(e for e in req.extras if e.lower() in _ACCEL_EXTRAS)

@@ -18,9 +18,11 @@ import yaml
 MAX_RAYCLUSTER_NAME = 53
 MAX_RAYJOB_NAME = MAX_RAYCLUSTER_NAME - 6  # utils.MaxRayJobNameLength
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-                "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-                "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
+_DNS1035_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
 _AUTOSCALER_V2_ENV = "RAY_enable_autoscaler_v2"
 POLICIES = ("DeleteCluster", "DeleteWorkers", "DeleteSelf", "DeleteNone")
 
@@ -61,11 +63,16 @@ def validate_rayjob(rj: dict) -> Invalid | None:
 def _metadata(meta: dict) -> None:
     name = meta.get("name", "")
     if len(name) > MAX_RAYJOB_NAME:
-        raise Invalid("InvalidRayJobMetadata", "The RayJob metadata is invalid: RayJob name should be no more "
-                      f"than {MAX_RAYJOB_NAME} characters")
+        raise Invalid(
+            "InvalidRayJobMetadata",
+            "The RayJob metadata is invalid: RayJob name should be no more "
+            f"than {MAX_RAYJOB_NAME} characters",
+        )
     if not _DNS1035.match(name) or len(name) > 63:
-        raise Invalid("InvalidRayJobMetadata", "The RayJob metadata is invalid: RayJob name should be a valid "
-                      f"DNS1035 label: [{_DNS1035_MSG}]")
+        raise Invalid(
+            "InvalidRayJobMetadata",
+            f"The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: [{_DNS1035_MSG}]",
+        )
 
 
 def _spec_error(message: str) -> Invalid:
@@ -78,15 +85,20 @@ def _spec(rj: dict) -> None:
     mode = spec.get("submissionMode") or "K8sJobMode"
     backoff = spec.get("backoffLimit")
     if suspend and not shutdown:
-        raise _spec_error("The RayJob spec is invalid: a RayJob with shutdownAfterJobFinishes set to false is not "
-                          "allowed to be suspended")
+        raise _spec_error(
+            "The RayJob spec is invalid: a RayJob with shutdownAfterJobFinishes set to false is not "
+            "allowed to be suspended"
+        )
     if (spec.get("ttlSecondsAfterFinished") or 0) < 0:
-        raise _spec_error("The RayJob spec is invalid: TTLSecondsAfterFinished must be a non-negative integer")
+        raise _spec_error(
+            "The RayJob spec is invalid: TTLSecondsAfterFinished must be a non-negative integer"
+        )
     _deletion(spec)
     selector = spec.get("clusterSelector") or {}
     if suspend and selector:
-        raise _spec_error("The RayJob spec is invalid: the ClusterSelector mode doesn't support the suspend "
-                          "operation")
+        raise _spec_error(
+            "The RayJob spec is invalid: the ClusterSelector mode doesn't support the suspend operation"
+        )
     if spec.get("rayClusterSpec") is None and not selector:
         raise _spec_error("The RayJob spec is invalid: one of RayClusterSpec or ClusterSelector must be set")
     if selector:
@@ -95,7 +107,9 @@ def _spec(rj: dict) -> None:
         if mode == "SidecarMode":
             raise _spec_error("ClusterSelector is not supported in SidecarMode")
         if backoff is not None and backoff > 0:
-            raise _spec_error("The RayJob spec is invalid: BackoffLimit is incompatible with ClusterSelector mode")
+            raise _spec_error(
+                "The RayJob spec is invalid: BackoffLimit is incompatible with ClusterSelector mode"
+            )
     if mode == "InteractiveMode" and backoff is not None and backoff > 0:
         raise _spec_error("The RayJob spec is invalid: BackoffLimit is incompatible with InteractiveMode")
     if mode == "SidecarMode":
@@ -114,7 +128,9 @@ def _spec(rj: dict) -> None:
     try:
         runtime_env(spec.get("runtimeEnvYAML") or "")
     except yaml.YAMLError as err:
-        raise _spec_error(f"failed to unmarshal RuntimeEnvYAML: {spec.get('runtimeEnvYAML')}: {err}") from None
+        raise _spec_error(
+            f"failed to unmarshal RuntimeEnvYAML: {spec.get('runtimeEnvYAML')}: {err}"
+        ) from None
     for field in ("activeDeadlineSeconds", "preRunningDeadlineSeconds"):
         if spec.get(field) is not None and spec[field] <= 0:
             raise _spec_error(f"The RayJob spec is invalid: {field} must be a positive integer")
@@ -126,51 +142,70 @@ def _deletion(spec: dict) -> None:
     """``validateDeletionConfiguration`` (the rule-level TTL ordering checks are left out)."""
     shutdown = bool(spec.get("shutdownAfterJobFinishes"))
     if not shutdown and (spec.get("ttlSecondsAfterFinished") or 0) > 0:
-        raise _spec_error("The RayJob spec is invalid: a RayJob with shutdownAfterJobFinishes set to false cannot "
-                          "have TTLSecondsAfterFinished")
+        raise _spec_error(
+            "The RayJob spec is invalid: a RayJob with shutdownAfterJobFinishes set to false cannot "
+            "have TTLSecondsAfterFinished"
+        )
     strategy = spec.get("deletionStrategy")
     if strategy is None:
         return
     legacy = strategy.get("onSuccess") is not None or strategy.get("onFailure") is not None
     rules = strategy.get("deletionRules") or []
     if rules and shutdown:
-        raise _spec_error("The RayJob spec is invalid: spec.shutdownAfterJobFinishes and "
-                          "spec.deletionStrategy.deletionRules are mutually exclusive")
+        raise _spec_error(
+            "The RayJob spec is invalid: spec.shutdownAfterJobFinishes and "
+            "spec.deletionStrategy.deletionRules are mutually exclusive"
+        )
     if rules and legacy:
-        raise _spec_error("The RayJob spec is invalid: Cannot use both legacy onSuccess/onFailure fields and "
-                          "deletionRules simultaneously")
+        raise _spec_error(
+            "The RayJob spec is invalid: Cannot use both legacy onSuccess/onFailure fields and "
+            "deletionRules simultaneously"
+        )
     selector = bool(spec.get("clusterSelector"))
     if legacy:
         on_ok, on_fail = strategy.get("onSuccess"), strategy.get("onFailure")
         if on_ok is None or on_fail is None:
-            raise _spec_error("both DeletionStrategy.OnSuccess and DeletionStrategy.OnFailure must be set when "
-                              "using the legacy deletion policy fields of DeletionStrategy")
+            raise _spec_error(
+                "both DeletionStrategy.OnSuccess and DeletionStrategy.OnFailure must be set when "
+                "using the legacy deletion policy fields of DeletionStrategy"
+            )
         for label, pol in (("OnSuccess", on_ok), ("OnFailure", on_fail)):
             if not pol.get("policy"):
-                raise _spec_error(f"the DeletionPolicyType field of DeletionStrategy.{label} cannot be unset when "
-                                  "DeletionStrategy is enabled")
+                raise _spec_error(
+                    f"the DeletionPolicyType field of DeletionStrategy.{label} cannot be unset when "
+                    "DeletionStrategy is enabled"
+                )
         for label, pol in (("success", on_ok), ("failure", on_fail)):
             if selector and pol["policy"] in ("DeleteCluster", "DeleteWorkers"):
-                raise _spec_error(f"the ClusterSelector mode doesn't support DeletionStrategy={pol['policy']} on "
-                                  f"{label}")
+                raise _spec_error(
+                    f"the ClusterSelector mode doesn't support DeletionStrategy={pol['policy']} on {label}"
+                )
         if shutdown and "DeleteNone" in (on_ok["policy"], on_fail["policy"]):
-            raise _spec_error("The RayJob spec is invalid: shutdownAfterJobFinshes is set to 'true' while deletion "
-                              "policy is 'DeleteNone'")
+            raise _spec_error(
+                "The RayJob spec is invalid: shutdownAfterJobFinshes is set to 'true' while deletion "
+                "policy is 'DeleteNone'"
+            )
         return
     if not rules:
-        raise _spec_error("The RayJob spec is invalid: DeletionStrategy requires either BOTH onSuccess and "
-                          "onFailure, OR the deletionRules field (cannot be empty)")
+        raise _spec_error(
+            "The RayJob spec is invalid: DeletionStrategy requires either BOTH onSuccess and "
+            "onFailure, OR the deletionRules field (cannot be empty)"
+        )
     for i, rule in enumerate(rules):
         cond = rule.get("condition") or {}
         if (cond.get("jobStatus") is None) == (cond.get("jobDeploymentStatus") is None):
-            raise _spec_error(f"deletionRules[{i}]: exactly one of JobStatus and JobDeploymentStatus must be set")
+            raise _spec_error(
+                f"deletionRules[{i}]: exactly one of JobStatus and JobDeploymentStatus must be set"
+            )
         if (cond.get("ttlSeconds") or 0) < 0:
             raise _spec_error(f"deletionRules[{i}]: TTLSeconds must be non-negative")
         if rule.get("policy") not in POLICIES:
             raise _spec_error(f"deletionRules[{i}]: unknown deletion policy {rule.get('policy')}")
         if selector and rule["policy"] in ("DeleteCluster", "DeleteWorkers"):
-            raise _spec_error(f"deletionRules[{i}]: DeletionPolicyType '{rule['policy']}' not supported when "
-                              "ClusterSelector is set")
+            raise _spec_error(
+                f"deletionRules[{i}]: DeletionPolicyType '{rule['policy']}' not supported when "
+                "ClusterSelector is set"
+            )
 
 
 def _env_value(container: dict, name: str) -> str | None:
@@ -188,8 +223,10 @@ def _cluster_spec(spec: dict) -> None:
         raise Invalid("", "headGroupSpec should have at least one container")
     _group_params("Head", head)
     autoscaling = bool(spec.get("enableInTreeAutoscaling"))
-    v2 = autoscaling and (((spec.get("autoscalerOptions") or {}).get("version") == "v2")
-                          or _env_value(containers[0], _AUTOSCALER_V2_ENV) in ("1", "true"))
+    v2 = autoscaling and (
+        ((spec.get("autoscalerOptions") or {}).get("version") == "v2")
+        or _env_value(containers[0], _AUTOSCALER_V2_ENV) in ("1", "true")
+    )
     for g in spec.get("workerGroupSpecs") or []:
         name = g.get("groupName", "")
         if not ((g.get("template") or {}).get("spec") or {}).get("containers"):
@@ -207,33 +244,48 @@ def _cluster_spec(spec: dict) -> None:
             if idle < 0:
                 raise Invalid("", f"worker group {name}: idleTimeoutSeconds must be non-negative, got {idle}")
             if not v2:
-                raise Invalid("", f"worker group {name}: idleTimeoutSeconds is set, but autoscaler v2 is not "
-                              "enabled. Please set .spec.autoscalerOptions.version to 'v2' (or set "
-                              f"{_AUTOSCALER_V2_ENV} environment variable to 'true' in the head pod if using "
-                              "KubeRay < 1.4.0)")
+                raise Invalid(
+                    "",
+                    f"worker group {name}: idleTimeoutSeconds is set, but autoscaler v2 is not "
+                    "enabled. Please set .spec.autoscalerOptions.version to 'v2' (or set "
+                    f"{_AUTOSCALER_V2_ENV} environment variable to 'true' in the head pod if using "
+                    "KubeRay < 1.4.0)",
+                )
         if g.get("suspend") and autoscaling:
             raise Invalid("", f"worker group {name} cannot be suspended with Autoscaler enabled")
     if not autoscaling:
         value = _env_value(containers[0], _AUTOSCALER_V2_ENV)
         if value in ("1", "true"):
-            raise Invalid("", f"environment variable {_AUTOSCALER_V2_ENV} cannot be set to '{value}' when "
-                          "enableInTreeAutoscaling is false. Please set enableInTreeAutoscaling: true to use "
-                          "autoscaler v2")
+            raise Invalid(
+                "",
+                f"environment variable {_AUTOSCALER_V2_ENV} cannot be set to '{value}' when "
+                "enableInTreeAutoscaling is false. Please set enableInTreeAutoscaling: true to use "
+                "autoscaler v2",
+            )
 
 
 def _group_params(name: str, group: dict) -> None:
     params = group.get("rayStartParams") or {}
     if any(params.get(k) for k in ("num-cpus", "num-gpus", "memory", "resources")) and group.get("resources"):
-        raise Invalid("", f"resource fields should not be set in both rayStartParams and Resources for {name} "
-                      "group; please use only one")
+        raise Invalid(
+            "",
+            f"resource fields should not be set in both rayStartParams and Resources for {name} "
+            "group; please use only one",
+        )
     if "labels" in params:
-        raise Invalid("", f"rayStartParams['labels'] is not supported for {name} group; please use the top-level "
-                      "Labels field instead")
+        raise Invalid(
+            "",
+            f"rayStartParams['labels'] is not supported for {name} group; please use the top-level "
+            "Labels field instead",
+        )
 
 
 def _status(rj: dict) -> None:
     st = rj.get("status") or {}
     mode = (rj.get("spec") or {}).get("submissionMode") or "K8sJobMode"
     if st.get("jobDeploymentStatus") == "Waiting" and mode != "InteractiveMode":
-        raise Invalid("InvalidRayJobStatus", "The RayJob status is invalid: JobDeploymentStatus cannot be "
-                      "`Waiting` when SubmissionMode is not InteractiveMode")
+        raise Invalid(
+            "InvalidRayJobStatus",
+            "The RayJob status is invalid: JobDeploymentStatus cannot be "
+            "`Waiting` when SubmissionMode is not InteractiveMode",
+        )

@@ -45,8 +45,17 @@ from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import status_copy
 
 __all__ = [
-    "ALLOWED_FLAVORS_ANNOTATION", "GATE", "PARENT_LABEL", "PREEMPTION_GATE", "VariantController",
-    "flavor_allowed", "is_parent", "is_variant", "parent_uid", "variant_flavor", "variant_name",
+    "ALLOWED_FLAVORS_ANNOTATION",
+    "GATE",
+    "PARENT_LABEL",
+    "PREEMPTION_GATE",
+    "VariantController",
+    "flavor_allowed",
+    "is_parent",
+    "is_variant",
+    "parent_uid",
+    "variant_flavor",
+    "variant_name",
 ]
 
 GATE = "ConcurrentAdmission"
@@ -110,20 +119,22 @@ def flavor_allowed(wl: Mapping, flavor: str, gate_on: bool) -> bool:
     """``IsFlavorAllowedForVariant``: without the gate or the annotation every flavor is allowed."""
     if not gate_on:
         return True
-    ann = ((wl.get("metadata") or {}).get("annotations") or {})
+    ann = (wl.get("metadata") or {}).get("annotations") or {}
     if ALLOWED_FLAVORS_ANNOTATION not in ann:
         return True
     return flavor in _csv(ann[ALLOWED_FLAVORS_ANNOTATION])
 
 
-def variant_name(parent: str, uid: str, flavor: str, kind: str = "Workload", group: str = "kueue.x-k8s.io") -> str:
+def variant_name(
+    parent: str, uid: str, flavor: str, kind: str = "Workload", group: str = "kueue.x-k8s.io"
+) -> str:
     """``GetWorkloadNameForVariant``: the Parent's name without its hash, ``-variant-<flavor>``, and a hash of
     the Parent's kind, group, name, UID and the flavor."""
-    prefix = f"{parent[:parent.rfind('-')]}-variant-{flavor}"
+    prefix = f"{parent[: parent.rfind('-')]}-variant-{flavor}"
     h = hashlib.sha1()
     for part in (kind, "\n", group, "\n", parent, "\n", uid, "\n", flavor):
         h.update(part.encode())
-    return f"{prefix[:MAX_NAME - 1 - HASH_LEN]}-{h.hexdigest()[:HASH_LEN]}"
+    return f"{prefix[: MAX_NAME - 1 - HASH_LEN]}-{h.hexdigest()[:HASH_LEN]}"
 
 
 def policy_of(cq: Mapping | None) -> dict | None:
@@ -138,7 +149,9 @@ def migration_mode(cq: Mapping | None) -> str:
 
 def last_acceptable_flavor(cq: Mapping | None) -> str | None:
     """``constraints.lastAcceptableFlavorName`` or None."""
-    return (((policy_of(cq) or {}).get("migration") or {}).get("constraints") or {}).get("lastAcceptableFlavorName")
+    return (((policy_of(cq) or {}).get("migration") or {}).get("constraints") or {}).get(
+        "lastAcceptableFlavorName"
+    )
 
 
 def cq_flavors(cq: Mapping) -> list[str]:
@@ -167,7 +180,10 @@ def has_open_gate(wl: Mapping, name: str = PREEMPTION_GATE) -> bool:
 def has_closed_gate(wl: Mapping) -> bool:
     """``HasClosedPreemptionGate``: a gate of the spec without a status entry, or one marked Closed."""
     pos = {g.get("name"): g.get("position") for g in (wl.get("status") or {}).get("preemptionGates") or []}
-    return any(pos.get(g.get("name"), "Closed") == "Closed" for g in (wl.get("spec") or {}).get("preemptionGates") or [])
+    return any(
+        pos.get(g.get("name"), "Closed") == "Closed"
+        for g in (wl.get("spec") or {}).get("preemptionGates") or []
+    )
 
 
 def open_gate(wl: dict, now: float, name: str = PREEMPTION_GATE) -> bool:
@@ -185,8 +201,12 @@ def open_gate(wl: dict, now: float, name: str = PREEMPTION_GATE) -> bool:
 
 def is_admissible(wl: Mapping) -> bool:
     """``IsAdmissible``: active, not finished, without a reservation (admission gates are not modelled)."""
-    return (not is_finished(wl) and is_active(wl) and not has_quota_reservation(wl)
-            and not is_true(wl, "WaitingForReplacementPods"))
+    return (
+        not is_finished(wl)
+        and is_active(wl)
+        and not has_quota_reservation(wl)
+        and not is_true(wl, "WaitingForReplacementPods")
+    )
 
 
 def generate_variant(parent: Mapping, flavor: str) -> dict:
@@ -202,21 +222,36 @@ def generate_variant(parent: Mapping, flavor: str) -> dict:
         gates.append({"name": PREEMPTION_GATE})
     spec["preemptionGates"] = gates
     return {
-        "apiVersion": WORKLOAD_API, "kind": "Workload",
-        "metadata": {"name": variant_name(md["name"], md.get("uid", ""), flavor), "namespace": md["namespace"],
-                     "labels": labels, "annotations": ann,
-                     "ownerReferences": [{"apiVersion": WORKLOAD_API, "kind": "Workload", "name": md["name"],
-                                          "uid": md.get("uid", ""), "controller": True, "blockOwnerDeletion": True}]},
+        "apiVersion": WORKLOAD_API,
+        "kind": "Workload",
+        "metadata": {
+            "name": variant_name(md["name"], md.get("uid", ""), flavor),
+            "namespace": md["namespace"],
+            "labels": labels,
+            "annotations": ann,
+            "ownerReferences": [
+                {
+                    "apiVersion": WORKLOAD_API,
+                    "kind": "Workload",
+                    "name": md["name"],
+                    "uid": md.get("uid", ""),
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
         "spec": spec,
     }
 
 
 def webhook(state: KueueState):
     """The ClusterQueue rules of ``validateConcurrentAdmissionPolicy``, enforced only while the gate is on."""
+
     def check(new: dict, old: dict | None) -> list:
         if not state.config.gate(GATE):
             return []
         return validate_concurrent_admission_policy(new)
+
     return check
 
 
@@ -263,7 +298,9 @@ class VariantController(Controller):
             self._flavors[name] = new
         if ev.type != "MODIFIED" or old is None or old == new or not self.state.config.gate(GATE):
             return []
-        return parents_for_cluster_queue(self.state.local_queues.values(), self.state.workloads.values(), name)
+        return parents_for_cluster_queue(
+            self.state.local_queues.values(), self.state.workloads.values(), name
+        )
 
     # -- Reconcile --------------------------------------------------------------------------------
     def reconcile(self, key: tuple[str, str]) -> Result | None:
@@ -298,8 +335,11 @@ class VariantController(Controller):
 
     def _variants(self, parent: dict) -> list[dict]:
         uid = parent["metadata"].get("uid")
-        return [w for w in self.store.list("Workload", parent["metadata"]["namespace"])
-                if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])]
+        return [
+            w
+            for w in self.store.list("Workload", parent["metadata"]["namespace"])
+            if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])
+        ]
 
     def _refresh(self, variants: list[dict]) -> list[dict]:
         out = []
@@ -319,8 +359,9 @@ class VariantController(Controller):
                 self.store.create(variant)
             except AlreadyExists:
                 continue
-            self.events.record(parent, "Normal", REASON_CREATED,
-                               f'Variant Workload "{_key(variant)}" created')
+            self.events.record(
+                parent, "Normal", REASON_CREATED, f'Variant Workload "{_key(variant)}" created'
+            )
 
     def _delete_stale(self, parent: dict, variants: list[dict], order: dict[str, int]) -> list[dict]:
         fresh = []
@@ -331,8 +372,12 @@ class VariantController(Controller):
                 continue
             with contextlib.suppress(NotFound):
                 self.store.delete("Workload", v["metadata"]["name"], v["metadata"]["namespace"])
-            self.events.record(parent, "Normal", REASON_DELETED,
-                               f'Variant Workload "{_key(v)}" deleted; flavor "{flavor}" no longer in ClusterQueue')
+            self.events.record(
+                parent,
+                "Normal",
+                REASON_DELETED,
+                f'Variant Workload "{_key(v)}" deleted; flavor "{flavor}" no longer in ClusterQueue',
+            )
         return fresh
 
     # -- eviction ----------------------------------------------------------------------------------
@@ -392,8 +437,9 @@ class VariantController(Controller):
             if ev is not None and ev.get("status") == "True" and has_quota_reservation(out):
                 self._clear_admission(out, ev, now)
 
-    def _deactivate_variants(self, parent: dict, variants: list[dict], cq: dict, order: dict[str, int],
-                             now: float) -> None:
+    def _deactivate_variants(
+        self, parent: dict, variants: list[dict], cq: dict, order: dict[str, int], now: float
+    ) -> None:
         if not is_active(parent):
             self._deactivate(variants, f'Parent Workload "{_key(parent)}" not active', None, now)
             return
@@ -402,17 +448,29 @@ class VariantController(Controller):
             return
         adm_name, adm_flavor = admitted["metadata"]["name"], variant_flavor(admitted)
         if migration_mode(cq) == "RetainFirstAdmission":
-            self._deactivate(variants, f'RetainFirstAdmission: another Variant "{_key(admitted)}" is admitted',
-                             lambda v: v["metadata"]["name"] != adm_name, now)
+            self._deactivate(
+                variants,
+                f'RetainFirstAdmission: another Variant "{_key(admitted)}" is admitted',
+                lambda v: v["metadata"]["name"] != adm_name,
+                now,
+            )
             return
         last = last_acceptable_flavor(cq)
         if last is not None:
-            self._deactivate(variants, f'being below lastAcceptableFlavor: "{last}" and another Variant admitted '
-                                       f'"{_key(admitted)}"',
-                             lambda v: v["metadata"]["name"] != adm_name
-                             and order.get(variant_flavor(v), 0) > order.get(last, 0), now)
-        self._deactivate(self._refresh(variants), f'being lower priority than admitted Variant "{_key(admitted)}"',
-                         lambda v: order.get(variant_flavor(v), 0) > order.get(adm_flavor, 0), now)
+            self._deactivate(
+                variants,
+                f'being below lastAcceptableFlavor: "{last}" and another Variant admitted "{_key(admitted)}"',
+                lambda v: (
+                    v["metadata"]["name"] != adm_name and order.get(variant_flavor(v), 0) > order.get(last, 0)
+                ),
+                now,
+            )
+        self._deactivate(
+            self._refresh(variants),
+            f'being lower priority than admitted Variant "{_key(admitted)}"',
+            lambda v: order.get(variant_flavor(v), 0) > order.get(adm_flavor, 0),
+            now,
+        )
 
     def _activate_variants(self, parent: dict, variants: list[dict], cq: dict, order: dict[str, int]) -> None:
         if not is_active(parent):
@@ -431,12 +489,20 @@ class VariantController(Controller):
             idx = order.get(variant_flavor(v), 0)
             if last is not None:
                 if idx <= order.get(last, 0) and idx < adm:
-                    self._set_active(v, True, REASON_ACTIVATED,
-                                     f'being at least lastAcceptableFlavor: "{last}" and higher priority than '
-                                     f'admitted Variant "{_key(admitted)}"')
+                    self._set_active(
+                        v,
+                        True,
+                        REASON_ACTIVATED,
+                        f'being at least lastAcceptableFlavor: "{last}" and higher priority than '
+                        f'admitted Variant "{_key(admitted)}"',
+                    )
             elif idx < adm:
-                self._set_active(v, True, REASON_ACTIVATED,
-                                 f'being higher priority than admitted Variant "{_key(admitted)}"')
+                self._set_active(
+                    v,
+                    True,
+                    REASON_ACTIVATED,
+                    f'being higher priority than admitted Variant "{_key(admitted)}"',
+                )
 
     # -- aggregation -------------------------------------------------------------------------------
     def _sync_admission(self, parent: dict, variants: list[dict], now: float) -> None:
@@ -459,8 +525,14 @@ class VariantController(Controller):
             if not is_admitted(parent):
                 p = status_copy(parent)
                 set_quota_reservation(p, admitted["status"]["admission"], now)
-                set_condition(p, "Admitted", True, "Admitted",
-                              f"The variant {admitted['metadata']['name']} is admitted", now)
+                set_condition(
+                    p,
+                    "Admitted",
+                    True,
+                    "Admitted",
+                    f"The variant {admitted['metadata']['name']} is admitted",
+                    now,
+                )
                 self._write_status(p)
 
     def _sync_pods_ready(self, parent: dict, variant: dict) -> None:
@@ -497,8 +569,9 @@ class VariantController(Controller):
             return
         out = self._write_status(w)
         if out is not None:
-            self.events.record(out, "Normal", REASON_UNGATED,
-                               f'Opened preemption gate for variant workload "{_key(out)}"')
+            self.events.record(
+                out, "Normal", REASON_UNGATED, f'Opened preemption gate for variant workload "{_key(out)}"'
+            )
 
 
 def first_candidate_variant(admissible: list[dict]) -> dict | None:
@@ -530,8 +603,11 @@ def latest_open_gate_time(admissible: list[dict]) -> float | None:
 
 def parents_for_cluster_queue(local_queues, workloads, cq_name: str) -> list[tuple[str, str]]:
     """``parentsForClusterQueue``: Parents queued to any LocalQueue of the ClusterQueue."""
-    lqs = {(lq["metadata"].get("namespace", ""), lq["metadata"]["name"]) for lq in local_queues
-           if (lq.get("spec") or {}).get("clusterQueue") == cq_name}
+    lqs = {
+        (lq["metadata"].get("namespace", ""), lq["metadata"]["name"])
+        for lq in local_queues
+        if (lq.get("spec") or {}).get("clusterQueue") == cq_name
+    }
     out = []
     for wl in workloads:
         ns = wl["metadata"].get("namespace", "")

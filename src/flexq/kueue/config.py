@@ -19,7 +19,11 @@ import yaml
 
 __all__ = ["CONFIG_KEY", "CONFIG_NAME", "CONFIG_NAMESPACE", "KueueConfig", "parse_duration"]
 
-CONFIG_NAME, CONFIG_NAMESPACE, CONFIG_KEY = "kueue-manager-config", "kueue-system", "controller_manager_config.yaml"
+CONFIG_NAME, CONFIG_NAMESPACE, CONFIG_KEY = (
+    "kueue-manager-config",
+    "kueue-system",
+    "controller_manager_config.yaml",
+)
 
 # v0.19 feature gate defaults that change behaviour modelled here.
 DEFAULT_GATES = {
@@ -123,7 +127,9 @@ class KueueConfig:
         cfg.backoff_base_seconds = int(rs.get("backoffBaseSeconds") or 60)
         cfg.backoff_max_seconds = int(rs.get("backoffMaxSeconds") or 3600)
         cfg.manage_jobs_without_queue_name = bool(doc.get("manageJobsWithoutQueueName", False))
-        cfg.enable_cluster_queue_resources = bool((doc.get("metrics") or {}).get("enableClusterQueueResources"))
+        cfg.enable_cluster_queue_resources = bool(
+            (doc.get("metrics") or {}).get("enableClusterQueueResources")
+        )
         fw = (doc.get("integrations") or {}).get("frameworks")
         if fw:
             cfg.frameworks = tuple(fw)

@@ -165,8 +165,12 @@ class PodSetAssignment:
     def to_api(self) -> dict:
         """``status.admission.podSetAssignments[]`` entry."""
         res = sorted(self.flavors)
-        return {"name": self.name, "flavors": {r: self.flavors[r].name for r in res},
-                "resourceUsage": format_requests(self.requests, res), "count": self.count}
+        return {
+            "name": self.name,
+            "flavors": {r: self.flavors[r].name for r in res},
+            "resourceUsage": format_requests(self.requests, res),
+            "count": self.count,
+        }
 
 
 @dataclass
@@ -273,21 +277,29 @@ class Assignment:
         return " | ".join(out)
 
 
-def _merge_attempts(dst: dict[str, FlavorAttempt], src: list[FlavorAttempt], res: str, cq: ClusterQueueSnapshot) -> None:
+def _merge_attempts(
+    dst: dict[str, FlavorAttempt], src: list[FlavorAttempt], res: str, cq: ClusterQueueSnapshot
+) -> None:
     """``mergeFlavorAttemptsForResource``."""
     for at in src:
         ex = dst.get(at.flavor)
         if ex is None:
-            dst[at.flavor] = FlavorAttempt(at.flavor, at.mode, at.borrow, at.possibility,
-                                           sorted(set(at.reasons)), at.no_fit_reason)
+            dst[at.flavor] = FlavorAttempt(
+                at.flavor, at.mode, at.borrow, at.possibility, sorted(set(at.reasons)), at.no_fit_reason
+            )
             continue
         order = {"NoCandidates": 0, "Preempt": 1, "Reclaim": 2}
         poss = ex.possibility
         if at.possibility is not None and (poss is None or order[at.possibility] < order[poss]):
             poss = at.possibility
-        dst[at.flavor] = FlavorAttempt(at.flavor, min(ex.mode, at.mode), max(ex.borrow, at.borrow), poss,
-                                       sorted(set(ex.reasons) | set(at.reasons)),
-                                       most_severe(ex.no_fit_reason, at.no_fit_reason))
+        dst[at.flavor] = FlavorAttempt(
+            at.flavor,
+            min(ex.mode, at.mode),
+            max(ex.borrow, at.borrow),
+            poss,
+            sorted(set(ex.reasons) | set(at.reasons)),
+            most_severe(ex.no_fit_reason, at.no_fit_reason),
+        )
     if src:
         rg = cq.rg_by_resource.get(res)
         present = {a.flavor for a in src}
@@ -311,9 +323,16 @@ def _flavor_allowed(wl: dict, flavor: str) -> bool:
 class FlavorAssigner:
     """Assigns flavors for one workload in one ClusterQueue snapshot (Kueue ``FlavorAssigner``)."""
 
-    def __init__(self, info: WorkloadInfo, cq: ClusterQueueSnapshot, flavors: dict[str, dict],
-                 oracle: Oracle, replace_slice: WorkloadInfo | None = None,
-                 scheduling_cycle: int = 0, enable_fair_sharing: bool = False):
+    def __init__(
+        self,
+        info: WorkloadInfo,
+        cq: ClusterQueueSnapshot,
+        flavors: dict[str, dict],
+        oracle: Oracle,
+        replace_slice: WorkloadInfo | None = None,
+        scheduling_cycle: int = 0,
+        enable_fair_sharing: bool = False,
+    ):
         self.info = info
         self.cq = cq
         self.flavors = flavors
@@ -326,8 +345,9 @@ class FlavorAssigner:
     # 1. the whole workload -------------------------------------------------------------
     def assign(self) -> Assignment:
         """``assignFlavors``: pod sets in spec order, usage of earlier pod sets assumed."""
-        a = Assignment(replace_slice=self.replace_slice,
-                       last_state=AssignmentState([], self.cq.generation, self.cycle))
+        a = Assignment(
+            replace_slice=self.replace_slice, last_state=AssignmentState([], self.cq.generation, self.cycle)
+        )
         covers_pods = "pods" in self.cq.rg_by_resource
         podsets = self.info.obj["spec"]["podSets"]
         for i, psr in enumerate(self.info.total_requests):
@@ -354,8 +374,14 @@ class FlavorAssigner:
                 if status is not None:
                     group_status.reasons.extend(status.reasons)
             flavors = {r: f for r, f in (group_flavors or {}).items() if r in requests} if requests else {}
-            psa = PodSetAssignment(psr.name, flavors, group_status, requests, psr.count,
-                                   [considered[k] for k in sorted(considered)])
+            psa = PodSetAssignment(
+                psr.name,
+                flavors,
+                group_status,
+                requests,
+                psr.count,
+                [considered[k] for k in sorted(considered)],
+            )
             self._append(a, requests, psa)
             if group_status.err is not None or (requests and not flavors):
                 self._resolve_no_fit_reason(a)
@@ -397,7 +423,9 @@ class FlavorAssigner:
             for i, at in enumerate(ps.attempts):
                 if at.mode != Mode.NO_FIT:
                     continue
-                idxs = [j for j, rg in enumerate(self.cq.resource_groups) if at.flavor in rg.flavors] or [-1 - i]
+                idxs = [j for j, rg in enumerate(self.cq.resource_groups) if at.flavor in rg.flavors] or [
+                    -1 - i
+                ]
                 for j in idxs:
                     if j not in rg_min or SEVERITY.get(at.no_fit_reason, 0) < SEVERITY.get(rg_min[j], 0):
                         rg_min[j] = at.no_fit_reason
@@ -408,8 +436,14 @@ class FlavorAssigner:
         a.no_fit_reason = overall
 
     # 2. one resource group of one pod set ------------------------------------------------
-    def _find_flavor(self, ps_idx: int, podset: dict, requests: dict[str, int], res: str,
-                     assumed: dict[FlavorResource, int]):
+    def _find_flavor(
+        self,
+        ps_idx: int,
+        podset: dict,
+        requests: dict[str, int],
+        res: str,
+        assumed: dict[FlavorResource, int],
+    ):
         """``findFlavorForPodSets``: returns (flavors per resource, status or None when Fit, attempts)."""
         rg = self.cq.rg_by_resource.get(res)
         if rg is None:
@@ -428,12 +462,16 @@ class FlavorAssigner:
             fname = rg.flavors[idx]
             idx += 1
             if self.concurrent_admission and not _flavor_allowed(self.info.obj, fname):
-                status.reasons.append(f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation")
+                status.reasons.append(
+                    f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation"
+                )
                 continue
             reasons = self._check_flavor(fname, podset)
             if reasons:
                 status.reasons.extend(reasons)
-                attempts.append(FlavorAttempt(fname, Mode.NO_FIT, reasons=list(reasons), no_fit_reason="NoMatchingFlavor"))
+                attempts.append(
+                    FlavorAttempt(fname, Mode.NO_FIT, reasons=list(reasons), no_fit_reason="NoMatchingFlavor")
+                )
                 continue
             assignments: dict[str, FlavorAssignment] = {}
             rep: Granular = (PMode.FIT, 0)
@@ -442,7 +480,11 @@ class FlavorAssigner:
             nf_reason = ""
             for rname, val in reqs.items():
                 if self.replace_slice is not None:
-                    old = self.replace_slice.total_requests[ps_idx] if ps_idx < len(self.replace_slice.total_requests) else PodSetResources("", {}, 0)
+                    old = (
+                        self.replace_slice.total_requests[ps_idx]
+                        if ps_idx < len(self.replace_slice.total_requests)
+                        else PodSetResources("", {}, 0)
+                    )
                     orig = old.flavors.get(rname)
                     if orig != fname:
                         # Kueue records the mismatch and still evaluates quota for the full request.
@@ -466,8 +508,11 @@ class FlavorAssigner:
                 if rep[0] == PMode.NO_FIT:
                     continue
                 assignments[rname] = FlavorAssignment(fname, pmode.public(), borrow=borrow)
-            attempts.append(FlavorAttempt(fname, rep[0].public(), max_borrow, rep[0].possibility(),
-                                          sorted(fq_reasons), nf_reason))
+            attempts.append(
+                FlavorAttempt(
+                    fname, rep[0].public(), max_borrow, rep[0].possibility(), sorted(fq_reasons), nf_reason
+                )
+            )
             if not should_try_next_flavor(rep, ff):
                 best, best_mode = assignments, rep
                 break
@@ -486,15 +531,19 @@ class FlavorAssigner:
             return [f"flavor {fname} not found"]
         fspec = flavor.get("spec") or {}
         pspec = (podset.get("template") or {}).get("spec") or {}
-        taint = untolerated_taint(fspec.get("nodeTaints") or [],
-                                  list(pspec.get("tolerations") or []) + list(fspec.get("tolerations") or []))
+        taint = untolerated_taint(
+            fspec.get("nodeTaints") or [],
+            list(pspec.get("tolerations") or []) + list(fspec.get("tolerations") or []),
+        )
         if taint is not None:
             return [f"untolerated taint {taint_str(taint)} in flavor {fname}"]
         if not flavor_matches_affinity(pspec, fspec.get("nodeLabels") or {}):
             return [f"flavor {fname} doesn't match node affinity"]
         return []
 
-    def _fits_resource_quota(self, fr: FlavorResource, assumed: int, request: int) -> tuple[PMode, int, Status | None]:
+    def _fits_resource_quota(
+        self, fr: FlavorResource, assumed: int, request: int
+    ) -> tuple[PMode, int, Status | None]:
         """``fitsResourceQuota``."""
         cq = self.cq
         flavor, res = fr
@@ -503,15 +552,22 @@ class FlavorAssigner:
         val = assumed + request
         if val > max_cap:
             fmt = format_requests
-            msg = (f"insufficient quota for {res} in flavor {flavor}, previously considered podsets requests "
-                   f"({fmt({res: assumed})[res]}) + current podset request ({fmt({res: request})[res]}) "
-                   f"> maximum capacity ({fmt({res: max_cap})[res]})")
+            msg = (
+                f"insufficient quota for {res} in flavor {flavor}, previously considered podsets requests "
+                f"({fmt({res: assumed})[res]}) + current podset request ({fmt({res: request})[res]}) "
+                f"> maximum capacity ({fmt({res: max_cap})[res]})"
+            )
             return PMode.NO_FIT, 0, Status([msg], no_fit_reason="ExceedsMaxQuota")
         borrow, may_reclaim = find_height_of_lowest_subtree_that_fits(cq, fr, val)
         if val <= avail:
             return PMode.FIT, borrow, None
-        st = Status([f"insufficient unused quota for {res} in flavor {flavor}, "
-                     f"{format_requests({res: val - avail})[res]} more needed"], no_fit_reason="WaitingForQuota")
+        st = Status(
+            [
+                f"insufficient unused quota for {res} in flavor {flavor}, "
+                f"{format_requests({res: val - avail})[res]} more needed"
+            ],
+            no_fit_reason="WaitingForQuota",
+        )
         if cq.quota(fr).nominal >= val or may_reclaim or self._can_preempt_while_borrowing():
             possibility, borrow_after = self.oracle(cq, self.info, fr, val)
             mode = _POSSIBILITY[possibility]
@@ -521,4 +577,6 @@ class FlavorAssigner:
 
     def _can_preempt_while_borrowing(self) -> bool:
         p = self.cq.preemption
-        return p["borrowWithinCohort"] != "Never" or (self.fair_sharing and p["reclaimWithinCohort"] != "Never")
+        return p["borrowWithinCohort"] != "Never" or (
+            self.fair_sharing and p["reclaimWithinCohort"] != "Never"
+        )

@@ -159,9 +159,21 @@ class BatchJob(JobAdapter):
 
 
 def _default_submitter(head_image: str) -> dict:
-    return {"spec": {"containers": [{"name": "ray-job-submitter", "image": head_image, "resources": {
-        "limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}}],
-        "restartPolicy": "Never"}}
+    return {
+        "spec": {
+            "containers": [
+                {
+                    "name": "ray-job-submitter",
+                    "image": head_image,
+                    "resources": {
+                        "limits": {"cpu": "1", "memory": "1Gi"},
+                        "requests": {"cpu": "500m", "memory": "200Mi"},
+                    },
+                }
+            ],
+            "restartPolicy": "Never",
+        }
+    }
 
 
 class RayJob(JobAdapter):
@@ -182,19 +194,33 @@ class RayJob(JobAdapter):
         head_tpl = clone((rc.get("headGroupSpec") or {}).get("template") or {})
         containers = head_tpl.setdefault("spec", {}).setdefault("containers", [])
         if rc.get("enableInTreeAutoscaling"):
-            res = ((rc.get("autoscalerOptions") or {}).get("resources")
-                   or {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}})
+            res = (rc.get("autoscalerOptions") or {}).get("resources") or {
+                "requests": {"cpu": "500m", "memory": "512Mi"},
+                "limits": {"cpu": "500m", "memory": "512Mi"},
+            }
             containers.append({"name": "autoscaler", "resources": clone(res)})
         if self._mode() == "SidecarMode":
-            containers.append({"name": "ray-job-submitter", "resources": {
-                "limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}}})
+            containers.append(
+                {
+                    "name": "ray-job-submitter",
+                    "resources": {
+                        "limits": {"cpu": "1", "memory": "1Gi"},
+                        "requests": {"cpu": "500m", "memory": "200Mi"},
+                    },
+                }
+            )
         out = [{"name": "head", "count": 1, "template": head_tpl}]
         for wg in rc.get("workerGroupSpecs") or []:
             count = 1 if wg.get("replicas") is None else int(wg["replicas"])
             if int(wg.get("numOfHosts") or 1) > 1:
                 count *= int(wg["numOfHosts"])
-            out.append({"name": str(wg["groupName"]).lower(), "count": count,
-                        "template": clone(wg.get("template") or {})})
+            out.append(
+                {
+                    "name": str(wg["groupName"]).lower(),
+                    "count": count,
+                    "template": clone(wg.get("template") or {}),
+                }
+            )
         if self._mode() == "K8sJobMode":
             out.append({"name": "submitter", "count": 1, "template": clone(self._submitter_template())})
         return out
@@ -232,8 +258,11 @@ class RayJob(JobAdapter):
 
     def finished(self) -> tuple[str, bool, bool]:
         ds = self.status.get("jobDeploymentStatus")
-        return (self.status.get("message", ""), self.status.get("jobStatus") == "SUCCEEDED",
-                ds in ("Complete", "Failed"))
+        return (
+            self.status.get("message", ""),
+            self.status.get("jobStatus") == "SUCCEEDED",
+            ds in ("Complete", "Failed"),
+        )
 
     def pods_ready(self) -> bool:
         return ((self.status.get("rayClusterStatus") or {}).get("state")) == "ready"
@@ -270,20 +299,30 @@ class RayJob(JobAdapter):
         if self.spec.get("clusterSelector"):
             return errs
         if not self.spec.get("shutdownAfterJobFinishes"):
-            errs.append("spec.shutdownAfterJobFinishes: Invalid value: false: a kueue managed job should "
-                        "delete the cluster after finishing")
+            errs.append(
+                "spec.shutdownAfterJobFinishes: Invalid value: false: a kueue managed job should "
+                "delete the cluster after finishing"
+            )
         rc = self.cluster
         wgs = rc.get("workerGroupSpecs") or []
         if len(wgs) > 17:
-            errs.append("spec.rayClusterSpec.workerGroupSpecs: Too many: the maximum number of worker groups is 17")
+            errs.append(
+                "spec.rayClusterSpec.workerGroupSpecs: Too many: the maximum number of worker groups is 17"
+            )
         for i, wg in enumerate(wgs):
             if str(wg.get("groupName", "")).lower() == "head":
-                errs.append(f"spec.rayClusterSpec.workerGroupSpecs[{i}].groupName: Forbidden: "
-                            "\"head\" is reserved for the head group")
-        if rc.get("enableInTreeAutoscaling") and \
-                (self.obj["metadata"].get("annotations") or {}).get(ELASTIC_ANNOTATION) != "true":
-            errs.append("spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job "
-                        "should only use autoscaling when workload slicing is enabled")
+                errs.append(
+                    f"spec.rayClusterSpec.workerGroupSpecs[{i}].groupName: Forbidden: "
+                    '"head" is reserved for the head group'
+                )
+        if (
+            rc.get("enableInTreeAutoscaling")
+            and (self.obj["metadata"].get("annotations") or {}).get(ELASTIC_ANNOTATION) != "true"
+        ):
+            errs.append(
+                "spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job "
+                "should only use autoscaling when workload slicing is enabled"
+            )
         return errs
 
 

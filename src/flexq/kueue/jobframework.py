@@ -81,8 +81,11 @@ class JobController(Controller):
 
         def owner(ev) -> list:
             md = ev.object["metadata"]
-            return [(md.get("namespace", ""), r["name"]) for r in md.get("ownerReferences") or []
-                    if r.get("kind") == kind and r.get("controller")]
+            return [
+                (md.get("namespace", ""), r["name"])
+                for r in md.get("ownerReferences") or []
+                if r.get("kind") == kind and r.get("controller")
+            ]
 
         return [Watch(kind), Watch("Workload", owner)] + [Watch(k, owner) for k in self.adapter.owned_kinds()]
 
@@ -108,8 +111,12 @@ class JobController(Controller):
             if wl is not None and not is_true(wl, "Finished"):
                 set_condition(wl, "Finished", True, "Succeeded" if success else "Failed", msg, now)
                 self.store.update_status(wl, copy_result=False)
-                self.events.record(obj, "Normal", "FinishedWorkload",
-                                   f"Workload '{ns}/{wl['metadata']['name']}' is declared finished")
+                self.events.record(
+                    obj,
+                    "Normal",
+                    "FinishedWorkload",
+                    f"Workload '{ns}/{wl['metadata']['name']}' is declared finished",
+                )
             return None
         # 3. no workload: create it (suspending the job first, as Kueue's webhook would have)
         if wl is None:
@@ -142,8 +149,14 @@ class JobController(Controller):
         if not uid:
             return []
         # through the store's owner index: the stored objects themselves, read-only (clone one to change it)
-        out = [w for w in self.store.peek_list("Workload", obj["metadata"]["namespace"], owner_uid=uid)
-               if any(r.get("uid") == uid and r.get("controller") for r in w["metadata"].get("ownerReferences") or [])]
+        out = [
+            w
+            for w in self.store.peek_list("Workload", obj["metadata"]["namespace"], owner_uid=uid)
+            if any(
+                r.get("uid") == uid and r.get("controller")
+                for r in w["metadata"].get("ownerReferences") or []
+            )
+        ]
         return sorted(out, key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
 
     def _pod_sets(self, job: JobAdapter, elastic: bool) -> list[dict]:
@@ -207,7 +220,9 @@ class JobController(Controller):
         self._create(job, self._pod_sets(job, elastic), now)
         return None
 
-    def _create(self, job: JobAdapter, pod_sets: list[dict], now: float, replaces: dict | None = None) -> dict:
+    def _create(
+        self, job: JobAdapter, pod_sets: list[dict], now: float, replaces: dict | None = None
+    ) -> dict:
         obj = job.obj
         md = obj["metadata"]
         elastic = job.elastic(self.state.config.gate("ElasticJobsViaWorkloadSlices"))
@@ -215,15 +230,23 @@ class JobController(Controller):
         if replaces is not None:
             extra += f"_{len(self._owned(obj))}"
         name = workload_name(job.kind, job.group, md["name"], md.get("uid", ""), extra)
-        ann = {k: v for k, v in (md.get("annotations") or {}).items() if k.startswith("provreq.kueue.x-k8s.io/")}
+        ann = {
+            k: v for k, v in (md.get("annotations") or {}).items() if k.startswith("provreq.kueue.x-k8s.io/")
+        }
         if elastic:
             ann["kueue.x-k8s.io/elastic-job"] = "true"
             if replaces is None:
                 ann[SLICE_NAME] = name
             else:
                 ann[SLICE_REPLACEMENT_FOR] = f"{md['namespace']}/{replaces['metadata']['name']}"
-                ann[SLICE_NAME] = (replaces["metadata"].get("annotations") or {}).get(SLICE_NAME, replaces["metadata"]["name"])
-        spec: dict = {"podSets": pod_sets, "queueName": (md.get("labels") or {}).get(QUEUE_LABEL, ""), "active": True}
+                ann[SLICE_NAME] = (replaces["metadata"].get("annotations") or {}).get(
+                    SLICE_NAME, replaces["metadata"]["name"]
+                )
+        spec: dict = {
+            "podSets": pod_sets,
+            "queueName": (md.get("labels") or {}).get(QUEUE_LABEL, ""),
+            "active": True,
+        }
         limit = _max_exec_seconds(md.get("labels") or {})
         if limit is not None:
             spec["maximumExecutionTimeSeconds"] = limit
@@ -231,25 +254,49 @@ class JobController(Controller):
         if pc:
             wpc = self.store.try_get("WorkloadPriorityClass", pc)
             if wpc is None:
-                self.events.record(obj, "Warning", "WorkloadPriorityClassNotFound", f'WorkloadPriorityClass "{pc}" not found')
+                self.events.record(
+                    obj, "Warning", "WorkloadPriorityClassNotFound", f'WorkloadPriorityClass "{pc}" not found'
+                )
                 raise LookupError(f"WorkloadPriorityClass {pc} not found")
-            spec["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": pc}
+            spec["priorityClassRef"] = {
+                "group": "kueue.x-k8s.io",
+                "kind": "WorkloadPriorityClass",
+                "name": pc,
+            }
             spec["priority"] = int(wpc.get("value", 0))
         else:
             spec["priority"] = 0
-        wl = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-              "metadata": {"name": name, "namespace": md["namespace"], "annotations": ann,
-                           "labels": {JOB_UID_LABEL: md.get("uid", "")},
-                           "ownerReferences": [{"apiVersion": obj["apiVersion"], "kind": job.kind, "name": md["name"],
-                                                "uid": md.get("uid"), "controller": True, "blockOwnerDeletion": True}]},
-              "spec": spec}
+        wl = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {
+                "name": name,
+                "namespace": md["namespace"],
+                "annotations": ann,
+                "labels": {JOB_UID_LABEL: md.get("uid", "")},
+                "ownerReferences": [
+                    {
+                        "apiVersion": obj["apiVersion"],
+                        "kind": job.kind,
+                        "name": md["name"],
+                        "uid": md.get("uid"),
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": spec,
+        }
         out = self.store.create(wl)
         self.events.record(obj, "Normal", "CreatedWorkload", f"Created Workload: {md['namespace']}/{name}")
         return out
 
     def _sync_pods_ready(self, job: JobAdapter, wl: dict, now: float) -> bool:
         cur = find_condition(wl, "PodsReady")
-        not_ready, ready_msg = "Not all pods are ready or succeeded", "All pods reached readiness and the workload is running"
+        not_ready, ready_msg = (
+            "Not all pods are ready or succeeded",
+            "All pods reached readiness and the workload is running",
+        )
         if not is_admitted(wl):
             want = (False, "WaitForStart", not_ready)
         elif job.pods_ready():
@@ -261,7 +308,11 @@ class JobController(Controller):
             want = (False, "WaitForRecovery", "At least one pod has failed, waiting for recovery")
         else:
             return False
-        if cur is not None and cur.get("status") == ("True" if want[0] else "False") and cur.get("reason") == want[1]:
+        if (
+            cur is not None
+            and cur.get("status") == ("True" if want[0] else "False")
+            and cur.get("reason") == want[1]
+        ):
             return False
         set_condition(wl, "PodsReady", want[0], want[1], want[2], now)
         self.store.update_status(wl, copy_result=False)
@@ -280,8 +331,9 @@ class JobController(Controller):
             self.store.update_status(wl, copy_result=False)
             return
         out = self.store.update(job.obj)
-        self.events.record(out, "Normal", "Started",
-                           f"Admitted by clusterQueue {wl['status']['admission']['clusterQueue']}")
+        self.events.record(
+            out, "Normal", "Started", f"Admitted by clusterQueue {wl['status']['admission']['clusterQueue']}"
+        )
 
     def _stop(self, job: JobAdapter, wl: dict, msg: str) -> None:
         if job.is_suspended():

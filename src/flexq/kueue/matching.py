@@ -34,7 +34,7 @@ def flavor_matches_affinity(pod_spec: Mapping, flavor_labels: Mapping[str, str])
     for k, v in (pod_spec.get("nodeSelector") or {}).items():
         if k in keys and flavor_labels.get(k) != v:
             return False
-    na = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
+    na = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
     required = na.get("requiredDuringSchedulingIgnoredDuringExecution")
     if not required:
         return True

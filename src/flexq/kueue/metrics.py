@@ -40,7 +40,7 @@ GO_DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)  
 
 def exponential_buckets(count: int) -> tuple[float, ...]:
     """``generateExponentialBuckets(count)``: 1, then 2.5·2^k for k = 0..count-2."""
-    return (1.0, *(2.5 * 2 ** k for k in range(count - 1)))
+    return (1.0, *(2.5 * 2**k for k in range(count - 1)))
 
 
 CQ_PC = ("cluster_queue", "priority_class")
@@ -50,45 +50,84 @@ EVICTION_HELP = "The number of evicted workloads per '{}'"
 # name (without the kueue_ prefix), type, help, labels (replica_role appended), buckets for histograms
 COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "admission_attempts_total": ("The total number of attempts to admit workloads.", ("result",)),
-    "quota_reserved_workloads_total": ("The total number of quota reserved workloads per 'cluster_queue'", CQ_PC),
+    "quota_reserved_workloads_total": (
+        "The total number of quota reserved workloads per 'cluster_queue'",
+        CQ_PC,
+    ),
     "admitted_workloads_total": ("The total number of admitted workloads per 'cluster_queue'", CQ_PC),
     "finished_workloads_total": ("The total number of finished workloads per 'cluster_queue'", CQ_PC),
-    "evicted_workloads_total": (EVICTION_HELP.format("cluster_queue"),
-                                ("cluster_queue", "reason", "underlying_cause", "priority_class")),
-    "preempted_workloads_total": ("The number of preempted workloads per 'preempting_cluster_queue'",
-                                  ("preempting_cluster_queue", "reason")),
-    "local_queue_quota_reserved_workloads_total": ("The total number of quota reserved workloads per 'local_queue'",
-                                                   LQ_PC),
-    "local_queue_admitted_workloads_total": ("The total number of admitted workloads per 'local_queue'", LQ_PC),
-    "local_queue_finished_workloads_total": ("The total number of finished workloads per 'local_queue'", LQ_PC),
-    "local_queue_evicted_workloads_total": (EVICTION_HELP.format("local_queue"),
-                                            ("name", "namespace", "reason", "underlying_cause", "priority_class")),
+    "evicted_workloads_total": (
+        EVICTION_HELP.format("cluster_queue"),
+        ("cluster_queue", "reason", "underlying_cause", "priority_class"),
+    ),
+    "preempted_workloads_total": (
+        "The number of preempted workloads per 'preempting_cluster_queue'",
+        ("preempting_cluster_queue", "reason"),
+    ),
+    "local_queue_quota_reserved_workloads_total": (
+        "The total number of quota reserved workloads per 'local_queue'",
+        LQ_PC,
+    ),
+    "local_queue_admitted_workloads_total": (
+        "The total number of admitted workloads per 'local_queue'",
+        LQ_PC,
+    ),
+    "local_queue_finished_workloads_total": (
+        "The total number of finished workloads per 'local_queue'",
+        LQ_PC,
+    ),
+    "local_queue_evicted_workloads_total": (
+        EVICTION_HELP.format("local_queue"),
+        ("name", "namespace", "reason", "underlying_cause", "priority_class"),
+    ),
 }
 HISTOGRAMS: dict[str, tuple[str, tuple[str, ...], tuple[float, ...]]] = {
-    "admission_attempt_duration_seconds": ("The latency of an admission attempt.", ("result",), GO_DEFAULT_BUCKETS),
-    "quota_reserved_wait_time_seconds": ("The time between a workload was created or requeued until it got quota "
-                                         "reservation, per 'cluster_queue'", CQ_PC, exponential_buckets(14)),
-    "admission_wait_time_seconds": ("The time between a workload was created or requeued until admission, per "
-                                    "'cluster_queue'", CQ_PC, exponential_buckets(16)),
-    "admission_checks_wait_time_seconds": ("The time from when a workload got the quota reservation until "
-                                           "admission, per 'cluster_queue'", CQ_PC, exponential_buckets(14)),
-    "local_queue_quota_reserved_wait_time_seconds": ("The time between a workload was created or requeued until it "
-                                                     "got quota reservation, per 'local_queue'", LQ_PC,
-                                                     exponential_buckets(14)),
-    "local_queue_admission_wait_time_seconds": ("The time between a workload was created or requeued until "
-                                                "admission, per 'local_queue'", LQ_PC, exponential_buckets(14)),
-    "local_queue_admission_checks_wait_time_seconds": ("The time from when a workload got the quota reservation "
-                                                       "until admission, per 'local_queue'", LQ_PC,
-                                                       exponential_buckets(14)),
+    "admission_attempt_duration_seconds": (
+        "The latency of an admission attempt.",
+        ("result",),
+        GO_DEFAULT_BUCKETS,
+    ),
+    "quota_reserved_wait_time_seconds": (
+        "The time between a workload was created or requeued until it got quota "
+        "reservation, per 'cluster_queue'",
+        CQ_PC,
+        exponential_buckets(14),
+    ),
+    "admission_wait_time_seconds": (
+        "The time between a workload was created or requeued until admission, per 'cluster_queue'",
+        CQ_PC,
+        exponential_buckets(16),
+    ),
+    "admission_checks_wait_time_seconds": (
+        "The time from when a workload got the quota reservation until admission, per 'cluster_queue'",
+        CQ_PC,
+        exponential_buckets(14),
+    ),
+    "local_queue_quota_reserved_wait_time_seconds": (
+        "The time between a workload was created or requeued until it "
+        "got quota reservation, per 'local_queue'",
+        LQ_PC,
+        exponential_buckets(14),
+    ),
+    "local_queue_admission_wait_time_seconds": (
+        "The time between a workload was created or requeued until admission, per 'local_queue'",
+        LQ_PC,
+        exponential_buckets(14),
+    ),
+    "local_queue_admission_checks_wait_time_seconds": (
+        "The time from when a workload got the quota reservation until admission, per 'local_queue'",
+        LQ_PC,
+        exponential_buckets(14),
+    ),
 }
 RESOURCE_GAUGES = {  # only with metrics.enableClusterQueueResources
     "cluster_queue_resource_reservation": "Reports the cluster_queue's total resource reservation within all the flavors",
     "cluster_queue_resource_usage": "Reports the cluster_queue's total resource usage within all the flavors",
     "cluster_queue_nominal_quota": "Reports the cluster_queue's resource nominal quota within all the flavors",
     "cluster_queue_borrowing_limit": "Reports the cluster_queue's resource borrowing limit within all the flavors. "
-                                     "If borrowingLimit is unset, this metric reports +Inf.",
+    "If borrowingLimit is unset, this metric reports +Inf.",
     "cluster_queue_lending_limit": "Reports the cluster_queue's resource lending limit within all the flavors. "
-                                   "If lendingLimit is unset, this metric reports +Inf.",
+    "If lendingLimit is unset, this metric reports +Inf.",
 }
 CQ_STATUSES = ("pending", "active", "terminating")
 CONDITION_STATUSES = ("True", "False", "Unknown")
@@ -174,8 +213,10 @@ class KueueMetrics:
             return
         st = wl.get("status") or {}
         qr, adm, fin = is_true(wl, "QuotaReserved"), is_true(wl, "Admitted"), is_true(wl, "Finished")
-        evictions = {(e.get("reason", ""), e.get("underlyingCause", "")): int(e.get("count", 0))
-                     for e in (st.get("schedulingStats") or {}).get("evictions") or []}
+        evictions = {
+            (e.get("reason", ""), e.get("underlyingCause", "")): int(e.get("count", 0))
+            for e in (st.get("schedulingStats") or {}).get("evictions") or []
+        }
         cq = (st.get("admission") or {}).get("clusterQueue", "")
         old = self._seen.get(k)
         self._seen[k] = (qr, adm, fin, evictions, cq)
@@ -204,10 +245,15 @@ class KueueMetrics:
                 self.inc("local_queue_admitted_workloads_total", (lq, ns, pc))
                 self.observe("local_queue_admission_wait_time_seconds", (lq, ns, pc), wait)
             if not same_write or st.get("admissionChecks"):
-                self.observe("admission_checks_wait_time_seconds", (cq, pc), 0.0 if same_write else checks_wait)
+                self.observe(
+                    "admission_checks_wait_time_seconds", (cq, pc), 0.0 if same_write else checks_wait
+                )
                 if lq:
-                    self.observe("local_queue_admission_checks_wait_time_seconds", (lq, ns, pc),
-                                 0.0 if same_write else checks_wait)
+                    self.observe(
+                        "local_queue_admission_checks_wait_time_seconds",
+                        (lq, ns, pc),
+                        0.0 if same_write else checks_wait,
+                    )
         for (reason, cause), n in evictions.items():
             extra = n - old[3].get((reason, cause), 0)
             evicted_from = old[4] or cq
@@ -249,19 +295,26 @@ class KueueMetrics:
 
     def _gauges(self) -> Iterator[Metric]:
         s = self.state
-        info = GaugeMetricFamily("kueue_build_info", "Kueue build information. 1 labeled by git version, git "
-                                 "commit, build date, go version, compiler, platform",
-                                 labels=["git_version", "git_commit", "build_date", "go_version", "compiler",
-                                         "platform"])
+        info = GaugeMetricFamily(
+            "kueue_build_info",
+            "Kueue build information. 1 labeled by git version, git "
+            "commit, build date, go version, compiler, platform",
+            labels=["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
+        )
         info.add_metric([KUEUE_VERSION, "flexq", "", "", "", ""], 1)
         yield info
         role = [ROLE]
         cq_names = sorted(s.cqs)
-        pending = GaugeMetricFamily("kueue_pending_workloads", "The number of pending workloads, per "
-                                    "'cluster_queue' and 'status'.", labels=["cluster_queue", "status", "replica_role"])
-        lq_pending = GaugeMetricFamily("kueue_local_queue_pending_workloads", "The number of pending workloads, "
-                                       "per 'local_queue' and 'status'.",
-                                       labels=["name", "namespace", "status", "replica_role"])
+        pending = GaugeMetricFamily(
+            "kueue_pending_workloads",
+            "The number of pending workloads, per 'cluster_queue' and 'status'.",
+            labels=["cluster_queue", "status", "replica_role"],
+        )
+        lq_pending = GaugeMetricFamily(
+            "kueue_local_queue_pending_workloads",
+            "The number of pending workloads, per 'local_queue' and 'status'.",
+            labels=["name", "namespace", "status", "replica_role"],
+        )
         lq_counts: dict[str, list[int]] = {k: [0, 0] for k in s.local_queues}
         for name in cq_names:
             q = s.queues.cluster_queues.get(name)
@@ -333,7 +386,11 @@ class KueueMetrics:
             ac = find_condition(wl, "Admitted")
             reason = ac.get("reason", "") if ac else "NoReservation"
             qrc = find_condition(wl, "QuotaReserved")
-            cause = "PendingEvaluation" if qrc is None else ("" if qrc.get("status") == "True" else qrc.get("reason", ""))
+            cause = (
+                "PendingEvaluation"
+                if qrc is None
+                else ("" if qrc.get("status") == "True" else qrc.get("reason", ""))
+            )
             if not cq:
                 continue  # Kueue skips workloads whose ClusterQueue it cannot resolve
             unadmitted[(cq, reason, cause)] = unadmitted.get((cq, reason, cause), 0) + 1
@@ -341,58 +398,94 @@ class KueueMetrics:
                 lk = (lqn, ns, cq, reason, cause)
                 lq_unadmitted[lk] = lq_unadmitted.get(lk, 0) + 1
         for name, help_, table in (
-                ("kueue_reserving_active_workloads", "The number of Workloads that are reserving quota, per "
-                 "'cluster_queue'", reserving),
-                ("kueue_admitted_active_workloads", "The number of admitted Workloads that are active, per "
-                 "'cluster_queue'", admitted),
-                ("kueue_finished_workloads", "The number of finished workloads per 'cluster_queue'.", finished)):
+            (
+                "kueue_reserving_active_workloads",
+                "The number of Workloads that are reserving quota, per 'cluster_queue'",
+                reserving,
+            ),
+            (
+                "kueue_admitted_active_workloads",
+                "The number of admitted Workloads that are active, per 'cluster_queue'",
+                admitted,
+            ),
+            ("kueue_finished_workloads", "The number of finished workloads per 'cluster_queue'.", finished),
+        ):
             fam = GaugeMetricFamily(name, help_, labels=["cluster_queue", "replica_role"])
             for cq in cq_names:
                 fam.add_metric([cq, *role], table[cq])
             yield fam
         for name, help_, table in (
-                ("kueue_local_queue_reserving_active_workloads", "The number of Workloads that are reserving quota, "
-                 "per 'localQueue'", lq_res),
-                ("kueue_local_queue_admitted_active_workloads", "The number of admitted Workloads that are active, "
-                 "per 'localQueue'", lq_adm),
-                ("kueue_local_queue_finished_workloads", "The number of finished workloads, per 'local_queue'.",
-                 lq_fin)):
+            (
+                "kueue_local_queue_reserving_active_workloads",
+                "The number of Workloads that are reserving quota, per 'localQueue'",
+                lq_res,
+            ),
+            (
+                "kueue_local_queue_admitted_active_workloads",
+                "The number of admitted Workloads that are active, per 'localQueue'",
+                lq_adm,
+            ),
+            (
+                "kueue_local_queue_finished_workloads",
+                "The number of finished workloads, per 'local_queue'.",
+                lq_fin,
+            ),
+        ):
             fam = GaugeMetricFamily(name, help_, labels=["name", "namespace", "replica_role"])
             for lqk in sorted(table):
                 ns, _, lqn = lqk.partition("/")
                 fam.add_metric([lqn, ns, *role], table[lqk])
             yield fam
-        fam = GaugeMetricFamily("kueue_unadmitted_workloads", "The number of unadmitted workloads, per "
-                                "'cluster_queue', 'reason', and 'underlying_cause'.",
-                                labels=["cluster_queue", "reason", "underlying_cause", "replica_role"])
+        fam = GaugeMetricFamily(
+            "kueue_unadmitted_workloads",
+            "The number of unadmitted workloads, per 'cluster_queue', 'reason', and 'underlying_cause'.",
+            labels=["cluster_queue", "reason", "underlying_cause", "replica_role"],
+        )
         for labels, n in sorted(unadmitted.items()):
             fam.add_metric([*labels, *role], n)
         yield fam
-        fam = GaugeMetricFamily("kueue_local_queue_unadmitted_workloads", "The number of unadmitted workloads, per "
-                                "'name', 'namespace', 'cluster_queue', 'reason', and 'underlying_cause'.",
-                                labels=["name", "namespace", "cluster_queue", "reason", "underlying_cause",
-                                        "replica_role"])
+        fam = GaugeMetricFamily(
+            "kueue_local_queue_unadmitted_workloads",
+            "The number of unadmitted workloads, per "
+            "'name', 'namespace', 'cluster_queue', 'reason', and 'underlying_cause'.",
+            labels=["name", "namespace", "cluster_queue", "reason", "underlying_cause", "replica_role"],
+        )
         for labels5, n in sorted(lq_unadmitted.items()):
             fam.add_metric([*labels5, *role], n)
         yield fam
-        for i, (name, help_) in enumerate((
-                ("kueue_local_queue_resource_reservation", "Reports the localQueue's total resource reservation "
-                 "within all the flavors"),
-                ("kueue_local_queue_resource_usage", "Reports the localQueue's total resource usage within all the "
-                 "flavors"))):
-            fam = GaugeMetricFamily(name, help_, labels=["name", "namespace", "flavor", "resource", "replica_role"])
+        for i, (name, help_) in enumerate(
+            (
+                (
+                    "kueue_local_queue_resource_reservation",
+                    "Reports the localQueue's total resource reservation within all the flavors",
+                ),
+                (
+                    "kueue_local_queue_resource_usage",
+                    "Reports the localQueue's total resource usage within all the flavors",
+                ),
+            )
+        ):
+            fam = GaugeMetricFamily(
+                name, help_, labels=["name", "namespace", "flavor", "resource", "replica_role"]
+            )
             for labels4, vals in sorted(lq_usage.items()):
                 fam.add_metric([*labels4, *role], vals[i])
             yield fam
 
     def _queue_gauges(self, cq_names: list[str]) -> Iterator[Metric]:
         s, role = self.state, [ROLE]
-        status = GaugeMetricFamily("kueue_cluster_queue_status", "Reports 'cluster_queue' with its 'status' (with "
-                                   "possible values 'pending', 'active' or 'terminated').",
-                                   labels=["cluster_queue", "status", "replica_role"])
-        cq_info = GaugeMetricFamily("kueue_cluster_queue_info", "Reports ClusterQueue hierarchy information. The "
-                                    "metric has value 1 and can be joined using labels.",
-                                    labels=["cluster_queue", "parent_cohort", "root_cohort", "replica_role"])
+        status = GaugeMetricFamily(
+            "kueue_cluster_queue_status",
+            "Reports 'cluster_queue' with its 'status' (with "
+            "possible values 'pending', 'active' or 'terminated').",
+            labels=["cluster_queue", "status", "replica_role"],
+        )
+        cq_info = GaugeMetricFamily(
+            "kueue_cluster_queue_info",
+            "Reports ClusterQueue hierarchy information. The "
+            "metric has value 1 and can be joined using labels.",
+            labels=["cluster_queue", "parent_cohort", "root_cohort", "replica_role"],
+        )
         for name in cq_names:
             cq = s.cqs[name]
             if cq["metadata"].get("deletionTimestamp"):
@@ -405,25 +498,34 @@ class KueueMetrics:
             cq_info.add_metric([name, parent, self._root(parent) if parent else "", *role], 1)
         yield status
         yield cq_info
-        coh = GaugeMetricFamily("kueue_cohort_info", "Reports Cohort hierarchy information. The metric has value 1 "
-                                "and can be joined using labels.",
-                                labels=["cohort", "parent_cohort", "root_cohort", "replica_role"])
-        names = set(s.cohorts) | {(c.get("spec") or {}).get("cohortName") or (c.get("spec") or {}).get("cohort")
-                                  for c in s.cqs.values()}
+        coh = GaugeMetricFamily(
+            "kueue_cohort_info",
+            "Reports Cohort hierarchy information. The metric has value 1 and can be joined using labels.",
+            labels=["cohort", "parent_cohort", "root_cohort", "replica_role"],
+        )
+        names = set(s.cohorts) | {
+            (c.get("spec") or {}).get("cohortName") or (c.get("spec") or {}).get("cohort")
+            for c in s.cqs.values()
+        }
         for name in sorted(n for n in names if n):
             parent = ((s.cohorts.get(name) or {}).get("spec") or {}).get("parentName") or ""
             coh.add_metric([name, parent, self._root(name), *role], 1)
         yield coh
-        lq_status = GaugeMetricFamily("kueue_local_queue_status", "Reports 'localQueue' with its 'active' status "
-                                      "(with possible values 'True', 'False', or 'Unknown').",
-                                      labels=["name", "namespace", "active", "replica_role"])
+        lq_status = GaugeMetricFamily(
+            "kueue_local_queue_status",
+            "Reports 'localQueue' with its 'active' status "
+            "(with possible values 'True', 'False', or 'Unknown').",
+            labels=["name", "namespace", "active", "replica_role"],
+        )
         for lqk in sorted(s.local_queues):
             lq = s.local_queues[lqk]
             c = find_condition(lq, "Active")
             current = (c or {}).get("status", "Unknown")
             for st in CONDITION_STATUSES:
-                lq_status.add_metric([lq["metadata"]["name"], lq["metadata"].get("namespace", ""), st, *role],
-                                     1 if st == current else 0)
+                lq_status.add_metric(
+                    [lq["metadata"]["name"], lq["metadata"].get("namespace", ""), st, *role],
+                    1 if st == current else 0,
+                )
         yield lq_status
 
     def _root(self, cohort: str) -> str:
@@ -455,11 +557,17 @@ class KueueMetrics:
                 base = [parent, name, flv, res, *role]
                 fams["cluster_queue_nominal_quota"].add_metric(base, _quantity(res, q.nominal))
                 fams["cluster_queue_borrowing_limit"].add_metric(
-                    base, math.inf if q.borrowing_limit is None else _quantity(res, q.borrowing_limit))
+                    base, math.inf if q.borrowing_limit is None else _quantity(res, q.borrowing_limit)
+                )
                 fams["cluster_queue_lending_limit"].add_metric(
-                    base, math.inf if q.lending_limit is None else _quantity(res, q.lending_limit))
-                fams["cluster_queue_resource_reservation"].add_metric(base, _quantity(res, cq.usage.get((flv, res), 0)))
-                fams["cluster_queue_resource_usage"].add_metric(base, _quantity(res, usage.get((flv, res), 0)))
+                    base, math.inf if q.lending_limit is None else _quantity(res, q.lending_limit)
+                )
+                fams["cluster_queue_resource_reservation"].add_metric(
+                    base, _quantity(res, cq.usage.get((flv, res), 0))
+                )
+                fams["cluster_queue_resource_usage"].add_metric(
+                    base, _quantity(res, usage.get((flv, res), 0))
+                )
         yield from fams.values()
 
 

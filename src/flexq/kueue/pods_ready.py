@@ -43,10 +43,21 @@ from flexq.kueue.workload import (
 from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import status_copy
 
-__all__ = ["PodsScheduledTracker", "WAIT_FOR_RECOVERY", "WAIT_FOR_SCHEDULING", "WAIT_FOR_START",
-           "admitted_not_ready", "requeue_wait", "REQUEUE_JITTER"]
+__all__ = [
+    "PodsScheduledTracker",
+    "WAIT_FOR_RECOVERY",
+    "WAIT_FOR_SCHEDULING",
+    "WAIT_FOR_START",
+    "admitted_not_ready",
+    "requeue_wait",
+    "REQUEUE_JITTER",
+]
 
-WAIT_FOR_START, WAIT_FOR_RECOVERY, WAIT_FOR_SCHEDULING = "WaitForStart", "WaitForRecovery", "WaitForScheduling"
+WAIT_FOR_START, WAIT_FOR_RECOVERY, WAIT_FOR_SCHEDULING = (
+    "WaitForStart",
+    "WaitForRecovery",
+    "WaitForScheduling",
+)
 ALL_SCHEDULED = "AllRequiredPodsScheduled"
 REQUEUE_JITTER = 0.0001
 MSG_UNSCHEDULED = "Not all required pods are scheduled"
@@ -85,9 +96,14 @@ def requeue_wait(cfg: KueueConfig, count: int, rng: Random | None = None) -> flo
 def _required(wl: dict) -> dict[str, int]:
     """Pods each pod set needs (admitted counts, else the spec's)."""
     adm = (wl.get("status") or {}).get("admission") or {}
-    out = {a["name"]: int(a.get("count") or 0) for a in adm.get("podSetAssignments") or []
-           if a.get("count") is not None}
-    return out or {ps["name"]: int(ps.get("count") or 0) for ps in (wl.get("spec") or {}).get("podSets") or []}
+    out = {
+        a["name"]: int(a.get("count") or 0)
+        for a in adm.get("podSetAssignments") or []
+        if a.get("count") is not None
+    }
+    return out or {
+        ps["name"]: int(ps.get("count") or 0) for ps in (wl.get("spec") or {}).get("podSets") or []
+    }
 
 
 class PodsScheduledTracker(Controller):
@@ -180,12 +196,21 @@ class PodsScheduledTracker(Controller):
             all_in = True
         else:
             all_in = self._all_scheduled(wl)
-        changed = set_condition(wl, "PodsScheduled", all_in, ALL_SCHEDULED if all_in else WAIT_FOR_SCHEDULING,
-                                "All required pods are scheduled" if all_in else MSG_UNSCHEDULED, now)
+        changed = set_condition(
+            wl,
+            "PodsScheduled",
+            all_in,
+            ALL_SCHEDULED if all_in else WAIT_FOR_SCHEDULING,
+            "All required pods are scheduled" if all_in else MSG_UNSCHEDULED,
+            now,
+        )
         if pr is None or pr.get("status") != "True":
             reason = (pr or {}).get("reason")
             if not all_in and reason in (None, WAIT_FOR_START, "PodsReady"):
-                changed = set_condition(wl, "PodsReady", False, WAIT_FOR_SCHEDULING, MSG_UNSCHEDULED, now) or changed
+                changed = (
+                    set_condition(wl, "PodsReady", False, WAIT_FOR_SCHEDULING, MSG_UNSCHEDULED, now)
+                    or changed
+                )
             elif all_in and reason == WAIT_FOR_SCHEDULING:
                 changed = set_condition(wl, "PodsReady", False, WAIT_FOR_START, MSG_NOT_READY, now) or changed
         if changed:

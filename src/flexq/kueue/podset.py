@@ -15,7 +15,14 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["PodSetInfo", "PodSetMergeError", "from_podset", "infos_for", "merge_into_template", "restore_template"]
+__all__ = [
+    "PodSetInfo",
+    "PodSetMergeError",
+    "from_podset",
+    "infos_for",
+    "merge_into_template",
+    "restore_template",
+]
 
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 SLICE_NAME_ANNOTATION = "kueue.x-k8s.io/workload-slice-name"
@@ -39,12 +46,17 @@ class PodSetInfo:
 
     def merge(self, o: PodSetInfo) -> None:
         """``PodSetInfo.Merge``."""
-        for what, a, b in (("annotations", self.annotations, o.annotations), ("labels", self.labels, o.labels),
-                           ("nodeSelector", self.node_selector, o.node_selector)):
+        for what, a, b in (
+            ("annotations", self.annotations, o.annotations),
+            ("labels", self.labels, o.labels),
+            ("nodeSelector", self.node_selector, o.node_selector),
+        ):
             for k, v in b.items():
                 if k in a and a[k] != v:
-                    raise PodSetMergeError(f"invalid admission check PodSetUpdate: conflict for {what}: "
-                                           f"conflict for key={k}, value1={a[k]}, value2={v}")
+                    raise PodSetMergeError(
+                        f"invalid admission check PodSetUpdate: conflict for {what}: "
+                        f"conflict for key={k}, value1={a[k]}, value2={v}"
+                    )
         self.annotations.update(o.annotations)
         self.labels.update(o.labels)
         self.node_selector.update(o.node_selector)
@@ -60,10 +72,15 @@ def from_podset(ps: Mapping) -> PodSetInfo:
     """``FromPodSet``: what a Workload pod set template had originally (used to restore on stop)."""
     tpl = ps.get("template") or {}
     md, spec = tpl.get("metadata") or {}, tpl.get("spec") or {}
-    return PodSetInfo(ps["name"], int(ps.get("count", 1)), dict(md.get("labels") or {}),
-                      dict(md.get("annotations") or {}), dict(spec.get("nodeSelector") or {}),
-                      copy.deepcopy(list(spec.get("tolerations") or [])),
-                      copy.deepcopy(list(spec.get("schedulingGates") or [])))
+    return PodSetInfo(
+        ps["name"],
+        int(ps.get("count", 1)),
+        dict(md.get("labels") or {}),
+        dict(md.get("annotations") or {}),
+        dict(spec.get("nodeSelector") or {}),
+        copy.deepcopy(list(spec.get("tolerations") or [])),
+        copy.deepcopy(list(spec.get("schedulingGates") or [])),
+    )
 
 
 def infos_for(wl: Mapping, flavors: Mapping[str, Mapping]) -> list[PodSetInfo]:
@@ -82,7 +99,7 @@ def infos_for(wl: Mapping, flavors: Mapping[str, Mapping]) -> list[PodSetInfo]:
             fspec = (flavors.get(flv) or {}).get("spec") or {}
             info.node_selector.update(fspec.get("nodeLabels") or {})
             info.tolerations.extend(copy.deepcopy(fspec.get("tolerations") or []))
-        ann = (wl["metadata"].get("annotations") or {})
+        ann = wl["metadata"].get("annotations") or {}
         if ann.get("kueue.x-k8s.io/elastic-job") == "true":
             info.annotations[SLICE_NAME_ANNOTATION] = ann.get(SLICE_NAME_ANNOTATION, wl["metadata"]["name"])
         info.labels[PODSET_LABEL] = psa["name"]
@@ -90,9 +107,16 @@ def infos_for(wl: Mapping, flavors: Mapping[str, Mapping]) -> list[PodSetInfo]:
             for upd in check.get("podSetUpdates") or []:
                 if upd.get("name") == info.name:
                     try:
-                        info.merge(PodSetInfo(info.name, 0, dict(upd.get("labels") or {}),
-                                              dict(upd.get("annotations") or {}), dict(upd.get("nodeSelector") or {}),
-                                              list(upd.get("tolerations") or [])))
+                        info.merge(
+                            PodSetInfo(
+                                info.name,
+                                0,
+                                dict(upd.get("labels") or {}),
+                                dict(upd.get("annotations") or {}),
+                                dict(upd.get("nodeSelector") or {}),
+                                list(upd.get("tolerations") or []),
+                            )
+                        )
                     except PodSetMergeError as exc:
                         raise PodSetMergeError(f'in admission check "{check["name"]}": {exc}') from None
                     break
@@ -104,9 +128,15 @@ def merge_into_template(tpl: dict, info: PodSetInfo) -> None:
     """``podset.Merge`` on a PodTemplateSpec dict (raises ``PodSetMergeError`` on conflicts)."""
     md = tpl.setdefault("metadata", {})
     spec = tpl.setdefault("spec", {})
-    cur = PodSetInfo(info.name, 0, dict(md.get("labels") or {}), dict(md.get("annotations") or {}),
-                     dict(spec.get("nodeSelector") or {}), list(spec.get("tolerations") or []),
-                     list(spec.get("schedulingGates") or []))
+    cur = PodSetInfo(
+        info.name,
+        0,
+        dict(md.get("labels") or {}),
+        dict(md.get("annotations") or {}),
+        dict(spec.get("nodeSelector") or {}),
+        list(spec.get("tolerations") or []),
+        list(spec.get("schedulingGates") or []),
+    )
     cur.merge(info)
     for k, v in (("labels", cur.labels), ("annotations", cur.annotations)):
         if v:
@@ -124,9 +154,13 @@ def restore_template(tpl: dict, info: PodSetInfo) -> bool:
     md = tpl.setdefault("metadata", {})
     spec = tpl.setdefault("spec", {})
     changed = False
-    for holder, k, v in ((md, "labels", info.labels), (md, "annotations", info.annotations),
-                         (spec, "nodeSelector", info.node_selector), (spec, "tolerations", info.tolerations),
-                         (spec, "schedulingGates", info.scheduling_gates)):
+    for holder, k, v in (
+        (md, "labels", info.labels),
+        (md, "annotations", info.annotations),
+        (spec, "nodeSelector", info.node_selector),
+        (spec, "tolerations", info.tolerations),
+        (spec, "schedulingGates", info.scheduling_gates),
+    ):
         if (holder.get(k) or type(v)()) != v:
             changed = True
             if v:

@@ -42,8 +42,12 @@ REASONS = {
 }
 
 NEVER, WITHIN_CQ, HIERARCHICAL, RECLAIM_NO_BORROW, RECLAIM_WHILE_BORROWING = range(5)
-_VARIANT_REASON = {WITHIN_CQ: "InClusterQueue", HIERARCHICAL: "InCohortReclamation",
-                   RECLAIM_NO_BORROW: "InCohortReclamation", RECLAIM_WHILE_BORROWING: "InCohortReclaimWhileBorrowing"}
+_VARIANT_REASON = {
+    WITHIN_CQ: "InClusterQueue",
+    HIERARCHICAL: "InCohortReclamation",
+    RECLAIM_NO_BORROW: "InCohortReclamation",
+    RECLAIM_WHILE_BORROWING: "InCohortReclaimWhileBorrowing",
+}
 
 
 @dataclass
@@ -69,9 +73,11 @@ def preemption_message(preemptor: WorkloadInfo, reason: str, preemptor_path: str
     """The ``Preempted`` / ``Evicted`` condition message Kueue writes on the victim."""
     md = preemptor.obj.get("metadata") or {}
     job_uid = (md.get("labels") or {}).get(JOB_UID_LABEL) or "UNKNOWN"
-    return (f"Preempted to accommodate a workload (UID: {md.get('uid') or 'UNKNOWN'}, JobUID: {job_uid}) "
-            f"due to {REASONS.get(reason, 'UNKNOWN')}; preemptor path: {preemptor_path or 'UNKNOWN'}; "
-            f"preemptee path: {preemptee_path or 'UNKNOWN'}")
+    return (
+        f"Preempted to accommodate a workload (UID: {md.get('uid') or 'UNKNOWN'}, JobUID: {job_uid}) "
+        f"due to {REASONS.get(reason, 'UNKNOWN')}; preemptor path: {preemptor_path or 'UNKNOWN'}; "
+        f"preemptee path: {preemptee_path or 'UNKNOWN'}"
+    )
 
 
 def cq_path(cq: ClusterQueueSnapshot) -> str:
@@ -88,16 +94,32 @@ class _Elem:
 
 
 class _Ctx:
-    def __init__(self, snapshot: Snapshot, preemptor: WorkloadInfo, cq: ClusterQueueSnapshot,
-                 frs: set[FlavorResource], requests: dict[FlavorResource, int], now: float):
-        self.snapshot, self.preemptor, self.cq, self.frs, self.requests, self.now = snapshot, preemptor, cq, frs, requests, now
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        preemptor: WorkloadInfo,
+        cq: ClusterQueueSnapshot,
+        frs: set[FlavorResource],
+        requests: dict[FlavorResource, int],
+        now: float,
+    ):
+        self.snapshot, self.preemptor, self.cq, self.frs, self.requests, self.now = (
+            snapshot,
+            preemptor,
+            cq,
+            frs,
+            requests,
+            now,
+        )
 
     def classify(self, wl: WorkloadInfo, hierarchical_advantage: bool) -> int:
         if not wl.uses(self.frs):
             return NEVER
         p = self.cq.preemption
         same = wl.cluster_queue == self.cq.name
-        if not satisfies_policy(self.preemptor, wl, p["withinClusterQueue"] if same else p["reclaimWithinCohort"]):
+        if not satisfies_policy(
+            self.preemptor, wl, p["withinClusterQueue"] if same else p["reclaimWithinCohort"]
+        ):
             return NEVER
         if same:
             return WITHIN_CQ
@@ -132,7 +154,9 @@ class _Ctx:
             prev = root
         return hier, prio
 
-    def _collect(self, cur: CohortSnapshot, subtree_root: CohortSnapshot, skip, adv: bool, out: list[_Elem]) -> None:
+    def _collect(
+        self, cur: CohortSnapshot, subtree_root: CohortSnapshot, skip, adv: bool, out: list[_Elem]
+    ) -> None:
         for child in cur.child_cohorts:
             if child is skip or is_within_nominal(child, self.frs):
                 continue
@@ -250,15 +274,23 @@ def get_targets(snapshot: Snapshot, info: WorkloadInfo, assignment: Assignment, 
     cq = snapshot.cq(info.cluster_queue)
     if cq is None:
         return []
-    ctx = _Ctx(snapshot, info, cq, assignment.flavor_resources_need_preemption(),
-               assignment.total_requests_for(info), now)
+    ctx = _Ctx(
+        snapshot,
+        info,
+        cq,
+        assignment.flavor_resources_need_preemption(),
+        assignment.total_requests_for(info),
+        now,
+    )
     return _classical(ctx)
 
 
 def make_oracle(snapshot: Snapshot, now: float):
     """``PreemptionOracle.SimulatePreemption`` bound to a snapshot."""
 
-    def oracle(cq: ClusterQueueSnapshot, info: WorkloadInfo, fr: FlavorResource, quantity: int) -> tuple[str, int]:
+    def oracle(
+        cq: ClusterQueueSnapshot, info: WorkloadInfo, fr: FlavorResource, quantity: int
+    ) -> tuple[str, int]:
         ctx = _Ctx(snapshot, info, snapshot.cq(info.cluster_queue) or cq, {fr}, {fr: quantity}, now)
         targets = _classical(ctx)
         if not targets:

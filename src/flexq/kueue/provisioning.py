@@ -84,15 +84,24 @@ class Row:
     message_of: str = ""  # for PENDING_WITH_MESSAGE_OF: a condition of any status
 
     def matches(self, true: dict[str, dict], admitted: bool) -> bool:
-        return (all(t in true for t in self.true) and not any(t in true for t in self.not_true)
-                and (self.admitted is None or self.admitted == admitted))
+        return (
+            all(t in true for t in self.true)
+            and not any(t in true for t in self.not_true)
+            and (self.admitted is None or self.admitted == admitted)
+        )
 
 
 # ``syncCheckStates``: ProvisioningRequest conditions → admission check state; the first matching row wins.
 CHECK_STATE_TABLE: tuple[Row, ...] = (
     Row(("Failed",), Outcome.RETRY, cause="Failed", prefix="Retrying after failure: "),
-    Row(("BookingExpired",), Outcome.RETRY, not_true=("CapacityRevoked",), admitted=False,
-        cause="BookingExpired", prefix="Retrying after booking expired: "),
+    Row(
+        ("BookingExpired",),
+        Outcome.RETRY,
+        not_true=("CapacityRevoked",),
+        admitted=False,
+        cause="BookingExpired",
+        prefix="Retrying after booking expired: ",
+    ),
     Row(("CapacityRevoked",), Outcome.REJECT_WHILE_RUNNING, cause="CapacityRevoked"),
     Row(("BookingExpired",), Outcome.KEEP),  # admitted: the booking was used
     Row(("Provisioned",), Outcome.READY, cause="Provisioned"),
@@ -160,8 +169,11 @@ def _required(wl: dict, managed: list[str]) -> list[tuple[dict, dict, int]]:
 def _retry(prc: dict) -> tuple[int, int, int]:
     rs = (prc.get("spec") or {}).get("retryStrategy") or {}
     limit = rs.get("backoffLimitCount")
-    return (3 if limit is None else int(limit), int(rs.get("backoffBaseSeconds") or 60),
-            int(rs.get("backoffMaxSeconds") or 1800))
+    return (
+        3 if limit is None else int(limit),
+        int(rs.get("backoffBaseSeconds") or 60),
+        int(rs.get("backoffMaxSeconds") or 1800),
+    )
 
 
 class ProvisioningCheckController(Controller):
@@ -174,12 +186,17 @@ class ProvisioningCheckController(Controller):
         self.events = state.events
 
     def watches(self) -> list[Watch]:
-        return [Watch("AdmissionCheck", lambda ev: [ev.object["metadata"]["name"]]),
-                Watch("ProvisioningRequestConfig", self._users)]
+        return [
+            Watch("AdmissionCheck", lambda ev: [ev.object["metadata"]["name"]]),
+            Watch("ProvisioningRequestConfig", self._users),
+        ]
 
     def _users(self, ev) -> list:
-        return [a["metadata"]["name"] for a in self.store.list("AdmissionCheck")
-                if ((a.get("spec") or {}).get("parameters") or {}).get("name") == ev.object["metadata"]["name"]]
+        return [
+            a["metadata"]["name"]
+            for a in self.store.list("AdmissionCheck")
+            if ((a.get("spec") or {}).get("parameters") or {}).get("name") == ev.object["metadata"]["name"]
+        ]
 
     def reconcile(self, key: str) -> Result | None:
         ac = self.store.try_get("AdmissionCheck", key)
@@ -194,8 +211,11 @@ class ProvisioningCheckController(Controller):
         elif self.store.try_get("ProvisioningRequestConfig", ref.get("name", "")) is None:
             err = f'provisioningrequestconfigs.kueue.x-k8s.io "{ref.get("name")}" not found'
         now = self.ctx.now()
-        changed = (set_condition(ac, "Active", True, "Active", "The admission check is active", now) if err is None
-                   else set_condition(ac, "Active", False, "BadParametersRef", err, now))
+        changed = (
+            set_condition(ac, "Active", True, "Active", "The admission check is active", now)
+            if err is None
+            else set_condition(ac, "Active", False, "BadParametersRef", err, now)
+        )
         if changed:
             self.store.update_status(ac, copy_result=False)
         return None
@@ -216,12 +236,19 @@ class ProvisioningController(Controller):
     def watches(self) -> list[Watch]:
         def owner(ev) -> list:
             md = ev.object["metadata"]
-            return [(md.get("namespace", ""), r["name"]) for r in md.get("ownerReferences") or []
-                    if r.get("kind") == "Workload"]
+            return [
+                (md.get("namespace", ""), r["name"])
+                for r in md.get("ownerReferences") or []
+                if r.get("kind") == "Workload"
+            ]
 
         # SetupWithManager: Watches(AdmissionCheck, acHandler), Watches(ProvisioningRequestConfig, prcHandler)
-        return [Watch("Workload"), Watch("ProvisioningRequest", owner),
-                Watch("AdmissionCheck", self._check_changed), Watch("ProvisioningRequestConfig", self._config_changed)]
+        return [
+            Watch("Workload"),
+            Watch("ProvisioningRequest", owner),
+            Watch("AdmissionCheck", self._check_changed),
+            Watch("ProvisioningRequestConfig", self._config_changed),
+        ]
 
     def _workloads_using(self, checks: set[str]) -> list[tuple[str, str]]:
         """``WorkloadsWithAdmissionCheckKey``: workloads with one of ``checks`` in ``status.admissionChecks``."""
@@ -248,8 +275,11 @@ class ProvisioningController(Controller):
         managedResources, re-syncs the workloads using an AdmissionCheck that names it."""
         name = ev.object["metadata"]["name"]
         spec = ev.object.get("spec") or {}
-        now = (spec.get("provisioningClassName"), tuple(sorted((spec.get("parameters") or {}).items())),
-               tuple(sorted(spec.get("managedResources") or [])))
+        now = (
+            spec.get("provisioningClassName"),
+            tuple(sorted((spec.get("parameters") or {}).items())),
+            tuple(sorted(spec.get("managedResources") or [])),
+        )
         old = self._config_specs.pop(name, None)
         if ev.type != "DELETED":
             self._config_specs[name] = now
@@ -258,8 +288,11 @@ class ProvisioningController(Controller):
         users = set()
         for ac in self.state.checks.values():  # AdmissionCheckUsingConfigKey
             ref = (ac.get("spec") or {}).get("parameters") or {}
-            if ref.get("apiGroup") == "kueue.x-k8s.io" and ref.get("kind") == "ProvisioningRequestConfig" \
-                    and ref.get("name") == name:
+            if (
+                ref.get("apiGroup") == "kueue.x-k8s.io"
+                and ref.get("kind") == "ProvisioningRequestConfig"
+                and ref.get("name") == name
+            ):
                 users.add(ac["metadata"]["name"])
         return self._workloads_using(users) if users else []
 
@@ -271,14 +304,20 @@ class ProvisioningController(Controller):
             if ac is None or (ac.get("spec") or {}).get("controllerName") != PROVISIONING_CONTROLLER:
                 continue
             ref = (ac.get("spec") or {}).get("parameters") or {}
-            out[c["name"]] = self.store.try_get("ProvisioningRequestConfig", ref.get("name", "")) if ref else None
+            out[c["name"]] = (
+                self.store.try_get("ProvisioningRequestConfig", ref.get("name", "")) if ref else None
+            )
         return out
 
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
         seen = self.state.workloads.get(f"{ns}/{name}")
-        if seen is not None and not (seen.get("status") or {}).get("admissionChecks") and not is_evicted(seen) \
-                and not is_true(seen, "Finished"):
+        if (
+            seen is not None
+            and not (seen.get("status") or {}).get("admissionChecks")
+            and not is_evicted(seen)
+            and not is_true(seen, "Finished")
+        ):
             return None  # cheap exit from the cache: no check of any kind on this workload
         wl = self.store.peek("Workload", name, ns)  # read-only until the copy below
         if wl is None:
@@ -289,8 +328,11 @@ class ProvisioningController(Controller):
         if not self._checks(wl) and not (finished or evicted):
             return None  # no provisioning check on this workload: nothing to create or mirror
         uid = wl["metadata"].get("uid")
-        owned = [p for p in self.store.list("ProvisioningRequest", ns)
-                 if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])]
+        owned = [
+            p
+            for p in self.store.list("ProvisioningRequest", ns)
+            if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])
+        ]
         if finished or evicted:
             if finished or self.state.config.gate("CleanupProvisioningRequestsOnEviction"):
                 for p in owned:
@@ -384,7 +426,9 @@ class ProvisioningController(Controller):
             changed = _set(st, "message", row.prefix + cause_msg)
             if attempt > int(st.get("retryCount") or 0):
                 _set(st, "state", "Retry")
-                st["requeueAfterSeconds"] = int(backoff_seconds(base, cap, int(st.get("retryCount") or 0) + 1))
+                st["requeueAfterSeconds"] = int(
+                    backoff_seconds(base, cap, int(st.get("retryCount") or 0) + 1)
+                )
                 changed = True
             return changed
         if row.outcome is Outcome.REJECT_WHILE_RUNNING:
@@ -411,13 +455,18 @@ class ProvisioningController(Controller):
         refs = {template_name(pr["metadata"]["name"], ps["name"]): ps["name"] for ps in wl["spec"]["podSets"]}
         out = []
         for ps in (pr.get("spec") or {}).get("podSets") or []:
-            u = {"name": refs.get(ps["podTemplateRef"]["name"], ""),
-                 "annotations": {CONSUME: pr["metadata"]["name"], CLASS: pr["spec"]["provisioningClassName"]}}
+            u = {
+                "name": refs.get(ps["podTemplateRef"]["name"], ""),
+                "annotations": {CONSUME: pr["metadata"]["name"], CLASS: pr["spec"]["provisioningClassName"]},
+            }
             psu = (prc.get("spec") or {}).get("podSetUpdates")
             if psu:
                 details = (pr.get("status") or {}).get("provisioningClassDetails") or {}
-                u["nodeSelector"] = {n["key"]: details[n["valueFromProvisioningClassDetail"]]
-                                     for n in psu.get("nodeSelector") or [] if n["valueFromProvisioningClassDetail"] in details}
+                u["nodeSelector"] = {
+                    n["key"]: details[n["valueFromProvisioningClassDetail"]]
+                    for n in psu.get("nodeSelector") or []
+                    if n["valueFromProvisioningClassDetail"] in details
+                }
             out.append(u)
         return out
 
@@ -437,9 +486,14 @@ class ProvisioningController(Controller):
             if pr is not None:
                 failed = find_condition(pr, "Failed")
                 expired = find_condition(pr, "BookingExpired")
-                if ((failed and failed.get("status") == "True")
-                        or (expired and expired.get("status") == "True" and not is_admitted(wl))) \
-                        and st is not None and st.get("state") == "Pending":
+                if (
+                    (
+                        (failed and failed.get("status") == "True")
+                        or (expired and expired.get("status") == "True" and not is_admitted(wl))
+                    )
+                    and st is not None
+                    and st.get("state") == "Pending"
+                ):
                     attempt, create = (_attempt(pr, name, check) or 1) + 1, True
             if create:
                 self._create(wl, check, prc, attempt, required)
@@ -447,10 +501,18 @@ class ProvisioningController(Controller):
     def _create(self, wl: dict, check: str, prc: dict, attempt: int, required: list) -> None:
         ns, name = wl["metadata"]["namespace"], wl["metadata"]["name"]
         rname = request_name(name, check, attempt)
-        owner = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": name,
-                 "uid": wl["metadata"].get("uid"), "controller": True, "blockOwnerDeletion": True}
-        infos = {i.name: i for i in infos_for({**wl, "status": {"admission": wl["status"]["admission"]}},
-                                               self.state.flavors)}
+        owner = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "name": name,
+            "uid": wl["metadata"].get("uid"),
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        infos = {
+            i.name: i
+            for i in infos_for({**wl, "status": {"admission": wl["status"]["admission"]}}, self.state.flavors)
+        }
         pod_sets = []
         for ps, _psa, count in required:
             tname = template_name(rname, ps["name"])
@@ -461,14 +523,25 @@ class ProvisioningController(Controller):
                     info.labels.pop("kueue.x-k8s.io/podset", None)
                     merge_into_template(tpl, info)
                 for c in list((tpl.get("spec") or {}).get("containers") or []) + list(
-                        (tpl.get("spec") or {}).get("initContainers") or []):
+                    (tpl.get("spec") or {}).get("initContainers") or []
+                ):
                     res = c.setdefault("resources", {})
                     for r, q in (res.get("limits") or {}).items():
                         res.setdefault("requests", {}).setdefault(r, q)
                 try:
-                    self.store.create({"apiVersion": "v1", "kind": "PodTemplate",
-                                       "metadata": {"name": tname, "namespace": ns, "labels": {MANAGED: "true"},
-                                                    "ownerReferences": [owner]}, "template": tpl})
+                    self.store.create(
+                        {
+                            "apiVersion": "v1",
+                            "kind": "PodTemplate",
+                            "metadata": {
+                                "name": tname,
+                                "namespace": ns,
+                                "labels": {MANAGED: "true"},
+                                "ownerReferences": [owner],
+                            },
+                            "template": tpl,
+                        }
+                    )
                 except (AlreadyExists, Invalid) as exc:
                     self._failed(wl, check, f'Error creating PodTemplate "{tname}": {exc}')
                     return
@@ -476,21 +549,39 @@ class ProvisioningController(Controller):
         params = dict((prc.get("spec") or {}).get("parameters") or {})
         for k, v in (wl["metadata"].get("annotations") or {}).items():
             if k.startswith(PARAM_PREFIX):
-                params[k[len(PARAM_PREFIX):]] = v
+                params[k[len(PARAM_PREFIX) :]] = v
         spec: dict = {"provisioningClassName": prc["spec"]["provisioningClassName"], "podSets": pod_sets}
         if params:
             spec["parameters"] = params
         try:
-            pr = self.store.create({"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
-                                    "metadata": {"name": rname, "namespace": ns, "labels": {MANAGED: "true"},
-                                                 "ownerReferences": [owner]}, "spec": spec})
+            pr = self.store.create(
+                {
+                    "apiVersion": "autoscaling.x-k8s.io/v1",
+                    "kind": "ProvisioningRequest",
+                    "metadata": {
+                        "name": rname,
+                        "namespace": ns,
+                        "labels": {MANAGED: "true"},
+                        "ownerReferences": [owner],
+                    },
+                    "spec": spec,
+                }
+            )
         except (AlreadyExists, Invalid) as exc:
             self._failed(wl, check, f'Error creating ProvisioningRequest "{rname}": {exc}')
             return
-        self.events.record(wl, "Normal", "ProvisioningRequestCreated", f'Created ProvisioningRequest: "{rname}"')
+        self.events.record(
+            wl, "Normal", "ProvisioningRequestCreated", f'Created ProvisioningRequest: "{rname}"'
+        )
         # the PodTemplates now belong to the request
-        pr_owner = {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest", "name": rname,
-                    "uid": pr["metadata"].get("uid"), "controller": True, "blockOwnerDeletion": True}
+        pr_owner = {
+            "apiVersion": "autoscaling.x-k8s.io/v1",
+            "kind": "ProvisioningRequest",
+            "name": rname,
+            "uid": pr["metadata"].get("uid"),
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
         for ps in pod_sets:
             pt = self.store.try_get("PodTemplate", ps["podTemplateRef"]["name"], ns)
             if pt is not None:

@@ -22,8 +22,12 @@ from flexq.kueue.workload import is_admitted, set_condition
 from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import clone
 
-__all__ = ["ClusterQueueStatusController", "LocalQueueStatusController", "RequeuerController",
-           "SchedulerController"]
+__all__ = [
+    "ClusterQueueStatusController",
+    "LocalQueueStatusController",
+    "RequeuerController",
+    "SchedulerController",
+]
 
 REQUEUE_BATCH_PERIOD = 1.0  # pkg/cache/queue/inadmissible_workloads.go requeueBatchPeriod
 UPDATES_BATCH_PERIOD = 1.0  # pkg/constants UpdatesBatchPeriod: queue status follows workload churn in batches
@@ -186,11 +190,21 @@ class LocalQueueStatusController(Controller):
         if (spec.get("stopPolicy") or "None") != "None":
             set_condition(lq, "Active", False, "Stopped", "LocalQueue is stopped", now)
         elif cq is None or self.state.inactive_reason(cq_name) is not None:
-            set_condition(lq, "Active", False, "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue", now)
+            set_condition(
+                lq,
+                "Active",
+                False,
+                "ClusterQueueIsInactive",
+                "Can't submit new workloads to clusterQueue",
+                now,
+            )
         else:
             set_condition(lq, "Active", True, "Ready", "Can submit new workloads to localQueue", now)
-        infos = [i for i in self.state.reserving.values()
-                 if i.obj["metadata"].get("namespace") == ns and (i.obj.get("spec") or {}).get("queueName") == name]
+        infos = [
+            i
+            for i in self.state.reserving.values()
+            if i.obj["metadata"].get("namespace") == ns and (i.obj.get("spec") or {}).get("queueName") == name
+        ]
         st = lq.setdefault("status", {})
         st["pendingWorkloads"] = self.state.queues.pending_in_local_queue(ns, name)
         st["reservingWorkloads"] = len(infos)

@@ -52,8 +52,12 @@ def _sort_key(info: WorkloadInfo) -> tuple:
 
 def _queue_relevant(info: WorkloadInfo) -> tuple:
     st = info.obj.get("status") or {}
-    return (info.obj.get("spec"), st.get("reclaimablePods"), find_condition(info.obj, "Evicted"),
-            find_condition(info.obj, "Requeued"))
+    return (
+        info.obj.get("spec"),
+        st.get("reclaimablePods"),
+        find_condition(info.obj, "Evicted"),
+        find_condition(info.obj, "Requeued"),
+    )
 
 
 @dataclass
@@ -72,7 +76,9 @@ class PendingQueue:
     flush_cycle: int = -1
     sticky: str | None = None
     bulk_moved: dict[str, str] = field(default_factory=dict)  # SchedulingEquivalenceHashing: hash -> reason
-    lq_pending: dict[str, int] = field(default_factory=dict)  # "ns/queueName" -> workloads in heap or inadmissible
+    lq_pending: dict[str, int] = field(
+        default_factory=dict
+    )  # "ns/queueName" -> workloads in heap or inadmissible
     _counted: dict[str, str] = field(default_factory=dict)  # key -> the "ns/queueName" it is counted under
 
     def update(self, cq: dict) -> None:
@@ -140,7 +146,11 @@ class PendingQueue:
         if info.key not in self.items and not backoff_expired(info, now):
             self.inadmissible[info.key] = info
             return
-        if self.strategy == "BestEffortFIFO" and info.key not in self.items and info.scheduling_hash in self.bulk_moved:
+        if (
+            self.strategy == "BestEffortFIFO"
+            and info.key not in self.items
+            and info.scheduling_hash in self.bulk_moved
+        ):
             self.inadmissible[info.key] = info  # an equivalent workload just failed: skip the evaluation
             return
         self._push(info)
@@ -197,7 +207,9 @@ class PendingQueue:
             if moved:
                 self.inadmissible.update(moved)
                 if 2 * len(moved) > len(items):
-                    self.items = items = dict(compress(items.items(), map(h.__ne__, map(_HASH, items.values()))))
+                    self.items = items = dict(
+                        compress(items.items(), map(h.__ne__, map(_HASH, items.values())))
+                    )
                 else:
                     for k in moved:
                         del items[k]
@@ -284,13 +296,16 @@ class QueueManager:
 
     def set_cohorts(self, cohorts: Iterable[dict]) -> None:
         """Cohort parents, for finding the root cohort to flush."""
-        self.cohort_parent = {c["metadata"]["name"]: (c.get("spec") or {}).get("parentName") or ""
-                              for c in cohorts}
+        self.cohort_parent = {
+            c["metadata"]["name"]: (c.get("spec") or {}).get("parentName") or "" for c in cohorts
+        }
 
     def add_or_update_local_queue(self, lq: dict) -> None:
         """Register a LocalQueue."""
         md = lq["metadata"]
-        self.local_queues[f"{md.get('namespace', '')}/{md['name']}"] = (lq.get("spec") or {}).get("clusterQueue", "")
+        self.local_queues[f"{md.get('namespace', '')}/{md['name']}"] = (lq.get("spec") or {}).get(
+            "clusterQueue", ""
+        )
 
     def delete_local_queue(self, namespace: str, name: str) -> None:
         """Forget a LocalQueue (its workloads leave the heaps)."""
@@ -300,7 +315,11 @@ class QueueManager:
             if k.startswith(namespace + "/"):
                 q = self.cluster_queues.get(cqn)
                 info = (q.items.get(k) or q.inadmissible.get(k)) if q is not None else None
-                if q is not None and info is not None and (info.obj.get("spec") or {}).get("queueName") == name:
+                if (
+                    q is not None
+                    and info is not None
+                    and (info.obj.get("spec") or {}).get("queueName") == name
+                ):
                     q.delete(k)
                     del self.workload_cq[k]
 
@@ -394,10 +413,15 @@ class QueueManager:
                 out.add(n)
         return out
 
-    def flush(self, cq_names: Iterable[str], now: float, namespace_labels: Callable[[str], dict | None]) -> int:
+    def flush(
+        self, cq_names: Iterable[str], now: float, namespace_labels: Callable[[str], dict | None]
+    ) -> int:
         """Move inadmissible workloads of these ClusterQueues back to their heaps."""
-        return sum(self.cluster_queues[n].flush(now, namespace_labels)
-                   for n in sorted(cq_names) if n in self.cluster_queues)
+        return sum(
+            self.cluster_queues[n].flush(now, namespace_labels)
+            for n in sorted(cq_names)
+            if n in self.cluster_queues
+        )
 
     def pending(self, cq_name: str) -> int:
         """Pending workloads (heap + inadmissible) of a ClusterQueue."""

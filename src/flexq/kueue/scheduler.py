@@ -64,8 +64,17 @@ class Entry:
     replaced: WorkloadInfo | None = None
 
 
-def evict(store, recorder: EventRecorder, wl: dict, reason: str, message: str, now: float,
-          underlying: str = "", prepare=None, merge_patch: bool = False) -> dict | None:
+def evict(
+    store,
+    recorder: EventRecorder,
+    wl: dict,
+    reason: str,
+    message: str,
+    now: float,
+    underlying: str = "",
+    prepare=None,
+    merge_patch: bool = False,
+) -> dict | None:
     """``workloadevict.Evict``: Evicted=True, checks reset to Pending, eviction counters, event.
 
     ``resetChecksOnEviction`` builds each reset check without ``retryCount`` unless it was in Retry (then +1),
@@ -132,7 +141,9 @@ class Scheduler:
         # 3. Calculate requirements (flavors, borrowing, preemption targets).
         entries, inadmissible = self.nominate(heads, snap, now)
         # 4. Order: non-borrowing first, then priority, then queue-order timestamp.
-        entries.sort(key=lambda e: (e.assignment.borrowing if e.assignment else 0, -e.info.priority, e.info.order_ts))
+        entries.sort(
+            key=lambda e: (e.assignment.borrowing if e.assignment else 0, -e.info.priority, e.info.order_ts)
+        )
         # 5. Admit entries against the same snapshot.
         preempted: set[str] = set()
         progress = False
@@ -149,14 +160,17 @@ class Scheduler:
         for e in inadmissible:
             self.requeue_and_update(e, now)
         if self.state.metrics is not None:  # metrics.AdmissionAttempt, at the end of a cycle that had heads
-            self.state.metrics.admission_attempt(any(e.status == "assumed" for e in entries),
-                                              self.state.now() - now)
+            self.state.metrics.admission_attempt(
+                any(e.status == "assumed" for e in entries), self.state.now() - now
+            )
         if self._issued:
             progress = True
         return progress or before != self.state.queues.shape()
 
     # 3. nominate ------------------------------------------------------------------------------------
-    def nominate(self, heads: list[WorkloadInfo], snap: Snapshot, now: float) -> tuple[list[Entry], list[Entry]]:
+    def nominate(
+        self, heads: list[WorkloadInfo], snap: Snapshot, now: float
+    ) -> tuple[list[Entry], list[Entry]]:
         entries, inadmissible = [], []
         for h in heads:
             e = Entry(h, snap.cq(h.cluster_queue))
@@ -169,8 +183,10 @@ class Scheduler:
                 e.msg, e.reason = f"ClusterQueue {h.cluster_queue} is inactive", "Suspended"
             elif e.cq is None:
                 e.msg, e.reason = f"ClusterQueue {h.cluster_queue} not found", "Misconfigured"
-            elif not label_selector_matches(e.cq.namespace_selector,
-                                            self.state.namespace_labels(wl["metadata"].get("namespace", "")) or {}):
+            elif not label_selector_matches(
+                e.cq.namespace_selector,
+                self.state.namespace_labels(wl["metadata"].get("namespace", "")) or {},
+            ):
                 e.msg, e.reason = "workload namespace doesn't match ClusterQueue selector", "Misconfigured"
                 e.requeue_reason = "NamespaceMismatch"
             else:
@@ -186,11 +202,16 @@ class Scheduler:
         last = info.last_assignment
         # FlavorFungibilityPreserveScanProgress: keep the progress of the previous cycle,
         # otherwise drop it once the ClusterQueue's allocatable resources changed.
-        if (isinstance(last, AssignmentState) and self.cycle_no - last.scheduling_cycle > 1
-                and cq.generation > last.cq_generation):
+        if (
+            isinstance(last, AssignmentState)
+            and self.cycle_no - last.scheduling_cycle > 1
+            and cq.generation > last.cq_generation
+        ):
             info.last_assignment = None
         e.replaced = self._replaced_slice(info, snap)
-        fa = FlavorAssigner(info, cq, snap.resource_flavors, make_oracle(snap, now), e.replaced, self.cycle_no)
+        fa = FlavorAssigner(
+            info, cq, snap.resource_flavors, make_oracle(snap, now), e.replaced, self.cycle_no
+        )
         fa.concurrent_admission = self.state.config.gate(ca.GATE)
         a = fa.assign()
         targets: list[Target] = []
@@ -221,7 +242,11 @@ class Scheduler:
         a, cq = e.assignment, e.cq
         assert a is not None and cq is not None  # nominated entries have both
         gate = self.state.config.gate(ca.GATE)
-        if gate and ca.is_variant(e.info.obj) and self._admitted_sibling(e, lambda sib, me: me > sib) is not None:
+        if (
+            gate
+            and ca.is_variant(e.info.obj)
+            and self._admitted_sibling(e, lambda sib, me: me > sib) is not None
+        ):
             e.status, e.reason = "skipped", "PendingEvaluation"
             e.msg = "A more favorable variant is already admitted"
             return
@@ -269,7 +294,11 @@ class Scheduler:
                 e.msg += f". Pending the preemption of {n} workload(s)"
                 e.requeue_reason = "PendingPreemption"
             return
-        if self.state.config.wait_for_pods_ready and self.state.config.block_admission and not self._all_ready():
+        if (
+            self.state.config.wait_for_pods_ready
+            and self.state.config.block_admission
+            and not self._all_ready()
+        ):
             e.status, e.reason = "skipped", "WaitingForPodsReady"
             e.msg = "waiting for all admitted workloads to be in PodsReady condition"
             return
@@ -321,8 +350,10 @@ class Scheduler:
 
     def _issue_migration(self, e: Entry, victim: WorkloadInfo, now: float) -> None:
         """``issueMigration``: evict the less favorable admitted sibling (``FlavorMigration``)."""
-        msg = (f"Evicted to accommodate a workload (UID: {e.info.obj['metadata'].get('uid', '')}) due to migration "
-               "to more favorable resource flavor")
+        msg = (
+            f"Evicted to accommodate a workload (UID: {e.info.obj['metadata'].get('uid', '')}) due to migration "
+            "to more favorable resource flavor"
+        )
         try:
             if evict(self.store, self.events, victim.obj, "FlavorMigration", msg, now) is not None:
                 self._issued += 1
@@ -363,15 +394,27 @@ class Scheduler:
                 n += 1
                 continue
             target_cq = snap.cq(t.cluster_queue)
-            msg = preemption_message(e.info, t.reason, cq_path(e.cq),
-                                     cq_path(target_cq) if target_cq is not None else t.cluster_queue)
+            msg = preemption_message(
+                e.info,
+                t.reason,
+                cq_path(e.cq),
+                cq_path(target_cq) if target_cq is not None else t.cluster_queue,
+            )
 
             def prep(obj: dict, reason=t.reason, msg=msg) -> None:
                 set_condition(obj, "Preempted", True, reason, msg, now)
 
             try:
-                out = evict(self.store, self.events, wl, "Preempted", msg, now, prepare=prep,
-                            merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
+                out = evict(
+                    self.store,
+                    self.events,
+                    wl,
+                    "Preempted",
+                    msg,
+                    now,
+                    prepare=prep,
+                    merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"),
+                )
             except (Conflict, NotFound):
                 continue
             if out is None:
@@ -379,13 +422,19 @@ class Scheduler:
             self._issued += 1
             if self.state.metrics is not None:
                 self.state.metrics.preemption(e.info.cluster_queue, t.reason)
-            priorities = (f"preemptor effective priority: {e.info.priority} (base: {e.info.priority}, boost: 0); "
-                          f"preemptee effective priority: {t.info.priority} (base: {t.info.priority}, boost: 0)")
+            priorities = (
+                f"preemptor effective priority: {e.info.priority} (base: {e.info.priority}, boost: 0); "
+                f"preemptee effective priority: {t.info.priority} (base: {t.info.priority}, boost: 0)"
+            )
             self.events.record(out, "Normal", "Preempted", f"{msg}; {priorities}")
             vm = wl["metadata"]
-            self.events.record(e.info.obj, "Normal", "PreemptedWorkload",  # on the preemptor, as IssuePreemptions
-                               f"Preempted workload {vm['namespace']}/{vm['name']} (UID: {vm.get('uid', '')}) in "
-                               f"ClusterQueue {t.info.cluster_queue}; {priorities}")
+            self.events.record(
+                e.info.obj,
+                "Normal",
+                "PreemptedWorkload",  # on the preemptor, as IssuePreemptions
+                f"Preempted workload {vm['namespace']}/{vm['name']} (UID: {vm.get('uid', '')}) in "
+                f"ClusterQueue {t.info.cluster_queue}; {priorities}",
+            )
             n += 1
         return n
 
@@ -419,18 +468,26 @@ class Scheduler:
             msg += f"; Flavors considered: {considered}"
         self.events.record(out, "Normal", "QuotaReserved", msg)
         if is_true(out, "Admitted"):
-            self.events.record(out, "Normal", "Admitted",
-                               f"Admitted by ClusterQueue {e.info.cluster_queue}, wait time since reservation was 0s")
+            self.events.record(
+                out,
+                "Normal",
+                "Admitted",
+                f"Admitted by ClusterQueue {e.info.cluster_queue}, wait time since reservation was 0s",
+            )
         if old_slice is not None:
             self._finish_replaced(old_slice, out, now)
 
     def _finish_replaced(self, old: Target, new: dict, now: float) -> None:
-        wl = self.store.try_get("Workload", old.info.obj["metadata"]["name"], old.info.obj["metadata"]["namespace"])
+        wl = self.store.try_get(
+            "Workload", old.info.obj["metadata"]["name"], old.info.obj["metadata"]["namespace"]
+        )
         if wl is None or find_condition(wl, "Finished"):
             return
         md = new["metadata"]
-        msg = (f"Replaced to accommodate a workload (UID: {md.get('uid')}, JobUID: "
-               f"{(md.get('labels') or {}).get('kueue.x-k8s.io/job-uid', 'UNKNOWN')}) due to workload slice aggregation")
+        msg = (
+            f"Replaced to accommodate a workload (UID: {md.get('uid')}, JobUID: "
+            f"{(md.get('labels') or {}).get('kueue.x-k8s.io/job-uid', 'UNKNOWN')}) due to workload slice aggregation"
+        )
         set_condition(wl, "Finished", True, "WorkloadSliceReplaced", msg, now)
         out = self.store.update_status(wl)
         self.events.record(out, "Normal", "WorkloadSliceReplaced", msg)
@@ -449,7 +506,9 @@ class Scheduler:
         reason = e.reason or "Pending"
         changed = unset_quota_reservation(wl, reason, e.msg, now)
         if e.status == "preemptionGated":
-            changed = set_condition(wl, "BlockedOnPreemptionGates", True, "PreemptionGated", e.msg, now) or changed
+            changed = (
+                set_condition(wl, "BlockedOnPreemptionGates", True, "PreemptionGated", e.msg, now) or changed
+            )
         reqs = [{"name": p.name, "resources": format_requests(p.requests)} for p in e.info.total_requests]
         st = wl.setdefault("status", {})
         if st.get("resourceRequests") != reqs:

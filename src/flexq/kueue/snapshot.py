@@ -58,7 +58,9 @@ class ResourceGroup:
     flavors: tuple[str, ...]
 
 
-def parse_resource_groups(groups: Iterable[Mapping]) -> tuple[list[ResourceGroup], dict[FlavorResource, ResourceQuota]]:
+def parse_resource_groups(
+    groups: Iterable[Mapping],
+) -> tuple[list[ResourceGroup], dict[FlavorResource, ResourceQuota]]:
     """``resourceGroups`` → groups and per (flavor, resource) quotas (``createResourceQuotas``)."""
     rgs: list[ResourceGroup] = []
     quotas: dict[FlavorResource, ResourceQuota] = {}
@@ -153,9 +155,22 @@ class CohortSnapshot(Node):
 class ClusterQueueSnapshot(Node):
     """A ClusterQueue in a snapshot: quotas, groups, policies and its admitted workloads."""
 
-    __slots__ = ("spec", "resource_groups", "rg_by_resource", "workloads", "preemption",
-                 "fungibility", "admission_checks", "namespace_selector", "queueing_strategy",
-                 "generation", "all_flavors", "active", "stop_policy", "owns_workloads")
+    __slots__ = (
+        "spec",
+        "resource_groups",
+        "rg_by_resource",
+        "workloads",
+        "preemption",
+        "fungibility",
+        "admission_checks",
+        "namespace_selector",
+        "queueing_strategy",
+        "generation",
+        "all_flavors",
+        "active",
+        "stop_policy",
+        "owns_workloads",
+    )
 
     def __init__(self, cq: Mapping):
         spec = cq.get("spec") or {}
@@ -165,7 +180,9 @@ class ClusterQueueSnapshot(Node):
         self.resource_groups = rgs
         self.rg_by_resource = {r: g for g in rgs for r in g.covered}
         self.workloads: dict[str, WorkloadInfo] = {}
-        self.owns_workloads = True  # False while ``workloads`` is shared with a clone (copied on first change)
+        self.owns_workloads = (
+            True  # False while ``workloads`` is shared with a clone (copied on first change)
+        )
         p = spec.get("preemption") or {}
         bwc = p.get("borrowWithinCohort") or {}
         self.preemption: dict[str, Any] = {
@@ -178,7 +195,9 @@ class ClusterQueueSnapshot(Node):
         self.fungibility = {
             "whenCanBorrow": _LEGACY_FUNGIBILITY.get(ff.get("whenCanBorrow") or "", ff.get("whenCanBorrow"))
             or "MayStopSearch",
-            "whenCanPreempt": _LEGACY_FUNGIBILITY.get(ff.get("whenCanPreempt") or "", ff.get("whenCanPreempt"))
+            "whenCanPreempt": _LEGACY_FUNGIBILITY.get(
+                ff.get("whenCanPreempt") or "", ff.get("whenCanPreempt")
+            )
             or "TryNextFlavor",
             "preference": ff.get("preference"),
         }
@@ -203,7 +222,11 @@ class ClusterQueueSnapshot(Node):
         n.name, n.quotas, n.spec, n.resource_groups = self.name, self.quotas, self.spec, self.resource_groups
         n.rg_by_resource, n.preemption, n.fungibility = self.rg_by_resource, self.preemption, self.fungibility
         n.admission_checks, n.namespace_selector = self.admission_checks, self.namespace_selector
-        n.queueing_strategy, n.generation, n.all_flavors = self.queueing_strategy, self.generation, self.all_flavors
+        n.queueing_strategy, n.generation, n.all_flavors = (
+            self.queueing_strategy,
+            self.generation,
+            self.all_flavors,
+        )
         n.active, n.stop_policy = self.active, self.stop_policy
         n.subtree_quota = self.subtree_quota  # fixed once the snapshot is built: shared
         n.usage = dict(self.usage)
@@ -314,7 +337,9 @@ def _update_cohort(cohort: CohortSnapshot) -> None:
             cohort.usage[fr] = cohort.usage.get(fr, 0) + max(0, u - child.local_quota(fr))
 
 
-def quantities_fit_in_quota(node: Node, requests: Mapping[FlavorResource, int]) -> tuple[bool, dict[FlavorResource, int]]:
+def quantities_fit_in_quota(
+    node: Node, requests: Mapping[FlavorResource, int]
+) -> tuple[bool, dict[FlavorResource, int]]:
     """``QuantitiesFitInQuota``: whether requests fit this node, and what remains for its parent."""
     fits = True
     remaining = {}
@@ -330,7 +355,9 @@ def is_within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
     return all(node.subtree_quota.get(fr, 0) >= node.usage.get(fr, 0) for fr in frs)
 
 
-def find_height_of_lowest_subtree_that_fits(cq: ClusterQueueSnapshot, fr: FlavorResource, val: int) -> tuple[int, bool]:
+def find_height_of_lowest_subtree_that_fits(
+    cq: ClusterQueueSnapshot, fr: FlavorResource, val: int
+) -> tuple[int, bool]:
     """Borrowing level of ``val`` more ``fr`` (0 = none) and whether that subtree is below the root."""
     if not cq.borrowing_with(fr, val) or cq.parent is None:
         return 0, cq.parent is not None
@@ -392,12 +419,17 @@ class Snapshot:
         return out
 
 
-def build_snapshot(cluster_queues: Iterable[Mapping], cohorts: Iterable[Mapping] = (),
-                   resource_flavors: Iterable[Mapping] = (), admitted: Iterable[WorkloadInfo] = (),
-                   inactive: Iterable[str] = ()) -> Snapshot:
+def build_snapshot(
+    cluster_queues: Iterable[Mapping],
+    cohorts: Iterable[Mapping] = (),
+    resource_flavors: Iterable[Mapping] = (),
+    admitted: Iterable[WorkloadInfo] = (),
+    inactive: Iterable[str] = (),
+) -> Snapshot:
     """Build a snapshot from API objects and the workloads holding quota."""
-    snap = Snapshot(resource_flavors={f["metadata"]["name"]: dict(f) for f in resource_flavors},
-                    inactive=set(inactive))
+    snap = Snapshot(
+        resource_flavors={f["metadata"]["name"]: dict(f) for f in resource_flavors}, inactive=set(inactive)
+    )
     cohort_objs = {c["metadata"]["name"]: c for c in cohorts}
 
     def cohort(name: str) -> CohortSnapshot:

@@ -34,8 +34,16 @@ from flexq.store.store import Store, Subscription, WatchEvent
 __all__ = ["Hooks", "KueueState", "PROVISIONING_CONTROLLER"]
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
-KINDS = ["Workload", "ClusterQueue", "Cohort", "ResourceFlavor", "AdmissionCheck", "LocalQueue", "Namespace",
-         "ConfigMap"]
+KINDS = [
+    "Workload",
+    "ClusterQueue",
+    "Cohort",
+    "ResourceFlavor",
+    "AdmissionCheck",
+    "LocalQueue",
+    "Namespace",
+    "ConfigMap",
+]
 
 
 @dataclass
@@ -77,8 +85,15 @@ class KueueState:
     # -- wiring ------------------------------------------------------------------------------------
     def start(self) -> None:
         """Load everything, then follow the store."""
-        for kind in ["Namespace", "ResourceFlavor", "Cohort", "AdmissionCheck", "ClusterQueue", "LocalQueue",
-                     "Workload"]:
+        for kind in [
+            "Namespace",
+            "ResourceFlavor",
+            "Cohort",
+            "AdmissionCheck",
+            "ClusterQueue",
+            "LocalQueue",
+            "Workload",
+        ]:
             for obj in self.store.list(kind):
                 self.on_event(WatchEvent("ADDED", kind, obj, 0), initial=True)
         self._sub = self.store.watch(self.on_event, KINDS)
@@ -101,7 +116,9 @@ class KueueState:
         elif kind == "ClusterQueue":
             self._on_cq(obj, deleted)
         elif kind in ("Cohort", "ResourceFlavor", "AdmissionCheck"):
-            table = {"Cohort": self.cohorts, "ResourceFlavor": self.flavors, "AdmissionCheck": self.checks}[kind]
+            table = {"Cohort": self.cohorts, "ResourceFlavor": self.flavors, "AdmissionCheck": self.checks}[
+                kind
+            ]
             self._base = None
             if deleted:
                 table.pop(name, None)
@@ -119,7 +136,11 @@ class KueueState:
                 self.namespaces.pop(name, None)
             else:
                 self.namespaces[name] = obj
-        elif kind == "ConfigMap" and name == CONFIG_NAME and obj["metadata"].get("namespace") == CONFIG_NAMESPACE:
+        elif (
+            kind == "ConfigMap"
+            and name == CONFIG_NAME
+            and obj["metadata"].get("namespace") == CONFIG_NAMESPACE
+        ):
             self.config = KueueConfig.from_configmap(None if deleted else obj)
             self.queues.requeuing_timestamp = self.config.requeuing_timestamp
         for fn in self.hooks.extra:
@@ -127,7 +148,9 @@ class KueueState:
 
     def _on_cq(self, obj: dict, deleted: bool) -> None:
         name = obj["metadata"]["name"]
-        self._base = None if deleted or (self.cqs.get(name) or {}).get("spec") != obj.get("spec") else self._base
+        self._base = (
+            None if deleted or (self.cqs.get(name) or {}).get("spec") != obj.get("spec") else self._base
+        )
         if deleted:
             self.cqs.pop(name, None)
             self.queues.delete_cluster_queue(name)
@@ -181,7 +204,9 @@ class KueueState:
             if self.concurrent_admission_parent(wl, wl["status"]["admission"].get("clusterQueue", "")):
                 self.reserving.pop(k, None)  # a Parent's admission copies its Variant's: counted once, there
             else:
-                self.reserving[k] = WorkloadInfo.from_obj(wl, requeuing_timestamp=self.config.requeuing_timestamp)
+                self.reserving[k] = WorkloadInfo.from_obj(
+                    wl, requeuing_timestamp=self.config.requeuing_timestamp
+                )
         else:
             self.reserving.pop(k, None)
             if self.concurrent_admission_parent(wl, self.queues.cluster_queue_for(wl) or ""):
@@ -190,7 +215,9 @@ class KueueState:
                 self.queues.add_or_update_workload(wl, self.now())
             else:
                 self.queues.delete_workload(k)
-        if was is not None and (k not in self.reserving or self.reserving[k].flavor_usage() != was.flavor_usage()):
+        if was is not None and (
+            k not in self.reserving or self.reserving[k].flavor_usage() != was.flavor_usage()
+        ):
             # capacity freed: bump the generation and requeue the cohort's inadmissible workloads
             self.cq_generation[was.cluster_queue] = self.cq_generation.get(was.cluster_queue, 0) + 1
             self.hooks.flush({was.cluster_queue})
@@ -214,16 +241,20 @@ class KueueState:
     # -- derived -----------------------------------------------------------------------------------
     def concurrent_admission_enabled(self, cq_name: str) -> bool:
         """``ConcurrentAdmissionEnabled``: the gate is on and the ClusterQueue has a policy."""
-        return (self.config.gate("ConcurrentAdmission")
-                and ((self.cqs.get(cq_name) or {}).get("spec") or {}).get("concurrentAdmissionPolicy") is not None)
+        return (
+            self.config.gate("ConcurrentAdmission")
+            and ((self.cqs.get(cq_name) or {}).get("spec") or {}).get("concurrentAdmissionPolicy") is not None
+        )
 
     def concurrent_admission_parent(self, wl: dict, cq_name: str) -> bool:
         """``IsConcurrentAdmissionParent``: a workload of such a ClusterQueue that is not a Variant (owned by a
         Workload) — a Parent even before the Workload controller labelled it."""
         if not cq_name or not self.concurrent_admission_enabled(cq_name):
             return False
-        return not any(r.get("kind") == "Workload" and r.get("apiVersion") == "kueue.x-k8s.io/v1beta2"
-                       for r in wl["metadata"].get("ownerReferences") or [])
+        return not any(
+            r.get("kind") == "Workload" and r.get("apiVersion") == "kueue.x-k8s.io/v1beta2"
+            for r in wl["metadata"].get("ownerReferences") or []
+        )
 
     def namespace_labels(self, ns: str) -> dict | None:
         """Labels of a namespace (None when it does not exist)."""
@@ -250,8 +281,10 @@ class KueueState:
         if (spec.get("stopPolicy") or "None") != "None":
             reasons.append("Stopped")
             msgs.append("is stopped")
-        missing = sorted({f["name"] for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []}
-                         - set(self.flavors))
+        missing = sorted(
+            {f["name"] for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []}
+            - set(self.flavors)
+        )
         if missing:
             reasons.append("FlavorNotFound")
             msgs.append("references missing ResourceFlavor(s): " + ",".join(missing))
@@ -273,8 +306,9 @@ class KueueState:
         """A fresh per-cycle snapshot: the cached quota structure plus the usage of reserving workloads."""
         if self._base is None:
             self._inactive = {}
-            self._base = build_snapshot(self.cqs.values(), self.cohorts.values(), self.flavors.values(),
-                                        self.reserving.values())
+            self._base = build_snapshot(
+                self.cqs.values(), self.cohorts.values(), self.flavors.values(), self.reserving.values()
+            )
         snap = self._base.clone()
         snap.inactive = {n for n in self.cqs if self.inactive_reason(n) is not None} | self._base.inactive
         for name, cq in snap.cluster_queues.items():

@@ -146,8 +146,9 @@ def admission_flavors(admission: Mapping) -> set[str]:
     return out
 
 
-def admission_checks_for(checks: Mapping[str, frozenset[str]], all_flavors: set[str],
-                         admission: Mapping | None) -> set[str]:
+def admission_checks_for(
+    checks: Mapping[str, frozenset[str]], all_flavors: set[str], admission: Mapping | None
+) -> set[str]:
     """``AdmissionChecksForWorkload``: which CQ checks apply.
 
     ``checks`` maps check name → its flavors (``onFlavors``; empty = every CQ flavor, already
@@ -171,8 +172,14 @@ def set_quota_reservation(wl: dict, admission: dict, now: float) -> None:
     """``SetQuotaReservation``: admission + QuotaReserved=True; resets active Evicted/Preempted."""
     st = wl.setdefault("status", {})
     st["admission"] = admission
-    set_condition(wl, "QuotaReserved", True, "QuotaReserved",
-                  f"Quota reserved in ClusterQueue {admission['clusterQueue']}", now)
+    set_condition(
+        wl,
+        "QuotaReserved",
+        True,
+        "QuotaReserved",
+        f"Quota reserved in ClusterQueue {admission['clusterQueue']}",
+        now,
+    )
     for ctype in ("Evicted", "Preempted", "BlockedOnPreemptionGates"):
         c = find_condition(wl, ctype)
         if c is not None and c.get("status") == "True":
@@ -242,15 +249,24 @@ class WorkloadInfo:
     _flavor_usage: dict | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_obj(cls, wl: dict, cluster_queue: str = "", requeuing_timestamp: str = "Eviction") -> WorkloadInfo:
+    def from_obj(
+        cls, wl: dict, cluster_queue: str = "", requeuing_timestamp: str = "Eviction"
+    ) -> WorkloadInfo:
         """Pending workloads use spec requests; workloads holding quota use their admission."""
         st = wl.get("status") or {}
         admission = st.get("admission")
         reqs = admitted_requests(wl) if admission else podset_total_requests(wl)
         cq = cluster_queue or (admission or {}).get("clusterQueue", "")
         md = wl.get("metadata") or {}
-        return cls(obj=wl, cluster_queue=cq, total_requests=reqs, key=key(wl), priority=priority(wl),
-                   order_ts=queue_order_timestamp(wl, requeuing_timestamp), uid=md.get("uid", md.get("name", "")))
+        return cls(
+            obj=wl,
+            cluster_queue=cq,
+            total_requests=reqs,
+            key=key(wl),
+            priority=priority(wl),
+            order_ts=queue_order_timestamp(wl, requeuing_timestamp),
+            uid=md.get("uid", md.get("name", "")),
+        )
 
     def flavor_usage(self) -> dict[tuple[str, str], int]:
         """Assigned usage per (flavor, resource) (``Info.ResourceUsage().Assigned``); computed once, read-only."""
@@ -301,12 +317,23 @@ class WorkloadInfo:
         for i, ps in enumerate((self.obj.get("spec") or {}).get("podSets") or []):
             spec = (ps.get("template") or {}).get("spec") or {}
             tr = self.total_requests[i] if i < len(self.total_requests) else None
-            shapes.append([ps.get("name"), tr.count if tr else ps.get("count", 1), sorted((tr.requests if tr else {}).items()),
-                           spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"), ps.get("minCount")])
+            shapes.append(
+                [
+                    ps.get("name"),
+                    tr.count if tr else ps.get("count", 1),
+                    sorted((tr.requests if tr else {}).items()),
+                    spec.get("nodeSelector"),
+                    spec.get("affinity"),
+                    spec.get("tolerations"),
+                    ps.get("minCount"),
+                ]
+            )
         allowed = ((self.obj.get("metadata") or {}).get("annotations") or {}).get(
-            "kueue.x-k8s.io/workload-allowed-resource-flavors")  # ConcurrentAdmission Variants differ by it
-        raw = json.dumps([shapes, self.priority] + ([allowed] if allowed is not None else []), sort_keys=True,
-                         default=str)
+            "kueue.x-k8s.io/workload-allowed-resource-flavors"
+        )  # ConcurrentAdmission Variants differ by it
+        raw = json.dumps(
+            [shapes, self.priority] + ([allowed] if allowed is not None else []), sort_keys=True, default=str
+        )
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     def uses(self, frs: set[tuple[str, str]]) -> bool:

@@ -90,8 +90,12 @@ class WorkloadController(Controller):
         if not self._spec_changed(ev):
             return []
         md = ev.object["metadata"]
-        return [tuple(k.split("/", 1)) for k, wl in self.state.workloads.items()
-                if k.startswith(md.get("namespace", "") + "/") and (wl.get("spec") or {}).get("queueName") == md["name"]]
+        return [
+            tuple(k.split("/", 1))
+            for k, wl in self.state.workloads.items()
+            if k.startswith(md.get("namespace", "") + "/")
+            and (wl.get("spec") or {}).get("queueName") == md["name"]
+        ]
 
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
@@ -138,17 +142,30 @@ class WorkloadController(Controller):
         if admitted is None or admitted.get("status") != "True" or limit is None:
             return None
         st = wl.setdefault("status", {})
-        left = int(limit) - int(st.get("accumulatedPastExecutionTimeSeconds") or 0) \
+        left = (
+            int(limit)
+            - int(st.get("accumulatedPastExecutionTimeSeconds") or 0)
             - (now - parse_ts(admitted["lastTransitionTime"]))
+        )
         if left > 0:
             return Result(requeue_after=left)
         if not is_true(wl, "DeactivationTarget"):
-            set_condition(wl, "DeactivationTarget", True, "MaximumExecutionTimeExceeded",
-                          "exceeding the maximum execution time", now)
+            set_condition(
+                wl,
+                "DeactivationTarget",
+                True,
+                "MaximumExecutionTimeExceeded",
+                "exceeding the maximum execution time",
+                now,
+            )
             st.pop("accumulatedPastExecutionTimeSeconds", None)
             out = self.store.update_status(wl)
-            self.events.record(out, "Warning", "MaximumExecutionTimeExceeded",
-                               f"The maximum execution time ({int(limit)}s) exceeded")
+            self.events.record(
+                out,
+                "Warning",
+                "MaximumExecutionTimeExceeded",
+                f"The maximum execution time ({int(limit)}s) exceeded",
+            )
         return None
 
     def _label_parent(self, wl: dict) -> bool:
@@ -170,8 +187,15 @@ class WorkloadController(Controller):
         if is_admitted(wl):
             if policy != "HoldAndDrain" or is_evicted(wl):
                 return False
-            evict(self.store, self.events, wl, f"{kind}Stopped", f"The {kind} is stopped", now,
-                  merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
+            evict(
+                self.store,
+                self.events,
+                wl,
+                f"{kind}Stopped",
+                f"The {kind} is stopped",
+                now,
+                merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"),
+            )
             return True
         if q is None or q["metadata"].get("deletionTimestamp"):
             unset_quota_reservation(wl, "Misconfigured", f"{kind} {name} is terminating or missing", now)
@@ -187,7 +211,11 @@ class WorkloadController(Controller):
         """``NeedsRequeueAtUpdate``: requeueAt = max(check transition + requeueAfterSeconds)."""
         best = 0.0
         for c in (wl.get("status") or {}).get("admissionChecks") or []:
-            if c.get("state") != "Retry" or c.get("requeueAfterSeconds") is None or not c.get("lastTransitionTime"):
+            if (
+                c.get("state") != "Retry"
+                or c.get("requeueAfterSeconds") is None
+                or not c.get("lastTransitionTime")
+            ):
                 continue
             best = max(best, parse_ts(c["lastTransitionTime"]) + float(c["requeueAfterSeconds"]))
         if best <= now:
@@ -243,8 +271,17 @@ class WorkloadController(Controller):
                 remove_condition(obj, "DeactivationTarget")
                 (obj.get("status") or {}).pop("requeueState", None)
 
-            evict(self.store, self.events, wl, "Deactivated", msg, now, cause, prepare=prep,
-                  merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
+            evict(
+                self.store,
+                self.events,
+                wl,
+                "Deactivated",
+                msg,
+                now,
+                cause,
+                prepare=prep,
+                merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"),
+            )
             return True, None
         if st.get("requeueState"):
             st.pop("requeueState")
@@ -256,7 +293,9 @@ class WorkloadController(Controller):
         """``isDisabledRequeuedBy{Local,Cluster}QueueStopped``: the stopped queue runs again."""
         if reason == "LocalQueueStopped":
             md = wl["metadata"]
-            lq = self.state.local_queues.get(f"{md.get('namespace', '')}/{(wl.get('spec') or {}).get('queueName', '')}")
+            lq = self.state.local_queues.get(
+                f"{md.get('namespace', '')}/{(wl.get('spec') or {}).get('queueName', '')}"
+            )
             if lq is not None and ((lq.get("spec") or {}).get("stopPolicy") or "None") == "None":
                 return "LocalQueueRestarted", "The LocalQueue was restarted after being stopped"
         if reason == "ClusterQueueStopped":
@@ -278,8 +317,10 @@ class WorkloadController(Controller):
             return False  # Parents have no admission checks: their Variants run them
         spec = cq.get("spec") or {}
         all_flavors = {f["name"] for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []}
-        checks = {a["name"]: frozenset(a.get("onFlavors") or all_flavors)
-                  for a in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []}
+        checks = {
+            a["name"]: frozenset(a.get("onFlavors") or all_flavors)
+            for a in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+        }
         for n in spec.get("admissionChecks") or []:
             checks[n] = frozenset(all_flavors)
         want = admission_checks_for(checks, all_flavors, (wl.get("status") or {}).get("admission"))
@@ -312,8 +353,13 @@ class WorkloadController(Controller):
         if is_admitted(out):
             qr = find_condition(out, "QuotaReserved")
             waited = now - parse_ts(qr.get("lastTransitionTime")) if qr else 0
-            self.events.record(out, "Normal", "Admitted", f"Admitted by ClusterQueue "
-                               f"{out['status']['admission']['clusterQueue']}, wait time since reservation was {waited:.0f}s")
+            self.events.record(
+                out,
+                "Normal",
+                "Admitted",
+                f"Admitted by ClusterQueue "
+                f"{out['status']['admission']['clusterQueue']}, wait time since reservation was {waited:.0f}s",
+            )
         return True
 
     def _queue_blocker(self, wl: dict, lq: dict | None, cq: dict | None) -> tuple[str, str] | None:
@@ -325,7 +371,10 @@ class WorkloadController(Controller):
         if ((lq.get("spec") or {}).get("stopPolicy") or "None") != "None":
             return "Suspended", f"LocalQueue {qn} is inactive"
         if cq is None:
-            return "Misconfigured", f"ClusterQueue {(lq.get('spec') or {}).get('clusterQueue', '')} doesn't exist"
+            return (
+                "Misconfigured",
+                f"ClusterQueue {(lq.get('spec') or {}).get('clusterQueue', '')} doesn't exist",
+            )
         if self.state.inactive_reason(cq["metadata"]["name"]) is not None:
             return "Suspended", f"ClusterQueue {cq['metadata']['name']} is inactive"
         return None
@@ -342,15 +391,28 @@ class WorkloadController(Controller):
         if rejected:
             msg = checks_message(rejected, "Rejected")
             wl["status"].setdefault("conditions", []).append(
-                {"type": "DeactivationTarget", "status": "True", "reason": "AdmissionCheck", "message": msg,
-                 "observedGeneration": wl["metadata"].get("generation", 0), "lastTransitionTime": ts(now)})
+                {
+                    "type": "DeactivationTarget",
+                    "status": "True",
+                    "reason": "AdmissionCheck",
+                    "message": msg,
+                    "observedGeneration": wl["metadata"].get("generation", 0),
+                    "lastTransitionTime": ts(now),
+                }
+            )
             out = self.store.update_status(wl)
             self.events.record(out, "Warning", "AdmissionCheckRejected", f"Deactivated due to {msg}")
             return True
         if retry:
-            evict(self.store, self.events, wl, "AdmissionCheck",
-                  f"Evicted due to {checks_message(retry, 'Retry')}", now,
-                  merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
+            evict(
+                self.store,
+                self.events,
+                wl,
+                "AdmissionCheck",
+                f"Evicted due to {checks_message(retry, 'Retry')}",
+                now,
+                merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"),
+            )
             return True
         return False
 
@@ -368,8 +430,14 @@ class WorkloadController(Controller):
             return Result(requeue_after=left)
         count = int(((wl.get("status") or {}).get("requeueState") or {}).get("count") or 0)
         if cfg.backoff_limit_count is not None and count + 1 > cfg.backoff_limit_count:
-            set_condition(wl, "DeactivationTarget", True, "RequeuingLimitExceeded",
-                          "exceeding the maximum number of re-queuing retries", now)
+            set_condition(
+                wl,
+                "DeactivationTarget",
+                True,
+                "RequeuingLimitExceeded",
+                "exceeding the maximum number of re-queuing retries",
+                now,
+            )
             self.store.update_status(wl, copy_result=False)
             return None
         ns, name = wl["metadata"]["namespace"], wl["metadata"]["name"]
@@ -384,6 +452,15 @@ class WorkloadController(Controller):
                 rs["requeueAt"] = ts(at)
             rs["count"] = n
 
-        evict(self.store, self.events, wl, "PodsReadyTimeout", f"Exceeded the PodsReady timeout {ns}/{name}", now,
-              cause, prepare=prep, merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"))
+        evict(
+            self.store,
+            self.events,
+            wl,
+            "PodsReadyTimeout",
+            f"Exceeded the PodsReady timeout {ns}/{name}",
+            now,
+            cause,
+            prepare=prep,
+            merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"),
+        )
         return None

@@ -5,4 +5,13 @@ from flexq.runtime.controller import Context, Controller, EventRecorder, Result,
 from flexq.runtime.manager import Manager
 from flexq.runtime.settings import ClusterSettings, TwinSettings
 
-__all__ = ["ClusterSettings", "Context", "Controller", "EventRecorder", "Manager", "Result", "TwinSettings", "Watch"]
+__all__ = [
+    "ClusterSettings",
+    "Context",
+    "Controller",
+    "EventRecorder",
+    "Manager",
+    "Result",
+    "TwinSettings",
+    "Watch",
+]

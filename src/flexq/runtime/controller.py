@@ -93,16 +93,31 @@ class EventRecorder:
                 self.store.update(ev, validate=False, copy_result=False)
                 return
             name = f"{meta['name']}.{int(now_s * 1000):x}{self.store.next_seq():06x}"
-            self.store.create({
-                "apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": ns},
-                "involvedObject": {"kind": obj.get("kind"), "namespace": meta.get("namespace"),
-                                   "name": meta["name"], "uid": meta.get("uid"),
-                                   "apiVersion": obj.get("apiVersion"),
-                                   "resourceVersion": meta.get("resourceVersion")},
-                "reason": reason, "message": message, "type": type_, "count": 1,
-                "firstTimestamp": now, "lastTimestamp": now,
-                "source": {"component": self.component}, "reportingComponent": self.component,
-            }, validate=False, copy_result=False)
+            self.store.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Event",
+                    "metadata": {"name": name, "namespace": ns},
+                    "involvedObject": {
+                        "kind": obj.get("kind"),
+                        "namespace": meta.get("namespace"),
+                        "name": meta["name"],
+                        "uid": meta.get("uid"),
+                        "apiVersion": obj.get("apiVersion"),
+                        "resourceVersion": meta.get("resourceVersion"),
+                    },
+                    "reason": reason,
+                    "message": message,
+                    "type": type_,
+                    "count": 1,
+                    "firstTimestamp": now,
+                    "lastTimestamp": now,
+                    "source": {"component": self.component},
+                    "reportingComponent": self.component,
+                },
+                validate=False,
+                copy_result=False,
+            )
             self.index[key] = name
         except (NotFound, AlreadyExists, Conflict):
             pass  # the namespace is going away, or a race: events are best effort, as in Kubernetes
@@ -118,11 +133,17 @@ class Context:
     logs: PodLogs
     cluster: str = ""  # GKE cluster name ("" for a twin without GKE)
     project: Store | None = None  # the twin's project-level store (GKE clusters, node pools, operations)
-    executors: list[PodExecutor] = field(default_factory=list)  # this cluster's pod executors, first match runs
+    executors: list[PodExecutor] = field(
+        default_factory=list
+    )  # this cluster's pod executors, first match runs
     settings: TwinSettings = field(default_factory=TwinSettings)  # twin-wide knobs (shared by every cluster)
-    cluster_settings: ClusterSettings = field(default_factory=ClusterSettings)  # this cluster's GKE identity, addons
+    cluster_settings: ClusterSettings = field(
+        default_factory=ClusterSettings
+    )  # this cluster's GKE identity, addons
     event_index: dict[tuple, str] = field(default_factory=dict)  # shared by this cluster's event recorders
-    metrics: Any = None  # this cluster's prometheus_client CollectorRegistry (the assembly makes one per cluster)
+    metrics: Any = (
+        None  # this cluster's prometheus_client CollectorRegistry (the assembly makes one per cluster)
+    )
 
     def now(self) -> float:
         return self.loop.now()

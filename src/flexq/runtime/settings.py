@@ -27,8 +27,10 @@ def _refuse_unknown(what: str, given: Mapping[str, Any], known: Mapping[str, str
     unknown = [k for k in given if k not in known]
     if unknown:
         names = ", ".join(sorted(known))
-        raise Invalid(f"unknown {what} setting(s) {', '.join(repr(k) for k in unknown)}: the known ones are {names}",
-                      causes=[Cause(k, "FieldValueNotSupported", f"unknown {what} setting {k!r}") for k in unknown])
+        raise Invalid(
+            f"unknown {what} setting(s) {', '.join(repr(k) for k in unknown)}: the known ones are {names}",
+            causes=[Cause(k, "FieldValueNotSupported", f"unknown {what} setting {k!r}") for k in unknown],
+        )
 
 
 @dataclass
@@ -37,15 +39,23 @@ class TwinSettings:
 
     executor: str = "simulated"  # "simulated" (virtual pods) or "ray" (real Ray processes for Ray pods)
     clock: str = "virtual"  # "virtual" or "real"
-    ray_dir: str | None = None  # where the local Ray executor keeps pod files (one folder per cluster below it)
-    ray_token_file: str | None = None  # where the local Ray clusters' auth token is kept (default: the twin's home)
+    ray_dir: str | None = (
+        None  # where the local Ray executor keeps pod files (one folder per cluster below it)
+    )
+    ray_token_file: str | None = (
+        None  # where the local Ray clusters' auth token is kept (default: the twin's home)
+    )
     kube_endpoint: str | None = None  # "127.0.0.1:<port>" of the twin's API server, once it listens
     kube_ca_b64: str | None = None  # its CA certificate, base64 (what GKE reports as the cluster's CA)
-    default_cluster: str | None = None  # the GKE cluster the root API and the SDK act on (None: the first created)
+    default_cluster: str | None = (
+        None  # the GKE cluster the root API and the SDK act on (None: the first created)
+    )
     # flexq's fallback policy (flexq.fallback): off (None/False), True or "true" (defaults), or a mapping of
     # FallbackConfig fields or a FallbackConfig (checked by flexq.fallback when the twin is built)
     fallback: Any = None
-    check_readonly: bool = False  # a test setting: every store fails loudly when a stored object is changed in place
+    check_readonly: bool = (
+        False  # a test setting: every store fails loudly when a stored object is changed in place
+    )
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | TwinSettings | None) -> TwinSettings:
@@ -61,8 +71,14 @@ class TwinSettings:
 
 
 # the keys flexq.gke's cluster_settings() writes -> ClusterSettings' fields
-_CLUSTER_KEYS = {"gkeCluster": "gke_cluster", "gkeProject": "gke_project", "gkeLocation": "gke_location",
-                 "gkeVersion": "gke_version", "gkeNodeCidr": "gke_node_cidr", "addons": "addons"}
+_CLUSTER_KEYS = {
+    "gkeCluster": "gke_cluster",
+    "gkeProject": "gke_project",
+    "gkeLocation": "gke_location",
+    "gkeVersion": "gke_version",
+    "gkeNodeCidr": "gke_node_cidr",
+    "addons": "addons",
+}
 
 
 @dataclass(frozen=True)

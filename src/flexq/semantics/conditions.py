@@ -17,8 +17,15 @@ from typing import Any
 
 from flexq.clock import format_time
 
-__all__ = ["MAX_CONDITION_MESSAGE", "find_condition", "is_false", "is_true", "remove_status_condition",
-           "set_core_condition", "set_status_condition"]
+__all__ = [
+    "MAX_CONDITION_MESSAGE",
+    "find_condition",
+    "is_false",
+    "is_true",
+    "remove_status_condition",
+    "set_core_condition",
+    "set_status_condition",
+]
 
 MAX_CONDITION_MESSAGE = 32 * 1024  # api.TruncateConditionMessage
 
@@ -45,8 +52,9 @@ def is_false(obj_or_status: Mapping[str, Any], ctype: str) -> bool:
     return c is not None and c.get("status") == "False"
 
 
-def set_status_condition(obj: dict, ctype: str, status: bool | str, reason: str, message: str,
-                         now: float) -> bool:
+def set_status_condition(
+    obj: dict, ctype: str, status: bool | str, reason: str, message: str, now: float
+) -> bool:
     """``apimeta.SetStatusCondition`` on ``obj['status']['conditions']``."""
     st = status if isinstance(status, str) else ("True" if status else "False")
     gen = (obj.get("metadata") or {}).get("generation", 0)
@@ -64,8 +72,16 @@ def set_status_condition(obj: dict, ctype: str, status: bool | str, reason: str,
                     c[k] = v
                     changed = True
             return changed
-    conds.append({"type": ctype, "status": st, "reason": reason, "message": message,
-                  "observedGeneration": gen, "lastTransitionTime": format_time(now)})
+    conds.append(
+        {
+            "type": ctype,
+            "status": st,
+            "reason": reason,
+            "message": message,
+            "observedGeneration": gen,
+            "lastTransitionTime": format_time(now),
+        }
+    )
     return True
 
 
@@ -79,8 +95,16 @@ def remove_status_condition(obj: dict, ctype: str) -> bool:
     return False
 
 
-def set_core_condition(conditions: list[dict], ctype: str, status: str, reason: str | None, message: str | None,
-                       now: float, *, probe: bool = False) -> bool:
+def set_core_condition(
+    conditions: list[dict],
+    ctype: str,
+    status: str,
+    reason: str | None,
+    message: str | None,
+    now: float,
+    *,
+    probe: bool = False,
+) -> bool:
     """Add or update a core (pod, job, node) condition in place; True when something changed."""
     new: dict = {"type": ctype, "status": status}
     if probe:
@@ -92,7 +116,9 @@ def set_core_condition(conditions: list[dict], ctype: str, status: str, reason: 
     for i, c in enumerate(conditions):
         if c.get("type") != ctype:
             continue
-        new["lastTransitionTime"] = c.get("lastTransitionTime") if c.get("status") == status else format_time(now)
+        new["lastTransitionTime"] = (
+            c.get("lastTransitionTime") if c.get("status") == status else format_time(now)
+        )
         if c == new:
             return False
         conditions[i] = new

@@ -24,8 +24,13 @@ from pydantic_core import PydanticCustomError
 from flexq.api.base import check_label_key, check_label_value
 from flexq.api.wellknown import OBJECT_NAME_FIELD
 
-__all__ = ["label_selector_matches", "node_selector_matches", "pod_matches_node", "requirement_matches",
-           "required_node_selector"]
+__all__ = [
+    "label_selector_matches",
+    "node_selector_matches",
+    "pod_matches_node",
+    "requirement_matches",
+    "required_node_selector",
+]
 
 _SET_OPS = ("In", "NotIn")
 _EXIST_OPS = ("Exists", "DoesNotExist")
@@ -105,8 +110,11 @@ def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str], name: str 
     try:
         parsed = [_check(e, _SET_OPS + _EXIST_OPS + _NUMERIC_OPS) for e in exprs]
         for f in fields:  # nodeSelectorRequirementsAsFieldSelector
-            if f.get("key") != OBJECT_NAME_FIELD or f.get("operator") not in _SET_OPS \
-                    or len(f.get("values") or []) != 1:
+            if (
+                f.get("key") != OBJECT_NAME_FIELD
+                or f.get("operator") not in _SET_OPS
+                or len(f.get("values") or []) != 1
+            ):
                 raise _ParseError
     except _ParseError:
         return False
@@ -119,13 +127,17 @@ def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str], name: str 
     return True
 
 
-def node_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str],
-                          name: str | None = None) -> bool:
+def node_selector_matches(
+    selector: Mapping[str, Any] | None, labels: Mapping[str, str], name: str | None = None
+) -> bool:
     """``NodeSelector.Match``: any term matches (terms that do not parse are skipped)."""
     if selector is None:
         return False
-    return any(_term_matches(t, labels, name) for t in selector.get("nodeSelectorTerms") or []
-               if isinstance(t, Mapping))
+    return any(
+        _term_matches(t, labels, name)
+        for t in selector.get("nodeSelectorTerms") or []
+        if isinstance(t, Mapping)
+    )
 
 
 def required_node_selector(pod_spec: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -32,8 +32,11 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     return False
 
 
-def untolerated_taint(taints: Iterable[Mapping[str, Any]], tolerations: Iterable[Mapping[str, Any]],
-                      effects: Iterable[str] = SCHEDULING_EFFECTS) -> Mapping[str, Any] | None:
+def untolerated_taint(
+    taints: Iterable[Mapping[str, Any]],
+    tolerations: Iterable[Mapping[str, Any]],
+    effects: Iterable[str] = SCHEDULING_EFFECTS,
+) -> Mapping[str, Any] | None:
     """The first taint with one of ``effects`` that no toleration tolerates, or None."""
     tols = [t for t in tolerations if isinstance(t, Mapping)]
     wanted = tuple(effects)

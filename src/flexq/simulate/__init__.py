@@ -29,8 +29,17 @@ from flexq.simulate.fanout import default_workers, run_all
 from flexq.simulate.results import summarize, variant_document, write_csv, write_json
 from flexq.simulate.study import Study, load_study
 
-__all__ = ["simulate", "SimulationResult", "Study", "load_study", "run_one", "preflight", "RunResult",
-           "InputError", "default_workers"]
+__all__ = [
+    "simulate",
+    "SimulationResult",
+    "Study",
+    "load_study",
+    "run_one",
+    "preflight",
+    "RunResult",
+    "InputError",
+    "default_workers",
+]
 
 
 @dataclass
@@ -43,10 +52,20 @@ class SimulationResult:
     files: list[Path] = field(default_factory=list)
 
 
-def simulate(study: str | Path | Study, *, out: str | Path | None = None, replicas: int | None = None,
-             seed: int | None = None, variants: list[str] | None = None, workers: int | None = None,
-             ray_address: str | None = None, plots: bool = True, scale: float | None = None,
-             progress: Any = None, check: bool = True) -> SimulationResult:
+def simulate(
+    study: str | Path | Study,
+    *,
+    out: str | Path | None = None,
+    replicas: int | None = None,
+    seed: int | None = None,
+    variants: list[str] | None = None,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    plots: bool = True,
+    scale: float | None = None,
+    progress: Any = None,
+    check: bool = True,
+) -> SimulationResult:
     """Run every variant x replica of ``study`` and (with ``out``) write ``jobs.csv``, ``<variant>.json``,
     the PNG plots and ``report.html`` there. Bad input raises ``flexq.errors.InputError`` (naming the file,
     line and field) before anything is simulated. ``workers``: processes (default: one per core);

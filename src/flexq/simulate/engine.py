@@ -58,9 +58,9 @@ class JobRecord:
     flavors: str = ""
     evictions: int = 0
     preemptions: int = 0
-    holding: set[str] = field(default_factory=set)   # workloads of this job holding quota now
+    holding: set[str] = field(default_factory=set)  # workloads of this job holding quota now
     pending: bool = True
-    closed: bool = False     # finished, or deactivated by Kueue
+    closed: bool = False  # finished, or deactivated by Kueue
 
 
 @dataclass
@@ -71,15 +71,15 @@ class RunResult:
     variant: str
     replica: int
     seed: int
-    duration: float                      # simulated seconds from the first possible submission to the end
-    jobs: list[dict[str, Any]]           # one row per job (times relative to the start)
-    pending: list[tuple[float, int]]     # (time, jobs waiting for quota) after each change
-    node_records: list[dict[str, Any]]   # pool, model, created, deleted, price per hour
-    evictions: dict[str, dict[str, int]]     # cluster queue -> Kueue reason -> count
-    preemptions: dict[str, dict[str, int]]   # preempting... cluster queue of the victim -> reason -> count
+    duration: float  # simulated seconds from the first possible submission to the end
+    jobs: list[dict[str, Any]]  # one row per job (times relative to the start)
+    pending: list[tuple[float, int]]  # (time, jobs waiting for quota) after each change
+    node_records: list[dict[str, Any]]  # pool, model, created, deleted, price per hour
+    evictions: dict[str, dict[str, int]]  # cluster queue -> Kueue reason -> count
+    preemptions: dict[str, dict[str, int]]  # preempting... cluster queue of the victim -> reason -> count
     admission_waits: list[tuple[str, str, float]]  # (cluster queue, priority class, seconds) per admission
-    provisioning: dict[str, int]         # ProvisioningRequest outcome -> count
-    usage: dict[str, dict[str, float]]   # "cq/flavor/resource" -> {reserved (unit*s), nominal}
+    provisioning: dict[str, int]  # ProvisioningRequest outcome -> count
+    usage: dict[str, dict[str, float]]  # "cq/flavor/resource" -> {reserved (unit*s), nominal}
     steps: int = 0
 
 
@@ -141,8 +141,11 @@ class _Sim:
                 try:
                     op = twin.gke(method, path, body)
                 except CloudError as exc:
-                    raise InputError(f"the GKE API refused it: {exc}", source=study.source,
-                                     field=f"cluster (request {i + 1}: {method} {path})") from None
+                    raise InputError(
+                        f"the GKE API refused it: {exc}",
+                        source=study.source,
+                        field=f"cluster (request {i + 1}: {method} {path})",
+                    ) from None
                 self._wait_operation(op, f"cluster (request {i + 1})")
             twin.cluster(self.cluster)
         if self.variant.capacity is not None:
@@ -162,8 +165,12 @@ class _Sim:
                 try:
                     twin.apply(doc)
                 except ApiError as exc:
-                    raise InputError(f"the API refused {what}: {exc.message}", source=m.source, line=line,
-                                     field=f"document {i + 1}") from None
+                    raise InputError(
+                        f"the API refused {what}: {exc.message}",
+                        source=m.source,
+                        line=line,
+                        field=f"document {i + 1}",
+                    ) from None
         twin.advance(1)
         for pc in twin.list("WorkloadPriorityClass"):
             self.priorities[pc["metadata"]["name"]] = int(pc.get("value", 0))
@@ -178,11 +185,19 @@ class _Sim:
                 continue
             checked.add(key)
             if (job.namespace, job.queue) not in queues:
-                raise InputError(f"no LocalQueue {job.queue!r} in namespace {job.namespace!r} (variant "
-                                 f"{self.variant.name!r})", source=job.source, field="queue")
+                raise InputError(
+                    f"no LocalQueue {job.queue!r} in namespace {job.namespace!r} (variant "
+                    f"{self.variant.name!r})",
+                    source=job.source,
+                    field="queue",
+                )
             if job.priority_class and job.priority_class not in known_pc:
-                raise InputError(f"no WorkloadPriorityClass or PriorityClass {job.priority_class!r} (variant "
-                                 f"{self.variant.name!r})", source=job.source, field="priority")
+                raise InputError(
+                    f"no WorkloadPriorityClass or PriorityClass {job.priority_class!r} (variant "
+                    f"{self.variant.name!r})",
+                    source=job.source,
+                    field="priority",
+                )
         for cq in twin.list("ClusterQueue"):
             for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
                 for fl in rg.get("flavors") or []:
@@ -199,8 +214,9 @@ class _Sim:
             self.twin.advance(5)
             op = self.twin.gke("GET", path)
         if op.get("error"):
-            raise InputError(f"GKE operation failed: {op['error'].get('message')}", source=self.study.source,
-                             field=what)
+            raise InputError(
+                f"GKE operation failed: {op['error'].get('message')}", source=self.study.source, field=what
+            )
 
     def check_objects(self) -> None:
         """Create one object of each job shape (kind, template, pod sets, queue) to see the API take it."""
@@ -215,9 +231,11 @@ class _Sim:
                 obj["metadata"]["name"] = f"flexq-preflight-{len(seen)}"
                 self.twin.create(obj)
             except ApiError as exc:
-                raise InputError(f"the API refused this {job.kind}: {exc.message}",
-                                 source=job.template_source or job.source, field="template" if
-                                 job.template_source else "podsets") from None
+                raise InputError(
+                    f"the API refused this {job.kind}: {exc.message}",
+                    source=job.template_source or job.source,
+                    field="template" if job.template_source else "podsets",
+                ) from None
 
     # -- observing -----------------------------------------------------------------------------------------------
     def rel(self) -> float:
@@ -252,9 +270,20 @@ class _Sim:
             return
         md = wl["metadata"]
         key = (md.get("namespace", "default"), md["name"])
-        st = self.wl_state.setdefault(key, {"reserved": False, "admitted": False, "since": 0.0, "usage": [],
-                                             "queued_at": self.rel(), "evict_lt": None, "preempt_lt": None,
-                                             "ready": False, "seq": 0})
+        st = self.wl_state.setdefault(
+            key,
+            {
+                "reserved": False,
+                "admitted": False,
+                "since": 0.0,
+                "usage": [],
+                "queued_at": self.rel(),
+                "evict_lt": None,
+                "preempt_lt": None,
+                "ready": False,
+                "seq": 0,
+            },
+        )
         now = self.rel()
         gone = ev.type == "DELETED"
         admission = (wl.get("status") or {}).get("admission")
@@ -298,12 +327,17 @@ class _Sim:
                 if rec.started is None:
                     rec.started = now
                 seq = st["seq"]
-                self.twin.core.loop.call_at(self.twin.now() + rec.spec.run,
-                                            functools.partial(self._finish_bare, key, seq))
+                self.twin.core.loop.call_at(
+                    self.twin.now() + rec.spec.run, functools.partial(self._finish_bare, key, seq)
+                )
         elif not admitted and st["admitted"]:
             st["admitted"] = False
         ev_c = _cond(wl, "Evicted")
-        if ev_c is not None and ev_c.get("status") == "True" and ev_c.get("lastTransitionTime") != st["evict_lt"]:
+        if (
+            ev_c is not None
+            and ev_c.get("status") == "True"
+            and ev_c.get("lastTransitionTime") != st["evict_lt"]
+        ):
             st["evict_lt"] = ev_c.get("lastTransitionTime")
             self.evictions[rec.cluster_queue or "?"][ev_c.get("reason", "")] += 1
             rec.evictions += 1
@@ -311,7 +345,11 @@ class _Sim:
             if rec.spec.kind == "Workload" and admission is not None:
                 self.twin.core.loop.call_soon(functools.partial(self._complete_eviction, key))
         pr_c = _cond(wl, "Preempted")
-        if pr_c is not None and pr_c.get("status") == "True" and pr_c.get("lastTransitionTime") != st["preempt_lt"]:
+        if (
+            pr_c is not None
+            and pr_c.get("status") == "True"
+            and pr_c.get("lastTransitionTime") != st["preempt_lt"]
+        ):
             st["preempt_lt"] = pr_c.get("lastTransitionTime")
             self.preemptions[rec.cluster_queue or "?"][pr_c.get("reason", "")] += 1
             rec.preemptions += 1
@@ -343,8 +381,14 @@ class _Sim:
 
         rec = self.records[("Workload", key[0], key[1])]
         ok = rec.spec.outcome != "Failed"
-        set_condition(wl, "Finished", True, "Succeeded" if ok else "Failed",
-                      "Job finished successfully" if ok else "Job failed", self.twin.now())
+        set_condition(
+            wl,
+            "Finished",
+            True,
+            "Succeeded" if ok else "Failed",
+            "Job finished successfully" if ok else "Job failed",
+            self.twin.now(),
+        )
         self.twin.store.update_status(wl)
 
     def _complete_eviction(self, key: tuple[str, str]) -> None:
@@ -415,9 +459,19 @@ class _Sim:
 
         def report(done: bool = False) -> None:
             if progress is not None:
-                progress({"done": done, "variant": self.variant.name, "replica": self.replica, "time": self.rel(),
-                          "horizon": horizon, "submitted": submitted, "total": total,
-                          "finished": submitted - self.open_jobs, "pending": self.pending_now})
+                progress(
+                    {
+                        "done": done,
+                        "variant": self.variant.name,
+                        "replica": self.replica,
+                        "time": self.rel(),
+                        "horizon": horizon,
+                        "submitted": submitted,
+                        "total": total,
+                        "finished": submitted - self.open_jobs,
+                        "pending": self.pending_now,
+                    }
+                )
 
         for job in self.jobs:
             if job.submit > horizon:
@@ -434,15 +488,20 @@ class _Sim:
             try:
                 twin.create(obj)
             except ApiError as exc:
-                raise InputError(f"the API refused this {job.kind}: {exc.message}", source=job.source) from None
+                raise InputError(
+                    f"the API refused this {job.kind}: {exc.message}", source=job.source
+                ) from None
             submitted += 1
             if submitted % 25 == 0:
                 report()
         while self.open_jobs > 0 and self.rel() < horizon:
             twin.advance(min(DRAIN_CHUNK, horizon - self.rel()))
             report()
-        end = min(self.rel(), horizon) if self.open_jobs > 0 else max(
-            [r.finished for r in self.records.values() if r.finished is not None] or [0.0])
+        end = (
+            min(self.rel(), horizon)
+            if self.open_jobs > 0
+            else max([r.finished for r in self.records.values() if r.finished is not None] or [0.0])
+        )
         report(done=True)
         return self._result(end)
 
@@ -461,46 +520,79 @@ class _Sim:
         rows = []
         for rec in sorted(self.records.values(), key=lambda r: r.spec.index):
             s = rec.spec
-            outcome = rec.outcome or ("Running" if rec.started is not None else
-                                      "Admitted" if rec.admitted is not None else "NeverStarted")
-            rows.append({
-                "job": s.name, "namespace": s.namespace, "kind": s.kind, "class": s.klass, "queue": s.queue,
-                "cluster_queue": rec.cluster_queue,
-                "priority": s.priority_class or ("" if s.priority is None else str(s.priority)),
-                "submit": rec.submit, "admitted": rec.admitted, "started": rec.started, "finished": rec.finished,
-                "wait_admission": None if rec.admitted is None else rec.admitted - rec.submit,
-                "wait_start": None if rec.started is None else rec.started - rec.submit,
-                "run": s.run, "outcome": outcome, "flavors": rec.flavors, "evictions": rec.evictions,
-                "preemptions": rec.preemptions})
+            outcome = rec.outcome or (
+                "Running"
+                if rec.started is not None
+                else "Admitted"
+                if rec.admitted is not None
+                else "NeverStarted"
+            )
+            rows.append(
+                {
+                    "job": s.name,
+                    "namespace": s.namespace,
+                    "kind": s.kind,
+                    "class": s.klass,
+                    "queue": s.queue,
+                    "cluster_queue": rec.cluster_queue,
+                    "priority": s.priority_class or ("" if s.priority is None else str(s.priority)),
+                    "submit": rec.submit,
+                    "admitted": rec.admitted,
+                    "started": rec.started,
+                    "finished": rec.finished,
+                    "wait_admission": None if rec.admitted is None else rec.admitted - rec.submit,
+                    "wait_start": None if rec.started is None else rec.started - rec.submit,
+                    "run": s.run,
+                    "outcome": outcome,
+                    "flavors": rec.flavors,
+                    "evictions": rec.evictions,
+                    "preemptions": rec.preemptions,
+                }
+            )
         nodes = []
         if self.cluster:
             from flexq.gke.storage import BILLING, cluster_key
 
-            ledger = self.twin.core.project.try_get(BILLING, cluster_key(self.project, self.location,
-                                                                          self.cluster))
+            ledger = self.twin.core.project.try_get(
+                BILLING, cluster_key(self.project, self.location, self.cluster)
+            )
             for name, r in sorted(((ledger or {}).get("status") or {}).get("nodes", {}).items()):
                 created = float(r["created"]) - self.t0
                 deleted = None if r.get("deleted") is None else float(r["deleted"]) - self.t0
                 if deleted is not None and deleted <= 0:
                     continue
-                nodes.append({"node": name, "pool": r["pool"], "model": r["model"],
-                              "machineType": r.get("machineType", ""), "created": max(0.0, created),
-                              "deleted": deleted if deleted is None or deleted < end else None,
-                              "pricePerHour": float(Fraction(r["pricePerHour"]))})
+                nodes.append(
+                    {
+                        "node": name,
+                        "pool": r["pool"],
+                        "model": r["model"],
+                        "machineType": r.get("machineType", ""),
+                        "created": max(0.0, created),
+                        "deleted": deleted if deleted is None or deleted < end else None,
+                        "pricePerHour": float(Fraction(r["pricePerHour"])),
+                    }
+                )
         prov: Counter[str] = Counter()
         for conds in self.pr_seen.values():
             for c in conds:
                 prov[c] += 1
         prov["total"] = len(self.pr_seen)
         return RunResult(
-            study=self.study.name, variant=self.variant.name, replica=self.replica, seed=self.seed,
-            duration=end, jobs=rows, pending=[(t, n) for t, n in self.pending if t <= end],
+            study=self.study.name,
+            variant=self.variant.name,
+            replica=self.replica,
+            seed=self.seed,
+            duration=end,
+            jobs=rows,
+            pending=[(t, n) for t, n in self.pending if t <= end],
             node_records=nodes,
             evictions={cq: dict(sorted(c.items())) for cq, c in sorted(self.evictions.items())},
             preemptions={cq: dict(sorted(c.items())) for cq, c in sorted(self.preemptions.items())},
-            admission_waits=self.admission_waits, provisioning=dict(sorted(prov.items())),
+            admission_waits=self.admission_waits,
+            provisioning=dict(sorted(prov.items())),
             usage={k: {"reserved": v[0], "nominal": v[1]} for k, v in sorted(self.usage.items())},
-            steps=self.twin.core.loop.steps)
+            steps=self.twin.core.loop.steps,
+        )
 
 
 def run_one(study: Study, variant: str, replica: int, progress: Progress | None = None) -> RunResult:

@@ -41,8 +41,13 @@ def _task(study: Study, variant: str, replica: int, q: Any) -> RunResult:
     return run_one(study, variant, replica, progress)
 
 
-def run_all(study: Study, *, workers: int | None = None, ray_address: str | None = None,
-            progress: Progress | None = None) -> list[RunResult]:
+def run_all(
+    study: Study,
+    *,
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: Progress | None = None,
+) -> list[RunResult]:
     """Every (variant, replica) run of ``study``, in variant order then replica order."""
     tasks = [(v.name, r) for v in study.variants for r in range(study.replicas)]
     if ray_address:
@@ -57,8 +62,9 @@ def run_all(study: Study, *, workers: int | None = None, ray_address: str | None
     return sorted(results, key=lambda res: order[(res.variant, res.replica)])
 
 
-def _run_processes(study: Study, tasks: list[tuple[str, int]], n: int,
-                   progress: Progress | None) -> list[RunResult]:
+def _run_processes(
+    study: Study, tasks: list[tuple[str, int]], n: int, progress: Progress | None
+) -> list[RunResult]:
     import multiprocessing as mp
 
     # forkserver: workers fork from a server process that has imported the twin once (fast start, and no
@@ -98,8 +104,9 @@ def _run_processes(study: Study, tasks: list[tuple[str, int]], n: int,
     return results
 
 
-def _run_ray(study: Study, tasks: list[tuple[str, int]], address: str,
-             progress: Progress | None) -> list[RunResult]:
+def _run_ray(
+    study: Study, tasks: list[tuple[str, int]], address: str, progress: Progress | None
+) -> list[RunResult]:
     import ray
 
     started_here = not ray.is_initialized()
@@ -117,9 +124,19 @@ def _run_ray(study: Study, tasks: list[tuple[str, int]], address: str,
                 results.append(res)
                 pending.pop(d)
                 if progress is not None:
-                    progress({"variant": res.variant, "replica": res.replica, "time": res.duration,
-                              "horizon": res.duration, "submitted": len(res.jobs), "total": len(res.jobs),
-                              "finished": len(res.jobs), "pending": 0, "done": True})
+                    progress(
+                        {
+                            "variant": res.variant,
+                            "replica": res.replica,
+                            "time": res.duration,
+                            "horizon": res.duration,
+                            "submitted": len(res.jobs),
+                            "total": len(res.jobs),
+                            "finished": len(res.jobs),
+                            "pending": 0,
+                            "done": True,
+                        }
+                    )
         return results
     finally:
         if started_here:

@@ -24,8 +24,13 @@ def _stockout_2h() -> dict[str, Any]:
     """The tutorial's cloud, with no on-demand TPUs at all for the first two hours."""
     p = tutorial_profile()
     p["metadata"]["name"] = "2h-on-demand-stockout"
-    p["spec"]["rules"].insert(0, {"match": {"machineTypes": ["ct*"], "provisioningModels": ["on-demand"]},
-                                  "windows": [{"start": "0s", "end": "2h", "available": 0}]})
+    p["spec"]["rules"].insert(
+        0,
+        {
+            "match": {"machineTypes": ["ct*"], "provisioningModels": ["on-demand"]},
+            "windows": [{"start": "0s", "end": "2h", "available": 0}],
+        },
+    )
     return p
 
 
@@ -37,8 +42,9 @@ def _stockout_week() -> dict[str, Any]:
     windows = []
     for day in range(8):
         start_h, length_h = (9, 4) if day not in (2, 4) else (6, 14)
-        windows.append({"start": f"{day * 24 + start_h}h", "end": f"{day * 24 + start_h + length_h}h",
-                        "available": 0})
+        windows.append(
+            {"start": f"{day * 24 + start_h}h", "end": f"{day * 24 + start_h + length_h}h", "available": 0}
+        )
     p["spec"]["rules"][0]["windows"] = windows
     p["spec"]["defaults"]["queueWait"] = {"exponential": {"mean": "45m"}, "max": "8h"}
     return p

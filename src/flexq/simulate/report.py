@@ -46,8 +46,13 @@ def write_plots(out: Path, runs: list[RunResult], variants: list[str]) -> list[P
     # wait CDF per variant
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for v in variants:
-        waits = sorted(r["wait_admission"] / 60 for run in runs if run.variant == v for r in run.jobs
-                       if r["wait_admission"] is not None)
+        waits = sorted(
+            r["wait_admission"] / 60
+            for run in runs
+            if run.variant == v
+            for r in run.jobs
+            if r["wait_admission"] is not None
+        )
         if waits:
             fractions = [(i + 1) / len(waits) for i in range(len(waits))]
             ax.step(waits, fractions, where="post", label=f"{v} (n={len(waits)})")
@@ -126,23 +131,47 @@ def write_html(out: Path, study: str, docs: list[dict[str, Any]], images: list[P
     """``report.html``: per variant the headline figures (mean and 95 % CI over replicas) and replica 0's
     detail tables, then every plot inline."""
     esc = html.escape
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>flexq simulate: {esc(study)}</title>",
-             "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;"
-             "margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-             "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;"
-             "border:1px solid #eee;margin:0.5em 0}</style></head><body>",
-             f"<h1>flexq simulate: {esc(study)}</h1>"]
-    heads = ["variant", "replicas", "succeeded", "failed", "never started", "wait to admission mean",
-             "p95", "wait to start mean", "makespan", "cost (USD)", "evictions"]
-    parts.append("<h2>Variants (mean [95% CI] over replicas)</h2><table><tr>"
-                 + "".join(f"<th>{h}</th>" for h in heads) + "</tr>")
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>flexq simulate: {esc(study)}</title>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;"
+        "margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+        "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;"
+        "border:1px solid #eee;margin:0.5em 0}</style></head><body>",
+        f"<h1>flexq simulate: {esc(study)}</h1>",
+    ]
+    heads = [
+        "variant",
+        "replicas",
+        "succeeded",
+        "failed",
+        "never started",
+        "wait to admission mean",
+        "p95",
+        "wait to start mean",
+        "makespan",
+        "cost (USD)",
+        "evictions",
+    ]
+    parts.append(
+        "<h2>Variants (mean [95% CI] over replicas)</h2><table><tr>"
+        + "".join(f"<th>{h}</th>" for h in heads)
+        + "</tr>"
+    )
     for d in docs:
         a = d["aggregate"]
-        cells = [d["variant"], str(a["replicas"]), _ci_text(a.get("succeeded"), lambda x: f"{x:g}"),
-                 _ci_text(a.get("failed"), lambda x: f"{x:g}"), _ci_text(a.get("neverStarted"), lambda x: f"{x:g}"),
-                 _ci_text(a.get("waitToAdmissionMean"), _fmt_s), _ci_text(a.get("waitToAdmissionP95"), _fmt_s),
-                 _ci_text(a.get("waitToStartMean"), _fmt_s), _ci_text(a.get("makespanSeconds"), _fmt_s),
-                 _ci_text(a.get("costUSD"), lambda x: f"{x:,.2f}"), _ci_text(a.get("evictions"), lambda x: f"{x:g}")]
+        cells = [
+            d["variant"],
+            str(a["replicas"]),
+            _ci_text(a.get("succeeded"), lambda x: f"{x:g}"),
+            _ci_text(a.get("failed"), lambda x: f"{x:g}"),
+            _ci_text(a.get("neverStarted"), lambda x: f"{x:g}"),
+            _ci_text(a.get("waitToAdmissionMean"), _fmt_s),
+            _ci_text(a.get("waitToAdmissionP95"), _fmt_s),
+            _ci_text(a.get("waitToStartMean"), _fmt_s),
+            _ci_text(a.get("makespanSeconds"), _fmt_s),
+            _ci_text(a.get("costUSD"), lambda x: f"{x:,.2f}"),
+            _ci_text(a.get("evictions"), lambda x: f"{x:g}"),
+        ]
         parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
     parts.append("</table>")
     for d in docs:
@@ -150,32 +179,52 @@ def write_html(out: Path, study: str, docs: list[dict[str, Any]], images: list[P
         parts.append(f"<h2>{esc(d['variant'])} (replica 0, seed {s['seed']})</h2>")
         if d.get("description"):
             parts.append(f"<p>{esc(d['description'])}</p>")
-        parts.append("<table><tr><th>wait to admission by priority</th><th>count</th><th>mean</th><th>p50</th>"
-                     "<th>p95</th><th>max</th></tr>")
+        parts.append(
+            "<table><tr><th>wait to admission by priority</th><th>count</th><th>mean</th><th>p50</th>"
+            "<th>p95</th><th>max</th></tr>"
+        )
         for key, st in s["waitToAdmission"]["byPriority"].items():
-            parts.append(f"<tr><td>{esc(key)}</td><td>{st['count']}</td>" + "".join(
-                f"<td>{_fmt_s(st.get(k))}</td>" for k in ("mean", "p50", "p95", "max")) + "</tr>")
-        parts.append("</table><table><tr><th>ClusterQueue/flavor/resource</th><th>quota reserved (time-average %"
-                     " of nominal)</th></tr>")
+            parts.append(
+                f"<tr><td>{esc(key)}</td><td>{st['count']}</td>"
+                + "".join(f"<td>{_fmt_s(st.get(k))}</td>" for k in ("mean", "p50", "p95", "max"))
+                + "</tr>"
+            )
+        parts.append(
+            "</table><table><tr><th>ClusterQueue/flavor/resource</th><th>quota reserved (time-average %"
+            " of nominal)</th></tr>"
+        )
         for key, pct in s["clusterQueueReservationPercent"].items():
             parts.append(f"<tr><td>{esc(key)}</td><td>{pct:.2f}</td></tr>")
-        parts.append("</table><table><tr><th>provisioning model</th><th>node-hours</th><th>cost (USD)</th></tr>")
+        parts.append(
+            "</table><table><tr><th>provisioning model</th><th>node-hours</th><th>cost (USD)</th></tr>"
+        )
         for model, h in s["nodeHours"].items():
-            parts.append(f"<tr><td>{esc(model)}</td><td>{h:,.1f}</td><td>{s['costUSD'].get(model, 0):,.2f}</td></tr>")
+            parts.append(
+                f"<tr><td>{esc(model)}</td><td>{h:,.1f}</td><td>{s['costUSD'].get(model, 0):,.2f}</td></tr>"
+            )
         parts.append("</table>")
         ev = [(cq, r, n) for cq, rs in s["evictions"].items() for r, n in rs.items()]
         if ev:
-            parts.append("<table><tr><th>kueue_evicted_workloads_total</th><th>reason</th><th>count</th></tr>"
-                         + "".join(f"<tr><td>{esc(cq)}</td><td>{esc(r)}</td><td>{n}</td></tr>" for cq, r, n in ev)
-                         + "</table>")
+            parts.append(
+                "<table><tr><th>kueue_evicted_workloads_total</th><th>reason</th><th>count</th></tr>"
+                + "".join(f"<tr><td>{esc(cq)}</td><td>{esc(r)}</td><td>{n}</td></tr>" for cq, r, n in ev)
+                + "</table>"
+            )
         if s["provisioningRequests"].get("total"):
-            parts.append("<table><tr><th>ProvisioningRequests</th><th>count</th></tr>" + "".join(
-                f"<tr><td>{esc(k)}</td><td>{v}</td></tr>" for k, v in s["provisioningRequests"].items()) + "</table>")
+            parts.append(
+                "<table><tr><th>ProvisioningRequests</th><th>count</th></tr>"
+                + "".join(
+                    f"<tr><td>{esc(k)}</td><td>{v}</td></tr>" for k, v in s["provisioningRequests"].items()
+                )
+                + "</table>"
+            )
     parts.append("<h2>Plots</h2>")
     for img in images:
         data = base64.b64encode(img.read_bytes()).decode("ascii")
-        parts.append(f"<figure><img alt='{esc(img.stem)}' src='data:image/png;base64,{data}'>"
-                     f"<figcaption>{esc(img.name)}</figcaption></figure>")
+        parts.append(
+            f"<figure><img alt='{esc(img.stem)}' src='data:image/png;base64,{data}'>"
+            f"<figcaption>{esc(img.name)}</figcaption></figure>"
+        )
     parts.append("</body></html>\n")
     path = out / "report.html"
     path.write_text("\n".join(parts), encoding="utf-8")

@@ -18,15 +18,76 @@ from typing import Any
 
 from flexq.simulate.engine import RunResult
 
-__all__ = ["stats", "summarize", "aggregate", "write_csv", "write_json", "CSV_COLUMNS", "percentile",
-           "kueue_buckets", "time_average", "cost_curve", "node_curves"]
+__all__ = [
+    "stats",
+    "summarize",
+    "aggregate",
+    "write_csv",
+    "write_json",
+    "CSV_COLUMNS",
+    "percentile",
+    "kueue_buckets",
+    "time_average",
+    "cost_curve",
+    "node_curves",
+]
 
-CSV_COLUMNS = ["variant", "replica", "seed", "job", "namespace", "kind", "class", "queue", "cluster_queue",
-               "priority", "submit", "admitted", "started", "finished", "wait_admission", "wait_start", "run",
-               "outcome", "flavors", "evictions", "preemptions"]
+CSV_COLUMNS = [
+    "variant",
+    "replica",
+    "seed",
+    "job",
+    "namespace",
+    "kind",
+    "class",
+    "queue",
+    "cluster_queue",
+    "priority",
+    "submit",
+    "admitted",
+    "started",
+    "finished",
+    "wait_admission",
+    "wait_start",
+    "run",
+    "outcome",
+    "flavors",
+    "evictions",
+    "preemptions",
+]
 # Student's t, two-sided 95 %, by degrees of freedom
-_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+_T95 = [
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+]
 
 
 def _r(x: float, nd: int = 3) -> float:
@@ -48,13 +109,18 @@ def stats(values: list[float]) -> dict[str, Any]:
     v = sorted(values)
     if not v:
         return {"count": 0}
-    return {"count": len(v), "mean": _r(sum(v) / len(v)), "p50": _r(percentile(v, 0.5)),
-            "p95": _r(percentile(v, 0.95)), "max": _r(v[-1])}
+    return {
+        "count": len(v),
+        "mean": _r(sum(v) / len(v)),
+        "p50": _r(percentile(v, 0.5)),
+        "p95": _r(percentile(v, 0.95)),
+        "max": _r(v[-1]),
+    }
 
 
 def kueue_buckets(n: int) -> list[float]:
     """``generateExponentialBuckets(n)`` of Kueue's metrics: [1] + 2.5 * 2^k, k = 0..n-2."""
-    return [1.0] + [2.5 * 2 ** k for k in range(n - 1)]
+    return [1.0] + [2.5 * 2**k for k in range(n - 1)]
 
 
 def time_average(points: list[tuple[float, int]], end: float) -> float:
@@ -128,8 +194,11 @@ def summarize(run: RunResult) -> dict[str, Any]:
         node_hours[n["model"]] += h
         cost[n["model"]] += h * n["pricePerHour"]
     span = max(run.duration, 1e-9)
-    usage = {k: _r(100 * v["reserved"] / (v["nominal"] * span), 2) for k, v in run.usage.items()
-             if v["nominal"] > 0}
+    usage = {
+        k: _r(100 * v["reserved"] / (v["nominal"] * span), 2)
+        for k, v in run.usage.items()
+        if v["nominal"] > 0
+    }
     # Kueue metrics (names and labels as in pkg/metrics/metrics.go)
     buckets = kueue_buckets(16)
     hist: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -138,36 +207,67 @@ def summarize(run: RunResult) -> dict[str, Any]:
     metrics: list[dict[str, Any]] = []
     for (cq, pc), ws in sorted(hist.items()):
         labels = {"cluster_queue": cq, "priority_class": pc}
-        metrics.append({"name": "kueue_admission_wait_time_seconds", "type": "histogram", "labels": labels,
-                        "count": len(ws), "sum": _r(sum(ws)),
-                        "buckets": {f"{b:g}": sum(1 for w in ws if w <= b) for b in buckets}})
-        metrics.append({"name": "kueue_admitted_workloads_total", "type": "counter", "labels": labels,
-                        "value": len(ws)})
-    for metric, per_cq in (("kueue_evicted_workloads_total", run.evictions),
-                           ("kueue_preempted_workloads_total", run.preemptions)):
+        metrics.append(
+            {
+                "name": "kueue_admission_wait_time_seconds",
+                "type": "histogram",
+                "labels": labels,
+                "count": len(ws),
+                "sum": _r(sum(ws)),
+                "buckets": {f"{b:g}": sum(1 for w in ws if w <= b) for b in buckets},
+            }
+        )
+        metrics.append(
+            {"name": "kueue_admitted_workloads_total", "type": "counter", "labels": labels, "value": len(ws)}
+        )
+    for metric, per_cq in (
+        ("kueue_evicted_workloads_total", run.evictions),
+        ("kueue_preempted_workloads_total", run.preemptions),
+    ):
         for cq, reasons in per_cq.items():
             for reason, count in reasons.items():
-                entry: dict[str, Any] = {"name": metric, "type": "counter",
-                                         "labels": {"cluster_queue": cq, "reason": reason}, "value": count}
+                entry: dict[str, Any] = {
+                    "name": metric,
+                    "type": "counter",
+                    "labels": {"cluster_queue": cq, "reason": reason},
+                    "value": count,
+                }
                 metrics.append(entry)
-    metrics.append({"name": "kueue_pending_workloads", "type": "gauge", "labels": {"statistic": "time-average"},
-                    "value": _r(time_average(run.pending, run.duration))})
+    metrics.append(
+        {
+            "name": "kueue_pending_workloads",
+            "type": "gauge",
+            "labels": {"statistic": "time-average"},
+            "value": _r(time_average(run.pending, run.duration)),
+        }
+    )
     return {
-        "replica": run.replica, "seed": run.seed,
-        "jobs": {"total": len(rows), "succeeded": by_outcome.get("Succeeded", 0),
-                 "failed": by_outcome.get("Failed", 0),
-                 "neverStarted": by_outcome.get("NeverStarted", 0) + by_outcome.get("Admitted", 0),
-                 "deactivated": by_outcome.get("Deactivated", 0),
-                 "unfinished": by_outcome.get("Running", 0)},
+        "replica": run.replica,
+        "seed": run.seed,
+        "jobs": {
+            "total": len(rows),
+            "succeeded": by_outcome.get("Succeeded", 0),
+            "failed": by_outcome.get("Failed", 0),
+            "neverStarted": by_outcome.get("NeverStarted", 0) + by_outcome.get("Admitted", 0),
+            "deactivated": by_outcome.get("Deactivated", 0),
+            "unfinished": by_outcome.get("Running", 0),
+        },
         "simulatedSeconds": _r(run.duration),
         "makespanSeconds": _r(max(finishes) - first) if finishes else None,
-        "waitToAdmission": {"all": stats(waits_adm), "byPriority": grouped("priority", "wait_admission"),
-                            "byQueue": grouped("queue", "wait_admission")},
-        "waitToStart": {"all": stats(waits_start), "byPriority": grouped("priority", "wait_start"),
-                        "byQueue": grouped("queue", "wait_start")},
+        "waitToAdmission": {
+            "all": stats(waits_adm),
+            "byPriority": grouped("priority", "wait_admission"),
+            "byQueue": grouped("queue", "wait_admission"),
+        },
+        "waitToStart": {
+            "all": stats(waits_start),
+            "byPriority": grouped("priority", "wait_start"),
+            "byQueue": grouped("queue", "wait_start"),
+        },
         "timeToAdmissionByClass": grouped("class", "wait_admission"),
         "clusterQueueReservationPercent": usage,
-        "evictions": run.evictions, "preemptions": run.preemptions,
+        "evictions": run.evictions,
+        "preemptions": run.preemptions,
         "provisioningRequests": run.provisioning,
         "nodeHours": {k: _r(v) for k, v in sorted(node_hours.items())},
         "costUSD": {**{k: _r(v, 6) for k, v in sorted(cost.items())}, "total": _r(sum(cost.values()), 6)},
@@ -235,9 +335,15 @@ def write_csv(path: Path, runs: list[RunResult]) -> None:
 
 
 def variant_document(study: str, variant: str, description: str, summaries: list[dict[str, Any]]) -> dict:
-    return {"apiVersion": "sim.flexq.dev/v1alpha1", "kind": "SimulationSummary", "study": study,
-            "variant": variant, "description": description, "aggregate": aggregate(summaries),
-            "replicas": summaries}
+    return {
+        "apiVersion": "sim.flexq.dev/v1alpha1",
+        "kind": "SimulationSummary",
+        "study": study,
+        "variant": variant,
+        "description": description,
+        "aggregate": aggregate(summaries),
+        "replicas": summaries,
+    }
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:

@@ -41,16 +41,44 @@ from flexq.simulate.profiles import NAMED_PROFILES, named_profile
 
 __all__ = ["Study", "Variant", "Manifest", "load_study", "cluster_requests", "STUDY_KEYS"]
 
-STUDY_KEYS = {"name", "seed", "replicas", "until", "cluster", "manifests", "capacity", "trace", "generator",
-              "variants", "keepFinished", "scale", "description"}
+STUDY_KEYS = {
+    "name",
+    "seed",
+    "replicas",
+    "until",
+    "cluster",
+    "manifests",
+    "capacity",
+    "trace",
+    "generator",
+    "variants",
+    "keepFinished",
+    "scale",
+    "description",
+}
 VARIANT_KEYS = {"name", "cluster", "manifests", "capacity", "description"}
-POOL_KEYS = {"name", "machineType", "nodes", "autoscaling", "tpuTopology", "flexStart", "queuedProvisioning",
-             "spot", "labels", "taints", "locations"}
+POOL_KEYS = {
+    "name",
+    "machineType",
+    "nodes",
+    "autoscaling",
+    "tpuTopology",
+    "flexStart",
+    "queuedProvisioning",
+    "spot",
+    "labels",
+    "taints",
+    "locations",
+}
 
 
 # --addons values of `gcloud container clusters create` -> the cluster's addonsConfig
-ADDONS = {"RayOperator": "rayOperatorConfig", "HttpLoadBalancing": "httpLoadBalancing",
-          "HorizontalPodAutoscaling": "horizontalPodAutoscaling", "GcsFuseCsiDriver": "gcsFuseCsiDriverConfig"}
+ADDONS = {
+    "RayOperator": "rayOperatorConfig",
+    "HttpLoadBalancing": "httpLoadBalancing",
+    "HorizontalPodAutoscaling": "horizontalPodAutoscaling",
+    "GcsFuseCsiDriver": "gcsFuseCsiDriverConfig",
+}
 
 
 @dataclass(frozen=True)
@@ -77,11 +105,11 @@ class Study:
     seed: int = 1
     replicas: int = 1
     until: float | None = None
-    submit_until: float | None = None                   # submit only the jobs before this time
+    submit_until: float | None = None  # submit only the jobs before this time
     keep_finished: bool = False
     variants: list[Variant] = field(default_factory=list)
-    trace: list[traffic.JobSpec] | None = None          # a fixed trace (same for every seed)
-    generator: dict[str, Any] | None = None             # a generator spec (drawn per seed)
+    trace: list[traffic.JobSpec] | None = None  # a fixed trace (same for every seed)
+    generator: dict[str, Any] | None = None  # a generator spec (drawn per seed)
     generator_base: str = "."
     description: str = ""
 
@@ -99,8 +127,11 @@ class Study:
         for v in self.variants:
             if v.name == name:
                 return v
-        raise InputError(f"no variant named {name!r} (have: {', '.join(v.name for v in self.variants)})",
-                         source=self.source, field="variants")
+        raise InputError(
+            f"no variant named {name!r} (have: {', '.join(v.name for v in self.variants)})",
+            source=self.source,
+            field="variants",
+        )
 
 
 def _read_yaml(path: Path, src: str) -> Any:
@@ -110,8 +141,11 @@ def _read_yaml(path: Path, src: str) -> Any:
         raise InputError(f"cannot read {path}: {exc.strerror}", source=src) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", source=str(path),
-                         line=mark.line + 1 if mark else None) from None
+        raise InputError(
+            f"not valid YAML: {getattr(exc, 'problem', exc)}",
+            source=str(path),
+            line=mark.line + 1 if mark else None,
+        ) from None
 
 
 def _manifests(value: Any, base: Path, src: str, fld: str) -> list[Manifest]:
@@ -125,8 +159,9 @@ def _manifests(value: Any, base: Path, src: str, fld: str) -> list[Manifest]:
             try:
                 out.append(Manifest(item, path.read_text(encoding="utf-8")))
             except OSError as exc:
-                raise InputError(f"cannot read manifest {item}: {exc.strerror}", source=src,
-                                 field=f"{fld}[{i}]") from None
+                raise InputError(
+                    f"cannot read manifest {item}: {exc.strerror}", source=src, field=f"{fld}[{i}]"
+                ) from None
         elif isinstance(item, dict):
             out.append(Manifest(f"{src} ({fld}[{i}])", yaml.safe_dump(item, sort_keys=False)))
         else:
@@ -143,15 +178,22 @@ def _capacity(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | No
             return named
         path = base / value
         if not path.exists():
-            raise InputError(f"{value!r} is neither a named profile ({', '.join(NAMED_PROFILES)}) nor a file",
-                             source=src, field=fld)
+            raise InputError(
+                f"{value!r} is neither a named profile ({', '.join(NAMED_PROFILES)}) nor a file",
+                source=src,
+                field=fld,
+            )
         value = _read_yaml(path, src)
         src, fld = str(path), "spec"
     if not isinstance(value, dict):
         raise InputError("a capacity profile is an object, a file or a name", source=src, field=fld)
     if "kind" not in value:
-        value = {"apiVersion": "twin.flexq.dev/v1alpha1", "kind": "CapacityProfile",
-                 "metadata": {"name": "default"}, "spec": value}
+        value = {
+            "apiVersion": "twin.flexq.dev/v1alpha1",
+            "kind": "CapacityProfile",
+            "metadata": {"name": "default"},
+            "spec": value,
+        }
     try:
         CapacityProfile.model_validate(value)
     except Exception as exc:  # pydantic ValidationError
@@ -169,26 +211,47 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
     if isinstance(value, str):
         value = _read_yaml(base / value, src)
     if not isinstance(value, dict):
-        raise InputError("the cluster is an object (project, location, name, nodePools) or `requests`",
-                         source=src, field=fld)
-    known = {"project", "location", "name", "version", "nodePools", "requests", "machineType", "nodes", "addons"}
+        raise InputError(
+            "the cluster is an object (project, location, name, nodePools) or `requests`",
+            source=src,
+            field=fld,
+        )
+    known = {
+        "project",
+        "location",
+        "name",
+        "version",
+        "nodePools",
+        "requests",
+        "machineType",
+        "nodes",
+        "addons",
+    }
     addons = value.get("addons") or []
     bad_addons = sorted(set(addons) - set(ADDONS)) if isinstance(addons, list) else ["(not a list)"]
     if bad_addons:
-        raise InputError(f"unknown addon {bad_addons[0]!r} (known: {', '.join(ADDONS)})", source=src,
-                         field=f"{fld}.addons")
+        raise InputError(
+            f"unknown addon {bad_addons[0]!r} (known: {', '.join(ADDONS)})", source=src, field=f"{fld}.addons"
+        )
     bad = sorted(set(value) - known)
     if bad:
-        raise InputError(f"unknown field {bad[0]!r} (known: {', '.join(sorted(known))})", source=src,
-                         field=f"{fld}.{bad[0]}")
+        raise InputError(
+            f"unknown field {bad[0]!r} (known: {', '.join(sorted(known))})",
+            source=src,
+            field=f"{fld}.{bad[0]}",
+        )
     for i, pool in enumerate(value.get("nodePools") or []):
         if not isinstance(pool, dict) or not pool.get("name") or not pool.get("machineType"):
-            raise InputError("a node pool needs a name and a machineType", source=src,
-                             field=f"{fld}.nodePools[{i}]")
+            raise InputError(
+                "a node pool needs a name and a machineType", source=src, field=f"{fld}.nodePools[{i}]"
+            )
         bad = sorted(set(pool) - POOL_KEYS)
         if bad:
-            raise InputError(f"unknown field {bad[0]!r} (known: {', '.join(sorted(POOL_KEYS))})", source=src,
-                             field=f"{fld}.nodePools[{i}].{bad[0]}")
+            raise InputError(
+                f"unknown field {bad[0]!r} (known: {', '.join(sorted(POOL_KEYS))})",
+                source=src,
+                field=f"{fld}.nodePools[{i}].{bad[0]}",
+            )
     for i, req in enumerate(value.get("requests") or []):
         if not isinstance(req, dict) or "path" not in req:
             raise InputError("a request is {method, path, body}", source=src, field=f"{fld}.requests[{i}]")
@@ -202,21 +265,32 @@ def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple
     if cluster.get("requests"):
         reqs = [(r.get("method", "POST"), r["path"], r.get("body") or {}) for r in cluster["requests"]]
         name = cluster.get("name") or next(
-            (b.get("cluster", {}).get("name") for _m, p, b in reqs if p.endswith("/clusters")), "cluster")
+            (b.get("cluster", {}).get("name") for _m, p, b in reqs if p.endswith("/clusters")), "cluster"
+        )
         return project, location, name, reqs
     name = cluster.get("name", "sim")
     parent = f"projects/{project}/locations/{location}"
-    pools = cluster.get("nodePools") or [{"name": "default-pool", "machineType": cluster.get("machineType",
-                                                                                             "e2-standard-4"),
-                                          "nodes": cluster.get("nodes", 3)}]
+    pools = cluster.get("nodePools") or [
+        {
+            "name": "default-pool",
+            "machineType": cluster.get("machineType", "e2-standard-4"),
+            "nodes": cluster.get("nodes", 3),
+        }
+    ]
 
     def pool_body(p: dict[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"name": p["name"], "initialNodeCount": int(p.get("nodes", 0)),
-                                "config": {"machineType": p["machineType"]}}
+        body: dict[str, Any] = {
+            "name": p["name"],
+            "initialNodeCount": int(p.get("nodes", 0)),
+            "config": {"machineType": p["machineType"]},
+        }
         if p.get("autoscaling"):
             a = p["autoscaling"]
-            body["autoscaling"] = {"enabled": True, "minNodeCount": int(a.get("min", 0)),
-                                   "maxNodeCount": int(a.get("max", body["initialNodeCount"]))}
+            body["autoscaling"] = {
+                "enabled": True,
+                "minNodeCount": int(a.get("min", 0)),
+                "maxNodeCount": int(a.get("max", body["initialNodeCount"])),
+            }
         if p.get("tpuTopology"):
             body["placementPolicy"] = {"tpuTopology": p["tpuTopology"]}
         if p.get("flexStart"):
@@ -239,17 +313,30 @@ def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple
     if cluster.get("version"):
         cbody["initialClusterVersion"] = str(cluster["version"])
     if cluster.get("addons"):
-        cbody["addonsConfig"] = {ADDONS[a]: {"enabled": True} if ADDONS[a].endswith("Config") else {"disabled": False}
-                                 for a in cluster["addons"]}
+        cbody["addonsConfig"] = {
+            ADDONS[a]: {"enabled": True} if ADDONS[a].endswith("Config") else {"disabled": False}
+            for a in cluster["addons"]
+        }
     reqs = [("POST", f"/v1/{parent}/clusters", {"parent": parent, "cluster": cbody})]
     for p in rest:
-        reqs.append(("POST", f"/v1/{parent}/clusters/{name}/nodePools",
-                     {"parent": f"{parent}/clusters/{name}", "nodePool": pool_body(p)}))
+        reqs.append(
+            (
+                "POST",
+                f"/v1/{parent}/clusters/{name}/nodePools",
+                {"parent": f"{parent}/clusters/{name}", "nodePool": pool_body(p)},
+            )
+        )
     return project, location, name, reqs
 
 
-def load_study(path: str | Path, *, replicas: int | None = None, seed: int | None = None,
-               variants: list[str] | None = None, scale: float | None = None) -> Study:
+def load_study(
+    path: str | Path,
+    *,
+    replicas: int | None = None,
+    seed: int | None = None,
+    variants: list[str] | None = None,
+    scale: float | None = None,
+) -> Study:
     """Read a simulation file (or a directory holding ``simulation.yaml``, or a Kueue ``generator.yaml``)."""
     p = Path(path)
     if p.is_dir():
@@ -263,10 +350,14 @@ def load_study(path: str | Path, *, replicas: int | None = None, seed: int | Non
         raise InputError("a simulation file is a YAML mapping", source=src)
     bad = sorted(set(doc) - STUDY_KEYS)
     if bad:
-        raise InputError(f"unknown field {bad[0]!r} (known: {', '.join(sorted(STUDY_KEYS))})", source=src,
-                         field=bad[0])
-    study = Study(name=str(doc.get("name") or p.parent.name or "simulation"), source=src,
-                  description=str(doc.get("description") or ""))
+        raise InputError(
+            f"unknown field {bad[0]!r} (known: {', '.join(sorted(STUDY_KEYS))})", source=src, field=bad[0]
+        )
+    study = Study(
+        name=str(doc.get("name") or p.parent.name or "simulation"),
+        source=src,
+        description=str(doc.get("description") or ""),
+    )
     study.seed = int(seed if seed is not None else doc.get("seed", 1))
     study.replicas = int(replicas if replicas is not None else doc.get("replicas", 1))
     if study.replicas < 1:
@@ -292,8 +383,10 @@ def load_study(path: str | Path, *, replicas: int | None = None, seed: int | Non
             gen = _read_yaml(gpath, src)
         if traffic.is_kueue_generator(gen):
             objs, jobs = traffic.kueue_generator(gen, gsrc, scale)
-            base_manifests = [Manifest(f"{gsrc} (generated)", yaml.safe_dump_all(objs, sort_keys=False)),
-                              *base_manifests]
+            base_manifests = [
+                Manifest(f"{gsrc} (generated)", yaml.safe_dump_all(objs, sort_keys=False)),
+                *base_manifests,
+            ]
             study.trace = jobs
         elif isinstance(gen, dict):
             study.generator = gen
@@ -315,18 +408,31 @@ def load_study(path: str | Path, *, replicas: int | None = None, seed: int | Non
             raise InputError("a variant needs a name", source=src, field=fld)
         bad = sorted(set(v) - VARIANT_KEYS)
         if bad:
-            raise InputError(f"unknown field {bad[0]!r} (known: {', '.join(sorted(VARIANT_KEYS))})", source=src,
-                             field=f"{fld}.{bad[0]}")
+            raise InputError(
+                f"unknown field {bad[0]!r} (known: {', '.join(sorted(VARIANT_KEYS))})",
+                source=src,
+                field=f"{fld}.{bad[0]}",
+            )
         if v["name"] in seen:
             raise InputError(f"duplicate variant name {v['name']!r}", source=src, field=f"{fld}.name")
         seen.add(v["name"])
-        study.variants.append(Variant(
-            name=str(v["name"]),
-            cluster=_cluster(v["cluster"], base, src, f"{fld}.cluster") if "cluster" in v else base_cluster,
-            manifests=(_manifests(v["manifests"], base, src, f"{fld}.manifests") if "manifests" in v
-                       else base_manifests),
-            capacity=_capacity(v["capacity"], base, src, f"{fld}.capacity") if "capacity" in v else base_capacity,
-            description=str(v.get("description") or "")))
+        study.variants.append(
+            Variant(
+                name=str(v["name"]),
+                cluster=_cluster(v["cluster"], base, src, f"{fld}.cluster")
+                if "cluster" in v
+                else base_cluster,
+                manifests=(
+                    _manifests(v["manifests"], base, src, f"{fld}.manifests")
+                    if "manifests" in v
+                    else base_manifests
+                ),
+                capacity=_capacity(v["capacity"], base, src, f"{fld}.capacity")
+                if "capacity" in v
+                else base_capacity,
+                description=str(v.get("description") or ""),
+            )
+        )
     if variants:
         study.variants = [study.variant(n) for n in variants]
     return study

@@ -36,12 +36,35 @@ from flexq.api.capacity_profile import Delay, parse_duration
 from flexq.errors import InputError
 from flexq.gke.capacity import sample_delay
 
-__all__ = ["PodSetSpec", "JobSpec", "read_trace", "generate", "is_kueue_generator", "kueue_generator",
-           "build_object", "KINDS", "ANN_RUN", "ANN_OUTCOME", "CLASS_LABEL", "parse_podsets"]
+__all__ = [
+    "PodSetSpec",
+    "JobSpec",
+    "read_trace",
+    "generate",
+    "is_kueue_generator",
+    "kueue_generator",
+    "build_object",
+    "KINDS",
+    "ANN_RUN",
+    "ANN_OUTCOME",
+    "CLASS_LABEL",
+    "parse_podsets",
+]
 
 KINDS = {"rayjob": "RayJob", "job": "Job", "workload": "Workload"}
-COLUMNS = ("submit", "queue", "kind", "name", "namespace", "priority", "podsets", "template", "run", "outcome",
-           "class")
+COLUMNS = (
+    "submit",
+    "queue",
+    "kind",
+    "name",
+    "namespace",
+    "priority",
+    "podsets",
+    "template",
+    "run",
+    "outcome",
+    "class",
+)
 ANN_RUN = "twin.flexq.dev/run-seconds"
 ANN_OUTCOME = "twin.flexq.dev/outcome"
 CLASS_LABEL = "sim.flexq.dev/class"
@@ -69,20 +92,24 @@ class JobSpec:
     priority_class: str = ""
     priority: int | None = None
     pod_sets: tuple[PodSetSpec, ...] = ()
-    template: str = ""           # manifest text (already read)
-    template_source: str = ""    # where the template came from, for messages
+    template: str = ""  # manifest text (already read)
+    template_source: str = ""  # where the template came from, for messages
     run: float = 60.0
     outcome: str = "Succeeded"
     klass: str = ""
-    source: str = ""             # "file:line", for messages
+    source: str = ""  # "file:line", for messages
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 # -- parsing helpers ---------------------------------------------------------------------------------------------
 def _seconds(value: Any, src: str, line: int | None, fld: str, *, allow_zero: bool = True) -> float:
     if isinstance(value, bool) or value is None or value == "":
-        raise InputError("a time is required (seconds or a duration such as 90s, 30m, 2h)",
-                         source=src, line=line, field=fld)
+        raise InputError(
+            "a time is required (seconds or a duration such as 90s, 30m, 2h)",
+            source=src,
+            line=line,
+            field=fld,
+        )
     try:
         if isinstance(value, int | float):
             v = float(value)
@@ -92,8 +119,12 @@ def _seconds(value: Any, src: str, line: int | None, fld: str, *, allow_zero: bo
     except ValueError as exc:
         raise InputError(str(exc), source=src, line=line, field=fld) from None
     if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        raise InputError(f"must not be negative: {value}" if v < 0 else f"invalid time: {value}",
-                         source=src, line=line, field=fld)
+        raise InputError(
+            f"must not be negative: {value}" if v < 0 else f"invalid time: {value}",
+            source=src,
+            line=line,
+            field=fld,
+        )
     return v
 
 
@@ -109,14 +140,19 @@ def parse_podsets(value: Any, src: str, line: int | None) -> tuple[PodSetSpec, .
                 continue
             bits = part.split(":")
             if len(bits) != 3:
-                raise InputError(f"pod set {part!r} is not name:count:resource=quantity,...", source=src,
-                                 line=line, field="podsets")
+                raise InputError(
+                    f"pod set {part!r} is not name:count:resource=quantity,...",
+                    source=src,
+                    line=line,
+                    field="podsets",
+                )
             reqs = {}
             for kv in bits[2].split(","):
                 k, sep, v = kv.partition("=")
                 if not sep or not k.strip() or not v.strip():
-                    raise InputError(f"request {kv!r} is not resource=quantity", source=src, line=line,
-                                     field="podsets")
+                    raise InputError(
+                        f"request {kv!r} is not resource=quantity", source=src, line=line, field="podsets"
+                    )
                 reqs[k.strip()] = v.strip()
             items.append({"name": bits[0].strip(), "count": bits[1].strip(), "requests": reqs})
     elif isinstance(value, list):
@@ -129,55 +165,85 @@ def parse_podsets(value: Any, src: str, line: int | None) -> tuple[PodSetSpec, .
     for i, ps in enumerate(items):
         fld = f"podsets[{i}]"
         if not isinstance(ps, dict):
-            raise InputError("a pod set is an object {name, count, requests}", source=src, line=line, field=fld)
+            raise InputError(
+                "a pod set is an object {name, count, requests}", source=src, line=line, field=fld
+            )
         unknown = sorted(set(ps) - {"name", "count", "requests"})
         if unknown:
-            raise InputError(f"unknown field {unknown[0]!r} (known: name, count, requests)", source=src,
-                             line=line, field=fld)
+            raise InputError(
+                f"unknown field {unknown[0]!r} (known: name, count, requests)",
+                source=src,
+                line=line,
+                field=fld,
+            )
         try:
             count = int(ps.get("count", 1))
         except (TypeError, ValueError):
-            raise InputError(f"count must be a whole number, got {ps.get('count')!r}", source=src, line=line,
-                             field=f"{fld}.count") from None
+            raise InputError(
+                f"count must be a whole number, got {ps.get('count')!r}",
+                source=src,
+                line=line,
+                field=f"{fld}.count",
+            ) from None
         if count < 1:
-            raise InputError(f"count must be at least 1, got {count}", source=src, line=line,
-                             field=f"{fld}.count")
+            raise InputError(
+                f"count must be at least 1, got {count}", source=src, line=line, field=f"{fld}.count"
+            )
         reqs = ps.get("requests") or {}
         if not isinstance(reqs, dict):
-            raise InputError("requests must be a map of resource to quantity", source=src, line=line,
-                             field=f"{fld}.requests")
+            raise InputError(
+                "requests must be a map of resource to quantity",
+                source=src,
+                line=line,
+                field=f"{fld}.requests",
+            )
         for k, v in reqs.items():
             try:
                 q = parse_quantity(str(v))
             except (ValueError, TypeError, Exception):
-                raise InputError(f"invalid quantity {v!r}", source=src, line=line,
-                                 field=f"{fld}.requests.{k}") from None
+                raise InputError(
+                    f"invalid quantity {v!r}", source=src, line=line, field=f"{fld}.requests.{k}"
+                ) from None
             if q < 0:
-                raise InputError(f"quantity must not be negative: {v}", source=src, line=line,
-                                 field=f"{fld}.requests.{k}")
-        out.append(PodSetSpec(str(ps.get("name") or f"ps{i}"), count,
-                              tuple(sorted((str(k), str(v)) for k, v in reqs.items()))))
+                raise InputError(
+                    f"quantity must not be negative: {v}", source=src, line=line, field=f"{fld}.requests.{k}"
+                )
+        out.append(
+            PodSetSpec(
+                str(ps.get("name") or f"ps{i}"),
+                count,
+                tuple(sorted((str(k), str(v)) for k, v in reqs.items())),
+            )
+        )
     return tuple(out)
 
 
-def _template(path_text: str, base: Path, src: str, line: int | None, cache: dict[str, str]) -> tuple[str, str]:
+def _template(
+    path_text: str, base: Path, src: str, line: int | None, cache: dict[str, str]
+) -> tuple[str, str]:
     path = (base / path_text).resolve() if not Path(path_text).is_absolute() else Path(path_text)
     key = str(path)
     if key not in cache:
         try:
             cache[key] = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise InputError(f"cannot read template {path_text}: {exc.strerror}", source=src, line=line,
-                             field="template") from None
+            raise InputError(
+                f"cannot read template {path_text}: {exc.strerror}", source=src, line=line, field="template"
+            ) from None
     return cache[key], path_text
 
 
-def _job_from_row(row: dict[str, Any], index: int, src: str, line: int, base: Path,
-                  cache: dict[str, str]) -> JobSpec:
+def _job_from_row(
+    row: dict[str, Any], index: int, src: str, line: int, base: Path, cache: dict[str, str]
+) -> JobSpec:
     unknown = sorted(k for k in row if k not in COLUMNS)
     if unknown:
-        raise InputError(f"unknown column {unknown[0]!r} (known: {', '.join(COLUMNS)})", source=src, line=line,
-                         field=unknown[0])
+        raise InputError(
+            f"unknown column {unknown[0]!r} (known: {', '.join(COLUMNS)})",
+            source=src,
+            line=line,
+            field=unknown[0],
+        )
     submit = _seconds(row.get("submit"), src, line, "submit")
     queue = str(row.get("queue") or "").strip()
     if not queue:
@@ -185,16 +251,21 @@ def _job_from_row(row: dict[str, Any], index: int, src: str, line: int, base: Pa
     raw_kind = str(row.get("kind") or "Job").strip()
     kind = KINDS.get(raw_kind.lower())
     if kind is None:
-        raise InputError(f"unknown kind {raw_kind!r} (RayJob, Job or Workload)", source=src, line=line,
-                         field="kind")
+        raise InputError(
+            f"unknown kind {raw_kind!r} (RayJob, Job or Workload)", source=src, line=line, field="kind"
+        )
     prio = row.get("priority")
     prio_class, prio_value = "", None
     if prio not in (None, ""):
         text = str(prio).strip()
         if text.lstrip("-").isdigit():
             if kind != "Workload":
-                raise InputError("a number is a bare Workload's spec.priority; jobs take a priority class name",
-                                 source=src, line=line, field="priority")
+                raise InputError(
+                    "a number is a bare Workload's spec.priority; jobs take a priority class name",
+                    source=src,
+                    line=line,
+                    field="priority",
+                )
             prio_value = int(text)
         else:
             prio_class = text
@@ -202,25 +273,44 @@ def _job_from_row(row: dict[str, Any], index: int, src: str, line: int, base: Pa
     template, tsrc = "", ""
     if row.get("template"):
         if kind == "Workload":
-            raise InputError("a bare Workload takes podsets, not a template", source=src, line=line,
-                             field="template")
+            raise InputError(
+                "a bare Workload takes podsets, not a template", source=src, line=line, field="template"
+            )
         template, tsrc = _template(str(row["template"]), base, src, line, cache)
     elif not pod_sets:
         raise InputError("a job needs podsets or a template", source=src, line=line, field="podsets")
     if kind == "RayJob" and not template and len(pod_sets) < 2:
-        raise InputError("a RayJob without a template needs a head pod set and at least one worker pod set",
-                         source=src, line=line, field="podsets")
+        raise InputError(
+            "a RayJob without a template needs a head pod set and at least one worker pod set",
+            source=src,
+            line=line,
+            field="podsets",
+        )
     run = _seconds(row.get("run") if row.get("run") not in (None, "") else 60, src, line, "run")
     outcome = str(row.get("outcome") or "Succeeded").strip()
     if outcome.lower() not in ("succeeded", "failed"):
-        raise InputError(f"outcome must be Succeeded or Failed, got {outcome!r}", source=src, line=line,
-                         field="outcome")
+        raise InputError(
+            f"outcome must be Succeeded or Failed, got {outcome!r}", source=src, line=line, field="outcome"
+        )
     ns = str(row.get("namespace") or "default").strip()
     name = str(row.get("name") or "").strip() or f"{kind.lower()}-{index:05d}"
-    return JobSpec(index=index, submit=submit, kind=kind, name=name, namespace=ns, queue=queue,
-                   priority_class=prio_class, priority=prio_value, pod_sets=pod_sets, template=template,
-                   template_source=tsrc, run=run, outcome=outcome.capitalize(), klass=str(row.get("class") or ""),
-                   source=f"{src}:{line}")
+    return JobSpec(
+        index=index,
+        submit=submit,
+        kind=kind,
+        name=name,
+        namespace=ns,
+        queue=queue,
+        priority_class=prio_class,
+        priority=prio_value,
+        pod_sets=pod_sets,
+        template=template,
+        template_source=tsrc,
+        run=run,
+        outcome=outcome.capitalize(),
+        klass=str(row.get("class") or ""),
+        source=f"{src}:{line}",
+    )
 
 
 def read_trace(path: str | Path) -> list[JobSpec]:
@@ -250,8 +340,9 @@ def read_trace(path: str | Path) -> list[JobSpec]:
             raise InputError("empty trace (a header line is required)", source=src, line=1)
         for col in reader.fieldnames:
             if col.strip() not in COLUMNS:
-                raise InputError(f"unknown column {col!r} (known: {', '.join(COLUMNS)})", source=src, line=1,
-                                 field=col)
+                raise InputError(
+                    f"unknown column {col!r} (known: {', '.join(COLUMNS)})", source=src, line=1, field=col
+                )
         for row in reader:
             if None in row:
                 raise InputError("more values than columns", source=src, line=reader.line_num)
@@ -277,24 +368,38 @@ def _delay(value: Any, src: str, fld: str) -> Delay:
 
 
 GEN_KEYS = {"seed", "duration", "arrivals", "mix", "count"}
-MIX_KEYS = {"weight", "kind", "queue", "namespace", "priority", "podsets", "template", "run", "failed", "class",
-            "name"}
+MIX_KEYS = {
+    "weight",
+    "kind",
+    "queue",
+    "namespace",
+    "priority",
+    "podsets",
+    "template",
+    "run",
+    "failed",
+    "class",
+    "name",
+}
 
 
 def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobSpec]:
     """Jobs drawn from a generator spec (seeded by the run's seed and the spec's own ``seed``)::
 
-        duration: 7d                 # submissions stop here (or `count`)
-        arrivals: {exponential: {mean: 2m}}          # inter-arrival time: any delay of a capacity profile
-        diurnal: {busyHours: [8, 20], busyFactor: 3, weekend: 0.3}   # optional: more in working hours
-        mix:
-        - {weight: 3, kind: RayJob, template: rayjob.yaml, queue: user-queue, run: {lognormal: {median: 8m, sigma: 1}}}
-        - {weight: 1, kind: Job, podsets: "main:1:cpu=4", queue: user-queue, run: 30m, failed: 0.05}
+    duration: 7d                 # submissions stop here (or `count`)
+    arrivals: {exponential: {mean: 2m}}          # inter-arrival time: any delay of a capacity profile
+    diurnal: {busyHours: [8, 20], busyFactor: 3, weekend: 0.3}   # optional: more in working hours
+    mix:
+    - {weight: 3, kind: RayJob, template: rayjob.yaml, queue: user-queue, run: {lognormal: {median: 8m, sigma: 1}}}
+    - {weight: 1, kind: Job, podsets: "main:1:cpu=4", queue: user-queue, run: 30m, failed: 0.05}
     """
     unknown = sorted(set(spec) - GEN_KEYS - {"diurnal"})
     if unknown:
-        raise InputError(f"unknown field {unknown[0]!r} (known: {', '.join(sorted(GEN_KEYS | {'diurnal'}))})",
-                         source=src, field=f"generator.{unknown[0]}")
+        raise InputError(
+            f"unknown field {unknown[0]!r} (known: {', '.join(sorted(GEN_KEYS | {'diurnal'}))})",
+            source=src,
+            field=f"generator.{unknown[0]}",
+        )
     duration = _seconds(spec["duration"], src, None, "generator.duration") if "duration" in spec else None
     count = spec.get("count")
     if duration is None and count is None:
@@ -316,8 +421,11 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
             raise InputError("a job shape is an object", source=src, field=fld)
         bad = sorted(set(m) - MIX_KEYS)
         if bad:
-            raise InputError(f"unknown field {bad[0]!r} (known: {', '.join(sorted(MIX_KEYS))})", source=src,
-                             field=f"{fld}.{bad[0]}")
+            raise InputError(
+                f"unknown field {bad[0]!r} (known: {', '.join(sorted(MIX_KEYS))})",
+                source=src,
+                field=f"{fld}.{bad[0]}",
+            )
         row = {k: m[k] for k in ("kind", "queue", "namespace", "priority", "template", "class") if k in m}
         row["podsets"] = m.get("podsets")
         row["submit"] = 0
@@ -331,8 +439,14 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
         failed = float(m.get("failed", 0))
         if not 0 <= failed <= 1:
             raise InputError("failed is a probability between 0 and 1", source=src, field=f"{fld}.failed")
-        shapes.append((weight, replace(proto, extra={"prefix": m.get("name") or proto.kind.lower()}),
-                       _delay(m.get("run", 60), src, f"{fld}.run"), failed))
+        shapes.append(
+            (
+                weight,
+                replace(proto, extra={"prefix": m.get("name") or proto.kind.lower()}),
+                _delay(m.get("run", 60), src, f"{fld}.run"),
+                failed,
+            )
+        )
     total_w = sum(s[0] for s in shapes)
     if total_w <= 0:
         raise InputError("the weights add up to zero", source=src, field="generator.mix")
@@ -366,8 +480,18 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
         run_s = sample_delay(run, 0.0, 0.0, rng) or 0.0
         outcome = "Failed" if failed and rng.random() < failed else "Succeeded"
         idx = len(jobs)
-        jobs.append(replace(proto, index=idx, submit=round(t, 3), run=round(run_s, 3), outcome=outcome,
-                            name=f"{proto.extra['prefix']}-{idx:05d}", source=f"{src} (generator)", extra={}))
+        jobs.append(
+            replace(
+                proto,
+                index=idx,
+                submit=round(t, 3),
+                run=round(run_s, 3),
+                outcome=outcome,
+                name=f"{proto.extra['prefix']}-{idx:05d}",
+                source=f"{src} (generator)",
+                extra={},
+            )
+        )
         if count is not None and len(jobs) >= count:
             break
     return jobs
@@ -388,11 +512,13 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
     every workload set's count (at least 1). TAS and DRA sections are refused."""
     for key in ("topology", "dra"):
         if doc.get(key):
-            raise InputError(f"{key} (TAS/DRA) scenarios are not supported by flexq simulate", source=src,
-                             field=key)
+            raise InputError(
+                f"{key} (TAS/DRA) scenarios are not supported by flexq simulate", source=src, field=key
+            )
     flavor = ((doc.get("resourceFlavor") or {}).get("name")) or "rf"
-    objs: list[dict] = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-                         "metadata": {"name": flavor}}]
+    objs: list[dict] = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}}
+    ]
     jobs: list[JobSpec] = []
     cohorts = doc.get("cohorts")
     if not isinstance(cohorts, list) or not cohorts:
@@ -409,15 +535,36 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
                         res["borrowingLimit"] = str(qset["borrowingLimit"])
                     pre = {k: qset[k] for k in ("reclaimWithinCohort", "withinClusterQueue") if qset.get(k)}
                     objs += [
-                        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-                         "metadata": {"name": name, "labels": {"kueue.x-k8s.io/performance-scheduler-class":
-                                                               str(qset.get("className", "cq"))}},
-                         "spec": {"cohortName": cohort, "namespaceSelector": {}, "preemption": pre,
-                                  "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                                      {"name": flavor, "resources": [res]}]}]}},
+                        {
+                            "apiVersion": "kueue.x-k8s.io/v1beta2",
+                            "kind": "ClusterQueue",
+                            "metadata": {
+                                "name": name,
+                                "labels": {
+                                    "kueue.x-k8s.io/performance-scheduler-class": str(
+                                        qset.get("className", "cq")
+                                    )
+                                },
+                            },
+                            "spec": {
+                                "cohortName": cohort,
+                                "namespaceSelector": {},
+                                "preemption": pre,
+                                "resourceGroups": [
+                                    {
+                                        "coveredResources": ["cpu"],
+                                        "flavors": [{"name": flavor, "resources": [res]}],
+                                    }
+                                ],
+                            },
+                        },
                         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-                        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                         "metadata": {"name": name, "namespace": name}, "spec": {"clusterQueue": name}},
+                        {
+                            "apiVersion": "kueue.x-k8s.io/v1beta2",
+                            "kind": "LocalQueue",
+                            "metadata": {"name": name, "namespace": name},
+                            "spec": {"clusterQueue": name},
+                        },
                     ]
                     for wsi, wset in enumerate(qset.get("workloadsSets") or []):
                         wfld = f"{fld}.workloadsSets[{wsi}]"
@@ -429,17 +576,33 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
                             for wi, wlt in enumerate(templates):
                                 step += 1
                                 if wlt.get("tasLevel") or wlt.get("devices"):
-                                    raise InputError("TAS/DRA workloads are not supported", source=src,
-                                                     field=f"{wfld}.workloads[{wi}]")
+                                    raise InputError(
+                                        "TAS/DRA workloads are not supported",
+                                        source=src,
+                                        field=f"{wfld}.workloads[{wi}]",
+                                    )
                                 cls = str(wlt.get("className", "wl"))
-                                jobs.append(JobSpec(
-                                    index=0, submit=round(step * interval, 6), kind="Workload",
-                                    name=f"{cls}-{wsi}-{si}-{wi}", namespace=name, queue=name,
-                                    priority=int(wlt.get("priority", 0)),
-                                    pod_sets=(PodSetSpec("main", int(wlt.get("podCount") or 1),
-                                                         (("cpu", str(wlt.get("request", "1"))),)),),
-                                    run=float(wlt.get("runtimeMs", 0)) / 1000, klass=cls,
-                                    source=f"{src} ({wfld})"))
+                                jobs.append(
+                                    JobSpec(
+                                        index=0,
+                                        submit=round(step * interval, 6),
+                                        kind="Workload",
+                                        name=f"{cls}-{wsi}-{si}-{wi}",
+                                        namespace=name,
+                                        queue=name,
+                                        priority=int(wlt.get("priority", 0)),
+                                        pod_sets=(
+                                            PodSetSpec(
+                                                "main",
+                                                int(wlt.get("podCount") or 1),
+                                                (("cpu", str(wlt.get("request", "1"))),),
+                                            ),
+                                        ),
+                                        run=float(wlt.get("runtimeMs", 0)) / 1000,
+                                        klass=cls,
+                                        source=f"{src} ({wfld})",
+                                    )
+                                )
     jobs.sort(key=lambda j: (j.submit, j.namespace, j.name))
     return objs, [replace(j, index=i) for i, j in enumerate(jobs)]
 
@@ -447,8 +610,11 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
 # -- objects -----------------------------------------------------------------------------------------------------
 def _container(name: str, requests: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     res = dict(requests)
-    return {"name": name, "image": "registry.k8s.io/pause:3.10",
-            "resources": {"requests": dict(res), "limits": dict(res)}}
+    return {
+        "name": name,
+        "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": dict(res), "limits": dict(res)},
+    }
 
 
 def _subst(text: str, env: dict[str, str]) -> str:
@@ -485,42 +651,87 @@ def build_object(job: JobSpec, priorities: dict[str, int] | None = None) -> dict
     ann = {ANN_RUN: f"{job.run:g}", ANN_OUTCOME: job.outcome}
     labels = {CLASS_LABEL: job.klass} if job.klass else {}
     if job.kind == "Workload":
-        spec: dict[str, Any] = {"queueName": job.queue, "podSets": [
-            {"name": ps.name, "count": ps.count, "template": {"spec": {
-                "restartPolicy": "Never", "containers": [_container("main", ps.requests)]}}} for ps in job.pod_sets]}
+        spec: dict[str, Any] = {
+            "queueName": job.queue,
+            "podSets": [
+                {
+                    "name": ps.name,
+                    "count": ps.count,
+                    "template": {
+                        "spec": {"restartPolicy": "Never", "containers": [_container("main", ps.requests)]}
+                    },
+                }
+                for ps in job.pod_sets
+            ],
+        }
         if job.priority is not None:
             spec["priority"] = job.priority
         if job.priority_class:
-            spec.update(priorityClassName=job.priority_class,
-                        priorityClassSource="kueue.x-k8s.io/workloadpriorityclass",
-                        priority=(priorities or {}).get(job.priority_class, 0))
-        return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-                "metadata": {"name": job.name, "namespace": job.namespace, "labels": labels, "annotations": ann},
-                "spec": spec}
+            spec.update(
+                priorityClassName=job.priority_class,
+                priorityClassSource="kueue.x-k8s.io/workloadpriorityclass",
+                priority=(priorities or {}).get(job.priority_class, 0),
+            )
+        return {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": job.name, "namespace": job.namespace, "labels": labels, "annotations": ann},
+            "spec": spec,
+        }
     if job.template:
         env = {"NAME": job.name, "JOB_ID": str(job.index), "QUEUE": job.queue, "NAMESPACE": job.namespace}
         obj = _subst_obj(_parsed_template(job.template), env)
         if not isinstance(obj, dict):
             raise InputError("a template must hold one object", source=job.template_source)
         if obj.get("kind") != job.kind:
-            raise InputError(f"the template is a {obj.get('kind')!r}, the trace says {job.kind}",
-                             source=job.template_source, field="kind")
+            raise InputError(
+                f"the template is a {obj.get('kind')!r}, the trace says {job.kind}",
+                source=job.template_source,
+                field="kind",
+            )
     elif job.kind == "Job":
         ps = job.pod_sets[0]
-        obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {},
-               "spec": {"parallelism": ps.count, "completions": ps.count, "backoffLimit": 0,
-                        "template": {"spec": {"restartPolicy": "Never",
-                                              "containers": [_container("main", ps.requests)]}}}}
+        obj = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {},
+            "spec": {
+                "parallelism": ps.count,
+                "completions": ps.count,
+                "backoffLimit": 0,
+                "template": {
+                    "spec": {"restartPolicy": "Never", "containers": [_container("main", ps.requests)]}
+                },
+            },
+        }
     else:
         head, workers = job.pod_sets[0], job.pod_sets[1:]
-        obj = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {},
-               "spec": {"entrypoint": "python main.py", "shutdownAfterJobFinishes": True, "rayClusterSpec": {
-                   "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {
-                       "containers": [_container("ray-head", head.requests)]}}},
-                   "workerGroupSpecs": [{"groupName": w.name, "replicas": w.count, "minReplicas": w.count,
-                                         "maxReplicas": w.count, "rayStartParams": {}, "template": {"spec": {
-                                             "containers": [_container("ray-worker", w.requests)]}}}
-                                        for w in workers]}}}
+        obj = {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayJob",
+            "metadata": {},
+            "spec": {
+                "entrypoint": "python main.py",
+                "shutdownAfterJobFinishes": True,
+                "rayClusterSpec": {
+                    "headGroupSpec": {
+                        "rayStartParams": {},
+                        "template": {"spec": {"containers": [_container("ray-head", head.requests)]}},
+                    },
+                    "workerGroupSpecs": [
+                        {
+                            "groupName": w.name,
+                            "replicas": w.count,
+                            "minReplicas": w.count,
+                            "maxReplicas": w.count,
+                            "rayStartParams": {},
+                            "template": {"spec": {"containers": [_container("ray-worker", w.requests)]}},
+                        }
+                        for w in workers
+                    ],
+                },
+            },
+        }
     meta = obj.setdefault("metadata", {})
     meta["name"] = job.name
     meta["namespace"] = job.namespace

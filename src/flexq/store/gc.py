@@ -263,15 +263,22 @@ class Txn:
         if waiting and self.children(m.get("uid", "")):
             if any(deleting_dependents(dep) for _, dep in self.children(m.get("uid", ""))):
                 # a possible cycle: stop blocking the owners, then go in the foreground (as upstream)
-                obj = self._with_refs(obj, [{**r, "blockOwnerDeletion": False} if r.get("blockOwnerDeletion")
-                                            else r for r in m["ownerReferences"]])
+                obj = self._with_refs(
+                    obj,
+                    [
+                        {**r, "blockOwnerDeletion": False} if r.get("blockOwnerDeletion") else r
+                        for r in m["ownerReferences"]
+                    ],
+                )
                 self.put("MODIFIED", info, ref[1], obj)
                 for r in waiting:
                     self._owner_changed(r)
             self.delete(info, ref[1], obj, "Foreground")
             return
         finalizers = m.get("finalizers") or ()
-        policy = "Orphan" if ORPHAN in finalizers else "Foreground" if FOREGROUND in finalizers else "Background"
+        policy = (
+            "Orphan" if ORPHAN in finalizers else "Foreground" if FOREGROUND in finalizers else "Background"
+        )
         self.delete(info, ref[1], obj, policy)
 
     def _foreground(self, ref: Ref) -> None:
@@ -280,8 +287,11 @@ class Txn:
         if obj is None or not deleting_dependents(obj):
             return
         uid = obj["metadata"].get("uid", "")
-        blocking = [(dref, dep) for dref, dep in self.children(uid)
-                    if any(r.get("uid") == uid and r.get("blockOwnerDeletion") for r in _refs(dep))]
+        blocking = [
+            (dref, dep)
+            for dref, dep in self.children(uid)
+            if any(r.get("uid") == uid and r.get("blockOwnerDeletion") for r in _refs(dep))
+        ]
         if not blocking:
             self.remove_finalizer(ref, obj, FOREGROUND)
             return
@@ -292,8 +302,11 @@ class Txn:
     def _orphan(self, ref: Ref) -> None:
         """``attemptToOrphanWorker``: the dependents lose their reference, then the owner its finalizer."""
         obj = self.get(ref)
-        if obj is None or not obj["metadata"].get("deletionTimestamp") or \
-                ORPHAN not in (obj["metadata"].get("finalizers") or ()):
+        if (
+            obj is None
+            or not obj["metadata"].get("deletionTimestamp")
+            or ORPHAN not in (obj["metadata"].get("finalizers") or ())
+        ):
             return
         uid = obj["metadata"].get("uid", "")
         for dref, dep in self.children(uid):
@@ -340,7 +353,11 @@ class Txn:
         for ns in sorted(self._namespaces):
             ref = ("namespaces", ("", ns))
             obj = self.get(ref)
-            if obj is None or not obj["metadata"].get("deletionTimestamp") or obj["metadata"].get("finalizers"):
+            if (
+                obj is None
+                or not obj["metadata"].get("deletionTimestamp")
+                or obj["metadata"].get("finalizers")
+            ):
                 continue
             if not any(True for _ in self._content(ns)):
                 self.put("DELETED", self.store.registry.by_key("namespaces"), ("", ns), obj)

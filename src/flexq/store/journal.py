@@ -69,11 +69,14 @@ class Journal:
     def put(self, store: str, kind: str, namespace: str, name: str, rv: int, obj: dict) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO objects(store, kind, namespace, name, rv, body) VALUES (?,?,?,?,?,?)",
-            (store, kind, namespace, name, rv, json.dumps(obj, separators=(",", ":"))))
+            (store, kind, namespace, name, rv, json.dumps(obj, separators=(",", ":"))),
+        )
 
     def remove(self, store: str, kind: str, namespace: str, name: str) -> None:
-        self._db.execute("DELETE FROM objects WHERE store=? AND kind=? AND namespace=? AND name=?",
-                         (store, kind, namespace, name))
+        self._db.execute(
+            "DELETE FROM objects WHERE store=? AND kind=? AND namespace=? AND name=?",
+            (store, kind, namespace, name),
+        )
 
     def set_rv(self, store: str, rv: int) -> None:
         self._db.execute("INSERT OR REPLACE INTO counters(store, rv) VALUES (?,?)", (store, rv))
@@ -106,15 +109,18 @@ class Journal:
 
     def stores(self) -> list[str]:
         with self._lock:
-            rows = self._db.execute("SELECT DISTINCT store FROM counters WHERE store != ?", (BOOTS,)).fetchall()
+            rows = self._db.execute(
+                "SELECT DISTINCT store FROM counters WHERE store != ?", (BOOTS,)
+            ).fetchall()
         return [r[0] for r in rows]
 
     def load(self, store: str) -> tuple[int, list[tuple[str, dict]]]:
         """(last resourceVersion, [(kind key, object)]) of one store."""
         with self._lock:
             row = self._db.execute("SELECT rv FROM counters WHERE store=?", (store,)).fetchone()
-            rows = self._db.execute("SELECT kind, body FROM objects WHERE store=? ORDER BY rv",
-                                    (store,)).fetchall()
+            rows = self._db.execute(
+                "SELECT kind, body FROM objects WHERE store=? ORDER BY rv", (store,)
+            ).fetchall()
         return (row[0] if row else 0), [(k, json.loads(b)) for k, b in rows]
 
     def close(self) -> None:

@@ -52,7 +52,9 @@ class PodLogs:
         with self._lock:
             return sorted(k[2] for k in self._text if k[:2] == (namespace, pod))
 
-    def wait_for_more(self, namespace: str, pod: str, container: str | None, known: int, timeout: float) -> str:
+    def wait_for_more(
+        self, namespace: str, pod: str, container: str | None, known: int, timeout: float
+    ) -> str:
         """Block until the log grows past ``known`` characters (or timeout); returns the whole log."""
         with self._lock:
             self._lock.wait_for(lambda: len(self.read(namespace, pod, container)) > known, timeout=timeout)

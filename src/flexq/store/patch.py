@@ -86,23 +86,47 @@ class ListField:
 # ListField; any other list is replaced whole (tolerations, args, envFrom, affinity terms...).
 _CONDITIONS = {"conditions": ListField("type")}
 _OBJECT_META = {"finalizers": ListField(None), "ownerReferences": ListField("uid")}
-_CONTAINER = {"ports": ListField("containerPort"), "env": ListField("name"), "volumeMounts": ListField("mountPath"),
-              "volumeDevices": ListField("devicePath")}
-_POD_SPEC = {"containers": ListField("name", _CONTAINER), "initContainers": ListField("name", _CONTAINER),
-             "ephemeralContainers": ListField("name", _CONTAINER), "volumes": ListField("name", None, True),
-             "imagePullSecrets": ListField("name"), "hostAliases": ListField("ip"),
-             "topologySpreadConstraints": ListField("topologyKey"), "resourceClaims": ListField("name", None, True),
-             "schedulingGates": ListField("name")}
+_CONTAINER = {
+    "ports": ListField("containerPort"),
+    "env": ListField("name"),
+    "volumeMounts": ListField("mountPath"),
+    "volumeDevices": ListField("devicePath"),
+}
+_POD_SPEC = {
+    "containers": ListField("name", _CONTAINER),
+    "initContainers": ListField("name", _CONTAINER),
+    "ephemeralContainers": ListField("name", _CONTAINER),
+    "volumes": ListField("name", None, True),
+    "imagePullSecrets": ListField("name"),
+    "hostAliases": ListField("ip"),
+    "topologySpreadConstraints": ListField("topologyKey"),
+    "resourceClaims": ListField("name", None, True),
+    "schedulingGates": ListField("name"),
+}
 _POD_TEMPLATE_SPEC = {"metadata": _OBJECT_META, "spec": _POD_SPEC}
 PATCH_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
-    ("", "Pod"): {"metadata": _OBJECT_META, "spec": _POD_SPEC,
-                  "status": {**_CONDITIONS, "podIPs": ListField("ip"), "hostIPs": ListField("ip"),
-                             "resourceClaimStatuses": ListField("name", None, True)}},
+    ("", "Pod"): {
+        "metadata": _OBJECT_META,
+        "spec": _POD_SPEC,
+        "status": {
+            **_CONDITIONS,
+            "podIPs": ListField("ip"),
+            "hostIPs": ListField("ip"),
+            "resourceClaimStatuses": ListField("name", None, True),
+        },
+    },
     ("", "PodTemplate"): {"metadata": _OBJECT_META, "template": _POD_TEMPLATE_SPEC},
-    ("batch", "Job"): {"metadata": _OBJECT_META, "spec": {"template": _POD_TEMPLATE_SPEC}, "status": _CONDITIONS},
+    ("batch", "Job"): {
+        "metadata": _OBJECT_META,
+        "spec": {"template": _POD_TEMPLATE_SPEC},
+        "status": _CONDITIONS,
+    },
     ("", "Service"): {"metadata": _OBJECT_META, "spec": {"ports": ListField("port")}, "status": _CONDITIONS},
-    ("", "Node"): {"metadata": _OBJECT_META, "spec": {"podCIDRs": ListField(None)},
-                   "status": {**_CONDITIONS, "addresses": ListField("type")}},
+    ("", "Node"): {
+        "metadata": _OBJECT_META,
+        "spec": {"podCIDRs": ListField(None)},
+        "status": {**_CONDITIONS, "addresses": ListField("type")},
+    },
     ("", "Namespace"): {"metadata": _OBJECT_META, "status": _CONDITIONS},
     ("", "ConfigMap"): {"metadata": _OBJECT_META},
     ("", "Event"): {"metadata": _OBJECT_META},
@@ -155,7 +179,7 @@ def _merge_map(original: dict, patch: dict, schema: dict[str, Any]) -> dict | No
         out = {k: v for k, v in out.items() if k in keep}
     for k, v in patch.items():
         if k.startswith(_DELETE_PRIMITIVE):
-            name = k[len(_DELETE_PRIMITIVE):]
+            name = k[len(_DELETE_PRIMITIVE) :]
             if isinstance(out.get(name), list):
                 out[name] = [x for x in out[name] if x not in (v or ())]
     for k, v in patch.items():
@@ -169,7 +193,9 @@ def _merge_map(original: dict, patch: dict, schema: dict[str, Any]) -> dict | No
             out[k] = _merge_list(cur_list if isinstance(cur_list, list) else [], v, sub)
         elif isinstance(v, dict):
             cur_map = out.get(k)
-            merged = _merge_map(cur_map if isinstance(cur_map, dict) else {}, v, sub if isinstance(sub, dict) else {})
+            merged = _merge_map(
+                cur_map if isinstance(cur_map, dict) else {}, v, sub if isinstance(sub, dict) else {}
+            )
             if merged is None:
                 out.pop(k, None)
             else:
@@ -178,13 +204,17 @@ def _merge_map(original: dict, patch: dict, schema: dict[str, Any]) -> dict | No
             out[k] = copy.deepcopy(v)
     for k, order in patch.items():
         if k.startswith(_ORDER):
-            name = k[len(_ORDER):]
+            name = k[len(_ORDER) :]
             sub = schema.get(name)
             if isinstance(sub, ListField) and isinstance(out.get(name), list) and isinstance(order, list):
                 prior = original.get(name)
                 was = prior if isinstance(prior, list) else []
-                out[name] = _in_order(out[name], [_key_of(o, sub.key) for o in order],
-                                      [_key_or_none(o, sub.key) for o in was], sub.key)
+                out[name] = _in_order(
+                    out[name],
+                    [_key_of(o, sub.key) for o in order],
+                    [_key_or_none(o, sub.key) for o in was],
+                    sub.key,
+                )
     return out
 
 
@@ -198,7 +228,9 @@ def _merge_list(original: list, items: list, field: ListField) -> list:
     listed = []
     for item in items:
         kv = _key_of(item, field.key)
-        idx = next((n for n, cur in enumerate(merged) if isinstance(cur, dict) and cur.get(field.key) == kv), None)
+        idx = next(
+            (n for n, cur in enumerate(merged) if isinstance(cur, dict) and cur.get(field.key) == kv), None
+        )
         if item.get("$patch") == "delete":
             merged = [cur for cur in merged if not (isinstance(cur, dict) and cur.get(field.key) == kv)]
             continue
@@ -216,6 +248,7 @@ def _merge_list(original: list, items: list, field: ListField) -> list:
 def _in_order(merged: list, order: list, server: list, key: str | None) -> list:
     """``normalizeElementOrder``: the items ``order`` names, in that order, merged with the items only the
     server has, which keep their places relative to the items they stood next to on the server."""
+
     def pos(keys: list) -> dict:
         out: dict = {}
         for n, k in enumerate(keys):
@@ -223,6 +256,7 @@ def _in_order(merged: list, order: list, server: list, key: str | None) -> list:
         return out
 
     at_order, at_server = pos(order), pos(server)
+
     def at(m: Any) -> Any:
         return _hashable(_key_or_none(m, key))
 
@@ -260,8 +294,9 @@ def _key_or_none(item: Any, key: str | None) -> Any:
     return item.get(key) if isinstance(item, dict) else None
 
 
-def three_way_strategic_patch(original: dict | None, modified: dict, current: dict,
-                              schema: dict[str, Any]) -> dict:
+def three_way_strategic_patch(
+    original: dict | None, modified: dict, current: dict, schema: dict[str, Any]
+) -> dict:
     """The strategic merge patch a client-side ``kubectl apply`` sends for a built-in kind
     (``CreateThreeWayMergePatch``): the changes and additions from ``current`` (the live object) to
     ``modified`` (the manifest now), merged with the deletions from ``original`` (the manifest last applied)
@@ -274,8 +309,9 @@ def three_way_strategic_patch(original: dict | None, modified: dict, current: di
     return _combine(_diff_maps(original, modified, schema, deletions=True, changes=False), delta, schema)
 
 
-def _diff_maps(old: dict, new: dict, schema: dict[str, Any], *, deletions: bool, changes: bool,
-               retain_keys: bool = False) -> dict:
+def _diff_maps(
+    old: dict, new: dict, schema: dict[str, Any], *, deletions: bool, changes: bool, retain_keys: bool = False
+) -> dict:
     patch: dict = {}
     for k, nv in new.items():
         if k not in old or type(old[k]) is not type(nv):
@@ -300,8 +336,9 @@ def _diff_maps(old: dict, new: dict, schema: dict[str, Any], *, deletions: bool,
     return patch
 
 
-def _diff_lists(name: str, old: list, new: list, field: ListField, patch: dict, *, deletions: bool,
-                changes: bool) -> None:
+def _diff_lists(
+    name: str, old: list, new: list, field: ListField, patch: dict, *, deletions: bool, changes: bool
+) -> None:
     if field.key is None:
         added = [x for x in new if x not in old] if changes else []
         gone = [x for x in old if x not in new] if deletions else []
@@ -324,14 +361,20 @@ def _diff_lists(name: str, old: list, new: list, field: ListField, patch: dict, 
             if changes:
                 items.append(copy.deepcopy(item))
             continue
-        p = _diff_maps(was, item, field.item or {}, deletions=deletions, changes=changes,
-                       retain_keys=field.retain_keys)
+        p = _diff_maps(
+            was, item, field.item or {}, deletions=deletions, changes=changes, retain_keys=field.retain_keys
+        )
         if p:
             items.append({key: item.get(key), **p})
     if deletions:
-        items += [{key: i.get(key), "$patch": "delete"} for i in old
-                  if isinstance(i, dict) and _hashable(i.get(key)) not in now]
-    same_order = [i.get(key) for i in old if isinstance(i, dict)] == [i.get(key) for i in new if isinstance(i, dict)]
+        items += [
+            {key: i.get(key), "$patch": "delete"}
+            for i in old
+            if isinstance(i, dict) and _hashable(i.get(key)) not in now
+        ]
+    same_order = [i.get(key) for i in old if isinstance(i, dict)] == [
+        i.get(key) for i in new if isinstance(i, dict)
+    ]
     if (changes and (items or not same_order)) or (deletions and items):
         patch[_ORDER + name] = [{key: i.get(key)} for i in new if isinstance(i, dict)]
     if items:
@@ -390,8 +433,10 @@ def json_patch(target: Any, ops: Any) -> Any:
             if kind not in ("add", "remove", "replace", "move", "copy", "test"):
                 raise BadRequest(f"unknown json patch operation {kind!r}")
             if kind == "remove" and not parts:
-                raise Invalid('the server rejected our request due to an error in our request: unable to remove '
-                              'the whole document (path "")')
+                raise Invalid(
+                    "the server rejected our request due to an error in our request: unable to remove "
+                    'the whole document (path "")'
+                )
             if kind in ("add", "replace", "test"):
                 value = copy.deepcopy(op["value"])
             if kind in ("move", "copy"):
@@ -431,8 +476,10 @@ def json_patch(target: Any, ops: Any) -> Any:
             else:
                 raise BadRequest(f"unknown json patch operation {kind!r}")
         except (KeyError, IndexError, ValueError, TypeError, AttributeError, RecursionError) as exc:
-            raise Invalid(f"the server rejected our request due to an error in our request: "
-                          f"doc is missing path: {op.get('path') if isinstance(op, dict) else op}: {exc}") from None
+            raise Invalid(
+                f"the server rejected our request due to an error in our request: "
+                f"doc is missing path: {op.get('path') if isinstance(op, dict) else op}: {exc}"
+            ) from None
     return doc
 
 
@@ -444,9 +491,11 @@ def apply_patch(target: dict, patch: Any, patch_type: str, kind: tuple[str, str]
     if patch_type in ("strategic", "application/strategic-merge-patch+json"):
         schema = patch_schema(*kind) if kind is not None else None
         if schema is None:
-            raise UnsupportedMediaType("the body of the request was in an unknown format - accepted media types "
-                                       "include: application/json-patch+json, application/merge-patch+json, "
-                                       "application/apply-patch+yaml")
+            raise UnsupportedMediaType(
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json-patch+json, application/merge-patch+json, "
+                "application/apply-patch+yaml"
+            )
         return strategic_merge_patch(target, patch, schema)
     if patch_type in ("json", "application/json-patch+json"):
         return json_patch(target, patch)

@@ -29,8 +29,17 @@ def private_dir(path: str | Path) -> Path:
 def private_home(path: str | Path) -> Path:
     """The state directory itself: owner-only, and so are the files an older flexq left in it."""
     p = private_dir(path)
-    for name in ("state.db", "state.db-wal", "state.db-shm", "state.db-journal", "flexq.log", "server.json",
-                 "pid", "project", "last-port"):
+    for name in (
+        "state.db",
+        "state.db-wal",
+        "state.db-shm",
+        "state.db-journal",
+        "flexq.log",
+        "server.json",
+        "pid",
+        "project",
+        "last-port",
+    ):
         f = p / name
         if f.exists():
             private_file(f)

@@ -77,7 +77,9 @@ def parse_label_selector(text: str | None) -> Matcher:
         elif not op:
             reqs.append(partial(_has, key))
         elif op in ("=", "==", "!=") and (val or "").startswith("("):
-            raise BadRequest(f"unable to parse requirement: found '(', expected: identifier: {part.strip()!r}")
+            raise BadRequest(
+                f"unable to parse requirement: found '(', expected: identifier: {part.strip()!r}"
+            )
         elif op in ("=", "=="):
             reqs.append(partial(_equals, key, val))
         elif op == "!=":
@@ -87,8 +89,10 @@ def parse_label_selector(text: str | None) -> Matcher:
                 raise BadRequest(f"unable to parse requirement: found '{val}', expected: '('")
             values = {x.strip() for x in (val or "").strip("()").split(",") if x.strip()}
             if not values:
-                raise BadRequest(f"unable to parse requirement: values: Invalid value: []: for 'in', 'notin' "
-                                 f"operators, values set can't be empty: {part.strip()!r}")
+                raise BadRequest(
+                    f"unable to parse requirement: values: Invalid value: []: for 'in', 'notin' "
+                    f"operators, values set can't be empty: {part.strip()!r}"
+                )
             if op == "in":
                 reqs.append(partial(_among, key, values))
             else:
@@ -142,8 +146,12 @@ def label_equalities(text: str | None) -> dict[str, str]:
         return out
     for part in _split(text):
         m = _REQ.match(part)
-        if m and not m.group("neg") and (m.group("op") or "").strip() in ("=", "==") \
-                and not (m.group("val") or "").startswith("("):
+        if (
+            m
+            and not m.group("neg")
+            and (m.group("op") or "").strip() in ("=", "==")
+            and not (m.group("val") or "").startswith("(")
+        ):
             out[m.group("key")] = m.group("val") or ""
     return out
 

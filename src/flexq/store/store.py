@@ -85,8 +85,17 @@ class Store:
 
     HISTORY = 20_000  # watch events kept for resuming
 
-    def __init__(self, registry: Registry, clock: Clock, *, name: str = "default", journal: Journal | None = None,
-                 rng: Random | None = None, namespaces: Iterable[str] = (), check_readonly: bool = False) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        clock: Clock,
+        *,
+        name: str = "default",
+        journal: Journal | None = None,
+        rng: Random | None = None,
+        namespaces: Iterable[str] = (),
+        check_readonly: bool = False,
+    ) -> None:
         """``check_readonly`` (for tests): keep a private copy of every stored version and fail loudly when
         one was changed in place (by a watcher or a ``peek`` caller) before it is replaced or at
         ``verify_readonly``."""
@@ -112,7 +121,9 @@ class Store:
         self._subs: list[Subscription] = []
         self._subs_of: dict[str, list[Subscription]] = {}  # kind key -> its subscribers, in order (a cache)
         self._seq = 0
-        self.disabled: set[str] = set()  # kind keys not served here (e.g. ray.io without the RayOperator addon)
+        self.disabled: set[str] = (
+            set()
+        )  # kind keys not served here (e.g. ray.io without the RayOperator addon)
         # validating admission webhooks a controller registers (as Kueue's manager registers its own with the
         # API server): kind key -> checks (new, old) -> causes, run after schema validation on create and update
         self.webhooks: dict[str, list[Callable[[dict, dict | None], list]]] = {}
@@ -150,7 +161,9 @@ class Store:
     def serve_addons(self, addons: Iterable[str]) -> None:
         """Serve only the addon-gated kinds whose addon is enabled (GKE's ``--addons=RayOperator``)."""
         enabled = set(addons)
-        self.disabled = {k.key for k in self.registry if k.served_by_addon and k.served_by_addon not in enabled}
+        self.disabled = {
+            k.key for k in self.registry if k.served_by_addon and k.served_by_addon not in enabled
+        }
 
     def _key(self, info: KindInfo, namespace: str | None, name: str) -> Key:
         return ((namespace or "default") if info.namespaced else "", name)
@@ -161,8 +174,12 @@ class Store:
         with self._lock:
             obj = self._objs.get(info.key, {}).get(self._key(info, namespace, name))
             if obj is None:
-                raise NotFound(f'{info.plural}{"." + info.group if info.group else ""} "{name}" not found',
-                               kind=info.plural, group=info.group, name=name)
+                raise NotFound(
+                    f'{info.plural}{"." + info.group if info.group else ""} "{name}" not found',
+                    kind=info.plural,
+                    group=info.group,
+                    name=name,
+                )
             return clone(obj)
 
     def try_get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
@@ -177,17 +194,30 @@ class Store:
         info = self.info(kind)
         return self._objs.get(info.key, {}).get(self._key(info, namespace, name))
 
-    def list(self, kind: str, namespace: str | None = None, label_selector: str | None = None,
-             field_selector: str | None = None) -> builtins.list[dict]:
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> builtins.list[dict]:
         """Copies of matching objects, ordered by namespace then name (as etcd returns them)."""
         with self._lock:
             objs = self.peek_list(kind, namespace, label_selector, field_selector)
             with no_gc():
                 return clone_many(objs)
 
-    def peek_list(self, kind: str, namespace: str | None = None, label_selector: str | None = None,
-                  field_selector: str | None = None, *, labels: dict[str, str] | None = None,
-                  index: tuple[str, str] | None = None, owner_uid: str | None = None) -> builtins.list[dict]:
+    def peek_list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        *,
+        labels: dict[str, str] | None = None,
+        index: tuple[str, str] | None = None,
+        owner_uid: str | None = None,
+    ) -> builtins.list[dict]:
         """The stored matching objects themselves (no copies: read-only, as ``peek``), ordered by namespace
         then name. Besides the selectors' string forms: ``labels`` (exact label values), ``index`` (an
         indexer's name and value, see ``add_indexer``) and ``owner_uid`` (dependents of that owner).
@@ -237,8 +267,9 @@ class Store:
                     ol = md.get("labels") or {}
                     if any(ol.get(lk) != lv for lk, lv in eq.items()):
                         continue
-                if owner_uid is not None and not any(r.get("uid") == owner_uid
-                                                     for r in md.get("ownerReferences") or ()):
+                if owner_uid is not None and not any(
+                    r.get("uid") == owner_uid for r in md.get("ownerReferences") or ()
+                ):
                     continue
                 if label_selector and not lmatch(md.get("labels") or {}):
                     continue
@@ -268,9 +299,17 @@ class Store:
         return len(self._objs.get(self.info(kind).key, {}))
 
     # -- writing ------------------------------------------------------------------------------------
-    def create(self, obj: dict, *, validate: bool = True, keep_status: bool = False,
-               unknown_fields: UnknownFields = "Strict", namespace: str | None = None, dry_run: bool = False,
-               copy_result: bool = True) -> dict:
+    def create(
+        self,
+        obj: dict,
+        *,
+        validate: bool = True,
+        keep_status: bool = False,
+        unknown_fields: UnknownFields = "Strict",
+        namespace: str | None = None,
+        dry_run: bool = False,
+        copy_result: bool = True,
+    ) -> dict:
         """Admit and store a new object. Returns a copy of it (with ``copy_result=False``, the stored
         object itself, read-only as ``peek``)."""
         info = scheme.resolve_object(self.registry, obj)
@@ -278,8 +317,9 @@ class Store:
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or namespace
         if info.namespaced and namespace and meta.get("namespace") and meta["namespace"] != namespace:
-            raise BadRequest("the namespace of the provided object does not match the namespace sent on the "
-                             "request")
+            raise BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         data = clone(obj)
         if data.get("metadata") is None:
             data["metadata"] = {}
@@ -300,13 +340,22 @@ class Store:
         with self._lock:
             key = self._key(info, stored["metadata"].get("namespace"), stored["metadata"]["name"])
             if key in self._objs.get(info.key, {}):
-                raise AlreadyExists(f'{info.plural}{"." + info.group if info.group else ""} "{key[1]}" already '
-                                    "exists", kind=info.plural, group=info.group, name=key[1])
+                raise AlreadyExists(
+                    f'{info.plural}{"." + info.group if info.group else ""} "{key[1]}" already exists',
+                    kind=info.plural,
+                    group=info.group,
+                    name=key[1],
+                )
             if info.namespaced and ("", key[0]) not in self._objs.get("namespaces", {}):
                 raise NotFound(f'namespaces "{key[0]}" not found', kind="namespaces", name=key[0])
-            if info.namespaced and self._objs["namespaces"][("", key[0])]["metadata"].get("deletionTimestamp"):
-                raise Conflict(f'unable to create new content in namespace {key[0]} because it is being '
-                               "terminated", kind=info.plural, name=key[1])
+            if info.namespaced and self._objs["namespaces"][("", key[0])]["metadata"].get(
+                "deletionTimestamp"
+            ):
+                raise Conflict(
+                    f"unable to create new content in namespace {key[0]} because it is being terminated",
+                    kind=info.plural,
+                    name=key[1],
+                )
             m = stored["metadata"]
             m["uid"] = self._new_uid()
             m["creationTimestamp"] = format_time(self.clock.now())
@@ -353,18 +402,36 @@ class Store:
         key = self._key(info, meta.get("namespace") or namespace, meta.get("name", ""))
         cur = self._objs.get(info.key, {}).get(key)
         if cur is None:
-            raise NotFound(f'{info.plural}{"." + info.group if info.group else ""} "{key[1]}" not found',
-                           kind=info.plural, group=info.group, name=key[1])
+            raise NotFound(
+                f'{info.plural}{"." + info.group if info.group else ""} "{key[1]}" not found',
+                kind=info.plural,
+                group=info.group,
+                name=key[1],
+            )
         rv = meta.get("resourceVersion")
         if rv and rv != cur["metadata"]["resourceVersion"]:
-            raise Conflict(f'Operation cannot be fulfilled on {info.plural}{"." + info.group if info.group else ""}'
-                           f' "{key[1]}": the object has been modified; please apply your changes to the latest '
-                           "version and try again", kind=info.plural, group=info.group, name=key[1])
+            raise Conflict(
+                f"Operation cannot be fulfilled on {info.plural}{'.' + info.group if info.group else ''}"
+                f' "{key[1]}": the object has been modified; please apply your changes to the latest '
+                "version and try again",
+                kind=info.plural,
+                group=info.group,
+                name=key[1],
+            )
         return key, cur
 
-    def update(self, obj: dict, *, validate: bool = True, unknown_fields: UnknownFields = "Strict",
-               namespace: str | None = None, dry_run: bool = False, copy_result: bool = True,
-               take: bool = False, on_write: Callable[[dict, dict], dict] | None = None) -> dict:
+    def update(
+        self,
+        obj: dict,
+        *,
+        validate: bool = True,
+        unknown_fields: UnknownFields = "Strict",
+        namespace: str | None = None,
+        dry_run: bool = False,
+        copy_result: bool = True,
+        take: bool = False,
+        on_write: Callable[[dict, dict], dict] | None = None,
+    ) -> dict:
         """Replace spec/metadata (status is kept for kinds with a status subresource). Returns a copy of
         the stored version (with ``copy_result=False``, the stored version itself, read-only). With
         ``take`` the store keeps ``obj`` itself instead of a copy: the caller gives fresh top-level and
@@ -377,9 +444,14 @@ class Store:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
             uid = (obj.get("metadata") or {}).get("uid")
             if uid and uid != cur["metadata"].get("uid"):  # the API server's UID precondition on update
-                raise Conflict(f'Operation cannot be fulfilled on {info.plural}{"." + info.group if info.group else ""}'
-                               f' "{key[1]}": Precondition failed: UID in precondition: {uid}, UID in object meta: '
-                               f'{cur["metadata"].get("uid")}', kind=info.plural, group=info.group, name=key[1])
+                raise Conflict(
+                    f"Operation cannot be fulfilled on {info.plural}{'.' + info.group if info.group else ''}"
+                    f' "{key[1]}": Precondition failed: UID in precondition: {uid}, UID in object meta: '
+                    f"{cur['metadata'].get('uid')}",
+                    kind=info.plural,
+                    group=info.group,
+                    name=key[1],
+                )
             data = obj if take and not validate else clone(obj)
             if data.get("metadata") is None:
                 data["metadata"] = {}
@@ -388,7 +460,9 @@ class Store:
             data["metadata"]["namespace"] = key[0] if info.namespaced else None
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
-            stored = scheme.admit(info, data, cur, unknown_fields) if validate else self._normalize(info, data)
+            stored = (
+                scheme.admit(info, data, cur, unknown_fields) if validate else self._normalize(info, data)
+            )
             if validate and info.key in self.webhooks:
                 self._webhooks(info, stored, cur)
             if info.status_subresource:
@@ -402,10 +476,14 @@ class Store:
                     m[f] = cm[f]
                 else:
                     m.pop(f, None)
-            if cm.get("deletionTimestamp") and len(m.get("finalizers") or []) > len(cm.get("finalizers") or []):
+            if cm.get("deletionTimestamp") and len(m.get("finalizers") or []) > len(
+                cm.get("finalizers") or []
+            ):
                 new = set(m.get("finalizers") or []) - set(cm.get("finalizers") or [])
-                raise Invalid(f"metadata.finalizers: Forbidden: no new finalizers can be added if the object is "
-                              f"being deleted, found new finalizers {sorted(new)}")
+                raise Invalid(
+                    f"metadata.finalizers: Forbidden: no new finalizers can be added if the object is "
+                    f"being deleted, found new finalizers {sorted(new)}"
+                )
             if info.generation:
                 m["generation"] = cm.get("generation", 1) + (1 if _spec_changed(cur, stored) else 0)
             else:
@@ -428,8 +506,9 @@ class Store:
             self._commit(txn.run())
             return clone(stored)
 
-    def update_status(self, obj: dict, *, validate: bool = False, namespace: str | None = None,
-                      copy_result: bool = True) -> dict:
+    def update_status(
+        self, obj: dict, *, validate: bool = False, namespace: str | None = None, copy_result: bool = True
+    ) -> dict:
         """Write only ``status`` (the /status subresource). Returns a copy of the stored version, or with
         ``copy_result=False`` the stored version itself (read-only, as ``peek``)."""
         info = scheme.resolve_object(self.registry, obj)
@@ -452,10 +531,21 @@ class Store:
             self._commit([("MODIFIED", info, key, stored)])
             return clone(stored) if copy_result else stored
 
-    def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *, patch_type: str = "merge",
-              subresource: str | None = None, api_version: str | None = None, validate: bool = True,
-              unknown_fields: UnknownFields = "Strict", dry_run: bool = False,
-              on_write: Callable[[dict, dict], dict] | None = None) -> dict:
+    def patch(
+        self,
+        kind: str,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+        api_version: str | None = None,
+        validate: bool = True,
+        unknown_fields: UnknownFields = "Strict",
+        dry_run: bool = False,
+        on_write: Callable[[dict, dict], dict] | None = None,
+    ) -> dict:
         """Patch the object as seen in ``api_version`` (storage version by default); ``on_write`` as
         ``update``'s."""
         info = self.info(kind)
@@ -472,8 +562,17 @@ class Store:
             if pm.get("name", name) != name:
                 raise BadRequest("the name of the object cannot be changed by a patch")
             if pm.get("uid") and pm["uid"] != cur["metadata"].get("uid"):
-                raise scheme.invalid(info, name, [Cause("metadata.uid", "FieldValueInvalid",
-                                                        f'Invalid value: "{pm["uid"]}": field is immutable')])
+                raise scheme.invalid(
+                    info,
+                    name,
+                    [
+                        Cause(
+                            "metadata.uid",
+                            "FieldValueInvalid",
+                            f'Invalid value: "{pm["uid"]}": field is immutable',
+                        )
+                    ],
+                )
             pm["name"] = name
             if subresource == "status":
                 if api_version and api_version != info.storage_api_version:
@@ -484,11 +583,24 @@ class Store:
                 patched.pop("status", None)
             if on_write is not None:
                 patched = on_write(view, patched)
-            return self.update(patched, validate=validate, unknown_fields=unknown_fields, namespace=namespace,
-                               dry_run=dry_run)
+            return self.update(
+                patched,
+                validate=validate,
+                unknown_fields=unknown_fields,
+                namespace=namespace,
+                dry_run=dry_run,
+            )
 
-    def delete(self, kind: str, name: str, namespace: str | None = None, *, propagation: str | None = "Background",
-               preconditions: dict | None = None, dry_run: bool = False) -> dict:
+    def delete(
+        self,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: str | None = "Background",
+        preconditions: dict | None = None,
+        dry_run: bool = False,
+    ) -> dict:
         """Delete as the API server and the garbage collector do (``flexq.store.gc``): ``Background``
         removes the object and then its dependents left with no live owner; ``Foreground`` keeps it,
         Terminating with the ``foregroundDeletion`` finalizer, until its dependents that block owner
@@ -502,13 +614,19 @@ class Store:
             key, cur = self._current(info, {"name": name, "namespace": namespace})
             pre = preconditions or {}
             if pre.get("uid") and pre["uid"] != cur["metadata"].get("uid"):
-                raise Conflict(f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
-                               f"{cur['metadata'].get('uid')}", kind=info.plural, name=name)
+                raise Conflict(
+                    f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+                    f"{cur['metadata'].get('uid')}",
+                    kind=info.plural,
+                    name=name,
+                )
             if pre.get("resourceVersion") and pre["resourceVersion"] != cur["metadata"]["resourceVersion"]:
                 raise Conflict("Precondition failed: resourceVersion mismatch", kind=info.plural, name=name)
             if propagation not in (None, "Background", "Foreground", "Orphan"):
-                raise BadRequest(f"propagationPolicy: Unsupported value: {propagation!r}: supported values: "
-                                 '"Foreground", "Background", "Orphan"')
+                raise BadRequest(
+                    f"propagationPolicy: Unsupported value: {propagation!r}: supported values: "
+                    '"Foreground", "Background", "Orphan"'
+                )
             txn = Txn(self)
             txn.delete(info, key, cur, propagation)
             ops = txn.ops[:1] if dry_run else txn.run()
@@ -556,7 +674,9 @@ class Store:
         for ev in events:
             subs = self._subs_of.get(ev.kind)
             if subs is None:
-                subs = self._subs_of[ev.kind] = [s for s in self._subs if s.kinds is None or ev.kind in s.kinds]
+                subs = self._subs_of[ev.kind] = [
+                    s for s in self._subs if s.kinds is None or ev.kind in s.kinds
+                ]
             for sub in subs:
                 if sub.active:
                     try:
@@ -575,10 +695,15 @@ class Store:
     def verify_readonly(self) -> None:
         """With ``check_readonly``: raise AssertionError if any stored object was changed in place."""
         with self._lock:
-            bad = [f"{kk} {key}" for (kk, key), copy in self._pristine.items()
-                   if self._objs.get(kk, {}).get(key) != copy]
+            bad = [
+                f"{kk} {key}"
+                for (kk, key), copy in self._pristine.items()
+                if self._objs.get(kk, {}).get(key) != copy
+            ]
         if bad:
-            raise AssertionError("stored objects changed in place (they are read-only): " + ", ".join(sorted(bad)))
+            raise AssertionError(
+                "stored objects changed in place (they are read-only): " + ", ".join(sorted(bad))
+            )
 
     def _index(self, kk: str, key: Key, obj: dict) -> None:
         md = obj["metadata"]
@@ -619,8 +744,12 @@ class Store:
             for v in fn(obj):
                 _drop(table2, v, key)
 
-    def watch(self, callback: Callable[[WatchEvent], None], kinds: Iterable[str] | None = None,
-              since: int | None = None) -> Subscription:
+    def watch(
+        self,
+        callback: Callable[[WatchEvent], None],
+        kinds: Iterable[str] | None = None,
+        since: int | None = None,
+    ) -> Subscription:
         """Deliver every later change (and, with ``since``, the changes after that resourceVersion first)."""
         # resolved without the addon gate: a controller may watch a kind this cluster does not serve yet
         keys = None if kinds is None else {self.registry.resolve(k).key for k in kinds}
@@ -699,7 +828,8 @@ def _same(old: dict, new: dict) -> bool:
     keys = set(om) | set(nm)
     keys.discard("resourceVersion")
     keys.discard("managedFields")
-    return all(om.get(k) == nm.get(k) for k in keys) and not _spec_changed(old, new) and \
-        old.get("status") == new.get("status")
-
-
+    return (
+        all(om.get(k) == nm.get(k) for k in keys)
+        and not _spec_changed(old, new)
+        and old.get("status") == new.get("status")
+    )

@@ -43,8 +43,14 @@ def tutorial_live_twin(ray_dir: Path) -> Twin:
         wait_op(twin, twin.gke("POST", path, body))
     twin.cluster(tutorial.TUTORIAL_ENV["CLUSTER_NAME"])
     twin.apply(tutorial.queue_yaml())
-    twin.apply({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "jax-train-script", "namespace": "default"}, "data": {"train.py": TRAIN_PY}})
+    twin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script", "namespace": "default"},
+            "data": {"train.py": TRAIN_PY},
+        }
+    )
     return twin
 
 
@@ -69,7 +75,9 @@ def wait_until(cond, timeout: float, what: str, detail=None, step: float = 1.0):
         if value:
             return value
         time.sleep(step)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f"\n{detail()}" if detail else ""))
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {what}" + (f"\n{detail()}" if detail else "")
+    )
 
 
 def describe(twin: Twin) -> str:
@@ -78,13 +86,17 @@ def describe(twin: Twin) -> str:
     for rj in twin.list("RayJob", "default"):
         out.append(f"RayJob {rj['metadata']['name']} suspend={rj['spec'].get('suspend')} {rj.get('status')}")
     for wl in twin.list("Workload", "default"):
-        out.append(f"Workload {wl['metadata']['name']}: "
-                   f"{[(c['type'], c['status'], c.get('reason')) for c in (wl.get('status') or {}).get('conditions', [])]}")
+        out.append(
+            f"Workload {wl['metadata']['name']}: "
+            f"{[(c['type'], c['status'], c.get('reason')) for c in (wl.get('status') or {}).get('conditions', [])]}"
+        )
     for p in twin.list("Pod", "default"):
         st = p.get("status") or {}
-        out.append(f"Pod {p['metadata']['name']} node={p['spec'].get('nodeName')} phase={st.get('phase')} "
-                   f"{[(c['type'], c['status']) for c in st.get('conditions', [])]} "
-                   f"{[c.get('restartCount') for c in st.get('containerStatuses') or []]}")
+        out.append(
+            f"Pod {p['metadata']['name']} node={p['spec'].get('nodeName')} phase={st.get('phase')} "
+            f"{[(c['type'], c['status']) for c in st.get('conditions', [])]} "
+            f"{[c.get('restartCount') for c in st.get('containerStatuses') or []]}"
+        )
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in st.get("conditions") or [])
         if not ready:
             try:

@@ -28,16 +28,27 @@ EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 class MinimalKueue:
     """Kueue alone on a virtual clock."""
 
-    def __init__(self, start: float = EPOCH, seed: int = 0, namespaces: Iterable[str] = ("default", "kueue-system"),
-                 check_readonly: bool = False):
+    def __init__(
+        self,
+        start: float = EPOCH,
+        seed: int = 0,
+        namespaces: Iterable[str] = ("default", "kueue-system"),
+        check_readonly: bool = False,
+    ):
         """``check_readonly``: the store fails loudly when a controller changes a stored object in place.
         Tunes the process's garbage collector for a large heap (``flexq.loop.tune_gc``), as upstream's
         performance runner runs ``minimalkueue`` as its own process."""
         tune_gc()
         self.loop = EventLoop(VirtualClock(start))
         rngs = Rngs(seed)
-        self.store = Store(default_registry(), self.loop.clock, name="minimal", rng=rngs.get("store"),
-                           namespaces=tuple(namespaces), check_readonly=check_readonly)
+        self.store = Store(
+            default_registry(),
+            self.loop.clock,
+            name="minimal",
+            rng=rngs.get("store"),
+            namespaces=tuple(namespaces),
+            check_readonly=check_readonly,
+        )
         self.ctx = Context(store=self.store, loop=self.loop, rngs=rngs, logs=PodLogs(None))
         self.manager = Manager(self.ctx)
         self.controllers = registry.controllers(self.ctx)

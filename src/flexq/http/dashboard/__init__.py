@@ -39,11 +39,19 @@ __all__ = ["Dashboard", "handles", "COOKIE", "PREFIX"]
 PREFIX = "/dashboard"
 COOKIE = "flexq_dashboard"
 HERE = Path(__file__).parent
-STATIC = {"htmx.min.js": "text/javascript", "htmx-ext-sse.js": "text/javascript", "login.js": "text/javascript",
-          "dashboard.css": "text/css", "htmx.LICENSE.txt": "text/plain", "htmx-ext-sse.LICENSE.txt": "text/plain"}
+STATIC = {
+    "htmx.min.js": "text/javascript",
+    "htmx-ext-sse.js": "text/javascript",
+    "login.js": "text/javascript",
+    "dashboard.css": "text/css",
+    "htmx.LICENSE.txt": "text/plain",
+    "htmx-ext-sse.LICENSE.txt": "text/plain",
+}
 PUBLIC = {f"{PREFIX}/login", f"{PREFIX}/static/login.js", f"{PREFIX}/static/dashboard.css"}
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-       "connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; form-action 'self'"
+)
 SSE_LIFETIME = 600.0  # seconds one event stream stays open (the browser reconnects)
 SSE_KEEPALIVE = 15.0
 WATCHED = ["Workload", "ClusterQueue", "LocalQueue", "Cohort", "ProvisioningRequest", "Node", "Event"]
@@ -62,17 +70,30 @@ class Dashboard:
 
     def __init__(self, core: Any, token: str | None) -> None:
         self.core, self.token = core, token
-        self.env = Environment(loader=FileSystemLoader(str(HERE / "templates")),
-                               autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+        self.env = Environment(
+            loader=FileSystemLoader(str(HERE / "templates")),
+            autoescape=select_autoescape(["html"]),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
         self.env.filters["wait"] = views.fmt_wait
         self.env.filters["usd"] = lambda v: f"${v:,.2f}"
 
     # -- responses ----------------------------------------------------------------------------------------
     def page(self, template: str, status: int = 200, request: Request | None = None, **ctx: Any) -> Response:
         body = self.env.get_template(template).render(prefix=PREFIX, **ctx).encode()
-        return _maybe_gzip(request, body, status, "text/html; charset=utf-8",
-                           {"Content-Security-Policy": CSP, "Cache-Control": "no-store",
-                            "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"})
+        return _maybe_gzip(
+            request,
+            body,
+            status,
+            "text/html; charset=utf-8",
+            {
+                "Content-Security-Policy": CSP,
+                "Cache-Control": "no-store",
+                "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "no-referrer",
+            },
+        )
 
     async def unauthorized(self, request: Request) -> Response:
         """A request without the token: the login page (and its assets) or a way to it."""
@@ -93,7 +114,7 @@ class Dashboard:
                 return RedirectResponse(f"{PREFIX}/", status_code=307)
             data = await self.data(cluster)
             return self.page("index.html", request=request, **data)
-        rest = path[len(PREFIX) + 1:]
+        rest = path[len(PREFIX) + 1 :]
         if rest == "login":
             return await self.login(request)
         if rest == "logout":
@@ -101,17 +122,25 @@ class Dashboard:
             resp.delete_cookie(COOKIE, path=PREFIX)
             return resp
         if rest.startswith("static/"):
-            name = rest[len("static/"):]
+            name = rest[len("static/") :]
             if name not in STATIC:
                 raise NotFound("the server could not find the requested resource")
-            return _maybe_gzip(request, (HERE / "static" / name).read_bytes(), 200, STATIC[name],
-                               {"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"})
+            return _maybe_gzip(
+                request,
+                (HERE / "static" / name).read_bytes(),
+                200,
+                STATIC[name],
+                {"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"},
+            )
         if rest == "part/overview":
             data = await self.data(cluster)
             return self.page("overview.html", request=request, **data)
         if rest == "events":
-            return StreamingResponse(self.events(cluster), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+            return StreamingResponse(
+                self.events(cluster),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+            )
         parts = rest.split("/")
         if len(parts) == 3 and parts[0] == "workloads":
             data = await self.workload(cluster, parts[1], parts[2])
@@ -129,8 +158,9 @@ class Dashboard:
         if self.token is not None and not hmac.compare_digest(given.encode(), self.token.encode()):
             return self.page("login.html", status=401, error="That token is not the twin's token.")
         resp = RedirectResponse(f"{PREFIX}/", status_code=303)
-        resp.set_cookie(COOKIE, given, path=PREFIX, httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https")
+        resp.set_cookie(
+            COOKIE, given, path=PREFIX, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+        )
         return resp
 
     # -- data ----------------------------------------------------------------------------------------------
@@ -165,8 +195,9 @@ class Dashboard:
             self.core.loop.post(sub.cancel)
 
 
-def _maybe_gzip(request: Request | None, body: bytes, status: int, media_type: str,
-                headers: dict[str, str]) -> Response:
+def _maybe_gzip(
+    request: Request | None, body: bytes, status: int, media_type: str, headers: dict[str, str]
+) -> Response:
     """The body gzipped when the browser accepts it and it is worth it (pages and scripts, not the API)."""
     headers = dict(headers, Vary="Accept-Encoding")
     if request is not None and len(body) > 1024 and "gzip" in request.headers.get("accept-encoding", ""):

@@ -42,8 +42,8 @@ def _q(value: Any) -> Fraction:
 
 
 def _fmt_q(resource: str, value: Fraction) -> str:
-    if resource == "memory" and value >= 2 ** 30:
-        return f"{float(value) / 2 ** 30:.0f}Gi"
+    if resource == "memory" and value >= 2**30:
+        return f"{float(value) / 2**30:.0f}Gi"
     v = float(value)
     if v >= 1e6:
         return f"{v:.3g}"
@@ -108,17 +108,25 @@ def _pools(core: Any, cluster: str) -> list[dict]:
         pools = project.list("GkeNodePool")
     except Exception:  # a project without GKE kinds
         return []
-    return [p for p in pools if (p["metadata"].get("labels") or {}).get("gke.twin.flexq.dev/cluster") == cluster]
+    return [
+        p for p in pools if (p["metadata"].get("labels") or {}).get("gke.twin.flexq.dev/cluster") == cluster
+    ]
 
 
 def _stockouts(pools: list[dict]) -> dict[str, str]:
-    return {p["spec"]["name"]: c.get("message", "") for p in pools
-            for c in p["spec"].get("conditions") or [] if c.get("code") == "GCE_STOCKOUT"}
+    return {
+        p["spec"]["name"]: c.get("message", "")
+        for p in pools
+        for c in p["spec"].get("conditions") or []
+        if c.get("code") == "GCE_STOCKOUT"
+    }
 
 
 def _flavor_pools(flavors: list[dict]) -> dict[str, str]:
-    return {f["metadata"]["name"]: ((f.get("spec") or {}).get("nodeLabels") or {}).get(NODEPOOL_LABEL, "")
-            for f in flavors}
+    return {
+        f["metadata"]["name"]: ((f.get("spec") or {}).get("nodeLabels") or {}).get(NODEPOOL_LABEL, "")
+        for f in flavors
+    }
 
 
 def _pod_events(events: list[dict], wl: dict) -> list[dict]:
@@ -126,13 +134,23 @@ def _pod_events(events: list[dict], wl: dict) -> list[dict]:
     ns = wl["metadata"].get("namespace")
     if not job:
         return []
-    return [e for e in events if (e.get("involvedObject") or {}).get("kind") == "Pod"
-            and e["metadata"].get("namespace") == ns
-            and (e.get("involvedObject") or {}).get("name", "").startswith(job + "-")]
+    return [
+        e
+        for e in events
+        if (e.get("involvedObject") or {}).get("kind") == "Pod"
+        and e["metadata"].get("namespace") == ns
+        and (e.get("involvedObject") or {}).get("name", "").startswith(job + "-")
+    ]
 
 
-def _workload_row(wl: dict, prs: list[dict], events: list[dict], stockouts: dict[str, str],
-                  flavor_pools: dict[str, str], now: float) -> dict[str, Any]:
+def _workload_row(
+    wl: dict,
+    prs: list[dict],
+    events: list[dict],
+    stockouts: dict[str, str],
+    flavor_pools: dict[str, str],
+    now: float,
+) -> dict[str, Any]:
     plan = _plan(wl)
     mine = {flavor_pools.get(p["flavor"], "") for p in plan}
     stocked = {k: v for k, v in stockouts.items() if k in mine}
@@ -140,11 +158,17 @@ def _workload_row(wl: dict, prs: list[dict], events: list[dict], stockouts: dict
     created = _ts(wl["metadata"].get("creationTimestamp")) or now
     adm = _conds(wl).get("Admitted") if _true(wl, "Admitted") else None
     end = (_ts((adm or {}).get("lastTransitionTime")) if adm else None) or now
-    return {"namespace": wl["metadata"].get("namespace", ""), "name": wl["metadata"]["name"], "job": _job(wl),
-            "queue": (wl.get("spec") or {}).get("queueName", ""),
-            "clusterQueue": ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", ""),
-            "plan": plan, "state": state_of(wl), "waited": max(0.0, end - created),
-            "why": why.as_dict() if why else None}
+    return {
+        "namespace": wl["metadata"].get("namespace", ""),
+        "name": wl["metadata"]["name"],
+        "job": _job(wl),
+        "queue": (wl.get("spec") or {}).get("queueName", ""),
+        "clusterQueue": ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", ""),
+        "plan": plan,
+        "state": state_of(wl),
+        "waited": max(0.0, end - created),
+        "why": why.as_dict() if why else None,
+    }
 
 
 def _cluster_queues(cqs: list[dict]) -> list[dict[str, Any]]:
@@ -165,17 +189,34 @@ def _cluster_queues(cqs: list[dict]) -> list[dict[str, Any]]:
                     pct = 0.0 if nominal <= 0 else min(100.0, float(u * 100 / nominal))
                     if nominal <= 0 and u > 0:
                         pct = 100.0
-                    bars.append({"resource": r["name"], "used": _fmt_q(r["name"], u),
-                                 "nominal": _fmt_q(r["name"], nominal), "pct": round(pct, 1)})
+                    bars.append(
+                        {
+                            "resource": r["name"],
+                            "used": _fmt_q(r["name"], u),
+                            "nominal": _fmt_q(r["name"], nominal),
+                            "pct": round(pct, 1),
+                        }
+                    )
                 flavors.append({"name": f["name"], "bars": bars})
         active = _conds(cq).get("Active", {})
-        out.append({"name": cq["metadata"]["name"], "cohort": spec.get("cohortName") or spec.get("cohort") or "",
-                    "active": active.get("status", "Unknown"), "activeReason": active.get("reason", ""),
-                    "pending": st.get("pendingWorkloads", 0), "reserving": st.get("reservingWorkloads", 0),
-                    "admitted": st.get("admittedWorkloads", 0), "flavors": flavors,
-                    "checks": [a if isinstance(a, str) else a.get("name", "") for a in
-                               spec.get("admissionChecks") or (spec.get("admissionChecksStrategy") or {})
-                               .get("admissionChecks") or []]})
+        out.append(
+            {
+                "name": cq["metadata"]["name"],
+                "cohort": spec.get("cohortName") or spec.get("cohort") or "",
+                "active": active.get("status", "Unknown"),
+                "activeReason": active.get("reason", ""),
+                "pending": st.get("pendingWorkloads", 0),
+                "reserving": st.get("reservingWorkloads", 0),
+                "admitted": st.get("admittedWorkloads", 0),
+                "flavors": flavors,
+                "checks": [
+                    a if isinstance(a, str) else a.get("name", "")
+                    for a in spec.get("admissionChecks")
+                    or (spec.get("admissionChecksStrategy") or {}).get("admissionChecks")
+                    or []
+                ],
+            }
+        )
     return out
 
 
@@ -183,7 +224,9 @@ def _timeline(prs: list[dict], now: float) -> dict[str, Any]:
     rows = []
     start = min((_ts(p["metadata"].get("creationTimestamp")) or now for p in prs), default=now)
     span = max(1.0, now - start)
-    for pr in sorted(prs, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"])):
+    for pr in sorted(
+        prs, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"])
+    ):
         c = _conds(pr)
         created = _ts(pr["metadata"].get("creationTimestamp")) or now
         marks = [("Created", created)]
@@ -193,11 +236,23 @@ def _timeline(prs: list[dict], now: float) -> dict[str, Any]:
         segments = []
         for i, (name, at) in enumerate(marks):
             until = marks[i + 1][1] if i + 1 < len(marks) else now
-            segments.append({"state": name, "left": round((at - start) * 100 / span, 2),
-                             "width": round(max(0.5, (until - at) * 100 / span), 2), "seconds": until - at})
-        rows.append({"name": pr["metadata"]["name"], "namespace": pr["metadata"].get("namespace", ""),
-                     "class": (pr.get("spec") or {}).get("provisioningClassName", ""), "state": marks[-1][0],
-                     "segments": segments})
+            segments.append(
+                {
+                    "state": name,
+                    "left": round((at - start) * 100 / span, 2),
+                    "width": round(max(0.5, (until - at) * 100 / span), 2),
+                    "seconds": until - at,
+                }
+            )
+        rows.append(
+            {
+                "name": pr["metadata"]["name"],
+                "namespace": pr["metadata"].get("namespace", ""),
+                "class": (pr.get("spec") or {}).get("provisioningClassName", ""),
+                "state": marks[-1][0],
+                "segments": segments,
+            }
+        )
     return {"rows": rows, "start": format_time(start), "span": span}
 
 
@@ -210,8 +265,12 @@ def overview(core: Any, cluster: str | None) -> dict[str, Any]:
     stockouts = _stockouts(pools)
     flavors = store.list("ResourceFlavor")
     fpools = _flavor_pools(flavors)
-    rows = [_workload_row(w, prs, events, stockouts, fpools, now)
-            for w in sorted(wls, key=lambda w: (w["metadata"].get("creationTimestamp") or "", w["metadata"]["name"]))]
+    rows = [
+        _workload_row(w, prs, events, stockouts, fpools, now)
+        for w in sorted(
+            wls, key=lambda w: (w["metadata"].get("creationTimestamp") or "", w["metadata"]["name"])
+        )
+    ]
     registry = getattr(rt, "metrics", None)
     cost = {lab.get("pool", ""): v for lab, v in _samples(registry, "flexq_cost_usd_total")}
     job_cost = {lab.get("job", ""): v for lab, v in _samples(registry, "flexq_job_cost_usd_total")}
@@ -220,29 +279,55 @@ def overview(core: Any, cluster: str | None) -> dict[str, Any]:
     for p in sorted(pools, key=lambda p: p["spec"]["name"]):
         name = p["spec"]["name"]
         mine = [n for n in nodes if (n["metadata"].get("labels") or {}).get(NODEPOOL_LABEL) == name]
-        pool_rows.append({"name": name, "model": (p.get("status") or {}).get("provisioningModel", ""),
-                          "queued": bool((p.get("status") or {}).get("queued")),
-                          "machineType": ((p["spec"].get("config") or {}).get("machineType", "")),
-                          "nodes": len(mine), "ready": sum(1 for n in mine if _true(n, "Ready")),
-                          "stockout": stockouts.get(name, ""), "cost": cost.get(name, 0.0)})
+        pool_rows.append(
+            {
+                "name": name,
+                "model": (p.get("status") or {}).get("provisioningModel", ""),
+                "queued": bool((p.get("status") or {}).get("queued")),
+                "machineType": ((p["spec"].get("config") or {}).get("machineType", "")),
+                "nodes": len(mine),
+                "ready": sum(1 for n in mine if _true(n, "Ready")),
+                "stockout": stockouts.get(name, ""),
+                "cost": cost.get(name, 0.0),
+            }
+        )
     for r in rows:  # billing names jobs <Kind>/<namespace>/<name>; a RayJob's submitter Job is part of it
         kind, _, name = r["job"].partition("/")
-        keys = {f"{kind}/{r['namespace']}/{name}"} | ({f"Job/{r['namespace']}/{name}"} if kind == "RayJob" else set())
+        keys = {f"{kind}/{r['namespace']}/{name}"} | (
+            {f"Job/{r['namespace']}/{name}"} if kind == "RayJob" else set()
+        )
         r["cost"] = sum(job_cost.get(k, 0.0) for k in keys)
     lqs = []
-    for lq in sorted(store.list("LocalQueue"), key=lambda q: (q["metadata"].get("namespace", ""),
-                                                               q["metadata"]["name"])):
+    for lq in sorted(
+        store.list("LocalQueue"), key=lambda q: (q["metadata"].get("namespace", ""), q["metadata"]["name"])
+    ):
         st = lq.get("status") or {}
-        lqs.append({"namespace": lq["metadata"].get("namespace", ""), "name": lq["metadata"]["name"],
-                    "clusterQueue": (lq.get("spec") or {}).get("clusterQueue", ""),
-                    "pending": st.get("pendingWorkloads", 0), "admitted": st.get("admittedWorkloads", 0),
-                    "active": _conds(lq).get("Active", {}).get("status", "Unknown")})
-    cohorts = sorted({c["cohort"] for c in _cluster_queues(store.list("ClusterQueue")) if c["cohort"]}
-                     | {c["metadata"]["name"] for c in store.list("Cohort")})
-    return {"cluster": rt.name, "clusters": sorted(c for c in core.clusters if c), "now": format_time(now),
-            "clusterQueues": _cluster_queues(store.list("ClusterQueue")), "cohorts": cohorts, "localQueues": lqs,
-            "workloads": rows, "timeline": _timeline(prs, now), "pools": pool_rows,
-            "cost": {"total": sum(cost.values()), "pools": cost}}
+        lqs.append(
+            {
+                "namespace": lq["metadata"].get("namespace", ""),
+                "name": lq["metadata"]["name"],
+                "clusterQueue": (lq.get("spec") or {}).get("clusterQueue", ""),
+                "pending": st.get("pendingWorkloads", 0),
+                "admitted": st.get("admittedWorkloads", 0),
+                "active": _conds(lq).get("Active", {}).get("status", "Unknown"),
+            }
+        )
+    cohorts = sorted(
+        {c["cohort"] for c in _cluster_queues(store.list("ClusterQueue")) if c["cohort"]}
+        | {c["metadata"]["name"] for c in store.list("Cohort")}
+    )
+    return {
+        "cluster": rt.name,
+        "clusters": sorted(c for c in core.clusters if c),
+        "now": format_time(now),
+        "clusterQueues": _cluster_queues(store.list("ClusterQueue")),
+        "cohorts": cohorts,
+        "localQueues": lqs,
+        "workloads": rows,
+        "timeline": _timeline(prs, now),
+        "pools": pool_rows,
+        "cost": {"total": sum(cost.values()), "pools": cost},
+    }
 
 
 def workload_page(core: Any, cluster: str | None, namespace: str, name: str) -> dict[str, Any]:
@@ -256,13 +341,29 @@ def workload_page(core: Any, cluster: str | None, namespace: str, name: str) -> 
     pools = _pools(core, rt.name)
     row = _workload_row(wl, prs, events, _stockouts(pools), _flavor_pools(store.list("ResourceFlavor")), now)
     job = row["job"].partition("/")[2]
-    related = [e for e in events if (e.get("involvedObject") or {}).get("name") == name
-               or (job and (e.get("involvedObject") or {}).get("name", "").startswith(job))]
+    related = [
+        e
+        for e in events
+        if (e.get("involvedObject") or {}).get("name") == name
+        or (job and (e.get("involvedObject") or {}).get("name", "").startswith(job))
+    ]
     related.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
-    return {"cluster": rt.name, "now": format_time(now), "w": row,
-            "conditions": (wl.get("status") or {}).get("conditions") or [],
-            "checks": (wl.get("status") or {}).get("admissionChecks") or [],
-            "events": [{"time": e.get("lastTimestamp") or e.get("eventTime") or "", "type": e.get("type", ""),
-                        "reason": e.get("reason", ""), "object": f"{(e.get('involvedObject') or {}).get('kind', '')}/"
-                        f"{(e.get('involvedObject') or {}).get('name', '')}", "message": e.get("message", ""),
-                        "count": e.get("count", 1)} for e in related]}
+    return {
+        "cluster": rt.name,
+        "now": format_time(now),
+        "w": row,
+        "conditions": (wl.get("status") or {}).get("conditions") or [],
+        "checks": (wl.get("status") or {}).get("admissionChecks") or [],
+        "events": [
+            {
+                "time": e.get("lastTimestamp") or e.get("eventTime") or "",
+                "type": e.get("type", ""),
+                "reason": e.get("reason", ""),
+                "object": f"{(e.get('involvedObject') or {}).get('kind', '')}/"
+                f"{(e.get('involvedObject') or {}).get('name', '')}",
+                "message": e.get("message", ""),
+                "count": e.get("count", 1),
+            }
+            for e in related
+        ],
+    }

@@ -17,8 +17,16 @@ from flexq.errors import Cause, Conflict
 
 Path = tuple[str, ...]
 _IDENTITY = {("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace")}
-_SKIP_META = {"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink",
-              "deletionTimestamp", "deletionGracePeriodSeconds"}
+_SKIP_META = {
+    "managedFields",
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+}
 
 
 def leaf_paths(obj: Any, prefix: Path = ()) -> set[Path]:
@@ -102,12 +110,15 @@ def _manager(entry: dict) -> str:
     """A manager as the API server names it in a conflict (an Update one with its version and time)."""
     name = json.dumps(str(entry.get("manager")))
     if entry.get("operation") == "Update":
-        return f"{name} using {entry.get('apiVersion')}" + (f" at {entry['time']}" if entry.get("time") else "")
+        return f"{name} using {entry.get('apiVersion')}" + (
+            f" at {entry['time']}" if entry.get("time") else ""
+        )
     return name
 
 
-def track_update(live: dict, new: dict, manager: str, api_version: str, now: str,
-                 subresource: str | None = None) -> dict:
+def track_update(
+    live: dict, new: dict, manager: str, api_version: str, now: str, subresource: str | None = None
+) -> dict:
     """``new`` with its ``managedFields`` as the API server keeps them after a non-apply write (create,
     update, patch) by ``manager``: the fields the write changed leave every other manager's set and join
     ``manager``'s ``Update`` entry, so that a later apply by a manager that lost them conflicts."""
@@ -118,22 +129,36 @@ def track_update(live: dict, new: dict, manager: str, api_version: str, now: str
         out_meta = new.setdefault("metadata", {})
         out_meta["managedFields"] = entries
         return new
-    mine = next((e for e in entries if e.get("manager") == manager and e.get("operation") == "Update"
-                 and e.get("subresource") == subresource), None)
+    mine = next(
+        (
+            e
+            for e in entries
+            if e.get("manager") == manager
+            and e.get("operation") == "Update"
+            and e.get("subresource") == subresource
+        ),
+        None,
+    )
     kept = []
     for e in entries:
         if e is mine:
             continue
         owned = decode(e.get("fieldsV1")) - changed
-        owned = {p for p in owned if not any(p[:len(c)] == c or c[:len(p)] == p for c in changed)}
+        owned = {p for p in owned if not any(p[: len(c)] == c or c[: len(p)] == p for c in changed)}
         if owned:
             e["fieldsV1"] = encode(owned)
             kept.append(e)
     owned = (decode(mine.get("fieldsV1")) if mine else set()) | {p for p in changed if p in new_paths}
     owned = {p for p in owned if _get(new, p) is not _MISSING}
     if owned:
-        entry = {"manager": manager, "operation": "Update", "apiVersion": api_version, "time": now,
-                 "fieldsType": "FieldsV1", "fieldsV1": encode(owned)}
+        entry = {
+            "manager": manager,
+            "operation": "Update",
+            "apiVersion": api_version,
+            "time": now,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": encode(owned),
+        }
         if subresource:
             entry["subresource"] = subresource
         kept.append(entry)
@@ -186,9 +211,16 @@ def apply(live: dict | None, applied: dict, manager: str, force: bool, api_versi
     for f in ("name", "namespace"):
         if (applied.get("metadata") or {}).get(f):
             meta[f] = applied["metadata"][f]
-    mine_entry = {"manager": manager, "operation": "Apply", "apiVersion": api_version, "time": now,
-                  "fieldsType": "FieldsV1", "fieldsV1": encode(new_set)}
+    mine_entry = {
+        "manager": manager,
+        "operation": "Apply",
+        "apiVersion": api_version,
+        "time": now,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": encode(new_set),
+    }
     kept = [e for e, owned in others if owned]
-    meta["managedFields"] = [*kept, mine_entry] if mine is None else \
-        [mine_entry if e is mine else e for e in [*kept, mine]]
+    meta["managedFields"] = (
+        [*kept, mine_entry] if mine is None else [mine_entry if e is mine else e for e in [*kept, mine]]
+    )
     return out

@@ -14,8 +14,14 @@ from typing import Any
 from flexq.api.registry import KindInfo
 
 DEFAULT_VERSION = "1.34.1-gke.1829001"  # a cluster without a GKE version (the twin's own): GKE's default
-GO_VERSIONS = {"1.30": "go1.22.12", "1.31": "go1.23.6", "1.32": "go1.23.6", "1.33": "go1.24.4",
-               "1.34": "go1.24.6", "1.35": "go1.25.1"}  # what each minor's kube-apiserver was built with
+GO_VERSIONS = {
+    "1.30": "go1.22.12",
+    "1.31": "go1.23.6",
+    "1.32": "go1.23.6",
+    "1.33": "go1.24.4",
+    "1.34": "go1.24.6",
+    "1.35": "go1.25.1",
+}  # what each minor's kube-apiserver was built with
 
 
 def version_info(version: str | None = None) -> dict[str, str]:
@@ -23,10 +29,19 @@ def version_info(version: str | None = None) -> dict[str, str]:
     shows as the server's version, the same as the cluster's ``currentMasterVersion``."""
     version = (version or DEFAULT_VERSION).lstrip("v")
     major, minor = (version.split(".") + ["0", "0"])[:2]
-    return {"major": major, "minor": minor, "gitVersion": f"v{version}", "gitCommit": "flexq",
-            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
-            "goVersion": GO_VERSIONS.get(f"{major}.{minor}", "go1.24.6"), "compiler": "gc",
-            "platform": "linux/amd64", "emulationMajor": major, "emulationMinor": minor}
+    return {
+        "major": major,
+        "minor": minor,
+        "gitVersion": f"v{version}",
+        "gitCommit": "flexq",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": GO_VERSIONS.get(f"{major}.{minor}", "go1.24.6"),
+        "compiler": "gc",
+        "platform": "linux/amd64",
+        "emulationMajor": major,
+        "emulationMinor": minor,
+    }
 
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
@@ -66,8 +81,11 @@ def group_versions(infos: list[KindInfo]) -> list[str]:
 
 def api_versions(server_address: str) -> dict[str, Any]:
     """``GET /api``."""
-    return {"kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    }
 
 
 def api_group_list(kinds: Iterable[KindInfo]) -> dict[str, Any]:
@@ -77,9 +95,13 @@ def api_group_list(kinds: Iterable[KindInfo]) -> dict[str, Any]:
         if not group:
             continue
         versions = group_versions(infos)
-        items.append({"name": group,
-                      "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in versions],
-                      "preferredVersion": {"groupVersion": f"{group}/{versions[0]}", "version": versions[0]}})
+        items.append(
+            {
+                "name": group,
+                "versions": [{"groupVersion": f"{group}/{v}", "version": v} for v in versions],
+                "preferredVersion": {"groupVersion": f"{group}/{versions[0]}", "version": versions[0]},
+            }
+        )
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": items}
 
 
@@ -97,16 +119,28 @@ def resource_list(kinds: Iterable[KindInfo], group: str, version: str) -> dict[s
     for info in kinds:
         if info.group != group or version not in info.models:
             continue
-        entry: dict[str, Any] = {"name": info.plural, "singularName": info.singular, "namespaced": info.namespaced,
-                                 "kind": info.kind, "verbs": VERBS}
+        entry: dict[str, Any] = {
+            "name": info.plural,
+            "singularName": info.singular,
+            "namespaced": info.namespaced,
+            "kind": info.kind,
+            "verbs": VERBS,
+        }
         if info.short_names:
             entry["shortNames"] = list(info.short_names)
         if info.categories:
             entry["categories"] = list(info.categories)
         resources.append(entry)
         for sub, kind, verbs in subresources(info):
-            resources.append({"name": f"{info.plural}/{sub}", "singularName": "", "namespaced": info.namespaced,
-                              "kind": kind, "verbs": verbs})
+            resources.append(
+                {
+                    "name": f"{info.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": info.namespaced,
+                    "kind": kind,
+                    "verbs": verbs,
+                }
+            )
     if not resources:
         return None
     gv = f"{group}/{version}" if group else version
@@ -115,16 +149,29 @@ def resource_list(kinds: Iterable[KindInfo], group: str, version: str) -> dict[s
 
 def _discovery_resource(info: KindInfo, version: str) -> dict[str, Any]:
     rk = {"group": info.group, "version": version, "kind": info.kind}
-    out: dict[str, Any] = {"resource": info.plural, "responseKind": rk,
-                           "scope": "Namespaced" if info.namespaced else "Cluster",
-                           "singularResource": info.singular, "verbs": VERBS}
+    out: dict[str, Any] = {
+        "resource": info.plural,
+        "responseKind": rk,
+        "scope": "Namespaced" if info.namespaced else "Cluster",
+        "singularResource": info.singular,
+        "verbs": VERBS,
+    }
     if info.short_names:
         out["shortNames"] = list(info.short_names)
     if info.categories:
         out["categories"] = list(info.categories)
-    subs = [{"subresource": sub, "responseKind": {"group": info.group if kind == info.kind else "",
-                                                   "version": version if kind == info.kind else "v1", "kind": kind},
-             "verbs": verbs} for sub, kind, verbs in subresources(info)]
+    subs = [
+        {
+            "subresource": sub,
+            "responseKind": {
+                "group": info.group if kind == info.kind else "",
+                "version": version if kind == info.kind else "v1",
+                "kind": kind,
+            },
+            "verbs": verbs,
+        }
+        for sub, kind, verbs in subresources(info)
+    ]
     if subs:
         out["subresources"] = subs
     return out
@@ -140,10 +187,16 @@ def aggregated(kinds: Iterable[KindInfo], core: bool, version: str = "v2") -> di
         for v in group_versions(infos):
             res = [_discovery_resource(i, v) for i in infos if v in i.models]
             versions.append({"version": v, "resources": res, "freshness": "Current"})
-        meta: dict[str, Any] = {"name": group, "creationTimestamp": None} if group else {"creationTimestamp": None}
+        meta: dict[str, Any] = (
+            {"name": group, "creationTimestamp": None} if group else {"creationTimestamp": None}
+        )
         items.append({"metadata": meta, "versions": versions})
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}",
-            "metadata": {}, "items": items}
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"apidiscovery.k8s.io/{version}",
+        "metadata": {},
+        "items": items,
+    }
 
 
 def wants_aggregated(accept: str) -> str | None:

@@ -90,16 +90,20 @@ def schemas(infos: tuple[KindInfo, ...], version: str, ref_base: str) -> dict[st
         sch["x-kubernetes-group-version-kind"] = [{"group": i.group, "version": version, "kind": i.kind}]
         props = sch.setdefault("properties", {})
         props.setdefault("apiVersion", {"type": "string"})["description"] = (
-            "APIVersion defines the versioned schema of this representation of an object.")
+            "APIVersion defines the versioned schema of this representation of an object."
+        )
         props.setdefault("kind", {"type": "string"})["description"] = (
-            "Kind is a string value representing the REST resource this object represents.")
+            "Kind is a string value representing the REST resource this object represents."
+        )
         sch.setdefault("description", f"{i.kind} ({i.api_version(version)})")
     return out
 
 
 def _schema_key(info: KindInfo, version: str, defs: dict[str, Any]) -> str:
     for k, v in defs.items():
-        if {"group": info.group, "version": version, "kind": info.kind} in v.get("x-kubernetes-group-version-kind", []):
+        if {"group": info.group, "version": version, "kind": info.kind} in v.get(
+            "x-kubernetes-group-version-kind", []
+        ):
             return k
     return ""
 
@@ -127,14 +131,21 @@ def _op(info: KindInfo, version: str, verb: str, ref: str, v3: bool, params: lis
     else:
         resp["schema"] = {"$ref": ref}
     op: dict[str, Any] = {
-        "operationId": f"{verb}{info.kind}", "parameters": _params(v3, params), "responses": {"200": resp},
-        "x-kubernetes-action": verb, "x-kubernetes-group-version-kind":
-            {"group": info.group, "version": version, "kind": info.kind},
+        "operationId": f"{verb}{info.kind}",
+        "parameters": _params(v3, params),
+        "responses": {"200": resp},
+        "x-kubernetes-action": verb,
+        "x-kubernetes-group-version-kind": {"group": info.group, "version": version, "kind": info.kind},
     }
     if verb == "patch":  # kubectl's client-side apply reads these to choose strategic merge (built-ins only)
-        types = _PATCH_TYPES + (["application/strategic-merge-patch+json"] if info.group in _BUILTIN_GROUPS else [])
+        types = _PATCH_TYPES + (
+            ["application/strategic-merge-patch+json"] if info.group in _BUILTIN_GROUPS else []
+        )
         if v3:
-            op["requestBody"] = {"content": {t: {"schema": {"type": "object"}} for t in types}, "required": True}
+            op["requestBody"] = {
+                "content": {t: {"schema": {"type": "object"}} for t in types},
+                "required": True,
+            }
         else:
             op["consumes"] = types
     return op
@@ -147,13 +158,26 @@ def paths(infos: Iterable[KindInfo], version: str, defs: dict[str, Any], ref_bas
             continue
         ref = ref_base + _schema_key(info, version, defs)
         base = f"/apis/{info.group}/{version}" if info.group else f"/api/{version}"
-        coll = f"{base}/namespaces/{{namespace}}/{info.plural}" if info.namespaced else f"{base}/{info.plural}"
-        out[coll] = {"get": _op(info, version, "list", ref, v3, ["labelSelector", "fieldSelector", "limit", "continue", "watch"]),
-                     "post": _op(info, version, "post", ref, v3, _QUERY)}
-        item = {"get": _op(info, version, "get", ref, v3, []),
-                "put": _op(info, version, "put", ref, v3, _QUERY),
-                "patch": _op(info, version, "patch", ref, v3, [*_QUERY, "force"]),
-                "delete": _op(info, version, "delete", ref, v3, ["dryRun", "propagationPolicy"])}
+        coll = (
+            f"{base}/namespaces/{{namespace}}/{info.plural}" if info.namespaced else f"{base}/{info.plural}"
+        )
+        out[coll] = {
+            "get": _op(
+                info,
+                version,
+                "list",
+                ref,
+                v3,
+                ["labelSelector", "fieldSelector", "limit", "continue", "watch"],
+            ),
+            "post": _op(info, version, "post", ref, v3, _QUERY),
+        }
+        item = {
+            "get": _op(info, version, "get", ref, v3, []),
+            "put": _op(info, version, "put", ref, v3, _QUERY),
+            "patch": _op(info, version, "patch", ref, v3, [*_QUERY, "force"]),
+            "delete": _op(info, version, "delete", ref, v3, ["dryRun", "propagationPolicy"]),
+        }
         out[f"{coll}/{{name}}"] = item
         if info.status_subresource:
             out[f"{coll}/{{name}}/status"] = {k: item[k] for k in ("get", "put", "patch")}
@@ -179,8 +203,12 @@ def _v3_doc(infos: tuple[KindInfo, ...], version: str) -> bytes:
 def _build_v3(infos: tuple[KindInfo, ...], version: str) -> bytes:
     base = "#/components/schemas/"
     defs = schemas(infos, version, base)
-    doc = {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.4"},
-           "paths": paths(infos, version, defs, base, True), "components": {"schemas": defs}}
+    doc = {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.4"},
+        "paths": paths(infos, version, defs, base, True),
+        "components": {"schemas": defs},
+    }
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
@@ -221,8 +249,12 @@ def _build_v2(infos: tuple[KindInfo, ...]) -> bytes:
             defs = schemas(tuple(ginfos), v, base)
             definitions.update(defs)
             all_paths.update(paths(ginfos, v, defs, base, False))
-    doc = {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.32.4"}, "paths": all_paths,
-           "definitions": definitions}
+    doc = {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.4"},
+        "paths": all_paths,
+        "definitions": definitions,
+    }
     return json.dumps(doc, separators=(",", ":")).encode()
 
 

@@ -44,10 +44,20 @@ def parse(path: str) -> Target | None:
     if not rest:
         return None if watch else Target(group, version)
     ns = None
-    if rest[0] == "namespaces" and len(rest) >= 3 and not (len(rest) == 3 and rest[2] in _NAMESPACE_SUBS
-                                                           and group == ""):
+    if (
+        rest[0] == "namespaces"
+        and len(rest) >= 3
+        and not (len(rest) == 3 and rest[2] in _NAMESPACE_SUBS and group == "")
+    ):
         ns, rest = rest[1], rest[2:]
     if len(rest) > 3:
         return None
-    return Target(group, version, rest[0], ns, rest[1] if len(rest) > 1 else None,
-                  rest[2] if len(rest) > 2 else None, watch)
+    return Target(
+        group,
+        version,
+        rest[0],
+        ns,
+        rest[1] if len(rest) > 1 else None,
+        rest[2] if len(rest) > 2 else None,
+        watch,
+    )

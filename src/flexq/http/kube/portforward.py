@@ -66,9 +66,9 @@ class HeaderAdder:
         out: list[bytes] = []
         while self.buf and self.state != "raw":
             if self.state in ("body", "data"):
-                take = self.buf[:self.left]
+                take = self.buf[: self.left]
                 out.append(take)
-                self.buf, self.left = self.buf[len(take):], self.left - len(take)
+                self.buf, self.left = self.buf[len(take) :], self.left - len(take)
                 if self.left == 0:
                     self.state = "head" if self.state == "body" else "size"
                 continue
@@ -78,10 +78,10 @@ class HeaderAdder:
                     self.state = "raw"
                 break
             if self.state == "head":
-                head, self.buf = self.buf[:end + 4], self.buf[end + 4:]
+                head, self.buf = self.buf[: end + 4], self.buf[end + 4 :]
                 out.append(self._request(head))
             elif self.state == "size":
-                line, self.buf = self.buf[:end + 2], self.buf[end + 2:]
+                line, self.buf = self.buf[: end + 2], self.buf[end + 2 :]
                 out.append(line)
                 try:
                     size = int(line.split(b";", 1)[0].strip(), 16)
@@ -90,7 +90,7 @@ class HeaderAdder:
                     continue
                 self.state, self.left = ("trailer", 0) if size == 0 else ("data", size + 2)
             else:  # trailer lines, up to the empty one that ends the request
-                line, self.buf = self.buf[:end + 2], self.buf[end + 2:]
+                line, self.buf = self.buf[: end + 2], self.buf[end + 2 :]
                 out.append(line)
                 if line == b"\r\n":
                     self.state = "head"
@@ -276,5 +276,7 @@ class PortForwardSession(asyncio.Protocol):
 
 def upgrade_response(protocol: str = PROTOCOL) -> bytes:
     """The 101 answer that hands the connection to SPDY."""
-    return (b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
-            b"X-Stream-Protocol-Version: " + protocol.encode() + b"\r\n\r\n")
+    return (
+        b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
+        b"X-Stream-Protocol-Version: " + protocol.encode() + b"\r\n\r\n"
+    )

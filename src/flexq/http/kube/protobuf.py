@@ -28,8 +28,15 @@ _GO_ZERO_TIME = -62135596800  # time.Time{}.Unix(): what a zero time that was ma
 _VARINT_TYPES = {"int32", "int64", "bool"}
 _SPECIAL = {"Quantity", "IntOrString", "Time", "MicroTime", "Duration", "RawExtension", "FieldsV1"}
 # JSON of a special type whose message is absent (the Go zero value's MarshalJSON)
-_SPECIAL_ZERO: dict[str, Any] = {"Quantity": "0", "IntOrString": 0, "Time": None, "MicroTime": None,
-                                 "Duration": "0s", "RawExtension": None, "FieldsV1": None}
+_SPECIAL_ZERO: dict[str, Any] = {
+    "Quantity": "0",
+    "IntOrString": 0,
+    "Time": None,
+    "MicroTime": None,
+    "Duration": "0s",
+    "RawExtension": None,
+    "FieldsV1": None,
+}
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -57,12 +64,12 @@ def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
             n, pos = _varint(buf, pos)
             if pos + n > len(buf):
                 raise BadRequest("truncated protobuf body")
-            val, pos = buf[pos:pos + n], pos + n
+            val, pos = buf[pos : pos + n], pos + n
         elif wire in (1, 5):
             size = 8 if wire == 1 else 4
             if pos + size > len(buf):
                 raise BadRequest("truncated protobuf body")
-            val, pos = buf[pos:pos + size], pos + size
+            val, pos = buf[pos : pos + size], pos + size
         else:
             raise BadRequest(f"proto: illegal wireType {wire}")
         if num == 0:
@@ -124,18 +131,18 @@ def _go_duration(ns: int) -> str:
     sign, u = ("-" if ns < 0 else ""), abs(ns)
 
     def frac(v: int, digits: int) -> str:
-        whole, rest = divmod(v, 10 ** digits)
+        whole, rest = divmod(v, 10**digits)
         tail = f"{rest:0{digits}d}".rstrip("0")
         return f"{whole}.{tail}" if tail else str(whole)
 
     if u < 1000:
         return f"{sign}{u}ns"
-    if u < 10 ** 6:
+    if u < 10**6:
         return f"{sign}{frac(u, 3)}µs"
-    if u < 10 ** 9:
+    if u < 10**9:
         return f"{sign}{frac(u, 6)}ms"
-    secs, sub = divmod(u, 10 ** 9)
-    text = frac(secs % 60 * 10 ** 9 + sub, 9) + "s"
+    secs, sub = divmod(u, 10**9)
+    text = frac(secs % 60 * 10**9 + sub, 9) + "s"
     mins, hours = secs // 60 % 60, secs // 3600
     if hours:
         return f"{sign}{hours}h{mins}m{text}"
@@ -152,7 +159,9 @@ def _special(typ: str, buf: bytes) -> Any:
             return None
         if typ == "Time":  # metav1.Time keeps whole seconds only, as JSON does
             return (_EPOCH + timedelta(seconds=secs)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return (_EPOCH + timedelta(seconds=secs, microseconds=nanos // 1000)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return (_EPOCH + timedelta(seconds=secs, microseconds=nanos // 1000)).strftime(
+            "%Y-%m-%dT%H:%M:%S.%fZ"
+        )
     fields = {num: (wire, val) for num, wire, val in _fields(buf)}
     if typ == "Quantity":
         return _scalar("string", *fields[1]) if 1 in fields else "0"
@@ -183,7 +192,7 @@ def _element(typ: str, wire: int, val: Any) -> Any:
 
 
 def _map_entry(typ: str, buf: bytes) -> tuple[str, Any]:
-    value_type = typ[typ.index("]") + 1:]
+    value_type = typ[typ.index("]") + 1 :]
     key, value = "", None
     for num, wire, val in _fields(buf):
         if num == 1:
@@ -191,8 +200,11 @@ def _map_entry(typ: str, buf: bytes) -> tuple[str, Any]:
         elif num == 2:
             value = _element(value_type, wire, val)
     if value is None:  # an entry without its value holds the value type's zero
-        value = _element(value_type, 2, b"") if value_type in SCHEMAS or value_type in _SPECIAL else \
-            {"string": "", "bytes": "", "bool": False, "double": 0.0}.get(value_type, 0)
+        value = (
+            _element(value_type, 2, b"")
+            if value_type in SCHEMAS or value_type in _SPECIAL
+            else {"string": "", "bytes": "", "bool": False, "double": 0.0}.get(value_type, 0)
+        )
     return key, value
 
 
@@ -280,11 +292,13 @@ def decode(body: bytes) -> dict[str, Any]:
     """A ``application/vnd.kubernetes.protobuf`` body -> the object as JSON-shaped data."""
     if not body.startswith(MAGIC):
         raise BadRequest("protobuf body without the k8s envelope")
-    type_meta, raw = _envelope(body[len(MAGIC):])
+    type_meta, raw = _envelope(body[len(MAGIC) :])
     api_version, kind = type_meta.get("apiVersion", ""), type_meta.get("kind", "")
     message = KINDS.get((api_version, kind))
     if message is None:
         served = sorted(f"{k} ({v})" for v, k in KINDS)
-        raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '
-                                   f'include: application/json, application/yaml (protobuf only for {served})')
+        raise UnsupportedMediaType(
+            f"the body of the request was in an unknown format - accepted media types "
+            f"include: application/json, application/yaml (protobuf only for {served})"
+        )
     return {"kind": kind, "apiVersion": api_version, **decode_message(message, raw)}

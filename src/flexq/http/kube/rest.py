@@ -45,14 +45,14 @@ def not_found_path() -> NotFound:
     return NotFound("the server could not find the requested resource")
 
 
-
 def _key(obj: dict) -> tuple[str, str]:
     meta = obj["metadata"]
     return meta.get("namespace") or "", meta["name"]  # the store's list order
 
 
-def page(objs: list[dict], rv: int, limit: str | None, token: str | None,
-         selected: bool = False) -> tuple[list[dict], int, dict[str, Any]]:
+def page(
+    objs: list[dict], rv: int, limit: str | None, token: str | None, selected: bool = False
+) -> tuple[list[dict], int, dict[str, Any]]:
     """``limit`` and ``continue`` of a list, as the API server pages one (objects in key order).
 
     The token is the API server's (base64 of ``{"v": "meta.k8s.io/v1", "rv": N, "start": "<key>\\x00"}``);
@@ -64,8 +64,12 @@ def page(objs: list[dict], rv: int, limit: str | None, token: str | None,
     if token:
         try:
             data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-            if not isinstance(data, dict) or not isinstance(data.get("rv"), int) or isinstance(data["rv"], bool) \
-                    or not isinstance(data.get("start"), str):
+            if (
+                not isinstance(data, dict)
+                or not isinstance(data.get("rv"), int)
+                or isinstance(data["rv"], bool)
+                or not isinstance(data.get("start"), str)
+            ):
                 raise ValueError("the token's rv must be an integer and its start a string")
             rv, start = data["rv"], data["start"].rstrip("\x00")
             if data.get("v") != "meta.k8s.io/v1" or not start:
@@ -84,19 +88,31 @@ def page(objs: list[dict], rv: int, limit: str | None, token: str | None,
         return objs, rv, {}
     shown, rest = objs[:n], len(objs) - n
     ns, name = _key(shown[-1])
-    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": (f"{ns}/{name}" if ns else name) + "\x00"},
-                     separators=(",", ":"))
+    raw = json.dumps(
+        {"v": "meta.k8s.io/v1", "rv": rv, "start": (f"{ns}/{name}" if ns else name) + "\x00"},
+        separators=(",", ":"),
+    )
     paging: dict[str, Any] = {"continue": base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")}
     if not selected:
         paging["remainingItemCount"] = rest
     return shown, rv, paging
 
+
 def check_delete_options(opts: dict) -> None:
     """DeleteOptions' fields have their JSON types (400 as the API server's decoder answers otherwise)."""
+
     def wrong(field: str, value: Any, want: str) -> BadRequest:
-        got = {bool: "bool", int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(
-            type(value), type(value).__name__)
-        return BadRequest(f"json: cannot unmarshal {got} into Go struct field DeleteOptions.{field} of type {want}")
+        got = {
+            bool: "bool",
+            int: "number",
+            float: "number",
+            str: "string",
+            list: "array",
+            dict: "object",
+        }.get(type(value), type(value).__name__)
+        return BadRequest(
+            f"json: cannot unmarshal {got} into Go struct field DeleteOptions.{field} of type {want}"
+        )
 
     dry = opts.get("dryRun")
     if dry is not None and (not isinstance(dry, list) or not all(isinstance(v, str) for v in dry)):
@@ -150,7 +166,11 @@ class KubeFace:
         """Kinds this cluster serves (read on any thread: the registry and settings are only replaced)."""
         rt = self.runtime()
         addons = set(rt.settings.addons)
-        return [k for k in rt.store.registry if not k.served_by_addon or not rt.name or k.served_by_addon in addons]
+        return [
+            k
+            for k in rt.store.registry
+            if not k.served_by_addon or not rt.name or k.served_by_addon in addons
+        ]
 
     def resolve(self, t: Target) -> KindInfo:
         for info in self.kinds():
@@ -172,7 +192,9 @@ class KubeFace:
         m, q = request.method, request.query_params
         if t.subresource == "log" and info.kind == "Pod" and m == "GET":
             return await self.logs(request, t)
-        if t.subresource not in (None, "status") or (t.subresource == "status" and not info.status_subresource):
+        if t.subresource not in (None, "status") or (
+            t.subresource == "status" and not info.status_subresource
+        ):
             raise not_found_path()
         if t.name is None:
             if m == "GET":
@@ -197,14 +219,23 @@ class KubeFace:
         raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({m})")
 
     # -- helpers ----------------------------------------------------------------------------------
-    def _out(self, request: Request, info: KindInfo, obj: dict, t: Target, status: int = 200,
-             warnings: list[str] | None = None) -> Response:
+    def _out(
+        self,
+        request: Request,
+        info: KindInfo,
+        obj: dict,
+        t: Target,
+        status: int = 200,
+        warnings: list[str] | None = None,
+    ) -> Response:
         view = view_as(info, obj, info.api_version(t.version))
         accept = request.headers.get("accept", "")
         headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
         if tables.wants_table(accept) and request.method == "GET":
             include = request.query_params.get("includeObject", "Metadata")
-            body = tables.table(info, [view], self.loop.now(), view["metadata"].get("resourceVersion", ""), include)
+            body = tables.table(
+                info, [view], self.loop.now(), view["metadata"].get("resourceVersion", ""), include
+            )
             return json_response(body, status, headers=headers)
         return json_response(view, status, headers=headers)
 
@@ -214,7 +245,9 @@ class KubeFace:
 
     def _object_body(self, body: Any, info: KindInfo, t: Target) -> dict:
         if not isinstance(body, dict):
-            raise BadRequest(f"the body of the request must be a {info.kind} object, not {type(body).__name__}")
+            raise BadRequest(
+                f"the body of the request must be a {info.kind} object, not {type(body).__name__}"
+            )
         if body.get("apiVersion") is None:
             body["apiVersion"] = info.api_version(t.version)
         if body.get("kind") is None:
@@ -223,14 +256,19 @@ class KubeFace:
         if body.get("metadata") is None:
             body["metadata"] = {}
         if body["apiVersion"] != info.api_version(t.version) or body["kind"] != info.kind:
-            raise BadRequest(f"the API version in the data ({body['apiVersion']}) does not match the expected API "
-                             f"version ({info.api_version(t.version)})" if body["kind"] == info.kind else
-                             f"the kind in the data ({body['kind']}) does not match the expected kind ({info.kind})")
+            raise BadRequest(
+                f"the API version in the data ({body['apiVersion']}) does not match the expected API "
+                f"version ({info.api_version(t.version)})"
+                if body["kind"] == info.kind
+                else f"the kind in the data ({body['kind']}) does not match the expected kind ({info.kind})"
+            )
         meta = body.get("metadata")
         if meta is not None and not isinstance(meta, dict):
             raise BadRequest("metadata must be an object")
         if t.namespace and meta and meta.get("namespace") and meta["namespace"] != t.namespace:
-            raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+            raise BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         return body
 
     @staticmethod
@@ -262,8 +300,10 @@ class KubeFace:
                 raise
             names = [f'unknown field "{c.field}"' for c in unknown]
             if mode == "Strict":
-                raise BadRequest(f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
-                                 f"strict decoding error: {', '.join(names)}") from None
+                raise BadRequest(
+                    f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
+                    f"strict decoding error: {', '.join(names)}"
+                ) from None
             return await on_loop(self.loop, lambda: fn("Ignore")), names
 
     # -- reads ------------------------------------------------------------------------------------
@@ -276,20 +316,33 @@ class KubeFace:
 
         def run() -> tuple[list[dict], int]:
             store = self.store()
-            return (store.list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector")),
-                    store.resource_version)
+            return (
+                store.list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector")),
+                store.resource_version,
+            )
 
         objs, rv = await on_loop(self.loop, run)
-        objs, rv, paging = page(objs, rv, q.get("limit"), q.get("continue"),
-                                selected=bool(q.get("labelSelector") or q.get("fieldSelector")))
+        objs, rv, paging = page(
+            objs,
+            rv,
+            q.get("limit"),
+            q.get("continue"),
+            selected=bool(q.get("labelSelector") or q.get("fieldSelector")),
+        )
         api_version = info.api_version(t.version)
         views = [view_as(info, o, api_version) for o in objs]
         if tables.wants_table(request.headers.get("accept", "")):
             out = tables.table(info, views, self.loop.now(), str(rv), q.get("includeObject", "Metadata"))
             out["metadata"].update(paging)
             return json_response(out)
-        return json_response({"kind": f"{info.kind}List", "apiVersion": api_version,
-                              "metadata": {"resourceVersion": str(rv), **paging}, "items": views})
+        return json_response(
+            {
+                "kind": f"{info.kind}List",
+                "apiVersion": api_version,
+                "metadata": {"resourceVersion": str(rv), **paging},
+                "items": views,
+            }
+        )
 
     def watch(self, request: Request, t: Target, info: KindInfo, name: str | None = None) -> Response:
         q = request.query_params
@@ -301,33 +354,52 @@ class KubeFace:
             fsel = f"metadata.name={name}" + (f",{fsel}" if fsel else "")
         raw_timeout = q.get("timeoutSeconds")
         if raw_timeout not in (None, "") and (not re.fullmatch(r"[0-9]{1,18}", raw_timeout)):
-            raise BadRequest(f'timeoutSeconds: Invalid value: "{raw_timeout}": must be a non-negative integer')
+            raise BadRequest(
+                f'timeoutSeconds: Invalid value: "{raw_timeout}": must be a non-negative integer'
+            )
         timeout = float(int(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT) or DEFAULT_TIMEOUT
         from flexq.store.selectors import parse_field_selector, parse_label_selector
 
         parse_label_selector(q.get("labelSelector"))
         parse_field_selector(fsel)
-        req = WatchRequest(info, info.api_version(t.version), t.namespace, q.get("labelSelector"), fsel, rv,
-                           truthy(q.get("allowWatchBookmarks")), truthy(q.get("sendInitialEvents")), timeout,
-                           tables.wants_table(request.headers.get("accept", "")), q.get("includeObject", "Metadata"))
+        req = WatchRequest(
+            info,
+            info.api_version(t.version),
+            t.namespace,
+            q.get("labelSelector"),
+            fsel,
+            rv,
+            truthy(q.get("allowWatchBookmarks")),
+            truthy(q.get("sendInitialEvents")),
+            timeout,
+            tables.wants_table(request.headers.get("accept", "")),
+            q.get("includeObject", "Metadata"),
+        )
         return StreamingResponse(watch_stream(self.loop, self.store, req), media_type="application/json")
 
     # -- writes -----------------------------------------------------------------------------------
     async def create(self, request: Request, t: Target, info: KindInfo) -> Response:
         body = self._object_body(await self._body(request), info, t)
         dry, mode = self._dry_run(request), self._validation(request)
-        obj, warns = await self._write(mode, info, t.version, lambda uf: self.store().create(
-            body, namespace=t.namespace, unknown_fields=uf, dry_run=dry))
+        obj, warns = await self._write(
+            mode,
+            info,
+            t.version,
+            lambda uf: self.store().create(body, namespace=t.namespace, unknown_fields=uf, dry_run=dry),
+        )
         return self._out(request, info, obj, t, 201, warns)
 
     async def update(self, request: Request, t: Target, info: KindInfo) -> Response:
         body = self._object_body(await self._body(request), info, t)
         meta = body.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != t.name:
-            raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})")
+            raise BadRequest(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})"
+            )
         meta["name"] = t.name
         dry, mode = self._dry_run(request), self._validation(request)
         if t.subresource == "status":
+
             def write_status(uf: str) -> dict:
                 obj = body
                 if info.api_version(t.version) != info.storage_api_version:
@@ -337,8 +409,14 @@ class KubeFace:
             obj, warns = await self._write(mode, info, t.version, write_status)
         else:
             track = self._tracker(request, info, t)
-            obj, warns = await self._write(mode, info, t.version, lambda uf: self.store().update(
-                body, namespace=t.namespace, unknown_fields=uf, dry_run=dry, on_write=track))
+            obj, warns = await self._write(
+                mode,
+                info,
+                t.version,
+                lambda uf: self.store().update(
+                    body, namespace=t.namespace, unknown_fields=uf, dry_run=dry, on_write=track
+                ),
+            )
         return self._out(request, info, obj, t, 200, warns)
 
     def _tracker(self, request: Request, info: KindInfo, t: Target) -> Any:
@@ -346,15 +424,19 @@ class KubeFace:
         the fields an update or patch changes pass to its manager (``fieldManager``, else the client's
         User-Agent up to its first ``/``), as the API server records them, so a later apply by the manager
         that lost a field conflicts (409) unless forced."""
-        manager = request.query_params.get("fieldManager") or \
-            (request.headers.get("user-agent") or "unknown").split("/")[0] or "unknown"
+        manager = (
+            request.query_params.get("fieldManager")
+            or (request.headers.get("user-agent") or "unknown").split("/")[0]
+            or "unknown"
+        )
         api_version = info.api_version(t.version)
 
         def track(live: dict, new: dict) -> dict:
             if not (live.get("metadata") or {}).get("managedFields"):
                 return new
-            return ssa.track_update(live, new, manager, api_version, format_time(self.loop.now()),
-                                    t.subresource)
+            return ssa.track_update(
+                live, new, manager, api_version, format_time(self.loop.now()), t.subresource
+            )
 
         return track
 
@@ -364,8 +446,10 @@ class KubeFace:
         if ptype is None or ptype == "apply-cbor":
             from flexq.errors import UnsupportedMediaType
 
-            raise UnsupportedMediaType(f'the body of the request was in an unknown format - accepted media types '
-                                       f'include: {", ".join(k for k in PATCH_TYPES if "cbor" not in k)}')
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types "
+                f"include: {', '.join(k for k in PATCH_TYPES if 'cbor' not in k)}"
+            )
         raw = await read_body(request)
         body = await decode_body_async(raw, "application/yaml" if ptype == "apply" else "application/json")
         dry, mode = self._dry_run(request), self._validation(request)
@@ -373,20 +457,37 @@ class KubeFace:
             return await self._apply(request, t, info, body, dry, mode)
         api_version = info.api_version(t.version)
         track = self._tracker(request, info, t) if t.subresource is None else None
-        obj, warns = await self._write(mode, info, t.version, lambda uf: self.store().patch(
-            info.kind, t.name or "", body, t.namespace, patch_type=ptype, subresource=t.subresource,
-            api_version=api_version, unknown_fields=uf, dry_run=dry, on_write=track))
+        obj, warns = await self._write(
+            mode,
+            info,
+            t.version,
+            lambda uf: self.store().patch(
+                info.kind,
+                t.name or "",
+                body,
+                t.namespace,
+                patch_type=ptype,
+                subresource=t.subresource,
+                api_version=api_version,
+                unknown_fields=uf,
+                dry_run=dry,
+                on_write=track,
+            ),
+        )
         return self._out(request, info, obj, t, 200, warns)
 
-    async def _apply(self, request: Request, t: Target, info: KindInfo, body: Any, dry: bool,
-                     mode: str) -> Response:
+    async def _apply(
+        self, request: Request, t: Target, info: KindInfo, body: Any, dry: bool, mode: str
+    ) -> Response:
         manager = request.query_params.get("fieldManager")
         if not manager:
             raise BadRequest("PATCH, application/apply-patch+yaml requests require a fieldManager to be set")
         body = self._object_body(body, info, t)
         meta = body.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != t.name:
-            raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})")
+            raise BadRequest(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})"
+            )
         meta["name"] = t.name
         if t.namespace and info.namespaced:
             meta.setdefault("namespace", t.namespace)
@@ -399,16 +500,24 @@ class KubeFace:
             now = format_time(self.loop.now())
             if cur is None:
                 created[0] = True
-                return store.create(ssa.apply(None, body, manager, force, api_version, now),
-                                    namespace=t.namespace, unknown_fields=uf, dry_run=dry)
+                return store.create(
+                    ssa.apply(None, body, manager, force, api_version, now),
+                    namespace=t.namespace,
+                    unknown_fields=uf,
+                    dry_run=dry,
+                )
             live = scheme.render(info, cur, api_version)
             merged = ssa.apply(live, body, manager, force, api_version, now)
             if info.status_subresource and t.subresource != "status":
                 merged.pop("status", None)
             if t.subresource == "status":
-                return store.update_status(merged if api_version == info.storage_api_version else
-                                           {**scheme.admit(info, merged, cur, "Ignore"), "metadata": cur["metadata"]},
-                                           validate=True, namespace=t.namespace)
+                return store.update_status(
+                    merged
+                    if api_version == info.storage_api_version
+                    else {**scheme.admit(info, merged, cur, "Ignore"), "metadata": cur["metadata"]},
+                    validate=True,
+                    namespace=t.namespace,
+                )
             return store.update(merged, namespace=t.namespace, unknown_fields=uf, dry_run=dry)
 
         obj, warns = await self._write(mode, info, t.version, run)
@@ -426,8 +535,10 @@ class KubeFace:
         if q.get("propagationPolicy"):
             opts["propagationPolicy"] = q["propagationPolicy"]
         if opts.get("propagationPolicy") not in (None, "Background", "Foreground", "Orphan"):
-            raise BadRequest(f"propagationPolicy: Unsupported value: {opts['propagationPolicy']!r}: supported "
-                             'values: "Foreground", "Background", "Orphan"')
+            raise BadRequest(
+                f"propagationPolicy: Unsupported value: {opts['propagationPolicy']!r}: supported "
+                'values: "Foreground", "Background", "Orphan"'
+            )
         if truthy(q.get("orphanDependents")) or opts.get("orphanDependents"):
             opts["propagationPolicy"] = "Orphan"
         return opts
@@ -438,8 +549,14 @@ class KubeFace:
 
         def run() -> tuple[dict, dict | None]:
             store = self.store()
-            gone = store.delete(info.kind, t.name or "", t.namespace, propagation=opts.get("propagationPolicy")
-                                or default_propagation(info), preconditions=opts.get("preconditions"), dry_run=dry)
+            gone = store.delete(
+                info.kind,
+                t.name or "",
+                t.namespace,
+                propagation=opts.get("propagationPolicy") or default_propagation(info),
+                preconditions=opts.get("preconditions"),
+                dry_run=dry,
+            )
             return gone, (None if dry else store.try_get(info.kind, t.name or "", t.namespace))
 
         gone, still = await on_loop(self.loop, run)
@@ -448,8 +565,9 @@ class KubeFace:
         details = {"name": t.name, "kind": info.plural, "uid": gone["metadata"].get("uid")}
         if info.group:
             details["group"] = info.group
-        return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                              "details": details})
+        return json_response(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+        )
 
     async def delete_collection(self, request: Request, t: Target, info: KindInfo) -> Response:
         opts = await self._delete_options(request)
@@ -460,15 +578,25 @@ class KubeFace:
             objs = store.list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector"))
             for o in objs:
                 with contextlib.suppress(NotFound):
-                    store.delete(info.kind, o["metadata"]["name"], o["metadata"].get("namespace"),
-                                 propagation=opts.get("propagationPolicy") or default_propagation(info),
-                                 dry_run=dry)
+                    store.delete(
+                        info.kind,
+                        o["metadata"]["name"],
+                        o["metadata"].get("namespace"),
+                        propagation=opts.get("propagationPolicy") or default_propagation(info),
+                        dry_run=dry,
+                    )
             return objs
 
         objs = await on_loop(self.loop, run)
         api_version = info.api_version(t.version)
-        return json_response({"kind": f"{info.kind}List", "apiVersion": api_version, "metadata": {},
-                              "items": [view_as(info, o, api_version) for o in objs]})
+        return json_response(
+            {
+                "kind": f"{info.kind}List",
+                "apiVersion": api_version,
+                "metadata": {},
+                "items": [view_as(info, o, api_version) for o in objs],
+            }
+        )
 
     # -- pod logs ---------------------------------------------------------------------------------
     async def logs(self, request: Request, t: Target) -> Response:
@@ -478,8 +606,10 @@ class KubeFace:
         names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
         if container is None:
             if len(names) > 1:
-                raise BadRequest(f"a container name must be specified for pod {name}, choose one of: "
-                                 f"[{' '.join(str(n) for n in names)}]")
+                raise BadRequest(
+                    f"a container name must be specified for pod {name}, choose one of: "
+                    f"[{' '.join(str(n) for n in names)}]"
+                )
             container = names[0] if names else None
         elif container not in names:
             raise BadRequest(f"container {container} is not valid for pod {name}")
@@ -487,14 +617,16 @@ class KubeFace:
         text = logs.read(ns, name, container)
         phase = (pod.get("status") or {}).get("phase", "Pending")
         if not text and phase == "Pending":
-            raise BadRequest(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
+            raise BadRequest(
+                f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+            )
         tail = q.get("tailLines")
         if tail is not None:
             if not re.fullmatch(r"-?\d+", tail):
                 raise BadRequest(f"tailLines: invalid value {tail!r}")
             if int(tail) >= 0:
                 lines = text.splitlines(keepends=True)
-                text = "".join(lines[-int(tail):]) if int(tail) else ""
+                text = "".join(lines[-int(tail) :]) if int(tail) else ""
         limit = q.get("limitBytes")
         if limit and limit.isdigit():
             text = text.encode()[: int(limit)].decode(errors="ignore")
@@ -505,5 +637,6 @@ class KubeFace:
             p = self.store().try_get("Pod", name, ns)
             return p is None or (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
-        return StreamingResponse(log_stream(self.loop, logs, ns, name, container, text, finished),
-                                 media_type="text/plain")
+        return StreamingResponse(
+            log_stream(self.loop, logs, ns, name, container, text, finished), media_type="text/plain"
+        )

@@ -14,17 +14,24 @@ from typing import Any
 
 from flexq.errors import MethodNotAllowed
 
-USER = {"username": "flexq-admin", "uid": "flexq-admin",
-        "groups": ["system:masters", "system:authenticated"]}
+USER = {"username": "flexq-admin", "uid": "flexq-admin", "groups": ["system:masters", "system:authenticated"]}
 REASON = "the twin's token is allowed everything (one credential, like system:masters)"
 
 # path -> (apiVersion, kind); both versions kubectl may try for whoami
 _PATHS: dict[str, tuple[str, str]] = {
-    "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews": ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
-    "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews": ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
+    "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews": (
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+    ),
+    "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews": (
+        "authorization.k8s.io/v1",
+        "SelfSubjectRulesReview",
+    ),
     "/apis/authentication.k8s.io/v1/selfsubjectreviews": ("authentication.k8s.io/v1", "SelfSubjectReview"),
-    "/apis/authentication.k8s.io/v1beta1/selfsubjectreviews": ("authentication.k8s.io/v1beta1",
-                                                               "SelfSubjectReview"),
+    "/apis/authentication.k8s.io/v1beta1/selfsubjectreviews": (
+        "authentication.k8s.io/v1beta1",
+        "SelfSubjectReview",
+    ),
 }
 
 
@@ -36,8 +43,9 @@ def review(method: str, path: str, body: bytes) -> dict[str, Any]:
     """The answer to a review ``POST``."""
     api_version, kind = _PATHS[path.rstrip("/")]
     if method != "POST":
-        raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({kind} "
-                               "is create-only)")
+        raise MethodNotAllowed(
+            f"the server does not allow this method on the requested resource ({kind} is create-only)"
+        )
     try:
         sent = json.loads(body) if body else {}
     except (ValueError, UnicodeDecodeError):  # protobuf from a typed client: nothing of it is needed
@@ -51,6 +59,9 @@ def review(method: str, path: str, body: bytes) -> dict[str, Any]:
         out["status"] = {"allowed": True, "reason": REASON}
     else:
         out["spec"] = spec
-        out["status"] = {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                         "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}], "incomplete": False}
+        out["status"] = {
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": False,
+        }
     return out

@@ -16,7 +16,65 @@ VERSION = 3
 SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDATE = 1, 2, 3, 4, 6, 7, 8, 9
 FLAG_FIN = 0x01
 
-_WORDS = ["options", "head", "post", "put", "delete", "trace", "accept", "accept-charset", "accept-encoding", "accept-language", "accept-ranges", "age", "allow", "authorization", "cache-control", "connection", "content-base", "content-encoding", "content-language", "content-length", "content-location", "content-md5", "content-range", "content-type", "date", "etag", "expect", "expires", "from", "host", "if-match", "if-modified-since", "if-none-match", "if-range", "if-unmodified-since", "last-modified", "location", "max-forwards", "pragma", "proxy-authenticate", "proxy-authorization", "range", "referer", "retry-after", "server", "te", "trailer", "transfer-encoding", "upgrade", "user-agent", "vary", "via", "warning", "www-authenticate", "method", "get", "status"] + ["200 OK", "version", "HTTP/1.1", "url", "public", "set-cookie", "keep-alive", "origin"]
+_WORDS = [
+    "options",
+    "head",
+    "post",
+    "put",
+    "delete",
+    "trace",
+    "accept",
+    "accept-charset",
+    "accept-encoding",
+    "accept-language",
+    "accept-ranges",
+    "age",
+    "allow",
+    "authorization",
+    "cache-control",
+    "connection",
+    "content-base",
+    "content-encoding",
+    "content-language",
+    "content-length",
+    "content-location",
+    "content-md5",
+    "content-range",
+    "content-type",
+    "date",
+    "etag",
+    "expect",
+    "expires",
+    "from",
+    "host",
+    "if-match",
+    "if-modified-since",
+    "if-none-match",
+    "if-range",
+    "if-unmodified-since",
+    "last-modified",
+    "location",
+    "max-forwards",
+    "pragma",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "range",
+    "referer",
+    "retry-after",
+    "server",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "user-agent",
+    "vary",
+    "via",
+    "warning",
+    "www-authenticate",
+    "method",
+    "get",
+    "status",
+] + ["200 OK", "version", "HTTP/1.1", "url", "public", "set-cookie", "keep-alive", "origin"]
 _TAIL = (
     "100101201202205206300302303304305306307402405406407408409410411412413414415416417502504505"
     "203 Non-Authoritative Information204 No Content301 Moved Permanently400 Bad Request401 Unauthorized"
@@ -46,8 +104,9 @@ class Codec:
 
     def __init__(self) -> None:
         self._inflate = zlib.decompressobj(zdict=DICTIONARY)
-        self._deflate = zlib.compressobj(zlib.Z_BEST_COMPRESSION, zlib.DEFLATED, 15, 8, zlib.Z_DEFAULT_STRATEGY,
-                                         zdict=DICTIONARY)
+        self._deflate = zlib.compressobj(
+            zlib.Z_BEST_COMPRESSION, zlib.DEFLATED, 15, 8, zlib.Z_DEFAULT_STRATEGY, zdict=DICTIONARY
+        )
         self._buf = b""
 
     # -- reading ----------------------------------------------------------------------------------
@@ -59,14 +118,16 @@ class Codec:
             length = int.from_bytes(self._buf[5:8], "big")
             if len(self._buf) < 8 + length:
                 break
-            head, body, self._buf = self._buf[:8], self._buf[8:8 + length], self._buf[8 + length:]
+            head, body, self._buf = self._buf[:8], self._buf[8 : 8 + length], self._buf[8 + length :]
             out.append(self._decode(head, body))
         return out
 
     def _decode(self, head: bytes, body: bytes) -> Frame:
         flags = head[4]
         if not head[0] & 0x80:
-            return Frame(False, flags=flags, stream_id=int.from_bytes(head[:4], "big") & 0x7FFFFFFF, data=body)
+            return Frame(
+                False, flags=flags, stream_id=int.from_bytes(head[:4], "big") & 0x7FFFFFFF, data=body
+            )
         ftype = int.from_bytes(head[2:4], "big")
         f = Frame(True, ftype, flags)
         if ftype in (SYN_STREAM, SYN_REPLY, HEADERS):
@@ -86,11 +147,11 @@ class Codec:
         raw = self._inflate.decompress(block)
         n, pos, out = int.from_bytes(raw[:4], "big"), 4, {}
         for _ in range(n):
-            ln = int.from_bytes(raw[pos:pos + 4], "big")
-            name = raw[pos + 4:pos + 4 + ln].decode()
+            ln = int.from_bytes(raw[pos : pos + 4], "big")
+            name = raw[pos + 4 : pos + 4 + ln].decode()
             pos += 4 + ln
-            lv = int.from_bytes(raw[pos:pos + 4], "big")
-            out[name] = raw[pos + 4:pos + 4 + lv].decode().split("\x00")
+            lv = int.from_bytes(raw[pos : pos + 4], "big")
+            out[name] = raw[pos + 4 : pos + 4 + lv].decode().split("\x00")
             pos += 4 + lv
         return out
 
@@ -106,8 +167,9 @@ class Codec:
         return self._deflate.compress(raw) + self._deflate.flush(zlib.Z_SYNC_FLUSH)
 
     def syn_reply(self, stream_id: int, headers: dict[str, str] | None = None, fin: bool = False) -> bytes:
-        return self._control(SYN_REPLY, FLAG_FIN if fin else 0, struct.pack(">I", stream_id) +
-                             self._block(headers or {}))
+        return self._control(
+            SYN_REPLY, FLAG_FIN if fin else 0, struct.pack(">I", stream_id) + self._block(headers or {})
+        )
 
     def rst_stream(self, stream_id: int, status: int = 5) -> bytes:
         return self._control(RST_STREAM, 0, struct.pack(">II", stream_id, status))
@@ -123,5 +185,8 @@ class Codec:
 
     @staticmethod
     def data(stream_id: int, payload: bytes, fin: bool = False) -> bytes:
-        return struct.pack(">IB", stream_id & 0x7FFFFFFF, FLAG_FIN if fin else 0) + \
-            len(payload).to_bytes(3, "big") + payload
+        return (
+            struct.pack(">IB", stream_id & 0x7FFFFFFF, FLAG_FIN if fin else 0)
+            + len(payload).to_bytes(3, "big")
+            + payload
+        )

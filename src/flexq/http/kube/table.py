@@ -17,8 +17,10 @@ from typing import Any
 from flexq.api.registry import KindInfo, PrinterColumn
 from flexq.clock import parse_time
 
-_TOKEN = re.compile(r"\.([A-Za-z0-9_$-]+)|\[(\d+|\*)\]|\[\?\(@\.([A-Za-z0-9_.]+)\s*==\s*['\"]([^'\"]*)['\"]\)\]"
-                    r"|\['([^']+)'\]")
+_TOKEN = re.compile(
+    r"\.([A-Za-z0-9_$-]+)|\[(\d+|\*)\]|\[\?\(@\.([A-Za-z0-9_.]+)\s*==\s*['\"]([^'\"]*)['\"]\)\]"
+    r"|\['([^']+)'\]"
+)
 
 
 def jsonpath(obj: Any, path: str) -> list[Any]:
@@ -104,7 +106,9 @@ def _cell(col: PrinterColumn, obj: dict, now: float) -> Any:
     if col.type == "integer" and isinstance(v, bool | int | float):
         return int(v)
     if col.type in ("string",) and not isinstance(v, str):
-        return json.dumps(v) if isinstance(v, dict | list) else str(v).lower() if isinstance(v, bool) else str(v)
+        return (
+            json.dumps(v) if isinstance(v, dict | list) else str(v).lower() if isinstance(v, bool) else str(v)
+        )
     return v
 
 
@@ -129,21 +133,38 @@ def _pod_cells(o: dict, now: float) -> list[Any]:
 def _job_cells(o: dict, now: float) -> list[Any]:
     st = o.get("status") or {}
     conds = {c.get("type"): c.get("status") for c in st.get("conditions") or []}
-    status = "Complete" if conds.get("Complete") == "True" else "Failed" if conds.get("Failed") == "True" \
-        else "Suspended" if conds.get("Suspended") == "True" else "Running"
+    status = (
+        "Complete"
+        if conds.get("Complete") == "True"
+        else "Failed"
+        if conds.get("Failed") == "True"
+        else "Suspended"
+        if conds.get("Suspended") == "True"
+        else "Running"
+    )
     comps = (o.get("spec") or {}).get("completions", 1)
     dur = ""
     if st.get("startTime"):
         end = parse_time(st["completionTime"]) if st.get("completionTime") else now
         dur = human_duration(end - parse_time(st["startTime"]))
-    return [status, f"{st.get('succeeded', 0)}/{comps}", dur, age(o["metadata"].get("creationTimestamp"), now)]
+    return [
+        status,
+        f"{st.get('succeeded', 0)}/{comps}",
+        dur,
+        age(o["metadata"].get("creationTimestamp"), now),
+    ]
 
 
 def _event_cells(o: dict, now: float) -> list[Any]:
     inv = o.get("involvedObject") or {}
     last = o.get("lastTimestamp") or o.get("eventTime") or o["metadata"].get("creationTimestamp")
-    return [age(last, now), o.get("type", ""), o.get("reason", ""),
-            f"{(inv.get('kind') or '').lower()}/{inv.get('name', '')}", o.get("message", "")]
+    return [
+        age(last, now),
+        o.get("type", ""),
+        o.get("reason", ""),
+        f"{(inv.get('kind') or '').lower()}/{inv.get('name', '')}",
+        o.get("message", ""),
+    ]
 
 
 def _node_cells(o: dict, now: float) -> list[Any]:
@@ -155,15 +176,27 @@ def _node_cells(o: dict, now: float) -> list[Any]:
     if spec.get("unschedulable"):
         status += ",SchedulingDisabled"
     labels = o["metadata"].get("labels") or {}
-    roles = sorted({k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/")
-                    and k.split("/", 1)[1]} | ({labels["kubernetes.io/role"]} if labels.get("kubernetes.io/role")
-                                                else set()))
+    roles = sorted(
+        {
+            k.split("/", 1)[1]
+            for k in labels
+            if k.startswith("node-role.kubernetes.io/") and k.split("/", 1)[1]
+        }
+        | ({labels["kubernetes.io/role"]} if labels.get("kubernetes.io/role") else set())
+    )
     info = st.get("nodeInfo") or {}
     addrs = {a.get("type"): a.get("address") for a in st.get("addresses") or []}
-    return [status, ",".join(roles) or "<none>", age(o["metadata"].get("creationTimestamp"), now),
-            info.get("kubeletVersion", ""), addrs.get("InternalIP") or "<none>",
-            addrs.get("ExternalIP") or "<none>", info.get("osImage") or "<unknown>",
-            info.get("kernelVersion") or "<unknown>", info.get("containerRuntimeVersion") or "<unknown>"]
+    return [
+        status,
+        ",".join(roles) or "<none>",
+        age(o["metadata"].get("creationTimestamp"), now),
+        info.get("kubeletVersion", ""),
+        addrs.get("InternalIP") or "<none>",
+        addrs.get("ExternalIP") or "<none>",
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
 
 
 def _pod_wide_cells(o: dict, now: float) -> list[Any]:
@@ -174,80 +207,193 @@ def _pod_wide_cells(o: dict, now: float) -> list[Any]:
         gate = f"{sum(1 for g in gates if conds.get(g.get('conditionType')) == 'True')}/{len(gates)}"
     else:
         gate = "<none>"
-    return [*_pod_cells(o, now), st.get("podIP") or "<none>", spec.get("nodeName") or "<none>",
-            st.get("nominatedNodeName") or "<none>", gate]
+    return [
+        *_pod_cells(o, now),
+        st.get("podIP") or "<none>",
+        spec.get("nodeName") or "<none>",
+        st.get("nominatedNodeName") or "<none>",
+        gate,
+    ]
 
 
 def _selector(sel: dict | None) -> str:
     if not sel:
         return "<none>"
-    parts = [f"{k}={v}" for k, v in sorted(sel.items())] if all(isinstance(v, str) for v in sel.values()) else []
+    parts = (
+        [f"{k}={v}" for k, v in sorted(sel.items())] if all(isinstance(v, str) for v in sel.values()) else []
+    )
     if not parts:  # a LabelSelector
         parts = [f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items())]
         for e in sel.get("matchExpressions") or []:
             op, vals = e.get("operator", ""), ",".join(e.get("values") or [])
-            parts.append({"In": f"{e.get('key')} in ({vals})", "NotIn": f"{e.get('key')} notin ({vals})",
-                          "Exists": f"{e.get('key')}", "DoesNotExist": f"!{e.get('key')}"}.get(op, op))
+            parts.append(
+                {
+                    "In": f"{e.get('key')} in ({vals})",
+                    "NotIn": f"{e.get('key')} notin ({vals})",
+                    "Exists": f"{e.get('key')}",
+                    "DoesNotExist": f"!{e.get('key')}",
+                }.get(op, op)
+            )
     return ",".join(parts) or "<none>"
 
 
 def _job_wide_cells(o: dict, now: float) -> list[Any]:
     spec = o.get("spec") or {}
     containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
-    return [*_job_cells(o, now), ",".join(c.get("name", "") for c in containers),
-            ",".join(c.get("image", "") for c in containers), _selector(spec.get("selector"))]
+    return [
+        *_job_cells(o, now),
+        ",".join(c.get("name", "") for c in containers),
+        ",".join(c.get("image", "") for c in containers),
+        _selector(spec.get("selector")),
+    ]
 
 
 def _service_cells(o: dict, now: float) -> list[Any]:
     spec = o.get("spec") or {}
-    ports = ",".join(f"{p.get('port')}{':' + str(p['nodePort']) if p.get('nodePort') else ''}/"
-                     f"{p.get('protocol', 'TCP')}" for p in spec.get("ports") or []) or "<none>"
-    ingress = [i.get("ip") or i.get("hostname") for i in ((o.get("status") or {}).get("loadBalancer") or {})
-               .get("ingress") or []]
+    ports = (
+        ",".join(
+            f"{p.get('port')}{':' + str(p['nodePort']) if p.get('nodePort') else ''}/"
+            f"{p.get('protocol', 'TCP')}"
+            for p in spec.get("ports") or []
+        )
+        or "<none>"
+    )
+    ingress = [
+        i.get("ip") or i.get("hostname")
+        for i in ((o.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    ]
     external = ",".join([*(x for x in ingress if x), *(spec.get("externalIPs") or [])])
     if not external:
-        external = "<pending>" if spec.get("type") == "LoadBalancer" else \
-            spec.get("externalName", "<none>") if spec.get("type") == "ExternalName" else "<none>"
-    return [spec.get("type", "ClusterIP"), spec.get("clusterIP") or "<none>", external, ports,
-            age(o["metadata"].get("creationTimestamp"), now), _selector(spec.get("selector"))]
+        external = (
+            "<pending>"
+            if spec.get("type") == "LoadBalancer"
+            else spec.get("externalName", "<none>")
+            if spec.get("type") == "ExternalName"
+            else "<none>"
+        )
+    return [
+        spec.get("type", "ClusterIP"),
+        spec.get("clusterIP") or "<none>",
+        external,
+        ports,
+        age(o["metadata"].get("creationTimestamp"), now),
+        _selector(spec.get("selector")),
+    ]
 
 
 # name -> (columns as (name, type[, priority]): priority 1 shows only with ``-o wide``; cells in that order)
 BUILTIN: dict[str, tuple[list[tuple[Any, ...]], Callable[[dict, float], list[Any]]]] = {
-    "pods": ([("Ready", "string"), ("Status", "string"), ("Restarts", "string"), ("Age", "string"),
-              ("IP", "string", 1), ("Node", "string", 1), ("Nominated Node", "string", 1),
-              ("Readiness Gates", "string", 1)], _pod_wide_cells),
-    "nodes": ([("Status", "string"), ("Roles", "string"), ("Age", "string"), ("Version", "string"),
-               ("Internal-IP", "string", 1), ("External-IP", "string", 1), ("OS-Image", "string", 1),
-               ("Kernel-Version", "string", 1), ("Container-Runtime", "string", 1)], _node_cells),
-    "jobs.batch": ([("Status", "string"), ("Completions", "string"), ("Duration", "string"), ("Age", "string"),
-                    ("Containers", "string", 1), ("Images", "string", 1), ("Selector", "string", 1)],
-                   _job_wide_cells),
-    "events": ([("Last Seen", "string"), ("Type", "string"), ("Reason", "string"), ("Object", "string"),
-                ("Message", "string")], _event_cells),
-    "namespaces": ([("Status", "string"), ("Age", "string")],
-                   lambda o, now: [(o.get("status") or {}).get("phase", "Active"),
-                                   age(o["metadata"].get("creationTimestamp"), now)]),
-    "configmaps": ([("Data", "integer"), ("Age", "string")],
-                   lambda o, now: [len(o.get("data") or {}) + len(o.get("binaryData") or {}),
-                                   age(o["metadata"].get("creationTimestamp"), now)]),
-    "services": ([("Type", "string"), ("Cluster-IP", "string"), ("External-IP", "string"), ("Port(s)", "string"),
-                  ("Age", "string"), ("Selector", "string", 1)], _service_cells),
+    "pods": (
+        [
+            ("Ready", "string"),
+            ("Status", "string"),
+            ("Restarts", "string"),
+            ("Age", "string"),
+            ("IP", "string", 1),
+            ("Node", "string", 1),
+            ("Nominated Node", "string", 1),
+            ("Readiness Gates", "string", 1),
+        ],
+        _pod_wide_cells,
+    ),
+    "nodes": (
+        [
+            ("Status", "string"),
+            ("Roles", "string"),
+            ("Age", "string"),
+            ("Version", "string"),
+            ("Internal-IP", "string", 1),
+            ("External-IP", "string", 1),
+            ("OS-Image", "string", 1),
+            ("Kernel-Version", "string", 1),
+            ("Container-Runtime", "string", 1),
+        ],
+        _node_cells,
+    ),
+    "jobs.batch": (
+        [
+            ("Status", "string"),
+            ("Completions", "string"),
+            ("Duration", "string"),
+            ("Age", "string"),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+            ("Selector", "string", 1),
+        ],
+        _job_wide_cells,
+    ),
+    "events": (
+        [
+            ("Last Seen", "string"),
+            ("Type", "string"),
+            ("Reason", "string"),
+            ("Object", "string"),
+            ("Message", "string"),
+        ],
+        _event_cells,
+    ),
+    "namespaces": (
+        [("Status", "string"), ("Age", "string")],
+        lambda o, now: [
+            (o.get("status") or {}).get("phase", "Active"),
+            age(o["metadata"].get("creationTimestamp"), now),
+        ],
+    ),
+    "configmaps": (
+        [("Data", "integer"), ("Age", "string")],
+        lambda o, now: [
+            len(o.get("data") or {}) + len(o.get("binaryData") or {}),
+            age(o["metadata"].get("creationTimestamp"), now),
+        ],
+    ),
+    "services": (
+        [
+            ("Type", "string"),
+            ("Cluster-IP", "string"),
+            ("External-IP", "string"),
+            ("Port(s)", "string"),
+            ("Age", "string"),
+            ("Selector", "string", 1),
+        ],
+        _service_cells,
+    ),
 }
 
 
 def columns(info: KindInfo) -> list[dict[str, Any]]:
     """``columnDefinitions``: Name, then the kind's columns (Age when it declares none)."""
-    defs = [{"name": "Name", "type": "string", "format": "name", "priority": 0,
-             "description": "Name must be unique within a namespace."}]
+    defs = [
+        {
+            "name": "Name",
+            "type": "string",
+            "format": "name",
+            "priority": 0,
+            "description": "Name must be unique within a namespace.",
+        }
+    ]
     if info.key in BUILTIN:
-        defs += [{"name": c[0], "type": c[1], "format": "", "priority": c[2] if len(c) > 2 else 0,
-                  "description": c[0]} for c in BUILTIN[info.key][0]]
+        defs += [
+            {
+                "name": c[0],
+                "type": c[1],
+                "format": "",
+                "priority": c[2] if len(c) > 2 else 0,
+                "description": c[0],
+            }
+            for c in BUILTIN[info.key][0]
+        ]
         return defs
     cols = info.printer_columns or [PrinterColumn("Age", ".metadata.creationTimestamp", "date")]
     for c in cols:
-        defs.append({"name": c.name, "type": c.type, "format": "", "priority": c.priority,
-                     "description": c.description or c.name})
+        defs.append(
+            {
+                "name": c.name,
+                "type": c.type,
+                "format": "",
+                "priority": c.priority,
+                "description": c.description or c.name,
+            }
+        )
     return defs
 
 
@@ -263,17 +409,30 @@ def row(info: KindInfo, obj: dict, now: float, include: str = "Metadata") -> dic
     if include == "Object":
         out["object"] = obj
     elif include != "None":
-        out["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                         "metadata": obj["metadata"]}
+        out["object"] = {
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": obj["metadata"],
+        }
     return out
 
 
-def table(info: KindInfo, objs: list[dict], now: float, resource_version: str, include: str = "Metadata",
-          with_columns: bool = True) -> dict[str, Any]:
+def table(
+    info: KindInfo,
+    objs: list[dict],
+    now: float,
+    resource_version: str,
+    include: str = "Metadata",
+    with_columns: bool = True,
+) -> dict[str, Any]:
     """A ``Table`` of ``objs`` (already rendered in the requested version)."""
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": resource_version},
-            "columnDefinitions": columns(info) if with_columns else [],
-            "rows": [row(info, o, now, include) for o in objs]}
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": columns(info) if with_columns else [],
+        "rows": [row(info, o, now, include) for o in objs],
+    }
 
 
 def wants_table(accept: str) -> bool:

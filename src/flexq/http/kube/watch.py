@@ -54,7 +54,9 @@ def _key(obj: dict) -> tuple[str, str]:
     return m.get("namespace") or "", m["name"]
 
 
-async def watch_stream(loop: EventLoop, store_of: Callable[[], Store], req: WatchRequest) -> AsyncIterator[bytes]:
+async def watch_stream(
+    loop: EventLoop, store_of: Callable[[], Store], req: WatchRequest
+) -> AsyncIterator[bytes]:
     """The body of a watch response, one JSON event per line."""
     aloop = asyncio.get_running_loop()
     queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
@@ -81,8 +83,14 @@ async def watch_stream(loop: EventLoop, store_of: Callable[[], Store], req: Watc
     def encode(kind: str, obj: dict) -> bytes:
         view = view_as(req.info, obj, req.api_version)
         if req.table:
-            view = tables.table(req.info, [view], loop.now(), view["metadata"].get("resourceVersion", ""),
-                                req.include, with_columns=first[0])
+            view = tables.table(
+                req.info,
+                [view],
+                loop.now(),
+                view["metadata"].get("resourceVersion", ""),
+                req.include,
+                with_columns=first[0],
+            )
             first[0] = False
         return dumps({"type": kind, "object": view}) + b"\n"
 
@@ -90,8 +98,15 @@ async def watch_stream(loop: EventLoop, store_of: Callable[[], Store], req: Watc
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if initial_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return dumps({"type": "BOOKMARK", "object": {"kind": req.info.kind, "apiVersion": req.api_version,
-                                                     "metadata": meta}}) + b"\n"
+        return (
+            dumps(
+                {
+                    "type": "BOOKMARK",
+                    "object": {"kind": req.info.kind, "apiVersion": req.api_version, "metadata": meta},
+                }
+            )
+            + b"\n"
+        )
 
     matched: set[tuple[str, str]] = set()
     resumed = not initial and req.resource_version not in (None, "", "0")  # the client saw what came before
@@ -132,8 +147,15 @@ async def watch_stream(loop: EventLoop, store_of: Callable[[], Store], req: Watc
         loop.post(sub.cancel)
 
 
-async def log_stream(loop: EventLoop, logs: PodLogs, namespace: str, pod: str, container: str | None,
-                     start: str, finished: Callable[[], bool]) -> AsyncIterator[bytes]:
+async def log_stream(
+    loop: EventLoop,
+    logs: PodLogs,
+    namespace: str,
+    pod: str,
+    container: str | None,
+    start: str,
+    finished: Callable[[], bool],
+) -> AsyncIterator[bytes]:
     """``kubectl logs -f``: what is there, then more as it is written, until the container ends."""
     if start:
         yield start.encode()
