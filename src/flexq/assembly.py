@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -121,7 +122,9 @@ class TwinCore:
         self.project_manager = Manager(self.project_ctx)
         self.gke_project = gke_registry.project(self.project_ctx)
         self.project_manager.add_all(gke_registry.project_controllers(self.gke_project))
-        self.clusters: dict[str, ClusterRuntime] = {}
+        self.clusters: dict[str, ClusterRuntime] = {}  # owned by the loop thread
+        # what other threads (the HTTP faces) read: a copy republished after each change, never mutated
+        self._published: MappingProxyType[str, ClusterRuntime] = MappingProxyType({})
         # the GKE cluster the root Kubernetes API (the `flexq` kubeconfig context, the SDK's default) serves:
         # the first one created, for as long as it exists, unless settings.default_cluster names one
         self._root: str | None = self.journal.get_meta(ROOT_KEY) if self.journal is not None else None
@@ -192,6 +195,7 @@ class TwinCore:
             manager.add_all(domain.controllers(ctx))
         rt = ClusterRuntime(name, store, ctx, manager)
         self.clusters[name] = rt
+        self._publish()
         if name != DEFAULT_CLUSTER and self._root not in self.clusters:
             self._set_root(name, "the first GKE cluster")
         manager.start()
@@ -208,19 +212,24 @@ class TwinCore:
         else:
             log.info("the root Kubernetes API serves GKE cluster %s (%s)", name, why)
 
+    def _publish(self) -> None:
+        self._published = MappingProxyType(dict(self.clusters))
+
     def root_cluster(self) -> str:
         """The cluster the root Kubernetes API and the SDK act on when none is named: the one named by the
         ``default_cluster`` setting, else the first GKE cluster created (while it exists: creating another
         never moves it; deleting it moves it to the oldest left), else the twin's own cluster."""
+        clusters = self._published
         explicit = self.settings.default_cluster
         if explicit:
-            return explicit if explicit in self.clusters else DEFAULT_CLUSTER
-        return self._root if self._root in self.clusters else DEFAULT_CLUSTER
+            return explicit if explicit in clusters else DEFAULT_CLUSTER
+        return self._root if self._root in clusters else DEFAULT_CLUSTER
 
     def remove_cluster(self, name: str) -> None:
         rt = self.clusters.pop(name, None)
         if rt is None:
             return
+        self._publish()
         if name == self._root:
             left = [c for c in self.clusters if c != DEFAULT_CLUSTER]
             self._set_root(left[0] if left else None, f"GKE cluster {name} was deleted")
@@ -253,14 +262,16 @@ class TwinCore:
                 log.exception("executor shutdown failed")
 
     def current(self, name: str | None = None) -> ClusterRuntime:
-        """The named cluster, else the root one (``root_cluster``)."""
+        """The named cluster, else the root one (``root_cluster``). Safe on any thread: it reads the published
+        copy of the clusters, which the loop replaces (never mutates) when a cluster comes or goes."""
+        clusters = self._published
         if name is not None:
-            if name not in self.clusters:
+            if name not in clusters:
                 from flexq.errors import NotFound
 
                 raise NotFound(f'cluster "{name}" not found')
-            return self.clusters[name]
-        return self.clusters[self.root_cluster()]
+            return clusters[name]
+        return clusters[self.root_cluster()]
 
     def gke(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
         return gke_registry.gke_api(self.gke_project, method, path, body)

@@ -154,12 +154,8 @@ class KubeFace:
         return self.core.current(self.cluster).store
 
     def runtime(self) -> ClusterView:
-        """The cluster runtime, looked up from the HTTP thread (retried if the loop adds a cluster meanwhile)."""
-        for _ in range(3):
-            try:
-                return self.core.current(self.cluster)
-            except RuntimeError:  # the clusters dict changed size while being read
-                continue
+        """The cluster runtime, looked up from the HTTP thread (through the twin's published copy of its clusters,
+        never the loop's own dict)."""
         return self.core.current(self.cluster)
 
     def kinds(self) -> list[KindInfo]:
