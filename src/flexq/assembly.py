@@ -223,7 +223,7 @@ class TwinCore:
         explicit = self.settings.default_cluster
         if explicit:
             return explicit if explicit in clusters else DEFAULT_CLUSTER
-        return self._root if self._root in clusters else DEFAULT_CLUSTER
+        return self._root if self._root is not None and self._root in clusters else DEFAULT_CLUSTER
 
     def remove_cluster(self, name: str) -> None:
         rt = self.clusters.pop(name, None)
