@@ -109,7 +109,7 @@ class _Sim:
         self.study, self.variant, self.replica = study, variant, replica
         self.seed = study.seed + replica
         self.jobs = jobs
-        self.twin = Twin(clock="virtual", seed=self.seed)
+        self.twin = Twin(clock="virtual", seed=self.seed, **variant.settings)
         self.t0 = 0.0
         self.records: dict[tuple[str, str, str], JobRecord] = {}
         self.wl_state: dict[tuple[str, str], dict[str, Any]] = {}
