@@ -8,8 +8,10 @@ executors. Only ``twin``, ``cli``, ``scenario`` and tests import this module.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,8 @@ from flexq.kube import registry as kube_registry
 from flexq.kuberay import registry as kuberay_registry
 from flexq.kueue import registry as kueue_registry
 from flexq.loop import EventLoop, RealtimeLoop, Rngs
-from flexq.runtime import Context, Manager
+from flexq.runtime import ClusterSettings, Context, Manager, TwinSettings
+from flexq.runtime.executor import PodExecutor
 from flexq.store import Journal, PodLogs, Store, WatchEvent
 from flexq.store.private import private_home
 
@@ -45,10 +48,14 @@ class ClusterRuntime:
     store: Store
     ctx: Context
     manager: Manager
-    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def executors(self) -> list[Any]:
+    def settings(self) -> ClusterSettings:
+        """What this cluster is (its GKE identity and addons): replaced as a whole when its GkeCluster changes."""
+        return self.ctx.cluster_settings
+
+    @property
+    def executors(self) -> list[PodExecutor]:
         """This cluster's own pod executors (pods are keyed by namespace and name, which clusters share)."""
         return self.ctx.executors
 
@@ -68,9 +75,9 @@ class TwinCore:
     """Everything a twin is made of, wired; no public convenience (that is ``flexq.twin.Twin``)."""
 
     def __init__(self, *, live: bool = False, home: str | Path | None = None, seed: int = 0,
-                 settings: dict[str, Any] | None = None, start: float | None = None) -> None:
+                 settings: Mapping[str, Any] | TwinSettings | None = None, start: float | None = None) -> None:
         self.live = live
-        self.settings = dict(settings or {})
+        self.settings = TwinSettings.from_mapping(settings)
         self.loop: EventLoop = RealtimeLoop() if live else EventLoop(VirtualClock(start) if start else VirtualClock())
         self.home = Path(home) if home else None
         if self.home:
@@ -83,7 +90,7 @@ class TwinCore:
         self.registry: Registry = default_registry()
         project_registry = Registry(gke_registry.project_kinds())
         # ``check_readonly`` (a test setting): every store fails loudly when a stored object is changed in place
-        self.check_readonly = bool(self.settings.pop("check_readonly", False))
+        self.check_readonly = self.settings.check_readonly
         self.project = Store(project_registry, self.loop.clock, name="project", journal=self.journal,
                              check_readonly=self.check_readonly,
                              rng=self.rngs.get("store/project"))
@@ -91,17 +98,18 @@ class TwinCore:
                                    cluster="", project=self.project, executors=[],
                                    settings=self.settings)
         self.project_manager = Manager(self.project_ctx)
-        self.project_manager.add_all(gke_registry.project_controllers(self.project_ctx))
+        self.gke_project = gke_registry.project(self.project_ctx)
+        self.project_manager.add_all(gke_registry.project_controllers(self.gke_project))
         self.clusters: dict[str, ClusterRuntime] = {}
         # the GKE cluster the root Kubernetes API (the `flexq` kubeconfig context, the SDK's default) serves:
-        # the first one created, for as long as it exists, unless settings["default_cluster"] names one
+        # the first one created, for as long as it exists, unless settings.default_cluster names one
         self._root: str | None = self.journal.get_meta(ROOT_KEY) if self.journal is not None else None
         self._closed = False
 
     # -- clusters -------------------------------------------------------------------------------
     def start(self) -> None:
         """Bring up the default cluster and every GKE cluster the project store knows, then watch for more."""
-        self.add_cluster(DEFAULT_CLUSTER, {})
+        self.add_cluster(DEFAULT_CLUSTER, ClusterSettings())
         known = [obj for kk in [k.kind for k in self.project.registry] for obj in self.project.list(kk)
                  if gke_registry.cluster_of(obj)]
         known.sort(key=lambda o: (o["metadata"].get("creationTimestamp", ""), o["metadata"]["name"]))
@@ -123,27 +131,27 @@ class TwinCore:
             self.add_cluster(name, settings)
         else:
             rt = self.clusters[name]
-            rt.settings.update(settings)
-            rt.ctx.settings.update(settings)
-            rt.store.serve_addons(rt.settings.get("addons") or ())
+            rt.ctx.cluster_settings = settings
+            rt.store.serve_addons(settings.addons)
 
-    def add_cluster(self, name: str, settings: dict[str, Any]) -> ClusterRuntime:
+    def add_cluster(self, name: str, settings: ClusterSettings) -> ClusterRuntime:
         if name in self.clusters:
             return self.clusters[name]
         store = Store(self.registry, self.loop.clock, name=f"cluster/{name}", journal=self.journal,
                       check_readonly=self.check_readonly,
                       rng=self.rngs.get(f"store/{name}"), namespaces=DEFAULT_NAMESPACES)
         if name != DEFAULT_CLUSTER:  # a GKE cluster serves addon kinds only when the addon is on
-            store.serve_addons(settings.get("addons") or ())
+            store.serve_addons(settings.addons)
         ctx = Context(store=store, loop=self.loop, rngs=self.rngs, cluster=name, project=self.project,
                       logs=PodLogs(self.home / "logs" / name if self.home else None), executors=self._executors(name),
-                      settings={**self.settings, **settings}, metrics=CollectorRegistry(auto_describe=False))
+                      settings=self.settings, cluster_settings=settings,
+                      metrics=CollectorRegistry(auto_describe=False))
         for domain in DOMAINS:
             domain.bootstrap(store)
         manager = Manager(ctx)
         for domain in DOMAINS:
             manager.add_all(domain.controllers(ctx))
-        rt = ClusterRuntime(name, store, ctx, manager, dict(settings))
+        rt = ClusterRuntime(name, store, ctx, manager)
         self.clusters[name] = rt
         if name != DEFAULT_CLUSTER and self._root not in self.clusters:
             self._set_root(name, "the first GKE cluster")
@@ -165,7 +173,7 @@ class TwinCore:
         """The cluster the root Kubernetes API and the SDK act on when none is named: the one named by the
         ``default_cluster`` setting, else the first GKE cluster created (while it exists: creating another
         never moves it; deleting it moves it to the oldest left), else the twin's own cluster."""
-        explicit = self.settings.get("default_cluster")
+        explicit = self.settings.default_cluster
         if explicit:
             return explicit if explicit in self.clusters else DEFAULT_CLUSTER
         return self._root if self._root in self.clusters else DEFAULT_CLUSTER
@@ -185,20 +193,20 @@ class TwinCore:
         if self.journal is not None:
             self.journal.drop_store(rt.store.name)
 
-    def _executors(self, cluster: str) -> list[Any]:
+    def _executors(self, cluster: str) -> list[PodExecutor]:
         """A cluster's own pod executors: pods are keyed by namespace and name, which two clusters share."""
-        settings = dict(self.settings)
-        if settings.get("ray_dir"):  # one directory per cluster under the one asked for
-            settings["ray_dir"] = str(Path(settings["ray_dir"]) / cluster)
-        if self.home and not settings.get("ray_token_file"):  # the local Ray clusters' token, owner-only
-            settings["ray_token_file"] = str(self.home / "ray" / "auth_token")
-        out: list[Any] = []
+        settings = self.settings
+        if settings.ray_dir:  # one directory per cluster under the one asked for
+            settings = dataclasses.replace(settings, ray_dir=str(Path(settings.ray_dir) / cluster))
+        if self.home and not settings.ray_token_file:  # the local Ray clusters' token, owner-only
+            settings = dataclasses.replace(settings, ray_token_file=str(self.home / "ray" / "auth_token"))
+        out: list[PodExecutor] = []
         for domain in (kuberay_registry, kube_registry):  # real executors first, the simulated one last
             out += domain.executors(settings)
         return out
 
     @staticmethod
-    def _shutdown(executors: list[Any]) -> None:
+    def _shutdown(executors: list[PodExecutor]) -> None:
         for ex in executors:
             try:
                 ex.shutdown()
@@ -216,7 +224,7 @@ class TwinCore:
         return self.clusters[self.root_cluster()]
 
     def gke(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        return gke_registry.gke_api(self.project_ctx, method, path, body)
+        return gke_registry.gke_api(self.gke_project, method, path, body)
 
     def close(self) -> None:
         if self._closed:

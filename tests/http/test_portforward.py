@@ -136,7 +136,7 @@ def test_local_endpoint_annotation() -> None:
 
 
 def test_local_endpoint_asks_the_pods_executor_first() -> None:
-    from flexq.kube.executor import PodRunState
+    from flexq.runtime.executor import PodRunState
 
     class Runs:  # an executor that runs d/p with its dashboard on local port 4100 (the Ray one maps heads so)
         def poll(self, key):

@@ -15,7 +15,7 @@ import requests
 
 from flexq.http.kube.portforward import HeaderAdder
 from flexq.http.protocol import local_target
-from flexq.kube.executor import PodRunState
+from flexq.runtime.executor import PodRunState
 from tests.http.conftest import Served
 
 TOKEN = ("X-Ray-Authorization", "Bearer s3cret")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from flexq import Twin
-from flexq.kube.executor import PodKey, PodLaunch, PodRunState
+from flexq.runtime.executor import PodKey, PodLaunch, PodRunState
 
 from .kube_builders import add_node, condition, events, kubelet, node, pod, tpu_node
 

@@ -14,9 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from flexq.kube.executor import PodLaunch
 from flexq.kuberay import names
 from flexq.kuberay.ray_runner import LocalRayExecutor, _Pod, ensure_token
+from flexq.runtime.executor import PodLaunch
 from tests.ray.ray_harness import Logs, Slice, tutorial_rayjob
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from flexq.kube.executor import PodLaunch
 from flexq.kuberay import localproc, names, pods
 from flexq.kuberay.ray_runner import LocalRayExecutor
+from flexq.runtime.executor import PodLaunch
 
 DATA = Path(__file__).resolve().parent.parent / "kuberay" / "data"
 TRAIN_PY = (DATA / "train.py").read_text()

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from flexq.kuberay import localproc
+from flexq.kuberay.ray_runner import TOKEN_FILE
 from flexq.testing.live_twin import (
     PeakMemory,
     describe,
@@ -35,9 +36,12 @@ def _no_leftovers(ex, ray_dir) -> None:
     wait_until(lambda: not localproc.owned_pids(ex._token + ":"), 60, "every Ray process to exit")
     # the executor forgets a cluster once its last pod's cleanup (ports, temp dirs) is done, just after
     wait_until(lambda: not ex._clusters, 30, "the executor to forget every cluster", detail=lambda: str(ex._clusters))
-    # the executor's own files (its Ray token, the nodes' sitecustomize) live as long as it does
-    own = {ex.token_file, ex.base_dir / "py" / "sitecustomize.py"}
-    leftover_files = [p for p in ray_dir.rglob("*") if p.is_file() and p not in own]
+    # each executor's own files (its Ray token, its nodes' sitecustomize) live as long as it does; the twin's
+    # default cluster has an executor too, whose directory is ray_dir itself
+    def own(p) -> bool:
+        return p.name == TOKEN_FILE or (p.name == "sitecustomize.py" and p.parent.name == "py")
+
+    leftover_files = [p for p in ray_dir.rglob("*") if p.is_file() and not own(p)]
     if ex._ray_root is not None:  # Ray's own temp dirs (short paths, maybe outside ray_dir)
         leftover_files += [p for p in ex._ray_root.rglob("*") if p.is_file()]
     assert not leftover_files, leftover_files[:5]

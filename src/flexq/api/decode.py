@@ -26,7 +26,7 @@ _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_Base):  # type: ignore[misc]
+class _Loader(_Base):
     """The safe loader without timestamp resolution and with duplicate keys refused."""
 
     yaml_implicit_resolvers = {

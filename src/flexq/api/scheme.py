@@ -233,44 +233,48 @@ def _unmarshal(value: Any, field: str, want: str) -> BadRequest:
                       f"type {want}")
 
 
+_META_STR = frozenset(("name", "generateName", "namespace", "uid", "resourceVersion", "creationTimestamp",
+                       "deletionTimestamp"))
+_META_LISTS = {"finalizers": str, "ownerReferences": dict, "managedFields": dict}
+
+
 def check_shape(obj: dict) -> None:
     """apiVersion, kind and the ObjectMeta fields every object shares have their JSON types (BadRequest as
-    the API server's decoder answers otherwise); ``metadata: null`` is as absent."""
+    the API server's decoder answers otherwise); ``metadata: null`` is as absent. One pass over the keys
+    present: this runs on every store write."""
     for key in ("apiVersion", "kind"):
-        if obj.get(key) is not None and not isinstance(obj[key], str):
-            raise BadRequest(f"json: cannot unmarshal {_go_type(obj[key])} into Go struct field "
-                             f"TypeMeta.{key} of type string")
+        v = obj.get(key)
+        if v is not None and type(v) is not str:
+            raise BadRequest(f"json: cannot unmarshal {_go_type(v)} into Go struct field TypeMeta.{key} of type "
+                             "string")
     meta = obj.get("metadata")
     if meta is None:
         return
-    if not isinstance(meta, dict):
+    if type(meta) is not dict:
         raise BadRequest(f"json: cannot unmarshal {_go_type(meta)} into Go struct field .metadata of type "
                          "v1.ObjectMeta")
-    for key in ("name", "generateName", "namespace", "uid", "resourceVersion", "creationTimestamp",
-                "deletionTimestamp"):
-        if meta.get(key) is not None and not isinstance(meta[key], str):
-            raise _unmarshal(meta[key], f"metadata.{key}", "string")
-    for key in ("labels", "annotations"):
-        value = meta.get(key)
+    for key, value in meta.items():
         if value is None:
             continue
-        if not isinstance(value, dict):
-            raise _unmarshal(value, f"metadata.{key}", "map[string]string")
-        for v in value.values():
-            if not isinstance(v, str):
-                raise _unmarshal(v, f"metadata.{key}", "string")
-    for key, item in (("finalizers", str), ("ownerReferences", dict), ("managedFields", dict)):
-        value = meta.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, list):
-            raise _unmarshal(value, f"metadata.{key}", "[]" + ("string" if item is str else "v1.Object"))
-        for v in value:
-            if not isinstance(v, item):
-                raise _unmarshal(v, f"metadata.{key}", "string" if item is str else "v1.Object")
-    if meta.get("generation") is not None and (not isinstance(meta["generation"], int)
-                                               or isinstance(meta["generation"], bool)):
-        raise _unmarshal(meta["generation"], "metadata.generation", "int64")
+        if key in _META_STR:
+            if type(value) is not str:
+                raise _unmarshal(value, f"metadata.{key}", "string")
+        elif key == "labels" or key == "annotations":
+            if type(value) is not dict:
+                raise _unmarshal(value, f"metadata.{key}", "map[string]string")
+            for v in value.values():
+                if type(v) is not str:
+                    raise _unmarshal(v, f"metadata.{key}", "string")
+        elif key in _META_LISTS:
+            item = _META_LISTS[key]
+            want = "string" if item is str else "v1.Object"
+            if type(value) is not list:
+                raise _unmarshal(value, f"metadata.{key}", "[]" + want)
+            for v in value:
+                if not isinstance(v, item):
+                    raise _unmarshal(v, f"metadata.{key}", want)
+        elif key == "generation" and (type(value) is not int):
+            raise _unmarshal(value, "metadata.generation", "int64")
 
 
 def resolve_object(registry: Registry, obj: dict) -> KindInfo:

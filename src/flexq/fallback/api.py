@@ -8,6 +8,7 @@ scan of every stored object); ``flexq.fallback.kubeapi.KubernetesAPI`` serves it
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 from typing import Protocol
 
@@ -31,7 +32,7 @@ class ClusterAPI(Protocol):
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
         """One object, or None."""
 
-    def capacity_events(self, namespace: str) -> list[dict]:
+    def capacity_events(self, namespace: str) -> builtins.list[dict]:
         """The cluster autoscaler's FailedScaleUp / NotTriggerScaleUp events in ``namespace``."""
 
     def replace(self, obj: dict) -> dict:
@@ -118,7 +119,7 @@ class StoreAPI:
             return self.list_stored(kind, namespace)
         return [o for (ns, _), o in cache.items() if namespace is None or ns == namespace]
 
-    def capacity_events(self, namespace: str) -> list[dict]:
+    def capacity_events(self, namespace: str) -> builtins.list[dict]:
         return list(self._events.get(namespace, {}).values())
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:

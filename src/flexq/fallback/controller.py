@@ -11,7 +11,7 @@ from typing import Any
 
 from flexq.fallback.api import CAPACITY_EVENT_REASONS, StoreAPI
 from flexq.fallback.policy import FallbackConfig, FallbackPolicy
-from flexq.runtime import Context, Controller, Result, Watch
+from flexq.runtime import Context, Controller, Result, TwinSettings, Watch
 from flexq.store import WatchEvent
 
 RESYNC_SECONDS = 15.0
@@ -48,9 +48,9 @@ class FallbackController(Controller):
         return Result(requeue_after=delay)
 
 
-def config_from_settings(settings: dict[str, Any]) -> FallbackConfig | None:
-    """``settings["fallback"]``: True (defaults), a dict of ``FallbackConfig`` fields, or off."""
-    value = settings.get("fallback")
+def config_from_settings(settings: TwinSettings) -> FallbackConfig | None:
+    """``settings.fallback``: True (defaults), a dict of ``FallbackConfig`` fields, or off."""
+    value = settings.fallback
     if not value:
         return None
     if value is True or value == "true":

@@ -278,9 +278,9 @@ class FallbackPolicy:
                 by_owner[job] = w
         for ns in sorted({w.obj["metadata"].get("namespace") or "" for w in out}):
             for pod in self.api.list("Pod", ns):
-                w = self._owner_workload(pod, by_owner)
-                if w is not None:
-                    w.pods.append(pod)
+                owner = self._owner_workload(pod, by_owner)
+                if owner is not None:
+                    owner.pods.append(pod)
         return out
 
     def _owner_workload(self, pod: dict, by_owner: dict[tuple[str, str, str], _Workload]) -> _Workload | None:

@@ -7,10 +7,9 @@ Off by default: the twin is the tutorial's system, and flexq's own policy is som
 
 from __future__ import annotations
 
-from typing import Any
-
 from flexq.fallback.controller import FallbackController, config_from_settings
-from flexq.runtime import Context, Controller
+from flexq.runtime import Context, Controller, TwinSettings
+from flexq.runtime.executor import PodExecutor
 from flexq.store import Store
 
 
@@ -23,5 +22,5 @@ def bootstrap(store: Store) -> None:
     """Nothing: the state ConfigMap is written on the first stock-out."""
 
 
-def executors(settings: dict[str, Any]) -> list[Any]:
+def executors(settings: TwinSettings) -> list[PodExecutor]:
     return []

@@ -17,7 +17,7 @@ Owns the scale decisions for ordinary pending pods (ProvisioningRequests are ``p
      ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes,
      unless a ProvisioningRequest still books them (Provisioned and not BookingExpired): the nodes created
      for it, or, for the OSS classes, the existing nodes its not-yet-bound pods would fill.
-Writes: Node objects (create via ``nodes.grow``, delete, cordon), the ``unneeded-since`` node annotation,
+Writes: Node objects (create and delete through the cluster's ``NodeWriter``; cordon), the ``unneeded-since`` node annotation,
 Pod deletions (active migration), and ``TriggeredScaleUp`` / ``FailedScaleUp`` / ``NotTriggerScaleUp`` /
 ``ActiveMigration`` / ``ScaleDown`` events.
 
@@ -36,7 +36,7 @@ from flexq.api.wellknown import (
 )
 from flexq.errors import NotFound
 from flexq.gke import catalog
-from flexq.gke.cache import GkeCache, cache_for
+from flexq.gke.cache import GkeCache
 from flexq.gke.compute_class import (
     BACKOFF_RESET_SECONDS,
     backoff_after,
@@ -47,7 +47,7 @@ from flexq.gke.compute_class import (
     rules,
 )
 from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pool_shape
-from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, ANN_UNNEEDED_SINCE, grow, nodes_of, pools_of, shrink
+from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, ANN_UNNEEDED_SINCE, NodeWriter, pools_of
 from flexq.gke.provisioning import active_booking, booked_nodes
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import clone
@@ -105,15 +105,16 @@ class Autoscaler(Controller):
 
     name = "gke-cluster-autoscaler"
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, writer: NodeWriter) -> None:
         super().__init__(ctx)
+        self.writer = writer
         self.backoff: dict[str, float] = {}  # pool -> no scale-up attempt before this time
         self.explained: dict[str, str] = {}  # pod uid -> last NotTriggerScaleUp message (no repeats)
         self.flex_waiting: dict[str, float] = {}  # flex-start ComputeClass pool -> when its capacity wait began
         self.fail_streak: dict[str, tuple[int, float]] = {}  # ComputeClass pool -> (failures in a row, last)
 
     def watches(self) -> list[Watch]:
-        cluster = self.ctx.settings.get("gkeCluster")
+        cluster = self.ctx.cluster_settings.gke_cluster
         return [Watch("Pod", lambda ev: [KEY]), Watch("Node", lambda ev: [KEY]),
                 Watch("ProvisioningRequest", lambda ev: [KEY]),
                 Watch("GkeNodePool", lambda ev: [KEY] if (ev.object["metadata"].get("labels") or {}).get(
@@ -125,8 +126,8 @@ class Autoscaler(Controller):
     def reconcile(self, key: Any) -> Result | None:
         pools = [p for p in pools_of(self.ctx) if (p["spec"].get("autoscaling") or {}).get("enabled")
                  and p["spec"].get("status") in ("RUNNING", "RECONCILING")]
-        nodes = nodes_of(self.ctx)
-        cache = cache_for(self.store)
+        nodes = self.writer.nodes()
+        cache = self.writer.cache
         wake = [self._scale_up(pools, nodes, cache), self._migrate(pools, nodes, cache),
                 self._scale_down(pools, nodes, cache)]
         due = [w for w in wake if w is not None]
@@ -217,7 +218,7 @@ class Autoscaler(Controller):
                 wake = self.backoff[name] if wake is None else min(wake, self.backoff[name])
                 self._explain_backoff(placed, 1)
                 continue
-            got = grow(self.ctx, pool, n_nodes)
+            got = self.writer.grow(pool, n_nodes)
             if got.ok:
                 self.backoff.pop(name, None)
                 self.flex_waiting.pop(name, None)
@@ -396,7 +397,7 @@ class Autoscaler(Controller):
                 if len(placed) < len(movers):
                     continue
                 n_nodes = min(room, -(-n_nodes // hosts) * hosts)
-                got = grow(self.ctx, target, n_nodes)
+                got = self.writer.grow(target, n_nodes)
                 if not got.ok:
                     self.backoff[target_name] = now + self._streak_backoff(target_name, now)
                     wake = self.backoff[target_name] if wake is None else min(wake, self.backoff[target_name])
@@ -459,7 +460,7 @@ class Autoscaler(Controller):
                     self.events.record(n, "Normal", "ScaleDown",
                                        "Node removed by cluster autoscaler: empty for "
                                        f"{int(SCALE_DOWN_UNNEEDED_SECONDS // 60)} minutes")
-                shrink(self.ctx, members)
+                self.writer.shrink(members)
                 remaining -= len(members)
         return wake
 

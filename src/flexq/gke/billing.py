@@ -23,9 +23,9 @@ from typing import Any
 from flexq.api.quantity import parse_quantity
 from flexq.errors import NotFound
 from flexq.gke import catalog
-from flexq.gke.cache import cache_for
+from flexq.gke.cache import GkeCache
 from flexq.gke.fit import is_terminal, pod_requests
-from flexq.gke.nodes import ANN_CREATED_AT, cluster_names, nodes_of, pools_of
+from flexq.gke.nodes import ANN_CREATED_AT, cluster_names, pools_of
 from flexq.gke.storage import BILLING, cluster_key, envelope
 from flexq.runtime import Controller, Result, Watch
 
@@ -158,8 +158,9 @@ class BillingController(Controller):
 
     name = "gke-billing"
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Any, cache: GkeCache) -> None:
         super().__init__(ctx)
+        self.cache = cache
         self._loaded = False
         self._nodes: dict[str, dict[str, Any]] = {}
         self._pods: dict[str, dict[str, Any]] = {}
@@ -281,7 +282,7 @@ class BillingController(Controller):
 
     def _sync_pod(self, ns: str, name: str, now: float) -> bool:
         """Open or close the record of one pod; True if it changed."""
-        pod = cache_for(self.store).pods.get((ns, name))
+        pod = self.cache.pods.get((ns, name))
         key = None
         if pod is not None:
             node = (pod.get("spec") or {}).get("nodeName")
@@ -299,7 +300,7 @@ class BillingController(Controller):
         return changed
 
     def _sync_nodes(self, now: float) -> bool:
-        present = {n["metadata"]["name"]: n for n in nodes_of(self.ctx)}
+        present = {n["metadata"]["name"]: n for n in self.cache.node_list()}
         pools: dict[str, dict[str, Any]] | None = None
         changed, opened = False, []
         for name, node in present.items():

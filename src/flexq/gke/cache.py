@@ -1,15 +1,14 @@
 """The GKE controllers' informer cache: one cluster's GKE Nodes and its Pods, kept current by a store watch.
 
 Owns: ``GkeCache`` (references to the store's stored objects, never mutated: callers clone before changing
-one) and ``cache_for(store)``, so every GKE controller of a cluster shares one cache and no reconcile has
-to copy every pod and node of the cluster out of the store. Subscribed when the package's controllers are
-built, before their own watches, so a reconcile always sees the event that woke it.
+one). The package's registry makes one per cluster and hands it to every GKE controller of that cluster, so
+no reconcile has to copy every pod and node of the cluster out of the store. Made when the package's
+controllers are built, before their own watches, so a reconcile always sees the event that woke it.
 Must not import other domain packages or flexq.http.
 """
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
@@ -19,7 +18,7 @@ from flexq.store.store import Store, WatchEvent
 
 CONSUME_KEY = CONSUME_PROVISIONING_REQUEST
 
-__all__ = ["GkeCache", "cache_for"]
+__all__ = ["GkeCache"]
 
 
 class GkeCache:
@@ -144,13 +143,3 @@ def _unschedulable(p: dict[str, Any]) -> bool:
             return c.get("status") == "False" and c.get("reason") == "Unschedulable"
     return False
 
-
-_CACHES: weakref.WeakKeyDictionary[Store, GkeCache] = weakref.WeakKeyDictionary()
-
-
-def cache_for(store: Store) -> GkeCache:
-    """The cluster's shared cache (created on first use)."""
-    cache = _CACHES.get(store)
-    if cache is None:
-        cache = _CACHES[store] = GkeCache(store)
-    return cache

@@ -123,6 +123,9 @@ class MachineType:
         return self.gpus > 0
 
 
+# The tables below are hand-aligned data, one priced entry per line under the comment citing its source
+# (tests/gke/test_catalog.py checks every price cites one): the formatter leaves them as written.
+# fmt: off
 # -- TPU generations --------------------------------------------------------------------------------------------
 # Topologies: research/cloud.md §2.4 (GKE TPU docs); multi-host topologies use the 4-chip machine type.
 _V6E = TpuGeneration(
@@ -237,6 +240,7 @@ _MACHINES: list[MachineType] = [
     _shared_e2("e2-medium", 4),
     _shared_e2("e2-small", 2),
 ]
+# fmt: on
 MACHINE_TYPES: dict[str, MachineType] = {m.name: m for m in _MACHINES}
 
 

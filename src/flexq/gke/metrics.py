@@ -25,7 +25,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from flexq.gke import catalog
 from flexq.gke.billing import billing_of
-from flexq.gke.nodes import cluster_names, nodes_of, pools_of
+from flexq.gke.cache import GkeCache
+from flexq.gke.nodes import cluster_names, pools_of
 from flexq.gke.storage import BILLING, NODE_POOL, cluster_key
 from flexq.runtime import Context, Controller, Result, Watch
 
@@ -126,8 +127,8 @@ class StockoutTracker(Controller):
 class GkeMetrics:
     """The ``flexq_`` metrics of one GKE cluster (a collector registered on ``registry``)."""
 
-    def __init__(self, ctx: Context, stockouts: StockoutTracker, registry: Any) -> None:
-        self.ctx, self.stockouts = ctx, stockouts
+    def __init__(self, ctx: Context, stockouts: StockoutTracker, registry: Any, cache: GkeCache) -> None:
+        self.ctx, self.stockouts, self.cache = ctx, stockouts, cache
         if registry is not None:
             registry.register(self)
 
@@ -144,7 +145,7 @@ class GkeMetrics:
         for p in pools:
             for ready in ("true", "false"):
                 counts[(p["spec"]["name"], model_of[p["spec"]["name"]], ready)] = 0
-        for n in nodes_of(self.ctx):
+        for n in self.cache.node_list():
             pool = (n["metadata"].get("labels") or {}).get(catalog.LABEL_NODEPOOL, "")
             ready = "true" if _true(n, "Ready") else "false"
             k = (pool, model_of.get(pool, ""), ready)

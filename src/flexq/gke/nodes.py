@@ -1,8 +1,9 @@
 """GKE nodes: building them, creating and removing them within the capacity profile, and their lifecycle.
 
 Owns: the Node objects of GKE node pools — names (``gke-<cluster>-<pool>-<group>-<4>``), labels and taints
-(``flexq.gke.catalog``), capacity and allocatable; ``grow`` (create whole slices at once, or nothing, when the
-profile allows) and ``shrink``; ``PoolController`` (a pool's fixed size, its initial and minimum nodes, and
+(``flexq.gke.catalog``), capacity and allocatable; ``NodeWriter``, the one object per cluster through which
+every GKE Node is created or deleted (``grow``: whole slices at once, or nothing, when the profile allows;
+``shrink``), holding the cluster's ``GkeCache`` and ``CapacitySource`` the registry made; ``PoolController`` (a pool's fixed size, its initial and minimum nodes, and
 removing the nodes of a deleted pool); ``NodeLifecycle`` (the only writer of a GKE node's ``Ready``
 condition: False until its provisioning delay has passed, then True; spot preemption and the flex-start
 run-duration limit delete the node). Scale decisions for pending pods live in ``autoscaler``, for
@@ -20,16 +21,16 @@ from typing import Any
 from flexq.clock import format_time
 from flexq.errors import NotFound
 from flexq.gke import catalog
-from flexq.gke.cache import cache_for
+from flexq.gke.cache import GkeCache
 from flexq.gke.capacity import Obtain
 from flexq.gke.fit import pool_shape
-from flexq.gke.project import capacity_for
+from flexq.gke.project import CapacitySource
 from flexq.gke.storage import NODE_POOL, pool_key
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import WatchEvent
 
 __all__ = ["ANN_READY_AT", "ANN_PREEMPT_AT", "ANN_DELETE_AT", "ANN_SLICE", "ANN_UNNEEDED_SINCE", "pools_of",
-           "pool_of", "nodes_of", "capacity_model_name", "grow", "shrink", "PoolController", "NodeLifecycle",
+           "pool_of", "capacity_model_name", "NodeWriter", "PoolController", "NodeLifecycle",
            "cluster_names", "KERNEL_VERSION"]
 
 ANN_READY_AT = "gke.twin.flexq.dev/ready-at"
@@ -45,8 +46,8 @@ KERNEL_VERSION = "6.6.97+"
 
 def cluster_names(ctx: Context) -> tuple[str, str, str]:
     """(project, location, cluster) of the GKE cluster this context belongs to."""
-    s = ctx.settings
-    return s.get("gkeProject", ""), s.get("gkeLocation", ""), s.get("gkeCluster", ctx.cluster)
+    s = ctx.cluster_settings
+    return s.gke_project, s.gke_location, s.gke_cluster or ctx.cluster
 
 
 def pools_of(ctx: Context) -> list[dict[str, Any]]:
@@ -66,23 +67,18 @@ def pool_of(ctx: Context, name: str) -> dict[str, Any] | None:
     return obj
 
 
-def nodes_of(ctx: Context, pool: str | None = None) -> list[dict[str, Any]]:
-    """GKE nodes of this cluster (of one pool), by name. Read-only: the cache's own objects."""
-    return cache_for(ctx.store).node_list(pool)  # shared objects: clone before changing one
-
-
 def capacity_model_name(pool: dict[str, Any]) -> str:
     """The profile's provisioning model for a pool: on-demand, spot, flex-start or queued."""
     return "queued" if pool["status"].get("queued") else pool["status"]["provisioningModel"]
 
 
-def _in_use(ctx: Context, pool: dict[str, Any]) -> int:
+def _in_use(ctx: Context, cache: GkeCache, pool: dict[str, Any]) -> int:
     """Nodes of the same machine type and provisioning model in the same zone (this cluster)."""
     mt = pool["spec"]["config"]["machineType"]
     model = capacity_model_name(pool)
     by_name = {p["spec"]["name"]: p for p in pools_of(ctx)}
     count = 0
-    for n in nodes_of(ctx):
+    for n in cache.node_list():
         other = by_name.get(n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""))
         if other is not None and other["spec"]["config"]["machineType"] == mt \
                 and capacity_model_name(other) == model and other["status"]["zone"] == pool["status"]["zone"]:
@@ -90,11 +86,11 @@ def _in_use(ctx: Context, pool: dict[str, Any]) -> int:
     return count
 
 
-def _internal_ip(ctx: Context) -> str:
+def _internal_ip(ctx: Context, cache: GkeCache) -> str:
     """The lowest free address of the cluster's node range (its subnetwork's primary range; the network and
     gateway addresses, .0 and .1, are GCE's), as GCE hands out internal IPs."""
-    net = ipaddress.ip_network(ctx.settings.get("gkeNodeCidr") or "10.128.0.0/20", strict=False)
-    used = {a.get("address") for n in nodes_of(ctx) for a in (n.get("status") or {}).get("addresses") or []
+    net = ipaddress.ip_network(ctx.cluster_settings.gke_node_cidr or "10.128.0.0/20", strict=False)
+    used = {a.get("address") for n in cache.node_list() for a in (n.get("status") or {}).get("addresses") or []
             if a.get("type") == "InternalIP"}
     for offset in range(2, net.num_addresses - 1):
         candidate = str(net.network_address + offset)
@@ -103,7 +99,7 @@ def _internal_ip(ctx: Context) -> str:
     raise RuntimeError(f"node range {net} is exhausted")  # GCE would refuse the VM; 4,000 nodes per /20
 
 
-def _build_node(ctx: Context, pool: dict[str, Any], name: str, now: float, ready_at: float, slice_id: str,
+def _build_node(ctx: Context, cache: GkeCache, pool: dict[str, Any], name: str, now: float, ready_at: float, slice_id: str,
                 extra_labels: dict[str, str], extra_annotations: dict[str, str]) -> dict[str, Any]:
     spec, twin = pool["spec"], pool["status"]
     cfg = spec["config"]
@@ -111,7 +107,7 @@ def _build_node(ctx: Context, pool: dict[str, Any], name: str, now: float, ready
     shape = pool_shape(pool)  # the real node has the template node's shape
     labels = {**shape.labels, "kubernetes.io/hostname": name, **extra_labels}
     version = spec.get("version", "1.34.1-gke.1829001")
-    addresses = [{"type": "InternalIP", "address": _internal_ip(ctx)}]
+    addresses = [{"type": "InternalIP", "address": _internal_ip(ctx, cache)}]
     if not (spec.get("networkConfig") or {}).get("enablePrivateNodes"):
         ip = ctx.rng("gke/nodes/external-ip")  # its own stream: node names and slices draw as before
         addresses.append({"type": "ExternalIP", "address": f"34.{ip.randint(0, 255)}.{ip.randint(0, 255)}."
@@ -124,7 +120,7 @@ def _build_node(ctx: Context, pool: dict[str, Any], name: str, now: float, ready
             "container.googleapis.com/instance_id": str(ctx.rng("gke/nodes").getrandbits(63)),
             **extra_annotations}},
         "spec": {"taints": [dict(t) for t in shape.taints],
-                 "providerID": f"gce://{ctx.settings.get('gkeProject', '')}/{twin['zone']}/{name}"},
+                 "providerID": f"gce://{ctx.cluster_settings.gke_project}/{twin['zone']}/{name}"},
         "status": {
             "capacity": catalog.capacity(mt), "allocatable": catalog.allocatable(mt),
             "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
@@ -139,15 +135,39 @@ def _build_node(ctx: Context, pool: dict[str, Any], name: str, now: float, ready
     }
 
 
-def grow(ctx: Context, pool: dict[str, Any], count: int, *, extra_labels: dict[str, str] | None = None,
-         extra_annotations: dict[str, str] | None = None) -> Obtain:
-    """Create ``count`` nodes (whole slices) in ``pool`` if the capacity profile allows all of them now."""
+class NodeWriter:
+    """The one writer of one cluster's GKE Node objects: every controller that creates or deletes a node
+    (pools' fixed and minimum sizes, the autoscaler, ProvisioningRequests, the VM's end) goes through it.
+    Reads go to the cluster's ``GkeCache`` (``nodes``: shared objects, clone before changing one)."""
+
+    def __init__(self, ctx: Context, cache: GkeCache, capacity: CapacitySource) -> None:
+        self.ctx, self.cache, self.capacity = ctx, cache, capacity
+
+    def nodes(self, pool: str | None = None) -> list[dict[str, Any]]:
+        """GKE nodes of this cluster (of one pool), by name. Read-only: the cache's own objects."""
+        return self.cache.node_list(pool)
+
+    def grow(self, pool: dict[str, Any], count: int, *, extra_labels: dict[str, str] | None = None,
+             extra_annotations: dict[str, str] | None = None) -> Obtain:
+        """Create ``count`` nodes (whole slices) in ``pool`` if the capacity profile allows all of them now."""
+        return _grow(self.ctx, self.cache, self.capacity, pool, count, extra_labels=extra_labels,
+                     extra_annotations=extra_annotations)
+
+    def shrink(self, nodes: list[dict[str, Any]]) -> None:
+        """Delete the given nodes (the VMs are gone; pods bound to them are the kube side's to clean up)."""
+        for n in nodes:
+            with contextlib.suppress(NotFound):
+                self.ctx.store.delete("Node", n["metadata"]["name"])
+
+
+def _grow(ctx: Context, cache: GkeCache, capacity: CapacitySource, pool: dict[str, Any], count: int, *,
+          extra_labels: dict[str, str] | None = None, extra_annotations: dict[str, str] | None = None) -> Obtain:
     now = ctx.now()
-    project = ctx.settings.get("gkeProject", "")
+    project = ctx.cluster_settings.gke_project
     spec, twin = pool["spec"], pool["status"]
     model = capacity_model_name(pool)
-    cap = capacity_for(ctx)
-    got = cap.can_obtain(twin["zone"], spec["config"]["machineType"], model, now, in_use=_in_use(ctx, pool),
+    cap = capacity.model()
+    got = cap.can_obtain(twin["zone"], spec["config"]["machineType"], model, now, in_use=_in_use(ctx, cache, pool),
                          want=count, project=project)
     if not got.ok:
         return got
@@ -176,16 +196,9 @@ def grow(ctx: Context, pool: dict[str, Any], count: int, *, extra_labels: dict[s
             max_run = spec["config"].get("maxRunDuration")
             seconds = float(max_run.rstrip("s")) if max_run else 7 * 86400.0
             annotations[ANN_DELETE_AT] = repr(ready_at + seconds)
-        node = _build_node(ctx, pool, name, now, ready_at, slice_id, extra_labels or {}, annotations)
+        node = _build_node(ctx, cache, pool, name, now, ready_at, slice_id, extra_labels or {}, annotations)
         ctx.store.create(node, keep_status=True, validate=False, copy_result=False)
     return got
-
-
-def shrink(ctx: Context, nodes: list[dict[str, Any]]) -> None:
-    """Delete the given nodes (the VMs are gone; pods bound to them are the kube side's to clean up)."""
-    for n in nodes:
-        with contextlib.suppress(NotFound):
-            ctx.store.delete("Node", n["metadata"]["name"])
 
 
 def _pool_key_of_node(ev: WatchEvent) -> list[str]:
@@ -209,6 +222,10 @@ class PoolController(Controller):
 
     name = "gke-node-pools"
 
+    def __init__(self, ctx: Context, writer: NodeWriter) -> None:
+        super().__init__(ctx)
+        self.writer = writer
+
     def watches(self) -> list[Watch]:
         _, _, cluster = cluster_names(self.ctx)
 
@@ -219,15 +236,15 @@ class PoolController(Controller):
         return [Watch(NODE_POOL, pool_keys, source="project"), Watch("Node", _pool_key_of_node)]
 
     def start(self) -> None:
-        for n in nodes_of(self.ctx):
+        for n in self.writer.nodes():
             self.enqueue(n["metadata"]["labels"][catalog.LABEL_NODEPOOL])
 
     def reconcile(self, key: Any) -> Result | None:
         name = str(key)
         pool = pool_of(self.ctx, name)
-        nodes = nodes_of(self.ctx, name)
+        nodes = self.writer.nodes(name)
         if pool is None or pool["spec"].get("status") == "STOPPING":
-            shrink(self.ctx, nodes)
+            self.writer.shrink(nodes)
             return None
         if pool["spec"].get("status") == "PROVISIONING":
             return None
@@ -246,7 +263,7 @@ class PoolController(Controller):
             if len(nodes) > want:
                 extra = len(nodes) - want
                 victims = [n for s in reversed(_slices(nodes)) for n in s][:((extra + hosts - 1) // hosts) * hosts]
-                shrink(self.ctx, victims)
+                self.writer.shrink(victims)
         self._write_pool_status(name, result, stockout)
         return result
 
@@ -255,7 +272,7 @@ class PoolController(Controller):
         missing = want - len(nodes)
         if missing <= 0:
             return None, ""
-        got = grow(self.ctx, pool, missing)
+        got = self.writer.grow(pool, missing)
         if got.ok:
             return None, ""
         return Result(requeue_after=max(1.0, (got.retry_at or self.ctx.now() + 300) - self.ctx.now())), got.message
@@ -264,7 +281,7 @@ class PoolController(Controller):
         pool = pool_of(self.ctx, name)
         if pool is None:
             return
-        count = len(nodes_of(self.ctx, name))
+        count = len(self.writer.nodes(name))
         status = dict(pool["status"], currentNodeCount=count)
         if result is None:
             status["initialized"] = True
@@ -286,6 +303,10 @@ class NodeLifecycle(Controller):
 
     name = "gke-node-lifecycle"
 
+    def __init__(self, ctx: Context, writer: NodeWriter) -> None:
+        super().__init__(ctx)
+        self.writer = writer
+
     def watches(self) -> list[Watch]:
         return [Watch("Node", lambda ev: [ev.object["metadata"]["name"]] if ev.type != "DELETED"
                       and ANN_READY_AT in (ev.object["metadata"].get("annotations") or {}) else [])]
@@ -302,7 +323,7 @@ class NodeLifecycle(Controller):
             self.events.record(node, "Warning", reason, f"Node {node['metadata']['name']} was deleted: "
                                + ("the spot VM was preempted" if reason == "Preempted"
                                   else "the flex-start VM reached its maximum run duration"))
-            shrink(self.ctx, [node])
+            self.writer.shrink([node])
             return None
         ready_at = float(ann.get(ANN_READY_AT, now))
         cond = next((c for c in node["status"].get("conditions", []) if c["type"] == "Ready"), None)

@@ -2,18 +2,19 @@
 and where controllers find the capacity profile.
 
 Owns: ``PROJECT_KINDS`` (GkeCluster, GkeNodePool, GkeOperation, GkeBilling and the CapacityProfile, all
-cluster-scoped objects of the project store), ``backend_for(ctx)``, ``OperationsController`` (the only
+cluster-scoped objects of the project store), ``OperationsController`` (the only
 writer that finishes GKE operations: it calls ``GkeBackend.settle`` when one is due), and
-``capacity_for(ctx)`` (the ``CapacityModel`` of the profile in force: the cluster store's ``CapacityProfile``
+``CapacitySource`` (the ``CapacityModel`` of the profile in force: the cluster store's ``CapacityProfile``
 if that kind is served there, else the project store's, else the built-in live default; the one named
-``default`` wins, else the first by name; relative times count from the profile's creation).
+``default`` wins, else the first by name; relative times count from the profile's creation; one per cluster,
+made by the registry, its model kept until a CapacityProfile changes) and ``GkeProject`` (the project's own
+``CapacitySource`` and the backend over the project store; one per twin, made by the assembly).
 
 Must not import other domain packages or flexq.http.
 """
 
 from __future__ import annotations
 
-import json
 import random
 from typing import Any
 
@@ -29,8 +30,9 @@ from flexq.gke.backend import GkeBackend
 from flexq.gke.capacity import CapacityModel
 from flexq.gke.storage import BILLING, CLUSTER, GROUP, NODE_POOL, OPERATION, StoreStorage
 from flexq.runtime import Context, Controller, Result, Watch
+from flexq.store import Store, Subscription, WatchEvent
 
-__all__ = ["PROJECT_KINDS", "GkeObject", "backend_for", "capacity_for", "OperationsController",
+__all__ = ["PROJECT_KINDS", "CapacitySource", "GkeObject", "GkeProject", "OperationsController",
            "profile_object"]
 
 
@@ -73,31 +75,64 @@ def profile_object(ctx: Context) -> dict[str, Any]:
     return live_default_profile()
 
 
-_CACHE: dict[tuple[str, float], CapacityModel] = {}
+class CapacitySource:
+    """The parsed capacity model in force for one context. The profile object is looked up again only after a
+    CapacityProfile of the context's stores changed (a store watch drops it), and the model is rebuilt only
+    when the profile's (uid, resourceVersion, origin) differs from the one it was built from."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._profile: dict[str, Any] | None = None
+        self._key: tuple[Any, ...] | None = None
+        self._model: CapacityModel | None = None
+        self._subs: list[Subscription] = []
+        stores: list[Store] = []
+        for store in (ctx.store, ctx.project):
+            if store is not None and all(store is not s for s in stores):
+                stores.append(store)
+        for store in stores:
+            try:
+                self._subs.append(store.watch(self._changed, ["CapacityProfile"]))
+            except NotFound:
+                continue  # that store has no such kind
+
+    def _changed(self, ev: WatchEvent) -> None:
+        self._profile = None
+
+    def model(self) -> CapacityModel:
+        if self._profile is None:
+            self._profile = profile_object(self.ctx)
+        obj = self._profile
+        meta = obj.get("metadata") or {}
+        created = meta.get("creationTimestamp")
+        origin = parse_time(created) if created else self.ctx.now()
+        key = (meta.get("uid"), meta.get("resourceVersion"), origin)
+        if self._model is None or key != self._key:
+            body = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "spec")}
+            body.setdefault("apiVersion", TWIN_API_VERSION)
+            self._model, self._key = CapacityModel(body, origin=origin), key
+        return self._model
+
+    def close(self) -> None:
+        for sub in self._subs:
+            sub.cancel()
 
 
-def capacity_for(ctx: Context) -> CapacityModel:
-    """The parsed capacity model in force, cached by the profile's content and origin."""
-    obj = profile_object(ctx)
-    created = (obj.get("metadata") or {}).get("creationTimestamp")
-    origin = parse_time(created) if created else ctx.now()
-    body = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "spec")}
-    body.setdefault("apiVersion", TWIN_API_VERSION)
-    key = (json.dumps(body, sort_keys=True), origin)
-    model = _CACHE.get(key)
-    if model is None:
-        if len(_CACHE) > 64:
-            _CACHE.clear()
-        model = _CACHE[key] = CapacityModel(body, origin=origin)
-    return model
+class GkeProject:
+    """The twin's GKE project: its capacity source and the GKE backend over the project store."""
 
+    def __init__(self, ctx: Context) -> None:
+        assert ctx.project is not None
+        self.ctx = ctx
+        self.capacity = CapacitySource(ctx)
 
-def backend_for(ctx: Context) -> GkeBackend:
-    """The GKE backend over the project store; operation durations come from the capacity profile."""
-    assert ctx.project is not None
-    rng: random.Random = ctx.rngs.get("gke/api")
-    return GkeBackend(StoreStorage(ctx.project), rng, op_times=lambda op: capacity_for(ctx).operation_seconds(op),
-                      server=lambda: (ctx.settings.get("kube_endpoint"), ctx.settings.get("kube_ca_b64")))
+    def backend(self) -> GkeBackend:
+        """The GKE backend over the project store; operation durations come from the capacity profile."""
+        ctx = self.ctx
+        assert ctx.project is not None
+        rng: random.Random = ctx.rngs.get("gke/api")
+        return GkeBackend(StoreStorage(ctx.project), rng, op_times=lambda op: self.capacity.model().operation_seconds(op),
+                          server=lambda: (ctx.settings.kube_endpoint, ctx.settings.kube_ca_b64))
 
 
 class OperationsController(Controller):
@@ -106,9 +141,13 @@ class OperationsController(Controller):
 
     name = "gke-operations"
 
+    def __init__(self, project: GkeProject) -> None:
+        super().__init__(project.ctx)
+        self.project = project
+
     def watches(self) -> list[Watch]:
         return [Watch(OPERATION, lambda ev: ["all"] if ev.type != "DELETED" else [], source="cluster")]
 
     def reconcile(self, key: Any) -> Result | None:
-        nxt = backend_for(self.ctx).settle(self.ctx.now())
+        nxt = self.project.backend().settle(self.ctx.now())
         return Result(requeue_after=max(0.0, nxt - self.ctx.now())) if nxt is not None else None

@@ -31,11 +31,10 @@ from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
 from flexq.gke import catalog
-from flexq.gke.cache import GkeCache, cache_for
+from flexq.gke.cache import GkeCache
 from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape
-from flexq.gke.nodes import ANN_DELETE_AT, capacity_model_name, grow, nodes_of, pools_of, shrink
-from flexq.gke.project import capacity_for
-from flexq.runtime import Controller, Result, Watch
+from flexq.gke.nodes import ANN_DELETE_AT, NodeWriter, capacity_model_name, pools_of
+from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store import Store
 
 __all__ = ["ProvisioningRequestController", "QUEUED", "CHECK_CAPACITY", "ATOMIC", "active_booking", "booked_nodes",
@@ -157,6 +156,10 @@ class ProvisioningRequestController(Controller):
 
     name = "gke-provisioning-requests"
 
+    def __init__(self, ctx: Context, writer: NodeWriter) -> None:
+        super().__init__(ctx)
+        self.writer = writer
+
     def watches(self) -> list[Watch]:
         def by_node(ev: Any) -> list[tuple[str, str]]:
             ref = (ev.object["metadata"].get("annotations") or {}).get(ANN_REQUEST)
@@ -251,10 +254,10 @@ class ProvisioningRequestController(Controller):
             count = int(pr["metadata"]["annotations"].get("gke.twin.flexq.dev/dws-nodes", "1"))
             auto = pool["spec"].get("autoscaling") or {}
             limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
-            if len(nodes_of(self.ctx, pool["spec"]["name"])) + count > limit:
+            if len(self.writer.nodes(pool["spec"]["name"])) + count > limit:
                 return min(deadline, now + 60.0)  # the pool is full (other requests' slices): look again soon
             max_run = float(params.get("maxRunDurationSeconds") or MAX_RUN_SECONDS)
-            got = grow(self.ctx, pool, count, extra_labels={catalog.LABEL_PROVISIONING_REQUEST:
+            got = self.writer.grow(pool, count, extra_labels={catalog.LABEL_PROVISIONING_REQUEST:
                                                             resize_request_name(pr)},
                        extra_annotations={ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}",
                                           ANN_DELETE_AT: repr(now + max_run)})
@@ -284,12 +287,12 @@ class ProvisioningRequestController(Controller):
             n_nodes = -(-n_nodes // hosts) * hosts
             auto = pool["spec"].get("autoscaling") or {}
             limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
-            if len(nodes_of(self.ctx, pool["spec"]["name"])) + n_nodes > limit:
+            if len(self.writer.nodes(pool["spec"]["name"])) + n_nodes > limit:
                 self._fail(pr, now, "NodepoolSizeReached", f"Node pool {pool['spec']['name']} cannot grow by "
                            f"{n_nodes} nodes: it would exceed its maximum of {limit} nodes.")
                 return None
             rng = self.ctx.rng(f"gke/dws/{pr['metadata']['namespace']}/{pr['metadata']['name']}")
-            grant = capacity_for(self.ctx).queue_grant_time(
+            grant = self.writer.capacity.model().queue_grant_time(
                 pool["status"]["zone"], pool["spec"]["config"]["machineType"], now, rng, want=n_nodes,
                 model=capacity_model_name(pool))
             self._annotate(pr, {ANN_POOL: pool["spec"]["name"], "gke.twin.flexq.dev/dws-nodes": str(n_nodes),
@@ -310,7 +313,7 @@ class ProvisioningRequestController(Controller):
                 return min(expire, revoke)
             self._set(pr, now, ("BookingExpired", "True", "BookingExpired"))
         if now >= revoke:
-            shrink(self.ctx, self._nodes_of(pr))  # GCE deletes the VMs at the end of the run duration
+            self.writer.shrink(self._nodes_of(pr))  # GCE deletes the VMs at the end of the run duration
             self._set(pr, now, ("CapacityRevoked", "True", "CapacityRevoked"))
             return now + TERMINAL_TTL_SECONDS
         return revoke
@@ -325,7 +328,7 @@ class ProvisioningRequestController(Controller):
 
     def _nodes_of(self, pr: dict[str, Any]) -> list[dict[str, Any]]:
         ref = f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"
-        return [n for n in nodes_of(self.ctx) if (n["metadata"].get("annotations") or {}).get(ANN_REQUEST) == ref]
+        return [n for n in self.writer.nodes() if (n["metadata"].get("annotations") or {}).get(ANN_REQUEST) == ref]
 
     def _annotate(self, pr: dict[str, Any], values: dict[str, str]) -> None:
         pr["metadata"].setdefault("annotations", {}).update(values)
@@ -334,8 +337,8 @@ class ProvisioningRequestController(Controller):
 
     # -- check-capacity and best-effort-atomic-scale-up ----------------------------------------------------------
     def _fits_existing(self, pods: list[dict[str, Any]]) -> bool:
-        nodes = [n for n in nodes_of(self.ctx) if _ready(n)]
-        used = dict(cache_for(self.store).used)
+        nodes = [n for n in self.writer.nodes() if _ready(n)]
+        used = dict(self.writer.cache.used)
         for pod in pods:
             req = pod_requests(pod)
             for n in nodes:
@@ -351,7 +354,7 @@ class ProvisioningRequestController(Controller):
         """Provisioned -> BookingExpired after 10 min, or once every consuming pod is scheduled."""
         if _true(pr, "BookingExpired"):
             return None
-        bound = cache_for(self.store).consumers.get((pr["metadata"]["namespace"], pr["metadata"]["name"]), 0)
+        bound = self.writer.cache.consumers.get((pr["metadata"]["namespace"], pr["metadata"]["name"]), 0)
         total = sum(ps["count"] for ps in pr["spec"]["podSets"])
         if bound >= total:
             self._set(pr, now, ("BookingExpired", "True", "CapacityBookingConsumed"))
@@ -413,11 +416,11 @@ class ProvisioningRequestController(Controller):
                 continue
             hosts = max(1, pool["status"].get("hostsPerSlice", 1))
             limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
-            room = (limit - len(nodes_of(self.ctx, pool["spec"]["name"]))) // hosts * hosts
+            room = (limit - len(self.writer.nodes(pool["spec"]["name"]))) // hosts * hosts
             n_nodes, placed = pack(pods, pool_shape(pool), max(room, 0))
             if len(placed) != len(pods):
                 continue
-            got = grow(self.ctx, pool, -(-n_nodes // hosts) * hosts,
+            got = self.writer.grow(pool, -(-n_nodes // hosts) * hosts,
                        extra_annotations={ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"})
             if got.ok:
                 # "best effort": the request is admitted as soon as the scale-up is requested, without waiting

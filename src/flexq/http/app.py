@@ -91,7 +91,7 @@ class TwinApp:
         face = self.face(cluster)
         p = path.rstrip("/") or "/"
         if p == "/version":
-            return json_response(discovery.version_info(face.runtime().settings.get("gkeVersion")))
+            return json_response(discovery.version_info(face.runtime().settings.gke_version))
         if p in ("/healthz", "/livez", "/readyz"):
             return Response(b"ok", media_type="text/plain")
         if p == "/metrics":

@@ -14,12 +14,33 @@ from flexq.loop import EventLoop
 from flexq.store import PodLogs, Store
 
 
+class ClusterFacts(Protocol):
+    """What the faces read of a cluster's settings (``flexq.runtime.ClusterSettings``)."""
+
+    @property
+    def addons(self) -> list[str]: ...
+
+    @property
+    def gke_version(self) -> str | None: ...
+
+
+class EndpointSettings(Protocol):
+    """The twin-wide settings the server writes (``flexq.runtime.TwinSettings``): where the API listens."""
+
+    kube_endpoint: str | None
+    kube_ca_b64: str | None
+
+
 class ClusterView(Protocol):
     """One Kubernetes cluster as the faces see it."""
 
     name: str
     store: Store
-    settings: dict[str, Any]
+
+    @property
+    def settings(self) -> ClusterFacts:
+        """What the cluster is (its addons, its GKE version)."""
+        ...
 
     @property
     def executors(self) -> Sequence[Any]:
@@ -36,7 +57,11 @@ class TwinServices(Protocol):
     """The twin as the faces see it: the loop they hop onto, its clusters, the GKE API."""
 
     loop: EventLoop
-    settings: dict[str, Any]
+
+    @property
+    def settings(self) -> EndpointSettings:
+        """Twin-wide settings (the server records where the API listens in them)."""
+        ...
 
     def current(self, name: str | None = None) -> ClusterView:
         """The cluster ``name`` (the twin's default cluster when None); KeyError if there is none."""

@@ -28,9 +28,9 @@ from flexq.api.core_defaults import qos_class
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
-from flexq.kube.executor import PodExecutor, PodLaunch, PodRunState
 from flexq.kube.podenv import configmap_files, tpu_env
 from flexq.runtime import Context, Controller, Result, Watch
+from flexq.runtime.executor import PodExecutor, PodLaunch, PodRunState
 from flexq.semantics.conditions import set_core_condition
 from flexq.semantics.taints import tolerates
 from flexq.store.store import WatchEvent, clone

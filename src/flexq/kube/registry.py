@@ -9,15 +9,14 @@ and so must stay last in ``ctx.executors`` (the assembly puts kuberay's first).
 
 from __future__ import annotations
 
-from typing import Any
-
 from flexq.kube.cache import ClusterCache
 from flexq.kube.job import JobController
 from flexq.kube.kubelet import Kubelet
 from flexq.kube.nodes import NodeRegistration
 from flexq.kube.scheduler import Scheduler
 from flexq.kube.simulated import SimulatedExecutor
-from flexq.runtime import Context, Controller
+from flexq.runtime import Context, Controller, TwinSettings
+from flexq.runtime.executor import PodExecutor
 from flexq.store import Store
 
 
@@ -33,6 +32,6 @@ def bootstrap(store: Store) -> None:
     """Objects every fresh cluster starts with (idempotent): none for kube."""
 
 
-def executors(settings: dict[str, Any]) -> list[Any]:
+def executors(settings: TwinSettings) -> list[PodExecutor]:
     """Pod executors this package provides: the simulated one (accepts every pod, so it goes last)."""
     return [SimulatedExecutor()]

@@ -14,7 +14,7 @@ and ``poll`` compares ``PodLaunch.now()`` with it, so seven simulated days cost 
 whose container was already running when the twin restarted keeps its original start time. Each pod
 writes a few log lines (start, its TPU environment: the node's, overridden by the container's own,
 mounted files, end). Must not import anything in flexq but
-``flexq.api``, ``flexq.clock`` and ``flexq.kube.executor``.
+``flexq.api``, ``flexq.clock`` and ``flexq.runtime.executor``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flexq.clock import parse_time
-from flexq.kube.executor import PodKey, PodLaunch, PodRunState
+from flexq.runtime.executor import PodKey, PodLaunch, PodRunState
 
 ANN_RUN_SECONDS = "twin.flexq.dev/run-seconds"
 ANN_OUTCOME = "twin.flexq.dev/outcome"

@@ -38,7 +38,7 @@ removes the node's temp dir and releases its ports. Start, GCS wait and readines
 
 It also answers the RayJob controller's dashboard questions (``job_info``) from a cache refreshed by a
 poller thread, so the controller never blocks on HTTP. It does not import ``ray`` at all: Ray runs in child
-processes and is spoken to over HTTP. Must not import anything in flexq but ``flexq.api``, ``flexq.kube.executor``
+processes and is spoken to over HTTP. Must not import anything in flexq but ``flexq.api``, ``flexq.runtime.executor``
 and its own package.
 """
 
@@ -59,7 +59,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flexq.kube.executor import PodKey, PodLaunch, PodRunState
+from flexq.runtime.executor import PodKey, PodLaunch, PodRunState
 
 from . import commands, localproc, names, runtime_env
 from .dashboard import DashboardCache, http_text

@@ -3,10 +3,10 @@
 ``controllers(ctx)`` returns the RayCluster, RayJob and in-tree autoscaler controllers for one cluster;
 the RayJob controller reads Ray job statuses through the simulated dashboard (for simulated RayJobs, or every
 RayJob when the twin's executor is simulated) and the live one (the local Ray executor's clusters);
-``executors(settings)`` returns the local Ray executor when the twin runs real Ray (``settings["executor"] ==
+``executors(settings)`` returns the local Ray executor when the twin runs real Ray (``settings.executor ==
 "ray"``, the live twin's default); with ``"simulated"`` it returns none and the kube package's simulated
-executor runs every pod. ``settings["ray_dir"]`` (optional) is where the executor keeps pod files and Ray's
-temp dirs; by default a private temp dir removed at shutdown. ``settings["ray_token_file"]`` (optional) is
+executor runs every pod. ``settings.ray_dir`` (optional) is where the executor keeps pod files and Ray's
+temp dirs; by default a private temp dir removed at shutdown. ``settings.ray_token_file`` (optional) is
 where the token of its Ray clusters' token authentication is kept (the twin's home: ``ray/auth_token``); by
 default a file in the executor's directory, removed with it.
 """
@@ -14,9 +14,9 @@ default a file in the executor's directory, removed with it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from flexq.runtime import Context, Controller
+from flexq.runtime import Context, Controller, TwinSettings
+from flexq.runtime.executor import PodExecutor
 from flexq.store import Store
 
 from .autoscaler import AutoscalerController
@@ -29,7 +29,7 @@ from .ray_runner import LocalRayExecutor
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
     rays = [ex for ex in ctx.executors if isinstance(ex, LocalRayExecutor)]
-    simulated = ctx.settings.get("executor") == "simulated" or not rays
+    simulated = ctx.settings.executor == "simulated" or not rays
     dashboards: list[RayDashboard] = [SimulatedDashboard(every_rayjob=simulated), LiveDashboard(rays)]
     return [RayClusterController(ctx), RayJobController(ctx, dashboards),
             AutoscalerController(ctx, sources=rays)]
@@ -39,9 +39,9 @@ def bootstrap(store: Store) -> None:
     """Objects every fresh cluster starts with (none for KubeRay: the operator brings only CRDs)."""
 
 
-def executors(settings: dict[str, Any]) -> list[Any]:
+def executors(settings: TwinSettings) -> list[PodExecutor]:
     """The local Ray executor when the twin runs real Ray; nothing otherwise."""
-    if settings.get("executor", "simulated") != "ray":
+    if settings.executor != "ray":
         return []
-    ray_dir, token_file = settings.get("ray_dir"), settings.get("ray_token_file")
+    ray_dir, token_file = settings.ray_dir, settings.ray_token_file
     return [LocalRayExecutor(Path(ray_dir) if ray_dir else None, token_file=Path(token_file) if token_file else None)]

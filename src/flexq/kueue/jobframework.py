@@ -84,10 +84,7 @@ class JobController(Controller):
             return [(md.get("namespace", ""), r["name"]) for r in md.get("ownerReferences") or []
                     if r.get("kind") == kind and r.get("controller")]
 
-        watches = [Watch(kind), Watch("Workload", owner)]
-        if kind == "RayJob":  # the autoscaler resizes the RayCluster: elastic jobs follow its replicas
-            watches.append(Watch("RayCluster", owner))
-        return watches
+        return [Watch(kind), Watch("Workload", owner)] + [Watch(k, owner) for k in self.adapter.owned_kinds()]
 
     # the steps, in Kueue's order -------------------------------------------------------------------
     def reconcile(self, key: tuple[str, str]) -> Result | None:
@@ -162,15 +159,9 @@ class JobController(Controller):
         return [(name, counts.get(name, count)) for name, count in job.pod_set_counts()]
 
     def _elastic_counts(self, job: JobAdapter, elastic: bool) -> dict[str, int]:
-        """An elastic RayJob's pod-set counts from its RayCluster's replicas (the autoscaler resizes it)."""
-        out: dict[str, int] = {}
-        rc_name = job.status.get("rayClusterName")
-        if elastic and rc_name and job.kind == "RayJob":
-            rc = self.store.peek("RayCluster", rc_name, job.obj["metadata"]["namespace"])  # read-only
-            for wg in ((rc or {}).get("spec") or {}).get("workerGroupSpecs") or []:
-                if wg.get("replicas") is not None:
-                    out[str(wg["groupName"]).lower()] = int(wg["replicas"]) * max(1, int(wg.get("numOfHosts") or 1))
-        return out
+        """An elastic job's pod-set counts as its running resources say (the adapter's hook: a RayJob's
+        RayCluster replicas, which the autoscaler resizes)."""
+        return job.live_pod_set_counts(self.store) if elastic else {}
 
     def _ensure_one_workload(self, job: JobAdapter, elastic: bool, now: float) -> dict | None:
         # the owned Workloads are read-only: a copy is returned (the caller may change it), or taken to change

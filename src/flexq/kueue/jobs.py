@@ -16,8 +16,13 @@ Must not import ``flexq.kuberay``, ``flexq.kube``, ``flexq.gke`` or ``flexq.http
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from flexq.api.jsoncopy import clone
 from flexq.kueue.podset import PodSetInfo, merge_into_template, restore_template
+
+if TYPE_CHECKING:
+    from flexq.store import Store
 
 __all__ = ["JOB_ADAPTERS", "BatchJob", "JobAdapter", "RayJob"]
 
@@ -86,6 +91,17 @@ class JobAdapter:
     def name_extra(self) -> str:
         """Extra hash input for workload-slice names."""
         return str(self.obj["metadata"].get("generation", 1))
+
+    @classmethod
+    def owned_kinds(cls) -> tuple[str, ...]:
+        """Kinds this job controls whose changes must re-reconcile it (mapped through their controller
+        ownerReference). None by default."""
+        return ()
+
+    def live_pod_set_counts(self, store: Store) -> dict[str, int]:
+        """Pod-set counts of an elastic job as its running resources say now (pod-set name → count),
+        overriding ``pod_sets()``. None by default: the job's own spec is the truth."""
+        return {}
 
     def run_with(self, infos: list[PodSetInfo]) -> None:
         """``RunWithPodSetsInfo``: unsuspend and inject."""
@@ -224,6 +240,24 @@ class RayJob(JobAdapter):
 
     def skip(self) -> bool:
         return bool(self.spec.get("clusterSelector"))
+
+    @classmethod
+    def owned_kinds(cls) -> tuple[str, ...]:
+        # the autoscaler resizes the RayCluster: elastic jobs follow its replicas
+        return ("RayCluster",)
+
+    def live_pod_set_counts(self, store: Store) -> dict[str, int]:
+        """Worker groups' replicas × numOfHosts as the job's RayCluster has them (the autoscaler's writes)."""
+        rc_name = self.status.get("rayClusterName")
+        if not rc_name:
+            return {}
+        rc = store.peek("RayCluster", rc_name, self.obj["metadata"]["namespace"])  # read-only
+        out: dict[str, int] = {}
+        for wg in ((rc or {}).get("spec") or {}).get("workerGroupSpecs") or []:
+            if wg.get("replicas") is None:
+                continue
+            out[str(wg["groupName"]).lower()] = int(wg["replicas"]) * max(1, int(wg.get("numOfHosts") or 1))
+        return out
 
     def name_extra(self) -> str:
         extra = str(self.obj["metadata"].get("generation", 1))

@@ -9,10 +9,11 @@ Owns two controllers for checks whose ``controllerName`` is ``kueue.x-k8s.io/pro
   the ProvisioningRequestConfig, ``provreq.kueue.x-k8s.io/*`` annotations as parameters, one pod set per
   pod set using a ``managedResources`` resource, counts from the admission), deletes stale requests
   (and all of them when the workload is evicted or finished), and maps request conditions to the
-  check state: Failed → Retry with backoff (``base·2^(n-1)`` ≤ max) or Rejected after
-  ``backoffLimitCount``; CapacityRevoked → Rejected; BookingExpired before admission → Retry/Rejected;
-  Provisioned → Ready with the consume-provisioning-request podSetUpdates; Accepted with a
-  Provisioned condition → Pending with its message. It watches AdmissionChecks and ProvisioningRequestConfigs
+  check state through ``CHECK_STATE_TABLE`` (data, first matching row wins): Failed → Retry with
+  backoff (``base·2^(n-1)`` ≤ max) or Rejected after ``backoffLimitCount``; BookingExpired before
+  admission → Retry/Rejected; CapacityRevoked → Rejected; Provisioned → Ready with the
+  consume-provisioning-request podSetUpdates; Accepted with a Provisioned condition → Pending with
+  its message. It watches AdmissionChecks and ProvisioningRequestConfigs
   too (``SetupWithManager``): a provisioning check created, changed or deleted, or a config created, deleted
   or changed in class, parameters or managedResources, re-syncs the workloads using them (their requests
   are re-made to match the config).
@@ -25,8 +26,10 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import re
+from dataclasses import dataclass
 
 from flexq.api.jsoncopy import clone
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
@@ -54,6 +57,56 @@ MANAGED = "kueue.x-k8s.io/managed"
 PARAM_PREFIX = "provreq.kueue.x-k8s.io/"
 INACTIVE_MSG = "the check is not active"
 NOT_NEEDED = "the provisioning request is not needed"
+
+
+class Outcome(enum.Enum):
+    """What a matched row of ``CHECK_STATE_TABLE`` does to the admission check's state."""
+
+    RETRY = "retry"  # Retry with backoff (message: prefix + cause), or Rejected past backoffLimitCount
+    REJECT_WHILE_RUNNING = "reject-while-running"  # Rejected (cause's message) while active and not finished
+    KEEP = "keep"  # leave the check as it is
+    READY = "ready"  # Ready with the consume-provisioning-request podSetUpdates (cause's message)
+    PENDING_WITH_MESSAGE_OF = "pending-with-message-of"  # Pending with ``message_of``'s message, when present
+    PENDING = "pending"  # Pending, message cleared
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row: when every condition in ``true`` is True, none in ``not_true`` is, and the workload's
+    admission is ``admitted`` (None: either), the ``outcome`` applies."""
+
+    true: tuple[str, ...]
+    outcome: Outcome
+    not_true: tuple[str, ...] = ()
+    admitted: bool | None = None
+    cause: str = ""  # the condition whose message the check takes
+    prefix: str = ""  # for RETRY
+    message_of: str = ""  # for PENDING_WITH_MESSAGE_OF: a condition of any status
+
+    def matches(self, true: dict[str, dict], admitted: bool) -> bool:
+        return (all(t in true for t in self.true) and not any(t in true for t in self.not_true)
+                and (self.admitted is None or self.admitted == admitted))
+
+
+# ``syncCheckStates``: ProvisioningRequest conditions → admission check state; the first matching row wins.
+CHECK_STATE_TABLE: tuple[Row, ...] = (
+    Row(("Failed",), Outcome.RETRY, cause="Failed", prefix="Retrying after failure: "),
+    Row(("BookingExpired",), Outcome.RETRY, not_true=("CapacityRevoked",), admitted=False,
+        cause="BookingExpired", prefix="Retrying after booking expired: "),
+    Row(("CapacityRevoked",), Outcome.REJECT_WHILE_RUNNING, cause="CapacityRevoked"),
+    Row(("BookingExpired",), Outcome.KEEP),  # admitted: the booking was used
+    Row(("Provisioned",), Outcome.READY, cause="Provisioned"),
+    Row(("Accepted",), Outcome.PENDING_WITH_MESSAGE_OF, message_of="Provisioned"),
+    Row((), Outcome.PENDING),
+)
+
+
+def _set(st: dict, key: str, value: str) -> bool:
+    """Set one field of a check's state entry; True when it changed (an absent message reads as "")."""
+    if (st.get(key, "") if key == "message" else st.get(key)) == value:
+        return False
+    st[key] = value
+    return True
 
 
 def limit_name(full: str) -> str:
@@ -287,22 +340,10 @@ class ProvisioningController(Controller):
             st = dict(by_name[check])
             old_state = st.get("state")
 
-            def set_state(s: str, st=st) -> bool:
-                if st.get("state") == s:
-                    return False
-                st["state"] = s
-                return True
-
-            def set_msg(m: str, st=st) -> bool:
-                if st.get("message", "") == m:
-                    return False
-                st["message"] = m
-                return True
-
             if prc is None:
-                updated = set_state("Pending") | set_msg(INACTIVE_MSG) | updated
+                updated = _set(st, "state", "Pending") | _set(st, "message", INACTIVE_MSG) | updated
             elif not _required(wl, (prc.get("spec") or {}).get("managedResources") or []):
-                if set_state("Ready"):
+                if _set(st, "state", "Ready"):
                     updated = True
                     st["message"] = NOT_NEEDED
                     st.pop("podSetUpdates", None)
@@ -310,45 +351,7 @@ class ProvisioningController(Controller):
                 pr = last.get(check)
                 if pr is None:
                     continue
-                limit, base, cap = _retry(prc)
-                attempt = _attempt(pr, name, check) or 1
-
-                def cond(t: str, pr=pr) -> dict | None:
-                    c = find_condition(pr, t)
-                    return c if c is not None and c.get("status") == "True" else None
-
-                if cond("Failed") or (cond("BookingExpired") and not is_admitted(wl)
-                                      and not cond("CapacityRevoked")):
-                    failed = cond("Failed")
-                    c = failed or cond("BookingExpired")
-                    if attempt <= limit:
-                        prefix = "Retrying after failure: " if failed else "Retrying after booking expired: "
-                        updated = set_msg(prefix + (c or {}).get("message", "")) | updated
-                        if attempt > int(st.get("retryCount") or 0):
-                            updated = True
-                            set_state("Retry")
-                            n = int(st.get("retryCount") or 0) + 1
-                            st["requeueAfterSeconds"] = int(backoff_seconds(base, cap, n))
-                    else:
-                        updated = True
-                        st["state"], st["message"] = "Rejected", (c or {}).get("message", "")
-                elif cond("CapacityRevoked"):
-                    if is_active(wl) and not is_true(wl, "Finished"):
-                        updated = set_state("Rejected") | set_msg((cond("CapacityRevoked") or {}).get("message", "")) \
-                            | updated
-                elif cond("BookingExpired"):
-                    pass  # admitted: the booking was used
-                elif cond("Provisioned"):
-                    if set_state("Ready"):
-                        updated = True
-                        st["podSetUpdates"] = self._updates(wl, pr, prc)
-                        set_msg((cond("Provisioned") or {}).get("message", ""))
-                elif cond("Accepted"):
-                    p = find_condition(pr, "Provisioned")
-                    if p is not None:
-                        updated = set_msg(p.get("message", "")) | set_state("Pending") | updated
-                else:
-                    updated = set_msg("") | set_state("Pending") | updated
+                updated = self._apply_row(wl, st, pr, prc, _attempt(pr, name, check) or 1) | updated
             if st.get("state") != old_state:
                 st["lastTransitionTime"] = ts(now)
                 msg = f"Admission check {check} updated state from {old_state} to {st['state']}"
@@ -363,6 +366,45 @@ class ProvisioningController(Controller):
                 self.events.record(out, "Normal", "AdmissionCheckUpdated", m)
             wl.update(out)
         return by_name
+
+    def _apply_row(self, wl: dict, st: dict, pr: dict, prc: dict, attempt: int) -> bool:
+        """Interpret the first row of ``CHECK_STATE_TABLE`` that matches ``pr``'s conditions; True when ``st``
+        changed."""
+        first: dict[str, dict] = {}
+        for c in (pr.get("status") or {}).get("conditions") or []:
+            first.setdefault(c.get("type", ""), c)
+        true = {t: c for t, c in first.items() if c.get("status") == "True"}
+        row = next(r for r in CHECK_STATE_TABLE if r.matches(true, is_admitted(wl)))
+        cause_msg = (true.get(row.cause) or {}).get("message", "") if row.cause else ""
+        if row.outcome is Outcome.RETRY:
+            limit, base, cap = _retry(prc)
+            if attempt > limit:
+                st["state"], st["message"] = "Rejected", cause_msg
+                return True
+            changed = _set(st, "message", row.prefix + cause_msg)
+            if attempt > int(st.get("retryCount") or 0):
+                _set(st, "state", "Retry")
+                st["requeueAfterSeconds"] = int(backoff_seconds(base, cap, int(st.get("retryCount") or 0) + 1))
+                changed = True
+            return changed
+        if row.outcome is Outcome.REJECT_WHILE_RUNNING:
+            if is_active(wl) and not is_true(wl, "Finished"):
+                return _set(st, "state", "Rejected") | _set(st, "message", cause_msg)
+            return False
+        if row.outcome is Outcome.READY:
+            if not _set(st, "state", "Ready"):
+                return False
+            st["podSetUpdates"] = self._updates(wl, pr, prc)
+            _set(st, "message", cause_msg)
+            return True
+        if row.outcome is Outcome.PENDING_WITH_MESSAGE_OF:
+            c = find_condition(pr, row.message_of)
+            if c is None:
+                return False
+            return _set(st, "message", c.get("message", "")) | _set(st, "state", "Pending")
+        if row.outcome is Outcome.PENDING:
+            return _set(st, "message", "") | _set(st, "state", "Pending")
+        return False  # Outcome.KEEP
 
     @staticmethod
     def _updates(wl: dict, pr: dict, prc: dict) -> list[dict]:

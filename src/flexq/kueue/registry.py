@@ -23,7 +23,8 @@ from flexq.kueue.pods_ready import PodsScheduledTracker
 from flexq.kueue.provisioning import ProvisioningCheckController, ProvisioningController
 from flexq.kueue.state import KueueState
 from flexq.kueue.workload_controller import WorkloadController
-from flexq.runtime import Context, Controller
+from flexq.runtime import Context, Controller, TwinSettings
+from flexq.runtime.executor import PodExecutor
 from flexq.store import Store
 
 
@@ -70,6 +71,6 @@ def bootstrap(store: Store) -> None:
     """Objects every fresh cluster starts with (idempotent)."""
 
 
-def executors(settings: dict[str, Any]) -> list[Any]:
+def executors(settings: TwinSettings) -> list[PodExecutor]:
     """Pod executors this package provides."""
     return []

@@ -3,5 +3,6 @@ to queues, and the per-cluster context controllers receive. See ``controller`` a
 
 from flexq.runtime.controller import Context, Controller, EventRecorder, Result, Watch
 from flexq.runtime.manager import Manager
+from flexq.runtime.settings import ClusterSettings, TwinSettings
 
-__all__ = ["Context", "Controller", "EventRecorder", "Manager", "Result", "Watch"]
+__all__ = ["ClusterSettings", "Context", "Controller", "EventRecorder", "Manager", "Result", "TwinSettings", "Watch"]

@@ -33,6 +33,8 @@ from flexq.clock import format_time
 from flexq.errors import AlreadyExists, Conflict, NotFound
 from flexq.loop.core import EventLoop
 from flexq.loop.rng import Rngs
+from flexq.runtime.executor import PodExecutor
+from flexq.runtime.settings import ClusterSettings, TwinSettings
 from flexq.store.logs import PodLogs
 from flexq.store.store import Store, WatchEvent
 
@@ -116,8 +118,9 @@ class Context:
     logs: PodLogs
     cluster: str = ""  # GKE cluster name ("" for a twin without GKE)
     project: Store | None = None  # the twin's project-level store (GKE clusters, node pools, operations)
-    executors: list[Any] = field(default_factory=list)  # flexq.kube.executor.PodExecutor implementations
-    settings: dict[str, Any] = field(default_factory=dict)  # twin-wide knobs (executor choice, ...)
+    executors: list[PodExecutor] = field(default_factory=list)  # this cluster's pod executors, first match runs
+    settings: TwinSettings = field(default_factory=TwinSettings)  # twin-wide knobs (shared by every cluster)
+    cluster_settings: ClusterSettings = field(default_factory=ClusterSettings)  # this cluster's GKE identity, addons
     event_index: dict[tuple, str] = field(default_factory=dict)  # shared by this cluster's event recorders
     metrics: Any = None  # this cluster's prometheus_client CollectorRegistry (the assembly makes one per cluster)
 

@@ -14,20 +14,31 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from flexq.api.jsoncopy import clone
 from flexq.errors import BadRequest, Invalid, UnsupportedMediaType
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386."""
+    """RFC 7386 (a new object: neither argument is changed nor shared). ``target`` is copied once and the
+    patch merged into the copy in place, rather than copied again at every level."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return clone(patch)
+    out = clone(target) if isinstance(target, dict) else {}
+    _merge_into(out, patch)
+    return out
+
+
+def _merge_into(out: dict, patch: dict) -> None:
     for k, v in patch.items():
         if v is None:
             out.pop(k, None)
+        elif isinstance(v, dict):
+            cur = out.get(k)
+            if not isinstance(cur, dict):
+                cur = out[k] = {}
+            _merge_into(cur, v)
         else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
+            out[k] = clone(v)
 
 
 _MISSING = object()

@@ -149,7 +149,7 @@ class KubeFace:
     def kinds(self) -> list[KindInfo]:
         """Kinds this cluster serves (read on any thread: the registry and settings are only replaced)."""
         rt = self.runtime()
-        addons = set(rt.settings.get("addons") or ())
+        addons = set(rt.settings.addons)
         return [k for k in rt.store.registry if not k.served_by_addon or not rt.name or k.served_by_addon in addons]
 
     def resolve(self, t: Target) -> KindInfo:

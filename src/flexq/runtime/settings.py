@@ -1,0 +1,93 @@
+"""Typed settings: what the whole twin is run with, and what one Kubernetes cluster is.
+
+Owns: ``TwinSettings`` (twin-wide knobs: which executor runs pods, the clock, where real Ray keeps its files
+and its token, the API server's address and CA for the GKE API's cluster endpoint, the default cluster, the
+fallback policy) and ``ClusterSettings`` (one cluster's
+GKE identity — project, location, name, master version, node range — and the addons it serves; empty for
+the twin's cluster without GKE). ``TwinSettings.from_mapping`` refuses a key it does not know, naming it.
+``ClusterSettings.from_mapping`` reads the camelCase keys ``flexq.gke`` derives from a GkeCluster object, and
+``cluster["addons"]`` reads one back by that key.
+
+Must not import domain packages or ``flexq.http``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from flexq.errors import Cause, Invalid
+
+__all__ = ["ClusterSettings", "TwinSettings"]
+
+
+def _refuse_unknown(what: str, given: Mapping[str, Any], known: Mapping[str, str]) -> None:
+    unknown = [k for k in given if k not in known]
+    if unknown:
+        names = ", ".join(sorted(known))
+        raise Invalid(f"unknown {what} setting(s) {', '.join(repr(k) for k in unknown)}: the known ones are {names}",
+                      causes=[Cause(k, "FieldValueNotSupported", f"unknown {what} setting {k!r}") for k in unknown])
+
+
+@dataclass
+class TwinSettings:
+    """Twin-wide knobs, shared by every cluster's controllers."""
+
+    executor: str = "simulated"  # "simulated" (virtual pods) or "ray" (real Ray processes for Ray pods)
+    clock: str = "virtual"  # "virtual" or "real"
+    ray_dir: str | None = None  # where the local Ray executor keeps pod files (one folder per cluster below it)
+    ray_token_file: str | None = None  # where the local Ray clusters' auth token is kept (default: the twin's home)
+    kube_endpoint: str | None = None  # "127.0.0.1:<port>" of the twin's API server, once it listens
+    kube_ca_b64: str | None = None  # its CA certificate, base64 (what GKE reports as the cluster's CA)
+    default_cluster: str | None = None  # the GKE cluster the root API and the SDK act on (None: the first created)
+    # flexq's fallback policy (flexq.fallback): off (None/False), True or "true" (defaults), or a mapping of
+    # FallbackConfig fields or a FallbackConfig (checked by flexq.fallback when the twin is built)
+    fallback: Any = None
+    check_readonly: bool = False  # a test setting: every store fails loudly when a stored object is changed in place
+
+    @classmethod
+    def from_mapping(cls, given: Mapping[str, Any] | TwinSettings | None) -> TwinSettings:
+        """Settings from keyword arguments (``Twin(**settings)``); an unknown key is refused, by name."""
+        if isinstance(given, TwinSettings):
+            return dataclasses.replace(given)
+        given = dict(given or {})
+        _refuse_unknown("twin", given, {f.name: f.name for f in dataclasses.fields(cls)})
+        for key in ("ray_dir", "ray_token_file"):
+            if given.get(key) is not None:
+                given[key] = str(given[key])
+        return cls(**given)
+
+
+# the keys flexq.gke's cluster_settings() writes -> ClusterSettings' fields
+_CLUSTER_KEYS = {"gkeCluster": "gke_cluster", "gkeProject": "gke_project", "gkeLocation": "gke_location",
+                 "gkeVersion": "gke_version", "gkeNodeCidr": "gke_node_cidr", "addons": "addons"}
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """What one Kubernetes cluster of the twin is: its GKE identity (empty without GKE) and its addons.
+    Replaced as a whole when the GkeCluster object changes (readers on other threads see one or the other)."""
+
+    gke_cluster: str = ""  # the GKE cluster's name ("" for the twin's cluster without GKE)
+    gke_project: str = ""
+    gke_location: str = ""
+    gke_version: str | None = None  # the master version (None without GKE)
+    gke_node_cidr: str = ""  # the node range ("" lets GCE's default apply)
+    addons: list[str] = field(default_factory=list)  # addons the cluster serves the kinds of ("RayOperator")
+
+    @classmethod
+    def from_mapping(cls, given: Mapping[str, Any]) -> ClusterSettings:
+        """From the camelCase keys ``flexq.gke`` derives from a GkeCluster; an unknown key is refused, by name."""
+        _refuse_unknown("cluster", given, _CLUSTER_KEYS)
+        values = {_CLUSTER_KEYS[k]: v for k, v in given.items()}
+        if "addons" in values:
+            values["addons"] = list(values["addons"] or ())
+        return cls(**values)
+
+    def __getitem__(self, key: str) -> Any:
+        """One setting by its camelCase key (``cluster["addons"]``)."""
+        if key not in _CLUSTER_KEYS:
+            raise KeyError(key)
+        return getattr(self, _CLUSTER_KEYS[key])
