@@ -22,14 +22,36 @@ SPEC = {
     "arrivals": {"exponential": {"mean": "60s"}},
     "diurnal": {"busyHours": [8, 20], "busyFactor": 3, "weekend": 0.3},
     "mix": [
-        {"name": "debug", "weight": 60, "kind": "RayJob", "template": "rayjob-template.yaml", "queue": "user-queue",
-         "class": "debug", "run": {"lognormal": {"median": "4m", "sigma": 0.6}}, "failed": 0.03},
-        {"name": "experiment", "weight": 35, "kind": "RayJob", "template": "rayjob-template.yaml",
-         "queue": "user-queue", "class": "experiment", "run": {"lognormal": {"median": "20m", "sigma": 0.7}},
-         "failed": 0.03},
-        {"name": "training", "weight": 5, "kind": "RayJob", "template": "rayjob-template.yaml",
-         "queue": "user-queue", "class": "training", "run": {"lognormal": {"median": "2h", "sigma": 0.5}},
-         "failed": 0.03},
+        {
+            "name": "debug",
+            "weight": 60,
+            "kind": "RayJob",
+            "template": "rayjob-template.yaml",
+            "queue": "user-queue",
+            "class": "debug",
+            "run": {"lognormal": {"median": "4m", "sigma": 0.6}},
+            "failed": 0.03,
+        },
+        {
+            "name": "experiment",
+            "weight": 35,
+            "kind": "RayJob",
+            "template": "rayjob-template.yaml",
+            "queue": "user-queue",
+            "class": "experiment",
+            "run": {"lognormal": {"median": "20m", "sigma": 0.7}},
+            "failed": 0.03,
+        },
+        {
+            "name": "training",
+            "weight": 5,
+            "kind": "RayJob",
+            "template": "rayjob-template.yaml",
+            "queue": "user-queue",
+            "class": "training",
+            "run": {"lognormal": {"median": "2h", "sigma": 0.5}},
+            "failed": 0.03,
+        },
     ],
 }
 
@@ -40,8 +62,18 @@ def main() -> None:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["submit", "name", "kind", "queue", "class", "template", "run", "outcome"])
         for j in jobs:
-            w.writerow([f"{j.submit:.3f}", j.name, j.kind, j.queue, j.klass, "rayjob-template.yaml",
-                        f"{j.run:.3f}", j.outcome])
+            w.writerow(
+                [
+                    f"{j.submit:.3f}",
+                    j.name,
+                    j.kind,
+                    j.queue,
+                    j.klass,
+                    "rayjob-template.yaml",
+                    f"{j.run:.3f}",
+                    j.outcome,
+                ]
+            )
     print(f"wrote {len(jobs)} jobs to {HERE / 'trace.csv'}")
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from typing import Any
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
+from flexq.fallback.policy import ANN_MOVE
 from flexq.simulate.study import Study, Variant, cluster_requests
 from flexq.simulate.traffic import JobSpec, build_object
 from flexq.twin import Twin, load_documents
@@ -109,7 +111,7 @@ class _Sim:
         self.study, self.variant, self.replica = study, variant, replica
         self.seed = study.seed + replica
         self.jobs = jobs
-        self.twin = Twin(clock="virtual", seed=self.seed)
+        self.twin = Twin(clock="virtual", seed=self.seed, **variant.settings)
         self.t0 = 0.0
         self.records: dict[tuple[str, str, str], JobRecord] = {}
         self.wl_state: dict[tuple[str, str], dict[str, Any]] = {}
@@ -357,7 +359,12 @@ class _Sim:
             st["ready"] = True
             if rec.started is None:
                 rec.started = now
-        if (wl.get("spec") or {}).get("active") is False and not rec.closed and not gone:
+        if (
+            (wl.get("spec") or {}).get("active") is False
+            and not rec.closed
+            and not gone
+            and not self._fallback_moving(wl, rec)
+        ):
             # deactivated (e.g. an admission check Rejected, the requeuing limit reached): Kueue will not
             # admit it again unless someone reactivates it, so the run does not wait for it
             rec.closed = True
@@ -369,6 +376,21 @@ class _Sim:
             self._finish(rec, "Failed" if c.get("reason") == "Failed" else "Succeeded")
         if gone:
             self.wl_state.pop(key, None)
+
+    def _fallback_moving(self, wl: dict[str, Any], rec: JobRecord) -> bool:
+        """flexq's fallback (twin setting ``fallback``) deactivates a workload to move its job to the next flavor:
+        the job's ``fallback.flexq.dev/move`` annotation says so (step ``deactivating``), and the job gets a new
+        Workload, so the run keeps waiting for it."""
+        if not self.variant.settings.get("fallback"):
+            return False
+        job = self.twin.store.try_get(rec.spec.kind, rec.spec.name, rec.spec.namespace)
+        text = ((job or {}).get("metadata", {}).get("annotations") or {}).get(ANN_MOVE)
+        if not text:
+            return False
+        try:
+            return json.loads(text).get("step") == "deactivating"
+        except ValueError:
+            return False
 
     def _finish_bare(self, key: tuple[str, str], seq: int) -> None:
         st = self.wl_state.get(key)

@@ -21,6 +21,13 @@ Owns ``Study``/``Variant`` and ``load_study``, which reads a simulation file (YA
     - name: tutorial
     - name: dws-only
       manifests: [queues-dws-only.yaml, configmap.yaml]
+    - name: flexq-fallback
+      settings: {fallback: true}   # twin settings, passed to Twin(...); see SETTINGS_KEYS
+
+A variant's (or the top level's) ``settings`` are keyword settings of ``Twin(clock="virtual", ...)``. Known:
+``fallback`` (flexq's stock-out-aware fallback, ``flexq.fallback``): ``true``, ``false``, or a mapping of
+``FallbackConfig`` fields (``{grace_seconds: 30, backoff_seconds: 600}``); it acts only on LocalQueues labelled
+``fallback.flexq.dev/enabled: "true"`` (unless ``all_queues: true``). Any other key is refused, naming it.
 
 A Kueue perf-harness ``generator.yaml`` may also be given on its own (``load_study("generator.yaml")``).
 Every error names the file and the field. Must not import flexq.http.
@@ -36,10 +43,11 @@ import yaml
 
 from flexq.api.capacity_profile import CapacityProfile, parse_duration
 from flexq.errors import InputError
+from flexq.fallback.policy import FallbackConfig
 from flexq.simulate import traffic
 from flexq.simulate.profiles import NAMED_PROFILES, named_profile
 
-__all__ = ["Study", "Variant", "Manifest", "load_study", "cluster_requests", "STUDY_KEYS"]
+__all__ = ["Study", "Variant", "Manifest", "load_study", "cluster_requests", "STUDY_KEYS", "SETTINGS_KEYS"]
 
 STUDY_KEYS = {
     "name",
@@ -55,8 +63,10 @@ STUDY_KEYS = {
     "keepFinished",
     "scale",
     "description",
+    "settings",
 }
-VARIANT_KEYS = {"name", "cluster", "manifests", "capacity", "description"}
+VARIANT_KEYS = {"name", "cluster", "manifests", "capacity", "description", "settings"}
+SETTINGS_KEYS = {"fallback"}
 POOL_KEYS = {
     "name",
     "machineType",
@@ -94,6 +104,7 @@ class Variant:
     manifests: list[Manifest]
     capacity: dict[str, Any] | None
     description: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)  # keyword settings of Twin(...)
 
 
 @dataclass
@@ -203,6 +214,47 @@ def _capacity(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | No
             raise InputError(e["msg"], source=src, field=".".join(str(x) for x in e["loc"])) from None
         raise InputError(str(exc), source=src, field=fld) from None
     return value
+
+
+def _settings(value: Any, src: str, fld: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(
+            "settings is a mapping (known keys: " + ", ".join(sorted(SETTINGS_KEYS)) + ")",
+            source=src,
+            field=fld,
+        )
+    bad = sorted(set(value) - SETTINGS_KEYS)
+    if bad:
+        raise InputError(
+            f"unknown setting {bad[0]!r} (known: {', '.join(sorted(SETTINGS_KEYS))})",
+            source=src,
+            field=f"{fld}.{bad[0]}",
+        )
+    out = dict(value)
+    if "fallback" in out:
+        fb = out["fallback"]
+        if isinstance(fb, dict):
+            known = set(FallbackConfig.__dataclass_fields__)
+            badf = sorted(set(fb) - known)
+            if badf:
+                raise InputError(
+                    f"unknown fallback field {badf[0]!r} (known: {', '.join(sorted(known))})",
+                    source=src,
+                    field=f"{fld}.fallback.{badf[0]}",
+                )
+            try:
+                FallbackConfig(**fb)
+            except (TypeError, ValueError) as exc:
+                raise InputError(str(exc), source=src, field=f"{fld}.fallback") from None
+        elif not isinstance(fb, bool):
+            raise InputError(
+                f"fallback is true, false or a mapping of FallbackConfig fields, got {fb!r}",
+                source=src,
+                field=f"{fld}.fallback",
+            )
+    return out
 
 
 def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | None:
@@ -398,6 +450,7 @@ def load_study(
             raise InputError("a generator is an object or a file", source=src, field="generator")
     base_cluster = _cluster(doc.get("cluster"), base, src, "cluster")
     base_capacity = _capacity(doc.get("capacity"), base, src, "capacity")
+    base_settings = _settings(doc.get("settings"), src, "settings")
     raw_variants = doc.get("variants") or [{"name": "default"}]
     if not isinstance(raw_variants, list):
         raise InputError("variants is a list", source=src, field="variants")
@@ -431,6 +484,9 @@ def load_study(
                 if "capacity" in v
                 else base_capacity,
                 description=str(v.get("description") or ""),
+                settings=_settings(v["settings"], src, f"{fld}.settings")
+                if "settings" in v
+                else dict(base_settings),
             )
         )
     if variants:
