@@ -208,11 +208,11 @@ def test_quota_never_exceeded_and_no_double_admission(stream):
         # no workload is admitted twice: one admission per workload, counted once by its ClusterQueue
         reserved = _reserved(k)
         assert len({w["metadata"]["name"] for w in reserved}) == len(reserved)
-        assert len(k.state.reserving) == len(reserved), (
-            sorted(k.state.reserving),
+        assert len(k.cache.reserving) == len(reserved), (
+            sorted(k.cache.reserving),
             [w["metadata"]["name"] for w in reserved],
         )
         for cq in CQS:
             mine = [w for w in reserved if w["status"]["admission"]["clusterQueue"] == cq]
-            assert sum(1 for i in k.state.reserving.values() if i.cluster_queue == cq) == len(mine)
+            assert sum(1 for i in k.cache.reserving.values() if i.cluster_queue == cq) == len(mine)
     k.close()

@@ -652,13 +652,13 @@ def test_cluster_queue_delete_is_ignored():
 
 
 def _controller(out):
-    from flexq.kueue.state import KueueState
+    from flexq.kueue.cache import KueueCache
     from flexq.loop.core import EventLoop
     from flexq.loop.rng import Rngs
     from flexq.runtime.controller import Context
     from flexq.store.logs import PodLogs
 
-    state = KueueState(out.store, lambda: NOW)
+    state = KueueCache(out.store, lambda: NOW)
     state.start()
     ctx = Context(store=out.store, loop=EventLoop(), rngs=Rngs(0), logs=PodLogs(None))
     return ca.VariantController(ctx, state)
@@ -848,8 +848,8 @@ def _schedule(workloads: list[dict], extra_cqs: list[dict] = (), extra_lqs: list
 
     from flexq.api.kinds import default_registry
     from flexq.clock import VirtualClock
+    from flexq.kueue.cache import KueueCache
     from flexq.kueue.scheduler import Scheduler
-    from flexq.kueue.state import KueueState
     from flexq.store import Store
 
     from .kueue_builders import cq, fq, rf, rg
@@ -885,7 +885,7 @@ def _schedule(workloads: list[dict], extra_cqs: list[dict] = (), extra_lqs: list
         for ref in w["metadata"].get("ownerReferences") or []:
             ref["uid"] = uid
         store.create(w, keep_status=True)
-    state = KueueState(store, clock.now)
+    state = KueueCache(store, clock.now)
     state.start()
     Scheduler(state, store, state.events).cycle(clock.now())
     return store, state

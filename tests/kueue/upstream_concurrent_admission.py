@@ -2,7 +2,7 @@
 
 Upstream's table writes a Parent and its Variants through a fake client, runs one ``Reconcile`` of the
 variant reconciler at a fixed clock and compares the Parent, the Variants, the events and the result.
-``reconcile_once`` does the same against flexq's store, ``KueueState`` and ``VariantController``, with
+``reconcile_once`` does the same against flexq's store, ``KueueCache`` and ``VariantController``, with
 upstream's five ClusterQueues (``cq``, ``cq-migration`` with ``lastAcceptableFlavorName: reservation``,
 ``cq-migration-no-constraint``, ``cq-hold`` with ``RetainFirstAdmission``, ``cq-spot-only``), their
 LocalQueues and the ``ConcurrentAdmission`` gate on in ``kueue-manager-config``.
@@ -21,8 +21,8 @@ from typing import Any
 
 from flexq.api.kinds import default_registry
 from flexq.clock import VirtualClock
+from flexq.kueue.cache import KueueCache
 from flexq.kueue.concurrent_admission import PARENT_LABEL, PREEMPTION_GATE, VariantController
-from flexq.kueue.state import KueueState
 from flexq.kueue.workload import ts
 from flexq.loop.core import EventLoop
 from flexq.loop.rng import Rngs
@@ -263,7 +263,7 @@ def reconcile_once(parent: dict | None, variants: list[dict] = (), *, name: str 
         store.create(v, keep_status=True)
     loop = EventLoop(clock)
     ctx = Context(store=store, loop=loop, rngs=Rngs(0), logs=PodLogs(None))
-    state = KueueState(store, clock.now)
+    state = KueueCache(store, clock.now)
     state.start()
     ctrl = VariantController(ctx, state)
     key = ("default", name or (parent or {}).get("metadata", {}).get("name", "non-existing"))

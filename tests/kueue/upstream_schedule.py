@@ -3,8 +3,8 @@
 Upstream's table runs exactly one ``scheduler.schedule`` over a cache and queue manager fed with the
 test's objects, then compares the admissions written, the workloads left in the active heaps
 (``wantLeft``) and in the inadmissible lists (``wantInadmissibleLeft``), the preempted workloads and
-the condition messages. ``run_cycle`` does the same against flexq's ``KueueState`` and ``Scheduler``:
-the objects go into a store, the state loads them, one ``Scheduler.cycle`` runs, and a ``Result``
+the condition messages. ``run_cycle`` does the same against flexq's ``KueueCache`` and ``Scheduler``:
+the objects go into a store, the cache loads them, one ``Scheduler.cycle`` runs, and a ``Result``
 reads the outcome back.
 
 The shared fixture is upstream's: flavors ``default``, ``on-demand``, ``spot``, ``model-a``,
@@ -23,8 +23,8 @@ from typing import Any
 from flexq.api.kinds import default_registry
 from flexq.clock import VirtualClock
 from flexq.errors import Invalid
+from flexq.kueue.cache import KueueCache
 from flexq.kueue.scheduler import Scheduler
-from flexq.kueue.state import KueueState
 from flexq.kueue.workload import find_condition
 from flexq.store import Store
 
@@ -99,7 +99,7 @@ class Result:
     """What one cycle left behind."""
 
     store: Store
-    state: KueueState
+    cache: KueueCache
     sched: Scheduler
 
     def wl(self, ref: str) -> dict:
@@ -126,12 +126,12 @@ class Result:
 
     def left(self) -> dict[str, list[str]]:
         """``wantLeft``: workloads in the active heaps, per ClusterQueue."""
-        return {n: sorted(q.items) for n, q in self.state.queues.cluster_queues.items() if q.items}
+        return {n: sorted(q.items) for n, q in self.cache.queues.cluster_queues.items() if q.items}
 
     def inadmissible(self) -> dict[str, list[str]]:
         """``wantInadmissibleLeft``."""
         return {
-            n: sorted(q.inadmissible) for n, q in self.state.queues.cluster_queues.items() if q.inadmissible
+            n: sorted(q.inadmissible) for n, q in self.cache.queues.cluster_queues.items() if q.inadmissible
         }
 
     def preempted(self) -> set[str]:
@@ -195,7 +195,7 @@ def run_cycle(
         except Invalid:  # as above: "Admitted-Workload-1", "admitted_a"
             store.create(w, keep_status=True, validate=False)
     clock.set(NOW)
-    state = KueueState(store, clock.now)
+    state = KueueCache(store, clock.now)
     state.start()
     sched = Scheduler(state, store, state.events)
     for _ in range(cycles):

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 from flexq.api.kueue_webhooks import validate_concurrent_admission_policy
 from flexq.errors import AlreadyExists, Conflict, NotFound
-from flexq.kueue.state import KueueState
+from flexq.kueue.cache import KueueCache
 from flexq.kueue.workload import (
     find_condition,
     has_quota_reservation,
@@ -244,11 +244,11 @@ def generate_variant(parent: Mapping, flavor: str) -> dict:
     }
 
 
-def webhook(state: KueueState):
+def webhook(cache: KueueCache):
     """The ClusterQueue rules of ``validateConcurrentAdmissionPolicy``, enforced only while the gate is on."""
 
     def check(new: dict, old: dict | None) -> list:
-        if not state.config.gate(GATE):
+        if not cache.config.gate(GATE):
             return []
         return validate_concurrent_admission_policy(new)
 
@@ -265,18 +265,18 @@ class VariantController(Controller):
 
     name = "concurrent-admission-controller"
 
-    def __init__(self, ctx, state: KueueState) -> None:
+    def __init__(self, ctx, cache: KueueCache) -> None:
         super().__init__(ctx)
-        self.state = state
-        self.events = state.events
+        self.cache = cache
+        self.events = cache.events
         self._flavors: dict[str, list[str]] = {}
-        self.store.add_webhook("ClusterQueue", webhook(state))
+        self.store.add_webhook("ClusterQueue", webhook(cache))
 
     def watches(self) -> list[Watch]:
         return [Watch("Workload", self._of_workload), Watch("ClusterQueue", self._of_cq)]
 
     def _of_workload(self, ev) -> list:
-        if not self.state.config.gate(GATE):
+        if not self.cache.config.gate(GATE):
             return []
         wl = ev.object
         ns = wl["metadata"].get("namespace", "")
@@ -296,22 +296,22 @@ class VariantController(Controller):
             self._flavors.pop(name, None)
         else:
             self._flavors[name] = new
-        if ev.type != "MODIFIED" or old is None or old == new or not self.state.config.gate(GATE):
+        if ev.type != "MODIFIED" or old is None or old == new or not self.cache.config.gate(GATE):
             return []
         return parents_for_cluster_queue(
-            self.state.local_queues.values(), self.state.workloads.values(), name
+            self.cache.local_queues.values(), self.cache.workloads.values(), name
         )
 
     # -- Reconcile --------------------------------------------------------------------------------
     def reconcile(self, key: tuple[str, str]) -> Result | None:
-        if not self.state.config.gate(GATE):
+        if not self.cache.config.gate(GATE):
             return None
         ns, name = key
         parent = self.store.try_get("Workload", name, ns)
         if parent is None or not is_parent(parent):
             return None
         variants = self._variants(parent)
-        cq_name = self.state.queues.cluster_queue_for(parent)
+        cq_name = self.cache.queues.cluster_queue_for(parent)
         cq = self.store.try_get("ClusterQueue", cq_name or "") if cq_name else None
         if cq is None:
             return None

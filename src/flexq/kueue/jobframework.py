@@ -20,9 +20,9 @@ from __future__ import annotations
 import hashlib
 
 from flexq.api.wellknown import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from flexq.kueue.cache import KueueCache
 from flexq.kueue.job_adapters import JobAdapter
 from flexq.kueue.podset import PodSetMergeError, from_podset, infos_for
-from flexq.kueue.state import KueueState
 from flexq.kueue.workload import (
     find_condition,
     has_quota_reservation,
@@ -69,10 +69,10 @@ def workload_name(kind: str, group: str, name: str, uid: str, extra: str = "") -
 class JobController(Controller):
     """Reconciles one job kind against its Workload(s)."""
 
-    def __init__(self, ctx, state: KueueState, adapter: type[JobAdapter]) -> None:
+    def __init__(self, ctx, cache: KueueCache, adapter: type[JobAdapter]) -> None:
         super().__init__(ctx)
-        self.state, self.adapter = state, adapter
-        self.events = state.events
+        self.cache, self.adapter = cache, adapter
+        self.events = cache.events
         self.kind = adapter.kind
         self.name = f"kueue-job-{adapter.kind.lower()}"
 
@@ -97,10 +97,10 @@ class JobController(Controller):
             return None
         job = self.adapter(obj)
         labels = obj["metadata"].get("labels") or {}
-        if job.skip() or not (labels.get(QUEUE_LABEL) or self.state.config.manage_jobs_without_queue_name):
+        if job.skip() or not (labels.get(QUEUE_LABEL) or self.cache.config.manage_jobs_without_queue_name):
             return None
         now = self.ctx.now()
-        elastic = job.elastic(self.state.config.gate("ElasticJobsViaWorkloadSlices"))
+        elastic = job.elastic(self.cache.config.gate("ElasticJobsViaWorkloadSlices"))
         # 1. find (or fix up) this job's workload
         wl = self._ensure_one_workload(job, elastic, now)
         if wl is not None and is_true(wl, "Finished"):
@@ -122,7 +122,7 @@ class JobController(Controller):
         if wl is None:
             return self._no_workload(job, elastic, now)
         # 4. PodsReady
-        if self.state.config.wait_for_pods_ready and self._sync_pods_ready(job, wl, now):
+        if self.cache.config.wait_for_pods_ready and self._sync_pods_ready(job, wl, now):
             return None
         # 5. eviction: stop the job, then release the quota once it is inactive
         ev = find_condition(wl, "Evicted")
@@ -225,7 +225,7 @@ class JobController(Controller):
     ) -> dict:
         obj = job.obj
         md = obj["metadata"]
-        elastic = job.elastic(self.state.config.gate("ElasticJobsViaWorkloadSlices"))
+        elastic = job.elastic(self.cache.config.gate("ElasticJobsViaWorkloadSlices"))
         extra = job.name_extra() if elastic else ""
         if replaces is not None:
             extra += f"_{len(self._owned(obj))}"
@@ -324,7 +324,7 @@ class JobController(Controller):
     def _start(self, job: JobAdapter, wl: dict, now: float) -> None:
         job = self._writable(job)
         try:
-            infos = infos_for(wl, self.state.flavors)
+            infos = infos_for(wl, self.cache.flavors)
             job.run_with(infos)
         except (PodSetMergeError, ValueError) as exc:
             set_condition(wl, "Finished", True, "FailedToStart", str(exc), now)

@@ -29,7 +29,7 @@ from flexq.kueue.workload import find_condition, is_true, key, parse_ts
 from flexq.store.store import WatchEvent
 
 if TYPE_CHECKING:
-    from flexq.kueue.state import KueueState
+    from flexq.kueue.cache import KueueCache
 
 __all__ = ["KueueMetrics", "exponential_buckets", "GO_DEFAULT_BUCKETS", "KUEUE_VERSION"]
 
@@ -171,8 +171,8 @@ def queued_wait(wl: dict, now: float) -> float:
 class KueueMetrics:
     """The metrics of one cluster's Kueue (a collector on the registry ``registry``)."""
 
-    def __init__(self, state: KueueState, registry: Any) -> None:
-        self.state = state
+    def __init__(self, cache: KueueCache, registry: Any) -> None:
+        self.cache = cache
         self.counters: dict[str, dict[tuple[str, ...], float]] = {n: {} for n in COUNTERS}
         self.histograms: dict[str, dict[tuple[str, ...], _Histogram]] = {n: {} for n in HISTOGRAMS}
         # per workload: (QuotaReserved, Admitted, Finished, evictions per (reason, cause), admitted CQ)
@@ -203,7 +203,7 @@ class KueueMetrics:
         self.inc("preempted_workloads_total", (preempting_cq, reason))
 
     def on_event(self, ev: WatchEvent) -> None:
-        """Follows Workload writes (a ``KueueState`` hook) and records what each transition means."""
+        """Follows Workload writes (a ``KueueCache`` hook) and records what each transition means."""
         if ev.kind != "Workload" and ev.object.get("kind") != "Workload":
             return
         wl = ev.object
@@ -224,7 +224,7 @@ class KueueMetrics:
             old = (False, False, False, {}, "")
         if old is None:
             return  # first sight of a workload (a restart): nothing new happened
-        now = self.state.now()
+        now = self.cache.now()
         pc = priority_class(wl)
         ns, lq = wl["metadata"].get("namespace", ""), (wl.get("spec") or {}).get("queueName", "")
         if qr and not old[0] and cq:
@@ -262,7 +262,7 @@ class KueueMetrics:
                 if lq:
                     self.inc("local_queue_evicted_workloads_total", (lq, ns, reason, cause, pc), extra)
         if fin and not old[2]:
-            fcq = cq or old[4] or self.state.queues.local_queues.get(f"{ns}/{lq}", "")
+            fcq = cq or old[4] or self.cache.queues.local_queues.get(f"{ns}/{lq}", "")
             if fcq:
                 self.inc("finished_workloads_total", (fcq, pc))
             if lq:
@@ -294,7 +294,7 @@ class KueueMetrics:
             yield fam
 
     def _gauges(self) -> Iterator[Metric]:
-        s = self.state
+        s = self.cache
         info = GaugeMetricFamily(
             "kueue_build_info",
             "Kueue build information. 1 labeled by git version, git "
@@ -340,7 +340,7 @@ class KueueMetrics:
             yield from self._resource_gauges(cq_names)
 
     def _workload_gauges(self, cq_names: list[str]) -> Iterator[Metric]:
-        s, role = self.state, [ROLE]
+        s, role = self.cache, [ROLE]
         reserving = dict.fromkeys(cq_names, 0)
         admitted = dict.fromkeys(cq_names, 0)
         finished = dict.fromkeys(cq_names, 0)
@@ -473,7 +473,7 @@ class KueueMetrics:
             yield fam
 
     def _queue_gauges(self, cq_names: list[str]) -> Iterator[Metric]:
-        s, role = self.state, [ROLE]
+        s, role = self.cache, [ROLE]
         status = GaugeMetricFamily(
             "kueue_cluster_queue_status",
             "Reports 'cluster_queue' with its 'status' (with "
@@ -532,14 +532,14 @@ class KueueMetrics:
         seen: set[str] = set()
         while cohort not in seen:
             seen.add(cohort)
-            parent = ((self.state.cohorts.get(cohort) or {}).get("spec") or {}).get("parentName")
+            parent = ((self.cache.cohorts.get(cohort) or {}).get("spec") or {}).get("parentName")
             if not parent:
                 break
             cohort = parent
         return cohort
 
     def _resource_gauges(self, cq_names: list[str]) -> Iterator[Metric]:
-        s, role = self.state, [ROLE]
+        s, role = self.cache, [ROLE]
         labels = ["cohort", "cluster_queue", "flavor", "resource", "replica_role"]
         fams = {n: GaugeMetricFamily("kueue_" + n, h, labels=labels) for n, h in RESOURCE_GAUGES.items()}
         snap = s.snapshot()

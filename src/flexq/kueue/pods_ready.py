@@ -29,9 +29,9 @@ from __future__ import annotations
 from random import Random
 
 from flexq.kueue import concurrent_admission as ca
+from flexq.kueue.cache import KueueCache
 from flexq.kueue.config import KueueConfig
 from flexq.kueue.podset import PODSET_LABEL
-from flexq.kueue.state import KueueState
 from flexq.kueue.workload import (
     backoff_seconds,
     find_condition,
@@ -111,12 +111,12 @@ class PodsScheduledTracker(Controller):
 
     name = "kueue-pods-scheduled"
 
-    def __init__(self, ctx, state: KueueState) -> None:
+    def __init__(self, ctx, cache: KueueCache) -> None:
         super().__init__(ctx)
-        self.state = state
+        self.cache = cache
 
     def _on(self) -> bool:
-        return self.state.config.unscheduled_timeout > 0
+        return self.cache.config.unscheduled_timeout > 0
 
     def watches(self) -> list[Watch]:
         return [Watch("Workload", self._of_workload), Watch("Pod", self._of_pod)]
@@ -152,7 +152,7 @@ class PodsScheduledTracker(Controller):
         ns = ev.object["metadata"].get("namespace", "")
         chain = self._chain(ev.object, ns)
         out = []
-        for k, wl in self.state.workloads.items():
+        for k, wl in self.cache.workloads.items():
             if not k.startswith(ns + "/"):
                 continue
             if any(r.get("uid") in chain for r in wl["metadata"].get("ownerReferences") or []):
@@ -187,7 +187,7 @@ class PodsScheduledTracker(Controller):
         cur = self.store.peek("Workload", name, ns)
         if cur is None or is_true(cur, "Finished") or not is_admitted(cur):
             return None
-        if self.state.config.gate(ca.GATE) and ca.is_variant(cur):
+        if self.cache.config.gate(ca.GATE) and ca.is_variant(cur):
             return None  # a Variant's pods belong to its Parent's job; the Parent is tracked
         wl = status_copy(cur)
         now = self.ctx.now()

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from flexq.api.jsoncopy import clone
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
 from flexq.errors import AlreadyExists, Invalid
+from flexq.kueue.cache import PROVISIONING_CONTROLLER, KueueCache
 from flexq.kueue.podset import infos_for, merge_into_template
-from flexq.kueue.state import PROVISIONING_CONTROLLER, KueueState
 from flexq.kueue.workload import (
     backoff_seconds,
     find_condition,
@@ -181,9 +181,9 @@ class ProvisioningCheckController(Controller):
 
     name = "kueue-provisioning-admissioncheck"
 
-    def __init__(self, ctx, state: KueueState) -> None:
+    def __init__(self, ctx, cache: KueueCache) -> None:
         super().__init__(ctx)
-        self.events = state.events
+        self.events = cache.events
 
     def watches(self) -> list[Watch]:
         return [
@@ -226,10 +226,10 @@ class ProvisioningController(Controller):
 
     name = "kueue-provisioning"
 
-    def __init__(self, ctx, state: KueueState) -> None:
+    def __init__(self, ctx, cache: KueueCache) -> None:
         super().__init__(ctx)
-        self.state = state
-        self.events = state.events
+        self.cache = cache
+        self.events = cache.events
         self._check_controllers: dict[str, str] = {}  # AdmissionCheck -> controllerName, as last seen
         self._config_specs: dict[str, tuple] = {}  # ProvisioningRequestConfig -> what its requests copy
 
@@ -253,7 +253,7 @@ class ProvisioningController(Controller):
     def _workloads_using(self, checks: set[str]) -> list[tuple[str, str]]:
         """``WorkloadsWithAdmissionCheckKey``: workloads with one of ``checks`` in ``status.admissionChecks``."""
         out = []
-        for wl in self.state.workloads.values():
+        for wl in self.cache.workloads.values():
             if any(c.get("name") in checks for c in (wl.get("status") or {}).get("admissionChecks") or []):
                 out.append((wl["metadata"]["namespace"], wl["metadata"]["name"]))
         return sorted(out)
@@ -286,7 +286,7 @@ class ProvisioningController(Controller):
         if ev.type == "MODIFIED" and old == now:
             return []
         users = set()
-        for ac in self.state.checks.values():  # AdmissionCheckUsingConfigKey
+        for ac in self.cache.checks.values():  # AdmissionCheckUsingConfigKey
             ref = (ac.get("spec") or {}).get("parameters") or {}
             if (
                 ref.get("apiGroup") == "kueue.x-k8s.io"
@@ -300,7 +300,7 @@ class ProvisioningController(Controller):
         """Provisioning checks of the workload → their config (None when missing)."""
         out = {}
         for c in (wl.get("status") or {}).get("admissionChecks") or []:
-            ac = self.state.checks.get(c["name"]) or self.store.try_get("AdmissionCheck", c["name"])
+            ac = self.cache.checks.get(c["name"]) or self.store.try_get("AdmissionCheck", c["name"])
             if ac is None or (ac.get("spec") or {}).get("controllerName") != PROVISIONING_CONTROLLER:
                 continue
             ref = (ac.get("spec") or {}).get("parameters") or {}
@@ -311,7 +311,7 @@ class ProvisioningController(Controller):
 
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
-        seen = self.state.workloads.get(f"{ns}/{name}")
+        seen = self.cache.workloads.get(f"{ns}/{name}")
         if (
             seen is not None
             and not (seen.get("status") or {}).get("admissionChecks")
@@ -334,7 +334,7 @@ class ProvisioningController(Controller):
             if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])
         ]
         if finished or evicted:
-            if finished or self.state.config.gate("CleanupProvisioningRequestsOnEviction"):
+            if finished or self.cache.config.gate("CleanupProvisioningRequestsOnEviction"):
                 for p in owned:
                     self.store.delete("ProvisioningRequest", p["metadata"]["name"], ns)
             return None
@@ -511,7 +511,7 @@ class ProvisioningController(Controller):
         }
         infos = {
             i.name: i
-            for i in infos_for({**wl, "status": {"admission": wl["status"]["admission"]}}, self.state.flavors)
+            for i in infos_for({**wl, "status": {"admission": wl["status"]["admission"]}}, self.cache.flavors)
         }
         pod_sets = []
         for ps, _psa, count in required:

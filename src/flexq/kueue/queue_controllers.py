@@ -14,10 +14,10 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
+from flexq.kueue.cache import KueueCache
 from flexq.kueue.resources import from_resource_value
 from flexq.kueue.scheduler import Scheduler
 from flexq.kueue.snapshot import parse_resource_groups
-from flexq.kueue.state import KueueState
 from flexq.kueue.workload import is_admitted, set_condition
 from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import clone
@@ -38,12 +38,12 @@ class SchedulerController(Controller):
 
     name = "kueue-scheduler"
 
-    def __init__(self, ctx, state: KueueState) -> None:
+    def __init__(self, ctx, cache: KueueCache) -> None:
         super().__init__(ctx)
-        self.state = state
-        self.events = state.events
-        self.scheduler = Scheduler(state, ctx.store, state.events)
-        state.hooks.schedule = lambda: self.enqueue("cycle")
+        self.cache = cache
+        self.events = cache.events
+        self.scheduler = Scheduler(cache, ctx.store, cache.events)
+        cache.hooks.schedule = lambda: self.enqueue("cycle")
 
     def reconcile(self, key: object) -> Result | None:
         if self.scheduler.cycle(self.ctx.now()):
@@ -56,26 +56,26 @@ class RequeuerController(Controller):
 
     name = "kueue-requeuer"
 
-    def __init__(self, ctx, state: KueueState) -> None:
+    def __init__(self, ctx, cache: KueueCache) -> None:
         super().__init__(ctx)
-        self.state = state
-        self.events = state.events
-        state.hooks.flush = self.notify
+        self.cache = cache
+        self.events = cache.events
+        cache.hooks.flush = self.notify
 
     def notify(self, names: set[str]) -> None:
         """``NotifyRetryInadmissible``."""
-        q = self.state.queues
+        q = self.cache.queues
         for n in names:
             root = q.root_of(n)
             self.enqueue_after(("cohort", root) if root else ("cq", n), REQUEUE_BATCH_PERIOD)
 
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         kind, name = key
-        q = self.state.queues
+        q = self.cache.queues
         names = {n for n in q.cluster_queues if q.root_of(n) == name} if kind == "cohort" else {name}
-        moved = q.flush(names, self.ctx.now(), self.state.namespace_labels)
+        moved = q.flush(names, self.ctx.now(), self.cache.namespace_labels)
         if moved:
-            self.state.hooks.schedule()
+            self.cache.hooks.schedule()
         for n in names:
             at = q.cluster_queues[n].next_requeue_at() if n in q.cluster_queues else None
             if at is not None and at > self.ctx.now():
@@ -130,30 +130,30 @@ class ClusterQueueStatusController(Controller):
 
     name = "kueue-clusterqueue"
 
-    def __init__(self, ctx, state: KueueState) -> None:
+    def __init__(self, ctx, cache: KueueCache) -> None:
         super().__init__(ctx)
-        self.state = state
-        self.events = state.events
-        state.hooks.cq_status = lambda n: self.enqueue_after(n, UPDATES_BATCH_PERIOD)
+        self.cache = cache
+        self.events = cache.events
+        cache.hooks.cq_status = lambda n: self.enqueue_after(n, UPDATES_BATCH_PERIOD)
         self._groups: dict = {}
 
     def watches(self) -> list[Watch]:
         return [Watch("ClusterQueue", lambda ev: [ev.object["metadata"]["name"]])]
 
     def reconcile(self, key: str) -> Result | None:
-        cached = self.state.cqs.get(key)
+        cached = self.cache.cqs.get(key)
         if cached is None:
             return None
         cq = {"metadata": cached["metadata"], "status": clone(cached.get("status") or {})}
         now = self.ctx.now()
-        infos = [i for i in self.state.reserving.values() if i.cluster_queue == key]
-        inactive = self.state.inactive_reason(key)
+        infos = [i for i in self.cache.reserving.values() if i.cluster_queue == key]
+        inactive = self.cache.inactive_reason(key)
         if inactive is None:
             set_condition(cq, "Active", True, "Ready", "Can admit new workloads", now)
         else:
             set_condition(cq, "Active", False, inactive[0], inactive[1], now)
         st = cq.setdefault("status", {})
-        st["pendingWorkloads"] = self.state.queues.pending(key)
+        st["pendingWorkloads"] = self.cache.queues.pending(key)
         st["reservingWorkloads"] = len(infos)
         st["admittedWorkloads"] = sum(1 for i in infos if is_admitted(i.obj))
         st["flavorsReservation"] = _usage_lists(cached, infos, False, True, self._groups)
@@ -167,11 +167,11 @@ class LocalQueueStatusController(Controller):
 
     name = "kueue-localqueue"
 
-    def __init__(self, ctx, state: KueueState) -> None:
+    def __init__(self, ctx, cache: KueueCache) -> None:
         super().__init__(ctx)
-        self.state = state
-        self.events = state.events
-        state.hooks.lq_status = lambda ns, n: self.enqueue_after((ns, n), UPDATES_BATCH_PERIOD)
+        self.cache = cache
+        self.events = cache.events
+        cache.hooks.lq_status = lambda ns, n: self.enqueue_after((ns, n), UPDATES_BATCH_PERIOD)
         self._groups: dict = {}
 
     def watches(self) -> list[Watch]:
@@ -179,17 +179,17 @@ class LocalQueueStatusController(Controller):
 
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         ns, name = key
-        cached = self.state.local_queues.get(f"{ns}/{name}")
+        cached = self.cache.local_queues.get(f"{ns}/{name}")
         if cached is None:
             return None
         lq = {"metadata": cached["metadata"], "status": clone(cached.get("status") or {})}
         now = self.ctx.now()
         spec = cached.get("spec") or {}
         cq_name = spec.get("clusterQueue", "")
-        cq = self.state.cqs.get(cq_name)
+        cq = self.cache.cqs.get(cq_name)
         if (spec.get("stopPolicy") or "None") != "None":
             set_condition(lq, "Active", False, "Stopped", "LocalQueue is stopped", now)
-        elif cq is None or self.state.inactive_reason(cq_name) is not None:
+        elif cq is None or self.cache.inactive_reason(cq_name) is not None:
             set_condition(
                 lq,
                 "Active",
@@ -202,11 +202,11 @@ class LocalQueueStatusController(Controller):
             set_condition(lq, "Active", True, "Ready", "Can submit new workloads to localQueue", now)
         infos = [
             i
-            for i in self.state.reserving.values()
+            for i in self.cache.reserving.values()
             if i.obj["metadata"].get("namespace") == ns and (i.obj.get("spec") or {}).get("queueName") == name
         ]
         st = lq.setdefault("status", {})
-        st["pendingWorkloads"] = self.state.queues.pending_in_local_queue(ns, name)
+        st["pendingWorkloads"] = self.cache.queues.pending_in_local_queue(ns, name)
         st["reservingWorkloads"] = len(infos)
         st["admittedWorkloads"] = sum(1 for i in infos if is_admitted(i.obj))
         if cq is not None:

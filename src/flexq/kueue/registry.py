@@ -1,6 +1,6 @@
 """The explicit list of what flexq.kueue contributes to a twin (style rule 6: one list, no side effects).
 
-``controllers(ctx)`` returns this package's controllers for one cluster, all sharing one ``KueueState``
+``controllers(ctx)`` returns this package's controllers for one cluster, all sharing one ``KueueCache``
 (Kueue's cache and queue manager); ``bootstrap(store)`` seeds objects a fresh cluster has (idempotent);
 ``executors(settings)`` returns pod executors (none here).
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flexq.kueue.cache import KueueCache
 from flexq.kueue.concurrent_admission import VariantController
 from flexq.kueue.job_adapters import JOB_ADAPTERS
 from flexq.kueue.jobframework import JobController
@@ -21,27 +22,26 @@ from flexq.kueue.queue_controllers import (
     RequeuerController,
     SchedulerController,
 )
-from flexq.kueue.state import KueueState
 from flexq.kueue.workload_controller import WorkloadController
 from flexq.runtime import Context, Controller, TwinSettings
 from flexq.runtime.executor import PodExecutor
 from flexq.store import Store
 
 
-class _StateStarter(Controller):
-    """Starts the shared state after every controller has installed its hooks."""
+class _CacheStarter(Controller):
+    """Starts the shared cache after every controller has installed its hooks."""
 
     name = "kueue-cache"
 
-    def __init__(self, ctx: Context, state: KueueState) -> None:
+    def __init__(self, ctx: Context, cache: KueueCache) -> None:
         super().__init__(ctx)
-        self.state = state
+        self.cache = cache
 
     def start(self) -> None:
-        self.state.start()
+        self.cache.start()
 
     def stop(self) -> None:
-        self.state.stop()
+        self.cache.stop()
 
     def reconcile(self, key: Any) -> None:
         return None
@@ -49,21 +49,21 @@ class _StateStarter(Controller):
 
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
-    state = KueueState(ctx.store, ctx.now)
-    state.metrics = KueueMetrics(state, ctx.metrics)
-    state.hooks.extra.append(state.metrics.on_event)
+    cache = KueueCache(ctx.store, ctx.now)
+    cache.metrics = KueueMetrics(cache, ctx.metrics)
+    cache.hooks.extra.append(cache.metrics.on_event)
     out: list[Controller] = [
-        SchedulerController(ctx, state),
-        RequeuerController(ctx, state),
-        WorkloadController(ctx, state),
-        PodsScheduledTracker(ctx, state),
-        ClusterQueueStatusController(ctx, state),
-        LocalQueueStatusController(ctx, state),
+        SchedulerController(ctx, cache),
+        RequeuerController(ctx, cache),
+        WorkloadController(ctx, cache),
+        PodsScheduledTracker(ctx, cache),
+        ClusterQueueStatusController(ctx, cache),
+        LocalQueueStatusController(ctx, cache),
     ]
-    out += [ProvisioningCheckController(ctx, state), ProvisioningController(ctx, state)]
-    out.append(VariantController(ctx, state))
-    out += [JobController(ctx, state, adapter) for adapter in JOB_ADAPTERS.values()]
-    out.append(_StateStarter(ctx, state))
+    out += [ProvisioningCheckController(ctx, cache), ProvisioningController(ctx, cache)]
+    out.append(VariantController(ctx, cache))
+    out += [JobController(ctx, cache, adapter) for adapter in JOB_ADAPTERS.values()]
+    out.append(_CacheStarter(ctx, cache))
     return out
 
 

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 
 from flexq.errors import Conflict, NotFound
 from flexq.kueue import concurrent_admission as ca
+from flexq.kueue.cache import KueueCache
 from flexq.kueue.flavorassigner import Assignment, AssignmentState, FlavorAssigner, Mode
 from flexq.kueue.matching import label_selector_matches
 from flexq.kueue.preemption import Target, cq_path, get_targets, make_oracle, preemption_message
 from flexq.kueue.resources import format_requests
 from flexq.kueue.snapshot import ClusterQueueSnapshot, Snapshot
-from flexq.kueue.state import KueueState
 from flexq.kueue.workload import (
     WorkloadInfo,
     admission_checks_for,
@@ -118,10 +118,10 @@ def evict(
 
 
 class Scheduler:
-    """Runs scheduling cycles over ``KueueState`` and writes the outcome to the store."""
+    """Runs scheduling cycles over ``KueueCache`` and writes the outcome to the store."""
 
-    def __init__(self, state: KueueState, store, recorder: EventRecorder) -> None:
-        self.state, self.store, self.events = state, store, recorder
+    def __init__(self, cache: KueueCache, store, recorder: EventRecorder) -> None:
+        self.cache, self.store, self.events = cache, store, recorder
         self.cycle_no = 0
         self.admitted = 0
         self._issued = 0
@@ -131,13 +131,13 @@ class Scheduler:
     def cycle(self, now: float) -> bool:
         """Run one cycle; True when another should follow right away."""
         self.cycle_no += 1
-        before = self.state.queues.shape()
+        before = self.cache.queues.shape()
         # 1. Get the heads from the queues, one per active ClusterQueue.
-        heads = self.state.queues.heads()
+        heads = self.cache.queues.heads()
         if not heads:
             return False
         # 2. Take a snapshot of the cache.
-        snap = self.state.snapshot()
+        snap = self.cache.snapshot()
         # 3. Calculate requirements (flavors, borrowing, preemption targets).
         entries, inadmissible = self.nominate(heads, snap, now)
         # 4. Order: non-borrowing first, then priority, then queue-order timestamp.
@@ -159,13 +159,13 @@ class Scheduler:
                 self.requeue_and_update(e, now)
         for e in inadmissible:
             self.requeue_and_update(e, now)
-        if self.state.metrics is not None:  # metrics.AdmissionAttempt, at the end of a cycle that had heads
-            self.state.metrics.admission_attempt(
-                any(e.status == "assumed" for e in entries), self.state.now() - now
+        if self.cache.metrics is not None:  # metrics.AdmissionAttempt, at the end of a cycle that had heads
+            self.cache.metrics.admission_attempt(
+                any(e.status == "assumed" for e in entries), self.cache.now() - now
             )
         if self._issued:
             progress = True
-        return progress or before != self.state.queues.shape()
+        return progress or before != self.cache.queues.shape()
 
     # 3. nominate ------------------------------------------------------------------------------------
     def nominate(
@@ -175,7 +175,7 @@ class Scheduler:
         for h in heads:
             e = Entry(h, snap.cq(h.cluster_queue))
             wl = h.obj
-            if h.key in self.state.reserving:
+            if h.key in self.cache.reserving:
                 continue
             if has_retry_checks(wl) or has_rejected_checks(wl):
                 e.msg, e.reason = "The workload has failed admission checks", "PendingEvaluation"
@@ -185,7 +185,7 @@ class Scheduler:
                 e.msg, e.reason = f"ClusterQueue {h.cluster_queue} not found", "Misconfigured"
             elif not label_selector_matches(
                 e.cq.namespace_selector,
-                self.state.namespace_labels(wl["metadata"].get("namespace", "")) or {},
+                self.cache.namespace_labels(wl["metadata"].get("namespace", "")) or {},
             ):
                 e.msg, e.reason = "workload namespace doesn't match ClusterQueue selector", "Misconfigured"
                 e.requeue_reason = "NamespaceMismatch"
@@ -212,7 +212,7 @@ class Scheduler:
         fa = FlavorAssigner(
             info, cq, snap.resource_flavors, make_oracle(snap, now), e.replaced, self.cycle_no
         )
-        fa.concurrent_admission = self.state.config.gate(ca.GATE)
+        fa.concurrent_admission = self.cache.config.gate(ca.GATE)
         a = fa.assign()
         targets: list[Target] = []
         if e.replaced is not None:
@@ -231,7 +231,7 @@ class Scheduler:
         ref = ((info.obj["metadata"].get("annotations")) or {}).get(SLICE_REPLACEMENT_FOR)
         if not ref:
             return None
-        old = self.state.reserving.get(ref)
+        old = self.cache.reserving.get(ref)
         if old is None or old.cluster_queue != info.cluster_queue:
             return None
         cq = snap.cq(old.cluster_queue)
@@ -241,7 +241,7 @@ class Scheduler:
     def process(self, e: Entry, snap: Snapshot, preempted: set[str], now: float) -> None:
         a, cq = e.assignment, e.cq
         assert a is not None and cq is not None  # nominated entries have both
-        gate = self.state.config.gate(ca.GATE)
+        gate = self.cache.config.gate(ca.GATE)
         if (
             gate
             and ca.is_variant(e.info.obj)
@@ -295,8 +295,8 @@ class Scheduler:
                 e.requeue_reason = "PendingPreemption"
             return
         if (
-            self.state.config.wait_for_pods_ready
-            and self.state.config.block_admission
+            self.cache.config.wait_for_pods_ready
+            and self.cache.config.block_admission
             and not self._all_ready()
         ):
             e.status, e.reason = "skipped", "WaitingForPodsReady"
@@ -378,7 +378,7 @@ class Scheduler:
         return out
 
     def _all_ready(self) -> bool:
-        for info in self.state.reserving.values():
+        for info in self.cache.reserving.values():
             c = find_condition(info.obj, "PodsReady")
             if c is None or c.get("status") != "True":
                 return False
@@ -413,15 +413,15 @@ class Scheduler:
                     msg,
                     now,
                     prepare=prep,
-                    merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"),
+                    merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
                 )
             except (Conflict, NotFound):
                 continue
             if out is None:
                 continue
             self._issued += 1
-            if self.state.metrics is not None:
-                self.state.metrics.preemption(e.info.cluster_queue, t.reason)
+            if self.cache.metrics is not None:
+                self.cache.metrics.preemption(e.info.cluster_queue, t.reason)
             priorities = (
                 f"preemptor effective priority: {e.info.priority} (base: {e.info.priority}, boost: 0); "
                 f"preemptee effective priority: {t.info.priority} (base: {t.info.priority}, boost: 0)"
@@ -458,7 +458,7 @@ class Scheduler:
             return
         e.status = "assumed"
         self.admitted += 1
-        self.state.queues.forget_head(e.info)
+        self.cache.queues.forget_head(e.info)
         created = parse_ts(wl["metadata"].get("creationTimestamp"))
         rq = find_condition(wl, "Requeued")
         queued = parse_ts(rq["lastTransitionTime"]) if rq else created
@@ -496,7 +496,7 @@ class Scheduler:
     def requeue_and_update(self, e: Entry, now: float) -> None:
         if e.status and not e.requeue_reason:
             e.requeue_reason = "FailedAfterNomination"
-        self.state.queues.requeue_workload(e.info, e.requeue_reason, now)
+        self.cache.queues.requeue_workload(e.info, e.requeue_reason, now)
         if e.status not in ("", "skipped", "preemptionGated"):
             return
         cur = self.store.peek("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])

@@ -18,9 +18,9 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 from __future__ import annotations
 
 from flexq.kueue import concurrent_admission as ca
+from flexq.kueue.cache import KueueCache
 from flexq.kueue.pods_ready import admitted_not_ready, requeue_wait
 from flexq.kueue.scheduler import evict
-from flexq.kueue.state import KueueState
 from flexq.kueue.workload import (
     admission_checks_for,
     find_condition,
@@ -56,10 +56,10 @@ class WorkloadController(Controller):
 
     name = "kueue-workload"
 
-    def __init__(self, ctx, state: KueueState) -> None:
+    def __init__(self, ctx, cache: KueueCache) -> None:
         super().__init__(ctx)
-        self.state = state
-        self.events = state.events
+        self.cache = cache
+        self.events = cache.events
         self._generations: dict[tuple, object] = {}
 
     def watches(self) -> list[Watch]:
@@ -79,9 +79,9 @@ class WorkloadController(Controller):
             return []
         name = ev.object["metadata"]["name"]
         out = []
-        for k, wl in self.state.workloads.items():
+        for k, wl in self.cache.workloads.items():
             adm = (wl.get("status") or {}).get("admission") or {}
-            if adm.get("clusterQueue") == name or self.state.queues.cluster_queue_for(wl) == name:
+            if adm.get("clusterQueue") == name or self.cache.queues.cluster_queue_for(wl) == name:
                 out.append(tuple(k.split("/", 1)))
         return out
 
@@ -92,7 +92,7 @@ class WorkloadController(Controller):
         md = ev.object["metadata"]
         return [
             tuple(k.split("/", 1))
-            for k, wl in self.state.workloads.items()
+            for k, wl in self.cache.workloads.items()
             if k.startswith(md.get("namespace", "") + "/")
             and (wl.get("spec") or {}).get("queueName") == md["name"]
         ]
@@ -110,11 +110,11 @@ class WorkloadController(Controller):
             done, res = step(wl, now)
             if done:
                 return res
-        lq = self.state.local_queues.get(f"{ns}/{(wl.get('spec') or {}).get('queueName', '')}")
-        cq_name = self.state.queues.cluster_queue_for(wl)
+        lq = self.cache.local_queues.get(f"{ns}/{(wl.get('spec') or {}).get('queueName', '')}")
+        cq_name = self.cache.queues.cluster_queue_for(wl)
         if has_quota_reservation(wl):
             cq_name = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", cq_name)
-        cq = self.state.cqs.get(cq_name or "")
+        cq = self.cache.cqs.get(cq_name or "")
         if cq is not None and self._sync_checks(wl, cq, now):
             return None
         if not is_admitted(wl) and self._sync_unadmitted(wl, lq, cq, now):
@@ -171,9 +171,9 @@ class WorkloadController(Controller):
     def _label_parent(self, wl: dict) -> bool:
         """ConcurrentAdmission: a workload of a ClusterQueue with a policy that is neither Parent nor Variant
         gets the Parent label (``SetParentVariantLabel``)."""
-        if not self.state.config.gate(ca.GATE) or ca.is_parent(wl) or ca.is_variant(wl):
+        if not self.cache.config.gate(ca.GATE) or ca.is_parent(wl) or ca.is_variant(wl):
             return False
-        if not self.state.concurrent_admission_enabled(self.state.queues.cluster_queue_for(wl) or ""):
+        if not self.cache.concurrent_admission_enabled(self.cache.queues.cluster_queue_for(wl) or ""):
             return False
         out = dict(wl)
         out["metadata"] = dict(wl["metadata"])
@@ -194,7 +194,7 @@ class WorkloadController(Controller):
                 f"{kind}Stopped",
                 f"The {kind} is stopped",
                 now,
-                merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"),
+                merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
             )
             return True
         if q is None or q["metadata"].get("deletionTimestamp"):
@@ -280,7 +280,7 @@ class WorkloadController(Controller):
                 now,
                 cause,
                 prepare=prep,
-                merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"),
+                merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
             )
             return True, None
         if st.get("requeueState"):
@@ -293,13 +293,13 @@ class WorkloadController(Controller):
         """``isDisabledRequeuedBy{Local,Cluster}QueueStopped``: the stopped queue runs again."""
         if reason == "LocalQueueStopped":
             md = wl["metadata"]
-            lq = self.state.local_queues.get(
+            lq = self.cache.local_queues.get(
                 f"{md.get('namespace', '')}/{(wl.get('spec') or {}).get('queueName', '')}"
             )
             if lq is not None and ((lq.get("spec") or {}).get("stopPolicy") or "None") == "None":
                 return "LocalQueueRestarted", "The LocalQueue was restarted after being stopped"
         if reason == "ClusterQueueStopped":
-            cq = self.state.cqs.get(self.state.queues.cluster_queue_for(wl) or "")
+            cq = self.cache.cqs.get(self.cache.queues.cluster_queue_for(wl) or "")
             if cq is not None and ((cq.get("spec") or {}).get("stopPolicy") or "None") == "None":
                 return "ClusterQueueRestarted", "The ClusterQueue was restarted after being stopped"
         return None
@@ -313,7 +313,7 @@ class WorkloadController(Controller):
 
     def _sync_checks(self, wl: dict, cq: dict, now: float) -> bool:
         """``reconcileSyncAdmissionChecks``: add applicable checks as Pending, drop the rest."""
-        if self.state.config.gate(ca.GATE) and ca.is_parent(wl):
+        if self.cache.config.gate(ca.GATE) and ca.is_parent(wl):
             return False  # Parents have no admission checks: their Variants run them
         spec = cq.get("spec") or {}
         all_flavors = {f["name"] for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []}
@@ -375,13 +375,13 @@ class WorkloadController(Controller):
                 "Misconfigured",
                 f"ClusterQueue {(lq.get('spec') or {}).get('clusterQueue', '')} doesn't exist",
             )
-        if self.state.inactive_reason(cq["metadata"]["name"]) is not None:
+        if self.cache.inactive_reason(cq["metadata"]["name"]) is not None:
             return "Suspended", f"ClusterQueue {cq['metadata']['name']} is inactive"
         return None
 
     def _check_based_eviction(self, wl: dict, now: float) -> bool:
         """``reconcileCheckBasedEviction``: Rejected → deactivation target; Retry → eviction."""
-        if self.state.config.gate(ca.GATE) and ca.is_parent(wl):
+        if self.cache.config.gate(ca.GATE) and ca.is_parent(wl):
             return False
         if is_evicted(wl):
             return False
@@ -411,14 +411,14 @@ class WorkloadController(Controller):
                 "AdmissionCheck",
                 f"Evicted due to {checks_message(retry, 'Retry')}",
                 now,
-                merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"),
+                merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
             )
             return True
         return False
 
     def _pods_ready_timeout(self, wl: dict, now: float) -> Result | None:
         """``reconcileNotReadyTimeout`` (waitForPodsReady; the timer is ``pods_ready.admitted_not_ready``)."""
-        cfg = self.state.config
+        cfg = self.cache.config
         if cfg.gate(ca.GATE) and ca.is_variant(wl):
             return None  # the Parent's PodsReady counts; the controller copies it to the admitted Variant
         if not is_active(wl) or is_evicted(wl):
@@ -461,6 +461,6 @@ class WorkloadController(Controller):
             now,
             cause,
             prepare=prep,
-            merge_patch=self.state.config.gate("WorkloadRequestUseMergePatch"),
+            merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
         )
         return None

@@ -56,9 +56,9 @@ class MinimalKueue:
         self.manager.start()
 
     @property
-    def state(self):
-        """The shared Kueue state (cache + queues)."""
-        return self.controllers[0].state
+    def cache(self):
+        """The shared Kueue cache (with its queue manager)."""
+        return self.controllers[0].cache
 
     def now(self) -> float:
         return self.loop.now()

@@ -1,6 +1,6 @@
 """Kueue's in-memory view of one cluster: the scheduler cache and the queue manager, fed by watches.
 
-Owns: ``KueueState`` — ClusterQueues, Cohorts, ResourceFlavors, AdmissionChecks, LocalQueues and
+Owns: ``KueueCache`` — ClusterQueues, Cohorts, ResourceFlavors, AdmissionChecks, LocalQueues and
 namespace labels as last seen; the workloads holding quota (``reserving``, as ``WorkloadInfo`` from
 their admission); the pending queues (``QueueManager``); the manager configuration (ConfigMap
 ``kueue-manager-config``); ClusterQueue activeness (Kueue's ``Active`` condition rules: missing
@@ -31,7 +31,7 @@ from flexq.kueue.workload import (
 from flexq.runtime.controller import EventRecorder
 from flexq.store.store import Store, Subscription, WatchEvent
 
-__all__ = ["Hooks", "KueueState", "PROVISIONING_CONTROLLER"]
+__all__ = ["Hooks", "KueueCache", "PROVISIONING_CONTROLLER"]
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 KINDS = [
@@ -57,7 +57,7 @@ class Hooks:
     extra: list[Callable[[WatchEvent], None]] = field(default_factory=list)
 
 
-class KueueState:
+class KueueCache:
     """Cache + queue manager of one cluster."""
 
     def __init__(self, store: Store, now: Callable[[], float]) -> None:
