@@ -36,7 +36,7 @@ CLUSTER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["get", "update", "patch"]},
     {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "update", "patch"]},
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    {"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["list"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "get", "create", "patch"]},
 ]
 

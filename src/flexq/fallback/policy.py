@@ -33,8 +33,10 @@ import json
 import logging
 import re
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from typing import Any
 
+from flexq.api.quantity import QuantityError, parse_quantity
 from flexq.fallback.api import ClusterAPI, Conflict, NotFound
 
 log = logging.getLogger("flexq.fallback")
@@ -64,6 +66,7 @@ class FallbackConfig:
     backoff_seconds: float = 300.0  # first backoff of a stocked-out flavor (the cluster autoscaler's 5 min)
     max_backoff_seconds: float = 1800.0  # backoff cap (the cluster autoscaler's 30 min)
     move_started: bool = False  # also move jobs whose pods on the flavor have started
+    hedge: bool = True  # a moved job still waiting on plan B goes back when its plan-A flavor can take it
     assume_after_seconds: float | None = None  # also count pods unscheduled this long as stocked out (off)
     all_queues: bool = False  # act on every LocalQueue, not only those labelled fallback.flexq.dev/enabled
     dry_run: bool = False
@@ -91,7 +94,7 @@ class Breaker:
 class Action:
     """What a pass did (or, dry, would do)."""
 
-    verb: str  # evict, move, steer, unsteer, trip, probe, probe-failed, recover
+    verb: str  # evict, move, return, returned, steer, unsteer, trip, probe, probe-failed, recover
     target: str  # namespace/name of the job or the flavor
     message: str
 
@@ -133,6 +136,51 @@ def _duration(seconds: float) -> str:
     h, rem = divmod(s, 3600)
     m, s = divmod(rem, 60)
     return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+RETURN_SETTLE_SECONDS = 60.0  # a job sent back is given this long to be re-admitted before the next one goes
+
+
+def _q(value: Any) -> Fraction:
+    try:
+        return parse_quantity(value if isinstance(value, (str, int, float)) else str(value))
+    except (QuantityError, ValueError):
+        return Fraction(0)
+
+
+def _requests(pod_spec: dict) -> dict[str, Fraction]:
+    """A pod's effective requests: the sum of its containers' (limits stand in for missing requests), at least
+    each init container's."""
+    out: dict[str, Fraction] = {}
+    for c in pod_spec.get("containers") or []:
+        res = c.get("resources") or {}
+        for r, q in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
+            out[r] = out.get(r, Fraction(0)) + _q(q)
+    for c in pod_spec.get("initContainers") or []:
+        res = c.get("resources") or {}
+        for r, q in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
+            out[r] = max(out.get(r, Fraction(0)), _q(q))
+    return {r: q for r, q in out.items() if q > 0}
+
+
+def _place(nodes: list[dict[str, Fraction]], pods: list[dict[str, Fraction]]) -> bool:
+    """First-fit the pods onto what is left of the nodes (taking it); False if one does not fit."""
+    ok = True
+    for req in pods:
+        for left in nodes:
+            if all(left.get(r, Fraction(0)) >= q for r, q in req.items()):
+                for r, q in req.items():
+                    left[r] = left.get(r, Fraction(0)) - q
+                break
+        else:
+            ok = False
+    return ok
+
+
+def _pod_terminal(pod: dict) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or bool(
+        pod["metadata"].get("deletionTimestamp")
+    )
 
 
 def pod_templates(job: dict) -> dict[str, dict]:
@@ -244,10 +292,17 @@ class FallbackPolicy:
         }
         self.cqs = cqs
         wls = self._workloads(queues)
+        self._wls = wls
+        self._nodes_cache: list[dict] | None = None
         self._live = {w.key for w in wls}
         before = {f: asdict(b) for f, b in self.breakers.items()}
+        self._stuck: dict[str, set[str]] = {}
+        self._free: dict[str, list[dict[str, Fraction]]] | None = None
         self._evidence(wls, now, actions)
+        self._recoveries(now, actions)
         self._moves(wls, now, actions)
+        if self.cfg.hedge:
+            self._returns(wls, now, actions)
         self._steer(wls, now, actions)
         if {f: asdict(b) for f, b in self.breakers.items()} != before:
             self._save()
@@ -344,9 +399,10 @@ class FallbackPolicy:
                     continue
                 flavor = where[1]
                 sched = _cond(pod, "PodScheduled")
-                if sched is not None and sched.get("status") == "True":
-                    self._recover(flavor, w, _ts(sched.get("lastTransitionTime")) or now, now, actions)
-                    continue
+                if (sched is not None and sched.get("status") == "True") or (pod.get("spec") or {}).get(
+                    "nodeName"
+                ):
+                    continue  # (a pod on a node that was already up says nothing about new capacity)
                 for ev in events[ns].get(pod["metadata"].get("uid") or "", []):
                     msg = ev.get("message") or ""
                     if not self.capacity.search(msg) and not (
@@ -357,6 +413,7 @@ class FallbackPolicy:
                         _ts(ev.get("firstTimestamp") or ev.get("eventTime") or ev.get("lastTimestamp")) or now
                     )
                     first = max(first, admitted_at)
+                    self._stuck.setdefault(w.key, set()).add(flavor)
                     m = _CODE.search(msg)
                     code = (
                         m.group(1)
@@ -377,6 +434,11 @@ class FallbackPolicy:
                     and now - admitted_at >= self.cfg.assume_after_seconds
                 ):
                     seen[flavor] = (admitted_at, "Unschedulable", "pods unscheduled since admission", w)
+                if (
+                    self.cfg.assume_after_seconds is not None
+                    and now - admitted_at >= self.cfg.assume_after_seconds
+                ):
+                    self._stuck.setdefault(w.key, set()).add(flavor)
         for flavor, (first, code, msg, w) in sorted(seen.items()):
             if now - first < self.cfg.grace_seconds:
                 continue
@@ -441,27 +503,43 @@ class FallbackPolicy:
         prc = self.api.get("ProvisioningRequestConfig", params.get("name", ""))
         return ((prc or {}).get("spec") or {}).get("provisioningClassName")
 
-    def _recover(
-        self, flavor: str, w: _Workload, scheduled_at: float, now: float, actions: list[Action]
-    ) -> None:
-        b = self.breakers.get(flavor)
-        if b is None or scheduled_at < b.since:
+    def _recoveries(self, now: float, actions: list[Action]) -> None:
+        """A breaker closes on the first scale-up of its flavor that succeeds: a Node with the flavor's labels
+        created after the stock-out began (the autoscaler got a VM), whichever job asked for it."""
+        if not self.breakers:
             return
-        del self.breakers[flavor]
-        actions.append(
-            Action(
-                "recover",
-                flavor,
-                f"{flavor} has capacity again ({w.key} got nodes) after "
-                f"{_duration(now - b.since)}; new jobs use it",
+        for flavor, b in sorted(self.breakers.items()):
+            labels = self.flavors.get(flavor) or {}
+            if not labels:
+                continue
+            new = [
+                n
+                for n in self._nodes()
+                if all((n["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())
+                and (_ts(n["metadata"].get("creationTimestamp")) or 0.0) >= b.since
+            ]
+            if not new:
+                continue
+            del self.breakers[flavor]
+            node = min(
+                new, key=lambda n: (n["metadata"].get("creationTimestamp") or "", n["metadata"]["name"])
             )
-        )
-        self._emit(
-            w,
-            "Normal",
-            "FallbackRecovered",
-            f"{flavor} has capacity again after {_duration(now - b.since)}: new jobs use it again",
-        )
+            actions.append(
+                Action(
+                    "recover",
+                    flavor,
+                    f"{flavor} has capacity again (node {node['metadata']['name']} created) after "
+                    f"{_duration(now - b.since)}; new jobs use it",
+                )
+            )
+            w = next((x for x in self._wls if b.probe and x.key == b.probe), None)
+            if w is not None:
+                self._emit(
+                    w,
+                    "Normal",
+                    "FallbackRecovered",
+                    f"{flavor} has capacity again after {_duration(now - b.since)}: new jobs use it again",
+                )
 
     # -- 2. moves ---------------------------------------------------------------------------------
     def _next_flavor(self, cq_name: str, skip: set[str]) -> str | None:
@@ -484,8 +562,12 @@ class FallbackPolicy:
             if move and move.get("step") == "deactivating":
                 self._finish_move(w, job, move, now, actions)
                 continue
+            if move and move.get("step") == "returning":
+                self._finish_return(w, job, move, now, actions)
+                continue
             if (
                 move
+                and move.get("step") in ("moved", "returned")
                 and move.get("workloadUID") == w.obj["metadata"].get("uid")
                 and w.obj["spec"].get("active") is False
                 and not _true(w.obj, "QuotaReserved")
@@ -505,12 +587,28 @@ class FallbackPolicy:
                     continue
                 if self._started(w, flavor) and not self.cfg.move_started:
                     continue
+                if not self._stuck_on(w, flavor):
+                    continue  # its own pods have not been refused capacity (yet): it may well get nodes
                 target = self._next_flavor(w.cq, {flavor})
                 if target is None:
                     continue
                 sets = sorted(p for p, fs in w.assigned.items() if flavor in fs)
                 self._start_move(w, job, flavor, target, sets, now, actions)
                 break
+
+    def _stuck_on(self, w: _Workload, flavor: str) -> bool:
+        """This workload's own evidence: its pods on the flavor were refused a scale-up for capacity (or the
+        autoscaler backs off from the flavor's stock-out), or its capacity check on the flavor failed. A breaker
+        alone does not move a job: the stock-out may have ended since, and the job's pods find out in seconds."""
+        if flavor in self._stuck.get(w.key, ()):
+            return True
+        cq = self.cqs.get(w.cq) or {}
+        strategy = ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+        on_flavor = {r.get("name") for r in strategy if flavor in (r.get("onFlavors") or [])}
+        return any(
+            c.get("name") in on_flavor and c.get("state") in ("Retry", "Rejected")
+            for c in (w.obj.get("status") or {}).get("admissionChecks") or []
+        )
 
     def _probe(self, flavor: str, w: _Workload, now: float, actions: list[Action]) -> bool:
         """Once the flavor's backoff has ended, one workload tries it (True: ``w`` is that probe)."""
@@ -618,6 +716,226 @@ class FallbackPolicy:
     @staticmethod
     def _suspended(job: dict) -> bool:
         return bool((job.get("spec") or {}).get("suspend"))
+
+    # -- 2b. hedge: back to plan A -----------------------------------------------------------------
+    def _returns(self, wls: list[_Workload], now: float, actions: list[Action]) -> None:
+        """A job moved off a flavor and still waiting for its plan B (quota reserved there, its provisioning
+        not granted: the job is suspended, no pod exists) goes back to the flavor as soon as the flavor can
+        take it at once: the flavor's quota is free and its nodes, up and idle, fit the moved pod sets; or
+        the flavor has no breaker any more (its stock-out is over: the autoscaler will make the nodes). Its
+        wait becomes the sooner of the two plans, without running pods on both. Oldest moves first; one at a
+        time per flavor until Kueue has re-admitted it (no two jobs promised the same nodes)."""
+        waiting: list[tuple[float, str, _Workload, dict, dict]] = []
+        busy: set[str] = set()  # flavors with a return in flight
+        for w in wls:
+            if w.job is None:
+                continue
+            job = self.api.get(w.job[0], w.job[2], w.job[1])
+            if job is None:
+                continue
+            move = self._move_state(job)
+            flavor = move.get("from", "")
+            if not flavor:
+                continue
+            if move.get("step") == "returning" or (
+                move.get("step") == "returned"
+                and now - float(move.get("at") or 0.0) < RETURN_SETTLE_SECONDS
+                and not any(flavor in fs for fs in w.assigned.values())
+            ):
+                busy.add(flavor)
+                continue
+            if move.get("step") != "moved" or flavor not in self._restricted_flavors(job):
+                continue
+            if not self._waiting_on_plan_b(w, job, flavor):
+                continue
+            waiting.append((float(move.get("at") or 0.0), w.key, w, job, move))
+        for _at, _key, w, job, move in sorted(waiting, key=lambda t: (t[0], t[1])):
+            flavor = move["from"]
+            if flavor in busy:
+                continue
+            sets = [p for p in move.get("podSets") or [] if p]
+            needs = self._pod_set_needs(w, sets)
+            if not needs or not self._quota_free(w.cq, flavor, needs):
+                continue
+            b = self.breakers.get(flavor)
+            if b is None:
+                why = f"{flavor} is no longer stocked out"
+            elif self._fits_free_nodes(flavor, needs):
+                why = f"{flavor} has idle nodes for it"
+            else:
+                continue
+            busy.add(flavor)
+            self._start_return(w, job, move, why, now, actions)
+
+    def _waiting_on_plan_b(self, w: _Workload, job: dict, flavor: str) -> bool:
+        """Quota reserved on another flavor, not admitted yet (its provisioning request not granted), the job
+        suspended and without pods: nothing has started, nothing is lost but the place in plan B's queue."""
+        if not _true(w.obj, "QuotaReserved") or w.obj["spec"].get("active") is False:
+            return False
+        if _true(w.obj, "Admitted") or _true(w.obj, "PodsReady") or not self._suspended(job):
+            return False
+        if any(flavor in fs for fs in w.assigned.values()):
+            return False
+        if any(c.get("state") == "Ready" for c in (w.obj.get("status") or {}).get("admissionChecks") or []):
+            return False
+        return not any(not _pod_terminal(p) for p in w.pods)
+
+    def _start_return(
+        self, w: _Workload, job: dict, move: dict, why: str, now: float, actions: list[Action]
+    ) -> None:
+        flavor, target = move.get("from", ""), move.get("to", "")
+        actions.append(
+            Action("return", w.key, f"{why}: deactivating {w.obj['metadata']['name']} to move it back")
+        )
+        if self.cfg.dry_run:
+            return
+        back = {
+            **move,
+            "step": "returning",
+            "at": now,
+            "workload": w.obj["metadata"]["name"],
+            "workloadUID": w.obj["metadata"].get("uid", ""),
+            "returns": int(move.get("returns") or 0) + 1,
+        }
+        if not self._annotate(job, {ANN_MOVE: json.dumps(back, sort_keys=True)}):
+            return
+        with contextlib.suppress(NotFound):
+            self.api.merge_patch(
+                "Workload",
+                w.obj["metadata"]["name"],
+                w.obj["metadata"].get("namespace"),
+                {"spec": {"active": False}},
+            )
+        self._emit(
+            w,
+            "Normal",
+            "FallbackReturning",
+            f"{why} while {target} has not provisioned yet: moving the job back to {flavor}",
+        )
+
+    def _finish_return(self, w: _Workload, job: dict, move: dict, now: float, actions: list[Action]) -> None:
+        """Deactivated to go back: once Kueue has evicted it, lift the restriction and delete the Workload
+        (Kueue makes a new one from the job and scans the flavors in order again)."""
+        if _true(w.obj, "QuotaReserved") or not self._suspended(job):
+            return
+        flavor, target = move.get("from", ""), move.get("to", "")
+        msg = f"{flavor} can take it before {target} provisioned → moved back to {flavor}"
+        actions.append(Action("returned", w.key, msg))
+        if self.cfg.dry_run:
+            return
+        job = json.loads(json.dumps(job))
+        key, value = self._flavor_label(flavor)
+        for spec in pod_templates(job).values():
+            unrestrict(spec, key, value)
+        anns = job["metadata"].setdefault("annotations", {})
+        anns[ANN_MOVE] = json.dumps({**move, "step": "returned", "at": now}, sort_keys=True)
+        anns[ANN_MOVED] = msg
+        try:
+            self.api.replace(job)
+        except (Conflict, NotFound):
+            return
+        self.api.delete("Workload", w.obj["metadata"]["name"], w.obj["metadata"].get("namespace"))
+        self._emit(w, "Normal", "FallbackReturned", msg)
+
+    # -- capacity: quota and idle nodes of a flavor --------------------------------------------------
+    def _nodes(self) -> list[dict]:
+        if self._nodes_cache is None:
+            self._nodes_cache = self.api.list("Node")
+        return self._nodes_cache
+
+    def _pod_set_needs(self, w: _Workload, sets: list[str]) -> list[tuple[int, dict[str, Fraction]]]:
+        """(count, requests of one pod) of the workload's pod sets named."""
+        out = []
+        for ps in (w.obj.get("spec") or {}).get("podSets") or []:
+            if ps.get("name") in sets:
+                out.append(
+                    (int(ps.get("count") or 1), _requests((ps.get("template") or {}).get("spec") or {}))
+                )
+        return out
+
+    def _quota_free(self, cq_name: str, flavor: str, needs: list[tuple[int, dict[str, Fraction]]]) -> bool:
+        cq = self.cqs.get(cq_name) or {}
+        nominal: dict[str, Fraction] = {}
+        covered: set[str] = set()
+        for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+            for f in rg.get("flavors") or []:
+                if f.get("name") == flavor:
+                    covered |= set(rg.get("coveredResources") or [])
+                    for r in f.get("resources") or []:
+                        nominal[r["name"]] = _q(r.get("nominalQuota"))
+        if not covered:
+            return False
+        used: dict[str, Fraction] = {}
+        for fu in (cq.get("status") or {}).get("flavorsReservation") or []:
+            if fu.get("name") == flavor:
+                for r in fu.get("resources") or []:
+                    used[r["name"]] = _q(r.get("total"))
+        total: dict[str, Fraction] = {}
+        for count, req in needs:
+            for r, q in req.items():
+                if r in covered:
+                    total[r] = total.get(r, Fraction(0)) + q * count
+        return all(used.get(r, Fraction(0)) + q <= nominal.get(r, Fraction(0)) for r, q in total.items())
+
+    def _free_nodes(self, flavor: str) -> list[dict[str, Fraction]]:
+        """What is left on each node of the flavor (up, not cordoned, not being removed) once the pods bound to
+        it and the pods still to come of workloads admitted on the flavor are counted."""
+        if self._free is None:
+            self._free = {}
+        if flavor in self._free:
+            return self._free[flavor]
+        labels = self.flavors.get(flavor) or {}
+        nodes = [
+            n
+            for n in self._nodes()
+            if labels
+            and all((n["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())
+            and not n["metadata"].get("deletionTimestamp")
+            and not (n.get("spec") or {}).get("unschedulable")
+            and not any(
+                t.get("key") == "ToBeDeletedByClusterAutoscaler"
+                for t in (n.get("spec") or {}).get("taints") or []
+            )
+        ]
+        free = {
+            n["metadata"]["name"]: {
+                r: _q(v) for r, v in ((n.get("status") or {}).get("allocatable") or {}).items()
+            }
+            for n in nodes
+        }
+        if free:
+            for pod in self.api.list("Pod"):
+                node = (pod.get("spec") or {}).get("nodeName")
+                if node in free and not _pod_terminal(pod):
+                    for r, q in _requests(pod.get("spec") or {}).items():
+                        free[node][r] = free[node].get(r, Fraction(0)) - q
+        left = [free[k] for k in sorted(free)]
+        # pods still to come on the flavor: the unbound part of each workload admitted there
+        for w in self._wls:
+            if not _true(w.obj, "QuotaReserved") or w.obj["spec"].get("active") is False:
+                continue
+            sets = [ps for ps, fs in w.assigned.items() if flavor in fs]
+            for count, req in self._pod_set_needs(w, sets):
+                bound = sum(
+                    1
+                    for p in w.pods
+                    if (p.get("spec") or {}).get("nodeName")
+                    and not _pod_terminal(p)
+                    and (self._pod_flavor(w, p) or ("", ""))[1] == flavor
+                    and _requests(p.get("spec") or {}) == req
+                )
+                _place(left, [req] * max(0, count - bound))
+        self._free[flavor] = left
+        return left
+
+    def _fits_free_nodes(self, flavor: str, needs: list[tuple[int, dict[str, Fraction]]]) -> bool:
+        left = [dict(n) for n in self._free_nodes(flavor)]
+        pods = [req for count, req in needs for _ in range(count)]
+        if not pods or not _place(left, pods):
+            return False
+        assert self._free is not None
+        self._free[flavor] = left  # promised to this job for the rest of the pass
+        return True
 
     # -- 3. steering ------------------------------------------------------------------------------
     def _first_flavor(self, w: _Workload) -> list[str]:
