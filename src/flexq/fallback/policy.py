@@ -44,6 +44,9 @@ log = logging.getLogger("flexq.fallback")
 OPT_IN_LABEL = "fallback.flexq.dev/enabled"  # on a LocalQueue: "true" lets the policy move its jobs
 ANN_MOVE = "fallback.flexq.dev/move"  # on a job: the move in progress or done (JSON)
 ANN_MOVED = "fallback.flexq.dev/moved"  # on a job: what happened, in one line
+ANN_QUOTA = (
+    "fallback.flexq.dev/quota"  # on a ClusterQueue: the nominal quotas capped while a flavor is out (JSON)
+)
 MANAGER = "flexq-fallback"
 DWS_CLASS = "queued-provisioning.gke.io"  # DWS waiting is plan B doing its job, not a stock-out
 CAPACITY_PATTERN = (
@@ -67,6 +70,8 @@ class FallbackConfig:
     max_backoff_seconds: float = 1800.0  # backoff cap (the cluster autoscaler's 30 min)
     move_started: bool = False  # also move jobs whose pods on the flavor have started
     hedge: bool = True  # a moved job still waiting on plan B goes back when its plan-A flavor can take it
+    hedge_queued: bool = True  # so does a job Kueue itself put on plan B while plan A is stocked out
+    cap_quota: bool = True  # while a flavor's backoff runs, its quota is capped to what its nodes up can hold
     assume_after_seconds: float | None = None  # also count pods unscheduled this long as stocked out (off)
     all_queues: bool = False  # act on every LocalQueue, not only those labelled fallback.flexq.dev/enabled
     dry_run: bool = False
@@ -146,6 +151,21 @@ def _q(value: Any) -> Fraction:
         return parse_quantity(value if isinstance(value, (str, int, float)) else str(value))
     except (QuantityError, ValueError):
         return Fraction(0)
+
+
+def _fmt(q: Fraction) -> str:
+    """A quantity as Kubernetes writes it (whole numbers plain, the rest in milli-units, rounded down)."""
+    if q.denominator == 1:
+        return str(q.numerator)
+    return f"{int(q * 1000)}m"
+
+
+def _json_map(text: str | None) -> dict[str, dict[str, Any]]:
+    try:
+        doc = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return {k: dict(v) for k, v in doc.items() if isinstance(v, dict)} if isinstance(doc, dict) else {}
 
 
 def _requests(pod_spec: dict) -> dict[str, Fraction]:
@@ -304,6 +324,8 @@ class FallbackPolicy:
         if self.cfg.hedge:
             self._returns(wls, now, actions)
         self._steer(wls, now, actions)
+        if self.cfg.cap_quota:
+            self._caps(set(queues.values()), now, actions)
         if {f: asdict(b) for f, b in self.breakers.items()} != before:
             self._save()
         return actions
@@ -735,8 +757,6 @@ class FallbackPolicy:
                 continue
             move = self._move_state(job)
             flavor = move.get("from", "")
-            if not flavor:
-                continue
             if move.get("step") == "returning" or (
                 move.get("step") == "returned"
                 and now - float(move.get("at") or 0.0) < RETURN_SETTLE_SECONDS
@@ -744,11 +764,18 @@ class FallbackPolicy:
             ):
                 busy.add(flavor)
                 continue
-            if move.get("step") != "moved" or flavor not in self._restricted_flavors(job):
+            submitted = _ts(job["metadata"].get("creationTimestamp")) or 0.0
+            if move.get("step") == "moved" and flavor in self._restricted_flavors(job):
+                if self._waiting_on_plan_b(w, job, flavor):
+                    waiting.append((submitted, w.key, w, job, move))
                 continue
-            if not self._waiting_on_plan_b(w, job, flavor):
-                continue
-            waiting.append((float(move.get("at") or 0.0), w.key, w, job, move))
+            if self.cfg.hedge_queued and move.get("step") in (None, "returned"):
+                # placed on a later flavor by Kueue itself (the first one's quota was in use) while the first
+                # one is stocked out: its nodes that free up cannot be replaced, so a job waiting for plan B
+                # takes them (the flavor's breaker is the only trigger: without a stock-out nothing changes)
+                hedge = self._hedge_candidate(w)
+                if hedge is not None and self._waiting_on_plan_b(w, job, hedge["from"]):
+                    waiting.append((submitted, w.key, w, job, hedge))
         for _at, _key, w, job, move in sorted(waiting, key=lambda t: (t[0], t[1])):
             flavor = move["from"]
             if flavor in busy:
@@ -758,14 +785,38 @@ class FallbackPolicy:
             if not needs or not self._quota_free(w.cq, flavor, needs):
                 continue
             b = self.breakers.get(flavor)
-            if b is None:
+            if b is None and not move.get("hedged"):
                 why = f"{flavor} is no longer stocked out"
-            elif self._fits_free_nodes(flavor, needs):
+            elif b is not None and self._fits_free_nodes(flavor, needs):
                 why = f"{flavor} has idle nodes for it"
             else:
                 continue
             busy.add(flavor)
             self._start_return(w, job, move, why, now, actions)
+
+    def _hedge_candidate(self, w: _Workload) -> dict | None:
+        """For a workload Kueue put on a later flavor of a resource group whose earlier flavor is stocked out:
+        the move record of a hedge back to that earlier flavor (None if there is none)."""
+        cq = self.cqs.get(w.cq) or {}
+        for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+            names = [f.get("name") for f in rg.get("flavors") or []]
+            for _ps, flavors in sorted(w.assigned.items()):
+                for cur in sorted(flavors):
+                    if cur not in names:
+                        continue
+                    earlier = [
+                        f for f in names[: names.index(cur)] if f in self.breakers and self.flavors.get(f)
+                    ]
+                    if earlier:
+                        sets = sorted(p for p, fs in w.assigned.items() if cur in fs)
+                        return {
+                            "from": earlier[0],
+                            "to": cur,
+                            "podSets": sets,
+                            "step": "moved",
+                            "hedged": True,
+                        }
+        return None
 
     def _waiting_on_plan_b(self, w: _Workload, job: dict, flavor: str) -> bool:
         """Quota reserved on another flavor, not admitted yet (its provisioning request not granted), the job
@@ -819,7 +870,10 @@ class FallbackPolicy:
         if _true(w.obj, "QuotaReserved") or not self._suspended(job):
             return
         flavor, target = move.get("from", ""), move.get("to", "")
-        msg = f"{flavor} can take it before {target} provisioned → moved back to {flavor}"
+        msg = (
+            f"{flavor} can take it before {target} provisioned → moved "
+            f"{'' if move.get('hedged') else 'back '}to {flavor}"
+        )
         actions.append(Action("returned", w.key, msg))
         if self.cfg.dry_run:
             return
@@ -842,6 +896,20 @@ class FallbackPolicy:
         if self._nodes_cache is None:
             self._nodes_cache = self.api.list("Node")
         return self._nodes_cache
+
+    def _usable_nodes(self, labels: dict[str, str]) -> list[dict]:
+        return [
+            n
+            for n in self._nodes()
+            if labels
+            and all((n["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())
+            and not n["metadata"].get("deletionTimestamp")
+            and not (n.get("spec") or {}).get("unschedulable")
+            and not any(
+                t.get("key") == "ToBeDeletedByClusterAutoscaler"
+                for t in (n.get("spec") or {}).get("taints") or []
+            )
+        ]
 
     def _pod_set_needs(self, w: _Workload, sets: list[str]) -> list[tuple[int, dict[str, Fraction]]]:
         """(count, requests of one pod) of the workload's pod sets named."""
@@ -884,19 +952,7 @@ class FallbackPolicy:
             self._free = {}
         if flavor in self._free:
             return self._free[flavor]
-        labels = self.flavors.get(flavor) or {}
-        nodes = [
-            n
-            for n in self._nodes()
-            if labels
-            and all((n["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())
-            and not n["metadata"].get("deletionTimestamp")
-            and not (n.get("spec") or {}).get("unschedulable")
-            and not any(
-                t.get("key") == "ToBeDeletedByClusterAutoscaler"
-                for t in (n.get("spec") or {}).get("taints") or []
-            )
-        ]
+        nodes = self._usable_nodes(self.flavors.get(flavor) or {})
         free = {
             n["metadata"]["name"]: {
                 r: _q(v) for r, v in ((n.get("status") or {}).get("allocatable") or {}).items()
@@ -936,6 +992,75 @@ class FallbackPolicy:
         assert self._free is not None
         self._free[flavor] = left  # promised to this job for the rest of the pass
         return True
+
+    # -- 2c. steering at admission: the stocked-out flavor's quota capped to its nodes up -------------
+    def _caps(self, cq_names: set[str], now: float, actions: list[Action]) -> None:
+        """Kueue reserves quota the moment a Workload is created, before a pass can steer it; so while a flavor's
+        backoff runs, the ClusterQueue's nominal quota of that flavor is capped to what the flavor's nodes up
+        hold (idle ones, and those running jobs that will leave them): a new job gets the flavor only if a
+        node of it can take it, and otherwise goes straight to the next flavor, no move needed. When the
+        backoff ends (a probe may go) or the breaker closes, the quota the admin set is put back; the original
+        figures are kept in the ClusterQueue's ``fallback.flexq.dev/quota`` annotation until then."""
+        capacity: dict[str, dict[str, Fraction]] = {}
+        for name in sorted(cq_names):
+            cq = self.cqs.get(name)
+            if cq is None:
+                continue
+            saved = _json_map((cq["metadata"].get("annotations") or {}).get(ANN_QUOTA))
+            new = json.loads(json.dumps(cq))
+            changed: list[str] = []
+            for rg in (new.get("spec") or {}).get("resourceGroups") or []:
+                for f in rg.get("flavors") or []:
+                    flavor = f.get("name", "")
+                    b = self.breakers.get(flavor)
+                    capped = b is not None and b.open(now) and bool(self.flavors.get(flavor))
+                    orig = saved.get(flavor) or {}
+                    if not capped and not orig:
+                        continue
+                    if flavor not in capacity and capped:
+                        capacity[flavor] = self._flavor_capacity(flavor)
+                    for r in f.get("resources") or []:
+                        rname = r.get("name", "")
+                        if capped:
+                            base = orig.get(rname, r.get("nominalQuota"))
+                            cap = capacity[flavor].get(rname, Fraction(0))
+                            want = base if _q(base) <= cap else _fmt(cap)
+                            if rname not in orig:
+                                orig[rname] = base
+                        else:
+                            want = orig.get(rname, r.get("nominalQuota"))
+                        if str(r.get("nominalQuota")) != str(want):
+                            r["nominalQuota"] = want
+                            changed.append(f"{flavor}/{rname} {want}")
+                    if capped:
+                        saved[flavor] = orig
+                    else:
+                        saved.pop(flavor, None)
+            anns = new["metadata"].setdefault("annotations", {})
+            before = anns.get(ANN_QUOTA)
+            if saved:
+                anns[ANN_QUOTA] = json.dumps(saved, sort_keys=True)
+            else:
+                anns.pop(ANN_QUOTA, None)
+            if not changed and anns.get(ANN_QUOTA) == before:
+                continue
+            if changed:
+                actions.append(Action("quota", name, "nominal quota " + ", ".join(changed)))
+            if self.cfg.dry_run:
+                continue
+            try:
+                self.cqs[name] = self.api.replace(new)
+            except (Conflict, NotFound) as exc:
+                log.info("cluster queue %s changed meanwhile (%s); next pass", name, exc)
+
+    def _flavor_capacity(self, flavor: str) -> dict[str, Fraction]:
+        """What the flavor's usable nodes (up or coming up) can hold in all."""
+        labels = self.flavors.get(flavor) or {}
+        out: dict[str, Fraction] = {}
+        for n in self._usable_nodes(labels):
+            for r, v in ((n.get("status") or {}).get("allocatable") or {}).items():
+                out[r] = out.get(r, Fraction(0)) + _q(v)
+        return out
 
     # -- 3. steering ------------------------------------------------------------------------------
     def _first_flavor(self, w: _Workload) -> list[str]:
