@@ -605,9 +605,9 @@ class FallbackPolicy:
                 if not tripped:
                     continue
                 flavor = tripped[0]
-                if self._probe(flavor, w, now, actions):
-                    continue
                 if self._started(w, flavor) and not self.cfg.move_started:
+                    continue  # (nor is it a probe: pods already on nodes say nothing about new capacity)
+                if self._probe(flavor, w, now, actions):
                     continue
                 if not self._stuck_on(w, flavor):
                     continue  # its own pods have not been refused capacity (yet): it may well get nodes
@@ -765,16 +765,24 @@ class FallbackPolicy:
                 busy.add(flavor)
                 continue
             submitted = _ts(job["metadata"].get("creationTimestamp")) or 0.0
-            if move.get("step") == "moved" and flavor in self._restricted_flavors(job):
+            if move.get("step") == "moved" and (
+                move.get("hedged") or flavor in self._restricted_flavors(job)
+            ):
                 if self._waiting_on_plan_b(w, job, flavor):
                     waiting.append((submitted, w.key, w, job, move))
                 continue
             if self.cfg.hedge_queued and move.get("step") in (None, "returned"):
-                # placed on a later flavor by Kueue itself (the first one's quota was in use) while the first
-                # one is stocked out: its nodes that free up cannot be replaced, so a job waiting for plan B
-                # takes them (the flavor's breaker is the only trigger: without a stock-out nothing changes)
+                # placed on a later flavor by Kueue itself (the first one's quota in use, or capped) while the
+                # first one is stocked out: it waits for plan B because of the stock-out, so it gets a ticket
+                # back, like a moved job (the flavor's breaker is the only trigger: without a stock-out nothing
+                # changes)
                 hedge = self._hedge_candidate(w)
                 if hedge is not None and self._waiting_on_plan_b(w, job, hedge["from"]):
+                    hedge["at"] = now
+                    if not self.cfg.dry_run and not self._annotate(
+                        job, {ANN_MOVE: json.dumps(hedge, sort_keys=True)}
+                    ):
+                        continue
                     waiting.append((submitted, w.key, w, job, hedge))
         for _at, _key, w, job, move in sorted(waiting, key=lambda t: (t[0], t[1])):
             flavor = move["from"]
@@ -785,10 +793,24 @@ class FallbackPolicy:
             if not needs or not self._quota_free(w.cq, flavor, needs):
                 continue
             b = self.breakers.get(flavor)
-            if b is None and not move.get("hedged"):
+            if b is None:
                 why = f"{flavor} is no longer stocked out"
-            elif b is not None and self._fits_free_nodes(flavor, needs):
+            elif self._fits_free_nodes(flavor, needs):
                 why = f"{flavor} has idle nodes for it"
+            elif not b.open(now) and not (b.probe and b.probe in self._live):
+                # the backoff has ended and no job is trying the flavor: this one does (it loses only its
+                # place in plan B's queue if the flavor is still out, and it is moved again)
+                b.probe = w.key
+                why = f"{flavor}'s backoff ended"
+                actions.append(Action("probe", w.key, f"{why}: {w.key} tries it"))
+                if not self.cfg.dry_run:
+                    self._save()
+                    self._emit(
+                        w,
+                        "Normal",
+                        "FallbackProbe",
+                        f"{flavor} was stocked out ({b.code}); this job checks whether it is back",
+                    )
             else:
                 continue
             busy.add(flavor)
