@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from flexq import Twin
-from flexq.clock import format_time
 from flexq.cli import tutorial as T
+from flexq.clock import format_time
 from flexq.fallback.policy import OPT_IN_LABEL
 
 PROJECT = "demo-project"

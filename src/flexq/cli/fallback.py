@@ -29,9 +29,11 @@ CLUSTER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list", "patch", "delete"]},
     {
         "apiGroups": ["kueue.x-k8s.io"],
-        "resources": ["localqueues", "clusterqueues", "resourceflavors"],
+        "resources": ["localqueues", "resourceflavors"],
         "verbs": ["list"],
     },
+    # update: a stocked-out flavor's nominal quota is capped while its backoff runs, then put back
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["list", "update"]},
     {
         "apiGroups": ["kueue.x-k8s.io"],
         "resources": ["admissionchecks", "provisioningrequestconfigs"],
