@@ -112,6 +112,7 @@ class _Workload:
     job: tuple[str, str, str] | None  # (kind, namespace, name) of the owning job
     assigned: dict[str, set[str]] = field(default_factory=dict)  # pod set -> flavors
     pods: list[dict] = field(default_factory=list)
+    current: bool = True  # the job's newest active Workload (a job can briefly have an old, evicted one too)
 
 
 def _cond(obj: dict, ctype: str) -> dict | None:
@@ -195,6 +196,17 @@ def _place(nodes: list[dict[str, Fraction]], pods: list[dict[str, Fraction]]) ->
         else:
             ok = False
     return ok
+
+
+def _newer(a: _Workload, b: _Workload) -> bool:
+    """Whether ``a`` is the job's current Workload rather than ``b``: active first, then the newest."""
+
+    def rank(w: _Workload) -> tuple[bool, str, str]:
+        md = w.obj["metadata"]
+        active = (w.obj.get("spec") or {}).get("active") is not False
+        return (active, md.get("creationTimestamp") or "", md["name"])
+
+    return rank(a) > rank(b)
 
 
 def _pod_terminal(pod: dict) -> bool:
@@ -317,6 +329,7 @@ class FallbackPolicy:
         self._live = {w.key for w in wls}
         before = {f: asdict(b) for f, b in self.breakers.items()}
         self._stuck: dict[str, set[str]] = {}
+        self._touched: set[tuple[str, str, str] | None] = set()  # jobs acted on in this pass
         self._free: dict[str, list[dict[str, Fraction]]] | None = None
         self._evidence(wls, now, actions)
         self._recoveries(now, actions)
@@ -362,7 +375,17 @@ class FallbackPolicy:
                 w.assigned[psa.get("name", "")] = set((psa.get("flavors") or {}).values())
             out.append(w)
             if job is not None:
-                by_owner[job] = w
+                prev = by_owner.get(job)
+                if prev is None or _newer(w, prev):
+                    if prev is not None:
+                        prev.current = False
+                    by_owner[job] = w
+                else:
+                    w.current = False
+        self._uids_of_job: dict[tuple[str, str, str], set[str]] = {}
+        for w in out:
+            if w.job is not None:
+                self._uids_of_job.setdefault(w.job, set()).add(w.obj["metadata"].get("uid") or "")
         for ns in sorted({w.obj["metadata"].get("namespace") or "" for w in out}):
             for pod in self.api.list("Pod", ns):
                 owner = self._owner_workload(pod, by_owner)
@@ -581,11 +604,16 @@ class FallbackPolicy:
             if job is None:
                 continue
             move = self._move_state(job)
-            if move and move.get("step") == "deactivating":
-                self._finish_move(w, job, move, now, actions)
-                continue
-            if move and move.get("step") == "returning":
-                self._finish_return(w, job, move, now, actions)
+            uid = w.obj["metadata"].get("uid") or ""
+            if move and move.get("step") in ("deactivating", "returning"):
+                # the step belongs to the Workload it names; if that one is gone, to the job's current one
+                named = move.get("workloadUID") or ""
+                if named == uid or (w.current and named not in self._uids_of_job.get(w.job, set())):
+                    self._touched.add(w.job)
+                    if move["step"] == "deactivating":
+                        self._finish_move(w, job, move, now, actions)
+                    else:
+                        self._finish_return(w, job, move, now, actions)
                 continue
             if (
                 move
@@ -598,7 +626,13 @@ class FallbackPolicy:
                 # moved, but the pass that restricted the job died before deleting the evicted Workload
                 self.api.delete("Workload", w.obj["metadata"]["name"], w.obj["metadata"].get("namespace"))
                 continue
-            if not w.assigned or not (_true(w.obj, "QuotaReserved")) or w.obj["spec"].get("active") is False:
+            if (
+                not w.current
+                or w.job in self._touched
+                or not w.assigned
+                or not (_true(w.obj, "QuotaReserved"))
+                or w.obj["spec"].get("active") is False
+            ):
                 continue
             for _ps, flavors in sorted(w.assigned.items()):
                 tripped = sorted(f for f in flavors if f in self.breakers and self.breakers[f].probe != w.key)
@@ -615,6 +649,7 @@ class FallbackPolicy:
                 if target is None:
                     continue
                 sets = sorted(p for p, fs in w.assigned.items() if flavor in fs)
+                self._touched.add(w.job)
                 self._start_move(w, job, flavor, target, sets, now, actions)
                 break
 
@@ -750,7 +785,7 @@ class FallbackPolicy:
         waiting: list[tuple[float, str, _Workload, dict, dict]] = []
         busy: set[str] = set()  # flavors with a return in flight
         for w in wls:
-            if w.job is None:
+            if w.job is None or not w.current or w.job in self._touched:
                 continue
             job = self.api.get(w.job[0], w.job[2], w.job[1])
             if job is None:
@@ -814,6 +849,7 @@ class FallbackPolicy:
             else:
                 continue
             busy.add(flavor)
+            self._touched.add(w.job)
             self._start_return(w, job, move, why, now, actions)
 
     def _hedge_candidate(self, w: _Workload) -> dict | None:
@@ -1106,7 +1142,13 @@ class FallbackPolicy:
 
     def _steer(self, wls: list[_Workload], now: float, actions: list[Action]) -> None:
         for w in wls:
-            if w.job is None or _true(w.obj, "QuotaReserved") or w.obj["spec"].get("active") is False:
+            if (
+                w.job is None
+                or not w.current
+                or w.job in self._touched
+                or _true(w.obj, "QuotaReserved")
+                or w.obj["spec"].get("active") is False
+            ):
                 continue
             job = self.api.get(w.job[0], w.job[2], w.job[1])
             if job is None or not self._suspended(job):
