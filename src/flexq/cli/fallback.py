@@ -156,6 +156,9 @@ def config_from_args(args: argparse.Namespace) -> Any:
         backoff_seconds=args.backoff,
         max_backoff_seconds=args.max_backoff,
         move_started=args.move_started,
+        hedge=not args.no_hedge,
+        hedge_queued=not args.no_hedge,
+        cap_quota=not args.no_quota_cap,
         all_queues=args.all_queues,
         dry_run=args.dry_run,
         state_namespace=args.state_namespace,
@@ -269,6 +272,16 @@ def add_parser(sub: Any, kube_flags: Any) -> argparse.ArgumentParser:
         "--all-queues", action="store_true", help="act on every LocalQueue, not only opted-in ones"
     )
     f.add_argument("--move-started", action="store_true", help="also move jobs whose pods have started")
+    f.add_argument(
+        "--no-hedge",
+        action="store_true",
+        help="never send a job waiting on plan B back to the stocked-out flavor when it can take it first",
+    )
+    f.add_argument(
+        "--no-quota-cap",
+        action="store_true",
+        help="never cap a stocked-out flavor's ClusterQueue quota to its nodes up (steer only by moving jobs)",
+    )
     f.add_argument(
         "--state-namespace",
         default=d.state_namespace,

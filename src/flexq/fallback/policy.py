@@ -10,20 +10,31 @@ One pass (``FallbackPolicy.run_once``) reads the cluster through a ``ClusterAPI`
    unless ``assume_after_seconds`` is set.
 2. **Breakers**, per flavor, as the cluster autoscaler backs off a node group: evidence older than the grace
    period trips the flavor (``since``, ``until = now + backoff``); a probe that fails doubles the backoff (5
-   minutes up to 30 by default); a pod of the flavor that gets scheduled after ``since`` closes it. Breakers live
-   in a ConfigMap (``kueue-system/flexq-fallback``), so a restarted policy remembers them.
-3. **Moves**: a workload admitted on a tripped flavor whose pods there have not started (and that has a later
-   flavor to go to) is deactivated; once Kueue has evicted it (quota released, job suspended) the job's pod
-   templates of that flavor get ``<flavor label> NotIn [<value>]`` in their required node affinity and the
-   evicted Workload is deleted, so Kueue makes a new one from the job and admits it on the next flavor. Each step
-   is written to the job's ``fallback.flexq.dev/move`` annotation before it is taken, so a pass that dies
-   half-way is finished by the next one, and a workload is never reactivated (no double admission).
-4. **Steering**: a pending workload headed first for a tripped flavor gets the same restriction before it is
-   admitted; when the backoff has expired one is let through as the probe. When a flavor comes back, the pending
-   jobs steered away from it get their restriction removed.
+   minutes up to 30 by default). The breaker closes on the first scale-up of the flavor that succeeds: a Node
+   with the flavor's labels created after ``since`` (a pod landing on a node that was already up proves
+   nothing). Breakers live in a ConfigMap (``kueue-system/flexq-fallback``), so a restarted policy remembers them.
+3. **Moves**: a workload admitted on a tripped flavor whose pods there have not started, and were themselves
+   refused capacity (the breaker alone moves nothing: the stock-out may be over), is deactivated; once Kueue has
+   evicted it (quota released, job suspended) the job's pod templates of that flavor get ``<flavor label> NotIn
+   [<value>]`` in their required node affinity and the evicted Workload is deleted, so Kueue makes a new one from
+   the job and admits it on the next flavor. Each step is written to the job's ``fallback.flexq.dev/move``
+   annotation before it is taken, so a pass that dies half-way is finished by the next one, and a workload is
+   never reactivated (no double admission).
+4. **Hedge back**: a job waiting for plan B because of the stock-out (moved, or put there by Kueue while the
+   flavor was out) whose plan-B provisioning has not been granted (not admitted, suspended, no pod) goes back to
+   the flavor the moment the flavor can take it first: its quota is free and its nodes up and idle fit the job,
+   or its breaker has closed. Same steps as a move (deactivate, lift the restriction, delete the Workload);
+   oldest first, one at a time per flavor. Its wait is the sooner of the two plans, with pods on one only.
+5. **Steering**: while a flavor's backoff runs, the ClusterQueue's nominal quota of the flavor is capped to what
+   its nodes up hold, so Kueue sends a new job straight to the next flavor unless a node of the flavor can take
+   it (Kueue reserves quota when the Workload is created, before a pass could restrict the job); the admin's
+   figures wait in the ClusterQueue's ``fallback.flexq.dev/quota`` annotation and are put back when the backoff
+   ends. A pending workload headed first for a tripped flavor gets the restriction before it is admitted. When
+   the backoff has expired one job is let through as the probe (a waiting one is sent back, if any).
 
 Every action is an Event on the job; ``fallback.flexq.dev/moved`` on the job says, in one line, what happened
 (``flexq status`` shows it). With ``dry_run`` nothing is written: the pass only returns what it would do.
+Without a stock-out (no capacity error) the policy writes nothing at all.
 """
 
 from __future__ import annotations
@@ -63,7 +74,7 @@ _JOB_API = {"RayJob": "ray.io/v1", "RayCluster": "ray.io/v1", "Job": "batch/v1"}
 
 @dataclass
 class FallbackConfig:
-    """How the policy behaves (every knob has a CLI flag of the same name)."""
+    """How the policy behaves (``flexq fallback`` has flags for most knobs)."""
 
     grace_seconds: float = 60.0  # capacity errors must last this long before a flavor counts as stocked out
     backoff_seconds: float = 300.0  # first backoff of a stocked-out flavor (the cluster autoscaler's 5 min)
