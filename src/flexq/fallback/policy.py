@@ -55,9 +55,11 @@ log = logging.getLogger("flexq.fallback")
 OPT_IN_LABEL = "fallback.flexq.dev/enabled"  # on a LocalQueue: "true" lets the policy move its jobs
 ANN_MOVE = "fallback.flexq.dev/move"  # on a job: the move in progress or done (JSON)
 ANN_MOVED = "fallback.flexq.dev/moved"  # on a job: what happened, in one line
-ANN_QUOTA = (
-    "fallback.flexq.dev/quota"  # on a ClusterQueue: the nominal quotas capped while a flavor is out (JSON)
+ANN_QUOTA = "fallback.flexq.dev/quota"  # on a ClusterQueue: the nominal quotas capped while a flavor is out
+ANN_KEPT = (
+    "fallback.flexq.dev/kept"  # on a Node kept in a stock-out: "" busy, idle since (epoch s), "released"
 )
+SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"  # the cluster autoscaler's own
 MANAGER = "flexq-fallback"
 DWS_CLASS = "queued-provisioning.gke.io"  # DWS waiting is plan B doing its job, not a stock-out
 CAPACITY_PATTERN = (
@@ -83,6 +85,9 @@ class FallbackConfig:
     hedge: bool = True  # a moved job still waiting on plan B goes back when its plan-A flavor can take it
     hedge_queued: bool = True  # so does a job Kueue itself put on plan B while plan A is stocked out
     cap_quota: bool = True  # while a flavor's backoff runs, its quota is capped to what its nodes up can hold
+    keep_idle_seconds: float = (
+        1200.0  # during a stock-out, an idle node of the flavor is kept this long (0: off)
+    )
     assume_after_seconds: float | None = None  # also count pods unscheduled this long as stocked out (off)
     all_queues: bool = False  # act on every LocalQueue, not only those labelled fallback.flexq.dev/enabled
     dry_run: bool = False
@@ -178,6 +183,13 @@ def _json_map(text: str | None) -> dict[str, dict[str, Any]]:
     except ValueError:
         return {}
     return {k: dict(v) for k, v in doc.items() if isinstance(v, dict)} if isinstance(doc, dict) else {}
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
 
 
 def _requests(pod_spec: dict) -> dict[str, Fraction]:
@@ -350,6 +362,7 @@ class FallbackPolicy:
         self._steer(wls, now, actions)
         if self.cfg.cap_quota:
             self._caps(set(queues.values()), now, actions)
+        self._keep_nodes(now, actions)
         if {f: asdict(b) for f, b in self.breakers.items()} != before:
             self._save()
         return actions
@@ -1130,6 +1143,70 @@ class FallbackPolicy:
             for r, v in ((n.get("status") or {}).get("allocatable") or {}).items():
                 out[r] = out.get(r, Fraction(0)) + _q(v)
         return out
+
+    # -- 2d. keeping the flavor's nodes while it is stocked out --------------------------------------
+    def _keep_nodes(self, now: float, actions: list[Action]) -> None:
+        """During a stock-out a node of the flavor that empties cannot be replaced: it is kept from the cluster
+        autoscaler's scale-down (``cluster-autoscaler.kubernetes.io/scale-down-disabled``) while busy and for
+        ``keep_idle_seconds`` once idle, for the next job (sent back from plan B, or new). Released when that
+        time is up or the stock-out is over; nodes the policy did not annotate are never touched."""
+        nodes = self._nodes() if (self.breakers or self._any_kept()) else []
+        if not nodes:
+            return
+        busy = {
+            (p.get("spec") or {}).get("nodeName")
+            for p in self.api.list("Pod")
+            if (p.get("spec") or {}).get("nodeName") and not _pod_terminal(p)
+        }
+        for flavor, labels in sorted(self.flavors.items()):
+            if not labels:
+                continue
+            out = flavor in self.breakers and self.cfg.keep_idle_seconds > 0
+            for n in nodes:
+                md = n["metadata"]
+                if not all((md.get("labels") or {}).get(k) == v for k, v in labels.items()):
+                    continue
+                ann = md.get("annotations") or {}
+                kept = ann.get(ANN_KEPT)
+                if kept is None and ann.get(SCALE_DOWN_DISABLED) == "true":
+                    continue  # the admin's own: never touched
+                if not out:
+                    if kept is not None:
+                        release: dict[str, str | None] = {ANN_KEPT: None, SCALE_DOWN_DISABLED: None}
+                        self._annotate_node(n, release, "release" if kept != "released" else "", actions)
+                    continue
+                if md["name"] in busy:
+                    want: str | None = ""
+                elif kept in (None, "released"):
+                    want = None if kept == "released" else repr(now)  # (released: idle, left to scale-down)
+                else:
+                    want = kept or repr(now)
+                    if now - (_float(want) or now) >= self.cfg.keep_idle_seconds:
+                        self._annotate_node(
+                            n, {ANN_KEPT: "released", SCALE_DOWN_DISABLED: None}, "release", actions
+                        )
+                        continue
+                if want is not None and (kept != want or ann.get(SCALE_DOWN_DISABLED) != "true"):
+                    verb = "keep" if kept in (None, "released") else ""
+                    self._annotate_node(n, {ANN_KEPT: want, SCALE_DOWN_DISABLED: "true"}, verb, actions)
+
+    def _any_kept(self) -> bool:
+        return any(ANN_KEPT in (n["metadata"].get("annotations") or {}) for n in self._nodes())
+
+    def _annotate_node(
+        self, node: dict, anns: dict[str, str | None], verb: str, actions: list[Action]
+    ) -> None:
+        name = node["metadata"]["name"]
+        if verb == "keep":
+            actions.append(Action("keep", name, "stocked-out flavor: kept from scale-down"))
+        elif verb == "release":
+            actions.append(Action("release", name, "released to the cluster autoscaler's scale-down"))
+        if self.cfg.dry_run:
+            return
+        try:
+            self.api.merge_patch("Node", name, None, {"metadata": {"annotations": anns}})
+        except (Conflict, NotFound) as exc:
+            log.info("node %s: %s; next pass", name, exc)
 
     # -- 3. steering ------------------------------------------------------------------------------
     def _first_flavor(self, w: _Workload) -> list[str]:
