@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from flexq.fallback.policy import ANN_MOVE, ANN_MOVED, ANN_QUOTA
+from flexq.fallback.policy import ANN_KEPT, ANN_MOVE, ANN_MOVED, ANN_QUOTA, SCALE_DOWN_DISABLED
 from tests.fallback.conftest import stockout_profile, submit
 from tests.fallback.test_scenarios import _controller, _events, _flavor, _workload
 
@@ -154,3 +154,37 @@ def test_without_a_stockout_nothing_is_hedged_or_capped(make_twin):
     assert not _controller(twin).actions
     assert _quota(twin) == "16"
     assert ANN_MOVE not in (twin.get("rayjob", JOB.format(2), "default")["metadata"].get("annotations") or {})
+
+
+def _on_demand_nodes(twin) -> list[dict]:
+    return [
+        n
+        for n in twin.list("node")
+        if n["metadata"]["labels"].get("cloud.google.com/gke-nodepool") == "on-demand-pool"
+    ]
+
+
+def test_a_stocked_out_flavors_idle_nodes_are_kept_for_a_while_then_released(make_twin):
+    """During the stock-out, the slice job 2 leaves cannot be replaced: it is kept from the cluster autoscaler's
+    scale-down (its own annotation) for keep_idle_seconds (20 minutes) after it empties, then released, and the
+    autoscaler removes it 10 minutes later. Without the fallback it would go 10 minutes after emptying."""
+    twin = _twin(make_twin, None, "2h")
+    submit(twin, 1, 21 * 60)
+    _step(twin, 1, 16)
+    submit(twin, 2, 10 * 60)  # stuck, moved; then sent back to job 1's slice when job 1 ends
+    _step(twin, 2, 22)
+    assert (
+        "moved back to on-demand"
+        in (twin.get("rayjob", JOB.format(2), "default")["metadata"]["annotations"][ANN_MOVED])
+    )
+    assert _state(twin, 2) == "Complete"
+    nodes = _on_demand_nodes(twin)
+    assert len(nodes) == 4
+    assert all(n["metadata"]["annotations"].get(SCALE_DOWN_DISABLED) == "true" for n in nodes)
+    assert all(n["metadata"]["annotations"].get(ANN_KEPT) not in (None, "", "released") for n in nodes)
+    _step(twin, 2, 15)  # idle for 15 minutes or so, but kept
+    assert len(_on_demand_nodes(twin)) == 4
+    _step(twin, 2, 20)  # released after 20 idle minutes, removed 10 minutes later
+    assert not _on_demand_nodes(twin)
+    verbs = [a.verb for a in _controller(twin).actions]
+    assert "keep" in verbs and "release" in verbs

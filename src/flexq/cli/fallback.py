@@ -42,7 +42,9 @@ CLUSTER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["get", "update", "patch"]},
     {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "update", "patch"]},
-    {"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["list"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    # patch: a stocked-out flavor's nodes kept from scale-down (cluster-autoscaler.kubernetes.io/scale-down-disabled)
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "patch"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "get", "create", "patch"]},
 ]
 
