@@ -166,9 +166,10 @@ def _on_demand_nodes(twin) -> list[dict]:
 
 def test_a_stocked_out_flavors_idle_nodes_are_kept_for_a_while_then_released(make_twin):
     """During the stock-out, the slice job 2 leaves cannot be replaced: it is kept from the cluster autoscaler's
-    scale-down (its own annotation) for keep_idle_seconds (20 minutes) after it empties, then released, and the
+    scale-down (its own annotation) for keep_idle_seconds (set to 20 minutes) after it empties, then released, and the
     autoscaler removes it 10 minutes later. Without the fallback it would go 10 minutes after emptying."""
     twin = _twin(make_twin, None, "2h")
+    _controller(twin).policy.cfg.keep_idle_seconds = 1200.0  # opt-in (off by default)
     submit(twin, 1, 21 * 60)
     _step(twin, 1, 16)
     submit(twin, 2, 10 * 60)  # stuck, moved; then sent back to job 1's slice when job 1 ends

@@ -86,7 +86,7 @@ class FallbackConfig:
     hedge_queued: bool = True  # so does a job Kueue itself put on plan B while plan A is stocked out
     cap_quota: bool = True  # while a flavor's backoff runs, its quota is capped to what its nodes up can hold
     keep_idle_seconds: float = (
-        1200.0  # during a stock-out, an idle node of the flavor is kept this long (0: off)
+        0.0  # in a stock-out, keep the flavor's idle nodes this long (off: no gain measured)
     )
     assume_after_seconds: float | None = None  # also count pods unscheduled this long as stocked out (off)
     all_queues: bool = False  # act on every LocalQueue, not only those labelled fallback.flexq.dev/enabled
@@ -749,6 +749,7 @@ class FallbackPolicy:
         if self.cfg.dry_run:
             return
         move = {
+            **({"probes": p} if (p := self._move_state(job).get("probes")) else {}),
             "from": flavor,
             "to": target,
             "podSets": sets,
@@ -856,25 +857,42 @@ class FallbackPolicy:
                 why = f"{flavor} is no longer stocked out"
             elif self._fits_free_nodes(flavor, needs):
                 why = f"{flavor} has idle nodes for it"
-            elif not b.open(now) and not (b.probe and b.probe in self._live):
-                # the backoff has ended and no job is trying the flavor: this one does (it loses only its
-                # place in plan B's queue if the flavor is still out, and it is moved again)
-                b.probe = w.key
-                why = f"{flavor}'s backoff ended"
-                actions.append(Action("probe", w.key, f"{why}: {w.key} tries it"))
-                if not self.cfg.dry_run:
-                    self._save()
-                    self._emit(
-                        w,
-                        "Normal",
-                        "FallbackProbe",
-                        f"{flavor} was stocked out ({b.code}); this job checks whether it is back",
-                    )
             else:
                 continue
             busy.add(flavor)
             self._touched.add(w.job)
             self._start_return(w, job, move, why, now, actions)
+        # the backoff has ended and no job is trying the flavor: the job that has probed least, and of those the
+        # one that started waiting for plan B last (it loses least: its place at the back of plan B's queue),
+        # tries it
+        for _at, _key, w, job, move in sorted(
+            waiting, key=lambda t: (int(t[4].get("probes") or 0), -t[0], t[1])
+        ):
+            flavor = move["from"]
+            b = self.breakers.get(flavor)
+            if flavor in busy or w.job in self._touched or b is None or b.open(now):
+                continue
+            if b.probe and b.probe in self._live:
+                continue
+            needs = self._pod_set_needs(w, [p for p in move.get("podSets") or [] if p])
+            if not needs or not self._quota_free(w.cq, flavor, needs):
+                continue
+            b.probe = w.key
+            why = f"{flavor}'s backoff ended"
+            actions.append(Action("probe", w.key, f"{why}: {w.key} tries it"))
+            if not self.cfg.dry_run:
+                self._save()
+                self._emit(
+                    w,
+                    "Normal",
+                    "FallbackProbe",
+                    f"{flavor} was stocked out ({b.code}); this job checks whether it is back",
+                )
+            busy.add(flavor)
+            self._touched.add(w.job)
+            self._start_return(
+                w, job, {**move, "probes": int(move.get("probes") or 0) + 1}, why, now, actions
+            )
 
     def _hedge_candidate(self, w: _Workload) -> dict | None:
         """For a workload Kueue put on a later flavor of a resource group whose earlier flavor is stocked out:
