@@ -154,14 +154,16 @@ class GcTimer:
     """CPU time spent in the cyclic garbage collector while installed (it grows with the live heap)."""
 
     def __init__(self) -> None:
-        self.cpu, self.collections, self._t = 0.0, [0, 0, 0], 0.0
+        self.cpu, self.collections, self.per_gen, self._t = 0.0, [0, 0, 0], [0.0, 0.0, 0.0], 0.0
 
     def __call__(self, phase: str, info: dict) -> None:
         if phase == "start":
             self._t = time.process_time()
         else:
-            self.cpu += time.process_time() - self._t
+            dt = time.process_time() - self._t
+            self.cpu += dt
             self.collections[info["generation"]] += 1
+            self.per_gen[info["generation"]] += dt
 
 
 class Recorder:
@@ -293,7 +295,7 @@ def main() -> None:
         g = r["gc"]
         print(
             f"  of which cyclic GC {g.cpu:.1f} s CPU ({g.cpu / r['jobs'] * 1000:.2f} ms per job), collections per "
-            f"generation {g.collections}"
+            f"generation {g.collections}, CPU s per generation {[round(x, 1) for x in g.per_gen]}"
         )
         for cls, *_ in CLASSES:
             v = r["tta"][cls]
