@@ -59,6 +59,7 @@ SCALE_DOWN_DELAY_AFTER_ADD = 600.0  # --scale-down-delay-after-add=10m
 FAILED_SCALE_UP_BACKOFF_SECONDS = 300.0
 CONSUME_KEYS = (CONSUME_PROVISIONING_REQUEST, CLUSTER_AUTOSCALER_CONSUME_PR)
 KEY = "cluster"
+_IDLE_POD: tuple = (None, False, False, (None, None), None)  # a pending pod no decision reads (or none)
 
 
 def pending_pods(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -120,11 +121,12 @@ class Autoscaler(Controller):
             str, float
         ] = {}  # flex-start ComputeClass pool -> when its capacity wait began
         self.fail_streak: dict[str, tuple[int, float]] = {}  # ComputeClass pool -> (failures in a row, last)
+        self._pod_sig: dict[tuple[str, str], tuple] = {}  # what of each pod a decision reads (see _pod_event)
 
     def watches(self) -> list[Watch]:
         cluster = self.ctx.cluster_settings.gke_cluster
         return [
-            Watch("Pod", lambda ev: [KEY]),
+            Watch("Pod", self._pod_event),
             Watch("Node", lambda ev: [KEY]),
             Watch("ProvisioningRequest", lambda ev: [KEY]),
             Watch(
@@ -138,6 +140,41 @@ class Autoscaler(Controller):
                 source="project",
             ),
         ]
+
+    def _pod_event(self, ev: Any) -> list[str]:
+        """Wake the autoscaler for a pod change that its decisions can see: an unschedulable pod (any change
+        of it), a pod bound to or leaving a node (the nodes' used capacity, busy nodes, migration movers), a
+        ProvisioningRequest consumer. A running pod's status updates change none of these, so they are not
+        a reason to pass over every node and pending pod again (the scale-down and backoff deadlines have
+        their own timers)."""
+        md = ev.object["metadata"]
+        key = (md.get("namespace") or "default", md["name"])
+        if ev.type == "DELETED":
+            old = self._pod_sig.pop(key, _IDLE_POD)
+            return [KEY] if old != _IDLE_POD else []
+        pod = ev.object
+        node = (pod.get("spec") or {}).get("nodeName")
+        ann = md.get("annotations") or {}
+        unschedulable = not node and any(
+            c.get("type") == "PodScheduled"
+            and c.get("status") == "False"
+            and c.get("reason") == "Unschedulable"
+            for c in (pod.get("status") or {}).get("conditions") or ()
+        )
+        sig = (
+            node,
+            is_terminal(pod),
+            bool(md.get("deletionTimestamp")),
+            tuple(ann.get(k) for k in CONSUME_KEYS),
+            md.get("resourceVersion") if unschedulable else None,
+        )
+        if sig == _IDLE_POD:
+            self._pod_sig.pop(key, None)
+            old = _IDLE_POD
+        else:
+            old = self._pod_sig.get(key, _IDLE_POD)
+            self._pod_sig[key] = sig
+        return [KEY] if old != sig else []
 
     def start(self) -> None:
         self.enqueue(KEY)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -387,7 +386,7 @@ class Store:
     def _new_uid(self) -> str:
         """A uid no stored object has (uids identify an object for its owners' references and selectors)."""
         while True:
-            uid = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            uid = _uuid4(self.rng.getrandbits(128))
             if uid not in self._by_uid:
                 return uid
 
@@ -798,6 +797,17 @@ class Store:
         """Every stored object with its kind key (for dumps and tests)."""
         with self._lock:
             return [(kk, clone(o)) for kk, objs in self._objs.items() for o in objs.values()]
+
+
+_V4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_V4_SET = (0x8000 << 48) | (4 << 76)
+
+
+def _uuid4(bits: int) -> str:
+    """``str(uuid.UUID(int=bits, version=4))`` (the RFC 4122 variant and version 4 set), three times faster:
+    every stored object (an Event per controller step) gets one."""
+    h = "%032x" % (bits & _V4_CLEAR | _V4_SET)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _drop(table: dict, value: Any, key: Key) -> None:
