@@ -130,6 +130,7 @@ class _Sums:
         self.groups: dict[str, dict[str, Fraction]] = {"pools": {}, "provisioningModels": {}, "jobs": {}}
         self.closed_nodes: list[dict[str, Any]] = []
         self.flavor_sig: tuple | None = None
+        self.flavor_list: list[tuple[str, dict[str, str]]] = []
         self.flavors: dict[str, Fraction] = {}
         self.jobs_money: dict[str, float] = {}
         self.jobs_added = False
@@ -262,7 +263,9 @@ class BillingController(Controller):
         s.add("pools", rec["pool"], cost)
         s.add("provisioningModels", rec["model"], cost)
         s.closed_nodes.append(rec)
-        s.flavor_sig = None
+        if s.flavor_sig is not None:  # flavor sums kept for the current flavors: add this one (exact)
+            for fname in _flavors_of(rec, s.flavor_list):
+                s.flavors[fname] = s.flavors.get(fname, Fraction(0)) + cost
 
     def _price(self, node: str) -> Fraction:
         rec = self._nodes.get(node)
@@ -383,7 +386,7 @@ class BillingController(Controller):
                 cost = _node_cost(rec, now)[1]
                 for fname in _flavors_of(rec, flavor_list):
                     s.flavors[fname] = s.flavors.get(fname, Fraction(0)) + cost
-            s.flavor_sig = sig
+            s.flavor_sig, s.flavor_list = sig, flavor_list
         flavors = dict(s.flavors)
         for name in sorted(self._open_nodes):
             rec = self._nodes[name]
