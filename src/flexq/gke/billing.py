@@ -144,15 +144,28 @@ class _Sums:
             self.jobs_money[key] = _money(g[key])
 
 
+_PRICES: dict[str, Fraction] = {}
+
+
+def _price_of(text: str) -> Fraction:
+    """``Fraction(text)`` of a ledger price or pod share, parsed once per distinct text (there are few)."""
+    price = _PRICES.get(text)
+    if price is None:
+        if len(_PRICES) > 4096:
+            _PRICES.clear()
+        price = _PRICES[text] = Fraction(text)
+    return price
+
+
 def _node_cost(rec: dict[str, Any], now: float) -> tuple[Fraction, Fraction]:
     end = rec["deleted"] if rec.get("deleted") is not None else now
     hours = Fraction(max(0.0, end - rec["created"])) / 3600
-    return hours, hours * Fraction(rec["pricePerHour"])
+    return hours, hours * _price_of(rec["pricePerHour"])
 
 
 def _pod_cost(rec: dict[str, Any], price: Fraction, now: float) -> Fraction:
     end = rec["end"] if rec.get("end") is not None else now
-    return Fraction(max(0.0, end - rec["start"])) / 3600 * price * Fraction(rec["share"])
+    return Fraction(max(0.0, end - rec["start"])) / 3600 * price * _price_of(rec["share"])
 
 
 def _flavor_list(flavors: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, str]]]:
@@ -269,7 +282,7 @@ class BillingController(Controller):
 
     def _price(self, node: str) -> Fraction:
         rec = self._nodes.get(node)
-        return Fraction(rec["pricePerHour"]) if rec is not None else Fraction(0)
+        return _price_of(rec["pricePerHour"]) if rec is not None else Fraction(0)
 
     def _close_pod_sums(self, rec: dict[str, Any]) -> None:
         self._sums.add("jobs", rec["job"], _pod_cost(rec, self._price(rec["node"]), 0.0))
