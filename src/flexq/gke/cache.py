@@ -37,6 +37,8 @@ class GkeCache:
         self._acct: dict[tuple[str, str], tuple[str, Resources]] = {}
         self.consumers: dict[tuple[str, str], int] = {}  # (namespace, request) -> bound consuming pods
         self._consuming: dict[tuple[str, str], tuple[str, str]] = {}
+        self.node_version = 0  # changes with every Node event (for layouts derived from the nodes)
+        self._node_list: list[dict[str, Any]] | None = None  # every node, by name (until the next Node event)
         self._sub = store.watch(self._on_event, ["Node", "Pod"])
         for node in store.list("Node"):
             self._on_event(WatchEvent("ADDED", "", node, 0))
@@ -46,6 +48,8 @@ class GkeCache:
     def _on_event(self, ev: WatchEvent) -> None:
         obj, meta = ev.object, ev.object["metadata"]
         if obj.get("kind") == "Node":
+            self.node_version += 1
+            self._node_list = None
             if ev.type == "DELETED" or LABEL_NODEPOOL not in (meta.get("labels") or {}):
                 self.nodes.pop(meta["name"], None)
             else:
@@ -130,11 +134,12 @@ class GkeCache:
         return [p for k, p in sorted(self.pods.items()) if namespace is None or k[0] == namespace]
 
     def node_list(self, pool: str | None = None) -> list[dict[str, Any]]:
-        return [
-            n
-            for name, n in sorted(self.nodes.items())
-            if pool is None or n["metadata"]["labels"].get(LABEL_NODEPOOL) == pool
-        ]
+        """The nodes (of one pool), by name; a new list (the sorted order is kept until a Node event)."""
+        if self._node_list is None:
+            self._node_list = [n for _, n in sorted(self.nodes.items())]
+        if pool is None:
+            return list(self._node_list)
+        return [n for n in self._node_list if n["metadata"]["labels"].get(LABEL_NODEPOOL) == pool]
 
     def close(self) -> None:
         self._sub.cancel()
