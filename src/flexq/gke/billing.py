@@ -157,6 +157,21 @@ def _price_of(text: str) -> Fraction:
     return price
 
 
+def _exact_sum(values: list[float]) -> Fraction:
+    """``sum(Fraction(v) for v in values)``, exactly, in integers (floats are dyadic fractions)."""
+    num, den = 0, 1
+    for v in values:
+        n, d = v.as_integer_ratio()
+        if d == den:
+            num += n
+        elif d < den:
+            num += n * (den // d)
+        else:
+            num = num * (d // den) + n
+            den = d
+    return Fraction(num, den)
+
+
 def _node_cost(rec: dict[str, Any], now: float) -> tuple[Fraction, Fraction]:
     end = rec["deleted"] if rec.get("deleted") is not None else now
     hours = Fraction(max(0.0, end - rec["created"])) / 3600
@@ -205,6 +220,7 @@ class BillingController(Controller):
         self._pod_record: dict[tuple[str, str], str] = {}  # (namespace, pod) -> its open record's key
         self._on_node: dict[str, set[str]] = {}  # node -> open pod record keys
         self._sums = _Sums()
+        self._flavor_memo: dict[str, tuple[dict[str, Any], tuple, tuple[str, ...]]] = {}
         self._dirty = False
         self._written = False
         self._resync = True
@@ -380,6 +396,7 @@ class BillingController(Controller):
             rec = {**self._nodes[name], "deleted": now}
             self._nodes[name] = rec
             self._open_nodes.discard(name)
+            self._flavor_memo.pop(name, None)
             self._close_node_sums(rec)
             changed = True
         for name in opened:  # pods already bound to a node billed from now on
@@ -387,6 +404,17 @@ class BillingController(Controller):
                 md = pod["metadata"]
                 self._sync_pod(md.get("namespace") or "default", md["name"], now)
         return changed
+
+    def _open_flavors(
+        self, name: str, rec: dict[str, Any], flavor_list: list[tuple[str, dict[str, str]]], sig: tuple
+    ) -> tuple[str, ...]:
+        """``_flavors_of`` an open node's record, remembered while the flavors (``sig``) and the record stay."""
+        hit = self._flavor_memo.get(name)
+        if hit is not None and hit[0] is rec and hit[1] == sig:
+            return hit[2]
+        out = tuple(_flavors_of(rec, flavor_list))
+        self._flavor_memo[name] = (rec, sig, out)
+        return out
 
     def _totals(self, now: float, flavor_list: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
         s = self._sums
@@ -401,23 +429,40 @@ class BillingController(Controller):
                     s.flavors[fname] = s.flavors.get(fname, Fraction(0)) + cost
             s.flavor_sig, s.flavor_list = sig, flavor_list
         flavors = dict(s.flavors)
-        for name in sorted(self._open_nodes):
+        # Open nodes alike (pool, model, price, flavors) are valued together: the sum of their exact
+        # durations times the price is the sum of their costs (exact arithmetic: the same totals).
+        buckets: dict[tuple[str, str, str, tuple[str, ...]], list[float]] = {}
+        for name in self._open_nodes:
             rec = self._nodes[name]
-            h, cost = _node_cost(rec, now)
+            end = rec["deleted"] if rec.get("deleted") is not None else now
+            bkey = (
+                rec["pool"],
+                rec["model"],
+                rec["pricePerHour"],
+                self._open_flavors(name, rec, flavor_list, sig),
+            )
+            buckets.setdefault(bkey, []).append(max(0.0, end - rec["created"]))
+        for (pool, model, price, fnames), durations in buckets.items():
+            h = _exact_sum(durations) / 3600
+            cost = h * _price_of(price)
             total += cost
             hours += h
-            for group, key in (("pools", rec["pool"]), ("provisioningModels", rec["model"])):
+            for group, key in (("pools", pool), ("provisioningModels", model)):
                 groups[group][key] = groups[group].get(key, Fraction(0)) + cost
-            for fname in _flavors_of(rec, flavor_list):
+            for fname in fnames:
                 flavors[fname] = flavors.get(fname, Fraction(0)) + cost
         if s.jobs_added:
             s.jobs_money = dict(sorted(s.jobs_money.items()))
             s.jobs_added = False
-        open_jobs: dict[str, Fraction] = {}
+        pod_buckets: dict[tuple[str, Fraction, str], list[float]] = {}
         for rec in self._open_pods.values():
-            open_jobs[rec["job"]] = open_jobs.get(rec["job"], Fraction(0)) + _pod_cost(
-                rec, self._price(rec["node"]), now
-            )
+            end = rec["end"] if rec.get("end") is not None else now
+            pkey = (rec["job"], self._price(rec["node"]), rec["share"])
+            pod_buckets.setdefault(pkey, []).append(max(0.0, end - rec["start"]))
+        open_jobs: dict[str, Fraction] = {}
+        for (job, price_f, share), durations in pod_buckets.items():
+            cost = _exact_sum(durations) / 3600 * price_f * _price_of(share)
+            open_jobs[job] = open_jobs.get(job, Fraction(0)) + cost
         jobs = s.jobs_money
         if open_jobs:
             jobs = dict(jobs)
