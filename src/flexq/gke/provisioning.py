@@ -31,6 +31,7 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
+from flexq.gke.cache import ANN_REQUEST as CACHE_ANN_REQUEST
 from flexq.gke.cache import GkeCache
 from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape
 from flexq.gke.nodes import ANN_DELETE_AT, NodeWriter, capacity_model_name, pools_of
@@ -54,7 +55,7 @@ __all__ = [
 QUEUED = "queued-provisioning.gke.io"
 CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
-ANN_REQUEST = "gke.twin.flexq.dev/provisioning-request"  # node -> "<namespace>/<name>" of its request
+ANN_REQUEST = CACHE_ANN_REQUEST  # node -> "<namespace>/<name>" of its request
 CONSUME_KEY = CONSUME_PROVISIONING_REQUEST
 ANN_GRANT_AT = "gke.twin.flexq.dev/dws-grant-at"  # request -> when DWS grants it ("never")
 ANN_POOL = "gke.twin.flexq.dev/dws-node-pool"
@@ -291,7 +292,7 @@ class ProvisioningRequestController(Controller):
             count = int(pr["metadata"]["annotations"].get("gke.twin.flexq.dev/dws-nodes", "1"))
             auto = pool["spec"].get("autoscaling") or {}
             limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
-            if len(self.writer.nodes(pool["spec"]["name"])) + count > limit:
+            if self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0) + count > limit:
                 return min(deadline, now + 60.0)  # the pool is full (other requests' slices): look again soon
             max_run = float(params.get("maxRunDurationSeconds") or MAX_RUN_SECONDS)
             got = self.writer.grow(
@@ -408,10 +409,8 @@ class ProvisioningRequestController(Controller):
         }
 
     def _nodes_of(self, pr: dict[str, Any]) -> list[dict[str, Any]]:
-        ref = f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"
-        return [
-            n for n in self.writer.nodes() if (n["metadata"].get("annotations") or {}).get(ANN_REQUEST) == ref
-        ]
+        """The request's nodes, by name (from the cache's index, not a scan of every node)."""
+        return self.writer.cache.request_nodes(f"{pr['metadata']['namespace']}/{pr['metadata']['name']}")
 
     def _annotate(self, pr: dict[str, Any], values: dict[str, str]) -> None:
         pr["metadata"].setdefault("annotations", {}).update(values)
