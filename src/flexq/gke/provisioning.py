@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
+from flexq.api.jsoncopy import clone
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
@@ -192,7 +193,7 @@ class ProvisioningRequestController(Controller):
 
     def reconcile(self, key: Any) -> Result | None:
         ns, name = key
-        pr = self.store.try_get("ProvisioningRequest", name, ns)
+        pr = self.store.peek("ProvisioningRequest", name, ns)  # read-only: copied before a change
         if pr is None:
             return None
         handler: Callable[[dict[str, Any], float], float | None] | None = {
@@ -210,7 +211,9 @@ class ProvisioningRequestController(Controller):
                     self.store.delete("ProvisioningRequest", name, ns)
                     return None
                 return Result(requeue_after=gone_at - now)
-        wake = handler(pr, now)
+        # queued requests wait in the DWS queue, looking again every minute while the pool is full: that
+        # handler copies the request only where it changes it; the others get a copy
+        wake = handler(pr if handler == self._queued else clone(pr), now)
         return Result(requeue_after=max(0.001, wake - now)) if wake is not None else None
 
     # -- status writing ----------------------------------------------------------------------------------------
@@ -250,11 +253,12 @@ class ProvisioningRequestController(Controller):
 
     # -- queued-provisioning.gke.io ----------------------------------------------------------------------------
     def _queued(self, pr: dict[str, Any], now: float) -> float | None:
+        """``pr`` is the stored request (read-only): copied before anything changes it."""
         params = pr["spec"].get("parameters") or {}
         if _true(pr, "Provisioned"):
-            return self._queued_provisioned(pr, now, params)
+            return self._queued_provisioned(clone(pr), now, params)
         if not _true(pr, "Accepted"):
-            return self._queued_accept(pr, now)
+            return self._queued_accept(clone(pr), now)
         created = parse_time(pr["metadata"]["creationTimestamp"])
         valid = params.get("ValidUntilSeconds") or params.get("validUntilSeconds")
         deadline = created + (float(valid) if valid else MAX_WAIT_SECONDS)
@@ -272,17 +276,20 @@ class ProvisioningRequestController(Controller):
             if not pending:
                 assert pool is not None
                 self._set(
-                    pr, now, ("Provisioned", "True", "Provisioned"), details=self._details(pr, pool, mine)
+                    clone(pr),
+                    now,
+                    ("Provisioned", "True", "Provisioned"),
+                    details=self._details(pr, pool, mine),
                 )
                 return now + BOOKING_SECONDS
             return None  # NodeLifecycle's Ready writes wake us (Node watch)
         if now >= deadline:
-            self._fail(pr, now, "WaitTimeExceeded", MSG["WaitTimeExceeded"])
+            self._fail(clone(pr), now, "WaitTimeExceeded", MSG["WaitTimeExceeded"])
             return None
         grant = pr["metadata"].get("annotations", {}).get(ANN_GRANT_AT, "never")
         if pool is None:
             self._fail(
-                pr,
+                clone(pr),
                 now,
                 "NoQueuedNodepoolAvailable",
                 "The node pool chosen for this Provisioning Request no longer exists.",
@@ -306,6 +313,7 @@ class ProvisioningRequestController(Controller):
             )
             if got.ok:
                 return None
+            pr = clone(pr)
             self._annotate(pr, {ANN_GRANT_AT: repr(got.retry_at) if got.retry_at is not None else "never"})
             grant = pr["metadata"]["annotations"][ANN_GRANT_AT]
         return deadline if grant == "never" else min(deadline, float(grant))
