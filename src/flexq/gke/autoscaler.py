@@ -110,13 +110,15 @@ class _Layout:
     """Nodes by pool (count, slice id -> members in name order), each node's (pool, slice), the names, and
     the nodes that carry the unneeded-since mark."""
 
-    __slots__ = ("pools", "slice_of", "names", "annotated")
+    __slots__ = ("pools", "slice_of", "names", "annotated", "marked_slice")
 
     def __init__(self) -> None:
         self.pools: dict[str, tuple[int, dict[str, list[dict[str, Any]]]]] = {}
         self.slice_of: dict[str, tuple[str, str]] = {}
         self.names: set[str] = set()
         self.annotated: set[str] = set()
+        # slices whose every node carries the unneeded-since mark -> (member names, scale-down deadline)
+        self.marked_slice: dict[tuple[str, str], tuple[list[str], float]] = {}
 
 
 class Autoscaler(Controller):
@@ -216,6 +218,8 @@ class Autoscaler(Controller):
         self._ignore_consumers([p for p in pending if _consumes_request(p)])
         todo = self._unhelped([p for p in pending if not _consumes_request(p)], nodes, cache)
         wake: float | None = None
+        if not todo:
+            return wake
         count = {p["spec"]["name"]: 0 for p in pools}
         for n in nodes:
             pool_name = n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, "")
@@ -537,6 +541,19 @@ class Autoscaler(Controller):
             if ANN_UNNEEDED_SINCE in ann:
                 layout.annotated.add(name)
         layout.names = set(layout.slice_of)
+        for pool, (_, slices) in layout.pools.items():
+            for slice_id, members in slices.items():
+                names = [m["metadata"]["name"] for m in members]
+                if all(n in layout.annotated for n in names):
+                    deadline = (
+                        max(float(m["metadata"]["annotations"][ANN_UNNEEDED_SINCE]) for m in members)
+                        + SCALE_DOWN_UNNEEDED_SECONDS
+                    )
+                    created = max(float(m["metadata"]["annotations"].get(ANN_CREATED_AT, 0)) for m in members)
+                    layout.marked_slice[(pool, slice_id)] = (
+                        names,
+                        max(deadline, created + SCALE_DOWN_DELAY_AFTER_ADD),
+                    )
         self._layout = (self._nodes_version, layout)
         return layout
 
@@ -564,12 +581,17 @@ class Autoscaler(Controller):
             remaining, slices = layout.pools[pool_name]
             for slice_id in sorted(look):
                 members = slices[slice_id]
-                since = [self._unneeded_since(n, busy, now) for n in members]
-                if any(s is None for s in since):
-                    continue
-                deadline = max(float(s) for s in since if s is not None) + SCALE_DOWN_UNNEEDED_SECONDS
-                created = max(float(n["metadata"]["annotations"].get(ANN_CREATED_AT, 0)) for n in members)
-                deadline = max(deadline, created + SCALE_DOWN_DELAY_AFTER_ADD)
+                marked = layout.marked_slice.get((pool_name, slice_id))
+                if marked is not None and busy.isdisjoint(marked[0]):
+                    # every node idle and already marked: nothing to write, the deadline is known
+                    deadline = marked[1]
+                else:
+                    since = [self._unneeded_since(n, busy, now) for n in members]
+                    if any(s is None for s in since):
+                        continue
+                    deadline = max(float(s) for s in since if s is not None) + SCALE_DOWN_UNNEEDED_SECONDS
+                    created = max(float(n["metadata"]["annotations"].get(ANN_CREATED_AT, 0)) for n in members)
+                    deadline = max(deadline, created + SCALE_DOWN_DELAY_AFTER_ADD)
                 if any(active_booking(self.store, n) for n in members) or remaining - len(
                     members
                 ) < _min_nodes(pool):

@@ -401,7 +401,7 @@ class PoolController(Controller):
         pool = pool_of(self.ctx, name)
         if pool is None:
             return
-        count = len(self.writer.nodes(name))
+        count = self.writer.cache.pool_sizes.get(name, 0)
         status = dict(pool["status"], currentNodeCount=count)
         if result is None:
             status["initialized"] = True

@@ -345,7 +345,7 @@ class ProvisioningRequestController(Controller):
             n_nodes = -(-n_nodes // hosts) * hosts
             auto = pool["spec"].get("autoscaling") or {}
             limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
-            if len(self.writer.nodes(pool["spec"]["name"])) + n_nodes > limit:
+            if self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0) + n_nodes > limit:
                 self._fail(
                     pr,
                     now,
@@ -506,7 +506,7 @@ class ProvisioningRequestController(Controller):
                 continue
             hosts = max(1, pool["status"].get("hostsPerSlice", 1))
             limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
-            room = (limit - len(self.writer.nodes(pool["spec"]["name"]))) // hosts * hosts
+            room = (limit - self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0)) // hosts * hosts
             n_nodes, placed = pack(pods, pool_shape(pool), max(room, 0))
             if len(placed) != len(pods):
                 continue
