@@ -2,7 +2,7 @@
 printing operations per second and latency percentiles (p50, p99, max) per verb and overall.
 
     .venv/bin/python bench/api_load.py [--clients 50] [--seconds 10] [--objects 10000] [--processes 5]
-                                       [--no-tls] [--hostile]
+                                       [--no-tls] [--hostile] [--profile FILE]
 
 The twin and its server run in a child process, as ``flexq up`` serves them (HTTPS, bearer token). The
 clients run in ``--processes`` other processes (threads spread evenly), so that client-side Python does not
@@ -10,13 +10,21 @@ limit the figures as much. Each client loops over a kubectl-like mix — get 40 
 objects 10 %, create 20 %, merge patch 20 %, delete 10 % — on keep-alive connections, for ``--seconds``.
 ``--hostile`` adds one more client that sends a YAML alias bomb and 3 MiB bodies in a loop (each must be
 refused with a 4xx) to show what a hostile client costs the others.
+
+Besides the figures it prints the CPU seconds the server process and the client processes used during the
+run and the load average, since a shared machine's other work depresses the figures. ``--profile FILE``
+writes a cProfile (pstats) of the server's threads — its HTTP thread and the twin's loop, merged — to FILE
+and prints its top functions.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import multiprocessing as mp
+import os
+import pstats
 import random
 import tempfile
 import threading
@@ -26,9 +34,56 @@ from typing import Any
 SEED_NS = 50  # namespaces of seed objects: ``--objects`` spread evenly (200 each at 10,000)
 
 
-def _serve(home: str, objects: int, tls: bool, out: Any, stop: Any) -> None:
+def profile_threads() -> list[tuple[str, cProfile.Profile]]:
+    """Profile every thread started from now on in this process, each with its own cProfile (cProfile
+    follows one thread); returns the list they are added to, for ``write_profile``."""
+    profiles: list[tuple[str, cProfile.Profile]] = []
+    run = threading.Thread.run
+
+    def profiled(self: threading.Thread) -> None:
+        prof = cProfile.Profile()
+        profiles.append((self.name, prof))
+        prof.enable()
+        try:
+            run(self)
+        finally:
+            prof.disable()
+
+    threading.Thread.run = profiled  # type: ignore[method-assign]
+    return profiles
+
+
+def write_profile(profiles: list[tuple[str, cProfile.Profile]], path: str) -> None:
+    """Merge the threads' profiles (those of the server's threads) into one pstats file at ``path``."""
+    wanted = [p for name, p in profiles if name.startswith("flexq-")] or [p for _, p in profiles]
+    for p in wanted:
+        p.create_stats()  # a thread still running (a daemon) is read as it is now
+    stats = pstats.Stats(wanted[0])
+    for p in wanted[1:]:
+        stats.add(p)
+    stats.dump_stats(path)
+
+
+def print_profile(path: str, top: int = 25) -> None:
+    print(f"profile of the server's threads written to {path}; top {top} by own time:")
+    pstats.Stats(path).sort_stats("tottime").print_stats(top)
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a live process has used so far (NaN where /proc is not available)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def _serve(home: str, objects: int, tls: bool, out: Any, stop: Any, profile: str | None = None) -> None:
     from flexq import Twin
     from flexq.http.server import Server
+
+    profiles = profile_threads() if profile else []
 
     twin = Twin(clock="real", home=home, executor="simulated")
     server = Server(twin.core, home, tls=tls).start()
@@ -53,6 +108,8 @@ def _serve(home: str, objects: int, tls: bool, out: Any, stop: Any) -> None:
     stop.wait()
     server.stop()
     twin.close()
+    if profile:
+        write_profile(profiles, profile)
 
 
 def _bomb() -> bytes:
@@ -144,6 +201,7 @@ def _clients(proc: int, threads: int, seconds: float, info: dict, hostile: bool,
         with lock:
             results.extend(mine)
 
+    cpu0 = time.process_time()
     deadline[0] = time.perf_counter() + seconds + 0.5
     ts = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
     if hostile:
@@ -152,7 +210,7 @@ def _clients(proc: int, threads: int, seconds: float, info: dict, hostile: bool,
         t.start()
     for t in ts:
         t.join()
-    out.put(results)
+    out.put((results, time.process_time() - cpu0))
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -169,12 +227,13 @@ def main() -> None:
     ap.add_argument(
         "--hostile", action="store_true", help="one more client sending alias bombs and 3 MiB bodies"
     )
+    ap.add_argument("--profile", metavar="FILE", help="write a cProfile of the server's threads to FILE")
     args = ap.parse_args()
     ctx = mp.get_context("spawn")
     out, stop = ctx.Queue(), ctx.Event()
     server = ctx.Process(
         target=_serve,
-        args=(tempfile.mkdtemp(prefix="flexq-load-"), args.objects, not args.no_tls, out, stop),
+        args=(tempfile.mkdtemp(prefix="flexq-load-"), args.objects, not args.no_tls, out, stop, args.profile),
         daemon=True,
     )
     t0 = time.perf_counter()
@@ -191,6 +250,9 @@ def main() -> None:
         ],
     )
     results_q = ctx.Queue()
+    client_cpu = 0.0
+    load0 = os.getloadavg()
+    server_cpu0, wall0 = process_cpu(server.pid), time.perf_counter()
     try:
         for i, n in enumerate(per):
             if n:
@@ -201,7 +263,11 @@ def main() -> None:
                 procs.append(p)
         results: list[tuple[str, float, int]] = []
         for _ in procs:
-            results.extend(results_q.get(timeout=args.seconds + 600))
+            got, cpu = results_q.get(timeout=args.seconds + 600)
+            results.extend(got)
+            client_cpu += cpu
+        server_cpu, wall = process_cpu(server.pid) - server_cpu0, time.perf_counter() - wall0
+        load1 = os.getloadavg()
         for p in procs:
             p.join(60)
     finally:
@@ -225,8 +291,15 @@ def main() -> None:
             f"{verb:<10}{len(rows):>8}{len(rows) / args.seconds:>9.0f}{_pct(lat, 0.5) * 1e3:>9.1f}"
             f"{_pct(lat, 0.99) * 1e3:>9.1f}{lat[-1] * 1e3:>9.1f}{errors:>8}"
         )
+    print(
+        f"CPU: server {server_cpu:.1f}s ({server_cpu / max(len(normal), 1) * 1e3:.2f} ms per operation), "
+        f"clients {client_cpu:.1f}s, over {wall:.1f}s wall; load average {load0[0]:.1f} before, "
+        f"{load1[0]:.1f} after, on {os.cpu_count()} cores"
+    )
     if bad:
         print(f"{len(bad)} failed requests, e.g. {bad[:3]}")
+    if args.profile:
+        print_profile(args.profile)
 
 
 if __name__ == "__main__":
