@@ -44,15 +44,30 @@ class Journal:
         for side in ("-wal", "-shm"):  # left readable by an older flexq: tightened
             if Path(self.path + side).exists():
                 private_file(self.path + side)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered by a nested transaction
         self._in_tx = False
+        self._depth = 0  # savepoints open inside the current transaction
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Everything written inside commits atomically (nested calls join the outer one)."""
+        """Everything written inside commits atomically. A transaction opened inside another (on the same
+        thread) is a savepoint of it: when it fails only its own writes are undone, and what it wrote commits
+        with the outer one — a group commit, several writes and one sync to disk."""
         with self._lock:
             if self._in_tx:
-                yield
+                self._depth += 1
+                savepoint = f"s{self._depth}"
+                self._db.execute(f"SAVEPOINT {savepoint}")
+                try:
+                    yield
+                except BaseException:
+                    self._db.execute(f"ROLLBACK TO {savepoint}")
+                    self._db.execute(f"RELEASE {savepoint}")
+                    raise
+                else:
+                    self._db.execute(f"RELEASE {savepoint}")
+                finally:
+                    self._depth -= 1
                 return
             self._db.execute("BEGIN IMMEDIATE")
             self._in_tx = True
