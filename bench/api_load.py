@@ -102,6 +102,7 @@ def _serve(home: str, objects: int, tls: bool, out: Any, stop: Any, profile: str
             for i in range(per_ns)
         )
     twin._call(lambda: [twin.store.create(d) for d in docs])
+    server.warmed.wait(120)  # the OpenAPI documents are built in the background at start: not measured
     out.put(
         {"url": server.url, "token": server.creds.token, "ca": info["ca"] if tls else False, "per_ns": per_ns}
     )

@@ -89,6 +89,7 @@ def _serve(home: str, objects: int, out: Any, stop: Any, profile: str | None = N
                 "data": {"k": "v" * 64},
             }
         )
+    server.warmed.wait(120)  # the OpenAPI documents are built in the background at start: not measured
     out.put({"url": server.url, "token": server.creds.token, "ca": info["ca"]})
     stop.wait()
     server.stop()

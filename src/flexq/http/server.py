@@ -100,6 +100,7 @@ class Server:
         )
         self.uvicorn = uvicorn.Server(config)
         self.thread: threading.Thread | None = None
+        self.warmed = threading.Event()  # set once the OpenAPI documents are built (or failed to be)
 
     def start(self) -> Server:
         """Serve in a daemon thread; connections made before it is up wait in the listen backlog."""
@@ -123,6 +124,8 @@ class Server:
             openapi.v2(kinds)
         except Exception:  # only a cache: the first request builds it instead
             log.exception("warming the OpenAPI documents failed")
+        finally:
+            self.warmed.set()
 
     def stop(self, timeout: float = 5.0) -> None:
         self.uvicorn.should_exit = True

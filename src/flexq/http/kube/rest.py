@@ -304,20 +304,31 @@ class KubeFace:
 
     # -- reads ------------------------------------------------------------------------------------
     async def get(self, request: Request, t: Target, info: KindInfo) -> Response:
-        obj = await on_loop(self.loop, lambda: self.store().get(info.kind, t.name or "", t.namespace))
+        """Read on this thread, without a copy: the stored version itself, which no one changes (``peek`` takes
+        no lock); a write's reply is sent once the store holds it, so a client reads its own writes. A name not
+        found asks the loop (for the store's own NotFound, or the object created in between)."""
+        store = self.store()
+        obj = store.peek(info.kind, t.name or "", t.namespace)
+        if obj is None:
+            obj = await on_loop(self.loop, lambda: store.get(info.kind, t.name or "", t.namespace))
         return self._out(request, info, obj, t)
 
     async def list(self, request: Request, t: Target, info: KindInfo) -> Response:
         q = request.query_params
 
+        store = self.store()
+
         def run() -> tuple[list[dict], int]:
-            store = self.store()
+            # the stored versions themselves (read-only, never changed in place) and the resourceVersion they
+            # are at, read together under the store's lock
             return (
-                store.list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector")),
+                store.peek_list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector")),
                 store.resource_version,
             )
 
-        objs, rv = await on_loop(self.loop, run)
+        with store.read_lock(blocking=False) as held:
+            got = run() if held else None
+        objs, rv = got if got is not None else await on_loop(self.loop, run)  # a write holds the lock
         objs, rv, paging = page(
             objs,
             rv,
