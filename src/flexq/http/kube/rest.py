@@ -22,7 +22,15 @@ from flexq.api import scheme
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time
 from flexq.errors import ApiError, BadRequest, Invalid, MethodNotAllowed, NotFound
-from flexq.http.common import decode_body_async, json_response, on_loop, read_body, status_response, truthy
+from flexq.http.common import (
+    WriteBatch,
+    decode_body_async,
+    json_response,
+    on_loop,
+    read_body,
+    status_response,
+    truthy,
+)
 from flexq.http.common import view as view_as
 from flexq.http.kube import apply as ssa
 from flexq.http.kube import table as tables
@@ -148,6 +156,7 @@ class KubeFace:
         self.core = core
         self.cluster = cluster
         self.loop = core.loop
+        self.writes = WriteBatch(core.loop)
 
     # -- which kinds are served -------------------------------------------------------------------
     def store(self) -> Store:
@@ -285,11 +294,13 @@ class KubeFace:
         return mode
 
     async def _write(self, mode: str, info: KindInfo, version: str, fn: Any) -> tuple[dict, list[str]]:
-        """Run ``fn(unknown_fields)`` on the loop with the request's field validation."""
+        """Run ``fn(unknown_fields)`` on the loop with the request's field validation (in the next batch of
+        writes: ``WriteBatch``)."""
+        journal = self.store().journal
         if mode == "Ignore":
-            return await on_loop(self.loop, lambda: fn("Ignore")), []
+            return await self.writes.run(journal, lambda: fn("Ignore")), []
         try:
-            return await on_loop(self.loop, lambda: fn("Strict")), []
+            return await self.writes.run(journal, lambda: fn("Strict")), []
         except Invalid as err:
             unknown = [c for c in err.causes if c.message == _UNKNOWN]
             if not unknown or len(unknown) != len(err.causes):
@@ -300,7 +311,7 @@ class KubeFace:
                     f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
                     f"strict decoding error: {', '.join(names)}"
                 ) from None
-            return await on_loop(self.loop, lambda: fn("Ignore")), names
+            return await self.writes.run(journal, lambda: fn("Ignore")), names
 
     # -- reads ------------------------------------------------------------------------------------
     async def get(self, request: Request, t: Target, info: KindInfo) -> Response:
@@ -566,7 +577,7 @@ class KubeFace:
             )
             return gone, (None if dry else store.try_get(info.kind, t.name or "", t.namespace))
 
-        gone, still = await on_loop(self.loop, run)
+        gone, still = await self.writes.run(self.store().journal, run)
         if still is not None or dry:
             return self._out(request, info, still or gone, t)
         details = {"name": t.name, "kind": info.plural, "uid": gone["metadata"].get("uid")}
