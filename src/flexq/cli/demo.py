@@ -46,7 +46,9 @@ class DemoOptions:
     """How to run the demo."""
 
     simulated: bool = False
-    timeout: float = 330.0  # wall seconds the jobs may take (real clock)
+    timeout: float = (
+        900.0  # wall seconds the jobs may take (real clock; generous: a loaded CI machine is slow)
+    )
     virtual_limit: float = 8 * 86400  # twin seconds the jobs may take (virtual clock)
     live: bool | None = None  # None: a live view when the console is a terminal
     log_lines: int = 12  # lines of each job's output to show

@@ -17,9 +17,13 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from flexq import __version__
 from flexq.clock import WallClock, format_time
 
 SA_NAME = "flexq-fallback"
+PACKAGE = (
+    f"flexq=={__version__}"  # the controller in the cluster runs the same flexq as the one that wrote it
+)
 # exactly what FallbackPolicy does through KubernetesAPI (flexq.fallback.kubeapi), per resource
 CLUSTER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list", "patch", "delete"]},
@@ -57,7 +61,7 @@ def _state_rules(state_name: str) -> list[dict[str, Any]]:
 def manifests(
     namespace: str = "flexq-system",
     image: str = "python:3.11-slim",
-    package: str = "flexq",
+    package: str = PACKAGE,
     state_namespace: str = "kueue-system",
     state_name: str = "flexq-fallback",
     extra_args: list[str] | None = None,
@@ -272,7 +276,9 @@ def add_parser(sub: Any, kube_flags: Any) -> argparse.ArgumentParser:
     m = fsub.add_parser("manifests", help="print the YAML that runs the fallback in the cluster")
     m.add_argument("--namespace", default="flexq-system", help="namespace of the Deployment")
     m.add_argument("--image", default="python:3.11-slim", help="container image (with python and pip)")
-    m.add_argument("--package", default="flexq", help="what pip installs (e.g. flexq==0.1.0)")
+    m.add_argument(
+        "--package", default=PACKAGE, help=f"what pip installs (default {PACKAGE}, this flexq's own version)"
+    )
     m.add_argument(
         "--state-namespace",
         dest="manifest_state_namespace",

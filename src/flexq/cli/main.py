@@ -209,7 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="run the tutorial end to end in this process")
     d.add_argument("--simulated", action="store_true", help="virtual clock and simulated training (fast)")
-    d.add_argument("--timeout", type=float, default=None, help="wall seconds the jobs may take (real mode)")
+    d.add_argument(
+        "--timeout", type=float, default=None, help="wall seconds the jobs may take (real mode; default 900)"
+    )
     d.add_argument("--no-live", action="store_true", help="print state changes only, no live table")
     d.add_argument(
         "--capacity",

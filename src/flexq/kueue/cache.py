@@ -57,6 +57,10 @@ class Hooks:
     extra: list[Callable[[WatchEvent], None]] = field(default_factory=list)
 
 
+def _stop_policy(q: dict) -> str:
+    return (q.get("spec") or {}).get("stopPolicy") or "None"
+
+
 class KueueCache:
     """Cache + queue manager of one cluster."""
 
@@ -175,11 +179,19 @@ class KueueCache:
             self.local_queues.pop(lqk, None)
             self.queues.delete_local_queue(md.get("namespace", ""), md["name"])
             return
-        new = lqk not in self.local_queues
+        old = self.local_queues.get(lqk)
         self.local_queues[lqk] = obj
-        self.queues.add_or_update_local_queue(obj)
-        if new and not initial:
-            self._requeue_lq_workloads(obj)
+        # A stopped LocalQueue (stopPolicy Hold or HoldAndDrain) is not in the queue manager, so its pending
+        # workloads are not queued (localqueue_controller.go Create/Update: AddLocalQueue only when the policy
+        # is None, DeleteLocalQueue when it stops, AddLocalQueue again when it restarts).
+        queued = old is not None and _stop_policy(old) == "None"
+        if _stop_policy(obj) != "None":
+            if queued or (old is None and lqk in self.queues.local_queues):
+                self.queues.delete_local_queue(md.get("namespace", ""), md["name"])
+        else:
+            self.queues.add_or_update_local_queue(obj)
+            if (old is None or not queued) and not initial:
+                self._requeue_lq_workloads(obj)
         self.hooks.lq_status(md.get("namespace", ""), md["name"])
 
     def _requeue_lq_workloads(self, lq: dict) -> None:
