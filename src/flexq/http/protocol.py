@@ -1,7 +1,7 @@
-"""The HTTP/1.1 protocol of a served twin: uvicorn's h11 protocol, plus the connection upgrade that
+"""The HTTP/1.1 protocol of a served twin: uvicorn's (httptools', else h11's), plus the connection upgrade that
 ``kubectl port-forward`` needs and ASGI cannot express.
 
-Owns: ``protocol_class(core, token)`` — a subclass of uvicorn's ``H11Protocol`` that looks at the first
+Owns: ``protocol_class(core, token)`` — a subclass of uvicorn's protocol that looks at the first
 request of each connection; a ``POST .../pods/<name>/portforward`` with ``Upgrade: SPDY/3.1`` is
 authenticated, answered ``101`` and handed to ``PortForwardSession``; a WebSocket upgrade there gets
 ``400`` (kubectl then falls back to SPDY); everything else goes to the ASGI app unchanged. Also owns the
@@ -88,7 +88,7 @@ def _http(status: str, body: dict[str, Any]) -> bytes:
 def protocol_class(core: TwinServices, token: str | None) -> type[Any]:
     """uvicorn's HTTP/1.1 protocol (httptools', else h11's) bound to one twin, with port-forward upgrades."""
 
-    class TwinH11Protocol(_Base):
+    class TwinHttpProtocol(_Base):
         _head: bytes | None = b""
 
         def data_received(self, data: bytes) -> None:
@@ -169,4 +169,4 @@ def protocol_class(core: TwinServices, token: str | None) -> type[Any]:
                 session.data_received(rest)
             return True
 
-    return TwinH11Protocol
+    return TwinHttpProtocol
