@@ -132,16 +132,16 @@ class WriteBatch:
                 for fn, _, _ in batch:
                     try:
                         results.append((fn(), None))
-                    except BaseException as exc:  # handed back to its request; its savepoint is undone
-                        results.append((None, exc))
+                    except BaseException as refused:  # handed back to its request; its savepoint is undone
+                        results.append((None, refused))
         except Exception as exc:  # the commit itself failed
             log.critical(
                 "a batch of %d writes could not be committed to the journal", len(batch), exc_info=True
             )
             err = InternalError(f"the twin could not write its state to disk ({type(exc).__name__}: {exc})")
             results = [(None, err)] * len(batch)
-        for (_, _, deliver), (value, exc) in zip(batch, results, strict=True):
-            deliver(value, exc)
+        for (_, _, deliver), (value, error) in zip(batch, results, strict=True):
+            deliver(value, error)
 
 
 async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
