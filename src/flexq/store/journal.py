@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import orjson
+
 from flexq.store.private import private_file
 
 _SCHEMA = """
@@ -28,6 +30,15 @@ CREATE TABLE IF NOT EXISTS counters (store TEXT PRIMARY KEY, rv INTEGER NOT NULL
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 BOOTS = "#boots"  # the counters row counting openings of the state (no store is named so)
+
+
+def _dumps(obj: dict) -> str:
+    """Compact JSON of an object: orjson (a tenth of the standard library's time, which was most of a small
+    write's CPU here), the standard library for what orjson refuses (integers past 64 bits)."""
+    try:
+        return orjson.dumps(obj).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(obj, separators=(",", ":"))
 
 
 class Journal:
@@ -84,7 +95,7 @@ class Journal:
     def put(self, store: str, kind: str, namespace: str, name: str, rv: int, obj: dict) -> None:
         self._db.execute(
             "INSERT OR REPLACE INTO objects(store, kind, namespace, name, rv, body) VALUES (?,?,?,?,?,?)",
-            (store, kind, namespace, name, rv, json.dumps(obj, separators=(",", ":"))),
+            (store, kind, namespace, name, rv, _dumps(obj)),
         )
 
     def remove(self, store: str, kind: str, namespace: str, name: str) -> None:
