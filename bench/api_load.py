@@ -16,8 +16,8 @@ refused with a 4xx) to show what a hostile client costs the others.
 
 Besides the figures it prints the CPU seconds the server process and the client processes used during the
 run and the load average, since a shared machine's other work depresses the figures. ``--profile FILE``
-writes a cProfile (pstats) of the server's threads — its HTTP thread and the twin's loop, merged — to FILE
-and prints its top functions.
+writes a cProfile (pstats) of the server's threads — its HTTP thread and the twin's loop (once seeded),
+merged — to FILE and prints its top functions.
 """
 
 from __future__ import annotations
@@ -40,34 +40,46 @@ from typing import Any
 SEED_NS = 50  # namespaces of seed objects: ``--objects`` spread evenly (200 each at 10,000)
 
 
-def profile_threads() -> list[tuple[str, cProfile.Profile]]:
-    """Profile every thread started from now on in this process, each with its own cProfile (cProfile
-    follows one thread); returns the list they are added to, for ``write_profile``."""
-    profiles: list[tuple[str, cProfile.Profile]] = []
-    run = threading.Thread.run
+class ServerProfile:
+    """cProfiles of a served twin's two working threads, merged into one pstats file: the HTTP server's
+    (``flexq-http``, from its start: it is idle while the twin is seeded) and the twin's loop (from
+    ``start_loop``, called once the seed objects are in, so that the seeding is not in it). Built before the
+    server is started."""
 
-    def profiled(self: threading.Thread) -> None:
-        prof = cProfile.Profile()
-        profiles.append((self.name, prof))
-        prof.enable()
-        try:
-            run(self)
-        finally:
-            prof.disable()
+    def __init__(self) -> None:
+        self.profiles: list[cProfile.Profile] = []
+        self.loop_profile: cProfile.Profile | None = None
+        run = threading.Thread.run
 
-    threading.Thread.run = profiled  # type: ignore[method-assign]
-    return profiles
+        def profiled(thread: threading.Thread) -> None:
+            if thread.name != "flexq-http":
+                return run(thread)
+            prof = cProfile.Profile()
+            self.profiles.append(prof)
+            prof.enable()
+            try:
+                return run(thread)
+            finally:
+                prof.disable()
 
+        threading.Thread.run = profiled  # type: ignore[method-assign]
 
-def write_profile(profiles: list[tuple[str, cProfile.Profile]], path: str) -> None:
-    """Merge the threads' profiles (those of the server's threads) into one pstats file at ``path``."""
-    wanted = [p for name, p in profiles if name.startswith("flexq-")] or [p for _, p in profiles]
-    for p in wanted:
-        p.create_stats()  # a thread still running (a daemon) is read as it is now
-    stats = pstats.Stats(wanted[0])
-    for p in wanted[1:]:
-        stats.add(p)
-    stats.dump_stats(path)
+    def start_loop(self, loop: Any) -> None:
+        self.loop_profile = cProfile.Profile()
+        self.profiles.append(self.loop_profile)
+        loop.call_sync(self.loop_profile.enable)  # cProfile follows the thread that enables it
+
+    def stop_loop(self, loop: Any) -> None:
+        if self.loop_profile is not None:
+            loop.call_sync(self.loop_profile.disable)
+
+    def write(self, path: str) -> None:
+        for p in self.profiles:
+            p.create_stats()
+        stats = pstats.Stats(self.profiles[0])
+        for p in self.profiles[1:]:
+            stats.add(p)
+        stats.dump_stats(path)
 
 
 def print_profile(path: str, top: int = 25) -> None:
@@ -89,8 +101,7 @@ def _serve(home: str, objects: int, tls: bool, out: Any, stop: Any, profile: str
     from flexq import Twin
     from flexq.http.server import Server
 
-    profiles = profile_threads() if profile else []
-
+    prof = ServerProfile() if profile else None
     twin = Twin(clock="real", home=home, executor="simulated")
     server = Server(twin.core, home, tls=tls).start()
     info = server.write_files()
@@ -109,14 +120,17 @@ def _serve(home: str, objects: int, tls: bool, out: Any, stop: Any, profile: str
         )
     twin._call(lambda: [twin.store.create(d) for d in docs])
     server.warmed.wait(120)  # the OpenAPI documents are built in the background at start: not measured
+    if prof:
+        prof.start_loop(twin.core.loop)
     out.put(
         {"url": server.url, "token": server.creds.token, "ca": info["ca"] if tls else False, "per_ns": per_ns}
     )
     stop.wait()
     server.stop()
+    if prof and profile:
+        prof.stop_loop(twin.core.loop)
+        prof.write(profile)
     twin.close()
-    if profile:
-        write_profile(profiles, profile)
 
 
 def _bomb() -> bytes:

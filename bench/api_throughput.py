@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import requests
-from api_load import print_profile, process_cpu, profile_threads, write_profile
+from api_load import ServerProfile, print_profile, process_cpu
 
 from flexq import Twin
 from flexq.http.server import Server
@@ -76,7 +76,7 @@ def measure(
 
 def _serve(home: str, objects: int, out: Any, stop: Any, profile: str | None = None) -> None:
     """Child process: a live twin with ``objects`` seed configmaps, served until ``stop`` is set."""
-    profiles = profile_threads() if profile else []
+    prof = ServerProfile() if profile else None
     twin = Twin(clock="real", home=home, executor="simulated")
     server = Server(twin.core, home).start()
     info = server.write_files()
@@ -90,12 +90,15 @@ def _serve(home: str, objects: int, out: Any, stop: Any, profile: str | None = N
             }
         )
     server.warmed.wait(120)  # the OpenAPI documents are built in the background at start: not measured
+    if prof:
+        prof.start_loop(twin.core.loop)
     out.put({"url": server.url, "token": server.creds.token, "ca": info["ca"]})
     stop.wait()
     server.stop()
+    if prof and profile:
+        prof.stop_loop(twin.core.loop)
+        prof.write(profile)
     twin.close()
-    if profile:
-        write_profile(profiles, profile)
 
 
 def main() -> None:
