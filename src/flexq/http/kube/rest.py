@@ -9,6 +9,7 @@ about domain state (style rule 5). Must not import domain packages (kube, kueue,
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
@@ -337,9 +338,15 @@ class KubeFace:
                 store.resource_version,
             )
 
+        def wait_and_run() -> tuple[list[dict], int]:
+            with store.read_lock():
+                return run()
+
         with store.read_lock(blocking=False) as held:
             got = run() if held else None
-        objs, rv = got if got is not None else await on_loop(self.loop, run)  # a write holds the lock
+        # a write holds the lock: wait for it in a worker thread (writes take it one at a time, briefly), not
+        # on this thread, which serves every other connection, nor behind the loop's queue of writes
+        objs, rv = got if got is not None else await asyncio.to_thread(wait_and_run)
         objs, rv, paging = page(
             objs,
             rv,
