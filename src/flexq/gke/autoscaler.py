@@ -14,7 +14,8 @@ Owns the scale decisions for ordinary pending pods (ProvisioningRequests are ``p
   1b. ``activeMigration.optimizeRulePriority``: a slice on a lower rule whose pods a higher rule's pool can
      take now gets a new slice there; the old one is cordoned and its pods evicted (``ActiveMigration``).
   2. Nodes of autoscaled pools (queued ones included) with no running pod are "unneeded"; after
-     ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes,
+     ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes
+     (never a slice with a node annotated ``cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"``),
      unless a ProvisioningRequest still books them (Provisioned and not BookingExpired): the nodes created
      for it, or, for the OSS classes, the existing nodes its not-yet-bound pods would fill.
 Writes: Node objects (create and delete through the cluster's ``NodeWriter``; cordon), the ``unneeded-since`` node annotation,
@@ -32,6 +33,7 @@ from typing import Any
 from flexq.api import gke_catalog as catalog
 from flexq.api.wellknown import (
     CLUSTER_AUTOSCALER_CONSUME_PR,
+    CLUSTER_AUTOSCALER_SCALE_DOWN_DISABLED,
     CONSUME_PROVISIONING_REQUEST,
     UNSCHEDULABLE_TAINT,
 )
@@ -618,6 +620,12 @@ class Autoscaler(Controller):
             remaining, slices = layout.pools[pool_name]
             for slice_id in sorted(look):
                 members = slices[slice_id]
+                if any(
+                    (n["metadata"].get("annotations") or {}).get(CLUSTER_AUTOSCALER_SCALE_DOWN_DISABLED)
+                    == "true"
+                    for n in members
+                ):
+                    continue  # a node annotated scale-down-disabled is never removed (nor is its slice)
                 marked = layout.marked_slice.get((pool_name, slice_id))
                 if marked is not None and busy.isdisjoint(marked[0]):
                     # every node idle and already marked: nothing to write, the deadline is known
