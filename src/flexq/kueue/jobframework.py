@@ -255,7 +255,7 @@ class JobController(Controller):
             spec["maximumExecutionTimeSeconds"] = limit
         pc = (md.get("labels") or {}).get(PRIORITY_LABEL)
         if pc:
-            wpc = self.store.try_get("WorkloadPriorityClass", pc)
+            wpc = self.store.peek("WorkloadPriorityClass", pc)  # read-only: only its value is read
             if wpc is None:
                 self.events.record(
                     obj, "Warning", "WorkloadPriorityClassNotFound", f'WorkloadPriorityClass "{pc}" not found'

@@ -308,9 +308,11 @@ class Store:
         namespace: str | None = None,
         dry_run: bool = False,
         copy_result: bool = True,
+        take: bool = False,
     ) -> dict:
         """Admit and store a new object. Returns a copy of it (with ``copy_result=False``, the stored
-        object itself, read-only as ``peek``)."""
+        object itself, read-only as ``peek``). With ``take`` the store keeps ``obj`` itself instead of a
+        copy: the caller built it for this call and never changes (or reads) it afterwards."""
         info = scheme.resolve_object(self.registry, obj)
         self.info(info.key)
         meta = obj.get("metadata") or {}
@@ -319,7 +321,7 @@ class Store:
             raise BadRequest(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
-        data = clone(obj)
+        data = obj if take else clone(obj)
         if data.get("metadata") is None:
             data["metadata"] = {}
         if info.namespaced:
