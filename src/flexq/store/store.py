@@ -661,16 +661,18 @@ class Store:
             old = bucket.get(key)
             if self.check_readonly:
                 self._check_pristine(info.key, key, old, None if typ == "DELETED" else ev.object)
-            if old is not None:
-                self._unindex(info.key, key, old)
             if typ == "DELETED":
+                if old is not None:
+                    self._unindex(info.key, key, old)
                 bucket.pop(key, None)
                 self._sorted.pop(info.key, None)
             else:
                 if old is None:
                     self._sorted.pop(info.key, None)
+                    self._index(info.key, key, ev.object)
+                else:
+                    self._reindex(info.key, key, old, ev.object)
                 bucket[key] = ev.object
-                self._index(info.key, key, ev.object)
             self._history.append(ev)
         for ev in events:
             subs = self._subs_of.get(ev.kind)
@@ -723,6 +725,27 @@ class Store:
             table2 = self._by_index[(kk, name)]
             for v in fn(obj):
                 table2.setdefault(v, set()).add(key)
+
+    def _reindex(self, kk: str, key: Key, old: dict, new: dict) -> None:
+        """``_unindex(old)`` then ``_index(new)``, without touching the tables whose inputs (uid, owners,
+        labels; an indexer's values) the write left as they were: most writes change only status or spec."""
+        om, nm = old["metadata"], new["metadata"]
+        if om is not nm and (
+            om.get("uid") != nm.get("uid")
+            or om.get("ownerReferences") != nm.get("ownerReferences")
+            or om.get("labels") != nm.get("labels")
+        ):
+            self._unindex(kk, key, old)
+            self._index(kk, key, new)
+            return
+        for name, fn in self._indexers.get(kk, {}).items():
+            before, after = list(fn(old)), list(fn(new))
+            if before != after:
+                table = self._by_index[(kk, name)]
+                for v in before:
+                    _drop(table, v, key)
+                for v in after:
+                    table.setdefault(v, set()).add(key)
 
     def _unindex(self, kk: str, key: Key, obj: dict) -> None:
         uid = obj["metadata"].get("uid")
