@@ -57,7 +57,7 @@ def status_copy(obj: dict) -> dict:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WatchEvent:
     """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change."""
 
