@@ -14,7 +14,8 @@ Owns the scale decisions for ordinary pending pods (ProvisioningRequests are ``p
   1b. ``activeMigration.optimizeRulePriority``: a slice on a lower rule whose pods a higher rule's pool can
      take now gets a new slice there; the old one is cordoned and its pods evicted (``ActiveMigration``).
   2. Nodes of autoscaled pools (queued ones included) with no running pod are "unneeded"; after
-     ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes,
+     ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes
+     (never a slice with a node annotated ``cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"``),
      unless a ProvisioningRequest still books them (Provisioned and not BookingExpired): the nodes created
      for it, or, for the OSS classes, the existing nodes its not-yet-bound pods would fill.
 Writes: Node objects (create and delete through the cluster's ``NodeWriter``; cordon), the ``unneeded-since`` node annotation,
@@ -32,6 +33,7 @@ from typing import Any
 from flexq.api import gke_catalog as catalog
 from flexq.api.wellknown import (
     CLUSTER_AUTOSCALER_CONSUME_PR,
+    CLUSTER_AUTOSCALER_SCALE_DOWN_DISABLED,
     CONSUME_PROVISIONING_REQUEST,
     UNSCHEDULABLE_TAINT,
 )
@@ -107,6 +109,21 @@ def _min_nodes(pool: dict[str, Any]) -> int:
     return int(auto.get("minNodeCount", auto.get("totalMinNodeCount", 0)) or 0)
 
 
+class _Layout:
+    """Nodes by pool (count, slice id -> members in name order), each node's (pool, slice), the names, and
+    the nodes that carry the unneeded-since mark."""
+
+    __slots__ = ("pools", "slice_of", "names", "annotated", "marked_slice")
+
+    def __init__(self) -> None:
+        self.pools: dict[str, tuple[int, dict[str, list[dict[str, Any]]]]] = {}
+        self.slice_of: dict[str, tuple[str, str]] = {}
+        self.names: set[str] = set()
+        self.annotated: set[str] = set()
+        # slices whose every node carries the unneeded-since mark -> (member names, scale-down deadline)
+        self.marked_slice: dict[tuple[str, str], tuple[list[str], float]] = {}
+
+
 class Autoscaler(Controller):
     """GKE's cluster autoscaler for one cluster (one key: the whole cluster is one decision)."""
 
@@ -122,6 +139,9 @@ class Autoscaler(Controller):
         ] = {}  # flex-start ComputeClass pool -> when its capacity wait began
         self.fail_streak: dict[str, tuple[int, float]] = {}  # ComputeClass pool -> (failures in a row, last)
         self._pod_sig: dict[tuple[str, str], tuple] = {}  # what of each pod a decision reads (see _pod_event)
+        # the nodes' slices per pool, derived once per version of the cache's nodes (see _slices)
+        self._layout: tuple[int, _Layout] | None = None
+        self._nodes_version = -1
 
     def watches(self) -> list[Watch]:
         cluster = self.ctx.cluster_settings.gke_cluster
@@ -186,8 +206,12 @@ class Autoscaler(Controller):
             if (p["spec"].get("autoscaling") or {}).get("enabled")
             and p["spec"].get("status") in ("RUNNING", "RECONCILING")
         ]
-        nodes = self.writer.nodes()
         cache = self.writer.cache
+        nodes_version = cache.node_version
+        nodes = self.writer.nodes()
+        if self._layout is not None and self._layout[0] != nodes_version:
+            self._layout = None
+        self._nodes_version = nodes_version
         wake = [
             self._scale_up(pools, nodes, cache),
             self._migrate(pools, nodes, cache),
@@ -233,6 +257,8 @@ class Autoscaler(Controller):
         self._ignore_consumers([p for p in pending if _consumes_request(p)])
         todo = self._unhelped([p for p in pending if not _consumes_request(p)], nodes, cache)
         wake: float | None = None
+        if not todo:
+            return wake
         count = {p["spec"]["name"]: 0 for p in pools}
         for n in nodes:
             pool_name = n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, "")
@@ -536,6 +562,40 @@ class Autoscaler(Controller):
                 self.store.delete("Pod", p["metadata"]["name"], p["metadata"].get("namespace", "default"))
 
     # -- 2. scale down -----------------------------------------------------------------------------------------
+    def _slices(self, nodes: list[dict[str, Any]]) -> _Layout:
+        """``nodes`` grouped by pool and slice, kept while the cache's nodes do not change (most passes)."""
+        if self._layout is not None and self._layout[0] == self._nodes_version:
+            return self._layout[1]
+        layout = _Layout()
+        for n in nodes:
+            md = n["metadata"]
+            name = md["name"]
+            pool = md["labels"].get(catalog.LABEL_NODEPOOL, "")
+            ann = md.get("annotations") or {}
+            slice_id = ann.get(ANN_SLICE, name)
+            count, slices = layout.pools.setdefault(pool, (0, {}))
+            slices.setdefault(slice_id, []).append(n)
+            layout.pools[pool] = (count + 1, slices)
+            layout.slice_of[name] = (pool, slice_id)
+            if ANN_UNNEEDED_SINCE in ann:
+                layout.annotated.add(name)
+        layout.names = set(layout.slice_of)
+        for pool, (_, slices) in layout.pools.items():
+            for slice_id, members in slices.items():
+                names = [m["metadata"]["name"] for m in members]
+                if all(n in layout.annotated for n in names):
+                    deadline = (
+                        max(float(m["metadata"]["annotations"][ANN_UNNEEDED_SINCE]) for m in members)
+                        + SCALE_DOWN_UNNEEDED_SECONDS
+                    )
+                    created = max(float(m["metadata"]["annotations"].get(ANN_CREATED_AT, 0)) for m in members)
+                    layout.marked_slice[(pool, slice_id)] = (
+                        names,
+                        max(deadline, created + SCALE_DOWN_DELAY_AFTER_ADD),
+                    )
+        self._layout = (self._nodes_version, layout)
+        return layout
+
     def _scale_down(
         self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]], cache: GkeCache
     ) -> float | None:
@@ -544,26 +604,39 @@ class Autoscaler(Controller):
         busy |= booked_nodes(
             self.store, nodes, cache
         )  # OSS bookings hold existing nodes as if their pods ran
-        by_pool: dict[str, list[dict[str, Any]]] = {}
-        for n in nodes:
-            by_pool.setdefault(n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""), []).append(n)
+        layout = self._slices(nodes)
+        # Only slices with a node that is idle, or still marked unneeded, can change or be removed: a slice
+        # whose nodes are all busy and unmarked gives "busy" and writes nothing, so it is not looked at.
+        todo: dict[str, set[str]] = {}
+        for name in (layout.names - busy) | layout.annotated:
+            pool_name, slice_id = layout.slice_of[name]
+            todo.setdefault(pool_name, set()).add(slice_id)
         wake: float | None = None
         for pool in pools:
-            pool_nodes = by_pool.get(pool["spec"]["name"], [])
-            slices: dict[str, list[dict[str, Any]]] = {}
-            for n in pool_nodes:
-                slices.setdefault(
-                    n["metadata"].get("annotations", {}).get(ANN_SLICE, n["metadata"]["name"]), []
-                ).append(n)
-            remaining = len(pool_nodes)
-            for slice_id in sorted(slices):
+            pool_name = pool["spec"]["name"]
+            look = todo.get(pool_name)
+            if not look:
+                continue
+            remaining, slices = layout.pools[pool_name]
+            for slice_id in sorted(look):
                 members = slices[slice_id]
-                since = [self._unneeded_since(n, busy, now) for n in members]
-                if any(s is None for s in since):
-                    continue
-                deadline = max(float(s) for s in since if s is not None) + SCALE_DOWN_UNNEEDED_SECONDS
-                created = max(float(n["metadata"]["annotations"].get(ANN_CREATED_AT, 0)) for n in members)
-                deadline = max(deadline, created + SCALE_DOWN_DELAY_AFTER_ADD)
+                if any(
+                    (n["metadata"].get("annotations") or {}).get(CLUSTER_AUTOSCALER_SCALE_DOWN_DISABLED)
+                    == "true"
+                    for n in members
+                ):
+                    continue  # a node annotated scale-down-disabled is never removed (nor is its slice)
+                marked = layout.marked_slice.get((pool_name, slice_id))
+                if marked is not None and busy.isdisjoint(marked[0]):
+                    # every node idle and already marked: nothing to write, the deadline is known
+                    deadline = marked[1]
+                else:
+                    since = [self._unneeded_since(n, busy, now) for n in members]
+                    if any(s is None for s in since):
+                        continue
+                    deadline = max(float(s) for s in since if s is not None) + SCALE_DOWN_UNNEEDED_SECONDS
+                    created = max(float(n["metadata"]["annotations"].get(ANN_CREATED_AT, 0)) for n in members)
+                    deadline = max(deadline, created + SCALE_DOWN_DELAY_AFTER_ADD)
                 if any(active_booking(self.store, n) for n in members) or remaining - len(
                     members
                 ) < _min_nodes(pool):

@@ -130,6 +130,7 @@ class _Sums:
         self.groups: dict[str, dict[str, Fraction]] = {"pools": {}, "provisioningModels": {}, "jobs": {}}
         self.closed_nodes: list[dict[str, Any]] = []
         self.flavor_sig: tuple | None = None
+        self.flavor_list: list[tuple[str, dict[str, str]]] = []
         self.flavors: dict[str, Fraction] = {}
         self.jobs_money: dict[str, float] = {}
         self.jobs_added = False
@@ -143,15 +144,43 @@ class _Sums:
             self.jobs_money[key] = _money(g[key])
 
 
+_PRICES: dict[str, Fraction] = {}
+
+
+def _price_of(text: str) -> Fraction:
+    """``Fraction(text)`` of a ledger price or pod share, parsed once per distinct text (there are few)."""
+    price = _PRICES.get(text)
+    if price is None:
+        if len(_PRICES) > 4096:
+            _PRICES.clear()
+        price = _PRICES[text] = Fraction(text)
+    return price
+
+
+def _exact_sum(values: list[float]) -> Fraction:
+    """``sum(Fraction(v) for v in values)``, exactly, in integers (floats are dyadic fractions)."""
+    num, den = 0, 1
+    for v in values:
+        n, d = v.as_integer_ratio()
+        if d == den:
+            num += n
+        elif d < den:
+            num += n * (den // d)
+        else:
+            num = num * (d // den) + n
+            den = d
+    return Fraction(num, den)
+
+
 def _node_cost(rec: dict[str, Any], now: float) -> tuple[Fraction, Fraction]:
     end = rec["deleted"] if rec.get("deleted") is not None else now
     hours = Fraction(max(0.0, end - rec["created"])) / 3600
-    return hours, hours * Fraction(rec["pricePerHour"])
+    return hours, hours * _price_of(rec["pricePerHour"])
 
 
 def _pod_cost(rec: dict[str, Any], price: Fraction, now: float) -> Fraction:
     end = rec["end"] if rec.get("end") is not None else now
-    return Fraction(max(0.0, end - rec["start"])) / 3600 * price * Fraction(rec["share"])
+    return Fraction(max(0.0, end - rec["start"])) / 3600 * price * _price_of(rec["share"])
 
 
 def _flavor_list(flavors: Iterable[dict[str, Any]]) -> list[tuple[str, dict[str, str]]]:
@@ -191,6 +220,7 @@ class BillingController(Controller):
         self._pod_record: dict[tuple[str, str], str] = {}  # (namespace, pod) -> its open record's key
         self._on_node: dict[str, set[str]] = {}  # node -> open pod record keys
         self._sums = _Sums()
+        self._flavor_memo: dict[str, tuple[dict[str, Any], tuple, tuple[str, ...]]] = {}
         self._dirty = False
         self._due: float | None = None  # when pending pod-record changes must be written at the latest
         self._written = False
@@ -263,11 +293,13 @@ class BillingController(Controller):
         s.add("pools", rec["pool"], cost)
         s.add("provisioningModels", rec["model"], cost)
         s.closed_nodes.append(rec)
-        s.flavor_sig = None
+        if s.flavor_sig is not None:  # flavor sums kept for the current flavors: add this one (exact)
+            for fname in _flavors_of(rec, s.flavor_list):
+                s.flavors[fname] = s.flavors.get(fname, Fraction(0)) + cost
 
     def _price(self, node: str) -> Fraction:
         rec = self._nodes.get(node)
-        return Fraction(rec["pricePerHour"]) if rec is not None else Fraction(0)
+        return _price_of(rec["pricePerHour"]) if rec is not None else Fraction(0)
 
     def _close_pod_sums(self, rec: dict[str, Any]) -> None:
         self._sums.add("jobs", rec["job"], _pod_cost(rec, self._price(rec["node"]), 0.0))
@@ -365,6 +397,7 @@ class BillingController(Controller):
             rec = {**self._nodes[name], "deleted": now}
             self._nodes[name] = rec
             self._open_nodes.discard(name)
+            self._flavor_memo.pop(name, None)
             self._close_node_sums(rec)
             changed = True
         for name in opened:  # pods already bound to a node billed from now on
@@ -372,6 +405,17 @@ class BillingController(Controller):
                 md = pod["metadata"]
                 self._sync_pod(md.get("namespace") or "default", md["name"], now)
         return changed
+
+    def _open_flavors(
+        self, name: str, rec: dict[str, Any], flavor_list: list[tuple[str, dict[str, str]]], sig: tuple
+    ) -> tuple[str, ...]:
+        """``_flavors_of`` an open node's record, remembered while the flavors (``sig``) and the record stay."""
+        hit = self._flavor_memo.get(name)
+        if hit is not None and hit[0] is rec and hit[1] == sig:
+            return hit[2]
+        out = tuple(_flavors_of(rec, flavor_list))
+        self._flavor_memo[name] = (rec, sig, out)
+        return out
 
     def _totals(self, now: float, flavor_list: list[tuple[str, dict[str, str]]]) -> dict[str, Any]:
         s = self._sums
@@ -384,25 +428,42 @@ class BillingController(Controller):
                 cost = _node_cost(rec, now)[1]
                 for fname in _flavors_of(rec, flavor_list):
                     s.flavors[fname] = s.flavors.get(fname, Fraction(0)) + cost
-            s.flavor_sig = sig
+            s.flavor_sig, s.flavor_list = sig, flavor_list
         flavors = dict(s.flavors)
-        for name in sorted(self._open_nodes):
+        # Open nodes alike (pool, model, price, flavors) are valued together: the sum of their exact
+        # durations times the price is the sum of their costs (exact arithmetic: the same totals).
+        buckets: dict[tuple[str, str, str, tuple[str, ...]], list[float]] = {}
+        for name in self._open_nodes:
             rec = self._nodes[name]
-            h, cost = _node_cost(rec, now)
+            end = rec["deleted"] if rec.get("deleted") is not None else now
+            bkey = (
+                rec["pool"],
+                rec["model"],
+                rec["pricePerHour"],
+                self._open_flavors(name, rec, flavor_list, sig),
+            )
+            buckets.setdefault(bkey, []).append(max(0.0, end - rec["created"]))
+        for (pool, model, price, fnames), durations in buckets.items():
+            h = _exact_sum(durations) / 3600
+            cost = h * _price_of(price)
             total += cost
             hours += h
-            for group, key in (("pools", rec["pool"]), ("provisioningModels", rec["model"])):
+            for group, key in (("pools", pool), ("provisioningModels", model)):
                 groups[group][key] = groups[group].get(key, Fraction(0)) + cost
-            for fname in _flavors_of(rec, flavor_list):
+            for fname in fnames:
                 flavors[fname] = flavors.get(fname, Fraction(0)) + cost
         if s.jobs_added:
             s.jobs_money = dict(sorted(s.jobs_money.items()))
             s.jobs_added = False
-        open_jobs: dict[str, Fraction] = {}
+        pod_buckets: dict[tuple[str, Fraction, str], list[float]] = {}
         for rec in self._open_pods.values():
-            open_jobs[rec["job"]] = open_jobs.get(rec["job"], Fraction(0)) + _pod_cost(
-                rec, self._price(rec["node"]), now
-            )
+            end = rec["end"] if rec.get("end") is not None else now
+            pkey = (rec["job"], self._price(rec["node"]), rec["share"])
+            pod_buckets.setdefault(pkey, []).append(max(0.0, end - rec["start"]))
+        open_jobs: dict[str, Fraction] = {}
+        for (job, price_f, share), durations in pod_buckets.items():
+            cost = _exact_sum(durations) / 3600 * price_f * _price_of(share)
+            open_jobs[job] = open_jobs.get(job, Fraction(0)) + cost
         jobs = s.jobs_money
         if open_jobs:
             jobs = dict(jobs)

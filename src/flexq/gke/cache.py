@@ -17,6 +17,7 @@ from flexq.gke.fit import Resources, is_terminal, pod_requests
 from flexq.store.store import Store, WatchEvent
 
 CONSUME_KEY = CONSUME_PROVISIONING_REQUEST
+ANN_REQUEST = "gke.twin.flexq.dev/provisioning-request"  # node -> "<namespace>/<name>" of its request
 
 __all__ = ["GkeCache"]
 
@@ -37,6 +38,10 @@ class GkeCache:
         self._acct: dict[tuple[str, str], tuple[str, Resources]] = {}
         self.consumers: dict[tuple[str, str], int] = {}  # (namespace, request) -> bound consuming pods
         self._consuming: dict[tuple[str, str], tuple[str, str]] = {}
+        self.node_version = 0  # changes with every Node event (for layouts derived from the nodes)
+        self.pool_sizes: dict[str, int] = {}  # node pool -> its nodes
+        self._by_request: dict[str, dict[str, dict[str, Any]]] = {}  # "<ns>/<request>" -> its nodes by name
+        self._node_list: list[dict[str, Any]] | None = None  # every node, by name (until the next Node event)
         self._sub = store.watch(self._on_event, ["Node", "Pod"])
         for node in store.list("Node"):
             self._on_event(WatchEvent("ADDED", "", node, 0))
@@ -46,10 +51,17 @@ class GkeCache:
     def _on_event(self, ev: WatchEvent) -> None:
         obj, meta = ev.object, ev.object["metadata"]
         if obj.get("kind") == "Node":
+            self.node_version += 1
+            self._node_list = None
+            name = meta["name"]
+            old = self.nodes.get(name)
+            if old is not None:
+                self._unindex_node(name, old)
             if ev.type == "DELETED" or LABEL_NODEPOOL not in (meta.get("labels") or {}):
-                self.nodes.pop(meta["name"], None)
+                self.nodes.pop(name, None)
             else:
-                self.nodes[meta["name"]] = obj
+                self.nodes[name] = obj
+                self._index_node(name, obj)
             return
         key = (meta.get("namespace") or "default", meta["name"])
         if ev.type == "DELETED":
@@ -83,6 +95,33 @@ class GkeCache:
                 self.consumers[ck] = self.consumers.get(ck, 0) + 1
         else:
             self._unconsume(key)
+
+    def _index_node(self, name: str, node: dict[str, Any]) -> None:
+        meta = node["metadata"]
+        pool = meta["labels"][LABEL_NODEPOOL]
+        self.pool_sizes[pool] = self.pool_sizes.get(pool, 0) + 1
+        ref = (meta.get("annotations") or {}).get(ANN_REQUEST)
+        if ref:
+            self._by_request.setdefault(ref, {})[name] = node
+
+    def _unindex_node(self, name: str, node: dict[str, Any]) -> None:
+        meta = node["metadata"]
+        pool = meta["labels"][LABEL_NODEPOOL]
+        self.pool_sizes[pool] -= 1
+        if not self.pool_sizes[pool]:
+            del self.pool_sizes[pool]
+        ref = (meta.get("annotations") or {}).get(ANN_REQUEST)
+        if ref:
+            mine = self._by_request.get(ref)
+            if mine is not None:
+                mine.pop(name, None)
+                if not mine:
+                    del self._by_request[ref]
+
+    def request_nodes(self, ref: str) -> list[dict[str, Any]]:
+        """The nodes annotated for the ProvisioningRequest ``ref`` ("<namespace>/<name>"), by name."""
+        mine = self._by_request.get(ref)
+        return [n for _, n in sorted(mine.items())] if mine else []
 
     def _unaccount(self, key: tuple[str, str]) -> None:
         entry = self._acct.pop(key, None)
@@ -130,11 +169,12 @@ class GkeCache:
         return [p for k, p in sorted(self.pods.items()) if namespace is None or k[0] == namespace]
 
     def node_list(self, pool: str | None = None) -> list[dict[str, Any]]:
-        return [
-            n
-            for name, n in sorted(self.nodes.items())
-            if pool is None or n["metadata"]["labels"].get(LABEL_NODEPOOL) == pool
-        ]
+        """The nodes (of one pool), by name; a new list (the sorted order is kept until a Node event)."""
+        if self._node_list is None:
+            self._node_list = [n for _, n in sorted(self.nodes.items())]
+        if pool is None:
+            return list(self._node_list)
+        return [n for n in self._node_list if n["metadata"]["labels"].get(LABEL_NODEPOOL) == pool]
 
     def close(self) -> None:
         self._sub.cancel()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import weakref
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
@@ -67,12 +68,28 @@ def pools_of(ctx: Context) -> list[dict[str, Any]]:
     themselves (``pool_of`` gives a copy to change)."""
     assert ctx.project is not None
     project, location, cluster = cluster_names(ctx)
+    # the answer changes only when the project store does (every write moves its resourceVersion)
+    memo = _POOLS.setdefault(ctx.project, {})
+    rv = ctx.project.resource_version
+    hit = memo.get((project, location, cluster))
+    if hit is not None and hit[0] == rv:
+        return list(hit[1])
     pools = ctx.project.peek_list(
         NODE_POOL,
-        label_selector=f"gke.twin.flexq.dev/project={project},"
-        f"gke.twin.flexq.dev/location={location},gke.twin.flexq.dev/cluster={cluster}",
+        labels={
+            "gke.twin.flexq.dev/project": project,
+            "gke.twin.flexq.dev/location": location,
+            "gke.twin.flexq.dev/cluster": cluster,
+        },
     )
-    return sorted(pools, key=lambda p: (p["status"].get("createdAt", 0.0), p["spec"]["name"]))
+    out = sorted(pools, key=lambda p: (p["status"].get("createdAt", 0.0), p["spec"]["name"]))
+    memo[(project, location, cluster)] = (rv, out)
+    return list(out)
+
+
+_POOLS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str], tuple[int, list[dict[str, Any]]]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def pool_of(ctx: Context, name: str) -> dict[str, Any] | None:
@@ -384,7 +401,7 @@ class PoolController(Controller):
         pool = pool_of(self.ctx, name)
         if pool is None:
             return
-        count = len(self.writer.nodes(name))
+        count = self.writer.cache.pool_sizes.get(name, 0)
         status = dict(pool["status"], currentNodeCount=count)
         if result is None:
             status["initialized"] = True

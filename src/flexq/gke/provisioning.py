@@ -28,9 +28,11 @@ from collections.abc import Callable
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
+from flexq.api.jsoncopy import clone
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
+from flexq.gke.cache import ANN_REQUEST as CACHE_ANN_REQUEST
 from flexq.gke.cache import GkeCache
 from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape
 from flexq.gke.nodes import ANN_DELETE_AT, NodeWriter, capacity_model_name, pools_of
@@ -54,7 +56,7 @@ __all__ = [
 QUEUED = "queued-provisioning.gke.io"
 CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 ATOMIC = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
-ANN_REQUEST = "gke.twin.flexq.dev/provisioning-request"  # node -> "<namespace>/<name>" of its request
+ANN_REQUEST = CACHE_ANN_REQUEST  # node -> "<namespace>/<name>" of its request
 CONSUME_KEY = CONSUME_PROVISIONING_REQUEST
 ANN_GRANT_AT = "gke.twin.flexq.dev/dws-grant-at"  # request -> when DWS grants it ("never")
 ANN_POOL = "gke.twin.flexq.dev/dws-node-pool"
@@ -191,7 +193,7 @@ class ProvisioningRequestController(Controller):
 
     def reconcile(self, key: Any) -> Result | None:
         ns, name = key
-        pr = self.store.try_get("ProvisioningRequest", name, ns)
+        pr = self.store.peek("ProvisioningRequest", name, ns)  # read-only: copied before a change
         if pr is None:
             return None
         handler: Callable[[dict[str, Any], float], float | None] | None = {
@@ -209,7 +211,9 @@ class ProvisioningRequestController(Controller):
                     self.store.delete("ProvisioningRequest", name, ns)
                     return None
                 return Result(requeue_after=gone_at - now)
-        wake = handler(pr, now)
+        # queued requests wait in the DWS queue, looking again every minute while the pool is full: that
+        # handler copies the request only where it changes it; the others get a copy
+        wake = handler(pr if handler == self._queued else clone(pr), now)
         return Result(requeue_after=max(0.001, wake - now)) if wake is not None else None
 
     # -- status writing ----------------------------------------------------------------------------------------
@@ -249,11 +253,12 @@ class ProvisioningRequestController(Controller):
 
     # -- queued-provisioning.gke.io ----------------------------------------------------------------------------
     def _queued(self, pr: dict[str, Any], now: float) -> float | None:
+        """``pr`` is the stored request (read-only): copied before anything changes it."""
         params = pr["spec"].get("parameters") or {}
         if _true(pr, "Provisioned"):
-            return self._queued_provisioned(pr, now, params)
+            return self._queued_provisioned(clone(pr), now, params)
         if not _true(pr, "Accepted"):
-            return self._queued_accept(pr, now)
+            return self._queued_accept(clone(pr), now)
         created = parse_time(pr["metadata"]["creationTimestamp"])
         valid = params.get("ValidUntilSeconds") or params.get("validUntilSeconds")
         deadline = created + (float(valid) if valid else MAX_WAIT_SECONDS)
@@ -271,17 +276,20 @@ class ProvisioningRequestController(Controller):
             if not pending:
                 assert pool is not None
                 self._set(
-                    pr, now, ("Provisioned", "True", "Provisioned"), details=self._details(pr, pool, mine)
+                    clone(pr),
+                    now,
+                    ("Provisioned", "True", "Provisioned"),
+                    details=self._details(pr, pool, mine),
                 )
                 return now + BOOKING_SECONDS
             return None  # NodeLifecycle's Ready writes wake us (Node watch)
         if now >= deadline:
-            self._fail(pr, now, "WaitTimeExceeded", MSG["WaitTimeExceeded"])
+            self._fail(clone(pr), now, "WaitTimeExceeded", MSG["WaitTimeExceeded"])
             return None
         grant = pr["metadata"].get("annotations", {}).get(ANN_GRANT_AT, "never")
         if pool is None:
             self._fail(
-                pr,
+                clone(pr),
                 now,
                 "NoQueuedNodepoolAvailable",
                 "The node pool chosen for this Provisioning Request no longer exists.",
@@ -291,7 +299,7 @@ class ProvisioningRequestController(Controller):
             count = int(pr["metadata"]["annotations"].get("gke.twin.flexq.dev/dws-nodes", "1"))
             auto = pool["spec"].get("autoscaling") or {}
             limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
-            if len(self.writer.nodes(pool["spec"]["name"])) + count > limit:
+            if self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0) + count > limit:
                 return min(deadline, now + 60.0)  # the pool is full (other requests' slices): look again soon
             max_run = float(params.get("maxRunDurationSeconds") or MAX_RUN_SECONDS)
             got = self.writer.grow(
@@ -305,6 +313,7 @@ class ProvisioningRequestController(Controller):
             )
             if got.ok:
                 return None
+            pr = clone(pr)
             self._annotate(pr, {ANN_GRANT_AT: repr(got.retry_at) if got.retry_at is not None else "never"})
             grant = pr["metadata"]["annotations"][ANN_GRANT_AT]
         return deadline if grant == "never" else min(deadline, float(grant))
@@ -336,7 +345,7 @@ class ProvisioningRequestController(Controller):
             n_nodes = -(-n_nodes // hosts) * hosts
             auto = pool["spec"].get("autoscaling") or {}
             limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
-            if len(self.writer.nodes(pool["spec"]["name"])) + n_nodes > limit:
+            if self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0) + n_nodes > limit:
                 self._fail(
                     pr,
                     now,
@@ -408,10 +417,8 @@ class ProvisioningRequestController(Controller):
         }
 
     def _nodes_of(self, pr: dict[str, Any]) -> list[dict[str, Any]]:
-        ref = f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"
-        return [
-            n for n in self.writer.nodes() if (n["metadata"].get("annotations") or {}).get(ANN_REQUEST) == ref
-        ]
+        """The request's nodes, by name (from the cache's index, not a scan of every node)."""
+        return self.writer.cache.request_nodes(f"{pr['metadata']['namespace']}/{pr['metadata']['name']}")
 
     def _annotate(self, pr: dict[str, Any], values: dict[str, str]) -> None:
         pr["metadata"].setdefault("annotations", {}).update(values)
@@ -499,7 +506,7 @@ class ProvisioningRequestController(Controller):
                 continue
             hosts = max(1, pool["status"].get("hostsPerSlice", 1))
             limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
-            room = (limit - len(self.writer.nodes(pool["spec"]["name"]))) // hosts * hosts
+            room = (limit - self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0)) // hosts * hosts
             n_nodes, placed = pack(pods, pool_shape(pool), max(room, 0))
             if len(placed) != len(pods):
                 continue

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
-from flexq.kube.scheduler_filters import GATED_MESSAGE, filter_node, pod_requests, schedule
+from flexq.kube.scheduler_filters import GATED_MESSAGE, StaticMemo, filter_node, pod_requests, schedule
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import find_condition, set_core_condition
 from flexq.store.store import WatchEvent, clone
@@ -69,6 +69,7 @@ class Scheduler(Controller):
         self.unschedulable: dict[PodKey, _Waiting] = {}
         self._order: list[tuple] = []  # queue orders of unschedulable pods, sorted; may hold stale entries
         self._shapes: dict[tuple, int] = {}  # scheduling shape -> small id
+        self._static: StaticMemo = {}  # node -> (its NodeInfo, placement shape -> static filters' verdict)
 
     def watches(self) -> list[Watch]:
         return [Watch("Pod", self._pod_keys), Watch("Node", self._node_keys)]
@@ -129,7 +130,11 @@ class Scheduler(Controller):
             self._write_condition(pod, "False", "SchedulingGated", GATED_MESSAGE)
             return None
         requests = pod_requests(pod)
-        decision = schedule(pod, self.cache.nodes.values(), self.cache.used, self.cache.pod_counts, requests)
+        if len(self._static) > 2 * len(self.cache.nodes) + 16:  # forget nodes that are gone
+            self._static = {n: e for n, e in self._static.items() if n in self.cache.nodes}
+        decision = schedule(
+            pod, self.cache.nodes.values(), self.cache.used, self.cache.pod_counts, requests, self._static
+        )
         if decision.node is None:
             w = _waiting(key, pod, requests, self._shapes)
             old = self.unschedulable.get(key)

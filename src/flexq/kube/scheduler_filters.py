@@ -127,6 +127,17 @@ def filter_node(
     pod: dict, requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int], pods_on_node: int
 ) -> NodeVerdict:
     """The default profile's filters, in order; the first that fails decides (as the framework does)."""
+    v = static_verdict(pod, node)
+    if v is not None:
+        return v
+    reasons = insufficient(requests, node, used, pods_on_node)
+    return NodeVerdict(tuple(reasons), resolvable=True) if reasons else NodeVerdict()
+
+
+def static_verdict(pod: dict, node: NodeInfo) -> NodeVerdict | None:
+    """The filters before NodeResourcesFit (NodeUnschedulable, TaintToleration, NodeAffinity): their
+    verdict, or None when the node passes them. Depends only on the node and the pod's tolerations,
+    nodeSelector and affinity (``placement_shape``)."""
     if node.unschedulable and not any(
         tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
         for t in (pod.get("spec") or {}).get("tolerations") or []
@@ -139,8 +150,16 @@ def filter_node(
         )
     if not matches_node_affinity(pod, node):
         return NodeVerdict((MSG_AFFINITY,))
-    reasons = insufficient(requests, node, used, pods_on_node)
-    return NodeVerdict(tuple(reasons), resolvable=True) if reasons else NodeVerdict()
+    return None
+
+
+def placement_shape(pod: dict) -> tuple[str, str, str]:
+    """What ``static_verdict`` reads of a pod."""
+    spec = pod.get("spec") or {}
+    return (repr(spec.get("tolerations")), repr(spec.get("nodeSelector")), repr(spec.get("affinity")))
+
+
+StaticMemo = dict[str, tuple[NodeInfo, dict[tuple[str, str, str], NodeVerdict | None]]]
 
 
 def least_allocated_score(requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int]) -> int:
@@ -187,15 +206,33 @@ def schedule(
     used: Mapping[str, Mapping[str, int]],
     pod_counts: Mapping[str, int],
     requests: Mapping[str, int] | None = None,
+    memo: StaticMemo | None = None,
 ) -> Decision:
-    """Pick a node for ``pod``: filter every node, score the feasible ones, highest score then name wins."""
+    """Pick a node for ``pod``: filter every node, score the feasible ones, highest score then name wins.
+    ``memo`` (kept by the caller across calls) remembers ``static_verdict`` per node version and pod
+    placement shape, so only NodeResourcesFit is evaluated again for pods shaped alike."""
     requests = pod_requests(pod) if requests is None else requests
     verdicts: dict[str, NodeVerdict] = {}
     best: tuple[int, str] | None = None
     empty: dict[str, int] = {}
+    shape = placement_shape(pod) if memo is not None else None
     for node in nodes:
         u = used.get(node.name, empty)
-        v = filter_node(pod, requests, node, u, pod_counts.get(node.name, 0))
+        if memo is None or shape is None:
+            v = filter_node(pod, requests, node, u, pod_counts.get(node.name, 0))
+        else:
+            entry = memo.get(node.name)
+            if entry is None or entry[0] is not node:
+                entry = memo[node.name] = (node, {})
+            if shape in entry[1]:
+                sv = entry[1][shape]
+            else:
+                sv = entry[1][shape] = static_verdict(pod, node)
+            if sv is not None:
+                v = sv
+            else:
+                reasons = insufficient(requests, node, u, pod_counts.get(node.name, 0))
+                v = NodeVerdict(tuple(reasons), resolvable=True) if reasons else NodeVerdict()
         if v.reasons:
             verdicts[node.name] = v
             continue

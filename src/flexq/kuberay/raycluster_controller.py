@@ -92,9 +92,11 @@ class RayClusterController(Controller):
 
     def reconcile(self, key) -> Result | None:
         ns, name = key
-        cluster = self.store.try_get("RayCluster", name, ns)
-        if cluster is None or cluster["metadata"].get("deletionTimestamp"):
+        stored = self.store.peek("RayCluster", name, ns)  # read-only
+        if stored is None or stored["metadata"].get("deletionTimestamp"):
             return None
+        # a shallow copy: only its top-level ``status`` is ever replaced (spec and metadata are read)
+        cluster = dict(stored)
         owned = self.store.peek_list("Pod", ns, labels={names.LABEL_CLUSTER: name})  # read-only
         if cluster["spec"].get("suspend"):
             for p in owned:
@@ -111,7 +113,7 @@ class RayClusterController(Controller):
             self._delete_pod(extra)
         if not heads:
             pod = pods.head_pod(cluster, name=f"{name}-head-{names.rand_suffix(self.ctx.rng('kuberay'))}")
-            heads = [self.store.create(pod)]
+            heads = [self.store.create(pod, copy_result=False)]  # read-only from here
             self.events.record(
                 cluster, "Normal", "CreatedHeadPod", f"Created head Pod {ns}/{pod['metadata']['name']}"
             )
@@ -201,7 +203,7 @@ class RayClusterController(Controller):
         pod = pods.worker_pod(
             cluster, group, name=pname, replica_name=rname, replica_index=index, host_index=host
         )
-        return self.store.create(pod)
+        return self.store.create(pod, copy_result=False)  # read-only: the caller only reads it
 
     def _write_status(self, cluster: dict, live: list[dict], *, suspended: bool) -> Result | None:
         old = cluster.get("status") or {}

@@ -85,9 +85,13 @@ class RayJobController(Controller):
 
     def reconcile(self, key) -> Result | None:
         ns, name = key
-        rj = self.store.try_get("RayJob", name, ns)
-        if rj is None:
+        stored = self.store.peek("RayJob", name, ns)  # read-only
+        if stored is None:
             return None
+        # not a deep copy of the whole RayJob (its cluster spec is large): the steps replace only its
+        # top-level ``status`` and change its ``metadata`` (finalizers), which is copied; spec is only read
+        rj = dict(stored)
+        rj["metadata"] = clone(stored["metadata"])
         if (rj["spec"].get("managedBy") or _OWN_MANAGER) != _OWN_MANAGER:
             return None  # e.g. kueue.x-k8s.io/multikueue: another controller runs it
         if rj["metadata"].get("deletionTimestamp"):
@@ -157,7 +161,7 @@ class RayJobController(Controller):
         status["observedGeneration"] = rj["metadata"].get("generation", 1)
         if status != (rj.get("status") or {}):
             rj["status"] = status
-            rj = self.store.update_status(rj)
+            rj = self.store.update_status(rj, copy_result=False)
         return rj
 
     def _finalize(self, rj: dict) -> Result | None:

@@ -328,11 +328,17 @@ class ProvisioningController(Controller):
         if not self._checks(wl) and not (finished or evicted):
             return None  # no provisioning check on this workload: nothing to create or mirror
         uid = wl["metadata"].get("uid")
-        owned = [
-            p
-            for p in self.store.list("ProvisioningRequest", ns)
-            if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])
-        ]
+        # the requests this workload owns, from the store's owner index (not a copy of every request of the
+        # namespace: with a long DWS queue that grew with the queue on every reconcile)
+        owned = (
+            [clone(p) for p in self.store.peek_list("ProvisioningRequest", ns, owner_uid=uid)]
+            if uid
+            else [
+                p
+                for p in self.store.list("ProvisioningRequest", ns)
+                if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])
+            ]
+        )
         if finished or evicted:
             if finished or self.cache.config.gate("CleanupProvisioningRequestsOnEviction"):
                 for p in owned:

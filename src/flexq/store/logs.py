@@ -20,6 +20,7 @@ class PodLogs:
     def __init__(self, directory: str | Path | None = None) -> None:
         self._dir = Path(directory) if directory else None
         self._text: dict[tuple[str, str, str], list[str]] = {}
+        self._of_pod: dict[tuple[str, str], set[str]] = {}  # (namespace, pod) -> its containers with logs
         self._lock = threading.Condition()
         self._listeners: list[Callable[[str, str, str, str], None]] = []
         if self._dir is not None:
@@ -27,12 +28,14 @@ class PodLogs:
             for f in sorted(self._dir.glob("*_*_*.log")):
                 ns, pod, container = f.stem.split("_", 2)
                 self._text[(ns, pod, container)] = [f.read_text()]
+                self._of_pod.setdefault((ns, pod), set()).add(container)
 
     def write(self, namespace: str, pod: str, container: str, text: str) -> None:
         if not text:
             return
         with self._lock:
             self._text.setdefault((namespace, pod, container), []).append(text)
+            self._of_pod.setdefault((namespace, pod), set()).add(container)
             if self._dir is not None:
                 with open(self._dir / f"{namespace}_{pod}_{container}.log", "a") as fh:
                     fh.write(text)
@@ -44,13 +47,13 @@ class PodLogs:
     def read(self, namespace: str, pod: str, container: str | None = None) -> str:
         with self._lock:
             if container is None:
-                keys = sorted(k for k in self._text if k[:2] == (namespace, pod))
+                keys = [(namespace, pod, c) for c in sorted(self._of_pod.get((namespace, pod), ()))]
                 return "".join("".join(self._text[k]) for k in keys)
             return "".join(self._text.get((namespace, pod, container), []))
 
     def containers(self, namespace: str, pod: str) -> list[str]:
         with self._lock:
-            return sorted(k[2] for k in self._text if k[:2] == (namespace, pod))
+            return sorted(self._of_pod.get((namespace, pod), ()))
 
     def wait_for_more(
         self, namespace: str, pod: str, container: str | None, known: int, timeout: float
@@ -62,7 +65,8 @@ class PodLogs:
 
     def delete(self, namespace: str, pod: str) -> None:
         with self._lock:
-            for k in [k for k in self._text if k[:2] == (namespace, pod)]:
+            for c in sorted(self._of_pod.pop((namespace, pod), ())):
+                k = (namespace, pod, c)
                 del self._text[k]
                 if self._dir is not None:
                     (self._dir / f"{k[0]}_{k[1]}_{k[2]}.log").unlink(missing_ok=True)

@@ -17,7 +17,8 @@ import builtins
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from random import Random
 from typing import Any
@@ -189,7 +190,9 @@ class Store:
 
     def peek(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
         """The stored object itself (no copy), or None: read-only, like the objects of a client-go
-        informer cache, and like ``WatchEvent.object``. To change it, ``clone`` it (or take ``get``'s copy)."""
+        informer cache, and like ``WatchEvent.object``. To change it, ``clone`` it (or take ``get``'s copy).
+        Takes no lock, so any thread may call it (the HTTP server's gets do): it is one dictionary lookup, and a
+        write replaces a stored version rather than changing it."""
         info = self.info(kind)
         return self._objs.get(info.key, {}).get(self._key(info, namespace, name))
 
@@ -276,6 +279,19 @@ class Store:
                     continue
                 out.append(obj)
             return out
+
+    @contextmanager
+    def read_lock(self, blocking: bool = True) -> Iterator[bool]:
+        """Hold the store's lock for a consistent read of several objects from a thread other than the
+        loop's (the HTTP server lists the objects and the resourceVersion they are at, without hopping onto the
+        loop); yields whether it is held. ``blocking=False`` never waits for a write in progress (which holds
+        the lock through its journal commit): the caller then reads another way."""
+        held = self._lock.acquire(blocking=blocking)
+        try:
+            yield held
+        finally:
+            if held:
+                self._lock.release()
 
     @staticmethod
     def _smaller(a: set[Key] | None, b: set[Key]) -> set[Key]:
