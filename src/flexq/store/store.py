@@ -524,10 +524,17 @@ class Store:
             return clone(stored)
 
     def update_status(
-        self, obj: dict, *, validate: bool = False, namespace: str | None = None, copy_result: bool = True
+        self,
+        obj: dict,
+        *,
+        validate: bool = False,
+        namespace: str | None = None,
+        copy_result: bool = True,
+        take: bool = False,
     ) -> dict:
         """Write only ``status`` (the /status subresource). Returns a copy of the stored version, or with
-        ``copy_result=False`` the stored version itself (read-only, as ``peek``)."""
+        ``copy_result=False`` the stored version itself (read-only, as ``peek``). With ``take`` the store
+        keeps ``obj["status"]`` itself instead of a copy: the caller never changes it afterwards."""
         info = scheme.resolve_object(self.registry, obj)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
@@ -541,7 +548,7 @@ class Store:
             if status is None:
                 stored.pop("status", None)
             else:
-                stored["status"] = clone(status)
+                stored["status"] = status if take else clone(status)
             if validate:
                 candidate = clone(stored)
                 scheme.admit(info, candidate, cur)
