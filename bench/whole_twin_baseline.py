@@ -150,6 +150,22 @@ def job(ns: str, name: str, cls: str, runtime: float, cpu: int) -> dict:
     }
 
 
+class GcTimer:
+    """CPU time spent in the cyclic garbage collector while installed (it grows with the live heap)."""
+
+    def __init__(self) -> None:
+        self.cpu, self.collections, self.per_gen, self._t = 0.0, [0, 0, 0], [0.0, 0.0, 0.0], 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t = time.process_time()
+        else:
+            dt = time.process_time() - self._t
+            self.cpu += dt
+            self.collections[info["generation"]] += 1
+            self.per_gen[info["generation"]] += dt
+
+
 class Recorder:
     """Watches Workloads (an observer only): the first admission of each, for time to admission."""
 
@@ -183,6 +199,8 @@ def run(cohorts: int, scale: float, profile: str | None) -> dict:
     created: dict[tuple[str, str], tuple[float, str]] = {}
     prof = cProfile.Profile() if profile else None
     gc.collect()
+    gct = GcTimer()
+    gc.callbacks.append(gct)
     load0 = os.getloadavg()[0]
     wall0, cpu0 = time.perf_counter(), time.process_time()
     if prof:
@@ -196,6 +214,7 @@ def run(cohorts: int, scale: float, profile: str | None) -> dict:
     if prof:
         prof.disable()
     wall, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
+    gc.callbacks.remove(gct)
     if prof:
         prof.dump_stats(profile)
     jobs = twin.list("Job")
@@ -246,6 +265,7 @@ def run(cohorts: int, scale: float, profile: str | None) -> dict:
         "list_cpu": list_cpu,
         "n_wl": n_wl,
         "admitted": len(rec.admitted),
+        "gc": gct,
     }
 
 
@@ -271,6 +291,11 @@ def main() -> None:
             f"second [target >= 500], {per_job:.2f} ms wall per job; {r['jobs'] / max(r['cpu'], 1e-9):.0f} jobs "
             f"per CPU second, {r['cpu'] / r['jobs'] * 1000:.2f} ms CPU per job; virtual time to the last "
             f"completion {r['virtual']:.0f} s"
+        )
+        g = r["gc"]
+        print(
+            f"  of which cyclic GC {g.cpu:.1f} s CPU ({g.cpu / r['jobs'] * 1000:.2f} ms per job), collections per "
+            f"generation {g.collections}, CPU s per generation {[round(x, 1) for x in g.per_gen]}"
         )
         for cls, *_ in CLASSES:
             v = r["tta"][cls]

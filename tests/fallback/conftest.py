@@ -8,26 +8,31 @@ import pytest
 
 from flexq import Twin
 from flexq.cli import tutorial as T
+from flexq.clock import format_time
 from flexq.fallback.policy import OPT_IN_LABEL
 
 PROJECT = "demo-project"
 H = 3600.0
 
 
-def stockout_profile(end: str | None = "2h") -> dict:
-    """On-demand TPUs stocked out from the start until ``end`` (None: for ever); DWS grants after 10 minutes."""
-    window = {"start": "0s", "available": 0} | ({"end": end} if end else {})
+def stockout_profile(
+    end: str | None = "2h", *, start: str = "0s", dws_wait: str = "10m", origin: float | None = None
+) -> dict:
+    """On-demand TPUs stocked out from ``start`` until ``end`` (None: for ever); DWS grants after ``dws_wait``.
+    Times count from ``origin`` (epoch seconds; default: the twin's start)."""
+    window = {"start": start, "available": 0} | ({"end": end} if end else {})
     return {
         "apiVersion": "twin.flexq.dev/v1alpha1",
         "kind": "CapacityProfile",
         "metadata": {"name": "default"},
-        "spec": {
+        "spec": ({"origin": format_time(origin)} if origin is not None else {})
+        | {
             "rules": [
                 {
                     "match": {"machineTypes": ["ct6e-*"], "provisioningModels": ["on-demand"]},
                     "windows": [window],
                 },
-                {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "10m"}},
+                {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": dws_wait}},
             ]
         },
     }
@@ -39,8 +44,10 @@ def build(
     fallback: bool | dict = True,
     opt_in: bool = True,
     dws_max_nodes: int | None = None,
+    on_demand_slices: int = 1,
 ) -> Twin:
-    """``dws_max_nodes``: room for several DWS slices (the tutorial's pool holds one 4-host slice)."""
+    """``dws_max_nodes``: room for several DWS slices (the tutorial's pool holds one 4-host slice);
+    ``on_demand_slices``: the on-demand pool's size and quota, in v6e 4x4 slices (the tutorial's: one)."""
     twin = Twin(clock="virtual", fallback=fallback)
     if profile is not None:
         twin.core.project.create(profile)
@@ -51,9 +58,16 @@ def build(
         path, body = T.create_node_pool_request(PROJECT, dws=dws)
         if dws and dws_max_nodes:
             body["nodePool"]["autoscaling"]["maxNodeCount"] = dws_max_nodes
+        if not dws:
+            body["nodePool"]["autoscaling"]["maxNodeCount"] *= on_demand_slices
         twin.gke("POST", path, body)
         twin.run_until_idle(600)
-    twin.apply(T.queue_yaml())
+    queues = T.queue_yaml()
+    if on_demand_slices != 1:
+        queues = queues.replace("nominalQuota: 16", f"nominalQuota: {16 * on_demand_slices}")
+        queues = queues.replace("nominalQuota: 40", f"nominalQuota: {40 * on_demand_slices}")
+        queues = queues.replace("nominalQuota: 75Gi", f"nominalQuota: {75 * on_demand_slices}Gi")
+    twin.apply(queues)
     if opt_in:
         twin.patch("localqueue", "user-queue", {"metadata": {"labels": {OPT_IN_LABEL: "true"}}}, "default")
     twin.apply(

@@ -152,7 +152,11 @@ def test_the_process_moves_a_stocked_out_job_to_dws_and_kubectl_shows_it(cluster
     lines = out.splitlines()
     assert lines[0].startswith("flexq fallback: watching https://127.0.0.1:")
     verbs = [ln.split()[1] for ln in lines[1:]]
-    assert verbs == ["trip", "evict", "move"], out
+    assert [v for v in verbs if v != "quota"] == ["trip", "evict", "move"], out
+    # the stocked-out flavor's quota capped through the API server (PUT on the ClusterQueue), the admin's kept
+    assert "quota" in verbs, out
+    cq = json.loads(kubectl("get", "clusterqueue", "cluster-queue", "-o", "json"))
+    assert "fallback.flexq.dev/quota" in cq["metadata"]["annotations"], cq["metadata"]
 
     # the job runs on plan B and finishes
     def on_dws() -> bool:

@@ -68,7 +68,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
     home = tmp_path_factory.mktemp("twin")
-    twin = Twin(clock="real", home=home, executor="simulated")
+    # check_readonly: the server answers reads with the stored versions themselves (no copies), so a face that
+    # changed one in place would corrupt the store; the store fails loudly if one is found changed
+    twin = Twin(clock="real", home=home, executor="simulated", check_readonly=True)
     server = Server(twin.core, home).start()
     info = server.write_files()
     try:

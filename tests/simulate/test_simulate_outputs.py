@@ -3,6 +3,7 @@ bad input stopped before simulating with the file, line and field named."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,16 @@ def test_kueue_generator_yaml_reports_time_to_admission_per_class(tmp_path, caps
     assert "class small" in text and "class large" in text
     import json
 
+    from rich.console import Console
+
+    from flexq.cli.simulate import summary_tables
+
+    # on a narrow console (a CI log) the rows' names stay whole
+    narrow = Console(width=80, record=True, color_system=None, file=io.StringIO())
+    for t in summary_tables({"default": json.loads((out / "default.json").read_text())}):
+        narrow.print(t)
+    shown = narrow.export_text()
+    assert "class small" in shown and "class large" in shown
     doc = json.loads((out / "default.json").read_text())["replicas"][0]
     classes = doc["timeToAdmissionByClass"]
     assert set(classes) == {"small", "medium", "large"}

@@ -13,6 +13,9 @@ JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 CONSUME_PROVISIONING_REQUEST = "autoscaling.x-k8s.io/consume-provisioning-request"
 PROVISIONING_CLASS_NAME = "autoscaling.x-k8s.io/provisioning-class-name"
 CLUSTER_AUTOSCALER_CONSUME_PR = "cluster-autoscaler.kubernetes.io/consume-provisioning-request"
+# on a Node: the cluster autoscaler never removes it (cluster-autoscaler FAQ, "How can I prevent Cluster
+# Autoscaler from scaling down a particular node?")
+CLUSTER_AUTOSCALER_SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 CLUSTER_AUTOSCALER_PR_CLASS = "cluster-autoscaler.kubernetes.io/provisioning-class-name"
 
 # GKE custom ComputeClasses: pod nodeSelector key, and the label + taint key binding a node pool to a class

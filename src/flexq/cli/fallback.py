@@ -29,9 +29,11 @@ CLUSTER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list", "patch", "delete"]},
     {
         "apiGroups": ["kueue.x-k8s.io"],
-        "resources": ["localqueues", "clusterqueues", "resourceflavors"],
+        "resources": ["localqueues", "resourceflavors"],
         "verbs": ["list"],
     },
+    # update: a stocked-out flavor's nominal quota is capped while its backoff runs, then put back
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["list", "update"]},
     {
         "apiGroups": ["kueue.x-k8s.io"],
         "resources": ["admissionchecks", "provisioningrequestconfigs"],
@@ -41,6 +43,8 @@ CLUSTER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "update", "patch"]},
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+    # patch: a stocked-out flavor's nodes kept from scale-down (cluster-autoscaler.kubernetes.io/scale-down-disabled)
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "patch"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "get", "create", "patch"]},
 ]
 
@@ -154,6 +158,9 @@ def config_from_args(args: argparse.Namespace) -> Any:
         backoff_seconds=args.backoff,
         max_backoff_seconds=args.max_backoff,
         move_started=args.move_started,
+        hedge=not args.no_hedge,
+        hedge_queued=not args.no_hedge,
+        cap_quota=not args.no_quota_cap,
         all_queues=args.all_queues,
         dry_run=args.dry_run,
         state_namespace=args.state_namespace,
@@ -267,6 +274,16 @@ def add_parser(sub: Any, kube_flags: Any) -> argparse.ArgumentParser:
         "--all-queues", action="store_true", help="act on every LocalQueue, not only opted-in ones"
     )
     f.add_argument("--move-started", action="store_true", help="also move jobs whose pods have started")
+    f.add_argument(
+        "--no-hedge",
+        action="store_true",
+        help="never send a job waiting on plan B back to the stocked-out flavor when it can take it first",
+    )
+    f.add_argument(
+        "--no-quota-cap",
+        action="store_true",
+        help="never cap a stocked-out flavor's ClusterQueue quota to its nodes up (steer only by moving jobs)",
+    )
     f.add_argument(
         "--state-namespace",
         default=d.state_namespace,

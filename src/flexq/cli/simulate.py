@@ -112,7 +112,7 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
         "cost USD",
         "evictions",
     ):
-        t.add_column(col, justify="left" if col == "variant" else "right")
+        t.add_column(col, justify="left" if col == "variant" else "right", no_wrap=col == "variant")
     num = lambda x: f"{x:g}"  # noqa: E731
     for name, d in docs.items():
         a = d["aggregate"]
@@ -134,7 +134,8 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
         s = d["replicas"][0]
         w = Table(title=f"{name} — replica 0 (seed {s['seed']})", title_justify="left")
         for col in ("group", "jobs", "wait→admission mean", "p50", "p95", "max", "wait→start mean", "p95 "):
-            w.add_column(col, justify="left" if col == "group" else "right")
+            # the group names a row ("class small", "queue team-a"): never split over lines on a narrow console
+            w.add_column(col, justify="left" if col == "group" else "right", no_wrap=col == "group")
         for label, key in (("priority", "byPriority"), ("queue", "byQueue")):
             groups = s["waitToAdmission"][key]
             if len(groups) > 8:  # Kueue's perf scenarios have dozens of queues: per queue in the JSON

@@ -69,6 +69,7 @@ KINDS: dict[str, Resource] = {
     "RayCluster": Resource("ray.io", "v1", "rayclusters", True),
     "Job": Resource("batch", "v1", "jobs", True),
     "Pod": Resource("", "v1", "pods", True),
+    "Node": Resource("", "v1", "nodes", False),
     "Event": Resource("", "v1", "events", True),
     "ConfigMap": Resource("", "v1", "configmaps", True),
 }

@@ -14,7 +14,8 @@ Owns the scale decisions for ordinary pending pods (ProvisioningRequests are ``p
   1b. ``activeMigration.optimizeRulePriority``: a slice on a lower rule whose pods a higher rule's pool can
      take now gets a new slice there; the old one is cordoned and its pods evicted (``ActiveMigration``).
   2. Nodes of autoscaled pools (queued ones included) with no running pod are "unneeded"; after
-     ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes,
+     ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes
+     (never a slice with a node annotated ``cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"``),
      unless a ProvisioningRequest still books them (Provisioned and not BookingExpired): the nodes created
      for it, or, for the OSS classes, the existing nodes its not-yet-bound pods would fill.
 Writes: Node objects (create and delete through the cluster's ``NodeWriter``; cordon), the ``unneeded-since`` node annotation,
@@ -32,6 +33,7 @@ from typing import Any
 from flexq.api import gke_catalog as catalog
 from flexq.api.wellknown import (
     CLUSTER_AUTOSCALER_CONSUME_PR,
+    CLUSTER_AUTOSCALER_SCALE_DOWN_DISABLED,
     CONSUME_PROVISIONING_REQUEST,
     UNSCHEDULABLE_TAINT,
 )
@@ -59,6 +61,7 @@ SCALE_DOWN_DELAY_AFTER_ADD = 600.0  # --scale-down-delay-after-add=10m
 FAILED_SCALE_UP_BACKOFF_SECONDS = 300.0
 CONSUME_KEYS = (CONSUME_PROVISIONING_REQUEST, CLUSTER_AUTOSCALER_CONSUME_PR)
 KEY = "cluster"
+_IDLE_POD: tuple = (None, False, False, (None, None), None)  # a pending pod no decision reads (or none)
 
 
 def pending_pods(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -135,6 +138,7 @@ class Autoscaler(Controller):
             str, float
         ] = {}  # flex-start ComputeClass pool -> when its capacity wait began
         self.fail_streak: dict[str, tuple[int, float]] = {}  # ComputeClass pool -> (failures in a row, last)
+        self._pod_sig: dict[tuple[str, str], tuple] = {}  # what of each pod a decision reads (see _pod_event)
         # the nodes' slices per pool, derived once per version of the cache's nodes (see _slices)
         self._layout: tuple[int, _Layout] | None = None
         self._nodes_version = -1
@@ -142,7 +146,7 @@ class Autoscaler(Controller):
     def watches(self) -> list[Watch]:
         cluster = self.ctx.cluster_settings.gke_cluster
         return [
-            Watch("Pod", lambda ev: [KEY]),
+            Watch("Pod", self._pod_event),
             Watch("Node", lambda ev: [KEY]),
             Watch("ProvisioningRequest", lambda ev: [KEY]),
             Watch(
@@ -156,6 +160,41 @@ class Autoscaler(Controller):
                 source="project",
             ),
         ]
+
+    def _pod_event(self, ev: Any) -> list[str]:
+        """Wake the autoscaler for a pod change that its decisions can see: an unschedulable pod (any change
+        of it), a pod bound to or leaving a node (the nodes' used capacity, busy nodes, migration movers), a
+        ProvisioningRequest consumer. A running pod's status updates change none of these, so they are not
+        a reason to pass over every node and pending pod again (the scale-down and backoff deadlines have
+        their own timers)."""
+        md = ev.object["metadata"]
+        key = (md.get("namespace") or "default", md["name"])
+        if ev.type == "DELETED":
+            old = self._pod_sig.pop(key, _IDLE_POD)
+            return [KEY] if old != _IDLE_POD else []
+        pod = ev.object
+        node = (pod.get("spec") or {}).get("nodeName")
+        ann = md.get("annotations") or {}
+        unschedulable = not node and any(
+            c.get("type") == "PodScheduled"
+            and c.get("status") == "False"
+            and c.get("reason") == "Unschedulable"
+            for c in (pod.get("status") or {}).get("conditions") or ()
+        )
+        sig = (
+            node,
+            is_terminal(pod),
+            bool(md.get("deletionTimestamp")),
+            tuple(ann.get(k) for k in CONSUME_KEYS),
+            md.get("resourceVersion") if unschedulable else None,
+        )
+        if sig == _IDLE_POD:
+            self._pod_sig.pop(key, None)
+            old = _IDLE_POD
+        else:
+            old = self._pod_sig.get(key, _IDLE_POD)
+            self._pod_sig[key] = sig
+        return [KEY] if old != sig else []
 
     def start(self) -> None:
         self.enqueue(KEY)
@@ -581,6 +620,12 @@ class Autoscaler(Controller):
             remaining, slices = layout.pools[pool_name]
             for slice_id in sorted(look):
                 members = slices[slice_id]
+                if any(
+                    (n["metadata"].get("annotations") or {}).get(CLUSTER_AUTOSCALER_SCALE_DOWN_DISABLED)
+                    == "true"
+                    for n in members
+                ):
+                    continue  # a node annotated scale-down-disabled is never removed (nor is its slice)
                 marked = layout.marked_slice.get((pool_name, slice_id))
                 if marked is not None and busy.isdisjoint(marked[0]):
                     # every node idle and already marked: nothing to write, the deadline is known

@@ -222,6 +222,7 @@ class BillingController(Controller):
         self._sums = _Sums()
         self._flavor_memo: dict[str, tuple[dict[str, Any], tuple, tuple[str, ...]]] = {}
         self._dirty = False
+        self._due: float | None = None  # when pending pod-record changes must be written at the latest
         self._written = False
         self._resync = True
         _CONTROLLERS[ctx.store] = self
@@ -495,7 +496,7 @@ class BillingController(Controller):
             "totals": self._totals(now, _flavor_list(flavors)),
             "asOf": now,
         }
-        self._shared, self._dirty = True, False
+        self._shared, self._dirty, self._due = True, False, None
         cur = self.ctx.project.peek(BILLING, name)
         if cur is None:
             self.ctx.project.create(
@@ -519,7 +520,9 @@ class BillingController(Controller):
         now = self.ctx.now()
         if key != KEY:
             if self._sync_pod(key[1], key[2], now):
-                self.enqueue_after(KEY, FLUSH)
+                if self._due is None:
+                    self._due = now + FLUSH
+                self.enqueue_after(KEY, self._due - now)
             return None
         changed = self._sync_nodes(now)
         if not self._written and self.ctx.project.peek(BILLING, self._name()[0]) is None:
@@ -530,8 +533,12 @@ class BillingController(Controller):
                 ns, pname, _uid = rkey.split("/", 2)
                 if rkey in self._open_pods and self._sync_pod(ns, pname, now):
                     changed = True
-        if changed or self._dirty:
+        # node records go out at once; pod records when their FLUSH is due (a Node event that changes no
+        # record, e.g. an autoscaler annotation, does not write the whole ledger again)
+        if changed or (self._dirty and (self._due is None or now >= self._due)):
             self._write(now)
+        elif self._dirty and self._due is not None:
+            self.enqueue_after(KEY, self._due - now)
         return None
 
 

@@ -21,7 +21,7 @@ from starlette.responses import Response
 from flexq.errors import ApiError, InternalError, NotFound, Unauthorized
 from flexq.http import dashboard
 from flexq.http import metrics as metrics_page
-from flexq.http.common import json_response, status_response
+from flexq.http.common import json_response, status_response, url_path
 from flexq.http.gke import face as gke_face
 from flexq.http.kube import discovery, openapi, paths, reviews
 from flexq.http.kube.rest import KubeFace
@@ -49,7 +49,7 @@ class TwinApp:
         return self.faces[cluster]
 
     def authorized(self, request: Request) -> bool:
-        if self.token is None or request.url.path in PUBLIC:
+        if self.token is None or url_path(request) in PUBLIC:
             return True
         auth = request.headers.get("authorization", "")
         scheme, _, value = auth.partition(" ")
@@ -59,13 +59,13 @@ class TwinApp:
         # sets the token as an HttpOnly, SameSite=Strict cookie that only the dashboard's paths accept
         cookie = request.cookies.get(dashboard.COOKIE, "")
         return (
-            dashboard.handles(request.url.path)
+            dashboard.handles(url_path(request))
             and bool(cookie)
             and hmac.compare_digest(cookie.encode(), self.token.encode())
         )
 
     async def __call__(self, request: Request) -> Response:
-        path = request.url.path
+        path = url_path(request)
         if dashboard.handles(path) and not self.authorized(request):
             return await self.dashboard.unauthorized(request)
         if not self.authorized(request):

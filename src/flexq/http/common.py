@@ -1,6 +1,7 @@
 """Plumbing shared by the HTTP faces: running work on the twin's loop, bodies, JSON responses, errors.
 
-Owns: ``on_loop`` (await a function run on the loop thread: the only way a face touches a store),
+Owns: ``on_loop`` (await a function run on the loop thread: the only way a face writes to a store),
+``WriteBatch`` (writes run on the loop in batches, one journal commit each: a group commit),
 ``read_body`` (with the API server's size limit, 413 past it), ``decode_body`` (JSON or YAML by content
 type through ``flexq.api.decode``: 400 when malformed or nested too deep, 413 when larger than the limit once
 expanded; big or YAML bodies are decoded off the server's asyncio loop, so one cannot stall the others), ``json_response`` and ``status_response`` (a Kubernetes ``Status`` for any
@@ -10,10 +11,14 @@ expanded; big or YAML bodies are decoded off the server's asyncio loop, so one c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
+import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -22,6 +27,8 @@ from flexq.errors import ApiError, BadRequest, InternalError, RequestEntityTooLa
 from flexq.loop import EventLoop, RealtimeLoop
 
 T = TypeVar("T")
+
+log = logging.getLogger("flexq.http")
 
 MAX_BODY = 3 * 1024 * 1024  # the API server's MaxRequestBodyBytes
 LOOP_TIMEOUT = 60.0
@@ -56,6 +63,85 @@ async def on_loop(loop: EventLoop, fn: Callable[[], T], timeout: float = LOOP_TI
         return await asyncio.wait_for(fut, timeout)
     except TimeoutError:
         raise InternalError(f"the twin's event loop did not answer within {timeout:.0f}s") from None
+
+
+class Transactional(Protocol):
+    """What ``WriteBatch`` needs of the store's journal (``flexq.store.Journal``)."""
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]: ...
+
+
+class WriteBatch:
+    """Writes from the HTTP thread, run on the loop in batches with one journal commit per batch — a group
+    commit, as etcd syncs its write-ahead log once for a batch of proposals — rather than one sync to disk per
+    write, which bounds a twin to a few hundred writes per second whatever its CPU.
+
+    Each write runs inside the batch's transaction as its own savepoint (``Journal.transaction`` nested): a
+    write that fails (invalid, conflict) undoes only its own rows, as alone. Every reply waits for the
+    batch's commit, so an acknowledged write is on disk, as before. While the batch commits, its writes are
+    already in the store's memory (watchers and reads may see them a commit's time before they are
+    acknowledged). A batch whose commit fails answers every write of it with an InternalError and is logged
+    as critical: those writes are in memory but not on disk, and a restart loses them (etcd stops on a
+    failed WAL sync for the same reason)."""
+
+    def __init__(self, loop: EventLoop) -> None:
+        self.loop = loop
+        self._lock = threading.Lock()
+        self._pending: list[tuple[Callable[[], Any], Transactional | None, Callable[..., None]]] = []
+
+    async def run(
+        self, journal: Transactional | None, fn: Callable[[], T], timeout: float = LOOP_TIMEOUT
+    ) -> T:
+        """Run ``fn`` (a write to a store journaled in ``journal``) on the loop in the next batch; await its
+        result once the batch is committed."""
+        loop = self.loop
+        if not isinstance(loop, RealtimeLoop) or loop.thread is None or loop.in_loop_thread():
+            return fn()
+        aloop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = aloop.create_future()
+
+        def settle(value: Any, exc: BaseException | None) -> None:
+            if fut.done():
+                return
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(value)
+
+        def deliver(value: Any, exc: BaseException | None) -> None:
+            aloop.call_soon_threadsafe(settle, value, exc)
+
+        with self._lock:
+            self._pending.append((fn, journal, deliver))
+            first = len(self._pending) == 1
+        if first:
+            loop.post(self._flush)
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            raise InternalError(f"the twin's event loop did not answer within {timeout:.0f}s") from None
+
+    def _flush(self) -> None:
+        """On the loop: run every pending write in one transaction, commit, then hand back the results."""
+        with self._lock:
+            batch, self._pending = self._pending, []
+        journal = next((j for _, j, _ in batch if j is not None), None)
+        results: list[tuple[Any, BaseException | None]] = []
+        try:
+            with journal.transaction() if journal is not None else contextlib.nullcontext():
+                for fn, _, _ in batch:
+                    try:
+                        results.append((fn(), None))
+                    except BaseException as refused:  # handed back to its request; its savepoint is undone
+                        results.append((None, refused))
+        except Exception as exc:  # the commit itself failed
+            log.critical(
+                "a batch of %d writes could not be committed to the journal", len(batch), exc_info=True
+            )
+            err = InternalError(f"the twin could not write its state to disk ({type(exc).__name__}: {exc})")
+            results = [(None, err)] * len(batch)
+        for (_, _, deliver), (value, error) in zip(batch, results, strict=True):
+            deliver(value, error)
 
 
 async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
@@ -122,7 +208,12 @@ def view(info: Any, obj: dict, api_version: str) -> dict:
 
 
 def dumps(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":")).encode()
+    """Compact JSON: orjson (a list of 200 objects in a tenth of a millisecond, against two with the standard
+    library), falling back to ``json`` for what orjson refuses (integers past 64 bits, non-string keys)."""
+    try:
+        return orjson.dumps(data)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(data, separators=(",", ":")).encode()
 
 
 def json_response(
@@ -135,6 +226,13 @@ def status_response(err: ApiError) -> Response:
     """A Kubernetes ``Status`` for an error, with its HTTP code."""
     headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
     return json_response(err.to_status(), err.status, headers=headers)
+
+
+def url_path(request: Request) -> str:
+    """``request.url.path`` without building the whole URL (its host, port, query: a few percent of a small
+    request's CPU): the ASGI path with ``?``, ``#`` and ``\\`` escaped, as Starlette's ``URL`` has it."""
+    path: str = request.scope["path"]
+    return path.replace("?", "%3F").replace("#", "%23").replace("\\", "%5C")
 
 
 def truthy(value: str | None) -> bool:

@@ -100,17 +100,30 @@ class Server:
         )
         self.uvicorn = uvicorn.Server(config)
         self.thread: threading.Thread | None = None
+        self.warmed = threading.Event()  # set once the OpenAPI documents are built (or failed to be)
 
     def start(self) -> Server:
         """Serve in a daemon thread; connections made before it is up wait in the listen backlog."""
         self.thread = threading.Thread(
-            target=lambda: asyncio.run(self.uvicorn.serve(sockets=[self.sock])),
+            target=self._serve,
             name="flexq-http",
             daemon=True,
         )
         self.thread.start()
         threading.Thread(target=self._warm, name="flexq-openapi", daemon=True).start()
         return self
+
+    def _serve(self) -> None:
+        """The server's asyncio loop: uvloop's where installed (its TLS and transports are compiled, a good
+        part of a small request's CPU in the standard loop), else the standard one."""
+        try:
+            import uvloop
+
+            factory: Any = uvloop.new_event_loop
+        except ImportError:  # pragma: no cover - uvloop is a dependency
+            factory = None
+        with asyncio.Runner(loop_factory=factory) as runner:
+            runner.run(self.uvicorn.serve(sockets=[self.sock]))
 
     def _warm(self) -> None:
         """Build the OpenAPI documents ahead of the first kubectl (a few seconds of pydantic schema work)."""
@@ -123,6 +136,8 @@ class Server:
             openapi.v2(kinds)
         except Exception:  # only a cache: the first request builds it instead
             log.exception("warming the OpenAPI documents failed")
+        finally:
+            self.warmed.set()
 
     def stop(self, timeout: float = 5.0) -> None:
         self.uvicorn.should_exit = True

@@ -32,7 +32,7 @@ from flexq.kueue.workload import (
     unset_quota_reservation,
 )
 from flexq.runtime.controller import Controller, Result, Watch
-from flexq.store import clone
+from flexq.store import clone, status_copy
 
 __all__ = ["JobController", "workload_name"]
 
@@ -109,6 +109,7 @@ class JobController(Controller):
         msg, success, finished = job.finished()
         if finished:
             if wl is not None and not is_true(wl, "Finished"):
+                wl = status_copy(wl)
                 set_condition(wl, "Finished", True, "Succeeded" if success else "Failed", msg, now)
                 self.store.update_status(wl, copy_result=False)
                 self.events.record(
@@ -129,6 +130,7 @@ class JobController(Controller):
         if ev is not None and ev.get("status") == "True":
             self._stop(job, wl, ev.get("message", ""))
             if has_quota_reservation(wl) and not job.is_active():
+                wl = status_copy(wl)
                 requeued = ev.get("reason") in ("Preempted", "NodeFailures")
                 set_condition(wl, "Requeued", requeued, ev.get("reason", ""), ev.get("message", ""), now)
                 unset_quota_reservation(wl, "PendingEvaluation", ev.get("message", ""), now)
@@ -177,7 +179,8 @@ class JobController(Controller):
         return job.live_pod_set_counts(self.store) if elastic else {}
 
     def _ensure_one_workload(self, job: JobAdapter, elastic: bool, now: float) -> dict | None:
-        # the owned Workloads are read-only: a copy is returned (the caller may change it), or taken to change
+        # the owned Workloads are read-only: returned as stored (the caller takes ``status_copy`` to write its
+        # status), or a copy (elastic slices)
         owned = [w for w in self._owned(job.obj) if not is_true(w, "Finished")]
         if not owned:
             return None
@@ -200,7 +203,7 @@ class JobController(Controller):
         if not same and not has_quota_reservation(wl):
             self.store.delete("Workload", wl["metadata"]["name"], wl["metadata"]["namespace"])
             return None
-        return clone(wl)
+        return wl
 
     def _no_workload(self, job: JobAdapter, elastic: bool, now: float) -> Result | None:
         obj = job.obj
@@ -314,6 +317,7 @@ class JobController(Controller):
             and cur.get("reason") == want[1]
         ):
             return False
+        wl = status_copy(wl)
         set_condition(wl, "PodsReady", want[0], want[1], want[2], now)
         self.store.update_status(wl, copy_result=False)
         return True
@@ -327,6 +331,7 @@ class JobController(Controller):
             infos = infos_for(wl, self.cache.flavors)
             job.run_with(infos)
         except (PodSetMergeError, ValueError) as exc:
+            wl = status_copy(wl)
             set_condition(wl, "Finished", True, "FailedToStart", str(exc), now)
             self.store.update_status(wl, copy_result=False)
             return

@@ -117,6 +117,13 @@ def evict(
     return out
 
 
+def _tree_of(cq: ClusterQueueSnapshot | None) -> object:
+    """The root of a ClusterQueue's cohort tree (the ClusterQueue itself outside any cohort)."""
+    if cq is None:
+        return None
+    return cq.parent.root() if cq.parent is not None else cq
+
+
 class Scheduler:
     """Runs scheduling cycles over ``KueueCache`` and writes the outcome to the store."""
 
@@ -274,6 +281,10 @@ class Scheduler:
         # fits once this entry's targets and every workload preempted earlier in the cycle are gone
         gone = {t.info.key: t.info for t in e.targets}
         gone.update({k: i for k, i in self._preempted_infos.items() if k not in gone})
+        # only workloads of this ClusterQueue's cohort tree can change what fits it (the rest would be
+        # removed and put back for nothing: with many cohorts that is most of them)
+        tree = _tree_of(cq)
+        gone = {k: i for k, i in gone.items() if _tree_of(snap.cq(i.cluster_queue)) is tree}
         for info in gone.values():
             snap.remove_workload(info)
         fits = cq.fits(usage)

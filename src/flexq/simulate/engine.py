@@ -378,9 +378,9 @@ class _Sim:
             self.wl_state.pop(key, None)
 
     def _fallback_moving(self, wl: dict[str, Any], rec: JobRecord) -> bool:
-        """flexq's fallback (twin setting ``fallback``) deactivates a workload to move its job to the next flavor:
-        the job's ``fallback.flexq.dev/move`` annotation says so (step ``deactivating``), and the job gets a new
-        Workload, so the run keeps waiting for it."""
+        """flexq's fallback (twin setting ``fallback``) deactivates a workload to move its job to the next flavor,
+        or back to the first one: the job's ``fallback.flexq.dev/move`` annotation says so (step ``deactivating``
+        or ``returning``), and the job gets a new Workload, so the run keeps waiting for it."""
         if not self.variant.settings.get("fallback"):
             return False
         job = self.twin.store.try_get(rec.spec.kind, rec.spec.name, rec.spec.namespace)
@@ -388,7 +388,7 @@ class _Sim:
         if not text:
             return False
         try:
-            return json.loads(text).get("step") == "deactivating"
+            return json.loads(text).get("step") in ("deactivating", "returning")
         except ValueError:
             return False
 

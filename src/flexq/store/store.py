@@ -16,9 +16,9 @@ from __future__ import annotations
 import builtins
 import logging
 import threading
-import uuid
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from random import Random
 from typing import Any
@@ -192,7 +192,9 @@ class Store:
 
     def peek(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
         """The stored object itself (no copy), or None: read-only, like the objects of a client-go
-        informer cache, and like ``WatchEvent.object``. To change it, ``clone`` it (or take ``get``'s copy)."""
+        informer cache, and like ``WatchEvent.object``. To change it, ``clone`` it (or take ``get``'s copy).
+        Takes no lock, so any thread may call it (the HTTP server's gets do): it is one dictionary lookup, and a
+        write replaces a stored version rather than changing it."""
         info = self.info(kind)
         return self._objs.get(info.key, {}).get(self._key(info, namespace, name))
 
@@ -279,6 +281,19 @@ class Store:
                     continue
                 out.append(obj)
             return out
+
+    @contextmanager
+    def read_lock(self, blocking: bool = True) -> Iterator[bool]:
+        """Hold the store's lock for a consistent read of several objects from a thread other than the
+        loop's (the HTTP server lists the objects and the resourceVersion they are at, without hopping onto the
+        loop); yields whether it is held. ``blocking=False`` never waits for a write in progress (which holds
+        the lock through its journal commit): the caller then reads another way."""
+        held = self._lock.acquire(blocking=blocking)
+        try:
+            yield held
+        finally:
+            if held:
+                self._lock.release()
 
     @staticmethod
     def _smaller(a: set[Key] | None, b: set[Key]) -> set[Key]:
@@ -389,7 +404,7 @@ class Store:
     def _new_uid(self) -> str:
         """A uid no stored object has (uids identify an object for its owners' references and selectors)."""
         while True:
-            uid = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            uid = _uuid4(self.rng.getrandbits(128))
             if uid not in self._by_uid:
                 return uid
 
@@ -800,6 +815,17 @@ class Store:
         """Every stored object with its kind key (for dumps and tests)."""
         with self._lock:
             return [(kk, clone(o)) for kk, objs in self._objs.items() for o in objs.values()]
+
+
+_V4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
+_V4_SET = (0x8000 << 48) | (4 << 76)
+
+
+def _uuid4(bits: int) -> str:
+    """``str(uuid.UUID(int=bits, version=4))`` (the RFC 4122 variant and version 4 set), three times faster:
+    every stored object (an Event per controller step) gets one."""
+    h = "%032x" % (bits & _V4_CLEAR | _V4_SET)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _drop(table: dict, value: Any, key: Key) -> None:

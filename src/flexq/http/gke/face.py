@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from flexq.errors import CloudError, RequestEntityTooLarge
-from flexq.http.common import json_response, on_loop, read_body
+from flexq.http.common import json_response, on_loop, read_body, url_path
 from flexq.http.seam import TwinServices
 
 log = logging.getLogger("flexq.http.gke")
@@ -50,7 +50,7 @@ async def handle(core: TwinServices, request: Request) -> Response:
         if not isinstance(body, dict):
             return google_error(400, "INVALID_ARGUMENT", "Invalid JSON payload received. Expected an object.")
     query = [(k, v) for k, v in request.query_params.multi_items() if k not in _TRANSPORT_PARAMS]
-    path = request.url.path + (f"?{urlencode(query)}" if query else "")
+    path = url_path(request) + (f"?{urlencode(query)}" if query else "")
     try:
         status, out = await on_loop(core.loop, lambda: core.gke(method, path, body))
     except CloudError as err:

@@ -9,6 +9,7 @@ about domain state (style rule 5). Must not import domain packages (kube, kueue,
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
@@ -22,7 +23,15 @@ from flexq.api import scheme
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time
 from flexq.errors import ApiError, BadRequest, Invalid, MethodNotAllowed, NotFound
-from flexq.http.common import decode_body_async, json_response, on_loop, read_body, status_response, truthy
+from flexq.http.common import (
+    WriteBatch,
+    decode_body_async,
+    json_response,
+    on_loop,
+    read_body,
+    status_response,
+    truthy,
+)
 from flexq.http.common import view as view_as
 from flexq.http.kube import apply as ssa
 from flexq.http.kube import table as tables
@@ -148,6 +157,7 @@ class KubeFace:
         self.core = core
         self.cluster = cluster
         self.loop = core.loop
+        self.writes = WriteBatch(core.loop)
 
     # -- which kinds are served -------------------------------------------------------------------
     def store(self) -> Store:
@@ -285,11 +295,13 @@ class KubeFace:
         return mode
 
     async def _write(self, mode: str, info: KindInfo, version: str, fn: Any) -> tuple[dict, list[str]]:
-        """Run ``fn(unknown_fields)`` on the loop with the request's field validation."""
+        """Run ``fn(unknown_fields)`` on the loop with the request's field validation (in the next batch of
+        writes: ``WriteBatch``)."""
+        journal = self.store().journal
         if mode == "Ignore":
-            return await on_loop(self.loop, lambda: fn("Ignore")), []
+            return await self.writes.run(journal, lambda: fn("Ignore")), []
         try:
-            return await on_loop(self.loop, lambda: fn("Strict")), []
+            return await self.writes.run(journal, lambda: fn("Strict")), []
         except Invalid as err:
             unknown = [c for c in err.causes if c.message == _UNKNOWN]
             if not unknown or len(unknown) != len(err.causes):
@@ -300,24 +312,41 @@ class KubeFace:
                     f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
                     f"strict decoding error: {', '.join(names)}"
                 ) from None
-            return await on_loop(self.loop, lambda: fn("Ignore")), names
+            return await self.writes.run(journal, lambda: fn("Ignore")), names
 
     # -- reads ------------------------------------------------------------------------------------
     async def get(self, request: Request, t: Target, info: KindInfo) -> Response:
-        obj = await on_loop(self.loop, lambda: self.store().get(info.kind, t.name or "", t.namespace))
+        """Read on this thread, without a copy: the stored version itself, which no one changes (``peek`` takes
+        no lock); a write's reply is sent once the store holds it, so a client reads its own writes. A name not
+        found asks the loop (for the store's own NotFound, or the object created in between)."""
+        store = self.store()
+        obj = store.peek(info.kind, t.name or "", t.namespace)
+        if obj is None:
+            obj = await on_loop(self.loop, lambda: store.get(info.kind, t.name or "", t.namespace))
         return self._out(request, info, obj, t)
 
     async def list(self, request: Request, t: Target, info: KindInfo) -> Response:
         q = request.query_params
 
+        store = self.store()
+
         def run() -> tuple[list[dict], int]:
-            store = self.store()
+            # the stored versions themselves (read-only, never changed in place) and the resourceVersion they
+            # are at, read together under the store's lock
             return (
-                store.list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector")),
+                store.peek_list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector")),
                 store.resource_version,
             )
 
-        objs, rv = await on_loop(self.loop, run)
+        def wait_and_run() -> tuple[list[dict], int]:
+            with store.read_lock():
+                return run()
+
+        with store.read_lock(blocking=False) as held:
+            got = run() if held else None
+        # a write holds the lock: wait for it in a worker thread (writes take it one at a time, briefly), not
+        # on this thread, which serves every other connection, nor behind the loop's queue of writes
+        objs, rv = got if got is not None else await asyncio.to_thread(wait_and_run)
         objs, rv, paging = page(
             objs,
             rv,
@@ -555,7 +584,7 @@ class KubeFace:
             )
             return gone, (None if dry else store.try_get(info.kind, t.name or "", t.namespace))
 
-        gone, still = await on_loop(self.loop, run)
+        gone, still = await self.writes.run(self.store().journal, run)
         if still is not None or dry:
             return self._out(request, info, still or gone, t)
         details = {"name": t.name, "kind": info.plural, "uid": gone["metadata"].get("uid")}
