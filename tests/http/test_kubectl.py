@@ -105,7 +105,8 @@ def test_describe_shows_object_and_events(served: Served) -> None:
 def test_wait_and_watch(served: Served) -> None:
     served.kubectl("apply", "-f", "-", input=tutorial_queue_yaml())
     served.kubectl("patch", "cq", "cluster-queue", "--type=merge", "-p", '{"spec":{"cohortName":null}}')
-    watcher = served.popen("get", "cq", "-w", "--request-timeout=4s")
+    # the watch must outlast two kubectl starts and the patch on a loaded CI machine (4 s did not, once)
+    watcher = served.popen("get", "cq", "-w", "--request-timeout=12s")
     waiter = served.popen(
         "wait", "--for=jsonpath={.spec.cohortName}=team-a", "cq/cluster-queue", "--timeout=20s"
     )
@@ -114,7 +115,7 @@ def test_wait_and_watch(served: Served) -> None:
     out, err = waiter.communicate(timeout=25)
     assert waiter.returncode == 0, err
     assert "condition met" in out
-    watched, _ = watcher.communicate(timeout=15)
+    watched, _ = watcher.communicate(timeout=30)
     lines = watched.splitlines()
     assert lines[0].split()[:2] == ["NAME", "COHORT"]
     assert any(line.split()[:2] == ["cluster-queue", "team-a"] for line in lines[1:])

@@ -86,7 +86,7 @@ class FallbackConfig:
     hedge_queued: bool = True  # so does a job Kueue itself put on plan B while plan A is stocked out
     cap_quota: bool = True  # while a flavor's backoff runs, its quota is capped to what its nodes up can hold
     keep_idle_seconds: float = (
-        0.0  # in a stock-out, keep the flavor's idle nodes this long (off: no gain measured)
+        21600.0  # in a stock-out, keep the flavor's idle nodes from scale-down this long
     )
     assume_after_seconds: float | None = None  # also count pods unscheduled this long as stocked out (off)
     all_queues: bool = False  # act on every LocalQueue, not only those labelled fallback.flexq.dev/enabled
