@@ -140,3 +140,32 @@ metadata:
     assert condition(n, "Ready")["reason"] == "KubeletReady"
     assert twin.get("Pod", "w")["spec"]["nodeName"] == "hand-made"
     assert twin.get("Pod", "w")["status"]["hostIP"].startswith("10.128.")
+
+
+def test_a_freed_slice_wakes_every_waiting_worker_not_the_same_one_four_times(twin: Twin) -> None:
+    """Four nodes freed at once, four alike workers waiting: each node's hint must wake a different pod (each
+    hint used to pick the same first pod, so three workers stayed Unschedulable on free nodes)."""
+    for i in range(4):
+        add_node(twin, tpu_node(f"gke-tpu-{i}", "on-demand"))
+
+    def worker(name: str) -> dict:
+        return pod(
+            name,
+            tpu=4,
+            tolerations=TOLERATE_TPU,
+            restart="Always",
+            node_selector={"cloud.google.com/gke-tpu-topology": "4x4"},
+        )
+
+    for i in range(4):
+        twin.apply(worker(f"a-{i}"))
+    twin.advance(1)
+    for i in range(4):
+        twin.apply(worker(f"b-{i}"))
+    twin.advance(5)
+    assert all("nodeName" not in twin.get("Pod", f"b-{i}")["spec"] for i in range(4))
+    for i in range(4):
+        twin.delete("Pod", f"a-{i}")
+    twin.advance(2)
+    bound = sorted(twin.get("Pod", f"b-{i}")["spec"].get("nodeName") or "-" for i in range(4))
+    assert bound == [f"gke-tpu-{i}" for i in range(4)]

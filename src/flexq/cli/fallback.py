@@ -161,6 +161,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         hedge=not args.no_hedge,
         hedge_queued=not args.no_hedge,
         cap_quota=not args.no_quota_cap,
+        keep_idle_seconds=args.keep_idle,
         all_queues=args.all_queues,
         dry_run=args.dry_run,
         state_namespace=args.state_namespace,
@@ -278,6 +279,13 @@ def add_parser(sub: Any, kube_flags: Any) -> argparse.ArgumentParser:
         "--no-hedge",
         action="store_true",
         help="never send a job waiting on plan B back to the stocked-out flavor when it can take it first",
+    )
+    f.add_argument(
+        "--keep-idle",
+        type=float,
+        default=d.keep_idle_seconds,
+        metavar="SECONDS",
+        help="during a stock-out, keep an idle node of the flavor from scale-down this long (0: never)",
     )
     f.add_argument(
         "--no-quota-cap",

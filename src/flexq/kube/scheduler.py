@@ -5,7 +5,10 @@ kube-scheduler's FitError message, or ``SchedulingGated`` while ``spec.schedulin
 ``spec.nodeName`` (the binding), and the ``Scheduled`` / ``FailedScheduling`` events. Pods that do not fit
 wait in an unschedulable set and are retried, highest priority and oldest first, when a node's
 scheduling-relevant state changes or a bound pod releases its resources on a node, and then only the
-pods that node would now take (kube-scheduler's queueing hints, without the periodic flush). Only pods whose ``schedulerName`` is ``default-scheduler`` are
+pods that node would now take (kube-scheduler's queueing hints; a pod already hinted and not yet retried is
+not hinted again, so each freed node wakes a different pod), and in any case again after
+``UNSCHEDULABLE_FLUSH_SECONDS`` (the scheduling queue's flush of pods left unschedulable for
+``podMaxInUnschedulablePodsDuration``, 5 minutes). Only pods whose ``schedulerName`` is ``default-scheduler`` are
 handled. Decisions come from the pure ``scheduling`` module over the shared ``ClusterCache``.
 Must not import other domain packages.
 """
@@ -24,6 +27,9 @@ from flexq.semantics.conditions import find_condition, set_core_condition
 from flexq.store.store import WatchEvent, clone
 
 SCHEDULER_NAME = "default-scheduler"
+# pkg/scheduler/backend/queue/scheduling_queue.go DefaultPodMaxInUnschedulablePodsDuration: a pod left unschedulable
+# this long is retried even if no event hinted that it might fit now (flushUnschedulablePodsLeftover, every 30 s)
+UNSCHEDULABLE_FLUSH_SECONDS = 300.0
 
 
 def wants_scheduling(pod: dict) -> bool:
@@ -70,6 +76,9 @@ class Scheduler(Controller):
         self._order: list[tuple] = []  # queue orders of unschedulable pods, sorted; may hold stale entries
         self._shapes: dict[tuple, int] = {}  # scheduling shape -> small id
         self._static: StaticMemo = {}  # node -> (its NodeInfo, placement shape -> static filters' verdict)
+        self._hinted: set[PodKey] = (
+            set()
+        )  # unschedulable pods a hint has queued and no reconcile has tried yet
 
     def watches(self) -> list[Watch]:
         return [Watch("Pod", self._pod_keys), Watch("Node", self._node_keys)]
@@ -103,7 +112,7 @@ class Scheduler(Controller):
         for order in self._order:
             key = order[-1]
             w = self.unschedulable.get(key)
-            if w is None or w.order is not order or w.shape in failed:
+            if w is None or w.order is not order or w.shape in failed or key in self._hinted:
                 continue
             if any(v > alloc.get(r, 0) - used[r] for r, v in w.requests.items()):
                 failed.add(w.shape)  # quick reject before the full filters
@@ -111,6 +120,7 @@ class Scheduler(Controller):
             pod = self.cache.pods.get(key)
             if pod is not None and not filter_node(pod, w.requests, node, used, count).reasons:
                 out.append(key)
+                self._hinted.add(key)
                 used.update(w.requests)
                 count += 1
             else:
@@ -121,6 +131,7 @@ class Scheduler(Controller):
         self.cache.close()
 
     def reconcile(self, key: PodKey) -> Result | None:
+        self._hinted.discard(key)
         pod = self.cache.pods.get(key)
         if pod is None or not wants_scheduling(pod):
             self._forget(key)
@@ -145,12 +156,13 @@ class Scheduler(Controller):
                 bisect.insort(self._order, w.order)
             if self._write_condition(pod, "False", "Unschedulable", decision.message):
                 self.events.record(pod, "Warning", "FailedScheduling", decision.message)
-            return None
+            return Result(requeue_after=UNSCHEDULABLE_FLUSH_SECONDS)
         self._forget(key)
         self._bind(pod, decision.node)
         return None
 
     def _forget(self, key: PodKey) -> None:
+        self._hinted.discard(key)
         self.unschedulable.pop(key, None)  # its entry in _order is skipped, then compacted away
 
     def _bind(self, pod: dict, node: str) -> None:

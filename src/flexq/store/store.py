@@ -95,10 +95,12 @@ class Store:
         rng: Random | None = None,
         namespaces: Iterable[str] = (),
         check_readonly: bool = False,
+        history: int | None = None,
     ) -> None:
         """``check_readonly`` (for tests): keep a private copy of every stored version and fail loudly when
         one was changed in place (by a watcher or a ``peek`` caller) before it is replaced or at
-        ``verify_readonly``."""
+        ``verify_readonly``. ``history``: watch events kept for resuming (default ``HISTORY``); a watch from
+        an older resourceVersion gets Gone, as from an API server's watch cache."""
         self.registry, self.clock, self.name, self.journal = registry, clock, name, journal
         self.check_readonly = check_readonly
         self._pristine: dict[tuple[str, Key], dict] = {}
@@ -117,7 +119,7 @@ class Store:
         if any(k.kind == "Pod" and not k.group for k in registry):
             self.add_indexer("Pod", "spec.nodeName", _node_name)
         self._rv = 0
-        self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY)
+        self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY if history is None else history)
         self._subs: list[Subscription] = []
         self._subs_of: dict[str, list[Subscription]] = {}  # kind key -> its subscribers, in order (a cache)
         self._seq = 0
