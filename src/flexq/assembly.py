@@ -39,6 +39,7 @@ DOMAINS = [kube_registry, kueue_registry, gke_registry, kuberay_registry, fallba
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "kueue-system")
 DEFAULT_CLUSTER = ""  # the Kubernetes cluster of a twin that has no GKE cluster
 ROOT_KEY = "root-cluster"  # journal meta: the GKE cluster the root Kubernetes API serves
+PROJECT_HISTORY = 100  # watch events the project store keeps (see ``TwinCore.__init__``)
 
 
 @dataclass
@@ -108,6 +109,10 @@ class TwinCore:
             journal=self.journal,
             check_readonly=self.check_readonly,
             rng=self.rngs.get("store/project"),
+            # Nothing resumes a watch on the project store (the GKE API has no watch), and each version of
+            # a cluster's billing ledger holds all its records: keep a window like kube-apiserver's default
+            # watch cache (100 events), not 20,000 ledger versions (memory grew with time x jobs).
+            history=PROJECT_HISTORY,
         )
         self.project_ctx = Context(
             store=self.project,

@@ -347,3 +347,40 @@ def test_watch_filters_kinds_and_a_delete_has_its_own_resource_version(store: St
     sub.cancel()
     store.create(cm("b"))
     assert len(seen) == 2
+
+
+def test_indexes_follow_writes_that_keep_or_change_labels_owners_and_indexed_fields(store: Store) -> None:
+    """The indexes ``peek_list`` answers from stay right whether a write changes only status, the labels, the
+    owners or an indexer's field (a write that keeps uid, owners and labels leaves those tables alone)."""
+    owner = store.create(cm("owner"))
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "labels": {"app": "a"}},
+        "spec": {"containers": [{"name": "c", "image": "x"}]},
+    }
+    store.create(pod)
+
+    def names(**kw: object) -> list[str]:
+        return [o["metadata"]["name"] for o in store.peek_list("Pod", **kw)]  # type: ignore[arg-type]
+
+    cur = store.get("Pod", "p")
+    cur["status"] = {"phase": "Running"}
+    store.update_status(cur)  # status only
+    assert names(label_selector="app=a") == ["p"] and names(namespace="default") == ["p"]
+    cur = store.get("Pod", "p")
+    cur["spec"]["nodeName"] = "n1"  # an indexed field only
+    store.update(cur)
+    assert names(index=("spec.nodeName", "n1")) == ["p"] and names(label_selector="app=a") == ["p"]
+    cur = store.get("Pod", "p")
+    cur["metadata"]["labels"] = {"app": "b"}
+    cur["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    ]
+    store.update(cur)  # labels and owners
+    assert names(label_selector="app=a") == [] and names(label_selector="app=b") == ["p"]
+    assert names(owner_uid=owner["metadata"]["uid"]) == ["p"]
+    assert names(index=("spec.nodeName", "n1")) == ["p"] and names(field_selector="spec.nodeName=n1") == ["p"]
+    store.delete("Pod", "p")
+    assert names(label_selector="app=b") == [] and names(index=("spec.nodeName", "n1")) == []
+    assert names(owner_uid=owner["metadata"]["uid"]) == []

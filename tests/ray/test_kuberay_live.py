@@ -69,6 +69,12 @@ def test_tutorial_rayjobs_train_side_by_side_on_plan_a_and_plan_b_and_clean_up(t
             log = twin.logs(f"job/rayjob-tpu-v6e-dws-{i}")
             assert (st["jobDeploymentStatus"], st["jobStatus"]) == ("Complete", "SUCCEEDED"), log[-3000:]
             assert "Training Complete!" in log
+            assert "substituted: using installed pandas" in log  # the runtime env policy, visible
+            assert "extra [tpu] dropped" in log
+            assert "\x1b[" not in log  # plain text, like the tutorial's log
+            assert (
+                "world_rank=3" in log
+            )  # the 4 emulated v6e hosts are real Ray nodes: 4 workers took the slice
             assert re.search(
                 rf"Job 'rayjob-tpu-v6e-dws-{i}-[bcdfghjklmnpqrstvwxz2456789]{{5}}' succeeded", log
             )

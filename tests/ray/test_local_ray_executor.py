@@ -1,7 +1,10 @@
-"""The local Ray executor on its own (no twin): the tutorial's slice, a failing entrypoint, stop mid-run.
+"""The local Ray executor on its own (no twin): a failing entrypoint, stop mid-run, a refused runtime env.
 
-One head + 4 emulated v6e hosts (TPU:4 each, GKE TPU env) are started as real Ray nodes; the submitter pod runs
-KubeRay's submitter script against them. Slow (about 1-2 minutes per cluster on 2 cores).
+Real Ray nodes (a head and emulated v6e hosts, TPU:4 each, GKE TPU env); the submitter pod runs KubeRay's
+submitter script against them. Slow (about 1-2 minutes per cluster on 2 cores). The tutorial's train.py on a whole
+emulated slice runs through the live twin in tests/ray/test_kuberay_live.py (both RayJobs side by side), which
+checks what a run of it through this executor alone used to: the runtime env policy's lines, plain text, four
+workers.
 """
 
 from __future__ import annotations
@@ -34,38 +37,6 @@ def _assert_clean(ex: LocalRayExecutor, ports: list[int]) -> None:
     assert not [f for f in (ex.base_dir / "pods").rglob("*") if f.is_file()]
     if ex._ray_root is not None and ex._ray_root.exists():  # shutdown removes the root itself
         assert not any(ex._ray_root.iterdir()), list(ex._ray_root.iterdir())
-
-
-def test_tutorial_train_py_runs_on_an_emulated_v6e_slice(tmp_path):
-    ex = LocalRayExecutor(tmp_path)
-    s = Slice(ex, tutorial_rayjob(1), "rayjob-tpu-v6e-dws-1-q9z4k")
-    try:
-        s.start_cluster()
-        wait_for(lambda: _cluster_ready(s), 900, "head and 4 workers ready", detail=s.describe)
-        c = ex._clusters[("default", "rayjob-tpu-v6e-dws-1-q9z4k")]
-        ports = [c.gcs, c.dashboard, c.client]
-        assert ex.dashboard_address("default", "rayjob-tpu-v6e-dws-1-q9z4k") == f"127.0.0.1:{c.dashboard}"
-        s.launch(s.submitter, "gke-default-pool-1")
-        wait_for(lambda: _ended(s, s.submitter), 400, "the submitter to end")
-        log = s.logs.of(s.submitter["metadata"]["name"])
-        st = s.state(s.submitter)
-        assert st.phase == "Succeeded", log[-4000:]
-        assert "substituted: using installed pandas" in log  # runtime env policy, visible
-        assert "extra [tpu] dropped" in log
-        assert f"Job '{s.job_id}' submitted successfully" in log
-        assert "Training Complete!" in log
-        assert "\x1b[" not in log  # plain text, like the tutorial's log
-        assert log.rstrip().splitlines()[-2].endswith(f"Job '{s.job_id}' succeeded")
-        info = wait_for(
-            lambda: ex.job_info("default", "rayjob-tpu-v6e-dws-1-q9z4k", s.job_id), 10, "job info"
-        )
-        assert info["status"] == "SUCCEEDED"
-        # The emulated hosts are real Ray nodes with the GKE TPU env: 4 workers reserved the slice.
-        assert "world_rank=3" in log
-    finally:
-        s.stop_all()
-        ex.shutdown()
-    _assert_clean(ex, ports)
 
 
 def test_failing_entrypoint_fails_with_its_traceback_and_stop_mid_run_leaves_nothing(tmp_path):

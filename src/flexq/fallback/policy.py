@@ -760,15 +760,8 @@ class FallbackPolicy:
             "workload": w.obj["metadata"]["name"],
             "workloadUID": w.obj["metadata"].get("uid", ""),
         }
-        if not self._annotate(job, {ANN_MOVE: json.dumps(move, sort_keys=True)}):
+        if not self._record_and_deactivate(job, w, move):
             return
-        with contextlib.suppress(NotFound):
-            self.api.merge_patch(
-                "Workload",
-                w.obj["metadata"]["name"],
-                w.obj["metadata"].get("namespace"),
-                {"spec": {"active": False}},
-            )
         self._emit(
             w, "Warning", "FallbackEvicting", f"{why}: deactivating the workload to move it to {target}"
         )
@@ -948,15 +941,8 @@ class FallbackPolicy:
             "workloadUID": w.obj["metadata"].get("uid", ""),
             "returns": int(move.get("returns") or 0) + 1,
         }
-        if not self._annotate(job, {ANN_MOVE: json.dumps(back, sort_keys=True)}):
+        if not self._record_and_deactivate(job, w, back):
             return
-        with contextlib.suppress(NotFound):
-            self.api.merge_patch(
-                "Workload",
-                w.obj["metadata"]["name"],
-                w.obj["metadata"].get("namespace"),
-                {"spec": {"active": False}},
-            )
         self._emit(
             w,
             "Normal",
@@ -1377,6 +1363,21 @@ class FallbackPolicy:
             )
         except (Conflict, NotFound):
             return False
+        return True
+
+    def _record_and_deactivate(self, job: dict, w: _Workload, move: dict[str, Any]) -> bool:
+        """Write the move record on the job first (so a restart resumes it), then deactivate the job's Workload
+        (Kueue evicts it; the job framework recreates it once the job is restricted). False when the record
+        could not be written (the job changed or went): nothing was done."""
+        if not self._annotate(job, {ANN_MOVE: json.dumps(move, sort_keys=True)}):
+            return False
+        with contextlib.suppress(NotFound):
+            self.api.merge_patch(
+                "Workload",
+                w.obj["metadata"]["name"],
+                w.obj["metadata"].get("namespace"),
+                {"spec": {"active": False}},
+            )
         return True
 
     def _emit(self, w: _Workload, type_: str, reason: str, message: str) -> None:

@@ -34,13 +34,11 @@ MAX_BODY = 3 * 1024 * 1024  # the API server's MaxRequestBodyBytes
 LOOP_TIMEOUT = 60.0
 
 
-async def on_loop(loop: EventLoop, fn: Callable[[], T], timeout: float = LOOP_TIMEOUT) -> T:
-    """Run ``fn`` on the twin's loop thread and await its result (its exception is re-raised here).
-    A loop that does not answer within ``timeout`` seconds (stopped, or stuck) gives a 500, not a hung request."""
-    if not isinstance(loop, RealtimeLoop) or loop.thread is None or loop.in_loop_thread():
-        return fn()
+def _threadsafe_future() -> tuple[asyncio.Future[Any], Callable[[Any, BaseException | None], None]]:
+    """A future of the running asyncio loop, and ``deliver(value, exc)`` that settles it from any thread
+    (the first delivery wins: a request that timed out ignores a late answer)."""
     aloop = asyncio.get_running_loop()
-    fut: asyncio.Future[T] = aloop.create_future()
+    fut: asyncio.Future[Any] = aloop.create_future()
 
     def settle(value: Any, exc: BaseException | None) -> None:
         if fut.done():
@@ -50,13 +48,26 @@ async def on_loop(loop: EventLoop, fn: Callable[[], T], timeout: float = LOOP_TI
         else:
             fut.set_result(value)
 
+    def deliver(value: Any, exc: BaseException | None) -> None:
+        aloop.call_soon_threadsafe(settle, value, exc)
+
+    return fut, deliver
+
+
+async def on_loop(loop: EventLoop, fn: Callable[[], T], timeout: float = LOOP_TIMEOUT) -> T:
+    """Run ``fn`` on the twin's loop thread and await its result (its exception is re-raised here).
+    A loop that does not answer within ``timeout`` seconds (stopped, or stuck) gives a 500, not a hung request."""
+    if not isinstance(loop, RealtimeLoop) or loop.thread is None or loop.in_loop_thread():
+        return fn()
+    fut, deliver = _threadsafe_future()
+
     def run() -> None:
         try:
             value = fn()
         except BaseException as exc:  # handed back to the request's task
-            aloop.call_soon_threadsafe(settle, None, exc)
+            deliver(None, exc)
         else:
-            aloop.call_soon_threadsafe(settle, value, None)
+            deliver(value, None)
 
     loop.post(run)
     try:
@@ -97,19 +108,7 @@ class WriteBatch:
         loop = self.loop
         if not isinstance(loop, RealtimeLoop) or loop.thread is None or loop.in_loop_thread():
             return fn()
-        aloop = asyncio.get_running_loop()
-        fut: asyncio.Future[T] = aloop.create_future()
-
-        def settle(value: Any, exc: BaseException | None) -> None:
-            if fut.done():
-                return
-            if exc is not None:
-                fut.set_exception(exc)
-            else:
-                fut.set_result(value)
-
-        def deliver(value: Any, exc: BaseException | None) -> None:
-            aloop.call_soon_threadsafe(settle, value, exc)
+        fut, deliver = _threadsafe_future()
 
         with self._lock:
             self._pending.append((fn, journal, deliver))

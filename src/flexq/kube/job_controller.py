@@ -302,7 +302,7 @@ class JobController(Controller):
         if status == (job.get("status") or {}):
             return
         obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": job["metadata"], "status": status}
-        self.store.update_status(obj, copy_result=False)
+        self.store.update_status(obj, copy_result=False, take=True)  # ``status`` is only read afterwards
 
     def _ttl(self, job: dict, status: dict) -> Result | None:
         ttl = job["spec"].get("ttlSecondsAfterFinished")

@@ -111,7 +111,7 @@ class JobController(Controller):
             if wl is not None and not is_true(wl, "Finished"):
                 wl = status_copy(wl)
                 set_condition(wl, "Finished", True, "Succeeded" if success else "Failed", msg, now)
-                self.store.update_status(wl, copy_result=False)
+                self.store.update_status(wl, copy_result=False, take=True)
                 self.events.record(
                     obj,
                     "Normal",
@@ -134,7 +134,7 @@ class JobController(Controller):
                 requeued = ev.get("reason") in ("Preempted", "NodeFailures")
                 set_condition(wl, "Requeued", requeued, ev.get("reason", ""), ev.get("message", ""), now)
                 unset_quota_reservation(wl, "PendingEvaluation", ev.get("message", ""), now)
-                self.store.update_status(wl, copy_result=False)
+                self.store.update_status(wl, copy_result=False, take=True)
             return None
         # 6. suspended: start when admitted
         if job.is_suspended():
@@ -255,7 +255,7 @@ class JobController(Controller):
             spec["maximumExecutionTimeSeconds"] = limit
         pc = (md.get("labels") or {}).get(PRIORITY_LABEL)
         if pc:
-            wpc = self.store.try_get("WorkloadPriorityClass", pc)
+            wpc = self.store.peek("WorkloadPriorityClass", pc)  # read-only: only its value is read
             if wpc is None:
                 self.events.record(
                     obj, "Warning", "WorkloadPriorityClassNotFound", f'WorkloadPriorityClass "{pc}" not found'
@@ -319,7 +319,7 @@ class JobController(Controller):
             return False
         wl = status_copy(wl)
         set_condition(wl, "PodsReady", want[0], want[1], want[2], now)
-        self.store.update_status(wl, copy_result=False)
+        self.store.update_status(wl, copy_result=False, take=True)
         return True
 
     def _writable(self, job: JobAdapter) -> JobAdapter:
@@ -333,7 +333,7 @@ class JobController(Controller):
         except (PodSetMergeError, ValueError) as exc:
             wl = status_copy(wl)
             set_condition(wl, "Finished", True, "FailedToStart", str(exc), now)
-            self.store.update_status(wl, copy_result=False)
+            self.store.update_status(wl, copy_result=False, take=True)
             return
         out = self.store.update(job.obj)
         self.events.record(

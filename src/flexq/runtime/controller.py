@@ -117,6 +117,7 @@ class EventRecorder:
                 },
                 validate=False,
                 copy_result=False,
+                take=True,
             )
             self.index[key] = name
         except (NotFound, AlreadyExists, Conflict):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 
 from flexq.errors import BadRequest
 
@@ -60,8 +60,10 @@ def _not_among(key: str, values: set[str], labels: dict) -> bool:
     return labels.get(key) not in values
 
 
+@lru_cache(maxsize=1024)
 def parse_label_selector(text: str | None) -> Matcher:
-    """``a=b,c!=d,e in (x,y),!f,g`` -> predicate over a labels dict."""
+    """``a=b,c!=d,e in (x,y),!f,g`` -> predicate over a labels dict (parsed once per distinct string:
+    controllers list with the same selectors again and again)."""
     if not text or not text.strip():
         return lambda labels: True
     reqs: list[Matcher] = []
@@ -121,6 +123,7 @@ def _field_differs(path: str, value: str, obj: dict) -> bool:
     return _path_get(obj, path) != value
 
 
+@lru_cache(maxsize=1024)
 def parse_field_selector(text: str | None) -> Matcher:
     """``metadata.name=x,spec.nodeName!=`` -> predicate over an object."""
     if not text or not text.strip():
@@ -141,9 +144,12 @@ def parse_field_selector(text: str | None) -> Matcher:
 def label_equalities(text: str | None) -> dict[str, str]:
     """The ``key=value`` / ``key==value`` requirements of a label selector string (for index lookups; the
     whole selector is still matched)."""
+    return dict(_label_equalities(text)) if text else {}
+
+
+@lru_cache(maxsize=1024)
+def _label_equalities(text: str) -> tuple[tuple[str, str], ...]:
     out: dict[str, str] = {}
-    if not text:
-        return out
     for part in _split(text):
         m = _REQ.match(part)
         if (
@@ -153,16 +159,19 @@ def label_equalities(text: str | None) -> dict[str, str]:
             and not (m.group("val") or "").startswith("(")
         ):
             out[m.group("key")] = m.group("val") or ""
-    return out
+    return tuple(out.items())
 
 
 def field_equalities(text: str | None) -> list[tuple[str, str]]:
     """The ``path=value`` / ``path==value`` requirements of a field selector string."""
+    return list(_field_equalities(text)) if text else []
+
+
+@lru_cache(maxsize=1024)
+def _field_equalities(text: str) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []
-    if not text:
-        return out
     for part in text.split(","):
         m = re.match(r"^\s*([A-Za-z0-9_.]+)\s*(==|=)\s*(.*?)\s*$", part)
         if m:
             out.append((m.group(1), m.group(3)))
-    return out
+    return tuple(out)

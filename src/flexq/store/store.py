@@ -58,7 +58,7 @@ def status_copy(obj: dict) -> dict:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WatchEvent:
     """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change."""
 
@@ -95,10 +95,12 @@ class Store:
         rng: Random | None = None,
         namespaces: Iterable[str] = (),
         check_readonly: bool = False,
+        history: int | None = None,
     ) -> None:
         """``check_readonly`` (for tests): keep a private copy of every stored version and fail loudly when
         one was changed in place (by a watcher or a ``peek`` caller) before it is replaced or at
-        ``verify_readonly``."""
+        ``verify_readonly``. ``history``: watch events kept for resuming (default ``HISTORY``); a watch from
+        an older resourceVersion gets Gone, as from an API server's watch cache."""
         self.registry, self.clock, self.name, self.journal = registry, clock, name, journal
         self.check_readonly = check_readonly
         self._pristine: dict[tuple[str, Key], dict] = {}
@@ -117,7 +119,7 @@ class Store:
         if any(k.kind == "Pod" and not k.group for k in registry):
             self.add_indexer("Pod", "spec.nodeName", _node_name)
         self._rv = 0
-        self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY)
+        self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY if history is None else history)
         self._subs: list[Subscription] = []
         self._subs_of: dict[str, list[Subscription]] = {}  # kind key -> its subscribers, in order (a cache)
         self._seq = 0
@@ -324,9 +326,11 @@ class Store:
         namespace: str | None = None,
         dry_run: bool = False,
         copy_result: bool = True,
+        take: bool = False,
     ) -> dict:
         """Admit and store a new object. Returns a copy of it (with ``copy_result=False``, the stored
-        object itself, read-only as ``peek``)."""
+        object itself, read-only as ``peek``). With ``take`` the store keeps ``obj`` itself instead of a
+        copy: the caller built it for this call and never changes (or reads) it afterwards."""
         info = scheme.resolve_object(self.registry, obj)
         self.info(info.key)
         meta = obj.get("metadata") or {}
@@ -335,7 +339,7 @@ class Store:
             raise BadRequest(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
-        data = clone(obj)
+        data = obj if take else clone(obj)
         if data.get("metadata") is None:
             data["metadata"] = {}
         if info.namespaced:
@@ -522,10 +526,17 @@ class Store:
             return clone(stored)
 
     def update_status(
-        self, obj: dict, *, validate: bool = False, namespace: str | None = None, copy_result: bool = True
+        self,
+        obj: dict,
+        *,
+        validate: bool = False,
+        namespace: str | None = None,
+        copy_result: bool = True,
+        take: bool = False,
     ) -> dict:
         """Write only ``status`` (the /status subresource). Returns a copy of the stored version, or with
-        ``copy_result=False`` the stored version itself (read-only, as ``peek``)."""
+        ``copy_result=False`` the stored version itself (read-only, as ``peek``). With ``take`` the store
+        keeps ``obj["status"]`` itself instead of a copy: the caller never changes it afterwards."""
         info = scheme.resolve_object(self.registry, obj)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
@@ -539,7 +550,7 @@ class Store:
             if status is None:
                 stored.pop("status", None)
             else:
-                stored["status"] = clone(status)
+                stored["status"] = status if take else clone(status)
             if validate:
                 candidate = clone(stored)
                 scheme.admit(info, candidate, cur)
@@ -675,16 +686,18 @@ class Store:
             old = bucket.get(key)
             if self.check_readonly:
                 self._check_pristine(info.key, key, old, None if typ == "DELETED" else ev.object)
-            if old is not None:
-                self._unindex(info.key, key, old)
             if typ == "DELETED":
+                if old is not None:
+                    self._unindex(info.key, key, old)
                 bucket.pop(key, None)
                 self._sorted.pop(info.key, None)
             else:
                 if old is None:
                     self._sorted.pop(info.key, None)
+                    self._index(info.key, key, ev.object)
+                else:
+                    self._reindex(info.key, key, old, ev.object)
                 bucket[key] = ev.object
-                self._index(info.key, key, ev.object)
             self._history.append(ev)
         for ev in events:
             subs = self._subs_of.get(ev.kind)
@@ -737,6 +750,27 @@ class Store:
             table2 = self._by_index[(kk, name)]
             for v in fn(obj):
                 table2.setdefault(v, set()).add(key)
+
+    def _reindex(self, kk: str, key: Key, old: dict, new: dict) -> None:
+        """``_unindex(old)`` then ``_index(new)``, without touching the tables whose inputs (uid, owners,
+        labels; an indexer's values) the write left as they were: most writes change only status or spec."""
+        om, nm = old["metadata"], new["metadata"]
+        if om is not nm and (
+            om.get("uid") != nm.get("uid")
+            or om.get("ownerReferences") != nm.get("ownerReferences")
+            or om.get("labels") != nm.get("labels")
+        ):
+            self._unindex(kk, key, old)
+            self._index(kk, key, new)
+            return
+        for name, fn in self._indexers.get(kk, {}).items():
+            before, after = list(fn(old)), list(fn(new))
+            if before != after:
+                table = self._by_index[(kk, name)]
+                for v in before:
+                    _drop(table, v, key)
+                for v in after:
+                    table.setdefault(v, set()).add(key)
 
     def _unindex(self, kk: str, key: Key, obj: dict) -> None:
         uid = obj["metadata"].get("uid")
