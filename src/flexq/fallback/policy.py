@@ -700,6 +700,11 @@ class FallbackPolicy:
             return True
         if b.probe and b.probe in self._live:
             return False
+        self._make_probe(b, w, flavor, actions)
+        return True
+
+    def _make_probe(self, b: Breaker, w: _Workload, flavor: str, actions: list[Action]) -> None:
+        """Make ``w`` the probe of ``flavor``'s breaker ``b`` (saved at once, so a restart keeps it) and say so."""
         b.probe = w.key
         actions.append(Action("probe", w.key, f"{flavor}'s backoff ended: {w.key} tries it"))
         if not self.cfg.dry_run:
@@ -710,7 +715,6 @@ class FallbackPolicy:
                 "FallbackProbe",
                 f"{flavor} was stocked out ({b.code}); this job checks whether it is back",
             )
-        return True
 
     def _started(self, w: _Workload, flavor: str) -> bool:
         if _true(w.obj, "PodsReady"):
@@ -870,17 +874,8 @@ class FallbackPolicy:
             needs = self._pod_set_needs(w, [p for p in move.get("podSets") or [] if p])
             if not needs or not self._quota_free(w.cq, flavor, needs):
                 continue
-            b.probe = w.key
+            self._make_probe(b, w, flavor, actions)
             why = f"{flavor}'s backoff ended"
-            actions.append(Action("probe", w.key, f"{why}: {w.key} tries it"))
-            if not self.cfg.dry_run:
-                self._save()
-                self._emit(
-                    w,
-                    "Normal",
-                    "FallbackProbe",
-                    f"{flavor} was stocked out ({b.code}); this job checks whether it is back",
-                )
             busy.add(flavor)
             self._touched.add(w.job)
             self._start_return(
