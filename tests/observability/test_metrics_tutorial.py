@@ -313,3 +313,21 @@ def test_stockout_eviction_and_stockout_seconds(tmp_path) -> None:
     finally:
         s.server.stop()
         twin.close()
+
+
+def test_job_cost_is_as_of_the_scrape_not_of_the_last_ledger_write(twin: Twin, scraper: Scraper) -> None:
+    """The billing controller writes pod records to the stored ledger up to a minute late; a scrape (what the
+    dashboard's per-job cost reads) brings it up to now first: a job whose pods run is never shown as free."""
+    job = "RayJob/default/rayjob-tpu-v6e-dws-1"
+    submit(twin, 1, run_seconds=600)
+    for _ in range(3600):
+        twin.advance(1)
+        pods = twin.list("pod", "default")
+        if pods and all((p.get("status") or {}).get("phase") == "Running" for p in pods):
+            break
+    for _ in range(3):  # a few scrapes within the controller's flush delay
+        twin.advance(10)
+        page = scraper.scrape()
+        cost = value(page, "flexq_job_cost_usd_total", job=job)
+        assert cost is not None and cost > 0, cost
+        assert cost == pytest.approx(twin.billing()["jobs"][job], rel=1e-6)

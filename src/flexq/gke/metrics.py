@@ -24,7 +24,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from flexq.api import gke_catalog as catalog
-from flexq.gke.billing import billing_of
+from flexq.gke.billing import billing_of, flush_billing
 from flexq.gke.cache import GkeCache
 from flexq.gke.nodes import cluster_names, pools_of
 from flexq.gke.storage import BILLING, NODE_POOL, cluster_key
@@ -190,6 +190,8 @@ class GkeMetrics:
     def _cost(self, now: float) -> Iterator[Metric]:
         project, location, cluster = cluster_names(self.ctx)
         assert self.ctx.project is not None
+        # the controller writes pod records at most FLUSH seconds late: a scrape (on the loop) wants them as of now
+        flush_billing(self.ctx.store)
         ledger = (self.ctx.project.try_get(BILLING, cluster_key(project, location, cluster)) or {}).get(
             "status"
         ) or {}
