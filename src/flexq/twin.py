@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from flexq.api import scheme
-from flexq.api.decode import check_decoded, load_yaml_all
+from flexq.api.decode import check_decoded, check_finite, load_yaml_all
 from flexq.api.jsoncopy import no_gc
 from flexq.api.registry import KindInfo
 from flexq.assembly import ClusterRuntime, TwinCore
@@ -197,6 +197,7 @@ class Twin:
         )
 
     def create(self, obj: dict, namespace: str | None = None) -> dict:
+        check_finite(obj)  # NaN and Infinity: JSON cannot carry them to an API server
         info = scheme.resolve_object(self.store.registry, obj)
         return self._call(
             lambda: scheme.render(info, self.store.create(obj, namespace=namespace), obj.get("apiVersion"))
@@ -257,6 +258,7 @@ class Twin:
         patch_type: str = "merge",
     ) -> dict:
         """Merge patch (or ``patch_type="json"``/``"strategic"``); ``subresource="status"`` writes status."""
+        check_finite(patch)
         info, v = self._info(kind)
         return self._call(
             lambda: scheme.render(

@@ -90,6 +90,41 @@ def load_json(text: str) -> Any:
         raise BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
 
 
+def nonfinite_path(data: Any) -> tuple[str, float] | None:
+    """The path (``spec.template.x[2].y``) and value of the first NaN or infinite float in ``data``, or None.
+    JSON cannot carry them (a real API server never sees one: its clients' encoders refuse them)."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    seen: set[int] = set()
+    while stack:
+        value, path = stack.pop()
+        if type(value) is float or isinstance(value, float):
+            if value != value or value in (_INF, -_INF):
+                return path or "(the object)", value
+        elif isinstance(value, (dict, list)):
+            if id(value) in seen:  # a shared value (a YAML alias) is looked at once
+                continue
+            seen.add(id(value))
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in reversed(list(items)):
+                stack.append(
+                    (v, f"{path}[{k}]" if isinstance(k, int) else (f"{path}.{k}" if path else str(k)))
+                )
+    return None
+
+
+def check_finite(data: Any) -> None:
+    """BadRequest naming the field when ``data`` holds a NaN or an infinite float."""
+    found = nonfinite_path(data)
+    if found is not None:
+        raise BadRequest(
+            f"{found[0]}: Invalid value: {found[1]}: NaN and Infinity are not valid JSON numbers "
+            "(json: unsupported value)"
+        )
+
+
+_INF = float("inf")
+
+
 def _scalar_size(value: Any) -> int:
     if isinstance(value, str):
         return len(value) + 2
@@ -98,13 +133,26 @@ def _scalar_size(value: Any) -> int:
     if isinstance(value, int):
         return 20 if value.bit_length() < 64 else len(str(value))
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise BadRequest(f"json: unsupported value: {value}")
+        if value != value or value in (_INF, -_INF):
+            raise _NonFinite
         return 24
     raise BadRequest(f"json: unsupported type: {type(value).__name__}")
 
 
+class _NonFinite(Exception):
+    pass
+
+
 def check_decoded(data: Any, limit: int = MAX_REQUEST, max_depth: int = MAX_DEPTH) -> int:
+    """``_check_decoded``, with a NaN or infinite float refused by a BadRequest naming its field."""
+    try:
+        return _check_decoded(data, limit, max_depth)
+    except _NonFinite:
+        check_finite(data)
+        raise BadRequest("json: unsupported value: NaN or Infinity") from None
+
+
+def _check_decoded(data: Any, limit: int, max_depth: int) -> int:
     """Size ``data`` as JSON would spell it out, counting each shared value (a YAML alias) at every use, as the
     API server sees it after conversion to JSON: past ``limit`` bytes 413, nested deeper than ``max_depth`` or
     recursive (a YAML alias inside its own anchor) 400, a value JSON cannot carry (a YAML ``.inf``/``.nan``,

@@ -9,9 +9,20 @@ import gc
 import marshal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import Enum
 from typing import Any
+from uuid import UUID
 
-__all__ = ["clone", "clone_many", "no_gc"]
+import orjson
+
+__all__ = ["clone", "clone_many", "no_gc", "strict_checks"]
+
+# what orjson would turn into something else silently is refused instead: dataclasses, datetimes and
+# subclasses of str/int/dict/list (an IntEnum...) raise, and the copy falls back to the Python walk
+_OPTS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+_dumps, _loads = orjson.dumps, orjson.loads
+_STRICT = False
+_INF = float("inf")
 
 
 def clone_many(objs: list[Any]) -> list[Any]:
@@ -40,13 +51,35 @@ def no_gc() -> Iterator[None]:
 _ATOMS = frozenset((str, int, float, bool, type(None)))
 
 
+def strict_checks(on: bool = True) -> None:
+    """A test setting: every ``clone`` checks that its copy equals what it copied (a tuple that became a list,
+    a NaN or an infinite float that became None, a UUID or an Enum that became a str do not) and raises
+    AssertionError naming the path of the odd value if not. A str-valued Enum equals its value and goes
+    unnoticed."""
+    global _STRICT
+    _STRICT = on
+
+
 def clone(obj: Any) -> Any:
-    """Fast deep copy of JSON-shaped data (dicts and lists are copied, everything else is shared)."""
+    """Fast deep copy of JSON-shaped data (dicts and lists are copied, everything else is shared).
+
+    Dicts and lists are copied by an orjson round trip (about 1.5-2x faster than walking them in Python on a
+    stored object). What orjson refuses (integers past 64 bits, non-str keys, lone surrogates, subclasses,
+    dataclasses, datetimes) makes it fall back to the Python walk. Exact for what the twin copies: JSON data.
+    Three things orjson would change silently never reach it: NaN and Infinity (written as ``null``: the API
+    refuses them, as JSON cannot carry them, and the twin's controllers never write one), tuples (lists)
+    and Enums or UUIDs (strings); ``strict_checks`` makes the test suite check every copy for all three."""
     t = type(obj)
-    if t is dict:
-        return _clone_dict(obj)
-    if t is list:
-        return _clone_list(obj)
+    if t is dict or t is list:
+        try:
+            text = _dumps(obj, option=_OPTS)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            return _clone_dict(obj) if t is dict else _clone_list(obj)
+        out = _loads(text)
+        if _STRICT and out != obj:  # a tuple became a list, a NaN None, a UUID a str...
+            _check_json(obj)
+            raise AssertionError(f"clone changed the data it copied: {obj!r:.300}")
+        return out
     if isinstance(obj, dict):
         return {k: clone(v) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -84,3 +117,26 @@ def _clone_list(items: list) -> list:
             v = clone(v)
         append(v)
     return out
+
+
+def _odd(v: Any) -> bool:
+    """Would an orjson round trip change ``v`` (an atom) silently?"""
+    return (
+        type(v) is tuple
+        or isinstance(v, (Enum, UUID))  # written as a list or a str
+        or (isinstance(v, float) and (v != v or v in (_INF, -_INF)))  # written as null
+    )
+
+
+def _check_json(obj: Any, path: str = "") -> None:
+    stack: list[tuple[Any, str]] = [(obj, path)]
+    while stack:
+        o, p = stack.pop()
+        for k, v in o.items() if isinstance(o, dict) else enumerate(o):
+            here = f"{p}[{k}]" if isinstance(o, list) else f"{p}.{k}"
+            if type(v) is dict or type(v) is list:
+                stack.append((v, here))
+            elif _odd(v):
+                raise AssertionError(
+                    f"clone of data that is not JSON-shaped: {type(v).__name__} {v!r} at {here}"
+                )

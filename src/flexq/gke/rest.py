@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from flexq.api.decode import nonfinite_path
 from flexq.errors import CloudError
 from flexq.gke.backend import GkeBackend
 
@@ -147,6 +148,14 @@ def handle(backend: GkeBackend, method: str, path: str, body: Any, now: float) -
     if found is None:
         return 404, CloudError(404, "NOT_FOUND", "Requested entity was not found.").to_dict()
     handler, params = found
+    bad = nonfinite_path(body)
+    if bad is not None:  # JSON cannot carry NaN or Infinity: Google's parser stops at such a token
+        return 400, CloudError(
+            400,
+            "INVALID_ARGUMENT",
+            f'Invalid JSON payload received. Invalid value at "{bad[0]}": {bad[1]} (NaN and Infinity are not '
+            "JSON numbers).",
+        ).to_dict()
     try:
         return 200, handler(backend, params, body, now)
     except CloudError as exc:

@@ -24,7 +24,7 @@ from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
 from flexq.kube.scheduler_filters import GATED_MESSAGE, StaticMemo, filter_node, pod_requests, schedule
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import find_condition, set_core_condition
-from flexq.store.store import WatchEvent, clone
+from flexq.store.store import WatchEvent, status_copy
 
 SCHEDULER_NAME = "default-scheduler"
 # pkg/scheduler/backend/queue/scheduling_queue.go DefaultPodMaxInUnschedulablePodsDuration: a pod left unschedulable
@@ -166,9 +166,11 @@ class Scheduler(Controller):
         self.unschedulable.pop(key, None)  # its entry in _order is skipped, then compacted away
 
     def _bind(self, pod: dict, node: str) -> None:
-        obj = clone(pod)
+        obj = dict(pod)  # the stored pod is read-only: new top level, metadata and spec; the rest is shared
+        obj["metadata"] = dict(pod["metadata"])
+        obj["spec"] = dict(pod["spec"])
         obj["spec"]["nodeName"] = node
-        bound = self.store.update(obj, validate=False)
+        bound = self.store.update(obj, validate=False, take=True, copy_result=False)
         self._write_condition(bound, "True", None, None)
         m = pod["metadata"]
         self.events.record(
@@ -185,12 +187,12 @@ class Scheduler(Controller):
             and cur.get("message") == message
         ):
             return False
-        obj = clone(pod)
+        obj = status_copy(pod)  # the pod is read-only (stored): its status copied deeply, the rest shared
         st = obj.setdefault("status", {})
         st.setdefault("phase", "Pending")
         conds = st.setdefault("conditions", [])
         set_core_condition(conds, "PodScheduled", status, reason, message, self.ctx.now(), probe=True)
         if status == "False":
             conds.sort(key=lambda c: c.get("type") != "PodScheduled")
-        self.store.update_status(obj, copy_result=False)
+        self.store.update_status(obj, copy_result=False, take=True)
         return True

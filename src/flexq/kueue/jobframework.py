@@ -180,7 +180,7 @@ class JobController(Controller):
 
     def _ensure_one_workload(self, job: JobAdapter, elastic: bool, now: float) -> dict | None:
         # the owned Workloads are read-only: returned as stored (the caller takes ``status_copy`` to write its
-        # status), or a copy (elastic slices)
+        # status), or the stored version an update wrote
         owned = [w for w in self._owned(job.obj) if not is_true(w, "Finished")]
         if not owned:
             return None
@@ -190,14 +190,14 @@ class JobController(Controller):
             latest = owned[-1]
             have = [ps.get("count", 1) for ps in latest["spec"]["podSets"]]
             if have == counts or len(have) != len(counts):
-                return clone(owned[0] if len(owned) > 1 and has_quota_reservation(owned[0]) else latest)
+                return owned[0] if len(owned) > 1 and has_quota_reservation(owned[0]) else latest
             if not has_quota_reservation(latest) or all(c <= h for c, h in zip(counts, have, strict=True)):
                 latest = clone(latest)
                 for ps, c in zip(latest["spec"]["podSets"], counts, strict=True):
                     ps["count"] = c
-                return self.store.update(latest)
+                return self.store.update(latest, copy_result=False, take=True)
             self._create(job, self._pod_sets(job, elastic), now, replaces=latest)
-            return clone(latest)
+            return latest
         wl = owned[0]
         same = [(p["name"], p.get("count", 1)) for p in wl["spec"]["podSets"]] == want
         if not same and not has_quota_reservation(wl):

@@ -509,7 +509,7 @@ class Store:
                 m.pop("generation", None)
             m["resourceVersion"] = cm["resourceVersion"]
             if _same(cur, stored):
-                return clone(cur)
+                return clone(cur) if copy_result else cur
             if dry_run:
                 return clone(stored)
             deleting = m.get("deletionTimestamp") and not m.get("finalizers")
@@ -523,7 +523,7 @@ class Store:
                 txn.put("MODIFIED", info, key, stored)
                 txn.written(info, key, cur, stored)
             self._commit(txn.run())
-            return clone(stored)
+            return clone(stored) if copy_result else stored
 
     def update_status(
         self,
