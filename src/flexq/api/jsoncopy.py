@@ -140,3 +140,27 @@ def _check_json(obj: Any, path: str = "") -> None:
                 raise AssertionError(
                     f"clone of data that is not JSON-shaped: {type(v).__name__} {v!r} at {here}"
                 )
+
+
+class ByIdentity:
+    """``fn(part)`` remembered for a part of a stored object (a spec...), found by identity: stored versions
+    are read-only and a status write shares the rest of the object with the version before, so the same part
+    object means the same value. Holds the parts it remembers (an id is never reused while held), at most
+    ``size`` of them. Only for parts of stored versions (never a copy that is changed in place afterwards) and
+    results the caller does not change (or copies)."""
+
+    __slots__ = ("fn", "size", "_memo")
+
+    def __init__(self, fn: Any, size: int = 4096) -> None:
+        self.fn, self.size = fn, size
+        self._memo: dict[int, tuple[Any, Any]] = {}
+
+    def __call__(self, part: Any) -> Any:
+        hit = self._memo.get(id(part))
+        if hit is not None and hit[0] is part:
+            return hit[1]
+        out = self.fn(part)
+        if len(self._memo) >= self.size:
+            self._memo.clear()
+        self._memo[id(part)] = (part, out)
+        return out

@@ -28,7 +28,7 @@ from flexq.gke.fit import pool_shape
 from flexq.gke.project import CapacitySource
 from flexq.gke.storage import NODE_POOL, pool_key
 from flexq.runtime import Context, Controller, Result, Watch
-from flexq.store.store import WatchEvent
+from flexq.store.store import WatchEvent, clone, status_copy
 
 __all__ = [
     "ANN_READY_AT",
@@ -441,7 +441,7 @@ class NodeLifecycle(Controller):
         ]
 
     def reconcile(self, key: Any) -> Result | None:
-        node = self.store.try_get("Node", str(key))
+        node = self.store.peek("Node", str(key))  # read-only (copied before it is changed)
         if node is None:
             return None
         ann = node["metadata"].get("annotations") or {}
@@ -464,7 +464,7 @@ class NodeLifecycle(Controller):
                     else "the flex-start VM reached its maximum run duration"
                 ),
             )
-            self.writer.shrink([node])
+            self.writer.shrink([clone(node)])
             return None
         ready_at = float(ann.get(ANN_READY_AT, now))
         cond = next((c for c in node["status"].get("conditions", []) if c["type"] == "Ready"), None)
@@ -480,7 +480,8 @@ class NodeLifecycle(Controller):
                     "lastTransitionTime": format_time(now),
                 }
             )
+            node = status_copy(node)
             node["status"]["conditions"] = conds
-            self.store.update_status(node, copy_result=False)
+            self.store.update_status(node, copy_result=False, take=True)
         pending = [t for t in [ready_at, *ends] if t > now]
         return Result(requeue_after=min(pending) - now) if pending else None

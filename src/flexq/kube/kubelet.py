@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from flexq.api.core_defaults import qos_class
+from flexq.api.jsoncopy import ByIdentity
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
@@ -36,6 +37,9 @@ from flexq.semantics.taints import tolerates
 from flexq.store.store import WatchEvent, clone
 
 MAX_BACKOFF, BASE_BACKOFF = 300.0, 10.0
+# a pod's QoS class depends on its spec alone: remembered for the stored spec (status writes keep the object)
+_QOS = ByIdentity(lambda spec: qos_class({"spec": spec}))
+
 _COND_ORDER = {
     "PodReadyToStartContainers": 0,
     "Initialized": 1,
@@ -422,7 +426,7 @@ class Kubelet(Controller):
         if pod_ip and not terminal:
             st["podIP"], st["podIPs"] = pod_ip, [{"ip": pod_ip}]
         st.setdefault("startTime", format_time(now))
-        st["qosClass"] = qos_class(pod)
+        st["qosClass"] = _QOS(pod.get("spec") or {})
         return st
 
     def _containers(

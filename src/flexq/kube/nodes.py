@@ -69,9 +69,10 @@ class NodeRegistration(Controller):
         return [Watch("Node")]
 
     def reconcile(self, key: tuple[str, str]) -> Result | None:
-        node = self.store.try_get("Node", key[1])
+        node = self.store.peek("Node", key[1])  # read-only
         if node is None or (node.get("status") or {}).get("conditions"):
             return None
+        node = dict(node)  # only its top-level status is replaced
         node["status"] = registered_status(node, self.ctx.now())
         self.store.update_status(node, copy_result=False)
         return None

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from flexq.runtime import Controller, Result, Watch
+from flexq.store import clone
 
 from .commands import default_ray_start_params
 
@@ -145,7 +146,7 @@ class AutoscalerController(Controller):
 
     def reconcile(self, key) -> Result | None:
         ns, name = key
-        cluster = self.store.try_get("RayCluster", name, ns)
+        cluster = self.store.peek("RayCluster", name, ns)  # read-only (copied before it is changed)
         if (
             cluster is None
             or not cluster["spec"].get("enableInTreeAutoscaling")
@@ -171,6 +172,8 @@ class AutoscalerController(Controller):
         busy = load.pending_nodes > 0 or st.get("readyWorkerReplicas", 0) < st.get("desiredWorkerReplicas", 0)
         changes = decide(groups, load, idle_for, busy)
         if changes:
+            cluster = clone(cluster)
+            groups = cluster["spec"].get("workerGroupSpecs") or []
             for g in groups:
                 if g["groupName"] in changes:
                     g["replicas"] = changes[g["groupName"]]

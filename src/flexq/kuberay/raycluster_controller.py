@@ -18,6 +18,7 @@ Must not import kube, kueue or gke (objects only).
 
 from __future__ import annotations
 
+from flexq.api.jsoncopy import ByIdentity
 from flexq.api.quantity import format_quantity, parse_quantity
 from flexq.api.wellknown import RESOURCE_TPU
 from flexq.clock import format_time
@@ -80,6 +81,10 @@ def _sum_resources(cluster: dict) -> dict[str, str]:
         "desiredGPU": format_quantity(totals["nvidia.com/gpu"]),
         "desiredTPU": format_quantity(totals[RESOURCE_TPU]),
     }
+
+
+# the totals depend on the spec alone: remembered for the stored spec (status writes keep the same object)
+_SUM_RESOURCES = ByIdentity(lambda spec: _sum_resources({"spec": spec}), size=1024)
 
 
 class RayClusterController(Controller):
@@ -217,7 +222,7 @@ class RayClusterController(Controller):
             (p for p in live if (p["metadata"].get("labels") or {}).get(names.LABEL_NODE_TYPE) == "head"),
             None,
         )
-        st.update(_sum_resources(cluster))
+        st.update(_SUM_RESOURCES(cluster["spec"]))
         st.update(
             {
                 "desiredWorkerReplicas": desired,

@@ -256,7 +256,7 @@ class RayJobController(Controller):
         if _mode(rj) == "InteractiveMode":
             st["jobDeploymentStatus"] = "Waiting"
             return self._end_step(rj, st, None)
-        if _mode(rj) == "K8sJobMode" and self.store.try_get("Job", rj["metadata"]["name"], ns) is None:
+        if _mode(rj) == "K8sJobMode" and self.store.peek("Job", rj["metadata"]["name"], ns) is None:
             self.store.create(
                 pods.submitter_job(rj, job_id=st["jobId"], dashboard_url=st["dashboardURL"]),
                 copy_result=False,
@@ -291,7 +291,7 @@ class RayJobController(Controller):
             return self._end_step(rj, st, Result(requeue_after=3.0))
         if not rj["spec"].get("clusterSelector"):
             self._ensure_job_service(rj, st["rayClusterName"])
-        job = self.store.try_get("Job", name, ns) if _mode(rj) == "K8sJobMode" else None
+        job = self.store.peek("Job", name, ns) if _mode(rj) == "K8sJobMode" else None  # read-only
         finished = _job_finished(job)
         dash = self._dashboard(rj)
         if finished is not None and finished[0] == "Failed" and dash is not None and dash.polls:
@@ -346,12 +346,12 @@ class RayJobController(Controller):
         gone = True
         cname = st.get("rayClusterName")
         if cname and not rj["spec"].get("clusterSelector"):
-            c = self.store.try_get("RayCluster", cname, ns)
+            c = self.store.peek("RayCluster", cname, ns)
             if c is not None:
                 gone = False
                 if not c["metadata"].get("deletionTimestamp"):
                     self._delete_cluster(rj, cname)
-        job = self.store.try_get("Job", name, ns) if _mode(rj) == "K8sJobMode" else None
+        job = self.store.peek("Job", name, ns) if _mode(rj) == "K8sJobMode" else None
         if job is not None:
             gone = False
             if not job["metadata"].get("deletionTimestamp"):
@@ -433,9 +433,7 @@ class RayJobController(Controller):
         return Result(requeue_after=nxt) if nxt is not None else None
 
     def _deletion_done(self, rj: dict, st: dict, policy: str) -> bool:
-        cluster = self.store.try_get(
-            "RayCluster", st.get("rayClusterName") or "", rj["metadata"]["namespace"]
-        )
+        cluster = self.store.peek("RayCluster", st.get("rayClusterName") or "", rj["metadata"]["namespace"])
         if policy == "DeleteNone":
             return True
         if policy == "DeleteSelf":
@@ -450,7 +448,7 @@ class RayJobController(Controller):
         """``executeDeletionPolicy``."""
         ns, cname = rj["metadata"]["namespace"], st.get("rayClusterName") or ""
         if policy == "DeleteCluster":
-            cluster = self.store.try_get("RayCluster", cname, ns)
+            cluster = self.store.peek("RayCluster", cname, ns)
             if cluster is not None and not cluster["metadata"].get("deletionTimestamp"):
                 self._delete_cluster(rj, cname)
         elif policy == "DeleteWorkers":
@@ -479,7 +477,7 @@ class RayJobController(Controller):
     def _get_or_create_cluster(self, rj: dict, st: dict) -> dict | None:
         """``getOrCreateRayClusterInstance``: the selected cluster, or the RayJob's own (created if missing)."""
         ns, cname = rj["metadata"]["namespace"], st["rayClusterName"]
-        cluster = self.store.try_get("RayCluster", cname, ns)
+        cluster = self.store.peek("RayCluster", cname, ns)  # read-only: the steps only read it
         if cluster is not None:
             return cluster
         if rj["spec"].get("clusterSelector"):
@@ -491,7 +489,7 @@ class RayJobController(Controller):
                 "clusterSelector is not found. It must be created manually",
             )
             return None
-        cluster = self.store.create(self._cluster_for(rj, cname))
+        cluster = self.store.create(self._cluster_for(rj, cname), copy_result=False, take=True)
         self.events.record(rj, "Normal", "CreatedRayCluster", f"Created RayCluster {ns}/{cname}")
         return cluster
 
@@ -552,11 +550,12 @@ class RayJobController(Controller):
         ns = rj["metadata"]["namespace"]
         sname = names.head_service_name(rj["metadata"]["name"])
         want = pods.head_service(rj, name=sname, cluster_name=cname)
-        cur = self.store.try_get("Service", sname, ns)
+        cur = self.store.peek("Service", sname, ns)  # read-only
         if cur is None:
             self.store.create(want, copy_result=False)
             self.events.record(rj, "Normal", "CreatedService", f"Created the service {ns}/{sname}")
         elif cur["spec"].get("selector") != want["spec"]["selector"]:
+            cur = clone(cur)
             cur["spec"]["selector"] = want["spec"]["selector"]
             self.store.update(cur, copy_result=False)
             self.events.record(rj, "Normal", "UpdatedService", f"Updated the service {ns}/{sname}")

@@ -4,7 +4,8 @@ Owns ``validate_rayjob``: ``ValidateRayJobMetadata``, ``ValidateRayJobSpec`` (wi
 ``ValidateRayClusterSpec`` a tutorial user can trip over) and ``ValidateRayJobStatus``, in upstream's order and
 with upstream's messages. A failure puts the RayJob in ``ValidationFailed`` with a Warning event whose reason
 is ``InvalidRayJobMetadata``, ``InvalidRayJobSpec`` or ``InvalidRayJobStatus``. Feature gates are taken at
-their KubeRay defaults (``RayJobDeletionPolicy`` on). Pure; imports only ``yaml`` and this package.
+their KubeRay defaults (``RayJobDeletionPolicy`` on). Pure; imports only ``yaml``, this package and
+``flexq.api.jsoncopy`` (the spec checks are remembered per stored spec).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import json
 import re
 
 import yaml
+
+from flexq.api.jsoncopy import ByIdentity
 
 MAX_RAYCLUSTER_NAME = 53
 MAX_RAYJOB_NAME = MAX_RAYCLUSTER_NAME - 6  # utils.MaxRayJobNameLength
@@ -53,11 +56,29 @@ def validate_rayjob(rj: dict) -> Invalid | None:
     """The first failed check of ``validateRayJob``, or None."""
     try:
         _metadata(rj.get("metadata") or {})
-        _spec(rj)
+    except Invalid as err:
+        return err
+    err = _spec_outcome(rj.get("spec") or {})
+    if err is not None:
+        return err
+    try:
         _status(rj)
     except Invalid as err:
         return err
     return None
+
+
+def _spec_error_of(spec: dict) -> Invalid | None:
+    try:
+        _spec({"spec": spec})
+    except Invalid as err:
+        return err
+    return None
+
+
+# the spec checks depend on the spec alone, which every reconcile of a RayJob checks again: remembered for the
+# stored spec (a status write keeps the same spec object)
+_spec_outcome = ByIdentity(_spec_error_of, size=1024)
 
 
 def _metadata(meta: dict) -> None:

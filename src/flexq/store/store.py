@@ -669,7 +669,9 @@ class Store:
         rv = self._rv
         for typ, info, _key, obj in ops:
             rv += 1
-            obj = clone(obj) if typ == "DELETED" else obj
+            if typ == "DELETED":  # the last stored version, read-only: a new top level and metadata
+                obj = dict(obj)
+                obj["metadata"] = dict(obj["metadata"])
             obj["metadata"]["resourceVersion"] = str(rv)
             events.append(WatchEvent(typ, info.key, obj, rv))
         if self.journal is not None:
