@@ -662,13 +662,22 @@ class Autoscaler(Controller):
         name = node["metadata"]["name"]
         if name in busy:
             if ANN_UNNEEDED_SINCE in ann:
-                node = clone(node)
-                node["metadata"]["annotations"].pop(ANN_UNNEEDED_SINCE)
-                self.store.update(node, validate=False, copy_result=False)
+                node, anns = _with_annotations(node)
+                anns.pop(ANN_UNNEEDED_SINCE)
+                self.store.update(node, validate=False, copy_result=False, take=True)
             return None
         if ANN_UNNEEDED_SINCE not in ann:
-            node = clone(node)
-            node["metadata"].setdefault("annotations", {})[ANN_UNNEEDED_SINCE] = repr(now)
-            self.store.update(node, validate=False, copy_result=False)
+            node, anns = _with_annotations(node)
+            anns[ANN_UNNEEDED_SINCE] = repr(now)
+            self.store.update(node, validate=False, copy_result=False, take=True)
             return now
         return float(ann[ANN_UNNEEDED_SINCE])
+
+
+def _with_annotations(node: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A read-only stored node made writable for an annotation change: new top level, metadata and annotations
+    (the rest stays shared with the stored version, as ``Store.update``'s ``take`` allows)."""
+    out = dict(node)
+    md = out["metadata"] = dict(node["metadata"])
+    anns = md["annotations"] = dict(md.get("annotations") or {})
+    return out, anns
