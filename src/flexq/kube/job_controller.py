@@ -245,7 +245,12 @@ class JobController(Controller):
         for _ in range(5):
             name = f"{base}-{''.join(self.rng.choice(_ALNUM) for _ in range(5))}"
             try:
-                pod = self.store.create(job_rules.pod_from_template(job, name, index), validate=False)
+                pod = self.store.create(  # a new pod built for this call; the stored one read-only
+                    job_rules.pod_from_template(job, name, index),
+                    validate=False,
+                    take=True,
+                    copy_result=False,
+                )
             except AlreadyExists:
                 continue
             self.events.record(job, "Normal", "SuccessfulCreate", f"Created pod: {name}")
@@ -274,7 +279,8 @@ class JobController(Controller):
             cur = self.cache.pods.get((pod["metadata"]["namespace"], pod["metadata"]["name"]))
             if cur is None or cur["metadata"].get("uid") != pod["metadata"].get("uid"):
                 continue
-            obj = clone(cur)
+            obj = dict(cur)  # read-only: a new top level and metadata, the rest shared with the stored pod
+            obj["metadata"] = dict(cur["metadata"])
             obj["metadata"]["finalizers"] = [
                 f for f in cur["metadata"].get("finalizers") or [] if f != job_rules.TRACKING_FINALIZER
             ]
@@ -282,7 +288,7 @@ class JobController(Controller):
                 del obj["metadata"]["finalizers"]
             obj["metadata"].pop("resourceVersion", None)
             try:
-                self.store.update(obj, validate=False, copy_result=False)
+                self.store.update(obj, validate=False, copy_result=False, take=True)
             except NotFound:
                 continue
 

@@ -335,7 +335,7 @@ class JobController(Controller):
             set_condition(wl, "Finished", True, "FailedToStart", str(exc), now)
             self.store.update_status(wl, copy_result=False, take=True)
             return
-        out = self.store.update(job.obj)
+        out = self.store.update(job.obj, copy_result=False, take=True)  # job.obj: this call's own copy
         self.events.record(
             out, "Normal", "Started", f"Admitted by clusterQueue {wl['status']['admission']['clusterQueue']}"
         )
@@ -346,5 +346,5 @@ class JobController(Controller):
         job = self._writable(job)
         job.suspend()
         job.restore([from_podset(ps) for ps in (wl.get("spec") or {}).get("podSets") or []])
-        out = self.store.update(job.obj)
+        out = self.store.update(job.obj, copy_result=False, take=True)  # job.obj: this call's own copy
         self.events.record(out, "Normal", "Stopped", msg)

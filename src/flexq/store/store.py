@@ -471,7 +471,7 @@ class Store:
                     group=info.group,
                     name=key[1],
                 )
-            data = obj if take and not validate else clone(obj)
+            data = obj if take else clone(obj)
             if data.get("metadata") is None:
                 data["metadata"] = {}
             if on_write is not None:
