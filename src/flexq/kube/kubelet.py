@@ -235,7 +235,9 @@ class Kubelet(Controller):
         executor = next((ex for ex in self.ctx.executors if ex.accepts(pod)), None)
         if executor is None:
             return None
-        node = self.store.get("Node", node_name)
+        node = self.store.peek("Node", node_name)  # read-only, as the pod (PodLaunch)
+        if node is None:
+            node = self.store.get("Node", node_name)  # raises NotFound: retried
         rec = _Running(executor, pod["metadata"].get("uid", ""), _host_ip(node))
         if self.log_owner.get(key, rec.uid) != rec.uid:
             self.ctx.logs.delete(*key)  # an earlier pod of the same name
@@ -243,7 +245,7 @@ class Kubelet(Controller):
         self.running[key] = rec
         self.backoff.pop(key, None)
         launch = PodLaunch(
-            pod=clone(pod),
+            pod=pod,
             node=node,
             files=files,
             env=tpu_env(pod, self.cache.nodes[node_name], self.cache.nodes.values()),

@@ -89,9 +89,9 @@ class RayJobController(Controller):
         if stored is None:
             return None
         # not a deep copy of the whole RayJob (its cluster spec is large): the steps replace only its
-        # top-level ``status`` and change its ``metadata`` (finalizers), which is copied; spec is only read
+        # top-level ``status`` and its metadata's ``finalizers`` (metadata is copied one level); the rest is read
         rj = dict(stored)
-        rj["metadata"] = clone(stored["metadata"])
+        rj["metadata"] = dict(stored["metadata"])
         if (rj["spec"].get("managedBy") or _OWN_MANAGER) != _OWN_MANAGER:
             return None  # e.g. kueue.x-k8s.io/multikueue: another controller runs it
         if rj["metadata"].get("deletionTimestamp"):
@@ -161,7 +161,8 @@ class RayJobController(Controller):
         status["observedGeneration"] = rj["metadata"].get("generation", 1)
         if status != (rj.get("status") or {}):
             rj["status"] = status
-            rj = self.store.update_status(rj, copy_result=False)
+            # ``status`` is this reconcile's own (a copy; only read after this write): the store keeps it
+            rj = self.store.update_status(rj, copy_result=False, take=True)
         return rj
 
     def _finalize(self, rj: dict) -> Result | None:
@@ -176,7 +177,7 @@ class RayJobController(Controller):
     def _new(self, rj: dict, st: dict) -> Result | None:
         """``initRayJobStatusIfNeed``: ids and ``startTime`` before anything is created."""
         if names.FINALIZER_RAYJOB not in (rj["metadata"].get("finalizers") or []):
-            rj["metadata"].setdefault("finalizers", []).append(names.FINALIZER_RAYJOB)
+            rj["metadata"]["finalizers"] = [*(rj["metadata"].get("finalizers") or []), names.FINALIZER_RAYJOB]
             rj = self.store.update(rj, validate=False)
         spec = rj["spec"]
         if not (st.get("jobId") and st.get("rayClusterName") and st.get("jobStatus")):

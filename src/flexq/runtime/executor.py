@@ -32,8 +32,8 @@ class LogSink(Protocol):
 class PodLaunch:
     """Everything an executor needs to start one pod, resolved by the kubelet."""
 
-    pod: dict  # the Pod object as stored (spec.nodeName set)
-    node: dict  # the Node object the pod is bound to (labels carry TPU type/topology)
+    pod: dict  # the Pod object as stored (spec.nodeName set): read-only, as the store's objects are
+    node: dict  # the Node object the pod is bound to (labels carry TPU type/topology): read-only too
     files: dict[str, dict[str, str]]  # mountPath -> {filename: content} (ConfigMap volumes, materialised)
     env: dict[str, str]  # extra environment the node gives (e.g. TPU_* on TPU hosts)
     logs: LogSink
