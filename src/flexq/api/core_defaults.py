@@ -314,7 +314,8 @@ def qos_class(pod: dict) -> str:
                 except (QuantityError, TypeError, ValueError):
                     continue
                 if name in ("cpu", "memory") and q != 0:
-                    into[name] = into.get(name, 0) + q
+                    prev = into.get(name)  # q is a Fraction: the first one kept as it is (0 + q equals q)
+                    into[name] = q if prev is None else prev + q
                     if into is limits:
                         found.add(name)
         if found != {"cpu", "memory"}:

@@ -45,7 +45,9 @@ def container_requests(container: Mapping[str, Any]) -> dict[str, Fraction]:
 
 def _add(dst: dict[str, Fraction], src: Mapping[str, Fraction]) -> None:
     for k, v in src.items():
-        dst[k] = dst.get(k, Fraction(0)) + v
+        cur = dst.get(k)
+        # the first value kept as it is (a Fraction: 0 + v would only make an equal copy, slowly)
+        dst[k] = v if cur is None and type(v) is Fraction else (Fraction(0) if cur is None else cur) + v
 
 
 def _max_into(dst: dict[str, Fraction], src: Mapping[str, Fraction]) -> None:
