@@ -66,7 +66,12 @@ class EventTTL(Controller):
                 continue
             try:
                 self.store.delete(
-                    "Event", name, ns, preconditions={"resourceVersion": str(rv)}, propagation=None
+                    "Event",
+                    name,
+                    ns,
+                    preconditions={"resourceVersion": str(rv)},
+                    propagation=None,
+                    copy_result=False,
                 )
             except (NotFound, Conflict):
                 continue

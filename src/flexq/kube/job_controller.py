@@ -265,7 +265,9 @@ class JobController(Controller):
                 count_failed["failed"] = count_failed.get("failed", 0) + 1
             self._release([pod])
             try:
-                self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+                self.store.delete(
+                    "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], copy_result=False
+                )
             except NotFound:
                 continue
             self.events.record(job, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")

@@ -210,7 +210,7 @@ class Kubelet(Controller):
             pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key[0]}/{key[1]}"
         )
         with contextlib.suppress(NotFound):
-            self.store.delete("Pod", key[1], key[0])
+            self.store.delete("Pod", key[1], key[0], copy_result=False)
 
     # -- start / stop ---------------------------------------------------------------------------------
     def _start(self, key: PodKey, pod: dict, node_name: str) -> Result | None:

@@ -143,7 +143,7 @@ class RayClusterController(Controller):
 
     def _delete_pod(self, pod: dict) -> None:
         if not pod["metadata"].get("deletionTimestamp"):
-            self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
+            self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], copy_result=False)
 
     def _ensure_service(self, cluster: dict) -> None:
         name = names.head_service_name(cluster["metadata"]["name"])

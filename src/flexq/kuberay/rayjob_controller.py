@@ -472,7 +472,7 @@ class RayJobController(Controller):
 
     def _delete_cluster(self, rj: dict, cname: str) -> None:
         ns = rj["metadata"]["namespace"]
-        self.store.delete("RayCluster", cname, ns)
+        self.store.delete("RayCluster", cname, ns, copy_result=False)
         self.events.record(rj, "Normal", "DeletedRayCluster", f"Deleted cluster {ns}/{cname}")
 
     def _get_or_create_cluster(self, rj: dict, st: dict) -> dict | None:

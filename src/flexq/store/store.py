@@ -626,6 +626,7 @@ class Store:
         propagation: str | None = "Background",
         preconditions: dict | None = None,
         dry_run: bool = False,
+        copy_result: bool = True,
     ) -> dict:
         """Delete as the API server and the garbage collector do (``flexq.store.gc``): ``Background``
         removes the object and then its dependents left with no live owner; ``Foreground`` keeps it,
@@ -634,7 +635,7 @@ class Store:
         dependents first and leaves them; None keeps what the object's finalizers ask for. An object with
         other finalizers is only marked (``deletionTimestamp``) and goes when they are removed. Returns the
         object as the delete left it: marked (as the API server answers before its garbage collector has
-        run), or as it was when it went."""
+        run), or as it was when it went (with ``copy_result=False`` that version itself, read-only)."""
         info = self.info(kind)
         with self._lock:
             key, cur = self._current(info, {"name": name, "namespace": namespace})
@@ -660,7 +661,7 @@ class Store:
             marked = ops[0][3] if ops[0][0] == "MODIFIED" else cur
             if not dry_run:
                 self._commit(ops)
-            return clone(marked)
+            return clone(marked) if copy_result else marked
 
     # -- commit, index, watch -------------------------------------------------------------------------
     def _commit(self, ops: builtins.list) -> None:
