@@ -505,5 +505,7 @@ class Kubelet(Controller):
         if status == pod.get("status"):
             return False
         obj = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(pod["metadata"]), "status": status}
-        self.store.update_status(obj, copy_result=False)
+        self.store.update_status(
+            obj, copy_result=False, take=True
+        )  # ``status``: the caller's own, not changed after
         return True

@@ -280,8 +280,8 @@ class RayClusterController(Controller):
         )
         st["lastUpdateTime"] = old.get("lastUpdateTime") if st == old else format_time(now)
         if st != old:
-            cluster["status"] = st
-            self.store.update_status(cluster, copy_result=False)
+            cluster["status"] = st  # new top level; nested parts shared with the stored version (read-only)
+            self.store.update_status(cluster, copy_result=False, take=True)
         return None
 
 

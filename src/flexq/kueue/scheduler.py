@@ -462,7 +462,7 @@ class Scheduler:
         if checks <= present:
             sync_admitted_condition(wl, now)
         try:
-            out = self.store.update_status(wl, copy_result=False)  # only read below
+            out = self.store.update_status(wl, copy_result=False, take=True)  # only read below
         except (Conflict, NotFound):
             e.status, e.msg = "", "Failed to admit workload: conflict"
             e.requeue_reason = "FailedAfterNomination"
@@ -527,7 +527,7 @@ class Scheduler:
             changed = True
         if changed:
             try:
-                out = self.store.update_status(wl, copy_result=False)  # only read below
+                out = self.store.update_status(wl, copy_result=False, take=True)  # only read below
             except (Conflict, NotFound):
                 return
             self.events.record(out, "Warning", reason, e.msg)
