@@ -58,9 +58,9 @@ def validate_rayjob(rj: dict) -> Invalid | None:
         _metadata(rj.get("metadata") or {})
     except Invalid as err:
         return err
-    err = _spec_outcome(rj.get("spec") or {})
-    if err is not None:
-        return err
+    spec_err: Invalid | None = _spec_outcome(rj.get("spec") or {})
+    if spec_err is not None:
+        return spec_err
     try:
         _status(rj)
     except Invalid as err:
