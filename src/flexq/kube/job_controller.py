@@ -28,13 +28,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable
 
+from flexq.api.jsoncopy import clone_kept
 from flexq.clock import format_time, parse_time
 from flexq.errors import AlreadyExists, NotFound
 from flexq.kube import job_rules
 from flexq.kube.cache import ClusterCache, controller_owner, is_terminal
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import is_true, set_core_condition
-from flexq.store.store import WatchEvent, clone
+from flexq.store.store import WatchEvent
 
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 Key = tuple[str, str]
@@ -89,7 +90,7 @@ class JobController(Controller):
         if (job.get("spec") or {}).get("managedBy") not in (None, job_rules.JOB_CONTROLLER):
             return None
         pods = mine
-        status = clone(job.get("status") or {})
+        status = clone_kept(job.get("status") or {})  # stored by the status write (take)
         counted = self._count(job, pods, status)  # step 1
         if job_rules.finished_condition(status) is None:
             result = self._sync(job, pods, counted, status)

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from flexq.api.core_defaults import qos_class
-from flexq.api.jsoncopy import ByIdentity
+from flexq.api.jsoncopy import ByIdentity, clone_kept
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
@@ -34,7 +34,7 @@ from flexq.runtime import Context, Controller, Result, Watch
 from flexq.runtime.executor import PodExecutor, PodLaunch, PodRunState
 from flexq.semantics.conditions import set_core_condition
 from flexq.semantics.taints import tolerates
-from flexq.store.store import WatchEvent, clone
+from flexq.store.store import WatchEvent
 
 MAX_BACKOFF, BASE_BACKOFF = 300.0, 10.0
 # a pod's QoS class depends on its spec alone: remembered for the stored spec (status writes keep the object)
@@ -195,7 +195,7 @@ class Kubelet(Controller):
         key = pod_key(pod)
         if rec is not None:
             self._stop(key, rec, pod)
-        st = clone(pod.get("status") or {})
+        st = clone_kept(pod.get("status") or {})
         set_core_condition(
             st.setdefault("conditions", []),
             "DisruptionTarget",
@@ -398,7 +398,7 @@ class Kubelet(Controller):
         initialized: bool = True,
     ) -> dict:
         now = self.ctx.now()
-        st = clone(pod.get("status") or {})
+        st = clone_kept(pod.get("status") or {})  # stored by the status write (take)
         st["phase"] = phase
         conds = st.setdefault("conditions", [])
         terminal = phase in ("Succeeded", "Failed")

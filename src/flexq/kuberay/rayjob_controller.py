@@ -41,7 +41,7 @@ message saying so). Must not import kube, kueue or gke.
 
 from __future__ import annotations
 
-from flexq.api.jsoncopy import clone
+from flexq.api.jsoncopy import clone, clone_kept
 from flexq.clock import format_time, parse_time
 from flexq.runtime import Controller, Result, Watch
 from flexq.store.store import WatchEvent
@@ -96,7 +96,7 @@ class RayJobController(Controller):
             return None  # e.g. kueue.x-k8s.io/multikueue: another controller runs it
         if rj["metadata"].get("deletionTimestamp"):
             return self._finalize(rj)
-        status = clone(rj.get("status") or {})
+        status = clone_kept(rj.get("status") or {})  # stored by the status write (take)
         err = validation.validate_rayjob(rj)
         if err is None and _mode(rj) == "SidecarMode":
             err = validation.Invalid(
@@ -542,7 +542,7 @@ class RayJobController(Controller):
             "apiVersion": "ray.io/v1",
             "kind": "RayCluster",
             "metadata": cmeta,
-            "spec": clone(rj["spec"]["rayClusterSpec"]),
+            "spec": clone_kept(rj["spec"]["rayClusterSpec"]),
         }
 
     def _ensure_job_service(self, rj: dict, cname: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 
+from flexq.api.jsoncopy import clone_kept
 from flexq.api.wellknown import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.job_adapters import JobAdapter
@@ -323,7 +324,7 @@ class JobController(Controller):
         return True
 
     def _writable(self, job: JobAdapter) -> JobAdapter:
-        return self.adapter(clone(job.obj))
+        return self.adapter(clone_kept(job.obj))
 
     def _start(self, job: JobAdapter, wl: dict, now: float) -> None:
         job = self._writable(job)

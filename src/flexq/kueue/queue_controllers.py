@@ -14,13 +14,13 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
+from flexq.api.jsoncopy import clone_kept
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.resources import from_resource_value
 from flexq.kueue.scheduler import Scheduler
 from flexq.kueue.snapshot import parse_resource_groups
 from flexq.kueue.workload import is_admitted, set_condition
 from flexq.runtime.controller import Controller, Result, Watch
-from flexq.store import clone
 
 __all__ = [
     "ClusterQueueStatusController",
@@ -146,7 +146,7 @@ class ClusterQueueStatusController(Controller):
         cached = self.cache.cqs.get(key)
         if cached is None:
             return None
-        cq = {"metadata": cached["metadata"], "status": clone(cached.get("status") or {})}
+        cq = {"metadata": cached["metadata"], "status": clone_kept(cached.get("status") or {})}
         now = self.ctx.now()
         infos = [i for i in self.cache.reserving.values() if i.cluster_queue == key]
         inactive = self.cache.inactive_reason(key)
@@ -184,7 +184,7 @@ class LocalQueueStatusController(Controller):
         cached = self.cache.local_queues.get(f"{ns}/{name}")
         if cached is None:
             return None
-        lq = {"metadata": cached["metadata"], "status": clone(cached.get("status") or {})}
+        lq = {"metadata": cached["metadata"], "status": clone_kept(cached.get("status") or {})}
         now = self.ctx.now()
         spec = cached.get("spec") or {}
         cq_name = spec.get("clusterQueue", "")

@@ -24,7 +24,7 @@ from random import Random
 from typing import Any
 
 from flexq.api import scheme
-from flexq.api.jsoncopy import clone, clone_many, no_gc
+from flexq.api.jsoncopy import clone, clone_kept, clone_many, no_gc
 from flexq.api.registry import KindInfo, Registry
 from flexq.api.scheme import UnknownFields
 from flexq.clock import Clock, format_time
@@ -54,7 +54,7 @@ def status_copy(obj: dict) -> dict:
         if type(obj.get(part)) is dict:
             out[part] = dict(obj[part])
     if "status" in obj:
-        out["status"] = clone(obj["status"])
+        out["status"] = clone_kept(obj["status"])  # most often stored next (update_status take=True)
     return out
 
 
@@ -339,7 +339,7 @@ class Store:
             raise BadRequest(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
-        data = obj if take else clone(obj)
+        data = obj if take else clone_kept(obj)
         if data.get("metadata") is None:
             data["metadata"] = {}
         if info.namespaced:
@@ -471,7 +471,7 @@ class Store:
                     group=info.group,
                     name=key[1],
                 )
-            data = obj if take else clone(obj)
+            data = obj if take else clone_kept(obj)
             if data.get("metadata") is None:
                 data["metadata"] = {}
             if on_write is not None:
@@ -550,7 +550,7 @@ class Store:
             if status is None:
                 stored.pop("status", None)
             else:
-                stored["status"] = status if take else clone(status)
+                stored["status"] = status if take else clone_kept(status)
             if validate:
                 candidate = clone(stored)
                 scheme.admit(info, candidate, cur)
