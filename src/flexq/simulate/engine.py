@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from flexq.api import scheme
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
@@ -221,17 +222,50 @@ class _Sim:
             )
 
     def check_objects(self) -> None:
-        """Create one object of each job shape (kind, template, pod sets, queue) to see the API take it."""
+        """Check every job's name (the API's rule for its kind; no two jobs of one kind with one name in one
+        namespace), and create one object of each job shape (kind, template, pod sets, namespace, queue,
+        priority, class) to see the API take it."""
         seen: set[tuple[Any, ...]] = set()
+        names: dict[tuple[str, str, str], str] = {}
+        infos: dict[str, Any] = {}
         for job in self.jobs:
-            key = (job.kind, job.template_source, job.pod_sets, job.namespace, job.queue, job.priority_class)
+            ident = (job.kind, job.namespace, job.name)
+            if ident in names:
+                raise InputError(
+                    f"{job.kind} {job.namespace}/{job.name} is submitted twice (also at {names[ident]})",
+                    source=job.source,
+                    field="name",
+                )
+            names[ident] = job.source
+            if job.kind not in infos:
+                try:
+                    infos[job.kind] = scheme.resolve_object(
+                        self.twin.store.registry, build_object(job, self.priorities)
+                    )
+                except ApiError as exc:
+                    raise InputError(
+                        f"the API does not serve {job.kind}: {exc.message}", source=job.source, field="kind"
+                    ) from None
+            causes = scheme.check_name(infos[job.kind], {"name": job.name})
+            if causes:
+                raise InputError(
+                    f"the API refuses this name: {causes[0].message}", source=job.source, field="name"
+                )
+            key = (
+                job.kind,
+                job.template_source,
+                job.pod_sets,
+                job.namespace,
+                job.queue,
+                job.priority_class,
+                job.priority,
+                job.klass,
+            )
             if key in seen:
                 continue
             seen.add(key)
             try:
-                obj = build_object(job, self.priorities)
-                obj["metadata"]["name"] = f"flexq-preflight-{len(seen)}"
-                self.twin.create(obj)
+                self.twin.create(build_object(job, self.priorities))
             except ApiError as exc:
                 raise InputError(
                     f"the API refused this {job.kind}: {exc.message}",

@@ -21,6 +21,7 @@ from flexq.errors import ApiError, InputError
 
 __all__ = [
     "MAX_FILE_BYTES",
+    "show",
     "MAX_LINE_BYTES",
     "MAX_JOBS",
     "MAX_PODS",
@@ -60,6 +61,12 @@ LIMITS = {
     "variants": MAX_VARIANTS,
     "nodes per pool": MAX_NODES,
 }
+
+
+def show(value: Any, width: int = 80) -> str:
+    """``repr(value)``, cut to ``width`` characters (a message never repeats a 50 MB field)."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _decode(data: bytes, src: str, line_offset: int = 0) -> str:
@@ -165,13 +172,13 @@ def ref_path(base: Path, ref: Any, src: str, field: str, line: int | None = None
     """The file ``ref`` names, relative to ``base``: a relative path that stays inside ``base`` (no absolute
     paths, no ``..`` out of it, no symbolic link pointing out of it)."""
     if not isinstance(ref, str) or not ref.strip():
-        raise InputError(f"a file name is required, got {ref!r}", source=src, line=line, field=field)
+        raise InputError(f"a file name is required, got {show(ref)}", source=src, line=line, field=field)
     if "\x00" in ref or len(ref) > 4096:
         raise InputError("not a valid file name", source=src, line=line, field=field)
     p = Path(ref)
     if p.is_absolute():
         raise InputError(
-            f"{ref!r}: file references are relative to the study's directory",
+            f"{show(ref)}: file references are relative to the study's directory",
             source=src,
             line=line,
             field=field,
@@ -180,10 +187,10 @@ def ref_path(base: Path, ref: Any, src: str, field: str, line: int | None = None
         root = base.resolve()
         full = (base / p).resolve()
     except (OSError, RuntimeError) as exc:
-        raise InputError(f"{ref!r}: {exc}", source=src, line=line, field=field) from None
+        raise InputError(f"{show(ref)}: {exc}", source=src, line=line, field=field) from None
     if full != root and root not in full.parents:
         raise InputError(
-            f"{ref!r} is outside the study's directory {base}", source=src, line=line, field=field
+            f"{show(ref)} is outside the study's directory {base}", source=src, line=line, field=field
         )
     return base / p
 
@@ -209,7 +216,7 @@ def whole(
     elif integral or numeral:
         v = int(value)
     if v is None:
-        raise InputError(f"must be {what}, got {value!r}", source=src, line=line, field=field)
+        raise InputError(f"must be {what}, got {show(value)}", source=src, line=line, field=field)
     if v < lo:
         raise InputError(f"must be at least {lo}, got {v}", source=src, line=line, field=field)
     if v > hi:
@@ -224,7 +231,7 @@ def number(value: Any, src: str, field: str, lo: float, hi: float, *, line: int 
     if (isinstance(value, int | float) and not isinstance(value, bool)) or numeral:
         v = float(value)
     if v is None or not math.isfinite(v):
-        raise InputError(f"must be a finite number, got {value!r}", source=src, line=line, field=field)
+        raise InputError(f"must be a finite number, got {show(value)}", source=src, line=line, field=field)
     if v < lo:
         raise InputError(f"must be at least {lo:g}, got {v:g}", source=src, line=line, field=field)
     if v > hi:
@@ -234,7 +241,7 @@ def number(value: Any, src: str, field: str, lo: float, hi: float, *, line: int 
 
 def boolean(value: Any, src: str, field: str) -> bool:
     if not isinstance(value, bool):
-        raise InputError(f"must be true or false, got {value!r}", source=src, field=field)
+        raise InputError(f"must be true or false, got {show(value)}", source=src, field=field)
     return value
 
 
@@ -244,4 +251,4 @@ def string(value: Any, src: str, field: str, *, line: int | None = None, allow_n
         return value
     if allow_number and isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
-    raise InputError(f"must be text, got {value!r}", source=src, line=line, field=field)
+    raise InputError(f"must be text, got {show(value)}", source=src, line=line, field=field)

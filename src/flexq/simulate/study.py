@@ -199,7 +199,11 @@ def _capacity(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | No
         if named is not None:
             return named
         path = ref_path(base, value, src, fld)
-        if not path.is_file():
+        try:
+            is_file = path.is_file()
+        except OSError:  # a name too long for the file system
+            is_file = False
+        if not is_file:
             raise InputError(
                 f"{value[:80]!r} is neither a named profile ({', '.join(NAMED_PROFILES)}) nor a file",
                 source=src,

@@ -45,6 +45,7 @@ from flexq.simulate.inputs import (
     read_lines,
     read_text,
     ref_path,
+    show,
     string,
     whole,
 )
@@ -140,17 +141,20 @@ def _seconds(
         else:
             raise ValueError(f"a time is a number of seconds or a duration such as 90s, 2h; got {value!r}")
     except (ValueError, OverflowError) as exc:
-        raise InputError(str(exc), source=src, line=line, field=fld) from None
+        msg = str(exc)
+        raise InputError(
+            msg if len(msg) < 300 else msg[:297] + "...", source=src, line=line, field=fld
+        ) from None
     if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         raise InputError(
-            f"must not be negative: {value}" if v < 0 else f"invalid time: {value}",
+            f"must not be negative: {value}" if v < 0 else f"invalid time: {show(value)}",
             source=src,
             line=line,
             field=fld,
         )
     if v > limit:
         raise InputError(
-            f"{value} is more than {limit / 86400:g} days (a simulation covers at most {MAX_SECONDS / 86400:g} "
+            f"{show(value)} is more than {limit / 86400:g} days (a simulation covers at most {MAX_SECONDS / 86400:g} "
             "days)",
             source=src,
             line=line,
