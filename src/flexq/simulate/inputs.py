@@ -80,7 +80,13 @@ def _decode(data: bytes, src: str, line_offset: int = 0) -> str:
 
 
 def read_text(
-    path: Path, src: str, *, what: str = "file", field: str = "", limit: int = MAX_FILE_BYTES
+    path: Path,
+    src: str,
+    *,
+    what: str = "file",
+    field: str = "",
+    line: int | None = None,
+    limit: int = MAX_FILE_BYTES,
 ) -> str:
     """The UTF-8 text of ``path`` (a leading BOM dropped), at most ``limit`` bytes. ``src``/``field`` name the
     reference in messages about a file that cannot be read; problems inside the file name the file itself."""

@@ -25,6 +25,7 @@ import csv
 import json
 import math
 import random
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -265,7 +266,7 @@ def _template(
     path = ref_path(base, path_text, src, "template", line)
     key = str(path)
     if key not in cache:
-        text = read_text(path, src, what="template", field="template")
+        text = read_text(path, src, what="template", field="template", line=line)
         if not text.strip():
             raise InputError("the template is empty", source=str(path))
         # placeholders such as ${NAME} are substituted per job in the parsed object's strings
@@ -273,7 +274,45 @@ def _template(
     text, obj = cache[key]
     if not isinstance(obj, dict):
         raise InputError("a template must hold one object", source=str(path))
+    _check_template(obj, str(path))
     return text, str(path_text), obj
+
+
+def _check_template(obj: dict[str, Any], src: str) -> None:
+    """The parts of a template the simulator fills in or reads must have their shapes (the API checks the rest):
+    mappings where it adds labels and annotations, and pod counts within ``MAX_PODS``."""
+
+    def mapping(value: Any, fld: str) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise InputError(f"must be a mapping, got {show(value)}", source=src, field=fld)
+        return value
+
+    meta = mapping(obj.get("metadata"), "metadata")
+    mapping(meta.get("labels"), "metadata.labels")
+    mapping(meta.get("annotations"), "metadata.annotations")
+    spec = mapping(obj.get("spec"), "spec")
+    if obj.get("kind") == "Job":
+        if not isinstance(spec.get("template"), dict):
+            raise InputError(
+                "a Job template needs spec.template (the pod template)", source=src, field="spec.template"
+            )
+        tmeta = mapping(spec["template"].get("metadata"), "spec.template.metadata")
+        mapping(tmeta.get("annotations"), "spec.template.metadata.annotations")
+        for key in ("parallelism", "completions"):
+            if spec.get(key) is not None:
+                whole(spec[key], src, f"spec.{key}", 0, MAX_PODS)
+    elif obj.get("kind") == "RayJob":
+        cluster = mapping(spec.get("rayClusterSpec"), "spec.rayClusterSpec")
+        groups = cluster.get("workerGroupSpecs") or []
+        if not isinstance(groups, list):
+            raise InputError("must be a list", source=src, field="spec.rayClusterSpec.workerGroupSpecs")
+        for i, g in enumerate(groups):
+            g = mapping(g, f"spec.rayClusterSpec.workerGroupSpecs[{i}]")
+            for key in ("replicas", "minReplicas", "maxReplicas", "numOfHosts"):
+                if g.get(key) is not None:
+                    whole(g[key], src, f"spec.rayClusterSpec.workerGroupSpecs[{i}].{key}", 0, MAX_PODS)
 
 
 def _job_from_row(
@@ -318,6 +357,9 @@ def _job_from_row(
             prio_class = ptext
     pod_sets = parse_podsets(row.get("podsets"), src, line)
     template, tsrc = "", ""
+    for fld, value in (("class", text.get("class")), ("queue", queue), ("priority", prio_class)):
+        if value and kind != "Workload" or fld == "class" and value:
+            _label_value(value, src, line, fld)
     if text.get("template"):
         if kind == "Workload":
             raise InputError(
@@ -368,6 +410,21 @@ def _job_from_row(
         klass=text.get("class", ""),
         source=f"{src}:{line}",
     )
+
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def _label_value(value: str, src: str, line: int | None, fld: str) -> None:
+    """``value`` goes into a label of the submitted object: Kubernetes' label value rule."""
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise InputError(
+            f"{show(value)} is not a valid label value (at most 63 letters, digits, '-', '_' or '.', starting "
+            "and ending with a letter or digit)",
+            source=src,
+            line=line,
+            field=fld,
+        )
 
 
 def _no_constant(name: str) -> Any:
