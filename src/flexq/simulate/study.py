@@ -414,15 +414,15 @@ def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple
     def pool_body(p: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "name": p["name"],
-            "initialNodeCount": int(p.get("nodes", 0)),
+            "initialNodeCount": int(p.get("nodes") or 0),
             "config": {"machineType": p["machineType"]},
         }
         if p.get("autoscaling"):
             a = p["autoscaling"]
             body["autoscaling"] = {
                 "enabled": True,
-                "minNodeCount": int(a.get("min", 0)),
-                "maxNodeCount": int(a.get("max", body["initialNodeCount"])),
+                "minNodeCount": int(a.get("min") or 0),
+                "maxNodeCount": int(a["max"] if a.get("max") is not None else body["initialNodeCount"]),
             }
         if p.get("tpuTopology"):
             body["placementPolicy"] = {"tpuTopology": p["tpuTopology"]}

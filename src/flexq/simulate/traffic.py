@@ -530,6 +530,31 @@ def _sample(delay: Delay, start: float, rng: random.Random, src: str, fld: str) 
     return t
 
 
+def _mean_gap(delay: Delay) -> float | None:
+    """The mean of a delay's draws, roughly (clipped by its min/max), or None when it has none (``at``,
+    ``never``): used to refuse an arrival process that would draw too many jobs before drawing them."""
+    try:
+        if delay.fixed is not None:
+            mean = parse_duration(delay.fixed)
+        elif delay.uniform is not None:
+            mean = (parse_duration(delay.uniform.min) + parse_duration(delay.uniform.max)) / 2
+        elif delay.exponential is not None:
+            mean = parse_duration(delay.exponential.mean)
+        elif delay.normal is not None:
+            mean = max(parse_duration(delay.normal.mean), parse_duration(delay.normal.stddev) / 2.5)
+        elif delay.lognormal is not None:
+            mean = parse_duration(delay.lognormal.median) * math.exp(min(delay.lognormal.sigma, 20) ** 2 / 2)
+        else:
+            return None
+        if delay.min is not None:
+            mean = max(mean, parse_duration(delay.min))
+        if delay.max is not None:
+            mean = min(mean, parse_duration(delay.max))
+    except (ValueError, OverflowError):
+        return None
+    return mean
+
+
 GEN_KEYS = {"seed", "duration", "arrivals", "mix", "count", "diurnal"}
 DIURNAL_KEYS = {"busyHours", "busyFactor", "weekend"}
 MIX_KEYS = {
@@ -578,6 +603,22 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
     if "arrivals" not in spec:
         raise InputError("an arrival process is required", source=src, field="generator.arrivals")
     arrivals = _delay(spec["arrivals"], src, "generator.arrivals")
+    gap = _mean_gap(arrivals)
+    if gap is not None and count is None and duration is not None and duration > 0:
+        if gap <= 0:
+            raise InputError(
+                "the arrivals are all at one instant: without a `count` they never end; give a count or a "
+                "positive inter-arrival time",
+                source=src,
+                field="generator.arrivals",
+            )
+        if duration / gap > MAX_JOBS:
+            raise InputError(
+                f"about {duration / gap:,.0f} arrivals over the duration, more than {MAX_JOBS:,} jobs: use a "
+                "longer inter-arrival time, a shorter duration or a count",
+                source=src,
+                field="generator.arrivals",
+            )
     mixes = spec.get("mix") or []
     if not isinstance(mixes, list) or not mixes:
         raise InputError("at least one job shape is required", source=src, field="generator.mix")
@@ -637,6 +678,8 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
     total_w = sum(s[0] for s in shapes)
     if total_w <= 0:
         raise InputError("the weights add up to zero", source=src, field="generator.mix")
+    if "seed" in spec:
+        whole(spec["seed"], src, "generator.seed", -(2**63), 2**63 - 1)
     rng = random.Random(f"flexq-simulate:{spec.get('seed', 0)}:{seed}")
     schedule: list[float] | None = None
     if arrivals.at is not None:  # a schedule: one arrival at each listed time
