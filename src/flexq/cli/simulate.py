@@ -198,6 +198,24 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
     return tables
 
 
+def _error(err_console: Console, exc: Any) -> None:
+    """One line on stderr, printed as is (a file name or value with ``[brackets]`` is not rich markup)."""
+    err_console.print("[red]error:[/] ", end="")
+    err_console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+
+
+def _check_out(out: Path) -> None:
+    """The output directory can be made (or is one) before anything is simulated."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            f"cannot make the output directory {out}: {getattr(exc, 'strerror', None) or exc}", field="--out"
+        ) from None
+    if not out.is_dir():
+        raise InputError(f"{out} is not a directory", field="--out")
+
+
 def run(args: argparse.Namespace, console: Console, err_console: Console) -> int:
     from flexq.clock import WallClock
     from flexq.simulate import simulate
@@ -214,19 +232,19 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
             scale=args.scale,
         )
         if args.until is not None:
-            from flexq.api.capacity_profile import parse_duration
+            from flexq.simulate.traffic import seconds
 
-            try:
-                study.submit_until = parse_duration(args.until)
-            except ValueError as exc:
-                raise InputError(str(exc), field="--until") from None
+            study.submit_until = seconds(args.until, "", None, "--until")
+        study_path = Path(args.study)
+        out = (
+            Path(args.out)
+            if args.out
+            else (study_path if study_path.is_dir() else study_path.parent) / "results"
+        )
+        _check_out(out)
     except InputError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
+        _error(err_console, exc)
         return 2
-    study_path = Path(args.study)
-    out = (
-        Path(args.out) if args.out else (study_path if study_path.is_dir() else study_path.parent) / "results"
-    )
     runs = len(study.variants) * study.replicas
     console.print(
         f"[bold]flexq simulate[/] {study.name}: {len(study.variants)} variant(s) × {study.replicas} "
@@ -272,7 +290,10 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
                 progress=on_progress,
             )
     except InputError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
+        _error(err_console, exc)
+        return 2
+    except OSError as exc:  # writing the results
+        _error(err_console, f"cannot write the results in {out}: {exc.strerror or exc}")
         return 2
     for table in summary_tables(result.documents):
         console.print(table)

@@ -95,10 +95,12 @@ def read_text(
             data = f.read(limit + 1)
     except OSError as exc:
         raise InputError(
-            f"cannot read {what} {path}: {exc.strerror or exc}", source=src, field=field
+            f"cannot read {what} {path}: {exc.strerror or exc}", source=src, line=line, field=field
         ) from None
     except ValueError as exc:  # a NUL byte in the path
-        raise InputError(f"cannot read {what} {path!r}: {exc}", source=src, field=field) from None
+        raise InputError(
+            f"cannot read {what} {show(str(path))}: {exc}", source=src, line=line, field=field
+        ) from None
     if len(data) > limit:
         raise InputError(f"the {what} is larger than {limit // (1024 * 1024)} MiB", source=str(path))
     return _decode(data, str(path))
@@ -171,7 +173,28 @@ def _bounded(data: Any, src: str) -> None:
     try:
         check_decoded(data, limit=MAX_FILE_BYTES)
     except ApiError as exc:
+        where = _non_finite(data) if "unsupported value" in exc.message else None
+        if where is not None:
+            raise InputError(
+                "numbers must be finite (.nan and .inf are not numbers here)", source=src, field=where
+            ) from None
         raise InputError(exc.message, source=src) from None
+
+
+def _non_finite(data: Any) -> str | None:
+    """The path of the first NaN or infinity in ``data`` (each shared value visited once)."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return path or "(top level)"
+        if isinstance(value, dict | list) and id(value) not in seen:
+            seen.add(id(value))
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in reversed(list(items)):
+                stack.append((v, f"{path}[{k}]" if isinstance(k, int) else f"{path}.{k}" if path else str(k)))
+    return None
 
 
 def ref_path(base: Path, ref: Any, src: str, field: str, line: int | None = None) -> Path:

@@ -398,7 +398,12 @@ def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple
     if cluster.get("requests"):
         reqs = [(r.get("method", "POST"), r["path"], r.get("body") or {}) for r in cluster["requests"]]
         name = cluster.get("name") or next(
-            (b.get("cluster", {}).get("name") for _m, p, b in reqs if p.endswith("/clusters")), "cluster"
+            (
+                b["cluster"].get("name")
+                for _m, p, b in reqs
+                if p.endswith("/clusters") and isinstance(b.get("cluster"), dict)
+            ),
+            "cluster",
         )
         return project, location, name, reqs
     name = cluster.get("name", "sim")
