@@ -22,11 +22,14 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import flexq
 from flexq.cli.main import main
 from flexq.errors import InputError
 from flexq.simulate import load_study, preflight
+from flexq.simulate.traffic import COLUMNS, generate, read_trace
 
 from .conftest import write_study
 
@@ -842,7 +845,7 @@ def test_cli_process_prints_no_traceback(tmp_path) -> None:
     """The real process: a hostile trace, exit status 2, the message on stderr, no traceback anywhere."""
     study = make(tmp_path / "s", {}, {"trace.csv": "submit,queue,podsets\n0,q," + "a" * 200_000 + "\n"})
     proc = subprocess.run(
-        [sys.executable, "-m", "flexq.cli.main", "simulate", str(study), "--no-progress"],
+        [sys.executable, "-m", "flexq.cli", "simulate", str(study), "--no-progress"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -850,3 +853,65 @@ def test_cli_process_prints_no_traceback(tmp_path) -> None:
     )
     assert proc.returncode == 2, proc.stderr
     assert "trace.csv:2" in proc.stderr and "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+
+
+# -- property-based: any trace row and any generator spec parse or are refused by name ------------------------------
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
+CELL = st.sampled_from(CSV_VALUES) | st.text(max_size=30)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(row=st.dictionaries(st.sampled_from(COLUMNS), CELL, min_size=1))
+def test_any_csv_row_parses_or_is_refused_by_line(tmp_path, row) -> None:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(list(row))
+    w.writerow(list(row.values()))
+    (tmp_path / "t.csv").write_text(buf.getvalue(), encoding="utf-8")
+    (tmp_path / "job.yaml").write_text(JOB_TEMPLATE)
+    with deadline(10):
+        try:
+            jobs = read_trace(tmp_path / "t.csv")
+        except InputError as exc:
+            assert "t.csv" in str(exc) and (exc.line is not None or exc.field), str(exc)
+        else:
+            assert all(0 <= j.submit <= 366 * 86400 and j.queue for j in jobs)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(["count", "duration", "arrivals", "seed", "diurnal", "mix"]), value=JSONISH)
+def test_any_generator_field_draws_or_is_refused_by_field(tmp_path, key, value) -> None:
+    spec = {**copy.deepcopy(GEN), key: value}
+    with deadline(10):
+        try:
+            jobs = generate(spec, 1, "gen.yaml", tmp_path)
+        except InputError as exc:
+            assert exc.source == "gen.yaml" and exc.field.startswith("generator"), str(exc)
+        else:
+            assert len(jobs) <= 1_000_000
+
+
+def test_yaml_merge_key_overrides_are_not_duplicates(tmp_path) -> None:
+    """``<<: *anchor`` then the same key again overrides the merged value (YAML's merge key; the fallback study's
+    scenarios use it for a variant's cluster); a key written twice in one map is still refused."""
+    study = make(tmp_path / "s")
+    text = (study / "simulation.yaml").read_text()
+    (study / "simulation.yaml").write_text(
+        text + "variants:\n- &v {name: a, description: one}\n- {<<: *v, name: b}\n", encoding="utf-8"
+    )
+    assert [v.name for v in load_study(study).variants] == ["a", "b"]
+    (study / "simulation.yaml").write_text(text + "seed: 2\n", encoding="utf-8")
+    refused(study, "simulation.yaml:", "already set")
+
+
+def test_a_study_object_is_checked_too(tmp_path) -> None:
+    study = load_study(make(tmp_path / "s"))
+    with pytest.raises(InputError, match=r"\(replicas\): must be at most"):
+        flexq.simulate(study, replicas=10**9, workers=1, plots=False)
+    with pytest.raises(InputError, match=r"\(seed\): must be a whole number"):
+        flexq.simulate(study, seed="x", workers=1, plots=False)  # type: ignore[arg-type]
