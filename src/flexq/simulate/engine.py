@@ -171,7 +171,8 @@ class _Sim:
             starts = _doc_lines(m.text)
             for i, doc in enumerate(docs):
                 line = starts[i] if i < len(starts) and len(starts) == len(docs) else None
-                meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+                raw_meta = doc.get("metadata")
+                meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
                 what = f"{doc.get('kind', '?')}/{meta.get('name', '?')}"
                 if (
                     doc.get("kind") == "ConfigMap"
