@@ -915,3 +915,19 @@ def test_a_study_object_is_checked_too(tmp_path) -> None:
         flexq.simulate(study, replicas=10**9, workers=1, plots=False)
     with pytest.raises(InputError, match=r"\(seed\): must be a whole number"):
         flexq.simulate(study, seed="x", workers=1, plots=False)  # type: ignore[arg-type]
+
+
+def test_a_huge_trace_is_refused_without_reading_it(tmp_path) -> None:
+    """A trace past 256 MiB (a billion jobs would be tens of GB) is refused from its size, at once."""
+    study = make(tmp_path / "s")
+    with (study / "trace.csv").open("r+b") as f:
+        f.truncate(300 * 1024 * 1024)  # sparse: no disk used
+    refused(study, "trace.csv", "larger than 256 MiB", seconds=5)
+
+
+def test_too_many_jobs_are_refused_at_the_limit(tmp_path, monkeypatch) -> None:
+    from flexq.simulate import traffic
+
+    monkeypatch.setattr(traffic, "MAX_JOBS", 50)
+    study = make(tmp_path / "s", {}, {"trace.csv": "submit,queue,podsets\n" + "0,q,m:1:cpu=1\n" * 60})
+    refused(study, "trace.csv:52", "more than 50 jobs")

@@ -3,7 +3,7 @@ decoder (duplicate keys refused, nesting and alias expansion bounded), file refe
 directory, and typed field checks that name the file, line and field of anything wrong.
 
 The limits (``LIMITS``) keep a run bounded in memory and time whatever the input: a study or manifest file of at
-most 8 MiB, a trace line of at most 1 MiB, at most 1,000,000 jobs of traffic, at most 10,000 pods in one pod set,
+most 8 MiB, a trace of at most 256 MiB (lines of at most 1 MiB), at most 1,000,000 jobs of traffic, at most 10,000 pods in one pod set,
 times (submission, run time, ``until``, a generator's duration) of at most 366 days, at most 10,000 replicas and
 100 variants. Must not import flexq.http.
 """
@@ -23,6 +23,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "show",
     "MAX_LINE_BYTES",
+    "MAX_TRACE_BYTES",
     "MAX_JOBS",
     "MAX_PODS",
     "MAX_SECONDS",
@@ -44,6 +45,7 @@ __all__ = [
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # a simulation file, manifest, template, capacity profile or generator
 MAX_LINE_BYTES = 1024 * 1024  # one line of a trace
+MAX_TRACE_BYTES = 256 * 1024 * 1024  # a whole trace (refused before reading it)
 MAX_JOBS = 1_000_000  # jobs of traffic in one study
 MAX_PODS = 10_000  # pods of one pod set
 MAX_SECONDS = 366 * 86400.0  # a submission time, a run time, `until`, a generator's duration
@@ -54,6 +56,7 @@ INT32 = (-(2**31), 2**31 - 1)
 LIMITS = {
     "file bytes": MAX_FILE_BYTES,
     "trace line bytes": MAX_LINE_BYTES,
+    "trace bytes": MAX_TRACE_BYTES,
     "jobs": MAX_JOBS,
     "pods per pod set": MAX_PODS,
     "seconds": MAX_SECONDS,
@@ -119,6 +122,15 @@ def read_lines(path: Path, src: str, *, field: str = "") -> Iterator[tuple[int, 
         raise InputError(f"cannot read the trace {path!r}: {exc}", source=src, field=field) from None
     name = str(path)
     with f:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        if size > MAX_TRACE_BYTES:
+            raise InputError(
+                f"the trace is larger than {MAX_TRACE_BYTES // (1024 * 1024)} MiB (at most {MAX_JOBS:,} jobs)",
+                source=name,
+            )
         n = 0
         while True:
             try:

@@ -260,22 +260,23 @@ def parse_podsets(value: Any, src: str, line: int | None) -> tuple[PodSetSpec, .
 
 
 def _template(
-    path_text: Any, base: Path, src: str, line: int | None, cache: dict[str, tuple[str, Any]]
+    path_text: Any, base: Path, src: str, line: int | None, cache: dict[str, tuple[str, str, Any]]
 ) -> tuple[str, str, Any]:
-    """(text, name, parsed object) of a job manifest template, read once per file."""
+    """(text, name, parsed object) of a job manifest template, read and checked once per file name."""
+    key = f"{base}\x00{path_text}"
+    if isinstance(path_text, str) and key in cache:
+        return cache[key]
     path = ref_path(base, path_text, src, "template", line)
-    key = str(path)
-    if key not in cache:
-        text = read_text(path, src, what="template", field="template", line=line)
-        if not text.strip():
-            raise InputError("the template is empty", source=str(path))
-        # placeholders such as ${NAME} are substituted per job in the parsed object's strings
-        cache[key] = (text, parse_yaml(text, str(path)))
-    text, obj = cache[key]
+    text = read_text(path, src, what="template", field="template", line=line)
+    if not text.strip():
+        raise InputError("the template is empty", source=str(path))
+    # placeholders such as ${NAME} are substituted per job in the parsed object's strings
+    obj = parse_yaml(text, str(path))
     if not isinstance(obj, dict):
         raise InputError("a template must hold one object", source=str(path))
     _check_template(obj, str(path))
-    return text, str(path_text), obj
+    cache[key] = (text, str(path_text), obj)
+    return cache[key]
 
 
 def _check_template(obj: dict[str, Any], src: str) -> None:
@@ -316,7 +317,7 @@ def _check_template(obj: dict[str, Any], src: str) -> None:
 
 
 def _job_from_row(
-    row: dict[str, Any], index: int, src: str, line: int, base: Path, cache: dict[str, tuple[str, Any]]
+    row: dict[str, Any], index: int, src: str, line: int, base: Path, cache: dict[str, tuple[str, str, Any]]
 ) -> JobSpec:
     unknown = _unknown(row, COLUMNS)
     if unknown:
@@ -446,7 +447,7 @@ def read_trace(path: str | Path, *, source: str = "", field: str = "trace") -> l
     p = Path(path)
     src = str(path)
     lines = read_lines(p, source or src, field=field)
-    cache: dict[str, tuple[str, Any]] = {}
+    cache: dict[str, tuple[str, str, Any]] = {}
     jobs: list[JobSpec] = []
 
     def add(row: dict[str, Any], n: int) -> None:
@@ -642,7 +643,7 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
     busy = [number(h, src, f"generator.diurnal.busyHours[{i}]", 0, 24) for i, h in enumerate(busy)]
     busy_factor = number(diurnal.get("busyFactor", 1), src, "generator.diurnal.busyFactor", 0, 1000)
     weekend = number(diurnal.get("weekend", 1), src, "generator.diurnal.weekend", 0, 1000)
-    cache: dict[str, tuple[str, Any]] = {}
+    cache: dict[str, tuple[str, str, Any]] = {}
     shapes: list[tuple[float, JobSpec, Delay, float]] = []
     for i, m in enumerate(mixes):
         fld = f"generator.mix[{i}]"
