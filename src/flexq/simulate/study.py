@@ -36,6 +36,7 @@ Every error names the file and the field. Must not import flexq.http.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,7 @@ from flexq.simulate import traffic
 from flexq.simulate.inputs import (
     MAX_NODES,
     MAX_REPLICAS,
+    MAX_SECONDS,
     MAX_VARIANTS,
     boolean,
     number,
@@ -260,6 +262,9 @@ def _settings(value: Any, src: str, fld: str) -> dict[str, Any]:
                     source=src,
                     field=f"{fld}.fallback.{badf}",
                 )
+            for f in dataclasses.fields(FallbackConfig):
+                if f.name in fb:
+                    _fallback_field(fb[f.name], str(f.type), src, f"{fld}.fallback.{f.name}")
             try:
                 FallbackConfig(**fb)
             except (TypeError, ValueError) as exc:
@@ -271,6 +276,24 @@ def _settings(value: Any, src: str, fld: str) -> dict[str, Any]:
                 field=f"{fld}.fallback",
             )
     return out
+
+
+def _fallback_field(value: Any, typ: str, src: str, fld: str) -> None:
+    """A FallbackConfig field of the type its dataclass declares (seconds: finite, not negative)."""
+    if typ.endswith("| None") and value is None:
+        return
+    base = typ.replace("| None", "").strip()
+    if base == "bool":
+        boolean(value, src, fld)
+    elif base in ("float", "int"):
+        number(value, src, fld, 0, MAX_SECONDS)
+    elif base == "str":
+        text = string(value, src, fld, allow_number=False)
+        if fld.endswith("pattern"):
+            try:
+                re.compile(text)
+            except re.error as exc:
+                raise InputError(f"not a regular expression: {exc}", source=src, field=fld) from None
 
 
 def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | None:
