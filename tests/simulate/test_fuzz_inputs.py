@@ -950,3 +950,15 @@ def test_too_many_jobs_are_refused_at_the_limit(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(traffic, "MAX_JOBS", 50)
     study = make(tmp_path / "s", {}, {"trace.csv": "submit,queue,podsets\n" + "0,q,m:1:cpu=1\n" * 60})
     refused(study, "trace.csv:52", "more than 50 jobs")
+
+
+def test_cli_prints_names_as_text_not_markup(tmp_path, capsys) -> None:
+    """A study name with console markup in it (``[/bold]``) is printed as is, not taken for markup."""
+    study = make(tmp_path / "s", {"name": "[/bold] team [red]", "trace": "trace.csv"})
+    with deadline(30):
+        rc = main(
+            ["simulate", str(study), "--no-progress", "-j", "1", "--no-plots", "-o", str(tmp_path / "o[x]")]
+        )
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert "[/bold] team [red]" in out.out and "o[x]" in out.out and "Traceback" not in out.err

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -117,7 +118,7 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
     for name, d in docs.items():
         a = d["aggregate"]
         t.add_row(
-            name,
+            escape(name),
             str(a["replicas"]),
             _ci(a.get("succeeded"), num),
             _ci(a.get("failed"), num),
@@ -132,7 +133,7 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
     tables.append(t)
     for name, d in docs.items():
         s = d["replicas"][0]
-        w = Table(title=f"{name} — replica 0 (seed {s['seed']})", title_justify="left")
+        w = Table(title=f"{escape(name)} — replica 0 (seed {s['seed']})", title_justify="left")
         for col in ("group", "jobs", "wait→admission mean", "p50", "p95", "max", "wait→start mean", "p95 "):
             # the group names a row ("class small", "queue team-a"): never split over lines on a narrow console
             w.add_column(col, justify="left" if col == "group" else "right", no_wrap=col == "group")
@@ -144,7 +145,7 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
             for g, st in groups.items():
                 ss = s["waitToStart"][key].get(g, {})
                 w.add_row(
-                    f"{label} {g}",
+                    escape(f"{label} {g}"),
                     str(st["count"]),
                     _dur(st.get("mean")),
                     _dur(st.get("p50")),
@@ -156,7 +157,7 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
         classes = {k: v for k, v in s["timeToAdmissionByClass"].items() if k != "(none)"}
         for g, st in classes.items():
             w.add_row(
-                f"class {g}",
+                escape(f"class {g}"),
                 str(st["count"]),
                 _dur(st.get("mean")),
                 _dur(st.get("p50")),
@@ -247,8 +248,8 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         return 2
     runs = len(study.variants) * study.replicas
     console.print(
-        f"[bold]flexq simulate[/] {study.name}: {len(study.variants)} variant(s) × {study.replicas} "
-        f"replica(s) = {runs} run(s)" + (f" on Ray at {args.ray_address}" if args.ray_address else "")
+        f"[bold]flexq simulate[/] {escape(study.name)}: {len(study.variants)} variant(s) × {study.replicas} "
+        f"replica(s) = {runs} run(s)" + (f" on Ray at {escape(args.ray_address)}" if args.ray_address else "")
     )
     show = not args.no_progress and console.is_terminal
     progress = Progress(
@@ -301,7 +302,7 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     jobs = sum(len(r.jobs) for r in result.runs)
     console.print(
         f"wall time {wall:.1f} s for {jobs} simulated jobs ({jobs / max(wall, 1e-9):.1f} per wall second, "
-        f"{sum(r.steps for r in result.runs)} loop steps); files in {out}/: "
-        + ", ".join(p.name for p in result.files)
+        f"{sum(r.steps for r in result.runs)} loop steps); files in {escape(str(out))}/: "
+        + escape(", ".join(p.name for p in result.files))
     )
     return 0
