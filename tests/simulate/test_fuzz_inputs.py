@@ -146,6 +146,14 @@ STUDY_CASES = [
     ({"variants": [{"name": "a", "settings": {"fallback": "yes"}}]}, "(variants[0].settings.fallback)", ""),
     ({"variants": [{"name": "a", "capacity": "nope"}]}, "(variants[0].capacity)", "named profile"),
     ({"cluster": "cl.yaml"}, "simulation.yaml (cluster)", "cannot read cluster file"),
+    (
+        {
+            "cluster": {"nodePools": [{"name": "p", "machineType": "n2-standard-8"}]},
+            "capacity": {"operations": {"createCluster": "300d"}},
+        },
+        "(cluster (request 1: POST",
+        "did not finish in 14 simulated hours",
+    ),
     ({"variants": [{"name": "../../x"}]}, "simulation.yaml (variants[0].name)", "output files"),
     ({"variants": [{"name": "a"}, {"name": "a"}]}, "simulation.yaml (variants[1].name)", "duplicate"),
     ({"variants": [{"name": "a"}] * 101}, "simulation.yaml (variants)", "more than 100"),

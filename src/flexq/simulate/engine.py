@@ -246,6 +246,13 @@ class _Sim:
                 raise InputError(
                     f"cannot follow the GKE operation: {exc}", source=self.study.source, field=what
                 ) from None
+        else:
+            raise InputError(
+                f"the GKE operation did not finish in {10_000 * 5 / 3600:.0f} simulated hours (the capacity "
+                "profile's `operations` times?)",
+                source=self.study.source,
+                field=what,
+            )
         if op.get("error"):
             raise InputError(
                 f"GKE operation failed: {op['error'].get('message')}", source=self.study.source, field=what
