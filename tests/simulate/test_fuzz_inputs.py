@@ -970,3 +970,19 @@ def test_cli_prints_names_as_text_not_markup(tmp_path, capsys) -> None:
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert "[/bold] team [red]" in out.out and "o[x]" in out.out and "Traceback" not in out.err
+
+
+@pytest.mark.parametrize("address", ["nonsense", "ray://:10001", "CLOSED"])
+def test_cli_ray_address_nobody_listens_on_exits_2_at_once(tmp_path, capsys, address) -> None:
+    """Ray keeps retrying an address nobody listens on for minutes; the simulator checks it first."""
+    import socket
+
+    if address == "CLOSED":
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            address = f"127.0.0.1:{s.getsockname()[1]}"  # closed when the block ends
+    study = make(tmp_path / "s")
+    with deadline(30):
+        rc = main(["simulate", str(study), "--no-progress", "--no-plots", "--ray-address", address])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--ray-address" in err and "Traceback" not in err, err
