@@ -365,6 +365,13 @@ FILE_CASES = {
         ["(podsets[0].requests.cpu)"],
     ),
     "jsonl-empty": ("trace.jsonl", "", ["trace.jsonl", "no jobs"]),
+    "json-array-bad-record": (
+        "trace.json",
+        '[\n  {"submit": 0, "queue": "q", "podsets": "m:1:cpu=1"},\n  {"submit": -1, "queue": "q"}\n]\n',
+        ["trace.json [record 2] (submit)", "negative"],
+    ),
+    "json-array-not-json": ("trace.json", '[\n {"submit": 0,\n', ["trace.json", "not JSON"]),
+    "json-object": ("trace.json", '{"submit": 0, "queue": "q"', ["trace.json:1", "not JSON"]),
 }
 
 
@@ -605,6 +612,13 @@ UNUSUAL = {
         {"trace": "t.jsonl"},
         {
             "t.jsonl": '\ufeff\r\n{"submit": "90s", "queue": "q", "podsets": [{"name": "m", "count": 2, "requests": {"cpu": "1"}}]}\r\n\r\n'
+        },
+        {"Succeeded"},
+    ),
+    "json-array": (
+        {"trace": "t.json"},
+        {
+            "t.json": '\ufeff[\n  {"submit": 0, "queue": "q", "podsets": "m:1:cpu=1"},\n  {"submit": "2m", "queue": "q",\n   "podsets": [{"name": "m", "count": 1, "requests": {"cpu": "1"}}]}\n]\n'
         },
         {"Succeeded"},
     ),

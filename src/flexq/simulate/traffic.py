@@ -15,6 +15,7 @@ PriorityClass name; a bare number is a Workload's ``spec.priority``), ``podsets`
 ``"head:1:cpu=2,memory=4Gi;workers:4:cpu=8"``) and a
 list of ``{name, count, requests}`` in JSONL. ``template`` is a manifest file (relative to the trace) whose
 ``${NAME}``, ``${JOB_ID}``, ``${QUEUE}``, ``${NAMESPACE}`` are substituted.
+A ``.json`` trace may also hold one JSON array of those objects (messages then name the record).
 
 Must not import flexq.http.
 """
@@ -317,7 +318,12 @@ def _check_template(obj: dict[str, Any], src: str) -> None:
 
 
 def _job_from_row(
-    row: dict[str, Any], index: int, src: str, line: int, base: Path, cache: dict[str, tuple[str, str, Any]]
+    row: dict[str, Any],
+    index: int,
+    src: str,
+    line: int | None,
+    base: Path,
+    cache: dict[str, tuple[str, str, Any]],
 ) -> JobSpec:
     unknown = _unknown(row, COLUMNS)
     if unknown:
@@ -409,7 +415,7 @@ def _job_from_row(
         run=run,
         outcome=outcome.capitalize(),
         klass=text.get("class", ""),
-        source=f"{src}:{line}",
+        source=f"{src}:{line}" if line is not None else src,
     )
 
 
@@ -441,21 +447,55 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _starts_with(path: Path, char: str) -> bool:
+    """Whether the first character of ``path`` that is not white space (or a BOM) is ``char``."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except (OSError, ValueError):
+        return False  # read_lines says why
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(char.encode())
+
+
+def _json_array(path: Path, src: str, field: str) -> list[Any]:
+    text = read_text(path, src, what="trace", field=field, limit=64 * 1024 * 1024)
+    try:
+        data = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+    except RecursionError:
+        raise InputError("not JSON: nested too deeply", source=str(path)) from None
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        raise InputError(f"not JSON: {str(exc)[:200]}", source=str(path), line=line) from None
+    if not isinstance(data, list):
+        raise InputError(
+            "a .json trace is one array of job objects (or one object per line)", source=str(path)
+        )
+    return data
+
+
 def read_trace(path: str | Path, *, source: str = "", field: str = "trace") -> list[JobSpec]:
-    """A CSV or JSONL trace -> jobs sorted by submit time (ties keep the file's order). The file is streamed:
-    a line longer than 1 MiB or more than ``MAX_JOBS`` jobs are refused as soon as they are seen."""
+    """A CSV or JSONL trace (or a ``.json`` file holding one array of job objects, named by record in messages)
+    -> jobs sorted by submit time (ties keep the file's order). CSV and JSONL are streamed: a line longer than
+    1 MiB or more than ``MAX_JOBS`` jobs are refused as soon as they are seen."""
     p = Path(path)
     src = str(path)
     lines = read_lines(p, source or src, field=field)
     cache: dict[str, tuple[str, str, Any]] = {}
     jobs: list[JobSpec] = []
 
-    def add(row: dict[str, Any], n: int) -> None:
+    def add(row: dict[str, Any], n: int | None, where: str = src) -> None:
         if len(jobs) >= MAX_JOBS:
-            raise InputError(f"more than {MAX_JOBS:,} jobs in one trace", source=src, line=n)
-        jobs.append(_job_from_row(row, len(jobs), src, n, p.parent, cache))
+            raise InputError(f"more than {MAX_JOBS:,} jobs in one trace", source=where, line=n)
+        jobs.append(_job_from_row(row, len(jobs), where, n, p.parent, cache))
 
-    if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+    if p.suffix.lower() == ".json" and _starts_with(p, "["):  # one JSON array of job objects
+        records = _json_array(p, source or src, field)
+        for i, row in enumerate(records):
+            where = f"{src} [record {i + 1}]"
+            if not isinstance(row, dict):
+                raise InputError("each record must be a JSON object", source=where)
+            add(row, None, where)
+    elif p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
         for n, raw in lines:
             if not raw.strip():
                 continue
