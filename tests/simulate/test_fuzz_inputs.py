@@ -625,7 +625,7 @@ UNUSUAL = {
     "time-units": (
         {},
         {
-            "trace.csv": "submit,queue,podsets,run\n30m,q,m:1:cpu=1,2m\n90s,q,m:1:cpu=1,0.5\n0.25,q,m:1:cpu=1,1m30s\n"
+            "trace.csv": "submit,queue,podsets,run\n30m,q,m:1:cpu=1,2m\n90s,q,m:1:cpu=1,0.5\n0.25,q,m:1:cpu=1,1m30s\n1e2,q,m:1:cpu=1,1.5e1\n"
         },
         {"Succeeded"},
     ),

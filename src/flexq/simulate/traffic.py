@@ -139,7 +139,7 @@ def _seconds(
             v = float(value)
         elif isinstance(value, str):
             text = value.strip()
-            v = float(text) if text.lstrip("-").replace(".", "", 1).isdecimal() else parse_duration(text)
+            v = float(text) if _NUMERAL.fullmatch(text) else parse_duration(text)
         else:
             raise ValueError(f"a time is a number of seconds or a duration such as 90s, 2h; got {value!r}")
     except (ValueError, OverflowError) as exc:
@@ -163,6 +163,9 @@ def _seconds(
             field=fld,
         )
     return v
+
+
+_NUMERAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")  # seconds as a number (1e3 too)
 
 
 def seconds(value: Any, src: str, line: int | None, fld: str) -> float:
