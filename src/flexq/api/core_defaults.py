@@ -11,6 +11,7 @@ No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from flexq.api.jsoncopy import clone
@@ -451,3 +452,17 @@ def prepare_job(job: dict) -> None:
     _job_labels_from_template(job)
     if not job.get("status"):
         job["status"] = {}
+
+
+def kubelet_ids(node_name: str) -> dict[str, str]:
+    """The identifiers a kubelet reports in ``status.nodeInfo`` (``machineID`` from /etc/machine-id,
+    ``systemUUID`` from the firmware, ``bootID`` from the kernel), stable per node name. NodeSystemInfo
+    declares them required: the official clients refuse a Node without them (the Python client's
+    ``list_node`` fails to decode it)."""
+    digest = hashlib.sha256(node_name.encode()).hexdigest()
+    boot = hashlib.sha256(f"{node_name}/boot".encode()).hexdigest()
+
+    def as_uuid(h: str) -> str:
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+    return {"machineID": digest[:32], "systemUUID": as_uuid(digest[32:64]), "bootID": as_uuid(boot[:32])}

@@ -34,6 +34,7 @@ from flexq.http.common import (
 )
 from flexq.http.common import view as view_as
 from flexq.http.kube import apply as ssa
+from flexq.http.kube import fields
 from flexq.http.kube import table as tables
 from flexq.http.kube.paths import Target
 from flexq.http.kube.watch import DEFAULT_TIMEOUT, WatchRequest, log_stream, watch_stream
@@ -327,6 +328,7 @@ class KubeFace:
 
     async def list(self, request: Request, t: Target, info: KindInfo) -> Response:
         q = request.query_params
+        fsel = fields.checked(info, q.get("fieldSelector"))
 
         store = self.store()
 
@@ -334,7 +336,7 @@ class KubeFace:
             # the stored versions themselves (read-only, never changed in place) and the resourceVersion they
             # are at, read together under the store's lock
             return (
-                store.peek_list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector")),
+                store.peek_list(info.kind, t.namespace, q.get("labelSelector"), fsel),
                 store.resource_version,
             )
 
@@ -352,7 +354,7 @@ class KubeFace:
             rv,
             q.get("limit"),
             q.get("continue"),
-            selected=bool(q.get("labelSelector") or q.get("fieldSelector")),
+            selected=bool(q.get("labelSelector") or fsel),
         )
         api_version = info.api_version(t.version)
         views = [view_as(info, o, api_version) for o in objs]
@@ -374,7 +376,7 @@ class KubeFace:
         rv = q.get("resourceVersion")
         if rv not in (None, "") and not rv.isdigit():
             raise BadRequest(f'invalid resource version: "{rv}"')
-        fsel = q.get("fieldSelector")
+        fsel = fields.checked(info, q.get("fieldSelector"))
         if name:
             fsel = f"metadata.name={name}" + (f",{fsel}" if fsel else "")
         raw_timeout = q.get("timeoutSeconds")
@@ -597,10 +599,11 @@ class KubeFace:
     async def delete_collection(self, request: Request, t: Target, info: KindInfo) -> Response:
         opts = await self._delete_options(request)
         dry, q = self._dry_run(request, opts), request.query_params
+        fsel = fields.checked(info, q.get("fieldSelector"))
 
         def run() -> list[dict]:
             store = self.store()
-            objs = store.list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector"))
+            objs = store.list(info.kind, t.namespace, q.get("labelSelector"), fsel)
             for o in objs:
                 with contextlib.suppress(NotFound):
                     store.delete(

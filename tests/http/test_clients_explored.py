@@ -1,0 +1,132 @@
+"""Real kubectl and the official Python client off the tutorial's happy path, against one served twin with the
+tutorial's GKE cluster: what an ML platform engineer types while exploring, answered as a real API server
+answers it (field selectors checked per kind, the Event printer, Nodes the clients can decode, ...)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from flexq.cli.tutorial import create_cluster_request
+from tests.http.conftest import Served, tutorial_queue_yaml
+
+EVENT = {
+    "apiVersion": "v1",
+    "kind": "Event",
+    "metadata": {"name": "explore.1", "namespace": "default"},
+    "involvedObject": {"kind": "ConfigMap", "name": "explore", "namespace": "default", "fieldPath": "data"},
+    "reason": "Checked",
+    "message": "  looked at it  ",
+    "type": "Normal",
+    "source": {"component": "explorer", "host": "laptop"},
+    "firstTimestamp": "2026-01-01T00:00:00Z",
+    "lastTimestamp": "2026-01-01T00:00:00Z",
+    "count": 3,
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(served: Served) -> Served:
+    """The served twin with the tutorial's cluster (its default pool's nodes registered) and Kueue objects."""
+    path, body = create_cluster_request("explore")
+    served.twin.gke("POST", path, body)
+    deadline = time.monotonic() + 60
+    while len(served.twin.list("Node")) < 3:
+        assert time.monotonic() < deadline, "the default pool's nodes never registered"
+        time.sleep(0.2)
+    served.kubectl("apply", "-f", "-", input=tutorial_queue_yaml())
+    served.kubectl("apply", "-f", "-", input=json.dumps(EVENT))
+    return served
+
+
+@pytest.fixture(scope="module")
+def api(cluster: Served) -> client.ApiClient:
+    cfg = client.Configuration()
+    cfg.host = cluster.url
+    cfg.ssl_ca_cert = cluster.ca
+    cfg.api_key = {"authorization": f"Bearer {cluster.token}"}
+    return client.ApiClient(cfg)
+
+
+def test_python_client_decodes_nodes(cluster: Served, api: client.ApiClient) -> None:
+    # NodeSystemInfo's machineID, systemUUID and bootID are required: the client refused the whole list
+    nodes = client.CoreV1Api(api).list_node().items
+    assert len(nodes) == 3
+    info = nodes[0].status.node_info
+    assert len(info.machine_id) == 32 and info.system_uuid.count("-") == 4 and info.boot_id.count("-") == 4
+    assert info.kubelet_version.startswith("v1.34")
+
+
+def test_field_selectors_are_checked_per_kind(cluster: Served, api: client.ApiClient) -> None:
+    def refused(*args: str) -> str:
+        r = cluster.kubectl("get", *args, check=False)
+        assert r.returncode != 0, r.stdout
+        return r.stderr
+
+    assert "field label not supported: spec.foo" in refused("pods", "--field-selector", "spec.foo=bar")
+    assert '"data.x" is not a known field selector: only "metadata.name", "metadata.namespace"' in refused(
+        "configmaps", "--field-selector", "data.x=1"
+    )
+    # a cluster-scoped custom resource selects on its name only; a node has no namespace field either
+    assert "field label not supported: metadata.namespace" in refused(
+        "clusterqueues", "--field-selector", "metadata.namespace=x"
+    )
+    assert "field label not supported: metadata.namespace" in refused(
+        "nodes", "--field-selector", "metadata.namespace=x"
+    )
+    assert "field label not supported: spec.clusterQueue" in refused(
+        "localqueues", "--field-selector", "spec.clusterQueue=cluster-queue"
+    )
+    lq = cluster.kubectl("get", "lq", "--field-selector", "metadata.namespace=default", "-o", "name").stdout
+    assert lq.split() == ["localqueue.kueue.x-k8s.io/user-queue"]
+    with pytest.raises(ApiException) as exc:
+        client.CoreV1Api(api).list_namespaced_pod("default", field_selector="spec.nope=1")
+    assert exc.value.status == 400 and "field label not supported: spec.nope" in exc.value.body
+    # watches are checked the same way
+    r = cluster.kubectl("get", "pods", "-w", "--field-selector", "spec.foo=bar", check=False, timeout=10)
+    assert r.returncode != 0 and "field label not supported: spec.foo" in r.stderr
+
+    # spec.unschedulable is selected as "false" when the field is absent (schedulable nodes)
+    names = cluster.kubectl("get", "nodes", "-o", "name").stdout.split()
+    free = "--field-selector=spec.unschedulable=false"
+    assert cluster.kubectl("get", "nodes", free, "-o", "name").stdout.split() == names
+    cluster.kubectl("cordon", names[0].split("/")[1])
+    try:
+        assert cluster.kubectl("get", "nodes", free, "-o", "name").stdout.split() == names[1:]
+        cordoned = cluster.kubectl("get", "nodes", "--field-selector=spec.unschedulable!=false", "-o", "name")
+        assert cordoned.stdout.split() == names[:1]
+    finally:
+        cluster.kubectl("uncordon", names[0].split("/")[1])
+
+    # an Event's source is its component; reportingComponent and involvedObject.* select too
+    for sel in (
+        "source=explorer",
+        "involvedObject.name=explore,type=Normal",
+        "involvedObject.fieldPath=data",
+    ):
+        out = cluster.kubectl("get", "events", "--field-selector", sel, "-o", "name").stdout.split()
+        assert out == ["event/explore.1"], sel
+    assert cluster.kubectl("get", "events", "--field-selector", "source=other", "-o", "name").stdout == ""
+
+
+def test_events_print_like_the_api_server(cluster: Served) -> None:
+    # printEvent: no leading NAME column; Subobject, Source, First Seen, Count and Name only with -o wide
+    lines = cluster.kubectl("get", "events", "--field-selector", "reason=Checked").stdout.splitlines()
+    assert lines[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert lines[1].split()[1:] == ["Normal", "Checked", "configmap/explore", "looked", "at", "it"]
+    wide = cluster.kubectl("get", "events", "-o", "wide", "--field-selector", "reason=Checked").stdout
+    head, row = wide.splitlines()
+    assert head.split() == [
+        *("LAST", "SEEN", "TYPE", "REASON", "OBJECT", "SUBOBJECT", "SOURCE", "MESSAGE"),
+        *("FIRST", "SEEN", "COUNT", "NAME"),
+    ]
+    assert row.split()[1:] == [
+        *("Normal", "Checked", "configmap/explore", "data", "explorer,", "laptop", "looked", "at", "it"),
+        *(row.split()[-3], "3", "explore.1"),
+    ]
+    every = cluster.kubectl("get", "events", "-A", "--field-selector", "reason=Checked").stdout.splitlines()
+    assert every[0].split()[:3] == ["NAMESPACE", "LAST", "SEEN"] and every[1].split()[0] == "default"
