@@ -130,3 +130,96 @@ def test_events_print_like_the_api_server(cluster: Served) -> None:
     ]
     every = cluster.kubectl("get", "events", "-A", "--field-selector", "reason=Checked").stdout.splitlines()
     assert every[0].split()[:3] == ["NAMESPACE", "LAST", "SEEN"] and every[1].split()[0] == "default"
+
+
+def test_secrets_as_an_api_server_keeps_them(cluster: Served, api: client.ApiClient) -> None:
+    # kubectl create secret sends protobuf; get prints printSecret's columns; describe shows sizes only
+    cluster.kubectl("create", "secret", "generic", "hf-token", "--from-literal=token=abc123")
+    lines = cluster.kubectl("get", "secrets").stdout.splitlines()
+    assert lines[0].split() == ["NAME", "TYPE", "DATA", "AGE"] and lines[1].split()[:3] == [
+        "hf-token",
+        "Opaque",
+        "1",
+    ]
+    assert cluster.kubectl("get", "secret", "hf-token", "-o", "jsonpath={.data.token}").stdout == "YWJjMTIz"
+    assert "token:  6 bytes" in cluster.kubectl("describe", "secret", "hf-token").stdout
+    got = client.CoreV1Api(api).read_namespaced_secret("hf-token", "default")
+    assert got.type == "Opaque" and got.data == {"token": "YWJjMTIz"}
+    out = cluster.kubectl("get", "secrets", "--field-selector", "type=Opaque", "-o", "name").stdout.split()
+    assert out == ["secret/hf-token"]
+
+    # stringData is written into data (over a data key of the same name) and never stored itself
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "wandb"},
+        "data": {"key": "b2xk", "other": "eA=="},
+        "stringData": {"key": "s3cr3t"},
+    }
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    stored = json.loads(cluster.kubectl("get", "secret", "wandb", "-o", "json").stdout)
+    assert stored["data"] == {"key": "czNjcjN0", "other": "eA=="} and "stringData" not in stored
+    manifest["stringData"] = {"key": "new"}
+    assert "secret/wandb configured" in cluster.kubectl("apply", "-f", "-", input=json.dumps(manifest)).stdout
+
+    def refused(*args: str, input: str | None = None) -> str:
+        r = cluster.kubectl(*args, input=input, check=False)
+        assert r.returncode != 0, r.stdout
+        return r.stderr
+
+    tls = {**manifest, "metadata": {"name": "tls"}, "type": "kubernetes.io/tls", "data": {"tls.crt": "YQ=="}}
+    del tls["stringData"]
+    assert "data[tls.key]: Required value" in refused("create", "-f", "-", input=json.dumps(tls))
+    assert 'type: Invalid value: "example.com/other": field is immutable' in refused(
+        "patch", "secret", "wandb", "-p", '{"type": "example.com/other"}'
+    )
+    cluster.kubectl("patch", "secret", "wandb", "-p", '{"immutable": true}')
+    assert "data: Forbidden: field is immutable when `immutable` is set" in refused(
+        "patch", "secret", "wandb", "-p", '{"stringData": {"key": "x"}}'
+    )
+    assert "illegal base64 data" in refused(
+        "create", "-f", "-", input=json.dumps({**tls, "type": "Opaque", "data": {"k": "!!"}})
+    )
+
+
+APPLIED = """apiVersion: v1
+kind: ServiceAccount
+metadata: {name: trainer}
+secrets: [{name: s1}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reader}
+rules: [{apiGroups: [""], resources: [pods], verbs: [VERBS]}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: nginx}]}
+"""
+
+
+def test_apply_changes_every_built_in_kind(cluster: Served) -> None:
+    # client-side apply sends a strategic merge patch for every kind compiled into kubectl: the API server
+    # takes it for all built-ins (a Role or Deployment changed and re-applied was refused with a 415)
+    def apply(verbs: str, replicas: int, sa_secret: str = "s1") -> str:
+        doc = APPLIED.replace("VERBS", verbs).replace("REPLICAS", str(replicas)).replace("s1", sa_secret)
+        return cluster.kubectl("apply", "-f", "-", input=doc).stdout
+
+    assert apply("get", 1).count(" created") == 3
+    out = apply("get, list", 2, "s2")
+    for name in ("serviceaccount/trainer", "role.rbac.authorization.k8s.io/reader", "deployment.apps/web"):
+        assert f"{name} configured" in out, out
+    assert apply("get, list", 2, "s2").count(" unchanged") == 3
+    role = json.loads(cluster.kubectl("get", "role", "reader", "-o", "json").stdout)
+    assert role["rules"][0]["verbs"] == ["get", "list"]
+    assert cluster.kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.replicas}").stdout == "2"
+    # a ServiceAccount's secrets merge by name under a strategic merge patch
+    cluster.kubectl("patch", "sa", "trainer", "-p", '{"secrets": [{"name": "s3"}]}')
+    sa = json.loads(cluster.kubectl("get", "sa", "trainer", "-o", "json").stdout)
+    assert sorted(s["name"] for s in sa["secrets"]) == ["s2", "s3"]

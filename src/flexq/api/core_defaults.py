@@ -11,6 +11,7 @@ No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from typing import Any
 
@@ -263,6 +264,22 @@ def default_namespace(ns: dict) -> None:
         if not isinstance(labels, dict):
             labels = meta["labels"] = {}
         labels["kubernetes.io/metadata.name"] = meta["name"]
+
+
+def default_secret(secret: dict) -> None:
+    """``SetDefaults_Secret`` (``type: Opaque``) and what decoding a v1 Secret does with ``stringData``
+    (``Convert_v1_Secret_To_core_Secret``): each entry is written into ``data`` (base64 of its UTF-8),
+    over a ``data`` entry of the same key, and ``stringData`` itself is never stored."""
+    if not secret.get("type"):
+        secret["type"] = "Opaque"
+    string_data = secret.get("stringData")
+    if isinstance(string_data, dict) and all(isinstance(v, str) for v in string_data.values()):
+        data = secret.get("data")
+        if not isinstance(data, dict):
+            data = secret["data"] = {}
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(v.encode()).decode()
+        del secret["stringData"]
 
 
 def suspend_queued_job(new: dict, old: dict | None) -> dict:

@@ -368,6 +368,14 @@ BUILTIN: dict[str, tuple[list[tuple[Any, ...]], Callable[[dict, float], list[Any
             age(o["metadata"].get("creationTimestamp"), now),
         ],
     ),
+    "secrets": (
+        [("Type", "string"), ("Data", "string"), ("Age", "string")],
+        lambda o, now: [
+            o.get("type", ""),
+            len(o.get("data") or {}),
+            age(o["metadata"].get("creationTimestamp"), now),
+        ],
+    ),
     "services": (
         [
             ("Type", "string"),
