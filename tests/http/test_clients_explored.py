@@ -23,6 +23,7 @@ EVENT = {
     "message": "  looked at it  ",
     "type": "Normal",
     "source": {"component": "explorer", "host": "laptop"},
+    "reportingComponent": "explorer-ctl",
     "firstTimestamp": "2026-01-01T00:00:00Z",
     "lastTimestamp": "2026-01-01T00:00:00Z",
     "count": 3,

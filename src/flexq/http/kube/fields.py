@@ -8,9 +8,9 @@ An unknown field is a 400 with the API server's message: the built-in kinds' con
 not a known field selector: only "metadata.name", "metadata.namespace"``), and custom resources
 (``crConverter``) ``field label not supported: <field>`` for anything but ``metadata.name`` and, when
 namespaced, ``metadata.namespace``. Fields whose selectable value is not the stored one at that path are
-rewritten: ``spec.host`` is ``spec.nodeName``, an Event's ``source`` is ``source.component`` and
-``reportingComponent`` ``reportingController``, a Job's ``status.successful`` is ``status.succeeded``, and a
-boolean that defaults to false (``spec.unschedulable``, ``spec.hostNetwork``) matches ``false`` when absent.
+rewritten: ``spec.host`` is ``spec.nodeName``, an Event's ``source`` is ``source.component``, a Job's
+``status.successful`` is ``status.succeeded``, and a boolean that defaults to false (``spec.unschedulable``,
+``spec.hostNetwork``) matches ``false`` when absent.
 Must not import domain packages.
 """
 
@@ -65,7 +65,6 @@ _PATHS = {
     ("pods", "spec.host"): "spec.nodeName",
     ("pods", "status.podIPs"): "status.podIP",  # the joined list: one address on a single-stack cluster
     ("events", "source"): "source.component",
-    ("events", "reportingComponent"): "reportingController",
     ("jobs.batch", "status.successful"): "status.succeeded",
 }
 

@@ -168,7 +168,7 @@ def _event_cells(o: dict, now: float) -> list[Any]:
         count = series.get("count") or count
     kind = (inv.get("kind") or "").lower()
     src = o.get("source") or {}
-    component = src.get("component") or o.get("reportingController") or ""
+    component = src.get("component") or o.get("reportingComponent") or ""
     host = src.get("host") or o.get("reportingInstance") or ""
     return [
         age(last, now) if last else "<unknown>",
