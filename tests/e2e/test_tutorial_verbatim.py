@@ -1,15 +1,19 @@
 """Issue 6, acceptance 1: the tutorial's own commands, typed as published, with the real gcloud and kubectl,
 against `flexq up` with real Ray training. Job 1 lands on plan A, job 2 falls back to plan B (DWS) with a
-ProvisioningRequest, both train ("Training Complete!", "Job '…' succeeded"), and deleting the cluster leaves
-nothing running."""
+ProvisioningRequest, both train side by side on real Ray ("Training Complete!", "Job '…' succeeded", four
+Ray Train workers on the emulated slice's four hosts), their RayClusters and Ray processes are gone when they
+finish, and deleting the cluster leaves nothing running."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from importlib.metadata import version
@@ -135,9 +139,33 @@ def test_the_tutorial_typed_verbatim(up: tuple[Path, dict[str, str]]) -> None:
         assert rj["status"]["jobStatus"] == "SUCCEEDED"
         log = sh(f'eval "$(flexq env)"; kubectl logs job/rayjob-tpu-v6e-dws-{i}', work, env)
         assert "Training Complete!" in log
-        assert f"Job 'rayjob-tpu-v6e-dws-{i}-" in log and "' succeeded" in log
+        assert re.search(rf"Job 'rayjob-tpu-v6e-dws-{i}-[bcdfghjklmnpqrstvwxz2456789]{{5}}' succeeded", log)
+        assert rj["status"]["jobId"] in log
+        assert "substituted: using installed pandas" in log  # the runtime env policy, visible
+        assert "extra [tpu] dropped" in log
+        assert "\x1b[" not in log  # plain text, like the tutorial's log
+        assert "world_rank=3" in log  # the 4 emulated v6e hosts are real Ray nodes: 4 workers took the slice
 
     daemon = psutil.Process(int((Path(env["FLEXQ_HOME"]) / "pid").read_text().split()[0]))
+    # shutdownAfterJobFinishes: both RayClusters and every Ray process are gone; the submitter Jobs stay.
+    deadline = time.monotonic() + 120
+    while kubectl_json("get rayclusters", work, env)["items"] and time.monotonic() < deadline:
+        time.sleep(2)
+    assert kubectl_json("get rayclusters", work, env)["items"] == []
+    assert len(kubectl_json("get jobs", work, env)["items"]) == 2
+
+    def ray_procs() -> list[str]:
+        out = []
+        for p in daemon.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if "ray" in " ".join(p.cmdline()):
+                    out.append(" ".join(p.cmdline())[:120])
+        return out
+
+    deadline = time.monotonic() + 60
+    while ray_procs() and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not ray_procs(), ray_procs()
     sh(f"bash {HERE / 'cleanup.sh'}", work, env, timeout=300)
     listed = sh('eval "$(flexq env)"; gcloud container clusters list --format="value(name)"', work, env)
     assert listed.strip() == ""

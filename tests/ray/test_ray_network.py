@@ -1,6 +1,9 @@
 """Issue 17, acceptance 1: while the tutorial's RayJob trains on real Ray, every process of the twin's process tree
 listens on loopback only, and Ray's servers refuse a request without the cluster's token.
 
+The same run also checks Kueue's eviction of a training job (every Ray process stops within seconds, the resumed
+job trains on a fresh cluster to the end).
+
 Listeners are sampled (psutil) about once a second from the moment the RayJob is applied until it ends, over
 the test process's whole process tree plus every process carrying the executor's owner marker, so servers
 that live only while training runs (Ray Train's workers, JAX's distributed coordinator) are seen too.
@@ -19,7 +22,7 @@ import psutil
 import pytest
 
 from flexq.kuberay import localproc
-from flexq.testing.live_twin import describe, ray_executor, rayjob, status, tutorial_live_twin
+from flexq.testing.live_twin import describe, ray_executor, rayjob, status, tutorial_live_twin, wait_until
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -100,6 +103,38 @@ def _raylet_load(address: str, token: str | None):
         return grpc.StatusCode.OK
 
 
+def _set_active(twin, active: bool) -> None:
+    wl = twin.list("Workload", "default")[0]
+    twin.patch("Workload", wl["metadata"]["name"], {"spec": {"active": active}}, "default")
+
+
+def _evict_and_resume(twin, ex, first_cluster: str) -> None:
+    """Issue 5: Kueue's eviction (here: the workload deactivated, so Kueue sets the RayJob's spec.suspend=true)
+    stops every Ray process within seconds, and resuming starts a fresh Ray cluster that trains again (one real
+    Ray cluster serves both this check and the network one: each start costs a minute on 2 cores)."""
+    name = "rayjob-tpu-v6e-dws-1"
+    t0 = time.monotonic()
+    _set_active(twin, False)
+    wait_until(
+        lambda: not localproc.owned_pids(ex._token + ":"),
+        60,
+        "Ray processes to stop",
+        step=0.2,
+        detail=lambda: describe(twin),
+    )
+    print(f"\neviction -> every Ray process gone in {time.monotonic() - t0:.1f} s")
+    wait_until(lambda: status(twin, name).get("jobDeploymentStatus") == "Suspended", 60, "Suspended")
+    assert twin.get("RayJob", name, "default")["spec"]["suspend"] is True
+    _set_active(twin, True)
+    wait_until(
+        lambda: status(twin, name).get("jobStatus") == "RUNNING",
+        1200,
+        "the job to run again",
+        detail=lambda: describe(twin),
+    )
+    assert status(twin, name)["rayClusterName"] != first_cluster
+
+
 def test_every_listener_is_loopback_and_ray_asks_for_its_token_while_the_tutorial_job_trains(tmp_path):
     twin = tutorial_live_twin(tmp_path)
     ex = ray_executor(twin)
@@ -142,6 +177,8 @@ def test_every_listener_is_loopback_and_ray_asks_for_its_token_while_the_tutoria
                 assert [_raylet_load(f"{a}:{p}", None).name for a, p in raylets] == ["UNAUTHENTICATED"] * 5
                 assert _raylet_load(f"{raylets[0][0]}:{raylets[0][1]}", token).name == "OK"
                 checked = True
+                seen.update(_listeners(ex))
+                _evict_and_resume(twin, ex, cluster)
             time.sleep(1.0)
         st = status(twin, "rayjob-tpu-v6e-dws-1")
         log = twin.logs("job/rayjob-tpu-v6e-dws-1")
