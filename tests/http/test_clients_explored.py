@@ -224,3 +224,13 @@ def test_apply_changes_every_built_in_kind(cluster: Served) -> None:
     cluster.kubectl("patch", "sa", "trainer", "-p", '{"secrets": [{"name": "s3"}]}')
     sa = json.loads(cluster.kubectl("get", "sa", "trainer", "-o", "json").stdout)
     assert sorted(s["name"] for s in sa["secrets"]) == ["s2", "s3"]
+
+
+def test_describe_node_shows_its_lease(cluster: Served) -> None:
+    node = cluster.kubectl("get", "nodes", "-o", "name").stdout.split()[0].split("/")[1]
+    out = cluster.kubectl("describe", "node", node).stdout
+    assert "Failed to get lease" not in out
+    assert f"HolderIdentity:  {node}" in out
+    leases = cluster.kubectl("get", "leases", "-A").stdout.splitlines()
+    assert leases[0].split() == ["NAMESPACE", "NAME", "HOLDER", "AGE"]
+    assert sum(1 for ln in leases[1:] if ln.split()[0] == "kube-node-lease") == 3

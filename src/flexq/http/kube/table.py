@@ -376,6 +376,13 @@ BUILTIN: dict[str, tuple[list[tuple[Any, ...]], Callable[[dict, float], list[Any
             age(o["metadata"].get("creationTimestamp"), now),
         ],
     ),
+    "leases.coordination.k8s.io": (
+        [("Holder", "string"), ("Age", "string")],
+        lambda o, now: [
+            (o.get("spec") or {}).get("holderIdentity") or "",
+            age(o["metadata"].get("creationTimestamp"), now),
+        ],
+    ),
     "services": (
         [
             ("Type", "string"),
