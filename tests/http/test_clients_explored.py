@@ -5,6 +5,7 @@ answers it (field selectors checked per kind, the Event printer, Nodes the clien
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -234,3 +235,39 @@ def test_describe_node_shows_its_lease(cluster: Served) -> None:
     leases = cluster.kubectl("get", "leases", "-A").stdout.splitlines()
     assert leases[0].split() == ["NAMESPACE", "NAME", "HOLDER", "AGE"]
     assert sum(1 for ln in leases[1:] if ln.split()[0] == "kube-node-lease") == 3
+
+
+def test_logs_with_timestamps_since_and_bad_options(cluster: Served) -> None:
+    cluster.kubectl("run", "logger", "--image=busybox", "--restart=Never")
+    deadline = time.monotonic() + 30
+    while not cluster.kubectl("logs", "logger", check=False).stdout:
+        assert time.monotonic() < deadline, "the pod never logged"
+        time.sleep(0.2)
+    plain = cluster.kubectl("logs", "logger").stdout.splitlines()
+    stamped = cluster.kubectl("logs", "logger", "--timestamps").stdout.splitlines()
+    assert len(stamped) >= len(plain) >= 1
+    # the kubelet's format: RFC 3339 with nine fractional digits, then a space and the line
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", stamped[0].split(" ", 1)[0])
+    assert stamped[0].split(" ", 1)[1] == plain[0]
+    # the same line keeps the time it was written
+    assert cluster.kubectl("logs", "logger", "--timestamps").stdout.splitlines()[0] == stamped[0]
+    assert cluster.kubectl("logs", "logger", "--since=1h").stdout.splitlines()[: len(plain)] == plain
+    assert (
+        cluster.kubectl("logs", "logger", "--since-time=2000-01-01T00:00:00Z").stdout.splitlines()[0]
+        == plain[0]
+    )
+    assert cluster.kubectl("logs", "logger", "--since-time=2999-01-01T00:00:00Z").stdout == ""
+    assert cluster.kubectl("logs", "logger", "--tail=1", "--timestamps").stdout.count("\n") == 1
+
+    def refused(query: str) -> str:
+        r = cluster.http("GET", f"/api/v1/namespaces/default/pods/logger/log?{query}")
+        assert r.status_code == 422, (query, r.status_code, r.text)
+        return r.json()["message"]
+
+    assert refused("sinceSeconds=0") == (
+        'PodLogOptions "logger" is invalid: sinceSeconds: Invalid value: 0: must be greater than 0'
+    )
+    assert "tailLines: Invalid value: -3: must be greater than or equal to 0" in refused("tailLines=-3")
+    assert "at most one of `sinceTime` or `sinceSeconds` may be specified" in refused(
+        "sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z"
+    )
