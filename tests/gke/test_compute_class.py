@@ -51,6 +51,10 @@ def class_twin(rule: dict[str, Any] | None = None) -> Twin:
     req = fixture("create-cluster")
     t.gke("POST", req["path"], req["body"])
     t.advance(30)
+    # every event of the run, kept here: the API server's event TTL (1 h) removes them from the cluster
+    seen: dict[str, dict[str, Any]] = {}
+    t.store.watch(lambda ev: seen.__setitem__(ev.object["metadata"]["name"], ev.object), ["events"])
+    EVENTS[id(t)] = seen
     for name, spot in (("on-demand-pool", False), ("spot-pool", True)):
         req = _pool_body(name, spot)
         t.gke("POST", req["path"], req["body"])
@@ -99,8 +103,16 @@ def _pool_of_pods(t: Twin) -> dict[str, str]:
     }
 
 
+EVENTS: dict[int, dict[str, dict[str, Any]]] = {}
+
+
 def _events(t: Twin, reason: str) -> list[dict[str, Any]]:
-    return [e for e in t.list("Event", "default") if e.get("reason") == reason]
+    """Every event with ``reason`` written during the run (expired ones too)."""
+    return [
+        e
+        for e in EVENTS[id(t)].values()
+        if e.get("reason") == reason and e["metadata"]["namespace"] == "default"
+    ]
 
 
 def _submit(t: Twin, n: int = 4) -> None:

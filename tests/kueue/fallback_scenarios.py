@@ -163,11 +163,14 @@ class Run:
     t0: float
     jobs: dict[str, JobReport]
 
+    seen_events: dict[str, dict[str, Any]] = field(default_factory=dict)  # every event of the run, by name
+
     def events(self, reason: str | None = None) -> list[tuple[str, str, str]]:
+        """Every event of the run in namespace default (expired ones too), by name as the API lists them."""
         return [
             (e["involvedObject"]["name"], e["reason"], e["message"])
-            for e in self.twin.list("Event", "default")
-            if reason is None or e["reason"] == reason
+            for _, e in sorted(self.seen_events.items())
+            if e["metadata"].get("namespace") == "default" and (reason is None or e["reason"] == reason)
         ]
 
 
@@ -245,6 +248,11 @@ def run(
         running[name] = active
 
     sub = t.store.watch(on_rayjob, ["RayJob"])
+    # every event of the run, kept here: the API server's event TTL (1 h) removes them from the cluster
+    seen_events: dict[str, dict[str, Any]] = {}
+    ev_sub = t.store.watch(
+        lambda ev: seen_events.__setitem__(ev.object["metadata"]["name"], ev.object), ["events"]
+    )
     for j in range(1, jobs + 1):
         name = f"rayjob-tpu-v6e-dws-{j}"
         reports[name] = JobReport(name)
@@ -269,6 +277,7 @@ def run(
         if done:
             break
     sub.cancel()
+    ev_sub.cancel()
     bill = t.billing()
     for name, rep in reports.items():
         rep.cost = round(float((bill.get("jobs") or {}).get(f"RayJob/default/{name}", 0.0)), 2)
@@ -292,7 +301,7 @@ def run(
                     for c in (v.get("status") or {}).get("admissionChecks") or []
                 ],
             }
-    return Run(t, t0, reports)
+    return Run(t, t0, reports, seen_events)
 
 
 def table(r: Run) -> str:

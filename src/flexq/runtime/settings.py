@@ -56,6 +56,8 @@ class TwinSettings:
     check_readonly: bool = (
         False  # a test setting: every store fails loudly when a stored object is changed in place
     )
+    # kube-apiserver's --event-ttl: an Event goes this long after its last write (0: kept forever)
+    event_ttl_seconds: float = 3600.0
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | TwinSettings | None) -> TwinSettings:
@@ -67,6 +69,18 @@ class TwinSettings:
         for key in ("ray_dir", "ray_token_file"):
             if given.get(key) is not None:
                 given[key] = str(given[key])
+        if "event_ttl_seconds" in given:
+            ttl = given["event_ttl_seconds"]
+            if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 <= ttl < float("inf"):
+                raise Invalid(
+                    f"event_ttl_seconds: Invalid value: {ttl!r}: must be a number of seconds, 0 or more",
+                    causes=[
+                        Cause(
+                            "event_ttl_seconds", "FieldValueInvalid", "must be a number of seconds, 0 or more"
+                        )
+                    ],
+                )
+            given["event_ttl_seconds"] = float(ttl)
         return cls(**given)
 
 
