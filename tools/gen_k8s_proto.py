@@ -41,6 +41,7 @@ ROOTS = {
     ("v1", "Pod"): "k8s.io.api.core.v1.Pod",
     ("v1", "Service"): "k8s.io.api.core.v1.Service",
     ("v1", "ConfigMap"): "k8s.io.api.core.v1.ConfigMap",
+    ("v1", "Secret"): "k8s.io.api.core.v1.Secret",
     ("v1", "Namespace"): "k8s.io.api.core.v1.Namespace",
     ("v1", "Node"): "k8s.io.api.core.v1.Node",
     ("v1", "Event"): "k8s.io.api.core.v1.Event",

@@ -187,7 +187,7 @@ class TwinCore:
             rngs=self.rngs,
             cluster=name,
             project=self.project,
-            logs=PodLogs(self.home / "logs" / name if self.home else None),
+            logs=PodLogs(self.home / "logs" / name if self.home else None, clock=self.loop.clock.now),
             executors=self._executors(name),
             settings=self.settings,
             cluster_settings=settings,

@@ -384,3 +384,48 @@ def test_indexes_follow_writes_that_keep_or_change_labels_owners_and_indexed_fie
     store.delete("Pod", "p")
     assert names(label_selector="app=b") == [] and names(index=("spec.nodeName", "n1")) == []
     assert names(owner_uid=owner["metadata"]["uid"]) == []
+
+
+def _fresh() -> Store:
+    from random import Random
+
+    return Store(default_registry(), VirtualClock(), rng=Random(7), namespaces=["default"])
+
+
+def test_an_objects_identity_does_not_depend_on_what_was_created_before_it() -> None:
+    """uids and generated names are keyed hashes of what is created and when, so one more object created
+    earlier (an Event, a Lease, a variant's extra Workload) leaves every other object's identity as it was."""
+    a, b = _fresh(), _fresh()
+    b.create(cm("extra"))
+    b.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "x-"}})
+    for s in (a, b):
+        s.clock.set(s.clock.now() + 5)
+    ua = a.create(cm("same"))["metadata"]["uid"]
+    ub = b.create(cm("same"))["metadata"]["uid"]
+    assert ua == ub
+    ga = a.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "y-"}})
+    gb = b.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "y-"}})
+    assert ga["metadata"]["name"] == gb["metadata"]["name"]
+    # the same name re-created, in the same instant or later, never gets a uid it had before
+    a.delete("ConfigMap", "same", "default")
+    again = a.create(cm("same"))["metadata"]["uid"]
+    a.delete("ConfigMap", "same", "default")
+    a.clock.set(a.clock.now() + 1)
+    later = a.create(cm("same"))["metadata"]["uid"]
+    assert len({ua, again, later}) == 3
+    # another seed (or another boot of the same state: the journal re-seeds the stream) gives other uids
+    from random import Random
+
+    c = Store(default_registry(), VirtualClock(), rng=Random(8), namespaces=["default"])
+    c.clock.set(c.clock.now() + 5)
+    assert c.create(cm("same"))["metadata"]["uid"] != ua
+
+
+def test_generated_names_in_one_instant_are_distinct(store: Store) -> None:
+    names = {
+        store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "g-"}})[
+            "metadata"
+        ]["name"]
+        for _ in range(200)
+    }
+    assert len(names) == 200 and all(n.startswith("g-") and len(n) == 7 for n in names)

@@ -162,7 +162,7 @@ def test_malformed_bodies_are_400() -> None:
     with pytest.raises(BadRequest):
         protobuf.decode(protobuf.MAGIC + b"\x0f")
     with pytest.raises(UnsupportedMediaType):
-        protobuf.decode(_pb_body("v1", "Secret", b""))
+        protobuf.decode(_pb_body("v1", "LimitRange", b""))
 
 
 # --- real kubectl: protobuf (the generator) vs JSON (--dry-run=client -o json | kubectl create -f -) ---

@@ -64,7 +64,9 @@ def test_tutorial_rayjob_runs_through_kuberay_states(cluster: Twin):
     assert len(pods) == 5 and len(workers) == 4
     assert sorted(p["spec"]["nodeName"] for p in workers) == [f"gke-on-demand-pool-{i}" for i in range(4)]
     assert twin.get("RayCluster", cname, "default")["status"]["state"] == "ready"
-    assert twin.get("RayCluster", cname, "default")["status"]["desiredTPU"] == "16"
+    status = twin.get("RayCluster", cname, "default")["status"]
+    # KubeRay sums Quantities: the head's 4Gi and four workers' 16Gi print as 68Gi (kubectl's MEMORY column)
+    assert (status["desiredTPU"], status["desiredMemory"], status["desiredCPU"]) == ("16", "68Gi", "34")
     job = twin.get("Job", "rayjob-tpu-v6e-dws-1", "default")
     assert job["metadata"]["ownerReferences"][0]["kind"] == "RayJob"
     st = _st(twin, "rayjob-tpu-v6e-dws-1")

@@ -142,7 +142,7 @@ def write(path: Path, text: str) -> Path:
         ),
         (
             '{"submit": 0, "queue": "q", "podsets": [{"name": "m", "count": 0}]}\n',
-            "count must be at least 1",
+            "must be at least 1, got 0",
             "trace.jsonl:1 (podsets[0].count)",
         ),
     ],

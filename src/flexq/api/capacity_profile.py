@@ -27,6 +27,7 @@ Must not import anything from flexq outside ``flexq.api``.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -89,17 +90,23 @@ def parse_duration(value: str | int | float) -> float:
     if isinstance(value, bool):
         raise ValueError("a duration must be a number of seconds or a string like '90s', '2h' or '3d'")
     if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ValueError(f"a duration must be a finite number of seconds, got {value}")
         if value < 0:
             raise ValueError(f"a duration must not be negative: {value}")
         return float(value)
     text = str(value).strip()
     if re.fullmatch(r"\d+(?:\.\d+)?", text):
-        return float(text)
-    if not _DURATION.match(text):
+        seconds = float(text)
+    elif not _DURATION.match(text):
         raise ValueError(
             f"invalid duration {value!r}: use a number of seconds or '90s', '30m', '2h', '3d', '1h30m'"
         )
-    return float(sum(float(n) * _UNITS[u] for n, u in _PART.findall(text)))
+    else:
+        seconds = float(sum(float(n) * _UNITS[u] for n, u in _PART.findall(text)))
+    if not math.isfinite(seconds):
+        raise ValueError(f"invalid duration {text[:40]!r}: too large")
+    return seconds
 
 
 def parse_time(value: str | int | float, origin: float) -> float:
@@ -178,7 +185,7 @@ class Normal(TwinModel):
 
 class LogNormal(TwinModel):
     median: Duration
-    sigma: float = Field(ge=0)
+    sigma: float = Field(ge=0, le=100, allow_inf_nan=False)
 
 
 class Delay(TwinModel):

@@ -1,4 +1,5 @@
-"""core/v1 and batch/v1 kinds: Namespace, Node, Pod, PodTemplate, ConfigMap, Service, ServiceAccount, Event, Job.
+"""core/v1 and batch/v1 kinds: Namespace, Node, Pod, PodTemplate, ConfigMap, Secret, Service, ServiceAccount, Event,
+Job.
 
 Only the fields the twin reads are modelled field by field (with the API server's validation); the rest
 of each spec is kept as sent (``Loose``).
@@ -39,6 +40,7 @@ from flexq.api.core_defaults import (
     default_namespace,
     default_pod,
     default_pod_template,
+    default_secret,
     default_service,
     keep_namespace_spec,
     prepare_job,
@@ -48,6 +50,7 @@ from flexq.api.core_defaults import (
     suspend_queued_job,
 )
 from flexq.api.registry import KindInfo, PrinterColumn
+from flexq.errors import Cause
 
 # -- pods ---------------------------------------------------------------------------------------
 
@@ -235,6 +238,32 @@ class Namespace(ObjectBase):
 MAX_CONFIG_SIZE = 1024 * 1024  # core.MaxSecretSize, the limit of a ConfigMap's (and a Secret's) data
 
 
+def _keys_and_base64(v: dict[str, str] | None) -> dict[str, str] | None:
+    """The keys of a ``map[string][]byte`` (ConfigMap ``binaryData``, Secret ``data``) and their base64."""
+    import base64
+    import binascii
+    import json
+    import re
+
+    for k, val in (v or {}).items():
+        if not re.match(r"^[-._a-zA-Z0-9]+$", k) or len(k) > 253:
+            raise field_error(
+                f"[{k}]",
+                "a valid config key must consist of alphanumeric characters, '-', "
+                "'_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
+                "validation is '[-._a-zA-Z0-9]+')",
+            )
+        try:
+            base64.b64decode(val, validate=True)
+        except (binascii.Error, ValueError):
+            raise field_error(
+                f"[{k}]",
+                f"Invalid value: {json.dumps(val[:40])}: illegal base64 data: the "
+                "value must be standard base64 (a []byte field)",
+            ) from None
+    return v
+
+
 class ConfigMap(ObjectBase):
     data: dict[str, str] | None = None
     binary_data: dict[str, str] | None = None
@@ -258,28 +287,7 @@ class ConfigMap(ObjectBase):
     @field_validator("binary_data")
     @classmethod
     def _base64(cls, v: dict[str, str] | None) -> dict[str, str] | None:
-        import base64
-        import binascii
-        import json
-        import re
-
-        for k, val in (v or {}).items():
-            if not re.match(r"^[-._a-zA-Z0-9]+$", k) or len(k) > 253:
-                raise field_error(
-                    f"[{k}]",
-                    "a valid config key must consist of alphanumeric characters, '-', "
-                    "'_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
-                    "validation is '[-._a-zA-Z0-9]+')",
-                )
-            try:
-                base64.b64decode(val, validate=True)
-            except (binascii.Error, ValueError):
-                raise field_error(
-                    f"[{k}]",
-                    f"Invalid value: {json.dumps(val[:40])}: illegal base64 data: the "
-                    "value must be standard base64 (a []byte field)",
-                ) from None
-        return v
+        return _keys_and_base64(v)
 
     @model_validator(mode="after")
     def _size(self) -> ConfigMap:
@@ -348,6 +356,96 @@ class Event(ObjectBase):
 
 class LocalObjectReference(Loose):
     name: str | None = None
+
+
+# the keys ValidateSecret requires per built-in Secret type (core/v1 types.go: SecretType*)
+_SECRET_KEYS = {
+    "kubernetes.io/dockercfg": (".dockercfg",),
+    "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
+    "kubernetes.io/ssh-auth": ("ssh-privatekey",),
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+}
+
+
+class Secret(ObjectBase):
+    """A core/v1 Secret: ``data`` values are base64 (``[]byte``); ``stringData`` is merged into ``data`` when
+    decoded (``default_secret``); keys, size and the keys its ``type`` requires are checked as
+    ``ValidateSecret`` checks them."""
+
+    data: dict[str, str] | None = None
+    string_data: dict[str, str] | None = None
+    type: str | None = None
+    immutable: bool | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        return _defaulted(data, default_secret)
+
+    @field_validator("data")
+    @classmethod
+    def _data(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        return _keys_and_base64(v)
+
+    @model_validator(mode="after")
+    def _valid(self) -> Secret:
+        import base64
+
+        data = self.data or {}
+        total = sum(len(v) * 3 // 4 for v in data.values())
+        if total > MAX_CONFIG_SIZE:
+            raise field_error(
+                "data", f"Too long: must have at most {MAX_CONFIG_SIZE} bytes", "FieldValueTooLong"
+            )
+        for key in _SECRET_KEYS.get(self.type or "", ()):
+            if key not in data:
+                raise field_error(f"data[{key}]", "Required value", "FieldValueRequired")
+        if self.type == "kubernetes.io/basic-auth" and not ({"username", "password"} & set(data)):
+            raise field_error("data[username]", "Required value", "FieldValueRequired")
+        if self.type == "kubernetes.io/service-account-token":
+            ann = (self.metadata.annotations or {}) if self.metadata else {}
+            if not ann.get("kubernetes.io/service-account.name"):
+                raise field_error(
+                    "metadata.annotations[kubernetes.io/service-account.name]",
+                    "Required value",
+                    "FieldValueRequired",
+                )
+        if self.type == "kubernetes.io/dockerconfigjson" and ".dockerconfigjson" in data:
+            import json
+
+            try:
+                json.loads(base64.b64decode(data[".dockerconfigjson"]))
+            except ValueError as e:
+                raise field_error(
+                    "data[.dockerconfigjson]", f'Invalid value: "<secret contents redacted>": {e}'
+                ) from None
+        return self
+
+
+def validate_secret(new: dict, old: dict | None) -> list[Cause]:
+    """ValidateSecretUpdate: ``type`` is immutable, and so are ``data`` and ``immutable`` once ``immutable``
+    is true."""
+    if old is None:
+        return []
+    causes: list[Cause] = []
+    if new.get("type") != old.get("type"):
+        causes.append(
+            Cause("type", "FieldValueInvalid", f'Invalid value: "{new.get("type")}": field is immutable')
+        )
+    if old.get("immutable") is True:
+        if new.get("immutable") is not True:
+            causes.append(
+                Cause(
+                    "immutable",
+                    "FieldValueForbidden",
+                    "Forbidden: field is immutable when `immutable` is set",
+                )
+            )
+        if new.get("data") != old.get("data"):
+            causes.append(
+                Cause("data", "FieldValueForbidden", "Forbidden: field is immutable when `immutable` is set")
+            )
+    return causes
 
 
 class ServiceAccount(ObjectBase):
@@ -438,6 +536,15 @@ KINDS = [
         generation=False,
         short_names=("cm",),
         status_subresource=False,
+    ),
+    KindInfo(
+        "",
+        "Secret",
+        "secrets",
+        {"v1": Secret},
+        generation=False,
+        status_subresource=False,
+        validate=validate_secret,
     ),
     KindInfo(
         "",

@@ -11,6 +11,8 @@ No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 
 from flexq.api.jsoncopy import clone
@@ -264,6 +266,22 @@ def default_namespace(ns: dict) -> None:
         labels["kubernetes.io/metadata.name"] = meta["name"]
 
 
+def default_secret(secret: dict) -> None:
+    """``SetDefaults_Secret`` (``type: Opaque``) and what decoding a v1 Secret does with ``stringData``
+    (``Convert_v1_Secret_To_core_Secret``): each entry is written into ``data`` (base64 of its UTF-8),
+    over a ``data`` entry of the same key, and ``stringData`` itself is never stored."""
+    if not secret.get("type"):
+        secret["type"] = "Opaque"
+    string_data = secret.get("stringData")
+    if isinstance(string_data, dict) and all(isinstance(v, str) for v in string_data.values()):
+        data = secret.get("data")
+        if not isinstance(data, dict):
+            data = secret["data"] = {}
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(v.encode()).decode()
+        del secret["stringData"]
+
+
 def suspend_queued_job(new: dict, old: dict | None) -> dict:
     """Kueue's mutating webhook for batch/v1 Jobs: one with ``kueue.x-k8s.io/queue-name`` is created suspended."""
     labels = (new.get("metadata") or {}).get("labels") or {}
@@ -452,3 +470,17 @@ def prepare_job(job: dict) -> None:
     _job_labels_from_template(job)
     if not job.get("status"):
         job["status"] = {}
+
+
+def kubelet_ids(node_name: str) -> dict[str, str]:
+    """The identifiers a kubelet reports in ``status.nodeInfo`` (``machineID`` from /etc/machine-id,
+    ``systemUUID`` from the firmware, ``bootID`` from the kernel), stable per node name. NodeSystemInfo
+    declares them required: the official clients refuse a Node without them (the Python client's
+    ``list_node`` fails to decode it)."""
+    digest = hashlib.sha256(node_name.encode()).hexdigest()
+    boot = hashlib.sha256(f"{node_name}/boot".encode()).hexdigest()
+
+    def as_uuid(h: str) -> str:
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+    return {"machineID": digest[:32], "systemUUID": as_uuid(digest[32:64]), "bootID": as_uuid(boot[:32])}

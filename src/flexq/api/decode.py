@@ -36,9 +36,12 @@ class _Loader(_Base):
 
     def construct_mapping(self, node: Any, deep: bool = False) -> dict:
         if isinstance(node, yaml.MappingNode):
-            self.flatten_mapping(node)
+            # only the keys written in this map: a key merged in with `<<: *anchor` and given again here is
+            # an override (YAML's merge key), not a duplicate
             seen: set[Any] = set()
             for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
                 key = self.construct_object(key_node, deep=True)
                 try:
                     dup = key in seen

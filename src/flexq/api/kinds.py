@@ -5,7 +5,7 @@ Explicit list, no import-time registration side effects (style rule 6).
 
 from __future__ import annotations
 
-from flexq.api import apps, autoscaling, capacity_profile, computeclass, core, kueue, ray, rbac
+from flexq.api import apps, autoscaling, capacity_profile, computeclass, coordination, core, kueue, ray, rbac
 from flexq.api.registry import Registry
 
 
@@ -21,6 +21,7 @@ def default_registry() -> Registry:
             *computeclass.KINDS,
             *rbac.KINDS,
             *apps.KINDS,
+            *coordination.KINDS,
         ]
     )
 

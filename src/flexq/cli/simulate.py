@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -117,7 +118,7 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
     for name, d in docs.items():
         a = d["aggregate"]
         t.add_row(
-            name,
+            escape(name),
             str(a["replicas"]),
             _ci(a.get("succeeded"), num),
             _ci(a.get("failed"), num),
@@ -132,7 +133,7 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
     tables.append(t)
     for name, d in docs.items():
         s = d["replicas"][0]
-        w = Table(title=f"{name} — replica 0 (seed {s['seed']})", title_justify="left")
+        w = Table(title=f"{escape(name)} — replica 0 (seed {s['seed']})", title_justify="left")
         for col in ("group", "jobs", "wait→admission mean", "p50", "p95", "max", "wait→start mean", "p95 "):
             # the group names a row ("class small", "queue team-a"): never split over lines on a narrow console
             w.add_column(col, justify="left" if col == "group" else "right", no_wrap=col == "group")
@@ -144,7 +145,7 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
             for g, st in groups.items():
                 ss = s["waitToStart"][key].get(g, {})
                 w.add_row(
-                    f"{label} {g}",
+                    escape(f"{label} {g}"),
                     str(st["count"]),
                     _dur(st.get("mean")),
                     _dur(st.get("p50")),
@@ -156,7 +157,7 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
         classes = {k: v for k, v in s["timeToAdmissionByClass"].items() if k != "(none)"}
         for g, st in classes.items():
             w.add_row(
-                f"class {g}",
+                escape(f"class {g}"),
                 str(st["count"]),
                 _dur(st.get("mean")),
                 _dur(st.get("p50")),
@@ -198,6 +199,24 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
     return tables
 
 
+def _error(err_console: Console, exc: Any) -> None:
+    """One line on stderr, printed as is (a file name or value with ``[brackets]`` is not rich markup)."""
+    err_console.print("[red]error:[/] ", end="")
+    err_console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+
+
+def _check_out(out: Path) -> None:
+    """The output directory can be made (or is one) before anything is simulated."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            f"cannot make the output directory {out}: {getattr(exc, 'strerror', None) or exc}", field="--out"
+        ) from None
+    if not out.is_dir():
+        raise InputError(f"{out} is not a directory", field="--out")
+
+
 def run(args: argparse.Namespace, console: Console, err_console: Console) -> int:
     from flexq.clock import WallClock
     from flexq.simulate import simulate
@@ -214,23 +233,23 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
             scale=args.scale,
         )
         if args.until is not None:
-            from flexq.api.capacity_profile import parse_duration
+            from flexq.simulate.traffic import seconds
 
-            try:
-                study.submit_until = parse_duration(args.until)
-            except ValueError as exc:
-                raise InputError(str(exc), field="--until") from None
+            study.submit_until = seconds(args.until, "", None, "--until")
+        study_path = Path(args.study)
+        out = (
+            Path(args.out)
+            if args.out
+            else (study_path if study_path.is_dir() else study_path.parent) / "results"
+        )
+        _check_out(out)
     except InputError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
+        _error(err_console, exc)
         return 2
-    study_path = Path(args.study)
-    out = (
-        Path(args.out) if args.out else (study_path if study_path.is_dir() else study_path.parent) / "results"
-    )
     runs = len(study.variants) * study.replicas
     console.print(
-        f"[bold]flexq simulate[/] {study.name}: {len(study.variants)} variant(s) × {study.replicas} "
-        f"replica(s) = {runs} run(s)" + (f" on Ray at {args.ray_address}" if args.ray_address else "")
+        f"[bold]flexq simulate[/] {escape(study.name)}: {len(study.variants)} variant(s) × {study.replicas} "
+        f"replica(s) = {runs} run(s)" + (f" on Ray at {escape(args.ray_address)}" if args.ray_address else "")
     )
     show = not args.no_progress and console.is_terminal
     progress = Progress(
@@ -272,7 +291,10 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
                 progress=on_progress,
             )
     except InputError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
+        _error(err_console, exc)
+        return 2
+    except OSError as exc:  # writing the results
+        _error(err_console, f"cannot write the results in {out}: {exc.strerror or exc}")
         return 2
     for table in summary_tables(result.documents):
         console.print(table)
@@ -280,7 +302,7 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     jobs = sum(len(r.jobs) for r in result.runs)
     console.print(
         f"wall time {wall:.1f} s for {jobs} simulated jobs ({jobs / max(wall, 1e-9):.1f} per wall second, "
-        f"{sum(r.steps for r in result.runs)} loop steps); files in {out}/: "
-        + ", ".join(p.name for p in result.files)
+        f"{sum(r.steps for r in result.runs)} loop steps); files in {escape(str(out))}/: "
+        + escape(", ".join(p.name for p in result.files))
     )
     return 0

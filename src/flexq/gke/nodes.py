@@ -20,6 +20,7 @@ import weakref
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
+from flexq.api.core_defaults import kubelet_ids
 from flexq.clock import format_time
 from flexq.errors import NotFound
 from flexq.gke.cache import GkeCache
@@ -206,6 +207,7 @@ def _build_node(
                 "osImage": "Container-Optimized OS from Google",
                 "architecture": "amd64",
                 "operatingSystem": "linux",
+                **kubelet_ids(name),
             },
         },
     }

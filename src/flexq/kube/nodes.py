@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from flexq.api.core_defaults import kubelet_ids
 from flexq.clock import format_time
 from flexq.runtime import Controller, Result, Watch
 
@@ -56,6 +57,9 @@ def registered_status(node: dict, now: float) -> dict:
             "operatingSystem": "linux",
             "architecture": "amd64",
             "osImage": "flexq twin node",
+            "kernelVersion": "",
+            "kubeProxyVersion": "",
+            **kubelet_ids(node["metadata"]["name"]),
         },
     }
 

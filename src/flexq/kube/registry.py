@@ -1,7 +1,8 @@
 """The explicit list of what flexq.kube contributes to a twin (style rule 6: one list, no side effects).
 
 ``controllers(ctx)`` returns this package's controllers for one cluster — the scheduler, the kubelet,
-the batch/v1 Job controller, the registration of hand-made Nodes and the API server's event TTL — sharing one ``ClusterCache``
+the batch/v1 Job controller, the registration of hand-made Nodes, each Node's Lease and the API server's event
+TTL — sharing one ``ClusterCache``
 (created first, so its watch sees every event before the controllers' mappers do). ``bootstrap(store)``
 seeds nothing (nodes come from GKE node pools or from tests). ``executors(settings)`` returns the simulated executor, which accepts every pod
 and so must stay last in ``ctx.executors`` (the assembly puts kuberay's first).
@@ -13,6 +14,7 @@ from flexq.kube.cache import ClusterCache
 from flexq.kube.events import EventTTL
 from flexq.kube.job_controller import JobController
 from flexq.kube.kubelet import Kubelet
+from flexq.kube.node_leases import NodeLeases
 from flexq.kube.nodes import NodeRegistration
 from flexq.kube.scheduler import Scheduler
 from flexq.kube.simulated import SimulatedExecutor
@@ -29,6 +31,7 @@ def controllers(ctx: Context) -> list[Controller]:
         Kubelet(ctx, cache),
         JobController(ctx, cache),
         NodeRegistration(ctx),
+        NodeLeases(ctx),
         EventTTL(ctx, ctx.settings.event_ttl_seconds),
     ]
     return ctrls

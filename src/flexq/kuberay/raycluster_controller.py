@@ -77,7 +77,8 @@ def _sum_resources(cluster: dict) -> dict[str, str]:
                     totals[k] += parse_quantity(merged[k]) * count
     return {
         "desiredCPU": format_quantity(totals["cpu"]),
-        "desiredMemory": format_quantity(totals["memory"]),
+        # a Quantity sum keeps the first term's format: the BinarySI 4Gi + 4 x 16Gi prints as 68Gi
+        "desiredMemory": format_quantity(totals["memory"], binary=True),
         "desiredGPU": format_quantity(totals["nvidia.com/gpu"]),
         "desiredTPU": format_quantity(totals[RESOURCE_TPU]),
     }

@@ -26,6 +26,7 @@ from typing import Any
 from flexq.errors import InputError
 from flexq.simulate.engine import RunResult, preflight, run_one
 from flexq.simulate.fanout import default_workers, run_all
+from flexq.simulate.inputs import MAX_REPLICAS, whole
 from flexq.simulate.results import summarize, variant_document, write_csv, write_json
 from flexq.simulate.study import Study, load_study
 
@@ -74,9 +75,9 @@ def simulate(
         study = load_study(study, replicas=replicas, seed=seed, variants=variants, scale=scale)
     else:
         if replicas is not None:
-            study.replicas = replicas
+            study.replicas = whole(replicas, study.source, "replicas", 1, MAX_REPLICAS)
         if seed is not None:
-            study.seed = seed
+            study.seed = whole(seed, study.source, "seed", -(2**63), 2**63 - 1 - MAX_REPLICAS)
         if variants:
             study.variants = [study.variant(v) for v in variants]
     if check:

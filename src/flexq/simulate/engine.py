@@ -33,10 +33,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from flexq.api import scheme
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
 from flexq.fallback.policy import ANN_MOVE
+from flexq.kueue.config import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
 from flexq.simulate.study import Study, Variant, cluster_requests
 from flexq.simulate.traffic import JobSpec, build_object
 from flexq.twin import Twin, load_documents
@@ -140,15 +142,21 @@ class _Sim:
         if self.variant.cluster is not None:
             self.project, self.location, self.cluster, reqs = cluster_requests(self.variant.cluster)
             for i, (method, path, body) in enumerate(reqs):
+                where = f"cluster (request {i + 1}: {method} {path})"
                 try:
                     op = twin.gke(method, path, body)
                 except CloudError as exc:
                     raise InputError(
-                        f"the GKE API refused it: {exc}",
-                        source=study.source,
-                        field=f"cluster (request {i + 1}: {method} {path})",
+                        f"the GKE API refused it: {exc}", source=study.source, field=where
                     ) from None
-                self._wait_operation(op, f"cluster (request {i + 1})")
+                except (TypeError, AttributeError, KeyError, ValueError) as exc:
+                    # a body of the wrong shape deep inside (the GKE API would answer 400)
+                    raise InputError(
+                        f"the GKE API cannot read this request body: {type(exc).__name__}: {exc}",
+                        source=study.source,
+                        field=where,
+                    ) from None
+                self._wait_operation(op, where)
             twin.cluster(self.cluster)
         if self.variant.capacity is not None:
             prof = twin.core.project.get("CapacityProfile", "default")
@@ -163,7 +171,23 @@ class _Sim:
             starts = _doc_lines(m.text)
             for i, doc in enumerate(docs):
                 line = starts[i] if i < len(starts) and len(starts) == len(docs) else None
-                what = f"{doc.get('kind', '?')}/{(doc.get('metadata') or {}).get('name', '?')}"
+                raw_meta = doc.get("metadata")
+                meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+                what = f"{doc.get('kind', '?')}/{meta.get('name', '?')}"
+                if (
+                    doc.get("kind") == "ConfigMap"
+                    and meta.get("name") == CONFIG_NAME
+                    and meta.get("namespace") == CONFIG_NAMESPACE
+                ):
+                    try:  # Kueue reads it at start; a configuration it cannot read stops it
+                        KueueConfig.from_configmap(doc)
+                    except Exception as exc:  # whatever the configuration reader raises
+                        raise InputError(
+                            f"Kueue cannot read its configuration ({CONFIG_KEY}): {str(exc)[:300]}",
+                            source=m.source,
+                            line=line,
+                            field=f"document {i + 1}",
+                        ) from None
                 try:
                     twin.apply(doc)
                 except ApiError as exc:
@@ -208,30 +232,77 @@ class _Sim:
                         self.usage[ukey] = [0.0, float(parse_quantity(str(r.get("nominalQuota", 0))))]
         self.t0 = twin.now()
 
-    def _wait_operation(self, op: dict[str, Any], what: str) -> None:
+    def _wait_operation(self, op: Any, what: str) -> None:
+        if not isinstance(op, dict) or not op.get("name") or "status" not in op:
+            return  # not a long-running operation (a GET)
         path = f"/v1/projects/{self.project}/locations/{self.location}/operations/{op.get('name')}"
         for _ in range(10_000):
             if op.get("status") == "DONE":
                 break
             self.twin.advance(5)
-            op = self.twin.gke("GET", path)
+            try:
+                op = self.twin.gke("GET", path)
+            except CloudError as exc:
+                raise InputError(
+                    f"cannot follow the GKE operation: {exc}", source=self.study.source, field=what
+                ) from None
+        else:
+            raise InputError(
+                f"the GKE operation did not finish in {10_000 * 5 / 3600:.0f} simulated hours (the capacity "
+                "profile's `operations` times?)",
+                source=self.study.source,
+                field=what,
+            )
         if op.get("error"):
             raise InputError(
                 f"GKE operation failed: {op['error'].get('message')}", source=self.study.source, field=what
             )
 
     def check_objects(self) -> None:
-        """Create one object of each job shape (kind, template, pod sets, queue) to see the API take it."""
+        """Check every job's name (the API's rule for its kind; no two jobs of one kind with one name in one
+        namespace), and create one object of each job shape (kind, template, pod sets, namespace, queue,
+        priority, class) to see the API take it."""
         seen: set[tuple[Any, ...]] = set()
+        names: dict[tuple[str, str, str], str] = {}
+        infos: dict[str, Any] = {}
         for job in self.jobs:
-            key = (job.kind, job.template_source, job.pod_sets, job.namespace, job.queue, job.priority_class)
+            ident = (job.kind, job.namespace, job.name)
+            if ident in names:
+                raise InputError(
+                    f"{job.kind} {job.namespace}/{job.name} is submitted twice (also at {names[ident]})",
+                    source=job.source,
+                    field="name",
+                )
+            names[ident] = job.source
+            if job.kind not in infos:
+                try:
+                    infos[job.kind] = scheme.resolve_object(
+                        self.twin.store.registry, build_object(job, self.priorities)
+                    )
+                except ApiError as exc:
+                    raise InputError(
+                        f"the API does not serve {job.kind}: {exc.message}", source=job.source, field="kind"
+                    ) from None
+            causes = scheme.check_name(infos[job.kind], {"name": job.name})
+            if causes:
+                raise InputError(
+                    f"the API refuses this name: {causes[0].message}", source=job.source, field="name"
+                )
+            key = (
+                job.kind,
+                job.template_source,
+                job.pod_sets,
+                job.namespace,
+                job.queue,
+                job.priority_class,
+                job.priority,
+                job.klass,
+            )
             if key in seen:
                 continue
             seen.add(key)
             try:
-                obj = build_object(job, self.priorities)
-                obj["metadata"]["name"] = f"flexq-preflight-{len(seen)}"
-                self.twin.create(obj)
+                self.twin.create(build_object(job, self.priorities))
             except ApiError as exc:
                 raise InputError(
                     f"the API refused this {job.kind}: {exc.message}",

@@ -13,11 +13,13 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
+from flexq.errors import InputError
 from flexq.simulate.engine import RunResult, run_one
 from flexq.simulate.study import Study
 
@@ -31,6 +33,23 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def _check_address(address: str) -> None:
+    """A ``host:port`` or ``ray://host:port`` that accepts a connection, at once: Ray itself keeps retrying an
+    address nobody listens on for minutes. ``auto`` (and other forms) are left to Ray."""
+    if address == "auto" or "://" in address and not address.startswith("ray://"):
+        return
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"{address!r} is not host:port, ray://host:port or auto", field="--ray-address")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=5):
+            pass
+    except OSError as exc:
+        raise InputError(
+            f"cannot reach a Ray cluster at {host}:{port}: {exc.strerror or exc}", field="--ray-address"
+        ) from None
 
 
 def _task(study: Study, variant: str, replica: int, q: Any) -> RunResult:
@@ -107,11 +126,17 @@ def _run_processes(
 def _run_ray(
     study: Study, tasks: list[tuple[str, int]], address: str, progress: Progress | None
 ) -> list[RunResult]:
+    _check_address(address)  # before importing ray (seconds)
     import ray
 
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+        try:
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise InputError(
+                f"cannot join the Ray cluster at {address}: {exc}", field="--ray-address"
+            ) from None
     try:
         remote = ray.remote(num_cpus=1)(run_one)
         ref = ray.put(study)

@@ -35,16 +35,33 @@ Every error names the file and the field. Must not import flexq.http.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from flexq.api.capacity_profile import CapacityProfile, parse_duration
+from flexq.api.capacity_profile import CapacityProfile
 from flexq.errors import InputError
 from flexq.fallback.policy import FallbackConfig
 from flexq.simulate import traffic
+from flexq.simulate.inputs import (
+    MAX_NODES,
+    MAX_REPLICAS,
+    MAX_SECONDS,
+    MAX_VARIANTS,
+    boolean,
+    number,
+    parse_yaml,
+    parse_yaml_all,
+    read_text,
+    ref_path,
+    string,
+    whole,
+)
 from flexq.simulate.profiles import NAMED_PROFILES, named_profile
 
 __all__ = ["Study", "Variant", "Manifest", "load_study", "cluster_requests", "STUDY_KEYS", "SETTINGS_KEYS"]
@@ -145,18 +162,17 @@ class Study:
         )
 
 
-def _read_yaml(path: Path, src: str) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}", source=src) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(
-            f"not valid YAML: {getattr(exc, 'problem', exc)}",
-            source=str(path),
-            line=mark.line + 1 if mark else None,
-        ) from None
+def _read_yaml(path: Path, src: str, fld: str = "", what: str = "file") -> Any:
+    """One YAML document of a file (bounded: ``flexq.simulate.inputs``); ``src``/``fld`` name the reference."""
+    return parse_yaml(read_text(path, src, what=what, field=fld), str(path))
+
+
+def _unknown(keys: Any, known: Any) -> str | None:
+    bad = sorted(str(k) for k in keys if not isinstance(k, str) or k not in known)
+    return bad[0] if bad else None
+
+
+_VARIANT_NAME = re.compile(r"^\w[\w.\-]{0,62}$")
 
 
 def _manifests(value: Any, base: Path, src: str, fld: str) -> list[Manifest]:
@@ -166,13 +182,10 @@ def _manifests(value: Any, base: Path, src: str, fld: str) -> list[Manifest]:
     out = []
     for i, item in enumerate(items):
         if isinstance(item, str):
-            path = base / item
-            try:
-                out.append(Manifest(item, path.read_text(encoding="utf-8")))
-            except OSError as exc:
-                raise InputError(
-                    f"cannot read manifest {item}: {exc.strerror}", source=src, field=f"{fld}[{i}]"
-                ) from None
+            path = ref_path(base, item, src, f"{fld}[{i}]")
+            text = read_text(path, src, what="manifest", field=f"{fld}[{i}]")
+            parse_yaml_all(text, str(path))  # well-formed and bounded before the API reads it
+            out.append(Manifest(item, text))
         elif isinstance(item, dict):
             out.append(Manifest(f"{src} ({fld}[{i}])", yaml.safe_dump(item, sort_keys=False)))
         else:
@@ -187,14 +200,18 @@ def _capacity(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | No
         named = named_profile(value)
         if named is not None:
             return named
-        path = base / value
-        if not path.exists():
+        path = ref_path(base, value, src, fld)
+        try:
+            is_file = path.is_file()
+        except OSError:  # a name too long for the file system
+            is_file = False
+        if not is_file:
             raise InputError(
-                f"{value!r} is neither a named profile ({', '.join(NAMED_PROFILES)}) nor a file",
+                f"{value[:80]!r} is neither a named profile ({', '.join(NAMED_PROFILES)}) nor a file",
                 source=src,
                 field=fld,
             )
-        value = _read_yaml(path, src)
+        value = _read_yaml(path, src, fld, "capacity profile")
         src, fld = str(path), "spec"
     if not isinstance(value, dict):
         raise InputError("a capacity profile is an object, a file or a name", source=src, field=fld)
@@ -211,7 +228,8 @@ def _capacity(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | No
         errs = getattr(exc, "errors", None)
         if errs:
             e = errs()[0]
-            raise InputError(e["msg"], source=src, field=".".join(str(x) for x in e["loc"])) from None
+            loc = ".".join(str(x) for x in e["loc"])
+            raise InputError(e["msg"], source=src, field=f"{fld} ({loc})" if loc else fld) from None
         raise InputError(str(exc), source=src, field=fld) from None
     return value
 
@@ -225,25 +243,28 @@ def _settings(value: Any, src: str, fld: str) -> dict[str, Any]:
             source=src,
             field=fld,
         )
-    bad = sorted(set(value) - SETTINGS_KEYS)
-    if bad:
+    bad1 = _unknown(value, SETTINGS_KEYS)
+    if bad1:
         raise InputError(
-            f"unknown setting {bad[0]!r} (known: {', '.join(sorted(SETTINGS_KEYS))})",
+            f"unknown setting {bad1!r} (known: {', '.join(sorted(SETTINGS_KEYS))})",
             source=src,
-            field=f"{fld}.{bad[0]}",
+            field=f"{fld}.{bad1}",
         )
     out = dict(value)
     if "fallback" in out:
         fb = out["fallback"]
         if isinstance(fb, dict):
             known = set(FallbackConfig.__dataclass_fields__)
-            badf = sorted(set(fb) - known)
+            badf = _unknown(fb, known)
             if badf:
                 raise InputError(
-                    f"unknown fallback field {badf[0]!r} (known: {', '.join(sorted(known))})",
+                    f"unknown fallback field {badf!r} (known: {', '.join(sorted(known))})",
                     source=src,
-                    field=f"{fld}.fallback.{badf[0]}",
+                    field=f"{fld}.fallback.{badf}",
                 )
+            for f in dataclasses.fields(FallbackConfig):
+                if f.name in fb:
+                    _fallback_field(fb[f.name], str(f.type), src, f"{fld}.fallback.{f.name}")
             try:
                 FallbackConfig(**fb)
             except (TypeError, ValueError) as exc:
@@ -257,11 +278,31 @@ def _settings(value: Any, src: str, fld: str) -> dict[str, Any]:
     return out
 
 
+def _fallback_field(value: Any, typ: str, src: str, fld: str) -> None:
+    """A FallbackConfig field of the type its dataclass declares (seconds: finite, not negative)."""
+    if typ.endswith("| None") and value is None:
+        return
+    base = typ.replace("| None", "").strip()
+    if base == "bool":
+        boolean(value, src, fld)
+    elif base in ("float", "int"):
+        number(value, src, fld, 0, MAX_SECONDS)
+    elif base == "str":
+        text = string(value, src, fld, allow_number=False)
+        if fld.endswith("pattern"):
+            try:
+                re.compile(text)
+            except re.error as exc:
+                raise InputError(f"not a regular expression: {exc}", source=src, field=fld) from None
+
+
 def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | None:
     if value is None:
         return None
     if isinstance(value, str):
-        value = _read_yaml(base / value, src)
+        path = ref_path(base, value, src, fld)
+        value = _read_yaml(path, src, fld, "cluster file")
+        src, fld = str(path), "cluster"
     if not isinstance(value, dict):
         raise InputError(
             "the cluster is an object (project, location, name, nodePools) or `requests`",
@@ -279,34 +320,97 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
         "nodes",
         "addons",
     }
-    addons = value.get("addons") or []
-    bad_addons = sorted(set(addons) - set(ADDONS)) if isinstance(addons, list) else ["(not a list)"]
-    if bad_addons:
-        raise InputError(
-            f"unknown addon {bad_addons[0]!r} (known: {', '.join(ADDONS)})", source=src, field=f"{fld}.addons"
-        )
-    bad = sorted(set(value) - known)
+    bad = _unknown(value, known)
     if bad:
         raise InputError(
-            f"unknown field {bad[0]!r} (known: {', '.join(sorted(known))})",
+            f"unknown field {bad!r} (known: {', '.join(sorted(known))})",
             source=src,
-            field=f"{fld}.{bad[0]}",
+            field=f"{fld}.{bad}",
         )
-    for i, pool in enumerate(value.get("nodePools") or []):
+    addons = value.get("addons") or []
+    if not isinstance(addons, list):
+        raise InputError("addons is a list", source=src, field=f"{fld}.addons")
+    bad = _unknown(addons, ADDONS)
+    if bad:
+        raise InputError(
+            f"unknown addon {bad!r} (known: {', '.join(ADDONS)})", source=src, field=f"{fld}.addons"
+        )
+    for key in ("project", "location", "name", "version", "machineType"):
+        if value.get(key) is not None:
+            string(value[key], src, f"{fld}.{key}")
+    if value.get("nodes") is not None:
+        whole(value["nodes"], src, f"{fld}.nodes", 0, MAX_NODES)
+    pools = value.get("nodePools") or []
+    if not isinstance(pools, list):
+        raise InputError("nodePools is a list", source=src, field=f"{fld}.nodePools")
+    for i, pool in enumerate(pools):
+        pfld = f"{fld}.nodePools[{i}]"
         if not isinstance(pool, dict) or not pool.get("name") or not pool.get("machineType"):
-            raise InputError(
-                "a node pool needs a name and a machineType", source=src, field=f"{fld}.nodePools[{i}]"
-            )
-        bad = sorted(set(pool) - POOL_KEYS)
+            raise InputError("a node pool needs a name and a machineType", source=src, field=pfld)
+        bad = _unknown(pool, POOL_KEYS)
         if bad:
             raise InputError(
-                f"unknown field {bad[0]!r} (known: {', '.join(sorted(POOL_KEYS))})",
+                f"unknown field {bad!r} (known: {', '.join(sorted(POOL_KEYS))})",
                 source=src,
-                field=f"{fld}.nodePools[{i}].{bad[0]}",
+                field=f"{pfld}.{bad}",
             )
-    for i, req in enumerate(value.get("requests") or []):
-        if not isinstance(req, dict) or "path" not in req:
-            raise InputError("a request is {method, path, body}", source=src, field=f"{fld}.requests[{i}]")
+        for key in ("name", "machineType", "tpuTopology"):
+            if pool.get(key) is not None:
+                string(pool[key], src, f"{pfld}.{key}", allow_number=False)
+        for key in ("flexStart", "queuedProvisioning", "spot"):
+            if pool.get(key) is not None:
+                boolean(pool[key], src, f"{pfld}.{key}")
+        if pool.get("nodes") is not None:
+            whole(pool["nodes"], src, f"{pfld}.nodes", 0, MAX_NODES)
+        auto = pool.get("autoscaling")
+        if auto is not None:
+            if not isinstance(auto, dict):
+                raise InputError(
+                    "autoscaling is a mapping {min, max}", source=src, field=f"{pfld}.autoscaling"
+                )
+            bad = _unknown(auto, {"min", "max"})
+            if bad:
+                raise InputError(
+                    f"unknown field {bad!r} (known: max, min)", source=src, field=f"{pfld}.autoscaling.{bad}"
+                )
+            lo = whole(auto.get("min", 0), src, f"{pfld}.autoscaling.min", 0, MAX_NODES)
+            if auto.get("max") is not None:
+                hi = whole(auto["max"], src, f"{pfld}.autoscaling.max", 0, MAX_NODES)
+                if hi < lo:
+                    raise InputError(
+                        f"max ({hi}) is below min ({lo})", source=src, field=f"{pfld}.autoscaling.max"
+                    )
+        if pool.get("labels") is not None and not isinstance(pool["labels"], dict):
+            raise InputError("labels is a mapping", source=src, field=f"{pfld}.labels")
+        for key in ("taints", "locations"):
+            if pool.get(key) is not None and not isinstance(pool[key], list):
+                raise InputError(f"{key} is a list", source=src, field=f"{pfld}.{key}")
+    reqs = value.get("requests") or []
+    if not isinstance(reqs, list):
+        raise InputError("requests is a list of {method, path, body}", source=src, field=f"{fld}.requests")
+    for i, req in enumerate(reqs):
+        rfld = f"{fld}.requests[{i}]"
+        if (
+            not isinstance(req, dict)
+            or not isinstance(req.get("path"), str)
+            or not req["path"].startswith("/")
+        ):
+            raise InputError(
+                "a request is {method, path, body} with an absolute path", source=src, field=rfld
+            )
+        bad = _unknown(req, {"method", "path", "body"})
+        if bad:
+            raise InputError(
+                f"unknown field {bad!r} (known: body, method, path)", source=src, field=f"{rfld}.{bad}"
+            )
+        if req.get("method", "POST") not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+            raise InputError(
+                f"method must be GET, POST, PUT, PATCH or DELETE, got {req.get('method')!r}",
+                source=src,
+                field=f"{rfld}.method",
+            )
+        if req.get("body") is not None and not isinstance(req["body"], dict):
+            raise InputError("body is an object", source=src, field=f"{rfld}.body")
     return value
 
 
@@ -317,7 +421,12 @@ def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple
     if cluster.get("requests"):
         reqs = [(r.get("method", "POST"), r["path"], r.get("body") or {}) for r in cluster["requests"]]
         name = cluster.get("name") or next(
-            (b.get("cluster", {}).get("name") for _m, p, b in reqs if p.endswith("/clusters")), "cluster"
+            (
+                b["cluster"].get("name")
+                for _m, p, b in reqs
+                if p.endswith("/clusters") and isinstance(b.get("cluster"), dict)
+            ),
+            "cluster",
         )
         return project, location, name, reqs
     name = cluster.get("name", "sim")
@@ -333,15 +442,15 @@ def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple
     def pool_body(p: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "name": p["name"],
-            "initialNodeCount": int(p.get("nodes", 0)),
+            "initialNodeCount": int(p.get("nodes") or 0),
             "config": {"machineType": p["machineType"]},
         }
         if p.get("autoscaling"):
             a = p["autoscaling"]
             body["autoscaling"] = {
                 "enabled": True,
-                "minNodeCount": int(a.get("min", 0)),
-                "maxNodeCount": int(a.get("max", body["initialNodeCount"])),
+                "minNodeCount": int(a.get("min") or 0),
+                "maxNodeCount": int(a["max"] if a.get("max") is not None else body["initialNodeCount"]),
             }
         if p.get("tpuTopology"):
             body["placementPolicy"] = {"tpuTopology": p["tpuTopology"]}
@@ -391,48 +500,58 @@ def load_study(
 ) -> Study:
     """Read a simulation file (or a directory holding ``simulation.yaml``, or a Kueue ``generator.yaml``)."""
     p = Path(path)
-    if p.is_dir():
-        p = p / "simulation.yaml"
+    with contextlib.suppress(OSError, ValueError):
+        if p.is_dir():
+            p = p / "simulation.yaml"
     src = str(p)
-    doc = _read_yaml(p, src)
+    doc = _read_yaml(p, src, what="simulation file")
     base = p.parent
     if traffic.is_kueue_generator(doc):
         doc = {"name": p.parent.name or p.stem, "generator": p.name}
     if not isinstance(doc, dict):
         raise InputError("a simulation file is a YAML mapping", source=src)
-    bad = sorted(set(doc) - STUDY_KEYS)
+    bad = _unknown(doc, STUDY_KEYS)
     if bad:
         raise InputError(
-            f"unknown field {bad[0]!r} (known: {', '.join(sorted(STUDY_KEYS))})", source=src, field=bad[0]
+            f"unknown field {bad!r} (known: {', '.join(sorted(STUDY_KEYS))})", source=src, field=bad
         )
+    name = string(doc["name"], src, "name") if doc.get("name") not in (None, "") else ""
     study = Study(
-        name=str(doc.get("name") or p.parent.name or "simulation"),
+        name=name or p.parent.name or "simulation",
         source=src,
-        description=str(doc.get("description") or ""),
+        description=string(doc["description"], src, "description") if doc.get("description") else "",
     )
-    study.seed = int(seed if seed is not None else doc.get("seed", 1))
-    study.replicas = int(replicas if replicas is not None else doc.get("replicas", 1))
-    if study.replicas < 1:
-        raise InputError("replicas must be at least 1", source=src, field="replicas")
-    study.keep_finished = bool(doc.get("keepFinished", False))
+    lo, hi = -(2**63), 2**63 - 1 - MAX_REPLICAS
+    study.seed = (
+        whole(seed, src, "--seed", lo, hi)
+        if seed is not None
+        else whole(doc.get("seed", 1), src, "seed", lo, hi)
+    )
+    study.replicas = (
+        whole(replicas, src, "--replicas", 1, MAX_REPLICAS)
+        if replicas is not None
+        else whole(doc.get("replicas", 1), src, "replicas", 1, MAX_REPLICAS)
+    )
+    study.keep_finished = boolean(doc.get("keepFinished", False), src, "keepFinished")
     if doc.get("until") is not None:
-        try:
-            study.until = parse_duration(doc["until"])
-        except ValueError as exc:
-            raise InputError(str(exc), source=src, field="until") from None
-    scale = scale if scale is not None else float(doc.get("scale", 1.0))
+        study.until = traffic.seconds(doc["until"], src, None, "until")
+    scale = (
+        number(scale, src, "--scale", 1e-9, 1e9)
+        if scale is not None
+        else number(doc.get("scale", 1.0), src, "scale", 1e-9, 1e9)
+    )
     base_manifests = _manifests(doc.get("manifests"), base, src, "manifests")
     if ("trace" in doc) == ("generator" in doc):
         raise InputError("give exactly one of `trace` or `generator`", source=src, field="trace")
     if "trace" in doc:
-        study.trace = traffic.read_trace(base / str(doc["trace"]))
+        study.trace = traffic.read_trace(ref_path(base, doc["trace"], src, "trace"), source=src)
     else:
         gen = doc["generator"]
         gsrc = src
         if isinstance(gen, str):
-            gpath = base / gen
+            gpath = ref_path(base, gen, src, "generator")
             gsrc = str(gpath)
-            gen = _read_yaml(gpath, src)
+            gen = _read_yaml(gpath, src, "generator", "generator file")
         if traffic.is_kueue_generator(gen):
             objs, jobs = traffic.kueue_generator(gen, gsrc, scale)
             base_manifests = [
@@ -454,17 +573,26 @@ def load_study(
     raw_variants = doc.get("variants") or [{"name": "default"}]
     if not isinstance(raw_variants, list):
         raise InputError("variants is a list", source=src, field="variants")
+    if len(raw_variants) > MAX_VARIANTS:
+        raise InputError(f"more than {MAX_VARIANTS} variants", source=src, field="variants")
     seen = set()
     for i, v in enumerate(raw_variants):
         fld = f"variants[{i}]"
         if not isinstance(v, dict) or not v.get("name"):
             raise InputError("a variant needs a name", source=src, field=fld)
-        bad = sorted(set(v) - VARIANT_KEYS)
+        bad = _unknown(v, VARIANT_KEYS)
         if bad:
             raise InputError(
-                f"unknown field {bad[0]!r} (known: {', '.join(sorted(VARIANT_KEYS))})",
+                f"unknown field {bad!r} (known: {', '.join(sorted(VARIANT_KEYS))})",
                 source=src,
-                field=f"{fld}.{bad[0]}",
+                field=f"{fld}.{bad}",
+            )
+        if not isinstance(v["name"], str) or not _VARIANT_NAME.match(v["name"]):
+            raise InputError(
+                f"a variant's name is letters, digits, '.', '-' and '_' (it names the output files), got "
+                f"{str(v['name'])[:80]!r}",
+                source=src,
+                field=f"{fld}.name",
             )
         if v["name"] in seen:
             raise InputError(f"duplicate variant name {v['name']!r}", source=src, field=f"{fld}.name")
@@ -483,7 +611,9 @@ def load_study(
                 capacity=_capacity(v["capacity"], base, src, f"{fld}.capacity")
                 if "capacity" in v
                 else base_capacity,
-                description=str(v.get("description") or ""),
+                description=string(v["description"], src, f"{fld}.description")
+                if v.get("description")
+                else "",
                 settings=_settings(v["settings"], src, f"{fld}.settings")
                 if "settings" in v
                 else dict(base_settings),

@@ -15,6 +15,7 @@ PriorityClass name; a bare number is a Workload's ``spec.priority``), ``podsets`
 ``"head:1:cpu=2,memory=4Gi;workers:4:cpu=8"``) and a
 list of ``{name, count, requests}`` in JSONL. ``template`` is a manifest file (relative to the trace) whose
 ``${NAME}``, ``${JOB_ID}``, ``${QUEUE}``, ``${NAMESPACE}`` are substituted.
+A ``.json`` trace may also hold one JSON array of those objects (messages then name the record).
 
 Must not import flexq.http.
 """
@@ -25,6 +26,7 @@ import csv
 import json
 import math
 import random
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,20 @@ from pydantic import ValidationError
 from flexq.api.capacity_profile import Delay, parse_duration
 from flexq.errors import InputError
 from flexq.gke.capacity import sample_delay
+from flexq.simulate.inputs import (
+    INT32,
+    MAX_JOBS,
+    MAX_PODS,
+    MAX_SECONDS,
+    number,
+    parse_yaml,
+    read_lines,
+    read_text,
+    ref_path,
+    show,
+    string,
+    whole,
+)
 
 __all__ = [
     "PodSetSpec",
@@ -102,7 +118,15 @@ class JobSpec:
 
 
 # -- parsing helpers ---------------------------------------------------------------------------------------------
-def _seconds(value: Any, src: str, line: int | None, fld: str, *, allow_zero: bool = True) -> float:
+def _unknown(keys: Any, known: Any) -> str | None:
+    """The first key (as text) of ``keys`` not in ``known``, or None (keys of any YAML type)."""
+    bad = sorted(str(k) for k in keys if not isinstance(k, str) or k not in known)
+    return bad[0] if bad else None
+
+
+def _seconds(
+    value: Any, src: str, line: int | None, fld: str, *, allow_zero: bool = True, limit: float = MAX_SECONDS
+) -> float:
     if isinstance(value, bool) or value is None or value == "":
         raise InputError(
             "a time is required (seconds or a duration such as 90s, 30m, 2h)",
@@ -113,14 +137,27 @@ def _seconds(value: Any, src: str, line: int | None, fld: str, *, allow_zero: bo
     try:
         if isinstance(value, int | float):
             v = float(value)
+        elif isinstance(value, str):
+            text = value.strip()
+            v = float(text) if _NUMERAL.fullmatch(text) else parse_duration(text)
         else:
-            text = str(value).strip()
-            v = float(text) if text.lstrip("-").replace(".", "", 1).isdigit() else parse_duration(text)
-    except ValueError as exc:
-        raise InputError(str(exc), source=src, line=line, field=fld) from None
+            raise ValueError(f"a time is a number of seconds or a duration such as 90s, 2h; got {value!r}")
+    except (ValueError, OverflowError) as exc:
+        msg = str(exc)
+        raise InputError(
+            msg if len(msg) < 300 else msg[:297] + "...", source=src, line=line, field=fld
+        ) from None
     if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         raise InputError(
-            f"must not be negative: {value}" if v < 0 else f"invalid time: {value}",
+            f"must not be negative: {value}" if v < 0 else f"invalid time: {show(value)}",
+            source=src,
+            line=line,
+            field=fld,
+        )
+    if v > limit:
+        raise InputError(
+            f"{show(value)} is more than {limit / 86400:g} days (a simulation covers at most {MAX_SECONDS / 86400:g} "
+            "days)",
             source=src,
             line=line,
             field=fld,
@@ -128,11 +165,19 @@ def _seconds(value: Any, src: str, line: int | None, fld: str, *, allow_zero: bo
     return v
 
 
+_NUMERAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")  # seconds as a number (1e3 too)
+
+
+def seconds(value: Any, src: str, line: int | None, fld: str) -> float:
+    """A time in seconds (a number or a duration such as ``90s``, ``2h``), between 0 and ``MAX_SECONDS``."""
+    return _seconds(value, src, line, fld)
+
+
 def parse_podsets(value: Any, src: str, line: int | None) -> tuple[PodSetSpec, ...]:
     """``name:count:res=qty,...;...`` (CSV) or a list of ``{name, count, requests}`` (JSONL/YAML)."""
     if value in (None, "", []):
         return ()
-    items: list[dict[str, Any]] = []
+    items: list[Any] = []
     if isinstance(value, str):
         for part in value.split(";"):
             part = part.strip()
@@ -141,7 +186,7 @@ def parse_podsets(value: Any, src: str, line: int | None) -> tuple[PodSetSpec, .
             bits = part.split(":")
             if len(bits) != 3:
                 raise InputError(
-                    f"pod set {part!r} is not name:count:resource=quantity,...",
+                    f"pod set {part[:80]!r} is not name:count:resource=quantity,...",
                     source=src,
                     line=line,
                     field="podsets",
@@ -151,7 +196,14 @@ def parse_podsets(value: Any, src: str, line: int | None) -> tuple[PodSetSpec, .
                 k, sep, v = kv.partition("=")
                 if not sep or not k.strip() or not v.strip():
                     raise InputError(
-                        f"request {kv!r} is not resource=quantity", source=src, line=line, field="podsets"
+                        f"request {kv[:80]!r} is not resource=quantity",
+                        source=src,
+                        line=line,
+                        field="podsets",
+                    )
+                if k.strip() in reqs:
+                    raise InputError(
+                        f"resource {k.strip()!r} is requested twice", source=src, line=line, field="podsets"
                     )
                 reqs[k.strip()] = v.strip()
             items.append({"name": bits[0].strip(), "count": bits[1].strip(), "requests": reqs})
@@ -162,33 +214,22 @@ def parse_podsets(value: Any, src: str, line: int | None) -> tuple[PodSetSpec, .
     from flexq.api.quantity import parse_quantity
 
     out = []
+    names: set[str] = set()
     for i, ps in enumerate(items):
         fld = f"podsets[{i}]"
         if not isinstance(ps, dict):
             raise InputError(
                 "a pod set is an object {name, count, requests}", source=src, line=line, field=fld
             )
-        unknown = sorted(set(ps) - {"name", "count", "requests"})
+        unknown = _unknown(ps, {"name", "count", "requests"})
         if unknown:
             raise InputError(
-                f"unknown field {unknown[0]!r} (known: name, count, requests)",
+                f"unknown field {unknown!r} (known: name, count, requests)",
                 source=src,
                 line=line,
                 field=fld,
             )
-        try:
-            count = int(ps.get("count", 1))
-        except (TypeError, ValueError):
-            raise InputError(
-                f"count must be a whole number, got {ps.get('count')!r}",
-                source=src,
-                line=line,
-                field=f"{fld}.count",
-            ) from None
-        if count < 1:
-            raise InputError(
-                f"count must be at least 1, got {count}", source=src, line=line, field=f"{fld}.count"
-            )
+        count = whole(ps.get("count", 1), src, f"{fld}.count", 1, MAX_PODS, line=line)
         reqs = ps.get("requests") or {}
         if not isinstance(reqs, dict):
             raise InputError(
@@ -198,67 +239,122 @@ def parse_podsets(value: Any, src: str, line: int | None) -> tuple[PodSetSpec, .
                 field=f"{fld}.requests",
             )
         for k, v in reqs.items():
-            try:
-                q = parse_quantity(str(v))
-            except (ValueError, TypeError, Exception):
+            if not isinstance(k, str) or not k:
                 raise InputError(
-                    f"invalid quantity {v!r}", source=src, line=line, field=f"{fld}.requests.{k}"
+                    f"a resource name is text, got {k!r}", source=src, line=line, field=f"{fld}.requests"
+                )
+            try:
+                if isinstance(v, bool) or not isinstance(v, str | int | float) or len(str(v)) > 64:
+                    raise ValueError(v)
+                q = parse_quantity(str(v))
+            except Exception:
+                raise InputError(
+                    f"invalid quantity {str(v)[:80]!r}", source=src, line=line, field=f"{fld}.requests.{k}"
                 ) from None
             if q < 0:
                 raise InputError(
                     f"quantity must not be negative: {v}", source=src, line=line, field=f"{fld}.requests.{k}"
                 )
-        out.append(
-            PodSetSpec(
-                str(ps.get("name") or f"ps{i}"),
-                count,
-                tuple(sorted((str(k), str(v)) for k, v in reqs.items())),
-            )
-        )
+        name = string(ps.get("name") or f"ps{i}", src, f"{fld}.name", line=line)
+        if name in names:
+            raise InputError(f"duplicate pod set name {name!r}", source=src, line=line, field=f"{fld}.name")
+        names.add(name)
+        out.append(PodSetSpec(name, count, tuple(sorted((str(k), str(v)) for k, v in reqs.items()))))
     return tuple(out)
 
 
 def _template(
-    path_text: str, base: Path, src: str, line: int | None, cache: dict[str, str]
-) -> tuple[str, str]:
-    path = (base / path_text).resolve() if not Path(path_text).is_absolute() else Path(path_text)
-    key = str(path)
-    if key not in cache:
-        try:
-            cache[key] = path.read_text(encoding="utf-8")
-        except OSError as exc:
+    path_text: Any, base: Path, src: str, line: int | None, cache: dict[str, tuple[str, str, Any]]
+) -> tuple[str, str, Any]:
+    """(text, name, parsed object) of a job manifest template, read and checked once per file name."""
+    key = f"{base}\x00{path_text}"
+    if isinstance(path_text, str) and key in cache:
+        return cache[key]
+    path = ref_path(base, path_text, src, "template", line)
+    text = read_text(path, src, what="template", field="template", line=line)
+    if not text.strip():
+        raise InputError("the template is empty", source=str(path))
+    # placeholders such as ${NAME} are substituted per job in the parsed object's strings
+    obj = parse_yaml(text, str(path))
+    if not isinstance(obj, dict):
+        raise InputError("a template must hold one object", source=str(path))
+    _check_template(obj, str(path))
+    cache[key] = (text, str(path_text), obj)
+    return cache[key]
+
+
+def _check_template(obj: dict[str, Any], src: str) -> None:
+    """The parts of a template the simulator fills in or reads must have their shapes (the API checks the rest):
+    mappings where it adds labels and annotations, and pod counts within ``MAX_PODS``."""
+
+    def mapping(value: Any, fld: str) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise InputError(f"must be a mapping, got {show(value)}", source=src, field=fld)
+        return value
+
+    meta = mapping(obj.get("metadata"), "metadata")
+    mapping(meta.get("labels"), "metadata.labels")
+    mapping(meta.get("annotations"), "metadata.annotations")
+    spec = mapping(obj.get("spec"), "spec")
+    if obj.get("kind") == "Job":
+        if not isinstance(spec.get("template"), dict):
             raise InputError(
-                f"cannot read template {path_text}: {exc.strerror}", source=src, line=line, field="template"
-            ) from None
-    return cache[key], path_text
+                "a Job template needs spec.template (the pod template)", source=src, field="spec.template"
+            )
+        tmeta = mapping(spec["template"].get("metadata"), "spec.template.metadata")
+        mapping(tmeta.get("annotations"), "spec.template.metadata.annotations")
+        for key in ("parallelism", "completions"):
+            if spec.get(key) is not None:
+                whole(spec[key], src, f"spec.{key}", 0, MAX_PODS)
+    elif obj.get("kind") == "RayJob":
+        cluster = mapping(spec.get("rayClusterSpec"), "spec.rayClusterSpec")
+        groups = cluster.get("workerGroupSpecs") or []
+        if not isinstance(groups, list):
+            raise InputError("must be a list", source=src, field="spec.rayClusterSpec.workerGroupSpecs")
+        for i, g in enumerate(groups):
+            g = mapping(g, f"spec.rayClusterSpec.workerGroupSpecs[{i}]")
+            for key in ("replicas", "minReplicas", "maxReplicas", "numOfHosts"):
+                if g.get(key) is not None:
+                    whole(g[key], src, f"spec.rayClusterSpec.workerGroupSpecs[{i}].{key}", 0, MAX_PODS)
 
 
 def _job_from_row(
-    row: dict[str, Any], index: int, src: str, line: int, base: Path, cache: dict[str, str]
+    row: dict[str, Any],
+    index: int,
+    src: str,
+    line: int | None,
+    base: Path,
+    cache: dict[str, tuple[str, str, Any]],
 ) -> JobSpec:
-    unknown = sorted(k for k in row if k not in COLUMNS)
+    unknown = _unknown(row, COLUMNS)
     if unknown:
         raise InputError(
-            f"unknown column {unknown[0]!r} (known: {', '.join(COLUMNS)})",
+            f"unknown column {unknown!r} (known: {', '.join(COLUMNS)})",
             source=src,
             line=line,
-            field=unknown[0],
+            field=unknown,
         )
+    text = {
+        k: string(row[k], src, k, line=line).strip()
+        for k in ("queue", "kind", "name", "namespace", "priority", "template", "outcome", "class")
+        if row.get(k) is not None
+    }
     submit = _seconds(row.get("submit"), src, line, "submit")
-    queue = str(row.get("queue") or "").strip()
+    queue = text.get("queue", "")
     if not queue:
         raise InputError("a LocalQueue name is required", source=src, line=line, field="queue")
-    raw_kind = str(row.get("kind") or "Job").strip()
+    raw_kind = text.get("kind") or "Job"
     kind = KINDS.get(raw_kind.lower())
     if kind is None:
         raise InputError(
-            f"unknown kind {raw_kind!r} (RayJob, Job or Workload)", source=src, line=line, field="kind"
+            f"unknown kind {raw_kind[:80]!r} (RayJob, Job or Workload)", source=src, line=line, field="kind"
         )
-    prio = row.get("priority")
     prio_class, prio_value = "", None
-    if prio not in (None, ""):
-        text = str(prio).strip()
-        if text.lstrip("-").isdigit():
+    if text.get("priority"):
+        ptext = text["priority"]
+        if ptext.lstrip("-+").isdecimal():
             if kind != "Workload":
                 raise InputError(
                     "a number is a bare Workload's spec.priority; jobs take a priority class name",
@@ -266,17 +362,27 @@ def _job_from_row(
                     line=line,
                     field="priority",
                 )
-            prio_value = int(text)
+            prio_value = whole(ptext, src, "priority", *INT32, line=line)
         else:
-            prio_class = text
+            prio_class = ptext
     pod_sets = parse_podsets(row.get("podsets"), src, line)
     template, tsrc = "", ""
-    if row.get("template"):
+    for fld, value in (("class", text.get("class")), ("queue", queue), ("priority", prio_class)):
+        if value and kind != "Workload" or fld == "class" and value:
+            _label_value(value, src, line, fld)
+    if text.get("template"):
         if kind == "Workload":
             raise InputError(
                 "a bare Workload takes podsets, not a template", source=src, line=line, field="template"
             )
-        template, tsrc = _template(str(row["template"]), base, src, line, cache)
+        template, tsrc, tobj = _template(text["template"], base, src, line, cache)
+        if tobj.get("kind") != kind:
+            raise InputError(
+                f"the template {tsrc} is a {tobj.get('kind')!r}, this job is a {kind}",
+                source=src,
+                line=line,
+                field="template",
+            )
     elif not pod_sets:
         raise InputError("a job needs podsets or a template", source=src, line=line, field="podsets")
     if kind == "RayJob" and not template and len(pod_sets) < 2:
@@ -287,13 +393,16 @@ def _job_from_row(
             field="podsets",
         )
     run = _seconds(row.get("run") if row.get("run") not in (None, "") else 60, src, line, "run")
-    outcome = str(row.get("outcome") or "Succeeded").strip()
+    outcome = text.get("outcome") or "Succeeded"
     if outcome.lower() not in ("succeeded", "failed"):
         raise InputError(
-            f"outcome must be Succeeded or Failed, got {outcome!r}", source=src, line=line, field="outcome"
+            f"outcome must be Succeeded or Failed, got {outcome[:80]!r}",
+            source=src,
+            line=line,
+            field="outcome",
         )
-    ns = str(row.get("namespace") or "default").strip()
-    name = str(row.get("name") or "").strip() or f"{kind.lower()}-{index:05d}"
+    ns = text.get("namespace") or "default"
+    name = text.get("name") or f"{kind.lower()}-{index:05d}"
     return JobSpec(
         index=index,
         submit=submit,
@@ -308,48 +417,136 @@ def _job_from_row(
         template_source=tsrc,
         run=run,
         outcome=outcome.capitalize(),
-        klass=str(row.get("class") or ""),
-        source=f"{src}:{line}",
+        klass=text.get("class", ""),
+        source=f"{src}:{line}" if line is not None else src,
     )
 
 
-def read_trace(path: str | Path) -> list[JobSpec]:
-    """A CSV or JSONL trace -> jobs sorted by submit time (ties keep the file's order)."""
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def _label_value(value: str, src: str, line: int | None, fld: str) -> None:
+    """``value`` goes into a label of the submitted object: Kubernetes' label value rule."""
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise InputError(
+            f"{show(value)} is not a valid label value (at most 63 letters, digits, '-', '_' or '.', starting "
+            "and ending with a letter or digit)",
+            source=src,
+            line=line,
+            field=fld,
+        )
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (numbers must be finite)")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"key {k!r} given twice")
+        out[k] = v
+    return out
+
+
+def _starts_with(path: Path, char: str) -> bool:
+    """Whether the first character of ``path`` that is not white space (or a BOM) is ``char``."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except (OSError, ValueError):
+        return False  # read_lines says why
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(char.encode())
+
+
+def _json_array(path: Path, src: str, field: str) -> list[Any]:
+    text = read_text(path, src, what="trace", field=field, limit=64 * 1024 * 1024)
+    try:
+        data = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+    except RecursionError:
+        raise InputError("not JSON: nested too deeply", source=str(path)) from None
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        raise InputError(f"not JSON: {str(exc)[:200]}", source=str(path), line=line) from None
+    if not isinstance(data, list):
+        raise InputError(
+            "a .json trace is one array of job objects (or one object per line)", source=str(path)
+        )
+    return data
+
+
+def read_trace(path: str | Path, *, source: str = "", field: str = "trace") -> list[JobSpec]:
+    """A CSV or JSONL trace (or a ``.json`` file holding one array of job objects, named by record in messages)
+    -> jobs sorted by submit time (ties keep the file's order). CSV and JSONL are streamed: a line longer than
+    1 MiB or more than ``MAX_JOBS`` jobs are refused as soon as they are seen."""
     p = Path(path)
     src = str(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read the trace: {exc.strerror}", source=src) from None
-    cache: dict[str, str] = {}
+    lines = read_lines(p, source or src, field=field)
+    cache: dict[str, tuple[str, str, Any]] = {}
     jobs: list[JobSpec] = []
-    if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        for n, raw in enumerate(text.splitlines(), start=1):
+
+    def add(row: dict[str, Any], n: int | None, where: str = src) -> None:
+        if len(jobs) >= MAX_JOBS:
+            raise InputError(f"more than {MAX_JOBS:,} jobs in one trace", source=where, line=n)
+        jobs.append(_job_from_row(row, len(jobs), where, n, p.parent, cache))
+
+    if p.suffix.lower() == ".json" and _starts_with(p, "["):  # one JSON array of job objects
+        records = _json_array(p, source or src, field)
+        for i, row in enumerate(records):
+            where = f"{src} [record {i + 1}]"
+            if not isinstance(row, dict):
+                raise InputError("each record must be a JSON object", source=where)
+            add(row, None, where)
+    elif p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+        for n, raw in lines:
             if not raw.strip():
                 continue
             try:
-                row = json.loads(raw)
+                row = json.loads(raw, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+            except RecursionError:
+                raise InputError("not JSON: nested too deeply", source=src, line=n) from None
             except ValueError as exc:
-                raise InputError(f"not JSON: {exc}", source=src, line=n) from None
+                raise InputError(f"not JSON: {str(exc)[:200]}", source=src, line=n) from None
             if not isinstance(row, dict):
                 raise InputError("each line must be a JSON object", source=src, line=n)
-            jobs.append(_job_from_row(row, len(jobs), src, n, p.parent, cache))
+            add(row, n)
     else:
-        reader = csv.DictReader(text.splitlines())
-        if not reader.fieldnames:
-            raise InputError("empty trace (a header line is required)", source=src, line=1)
-        for col in reader.fieldnames:
-            if col.strip() not in COLUMNS:
-                raise InputError(
-                    f"unknown column {col!r} (known: {', '.join(COLUMNS)})", source=src, line=1, field=col
-                )
-        for row in reader:
-            if None in row:
-                raise InputError("more values than columns", source=src, line=reader.line_num)
-            clean = {k.strip(): v for k, v in row.items() if v is not None and v != ""}
-            if not clean:
-                continue
-            jobs.append(_job_from_row(clean, len(jobs), src, reader.line_num, p.parent, cache))
+        reader = csv.reader(text + "\n" for _n, text in lines)
+        try:
+            header = next(reader, None)
+            while header is not None and not any(c.strip() for c in header):
+                header = next(reader, None)  # blank lines before the header
+            if header is None:
+                raise InputError("empty trace (a header line is required)", source=src, line=1)
+            head_line = reader.line_num
+            cols = [c.strip() for c in header]
+            for col in cols:
+                if col not in COLUMNS:
+                    raise InputError(
+                        f"unknown column {col[:80]!r} (known: {', '.join(COLUMNS)})",
+                        source=src,
+                        line=head_line,
+                        field=col[:80],
+                    )
+                if cols.count(col) > 1:
+                    raise InputError(f"duplicate column {col!r}", source=src, line=head_line, field=col)
+            for col in ("submit", "queue"):
+                if col not in cols:
+                    raise InputError(
+                        f"missing required column {col!r}", source=src, line=head_line, field=col
+                    )
+            for values in reader:
+                if not any(v.strip() for v in values):
+                    continue  # a blank line
+                if len(values) > len(cols):
+                    raise InputError(
+                        f"{len(values)} values for {len(cols)} columns", source=src, line=reader.line_num
+                    )
+                clean = {k: v for k, v in zip(cols, values, strict=False) if v != ""}
+                add(clean, reader.line_num)
+        except csv.Error as exc:
+            raise InputError(f"not valid CSV: {exc}", source=src, line=reader.line_num) from None
     if not jobs:
         raise InputError("the trace has no jobs", source=src)
     return sorted(jobs, key=lambda j: (j.submit, j.index))
@@ -357,7 +554,7 @@ def read_trace(path: str | Path) -> list[JobSpec]:
 
 # -- the generator -----------------------------------------------------------------------------------------------
 def _delay(value: Any, src: str, fld: str) -> Delay:
-    if isinstance(value, int | float | str):
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
         value = {"fixed": value}
     try:
         return Delay.model_validate(value)
@@ -367,7 +564,43 @@ def _delay(value: Any, src: str, fld: str) -> Delay:
         raise InputError(err["msg"], source=src, field=f"{fld}.{where}" if where else fld) from None
 
 
-GEN_KEYS = {"seed", "duration", "arrivals", "mix", "count"}
+def _sample(delay: Delay, start: float, rng: random.Random, src: str, fld: str) -> float | None:
+    try:
+        t = sample_delay(delay, start, 0.0, rng)
+    except (ValueError, OverflowError, ZeroDivisionError) as exc:
+        raise InputError(f"cannot draw from this distribution: {exc}", source=src, field=fld) from None
+    if t is not None and not math.isfinite(t):
+        raise InputError("the distribution drew an infinite time", source=src, field=fld)
+    return t
+
+
+def _mean_gap(delay: Delay) -> float | None:
+    """The mean of a delay's draws, roughly (clipped by its min/max), or None when it has none (``at``,
+    ``never``): used to refuse an arrival process that would draw too many jobs before drawing them."""
+    try:
+        if delay.fixed is not None:
+            mean = parse_duration(delay.fixed)
+        elif delay.uniform is not None:
+            mean = (parse_duration(delay.uniform.min) + parse_duration(delay.uniform.max)) / 2
+        elif delay.exponential is not None:
+            mean = parse_duration(delay.exponential.mean)
+        elif delay.normal is not None:
+            mean = max(parse_duration(delay.normal.mean), parse_duration(delay.normal.stddev) / 2.5)
+        elif delay.lognormal is not None:
+            mean = parse_duration(delay.lognormal.median) * math.exp(min(delay.lognormal.sigma, 20) ** 2 / 2)
+        else:
+            return None
+        if delay.min is not None:
+            mean = max(mean, parse_duration(delay.min))
+        if delay.max is not None:
+            mean = min(mean, parse_duration(delay.max))
+    except (ValueError, OverflowError):
+        return None
+    return mean
+
+
+GEN_KEYS = {"seed", "duration", "arrivals", "mix", "count", "diurnal"}
+DIURNAL_KEYS = {"busyHours", "busyFactor", "weekend"}
 MIX_KEYS = {
     "weight",
     "kind",
@@ -381,6 +614,7 @@ MIX_KEYS = {
     "class",
     "name",
 }
+MAX_DRAWS = 4 * MAX_JOBS  # arrivals drawn (kept or thinned away) by one generator
 
 
 def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobSpec]:
@@ -392,39 +626,78 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
     mix:
     - {weight: 3, kind: RayJob, template: rayjob.yaml, queue: user-queue, run: {lognormal: {median: 8m, sigma: 1}}}
     - {weight: 1, kind: Job, podsets: "main:1:cpu=4", queue: user-queue, run: 30m, failed: 0.05}
-    """
-    unknown = sorted(set(spec) - GEN_KEYS - {"diurnal"})
+
+    ``arrivals: {at: [0, 10m, 1h]}`` submits one job at each listed time. At most ``MAX_JOBS`` jobs; an arrival
+    process that would draw more (or keeps drawing the same instant without a ``count``) is refused."""
+    if not isinstance(spec, dict):
+        raise InputError("a generator is an object", source=src, field="generator")
+    unknown = _unknown(spec, GEN_KEYS)
     if unknown:
         raise InputError(
-            f"unknown field {unknown[0]!r} (known: {', '.join(sorted(GEN_KEYS | {'diurnal'}))})",
+            f"unknown field {unknown!r} (known: {', '.join(sorted(GEN_KEYS))})",
             source=src,
-            field=f"generator.{unknown[0]}",
+            field=f"generator.{unknown}",
         )
     duration = _seconds(spec["duration"], src, None, "generator.duration") if "duration" in spec else None
     count = spec.get("count")
     if duration is None and count is None:
         raise InputError("a generator needs `duration` or `count`", source=src, field="generator")
-    if count is not None and (not isinstance(count, int) or count < 1):
-        raise InputError("count must be a positive whole number", source=src, field="generator.count")
+    if count is not None:
+        count = whole(count, src, "generator.count", 1, MAX_JOBS)
     if "arrivals" not in spec:
         raise InputError("an arrival process is required", source=src, field="generator.arrivals")
     arrivals = _delay(spec["arrivals"], src, "generator.arrivals")
+    gap = _mean_gap(arrivals)
+    if gap is not None and count is None and duration is not None and duration > 0:
+        if gap <= 0:
+            raise InputError(
+                "the arrivals are all at one instant: without a `count` they never end; give a count or a "
+                "positive inter-arrival time",
+                source=src,
+                field="generator.arrivals",
+            )
+        if duration / gap > MAX_JOBS:
+            raise InputError(
+                f"about {duration / gap:,.0f} arrivals over the duration, more than {MAX_JOBS:,} jobs: use a "
+                "longer inter-arrival time, a shorter duration or a count",
+                source=src,
+                field="generator.arrivals",
+            )
     mixes = spec.get("mix") or []
     if not isinstance(mixes, list) or not mixes:
         raise InputError("at least one job shape is required", source=src, field="generator.mix")
     diurnal = spec.get("diurnal") or {}
-    cache: dict[str, str] = {}
+    if not isinstance(diurnal, dict):
+        raise InputError(
+            "diurnal is a mapping {busyHours, busyFactor, weekend}", source=src, field="generator.diurnal"
+        )
+    bad = _unknown(diurnal, DIURNAL_KEYS)
+    if bad:
+        raise InputError(
+            f"unknown field {bad!r} (known: {', '.join(sorted(DIURNAL_KEYS))})",
+            source=src,
+            field=f"generator.diurnal.{bad}",
+        )
+    busy = diurnal.get("busyHours", [8, 20])
+    if not isinstance(busy, list) or len(busy) != 2:
+        raise InputError(
+            "busyHours is [first hour, end hour]", source=src, field="generator.diurnal.busyHours"
+        )
+    busy = [number(h, src, f"generator.diurnal.busyHours[{i}]", 0, 24) for i, h in enumerate(busy)]
+    busy_factor = number(diurnal.get("busyFactor", 1), src, "generator.diurnal.busyFactor", 0, 1000)
+    weekend = number(diurnal.get("weekend", 1), src, "generator.diurnal.weekend", 0, 1000)
+    cache: dict[str, tuple[str, str, Any]] = {}
     shapes: list[tuple[float, JobSpec, Delay, float]] = []
     for i, m in enumerate(mixes):
         fld = f"generator.mix[{i}]"
         if not isinstance(m, dict):
             raise InputError("a job shape is an object", source=src, field=fld)
-        bad = sorted(set(m) - MIX_KEYS)
+        bad = _unknown(m, MIX_KEYS)
         if bad:
             raise InputError(
-                f"unknown field {bad[0]!r} (known: {', '.join(sorted(MIX_KEYS))})",
+                f"unknown field {bad!r} (known: {', '.join(sorted(MIX_KEYS))})",
                 source=src,
-                field=f"{fld}.{bad[0]}",
+                field=f"{fld}.{bad}",
             )
         row = {k: m[k] for k in ("kind", "queue", "namespace", "priority", "template", "class") if k in m}
         row["podsets"] = m.get("podsets")
@@ -432,17 +705,16 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
         try:
             proto = _job_from_row(row, 0, src, 0, base, cache)
         except InputError as exc:
+            if exc.source != src:  # a problem inside a file the shape names (its template)
+                raise
             raise InputError(exc.message, source=src, field=f"{fld}.{exc.field}") from None
-        weight = float(m.get("weight", 1))
-        if weight < 0:
-            raise InputError("weight must not be negative", source=src, field=f"{fld}.weight")
-        failed = float(m.get("failed", 0))
-        if not 0 <= failed <= 1:
-            raise InputError("failed is a probability between 0 and 1", source=src, field=f"{fld}.failed")
+        weight = number(m.get("weight", 1), src, f"{fld}.weight", 0, 1e12)
+        failed = number(m.get("failed", 0), src, f"{fld}.failed", 0, 1)
+        prefix = string(m["name"], src, f"{fld}.name") if m.get("name") else proto.kind.lower()
         shapes.append(
             (
                 weight,
-                replace(proto, extra={"prefix": m.get("name") or proto.kind.lower()}),
+                replace(proto, extra={"prefix": prefix}),
                 _delay(m.get("run", 60), src, f"{fld}.run"),
                 failed,
             )
@@ -450,19 +722,44 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
     total_w = sum(s[0] for s in shapes)
     if total_w <= 0:
         raise InputError("the weights add up to zero", source=src, field="generator.mix")
+    if "seed" in spec:
+        whole(spec["seed"], src, "generator.seed", -(2**63), 2**63 - 1)
     rng = random.Random(f"flexq-simulate:{spec.get('seed', 0)}:{seed}")
-    busy = diurnal.get("busyHours", [8, 20])
-    busy_factor = float(diurnal.get("busyFactor", 1))
-    weekend = float(diurnal.get("weekend", 1))
+    schedule: list[float] | None = None
+    if arrivals.at is not None:  # a schedule: one arrival at each listed time
+        schedule = sorted(
+            _sample(Delay(at=[a]), 0.0, rng, src, "generator.arrivals.at") or 0.0 for a in arrivals.at
+        )
     jobs: list[JobSpec] = []
     t = 0.0
+    draws = 0
     while True:
-        nxt = sample_delay(arrivals, t, 0.0, rng)
+        draws += 1
+        if schedule is not None:
+            if draws > len(schedule):
+                break
+            nxt: float | None = schedule[draws - 1]
+        else:
+            nxt = _sample(arrivals, t, rng, src, "generator.arrivals")
         if nxt is None:
             break
+        if draws > MAX_DRAWS or (len(jobs) >= MAX_JOBS and count is None):
+            raise InputError(
+                f"the arrival process draws more than {MAX_JOBS:,} jobs before its duration ends: use a longer "
+                "inter-arrival time, a shorter duration or a count",
+                source=src,
+                field="generator.arrivals",
+            )
         t = nxt
         if duration is not None and t >= duration:
             break
+        if t > MAX_SECONDS:
+            raise InputError(
+                f"an arrival falls after {MAX_SECONDS / 86400:g} days (the longest simulation): use a "
+                "duration or a smaller count",
+                source=src,
+                field="generator.arrivals",
+            )
         if diurnal:  # thinning: keep an arrival with probability rate(t) / peak rate
             hour, day = (t / 3600) % 24, int(t // 86400) % 7
             rate = busy_factor if busy[0] <= hour < busy[1] else 1.0
@@ -477,7 +774,13 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
                 chosen = i
                 break
         _w, proto, run, failed = shapes[chosen]
-        run_s = sample_delay(run, 0.0, 0.0, rng) or 0.0
+        run_s = _sample(run, 0.0, rng, src, f"generator.mix[{chosen}].run") or 0.0
+        if run_s > MAX_SECONDS:
+            raise InputError(
+                f"drew a run time of {run_s:g} s, more than {MAX_SECONDS / 86400:g} days",
+                source=src,
+                field=f"generator.mix[{chosen}].run",
+            )
         outcome = "Failed" if failed and rng.random() < failed else "Succeeded"
         idx = len(jobs)
         jobs.append(
@@ -502,6 +805,57 @@ def is_kueue_generator(doc: Any) -> bool:
     return isinstance(doc, dict) and "cohorts" in doc and "mix" not in doc
 
 
+KUEUE_KEYS = {"cohorts", "resourceFlavor", "topology", "dra"}
+COHORT_KEYS = {"className", "count", "queuesSets"}
+QUEUES_KEYS = {
+    "className",
+    "count",
+    "nominalQuota",
+    "borrowingLimit",
+    "reclaimWithinCohort",
+    "withinClusterQueue",
+    "deviceNominalQuota",
+    "deviceBorrowingLimit",
+    "workloadsSets",
+}
+WLSET_KEYS = {"count", "creationIntervalMs", "workloads"}
+WLT_KEYS = {
+    "className",
+    "runtimeMs",
+    "priority",
+    "request",
+    "podCount",
+    "tasConstraint",
+    "tasLevel",
+    "sliceSize",
+    "devices",
+}
+MAX_QUEUES = 10_000  # ClusterQueues one generator.yaml may create
+
+
+def _section(value: Any, known: set[str], src: str, fld: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError("must be a mapping", source=src, field=fld)
+    bad = _unknown(value, known)
+    if bad:
+        raise InputError(
+            f"unknown field {bad!r} (known: {', '.join(sorted(known))})", source=src, field=f"{fld}.{bad}"
+        )
+    return value
+
+
+def _items(value: Any, src: str, fld: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError("must be a list", source=src, field=fld)
+    return value
+
+
+def _name_part(value: Any, default: str, src: str, fld: str) -> str:
+    return default if value in (None, "") else string(value, src, fld)
+
+
 def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[list[dict], list[JobSpec]]:
     """Kueue's ``generator.yaml`` (``test/performance/scheduler``), as upstream's runner reads it: a ResourceFlavor
     (``rf``), per cohort set ``count`` cohorts named ``<className>-<i>``, per queue set ``count`` ClusterQueues
@@ -509,27 +863,90 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
     Namespace and a LocalQueue of that name, and per workload set ``count`` rounds of its workloads, one every
     ``creationIntervalMs``, named ``<className>-<setIdx>-<round>-<i>``: bare Workloads with one pod set of
     ``podCount`` pods requesting ``request`` cpu, ``spec.priority`` and the runtime label. ``scale`` shrinks
-    every workload set's count (at least 1). TAS and DRA sections are refused."""
+    every workload set's count (at least 1). TAS and DRA sections are refused; so are unknown fields, and a file
+    that would create more than ``MAX_JOBS`` workloads or ``MAX_QUEUES`` ClusterQueues (counted before any is
+    made)."""
+    _section(doc, KUEUE_KEYS, src, "(top level)")
     for key in ("topology", "dra"):
         if doc.get(key):
             raise InputError(
                 f"{key} (TAS/DRA) scenarios are not supported by flexq simulate", source=src, field=key
             )
-    flavor = ((doc.get("resourceFlavor") or {}).get("name")) or "rf"
+    if not isinstance(scale, int | float) or not math.isfinite(scale) or scale <= 0:
+        raise InputError(f"scale must be a positive number, got {scale!r}", source=src, field="scale")
+    rf = doc.get("resourceFlavor") or {}
+    if not isinstance(rf, dict):
+        raise InputError("must be a mapping {name}", source=src, field="resourceFlavor")
+    flavor = _name_part(rf.get("name"), "rf", src, "resourceFlavor.name")
+    cohorts = doc.get("cohorts")
+    if not isinstance(cohorts, list) or not cohorts:
+        raise InputError("config must contain at least one cohort", source=src, field="cohorts")
+    # check every field and count what would be made, before making anything
+    total_queues = total_jobs = 0
+    for ci, cset in enumerate(cohorts):
+        cfld = f"cohorts[{ci}]"
+        _section(cset, COHORT_KEYS, src, cfld)
+        ccount = whole(cset.get("count", 1), src, f"{cfld}.count", 0, MAX_QUEUES)
+        _name_part(cset.get("className"), "cohort", src, f"{cfld}.className")
+        for qsi, qset in enumerate(_items(cset.get("queuesSets"), src, f"{cfld}.queuesSets")):
+            fld = f"{cfld}.queuesSets[{qsi}]"
+            _section(qset, QUEUES_KEYS, src, fld)
+            qcount = whole(qset.get("count", 1), src, f"{fld}.count", 0, MAX_QUEUES)
+            total_queues += ccount * qcount
+            if total_queues > MAX_QUEUES:
+                raise InputError(
+                    f"more than {MAX_QUEUES:,} ClusterQueues in all", source=src, field=f"{fld}.count"
+                )
+            _name_part(qset.get("className"), "cq", src, f"{fld}.className")
+            for key in ("nominalQuota", "borrowingLimit", "reclaimWithinCohort", "withinClusterQueue"):
+                if qset.get(key) is not None:
+                    string(qset[key], src, f"{fld}.{key}")
+            for key in ("deviceNominalQuota", "deviceBorrowingLimit"):
+                if qset.get(key):
+                    raise InputError("DRA quotas are not supported", source=src, field=f"{fld}.{key}")
+            for wsi, wset in enumerate(_items(qset.get("workloadsSets"), src, f"{fld}.workloadsSets")):
+                wfld = f"{fld}.workloadsSets[{wsi}]"
+                _section(wset, WLSET_KEYS, src, wfld)
+                wcount = whole(wset.get("count", 1), src, f"{wfld}.count", 0, MAX_JOBS)
+                interval = number(
+                    wset.get("creationIntervalMs", 0), src, f"{wfld}.creationIntervalMs", 0, 1e12
+                )
+                templates = _items(wset.get("workloads"), src, f"{wfld}.workloads")
+                rounds = max(1, int(wcount * scale))
+                total_jobs += ccount * qcount * rounds * len(templates)
+                if total_jobs > MAX_JOBS:
+                    raise InputError(
+                        f"more than {MAX_JOBS:,} workloads in all (use --scale)",
+                        source=src,
+                        field=f"{wfld}.count",
+                    )
+                if rounds * len(templates) * interval / 1000 > MAX_SECONDS:
+                    raise InputError(
+                        f"the workloads are created over more than {MAX_SECONDS / 86400:g} days",
+                        source=src,
+                        field=f"{wfld}.creationIntervalMs",
+                    )
+                for wi, wlt in enumerate(templates):
+                    tfld = f"{wfld}.workloads[{wi}]"
+                    _section(wlt, WLT_KEYS, src, tfld)
+                    if wlt.get("tasLevel") or wlt.get("devices"):
+                        raise InputError("TAS/DRA workloads are not supported", source=src, field=tfld)
+                    _name_part(wlt.get("className"), "wl", src, f"{tfld}.className")
+                    number(wlt.get("runtimeMs", 0), src, f"{tfld}.runtimeMs", 0, MAX_SECONDS * 1000)
+                    whole(wlt.get("priority", 0), src, f"{tfld}.priority", *INT32)
+                    whole(wlt.get("podCount") or 1, src, f"{tfld}.podCount", 1, MAX_PODS)
+                    string(wlt.get("request", "1"), src, f"{tfld}.request")
     objs: list[dict] = [
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}}
     ]
     jobs: list[JobSpec] = []
-    cohorts = doc.get("cohorts")
-    if not isinstance(cohorts, list) or not cohorts:
-        raise InputError("config must contain at least one cohort", source=src, field="cohorts")
     for ci, cset in enumerate(cohorts):
         for c in range(int(cset.get("count", 1))):
-            cohort = f"{cset.get('className', 'cohort')}-{c}"
+            cohort = f"{cset.get('className') or 'cohort'}-{c}"
             for qsi, qset in enumerate(cset.get("queuesSets") or []):
                 fld = f"cohorts[{ci}].queuesSets[{qsi}]"
                 for q in range(int(qset.get("count", 1))):
-                    name = f"{qset.get('className', 'cq')}-{qsi}-{q}-{cohort}"
+                    name = f"{qset.get('className') or 'cq'}-{qsi}-{q}-{cohort}"
                     res: dict[str, Any] = {"name": "cpu", "nominalQuota": str(qset.get("nominalQuota", 0))}
                     if qset.get("borrowingLimit") not in (None, ""):
                         res["borrowingLimit"] = str(qset["borrowingLimit"])
@@ -542,7 +959,7 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
                                 "name": name,
                                 "labels": {
                                     "kueue.x-k8s.io/performance-scheduler-class": str(
-                                        qset.get("className", "cq")
+                                        qset.get("className") or "cq"
                                     )
                                 },
                             },
@@ -575,13 +992,7 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
                         for si in range(rounds):
                             for wi, wlt in enumerate(templates):
                                 step += 1
-                                if wlt.get("tasLevel") or wlt.get("devices"):
-                                    raise InputError(
-                                        "TAS/DRA workloads are not supported",
-                                        source=src,
-                                        field=f"{wfld}.workloads[{wi}]",
-                                    )
-                                cls = str(wlt.get("className", "wl"))
+                                cls = str(wlt.get("className") or "wl")
                                 jobs.append(
                                     JobSpec(
                                         index=0,

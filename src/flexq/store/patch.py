@@ -129,7 +129,20 @@ PATCH_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
     },
     ("", "Namespace"): {"metadata": _OBJECT_META, "status": _CONDITIONS},
     ("", "ConfigMap"): {"metadata": _OBJECT_META},
+    ("", "Secret"): {"metadata": _OBJECT_META},
     ("", "Event"): {"metadata": _OBJECT_META},
+    ("", "ServiceAccount"): {"metadata": _OBJECT_META, "secrets": ListField("name")},
+    ("apps", "Deployment"): {
+        "metadata": _OBJECT_META,
+        "spec": {"template": _POD_TEMPLATE_SPEC},
+        "status": _CONDITIONS,
+    },
+    ("coordination.k8s.io", "Lease"): {"metadata": _OBJECT_META},
+    # RBAC's rules, subjects and roleRef carry no patch strategy: a strategic merge replaces them whole
+    ("rbac.authorization.k8s.io", "Role"): {"metadata": _OBJECT_META},
+    ("rbac.authorization.k8s.io", "ClusterRole"): {"metadata": _OBJECT_META},
+    ("rbac.authorization.k8s.io", "RoleBinding"): {"metadata": _OBJECT_META},
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): {"metadata": _OBJECT_META},
 }
 _ORDER = "$setElementOrder/"
 _DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"

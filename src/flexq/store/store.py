@@ -14,6 +14,7 @@ Must not import ``flexq.runtime``, domain packages or ``flexq.http``.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import logging
 import threading
 from collections import deque
@@ -105,6 +106,11 @@ class Store:
         self.check_readonly = check_readonly
         self._pristine: dict[tuple[str, Key], dict] = {}
         self.rng = rng or Random(0)
+        # uids and generated names are keyed hashes of what is created and when (``_ident``), not draws from a
+        # stream: one object's identity does not depend on how many others were created before it
+        self._id_key = self.rng.getrandbits(128).to_bytes(16, "big")
+        self._id_instant: int | None = None
+        self._id_issued: dict[tuple, int] = {}
         self._lock = threading.RLock()
         self._objs: dict[str, dict[Key, dict]] = {}
         self._children: dict[str, set[tuple[str, Key]]] = {}  # owner uid -> dependents
@@ -376,7 +382,7 @@ class Store:
                     name=key[1],
                 )
             m = stored["metadata"]
-            m["uid"] = self._new_uid()
+            m["uid"] = self._new_uid(info, key[0], key[1])
             m["creationTimestamp"] = format_time(self.clock.now())
             if info.generation:
                 m["generation"] = 1
@@ -403,16 +409,37 @@ class Store:
         data["kind"] = info.kind
         return data
 
-    def _new_uid(self) -> str:
-        """A uid no stored object has (uids identify an object for its owners' references and selectors)."""
+    def _ident(self, *parts: str) -> int:
+        """128 bits from a keyed hash of ``parts``, the (virtual) instant and how many times the same parts were
+        hashed in that instant. The key comes from the store's seeded stream, which the journal's boot counter
+        re-seeds on every restart. So an object's uid and generated name depend on the seed, the boot, what it
+        is and when it is created, and on nothing created before it: a run that records one more Event or
+        Lease, or a variant of a simulation that creates other objects, gives every other object the same
+        identity (and the draws keyed on names, such as a ProvisioningRequest's DWS wait, the same values)."""
+        now = round(self.clock.now() * 1_000_000)
+        if now != self._id_instant:
+            self._id_instant, self._id_issued = now, {}
+        n = self._id_issued.get(parts, 0)
+        self._id_issued[parts] = n + 1
+        data = "\0".join((*parts, str(now), str(n))).encode()
+        return int.from_bytes(hashlib.blake2b(data, key=self._id_key, digest_size=16).digest(), "big")
+
+    def _new_uid(self, info: KindInfo, namespace: str, name: str) -> str:
+        """A uid no stored object has and none issued in this instant (uids identify an object for its owners'
+        references and selectors; an object re-created under the same name at another instant gets another)."""
         while True:
-            uid = _uuid4(self.rng.getrandbits(128))
+            uid = _uuid4(self._ident("uid", info.key, namespace, name))
             if uid not in self._by_uid:
                 return uid
 
     def _generate_name(self, info: KindInfo, meta: dict) -> str:
         for _ in range(10):
-            name = meta["generateName"] + "".join(self.rng.choice(_ALNUM) for _ in range(5))
+            bits = self._ident("name", info.key, meta.get("namespace") or "", meta["generateName"])
+            suffix = []
+            for _ in range(5):
+                bits, d = divmod(bits, len(_ALNUM))
+                suffix.append(_ALNUM[d])
+            name = meta["generateName"] + "".join(suffix)
             if self._key(info, meta.get("namespace"), name) not in self._objs.get(info.key, {}):
                 return name
         raise AlreadyExists("could not generate a unique name")

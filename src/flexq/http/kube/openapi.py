@@ -23,7 +23,7 @@ from flexq.http.kube.discovery import groups
 
 _DROP = {"title"}
 _PATCH_TYPES = ["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"]
-_BUILTIN_GROUPS = {"", "batch"}
+_BUILTIN_GROUPS = {"", "batch", "apps", "rbac.authorization.k8s.io", "coordination.k8s.io"}
 _QUERY = ["dryRun", "fieldManager", "fieldValidation", "pretty"]
 
 
@@ -69,6 +69,20 @@ def _tidy(node: Any, rename: dict[str, str], ref_base: str) -> Any:
     return out
 
 
+def _inline(node: Any, ref: str, schema: dict[str, Any]) -> Any:
+    """``node`` with each ``$ref`` to ``ref`` replaced by ``schema`` (its siblings, a description, kept)."""
+    if isinstance(node, list):
+        return [_inline(x, ref, schema) for x in node]
+    if not isinstance(node, dict):
+        return node
+    if node.get("$ref") == ref:
+        return {**schema, **{k: v for k, v in node.items() if k != "$ref"}}
+    all_of = node.get("allOf")
+    if isinstance(all_of, list) and all_of == [{"$ref": ref}]:
+        return {**schema, **{k: v for k, v in node.items() if k != "allOf"}}
+    return {k: _inline(v, ref, schema) for k, v in node.items()}
+
+
 def schemas(infos: tuple[KindInfo, ...], version: str, ref_base: str) -> dict[str, Any]:
     """Named schemas of every kind served in ``version`` among ``infos`` (one group)."""
     models = [(i.models[version], "validation") for i in infos if version in i.models]
@@ -79,6 +93,11 @@ def schemas(infos: tuple[KindInfo, ...], version: str, ref_base: str) -> dict[st
     if len(set(rename.values())) < len(rename):  # same short name from two modules: keep them apart
         rename = {name: f"{pre}.{name.replace('__', '.')}" for name in defs}
     out = {rename[n]: _tidy(s, rename, ref_base) for n, s in defs.items()}
+    if "Loose" in rename:  # a field kept as sent (no model of its own): an object, as a CRD's schema has it
+        out = _inline(
+            out, ref_base + rename["Loose"], {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        )
+        out.pop(rename["Loose"], None)
     for i in infos:
         if version not in i.models:
             continue

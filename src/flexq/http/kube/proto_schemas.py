@@ -26,6 +26,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "Pod"): "Pod",
     ("v1", "Service"): "Service",
     ("v1", "ConfigMap"): "ConfigMap",
+    ("v1", "Secret"): "Secret",
     ("v1", "Namespace"): "Namespace",
     ("v1", "Node"): "Node",
     ("v1", "Event"): "Event",
@@ -1026,6 +1027,13 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
     "SeccompProfile": {
         1: ("type", "string", ""),
         2: ("localhostProfile", "string", "po"),
+    },
+    "Secret": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("data", "map[string]bytes", "o"),
+        3: ("type", "string", "o"),
+        4: ("stringData", "map[string]string", "o"),
+        5: ("immutable", "bool", "po"),
     },
     "SecretEnvSource": {
         1: ("LocalObjectReference", "LocalObjectReference", "i"),

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
+import datetime as _dt
 import json
 import re
 from typing import Any
@@ -21,8 +23,8 @@ from starlette.responses import Response, StreamingResponse
 
 from flexq.api import scheme
 from flexq.api.registry import KindInfo
-from flexq.clock import format_time
-from flexq.errors import ApiError, BadRequest, Invalid, MethodNotAllowed, NotFound
+from flexq.clock import format_time, parse_time
+from flexq.errors import ApiError, BadRequest, Cause, Invalid, MethodNotAllowed, NotFound
 from flexq.http.common import (
     WriteBatch,
     decode_body_async,
@@ -34,6 +36,7 @@ from flexq.http.common import (
 )
 from flexq.http.common import view as view_as
 from flexq.http.kube import apply as ssa
+from flexq.http.kube import fields
 from flexq.http.kube import table as tables
 from flexq.http.kube.paths import Target
 from flexq.http.kube.watch import DEFAULT_TIMEOUT, WatchRequest, log_stream, watch_stream
@@ -52,6 +55,70 @@ _UNKNOWN = "field not declared in schema"
 
 def not_found_path() -> NotFound:
     return NotFound("the server could not find the requested resource")
+
+
+@dataclasses.dataclass
+class LogOptions:
+    """A pod log request's ``PodLogOptions``, checked as ``ValidatePodLogOptions`` checks them."""
+
+    tail: int | None = None
+    limit: int | None = None
+    since: float | None = None  # the earliest write time to show
+    timestamps: bool = False
+
+
+def _log_invalid(pod: str, field: str, reason: str, message: str) -> Invalid:
+    return Invalid(
+        f'PodLogOptions "{pod}" is invalid: ' + (f"{field}: {message}" if field else message),
+        kind="PodLogOptions",
+        name=pod,
+        causes=[Cause(field, reason, message)],
+    )
+
+
+def _at_least(q: Any, key: str, minimum: int, pod: str) -> int | None:
+    raw = q.get(key)
+    if raw is None or raw == "":
+        return None
+    if not re.fullmatch(r"-?\d{1,18}", raw):
+        raise BadRequest(f'{key}: Invalid value: "{raw}": must be an integer')
+    value = int(raw)
+    if value < minimum:
+        bound = "greater than 0" if minimum == 1 else "greater than or equal to 0"
+        raise _log_invalid(pod, key, "FieldValueInvalid", f"Invalid value: {value}: must be {bound}")
+    return value
+
+
+def log_options(q: Any, now: float, pod: str) -> LogOptions:
+    """``tailLines``, ``limitBytes``, ``sinceSeconds``/``sinceTime`` and ``timestamps`` of a log request."""
+    opts = LogOptions(
+        tail=_at_least(q, "tailLines", 0, pod),
+        limit=_at_least(q, "limitBytes", 1, pod),
+        timestamps=truthy(q.get("timestamps")),
+    )
+    since_seconds = _at_least(q, "sinceSeconds", 1, pod)
+    since_time = q.get("sinceTime")
+    if since_seconds is not None and since_time:
+        raise _log_invalid(
+            pod,
+            "",
+            "FieldValueForbidden",
+            "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified",
+        )
+    if since_seconds is not None:
+        opts.since = now - since_seconds
+    elif since_time:
+        try:
+            opts.since = parse_time(since_time)
+        except ValueError:
+            raise BadRequest(f'sinceTime: Invalid value: "{since_time}": must be an RFC 3339 time') from None
+    return opts
+
+
+def log_timestamp(ts: float) -> str:
+    """The kubelet's log timestamp (``2006-01-02T15:04:05.000000000Z07:00``)."""
+    dt = _dt.datetime.fromtimestamp(ts, tz=_dt.UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond * 1000:09d}Z"
 
 
 def _key(obj: dict) -> tuple[str, str]:
@@ -327,6 +394,7 @@ class KubeFace:
 
     async def list(self, request: Request, t: Target, info: KindInfo) -> Response:
         q = request.query_params
+        fsel = fields.checked(info, q.get("fieldSelector"))
 
         store = self.store()
 
@@ -334,7 +402,7 @@ class KubeFace:
             # the stored versions themselves (read-only, never changed in place) and the resourceVersion they
             # are at, read together under the store's lock
             return (
-                store.peek_list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector")),
+                store.peek_list(info.kind, t.namespace, q.get("labelSelector"), fsel),
                 store.resource_version,
             )
 
@@ -352,7 +420,7 @@ class KubeFace:
             rv,
             q.get("limit"),
             q.get("continue"),
-            selected=bool(q.get("labelSelector") or q.get("fieldSelector")),
+            selected=bool(q.get("labelSelector") or fsel),
         )
         api_version = info.api_version(t.version)
         views = [view_as(info, o, api_version) for o in objs]
@@ -374,7 +442,7 @@ class KubeFace:
         rv = q.get("resourceVersion")
         if rv not in (None, "") and not rv.isdigit():
             raise BadRequest(f'invalid resource version: "{rv}"')
-        fsel = q.get("fieldSelector")
+        fsel = fields.checked(info, q.get("fieldSelector"))
         if name:
             fsel = f"metadata.name={name}" + (f",{fsel}" if fsel else "")
         raw_timeout = q.get("timeoutSeconds")
@@ -597,10 +665,11 @@ class KubeFace:
     async def delete_collection(self, request: Request, t: Target, info: KindInfo) -> Response:
         opts = await self._delete_options(request)
         dry, q = self._dry_run(request, opts), request.query_params
+        fsel = fields.checked(info, q.get("fieldSelector"))
 
         def run() -> list[dict]:
             store = self.store()
-            objs = store.list(info.kind, t.namespace, q.get("labelSelector"), q.get("fieldSelector"))
+            objs = store.list(info.kind, t.namespace, q.get("labelSelector"), fsel)
             for o in objs:
                 with contextlib.suppress(NotFound):
                     store.delete(
@@ -638,23 +707,27 @@ class KubeFace:
             container = names[0] if names else None
         elif container not in names:
             raise BadRequest(f"container {container} is not valid for pod {name}")
+        opts = log_options(q, self.loop.now(), name)
         logs = self.runtime().logs
-        text = logs.read(ns, name, container)
+        lines = logs.lines(ns, name, container or "")
+        known = sum(len(ln) for _, ln in lines)
         phase = (pod.get("status") or {}).get("phase", "Pending")
-        if not text and phase == "Pending":
+        if not lines and phase == "Pending":
             raise BadRequest(
                 f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
             )
-        tail = q.get("tailLines")
-        if tail is not None:
-            if not re.fullmatch(r"-?\d+", tail):
-                raise BadRequest(f"tailLines: invalid value {tail!r}")
-            if int(tail) >= 0:
-                lines = text.splitlines(keepends=True)
-                text = "".join(lines[-int(tail) :]) if int(tail) else ""
-        limit = q.get("limitBytes")
-        if limit and limit.isdigit():
-            text = text.encode()[: int(limit)].decode(errors="ignore")
+        # the kubelet's order: lines since the time asked, the last tailLines of them, each with its
+        # timestamp when asked, then cut at limitBytes
+        if opts.since is not None:
+            lines = [(at, ln) for at, ln in lines if at is None or at >= opts.since]
+        if opts.tail is not None:
+            lines = lines[-opts.tail :] if opts.tail else []
+        text = "".join(
+            (f"{log_timestamp(at if at is not None else self.loop.now())} {ln}" if opts.timestamps else ln)
+            for at, ln in lines
+        )
+        if opts.limit is not None:
+            text = text.encode()[: opts.limit].decode(errors="ignore")
         if not truthy(q.get("follow")):
             return Response(text.encode(), media_type="text/plain")
 
@@ -662,6 +735,8 @@ class KubeFace:
             p = self.store().try_get("Pod", name, ns)
             return p is None or (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
+        stamp = (lambda: log_timestamp(self.loop.now())) if opts.timestamps else None
         return StreamingResponse(
-            log_stream(self.loop, logs, ns, name, container, text, finished), media_type="text/plain"
+            log_stream(self.loop, logs, ns, name, container, text, finished, known, stamp),
+            media_type="text/plain",
         )

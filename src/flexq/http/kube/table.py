@@ -156,14 +156,31 @@ def _job_cells(o: dict, now: float) -> list[Any]:
 
 
 def _event_cells(o: dict, now: float) -> list[Any]:
+    """``printEvent`` with ``Wide`` (the API server always prints wide; kubectl hides priority-1 columns)."""
     inv = o.get("involvedObject") or {}
-    last = o.get("lastTimestamp") or o.get("eventTime") or o["metadata"].get("creationTimestamp")
+    meta = o["metadata"]
+    first = o.get("firstTimestamp") or o.get("eventTime")
+    last = o.get("lastTimestamp") or first
+    count = o.get("count") or 1
+    series = o.get("series")
+    if isinstance(series, dict):
+        last = series.get("lastObservedTime") or last
+        count = series.get("count") or count
+    kind = (inv.get("kind") or "").lower()
+    src = o.get("source") or {}
+    component = src.get("component") or o.get("reportingComponent") or ""
+    host = src.get("host") or o.get("reportingInstance") or ""
     return [
-        age(last, now),
+        age(last, now) if last else "<unknown>",
         o.get("type", ""),
         o.get("reason", ""),
-        f"{(inv.get('kind') or '').lower()}/{inv.get('name', '')}",
-        o.get("message", ""),
+        f"{kind}/{inv['name']}" if inv.get("name") else kind,
+        inv.get("fieldPath", ""),
+        f"{component}, {host}" if host else component,
+        (o.get("message") or "").strip(),
+        age(first, now) if first else "<unknown>",
+        int(count),
+        meta.get("name", ""),
     ]
 
 
@@ -328,7 +345,12 @@ BUILTIN: dict[str, tuple[list[tuple[Any, ...]], Callable[[dict, float], list[Any
             ("Type", "string"),
             ("Reason", "string"),
             ("Object", "string"),
+            ("Subobject", "string", 1),
+            ("Source", "string", 1),
             ("Message", "string"),
+            ("First Seen", "string", 1),
+            ("Count", "string", 1),
+            ("Name", "string", 1, "name"),
         ],
         _event_cells,
     ),
@@ -346,6 +368,21 @@ BUILTIN: dict[str, tuple[list[tuple[Any, ...]], Callable[[dict, float], list[Any
             age(o["metadata"].get("creationTimestamp"), now),
         ],
     ),
+    "secrets": (
+        [("Type", "string"), ("Data", "string"), ("Age", "string")],
+        lambda o, now: [
+            o.get("type", ""),
+            len(o.get("data") or {}),
+            age(o["metadata"].get("creationTimestamp"), now),
+        ],
+    ),
+    "leases.coordination.k8s.io": (
+        [("Holder", "string"), ("Age", "string")],
+        lambda o, now: [
+            (o.get("spec") or {}).get("holderIdentity") or "",
+            age(o["metadata"].get("creationTimestamp"), now),
+        ],
+    ),
     "services": (
         [
             ("Type", "string"),
@@ -360,6 +397,10 @@ BUILTIN: dict[str, tuple[list[tuple[Any, ...]], Callable[[dict, float], list[Any
 }
 
 
+# built-in kinds whose printer does not start with the name (an Event's name is its last, wide column)
+_NAME_NOT_FIRST = {"events"}
+
+
 def columns(info: KindInfo) -> list[dict[str, Any]]:
     """``columnDefinitions``: Name, then the kind's columns (Age when it declares none)."""
     defs = [
@@ -372,11 +413,13 @@ def columns(info: KindInfo) -> list[dict[str, Any]]:
         }
     ]
     if info.key in BUILTIN:
+        if info.key in _NAME_NOT_FIRST:
+            defs = []
         defs += [
             {
                 "name": c[0],
                 "type": c[1],
-                "format": "",
+                "format": c[3] if len(c) > 3 else "",
                 "priority": c[2] if len(c) > 2 else 0,
                 "description": c[0],
             }
@@ -401,7 +444,9 @@ def row(info: KindInfo, obj: dict, now: float, include: str = "Metadata") -> dic
     """One ``TableRow``; ``include`` is the request's ``includeObject`` (None, Metadata, Object)."""
     name = obj["metadata"]["name"]
     if info.key in BUILTIN:
-        cells = [name, *BUILTIN[info.key][1](obj, now)]
+        cells = BUILTIN[info.key][1](obj, now)
+        if info.key not in _NAME_NOT_FIRST:
+            cells = [name, *cells]
     else:
         cols = info.printer_columns or [PrinterColumn("Age", ".metadata.creationTimestamp", "date")]
         cells = [name, *(_cell(c, obj, now) for c in cols)]

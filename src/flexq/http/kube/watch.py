@@ -155,19 +155,35 @@ async def log_stream(
     container: str | None,
     start: str,
     finished: Callable[[], bool],
+    known: int | None = None,
+    stamp: Callable[[], str] | None = None,
 ) -> AsyncIterator[bytes]:
-    """``kubectl logs -f``: what is there, then more as it is written, until the container ends."""
+    """``kubectl logs -f``: what is there (``start``, the log up to ``known`` characters as asked), then more
+    as it is written, until the container ends; each new line prefixed with ``stamp()`` when given."""
     if start:
         yield start.encode()
-    known = len(logs.read(namespace, pod, container))
+    if known is None:
+        known = len(logs.read(namespace, pod, container))
+    at_line_start = True
+
+    def stamped(new: str) -> bytes:
+        nonlocal at_line_start
+        if stamp is None:
+            return new.encode()
+        out = []
+        for line in new.splitlines(keepends=True):
+            out.append(f"{stamp()} {line}" if at_line_start else line)
+            at_line_start = line.endswith("\n")
+        return "".join(out).encode()
+
     while True:
         text = await anyio.to_thread.run_sync(logs.wait_for_more, namespace, pod, container, known, 1.0)
         if len(text) > known:
-            yield text[known:].encode()
+            yield stamped(text[known:])
             known = len(text)
             continue
         if await on_loop(loop, finished):
             text = logs.read(namespace, pod, container)
             if len(text) > known:
-                yield text[known:].encode()
+                yield stamped(text[known:])
             return
