@@ -34,6 +34,7 @@ __all__ = [
     "LIMITS",
     "read_text",
     "read_lines",
+    "unknown_key",
     "parse_yaml",
     "parse_yaml_all",
     "ref_path",
@@ -64,6 +65,12 @@ LIMITS = {
     "variants": MAX_VARIANTS,
     "nodes per pool": MAX_NODES,
 }
+
+
+def unknown_key(keys: Any, known: Any) -> str | None:
+    """The first key (as text) of ``keys`` not in ``known``, or None (keys of any YAML type)."""
+    bad = sorted(str(k) for k in keys if not isinstance(k, str) or k not in known)
+    return bad[0] if bad else None
 
 
 def show(value: Any, width: int = 80) -> str:

@@ -60,6 +60,7 @@ from flexq.simulate.inputs import (
     read_text,
     ref_path,
     string,
+    unknown_key,
     whole,
 )
 from flexq.simulate.profiles import NAMED_PROFILES, named_profile
@@ -167,11 +168,6 @@ def _read_yaml(path: Path, src: str, fld: str = "", what: str = "file") -> Any:
     return parse_yaml(read_text(path, src, what=what, field=fld), str(path))
 
 
-def _unknown(keys: Any, known: Any) -> str | None:
-    bad = sorted(str(k) for k in keys if not isinstance(k, str) or k not in known)
-    return bad[0] if bad else None
-
-
 _VARIANT_NAME = re.compile(r"^\w[\w.\-]{0,62}$")
 
 
@@ -243,7 +239,7 @@ def _settings(value: Any, src: str, fld: str) -> dict[str, Any]:
             source=src,
             field=fld,
         )
-    bad1 = _unknown(value, SETTINGS_KEYS)
+    bad1 = unknown_key(value, SETTINGS_KEYS)
     if bad1:
         raise InputError(
             f"unknown setting {bad1!r} (known: {', '.join(sorted(SETTINGS_KEYS))})",
@@ -255,7 +251,7 @@ def _settings(value: Any, src: str, fld: str) -> dict[str, Any]:
         fb = out["fallback"]
         if isinstance(fb, dict):
             known = set(FallbackConfig.__dataclass_fields__)
-            badf = _unknown(fb, known)
+            badf = unknown_key(fb, known)
             if badf:
                 raise InputError(
                     f"unknown fallback field {badf!r} (known: {', '.join(sorted(known))})",
@@ -320,7 +316,7 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
         "nodes",
         "addons",
     }
-    bad = _unknown(value, known)
+    bad = unknown_key(value, known)
     if bad:
         raise InputError(
             f"unknown field {bad!r} (known: {', '.join(sorted(known))})",
@@ -330,7 +326,7 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
     addons = value.get("addons") or []
     if not isinstance(addons, list):
         raise InputError("addons is a list", source=src, field=f"{fld}.addons")
-    bad = _unknown(addons, ADDONS)
+    bad = unknown_key(addons, ADDONS)
     if bad:
         raise InputError(
             f"unknown addon {bad!r} (known: {', '.join(ADDONS)})", source=src, field=f"{fld}.addons"
@@ -347,7 +343,7 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
         pfld = f"{fld}.nodePools[{i}]"
         if not isinstance(pool, dict) or not pool.get("name") or not pool.get("machineType"):
             raise InputError("a node pool needs a name and a machineType", source=src, field=pfld)
-        bad = _unknown(pool, POOL_KEYS)
+        bad = unknown_key(pool, POOL_KEYS)
         if bad:
             raise InputError(
                 f"unknown field {bad!r} (known: {', '.join(sorted(POOL_KEYS))})",
@@ -368,7 +364,7 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
                 raise InputError(
                     "autoscaling is a mapping {min, max}", source=src, field=f"{pfld}.autoscaling"
                 )
-            bad = _unknown(auto, {"min", "max"})
+            bad = unknown_key(auto, {"min", "max"})
             if bad:
                 raise InputError(
                     f"unknown field {bad!r} (known: max, min)", source=src, field=f"{pfld}.autoscaling.{bad}"
@@ -398,7 +394,7 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
             raise InputError(
                 "a request is {method, path, body} with an absolute path", source=src, field=rfld
             )
-        bad = _unknown(req, {"method", "path", "body"})
+        bad = unknown_key(req, {"method", "path", "body"})
         if bad:
             raise InputError(
                 f"unknown field {bad!r} (known: body, method, path)", source=src, field=f"{rfld}.{bad}"
@@ -510,7 +506,7 @@ def load_study(
         doc = {"name": p.parent.name or p.stem, "generator": p.name}
     if not isinstance(doc, dict):
         raise InputError("a simulation file is a YAML mapping", source=src)
-    bad = _unknown(doc, STUDY_KEYS)
+    bad = unknown_key(doc, STUDY_KEYS)
     if bad:
         raise InputError(
             f"unknown field {bad!r} (known: {', '.join(sorted(STUDY_KEYS))})", source=src, field=bad
@@ -580,7 +576,7 @@ def load_study(
         fld = f"variants[{i}]"
         if not isinstance(v, dict) or not v.get("name"):
             raise InputError("a variant needs a name", source=src, field=fld)
-        bad = _unknown(v, VARIANT_KEYS)
+        bad = unknown_key(v, VARIANT_KEYS)
         if bad:
             raise InputError(
                 f"unknown field {bad!r} (known: {', '.join(sorted(VARIANT_KEYS))})",

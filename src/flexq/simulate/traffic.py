@@ -49,6 +49,7 @@ from flexq.simulate.inputs import (
     ref_path,
     show,
     string,
+    unknown_key,
     whole,
 )
 
@@ -118,12 +119,6 @@ class JobSpec:
 
 
 # -- parsing helpers ---------------------------------------------------------------------------------------------
-def _unknown(keys: Any, known: Any) -> str | None:
-    """The first key (as text) of ``keys`` not in ``known``, or None (keys of any YAML type)."""
-    bad = sorted(str(k) for k in keys if not isinstance(k, str) or k not in known)
-    return bad[0] if bad else None
-
-
 def _seconds(
     value: Any, src: str, line: int | None, fld: str, *, allow_zero: bool = True, limit: float = MAX_SECONDS
 ) -> float:
@@ -221,7 +216,7 @@ def parse_podsets(value: Any, src: str, line: int | None) -> tuple[PodSetSpec, .
             raise InputError(
                 "a pod set is an object {name, count, requests}", source=src, line=line, field=fld
             )
-        unknown = _unknown(ps, {"name", "count", "requests"})
+        unknown = unknown_key(ps, {"name", "count", "requests"})
         if unknown:
             raise InputError(
                 f"unknown field {unknown!r} (known: name, count, requests)",
@@ -328,7 +323,7 @@ def _job_from_row(
     base: Path,
     cache: dict[str, tuple[str, str, Any]],
 ) -> JobSpec:
-    unknown = _unknown(row, COLUMNS)
+    unknown = unknown_key(row, COLUMNS)
     if unknown:
         raise InputError(
             f"unknown column {unknown!r} (known: {', '.join(COLUMNS)})",
@@ -631,7 +626,7 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
     process that would draw more (or keeps drawing the same instant without a ``count``) is refused."""
     if not isinstance(spec, dict):
         raise InputError("a generator is an object", source=src, field="generator")
-    unknown = _unknown(spec, GEN_KEYS)
+    unknown = unknown_key(spec, GEN_KEYS)
     if unknown:
         raise InputError(
             f"unknown field {unknown!r} (known: {', '.join(sorted(GEN_KEYS))})",
@@ -671,7 +666,7 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
         raise InputError(
             "diurnal is a mapping {busyHours, busyFactor, weekend}", source=src, field="generator.diurnal"
         )
-    bad = _unknown(diurnal, DIURNAL_KEYS)
+    bad = unknown_key(diurnal, DIURNAL_KEYS)
     if bad:
         raise InputError(
             f"unknown field {bad!r} (known: {', '.join(sorted(DIURNAL_KEYS))})",
@@ -692,7 +687,7 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
         fld = f"generator.mix[{i}]"
         if not isinstance(m, dict):
             raise InputError("a job shape is an object", source=src, field=fld)
-        bad = _unknown(m, MIX_KEYS)
+        bad = unknown_key(m, MIX_KEYS)
         if bad:
             raise InputError(
                 f"unknown field {bad!r} (known: {', '.join(sorted(MIX_KEYS))})",
@@ -836,7 +831,7 @@ MAX_QUEUES = 10_000  # ClusterQueues one generator.yaml may create
 def _section(value: Any, known: set[str], src: str, fld: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InputError("must be a mapping", source=src, field=fld)
-    bad = _unknown(value, known)
+    bad = unknown_key(value, known)
     if bad:
         raise InputError(
             f"unknown field {bad!r} (known: {', '.join(sorted(known))})", source=src, field=f"{fld}.{bad}"
