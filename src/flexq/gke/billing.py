@@ -133,14 +133,11 @@ class _Sums:
         self.flavor_list: list[tuple[str, dict[str, str]]] = []
         self.flavors: dict[str, Fraction] = {}
         self.jobs_money: dict[str, float] = {}
-        self.jobs_added = False
 
     def add(self, group: str, key: str, cost: Fraction) -> None:
         g = self.groups[group]
         g[key] = g.get(key, Fraction(0)) + cost
         if group == "jobs":
-            if key not in self.jobs_money:
-                self.jobs_added = True
             self.jobs_money[key] = _money(g[key])
 
 
@@ -452,9 +449,6 @@ class BillingController(Controller):
                 groups[group][key] = groups[group].get(key, Fraction(0)) + cost
             for fname in fnames:
                 flavors[fname] = flavors.get(fname, Fraction(0)) + cost
-        if s.jobs_added:
-            s.jobs_money = dict(sorted(s.jobs_money.items()))
-            s.jobs_added = False
         pod_buckets: dict[tuple[str, Fraction, str], list[float]] = {}
         for rec in self._open_pods.values():
             end = rec["end"] if rec.get("end") is not None else now
@@ -464,13 +458,11 @@ class BillingController(Controller):
         for (job, price_f, share), durations in pod_buckets.items():
             cost = _exact_sum(durations) / 3600 * price_f * _price_of(share)
             open_jobs[job] = open_jobs.get(job, Fraction(0)) + cost
-        jobs = s.jobs_money
-        if open_jobs:
-            jobs = dict(jobs)
-            for job, cost in open_jobs.items():
-                jobs[job] = _money(s.groups["jobs"].get(job, Fraction(0)) + cost)
-            if any(j not in s.jobs_money for j in open_jobs):
-                jobs = dict(sorted(jobs.items()))
+        # every job's money, in the order the jobs first cost something (deterministic for a seed; readers
+        # that print it sort it): re-sorting every job's name on each write made the writes grow with the jobs
+        jobs = dict(s.jobs_money)  # a new dict: the ledger keeps it while the sums go on
+        for job, cost in open_jobs.items():
+            jobs[job] = _money(s.groups["jobs"].get(job, Fraction(0)) + cost)
         out = {
             "total": _money(total),
             "nodeHours": _money(hours),
