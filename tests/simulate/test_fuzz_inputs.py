@@ -225,6 +225,8 @@ FILE_CASES = {
     # the trace
     "csv-empty": ("trace.csv", "", ["trace.csv:1", "header"]),
     "csv-header-only": ("trace.csv", "submit,queue,podsets\n", ["trace.csv", "no jobs"]),
+    # a line of commas is a record whose cells are empty, not a blank line (hypothesis found it read as "no jobs")
+    "csv-empty-cells": ("trace.csv", "submit,queue,podsets\n,,\n", ["trace.csv:2 (submit)"]),
     "csv-unknown-column": (
         "trace.csv",
         "submit,queue,podsets,colour\n0,q,main:1:cpu=1,red\n",

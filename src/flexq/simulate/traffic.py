@@ -532,8 +532,8 @@ def read_trace(path: str | Path, *, source: str = "", field: str = "trace") -> l
                         f"missing required column {col!r}", source=src, line=head_line, field=col
                     )
             for values in reader:
-                if not any(v.strip() for v in values):
-                    continue  # a blank line
+                if not values or (len(values) == 1 and not values[0].strip()):
+                    continue  # a blank line (a line of commas is a record whose cells are empty)
                 if len(values) > len(cols):
                     raise InputError(
                         f"{len(values)} values for {len(cols)} columns", source=src, line=reader.line_num
