@@ -22,6 +22,7 @@ from typing import Any
 
 from flexq.errors import Conflict, NotFound
 from flexq.runtime import Context, Controller, Result, Watch
+from flexq.runtime.controller import event_dedup_key
 from flexq.store.store import WatchEvent
 
 SWEEP = ("", "expired-events")
@@ -79,15 +80,7 @@ class EventTTL(Controller):
         return None
 
     def _forget(self, ev: dict[str, Any]) -> None:
-        """Drop the recorders' dedup entry for ``ev`` (the key ``EventRecorder.record`` builds)."""
-        inv = ev.get("involvedObject") or {}
-        key = (
-            ev["metadata"].get("namespace") or "default",
-            inv.get("uid") or inv.get("name"),
-            (ev.get("source") or {}).get("component"),
-            ev.get("type"),
-            ev.get("reason"),
-            ev.get("message"),
-        )
+        """Drop the recorders' dedup entry for ``ev``."""
+        key = event_dedup_key(ev)
         if self.ctx.event_index.get(key) == ev["metadata"]["name"]:
             del self.ctx.event_index[key]

@@ -67,6 +67,23 @@ class Result:
     requeue_after: float | None = None
 
 
+def _dedup_key(ns: str, obj: Any, component: Any, type_: Any, reason: Any, message: Any) -> tuple[Any, ...]:
+    return (ns, obj, component, type_, reason, message)
+
+
+def event_dedup_key(ev: dict[str, Any]) -> tuple[Any, ...]:
+    """The key under which the recorders' shared index (``Context.event_index``) holds a written Event."""
+    inv = ev.get("involvedObject") or {}
+    return _dedup_key(
+        ev["metadata"].get("namespace") or "default",
+        inv.get("uid") or inv.get("name"),
+        (ev.get("source") or {}).get("component"),
+        ev.get("type"),
+        ev.get("reason"),
+        ev.get("message"),
+    )
+
+
 class EventRecorder:
     """Writes core/v1 Events like client-go's recorder: the same reason and message from the same component
     about one object bumps ``count`` and ``lastTimestamp`` of the event already written (found through an
@@ -82,7 +99,7 @@ class EventRecorder:
         ns = meta.get("namespace") or "default"
         now_s = self.store.clock.now()
         now = format_time(now_s)
-        key = (ns, meta.get("uid") or meta["name"], self.component, type_, reason, message)
+        key = _dedup_key(ns, meta.get("uid") or meta["name"], self.component, type_, reason, message)
         try:
             name = self.index.get(key)
             cur = self.store.peek("Event", name, ns) if name else None
