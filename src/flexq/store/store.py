@@ -105,6 +105,9 @@ class Store:
         self.registry, self.clock, self.name, self.journal = registry, clock, name, journal
         self.check_readonly = check_readonly
         self._pristine: dict[tuple[str, Key], dict] = {}
+        # the JSON text of stored versions that were listed (``clone_many``'s cache, by identity), as an API
+        # server's watch cache keeps an object's serialization: a version is dropped when a write replaces it
+        self.texts: dict[int, tuple[dict, bytes]] = {}
         self.rng = rng or Random(0)
         # uids and generated names are keyed hashes of what is created and when (``_ident``), not draws from a
         # stream: one object's identity does not depend on how many others were created before it
@@ -215,7 +218,7 @@ class Store:
         with self._lock:
             objs = self.peek_list(kind, namespace, label_selector, field_selector)
             with no_gc():
-                return clone_many(objs)
+                return clone_many(objs, self.texts)
 
     def peek_list(
         self,
@@ -711,9 +714,12 @@ class Store:
                         self.journal.put(self.name, info.key, key[0], key[1], ev.rv, ev.object)
                 self.journal.set_rv(self.name, rv)
         self._rv = rv
+        texts = self.texts
         for ev, (typ, info, key, _obj) in zip(events, ops, strict=True):
             bucket = self._objs.setdefault(info.key, {})
             old = bucket.get(key)
+            if texts and old is not None:
+                texts.pop(id(old), None)
             if self.check_readonly:
                 self._check_pristine(info.key, key, old, None if typ == "DELETED" else ev.object)
             if typ == "DELETED":
