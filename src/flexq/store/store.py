@@ -20,9 +20,8 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from random import Random
-from typing import Any
+from typing import Any, NamedTuple
 
 from flexq.api import scheme
 from flexq.api.jsoncopy import clone, clone_kept, clone_many, no_gc
@@ -59,9 +58,9 @@ def status_copy(obj: dict) -> dict:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
-    """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change."""
+class WatchEvent(NamedTuple):
+    """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change. Immutable (a named
+    tuple: made three times faster than a frozen dataclass, once per write)."""
 
     type: str
     kind: str  # KindInfo.key
@@ -237,6 +236,8 @@ class Store:
         Answered from the indexes: the cost follows the matching objects, not all objects of the kind."""
         info = self.info(kind)
         kk = info.key
+        if owner_uid is not None and not (label_selector or field_selector or labels or index):
+            return self._owned_by(info, namespace, owner_uid)
         lmatch = parse_label_selector(label_selector)
         fmatch = parse_field_selector(field_selector)
         eq = dict(labels or {})
@@ -289,6 +290,25 @@ class Store:
                 if field_selector and not fmatch(obj):
                     continue
                 out.append(obj)
+            return out
+
+    def _owned_by(self, info: KindInfo, namespace: str | None, owner_uid: str) -> builtins.list[dict]:
+        """``peek_list`` with ``owner_uid`` (and a namespace) only: the owner index's entries of the kind,
+        without the selector machinery (controllers ask this on every reconcile of an owner)."""
+        kk = info.key
+        ns = namespace if info.namespaced else None
+        with self._lock:
+            items = self._objs.get(kk, {})
+            keys = sorted(
+                k for c, k in self._children.get(owner_uid, ()) if c == kk and (ns is None or k[0] == ns)
+            )
+            out = []
+            for k in keys:
+                obj = items.get(k)
+                if obj is not None and any(
+                    r.get("uid") == owner_uid for r in obj["metadata"].get("ownerReferences") or ()
+                ):
+                    out.append(obj)
             return out
 
     @contextmanager
