@@ -111,6 +111,7 @@ class Store:
         # uids and generated names are keyed hashes of what is created and when (``_ident``), not draws from a
         # stream: one object's identity does not depend on how many others were created before it
         self._id_key = self.rng.getrandbits(128).to_bytes(16, "big")
+        self._id_hash = hashlib.blake2b(key=self._id_key, digest_size=16)  # copied per use: no key setup
         self._id_instant: int | None = None
         self._id_issued: dict[tuple, int] = {}
         self._lock = threading.RLock()
@@ -445,7 +446,9 @@ class Store:
         n = self._id_issued.get(parts, 0)
         self._id_issued[parts] = n + 1
         data = "\0".join((*parts, str(now), str(n))).encode()
-        return int.from_bytes(hashlib.blake2b(data, key=self._id_key, digest_size=16).digest(), "big")
+        h = self._id_hash.copy()  # as hashlib.blake2b(data, key=self._id_key, digest_size=16)
+        h.update(data)
+        return int.from_bytes(h.digest(), "big")
 
     def _new_uid(self, info: KindInfo, namespace: str, name: str) -> str:
         """A uid no stored object has and none issued in this instant (uids identify an object for its owners'
