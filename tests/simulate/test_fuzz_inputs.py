@@ -858,6 +858,12 @@ CLI_CASES = [
     (["--scale", "nan"], {}, "(--scale)"),
     (["--until", "forever"], {}, "--until: invalid duration"),
     (["--until", "1000000000000"], {}, "--until: '1000000000000' is more than 366 days"),
+    (["--until", "0"], {}, "--until: must be a positive duration, not '0'"),
+    (
+        ["--until", "5s"],
+        {"trace.csv": TRACE.replace("\n0,q", "\n9,q")},
+        "(--until): no job is submitted before 5 s",
+    ),
     (["--variant", "nope"], {}, "no variant named 'nope'"),
     ([], {"trace.csv": "submit,queue,podsets\n0,q,m:1:cpu=1\n[red]x,q,m:1:cpu=1\n"}, "trace.csv:3 (submit)"),
     ([], {"simulation.yaml": "a: &a [x, *a]\n"}, "simulation.yaml"),

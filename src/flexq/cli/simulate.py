@@ -235,7 +235,13 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         if args.until is not None:
             from flexq.simulate.traffic import seconds
 
-            study.submit_until = seconds(args.until, "", None, "--until")
+            until = seconds(args.until, "", None, "--until")
+            if until <= 0:
+                raise InputError(
+                    f"must be a positive duration, not {args.until!r}: it keeps the jobs submitted before it",
+                    field="--until",
+                )
+            study.submit_until = until
         study_path = Path(args.study)
         out = (
             Path(args.out)

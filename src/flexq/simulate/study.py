@@ -149,7 +149,15 @@ class Study:
             assert self.generator is not None
             jobs = traffic.generate(self.generator, seed, self.source, Path(self.generator_base))
         if self.submit_until is not None:
-            jobs = [j for j in jobs if j.submit < self.submit_until]
+            kept = [j for j in jobs if j.submit < self.submit_until]
+            if jobs and not kept:
+                first = min(j.submit for j in jobs)
+                raise InputError(
+                    f"no job is submitted before {self.submit_until:g} s (the first arrives at {first:g} s)",
+                    source=self.source,
+                    field="--until",
+                )
+            jobs = kept
         return jobs
 
     def variant(self, name: str) -> Variant:
