@@ -1008,3 +1008,12 @@ def test_cli_ray_address_nobody_listens_on_exits_2_at_once(tmp_path, capsys, add
         rc = main(["simulate", str(study), "--no-progress", "--no-plots", "--ray-address", address])
     err = capsys.readouterr().err
     assert rc == 2 and "--ray-address" in err and "Traceback" not in err, err
+
+
+def test_the_python_api_takes_until_as_the_cli_does(tmp_path) -> None:
+    study = make(tmp_path / "s")
+    with pytest.raises(InputError) as err:
+        flexq.simulate(study, workers=1, plots=False, until="0s")
+    assert str(err.value).startswith("until: must be a positive duration"), err.value
+    result = flexq.simulate(study, workers=1, plots=False, until="3s")  # the trace's jobs come at 0 s and 5 s
+    assert [row["submit"] for run in result.runs for row in run.jobs] == [0.0]

@@ -626,3 +626,14 @@ def load_study(
     if variants:
         study.variants = [study.variant(n) for n in variants]
     return study
+
+
+def submit_window(value: Any, fld: str = "until") -> float:
+    """``--until`` / ``simulate(until=...)``: a positive duration (``12h``, ``2d``, seconds); only the jobs
+    submitted before it are simulated (they still run to the end)."""
+    until = traffic.seconds(value, "", None, fld)
+    if until <= 0:
+        raise InputError(
+            f"must be a positive duration, not {value!r}: it keeps the jobs submitted before it", field=fld
+        )
+    return until
