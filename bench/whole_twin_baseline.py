@@ -13,7 +13,9 @@ between 1 and 20 nodes.
 
 Prints jobs per wall second, wall time per job (and, with two ``--cohorts`` values, the growth ratio of the
 larger scale to the smaller), peak RSS and the average time to admission per class next to Kueue's
-thresholds (small 260 s, medium 90 s, large 23 s). ``--profile FILE`` writes a cProfile of the largest run.
+thresholds (small 260 s, medium 90 s, large 23 s), and the time of ``Twin.list('Workload')`` of every
+Workload: the first list (each copied by an orjson round trip, its JSON text kept by the store) and a later
+one (the kept texts decoded). ``--profile FILE`` writes a cProfile of the largest run.
 
     .venv/bin/python bench/whole_twin_baseline.py --cohorts 1 5 [--scale 1.0] [--profile whole.prof]
 

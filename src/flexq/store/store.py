@@ -318,16 +318,18 @@ class Store:
         ns = namespace if info.namespaced else None
         with self._lock:
             items = self._objs.get(kk, {})
-            keys = sorted(
-                k for c, k in self._children.get(owner_uid, ()) if c == kk and (ns is None or k[0] == ns)
-            )
+            keys = [k for c, k in self._children.get(owner_uid, ()) if c == kk and (ns is None or k[0] == ns)]
+            if len(keys) > 1:
+                keys.sort()
             out = []
             for k in keys:
                 obj = items.get(k)
-                if obj is not None and any(
-                    r.get("uid") == owner_uid for r in obj["metadata"].get("ownerReferences") or ()
-                ):
-                    out.append(obj)
+                if obj is None:
+                    continue
+                for r in obj["metadata"].get("ownerReferences") or ():
+                    if r.get("uid") == owner_uid:
+                        out.append(obj)
+                        break
             return out
 
     @contextmanager
