@@ -280,30 +280,37 @@ def _fill_back(ctx: _Ctx, targets: list[Target], borrow: bool) -> list[Target]:
     return targets
 
 
-def get_targets(snapshot: Snapshot, info: WorkloadInfo, assignment: Assignment, now: float) -> list[Target]:
-    """``Preemptor.GetTargets`` for a workload whose assignment is in Preempt mode."""
+def get_targets(
+    snapshot: Snapshot, info: WorkloadInfo, assignment: Assignment, now: float, memo: dict | None = None
+) -> list[Target]:
+    """``Preemptor.GetTargets`` for a workload whose assignment is in Preempt mode. ``memo``: the one
+    ``make_oracle`` was given for the same workload and snapshot (see there)."""
     cq = snapshot.cq(info.cluster_queue)
     if cq is None:
         return []
-    ctx = _Ctx(
-        snapshot,
-        info,
-        cq,
-        assignment.flavor_resources_need_preemption(),
-        assignment.total_requests_for(info),
-        now,
-    )
-    return _classical(ctx)
+    frs, requests = assignment.flavor_resources_need_preemption(), assignment.total_requests_for(info)
+    if memo is not None:
+        hit = memo.get((info.key, cq.name, frozenset(frs), frozenset(requests.items())))
+        if hit is not None:
+            return list(hit)
+    return _classical(_Ctx(snapshot, info, cq, frs, requests, now))
 
 
-def make_oracle(snapshot: Snapshot, now: float):
-    """``PreemptionOracle.SimulatePreemption`` bound to a snapshot."""
+def make_oracle(snapshot: Snapshot, now: float, memo: dict | None = None):
+    """``PreemptionOracle.SimulatePreemption`` bound to a snapshot. With ``memo`` (one per workload's
+    assignment, dropped before the snapshot changes) the targets it found are kept by workload, ClusterQueue,
+    flavor-resources and requests: ``get_targets`` asked the same (a workload of one pod set and one resource
+    in one flavor) on the same snapshot answers the same (the candidates are sorted by a total order, uids
+    being unique), so it is not searched twice."""
 
     def oracle(
         cq: ClusterQueueSnapshot, info: WorkloadInfo, fr: FlavorResource, quantity: int
     ) -> tuple[str, int]:
-        ctx = _Ctx(snapshot, info, snapshot.cq(info.cluster_queue) or cq, {fr}, {fr: quantity}, now)
+        own = snapshot.cq(info.cluster_queue) or cq
+        ctx = _Ctx(snapshot, info, own, {fr}, {fr: quantity}, now)
         targets = _classical(ctx)
+        if memo is not None:
+            memo[(info.key, own.name, frozenset((fr,)), frozenset(((fr, quantity),)))] = list(targets)
         if not targets:
             return "NoCandidates", find_height_of_lowest_subtree_that_fits(cq, fr, quantity)[0]
         for t in targets:

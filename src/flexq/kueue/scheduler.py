@@ -216,8 +216,9 @@ class Scheduler:
         ):
             info.last_assignment = None
         e.replaced = self._replaced_slice(info, snap)
+        memo: dict = {}  # the oracle's searches, for get_targets below on the same snapshot
         fa = FlavorAssigner(
-            info, cq, snap.resource_flavors, make_oracle(snap, now), e.replaced, self.cycle_no
+            info, cq, snap.resource_flavors, make_oracle(snap, now, memo), e.replaced, self.cycle_no
         )
         fa.concurrent_admission = self.cache.config.gate(ca.GATE)
         a = fa.assign()
@@ -225,7 +226,7 @@ class Scheduler:
         if e.replaced is not None:
             targets.append(Target(e.replaced, "WorkloadSliceReplaced", e.replaced.cluster_queue))
         if a.representative_mode() == Mode.PREEMPT:
-            found = get_targets(snap, info, a, now)
+            found = get_targets(snap, info, a, now, memo)
             if found:
                 targets += found
             else:
