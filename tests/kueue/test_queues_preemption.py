@@ -155,12 +155,21 @@ def test_policies():
 
 
 def _preempt(queue, admitted, incoming, cqs=()):
-    snap = build_snapshot([queue, *cqs], [], [rf("f")], [WorkloadInfo.from_obj(a) for a in admitted])
-    inc = WorkloadInfo.from_obj(incoming, queue["metadata"]["name"])
-    a = FlavorAssigner(
-        inc, snap.cq(queue["metadata"]["name"]), snap.resource_flavors, make_oracle(snap, NOW)
-    ).assign()
-    return a, get_targets(snap, inc, a, NOW)
+    """The assignment and targets, found twice: without and with the memo the scheduler shares between the
+    oracle and ``get_targets`` (which must then find the same targets without searching again)."""
+    found = []
+    for memo in (None, {}):
+        snap = build_snapshot([queue, *cqs], [], [rf("f")], [WorkloadInfo.from_obj(a) for a in admitted])
+        inc = WorkloadInfo.from_obj(incoming, queue["metadata"]["name"])
+        a = FlavorAssigner(
+            inc, snap.cq(queue["metadata"]["name"]), snap.resource_flavors, make_oracle(snap, NOW, memo)
+        ).assign()
+        found.append((a, get_targets(snap, inc, a, NOW, memo), memo))
+    (_, plain, _), (a, targets, memo) = found
+    assert [(t.info.key, t.reason) for t in targets] == [(t.info.key, t.reason) for t in plain]
+    if a.representative_mode() == Mode.PREEMPT:
+        assert memo  # the oracle's search was kept for get_targets
+    return a, targets
 
 
 def test_preempts_lowest_priority_most_recent_first_and_only_as_many_as_needed():
