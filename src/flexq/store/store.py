@@ -27,6 +27,7 @@ from typing import Any
 from flexq.api import scheme
 from flexq.api.jsoncopy import clone, clone_kept, clone_many, no_gc
 from flexq.api.registry import KindInfo, Registry
+from flexq.api.scheduling import GLOBAL_DEFAULT_INDEX, global_default_index
 from flexq.api.scheme import UnknownFields
 from flexq.clock import Clock, format_time
 from flexq.errors import AlreadyExists, BadRequest, Cause, Conflict, Gone, Invalid, NotFound
@@ -124,6 +125,8 @@ class Store:
         self._by_index: dict[tuple[str, str], dict[str, set[Key]]] = {}
         if any(k.kind == "Pod" and not k.group for k in registry):
             self.add_indexer("Pod", "spec.nodeName", _node_name)
+        if any(k.kind == "PriorityClass" for k in registry):  # the Priority admission plugin's global default
+            self.add_indexer("PriorityClass", GLOBAL_DEFAULT_INDEX, global_default_index)
         self._rv = 0
         self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY if history is None else history)
         self._subs: list[Subscription] = []
@@ -352,6 +355,7 @@ class Store:
             data["metadata"]["namespace"] = ns or "default"
         else:
             data["metadata"].pop("namespace", None)
+        requested = data["metadata"].get("name") or data["metadata"].get("generateName") or ""
         if not data["metadata"].get("name") and data["metadata"].get("generateName"):
             data["metadata"]["name"] = self._generate_name(info, data["metadata"])
         status = data.get("status")
@@ -381,6 +385,8 @@ class Store:
                     kind=info.plural,
                     name=key[1],
                 )
+            if info.admission is not None:
+                info.admission("CREATE", stored, None, self, requested)
             m = stored["metadata"]
             m["uid"] = self._new_uid(info, key[0], key[1])
             m["creationTimestamp"] = format_time(self.clock.now())
@@ -511,6 +517,8 @@ class Store:
             )
             if validate and info.key in self.webhooks:
                 self._webhooks(info, stored, cur)
+            if info.admission is not None:
+                info.admission("UPDATE", stored, cur, self, key[1])
             if info.status_subresource:
                 if "status" in cur:
                     stored["status"] = cur["status"]
@@ -666,6 +674,8 @@ class Store:
         info = self.info(kind)
         with self._lock:
             key, cur = self._current(info, {"name": name, "namespace": namespace})
+            if info.admission is not None:
+                info.admission("DELETE", cur, cur, self, name)
             pre = preconditions or {}
             if pre.get("uid") and pre["uid"] != cur["metadata"].get("uid"):
                 raise Conflict(
