@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+from collections.abc import Callable
 
 from flexq.errors import AlreadyExists, Conflict, NotFound
 from flexq.runtime import Controller, Result, Watch
@@ -53,7 +54,7 @@ def kubernetes_service() -> dict:
     }
 
 
-def _namespace_of(name: str):  # type: ignore[no-untyped-def]
+def _namespace_of(name: str) -> Callable[[WatchEvent], list[tuple[str, str]]]:
     def mapper(ev: WatchEvent) -> list[tuple[str, str]]:
         m = ev.object["metadata"]
         return [("", m.get("namespace") or "default")] if m["name"] == name else []
@@ -91,8 +92,8 @@ class ClusterSeeds(Controller):
         if key == _CA_CHECK:
             if self._ca() is None:
                 return Result(requeue_after=CA_POLL_SECONDS)
-            for ns in self.store.peek_list("Namespace"):
-                self.enqueue(("", ns["metadata"]["name"]))
+            for each in self.store.peek_list("Namespace"):
+                self.enqueue(("", each["metadata"]["name"]))
             return None
         ns = key[1]
         obj = self.store.peek("Namespace", ns)

@@ -244,7 +244,7 @@ class JobController(Controller):
             left = last + job_rules.creation_backoff(status.get("failed", 0)) - now
             if left > 0:
                 return active, left
-        created = []
+        created: list[dict] = []
         for i in range(want - len(active)):
             pod = self._create(job, todo[i] if todo else None)
             if pod is _REFUSED:  # slow start: the first batch (one pod) failed, the rest are skipped
