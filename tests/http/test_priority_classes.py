@@ -6,6 +6,7 @@ and the system classes' protection."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from kubernetes import client
@@ -36,7 +37,7 @@ def test_the_system_classes_exist_from_the_start_with_upstreams_columns(served: 
     ]
     res = served.kubectl("api-resources", "--api-group=scheduling.k8s.io", "--no-headers").stdout.split()
     assert res[:5] == ["priorityclasses", "pc", "scheduling.k8s.io/v1", "false", "PriorityClass"]
-    assert "FIELD: value <integer>" in served.kubectl("explain", "priorityclass.value").stdout
+    assert re.search(r"value\s+<integer> -required-", served.kubectl("explain", "priorityclass").stdout)
 
 
 def test_kubectl_create_priorityclass_and_one_global_default(served: Served) -> None:

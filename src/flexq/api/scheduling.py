@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from flexq.api.base import ObjectBase
 from flexq.api.registry import KindInfo, ObjectReader, PrinterColumn
@@ -65,6 +65,10 @@ def global_default_index(pc: dict) -> list[str]:
 
 
 class PriorityClass(ObjectBase):
+    # required in the OpenAPI schema (``kubectl explain`` says so); the API server itself decodes an absent
+    # ``value`` as 0, as Go's int32 zero value
+    model_config = ConfigDict(json_schema_extra={"required": ["value"]})
+
     value: int = Field(default=0, ge=-(2**31), le=2**31 - 1)
     global_default: bool | None = None
     description: str | None = None
