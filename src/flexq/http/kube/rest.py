@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import bisect
 import contextlib
 import dataclasses
 import datetime as _dt
@@ -153,8 +154,9 @@ def page(
         except (ValueError, KeyError, TypeError, OverflowError) as exc:
             raise BadRequest(f"continue key is not valid: {exc}") from None
         ns, _, name = start.rpartition("/")
-        after = (ns, name)
-        objs = [o for o in objs if _key(o) > after]
+        # the objects are in key order: the page starts after the token's key (a binary search, so paging
+        # through a big list costs each page its own size, not the whole list again)
+        objs = objs[bisect.bisect_right(objs, (ns, name), key=_key) :]
     n = 0
     if limit not in (None, ""):
         if not limit.isdigit():
