@@ -148,7 +148,7 @@ def validate_priority_class(new: dict, old: dict | None) -> list[Cause]:
 
 def default_class(reader: ObjectReader) -> dict | None:
     """The global default class; of several (a race can make two), the one of lowest value."""
-    found = reader.peek_list("PriorityClass", index=(GLOBAL_DEFAULT_INDEX, "true"))
+    found = reader.peek_indexed("PriorityClass", GLOBAL_DEFAULT_INDEX, "true")
     return min(found, key=lambda pc: pc.get("value", 0), default=None)
 
 
