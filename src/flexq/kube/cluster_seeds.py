@@ -7,7 +7,8 @@
 - A ``kube-root-ca.crt`` ConfigMap in every namespace (its root-ca-cert-publisher): ``ca.crt`` the CA of the
   twin's API server, with upstream's description annotation; re-created if deleted, rewritten if changed.
   A twin that serves no API has no CA and publishes none; a live one whose server starts after its controllers
-  publishes as soon as the server has recorded its CA (``TwinSettings.kube_ca_b64``), checked each second.
+  publishes as soon as the server has recorded its CA (``TwinSettings.kube_ca_b64``), checked each second for
+  its first two minutes.
 
 All are re-made on a restart only if missing (the store keeps them in its journal). Must not import other
 domain packages.
@@ -20,7 +21,7 @@ import contextlib
 from collections.abc import Callable
 
 from flexq.errors import AlreadyExists, Conflict, NotFound
-from flexq.runtime import Controller, Result, Watch
+from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import WatchEvent
 
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
@@ -33,6 +34,7 @@ DEFAULT_SERVICE_ACCOUNT = "default"
 KUBERNETES_SERVICE_IP = "34.118.224.1"  # GKE: the first address of the default services range 34.118.224.0/20
 _CA_CHECK = ("", "")  # the key that waits for a live twin's server to record its CA
 CA_POLL_SECONDS = 1.0
+CA_POLLS = 120  # a live twin's server starts right after it; one that has none after 2 min serves no API
 
 
 def kubernetes_service() -> dict:
@@ -80,6 +82,10 @@ class ClusterSeeds(Controller):
             Watch("Service", _namespace_of("kubernetes")),
         ]
 
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self._polls = 0
+
     def start(self) -> None:
         if self._ca() is None and self.ctx.settings.clock == "real":
             self.enqueue(_CA_CHECK)
@@ -91,7 +97,8 @@ class ClusterSeeds(Controller):
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         if key == _CA_CHECK:
             if self._ca() is None:
-                return Result(requeue_after=CA_POLL_SECONDS)
+                self._polls += 1
+                return Result(requeue_after=CA_POLL_SECONDS) if self._polls < CA_POLLS else None
             for each in self.store.peek_list("Namespace"):
                 self.enqueue(("", each["metadata"]["name"]))
             return None
