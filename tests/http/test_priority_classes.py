@@ -88,6 +88,13 @@ def test_validation_and_immutability(served: Served) -> None:
     bad_policy = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: odd}\nvalue: 5\npreemptionPolicy: Sometimes\n"
     r = served.kubectl("apply", "-f", "-", input=bad_policy, check=False)
     assert 'preemptionPolicy: Unsupported value: "Sometimes"' in r.stderr
+    applied = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: applied}\nvalue: 9\n"
+    assert "created" in served.kubectl("apply", "-f", "-", input=applied).stdout
+    out = served.kubectl("apply", "-f", "-", input=applied + "description: second apply\n").stdout
+    assert "configured" in out
+    out = served.kubectl("apply", "--server-side", "-f", "-", input=applied + "description: third\n").stdout
+    assert "serverside-applied" in out
+    assert json.loads(served.kubectl("get", "pc", "applied", "-o", "json").stdout)["description"] == "third"
     served.kubectl("create", "priorityclass", "fixed", "--value=7")
     r = served.kubectl("patch", "pc", "fixed", "-p", '{"value": 8}', check=False)
     assert 'The PriorityClass "fixed" is invalid: value: Forbidden: may not be changed in an update.' in (
