@@ -138,8 +138,20 @@ def test_a_job_whose_pods_are_refused_records_failed_create(served: Served) -> N
             break
         time.sleep(0.2)
     assert "FailedCreate" in out
-    assert "Error creating: pods" in out and "is forbidden: no PriorityClass with name ghost was found" in out
+    assert 'Error creating: pods "ghostly-" is forbidden: no PriorityClass with name ghost was found' in out
     assert served.kubectl("get", "pods", "-l", "job-name=ghostly", "-o", "name").stdout == ""
+
+    def counts() -> list[int]:  # retried after 1 s, 2 s, ...: one Event whose count grows
+        sel = "involvedObject.name=ghostly,reason=FailedCreate"
+        items = json.loads(served.kubectl("get", "events", "--field-selector", sel, "-o", "json").stdout)[
+            "items"
+        ]
+        return [e.get("count", 1) for e in items]
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and counts()[0] < 2:
+        time.sleep(0.3)
+    assert len(counts()) == 1 and counts()[0] >= 2
     served.kubectl("create", "priorityclass", "ghost", "--value=3")  # the controller retries: the pod comes
     deadline = time.monotonic() + 20
     pods = ""

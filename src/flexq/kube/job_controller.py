@@ -271,7 +271,9 @@ class JobController(Controller):
             except AlreadyExists:
                 continue
             except (Forbidden, Invalid) as err:  # refused by admission or validation (RealPodControl's event)
-                self.events.record(job, "Warning", "FailedCreate", f"Error creating: {err.message}")
+                # the controller asks with generateName, so the API server names the refused pod by it
+                why = err.message.replace(f'"{name}"', f'"{base}-"', 1)
+                self.events.record(job, "Warning", "FailedCreate", f"Error creating: {why}")
                 return _REFUSED
             self.events.record(job, "Normal", "SuccessfulCreate", f"Created pod: {name}")
             return pod

@@ -122,12 +122,10 @@ class RayClusterController(Controller):
             pod = pods.head_pod(cluster, name=f"{name}-head-{names.rand_suffix(self.ctx.rng('kuberay'))}")
             try:
                 heads = [self.store.create(pod, copy_result=False)]  # read-only from here
-            except (Forbidden, Invalid) as err:
+            except (Forbidden, Invalid) as err:  # KubeRay asks with generateName: the refused pod has no name
+                why = err.message.replace(f'"{pod["metadata"]["name"]}"', f'"{name}-head-"', 1)
                 self.events.record(
-                    cluster,
-                    "Warning",
-                    "FailedToCreateHeadPod",
-                    f"Failed to create head Pod {ns}/{pod['metadata']['name']}, {err.message}",
+                    cluster, "Warning", "FailedToCreateHeadPod", f"Failed to create head Pod {ns}/, {why}"
                 )
                 raise
             self.events.record(
@@ -221,13 +219,14 @@ class RayClusterController(Controller):
         )
         try:
             return self.store.create(pod, copy_result=False)  # read-only: the caller only reads it
-        except (Forbidden, Invalid) as err:
+        except (Forbidden, Invalid) as err:  # asked with generateName (as KubeRay does): named by it
             meta = cluster["metadata"]
+            why = err.message.replace(f'"{pname}"', f'"{pname[: -len(pname.rsplit("-", 1)[1])]}"', 1)
             self.events.record(
                 cluster,
                 "Warning",
                 "FailedToCreateWorkerPod",
-                f"Failed to create worker Pod for the cluster {meta['namespace']}/{meta['name']}, {err.message}",
+                f"Failed to create worker Pod for the cluster {meta['namespace']}/{meta['name']}, {why}",
             )
             raise
 
