@@ -7,8 +7,7 @@
 - A ``kube-root-ca.crt`` ConfigMap in every namespace (its root-ca-cert-publisher): ``ca.crt`` the CA of the
   twin's API server, with upstream's description annotation; re-created if deleted, rewritten if changed.
   A twin that serves no API has no CA and publishes none; a live one whose server starts after its controllers
-  publishes as soon as the server has recorded its CA (``TwinSettings.kube_ca_b64``), checked each second for
-  its first two minutes.
+  publishes as soon as the server has recorded its CA (``TwinSettings.serve``, whose callback wakes this).
 
 All are re-made on a restart only if missing (the store keeps them in its journal). Must not import other
 domain packages.
@@ -32,9 +31,7 @@ ROOT_CA_DESCRIPTION = (
 )
 DEFAULT_SERVICE_ACCOUNT = "default"
 KUBERNETES_SERVICE_IP = "34.118.224.1"  # GKE: the first address of the default services range 34.118.224.0/20
-_CA_CHECK = ("", "")  # the key that waits for a live twin's server to record its CA
-CA_POLL_SECONDS = 1.0
-CA_POLLS = 120  # a live twin's server starts right after it; one that has none after 2 min serves no API
+_CA_CHECK = ("", "")  # the key a live twin's server recording its CA wakes (every namespace then)
 
 
 def kubernetes_service() -> dict:
@@ -84,11 +81,17 @@ class ClusterSeeds(Controller):
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
-        self._polls = 0
+        self._unsubscribe: Callable[[], None] | None = None
 
     def start(self) -> None:
-        if self._ca() is None and self.ctx.settings.clock == "real":
-            self.enqueue(_CA_CHECK)
+        # a live twin's server records its CA after the controllers start: publish then (from the loop)
+        self._unsubscribe = self.ctx.settings.on_serve(
+            lambda: self.ctx.loop.post(lambda: self.enqueue(_CA_CHECK))
+        )
+
+    def stop(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
 
     def _ca(self) -> str | None:
         b64 = self.ctx.settings.kube_ca_b64
@@ -96,9 +99,6 @@ class ClusterSeeds(Controller):
 
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         if key == _CA_CHECK:
-            if self._ca() is None:
-                self._polls += 1
-                return Result(requeue_after=CA_POLL_SECONDS) if self._polls < CA_POLLS else None
             for each in self.store.peek_list("Namespace"):
                 self.enqueue(("", each["metadata"]["name"]))
             return None
