@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
 from pydantic import BaseModel
@@ -98,8 +99,9 @@ class KindInfo:
         v = version or self.storage
         return f"{self.group}/{v}" if self.group else v
 
-    @property
+    @cached_property
     def storage_api_version(self) -> str:
+        """(Kept once asked: a KindInfo is not changed once registered; the store asks on every write.)"""
         return self.api_version(self.storage)
 
     def convert_to_storage(self, version: str, obj: dict) -> dict:
@@ -108,9 +110,10 @@ class KindInfo:
     def convert_from_storage(self, version: str, obj: dict) -> dict:
         return self.from_storage.get(version, _identity)(obj)
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """Stable identifier used by the store: ``<plural>.<group>`` (``pods`` for core)."""
+        """Stable identifier used by the store: ``<plural>.<group>`` (``pods`` for core). Kept once asked (the
+        store and the watch fan-out ask on every write)."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 

@@ -163,6 +163,8 @@ class JobController(Controller):
                 for r in w["metadata"].get("ownerReferences") or []
             )
         ]
+        if len(out) < 2:  # the usual case: one Workload
+            return out
         return sorted(out, key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
 
     def _pod_sets(self, job: JobAdapter, elastic: bool) -> list[dict]:
