@@ -71,7 +71,13 @@ def test_watch_get_and_list_wait_for_the_group_commit(tmp_path: Path) -> None:
                         return
 
     try:
-        listed = requests.get(server.url + CM, headers=auth, verify=info["ca"], timeout=30).json()
+        for _ in range(
+            300
+        ):  # the cluster's own kube-root-ca.crt comes once the server has its CA: let it settle
+            listed = requests.get(server.url + CM, headers=auth, verify=info["ca"], timeout=30).json()
+            if any(o["metadata"]["name"] == "kube-root-ca.crt" for o in listed["items"]):
+                break
+            threading.Event().wait(0.05)
         rv = listed["metadata"]["resourceVersion"]
         with ThreadPoolExecutor(4) as pool:
             watcher = pool.submit(watch)
@@ -92,7 +98,10 @@ def test_watch_get_and_list_wait_for_the_group_commit(tmp_path: Path) -> None:
             gated.gate.set()
             assert created.result().status_code == 201
             assert got.result().status_code == 200
-            assert "held" in [o["metadata"]["name"] for o in lst.result().json()["items"]]
+            assert [o["metadata"]["name"] for o in lst.result().json()["items"]] == [
+                "held",
+                "kube-root-ca.crt",
+            ]
             watcher.result(timeout=30)
             assert seen == ["held"]
     finally:
