@@ -1,6 +1,6 @@
 """``RayCluster.status.head`` as KubeRay's ``updateHeadInfo`` writes it: ``podIP`` the head pod's IP,
-``serviceIP`` the head Service's cluster IP (``getHeadServiceIPAndName``; a headless Service's would be the
-pod's); and KubeRay's ``FailedToCreateHeadPod`` event when the API server refuses the head pod (here: its
+``serviceIP`` the head Service's cluster IP, or the pod's for the headless head Service KubeRay makes by default
+(``getHeadServiceIPAndName``, ``BuildServiceForHeadPod``); and KubeRay's ``FailedToCreateHeadPod`` event when the API server refuses the head pod (here: its
 template names a PriorityClass that does not exist), the pod made once the class exists."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from flexq.kuberay import names
 from tests.kuberay.test_kuberay_twin import _advance_until, _st, rayjob
 
 
-def test_head_info_holds_the_pod_ip_and_the_service_ip(cluster: Twin) -> None:
+def test_head_info_holds_the_pod_ip_and_the_headless_services_ip(cluster: Twin) -> None:
     twin = cluster
     twin.apply(rayjob(3, run=3600))
     _advance_until(twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-3").get("jobDeploymentStatus") == "Running")
@@ -20,8 +20,8 @@ def test_head_info_holds_the_pod_ip_and_the_service_ip(cluster: Twin) -> None:
     svc = twin.get("Service", names.head_service_name(cname), "default")
     assert head["serviceName"] == svc["metadata"]["name"]
     assert head["podIP"] == pod["status"]["podIP"] != ""
-    assert head["serviceIP"] == svc["spec"]["clusterIP"]
-    assert head["serviceIP"] != head["podIP"]
+    assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
+    assert head["serviceIP"] == head["podIP"]
 
 
 def test_a_refused_head_pod_is_an_event_and_is_retried(cluster: Twin) -> None:
