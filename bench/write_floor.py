@@ -39,11 +39,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import week_rayjobs  # the week benchmark's own setup and traffic
 
 
-def count_writes(jobs: int, seed: int) -> tuple[Counter[tuple[str, str]], Counter[str], float]:
-    """Writes by (kind, type) over every store of a week's run of ``jobs`` RayJobs, reconciles by controller
-    (each controller's ``reconcile`` wrapped in a counter), and the run's CPU seconds."""
+def count_study(
+    path: str, variant: str | None, until: str | None
+) -> tuple[Counter[tuple[str, str]], Counter[str], float, int]:
+    """The same counts for one run of a ``flexq simulate`` study (its first variant unless named, replica 0,
+    the jobs submitted before ``until``): writes, reconciles, CPU seconds and the number of jobs."""
+    from flexq.simulate.engine import _Sim
+    from flexq.simulate.study import load_study, submit_window
+
+    study = load_study(path)
+    if until:
+        study.submit_until = submit_window(until)
+    v = study.variant(variant) if variant else study.variants[0]
+    jobs = study.jobs(study.seed)
+    sim = _Sim(study, v, 0, jobs)
     counts: Counter[tuple[str, str]] = Counter()
     reconciles: Counter[str] = Counter()
+    try:
+        sim.setup()
+        _observe(sim.twin, counts, reconciles)
+        t = time.process_time()
+        sim.run(None)
+        cpu = time.process_time() - t
+    finally:
+        sim.twin.close()
+    return counts, reconciles, cpu, len(jobs)
+
+
+def _observe(twin: Any, counts: Counter[tuple[str, str]], reconciles: Counter[str]) -> None:
+    """Count every write of every store of ``twin`` and every reconcile of its controllers."""
 
     def counted(name: str, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         def reconcile(key: Any) -> Any:
@@ -52,15 +76,23 @@ def count_writes(jobs: int, seed: int) -> tuple[Counter[tuple[str, str]], Counte
 
         return reconcile
 
-    def observe(twin: Any) -> None:
-        for store in (twin.store, twin.core.project):
-            store.watch(lambda ev: counts.update([(ev.kind, ev.type)]))
-        managers = [twin.core.project_manager, *(c.manager for c in twin.core.clusters.values())]
-        for manager in managers:
-            for controller in manager.controllers:
-                controller.reconcile = counted(controller.name, controller.reconcile)  # type: ignore[method-assign]
+    for store in (twin.store, twin.core.project):
+        store.watch(lambda ev: counts.update([(ev.kind, ev.type)]))
+    managers = [twin.core.project_manager, *(c.manager for c in twin.core.clusters.values())]
+    for manager in managers:
+        for controller in manager.controllers:
+            controller.reconcile = counted(controller.name, controller.reconcile)  # type: ignore[method-assign]
 
-    twin, _submitted, _wall, cpu = week_rayjobs.run_week(jobs, seed, observe=observe)
+
+def count_writes(jobs: int, seed: int) -> tuple[Counter[tuple[str, str]], Counter[str], float]:
+    """Writes by (kind, type) over every store of a week's run of ``jobs`` RayJobs, reconciles by controller
+    (each controller's ``reconcile`` wrapped in a counter), and the run's CPU seconds."""
+    counts: Counter[tuple[str, str]] = Counter()
+    reconciles: Counter[str] = Counter()
+
+    twin, _submitted, _wall, cpu = week_rayjobs.run_week(
+        jobs, seed, observe=lambda twin: _observe(twin, counts, reconciles)
+    )
     twin.close()
     return counts, reconciles, cpu
 
@@ -159,13 +191,21 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--study", help="count a flexq simulate study's run instead of the week of RayJobs")
+    ap.add_argument("--variant", help="with --study: the variant (default: the first)")
+    ap.add_argument("--until", help="with --study: only the jobs submitted before this (e.g. 24h)")
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
-    counts, reconciles, cpu = count_writes(args.jobs, args.seed)
+    if args.study:
+        counts, reconciles, cpu, args.jobs = count_study(args.study, args.variant, args.until)
+        what = f"{args.study} ({args.variant or 'first variant'}, submitted before {args.until or 'the end'})"
+    else:
+        counts, reconciles, cpu = count_writes(args.jobs, args.seed)
+        what = "tutorial RayJobs through the whole twin"
     costs = bare_costs(2000, args.reps)
     noop = noop_reconcile_cost()
     per_job = sum(counts.values()) / args.jobs
-    print(f"{args.jobs} tutorial RayJobs through the whole twin: {per_job:.1f} writes per RayJob")
+    print(f"{args.jobs} {what}: {per_job:.1f} writes per job")
     for (kind, typ), c in counts.most_common():
         if c / args.jobs >= 0.1:
             print(f"  {c / args.jobs:6.1f}  {kind} {typ}")
@@ -184,7 +224,7 @@ def main() -> None:
     floor /= args.jobs
     per_job_rec = sum(reconciles.values()) / args.jobs
     print(
-        f"reconciles per RayJob: {per_job_rec:.1f} ("
+        f"reconciles per job: {per_job_rec:.1f} ("
         + ", ".join(f"{k} {v / args.jobs:.1f}" for k, v in reconciles.most_common(8))
         + f", ...); a reconcile that does nothing costs {noop * 1e6:.1f} µs"
     )
@@ -192,17 +232,17 @@ def main() -> None:
     cheapest = per_job * min(costs.values()) + per_job_rec * noop
     print(
         f"even with every write at the cheapest price measured ({min(costs.values()) * 1e6:.0f} µs, no validation): "
-        f"{cheapest * 1e3:.2f} ms per RayJob -> 10,000 RayJobs >= {cheapest * 1e4:.1f} s; 2 x 5,391 on 2 cores >= "
+        f"{cheapest * 1e3:.2f} ms per job -> 10,000 RayJobs >= {cheapest * 1e4:.1f} s; 2 x 5,391 on 2 cores >= "
         f"{cheapest * 5391:.1f} s"
     )
     twin_ms = cpu / args.jobs * 1e3
     print(
-        f"floor: {floor * 1e3:.2f} ms per RayJob (store writes + empty reconciles) -> 10,000 RayJobs >= {floor * 1e4:.1f} s "
+        f"floor: {floor * 1e3:.2f} ms per job (store writes + empty reconciles) -> 10,000 RayJobs >= {floor * 1e4:.1f} s "
         "[issue 11 target 20 s]; 2 x 5,391 on 2 cores >= "
         f"{floor * 5391:.1f} s [issue 14 target 30 s]"
     )
     print(
-        f"the whole twin in this run: {twin_ms:.1f} ms CPU per RayJob ({twin_ms / (floor * 1e3):.1f}x the floor); "
+        f"the whole twin in this run: {twin_ms:.1f} ms CPU per job ({twin_ms / (floor * 1e3):.1f}x the floor); "
         f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs"
     )
 
