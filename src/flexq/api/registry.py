@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pydantic import BaseModel
 
@@ -90,9 +91,10 @@ class KindInfo:
     def convert_from_storage(self, version: str, obj: dict) -> dict:
         return self.from_storage.get(version, _identity)(obj)
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """Stable identifier used by the store: ``<plural>.<group>`` (``pods`` for core)."""
+        """Stable identifier used by the store: ``<plural>.<group>`` (``pods`` for core). Computed once: every
+        store write and read asks for it, and a kind's plural and group never change."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 

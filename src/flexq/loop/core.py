@@ -94,6 +94,8 @@ class EventLoop:
 
     # -- running ------------------------------------------------------------------------------
     def _drain_inbox(self) -> None:
+        if not self._inbox:  # most turns: nothing posted (a post racing this check is drained next turn)
+            return
         with self._inbox_lock:
             items = list(self._inbox)
             self._inbox.clear()

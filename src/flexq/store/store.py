@@ -59,9 +59,11 @@ def status_copy(obj: dict) -> dict:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WatchEvent:
-    """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change."""
+    """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change. Read-only, as the
+    object is (not ``frozen``: a frozen dataclass's constructor costs several times more, and every write
+    makes one)."""
 
     type: str
     kind: str  # KindInfo.key
@@ -333,11 +335,14 @@ class Store:
         dry_run: bool = False,
         copy_result: bool = True,
         take: bool = False,
+        kind_info: KindInfo | None = None,
     ) -> dict:
         """Admit and store a new object. Returns a copy of it (with ``copy_result=False``, the stored
         object itself, read-only as ``peek``). With ``take`` the store keeps ``obj`` itself instead of a
-        copy: the caller built it for this call and never changes (or reads) it afterwards."""
-        info = scheme.resolve_object(self.registry, obj)
+        copy: the caller built it for this call and never changes (or reads) it afterwards. ``kind_info``:
+        the object's kind, resolved by a caller that built it (a controller's Event): its apiVersion, kind
+        and metadata are not checked again."""
+        info = scheme.resolve_object(self.registry, obj) if kind_info is None else kind_info
         self.info(info.key)
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or namespace
