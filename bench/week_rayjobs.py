@@ -28,6 +28,7 @@ import random
 import resource
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -94,12 +95,18 @@ def make_twin(seed: int, days: int) -> Twin:
 
 
 def run_week(
-    jobs: int, seed: int, prof: cProfile.Profile | None = None
+    jobs: int,
+    seed: int,
+    prof: cProfile.Profile | None = None,
+    observe: Callable[[Twin], None] | None = None,
 ) -> tuple[Twin, dict[str, float], float, float]:
     """Submit ``jobs`` RayJobs over their share of a week and run until every one has ended (or two more days).
+    ``observe`` is called with the twin once its cluster is set up, before the first RayJob (to add watches).
     Returns the twin (open), the submission times, and the wall and process CPU seconds of the run."""
     days = max(1, int(jobs / PER_WEEK * 7 + 0.999))
     twin = make_twin(seed, days)
+    if observe is not None:
+        observe(twin)
     template = yaml.safe_load(T.rayjob_yaml("x"))
     rng = random.Random(seed)
     t = twin.now()

@@ -160,3 +160,37 @@ def test_lists_page_with_limit_and_continue(served: Served, api: client.ApiClien
     assert chunked.split() == [f"configmap/page-{i}" for i in range(7)]
     for i in range(7):
         v1.delete_namespaced_config_map(f"page-{i}", "default")
+
+
+def test_a_continued_list_resumes_after_the_tokens_key_even_if_that_object_is_gone(
+    served: Served, api: client.ApiClient
+) -> None:
+    """The next page starts after the last key shown, whatever changed between the pages: the shown object
+    deleted, a new one sorting before the token (not shown), one sorting after it (shown)."""
+    v1 = client.CoreV1Api(api)
+    for ns in ("pg-a", "pg-b"):
+        v1.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+        for i in range(4):
+            v1.create_namespaced_config_map(
+                ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"c{i}", labels={"pg": "y"}))
+            )
+    first = v1.list_config_map_for_all_namespaces(limit=5, label_selector="pg=y")
+    seen = [(c.metadata.namespace, c.metadata.name) for c in first.items]
+    assert seen == [("pg-a", f"c{i}") for i in range(4)] + [("pg-b", "c0")]
+    v1.delete_namespaced_config_map("c0", "pg-b")  # the token's own key
+    for ns, name in (("pg-a", "c9"), ("pg-b", "c5")):  # one before the token, one after
+        v1.create_namespaced_config_map(
+            ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels={"pg": "y"}))
+        )
+    rest = v1.list_config_map_for_all_namespaces(
+        limit=10, label_selector="pg=y", _continue=first.metadata._continue
+    )
+    assert [(c.metadata.namespace, c.metadata.name) for c in rest.items] == [
+        ("pg-b", "c1"),
+        ("pg-b", "c2"),
+        ("pg-b", "c3"),
+        ("pg-b", "c5"),
+    ]
+    assert not rest.metadata._continue
+    for ns in ("pg-a", "pg-b"):
+        v1.delete_namespace(ns)

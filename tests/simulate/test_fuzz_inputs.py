@@ -858,6 +858,12 @@ CLI_CASES = [
     (["--scale", "nan"], {}, "(--scale)"),
     (["--until", "forever"], {}, "--until: invalid duration"),
     (["--until", "1000000000000"], {}, "--until: '1000000000000' is more than 366 days"),
+    (["--until", "0"], {}, "--until: must be a positive duration, not '0'"),
+    (
+        ["--until", "5s"],
+        {"trace.csv": TRACE.replace("\n0,q", "\n9,q")},
+        "(--until): no job is submitted before 5 s",
+    ),
     (["--variant", "nope"], {}, "no variant named 'nope'"),
     ([], {"trace.csv": "submit,queue,podsets\n0,q,m:1:cpu=1\n[red]x,q,m:1:cpu=1\n"}, "trace.csv:3 (submit)"),
     ([], {"simulation.yaml": "a: &a [x, *a]\n"}, "simulation.yaml"),
@@ -1002,3 +1008,12 @@ def test_cli_ray_address_nobody_listens_on_exits_2_at_once(tmp_path, capsys, add
         rc = main(["simulate", str(study), "--no-progress", "--no-plots", "--ray-address", address])
     err = capsys.readouterr().err
     assert rc == 2 and "--ray-address" in err and "Traceback" not in err, err
+
+
+def test_the_python_api_takes_until_as_the_cli_does(tmp_path) -> None:
+    study = make(tmp_path / "s")
+    with pytest.raises(InputError) as err:
+        flexq.simulate(study, workers=1, plots=False, until="0s")
+    assert str(err.value).startswith("until: must be a positive duration"), err.value
+    result = flexq.simulate(study, workers=1, plots=False, until="3s")  # the trace's jobs come at 0 s and 5 s
+    assert [row["submit"] for run in result.runs for row in run.jobs] == [0.0]

@@ -177,3 +177,11 @@ def test_cluster_short_form_and_gcloud_bodies(tmp_path) -> None:
     )
     with pytest.raises(InputError, match="'nonsense' is neither a named profile"):
         load_study(tmp_path)
+
+
+def test_kueue_generator_pod_count_is_tas_only_as_upstream() -> None:
+    """Upstream's runner builds a one-pod Workload outside TAS (``podCount`` is documented "for TAS")."""
+    doc = yaml.safe_load((ROOT / "examples/kueue-baseline/generator.yaml").read_text())
+    doc["cohorts"][0]["queuesSets"][0]["workloadsSets"][0]["workloads"][0]["podCount"] = 3
+    _objs, jobs = kueue_generator(doc, "generator.yaml", scale=0.01)
+    assert {ps.count for j in jobs for ps in j.pod_sets} == {1}

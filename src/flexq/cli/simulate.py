@@ -233,9 +233,9 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
             scale=args.scale,
         )
         if args.until is not None:
-            from flexq.simulate.traffic import seconds
+            from flexq.simulate.study import submit_window
 
-            study.submit_until = seconds(args.until, "", None, "--until")
+            study.submit_until = submit_window(args.until, "--until")
         study_path = Path(args.study)
         out = (
             Path(args.out)

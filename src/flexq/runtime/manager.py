@@ -22,6 +22,7 @@ from flexq.store.store import Store, WatchEvent
 log = logging.getLogger("flexq.runtime")
 
 BASE_DELAY, MAX_DELAY = 0.005, 1000.0
+RESULTS = ("success", "error", "requeue", "requeue_after")  # controller-runtime's ``result`` label values
 
 
 class _Queue:
@@ -36,13 +37,20 @@ class _Queue:
         self.scheduled = False
         self.processing: Key | None = None
         self.dirty_while_processing: set[Key] = set()
+        # controller-runtime's counts (``flexq.runtime.metrics``): reconciles by result, adds, retries
+        self.results: dict[str, int] = dict.fromkeys(RESULTS, 0)
+        self.adds = 0
+        self.retries = 0
 
     def add(self, key: Key) -> None:
         if key == self.processing:
-            self.dirty_while_processing.add(key)
+            if key not in self.dirty_while_processing:
+                self.dirty_while_processing.add(key)
+                self.adds += 1
             return
         if key in self.queued:
             return
+        self.adds += 1
         self.queued.add(key)
         self.items.append(key)
         self._schedule()
@@ -88,6 +96,8 @@ class _Queue:
             result = self._retry(key)
         else:
             self.failures.pop(key, None)
+            after = None if result is None else result.requeue_after
+            self.results["success" if after is None else "requeue_after" if after > 0 else "requeue"] += 1
         finally:
             self.processing = None
         if key in self.dirty_while_processing:
@@ -98,6 +108,8 @@ class _Queue:
         self._schedule()
 
     def _retry(self, key: Key) -> Result:
+        self.results["error"] += 1
+        self.retries += 1
         n = self.failures.get(key, 0)
         self.failures[key] = n + 1
         return Result(requeue_after=min(MAX_DELAY, BASE_DELAY * 2**n))
@@ -112,6 +124,10 @@ class Manager:
         self.controllers: list[Controller] = []
         self._queues: dict[str, _Queue] = {}
         self._subs: list = []
+        if ctx.metrics is not None:  # a cluster's registry: controller-runtime's metrics of these controllers
+            from flexq.runtime.metrics import ControllerMetrics
+
+            ControllerMetrics(self, ctx.metrics)
 
     def add(self, controller: Controller) -> Controller:
         q = _Queue(self, controller)
@@ -176,3 +192,7 @@ class Manager:
 
     def queue_length(self, name: str) -> int:
         return len(self._queues[name].items)
+
+    def queue_stats(self) -> list[tuple[str, dict[str, int], int, int, int]]:
+        """Per controller: reconciles by result, adds, retries and the queue's depth (for the metrics)."""
+        return [(n, dict(q.results), q.adds, q.retries, len(q.items)) for n, q in self._queues.items()]

@@ -28,7 +28,7 @@ from flexq.simulate.engine import RunResult, preflight, run_one
 from flexq.simulate.fanout import default_workers, run_all
 from flexq.simulate.inputs import MAX_REPLICAS, whole
 from flexq.simulate.results import summarize, variant_document, write_csv, write_json
-from flexq.simulate.study import Study, load_study
+from flexq.simulate.study import Study, load_study, submit_window
 
 __all__ = [
     "simulate",
@@ -64,13 +64,15 @@ def simulate(
     ray_address: str | None = None,
     plots: bool = True,
     scale: float | None = None,
+    until: str | float | None = None,
     progress: Any = None,
     check: bool = True,
 ) -> SimulationResult:
     """Run every variant x replica of ``study`` and (with ``out``) write ``jobs.csv``, ``<variant>.json``,
     the PNG plots and ``report.html`` there. Bad input raises ``flexq.errors.InputError`` (naming the file,
     line and field) before anything is simulated. ``workers``: processes (default: one per core);
-    ``ray_address``: run on that Ray cluster instead (``"auto"``, ``"ray://host:10001"``, ...)."""
+    ``ray_address``: run on that Ray cluster instead (``"auto"``, ``"ray://host:10001"``, ...); ``until``:
+    simulate only the jobs submitted before this duration (``"12h"``, seconds), as ``--until``."""
     if not isinstance(study, Study):
         study = load_study(study, replicas=replicas, seed=seed, variants=variants, scale=scale)
     else:
@@ -80,6 +82,8 @@ def simulate(
             study.seed = whole(seed, study.source, "seed", -(2**63), 2**63 - 1 - MAX_REPLICAS)
         if variants:
             study.variants = [study.variant(v) for v in variants]
+    if until is not None:
+        study.submit_until = submit_window(until)
     if check:
         preflight(study)
     runs = run_all(study, workers=workers, ray_address=ray_address, progress=progress)

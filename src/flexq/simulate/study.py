@@ -149,7 +149,15 @@ class Study:
             assert self.generator is not None
             jobs = traffic.generate(self.generator, seed, self.source, Path(self.generator_base))
         if self.submit_until is not None:
-            jobs = [j for j in jobs if j.submit < self.submit_until]
+            kept = [j for j in jobs if j.submit < self.submit_until]
+            if jobs and not kept:
+                first = min(j.submit for j in jobs)
+                raise InputError(
+                    f"no job is submitted before {self.submit_until:g} s (the first arrives at {first:g} s)",
+                    source=self.source,
+                    field="--until",
+                )
+            jobs = kept
         return jobs
 
     def variant(self, name: str) -> Variant:
@@ -618,3 +626,14 @@ def load_study(
     if variants:
         study.variants = [study.variant(n) for n in variants]
     return study
+
+
+def submit_window(value: Any, fld: str = "until") -> float:
+    """``--until`` / ``simulate(until=...)``: a positive duration (``12h``, ``2d``, seconds); only the jobs
+    submitted before it are simulated (they still run to the end)."""
+    until = traffic.seconds(value, "", None, fld)
+    if until <= 0:
+        raise InputError(
+            f"must be a positive duration, not {value!r}: it keeps the jobs submitted before it", field=fld
+        )
+    return until

@@ -857,7 +857,7 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
     ``<className>-<setIdx>-<i>-<cohort>`` (cpu nominalQuota / borrowingLimit, the preemption policies), each with a
     Namespace and a LocalQueue of that name, and per workload set ``count`` rounds of its workloads, one every
     ``creationIntervalMs``, named ``<className>-<setIdx>-<round>-<i>``: bare Workloads with one pod set of
-    ``podCount`` pods requesting ``request`` cpu, ``spec.priority`` and the runtime label. ``scale`` shrinks
+    one pod requesting ``request`` cpu (``podCount`` is read but, as upstream's runner does outside TAS, not used), ``spec.priority`` and the runtime label. ``scale`` shrinks
     every workload set's count (at least 1). TAS and DRA sections are refused; so are unknown fields, and a file
     that would create more than ``MAX_JOBS`` workloads or ``MAX_QUEUES`` ClusterQueues (counted before any is
     made)."""
@@ -1000,7 +1000,7 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
                                         pod_sets=(
                                             PodSetSpec(
                                                 "main",
-                                                int(wlt.get("podCount") or 1),
+                                                1,  # podCount is TAS-only upstream: outside TAS one pod
                                                 (("cpu", str(wlt.get("request", "1"))),),
                                             ),
                                         ),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -57,21 +57,31 @@ class Journal:
                 private_file(self.path + side)
         self._lock = threading.RLock()  # re-entered by a nested transaction
         self._in_tx = False
+        self._owner: int | None = None  # the thread holding the open transaction
         self._depth = 0  # savepoints open inside the current transaction
+        self._after: list[Callable[[], None]] = []  # run once the open transaction commits
+        # set by a store that applied, in memory, a write still inside an open (outer) transaction: readers on
+        # other threads that may have seen it ask again once that transaction has ended (see ``Store._commit``)
+        self.uncommitted = False
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Everything written inside commits atomically. A transaction opened inside another (on the same
         thread) is a savepoint of it: when it fails only its own writes are undone, and what it wrote commits
-        with the outer one — a group commit, several writes and one sync to disk."""
+        with the outer one — a group commit, several writes and one sync to disk. What ``after_commit`` queued
+        inside runs once the outermost transaction has committed (dropped with a failed savepoint or a failed
+        commit)."""
+        pending: list[Callable[[], None]] = []
         with self._lock:
             if self._in_tx:
                 self._depth += 1
                 savepoint = f"s{self._depth}"
+                mark = len(self._after)
                 self._db.execute(f"SAVEPOINT {savepoint}")
                 try:
                     yield
                 except BaseException:
+                    del self._after[mark:]
                     self._db.execute(f"ROLLBACK TO {savepoint}")
                     self._db.execute(f"RELEASE {savepoint}")
                     raise
@@ -82,6 +92,7 @@ class Journal:
                 return
             self._db.execute("BEGIN IMMEDIATE")
             self._in_tx = True
+            self._owner = threading.get_ident()
             try:
                 yield
             except BaseException:
@@ -89,8 +100,25 @@ class Journal:
                 raise
             else:
                 self._db.execute("COMMIT")
+                pending = self._after
             finally:
                 self._in_tx = False
+                self._owner = None
+                self._after = []
+                self.uncommitted = False
+        for fn in pending:  # outside the lock: the writes are on disk
+            fn()
+
+    def in_transaction(self) -> bool:
+        """Whether this thread holds an open transaction (a write made now commits with it, later)."""
+        return self._in_tx and self._owner == threading.get_ident()
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once this thread's open transaction has committed, or now when none is open."""
+        if self.in_transaction():
+            self._after.append(fn)
+        else:
+            fn()
 
     def put(self, store: str, kind: str, namespace: str, name: str, rv: int, obj: dict) -> None:
         self._db.execute(

@@ -72,15 +72,33 @@ class WatchEvent:
 
 
 class Subscription:
-    """A watch callback registration; ``cancel()`` stops delivery."""
+    """A watch callback registration; ``cancel()`` stops delivery. A ``committed`` one hears a write only once
+    it is on disk (a client's watch: etcd never shows a write before it is committed)."""
 
-    def __init__(self, store: Store, callback: Callable[[WatchEvent], None], kinds: set[str] | None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        callback: Callable[[WatchEvent], None],
+        kinds: set[str] | None,
+        committed: bool = False,
+    ) -> None:
         self.store, self.callback, self.kinds = store, callback, kinds
+        self.committed = committed
         self.active = True
 
     def cancel(self) -> None:
         self.active = False
         self.store._unsubscribe(self)
+
+
+def _deliver(events: list[tuple[Subscription, WatchEvent]]) -> None:
+    """Hand committed writes to the watchers that wait for the commit."""
+    for sub, ev in events:
+        if sub.active:
+            try:
+                sub.callback(ev)
+            except Exception:
+                log.exception("watch callback failed")
 
 
 class Store:
@@ -749,7 +767,12 @@ class Store:
                 obj["metadata"] = dict(obj["metadata"])
             obj["metadata"]["resourceVersion"] = str(rv)
             events.append(WatchEvent(typ, info.key, obj, rv))
+        # inside an open (outer) transaction — a group commit of the API server's writes — these writes reach
+        # the disk only when it commits: watchers that must never see an uncommitted write (``committed``) hear
+        # them then, and readers on other threads are told to ask again (``Journal.uncommitted``)
+        nested = False
         if self.journal is not None:
+            nested = self.journal.in_transaction()
             with self.journal.transaction():
                 for ev, (typ, info, key, _) in zip(events, ops, strict=True):
                     if typ == "DELETED":
@@ -757,6 +780,8 @@ class Store:
                     else:
                         self.journal.put(self.name, info.key, key[0], key[1], ev.rv, ev.object)
                 self.journal.set_rv(self.name, rv)
+            if nested:
+                self.journal.uncommitted = True  # before the memory holds them
         self._rv = rv
         for ev, (typ, info, key, _obj) in zip(events, ops, strict=True):
             bucket = self._objs.setdefault(info.key, {})
@@ -776,6 +801,7 @@ class Store:
                     self._reindex(info.key, key, old, ev.object)
                 bucket[key] = ev.object
             self._history.append(ev)
+        later: builtins.list[tuple[Subscription, WatchEvent]] = []
         for ev in events:
             subs = self._subs_of.get(ev.kind)
             if subs is None:
@@ -784,10 +810,16 @@ class Store:
                 ]
             for sub in subs:
                 if sub.active:
+                    if nested and sub.committed:
+                        later.append((sub, ev))
+                        continue
                     try:
                         sub.callback(ev)
                     except Exception:
                         log.exception("watch callback failed")
+        if later:
+            assert self.journal is not None
+            self.journal.after_commit(lambda: _deliver(later))
 
     def _check_pristine(self, kk: str, key: Key, old: dict | None, new: dict | None) -> None:
         if old is not None and (kk, key) in self._pristine and self._pristine[(kk, key)] != old:
@@ -875,12 +907,15 @@ class Store:
         callback: Callable[[WatchEvent], None],
         kinds: Iterable[str] | None = None,
         since: int | None = None,
+        committed: bool = False,
     ) -> Subscription:
-        """Deliver every later change (and, with ``since``, the changes after that resourceVersion first)."""
+        """Deliver every later change (and, with ``since``, the changes after that resourceVersion first).
+        ``committed``: hear a write made inside an open outer transaction only once it has committed (a
+        client's watch); controllers on the loop hear every write at once."""
         # resolved without the addon gate: a controller may watch a kind this cluster does not serve yet
         keys = None if kinds is None else {self.registry.resolve(k).key for k in kinds}
         with self._lock:
-            sub = Subscription(self, callback, keys)
+            sub = Subscription(self, callback, keys, committed)
             if since is not None and since < self._rv:
                 oldest = self._history[0].rv if self._history else self._rv + 1
                 if since + 1 < oldest:

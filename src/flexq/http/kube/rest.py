@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import bisect
 import contextlib
 import dataclasses
 import datetime as _dt
@@ -126,6 +127,15 @@ def _key(obj: dict) -> tuple[str, str]:
     return meta.get("namespace") or "", meta["name"]  # the store's list order
 
 
+def _maybe_uncommitted(store: Any) -> bool:
+    """Whether a read made just now on this thread may have seen a write of a group commit still in progress
+    (``Journal.uncommitted``, checked after reading: if it is clear, whatever was read is on disk). The read
+    is then made again on the loop, which runs it after that commit: a client never reads a write that a
+    crash could still undo, as etcd never serves one before it is committed."""
+    journal = store.journal
+    return journal is not None and journal.uncommitted
+
+
 def page(
     objs: list[dict], rv: int, limit: str | None, token: str | None, selected: bool = False
 ) -> tuple[list[dict], int, dict[str, Any]]:
@@ -153,8 +163,9 @@ def page(
         except (ValueError, KeyError, TypeError, OverflowError) as exc:
             raise BadRequest(f"continue key is not valid: {exc}") from None
         ns, _, name = start.rpartition("/")
-        after = (ns, name)
-        objs = [o for o in objs if _key(o) > after]
+        # the objects are in key order: the page starts after the token's key (a binary search, so paging
+        # through a big list costs each page its own size, not the whole list again)
+        objs = objs[bisect.bisect_right(objs, (ns, name), key=_key) :]
     n = 0
     if limit not in (None, ""):
         if not limit.isdigit():
@@ -388,7 +399,7 @@ class KubeFace:
         found asks the loop (for the store's own NotFound, or the object created in between)."""
         store = self.store()
         obj = store.peek(info.kind, t.name or "", t.namespace)
-        if obj is None:
+        if obj is None or _maybe_uncommitted(store):
             obj = await on_loop(self.loop, lambda: store.get(info.kind, t.name or "", t.namespace))
         return self._out(request, info, obj, t)
 
@@ -412,9 +423,13 @@ class KubeFace:
 
         with store.read_lock(blocking=False) as held:
             got = run() if held else None
-        # a write holds the lock: wait for it in a worker thread (writes take it one at a time, briefly), not
-        # on this thread, which serves every other connection, nor behind the loop's queue of writes
-        objs, rv = got if got is not None else await asyncio.to_thread(wait_and_run)
+        if got is None:
+            # a write holds the lock: wait for it in a worker thread (writes take it one at a time, briefly),
+            # not on this thread, which serves every other connection, nor behind the loop's queue of writes
+            got = await asyncio.to_thread(wait_and_run)
+        if _maybe_uncommitted(store):  # read again on the loop, after the group commit in progress
+            got = await on_loop(self.loop, run)
+        objs, rv = got
         objs, rv, paging = page(
             objs,
             rv,

@@ -70,8 +70,10 @@ async def watch_stream(
         rv = req.resource_version
         if rv in (None, "", "0") or req.send_initial:
             initial = store.list(req.info.kind, req.namespace, req.label_selector, req.field_selector)
-            return initial, store.watch(callback, [req.info.kind]), store.resource_version
-        return [], store.watch(callback, [req.info.kind], since=int(rv or 0)), store.resource_version
+            sub = store.watch(callback, [req.info.kind], committed=True)
+            return initial, sub, store.resource_version
+        sub = store.watch(callback, [req.info.kind], since=int(rv or 0), committed=True)
+        return [], sub, store.resource_version
 
     try:
         initial, sub, last_rv = await on_loop(loop, setup)
