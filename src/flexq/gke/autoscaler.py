@@ -625,7 +625,7 @@ class Autoscaler(Controller):
                     for n in members
                 ):
                     continue  # a node annotated scale-down-disabled is never removed (nor is its slice)
-                since = []
+                since: list[float | None] = []
                 for name in layout.members[(pool_name, slice_id)]:
                     if name in busy:
                         unneeded.pop(name, None)
