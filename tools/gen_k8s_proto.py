@@ -48,12 +48,13 @@ ROOTS = {
     ("v1", "PodTemplate"): "k8s.io.api.core.v1.PodTemplate",
     ("v1", "ServiceAccount"): "k8s.io.api.core.v1.ServiceAccount",
     ("batch/v1", "Job"): "k8s.io.api.batch.v1.Job",
+    ("scheduling.k8s.io/v1", "PriorityClass"): "k8s.io.api.scheduling.v1.PriorityClass",
 }
 ENVELOPE = "k8s.io.apimachinery.pkg.runtime.Unknown"
 
 # repository -> package directories read from it
 PACKAGES = {
-    "api": ["core/v1", "batch/v1", "scheduling/v1alpha3"],
+    "api": ["core/v1", "batch/v1", "scheduling/v1", "scheduling/v1alpha3"],
     "apimachinery": [
         "pkg/apis/meta/v1",
         "pkg/runtime",

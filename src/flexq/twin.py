@@ -241,7 +241,7 @@ class Twin:
         def run() -> list[dict]:
             objs = self.store.peek_list(info.kind, namespace, label_selector, field_selector)
             with no_gc():
-                return scheme.render_many(info, objs, api_version or v)  # copies
+                return scheme.render_many(info, objs, api_version or v, self.store.texts)  # copies
 
         return self._call(run)
 

@@ -14,7 +14,7 @@ from flexq.api.core import Container, PodSpec, ServiceSpec
 from flexq.api.core_defaults import image_pull_policy, qos_class
 from flexq.api.kinds import REGISTRY
 from flexq.api.scheme import admit
-from flexq.errors import Invalid
+from flexq.errors import Forbidden, Invalid
 
 
 def _pod(*containers: dict, **spec: object) -> dict:
@@ -203,16 +203,19 @@ def test_qos_class(resources: dict, qos: str) -> None:
         (None, 0),
         ("system-cluster-critical", 2000000000),
         ("system-node-critical", 2000001000),
-        ("high", None),  # no PriorityClass objects here: an unknown class resolves to nothing
     ],
 )
-def test_priority_comes_from_the_priority_class(
-    twin: Twin, class_name: str | None, priority: int | None
-) -> None:
+def test_priority_comes_from_the_priority_class(twin: Twin, class_name: str | None, priority: int) -> None:
     spec = {"priorityClassName": class_name} if class_name else {}
     pod = twin.apply(_pod(**spec))[0]
-    assert pod["spec"].get("priority") == priority
-    assert ("preemptionPolicy" in pod["spec"]) == (priority is not None)
+    assert pod["spec"]["priority"] == priority
+    assert pod["spec"]["preemptionPolicy"] == "PreemptLowerPriority"
+
+
+def test_an_unknown_priority_class_is_refused(twin: Twin) -> None:
+    with pytest.raises(Forbidden, match='pods "p" is forbidden: no PriorityClass with name high was found'):
+        twin.apply(_pod(priorityClassName="high"))
+    assert twin.list("Pod") == []
 
 
 def test_a_job_template_gets_pod_spec_defaults_but_not_the_pod_only_ones(twin: Twin) -> None:

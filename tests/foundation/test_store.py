@@ -429,3 +429,41 @@ def test_generated_names_in_one_instant_are_distinct(store: Store) -> None:
         for _ in range(200)
     }
     assert len(names) == 200 and all(n.startswith("g-") and len(n) == 7 for n in names)
+
+
+def test_listed_copies_are_the_callers_and_follow_writes(store: Store) -> None:
+    """``list`` copies through the store's cache of each listed version's JSON text: a copy is the caller's to
+    change (the store, the cache and the next list do not see it), shares no part with another copy, and a
+    write or a delete drops the replaced version's text (the next list shows the write)."""
+    shared = {"k": "v"}
+    store.create(dict(cm("a"), data=shared))
+    store.create(dict(cm("b"), data=shared))
+    first = store.list("ConfigMap", "default")
+    assert len(store.texts) == 2
+    first[0]["data"]["k"] = "changed"
+    first[0]["metadata"]["labels"] = {"x": "y"}
+    again = store.list("ConfigMap", "default")  # from the kept texts
+    assert [o["data"] for o in again] == [{"k": "v"}, {"k": "v"}]
+    assert "labels" not in again[0]["metadata"]
+    assert again[0]["data"] is not again[1]["data"] and again[0] is not first[0]
+    assert store.peek("ConfigMap", "a", "default")["data"] == {"k": "v"}
+    cur = store.get("ConfigMap", "a", "default")
+    cur["data"]["k"] = "written"
+    store.update(cur)
+    assert len(store.texts) == 1  # the replaced version's text went with it
+    assert [o["data"]["k"] for o in store.list("ConfigMap", "default")] == ["written", "v"]
+    store.delete("ConfigMap", "b", "default")
+    assert len(store.texts) == 1
+    assert [o["metadata"]["name"] for o in store.list("ConfigMap", "default")] == ["a"]
+
+
+def test_listed_copies_of_what_orjson_refuses_are_exact_and_not_kept(store: Store) -> None:
+    store.create(dict(cm("big"), data={"n": "1"}))
+    obj = store.peek("ConfigMap", "big", "default")
+    odd = dict(obj, extra={"big": 2**80})  # not a stored shape: clone_many's Python walk takes it
+    from flexq.api.jsoncopy import clone_many
+
+    cache: dict = {}
+    out = clone_many([odd, obj], cache)
+    assert out == [odd, obj] and out[0]["extra"] is not odd["extra"]
+    assert list(cache) == [id(obj)]

@@ -79,7 +79,8 @@ def head_pod(served: Served, echo_port: int) -> str:
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": {"name": "job-head-svc"},
-            "spec": {
+            "spec": {  # headless, as KubeRay makes a head Service: kubectl resolves it to the pod
+                "clusterIP": "None",
                 "selector": {"ray.io/node-type": "head", "ray.io/cluster": "job"},
                 "ports": [{"name": "dashboard", "port": 8265, "targetPort": 8265}],
             },

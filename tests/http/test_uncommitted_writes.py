@@ -22,13 +22,16 @@ CM = "/api/v1/namespaces/default/configmaps"
 
 
 class _GatedCommits:
-    """The journal's SQLite connection, with each COMMIT held until ``gate`` opens (once ``armed``)."""
+    """The journal's SQLite connection, with the COMMIT of a group of API writes (the journal holds writes
+    already applied in memory: ``uncommitted``) held until ``gate`` opens, once ``armed``. A controller's own
+    write, committed alone, passes."""
 
-    def __init__(self, db: Any) -> None:
-        self.db, self.armed, self.gate, self.waiting = db, False, threading.Event(), threading.Event()
+    def __init__(self, journal: Journal) -> None:
+        self.journal, self.db = journal, journal._db
+        self.armed, self.gate, self.waiting = False, threading.Event(), threading.Event()
 
     def execute(self, sql: str, *args: Any) -> Any:
-        if self.armed and sql == "COMMIT":
+        if self.armed and sql == "COMMIT" and self.journal.uncommitted:
             self.waiting.set()
             assert self.gate.wait(30), "the test never opened the gate"
         return self.db.execute(sql, *args)
@@ -49,7 +52,7 @@ def test_watch_get_and_list_wait_for_the_group_commit(tmp_path: Path) -> None:
     auth = {"Authorization": f"Bearer {server.creds.token}"}
     journal = twin.core.journal
     assert journal is not None
-    gated = _GatedCommits(journal._db)
+    gated = _GatedCommits(journal)
     journal._db = gated
     seen: list[str] = []
     ready = threading.Event()
@@ -71,7 +74,13 @@ def test_watch_get_and_list_wait_for_the_group_commit(tmp_path: Path) -> None:
                         return
 
     try:
-        listed = requests.get(server.url + CM, headers=auth, verify=info["ca"], timeout=30).json()
+        for _ in range(
+            300
+        ):  # the cluster's own kube-root-ca.crt comes once the server has its CA: let it settle
+            listed = requests.get(server.url + CM, headers=auth, verify=info["ca"], timeout=30).json()
+            if any(o["metadata"]["name"] == "kube-root-ca.crt" for o in listed["items"]):
+                break
+            threading.Event().wait(0.05)
         rv = listed["metadata"]["resourceVersion"]
         with ThreadPoolExecutor(4) as pool:
             watcher = pool.submit(watch)
@@ -92,7 +101,10 @@ def test_watch_get_and_list_wait_for_the_group_commit(tmp_path: Path) -> None:
             gated.gate.set()
             assert created.result().status_code == 201
             assert got.result().status_code == 200
-            assert "held" in [o["metadata"]["name"] for o in lst.result().json()["items"]]
+            assert [o["metadata"]["name"] for o in lst.result().json()["items"]] == [
+                "held",
+                "kube-root-ca.crt",
+            ]
             watcher.result(timeout=30)
             assert seen == ["held"]
     finally:

@@ -46,8 +46,17 @@ def test_freed_resources_wake_pending_pods_in_priority_order(twin: Twin) -> None
     add_node(twin, node("n", cpu="2"))
     twin.apply(pod("big", cpu="2", restart="Always"))
     twin.advance(1)
-    twin.apply(pod("low", cpu="2", priority=1))
-    twin.apply(pod("high", cpu="2", priority=10))
+    for name, value in (("low", 1), ("high", 10)):  # a pod's priority comes from its PriorityClass
+        twin.apply(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+        )
+    twin.apply(pod("low", cpu="2", priorityClassName="low"))
+    twin.apply(pod("high", cpu="2", priorityClassName="high"))
     twin.advance(1)
     assert condition(twin.get("Pod", "low"), "PodScheduled")["message"].startswith(
         "0/1 nodes are available: 1 Insufficient cpu."

@@ -197,3 +197,33 @@ def test_no_candidates_when_the_other_queue_is_within_nominal():
     a, targets = _preempt(owner, admitted, wl("o", ps(cpu="1")), [other])
     assert targets == []
     assert a.podsets[0].attempts[0].possibility == "NoCandidates"
+
+
+def test_candidate_order_key_sorts_as_upstreams_comparator():
+    """``_Ctx.order_key`` (the sort key the preemptor uses) orders candidates exactly as ``CandidatesOrdering``
+    (``_Ctx.order``) through ``cmp_to_key``: evicted first, other ClusterQueues, lower priority, later
+    reservation, smaller uid; ties (same uid) keep their order."""
+    import functools
+    import random
+
+    from flexq.kueue.preemption import _Ctx, _Elem
+
+    rng = random.Random(7)
+    snap = build_snapshot(
+        [cq("cq", rg(fq("default", cpu="10"))), cq("other", rg(fq("default", cpu="10")))], [], [rf("default")]
+    )
+    ctx = _Ctx(snap, info("preemptor"), snap.cq("cq"), set(), {}, NOW)
+    elems = []
+    for i in range(300):
+        w = wl(f"w{i}", ps(cpu="1"), priority=rng.choice([0, 1, 5]), uid=rng.choice(["a", "b", "c", f"u{i}"]))
+        if rng.random() < 0.7:
+            admit(w, "cq", psa(cpu=("default", "1")), at=f"2026-01-01T00:00:0{rng.randint(0, 3)}Z")
+        if rng.random() < 0.2:
+            w["status"]["conditions"] = [{"type": "QuotaReserved", "status": "False", "reason": "x"}]
+        if rng.random() < 0.2:
+            w["status"].setdefault("conditions", []).append(
+                {"type": "Evicted", "status": "True", "reason": "x"}
+            )
+        elems.append(_Elem(WorkloadInfo.from_obj(w, rng.choice(["cq", "other"])), None, 0))
+    by_cmp = sorted(elems, key=functools.cmp_to_key(ctx.order))
+    assert [id(e) for e in sorted(elems, key=ctx.order_key)] == [id(e) for e in by_cmp]

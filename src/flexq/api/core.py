@@ -50,6 +50,7 @@ from flexq.api.core_defaults import (
     suspend_queued_job,
 )
 from flexq.api.registry import KindInfo, PrinterColumn
+from flexq.api.scheduling import admit_pod
 from flexq.errors import Cause
 
 # -- pods ---------------------------------------------------------------------------------------
@@ -525,7 +526,14 @@ KINDS = [
         ],
     ),
     KindInfo(
-        "", "Pod", "pods", {"v1": Pod}, short_names=("po",), categories=("all",), prepare_create=prepare_pod
+        "",
+        "Pod",
+        "pods",
+        {"v1": Pod},
+        short_names=("po",),
+        categories=("all",),
+        prepare_create=prepare_pod,
+        admission=admit_pod,
     ),
     KindInfo("", "PodTemplate", "podtemplates", {"v1": PodTemplate}, status_subresource=False),
     KindInfo(

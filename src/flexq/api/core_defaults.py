@@ -3,7 +3,7 @@
 - ``default_*``: ``SetDefaults_*`` of ``pkg/apis/core/v1`` and ``pkg/apis/batch/v1`` (decode time, on create
   and update), run on the raw object before validation by each top-level model of ``flexq.api.core``.
 - ``prepare_*``: what the registry strategies, the IP allocator and the admission plugins set on create
-  (pod status, QoS class and priority, a Service's IPs and families, a Namespace's finalizer and phase, a
+  (pod status and QoS class, a Service's IPs and families, a Namespace's finalizer and phase, a
   Job's selector), run by the store once the uid is known, on every create path.
 - ``qos_class``: ``qos.GetPodQOS`` (the kubelet reports the same).
 No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
@@ -310,8 +310,6 @@ def generate_job_selector(job: dict) -> None:
 
 # -- on create: registry strategies, the IP allocator, admission plugins ------------------------------------
 
-_SYSTEM_PRIORITY = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
-
 
 def qos_class(pod: dict) -> str:
     """``qos.GetPodQOS``: only cpu and memory count; Guaranteed when every container limits both and the
@@ -344,17 +342,11 @@ def qos_class(pod: dict) -> str:
 
 
 def prepare_pod(pod: dict) -> None:
-    """A new Pod: its defaults (again: a controller may create one without validation), the priority
-    admission plugin's ``priority`` and ``preemptionPolicy`` (no PriorityClass objects exist here, so only
-    an unnamed or system class resolves), and the strategy's ``status`` (Pending, with its QoS class)."""
+    """A new Pod: its defaults (again: a controller may create one without validation), the
+    ``DefaultTolerationSeconds`` and GKE compute-class admission, and the strategy's ``status`` (Pending, with
+    its QoS class). The Priority plugin (``flexq.api.scheduling.admit_pod``) ran before, with the store."""
     default_pod(pod)
     spec = pod.get("spec") or {}
-    if spec.get("priority") is None:
-        name = spec.get("priorityClassName") or ""
-        priority = _SYSTEM_PRIORITY.get(name, 0 if not name else None)
-        if priority is not None:
-            spec["priority"] = priority
-            spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
     if isinstance(spec, dict):
         default_toleration_seconds(spec)
         compute_class_toleration(spec)

@@ -6,7 +6,6 @@ Must not import other flexq modules.
 from __future__ import annotations
 
 import gc
-import marshal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -25,14 +24,38 @@ _STRICT = False
 _INF = float("inf")
 
 
-def clone_many(objs: list[Any]) -> list[Any]:
-    """Deep copies of many JSON-shaped objects at once: one ``marshal`` round trip copies them in C, about
-    twice as fast as ``clone`` one by one (15,000 Workloads: 0.2 s against 0.34 s of CPU). Falls back to
-    ``clone`` when an object holds something marshal does not take."""
-    try:
-        return marshal.loads(marshal.dumps(objs))  # type: ignore[no-any-return]
-    except (ValueError, TypeError):
+def clone_many(objs: list[Any], cache: dict[int, tuple[Any, bytes]] | None = None) -> list[Any]:
+    """Deep copies of many JSON-shaped objects, each an orjson round trip as ``clone``'s (no two copies share
+    a part, even where the originals did). ``cache`` keeps each object's JSON text beside it (by identity, the
+    object held so its id is not reused), as an API server's watch cache keeps an object's serialization: the
+    next copy of the same object is one ``orjson.loads``, about twice as fast as a whole round trip (15,000
+    stored Workloads: 0.24 s against 0.49 s of CPU). Only for read-only objects (stored versions): the owner
+    of the cache drops an object's entry when it replaces or deletes it. An object orjson refuses is copied
+    by ``clone`` and not kept."""
+    if cache is None:
         return [clone(o) for o in objs]
+    out: list[Any] = []
+    append, get = out.append, cache.get
+    for o in objs:
+        hit = get(id(o))
+        if hit is not None and hit[0] is o:
+            append(_loads(hit[1]))
+            continue
+        if type(o) is not dict:
+            append(clone(o))
+            continue
+        try:
+            text = _dumps(o, option=_OPTS)
+        except TypeError:
+            append(clone(o))
+            continue
+        copy = _loads(text)
+        if _STRICT and copy != o:
+            _check_json(o)
+            raise AssertionError(f"clone changed the data it copied: {o!r:.300}")
+        cache[id(o)] = (o, text)
+        append(copy)
+    return out
 
 
 @contextmanager

@@ -5,7 +5,18 @@ Explicit list, no import-time registration side effects (style rule 6).
 
 from __future__ import annotations
 
-from flexq.api import apps, autoscaling, capacity_profile, computeclass, coordination, core, kueue, ray, rbac
+from flexq.api import (
+    apps,
+    autoscaling,
+    capacity_profile,
+    computeclass,
+    coordination,
+    core,
+    kueue,
+    ray,
+    rbac,
+    scheduling,
+)
 from flexq.api.registry import Registry
 
 
@@ -22,6 +33,7 @@ def default_registry() -> Registry:
             *rbac.KINDS,
             *apps.KINDS,
             *coordination.KINDS,
+            *scheduling.KINDS,
         ]
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 from pydantic import BaseModel
 
@@ -19,6 +20,22 @@ from flexq.errors import Cause, NotFound
 Converter = Callable[[dict], dict]
 Validator = Callable[[dict, "dict | None"], list[Cause]]
 Converter2 = Callable[[dict, "dict | None"], dict]
+
+
+class ObjectReader(Protocol):
+    """What an admission plugin may read of the cluster's other objects (``flexq.store.Store`` is one):
+    stored objects themselves, read-only."""
+
+    def peek(self, kind: str, name: str, namespace: str | None = None) -> dict | None: ...
+
+    def peek_indexed(self, kind: str, index: str, value: str) -> list[dict]: ...
+
+
+# a built-in admission plugin that reads other objects (the Priority plugin): (operation "CREATE" | "UPDATE" |
+# "DELETE", the object (created or updated, or the one deleted), the old one, a reader, the name the request
+# names the object by (a generateName before its name is made)); it may change the object on CREATE and
+# raises an ``ApiError`` (Forbidden) to refuse the request
+Admission = Callable[[str, dict, "dict | None", ObjectReader, str], None]
 
 
 def _identity(obj: dict) -> dict:
@@ -56,6 +73,7 @@ class KindInfo:
     validate: Validator | None = None  # semantic checks needing the old object (immutability etc.)
     mutate: Converter2 | None = None  # mutating admission (e.g. Kueue's suspend-on-create webhook)
     prepare_create: Callable[[dict], None] | None = None  # the API server's own defaulting once uid is known
+    admission: Admission | None = None  # built-in admission reading other objects, on every write path
     printer_columns: list[PrinterColumn] = field(default_factory=list)
     name_rule: str = "subdomain"  # metadata.name: "subdomain" (most kinds), "label" (Namespace, Service)
     # or "path" (RBAC kinds: any path segment)
@@ -81,8 +99,9 @@ class KindInfo:
         v = version or self.storage
         return f"{self.group}/{v}" if self.group else v
 
-    @property
+    @cached_property
     def storage_api_version(self) -> str:
+        """(Kept once asked: a KindInfo is not changed once registered; the store asks on every write.)"""
         return self.api_version(self.storage)
 
     def convert_to_storage(self, version: str, obj: dict) -> dict:
@@ -93,8 +112,8 @@ class KindInfo:
 
     @cached_property
     def key(self) -> str:
-        """Stable identifier used by the store: ``<plural>.<group>`` (``pods`` for core). Computed once: every
-        store write and read asks for it, and a kind's plural and group never change."""
+        """Stable identifier used by the store: ``<plural>.<group>`` (``pods`` for core). Kept once asked (the
+        store and the watch fan-out ask on every write)."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 

@@ -233,10 +233,16 @@ def render(info: KindInfo, stored: dict, api_version: str | None = None) -> dict
     return out
 
 
-def render_many(info: KindInfo, stored: list[dict], api_version: str | None = None) -> list[dict]:
-    """``render`` of many objects (copied in one go when no conversion is needed)."""
+def render_many(
+    info: KindInfo,
+    stored: list[dict],
+    api_version: str | None = None,
+    cache: dict[int, tuple[Any, bytes]] | None = None,
+) -> list[dict]:
+    """``render`` of many stored versions (``clone_many`` with the store's ``cache`` of their JSON text
+    when no conversion is needed)."""
     if api_version is None or api_version == info.storage_api_version:
-        return clone_many(stored)
+        return clone_many(stored, cache)
     return [render(info, o, api_version) for o in stored]
 
 

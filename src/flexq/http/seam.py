@@ -30,6 +30,10 @@ class EndpointSettings(Protocol):
     kube_endpoint: str | None
     kube_ca_b64: str | None
 
+    def serve(self, endpoint: str, ca_b64: str) -> None:
+        """Record where the API listens and its CA (and tell who waits for them)."""
+        ...
+
 
 class ClusterView(Protocol):
     """One Kubernetes cluster as the faces see it."""

@@ -5,7 +5,7 @@ runner ``flexq up`` uses: serves until SIGTERM/SIGINT), and what a served twin w
 ``server.json`` (pid, url, port, CA, token file, kubeconfig, client environment), ``kubeconfig`` (context
 ``flexq``; contexts others add, such as ``gcloud container clusters get-credentials``, are kept) — plus
 ``client_env(home)``, the environment that points kubectl and gcloud at the twin. Sets
-``core.settings.kube_endpoint`` (``127.0.0.1:<port>``) and ``core.settings.kube_ca_b64`` for the GKE
+``core.settings.kube_endpoint`` (``127.0.0.1:<port>``) and ``core.settings.kube_ca_b64`` (``settings.serve``) for the GKE
 backend to put in each cluster's ``endpoint`` and ``masterAuth.clusterCaCertificate``.
 Must not import domain packages.
 """
@@ -82,8 +82,7 @@ class Server:
         self.tls = tls
         hostport = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
         self.url = f"{'https' if tls else 'http'}://{hostport}"
-        core.settings.kube_endpoint = hostport
-        core.settings.kube_ca_b64 = self.creds.ca_b64
+        core.settings.serve(hostport, self.creds.ca_b64)
         token = self.creds.token if auth else None
         self.app = build_app(core, token, hostport)
         config = uvicorn.Config(

@@ -4,7 +4,8 @@ Owns Job ``status`` (``active``, ``ready``, ``succeeded``, ``failed``, ``startTi
 ``completedIndexes``, ``uncountedTerminatedPods``, conditions ``Suspended``, ``SuccessCriteriaMet`` +
 ``Complete``, ``FailureTarget`` + ``Failed``), the pods it creates (``<job>-<5 chars>`` from the
 ``job-controller`` RNG stream, ``<job>-<index>-<5 chars>`` for Indexed jobs) and their tracking
-finalizer, the events ``SuccessfulCreate`` / ``SuccessfulDelete`` / ``Completed`` / ``BackoffLimitExceeded``
+finalizer, the events ``SuccessfulCreate`` / ``FailedCreate`` (a pod the API server refused: retried after
+1 s doubling to 1 min) / ``SuccessfulDelete`` / ``Completed`` / ``BackoffLimitExceeded``
 / ``DeadlineExceeded`` / ``Suspended`` / ``Resumed``, and deleting finished jobs after
 ``ttlSecondsAfterFinished``. Semantics, each reconcile in numbered steps:
 
@@ -30,7 +31,7 @@ from collections.abc import Iterable
 
 from flexq.api.jsoncopy import clone_kept
 from flexq.clock import format_time, parse_time
-from flexq.errors import AlreadyExists, NotFound
+from flexq.errors import AlreadyExists, Forbidden, Invalid, NotFound
 from flexq.kube import job_rules
 from flexq.kube.cache import ClusterCache, controller_owner, is_terminal
 from flexq.runtime import Context, Controller, Result, Watch
@@ -38,6 +39,10 @@ from flexq.semantics.conditions import is_true, set_core_condition
 from flexq.store.store import WatchEvent
 
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
+_REFUSED: dict = {}  # what ``_create`` returns when the API server refused the pod
+MAX_API_BACKOFF = (
+    60.0  # the job controller's queue: 1 s doubling to 1 min (DefaultJobApiBackOff, MaxJobApiBackOff)
+)
 Key = tuple[str, str]
 
 
@@ -70,6 +75,7 @@ class JobController(Controller):
         self.cache = cache
         self.rng = ctx.rng("job-controller")
         self.last_failure: dict[str, float] = {}  # job uid -> when a failure was last counted
+        self.refused: dict[str, int] = {}  # job uid -> pod creations refused in a row (the API back-off)
 
     def watches(self) -> list[Watch]:
         return [Watch("Job"), Watch("Pod", _owner_job)]
@@ -97,6 +103,7 @@ class JobController(Controller):
         else:
             result = None
             self.last_failure.pop(uid, None)
+            self.refused.pop(uid, None)
         self._write_status(job, status)
         self._release(counted)
         return self._ttl(job, status) or result
@@ -237,8 +244,17 @@ class JobController(Controller):
             left = last + job_rules.creation_backoff(status.get("failed", 0)) - now
             if left > 0:
                 return active, left
-        created = [self._create(job, todo[i] if todo else None) for i in range(want - len(active))]
-        return active + [p for p in created if p is not None], None
+        created: list[dict] = []
+        for i in range(want - len(active)):
+            pod = self._create(job, todo[i] if todo else None)
+            if pod is _REFUSED:  # slow start: the first batch (one pod) failed, the rest are skipped
+                n = self.refused.get(job["metadata"]["uid"], 0)
+                self.refused[job["metadata"]["uid"]] = n + 1
+                return active + created, min(MAX_API_BACKOFF, 2.0**n)
+            if pod is not None:
+                created.append(pod)
+        self.refused.pop(job["metadata"]["uid"], None)
+        return active + created, None
 
     # -- writes -----------------------------------------------------------------------------------------
     def _create(self, job: dict, index: int | None) -> dict | None:
@@ -254,6 +270,11 @@ class JobController(Controller):
                 )
             except AlreadyExists:
                 continue
+            except (Forbidden, Invalid) as err:  # refused by admission or validation (RealPodControl's event)
+                # the controller asks with generateName, so the API server names the refused pod by it
+                why = err.message.replace(f'"{name}"', f'"{base}-"', 1)
+                self.events.record(job, "Warning", "FailedCreate", f"Error creating: {why}")
+                return _REFUSED
             self.events.record(job, "Normal", "SuccessfulCreate", f"Created pod: {name}")
             return pod
         return None

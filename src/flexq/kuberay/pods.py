@@ -178,7 +178,10 @@ def worker_pod(
 
 
 def head_service(owner: dict, *, name: str, cluster_name: str) -> dict:
-    """A ClusterIP Service selecting the cluster's head pod (ports gcs/dashboard/client/metrics)."""
+    """The Service selecting the cluster's head pod (ports gcs/dashboard/client/metrics): headless, as KubeRay
+    makes it unless its operator runs with ``ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE=true`` (``BuildServiceForHeadPod``:
+    a RayCluster has one head pod, so the name resolves straight to it; not-ready addresses are published so
+    workers find the GCS while the head starts)."""
     ns = owner["metadata"].get("namespace", "default")
     ports = [
         ("gcs-server", names.PORT_GCS),
@@ -197,6 +200,8 @@ def head_service(owner: dict, *, name: str, cluster_name: str) -> dict:
         "metadata": {"name": name, "namespace": ns, "labels": labels, "ownerReferences": [_owner(owner)]},
         "spec": {
             "type": "ClusterIP",
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
             "selector": {names.LABEL_CLUSTER: cluster_name, names.LABEL_NODE_TYPE: "head"},
             "ports": [{"name": n, "port": p, "targetPort": p, "protocol": "TCP"} for n, p in ports],
         },

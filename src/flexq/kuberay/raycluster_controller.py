@@ -22,6 +22,7 @@ from flexq.api.jsoncopy import ByIdentity
 from flexq.api.quantity import format_quantity, parse_quantity
 from flexq.api.wellknown import RESOURCE_TPU
 from flexq.clock import format_time
+from flexq.errors import Forbidden, Invalid
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import WatchEvent
 
@@ -139,7 +140,14 @@ class RayClusterController(Controller):
             self._delete_pod(extra)
         if not heads:
             pod = pods.head_pod(cluster, name=f"{name}-head-{names.rand_suffix(self.ctx.rng('kuberay'))}")
-            heads = [self.store.create(pod, copy_result=False)]  # read-only from here
+            try:
+                heads = [self.store.create(pod, copy_result=False)]  # read-only from here
+            except (Forbidden, Invalid) as err:  # KubeRay asks with generateName: the refused pod has no name
+                why = err.message.replace(f'"{pod["metadata"]["name"]}"', f'"{name}-head-"', 1)
+                self.events.record(
+                    cluster, "Warning", "FailedToCreateHeadPod", f"Failed to create head Pod {ns}/, {why}"
+                )
+                raise
             self.events.record(
                 cluster, "Normal", "CreatedHeadPod", f"Created head Pod {ns}/{pod['metadata']['name']}"
             )
@@ -229,7 +237,18 @@ class RayClusterController(Controller):
         pod = pods.worker_pod(
             cluster, group, name=pname, replica_name=rname, replica_index=index, host_index=host
         )
-        return self.store.create(pod, copy_result=False)  # read-only: the caller only reads it
+        try:
+            return self.store.create(pod, copy_result=False)  # read-only: the caller only reads it
+        except (Forbidden, Invalid) as err:  # asked with generateName (as KubeRay does): named by it
+            meta = cluster["metadata"]
+            why = err.message.replace(f'"{pname}"', f'"{pname[: -len(pname.rsplit("-", 1)[1])]}"', 1)
+            self.events.record(
+                cluster,
+                "Warning",
+                "FailedToCreateWorkerPod",
+                f"Failed to create worker Pod for the cluster {meta['namespace']}/{meta['name']}, {why}",
+            )
+            raise
 
     def _write_status(self, cluster: dict, live: list[dict], *, suspended: bool) -> Result | None:
         old = cluster.get("status") or {}
@@ -280,11 +299,15 @@ class RayClusterController(Controller):
         elif old.get("state") == "suspended":
             st.pop("state", None)
         if head is not None:
-            st["head"] = {
+            svc_name = names.head_service_name(cluster["metadata"]["name"])
+            svc = self.store.peek("Service", svc_name, cluster["metadata"]["namespace"])  # read-only
+            cluster_ip = ((svc or {}).get("spec") or {}).get("clusterIP", "")
+            pod_ip = (head.get("status") or {}).get("podIP", "")
+            st["head"] = {  # getHeadServiceIPAndName: a headless head Service's IP is the head pod's
                 "podName": head["metadata"]["name"],
-                "podIP": (head.get("status") or {}).get("podIP", ""),
-                "serviceName": names.head_service_name(cluster["metadata"]["name"]),
-                "serviceIP": (head.get("status") or {}).get("podIP", ""),
+                "podIP": pod_ip,
+                "serviceName": svc_name,
+                "serviceIP": pod_ip if cluster_ip == "None" else cluster_ip,
             }
             st["endpoints"] = {
                 "client": str(names.PORT_CLIENT),

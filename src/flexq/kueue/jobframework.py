@@ -6,8 +6,9 @@ Owns: ``JobController`` (one per kind in ``jobs.JOB_ADAPTERS``) and Kueue's Work
 workload is evicted) and the pod-template injection on start (flavors' nodeSelector/tolerations,
 checks' podSetUpdates) and its restoration on stop. On Workloads: creation (owner reference,
 ``kueue.x-k8s.io/job-uid`` label, ``provreq.kueue.x-k8s.io/*`` annotations, priority from a
-WorkloadPriorityClass, ``maximumExecutionTimeSeconds`` from the ``kueue.x-k8s.io/max-exec-time-seconds``
-label), pod-set count updates and replacement slices of elastic jobs,
+WorkloadPriorityClass, else the pod template's PriorityClass, else the global default one, else 0,
+``maximumExecutionTimeSeconds`` from the ``kueue.x-k8s.io/max-exec-time-seconds`` label), pod-set count
+updates and replacement slices of elastic jobs,
 ``Finished`` (Succeeded / Failed / FailedToStart), ``PodsReady``, and quota release after an
 eviction once the job is inactive (QuotaReserved=False ``PendingEvaluation``, ``Requeued``).
 Events: CreatedWorkload, Started, Stopped, Suspended, FinishedWorkload.
@@ -20,7 +21,9 @@ from __future__ import annotations
 import hashlib
 
 from flexq.api.jsoncopy import clone_kept
+from flexq.api.scheduling import default_class
 from flexq.api.wellknown import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from flexq.errors import NotFound
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.job_adapters import JobAdapter
 from flexq.kueue.podset import PodSetMergeError, from_podset, infos_for
@@ -160,6 +163,8 @@ class JobController(Controller):
                 for r in w["metadata"].get("ownerReferences") or []
             )
         ]
+        if len(out) < 2:  # the usual case: one Workload
+            return out
         return sorted(out, key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
 
     def _pod_sets(self, job: JobAdapter, elastic: bool) -> list[dict]:
@@ -269,7 +274,7 @@ class JobController(Controller):
             }
             spec["priority"] = int(wpc.get("value", 0))
         else:
-            spec["priority"] = 0
+            spec.update(self._pod_priority(pod_sets))
         wl = {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "Workload",
@@ -294,6 +299,25 @@ class JobController(Controller):
         out = self.store.create(wl)
         self.events.record(obj, "Normal", "CreatedWorkload", f"Created Workload: {md['namespace']}/{name}")
         return out
+
+    def _pod_priority(self, pod_sets: list[dict]) -> dict:
+        """``ExtractPriority`` without a WorkloadPriorityClass: the first pod set's ``priorityClassName``'s
+        PriorityClass (NotFound, retried, if it does not exist), else the global default class, else 0."""
+        name = next(
+            (
+                n
+                for ps in pod_sets
+                if (n := ((ps.get("template") or {}).get("spec") or {}).get("priorityClassName"))
+            ),
+            "",
+        )
+        pc = self.store.peek("PriorityClass", name) if name else default_class(self.store)  # read-only
+        if pc is None and name:
+            raise NotFound(f'priorityclasses.scheduling.k8s.io "{name}" not found')
+        if pc is None:
+            return {"priority": 0}
+        ref = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc["metadata"]["name"]}
+        return {"priorityClassRef": ref, "priority": int(pc.get("value", 0))}
 
     def _sync_pods_ready(self, job: JobAdapter, wl: dict, now: float) -> bool:
         cur = find_condition(wl, "PodsReady")

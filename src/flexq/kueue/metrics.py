@@ -212,7 +212,11 @@ class KueueMetrics:
             self._seen.pop(k, None)
             return
         st = wl.get("status") or {}
-        qr, adm, fin = is_true(wl, "QuotaReserved"), is_true(wl, "Admitted"), is_true(wl, "Finished")
+        # is_true of QuotaReserved, Admitted and Finished in one pass (the first condition of a type counts)
+        seen_types: dict[str, bool] = {}
+        for c in st.get("conditions") or ():
+            seen_types.setdefault(c.get("type"), c.get("status") == "True")
+        qr, adm, fin = (seen_types.get(t, False) for t in ("QuotaReserved", "Admitted", "Finished"))
         evictions = {
             (e.get("reason", ""), e.get("underlyingCause", "")): int(e.get("count", 0))
             for e in (st.get("schedulingStats") or {}).get("evictions") or []

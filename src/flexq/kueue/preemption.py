@@ -16,7 +16,6 @@ Must not import store, runtime, loop or clock.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from flexq.api.wellknown import JOB_UID_LABEL
@@ -167,6 +166,18 @@ class _Ctx:
             if not is_within_nominal(cq, self.frs):
                 out.extend(self.from_cq(cq, subtree_root, adv))
 
+    def order_key(self, e: _Elem) -> tuple:
+        """``order`` as a sort key (each candidate's parts computed once, not once per comparison): evicted
+        first, then workloads of other ClusterQueues, lower priority, later quota reservation, smaller uid."""
+        info = e.info
+        return (
+            not is_evicted(info.obj),
+            info.cluster_queue == self.cq.name,
+            info.priority,
+            -self._reserved_at(info),
+            info.uid,
+        )
+
     def order(self, a: _Elem, b: _Elem) -> int:
         """``CandidatesOrdering``."""
         ea, eb = is_evicted(a.info.obj), is_evicted(b.info.obj)
@@ -216,7 +227,7 @@ class _Ctx:
 def _classical(ctx: _Ctx) -> list[Target]:
     same = [] if ctx.cq.preemption["withinClusterQueue"] == "Never" else ctx.from_cq(ctx.cq, None, False)
     hier, prio = ctx.hierarchical()
-    key = functools.cmp_to_key(ctx.order)
+    key = ctx.order_key  # sorts as cmp_to_key(ctx.order) would (a stable sort, the same total order)
     same.sort(key=key)
     prio.sort(key=key)
     hier.sort(key=key)

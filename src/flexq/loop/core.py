@@ -94,7 +94,9 @@ class EventLoop:
 
     # -- running ------------------------------------------------------------------------------
     def _drain_inbox(self) -> None:
-        if not self._inbox:  # most turns: nothing posted (a post racing this check is drained next turn)
+        # looked at without the lock first (every turn of the loop does this): a callback posted just after
+        # the look is drained on the next turn, as one posted just after the locked read always was
+        if not self._inbox:
             return
         with self._inbox_lock:
             items = list(self._inbox)

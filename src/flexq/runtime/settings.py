@@ -14,7 +14,7 @@ Must not import domain packages or ``flexq.http``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,10 @@ class TwinSettings:
     )
     # kube-apiserver's --event-ttl: an Event goes this long after its last write (0: kept forever)
     event_ttl_seconds: float = 3600.0
+    # ``on_serve``'s callbacks: not a knob (``Twin(**settings)`` does not take it; a replaced copy has none)
+    _serve_callbacks: list[Callable[[], None]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def from_mapping(cls, given: Mapping[str, Any] | TwinSettings | None) -> TwinSettings:
@@ -65,7 +69,7 @@ class TwinSettings:
         if isinstance(given, TwinSettings):
             return dataclasses.replace(given)
         given = dict(given or {})
-        _refuse_unknown("twin", given, {f.name: f.name for f in dataclasses.fields(cls)})
+        _refuse_unknown("twin", given, {f.name: f.name for f in dataclasses.fields(cls) if f.init})
         for key in ("ray_dir", "ray_token_file"):
             if given.get(key) is not None:
                 given[key] = str(given[key])
@@ -82,6 +86,19 @@ class TwinSettings:
                 )
             given["event_ttl_seconds"] = float(ttl)
         return cls(**given)
+
+    def serve(self, endpoint: str, ca_b64: str) -> None:
+        """The API server listens at ``endpoint`` with this CA: recorded, then each ``on_serve`` callback
+        is called (on the server's thread)."""
+        self.kube_endpoint, self.kube_ca_b64 = endpoint, ca_b64
+        for callback in list(self._serve_callbacks):
+            callback()
+
+    def on_serve(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` whenever ``serve`` records the API server's address (a controller that publishes
+        the CA waits for it so); returns what unregisters it."""
+        self._serve_callbacks.append(callback)
+        return lambda: self._serve_callbacks.remove(callback) if callback in self._serve_callbacks else None
 
 
 # the keys flexq.gke's cluster_settings() writes -> ClusterSettings' fields

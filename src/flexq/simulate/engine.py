@@ -124,7 +124,8 @@ class _Sim:
         self.admission_waits: list[tuple[str, str, float]] = []
         self.pr_seen: dict[tuple[str, str], set[str]] = {}
         self.usage: dict[str, list[float]] = {}
-        self.priorities: dict[str, int] = {}
+        self.priorities: dict[str, int] = {}  # WorkloadPriorityClass -> value
+        self.pod_priorities: dict[str, int] = {}  # scheduling.k8s.io PriorityClass -> value
         self.open_jobs = 0
         self.location = self.project = self.cluster = ""
 
@@ -200,9 +201,10 @@ class _Sim:
         twin.advance(1)
         for pc in twin.list("WorkloadPriorityClass"):
             self.priorities[pc["metadata"]["name"]] = int(pc.get("value", 0))
-        known_pc = set(self.priorities)
         with contextlib.suppress(ApiError):  # scheduling.k8s.io PriorityClass, where the twin serves it
-            known_pc |= {p["metadata"]["name"] for p in twin.list("PriorityClass")}
+            for p in twin.list("PriorityClass"):
+                self.pod_priorities[p["metadata"]["name"]] = int(p.get("value", 0))
+        known_pc = set(self.priorities) | set(self.pod_priorities)
         queues = {(q["metadata"]["namespace"], q["metadata"]["name"]) for q in twin.list("LocalQueue")}
         checked: set[tuple[str, str, str]] = set()
         for job in self.jobs:
@@ -277,7 +279,7 @@ class _Sim:
             if job.kind not in infos:
                 try:
                     infos[job.kind] = scheme.resolve_object(
-                        self.twin.store.registry, build_object(job, self.priorities)
+                        self.twin.store.registry, build_object(job, self.priorities, self.pod_priorities)
                     )
                 except ApiError as exc:
                     raise InputError(
@@ -302,7 +304,7 @@ class _Sim:
                 continue
             seen.add(key)
             try:
-                self.twin.create(build_object(job, self.priorities))
+                self.twin.create(build_object(job, self.priorities, self.pod_priorities))
             except ApiError as exc:
                 raise InputError(
                     f"the API refused this {job.kind}: {exc.message}",
@@ -572,7 +574,7 @@ class _Sim:
             gap = self.t0 + job.submit - twin.now()
             if gap > 0:
                 twin.advance(gap)
-            obj = build_object(job, self.priorities)
+            obj = build_object(job, self.priorities, self.pod_priorities)
             rec = JobRecord(job, submit=job.submit)
             self.records[(job.kind, job.namespace, job.name)] = rec
             self.pending_now += 1

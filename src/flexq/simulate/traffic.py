@@ -1051,7 +1051,9 @@ def _parsed_template(text: str) -> Any:
     return _PARSED[text]
 
 
-def build_object(job: JobSpec, priorities: dict[str, int] | None = None) -> dict[str, Any]:
+def build_object(
+    job: JobSpec, priorities: dict[str, int] | None = None, pod_priorities: dict[str, int] | None = None
+) -> dict[str, Any]:
     """The object submitted for ``job``: queue and priority labels, the run time and outcome annotations the
     simulated executor reads (``twin.flexq.dev/run-seconds``, ``twin.flexq.dev/outcome``)."""
     ann = {ANN_RUN: f"{job.run:g}", ANN_OUTCOME: job.outcome}
@@ -1072,10 +1074,22 @@ def build_object(job: JobSpec, priorities: dict[str, int] | None = None) -> dict
         }
         if job.priority is not None:
             spec["priority"] = job.priority
-        if job.priority_class:
+        if job.priority_class and _is_pod_class(job.priority_class, priorities, pod_priorities):
             spec.update(
-                priorityClassName=job.priority_class,
-                priorityClassSource="kueue.x-k8s.io/workloadpriorityclass",
+                priorityClassRef={
+                    "group": "scheduling.k8s.io",
+                    "kind": "PriorityClass",
+                    "name": job.priority_class,
+                },
+                priority=(pod_priorities or {})[job.priority_class],
+            )
+        elif job.priority_class:  # v1beta2's reference (v1beta1: priorityClassName and priorityClassSource)
+            spec.update(
+                priorityClassRef={
+                    "group": "kueue.x-k8s.io",
+                    "kind": "WorkloadPriorityClass",
+                    "name": job.priority_class,
+                },
                 priority=(priorities or {}).get(job.priority_class, 0),
             )
         return {
@@ -1142,10 +1156,34 @@ def build_object(job: JobSpec, priorities: dict[str, int] | None = None) -> dict
     meta["name"] = job.name
     meta["namespace"] = job.namespace
     meta["labels"] = {**(meta.get("labels") or {}), **labels, QUEUE_LABEL: job.queue}
-    if job.priority_class:
+    if job.priority_class and _is_pod_class(job.priority_class, priorities, pod_priorities):
+        for tmpl in _pod_templates(obj):  # Kueue takes the priority from the pods' PriorityClass
+            tspec = tmpl.setdefault("spec", {})
+            if isinstance(tspec, dict):
+                tspec["priorityClassName"] = job.priority_class
+    elif job.priority_class:
         meta["labels"][PRIORITY_LABEL] = job.priority_class
     meta["annotations"] = {**(meta.get("annotations") or {}), **ann}
     if job.kind == "Job":  # the simulated executor reads the pod's annotations
         tmeta = obj["spec"]["template"].setdefault("metadata", {})
         tmeta["annotations"] = {**(tmeta.get("annotations") or {}), **ann}
     return obj
+
+
+def _is_pod_class(
+    name: str, priorities: dict[str, int] | None, pod_priorities: dict[str, int] | None
+) -> bool:
+    """Whether ``priority`` names a scheduling.k8s.io PriorityClass rather than a WorkloadPriorityClass (a
+    WorkloadPriorityClass of the same name wins, as Kueue's label does)."""
+    return name in (pod_priorities or {}) and name not in (priorities or {})
+
+
+def _pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod templates of a Job or a RayJob (head and worker groups)."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Job":
+        tmpl = spec.get("template")
+        return [tmpl] if isinstance(tmpl, dict) else []
+    rc = spec.get("rayClusterSpec") or {}
+    groups = [rc.get("headGroupSpec") or {}, *(rc.get("workerGroupSpecs") or [])]
+    return [g["template"] for g in groups if isinstance(g, dict) and isinstance(g.get("template"), dict)]

@@ -138,6 +138,7 @@ PATCH_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
         "status": _CONDITIONS,
     },
     ("coordination.k8s.io", "Lease"): {"metadata": _OBJECT_META},
+    ("scheduling.k8s.io", "PriorityClass"): {"metadata": _OBJECT_META},
     # RBAC's rules, subjects and roleRef carry no patch strategy: a strategic merge replaces them whole
     ("rbac.authorization.k8s.io", "Role"): {"metadata": _OBJECT_META},
     ("rbac.authorization.k8s.io", "ClusterRole"): {"metadata": _OBJECT_META},

@@ -20,13 +20,13 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from random import Random
-from typing import Any
+from typing import Any, NamedTuple
 
 from flexq.api import scheme
 from flexq.api.jsoncopy import clone, clone_kept, clone_many, no_gc
 from flexq.api.registry import KindInfo, Registry
+from flexq.api.scheduling import GLOBAL_DEFAULT_INDEX, global_default_index
 from flexq.api.scheme import UnknownFields
 from flexq.clock import Clock, format_time
 from flexq.errors import AlreadyExists, BadRequest, Cause, Conflict, Gone, Invalid, NotFound
@@ -59,11 +59,9 @@ def status_copy(obj: dict) -> dict:
     return out
 
 
-@dataclass(slots=True)
-class WatchEvent:
-    """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change. Read-only, as the
-    object is (not ``frozen``: a frozen dataclass's constructor costs several times more, and every write
-    makes one)."""
+class WatchEvent(NamedTuple):
+    """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change. Immutable (a named
+    tuple: made three times faster than a frozen dataclass, once per write)."""
 
     type: str
     kind: str  # KindInfo.key
@@ -125,10 +123,14 @@ class Store:
         self.registry, self.clock, self.name, self.journal = registry, clock, name, journal
         self.check_readonly = check_readonly
         self._pristine: dict[tuple[str, Key], dict] = {}
+        # the JSON text of stored versions that were listed (``clone_many``'s cache, by identity), as an API
+        # server's watch cache keeps an object's serialization: a version is dropped when a write replaces it
+        self.texts: dict[int, tuple[dict, bytes]] = {}
         self.rng = rng or Random(0)
         # uids and generated names are keyed hashes of what is created and when (``_ident``), not draws from a
         # stream: one object's identity does not depend on how many others were created before it
         self._id_key = self.rng.getrandbits(128).to_bytes(16, "big")
+        self._id_hash = hashlib.blake2b(key=self._id_key, digest_size=16)  # copied per use: no key setup
         self._id_instant: int | None = None
         self._id_issued: dict[tuple, int] = {}
         self._lock = threading.RLock()
@@ -144,6 +146,8 @@ class Store:
         self._by_index: dict[tuple[str, str], dict[str, set[Key]]] = {}
         if any(k.kind == "Pod" and not k.group for k in registry):
             self.add_indexer("Pod", "spec.nodeName", _node_name)
+        if any(k.kind == "PriorityClass" for k in registry):  # the Priority admission plugin's global default
+            self.add_indexer("PriorityClass", GLOBAL_DEFAULT_INDEX, global_default_index)
         self._rv = 0
         self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY if history is None else history)
         self._subs: list[Subscription] = []
@@ -235,7 +239,7 @@ class Store:
         with self._lock:
             objs = self.peek_list(kind, namespace, label_selector, field_selector)
             with no_gc():
-                return clone_many(objs)
+                return clone_many(objs, self.texts)
 
     def peek_list(
         self,
@@ -254,6 +258,8 @@ class Store:
         Answered from the indexes: the cost follows the matching objects, not all objects of the kind."""
         info = self.info(kind)
         kk = info.key
+        if owner_uid is not None and not (label_selector or field_selector or labels or index):
+            return self._owned_by(info, namespace, owner_uid)
         lmatch = parse_label_selector(label_selector)
         fmatch = parse_field_selector(field_selector)
         eq = dict(labels or {})
@@ -306,6 +312,38 @@ class Store:
                 if field_selector and not fmatch(obj):
                     continue
                 out.append(obj)
+            return out
+
+    def peek_indexed(self, kind: str, index: str, value: str) -> builtins.list[dict]:
+        """The stored objects whose indexer ``index`` gives ``value`` (read-only, unordered): ``peek_list``'s
+        ``index=`` without its selectors and sorting, for a hot path's lookup that is nearly always empty (the
+        Priority admission plugin's global default class, on every pod create)."""
+        kk = self.info(kind).key
+        keys = self._by_index.get((kk, index), {}).get(value)
+        if not keys:
+            return []
+        items = self._objs.get(kk, {})
+        return [items[k] for k in list(keys) if k in items]
+
+    def _owned_by(self, info: KindInfo, namespace: str | None, owner_uid: str) -> builtins.list[dict]:
+        """``peek_list`` with ``owner_uid`` (and a namespace) only: the owner index's entries of the kind,
+        without the selector machinery (controllers ask this on every reconcile of an owner)."""
+        kk = info.key
+        ns = namespace if info.namespaced else None
+        with self._lock:
+            items = self._objs.get(kk, {})
+            keys = [k for c, k in self._children.get(owner_uid, ()) if c == kk and (ns is None or k[0] == ns)]
+            if len(keys) > 1:
+                keys.sort()
+            out = []
+            for k in keys:
+                obj = items.get(k)
+                if obj is None:
+                    continue
+                for r in obj["metadata"].get("ownerReferences") or ():
+                    if r.get("uid") == owner_uid:
+                        out.append(obj)
+                        break
             return out
 
     @contextmanager
@@ -375,6 +413,7 @@ class Store:
             data["metadata"]["namespace"] = ns or "default"
         else:
             data["metadata"].pop("namespace", None)
+        requested = data["metadata"].get("name") or data["metadata"].get("generateName") or ""
         if not data["metadata"].get("name") and data["metadata"].get("generateName"):
             data["metadata"]["name"] = self._generate_name(info, data["metadata"])
         status = data.get("status")
@@ -404,6 +443,8 @@ class Store:
                     kind=info.plural,
                     name=key[1],
                 )
+            if info.admission is not None:
+                info.admission("CREATE", stored, None, self, requested)
             m = stored["metadata"]
             m["uid"] = self._new_uid(info, key[0], key[1])
             m["creationTimestamp"] = format_time(self.clock.now())
@@ -445,7 +486,9 @@ class Store:
         n = self._id_issued.get(parts, 0)
         self._id_issued[parts] = n + 1
         data = "\0".join((*parts, str(now), str(n))).encode()
-        return int.from_bytes(hashlib.blake2b(data, key=self._id_key, digest_size=16).digest(), "big")
+        h = self._id_hash.copy()  # as hashlib.blake2b(data, key=self._id_key, digest_size=16)
+        h.update(data)
+        return int.from_bytes(h.digest(), "big")
 
     def _new_uid(self, info: KindInfo, namespace: str, name: str) -> str:
         """A uid no stored object has and none issued in this instant (uids identify an object for its owners'
@@ -534,6 +577,8 @@ class Store:
             )
             if validate and info.key in self.webhooks:
                 self._webhooks(info, stored, cur)
+            if info.admission is not None:
+                info.admission("UPDATE", stored, cur, self, key[1])
             if info.status_subresource:
                 if "status" in cur:
                     stored["status"] = cur["status"]
@@ -689,6 +734,8 @@ class Store:
         info = self.info(kind)
         with self._lock:
             key, cur = self._current(info, {"name": name, "namespace": namespace})
+            if info.admission is not None:
+                info.admission("DELETE", cur, cur, self, name)
             pre = preconditions or {}
             if pre.get("uid") and pre["uid"] != cur["metadata"].get("uid"):
                 raise Conflict(
@@ -783,9 +830,12 @@ class Store:
             if nested:
                 self.journal.uncommitted = True  # before the memory holds them
         self._rv = rv
+        texts = self.texts
         for ev, (typ, info, key, _obj) in zip(events, ops, strict=True):
             bucket = self._objs.setdefault(info.key, {})
             old = bucket.get(key)
+            if texts and old is not None:
+                texts.pop(id(old), None)
             if self.check_readonly:
                 self._check_pristine(info.key, key, old, None if typ == "DELETED" else ev.object)
             if typ == "DELETED":

@@ -23,7 +23,14 @@ from flexq.http.kube.discovery import groups
 
 _DROP = {"title"}
 _PATCH_TYPES = ["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json"]
-_BUILTIN_GROUPS = {"", "batch", "apps", "rbac.authorization.k8s.io", "coordination.k8s.io"}
+_BUILTIN_GROUPS = {
+    "",
+    "batch",
+    "apps",
+    "rbac.authorization.k8s.io",
+    "coordination.k8s.io",
+    "scheduling.k8s.io",
+}
 _QUERY = ["dryRun", "fieldManager", "fieldValidation", "pretty"]
 
 

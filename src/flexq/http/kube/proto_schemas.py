@@ -33,6 +33,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "PodTemplate"): "PodTemplate",
     ("v1", "ServiceAccount"): "ServiceAccount",
     ("batch/v1", "Job"): "Job",
+    ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
 }
 
 SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
@@ -945,6 +946,13 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         1: ("weight", "int32", ""),
         2: ("preference", "NodeSelectorTerm", ""),
     },
+    "PriorityClass": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("value", "int32", ""),
+        3: ("globalDefault", "bool", "o"),
+        4: ("description", "string", "o"),
+        5: ("preemptionPolicy", "string", "po"),
+    },
     "Probe": {
         1: ("ProbeHandler", "ProbeHandler", "i"),
         2: ("initialDelaySeconds", "int32", "o"),
@@ -1075,17 +1083,17 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         2: ("spec", "ServiceSpec", "o"),
         3: ("status", "ServiceStatus", "o"),
     },
-    "ServiceAccountTokenProjection": {
-        1: ("audience", "string", "o"),
-        2: ("expirationSeconds", "int64", "po"),
-        3: ("path", "string", ""),
-        4: ("user", "int64", "po"),
-    },
     "ServiceAccount": {
         1: ("metadata", "ObjectMeta", "o"),
         2: ("secrets", "[]ObjectReference", "o"),
         3: ("imagePullSecrets", "[]LocalObjectReference", "o"),
         4: ("automountServiceAccountToken", "bool", "po"),
+    },
+    "ServiceAccountTokenProjection": {
+        1: ("audience", "string", "o"),
+        2: ("expirationSeconds", "int64", "po"),
+        3: ("path", "string", ""),
+        4: ("user", "int64", "po"),
     },
     "ServicePort": {
         1: ("name", "string", "o"),

@@ -376,6 +376,20 @@ BUILTIN: dict[str, tuple[list[tuple[Any, ...]], Callable[[dict, float], list[Any
             age(o["metadata"].get("creationTimestamp"), now),
         ],
     ),
+    "priorityclasses.scheduling.k8s.io": (
+        [
+            ("Value", "integer"),
+            ("Global-Default", "boolean"),
+            ("Age", "string"),
+            ("PreemptionPolicy", "string"),
+        ],
+        lambda o, now: [
+            o.get("value", 0),
+            bool(o.get("globalDefault")),
+            age(o["metadata"].get("creationTimestamp"), now),
+            o.get("preemptionPolicy") or "PreemptLowerPriority",
+        ],
+    ),
     "leases.coordination.k8s.io": (
         [("Holder", "string"), ("Age", "string")],
         lambda o, now: [
