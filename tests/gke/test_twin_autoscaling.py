@@ -56,11 +56,16 @@ def test_v6e_4x4_pool_scales_0_to_4_at_once_and_back_10_minutes_after() -> None:
     pods = t.list("Pod")
     assert {p["status"]["phase"] for p in pods} == {"Running"}
     assert len({p["spec"]["nodeName"] for p in pods}) == 4
+    busy = {n["metadata"]["name"]: n["metadata"]["resourceVersion"] for n in nodes(t, "on-demand-pool")}
     finished = t.now() + H - 60
     t.advance(H)
     assert {p["status"]["phase"] for p in t.list("Pod")} == {"Succeeded"}
     t.advance(finished + 599 - t.now())
     assert len(nodes(t, "on-demand-pool")) == 4  # still inside scale-down-unneeded-time
+    # when each node became unneeded is the autoscaler's own memory (upstream's unneededNodes), not a write
+    assert {
+        n["metadata"]["name"]: n["metadata"]["resourceVersion"] for n in nodes(t, "on-demand-pool")
+    } == busy
     t.advance(10)
     assert nodes(t, "on-demand-pool") == []
     assert len(nodes(t, "default-pool")) == 3  # fixed-size pool untouched

@@ -82,3 +82,22 @@ def test_ttl_zero_keeps_events() -> None:
 def test_a_bad_ttl_is_refused_by_name(bad) -> None:
     with pytest.raises(FlexqError, match="event_ttl_seconds"):
         Twin(clock="virtual", event_ttl_seconds=bad)
+
+
+def test_events_expiring_together_go_in_one_commit_in_write_order(twin: Twin) -> None:
+    seen: list[tuple[str, str, int]] = []
+    twin.store.watch(lambda ev: seen.append((ev.type, ev.object["metadata"]["name"], ev.rv)), ["events"])
+    for n in ("e1", "e2", "e3"):
+        twin.apply(event(n))
+    kept = event("kept")
+    kept["metadata"]["finalizers"] = ["example.com/keep"]
+    twin.apply(kept)
+    twin.advance(3601)
+    twin.apply(event("late"))
+    twin.advance(1)
+    deleted = [(name, rv) for typ, name, rv in seen if typ == "DELETED"]
+    assert [n for n, _ in deleted] == ["e1", "e2", "e3"]
+    assert [rv for _, rv in deleted] == list(range(deleted[0][1], deleted[0][1] + 3))
+    # an event whose finalizer holds it is marked (Terminating), as a delete without a policy leaves it
+    assert names(twin) == ["kept", "late"]
+    assert twin.get("Event", "kept", "default")["metadata"].get("deletionTimestamp")

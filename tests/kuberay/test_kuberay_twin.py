@@ -267,3 +267,23 @@ def test_in_tree_autoscaling_grows_to_max_replicas_on_demand_and_shrinks_when_id
     twin.advance(5)
     assert len(twin.list("Pod", "default", label_selector="ray.io/cluster=rc,ray.io/node-type=worker")) == 4
     assert any(e["reason"] == "Autoscaled" for e in twin.list("Event", "default"))
+
+
+def test_raycluster_controller_wakes_for_spec_labels_annotations_and_pods_not_status(cluster: Twin):
+    """KubeRay's ``For(&RayCluster{}, Or(GenerationChanged, LabelChanged, AnnotationChanged))``: a write of
+    a RayCluster's status alone (its own, or anyone's) does not run the controller again."""
+    twin = cluster
+    twin.apply(rayjob(1, run=3600))
+    _advance_until(twin, lambda: _st(twin, "rayjob-tpu-v6e-dws-1").get("jobDeploymentStatus") == "Running")
+    cname = _st(twin, "rayjob-tpu-v6e-dws-1")["rayClusterName"]
+    managers = [c.manager for c in twin.core.clusters.values()]
+    ctrl = next(c for m in managers for c in m.controllers if c.name == "kuberay-raycluster")
+    calls: list = []
+    real = ctrl.reconcile
+    ctrl.reconcile = lambda key: (calls.append(key), real(key))[1]  # type: ignore[method-assign]
+    twin.patch("RayCluster", cname, {"status": {"reason": "set by hand"}}, "default", subresource="status")
+    twin.advance(1)
+    assert calls == []
+    twin.patch("RayCluster", cname, {"metadata": {"annotations": {"example.com/note": "x"}}}, "default")
+    twin.advance(1)
+    assert calls == [("default", cname)]

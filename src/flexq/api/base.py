@@ -133,10 +133,16 @@ def check_label_value(v: str) -> str:
     return v
 
 
+_VALID_LABEL_KEYS: set[str] = set()  # keys already checked (a small vocabulary, on every object written)
+
+
 def _check_labels(v: dict[str, str] | None) -> dict[str, str] | None:
     if v:
         for k, val in v.items():
-            check_label_key(k)
+            if k not in _VALID_LABEL_KEYS:
+                check_label_key(k)
+                if len(_VALID_LABEL_KEYS) < 4096:
+                    _VALID_LABEL_KEYS.add(k)
             check_label_value(val)
     return v
 

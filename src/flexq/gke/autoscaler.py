@@ -17,8 +17,10 @@ Owns the scale decisions for ordinary pending pods (ProvisioningRequests are ``p
      ``scale-down-unneeded-time`` (10 min) they are removed, whole slices at a time, down to min-nodes
      (never a slice with a node annotated ``cluster-autoscaler.kubernetes.io/scale-down-disabled: "true"``),
      unless a ProvisioningRequest still books them (Provisioned and not BookingExpired): the nodes created
-     for it, or, for the OSS classes, the existing nodes its not-yet-bound pods would fill.
-Writes: Node objects (create and delete through the cluster's ``NodeWriter``; cordon), the ``unneeded-since`` node annotation,
+     for it, or, for the OSS classes, the existing nodes its not-yet-bound pods would fill. When a node
+     became unneeded is kept in memory, as the cluster autoscaler's ``unneededNodes`` is (not written to the
+     Node: a restarted autoscaler starts each idle node's 10 minutes afresh, as upstream's does).
+Writes: Node objects (create and delete through the cluster's ``NodeWriter``; cordon),
 Pod deletions (active migration), and ``TriggeredScaleUp`` / ``FailedScaleUp`` / ``NotTriggerScaleUp`` /
 ``ActiveMigration`` / ``ScaleDown`` events.
 
@@ -49,7 +51,7 @@ from flexq.gke.compute_class import (
     rules,
 )
 from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pool_shape
-from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, ANN_UNNEEDED_SINCE, NodeWriter, pools_of
+from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, NodeWriter, pools_of
 from flexq.gke.provisioning import active_booking, booked_nodes
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import clone
@@ -111,17 +113,17 @@ def _min_nodes(pool: dict[str, Any]) -> int:
 
 class _Layout:
     """Nodes by pool (count, slice id -> members in name order), each node's (pool, slice), the names, and
-    the nodes that carry the unneeded-since mark."""
+    each slice's member names and earliest scale-down by age (``scale-down-delay-after-add`` after the
+    newest member was created)."""
 
-    __slots__ = ("pools", "slice_of", "names", "annotated", "marked_slice")
+    __slots__ = ("pools", "slice_of", "names", "members", "not_before")
 
     def __init__(self) -> None:
         self.pools: dict[str, tuple[int, dict[str, list[dict[str, Any]]]]] = {}
         self.slice_of: dict[str, tuple[str, str]] = {}
         self.names: set[str] = set()
-        self.annotated: set[str] = set()
-        # slices whose every node carries the unneeded-since mark -> (member names, scale-down deadline)
-        self.marked_slice: dict[tuple[str, str], tuple[list[str], float]] = {}
+        self.members: dict[tuple[str, str], list[str]] = {}
+        self.not_before: dict[tuple[str, str], float] = {}
 
 
 class Autoscaler(Controller):
@@ -142,6 +144,8 @@ class Autoscaler(Controller):
         # the nodes' slices per pool, derived once per version of the cache's nodes (see _slices)
         self._layout: tuple[int, _Layout] | None = None
         self._nodes_version = -1
+        # node -> when it was first seen unneeded (cluster-autoscaler's in-memory ``unneededNodes``)
+        self._unneeded: dict[str, float] = {}
 
     def watches(self) -> list[Watch]:
         cluster = self.ctx.cluster_settings.gke_cluster
@@ -577,22 +581,16 @@ class Autoscaler(Controller):
             slices.setdefault(slice_id, []).append(n)
             layout.pools[pool] = (count + 1, slices)
             layout.slice_of[name] = (pool, slice_id)
-            if ANN_UNNEEDED_SINCE in ann:
-                layout.annotated.add(name)
         layout.names = set(layout.slice_of)
         for pool, (_, slices) in layout.pools.items():
             for slice_id, members in slices.items():
-                names = [m["metadata"]["name"] for m in members]
-                if all(n in layout.annotated for n in names):
-                    deadline = (
-                        max(float(m["metadata"]["annotations"][ANN_UNNEEDED_SINCE]) for m in members)
-                        + SCALE_DOWN_UNNEEDED_SECONDS
-                    )
-                    created = max(float(m["metadata"]["annotations"].get(ANN_CREATED_AT, 0)) for m in members)
-                    layout.marked_slice[(pool, slice_id)] = (
-                        names,
-                        max(deadline, created + SCALE_DOWN_DELAY_AFTER_ADD),
-                    )
+                layout.members[(pool, slice_id)] = [m["metadata"]["name"] for m in members]
+                created = max(
+                    float((m["metadata"].get("annotations") or {}).get(ANN_CREATED_AT, 0)) for m in members
+                )
+                layout.not_before[(pool, slice_id)] = created + SCALE_DOWN_DELAY_AFTER_ADD
+        for name in [n for n in self._unneeded if n not in layout.names]:
+            del self._unneeded[name]  # the node is gone
         self._layout = (self._nodes_version, layout)
         return layout
 
@@ -606,9 +604,10 @@ class Autoscaler(Controller):
         )  # OSS bookings hold existing nodes as if their pods ran
         layout = self._slices(nodes)
         # Only slices with a node that is idle, or still marked unneeded, can change or be removed: a slice
-        # whose nodes are all busy and unmarked gives "busy" and writes nothing, so it is not looked at.
+        # whose nodes are all busy and unmarked gives "busy" and changes nothing, so it is not looked at.
+        unneeded = self._unneeded
         todo: dict[str, set[str]] = {}
-        for name in (layout.names - busy) | layout.annotated:
+        for name in (layout.names - busy).union(unneeded):
             pool_name, slice_id = layout.slice_of[name]
             todo.setdefault(pool_name, set()).add(slice_id)
         wake: float | None = None
@@ -626,17 +625,19 @@ class Autoscaler(Controller):
                     for n in members
                 ):
                     continue  # a node annotated scale-down-disabled is never removed (nor is its slice)
-                marked = layout.marked_slice.get((pool_name, slice_id))
-                if marked is not None and busy.isdisjoint(marked[0]):
-                    # every node idle and already marked: nothing to write, the deadline is known
-                    deadline = marked[1]
-                else:
-                    since = [self._unneeded_since(n, busy, now) for n in members]
-                    if any(s is None for s in since):
-                        continue
-                    deadline = max(float(s) for s in since if s is not None) + SCALE_DOWN_UNNEEDED_SECONDS
-                    created = max(float(n["metadata"]["annotations"].get(ANN_CREATED_AT, 0)) for n in members)
-                    deadline = max(deadline, created + SCALE_DOWN_DELAY_AFTER_ADD)
+                since: list[float | None] = []
+                for name in layout.members[(pool_name, slice_id)]:
+                    if name in busy:
+                        unneeded.pop(name, None)
+                        since.append(None)
+                    else:
+                        since.append(unneeded.setdefault(name, now))  # first seen unneeded now
+                if None in since:
+                    continue
+                deadline = max(
+                    max(s for s in since if s is not None) + SCALE_DOWN_UNNEEDED_SECONDS,
+                    layout.not_before[(pool_name, slice_id)],
+                )
                 if any(active_booking(self.store, n) for n in members) or remaining - len(
                     members
                 ) < _min_nodes(pool):
@@ -655,29 +656,3 @@ class Autoscaler(Controller):
                 self.writer.shrink(members)
                 remaining -= len(members)
         return wake
-
-    def _unneeded_since(self, node: dict[str, Any], busy: set[str], now: float) -> float | None:
-        """When the node became empty (annotating it the first time it is seen empty), or None if busy."""
-        ann = node["metadata"].get("annotations") or {}  # a cache object: copied only to write
-        name = node["metadata"]["name"]
-        if name in busy:
-            if ANN_UNNEEDED_SINCE in ann:
-                node, anns = _with_annotations(node)
-                anns.pop(ANN_UNNEEDED_SINCE)
-                self.store.update(node, validate=False, copy_result=False, take=True)
-            return None
-        if ANN_UNNEEDED_SINCE not in ann:
-            node, anns = _with_annotations(node)
-            anns[ANN_UNNEEDED_SINCE] = repr(now)
-            self.store.update(node, validate=False, copy_result=False, take=True)
-            return now
-        return float(ann[ANN_UNNEEDED_SINCE])
-
-
-def _with_annotations(node: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """A read-only stored node made writable for an annotation change: new top level, metadata and annotations
-    (the rest stays shared with the stored version, as ``Store.update``'s ``take`` allows)."""
-    out = dict(node)
-    md = out["metadata"] = dict(node["metadata"])
-    anns = md["annotations"] = dict(md.get("annotations") or {})
-    return out, anns

@@ -36,7 +36,6 @@ __all__ = [
     "ANN_PREEMPT_AT",
     "ANN_DELETE_AT",
     "ANN_SLICE",
-    "ANN_UNNEEDED_SINCE",
     "pools_of",
     "pool_of",
     "capacity_model_name",
@@ -51,7 +50,6 @@ ANN_READY_AT = "gke.twin.flexq.dev/ready-at"
 ANN_PREEMPT_AT = "gke.twin.flexq.dev/preempt-at"
 ANN_DELETE_AT = "gke.twin.flexq.dev/delete-at"
 ANN_SLICE = "gke.twin.flexq.dev/slice"
-ANN_UNNEEDED_SINCE = "gke.twin.flexq.dev/unneeded-since"
 ANN_CREATED_AT = "gke.twin.flexq.dev/created-at"
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 # The kernel of the Container-Optimized OS image GKE 1.34 nodes boot (COS 121 LTS) [twin choice of patch].

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from flexq.errors import Conflict, NotFound
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.runtime.controller import event_dedup_key
 from flexq.store.store import WatchEvent
@@ -56,27 +55,17 @@ class EventTTL(Controller):
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         now = self.ctx.now()
         order, written = self._order, self._written
+        due: list[tuple[str, str, int]] = []
         while order and order[0][0] + self.ttl <= now:
             at, ev_key, rv = order.popleft()
             if written.get(ev_key) != (at, rv):
                 continue  # written again since (a later entry stands for it), or already gone
             del written[ev_key]
-            ns, name = ev_key
-            cur = self.store.peek("Event", name, ns)
-            if cur is None or int(cur["metadata"].get("resourceVersion") or 0) != rv:
-                continue
-            try:
-                self.store.delete(
-                    "Event",
-                    name,
-                    ns,
-                    preconditions={"resourceVersion": str(rv)},
-                    propagation=None,
-                    copy_result=False,
-                )
-            except (NotFound, Conflict):
-                continue
-            self._forget(cur)
+            due.append((ev_key[0], ev_key[1], rv))
+        if due:
+            # one commit for every event whose lease ran out (each still a DELETED watch event, in order)
+            for ev in self.store.expire("Event", due):
+                self._forget(ev)
         return None
 
     def _forget(self, ev: dict[str, Any]) -> None:

@@ -96,7 +96,9 @@ class RayJobController(Controller):
             return None  # e.g. kueue.x-k8s.io/multikueue: another controller runs it
         if rj["metadata"].get("deletionTimestamp"):
             return self._finalize(rj)
-        status = clone_kept(rj.get("status") or {})  # stored by the status write (take)
+        # stored by the status write (take): the steps set and remove its top-level fields only, and replace
+        # (never change) its nested ones (``rayClusterStatus``, ``rayJobInfo``), so one level is copied
+        status = dict(rj.get("status") or {})
         err = validation.validate_rayjob(rj)
         if err is None and _mode(rj) == "SidecarMode":
             err = validation.Invalid(

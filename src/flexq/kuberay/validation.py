@@ -83,6 +83,18 @@ _spec_outcome = ByIdentity(_spec_error_of, size=1024)
 
 def _metadata(meta: dict) -> None:
     name = meta.get("name", "")
+    if name in _VALID_NAMES:  # checked before (every reconcile of a RayJob checks its name again)
+        return
+    _check_name(name)
+    if len(_VALID_NAMES) >= 4096:
+        _VALID_NAMES.clear()
+    _VALID_NAMES.add(name)
+
+
+_VALID_NAMES: set[str] = set()
+
+
+def _check_name(name: str) -> None:
     if len(name) > MAX_RAYJOB_NAME:
         raise Invalid(
             "InvalidRayJobMetadata",

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
+from flexq.api.registry import KindInfo
 from flexq.clock import format_time
 from flexq.errors import AlreadyExists, Conflict, NotFound
 from flexq.loop.core import EventLoop
@@ -93,6 +94,10 @@ class EventRecorder:
     def __init__(self, store: Store, component: str, index: dict[tuple, str] | None = None) -> None:
         self.store, self.component = store, component
         self.index: dict[tuple, str] = index if index is not None else {}
+        try:  # resolved once: every Event is built here
+            self._info: KindInfo | None = store.registry.by_gvk("v1", "Event")
+        except NotFound:  # a store without Events: recording is a no-op, as a refused create was before
+            self._info = None
 
     def record(self, obj: dict, type_: str, reason: str, message: str) -> None:
         meta = obj["metadata"]
@@ -135,6 +140,7 @@ class EventRecorder:
                 validate=False,
                 copy_result=False,
                 take=True,
+                kind_info=self._info,
             )
             self.index[key] = name
         except (NotFound, AlreadyExists, Conflict):

@@ -10,6 +10,7 @@ whatever state a crash left. Must not import domain packages or ``flexq.http``.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from collections.abc import Iterable
 
@@ -139,30 +140,23 @@ class Manager:
             if store is None:
                 continue
 
-            def on_event(ev: WatchEvent, mapper=w.mapper, queue=q) -> None:
+            def on_event(ev: WatchEvent, mapper=w.mapper, add=q.add, loop=self.loop) -> None:
                 keys = mapper(ev)
                 if not keys:
                     return
-                if self._on_loop_thread():
+                thread = getattr(loop, "thread", None)  # a real-time loop's; None on virtual time
+                if thread is None or thread is threading.current_thread():
                     for k in keys:
-                        queue.add(k)
+                        add(k)
                 else:
                     ks = list(keys)
-                    self.loop.post(lambda: [queue.add(k) for k in ks])
+                    loop.post(lambda: [add(k) for k in ks])
 
             self._subs.append(store.watch(on_event, [w.kind]))
         return controller
 
     def _store(self, source: str) -> Store | None:
         return self.ctx.project if source == "project" else self.ctx.store
-
-    def _on_loop_thread(self) -> bool:
-        thread = getattr(self.loop, "thread", None)
-        if thread is None:
-            return True
-        import threading
-
-        return thread is threading.current_thread()
 
     def add_all(self, controllers: Iterable[Controller]) -> None:
         for c in controllers:

@@ -391,11 +391,14 @@ class Store:
         dry_run: bool = False,
         copy_result: bool = True,
         take: bool = False,
+        kind_info: KindInfo | None = None,
     ) -> dict:
         """Admit and store a new object. Returns a copy of it (with ``copy_result=False``, the stored
         object itself, read-only as ``peek``). With ``take`` the store keeps ``obj`` itself instead of a
-        copy: the caller built it for this call and never changes (or reads) it afterwards."""
-        info = scheme.resolve_object(self.registry, obj)
+        copy: the caller built it for this call and never changes (or reads) it afterwards. ``kind_info``:
+        the object's kind, resolved by a caller that built it (a controller's Event): its apiVersion, kind
+        and metadata are not checked again."""
+        info = scheme.resolve_object(self.registry, obj) if kind_info is None else kind_info
         self.info(info.key)
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or namespace
@@ -756,6 +759,48 @@ class Store:
             if not dry_run:
                 self._commit(ops)
             return clone(marked) if copy_result else marked
+
+    def expire(self, kind: str, entries: Iterable[tuple[str, str, int]]) -> builtins.list[dict]:
+        """Remove the objects whose lease ran out, as etcd does when an Event's ``--event-ttl`` lease expires:
+        ``entries`` are (namespace, name, resourceVersion of the write the lease was attached to); an object
+        written since (another resourceVersion), or gone, is left alone. One commit, watchers see each
+        DELETED in order. An object that a plain delete would not simply remove (finalizers, owners or
+        dependents for the collector, a terminating namespace to finish) is deleted as ``delete`` with no
+        propagation policy deletes it (finalizers keep it, marked). Returns the objects expired (read-only, as
+        they were stored)."""
+        info = self.info(kind)
+        with self._lock:
+            bucket = self._objs.get(info.key, {})
+            namespaces = self._objs.get("namespaces", {})
+            ops: builtins.list = []
+            gone: builtins.list[dict] = []
+            for ns, name, rv in entries:
+                key = self._key(info, ns, name)
+                cur = bucket.get(key)
+                if cur is None or cur["metadata"].get("resourceVersion") != str(rv):
+                    continue
+                md = cur["metadata"]
+                gone.append(cur)
+                if not (
+                    md.get("finalizers")
+                    or md.get("ownerReferences")
+                    or md.get("uid", "") in self._children
+                    or (
+                        info.namespaced
+                        and (namespaces.get(("", key[0])) or {}).get("metadata", {}).get("deletionTimestamp")
+                    )
+                ):
+                    ops.append(("DELETED", info, key, cur))
+                    continue
+                if ops:
+                    self._commit(ops)
+                    ops = []
+                txn = Txn(self)
+                txn.delete(info, key, cur, None)
+                self._commit(txn.run())
+            if ops:
+                self._commit(ops)
+            return gone
 
     # -- commit, index, watch -------------------------------------------------------------------------
     def _commit(self, ops: builtins.list) -> None:
