@@ -128,7 +128,11 @@ def test_wait_for_pods_ready_eviction_through_kubectl(served: Served) -> None:
         items = json.loads(served.kubectl("get", "workloads", "-n", "default", "-o", "json").stdout)["items"]
         wl = next((w for w in items if w["metadata"]["name"].startswith("job-never-ready-")), {})
         conds = {c["type"]: c for c in (wl.get("status") or {}).get("conditions", [])}
-        if conds.get("Evicted", {}).get("reason") == "PodsReadyTimeout":
+        # the Job framework writes Requeued (with the quota's release) after the eviction, once the job stopped
+        if (
+            conds.get("Evicted", {}).get("reason") == "PodsReadyTimeout"
+            and conds.get("Requeued", {}).get("reason") == "PodsReadyTimeout"
+        ):
             break
         time.sleep(0.5)
     conds = {c["type"]: c for c in wl["status"]["conditions"]}
