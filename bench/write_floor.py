@@ -32,11 +32,12 @@ from typing import Any
 from flexq.api.kinds import default_registry
 from flexq.assembly import TwinCore
 from flexq.clock import VirtualClock
-from flexq.runtime import Controller, Manager, Result
+from flexq.runtime import Manager
 from flexq.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import week_rayjobs  # the week benchmark's own setup and traffic
+from store_bench import Ticker  # a controller that only requeues itself
 
 
 def count_study(
@@ -97,24 +98,13 @@ def count_writes(jobs: int, seed: int) -> tuple[Counter[tuple[str, str]], Counte
     return counts, reconciles, cpu
 
 
-class _Ticker(Controller):
-    """Does nothing but requeue itself every simulated minute."""
-
-    name = "ticker"
-    runs = 0
-
-    def reconcile(self, key: object) -> Result | None:
-        self.runs += 1
-        return Result(requeue_after=60)
-
-
 def noop_reconcile_cost(days: int = 140) -> float:
     """CPU seconds per reconcile of a controller that does nothing (the manager's work queue and the loop's
     timer, on the virtual clock): the least any reconcile costs."""
     core = TwinCore()
     core.start()
     ctx = core.current().ctx
-    ticker = _Ticker(ctx)
+    ticker = Ticker(ctx)
     Manager(ctx).add(ticker)
     ticker.enqueue("tick")
     t = time.process_time()
