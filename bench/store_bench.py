@@ -118,7 +118,8 @@ class Ticker(Controller):
         return Result(requeue_after=60)
 
 
-def bench_controller(days: int) -> None:
+def run_ticker(days: int) -> tuple[Ticker, Timed]:
+    """A ``Ticker`` on a fresh twin's manager for ``days`` simulated days: the ticker and the time it took."""
     core = TwinCore()
     core.start()
     ctx = core.current().ctx
@@ -127,6 +128,11 @@ def bench_controller(days: int) -> None:
     ticker.enqueue("tick")
     with Timed() as t:
         core.loop.run_until(core.loop.now() + days * 86400)
+    return ticker, t
+
+
+def bench_controller(days: int) -> None:
+    ticker, t = run_ticker(days)
     print(
         f"[manager] a controller requeueing itself every simulated minute for {days} days: {ticker.runs:,} "
         f"reconciles in {t.wall:.3f} s wall, {t.cpu:.3f} s cpu: {rate(ticker.runs, t)} "

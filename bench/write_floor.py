@@ -30,14 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from flexq.api.kinds import default_registry
-from flexq.assembly import TwinCore
 from flexq.clock import VirtualClock
-from flexq.runtime import Manager
 from flexq.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import week_rayjobs  # the week benchmark's own setup and traffic
-from store_bench import Ticker  # a controller that only requeues itself
+from store_bench import run_ticker  # a controller that only requeues itself, on a fresh twin
 
 
 def count_study(
@@ -101,15 +99,8 @@ def count_writes(jobs: int, seed: int) -> tuple[Counter[tuple[str, str]], Counte
 def noop_reconcile_cost(days: int = 140) -> float:
     """CPU seconds per reconcile of a controller that does nothing (the manager's work queue and the loop's
     timer, on the virtual clock): the least any reconcile costs."""
-    core = TwinCore()
-    core.start()
-    ctx = core.current().ctx
-    ticker = Ticker(ctx)
-    Manager(ctx).add(ticker)
-    ticker.enqueue("tick")
-    t = time.process_time()
-    core.loop.run_until(core.loop.now() + days * 86400)
-    return (time.process_time() - t) / max(ticker.runs, 1)
+    ticker, t = run_ticker(days)
+    return t.cpu / max(ticker.runs, 1)
 
 
 def _pod(i: int) -> dict:
