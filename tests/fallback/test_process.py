@@ -112,17 +112,33 @@ def test_the_process_moves_a_stocked_out_job_to_dws_and_kubectl_shows_it(cluster
         'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "30"',
     )
     kubectl("apply", "-f", "-", input=doc)
+    # the stock-out itself: GCE's capacity error on a TPU pod (a NotTriggerScaleUp naming no capacity error,
+    # e.g. for a pod no pool fits yet, is not evidence, and the test must not start on one)
     _wait(
         lambda: any(
-            e["reason"] in ("FailedScaleUp", "NotTriggerScaleUp") for e in twin.list("Event", "default")
+            e["reason"] == "FailedScaleUp"
+            and "out of resources" in (e.get("message") or "")
+            and (e.get("involvedObject") or {}).get("kind") == "Pod"
+            for e in twin.list("Event", "default")
         ),
         "the cluster autoscaler to report the stock-out",
     )
     flags = ["--kubeconfig", kubeconfig, "--grace", "1", "--interval", "1"]
 
-    dry = _flexq(env, "fallback", *flags, "--once", "--dry-run")
-    assert dry.returncode == 0, dry.stderr
-    assert "would trip" in dry.stdout and "would evict" in dry.stdout, dry.stdout
+    # the evidence must be older than the grace period (1 s, on second-resolution event times): ask again
+    # until it is, as the process's own loop would; each answer is a whole, separate dry run
+    tries: list[str] = []
+
+    def dry_run_trips() -> bool:
+        dry = _flexq(env, "fallback", *flags, "--once", "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        tries.append(dry.stdout)
+        return "would trip" in dry.stdout and "would evict" in dry.stdout
+
+    try:
+        _wait(dry_run_trips, "a dry run to see the stock-out", seconds=60)
+    except AssertionError:
+        raise AssertionError("\n---\n".join(tries)) from None
     job = json.loads(kubectl("get", "rayjob", JOB, "-o", "json"))
     assert ANN_MOVED not in (job["metadata"].get("annotations") or {})  # a dry run changes nothing
     assert "flexq-fallback" not in kubectl("get", "configmaps", "-n", "kueue-system", "-o", "name")
