@@ -49,12 +49,26 @@ ROOTS = {
     ("v1", "ServiceAccount"): "k8s.io.api.core.v1.ServiceAccount",
     ("batch/v1", "Job"): "k8s.io.api.batch.v1.Job",
     ("scheduling.k8s.io/v1", "PriorityClass"): "k8s.io.api.scheduling.v1.PriorityClass",
+    ("apps/v1", "Deployment"): "k8s.io.api.apps.v1.Deployment",
+    ("rbac.authorization.k8s.io/v1", "Role"): "k8s.io.api.rbac.v1.Role",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "k8s.io.api.rbac.v1.RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "k8s.io.api.rbac.v1.ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "k8s.io.api.rbac.v1.ClusterRoleBinding",
+    ("coordination.k8s.io/v1", "Lease"): "k8s.io.api.coordination.v1.Lease",
 }
 ENVELOPE = "k8s.io.apimachinery.pkg.runtime.Unknown"
 
 # repository -> package directories read from it
 PACKAGES = {
-    "api": ["core/v1", "batch/v1", "scheduling/v1", "scheduling/v1alpha3"],
+    "api": [
+        "core/v1",
+        "batch/v1",
+        "scheduling/v1",
+        "scheduling/v1alpha3",
+        "apps/v1",
+        "rbac/v1",
+        "coordination/v1",
+    ],
     "apimachinery": [
         "pkg/apis/meta/v1",
         "pkg/runtime",

@@ -1,6 +1,6 @@
 """Kubernetes protobuf bodies: the decoder over hand-encoded objects, the generated tables against the kinds
 the twin serves, and real kubectl's protobuf-speaking generators (``kubectl create job|service|configmap|
-namespace``, ``kubectl run``) storing exactly what the same command stores when sent as JSON."""
+namespace|deployment|role|rolebinding|clusterrole|clusterrolebinding``, ``kubectl run``) storing exactly what the same command stores when sent as JSON."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
+from flexq.api.apps import KINDS as APPS_KINDS
+from flexq.api.coordination import KINDS as COORDINATION_KINDS
 from flexq.api.core import KINDS as CORE_KINDS
+from flexq.api.rbac import KINDS as RBAC_KINDS
 from flexq.errors import BadRequest, UnsupportedMediaType
 from flexq.http.kube import proto_schemas, protobuf
 from tests.http.conftest import Served
@@ -19,7 +22,13 @@ from tests.http.test_units import _pb_body, _pb_field
 
 
 def test_every_builtin_kind_has_a_table() -> None:
-    served = {(f"{k.group}/v1" if k.group else "v1", k.kind) for k in CORE_KINDS}
+    builtin = [
+        *CORE_KINDS,
+        *APPS_KINDS,
+        *RBAC_KINDS,
+        *COORDINATION_KINDS,
+    ]  # kubectl's generators speak protobuf
+    served = {(f"{k.group}/v1" if k.group else "v1", k.kind) for k in builtin}
     assert served <= set(proto_schemas.KINDS)
     assert re.fullmatch(r"[0-9a-f]{40}", proto_schemas.API_COMMIT)
     for name, fields in proto_schemas.SCHEMAS.items():  # every referenced message is in the table
@@ -197,6 +206,20 @@ CASES = {
         "configmap",
     ),
     "namespace": (["create", "namespace", "{name}"], "namespace"),
+    "deployment": (
+        ["create", "deployment", "{name}", "--image=nginx", "--replicas=2", "--port=80"],
+        "deployment",
+    ),
+    "role": (["create", "role", "{name}", "--verb=get,list", "--resource=pods,jobs.batch"], "role"),
+    "rolebinding": (
+        ["create", "rolebinding", "{name}", "--role=r", "--user=alice", "--serviceaccount=default:default"],
+        "rolebinding",
+    ),
+    "clusterrole": (["create", "clusterrole", "{name}", "--verb=list", "--resource=nodes"], "clusterrole"),
+    "clusterrolebinding": (
+        ["create", "clusterrolebinding", "{name}", "--clusterrole=c", "--group=devs"],
+        "clusterrolebinding",
+    ),
 }
 VOLATILE = ("uid", "resourceVersion", "creationTimestamp", "managedFields")
 

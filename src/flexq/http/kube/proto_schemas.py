@@ -34,6 +34,12 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "ServiceAccount"): "ServiceAccount",
     ("batch/v1", "Job"): "Job",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
+    ("apps/v1", "Deployment"): "Deployment",
+    ("rbac.authorization.k8s.io/v1", "Role"): "Role",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "ClusterRoleBinding",
+    ("coordination.k8s.io/v1", "Lease"): "Lease",
 }
 
 SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
@@ -47,6 +53,9 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         1: ("nodeAffinity", "NodeAffinity", "po"),
         2: ("podAffinity", "PodAffinity", "po"),
         3: ("podAntiAffinity", "PodAntiAffinity", "po"),
+    },
+    "AggregationRule": {
+        1: ("clusterRoleSelectors", "[]LabelSelector", "o"),
     },
     "AppArmorProfile": {
         1: ("type", "string", ""),
@@ -96,6 +105,16 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
     },
     "ClientIPConfig": {
         1: ("timeoutSeconds", "int32", "po"),
+    },
+    "ClusterRole": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("rules", "[]PolicyRule", ""),
+        3: ("aggregationRule", "AggregationRule", "po"),
+    },
+    "ClusterRoleBinding": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("subjects", "[]Subject", "o"),
+        3: ("roleRef", "RoleRef", ""),
     },
     "ClusterTrustBundleProjection": {
         1: ("name", "string", "po"),
@@ -245,6 +264,44 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
     },
     "DaemonEndpoint": {
         1: ("Port", "int32", ""),
+    },
+    "Deployment": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("spec", "DeploymentSpec", "o"),
+        3: ("status", "DeploymentStatus", "o"),
+    },
+    "DeploymentCondition": {
+        1: ("type", "string", ""),
+        2: ("status", "string", ""),
+        4: ("reason", "string", "o"),
+        5: ("message", "string", "o"),
+        6: ("lastUpdateTime", "Time", "o"),
+        7: ("lastTransitionTime", "Time", "o"),
+    },
+    "DeploymentSpec": {
+        1: ("replicas", "int32", "po"),
+        2: ("selector", "LabelSelector", "p"),
+        3: ("template", "PodTemplateSpec", ""),
+        4: ("strategy", "DeploymentStrategy", "o"),
+        5: ("minReadySeconds", "int32", "o"),
+        6: ("revisionHistoryLimit", "int32", "po"),
+        7: ("paused", "bool", "o"),
+        9: ("progressDeadlineSeconds", "int32", "po"),
+    },
+    "DeploymentStatus": {
+        1: ("observedGeneration", "int64", "o"),
+        2: ("replicas", "int32", "o"),
+        3: ("updatedReplicas", "int32", "o"),
+        4: ("availableReplicas", "int32", "o"),
+        5: ("unavailableReplicas", "int32", "o"),
+        6: ("conditions", "[]DeploymentCondition", "o"),
+        7: ("readyReplicas", "int32", "o"),
+        8: ("collisionCount", "int32", "po"),
+        9: ("terminatingReplicas", "int32", "po"),
+    },
+    "DeploymentStrategy": {
+        1: ("type", "string", "o"),
+        2: ("rollingUpdate", "RollingUpdateDeployment", "po"),
     },
     "DownwardAPIProjection": {
         1: ("items", "[]DownwardAPIVolumeFile", "o"),
@@ -502,6 +559,19 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         1: ("key", "string", ""),
         2: ("operator", "string", ""),
         3: ("values", "[]string", "o"),
+    },
+    "Lease": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("spec", "LeaseSpec", "o"),
+    },
+    "LeaseSpec": {
+        1: ("holderIdentity", "string", "po"),
+        2: ("leaseDurationSeconds", "int32", "po"),
+        3: ("acquireTime", "MicroTime", "po"),
+        4: ("renewTime", "MicroTime", "po"),
+        5: ("leaseTransitions", "int32", "po"),
+        6: ("strategy", "string", "po"),
+        7: ("preferredHolder", "string", "po"),
     },
     "Lifecycle": {
         1: ("postStart", "LifecycleHandler", "po"),
@@ -932,6 +1002,13 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         2: ("healthConditions", "[]VolumeHealthCondition", "o"),
         3: ("lastTransitionTime", "Time", "o"),
     },
+    "PolicyRule": {
+        1: ("verbs", "[]string", ""),
+        2: ("apiGroups", "[]string", "o"),
+        3: ("resources", "[]string", "o"),
+        4: ("resourceNames", "[]string", "o"),
+        5: ("nonResourceURLs", "[]string", "o"),
+    },
     "PortStatus": {
         1: ("port", "int32", ""),
         2: ("protocol", "string", ""),
@@ -1013,6 +1090,24 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
     "ResourceStatus": {
         1: ("name", "string", ""),
         2: ("resources", "[]ResourceHealth", "o"),
+    },
+    "Role": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("rules", "[]PolicyRule", ""),
+    },
+    "RoleBinding": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("subjects", "[]Subject", "o"),
+        3: ("roleRef", "RoleRef", ""),
+    },
+    "RoleRef": {
+        1: ("apiGroup", "string", ""),
+        2: ("kind", "string", ""),
+        3: ("name", "string", ""),
+    },
+    "RollingUpdateDeployment": {
+        1: ("maxUnavailable", "IntOrString", "po"),
+        2: ("maxSurge", "IntOrString", "po"),
     },
     "SELinuxOptions": {
         1: ("user", "string", "o"),
@@ -1141,6 +1236,12 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         3: ("fsType", "string", "o"),
         4: ("readOnly", "bool", "o"),
         5: ("secretRef", "LocalObjectReference", "po"),
+    },
+    "Subject": {
+        1: ("kind", "string", ""),
+        2: ("apiGroup", "string", "o"),
+        3: ("name", "string", ""),
+        4: ("namespace", "string", "o"),
     },
     "SuccessPolicy": {
         1: ("rules", "[]SuccessPolicyRule", ""),
