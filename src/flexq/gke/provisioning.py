@@ -128,21 +128,27 @@ def request_pods(store: Store, pr: dict[str, Any]) -> list[dict[str, Any]] | str
     return pods
 
 
+BOOKING_CLASS_INDEX = "gke-booking-class"  # the requests whose class books existing capacity (an index)
+
+
+def _booking_class(pr: dict[str, Any]) -> list[str]:
+    return ["yes"] if (pr.get("spec") or {}).get("provisioningClassName") in (CHECK_CAPACITY, ATOMIC) else []
+
+
 def booked_nodes(store: Store, nodes: list[dict[str, Any]], cache: GkeCache) -> set[str]:
     """Existing nodes holding capacity that a check-capacity or best-effort-atomic request has booked (Provisioned,
     not BookingExpired): the request's pods that are not bound yet, first-fit onto the nodes' free capacity, as
     the autoscaler injects fake pods for a booking so that its nodes are not scaled down (research/cloud.md §1.5)."""
     try:
-        requests = [
-            pr
-            for pr in store.peek_list("ProvisioningRequest")
-            if pr["spec"].get("provisioningClassName") in (CHECK_CAPACITY, ATOMIC)
-        ]
+        store.add_indexer("ProvisioningRequest", BOOKING_CLASS_INDEX, _booking_class)  # idempotent
+        requests = store.peek_indexed("ProvisioningRequest", BOOKING_CLASS_INDEX, "yes")
     except NotFound:
         return set()
     booked: set[str] = set()
     if not requests:
         return booked
+    # by namespace then name, as a list would give them: the first-fit below depends on the order
+    requests.sort(key=lambda pr: (pr["metadata"].get("namespace", ""), pr["metadata"]["name"]))
     used = dict(cache.used)
     shapes = {n["metadata"]["name"]: node_shape(n) for n in nodes}
     for pr in requests:
