@@ -498,7 +498,7 @@ class Scheduler:
         md = new["metadata"]
         msg = (
             f"Replaced to accommodate a workload (UID: {md.get('uid')}, JobUID: "
-            f"{(md.get('labels') or {}).get('kueue.x-k8s.io/job-uid', 'UNKNOWN')}) due to workload slice aggregation"
+            f"{(md.get('labels') or {}).get('kueue.x-k8s.io/job-uid', '')}) due to workload slice aggregation"
         )
         set_condition(wl, "Finished", True, "WorkloadSliceReplaced", msg, now)
         out = self.store.update_status(wl)
