@@ -40,8 +40,51 @@ class MakePodSet:
         self.ps["template"]["spec"]["containers"][0]["resources"]["requests"][res] = q
         return self
 
+    def Toleration(self, t: dict) -> MakePodSet:
+        tol = {k[0].lower() + k[1:]: v for k, v in t.items()}
+        self.ps["template"]["spec"].setdefault("tolerations", []).append(tol)
+        return self
+
+    def NodeSelector(self, kv: dict) -> MakePodSet:
+        self.ps["template"]["spec"]["nodeSelector"] = dict(kv)
+        return self
+
+    def RequiredDuringSchedulingIgnoredDuringExecution(self, terms: list[dict]) -> MakePodSet:
+        aff = self.ps["template"]["spec"].setdefault("affinity", {}).setdefault("nodeAffinity", {})
+        sel = aff.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": []})
+        for t in terms:
+            sel["nodeSelectorTerms"].append(
+                {
+                    "matchExpressions": [
+                        {"key": e["Key"], "operator": e["Operator"], "values": list(e.get("Values") or [])}
+                        for e in t.get("MatchExpressions") or []
+                    ]
+                }
+            )
+        return self
+
+    def Containers(self, *containers: Any) -> MakePodSet:
+        flat: list[dict] = []
+        for c in containers:
+            flat.extend(c if isinstance(c, list) else [c])
+        self.ps["template"]["spec"]["containers"] = flat
+        return self
+
+    def PodSetGroup(self, name: str) -> MakePodSet:
+        self.ps.setdefault("topologyRequest", {})["podSetGroupName"] = name
+        return self
+
+    def RequiredTopologyRequest(self, level: str) -> MakePodSet:
+        self.ps.setdefault("topologyRequest", {})["required"] = level
+        return self
+
     def Obj(self) -> dict:
         return self.ps
+
+
+def SingleContainerForRequest(request: dict) -> list[dict]:
+    """``utiltesting.SingleContainerForRequest``."""
+    return [{"name": "c", "image": "pause", "resources": {"requests": dict(request)}}]
 
 
 class MakeWorkload:
@@ -183,8 +226,32 @@ class MakeFlavorQuotas:
         self.fq["resources"].append(r)
         return self
 
+    def ResourceQuotaWrapper(self, res: str) -> ResourceQuotaWrapper:
+        return ResourceQuotaWrapper(self, res)
+
     def Obj(self) -> dict:
         return self.fq
+
+
+class ResourceQuotaWrapper:
+    def __init__(self, parent: MakeFlavorQuotas, res: str) -> None:
+        self.parent, self.r = parent, {"name": res}
+
+    def NominalQuota(self, q: str) -> ResourceQuotaWrapper:
+        self.r["nominalQuota"] = q
+        return self
+
+    def BorrowingLimit(self, q: str) -> ResourceQuotaWrapper:
+        self.r["borrowingLimit"] = q
+        return self
+
+    def LendingLimit(self, q: str) -> ResourceQuotaWrapper:
+        self.r["lendingLimit"] = q
+        return self
+
+    def Append(self) -> MakeFlavorQuotas:
+        self.parent.fq["resources"].append(self.r)
+        return self.parent
 
 
 def _group(fqs: tuple[dict, ...]) -> dict:
@@ -231,6 +298,12 @@ class MakeClusterQueue:
 
     def ResourceGroup(self, *fqs: dict) -> MakeClusterQueue:
         self.c["spec"]["resourceGroups"].append(_group(fqs))
+        return self
+
+    def FlavorFungibility(self, f: dict) -> MakeClusterQueue:
+        ff = self.c["spec"]["flavorFungibility"]
+        ff["whenCanBorrow"] = f.get("WhenCanBorrow") or "MayStopSearch"
+        ff["whenCanPreempt"] = f.get("WhenCanPreempt") or "TryNextFlavor"
         return self
 
     def Preemption(self, p: dict) -> MakeClusterQueue:
