@@ -304,6 +304,8 @@ class MakeClusterQueue:
         ff = self.c["spec"]["flavorFungibility"]
         ff["whenCanBorrow"] = f.get("WhenCanBorrow") or "MayStopSearch"
         ff["whenCanPreempt"] = f.get("WhenCanPreempt") or "TryNextFlavor"
+        if f.get("Preference"):
+            ff["preference"] = f["Preference"]
         return self
 
     def Preemption(self, p: dict) -> MakeClusterQueue:
