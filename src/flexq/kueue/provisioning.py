@@ -468,11 +468,13 @@ class ProvisioningController(Controller):
             psu = (prc.get("spec") or {}).get("podSetUpdates")
             if psu:
                 details = (pr.get("status") or {}).get("provisioningClassDetails") or {}
-                u["nodeSelector"] = {
+                sel = {
                     n["key"]: details[n["valueFromProvisioningClassDetail"]]
                     for n in psu.get("nodeSelector") or []
                     if n["valueFromProvisioningClassDetail"] in details
                 }
+                if sel:  # `nodeSelector,omitempty`: an empty map is not written
+                    u["nodeSelector"] = sel
             out.append(u)
         return out
 
