@@ -702,3 +702,208 @@ def test_provisioned_with_node_selector_missing_from_class_details():
         templates=base_templates(),
     )
     assert e.check_states() == check1_is("Ready", "By test", podSetUpdates=[_consume("ps1"), _consume("ps2")])
+
+
+# -- podSetMergePolicy ---------------------------------------------------------------------------------------
+MERGE_ASSIGNMENTS = [
+    ("ps1", "flv1", "1", 1),
+    ("ps2", "flv1", "1", 2),
+    ("ps3", "flv2", "1M", 2),
+    ("ps4", "flv2", "1M", 1),
+    ("ps5", "flv2", "1M", 1),
+]
+
+
+def merge_workload(*podsets: dict) -> dict:
+    wl = base_workload()
+    wl["spec"]["podSets"] = list(podsets)
+    wl["status"]["admission"]["podSetAssignments"] = [
+        {"name": n, "flavors": {"cpu": f}, "resourceUsage": {"cpu" if q == "1" else "memory": q}, "count": c}
+        for n, f, q, c in MERGE_ASSIGNMENTS
+    ]
+    return wl
+
+
+def ps(name: str, count: int, priority_class: str | None = None, **requests: str) -> dict:
+    p = podset(name, **requests)
+    p["count"] = count
+    if priority_class:
+        p["template"]["spec"]["priorityClassName"] = priority_class
+    return p
+
+
+def merge_config(policy: str) -> dict:
+    prc = config(retry=False, podSetMergePolicy=policy)
+    del prc["spec"]["parameters"]
+    return prc
+
+
+def test_pod_set_merge_policy_identical_pod_templates():
+    """TestReconcile "with podSetMergePolicy IdenticalPodTemplates": ps1+ps2 and ps3+ps4 merge (identical
+    templates); ps5's priority class differs."""
+    wl = merge_workload(
+        ps("ps1", 2, cpu="1"),
+        ps("ps2", 2, cpu="1"),
+        ps("ps3", 2, "pc-100", memory="1M"),
+        ps("ps4", 2, "pc-100", memory="1M"),
+        ps("ps5", 1, "pc-200", memory="1M"),
+    )
+    e = Env(wl, checks=[check1()], flavors=flavors(), configs=[merge_config("IdenticalPodTemplates")])
+    assert e.request_specs()["wl-check1-1"]["podSets"] == [
+        {"podTemplateRef": {"name": "ppt-wl-check1-1-ps1"}, "count": 3},
+        {"podTemplateRef": {"name": "ppt-wl-check1-1-ps3"}, "count": 3},
+        {"podTemplateRef": {"name": "ppt-wl-check1-1-ps5"}, "count": 1},
+    ]
+    tpls = e.templates()
+    assert set(tpls) == {"ppt-wl-check1-1-ps1", "ppt-wl-check1-1-ps3", "ppt-wl-check1-1-ps5"}
+    assert tpls["ppt-wl-check1-1-ps1"]["template"]["spec"]["nodeSelector"] == {"f1l1": "v1"}
+    assert tpls["ppt-wl-check1-1-ps3"]["template"]["spec"]["priorityClassName"] == "pc-100"
+    assert tpls["ppt-wl-check1-1-ps5"]["template"]["spec"]["priorityClassName"] == "pc-200"
+    assert e.events() == [CREATED]
+
+
+def test_pod_set_merge_policy_identical_workload_scheduling_requirements():
+    """TestReconcile "with podSetMergePolicy IdenticalWorkloadSchedulingRequirements": priority classes and
+    topology requests do not matter, ps5's node affinity does."""
+    p3 = ps("ps3", 2, "pc-100", memory="1M")
+    p3["topologyRequest"] = {"required": "default1"}
+    p4 = ps("ps4", 2, "pc-200", memory="1M")
+    p4["topologyRequest"] = {"required": "default2"}
+    p5 = ps("ps5", 1, "pc-300", memory="1M")
+    p5["template"]["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "type", "operator": "In", "values": ["two"]}]}
+                ]
+            }
+        }
+    }
+    wl = merge_workload(ps("ps1", 2, "pc-100", cpu="1"), ps("ps2", 2, "pc-200", cpu="1"), p3, p4, p5)
+    e = Env(
+        wl,
+        checks=[check1()],
+        flavors=flavors(),
+        configs=[merge_config("IdenticalWorkloadSchedulingRequirements")],
+    )
+    assert e.request_specs()["wl-check1-1"]["podSets"] == [
+        {"podTemplateRef": {"name": "ppt-wl-check1-1-ps1"}, "count": 3},
+        {"podTemplateRef": {"name": "ppt-wl-check1-1-ps3"}, "count": 3},
+        {"podTemplateRef": {"name": "ppt-wl-check1-1-ps5"}, "count": 1},
+    ]
+    assert e.events() == [CREATED]
+
+
+def test_pod_set_merge_policy_but_no_pod_set_assignments():
+    """TestReconcile "with podSetMergePolicy but no PodSetAssignments": the pod sets have no assignment
+    (errInconsistentPodSetAssignments): nothing is created and the check is left as it was (not Ready)."""
+    wl = merge_workload(ps("ps11", 2, "pc-100", cpu="1"), ps("ps22", 2, "pc-200", cpu="1"))
+    e = Env(
+        wl,
+        checks=[check1()],
+        flavors=flavors(),
+        configs=[merge_config("IdenticalWorkloadSchedulingRequirements")],
+    )
+    assert e.requests() == {}
+    assert e.templates() == {}
+    assert e.check_states() == pending()
+    assert e.events() == []
+
+
+# -- TestReqIsNeeded, TestMergePodSetsSkipsZeroCounts (through one reconcile) --------------------------------
+def _one_podset_workload(spec_count: int, admission_count: int | None, with_assignment: bool) -> dict:
+    wl = base_workload(
+        checks=[{"name": "check1", "state": "Pending", "message": "", "lastTransitionTime": ts(NOW)}]
+    )
+    wl["spec"]["podSets"] = [ps("ps", spec_count, cpu="1")]
+    psa: dict[str, Any] = {"name": "ps", "flavors": {"cpu": "flv1"}, "resourceUsage": {"cpu": "1"}}
+    if admission_count is not None:
+        psa["count"] = admission_count
+    wl["status"]["admission"]["podSetAssignments"] = [psa] if with_assignment else []
+    return wl
+
+
+def _run_cpu_managed(wl: dict) -> Env:
+    return Env(wl, checks=[check1()], flavors=flavors(), configs=[config(retry=False, managed=["cpu"])])
+
+
+def test_req_is_needed_positive_admitted_count():
+    """TestReqIsNeeded "positive admitted count needs request"."""
+    assert list(_run_cpu_managed(_one_podset_workload(1, 1, True)).requests()) == ["wl-check1-1"]
+
+
+def test_req_is_needed_missing_admitted_count_falls_back_to_spec_count():
+    """TestReqIsNeeded "missing admitted count falls back to spec count"."""
+    assert list(_run_cpu_managed(_one_podset_workload(1, None, True)).requests()) == ["wl-check1-1"]
+
+
+def test_req_is_needed_zero_admitted_count():
+    """TestReqIsNeeded "zero admitted count does not need request"."""
+    e = _run_cpu_managed(_one_podset_workload(1, 0, True))
+    assert e.requests() == {}
+    assert e.check_states() == [
+        {"name": "check1", "state": "Ready", "message": "the provisioning request is not needed"}
+    ]
+
+
+def test_req_is_needed_zero_spec_count_does_not_require_assignment():
+    """TestReqIsNeeded "zero spec count does not require assignment"."""
+    e = _run_cpu_managed(_one_podset_workload(0, None, False))
+    assert e.requests() == {}
+    assert e.check_states() == [
+        {"name": "check1", "state": "Ready", "message": "the provisioning request is not needed"}
+    ]
+
+
+def test_req_is_needed_missing_assignment_is_inconsistent():
+    """TestReqIsNeeded "missing assignment returns inconsistency error": the reconcile changes nothing."""
+    e = _run_cpu_managed(_one_podset_workload(1, None, False))
+    assert e.requests() == {}
+    assert e.check_states() == [{"name": "check1", "state": "Pending"}]
+
+
+def test_req_is_needed_needed_podset_short_circuits_later_missing_assignment():
+    """TestReqIsNeeded "needed podset short circuits later missing assignment": a request is needed, but
+    ``mergePodSets`` then fails on ps2: nothing is created, the check stays Pending."""
+    wl = _one_podset_workload(1, 1, True)
+    wl["spec"]["podSets"] = [ps("ps1", 1, cpu="1"), ps("ps2", 1, cpu="1")]
+    wl["status"]["admission"]["podSetAssignments"][0]["name"] = "ps1"
+    e = _run_cpu_managed(wl)
+    assert e.requests() == {}
+    assert e.check_states() == [{"name": "check1", "state": "Pending"}]
+
+
+def _counts_workload(spec: list[int], admitted: list[int]) -> dict:
+    wl = _one_podset_workload(1, 1, True)
+    wl["spec"]["podSets"] = [ps(f"ps{i}", c, cpu="1") for i, c in enumerate(spec)]
+    wl["status"]["admission"]["podSetAssignments"] = [
+        {"name": f"ps{i}", "flavors": {"cpu": "flv1"}, "resourceUsage": {"cpu": "1"}, "count": c}
+        for i, c in enumerate(admitted)
+    ]
+    return wl
+
+
+def test_merge_pod_sets_zero_spec_count():
+    """TestMergePodSetsSkipsZeroCounts "zero spec count"."""
+    e = _run_cpu_managed(_counts_workload([0, 2], [0, 2]))
+    assert e.request_specs()["wl-check1-1"]["podSets"] == [
+        {"podTemplateRef": {"name": "ppt-wl-check1-1-ps1"}, "count": 2}
+    ]
+
+
+def test_merge_pod_sets_zero_admission_count_override():
+    """TestMergePodSetsSkipsZeroCounts "zero admission count override"."""
+    e = _run_cpu_managed(_counts_workload([1, 2], [0, 2]))
+    assert e.request_specs()["wl-check1-1"]["podSets"] == [
+        {"podTemplateRef": {"name": "ppt-wl-check1-1-ps1"}, "count": 2}
+    ]
+
+
+def test_merge_pod_sets_zero_count_does_not_block_compatible_merging():
+    """TestMergePodSetsSkipsZeroCounts "zero count does not block compatible merging"."""
+    wl = _counts_workload([1, 2, 3], [0, 2, 3])
+    prc = config(retry=False, managed=["cpu"], podSetMergePolicy="IdenticalPodTemplates")
+    e = Env(wl, checks=[check1()], flavors=flavors(), configs=[prc])
+    assert e.request_specs()["wl-check1-1"]["podSets"] == [
+        {"podTemplateRef": {"name": "ppt-wl-check1-1-ps1"}, "count": 5}
+    ]
