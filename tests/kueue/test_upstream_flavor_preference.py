@@ -221,7 +221,7 @@ def test_reclaim_before_priority_preemption(name: str) -> None:
         )
         .Obj()
     )
-    flavors = [MakeResourceFlavor(n) for n in ("uno", "due", "tre")]
+    flavors = [MakeResourceFlavor(n).Obj() for n in ("uno", "due", "tre")]
     _assign(RECLAIM_CASES[name], test_cq, other_cq, [MakeCohort("cohort").Obj()], flavors)
 
 
@@ -257,5 +257,5 @@ def test_hierarchical(name: str) -> None:
         )
         .Obj()
     )
-    flavors = [MakeResourceFlavor(n) for n in ("one", "two", "three")]
+    flavors = [MakeResourceFlavor(n).Obj() for n in ("one", "two", "three")]
     _assign(case, test_cq, other_cq, cohorts, flavors)

@@ -24,7 +24,7 @@ from .upstream_wrappers import (
     singlePodSetAssignment,
 )
 
-FLAVORS = [MakeResourceFlavor("default")]
+FLAVORS = [MakeResourceFlavor("default").Obj()]
 
 CASES = {
     #

@@ -25,7 +25,11 @@ from .upstream_wrappers import (
     singlePodSetAssignment,
 )
 
-FLAVORS = [MakeResourceFlavor("default"), MakeResourceFlavor("alpha"), MakeResourceFlavor("beta")]
+FLAVORS = [
+    MakeResourceFlavor("default").Obj(),
+    MakeResourceFlavor("alpha").Obj(),
+    MakeResourceFlavor("beta").Obj(),
+]
 
 defaultClusterQueues = [
     MakeClusterQueue("standalone")

@@ -47,9 +47,14 @@ def FR(Flavor: str, Resource: str) -> tuple[str, str]:
     return (Flavor, Resource)
 
 
-def SimResult(possibility: str, borrowing: int) -> tuple[str, int]:
-    """``simulationResultForFlavor``."""
-    return (possibility, borrowing)
+def SimResult(
+    possibility: str = "",
+    borrowing: int = 0,
+    preemptionPossiblity: str = "",
+    borrowingAfterSimulation: int = 0,
+) -> tuple[str, int]:
+    """``simulationResultForFlavor`` (positional or by upstream's field names)."""
+    return (possibility or preemptionPossiblity, borrowing or borrowingAfterSimulation)
 
 
 def NewAmount(v: int) -> int:

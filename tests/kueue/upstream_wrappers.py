@@ -127,6 +127,18 @@ class MakeWorkload:
         MakePodSet.Request(_Wrap(self.w["spec"]["podSets"][0]), res, q)
         return self
 
+    def Annotation(self, k: str, v: str) -> MakeWorkload:
+        self.w["metadata"].setdefault("annotations", {})[k] = v
+        return self
+
+    def AllowedFlavors(self, *flavors: str) -> MakeWorkload:
+        """The ConcurrentAdmission allowed-flavors annotation."""
+        return self.Annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", ",".join(flavors))
+
+    def Admission(self, admission: dict) -> MakeWorkload:
+        self.w["status"]["admission"] = admission
+        return self
+
     def PodSets(self, *pss: dict) -> MakeWorkload:
         self.w["spec"]["podSets"] = list(pss)
         return self
@@ -206,7 +218,18 @@ class MakeAdmission:
         }
 
     def PodSets(self, *psas: dict) -> MakeAdmission:
-        self.a["podSetAssignments"] = list(psas)
+        """Assignments from ``MakePodSetAssignment`` or ``kueue.PodSetAssignment`` literals (Go field names)."""
+        self.a["podSetAssignments"] = [
+            p
+            if "name" in p
+            else {
+                "name": p["Name"],
+                "flavors": dict(p.get("Flavors") or {}),
+                "resourceUsage": dict(p.get("ResourceUsage") or {}),
+                **({"count": p["Count"]} if p.get("Count") is not None else {}),
+            }
+            for p in psas
+        ]
         return self
 
     def Obj(self) -> dict:
@@ -348,13 +371,29 @@ class MakeCohort:
         return self.c
 
 
-def MakeResourceFlavor(name: str) -> dict:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ResourceFlavor",
-        "metadata": {"name": name},
-        "spec": {},
-    }
+class MakeResourceFlavor:
+    def __init__(self, name: str) -> None:
+        self.rf: dict[str, Any] = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": name},
+            "spec": {},
+        }
+
+    def NodeLabel(self, k: str, v: str) -> MakeResourceFlavor:
+        self.rf["spec"].setdefault("nodeLabels", {})[k] = v
+        return self
+
+    def Taint(self, t: dict) -> MakeResourceFlavor:
+        self.rf["spec"].setdefault("nodeTaints", []).append({k[0].lower() + k[1:]: v for k, v in t.items()})
+        return self
+
+    def TopologyName(self, name: str) -> MakeResourceFlavor:
+        self.rf["spec"]["topologyName"] = name
+        return self
+
+    def Obj(self) -> dict:
+        return self.rf
 
 
 def base_incoming() -> MakeWorkload:
