@@ -521,7 +521,11 @@ class Scheduler:
             changed = (
                 set_condition(wl, "BlockedOnPreemptionGates", True, "PreemptionGated", e.msg, now) or changed
             )
-        reqs = [{"name": p.name, "resources": format_requests(p.requests)} for p in e.info.total_requests]
+        # PodSetRequest `resources,omitempty`: a pod set without requests has no `resources`
+        reqs = [
+            {"name": p.name, **({"resources": format_requests(p.requests)} if p.requests else {})}
+            for p in e.info.total_requests
+        ]
         st = wl.setdefault("status", {})
         if st.get("resourceRequests") != reqs:
             st["resourceRequests"] = reqs
