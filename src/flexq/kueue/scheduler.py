@@ -35,6 +35,7 @@ from flexq.kueue.workload import (
     is_admitted,
     is_true,
     parse_ts,
+    queue_order_timestamp,
     set_condition,
     set_quota_reservation,
     sync_admitted_condition,
@@ -117,6 +118,24 @@ def evict(
     return out
 
 
+def entry_order_key(e: Entry, priority_sorting: bool = True, requeuing_timestamp: str = "Eviction") -> tuple:
+    """``makeClassicalIterator``'s order as a key: workloads already holding quota first, then lower borrowing,
+    higher priority (gate ``PrioritySortingWithinCohort``), earlier queue-order timestamp (which, with the gate
+    off, puts a workload preempted by reclamation while borrowing after its preemptor)."""
+    info = e.info
+    ts = (
+        info.order_ts
+        if priority_sorting
+        else queue_order_timestamp(info.obj, requeuing_timestamp, priority_sorting=False)
+    )
+    return (
+        not has_quota_reservation(info.obj),
+        e.assignment.borrowing if e.assignment else 0,
+        -info.priority if priority_sorting else 0,
+        ts,
+    )
+
+
 def _tree_of(cq: ClusterQueueSnapshot | None) -> object:
     """The root of a ClusterQueue's cohort tree (the ClusterQueue itself outside any cohort)."""
     if cq is None:
@@ -148,9 +167,11 @@ class Scheduler:
         # 3. Calculate requirements (flavors, borrowing, preemption targets).
         entries, inadmissible = self.nominate(heads, snap, now)
         # 4. Order: non-borrowing first, then priority, then queue-order timestamp.
-        entries.sort(
-            key=lambda e: (e.assignment.borrowing if e.assignment else 0, -e.info.priority, e.info.order_ts)
+        sorting, requeuing = (
+            self.cache.config.gate("PrioritySortingWithinCohort"),
+            self.cache.config.requeuing_timestamp,
         )
+        entries.sort(key=lambda e: entry_order_key(e, sorting, requeuing))
         # 5. Admit entries against the same snapshot.
         preempted: set[str] = set()
         progress = False
