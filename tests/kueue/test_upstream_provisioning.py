@@ -16,6 +16,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from flexq.kueue.provisioning import ProvisioningController
 from flexq.testing.minimal_kueue import MinimalKueue
 
@@ -907,3 +909,45 @@ def test_merge_pod_sets_zero_count_does_not_block_compatible_merging():
     assert e.request_specs()["wl-check1-1"]["podSets"] == [
         {"podTemplateRef": {"name": "ppt-wl-check1-1-ps1"}, "count": 5}
     ]
+
+
+# -- TestActiveOrLastPRForChecks (through one reconcile: the last attempt is kept, older ones removed) ------
+def _active_or_last(requests: list[dict]) -> Env:
+    check = check1()
+    check["metadata"]["name"] = "check"
+    wl = base_workload(
+        checks=[
+            {"name": "check", "state": "Pending", "message": "", "lastTransitionTime": ts(NOW)},
+            {"name": "not-provisioning", "state": "Pending", "message": "", "lastTransitionTime": ts(NOW)},
+        ]
+    )
+    wl["spec"]["podSets"] = [podset("main", cpu="1")]
+    wl["status"]["admission"]["podSetAssignments"] = [
+        {"name": "main", "flavors": {"cpu": "flv1"}, "resourceUsage": {"cpu": "4"}, "count": 4}
+    ]
+    prc = config(retry=False)
+    return Env(wl, checks=[check], flavors=flavors(), configs=[prc], requests=requests)
+
+
+def _attempt_request(attempt: int, failed: bool = False) -> dict:
+    r = base_request([{"type": "Failed"}] if failed else [])
+    name = f"wl-check-{attempt}"
+    r["metadata"]["name"] = name
+    r["spec"]["podSets"] = [{"podTemplateRef": {"name": f"ppt-{name}-main"}, "count": 4}]
+    return r
+
+
+def test_active_or_last_no_provisioning_requests():
+    """TestActiveOrLastPRForChecks "no provisioning requests": the first attempt is created."""
+    e = _active_or_last([])
+    assert list(e.requests()) == ["wl-check-1"]
+
+
+@pytest.mark.parametrize("order", ["1 then 2", "2 then 1"])
+def test_active_or_last_two_provisioning_requests(order: str):
+    """TestActiveOrLastPRForChecks "two provisioning requests; 1 then 2" / "2 then 1": attempt 2 is the active
+    one whatever the listing order; attempt 1 (Failed) is removed and nothing new is created."""
+    reqs = [_attempt_request(1, failed=True), _attempt_request(2)]
+    e = _active_or_last(reqs if order == "1 then 2" else reqs[::-1])
+    assert list(e.requests()) == ["wl-check-2"]
+    assert [c for c in e.check_states() if c["name"] == "check"] == [{"name": "check", "state": "Pending"}]
