@@ -150,3 +150,67 @@ def test_entry_ordering(name: str) -> None:
     make, sorting, requeuing, want = CASES[name]
     entries = sorted(make(), key=lambda e: entry_order_key(e, sorting, requeuing))
     assert [e.info.obj["metadata"]["name"] for e in entries] == want.split()
+
+
+def test_queue_heap_uses_the_same_timestamp_with_priority_sorting_off():
+    """``GetQueueOrderTimestamp`` also orders the ClusterQueue heap: with ``PrioritySortingWithinCohort`` off in
+    the manager configuration, a workload preempted by reclamation while borrowing (created first, preempted at
+    +6 s) queues behind one created at +1 s; with the gate on (the default) it keeps its creation time."""
+    from random import Random
+
+    from flexq.api.kinds import default_registry
+    from flexq.clock import VirtualClock
+    from flexq.kueue.cache import KueueCache
+    from flexq.store import Store
+
+    from .upstream_wrappers import MakeClusterQueue, MakeWorkload
+
+    def head(gate_on: bool) -> str:
+        clock = VirtualClock(NOW - 10)
+        store = Store(
+            default_registry(), clock, name="order", rng=Random(0), namespaces=("default", "kueue-system")
+        )
+        store.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
+                "data": {
+                    "controller_manager_config.yaml": "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
+                    "kind: Configuration\n"
+                    f"featureGates: {{PrioritySortingWithinCohort: {str(gate_on).lower()}}}\n"
+                },
+            }
+        )
+        store.create(MakeClusterQueue("cq").Obj(), keep_status=True)
+        store.create(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": "lq", "namespace": "default"},
+                "spec": {"clusterQueue": "cq"},
+            }
+        )
+        preempted = (
+            MakeWorkload("reclaimed-while-borrowing", "")
+            .Condition(
+                {
+                    "Type": "Preempted",
+                    "Status": "True",
+                    "Reason": "InCohortReclaimWhileBorrowing",
+                    "LastTransitionTime": NOW + 6,
+                }
+            )
+            .Obj()
+        )
+        later = MakeWorkload("created-later", "").Creation(NOW + 1).Obj()
+        for w, at in ((preempted, NOW), (later, NOW + 1)):  # the store stamps creationTimestamp itself
+            clock.set(at)
+            store.create(w, keep_status=True)
+        clock.set(NOW + 10)
+        cache = KueueCache(store, clock.now)
+        cache.start()
+        return [h.obj["metadata"]["name"] for h in cache.queues.heads()][0]
+
+    assert head(True) == "reclaimed-while-borrowing"
+    assert head(False) == "created-later"

@@ -261,9 +261,14 @@ class WorkloadInfo:
 
     @classmethod
     def from_obj(
-        cls, wl: dict, cluster_queue: str = "", requeuing_timestamp: str = "Eviction"
+        cls,
+        wl: dict,
+        cluster_queue: str = "",
+        requeuing_timestamp: str = "Eviction",
+        priority_sorting: bool = True,
     ) -> WorkloadInfo:
-        """Pending workloads use spec requests; workloads holding quota use their admission."""
+        """Pending workloads use spec requests; workloads holding quota use their admission. ``priority_sorting``:
+        the gate ``PrioritySortingWithinCohort``, which the queue-order timestamp depends on."""
         st = wl.get("status") or {}
         admission = st.get("admission")
         reqs = admitted_requests(wl) if admission else podset_total_requests(wl)
@@ -275,7 +280,7 @@ class WorkloadInfo:
             total_requests=reqs,
             key=key(wl),
             priority=priority(wl),
-            order_ts=queue_order_timestamp(wl, requeuing_timestamp),
+            order_ts=queue_order_timestamp(wl, requeuing_timestamp, priority_sorting),
             uid=md.get("uid", md.get("name", "")),
         )
 
