@@ -127,6 +127,31 @@ class MakeWorkload:
         MakePodSet.Request(_Wrap(self.w["spec"]["podSets"][0]), res, q)
         return self
 
+    def Queue(self, name: str) -> MakeWorkload:
+        self.w["spec"]["queueName"] = name
+        return self
+
+    def JobUID(self, uid: str) -> MakeWorkload:
+        return self.Label(JOB_UID_LABEL, uid)
+
+    def AdmittedAt(self, admitted: bool, t: float) -> MakeWorkload:
+        """``AdmittedAt``: an ``Admitted`` condition True (reason Admitted) or False (NoReservation)."""
+        return self.Condition(
+            {
+                "Type": "Admitted",
+                "Status": "True" if admitted else "False",
+                "Reason": "Admitted" if admitted else "NoReservation",
+                "Message": "The workload is admitted" if admitted else "The workload has no reservation",
+                "LastTransitionTime": t,
+            }
+        )
+
+    def ResourceRequests(self, *reqs: dict) -> MakeWorkload:
+        self.w["status"]["resourceRequests"] = [
+            {"name": r["Name"], "resources": dict(r.get("Resources") or {})} for r in reqs
+        ]
+        return self
+
     def Annotation(self, k: str, v: str) -> MakeWorkload:
         self.w["metadata"].setdefault("annotations", {})[k] = v
         return self
@@ -321,6 +346,10 @@ class MakeClusterQueue:
 
     def ResourceGroup(self, *fqs: dict) -> MakeClusterQueue:
         self.c["spec"]["resourceGroups"].append(_group(fqs))
+        return self
+
+    def QueueingStrategy(self, strategy: str) -> MakeClusterQueue:
+        self.c["spec"]["queueingStrategy"] = strategy
         return self
 
     def FlavorFungibility(self, f: dict) -> MakeClusterQueue:
