@@ -397,9 +397,15 @@ class Scheduler:
         e.msg += ". Pending the migration of 1 workload(s)"
 
     def _to_reserve(self, e: Entry) -> dict:
-        """``quotaResourcesToReserve`` for a Preempt entry without candidates."""
+        """``resourcesToReserve`` for a Preempt entry without candidates: nothing for a workload already holding
+        quota, the whole usage unless the assignment preempts, else the usage capped by what the ClusterQueue
+        has left of its nominal quota (of nominal + borrowing limit when the assignment borrows)."""
         cq, a = e.cq, e.assignment
         assert cq is not None and a is not None
+        if has_quota_reservation(e.info.obj):
+            return {}
+        if a.representative_mode() != Mode.PREEMPT:
+            return dict(a.usage)
         out = {}
         for fr, u in a.usage.items():
             q = cq.quota(fr)
