@@ -118,6 +118,29 @@ def evict(
     return out
 
 
+PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgress"
+
+
+def last_assignment_outdated(
+    last: AssignmentState,
+    cq_generation: int,
+    cycle: int,
+    preserve_progress: bool,
+    last_hash: str = "",
+    current_hash: str = "",
+) -> bool:
+    """``lastAssignmentOutdated``: the ClusterQueue's allocatable resources changed since the assignment; with
+    ``FlavorFungibilityPreserveScanProgress`` a changed scheduling shape (both hashes known and different)
+    always outdates it, and an assignment of this or the preceding cycle never does otherwise. flexq keeps no
+    scheduling hash (unknown, ""), so only the cycle and generation rules apply to its own workloads."""
+    if preserve_progress:
+        if last_hash and current_hash and last_hash != current_hash:
+            return True
+        if cycle - last.scheduling_cycle <= 1:
+            return False
+    return cq_generation > last.cq_generation
+
+
 def entry_order_key(e: Entry, priority_sorting: bool = True, requeuing_timestamp: str = "Eviction") -> tuple:
     """``makeClassicalIterator``'s order as a key: workloads already holding quota first, then lower borrowing,
     higher priority (gate ``PrioritySortingWithinCohort``), earlier queue-order timestamp (which, with the gate
@@ -228,12 +251,8 @@ class Scheduler:
         info, cq = e.info, e.cq
         assert cq is not None  # nominate() only assigns entries whose ClusterQueue exists
         last = info.last_assignment
-        # FlavorFungibilityPreserveScanProgress: keep the progress of the previous cycle,
-        # otherwise drop it once the ClusterQueue's allocatable resources changed.
-        if (
-            isinstance(last, AssignmentState)
-            and self.cycle_no - last.scheduling_cycle > 1
-            and cq.generation > last.cq_generation
+        if isinstance(last, AssignmentState) and last_assignment_outdated(
+            last, cq.generation, self.cycle_no, self.cache.config.gate(PRESERVE_SCAN_PROGRESS)
         ):
             info.last_assignment = None
         e.replaced = self._replaced_slice(info, snap)
@@ -276,8 +295,7 @@ class Scheduler:
             and ca.is_variant(e.info.obj)
             and self._admitted_sibling(e, lambda sib, me: me > sib) is not None
         ):
-            e.status, e.reason = "skipped", "PendingEvaluation"
-            e.msg = "A more favorable variant is already admitted"
+            self._mark_skipped(e, "A more favorable variant is already admitted", "PendingEvaluation")
             return
         mode = a.representative_mode()
         victims = [t for t in e.targets if t.reason != "WorkloadSliceReplaced"]
@@ -296,8 +314,9 @@ class Scheduler:
             e.info.last_assignment = None
             return
         if any(t.info.key in preempted for t in e.targets):
-            e.status, e.reason = "skipped", "WaitingForQuota"
-            e.msg = "Workload has overlapping preemption targets with another workload"
+            self._mark_skipped(
+                e, "Workload has overlapping preemption targets with another workload", "WaitingForQuota"
+            )
             return
         usage = a.total_requests_for(e.info) if not has_quota_reservation(e.info.obj) else {}
         # fits once this entry's targets and every workload preempted earlier in the cycle are gone
@@ -313,8 +332,9 @@ class Scheduler:
         for info in gone.values():
             snap.add_workload(info)
         if not fits:
-            e.status, e.reason = "skipped", "WaitingForQuota"
-            e.msg = "Workload no longer fits after processing another workload"
+            self._mark_skipped(
+                e, "Workload no longer fits after processing another workload", "WaitingForQuota"
+            )
             return
         preempted.update(t.info.key for t in e.targets)
         self._preempted_infos.update({t.info.key: t.info for t in e.targets})
@@ -348,6 +368,13 @@ class Scheduler:
         self._admit(e, now, old_slice)
 
     # Concurrent Admission: siblings are the Variants of the same Parent, ranked by the flavor order ----------
+    def _mark_skipped(self, e: Entry, msg: str, reason: str) -> None:
+        """``markSkipped``: skipped for contention this cycle; the flavor scan progress is kept only with
+        ``FlavorFungibilityPreserveScanProgress`` (otherwise every flavor is tried again)."""
+        e.status, e.reason, e.msg = "skipped", reason, msg
+        if not self.cache.config.gate(PRESERVE_SCAN_PROGRESS):
+            e.info.last_assignment = None
+
     def _admitted_sibling(self, e: Entry, better) -> WorkloadInfo | None:
         """``findAdmittedSibling``: an admitted sibling whose flavor index ``better(sibling, mine)`` accepts."""
         uid = ca.parent_uid(e.info.obj)
