@@ -74,7 +74,8 @@ def run_preemption(case: dict, flavors: list[dict], default_cqs: list[dict] = ()
     targets = get_targets(snap, info, _assignment(case["assignment"]), NOW)
     after = _usage(snap)
     sched = Scheduler(cache, store, cache.events)
-    n = sched._issue_preemptions(Entry(info, snap.cq(case["targetCQ"])), targets, snap, NOW)
+    n, failed = sched._issue_preemptions(Entry(info, snap.cq(case["targetCQ"])), targets, snap, NOW)
+    assert failed == 0, "Reported failed preemptions, want 0"
     conds = {}
     for w in store.list("Workload"):
         got = {}

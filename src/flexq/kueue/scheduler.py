@@ -121,6 +121,18 @@ def evict(
 PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgress"
 
 
+def mark_preemption_outcome(e: Entry, preempted: int, errors: int) -> None:
+    """``markPreemptionOutcome``: the scan progress is dropped (the next cycle tries every flavor); the message
+    names the pending preemptions, else the failed ones (requeued at once to retry)."""
+    e.info.last_assignment = None
+    if preempted:
+        e.msg += f". Pending the preemption of {preempted} workload(s)"
+        e.requeue_reason = "PendingPreemption"
+    elif errors > 0:
+        e.msg += f". Preempting {errors} workload(s) failed, will retry."
+        e.requeue_reason = "PreemptionFailed"
+
+
 def last_assignment_outdated(
     last: AssignmentState,
     cq_generation: int,
@@ -341,11 +353,8 @@ class Scheduler:
         cq.add_usage(usage)
         if mode == Mode.PREEMPT:
             e.reason = "WaitingForPreemptedWorkloads"
-            n = self._issue_preemptions(e, victims, snap, now)
-            e.info.last_assignment = None
-            if n:
-                e.msg += f". Pending the preemption of {n} workload(s)"
-                e.requeue_reason = "PendingPreemption"
+            n, failed = self._issue_preemptions(e, victims, snap, now)
+            mark_preemption_outcome(e, n, failed)
             return
         if (
             self.cache.config.wait_for_pods_ready
@@ -450,9 +459,12 @@ class Scheduler:
                 return False
         return True
 
-    def _issue_preemptions(self, e: Entry, victims: list[Target], snap: Snapshot, now: float) -> int:
+    def _issue_preemptions(
+        self, e: Entry, victims: list[Target], snap: Snapshot, now: float
+    ) -> tuple[int, int]:
+        """``IssuePreemptions``: (preempted, failed); a target already evicted counts as preempted."""
         assert e.cq is not None
-        n = 0
+        n = failed = 0
         for t in victims:
             wl = t.info.obj
             ev = find_condition(wl, "Evicted")
@@ -482,8 +494,10 @@ class Scheduler:
                     merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
                 )
             except (Conflict, NotFound):
+                failed += 1
                 continue
-            if out is None:
+            if out is None:  # gone from the store: upstream's Evict fails with NotFound
+                failed += 1
                 continue
             self._issued += 1
             if self.cache.metrics is not None:
@@ -502,7 +516,7 @@ class Scheduler:
                 f"ClusterQueue {t.info.cluster_queue}; {priorities}",
             )
             n += 1
-        return n
+        return n, failed
 
     def _admit(self, e: Entry, now: float, old_slice: Target | None) -> None:
         cur = self.store.peek("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])
