@@ -76,6 +76,7 @@ class KueueCache:
         self.reserving: dict[str, WorkloadInfo] = {}
         self.workloads: dict[str, dict] = {}  # every workload as last seen (read-only)
         self.queues = QueueManager(self.config.requeuing_timestamp)
+        self.queues.priority_sorting = self.config.gate("PrioritySortingWithinCohort")
         self.hooks = Hooks()
         self.metrics: Any = None  # flexq.kueue.metrics.KueueMetrics, installed by the registry
         self.cq_generation: dict[str, int] = {}
@@ -147,6 +148,7 @@ class KueueCache:
         ):
             self.config = KueueConfig.from_configmap(None if deleted else obj)
             self.queues.requeuing_timestamp = self.config.requeuing_timestamp
+            self.queues.priority_sorting = self.config.gate("PrioritySortingWithinCohort")
         for fn in self.hooks.extra:
             fn(ev)
 

@@ -350,10 +350,24 @@ class FlavorAssigner:
         )
         covers_pods = "pods" in self.cq.rg_by_resource
         podsets = self.info.obj["spec"]["podSets"]
+        # Pod sets of one ``topologyRequest.podSetGroupName`` (a LeaderWorkerSet's leader and workers) are
+        # assigned together: their requests summed, one flavor per resource for the whole group.
+        all_requests: list[dict[str, int]] = []
+        groups: dict[str, list[int]] = {}
         for i, psr in enumerate(self.info.total_requests):
             requests = dict(psr.requests)
             if covers_pods:
                 requests["pods"] = psr.count
+            all_requests.append(requests)
+            group = ((podsets[i] if i < len(podsets) else {}).get("topologyRequest") or {}).get(
+                "podSetGroupName"
+            )
+            groups.setdefault(str(i) if group is None else group, []).append(i)
+        for ids in groups.values():
+            requests = {}
+            for i in ids:
+                for r, q in all_requests[i].items():
+                    requests[r] = requests.get(r, 0) + q
             group_flavors: dict[str, FlavorAssignment] | None = {}
             group_status = Status()
             considered: dict[str, FlavorAttempt] = {}
@@ -363,7 +377,9 @@ class FlavorAssigner:
                     continue
                 if group_flavors is not None and res in group_flavors:
                     continue
-                flv, status, attempts = self._find_flavor(i, podsets[i], requests, res, a.usage)
+                flv, status, attempts = self._find_flavor(
+                    ids, [podsets[i] for i in ids], requests, res, a.usage
+                )
                 _merge_attempts(considered, attempts, res, self.cq)
                 if (status is not None and status.err is not None) or (not flv and requests):
                     group_flavors = None
@@ -373,17 +389,21 @@ class FlavorAssigner:
                 group_flavors.update(flv)
                 if status is not None:
                     group_status.reasons.extend(status.reasons)
-            flavors = {r: f for r, f in (group_flavors or {}).items() if r in requests} if requests else {}
-            psa = PodSetAssignment(
-                psr.name,
-                flavors,
-                group_status,
-                requests,
-                psr.count,
-                [considered[k] for k in sorted(considered)],
-            )
-            self._append(a, requests, psa)
-            if group_status.err is not None or (requests and not flavors):
+            failed = False
+            for i in ids:
+                own = all_requests[i]
+                flavors = {r: f for r, f in (group_flavors or {}).items() if r in own} if own else {}
+                psa = PodSetAssignment(
+                    self.info.total_requests[i].name,
+                    flavors,
+                    group_status,
+                    own,
+                    self.info.total_requests[i].count,
+                    [considered[k] for k in sorted(considered)],
+                )
+                self._append(a, own, psa)
+                failed = failed or group_status.err is not None or bool(own and not flavors)
+            if failed:
                 self._resolve_no_fit_reason(a)
                 return a
         self._resolve_no_fit_reason(a)
@@ -438,8 +458,8 @@ class FlavorAssigner:
     # 2. one resource group of one pod set ------------------------------------------------
     def _find_flavor(
         self,
-        ps_idx: int,
-        podset: dict,
+        ps_ids: list[int],
+        podsets: list[dict],
         requests: dict[str, int],
         res: str,
         assumed: dict[FlavorResource, int],
@@ -455,7 +475,7 @@ class FlavorAssigner:
         attempts: list[FlavorAttempt] = []
         attempted = -1
         last = self.info.last_assignment
-        idx = last.next_flavor(ps_idx, res) if isinstance(last, AssignmentState) else 0
+        idx = last.next_flavor(ps_ids[0], res) if isinstance(last, AssignmentState) else 0
         ff = self.cq.fungibility
         while idx < len(rg.flavors):
             attempted = idx
@@ -466,7 +486,7 @@ class FlavorAssigner:
                     f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation"
                 )
                 continue
-            reasons = self._check_flavor(fname, podset)
+            reasons = self._check_flavor(fname, podsets)
             if reasons:
                 status.reasons.extend(reasons)
                 attempts.append(
@@ -479,7 +499,8 @@ class FlavorAssigner:
             fq_reasons: list[str] = []
             nf_reason = ""
             for rname, val in reqs.items():
-                if self.replace_slice is not None:
+                for ps_idx in ps_ids if self.replace_slice is not None else ():
+                    assert self.replace_slice is not None
                     old = (
                         self.replace_slice.total_requests[ps_idx]
                         if ps_idx < len(self.replace_slice.total_requests)
@@ -493,8 +514,8 @@ class FlavorAssigner:
                         status.reasons.append(msg)
                         fq_reasons.append(msg)
                         nf_reason = most_severe(nf_reason, "NoMatchingFlavor")
-                    else:
-                        val -= old.requests.get(rname, 0)
+                        break
+                    val -= old.requests.get(rname, 0)
                 fr = (fname, rname)
                 pmode, borrow, st = self._fits_resource_quota(fr, assumed.get(fr, 0), val)
                 if st is not None:
@@ -524,21 +545,22 @@ class FlavorAssigner:
             return best, None, attempts
         return best, status, attempts
 
-    def _check_flavor(self, fname: str, podset: dict) -> list[str]:
-        """``checkFlavorForPodSets``: existence, taints, node affinity."""
+    def _check_flavor(self, fname: str, podsets: list[dict]) -> list[str]:
+        """``checkFlavorForPodSets``: existence, then taints and node affinity of each pod set of the group."""
         flavor = self.flavors.get(fname)
         if flavor is None:
             return [f"flavor {fname} not found"]
         fspec = flavor.get("spec") or {}
-        pspec = (podset.get("template") or {}).get("spec") or {}
-        taint = untolerated_taint(
-            fspec.get("nodeTaints") or [],
-            list(pspec.get("tolerations") or []) + list(fspec.get("tolerations") or []),
-        )
-        if taint is not None:
-            return [f"untolerated taint {taint_str(taint)} in flavor {fname}"]
-        if not flavor_matches_affinity(pspec, fspec.get("nodeLabels") or {}):
-            return [f"flavor {fname} doesn't match node affinity"]
+        for podset in podsets:
+            pspec = (podset.get("template") or {}).get("spec") or {}
+            taint = untolerated_taint(
+                fspec.get("nodeTaints") or [],
+                list(pspec.get("tolerations") or []) + list(fspec.get("tolerations") or []),
+            )
+            if taint is not None:
+                return [f"untolerated taint {taint_str(taint)} in flavor {fname}"]
+            if not flavor_matches_affinity(pspec, fspec.get("nodeLabels") or {}):
+                return [f"flavor {fname} doesn't match node affinity"]
         return []
 
     def _fits_resource_quota(

@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 
 from flexq.api.jsoncopy import clone
+from flexq.api.quantity import parse_quantity
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
 from flexq.errors import AlreadyExists, Invalid
 from flexq.kueue.cache import PROVISIONING_CONTROLLER, KueueCache
@@ -149,21 +150,97 @@ def _uses(spec: dict, managed: set[str]) -> bool:
     return False
 
 
-def _required(wl: dict, managed: list[str]) -> list[tuple[dict, dict, int]]:
-    """(pod set, assignment, count) of pod sets the request must cover (``requiredPodSets``)."""
-    psas = {p["name"]: p for p in (wl["status"].get("admission") or {}).get("podSetAssignments") or []}
-    out = []
-    for ps in wl["spec"]["podSets"]:
-        count = int(ps.get("count", 1))
-        if count <= 0 or (managed and not _uses((ps.get("template") or {}).get("spec") or {}, set(managed))):
-            continue
+class _Inconsistent(Exception):
+    """``errInconsistentPodSetAssignments``: a pod set the request covers has no assignment in the admission."""
+
+
+def _managed(prc: dict) -> list[str]:
+    return (prc.get("spec") or {}).get("managedResources") or []
+
+
+def _covered(wl: dict, managed: list[str]) -> list[dict]:
+    """``requiredPodSets``: pod sets with pods that use a managed resource (any, when none is listed)."""
+    return [
+        ps
+        for ps in wl["spec"]["podSets"]
+        if int(ps.get("count", 1)) > 0
+        and (not managed or _uses((ps.get("template") or {}).get("spec") or {}, set(managed)))
+    ]
+
+
+def _assignments(wl: dict) -> dict[str, dict]:
+    return {p["name"]: p for p in (wl["status"].get("admission") or {}).get("podSetAssignments") or []}
+
+
+def _needed(wl: dict, managed: list[str]) -> bool:
+    """``reqIsNeeded``: a covered pod set has admitted pods; a covered pod set without an assignment before
+    that is ``_Inconsistent``."""
+    psas = _assignments(wl)
+    for ps in _covered(wl, managed):
         psa = psas.get(ps["name"])
         if psa is None:
-            continue
-        n = int(psa.get("count", count))
+            raise _Inconsistent(f"missing assignment for PodSet {ps['name']!r}")
+        if int(psa.get("count", ps.get("count", 1))) > 0:
+            return True
+    return False
+
+
+def _required(wl: dict, managed: list[str]) -> list[tuple[dict, dict, int]]:
+    """(pod set, assignment, count) of pod sets the request must cover (``mergePodSets`` without merging):
+    ``_Inconsistent`` when one has no assignment."""
+    psas = _assignments(wl)
+    out = []
+    for ps in _covered(wl, managed):
+        psa = psas.get(ps["name"])
+        if psa is None:
+            raise _Inconsistent(f"missing assignment for PodSet {ps['name']!r}")
+        n = int(psa.get("count", ps.get("count", 1)))
         if n > 0:
             out.append((ps, psa, n))
     return out
+
+
+def _requests_of(containers: list[dict] | None) -> list[dict]:
+    return [
+        {r: parse_quantity(q) for r, q in ((c.get("resources") or {}).get("requests") or {}).items()}
+        for c in containers or []
+    ]
+
+
+def _can_merge(a: dict, b: dict, policy: str) -> bool:
+    """``canMergePodSets``: ``IdenticalPodTemplates`` (the templates equal) or
+    ``IdenticalWorkloadSchedulingRequirements`` (containers' and init containers' requests, pod resources,
+    node selector, tolerations, affinity and resource claims equal)."""
+    ta, tb = a.get("template") or {}, b.get("template") or {}
+    if policy == "IdenticalPodTemplates":
+        return ta == tb
+    if policy != "IdenticalWorkloadSchedulingRequirements":
+        return False
+    sa, sb = ta.get("spec") or {}, tb.get("spec") or {}
+    if any(
+        _requests_of(sa.get(k)) != _requests_of(sb.get(k)) or len(sa.get(k) or []) != len(sb.get(k) or [])
+        for k in ("containers", "initContainers")
+    ):
+        return False
+    return all(
+        sa.get(k) == sb.get(k)
+        for k in ("resources", "nodeSelector", "tolerations", "affinity", "resourceClaims")
+    )
+
+
+def _merged(required: list[tuple[dict, dict, int]], prc: dict) -> list[tuple[dict, dict, int]]:
+    """``mergePodSets``: with a ``podSetMergePolicy``, a pod set that can merge into an earlier one adds its count
+    there (the first one's template and name stay)."""
+    policy: str = (prc.get("spec") or {}).get("podSetMergePolicy") or ""
+    out: list[list] = []
+    for ps, psa, n in required:
+        for m in out if policy else ():
+            if _can_merge(m[0], ps, policy):
+                m[2] += n
+                break
+        else:
+            out.append([ps, psa, n])
+    return [(ps, psa, n) for ps, psa, n in out]
 
 
 def _retry(prc: dict) -> tuple[int, int, int]:
@@ -350,9 +427,15 @@ class ProvisioningController(Controller):
             for p in owned:
                 self.store.delete("ProvisioningRequest", p["metadata"]["name"], ns)
             return None
+        try:
+            needed = {c: prc is not None and _needed(wl, _managed(prc)) for c, prc in configs.items()}
+        except _Inconsistent:
+            return (
+                None  # activeOrLastPRForChecks fails with errInconsistentPodSetAssignments: nothing changes
+            )
         last: dict[str, dict] = {}
         for check, prc in configs.items():
-            if prc is None or not _required(wl, (prc.get("spec") or {}).get("managedResources") or []):
+            if prc is None or not needed[check]:
                 continue
             for p in owned:
                 a = _attempt(p, name, check)
@@ -360,12 +443,12 @@ class ProvisioningController(Controller):
                     continue
                 if check not in last or (_attempt(last[check], name, check) or 0) < a:
                     last[check] = p
-        states = self._sync_states(wl, configs, last)
+        states = self._sync_states(wl, configs, last, needed)
         keep = {p["metadata"]["name"] for p in last.values()}
         for p in owned:
             if p["metadata"]["name"] not in keep:
                 self.store.delete("ProvisioningRequest", p["metadata"]["name"], ns)
-        self._ensure_requests(wl, configs, last, states)
+        self._ensure_requests(wl, configs, last, states, needed)
         return None
 
     @staticmethod
@@ -376,7 +459,7 @@ class ProvisioningController(Controller):
         params = spec.get("parameters") or {}
         return all(params.get(k) == v for k, v in (cspec.get("parameters") or {}).items())
 
-    def _sync_states(self, wl: dict, configs: dict, last: dict) -> dict[str, dict]:
+    def _sync_states(self, wl: dict, configs: dict, last: dict, needed: dict[str, bool]) -> dict[str, dict]:
         """``syncCheckStates``."""
         now = self.ctx.now()
         name = wl["metadata"]["name"]
@@ -390,7 +473,7 @@ class ProvisioningController(Controller):
 
             if prc is None:
                 updated = _set(st, "state", "Pending") | _set(st, "message", INACTIVE_MSG) | updated
-            elif not _required(wl, (prc.get("spec") or {}).get("managedResources") or []):
+            elif not needed[check]:
                 if _set(st, "state", "Ready"):
                     updated = True
                     st["message"] = NOT_NEEDED
@@ -468,23 +551,26 @@ class ProvisioningController(Controller):
             psu = (prc.get("spec") or {}).get("podSetUpdates")
             if psu:
                 details = (pr.get("status") or {}).get("provisioningClassDetails") or {}
-                u["nodeSelector"] = {
+                sel = {
                     n["key"]: details[n["valueFromProvisioningClassDetail"]]
                     for n in psu.get("nodeSelector") or []
                     if n["valueFromProvisioningClassDetail"] in details
                 }
+                if sel:  # `nodeSelector,omitempty`: an empty map is not written
+                    u["nodeSelector"] = sel
             out.append(u)
         return out
 
-    def _ensure_requests(self, wl: dict, configs: dict, last: dict, states: dict) -> None:
+    def _ensure_requests(
+        self, wl: dict, configs: dict, last: dict, states: dict, needed: dict[str, bool]
+    ) -> None:
         """``syncOwnedProvisionRequest``."""
         name = wl["metadata"]["name"]
         for check, prc in sorted(configs.items()):
             if prc is None:
                 continue
-            required = _required(wl, (prc.get("spec") or {}).get("managedResources") or [])
             st = states.get(check)
-            if not required or (st is not None and st.get("state") == "Ready"):
+            if not needed[check] or (st is not None and st.get("state") == "Ready"):
                 continue
             pr = last.get(check)
             attempt = int((st or {}).get("retryCount") or 0) + 1
@@ -502,10 +588,14 @@ class ProvisioningController(Controller):
                 ):
                     attempt, create = (_attempt(pr, name, check) or 1) + 1, True
             if create:
-                self._create(wl, check, prc, attempt, required)
+                self._create(wl, check, prc, attempt)
 
-    def _create(self, wl: dict, check: str, prc: dict, attempt: int, required: list) -> None:
+    def _create(self, wl: dict, check: str, prc: dict, attempt: int) -> None:
         ns, name = wl["metadata"]["namespace"], wl["metadata"]["name"]
+        try:
+            required = _merged(_required(wl, _managed(prc)), prc)
+        except _Inconsistent:
+            return  # mergePodSets fails with errInconsistentPodSetAssignments: nothing is created
         rname = request_name(name, check, attempt)
         owner = {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
@@ -519,7 +609,7 @@ class ProvisioningController(Controller):
             i.name: i
             for i in infos_for({**wl, "status": {"admission": wl["status"]["admission"]}}, self.cache.flavors)
         }
-        pod_sets = []
+        pod_sets: list[dict] = []
         for ps, _psa, count in required:
             tname = template_name(rname, ps["name"])
             if self.store.try_get("PodTemplate", tname, ns) is None:

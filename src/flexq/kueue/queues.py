@@ -273,6 +273,7 @@ class QueueManager:
         self.workload_cq: dict[str, str] = {}  # key -> cq
         self.cohort_parent: dict[str, str] = {}
         self.requeuing_timestamp = requeuing_timestamp
+        self.priority_sorting = True  # gate PrioritySortingWithinCohort (the queue-order timestamp)
         self._order: list[str] | None = None  # sorted ClusterQueue names, dropped when the set changes
 
     # configuration
@@ -332,7 +333,7 @@ class QueueManager:
     def add_or_update_workload(self, wl: dict, now: float) -> bool:
         """Queue a pending workload (returns False when its queue does not exist)."""
         cqn = self.cluster_queue_for(wl)
-        info = WorkloadInfo.from_obj(wl, cqn or "", self.requeuing_timestamp)
+        info = WorkloadInfo.from_obj(wl, cqn or "", self.requeuing_timestamp, self.priority_sorting)
         old = self.workload_cq.get(info.key)
         if old is not None and old != cqn and old in self.cluster_queues:
             self.cluster_queues[old].delete(info.key)

@@ -37,6 +37,14 @@ __all__ = [
 
 FlavorResource = tuple[str, str]  # (flavor, resource)
 
+_MAX_INT64, _MIN_INT64 = 2**63 - 1, -(2**63)
+
+
+def _sat(v: int) -> int:
+    """Kueue's int64 view saturates (``utilmath.SafeMilliValue`` / ``SafeValue`` and ``SaturatingMul`` clamp
+    to the int64 range): a request of 9223372036854776 cpu is 9223372036854775807m, not 1000 times that."""
+    return _MAX_INT64 if v > _MAX_INT64 else _MIN_INT64 if v < _MIN_INT64 else v
+
 
 @functools.lru_cache(maxsize=100_000)
 def from_resource_value(name: str, value: int) -> str:
@@ -86,7 +94,7 @@ def podset_total_requests(wl: Mapping) -> list[PodSetResources]:
         count = int(ps.get("count", 1))
         count -= min(reclaim.get(ps["name"], 0), count)
         per = pod_requests_values(((ps.get("template") or {}).get("spec")) or {})
-        out.append(PodSetResources(ps["name"], {k: v * count for k, v in per.items()}, count))
+        out.append(PodSetResources(ps["name"], {k: _sat(_sat(v) * count) for k, v in per.items()}, count))
     return out
 
 
@@ -102,7 +110,7 @@ def admitted_requests(wl: Mapping) -> list[PodSetResources]:
     for psa in admission.get("podSetAssignments") or []:
         name = psa["name"]
         count = int(psa.get("count", spec_counts.get(name, 1)))
-        reqs = {r: resource_value(r, q) for r, q in (psa.get("resourceUsage") or {}).items()}
+        reqs = {r: _sat(resource_value(r, q)) for r, q in (psa.get("resourceUsage") or {}).items()}
         after = spec_counts.get(name, count) - min(reclaim.get(name, 0), spec_counts.get(name, count))
         if after < count:
             if count:

@@ -35,6 +35,7 @@ from flexq.kueue.workload import (
     is_admitted,
     is_true,
     parse_ts,
+    queue_order_timestamp,
     set_condition,
     set_quota_reservation,
     sync_admitted_condition,
@@ -117,6 +118,59 @@ def evict(
     return out
 
 
+PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgress"
+
+
+def mark_preemption_outcome(e: Entry, preempted: int, errors: int) -> None:
+    """``markPreemptionOutcome``: the scan progress is dropped (the next cycle tries every flavor); the message
+    names the pending preemptions, else the failed ones (requeued at once to retry)."""
+    e.info.last_assignment = None
+    if preempted:
+        e.msg += f". Pending the preemption of {preempted} workload(s)"
+        e.requeue_reason = "PendingPreemption"
+    elif errors > 0:
+        e.msg += f". Preempting {errors} workload(s) failed, will retry."
+        e.requeue_reason = "PreemptionFailed"
+
+
+def last_assignment_outdated(
+    last: AssignmentState,
+    cq_generation: int,
+    cycle: int,
+    preserve_progress: bool,
+    last_hash: str = "",
+    current_hash: str = "",
+) -> bool:
+    """``lastAssignmentOutdated``: the ClusterQueue's allocatable resources changed since the assignment; with
+    ``FlavorFungibilityPreserveScanProgress`` a changed scheduling shape (both hashes known and different)
+    always outdates it, and an assignment of this or the preceding cycle never does otherwise. flexq keeps no
+    scheduling hash (unknown, ""), so only the cycle and generation rules apply to its own workloads."""
+    if preserve_progress:
+        if last_hash and current_hash and last_hash != current_hash:
+            return True
+        if cycle - last.scheduling_cycle <= 1:
+            return False
+    return cq_generation > last.cq_generation
+
+
+def entry_order_key(e: Entry, priority_sorting: bool = True, requeuing_timestamp: str = "Eviction") -> tuple:
+    """``makeClassicalIterator``'s order as a key: workloads already holding quota first, then lower borrowing,
+    higher priority (gate ``PrioritySortingWithinCohort``), earlier queue-order timestamp (which, with the gate
+    off, puts a workload preempted by reclamation while borrowing after its preemptor)."""
+    info = e.info
+    ts = (
+        info.order_ts
+        if priority_sorting
+        else queue_order_timestamp(info.obj, requeuing_timestamp, priority_sorting=False)
+    )
+    return (
+        not has_quota_reservation(info.obj),
+        e.assignment.borrowing if e.assignment else 0,
+        -info.priority if priority_sorting else 0,
+        ts,
+    )
+
+
 def _tree_of(cq: ClusterQueueSnapshot | None) -> object:
     """The root of a ClusterQueue's cohort tree (the ClusterQueue itself outside any cohort)."""
     if cq is None:
@@ -148,9 +202,11 @@ class Scheduler:
         # 3. Calculate requirements (flavors, borrowing, preemption targets).
         entries, inadmissible = self.nominate(heads, snap, now)
         # 4. Order: non-borrowing first, then priority, then queue-order timestamp.
-        entries.sort(
-            key=lambda e: (e.assignment.borrowing if e.assignment else 0, -e.info.priority, e.info.order_ts)
+        sorting, requeuing = (
+            self.cache.config.gate("PrioritySortingWithinCohort"),
+            self.cache.config.requeuing_timestamp,
         )
+        entries.sort(key=lambda e: entry_order_key(e, sorting, requeuing))
         # 5. Admit entries against the same snapshot.
         preempted: set[str] = set()
         progress = False
@@ -207,12 +263,8 @@ class Scheduler:
         info, cq = e.info, e.cq
         assert cq is not None  # nominate() only assigns entries whose ClusterQueue exists
         last = info.last_assignment
-        # FlavorFungibilityPreserveScanProgress: keep the progress of the previous cycle,
-        # otherwise drop it once the ClusterQueue's allocatable resources changed.
-        if (
-            isinstance(last, AssignmentState)
-            and self.cycle_no - last.scheduling_cycle > 1
-            and cq.generation > last.cq_generation
+        if isinstance(last, AssignmentState) and last_assignment_outdated(
+            last, cq.generation, self.cycle_no, self.cache.config.gate(PRESERVE_SCAN_PROGRESS)
         ):
             info.last_assignment = None
         e.replaced = self._replaced_slice(info, snap)
@@ -255,8 +307,7 @@ class Scheduler:
             and ca.is_variant(e.info.obj)
             and self._admitted_sibling(e, lambda sib, me: me > sib) is not None
         ):
-            e.status, e.reason = "skipped", "PendingEvaluation"
-            e.msg = "A more favorable variant is already admitted"
+            self._mark_skipped(e, "A more favorable variant is already admitted", "PendingEvaluation")
             return
         mode = a.representative_mode()
         victims = [t for t in e.targets if t.reason != "WorkloadSliceReplaced"]
@@ -275,8 +326,9 @@ class Scheduler:
             e.info.last_assignment = None
             return
         if any(t.info.key in preempted for t in e.targets):
-            e.status, e.reason = "skipped", "WaitingForQuota"
-            e.msg = "Workload has overlapping preemption targets with another workload"
+            self._mark_skipped(
+                e, "Workload has overlapping preemption targets with another workload", "WaitingForQuota"
+            )
             return
         usage = a.total_requests_for(e.info) if not has_quota_reservation(e.info.obj) else {}
         # fits once this entry's targets and every workload preempted earlier in the cycle are gone
@@ -292,19 +344,17 @@ class Scheduler:
         for info in gone.values():
             snap.add_workload(info)
         if not fits:
-            e.status, e.reason = "skipped", "WaitingForQuota"
-            e.msg = "Workload no longer fits after processing another workload"
+            self._mark_skipped(
+                e, "Workload no longer fits after processing another workload", "WaitingForQuota"
+            )
             return
         preempted.update(t.info.key for t in e.targets)
         self._preempted_infos.update({t.info.key: t.info for t in e.targets})
         cq.add_usage(usage)
         if mode == Mode.PREEMPT:
             e.reason = "WaitingForPreemptedWorkloads"
-            n = self._issue_preemptions(e, victims, snap, now)
-            e.info.last_assignment = None
-            if n:
-                e.msg += f". Pending the preemption of {n} workload(s)"
-                e.requeue_reason = "PendingPreemption"
+            n, failed = self._issue_preemptions(e, victims, snap, now)
+            mark_preemption_outcome(e, n, failed)
             return
         if (
             self.cache.config.wait_for_pods_ready
@@ -327,6 +377,13 @@ class Scheduler:
         self._admit(e, now, old_slice)
 
     # Concurrent Admission: siblings are the Variants of the same Parent, ranked by the flavor order ----------
+    def _mark_skipped(self, e: Entry, msg: str, reason: str) -> None:
+        """``markSkipped``: skipped for contention this cycle; the flavor scan progress is kept only with
+        ``FlavorFungibilityPreserveScanProgress`` (otherwise every flavor is tried again)."""
+        e.status, e.reason, e.msg = "skipped", reason, msg
+        if not self.cache.config.gate(PRESERVE_SCAN_PROGRESS):
+            e.info.last_assignment = None
+
     def _admitted_sibling(self, e: Entry, better) -> WorkloadInfo | None:
         """``findAdmittedSibling``: an admitted sibling whose flavor index ``better(sibling, mine)`` accepts."""
         uid = ca.parent_uid(e.info.obj)
@@ -376,9 +433,15 @@ class Scheduler:
         e.msg += ". Pending the migration of 1 workload(s)"
 
     def _to_reserve(self, e: Entry) -> dict:
-        """``quotaResourcesToReserve`` for a Preempt entry without candidates."""
+        """``resourcesToReserve`` for a Preempt entry without candidates: nothing for a workload already holding
+        quota, the whole usage unless the assignment preempts, else the usage capped by what the ClusterQueue
+        has left of its nominal quota (of nominal + borrowing limit when the assignment borrows)."""
         cq, a = e.cq, e.assignment
         assert cq is not None and a is not None
+        if has_quota_reservation(e.info.obj):
+            return {}
+        if a.representative_mode() != Mode.PREEMPT:
+            return dict(a.usage)
         out = {}
         for fr, u in a.usage.items():
             q = cq.quota(fr)
@@ -396,9 +459,12 @@ class Scheduler:
                 return False
         return True
 
-    def _issue_preemptions(self, e: Entry, victims: list[Target], snap: Snapshot, now: float) -> int:
+    def _issue_preemptions(
+        self, e: Entry, victims: list[Target], snap: Snapshot, now: float
+    ) -> tuple[int, int]:
+        """``IssuePreemptions``: (preempted, failed); a target already evicted counts as preempted."""
         assert e.cq is not None
-        n = 0
+        n = failed = 0
         for t in victims:
             wl = t.info.obj
             ev = find_condition(wl, "Evicted")
@@ -428,8 +494,10 @@ class Scheduler:
                     merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
                 )
             except (Conflict, NotFound):
+                failed += 1
                 continue
-            if out is None:
+            if out is None:  # gone from the store: upstream's Evict fails with NotFound
+                failed += 1
                 continue
             self._issued += 1
             if self.cache.metrics is not None:
@@ -448,7 +516,7 @@ class Scheduler:
                 f"ClusterQueue {t.info.cluster_queue}; {priorities}",
             )
             n += 1
-        return n
+        return n, failed
 
     def _admit(self, e: Entry, now: float, old_slice: Target | None) -> None:
         cur = self.store.peek("Workload", e.info.obj["metadata"]["name"], e.info.obj["metadata"]["namespace"])
@@ -498,7 +566,7 @@ class Scheduler:
         md = new["metadata"]
         msg = (
             f"Replaced to accommodate a workload (UID: {md.get('uid')}, JobUID: "
-            f"{(md.get('labels') or {}).get('kueue.x-k8s.io/job-uid', 'UNKNOWN')}) due to workload slice aggregation"
+            f"{(md.get('labels') or {}).get('kueue.x-k8s.io/job-uid', '')}) due to workload slice aggregation"
         )
         set_condition(wl, "Finished", True, "WorkloadSliceReplaced", msg, now)
         out = self.store.update_status(wl)
@@ -521,7 +589,11 @@ class Scheduler:
             changed = (
                 set_condition(wl, "BlockedOnPreemptionGates", True, "PreemptionGated", e.msg, now) or changed
             )
-        reqs = [{"name": p.name, "resources": format_requests(p.requests)} for p in e.info.total_requests]
+        # PodSetRequest `resources,omitempty`: a pod set without requests has no `resources`
+        reqs = [
+            {"name": p.name, **({"resources": format_requests(p.requests)} if p.requests else {})}
+            for p in e.info.total_requests
+        ]
         st = wl.setdefault("status", {})
         if st.get("resourceRequests") != reqs:
             st["resourceRequests"] = reqs

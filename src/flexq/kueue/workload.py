@@ -106,8 +106,11 @@ def is_active(wl: Mapping) -> bool:
     return (wl.get("spec") or {}).get("active", True) is not False
 
 
-def queue_order_timestamp(wl: Mapping, requeuing_timestamp: str = "Eviction") -> float:
-    """``Ordering.GetQueueOrderTimestamp`` with ``PrioritySortingWithinCohort`` on (the default)."""
+def queue_order_timestamp(
+    wl: Mapping, requeuing_timestamp: str = "Eviction", priority_sorting: bool = True
+) -> float:
+    """``Ordering.GetQueueOrderTimestamp``; with ``PrioritySortingWithinCohort`` off (``priority_sorting``), a
+    workload preempted by reclamation while borrowing queues at its preemption time plus 1 ms."""
     ev = find_condition(wl, "Evicted")
     if ev is not None and ev.get("status") == "True":
         reason = ev.get("reason")
@@ -115,6 +118,14 @@ def queue_order_timestamp(wl: Mapping, requeuing_timestamp: str = "Eviction") ->
             return parse_ts(ev.get("lastTransitionTime"))
         if reason == "AdmissionCheck":
             return parse_ts(ev.get("lastTransitionTime"))
+    if not priority_sorting:
+        pc = find_condition(wl, "Preempted")
+        if (
+            pc is not None
+            and pc.get("status") == "True"
+            and pc.get("reason") == "InCohortReclaimWhileBorrowing"
+        ):
+            return parse_ts(pc.get("lastTransitionTime")) + 0.001
     return parse_ts((wl.get("metadata") or {}).get("creationTimestamp"))
 
 
@@ -250,9 +261,14 @@ class WorkloadInfo:
 
     @classmethod
     def from_obj(
-        cls, wl: dict, cluster_queue: str = "", requeuing_timestamp: str = "Eviction"
+        cls,
+        wl: dict,
+        cluster_queue: str = "",
+        requeuing_timestamp: str = "Eviction",
+        priority_sorting: bool = True,
     ) -> WorkloadInfo:
-        """Pending workloads use spec requests; workloads holding quota use their admission."""
+        """Pending workloads use spec requests; workloads holding quota use their admission. ``priority_sorting``:
+        the gate ``PrioritySortingWithinCohort``, which the queue-order timestamp depends on."""
         st = wl.get("status") or {}
         admission = st.get("admission")
         reqs = admitted_requests(wl) if admission else podset_total_requests(wl)
@@ -264,7 +280,7 @@ class WorkloadInfo:
             total_requests=reqs,
             key=key(wl),
             priority=priority(wl),
-            order_ts=queue_order_timestamp(wl, requeuing_timestamp),
+            order_ts=queue_order_timestamp(wl, requeuing_timestamp, priority_sorting),
             uid=md.get("uid", md.get("name", "")),
         )
 
