@@ -143,7 +143,7 @@ def test_protobuf_configmap() -> None:
         "metadata": {"name": "cm", "namespace": "ns", "creationTimestamp": None},
     }  # Go prints a zero Time
     with pytest.raises(UnsupportedMediaType):
-        protobuf.decode(_pb_body("apps/v1", "Deployment", b""))
+        protobuf.decode(_pb_body("apps/v1", "StatefulSet", b""))  # a kind the twin does not serve
     with pytest.raises(BadRequest):
         protobuf.decode(b"not protobuf")
 
