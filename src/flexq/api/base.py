@@ -45,7 +45,15 @@ __all__ = [
     "check_dns1123_label",
     "check_label_key",
     "check_label_value",
+    "Int32",
+    "Int64",
 ]
+
+INT32_MAX = 2**31 - 1
+# Go's int32 and int64 fields: a number past them fails to decode on the API server; here it is refused as an
+# invalid value of its field, before a controller would try to make two billion pods of it
+Int32 = Annotated[int, Field(ge=-(2**31), le=INT32_MAX)]
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 
 
 class Model(BaseModel):

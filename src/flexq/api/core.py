@@ -23,7 +23,10 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from flexq.api.base import (
+    INT32_MAX,
     DNS1123Label,
+    Int32,
+    Int64,
     Labels,
     LabelSelector,
     Loose,
@@ -160,11 +163,11 @@ class PodSpec(Loose):
     volumes: list[Volume] | None = _merged_by("name", "merge,retainKeys")
     restart_policy: Literal["Always", "OnFailure", "Never"] | None = None
     priority_class_name: str | None = None
-    priority: int | None = None
+    priority: Int32 | None = None
     scheduling_gates: list[dict[str, str]] | None = None
     overhead: dict[str, Quantity] | None = None
     scheduler_name: str | None = None
-    termination_grace_period_seconds: int | None = None
+    termination_grace_period_seconds: Int64 | None = None
     dns_policy: str | None = None
 
     @field_validator("containers")
@@ -463,11 +466,12 @@ class ServiceAccount(ObjectBase):
 
 class JobSpec(Loose):
     template: PodTemplateSpec
-    parallelism: int | None = Field(default=None, ge=0)
-    completions: int | None = Field(default=None, ge=0)
-    backoff_limit: int | None = Field(default=None, ge=0)
-    active_deadline_seconds: int | None = Field(default=None, ge=1)
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    # int32 on the API server (activeDeadlineSeconds int64)
+    parallelism: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    completions: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    backoff_limit: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    active_deadline_seconds: int | None = Field(default=None, ge=1, le=2**63 - 1)
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0, le=INT32_MAX)
     suspend: bool | None = None
     selector: LabelSelector | None = None
     manual_selector: bool | None = None

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from flexq.api.base import Loose, Model, ObjectBase, check_dns1123_subdomain, field_error
+from flexq.api.base import Int32, Loose, Model, ObjectBase, check_dns1123_subdomain, field_error
 from flexq.api.embedded import EmbeddedPodTemplateSpec
 from flexq.api.registry import KindInfo, PrinterColumn
 from flexq.api.wellknown import QUEUE_NAME_LABEL
@@ -55,12 +55,12 @@ class WorkerGroupSpec(Model):
     """A group of identical worker replicas; each replica is ``numOfHosts`` pods (one TPU slice)."""
 
     group_name: str
-    replicas: int = 0
-    min_replicas: int = 0
-    max_replicas: int = 2147483647
-    num_of_hosts: int = 1
-    idle_timeout_seconds: int | None = None
-    priority: int | None = None
+    replicas: Int32 = 0  # int32 fields of KubeRay's CRD (format: int32)
+    min_replicas: Int32 = 0
+    max_replicas: Int32 = 2147483647
+    num_of_hosts: Int32 = 1
+    idle_timeout_seconds: Int32 | None = None
+    priority: Int32 | None = None
     suspend: bool | None = None
     resources: dict[str, str] | None = None
     labels: dict[str, str] | None = None
@@ -105,12 +105,12 @@ class RayJobSpec(Model):
     ray_cluster_spec: RayClusterSpec | None = None
     cluster_selector: dict[str, str] | None = None
     shutdown_after_job_finishes: bool | None = None
-    ttl_seconds_after_finished: int = 0
+    ttl_seconds_after_finished: Int32 = 0
     suspend: bool | None = None
     submission_mode: str = "K8sJobMode"
-    active_deadline_seconds: int | None = None
-    pre_running_deadline_seconds: int | None = Field(default=None, ge=1)
-    backoff_limit: int = 0
+    active_deadline_seconds: Int32 | None = None
+    pre_running_deadline_seconds: Int32 | None = Field(default=None, ge=1)
+    backoff_limit: Int32 = 0
     submitter_pod_template: EmbeddedPodTemplateSpec | None = None
     submitter_config: Loose | None = None
     job_id: str | None = None

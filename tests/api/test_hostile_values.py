@@ -1,0 +1,105 @@
+"""Values the API server refuses while decoding, refused here too with the field named: integers past Go's
+int32 or int64 (a Job of 2**31 pods once hung the twin's loop creating them), finalizer names that are not
+qualified names, YAML keys as the API server's YAML-to-JSON conversion turns them into strings, and lone
+UTF-16 surrogates (Go's JSON decoder turns them into U+FFFD)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from flexq.api.kinds import REGISTRY
+from flexq.api.scheme import admit, resolve_object
+from flexq.errors import Invalid
+from tests.api.test_api_malformed import BASES
+
+
+def _job() -> dict:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "default"},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+            }
+        },
+    }
+
+
+def _set(path: str, value: Any) -> Callable[[dict], None]:
+    def mutate(obj: dict) -> None:
+        *head, last = path.split(".")
+        node: Any = obj
+        for part in head:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[last] = value
+
+    return mutate
+
+
+WG = "spec.rayClusterSpec.workerGroupSpecs.0"
+INT_CASES = [
+    ("job-parallelism-2**31", _job, _set("spec.parallelism", 2**31), "spec.parallelism"),
+    ("job-completions-2**63", _job, _set("spec.completions", 2**63), "spec.completions"),
+    ("job-backoff-limit-2**40", _job, _set("spec.backoffLimit", 2**40), "spec.backoffLimit"),
+    ("job-ttl-2**40", _job, _set("spec.ttlSecondsAfterFinished", 2**40), "spec.ttlSecondsAfterFinished"),
+    ("job-deadline-2**64", _job, _set("spec.activeDeadlineSeconds", 2**64), "spec.activeDeadlineSeconds"),
+    (
+        "job-pod-priority-2**31",
+        _job,
+        _set("spec.template.spec.priority", 2**31),
+        "spec.template.spec.priority",
+    ),
+    (
+        "rayjob-replicas-2**31",
+        BASES["rayjob"],
+        _set(f"{WG}.replicas", 2**31),
+        "spec.rayClusterSpec.workerGroupSpecs[0].replicas",
+    ),
+    (
+        "rayjob-replicas-2**64",
+        BASES["rayjob"],
+        _set(f"{WG}.replicas", 2**64),
+        "spec.rayClusterSpec.workerGroupSpecs[0].replicas",
+    ),
+    (
+        "rayjob-num-of-hosts-2**40",
+        BASES["rayjob"],
+        _set(f"{WG}.numOfHosts", 2**40),
+        "spec.rayClusterSpec.workerGroupSpecs[0].numOfHosts",
+    ),
+    (
+        "rayjob-max-replicas-2**31",
+        BASES["rayjob"],
+        _set(f"{WG}.maxReplicas", 2**31),
+        "spec.rayClusterSpec.workerGroupSpecs[0].maxReplicas",
+    ),
+    ("rayjob-backoff-limit-2**31", BASES["rayjob"], _set("spec.backoffLimit", 2**31), "spec.backoffLimit"),
+    ("raycluster-replicas-2**31", BASES["rc"], _set("spec.workerGroupSpecs.0.replicas", 2**31), None),
+]
+
+
+@pytest.mark.parametrize(
+    ("base", "mutate", "field"), [c[1:] for c in INT_CASES], ids=[c[0] for c in INT_CASES]
+)
+def test_integers_past_their_go_type_are_invalid(
+    base: Callable[[], dict], mutate: Callable, field: str | None
+) -> None:
+    obj = base()
+    admit(resolve_object(REGISTRY, obj), copy.deepcopy(obj))  # the base is valid
+    mutate(obj)
+    with pytest.raises(Invalid) as exc:
+        admit(resolve_object(REGISTRY, obj), obj)
+    fields = [c.field for c in exc.value.causes]
+    assert fields == [field or "spec.workerGroupSpecs[0].replicas"], fields
+    assert "less than or equal to" in exc.value.causes[0].message
+
+
+def test_the_largest_int32_is_still_valid() -> None:
+    obj = _job()
+    obj["spec"]["backoffLimit"] = 2**31 - 1
+    assert admit(resolve_object(REGISTRY, obj), obj)["spec"]["backoffLimit"] == 2**31 - 1
