@@ -9,6 +9,7 @@ point at a sub-path. Validation and defaults only; no behaviour. Must not import
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, Literal
 
@@ -214,6 +215,22 @@ class ObjectMeta(Model):
     finalizers: list[str] | None = None
     managed_fields: list[ManagedFieldsEntry] | None = None
     self_link: str | None = None
+
+    @field_validator("finalizers")
+    @classmethod
+    def _finalizer_names(cls, v: list[str] | None) -> list[str] | None:
+        """Each a qualified name, as apimachinery's ValidateFinalizerName has it (the path is the list's)."""
+        for name in v or ():
+            try:
+                check_label_key(name)
+            except PydanticCustomError as err:
+                shown = json.dumps(name, ensure_ascii=False)
+                raise PydanticCustomError(
+                    "flexq",
+                    "invalid finalizer name",
+                    {"kind": "FieldValueInvalid", "message": f"Invalid value: {shown}: {err.message()}"},
+                ) from None
+        return v
 
     @field_validator("annotations")
     @classmethod
