@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from flexq.api.decode import load_json, load_yaml
 from flexq.api.kinds import REGISTRY
 from flexq.api.scheme import admit, resolve_object
-from flexq.errors import Invalid
+from flexq.errors import BadRequest, Invalid
 from tests.api.test_api_malformed import BASES
 
 
@@ -103,3 +104,59 @@ def test_the_largest_int32_is_still_valid() -> None:
     obj = _job()
     obj["spec"]["backoffLimit"] = 2**31 - 1
     assert admit(resolve_object(REGISTRY, obj), obj)["spec"]["backoffLimit"] == 2**31 - 1
+
+
+@pytest.mark.parametrize("name", ["Not Valid!", "example.com/", "Bad_Prefix/x", "-x", "a" * 64])
+def test_a_finalizer_must_be_a_qualified_name(name: str) -> None:
+    obj = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "finalizers": ["ok.example.com/f", name]},
+    }
+    with pytest.raises(Invalid) as exc:
+        admit(resolve_object(REGISTRY, obj), obj)
+    (cause,) = exc.value.causes
+    assert cause.field == "metadata.finalizers" and cause.reason == "FieldValueInvalid"
+    assert cause.message.startswith(f'Invalid value: "{name}": ')
+
+
+def test_the_twins_own_finalizers_are_valid() -> None:
+    obj = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "c",
+            "finalizers": ["foregroundDeletion", "orphan", "kueue.x-k8s.io/resource-in-use"],
+        },
+    }
+    assert admit(resolve_object(REGISTRY, obj), obj)["metadata"]["finalizers"][0] == "foregroundDeletion"
+
+
+def test_yaml_keys_become_json_strings_as_the_api_server_converts_them() -> None:
+    doc = load_yaml("data:\n  1: a\n  true: b\n  1.5: c\n  x: d\n")
+    assert doc == {"data": {"1": "a", "true": "b", "1.5": "c", "x": "d"}}
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, **doc}
+    assert admit(resolve_object(REGISTRY, obj), obj)["data"]["true"] == "b"
+
+
+def test_a_null_yaml_key_is_a_bad_request() -> None:
+    with pytest.raises(BadRequest) as exc:
+        load_yaml("data:\n  ~: a\n")
+    assert "unsupported map key of type: <nil>" in exc.value.message
+
+
+def test_a_yaml_key_given_as_number_and_string_is_a_duplicate() -> None:
+    with pytest.raises(BadRequest) as exc:
+        load_yaml("data:\n  1: a\n  '1': b\n")
+    assert 'key "1" already set in map' in exc.value.message
+
+
+def test_merge_keys_still_merge() -> None:
+    assert load_yaml("b: &b {x: 1, y: 2}\nc:\n  <<: *b\n  y: 3\n")["c"] == {"x": 1, "y": 3}
+
+
+def test_a_lone_surrogate_in_json_becomes_the_replacement_character() -> None:
+    doc = load_json('{"data": {"a": "x\\ud800y", "b": "\\ud83d\\ude00"}}')
+    assert doc == {"data": {"a": "x\ufffdy", "b": "\U0001f600"}}
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, **doc}
+    assert admit(resolve_object(REGISTRY, obj), obj)["data"]["a"] == "x\ufffdy"
