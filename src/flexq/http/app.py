@@ -18,7 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from flexq.errors import ApiError, InternalError, NotFound, Unauthorized
+from flexq.errors import ApiError, InternalError, MethodNotAllowed, NotFound, Unauthorized
 from flexq.http import dashboard
 from flexq.http import metrics as metrics_page
 from flexq.http.common import json_response, status_response, url_path
@@ -166,12 +166,12 @@ def build_app(core: TwinServices, token: str | None, server_address: str = "") -
             return
         request = Request(scope, receive)
         if request.method not in allowed:
-            response: Response = Response(
-                b"Method Not Allowed",
-                status_code=405,
-                media_type="text/plain",
-                headers={"Allow": ", ".join(METHODS)},
+            response: Response = status_response(
+                MethodNotAllowed(
+                    f"the server does not allow this method on the requested resource ({request.method})"
+                )
             )
+            response.headers["Allow"] = ", ".join(METHODS)
         else:
             try:
                 response = await twin_app(request)

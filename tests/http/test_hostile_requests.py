@@ -1,0 +1,148 @@
+"""Hostile requests over real HTTP that once got a 500 or an answer that is not a Kubernetes ``Status``: each
+is refused with the API server's code and a message naming the problem, and nothing is stored or changed."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from flexq import Twin
+from flexq.http.server import Server
+
+CM = "/api/v1/namespaces/default/configmaps"
+SMP = "application/strategic-merge-patch+json"
+JP = "application/json-patch+json"
+
+
+class Target:
+    def __init__(self, twin: Twin, server: Server) -> None:
+        self.twin, self.url = twin, server.url
+        self.headers = {"Authorization": f"Bearer {server.creds.token}"}
+
+    def send(
+        self, method: str, path: str, body: Any = None, ctype: str = "application/json"
+    ) -> requests.Response:
+        data = None if body is None else json.dumps(body).encode()
+        return requests.request(
+            method, self.url + path, data=data, headers={**self.headers, "Content-Type": ctype}, timeout=20
+        )
+
+    def version(self, name: str) -> str:
+        r = self.send("GET", f"{CM}/{name}")
+        assert r.status_code == 200, r.text
+        return str(r.json()["metadata"]["resourceVersion"])
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    home = tmp_path_factory.mktemp("hostile")
+    twin = Twin(clock="real", home=home, executor="simulated")
+    server = Server(twin.core, home, tls=False).start()
+    t = Target(twin, server)
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "t", "finalizers": ["a.io/f"]}}
+    assert t.send("POST", CM, body | {"data": {"a": "1"}}).status_code == 201
+    try:
+        yield t
+    finally:
+        server.stop()
+        twin.close()
+
+
+def _status(r: requests.Response, code: int, text: str) -> dict:
+    assert r.status_code == code, r.text
+    assert r.headers["content-type"].startswith("application/json"), r.headers
+    status = r.json()
+    assert status["kind"] == "Status" and status["code"] == code and text in status["message"], status
+    return status
+
+
+@pytest.mark.parametrize(
+    ("patch", "text"),
+    [
+        ({"$retainKeys": 5}, "invalid patch format of retainKeys"),
+        ({"$retainKeys": [{"a": 1}]}, "invalid patch format of retainKeys"),
+        (
+            {"metadata": {"$deleteFromPrimitiveList/finalizers": "a.io/f"}},
+            "invalid patch format of primitive list",
+        ),
+        ({"metadata": {"$setElementOrder/finalizers": 5}}, "invalid patch format of setElementOrder list"),
+    ],
+    ids=[
+        "retain-keys-int",
+        "retain-keys-of-maps",
+        "delete-from-primitive-list-string",
+        "set-element-order-int",
+    ],
+)
+def test_strategic_merge_directives_of_the_wrong_type_are_400(target: Target, patch: dict, text: str) -> None:
+    before = target.version("t")
+    _status(target.send("PATCH", f"{CM}/t", patch, SMP), 400, text)
+    assert target.version("t") == before
+
+
+@pytest.mark.parametrize(
+    ("ops", "text"),
+    [
+        ([1], "json patch operation 0 is not an object"),
+        ([{"op": "add", "value": 1}], 'json patch operation 0 must have a string "path"'),
+        (
+            [{"op": "add", "path": "/data/b", "value": "x"}, {"op": "add", "path": 5}],
+            'operation 1 must have a string "path"',
+        ),
+        ([{"path": "/data/b"}], 'json patch operation 0 must have a string "op"'),
+    ],
+    ids=["op-not-object", "no-path", "path-int", "no-op"],
+)
+def test_malformed_json_patch_operations_are_400(target: Target, ops: list, text: str) -> None:
+    before = target.version("t")
+    _status(target.send("PATCH", f"{CM}/t", ops, JP), 400, text)
+    assert target.version("t") == before
+
+
+def _raw(target: Target, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send bytes as they are (no client normalises the request line) and read the whole answer."""
+    host, port = target.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+    return int(lines[0].split(" ")[1]), headers, body
+
+
+def _auth(target: Target) -> bytes:
+    return f"Authorization: {target.headers['Authorization']}\r\nConnection: close\r\n".encode()
+
+
+@pytest.mark.parametrize("size", [70_000, 300_000])
+def test_a_url_longer_than_the_parser_reads_is_a_414_status(target: Target, size: int) -> None:
+    path = f"{CM}?labelSelector=a%3D{'b' * size}".encode()
+    code, headers, body = _raw(target, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n" + _auth(target) + b"\r\n")
+    assert code == 414 and headers["content-type"] == "application/json"
+    status = json.loads(body)
+    assert status["kind"] == "Status" and status["code"] == 414 and "at most 65535 bytes" in status["message"]
+    assert target.send("GET", f"{CM}/t").status_code == 200  # still serving
+
+
+def test_an_unparseable_request_is_a_400_status(target: Target) -> None:
+    code, headers, body = _raw(
+        target, b"FROB " + CM.encode() + b" HTTP/1.1\r\nHost: x\r\n" + _auth(target) + b"\r\n"
+    )
+    assert code == 400 and headers["content-type"] == "application/json"
+    status = json.loads(body)
+    assert status["kind"] == "Status" and status["reason"] == "BadRequest"
+    assert "the HTTP request could not be parsed" in status["message"]
+
+
+def test_a_method_the_api_does_not_serve_is_a_405_status(target: Target) -> None:
+    r = target.send("TRACE", CM)
+    status = _status(r, 405, "(TRACE)")
+    assert status["reason"] == "MethodNotAllowed" and "GET" in r.headers["allow"]
