@@ -146,3 +146,9 @@ def test_a_method_the_api_does_not_serve_is_a_405_status(target: Target) -> None
     r = target.send("TRACE", CM)
     status = _status(r, 405, "(TRACE)")
     assert status["reason"] == "MethodNotAllowed" and "GET" in r.headers["allow"]
+
+
+@pytest.mark.parametrize("rv", ["9" * 40, "18446744073709551616", "\u0661\u0662", "\u00b2"])
+def test_a_watch_from_a_version_that_is_not_a_uint64_is_400(target: Target, rv: str) -> None:
+    r = target.send("GET", f"{CM}?watch=1&timeoutSeconds=1&resourceVersion={rv}")
+    _status(r, 400, "invalid resource version")

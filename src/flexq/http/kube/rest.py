@@ -455,7 +455,8 @@ class KubeFace:
     def watch(self, request: Request, t: Target, info: KindInfo, name: str | None = None) -> Response:
         q = request.query_params
         rv = q.get("resourceVersion")
-        if rv not in (None, "") and not rv.isdigit():
+        # a uint64, as the API server parses it (ASCII digits only: str.isdigit() also takes "²" and "١")
+        if rv not in (None, "") and not (rv.isascii() and rv.isdigit() and int(rv) < 2**64):
             raise BadRequest(f'invalid resource version: "{rv}"')
         fsel = fields.checked(info, q.get("fieldSelector"))
         if name:
