@@ -160,3 +160,42 @@ def test_a_lone_surrogate_in_json_becomes_the_replacement_character() -> None:
     assert doc == {"data": {"a": "x\ufffdy", "b": "\U0001f600"}}
     obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, **doc}
     assert admit(resolve_object(REGISTRY, obj), obj)["data"]["a"] == "x\ufffdy"
+
+
+@pytest.mark.parametrize(
+    ("meta", "field", "message"),
+    [
+        (
+            {"labels": {"a": "x" * 64}},
+            "metadata.labels",
+            f'Invalid value: "{"x" * 64}": must be no more than 63 characters',
+        ),
+        (
+            {"labels": {"a" * 64: "x"}},
+            "metadata.labels",
+            f'Invalid value: "{"a" * 64}": name part must be no more than 63',
+        ),
+        (
+            {"labels": {"a": "b c"}},
+            "metadata.labels",
+            'Invalid value: "b c": a valid label must be an empty string',
+        ),
+        (
+            {"labels": {"Ex.com/a": "x"}},
+            "metadata.labels",
+            'Invalid value: "Ex.com/a": prefix part a lowercase RFC 1123',
+        ),
+        (
+            {"annotations": {"Bad Key": "x"}},
+            "metadata.annotations",
+            'Invalid value: "Bad Key": name part must consist',
+        ),
+    ],
+    ids=["long-value", "long-key", "bad-value", "bad-prefix", "bad-annotation-key"],
+)
+def test_a_bad_label_or_annotation_is_named_with_its_reason(meta: dict, field: str, message: str) -> None:
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", **meta}}
+    with pytest.raises(Invalid) as exc:
+        admit(resolve_object(REGISTRY, obj), obj)
+    (cause,) = exc.value.causes
+    assert cause.field == field and cause.message.startswith(message), cause.message

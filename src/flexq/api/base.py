@@ -118,8 +118,19 @@ def check_dns1123_subdomain(v: str) -> str:
 def check_label_key(k: str) -> str:
     prefix, _, name = k.rpartition("/")
     if prefix:
-        check_dns1123_subdomain(prefix)
-    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        try:
+            check_dns1123_subdomain(prefix)
+        except PydanticCustomError as err:
+            raise PydanticCustomError(
+                "flexq", f"prefix part {err.message()}", {"kind": "FieldValueInvalid"}
+            ) from None
+    if not name:
+        raise PydanticCustomError("flexq", "name part must be non-empty", {"kind": "FieldValueInvalid"})
+    if len(name) > 63:
+        raise PydanticCustomError(
+            "flexq", "name part must be no more than 63 characters", {"kind": "FieldValueInvalid"}
+        )
+    if not _QUALIFIED_NAME.match(name):
         raise PydanticCustomError(
             "flexq",
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
@@ -131,7 +142,11 @@ def check_label_key(k: str) -> str:
 
 
 def check_label_value(v: str) -> str:
-    if len(v) > 63 or not _LABEL_VALUE.match(v):
+    if len(v) > 63:
+        raise PydanticCustomError(
+            "flexq", "must be no more than 63 characters", {"kind": "FieldValueInvalid"}
+        )
+    if not _LABEL_VALUE.match(v):
         raise PydanticCustomError(
             "flexq",
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
@@ -145,14 +160,28 @@ def check_label_value(v: str) -> str:
 _VALID_LABEL_KEYS: set[str] = set()  # keys already checked (a small vocabulary, on every object written)
 
 
+def naming_the_value(value: str, check: Any) -> None:
+    """``check(value)``, its error message starting ``Invalid value: "<value>": `` as apimachinery's
+    ``field.Invalid`` prints a map's bad key or value (not ``"object"``, the whole map)."""
+    try:
+        check(value)
+    except PydanticCustomError as err:
+        shown = json.dumps(value if len(value) <= 100 else value[:100] + "...", ensure_ascii=False)
+        raise PydanticCustomError(
+            "flexq",
+            "invalid value",
+            {**(err.context or {}), "message": f"Invalid value: {shown}: {err.message()}"},
+        ) from None
+
+
 def _check_labels(v: dict[str, str] | None) -> dict[str, str] | None:
     if v:
         for k, val in v.items():
             if k not in _VALID_LABEL_KEYS:
-                check_label_key(k)
+                naming_the_value(k, check_label_key)
                 if len(_VALID_LABEL_KEYS) < 4096:
                     _VALID_LABEL_KEYS.add(k)
-            check_label_value(val)
+            naming_the_value(val, check_label_value)
     return v
 
 
@@ -237,7 +266,7 @@ class ObjectMeta(Model):
     def _annotation_keys(cls, v: dict[str, str] | None) -> dict[str, str] | None:
         if v:
             for k in v:
-                check_label_key(k)
+                naming_the_value(k, check_label_key)
             if sum(len(k) + len(x) for k, x in v.items()) > 256 * 1024:
                 raise PydanticCustomError(
                     "flexq", "may not be more than 262144 bytes", {"kind": "FieldValueTooLong"}
