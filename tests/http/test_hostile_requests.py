@@ -152,3 +152,63 @@ def test_a_method_the_api_does_not_serve_is_a_405_status(target: Target) -> None
 def test_a_watch_from_a_version_that_is_not_a_uint64_is_400(target: Target, rv: str) -> None:
     r = target.send("GET", f"{CM}?watch=1&timeoutSeconds=1&resourceVersion={rv}")
     _status(r, 400, "invalid resource version")
+
+
+GKE = "/v1/projects/p/locations/us-central1/clusters"
+REVIEW = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+
+
+@pytest.mark.parametrize(
+    ("path", "raw", "code", "text"),
+    [
+        (GKE, b"[" * 5000 + b"]" * 5000, 400, "Invalid JSON payload received. json: exceeded max depth"),
+        (GKE, b'{"cluster": {"name": "c", "x": NaN}}', 400, "Invalid JSON payload received."),
+        ("/v1/projects/p/locations/%00/clusters", None, 400, "invalid label selector"),
+    ],
+    ids=["deep-body", "nan", "nul-location"],
+)
+def test_the_gke_face_answers_bad_requests_with_a_google_400(
+    target: Target, path: str, raw: bytes | None, code: int, text: str
+) -> None:
+    r = requests.request(
+        "POST" if raw else "GET",
+        target.url + path,
+        data=raw,
+        headers={**target.headers, "Content-Type": "application/json"},
+        timeout=20,
+    )
+    assert r.status_code == code, r.text
+    err = r.json()["error"]
+    assert err["code"] == code and err["status"] == "INVALID_ARGUMENT" and text in err["message"], err
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "text"),
+    [
+        (b"[" * 5000 + b"]" * 5000, 400, "exceeded max depth"),
+        (b"{{", 400, "json parse error"),
+        (b'{"spec": "' + b"x" * (4 * 1024 * 1024) + b'"}', 413, "too large"),
+    ],
+    ids=["deep", "malformed", "over-the-limit"],
+)
+def test_a_review_body_is_read_within_the_limits(target: Target, raw: bytes, code: int, text: str) -> None:
+    r = requests.post(
+        target.url + REVIEW,
+        data=raw,
+        headers={**target.headers, "Content-Type": "application/json"},
+        timeout=20,
+    )
+    _status(r, code, text)
+
+
+def test_a_review_still_answers_json_and_protobuf(target: Target) -> None:
+    spec = {"resourceAttributes": {"verb": "get", "resource": "pods"}}
+    r = target.send("POST", REVIEW, {"spec": spec})
+    assert r.status_code == 201 and r.json()["spec"] == spec and r.json()["status"]["allowed"] is True
+    r = requests.post(
+        target.url + REVIEW,
+        data=b"k8s\x00\x0a\x00garbage",
+        headers={**target.headers, "Content-Type": "application/vnd.kubernetes.protobuf"},
+        timeout=20,
+    )
+    assert r.status_code == 201 and r.json()["status"]["allowed"] is True

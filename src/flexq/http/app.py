@@ -21,7 +21,7 @@ from starlette.responses import Response
 from flexq.errors import ApiError, InternalError, MethodNotAllowed, NotFound, Unauthorized
 from flexq.http import dashboard
 from flexq.http import metrics as metrics_page
-from flexq.http.common import json_response, status_response, url_path
+from flexq.http.common import decode_body_async, json_response, read_body, status_response, url_path
 from flexq.http.gke import face as gke_face
 from flexq.http.kube import discovery, openapi, paths, reviews
 from flexq.http.kube.rest import KubeFace
@@ -118,7 +118,15 @@ class TwinApp:
                 return json_response(discovery.api_versions(self.server_address))
             return json_response(discovery.api_group_list(face.kinds()))
         if reviews.handles(p):
-            return json_response(reviews.review(request.method, p, await request.body()), 201)
+            sent = None
+            if request.method == "POST":  # a body within the API server's limit; JSON must be JSON
+                raw = await read_body(request)
+                ctype = request.headers.get("content-type", "")
+                if (
+                    raw.strip() and "protobuf" not in ctype
+                ):  # protobuf (typed clients): nothing of it is needed
+                    sent = await decode_body_async(raw, ctype)
+            return json_response(reviews.review(request.method, p, sent), 201)
         parts = [x for x in p.split("/") if x]
         if len(parts) == 2 and parts[0] == "apis":
             group = discovery.api_group(face.kinds(), parts[1])
