@@ -212,3 +212,35 @@ def test_a_review_still_answers_json_and_protobuf(target: Target) -> None:
         timeout=20,
     )
     assert r.status_code == 201 and r.json()["status"]["allowed"] is True
+
+
+@pytest.mark.parametrize(
+    ("method", "manager", "options", "text"),
+    [
+        ("PATCH", "m" * 129, "PatchOptions", "fieldManager: Too long: may not be more than 128 bytes"),
+        ("PUT", "m" * 129, "UpdateOptions", "fieldManager: Too long: may not be more than 128 bytes"),
+        ("POST", "m" * 129, "CreateOptions", "fieldManager: Too long: may not be more than 128 bytes"),
+        ("PATCH", "a\x00b", "PatchOptions", "invalid character U+0000 (at index 1)"),
+    ],
+    ids=["apply-too-long", "update-too-long", "create-too-long", "apply-nul"],
+)
+def test_a_field_manager_must_be_short_and_printable(
+    target: Target, method: str, manager: str, options: str, text: str
+) -> None:
+    before = target.version("t")
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "t"}, "data": {"a": "2"}}
+    path = f"{CM}/t" if method != "POST" else CM
+    ctype = "application/apply-patch+yaml" if method == "PATCH" else "application/json"
+    r = requests.request(
+        method,
+        target.url + path,
+        params={"fieldManager": manager},
+        data=json.dumps(body),
+        headers={**target.headers, "Content-Type": ctype},
+        timeout=20,
+    )
+    status = _status(r, 422, text)
+    assert status["details"]["kind"] == options and status["message"].startswith(
+        f'{options}.meta.k8s.io "" is invalid'
+    )
+    assert target.version("t") == before

@@ -221,6 +221,42 @@ def check_delete_options(opts: dict) -> None:
                 raise wrong(f"preconditions.{key}", pre[key], "string")
 
 
+_OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+FIELD_MANAGER_MAX = 128
+
+
+def check_field_manager(manager: str | None, options: str) -> None:
+    """apimachinery's ValidateFieldManager: at most 128 bytes, every character printable (it is recorded in
+    ``managedFields`` and compared by later applies); 422 on the request's options otherwise."""
+    if not manager:
+        return
+    causes = []
+    if len(manager.encode()) > FIELD_MANAGER_MAX:
+        causes.append(
+            Cause(
+                "fieldManager",
+                "FieldValueTooLong",
+                f"Too long: may not be more than {FIELD_MANAGER_MAX} bytes",
+            )
+        )
+    bad = next(((i, ch) for i, ch in enumerate(manager) if not ch.isprintable()), None)
+    if bad is not None:
+        shown = json.dumps(manager[:100])
+        causes.append(
+            Cause(
+                "fieldManager",
+                "FieldValueInvalid",
+                f"Invalid value: {shown}: invalid character U+{ord(bad[1]):04X} (at index {bad[0]})",
+            )
+        )
+    if causes:
+        parts = [f"{c.field}: {c.message}" for c in causes]
+        joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+        raise Invalid(
+            f'{options}.meta.k8s.io "" is invalid: {joined}', kind=options, group="meta.k8s.io", causes=causes
+        )
+
+
 def default_propagation(info: KindInfo) -> str:
     """The deletion policy when a request names none (the registry strategy's
     ``DefaultGarbageCollectionPolicy``): a batch/v1 Job orphans its pods, for backward compatibility (which is
@@ -274,6 +310,8 @@ class KubeFace:
     async def _dispatch(self, request: Request, t: Target) -> Response:
         info = self.resolve(t)
         m, q = request.method, request.query_params
+        if m in _OPTIONS_KIND:
+            check_field_manager(q.get("fieldManager"), _OPTIONS_KIND[m])
         if t.subresource == "log" and info.kind == "Pod" and m == "GET":
             return await self.logs(request, t)
         if t.subresource not in (None, "status") or (
