@@ -188,8 +188,21 @@ def check_finite(data: Any) -> None:
 _INF = float("inf")
 
 
+def _check_text(value: str) -> None:
+    """A lone UTF-16 surrogate cannot be encoded as UTF-8: neither stored nor sent (JSON text never has one
+    here: ``load_json`` replaces them; a Python caller of the SDK can pass one)."""
+    if not value.isascii():
+        found = _LONE_SURROGATE.search(value)
+        if found:
+            raise BadRequest(
+                f"a string holds a lone UTF-16 surrogate (U+{ord(found.group()):04X}), which UTF-8 cannot "
+                f"encode: {value[:60]!r}"
+            )
+
+
 def _scalar_size(value: Any) -> int:
     if isinstance(value, str):
+        _check_text(value)
         return len(value) + 2
     if isinstance(value, bool) or value is None:
         return 5
@@ -234,7 +247,13 @@ def _check_decoded(data: Any, limit: int, max_depth: int) -> int:
             on_path.discard(key)
             size, depth = 2 + len(value), 1
             if isinstance(value, dict):
-                size += sum(len(k) + 3 if isinstance(k, str) else len(str(k)) + 3 for k in value)
+                for k in value:
+                    if not isinstance(k, str):  # JSON has string keys only (a YAML key is converted)
+                        raise BadRequest(
+                            f"json: unsupported map key of type {type(k).__name__}: {str(k)[:100]}"
+                        )
+                    _check_text(k)
+                    size += len(k) + 3
             for child in children:
                 if isinstance(child, (dict, list)):
                     csize, cdepth = memo[id(child)]
