@@ -199,3 +199,30 @@ def test_a_bad_label_or_annotation_is_named_with_its_reason(meta: dict, field: s
         admit(resolve_object(REGISTRY, obj), obj)
     (cause,) = exc.value.causes
     assert cause.field == field and cause.message.startswith(message), cause.message
+
+
+@pytest.mark.parametrize("value", ["false", "yes", 0, 1, "True"])
+@pytest.mark.parametrize(
+    ("base", "path", "field"),
+    [
+        (_job, "spec.suspend", "spec.suspend"),
+        (BASES["rayjob"], "spec.shutdownAfterJobFinishes", "spec.shutdownAfterJobFinishes"),
+        (
+            lambda: {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
+            "immutable",
+            "immutable",
+        ),
+    ],
+    ids=["job-suspend", "rayjob-shutdown", "configmap-immutable"],
+)
+def test_a_boolean_must_be_a_json_boolean(
+    base: Callable[[], dict], path: str, field: str, value: Any
+) -> None:
+    """Go's decoder takes only true and false for a bool ("false", 0 or "yes" would be coerced by a lax
+    validator: "false" to False here, and a string "false" is truthy to any code reading it raw)."""
+    obj = base()
+    _set(path, value)(obj)
+    with pytest.raises(Invalid) as exc:
+        admit(resolve_object(REGISTRY, obj), obj)
+    assert [c.field for c in exc.value.causes] == [field]
+    assert "valid boolean" in exc.value.causes[0].message

@@ -19,6 +19,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationInfo,
     field_validator,
 )
@@ -220,8 +221,8 @@ class OwnerReference(Model):
     kind: str
     name: str
     uid: str
-    controller: bool | None = None
-    block_owner_deletion: bool | None = None
+    controller: StrictBool | None = None
+    block_owner_deletion: StrictBool | None = None
 
 
 class ManagedFieldsEntry(Loose):

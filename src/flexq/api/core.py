@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from flexq.api.base import (
     INT32_MAX,
@@ -220,7 +220,7 @@ class PodTemplate(ObjectBase):
 
 class NodeSpec(Loose):
     taints: list[Taint] | None = None
-    unschedulable: bool | None = None
+    unschedulable: StrictBool | None = None
     provider_id: str | None = Field(default=None, alias="providerID")
 
 
@@ -271,7 +271,7 @@ def _keys_and_base64(v: dict[str, str] | None) -> dict[str, str] | None:
 class ConfigMap(ObjectBase):
     data: dict[str, str] | None = None
     binary_data: dict[str, str] | None = None
-    immutable: bool | None = None
+    immutable: StrictBool | None = None
 
     @field_validator("data")
     @classmethod
@@ -379,7 +379,7 @@ class Secret(ObjectBase):
     data: dict[str, str] | None = None
     string_data: dict[str, str] | None = None
     type: str | None = None
-    immutable: bool | None = None
+    immutable: StrictBool | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -458,7 +458,7 @@ class ServiceAccount(ObjectBase):
 
     secrets: list[ObjectReference] | None = _merged_by("name")
     image_pull_secrets: list[LocalObjectReference] | None = None
-    automount_service_account_token: bool | None = None
+    automount_service_account_token: StrictBool | None = None
 
 
 # -- batch/v1 Job ---------------------------------------------------------------------------------
@@ -472,9 +472,9 @@ class JobSpec(Loose):
     backoff_limit: int | None = Field(default=None, ge=0, le=INT32_MAX)
     active_deadline_seconds: int | None = Field(default=None, ge=1, le=2**63 - 1)
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0, le=INT32_MAX)
-    suspend: bool | None = None
+    suspend: StrictBool | None = None
     selector: LabelSelector | None = None
-    manual_selector: bool | None = None
+    manual_selector: StrictBool | None = None
     completion_mode: Literal["NonIndexed", "Indexed"] | None = None
 
     @model_validator(mode="after")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, field_validator
 
 from flexq.api.base import Int32, Loose, Model, ObjectBase, check_dns1123_subdomain, field_error
 from flexq.api.embedded import EmbeddedPodTemplateSpec
@@ -45,7 +45,7 @@ class HeadGroupSpec(Model):
     ray_start_params: dict[str, str] | None = None
     service_type: str | None = None
     head_service: Loose | None = None
-    enable_ingress: bool | None = None
+    enable_ingress: StrictBool | None = None
     ingress_options: Loose | None = None
     resources: dict[str, str] | None = None
     labels: dict[str, str] | None = None
@@ -61,7 +61,7 @@ class WorkerGroupSpec(Model):
     num_of_hosts: Int32 = 1
     idle_timeout_seconds: Int32 | None = None
     priority: Int32 | None = None
-    suspend: bool | None = None
+    suspend: StrictBool | None = None
     resources: dict[str, str] | None = None
     labels: dict[str, str] | None = None
     ray_start_params: dict[str, str] | None = None
@@ -74,10 +74,10 @@ class RayClusterSpec(Model):
 
     head_group_spec: HeadGroupSpec
     worker_group_specs: list[WorkerGroupSpec] | None = None
-    enable_in_tree_autoscaling: bool | None = None
+    enable_in_tree_autoscaling: StrictBool | None = None
     autoscaler_options: Loose | None = None
     ray_version: str | None = None
-    suspend: bool | None = None
+    suspend: StrictBool | None = None
     managed_by: str | None = None
     head_service_annotations: dict[str, str] | None = None
     gcs_fault_tolerance_options: Loose | None = None
@@ -104,9 +104,9 @@ class RayJobSpec(Model):
     runtime_env_yaml: str | None = Field(default=None, alias="runtimeEnvYAML")
     ray_cluster_spec: RayClusterSpec | None = None
     cluster_selector: dict[str, str] | None = None
-    shutdown_after_job_finishes: bool | None = None
+    shutdown_after_job_finishes: StrictBool | None = None
     ttl_seconds_after_finished: Int32 = 0
-    suspend: bool | None = None
+    suspend: StrictBool | None = None
     submission_mode: str = "K8sJobMode"
     active_deadline_seconds: Int32 | None = None
     pre_running_deadline_seconds: Int32 | None = Field(default=None, ge=1)
