@@ -244,3 +244,43 @@ def test_a_field_manager_must_be_short_and_printable(
         f'{options}.meta.k8s.io "" is invalid'
     )
     assert target.version("t") == before
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "text"),
+    [
+        (
+            {"manager": "m", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": "garbage"},
+            "fieldsV1",
+            "valid dictionary",
+        ),
+        ({"x": 1}, "operation", 'Invalid value: "": must be `Apply` or `Update`'),
+        (
+            {"manager": "m", "operation": "Frob"},
+            "operation",
+            'Invalid value: "Frob": must be `Apply` or `Update`',
+        ),
+        (
+            {"manager": "m", "operation": "Update", "fieldsType": "FieldsV2"},
+            "fieldsType",
+            "must be `FieldsV1`",
+        ),
+        (
+            {"manager": "m" * 129, "operation": "Update"},
+            "manager",
+            "Too long: may not be more than 128 bytes",
+        ),
+    ],
+    ids=["fields-v1-string", "no-operation", "bad-operation", "bad-fields-type", "long-manager"],
+)
+def test_managed_fields_are_checked_so_no_object_is_stored_that_later_writes_fail_on(
+    target: Target, entry: dict, field: str, text: str
+) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mf", "managedFields": [entry]}}
+    status = _status(target.send("POST", CM, body), 422, text)
+    assert status["details"]["causes"][0]["field"] == f"metadata.managedFields[0].{field}"
+    assert target.send("GET", f"{CM}/mf").status_code == 404
+    good = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "t", "managedFields": [entry]}}
+    before = target.version("t")
+    _status(target.send("PUT", f"{CM}/t", good), 422, text)  # an update may not bring them either
+    assert target.version("t") == before

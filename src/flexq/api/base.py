@@ -22,6 +22,7 @@ from pydantic import (
     StrictBool,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
@@ -226,7 +227,32 @@ class OwnerReference(Model):
 
 
 class ManagedFieldsEntry(Loose):
-    """Kept as sent (server-side apply bookkeeping)."""
+    """Kept as sent (server-side apply bookkeeping), checked as apimachinery's ValidateManagedFields checks it,
+    and with ``fieldsV1`` an object: the field manager reads it as a field set (a string there was stored, and
+    every later write of the object was a 500)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    manager: str | None = None
+    operation: str | None = None
+    fields_type: str | None = Field(default=None, alias="fieldsType")
+    fields_v1: dict[str, Any] | None = Field(default=None, alias="fieldsV1")
+
+    @model_validator(mode="after")
+    def _entry(self) -> ManagedFieldsEntry:
+        if self.operation not in ("Apply", "Update"):
+            shown = json.dumps(self.operation or "")
+            raise field_error("operation", f"Invalid value: {shown}: must be `Apply` or `Update`")
+        if self.fields_type and self.fields_type != "FieldsV1":
+            raise field_error(
+                "fieldsType", f"Invalid value: {json.dumps(self.fields_type)}: must be `FieldsV1`"
+            )
+        manager = self.manager or ""
+        if len(manager.encode()) > 128:
+            raise field_error("manager", "Too long: may not be more than 128 bytes", "FieldValueTooLong")
+        if not manager.isprintable():
+            raise field_error("manager", f"Invalid value: {json.dumps(manager[:100])}: must be printable")
+        return self
 
 
 class ObjectMeta(Model):
