@@ -284,3 +284,22 @@ def test_managed_fields_are_checked_so_no_object_is_stored_that_later_writes_fai
     before = target.version("t")
     _status(target.send("PUT", f"{CM}/t", good), 422, text)  # an update may not bring them either
     assert target.version("t") == before
+
+
+def test_a_manager_made_of_a_long_user_agent_is_cut_to_128_bytes(target: Target) -> None:
+    applied = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ua"}, "data": {"a": "1"}}
+    r = target.send("PATCH", f"{CM}/ua?fieldManager=alice", applied, "application/apply-patch+yaml")
+    assert r.status_code == 201, r.text
+    r = requests.patch(
+        f"{target.url}{CM}/ua",
+        data=json.dumps({"data": {"ua": "1"}}),
+        headers={
+            **target.headers,
+            "Content-Type": "application/merge-patch+json",
+            "User-Agent": "u" * 300 + "/1.0",
+        },
+        timeout=20,
+    )
+    assert r.status_code == 200, r.text
+    managers = [e["manager"] for e in r.json()["metadata"]["managedFields"]]
+    assert "u" * 128 in managers

@@ -257,6 +257,20 @@ def check_field_manager(manager: str | None, options: str) -> None:
         )
 
 
+def manager_from_user_agent(agent: str) -> str:
+    """The API server's prefixFromUserAgent: up to the first ``/``, printable characters only, at most 128
+    bytes (a valid field manager whatever the client sends)."""
+    out, size = [], 0
+    for ch in agent.split("/")[0]:
+        if not ch.isprintable():
+            continue
+        size += len(ch.encode())
+        if size > FIELD_MANAGER_MAX:
+            break
+        out.append(ch)
+    return "".join(out)
+
+
 def default_propagation(info: KindInfo) -> str:
     """The deletion policy when a request names none (the registry strategy's
     ``DefaultGarbageCollectionPolicy``): a batch/v1 Job orphans its pods, for backward compatibility (which is
@@ -573,7 +587,7 @@ class KubeFace:
         that lost a field conflicts (409) unless forced."""
         manager = (
             request.query_params.get("fieldManager")
-            or (request.headers.get("user-agent") or "unknown").split("/")[0]
+            or manager_from_user_agent(request.headers.get("user-agent") or "unknown")
             or "unknown"
         )
         api_version = info.api_version(t.version)
