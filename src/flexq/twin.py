@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from flexq.api import scheme
-from flexq.api.decode import check_decoded, check_finite, load_yaml_all
+from flexq.api.decode import check_decoded, load_yaml_all
 from flexq.api.jsoncopy import no_gc
 from flexq.api.registry import KindInfo
 from flexq.assembly import ClusterRuntime, TwinCore
@@ -43,8 +43,12 @@ def load_documents(source: str | dict | Iterable[dict]) -> list[dict]:
         docs: list[Any] = [source]
     elif isinstance(source, str):
         docs = load_yaml_all(source)
-    else:
+    elif isinstance(source, Iterable) and not isinstance(source, (bytes, bytearray)):
         docs = list(source)
+    else:
+        raise BadRequest(
+            f"expected YAML or JSON text, an object or a list of objects, got {type(source).__name__}"
+        )
     out: list[dict] = []
     for d in docs:
         if not isinstance(d, dict):
@@ -201,7 +205,11 @@ class Twin:
         )
 
     def create(self, obj: dict, namespace: str | None = None) -> dict:
-        check_finite(obj)  # NaN and Infinity: JSON cannot carry them to an API server
+        if not isinstance(obj, dict):
+            raise BadRequest(f"expected an object, got {type(obj).__name__}")
+        check_decoded(
+            obj
+        )  # what JSON can carry (no NaN, string keys), within the API server's depth and size
         info = scheme.resolve_object(self.store.registry, obj)
         return self._call(
             lambda: scheme.render(info, self.store.create(obj, namespace=namespace), obj.get("apiVersion"))
@@ -262,7 +270,9 @@ class Twin:
         patch_type: str = "merge",
     ) -> dict:
         """Merge patch (or ``patch_type="json"``/``"strategic"``); ``subresource="status"`` writes status."""
-        check_finite(patch)
+        if not isinstance(patch, (dict, list)):
+            raise BadRequest(f"a patch must be an object or a list of operations, got {type(patch).__name__}")
+        check_decoded(patch)
         info, v = self._info(kind)
         return self._call(
             lambda: scheme.render(

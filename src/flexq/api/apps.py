@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, model_validator
 
 from flexq.api.base import LabelSelector, Loose, ObjectBase, field_error
 from flexq.api.core import PodTemplateSpec
@@ -76,7 +76,7 @@ class DeploymentSpec(Loose):
     min_ready_seconds: int | None = Field(default=None, ge=0)
     revision_history_limit: int | None = Field(default=None, ge=0)
     progress_deadline_seconds: int | None = None
-    paused: bool | None = None
+    paused: StrictBool | None = None
 
     @model_validator(mode="after")
     def _check(self) -> DeploymentSpec:

@@ -9,6 +9,7 @@ point at a sub-path. Validation and defaults only; no behaviour. Must not import
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any, Literal
 
@@ -18,8 +19,10 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
@@ -45,7 +48,15 @@ __all__ = [
     "check_dns1123_label",
     "check_label_key",
     "check_label_value",
+    "Int32",
+    "Int64",
 ]
+
+INT32_MAX = 2**31 - 1
+# Go's int32 and int64 fields: a number past them fails to decode on the API server; here it is refused as an
+# invalid value of its field, before a controller would try to make two billion pods of it
+Int32 = Annotated[int, Field(ge=-(2**31), le=INT32_MAX)]
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 
 
 class Model(BaseModel):
@@ -109,8 +120,19 @@ def check_dns1123_subdomain(v: str) -> str:
 def check_label_key(k: str) -> str:
     prefix, _, name = k.rpartition("/")
     if prefix:
-        check_dns1123_subdomain(prefix)
-    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        try:
+            check_dns1123_subdomain(prefix)
+        except PydanticCustomError as err:
+            raise PydanticCustomError(
+                "flexq", f"prefix part {err.message()}", {"kind": "FieldValueInvalid"}
+            ) from None
+    if not name:
+        raise PydanticCustomError("flexq", "name part must be non-empty", {"kind": "FieldValueInvalid"})
+    if len(name) > 63:
+        raise PydanticCustomError(
+            "flexq", "name part must be no more than 63 characters", {"kind": "FieldValueInvalid"}
+        )
+    if not _QUALIFIED_NAME.match(name):
         raise PydanticCustomError(
             "flexq",
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
@@ -122,7 +144,11 @@ def check_label_key(k: str) -> str:
 
 
 def check_label_value(v: str) -> str:
-    if len(v) > 63 or not _LABEL_VALUE.match(v):
+    if len(v) > 63:
+        raise PydanticCustomError(
+            "flexq", "must be no more than 63 characters", {"kind": "FieldValueInvalid"}
+        )
+    if not _LABEL_VALUE.match(v):
         raise PydanticCustomError(
             "flexq",
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
@@ -136,14 +162,28 @@ def check_label_value(v: str) -> str:
 _VALID_LABEL_KEYS: set[str] = set()  # keys already checked (a small vocabulary, on every object written)
 
 
+def naming_the_value(value: str, check: Any) -> None:
+    """``check(value)``, its error message starting ``Invalid value: "<value>": `` as apimachinery's
+    ``field.Invalid`` prints a map's bad key or value (not ``"object"``, the whole map)."""
+    try:
+        check(value)
+    except PydanticCustomError as err:
+        shown = json.dumps(value if len(value) <= 100 else value[:100] + "...", ensure_ascii=False)
+        raise PydanticCustomError(
+            "flexq",
+            "invalid value",
+            {**(err.context or {}), "message": f"Invalid value: {shown}: {err.message()}"},
+        ) from None
+
+
 def _check_labels(v: dict[str, str] | None) -> dict[str, str] | None:
     if v:
         for k, val in v.items():
             if k not in _VALID_LABEL_KEYS:
-                check_label_key(k)
+                naming_the_value(k, check_label_key)
                 if len(_VALID_LABEL_KEYS) < 4096:
                     _VALID_LABEL_KEYS.add(k)
-            check_label_value(val)
+            naming_the_value(val, check_label_value)
     return v
 
 
@@ -182,12 +222,37 @@ class OwnerReference(Model):
     kind: str
     name: str
     uid: str
-    controller: bool | None = None
-    block_owner_deletion: bool | None = None
+    controller: StrictBool | None = None
+    block_owner_deletion: StrictBool | None = None
 
 
 class ManagedFieldsEntry(Loose):
-    """Kept as sent (server-side apply bookkeeping)."""
+    """Kept as sent (server-side apply bookkeeping), checked as apimachinery's ValidateManagedFields checks it,
+    and with ``fieldsV1`` an object: the field manager reads it as a field set (a string there was stored, and
+    every later write of the object was a 500)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    manager: str | None = None
+    operation: str | None = None
+    fields_type: str | None = Field(default=None, alias="fieldsType")
+    fields_v1: dict[str, Any] | None = Field(default=None, alias="fieldsV1")
+
+    @model_validator(mode="after")
+    def _entry(self) -> ManagedFieldsEntry:
+        if self.operation not in ("Apply", "Update"):
+            shown = json.dumps(self.operation or "")
+            raise field_error("operation", f"Invalid value: {shown}: must be `Apply` or `Update`")
+        if self.fields_type and self.fields_type != "FieldsV1":
+            raise field_error(
+                "fieldsType", f"Invalid value: {json.dumps(self.fields_type)}: must be `FieldsV1`"
+            )
+        manager = self.manager or ""
+        if len(manager.encode()) > 128:
+            raise field_error("manager", "Too long: may not be more than 128 bytes", "FieldValueTooLong")
+        if not manager.isprintable():
+            raise field_error("manager", f"Invalid value: {json.dumps(manager[:100])}: must be printable")
+        return self
 
 
 class ObjectMeta(Model):
@@ -207,12 +272,28 @@ class ObjectMeta(Model):
     managed_fields: list[ManagedFieldsEntry] | None = None
     self_link: str | None = None
 
+    @field_validator("finalizers")
+    @classmethod
+    def _finalizer_names(cls, v: list[str] | None) -> list[str] | None:
+        """Each a qualified name, as apimachinery's ValidateFinalizerName has it (the path is the list's)."""
+        for name in v or ():
+            try:
+                check_label_key(name)
+            except PydanticCustomError as err:
+                shown = json.dumps(name, ensure_ascii=False)
+                raise PydanticCustomError(
+                    "flexq",
+                    "invalid finalizer name",
+                    {"kind": "FieldValueInvalid", "message": f"Invalid value: {shown}: {err.message()}"},
+                ) from None
+        return v
+
     @field_validator("annotations")
     @classmethod
     def _annotation_keys(cls, v: dict[str, str] | None) -> dict[str, str] | None:
         if v:
             for k in v:
-                check_label_key(k)
+                naming_the_value(k, check_label_key)
             if sum(len(k) + len(x) for k, x in v.items()) > 256 * 1024:
                 raise PydanticCustomError(
                     "flexq", "may not be more than 262144 bytes", {"kind": "FieldValueTooLong"}

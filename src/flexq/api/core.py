@@ -20,10 +20,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from flexq.api.base import (
+    INT32_MAX,
     DNS1123Label,
+    Int32,
+    Int64,
     Labels,
     LabelSelector,
     Loose,
@@ -160,11 +163,11 @@ class PodSpec(Loose):
     volumes: list[Volume] | None = _merged_by("name", "merge,retainKeys")
     restart_policy: Literal["Always", "OnFailure", "Never"] | None = None
     priority_class_name: str | None = None
-    priority: int | None = None
+    priority: Int32 | None = None
     scheduling_gates: list[dict[str, str]] | None = None
     overhead: dict[str, Quantity] | None = None
     scheduler_name: str | None = None
-    termination_grace_period_seconds: int | None = None
+    termination_grace_period_seconds: Int64 | None = None
     dns_policy: str | None = None
 
     @field_validator("containers")
@@ -217,7 +220,7 @@ class PodTemplate(ObjectBase):
 
 class NodeSpec(Loose):
     taints: list[Taint] | None = None
-    unschedulable: bool | None = None
+    unschedulable: StrictBool | None = None
     provider_id: str | None = Field(default=None, alias="providerID")
 
 
@@ -268,7 +271,7 @@ def _keys_and_base64(v: dict[str, str] | None) -> dict[str, str] | None:
 class ConfigMap(ObjectBase):
     data: dict[str, str] | None = None
     binary_data: dict[str, str] | None = None
-    immutable: bool | None = None
+    immutable: StrictBool | None = None
 
     @field_validator("data")
     @classmethod
@@ -376,7 +379,7 @@ class Secret(ObjectBase):
     data: dict[str, str] | None = None
     string_data: dict[str, str] | None = None
     type: str | None = None
-    immutable: bool | None = None
+    immutable: StrictBool | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -455,7 +458,7 @@ class ServiceAccount(ObjectBase):
 
     secrets: list[ObjectReference] | None = _merged_by("name")
     image_pull_secrets: list[LocalObjectReference] | None = None
-    automount_service_account_token: bool | None = None
+    automount_service_account_token: StrictBool | None = None
 
 
 # -- batch/v1 Job ---------------------------------------------------------------------------------
@@ -463,14 +466,15 @@ class ServiceAccount(ObjectBase):
 
 class JobSpec(Loose):
     template: PodTemplateSpec
-    parallelism: int | None = Field(default=None, ge=0)
-    completions: int | None = Field(default=None, ge=0)
-    backoff_limit: int | None = Field(default=None, ge=0)
-    active_deadline_seconds: int | None = Field(default=None, ge=1)
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
-    suspend: bool | None = None
+    # int32 on the API server (activeDeadlineSeconds int64)
+    parallelism: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    completions: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    backoff_limit: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    active_deadline_seconds: int | None = Field(default=None, ge=1, le=2**63 - 1)
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0, le=INT32_MAX)
+    suspend: StrictBool | None = None
     selector: LabelSelector | None = None
-    manual_selector: bool | None = None
+    manual_selector: StrictBool | None = None
     completion_mode: Literal["NonIndexed", "Indexed"] | None = None
 
     @model_validator(mode="after")

@@ -12,7 +12,8 @@ million steps at most instead of expanding to gigabytes). Must not import ``flex
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import re
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 import yaml
@@ -43,19 +44,56 @@ class _Loader(_Base):
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     continue
                 key = self.construct_object(key_node, deep=True)
-                try:
+                try:  # as JSON keys: `1` and `true` are two keys ("1", "true"), though 1 == True in Python
+                    key = _json_key(key, None)
                     dup = key in seen
                     seen.add(key)
-                except TypeError:  # an unhashable key: the base constructor says so
+                except (TypeError, yaml.YAMLError):  # unhashable, or null: refused below
                     continue
                 if dup:
                     raise yaml.constructor.ConstructorError(
                         None, None, f'key "{key}" already set in map', key_node.start_mark
                     )
-        return super().construct_mapping(node, deep=deep)
+        if not isinstance(node, yaml.MappingNode):
+            return super().construct_mapping(node, deep=deep)  # the base constructor's error
+        self.flatten_mapping(node)  # merge keys (`<<: *anchor`) first, so that the keys written here win
+        mapping: dict[str, Any] = {}  # keyed as JSON: Python's 1 == True would merge `1:` and `true:`
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "found unhashable key",
+                    key_node.start_mark,
+                )
+            value = self.construct_object(value_node, deep=deep)
+            mapping[_json_key(key, value)] = value
+        return mapping
 
 
 _Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
+
+
+def _json_key(key: Any, value: Any) -> str:
+    """A YAML map key as sigs.k8s.io/yaml's YAML-to-JSON conversion writes it: integers, floats and booleans
+    become their text (``1: x`` is ``{"1": "x"}``); a null key is refused, as there."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return str(key)
+    if isinstance(key, float):
+        if key != key:
+            return ".nan"
+        if key in (_INF, -_INF):
+            return ".inf" if key > 0 else "-.inf"
+        return repr(key)
+    shown = "<nil>" if key is None else type(key).__name__
+    raise yaml.constructor.ConstructorError(
+        None, None, f"unsupported map key of type: {shown}, key: {key!r}, value: {value!r}"[:300]
+    )
 
 
 def _yaml_error(exc: Exception) -> BadRequest:
@@ -83,14 +121,36 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_lone_surrogates(value: Any) -> Any:
+    """``value`` with every lone UTF-16 surrogate (``"\\ud800"`` escaped in JSON with no partner) replaced by
+    U+FFFD, as Go's JSON decoder does: such a string cannot be encoded as UTF-8 (stored, or sent back)."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_replace_lone_surrogates(k): _replace_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_lone_surrogates(v) for v in value]
+    return value
+
+
 def load_json(text: str) -> Any:
     """JSON text -> data (BadRequest when malformed, nested too deep, or using NaN/Infinity)."""
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise BadRequest(f"json: exceeded max depth of {MAX_DEPTH}") from None
     except ValueError as exc:
         raise BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
+    if _SURROGATE_ESCAPE.search(text):  # rare: only then is the decoded data walked
+        try:
+            data = _replace_lone_surrogates(data)
+        except RecursionError:
+            raise BadRequest(f"json: exceeded max depth of {MAX_DEPTH}") from None
+    return data
 
 
 def nonfinite_path(data: Any) -> tuple[str, float] | None:
@@ -128,8 +188,21 @@ def check_finite(data: Any) -> None:
 _INF = float("inf")
 
 
+def _check_text(value: str) -> None:
+    """A lone UTF-16 surrogate cannot be encoded as UTF-8: neither stored nor sent (JSON text never has one
+    here: ``load_json`` replaces them; a Python caller of the SDK can pass one)."""
+    if not value.isascii():
+        found = _LONE_SURROGATE.search(value)
+        if found:
+            raise BadRequest(
+                f"a string holds a lone UTF-16 surrogate (U+{ord(found.group()):04X}), which UTF-8 cannot "
+                f"encode: {value[:60]!r}"
+            )
+
+
 def _scalar_size(value: Any) -> int:
     if isinstance(value, str):
+        _check_text(value)
         return len(value) + 2
     if isinstance(value, bool) or value is None:
         return 5
@@ -174,7 +247,13 @@ def _check_decoded(data: Any, limit: int, max_depth: int) -> int:
             on_path.discard(key)
             size, depth = 2 + len(value), 1
             if isinstance(value, dict):
-                size += sum(len(k) + 3 if isinstance(k, str) else len(str(k)) + 3 for k in value)
+                for k in value:
+                    if not isinstance(k, str):  # JSON has string keys only (a YAML key is converted)
+                        raise BadRequest(
+                            f"json: unsupported map key of type {type(k).__name__}: {str(k)[:100]}"
+                        )
+                    _check_text(k)
+                    size += len(k) + 3
             for child in children:
                 if isinstance(child, (dict, list)):
                     csize, cdepth = memo[id(child)]

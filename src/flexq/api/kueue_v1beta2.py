@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, StrictBool, field_validator, model_validator
 
 from flexq.api.base import (
     Condition,
@@ -329,7 +329,7 @@ class WorkloadSpecBase(Model):
     pod_sets: PodSets
     queue_name: DNS1123Subdomain | None = None
     priority: int | None = None
-    active: bool = True
+    active: StrictBool = True
     maximum_execution_time_seconds: int | None = Field(default=None, ge=1)
 
 

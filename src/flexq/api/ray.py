@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, field_validator
 
-from flexq.api.base import Loose, Model, ObjectBase, check_dns1123_subdomain, field_error
+from flexq.api.base import Int32, Loose, Model, ObjectBase, check_dns1123_subdomain, field_error
 from flexq.api.embedded import EmbeddedPodTemplateSpec
 from flexq.api.registry import KindInfo, PrinterColumn
 from flexq.api.wellknown import QUEUE_NAME_LABEL
@@ -45,7 +45,7 @@ class HeadGroupSpec(Model):
     ray_start_params: dict[str, str] | None = None
     service_type: str | None = None
     head_service: Loose | None = None
-    enable_ingress: bool | None = None
+    enable_ingress: StrictBool | None = None
     ingress_options: Loose | None = None
     resources: dict[str, str] | None = None
     labels: dict[str, str] | None = None
@@ -55,13 +55,13 @@ class WorkerGroupSpec(Model):
     """A group of identical worker replicas; each replica is ``numOfHosts`` pods (one TPU slice)."""
 
     group_name: str
-    replicas: int = 0
-    min_replicas: int = 0
-    max_replicas: int = 2147483647
-    num_of_hosts: int = 1
-    idle_timeout_seconds: int | None = None
-    priority: int | None = None
-    suspend: bool | None = None
+    replicas: Int32 = 0  # int32 fields of KubeRay's CRD (format: int32)
+    min_replicas: Int32 = 0
+    max_replicas: Int32 = 2147483647
+    num_of_hosts: Int32 = 1
+    idle_timeout_seconds: Int32 | None = None
+    priority: Int32 | None = None
+    suspend: StrictBool | None = None
     resources: dict[str, str] | None = None
     labels: dict[str, str] | None = None
     ray_start_params: dict[str, str] | None = None
@@ -74,10 +74,10 @@ class RayClusterSpec(Model):
 
     head_group_spec: HeadGroupSpec
     worker_group_specs: list[WorkerGroupSpec] | None = None
-    enable_in_tree_autoscaling: bool | None = None
+    enable_in_tree_autoscaling: StrictBool | None = None
     autoscaler_options: Loose | None = None
     ray_version: str | None = None
-    suspend: bool | None = None
+    suspend: StrictBool | None = None
     managed_by: str | None = None
     head_service_annotations: dict[str, str] | None = None
     gcs_fault_tolerance_options: Loose | None = None
@@ -104,13 +104,13 @@ class RayJobSpec(Model):
     runtime_env_yaml: str | None = Field(default=None, alias="runtimeEnvYAML")
     ray_cluster_spec: RayClusterSpec | None = None
     cluster_selector: dict[str, str] | None = None
-    shutdown_after_job_finishes: bool | None = None
-    ttl_seconds_after_finished: int = 0
-    suspend: bool | None = None
+    shutdown_after_job_finishes: StrictBool | None = None
+    ttl_seconds_after_finished: Int32 = 0
+    suspend: StrictBool | None = None
     submission_mode: str = "K8sJobMode"
-    active_deadline_seconds: int | None = None
-    pre_running_deadline_seconds: int | None = Field(default=None, ge=1)
-    backoff_limit: int = 0
+    active_deadline_seconds: Int32 | None = None
+    pre_running_deadline_seconds: Int32 | None = Field(default=None, ge=1)
+    backoff_limit: Int32 = 0
     submitter_pod_template: EmbeddedPodTemplateSpec | None = None
     submitter_config: Loose | None = None
     job_id: str | None = None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, StrictBool, model_validator
 
 from flexq.api.base import ObjectBase
 from flexq.api.registry import KindInfo, ObjectReader, PrinterColumn
@@ -70,7 +70,7 @@ class PriorityClass(ObjectBase):
     model_config = ConfigDict(json_schema_extra={"required": ["value"]})
 
     value: int = Field(default=0, ge=-(2**31), le=2**31 - 1)
-    global_default: bool | None = None
+    global_default: StrictBool | None = None
     description: str | None = None
     preemption_policy: str | None = None
 

@@ -35,10 +35,15 @@ def main(argv: list[str] | None = None) -> int:
     private_home(home)
 
     from flexq import Twin
+    from flexq.errors import InputError
     from flexq.http.server import serve
 
     # Ray's temp dirs stay in the executor's default short temp path (unix socket paths are limited to 107 bytes).
-    twin = Twin(clock="real", home=home, executor=args.executor)
+    try:
+        twin = Twin(clock="real", home=home, executor=args.executor)
+    except InputError as exc:  # a state file that cannot be read: said in one line, not a traceback
+        log.error("cannot start the twin: %s", exc)
+        return 1
     log.info("twin started (home %s, executor %s)", home, args.executor)
     try:
         serve(twin.core, home, args.host, args.port)

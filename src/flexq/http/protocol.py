@@ -35,6 +35,7 @@ _PF = re.compile(
     r"^(?:/clusters/(?P<cluster>[^/]+))?/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)/portforward$"
 )
 _MAX_HEAD = 64 * 1024
+MAX_URL = 65535  # httptools.parse_url refuses longer URLs
 
 
 def local_endpoint(pod: dict, port: int, executors: Sequence[Any] = ()) -> tuple[str, int]:
@@ -90,6 +91,23 @@ def protocol_class(core: TwinServices, token: str | None) -> type[Any]:
 
     class TwinHttpProtocol(_Base):
         _head: bytes | None = b""
+
+        def send_400_response(self, msg: str) -> None:
+            """uvicorn's answer to a request it cannot parse, as a Kubernetes ``Status`` (JSON, not text): a
+            URL longer than httptools parses (64 KiB) is a 414 saying so, anything else a 400."""
+            url = getattr(self, "url", b"") or b""
+            if len(url) > MAX_URL:
+                body = BadRequest(
+                    f"the request URL is {len(url)} bytes long; this server reads URLs of at most {MAX_URL} "
+                    "bytes (send long label selectors in several requests)"
+                ).to_status()
+                body.update(code=414, reason="RequestURITooLong")
+                line = "414 URI Too Long"
+            else:
+                body = BadRequest(f"the HTTP request could not be parsed: {msg}").to_status()
+                line = "400 Bad Request"
+            self.transport.write(_http(line, body))
+            self.transport.close()
 
         def data_received(self, data: bytes) -> None:
             if self._head is None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import orjson
 
+from flexq.errors import InputError
 from flexq.store.private import private_file
 
 _SCHEMA = """
@@ -49,9 +50,18 @@ class Journal:
         # owner-only from its first byte: SQLite gives the -wal and -shm files the database file's mode
         private_file(self.path)
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+            self._db.execute("SELECT count(*) FROM counters").fetchone()
+        except sqlite3.DatabaseError as exc:  # not SQLite, or damaged: left as it is, never overwritten
+            self._db.close()
+            raise InputError(
+                f"not a flexq state database, or a damaged one (SQLite: {exc}); it was left untouched: "
+                "move it aside to start a fresh twin, or put back a copy",
+                source=self.path,
+            ) from None
         for side in ("-wal", "-shm"):  # left readable by an older flexq: tightened
             if Path(self.path + side).exists():
                 private_file(self.path + side)

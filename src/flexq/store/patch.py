@@ -11,6 +11,7 @@ sends. Must not import flexq modules other than ``flexq.errors``.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,6 +188,7 @@ def _merge_map(original: dict, patch: dict, schema: dict[str, Any]) -> dict | No
         return None
     if directive not in (None, "merge"):
         raise BadRequest(f"Unknown patch type: {directive}")
+    _check_directives(patch)
     out = copy.deepcopy(original)
     if "$retainKeys" in patch:
         keep = set(patch["$retainKeys"] or ())
@@ -230,6 +232,19 @@ def _merge_map(original: dict, patch: dict, schema: dict[str, Any]) -> dict | No
                     sub.key,
                 )
     return out
+
+
+def _check_directives(patch: dict) -> None:
+    """The list-valued directives must be lists (of scalars for ``$retainKeys``): a 400 with
+    apimachinery's mergepatch error otherwise, as the API server answers."""
+    retain = patch.get("$retainKeys")
+    if retain is not None and (not isinstance(retain, list) or not all(isinstance(k, str) for k in retain)):
+        raise BadRequest("invalid patch format of retainKeys")
+    for k, v in patch.items():
+        if k.startswith(_DELETE_PRIMITIVE) and v is not None and not isinstance(v, list):
+            raise BadRequest("invalid patch format of primitive list")
+        if k.startswith(_ORDER) and not isinstance(v, list):
+            raise BadRequest("invalid patch format of setElementOrder list")
 
 
 def _merge_list(original: list, items: list, field: ListField) -> list:
@@ -441,7 +456,12 @@ def json_patch(target: Any, ops: Any) -> Any:
     if not isinstance(ops, list):
         raise BadRequest("json patch must be a list of operations")
     doc = copy.deepcopy(target)
-    for op in ops:
+    for n, op in enumerate(ops):
+        if not isinstance(op, dict):
+            raise BadRequest(f"json patch operation {n} is not an object: {json.dumps(op)[:100]}")
+        for name in ("op", "path"):
+            if not isinstance(op.get(name), str):
+                raise BadRequest(f'json patch operation {n} must have a string "{name}"')
         try:
             kind, parts = op["op"], _pointer(op["path"])
             if kind not in ("add", "remove", "replace", "move", "copy", "test"):

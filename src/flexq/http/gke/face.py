@@ -9,20 +9,28 @@ Must not import domain packages; the backend lives in ``flexq.gke``.
 
 from __future__ import annotations
 
-import json
 import logging
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from flexq.errors import CloudError, RequestEntityTooLarge
-from flexq.http.common import json_response, on_loop, read_body, url_path
+from flexq.errors import ApiError, CloudError, RequestEntityTooLarge
+from flexq.http.common import decode_body_async, json_response, on_loop, read_body, url_path
 from flexq.http.seam import TwinServices
 
 log = logging.getLogger("flexq.http.gke")
 
 PREFIXES = ("/v1/", "/v1beta1/", "/v2/", "/v3/")
+_GOOGLE_STATUS = {
+    400: "INVALID_ARGUMENT",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ALREADY_EXISTS",
+    413: "INVALID_ARGUMENT",
+    422: "INVALID_ARGUMENT",
+    500: "INTERNAL",
+}
 _TRANSPORT_PARAMS = {"alt", "prettyPrint", "$alt", "$prettyPrint", "key", "quotaUser", "fields"}
 
 
@@ -43,10 +51,12 @@ async def handle(core: TwinServices, request: Request) -> Response:
     except RequestEntityTooLarge as err:
         return google_error(413, "INVALID_ARGUMENT", err.message)
     if raw.strip():
-        try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return google_error(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {exc}")
+        try:  # with the API server's depth and size limits (a 5000-deep array was a RecursionError: a 500)
+            body = await decode_body_async(raw, "application/json")
+        except RequestEntityTooLarge as err:
+            return google_error(413, "INVALID_ARGUMENT", err.message)
+        except ApiError as exc:
+            return google_error(400, "INVALID_ARGUMENT", f"Invalid JSON payload received. {exc.message}")
         if not isinstance(body, dict):
             return google_error(400, "INVALID_ARGUMENT", "Invalid JSON payload received. Expected an object.")
     query = [(k, v) for k, v in request.query_params.multi_items() if k not in _TRANSPORT_PARAMS]
@@ -55,6 +65,10 @@ async def handle(core: TwinServices, request: Request) -> Response:
         status, out = await on_loop(core.loop, lambda: core.gke(method, path, body))
     except CloudError as err:
         return json_response(err.to_dict(), err.code)
+    except (
+        ApiError
+    ) as err:  # a Kubernetes-side refusal (a bad label selector made of the path): Google-shaped
+        return google_error(err.status, _GOOGLE_STATUS.get(err.status, "INVALID_ARGUMENT"), err.message)
     except Exception as exc:
         log.exception("GKE API call %s %s failed", method, path)
         return google_error(500, "INTERNAL", f"internal error: {exc}")

@@ -221,6 +221,56 @@ def check_delete_options(opts: dict) -> None:
                 raise wrong(f"preconditions.{key}", pre[key], "string")
 
 
+_OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+FIELD_MANAGER_MAX = 128
+
+
+def check_field_manager(manager: str | None, options: str) -> None:
+    """apimachinery's ValidateFieldManager: at most 128 bytes, every character printable (it is recorded in
+    ``managedFields`` and compared by later applies); 422 on the request's options otherwise."""
+    if not manager:
+        return
+    causes = []
+    if len(manager.encode()) > FIELD_MANAGER_MAX:
+        causes.append(
+            Cause(
+                "fieldManager",
+                "FieldValueTooLong",
+                f"Too long: may not be more than {FIELD_MANAGER_MAX} bytes",
+            )
+        )
+    bad = next(((i, ch) for i, ch in enumerate(manager) if not ch.isprintable()), None)
+    if bad is not None:
+        shown = json.dumps(manager[:100])
+        causes.append(
+            Cause(
+                "fieldManager",
+                "FieldValueInvalid",
+                f"Invalid value: {shown}: invalid character U+{ord(bad[1]):04X} (at index {bad[0]})",
+            )
+        )
+    if causes:
+        parts = [f"{c.field}: {c.message}" for c in causes]
+        joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+        raise Invalid(
+            f'{options}.meta.k8s.io "" is invalid: {joined}', kind=options, group="meta.k8s.io", causes=causes
+        )
+
+
+def manager_from_user_agent(agent: str) -> str:
+    """The API server's prefixFromUserAgent: up to the first ``/``, printable characters only, at most 128
+    bytes (a valid field manager whatever the client sends)."""
+    out, size = [], 0
+    for ch in agent.split("/")[0]:
+        if not ch.isprintable():
+            continue
+        size += len(ch.encode())
+        if size > FIELD_MANAGER_MAX:
+            break
+        out.append(ch)
+    return "".join(out)
+
+
 def default_propagation(info: KindInfo) -> str:
     """The deletion policy when a request names none (the registry strategy's
     ``DefaultGarbageCollectionPolicy``): a batch/v1 Job orphans its pods, for backward compatibility (which is
@@ -274,6 +324,8 @@ class KubeFace:
     async def _dispatch(self, request: Request, t: Target) -> Response:
         info = self.resolve(t)
         m, q = request.method, request.query_params
+        if m in _OPTIONS_KIND:
+            check_field_manager(q.get("fieldManager"), _OPTIONS_KIND[m])
         if t.subresource == "log" and info.kind == "Pod" and m == "GET":
             return await self.logs(request, t)
         if t.subresource not in (None, "status") or (
@@ -455,7 +507,8 @@ class KubeFace:
     def watch(self, request: Request, t: Target, info: KindInfo, name: str | None = None) -> Response:
         q = request.query_params
         rv = q.get("resourceVersion")
-        if rv not in (None, "") and not rv.isdigit():
+        # a uint64, as the API server parses it (ASCII digits only: str.isdigit() also takes "²" and "١")
+        if rv not in (None, "") and not (rv.isascii() and rv.isdigit() and int(rv) < 2**64):
             raise BadRequest(f'invalid resource version: "{rv}"')
         fsel = fields.checked(info, q.get("fieldSelector"))
         if name:
@@ -534,7 +587,7 @@ class KubeFace:
         that lost a field conflicts (409) unless forced."""
         manager = (
             request.query_params.get("fieldManager")
-            or (request.headers.get("user-agent") or "unknown").split("/")[0]
+            or manager_from_user_agent(request.headers.get("user-agent") or "unknown")
             or "unknown"
         )
         api_version = info.api_version(t.version)

@@ -9,7 +9,6 @@ answer is JSON either way and echoes the JSON request's spec. Pure; no flexq imp
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flexq.errors import MethodNotAllowed
@@ -39,17 +38,13 @@ def handles(path: str) -> bool:
     return path.rstrip("/") in _PATHS
 
 
-def review(method: str, path: str, body: bytes) -> dict[str, Any]:
-    """The answer to a review ``POST``."""
+def review(method: str, path: str, sent: Any) -> dict[str, Any]:
+    """The answer to a review ``POST`` of ``sent`` (the decoded JSON body; None when empty or protobuf)."""
     api_version, kind = _PATHS[path.rstrip("/")]
     if method != "POST":
         raise MethodNotAllowed(
             f"the server does not allow this method on the requested resource ({kind} is create-only)"
         )
-    try:
-        sent = json.loads(body) if body else {}
-    except (ValueError, UnicodeDecodeError):  # protobuf from a typed client: nothing of it is needed
-        sent = {}
     spec = sent.get("spec") if isinstance(sent, dict) and isinstance(sent.get("spec"), dict) else {}
     out: dict[str, Any] = {"kind": kind, "apiVersion": api_version, "metadata": {"creationTimestamp": None}}
     if kind == "SelfSubjectReview":
