@@ -28,7 +28,8 @@ def test_job_runs_its_pod_to_completion(twin: Twin) -> None:
     assert (st["active"], st["ready"], st["startTime"]) == (1, 1, "2027-01-01T00:00:00Z")
     twin.advance(30)
     st = twin.get("Job", "hello")["status"]
-    assert st["succeeded"] == 1 and "active" not in st and st["completionTime"] == "2027-01-01T00:00:30Z"
+    assert st["succeeded"] == 1 and "active" not in st and st["completionTime"] == "2027-01-01T00:00:31Z"
+    # the pod ended at 30; its event syncs the job one syncJobBatchPeriod (1 s) later, as upstream batches them
     assert [c["type"] for c in st["conditions"]] == ["SuccessCriteriaMet", "Complete"]
     assert condition(twin.get("Job", "hello"), "Complete")["reason"] == "CompletionsReached"
     assert "finalizers" not in pods_of(twin, "hello")[0]["metadata"]
@@ -44,7 +45,7 @@ def test_parallelism_and_completions(twin: Twin) -> None:
     twin.advance(10)
     st = twin.get("Job", "par")["status"]
     assert (st["succeeded"], st["active"]) == (2, 2)
-    twin.advance(20)
+    twin.advance(22)  # pods end at 10, 21 and 32; each batch's sync (1 s after) creates the next ones
     st = twin.get("Job", "par")["status"]
     assert st["succeeded"] == 5 and condition(twin.get("Job", "par"), "Complete")["status"] == "True"
     assert len(pods_of(twin, "par")) == 5
@@ -53,9 +54,13 @@ def test_parallelism_and_completions(twin: Twin) -> None:
 def test_backoff_limit_with_growing_creation_delay(twin: Twin) -> None:
     add_node(twin, node("n1"))
     twin.apply(job("bad", run=5, outcome="Failed", backoffLimit=2))
-    twin.advance(5)  # first pod fails at t=5; the next one comes 10 s later
+    twin.advance(
+        5
+    )  # first pod fails at t=5; the job syncs 1 s later (batched); the next pod comes 10 s after 5
+    assert "failed" not in twin.get("Job", "bad")["status"]
+    twin.advance(1)
     assert twin.get("Job", "bad")["status"]["failed"] == 1 and len(pods_of(twin, "bad")) == 1
-    twin.advance(9)
+    twin.advance(8)
     assert len(pods_of(twin, "bad")) == 1
     twin.advance(1)
     assert len(pods_of(twin, "bad")) == 2
@@ -68,8 +73,9 @@ def test_backoff_limit_with_growing_creation_delay(twin: Twin) -> None:
         "Job has reached the specified backoff limit",
     )
     assert condition(j, "FailureTarget")["status"] == "True" and "completionTime" not in j["status"]
-    # pods created at t=0, 15 (5+10) and 40 (20+20); the third fails at 45
-    assert failed["lastTransitionTime"] == "2027-01-01T00:00:45Z"
+    # pods created at t=0, 15 (5+10) and 40 (20+20): the back-off counts from each failed pod's finishedAt
+    # (getFinishedTime), not from the sync; the third fails at 45 and the job's sync at 46 fails it
+    assert failed["lastTransitionTime"] == "2027-01-01T00:00:46Z"
     assert events(twin, "bad", "BackoffLimitExceeded")[0]["type"] == "Warning"
 
 
@@ -174,8 +180,9 @@ def test_on_failure_restarts_count_toward_the_backoff_limit(twin: Twin) -> None:
     twin.run_until_idle(3600)
     j = twin.get("Job", "flaky")
     assert condition(j, "Failed")["reason"] == "BackoffLimitExceeded"
-    # one pod: fails at 5, restarts after 10 s back-off, fails again at 20 -> two restarts reach the limit
-    assert condition(j, "Failed")["lastTransitionTime"] == "2027-01-01T00:00:20Z"
+    # one pod: fails at 5, restarts after 10 s back-off, fails again at 20 -> two restarts reach the limit,
+    # which the job's batched sync (1 s after the pod's event) sees
+    assert condition(j, "Failed")["lastTransitionTime"] == "2027-01-01T00:00:21Z"
     assert pods_of(twin, "flaky") == [] and j["status"]["failed"] == 1
 
 
@@ -212,3 +219,21 @@ def test_same_seed_same_run() -> None:
 
     first = run()
     assert len(first) > 20 and first == run()
+
+
+def test_a_burst_of_pod_events_costs_one_sync_of_the_job(twin: Twin) -> None:
+    """Pod events sync their Job after syncJobBatchPeriod (1 s), as kube-controller-manager's
+    ``enqueueSyncJobBatched``: 300 pods created, bound and started in the same instant are one sync of the
+    job, not one each (each sync looks at every pod of the job: a Job of thousands of pods was quadratic)."""
+    add_node(twin, node("n1", cpu="400"))
+    key = {"controller": "job-controller", "result": "success"}
+    before = twin.metric("controller_runtime_reconcile_total", key) or 0
+    twin.apply(job("wide", run=30, parallelism=300, completions=300))
+    twin.advance(10)
+    assert twin.get("Job", "wide")["status"]["active"] == 300
+    syncs = twin.metric("controller_runtime_reconcile_total", key) - before
+    # at most one sync a second for the pods' events (600+ of them: bound, started, ready), plus the create
+    # and the job's own status writes
+    assert syncs <= 25, syncs
+    twin.run_until_idle(3600)
+    assert twin.get("Job", "wide")["status"]["succeeded"] == 300

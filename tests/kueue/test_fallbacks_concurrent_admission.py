@@ -236,7 +236,7 @@ def test_race_b_stockout_2h_plan_b_wins_then_migration_restarts_job2():
     assert v["active"] is True and v["conditions"]["QuotaReserved"][0] == "True"
     assert v["conditions"]["Finished"][:2] == ("True", "Succeeded")
     # job 2 waits for the DWS pool (4 nodes, held by job 1) and then migrates when on-demand returns
-    assert starts(r, 2) == [(103, "dws"), (126, "on-demand")] and finished_min(r, 2) == 188
+    assert starts(r, 2) == [(103, "dws"), (126, "on-demand")] and finished_min(r, 2) == 189
 
 
 def test_race_b_user_view_while_plan_a_is_stocked_out():

@@ -123,8 +123,9 @@ def test_mmc_on_a_flavor_of_c_nodes_matches_erlang_c(study_dir) -> None:
         assert {n["pool"] for n in run.node_records} == {"default-pool"} and len(run.node_records) == C
         rows = sorted(run.jobs, key=lambda r: r["submit"])[50:]
         assert all(r["outcome"] == "Succeeded" for r in run.jobs)
-        # a node is free whenever quota is: the pod starts when the job is admitted
-        assert max(r["wait_start"] - r["wait_admission"] for r in rows) < 1.0
+        # a node is free whenever quota is: the pod starts when the job is admitted, and PodsReady follows
+        # with the Job's next sync (pod events sync a Job after syncJobBatchPeriod, 1 s)
+        assert max(r["wait_start"] - r["wait_admission"] for r in rows) <= 1.0
         for i in range(0, len(rows) - 50 + 1, 50):
             batch_means.append(sum(r["wait_admission"] for r in rows[i : i + 50]) / 50)
     n = len(batch_means)

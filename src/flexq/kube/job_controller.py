@@ -40,6 +40,7 @@ from flexq.store.store import WatchEvent
 
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 _REFUSED: dict = {}  # what ``_create`` returns when the API server refused the pod
+SYNC_JOB_BATCH_PERIOD = 1.0  # kube-controller-manager's syncJobBatchPeriod
 MAX_API_BACKOFF = (
     60.0  # the job controller's queue: 1 s doubling to 1 min (DefaultJobApiBackOff, MaxJobApiBackOff)
 )
@@ -51,6 +52,17 @@ def _owner_job(ev: WatchEvent) -> Iterable[Key]:
     if ref is None or ref.get("kind") != "Job":
         return []
     return [(ev.object["metadata"].get("namespace") or "default", ref.get("name", ""))]
+
+
+def _finished_at(pod: dict, now: float) -> float:
+    """When a failed pod finished, as the back-off counts it (getFinishedTime): its containers' last
+    ``finishedAt`` when all have terminated, else its deletion, else ``now``."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    ends = [((c.get("state") or {}).get("terminated") or {}).get("finishedAt") for c in statuses]
+    if statuses and all(ends):
+        return max(parse_time(e) for e in ends if e)
+    deleted = pod["metadata"].get("deletionTimestamp")
+    return parse_time(deleted) if deleted else now
 
 
 def _active(pod: dict) -> bool:
@@ -78,7 +90,9 @@ class JobController(Controller):
         self.refused: dict[str, int] = {}  # job uid -> pod creations refused in a row (the API back-off)
 
     def watches(self) -> list[Watch]:
-        return [Watch("Job"), Watch("Pod", _owner_job)]
+        # pod events sync their job after SyncJobBatchPeriod (enqueueSyncJobBatched), so that a burst of pod
+        # changes costs one sync, not one each (each sync looks at every pod of the job)
+        return [Watch("Job"), Watch("Pod", _owner_job, delay=SYNC_JOB_BATCH_PERIOD)]
 
     def reconcile(self, key: Key) -> Result | None:
         ns, name = key
@@ -113,7 +127,8 @@ class JobController(Controller):
         """Fold finished pods that still carry the tracking finalizer into ``status``."""
         indexed = (job.get("spec") or {}).get("completionMode") == "Indexed"
         done = job_rules.parse_indexes(status.get("completedIndexes"))
-        counted, new_failures = [], 0
+        counted: list[dict] = []
+        last_failed: float | None = None
         for pod in pods:
             if job_rules.TRACKING_FINALIZER not in (pod["metadata"].get("finalizers") or ()):
                 continue
@@ -127,7 +142,8 @@ class JobController(Controller):
                     status["succeeded"] = status.get("succeeded", 0) + 1
             elif phase == "Failed" or pod["metadata"].get("deletionTimestamp"):
                 status["failed"] = status.get("failed", 0) + 1
-                new_failures += 1
+                at = _finished_at(pod, self.ctx.now())
+                last_failed = at if last_failed is None else max(last_failed, at)
             else:
                 continue
             counted.append(pod)
@@ -135,8 +151,8 @@ class JobController(Controller):
             status["succeeded"] = len(done)
             if done:
                 status["completedIndexes"] = job_rules.format_indexes(done)
-        if new_failures:
-            self.last_failure[job["metadata"]["uid"]] = self.ctx.now()
+        if last_failed is not None:
+            self.last_failure[job["metadata"]["uid"]] = last_failed
         return counted
 
     # -- steps 2-4 --------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ class Watch:
     kind: str
     mapper: Mapper = object_key
     source: str = "cluster"
+    delay: float = 0.0  # seconds an event's keys wait before they are queued (client-go's AddAfter batching)
 
 
 @dataclass

@@ -140,7 +140,9 @@ class Manager:
             if store is None:
                 continue
 
-            def on_event(ev: WatchEvent, mapper=w.mapper, add=q.add, loop=self.loop) -> None:
+            add = q.add if w.delay <= 0 else (lambda k, d=w.delay, after=q.add_after: after(k, d))
+
+            def on_event(ev: WatchEvent, mapper=w.mapper, add=add, loop=self.loop) -> None:
                 keys = mapper(ev)
                 if not keys:
                     return
