@@ -207,9 +207,8 @@ class Twin:
     def create(self, obj: dict, namespace: str | None = None) -> dict:
         if not isinstance(obj, dict):
             raise BadRequest(f"expected an object, got {type(obj).__name__}")
-        check_decoded(
-            obj
-        )  # what JSON can carry (no NaN, string keys), within the API server's depth and size
+        # what JSON can carry (no NaN, string keys), within the API server's depth and size
+        check_decoded(obj)
         info = scheme.resolve_object(self.store.registry, obj)
         return self._call(
             lambda: scheme.render(info, self.store.create(obj, namespace=namespace), obj.get("apiVersion"))

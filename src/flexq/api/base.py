@@ -50,6 +50,8 @@ __all__ = [
     "check_label_value",
     "Int32",
     "Int64",
+    "FIELD_MANAGER_MAX",
+    "field_manager_problems",
 ]
 
 INT32_MAX = 2**31 - 1
@@ -226,6 +228,28 @@ class OwnerReference(Model):
     block_owner_deletion: StrictBool | None = None
 
 
+FIELD_MANAGER_MAX = 128  # bytes
+
+
+def field_manager_problems(manager: str) -> list[tuple[str, str]]:
+    """apimachinery's ValidateFieldManager, as (reason, message): at most 128 bytes, and every character
+    printable (the first one that is not is named). A request's ``fieldManager`` and each ``managedFields``
+    entry's ``manager`` are both checked by it."""
+    out = []
+    if len(manager.encode()) > FIELD_MANAGER_MAX:
+        out.append(("FieldValueTooLong", f"Too long: may not be more than {FIELD_MANAGER_MAX} bytes"))
+    bad = next(((i, ch) for i, ch in enumerate(manager) if not ch.isprintable()), None)
+    if bad is not None:
+        shown = json.dumps(manager[:100])
+        out.append(
+            (
+                "FieldValueInvalid",
+                f"Invalid value: {shown}: invalid character U+{ord(bad[1]):04X} (at index {bad[0]})",
+            )
+        )
+    return out
+
+
 class ManagedFieldsEntry(Loose):
     """Kept as sent (server-side apply bookkeeping), checked as apimachinery's ValidateManagedFields checks it,
     and with ``fieldsV1`` an object: the field manager reads it as a field set (a string there was stored, and
@@ -247,11 +271,8 @@ class ManagedFieldsEntry(Loose):
             raise field_error(
                 "fieldsType", f"Invalid value: {json.dumps(self.fields_type)}: must be `FieldsV1`"
             )
-        manager = self.manager or ""
-        if len(manager.encode()) > 128:
-            raise field_error("manager", "Too long: may not be more than 128 bytes", "FieldValueTooLong")
-        if not manager.isprintable():
-            raise field_error("manager", f"Invalid value: {json.dumps(manager[:100])}: must be printable")
+        for kind, message in field_manager_problems(self.manager or ""):
+            raise field_error("manager", message, kind)
         return self
 
 
@@ -277,15 +298,7 @@ class ObjectMeta(Model):
     def _finalizer_names(cls, v: list[str] | None) -> list[str] | None:
         """Each a qualified name, as apimachinery's ValidateFinalizerName has it (the path is the list's)."""
         for name in v or ():
-            try:
-                check_label_key(name)
-            except PydanticCustomError as err:
-                shown = json.dumps(name, ensure_ascii=False)
-                raise PydanticCustomError(
-                    "flexq",
-                    "invalid finalizer name",
-                    {"kind": "FieldValueInvalid", "message": f"Invalid value: {shown}: {err.message()}"},
-                ) from None
+            naming_the_value(name, check_label_key)
         return v
 
     @field_validator("annotations")

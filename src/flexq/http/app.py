@@ -122,9 +122,8 @@ class TwinApp:
             if request.method == "POST":  # a body within the API server's limit; JSON must be JSON
                 raw = await read_body(request)
                 ctype = request.headers.get("content-type", "")
-                if (
-                    raw.strip() and "protobuf" not in ctype
-                ):  # protobuf (typed clients): nothing of it is needed
+                # protobuf (typed clients): nothing of it is needed
+                if raw.strip() and "protobuf" not in ctype:
                     sent = await decode_body_async(raw, ctype)
             return json_response(reviews.review(request.method, p, sent), 201)
         parts = [x for x in p.split("/") if x]

@@ -498,14 +498,12 @@ class FlavorAssigner:
             max_borrow = 0
             fq_reasons: list[str] = []
             nf_reason = ""
+            # a workload slice replacing another: each pod set's request beyond the replaced one's, same flavor
+            replacing = self.replace_slice is not None
+            replaced = self.replace_slice.total_requests if self.replace_slice is not None else []
             for rname, val in reqs.items():
-                for ps_idx in ps_ids if self.replace_slice is not None else ():
-                    assert self.replace_slice is not None
-                    old = (
-                        self.replace_slice.total_requests[ps_idx]
-                        if ps_idx < len(self.replace_slice.total_requests)
-                        else PodSetResources("", {}, 0)
-                    )
+                for ps_idx in ps_ids if replacing else ():
+                    old = replaced[ps_idx] if ps_idx < len(replaced) else PodSetResources("", {}, 0)
                     orig = old.flavors.get(rname)
                     if orig != fname:
                         # Kueue records the mismatch and still evaluates quota for the full request.

@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from flexq.api.jsoncopy import clone
@@ -172,32 +173,25 @@ def _assignments(wl: dict) -> dict[str, dict]:
     return {p["name"]: p for p in (wl["status"].get("admission") or {}).get("podSetAssignments") or []}
 
 
-def _needed(wl: dict, managed: list[str]) -> bool:
-    """``reqIsNeeded``: a covered pod set has admitted pods; a covered pod set without an assignment before
-    that is ``_Inconsistent``."""
+def _each_required(wl: dict, managed: list[str]) -> Iterator[tuple[dict, dict, int]]:
+    """(pod set, assignment, admitted count) of each covered pod set, in order; a covered pod set without an
+    assignment is ``_Inconsistent`` when it is reached (errInconsistentPodSetAssignments)."""
     psas = _assignments(wl)
     for ps in _covered(wl, managed):
         psa = psas.get(ps["name"])
         if psa is None:
             raise _Inconsistent(f"missing assignment for PodSet {ps['name']!r}")
-        if int(psa.get("count", ps.get("count", 1))) > 0:
-            return True
-    return False
+        yield ps, psa, int(psa.get("count", ps.get("count", 1)))
+
+
+def _needed(wl: dict, managed: list[str]) -> bool:
+    """``reqIsNeeded``: a covered pod set has admitted pods (looked at in order, up to the first that has)."""
+    return any(n > 0 for _ps, _psa, n in _each_required(wl, managed))
 
 
 def _required(wl: dict, managed: list[str]) -> list[tuple[dict, dict, int]]:
-    """(pod set, assignment, count) of pod sets the request must cover (``mergePodSets`` without merging):
-    ``_Inconsistent`` when one has no assignment."""
-    psas = _assignments(wl)
-    out = []
-    for ps in _covered(wl, managed):
-        psa = psas.get(ps["name"])
-        if psa is None:
-            raise _Inconsistent(f"missing assignment for PodSet {ps['name']!r}")
-        n = int(psa.get("count", ps.get("count", 1)))
-        if n > 0:
-            out.append((ps, psa, n))
-    return out
+    """(pod set, assignment, count) of pod sets the request must cover (``mergePodSets`` without merging)."""
+    return [(ps, psa, n) for ps, psa, n in _each_required(wl, managed) if n > 0]
 
 
 def _requests_of(containers: list[dict] | None) -> list[dict]:
@@ -429,10 +423,8 @@ class ProvisioningController(Controller):
             return None
         try:
             needed = {c: prc is not None and _needed(wl, _managed(prc)) for c, prc in configs.items()}
-        except _Inconsistent:
-            return (
-                None  # activeOrLastPRForChecks fails with errInconsistentPodSetAssignments: nothing changes
-            )
+        except _Inconsistent:  # activeOrLastPRForChecks fails with errInconsistentPodSetAssignments
+            return None  # nothing changes
         last: dict[str, dict] = {}
         for check, prc in configs.items():
             if prc is None or not needed[check]:

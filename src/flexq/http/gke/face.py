@@ -65,9 +65,7 @@ async def handle(core: TwinServices, request: Request) -> Response:
         status, out = await on_loop(core.loop, lambda: core.gke(method, path, body))
     except CloudError as err:
         return json_response(err.to_dict(), err.code)
-    except (
-        ApiError
-    ) as err:  # a Kubernetes-side refusal (a bad label selector made of the path): Google-shaped
+    except ApiError as err:  # a Kubernetes-side refusal (a bad label selector made of the path)
         return google_error(err.status, _GOOGLE_STATUS.get(err.status, "INVALID_ARGUMENT"), err.message)
     except Exception as exc:
         log.exception("GKE API call %s %s failed", method, path)

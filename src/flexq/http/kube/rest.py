@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from flexq.api import scheme
+from flexq.api.base import FIELD_MANAGER_MAX, field_manager_problems
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time, parse_time
 from flexq.errors import ApiError, BadRequest, Cause, Invalid, MethodNotAllowed, NotFound
@@ -222,33 +223,12 @@ def check_delete_options(opts: dict) -> None:
 
 
 _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
-FIELD_MANAGER_MAX = 128
 
 
 def check_field_manager(manager: str | None, options: str) -> None:
-    """apimachinery's ValidateFieldManager: at most 128 bytes, every character printable (it is recorded in
-    ``managedFields`` and compared by later applies); 422 on the request's options otherwise."""
-    if not manager:
-        return
-    causes = []
-    if len(manager.encode()) > FIELD_MANAGER_MAX:
-        causes.append(
-            Cause(
-                "fieldManager",
-                "FieldValueTooLong",
-                f"Too long: may not be more than {FIELD_MANAGER_MAX} bytes",
-            )
-        )
-    bad = next(((i, ch) for i, ch in enumerate(manager) if not ch.isprintable()), None)
-    if bad is not None:
-        shown = json.dumps(manager[:100])
-        causes.append(
-            Cause(
-                "fieldManager",
-                "FieldValueInvalid",
-                f"Invalid value: {shown}: invalid character U+{ord(bad[1]):04X} (at index {bad[0]})",
-            )
-        )
+    """apimachinery's ValidateFieldManager on a request's ``fieldManager`` (it is recorded in ``managedFields``
+    and compared by later applies); 422 on the request's options otherwise."""
+    causes = [Cause("fieldManager", kind, msg) for kind, msg in field_manager_problems(manager or "")]
     if causes:
         parts = [f"{c.field}: {c.message}" for c in causes]
         joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
