@@ -636,9 +636,9 @@ UNUSUAL = {
     "never-fits": (
         {"until": None},
         {"trace.csv": "submit,queue,podsets\n0,q,m:1:cpu=1000\n5,q,m:1:cpu=1\n"},
-        {"NeverStarted", "Succeeded"},
+        {"NeverAdmitted", "Succeeded"},
     ),
-    "zero-window": ({"until": 0}, {}, {"NeverStarted"}),
+    "zero-window": ({"until": 0}, {}, {"NeverAdmitted"}),
     "template-job": (
         {},
         {"trace.csv": "submit,queue,kind,template,class\n0,q,Job,job.yaml,x\n"},
@@ -662,7 +662,7 @@ UNUSUAL = {
     "capacity-never-grants": (
         {"until": None, "capacity": {"defaults": {"available": 0}}},
         {"trace.csv": "submit,queue,podsets\n0,q,m:1:cpu=1\n"},
-        {"Admitted"},
+        {"NotStarted"},
     ),
 }
 

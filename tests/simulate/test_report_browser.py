@@ -63,8 +63,8 @@ def test_report_renders_its_plots_in_headless_chromium(study_dir, tmp_path) -> N
         widths = driver.execute_script(
             "return Array.from(document.images).map(i => i.complete ? i.naturalWidth : 0);"
         )
-        # wait CDF, a timeline per variant, cumulative cost
-        assert len(widths) == 4 and all(w > 0 for w in widths), widths
+        # outcomes, wait split, wait CDF, a timeline per variant, cumulative cost
+        assert len(widths) == 6 and all(w > 0 for w in widths), widths
         assert "flexq simulate: browser" in driver.title
         shot = tmp_path / "report.png"
         assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000

@@ -17,12 +17,13 @@ Imports nothing from flexq but the clock's time parser.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from flexq.clock import parse_time
 
-__all__ = ["Reason", "Explanation", "REASONS", "explain", "reason"]
+__all__ = ["Reason", "Explanation", "REASONS", "CapacityRefusal", "classify_capacity", "explain", "reason"]
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,21 @@ _R = [
         "Wait for capacity, fall back to another flavor (DWS, another zone) or lower the request.",
     ),
     Reason(
+        "GCE_QUOTA_EXCEEDED",
+        "cloud",
+        "The project's Compute Engine quota for the machines (or their accelerators) is used up: the cluster "
+        "autoscaler cannot add nodes until the quota is raised or other VMs go.",
+        "Request a quota increase, or fall back to a flavor billed on another quota (DWS, spot); "
+        "flexq fallback treats it as a stock-out.",
+    ),
+    Reason(
+        "NodePoolMaxSize",
+        "cloud",
+        "The node pool is at its maximum size: the cluster autoscaler (or DWS) cannot add the nodes the "
+        "workload needs.",
+        "Raise the node pool's maximum node count, or lower the flavor's nominalQuota to what the pool holds.",
+    ),
+    Reason(
         "DWSQueued",
         "cloud",
         "The DWS flex-start ProvisioningRequest is accepted and queued: GKE provisions "
@@ -214,6 +230,72 @@ _CLOUD_MESSAGES = (
     ("was reclaimed and is no longer available", "CapacityRevoked"),
     ("capacity booking for the provisioning request has expired", "BookingExpired"),
 )
+
+
+# The one reading of "the cloud refused capacity" (used by ``explain``, flexq fallback and flexq simulate): the
+# cluster autoscaler's FailedScaleUp / NotTriggerScaleUp messages, GKE's visibility messageIds, GCE's error codes
+# and the ProvisioningRequest's failure reasons, each put in one kind:
+#   stockout  the zone has no machines now (GCE_STOCKOUT, ZONE_RESOURCE_POOL_EXHAUSTED, "GCE out of resources")
+#   quota     the project's GCE quota is used up (QUOTA_EXCEEDED, "GCE quota exceeded")
+#   pool-max  the node pool is at its maximum size ("max node group size reached", NodepoolSizeReached)
+#   backoff   the autoscaler backs off a node group after a failed scale-up (says nothing new by itself)
+# A stock-out and a quota refusal both mean the flavor cannot grow now, whatever its quota in Kueue says; a
+# pool at its maximum means the configuration caps it.
+_CAPACITY_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    (
+        "pool-max",
+        "NodepoolSizeReached",
+        re.compile(
+            r"max node group size reached|NodepoolSizeReached|would exceed its maximum of|"
+            r"scale\.up\.error\.max\.node\.group",
+            re.I,
+        ),
+    ),
+    (
+        "quota",
+        "GCE_QUOTA_EXCEEDED",
+        re.compile(
+            r"quota exceeded|QUOTA_EXCEEDED|scale\.up\.error\.quota\.exceeded|Quota '[^']*' exceeded", re.I
+        ),
+    ),
+    (
+        "stockout",
+        "GCE_STOCKOUT",
+        re.compile(
+            r"GCE out of resources|RESOURCE_POOL_EXHAUSTED|GCE_STOCKOUT|does not have enough resources "
+            r"available|stock-?out|scale\.up\.error\.out\.of\.resources|CapacityCheckFailed|"
+            r"Capacity is not found|CapacityIsNotFound|CA could not find requested capacity",
+            re.I,
+        ),
+    ),
+    ("backoff", "", re.compile(r"in backoff after failed scale-up", re.I)),
+)
+_REFUSAL_CODES = {"stockout": "GCE_STOCKOUT", "quota": "GCE_QUOTA_EXCEEDED", "pool-max": "NodePoolMaxSize"}
+_GCE_CODE = re.compile(r"\b([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\b")
+
+
+@dataclass(frozen=True)
+class CapacityRefusal:
+    """The cloud's refusal of capacity, classified: ``kind`` (``stockout``, ``quota``, ``pool-max``,
+    ``backoff``) and ``code`` (GCE's own all-caps code when the message carries one, else the kind's code)."""
+
+    kind: str
+    code: str
+
+    @property
+    def cannot_grow(self) -> bool:
+        """The flavor's machines cannot be had now (a stock-out or the project's quota), whatever Kueue's quota."""
+        return self.kind in ("stockout", "quota")
+
+
+def classify_capacity(message: str) -> CapacityRefusal | None:
+    """The kind of capacity refusal ``message`` states (None: not a refusal of capacity)."""
+    for kind, code, pattern in _CAPACITY_KINDS:
+        if pattern.search(message or ""):
+            m = _GCE_CODE.search(message)
+            own = m.group(1) if m and kind in ("stockout", "quota") else ""
+            return CapacityRefusal(kind, own or code)
+    return None
 
 
 @dataclass(frozen=True)
@@ -339,8 +421,10 @@ def explain(
         for pool, msg in sorted((stockouts or {}).items()):
             return Explanation("GCE_STOCKOUT", f"node pool {pool}: {msg}")
         for ev in events:
-            if ev.get("reason") == "FailedScaleUp":
-                return Explanation("GCE_STOCKOUT", ev.get("message", ""))
+            if ev.get("reason") in ("FailedScaleUp", "NotTriggerScaleUp"):
+                refusal = classify_capacity(ev.get("message") or "")
+                if refusal is not None and refusal.kind in _REFUSAL_CODES:
+                    return Explanation(_REFUSAL_CODES[refusal.kind], ev.get("message", ""))
         return Explanation("WaitingForPods", c.get("PodsReady", {}).get("message") or "waiting for the pods")
     if _true(c, "QuotaReserved"):
         checks = (wl.get("status") or {}).get("admissionChecks") or []

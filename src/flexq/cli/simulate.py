@@ -96,75 +96,194 @@ def _by_reason(per_cq: dict[str, dict[str, int]]) -> str:
     return ", ".join(f"{r} {n}" for r, n in sorted(total.items())) + f" (over {len(per_cq)} ClusterQueues)"
 
 
-def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
-    """The terminal summary: one comparison table, then per variant its detail (replica 0 and CIs)."""
-    tables = []
-    t = Table(title="Variants (mean ± 95% CI half-width over replicas)", title_justify="left")
-    for col in (
+UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("d", 86400.0))
+
+
+def unit_for(values: list[float | None]) -> tuple[str, float]:
+    """One unit for a column of durations (seconds): the largest in which its biggest value is at least 1.5,
+    so every row of the column reads in the same unit."""
+    top = max((abs(float(v)) for v in values if v is not None), default=0.0)
+    name, size = UNITS[0]
+    for n, sz in UNITS:
+        if top >= 1.5 * sz:
+            name, size = n, sz
+    return name, size
+
+
+def _num_in(v: float | None, size: float) -> str:
+    if v is None:
+        return "-"
+    x = float(v) / size
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.1f}"
+
+
+def _ci_in(entry: dict[str, Any] | None, size: float) -> str:
+    if not entry:
+        return "-"
+    text = _num_in(entry["mean"], size)
+    if entry.get("ci95"):
+        text += f" ±{_num_in((entry['ci95'][1] - entry['ci95'][0]) / 2, size)}"
+    return text
+
+
+LOST_ROWS = 15  # lost jobs shown per variant in the terminal (all of them are in jobs.csv)
+WAIT_LABELS = {
+    "quota": "quota",
+    "dws": "provisioning: DWS / checks",
+    "scaleUp": "provisioning: scale-up",
+    "stockout": "provisioning: stock-out",
+    "poolMax": "provisioning: pool at max",
+    "pods": "pods starting",
+    "evicted": "after evictions",
+    "deactivated": "deactivated",
+}
+
+
+def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] | None = None) -> list[Any]:
+    """The terminal summary: the headline; the variants ranked (jobs lost first, then the censored wait, then
+    cost) in one table with one unit per column; per variant its lost jobs, where the wait went and the causes
+    with the change for each; then per variant its detail (replica 0 and CIs)."""
+    from rich.text import Text
+
+    from flexq.simulate.recorder import WAIT_BUCKETS
+    from flexq.simulate.results import headline, ranking
+
+    tables: list[Any] = []
+    order = ranking(docs) if comparison is None else [r["variant"] for r in comparison["ranking"]]
+    tables.append(Text(comparison["headline"] if comparison is not None else headline(docs), style="bold"))
+    aggs = {n: docs[n]["aggregate"] for n in order}
+
+    def unit(name: str) -> tuple[str, float]:
+        return unit_for([(a.get(name) or {}).get("mean") for a in aggs.values()])
+
+    cols = {
+        n: unit(n) for n in ("waitCensoredMean", "waitCensoredP95", "waitToStartMean", "waitToAdmissionMean")
+    }
+    t = Table(
+        title="Variants, best first (mean ± 95% CI half-width over replicas; in the censored columns a job "
+        "that never started waits until the end)",
+        title_justify="left",
+    )
+    heads = [
+        "#",
         "variant",
         "runs",
-        "succeeded",
-        "failed",
-        "never started",
-        "wait→admission mean",
-        "p95",
-        "wait→start mean",
-        "makespan",
-        "cost USD",
+        "jobs lost",
+        f"wait to start, censored, mean ({cols['waitCensoredMean'][0]})",
+        f"censored p95 ({cols['waitCensoredP95'][0]})",
+        f"wait to start, jobs that started ({cols['waitToStartMean'][0]})",
+        f"wait to admission ({cols['waitToAdmissionMean'][0]})",
+        "goodput (%)",
+        "cost (USD)",
         "evictions",
-    ):
+    ]
+    for col in heads:
         t.add_column(col, justify="left" if col == "variant" else "right", no_wrap=col == "variant")
     num = lambda x: f"{x:g}"  # noqa: E731
-    for name, d in docs.items():
-        a = d["aggregate"]
+    for i, name in enumerate(order, start=1):
+        a = aggs[name]
+        total = docs[name]["replicas"][0]["jobs"]["total"]
         t.add_row(
+            str(i),
             escape(name),
             str(a["replicas"]),
-            _ci(a.get("succeeded"), num),
-            _ci(a.get("failed"), num),
-            _ci(a.get("neverStarted"), num),
-            _ci(a.get("waitToAdmissionMean"), _dur),
-            _ci(a.get("waitToAdmissionP95"), _dur),
-            _ci(a.get("waitToStartMean"), _dur),
-            _ci(a.get("makespanSeconds"), _dur),
+            f"{_ci(a.get('jobsLost'), num)} of {total}",
+            _ci_in(a.get("waitCensoredMean"), cols["waitCensoredMean"][1]),
+            _ci_in(a.get("waitCensoredP95"), cols["waitCensoredP95"][1]),
+            _ci_in(a.get("waitToStartMean"), cols["waitToStartMean"][1]),
+            _ci_in(a.get("waitToAdmissionMean"), cols["waitToAdmissionMean"][1]),
+            _ci(a.get("goodput"), lambda x: f"{100 * x:.1f}"),
             _ci(a.get("costUSD"), lambda x: f"{x:,.2f}"),
             _ci(a.get("evictions"), num),
         )
     tables.append(t)
-    for name, d in docs.items():
-        s = d["replicas"][0]
-        w = Table(title=f"{escape(name)} — replica 0 (seed {s['seed']})", title_justify="left")
-        for col in ("group", "jobs", "wait→admission mean", "p50", "p95", "max", "wait→start mean", "p95 "):
-            # the group names a row ("class small", "queue team-a"): never split over lines on a narrow console
-            w.add_column(col, justify="left" if col == "group" else "right", no_wrap=col == "group")
+    for name in order:
+        s = docs[name]["replicas"][0]
+        lost = s["lostJobs"]
+        if not lost["count"]:
+            continue
+        lt = Table(
+            title=f"{escape(name)}: {lost['count']} job(s) lost, replica 0 (seed {s['seed']}); jobs.csv lists all",
+            title_justify="left",
+        )
+        wunit, size = unit_for([j["waitedSeconds"] for j in lost["listed"]])
+        for col in ("job", "outcome", "Kueue's reason", "cause (the run's evidence)", f"waited ({wunit})"):
+            lt.add_column(col, justify="right" if col.startswith("waited") else "left", overflow="fold")
+        for j in lost["listed"][:LOST_ROWS]:
+            lt.add_row(
+                escape(j["job"]),
+                j["outcome"],
+                escape(j["reason"] or "-"),
+                escape(j["cause"] or "-"),
+                _num_in(j["waitedSeconds"], size),
+            )
+        if lost["count"] > LOST_ROWS:
+            lt.add_row(f"... {lost['count'] - LOST_ROWS} more", "", "", "", "")
+        tables.append(lt)
+    wt = Table(
+        title="Where the wait went: minutes per job over every job, replica 0 (a job that never started "
+        "waits until the end)",
+        title_justify="left",
+    )
+    wt.add_column("variant", no_wrap=True)
+    for b in WAIT_BUCKETS:
+        wt.add_column(f"{WAIT_LABELS[b]} (min)", justify="right")
+    for name in order:
+        split = docs[name]["replicas"][0]["waitSplit"]
+        wt.add_row(escape(name), *(f"{split[b]['meanMinutes']:,.1f}" for b in WAIT_BUCKETS))
+    tables.append(wt)
+    for name in order:
+        found = docs[name]["replicas"][0].get("causes") or []
+        if not found:
+            continue
+        ct = Table(
+            title=f"{escape(name)}: what cost the most, and what to change (replica 0)", title_justify="left"
+        )
+        ct.add_column("#", justify="right")
+        ct.add_column("cause", overflow="fold")
+        ct.add_column("jobs lost", justify="right")
+        ct.add_column("wait (job-h)", justify="right")
+        ct.add_column("evidence → change", overflow="fold")
+        for i, c in enumerate(found, start=1):
+            ct.add_row(
+                str(i),
+                escape(c["title"]),
+                str(c["jobsLost"]),
+                f"{c['waitHours']:,.1f}",
+                escape(f"{c['evidence']} → {c['change']}"),
+            )
+        tables.append(ct)
+    for name in order:
+        s = docs[name]["replicas"][0]
+        rows: list[tuple[str, int, list[float | None]]] = []
         for label, key in (("priority", "byPriority"), ("queue", "byQueue")):
             groups = s["waitToAdmission"][key]
             if len(groups) > 8:  # Kueue's perf scenarios have dozens of queues: per queue in the JSON
-                w.add_row(f"{len(groups)} {label} groups", "see JSON", "", "", "", "", "", "")
+                rows.append((f"{len(groups)} {label} groups (see JSON)", -1, [None] * 6))
                 continue
             for g, st in groups.items():
                 ss = s["waitToStart"][key].get(g, {})
-                w.add_row(
-                    escape(f"{label} {g}"),
-                    str(st["count"]),
-                    _dur(st.get("mean")),
-                    _dur(st.get("p50")),
-                    _dur(st.get("p95")),
-                    _dur(st.get("max")),
-                    _dur(ss.get("mean")),
-                    _dur(ss.get("p95")),
-                )
-        classes = {k: v for k, v in s["timeToAdmissionByClass"].items() if k != "(none)"}
-        for g, st in classes.items():
+                vals = [st.get(k) for k in ("mean", "p50", "p95", "max")] + [ss.get("mean"), ss.get("p95")]
+                rows.append((f"{label} {g}", st["count"], vals))
+        for g, st in s["timeToAdmissionByClass"].items():
+            if g != "(none)":
+                vals = [st.get(k) for k in ("mean", "p50", "p95", "max")] + [None, None]
+                rows.append((f"class {g}", st["count"], vals))
+        heads = ["wait→admission mean", "p50", "p95", "max", "wait→start mean", "p95"]
+        units = [unit_for([r[2][i] for r in rows]) for i in range(len(heads))]
+        w = Table(
+            title=f"{escape(name)}: waits of the jobs admitted / started, replica 0 (seed {s['seed']})",
+            title_justify="left",
+        )
+        w.add_column("group", justify="left", no_wrap=True)
+        w.add_column("jobs", justify="right")
+        for h, (u, _size) in zip(heads, units, strict=True):
+            w.add_column(f"{h} ({u})", justify="right")
+        for label, count, vals in rows:
             w.add_row(
-                escape(f"class {g}"),
-                str(st["count"]),
-                _dur(st.get("mean")),
-                _dur(st.get("p50")),
-                _dur(st.get("p95")),
-                _dur(st.get("max")),
-                "",
-                "",
+                escape(label),
+                "" if count < 0 else str(count),
+                *(_num_in(v, size) for v, (_u, size) in zip(vals, units, strict=True)),
             )
         tables.append(w)
         o = Table(show_header=True, title_justify="left")
@@ -173,11 +292,19 @@ def summary_tables(docs: dict[str, dict[str, Any]]) -> list[Table]:
         jobs = s["jobs"]
         o.add_row(
             "jobs",
-            f"{jobs['total']} total: {jobs['succeeded']} succeeded, {jobs['failed']} failed, "
-            f"{jobs['neverStarted']} never started, {jobs['unfinished']} still running, "
-            f"{jobs['deactivated']} deactivated by Kueue",
+            f"{jobs['total']} total: {jobs['lost']} lost ({jobs['deactivated']} deactivated by Kueue, "
+            f"{jobs['neverAdmitted']} never admitted, {jobs['admittedNeverStarted']} admitted but never started, "
+            f"{jobs['failed'] - jobs['failedAsPlanned']} failed unplanned); {jobs['succeeded']} succeeded, "
+            f"{jobs['failedAsPlanned']} failed as the trace planned, {jobs['stillRunning']} still running",
         )
         o.add_row("makespan", _dur(s["makespanSeconds"]))
+        gp = s["goodput"]
+        if gp.get("ratio") is not None:
+            o.add_row(
+                "goodput",
+                f"{100 * gp['ratio']:.1f}% ({gp['finishedHours']:,.1f} of {gp['askedHours']:,.1f} "
+                f"{gp['resource']}-hours asked for ran to their end)",
+            )
         used = {k: v for k, v in s["clusterQueueReservationPercent"].items() if v > 0}
         if len(used) > 6:  # many queues (Kueue's perf scenarios): the spread, the detail is in the JSON
             vals = sorted(used.values())
@@ -296,7 +423,7 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     except OSError as exc:  # writing the results
         _error(err_console, f"cannot write the results in {out}: {exc.strerror or exc}")
         return 2
-    for table in summary_tables(result.documents):
+    for table in summary_tables(result.documents, result.comparison):
         console.print(table)
     wall = clock.now() - wall0
     jobs = sum(len(r.jobs) for r in result.runs)

@@ -2,7 +2,8 @@
 
     import flexq
     result = flexq.simulate("examples/tutorial-week", out="results", replicas=4)
-    result.documents["tutorial"]["aggregate"]["waitToAdmissionMean"]   # mean and 95 % CI over replicas
+    result.comparison["headline"]     # the variants compared: jobs lost first, then censored waits, then cost
+    result.documents["tutorial"]["aggregate"]["waitCensoredMean"]   # mean and 95 % CI over replicas
 
 A study (``flexq.simulate.study``: a simulation file, or Kueue's perf-harness ``generator.yaml``) names the
 GKE cluster, the Kubernetes/Kueue manifests, a capacity profile, the traffic (a CSV/JSONL trace or a seeded
@@ -27,7 +28,13 @@ from flexq.errors import InputError
 from flexq.simulate.engine import RunResult, preflight, run_one
 from flexq.simulate.fanout import default_workers, run_all
 from flexq.simulate.inputs import MAX_REPLICAS, whole
-from flexq.simulate.results import summarize, variant_document, write_csv, write_json
+from flexq.simulate.results import (
+    comparison_document,
+    summarize,
+    variant_document,
+    write_csv,
+    write_json,
+)
 from flexq.simulate.study import Study, load_study, submit_window
 
 __all__ = [
@@ -50,6 +57,7 @@ class SimulationResult:
     study: Study
     runs: list[RunResult]
     documents: dict[str, dict[str, Any]]
+    comparison: dict[str, Any] = field(default_factory=dict)  # the variants ranked, and the headline
     files: list[Path] = field(default_factory=list)
 
 
@@ -91,12 +99,14 @@ def simulate(
     for v in study.variants:
         sums = [summarize(r) for r in runs if r.variant == v.name]
         docs[v.name] = variant_document(study.name, v.name, v.description, sums)
-    result = SimulationResult(study, runs, docs)
+    result = SimulationResult(study, runs, docs, comparison_document(study.name, docs))
     if out is not None:
         out_dir = Path(out)
         out_dir.mkdir(parents=True, exist_ok=True)
         write_csv(out_dir / "jobs.csv", runs)
         result.files.append(out_dir / "jobs.csv")
+        write_json(out_dir / "comparison.json", result.comparison)
+        result.files.append(out_dir / "comparison.json")
         for name, doc in docs.items():
             write_json(out_dir / f"{name}.json", doc)
             result.files.append(out_dir / f"{name}.json")
@@ -105,7 +115,9 @@ def simulate(
 
             images = write_plots(out_dir, runs, [v.name for v in study.variants])
             result.files += images
-            result.files.append(write_html(out_dir, study.name, list(docs.values()), images))
+            result.files.append(
+                write_html(out_dir, study.name, list(docs.values()), images, result.comparison)
+            )
     return result
 
 

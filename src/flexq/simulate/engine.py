@@ -24,47 +24,28 @@ Must not import flexq.http.
 from __future__ import annotations
 
 import contextlib
-import functools
-import json
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from flexq.api import scheme
+from flexq.api import gke_catalog, scheme
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
-from flexq.fallback.policy import ANN_MOVE
+from flexq.fallback.policy import FallbackConfig
 from flexq.kueue.config import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
+from flexq.simulate.recorder import WAIT_BUCKETS, JobRecord, Recorder
 from flexq.simulate.study import Study, Variant, cluster_requests
 from flexq.simulate.traffic import JobSpec, build_object
 from flexq.twin import Twin, load_documents
 
-__all__ = ["RunResult", "run_one", "preflight", "JobRecord"]
+__all__ = ["RunResult", "run_one", "preflight", "JobRecord", "OUTCOMES", "NEVER_RAN"]
 
 Progress = Callable[[dict[str, Any]], None]
 DRAIN_CHUNK = 3600.0
-
-
-@dataclass
-class JobRecord:
-    spec: JobSpec
-    submit: float
-    cluster_queue: str = ""
-    reserved: float | None = None
-    admitted: float | None = None
-    started: float | None = None
-    finished: float | None = None
-    outcome: str = ""
-    flavors: str = ""
-    evictions: int = 0
-    preemptions: int = 0
-    holding: set[str] = field(default_factory=set)  # workloads of this job holding quota now
-    pending: bool = True
-    closed: bool = False  # finished, or deactivated by Kueue
 
 
 @dataclass
@@ -85,18 +66,102 @@ class RunResult:
     provisioning: dict[str, int]  # ProvisioningRequest outcome -> count
     usage: dict[str, dict[str, float]]  # "cq/flavor/resource" -> {reserved (unit*s), nominal}
     steps: int = 0
+    horizon: float = 0.0  # the censoring time: a job that never started waited until then
+    waiting: list[tuple[float, list[int]]] = field(default_factory=list)  # jobs per WAIT_BUCKETS, over time
+    reserved: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # quota reserved over time
+    pools: dict[str, dict[str, Any]] = field(default_factory=dict)  # node pool -> max, hosts, chips, ...
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)  # ClusterQueue -> flavor groups, checks
+    flavors: dict[str, dict[str, str]] = field(default_factory=dict)  # ResourceFlavor -> nodeLabels
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # AdmissionCheck -> config, class, retry
+    kueue: dict[str, Any] = field(
+        default_factory=dict
+    )  # waitForPodsReady, podsReadyTimeout, backoffLimitCount
+    fallback: bool = False  # flexq's fallback ran in this variant
+    goodput_resource: str = ""  # google.com/tpu, or cpu when no job asks for TPUs
 
 
-def _cond(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
-    for c in (obj.get("status") or {}).get("conditions") or ():
-        if c.get("type") == ctype:
-            return c
-    return None
+OUTCOMES = ("Succeeded", "Failed", "Deactivated", "NeverAdmitted", "NotStarted", "Running")
+NEVER_RAN = ("Deactivated", "NeverAdmitted", "NotStarted")
 
 
-def _true(obj: dict[str, Any], ctype: str) -> bool:
-    c = _cond(obj, ctype)
-    return c is not None and c.get("status") == "True"
+def _rescue(setting: Any) -> bool:
+    """Whether flexq's fallback will reactivate a Workload Kueue deactivated (then the run waits for it)."""
+    if not setting:
+        return False
+    cfg = setting if isinstance(setting, FallbackConfig) else None
+    if cfg is None:
+        with contextlib.suppress(TypeError):
+            cfg = FallbackConfig(**setting) if isinstance(setting, dict) else FallbackConfig()
+    return bool(getattr(cfg, "rescue", False))
+
+
+def _cause(rec: JobRecord, outcome: str) -> tuple[str, str]:
+    """Why a job that did not succeed did not, from its own evidence: the detail (with counts) and its kind
+    (what ``lostByCause`` counts by)."""
+    parts, kinds = [], []
+    if rec.pr_failed:
+        parts.append(
+            "ProvisioningRequests failed: "
+            + ", ".join(f"{r or 'Failed'} x{n}" for r, n in sorted(rec.pr_failed.items()))
+        )
+        kinds.append("ProvisioningRequest " + "/".join(sorted(r or "Failed" for r in rec.pr_failed)))
+    if rec.refused_code and outcome in NEVER_RAN:
+        where = f" on {rec.refused_pool}" if rec.refused_pool else ""
+        parts.append(f"pods refused capacity{where}: {rec.refused_code}")
+        kinds.append(f"pods refused {rec.refused_code}")
+    if rec.quota_key and outcome in ("NeverAdmitted", "Deactivated"):
+        parts.append(f"no quota: {rec.quota_key}")
+        kinds.append(f"no quota {rec.quota_key}")
+    if rec.evictions and outcome in NEVER_RAN:
+        parts.append(f"evicted x{rec.evictions}")
+    return "; ".join(parts), ", ".join(kinds[:1])
+
+
+def _row(rec: JobRecord, horizon: float) -> dict[str, Any]:
+    s = rec.spec
+    outcome = rec.outcome or (
+        "Deactivated"
+        if rec.deactivated
+        else "Running"
+        if rec.started is not None
+        else "NotStarted"
+        if rec.admitted is not None
+        else "NeverAdmitted"
+    )
+    lost = outcome in NEVER_RAN or (outcome == "Failed" and s.outcome != "Failed")
+    cause, cause_kind = _cause(rec, outcome) if outcome != "Succeeded" else ("", "")
+    waits = {f"wait_{b}": round(rec.waits.get(b, 0.0), 3) for b in WAIT_BUCKETS}
+    return {
+        "job": s.name,
+        "namespace": s.namespace,
+        "kind": s.kind,
+        "class": s.klass,
+        "queue": s.queue,
+        "cluster_queue": rec.cluster_queue,
+        "priority": s.priority_class or ("" if s.priority is None else str(s.priority)),
+        "submit": rec.submit,
+        "admitted": rec.admitted,
+        "started": rec.started,
+        "finished": rec.finished,
+        "wait_admission": None if rec.admitted is None else rec.admitted - rec.submit,
+        "wait_start": None if rec.started is None else rec.started - rec.submit,
+        "wait_censored": (rec.started if rec.started is not None else max(horizon, rec.submit)) - rec.submit,
+        **waits,
+        "run": s.run,
+        "outcome": outcome,
+        "lost": lost,
+        "reason": rec.lost_reason if outcome == "Deactivated" else "",
+        "cause": cause,
+        "cause_kind": cause_kind,
+        "refused_pool": rec.refused_pool,
+        "size": rec.size,
+        "flavors": rec.flavors,
+        "evictions": rec.evictions,
+        "preemptions": rec.preemptions,
+        "planned_outcome": s.outcome,
+        "quota_waits": dict(sorted(rec.quota_waits.items())),
+        "refusals": list(rec.refusals),
+    }
 
 
 def _doc_lines(text: str) -> list[int]:
@@ -115,18 +180,21 @@ class _Sim:
         self.jobs = jobs
         self.twin = Twin(clock="virtual", seed=self.seed, **variant.settings)
         self.t0 = 0.0
-        self.records: dict[tuple[str, str, str], JobRecord] = {}
-        self.wl_state: dict[tuple[str, str], dict[str, Any]] = {}
-        self.pending_now = 0
-        self.pending: list[tuple[float, int]] = [(0.0, 0)]
-        self.evictions: dict[str, Counter[str]] = defaultdict(Counter)
-        self.preemptions: dict[str, Counter[str]] = defaultdict(Counter)
-        self.admission_waits: list[tuple[str, str, float]] = []
-        self.pr_seen: dict[tuple[str, str], set[str]] = {}
-        self.usage: dict[str, list[float]] = {}
+        fb = variant.settings.get("fallback")
+        self.rec = Recorder(
+            self.twin,
+            keep_finished=study.keep_finished,
+            fallback=bool(fb),
+            rescue=_rescue(fb),
+            rel=self.rel,
+        )
         self.priorities: dict[str, int] = {}  # WorkloadPriorityClass -> value
         self.pod_priorities: dict[str, int] = {}  # scheduling.k8s.io PriorityClass -> value
-        self.open_jobs = 0
+        self.pools: dict[str, dict[str, Any]] = {}  # node pool -> {max, hosts, model, machineType, chips}
+        self.queues: dict[str, dict[str, Any]] = {}  # ClusterQueue -> {groups: [[flavor...]], checks: {...}}
+        self.flavors: dict[str, dict[str, str]] = {}  # ResourceFlavor -> nodeLabels
+        self.checks: dict[str, dict[str, Any]] = {}  # AdmissionCheck -> controller, config, class, retry
+        self.kueue: dict[str, Any] = {}  # Kueue's configuration: waitForPodsReady, requeuing limit
         self.location = self.project = self.cluster = ""
 
     # -- setup ---------------------------------------------------------------------------------------------------
@@ -231,8 +299,74 @@ class _Sim:
                 for fl in rg.get("flavors") or []:
                     for r in fl.get("resources") or []:
                         ukey = f"{cq['metadata']['name']}/{fl['name']}/{r['name']}"
-                        self.usage[ukey] = [0.0, float(parse_quantity(str(r.get("nominalQuota", 0))))]
+                        self.rec.track_quota(ukey, float(parse_quantity(str(r.get("nominalQuota", 0)))))
+            spec = cq.get("spec") or {}
+            self.queues[cq["metadata"]["name"]] = {
+                "groups": [
+                    {
+                        "resources": list(rg.get("coveredResources") or []),
+                        "flavors": [f.get("name", "") for f in rg.get("flavors") or []],
+                    }
+                    for rg in spec.get("resourceGroups") or []
+                ],
+                "checks": {
+                    c.get("name", ""): list(c.get("onFlavors") or [])
+                    for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+                },
+            }
+        for rf in twin.list("ResourceFlavor"):
+            self.flavors[rf["metadata"]["name"]] = dict((rf.get("spec") or {}).get("nodeLabels") or {})
+        prcs = {p["metadata"]["name"]: p.get("spec") or {} for p in twin.list("ProvisioningRequestConfig")}
+        for ac in twin.list("AdmissionCheck"):
+            params = (ac.get("spec") or {}).get("parameters") or {}
+            prc = (
+                prcs.get(params.get("name", ""))
+                if params.get("kind") == "ProvisioningRequestConfig"
+                else None
+            )
+            self.checks[ac["metadata"]["name"]] = {
+                "controller": (ac.get("spec") or {}).get("controllerName", ""),
+                "config": params.get("name", "") if prc is not None else "",
+                "class": (prc or {}).get("provisioningClassName", ""),
+                "retry": dict((prc or {}).get("retryStrategy") or {}),
+            }
+        cfg = KueueConfig.from_configmap(twin.store.try_get("ConfigMap", CONFIG_NAME, CONFIG_NAMESPACE))
+        self.kueue = {
+            "waitForPodsReady": cfg.wait_for_pods_ready,
+            "podsReadyTimeout": cfg.pods_ready_timeout if cfg.wait_for_pods_ready else 0.0,
+            "backoffLimitCount": cfg.backoff_limit_count,
+        }
+        self._read_pools()
         self.t0 = twin.now()
+
+    def _read_pools(self) -> None:
+        """The cluster's node pools as the GKE API describes them (what the causes' figures need)."""
+        if not self.cluster:
+            return
+        path = f"/v1/projects/{self.project}/locations/{self.location}/clusters/{self.cluster}/nodePools"
+        with contextlib.suppress(CloudError):
+            for pool in (self.twin.gke("GET", path) or {}).get("nodePools") or []:
+                cfg = pool.get("config") or {}
+                auto = pool.get("autoscaling") or {}
+                try:
+                    mt = gke_catalog.machine_type(cfg.get("machineType", ""))
+                    hosts = gke_catalog.hosts_per_slice(
+                        mt, (pool.get("placementPolicy") or {}).get("tpuTopology") or None
+                    )
+                except gke_catalog.CatalogError:
+                    continue
+                queued = bool((pool.get("queuedProvisioning") or {}).get("enabled"))
+                self.pools[pool.get("name", "")] = {
+                    "machineType": mt.name,
+                    "max": int(auto.get("maxNodeCount") or auto.get("totalMaxNodeCount") or 0)
+                    if auto.get("enabled")
+                    else int(pool.get("initialNodeCount") or 0),
+                    "hosts": hosts,
+                    "chipsPerNode": mt.chips,
+                    "queued": queued,
+                    "spot": bool(cfg.get("spot")),
+                    "flexStart": bool(cfg.get("flexStart")),
+                }
 
     def _wait_operation(self, op: Any, what: str) -> None:
         if not isinstance(op, dict) or not op.get("name") or "status" not in op:
@@ -318,235 +452,10 @@ class _Sim:
         whose last digits are float noise)."""
         return round(self.twin.now() - self.t0, 3)
 
-    def _set_pending(self, rec: JobRecord) -> None:
-        want = not rec.closed and not rec.holding
-        if want != rec.pending:
-            rec.pending = want
-            self.pending_now += 1 if want else -1
-            t = round(self.rel(), 3)
-            if self.pending and self.pending[-1][0] == t:
-                self.pending[-1] = (t, self.pending_now)
-            else:
-                self.pending.append((t, self.pending_now))
-
-    def _job_of(self, wl: dict[str, Any]) -> JobRecord | None:
-        md = wl["metadata"]
-        ns = md.get("namespace", "default")
-        for ref in md.get("ownerReferences") or ():
-            rec = self.records.get((ref.get("kind", ""), ns, ref.get("name", "")))
-            if rec is not None:
-                return rec
-        return self.records.get(("Workload", ns, md["name"]))
-
-    def on_workload(self, ev: Any) -> None:
-        wl = ev.object
-        rec = self._job_of(wl)
-        if rec is None:
-            return
-        md = wl["metadata"]
-        key = (md.get("namespace", "default"), md["name"])
-        st = self.wl_state.setdefault(
-            key,
-            {
-                "reserved": False,
-                "admitted": False,
-                "since": 0.0,
-                "usage": [],
-                "queued_at": self.rel(),
-                "evict_lt": None,
-                "preempt_lt": None,
-                "ready": False,
-                "seq": 0,
-            },
-        )
-        now = self.rel()
-        gone = ev.type == "DELETED"
-        admission = (wl.get("status") or {}).get("admission")
-        reserved = not gone and _true(wl, "QuotaReserved") and admission is not None
-        admitted = not gone and reserved and _true(wl, "Admitted")
-        finished = _true(wl, "Finished")
-        if reserved and not st["reserved"]:
-            assert admission is not None
-            st["reserved"], st["since"] = True, now
-            cq = admission.get("clusterQueue", "")
-            rec.cluster_queue = cq
-            usage = []
-            flavors = []
-            for psa in admission.get("podSetAssignments") or ():
-                fl = psa.get("flavors") or {}
-                flavors.append(f"{psa.get('name')}={'+'.join(sorted(set(fl.values())))}")
-                for res, qty in (psa.get("resourceUsage") or {}).items():
-                    ukey = f"{cq}/{fl.get(res, '')}/{res}"
-                    if ukey in self.usage:
-                        usage.append((ukey, float(parse_quantity(str(qty)))))
-            st["usage"] = usage
-            rec.flavors = ",".join(flavors)
-            if rec.reserved is None:
-                rec.reserved = now
-            rec.holding.add(md["name"])
-            self._set_pending(rec)
-        elif st["reserved"] and (not reserved or finished):
-            st["reserved"] = False
-            for ukey, qty in st["usage"]:
-                self.usage[ukey][0] += qty * (now - st["since"])
-            rec.holding.discard(md["name"])
-            self._set_pending(rec)
-        if admitted and not st["admitted"]:
-            st["admitted"] = True
-            st["seq"] += 1
-            if rec.admitted is None:
-                rec.admitted = now
-            pc = rec.spec.priority_class or (str(rec.spec.priority) if rec.spec.priority is not None else "")
-            self.admission_waits.append((rec.cluster_queue, pc, now - st["queued_at"]))
-            if rec.spec.kind == "Workload":
-                if rec.started is None:
-                    rec.started = now
-                seq = st["seq"]
-                self.twin.core.loop.call_at(
-                    self.twin.now() + rec.spec.run, functools.partial(self._finish_bare, key, seq)
-                )
-        elif not admitted and st["admitted"]:
-            st["admitted"] = False
-        ev_c = _cond(wl, "Evicted")
-        if (
-            ev_c is not None
-            and ev_c.get("status") == "True"
-            and ev_c.get("lastTransitionTime") != st["evict_lt"]
-        ):
-            st["evict_lt"] = ev_c.get("lastTransitionTime")
-            self.evictions[rec.cluster_queue or "?"][ev_c.get("reason", "")] += 1
-            rec.evictions += 1
-            st["queued_at"] = now
-            if rec.spec.kind == "Workload" and admission is not None:
-                self.twin.core.loop.call_soon(functools.partial(self._complete_eviction, key))
-        pr_c = _cond(wl, "Preempted")
-        if (
-            pr_c is not None
-            and pr_c.get("status") == "True"
-            and pr_c.get("lastTransitionTime") != st["preempt_lt"]
-        ):
-            st["preempt_lt"] = pr_c.get("lastTransitionTime")
-            self.preemptions[rec.cluster_queue or "?"][pr_c.get("reason", "")] += 1
-            rec.preemptions += 1
-        if not st["ready"] and _true(wl, "PodsReady"):
-            st["ready"] = True
-            if rec.started is None:
-                rec.started = now
-        if (
-            (wl.get("spec") or {}).get("active") is False
-            and not rec.closed
-            and not gone
-            and not self._fallback_moving(wl, rec)
-        ):
-            # deactivated (e.g. an admission check Rejected, the requeuing limit reached): Kueue will not
-            # admit it again unless someone reactivates it, so the run does not wait for it
-            rec.closed = True
-            rec.outcome = "Deactivated"
-            self.open_jobs -= 1
-            self._set_pending(rec)
-        if rec.spec.kind == "Workload" and finished and not rec.closed:
-            c = _cond(wl, "Finished") or {}
-            self._finish(rec, "Failed" if c.get("reason") == "Failed" else "Succeeded")
-        if gone:
-            self.wl_state.pop(key, None)
-
-    def _fallback_moving(self, wl: dict[str, Any], rec: JobRecord) -> bool:
-        """flexq's fallback (twin setting ``fallback``) deactivates a workload to move its job to the next flavor,
-        or back to the first one: the job's ``fallback.flexq.dev/move`` annotation says so (step ``deactivating``
-        or ``returning``), and the job gets a new Workload, so the run keeps waiting for it."""
-        if not self.variant.settings.get("fallback"):
-            return False
-        job = self.twin.store.try_get(rec.spec.kind, rec.spec.name, rec.spec.namespace)
-        text = ((job or {}).get("metadata", {}).get("annotations") or {}).get(ANN_MOVE)
-        if not text:
-            return False
-        try:
-            return json.loads(text).get("step") in ("deactivating", "returning")
-        except ValueError:
-            return False
-
-    def _finish_bare(self, key: tuple[str, str], seq: int) -> None:
-        st = self.wl_state.get(key)
-        if st is None or st["seq"] != seq or not st["admitted"]:
-            return
-        wl = self.twin.store.try_get("Workload", key[1], key[0])
-        if wl is None:
-            return
-        from flexq.kueue.workload import set_condition
-
-        rec = self.records[("Workload", key[0], key[1])]
-        ok = rec.spec.outcome != "Failed"
-        set_condition(
-            wl,
-            "Finished",
-            True,
-            "Succeeded" if ok else "Failed",
-            "Job finished successfully" if ok else "Job failed",
-            self.twin.now(),
-        )
-        self.twin.store.update_status(wl)
-
-    def _complete_eviction(self, key: tuple[str, str]) -> None:
-        from flexq.kueue.workload import unset_quota_reservation
-
-        wl = self.twin.store.try_get("Workload", key[1], key[0])
-        if wl is None or not (wl.get("status") or {}).get("admission") or not _true(wl, "Evicted"):
-            return
-        unset_quota_reservation(wl, "Pending", "Evicted by the simulator's runner", self.twin.now())
-        self.twin.store.update_status(wl)
-
-    def on_job(self, ev: Any) -> None:
-        obj = ev.object
-        md = obj["metadata"]
-        rec = self.records.get((obj.get("kind", ""), md.get("namespace", "default"), md["name"]))
-        if rec is None or rec.closed or ev.type == "DELETED":
-            return
-        st = obj.get("status") or {}
-        if obj.get("kind") == "RayJob":
-            dep = st.get("jobDeploymentStatus")
-            if dep in ("Complete", "Failed"):
-                self._finish(rec, "Succeeded" if st.get("jobStatus") == "SUCCEEDED" else "Failed")
-        elif _true(obj, "Complete"):
-            self._finish(rec, "Succeeded")
-        elif _true(obj, "Failed"):
-            self._finish(rec, "Failed")
-
-    def _finish(self, rec: JobRecord, outcome: str) -> None:
-        if rec.closed:
-            return
-        rec.closed = True
-        rec.finished = self.rel()
-        rec.outcome = outcome
-        if rec.started is None and rec.admitted is not None:
-            rec.started = rec.admitted
-        self.open_jobs -= 1
-        self._set_pending(rec)
-        if not self.study.keep_finished:
-            spec = rec.spec
-            self.twin.core.loop.call_later(1.0, lambda: self._delete(spec))
-
-    def _delete(self, spec: JobSpec) -> None:
-        with contextlib.suppress(ApiError):  # already gone
-            self.twin.store.delete(spec.kind, spec.name, spec.namespace, propagation="Background")
-
-    def on_pr(self, ev: Any) -> None:
-        pr = ev.object
-        md = pr["metadata"]
-        seen = self.pr_seen.setdefault((md.get("namespace", ""), md["name"]), set())
-        for c in (pr.get("status") or {}).get("conditions") or ():
-            if c.get("status") == "True":
-                seen.add(c["type"] if c["type"] != "Failed" else f"Failed/{c.get('reason', '')}")
-
     # -- running -------------------------------------------------------------------------------------------------
     def run(self, progress: Progress | None) -> RunResult:
-        twin = self.twin
-        store = twin.store
-        store.watch(self.on_workload, ["Workload"])
-        kinds = sorted({j.kind for j in self.jobs} - {"Workload"})
-        if kinds:
-            store.watch(self.on_job, kinds)
-        with contextlib.suppress(ApiError):  # a twin without the autoscaling.x-k8s.io kinds
-            store.watch(self.on_pr, ["ProvisioningRequest"])
+        twin, rec = self.twin, self.rec
+        rec.start({j.kind for j in self.jobs})
         last_submit = self.jobs[-1].submit if self.jobs else 0.0
         horizon = self.study.until if self.study.until is not None else last_submit + 7 * 86400
         total = len(self.jobs)
@@ -563,8 +472,8 @@ class _Sim:
                         "horizon": horizon,
                         "submitted": submitted,
                         "total": total,
-                        "finished": submitted - self.open_jobs,
-                        "pending": self.pending_now,
+                        "finished": submitted - rec.open_jobs,
+                        "pending": rec.pending_now,
                     }
                 )
 
@@ -575,11 +484,7 @@ class _Sim:
             if gap > 0:
                 twin.advance(gap)
             obj = build_object(job, self.priorities, self.pod_priorities)
-            rec = JobRecord(job, submit=job.submit)
-            self.records[(job.kind, job.namespace, job.name)] = rec
-            self.pending_now += 1
-            self._set_pending_point()
-            self.open_jobs += 1
+            rec.submitted(job)
             try:
                 twin.create(obj)
             except ApiError as exc:
@@ -589,61 +494,27 @@ class _Sim:
             submitted += 1
             if submitted % 25 == 0:
                 report()
-        while self.open_jobs > 0 and self.rel() < horizon:
+        while rec.open_jobs > 0 and self.rel() < horizon:
             twin.advance(min(DRAIN_CHUNK, horizon - self.rel()))
             report()
         end = (
             min(self.rel(), horizon)
-            if self.open_jobs > 0
-            else max([r.finished for r in self.records.values() if r.finished is not None] or [0.0])
+            if rec.open_jobs > 0
+            else max([r.finished for r in rec.records.values() if r.finished is not None] or [0.0])
         )
+        rec.settle(horizon)
         report(done=True)
-        return self._result(end)
+        return self._result(end, horizon)
 
-    def _set_pending_point(self) -> None:
-        t = round(self.rel(), 3)
-        if self.pending and self.pending[-1][0] == t:
-            self.pending[-1] = (t, self.pending_now)
-        else:
-            self.pending.append((t, self.pending_now))
-
-    def _result(self, end: float) -> RunResult:
-        for (_ns, _name), st in self.wl_state.items():  # quota still held at the end
+    def _result(self, end: float, horizon: float) -> RunResult:
+        rec_ = self.rec
+        for (_ns, _name), st in rec_.wl_state.items():  # quota still held at the end
             if st["reserved"]:
                 for ukey, qty in st["usage"]:
-                    self.usage[ukey][0] += qty * (end - st["since"])
+                    rec_.usage[ukey][0] += qty * (end - st["since"])
         rows = []
-        for rec in sorted(self.records.values(), key=lambda r: r.spec.index):
-            s = rec.spec
-            outcome = rec.outcome or (
-                "Running"
-                if rec.started is not None
-                else "Admitted"
-                if rec.admitted is not None
-                else "NeverStarted"
-            )
-            rows.append(
-                {
-                    "job": s.name,
-                    "namespace": s.namespace,
-                    "kind": s.kind,
-                    "class": s.klass,
-                    "queue": s.queue,
-                    "cluster_queue": rec.cluster_queue,
-                    "priority": s.priority_class or ("" if s.priority is None else str(s.priority)),
-                    "submit": rec.submit,
-                    "admitted": rec.admitted,
-                    "started": rec.started,
-                    "finished": rec.finished,
-                    "wait_admission": None if rec.admitted is None else rec.admitted - rec.submit,
-                    "wait_start": None if rec.started is None else rec.started - rec.submit,
-                    "run": s.run,
-                    "outcome": outcome,
-                    "flavors": rec.flavors,
-                    "evictions": rec.evictions,
-                    "preemptions": rec.preemptions,
-                }
-            )
+        for rec in sorted(rec_.records.values(), key=lambda r: r.spec.index):
+            rows.append(_row(rec, horizon))
         nodes = []
         if self.cluster:
             from flexq.gke.storage import BILLING, cluster_key
@@ -668,10 +539,10 @@ class _Sim:
                     }
                 )
         prov: Counter[str] = Counter()
-        for conds in self.pr_seen.values():
+        for conds in rec_.pr_seen.values():
             for c in conds:
                 prov[c] += 1
-        prov["total"] = len(self.pr_seen)
+        prov["total"] = len(rec_.pr_seen)
         return RunResult(
             study=self.study.name,
             variant=self.variant.name,
@@ -679,14 +550,26 @@ class _Sim:
             seed=self.seed,
             duration=end,
             jobs=rows,
-            pending=[(t, n) for t, n in self.pending if t <= end],
+            pending=[(t, n) for t, n in rec_.pending if t <= end],
             node_records=nodes,
-            evictions={cq: dict(sorted(c.items())) for cq, c in sorted(self.evictions.items())},
-            preemptions={cq: dict(sorted(c.items())) for cq, c in sorted(self.preemptions.items())},
-            admission_waits=self.admission_waits,
+            evictions={cq: dict(sorted(c.items())) for cq, c in sorted(rec_.evictions.items())},
+            preemptions={cq: dict(sorted(c.items())) for cq, c in sorted(rec_.preemptions.items())},
+            admission_waits=rec_.admission_waits,
             provisioning=dict(sorted(prov.items())),
-            usage={k: {"reserved": v[0], "nominal": v[1]} for k, v in sorted(self.usage.items())},
+            usage={k: {"reserved": v[0], "nominal": v[1]} for k, v in sorted(rec_.usage.items())},
             steps=self.twin.core.loop.steps,
+            horizon=horizon,
+            waiting=[(t, list(c)) for t, c in rec_.waiting if t <= horizon],
+            reserved={
+                k: [(t, v) for t, v in pts if t <= end] for k, pts in sorted(rec_.reserved_series.items())
+            },
+            pools=self.pools,
+            queues=self.queues,
+            flavors=self.flavors,
+            checks=self.checks,
+            kueue=self.kueue,
+            fallback=bool(self.variant.settings.get("fallback")),
+            goodput_resource=rec_.goodput_resource,
         )
 
 

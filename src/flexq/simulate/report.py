@@ -1,9 +1,15 @@
 """Plots (matplotlib, PNG) and the self-contained HTML report of a simulation study.
 
-Owns ``write_plots`` (``wait-cdf.png``: wait to admission CDF per variant, all replicas pooled;
-``timeline-<variant>.png``: pending workloads and nodes per pool over time, replica 0; ``cost.png``:
-cumulative cost per variant, replica 0) and ``write_html`` (``report.html``: the summary tables and the plots
-embedded as ``data:`` URIs, so the one file opens anywhere). Must not import flexq.http.
+Owns ``write_plots`` and ``write_html``. The plots, in report order: ``outcomes.png`` (per variant, what became
+of the jobs, lost ones first: deactivated, never admitted, admitted but never started, failed unplanned, then
+still running and finished), ``wait-split.png`` (per variant, the jobs waiting over time by what they waited
+for: quota, DWS / admission checks, scale-up, stock-out, a pool at its max, pods starting, after evictions,
+deactivated; replica 0), ``wait-cdf.png`` (wait to start per variant, all replicas pooled, censored: a job that
+never started sits at the horizon, so a curve that stops below 1 shows the jobs lost), ``timeline-<variant>.png``
+(pending workloads and nodes per pool, replica 0) and ``cost.png`` (cumulative cost, replica 0); a sweep adds
+``pareto.png`` (``flexq.simulate.sweep``). ``report.html`` leads with the headline sentence and the variants
+ranked, then the lost jobs, where the wait went, the causes with the change for each, the detail tables and
+every plot inline (``data:`` URIs, so the one file opens anywhere). Must not import flexq.http.
 """
 
 from __future__ import annotations
@@ -14,12 +20,43 @@ from pathlib import Path
 from typing import Any
 
 from flexq.simulate.engine import RunResult
+from flexq.simulate.recorder import WAIT_BUCKETS
 from flexq.simulate.results import cost_curve, node_curves
 
-__all__ = ["write_plots", "write_html"]
+__all__ = ["write_plots", "write_html", "plt_module", "save_figure"]
+
+WAIT_LABELS = {
+    "quota": "waiting for quota",
+    "dws": "provisioning: DWS / admission checks",
+    "scaleUp": "provisioning: node scale-up",
+    "stockout": "provisioning: stock-out",
+    "poolMax": "provisioning: node pool at its max",
+    "pods": "pods starting",
+    "evicted": "after an eviction",
+    "deactivated": "deactivated by Kueue",
+}
+WAIT_COLORS = {
+    "quota": "#fdae6b",
+    "dws": "#6baed6",
+    "scaleUp": "#9ecae1",
+    "stockout": "#e6550d",
+    "poolMax": "#a50f15",
+    "pods": "#74c476",
+    "evicted": "#9e9ac8",
+    "deactivated": "#252525",
+}
+OUTCOME_ORDER = [
+    ("Deactivated", "deactivated (lost)", "#252525"),
+    ("NeverAdmitted", "never admitted (lost)", "#636363"),
+    ("NotStarted", "admitted, never started (lost)", "#969696"),
+    ("FailedUnplanned", "failed, not planned (lost)", "#de2d26"),
+    ("Running", "still running", "#fdae6b"),
+    ("Failed", "failed as the trace planned", "#fcbba1"),
+    ("Succeeded", "succeeded", "#74c476"),
+]
 
 
-def _plt() -> Any:
+def plt_module() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -29,42 +66,111 @@ def _plt() -> Any:
     return plt
 
 
-def _save(fig: Any, path: Path) -> None:
+def save_figure(fig: Any, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100, metadata={"Software": None})
-    _plt().close(fig)
+    plt_module().close(fig)
 
 
 def _hours(t: float) -> float:
     return t / 3600
 
 
-def write_plots(out: Path, runs: list[RunResult], variants: list[str]) -> list[Path]:
-    """The PNG files, in report order."""
-    plt = _plt()
-    paths: list[Path] = []
-    # wait CDF per variant
+def _outcome_key(row: dict[str, Any]) -> str:
+    if row["outcome"] == "Failed" and row["lost"]:
+        return "FailedUnplanned"
+    return str(row["outcome"])
+
+
+def _outcomes(plt: Any, out: Path, runs: list[RunResult], variants: list[str]) -> Path:
+    fig, ax = plt.subplots(figsize=(8, 0.6 + 0.55 * max(2, len(variants))))
+    for i, v in enumerate(variants):
+        mine = [r for r in runs if r.variant == v]
+        left = 0.0
+        for key, label, color in OUTCOME_ORDER:
+            n = sum(1 for run in mine for row in run.jobs if _outcome_key(row) == key) / max(1, len(mine))
+            if n:
+                ax.barh(i, n, left=left, color=color, label=label)
+                if key in ("Deactivated", "NeverAdmitted", "NotStarted", "FailedUnplanned"):
+                    ax.text(left + n / 2, i, f"{n:g}", ha="center", va="center", color="white", fontsize=8)
+                left += n
+    ax.set_yticks(range(len(variants)), variants)
+    ax.invert_yaxis()
+    ax.set_xlabel("jobs (mean over replicas)")
+    ax.set_title("What became of the jobs: lost ones first")
+    handles, labels = ax.get_legend_handles_labels()
+    seen: dict[str, Any] = {}
+    for h, lab in zip(handles, labels, strict=False):
+        seen.setdefault(lab, h)
+    ax.legend(seen.values(), seen.keys(), loc="lower right", fontsize="x-small")
+    ax.grid(True, axis="x", alpha=0.3)
+    path = out / "outcomes.png"
+    save_figure(fig, path)
+    return path
+
+
+def _wait_split(plt: Any, out: Path, runs: list[RunResult], variants: list[str]) -> Path:
+    shown = [(v, next((r for r in runs if r.variant == v and r.replica == 0), None)) for v in variants]
+    shown = [(v, r) for v, r in shown if r is not None]
+    fig, axes = plt.subplots(
+        max(1, len(shown)), 1, figsize=(8, 0.5 + 2.3 * max(1, len(shown))), sharex=True, squeeze=False
+    )
+    for ax, (v, run) in zip(axes[:, 0], shown, strict=False):
+        assert run is not None
+        pts = run.waiting or [(0.0, [0] * len(WAIT_BUCKETS))]
+        xs = [_hours(t) for t, _ in pts] + [_hours(run.horizon)]
+        ys = [[float(c[i]) for _t, c in pts] + [float(pts[-1][1][i])] for i in range(len(WAIT_BUCKETS))]
+        ax.stackplot(
+            xs,
+            ys,
+            labels=[WAIT_LABELS[b] for b in WAIT_BUCKETS],
+            colors=[WAIT_COLORS[b] for b in WAIT_BUCKETS],
+            step="post",
+        )
+        ax.set_ylabel("jobs waiting")
+        ax.set_title(f"{v}: jobs waiting to start, by what they wait for (replica 0)", fontsize="medium")
+        ax.grid(True, alpha=0.3)
+    axes[-1, 0].set_xlabel("simulated time (hours)")
+    axes[0, 0].legend(loc="upper left", fontsize="x-small", ncol=2)
+    path = out / "wait-split.png"
+    save_figure(fig, path)
+    return path
+
+
+def _wait_cdf(plt: Any, out: Path, runs: list[RunResult], variants: list[str]) -> Path:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for v in variants:
-        waits = sorted(
-            r["wait_admission"] / 60
-            for run in runs
-            if run.variant == v
-            for r in run.jobs
-            if r["wait_admission"] is not None
-        )
+        rows = [r for run in runs if run.variant == v for r in run.jobs]
+        waits = sorted(r["wait_censored"] / 60 for r in rows)
         if waits:
-            fractions = [(i + 1) / len(waits) for i in range(len(waits))]
-            ax.step(waits, fractions, where="post", label=f"{v} (n={len(waits)})")
-    ax.set_xlabel("wait to admission (minutes)")
-    ax.set_ylabel("fraction of jobs")
-    ax.set_title("Wait to admission, CDF per variant")
+            lost = sum(1 for r in rows if r["started"] is None)
+            fractions = [(i + 1) / len(waits) for i in range(len(waits) - lost)]
+            ax.step(
+                waits[: len(fractions)],
+                fractions,
+                where="post",
+                label=f"{v} (n={len(waits)}, {lost} never started)",
+            )
+    ax.set_xlabel("wait to start (minutes)")
+    ax.set_ylabel("fraction of all jobs started")
+    ax.set_title("Wait to start, CDF per variant (a curve below 1 at the end: jobs that never started)")
     ax.set_xscale("symlog", linthresh=1)
+    ax.set_ylim(0, 1.02)
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right")
-    paths.append(out / "wait-cdf.png")
-    _save(fig, paths[-1])
-    # timelines per variant (replica 0)
+    ax.legend(loc="lower right", fontsize="small")
+    path = out / "wait-cdf.png"
+    save_figure(fig, path)
+    return path
+
+
+def write_plots(out: Path, runs: list[RunResult], variants: list[str]) -> list[Path]:
+    """The PNG files, in report order."""
+    plt = plt_module()
+    paths = [
+        _outcomes(plt, out, runs, variants),
+        _wait_split(plt, out, runs, variants),
+        _wait_cdf(plt, out, runs, variants),
+    ]
     for v in variants:
         run = next((r for r in runs if r.variant == v and r.replica == 0), None)
         if run is None:
@@ -75,7 +181,7 @@ def write_plots(out: Path, runs: list[RunResult], variants: list[str]) -> list[P
             ys = [float(n) for _, n in run.pending] + [float(run.pending[-1][1])]
             a1.step(xs, ys, where="post", color="tab:orange")
         a1.set_ylabel("pending workloads")
-        a1.set_title(f"{v}: jobs waiting for quota, and nodes per pool (replica 0)")
+        a1.set_title(f"{v}: workloads without quota (Kueue's pending), and nodes per pool (replica 0)")
         a1.grid(True, alpha=0.3)
         for pool, pts in node_curves(run).items():
             xs = [_hours(t) for t, _ in pts] + [_hours(run.duration)]
@@ -87,8 +193,7 @@ def write_plots(out: Path, runs: list[RunResult], variants: list[str]) -> list[P
         if run.node_records:
             a2.legend(loc="upper right", fontsize="small")
         paths.append(out / f"timeline-{v}.png")
-        _save(fig, paths[-1])
-    # cumulative cost
+        save_figure(fig, paths[-1])
     fig, ax = plt.subplots(figsize=(8, 4))
     for v in variants:
         run = next((r for r in runs if r.variant == v and r.replica == 0), None)
@@ -102,19 +207,24 @@ def write_plots(out: Path, runs: list[RunResult], variants: list[str]) -> list[P
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left")
     paths.append(out / "cost.png")
-    _save(fig, paths[-1])
+    save_figure(fig, paths[-1])
     return paths
 
 
-def _fmt_s(v: Any) -> str:
+def _unit(values: list[Any]) -> tuple[str, float]:
+    top = max((abs(float(v)) for v in values if v is not None), default=0.0)
+    name, size = "s", 1.0
+    for n, sz in (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("d", 86400.0)):
+        if top >= 1.5 * sz:
+            name, size = n, sz
+    return name, size
+
+
+def _in(v: Any, size: float) -> str:
     if v is None:
         return "-"
-    v = float(v)
-    if v < 120:
-        return f"{v:.1f}s"
-    if v < 7200:
-        return f"{v / 60:.1f}m"
-    return f"{v / 3600:.2f}h"
+    x = float(v) / size
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.1f}"
 
 
 def _ci_text(entry: dict[str, Any] | None, fmt: Any = str) -> str:
@@ -127,96 +237,199 @@ def _ci_text(entry: dict[str, Any] | None, fmt: Any = str) -> str:
     return text
 
 
-def write_html(out: Path, study: str, docs: list[dict[str, Any]], images: list[Path]) -> Path:
-    """``report.html``: per variant the headline figures (mean and 95 % CI over replicas) and replica 0's
-    detail tables, then every plot inline."""
+def _table(heads: list[str], rows: list[list[str]], cls: str = "") -> str:
     esc = html.escape
+    attr = f" class='{cls}'" if cls else ""
+    return (
+        f"<table{attr}><tr>"
+        + "".join(f"<th>{esc(h)}</th>" for h in heads)
+        + "</tr>"
+        + "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+        + "</table>"
+    )
+
+
+def write_html(
+    out: Path,
+    study: str,
+    docs: list[dict[str, Any]],
+    images: list[Path],
+    comparison: dict[str, Any] | None = None,
+    extra_html: str = "",
+) -> Path:
+    """``report.html``: the headline, the variants ranked, the lost jobs, where the wait went, the causes and
+    the change for each, the detail tables, then every plot inline."""
+    from flexq.simulate.results import headline as make_headline
+    from flexq.simulate.results import ranking
+
+    esc = html.escape
+    by_name = {d["variant"]: d for d in docs}
+    order = [r["variant"] for r in comparison["ranking"]] if comparison else ranking(by_name)
+    line = comparison["headline"] if comparison else make_headline(by_name)
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>flexq simulate: {esc(study)}</title>",
-        "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;"
-        "margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-        "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%;"
-        "border:1px solid #eee;margin:0.5em 0}</style></head><body>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:1150px}table{border-collapse:collapse;"
+        "margin:0.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top}"
+        "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}table.text td{text-align:left}"
+        "img{max-width:100%;border:1px solid #eee;margin:0.5em 0}p.headline{font-size:1.15em;"
+        "font-weight:bold;background:#f6f8fa;padding:0.6em;border-left:4px solid #333}</style></head><body>",
         f"<h1>flexq simulate: {esc(study)}</h1>",
+        f"<p class='headline' id='headline'>{esc(line)}</p>",
     ]
+    aggs = {n: by_name[n]["aggregate"] for n in order}
+    units = {
+        k: _unit([(a.get(k) or {}).get("mean") for a in aggs.values()])
+        for k in ("waitCensoredMean", "waitCensoredP95", "waitToStartMean", "waitToAdmissionMean")
+    }
     heads = [
+        "#",
         "variant",
         "replicas",
-        "succeeded",
-        "failed",
-        "never started",
-        "wait to admission mean",
-        "p95",
-        "wait to start mean",
-        "makespan",
+        "jobs lost",
+        f"wait to start, censored, mean ({units['waitCensoredMean'][0]})",
+        f"censored p95 ({units['waitCensoredP95'][0]})",
+        f"wait to start, jobs that started ({units['waitToStartMean'][0]})",
+        f"wait to admission ({units['waitToAdmissionMean'][0]})",
+        "goodput (%)",
         "cost (USD)",
         "evictions",
     ]
+    rows = []
+    for i, n in enumerate(order, start=1):
+        a = aggs[n]
+        rows.append(
+            [
+                str(i),
+                n,
+                str(a["replicas"]),
+                _ci_text(a.get("jobsLost"), lambda x: f"{x:g}")
+                + f" of {by_name[n]['replicas'][0]['jobs']['total']}",
+                *(
+                    _ci_text(a.get(k), lambda x, s=units[k][1]: _in(x, s))
+                    for k in ("waitCensoredMean", "waitCensoredP95", "waitToStartMean", "waitToAdmissionMean")
+                ),
+                _ci_text(a.get("goodput"), lambda x: f"{100 * x:.1f}"),
+                _ci_text(a.get("costUSD"), lambda x: f"{x:,.2f}"),
+                _ci_text(a.get("evictions"), lambda x: f"{x:g}"),
+            ]
+        )
     parts.append(
-        "<h2>Variants (mean [95% CI] over replicas)</h2><table><tr>"
-        + "".join(f"<th>{h}</th>" for h in heads)
-        + "</tr>"
+        "<h2>Variants, best first</h2><p>Ranked by jobs lost, then the censored mean wait to start (a job that "
+        "never started waits until the end of the run), then cost; mean [95% CI] over replicas.</p>"
     )
-    for d in docs:
-        a = d["aggregate"]
-        cells = [
-            d["variant"],
-            str(a["replicas"]),
-            _ci_text(a.get("succeeded"), lambda x: f"{x:g}"),
-            _ci_text(a.get("failed"), lambda x: f"{x:g}"),
-            _ci_text(a.get("neverStarted"), lambda x: f"{x:g}"),
-            _ci_text(a.get("waitToAdmissionMean"), _fmt_s),
-            _ci_text(a.get("waitToAdmissionP95"), _fmt_s),
-            _ci_text(a.get("waitToStartMean"), _fmt_s),
-            _ci_text(a.get("makespanSeconds"), _fmt_s),
-            _ci_text(a.get("costUSD"), lambda x: f"{x:,.2f}"),
-            _ci_text(a.get("evictions"), lambda x: f"{x:g}"),
-        ]
-        parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
-    parts.append("</table>")
-    for d in docs:
+    parts.append(_table(heads, rows))
+    parts.append("<h2 id='lost'>Jobs lost (replica 0; jobs.csv lists every replica's)</h2>")
+    for n in order:
+        s = by_name[n]["replicas"][0]
+        lost = s["lostJobs"]
+        if not lost["count"]:
+            parts.append(f"<p><b>{esc(n)}</b>: no job lost.</p>")
+            continue
+        u, size = _unit([j["waitedSeconds"] for j in lost["listed"]])
+        parts.append(f"<p><b>{esc(n)}</b>: {lost['count']} job(s) lost.</p>")
+        parts.append(
+            _table(
+                ["job", "outcome", "Kueue's reason", "cause (the run's evidence)", f"waited ({u})"],
+                [
+                    [
+                        j["job"],
+                        j["outcome"],
+                        j["reason"] or "-",
+                        j["cause"] or "-",
+                        _in(j["waitedSeconds"], size),
+                    ]
+                    for j in lost["listed"]
+                ],
+                "text lost",
+            )
+        )
+    parts.append(
+        "<h2 id='wait-split'>Where the wait went (minutes per job over every job, replica 0)</h2>"
+        + _table(
+            ["variant", *(f"{WAIT_LABELS[b]} (min)" for b in WAIT_BUCKETS)],
+            [
+                [
+                    n,
+                    *(
+                        f"{by_name[n]['replicas'][0]['waitSplit'][b]['meanMinutes']:,.1f}"
+                        for b in WAIT_BUCKETS
+                    ),
+                ]
+                for n in order
+            ],
+        )
+    )
+    parts.append("<h2 id='causes'>What cost the most, and what to change (replica 0)</h2>")
+    for n in order:
+        found = by_name[n]["replicas"][0].get("causes") or []
+        if not found:
+            continue
+        parts.append(f"<p><b>{esc(n)}</b></p>")
+        parts.append(
+            _table(
+                ["#", "cause", "jobs lost", "wait (job-hours)", "evidence", "change"],
+                [
+                    [
+                        str(i),
+                        c["title"],
+                        str(c["jobsLost"]),
+                        f"{c['waitHours']:,.1f}",
+                        c["evidence"],
+                        c["change"],
+                    ]
+                    for i, c in enumerate(found, start=1)
+                ],
+                "text causes",
+            )
+        )
+    if extra_html:
+        parts.append(extra_html)
+    for n in order:
+        d = by_name[n]
         s = d["replicas"][0]
-        parts.append(f"<h2>{esc(d['variant'])} (replica 0, seed {s['seed']})</h2>")
+        parts.append(f"<h2>{esc(n)} (replica 0, seed {s['seed']})</h2>")
         if d.get("description"):
             parts.append(f"<p>{esc(d['description'])}</p>")
+        groups = s["waitToAdmission"]["byPriority"]
+        gu = {k: _unit([st.get(k) for st in groups.values()]) for k in ("mean", "p50", "p95", "max")}
         parts.append(
-            "<table><tr><th>wait to admission by priority</th><th>count</th><th>mean</th><th>p50</th>"
-            "<th>p95</th><th>max</th></tr>"
-        )
-        for key, st in s["waitToAdmission"]["byPriority"].items():
-            parts.append(
-                f"<tr><td>{esc(key)}</td><td>{st['count']}</td>"
-                + "".join(f"<td>{_fmt_s(st.get(k))}</td>" for k in ("mean", "p50", "p95", "max"))
-                + "</tr>"
+            _table(
+                [
+                    "wait to admission by priority",
+                    "count",
+                    *(f"{k} ({gu[k][0]})" for k in ("mean", "p50", "p95", "max")),
+                ],
+                [
+                    [
+                        key,
+                        str(st["count"]),
+                        *(_in(st.get(k), gu[k][1]) for k in ("mean", "p50", "p95", "max")),
+                    ]
+                    for key, st in groups.items()
+                ],
             )
-        parts.append(
-            "</table><table><tr><th>ClusterQueue/flavor/resource</th><th>quota reserved (time-average %"
-            " of nominal)</th></tr>"
         )
-        for key, pct in s["clusterQueueReservationPercent"].items():
-            parts.append(f"<tr><td>{esc(key)}</td><td>{pct:.2f}</td></tr>")
         parts.append(
-            "</table><table><tr><th>provisioning model</th><th>node-hours</th><th>cost (USD)</th></tr>"
-        )
-        for model, h in s["nodeHours"].items():
-            parts.append(
-                f"<tr><td>{esc(model)}</td><td>{h:,.1f}</td><td>{s['costUSD'].get(model, 0):,.2f}</td></tr>"
+            _table(
+                ["ClusterQueue/flavor/resource", "quota reserved (time-average % of nominal)"],
+                [[k, f"{pct:.2f}"] for k, pct in s["clusterQueueReservationPercent"].items()],
             )
-        parts.append("</table>")
-        ev = [(cq, r, n) for cq, rs in s["evictions"].items() for r, n in rs.items()]
+        )
+        parts.append(
+            _table(
+                ["provisioning model", "node-hours", "cost (USD)"],
+                [[m, f"{h:,.1f}", f"{s['costUSD'].get(m, 0):,.2f}"] for m, h in s["nodeHours"].items()],
+            )
+        )
+        ev = [[cq, r, str(c)] for cq, rs in s["evictions"].items() for r, c in rs.items()]
         if ev:
-            parts.append(
-                "<table><tr><th>kueue_evicted_workloads_total</th><th>reason</th><th>count</th></tr>"
-                + "".join(f"<tr><td>{esc(cq)}</td><td>{esc(r)}</td><td>{n}</td></tr>" for cq, r, n in ev)
-                + "</table>"
-            )
+            parts.append(_table(["kueue_evicted_workloads_total", "reason", "count"], ev))
         if s["provisioningRequests"].get("total"):
             parts.append(
-                "<table><tr><th>ProvisioningRequests</th><th>count</th></tr>"
-                + "".join(
-                    f"<tr><td>{esc(k)}</td><td>{v}</td></tr>" for k, v in s["provisioningRequests"].items()
+                _table(
+                    ["ProvisioningRequests", "count"],
+                    [[k, str(v)] for k, v in s["provisioningRequests"].items()],
                 )
-                + "</table>"
             )
     parts.append("<h2>Plots</h2>")
     for img in images:

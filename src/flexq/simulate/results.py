@@ -16,7 +16,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from flexq.simulate.engine import RunResult
+from flexq.simulate.causes import causes
+from flexq.simulate.engine import NEVER_RAN, RunResult
+from flexq.simulate.recorder import WAIT_BUCKETS
 
 __all__ = [
     "stats",
@@ -25,6 +27,10 @@ __all__ = [
     "write_csv",
     "write_json",
     "CSV_COLUMNS",
+    "ranking",
+    "rank_key",
+    "headline",
+    "comparison_document",
     "percentile",
     "kueue_buckets",
     "time_average",
@@ -37,6 +43,14 @@ CSV_COLUMNS = [
     "replica",
     "seed",
     "job",
+    "outcome",
+    "lost",
+    "reason",
+    "cause",
+    "wait_censored",
+    "wait_start",
+    "wait_admission",
+    *(f"wait_{b}" for b in WAIT_BUCKETS),
     "namespace",
     "kind",
     "class",
@@ -47,14 +61,14 @@ CSV_COLUMNS = [
     "admitted",
     "started",
     "finished",
-    "wait_admission",
-    "wait_start",
     "run",
-    "outcome",
+    "size",
     "flavors",
     "evictions",
     "preemptions",
 ]
+# every column is in seconds where it is a time: a job that never started waited until the run's horizon in
+# wait_censored, and wait_<bucket> split that wait by what the job waited for (flexq.simulate.recorder)
 # Student's t, two-sided 95 %, by degrees of freedom
 _T95 = [
     12.706,
@@ -176,6 +190,7 @@ def summarize(run: RunResult) -> dict[str, Any]:
         by_outcome[r["outcome"]] += 1
     waits_adm = [r["wait_admission"] for r in rows if r["wait_admission"] is not None]
     waits_start = [r["wait_start"] for r in rows if r["wait_start"] is not None]
+    waits_censored = [r["wait_censored"] for r in rows]
 
     def grouped(col: str, metric: str) -> dict[str, Any]:
         groups: dict[str, list[float]] = defaultdict(list)
@@ -241,17 +256,31 @@ def summarize(run: RunResult) -> dict[str, Any]:
             "value": _r(time_average(run.pending, run.duration)),
         }
     )
+    lost = [r for r in rows if r["lost"]]
     return {
         "replica": run.replica,
         "seed": run.seed,
         "jobs": {
             "total": len(rows),
+            "lost": len(lost),
             "succeeded": by_outcome.get("Succeeded", 0),
             "failed": by_outcome.get("Failed", 0),
-            "neverStarted": by_outcome.get("NeverStarted", 0) + by_outcome.get("Admitted", 0),
+            "failedAsPlanned": sum(
+                1 for r in rows if r["outcome"] == "Failed" and r["planned_outcome"] == "Failed"
+            ),
             "deactivated": by_outcome.get("Deactivated", 0),
-            "unfinished": by_outcome.get("Running", 0),
+            "neverAdmitted": by_outcome.get("NeverAdmitted", 0),
+            "admittedNeverStarted": by_outcome.get("NotStarted", 0),
+            "neverStarted": sum(by_outcome.get(o, 0) for o in NEVER_RAN),
+            "stillRunning": by_outcome.get("Running", 0),
         },
+        "lostJobs": lost_jobs(rows),
+        "lostByCause": lost_by_cause(rows),
+        "horizonSeconds": _r(run.horizon),
+        "waitToStartCensored": stats(waits_censored),
+        "waitSplit": wait_split(rows),
+        "goodput": goodput(run),
+        "causes": causes(run, run.kueue),
         "simulatedSeconds": _r(run.duration),
         "makespanSeconds": _r(max(finishes) - first) if finishes else None,
         "waitToAdmission": {
@@ -276,6 +305,70 @@ def summarize(run: RunResult) -> dict[str, Any]:
     }
 
 
+MAX_LOST_LISTED = 100  # lost jobs listed in a summary (jobs.csv has them all)
+
+
+def lost_jobs(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The jobs that did not run (deactivated, never admitted, admitted but never started, failed unplanned),
+    in trace order, with Kueue's reason and the evidence behind it."""
+    lost = [r for r in rows if r["lost"]]
+    return {
+        "count": len(lost),
+        "listed": [
+            {
+                "job": f"{r['kind']}/{r['namespace']}/{r['job']}",
+                "outcome": r["outcome"],
+                "reason": r["reason"],
+                "cause": r["cause"],
+                "submitSeconds": _r(r["submit"]),
+                "waitedSeconds": _r(r["wait_censored"]),
+            }
+            for r in lost[:MAX_LOST_LISTED]
+        ],
+    }
+
+
+def lost_by_cause(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Lost jobs counted by outcome, Kueue's reason and the first kind of evidence behind it."""
+    out: dict[str, int] = defaultdict(int)
+    for r in rows:
+        if r["lost"]:
+            head = f"{r['outcome']} ({r['reason']})" if r["reason"] else r["outcome"]
+            out[f"{head}: {r['cause_kind']}" if r["cause_kind"] else head] += 1
+    return dict(sorted(out.items()))
+
+
+def wait_split(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the jobs' waits went (censored: a job that never started waits until the horizon): per bucket, the
+    job-hours and the mean minutes per job over every job."""
+    n = max(1, len(rows))
+    out: dict[str, Any] = {}
+    for b in WAIT_BUCKETS:
+        total = sum(float(r.get(f"wait_{b}") or 0.0) for r in rows)
+        out[b] = {"jobHours": _r(total / 3600), "meanMinutes": _r(total / n / 60)}
+    return out
+
+
+def goodput(run: RunResult) -> dict[str, Any]:
+    """Resource-hours of the jobs that ran to their end over resource-hours asked for (each job's size x its
+    run time); the resource is TPU chips when the study has TPU jobs, else CPUs."""
+    asked = sum(float(r["size"]) * float(r["run"]) for r in run.jobs) / 3600
+    done = (
+        sum(
+            float(r["size"]) * float(r["run"])
+            for r in run.jobs
+            if r["outcome"] == "Succeeded" or (r["outcome"] == "Failed" and not r["lost"])
+        )
+        / 3600
+    )
+    return {
+        "resource": run.goodput_resource or "cpu",
+        "askedHours": _r(asked),
+        "finishedHours": _r(done),
+        "ratio": _r(done / asked, 4) if asked > 0 else None,
+    }
+
+
 def _ci(values: list[float]) -> dict[str, Any]:
     n = len(values)
     mean = sum(values) / n
@@ -287,9 +380,15 @@ def _ci(values: list[float]) -> dict[str, Any]:
 
 
 HEADLINE = {
+    "jobsLost": lambda s: s["jobs"]["lost"],
+    "waitCensoredMean": lambda s: s["waitToStartCensored"].get("mean"),
+    "waitCensoredP95": lambda s: s["waitToStartCensored"].get("p95"),
     "succeeded": lambda s: s["jobs"]["succeeded"],
     "failed": lambda s: s["jobs"]["failed"],
-    "neverStarted": lambda s: s["jobs"]["neverStarted"] + s["jobs"].get("deactivated", 0),
+    "deactivated": lambda s: s["jobs"]["deactivated"],
+    "neverStarted": lambda s: s["jobs"]["neverStarted"],
+    "stillRunning": lambda s: s["jobs"]["stillRunning"],
+    "goodput": lambda s: s["goodput"]["ratio"],
     "waitToAdmissionMean": lambda s: s["waitToAdmission"]["all"].get("mean"),
     "waitToAdmissionP95": lambda s: s["waitToAdmission"]["all"].get("p95"),
     "waitToStartMean": lambda s: s["waitToStart"]["all"].get("mean"),
@@ -314,6 +413,8 @@ def aggregate(summaries: list[dict[str, Any]]) -> dict[str, Any]:
 def _fmt(v: Any) -> str:
     if v is None:
         return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
     if isinstance(v, float):
         return f"{v:.3f}"
     return str(v)
@@ -324,7 +425,9 @@ def csv_text(runs: list[RunResult]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
     for run in runs:
-        for row in run.jobs:
+        # the jobs that did not finish first (lost, then still running), each part in trace order
+        order = sorted(run.jobs, key=lambda r: 0 if r["lost"] else 1 if r["outcome"] == "Running" else 2)
+        for row in order:
             full = {"variant": run.variant, "replica": run.replica, "seed": run.seed, **row}
             w.writerow([_fmt(full[c]) for c in CSV_COLUMNS])
     return buf.getvalue()
@@ -335,16 +438,111 @@ def write_csv(path: Path, runs: list[RunResult]) -> None:
 
 
 def variant_document(study: str, variant: str, description: str, summaries: list[dict[str, Any]]) -> dict:
+    """One variant's summary. Keys in reading order (the file is written in this order, not sorted): the
+    jobs it lost first, then the figures over replicas, then each replica's detail."""
+    agg = aggregate(summaries)
     return {
         "apiVersion": "sim.flexq.dev/v1alpha1",
         "kind": "SimulationSummary",
         "study": study,
         "variant": variant,
         "description": description,
-        "aggregate": aggregate(summaries),
+        "jobsLost": agg.get("jobsLost"),
+        "lostByCause": _merge_counts([s["lostByCause"] for s in summaries]),
+        "waitCensoredMean": agg.get("waitCensoredMean"),
+        "aggregate": agg,
         "replicas": summaries,
     }
 
 
+def _merge_counts(maps: list[dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for m in maps:
+        for k, v in m.items():
+            out[k] += v
+    return dict(sorted(out.items()))
+
+
+def _mean(doc: dict[str, Any], name: str, default: float = 0.0) -> float:
+    entry = doc["aggregate"].get(name)
+    return float(entry["mean"]) if entry else default
+
+
+def rank_key(doc: dict[str, Any]) -> tuple[float, float, float]:
+    """How variants are compared: fewer jobs lost first, then the lower censored mean wait (a job that never
+    started waits until the end), then the lower cost. A variant that loses jobs never ranks above one that
+    loses fewer, whatever its waits."""
+    return (
+        _mean(doc, "jobsLost"),
+        _mean(doc, "waitCensoredMean", math.inf),
+        _mean(doc, "costUSD", math.inf),
+    )
+
+
+def ranking(docs: dict[str, dict[str, Any]]) -> list[str]:
+    return sorted(docs, key=lambda name: (*rank_key(docs[name]), name))
+
+
+def _mins(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _lost_text(doc: dict[str, Any]) -> str:
+    n = _mean(doc, "jobsLost")
+    if n == 0:
+        return "no job lost"
+    top = max(doc["lostByCause"].items(), key=lambda kv: (kv[1], kv[0]), default=None)
+    why = f" ({top[0]})" if top else ""
+    return f"{n:g} job{'s' if n != 1 else ''} lost{why}"
+
+
+def headline(docs: dict[str, dict[str, Any]]) -> str:
+    """One sentence comparing the variants on what users lose: jobs that never ran first, then the censored
+    mean wait, then cost (means over replicas)."""
+    order = ranking(docs)
+    if not order:
+        return ""
+    best = docs[order[0]]
+    text = (
+        f"{order[0]} ranks first: {_lost_text(best)}, mean wait to start {_mins(_mean(best, 'waitCensoredMean'))} "
+        f"(a job that never started counted until the end), ${_mean(best, 'costUSD'):,.0f}."
+    )
+    for name in order[1:]:
+        d = docs[name]
+        w0, w = _mean(best, "waitCensoredMean"), _mean(d, "waitCensoredMean")
+        ratio = f"{w / w0:.2f}x the wait" if w0 > 0 else f"wait {_mins(w)}"
+        c0, c = _mean(best, "costUSD"), _mean(d, "costUSD")
+        cost = f"{c / c0:.2f}x the cost" if c0 > 0 else f"${c:,.0f}"
+        text += f" {name}: {_lost_text(d)}, {ratio}, {cost}."
+    return text
+
+
+def comparison_document(study: str, docs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``comparison.json``: the variants ranked (jobs lost, censored mean wait, cost) and the headline."""
+    order = ranking(docs)
+    return {
+        "apiVersion": "sim.flexq.dev/v1alpha1",
+        "kind": "SimulationComparison",
+        "study": study,
+        "headline": headline(docs),
+        "ranking": [
+            {
+                "variant": name,
+                "jobsLost": _mean(docs[name], "jobsLost"),
+                "waitCensoredMeanSeconds": _mean(docs[name], "waitCensoredMean"),
+                "waitToStartMeanSeconds": _mean(docs[name], "waitToStartMean"),
+                "costUSD": _mean(docs[name], "costUSD"),
+                "goodput": _mean(docs[name], "goodput"),
+            }
+            for name in order
+        ],
+    }
+
+
 def write_json(path: Path, doc: dict[str, Any]) -> None:
-    path.write_text(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
+    """Keys in the document's own (deterministic) order: the summaries lead with the jobs lost."""
+    path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")

@@ -1,0 +1,589 @@
+"""What one simulation run saw, job by job: the recorder behind ``flexq.simulate.engine``.
+
+Owns ``JobRecord`` (one job of the traffic as the run saw it) and ``Recorder``, which hears the twin's store
+(watches on Workloads, the job kinds, ProvisioningRequests, Pods and the cluster autoscaler's Events) and notes
+for each job:
+
+- its admission, start (``PodsReady``), end, flavors, evictions and preemptions (Kueue's reasons), and the
+  quota its Workloads hold over time (ClusterQueue reservation);
+- **where its wait went**: every second from submission to the first start is in exactly one bucket
+  (``WAIT_BUCKETS``): ``quota`` (no quota reserved yet), ``dws`` (quota reserved, an admission check such as
+  the DWS ProvisioningRequest not ready yet), ``scaleUp`` (admitted, pods waiting for nodes the autoscaler is
+  making), ``stockout`` (admitted, pods waiting for nodes the cloud refused: a stock-out or GCE quota, per
+  ``flexq.api.reasons.classify_capacity``), ``poolMax`` (admitted, pods waiting for nodes their node pool,
+  at its maximum size, cannot add), ``pods`` (admitted, pods on nodes or being created, not ready
+  yet), ``evicted`` (evicted before it started: waiting to be admitted again) and ``deactivated`` (Kueue
+  deactivated it: it waits for someone to reactivate it, until the run's horizon if nobody does);
+- **why a job was lost**: Kueue's reason when it deactivated the job (``DeactivatedDueToAdmissionCheck``,
+  ``DeactivatedDueToRequeuingLimitExceeded``, …) with its message, the failures of the job's
+  ProvisioningRequests by reason (``NodepoolSizeReached`` ×3), the capacity refusals its pods met, and the last
+  flavor/resource Kueue said had no quota for it;
+- the run's series: jobs waiting per bucket over time, and quota reserved per ClusterQueue/flavor/resource
+  (for the studies of a team; not for Kueue's 2,000-queue perf files).
+
+It also runs bare Workloads as Kueue's perf-harness runner does (finished ``run`` seconds after admission,
+evictions completed). Finished jobs are deleted once recorded (``keepFinished: false``), as a team's cleanup
+would. Must not import flexq.http.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flexq.api.quantity import parse_quantity
+from flexq.api.reasons import classify_capacity
+from flexq.errors import ApiError
+from flexq.fallback.policy import ANN_MOVE
+from flexq.semantics.conditions import find_condition, is_true
+from flexq.semantics.resources import pod_requests
+from flexq.simulate.traffic import JobSpec
+from flexq.twin import Twin
+
+__all__ = ["JobRecord", "Recorder", "WAIT_BUCKETS", "TPU"]
+
+WAIT_BUCKETS = ("quota", "dws", "scaleUp", "stockout", "poolMax", "pods", "evicted", "deactivated")
+TPU = "google.com/tpu"
+MAX_SERIES_KEYS = (
+    64  # quota series only for studies with at most this many ClusterQueue/flavor/resource entries
+)
+_QUOTA_MSG = re.compile(r"insufficient (?:unused )?quota for (\S+) in flavor (\S+)")
+_GROW_BY = re.compile(r"[Nn]ode pool (\S+) cannot grow by (\d+) nodes")
+_RAY_CLUSTER = "ray.io/cluster"
+_RAY_ORIGIN = "ray.io/originated-from-cr-name"
+_JOB_NAME = ("batch.kubernetes.io/job-name", "job-name")
+_CAPACITY_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+
+
+@dataclass
+class JobRecord:
+    spec: JobSpec
+    submit: float
+    cluster_queue: str = ""
+    reserved: float | None = None
+    admitted: float | None = None
+    started: float | None = None
+    finished: float | None = None
+    outcome: str = ""
+    flavors: str = ""
+    evictions: int = 0
+    preemptions: int = 0
+    holding: set[str] = field(default_factory=set)  # workloads of this job holding quota now
+    admitted_now: set[str] = field(default_factory=set)  # workloads of this job admitted now
+    pending: bool = True
+    closed: bool = False  # finished, or deactivated by Kueue with nobody to reactivate it
+    deactivated: bool = False  # its Workload is deactivated now
+    size: float = 0.0  # what it asks for of the goodput resource (TPU chips, else CPUs), all pod sets
+    bucket: str | None = "quota"  # where its wait goes now (None: started, or finished)
+    bucket_since: float = 0.0
+    waits: dict[str, float] = field(default_factory=dict)  # bucket -> seconds
+    unscheduled: set[str] = field(default_factory=set)  # its pods without a node
+    refused: str = ""  # the cloud's refusal its pods met since the last admission (a capacity kind)
+    refused_code: str = ""
+    refused_pool: str = ""  # the node pool its refused pods asked for (their nodeSelector)
+    lost_reason: str = ""  # Kueue's Evicted reason when it deactivated the job
+    lost_message: str = ""
+    pr_failed: Counter[str] = field(default_factory=Counter)  # ProvisioningRequest failures by reason
+    quota_key: str = ""  # "flavor/resource" Kueue last said had no quota for it
+    quota_waits: dict[str, float] = field(default_factory=dict)  # "flavor/resource" -> seconds waited
+    refusals: list[tuple[float, str, int]] = field(default_factory=list)  # (time, pool, nodes) pool-max
+
+
+class Recorder:
+    """Hears one run's twin and keeps a ``JobRecord`` per job (see the module docstring)."""
+
+    def __init__(
+        self,
+        twin: Twin,
+        *,
+        keep_finished: bool,
+        fallback: bool,
+        rescue: bool,
+        rel: Callable[[], float],
+    ) -> None:
+        self.twin = twin
+        self.keep_finished = keep_finished
+        self.fallback, self.rescue = fallback, rescue
+        self.rel = rel
+        self.records: dict[tuple[str, str, str], JobRecord] = {}
+        self.wl_state: dict[tuple[str, str], dict[str, Any]] = {}
+        self.wl_job: dict[tuple[str, str], JobRecord] = {}
+        self.pod_job: dict[tuple[str, str], JobRecord] = {}  # (namespace, pod) -> job
+        self.cluster_job: dict[tuple[str, str], tuple[str, str, str] | None] = {}  # RayCluster -> job key
+        self.pending_now = 0
+        self.pending: list[tuple[float, int]] = [(0.0, 0)]
+        self.waiting_now = dict.fromkeys(WAIT_BUCKETS, 0)
+        self.waiting: list[tuple[float, tuple[int, ...]]] = [(0.0, (0,) * len(WAIT_BUCKETS))]
+        self.evictions: dict[str, Counter[str]] = defaultdict(Counter)
+        self.preemptions: dict[str, Counter[str]] = defaultdict(Counter)
+        self.admission_waits: list[tuple[str, str, float]] = []
+        self.pr_seen: dict[tuple[str, str], set[str]] = {}
+        self.usage: dict[str, list[float]] = {}  # "cq/flavor/resource" -> [reserved unit*s, nominal]
+        self.reserved_now: dict[str, float] = {}
+        self.reserved_series: dict[str, list[tuple[float, float]]] = {}
+        self.open_jobs = 0
+        self.goodput_resource = ""
+        self.last_refusal: tuple[str, str] | None = None  # the last capacity refusal heard (kind, code)
+
+    # -- set-up --------------------------------------------------------------------------------------------------
+    def track_quota(self, key: str, nominal: float) -> None:
+        self.usage[key] = [0.0, nominal]
+
+    def start(self, job_kinds: set[str]) -> None:
+        store = self.twin.store
+        if len(self.usage) <= MAX_SERIES_KEYS:
+            self.reserved_now = dict.fromkeys(self.usage, 0.0)
+            self.reserved_series = {k: [(0.0, 0.0)] for k in self.usage}
+        store.watch(self.on_workload, ["Workload"])
+        kinds = sorted(job_kinds - {"Workload"})
+        if kinds:
+            store.watch(self.on_job, kinds)
+            store.watch(self.on_pod, ["Pod"])
+            store.watch(self.on_event, ["Event"])
+        with contextlib.suppress(ApiError):  # a twin without the autoscaling.x-k8s.io kinds
+            store.watch(self.on_pr, ["ProvisioningRequest"])
+
+    def submitted(self, job: JobSpec) -> JobRecord:
+        now = self.rel()
+        rec = JobRecord(job, submit=job.submit, bucket_since=now)
+        self.records[(job.kind, job.namespace, job.name)] = rec
+        self.pending_now += 1
+        self._point(self.pending, self.pending_now)
+        self.open_jobs += 1
+        self._count("quota", +1, now)
+        return rec
+
+    # -- series --------------------------------------------------------------------------------------------------
+    def _point(self, series: list[tuple[float, int]], value: int) -> None:
+        t = round(self.rel(), 3)
+        if series and series[-1][0] == t:
+            series[-1] = (t, value)
+        else:
+            series.append((t, value))
+
+    def _count(self, bucket: str, delta: int, now: float) -> None:
+        self.waiting_now[bucket] += delta
+        t = round(now, 3)
+        row = tuple(self.waiting_now[b] for b in WAIT_BUCKETS)
+        if self.waiting[-1][0] == t:
+            self.waiting[-1] = (t, row)
+        else:
+            self.waiting.append((t, row))
+
+    def _reserve(self, key: str, delta: float, now: float) -> None:
+        if key not in self.reserved_now:
+            return
+        self.reserved_now[key] += delta
+        series = self.reserved_series[key]
+        t = round(now, 3)
+        if series[-1][0] == t:
+            series[-1] = (t, self.reserved_now[key])
+        else:
+            series.append((t, self.reserved_now[key]))
+
+    def _set_pending(self, rec: JobRecord) -> None:
+        want = not rec.closed and not rec.holding
+        if want != rec.pending:
+            rec.pending = want
+            self.pending_now += 1 if want else -1
+            self._point(self.pending, self.pending_now)
+
+    def _bucket_of(self, rec: JobRecord) -> str | None:
+        if rec.started is not None or rec.finished is not None:
+            return None
+        if rec.deactivated:
+            return "deactivated"
+        if not rec.holding:
+            return "evicted" if rec.evictions else "quota"
+        if not rec.admitted_now:
+            return "dws"
+        if rec.unscheduled:
+            if rec.refused in ("stockout", "quota"):
+                return "stockout"
+            return "poolMax" if rec.refused == "pool-max" else "scaleUp"
+        return "pods"
+
+    def rebucket(self, rec: JobRecord) -> None:
+        """Move the job's wait to the bucket its state says (time so far to the old bucket)."""
+        want = self._bucket_of(rec)
+        if want == rec.bucket:
+            return
+        now = self.rel()
+        self._close_bucket(rec, now)
+        if rec.bucket is not None:
+            self._count(rec.bucket, -1, now)
+        rec.bucket, rec.bucket_since = want, now
+        if want is not None:
+            self._count(want, +1, now)
+
+    def _close_bucket(self, rec: JobRecord, now: float) -> None:
+        if rec.bucket is None:
+            return
+        dt = max(0.0, now - rec.bucket_since)
+        rec.waits[rec.bucket] = rec.waits.get(rec.bucket, 0.0) + dt
+        if rec.bucket in ("quota", "evicted") and rec.quota_key:
+            rec.quota_waits[rec.quota_key] = rec.quota_waits.get(rec.quota_key, 0.0) + dt
+        rec.bucket_since = now
+
+    def settle(self, horizon: float) -> None:
+        """At the end: every job still waiting waits until the horizon (a job that never started counts until
+        the end: the censored wait)."""
+        for rec in self.records.values():
+            if rec.bucket is not None:
+                self._close_bucket(rec, max(horizon, rec.bucket_since))
+
+    # -- workloads -----------------------------------------------------------------------------------------------
+    def _job_of(self, wl: dict[str, Any]) -> JobRecord | None:
+        md = wl["metadata"]
+        ns = md.get("namespace", "default")
+        for ref in md.get("ownerReferences") or ():
+            rec = self.records.get((ref.get("kind", ""), ns, ref.get("name", "")))
+            if rec is not None:
+                return rec
+        return self.records.get(("Workload", ns, md["name"]))
+
+    def on_workload(self, ev: Any) -> None:
+        wl = ev.object
+        md = wl["metadata"]
+        key = (md.get("namespace", "default"), md["name"])
+        rec = self.wl_job.get(key)
+        if rec is None:
+            rec = self._job_of(wl)
+            if rec is None:
+                return
+            self.wl_job[key] = rec
+            if not rec.size:
+                rec.size = self._size(wl)
+        st = self.wl_state.setdefault(
+            key,
+            {
+                "reserved": False,
+                "admitted": False,
+                "since": 0.0,
+                "usage": [],
+                "queued_at": self.rel(),
+                "evict_lt": None,
+                "preempt_lt": None,
+                "ready": False,
+                "seq": 0,
+            },
+        )
+        now = self.rel()
+        gone = ev.type == "DELETED"
+        status = wl.get("status") or {}
+        admission = status.get("admission")
+        reserved = not gone and is_true(wl, "QuotaReserved") and admission is not None
+        admitted = not gone and reserved and is_true(wl, "Admitted")
+        finished = is_true(wl, "Finished")
+        if not reserved and not gone:
+            qr = find_condition(wl, "QuotaReserved")
+            m = _QUOTA_MSG.search((qr or {}).get("message") or "")
+            if m is not None:
+                k = f"{m.group(2).rstrip(',.')}/{m.group(1).rstrip(',.')}"
+                if k != rec.quota_key:
+                    self._close_bucket(rec, now)
+                    rec.quota_key = k
+        if reserved and not st["reserved"]:
+            assert admission is not None
+            st["reserved"], st["since"] = True, now
+            cq = admission.get("clusterQueue", "")
+            rec.cluster_queue = cq
+            usage = []
+            flavors = []
+            for psa in admission.get("podSetAssignments") or ():
+                fl = psa.get("flavors") or {}
+                flavors.append(f"{psa.get('name')}={'+'.join(sorted(set(fl.values())))}")
+                for res, qty in (psa.get("resourceUsage") or {}).items():
+                    ukey = f"{cq}/{fl.get(res, '')}/{res}"
+                    if ukey in self.usage:
+                        usage.append((ukey, float(parse_quantity(str(qty)))))
+            st["usage"] = usage
+            for ukey, qty in usage:
+                self._reserve(ukey, qty, now)
+            rec.flavors = ",".join(flavors)
+            if rec.reserved is None:
+                rec.reserved = now
+            rec.holding.add(md["name"])
+            self._set_pending(rec)
+        elif st["reserved"] and (not reserved or finished):
+            st["reserved"] = False
+            for ukey, qty in st["usage"]:
+                self.usage[ukey][0] += qty * (now - st["since"])
+                self._reserve(ukey, -qty, now)
+            rec.holding.discard(md["name"])
+            self._set_pending(rec)
+        if admitted and not st["admitted"]:
+            st["admitted"] = True
+            st["seq"] += 1
+            if not rec.admitted_now:
+                rec.refused = rec.refused_code = ""
+            rec.admitted_now.add(md["name"])
+            if rec.admitted is None:
+                rec.admitted = now
+            pc = rec.spec.priority_class or (str(rec.spec.priority) if rec.spec.priority is not None else "")
+            self.admission_waits.append((rec.cluster_queue, pc, now - st["queued_at"]))
+            if rec.spec.kind == "Workload":
+                if rec.started is None:
+                    rec.started = now
+                seq = st["seq"]
+                self.twin.core.loop.call_at(
+                    self.twin.now() + rec.spec.run, functools.partial(self._finish_bare, key, seq)
+                )
+        elif not admitted and st["admitted"]:
+            st["admitted"] = False
+            rec.admitted_now.discard(md["name"])
+        ev_c = find_condition(wl, "Evicted")
+        if (
+            ev_c is not None
+            and ev_c.get("status") == "True"
+            and ev_c.get("lastTransitionTime") != st["evict_lt"]
+        ):
+            st["evict_lt"] = ev_c.get("lastTransitionTime")
+            self.evictions[rec.cluster_queue or "?"][ev_c.get("reason", "")] += 1
+            rec.evictions += 1
+            st["queued_at"] = now
+            if str(ev_c.get("reason", "")).startswith("Deactivated") and rec.deactivated:
+                rec.lost_reason = ev_c.get("reason", "")
+                rec.lost_message = ev_c.get("message", "")
+            if rec.spec.kind == "Workload" and admission is not None:
+                self.twin.core.loop.call_soon(functools.partial(self._complete_eviction, key))
+        pr_c = find_condition(wl, "Preempted")
+        if (
+            pr_c is not None
+            and pr_c.get("status") == "True"
+            and pr_c.get("lastTransitionTime") != st["preempt_lt"]
+        ):
+            st["preempt_lt"] = pr_c.get("lastTransitionTime")
+            self.preemptions[rec.cluster_queue or "?"][pr_c.get("reason", "")] += 1
+            rec.preemptions += 1
+        if not st["ready"] and is_true(wl, "PodsReady"):
+            st["ready"] = True
+            if rec.started is None:
+                rec.started = now
+        inactive = (wl.get("spec") or {}).get("active") is False and not gone
+        if inactive and not rec.deactivated and not rec.closed and not self._fallback_moving(rec):
+            # deactivated (an admission check Rejected, the requeuing limit reached): Kueue will not admit it
+            # again unless someone reactivates it
+            rec.deactivated = True
+            dt = find_condition(wl, "DeactivationTarget")
+            if dt is not None:
+                rec.lost_reason = f"DeactivatedDueTo{dt.get('reason', '')}"
+                rec.lost_message = f"The workload is deactivated due to {dt.get('message', '')}"
+            elif ev_c is not None and str(ev_c.get("reason", "")).startswith("Deactivated"):
+                rec.lost_reason, rec.lost_message = ev_c.get("reason", ""), ev_c.get("message", "")
+            else:
+                rec.lost_reason, rec.lost_message = "Deactivated", "spec.active is false"
+            if not self.rescue:  # nobody will reactivate it: the run does not wait for it
+                rec.closed = True
+                rec.outcome = "Deactivated"
+                self.open_jobs -= 1
+                self._set_pending(rec)
+        elif not inactive and rec.deactivated and not gone and not rec.closed:
+            rec.deactivated = False  # reactivated (flexq fallback's rescue, or by hand)
+        if rec.spec.kind == "Workload" and finished and not rec.closed:
+            c = find_condition(wl, "Finished") or {}
+            self.finish(rec, "Failed" if c.get("reason") == "Failed" else "Succeeded")
+        if gone:
+            self.wl_state.pop(key, None)
+            self.wl_job.pop(key, None)
+        self.rebucket(rec)
+
+    def _size(self, wl: dict[str, Any]) -> float:
+        """What the workload asks for of the goodput resource (TPU chips when the study has TPUs, else CPUs)."""
+        total: dict[str, float] = defaultdict(float)
+        for ps in (wl.get("spec") or {}).get("podSets") or ():
+            count = int(ps.get("count") or 1)
+            for r, q in pod_requests((ps.get("template") or {}).get("spec") or {}).items():
+                if r in (TPU, "cpu"):
+                    total[r] += count * float(q)
+        if not self.goodput_resource:
+            self.goodput_resource = TPU if total.get(TPU) else "cpu"
+        return total.get(self.goodput_resource, 0.0)
+
+    def _fallback_moving(self, rec: JobRecord) -> bool:
+        """flexq's fallback (twin setting ``fallback``) deactivates a workload to move its job to the next flavor,
+        or back to the first one: the job's ``fallback.flexq.dev/move`` annotation says so (step ``deactivating``
+        or ``returning``), and the job gets a new Workload, so the run keeps waiting for it."""
+        if not self.fallback:
+            return False
+        job = self.twin.store.try_get(rec.spec.kind, rec.spec.name, rec.spec.namespace)
+        text = ((job or {}).get("metadata", {}).get("annotations") or {}).get(ANN_MOVE)
+        if not text:
+            return False
+        try:
+            return json.loads(text).get("step") in ("deactivating", "returning")
+        except ValueError:
+            return False
+
+    def _finish_bare(self, key: tuple[str, str], seq: int) -> None:
+        st = self.wl_state.get(key)
+        if st is None or st["seq"] != seq or not st["admitted"]:
+            return
+        wl = self.twin.store.try_get("Workload", key[1], key[0])
+        if wl is None:
+            return
+        from flexq.kueue.workload import set_condition
+
+        rec = self.records[("Workload", key[0], key[1])]
+        ok = rec.spec.outcome != "Failed"
+        set_condition(
+            wl,
+            "Finished",
+            True,
+            "Succeeded" if ok else "Failed",
+            "Job finished successfully" if ok else "Job failed",
+            self.twin.now(),
+        )
+        self.twin.store.update_status(wl)
+
+    def _complete_eviction(self, key: tuple[str, str]) -> None:
+        from flexq.kueue.workload import unset_quota_reservation
+
+        wl = self.twin.store.try_get("Workload", key[1], key[0])
+        if wl is None or not (wl.get("status") or {}).get("admission") or not is_true(wl, "Evicted"):
+            return
+        unset_quota_reservation(wl, "Pending", "Evicted by the simulator's runner", self.twin.now())
+        self.twin.store.update_status(wl)
+
+    # -- jobs ----------------------------------------------------------------------------------------------------
+    def on_job(self, ev: Any) -> None:
+        obj = ev.object
+        md = obj["metadata"]
+        rec = self.records.get((obj.get("kind", ""), md.get("namespace", "default"), md["name"]))
+        if rec is None or rec.closed or ev.type == "DELETED":
+            return
+        st = obj.get("status") or {}
+        if obj.get("kind") == "RayJob":
+            dep = st.get("jobDeploymentStatus")
+            if dep in ("Complete", "Failed"):
+                self.finish(rec, "Succeeded" if st.get("jobStatus") == "SUCCEEDED" else "Failed")
+        elif is_true(obj, "Complete"):
+            self.finish(rec, "Succeeded")
+        elif is_true(obj, "Failed"):
+            self.finish(rec, "Failed")
+
+    def finish(self, rec: JobRecord, outcome: str) -> None:
+        if rec.closed:
+            return
+        rec.closed = True
+        rec.deactivated = False
+        rec.finished = self.rel()
+        rec.outcome = outcome
+        if rec.started is None and rec.admitted is not None:
+            rec.started = rec.admitted
+        self.open_jobs -= 1
+        self._set_pending(rec)
+        self.rebucket(rec)
+        if not self.keep_finished:
+            spec = rec.spec
+            self.twin.core.loop.call_later(1.0, lambda: self._delete(spec))
+
+    def _delete(self, spec: JobSpec) -> None:
+        with contextlib.suppress(ApiError):  # already gone
+            self.twin.store.delete(spec.kind, spec.name, spec.namespace, propagation="Background")
+
+    # -- pods and the autoscaler's word on them ------------------------------------------------------------------
+    def _pod_owner(self, pod: dict[str, Any]) -> JobRecord | None:
+        md = pod["metadata"]
+        ns = md.get("namespace", "default")
+        labels = md.get("labels") or {}
+        origin = labels.get(_RAY_ORIGIN)
+        if origin:
+            return self.records.get(("RayJob", ns, origin))
+        cluster = labels.get(_RAY_CLUSTER)
+        if cluster:
+            ck = (ns, cluster)
+            if ck not in self.cluster_job:
+                rc = self.twin.store.try_get("RayCluster", cluster, ns)
+                name = ((rc or {}).get("metadata", {}).get("labels") or {}).get(_RAY_ORIGIN)
+                self.cluster_job[ck] = ("RayJob", ns, name) if name else ("RayCluster", ns, cluster)
+            jk = self.cluster_job[ck]
+            return self.records.get(jk) if jk else None
+        for label in _JOB_NAME:
+            if labels.get(label):
+                return self.records.get(("Job", ns, labels[label]))
+        return None
+
+    def on_pod(self, ev: Any) -> None:
+        pod = ev.object
+        md = pod["metadata"]
+        pk = (md.get("namespace", "default"), md["name"])
+        rec = self.pod_job.get(pk)
+        if rec is None:
+            if ev.type == "DELETED":
+                return
+            rec = self._pod_owner(pod)
+            if rec is None:
+                return
+            self.pod_job[pk] = rec
+        phase = (pod.get("status") or {}).get("phase")
+        if ev.type == "DELETED" or phase in ("Succeeded", "Failed"):
+            self.pod_job.pop(pk, None)
+            if md["name"] in rec.unscheduled:
+                rec.unscheduled.discard(md["name"])
+                self.rebucket(rec)
+            return
+        if (pod.get("spec") or {}).get("nodeName"):
+            if md["name"] in rec.unscheduled:
+                rec.unscheduled.discard(md["name"])
+                self.rebucket(rec)
+        elif md["name"] not in rec.unscheduled:
+            rec.unscheduled.add(md["name"])
+            self.rebucket(rec)
+
+    def on_event(self, ev: Any) -> None:
+        obj = ev.object
+        if ev.type == "DELETED" or obj.get("reason") not in _CAPACITY_REASONS:
+            return
+        inv = obj.get("involvedObject") or {}
+        if inv.get("kind") != "Pod":
+            return
+        rec = self.pod_job.get((inv.get("namespace") or "default", inv.get("name") or ""))
+        if rec is None or not rec.admitted_now:
+            return
+        refusal = classify_capacity(obj.get("message") or "")
+        if refusal is None or rec.refused in ("stockout", "quota"):
+            return
+        if refusal.kind == "backoff":
+            # the autoscaler backs the pods' node groups off after a failed scale-up: a capacity refusal
+            # (the twin's, like GKE's, are stock-outs and quota), named by the last one it heard
+            kind, code = self.last_refusal or ("stockout", "GCE_STOCKOUT")
+        else:
+            kind, code = refusal.kind, refusal.code
+            if refusal.cannot_grow:
+                self.last_refusal = (kind, code)
+        rec.refused, rec.refused_code = kind, code
+        pod = self.twin.store.peek("Pod", inv.get("name") or "", inv.get("namespace") or "default")
+        rec.refused_pool = (((pod or {}).get("spec") or {}).get("nodeSelector") or {}).get(NODEPOOL_LABEL, "")
+        self.rebucket(rec)
+
+    # -- ProvisioningRequests ------------------------------------------------------------------------------------
+    def on_pr(self, ev: Any) -> None:
+        pr = ev.object
+        md = pr["metadata"]
+        ns = md.get("namespace", "")
+        seen = self.pr_seen.setdefault((ns, md["name"]), set())
+        for c in (pr.get("status") or {}).get("conditions") or ():
+            if c.get("status") != "True":
+                continue
+            what = c["type"] if c["type"] != "Failed" else f"Failed/{c.get('reason', '')}"
+            if what in seen:
+                continue
+            seen.add(what)
+            if c["type"] != "Failed":
+                continue
+            owner = next((r for r in md.get("ownerReferences") or () if r.get("kind") == "Workload"), None)
+            rec = self.wl_job.get((ns, owner.get("name", ""))) if owner else None
+            if rec is None:
+                continue
+            rec.pr_failed[c.get("reason", "")] += 1
+            m = _GROW_BY.search(c.get("message") or "")
+            if m is not None:
+                rec.refusals.append((self.rel(), m.group(1), int(m.group(2))))
