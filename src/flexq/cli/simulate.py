@@ -7,6 +7,7 @@ Must not import flexq.http.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="Kueue generator.yaml: fraction of each workload set's count to create",
+    )
+    sm.add_argument(
+        "--sweep",
+        default=None,
+        metavar="SWEEP.yaml",
+        help="search knobs (pool sizes, quotas, flavor order, retries, timeouts, the fallback) for a better "
+        "configuration: every point on the same seeds, the Pareto front of (jobs lost, censored wait, cost), "
+        "the recommended point's diff (see flexq.simulate.sweep)",
     )
     sm.add_argument("--no-plots", action="store_true", help="only jobs.csv and the JSON summaries")
     sm.add_argument("--no-progress", action="store_true", help="no live progress bar")
@@ -326,6 +335,102 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
     return tables
 
 
+def _run_sweep(
+    args: argparse.Namespace,
+    study: Any,
+    out: Path,
+    console: Console,
+    err_console: Console,
+    clock: Any,
+    wall0: float,
+) -> int:
+    from rich.text import Text
+
+    from flexq.simulate.sweep import load_sweep, points, run_sweep
+
+    try:
+        spec = load_sweep(args.sweep, study)
+    except InputError as exc:
+        _error(err_console, exc)
+        return 2
+    n = len(points(spec)) + 1
+    reps = args.replicas or spec.replicas or study.replicas
+    console.print(
+        f"[bold]flexq simulate[/] {escape(study.name)} --sweep: {n - 1} point(s) + the base × {reps} replica(s) "
+        f"= {n * reps} run(s)" + (f" on Ray at {escape(args.ray_address)}" if args.ray_address else "")
+    )
+    done = {"runs": 0}
+
+    def on_progress(p: dict[str, Any]) -> None:
+        if p.get("done"):
+            done["runs"] += 1
+            if not args.no_progress and console.is_terminal:
+                console.print(f"  {done['runs']}/{n * reps} runs done", end="\r")
+
+    try:
+        res = run_sweep(
+            study,
+            spec,
+            out=out,
+            replicas=args.replicas,
+            workers=args.jobs,
+            ray_address=args.ray_address,
+            plots=not args.no_plots,
+            progress=on_progress,
+        )
+    except InputError as exc:
+        _error(err_console, exc)
+        return 2
+    except OSError as exc:
+        _error(err_console, f"cannot write the results in {out}: {exc.strerror or exc}")
+        return 2
+    console.print(Text(res.headline, style="bold"))
+    labels = [k.label() for k in spec.knobs]
+    t = Table(
+        title="Sweep points: the Pareto front first, then the rest (means over replicas)",
+        title_justify="left",
+    )
+    heads = [
+        "point",
+        "Pareto",
+        *labels,
+        "jobs lost",
+        "censored mean wait (min)",
+        "censored p95 (min)",
+        "cost (USD)",
+    ]
+    for h in heads:
+        t.add_column(h, justify="left" if h in ("point", *labels) else "right")
+    rows = sorted(
+        res.rows, key=lambda r: (not r["pareto"], r["jobsLost"], r["waitCensoredMeanSeconds"], r["costUSD"])
+    )
+    for r in rows[:25]:
+        tag = (
+            " (recommended)" if r["point"] == res.recommended else " (base)" if r["point"] == res.base else ""
+        )
+        t.add_row(
+            escape(r["point"] + tag),
+            "yes" if r["pareto"] else "",
+            *(escape("" if r[lab] is None else json.dumps(r[lab])) for lab in labels),
+            f"{r['jobsLost']:g}",
+            f"{r['waitCensoredMeanSeconds'] / 60:,.1f}",
+            f"{r['waitCensoredP95Seconds'] / 60:,.1f}",
+            f"{r['costUSD']:,.2f}",
+        )
+    if len(rows) > 25:
+        t.add_row(f"... {len(rows) - 25} more in sweep.csv", "", *([""] * (len(heads) - 2)))
+    console.print(t)
+    if res.diff:
+        console.print("[bold]The recommended point against the base[/] (best.diff):")
+        console.print(res.diff, markup=False, highlight=False)
+    wall = clock.now() - wall0
+    console.print(
+        f"wall time {wall:.1f} s for {len(res.runs)} runs; files in {escape(str(out))}/: "
+        + escape(", ".join(p.name for p in res.files))
+    )
+    return 0
+
+
 def _error(err_console: Console, exc: Any) -> None:
     """One line on stderr, printed as is (a file name or value with ``[brackets]`` is not rich markup)."""
     err_console.print("[red]error:[/] ", end="")
@@ -373,6 +478,8 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     except InputError as exc:
         _error(err_console, exc)
         return 2
+    if args.sweep:
+        return _run_sweep(args, study, out, console, err_console, clock, wall0)
     runs = len(study.variants) * study.replicas
     console.print(
         f"[bold]flexq simulate[/] {escape(study.name)}: {len(study.variants)} variant(s) × {study.replicas} "

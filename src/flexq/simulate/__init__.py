@@ -36,6 +36,7 @@ from flexq.simulate.results import (
     write_json,
 )
 from flexq.simulate.study import Study, load_study, submit_window
+from flexq.simulate.sweep import SweepResult, load_sweep, run_sweep
 
 __all__ = [
     "simulate",
@@ -47,6 +48,9 @@ __all__ = [
     "RunResult",
     "InputError",
     "default_workers",
+    "run_sweep",
+    "load_sweep",
+    "SweepResult",
 ]
 
 
