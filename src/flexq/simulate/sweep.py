@@ -522,7 +522,7 @@ def pareto(rows: list[dict[str, Any]]) -> set[str]:
 
 
 def _diff(base: Variant, best: Variant) -> str:
-    out = []
+    out: list[str] = []
     a_docs = [(m.source, d) for m in base.manifests for d in parse_yaml_all(m.text, m.source)]
     b_docs = [(m.source, d) for m in best.manifests for d in parse_yaml_all(m.text, m.source)]
 
@@ -598,7 +598,8 @@ def run_sweep(
         docs[v.name] = variant_document(study.name, v.name, v.description, sums)
     labels = [k.label() for k in spec.knobs]
     rows = []
-    for v, p in zip(variants, [None, *pts], strict=True):
+    point_values: list[dict[str, Any] | None] = [None, *pts]
+    for v, p in zip(variants, point_values, strict=True):
         d = docs[v.name]
         rows.append(
             {
