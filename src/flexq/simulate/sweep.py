@@ -577,9 +577,9 @@ def run_sweep(
         )
     ]
     width = max(2, len(str(len(pts) - 1)))
-    for i, p in enumerate(pts):
+    for i, pt in enumerate(pts):
         try:
-            variants.append(apply_point(study, base, spec.knobs, p, f"p{i:0{width}d}"))
+            variants.append(apply_point(study, base, spec.knobs, pt, f"p{i:0{width}d}"))
         except ValueError as exc:
             raise InputError(
                 str(exc), source=str(sweep) if isinstance(sweep, (str, Path)) else "sweep", field="knobs"
