@@ -597,7 +597,7 @@ def run_sweep(
         sums = [summarize(r) for r in runs if r.variant == v.name]
         docs[v.name] = variant_document(study.name, v.name, v.description, sums)
     labels = [k.label() for k in spec.knobs]
-    rows = []
+    rows: list[dict[str, Any]] = []
     point_values: list[dict[str, Any] | None] = [None, *pts]
     for v, p in zip(variants, point_values, strict=True):
         d = docs[v.name]
