@@ -70,3 +70,60 @@ def test_report_renders_its_plots_in_headless_chromium(study_dir, tmp_path) -> N
         assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
     finally:
         driver.quit()
+
+
+@pytest.mark.skipif(
+    not (Path(CHROMIUM).exists() and Path(DRIVER).exists()) and not shutil.which("chromium"),
+    reason="Debian's chromium and chromium-driver are not installed",
+)
+def test_sweep_report_shows_headline_lost_jobs_wait_split_and_pareto(tmp_path) -> None:
+    """The sweep's report: the headline sentence, the lost-jobs table (the base loses jobs), the wait-split plot
+    and the Pareto plot, every image loaded; a screenshot of it."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    from flexq.simulate import load_study, run_sweep
+
+    study = tmp_path / "lost"
+    shutil.copytree(Path(__file__).with_name("data") / "lost", study)
+    out = tmp_path / "out"
+    run_sweep(
+        load_study(study),
+        {"base": "dws-tight", "knobs": [{"kind": "poolMax", "pool": "dws-pool", "values": [2, 8]}]},
+        out=out,
+        workers=1,
+    )
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1300,3000",
+    ):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(
+        service=Service(DRIVER if Path(DRIVER).exists() else shutil.which("chromedriver")), options=opts
+    )
+    try:
+        driver.get((out / "report.html").as_uri())
+        headline = driver.find_element(By.ID, "headline").text
+        assert "ranks first" in headline and "jobs lost" in headline
+        assert "points around base-dws-tight" in driver.find_element(By.ID, "sweep-headline").text
+        lost_rows = driver.find_elements(By.CSS_SELECTOR, "table.lost tr")
+        assert len(lost_rows) >= 2 and "DeactivatedDueToAdmissionCheck" in lost_rows[1].text
+        assert "NodepoolSizeReached" in lost_rows[1].text
+        loaded = driver.execute_script(
+            "return Object.fromEntries(Array.from(document.images).map(i => [i.alt, i.complete ? i.naturalWidth : 0]));"
+        )
+        assert (
+            loaded.get("pareto", 0) > 0 and loaded.get("wait-split", 0) > 0 and loaded.get("outcomes", 0) > 0
+        ), loaded
+        assert all(w > 0 for w in loaded.values()), loaded
+        assert "max" in driver.find_element(By.ID, "best-diff").text
+        shot = tmp_path / "sweep-report.png"
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+    finally:
+        driver.quit()

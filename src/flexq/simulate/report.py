@@ -275,6 +275,7 @@ def write_html(
         "font-weight:bold;background:#f6f8fa;padding:0.6em;border-left:4px solid #333}</style></head><body>",
         f"<h1>flexq simulate: {esc(study)}</h1>",
         f"<p class='headline' id='headline'>{esc(line)}</p>",
+        extra_html,
     ]
     aggs = {n: by_name[n]["aggregate"] for n in order}
     units = {
@@ -382,8 +383,6 @@ def write_html(
                 "text causes",
             )
         )
-    if extra_html:
-        parts.append(extra_html)
     for n in order:
         d = by_name[n]
         s = d["replicas"][0]

@@ -376,7 +376,12 @@ def _ci(values: list[float]) -> dict[str, Any]:
         return {"mean": _r(mean), "ci95": None, "values": [_r(v) for v in values]}
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
     half = (_T95[n - 2] if n - 1 <= len(_T95) else 1.96) * sd / math.sqrt(n)
-    return {"mean": _r(mean), "ci95": [_r(mean - half), _r(mean + half)], "values": [_r(v) for v in values]}
+    # every figure summarised here is a count, a duration or money: the interval stops at 0
+    return {
+        "mean": _r(mean),
+        "ci95": [_r(max(0.0, mean - half)), _r(mean + half)],
+        "values": [_r(v) for v in values],
+    }
 
 
 HEADLINE = {

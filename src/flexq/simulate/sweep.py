@@ -26,7 +26,8 @@ cluster. Out come ``sweep.csv``/``sweep.json`` (each point's knob values, jobs l
 wait, cost, goodput, and whether it is on the Pareto front of (jobs lost, censored mean wait, cost)),
 ``pareto.png``, ``best.diff`` (the recommended point's manifests and cluster against the base's) and the
 report. The recommended point ranks first (fewest jobs lost, then the lowest censored mean wait) among the
-points that cost no more than the base; the point that ranks first whatever its cost is named too.
+points that cost no more than the base (or, when the base itself lost work, no more per unit of work that ran
+to its end: cost / goodput); the point that ranks first whatever its cost is named too.
 ``run_sweep`` is the Python API. Must not import flexq.http.
 """
 
@@ -339,7 +340,7 @@ class _Objects:
     def manifests(self) -> list[Manifest]:
         out = []
         for i, (m, docs) in enumerate(self.files):
-            text = yaml.safe_dump_all(docs, sort_keys=False) if i in self.changed else m.text
+            text = yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False) if i in self.changed else m.text
             out.append(Manifest(m.source, text))
         return out
 
@@ -493,7 +494,7 @@ class SweepResult:
     spec: SweepSpec
     base: str
     rows: list[dict[str, Any]]  # one per point (the base first): knob values and figures
-    recommended: str  # the point that ranks first at no more than the base's cost
+    recommended: str  # the point that ranks first at no more than the base's cost (see _within_budget)
     overall: str  # the point that ranks first whatever its cost
     diff: str  # the recommended point's manifests and cluster against the base's
     documents: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -521,6 +522,22 @@ def pareto(rows: list[dict[str, Any]]) -> set[str]:
     return front
 
 
+class _Dumper(yaml.SafeDumper):
+    """YAML as a person writes it: multi-line strings (an embedded configuration) as literal blocks."""
+
+
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def _dump(obj: Any) -> list[str]:
+    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False).splitlines(keepends=True)
+
+
 def _diff(base: Variant, best: Variant) -> str:
     out: list[str] = []
     a_docs = [(m.source, d) for m in base.manifests for d in parse_yaml_all(m.text, m.source)]
@@ -537,17 +554,15 @@ def _diff(base: Variant, best: Variant) -> str:
         src_b, db = b_by.get(k, ("", None))
         if da == db:
             continue
-        ta = yaml.safe_dump(da, sort_keys=False).splitlines(keepends=True) if da is not None else []
-        tb = yaml.safe_dump(db, sort_keys=False).splitlines(keepends=True) if db is not None else []
+        ta = _dump(da) if da is not None else []
+        tb = _dump(db) if db is not None else []
         label = f"{k[0]}/{k[2]}"
         out += difflib.unified_diff(ta, tb, f"a/{src_a or src_b}: {label}", f"b/{src_b or src_a}: {label}")
     if base.cluster != best.cluster:
-        ta = yaml.safe_dump(base.cluster, sort_keys=False).splitlines(keepends=True)
-        tb = yaml.safe_dump(best.cluster, sort_keys=False).splitlines(keepends=True)
+        ta, tb = _dump(base.cluster), _dump(best.cluster)
         out += difflib.unified_diff(ta, tb, "a/cluster", "b/cluster")
     if base.settings != best.settings:
-        ta = yaml.safe_dump({"settings": base.settings}, sort_keys=False).splitlines(keepends=True)
-        tb = yaml.safe_dump({"settings": best.settings}, sort_keys=False).splitlines(keepends=True)
+        ta, tb = _dump({"settings": base.settings}), _dump({"settings": best.settings})
         out += difflib.unified_diff(ta, tb, "a/settings", "b/settings")
     return "".join(out)
 
@@ -616,11 +631,12 @@ def run_sweep(
     front = pareto(rows)
     for r in rows:
         r["pareto"] = r["point"] in front
-    order = sorted(rows, key=lambda r: (*rank_key(docs[r["point"]]), r["point"]))
-    base_cost = rows[0]["costUSD"]
-    affordable = [r for r in order if r["costUSD"] <= base_cost * (1 + 1e-9)]
-    recommended = (affordable or order)[0]["point"]
     by_name = {v.name: v for v in variants}
+    # among points that tie on (jobs lost, censored wait, cost), the one that changes least from the base first
+    changes = {v.name: _diff(variants[0], v).count("\n+") for v in variants}
+    order = sorted(rows, key=lambda r: (*rank_key(docs[r["point"]]), changes[r["point"]], r["point"]))
+    affordable = [r for r in order if _within_budget(r, rows[0])]
+    recommended = (affordable or order)[0]["point"]
     result = SweepResult(
         spec=spec,
         base=variants[0].name,
@@ -635,6 +651,20 @@ def run_sweep(
     if out is not None:
         write_sweep(Path(out), result, plots=plots, variants=variants)
     return result
+
+
+def cost_per_work(row: dict[str, Any]) -> float:
+    """Cost per unit of work that ran to its end (cost / goodput): a point that loses jobs is not cheap."""
+    g = row.get("goodput")
+    return row["costUSD"] / g if g else (row["costUSD"] if g is None else float("inf"))
+
+
+def _within_budget(row: dict[str, Any], base: dict[str, Any]) -> bool:
+    """No dearer than the base: its cost at most the base's, or, when the base lost work, its cost per unit of
+    finished work (cost / goodput) at most the base's (a base that loses jobs is cheap for that reason)."""
+    if row["costUSD"] <= base["costUSD"] * (1 + 1e-9):
+        return True
+    return (base.get("goodput") or 1.0) < 1.0 and cost_per_work(row) <= cost_per_work(base) * (1 + 1e-9)
 
 
 def _fmt_min(s: float) -> str:
