@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flexq.kube import scheduler_filters as s
+from flexq.semantics.taints import tolerates
 
 from .kube_builders import QUEUED_TAINT, TPU_TAINT, node, pod, tpu_node
 
@@ -43,7 +44,7 @@ def test_requests_default_to_limits_and_take_init_containers_and_overhead() -> N
     ids=["exists", "equal", "wrong-value", "wildcard", "wrong-effect", "tutorial-dws"],
 )
 def test_tolerations(toleration: dict, taint: dict, ok: bool) -> None:
-    assert s.tolerates(toleration, taint) is ok
+    assert tolerates(toleration, taint) is ok
 
 
 @pytest.mark.parametrize(

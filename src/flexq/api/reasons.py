@@ -246,7 +246,7 @@ _CAPACITY_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         "pool-max",
         "NodepoolSizeReached",
         re.compile(
-            r"max node group size reached|NodepoolSizeReached|would exceed its maximum of|"
+            r"max node group size reached|NodepoolSizeReached|max nodepool size|would exceed its maximum of|"
             r"scale\.up\.error\.max\.node\.group",
             re.I,
         ),

@@ -1,0 +1,172 @@
+"""kube-scheduler's filters for one pod on one node, as pure functions: the rule the twin's scheduler binds with and
+flexq's fallback plans with (so both decide alike).
+
+Owns: ``NodeInfo`` (what the scheduler reads of a Node: labels, the taints it has or is given for being
+NotReady / unschedulable, allocatable as integers), ``pod_requests`` (the API server's defaulting of requests
+from limits, init containers — sidecars included —, overhead), and the default profile's filters in their
+order — NodeUnschedulable, TaintToleration, NodeAffinity (nodeSelector and required affinity), NodeResourcesFit
+(pods, cpu, memory, extended resources such as ``google.com/tpu``) — with the scheduler's reasons
+(``filter_node``, ``static_verdict``, ``insufficient``). ``kube.scheduler_filters`` builds the scheduling
+decision (scores, FitError) on them. Pure: imports only ``flexq.api`` and ``flexq.semantics``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from flexq.api.quantity import resource_value
+from flexq.api.wellknown import NOT_READY_TAINT, UNREACHABLE_TAINT, UNSCHEDULABLE_TAINT
+from flexq.semantics.resources import pod_request_values
+from flexq.semantics.selectors import pod_matches_node
+from flexq.semantics.taints import tolerates
+from flexq.semantics.taints import untolerated_taint as _untolerated
+
+__all__ = [
+    "DEFAULT_MAX_PODS",
+    "NodeInfo",
+    "NodeVerdict",
+    "node_info",
+    "pod_requests",
+    "untolerated_taint",
+    "matches_node_affinity",
+    "insufficient",
+    "filter_node",
+    "static_verdict",
+    "placement_shape",
+    "fits_on_node",
+]
+
+DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default, when a Node reports no "pods" allocatable
+
+MSG_UNSCHEDULABLE = "node(s) were unschedulable"
+MSG_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+MSG_TOO_MANY_PODS = "Too many pods"
+ANN_SLICE = "gke.twin.flexq.dev/slice"  # set by the twin's GKE node pools on every host of one TPU slice
+_FIRST = ("cpu", "memory", "ephemeral-storage")
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """The scheduler's view of one Node."""
+
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[dict, ...]  # effective taints (spec.taints + condition taints)
+    allocatable: Mapping[str, int]  # resource_value units; "pods" included
+    unschedulable: bool = False
+    ready: bool = True
+    slice: str = ""  # the twin's GKE slice id (annotation gke.twin.flexq.dev/slice), "" if none
+
+
+def node_info(node: dict) -> NodeInfo:
+    """What the scheduler sees of ``node``: a NotReady node carries the not-ready taint, as the node
+    lifecycle controller gives it (``Unknown`` readiness: the unreachable taint)."""
+    spec, status = node.get("spec") or {}, node.get("status") or {}
+    ready_status = next(
+        (c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), "False"
+    )
+    taints = [t for t in spec.get("taints") or [] if isinstance(t, dict)]
+    keys = {t.get("key") for t in taints}
+    if ready_status != "True":
+        key = UNREACHABLE_TAINT if ready_status == "Unknown" else NOT_READY_TAINT
+        if key not in keys:
+            taints.append({"key": key, "effect": "NoSchedule"})
+    alloc_src = status.get("allocatable") or status.get("capacity") or {}
+    alloc: dict[str, int] = {}
+    for name, q in alloc_src.items():
+        try:
+            alloc[name] = resource_value(name, q)
+        except ValueError:
+            continue
+    alloc.setdefault("pods", DEFAULT_MAX_PODS)
+    return NodeInfo(
+        name=node["metadata"]["name"],
+        labels=dict(node["metadata"].get("labels") or {}),
+        taints=tuple(taints),
+        allocatable=alloc,
+        unschedulable=bool(spec.get("unschedulable")),
+        ready=ready_status == "True",
+        slice=(node["metadata"].get("annotations") or {}).get(ANN_SLICE, ""),
+    )
+
+
+def pod_requests(pod: dict) -> dict[str, int]:
+    """Effective requests (``flexq.semantics.resources``) as the scheduler's integers, zero ones dropped."""
+    return {k: v for k, v in pod_request_values(pod.get("spec") or {}).items() if v > 0}
+
+
+def untolerated_taint(pod: dict, node: NodeInfo) -> Mapping | None:
+    """The first NoSchedule/NoExecute taint of ``node`` that the pod does not tolerate."""
+    return _untolerated(node.taints, (pod.get("spec") or {}).get("tolerations") or [])
+
+
+def matches_node_affinity(pod: dict, node: NodeInfo) -> bool:
+    """nodeSelector (every label equal) and the required node affinity (``flexq.semantics.selectors``)."""
+    return pod_matches_node(pod.get("spec") or {}, node.labels, node.name)
+
+
+def insufficient(
+    requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int], pods_on_node: int
+) -> list[str]:
+    """NodeResourcesFit's reasons: ``Too many pods``, then ``Insufficient <resource>``."""
+    short = [
+        name
+        for name, want in requests.items()
+        if want > 0 and name != "pods" and want > node.allocatable.get(name, 0) - used.get(name, 0)
+    ]
+    if len(short) > 1:
+        short.sort(key=lambda n: (_FIRST.index(n) if n in _FIRST else len(_FIRST), n))
+    out = [f"Insufficient {name}" for name in short]
+    if pods_on_node + 1 > node.allocatable.get("pods", DEFAULT_MAX_PODS):
+        out.insert(0, MSG_TOO_MANY_PODS)
+    return out
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    """Why a node does not fit (empty reasons: it fits); ``resolvable``: preemption could help."""
+
+    reasons: tuple[str, ...] = ()
+    resolvable: bool = False
+
+
+def filter_node(
+    pod: dict, requests: Mapping[str, int], node: NodeInfo, used: Mapping[str, int], pods_on_node: int
+) -> NodeVerdict:
+    """The default profile's filters, in order; the first that fails decides (as the framework does)."""
+    v = static_verdict(pod, node)
+    if v is not None:
+        return v
+    reasons = insufficient(requests, node, used, pods_on_node)
+    return NodeVerdict(tuple(reasons), resolvable=True) if reasons else NodeVerdict()
+
+
+def static_verdict(pod: dict, node: NodeInfo) -> NodeVerdict | None:
+    """The filters before NodeResourcesFit (NodeUnschedulable, TaintToleration, NodeAffinity): their
+    verdict, or None when the node passes them. Depends only on the node and the pod's tolerations,
+    nodeSelector and affinity (``placement_shape``)."""
+    if node.unschedulable and not any(
+        tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
+        for t in (pod.get("spec") or {}).get("tolerations") or []
+    ):
+        return NodeVerdict((MSG_UNSCHEDULABLE,))
+    taint = untolerated_taint(pod, node)
+    if taint is not None:
+        return NodeVerdict(
+            (f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}",)
+        )
+    if not matches_node_affinity(pod, node):
+        return NodeVerdict((MSG_AFFINITY,))
+    return None
+
+
+def placement_shape(pod: dict) -> tuple[str, str, str]:
+    """What ``static_verdict`` reads of a pod."""
+    spec = pod.get("spec") or {}
+    return (repr(spec.get("tolerations")), repr(spec.get("nodeSelector")), repr(spec.get("affinity")))
+
+
+def fits_on_node(pod: dict, node: NodeInfo, used: Mapping[str, int], pods_on_node: int) -> bool:
+    """Whether kube-scheduler's filters let ``pod`` onto ``node`` with ``used`` requested there already."""
+    return not filter_node(pod, pod_requests(pod), node, used, pods_on_node).reasons
