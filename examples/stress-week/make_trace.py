@@ -1,6 +1,6 @@
 """Writes trace.csv: a team's week of RayJobs, drawn once (seed 2026) by flexq simulate's generator.
 
-    python examples/tutorial-week/make_trace.py
+    python examples/stress-week/make_trace.py
 
 About 5,300 RayJobs over 7 days, busier from 08:00 to 20:00 on weekdays (3x) and quiet at weekends (0.3x):
 debug runs (60 %, median 4 minutes), experiments (35 %, median 20 minutes) and trainings (5 %, median 2 hours),

@@ -77,6 +77,7 @@ class RunResult:
         default_factory=dict
     )  # waitForPodsReady, podsReadyTimeout, backoffLimitCount
     fallback: bool = False  # flexq's fallback ran in this variant
+    fallback_actions: dict[str, int] = field(default_factory=dict)  # what it did, by verb (move, return, ...)
     goodput_resource: str = ""  # google.com/tpu, or cpu when no job asks for TPUs
 
 
@@ -368,6 +369,17 @@ class _Sim:
                     "flexStart": bool(cfg.get("flexStart")),
                 }
 
+    def _fallback_actions(self) -> dict[str, int]:
+        """What flexq's fallback did in this run (its controllers' actions, by verb)."""
+        if not self.variant.settings.get("fallback"):
+            return {}
+        return _count_actions(
+            c
+            for rt in list(self.twin.core.clusters.values())
+            for c in rt.manager.controllers
+            if c.name == "flexq-fallback"
+        )
+
     def _wait_operation(self, op: Any, what: str) -> None:
         if not isinstance(op, dict) or not op.get("name") or "status" not in op:
             return  # not a long-running operation (a GET)
@@ -569,8 +581,17 @@ class _Sim:
             checks=self.checks,
             kueue=self.kueue,
             fallback=bool(self.variant.settings.get("fallback")),
+            fallback_actions=self._fallback_actions(),
             goodput_resource=rec_.goodput_resource,
         )
+
+
+def _count_actions(controllers: Any) -> dict[str, int]:
+    out: Counter[str] = Counter()
+    for c in controllers:
+        for a in getattr(c, "actions", None) or ():
+            out[getattr(a, "verb", "?")] += 1
+    return dict(sorted(out.items()))
 
 
 def run_one(study: Study, variant: str, replica: int, progress: Progress | None = None) -> RunResult:
