@@ -178,41 +178,48 @@ def test_cli_reports_bad_input_with_status_2(study_dir, capsys) -> None:
 
 @pytest.mark.slow
 def test_tutorial_week_example_runs(tmp_path, capsys) -> None:
-    """The shipped example, its first hour of traffic: RayJobs from the tutorial's template, plan A / plan B
-    through DWS ProvisioningRequests, both variants, every output file."""
+    """The shipped example, whole: a team's week of the tutorial's RayJobs on the tutorial's cluster, plan A /
+    plan B through DWS ProvisioningRequests; the tutorial's one-slice DWS pool loses jobs to NodepoolSizeReached,
+    and the variant with a larger pool ranks first; every output file."""
     out = tmp_path / "out"
     assert (
-        main(
-            [
-                "simulate",
-                str(ROOT / "examples/tutorial-week"),
-                "--until",
-                "1h",
-                "-j",
-                "1",
-                "--no-progress",
-                "-o",
-                str(out),
-            ]
-        )
+        main(["simulate", str(ROOT / "examples/tutorial-week"), "-j", "1", "--no-progress", "-o", str(out)])
         == 0
     )
     text = capsys.readouterr().out
-    assert "tutorial" in text and "dws-only" in text and "ProvisioningRequests" in text
+    assert "dws-pool-16 ranks first" in text and "ProvisioningRequests" in text
     import json
 
-    for variant in ("tutorial", "dws-only"):
-        doc = json.loads((out / f"{variant}.json").read_text())["replicas"][0]
-        assert (
-            doc["jobs"]["total"] >= 5
-            and doc["jobs"]["succeeded"] + doc["jobs"]["failed"] == doc["jobs"]["total"]
-        )
-        assert doc["provisioningRequests"]["Provisioned"] >= 1 and doc["costUSD"]["flex-start"] > 0
+    tutorial = json.loads((out / "tutorial.json").read_text())["replicas"][0]
+    bigger = json.loads((out / "dws-pool-16.json").read_text())["replicas"][0]
+    assert 80 <= tutorial["jobs"]["total"] == bigger["jobs"]["total"] <= 130
+    assert tutorial["jobs"]["lost"] > 0 and bigger["jobs"]["lost"] == 0
+    assert tutorial["causes"][0]["code"] == "NodepoolSizeReached"
+    assert tutorial["provisioningRequests"]["Provisioned"] >= 1 and tutorial["costUSD"]["flex-start"] > 0
     assert {p.name for p in out.iterdir()} >= {
         "jobs.csv",
+        "comparison.json",
+        "outcomes.png",
+        "wait-split.png",
         "wait-cdf.png",
         "cost.png",
         "report.html",
         "timeline-tutorial.png",
-        "timeline-dws-only.png",
+        "timeline-dws-pool-16.png",
     }
+
+
+def test_stress_week_example_runs(tmp_path, capsys) -> None:
+    """The stress study, its first hour of traffic: both variants, every output file."""
+    out = tmp_path / "out"
+    argv = ["simulate", str(ROOT / "examples/stress-week"), "--until", "1h", "-j", "1", "--no-progress", "-o"]
+    assert main([*argv, str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "tutorial" in text and "dws-only" in text
+    import json
+
+    for variant in ("tutorial", "dws-only"):
+        doc = json.loads((out / f"{variant}.json").read_text())["replicas"][0]
+        assert doc["jobs"]["total"] >= 5
+        assert doc["jobs"]["succeeded"] + doc["jobs"]["failed"] == doc["jobs"]["total"]
+        assert doc["provisioningRequests"]["Provisioned"] >= 1 and doc["costUSD"]["flex-start"] > 0
