@@ -20,6 +20,9 @@ __all__ = ["write_plots", "write_html"]
 
 
 def _plt() -> Any:
+    from flexq.errors import require_extra
+
+    require_extra("plots", "flexq simulate's plots")  # matplotlib is the plots extra, not the core install
     import matplotlib
 
     matplotlib.use("Agg")
