@@ -117,9 +117,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Any:
         c.api_key = {k: v.strip() if isinstance(v, str) else v for k, v in (c.api_key or {}).items()}
 
     cfg.refresh_api_key_hook = refresh
-    api = client.ApiClient(cfg)
-    api.flexq_context = context  # for messages
-    return api
+    return client.ApiClient(cfg)
 
 
 def _unreachable(exc: Exception) -> ClientError:
@@ -306,7 +304,7 @@ def submit_objects(api: Any, objs: list[dict], namespace: str) -> list[str]:
     from kubernetes.client.rest import ApiException
 
     core, co = client.CoreV1Api(api), client.CustomObjectsApi(api)
-    cm = next(o for o in objs if o["kind"] == "ConfigMap")
+    cm: Any = next(o for o in objs if o["kind"] == "ConfigMap")
     job = next(o for o in objs if o["kind"] == "RayJob")
     name, cm_name = job["metadata"]["name"], cm["metadata"]["name"]
     queue = (job["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name", "")
@@ -420,7 +418,7 @@ def find_job(api: Any, name: str, namespace: str) -> JobInfo | None:
     from flexq.clock import WallClock
 
     co = client.CustomObjectsApi(api)
-    found: tuple[str, dict] | None = None
+    found: tuple[str, Any] | None = None
     try:
         found = ("RayJob", co.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", name))
     except ApiException as exc:

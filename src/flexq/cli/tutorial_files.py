@@ -162,7 +162,7 @@ def setup(home: Any, folder: Path | None, say: Callable[[str], None]) -> None:
                     co.patch_cluster_custom_object(group, version, plural, name, doc)
                 done.append(f"{doc['kind'].lower()}.{group}/{name} configured")
         say("envsubst < dws-tpu-queue.yaml | kubectl apply -f -: " + ", ".join(done))
-        cm = {
+        cm: Any = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": SCRIPT_CONFIGMAP},
@@ -229,8 +229,7 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
             return 0
         home = Home.resolve(args.home)
         if args.tutorial_command == "setup":
-            folder = Path(args.dir) if args.dir else None
-            setup(home, folder, say)
+            setup(home, Path(args.dir) if args.dir else None, say)
             say(
                 "\nThe cluster, its node pools and Kueue's queues are ready. Submit the tutorial's two jobs:\n  "
                 + "\n  ".join(SUBMIT_LINES)
