@@ -120,6 +120,10 @@ def test_submit_before_any_cluster_is_refused(served, tmp_path: Path) -> None:
 
     api = kubeclient.connect(str(home / "kubeconfig"), "flexq")
     assert kubeclient.list_objects(api, kubeclient.RAY, "rayjobs", "default") == []
+    status = flexq(env, "status", "--context", "flexq")  # and flexq status says where it looks
+    assert status.returncode == 0 and "note: the twin has no GKE cluster yet" in " ".join(
+        status.stderr.split()
+    )
 
 
 def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "list_core",
     "fetch_snapshot",
     "check_not_placeholder",
+    "on_placeholder",
     "submit_objects",
     "find_job",
     "JobInfo",
@@ -223,29 +224,38 @@ def _list_quietly(
         return []
 
 
-def check_not_placeholder(api: Any) -> None:
-    """Refuse to write through a twin's root Kubernetes API while the twin has no GKE cluster.
+PLACEHOLDER = (
+    "the twin has no GKE cluster yet: create one first (`gcloud container clusters create ...` as in the "
+    "tutorial, or `flexq tutorial setup`). Until then its Kubernetes API serves a placeholder cluster with no "
+    "nodes, whose objects are hidden once a GKE cluster exists"
+)
+
+
+def on_placeholder(api: Any) -> bool:
+    """Whether ``api`` is a twin's root Kubernetes API while the twin has no GKE cluster.
 
     Until the first ``gcloud container clusters create``, the twin's root API (the ``flexq`` context) serves a
     placeholder cluster with no nodes; once a GKE cluster exists, the root API serves that cluster, and what
-    was written to the placeholder is out of sight. A real cluster has no such state, so the job is refused
-    rather than acknowledged and lost. Only the twin of ``$FLEXQ_HOME`` (or ``~/.flexq``) is recognised."""
+    was written to the placeholder is out of sight. A real cluster has no such state. Only the twin of
+    ``$FLEXQ_HOME`` (or ``~/.flexq``) is recognised; when it cannot be asked, the answer is False."""
     from flexq.cli.lifecycle import Home, TwinError, gke_request, running
 
     home = Home.resolve(None)
     info = running(home)
     if not info or api.configuration.host.rstrip("/") != str(info.get("url", "")).rstrip("/"):
-        return
+        return False
     try:
         clusters = gke_request(home, "GET", f"/v1/projects/{home.project()}/locations/-/clusters")
     except TwinError:
-        return  # cannot tell: the write goes ahead
-    if not clusters.get("clusters"):
-        raise ClientError(
-            "the twin has no GKE cluster yet: create one first (`gcloud container clusters create ...` as in "
-            "the tutorial, or `flexq tutorial setup`). Until then its Kubernetes API serves a placeholder "
-            "cluster with no nodes, whose objects are hidden once a GKE cluster exists; nothing was created"
-        )
+        return False
+    return not clusters.get("clusters")
+
+
+def check_not_placeholder(api: Any) -> None:
+    """Refuse to write through a twin's root API before it has a GKE cluster (``on_placeholder``): the job
+    would be acknowledged, then lost from sight."""
+    if on_placeholder(api):
+        raise ClientError(f"{PLACEHOLDER}; nothing was created")
 
 
 def _exists(fn: Any, *args: Any) -> bool:

@@ -110,6 +110,8 @@ def cmd_status(
     except kubeclient.ClientError as exc:
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
+    if not rows and kubeclient.on_placeholder(api):
+        err_console.print(f"note: {escape(kubeclient.PLACEHOLDER)}", highlight=False)
     if not getattr(args, "watch", False):
         render(rows, args.output, console)
         return 0
