@@ -200,6 +200,9 @@ def test_the_build_stage_installs_a_working_core(tmp_path: Path) -> None:
     assert "pip install 'flexq[plots]'" in " ".join(sim.stderr.split())
     made = sorted(p.name for p in (tmp_path / "results").iterdir())
     assert "jobs.csv" in made and not [m for m in made if m.endswith(".png")], made
+    # the tutorial's story on the virtual clock needs nothing more
+    demo = run(flexq, "demo", "--simulated", "--no-live")
+    assert "As in the tutorial" in demo.stdout
     # what needs an extra says which
     for argv, extra in (
         ((flexq, "demo"), "ray"),

@@ -211,7 +211,8 @@ def cmd_logs(args: argparse.Namespace, console: Console, err_console: Console) -
                     highlight=False,
                 )
                 return 1
-            clock.sleep(1.0 if deadline is None else max(0.0, min(1.0, deadline - clock.now())))
+            # each look lists the namespace's workloads: every 2 s is enough for a job that waits minutes
+            clock.sleep(2.0 if deadline is None else max(0.0, min(2.0, deadline - clock.now())))
         pod = (started or pods)[-1]["metadata"]["name"]
         for line in kubeclient.stream_logs(api, pod, ns, follow=args.follow, container=args.container):
             sys.stdout.write(line + "\n")
