@@ -14,6 +14,7 @@
      |    +-- InternalError (500)
      +-- CloudError (GKE-shaped: HTTP code + Google status string)
      +-- InputError (a tool's bad input file: names the file, line and field)
+     +-- MissingExtra (an optional part of flexq that is not installed: names the pip extra)
 
 Must not import anything from flexq.
 """
@@ -166,3 +167,44 @@ class InputError(FlexqError):
         self.source = source
         self.line = line
         self.field = field
+
+
+# What each optional part of flexq needs and which pip extra installs it (pyproject.toml's
+# [project.optional-dependencies]); the core install has none of them.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "ray": ("ray", "jax"),  # the local Ray executor (real training), flexq simulate --ray-address
+    "plots": ("matplotlib",),  # flexq simulate's PNG plots and report.html
+}
+
+
+class MissingExtra(FlexqError):
+    """An optional part of flexq is used but its packages are not installed: says which extra to install."""
+
+    def __init__(self, extra: str, purpose: str, missing: str) -> None:
+        super().__init__(
+            f"{purpose} needs {missing}, which this install of flexq does not have: "
+            f"pip install 'flexq[{extra}]' (from a checkout: pip install -e '.[{extra}]')"
+        )
+        self.extra = extra
+        self.purpose = purpose
+        self.missing = missing
+
+
+def missing_of(extra: str) -> str | None:
+    """The first module of ``extra`` (``EXTRAS``) that cannot be imported here, or None when all can."""
+    from importlib.util import find_spec
+
+    for module in EXTRAS[extra]:
+        try:
+            if find_spec(module) is None:
+                return module
+        except (ImportError, ValueError):  # a broken or half-removed install
+            return module
+    return None
+
+
+def require_extra(extra: str, purpose: str) -> None:
+    """Raise ``MissingExtra`` when a module of ``extra`` is not installed (checked without importing it)."""
+    missing = missing_of(extra)
+    if missing is not None:
+        raise MissingExtra(extra, purpose, missing)

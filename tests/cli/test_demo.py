@@ -5,13 +5,16 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 from rich.console import Console
 
 from flexq.cli import tutorial
-from flexq.cli.demo import DemoOptions, run_demo
+from flexq.cli.demo import NEXT_STEPS, DemoOptions, run_demo, training_lines
+
+DATA = Path(__file__).parent / "data"
 
 
 def _console(terminal: bool = False) -> tuple[Console, io.StringIO]:
@@ -40,6 +43,15 @@ def test_simulated_demo_tells_the_tutorials_story(live: bool) -> None:
     assert "plan A (on-demand)" in out and "plan B (DWS flex-start)" in out
     assert "As in the tutorial" in out
     assert "QuotaReserved" in out and "dws-prov: Pending" in out  # job 2 was seen waiting for its check
+    # issue 28 item 7: the demo ends with what to try next
+    assert out.rstrip().endswith(NEXT_STEPS.splitlines()[-1].rstrip())
+    for step in (
+        "flexq tutorial init",
+        "flexq up",
+        "flexq simulate examples/tutorial-week",
+        "flexq dashboard",
+    ):
+        assert step in out, step
 
 
 def test_demo_reports_a_broken_story() -> None:
@@ -114,5 +126,51 @@ def test_training_lines_pick_what_train_py_and_ray_say() -> None:
         ]
     )
     lines, title = training_lines(log, 12)
-    assert lines == log.splitlines()[1:3] + log.splitlines()[4:] and title == "training lines, 5 in all"
+    assert lines == log.splitlines()[1:3] + log.splitlines()[4:] and title == "training lines, 5 lines in all"
     assert training_lines("a\nb\n\nc", 2) == (["b", "c"], "last 2 lines")
+
+
+def test_the_log_panel_shows_rank_0s_training_in_order() -> None:
+    """Issue 28 item 7. ``demo-rayjob-1.log`` is job 1's log from a real-Ray ``flexq demo`` (2026-12-04, with
+    ``RAY_DEDUP_LOGS=0``): four workers print the same lines, each worker's lines twice. The panel shows the
+    rank-0 worker's lines once each, in the order train.py printed them, then the result and Ray's verdict."""
+    lines, title = training_lines((DATA / "demo-rayjob-1.log").read_text(), 12)
+    worker = "(RayTrainWorker pid=20316) "  # world_rank=0 in the TrainController's table
+    assert [ln.removeprefix(worker) for ln in lines[2:-1]] == [
+        "Local Devices: [CpuDevice(id=0)]",
+        "Starting training...",
+        *(
+            f"Epoch {e}: Loss {loss}"
+            for e, loss in ((0, "9.6865"), (10, "0.1206"), (20, "0.0017"), (30, "0.0000"), (40, "0.0000"))
+        ),
+        "Training Complete!",
+        "Run Result: None",
+    ]
+    assert lines[0].startswith("[flexq] runtime_env pip 'jax[tpu]==0.8.2'")
+    assert lines[-1].endswith("Job 'rayjob-tpu-v6e-dws-1-942ff' succeeded")
+    assert title == "rank-0 worker's training lines, 126 lines in all"
+    short, _ = training_lines((DATA / "demo-rayjob-1.log").read_text(), 6)
+    assert len(short) == 6 and short[-2] == "…" and short[-1] == lines[-1]  # the verdict is always shown
+
+
+def test_the_demos_jobs_run_without_ray_log_deduplication() -> None:
+    """Ray folds lines that differ only in numbers ("Epoch 20", "Epoch 30") into one "[repeated Nx across
+    cluster]" line printed after the run's result; the demo's RayJobs turn that off in their runtime env."""
+    import yaml
+
+    from flexq import Twin
+
+    made: list[Twin] = []
+
+    def make(**kw: object) -> Twin:
+        made.append(Twin(**kw))  # type: ignore[arg-type]
+        return made[-1]
+
+    console, _ = _console()
+    assert run_demo(DemoOptions(simulated=True, live=False), console, make_twin=make).story_holds
+    jobs = made[0].list("RayJob", "default")
+    assert len(jobs) == 2
+    for job in jobs:
+        runtime_env = yaml.safe_load(job["spec"]["runtimeEnvYAML"])
+        assert runtime_env["env_vars"] == {"RAY_DEDUP_LOGS": "0"}
+        assert runtime_env["pip"] == ["jax[tpu]==0.8.2", "pandas==2.3.3"]  # the tutorial's, kept

@@ -14,7 +14,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import yaml
 
 from flexq.cli import tutorial
 
@@ -66,14 +65,6 @@ def gke(info: dict, method: str, path: str, body: dict | None = None) -> dict:
         return json.loads(resp.read())
 
 
-def wait_op(info: dict, op: dict) -> None:
-    deadline = time.monotonic() + 60
-    while op["status"] != "DONE":
-        assert time.monotonic() < deadline, op
-        time.sleep(0.5)
-        op = gke(info, "GET", f"/v1/projects/flexq-twin/locations/us-east5-b/operations/{op['name']}")
-
-
 def test_up_is_ready_and_idempotent(served) -> None:
     home, env, info, out = served
     assert "flexq is up at https://127.0.0.1:" in out and "helm install kueue" in out
@@ -110,23 +101,50 @@ def test_env_points_gcloud_and_kubectl_at_the_twin(served) -> None:
     assert res.stdout.startswith("# flexq twin at ")
 
 
-def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path) -> None:
+def test_submit_before_any_cluster_is_refused(served, tmp_path: Path) -> None:
+    """Issue 28 item 2: before `gcloud container clusters create`, the twin's root API serves a placeholder
+    cluster, whose objects are out of sight once the first GKE cluster exists. `flexq submit` says so and
+    creates nothing (it used to say "created", and the job vanished)."""
     home, env, info, _ = served
-    wait_op(info, gke(info, "POST", *tutorial.create_cluster_request("flexq-twin")))
-    for dws in (False, True):
-        wait_op(info, gke(info, "POST", *tutorial.create_node_pool_request("flexq-twin", dws=dws)))
+    script = tmp_path / "train.py"
+    script.write_text("print('hello')\n")
+    res = flexq(env, "submit", str(script), "--name", "early", "--queue", "user-queue", "--context", "flexq")
+    err = " ".join(res.stderr.split())
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert (
+        "the twin has no GKE cluster yet: create one first (`gcloud container clusters create ...`" in err
+    ), err
+    assert "`flexq tutorial setup`" in err and "nothing was created" in err
+    assert gke(info, "GET", "/v1/projects/flexq-twin/locations/-/clusters").get("clusters") in (None, [])
     from flexq.cli import kubeclient
 
     api = kubeclient.connect(str(home / "kubeconfig"), "flexq")
-    from kubernetes import client
+    assert kubeclient.list_objects(api, kubeclient.RAY, "rayjobs", "default") == []
+    status = flexq(env, "status", "--context", "flexq")  # and flexq status says where it looks
+    assert status.returncode == 0 and "note: the twin has no GKE cluster yet" in " ".join(
+        status.stderr.split()
+    )
 
-    co = client.CustomObjectsApi(api)
-    for doc in yaml.safe_load_all(tutorial.queue_yaml()):
-        plural = {"LocalQueue": "localqueues"}.get(doc["kind"], doc["kind"].lower() + "s")
-        if doc["kind"] == "LocalQueue":
-            co.create_namespaced_custom_object("kueue.x-k8s.io", "v1beta1", "default", plural, doc)
-        else:
-            co.create_cluster_custom_object("kueue.x-k8s.io", "v1beta1", plural, doc)
+
+def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path) -> None:
+    """The README's live tutorial without gcloud or kubectl: `flexq tutorial setup`, `flexq submit` twice,
+    `flexq logs -f`, `flexq status`, `flexq tutorial cleanup`."""
+    home, env, info, _ = served
+    setup = flexq(env, "tutorial", "setup")
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    for step in (
+        "gcloud container clusters create tpu-cluster --cluster-version=1.34",
+        "gcloud container node-pools create on-demand-pool",
+        "gcloud container node-pools create dws-pool",
+        'node-pools describe dws-pool --format="get(config.flexStart)": True',
+        "envsubst < dws-tpu-queue.yaml | kubectl apply -f -: resourceflavor.kueue.x-k8s.io/default-cpu created",
+        "localqueue.kueue.x-k8s.io/user-queue created",
+        "kubectl create configmap jax-train-script --from-file=train.py: configmap/jax-train-script created",
+    ):
+        assert step in setup.stdout, (step, setup.stdout)
+    from flexq.cli import kubeclient
+
+    api = kubeclient.connect(str(home / "kubeconfig"), "flexq")
     script = tmp_path / "train.py"
     script.write_text(tutorial.train_script())
     follow = None
@@ -150,6 +168,7 @@ def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path
         )
         assert res.returncode == 0, res.stdout + res.stderr
         assert f"rayjob.ray.io/rayjob-tpu-v6e-dws-{i} created" in res.stdout
+        assert "configmap/jax-train-script unchanged (the same script)" in res.stdout  # setup made it
         if i == 1:  # follow job 1's log from before its pod exists until it ends
             follow = subprocess.Popen(
                 [
@@ -193,7 +212,7 @@ def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path
     logs = flexq(env, "logs", "rayjob-tpu-v6e-dws-1", "--context", "flexq")
     assert logs.returncode == 0 and "Succeeded" in logs.stdout, logs.stdout + logs.stderr
     missing = flexq(env, "logs", "no-such-job", "--context", "flexq")
-    assert missing.returncode == 1 and 'no pods found for job "no-such-job"' in missing.stderr
+    assert missing.returncode == 1 and 'no RayJob or Job named "no-such-job"' in missing.stderr
     again = flexq(
         env,
         "submit",
@@ -205,7 +224,10 @@ def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path
         "--context",
         "flexq",
     )
-    assert again.returncode == 1 and "409" in again.stderr
+    assert again.returncode == 1 and "409" in again.stderr and "--name rayjob-tpu-v6e-dws-1-2" in again.stderr
+    gone = flexq(env, "tutorial", "cleanup")
+    assert gone.returncode == 0 and "gcloud container clusters delete tpu-cluster" in gone.stdout, gone.stderr
+    assert gke(info, "GET", "/v1/projects/flexq-twin/locations/-/clusters").get("clusters") in (None, [])
 
 
 def test_down_stops_everything(served) -> None:

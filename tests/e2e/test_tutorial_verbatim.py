@@ -1,8 +1,9 @@
-"""Issue 6, acceptance 1: the tutorial's own commands, typed as published, with the real gcloud and kubectl,
-against `flexq up` with real Ray training. Job 1 lands on plan A, job 2 falls back to plan B (DWS) with a
-ProvisioningRequest, both train side by side on real Ray ("Training Complete!", "Job '…' succeeded", four
-Ray Train workers on the emulated slice's four hosts), their RayClusters and Ray processes are gone when they
-finish, and deleting the cluster leaves nothing running."""
+"""Issue 6, acceptance 1, and issue 28 item 1: the README's live tutorial, run as written from a folder that is
+not the checkout — `flexq tutorial init` writes the tutorial's files, `flexq up`, then the tutorial's own
+commands as published (`tutorial.sh`) with the real gcloud and kubectl, against real Ray training. Job 1 lands on
+plan A, job 2 falls back to plan B (DWS) with a ProvisioningRequest, both train side by side on real Ray
+("Training Complete!", "Job '…' succeeded", four Ray Train workers on the emulated slice's four hosts), their
+RayClusters and Ray processes are gone when they finish, and the README's clean-up leaves nothing running."""
 
 from __future__ import annotations
 
@@ -22,11 +23,19 @@ from pathlib import Path
 import psutil
 import pytest
 
-from flexq.cli import tutorial as T
 from flexq.kuberay import localproc
 
-HERE = Path(__file__).parent / "tutorial"
+README = Path(__file__).resolve().parents[2] / "README.md"
 BIN = Path(sys.executable).parent
+
+
+def readme_block(marker: str) -> str:
+    """The bash block under ``<!-- live-tutorial:<marker> -->`` in the README, as written."""
+    text = README.read_text()
+    start = text.index(f"<!-- live-tutorial:{marker} -->")
+    body = text[start:].split("```bash\n", 1)[1]
+    return body.split("```", 1)[0]
+
 
 pytestmark = [
     pytest.mark.slow,
@@ -49,22 +58,32 @@ def sh(script: str, cwd: Path, env: dict[str, str], timeout: float = 600) -> str
 
 
 @pytest.fixture
-def up(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
-    work = tmp_path / "work"
+def up(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str], subprocess.Popen[str]]]:
+    """The README's first block running (in a fresh folder, with its own FLEXQ_HOME and HOME): it ends after
+    `kubectl logs`, so the test can look while the jobs run and after they end."""
+    work = tmp_path / "work"  # a user's folder, not the checkout
     work.mkdir()
-    for name in ("dws-tpu-queue.yaml", "rayjob-tpu-v6e-dws.yaml"):
-        (work / name).write_text(T.read(name))
-    (work / "train.py").write_text(T.train_script())
     env = {
         **os.environ,
         "FLEXQ_HOME": str(tmp_path / "home"),
         "PATH": f"{BIN}:{os.environ['PATH']}",
         "HOME": str(tmp_path),
     }
-    sh("flexq up --executor ray --timeout 180", work, env, timeout=240)
+    block = readme_block("run")
+    assert block.startswith("flexq tutorial init tutorial && cd tutorial")
+    proc = subprocess.Popen(
+        ["bash", "-c", "set -euo pipefail\n" + block],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        yield work, env
+        yield work / "tutorial", env, proc
     finally:
+        if proc.poll() is None:
+            proc.kill()
         subprocess.run(["flexq", "down"], env=env, capture_output=True, timeout=180)
 
 
@@ -72,15 +91,17 @@ def kubectl_json(args: str, work: Path, env: dict[str, str]) -> dict:
     return json.loads(sh(f'eval "$(flexq env)"; kubectl {args} -o json', work, env))
 
 
-def test_the_tutorial_typed_verbatim(up: tuple[Path, dict[str, str]]) -> None:
-    work, env = up
-    out = sh(f"bash {HERE / 'tutorial.sh'}", work, env, timeout=900)
-    assert "\nTrue\n" in out, out  # the describe --format="get(config.flexStart)" check
-    assert "Submitted Job 1" in out and "Submitted Job 2" in out
+def test_the_tutorial_typed_verbatim(up: tuple[Path, dict[str, str], subprocess.Popen[str]]) -> None:
+    work, env, readme = up
     # "Conectar-se ao RayJob": the tutorial's port-forward to job 1's head service reaches its real Ray
     # dashboard (on a free local port rather than 8265, which a developer's own Ray may hold).
+    deadline = time.monotonic() + 600
+    while not (Path(env["FLEXQ_HOME"]) / "server.json").exists() or not (work / "cleanup.sh").exists():
+        assert readme.poll() is None and time.monotonic() < deadline, readme.communicate()
+        time.sleep(1)
     sh(
-        "eval \"$(flexq env)\"; kubectl wait --for=jsonpath='{.status.jobDeploymentStatus}'=Running "
+        'eval "$(flexq env)"; until kubectl get rayjob/rayjob-tpu-v6e-dws-1 >/dev/null 2>&1; do sleep 2; done; '
+        "kubectl wait --for=jsonpath='{.status.jobDeploymentStatus}'=Running "
         "rayjob/rayjob-tpu-v6e-dws-1 --timeout=900s",
         work,
         env,
@@ -108,13 +129,16 @@ def test_the_tutorial_typed_verbatim(up: tuple[Path, dict[str, str]]) -> None:
     finally:
         pf.terminate()
         pf.communicate(timeout=30)
-    sh(
-        "eval \"$(flexq env)\"; kubectl wait --for=jsonpath='{.status.jobDeploymentStatus}'=Complete "
-        "rayjob/rayjob-tpu-v6e-dws-1 rayjob/rayjob-tpu-v6e-dws-2 --timeout=1500s",
-        work,
-        env,
-        timeout=1600,
+    out, err = readme.communicate(timeout=1600)  # the README's block ends after both jobs and `kubectl logs`
+    assert readme.returncode == 0, f"stdout:\n{out[-4000:]}\nstderr:\n{err[-4000:]}"
+    assert "written   tutorial/tutorial.sh" in out and "flexq is up at https://127.0.0.1:" in out
+    assert "\nTrue\n" in out, out  # the describe --format="get(config.flexStart)" check
+    assert "Submitted Job 1" in out and "Submitted Job 2" in out
+    assert re.search(r"rayjob-tpu-v6e-dws-1[ │]+user-queue[ │]+head=default-cpu, tpu-group=on-demand", out), (
+        out
     )
+    assert re.search(r"rayjob-tpu-v6e-dws-2[ │]+user-queue[ │]+head=default-cpu, tpu-group=dws", out), out
+    assert "Training Complete!" in out and "Job 'rayjob-tpu-v6e-dws-1-" in out  # kubectl logs job/...-1
 
     wls = kubectl_json("get workloads", work, env)["items"]
     plans = {
@@ -166,9 +190,11 @@ def test_the_tutorial_typed_verbatim(up: tuple[Path, dict[str, str]]) -> None:
     while ray_procs() and time.monotonic() < deadline:
         time.sleep(1)
     assert not ray_procs(), ray_procs()
-    sh(f"bash {HERE / 'cleanup.sh'}", work, env, timeout=300)
-    listed = sh('eval "$(flexq env)"; gcloud container clusters list --format="value(name)"', work, env)
-    assert listed.strip() == ""
-    # every Ray process the twin started for the cluster is gone
-    gone, alive = psutil.wait_procs(daemon.children(recursive=True), timeout=60)
+    children = daemon.children(recursive=True)
+    cleanup = readme_block("clean-up")
+    assert cleanup.startswith("bash cleanup.sh")
+    done = sh(cleanup, work, env, timeout=300)  # the README's clean-up block, in the tutorial's folder
+    assert "flexq stopped (pid" in done, done
+    # the twin and every Ray process it started are gone
+    gone, alive = psutil.wait_procs([daemon, *children], timeout=60)
     assert not [p for p in alive if p.is_running()], [p.cmdline()[:3] for p in alive]

@@ -1,14 +1,17 @@
 """``flexq fallback manifests`` applied to the served twin with real kubectl (server-side dry run and for real),
-and the twin refusing broken RBAC objects and Deployments with the API server's words."""
+and the twin refusing broken RBAC objects and Deployments with the API server's words; the Deployment's pod
+checked against the Pod Security Standards' "restricted" profile (issue 27 item 3, issue 28 item 10)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 import yaml
 
-from flexq.cli.fallback import CLUSTER_RULES, manifests_yaml
+from flexq.cli.fallback import CLUSTER_RULES, manifests, manifests_yaml
 
 
 def _manifests(*args: str) -> str:
@@ -20,6 +23,219 @@ def _manifests(*args: str) -> str:
     )
     assert r.returncode == 0, r.stderr
     return r.stdout
+
+
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+WHEEL = "https://files.example.com/dist/flexq-0.1.0-py3-none-any.whl"
+WHEEL_SHA = "ab" * 32
+RESTRICTED_VOLUMES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
+BASELINE_CAPS = {
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+}
+
+
+def restricted_violations(pod: dict) -> list[str]:
+    """The checks of the Pod Security Standards' "restricted" level (baseline included) that ``pod`` (a pod
+    spec) fails, by the names of k8s.io/pod-security-admission's policy checks."""
+    bad = []
+    psc = pod.get("securityContext") or {}
+    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+    scs = [c.get("securityContext") or {} for c in containers]
+    if pod.get("hostNetwork") or pod.get("hostPID") or pod.get("hostIPC"):
+        bad.append("hostNamespaces")
+    if any(sc.get("privileged") for sc in scs):
+        bad.append("privileged")
+    if any(sc.get("windowsOptions", {}).get("hostProcess") for sc in [psc, *scs]):
+        bad.append("hostProcess")
+    if any(p.get("hostPort") for c in containers for p in c.get("ports") or []):
+        bad.append("hostPorts")
+    if any(sc.get("procMount") not in (None, "Default") for sc in scs):
+        bad.append("procMount")
+    if any(
+        s.get("name")
+        not in (
+            "kernel.shm_rmid_forced",
+            "net.ipv4.ip_local_port_range",
+            "net.ipv4.tcp_syncookies",
+            "net.ipv4.ping_group_range",
+            "net.ipv4.ip_unprivileged_port_start",
+        )
+        for s in psc.get("sysctls") or []
+    ):
+        bad.append("sysctls")
+    for v in pod.get("volumes") or []:
+        kinds = set(v) - {"name"}
+        if "hostPath" in kinds:
+            bad.append("hostPathVolumes")
+        if not kinds <= RESTRICTED_VOLUMES:
+            bad.append("restrictedVolumes")
+    if any(sc.get("allowPrivilegeEscalation") is not False for sc in scs):
+        bad.append("allowPrivilegeEscalation")
+    pod_nonroot = psc.get("runAsNonRoot") is True
+    if any(sc.get("runAsNonRoot") is False for sc in scs) or not (
+        pod_nonroot or all(sc.get("runAsNonRoot") is True for sc in scs)
+    ):
+        bad.append("runAsNonRoot")
+    if psc.get("runAsUser") == 0 or any(sc.get("runAsUser") == 0 for sc in scs):
+        bad.append("runAsUser")
+    pod_seccomp = (psc.get("seccompProfile") or {}).get("type")
+    for sc in scs:
+        kind = (sc.get("seccompProfile") or {}).get("type", pod_seccomp)
+        if kind not in ("RuntimeDefault", "Localhost"):
+            bad.append("seccompProfile_restricted")
+            break
+    for sc in scs:
+        caps = sc.get("capabilities") or {}
+        if "ALL" not in (caps.get("drop") or []) or set(caps.get("add") or []) - {"NET_BIND_SERVICE"}:
+            bad.append("capabilities_restricted")
+            break
+        if set(caps.get("add") or []) - BASELINE_CAPS:
+            bad.append("capabilities_baseline")
+            break
+    return sorted(set(bad))
+
+
+def test_the_checker_knows_the_restricted_profile() -> None:
+    """The checker itself, on the Deployment flexq shipped before (python:3.11-slim running `pip install` as root
+    through `sh -c`): each of its gaps is named."""
+    old = {
+        "containers": [
+            {
+                "name": "fallback",
+                "image": "python:3.11-slim",
+                "command": ["/bin/sh", "-c", "pip install flexq==0.1.0 && exec flexq fallback --in-cluster"],
+                "securityContext": {"allowPrivilegeEscalation": False},
+            }
+        ]
+    }
+    assert restricted_violations(old) == [
+        "capabilities_restricted",
+        "runAsNonRoot",
+        "seccompProfile_restricted",
+    ]
+    worse = {**old, "hostNetwork": True, "volumes": [{"name": "h", "hostPath": {"path": "/"}}]}
+    assert {"hostNamespaces", "hostPathVolumes", "restrictedVolumes"} <= set(restricted_violations(worse))
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"image": f"registry.example.com/flexq-fallback@{DIGEST}"},
+        {"package": WHEEL, "package_sha256": WHEEL_SHA},
+    ],
+    ids=["default-image", "image-by-digest", "wheel"],
+)
+def test_the_pod_passes_the_restricted_profile_and_runs_no_shell(kw: dict) -> None:
+    docs = manifests(**kw)
+    ns = docs[0]
+    assert ns["kind"] == "Namespace"
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    dep = docs[-1]
+    pod = dep["spec"]["template"]["spec"]
+    assert restricted_violations(pod) == []
+    assert pod["securityContext"]["runAsUser"] == 65532  # the Dockerfile's USER
+    for c in [*(pod.get("initContainers") or []), *pod["containers"]]:
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
+        assert Path(c["command"][0]).name not in ("sh", "bash", "ash", "dash"), c["command"]
+        assert "-c" not in c["command"][:3]
+    if "image" in kw:
+        assert pod["containers"][0]["image"] == kw["image"]  # referenced by its digest, as given
+        assert pod["containers"][0]["command"][:4] == [
+            "flexq",
+            "fallback",
+            "--in-cluster",
+            "--state-namespace",
+        ]
+    if "package" in kw:
+        init = pod["initContainers"][0]
+        assert (
+            init["command"][:4] == ["python", "-m", "pip", "install"]
+            and "--require-hashes" in init["command"]
+        )
+        cm = next(d for d in docs if d["kind"] == "ConfigMap")
+        req = cm["data"]["requirements.txt"]
+        assert req.startswith(f"flexq @ {WHEEL} \\\n    --hash=sha256:{WHEEL_SHA}\n")
+        # every requirement carries its hashes (pip refuses the whole install otherwise)
+        assert "kubernetes==" in req and req.count("--hash=sha256:") > 50
+        assert WHEEL not in str(
+            dep
+        )  # what the user gave is in the requirements file only, never in a command
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--image", "x; rm -rf /"], "--image: not an image reference: 'x; rm -rf /'"),
+        (["--image", "Upper/Case"], "--image: not an image reference"),
+        (
+            ["--package", "http://plain.example/flexq-0.1.0-py3-none-any.whl", "--package-sha256", WHEEL_SHA],
+            "--package: not an https URL of a wheel",
+        ),
+        (
+            ["--package", WHEEL + " --index-url https://evil.example", "--package-sha256", WHEEL_SHA],
+            "--package: not an https URL of a wheel",
+        ),
+        (["--package", WHEEL], "--package-sha256: the wheel's SHA-256"),
+        (["--package", WHEEL, "--package-sha256", "XYZ"], "--package-sha256: the wheel's SHA-256"),
+        (
+            ["--package", WHEEL, "--package-sha256", WHEEL_SHA, "--image", "a/b"],
+            "--image and --package: give one",
+        ),
+        (
+            ["--package", WHEEL, "--package-sha256", WHEEL_SHA, "--python-image", "py thon"],
+            "--python-image: not",
+        ),
+    ],
+    ids=["shell", "upper-case", "http", "injected-option", "no-hash", "bad-hash", "both", "python-image"],
+)
+def test_what_cannot_go_into_a_manifest_is_refused(args: list[str], says: str) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "flexq.cli", "fallback", "manifests", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and r.stdout == "", r.stdout
+    assert says in " ".join(r.stderr.split()), r.stderr
+
+
+def test_a_tag_gets_a_note_to_pin_the_digest() -> None:
+    tagged = subprocess.run(
+        [sys.executable, "-m", "flexq.cli", "fallback", "manifests"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "pin it by digest" in " ".join(tagged.stderr.split())
+    pinned = subprocess.run(
+        [sys.executable, "-m", "flexq.cli", "fallback", "manifests", "--image", f"r.example/f@{DIGEST}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert pinned.returncode == 0 and pinned.stderr == ""
 
 
 def test_manifests_apply_with_server_dry_run(served) -> None:
@@ -59,14 +275,32 @@ def test_manifests_apply_with_server_dry_run(served) -> None:
     )
 
 
+def test_the_wheel_install_applies_with_server_dry_run(served) -> None:
+    """The --package form (an init container, a ConfigMap of hashed requirements) against the twin, its
+    namespace included: refused for want of it, then accepted once it exists."""
+    text = _manifests("--namespace", "fb-wheel", "--package", WHEEL, "--package-sha256", WHEEL_SHA)
+    r = served.kubectl("apply", "--dry-run=server", "-f", "-", input=text, check=False)
+    assert r.returncode != 0 and 'namespaces "fb-wheel" not found' in r.stderr, r.stderr
+    served.kubectl("apply", "-f", "-", input=yaml.safe_dump(next(yaml.safe_load_all(text))))  # the Namespace
+    r = served.kubectl("apply", "--dry-run=server", "-f", "-", input=text)
+    assert "namespace/fb-wheel unchanged (server dry run)" in r.stdout, r.stdout
+    assert "configmap/flexq-fallback-requirements created (server dry run)" in r.stdout, r.stdout
+    assert "deployment.apps/flexq-fallback created (server dry run)" in r.stdout, r.stdout
+    ns = yaml.safe_load(served.kubectl("get", "namespace", "fb-wheel", "-o", "yaml").stdout)
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
 def test_manifests_apply_and_read_back(served) -> None:
-    text = _manifests("--namespace", "fb-test", "--image", "python:3.12-slim")
+    image = f"registry.example.com/flexq-fallback@{DIGEST}"
+    text = _manifests("--namespace", "fb-test", "--image", image)
     served.kubectl("apply", "-f", "-", input=text)
     dep = yaml.safe_load(
         served.kubectl("get", "deploy", "flexq-fallback", "-n", "fb-test", "-o", "yaml").stdout
     )
-    assert dep["spec"]["template"]["spec"]["containers"][0]["image"] == "python:3.12-slim"
-    assert "flexq fallback --in-cluster" in dep["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == image
+    assert container["command"] == ["flexq", "fallback", "--in-cluster", "--state-namespace", "kueue-system"]
+    assert restricted_violations(dep["spec"]["template"]["spec"]) == []  # as stored, with the API's defaults
     # the API server's defaults
     assert dep["spec"]["revisionHistoryLimit"] == 10 and dep["spec"]["progressDeadlineSeconds"] == 600
     assert dep["spec"]["template"]["spec"]["restartPolicy"] == "Always"

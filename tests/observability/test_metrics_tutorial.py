@@ -319,6 +319,7 @@ def test_job_cost_is_as_of_the_scrape_not_of_the_last_ledger_write(twin: Twin, s
     """The billing controller writes pod records to the stored ledger up to a minute late; a scrape (what the
     dashboard's per-job cost reads) brings it up to now first: a job whose pods run is never shown as free."""
     job = "RayJob/default/rayjob-tpu-v6e-dws-1"
+    labels = {"kind": "RayJob", "namespace": "default", "name": "rayjob-tpu-v6e-dws-1"}
     submit(twin, 1, run_seconds=600)
     for _ in range(3600):
         twin.advance(1)
@@ -328,6 +329,51 @@ def test_job_cost_is_as_of_the_scrape_not_of_the_last_ledger_write(twin: Twin, s
     for _ in range(3):  # a few scrapes within the controller's flush delay
         twin.advance(10)
         page = scraper.scrape()
-        cost = value(page, "flexq_job_cost_usd_total", job=job)
+        cost = value(page, "flexq_job_cost_usd_total", **labels)
         assert cost is not None and cost > 0, cost
         assert cost == pytest.approx(twin.billing()["jobs"][job], rel=1e-6)
+
+
+def test_job_cost_labels_count_each_job_once_and_node_hours_carry_the_pool(
+    twin: Twin, scraper: Scraper
+) -> None:
+    """Issue 28 item 8: a RayJob's cost is one series with ``kind``, ``namespace`` and ``name`` labels (its
+    submitter pod is part of it, not a second ``Job/...`` series that a PromQL ``sum by`` would add twice; no
+    ``job`` label, which Prometheus sets on every scraped series), and ``flexq_node_hours_total`` is split by
+    pool and provisioning model like the cost metrics."""
+    submit(twin, 1, run_seconds=300)
+    submit(twin, 2, run_seconds=300)
+    for _ in range(240):  # until both have run their submitters and finished
+        twin.advance(30)
+        done = [
+            r
+            for r in twin.list("rayjob", "default")
+            if r.get("status", {}).get("jobDeploymentStatus") == "Complete"
+        ]
+        if len(done) == 2:
+            break
+    submitters = [
+        p for p in twin.list("pod", "default") if (p["metadata"].get("labels") or {}).get("job-name")
+    ]
+    assert submitters, "the RayJobs' submitter pods ran"
+    page = scraper.scrape()
+    jobs = [s for s in page["samples"] if s.name == "flexq_job_cost_usd_total"]
+    assert jobs and all(set(s.labels) == {"kind", "namespace", "name"} for s in jobs), jobs
+    names = [(s.labels["kind"], s.labels["name"]) for s in jobs]
+    assert sorted(names) == [("RayJob", "rayjob-tpu-v6e-dws-1"), ("RayJob", "rayjob-tpu-v6e-dws-2")], names
+    bill = twin.billing()
+    assert sorted(bill["jobs"]) == [
+        "RayJob/default/rayjob-tpu-v6e-dws-1",
+        "RayJob/default/rayjob-tpu-v6e-dws-2",
+    ]
+    for s in jobs:
+        assert s.value == pytest.approx(bill["jobs"][f"RayJob/default/{s.labels['name']}"], rel=1e-6)
+    hours = [s for s in page["samples"] if s.name == "flexq_node_hours_total"]
+    assert {s.labels["pool"] for s in hours} >= {"default-pool", "on-demand-pool", "dws-pool"}, hours
+    assert all(set(s.labels) == {"pool", "provisioning_model"} for s in hours)
+    model = {s.labels["pool"]: s.labels["provisioning_model"] for s in hours}
+    cost_model = {
+        s.labels["pool"]: s.labels["provisioning_model"] for s in samples(page, "flexq_cost_usd_total")
+    }
+    assert model == cost_model, (model, cost_model)
+    assert sum(s.value for s in hours) == pytest.approx(bill["nodeHours"], rel=1e-6)

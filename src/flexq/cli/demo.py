@@ -4,8 +4,13 @@ Owns: the demo's steps in the tutorial's order — GKE cluster and both node poo
 in-process (the bodies gcloud sends), the flex-start check, the Kueue configuration (``dws-tpu-queue.yaml``
 after ``envsubst``), the ``jax-train-script`` ConfigMap, two RayJobs (``JOB_ID`` 1 and 2) — then a live view
 of every workload (plan, queue state, provisioning, waiting time, cost, from ``flexq.cli.status``) until both
-jobs end, each job's training output, and a closing summary. ``--simulated`` runs on the virtual clock with
-the simulated executor (seconds of wall time); the default runs real Ray on the real clock.
+jobs end, each job's training output, a closing summary and what to try next (``NEXT_STEPS``).
+``--simulated`` runs on the virtual clock with the simulated executor (seconds of wall time); the default runs
+real Ray on the real clock. There the jobs carry ``RAY_DEDUP_LOGS=0`` in their runtime environment: Ray's log
+deduplication otherwise folds the four workers' ``Epoch 20``, ``Epoch 30``… into one ``Epoch 40 [repeated 18x
+across cluster]`` printed after the run's result, so the output read out of order; each job's panel shows the
+rank-0 worker's training lines as it printed them, then the run's result and Ray's verdict
+(``training_lines``).
 ``run_demo`` returns a ``DemoResult`` (for tests); ``run`` maps it to an exit status.
 
 Must not import flexq.http.
@@ -14,6 +19,7 @@ Must not import flexq.http.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,7 +36,16 @@ from flexq.cli.views import STATE_STYLE, status_table
 from flexq.errors import CloudError
 from flexq.loop import RealtimeLoop
 
-__all__ = ["DemoOptions", "DemoResult", "JobOutcome", "run_demo", "run", "PLAN_NAMES"]
+__all__ = [
+    "DemoOptions",
+    "DemoResult",
+    "JobOutcome",
+    "run_demo",
+    "run",
+    "training_lines",
+    "PLAN_NAMES",
+    "NEXT_STEPS",
+]
 
 PROJECT = "flexq-demo"
 JOBS = ("rayjob-tpu-v6e-dws-1", "rayjob-tpu-v6e-dws-2")
@@ -39,6 +54,14 @@ PLAN_NAMES = {"on-demand": "plan A (on-demand)", "dws": "plan B (DWS flex-start)
 TERMINAL_STATES = ("Succeeded", "Failed", "Deactivated")
 REAL_DWS_WAIT = 60.0  # seconds DWS takes to grant plan B in the real-Ray demo (see `run`)
 RUN_SECONDS = "180"  # the simulated executor's training time per job (DESIGN.md §5 annotation)
+NEXT_STEPS = (
+    "What to try next:\n"
+    "  the live tutorial, typed as published:  flexq tutorial init tutorial && cd tutorial, then\n"
+    '                                          flexq up && eval "$(flexq env)" && bash tutorial.sh\n'
+    "  (gcloud and kubectl drive the twin; `flexq status -w` follows the jobs, `flexq dashboard` shows them)\n"
+    "  plan capacity for a team's week:        flexq simulate examples/tutorial-week --until 12h\n"
+    "  the same story in seconds:              flexq demo --simulated --capacity tutorial"
+)
 
 
 @dataclass
@@ -174,19 +197,24 @@ class _Demo:
         self.say("kubectl create configmap jax-train-script --from-file=train.py")
         for i in (1, 2):
             text = tutorial.rayjob_yaml(i)
-            if self.opts.simulated:
-                job = self._simulated(text)
-                self.twin.apply(job)
-            else:
-                self.twin.apply(text)
+            self.twin.apply(self._simulated(text) if self.opts.simulated else self._undeduplicated(text))
             self.say(f"Submitted Job {i}: rayjob-tpu-v6e-dws-{i}")
             self.twin.advance(2)  # the tutorial's `sleep 2`
 
     @staticmethod
-    def _simulated(text: str) -> dict:
+    def _undeduplicated(text: str) -> dict:
+        """The tutorial's RayJob with ``RAY_DEDUP_LOGS=0`` in its runtime env (see the module docstring)."""
         import yaml
 
         job = yaml.safe_load(text)
+        runtime_env = yaml.safe_load(job["spec"].get("runtimeEnvYAML") or "") or {}
+        runtime_env.setdefault("env_vars", {})["RAY_DEDUP_LOGS"] = "0"
+        job["spec"]["runtimeEnvYAML"] = yaml.safe_dump(runtime_env, sort_keys=False)
+        return job
+
+    @classmethod
+    def _simulated(cls, text: str) -> dict:
+        job = cls._undeduplicated(text)
         job["metadata"].setdefault("annotations", {})["twin.flexq.dev/run-seconds"] = RUN_SECONDS
         return job
 
@@ -433,13 +461,33 @@ _TRAINING = (
 )
 
 
+_RANK = re.compile(r"\(ip=[^,]*, pid=(\d+)\) world_rank=(\d+)")
+_WORKER = re.compile(r"^\((?:RayTrainWorker|_RayTrainWorker__execute\.\w+) pid=(\d+)")
+
+
 def training_lines(output: str, limit: int) -> tuple[list[str], str]:
-    """The lines of a job's log that tell how training went (train.py's prints, Ray's verdict), at most
-    ``limit``, else the log's last ``limit`` lines; and a title saying which."""
+    """The lines of a job's log that tell how training went, in the order they were printed: the rank-0
+    worker's lines (train.py's prints, when Ray Train's controller says which worker is rank 0), then the run's
+    result and Ray's verdict; at most ``limit``, the first ones kept. Else the log's last ``limit`` lines. Also
+    a title saying which."""
     lines = [ln for ln in output.splitlines() if ln.strip()]
-    picked = [ln for ln in lines if any(word in ln for word in _TRAINING)]
+    ranks = {m.group(2): m.group(1) for ln in lines for m in [_RANK.search(ln)] if m}
+    rank0 = ranks.get("0")
+    picked = []
+    for ln in lines:
+        if not any(word in ln for word in _TRAINING):
+            continue
+        worker = _WORKER.match(ln)
+        if rank0 is not None and worker is not None and worker.group(1) != rank0:
+            continue  # another worker's copy of the same lines
+        if worker is not None and ln in picked:
+            continue  # the same line printed again (by a second log monitor of the emulated hosts)
+        picked.append(ln)
     if picked:
-        return picked[-limit:], f"training lines, {len(lines)} in all"
+        what = "rank-0 worker's training lines" if rank0 is not None else "training lines"
+        if len(picked) > limit:  # keep the start of training and the verdict
+            picked = picked[: limit - 2] + ["…"] + picked[-1:]
+        return picked, f"{what}, {len(lines)} lines in all"
     return lines[-limit:], f"last {min(limit, len(lines))} lines"
 
 
@@ -492,6 +540,7 @@ def run_demo(
         result.elapsed = demo.elapsed()
         demo.show_outputs(result.jobs)
         demo.summary(result)
+        console.print(NEXT_STEPS, markup=False, highlight=False)
     finally:
         twin.close()
     return result
@@ -513,6 +562,10 @@ def run(args: argparse.Namespace) -> int:
     if opts.capacity == "tutorial" and not opts.simulated:
         Console(stderr=True).print("--capacity tutorial queues DWS for hours of twin time: add --simulated")
         return 2
+    if not opts.simulated:
+        from flexq.errors import require_extra
+
+        require_extra("ray", "flexq demo (real training; `flexq demo --simulated` needs nothing more)")
     from flexq.cli.views import console  # piped output gets a wide page, as every command's does
 
     result = run_demo(opts, console)

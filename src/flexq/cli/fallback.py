@@ -2,16 +2,25 @@
 
 Owns: ``run`` (the loop: one ``FallbackPolicy`` pass every ``--interval`` seconds — sooner when a flavor's
 backoff ends — each action printed on one line, a clean exit on SIGINT/SIGTERM) and ``manifests`` (the YAML
-that runs the same loop inside the cluster: Namespace, ServiceAccount, the least-privilege ClusterRole and
-Role with their bindings, a Deployment that installs flexq from PyPI). The policy and its API live in
-``flexq.fallback``; this module only parses, connects and prints.
+that runs the same loop inside the cluster: a Namespace that enforces the Pod Security Standards' "restricted"
+profile, ServiceAccount, the least-privilege ClusterRole and Role with their bindings, and a Deployment whose
+pod passes that profile: non-root, read-only root filesystem, every capability dropped, seccomp
+RuntimeDefault). The pod runs either an image with flexq preinstalled (``--image``: the repository's
+``Dockerfile`` builds it; referenced by digest when given one) or, with ``--package URL --package-sha256``,
+the Python image with flexq's wheel and its core dependencies installed by an init container from hashes
+only (the wheel's, and the lock's: ``cli/deploy/requirements.txt``, in a ConfigMap). No command is a shell
+line: every argument is a list item, and what the user gives is validated (an image reference, an https URL
+of a wheel, a SHA-256) before it is written. The policy and its API live in ``flexq.fallback``; this module
+only parses, connects and prints.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import threading
+from importlib import resources
 from typing import Any
 
 from rich.console import Console
@@ -21,9 +30,12 @@ from flexq import __version__
 from flexq.clock import WallClock, format_time
 
 SA_NAME = "flexq-fallback"
-PACKAGE = (
-    f"flexq=={__version__}"  # the controller in the cluster runs the same flexq as the one that wrote it
+IMAGE = (
+    f"flexq-fallback:{__version__}"  # what `docker build -t flexq-fallback:<version> .` makes (Dockerfile)
 )
+PYTHON_IMAGE = "python:3.11-slim"  # the init container's and the pod's image with --package
+RUN_AS = 65532  # the Dockerfile's USER: a numeric uid, so that the kubelet can check runAsNonRoot
+SITE = "/opt/flexq"  # --package: where the init container installs flexq (an emptyDir)
 # exactly what FallbackPolicy does through KubernetesAPI (flexq.fallback.kubeapi), per resource
 CLUSTER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list", "patch", "delete"]},
@@ -62,25 +74,189 @@ def _state_rules(state_name: str) -> list[dict[str, Any]]:
     ]
 
 
+class ManifestError(ValueError):
+    """An option of ``flexq fallback manifests`` that cannot go into a manifest (said with the option)."""
+
+
+# distribution/reference's grammar: [host[:port]/]path[:tag][@sha256:digest], lower-case path components
+_IMAGE = re.compile(
+    r"(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])"
+    r"(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
+)
+_WHEEL_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*\.whl")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def check_image(image: str, option: str = "--image") -> str:
+    """``image`` if it is an image reference (``[registry/]name[:tag][@sha256:digest]``), else ManifestError."""
+    if len(image) > 512 or not _IMAGE.fullmatch(image):
+        raise ManifestError(
+            f"{option}: not an image reference: {image[:100]!r} (want [REGISTRY/]NAME[:TAG][@sha256:DIGEST])"
+        )
+    return image
+
+
+def pinned(image: str) -> bool:
+    """Whether ``image`` is referenced by its digest."""
+    return "@sha256:" in image
+
+
+def lock_text() -> str:
+    """flexq's core dependencies pinned with hashes (``cli/deploy/requirements.txt``; the Dockerfile's too)."""
+    return (resources.files("flexq.cli") / "deploy" / "requirements.txt").read_text(encoding="utf-8")
+
+
+def package_requirements(package: str, sha256: str) -> str:
+    """The requirements file the init container installs with ``--require-hashes``: flexq's wheel at
+    ``package`` (an https URL) with its SHA-256, then the core dependencies from the lock."""
+    if len(package) > 2048 or not _WHEEL_URL.fullmatch(package):
+        raise ManifestError(
+            f"--package: not an https URL of a wheel (…/flexq-{__version__}-py3-none-any.whl): {package[:100]!r}"
+        )
+    if not _SHA256.fullmatch(sha256 or ""):
+        raise ManifestError(
+            "--package-sha256: the wheel's SHA-256, 64 lower-case hex digits (sha256sum FILE), is required "
+            "with --package"
+        )
+    return f"flexq @ {package} \\\n    --hash=sha256:{sha256}\n" + lock_text()
+
+
+def _restricted(container: dict[str, Any]) -> dict[str, Any]:
+    """A container as the Pod Security Standards' "restricted" profile wants it (with the pod's context)."""
+    container["securityContext"] = {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    return container
+
+
 def manifests(
     namespace: str = "flexq-system",
-    image: str = "python:3.11-slim",
-    package: str = PACKAGE,
+    image: str | None = None,
+    package: str | None = None,
+    package_sha256: str | None = None,
+    python_image: str = PYTHON_IMAGE,
     state_namespace: str = "kueue-system",
     state_name: str = "flexq-fallback",
     extra_args: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The objects that run ``flexq fallback --in-cluster`` in a cluster."""
+    """The objects that run ``flexq fallback --in-cluster`` in a cluster (see the module docstring): with
+    ``image`` (default ``IMAGE``) an image with flexq installed; with ``package`` (an https URL of flexq's
+    wheel, and its ``package_sha256``) ``python_image`` with flexq installed at start from hashes."""
+    if image is not None and package is not None:
+        raise ManifestError("--image and --package: give one (an image with flexq, or a wheel to install)")
     labels = {"app.kubernetes.io/name": SA_NAME, "app.kubernetes.io/part-of": "flexq"}
+    ns_labels = {
+        **labels,
+        # the Pod Security admission enforces the strictest profile in the fallback's namespace
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted",
+    }
     subject = [{"kind": "ServiceAccount", "name": SA_NAME, "namespace": namespace}]
     rbac = "rbac.authorization.k8s.io"
-    args = ["--in-cluster", "--state-namespace", state_namespace, *(extra_args or [])]
-    script = (
-        f"pip install --no-cache-dir --disable-pip-version-check {package} && "
-        f"exec flexq fallback {' '.join(args)}"
-    )
+    args = ["fallback", "--in-cluster", "--state-namespace", state_namespace, *(extra_args or [])]
+    env = [
+        {"name": "PYTHONUNBUFFERED", "value": "1"},
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # the root filesystem is read-only
+        {"name": "HOME", "value": "/tmp"},
+    ]
+    tmp = {"name": "tmp", "mountPath": "/tmp"}
+    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}]
+    resources_ = {"requests": {"cpu": "100m", "memory": "192Mi"}, "limits": {"memory": "384Mi"}}
+    extra: list[dict[str, Any]] = []
+    init: list[dict[str, Any]] = []
+    if package is None:
+        main = {
+            "name": "fallback",
+            "image": check_image(image or IMAGE),
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["flexq", *args],
+            "env": env,
+            "resources": resources_,
+            "volumeMounts": [tmp],
+        }
+    else:
+        requirements = package_requirements(package, package_sha256 or "")
+        check_image(python_image, "--python-image")
+        extra.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"{SA_NAME}-requirements", "namespace": namespace, "labels": labels},
+                "data": {"requirements.txt": requirements},
+            }
+        )
+        volumes += [
+            {"name": "site", "emptyDir": {"sizeLimit": "512Mi"}},
+            {"name": "requirements", "configMap": {"name": f"{SA_NAME}-requirements"}},
+        ]
+        site = {"name": "site", "mountPath": SITE}
+        init.append(
+            _restricted(
+                {
+                    "name": "install",
+                    "image": python_image,
+                    "imagePullPolicy": "IfNotPresent",
+                    # flexq's wheel and every dependency from their hashes only, as files (no build, no shell)
+                    "command": [
+                        "python",
+                        "-m",
+                        "pip",
+                        "install",
+                        "--no-cache-dir",
+                        "--disable-pip-version-check",
+                        "--no-warn-script-location",
+                        "--require-hashes",
+                        "--only-binary=:all:",
+                        "--target",
+                        SITE,
+                        "-r",
+                        "/etc/flexq-fallback/requirements.txt",
+                    ],
+                    "env": env,
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "256Mi"},
+                        "limits": {"memory": "512Mi"},
+                    },
+                    "volumeMounts": [
+                        tmp,
+                        site,
+                        {"name": "requirements", "mountPath": "/etc/flexq-fallback", "readOnly": True},
+                    ],
+                }
+            )
+        )
+        main = {
+            "name": "fallback",
+            "image": python_image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["python", "-m", "flexq.cli", *args],
+            "env": [*env, {"name": "PYTHONPATH", "value": SITE}],
+            "resources": resources_,
+            "volumeMounts": [tmp, {**site, "readOnly": True}],
+        }
+    pod: dict[str, Any] = {
+        "serviceAccountName": SA_NAME,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS,
+            "runAsGroup": RUN_AS,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+    if init:
+        pod["initContainers"] = init
+    pod["containers"] = [_restricted(main)]
+    pod["volumes"] = volumes
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": ns_labels}},
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
@@ -112,6 +288,7 @@ def manifests(
             "roleRef": {"apiGroup": rbac, "kind": "Role", "name": SA_NAME},
             "subjects": subject,
         },
+        *extra,
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
@@ -120,25 +297,7 @@ def manifests(
                 "replicas": 1,  # one writer: the policy's state is one ConfigMap
                 "strategy": {"type": "Recreate"},
                 "selector": {"matchLabels": {"app.kubernetes.io/name": SA_NAME}},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "serviceAccountName": SA_NAME,
-                        "containers": [
-                            {
-                                "name": "fallback",
-                                "image": image,
-                                "command": ["/bin/sh", "-c", script],
-                                "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
-                                "resources": {
-                                    "requests": {"cpu": "100m", "memory": "256Mi"},
-                                    "limits": {"memory": "512Mi"},
-                                },
-                                "securityContext": {"allowPrivilegeEscalation": False},
-                            }
-                        ],
-                    },
-                },
+                "template": {"metadata": {"labels": labels}, "spec": pod},
             },
         },
     ]
@@ -147,7 +306,41 @@ def manifests(
 def manifests_yaml(**kw: Any) -> str:
     import yaml
 
-    return yaml.safe_dump_all(manifests(**kw), sort_keys=False)
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:  # the requirements file as a block
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump_all(manifests(**kw), Dumper=Dumper, sort_keys=False)
+
+
+def cmd_manifests(args: argparse.Namespace, err_console: Console) -> int:
+    """``flexq fallback manifests``: the YAML on stdout; a bad option in one line on stderr (exit 2)."""
+    import sys
+
+    try:
+        text = manifests_yaml(
+            namespace=args.namespace,
+            image=args.image,
+            package=args.package,
+            package_sha256=args.package_sha256,
+            python_image=args.python_image,
+            state_namespace=args.manifest_state_namespace,
+        )
+    except ManifestError as exc:
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return 2
+    used = args.python_image if args.package else (args.image or IMAGE)
+    if not pinned(used):
+        err_console.print(
+            f"note: {escape(used)} is referenced by its tag; pin it by digest ({escape(used.split('@')[0])}"
+            "@sha256:…) so that the cluster runs exactly the image you checked",
+            highlight=False,
+        )
+    sys.stdout.write(text)
+    return 0
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
@@ -237,8 +430,9 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     return 0
 
 
-def add_parser(sub: Any, kube_flags: Any) -> argparse.ArgumentParser:
-    """``flexq fallback`` and ``flexq fallback manifests``."""
+def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argparse.ArgumentParser:
+    """``flexq fallback`` and ``flexq fallback manifests`` (``duration`` parses a time option, ``examples``
+    formats an epilog)."""
     from flexq.fallback.policy import FallbackConfig
 
     d = FallbackConfig()
@@ -247,7 +441,13 @@ def add_parser(sub: Any, kube_flags: Any) -> argparse.ArgumentParser:
         help="flexq's stock-out-aware fallback against a cluster (or its manifests)",
         description="Move jobs waiting on a stocked-out flavor to the next one, steer new jobs "
         "away while it lasts, come back when it returns. Acts on LocalQueues "
-        "labelled fallback.flexq.dev/enabled=true (or all, with --all-queues).",
+        "labelled fallback.flexq.dev/enabled=true (or all, with --all-queues). Runs against the "
+        "kubeconfig's cluster from here, or in the cluster (`flexq fallback manifests`).",
+        epilog=examples(
+            "flexq fallback --dry-run --once          # what it would do now, changing nothing",
+            "flexq fallback --context gke_my-project_us-east5-b_tpu-cluster",
+            "flexq fallback manifests --help          # run it in the cluster",
+        ),
     )
     kube_flags(f, namespace=False)
     f.add_argument(
@@ -255,22 +455,20 @@ def add_parser(sub: Any, kube_flags: Any) -> argparse.ArgumentParser:
     )
     f.add_argument("--dry-run", action="store_true", help="only print what it would do")
     f.add_argument("--once", action="store_true", help="one pass, then exit")
-    f.add_argument("--interval", type=float, default=15.0, metavar="SECONDS", help="seconds between passes")
+    f.add_argument("--interval", type=duration, default=15.0, help="time between passes")
     f.add_argument(
         "--grace",
-        type=float,
+        type=duration,
         default=d.grace_seconds,
-        metavar="SECONDS",
         help="how long capacity errors must last before a flavor counts as stocked out",
     )
     f.add_argument(
         "--backoff",
-        type=float,
+        type=duration,
         default=d.backoff_seconds,
-        metavar="SECONDS",
         help="first backoff of a stocked-out flavor (doubles after each failed probe)",
     )
-    f.add_argument("--max-backoff", type=float, default=d.max_backoff_seconds, metavar="SECONDS")
+    f.add_argument("--max-backoff", type=duration, default=d.max_backoff_seconds, help="the longest backoff")
     f.add_argument(
         "--all-queues", action="store_true", help="act on every LocalQueue, not only opted-in ones"
     )
@@ -282,9 +480,8 @@ def add_parser(sub: Any, kube_flags: Any) -> argparse.ArgumentParser:
     )
     f.add_argument(
         "--keep-idle",
-        type=float,
+        type=duration,
         default=d.keep_idle_seconds,
-        metavar="SECONDS",
         help="during a stock-out, keep an idle node of the flavor from scale-down this long (0: never)",
     )
     f.add_argument(
@@ -297,16 +494,61 @@ def add_parser(sub: Any, kube_flags: Any) -> argparse.ArgumentParser:
         default=d.state_namespace,
         help="namespace of the state ConfigMap (flexq-fallback)",
     )
-    fsub = f.add_subparsers(dest="fallback_command")
-    m = fsub.add_parser("manifests", help="print the YAML that runs the fallback in the cluster")
+    fsub = f.add_subparsers(dest="fallback_command", metavar="manifests")
+    m = fsub.add_parser(
+        "manifests",
+        help="print the YAML that runs the fallback in the cluster",
+        description=f"""\
+Print the YAML that runs `flexq fallback --in-cluster` in a cluster: a Namespace enforcing the Pod Security
+Standards' "restricted" profile, a ServiceAccount with the least-privilege ClusterRole and Role it needs, and
+a Deployment whose pod passes that profile (non-root uid {RUN_AS}, read-only root filesystem, no
+capabilities, seccomp RuntimeDefault, no shell). The pod gets flexq one of two ways:
+
+1. An image with flexq installed (--image, the default). The repository's Dockerfile builds it: flexq's
+   core install (no Ray, JAX or matplotlib), every package from hashes. From a checkout or a git URL:
+     docker build -t REGISTRY/flexq-fallback:{__version__} .
+     docker build -t REGISTRY/flexq-fallback:{__version__} 'https://github.com/OWNER/flexq.git#COMMIT'
+     docker push REGISTRY/flexq-fallback:{__version__}      # prints the digest
+   then reference it by that digest: --image REGISTRY/flexq-fallback@sha256:DIGEST.
+2. A wheel of flexq at an https URL (--package, with --package-sha256): an init container installs it,
+   and flexq's core dependencies pinned by the lock shipped with flexq, with pip --require-hashes, into
+   an emptyDir of the pod; the container is --python-image. Make the wheel from a checkout or a git URL:
+     pip wheel --no-deps -w dist .          (or: pip wheel --no-deps -w dist git+https://…/flexq.git@COMMIT)
+     sha256sum dist/flexq-{__version__}-py3-none-any.whl
+
+A server-side dry run creates no namespace: create it first (kubectl create namespace flexq-system), then
+  flexq fallback manifests ... | kubectl apply --dry-run=server -f -""",
+        epilog=examples(
+            "flexq fallback manifests --image registry.example/flexq-fallback@sha256:<64 hex> | kubectl apply -f -",
+            "flexq fallback manifests --package https://files.example/flexq-"
+            f"{__version__}-py3-none-any.whl --package-sha256 <64 hex>",
+            "flexq fallback manifests --namespace team-fallback --state-namespace kueue-system",
+        ),
+    )
     m.add_argument("--namespace", default="flexq-system", help="namespace of the Deployment")
-    m.add_argument("--image", default="python:3.11-slim", help="container image (with python and pip)")
     m.add_argument(
-        "--package", default=PACKAGE, help=f"what pip installs (default {PACKAGE}, this flexq's own version)"
+        "--image",
+        default=None,
+        help=f"an image with flexq installed, best by digest (default: {IMAGE}, as the Dockerfile builds it)",
+    )
+    m.add_argument(
+        "--package",
+        default=None,
+        metavar="URL",
+        help="instead of --image: an https URL of flexq's wheel, installed at start from hashes",
+    )
+    m.add_argument(
+        "--package-sha256", default=None, metavar="HEX", help="the wheel's SHA-256 (with --package)"
+    )
+    m.add_argument(
+        "--python-image",
+        default=PYTHON_IMAGE,
+        help="with --package: the Python 3.11 image the pod runs, best by digest",
     )
     m.add_argument(
         "--state-namespace",
         dest="manifest_state_namespace",
+        metavar="NAMESPACE",
         default=d.state_namespace,
         help="namespace of the state ConfigMap (gets a Role for it)",
     )

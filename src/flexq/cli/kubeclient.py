@@ -1,27 +1,41 @@
 """The CLI's only way into a cluster: the official ``kubernetes`` Python client, from a kubeconfig.
 
 Owns: ``connect(kubeconfig, context)`` (an ``ApiClient``; works against the twin's Kubernetes face and a
-real GKE cluster alike, exec plugins such as ``gke-gcloud-auth-plugin`` included), ``list_objects``
-(custom resources as plain dicts, trying the served API versions in order), ``list_core`` (core/v1 lists as
-plain camelCase dicts), ``fetch_snapshot`` (what ``flexq status`` needs), ``apply_objects`` (create, or
-replace what exists) and ``job_pods`` / ``stream_logs`` for ``flexq logs``.
+real GKE cluster alike, exec plugins such as ``gke-gcloud-auth-plugin`` included; a missing kubeconfig or
+context is said with what to do: ``flexq up``, ``eval "$(flexq env)"``, ``kubectl config use-context
+flexq``), ``list_objects`` (custom resources as plain dicts, trying the served API versions in order),
+``list_core`` (core/v1 lists as plain camelCase dicts), ``fetch_snapshot`` (what ``flexq status`` needs),
+``check_not_placeholder`` (refuses to write to a twin's root API before it has a GKE cluster: what is
+written there is hidden once the first cluster exists), ``submit_objects`` (``flexq submit``: the
+LocalQueue must exist, a name that exists is refused without changing anything, the script's ConfigMap
+is created or found identical, never replaced), ``find_job`` (a RayJob or Job and its Kueue row, for
+``flexq logs``) and ``job_pods`` / ``stream_logs`` for ``flexq logs``.
 Imports ``kubernetes`` lazily so the rest of the CLI works without it. Must not import flexq.assembly,
 flexq.twin or flexq.http.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from flexq.cli.status import FALLBACK_MOVED, Snapshot
+from flexq.cli.status import FALLBACK_MOVED, Snapshot, WorkloadRow
 
 __all__ = [
     "connect",
     "list_objects",
     "list_core",
     "fetch_snapshot",
-    "apply_objects",
+    "check_not_placeholder",
+    "on_placeholder",
+    "submit_objects",
+    "find_job",
+    "JobInfo",
     "job_pods",
     "stream_logs",
     "ClientError",
@@ -36,6 +50,49 @@ BATCH = ("batch", ("v1",))
 class ClientError(RuntimeError):
     """A readable failure talking to the cluster (no kubeconfig, refused connection, 4xx/5xx)."""
 
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status  # the HTTP status, when the cluster answered
+
+
+TWIN_HINT = 'start the twin with `flexq up` and point kubectl at it with `eval "$(flexq env)"`'
+
+
+def _kubeconfig_problem(kubeconfig: str | None, context: str | None, exc: Exception) -> str:
+    """What is wrong with the kubeconfig, said with what to do (the loader's own words are cryptic:
+    "Invalid kube-config file. Expected object with name  in … contexts list")."""
+    import yaml
+
+    raw = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    paths = [Path(p).expanduser() for p in raw.split(os.pathsep) if p]
+    found = [p for p in paths if p.is_file()]
+    shown = os.pathsep.join(str(p) for p in paths)
+    if not found:
+        where = (
+            "--kubeconfig" if kubeconfig else ("$KUBECONFIG" if os.environ.get("KUBECONFIG") else "default")
+        )
+        return f"no kubeconfig at {shown} ({where}): {TWIN_HINT}, or pass --kubeconfig for another cluster"
+    contexts: list[str] = []
+    current = ""
+    for path in found:
+        try:
+            cfg = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError, UnicodeDecodeError) as err:
+            return f"cannot read kubeconfig {path}: {str(err)[:200]}"
+        if not isinstance(cfg, dict):
+            return f"kubeconfig {path} is not a kubeconfig (a YAML mapping with contexts)"
+        contexts += [c.get("name", "") for c in cfg.get("contexts") or [] if isinstance(c, dict)]
+        current = current or str(cfg.get("current-context") or "")
+    wanted = context or current
+    have = ", ".join(sorted(set(contexts))) or "none"
+    use = "kubectl config use-context flexq" if "flexq" in contexts else TWIN_HINT
+    if not wanted:
+        return f"kubeconfig {shown} names no current context (its contexts: {have}): {use}, or pass --context"
+    if wanted not in contexts:
+        how = "--context" if context else "its current context"
+        return f'kubeconfig {shown} has no context "{wanted}" ({how}; its contexts: {have}): {use}'
+    return f"cannot load kubeconfig {shown}: {str(exc)[:300]}"
+
 
 def connect(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """An ``ApiClient`` for the kubeconfig (default: ``$KUBECONFIG`` or ``~/.kube/config``) and context."""
@@ -47,7 +104,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Any:
     try:
         config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
     except Exception as exc:  # the loader raises ConfigException, TypeError, FileNotFoundError ...
-        raise ClientError(f"cannot load kubeconfig: {exc}") from exc
+        raise ClientError(_kubeconfig_problem(kubeconfig, context, exc)) from exc
     # A ``tokenFile`` is read verbatim by the client (and again before each request); kubectl trims the
     # trailing newline, so do the same after every refresh (the loader's hook re-installs itself: wrap again).
     hook = cfg.refresh_api_key_hook
@@ -64,17 +121,32 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Any:
     return client.ApiClient(cfg)
 
 
+def _unreachable(exc: Exception) -> ClientError:
+    """A connection that failed, said plainly: where, why, and (for a loopback server: a twin) what to do."""
+    text = str(getattr(exc, "reason", None) or exc)
+    why = "connection refused" if "refused" in text.lower() else text.rsplit(": ", 1)[-1][:200]
+    m = re.search(r"host='([^']*)', port=(\d+)", text)
+    host = f"{m.group(1)}:{m.group(2)}" if m else ""
+    hint = ""
+    if m and m.group(1) in ("127.0.0.1", "localhost", "::1"):
+        hint = (
+            f"; if it is flexq's twin, it is not running there: {TWIN_HINT} (a twin started again on another "
+            "port needs the eval again)"
+        )
+    return ClientError(f"cannot reach the cluster{f' at {host}' if host else ''}: {why}{hint}")
+
+
 def _api_error(exc: Exception) -> ClientError:
     status, reason, body = getattr(exc, "status", None), getattr(exc, "reason", ""), getattr(exc, "body", "")
-    if status is None:
-        return ClientError(f"cannot reach the cluster: {exc}")
+    if status is None or status == 0:
+        return _unreachable(exc)
     import json
 
     try:
         msg = json.loads(body).get("message") or reason
     except (ValueError, TypeError, AttributeError):
         msg = reason
-    return ClientError(f"{status} {msg}")
+    return ClientError(f"{status} {msg}", status=status)
 
 
 def list_objects(
@@ -106,7 +178,8 @@ def list_objects(
             raise _api_error(exc) from exc
     if missing_ok:
         return []
-    raise ClientError(f"the cluster does not serve {plural}.{group}")
+    hint = " (is Kueue installed?)" if group == KUEUE[0] else ""
+    raise ClientError(f"the cluster does not serve {plural}.{group}{hint}")
 
 
 def list_core(api: Any, method: str, **kwargs: Any) -> list[dict]:
@@ -151,34 +224,239 @@ def _list_quietly(
         return []
 
 
-def apply_objects(api: Any, objs: list[dict], namespace: str) -> list[str]:
-    """Create each object (ConfigMap or RayJob); an existing ConfigMap is replaced, an existing RayJob is an
-    error (a finished job is not resubmitted by changing it). Returns ``kind/name created|configured``."""
+PLACEHOLDER = (
+    "the twin has no GKE cluster yet: create one first (`gcloud container clusters create ...` as in the "
+    "tutorial, or `flexq tutorial setup`). Until then its Kubernetes API serves a placeholder cluster with no "
+    "nodes, whose objects are hidden once a GKE cluster exists"
+)
+
+
+def on_placeholder(api: Any) -> bool:
+    """Whether ``api`` is a twin's root Kubernetes API while the twin has no GKE cluster.
+
+    Until the first ``gcloud container clusters create``, the twin's root API (the ``flexq`` context) serves a
+    placeholder cluster with no nodes; once a GKE cluster exists, the root API serves that cluster, and what
+    was written to the placeholder is out of sight. A real cluster has no such state. Only the twin of
+    ``$FLEXQ_HOME`` (or ``~/.flexq``) is recognised; when it cannot be asked, the answer is False."""
+    from flexq.cli.lifecycle import Home, TwinError, gke_request, running
+
+    home = Home.resolve(None)
+    info = running(home)
+    if not info or api.configuration.host.rstrip("/") != str(info.get("url", "")).rstrip("/"):
+        return False
+    try:
+        clusters = gke_request(home, "GET", f"/v1/projects/{home.project()}/locations/-/clusters")
+    except TwinError:
+        return False
+    return not clusters.get("clusters")
+
+
+def check_not_placeholder(api: Any) -> None:
+    """Refuse to write through a twin's root API before it has a GKE cluster (``on_placeholder``): the job
+    would be acknowledged, then lost from sight."""
+    if on_placeholder(api):
+        raise ClientError(f"{PLACEHOLDER}; nothing was created")
+
+
+def _exists(fn: Any, *args: Any) -> bool:
+    from kubernetes.client.rest import ApiException
+
+    try:
+        fn(*args)
+        return True
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise _api_error(exc) from exc
+    except Exception as exc:  # urllib3 connection errors
+        raise _api_error(exc) from exc
+
+
+def check_queue(api: Any, queue: str, namespace: str) -> None:
+    """The LocalQueue ``queue`` exists in ``namespace``, else a ClientError naming the ones there are (as
+    ``flexq simulate`` refuses a trace's unknown queue). A user who may not list LocalQueues is not stopped:
+    Kueue itself says so on the Workload."""
+    try:
+        queues = list_objects(api, KUEUE, "localqueues", namespace, missing_ok=False)
+    except ClientError as exc:
+        if exc.status == 403:
+            return
+        raise
+    names = sorted(q["metadata"]["name"] for q in queues)
+    if queue in names:
+        return
+    there = f"LocalQueues there: {', '.join(names)}" if names else "there is none"
+    raise ClientError(
+        f'LocalQueue "{queue}" not found in namespace "{namespace}" ({there}): '
+        + (
+            "pass --queue with one of them"
+            if names
+            else "create one first (the tutorial's dws-tpu-queue.yaml makes user-queue), or pass -n"
+        )
+    )
+
+
+def _free_name(exists: Any, name: str, limit: int = 47) -> str:
+    for i in range(2, 100):
+        suffix = f"-{i}"
+        candidate = name[: limit - len(suffix)].rstrip("-") + suffix
+        if not exists(candidate):
+            return candidate
+    return f"{name[: limit - 4]}-new"
+
+
+def submit_objects(api: Any, objs: list[dict], namespace: str) -> list[str]:
+    """``flexq submit``: create the ConfigMap holding the script and the RayJob, in ``namespace``. Refused,
+    with nothing changed, when the LocalQueue does not exist, when a RayJob of that name exists (the name to
+    use instead is suggested) or when a ConfigMap of that name holds something else (a queued or running
+    job's script is never replaced). Returns ``kind/name created|unchanged`` lines."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
     core, co = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    cm: Any = next(o for o in objs if o["kind"] == "ConfigMap")
+    job = next(o for o in objs if o["kind"] == "RayJob")
+    name, cm_name = job["metadata"]["name"], cm["metadata"]["name"]
+    queue = (job["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name", "")
+
+    def rayjob_exists(n: str) -> bool:
+        return _exists(co.get_namespaced_custom_object, "ray.io", "v1", namespace, "rayjobs", n)
+
+    def taken() -> ClientError:
+        return ClientError(
+            f'rayjob.ray.io "{name}" already exists in namespace "{namespace}" (AlreadyExists, 409): nothing '
+            f"was changed; submit it under another name, e.g. --name {_free_name(rayjob_exists, name)}"
+        )
+
+    if queue:
+        check_queue(api, queue, namespace)
+    if rayjob_exists(name):
+        raise taken()
     done = []
-    for obj in objs:
-        name, kind = obj["metadata"]["name"], obj["kind"]
+    created_cm = False
+    try:
         try:
-            if kind == "ConfigMap":
-                try:
-                    core.create_namespaced_config_map(namespace, obj)
-                    done.append(f"configmap/{name} created")
-                except ApiException as exc:
-                    if exc.status != 409:
-                        raise
-                    core.replace_namespaced_config_map(name, namespace, obj)
-                    done.append(f"configmap/{name} configured")
-            elif kind == "RayJob":
-                co.create_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", obj)
-                done.append(f"rayjob.ray.io/{name} created")
-            else:
-                raise ClientError(f"cannot apply kind {kind}")
+            core.create_namespaced_config_map(namespace, cm)
+            created_cm = True
+            done.append(f"configmap/{cm_name} created")
         except ApiException as exc:
-            raise _api_error(exc) from exc
+            if exc.status != 409:
+                raise
+            have = core.read_namespaced_config_map(cm_name, namespace)
+            if dict(have.data or {}) != cm["data"] or have.binary_data:
+                free = _free_name(lambda n: _exists(core.read_namespaced_config_map, n, namespace), cm_name)
+                raise ClientError(
+                    f'configmap "{cm_name}" already exists in namespace "{namespace}" with other contents '
+                    "(another job's script?): nothing was changed, so a queued or running job keeps its "
+                    f"script; pass --configmap {free} (or another --name)"
+                ) from None
+            done.append(f"configmap/{cm_name} unchanged (the same script)")
+        try:
+            co.create_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", job)
+        except ApiException as exc:
+            if (
+                exc.status == 409
+            ):  # created by someone else since the check: leave no ConfigMap of ours behind
+                if created_cm:
+                    _delete_quietly(core, cm_name, namespace)
+                raise taken() from None
+            raise
+        done.append(
+            f"rayjob.ray.io/{name} created (queue {queue})" if queue else f"rayjob.ray.io/{name} created"
+        )
+    except ApiException as exc:
+        if created_cm:
+            _delete_quietly(core, cm_name, namespace)
+        raise _api_error(exc) from exc
+    except ClientError:
+        raise
+    except Exception as exc:  # urllib3 connection errors
+        raise _api_error(exc) from exc
     return done
+
+
+def _delete_quietly(core: Any, name: str, namespace: str) -> None:
+    with contextlib.suppress(Exception):  # best effort: the error being reported matters more
+        core.delete_namespaced_config_map(name, namespace)
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """A RayJob or batch Job found by name, with its Kueue row when it has a Workload."""
+
+    kind: str  # "RayJob" or "Job"
+    obj: dict
+    row: WorkloadRow | None
+
+    @property
+    def finished(self) -> bool:
+        st = self.obj.get("status") or {}
+        if self.kind == "RayJob":
+            return st.get("jobDeploymentStatus") in ("Complete", "Failed")
+        return any(
+            c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+            for c in st.get("conditions") or []
+        )
+
+    def waiting_for(self) -> str:
+        """What the job waits for before its pod runs, in one line."""
+        r = self.row
+        if r is not None and r.state in ("Pending", "QuotaReserved", "Evicted"):
+            why = f"{r.reason.code}: {r.reason.detail}" if r.reason and r.reason.detail else r.why
+            what = {
+                "Pending": "Kueue has not admitted it yet",
+                "QuotaReserved": "quota is reserved; its admission checks are not ready yet",
+                "Evicted": "Kueue evicted it; it waits to be admitted again",
+            }[r.state]
+            return f"{what} (queue {r.queue}{'; ' + why if why else ''})"
+        if r is not None and r.state == "Deactivated":
+            return f"Kueue deactivated it: {r.why}"
+        st = self.obj.get("status") or {}
+        plan = f" on {r.plan_text}" if r is not None and r.plan else ""
+        if self.kind == "RayJob":
+            phase = st.get("jobDeploymentStatus") or "New"
+            return f"admitted{plan}; its Ray cluster and submitter are starting (deployment status {phase})"
+        return f"admitted{plan}; its pod is starting"
+
+
+def find_job(api: Any, name: str, namespace: str) -> JobInfo | None:
+    """The RayJob (else the batch Job) ``name`` in ``namespace`` and its Kueue row; None when neither exists."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from flexq.cli.status import workload_rows
+    from flexq.clock import WallClock
+
+    co = client.CustomObjectsApi(api)
+    found: tuple[str, Any] | None = None
+    try:
+        found = ("RayJob", co.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", name))
+    except ApiException as exc:
+        if exc.status not in (404, 403):
+            raise _api_error(exc) from exc
+    except Exception as exc:
+        raise _api_error(exc) from exc
+    if found is None:
+        try:
+            got = client.BatchV1Api(api).read_namespaced_job(name, namespace)
+            found = ("Job", api.sanitize_for_serialization(got))
+        except ApiException as exc:
+            if exc.status not in (404, 403):
+                raise _api_error(exc) from exc
+            return None
+        except Exception as exc:
+            raise _api_error(exc) from exc
+    kind, obj = found
+    try:
+        snap = fetch_snapshot(api, namespace)
+    except ClientError:
+        snap = Snapshot()
+    rows = [
+        r
+        for r in workload_rows(snap, WallClock().now())
+        if r.job == f"{kind}/{name}" and r.state != "Replaced"
+    ]
+    return JobInfo(kind, obj, rows[-1] if rows else None)
 
 
 def job_pods(api: Any, job: str, namespace: str) -> list[dict]:

@@ -30,7 +30,7 @@ from rich.console import Console
 from flexq.clock import WallClock
 from flexq.store.private import private_file, private_home
 
-__all__ = ["Home", "DEFAULT_PROJECT", "up", "down", "env", "env_lines", "running"]
+__all__ = ["Home", "DEFAULT_PROJECT", "up", "down", "env", "env_lines", "running", "gke_request", "TwinError"]
 
 DEFAULT_PROJECT = "flexq-twin"
 READY_GRACE = 10.0  # seconds a running daemon gets to answer /readyz before `flexq up` says it does not
@@ -266,6 +266,37 @@ def down(home: Home, console: Console, *, timeout: float = 60.0) -> int:
         left.unlink(missing_ok=True)
     console.print(f"flexq stopped (pid {pid})" + ("" if clean else " [yellow](killed after the timeout)[/]"))
     return 0
+
+
+class TwinError(RuntimeError):
+    """The served twin cannot be asked (not running) or refused a GKE request (its message)."""
+
+
+def gke_request(home: Home, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One request to the served twin's GKE API (what gcloud sends), with its token and CA."""
+    info = running(home)
+    if info is None:
+        raise TwinError(f"flexq is not running (home {home.path}); start it with: flexq up")
+    try:
+        token = Path(info["token_file"]).read_text().strip()
+        ctx = ssl.create_default_context(cafile=info["ca"])
+        req = urllib.request.Request(
+            info["url"].rstrip("/") + path,
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
+            answer: dict[str, Any] = json.loads(resp.read() or b"{}")
+            return answer
+    except urllib.error.HTTPError as exc:
+        try:
+            msg = json.loads(exc.read()).get("error", {}).get("message") or exc.reason
+        except (ValueError, AttributeError):
+            msg = exc.reason
+        raise TwinError(f"{exc.code} {msg}") from None
+    except (OSError, ValueError, KeyError) as exc:
+        raise TwinError(f"cannot ask the twin at {info.get('url')}: {exc}") from None
 
 
 def env_lines(home: Home, info: dict[str, Any], shell: str = "sh") -> list[str]:

@@ -1,10 +1,15 @@
-"""``flexq status`` (once, or following changes with ``-w``; ``-o table|wide|json|yaml``) and ``flexq dashboard``.
+"""``flexq status`` (once, or following changes with ``-w``; ``-o table|wide|json|yaml``), ``flexq logs`` and
+``flexq dashboard``.
 
 Owns: reading what the rows need through the Kubernetes API (``kubeclient.fetch_snapshot`` plus the Events
 about pods, where the cluster autoscaler says a scale-up failed), rendering with the coded reasons
 (``flexq.api.reasons``: the WHY column carries the code and its detail, a legend says what each code means
-and what to do), and ``-w``: the table once, then one line (or one JSON/YAML document) per workload whose
-row changed, as ``kubectl get -w`` prints, polling the API every ``--interval`` seconds. ``flexq dashboard``
+and what to do), and ``-w``: the table once, then the rows of the workloads whose row changed, under a
+header with the time (JSON/YAML: one document per row, with its ``observedAt``), polling the API every
+``--interval`` seconds until Ctrl-C (exit status 130, no traceback). ``flexq logs``: a job's output; with
+``-f``, a job that has no running pod yet is waited for (saying, each time it changes, what it waits for:
+Kueue's admission and its reason, the admission checks, the pods starting), and a name that is neither a
+RayJob nor a Job is said at once, not after a timeout. ``flexq dashboard``
 opens the served twin's dashboard in a browser, logged in with the twin's token (passed in the URL's
 fragment, which the browser never sends to the server).
 
@@ -21,11 +26,12 @@ from typing import Any
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 
 from flexq.cli.status import Snapshot, WorkloadRow, rows_as_dicts, workload_rows
-from flexq.clock import WallClock
+from flexq.clock import WallClock, format_time
 
-__all__ = ["cmd_status", "cmd_dashboard", "fetch", "row_key", "changed_rows"]
+__all__ = ["cmd_status", "cmd_logs", "cmd_dashboard", "fetch", "row_key", "changed_rows"]
 
 SCALE_UP_REASONS = {"FailedScaleUp", "TriggeredScaleUp", "NotTriggerScaleUp", "Preempted"}
 
@@ -72,7 +78,7 @@ def changed_rows(before: dict[tuple[str, str], tuple], rows: list[WorkloadRow]) 
     return out
 
 
-def render(rows: list[WorkloadRow], output: str, console: Console, *, header: bool = True) -> None:
+def render(rows: list[WorkloadRow], output: str, console: Console, *, title: str | None = None) -> None:
     from flexq.cli.views import reasons_legend, status_table
 
     if output == "json":
@@ -80,11 +86,9 @@ def render(rows: list[WorkloadRow], output: str, console: Console, *, header: bo
     elif output == "yaml":
         console.out(yaml.safe_dump(rows_as_dicts(rows), sort_keys=False).rstrip(), highlight=False)
     else:
-        table = status_table(rows, wide=output == "wide")
-        table.show_header = header
-        console.print(table)
+        console.print(status_table(rows, wide=output == "wide", title=title))
         legend = reasons_legend(rows)
-        if legend is not None and header:
+        if legend is not None:
             console.print(legend)
 
 
@@ -104,8 +108,10 @@ def cmd_status(
         api = kubeclient.connect(args.kubeconfig, args.context)
         rows = workload_rows(fetch(api, namespace), clock.now())
     except kubeclient.ClientError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
+    if not rows and kubeclient.on_placeholder(api):
+        err_console.print(f"note: {escape(kubeclient.PLACEHOLDER)}", highlight=False)
     if not getattr(args, "watch", False):
         render(rows, args.output, console)
         return 0
@@ -113,35 +119,110 @@ def cmd_status(
     changed_rows(seen, rows)
     if args.output in ("json", "yaml"):
         for r in rows:
-            _document(r, args.output, console)
+            _document(r, args.output, console, clock.now())
     else:
         render(rows, args.output, console)
     n = 0
-    while rounds is None or n < rounds:
-        n += 1
-        sleep(max(0.2, float(args.interval)))
-        try:
-            rows = workload_rows(fetch(api, namespace), clock.now())
-        except kubeclient.ClientError as exc:
-            err_console.print(f"[red]error:[/] {exc}")
-            return 1
-        fresh = changed_rows(seen, rows)
-        if not fresh:
-            continue
-        if args.output in ("json", "yaml"):
-            for r in fresh:
-                _document(r, args.output, console)
-        else:
-            render(fresh, args.output, console, header=False)
+    try:
+        while rounds is None or n < rounds:
+            n += 1
+            sleep(max(0.2, float(args.interval)))
+            try:
+                rows = workload_rows(fetch(api, namespace), clock.now())
+            except kubeclient.ClientError as exc:
+                err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+                return 1
+            fresh = changed_rows(seen, rows)
+            if not fresh:
+                continue
+            if args.output in ("json", "yaml"):
+                for r in fresh:
+                    _document(r, args.output, console, clock.now())
+            else:
+                title = f"{format_time(clock.now())}  {len(fresh)} changed"
+                render(fresh, args.output, console, title=title)
+    except KeyboardInterrupt:  # Ctrl-C ends a watch: the shell's status for SIGINT, no traceback
+        return 130
     return 0
 
 
-def _document(r: WorkloadRow, output: str, console: Console) -> None:
-    doc = rows_as_dicts([r])[0]
+def _document(r: WorkloadRow, output: str, console: Console, now: float) -> None:
+    doc = {**rows_as_dicts([r])[0], "observedAt": format_time(now)}
     if output == "json":
         console.out(json.dumps(doc), highlight=False)
     else:
         console.out("---\n" + yaml.safe_dump(doc, sort_keys=False).rstrip(), highlight=False)
+
+
+def cmd_logs(args: argparse.Namespace, console: Console, err_console: Console) -> int:
+    """``flexq logs JOB [-f]`` (see the module docstring)."""
+    import sys
+
+    from flexq.cli import kubeclient
+
+    clock = WallClock()
+    job = args.job.split("/", 1)[-1]
+    ns = args.namespace
+    timeout = getattr(args, "pod_running_timeout", None)
+    try:
+        api = kubeclient.connect(args.kubeconfig, args.context)
+        deadline = None if timeout is None else clock.now() + timeout
+        said = ""
+        while True:
+            pods = kubeclient.job_pods(api, job, ns)
+            started = [p for p in pods if (p.get("status") or {}).get("phase") not in (None, "Pending")]
+            if started or (pods and not args.follow):
+                break
+            info = kubeclient.find_job(api, job, ns)
+            if info is None:
+                if pods:  # a bare pod of that name
+                    break
+                err_console.print(
+                    f'[red]error:[/] no RayJob or Job named "{escape(job)}" in namespace "{escape(ns)}" '
+                    "(flexq status -A lists the jobs Kueue knows)",
+                    highlight=False,
+                )
+                return 1
+            if info.finished and not pods:
+                err_console.print(
+                    f"[red]error:[/] {info.kind} {escape(job)} has finished and its pods are gone",
+                    highlight=False,
+                )
+                return 1
+            waiting = info.waiting_for()
+            if not args.follow:
+                err_console.print(
+                    f"[red]error:[/] {info.kind} {escape(job)} has no running pod yet: {escape(waiting)}. "
+                    f"`flexq logs -f {escape(job)}` waits for it",
+                    highlight=False,
+                )
+                return 1
+            if waiting != said:
+                said = waiting
+                err_console.print(
+                    f"{format_time(clock.now())}  waiting for {info.kind} {escape(job)}: {escape(waiting)}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
+            if deadline is not None and clock.now() >= deadline:
+                err_console.print(
+                    f"[red]error:[/] gave up after --pod-running-timeout {timeout:g}s: {info.kind} "
+                    f"{escape(job)} is still waiting ({escape(waiting)})",
+                    highlight=False,
+                )
+                return 1
+            # each look lists the namespace's workloads: every 2 s is enough for a job that waits minutes
+            clock.sleep(2.0 if deadline is None else max(0.0, min(2.0, deadline - clock.now())))
+        pod = (started or pods)[-1]["metadata"]["name"]
+        for line in kubeclient.stream_logs(api, pod, ns, follow=args.follow, container=args.container):
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+    except kubeclient.ClientError as exc:
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
 
 
 def dashboard_url(home: Any) -> tuple[str, str]:

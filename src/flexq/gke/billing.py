@@ -39,9 +39,13 @@ def _money(x: Fraction) -> float:
 
 
 def job_of(pod: dict[str, Any], rayclusters: dict[tuple[str, str], dict[str, Any]]) -> str:
-    """The job a pod works for: ``RayJob/<ns>/<name>``, ``Job/<ns>/<name>``, else its owner or itself."""
+    """The job a pod works for: ``RayJob/<ns>/<name>``, ``Job/<ns>/<name>``, else its owner or itself. A RayJob's
+    submitter pod (KubeRay labels it ``ray.io/originated-from-crd: RayJob``) works for the RayJob, as its Ray
+    cluster's pods do: one job, one entry."""
     meta = pod["metadata"]
     ns, labels = meta.get("namespace", "default"), meta.get("labels") or {}
+    if labels.get("ray.io/originated-from-crd") == "RayJob" and labels.get("ray.io/originated-from-cr-name"):
+        return f"RayJob/{ns}/{labels['ray.io/originated-from-cr-name']}"
     rc = labels.get("ray.io/cluster")
     if rc:
         owner = ((rayclusters.get((ns, rc)) or {}).get("metadata", {}).get("labels") or {}).get(

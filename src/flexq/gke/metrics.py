@@ -10,8 +10,10 @@ by the pool controller). Series:
   Accepted = queued, Provisioned, BookingExpired, CapacityRevoked, Failed);
 - ``flexq_stockouts_total{pool}`` and ``flexq_stockout_seconds_total{pool}`` — stock-outs met on scale-up and
   how long the pool spent stocked out (the current one counted up to now);
-- ``flexq_cost_usd_total{pool, provisioning_model}``, ``flexq_job_cost_usd_total{job}`` and
-  ``flexq_node_hours_total`` — the billing ledger's totals (``flexq.gke.billing``), valued at the clock's now.
+- ``flexq_cost_usd_total{pool, provisioning_model}``, ``flexq_job_cost_usd_total{kind, namespace, name}`` (one
+  series per job: a RayJob's submitter is part of the RayJob, so ``sum by (name)`` counts each job once; not a
+  ``job`` label, which Prometheus gives every scraped series) and ``flexq_node_hours_total{pool,
+  provisioning_model}`` — the billing ledger's totals (``flexq.gke.billing``), valued at the clock's now.
 
 Every value is read on the twin's clock. Must not import other domain packages or flexq.http.
 """
@@ -19,6 +21,7 @@ Every value is read on the twin's clock. Must not import other domain packages o
 from __future__ import annotations
 
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -208,11 +211,25 @@ class GkeMetrics:
         jobs = CounterMetricFamily(
             "flexq_job_cost_usd",
             "What each job's pods cost so far (USD): bound time x node price x the pod's share of the node.",
-            labels=["job"],
+            labels=["kind", "namespace", "name"],
         )
         for job, usd in sorted(totals["jobs"].items()):
-            jobs.add_metric([job], usd)
+            kind, _, rest = job.partition("/")
+            namespace, _, name = rest.partition("/")
+            jobs.add_metric([kind, namespace, name], usd)
         yield jobs
-        hours = CounterMetricFamily("flexq_node_hours", "Node-hours billed so far.", labels=[])
-        hours.add_metric([], totals["nodeHours"])
+        hours = CounterMetricFamily(
+            "flexq_node_hours",
+            "Node-hours billed so far, per node pool and provisioning model.",
+            labels=["pool", "provisioning_model"],
+        )
+        node_hours: dict[tuple[str, str], Fraction] = {}
+        for rec in (ledger.get("nodes") or {}).values():  # as billing.totals counts them, per pool
+            end = rec["deleted"] if rec.get("deleted") is not None else now
+            key = (rec["pool"], rec["model"])
+            node_hours[key] = (
+                node_hours.get(key, Fraction(0)) + Fraction(max(0.0, end - rec["created"])) / 3600
+            )
+        for (pool, model), h in sorted(node_hours.items()):
+            hours.add_metric([pool, model], round(float(h), 6))
         yield hours

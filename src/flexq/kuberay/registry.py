@@ -8,13 +8,16 @@ RayJob when the twin's executor is simulated) and the live one (the local Ray ex
 executor runs every pod. ``settings.ray_dir`` (optional) is where the executor keeps pod files and Ray's
 temp dirs; by default a private temp dir removed at shutdown. ``settings.ray_token_file`` (optional) is
 where the token of its Ray clusters' token authentication is kept (the twin's home: ``ray/auth_token``); by
-default a file in the executor's directory, removed with it.
+default a file in the executor's directory, removed with it. The executor runs Ray as processes of this
+Python, so it needs the ``ray`` extra (``pip install 'flexq[ray]'``): without it, asking for it is a
+``MissingExtra`` error naming the extra, before anything starts.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from flexq.errors import require_extra
 from flexq.runtime import Context, Controller, TwinSettings
 from flexq.runtime.executor import PodExecutor
 from flexq.store import Store
@@ -46,6 +49,7 @@ def executors(settings: TwinSettings) -> list[PodExecutor]:
     """The local Ray executor when the twin runs real Ray; nothing otherwise."""
     if settings.executor != "ray":
         return []
+    require_extra("ray", 'running pods on real Ray (executor "ray"; executor "simulated" needs nothing more)')
     ray_dir, token_file = settings.ray_dir, settings.ray_token_file
     return [
         LocalRayExecutor(

@@ -57,6 +57,9 @@ OUTCOME_ORDER = [
 
 
 def plt_module() -> Any:
+    from flexq.errors import require_extra
+
+    require_extra("plots", "flexq simulate's plots")  # matplotlib is the plots extra, not the core install
     import matplotlib
 
     matplotlib.use("Agg")

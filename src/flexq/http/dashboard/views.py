@@ -273,7 +273,10 @@ def overview(core: Any, cluster: str | None) -> dict[str, Any]:
     ]
     registry = getattr(rt, "metrics", None)
     cost = {lab.get("pool", ""): v for lab, v in _samples(registry, "flexq_cost_usd_total")}
-    job_cost = {lab.get("job", ""): v for lab, v in _samples(registry, "flexq_job_cost_usd_total")}
+    job_cost = {
+        (lab.get("kind"), lab.get("namespace"), lab.get("name")): v
+        for lab, v in _samples(registry, "flexq_job_cost_usd_total")
+    }
     nodes = store.list("Node")
     pool_rows = []
     for p in sorted(pools, key=lambda p: p["spec"]["name"]):
@@ -291,12 +294,9 @@ def overview(core: Any, cluster: str | None) -> dict[str, Any]:
                 "cost": cost.get(name, 0.0),
             }
         )
-    for r in rows:  # billing names jobs <Kind>/<namespace>/<name>; a RayJob's submitter Job is part of it
+    for r in rows:  # one series per job (kind, namespace, name): a RayJob's submitter is part of the RayJob
         kind, _, name = r["job"].partition("/")
-        keys = {f"{kind}/{r['namespace']}/{name}"} | (
-            {f"Job/{r['namespace']}/{name}"} if kind == "RayJob" else set()
-        )
-        r["cost"] = sum(job_cost.get(k, 0.0) for k in keys)
+        r["cost"] = job_cost.get((kind, r["namespace"], name), 0.0)
     lqs = []
     for lq in sorted(
         store.list("LocalQueue"), key=lambda q: (q["metadata"].get("namespace", ""), q["metadata"]["name"])

@@ -1,5 +1,7 @@
-# The tutorial "Optimize AI training on TPUs with DWS and Kueue", its commands exactly as published
-# (../shared/seed), against a twin started with `flexq up`. Only the first line is flexq's.
+# The commands of Google's tutorial "Optimize AI training on TPUs with DWS and Kueue", exactly as published,
+# against the twin `flexq up` started (written by `flexq tutorial init`; run it in the folder it wrote, or type
+# its commands one by one). Only the line with `flexq env` is flexq's; the tutorial's `helm install kueue` is
+# not needed: Kueue is installed in the twin.
 set -euo pipefail
 eval "$(flexq env)"
 

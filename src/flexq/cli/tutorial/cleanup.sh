@@ -1,4 +1,4 @@
-# The tutorial's clean-up step, as published.
+# The tutorial's clean-up step, as published (written by `flexq tutorial init`). Only the `flexq env` line is flexq's.
 set -euo pipefail
 eval "$(flexq env)"
 export PROJECT_ID=$(gcloud config get project)
