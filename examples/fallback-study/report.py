@@ -1,8 +1,8 @@
 """Tables and the plot of the fallback study, from the three result directories `flexq simulate` wrote.
 
     for s in a b c; do
-      flexq simulate examples/fallback-study/scenario-$s.yaml -o results-$s
-      flexq simulate examples/fallback-study/scenario-$s-race.yaml -o results-$s-race
+      flexq simulate examples/fallback-study/scenario-$s.yaml --out results-$s
+      flexq simulate examples/fallback-study/scenario-$s-race.yaml --out results-$s-race
     done
     python examples/fallback-study/report.py results-a+results-a-race results-b+results-b-race \
         results-c+results-c-race --png docs/images/fallback-study.png

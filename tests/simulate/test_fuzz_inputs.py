@@ -885,7 +885,7 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path, capsys, args, files, wher
 def test_cli_output_directory_that_cannot_be_made(tmp_path, capsys) -> None:
     study = make(tmp_path / "s")
     (tmp_path / "file").write_text("x")
-    assert main(["simulate", str(study), "--no-progress", "-o", str(tmp_path / "file" / "out")]) == 2
+    assert main(["simulate", str(study), "--no-progress", "--out", str(tmp_path / "file" / "out")]) == 2
     err = capsys.readouterr().err
     assert "--out: cannot make the output directory" in err and "Traceback" not in err, err
 
@@ -987,7 +987,16 @@ def test_cli_prints_names_as_text_not_markup(tmp_path, capsys) -> None:
     study = make(tmp_path / "s", {"name": "[/bold] team [red]", "trace": "trace.csv"})
     with deadline(30):
         rc = main(
-            ["simulate", str(study), "--no-progress", "-j", "1", "--no-plots", "-o", str(tmp_path / "o[x]")]
+            [
+                "simulate",
+                str(study),
+                "--no-progress",
+                "-j",
+                "1",
+                "--no-plots",
+                "--out",
+                str(tmp_path / "o[x]"),
+            ]
         )
     out = capsys.readouterr()
     assert rc == 0, out.err

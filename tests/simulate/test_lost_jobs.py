@@ -95,7 +95,7 @@ def test_reruns_are_byte_identical(tmp_path) -> None:
 def test_the_terminal_leads_with_the_headline_and_the_lost_jobs(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "400")  # one line per row: the phrases below are not folded
     study = _study(tmp_path)
-    assert main(["simulate", str(study), "-o", str(tmp_path / "out"), "--no-plots", "--no-progress"]) == 0
+    assert main(["simulate", str(study), "--out", str(tmp_path / "out"), "--no-plots", "--no-progress"]) == 0
     text = capsys.readouterr().out
     first = text.index("on-demand ranks first")
     assert (

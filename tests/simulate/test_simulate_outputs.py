@@ -91,7 +91,7 @@ def test_kueue_generator_yaml_reports_time_to_admission_per_class(tmp_path, caps
             "-j",
             "1",
             "--no-plots",
-            "-o",
+            "--out",
             str(out),
         ]
     )
@@ -183,7 +183,9 @@ def test_tutorial_week_example_runs(tmp_path, capsys) -> None:
     and the variant with a larger pool ranks first; every output file."""
     out = tmp_path / "out"
     assert (
-        main(["simulate", str(ROOT / "examples/tutorial-week"), "-j", "1", "--no-progress", "-o", str(out)])
+        main(
+            ["simulate", str(ROOT / "examples/tutorial-week"), "-j", "1", "--no-progress", "--out", str(out)]
+        )
         == 0
     )
     text = capsys.readouterr().out
@@ -212,7 +214,16 @@ def test_tutorial_week_example_runs(tmp_path, capsys) -> None:
 def test_stress_week_example_runs(tmp_path, capsys) -> None:
     """The stress study, its first hour of traffic: both variants, every output file."""
     out = tmp_path / "out"
-    argv = ["simulate", str(ROOT / "examples/stress-week"), "--until", "1h", "-j", "1", "--no-progress", "-o"]
+    argv = [
+        "simulate",
+        str(ROOT / "examples/stress-week"),
+        "--until",
+        "1h",
+        "-j",
+        "1",
+        "--no-progress",
+        "--out",
+    ]
     assert main([*argv, str(out)]) == 0
     text = capsys.readouterr().out
     assert "tutorial" in text and "dws-only" in text

@@ -175,7 +175,7 @@ def test_a_knob_on_a_pool_the_cluster_lacks_stops_before_running(tmp_path, capsy
     (study / "sweep.yaml").write_text(
         yaml.safe_dump({"knobs": [{"kind": "poolMax", "pool": "gpu-pool", "values": [4]}]})
     )
-    code = main(["simulate", str(study), "--sweep", str(study / "sweep.yaml"), "-o", str(tmp_path / "o")])
+    code = main(["simulate", str(study), "--sweep", str(study / "sweep.yaml"), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and "no node pool 'gpu-pool'" in err and "knobs" in err
 

@@ -31,7 +31,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "study",
         help="a simulation file, a directory holding simulation.yaml, or Kueue's perf-harness generator.yaml",
     )
-    sm.add_argument("-o", "--out", default=None, help="output directory (default: <study directory>/results)")
+    sm.add_argument("--out", default=None, help="output directory (default: <study directory>/results)")
     sm.add_argument("--replicas", type=int, default=None, help="replicas per variant (seeds seed..seed+N-1)")
     sm.add_argument("--seed", type=int, default=None, help="first seed (default: the study's, else 1)")
     sm.add_argument("--variant", action="append", default=[], help="run only this variant (repeatable)")

@@ -96,6 +96,10 @@ def simulate(
             study.variants = [study.variant(v) for v in variants]
     if until is not None:
         study.submit_until = submit_window(until)
+    if out is not None and plots:
+        from flexq.errors import require_extra
+
+        require_extra("plots", "flexq simulate's plots (or plots=False)")  # before the runs, not after them
     if check:
         preflight(study)
     runs = run_all(study, workers=workers, ray_address=ray_address, progress=progress)

@@ -127,6 +127,9 @@ def _run_ray(
     study: Study, tasks: list[tuple[str, int]], address: str, progress: Progress | None
 ) -> list[RunResult]:
     _check_address(address)  # before importing ray (seconds)
+    from flexq.errors import require_extra
+
+    require_extra("ray", "flexq simulate on a Ray cluster (--ray-address)")
     import ray
 
     started_here = not ray.is_initialized()

@@ -584,6 +584,10 @@ def run_sweep(
     from flexq.simulate.fanout import run_all
 
     spec = sweep if isinstance(sweep, SweepSpec) else load_sweep(sweep, study)
+    if out is not None and plots:
+        from flexq.errors import require_extra
+
+        require_extra("plots", "the sweep's plots (or plots=False)")
     base = study.variant(spec.base) if spec.base else study.variants[0]
     pts = points(spec)
     variants = [
