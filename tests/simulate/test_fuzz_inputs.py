@@ -139,9 +139,9 @@ STUDY_CASES = [
     ),
     ({"settings": {"fallback": {"all_queues": 1}}}, "(settings.fallback.all_queues)", "true or false"),
     (
-        {"settings": {"fallback": {"capacity_pattern": "("}}},
-        "(settings.fallback.capacity_pattern)",
-        "regular",
+        {"settings": {"fallback": {"pool_limits": {"dws-pool": -4}}}},
+        "(settings.fallback.pool_limits.dws-pool)",
+        "",
     ),
     ({"variants": [{"name": "a", "settings": {"fallback": "yes"}}]}, "(variants[0].settings.fallback)", ""),
     ({"variants": [{"name": "a", "capacity": "nope"}]}, "(variants[0].capacity)", "named profile"),

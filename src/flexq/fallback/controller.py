@@ -1,8 +1,10 @@
 """The fallback policy as a controller of the twin (``Twin(fallback=True)``, ``flexq up --fallback``).
 
 Owns nothing of its own: it runs ``FallbackPolicy`` over the cluster's store through ``StoreAPI`` — exactly the
-code ``flexq fallback`` runs against a real cluster — when a Workload, a LocalQueue or a capacity event changes,
-when a flavor's backoff ends, and every ``resync_seconds`` (a pod that got its node, a grace period that ran out).
+code ``flexq fallback`` runs against a real cluster — when a Workload, a LocalQueue, a Node or a capacity event
+changes (one pass for every change within ``BATCH_SECONDS``, as the Job controller batches its syncs), when
+something the last pass saw comes due (a backoff ends, a grace period runs out, a rescue's backoff ends), and
+every ``RESYNC_SECONDS`` at least. Its counters are on the cluster's ``/metrics`` (``flexq.fallback.metrics``).
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from flexq.fallback.api import CAPACITY_EVENT_REASONS, StoreAPI
+from flexq.fallback.metrics import FallbackMetrics
 from flexq.fallback.policy import FallbackConfig, FallbackPolicy
 from flexq.runtime import Context, Controller, Result, TwinSettings, Watch
 from flexq.store import WatchEvent
 
-RESYNC_SECONDS = 15.0
+RESYNC_SECONDS = 300.0
+BATCH_SECONDS = 1.0
 _ALL = "all"
 
 
@@ -31,23 +35,28 @@ class FallbackController(Controller):
         super().__init__(ctx)
         self.api = StoreAPI(ctx.store, self.events)
         self.policy = FallbackPolicy(self.api, config)
+        self.metrics = FallbackMetrics(ctx.metrics) if ctx.metrics is not None else None
         self.actions: list = []  # every action taken, for tests and the SDK
 
     def watches(self) -> list[Watch]:
         return [
-            Watch("Workload", lambda ev: [_ALL]),
-            Watch("LocalQueue", lambda ev: [_ALL]),
-            Watch("Event", _capacity_event),
+            Watch("Workload", lambda ev: [_ALL], delay=BATCH_SECONDS),
+            Watch("LocalQueue", lambda ev: [_ALL], delay=BATCH_SECONDS),
+            Watch("Node", lambda ev: [_ALL], delay=BATCH_SECONDS),
+            Watch("Event", _capacity_event, delay=BATCH_SECONDS),
         ]
 
     def start(self) -> None:
         self.enqueue(_ALL)
 
     def reconcile(self, key: Any) -> Result | None:
-        self.actions += self.policy.run_once()
+        actions = self.policy.run_once()
+        self.actions += actions
+        if self.metrics is not None:
+            self.metrics.observe(self.policy, actions)
         now = self.ctx.now()
         wake = self.policy.next_wakeup(now)
-        delay = RESYNC_SECONDS if wake is None else min(RESYNC_SECONDS, max(0.0, wake - now))
+        delay = RESYNC_SECONDS if wake is None else min(RESYNC_SECONDS, max(0.001, wake - now))
         return Result(requeue_after=delay)
 
 

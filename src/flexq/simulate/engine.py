@@ -96,6 +96,29 @@ def _rescue(setting: Any) -> bool:
     return bool(getattr(cfg, "rescue", False))
 
 
+SCALE_DOWN_SECONDS = 600.0  # the cluster autoscaler's scale-down-unneeded-time
+
+
+def _bill_to_horizon(
+    nodes: list[dict[str, Any]], pools: dict[str, dict[str, Any]], end: float, horizon: float
+) -> None:
+    """Every run is billed over the same window, up to the study's horizon, whenever it stops: a run that ended
+    early (every job done, or given up) keeps its nodes that the pool would keep (up to its minimum size) until
+    the horizon, and the rest until the cluster autoscaler would have removed them (10 minutes idle). So
+    variants compare on cost over one span, not on when the simulation could stop."""
+    alive: dict[str, list[dict[str, Any]]] = {}
+    for n in nodes:
+        n["billedUntil"] = n["deleted"] if n["deleted"] is not None else end
+        if n["deleted"] is None:
+            alive.setdefault(n["pool"], []).append(n)
+    if end >= horizon:
+        return
+    for pool, ns in alive.items():
+        keep = int((pools.get(pool) or {}).get("min", 0))
+        for i, n in enumerate(sorted(ns, key=lambda x: (x["created"], x["node"]))):
+            n["billedUntil"] = horizon if i < keep else min(horizon, end + SCALE_DOWN_SECONDS)
+
+
 def _cause(rec: JobRecord, outcome: str) -> tuple[str, str]:
     """Why a job that did not succeed did not, from its own evidence: the detail (with counts) and its kind
     (what ``lostByCause`` counts by)."""
@@ -362,6 +385,9 @@ class _Sim:
                     "max": int(auto.get("maxNodeCount") or auto.get("totalMaxNodeCount") or 0)
                     if auto.get("enabled")
                     else int(pool.get("initialNodeCount") or 0),
+                    "min": int(auto.get("minNodeCount") or auto.get("totalMinNodeCount") or 0)
+                    if auto.get("enabled")
+                    else int(pool.get("initialNodeCount") or 0),
                     "hosts": hosts,
                     "chipsPerNode": mt.chips,
                     "queued": queued,
@@ -550,6 +576,7 @@ class _Sim:
                         "pricePerHour": float(Fraction(r["pricePerHour"])),
                     }
                 )
+            _bill_to_horizon(nodes, self.pools, end, horizon)
         prov: Counter[str] = Counter()
         for conds in rec_.pr_seen.values():
             for c in conds:

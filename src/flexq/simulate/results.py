@@ -204,7 +204,7 @@ def summarize(run: RunResult) -> dict[str, Any]:
     node_hours: dict[str, float] = defaultdict(float)
     cost: dict[str, float] = defaultdict(float)
     for n in run.node_records:
-        end = n["deleted"] if n["deleted"] is not None else run.duration
+        end = n.get("billedUntil", n["deleted"] if n["deleted"] is not None else run.duration)
         h = max(0.0, end - n["created"]) / 3600
         node_hours[n["model"]] += h
         cost[n["model"]] += h * n["pricePerHour"]

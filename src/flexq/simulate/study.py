@@ -292,12 +292,13 @@ def _fallback_field(value: Any, typ: str, src: str, fld: str) -> None:
     elif base in ("float", "int"):
         number(value, src, fld, 0, MAX_SECONDS)
     elif base == "str":
-        text = string(value, src, fld, allow_number=False)
-        if fld.endswith("pattern"):
-            try:
-                re.compile(text)
-            except re.error as exc:
-                raise InputError(f"not a regular expression: {exc}", source=src, field=fld) from None
+        string(value, src, fld, allow_number=False)
+    elif base.startswith("dict[str, int]"):
+        if not isinstance(value, dict):
+            raise InputError("a mapping of node pool -> max nodes", source=src, field=fld)
+        for k, v in value.items():
+            string(k, src, fld, allow_number=False)
+            whole(v, src, f"{fld}.{k}", 0, MAX_NODES)
 
 
 def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | None:

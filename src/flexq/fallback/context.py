@@ -1,0 +1,64 @@
+"""What one pass carries from step to step: the view it read, the evidence, the remembered breakers and full
+flavors, the writer, what it did, and the jobs it already acted on (a job is acted on once per pass)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flexq.fallback.evidence import Evidence, has_room
+from flexq.fallback.model import Action, Breaker, FallbackConfig, Full
+from flexq.fallback.view import ClusterView, Promises, WorkloadView
+from flexq.fallback.writes import Writer
+
+__all__ = ["PassContext"]
+
+
+@dataclass
+class PassContext:
+    view: ClusterView
+    cfg: FallbackConfig
+    evidence: Evidence
+    breakers: dict[str, Breaker]
+    fulls: dict[str, Full]
+    writer: Writer
+    actions: list[Action] = field(default_factory=list)
+    touched: set[tuple[str, str, str] | None] = field(default_factory=set)
+    promises: Promises = field(default_factory=Promises)
+    notes: dict[str, str] = field(
+        default_factory=dict
+    )  # workload key -> why it is (not) acted on, for explain()
+
+    @property
+    def now(self) -> float:
+        return self.view.now
+
+    def note(self, w: WorkloadView, text: str) -> None:
+        self.notes.setdefault(w.key, text)
+
+    def act(self, verb: str, target: str, message: str) -> None:
+        self.actions.append(Action(verb, target, message))
+
+    def blocked(self, flavor: str) -> bool:
+        """A flavor nothing should be sent to now: stocked out (its backoff running) or full."""
+        b = self.breakers.get(flavor)
+        return (b is not None and b.open(self.now)) or self.full(flavor)
+
+    def full(self, flavor: str) -> bool:
+        """The flavor's node pool refused to grow and has had no room since."""
+        f = self.fulls.get(flavor)
+        return f is not None and f.full
+
+    def next_flavor(self, w: WorkloadView, after: set[str], nodes_needed: int = 0) -> str | None:
+        """The first flavor after ``after`` in the workload's ClusterQueue that can take the job now: not stocked
+        out, not full (``has_room``). None: every plan is blocked, so the job stays where it loses nothing."""
+        cq = self.view.cqs.get(w.cq) or {}
+        for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+            names = [f.get("name") for f in rg.get("flavors") or []]
+            if any(s in names for s in after):
+                later = names[max(names.index(s) for s in after if s in names) + 1 :]
+                for f in later:
+                    if f in self.breakers or not has_room(self.view, self.fulls, f, nodes_needed):
+                        continue
+                    return f
+                return None
+        return None

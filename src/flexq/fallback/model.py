@@ -1,0 +1,107 @@
+"""The fallback's vocabulary: its configuration, its remembered state (breakers), what a pass does (actions), and
+the names it writes on objects. Plain data; imports nothing from flexq.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "OPT_IN_LABEL",
+    "ANN_MOVE",
+    "ANN_MOVED",
+    "ANN_QUOTA",
+    "ANN_KEPT",
+    "ANN_RESCUE",
+    "SCALE_DOWN_DISABLED",
+    "MANAGER",
+    "DWS_CLASS",
+    "FallbackConfig",
+    "Breaker",
+    "Full",
+    "Action",
+]
+
+OPT_IN_LABEL = "fallback.flexq.dev/enabled"  # on a LocalQueue: "true" lets the policy move its jobs
+ANN_MOVE = "fallback.flexq.dev/move"  # on a job: the move in progress or done (JSON)
+ANN_MOVED = "fallback.flexq.dev/moved"  # on a job: what happened, in one line
+ANN_QUOTA = "fallback.flexq.dev/quota"  # on a ClusterQueue: the nominal quotas capped while a flavor is out
+ANN_KEPT = (
+    "fallback.flexq.dev/kept"  # on a Node kept in a stock-out: "" busy, idle since (epoch s), "released"
+)
+ANN_RESCUE = (
+    "fallback.flexq.dev/rescue"  # on a job: its rescues from a deactivation (JSON: attempts, at, why)
+)
+SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"  # the cluster autoscaler's own
+MANAGER = "flexq-fallback"
+DWS_CLASS = "queued-provisioning.gke.io"  # DWS waiting is plan B doing its job, not a stock-out
+
+
+@dataclass
+class FallbackConfig:
+    """How the policy behaves (``flexq fallback`` has flags for most knobs)."""
+
+    grace_seconds: float = 60.0  # capacity errors must last this long before a flavor counts as stocked out
+    backoff_seconds: float = 300.0  # first backoff of a stocked-out flavor (the cluster autoscaler's 5 min)
+    max_backoff_seconds: float = 1800.0  # backoff cap (the cluster autoscaler's 30 min)
+    move_started: bool = False  # also move jobs whose pods on the flavor have started
+    hedge: bool = True  # a moved job still waiting on plan B goes back when its plan-A flavor can take it
+    hedge_queued: bool = True  # so does a job Kueue itself put on plan B while plan A is stocked out
+    cap_quota: bool = True  # while a flavor's backoff runs, its quota is capped to what its nodes up can hold
+    keep_idle_seconds: float = (
+        1800.0  # in a stock-out, keep the flavor's idle nodes from scale-down this long
+    )
+    assume_after_seconds: float | None = None  # also count pods unscheduled this long as stocked out (off)
+    rescue: bool = True  # requeue a Workload Kueue deactivated for a transient lack of capacity
+    max_rescues: int = 5  # per job
+    rescue_backoff_seconds: float = 600.0  # between a job's rescues (doubling), and after its deactivation
+    pool_limits: dict[str, int] = field(
+        default_factory=dict
+    )  # node pool -> max nodes, when the user knows them
+    all_queues: bool = False  # act on every LocalQueue, not only those labelled fallback.flexq.dev/enabled
+    dry_run: bool = False
+    state_namespace: str = "kueue-system"
+    state_name: str = "flexq-fallback"
+
+
+@dataclass
+class Breaker:
+    """One stocked-out flavor: new jobs skip it until ``until``, then one probe goes."""
+
+    since: float  # first capacity error seen
+    until: float  # new jobs skip the flavor until then; then one probe goes
+    failures: int = 1
+    code: str = ""
+    message: str = ""
+    probe: str = ""  # kind/namespace/name of the job let through as the probe
+
+    def open(self, now: float) -> bool:
+        return now < self.until
+
+
+@dataclass
+class Full:
+    """A flavor whose node pool refused to grow (at its maximum size): nothing is sent there until it has room
+    again (a node of the pool went away since)."""
+
+    since: float  # the refusal that made it full
+    nodes: int  # the pool's nodes then
+    code: str = "NodepoolSizeReached"
+    message: str = ""
+    limit: int | None = None  # the pool's maximum, when a message or the configuration says it
+    cleared: float | None = None  # when it had room again (evidence older than this is spent)
+
+    @property
+    def full(self) -> bool:
+        return self.cleared is None
+
+
+@dataclass
+class Action:
+    """What a pass did (or, dry, would do)."""
+
+    verb: (
+        str  # evict, move, return, returned, steer, unsteer, trip, probe, probe-failed, recover, rescue, ...
+    )
+    target: str  # namespace/name of the job or the flavor
+    message: str

@@ -1,0 +1,346 @@
+"""Moves off a stocked-out flavor, and hedge-backs to it.
+
+**Moves**: a workload admitted on a stocked-out flavor whose pods there have not started and were themselves
+refused capacity (the breaker alone moves nothing: the stock-out may be over) is deactivated; once Kueue has
+evicted it (quota released, job suspended) the job's pod templates of that flavor get ``<flavor label> NotIn
+[<value>]`` and the evicted Workload is deleted, so Kueue makes a new one from the job and admits it on the next
+flavor. Only to a flavor that can take it now (``PassContext.next_flavor``: not stocked out, not full, its quota
+free): when every plan is blocked the job stays where it loses nothing. Each step is written to the job's
+``fallback.flexq.dev/move`` annotation before it is taken, so a pass that dies half-way is finished by the next
+one, and a workload is never reactivated (no double admission).
+
+**Hedge back**: a job waiting for plan B because of the stock-out (moved, or put there by Kueue while the flavor
+was out) whose plan-B provisioning has not been granted (not admitted, suspended, no pod) goes back to the flavor
+the moment the flavor can take it first: its quota is free and its nodes up and idle fit the job as
+kube-scheduler would place it, or its breaker has closed. Oldest first, one at a time per flavor. Its wait is the
+sooner of the two plans, with pods on one only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from flexq.fallback.affinity import restricted_flavors
+from flexq.fallback.context import PassContext
+from flexq.fallback.model import ANN_MOVE, ANN_MOVED
+from flexq.fallback.view import WorkloadView, duration, ts
+from flexq.semantics.conditions import is_true
+from flexq.semantics.pods import is_terminal
+
+__all__ = ["moves", "returns", "move_state", "suspended", "RETURN_SETTLE_SECONDS"]
+
+RETURN_SETTLE_SECONDS = 60.0  # a job sent back is given this long to be re-admitted before the next one goes
+
+
+def move_state(job: Mapping[str, Any] | None) -> dict[str, Any]:
+    text = ((job or {}).get("metadata", {}).get("annotations") or {}).get(ANN_MOVE)
+    try:
+        doc = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def suspended(job: Mapping[str, Any]) -> bool:
+    return bool((job.get("spec") or {}).get("suspend"))
+
+
+def _nodes_needed(w: WorkloadView, sets: list[str]) -> int:
+    return sum(count for count, _t in w.pod_set_needs(sets))
+
+
+def moves(ctx: PassContext) -> None:
+    view, cfg = ctx.view, ctx.cfg
+    for w in view.workloads:
+        job = view.job(w)
+        if job is None or w.job is None:
+            continue
+        move = move_state(job)
+        step = move.get("step")
+        if step in ("deactivating", "returning"):
+            # the step belongs to the Workload it names; if that one is gone, to the job's current one
+            named = move.get("workloadUID") or ""
+            if named == w.uid or (w.current and named not in view.uids_of_job.get(w.job, set())):
+                ctx.touched.add(w.job)
+                if step == "deactivating":
+                    _finish_move(ctx, w, job, move)
+                else:
+                    _finish_return(ctx, w, job, move)
+            continue
+        if (
+            step in ("moved", "returned")
+            and move.get("workloadUID") == w.uid
+            and not w.active
+            and not w.reserved
+            and not cfg.dry_run
+        ):
+            # moved, but the pass that restricted the job died before deleting the evicted Workload
+            ctx.writer.delete_workload(w)
+            continue
+        if not w.current or w.job in ctx.touched or not w.assigned or not w.reserved or not w.active:
+            continue
+        for _ps, flavors in sorted(w.assigned.items()):
+            tripped = sorted(f for f in flavors if f in ctx.breakers and ctx.breakers[f].probe != w.ident)
+            if not tripped:
+                continue
+            flavor = tripped[0]
+            if view.started(w, flavor) and not cfg.move_started:
+                # (nor is it a probe: pods already on nodes say nothing about new capacity)
+                ctx.note(w, f"on stocked-out {flavor} but its pods started there: never moved")
+                continue
+            if probe(ctx, flavor, w):
+                ctx.note(w, f"the probe of {flavor}: it stays to see whether {flavor} is back")
+                continue
+            if flavor not in ctx.evidence.stuck.get(w.key, ()):
+                # its own pods have not been refused capacity (yet): it may well get nodes
+                ctx.note(w, f"on stocked-out {flavor}, but its own pods were not refused capacity (yet)")
+                continue
+            sets = sorted(p for p, fs in w.assigned.items() if flavor in fs)
+            target = ctx.next_flavor(w, {flavor}, _nodes_needed(w, sets))
+            if target is None or not view.quota_free(w.cq, target, w.pod_set_needs(sets)):
+                blocked = sorted(f for f in view.flavors if ctx.full(f) or f in ctx.breakers)
+                ctx.note(
+                    w,
+                    f"stuck on stocked-out {flavor}, but no later flavor can take it now "
+                    f"(blocked: {', '.join(blocked) or 'no quota'}): it waits where it loses nothing",
+                )
+                continue
+            ctx.note(
+                w, f"stuck on stocked-out {flavor}: {'would move' if cfg.dry_run else 'moving'} to {target}"
+            )
+            ctx.touched.add(w.job)
+            _start_move(ctx, w, job, flavor, target, sets)
+            break
+
+
+def probe(ctx: PassContext, flavor: str, w: WorkloadView) -> bool:
+    """Once the flavor's backoff has ended, one workload tries it (True: ``w`` is that probe)."""
+    b = ctx.breakers[flavor]
+    if b.open(ctx.now):
+        return False
+    if b.probe == w.ident:
+        return True
+    if b.probe and any(x.ident == b.probe for x in ctx.view.workloads):
+        return False
+    make_probe(ctx, flavor, w)
+    return True
+
+
+def make_probe(ctx: PassContext, flavor: str, w: WorkloadView) -> None:
+    b = ctx.breakers[flavor]
+    b.probe = w.ident
+    ctx.act("probe", w.key, f"{flavor}'s backoff ended: {w.key} tries it")
+    ctx.writer.emit(
+        ctx.view.job(w),
+        "Normal",
+        "FallbackProbe",
+        f"{flavor} was stocked out ({b.code}); this job checks whether it is back",
+    )
+
+
+def _start_move(
+    ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], flavor: str, target: str, sets: list[str]
+) -> None:
+    b = ctx.breakers[flavor]
+    why = f"{flavor} stocked out ({b.code}) for {duration(ctx.now - b.since)}"
+    ctx.act("evict", w.key, f"{why}: deactivating {w.name} to move it to {target}")
+    prev = move_state(job)
+    record = {
+        **({"probes": prev["probes"]} if prev.get("probes") else {}),
+        "from": flavor,
+        "to": target,
+        "podSets": sets,
+        "step": "deactivating",
+        "code": b.code,
+        "since": b.since,
+        "at": ctx.now,
+        "workload": w.name,
+        "workloadUID": w.uid,
+    }
+    if ctx.writer.deactivate(job, w, record):
+        ctx.writer.emit(
+            job,
+            "Warning",
+            "FallbackEvicting",
+            f"{flavor} stocked out: {b.code} since {_clock(b.since)}; deactivating the workload to move it to "
+            f"{target}",
+        )
+
+
+def _clock(epoch: float) -> str:
+    from flexq.clock import format_time
+
+    return format_time(epoch)
+
+
+def _finish_move(ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], move: dict[str, Any]) -> None:
+    """Deactivated: once Kueue has evicted it and suspended the job, restrict the job and delete the Workload."""
+    if w.reserved or not suspended(job):
+        return  # Kueue has not evicted it yet
+    flavor, target = move.get("from", ""), move.get("to", "")
+    since = float(move.get("since") or ctx.now)
+    msg = f"{flavor} stocked out ({move.get('code', '')} since {_clock(since)}) → moved to {target}"
+    ctx.act("move", w.key, msg)
+    ok = ctx.writer.restrict(
+        job,
+        ctx.view.flavors,
+        flavor,
+        move.get("podSets") or [],
+        {ANN_MOVE: json.dumps({**move, "step": "moved", "at": ctx.now}, sort_keys=True), ANN_MOVED: msg},
+    )
+    if ok:
+        ctx.writer.counts["move"] += 1
+        ctx.writer.delete_workload(w)
+        ctx.writer.emit(job, "Normal", "FallbackMoved", msg)
+
+
+# -- hedge: back to plan A -----------------------------------------------------------------------------------------
+def returns(ctx: PassContext) -> None:
+    """See the module docstring."""
+    view, cfg = ctx.view, ctx.cfg
+    waiting: list[tuple[float, str, WorkloadView, Mapping[str, Any], dict[str, Any]]] = []
+    busy: set[str] = set()  # flavors with a return in flight
+    for w in view.workloads:
+        if w.job is None or not w.current or w.job in ctx.touched:
+            continue
+        job = view.job(w)
+        if job is None:
+            continue
+        move = move_state(job)
+        flavor = move.get("from", "")
+        if move.get("step") == "returning" or (
+            move.get("step") == "returned"
+            and ctx.now - float(move.get("at") or 0.0) < RETURN_SETTLE_SECONDS
+            and not any(flavor in fs for fs in w.assigned.values())
+        ):
+            busy.add(flavor)
+            continue
+        submitted = ts(job["metadata"].get("creationTimestamp")) or 0.0
+        if move.get("step") == "moved" and (
+            move.get("hedged") or flavor in restricted_flavors(job, view.flavors)
+        ):
+            if _waiting_on_plan_b(ctx, w, job, flavor):
+                waiting.append((submitted, w.key, w, job, move))
+            continue
+        if cfg.hedge_queued and move.get("step") in (None, "returned"):
+            # placed on a later flavor by Kueue itself (the first one's quota in use, or capped) while the first one
+            # is stocked out: it waits for plan B because of the stock-out, so it gets a ticket back, like a moved job
+            hedge = _hedge_candidate(ctx, w)
+            if hedge is not None and _waiting_on_plan_b(ctx, w, job, hedge["from"]):
+                hedge["at"] = ctx.now
+                if not ctx.writer.annotate(job, {ANN_MOVE: json.dumps(hedge, sort_keys=True)}):
+                    continue
+                waiting.append((submitted, w.key, w, job, hedge))
+    for _at, _key, w, job, move in sorted(waiting, key=lambda t: (t[0], t[1])):
+        flavor = move["from"]
+        if flavor in busy or ctx.full(flavor):
+            continue
+        sets = [p for p in move.get("podSets") or [] if p]
+        needs = w.pod_set_needs(sets)
+        if not needs or not view.quota_free(w.cq, flavor, needs):
+            continue
+        b = ctx.breakers.get(flavor)
+        if b is None:
+            why = f"{flavor} is no longer stocked out"
+        elif view.fits_free_nodes(flavor, w, sets, ctx.promises):
+            why = f"{flavor} has idle nodes for it"
+        else:
+            continue
+        busy.add(flavor)
+        ctx.touched.add(w.job)
+        _start_return(ctx, w, job, move, why)
+    # the backoff has ended and no job is trying the flavor: the job that has probed least, and of those the one
+    # that started waiting for plan B last (it loses least: its place at the back of plan B's queue), tries it
+    for _at, _key, w, job, move in sorted(waiting, key=lambda t: (int(t[4].get("probes") or 0), -t[0], t[1])):
+        flavor = move["from"]
+        b = ctx.breakers.get(flavor)
+        if flavor in busy or w.job in ctx.touched or b is None or b.open(ctx.now) or ctx.full(flavor):
+            continue
+        if b.probe and any(x.ident == b.probe for x in view.workloads):
+            continue
+        needs = w.pod_set_needs([p for p in move.get("podSets") or [] if p])
+        if not needs or not view.quota_free(w.cq, flavor, needs):
+            continue
+        make_probe(ctx, flavor, w)
+        busy.add(flavor)
+        ctx.touched.add(w.job)
+        _start_return(
+            ctx, w, job, {**move, "probes": int(move.get("probes") or 0) + 1}, f"{flavor}'s backoff ended"
+        )
+
+
+def _hedge_candidate(ctx: PassContext, w: WorkloadView) -> dict[str, Any] | None:
+    """For a workload Kueue put on a later flavor of a resource group whose earlier flavor is stocked out: the
+    move record of a hedge back to that earlier flavor (None if there is none)."""
+    cq = ctx.view.cqs.get(w.cq) or {}
+    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+        names = [f.get("name") for f in rg.get("flavors") or []]
+        for _ps, flavors in sorted(w.assigned.items()):
+            for cur in sorted(flavors):
+                if cur not in names:
+                    continue
+                earlier = [
+                    f for f in names[: names.index(cur)] if f in ctx.breakers and ctx.view.flavors.get(f)
+                ]
+                if earlier:
+                    sets = sorted(p for p, fs in w.assigned.items() if cur in fs)
+                    return {"from": earlier[0], "to": cur, "podSets": sets, "step": "moved", "hedged": True}
+    return None
+
+
+def _waiting_on_plan_b(ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], flavor: str) -> bool:
+    """Quota reserved on another flavor, not admitted yet (its provisioning request not granted), the job
+    suspended and without pods: nothing has started, nothing is lost but the place in plan B's queue."""
+    if not w.reserved or not w.active:
+        return False
+    if w.admitted or is_true(w.obj, "PodsReady") or not suspended(job):
+        return False
+    if any(flavor in fs for fs in w.assigned.values()):
+        return False
+    if any(c.get("state") == "Ready" for c in w.checks()):
+        return False
+    return not any(not is_terminal(p) for p in w.pods)
+
+
+def _start_return(
+    ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], move: dict[str, Any], why: str
+) -> None:
+    flavor, target = move.get("from", ""), move.get("to", "")
+    ctx.act("return", w.key, f"{why}: deactivating {w.name} to move it back")
+    back = {
+        **move,
+        "step": "returning",
+        "at": ctx.now,
+        "workload": w.name,
+        "workloadUID": w.uid,
+        "returns": int(move.get("returns") or 0) + 1,
+    }
+    if ctx.writer.deactivate(job, w, back):
+        ctx.writer.emit(
+            job,
+            "Normal",
+            "FallbackReturning",
+            f"{why} while {target} has not provisioned yet: moving the job back to {flavor}",
+        )
+
+
+def _finish_return(ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], move: dict[str, Any]) -> None:
+    """Deactivated to go back: once Kueue has evicted it, lift the restriction and delete the Workload (Kueue makes a
+    new one from the job and scans the flavors in order again)."""
+    if w.reserved or not suspended(job):
+        return
+    flavor, target = move.get("from", ""), move.get("to", "")
+    msg = f"{flavor} can take it before {target} provisioned → moved {'' if move.get('hedged') else 'back '}to {flavor}"
+    ctx.act("returned", w.key, msg)
+    ok = ctx.writer.unrestrict(
+        job,
+        ctx.view.flavors,
+        [flavor],
+        {ANN_MOVE: json.dumps({**move, "step": "returned", "at": ctx.now}, sort_keys=True), ANN_MOVED: msg},
+    )
+    if ok:
+        ctx.writer.counts["return"] += 1
+        ctx.writer.delete_workload(w)
+        ctx.writer.emit(job, "Normal", "FallbackReturned", msg)

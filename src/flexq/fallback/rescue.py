@@ -1,0 +1,142 @@
+"""Rescue: a job Kueue gave up on for a passing lack of capacity is queued again when the capacity is back.
+
+Kueue deactivates a Workload whose provisioning admission check was Rejected — for DWS, after
+``retryStrategy.backoffLimitCount`` failed ProvisioningRequests — and nobody reactivates it: the job never runs
+(kueue#5129: users delete the Workload by hand). When the check failed for a transient capacity reason (the
+node pool at its maximum size, ``NodepoolSizeReached``; capacity not found; a stock-out; GCE quota; the booking
+expired), the fallback requeues the job once the capacity is back: the flavor the check runs on is neither full
+(its pool has had a node go away) nor stocked out. It deletes the deactivated Workload (the job stays
+suspended; Kueue's job framework makes a new Workload from it, with fresh admission checks), after writing the
+rescue on the job (``fallback.flexq.dev/rescue``) and with an Event naming the evidence. Bounded: at most
+``max_rescues`` per job, ``rescue_backoff_seconds`` (doubling) after each deactivation, one job per flavor per
+pass, oldest deactivation first; only jobs of LocalQueues in scope.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from flexq.api.reasons import classify_capacity
+from flexq.fallback.context import PassContext
+from flexq.fallback.model import ANN_RESCUE
+from flexq.fallback.moves import move_state
+from flexq.fallback.view import WorkloadView, ts
+
+__all__ = ["rescue", "rescue_state", "transient_reason"]
+
+_BOOKING = ("booking expired", "booking for the provisioning request has expired", "bookingexpired")
+
+
+def rescue_state(job: Mapping[str, Any] | None) -> dict[str, Any]:
+    text = ((job or {}).get("metadata", {}).get("annotations") or {}).get(ANN_RESCUE)
+    try:
+        doc = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def transient_reason(message: str) -> str | None:
+    """The transient capacity reason in Kueue's deactivation message (None: not one to retry)."""
+    refusal = classify_capacity(message)
+    if refusal is not None and refusal.kind in ("pool-max", "stockout", "quota"):
+        return refusal.code
+    low = message.lower()
+    if any(b in low for b in _BOOKING):
+        return "BookingExpired"
+    return None
+
+
+def _deactivation(w: WorkloadView) -> tuple[float, str] | None:
+    """When and why Kueue deactivated the workload for its admission checks (None: not that)."""
+    if w.active:
+        return None
+    c = w.condition("Evicted")
+    if c is None or c.get("status") != "True" or not str(c.get("reason", "")).startswith("Deactivated"):
+        return None
+    if "AdmissionCheck" not in str(c.get("reason", "")) and "Admission check" not in (c.get("message") or ""):
+        return None
+    return ts(c.get("lastTransitionTime")) or 0.0, c.get("message") or ""
+
+
+def _check_flavors(ctx: PassContext, w: WorkloadView) -> list[str]:
+    cq = ctx.view.cqs.get(w.cq) or {}
+    strategy = ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+    out: list[str] = []
+    for r in strategy:
+        if ctx.view.check_classes.get(r.get("name", "")) is not None:
+            out += [f for f in r.get("onFlavors") or [] if f not in out]
+    return out
+
+
+def rescue(ctx: PassContext) -> None:
+    """See the module docstring."""
+    cfg = ctx.cfg
+    if not cfg.rescue:
+        return
+    found: list[tuple[float, WorkloadView, Mapping[str, Any], str, str]] = []
+    for w in ctx.view.workloads:
+        if w.job is None or not w.current or w.job in ctx.touched:
+            continue
+        d = _deactivation(w)
+        if d is None:
+            continue
+        job = ctx.view.job(w)
+        if job is None or move_state(job).get("step") in ("deactivating", "returning"):
+            continue  # the fallback's own move, not Kueue's verdict
+        reason = transient_reason(d[1])
+        if reason is None:
+            continue
+        found.append((d[0], w, job, reason, d[1]))
+    busy: set[str] = set()
+    for when, w, job, reason, message in sorted(found, key=lambda t: (t[0], t[1].key)):
+        state = rescue_state(job)
+        attempts = int(state.get("attempts") or 0)
+        if attempts >= cfg.max_rescues:
+            if not state.get("gaveUp"):
+                ctx.act("give-up", w.key, f"rescued {attempts} times already; left deactivated")
+                ctx.writer.annotate(job, {ANN_RESCUE: json.dumps({**state, "gaveUp": True}, sort_keys=True)})
+                ctx.writer.emit(
+                    job,
+                    "Warning",
+                    "FallbackGaveUp",
+                    f"Kueue deactivated the workload again ({message[:300]}); rescued {attempts} times already, "
+                    "left deactivated",
+                )
+            continue
+        if ctx.now - when < cfg.rescue_backoff_seconds * 2**attempts:
+            continue
+        flavors = _check_flavors(ctx, w) or sorted({f for fs in w.assigned.values() for f in fs})
+        blocked = [f for f in flavors if ctx.blocked(f)]
+        if flavors and len(blocked) == len(flavors):
+            continue  # the capacity is not back yet
+        key = ",".join(flavors)
+        if key in busy:
+            continue
+        busy.add(key)
+        ctx.touched.add(w.job)
+        free = [f for f in flavors if f not in blocked]
+        why = (
+            f"{', '.join(free)} can take it again ({'room in its node pool' if reason == 'NodepoolSizeReached' else 'capacity back'})"
+            if free
+            else "its capacity is back"
+        )
+        ctx.act(
+            "rescue",
+            w.key,
+            f"Kueue deactivated it ({reason}); {why}: requeued ({attempts + 1}/{cfg.max_rescues})",
+        )
+        record = {"attempts": attempts + 1, "at": ctx.now, "reason": reason, "workload": w.name}
+        if not ctx.writer.annotate(job, {ANN_RESCUE: json.dumps(record, sort_keys=True)}):
+            continue
+        ctx.writer.counts["rescue"] += 1
+        ctx.writer.delete_workload(w)
+        ctx.writer.emit(
+            job,
+            "Normal",
+            "FallbackRescued",
+            f"Kueue deactivated the workload ({message[:300]}); {why}: requeued, rescue {attempts + 1} of "
+            f"{cfg.max_rescues}",
+        )

@@ -1,0 +1,228 @@
+"""Steering new jobs while a flavor is stocked out, and keeping its nodes.
+
+- **Steer**: a pending workload (no quota yet) headed first for a stocked-out flavor gets the restriction before
+  it is admitted, so Kueue admits it on the next flavor — only when that flavor can take it now (not stocked
+  out, not full); a steered job whose flavor is back has the restriction lifted (``unsteer``).
+- **Caps**: Kueue reserves quota the moment a Workload is created, before a pass could steer it; so while a
+  flavor's backoff runs, the ClusterQueue's nominal quota of that flavor is capped to what its nodes up hold
+  (idle ones, and those running jobs that will leave them): a new job gets the flavor only if a node of it can
+  take it, and otherwise goes straight to the next flavor. Not when the next flavor is full: then jobs stay
+  where they lose nothing. The admin's figures wait in the ClusterQueue's ``fallback.flexq.dev/quota``
+  annotation and are put back when the backoff ends or the breaker closes.
+- **Keep**: during a stock-out a node of the flavor that empties cannot be replaced: it is kept from the cluster
+  autoscaler's scale-down (``cluster-autoscaler.kubernetes.io/scale-down-disabled``) while busy and for
+  ``keep_idle_seconds`` once idle, for the next job; released when that time is up or the stock-out is over.
+  Nodes the policy did not annotate are never touched.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from fractions import Fraction
+from typing import Any
+
+from flexq.fallback.affinity import restricted_flavors
+from flexq.fallback.context import PassContext
+from flexq.fallback.model import ANN_KEPT, ANN_MOVE, ANN_MOVED, ANN_QUOTA, SCALE_DOWN_DISABLED
+from flexq.fallback.moves import move_state, probe, suspended
+from flexq.fallback.view import WorkloadView, duration, quantity
+from flexq.semantics.resources import pod_requests
+
+__all__ = ["steer", "caps", "keep_nodes"]
+
+
+def _first_flavors(ctx: PassContext, w: WorkloadView) -> list[str]:
+    """The flavors the workload's pod sets would try first (Kueue scans a group's flavors in order)."""
+    cq = ctx.view.cqs.get(w.cq) or {}
+    out = []
+    wants: set[str] = set()
+    for ps in (w.obj.get("spec") or {}).get("podSets") or []:
+        wants |= {r for r, q in pod_requests((ps.get("template") or {}).get("spec") or {}).items() if q > 0}
+    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+        covered = set(rg.get("coveredResources") or [])
+        if covered & wants and rg.get("flavors"):
+            out.append(rg["flavors"][0].get("name"))
+    return out
+
+
+def steer(ctx: PassContext) -> None:
+    view = ctx.view
+    for w in view.workloads:
+        if w.job is None or not w.current or w.job in ctx.touched or w.reserved or not w.active:
+            continue
+        job = view.job(w)
+        if job is None or not suspended(job):
+            continue
+        restricted = restricted_flavors(job, view.flavors)
+        back = sorted(f for f in restricted if f not in ctx.breakers)
+        if back and move_state(job).get("steered"):
+            _unsteer(ctx, w, job, back)
+            continue
+        for flavor in _first_flavors(ctx, w):
+            b = ctx.breakers.get(flavor)
+            if b is None or flavor in restricted:
+                continue
+            if probe(ctx, flavor, w):
+                continue
+            pod_sets = [ps.get("name", "") for ps in (w.obj.get("spec") or {}).get("podSets") or []]
+            target = ctx.next_flavor(w, {flavor}, sum(c for c, _t in w.pod_set_needs(pod_sets)))
+            if target is None:
+                continue  # every other plan is blocked: let Kueue put it where it would
+            msg = f"{flavor} stocked out ({b.code}) since {duration(ctx.now - b.since)} ago → steered to {target}"
+            ctx.act("steer", w.key, msg)
+            move = {
+                "from": flavor,
+                "to": target,
+                "podSets": pod_sets,
+                "step": "moved",
+                "steered": True,
+                "code": b.code,
+                "since": b.since,
+                "at": ctx.now,
+            }
+            if ctx.writer.restrict(
+                job,
+                view.flavors,
+                flavor,
+                pod_sets,
+                {ANN_MOVE: json.dumps(move, sort_keys=True), ANN_MOVED: msg},
+            ):
+                ctx.writer.counts["steer"] += 1
+                ctx.writer.delete_workload(w)
+                ctx.writer.emit(job, "Normal", "FallbackSteered", msg)
+            break
+
+
+def _unsteer(ctx: PassContext, w: WorkloadView, job: Any, flavors: list[str]) -> None:
+    """A pending job steered away from flavors that are back: drop the restriction, let Kueue rescan."""
+    msg = f"{', '.join(flavors)} has capacity again: restriction removed"
+    ctx.act("unsteer", w.key, msg)
+    if ctx.writer.unrestrict(job, ctx.view.flavors, flavors, {ANN_MOVE: None, ANN_MOVED: None}):
+        ctx.writer.delete_workload(w)
+        ctx.writer.emit(job, "Normal", "FallbackUnsteered", msg)
+
+
+def _json_map(text: str | None) -> dict[str, dict[str, Any]]:
+    try:
+        doc = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return {k: dict(v) for k, v in doc.items() if isinstance(v, dict)} if isinstance(doc, dict) else {}
+
+
+def _fmt(q: Fraction) -> str:
+    """A quantity as Kubernetes writes it (whole numbers plain, the rest in milli-units, rounded down)."""
+    if q.denominator == 1:
+        return str(q.numerator)
+    return f"{int(q * 1000)}m"
+
+
+def _next_in_group(ctx: PassContext, rg: dict[str, Any], flavor: str) -> str | None:
+    names = [f.get("name") for f in rg.get("flavors") or []]
+    for f in names[names.index(flavor) + 1 :]:
+        if f not in ctx.breakers and not ctx.full(f):
+            return f
+    return None
+
+
+def caps(ctx: PassContext) -> None:
+    """See the module docstring."""
+    capacity: dict[str, dict[str, Any]] = {}
+    for name in sorted(set(ctx.view.queues.values())):
+        cq = ctx.view.cqs.get(name)
+        if cq is None:
+            continue
+        saved = _json_map((cq["metadata"].get("annotations") or {}).get(ANN_QUOTA))
+        new = copy.deepcopy(dict(cq))
+        changed: list[str] = []
+        for rg in (new.get("spec") or {}).get("resourceGroups") or []:
+            for f in rg.get("flavors") or []:
+                flavor = f.get("name", "")
+                b = ctx.breakers.get(flavor)
+                capped = (
+                    b is not None
+                    and b.open(ctx.now)
+                    and bool(ctx.view.flavors.get(flavor))
+                    and _next_in_group(ctx, rg, flavor) is not None
+                )
+                orig = saved.get(flavor) or {}
+                if not capped and not orig:
+                    continue
+                if flavor not in capacity and capped:
+                    capacity[flavor] = ctx.view.capacity_of(flavor)
+                for r in f.get("resources") or []:
+                    rname = r.get("name", "")
+                    if capped:
+                        base = orig.get(rname, r.get("nominalQuota"))
+                        cap = capacity[flavor].get(rname, Fraction(0))
+                        want = base if quantity(base) <= cap else _fmt(Fraction(cap))
+                        if rname not in orig:
+                            orig[rname] = base
+                    else:
+                        want = orig.get(rname, r.get("nominalQuota"))
+                    if str(r.get("nominalQuota")) != str(want):
+                        r["nominalQuota"] = want
+                        changed.append(f"{flavor}/{rname} {want}")
+                if capped:
+                    saved[flavor] = orig
+                else:
+                    saved.pop(flavor, None)
+        anns = new["metadata"].setdefault("annotations", {})
+        before = anns.get(ANN_QUOTA)
+        if saved:
+            anns[ANN_QUOTA] = json.dumps(saved, sort_keys=True)
+        else:
+            anns.pop(ANN_QUOTA, None)
+        if not changed and anns.get(ANN_QUOTA) == before:
+            continue
+        if changed:
+            ctx.act("quota", name, "nominal quota " + ", ".join(changed))
+        out = ctx.writer.replace(new)
+        if out is not None:
+            ctx.view.cqs[name] = out
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
+def keep_nodes(ctx: PassContext) -> None:
+    """See the module docstring."""
+    view = ctx.view
+    if not ctx.breakers and not any(ANN_KEPT in (n["metadata"].get("annotations") or {}) for n in view.nodes):
+        return
+    busy = view.busy_nodes
+    for flavor, labels in sorted(view.flavors.items()):
+        if not labels:
+            continue
+        out = flavor in ctx.breakers and ctx.cfg.keep_idle_seconds > 0
+        for n in view.nodes_of(flavor):
+            md = n["metadata"]
+            ann = md.get("annotations") or {}
+            kept = ann.get(ANN_KEPT)
+            if kept is None and ann.get(SCALE_DOWN_DISABLED) == "true":
+                continue  # the admin's own: never touched
+            if not out:
+                if kept is not None:
+                    if kept != "released":
+                        ctx.act("release", md["name"], "released to the cluster autoscaler's scale-down")
+                    ctx.writer.annotate_node(md["name"], {ANN_KEPT: None, SCALE_DOWN_DISABLED: None})
+                continue
+            if md["name"] in busy:
+                want: str | None = ""
+            elif kept in (None, "released"):
+                want = None if kept == "released" else repr(ctx.now)  # (released: idle, left to scale-down)
+            else:
+                want = kept or repr(ctx.now)
+                if ctx.now - (_float(want) or ctx.now) >= ctx.cfg.keep_idle_seconds:
+                    ctx.act("release", md["name"], "released to the cluster autoscaler's scale-down")
+                    ctx.writer.annotate_node(md["name"], {ANN_KEPT: "released", SCALE_DOWN_DISABLED: None})
+                    continue
+            if want is not None and (kept != want or ann.get(SCALE_DOWN_DISABLED) != "true"):
+                if kept in (None, "released"):
+                    ctx.act("keep", md["name"], "stocked-out flavor: kept from scale-down")
+                ctx.writer.annotate_node(md["name"], {ANN_KEPT: want, SCALE_DOWN_DISABLED: "true"})

@@ -1,0 +1,459 @@
+"""One pass's reading of the cluster: ``ClusterView``, read once through the ``ClusterAPI`` and then only looked at.
+
+Like Kueue's scheduler with its snapshot, every step of a pass (evidence, moves, hedge-backs, rescue, steering)
+works from the same view: the LocalQueues in scope and their ClusterQueues, the ResourceFlavors' node labels,
+the admission checks' provisioning classes, the in-scope Workloads with their jobs and pods, and — read only when
+a step needs them, once — Nodes, every Pod, the cluster autoscaler's capacity Events and ProvisioningRequests.
+Against a real API server each is one list request per pass (per namespace where the kind is namespaced).
+
+What a pass promises as it goes (free node room given to a job sent back) is kept in ``Promises``, never in the
+view. Kubernetes rules come from ``flexq.semantics`` (conditions, a pod's effective requests, terminal pods,
+kube-scheduler's node filters).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from flexq.api.quantity import QuantityError, parse_quantity
+from flexq.clock import parse_time
+from flexq.fallback.affinity import flavor_label, unrestrict
+from flexq.fallback.api import ClusterAPI
+from flexq.fallback.model import OPT_IN_LABEL, FallbackConfig
+from flexq.semantics.conditions import find_condition, is_true
+from flexq.semantics.nodefit import NodeInfo, filter_node, node_info, pod_requests
+from flexq.semantics.pods import is_terminal
+from flexq.semantics.resources import pod_requests as spec_requests
+
+__all__ = ["ClusterView", "WorkloadView", "Promises", "JOB_KINDS", "ts", "quantity", "duration"]
+
+JOB_KINDS = ("RayJob", "RayCluster", "Job")
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+_TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
+
+
+def ts(text: str | None) -> float | None:
+    """An RFC 3339 time as epoch seconds (None if absent or unreadable)."""
+    if not text:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None
+
+
+def quantity(value: Any) -> Any:
+    """A Kubernetes quantity as an exact number (0 when unreadable)."""
+    from fractions import Fraction
+
+    try:
+        return parse_quantity(value if isinstance(value, (str, int, float)) else str(value))
+    except (QuantityError, ValueError):
+        return Fraction(0)
+
+
+def duration(seconds: float) -> str:
+    s = max(0, int(seconds))
+    h, rem = divmod(s, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+@dataclass
+class WorkloadView:
+    """One in-scope Workload as the pass sees it."""
+
+    obj: Mapping[str, Any]
+    key: str  # namespace/name
+    cq: str
+    job: tuple[str, str, str] | None  # (kind, namespace, name) of its controlling job
+    assigned: dict[str, set[str]] = field(default_factory=dict)  # pod set -> flavors
+    pods: list[Mapping[str, Any]] = field(default_factory=list)
+    current: bool = True  # the job's newest active Workload (a job can briefly have an old, evicted one too)
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def ident(self) -> str:
+        """The job it runs ("kind/namespace/name"; the workload's own key without a job): a probe is a job,
+        whichever of its Workloads is current."""
+        return "/".join(self.job) if self.job is not None else self.key
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace") or "")
+
+    @property
+    def uid(self) -> str:
+        return str(self.obj["metadata"].get("uid") or "")
+
+    @property
+    def active(self) -> bool:
+        return (self.obj.get("spec") or {}).get("active") is not False
+
+    @property
+    def reserved(self) -> bool:
+        return is_true(self.obj, "QuotaReserved")
+
+    @property
+    def admitted(self) -> bool:
+        return is_true(self.obj, "Admitted")
+
+    def checks(self) -> list[Mapping[str, Any]]:
+        return list((self.obj.get("status") or {}).get("admissionChecks") or [])
+
+    def condition(self, ctype: str) -> Mapping[str, Any] | None:
+        return find_condition(self.obj, ctype)
+
+    def pod_set_needs(self, sets: list[str]) -> list[tuple[int, dict[str, Any]]]:
+        """(count, a pod's template) of the named pod sets."""
+        out = []
+        for ps in (self.obj.get("spec") or {}).get("podSets") or []:
+            if ps.get("name") in sets:
+                out.append((int(ps.get("count") or 1), dict(ps.get("template") or {})))
+        return out
+
+
+def _rank(w: WorkloadView) -> tuple[bool, str, str]:
+    md = w.obj["metadata"]
+    return (w.active, md.get("creationTimestamp") or "", md["name"])
+
+
+class Promises:
+    """Node room a pass has promised to jobs it sends back (so no two jobs are promised the same nodes)."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, dict[str, int]] = {}  # node -> requests promised
+        self.pods: dict[str, int] = {}
+
+
+class ClusterView:
+    """The cluster as one pass reads it (see the module docstring)."""
+
+    def __init__(self, api: ClusterAPI, cfg: FallbackConfig) -> None:
+        self.api, self.cfg = api, cfg
+        self.now = api.now()
+        self.queues: dict[tuple[str, str], str] = {}
+        for lq in api.list("LocalQueue"):
+            md = lq["metadata"]
+            if cfg.all_queues or (md.get("labels") or {}).get(OPT_IN_LABEL) == "true":
+                self.queues[(md.get("namespace") or "", md["name"])] = (lq.get("spec") or {}).get(
+                    "clusterQueue", ""
+                )
+        self.cqs: dict[str, Mapping[str, Any]] = {}
+        self.flavors: dict[str, dict[str, str]] = {}
+        self.workloads: list[WorkloadView] = []
+        self.by_job: dict[tuple[str, str, str], WorkloadView] = {}
+        self.uids_of_job: dict[tuple[str, str, str], set[str]] = {}
+        if not self.queues:
+            return
+        self.cqs = {cq["metadata"]["name"]: cq for cq in api.list("ClusterQueue")}
+        self.flavors = {
+            rf["metadata"]["name"]: dict((rf.get("spec") or {}).get("nodeLabels") or {})
+            for rf in api.list("ResourceFlavor")
+        }
+        self._read_workloads()
+
+    @property
+    def in_scope(self) -> bool:
+        return bool(self.queues)
+
+    # -- workloads, their jobs and pods ------------------------------------------------------------------------
+    def _read_workloads(self) -> None:
+        for wl in sorted(
+            self.api.list("Workload"),
+            key=lambda w: (w["metadata"].get("namespace", ""), w["metadata"]["name"]),
+        ):
+            md = wl["metadata"]
+            ns = md.get("namespace") or ""
+            cq = self.queues.get((ns, (wl.get("spec") or {}).get("queueName", "")))
+            if cq is None or is_true(wl, "Finished"):
+                continue
+            owner = next((r for r in md.get("ownerReferences") or [] if r.get("controller")), None)
+            job = (owner["kind"], ns, owner["name"]) if owner and owner.get("kind") in JOB_KINDS else None
+            w = WorkloadView(wl, f"{ns}/{md['name']}", cq, job)
+            for psa in ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []:
+                w.assigned[psa.get("name", "")] = set((psa.get("flavors") or {}).values())
+            self.workloads.append(w)
+            if job is not None:
+                self.uids_of_job.setdefault(job, set()).add(w.uid)
+                prev = self.by_job.get(job)
+                if prev is None or _rank(w) > _rank(prev):
+                    if prev is not None:
+                        prev.current = False
+                    self.by_job[job] = w
+                else:
+                    w.current = False
+        namespaces = sorted({w.namespace for w in self.workloads})
+        ray_clusters: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for ns in namespaces:
+            for pod in self.api.list("Pod", ns):
+                owner = self._owner_workload(pod, ray_clusters)
+                if owner is not None:
+                    owner.pods.append(pod)
+
+    def _owner_workload(
+        self, pod: Mapping[str, Any], ray_clusters: dict[tuple[str, str], Mapping[str, Any]]
+    ) -> WorkloadView | None:
+        """Climb the pod's controller references (Pod -> RayCluster -> RayJob, Pod -> Job) to a job with a
+        Workload (RayClusters read once per namespace)."""
+        ns = pod["metadata"].get("namespace") or ""
+        obj: Mapping[str, Any] | None = pod
+        for _ in range(3):
+            assert obj is not None
+            ref = next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+            if ref is None:
+                return None
+            w = self.by_job.get((ref.get("kind", ""), ns, ref.get("name", "")))
+            if w is not None:
+                return w
+            if ref.get("kind") != "RayCluster":
+                return None
+            if (ns, "") not in ray_clusters:
+                ray_clusters[(ns, "")] = {}
+                for rc in self.api.list("RayCluster", ns):
+                    ray_clusters[(ns, rc["metadata"]["name"])] = rc
+            obj = ray_clusters.get((ns, ref.get("name", "")))
+            if obj is None:
+                return None
+        return None
+
+    @cached_property
+    def jobs(self) -> dict[tuple[str, str, str], Mapping[str, Any]]:
+        """The in-scope workloads' jobs (one list per kind and namespace)."""
+        out: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        wanted = {w.job for w in self.workloads if w.job is not None}
+        for kind, ns in sorted({(k, n) for k, n, _ in wanted}):
+            for obj in self.api.list(kind, ns):
+                key = (kind, ns, obj["metadata"]["name"])
+                if key in wanted:
+                    out[key] = obj
+        return out
+
+    def job(self, w: WorkloadView) -> Mapping[str, Any] | None:
+        return self.jobs.get(w.job) if w.job is not None else None
+
+    # -- admission checks --------------------------------------------------------------------------------------
+    @cached_property
+    def check_classes(self) -> dict[str, str | None]:
+        """AdmissionCheck -> the provisioning class of its ProvisioningRequestConfig (None: not a provisioning
+        check)."""
+        prcs = {p["metadata"]["name"]: p for p in self.api.list("ProvisioningRequestConfig")}
+        out: dict[str, str | None] = {}
+        for ac in self.api.list("AdmissionCheck"):
+            params = (ac.get("spec") or {}).get("parameters") or {}
+            prc = (
+                prcs.get(params.get("name", ""))
+                if params.get("kind") == "ProvisioningRequestConfig"
+                else None
+            )
+            out[ac["metadata"]["name"]] = ((prc or {}).get("spec") or {}).get("provisioningClassName")
+        return out
+
+    def checks_on(self, cq_name: str, flavor: str) -> list[str]:
+        """The admission checks the ClusterQueue runs for ``flavor``."""
+        cq = self.cqs.get(cq_name) or {}
+        strategy = ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+        names = [
+            r.get("name", "") for r in strategy if not r.get("onFlavors") or flavor in r.get("onFlavors")
+        ]
+        names += list((cq.get("spec") or {}).get("admissionChecks") or [])
+        return names
+
+    # -- nodes, pods, events, provisioning requests (read when a step needs them) -------------------------------
+    @cached_property
+    def nodes(self) -> list[Mapping[str, Any]]:
+        return list(self.api.list("Node"))
+
+    @cached_property
+    def all_pods(self) -> list[Mapping[str, Any]]:
+        return list(self.api.list("Pod"))
+
+    @cached_property
+    def capacity_events(self) -> dict[str, list[Mapping[str, Any]]]:
+        """The cluster autoscaler's FailedScaleUp / NotTriggerScaleUp Events about pods, by the pod's uid."""
+        out: dict[str, list[Mapping[str, Any]]] = {}
+        for ns in sorted({w.namespace for w in self.workloads}):
+            for ev in self.api.capacity_events(ns):
+                uid = (ev.get("involvedObject") or {}).get("uid") or ""
+                out.setdefault(uid, []).append(ev)
+        return out
+
+    def pool_of(self, flavor: str) -> str:
+        return (self.flavors.get(flavor) or {}).get(NODEPOOL_LABEL, "")
+
+    def nodes_of(self, flavor: str) -> list[Mapping[str, Any]]:
+        labels = self.flavors.get(flavor) or {}
+        if not labels:
+            return []
+        return [
+            n
+            for n in self.nodes
+            if all((n["metadata"].get("labels") or {}).get(k) == v for k, v in labels.items())
+        ]
+
+    def usable_nodes(self, flavor: str) -> list[Mapping[str, Any]]:
+        """The flavor's nodes that can take pods: not being deleted, not cordoned, not being scaled down."""
+        return [
+            n
+            for n in self.nodes_of(flavor)
+            if not n["metadata"].get("deletionTimestamp")
+            and not (n.get("spec") or {}).get("unschedulable")
+            and not any(t.get("key") == _TO_BE_DELETED for t in (n.get("spec") or {}).get("taints") or [])
+        ]
+
+    @cached_property
+    def _bound(self) -> dict[str, tuple[dict[str, int], int]]:
+        """Node -> (requests of the pods on it, pods on it), the pods that hold a node (not terminal)."""
+        out: dict[str, tuple[dict[str, int], int]] = {}
+        for pod in self.all_pods:
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node or is_terminal(pod):
+                continue
+            used, count = out.get(node, ({}, 0))
+            for r, v in pod_requests(dict(pod)).items():
+                used[r] = used.get(r, 0) + v
+            out[node] = (used, count + 1)
+        return out
+
+    @cached_property
+    def busy_nodes(self) -> set[str]:
+        return set(self._bound)
+
+    # -- where a pod is, and what a flavor can hold ------------------------------------------------------------
+    def pod_flavor(self, w: WorkloadView, pod: Mapping[str, Any]) -> str | None:
+        """The flavor a pod was admitted on: the assigned flavor whose node labels are in its nodeSelector."""
+        sel = (pod.get("spec") or {}).get("nodeSelector") or {}
+        for _ps, flavors in sorted(w.assigned.items()):
+            for f in sorted(flavors):
+                labels = self.flavors.get(f) or {}
+                if labels and all(sel.get(k) == v for k, v in labels.items()):
+                    return f
+        return None
+
+    def started(self, w: WorkloadView, flavor: str) -> bool:
+        """Its pods on the flavor run or were bound to a node (a job whose pods started is never moved)."""
+        if is_true(w.obj, "PodsReady"):
+            return True
+        for pod in w.pods:
+            if self.pod_flavor(w, pod) == flavor and (
+                (pod.get("status") or {}).get("phase") == "Running" or (pod.get("spec") or {}).get("nodeName")
+            ):
+                return True
+        return False
+
+    def quota_free(self, cq_name: str, flavor: str, needs: list[tuple[int, dict[str, Any]]]) -> bool:
+        """The ClusterQueue's nominal quota of ``flavor`` has room for ``needs`` now (its reservations)."""
+        cq = self.cqs.get(cq_name) or {}
+        nominal: dict[str, Any] = {}
+        covered: set[str] = set()
+        for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+            for f in rg.get("flavors") or []:
+                if f.get("name") == flavor:
+                    covered |= set(rg.get("coveredResources") or [])
+                    for r in f.get("resources") or []:
+                        nominal[r["name"]] = quantity(r.get("nominalQuota"))
+        if not covered:
+            return False
+        used: dict[str, Any] = {}
+        for fu in (cq.get("status") or {}).get("flavorsReservation") or []:
+            if fu.get("name") == flavor:
+                for r in fu.get("resources") or []:
+                    used[r["name"]] = quantity(r.get("total"))
+        total: dict[str, Any] = {}
+        for count, template in needs:
+            for r, q in spec_requests((template or {}).get("spec") or {}).items():
+                if r in covered:
+                    total[r] = total.get(r, 0) + q * count
+        return all(used.get(r, 0) + q <= nominal.get(r, 0) for r, q in total.items())
+
+    def capacity_of(self, flavor: str) -> dict[str, Any]:
+        """What the flavor's usable nodes (up or coming up) hold in all (allocatable)."""
+        out: dict[str, Any] = {}
+        for n in self.usable_nodes(flavor):
+            for r, v in ((n.get("status") or {}).get("allocatable") or {}).items():
+                out[r] = out.get(r, 0) + quantity(v)
+        return out
+
+    def fits_free_nodes(
+        self,
+        flavor: str,
+        w: WorkloadView,
+        sets: list[str],
+        promises: Promises,
+    ) -> bool:
+        """Whether the flavor's nodes up and idle can take the named pod sets of ``w`` now, as kube-scheduler
+        would place them (``semantics.nodefit``: taints, node affinity — with the flavor's labels as Kueue
+        injects them —, resources with sidecars, init containers and overhead), after the pods bound there,
+        the rest of the workloads admitted on the flavor and what this pass promised already. On success the
+        room is promised to ``w``."""
+        nodes = [node_info(dict(n)) for n in self.usable_nodes(flavor)]
+        if not nodes:
+            return False
+        used = {n.name: dict(self._bound.get(n.name, ({}, 0))[0]) for n in nodes}
+        counts = {n.name: self._bound.get(n.name, ({}, 0))[1] for n in nodes}
+        for node, req in promises.used.items():
+            if node in used:
+                for r, v in req.items():
+                    used[node][r] = used[node].get(r, 0) + v
+                counts[node] += promises.pods.get(node, 0)
+        # pods still to come on the flavor: the unbound part of each workload admitted there
+        for other in self.workloads:
+            if other is w or not other.reserved or not other.active:
+                continue
+            osets = [ps for ps, fs in other.assigned.items() if flavor in fs]
+            for count, template in other.pod_set_needs(osets):
+                bound = sum(
+                    1
+                    for p in other.pods
+                    if (p.get("spec") or {}).get("nodeName")
+                    and not is_terminal(p)
+                    and self.pod_flavor(other, p) == flavor
+                )
+                for _ in range(max(0, count - bound)):
+                    self._place(self._pod_on(template, flavor), nodes, used, counts)
+        placed: list[tuple[str, dict[str, int]]] = []
+        for count, template in w.pod_set_needs(sets):
+            pod = self._pod_on(template, flavor, lift=True)
+            for _ in range(count):
+                where = self._place(pod, nodes, used, counts)
+                if where is None:
+                    return False
+                placed.append((where, pod_requests(pod)))
+        for node, req in placed:
+            p = promises.used.setdefault(node, {})
+            for r, v in req.items():
+                p[r] = p.get(r, 0) + v
+            promises.pods[node] = promises.pods.get(node, 0) + 1
+        return bool(placed)
+
+    def _pod_on(self, template: Mapping[str, Any], flavor: str, lift: bool = False) -> dict[str, Any]:
+        """The pod Kueue would make from ``template`` on ``flavor``: the flavor's node labels in its nodeSelector
+        (``lift``: without the fallback's own restriction off the flavor, which a return removes)."""
+        spec = copy.deepcopy(dict((template or {}).get("spec") or {}))
+        if lift:
+            label = flavor_label(self.flavors, flavor)
+            if label is not None:
+                unrestrict(spec, *label)
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **(self.flavors.get(flavor) or {})}
+        return {"metadata": {"name": "planned"}, "spec": spec}
+
+    @staticmethod
+    def _place(
+        pod: dict[str, Any], nodes: list[NodeInfo], used: dict[str, dict[str, int]], counts: dict[str, int]
+    ) -> str | None:
+        """First node (by name) that kube-scheduler's filters accept; its room is taken."""
+        req = pod_requests(pod)
+        for n in sorted(nodes, key=lambda x: x.name):
+            if not filter_node(pod, req, n, used[n.name], counts[n.name]).reasons:
+                for r, v in req.items():
+                    used[n.name][r] = used[n.name].get(r, 0) + v
+                counts[n.name] += 1
+                return n.name
+        return None

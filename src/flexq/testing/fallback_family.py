@@ -1,0 +1,432 @@
+"""A seeded family of scenarios for judging flexq's fallback: the tutorial's configuration, with and without the
+fallback, over what clusters meet.
+
+Each ``Scenario`` is a small study (``write_study`` writes it as a directory ``flexq simulate`` reads) with two
+variants on the same traffic and cloud (common random numbers): ``tutorial`` (the tutorial's ClusterQueue:
+plan A on-demand first, plan B DWS, Kueue deciding which) and ``fallback`` (the same, with flexq's fallback on
+and the LocalQueue opted in). The dimensions, each drawn or set per scenario:
+
+- **stock-outs** of on-demand v6e: ``none``; ``short-frequent`` (30-60 minutes every 3-5 hours);
+  ``long-rare`` (one or two windows of 6-12 hours); ``whole-day`` (no on-demand for 24 hours);
+- **the DWS pool**: ``tight`` (one or two slices: at its maximum during peaks) or ``ample`` (16 slices);
+- **DWS waits**: ``short`` (10 minutes on average) or ``long`` (2 hours on average, at most 8);
+- **load**: from 30 % to 95 % of plan A's capacity (one to three on-demand slices), in a busy-hours pattern;
+- **jobs**: the tutorial's elastic RayJob, one slice or (a share of them) two;
+- **priorities**: none, or two WorkloadPriorityClasses with preemption within the ClusterQueue;
+- **spot**: none, or a spot v6e flavor between on-demand and DWS (spot VMs preempted after 2 hours on average).
+
+``family(n, seed)`` lists ``n`` scenarios: every stock-out pattern with tight and ample pools first, then the rest
+drawn. Used by ``bench/fallback_robustness.py`` and the fallback's property test. Imports nothing from flexq:
+it writes files.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["Scenario", "family", "write_study", "STOCKOUTS"]
+
+STOCKOUTS = ("none", "short-frequent", "long-rare", "whole-day")
+OPT_IN_LABEL = "fallback.flexq.dev/enabled"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    stockout: str = "none"
+    dws_slices: int = 16  # the DWS pool's maximum, in v6e 4x4 slices (4 nodes each)
+    dws_wait: str = "short"
+    load: float = 0.6  # offered TPU load over plan A's capacity
+    od_slices: int = 1  # on-demand slices (pool max and quota)
+    two_slice: float = 0.0  # share of jobs asking for two slices
+    priorities: bool = False
+    spot: bool = False
+    days: float = 2.0  # days of traffic
+    seed: int = 1  # the scenario's own draws (stock-out windows, traffic)
+
+    @property
+    def has_stockout(self) -> bool:
+        return self.stockout != "none"
+
+    def describe(self) -> str:
+        parts = [
+            self.stockout,
+            f"DWS {'tight' if self.dws_slices <= 2 else 'ample'} ({self.dws_slices} slices)",
+            f"DWS wait {self.dws_wait}",
+            f"load {self.load:.0%} of {self.od_slices} on-demand slice(s)",
+        ]
+        if self.two_slice:
+            parts.append(f"{self.two_slice:.0%} two-slice jobs")
+        if self.priorities:
+            parts.append("priorities with preemption")
+        if self.spot:
+            parts.append("spot in the mix")
+        return ", ".join(parts)
+
+
+def family(n: int, seed: int = 1) -> list[Scenario]:
+    """``n`` scenarios: the corners first (each stock-out pattern with a tight and an ample DWS pool), then drawn."""
+    rng = random.Random(f"flexq-fallback-family:{seed}")
+    out: list[Scenario] = []
+    corners = [(s, d) for s in STOCKOUTS for d in (1, 16)]
+    for i in range(n):
+        if i < len(corners):
+            stock, dws = corners[i]
+            wait = "short" if i % 2 == 0 else "long"
+        else:
+            stock = rng.choice(STOCKOUTS)
+            dws = rng.choice((1, 2, 16))
+            wait = rng.choice(("short", "long"))
+        out.append(
+            Scenario(
+                name=f"s{i:02d}",
+                stockout=stock,
+                dws_slices=dws,
+                dws_wait=wait,
+                load=round(rng.uniform(0.3, 0.95), 2),
+                od_slices=rng.choice((1, 1, 2, 3)),
+                two_slice=rng.choice((0.0, 0.0, 0.25)),
+                priorities=rng.random() < 0.3,
+                spot=rng.random() < 0.25,
+                days=2.0,
+                seed=rng.randrange(1, 10**6),
+            )
+        )
+    return out
+
+
+# -- the study ---------------------------------------------------------------------------------------------------
+RUN_MIX = [  # (name, weight, median run, sigma): debug runs, experiments, trainings
+    ("debug", 50, "10m", 0.6),
+    ("experiment", 40, "45m", 0.6),
+    ("training", 10, "3h", 0.4),
+]
+MEAN_RUN_HOURS = 0.5 * 0.2 + 0.4 * 0.9 + 0.1 * 3.2  # about each mix's mean (lognormal mean = median e^(s²/2))
+BUSY_FACTOR = 2.0  # arrivals 2x as dense 08:00-20:00 (the generator's thinning keeps the mean at...)
+
+
+def _windows(sc: Scenario) -> list[dict[str, Any]]:
+    rng = random.Random(f"stockouts:{sc.seed}")
+    hours = sc.days * 24 + 24
+    out: list[dict[str, Any]] = []
+    if sc.stockout == "short-frequent":
+        t = rng.uniform(1, 4)
+        while t < hours:
+            length = rng.uniform(0.5, 1.0)
+            out.append({"start": f"{t:.2f}h", "end": f"{t + length:.2f}h", "available": 0})
+            t += length + rng.uniform(3, 5)
+    elif sc.stockout == "long-rare":
+        for _ in range(rng.choice((1, 2))):
+            start = rng.uniform(2, hours - 14)
+            out.append(
+                {"start": f"{start:.2f}h", "end": f"{start + rng.uniform(6, 12):.2f}h", "available": 0}
+            )
+    elif sc.stockout == "whole-day":
+        start = rng.uniform(6, 24)
+        out.append({"start": f"{start:.2f}h", "end": f"{start + 24:.2f}h", "available": 0})
+    return out
+
+
+def _capacity(sc: Scenario) -> dict[str, Any]:
+    wait = (
+        {"exponential": {"mean": "10m"}, "max": "1h"}
+        if sc.dws_wait == "short"
+        else {
+            "exponential": {"mean": "2h"},
+            "max": "8h",
+        }
+    )
+    rules: list[dict[str, Any]] = [
+        {
+            "match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["on-demand"]},
+            "stockoutMessage": "ZONE_RESOURCE_POOL_EXHAUSTED",
+            **({"windows": _windows(sc)} if sc.has_stockout else {}),
+        }
+    ]
+    if sc.spot:
+        rules.append(
+            {
+                "match": {"machineTypes": ["ct6e-standard-4t"], "provisioningModels": ["spot"]},
+                "preemption": {"exponential": {"mean": "2h"}},
+            }
+        )
+    return {
+        "seed": sc.seed,
+        "defaults": {
+            "available": "unlimited",
+            "provisionTime": {"uniform": {"min": "60s", "max": "150s"}},
+            "queueWait": wait,
+        },
+        "rules": rules,
+    }
+
+
+def _cluster(sc: Scenario) -> dict[str, Any]:
+    pools = [
+        {
+            "name": "default-pool",
+            "machineType": "n2-standard-16",
+            "nodes": 3,
+            "autoscaling": {"min": 3, "max": 12},
+        },
+        {
+            "name": "on-demand-pool",
+            "machineType": "ct6e-standard-4t",
+            "tpuTopology": "4x4",
+            "nodes": 0,
+            "autoscaling": {"min": 0, "max": 4 * sc.od_slices},
+        },
+    ]
+    if sc.spot:
+        pools.append(
+            {
+                "name": "spot-pool",
+                "machineType": "ct6e-standard-4t",
+                "tpuTopology": "4x4",
+                "nodes": 0,
+                "autoscaling": {"min": 0, "max": 8},
+                "spot": True,
+            }
+        )
+    pools.append(
+        {
+            "name": "dws-pool",
+            "machineType": "ct6e-standard-4t",
+            "tpuTopology": "4x4",
+            "nodes": 0,
+            "autoscaling": {"min": 0, "max": 4 * sc.dws_slices},
+            "flexStart": True,
+            "queuedProvisioning": True,
+        }
+    )
+    return {
+        "project": "flexq-sim",
+        "location": "us-east5-b",
+        "name": "tpu-cluster",
+        "version": "1.34",
+        "addons": ["RayOperator"],
+        "nodePools": pools,
+    }
+
+
+def _flavor(name: str, pool: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": pool}},
+    }
+
+
+def _res(cpu: Any, memory: str, tpu: Any) -> list[dict[str, Any]]:
+    return [
+        {"name": "cpu", "nominalQuota": cpu},
+        {"name": "memory", "nominalQuota": memory},
+        {"name": "google.com/tpu", "nominalQuota": tpu},
+    ]
+
+
+def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
+    """The tutorial's dws-tpu-queue.yaml, sized for the scenario (heads for a team, plan A's slices)."""
+    n = sc.od_slices
+    flavors = [
+        {"name": "default-cpu", "resources": _res(80, "160Gi", 0)},
+        {"name": "on-demand", "resources": _res(40 * n, f"{75 * n}Gi", 16 * n)},
+    ]
+    if sc.spot:
+        flavors.append({"name": "spot", "resources": _res(80, "150Gi", 32)})
+    flavors.append({"name": "dws", "resources": _res(1000000000, "1000000000Gi", 1000000000)})
+    cq: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cluster-queue"},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [{"coveredResources": ["cpu", "memory", "google.com/tpu"], "flavors": flavors}],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": "dws-prov", "onFlavors": ["dws"]}]},
+        },
+    }
+    if sc.priorities:
+        cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    lq: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "LocalQueue",
+        "metadata": {"namespace": "default", "name": "user-queue"},
+        "spec": {"clusterQueue": "cluster-queue"},
+    }
+    if opt_in:
+        lq["metadata"]["labels"] = {OPT_IN_LABEL: "true"}
+    docs = [
+        _flavor("default-cpu", "default-pool"),
+        _flavor("on-demand", "on-demand-pool"),
+        *([_flavor("spot", "spot-pool")] if sc.spot else []),
+        _flavor("dws", "dws-pool"),
+        cq,
+        lq,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": "dws-prov"},
+            "spec": {
+                "controllerName": "kueue.x-k8s.io/provisioning-request",
+                "parameters": {
+                    "apiGroup": "kueue.x-k8s.io",
+                    "kind": "ProvisioningRequestConfig",
+                    "name": "dws-config",
+                },
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ProvisioningRequestConfig",
+            "metadata": {"name": "dws-config"},
+            "spec": {
+                "provisioningClassName": "queued-provisioning.gke.io",
+                "managedResources": ["google.com/tpu"],
+            },
+        },
+    ]
+    if sc.priorities:
+        for name, value in (("high", 1000), ("low", 100)):
+            docs.append(
+                {
+                    "apiVersion": "kueue.x-k8s.io/v1beta1",
+                    "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                }
+            )
+    return docs
+
+
+RAYJOB = """\
+apiVersion: ray.io/v1
+kind: RayJob
+metadata:
+  name: ${NAME}
+  labels:
+    kueue.x-k8s.io/queue-name: user-queue
+  annotations:
+    kueue.x-k8s.io/elastic-job: "true"
+spec:
+  shutdownAfterJobFinishes: true
+  entrypoint: python /app/train.py
+  rayClusterSpec:
+    enableInTreeAutoscaling: true
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          nodeSelector:
+            cloud.google.com/gke-nodepool: default-pool
+          containers:
+            - name: ray-head
+              image: rayproject/ray:2.53.0-py311
+              resources:
+                limits: {cpu: "2", memory: "4Gi"}
+                requests: {cpu: "2", memory: "4Gi"}
+              volumeMounts:
+                - {mountPath: /app, name: train-script-volume}
+          volumes:
+            - name: train-script-volume
+              configMap: {name: jax-train-script}
+    workerGroupSpecs:
+      - replicas: SLICES
+        minReplicas: 1
+        maxReplicas: 2
+        numOfHosts: 4
+        groupName: tpu-group
+        rayStartParams: {}
+        template:
+          spec:
+            tolerations:
+              - {key: "google.com/tpu", operator: "Exists", effect: "NoSchedule"}
+              - {key: "cloud.google.com/gke-queued", operator: "Exists", effect: "NoSchedule"}
+              - {key: "cloud.google.com/gke-spot", operator: "Exists", effect: "NoSchedule"}
+            containers:
+              - name: ray-worker
+                image: rayproject/ray:2.53.0-py311
+                resources:
+                  limits: {cpu: "8", google.com/tpu: "4", memory: "16Gi"}
+                  requests: {cpu: "8", google.com/tpu: "4", memory: "16Gi"}
+            nodeSelector:
+              cloud.google.com/gke-tpu-accelerator: tpu-v6e-slice
+              cloud.google.com/gke-tpu-topology: 4x4
+"""
+TRAIN_SCRIPT = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "jax-train-script", "namespace": "default"},
+    "data": {"train.py": "print('training')\n"},
+}
+
+
+def _generator(sc: Scenario) -> dict[str, Any]:
+    size = 1 + sc.two_slice
+    # offered load = arrival rate x mean size x mean run / plan-A slices; the busy-hours thinning keeps a third
+    # of the off-hours arrivals, so the mean rate is the peak rate x (12 + 12/BUSY) / 24
+    rate_per_hour = sc.load * sc.od_slices / (size * MEAN_RUN_HOURS)
+    peak = rate_per_hour * 24 / (12 + 12 / BUSY_FACTOR)
+    mean_gap_s = 3600 / peak
+    mix = []
+    for name, weight, median, sigma in RUN_MIX:
+        for slices, share in ((1, 1 - sc.two_slice), (2, sc.two_slice)):
+            if share <= 0:
+                continue
+            for prio, pshare in (("high", 0.3), ("low", 0.7)) if sc.priorities else (("", 1.0),):
+                entry: dict[str, Any] = {
+                    "name": f"{name}{'-2s' if slices == 2 else ''}{'-' + prio if prio else ''}",
+                    "weight": round(weight * share * pshare, 4),
+                    "kind": "RayJob",
+                    "template": f"rayjob-{slices}.yaml",
+                    "queue": "user-queue",
+                    "class": name,
+                    "run": {"lognormal": {"median": median, "sigma": sigma}},
+                }
+                if prio:
+                    entry["priority"] = prio
+                mix.append(entry)
+    return {
+        "seed": sc.seed,
+        "duration": f"{sc.days * 24:g}h",
+        "arrivals": {"exponential": {"mean": f"{mean_gap_s:.1f}s"}},
+        "diurnal": {"busyHours": [8, 20], "busyFactor": BUSY_FACTOR, "weekend": 1},
+        "mix": mix,
+    }
+
+
+def write_study(sc: Scenario, root: Path, *, fallback_settings: Any = True) -> Path:
+    """The scenario as a study directory (``simulation.yaml`` and its files) under ``root``; returns its path."""
+    d = root / sc.name
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "queues-tutorial.yaml").write_text(yaml.safe_dump_all(_queues(sc, False), sort_keys=False))
+    (d / "queues-fallback.yaml").write_text(yaml.safe_dump_all(_queues(sc, True), sort_keys=False))
+    (d / "train-script.yaml").write_text(yaml.safe_dump(TRAIN_SCRIPT, sort_keys=False))
+    for slices in (1, 2):
+        (d / f"rayjob-{slices}.yaml").write_text(RAYJOB.replace("SLICES", str(slices)))
+    doc = {
+        "name": sc.name,
+        "description": sc.describe(),
+        "seed": 1,
+        "until": f"{sc.days * 24 + 48:g}h",
+        "cluster": _cluster(sc),
+        "capacity": _capacity(sc),
+        "generator": _generator(sc),
+        "variants": [
+            {"name": "tutorial", "manifests": ["queues-tutorial.yaml", "train-script.yaml"]},
+            {
+                "name": "fallback",
+                "manifests": ["queues-fallback.yaml", "train-script.yaml"],
+                "settings": {"fallback": fallback_settings},
+            },
+        ],
+    }
+    (d / "simulation.yaml").write_text(
+        f"# {sc.describe()}\n# {asdict(sc)}\n" + yaml.safe_dump(doc, sort_keys=False)
+    )
+    return d
