@@ -14,6 +14,7 @@
      |    +-- InternalError (500)
      +-- CloudError (GKE-shaped: HTTP code + Google status string)
      +-- InputError (a tool's bad input file: names the file, line and field)
+     +-- Livelock (controllers kept waking each other without the virtual clock moving)
 
 Must not import anything from flexq.
 """
@@ -166,3 +167,16 @@ class InputError(FlexqError):
         self.source = source
         self.line = line
         self.field = field
+
+
+class Livelock(FlexqError):
+    """Controllers kept rescheduling each other at one virtual instant without the store settling.
+
+    Raised out of the event loop (``Twin.advance``, ``run_until_idle``, a ``flexq simulate`` run) by the
+    runtime's livelock guard; ``offenders`` are ``(controller, key, reconciles)`` of the busy period it saw."""
+
+    def __init__(self, message: str, offenders: list[tuple[str, str, int]], at: float) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offenders = offenders
+        self.at = at
