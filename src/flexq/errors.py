@@ -11,6 +11,7 @@
      |    +-- RequestEntityTooLarge (413)
      |    +-- UnsupportedMediaType (415)
      |    +-- Invalid (422, with field causes)
+     |    +-- AdmissionDenied (a validating admission webhook's refusal: its code and reason)
      |    +-- InternalError (500)
      +-- CloudError (GKE-shaped: HTTP code + Google status string)
      +-- InputError (a tool's bad input file: names the file, line and field)
@@ -138,6 +139,24 @@ class Invalid(ApiError):
 
 class InternalError(ApiError):
     status, reason = 500, "InternalError"
+
+
+class AdmissionDenied(ApiError):
+    """A validating admission webhook refused the request, as the API server reports it
+    (``webhookerrors.ToStatusErr``): 'admission webhook "<name>" denied the request: <message>', with the code
+    and reason the webhook answered (a code under 400 becomes 400)."""
+
+    def __init__(self, webhook: str, message: str, *, status: int = 400, reason: str = "") -> None:
+        super().__init__(f'admission webhook "{webhook}" denied the request: {message}')
+        self.webhook = webhook
+        self.status = max(400, status)
+        self.reason = reason
+
+    def to_status(self) -> dict[str, Any]:
+        out = super().to_status()
+        if not self.reason:  # metav1.Status reason is omitempty
+            out.pop("reason")
+        return out
 
 
 class CloudError(FlexqError):
