@@ -167,7 +167,9 @@ class TwinCore:
             rt.ctx.cluster_settings = settings
             served = set(rt.store.disabled)
             rt.store.serve_addons(settings.addons)
-            if rt.store.disabled != served:  # an addon was turned on: its CustomResourceDefinitions come with it
+            if (
+                rt.store.disabled != served
+            ):  # an addon was turned on: its CustomResourceDefinitions come with it
                 for domain in DOMAINS:
                     domain.bootstrap(rt.store)
 
