@@ -165,7 +165,13 @@ class TwinCore:
         else:
             rt = self.clusters[name]
             rt.ctx.cluster_settings = settings
+            served = set(rt.store.disabled)
             rt.store.serve_addons(settings.addons)
+            if (
+                rt.store.disabled != served
+            ):  # an addon was turned on: its CustomResourceDefinitions come with it
+                for domain in DOMAINS:
+                    domain.bootstrap(rt.store)
 
     def add_cluster(self, name: str, settings: ClusterSettings) -> ClusterRuntime:
         if name in self.clusters:

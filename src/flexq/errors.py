@@ -11,10 +11,12 @@
      |    +-- RequestEntityTooLarge (413)
      |    +-- UnsupportedMediaType (415)
      |    +-- Invalid (422, with field causes)
+     |    +-- AdmissionDenied (a validating admission webhook's refusal: its code and reason)
      |    +-- InternalError (500)
      +-- CloudError (GKE-shaped: HTTP code + Google status string)
      +-- InputError (a tool's bad input file: names the file, line and field)
      +-- MissingExtra (an optional part of flexq that is not installed: names the pip extra)
+     +-- Livelock (controllers kept waking each other without the virtual clock moving)
 
 Must not import anything from flexq.
 """
@@ -140,6 +142,24 @@ class InternalError(ApiError):
     status, reason = 500, "InternalError"
 
 
+class AdmissionDenied(ApiError):
+    """A validating admission webhook refused the request, as the API server reports it
+    (``webhookerrors.ToStatusErr``): 'admission webhook "<name>" denied the request: <message>', with the code
+    and reason the webhook answered (a code under 400 becomes 400)."""
+
+    def __init__(self, webhook: str, message: str, *, status: int = 400, reason: str = "") -> None:
+        super().__init__(f'admission webhook "{webhook}" denied the request: {message}')
+        self.webhook = webhook
+        self.status = max(400, status)
+        self.reason = reason
+
+    def to_status(self) -> dict[str, Any]:
+        out = super().to_status()
+        if not self.reason:  # metav1.Status reason is omitempty
+            out.pop("reason")
+        return out
+
+
 class CloudError(FlexqError):
     """A Google Cloud API error: ``{"error": {"code", "message", "status"}}``."""
 
@@ -208,3 +228,16 @@ def require_extra(extra: str, purpose: str) -> None:
     missing = missing_of(extra)
     if missing is not None:
         raise MissingExtra(extra, purpose, missing)
+
+
+class Livelock(FlexqError):
+    """Controllers kept rescheduling each other at one virtual instant without the store settling.
+
+    Raised out of the event loop (``Twin.advance``, ``run_until_idle``, a ``flexq simulate`` run) by the
+    runtime's livelock guard; ``offenders`` are ``(controller, key, reconciles)`` of the busy period it saw."""
+
+    def __init__(self, message: str, offenders: list[tuple[str, str, int]], at: float) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offenders = offenders
+        self.at = at

@@ -305,3 +305,29 @@ def test_ray_operator_addon_switched_by_update_and_nodes_have_addresses() -> Non
         assert all(ip in region for ip in internal)
     finally:
         twin.close()
+
+
+def test_turning_the_ray_operator_addon_on_installs_kuberays_crds() -> None:
+    twin = Twin(clock="virtual")
+    try:
+        path, body = tutorial.create_cluster_request("proj-u", {"CLUSTER_NAME": "c1"})
+        body["cluster"].setdefault("addonsConfig", {})["rayOperatorConfig"] = {"enabled": False}
+        twin.gke("POST", path, body)
+        twin.run_until_idle(max_seconds=3600)
+        cluster = twin.cluster("c1")
+        assert cluster.try_get("CustomResourceDefinition", "rayjobs.ray.io") is None
+        assert (
+            cluster.get("CustomResourceDefinition", "workloads.kueue.x-k8s.io")["spec"]["group"]
+            == "kueue.x-k8s.io"
+        )
+        twin.gke(
+            "PUT", f"{path}/c1", {"update": {"desiredAddonsConfig": {"rayOperatorConfig": {"enabled": True}}}}
+        )
+        twin.run_until_idle(max_seconds=3600)
+        for name in ("rayjobs.ray.io", "rayclusters.ray.io"):
+            assert (
+                cluster.get("CustomResourceDefinition", name)["status"]["conditions"][1]["type"]
+                == "Established"
+            )
+    finally:
+        twin.close()

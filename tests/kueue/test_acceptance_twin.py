@@ -150,9 +150,15 @@ def test_acceptance_2_retries_with_backoff_then_deactivation(twin: Twin) -> None
         pr = f"{name}-dws-prov-{attempt}"
         _fail(twin, pr)
         twin.advance(1)
-        check = _workload(twin, 2)["status"]["admissionChecks"][0]
-        assert (check["state"], check["requeueAfterSeconds"]) == ("Retry", backoff), check
-        assert check["message"] == "Retrying after failure: Max nodepool size reached"
+        wl = _workload(twin, 2)
+        check = wl["status"]["admissionChecks"][0]
+        # kueue#18785: the Retry evicts at once; the workload waits out the backoff without quota
+        assert (check["state"], check["requeueAfterSeconds"]) == ("Pending", backoff), check
+        assert check["message"] == "Reset to Pending after eviction. Previously: Retry"
+        assert _cond(wl, "Evicted")["message"] == (
+            'Evicted due to AdmissionCheck in Retry state: "dws-prov" (Retrying after failure: Max nodepool size '
+            "reached)"
+        )
         twin.advance(backoff - 3)
         assert twin.try_get("provisioningrequest", f"{name}-dws-prov-{attempt + 1}", "default") is None
         twin.advance(4)

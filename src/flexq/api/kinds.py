@@ -6,6 +6,7 @@ Explicit list, no import-time registration side effects (style rule 6).
 from __future__ import annotations
 
 from flexq.api import (
+    apiextensions,
     apps,
     autoscaling,
     capacity_profile,
@@ -34,6 +35,7 @@ def default_registry() -> Registry:
             *apps.KINDS,
             *coordination.KINDS,
             *scheduling.KINDS,
+            *apiextensions.KINDS,
         ]
     )
 

@@ -21,6 +21,7 @@ from flexq.api.kueue_v1beta2 import (
     AdmissionChecksStrategy,
     CheckRef,
     ClusterQueueSpecBase,
+    ClusterQueueStatus,
     CohortRef,
     Status,
     WorkloadSpecBase,
@@ -71,7 +72,7 @@ class ClusterQueue(ObjectBase):
     """A v1beta1 ClusterQueue."""
 
     spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)
-    status: Status | None = None
+    status: ClusterQueueStatus | None = None
 
 
 class WorkloadSpec(WorkloadSpecBase):

@@ -17,12 +17,15 @@ from flexq.api.base import (
     Condition,
     DNS1123Label,
     DNS1123Subdomain,
+    Int32,
+    Int64,
     Labels,
     LabelSelector,
     Loose,
     Model,
     ObjectBase,
     Quantity,
+    ResourceList,
     Taint,
     Toleration,
     field_error,
@@ -44,6 +47,83 @@ class Status(Loose):
     """A status written by controllers: conditions typed, everything else kept as written."""
 
     conditions: list[Condition] | None = Field(default=None, max_length=16)
+
+
+# Status types as Kueue's Go types declare them: a /status write is checked against the kind's schema as a write
+# of the object is (``admittedWorkloads: "many"`` is refused as the API server refuses it); fields the twin does
+# not model are kept as written.
+NonNegative32 = Annotated[int, Field(ge=0, le=2**31 - 1)]
+
+
+class ResourceUsage(Loose):
+    """``ResourceUsage``: a resource's used quota in a flavor, with what is borrowed."""
+
+    name: str
+    total: Quantity | None = None
+    borrowed: Quantity | None = None
+
+
+class FlavorUsage(Loose):
+    """``FlavorUsage``."""
+
+    name: FlavorRef
+    resources: list[ResourceUsage] | None = Field(default=None, max_length=64)
+
+
+class AdmissionFairSharingStatus(Loose):
+    """``AdmissionFairSharingStatus``."""
+
+    consumed_resources: ResourceList
+    last_update: str
+
+
+class FairSharingStatus(Loose):
+    """``FairSharingStatus``."""
+
+    weighted_share: Int64
+    admission_fair_sharing_status: AdmissionFairSharingStatus | None = None
+
+
+class ClusterQueueStatus(Status):
+    """``ClusterQueueStatus``."""
+
+    flavors_reservation: list[FlavorUsage] | None = Field(default=None, max_length=64)
+    flavors_usage: list[FlavorUsage] | None = Field(default=None, max_length=64)
+    pending_workloads: Int32 | None = None
+    reserving_workloads: Int32 | None = None
+    admitted_workloads: Int32 | None = None
+    fair_sharing: FairSharingStatus | None = None
+
+
+class LocalQueueResourceUsage(Loose):
+    """``LocalQueueResourceUsage``."""
+
+    name: str
+    total: Quantity | None = None
+
+
+class LocalQueueFlavorUsage(Loose):
+    """``LocalQueueFlavorUsage``."""
+
+    name: FlavorRef
+    resources: list[LocalQueueResourceUsage] | None = Field(default=None, max_length=64)
+
+
+class LocalQueueStatus(Status):
+    """``LocalQueueStatus``."""
+
+    pending_workloads: Int32 | None = None
+    reserving_workloads: Int32 | None = None
+    admitted_workloads: Int32 | None = None
+    flavors_reservation: list[LocalQueueFlavorUsage] | None = Field(default=None, max_length=64)
+    flavors_usage: list[LocalQueueFlavorUsage] | None = Field(default=None, max_length=64)
+    fair_sharing: FairSharingStatus | None = None
+
+
+class CohortStatus(Loose):
+    """``CohortStatus``."""
+
+    fair_sharing: FairSharingStatus | None = None
 
 
 # -- ResourceFlavor -----------------------------------------------------------------------------------
@@ -238,7 +318,7 @@ class ClusterQueue(ObjectBase):
     """A ClusterQueue (cluster-scoped)."""
 
     spec: ClusterQueueSpec = Field(default_factory=ClusterQueueSpec)
-    status: Status | None = None
+    status: ClusterQueueStatus | None = None
 
 
 # -- Cohort ---------------------------------------------------------------------------------------
@@ -256,7 +336,7 @@ class Cohort(ObjectBase):
     """A Cohort (cluster-scoped)."""
 
     spec: CohortSpec = Field(default_factory=CohortSpec)
-    status: Status | None = None
+    status: CohortStatus | None = None
 
 
 # -- LocalQueue -----------------------------------------------------------------------------------
@@ -274,7 +354,7 @@ class LocalQueue(ObjectBase):
     """A LocalQueue (namespaced)."""
 
     spec: LocalQueueSpec
-    status: Status | None = None
+    status: LocalQueueStatus | None = None
 
 
 # -- Workload -------------------------------------------------------------------------------------
@@ -368,12 +448,87 @@ class AdmissionCheckState(Loose):
     pod_set_updates: list[PodSetUpdate] | None = Field(default=None, max_length=18)
 
 
-class WorkloadStatus(Status):
-    """Workload status: admission, checks and requeue state typed loosely; the rest kept as written."""
+class PodSetAssignment(Loose):
+    """``PodSetAssignment`` (topology assignments kept as written)."""
 
-    admission: Loose | None = None
-    requeue_state: Loose | None = None
+    name: PodSetRef
+    flavors: dict[str, FlavorRef] | None = None
+    resource_usage: ResourceList | None = None
+    count: NonNegative32 | None = None
+
+
+class Admission(Loose):
+    """``Admission``."""
+
+    cluster_queue: DNS1123Subdomain
+    pod_set_assignments: list[PodSetAssignment] = Field(max_length=18)
+
+
+class RequeueState(Loose):
+    """``RequeueState``."""
+
+    count: NonNegative32 | None = None
+    requeue_at: str | None = None
+
+
+class ReclaimablePod(Loose):
+    """``ReclaimablePod``."""
+
+    name: PodSetRef
+    count: NonNegative32
+
+
+class PodSetRequest(Loose):
+    """``PodSetRequest``."""
+
+    name: PodSetRef
+    resources: ResourceList | None = None
+
+
+class SchedulingStatsEviction(Loose):
+    """``WorkloadSchedulingStatsEviction``."""
+
+    reason: str = Field(max_length=316)
+    underlying_cause: str
+    count: NonNegative32
+
+
+class SchedulingStats(Loose):
+    """``SchedulingStats``."""
+
+    evictions: list[SchedulingStatsEviction] | None = Field(default=None, max_length=256)
+
+
+class UnhealthyNode(Loose):
+    """``UnhealthyNode``."""
+
+    name: str = Field(max_length=63)
+
+
+class PreemptionGateState(Loose):
+    """``PreemptionGateState``."""
+
+    name: str = Field(min_length=1, max_length=63)
+    position: Literal["Closed", "Open"] | None = None
+    last_transition_time: str | None = None
+
+
+class WorkloadStatus(Status):
+    """``WorkloadStatus``."""
+
+    admission: Admission | None = None
+    requeue_state: RequeueState | None = None
+    reclaimable_pods: list[ReclaimablePod] | None = Field(default=None, max_length=18)
     admission_checks: list[AdmissionCheckState] | None = Field(default=None, max_length=8)
+    resource_requests: list[PodSetRequest] | None = Field(default=None, max_length=18)
+    accumulated_past_execution_time_seconds: Int32 | None = None
+    scheduling_stats: SchedulingStats | None = None
+    nominated_cluster_names: list[Annotated[str, Field(max_length=256)]] | None = Field(
+        default=None, max_length=20
+    )
+    cluster_name: str | None = Field(default=None, max_length=256)
+    unhealthy_nodes: list[UnhealthyNode] | None = Field(default=None, max_length=8)
+    preemption_gates: list[PreemptionGateState] | None = Field(default=None, max_length=8)
 
 
 class Workload(ObjectBase):

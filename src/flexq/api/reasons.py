@@ -230,6 +230,12 @@ _CLOUD_MESSAGES = (
     ("was reclaimed and is no longer available", "CapacityRevoked"),
     ("capacity booking for the provisioning request has expired", "BookingExpired"),
 )
+# what Kueue's provisioning check says of a ProvisioningRequest when it puts the check in Retry (its message
+# then travels in the eviction's): the request is gone by the time the workload waits out the back-off
+_RETRY_MESSAGES = (
+    ("retrying after failure:", "ProvisioningFailed"),
+    ("retrying after booking expired:", "BookingExpired"),
+)
 
 
 # The one reading of "the cloud refused capacity" (used by ``explain``, flexq fallback and flexq simulate): the
@@ -451,6 +457,10 @@ def explain(
             last = _provisioning(mine[-1], now)
             if last.code in ("BookingExpired", "CapacityRevoked", "ProvisioningFailed"):
                 return last
+        if code == "AdmissionCheckRetry":
+            code = next(
+                (c for phrase, c in _RETRY_MESSAGES if phrase in (ev.get("message") or "").lower()), code
+            )
         at = ((wl.get("status") or {}).get("requeueState") or {}).get("requeueAt")
         return Explanation(
             code, (ev.get("message") or rq.get("message", "")) + (f"; requeued at {at}" if at else "")

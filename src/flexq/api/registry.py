@@ -38,6 +38,23 @@ class ObjectReader(Protocol):
 Admission = Callable[[str, dict, "dict | None", ObjectReader, str], None]
 
 
+# API groups kube-apiserver compiles in (served by go-restful web services: a method a path has no route for is
+# 405); every other group the twin serves is a CustomResourceDefinition's (served by apiextensions-apiserver)
+COMPILED_IN_GROUPS = frozenset(
+    {
+        "",
+        "apps",
+        "batch",
+        "coordination.k8s.io",
+        "rbac.authorization.k8s.io",
+        "scheduling.k8s.io",
+        "apiextensions.k8s.io",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+    }
+)
+
+
 def _identity(obj: dict) -> dict:
     return obj
 
@@ -82,6 +99,11 @@ class KindInfo:
     def __post_init__(self) -> None:
         if not self.storage:
             self.storage = next(iter(self.models))
+
+    @property
+    def custom(self) -> bool:
+        """A custom resource: its group is a CustomResourceDefinition's, not compiled into the API server."""
+        return self.group not in COMPILED_IN_GROUPS
 
     @property
     def singular(self) -> str:

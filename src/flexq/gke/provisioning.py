@@ -4,6 +4,13 @@ Owns ``ProvisioningRequest.status`` — this controller is its only writer (cond
 ``provisioningClassDetails``) — and the nodes it creates for a request (labelled
 ``autoscaling.gke.io/provisioning-request``). Semantics and wording: research/cloud.md §1.3–1.5, §7.2.
 
+GKE Warden, the cluster's validating admission webhook (``warden-validating.common-webhooks.networking.gke.io``),
+refuses a ``queued-provisioning.gke.io`` request with more than one pod set at creation (its constraint
+``provisioning-request-cr-validation``; 400, reason ``GKE Warden constraints violations``, the message verbatim as
+ray-project/ray#57839 shows it): Kueue's provisioning check then reports the refusal on the Workload's check
+(``Error creating ProvisioningRequest "...": admission webhook ... denied the request: ...``, state Pending) and
+in a ``FailedCreate`` event. It is the only Warden rule on ProvisioningRequests the twin knows of.
+
 ``queued-provisioning.gke.io`` (DWS flex-start, GKE's autoscaler):
   Accepted ``SuccessfullyQueued`` + Provisioned=False ``NotProvisioned`` on arrival (one pod set only; a
   queued pool of this cluster must fit its pods) -> at the time the capacity profile grants the whole
@@ -24,6 +31,7 @@ Must not import other domain packages or flexq.http.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -31,7 +39,7 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.jsoncopy import clone
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import format_time, parse_time
-from flexq.errors import NotFound
+from flexq.errors import AdmissionDenied, NotFound
 from flexq.gke.cache import ANN_REQUEST as CACHE_ANN_REQUEST
 from flexq.gke.cache import GkeCache
 from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape
@@ -83,6 +91,29 @@ MSG = {
     "CapacityBookingConsumed": "Capacity booking consumed: all pods scheduled",
     "Expired": "ProvisioningRequest is expired",
 }
+
+
+WARDEN = "warden-validating.common-webhooks.networking.gke.io"
+WARDEN_REASON = "GKE Warden constraints violations"
+WARDEN_SINGLE_POD_SET = "the queued provisioning feature currently supports only single PodSet per request"
+
+
+def warden(new: dict[str, Any], old: dict[str, Any] | None) -> list[Any]:
+    """GKE Warden's rules on a ProvisioningRequest (create and update), raising its denial."""
+    spec = new.get("spec") or {}
+    violations: dict[str, list[str]] = {}
+    if spec.get("provisioningClassName") == QUEUED and len(spec.get("podSets") or []) > 1:
+        violations["[denied by provisioning-request-cr-validation]"] = [WARDEN_SINGLE_POD_SET]
+    if violations:
+        details = json.dumps(violations, separators=(",", ":"))
+        raise AdmissionDenied(
+            WARDEN,
+            "GKE Warden rejected the request because it violates one or more constraints.\n"
+            f"Violations details: {details}",
+            status=400,
+            reason=WARDEN_REASON,
+        )
+    return []
 
 
 def _cond(pr: dict[str, Any], type_: str) -> dict[str, Any] | None:
@@ -184,6 +215,7 @@ class ProvisioningRequestController(Controller):
     def __init__(self, ctx: Context, writer: NodeWriter) -> None:
         super().__init__(ctx)
         self.writer = writer
+        self.store.add_webhook("ProvisioningRequest", warden)  # GKE Warden is part of every GKE cluster
 
     def watches(self) -> list[Watch]:
         def by_node(ev: Any) -> list[tuple[str, str]]:

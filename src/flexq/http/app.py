@@ -109,6 +109,8 @@ class TwinApp:
         if p.startswith("/openapi/"):
             return self.openapi(p, face, cluster)
         if p in ("/api", "/apis"):
+            if p == "/api" and request.method != "GET":
+                return discovery.no_route()
             agg = discovery.wants_aggregated(request.headers.get("accept", ""))
             if agg:
                 body = discovery.aggregated(face.kinds(), core=p == "/api", version=agg)
@@ -137,8 +139,10 @@ class TwinApp:
             raise NotFound("the server could not find the requested resource")
         if not target.resource:
             doc = discovery.resource_list(face.kinds(), target.group, target.version)
-            if doc is None or request.method != "GET":
+            if doc is None:
                 raise NotFound("the server could not find the requested resource")
+            if request.method != "GET" and discovery.compiled_in(target.group):
+                return discovery.no_route()
             return json_response(doc)
         return await face.handle(request, target)
 

@@ -235,5 +235,10 @@ def url_path(request: Request) -> str:
 
 
 def truthy(value: str | None) -> bool:
-    """Query flags as Go's strconv.ParseBool takes them (the Python client sends ``True``)."""
-    return (value or "").strip().lower() in ("1", "t", "true", "yes")
+    """A boolean query parameter as the API server converts it (``runtime.Convert_Slice_string_To_bool``, used
+    by the generated ``url.Values`` conversions of ListOptions, PodLogOptions, PatchOptions, DeleteOptions):
+    absent is false; present, only ``0`` and ``false`` in any case are false, everything else is true
+    (``?watch=on``, ``?watch=yes``, ``?watch`` and ``?watch=`` start a watch; the Python client sends ``True``)."""
+    if value is None:
+        return False
+    return not (value == "0" or value.casefold() == "false")

@@ -113,12 +113,40 @@ def protocol_class(core: TwinServices, token: str | None) -> type[Any]:
             if self._head is None:
                 return super().data_received(data)
             self._head += data
+            end = self._head.find(b"\n")
+            if end > 0 and self._refused_request_line(self._head[:end].rstrip(b"\r")):
+                return None
             if b"\r\n\r\n" not in self._head and len(self._head) < _MAX_HEAD:
                 return None
             buffered, self._head = self._head, None
             if self._take_over(buffered):
                 return None
             return super().data_received(buffered)
+
+        def _refused_request_line(self, line: bytes) -> bool:
+            """Go's net/http answers a request line it cannot parse as soon as it has read it, before any
+            header: a line without a method, target and version (HTTP/0.9's ``GET /``) or with a malformed
+            version is ``400 Bad Request``, a version other than 1.x ``505`` (``readRequest``,
+            ``http1ServerSupportsRequest``); then it closes the connection. The API server never sees it."""
+            if self._head is None:
+                return False
+            text = line.decode("latin-1")
+            method, _, rest = text.partition(" ")
+            _, sep, proto = rest.partition(" ")
+            version = re.fullmatch(r"HTTP/(\d)\.(\d)", proto)
+            if method and sep and version is not None:
+                if version.group(1) == "1":
+                    return False
+                reply = "505 HTTP Version Not Supported: unsupported protocol version"
+            else:
+                reply = "400 Bad Request"
+            self._head = None
+            self.transport.write(
+                f"HTTP/1.1 {reply}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+                f"{reply}".encode()
+            )
+            self.transport.close()
+            return True
 
         def _take_over(self, buffered: bytes) -> bool:
             head, _, rest = buffered.partition(b"\r\n\r\n")

@@ -12,7 +12,9 @@ and so must stay last in ``ctx.executors`` (the assembly puts kuberay's first).
 
 from __future__ import annotations
 
+from flexq.api.apiextensions import definition
 from flexq.api.scheduling import system_priority_classes
+from flexq.clock import format_time
 from flexq.kube.cache import ClusterCache
 from flexq.kube.cluster_seeds import ClusterSeeds
 from flexq.kube.events import EventTTL
@@ -44,10 +46,29 @@ def controllers(ctx: Context) -> list[Controller]:
 
 def bootstrap(store: Store) -> None:
     """Objects every fresh cluster starts with (idempotent): the system PriorityClasses (the API server's
-    ``scheduling/bootstrap-system-priority-classes`` hook), each created if missing."""
+    ``scheduling/bootstrap-system-priority-classes`` hook) and, as a cluster with Kueue, KubeRay (its addon) and
+    GKE's own CRDs installed has them, the established CustomResourceDefinition of each custom kind served
+    (``kubectl get crd``); each created if missing."""
     for pc in system_priority_classes():
         if store.peek("PriorityClass", pc["metadata"]["name"]) is None:
             store.create(pc, take=True, copy_result=False)
+    install_definitions(store)
+
+
+def install_definitions(store: Store) -> None:
+    """A CustomResourceDefinition, established, for each custom kind this cluster serves that has none."""
+    now = format_time(store.clock.now())
+    for info in store.registry:
+        if not info.custom or info.key in store.disabled:
+            continue
+        if store.peek("CustomResourceDefinition", f"{info.plural}.{info.group}") is not None:
+            continue
+        crd = definition(info)
+        status = crd.pop("status")
+        for c in status["conditions"]:
+            c["lastTransitionTime"] = now
+        created = store.create(crd, take=True, copy_result=False, validate=False)
+        store.update_status({**created, "status": status}, take=True, copy_result=False)
 
 
 def executors(settings: TwinSettings) -> list[PodExecutor]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from flexq.api.jsoncopy import clone
 from flexq.api.quantity import parse_quantity
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
-from flexq.errors import AlreadyExists, Invalid
+from flexq.errors import ApiError
 from flexq.kueue.cache import PROVISIONING_CONTROLLER, KueueCache
 from flexq.kueue.podset import infos_for, merge_into_template
 from flexq.kueue.workload import (
@@ -630,7 +630,7 @@ class ProvisioningController(Controller):
                             "template": tpl,
                         }
                     )
-                except (AlreadyExists, Invalid) as exc:
+                except ApiError as exc:  # handleError: any refusal is reported on the check
                     self._failed(wl, check, f'Error creating PodTemplate "{tname}": {exc}')
                     return
             pod_sets.append({"podTemplateRef": {"name": tname}, "count": count})
@@ -655,7 +655,7 @@ class ProvisioningController(Controller):
                     "spec": spec,
                 }
             )
-        except (AlreadyExists, Invalid) as exc:
+        except ApiError as exc:  # handleError: any refusal is reported on the check
             self._failed(wl, check, f'Error creating ProvisioningRequest "{rname}": {exc}')
             return
         self.events.record(

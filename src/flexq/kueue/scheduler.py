@@ -418,16 +418,28 @@ class Scheduler:
         return True
 
     def _issue_migration(self, e: Entry, victim: WorkloadInfo, now: float) -> None:
-        """``issueMigration``: evict the less favorable admitted sibling (``FlavorMigration``)."""
+        """``issueMigration``: evict the less favorable admitted sibling (``FlavorMigration``).
+
+        The victim keeps its quota (and so stays admitted in the snapshot) until the Parent's eviction is
+        finished (``VariantController``), and the entry is requeued at once (``PendingMigration``), so Kueue's
+        scheduler meets the same migration cycle after cycle meanwhile, a few milliseconds apart (its
+        ``SlowDown`` back-off), and writes the same eviction again each time (another ``FlavorMigration``
+        count, another event: how many depends on how long the eviction takes). The twin writes it once: a
+        victim already evicted is left as ``IssuePreemptions`` leaves an already-evicted target, and the
+        cycle is not progress, so the scheduler waits for the quota to be released instead of repeating the
+        cycle at one virtual instant (issue 26: this spun ``Twin.advance`` for ever)."""
         msg = (
             f"Evicted to accommodate a workload (UID: {e.info.obj['metadata'].get('uid', '')}) due to migration "
             "to more favorable resource flavor"
         )
-        try:
-            if evict(self.store, self.events, victim.obj, "FlavorMigration", msg, now) is not None:
-                self._issued += 1
-        except (Conflict, NotFound):
-            pass
+        md = victim.obj["metadata"]
+        cur = self.store.peek("Workload", md["name"], md["namespace"])
+        if cur is not None and not is_true(cur, "Evicted"):
+            try:
+                if evict(self.store, self.events, cur, "FlavorMigration", msg, now) is not None:
+                    self._issued += 1
+            except (Conflict, NotFound):
+                pass
         e.info.last_assignment = None
         e.requeue_reason = "PendingMigration"
         e.msg += ". Pending the migration of 1 workload(s)"

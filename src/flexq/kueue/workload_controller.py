@@ -25,6 +25,7 @@ from flexq.kueue.workload import (
     admission_checks_for,
     find_condition,
     has_quota_reservation,
+    has_retry_checks,
     is_active,
     is_admitted,
     is_evicted,
@@ -238,6 +239,11 @@ class WorkloadController(Controller):
             if rs.get("requeueAt"):
                 left = parse_ts(rs["requeueAt"]) - now
                 if left > 0:
+                    if has_quota_reservation(wl) and has_retry_checks(wl) and not is_evicted(wl):
+                        # kueue#18785 (v0.20.7): a check's retry back-off no longer delays the eviction it asks
+                        # for (v0.19.2 waited here first, holding the quota for the whole back-off); the
+                        # workload is evicted now and waits for requeueAt without quota
+                        return False, None
                     return True, Result(requeue_after=left)
                 if not has_quota_reservation(wl):
                     rs.pop("requeueAt", None)

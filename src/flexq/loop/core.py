@@ -3,8 +3,11 @@
 Owns: a heap of ``(time, priority, seq, timer)``; ``call_at`` / ``call_later`` / ``call_soon``; a
 thread-safe inbox (``post``) for callbacks from other threads; ``run_until`` and ``run_until_idle``
 on virtual time, where the clock jumps straight to the next due timer. The sequence number breaks
-ties so that, with the same inputs, a run is identical event for event.
-Must not import anything in flexq but ``flexq.clock``.
+ties so that, with the same inputs, a run is identical event for event. ``idles`` counts the times the loop
+went idle (on virtual time: the clock moved forward; on the wall clock: it waited), so a watcher can tell the
+steps of one busy period (one virtual instant) apart; a callback's ``Livelock`` stops the run instead of being
+logged like any other error.
+Must not import anything in flexq but ``flexq.clock`` and ``flexq.errors``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flexq.clock import Clock, VirtualClock
+from flexq.errors import Livelock
 
 log = logging.getLogger("flexq.loop")
 
@@ -67,6 +71,7 @@ class EventLoop:
         self._inbox_lock = threading.Lock()
         self._wake = threading.Condition(self._inbox_lock)
         self.steps = 0  # callbacks run so far (for benchmarks and determinism checks)
+        self.idles = 0  # times the loop went idle: the clock moved on (virtual) or the loop waited (real)
         self.errors: list[BaseException] = []
 
     # -- scheduling ---------------------------------------------------------------------------
@@ -117,7 +122,8 @@ class EventLoop:
         return None
 
     def _run(self, timer: Timer) -> None:
-        if isinstance(self.clock, VirtualClock):
+        if isinstance(self.clock, VirtualClock) and timer.when > self.clock.now():
+            self.idles += 1
             self.clock.set(timer.when)
         cb = timer.callback
         timer.callback = None
@@ -126,6 +132,8 @@ class EventLoop:
         self.steps += 1
         try:
             cb()
+        except Livelock:  # the runtime's guard: controllers spin at one instant; stop the run, say who
+            raise
         except Exception as exc:  # a broken callback must not stop the world
             log.exception("callback %r failed", cb)
             self.errors.append(exc)
@@ -150,7 +158,8 @@ class EventLoop:
                 break
             self._run(timer)
             ran += 1
-        if isinstance(self.clock, VirtualClock):
+        if isinstance(self.clock, VirtualClock) and until > self.clock.now():
+            self.idles += 1
             self.clock.set(until)
         return ran
 

@@ -36,6 +36,8 @@ class RealtimeLoop(EventLoop):
                 if self._inbox or self._stopping:
                     continue
                 timeout = None if nxt is None else max(0.0, nxt - self.now())
+                if timeout is None or timeout > 0:
+                    self.idles += 1  # nothing runnable: a busy period ends
                 self._wake.wait(timeout=min(timeout, 1.0) if timeout is not None else 1.0)
 
     def start_thread(self, name: str = "flexq-loop") -> threading.Thread:

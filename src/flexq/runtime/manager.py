@@ -3,8 +3,10 @@
 Owns: ``Manager`` with one de-duplicating, delaying work queue per controller (a key already queued is
 not queued twice; ``requeue_after`` keeps the earliest pending timer per key), rate-limited retries when
 a reconcile raises (5 ms doubling to 1000 s per key, reset on success, as client-go's default limiter),
-and a restart path: ``start()`` enqueues every existing watched object so controllers converge on
-whatever state a crash left. Must not import domain packages or ``flexq.http``.
+the livelock guard (``runtime.livelock``: every reconcile is reported to the loop's guard; a key it names on
+the wall clock is backed off by the same limiter until it calms down), and a restart path: ``start()``
+enqueues every existing watched object so controllers converge on whatever state a crash left.
+Must not import domain packages or ``flexq.http``.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import threading
 from collections import deque
 from collections.abc import Iterable
 
-from flexq.errors import Conflict, NotFound
+from flexq.errors import Conflict, Livelock, NotFound
 from flexq.loop.core import EventLoop, Timer
 from flexq.runtime.controller import Context, Controller, Key, Result
+from flexq.runtime.livelock import guard_for
 from flexq.store.store import Store, WatchEvent
 
 log = logging.getLogger("flexq.runtime")
@@ -34,6 +37,8 @@ class _Queue:
         self.queued: set[Key] = set()
         self.timers: dict[Key, Timer] = {}
         self.failures: dict[Key, int] = {}
+        # keys the livelock guard named (wall clock): (adds backed off so far, when the last one came)
+        self.throttled: dict[Key, tuple[int, float]] = {}
         self.scheduled = False
         self.processing: Key | None = None
         self.dirty_while_processing: set[Key] = set()
@@ -43,6 +48,11 @@ class _Queue:
         self.retries = 0
 
     def add(self, key: Key) -> None:
+        if self.throttled and key in self.throttled and self._backed_off(key):
+            return
+        self._enqueue(key)
+
+    def _enqueue(self, key: Key) -> None:
         if key == self.processing:
             if key not in self.dirty_while_processing:
                 self.dirty_while_processing.add(key)
@@ -55,10 +65,30 @@ class _Queue:
         self.items.append(key)
         self._schedule()
 
+    def _backed_off(self, key: Key) -> bool:
+        """A throttled key's add waits ``5 ms · 2^n`` (at most 1000 s), as controller-runtime's per-item
+        exponential limiter; a key whose next add comes long after its back-off has calmed down and is let go."""
+        n, last = self.throttled[key]
+        now = self.manager.loop.now()
+        delay = min(MAX_DELAY, BASE_DELAY * 2**n)
+        if now - last > 2 * delay + 1.0:
+            del self.throttled[key]
+            return False
+        self.throttled[key] = (n + 1, now)
+        self._add_timer(key, delay)
+        return True
+
+    def throttle(self, key: Key) -> None:
+        if key not in self.throttled:
+            self.throttled[key] = (0, self.manager.loop.now())
+
     def add_after(self, key: Key, delay: float) -> None:
         if delay <= 0:
             self.add(key)
             return
+        self._add_timer(key, delay)
+
+    def _add_timer(self, key: Key, delay: float) -> None:
         loop = self.manager.loop
         when = loop.now() + delay
         cur = self.timers.get(key)
@@ -69,7 +99,7 @@ class _Queue:
 
         def fire() -> None:
             self.timers.pop(key, None)
-            self.add(key)
+            self._enqueue(key)
 
         self.timers[key] = loop.call_at(when, fire)
 
@@ -84,6 +114,11 @@ class _Queue:
             return
         key = self.items.popleft()
         self.queued.discard(key)
+        try:
+            self.manager.guard.note(self.controller.name, key, self)
+        except Livelock:
+            self.add(key)  # left queued: the twin is stuck, but consistent
+            raise
         self.processing = key
         try:
             result = self.controller.reconcile(key)
@@ -124,6 +159,7 @@ class Manager:
         self.controllers: list[Controller] = []
         self._queues: dict[str, _Queue] = {}
         self._subs: list = []
+        self.guard = guard_for(self.loop)
         if ctx.metrics is not None:  # a cluster's registry: controller-runtime's metrics of these controllers
             from flexq.runtime.metrics import ControllerMetrics
 

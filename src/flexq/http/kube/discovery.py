@@ -3,6 +3,12 @@
 Owns: ``/version``; ``/api`` and ``/apis`` (``APIVersions``/``APIGroupList``), ``/api/v1`` and
 ``/apis/<group>/<version>`` (``APIResourceList``); the aggregated form (``apidiscovery.k8s.io/v2``
 ``APIGroupDiscoveryList``) that kubectl 1.30+ asks for first. Pure functions of a list of ``KindInfo``.
+Methods as kube-apiserver answers them: ``/apis`` and ``/apis/<group>`` come from kube-aggregator's
+handlers, which answer any method with the document (``handler_apis.go``); so do a custom resource group's
+``/apis/<group>/<version>`` (apiextensions-apiserver's ``versionDiscoveryHandler``); ``/api``, ``/api/v1`` and a
+compiled-in group's version are go-restful web services with a GET route only: another method is
+``405: Method Not Allowed`` in plain text with ``Allow: GET`` (``no_route``). Whether the caller may use the
+method at all is RBAC's question (``nonResourceURLs``), asked before.
 Must not import flexq modules outside ``flexq.api``.
 """
 
@@ -11,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from flexq.api.registry import KindInfo
+from starlette.responses import Response
+
+from flexq.api.registry import COMPILED_IN_GROUPS, KindInfo
 
 DEFAULT_VERSION = "1.34.1-gke.1829001"  # a cluster without a GKE version (the twin's own): GKE's default
 GO_VERSIONS = {
@@ -47,6 +55,22 @@ def version_info(version: str | None = None) -> dict[str, str]:
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_BETA = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+
+
+def compiled_in(group: str) -> bool:
+    """The group is kube-apiserver's own (go-restful), not a CustomResourceDefinition's."""
+    return group in COMPILED_IN_GROUPS
+
+
+def no_route() -> Response:
+    """go-restful's answer to a method a discovery path has no route for (``jsr311.go``: 405 with the allowed
+    methods in ``Allow``, the body written as a plain string)."""
+    return Response(
+        b"405: Method Not Allowed",
+        status_code=405,
+        media_type="text/plain; charset=utf-8",
+        headers={"Allow": "GET"},
+    )
 
 
 def subresources(info: KindInfo) -> list[tuple[str, str, list[str]]]:

@@ -397,6 +397,10 @@ BUILTIN: dict[str, tuple[list[tuple[Any, ...]], Callable[[dict, float], list[Any
             age(o["metadata"].get("creationTimestamp"), now),
         ],
     ),
+    "customresourcedefinitions.apiextensions.k8s.io": (  # the API server's default table convertor
+        [("Created At", "date")],
+        lambda o, now: [o["metadata"].get("creationTimestamp")],
+    ),
     "services": (
         [
             ("Type", "string"),
