@@ -188,7 +188,7 @@ def test_the_build_stage_installs_a_working_core(tmp_path: Path) -> None:
         "simulate",
         str(ROOT / "examples/tutorial-week"),
         "--until",
-        "1h",
+        "12h",
         "--replicas",
         "1",
         "-j",

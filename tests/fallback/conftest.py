@@ -47,7 +47,13 @@ def build(
     on_demand_slices: int = 1,
 ) -> Twin:
     """``dws_max_nodes``: room for several DWS slices (the tutorial's pool holds one 4-host slice);
-    ``on_demand_slices``: the on-demand pool's size and quota, in v6e 4x4 slices (the tutorial's: one)."""
+    ``on_demand_slices``: the on-demand pool's size and quota, in v6e 4x4 slices (the tutorial's: one).
+    These tests check the moves' mechanics, so a stuck job moves as soon as its grace period is over: the
+    rent-or-buy prior for DWS's wait is 0 unless the test sets it (``test_rent_or_buy.py`` does)."""
+    if fallback is True:
+        fallback = {"provisioning_wait_prior_seconds": 0}
+    elif isinstance(fallback, dict):
+        fallback = {"provisioning_wait_prior_seconds": 0, **fallback}
     twin = Twin(clock="virtual", fallback=fallback)
     if profile is not None:
         twin.core.project.create(profile)

@@ -13,9 +13,9 @@ from tests.fallback.test_scenarios import _controller, _events, _flavor, _worklo
 JOB = "rayjob-tpu-v6e-dws-{}"
 
 
-def _twin(make_twin, end: str | None, dws_wait: str):
+def _twin(make_twin, end: str | None, dws_wait: str, **fallback):
     """Two on-demand slices of quota and pool; on-demand stocked out from 15 minutes from now until ``end``."""
-    twin = make_twin(None, on_demand_slices=2)
+    twin = make_twin(None, on_demand_slices=2, fallback=fallback or True)
     twin.core.project.create(stockout_profile(end, start="15m", dws_wait=dws_wait, origin=twin.now()))
     return twin
 
@@ -96,8 +96,9 @@ def test_a_moved_job_goes_back_to_an_idle_plan_a_slice_before_dws_grants(make_tw
 def test_the_breaker_closes_on_the_first_new_node_and_the_quota_is_put_back(make_twin):
     """Stocked out from 15 to 40 minutes. Job 2, moved to DWS (2 h away), is sent back once the backoff
     ends; it is the probe: while the flavor is still out it is moved again, and once the stock-out is over its
-    scale-up succeeds, the breaker closes on that new node, and the admin's quota is put back."""
-    twin = _twin(make_twin, "40m", "2h")
+    scale-up succeeds, the breaker closes on that new node, and the admin's quota is put back (with probes taken
+    from the jobs waiting on plan B: probe_from_plan_b)."""
+    twin = _twin(make_twin, "40m", "2h", probe_from_plan_b=True)
     submit(twin, 1, 2 * 3600)
     _step(twin, 1, 20)
     submit(twin, 2, 10 * 60)

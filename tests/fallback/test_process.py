@@ -8,6 +8,7 @@ shows its note.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -52,11 +53,11 @@ def _wait(pred, what: str, seconds: float = 90.0):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory):
+@contextlib.contextmanager
+def _served_cluster(home: Path):
+    """The tutorial's cluster, node pools and queues on a served twin (no in-twin fallback), stocked out."""
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
-    home = tmp_path_factory.mktemp("fallback-process")
     twin = Twin(
         clock="real", home=home, executor="simulated"
     )  # no fallback=True: the process is the fallback
@@ -95,6 +96,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     finally:
         server.stop()
         twin.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    with _served_cluster(tmp_path_factory.mktemp("fallback-process")) as c:
+        yield c
+
+
+@pytest.fixture
+def fresh_cluster(tmp_path: Path):
+    with _served_cluster(tmp_path / "home") as c:
+        yield c
 
 
 def _flexq(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -139,6 +152,9 @@ def test_the_process_moves_a_stocked_out_job_to_dws_and_kubectl_shows_it(cluster
         _wait(dry_run_trips, "a dry run to see the stock-out", seconds=60)
     except AssertionError:
         raise AssertionError("\n---\n".join(tries)) from None
+    # the dry run says what it sees and why: the queues in scope, the breaker, and the job's decision
+    assert "queues in scope: default/user-queue -> cluster-queue" in tries[-1], tries[-1]
+    assert "stocked out: on-demand (" in tries[-1] and "would move to dws" in tries[-1], tries[-1]
     job = json.loads(kubectl("get", "rayjob", JOB, "-o", "json"))
     assert ANN_MOVED not in (job["metadata"].get("annotations") or {})  # a dry run changes nothing
     assert "flexq-fallback" not in kubectl("get", "configmaps", "-n", "kueue-system", "-o", "name")
@@ -218,6 +234,117 @@ def test_the_process_moves_a_stocked_out_job_to_dws_and_kubectl_shows_it(cluster
         "the job to finish on dws",
         120,
     )
+
+
+def _lease(kubectl) -> dict:
+    try:
+        return json.loads(kubectl("get", "lease", "flexq-fallback", "-n", "kueue-system", "-o", "json"))[
+            "spec"
+        ]
+    except AssertionError:
+        return {}
+
+
+def _moves(kubectl, job: str) -> int:
+    """The fallback's Events that moved or steered ``job`` to another flavor."""
+    out = kubectl(
+        "get", "events", "--field-selector", f"involvedObject.name={job}", "-o", "custom-columns=R:.reason"
+    )
+    return sum(1 for r in out.split()[1:] if r in ("FallbackMoved", "FallbackSteered"))
+
+
+def _on_dws(kubectl, job: str) -> bool:
+    for wl in json.loads(kubectl("get", "workloads", "-o", "json"))["items"]:
+        owner = (wl["metadata"].get("ownerReferences") or [{}])[0].get("name")
+        for psa in ((wl.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []:
+            if owner == job and psa["name"] == "tpu-group" and "dws" in psa["flavors"].values():
+                return True
+    return False
+
+
+@pytest.mark.slow
+def test_two_replicas_one_leader_the_other_takes_over_after_a_kill(fresh_cluster) -> None:
+    """Two ``flexq fallback --leader-elect`` processes: one holds the Lease and moves the stocked-out job; the
+    leader is killed with SIGKILL; the other takes the Lease over within the lease duration and moves the next
+    job; no job is moved twice (one FallbackMoved Event each)."""
+    twin, kubeconfig, env, kubectl = fresh_cluster
+    lease = ["--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1"]
+    flags = ["--kubeconfig", kubeconfig, "--grace", "1", "--interval", "1", "--leader-elect", *lease]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "flexq.cli", "fallback", *flags],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    try:
+        holder = _wait(lambda: _lease(kubectl).get("holderIdentity"), "a leader")
+        pids = {p.pid: p for p in procs}
+        leader = next(p for pid, p in pids.items() if f"_{pid}_" in holder)
+        other = next(p for p in procs if p is not leader)
+        jobs = ["rayjob-tpu-v6e-dws-5", "rayjob-tpu-v6e-dws-6"]
+
+        def submit(i: int) -> None:
+            kubectl(
+                "apply",
+                "-f",
+                "-",
+                input=T.rayjob_yaml(i).replace(
+                    'kueue.x-k8s.io/elastic-job: "true"',
+                    'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "30"',
+                ),
+            )
+
+        def moved(job: str) -> bool:
+            anns = (
+                json.loads(kubectl("get", "rayjob", job, "-o", "json"))["metadata"].get("annotations") or {}
+            )
+            return "moved to dws" in anns.get(ANN_MOVED, "")
+
+        submit(5)
+        # killed in the middle of the move (or just after): the new leader finishes it, never moves it again
+        _wait(
+            lambda: (
+                '"step": "'
+                in (
+                    json.loads(kubectl("get", "rayjob", jobs[0], "-o", "json"))["metadata"].get("annotations")
+                    or {}
+                ).get("fallback.flexq.dev/move", "")
+            ),
+            "the leader to start moving job 5",
+        )
+        transitions = int(_lease(kubectl).get("leaseTransitions") or 0)
+        leader.send_signal(signal.SIGKILL)
+        leader.wait(timeout=30)
+        killed = time.monotonic()
+        new = _wait(
+            lambda: (h := _lease(kubectl).get("holderIdentity")) and h != holder and h,
+            "the other replica to take the Lease over",
+            30,
+        )
+        took = time.monotonic() - killed
+        assert f"_{other.pid}_" in new and took <= 6 + 3, (new, took)  # lease duration + a retry or two
+        assert int(_lease(kubectl).get("leaseTransitions") or 0) == transitions + 1
+        _wait(lambda: moved(jobs[0]) and _on_dws(kubectl, jobs[0]), "job 5 on dws")
+        submit(6)
+        _wait(
+            lambda: _on_dws(kubectl, jobs[1]), "job 6 on dws (steered by the new leader, or by its quota cap)"
+        )
+        time.sleep(3)  # a few more passes of the new leader: nothing is moved again
+        assert [_moves(kubectl, j) for j in jobs] in ([1, 1], [1, 0]), [_moves(kubectl, j) for j in jobs]
+        other.send_signal(signal.SIGTERM)
+        out, err = other.communicate(timeout=30)
+        assert other.returncode == 0, err
+        assert "leading: this replica acts" in out, out
+        assert not _lease(kubectl).get("holderIdentity")  # released on a clean stop
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
 
 
 def test_once_against_an_unreachable_cluster_fails_cleanly(tmp_path: Path) -> None:

@@ -162,10 +162,11 @@ def test_the_pod_passes_the_restricted_profile_and_runs_no_shell(kw: dict) -> No
         assert "-c" not in c["command"][:3]
     if "image" in kw:
         assert pod["containers"][0]["image"] == kw["image"]  # referenced by its digest, as given
-        assert pod["containers"][0]["command"][:4] == [
+        assert pod["containers"][0]["command"][:5] == [
             "flexq",
             "fallback",
             "--in-cluster",
+            "--leader-elect",
             "--state-namespace",
         ]
     if "package" in kw:
@@ -299,7 +300,14 @@ def test_manifests_apply_and_read_back(served) -> None:
     )
     container = dep["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == image
-    assert container["command"] == ["flexq", "fallback", "--in-cluster", "--state-namespace", "kueue-system"]
+    assert container["command"] == [
+        "flexq",
+        "fallback",
+        "--in-cluster",
+        "--leader-elect",
+        "--state-namespace",
+        "kueue-system",
+    ]
     assert restricted_violations(dep["spec"]["template"]["spec"]) == []  # as stored, with the API's defaults
     # the API server's defaults
     assert dep["spec"]["revisionHistoryLimit"] == 10 and dep["spec"]["progressDeadlineSeconds"] == 600

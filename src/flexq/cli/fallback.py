@@ -38,22 +38,18 @@ RUN_AS = 65532  # the Dockerfile's USER: a numeric uid, so that the kubelet can 
 SITE = "/opt/flexq"  # --package: where the init container installs flexq (an emptyDir)
 # exactly what FallbackPolicy does through KubernetesAPI (flexq.fallback.kubeapi), per resource
 CLUSTER_RULES: list[dict[str, Any]] = [
+    # one pass reads one view (flexq.fallback.view): lists, never a get per object
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["list", "patch", "delete"]},
     {
         "apiGroups": ["kueue.x-k8s.io"],
-        "resources": ["localqueues", "resourceflavors"],
+        "resources": ["localqueues", "resourceflavors", "admissionchecks", "provisioningrequestconfigs"],
         "verbs": ["list"],
     },
     # update: a stocked-out flavor's nominal quota is capped while its backoff runs, then put back
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["list", "update"]},
-    {
-        "apiGroups": ["kueue.x-k8s.io"],
-        "resources": ["admissionchecks", "provisioningrequestconfigs"],
-        "verbs": ["get"],
-    },
-    {"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["get", "update", "patch"]},
-    {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get"]},
-    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "update", "patch"]},
+    # the jobs Kueue manages: their pod templates restricted off a flavor (update), their move records (patch)
+    {"apiGroups": ["ray.io"], "resources": ["rayjobs", "rayclusters"], "verbs": ["list", "update", "patch"]},
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list", "update", "patch"]},
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
     # patch: a stocked-out flavor's nodes kept from scale-down (cluster-autoscaler.kubernetes.io/scale-down-disabled)
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "patch"]},
@@ -71,6 +67,14 @@ def _state_rules(state_name: str) -> list[dict[str, Any]]:
             "resourceNames": [state_name],
         },
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+        # leader election (--leader-elect): the Lease named like the state, as controller-runtime's manager asks
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["get", "update"],
+            "resourceNames": [state_name],
+        },
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
     ]
 
 
@@ -161,7 +165,14 @@ def manifests(
     }
     subject = [{"kind": "ServiceAccount", "name": SA_NAME, "namespace": namespace}]
     rbac = "rbac.authorization.k8s.io"
-    args = ["fallback", "--in-cluster", "--state-namespace", state_namespace, *(extra_args or [])]
+    args = [
+        "fallback",
+        "--in-cluster",
+        "--leader-elect",
+        "--state-namespace",
+        state_namespace,
+        *(extra_args or []),
+    ]
     env = [
         {"name": "PYTHONUNBUFFERED", "value": "1"},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # the root filesystem is read-only
@@ -294,8 +305,7 @@ def manifests(
             "kind": "Deployment",
             "metadata": {"name": SA_NAME, "namespace": namespace, "labels": labels},
             "spec": {
-                "replicas": 1,  # one writer: the policy's state is one ConfigMap
-                "strategy": {"type": "Recreate"},
+                "replicas": 2,  # leader election: one acts, the other takes over within the Lease's 15 s
                 "selector": {"matchLabels": {"app.kubernetes.io/name": SA_NAME}},
                 "template": {"metadata": {"labels": labels}, "spec": pod},
             },
@@ -356,21 +366,28 @@ def config_from_args(args: argparse.Namespace) -> Any:
         cap_quota=not args.no_quota_cap,
         keep_idle_seconds=args.keep_idle,
         all_queues=args.all_queues,
+        rescue=not args.no_rescue,
         dry_run=args.dry_run,
         state_namespace=args.state_namespace,
     )
 
 
 def run(args: argparse.Namespace, console: Console, err_console: Console) -> int:
-    """The loop (see the module docstring); 0 on a clean stop, 1 when the cluster cannot be reached at all."""
+    """The loop (see the module docstring); 0 on a clean stop, 1 when the cluster cannot be reached at all or this
+    replica lost the leader Lease."""
     from flexq import errors
     from flexq.fallback.kubeapi import KubernetesAPI, in_cluster_client
+    from flexq.fallback.leader import LeaseElector
+    from flexq.fallback.metrics import FallbackMetrics
     from flexq.fallback.policy import FallbackPolicy
 
     for flag in ("interval", "grace", "backoff", "max_backoff"):
         if getattr(args, flag) < 0:
             err_console.print(f"[red]error:[/] --{flag.replace('_', '-')} must be >= 0")
             return 2
+    if args.leader_elect and not args.lease_duration > args.renew_deadline > args.retry_period > 0:
+        err_console.print("[red]error:[/] need --lease-duration > --renew-deadline > --retry-period > 0")
+        return 2
     clock = WallClock()
     try:
         if args.in_cluster:
@@ -387,6 +404,24 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         return 1
     api = KubernetesAPI(client, clock=clock)
     policy = FallbackPolicy(api, config_from_args(args))
+    metrics = FallbackMetrics(None)
+    if args.metrics_port:
+        from prometheus_client import REGISTRY, start_http_server
+
+        REGISTRY.register(metrics)
+        start_http_server(args.metrics_port)
+    elector = (
+        LeaseElector(
+            api,
+            args.leader_elect_namespace or args.state_namespace,
+            lease_duration=args.lease_duration,
+            renew_deadline=args.renew_deadline,
+            retry_period=args.retry_period,
+            clock=clock,
+        )
+        if args.leader_elect
+        else None
+    )
     stop = threading.Event()
 
     def _stop(signum: int, _frame: Any) -> None:
@@ -394,39 +429,75 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
 
     old = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
     mode = " (dry run: nothing is changed)" if args.dry_run else ""
+    who = (
+        f" as {elector.identity} (leader election on Lease {elector.namespace}/{elector.name})"
+        if elector
+        else ""
+    )
     console.print(
-        f"flexq fallback: watching {client.configuration.host} every {args.interval:g}s{mode}",
+        f"flexq fallback: watching {client.configuration.host} every {args.interval:g}s{mode}{who}",
         highlight=False,
     )
     failures = 0
+    next_pass = 0.0
+    led = False
     try:
         while not stop.is_set():
-            try:
-                actions = policy.run_once()
-                failures = 0
-            except errors.ApiError as exc:
-                failures += 1
-                err_console.print(f"[red]error:[/] {escape(str(exc))}")
-                if args.once:
-                    return 1
-                actions = []
-            for a in actions:
-                prefix = "would " if args.dry_run else ""
-                console.print(
-                    f"{format_time(clock.now())}  {prefix}{a.verb:<12} {a.target}  {a.message}",
-                    markup=False,
-                    highlight=False,
-                    soft_wrap=True,
-                )  # one line, however long
-            if args.once:
-                break
             now = clock.now()
-            wake = policy.next_wakeup(now)
-            delay = args.interval if wake is None else min(args.interval, max(0.0, wake - now))
-            stop.wait(min(delay * 2 ** min(failures, 4), 300.0) if failures else delay)
+            if elector is not None:
+                held = elector.try_acquire_or_renew()
+                if held and not led:
+                    console.print(f"{format_time(now)}  leading: this replica acts", highlight=False)
+                    next_pass = 0.0
+                if led and not elector.leading:
+                    err_console.print(
+                        f"[red]error:[/] lost the leader Lease (not renewed for {args.renew_deadline:g}s): stopping"
+                    )
+                    return 1
+                led = led or held
+                metrics.leader = int(elector.leading)
+                if not elector.leading:
+                    if args.once:
+                        console.print("not the leader: another replica acts", highlight=False)
+                        break
+                    stop.wait(elector.retry_period)
+                    continue
+            if now >= next_pass:
+                try:
+                    actions = policy.run_once()
+                    metrics.observe(policy, actions)
+                    failures = 0
+                except errors.ApiError as exc:
+                    failures += 1
+                    err_console.print(f"[red]error:[/] {escape(str(exc))}")
+                    if args.once:
+                        return 1
+                    actions = []
+                for a in actions:
+                    prefix = "would " if args.dry_run else ""
+                    console.print(
+                        f"{format_time(clock.now())}  {prefix}{a.verb:<12} {a.target}  {a.message}",
+                        markup=False,
+                        highlight=False,
+                        soft_wrap=True,
+                    )  # one line, however long
+                if args.dry_run and args.once:
+                    for line in policy.explain():
+                        console.print(line, markup=False, highlight=False, soft_wrap=True)
+                if args.once:
+                    break
+                wake = policy.next_wakeup(clock.now())
+                delay = args.interval if wake is None else min(args.interval, max(0.0, wake - clock.now()))
+                next_pass = clock.now() + (min(delay * 2 ** min(failures, 4), 300.0) if failures else delay)
+            tick = next_pass - clock.now()
+            if elector is not None:
+                tick = min(tick, elector.retry_period)
+            stop.wait(max(0.0, tick))
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        if elector is not None:
+            elector.release()
     return 0
 
 
@@ -493,6 +564,34 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         "--state-namespace",
         default=d.state_namespace,
         help="namespace of the state ConfigMap (flexq-fallback)",
+    )
+    f.add_argument(
+        "--no-rescue", action="store_true", help="never requeue a job Kueue deactivated for lack of capacity"
+    )
+    f.add_argument(
+        "--leader-elect",
+        action="store_true",
+        help="several replicas, one acting: leader election on the coordination.k8s.io Lease flexq-fallback",
+    )
+    f.add_argument(
+        "--leader-elect-namespace", default="", help="namespace of the Lease (default: the --state-namespace)"
+    )
+    f.add_argument("--lease-duration", type=duration, default=15.0, help="how long a leader's Lease lasts")
+    f.add_argument(
+        "--renew-deadline",
+        type=duration,
+        default=10.0,
+        help="a leader that cannot renew its Lease within this stops (exit 1)",
+    )
+    f.add_argument(
+        "--retry-period", type=duration, default=2.0, help="how often the Lease is tried or renewed"
+    )
+    f.add_argument(
+        "--metrics-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="serve the fallback's Prometheus metrics (flexq_fallback_*) on this port (0: off)",
     )
     fsub = f.add_subparsers(dest="fallback_command", metavar="manifests")
     m = fsub.add_parser(

@@ -38,6 +38,9 @@ class ClusterAPI(Protocol):
     def replace(self, obj: dict) -> dict:
         """PUT ``obj`` (with its resourceVersion: a concurrent change fails with Conflict)."""
 
+    def create(self, obj: dict) -> dict:
+        """POST ``obj`` (AlreadyExists when it exists)."""
+
     def merge_patch(self, kind: str, name: str, namespace: str | None, patch: dict) -> dict:
         """A JSON merge patch."""
 
@@ -132,6 +135,9 @@ class StoreAPI:
 
     def replace(self, obj: dict) -> dict:
         return self.store.update(obj)
+
+    def create(self, obj: dict) -> dict:
+        return self.store.create(obj)
 
     def merge_patch(self, kind: str, name: str, namespace: str | None, patch: dict) -> dict:
         return self.store.patch(kind, name, patch, namespace, patch_type="merge")

@@ -24,9 +24,17 @@ class PassContext:
     actions: list[Action] = field(default_factory=list)
     touched: set[tuple[str, str, str] | None] = field(default_factory=set)
     promises: Promises = field(default_factory=Promises)
-    notes: dict[str, str] = field(
-        default_factory=dict
-    )  # workload key -> why it is (not) acted on, for explain()
+    # workload key -> why it is (not) acted on, for explain()
+    notes: dict[str, str] = field(default_factory=dict)
+    expected_wait: dict[str, float] = field(default_factory=dict)  # flavor -> its provisioning wait, as seen
+    wakeups: list[float] = field(default_factory=list)  # when something deferred in this pass comes due
+
+    def worth_moving(self, target: str, waited: float) -> bool:
+        """Whether a job that has already lost ``waited`` seconds on a stocked-out flavor should go to ``target``:
+        once its loss reaches what ``target`` is expected to cost in waiting (the median of its provisioning waits
+        seen lately; none seen: at once). The rent-or-buy rule: a job never waits much more than twice the
+        better plan's wait, and no job is bet on a long queue for a stock-out that may end in minutes."""
+        return waited >= self.expected_wait.get(target, 0.0)
 
     @property
     def now(self) -> float:

@@ -38,6 +38,8 @@ class Evidence:
     stockouts: dict[str, tuple[float, str, str, WorkloadView]] = field(default_factory=dict)
     # workload key -> flavors its own pods were refused capacity on
     stuck: dict[str, set[str]] = field(default_factory=dict)
+    # workload key -> when its own pods were first refused capacity (since its admission)
+    stuck_since: dict[str, float] = field(default_factory=dict)
     # flavor -> latest (time, message) of a refusal for the pool's size
     full: dict[str, tuple[float, str]] = field(default_factory=dict)
 
@@ -76,6 +78,7 @@ def gather(view: ClusterView, breakers: dict[str, Breaker], cfg: FallbackConfig)
                 )
                 first = max(first, admitted_at)
                 ev.stuck.setdefault(w.key, set()).add(flavor)
+                ev.stuck_since[w.key] = min(ev.stuck_since.get(w.key, first), first)
                 code = refusal.code or (breakers[flavor].code if flavor in breakers else "GCE_STOCKOUT")
                 if flavor not in ev.stockouts or first < ev.stockouts[flavor][0]:
                     ev.stockouts[flavor] = (first, code, msg, w)

@@ -72,6 +72,7 @@ KINDS: dict[str, Resource] = {
     "Node": Resource("", "v1", "nodes", False),
     "Event": Resource("", "v1", "events", True),
     "ConfigMap": Resource("", "v1", "configmaps", True),
+    "Lease": Resource("coordination.k8s.io", "v1", "leases", True),
 }
 _ERRORS: dict[int, type[errors.ApiError]] = {
     400: errors.BadRequest,
@@ -299,6 +300,10 @@ class KubernetesAPI(ClusterAPI):
     def load_state(self, namespace: str, name: str) -> dict[str, str]:
         cm = self.get("ConfigMap", name, namespace)
         return dict((cm or {}).get("data") or {})
+
+    def create(self, obj: dict) -> dict:
+        res = self.resource(obj["kind"])
+        return self.request("POST", res.path(obj["metadata"].get("namespace")), body=obj)
 
     def save_state(self, namespace: str, name: str, data: dict[str, str]) -> None:
         res = KINDS["ConfigMap"]

@@ -47,6 +47,9 @@ class FallbackConfig:
     move_started: bool = False  # also move jobs whose pods on the flavor have started
     hedge: bool = True  # a moved job still waiting on plan B goes back when its plan-A flavor can take it
     hedge_queued: bool = True  # so does a job Kueue itself put on plan B while plan A is stocked out
+    provisioning_wait_prior_seconds: float = 600.0  # a provisioning-checked flavor's wait before any is seen
+    probe_from_plan_b: bool = False  # a job waiting on plan B may be sent back as the probe of plan A (off:
+    # the probe is a new job; sending one back costs its place in plan B's queue and may strand a grant)
     cap_quota: bool = True  # while a flavor's backoff runs, its quota is capped to what its nodes up can hold
     keep_idle_seconds: float = (
         1800.0  # in a stock-out, keep the flavor's idle nodes from scale-down this long

@@ -99,6 +99,15 @@ def moves(ctx: PassContext) -> None:
                 continue
             sets = sorted(p for p, fs in w.assigned.items() if flavor in fs)
             target = ctx.next_flavor(w, {flavor}, _nodes_needed(w, sets))
+            waited = ctx.now - ctx.evidence.stuck_since.get(w.key, ctx.now)
+            if target is not None and not ctx.worth_moving(target, waited):
+                ctx.wakeups.append(ctx.now - waited + ctx.expected_wait[target])
+                ctx.note(
+                    w,
+                    f"stuck on stocked-out {flavor} for {duration(waited)}; {target} provisions in about "
+                    f"{duration(ctx.expected_wait[target])}: it waits here until it has lost that much",
+                )
+                continue
             if target is None or not view.quota_free(w.cq, target, w.pod_set_needs(sets)):
                 blocked = sorted(f for f in view.flavors if ctx.full(f) or f in ctx.breakers)
                 ctx.note(
@@ -253,6 +262,8 @@ def returns(ctx: PassContext) -> None:
         _start_return(ctx, w, job, move, why)
     # the backoff has ended and no job is trying the flavor: the job that has probed least, and of those the one
     # that started waiting for plan B last (it loses least: its place at the back of plan B's queue), tries it
+    if not cfg.probe_from_plan_b:
+        return
     for _at, _key, w, job, move in sorted(waiting, key=lambda t: (int(t[4].get("probes") or 0), -t[0], t[1])):
         flavor = move["from"]
         b = ctx.breakers.get(flavor)

@@ -90,6 +90,7 @@ class FallbackPolicy:
         self.last: PassContext | None = None  # the last pass (what it saw and did), for explain()
         self._loaded = False
         self._wakeups: list[float] = []
+        self.waits: dict[str, list[float]] = {}  # flavor -> recent provisioning waits seen (the last 20)
 
     # -- state -------------------------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -131,6 +132,20 @@ class FallbackPolicy:
         before = self._state()
         ev = gather(view, self.breakers, self.cfg)
         ctx = PassContext(view, self.cfg, ev, self.breakers, self.fulls, self.writer)
+        for flavor, seen in view.provisioning_waits().items():
+            known = self.waits.setdefault(flavor, [])
+            for x in seen:
+                if x not in known:
+                    known.append(x)
+            del known[:-20]
+        # what a flavor is expected to cost in waiting: the median of its provisioning waits seen lately; for a
+        # flavor behind a provisioning check (DWS) that none has been seen of yet, the configured prior
+        ctx.expected_wait = {
+            f: self.cfg.provisioning_wait_prior_seconds
+            for cq in view.cqs
+            for f in _provisioning_flavors_of(view, cq)
+        }
+        ctx.expected_wait.update({f: sorted(x)[len(x) // 2] for f, x in self.waits.items() if x})
         update_breakers(view, ev, self.breakers, self.cfg, ctx.actions)
         update_fulls(view, ev, self.fulls, self.cfg, ctx.actions)
         if self.breakers:
@@ -162,7 +177,7 @@ class FallbackPolicy:
         stock-out's evidence outlasts the grace period, a return settles, a rescue's backoff ends, a kept node's
         idle time runs out."""
         now = ctx.now
-        out = [b.until for b in self.breakers.values()]
+        out = [b.until for b in self.breakers.values()] + list(ctx.wakeups)
         out += [first + self.cfg.grace_seconds for first, _c, _m, _w in ctx.evidence.stockouts.values()]
         if any(a.verb in ("return", "returned") for a in ctx.actions):
             out.append(now + RETURN_SETTLE_SECONDS)
@@ -237,6 +252,17 @@ class FallbackPolicy:
             )
             lines.append(f"  {w.key} [{state}; {where}]: {ctx.notes.get(w.key) or _default_note(ctx, w)}")
         return lines
+
+
+def _provisioning_flavors_of(view: ClusterView, cq_name: str) -> list[str]:
+    cq = view.cqs.get(cq_name) or {}
+    strategy = ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+    return [
+        f
+        for r in strategy
+        if view.check_classes.get(r.get("name", "")) is not None
+        for f in r.get("onFlavors") or []
+    ]
 
 
 def _default_note(ctx: PassContext, w: Any) -> str:

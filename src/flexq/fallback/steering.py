@@ -68,7 +68,10 @@ def steer(ctx: PassContext) -> None:
             pod_sets = [ps.get("name", "") for ps in (w.obj.get("spec") or {}).get("podSets") or []]
             target = ctx.next_flavor(w, {flavor}, sum(c for c, _t in w.pod_set_needs(pod_sets)))
             if target is None:
-                continue  # every other plan is blocked: let Kueue put it where it would
+                continue  # every other plan is blocked: Kueue decides
+            if not ctx.worth_moving(target, ctx.now - b.since):
+                ctx.wakeups.append(b.since + ctx.expected_wait.get(target, 0.0))
+                continue  # the next plan is slower than the stock-out so far: Kueue decides
             msg = f"{flavor} stocked out ({b.code}) since {duration(ctx.now - b.since)} ago → steered to {target}"
             ctx.act("steer", w.key, msg)
             move = {
@@ -119,10 +122,17 @@ def _fmt(q: Fraction) -> str:
 
 
 def _next_in_group(ctx: PassContext, rg: dict[str, Any], flavor: str) -> str | None:
+    """The next flavor a capped job would go to: not stocked out, not full, and worth it for a stock-out this
+    old (``PassContext.worth_moving``)."""
     names = [f.get("name") for f in rg.get("flavors") or []]
+    b = ctx.breakers.get(flavor)
+    age = ctx.now - b.since if b is not None else 0.0
     for f in names[names.index(flavor) + 1 :]:
         if f not in ctx.breakers and not ctx.full(f):
-            return f
+            if ctx.worth_moving(f, age):
+                return f
+            ctx.wakeups.append(ctx.now - age + ctx.expected_wait.get(f, 0.0))
+            return None
     return None
 
 

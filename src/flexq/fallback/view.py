@@ -285,6 +285,22 @@ class ClusterView:
                 out.setdefault(uid, []).append(ev)
         return out
 
+    def provisioning_waits(self) -> dict[str, list[float]]:
+        """Flavor -> how long the workloads admitted on it waited between quota and admission (their admission
+        checks: for DWS, the ProvisioningRequest's queue), read from the Workloads in view."""
+        out: dict[str, list[float]] = {}
+        for w in self.workloads:
+            if not w.admitted or not w.checks():
+                continue
+            qr, ad = w.condition("QuotaReserved"), w.condition("Admitted")
+            t0, t1 = ts((qr or {}).get("lastTransitionTime")), ts((ad or {}).get("lastTransitionTime"))
+            if t0 is None or t1 is None or t1 < t0:
+                continue
+            for fs in w.assigned.values():
+                for f in fs:
+                    out.setdefault(f, []).append(t1 - t0)
+        return out
+
     def pool_of(self, flavor: str) -> str:
         return (self.flavors.get(flavor) or {}).get(NODEPOOL_LABEL, "")
 
