@@ -81,7 +81,7 @@ class LeaseElector:
     def try_acquire_or_renew(self) -> bool:
         """One round; True when this replica holds the Lease afterwards."""
         now = self.clock.now()
-        spec = {
+        spec: dict[str, Any] = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": int(self.lease_duration),
             "renewTime": micro_time(now),
@@ -92,11 +92,12 @@ class LeaseElector:
             log.warning("cannot read the leader Lease: %s", exc)
             return self._held(now, False)
         if lease is None:
+            first: dict[str, Any] = {**spec, "acquireTime": micro_time(now), "leaseTransitions": 0}
             obj = {
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace},
-                "spec": {**spec, "acquireTime": micro_time(now), "leaseTransitions": 0},
+                "spec": first,
             }
             try:
                 self.api.create(obj)
@@ -105,7 +106,7 @@ class LeaseElector:
             except ApiError as exc:
                 log.warning("cannot create the leader Lease: %s", exc)
                 return self._held(now, False)
-            self._observe(obj["spec"], now)
+            self._observe(first, now)
             log.info("%s became the leader (Lease %s/%s created)", self.identity, self.namespace, self.name)
             return self._held(now, True)
         old = dict(lease.get("spec") or {})
