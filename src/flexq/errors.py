@@ -241,3 +241,6 @@ class Livelock(FlexqError):
         self.message = message
         self.offenders = offenders
         self.at = at
+
+    def __reduce__(self) -> tuple:  # back from a worker process of flexq simulate whole
+        return (type(self), (self.message, self.offenders, self.at))

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flexq.errors import InputError
+from flexq.errors import InputError, Livelock
 
 __all__ = ["add_parser", "run", "summary_tables"]
 
@@ -381,6 +381,9 @@ def _run_sweep(
     except InputError as exc:
         _error(err_console, exc)
         return 2
+    except Livelock as exc:
+        _error(err_console, f"the simulation stopped: {exc.message}")
+        return 1
     except OSError as exc:
         _error(err_console, f"cannot write the results in {out}: {exc.strerror or exc}")
         return 2
@@ -527,6 +530,9 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     except InputError as exc:
         _error(err_console, exc)
         return 2
+    except Livelock as exc:  # controllers that kept waking each other at one instant: a bug, said in one line
+        _error(err_console, f"the simulation stopped: {exc.message}")
+        return 1
     except OSError as exc:  # writing the results
         _error(err_console, f"cannot write the results in {out}: {exc.strerror or exc}")
         return 2
