@@ -82,14 +82,14 @@ class Server:
         self.tls = tls
         hostport = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
         self.url = f"{'https' if tls else 'http'}://{hostport}"
-        core.settings.serve(hostport, self.creds.ca_b64)
+        core.settings.serve(hostport, self.creds.ca_b64, self.creds.sa_key)
         token = self.creds.token if auth else None
         self.app = build_app(core, token, hostport)
         config = uvicorn.Config(
             self.app,
             log_level="warning",
             access_log=False,
-            http=protocol_class(core, token),
+            http=protocol_class(core, token, self.app.portforward_gate),
             ws="none",
             lifespan="off",
             timeout_keep_alive=60,
