@@ -39,8 +39,9 @@ CLUSTER_RULES: list[dict[str, Any]] = [
         "resources": ["admissionchecks", "provisioningrequestconfigs"],
         "verbs": ["get"],
     },
-    {"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["get", "update", "patch"]},
-    {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get"]},
+    # get: a pod's owners are climbed (Pod -> RayCluster -> RayJob); update, patch: a RayCluster Kueue manages
+    # itself is moved like a RayJob (annotated, then restricted) — tests/fallback/test_least_privilege.py
+    {"apiGroups": ["ray.io"], "resources": ["rayjobs", "rayclusters"], "verbs": ["get", "update", "patch"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "update", "patch"]},
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
     # patch: a stocked-out flavor's nodes kept from scale-down (cluster-autoscaler.kubernetes.io/scale-down-disabled)

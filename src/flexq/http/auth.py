@@ -30,6 +30,7 @@ packages.
 from __future__ import annotations
 
 import hmac
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -54,6 +55,7 @@ __all__ = [
     "request_attributes",
 ]
 
+log = logging.getLogger("flexq.http.auth")
 USER_KEY = "flexq.user"  # where a request's scope keeps the user it acts as
 ADMIN = UserInfo("flexq-admin", uid="flexq-admin", groups=(rbac.SYSTEM_MASTERS, rbac.ALL_AUTHENTICATED))
 ANONYMOUS = UserInfo(rbac.ANONYMOUS, groups=(rbac.ALL_UNAUTHENTICATED,))
@@ -244,7 +246,9 @@ def check(store: Store, attrs: Attributes) -> None:
     """Raise the 403 unless ``attrs`` is allowed."""
     allowed, reason = authorize(store, attrs)
     if not allowed:
-        raise forbidden(attrs, reason)
+        err = forbidden(attrs, reason)
+        log.debug("denied: %s", err.message)  # the API server logs each denial (at -v=4)
+        raise err
 
 
 # -- impersonation ----------------------------------------------------------------------------------------------
