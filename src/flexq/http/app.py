@@ -16,7 +16,6 @@ that the twin keeps serving. Must not import domain packages.
 
 from __future__ import annotations
 
-import hmac
 import logging
 from typing import Any
 
@@ -77,17 +76,12 @@ class TwinApp:
 
     def admin(self, request: Request) -> bool:
         """The twin's own token: the GKE face and the dashboard take nothing else (the dashboard's pages also
-        from its login cookie: browsers cannot send a bearer header when they navigate, so the login form sets
-        it as an HttpOnly, SameSite=Strict cookie that only the dashboard's paths accept)."""
-        if self.authn.admin(request.headers.get("authorization", "")):
+        a login session's cookie: browsers cannot send a bearer header when they navigate)."""
+        if self.token is None or self.authn.admin(request.headers.get("authorization", "")):
+            request.scope["flexq.bearer"] = True
             return True
-        if self.token is None:
-            return True
-        cookie = request.cookies.get(dashboard.COOKIE, "")
-        return (
-            dashboard.handles(url_path(request))
-            and bool(cookie)
-            and hmac.compare_digest(cookie.encode(), self.token.encode())
+        return dashboard.handles(url_path(request)) and self.dashboard.session_valid(
+            request.cookies.get(dashboard.COOKIE, "")
         )
 
     def authorized(self, request: Request) -> bool:

@@ -7,10 +7,14 @@ Why server-rendered templates (Jinja2) + htmx: no build step and no Node toolcha
 52 KB script committed as it is published (``static/htmx.min.js``, BSD Zero Clause, with its SSE extension),
 the HTML is the same as a test reads it, and every view is a plain GET the token guards like the API.
 
-Authentication: the same token as the API. Browsers cannot send a bearer header when they navigate, so
-``/dashboard/login`` takes the token in a form and sets it as a cookie (HttpOnly, SameSite=Strict, Secure over
-HTTPS, Path=/dashboard) that only the dashboard's paths accept; ``flexq dashboard`` opens the login page with the
-token in the URL's fragment, which browsers never send to the server.
+Authentication: the twin's own token (the API's cluster admin). Browsers cannot send a bearer header when they
+navigate, so ``/dashboard/login`` takes the token in a form — or a one-time login code — and answers with a
+session cookie (a random id, not the token; HttpOnly, SameSite=Strict, Secure over HTTPS, Path=/dashboard) that
+only the dashboard's paths accept, for 12 hours or until ``/dashboard/logout``. ``flexq dashboard`` never puts
+the token where another local user could read it (a browser's command line is in ``ps``): holding the token, it
+asks ``POST /dashboard/login-codes`` (bearer only) for a code that works once within 60 seconds, writes a page
+that posts it to the login form into an owner-only file, and opens that file — as Jupyter opens its
+``jpserver-*-open.html``.
 
 Owns routing and rendering; the data comes from the store (``views.py``) and the cluster's metrics registry.
 Must not import domain packages.
@@ -21,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hmac
+import json
+import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +36,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
+from flexq.clock import WallClock
 from flexq.errors import NotFound
 from flexq.http.common import on_loop, read_body
 from flexq.http.dashboard import views
@@ -42,17 +49,20 @@ HERE = Path(__file__).parent
 STATIC = {
     "htmx.min.js": "text/javascript",
     "htmx-ext-sse.js": "text/javascript",
-    "login.js": "text/javascript",
     "dashboard.css": "text/css",
     "htmx.LICENSE.txt": "text/plain",
     "htmx-ext-sse.LICENSE.txt": "text/plain",
 }
-PUBLIC = {f"{PREFIX}/login", f"{PREFIX}/static/login.js", f"{PREFIX}/static/dashboard.css"}
+PUBLIC = {f"{PREFIX}/login", f"{PREFIX}/static/dashboard.css"}
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; form-action 'self'"
 )
 SSE_LIFETIME = 600.0  # seconds one event stream stays open (the browser reconnects)
+_WALL = WallClock()  # logins expire in wall time, whatever the twin's clock
+CODE_SECONDS = 60.0  # a one-time login code's life
+SESSION_SECONDS = 12 * 3600.0  # a login's life
+MAX_PENDING = 64  # login codes and sessions each: the oldest go first
 SSE_KEEPALIVE = 15.0
 WATCHED = ["Workload", "ClusterQueue", "LocalQueue", "Cohort", "ProvisioningRequest", "Node", "Event"]
 
@@ -70,6 +80,10 @@ class Dashboard:
 
     def __init__(self, core: Any, token: str | None) -> None:
         self.core, self.token = core, token
+        # one-time login codes and sessions: random ids -> when they stop working (wall-clock seconds, never the
+        # twin's time; lost with the process, as a login should be)
+        self.codes: dict[str, float] = {}
+        self.sessions: dict[str, float] = {}
         self.env = Environment(
             loader=FileSystemLoader(str(HERE / "templates")),
             autoescape=select_autoescape(["html"]),
@@ -78,6 +92,31 @@ class Dashboard:
         )
         self.env.filters["wait"] = views.fmt_wait
         self.env.filters["usd"] = lambda v: f"${v:,.2f}"
+
+    # -- logins -------------------------------------------------------------------------------------------
+    @staticmethod
+    def _issue(table: dict[str, float], seconds: float) -> str:
+        now = _WALL.now()
+        for key in [k for k, until in table.items() if until <= now]:
+            del table[key]
+        while len(table) >= MAX_PENDING:
+            del table[next(iter(table))]
+        key = secrets.token_urlsafe(32)
+        table[key] = now + seconds
+        return key
+
+    def session_valid(self, cookie: str) -> bool:
+        """Whether ``cookie`` is a live session of this server."""
+        until = self.sessions.get(cookie) if cookie else None
+        return until is not None and until > _WALL.now()
+
+    def _redeem(self, code: str) -> bool:
+        until = self.codes.pop(code, None) if code else None
+        return until is not None and until > _WALL.now()
+
+    def login_code(self) -> dict[str, Any]:
+        """A code the login form takes once, within ``CODE_SECONDS``."""
+        return {"code": self._issue(self.codes, CODE_SECONDS), "expiresInSeconds": int(CODE_SECONDS)}
 
     # -- responses ----------------------------------------------------------------------------------------
     def page(self, template: str, status: int = 200, request: Request | None = None, **ctx: Any) -> Response:
@@ -117,7 +156,16 @@ class Dashboard:
         rest = path[len(PREFIX) + 1 :]
         if rest == "login":
             return await self.login(request)
+        if rest == "login-codes":
+            if request.method != "POST" or not request.scope.get("flexq.bearer"):
+                return Response("a login code takes a POST with the twin's token", status_code=405)
+            return Response(
+                json.dumps(self.login_code()),
+                media_type="application/json",
+                headers={"Cache-Control": "no-store"},
+            )
         if rest == "logout":
+            self.sessions.pop(request.cookies.get(COOKIE, ""), None)
             resp = RedirectResponse(f"{PREFIX}/login", status_code=303)
             resp.delete_cookie(COOKIE, path=PREFIX)
             return resp
@@ -154,12 +202,31 @@ class Dashboard:
         if request.method != "POST":
             return self.page("login.html", error="")
         form = parse_qs((await read_body(request, 16 * 1024)).decode("utf-8", "replace"))
-        given = (form.get("token") or [""])[0].strip()
-        if self.token is not None and not hmac.compare_digest(given.encode(), self.token.encode()):
-            return self.page("login.html", status=401, error="That token is not the twin's token.")
-        resp = RedirectResponse(f"{PREFIX}/", status_code=303)
+        code = (form.get("code") or [""])[0].strip()
+        if code:
+            if not self._redeem(code):
+                return self.page(
+                    "login.html",
+                    status=401,
+                    error="That login code has been used or has expired: run flexq dashboard again.",
+                )
+            # posted from the page `flexq dashboard` wrote (another site, for the browser): a page of our own
+            # moves on to the dashboard, so the SameSite=Strict cookie goes with that navigation
+            resp: Response = self.page("logged_in.html", request=request)
+        else:
+            given = (form.get("token") or [""])[0].strip()
+            if self.token is not None and not hmac.compare_digest(given.encode(), self.token.encode()):
+                return self.page("login.html", status=401, error="That token is not the twin's token.")
+            resp = RedirectResponse(f"{PREFIX}/", status_code=303)
+        session = self._issue(self.sessions, SESSION_SECONDS)
         resp.set_cookie(
-            COOKIE, given, path=PREFIX, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+            COOKIE,
+            session,
+            max_age=int(SESSION_SECONDS),
+            path=PREFIX,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
         )
         return resp
 
