@@ -56,10 +56,19 @@ ROOTS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "k8s.io.api.rbac.v1.ClusterRoleBinding",
     ("coordination.k8s.io/v1", "Lease"): "k8s.io.api.coordination.v1.Lease",
     # create-only: the review APIs kubectl's auth commands call, and the TokenRequest of `kubectl create token`
-    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "k8s.io.api.authorization.v1.SelfSubjectAccessReview",
-    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "k8s.io.api.authorization.v1.SelfSubjectRulesReview",
+    (
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+    ): "k8s.io.api.authorization.v1.SelfSubjectAccessReview",
+    (
+        "authorization.k8s.io/v1",
+        "SelfSubjectRulesReview",
+    ): "k8s.io.api.authorization.v1.SelfSubjectRulesReview",
     ("authorization.k8s.io/v1", "SubjectAccessReview"): "k8s.io.api.authorization.v1.SubjectAccessReview",
-    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "k8s.io.api.authorization.v1.LocalSubjectAccessReview",
+    (
+        "authorization.k8s.io/v1",
+        "LocalSubjectAccessReview",
+    ): "k8s.io.api.authorization.v1.LocalSubjectAccessReview",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "k8s.io.api.authentication.v1.SelfSubjectReview",
     ("authentication.k8s.io/v1", "TokenRequest"): "k8s.io.api.authentication.v1.TokenRequest",
     ("authentication.k8s.io/v1", "TokenReview"): "k8s.io.api.authentication.v1.TokenReview",

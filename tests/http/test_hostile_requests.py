@@ -214,7 +214,11 @@ def test_a_review_still_answers_json_and_protobuf(target: Target) -> None:
     proto = {**target.headers, "Content-Type": "application/vnd.kubernetes.protobuf"}
     r = requests.post(target.url + REVIEW, data=can_i, headers=proto, timeout=20)
     assert r.status_code == 201 and r.json()["status"]["allowed"] is True
-    assert r.json()["spec"]["resourceAttributes"] == {"namespace": "default", "verb": "get", "resource": "pods"}
+    assert r.json()["spec"]["resourceAttributes"] == {
+        "namespace": "default",
+        "verb": "get",
+        "resource": "pods",
+    }
     r = requests.post(target.url + REVIEW, data=b"k8s\x00\x0a\x00garbage", headers=proto, timeout=20)
     assert r.status_code == 400 and r.json()["kind"] == "Status", r.text
 

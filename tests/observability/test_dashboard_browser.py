@@ -97,7 +97,9 @@ def test_dashboard_needs_the_token(live: tuple[Twin, Server]) -> None:
     s.get(server.url + "/dashboard/logout", verify=ca, timeout=20)
     fresh = requests.Session()
     fresh.cookies.set("flexq_dashboard", cookie.value, path="/dashboard")
-    assert fresh.get(server.url + "/dashboard/", verify=ca, allow_redirects=False, timeout=20).status_code == 303
+    assert (
+        fresh.get(server.url + "/dashboard/", verify=ca, allow_redirects=False, timeout=20).status_code == 303
+    )
     # a one-time code: works once
     auth = {"Authorization": f"Bearer {server.creds.token}"}
     code = s.post(server.url + "/dashboard/login-codes", verify=ca, headers=auth, timeout=20).json()

@@ -130,7 +130,8 @@ def _subject(kind: str, spec: Mapping[str, Any]) -> UserInfo:
 
 
 def _rules(source: RoleSource, user: UserInfo, namespace: str) -> dict[str, Any]:
-    """``SubjectRulesReviewStatus``: the privileged group's ``*``, then what RBAC's bindings grant."""
+    """``SubjectRulesReviewStatus``: what RBAC's bindings grant (``system:masters`` sees ``*`` through the bootstrap
+    ``cluster-admin`` binding, as on the API server)."""
     found, errors = rbac.rules_for(source, user, namespace)
     resource_rules: list[dict[str, Any]] = []
     non_resource_rules: list[dict[str, Any]] = []
@@ -174,7 +175,8 @@ def review(
         )
     if sent is not None and not isinstance(sent, Mapping):
         raise BadRequest(f"the body of the request must be a {kind} object")
-    spec = sent.get("spec") if isinstance(sent, Mapping) and isinstance(sent.get("spec"), Mapping) else {}
+    given = sent.get("spec") if isinstance(sent, Mapping) else None
+    spec: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     meta: dict[str, Any] = {"creationTimestamp": None}
     if namespace is not None:
         meta["namespace"] = namespace
