@@ -344,4 +344,5 @@ def build_app(core: TwinServices, token: str | None, server_address: str = "") -
         await response(scope, receive, send)
 
     app.portforward_gate = portforward_gate  # type: ignore[attr-defined]
+    app.dashboard = twin_app.dashboard  # type: ignore[attr-defined]
     return app
