@@ -12,6 +12,9 @@ by the pool controller). Series:
   how long the pool spent stocked out (the current one counted up to now);
 - ``flexq_cost_usd_total{pool, provisioning_model}``, ``flexq_job_cost_usd_total{job}`` and
   ``flexq_node_hours_total`` — the billing ledger's totals (``flexq.gke.billing``), valued at the clock's now.
+  A job's series lives as long as the job (kube-state-metrics' rule: a deleted object's series go), and at most
+  ``MAX_JOB_SERIES`` of them are shown, the costliest: the ledger (``Twin.billing()``) keeps every job, and the
+  pools' totals include them all.
 
 Every value is read on the twin's clock. Must not import other domain packages or flexq.http.
 """
@@ -33,6 +36,7 @@ from flexq.runtime import Context, Controller, Result, Watch
 __all__ = ["GkeMetrics", "StockoutTracker", "provisioning_request_state"]
 
 PR_STATES = ("Pending", "Accepted", "Provisioned", "BookingExpired", "CapacityRevoked", "Failed")
+MAX_JOB_SERIES = 1000
 
 
 def _true(obj: dict[str, Any], ctype: str) -> bool:
@@ -210,7 +214,18 @@ class GkeMetrics:
             "What each job's pods cost so far (USD): bound time x node price x the pod's share of the node.",
             labels=["job"],
         )
-        for job, usd in sorted(totals["jobs"].items()):
+        live = []
+        for job, usd in totals["jobs"].items():
+            kind, _, rest = job.partition("/")
+            ns, _, name = rest.partition("/")
+            try:
+                exists = self.ctx.store.peek(kind, name, ns) is not None
+            except Exception:  # a kind this cluster does not serve (any more)
+                exists = False
+            if exists:
+                live.append((usd, job))
+        live.sort(key=lambda t: (-t[0], t[1]))
+        for usd, job in sorted(live[:MAX_JOB_SERIES], key=lambda t: t[1]):
             jobs.add_metric([job], usd)
         yield jobs
         hours = CounterMetricFamily("flexq_node_hours", "Node-hours billed so far.", labels=[])

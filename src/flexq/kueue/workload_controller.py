@@ -195,6 +195,7 @@ class WorkloadController(Controller):
                 f"The {kind} is stopped",
                 now,
                 merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
+                metrics=self.cache.metrics,
             )
             return True
         if q is None or q["metadata"].get("deletionTimestamp"):
@@ -281,6 +282,7 @@ class WorkloadController(Controller):
                 cause,
                 prepare=prep,
                 merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
+                metrics=self.cache.metrics,
             )
             return True, None
         if st.get("requeueState"):
@@ -412,6 +414,7 @@ class WorkloadController(Controller):
                 f"Evicted due to {checks_message(retry, 'Retry')}",
                 now,
                 merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
+                metrics=self.cache.metrics,
             )
             return True
         return False
@@ -462,5 +465,6 @@ class WorkloadController(Controller):
             cause,
             prepare=prep,
             merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
+            metrics=self.cache.metrics,
         )
         return None
