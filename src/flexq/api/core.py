@@ -30,10 +30,12 @@ from flexq.api.base import (
     Labels,
     LabelSelector,
     Loose,
+    MicroTime,
     Model,
     ObjectBase,
     Quantity,
     Taint,
+    Time,
     Toleration,
     field_error,
 )
@@ -348,10 +350,10 @@ class Event(ObjectBase):
     reason: str | None = None
     message: str | None = None
     type: Literal["Normal", "Warning"] | None = None
-    count: int | None = None
-    first_timestamp: str | None = None
-    last_timestamp: str | None = None
-    event_time: str | None = None
+    count: Int32 | None = None
+    first_timestamp: Time | None = None
+    last_timestamp: Time | None = None
+    event_time: MicroTime | None = None
     source: dict[str, Any] | None = None
     reporting_component: str | None = None
     reporting_instance: str | None = None
