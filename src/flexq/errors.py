@@ -24,7 +24,6 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-
 _GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 
