@@ -455,8 +455,8 @@ def validate_secret(new: dict, old: dict | None) -> list[Cause]:
 
 
 class ServiceAccount(ObjectBase):
-    """A core/v1 ServiceAccount, stored as sent (the twin issues no tokens for it: its API server serves one
-    admin token; kept so manifests that run workloads under their own account apply as on GKE)."""
+    """A core/v1 ServiceAccount: an identity of the served twin's API (``kubectl create token``, a pod's projected
+    token; RBAC binds it), stored as sent."""
 
     secrets: list[ObjectReference] | None = _merged_by("name")
     image_pull_secrets: list[LocalObjectReference] | None = None
