@@ -55,6 +55,23 @@ ROOTS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "k8s.io.api.rbac.v1.ClusterRole",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "k8s.io.api.rbac.v1.ClusterRoleBinding",
     ("coordination.k8s.io/v1", "Lease"): "k8s.io.api.coordination.v1.Lease",
+    # create-only: the review APIs kubectl's auth commands call, and the TokenRequest of `kubectl create token`
+    (
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+    ): "k8s.io.api.authorization.v1.SelfSubjectAccessReview",
+    (
+        "authorization.k8s.io/v1",
+        "SelfSubjectRulesReview",
+    ): "k8s.io.api.authorization.v1.SelfSubjectRulesReview",
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): "k8s.io.api.authorization.v1.SubjectAccessReview",
+    (
+        "authorization.k8s.io/v1",
+        "LocalSubjectAccessReview",
+    ): "k8s.io.api.authorization.v1.LocalSubjectAccessReview",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "k8s.io.api.authentication.v1.SelfSubjectReview",
+    ("authentication.k8s.io/v1", "TokenRequest"): "k8s.io.api.authentication.v1.TokenRequest",
+    ("authentication.k8s.io/v1", "TokenReview"): "k8s.io.api.authentication.v1.TokenReview",
 }
 ENVELOPE = "k8s.io.apimachinery.pkg.runtime.Unknown"
 
@@ -68,6 +85,8 @@ PACKAGES = {
         "apps/v1",
         "rbac/v1",
         "coordination/v1",
+        "authorization/v1",
+        "authentication/v1",
     ],
     "apimachinery": [
         "pkg/apis/meta/v1",
@@ -87,6 +106,10 @@ SPECIAL = {
     "k8s.io.apimachinery.pkg.apis.meta.v1.Duration": "Duration",
     "k8s.io.apimachinery.pkg.runtime.RawExtension": "RawExtension",
     "k8s.io.apimachinery.pkg.apis.meta.v1.FieldsV1": "FieldsV1",
+    # `type ExtraValue []string` and friends: a message of one repeated string, a plain list in JSON
+    "k8s.io.api.authorization.v1.ExtraValue": "StringList",
+    "k8s.io.api.authentication.v1.ExtraValue": "StringList",
+    "k8s.io.api.authentication.v1.AttestationValue": "StringList",
 }
 SCALARS = {"string", "int32", "int64", "bool", "bytes", "double"}
 
@@ -269,7 +292,7 @@ def render(
         "",
         "``SCHEMAS``: message -> field number -> (json name, type, flags). Types: ``string``, ``int32``,",
         "``int64``, ``bool``, ``bytes``, ``double``, a message name from ``SCHEMAS``, a special type (``Quantity``,",
-        "``IntOrString``, ``Time``, ``MicroTime``, ``Duration``, ``RawExtension``, ``FieldsV1``), ``[]T``",
+        "``IntOrString``, ``Time``, ``MicroTime``, ``Duration``, ``RawExtension``, ``FieldsV1``, ``StringList``), ``[]T``",
         "(repeated) or ``map[string]T``. Flags: ``p`` the Go field is a pointer, ``o`` omitempty, ``i`` the",
         "struct is inlined into its parent's JSON. A json name ``-`` is on the wire but never in JSON.",
         "``KINDS``: (apiVersion, kind) -> message.",

@@ -23,8 +23,32 @@ Must not import anything from flexq.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def visible(text: str) -> str:
+    """``text`` with every control or format character but the newline escaped as Go's ``%q`` escapes it
+    (``\x1b``, ``\u202e``): what a message carries of its input never reaches a terminal raw, whatever path
+    built it (the values it quotes are quoted as ``%q`` already: ``flexq.api.goquote``)."""
+    if text.isprintable() or all(c == "\n" or c.isprintable() for c in text):
+        return text
+    out = []
+    for c in text:
+        if c == "\n" or unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp"):
+            out.append(c)
+        elif c in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[c])
+        elif ord(c) < 0x80:
+            out.append(f"\\x{ord(c):02x}")
+        elif ord(c) < 0x10000:
+            out.append(f"\\u{ord(c):04x}")
+        else:
+            out.append(f"\\U{ord(c):08x}")
+    return "".join(out)
 
 
 class FlexqError(Exception):
@@ -40,7 +64,7 @@ class Cause:
     message: str
 
     def to_dict(self) -> dict[str, str]:
-        return {"reason": self.reason, "message": self.message, "field": self.field}
+        return {"reason": self.reason, "message": visible(self.message), "field": visible(self.field)}
 
 
 class ApiError(FlexqError):
@@ -59,6 +83,7 @@ class ApiError(FlexqError):
         causes: list[Cause] | None = None,
         retry_after: int | None = None,
     ) -> None:
+        message = visible(message)
         super().__init__(message)
         self.message = message
         self.kind = kind
@@ -164,6 +189,7 @@ class CloudError(FlexqError):
     """A Google Cloud API error: ``{"error": {"code", "message", "status"}}``."""
 
     def __init__(self, code: int, status: str, message: str) -> None:
+        message = visible(message)
         super().__init__(message)
         self.code = code
         self.status = status
@@ -182,6 +208,7 @@ class InputError(FlexqError):
             where += f":{line}" if where else f"line {line}"
         if field:
             where += f" ({field})" if where else field
+        message, where = visible(message), visible(where)
         super().__init__(f"{where}: {message}" if where else message)
         self.message = message
         self.source = source

@@ -205,13 +205,22 @@ def test_a_review_still_answers_json_and_protobuf(target: Target) -> None:
     spec = {"resourceAttributes": {"verb": "get", "resource": "pods"}}
     r = target.send("POST", REVIEW, {"spec": spec})
     assert r.status_code == 201 and r.json()["spec"] == spec and r.json()["status"]["allowed"] is True
-    r = requests.post(
-        target.url + REVIEW,
-        data=b"k8s\x00\x0a\x00garbage",
-        headers={**target.headers, "Content-Type": "application/vnd.kubernetes.protobuf"},
-        timeout=20,
+    # the body `kubectl auth can-i get pods` sends (protobuf), then one that does not decode: a 400 Status
+    can_i = (
+        b"k8s\x00\n2\n\x17authorization.k8s.io/v1\x12\x17SelfSubjectAccessReview\x12<\n\x10\n\x00\x12\x00\x1a"
+        b'\x00"\x00*\x002\x008\x00B\x00\x12\x1e\n\x1c\n\x07default\x12\x03get\x1a\x00"\x00*\x04pods2\x00:\x00'
+        b'\x1a\x08\x08\x00\x12\x00\x1a\x00 \x00\x1a\x00"\x00'
     )
+    proto = {**target.headers, "Content-Type": "application/vnd.kubernetes.protobuf"}
+    r = requests.post(target.url + REVIEW, data=can_i, headers=proto, timeout=20)
     assert r.status_code == 201 and r.json()["status"]["allowed"] is True
+    assert r.json()["spec"]["resourceAttributes"] == {
+        "namespace": "default",
+        "verb": "get",
+        "resource": "pods",
+    }
+    r = requests.post(target.url + REVIEW, data=b"k8s\x00\x0a\x00garbage", headers=proto, timeout=20)
+    assert r.status_code == 400 and r.json()["kind"] == "Status", r.text
 
 
 @pytest.mark.parametrize(

@@ -90,7 +90,13 @@ def cq(
     if active:
         obj["status"] = {
             "conditions": [
-                {"type": "Active", "status": "True", "reason": "Ready", "message": "Can admit new workloads"}
+                {
+                    "type": "Active",
+                    "status": "True",
+                    "reason": "Ready",
+                    "message": "Can admit new workloads",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",  # metav1.Condition requires it
+                }
             ]
         }
     return obj

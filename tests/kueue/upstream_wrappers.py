@@ -335,6 +335,7 @@ class MakeClusterQueue:
                         "status": "True",
                         "reason": "Ready",
                         "message": "Can admit new workloads",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",  # metav1.Condition requires it
                     }
                 ]
             },

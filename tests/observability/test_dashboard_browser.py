@@ -91,6 +91,26 @@ def test_dashboard_needs_the_token(live: tuple[Twin, Server]) -> None:
     assert r.status_code == 200 and "Workloads" in r.text
     cookie = next(c for c in s.cookies if c.name == "flexq_dashboard")
     assert cookie.path == "/dashboard" and cookie.secure and cookie.has_nonstandard_attr("HttpOnly")
+    assert cookie.value != server.creds.token  # a session, not the token
+    # a login session cannot mint login codes (only the bearer token can), nor log in after logout
+    assert s.post(server.url + "/dashboard/login-codes", verify=ca, timeout=20).status_code == 405
+    s.get(server.url + "/dashboard/logout", verify=ca, timeout=20)
+    fresh = requests.Session()
+    fresh.cookies.set("flexq_dashboard", cookie.value, path="/dashboard")
+    assert (
+        fresh.get(server.url + "/dashboard/", verify=ca, allow_redirects=False, timeout=20).status_code == 303
+    )
+    # a one-time code: works once
+    auth = {"Authorization": f"Bearer {server.creds.token}"}
+    code = s.post(server.url + "/dashboard/login-codes", verify=ca, headers=auth, timeout=20).json()
+    assert code["expiresInSeconds"] == 60 and code["code"] != server.creds.token
+    once = requests.Session()
+    r = once.post(server.url + "/dashboard/login", data={"code": code["code"]}, verify=ca, timeout=20)
+    assert r.status_code == 200 and 'http-equiv="refresh"' in r.text
+    assert once.get(server.url + "/dashboard/", verify=ca, timeout=20).status_code == 200
+    again = requests.Session()
+    r = again.post(server.url + "/dashboard/login", data={"code": code["code"]}, verify=ca, timeout=20)
+    assert r.status_code == 401 and "has been used or has expired" in r.text and not again.cookies
     # the cookie opens the dashboard only, not the API
     assert s.get(server.url + "/api/v1/namespaces", verify=ca, timeout=20).status_code == 401
     assert s.get(server.url + "/metrics", verify=ca, timeout=20).status_code == 401
@@ -133,10 +153,13 @@ def test_dashboard_in_chromium(live: tuple[Twin, Server], tmp_path: Path) -> Non
     try:
         submit(twin, 1)
         submit(twin, 2)
-        # `flexq dashboard`'s way in: the token in the URL's fragment, posted by the login page
-        driver.get(f"{server.url}/dashboard/login#token={server.creds.token}")
+        # `flexq dashboard`'s way in: an owner-only page that posts a one-time login code
+        from flexq.cli.observe import dashboard_login
+
+        page, _ = dashboard_login(server.home)
+        assert server.creds.token not in page.read_text() and page.stat().st_mode & 0o777 == 0o600
+        driver.get(page.as_uri())
         wait_for(lambda: driver.current_url.rstrip("/").endswith("/dashboard"), 30, "the login")
-        assert "#token" not in driver.current_url
 
         def rows() -> list[dict[str, str]]:  # read in one script: the page swaps its rows as the twin changes
             return driver.execute_script(
@@ -198,7 +221,10 @@ def test_dashboard_command_url(live: tuple[Twin, Server], capsys: pytest.Capture
     _, server = live
     assert main(["dashboard", "--home", str(server.home), "--print-url"]) == 0
     out = capsys.readouterr().out
-    assert f"{server.url}/dashboard/" in out and "#token=" in out
+    page = server.home / "dashboard-login.html"
+    assert f"{server.url}/dashboard/" in out and str(page) in out.replace("\n", "")
+    assert server.creds.token not in out and server.creds.token not in page.read_text()
+    assert page.stat().st_mode & 0o777 == 0o600 and 'name="code"' in page.read_text()
     assert shutil.which("true") is not None  # keep the module importable where no browser is installed
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
-from flexq.api.base import Condition, DNS1123Subdomain, Loose, Model, ObjectBase
+from flexq.api.base import DNS1123Subdomain, Loose, MetaCondition, Model, ObjectBase, check_conditions
 from flexq.api.registry import KindInfo, PrinterColumn
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
 from flexq.errors import Cause
@@ -48,7 +48,7 @@ class ProvisioningRequestSpec(Model):
 class ProvisioningRequestStatus(Loose):
     """Conditions (Accepted, Provisioned, Failed, BookingExpired, CapacityRevoked) and class details."""
 
-    conditions: list[Condition] | None = None
+    conditions: Annotated[list[MetaCondition] | None, AfterValidator(check_conditions)] = None
     provisioning_class_details: dict[str, Annotated[str, Field(max_length=32768)]] | None = Field(
         default=None, max_length=64
     )

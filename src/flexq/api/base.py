@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from flexq.api.goquote import go_quote, go_quote_bounded
 from flexq.api.quantity import QuantityError, canonical_quantity
 
 __all__ = [
@@ -50,6 +51,10 @@ __all__ = [
     "check_label_value",
     "Int32",
     "Int64",
+    "MetaCondition",
+    "MicroTime",
+    "Time",
+    "check_conditions",
     "FIELD_MANAGER_MAX",
     "field_manager_problems",
 ]
@@ -59,6 +64,62 @@ INT32_MAX = 2**31 - 1
 # invalid value of its field, before a controller would try to make two billion pods of it
 Int32 = Annotated[int, Field(ge=-(2**31), le=INT32_MAX)]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+
+# -- times: metav1.Time and MicroTime are RFC 3339 (Go's time.Parse of time.RFC3339) -----------------------------
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+_LAYOUT = "2006-01-02T15:04:05Z07:00"
+# the layout's elements and what each takes, for Go's "cannot parse X as Y"
+_ELEMENTS = (
+    ("2006", r"\d{4}"),
+    ("-", "-"),
+    ("01", r"\d{2}"),
+    ("-", "-"),
+    ("02", r"\d{2}"),
+    ("T", "T"),
+    ("15", r"\d{2}"),
+    (":", ":"),
+    ("04", r"\d{2}"),
+    (":", ":"),
+    ("05", r"\d{2}(\.\d+)?"),
+    ("Z07:00", r"Z|[+-]\d{2}:\d{2}"),
+)
+_RANGES = (
+    ("month", 2, 1, 12),
+    ("day", 3, 1, 31),
+    ("hour", 4, 0, 23),
+    ("minute", 5, 0, 59),
+    ("second", 6, 0, 60),
+)
+
+
+def _parse_error(text: str) -> str:
+    """Go's ``time.Parse(time.RFC3339, text)`` error (its wording), or "" when ``text`` parses."""
+    head = f"parsing time {go_quote(text)}"
+    m = _RFC3339.fullmatch(text)
+    if m is None:
+        rest = text
+        for elem, pattern in _ELEMENTS:
+            got = re.match(pattern, rest)
+            if got is None:
+                return f"{head} as {go_quote(_LAYOUT)}: cannot parse {go_quote(rest)} as {go_quote(elem)}"
+            rest = rest[got.end() :]
+        return f"{head}: extra text: {go_quote(rest)}"
+    for what, group, low, high in _RANGES:
+        if not low <= int(m.group(group)) <= high:
+            return f"{head}: {what} out of range"
+    return ""
+
+
+def check_time(value: str) -> str:
+    """An RFC 3339 time (``metav1.Time``, ``metav1.MicroTime``), refused with Go's parse error."""
+    why = _parse_error(value)
+    if why:
+        raise PydanticCustomError("flexq", "{message}", {"message": why, "kind": "FieldValueInvalid"})
+    return value
+
+
+Time = Annotated[str, AfterValidator(check_time)]
+MicroTime = Time
 
 
 class Model(BaseModel):
@@ -170,7 +231,7 @@ def naming_the_value(value: str, check: Any) -> None:
     try:
         check(value)
     except PydanticCustomError as err:
-        shown = json.dumps(value if len(value) <= 100 else value[:100] + "...", ensure_ascii=False)
+        shown = go_quote_bounded(value, 100)
         raise PydanticCustomError(
             "flexq",
             "invalid value",
@@ -328,11 +389,95 @@ class Condition(Model):
     status: Literal["True", "False", "Unknown"]
     reason: str | None = None
     message: str | None = None
-    last_transition_time: str | None = None
-    observed_generation: int | None = None
-    last_update_time: str | None = None
-    last_probe_time: str | None = None
-    last_heartbeat_time: str | None = None
+    last_transition_time: Time | None = None
+    observed_generation: Int64 | None = None
+    last_update_time: Time | None = None
+    last_probe_time: Time | None = None
+    last_heartbeat_time: Time | None = None
+
+
+# metav1.Condition as a CRD's OpenAPI schema has it (controller-gen's): what Kueue's and the autoscaler's status
+# conditions must be. The messages are apiextensions' ("<path> in body should match '<pattern>'"); PATH stands for
+# the field's path until the cause is made (``scheme.causes_from``).
+PATH = "\x00path\x00"
+_CONDITION_TYPE = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+_CONDITION_REASON = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+
+
+def _schema_error(value: Any, rule: str) -> PydanticCustomError:
+    shown = go_quote_bounded(value) if isinstance(value, str) else str(value)
+    return PydanticCustomError(
+        "flexq",
+        "{message}",
+        {"message": f"Invalid value: {shown}: {PATH} in body {rule}", "kind": "FieldValueInvalid"},
+    )
+
+
+def _max_bytes(max_len: int) -> Any:
+    def check(value: str) -> str:
+        if len(value) > max_len:
+            raise PydanticCustomError(
+                "flexq",
+                "{message}",
+                {"message": f"Too long: may not be more than {max_len} bytes", "kind": "FieldValueTooLong"},
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+def _pattern(pattern: str, max_len: int) -> Any:
+    compiled = re.compile(pattern)
+    too_long = _max_bytes(max_len).func
+
+    def check(value: str) -> str:
+        too_long(value)
+        if not compiled.match(value):
+            raise _schema_error(value, f"should match '{pattern}'")
+        return value
+
+    return AfterValidator(check)
+
+
+def _date_time(value: str) -> str:
+    if _parse_error(value):
+        raise _schema_error(value, f"must be of type date-time: {json.dumps(value)}")
+    return value
+
+
+def _min_zero(value: int) -> int:
+    if value < 0:
+        raise _schema_error(value, "should be greater than or equal to 0")
+    return value
+
+
+class MetaCondition(Model):
+    """``metav1.Condition`` with the schema rules every CRD built with controller-gen carries: ``type`` a
+    qualified name of at most 316 characters; ``status`` True, False or Unknown; ``observedGeneration`` not
+    negative; ``lastTransitionTime`` an RFC 3339 date-time; ``reason`` 1 to 1024 characters matching
+    ``^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$``; ``message`` at most 32768 bytes — all but
+    ``observedGeneration`` required."""
+
+    type: Annotated[str, _pattern(_CONDITION_TYPE, 316)]
+    status: Literal["True", "False", "Unknown"]
+    observed_generation: Annotated[Int64, AfterValidator(_min_zero)] | None = None
+    last_transition_time: Annotated[str, AfterValidator(_date_time)]
+    reason: Annotated[str, _pattern(_CONDITION_REASON, 1024)]
+    message: Annotated[str, _max_bytes(32768)]
+
+
+def check_conditions(conditions: list[MetaCondition] | None) -> list[MetaCondition] | None:
+    """``+listType=map``, ``+listMapKey=type``: one condition per type."""
+    seen: set[str] = set()
+    for i, c in enumerate(conditions or ()):
+        if c.type in seen:
+            raise field_error(
+                f"[{i}]",
+                f'Duplicate value: map[string]interface {{}}{{"type":{json.dumps(c.type)}}}',
+                "FieldValueDuplicate",
+            )
+        seen.add(c.type)
+    return conditions
 
 
 class LabelSelectorRequirement(Model):

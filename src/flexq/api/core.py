@@ -30,10 +30,12 @@ from flexq.api.base import (
     Labels,
     LabelSelector,
     Loose,
+    MicroTime,
     Model,
     ObjectBase,
     Quantity,
     Taint,
+    Time,
     Toleration,
     field_error,
 )
@@ -348,10 +350,10 @@ class Event(ObjectBase):
     reason: str | None = None
     message: str | None = None
     type: Literal["Normal", "Warning"] | None = None
-    count: int | None = None
-    first_timestamp: str | None = None
-    last_timestamp: str | None = None
-    event_time: str | None = None
+    count: Int32 | None = None
+    first_timestamp: Time | None = None
+    last_timestamp: Time | None = None
+    event_time: MicroTime | None = None
     source: dict[str, Any] | None = None
     reporting_component: str | None = None
     reporting_instance: str | None = None
@@ -453,8 +455,8 @@ def validate_secret(new: dict, old: dict | None) -> list[Cause]:
 
 
 class ServiceAccount(ObjectBase):
-    """A core/v1 ServiceAccount, stored as sent (the twin issues no tokens for it: its API server serves one
-    admin token; kept so manifests that run workloads under their own account apply as on GKE)."""
+    """A core/v1 ServiceAccount: an identity of the served twin's API (``kubectl create token``, a pod's projected
+    token; RBAC binds it), stored as sent."""
 
     secrets: list[ObjectReference] | None = _merged_by("name")
     image_pull_secrets: list[LocalObjectReference] | None = None

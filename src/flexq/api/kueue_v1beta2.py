@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, StrictBool, field_validator, model_validator
 
 from flexq.api.base import (
-    Condition,
     DNS1123Label,
     DNS1123Subdomain,
     Int32,
@@ -22,12 +21,14 @@ from flexq.api.base import (
     Labels,
     LabelSelector,
     Loose,
+    MetaCondition,
     Model,
     ObjectBase,
     Quantity,
     ResourceList,
     Taint,
     Toleration,
+    check_conditions,
     field_error,
 )
 from flexq.api.embedded import EmbeddedPodTemplateSpec, check_tolerations_cel
@@ -44,9 +45,12 @@ Tolerations8 = Annotated[list[Toleration] | None, Field(max_length=8), AfterVali
 
 
 class Status(Loose):
-    """A status written by controllers: conditions typed, everything else kept as written."""
+    """A status written by controllers: conditions typed (``metav1.Condition``'s schema rules, one per type),
+    everything else kept as written."""
 
-    conditions: list[Condition] | None = Field(default=None, max_length=16)
+    conditions: Annotated[list[MetaCondition] | None, AfterValidator(check_conditions)] = Field(
+        default=None, max_length=16
+    )
 
 
 # Status types as Kueue's Go types declare them: a /status write is checked against the kind's schema as a write

@@ -3,9 +3,10 @@
 Stored and validated as the API server does (``pkg/apis/rbac/validation``): a rule needs ``verbs``, and either
 ``apiGroups`` and ``resources`` or (cluster roles only) ``nonResourceURLs``; a binding's ``roleRef`` names a Role
 or ClusterRole of this API group and cannot change; each subject is a ServiceAccount (with a namespace in a
-ClusterRoleBinding), User or Group. The twin does not authorize requests by these objects (its API server
-serves one admin token): they are kept so that manifests granting access — ``flexq fallback manifests`` among
-them — apply as they would on GKE. No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
+ClusterRoleBinding), User or Group. The served twin authorizes requests by these objects
+(``flexq.semantics.rbac``, ``flexq.http.auth``). Also the API server's bootstrap policy as data
+(``bootstrap_cluster_roles``, ``bootstrap_cluster_role_bindings``). No behaviour. Must not import outside
+``flexq.api``/``flexq.errors``.
 """
 
 from __future__ import annotations
@@ -214,3 +215,279 @@ KINDS = [
         name_rule="path",
     ),
 ]
+
+
+# -- the API server's bootstrap policy (plugin/pkg/auth/authorizer/rbac/bootstrappolicy), the roles people bind --
+
+_READ = ["get", "list", "watch"]
+_WRITE = ["create", "delete", "deletecollection", "patch", "update"]
+_BOOTSTRAP_LABELS = {"kubernetes.io/bootstrapping": "rbac-defaults"}
+_AUTOUPDATE = {"rbac.authorization.kubernetes.io/autoupdate": "true"}
+
+
+def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> dict[str, Any]:
+    return {"apiGroups": groups, "resources": resources, "verbs": verbs}
+
+
+def _urls(urls: list[str], verbs: list[str]) -> dict[str, Any]:
+    return {"nonResourceURLs": urls, "verbs": verbs}
+
+
+def _cluster_role(
+    name: str,
+    rules: list[dict[str, Any]] | None,
+    labels: dict[str, str] | None = None,
+    aggregate_from: str | None = None,
+) -> dict[str, Any]:
+    role: dict[str, Any] = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": name,
+            "labels": {**_BOOTSTRAP_LABELS, **(labels or {})},
+            "annotations": _AUTOUPDATE,
+        },
+        "rules": rules,
+    }
+    if aggregate_from is not None:
+        role["aggregationRule"] = {
+            "clusterRoleSelectors": [{"matchLabels": {f"{GROUP}/aggregate-to-{aggregate_from}": "true"}}]
+        }
+    return role
+
+
+def bootstrap_cluster_roles() -> list[dict[str, Any]]:
+    """The default ClusterRoles a new cluster has (upstream's ``cluster-roles.yaml`` test data, the roles users
+    bind and the ones every request needs): ``cluster-admin``, the aggregated ``admin``/``edit``/``view`` and
+    their ``system:aggregate-to-*`` parts, ``system:basic-user``, ``system:discovery``,
+    ``system:public-info-viewer``, ``system:auth-delegator``, ``system:monitoring`` and
+    ``system:service-account-issuer-discovery``. The aggregated roles' ``rules`` are filled by the
+    clusterrole-aggregation controller."""
+    return [
+        _cluster_role("admin", None, aggregate_from="admin"),
+        _cluster_role("cluster-admin", [_rule(["*"], ["*"], ["*"]), _urls(["*"], ["*"])]),
+        _cluster_role("edit", None, {f"{GROUP}/aggregate-to-admin": "true"}, aggregate_from="edit"),
+        _cluster_role(
+            "system:aggregate-to-admin",
+            [
+                _rule(["authorization.k8s.io"], ["localsubjectaccessreviews"], ["create"]),
+                _rule(
+                    [GROUP],
+                    ["rolebindings", "roles"],
+                    ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                ),
+            ],
+            {f"{GROUP}/aggregate-to-admin": "true"},
+        ),
+        _cluster_role(
+            "system:aggregate-to-edit",
+            [
+                _rule(
+                    [""],
+                    [
+                        "pods/attach",
+                        "pods/exec",
+                        "pods/portforward",
+                        "pods/proxy",
+                        "secrets",
+                        "services/proxy",
+                    ],
+                    _READ,
+                ),
+                _rule([""], ["serviceaccounts"], ["impersonate"]),
+                _rule([""], ["pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"], _WRITE),
+                _rule([""], ["pods/eviction"], ["create"]),
+                _rule(
+                    [""],
+                    [
+                        "configmaps",
+                        "events",
+                        "persistentvolumeclaims",
+                        "replicationcontrollers",
+                        "replicationcontrollers/scale",
+                        "secrets",
+                        "serviceaccounts",
+                        "services",
+                        "services/proxy",
+                    ],
+                    _WRITE,
+                ),
+                _rule([""], ["serviceaccounts/token"], ["create"]),
+                _rule(
+                    ["apps"],
+                    [
+                        "daemonsets",
+                        "deployments",
+                        "deployments/rollback",
+                        "deployments/scale",
+                        "replicasets",
+                        "replicasets/scale",
+                        "statefulsets",
+                        "statefulsets/scale",
+                    ],
+                    _WRITE,
+                ),
+                _rule(["autoscaling"], ["horizontalpodautoscalers"], _WRITE),
+                _rule(["batch"], ["cronjobs", "jobs"], _WRITE),
+                _rule(["policy"], ["poddisruptionbudgets"], _WRITE),
+                _rule(["networking.k8s.io"], ["ingresses", "networkpolicies"], _WRITE),
+                _rule(
+                    ["coordination.k8s.io"],
+                    ["leases"],
+                    ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                ),
+            ],
+            {f"{GROUP}/aggregate-to-edit": "true"},
+        ),
+        _cluster_role(
+            "system:aggregate-to-view",
+            [
+                _rule(
+                    [""],
+                    [
+                        "configmaps",
+                        "endpoints",
+                        "persistentvolumeclaims",
+                        "persistentvolumeclaims/status",
+                        "pods",
+                        "replicationcontrollers",
+                        "replicationcontrollers/scale",
+                        "serviceaccounts",
+                        "services",
+                        "services/status",
+                    ],
+                    _READ,
+                ),
+                _rule(
+                    [""],
+                    [
+                        "bindings",
+                        "events",
+                        "limitranges",
+                        "namespaces/status",
+                        "pods/log",
+                        "pods/status",
+                        "replicationcontrollers/status",
+                        "resourcequotas",
+                        "resourcequotas/status",
+                    ],
+                    _READ,
+                ),
+                _rule([""], ["namespaces"], _READ),
+                _rule(["discovery.k8s.io"], ["endpointslices"], _READ),
+                _rule(
+                    ["apps"],
+                    [
+                        "controllerrevisions",
+                        "daemonsets",
+                        "daemonsets/status",
+                        "deployments",
+                        "deployments/scale",
+                        "deployments/status",
+                        "replicasets",
+                        "replicasets/scale",
+                        "replicasets/status",
+                        "statefulsets",
+                        "statefulsets/scale",
+                        "statefulsets/status",
+                    ],
+                    _READ,
+                ),
+                _rule(
+                    ["autoscaling"], ["horizontalpodautoscalers", "horizontalpodautoscalers/status"], _READ
+                ),
+                _rule(["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"], _READ),
+                _rule(["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"], _READ),
+                _rule(["networking.k8s.io"], ["ingresses", "ingresses/status", "networkpolicies"], _READ),
+            ],
+            {f"{GROUP}/aggregate-to-view": "true"},
+        ),
+        _cluster_role(
+            "system:auth-delegator",
+            [
+                _rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
+                _rule(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
+            ],
+        ),
+        _cluster_role(
+            "system:basic-user",
+            [
+                _rule(
+                    ["authorization.k8s.io"],
+                    ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                    ["create"],
+                ),
+                _rule(["authentication.k8s.io"], ["selfsubjectreviews"], ["create"]),
+            ],
+        ),
+        _cluster_role(
+            "system:discovery",
+            [
+                _urls(
+                    [
+                        "/api",
+                        "/api/*",
+                        "/apis",
+                        "/apis/*",
+                        "/healthz",
+                        "/livez",
+                        "/openapi",
+                        "/openapi/*",
+                        "/readyz",
+                        "/version",
+                        "/version/",
+                    ],
+                    ["get"],
+                )
+            ],
+        ),
+        _cluster_role(
+            "system:monitoring",
+            [
+                _urls(
+                    [
+                        "/healthz",
+                        "/healthz/*",
+                        "/livez",
+                        "/livez/*",
+                        "/metrics",
+                        "/metrics/slis",
+                        "/readyz",
+                        "/readyz/*",
+                    ],
+                    ["get"],
+                )
+            ],
+        ),
+        _cluster_role(
+            "system:public-info-viewer",
+            [_urls(["/healthz", "/livez", "/readyz", "/version", "/version/"], ["get"])],
+        ),
+        _cluster_role(
+            "system:service-account-issuer-discovery",
+            [_urls(["/.well-known/openid-configuration", "/openid/v1/jwks"], ["get"])],
+        ),
+        _cluster_role("view", None, {f"{GROUP}/aggregate-to-edit": "true"}, aggregate_from="view"),
+    ]
+
+
+def bootstrap_cluster_role_bindings() -> list[dict[str, Any]]:
+    """The default ClusterRoleBindings of the roles above (upstream's ``cluster-role-bindings.yaml``)."""
+
+    def binding(name: str, *groups: str) -> dict[str, Any]:
+        return {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": dict(_BOOTSTRAP_LABELS), "annotations": _AUTOUPDATE},
+            "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": name},
+            "subjects": [{"apiGroup": GROUP, "kind": "Group", "name": g} for g in groups],
+        }
+
+    return [
+        binding("cluster-admin", "system:masters"),
+        binding("system:basic-user", "system:authenticated"),
+        binding("system:discovery", "system:authenticated"),
+        binding("system:monitoring", "system:monitoring"),
+        binding("system:public-info-viewer", "system:authenticated", "system:unauthenticated"),
+        binding("system:service-account-issuer-discovery", "system:serviceaccounts"),
+    ]

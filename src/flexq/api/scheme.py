@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
-from flexq.api.base import CANONICAL_QUANTITIES, check_dns1123_label, check_dns1123_subdomain
+from flexq.api.base import CANONICAL_QUANTITIES, PATH, check_dns1123_label, check_dns1123_subdomain
+from flexq.api.goquote import go_quote_bounded
 from flexq.api.jsoncopy import clone, clone_many
 from flexq.api.registry import KindInfo, Registry, split_api_version
 from flexq.errors import BadRequest, Cause, Invalid
@@ -46,6 +47,10 @@ def path_of(loc: tuple[Any, ...]) -> str:
 
 
 def _short(value: Any) -> str:
+    """A value in a message as apimachinery's field.Error prints one: a string as Go's ``%q`` (control
+    characters and bidi overrides escaped), anything else as JSON; at most about 80 characters."""
+    if isinstance(value, str):
+        return go_quote_bounded(value, 78)
     try:
         text = json.dumps(value, default=str)
     except TypeError:
@@ -106,7 +111,7 @@ def causes_from(err: ValidationError) -> list[Cause]:
                 "FieldValueTypeInvalid" if "type" in etype or "parsing" in etype else "FieldValueInvalid",
             )
             msg = e["msg"]
-        text = _message(etype, reason, msg, ctx, e.get("input"))
+        text = _message(etype, reason, msg, ctx, e.get("input")).replace(PATH, field)
         if etype == "extra_forbidden":
             reason = "FieldValueInvalid"
         causes.append(Cause(field=field, reason=reason, message=text))
@@ -195,12 +200,18 @@ def check_name(info: KindInfo, meta: dict) -> list[Cause]:
         bad = next((f"may not be '{name}'" for _ in [0] if name in (".", "..")), None) or next(
             (f"may not contain '{c}'" for c in ("/", "%") if c in name), None
         )
-        return [Cause("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {bad}')] if bad else []
+        return (
+            [Cause("metadata.name", "FieldValueInvalid", f"Invalid value: {_short(name)}: {bad}")]
+            if bad
+            else []
+        )
     check = check_dns1123_label if info.name_rule == "label" else check_dns1123_subdomain
     try:
         check(name)
     except PydanticCustomError as exc:
-        return [Cause("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {exc.message()}')]
+        return [
+            Cause("metadata.name", "FieldValueInvalid", f"Invalid value: {_short(name)}: {exc.message()}")
+        ]
     return []
 
 

@@ -47,7 +47,8 @@ CLUSTER_RULES: list[dict[str, Any]] = [
     },
     # update: a stocked-out flavor's nominal quota is capped while its backoff runs, then put back
     {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["list", "update"]},
-    # the jobs Kueue manages: their pod templates restricted off a flavor (update), their move records (patch)
+    # the jobs Kueue manages (lists: one view per pass); update, patch: a job moved off a flavor is annotated,
+    # then restricted — a RayCluster Kueue manages itself like a RayJob (tests/fallback/test_least_privilege.py)
     {"apiGroups": ["ray.io"], "resources": ["rayjobs", "rayclusters"], "verbs": ["list", "update", "patch"]},
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list", "update", "patch"]},
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},

@@ -9,9 +9,9 @@ header with the time (JSON/YAML: one document per row, with its ``observedAt``),
 ``--interval`` seconds until Ctrl-C (exit status 130, no traceback). ``flexq logs``: a job's output; with
 ``-f``, a job that has no running pod yet is waited for (saying, each time it changes, what it waits for:
 Kueue's admission and its reason, the admission checks, the pods starting), and a name that is neither a
-RayJob nor a Job is said at once, not after a timeout. ``flexq dashboard``
-opens the served twin's dashboard in a browser, logged in with the twin's token (passed in the URL's
-fragment, which the browser never sends to the server).
+RayJob nor a Job is said at once, not after a timeout. ``flexq dashboard`` opens the served twin's dashboard
+in a browser, logged in with a one-time login code the CLI gets with the twin's token (posted by an
+owner-only page, never on a command line: see ``flexq.http.dashboard``).
 
 Must not import flexq.assembly, flexq.twin or flexq.http.
 """
@@ -31,7 +31,7 @@ from rich.markup import escape
 from flexq.cli.status import Snapshot, WorkloadRow, rows_as_dicts, workload_rows
 from flexq.clock import WallClock, format_time
 
-__all__ = ["cmd_status", "cmd_logs", "cmd_dashboard", "fetch", "row_key", "changed_rows"]
+__all__ = ["cmd_status", "cmd_logs", "cmd_dashboard", "dashboard_login", "fetch", "row_key", "changed_rows"]
 
 SCALE_UP_REASONS = {"FailedScaleUp", "TriggeredScaleUp", "NotTriggerScaleUp", "Preempted"}
 
@@ -225,14 +225,54 @@ def cmd_logs(args: argparse.Namespace, console: Console, err_console: Console) -
     return 0
 
 
-def dashboard_url(home: Any) -> tuple[str, str]:
-    """(URL of the served twin's dashboard login with the token in the fragment, the plain URL)."""
+LOGIN_PAGE = "dashboard-login.html"
+_LOGIN_HTML = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>flexq: logging in</title></head>
+<body onload="document.forms[0].submit()">
+<form method="post" action="{action}"><input type="hidden" name="code" value="{code}">
+<noscript><button type="submit">Log in to the twin's dashboard</button></noscript></form>
+</body></html>
+"""
+
+
+class DashboardError(Exception):
+    """``flexq dashboard`` cannot log in (no served twin, or it refused)."""
+
+
+def dashboard_login(home: Any) -> tuple[Any, str]:
+    """(path of an owner-only page that logs the browser in once, the dashboard's URL). Holding the twin's token
+    (read from its ``0600`` file, never put on a command line), ask the served twin for a one-time login code
+    (``POST /dashboard/login-codes``, valid 60 s) and write a page that posts it to the login form."""
+    import html
+    import ssl
+    import urllib.error
+    import urllib.request
     from pathlib import Path
 
-    info = json.loads((Path(home) / "server.json").read_text())
-    token = Path(info["token_file"]).read_text().strip()
-    base = info["url"].rstrip("/") + "/dashboard/"
-    return f"{base}login#token={token}", base
+    from flexq.store.private import write_private
+
+    try:
+        info = json.loads((Path(home) / "server.json").read_text())
+        token = Path(info["token_file"]).read_text().strip()
+        base = info["url"].rstrip("/") + "/dashboard/"
+    except (OSError, ValueError, KeyError) as exc:
+        raise DashboardError(f"no twin is served from {home} (run `flexq up` first)") from exc
+    ctx = ssl.create_default_context(cafile=info.get("ca"))
+    req = urllib.request.Request(
+        base + "login-codes", method="POST", data=b"", headers={"Authorization": f"Bearer {token}"}
+    )
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=20) as resp:
+            code = json.loads(resp.read())["code"]
+    except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
+        raise DashboardError(f"the twin at {info['url']} gave no login code: {exc}") from exc
+    page = write_private(
+        Path(home) / LOGIN_PAGE,
+        _LOGIN_HTML.format(
+            action=html.escape(base + "login", quote=True), code=html.escape(code, quote=True)
+        ),
+    )
+    return page, base
 
 
 def cmd_dashboard(args: argparse.Namespace, console: Console, err_console: Console) -> int:
@@ -242,11 +282,15 @@ def cmd_dashboard(args: argparse.Namespace, console: Console, err_console: Conso
 
     home = Path(args.home or os.environ.get("FLEXQ_HOME") or Path.home() / ".flexq")
     try:
-        login, base = dashboard_url(home)
-    except (OSError, ValueError, KeyError):
-        err_console.print(f"[red]error:[/] no twin is served from {home} (run `flexq up` first)")
+        page, base = dashboard_login(home)
+    except DashboardError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
         return 1
     console.print(f"dashboard: {base}")
-    if args.print_url or not webbrowser.open(login):
-        console.print(f"log in with the token in {home / 'pki'} (or open: {login})")
+    # the browser gets the page's path, not a secret: the page is owner-only and its code works once, for 60 s
+    if args.print_url or not webbrowser.open(page.as_uri()):
+        console.print(
+            f"open {page} within a minute to log in (once), or paste the token from {home / 'pki' / 'token'} "
+            f"into {base}login"
+        )
     return 0

@@ -14,6 +14,9 @@ by the pool controller). Series:
   series per job: a RayJob's submitter is part of the RayJob, so ``sum by (name)`` counts each job once; not a
   ``job`` label, which Prometheus gives every scraped series) and ``flexq_node_hours_total{pool,
   provisioning_model}`` — the billing ledger's totals (``flexq.gke.billing``), valued at the clock's now.
+  A job's series lives as long as the job (kube-state-metrics' rule: a deleted object's series go), and at most
+  ``MAX_JOB_SERIES`` of them are shown, the costliest: the ledger (``Twin.billing()``) keeps every job, and the
+  pools' totals include them all.
 
 Every value is read on the twin's clock. Must not import other domain packages or flexq.http.
 """
@@ -36,6 +39,7 @@ from flexq.runtime import Context, Controller, Result, Watch
 __all__ = ["GkeMetrics", "StockoutTracker", "provisioning_request_state"]
 
 PR_STATES = ("Pending", "Accepted", "Provisioned", "BookingExpired", "CapacityRevoked", "Failed")
+MAX_JOB_SERIES = 1000
 
 
 def _true(obj: dict[str, Any], ctype: str) -> bool:
@@ -213,7 +217,18 @@ class GkeMetrics:
             "What each job's pods cost so far (USD): bound time x node price x the pod's share of the node.",
             labels=["kind", "namespace", "name"],
         )
-        for job, usd in sorted(totals["jobs"].items()):
+        live = []
+        for job, usd in totals["jobs"].items():
+            kind, _, rest = job.partition("/")
+            ns, _, name = rest.partition("/")
+            try:
+                exists = self.ctx.store.peek(kind, name, ns) is not None
+            except Exception:  # a kind this cluster does not serve (any more)
+                exists = False
+            if exists:
+                live.append((usd, job))
+        live.sort(key=lambda t: (-t[0], t[1]))
+        for usd, job in sorted(live[:MAX_JOB_SERIES], key=lambda t: t[1]):
             kind, _, rest = job.partition("/")
             namespace, _, name = rest.partition("/")
             jobs.add_metric([kind, namespace, name], usd)

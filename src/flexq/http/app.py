@@ -1,17 +1,21 @@
 """The ASGI application of a served twin: one port for the Kubernetes API and the Google Cloud APIs.
 
-Owns: bearer-token authentication (constant-time compare; ``/version``, ``/healthz``, ``/livez`` and
-``/readyz`` are public, as the API server's default RBAC makes them), routing by path —
+Owns: the order of the API server's filters — authentication (``flexq.http.auth``: the twin's own token is the
+cluster admin, a ServiceAccount token that ServiceAccount; ``/version``, ``/healthz``, ``/livez`` and ``/readyz``
+are public, as the API server's default RBAC makes them), impersonation (``Impersonate-*``), authorization
+(RBAC over the target cluster's roles and bindings: 403 as the API server words it) — then routing by path:
 ``/version``, ``/api``, ``/apis`` (legacy and aggregated discovery), ``/openapi/v2``, ``/openapi/v3...``,
-``/api/v1/...`` and ``/apis/<group>/<version>/...`` (the Kubernetes face), ``/clusters/<name>/...`` (the same
-for a named GKE cluster), ``/v1/...`` and friends (the GKE face), ``/metrics`` (the cluster's Prometheus registry) and ``/dashboard/...``
-(the web dashboard, which also takes the token from its login cookie) — and turning every failure into a
-Kubernetes ``Status`` (or a Google error) so that the twin keeps serving. Must not import domain packages.
+``/api/v1/...`` and ``/apis/<group>/<version>/...`` (the Kubernetes face, with the review APIs and
+``serviceaccounts/<name>/token``), ``/.well-known/openid-configuration`` and ``/openid/v1/jwks`` (the
+ServiceAccount issuer's discovery), ``/clusters/<name>/...`` (the same for a named GKE cluster), ``/v1/...`` and
+friends (the GKE face, which takes only the twin's own token, as GKE takes no Kubernetes ServiceAccount token),
+``/metrics`` (the cluster's Prometheus registry) and ``/dashboard/...`` (the web dashboard: the twin's own
+token, from its login cookie) — and turning every failure into a Kubernetes ``Status`` (or a Google error) so
+that the twin keeps serving. Must not import domain packages.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 from typing import Any
 
@@ -19,18 +23,39 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from flexq.errors import ApiError, InternalError, MethodNotAllowed, NotFound, Unauthorized
-from flexq.http import dashboard
+from flexq.http import auth, dashboard
 from flexq.http import metrics as metrics_page
 from flexq.http.common import decode_body_async, json_response, read_body, status_response, url_path
 from flexq.http.gke import face as gke_face
-from flexq.http.kube import discovery, openapi, paths, reviews
+from flexq.http.kube import discovery, openapi, paths, reviews, tokenrequest
 from flexq.http.kube.rest import KubeFace
-from flexq.http.seam import TwinServices
+from flexq.http.seam import ClusterView, TwinServices
+from flexq.semantics import satokens
+from flexq.semantics.rbac import UserInfo
 
 log = logging.getLogger("flexq.http")
 
 PUBLIC = {"/version", "/version/", "/healthz", "/livez", "/readyz"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+USER = auth.USER_KEY  # the request scope's key for the authenticated (and impersonated) user
+
+
+def request_user(request: Request) -> UserInfo:
+    """The user a request acts as (set by ``TwinApp`` before any face sees it)."""
+    user: UserInfo = request.scope.get(USER) or auth.ADMIN
+    return user
+
+
+def issuer_of(view: ClusterView) -> str:
+    """The ServiceAccount token issuer of a cluster: its GKE URL, else the in-cluster default."""
+    facts = view.settings
+    return satokens.issuer_for(
+        getattr(facts, "gke_project", ""),
+        getattr(facts, "gke_location", ""),
+        getattr(facts, "gke_cluster", ""),
+    )
 
 
 class TwinApp:
@@ -42,50 +67,104 @@ class TwinApp:
         self.server_address = server_address
         self.faces: dict[str | None, KubeFace] = {None: KubeFace(core)}
         self.dashboard = dashboard.Dashboard(core, token)
+        self.authn = auth.Authenticator(token, lambda: core.settings.service_account_key)
 
     def face(self, cluster: str | None) -> KubeFace:
         if cluster not in self.faces:
             self.faces[cluster] = KubeFace(self.core, cluster)
         return self.faces[cluster]
 
-    def authorized(self, request: Request) -> bool:
-        if self.token is None or url_path(request) in PUBLIC:
+    def admin(self, request: Request) -> bool:
+        """The twin's own token: the GKE face and the dashboard take nothing else (the dashboard's pages also
+        a login session's cookie: browsers cannot send a bearer header when they navigate)."""
+        if self.token is None or self.authn.admin(request.headers.get("authorization", "")):
+            request.scope["flexq.bearer"] = True
             return True
-        auth = request.headers.get("authorization", "")
-        scheme, _, value = auth.partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self.token.encode()):
-            return True
-        # the dashboard's pages: browsers cannot send a bearer header when they navigate, so the login form
-        # sets the token as an HttpOnly, SameSite=Strict cookie that only the dashboard's paths accept
-        cookie = request.cookies.get(dashboard.COOKIE, "")
-        return (
-            dashboard.handles(url_path(request))
-            and bool(cookie)
-            and hmac.compare_digest(cookie.encode(), self.token.encode())
+        return dashboard.handles(url_path(request)) and self.dashboard.session_valid(
+            request.cookies.get(dashboard.COOKIE, "")
         )
+
+    def authorized(self, request: Request) -> bool:
+        """Whether the request's credentials are the twin's own (kept for the dashboard's callers)."""
+        return url_path(request) in PUBLIC or self.admin(request)
+
+    def user(self, request: Request, cluster: str | None, path: str) -> UserInfo:
+        """Authentication, then impersonation, then authorization of a Kubernetes request: the user it acts as
+        (401, 403 or 400 raised as ``ApiError``)."""
+        header = request.headers.get("authorization", "")
+        if self.authn.admin(header):
+            user = auth.ADMIN
+            view: ClusterView | None = None
+        else:
+            try:
+                view = self.core.current(cluster)
+            except (KeyError, NotFound):
+                raise Unauthorized("Unauthorized") from None
+            found = self.authn.user(header, view.store, issuer_of(view), self.core.loop.now())
+            if found is None:
+                raise Unauthorized("Unauthorized")
+            user = found
+        wants_other = any(k.startswith("impersonate-") for k in request.headers)
+        if wants_other or not auth.privileged(user):
+            view = view or self.core.current(cluster)
+            if wants_other:
+                user = auth.impersonate(user, request.headers, view.store)
+            if not auth.privileged(user):
+                attrs = auth.request_attributes(user, request.method, path, request.query_params)
+                auth.check(view.store, attrs)
+        request.scope[USER] = user
+        return user
+
+    def gate(self, method: str, path: str, headers: list[tuple[str, str]]) -> dict[str, Any] | None:
+        """``user`` for a request the protocol takes over before ASGI sees it (a port-forward's upgrade)."""
+        scope = {
+            "type": "http",
+            "method": method,
+            "path": path,
+            "query_string": b"",
+            "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
+        }
+        request = Request(scope)
+        cluster, kpath = None, path
+        if path.startswith("/clusters/"):
+            parts = path.split("/", 3)
+            cluster, kpath = parts[2], "/" + (parts[3] if len(parts) > 3 else "")
+        try:
+            self.user(request, cluster, kpath)
+        except ApiError as err:
+            return err.to_status()
+        return None
 
     async def __call__(self, request: Request) -> Response:
         path = url_path(request)
-        if dashboard.handles(path) and not self.authorized(request):
-            return await self.dashboard.unauthorized(request)
-        if not self.authorized(request):
-            if gke_face.is_gke_path(path):
+        if dashboard.handles(path):
+            if not self.admin(request):
+                return await self.dashboard.unauthorized(request)
+            return await self._guarded(request, path, lambda: self.dashboard.handle(request))
+        if gke_face.is_gke_path(path):
+            if not self.admin(request):
                 return gke_face.google_error(
                     401,
                     "UNAUTHENTICATED",
                     "Request had invalid authentication credentials. Expected OAuth 2 access token.",
                 )
-            return status_response(Unauthorized("Unauthorized"))
+            return await self._guarded(request, path, lambda: gke_face.handle(self.core, request))
+        cluster = None
+        kpath = path
+        if path.startswith("/clusters/"):
+            parts = path.split("/", 3)
+            cluster, kpath = parts[2], "/" + (parts[3] if len(parts) > 3 else "")
+        if kpath not in PUBLIC:
+            try:
+                self.user(request, cluster, kpath)
+            except ApiError as err:
+                return status_response(err)
+        return await self._guarded(request, path, lambda: self.kube(request, kpath, cluster))
+
+    async def _guarded(self, request: Request, path: str, handler: Any) -> Response:
         try:
-            if gke_face.is_gke_path(path):
-                return await gke_face.handle(self.core, request)
-            if dashboard.handles(path):
-                return await self.dashboard.handle(request)
-            cluster = None
-            if path.startswith("/clusters/"):
-                parts = path.split("/", 3)
-                cluster, path = parts[2], "/" + (parts[3] if len(parts) > 3 else "")
-            return await self.kube(request, path, cluster)
+            response: Response = await handler()
+            return response
         except ApiError as err:
             return status_response(err)
         except Exception as exc:  # the twin keeps serving whatever a request does
@@ -119,15 +198,10 @@ class TwinApp:
             if p == "/api":
                 return json_response(discovery.api_versions(self.server_address))
             return json_response(discovery.api_group_list(face.kinds()))
+        if p in ("/.well-known/openid-configuration", "/openid/v1/jwks"):
+            return self.issuer_discovery(p, face)
         if reviews.handles(p):
-            sent = None
-            if request.method == "POST":  # a body within the API server's limit; JSON must be JSON
-                raw = await read_body(request)
-                ctype = request.headers.get("content-type", "")
-                # protobuf (typed clients): nothing of it is needed
-                if raw.strip() and "protobuf" not in ctype:
-                    sent = await decode_body_async(raw, ctype)
-            return json_response(reviews.review(request.method, p, sent), 201)
+            return await self.review(request, p, face)
         parts = [x for x in p.split("/") if x]
         if len(parts) == 2 and parts[0] == "apis":
             group = discovery.api_group(face.kinds(), parts[1])
@@ -137,6 +211,8 @@ class TwinApp:
         target = paths.parse(p)
         if target is None:
             raise NotFound("the server could not find the requested resource")
+        if (target.group, target.resource, target.subresource) == ("", "serviceaccounts", "token"):
+            return await self.token_request(request, target, face)
         if not target.resource:
             doc = discovery.resource_list(face.kinds(), target.group, target.version)
             if doc is None:
@@ -145,6 +221,76 @@ class TwinApp:
                 return discovery.no_route()
             return json_response(doc)
         return await face.handle(request, target)
+
+    async def _decoded(self, request: Request) -> Any:
+        """A create-only body: JSON, YAML or protobuf (kubectl's typed clients), within the API server's limit."""
+        raw = await read_body(request)
+        ctype = request.headers.get("content-type", "")
+        if not raw.strip():
+            return None
+        if "protobuf" in ctype:
+            from flexq.http.kube import protobuf
+
+            return protobuf.decode(raw)
+        return await decode_body_async(raw, ctype)
+
+    async def review(self, request: Request, p: str, face: KubeFace) -> Response:
+        sent = await self._decoded(request) if request.method == "POST" else None
+        view = face.runtime()
+        store = view.store
+        issuer = issuer_of(view)
+
+        def token_user(token: str, audiences: list[str]) -> tuple[UserInfo | None, list[str]]:
+            wanted = audiences or [issuer]
+            if issuer not in wanted:
+                return None, []
+            who = self.authn.user(f"Bearer {token}", store, issuer, self.core.loop.now())
+            return (None, []) if who is None or who is auth.ADMIN else (who, [issuer])
+
+        body = reviews.review(
+            request.method,
+            p,
+            sent,
+            request_user(request),
+            lambda attrs: auth.authorize(store, attrs),
+            auth.StoreRoles(store),
+            token_user,
+        )
+        return json_response(body, 201)
+
+    async def token_request(self, request: Request, target: paths.Target, face: KubeFace) -> Response:
+        """``serviceaccounts/<name>/token``: create-only (the TokenRequest API)."""
+        if request.method != "POST" or not target.name or not target.namespace:
+            raise MethodNotAllowed(
+                f"the server does not allow this method on the requested resource ({request.method})"
+            )
+        signer = self.authn.signer()
+        if signer is None:
+            raise NotFound("the server could not find the requested resource")
+        view = face.runtime()
+        sent = await self._decoded(request)
+        body = tokenrequest.token_request(
+            view.store, target.namespace, target.name, sent, signer, issuer_of(view), self.core.loop.now()
+        )
+        return json_response(body, 201)
+
+    def issuer_discovery(self, p: str, face: KubeFace) -> Response:
+        """The ServiceAccount issuer's OpenID discovery document and its keys (``--service-account-issuer``)."""
+        signer = self.authn.signer()
+        if signer is None:
+            raise NotFound("the server could not find the requested resource")
+        if p == "/openid/v1/jwks":
+            return json_response(signer.jwks(), media_type="application/jwk-set+json")
+        issuer = issuer_of(face.runtime())
+        return json_response(
+            {
+                "issuer": issuer,
+                "jwks_uri": f"https://{self.server_address}/openid/v1/jwks",
+                "response_types_supported": ["id_token"],
+                "subject_types_supported": ["public"],
+                "id_token_signing_alg_values_supported": ["ES256"],
+            }
+        )
 
     def openapi(self, p: str, face: KubeFace, cluster: str | None = None) -> Response:
         if p == "/openapi/v2":
@@ -172,6 +318,11 @@ def build_app(core: TwinServices, token: str | None, server_address: str = "") -
     twin_app = TwinApp(core, token, server_address)
     allowed = frozenset(METHODS)
 
+    def portforward_gate(method: str, path: str, headers: list[tuple[str, str]]) -> dict[str, Any] | None:
+        """A port-forward upgrade's authentication and authorization (``create`` on ``pods/portforward``): the
+        ``Status`` to refuse it with, else None."""
+        return twin_app.gate(method, path, headers)
+
     async def app(scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":  # lifespan is off; websockets are not served
             return
@@ -196,4 +347,6 @@ def build_app(core: TwinServices, token: str | None, server_address: str = "") -
                 )
         await response(scope, receive, send)
 
+    app.portforward_gate = portforward_gate  # type: ignore[attr-defined]
+    app.dashboard = twin_app.dashboard  # type: ignore[attr-defined]
     return app

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hmac
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -86,8 +86,14 @@ def _http(status: str, body: dict[str, Any]) -> bytes:
     ).encode() + data
 
 
-def protocol_class(core: TwinServices, token: str | None) -> type[Any]:
-    """uvicorn's HTTP/1.1 protocol (httptools', else h11's) bound to one twin, with port-forward upgrades."""
+def protocol_class(
+    core: TwinServices,
+    token: str | None,
+    gate: Callable[[str, str, list[tuple[str, str]]], dict[str, Any] | None] | None = None,
+) -> type[Any]:
+    """uvicorn's HTTP/1.1 protocol (httptools', else h11's) bound to one twin, with port-forward upgrades.
+    ``gate(method, path, headers)`` authenticates and authorizes an upgrade (a ``Status`` to refuse it with);
+    without one, the upgrade needs ``token``."""
 
     class TwinHttpProtocol(_Base):
         _head: bytes | None = b""
@@ -156,9 +162,11 @@ def protocol_class(core: TwinServices, token: str | None) -> type[Any]:
                 return False
             method, target = parts[0], parts[1].split("?", 1)[0]
             headers = {}
+            pairs = []
             for line in lines[1:]:
                 k, _, v = line.partition(":")
                 headers[k.strip().lower()] = v.strip()
+                pairs.append((k.strip().lower(), v.strip()))
             upgrade = headers.get("upgrade", "").lower()
             m = _PF.match(target)
             if m is None or not upgrade:
@@ -175,23 +183,25 @@ def protocol_class(core: TwinServices, token: str | None) -> type[Any]:
             if method != "POST" or not upgrade.startswith("spdy/3.1"):
                 return False
             scheme_, _, value = headers.get("authorization", "").partition(" ")
-            if token is not None and not (
+            refused: dict[str, Any] | None = None
+            if gate is not None:
+                refused = gate(method, target, pairs)
+            elif token is not None and not (
                 scheme_.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
             ):
-                self.transport.write(
-                    _http(
-                        "401 Unauthorized",
-                        {
-                            "kind": "Status",
-                            "apiVersion": "v1",
-                            "metadata": {},
-                            "status": "Failure",
-                            "message": "Unauthorized",
-                            "reason": "Unauthorized",
-                            "code": 401,
-                        },
-                    )
-                )
+                refused = {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": "Unauthorized",
+                    "reason": "Unauthorized",
+                    "code": 401,
+                }
+            if refused is not None:
+                code = int(refused.get("code", 401))
+                line = {401: "401 Unauthorized", 403: "403 Forbidden"}.get(code, f"{code} Error")
+                self.transport.write(_http(line, refused))
                 self.transport.close()
                 return True
             cluster, ns, pod = m.group("cluster"), m.group("ns"), m.group("pod")

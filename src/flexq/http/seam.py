@@ -15,7 +15,8 @@ from flexq.store import PodLogs, Store
 
 
 class ClusterFacts(Protocol):
-    """What the faces read of a cluster's settings (``flexq.runtime.ClusterSettings``)."""
+    """What the faces read of a cluster's settings (``flexq.runtime.ClusterSettings``): its addons and its GKE
+    identity (the ServiceAccount token issuer is the GKE cluster's URL)."""
 
     @property
     def addons(self) -> list[str]: ...
@@ -23,15 +24,25 @@ class ClusterFacts(Protocol):
     @property
     def gke_version(self) -> str | None: ...
 
+    @property
+    def gke_cluster(self) -> str: ...
+
+    @property
+    def gke_project(self) -> str: ...
+
+    @property
+    def gke_location(self) -> str: ...
+
 
 class EndpointSettings(Protocol):
     """The twin-wide settings the server writes (``flexq.runtime.TwinSettings``): where the API listens."""
 
     kube_endpoint: str | None
     kube_ca_b64: str | None
+    service_account_key: bytes | None
 
-    def serve(self, endpoint: str, ca_b64: str) -> None:
-        """Record where the API listens and its CA (and tell who waits for them)."""
+    def serve(self, endpoint: str, ca_b64: str, service_account_key: bytes | None = None) -> None:
+        """Record where the API listens, its CA and its service-account signing key (and tell who waits)."""
         ...
 
 

@@ -82,14 +82,14 @@ class Server:
         self.tls = tls
         hostport = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
         self.url = f"{'https' if tls else 'http'}://{hostport}"
-        core.settings.serve(hostport, self.creds.ca_b64)
+        core.settings.serve(hostport, self.creds.ca_b64, self.creds.sa_key)
         token = self.creds.token if auth else None
         self.app = build_app(core, token, hostport)
         config = uvicorn.Config(
             self.app,
             log_level="warning",
             access_log=False,
-            http=protocol_class(core, token),
+            http=protocol_class(core, token, self.app.portforward_gate),
             ws="none",
             lifespan="off",
             timeout_keep_alive=60,
@@ -125,7 +125,8 @@ class Server:
             runner.run(self.uvicorn.serve(sockets=[self.sock]))
 
     def _warm(self) -> None:
-        """Build the OpenAPI documents ahead of the first kubectl (a few seconds of pydantic schema work)."""
+        """Build the OpenAPI documents ahead of the first kubectl (a few seconds of pydantic schema work), then the
+        dashboard's index."""
         from flexq.http.kube import openapi
         from flexq.http.kube.rest import KubeFace
 
@@ -137,6 +138,10 @@ class Server:
             log.exception("warming the OpenAPI documents failed")
         finally:
             self.warmed.set()
+        try:  # the dashboard's index of the root cluster: its first page renders as fast as the next
+            self.app.dashboard.warm()
+        except Exception:
+            log.exception("warming the dashboard's index failed")
 
     def stop(self, timeout: float = 5.0) -> None:
         self.uvicorn.should_exit = True

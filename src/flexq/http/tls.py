@@ -1,10 +1,12 @@
-"""Credentials of a served twin: its own certificate authority, the server certificate, the bearer token.
+"""Credentials of a served twin: its own certificate authority, the server certificate, the bearer token, the
+ServiceAccount token signing key.
 
 Owns: ``Credentials`` (paths and PEM text under the twin's home), ``ensure_credentials(home, now)`` which
 creates a CA (10 years) and a server certificate for ``127.0.0.1``/``localhost``/``::1`` signed by it,
-and a random bearer token, once, and reuses them afterwards (so a kubeconfig written earlier keeps
+a random bearer token and an ECDSA key ServiceAccount tokens are signed with (``pki/sa.key``), once, and
+reuses them afterwards (so a kubeconfig written earlier keeps
 working after a restart). Files holding secrets are mode 0600. ``now`` is passed in (style rule 1).
-Must not import flexq modules outside ``flexq.http``.
+Must not import flexq modules outside ``flexq.http``, ``flexq.semantics.satokens`` and ``flexq.store.private``.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from flexq.semantics.satokens import new_signing_key
 from flexq.store.private import private_dir, private_file
 
 __all__ = ["Credentials", "ensure_credentials"]
 
 CA_CERT, CA_KEY, SERVER_CERT, SERVER_KEY, TOKEN = "ca.crt", "ca.key", "server.crt", "server.key", "token"
+SA_KEY = "sa.key"  # kube-apiserver's --service-account-signing-key-file
 _TEN_YEARS = _dt.timedelta(days=3650)
 
 
@@ -39,6 +43,12 @@ class Credentials:
     server_cert: Path
     server_key: Path
     token_file: Path
+    sa_key_file: Path
+
+    @property
+    def sa_key(self) -> bytes:
+        """The key ServiceAccount tokens are signed with (PEM)."""
+        return self.sa_key_file.read_bytes()
 
     @property
     def token(self) -> str:
@@ -134,7 +144,9 @@ def ensure_credentials(
     """Create (first time) or reuse the CA, server certificate and token under ``home/pki``."""
     pki = Path(home) / "pki"
     private_dir(pki)
-    creds = Credentials(Path(home), pki / CA_CERT, pki / SERVER_CERT, pki / SERVER_KEY, pki / TOKEN)
+    creds = Credentials(
+        Path(home), pki / CA_CERT, pki / SERVER_CERT, pki / SERVER_KEY, pki / TOKEN, pki / SA_KEY
+    )
     when = _dt.datetime.fromtimestamp(now, tz=_dt.UTC)
     if not (creds.ca_cert.exists() and (pki / CA_KEY).exists()):
         ca, ca_key = _make_ca(when)
@@ -148,6 +160,8 @@ def ensure_credentials(
         cert, key = _make_server(ca, loaded, when, list(hosts))
         _write_secret(creds.server_key, _key_pem(key))
         _write_secret(creds.server_cert, cert.public_bytes(serialization.Encoding.PEM))
+    if not creds.sa_key_file.exists():
+        _write_secret(creds.sa_key_file, new_signing_key())
     for f in pki.iterdir():  # owner-only, also what an older flexq left readable
         if f.is_file():
             private_file(f)

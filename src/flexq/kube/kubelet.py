@@ -8,7 +8,8 @@ conditions, ``containerStatuses`` and ``initContainerStatuses`` (waiting ``Conta
 ``qosClass``; the ``Started`` / ``Killing`` / ``FailedMount`` / ``BackOff`` / ``TaintManagerEviction``
 events. Also the executors' lifecycle: a bound pod starts on the first of ``ctx.executors`` whose
 ``accepts(pod)`` is true, with a ``PodLaunch`` carrying its ConfigMap files (a missing ConfigMap keeps
-it in ``ContainerCreating`` until the ConfigMap appears), the node's TPU environment, the pod logs and
+it in ``ContainerCreating`` until the ConfigMap appears), its ServiceAccount token volumes when the twin serves
+its API (``sa_volumes``), the node's TPU environment, the pod logs and
 the clock; it is stopped when the pod is deleted, finishes, or its node disappears (the pod is then
 failed with reason ``NodeLost``, as PodGC marks pods of deleted nodes). Pods on a node with a
 ``NoExecute`` taint they do not tolerate (or only for ``tolerationSeconds``) are evicted as the taint
@@ -19,8 +20,10 @@ honoured: ``Never`` ends the pod, ``OnFailure`` / ``Always`` restart the contain
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -30,8 +33,10 @@ from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
 from flexq.kube.podenv import configmap_files, tpu_env
+from flexq.kube.sa_volumes import token_files
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.runtime.executor import PodExecutor, PodLaunch, PodRunState
+from flexq.semantics import satokens
 from flexq.semantics.conditions import set_core_condition
 from flexq.semantics.taints import tolerates
 from flexq.store.store import WatchEvent
@@ -82,6 +87,7 @@ class Kubelet(Controller):
         self.backoff: dict[PodKey, float] = {}
         self.waiting_cm: dict[tuple[str, str], set[PodKey]] = {}
         self.log_owner: dict[PodKey, str] = {}  # uid of the pod whose logs are kept under this name
+        self._signer: tuple[bytes, satokens.Signer] | None = None
 
     def watches(self) -> list[Watch]:
         return [
@@ -232,6 +238,8 @@ class Kubelet(Controller):
                 )
             return None
         self._forget_configmaps(key)
+        for path, content in self._token_files(pod).items():
+            files.setdefault(path, {}).update(content)
         executor = next((ex for ex in self.ctx.executors if ex.accepts(pod)), None)
         if executor is None:
             return None
@@ -263,6 +271,40 @@ class Kubelet(Controller):
             self.events.record(pod, "Normal", "Started", f"Started container {c['name']}")
         state = executor.poll(key) or PodRunState("Pending")
         return self._observe(key, pod, rec, state)
+
+    def _token_files(self, pod: dict) -> dict[str, dict[str, str]]:
+        """The pod's ServiceAccount token volumes (``sa_volumes``), when the twin serves its API (whose key
+        signs them, as the API server's TokenRequest signs a kubelet's)."""
+        settings = self.ctx.settings
+        key = settings.service_account_key
+        if key is None:
+            return {}
+        if self._signer is None or self._signer[0] != key:
+            self._signer = (key, satokens.Signer(key))
+        signer = self._signer[1]
+        md, spec = pod["metadata"], pod.get("spec") or {}
+        ns = md.get("namespace") or "default"
+        sa = self.store.peek("ServiceAccount", spec.get("serviceAccountName") or "default", ns)
+        cs = self.ctx.cluster_settings
+        issuer = satokens.issuer_for(cs.gke_project, cs.gke_location, cs.gke_cluster)
+        ca = base64.b64decode(settings.kube_ca_b64).decode() if settings.kube_ca_b64 else None
+        rng = self.ctx.rng("service-account-tokens")
+
+        def mint(audience: str | None, seconds: int) -> str:
+            assert sa is not None
+            claims = satokens.claims(
+                issuer=issuer,
+                audiences=[audience or issuer],
+                now=self.ctx.now(),
+                seconds=max(satokens.MIN_EXPIRATION, seconds),
+                namespace=ns,
+                sa=sa,
+                bound=pod,
+                jti=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            )
+            return signer.sign(claims)
+
+        return token_files(pod, sa, mint, ca)
 
     def _wake(self, key: PodKey, when: float) -> None:
         rec = self.running.get(key)

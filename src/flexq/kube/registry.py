@@ -2,11 +2,11 @@
 
 ``controllers(ctx)`` returns this package's controllers for one cluster — the scheduler, the kubelet,
 the batch/v1 Job controller, the registration of hand-made Nodes, each Node's Lease, the API server's event
-TTL and the seeds real clients expect (``kubernetes`` Service, each namespace's ``default`` ServiceAccount and
+TTL, the clusterrole aggregation and the seeds real clients expect (``kubernetes`` Service, each namespace's ``default`` ServiceAccount and
 ``kube-root-ca.crt``) — sharing one ``ClusterCache``
 (created first, so its watch sees every event before the controllers' mappers do). ``bootstrap(store)``
 creates the two system PriorityClasses the API server makes at start (nodes come from GKE node pools or from
-tests). ``executors(settings)`` returns the simulated executor, which accepts every pod
+tests) and the default RBAC policy. ``executors(settings)`` returns the simulated executor, which accepts every pod
 and so must stay last in ``ctx.executors`` (the assembly puts kuberay's first).
 """
 
@@ -17,6 +17,7 @@ from flexq.api.scheduling import system_priority_classes
 from flexq.clock import format_time
 from flexq.kube.cache import ClusterCache
 from flexq.kube.cluster_seeds import ClusterSeeds
+from flexq.kube.clusterrole_aggregation import ClusterRoleAggregation, bootstrap_policy
 from flexq.kube.events import EventTTL
 from flexq.kube.job_controller import JobController
 from flexq.kube.kubelet import Kubelet
@@ -40,18 +41,21 @@ def controllers(ctx: Context) -> list[Controller]:
         NodeLeases(ctx),
         EventTTL(ctx, ctx.settings.event_ttl_seconds),
         ClusterSeeds(ctx),
+        ClusterRoleAggregation(ctx),
     ]
     return ctrls
 
 
 def bootstrap(store: Store) -> None:
     """Objects every fresh cluster starts with (idempotent): the system PriorityClasses (the API server's
-    ``scheduling/bootstrap-system-priority-classes`` hook) and, as a cluster with Kueue, KubeRay (its addon) and
+    ``scheduling/bootstrap-system-priority-classes`` hook), the default RBAC roles and bindings (its
+    ``rbac/bootstrap-roles`` hook) and, as a cluster with Kueue, KubeRay (its addon) and
     GKE's own CRDs installed has them, the established CustomResourceDefinition of each custom kind served
     (``kubectl get crd``); each created if missing."""
     for pc in system_priority_classes():
         if store.peek("PriorityClass", pc["metadata"]["name"]) is None:
             store.create(pc, take=True, copy_result=False)
+    bootstrap_policy(store)
     install_definitions(store)
 
 

@@ -6,11 +6,14 @@ over in ``Context.metrics`` (never a global one). Counters and histograms are re
 records them: ``admission_attempts_total`` at the end of each scheduling cycle (``scheduler.go``), quota
 reservation and admission when the scheduler's or the workload controller's write of ``QuotaReserved=True``
 / ``Admitted=True`` lands (``recordQuotaReservationMetrics``, ``recordWorkloadAdmissionEvents``,
-``workload_controller.go``), evictions when ``workloadevict.Evict`` writes (one per increment of
-``status.schedulingStats.evictions``), preemptions when the scheduler issues them (``ReportPreemption``) and
+``workload_controller.go``), evictions when Kueue's own ``workloadevict.Evict`` evicts an admitted workload
+(``ReportEvictedWorkloads``: ``flexq.kueue.scheduler.evict`` calls ``evicted``; what another client writes into
+a Workload's status counts nothing), preemptions when the scheduler issues them (``ReportPreemption``) and
 finished workloads when ``Finished=True`` lands. Gauges (pending, reserving, admitted, unadmitted, status,
 the optional ClusterQueue resource gauges) are computed at scrape time from Kueue's cache and queues, the
-values the controllers would have set at their last update. Every series carries ``replica_role="standalone"``
+values the controllers would have set at their last update. When a ClusterQueue or LocalQueue is deleted its
+series go (``ClearClusterQueueMetrics``, ``ClearLocalQueueMetrics``): the metrics hold what exists and what Kueue
+did, so their size is bounded by the queues, Kueue's reasons and the priority classes. Every series carries ``replica_role="standalone"``
 (one Kueue replica, no leader election) except ``kueue_build_info``.
 
 Everything is held here and exposed through a custom collector, so a virtual-clock twin never stamps a
@@ -175,8 +178,8 @@ class KueueMetrics:
         self.cache = cache
         self.counters: dict[str, dict[tuple[str, ...], float]] = {n: {} for n in COUNTERS}
         self.histograms: dict[str, dict[tuple[str, ...], _Histogram]] = {n: {} for n in HISTOGRAMS}
-        # per workload: (QuotaReserved, Admitted, Finished, evictions per (reason, cause), admitted CQ)
-        self._seen: dict[str, tuple[bool, bool, bool, dict[tuple[str, str], int], str]] = {}
+        # per workload: (QuotaReserved, Admitted, Finished, admitted CQ)
+        self._seen: dict[str, tuple[bool, bool, bool, str]] = {}
         if registry is not None:
             registry.register(self)
 
@@ -202,9 +205,44 @@ class KueueMetrics:
         """``metrics.ReportPreemption`` (a preemption the scheduler issued)."""
         self.inc("preempted_workloads_total", (preempting_cq, reason))
 
+    def evicted(self, wl: dict, cq: str, reason: str, cause: str) -> None:
+        """``ReportEvictedWorkloads`` (and its LocalQueue twin) for an eviction Kueue made."""
+        if not cq:
+            return
+        pc = priority_class(wl)
+        self.inc("evicted_workloads_total", (cq, reason, cause, pc))
+        lq = (wl.get("spec") or {}).get("queueName", "")
+        if lq:
+            ns = wl["metadata"].get("namespace", "")
+            self.inc("local_queue_evicted_workloads_total", (lq, ns, reason, cause, pc))
+
+    def _clear(self, label: str, matches: Any) -> None:
+        """Drop every counter and histogram series whose ``label`` matches (``DeletePartialMatch``)."""
+        for table, specs in ((self.counters, COUNTERS), (self.histograms, HISTOGRAMS)):
+            for name, spec in specs.items():
+                labels = spec[1]
+                if label not in labels:
+                    continue
+                i = labels.index(label)
+                series = table[name]
+                for values in [v for v in series if matches(v, i)]:
+                    del series[values]
+
     def on_event(self, ev: WatchEvent) -> None:
-        """Follows Workload writes (a ``KueueCache`` hook) and records what each transition means."""
-        if ev.kind != "Workload" and ev.object.get("kind") != "Workload":
+        """Follows Workload writes (a ``KueueCache`` hook) and records what each transition means; a deleted
+        ClusterQueue or LocalQueue takes its series with it."""
+        kind = ev.object.get("kind")
+        if ev.type == "DELETED" and kind == "ClusterQueue":
+            name = ev.object["metadata"]["name"]
+            self._clear("cluster_queue", lambda v, i: v[i] == name)  # ClearClusterQueueMetrics
+            self._clear("preempting_cluster_queue", lambda v, i: v[i] == name)
+            return
+        if ev.type == "DELETED" and kind == "LocalQueue":
+            md = ev.object["metadata"]
+            lq, ns = md["name"], md.get("namespace", "")
+            self._clear("name", lambda v, i: v[i] == lq and v[i + 1] == ns)  # ClearLocalQueueMetrics
+            return
+        if ev.kind != "Workload" and kind != "Workload":
             return
         wl = ev.object
         k = key(wl)
@@ -217,15 +255,11 @@ class KueueMetrics:
         for c in st.get("conditions") or ():
             seen_types.setdefault(c.get("type"), c.get("status") == "True")
         qr, adm, fin = (seen_types.get(t, False) for t in ("QuotaReserved", "Admitted", "Finished"))
-        evictions = {
-            (e.get("reason", ""), e.get("underlyingCause", "")): int(e.get("count", 0))
-            for e in (st.get("schedulingStats") or {}).get("evictions") or []
-        }
         cq = (st.get("admission") or {}).get("clusterQueue", "")
         old = self._seen.get(k)
-        self._seen[k] = (qr, adm, fin, evictions, cq)
-        if old is None and (qr or adm or fin or evictions) and ev.type != "ADDED":
-            old = (False, False, False, {}, "")
+        self._seen[k] = (qr, adm, fin, cq)
+        if old is None and (qr or adm or fin) and ev.type != "ADDED":
+            old = (False, False, False, "")
         if old is None:
             return  # first sight of a workload (a restart): nothing new happened
         now = self.cache.now()
@@ -258,15 +292,8 @@ class KueueMetrics:
                         (lq, ns, pc),
                         0.0 if same_write else checks_wait,
                     )
-        for (reason, cause), n in evictions.items():
-            extra = n - old[3].get((reason, cause), 0)
-            evicted_from = old[4] or cq
-            if extra > 0 and evicted_from:
-                self.inc("evicted_workloads_total", (evicted_from, reason, cause, pc), extra)
-                if lq:
-                    self.inc("local_queue_evicted_workloads_total", (lq, ns, reason, cause, pc), extra)
         if fin and not old[2]:
-            fcq = cq or old[4] or self.cache.queues.local_queues.get(f"{ns}/{lq}", "")
+            fcq = cq or old[3] or self.cache.queues.local_queues.get(f"{ns}/{lq}", "")
             if fcq:
                 self.inc("finished_workloads_total", (fcq, pc))
             if lq:

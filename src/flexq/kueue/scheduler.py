@@ -75,8 +75,10 @@ def evict(
     underlying: str = "",
     prepare=None,
     merge_patch: bool = False,
+    metrics=None,
 ) -> dict | None:
-    """``workloadevict.Evict``: Evicted=True, checks reset to Pending, eviction counters, event.
+    """``workloadevict.Evict``: Evicted=True, checks reset to Pending, eviction counters, event, and
+    ``ReportEvictedWorkloads`` on ``metrics`` (the ClusterQueue that admitted it, the reason and its cause).
 
     ``resetChecksOnEviction`` builds each reset check without ``retryCount`` unless it was in Retry (then +1),
     but Kueue writes it by server-side apply: a field it leaves out stays when another manager owns it too, and
@@ -115,6 +117,8 @@ def evict(
     out = store.update_status(fresh)
     if st.get("admission"):
         recorder.record(out, "Normal", "EvictedDueTo" + full, message)
+        if metrics is not None:
+            metrics.evicted(out, st["admission"].get("clusterQueue", ""), reason, underlying)
     return out
 
 
@@ -436,7 +440,12 @@ class Scheduler:
         cur = self.store.peek("Workload", md["name"], md["namespace"])
         if cur is not None and not is_true(cur, "Evicted"):
             try:
-                if evict(self.store, self.events, cur, "FlavorMigration", msg, now) is not None:
+                if (
+                    evict(
+                        self.store, self.events, cur, "FlavorMigration", msg, now, metrics=self.cache.metrics
+                    )
+                    is not None
+                ):
                     self._issued += 1
             except (Conflict, NotFound):
                 pass
@@ -504,6 +513,7 @@ class Scheduler:
                     now,
                     prepare=prep,
                     merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
+                    metrics=self.cache.metrics,
                 )
             except (Conflict, NotFound):
                 failed += 1

@@ -196,6 +196,7 @@ class WorkloadController(Controller):
                 f"The {kind} is stopped",
                 now,
                 merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
+                metrics=self.cache.metrics,
             )
             return True
         if q is None or q["metadata"].get("deletionTimestamp"):
@@ -287,6 +288,7 @@ class WorkloadController(Controller):
                 cause,
                 prepare=prep,
                 merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
+                metrics=self.cache.metrics,
             )
             return True, None
         if st.get("requeueState"):
@@ -418,6 +420,7 @@ class WorkloadController(Controller):
                 f"Evicted due to {checks_message(retry, 'Retry')}",
                 now,
                 merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
+                metrics=self.cache.metrics,
             )
             return True
         return False
@@ -468,5 +471,6 @@ class WorkloadController(Controller):
             cause,
             prepare=prep,
             merge_patch=self.cache.config.gate("WorkloadRequestUseMergePatch"),
+            metrics=self.cache.metrics,
         )
         return None

@@ -58,6 +58,9 @@ class TwinSettings:
     )
     # kube-apiserver's --event-ttl: an Event goes this long after its last write (0: kept forever)
     event_ttl_seconds: float = 3600.0
+    # the API server's service-account signing key (PEM), recorded by ``serve``: not a knob. The kubelet signs
+    # the projected tokens of the pods it runs with it, as kube-apiserver's TokenRequest does for a kubelet
+    service_account_key: bytes | None = field(default=None, init=False, repr=False, compare=False)
     # ``on_serve``'s callbacks: not a knob (``Twin(**settings)`` does not take it; a replaced copy has none)
     _serve_callbacks: list[Callable[[], None]] = field(
         default_factory=list, init=False, repr=False, compare=False
@@ -87,10 +90,11 @@ class TwinSettings:
             given["event_ttl_seconds"] = float(ttl)
         return cls(**given)
 
-    def serve(self, endpoint: str, ca_b64: str) -> None:
-        """The API server listens at ``endpoint`` with this CA: recorded, then each ``on_serve`` callback
-        is called (on the server's thread)."""
+    def serve(self, endpoint: str, ca_b64: str, service_account_key: bytes | None = None) -> None:
+        """The API server listens at ``endpoint`` with this CA (and signs ServiceAccount tokens with
+        ``service_account_key``): recorded, then each ``on_serve`` callback is called (on the server's thread)."""
         self.kube_endpoint, self.kube_ca_b64 = endpoint, ca_b64
+        self.service_account_key = service_account_key
         for callback in list(self._serve_callbacks):
             callback()
 

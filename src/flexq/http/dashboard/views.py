@@ -1,10 +1,20 @@
 """What the dashboard shows, read from one cluster's store, the project's node pools and the cluster's metrics
-registry (the cost the GKE domain computes), as plain dicts for the templates. Runs on the loop thread.
-Must not import domain packages: objects in, view models out.
+registry (the cost the GKE domain computes), as plain dicts for the templates.
+
+Off the twin's loop: the stores' own objects are read by reference (``peek_list``: every stored version is
+immutable, a write replaces it), each list taken under the store's lock for as long as it takes to collect the
+references, never while rows are built, so the dashboard never holds a write back. Only the cost figures are
+collected on the loop (``costs``), where the GKE domain's collector reads its ledger. What the rows join — a
+workload's Events by namespace and pod-name prefix, its ProvisioningRequests by owner — comes from the cluster's
+``StoreIndex``, kept current from the store's watch; the overview builds the rows of one page of workloads
+(``PAGE_SIZE``) and the most recent ``TIMELINE_ROWS`` ProvisioningRequests: its cost follows the page, not the
+cluster. Must not import domain packages: objects in,
+view models out.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -12,11 +22,15 @@ from flexq.api.quantity import QuantityError, parse_quantity
 from flexq.api.reasons import explain, fmt_wait
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
+from flexq.http.dashboard.index import StoreIndex
 
-__all__ = ["overview", "workload_page", "fmt_wait"]
+__all__ = ["Costs", "costs", "overview", "workload_page", "fmt_wait"]
 
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 MAIN_RESOURCES = ("google.com/tpu", "nvidia.com/gpu", "cpu")
+PAGE_SIZE = 100  # workloads per page of the overview
+TIMELINE_ROWS = 100  # ProvisioningRequests on the timeline: the most recent
+CAPACITY_REASONS = ("FailedScaleUp", "Preempted")
 
 
 def _conds(obj: dict) -> dict[str, dict]:
@@ -100,12 +114,21 @@ def _samples(registry: Any, name: str) -> list[tuple[dict[str, str], float]]:
     return out
 
 
+def _peek(store: Any, kind: str, namespace: str | None = None) -> list[dict]:
+    """The stored objects of ``kind`` themselves (read-only), none if this cluster does not serve it."""
+    try:
+        objs: list[dict] = store.peek_list(kind, namespace)
+    except NotFound:
+        return []
+    return objs
+
+
 def _pools(core: Any, cluster: str) -> list[dict]:
     project = getattr(core, "project", None)
     if project is None or not cluster:
         return []
     try:
-        pools = project.list("GkeNodePool")
+        pools = project.peek_list("GkeNodePool")
     except Exception:  # a project without GKE kinds
         return []
     return [
@@ -129,24 +152,22 @@ def _flavor_pools(flavors: list[dict]) -> dict[str, str]:
     }
 
 
-def _pod_events(events: list[dict], wl: dict) -> list[dict]:
+def _pod_events(index: StoreIndex, wl: dict) -> list[dict]:
+    """The Events about the pods of the workload's job (named ``<job>-…``)."""
     job = _job(wl).partition("/")[2]
-    ns = wl["metadata"].get("namespace")
     if not job:
         return []
     return [
         e
-        for e in events
+        for e in index.events_about(wl["metadata"].get("namespace") or "", "", job + "-")
         if (e.get("involvedObject") or {}).get("kind") == "Pod"
-        and e["metadata"].get("namespace") == ns
-        and (e.get("involvedObject") or {}).get("name", "").startswith(job + "-")
     ]
 
 
 def _workload_row(
     wl: dict,
     prs: list[dict],
-    events: list[dict],
+    events: list[dict],  # the Events about the workload's pods (``_Index.events_of``)
     stockouts: dict[str, str],
     flavor_pools: dict[str, str],
     now: float,
@@ -154,7 +175,7 @@ def _workload_row(
     plan = _plan(wl)
     mine = {flavor_pools.get(p["flavor"], "") for p in plan}
     stocked = {k: v for k, v in stockouts.items() if k in mine}
-    why = explain(wl, prs, _pod_events(events, wl), now, stocked)
+    why = explain(wl, prs, events, now, stocked)
     created = _ts(wl["metadata"].get("creationTimestamp")) or now
     adm = _conds(wl).get("Admitted") if _true(wl, "Admitted") else None
     end = (_ts((adm or {}).get("lastTransitionTime")) if adm else None) or now
@@ -222,11 +243,12 @@ def _cluster_queues(cqs: list[dict]) -> list[dict[str, Any]]:
 
 def _timeline(prs: list[dict], now: float) -> dict[str, Any]:
     rows = []
-    start = min((_ts(p["metadata"].get("creationTimestamp")) or now for p in prs), default=now)
+    ordered = sorted(prs, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
+    hidden = max(0, len(ordered) - TIMELINE_ROWS)
+    ordered = ordered[hidden:]  # the most recent
+    start = min((_ts(p["metadata"].get("creationTimestamp")) or now for p in ordered), default=now)
     span = max(1.0, now - start)
-    for pr in sorted(
-        prs, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"])
-    ):
+    for pr in ordered:
         c = _conds(pr)
         created = _ts(pr["metadata"].get("creationTimestamp")) or now
         marks = [("Created", created)]
@@ -253,35 +275,62 @@ def _timeline(prs: list[dict], now: float) -> dict[str, Any]:
                 "segments": segments,
             }
         )
-    return {"rows": rows, "start": format_time(start), "span": span}
+    return {"rows": rows, "start": format_time(start), "span": span, "hidden": hidden}
 
 
-def overview(core: Any, cluster: str | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Costs:
+    """What the overview takes from the twin's loop: the clusters and the cost figures."""
+
+    clusters: list[str]
+    pools: dict[str, float]
+    jobs: dict[str, float]
+
+
+def costs(core: Any, cluster: str | None) -> Costs:
+    """On the loop: the cluster's cost so far per node pool and per job (its metrics registry's ``flexq_`` cost
+    families, which the GKE domain's collector computes from its ledger there)."""
+    rt = _runtime(core, cluster)
+    registry = getattr(rt, "metrics", None)
+    pools: dict[str, float] = {}
+    jobs: dict[str, float] = {}
+    if registry is not None:
+        for fam in registry.collect():
+            if fam.name not in ("flexq_cost_usd", "flexq_job_cost_usd"):
+                continue
+            for sample in fam.samples:
+                if sample.name == "flexq_cost_usd_total":
+                    pools[sample.labels.get("pool", "")] = sample.value
+                elif sample.name == "flexq_job_cost_usd_total":
+                    jobs[sample.labels.get("job", "")] = sample.value
+    return Costs(sorted(c for c in core.clusters if c), pools, jobs)
+
+
+def overview(
+    core: Any, cluster: str | None, figures: Costs, index: StoreIndex, page: int = 1
+) -> dict[str, Any]:
+    """The overview's view model, page ``page`` of the workloads (read off the loop, see the module docstring)."""
     rt = _runtime(core, cluster)
     store, now = rt.store, core.loop.now()
-    wls, prs = store.list("Workload"), store.list("ProvisioningRequest")
-    events = [e for e in store.list("Event") if e.get("reason") in ("FailedScaleUp", "Preempted")]
     pools = _pools(core, rt.name)
     stockouts = _stockouts(pools)
-    flavors = store.list("ResourceFlavor")
-    fpools = _flavor_pools(flavors)
-    rows = [
-        _workload_row(w, prs, events, stockouts, fpools, now)
-        for w in sorted(
-            wls, key=lambda w: (w["metadata"].get("creationTimestamp") or "", w["metadata"]["name"])
-        )
-    ]
-    registry = getattr(rt, "metrics", None)
-    cost = {lab.get("pool", ""): v for lab, v in _samples(registry, "flexq_cost_usd_total")}
-    job_cost = {
-        (lab.get("kind"), lab.get("namespace"), lab.get("name")): v
-        for lab, v in _samples(registry, "flexq_job_cost_usd_total")
-    }
-    nodes = store.list("Node")
+    fpools = _flavor_pools(_peek(store, "ResourceFlavor"))
+    ordered = index.ordered_workloads()
+    pages = max(1, -(-len(ordered) // PAGE_SIZE))
+    page = min(max(1, page), pages)
+    shown = ordered[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    rows = []
+    for w in shown:
+        capacity = [e for e in _pod_events(index, w) if e.get("reason") in CAPACITY_REASONS]
+        rows.append(_workload_row(w, index.prs_of(w), capacity, stockouts, fpools, now))
+    cost, job_cost = figures.pools, figures.jobs
+    nodes_per_pool: dict[str, list[dict]] = {}
+    for n in _peek(store, "Node"):
+        nodes_per_pool.setdefault((n["metadata"].get("labels") or {}).get(NODEPOOL_LABEL, ""), []).append(n)
     pool_rows = []
     for p in sorted(pools, key=lambda p: p["spec"]["name"]):
         name = p["spec"]["name"]
-        mine = [n for n in nodes if (n["metadata"].get("labels") or {}).get(NODEPOOL_LABEL) == name]
+        mine = nodes_per_pool.get(name, [])
         pool_rows.append(
             {
                 "name": name,
@@ -299,7 +348,7 @@ def overview(core: Any, cluster: str | None) -> dict[str, Any]:
         r["cost"] = job_cost.get((kind, r["namespace"], name), 0.0)
     lqs = []
     for lq in sorted(
-        store.list("LocalQueue"), key=lambda q: (q["metadata"].get("namespace", ""), q["metadata"]["name"])
+        _peek(store, "LocalQueue"), key=lambda q: (q["metadata"].get("namespace", ""), q["metadata"]["name"])
     ):
         st = lq.get("status") or {}
         lqs.append(
@@ -312,41 +361,51 @@ def overview(core: Any, cluster: str | None) -> dict[str, Any]:
                 "active": _conds(lq).get("Active", {}).get("status", "Unknown"),
             }
         )
+    cqs = _cluster_queues(_peek(store, "ClusterQueue"))
     cohorts = sorted(
-        {c["cohort"] for c in _cluster_queues(store.list("ClusterQueue")) if c["cohort"]}
-        | {c["metadata"]["name"] for c in store.list("Cohort")}
+        {c["cohort"] for c in cqs if c["cohort"]} | {c["metadata"]["name"] for c in _peek(store, "Cohort")}
     )
     return {
         "cluster": rt.name,
-        "clusters": sorted(c for c in core.clusters if c),
+        "clusters": figures.clusters,
         "now": format_time(now),
-        "clusterQueues": _cluster_queues(store.list("ClusterQueue")),
+        "clusterQueues": cqs,
         "cohorts": cohorts,
         "localQueues": lqs,
         "workloads": rows,
-        "timeline": _timeline(prs, now),
+        "paging": {
+            "page": page,
+            "pages": pages,
+            "total": len(ordered),
+            "first": (page - 1) * PAGE_SIZE + 1 if rows else 0,
+            "last": (page - 1) * PAGE_SIZE + len(rows),
+        },
+        "timeline": _timeline(index.all_prs(), now),
         "pools": pool_rows,
         "cost": {"total": sum(cost.values()), "pools": cost},
     }
 
 
-def workload_page(core: Any, cluster: str | None, namespace: str, name: str) -> dict[str, Any]:
+def workload_page(
+    core: Any, cluster: str | None, index: StoreIndex, namespace: str, name: str
+) -> dict[str, Any]:
+    """One workload's page (off the loop too: its Events and requests from the index)."""
     rt = _runtime(core, cluster)
     store, now = rt.store, core.loop.now()
-    wl = store.try_get("Workload", name, namespace)
+    wl = store.peek("Workload", name, namespace)
     if wl is None:
         raise NotFound(f'workloads.kueue.x-k8s.io "{name}" not found')
-    prs = store.list("ProvisioningRequest", namespace)
-    events = store.list("Event", namespace)
     pools = _pools(core, rt.name)
-    row = _workload_row(wl, prs, events, _stockouts(pools), _flavor_pools(store.list("ResourceFlavor")), now)
+    row = _workload_row(
+        wl,
+        index.prs_of(wl),
+        _pod_events(index, wl),
+        _stockouts(pools),
+        _flavor_pools(_peek(store, "ResourceFlavor")),
+        now,
+    )
     job = row["job"].partition("/")[2]
-    related = [
-        e
-        for e in events
-        if (e.get("involvedObject") or {}).get("name") == name
-        or (job and (e.get("involvedObject") or {}).get("name", "").startswith(job))
-    ]
+    related = index.events_about(namespace, name, job or None)
     related.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
     return {
         "cluster": rt.name,

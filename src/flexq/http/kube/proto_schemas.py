@@ -11,7 +11,7 @@ inlined structs). Regenerate with::
 
 ``SCHEMAS``: message -> field number -> (json name, type, flags). Types: ``string``, ``int32``,
 ``int64``, ``bool``, ``bytes``, ``double``, a message name from ``SCHEMAS``, a special type (``Quantity``,
-``IntOrString``, ``Time``, ``MicroTime``, ``Duration``, ``RawExtension``, ``FieldsV1``), ``[]T``
+``IntOrString``, ``Time``, ``MicroTime``, ``Duration``, ``RawExtension``, ``FieldsV1``, ``StringList``), ``[]T``
 (repeated) or ``map[string]T``. Flags: ``p`` the Go field is a pointer, ``o`` omitempty, ``i`` the
 struct is inlined into its parent's JSON. A json name ``-`` is on the wire but never in JSON.
 ``KINDS``: (apiVersion, kind) -> message.
@@ -40,6 +40,13 @@ KINDS: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "ClusterRole",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "ClusterRoleBinding",
     ("coordination.k8s.io/v1", "Lease"): "Lease",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): "SubjectAccessReview",
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "LocalSubjectAccessReview",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
+    ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
+    ("authentication.k8s.io/v1", "TokenReview"): "TokenReview",
 }
 
 SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
@@ -77,6 +84,12 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         1: ("secretName", "string", ""),
         2: ("shareName", "string", ""),
         3: ("readOnly", "bool", "o"),
+    },
+    "BoundObjectReference": {
+        1: ("kind", "string", "o"),
+        2: ("apiVersion", "string", "o"),
+        3: ("name", "string", "o"),
+        4: ("uid", "string", "o"),
     },
     "CSIVolumeSource": {
         1: ("driver", "string", ""),
@@ -413,6 +426,15 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         4: ("readOnly", "bool", "o"),
         5: ("wwids", "[]string", "o"),
     },
+    "FieldSelectorAttributes": {
+        1: ("rawSelector", "string", "o"),
+        2: ("requirements", "[]FieldSelectorRequirement", "o"),
+    },
+    "FieldSelectorRequirement": {
+        1: ("key", "string", ""),
+        2: ("operator", "string", ""),
+        3: ("values", "[]string", "o"),
+    },
     "FileKeySelector": {
         1: ("volumeName", "string", ""),
         2: ("path", "string", ""),
@@ -555,6 +577,10 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         1: ("matchLabels", "map[string]string", "o"),
         2: ("matchExpressions", "[]LabelSelectorRequirement", "o"),
     },
+    "LabelSelectorAttributes": {
+        1: ("rawSelector", "string", "o"),
+        2: ("requirements", "[]LabelSelectorRequirement", "o"),
+    },
     "LabelSelectorRequirement": {
         1: ("key", "string", ""),
         2: ("operator", "string", ""),
@@ -600,6 +626,11 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
     },
     "LocalObjectReference": {
         1: ("name", "string", "o"),
+    },
+    "LocalSubjectAccessReview": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("spec", "SubjectAccessReviewSpec", ""),
+        3: ("status", "SubjectAccessReviewStatus", "o"),
     },
     "ManagedFieldsEntry": {
         1: ("manager", "string", "o"),
@@ -749,6 +780,14 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         9: ("operatingSystem", "string", ""),
         10: ("architecture", "string", ""),
         11: ("swap", "NodeSwapStatus", "po"),
+    },
+    "NonResourceAttributes": {
+        1: ("path", "string", "o"),
+        2: ("verb", "string", "o"),
+    },
+    "NonResourceRule": {
+        1: ("verbs", "[]string", ""),
+        2: ("nonResourceURLs", "[]string", "o"),
     },
     "ObjectFieldSelector": {
         1: ("apiVersion", "string", "o"),
@@ -1068,6 +1107,17 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         7: ("secretRef", "LocalObjectReference", "po"),
         8: ("readOnly", "bool", "o"),
     },
+    "ResourceAttributes": {
+        1: ("namespace", "string", "o"),
+        2: ("verb", "string", "o"),
+        3: ("group", "string", "o"),
+        4: ("version", "string", "o"),
+        5: ("resource", "string", "o"),
+        6: ("subresource", "string", "o"),
+        7: ("name", "string", "o"),
+        8: ("fieldSelector", "FieldSelectorAttributes", "po"),
+        9: ("labelSelector", "LabelSelectorAttributes", "po"),
+    },
     "ResourceClaim": {
         1: ("name", "string", ""),
         2: ("request", "string", "o"),
@@ -1086,6 +1136,12 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         1: ("limits", "map[string]Quantity", "o"),
         2: ("requests", "map[string]Quantity", "o"),
         3: ("claims", "[]ResourceClaim", "o"),
+    },
+    "ResourceRule": {
+        1: ("verbs", "[]string", ""),
+        2: ("apiGroups", "[]string", "o"),
+        3: ("resources", "[]string", "o"),
+        4: ("resourceNames", "[]string", "o"),
     },
     "ResourceStatus": {
         1: ("name", "string", ""),
@@ -1173,6 +1229,30 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         11: ("seccompProfile", "SeccompProfile", "po"),
         12: ("appArmorProfile", "AppArmorProfile", "po"),
     },
+    "SelfSubjectAccessReview": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("spec", "SelfSubjectAccessReviewSpec", ""),
+        3: ("status", "SubjectAccessReviewStatus", "o"),
+    },
+    "SelfSubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "ResourceAttributes", "po"),
+        2: ("nonResourceAttributes", "NonResourceAttributes", "po"),
+    },
+    "SelfSubjectReview": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("status", "SelfSubjectReviewStatus", "o"),
+    },
+    "SelfSubjectReviewStatus": {
+        1: ("userInfo", "UserInfo", "o"),
+    },
+    "SelfSubjectRulesReview": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("spec", "SelfSubjectRulesReviewSpec", ""),
+        3: ("status", "SubjectRulesReviewStatus", "o"),
+    },
+    "SelfSubjectRulesReviewSpec": {
+        1: ("namespace", "string", "o"),
+    },
     "Service": {
         1: ("metadata", "ObjectMeta", "o"),
         2: ("spec", "ServiceSpec", "o"),
@@ -1243,6 +1323,31 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         3: ("name", "string", ""),
         4: ("namespace", "string", "o"),
     },
+    "SubjectAccessReview": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("spec", "SubjectAccessReviewSpec", ""),
+        3: ("status", "SubjectAccessReviewStatus", "o"),
+    },
+    "SubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "ResourceAttributes", "po"),
+        2: ("nonResourceAttributes", "NonResourceAttributes", "po"),
+        3: ("user", "string", "o"),
+        4: ("groups", "[]string", "o"),
+        5: ("extra", "map[string]StringList", "o"),
+        6: ("uid", "string", "o"),
+    },
+    "SubjectAccessReviewStatus": {
+        1: ("allowed", "bool", ""),
+        2: ("reason", "string", "o"),
+        3: ("evaluationError", "string", "o"),
+        4: ("denied", "bool", "o"),
+    },
+    "SubjectRulesReviewStatus": {
+        1: ("resourceRules", "[]ResourceRule", ""),
+        2: ("nonResourceRules", "[]NonResourceRule", ""),
+        3: ("incomplete", "bool", ""),
+        4: ("evaluationError", "string", "o"),
+    },
     "SuccessPolicy": {
         1: ("rules", "[]SuccessPolicyRule", ""),
     },
@@ -1263,6 +1368,36 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         2: ("value", "string", "o"),
         3: ("effect", "string", ""),
         4: ("timeAdded", "Time", "po"),
+    },
+    "TokenRequest": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("spec", "TokenRequestSpec", ""),
+        3: ("status", "TokenRequestStatus", "o"),
+    },
+    "TokenRequestSpec": {
+        1: ("audiences", "[]string", ""),
+        3: ("boundObjectRef", "BoundObjectReference", "p"),
+        4: ("expirationSeconds", "int64", "p"),
+        5: ("attestations", "map[string]StringList", "o"),
+    },
+    "TokenRequestStatus": {
+        1: ("token", "string", ""),
+        2: ("expirationTimestamp", "Time", ""),
+    },
+    "TokenReview": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("spec", "TokenReviewSpec", ""),
+        3: ("status", "TokenReviewStatus", "o"),
+    },
+    "TokenReviewSpec": {
+        1: ("token", "string", "o"),
+        2: ("audiences", "[]string", "o"),
+    },
+    "TokenReviewStatus": {
+        1: ("authenticated", "bool", "o"),
+        2: ("user", "UserInfo", "o"),
+        3: ("error", "string", "o"),
+        4: ("audiences", "[]string", "o"),
     },
     "Toleration": {
         1: ("key", "string", "o"),
@@ -1308,6 +1443,12 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         2: ("-", "bytes", ""),
         3: ("ContentEncoding", "string", ""),
         4: ("ContentType", "string", ""),
+    },
+    "UserInfo": {
+        1: ("username", "string", "o"),
+        2: ("uid", "string", "o"),
+        3: ("groups", "[]string", "o"),
+        4: ("extra", "map[string]StringList", "o"),
     },
     "Volume": {
         1: ("name", "string", ""),

@@ -26,7 +26,16 @@ MAGIC = b"k8s\x00"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _GO_ZERO_TIME = -62135596800  # time.Time{}.Unix(): what a zero time that was marshalled anyway decodes to
 _VARINT_TYPES = {"int32", "int64", "bool"}
-_SPECIAL = {"Quantity", "IntOrString", "Time", "MicroTime", "Duration", "RawExtension", "FieldsV1"}
+_SPECIAL = {
+    "Quantity",
+    "IntOrString",
+    "Time",
+    "MicroTime",
+    "Duration",
+    "RawExtension",
+    "FieldsV1",
+    "StringList",
+}
 # JSON of a special type whose message is absent (the Go zero value's MarshalJSON)
 _SPECIAL_ZERO: dict[str, Any] = {
     "Quantity": "0",
@@ -36,6 +45,7 @@ _SPECIAL_ZERO: dict[str, Any] = {
     "Duration": "0s",
     "RawExtension": None,
     "FieldsV1": None,
+    "StringList": None,
 }
 
 
@@ -162,6 +172,8 @@ def _special(typ: str, buf: bytes) -> Any:
         return (_EPOCH + timedelta(seconds=secs, microseconds=nanos // 1000)).strftime(
             "%Y-%m-%dT%H:%M:%S.%fZ"
         )
+    if typ == "StringList":  # `type ExtraValue []string`: its items, a plain list in JSON
+        return [_scalar("string", wire, val) for num, wire, val in _fields(buf) if num == 1]
     fields = {num: (wire, val) for num, wire, val in _fields(buf)}
     if typ == "Quantity":
         return _scalar("string", *fields[1]) if 1 in fields else "0"

@@ -27,6 +27,7 @@ from flexq.api.base import FIELD_MANAGER_MAX, field_manager_problems
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time, parse_time
 from flexq.errors import ApiError, BadRequest, Cause, Invalid, MethodNotAllowed, NotFound
+from flexq.http import auth
 from flexq.http.common import (
     WriteBatch,
     decode_body_async,
@@ -404,6 +405,20 @@ class KubeFace:
             raise BadRequest(f"fieldValidation must be one of Ignore, Warn, or Strict, got {mode!r}")
         return mode
 
+    def _granting(self, request: Request, info: KindInfo, t: Target, dry: bool, op: Any) -> dict:
+        """``op(dry_run)``, the write of a request; for an RBAC object written by someone outside
+        ``system:masters``, first tried as a dry run, and refused (403) if what it would store grants more
+        than the writer holds (``auth.escalation_check``). Runs on the loop, so the check and the write see the
+        same roles."""
+        user = request.scope.get(auth.USER_KEY)
+        if info.group != "rbac.authorization.k8s.io" or user is None or auth.privileged(user):
+            return dict(op(dry))
+        store = self.store()
+        old = store.peek(info.kind, t.name, t.namespace) if t.name else None
+        trial = op(True)
+        auth.escalation_check(store, user, info.kind, t.namespace or "", trial, old)
+        return dict(op(dry))
+
     async def _write(self, mode: str, info: KindInfo, version: str, fn: Any) -> tuple[dict, list[str]]:
         """Run ``fn(unknown_fields)`` on the loop with the request's field validation (in the next batch of
         writes: ``WriteBatch``)."""
@@ -526,7 +541,13 @@ class KubeFace:
             mode,
             info,
             t.version,
-            lambda uf: self.store().create(body, namespace=t.namespace, unknown_fields=uf, dry_run=dry),
+            lambda uf: self._granting(
+                request,
+                info,
+                t,
+                dry,
+                lambda d: self.store().create(body, namespace=t.namespace, unknown_fields=uf, dry_run=d),
+            ),
         )
         return self._out(request, info, obj, t, 201, warns)
 
@@ -554,8 +575,14 @@ class KubeFace:
                 mode,
                 info,
                 t.version,
-                lambda uf: self.store().update(
-                    body, namespace=t.namespace, unknown_fields=uf, dry_run=dry, on_write=track
+                lambda uf: self._granting(
+                    request,
+                    info,
+                    t,
+                    dry,
+                    lambda d: self.store().update(
+                        body, namespace=t.namespace, unknown_fields=uf, dry_run=d, on_write=track
+                    ),
                 ),
             )
         return self._out(request, info, obj, t, 200, warns)
@@ -602,17 +629,23 @@ class KubeFace:
             mode,
             info,
             t.version,
-            lambda uf: self.store().patch(
-                info.kind,
-                t.name or "",
-                body,
-                t.namespace,
-                patch_type=ptype,
-                subresource=t.subresource,
-                api_version=api_version,
-                unknown_fields=uf,
-                dry_run=dry,
-                on_write=track,
+            lambda uf: self._granting(
+                request,
+                info,
+                t,
+                dry,
+                lambda d: self.store().patch(
+                    info.kind,
+                    t.name or "",
+                    body,
+                    t.namespace,
+                    patch_type=ptype,
+                    subresource=t.subresource,
+                    api_version=api_version,
+                    unknown_fields=uf,
+                    dry_run=d,
+                    on_write=track,
+                ),
             ),
         )
         return self._out(request, info, obj, t, 200, warns)
@@ -635,7 +668,7 @@ class KubeFace:
         force, api_version = truthy(request.query_params.get("force")), info.api_version(t.version)
         created = [False]
 
-        def run(uf: str) -> dict:
+        def run(uf: str, dry: bool = dry) -> dict:
             store = self.store()
             cur = store.try_get(info.kind, t.name or "", t.namespace)
             now = format_time(self.loop.now())
@@ -661,7 +694,9 @@ class KubeFace:
                 )
             return store.update(merged, namespace=t.namespace, unknown_fields=uf, dry_run=dry)
 
-        obj, warns = await self._write(mode, info, t.version, run)
+        obj, warns = await self._write(
+            mode, info, t.version, lambda uf: self._granting(request, info, t, dry, lambda d: run(uf, d))
+        )
         return self._out(request, info, obj, t, 201 if created[0] else 200, warns)
 
     async def _delete_options(self, request: Request) -> dict:
