@@ -28,7 +28,9 @@ def test_a_status_write_with_made_up_evictions_adds_no_series() -> None:
         twin.advance(5)
         wl = wl_of(twin, "one")
         before = len(twin.metrics().splitlines())
-        stats = [{"reason": f"Made{i}Up", "underlyingCause": "", "count": 1} for i in range(500)]
+        stats = [
+            {"reason": f"Made{i}Up", "underlyingCause": "", "count": 1} for i in range(250)
+        ]  # (at most 256: the CRD)
         twin.patch(
             "workload",
             wl["metadata"]["name"],
@@ -118,15 +120,16 @@ def test_a_jobs_cost_series_lives_with_the_job(monkeypatch: pytest.MonkeyPatch) 
         submit(twin, 1, run_seconds=60)
         submit(twin, 2, run_seconds=60)
         twin.advance(900)
-        jobs = {ln.split('job="')[1].split('"')[0] for ln in _series(twin, "flexq_job_cost_usd_total")}
-        assert "RayJob/default/rayjob-tpu-v6e-dws-1" in jobs
+        jobs = {ln.split('name="')[1].split('"')[0] for ln in _series(twin, "flexq_job_cost_usd_total")}
+        assert "rayjob-tpu-v6e-dws-1" in jobs
         monkeypatch.setattr(gke_metrics, "MAX_JOB_SERIES", 1)
         assert len(_series(twin, "flexq_job_cost_usd_total")) == 1
         monkeypatch.setattr(gke_metrics, "MAX_JOB_SERIES", 1000)
         cost = twin.billing()["jobs"]["RayJob/default/rayjob-tpu-v6e-dws-1"]
         twin.delete("rayjob", "rayjob-tpu-v6e-dws-1", "default")
         twin.advance(5)
-        assert twin.metric("flexq_job_cost_usd_total", {"job": "RayJob/default/rayjob-tpu-v6e-dws-1"}) is None
+        gone = {"kind": "RayJob", "namespace": "default", "name": "rayjob-tpu-v6e-dws-1"}
+        assert twin.metric("flexq_job_cost_usd_total", gone) is None
         assert twin.billing()["jobs"]["RayJob/default/rayjob-tpu-v6e-dws-1"] == cost  # the ledger keeps it
         assert workload_of(twin, 2)
     finally:

@@ -284,7 +284,7 @@ class Costs:
 
     clusters: list[str]
     pools: dict[str, float]
-    jobs: dict[str, float]
+    jobs: dict[tuple[str, str, str], float]  # (kind, namespace, name) -> cost
 
 
 def costs(core: Any, cluster: str | None) -> Costs:
@@ -293,7 +293,7 @@ def costs(core: Any, cluster: str | None) -> Costs:
     rt = _runtime(core, cluster)
     registry = getattr(rt, "metrics", None)
     pools: dict[str, float] = {}
-    jobs: dict[str, float] = {}
+    jobs: dict[tuple[str, str, str], float] = {}
     if registry is not None:
         for fam in registry.collect():
             if fam.name not in ("flexq_cost_usd", "flexq_job_cost_usd"):
@@ -302,7 +302,8 @@ def costs(core: Any, cluster: str | None) -> Costs:
                 if sample.name == "flexq_cost_usd_total":
                     pools[sample.labels.get("pool", "")] = sample.value
                 elif sample.name == "flexq_job_cost_usd_total":
-                    jobs[sample.labels.get("job", "")] = sample.value
+                    key = tuple(sample.labels.get(k, "") for k in ("kind", "namespace", "name"))
+                    jobs[(key[0], key[1], key[2])] = sample.value
     return Costs(sorted(c for c in core.clusters if c), pools, jobs)
 
 

@@ -68,6 +68,7 @@ def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
     while pos < len(buf):
         key, pos = _varint(buf, pos)
         num, wire = key >> 3, key & 7
+        val: int | bytes
         if wire == 0:
             val, pos = _varint(buf, pos)
         elif wire == 2:
@@ -266,7 +267,7 @@ def decode_message(name: str, buf: bytes) -> dict[str, Any]:
             out.update(decode_message(typ, value or b""))
             continue
         if typ in SCHEMAS and present:
-            value = decode_message(typ, value)
+            value = decode_message(typ, value or b"")
         nilable = "p" in flags or typ.startswith(("[]", "map[")) or typ == "bytes"
         if nilable:
             if not present or ("o" in flags and "p" not in flags and not value):
