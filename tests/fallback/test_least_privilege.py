@@ -252,6 +252,8 @@ def test_the_fallback_moves_a_raycluster_under_its_own_cluster_role(
             "1",
             "--interval",
             "1",
+            "--provisioning-wait-prior",
+            "0",
         ],
         env=env,
         stdout=subprocess.PIPE,

@@ -136,7 +136,7 @@ def test_the_process_moves_a_stocked_out_job_to_dws_and_kubectl_shows_it(cluster
         ),
         "the cluster autoscaler to report the stock-out",
     )
-    flags = ["--kubeconfig", kubeconfig, "--grace", "1", "--interval", "1"]
+    flags = ["--kubeconfig", kubeconfig, "--grace", "1", "--interval", "1", "--provisioning-wait-prior", "0"]
 
     # the evidence must be older than the grace period (1 s, on second-resolution event times): ask again
     # until it is, as the process's own loop would; each answer is a whole, separate dry run
@@ -270,6 +270,7 @@ def test_two_replicas_one_leader_the_other_takes_over_after_a_kill(fresh_cluster
     twin, kubeconfig, env, kubectl = fresh_cluster
     lease = ["--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1"]
     flags = ["--kubeconfig", kubeconfig, "--grace", "1", "--interval", "1", "--leader-elect", *lease]
+    flags += ["--provisioning-wait-prior", "0"]
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "flexq.cli", "fallback", *flags],

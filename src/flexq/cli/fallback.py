@@ -368,6 +368,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         keep_idle_seconds=args.keep_idle,
         all_queues=args.all_queues,
         rescue=not args.no_rescue,
+        provisioning_wait_prior_seconds=args.provisioning_wait_prior,
         dry_run=args.dry_run,
         state_namespace=args.state_namespace,
     )
@@ -568,6 +569,13 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
     )
     f.add_argument(
         "--no-rescue", action="store_true", help="never requeue a job Kueue deactivated for lack of capacity"
+    )
+    f.add_argument(
+        "--provisioning-wait-prior",
+        type=duration,
+        default=d.provisioning_wait_prior_seconds,
+        help="what a flavor behind a provisioning check (DWS) is taken to cost in waiting until one of its waits "
+        "is seen: a job stuck on a stocked-out flavor moves there once it has lost that much (0: at once)",
     )
     f.add_argument(
         "--leader-elect",
