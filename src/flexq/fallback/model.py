@@ -51,9 +51,9 @@ class FallbackConfig:
     probe_from_plan_b: bool = False  # a job waiting on plan B may be sent back as the probe of plan A (off:
     # the probe is a new job; sending one back costs its place in plan B's queue and may strand a grant)
     cap_quota: bool = True  # while a flavor's backoff runs, its quota is capped to what its nodes up can hold
-    keep_idle_seconds: float = (
-        1800.0  # in a stock-out, keep the flavor's idle nodes from scale-down this long
-    )
+    # in a stock-out, keep the flavor's idle nodes from scale-down this long (off by default: over the family of
+    # scenarios, an idle node kept for a job that may not come cost more than the scale-up it saves)
+    keep_idle_seconds: float = 0.0
     assume_after_seconds: float | None = None  # also count pods unscheduled this long as stocked out (off)
     rescue: bool = True  # requeue a Workload Kueue deactivated for a transient lack of capacity
     max_rescues: int = 5  # per job
