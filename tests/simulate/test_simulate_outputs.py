@@ -195,7 +195,7 @@ def test_tutorial_week_example_runs(tmp_path, capsys) -> None:
     tutorial = json.loads((out / "tutorial.json").read_text())["replicas"][0]
     bigger = json.loads((out / "dws-pool-16.json").read_text())["replicas"][0]
     assert 80 <= tutorial["jobs"]["total"] == bigger["jobs"]["total"] <= 130
-    assert tutorial["jobs"]["lost"] > 0 and bigger["jobs"]["lost"] == 0
+    assert tutorial["jobs"]["lost"] > bigger["jobs"]["lost"]
     assert tutorial["causes"][0]["code"] == "NodepoolSizeReached"
     assert tutorial["provisioningRequests"]["Provisioned"] >= 1 and tutorial["costUSD"]["flex-start"] > 0
     assert {p.name for p in out.iterdir()} >= {

@@ -188,7 +188,7 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
     ]
     for col in heads:
         t.add_column(col, justify="left" if col == "variant" else "right", no_wrap=col == "variant")
-    num = lambda x: f"{x:g}"  # noqa: E731
+    num = lambda x: f"{x:.1f}".rstrip("0").rstrip(".")  # noqa: E731
     for i, name in enumerate(order, start=1):
         a = aggs[name]
         total = docs[name]["replicas"][0]["jobs"]["total"]
