@@ -86,7 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--only", default="", help="comma-separated scenario names")
     ap.add_argument("--out", default="")
+    ap.add_argument("--png", default="", help="also draw the ratios per scenario into this PNG")
+    ap.add_argument("--from-json", default="", help="draw --png from an earlier run's robustness.json only")
     args = ap.parse_args(argv)
+    if args.from_json:
+        plot(json.loads(Path(args.from_json).read_text()), args.png)
+        return 0
     scenarios = family(args.scenarios, args.family_seed)
     if args.only:
         keep = set(args.only.split(","))
@@ -215,7 +220,40 @@ def main(argv: list[str] | None = None) -> int:
             for r in rows:
                 w.writerow([r[c] if not isinstance(r[c], float) else f"{r[c]:.4f}" for c in cols])
         print(f"per-scenario figures in {out}/robustness.csv and robustness.json")
+    if args.png:
+        plot(rows, args.png)
     return 0
+
+
+def plot(rows: list[dict[str, Any]], path: str) -> None:
+    """Per scenario, by stock-out pattern: the censored-wait ratio and the cost per finished chip-hour ratio
+    (fallback / tutorial), and the jobs each variant lost."""
+    from flexq.simulate.report import plt_module, save_figure
+
+    plt = plt_module()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    colors = {"none": "#74c476", "short-frequent": "#6baed6", "long-rare": "#fd8d3c", "whole-day": "#de2d26"}
+    for r in rows:
+        pattern = r["scenarioSpec"]["stockout"]
+        a1.scatter(r["waitRatio"], r["costPerWorkRatio"], color=colors[pattern], s=18, alpha=0.8)
+        a2.scatter(r["lostTutorial"], r["lostFallback"], color=colors[pattern], s=18, alpha=0.8)
+    for pattern, c in colors.items():
+        a1.scatter([], [], color=c, label=pattern)
+    a1.axvline(1.0, color="#888", lw=0.8)
+    a1.axhline(1.0, color="#888", lw=0.8)
+    a1.set_xscale("log")
+    a1.set_xlabel("mean wait to start, censored: fallback / tutorial (log)")
+    a1.set_ylabel("cost per finished TPU chip-hour: fallback / tutorial")
+    a1.set_title("Per scenario (left of 1: the fallback waits less)")
+    a1.legend(fontsize="small", title="on-demand stock-outs")
+    top = max([1] + [max(r["lostTutorial"], r["lostFallback"]) for r in rows])
+    a2.plot([0, top], [0, top], color="#888", lw=0.8)
+    a2.set_xlabel("jobs lost, tutorial's config")
+    a2.set_ylabel("jobs lost, with the fallback")
+    a2.set_title("Jobs that never ran (below the line: fewer)")
+    for ax in (a1, a2):
+        ax.grid(True, alpha=0.3)
+    save_figure(fig, Path(path))
 
 
 if __name__ == "__main__":
