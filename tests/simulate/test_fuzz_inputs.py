@@ -471,7 +471,7 @@ GENERATOR_CASES = [
         "",
     ),
     ({"mix": [{**GEN["mix"][0], "queue": ["q"]}]}, "generator.mix[0].queue", "text"),
-    ({"mix": [{**GEN["mix"][0], "name": "Bad_Prefix"}]}, "(name)", "Bad_Prefix"),
+    ({"mix": [{**GEN["mix"][0], "name": "Bad_Prefix"}]}, "generator.mix[0].name", "Bad_Prefix"),
     ({"mix": [{**GEN["mix"][0], "template": "../x.yaml"}]}, "generator.mix[0].template", "outside"),
 ]
 

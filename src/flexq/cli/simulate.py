@@ -359,6 +359,7 @@ def _run_sweep(
         f"[bold]flexq simulate[/] {escape(study.name)} --sweep: {n - 1} point(s) + the base × {reps} replica(s) "
         f"= {n * reps} run(s)" + (f" on Ray at {escape(args.ray_address)}" if args.ray_address else "")
     )
+    _warn_size(err_console, n * reps, "--replicas, or fewer knob values or samples in the sweep file")
     done = {"runs": 0}
 
     def on_progress(p: dict[str, Any]) -> None:
@@ -434,6 +435,23 @@ def _run_sweep(
     return 0
 
 
+LARGE_STUDY_RUNS = 1_000
+
+
+def _warn_size(err_console: Console, runs: int, fewer: str) -> None:
+    """A study of thousands of runs (up to a million: 100 variants × 10,000 replicas) is said out loud before it
+    starts: each run simulates the whole study, so this is hours to weeks of CPU. Ctrl-C stops it."""
+    if runs <= LARGE_STUDY_RUNS:
+        return
+    err_console.print(
+        f"warning: {runs:,} runs; each one simulates the whole study, so this can take hours or days "
+        f"(Ctrl-C stops it). To try it first, ask for fewer runs with {fewer}.",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 def _error(err_console: Console, exc: Any) -> None:
     """One line on stderr, printed as is (a file name or value with ``[brackets]`` is not rich markup)."""
     err_console.print("[red]error:[/] ", end="")
@@ -442,14 +460,9 @@ def _error(err_console: Console, exc: Any) -> None:
 
 def _check_out(out: Path) -> None:
     """The output directory can be made (or is one) before anything is simulated."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except (OSError, ValueError) as exc:
-        raise InputError(
-            f"cannot make the output directory {out}: {getattr(exc, 'strerror', None) or exc}", field="--out"
-        ) from None
-    if not out.is_dir():
-        raise InputError(f"{out} is not a directory", field="--out")
+    from flexq.simulate.outputs import output_dir
+
+    output_dir(out, field="--out")
 
 
 def run(args: argparse.Namespace, console: Console, err_console: Console) -> int:
@@ -488,6 +501,7 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         f"[bold]flexq simulate[/] {escape(study.name)}: {len(study.variants)} variant(s) × {study.replicas} "
         f"replica(s) = {runs} run(s)" + (f" on Ray at {escape(args.ray_address)}" if args.ray_address else "")
     )
+    _warn_size(err_console, runs, "--replicas or --variant")
     show = not args.no_progress and console.is_terminal
     progress = Progress(
         TextColumn("{task.description}"),

@@ -109,8 +109,9 @@ def simulate(
         docs[v.name] = variant_document(study.name, v.name, v.description, sums)
     result = SimulationResult(study, runs, docs, comparison_document(study.name, docs))
     if out is not None:
-        out_dir = Path(out)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        from flexq.simulate.outputs import output_dir
+
+        out_dir = output_dir(Path(out), field="out")
         write_csv(out_dir / "jobs.csv", runs)
         result.files.append(out_dir / "jobs.csv")
         write_json(out_dir / "comparison.json", result.comparison)

@@ -11,10 +11,12 @@ times (submission, run time, ``until``, a generator's duration) of at most 366 d
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from flexq.api.decode import check_decoded, load_yaml, load_yaml_all
 from flexq.errors import ApiError, InputError
@@ -33,6 +35,7 @@ __all__ = [
     "INT32",
     "LIMITS",
     "read_text",
+    "open_regular",
     "read_lines",
     "unknown_key",
     "parse_yaml",
@@ -89,6 +92,55 @@ def _decode(data: bytes, src: str, line_offset: int = 0) -> str:
         ) from None
 
 
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, for messages ("a named pipe (FIFO)", ...)."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(
+    path: Path, src: str, *, what: str = "file", field: str = "", line: int | None = None
+) -> BinaryIO:
+    """``path`` opened for reading, if it is a regular file. A named pipe, a device, a socket or a directory is
+    refused without waiting on it: the file is opened non-blocking (opening a FIFO with no writer does not
+    block then) and checked on the open descriptor, so nothing can swap it between the check and the read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(
+            f"cannot read {what} {path}: {exc.strerror or exc}", source=src, line=line, field=field
+        ) from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise InputError(
+            f"cannot read {what} {show(str(path))}: {exc}", source=src, line=line, field=field
+        ) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(
+                f"cannot read {what} {path}: it is {file_kind(mode)}, not a regular file",
+                source=src,
+                line=line,
+                field=field,
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_text(
     path: Path,
     src: str,
@@ -99,18 +151,15 @@ def read_text(
     limit: int = MAX_FILE_BYTES,
 ) -> str:
     """The UTF-8 text of ``path`` (a leading BOM dropped), at most ``limit`` bytes. ``src``/``field`` name the
-    reference in messages about a file that cannot be read; problems inside the file name the file itself."""
-    try:
-        with path.open("rb") as f:
+    reference in messages about a file that cannot be read; problems inside the file name the file itself.
+    Only a regular file is read (see ``open_regular``)."""
+    with open_regular(path, src, what=what, field=field, line=line) as f:
+        try:
             data = f.read(limit + 1)
-    except OSError as exc:
-        raise InputError(
-            f"cannot read {what} {path}: {exc.strerror or exc}", source=src, line=line, field=field
-        ) from None
-    except ValueError as exc:  # a NUL byte in the path
-        raise InputError(
-            f"cannot read {what} {show(str(path))}: {exc}", source=src, line=line, field=field
-        ) from None
+        except OSError as exc:
+            raise InputError(
+                f"cannot read {what} {path}: {exc.strerror or exc}", source=src, line=line, field=field
+            ) from None
     if len(data) > limit:
         raise InputError(f"the {what} is larger than {limit // (1024 * 1024)} MiB", source=str(path))
     return _decode(data, str(path))
@@ -118,19 +167,13 @@ def read_text(
 
 def read_lines(path: Path, src: str, *, field: str = "") -> Iterator[tuple[int, str]]:
     """(line number, text without its line ending) of each line of ``path``, streamed: a line longer than
-    ``MAX_LINE_BYTES`` is refused without reading the rest of it. CR LF and LF endings; a BOM is dropped."""
-    try:
-        f = path.open("rb")
-    except OSError as exc:
-        raise InputError(
-            f"cannot read the trace {path}: {exc.strerror or exc}", source=src, field=field
-        ) from None
-    except ValueError as exc:
-        raise InputError(f"cannot read the trace {path!r}: {exc}", source=src, field=field) from None
+    ``MAX_LINE_BYTES`` is refused without reading the rest of it. CR LF and LF endings; a BOM is dropped.
+    Only a regular file is read (a FIFO would never end)."""
+    f = open_regular(path, src, what="the trace", field=field)
     name = str(path)
     with f:
         try:
-            size = path.stat().st_size
+            size = os.fstat(f.fileno()).st_size
         except OSError:
             size = 0
         if size > MAX_TRACE_BYTES:

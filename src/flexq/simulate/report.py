@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 from pathlib import Path
 from typing import Any
 
 from flexq.simulate.engine import RunResult
+from flexq.simulate.inputs import open_regular
+from flexq.simulate.outputs import write_file
 from flexq.simulate.recorder import WAIT_BUCKETS
 from flexq.simulate.results import cost_curve, node_curves
 
@@ -70,9 +73,14 @@ def plt_module() -> Any:
 
 
 def save_figure(fig: Any, path: Path) -> None:
+    from flexq.simulate.outputs import check_target, write_file
+
+    check_target(path)  # before drawing: a link or FIFO in the output folder is refused, not written through
+    buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(path, dpi=100, metadata={"Software": None})
+    fig.savefig(buf, format=path.suffix.lstrip(".") or "png", dpi=100, metadata={"Software": None})
     plt_module().close(fig)
+    write_file(path, buf.getvalue())
 
 
 def _hours(t: float) -> float:
@@ -435,12 +443,11 @@ def write_html(
             )
     parts.append("<h2>Plots</h2>")
     for img in images:
-        data = base64.b64encode(img.read_bytes()).decode("ascii")
+        with open_regular(img, str(img), what="plot") as f:
+            data = base64.b64encode(f.read()).decode("ascii")
         parts.append(
             f"<figure><img alt='{esc(img.stem)}' src='data:image/png;base64,{data}'>"
             f"<figcaption>{esc(img.name)}</figcaption></figure>"
         )
     parts.append("</body></html>\n")
-    path = out / "report.html"
-    path.write_text("\n".join(parts), encoding="utf-8")
-    return path
+    return write_file(out / "report.html", "\n".join(parts))

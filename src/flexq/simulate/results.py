@@ -439,7 +439,9 @@ def csv_text(runs: list[RunResult]) -> str:
 
 
 def write_csv(path: Path, runs: list[RunResult]) -> None:
-    path.write_text(csv_text(runs), encoding="utf-8")
+    from flexq.simulate.outputs import write_file
+
+    write_file(path, csv_text(runs))
 
 
 def variant_document(study: str, variant: str, description: str, summaries: list[dict[str, Any]]) -> dict:
@@ -550,4 +552,6 @@ def comparison_document(study: str, docs: dict[str, dict[str, Any]]) -> dict[str
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
     """Keys in the document's own (deterministic) order: the summaries lead with the jobs lost."""
-    path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    from flexq.simulate.outputs import write_file
+
+    write_file(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")

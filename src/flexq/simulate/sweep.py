@@ -709,9 +709,10 @@ SWEEP_COLUMNS = (
 
 
 def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Variant]) -> None:
+    from flexq.simulate.outputs import output_dir, write_file
     from flexq.simulate.results import write_csv
 
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out)
     labels = [k.label() for k in res.spec.knobs]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -723,7 +724,7 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
             v = r[c]
             cells.append("" if v is None else f"{v:.6f}" if isinstance(v, float) else str(v))
         w.writerow(cells)
-    (out / "sweep.csv").write_text(buf.getvalue(), encoding="utf-8")
+    write_file(out / "sweep.csv", buf.getvalue())
     doc = {
         "apiVersion": "sim.flexq.dev/v1alpha1",
         "kind": "SweepSummary",
@@ -735,8 +736,8 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
         "points": res.rows,
         "recommendedCauses": res.documents[res.recommended]["replicas"][0].get("causes", []),
     }
-    (out / "sweep.json").write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    (out / "best.diff").write_text(res.diff or "(the base itself: no change)\n", encoding="utf-8")
+    write_file(out / "sweep.json", json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    write_file(out / "best.diff", res.diff or "(the base itself: no change)\n")
     write_csv(out / "jobs.csv", res.runs)
     res.files += [out / "sweep.csv", out / "sweep.json", out / "best.diff", out / "jobs.csv"]
     if plots:

@@ -33,7 +33,9 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
+from pydantic_core import PydanticCustomError
 
+from flexq.api.base import check_dns1123_label, check_dns1123_subdomain
 from flexq.api.capacity_profile import Delay, parse_duration
 from flexq.errors import InputError
 from flexq.gke.capacity import sample_delay
@@ -43,6 +45,7 @@ from flexq.simulate.inputs import (
     MAX_PODS,
     MAX_SECONDS,
     number,
+    open_regular,
     parse_yaml,
     read_lines,
     read_text,
@@ -398,6 +401,8 @@ def _job_from_row(
         )
     ns = text.get("namespace") or "default"
     name = text.get("name") or f"{kind.lower()}-{index:05d}"
+    _object_name(name, src, line, "name", check_dns1123_subdomain)
+    _object_name(ns, src, line, "namespace", check_dns1123_label)
     return JobSpec(
         index=index,
         submit=submit,
@@ -415,6 +420,14 @@ def _job_from_row(
         klass=text.get("class", ""),
         source=f"{src}:{line}" if line is not None else src,
     )
+
+
+def _object_name(value: str, src: str, line: int | None, fld: str, check: Any) -> None:
+    """``value`` names an object (or its namespace): Kubernetes' rule, checked before it is substituted."""
+    try:
+        check(value)
+    except PydanticCustomError as exc:
+        raise InputError(f"{show(value)}: {exc.message()}", source=src, line=line, field=fld) from None
 
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -448,10 +461,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _starts_with(path: Path, char: str) -> bool:
     """Whether the first character of ``path`` that is not white space (or a BOM) is ``char``."""
     try:
-        with path.open("rb") as f:
+        with open_regular(path, str(path)) as f:
             head = f.read(4096)
-    except (OSError, ValueError):
-        return False  # read_lines says why
+    except (InputError, OSError):
+        return False  # read_lines says why (a FIFO is refused there, not waited on here)
     return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(char.encode())
 
 
@@ -706,6 +719,7 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
         weight = number(m.get("weight", 1), src, f"{fld}.weight", 0, 1e12)
         failed = number(m.get("failed", 0), src, f"{fld}.failed", 0, 1)
         prefix = string(m["name"], src, f"{fld}.name") if m.get("name") else proto.kind.lower()
+        _object_name(f"{prefix}-00000", src, None, f"{fld}.name", check_dns1123_subdomain)
         shapes.append(
             (
                 weight,
@@ -1023,23 +1037,73 @@ def _container(name: str, requests: tuple[tuple[str, str], ...]) -> dict[str, An
     }
 
 
-def _subst(text: str, env: dict[str, str]) -> str:
-    for k, v in env.items():
-        text = text.replace("${" + k + "}", v).replace("$" + k, v)
-    return text
+_PLACEHOLDER = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+MAX_EXPANDED_BYTES = 8 * 1024 * 1024  # one object after its placeholders are substituted
+MAX_VALUE_CHARS = 253  # a substituted value: an object name (a DNS subdomain) is the longest
+
+
+class _Budget:
+    """How many characters the substitution may still add to one object."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+
+def _subst(text: str, env: dict[str, str], budget: _Budget) -> str:
+    """``${VAR}`` and ``$VAR`` of ``env`` replaced (the longest name wins: ``$NAMESPACE`` is not ``$NAME`` +
+    "SPACE"); other ``$`` words are left as they are (a shell line in a command keeps its ``$HOME``)."""
+
+    def one(m: re.Match[str]) -> str:
+        value = env.get(m.group(1) or m.group(2))
+        if value is None:
+            return m.group(0)
+        budget.left -= len(value) - len(m.group(0))
+        if budget.left < 0:
+            raise OverflowError
+        return value
+
+    return _PLACEHOLDER.sub(one, text)
+
+
+def _subst_obj(obj: Any, env: dict[str, str], budget: _Budget) -> Any:
+    if isinstance(obj, str):
+        return _subst(obj, env, budget) if "$" in obj else obj
+    if isinstance(obj, dict):
+        return {k: _subst_obj(v, env, budget) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_subst_obj(v, env, budget) for v in obj]
+    return obj
+
+
+def substitute(template: Any, env: dict[str, str], src: str) -> Any:
+    """``template`` (a parsed object) with ``env`` substituted into its strings, on a copy. Every value is
+    checked first (at most 253 characters, no control characters) and the object may grow to at most 8 MiB:
+    a template of many placeholders cannot ask for gigabytes."""
+    for key, value in env.items():
+        if len(value) > MAX_VALUE_CHARS:
+            raise InputError(
+                f"the value substituted for ${{{key}}} is {len(value):,} characters long "
+                f"(at most {MAX_VALUE_CHARS})",
+                source=src,
+                field=key,
+            )
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise InputError(
+                f"the value substituted for ${{{key}}} holds a control character", source=src, field=key
+            )
+    try:
+        return _subst_obj(template, env, _Budget(MAX_EXPANDED_BYTES))
+    except OverflowError:
+        raise InputError(
+            f"the template grows beyond {MAX_EXPANDED_BYTES // (1024 * 1024)} MiB once its placeholders "
+            "are substituted",
+            source=src,
+        ) from None
 
 
 _PARSED: dict[str, Any] = {}
-
-
-def _subst_obj(obj: Any, env: dict[str, str]) -> Any:
-    if isinstance(obj, str):
-        return _subst(obj, env) if "$" in obj else obj
-    if isinstance(obj, dict):
-        return {k: _subst_obj(v, env) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_subst_obj(v, env) for v in obj]
-    return obj
 
 
 def _parsed_template(text: str) -> Any:
@@ -1100,7 +1164,7 @@ def build_object(
         }
     if job.template:
         env = {"NAME": job.name, "JOB_ID": str(job.index), "QUEUE": job.queue, "NAMESPACE": job.namespace}
-        obj = _subst_obj(_parsed_template(job.template), env)
+        obj = substitute(_parsed_template(job.template), env, job.template_source or job.source)
         if not isinstance(obj, dict):
             raise InputError("a template must hold one object", source=job.template_source)
         if obj.get("kind") != job.kind:

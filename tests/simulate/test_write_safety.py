@@ -1,0 +1,157 @@
+"""``flexq simulate`` writes only where it should and reads only regular files (issue 27, item 5).
+
+A study folder is often someone else's. Its ``results/`` may ship a symbolic link where a result goes, or a named
+pipe where the trace is; a template may hold 200,000 placeholders. Each is refused with the project's error naming
+the file, before anything is written or any run starts, and nothing outside the output folder changes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import flexq
+from flexq.cli.main import main
+from flexq.errors import InputError
+from flexq.simulate import load_study, preflight
+from flexq.simulate.outputs import write_file
+
+from .test_fuzz_inputs import JOB_TEMPLATE, deadline, make, refused
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    with deadline(60):
+        rc = main(["simulate", *argv, "--no-plots", "--no-progress"])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_a_results_link_shipped_with_the_study_is_refused_and_its_target_untouched(tmp_path, capsys) -> None:
+    study = make(tmp_path / "s")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (study / "results").mkdir()
+    os.symlink("../../victim.txt", study / "results" / "jobs.csv")
+    rc, out, err = _cli(capsys, str(study))
+    assert rc == 2, (out, err)
+    assert "jobs.csv" in err and "symbolic link" in err, err
+    assert "run(s)" not in out  # refused before the runs, not after them
+    assert victim.read_text() == "precious\n"
+    # the Python API refuses it as well (it writes the same files)
+    with pytest.raises(InputError, match="symbolic link"):
+        flexq.simulate(study, workers=1, plots=False, out=study / "results")
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_link_in_place_of_the_output_folder_is_refused(tmp_path, capsys) -> None:
+    study = make(tmp_path / "s")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, study / "results")
+    rc, _, err = _cli(capsys, str(study))
+    assert rc == 2 and "symbolic link" in err and "--out" in err, err
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir"])
+def test_a_result_that_is_not_a_regular_file_is_refused_by_name(tmp_path, capsys, kind) -> None:
+    study = make(tmp_path / "s")
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "comparison.json"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.mkdir()
+    rc, _, err = _cli(capsys, str(study), "--out", str(out))
+    assert rc == 2, err
+    assert "comparison.json" in err and ("named pipe" in err or "directory" in err), err
+
+
+def test_results_are_written_whole_and_replace_the_old_ones(tmp_path, capsys) -> None:
+    study = make(tmp_path / "s")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "jobs.csv").write_text("old\n")
+    rc, _, err = _cli(capsys, str(study), "--out", str(out))
+    assert rc == 0, err
+    text = (out / "jobs.csv").read_text()
+    assert text.startswith("variant,") or "variant" in text.splitlines()[0]
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]  # no temporary file left behind
+
+
+def test_write_file_replaces_a_link_swapped_in_after_the_check_without_following_it(tmp_path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    path = tmp_path / "r.json"
+    os.symlink(victim, path)
+    with pytest.raises(InputError, match="symbolic link"):
+        write_file(path, "{}")
+    assert victim.read_text() == "precious"
+    os.unlink(path)
+    write_file(path, "{}")
+    assert path.read_text() == "{}" and not path.is_symlink()
+
+
+@pytest.mark.parametrize("what", ["trace.csv", "job.yaml", "simulation.yaml", "queues.yaml"])
+def test_a_fifo_as_an_input_is_refused_at_once(tmp_path, what) -> None:
+    study = make(tmp_path / "s", {}, {"trace.csv": "submit,queue,kind,template\n0,q,Job,job.yaml\n"})
+    (study / what).unlink()
+    os.mkfifo(study / what)  # no writer: opening it blocking would wait forever
+    with deadline(10), pytest.raises(InputError) as err:
+        preflight(load_study(study))
+    assert what in str(err.value) and "named pipe" in str(err.value), err.value
+
+
+def test_a_device_as_the_trace_is_refused(tmp_path) -> None:
+    study = make(tmp_path / "s")
+    (study / "trace.csv").unlink()
+    os.symlink("/dev/zero", study / "trace.csv")  # inside the study by name; a device by kind
+    with deadline(10), pytest.raises(InputError) as err:
+        preflight(load_study(study))
+    assert "outside" in str(err.value) or "character device" in str(err.value), err.value
+
+
+def test_a_template_of_200k_placeholders_cannot_ask_for_gigabytes(tmp_path) -> None:
+    name = "n" * 253  # the longest name an object may have
+    many = "${NAME}" * 200_000  # 1.4 MB of placeholders: 50 MB once substituted
+    template = JOB_TEMPLATE.replace('team: "${QUEUE}"', f'team: "{many}"')
+    files = {"trace.csv": f"submit,queue,kind,name,template\n0,q,Job,{name},job.yaml\n", "job.yaml": template}
+    err = refused(make(tmp_path / "s", {}, files), "job.yaml", "MiB once its placeholders are substituted")
+    assert "8 MiB" in str(err)
+
+
+def test_a_130000_character_name_is_refused_on_its_trace_line(tmp_path) -> None:
+    files = {"trace.csv": f"submit,queue,kind,name,template\n0,q,Job,{'a' * 130_000},job.yaml\n"}
+    refused(make(tmp_path / "s", {}, files), "trace.csv:2", "(name)", "253 characters")
+
+
+def test_namespace_is_substituted_whole_not_as_name_plus_space(tmp_path) -> None:
+    from flexq.simulate.traffic import substitute
+
+    env = {"NAME": "job-1", "NAMESPACE": "team-a", "QUEUE": "q", "JOB_ID": "1"}
+    got = substitute({"a": "$NAMESPACE/$NAME", "b": "${NAMESPACE}-${JOB_ID}", "c": "$HOME $NAMEX"}, env, "t")
+    assert got == {"a": "team-a/job-1", "b": "team-a-1", "c": "$HOME $NAMEX"}
+
+
+def test_a_study_of_many_runs_is_announced_before_it_starts(tmp_path, capsys, monkeypatch) -> None:
+    import flexq.cli.simulate as cli
+
+    monkeypatch.setattr(cli, "LARGE_STUDY_RUNS", 1)  # 2 replicas: over the line without running thousands
+    study = make(tmp_path / "s", {"replicas": 2})
+    rc, _, err = _cli(capsys, str(study), "--out", str(tmp_path / "out"))
+    assert rc == 0
+    assert "warning: 2 runs" in err and "--replicas" in err, err
+
+
+def test_write_file_keeps_the_umask(tmp_path) -> None:
+    path = write_file(tmp_path / "x.json", b"{}")
+    assert Path(path).stat().st_mode & 0o777 == 0o644 & ~_umask()
+
+
+def _umask() -> int:
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
