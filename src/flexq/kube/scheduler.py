@@ -166,12 +166,16 @@ class Scheduler(Controller):
         self.unschedulable.pop(key, None)  # its entry in _order is skipped, then compacted away
 
     def _bind(self, pod: dict, node: str) -> None:
-        obj = dict(pod)  # the stored pod is read-only: new top level, metadata and spec; the rest is shared
-        obj["metadata"] = dict(pod["metadata"])
-        obj["spec"] = dict(pod["spec"])
+        """The ``pods/binding`` subresource: ``spec.nodeName`` and ``PodScheduled=True`` in one write, as the API
+        server's ``BindingREST`` sets both (``setPodNodeAndMetadata``)."""
+        obj = status_copy(pod)  # the stored pod is read-only: status copied, metadata and spec one level deep
         obj["spec"]["nodeName"] = node
-        bound = self.store.update(obj, validate=False, take=True, copy_result=False)
-        self._write_condition(bound, "True", None, None)
+        st = obj.setdefault("status", {})
+        st.setdefault("phase", "Pending")
+        set_core_condition(
+            st.setdefault("conditions", []), "PodScheduled", "True", None, None, self.ctx.now(), probe=True
+        )
+        bound = self.store.update(obj, validate=False, take=True, copy_result=False, with_status=True)
         m = pod["metadata"]
         self.events.record(
             bound, "Normal", "Scheduled", f"Successfully assigned {m['namespace']}/{m['name']} to {node}"

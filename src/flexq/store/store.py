@@ -543,6 +543,7 @@ class Store:
         copy_result: bool = True,
         take: bool = False,
         on_write: Callable[[dict, dict], dict] | None = None,
+        with_status: bool = False,
     ) -> dict:
         """Replace spec/metadata (status is kept for kinds with a status subresource). Returns a copy of
         the stored version (with ``copy_result=False``, the stored version itself, read-only). With
@@ -550,7 +551,9 @@ class Store:
         ``metadata`` dicts and never changes anything reachable from ``obj`` afterwards (parts may be
         shared with earlier stored versions, which are read-only too). ``on_write(live, new)`` (both in
         ``obj``'s version) may amend the object before it is admitted (the HTTP face keeps
-        ``managedFields`` with it)."""
+        ``managedFields`` with it). ``with_status``: ``obj``'s status is written too, in the same write: a
+        subresource that sets both, as the API server's ``pods/binding`` sets a pod's ``spec.nodeName`` and
+        its ``PodScheduled`` condition in one update (``BindingREST.setPodNodeAndMetadata``)."""
         info = scheme.resolve_object(self.registry, obj)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
@@ -579,7 +582,7 @@ class Store:
                 self._webhooks(info, stored, cur)
             if info.admission is not None:
                 info.admission("UPDATE", stored, cur, self, key[1])
-            if info.status_subresource:
+            if info.status_subresource and not with_status:
                 if "status" in cur:
                     stored["status"] = cur["status"]
                 else:
