@@ -417,7 +417,11 @@ class Store:
         if not data["metadata"].get("name") and data["metadata"].get("generateName"):
             data["metadata"]["name"] = self._generate_name(info, data["metadata"])
         status = data.get("status")
-        stored = scheme.admit(info, data, None, unknown_fields) if validate else self._normalize(info, data)
+        stored = (  # ``data`` is the store's own (a copy, or taken): defaulted in place
+            scheme.admit(info, data, None, unknown_fields, private=True)
+            if validate
+            else self._normalize(info, data)
+        )
         if validate and info.key in self.webhooks:
             self._webhooks(info, stored, None)
         if keep_status and status is not None:
@@ -576,7 +580,9 @@ class Store:
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
             stored = (
-                scheme.admit(info, data, cur, unknown_fields) if validate else self._normalize(info, data)
+                scheme.admit(info, data, cur, unknown_fields, private=True)
+                if validate
+                else self._normalize(info, data)
             )
             if validate and info.key in self.webhooks:
                 self._webhooks(info, stored, cur)
@@ -651,7 +657,7 @@ class Store:
                 stored["status"] = status if take else clone_kept(status)
             if validate:
                 candidate = clone(stored)
-                scheme.admit(info, candidate, cur)
+                scheme.admit(info, candidate, cur, private=True)
             self._commit([("MODIFIED", info, key, stored)])
             return clone(stored) if copy_result else stored
 
