@@ -167,10 +167,10 @@ class Autoscaler(Controller):
         self._node_shapes: dict[str, tuple[dict[str, Any], NodeShape]] = {}  # node -> (its version, shape)
         self._pool_shapes: dict[str, tuple[dict[str, Any], NodeShape]] = {}  # pool -> (its version, shape)
         self._unhelped_memo: tuple[int, int, list[dict[str, Any]], list[dict[str, Any]]] | None = None
-        self._candidates: tuple[int, dict[tuple, list[tuple[str, NodeShape]]]] = (-1, {})
-        self._sigs: dict[
-            tuple[str, str], tuple[dict[str, Any], tuple]
-        ] = {}  # pod -> (its version, placement)
+        self._candidates: tuple[int, dict[int, list[tuple[str, NodeShape]]]] = (-1, {})
+        # pod -> (its version, the id of its placement key); placement key -> its id
+        self._sigs: dict[tuple[str, str], tuple[dict[str, Any], int]] = {}
+        self._sig_ids: dict[tuple, int] = {}
         self._packed: dict[str, tuple[dict[str, Any], int, list[dict[str, Any]], tuple[int, list]]] = {}
 
     def watches(self) -> list[Watch]:
@@ -273,7 +273,7 @@ class Autoscaler(Controller):
         # The simulation only fills nodes, so a pod that fit nowhere rules out every later pod that asks for
         # the same and may go to the same nodes: those are not tried again (same answer, without the cost
         # of pending pods x nodes when many identical pods wait).
-        no_room: set[tuple] = set()
+        no_room: set[int] = set()
         for pod in pending:
             req = cache.requests_of(pod)
             sig = self._placement(pod, req)
@@ -299,8 +299,8 @@ class Autoscaler(Controller):
         self._unhelped_memo = (cache.node_version, cache.used_version, pending, left)
         return list(left)
 
-    def _placement(self, pod: dict[str, Any], req: dict[str, Any]) -> tuple:
-        """``_placement_key`` of a stored pod, kept for that version of it."""
+    def _placement(self, pod: dict[str, Any], req: dict[str, Any]) -> int:
+        """An id of the ``_placement_key`` of a stored pod, kept for that version of it."""
         md = pod["metadata"]
         key = (md.get("namespace") or "default", md["name"])
         hit = self._sigs.get(key)
@@ -308,7 +308,10 @@ class Autoscaler(Controller):
             return hit[1]
         if len(self._sigs) > 2 * len(self.writer.cache.unschedulable) + 64:  # forget pods no longer pending
             self._sigs = {k: e for k, e in self._sigs.items() if k in self.writer.cache.unschedulable}
-        sig = _placement_key(pod, req)
+        placement = _placement_key(pod, req)
+        sig = self._sig_ids.get(placement)
+        if sig is None:  # a small id per distinct placement: hashed once, not on every lookup of every pass
+            sig = self._sig_ids[placement] = len(self._sig_ids)
         self._sigs[key] = (pod, sig)
         return sig
 
@@ -340,7 +343,10 @@ class Autoscaler(Controller):
         hit = self._packed.get(name)
         if hit is not None and hit[0] is pool and hit[1] == room and _same_objects(hit[2], pods):
             return hit[3][0], list(hit[3][1])
-        out = pack(pods, self._pool_shape(pool), room)
+        cache = self.writer.cache
+        requests = [cache.requests_of(p) for p in pods]
+        placements = [self._placement(p, r) for p, r in zip(pods, requests, strict=True)]
+        out = pack(pods, self._pool_shape(pool), room, requests, placements)
         self._packed[name] = (pool, room, list(pods), out)
         return out[0], list(out[1])
 

@@ -166,13 +166,29 @@ def used_on_nodes(pods: Iterable[dict[str, Any]]) -> dict[str, Resources]:
     return used
 
 
-def pack(pods: list[dict[str, Any]], shape: NodeShape, limit: int) -> tuple[int, list[dict[str, Any]]]:
-    """First-fit the pods onto at most ``limit`` new nodes of ``shape``. Returns (nodes used, pods placed)."""
+def pack(
+    pods: list[dict[str, Any]],
+    shape: NodeShape,
+    limit: int,
+    requests: list[Resources] | None = None,
+    placements: list[Any] | None = None,
+) -> tuple[int, list[dict[str, Any]]]:
+    """First-fit the pods onto at most ``limit`` new nodes of ``shape``. Returns (nodes used, pods placed).
+    ``requests``: each pod's ``pod_requests``, if the caller has them; ``placements``: a key per pod such that
+    pods with the same key have the same node selector, affinity and tolerations (their labels-and-taints
+    verdict on the shape is then looked at once)."""
     bins: list[Resources] = []
     placed: list[dict[str, Any]] = []
-    for pod in pods:
-        req = pod_requests(pod)
-        if static_misfit(pod, shape) is not None or resource_misfit(req, shape) is not None:
+    static: dict[Any, bool] = {}
+    for n, pod in enumerate(pods):
+        req = requests[n] if requests is not None else pod_requests(pod)
+        if placements is None:
+            ok = static_misfit(pod, shape) is None
+        else:
+            ok = static.get(placements[n])
+            if ok is None:
+                ok = static[placements[n]] = static_misfit(pod, shape) is None
+        if not ok or resource_misfit(req, shape) is not None:
             continue
         for i, used in enumerate(bins):
             if resource_misfit(req, shape, used) is None:
