@@ -182,12 +182,10 @@ def pack(
     static: dict[Any, bool] = {}
     for n, pod in enumerate(pods):
         req = requests[n] if requests is not None else pod_requests(pod)
-        if placements is None:
-            ok = static_misfit(pod, shape) is None
-        else:
-            ok = static.get(placements[n])
-            if ok is None:
-                ok = static[placements[n]] = static_misfit(pod, shape) is None
+        known = None if placements is None else static.get(placements[n])
+        ok = known if known is not None else static_misfit(pod, shape) is None
+        if placements is not None and known is None:
+            static[placements[n]] = ok
         if not ok or resource_misfit(req, shape) is not None:
             continue
         for i, used in enumerate(bins):
