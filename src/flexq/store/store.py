@@ -201,7 +201,9 @@ class Store:
         return ((namespace or "default") if info.namespaced else "", name)
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict:
-        """A copy of the stored object (storage version). Raises NotFound."""
+        """A copy of the stored object (storage version). Raises NotFound. Copied through the store's cache of
+        each version's JSON text, as ``list`` is: a version read again (a config a controller reads on every
+        reconcile) is one decode."""
         info = self.info(kind)
         with self._lock:
             obj = self._objs.get(info.key, {}).get(self._key(info, namespace, name))
@@ -212,7 +214,7 @@ class Store:
                     group=info.group,
                     name=name,
                 )
-            return clone(obj)
+            return clone_many([obj], self.texts)[0]
 
     def try_get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
         try:
