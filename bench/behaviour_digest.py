@@ -30,11 +30,16 @@ from flexq import Twin
 
 
 def _state_digest(twin: Twin) -> str:
-    """A digest of every stored object but its resourceVersion (of the cluster's store)."""
+    """A digest of every stored object but its resourceVersion (of the cluster's store). resourceVersions count
+    the store's writes, so a change that saves a write the real system does not make (the kube-scheduler's
+    binding, one write upstream) renumbers every later version; an Event's ``involvedObject.resourceVersion``
+    copies one, so it is left out too."""
     h = hashlib.sha256()
     rows = []
     for kk, obj in twin.store.all_objects():
         obj["metadata"].pop("resourceVersion", None)
+        if kk == "events":
+            (obj.get("involvedObject") or {}).pop("resourceVersion", None)
         rows.append((kk, obj["metadata"].get("namespace", ""), obj["metadata"]["name"], obj))
     for row in sorted(rows, key=lambda r: r[:3]):
         h.update(json.dumps(row, sort_keys=True).encode())

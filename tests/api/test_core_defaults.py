@@ -528,3 +528,23 @@ def test_node_ports_are_allocated_for_node_port_services(twin: Twin) -> None:
         0
     ]
     assert "nodePort" not in plain["spec"]["ports"][0]
+
+
+def test_defaulting_leaves_the_callers_object_alone_unless_it_is_the_store_s_own_copy() -> None:
+    """``admit`` defaults a copy of what it is given; the store, which admits a copy it made itself, lets the
+    defaulters fill that copy in place (one copy fewer per write): the same stored object either way."""
+    info = REGISTRY.by_gvk("v1", "Pod")
+    given = _pod()
+    kept = copy.deepcopy(given)
+    shared = admit(info, given)
+    assert given == kept  # not defaulted in place
+    own = copy.deepcopy(given)
+    assert admit(info, own, private=True) == shared
+    assert own["spec"]["containers"][0]["imagePullPolicy"] == "Always"  # the store's copy, filled in place
+    twin = Twin(clock="virtual")
+    try:
+        body = _pod()
+        twin.store.create(body)
+        assert body == _pod()  # the store copies what it is given before it is defaulted
+    finally:
+        twin.close()

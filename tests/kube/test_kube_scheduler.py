@@ -19,6 +19,37 @@ def test_pod_is_bound_with_scheduled_condition_and_event(twin: Twin) -> None:
     assert events(twin, "p", "Scheduled")[0]["message"] == "Successfully assigned default/p to n1"
 
 
+def test_binding_sets_node_name_and_scheduled_condition_in_one_write(twin: Twin) -> None:
+    """The API server's pods/binding (``BindingREST.setPodNodeAndMetadata``) sets ``spec.nodeName`` and
+    ``PodScheduled=True`` in the same update: no watcher ever sees a bound pod that is not yet scheduled, and
+    binding costs one write, not two."""
+    seen: list[tuple[str, str | None, str | None]] = []
+
+    def watch(ev) -> None:
+        if ev.object["metadata"]["name"] == "w":
+            cond = condition(ev.object, "PodScheduled") or {}
+            seen.append((ev.type, ev.object["spec"].get("nodeName"), cond.get("status")))
+
+    twin.store.watch(watch, ["Pod"])
+    add_node(twin, node("cpu-1"))
+    twin.apply(
+        pod("w", tpu=4, tolerations=TOLERATE_TPU, node_selector={"cloud.google.com/gke-nodepool": "tpu"})
+    )
+    twin.advance(5)
+    add_node(twin, tpu_node("tpu-a", "tpu"))
+    twin.advance(1)
+    # created, found unschedulable, bound (the kubelet's status writes follow)
+    assert seen[:3] == [("ADDED", None, None), ("MODIFIED", None, "False"), ("MODIFIED", "tpu-a", "True")]
+    p = twin.get("Pod", "w")
+    cond = condition(p, "PodScheduled")
+    assert cond == {
+        "type": "PodScheduled",
+        "status": "True",
+        "lastProbeTime": None,
+        "lastTransitionTime": cond["lastTransitionTime"],
+    }
+
+
 def test_unschedulable_pod_waits_then_binds_when_a_node_arrives(twin: Twin) -> None:
     add_node(twin, node("cpu-1"))
     twin.apply(

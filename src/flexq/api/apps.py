@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, model_validator
+from pydantic import Field, StrictBool, ValidationInfo, model_validator
 
 from flexq.api.base import LabelSelector, Loose, ObjectBase, field_error
 from flexq.api.core import PodTemplateSpec
@@ -121,8 +121,8 @@ class Deployment(ObjectBase):
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults(cls, data: Any) -> Any:
-        return _defaulted(data, default_deployment)
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        return _defaulted(data, default_deployment, info)
 
 
 def validate_deployment(new: dict, old: dict | None) -> list[Cause]:

@@ -239,6 +239,9 @@ def naming_the_value(value: str, check: Any) -> None:
         ) from None
 
 
+_VALID_LABEL_VALUES: set[str] = set()  # values already checked (cluster and job names recur on many objects)
+
+
 def _check_labels(v: dict[str, str] | None) -> dict[str, str] | None:
     if v:
         for k, val in v.items():
@@ -246,7 +249,11 @@ def _check_labels(v: dict[str, str] | None) -> dict[str, str] | None:
                 naming_the_value(k, check_label_key)
                 if len(_VALID_LABEL_KEYS) < 4096:
                     _VALID_LABEL_KEYS.add(k)
-            naming_the_value(val, check_label_value)
+            if val not in _VALID_LABEL_VALUES:
+                naming_the_value(val, check_label_value)
+                if len(_VALID_LABEL_VALUES) >= 16384:
+                    _VALID_LABEL_VALUES.clear()
+                _VALID_LABEL_VALUES.add(val)
     return v
 
 
@@ -367,7 +374,10 @@ class ObjectMeta(Model):
     def _annotation_keys(cls, v: dict[str, str] | None) -> dict[str, str] | None:
         if v:
             for k in v:
-                naming_the_value(k, check_label_key)
+                if k not in _VALID_LABEL_KEYS:  # annotation keys follow the label key rule
+                    naming_the_value(k, check_label_key)
+                    if len(_VALID_LABEL_KEYS) < 4096:
+                        _VALID_LABEL_KEYS.add(k)
             if sum(len(k) + len(x) for k, x in v.items()) > 256 * 1024:
                 raise PydanticCustomError(
                     "flexq", "may not be more than 262144 bytes", {"kind": "FieldValueTooLong"}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, field_validator, model_validator
+from pydantic import Field, StrictBool, ValidationInfo, field_validator, model_validator
 
 from flexq.api.base import (
     INT32_MAX,
@@ -112,7 +112,7 @@ class Container(Loose):
 
             for name, req in res.requests.items():
                 lim = res.limits.get(name)
-                if lim is not None and parse_quantity(req) > parse_quantity(lim):
+                if lim is not None and lim != req and parse_quantity(req) > parse_quantity(lim):
                     raise field_error(
                         f"resources.requests[{name}]", f"must be less than or equal to {name} limit of {lim}"
                     )
@@ -204,8 +204,8 @@ class Pod(ObjectBase):
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults(cls, data: Any) -> Any:
-        return _defaulted(data, default_pod)
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        return _defaulted(data, default_pod, info)
 
 
 class PodTemplate(ObjectBase):
@@ -213,8 +213,8 @@ class PodTemplate(ObjectBase):
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults(cls, data: Any) -> Any:
-        return _defaulted(data, default_pod_template)
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        return _defaulted(data, default_pod_template, info)
 
 
 # -- nodes, namespaces, config ------------------------------------------------------------------
@@ -237,8 +237,8 @@ class Namespace(ObjectBase):
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults(cls, data: Any) -> Any:
-        return _defaulted(data, default_namespace)
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        return _defaulted(data, default_namespace, info)
 
 
 MAX_CONFIG_SIZE = 1024 * 1024  # core.MaxSecretSize, the limit of a ConfigMap's (and a Secret's) data
@@ -333,8 +333,8 @@ class Service(ObjectBase):
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults(cls, data: Any) -> Any:
-        return _defaulted(data, default_service)
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        return _defaulted(data, default_service, info)
 
 
 class ObjectReference(Loose):
@@ -385,8 +385,8 @@ class Secret(ObjectBase):
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults(cls, data: Any) -> Any:
-        return _defaulted(data, default_secret)
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        return _defaulted(data, default_secret, info)
 
     @field_validator("data")
     @classmethod
@@ -501,8 +501,8 @@ class Job(ObjectBase):
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults(cls, data: Any) -> Any:
-        return _defaulted(data, default_job)
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        return _defaulted(data, default_job, info)
 
 
 KINDS = [

@@ -23,11 +23,18 @@ from flexq.api.wellknown import COMPUTE_CLASS_LABEL, QUEUE_NAME_LABEL
 # touch only well-formed parts (a dict where a dict belongs), leaving anything malformed to validation.
 
 
-def _defaulted(data: Any, fill: Any) -> Any:
-    """A defaulted copy of a raw object about to be validated (the caller's dict is not changed)."""
+PRIVATE_INPUT = "private_input"  # validation context key: the object validated is the caller's own copy
+
+
+def _defaulted(data: Any, fill: Any, info: Any = None) -> Any:
+    """A defaulted copy of a raw object about to be validated (the caller's dict is not changed), or the object
+    itself defaulted in place when the validation context says it is the caller's own copy (``PRIVATE_INPUT``:
+    the store admits the copy it made of what it was given, and drops it)."""
     if not isinstance(data, dict):
         return data
-    data = clone(data)
+    context = getattr(info, "context", None)
+    if not (context and context.get(PRIVATE_INPUT)):
+        data = clone(data)
     fill(data)
     return data
 

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
 from flexq.api.base import CANONICAL_QUANTITIES, PATH, check_dns1123_label, check_dns1123_subdomain
+from flexq.api.core_defaults import PRIVATE_INPUT
 from flexq.api.goquote import go_quote_bounded
 from flexq.api.jsoncopy import clone, clone_many
 from flexq.api.registry import KindInfo, Registry, split_api_version
@@ -148,8 +149,11 @@ def _drop(obj: Any, loc: tuple[Any, ...]) -> None:
 BUILT_IN_GROUPS = frozenset({"", "batch"})
 
 
-def validate(info: KindInfo, obj: dict, unknown: UnknownFields = "Strict") -> tuple[dict, str]:
-    """Validate and default ``obj`` in its own version. Returns (defaulted dict, version)."""
+def validate(
+    info: KindInfo, obj: dict, unknown: UnknownFields = "Strict", private: bool = False
+) -> tuple[dict, str]:
+    """Validate and default ``obj`` in its own version. Returns (defaulted dict, version). ``private``: ``obj``
+    is the caller's own copy, which it drops afterwards: the defaulters may fill it in place."""
     _, version = split_api_version(obj.get("apiVersion", ""))
     model = info.models.get(version)
     if model is None:
@@ -160,7 +164,7 @@ def validate(info: KindInfo, obj: dict, unknown: UnknownFields = "Strict") -> tu
     pruned = False
     for _ in range(3):
         try:
-            m = model.model_validate(data, context={CANONICAL_QUANTITIES: built_in})
+            m = model.model_validate(data, context={CANONICAL_QUANTITIES: built_in, PRIVATE_INPUT: private})
             break
         except ValidationError as err:
             errors = err.errors()
@@ -215,9 +219,16 @@ def check_name(info: KindInfo, meta: dict) -> list[Cause]:
     return []
 
 
-def admit(info: KindInfo, obj: dict, old: dict | None = None, unknown: UnknownFields = "Strict") -> dict:
-    """A user's object in any served version -> defaulted storage-version dict (raises Invalid)."""
-    data, version = validate(info, obj, unknown)
+def admit(
+    info: KindInfo,
+    obj: dict,
+    old: dict | None = None,
+    unknown: UnknownFields = "Strict",
+    private: bool = False,
+) -> dict:
+    """A user's object in any served version -> defaulted storage-version dict (raises Invalid). ``private``:
+    ``obj`` is the caller's own copy, which it drops afterwards (the store's): it may be defaulted in place."""
+    data, version = validate(info, obj, unknown, private)
     causes = check_name(info, data.get("metadata") or {})
     if causes:
         raise invalid(info, (data.get("metadata") or {}).get("name", ""), causes)

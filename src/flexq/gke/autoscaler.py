@@ -50,7 +50,17 @@ from flexq.gke.compute_class import (
     rule_index,
     rules,
 )
-from flexq.gke.fit import add, fits, is_terminal, node_shape, pack, pool_shape
+from flexq.gke.fit import (
+    NodeShape,
+    add,
+    fits,
+    is_terminal,
+    node_shape,
+    pack,
+    pool_shape,
+    resource_misfit,
+    static_misfit,
+)
 from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, NodeWriter, pools_of
 from flexq.gke.provisioning import active_booking, booked_nodes
 from flexq.runtime import Context, Controller, Result, Watch
@@ -90,6 +100,11 @@ def _placement_key(pod: dict[str, Any], req: dict[str, Any]) -> tuple:
         repr(spec.get("affinity")),
         repr(spec.get("tolerations")),
     )
+
+
+def _same_objects(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    """The same objects (by identity: stored versions are read-only), in the same order."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _consumes_request(pod: dict[str, Any]) -> bool:
@@ -146,6 +161,17 @@ class Autoscaler(Controller):
         self._nodes_version = -1
         # node -> when it was first seen unneeded (cluster-autoscaler's in-memory ``unneededNodes``)
         self._unneeded: dict[str, float] = {}
+        # The scheduling simulation's inputs change far less often than the autoscaler is woken (a pod's status
+        # write, a Node's Ready, a ProvisioningRequest's condition): its answers are kept for the versions of
+        # what they read, stored objects being read-only (a write replaces the object, never changes it).
+        self._node_shapes: dict[str, tuple[dict[str, Any], NodeShape]] = {}  # node -> (its version, shape)
+        self._pool_shapes: dict[str, tuple[dict[str, Any], NodeShape]] = {}  # pool -> (its version, shape)
+        self._unhelped_memo: tuple[int, int, list[dict[str, Any]], list[dict[str, Any]]] | None = None
+        self._candidates: tuple[int, dict[int, list[tuple[str, NodeShape]]]] = (-1, {})
+        # pod -> (its version, the id of its placement key); placement key -> its id
+        self._sigs: dict[tuple[str, str], tuple[dict[str, Any], int]] = {}
+        self._sig_ids: dict[tuple, int] = {}
+        self._packed: dict[str, tuple[dict[str, Any], int, list[dict[str, Any]], tuple[int, list]]] = {}
 
     def watches(self) -> list[Watch]:
         cluster = self.ctx.cluster_settings.gke_cluster
@@ -231,27 +257,98 @@ class Autoscaler(Controller):
         """Pending pods that no existing or upcoming node can take (simulated on free capacity)."""
         if not pending:
             return []
+        memo = self._unhelped_memo
+        if (
+            memo is not None
+            and memo[0] == cache.node_version
+            and memo[1] == cache.used_version
+            and _same_objects(memo[2], pending)
+        ):
+            return list(memo[3])  # the same pods, nodes and used capacity: the same answer
         used = dict(cache.used)
-        shapes = {n["metadata"]["name"]: node_shape(n) for n in nodes}
+        if self._candidates[0] != cache.node_version:
+            self._candidates = (cache.node_version, {})
+        candidates = self._candidates[1]
         left = []
         # The simulation only fills nodes, so a pod that fit nowhere rules out every later pod that asks for
         # the same and may go to the same nodes: those are not tried again (same answer, without the cost
         # of pending pods x nodes when many identical pods wait).
-        no_room: set[tuple] = set()
+        no_room: set[int] = set()
         for pod in pending:
             req = cache.requests_of(pod)
-            sig = _placement_key(pod, req)
+            sig = self._placement(pod, req)
             if sig in no_room:
                 left.append(pod)
                 continue
-            for name, shape in shapes.items():
-                if fits(pod, shape, used.get(name, {}), req) is None:
+            # the nodes whose labels and taints the pod's placement accepts, in ``nodes`` order (the same for
+            # every pod of that placement, until a Node changes): only their free resources are looked at
+            shapes = candidates.get(sig)
+            if shapes is None:
+                shapes = candidates[sig] = [
+                    (n["metadata"]["name"], shape)
+                    for n in nodes
+                    if static_misfit(pod, shape := self._node_shape(n)) is None
+                ]
+            for name, shape in shapes:
+                if resource_misfit(req, shape, used.get(name)) is None:
                     used[name] = add(used.get(name, {}), req)
                     break
             else:
                 no_room.add(sig)
                 left.append(pod)
-        return left
+        self._unhelped_memo = (cache.node_version, cache.used_version, pending, left)
+        return list(left)
+
+    def _placement(self, pod: dict[str, Any], req: dict[str, Any]) -> int:
+        """An id of the ``_placement_key`` of a stored pod, kept for that version of it."""
+        md = pod["metadata"]
+        key = (md.get("namespace") or "default", md["name"])
+        hit = self._sigs.get(key)
+        if hit is not None and hit[0] is pod:
+            return hit[1]
+        if len(self._sigs) > 2 * len(self.writer.cache.unschedulable) + 64:  # forget pods no longer pending
+            self._sigs = {k: e for k, e in self._sigs.items() if k in self.writer.cache.unschedulable}
+        placement = _placement_key(pod, req)
+        sig = self._sig_ids.get(placement)
+        if sig is None:  # a small id per distinct placement: hashed once, not on every lookup of every pass
+            sig = self._sig_ids[placement] = len(self._sig_ids)
+        self._sigs[key] = (pod, sig)
+        return sig
+
+    def _node_shape(self, node: dict[str, Any]) -> NodeShape:
+        """``node_shape`` of a stored Node, kept for that version of it."""
+        name = node["metadata"]["name"]
+        hit = self._node_shapes.get(name)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        if len(self._node_shapes) > 2 * len(self.writer.cache.nodes) + 16:  # forget nodes that are gone
+            self._node_shapes = {n: e for n, e in self._node_shapes.items() if n in self.writer.cache.nodes}
+        shape = node_shape(node)
+        self._node_shapes[name] = (node, shape)
+        return shape
+
+    def _pool_shape(self, pool: dict[str, Any]) -> NodeShape:
+        """``pool_shape`` of a stored node pool, kept for that version of it."""
+        name = pool["spec"]["name"]
+        hit = self._pool_shapes.get(name)
+        if hit is not None and hit[0] is pool:
+            return hit[1]
+        shape = pool_shape(pool)
+        self._pool_shapes[name] = (pool, shape)
+        return shape
+
+    def _pack(self, pods: list[dict[str, Any]], pool: dict[str, Any], room: int) -> tuple[int, list]:
+        """``pack`` onto the pool's template nodes, kept while the pods, the pool and the room are the same."""
+        name = pool["spec"]["name"]
+        hit = self._packed.get(name)
+        if hit is not None and hit[0] is pool and hit[1] == room and _same_objects(hit[2], pods):
+            return hit[3][0], list(hit[3][1])
+        cache = self.writer.cache
+        requests = [cache.requests_of(p) for p in pods]
+        placements = [self._placement(p, r) for p, r in zip(pods, requests, strict=True)]
+        out = pack(pods, self._pool_shape(pool), room, requests, placements)
+        self._packed[name] = (pool, room, list(pods), out)
+        return out[0], list(out[1])
 
     def _scale_up(
         self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]], cache: GkeCache
@@ -277,7 +374,7 @@ class Autoscaler(Controller):
                 room = (_max_nodes(pool) - count.get(name, 0)) // hosts * hosts
                 if room <= 0:
                     continue
-                n_nodes, placed = pack(todo, pool_shape(pool), room)
+                n_nodes, placed = self._pack(todo, pool, room)
                 if not placed:
                     continue
                 n_nodes = min(room, -(-n_nodes // hosts) * hosts)
@@ -455,7 +552,7 @@ class Autoscaler(Controller):
                 elif _max_nodes(pool) - count.get(pool["spec"]["name"], 0) < _hosts(pool):
                     why = "max node group size reached"
                 else:
-                    why = fits(pod, pool_shape(pool)) or "node group(s) could not fit the pod"
+                    why = fits(pod, self._pool_shape(pool)) or "node group(s) could not fit the pod"
                 reasons[why] = reasons.get(why, 0) + 1
             message = "pod didn't trigger scale-up: " + ", ".join(
                 f"{n} {why}" for why, n in sorted(reasons.items())

@@ -39,6 +39,7 @@ class GkeCache:
         self.consumers: dict[tuple[str, str], int] = {}  # (namespace, request) -> bound consuming pods
         self._consuming: dict[tuple[str, str], tuple[str, str]] = {}
         self.node_version = 0  # changes with every Node event (for layouts derived from the nodes)
+        self.used_version = 0  # changes whenever ``used`` does
         self.pool_sizes: dict[str, int] = {}  # node pool -> its nodes
         self._by_request: dict[str, dict[str, dict[str, Any]]] = {}  # "<ns>/<request>" -> its nodes by name
         self._node_list: list[dict[str, Any]] | None = None  # every node, by name (until the next Node event)
@@ -85,6 +86,7 @@ class GkeCache:
                 self._live[node] = self._live.get(node, 0) + 1
                 cur = self.used.get(node, {})
                 self.used[node] = {**cur, **{k: cur.get(k, 0) + v for k, v in req.items()}}
+                self.used_version += 1
         else:
             self._unaccount(key)
         consumed = (meta.get("annotations") or {}).get(CONSUME_KEY)
@@ -128,6 +130,7 @@ class GkeCache:
         if entry is None:
             return
         node, req = entry
+        self.used_version += 1
         self._live[node] -= 1
         if not self._live[node]:
             del self._live[node]

@@ -30,6 +30,8 @@ __all__ = [
     "tolerates_all",
     "selects",
     "fits",
+    "static_misfit",
+    "resource_misfit",
     "pool_shape",
     "node_shape",
     "pack",
@@ -39,6 +41,7 @@ __all__ = [
 ]
 
 Resources = dict[str, Fraction]
+_ZERO = Fraction(0)
 _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 
@@ -82,17 +85,32 @@ def fits(
     requests: Resources | None = None,
 ) -> str | None:
     """None when the pod fits on the node, else the reason (kube-scheduler's wording)."""
+    why = static_misfit(pod, shape)
+    if why is not None:
+        return why
+    return resource_misfit(requests if requests is not None else pod_requests(pod), shape, used)
+
+
+def static_misfit(pod: dict[str, Any], shape: NodeShape) -> str | None:
+    """``fits`` without the resources: node affinity/selector and taints (what a pod's placement decides)."""
     if not selects(pod, shape.labels):
         return "node(s) didn't match Pod's node affinity/selector"
     taint = tolerates_all(pod, shape.taints)
     if taint is not None:
         return f"node(s) had untolerated taint {{{taint['key']}: {taint.get('value', '')}}}"
-    req = requests if requests is not None else pod_requests(pod)
+    return None
+
+
+def resource_misfit(
+    requests: Mapping[str, Fraction], shape: NodeShape, used: Mapping[str, Fraction] | None = None
+) -> str | None:
+    """``fits``'s resource check alone: None when ``requests`` fit the shape's allocatable minus ``used``."""
     used = used or {}
-    for name, amount in req.items():
+    alloc = shape.allocatable
+    for name, amount in requests.items():
         if amount <= 0:
             continue
-        if used.get(name, Fraction(0)) + amount > shape.allocatable.get(name, Fraction(0)):
+        if used.get(name, _ZERO) + amount > alloc.get(name, _ZERO):
             return "Too many pods" if name == "pods" else f"Insufficient {name}"
     return None
 
@@ -148,16 +166,30 @@ def used_on_nodes(pods: Iterable[dict[str, Any]]) -> dict[str, Resources]:
     return used
 
 
-def pack(pods: list[dict[str, Any]], shape: NodeShape, limit: int) -> tuple[int, list[dict[str, Any]]]:
-    """First-fit the pods onto at most ``limit`` new nodes of ``shape``. Returns (nodes used, pods placed)."""
+def pack(
+    pods: list[dict[str, Any]],
+    shape: NodeShape,
+    limit: int,
+    requests: list[Resources] | None = None,
+    placements: list[Any] | None = None,
+) -> tuple[int, list[dict[str, Any]]]:
+    """First-fit the pods onto at most ``limit`` new nodes of ``shape``. Returns (nodes used, pods placed).
+    ``requests``: each pod's ``pod_requests``, if the caller has them; ``placements``: a key per pod such that
+    pods with the same key have the same node selector, affinity and tolerations (their labels-and-taints
+    verdict on the shape is then looked at once)."""
     bins: list[Resources] = []
     placed: list[dict[str, Any]] = []
-    for pod in pods:
-        req = pod_requests(pod)
-        if fits(pod, shape, {}, req) is not None:
+    static: dict[Any, bool] = {}
+    for n, pod in enumerate(pods):
+        req = requests[n] if requests is not None else pod_requests(pod)
+        known = None if placements is None else static.get(placements[n])
+        ok = known if known is not None else static_misfit(pod, shape) is None
+        if placements is not None and known is None:
+            static[placements[n]] = ok
+        if not ok or resource_misfit(req, shape) is not None:
             continue
         for i, used in enumerate(bins):
-            if fits(pod, shape, used, req) is None:
+            if resource_misfit(req, shape, used) is None:
                 bins[i] = add(used, req)
                 placed.append(pod)
                 break

@@ -110,11 +110,11 @@ class StockoutTracker(Controller):
 
     def _scale_up_event(self, ref: str) -> None:
         ns, _, name = ref.partition("/")
-        ev = self.store.try_get("Event", name, ns)
+        ev = self.store.peek("Event", name, ns)  # read-only, as the pod
         if ev is None:
             return
         inv = ev.get("involvedObject") or {}
-        pod = self.store.try_get("Pod", inv.get("name", ""), inv.get("namespace") or ns)
+        pod = self.store.peek("Pod", inv.get("name", ""), inv.get("namespace") or ns)
         pool = ((pod or {}).get("spec") or {}).get("nodeSelector", {}).get(catalog.LABEL_NODEPOOL, "")
         if not pool:
             return

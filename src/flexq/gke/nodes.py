@@ -38,6 +38,7 @@ __all__ = [
     "ANN_SLICE",
     "pools_of",
     "pool_of",
+    "peek_pool",
     "capacity_model_name",
     "NodeWriter",
     "PoolController",
@@ -92,9 +93,18 @@ _POOLS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str], tuple[int, lis
 
 
 def pool_of(ctx: Context, name: str) -> dict[str, Any] | None:
+    """This cluster's node pool ``name`` (a copy), or None."""
     assert ctx.project is not None
     project, location, cluster = cluster_names(ctx)
     obj: dict[str, Any] | None = ctx.project.try_get(NODE_POOL, pool_key(project, location, cluster, name))
+    return obj
+
+
+def peek_pool(ctx: Context, name: str) -> dict[str, Any] | None:
+    """``pool_of`` without the copy: the stored object itself, read-only."""
+    assert ctx.project is not None
+    project, location, cluster = cluster_names(ctx)
+    obj: dict[str, Any] | None = ctx.project.peek(NODE_POOL, pool_key(project, location, cluster, name))
     return obj
 
 
@@ -355,7 +365,7 @@ class PoolController(Controller):
 
     def reconcile(self, key: Any) -> Result | None:
         name = str(key)
-        pool = pool_of(self.ctx, name)
+        pool = peek_pool(self.ctx, name)  # read-only
         nodes = self.writer.nodes(name)
         if pool is None or pool["spec"].get("status") == "STOPPING":
             self.writer.shrink(nodes)
@@ -398,23 +408,24 @@ class PoolController(Controller):
         ), got.message
 
     def _write_pool_status(self, name: str, result: Result | None, stockout: str) -> None:
-        pool = pool_of(self.ctx, name)
-        if pool is None:
+        cur = peek_pool(self.ctx, name)  # read-only: copied below, one level, only when it changes
+        if cur is None:
             return
         count = self.writer.cache.pool_sizes.get(name, 0)
-        status = dict(pool["status"], currentNodeCount=count)
+        status = dict(cur["status"], currentNodeCount=count)
         if result is None:
             status["initialized"] = True
         conditions = [{"code": "GCE_STOCKOUT", "message": stockout}] if stockout else None
-        if status == pool["status"] and pool["spec"].get("conditions") == conditions:
+        if status == cur["status"] and cur["spec"].get("conditions") == conditions:
             return
+        pool = dict(cur, metadata=dict(cur["metadata"]), spec=dict(cur["spec"]))
         pool["status"] = status
         if conditions:
             pool["spec"]["conditions"] = conditions
         else:
             pool["spec"].pop("conditions", None)
         assert self.ctx.project is not None
-        self.ctx.project.update(pool, validate=False)
+        self.ctx.project.update(pool, validate=False, take=True, copy_result=False)
 
 
 class NodeLifecycle(Controller):

@@ -117,7 +117,10 @@ def warden(new: dict[str, Any], old: dict[str, Any] | None) -> list[Any]:
 
 
 def _cond(pr: dict[str, Any], type_: str) -> dict[str, Any] | None:
-    return next((c for c in (pr.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+    for c in (pr.get("status") or {}).get("conditions") or ():
+        if c["type"] == type_:
+            return c
+    return None
 
 
 def _true(pr: dict[str, Any], type_: str) -> bool:
@@ -216,6 +219,14 @@ class ProvisioningRequestController(Controller):
         super().__init__(ctx)
         self.writer = writer
         self.store.add_webhook("ProvisioningRequest", warden)  # GKE Warden is part of every GKE cluster
+        self._handlers: dict[str, Callable[[dict[str, Any], float], float | None]] = {
+            QUEUED: self._queued,
+            CHECK_CAPACITY: self._check_capacity,
+            ATOMIC: self._atomic,
+        }
+        # a request's creation instant, parsed once per stored version (a queued request whose pool is full
+        # is looked at every minute until it is granted or times out)
+        self._created: dict[tuple[str, str], tuple[dict[str, Any], float]] = {}
 
     def watches(self) -> list[Watch]:
         def by_node(ev: Any) -> list[tuple[str, str]]:
@@ -234,11 +245,7 @@ class ProvisioningRequestController(Controller):
         pr = self.store.peek("ProvisioningRequest", name, ns)  # read-only: copied before a change
         if pr is None:
             return None
-        handler: Callable[[dict[str, Any], float], float | None] | None = {
-            QUEUED: self._queued,
-            CHECK_CAPACITY: self._check_capacity,
-            ATOMIC: self._atomic,
-        }.get(pr["spec"].get("provisioningClassName", ""))
+        handler = self._handlers.get(pr["spec"].get("provisioningClassName", ""))
         if handler is None:
             return None
         now = self.ctx.now()
@@ -297,7 +304,7 @@ class ProvisioningRequestController(Controller):
             return self._queued_provisioned(clone(pr), now, params)
         if not _true(pr, "Accepted"):
             return self._queued_accept(clone(pr), now)
-        created = parse_time(pr["metadata"]["creationTimestamp"])
+        created = self._creation(pr)
         valid = params.get("ValidUntilSeconds") or params.get("validUntilSeconds")
         deadline = created + (float(valid) if valid else MAX_WAIT_SECONDS)
         pool = next(
@@ -453,6 +460,18 @@ class ProvisioningRequestController(Controller):
             "NodePoolAutoProvisioned": "false",
             "PodTemplateName": pr["spec"]["podSets"][0]["podTemplateRef"]["name"],
         }
+
+    def _creation(self, pr: dict[str, Any]) -> float:
+        md = pr["metadata"]
+        key = (md.get("namespace") or "default", md["name"])
+        hit = self._created.get(key)
+        if hit is not None and hit[0] is pr:
+            return hit[1]
+        if len(self._created) > 4096:
+            self._created.clear()
+        created = parse_time(md["creationTimestamp"])
+        self._created[key] = (pr, created)
+        return created
 
     def _nodes_of(self, pr: dict[str, Any]) -> list[dict[str, Any]]:
         """The request's nodes, by name (from the cache's index, not a scan of every node)."""

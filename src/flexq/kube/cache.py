@@ -49,6 +49,9 @@ class ClusterCache:
         # (rv, node) of the last event that changed a NodeInfo / released resources on a node
         self.node_changed: tuple[int, str] = (-1, "")
         self.freed: tuple[int, str] = (-1, "")
+        # moves whenever anything a scheduling decision reads changes: a node (added, changed, gone), or the
+        # requests and pod counts on a node
+        self.version = 0
         self._sub: Subscription | None = None
         self._sub = store.watch(self._on_event, ["Node", "Pod"])
         for node in store.list("Node"):
@@ -80,12 +83,14 @@ class ClusterCache:
     def _on_node(self, ev: WatchEvent) -> None:
         name = ev.object["metadata"]["name"]
         if ev.type == "DELETED":
-            self.nodes.pop(name, None)  # nothing new can fit anywhere
+            if self.nodes.pop(name, None) is not None:  # nothing new can fit anywhere
+                self.version += 1
             return
         info = node_info(ev.object)
         if self.nodes.get(name) != info:
             self.nodes[name] = info
             self.node_changed = (ev.rv, name)
+            self.version += 1
 
     def _on_pod(self, ev: WatchEvent) -> None:
         pod = ev.object
@@ -130,6 +135,7 @@ class ClusterCache:
                     del self.owned[okey]
 
     def _account(self, key: PodKey, node: str, requests: dict[str, int]) -> None:
+        self.version += 1
         self._accounted[key] = (node, requests)
         self.used.setdefault(node, Counter()).update(requests)
         self.pod_counts[node] += 1
@@ -139,6 +145,7 @@ class ClusterCache:
         if entry is None:
             return
         node, requests = entry
+        self.version += 1
         self.freed = (rv, node)
         used = self.used.get(node)
         if used is not None:

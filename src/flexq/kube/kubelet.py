@@ -220,7 +220,7 @@ class Kubelet(Controller):
 
     # -- start / stop ---------------------------------------------------------------------------------
     def _start(self, key: PodKey, pod: dict, node_name: str) -> Result | None:
-        files, missing = configmap_files(pod, lambda name: self.store.try_get("ConfigMap", name, key[0]))
+        files, missing = configmap_files(pod, lambda name: self.store.peek("ConfigMap", name, key[0]))
         if missing:
             for _, cm in missing:
                 self.waiting_cm.setdefault((key[0], cm), set()).add(key)

@@ -21,7 +21,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
-from flexq.kube.scheduler_filters import GATED_MESSAGE, StaticMemo, filter_node, pod_requests, schedule
+from flexq.kube.scheduler_filters import (
+    GATED_MESSAGE,
+    Decision,
+    StaticMemo,
+    filter_node,
+    pod_requests,
+    schedule,
+)
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import find_condition, set_core_condition
 from flexq.store.store import WatchEvent, status_copy
@@ -79,6 +86,10 @@ class Scheduler(Controller):
         self._hinted: set[PodKey] = (
             set()
         )  # unschedulable pods a hint has queued and no reconcile has tried yet
+        # an unschedulable pod's last failed attempt: (that version of the pod, the cache's version, its
+        # requests, the decision). Retried every UNSCHEDULABLE_FLUSH_SECONDS as upstream's queue does, a pod
+        # that nothing has changed for (neither it nor any node, nor what is bound where) gets the same answer
+        self._failed: dict[PodKey, tuple[dict, int, dict[str, int], Decision]] = {}
 
     def watches(self) -> list[Watch]:
         return [Watch("Pod", self._pod_keys), Watch("Node", self._node_keys)]
@@ -140,12 +151,18 @@ class Scheduler(Controller):
             self._forget(key)
             self._write_condition(pod, "False", "SchedulingGated", GATED_MESSAGE)
             return None
-        requests = pod_requests(pod)
-        if len(self._static) > 2 * len(self.cache.nodes) + 16:  # forget nodes that are gone
-            self._static = {n: e for n, e in self._static.items() if n in self.cache.nodes}
-        decision = schedule(
-            pod, self.cache.nodes.values(), self.cache.used, self.cache.pod_counts, requests, self._static
-        )
+        last = self._failed.get(key)
+        if last is not None and last[0] is pod and last[1] == self.cache.version:
+            requests, decision = last[2], last[3]
+        else:
+            requests = pod_requests(pod)
+            if len(self._static) > 2 * len(self.cache.nodes) + 16:  # forget nodes that are gone
+                self._static = {n: e for n, e in self._static.items() if n in self.cache.nodes}
+            decision = schedule(
+                pod, self.cache.nodes.values(), self.cache.used, self.cache.pod_counts, requests, self._static
+            )
+            if decision.node is None:
+                self._failed[key] = (pod, self.cache.version, requests, decision)
         if decision.node is None:
             w = _waiting(key, pod, requests, self._shapes)
             old = self.unschedulable.get(key)
@@ -163,15 +180,20 @@ class Scheduler(Controller):
 
     def _forget(self, key: PodKey) -> None:
         self._hinted.discard(key)
+        self._failed.pop(key, None)
         self.unschedulable.pop(key, None)  # its entry in _order is skipped, then compacted away
 
     def _bind(self, pod: dict, node: str) -> None:
-        obj = dict(pod)  # the stored pod is read-only: new top level, metadata and spec; the rest is shared
-        obj["metadata"] = dict(pod["metadata"])
-        obj["spec"] = dict(pod["spec"])
+        """The ``pods/binding`` subresource: ``spec.nodeName`` and ``PodScheduled=True`` in one write, as the API
+        server's ``BindingREST`` sets both (``setPodNodeAndMetadata``)."""
+        obj = status_copy(pod)  # the stored pod is read-only: status copied, metadata and spec one level deep
         obj["spec"]["nodeName"] = node
-        bound = self.store.update(obj, validate=False, take=True, copy_result=False)
-        self._write_condition(bound, "True", None, None)
+        st = obj.setdefault("status", {})
+        st.setdefault("phase", "Pending")
+        set_core_condition(
+            st.setdefault("conditions", []), "PodScheduled", "True", None, None, self.ctx.now(), probe=True
+        )
+        bound = self.store.update(obj, validate=False, take=True, copy_result=False, with_status=True)
         m = pod["metadata"]
         self.events.record(
             bound, "Normal", "Scheduled", f"Successfully assigned {m['namespace']}/{m['name']} to {node}"

@@ -139,18 +139,17 @@ class RayClusterController(Controller):
         for extra in heads[1:]:
             self._delete_pod(extra)
         if not heads:
-            pod = pods.head_pod(cluster, name=f"{name}-head-{names.rand_suffix(self.ctx.rng('kuberay'))}")
+            pname = f"{name}-head-{names.rand_suffix(self.ctx.rng('kuberay'))}"
+            pod = pods.head_pod(cluster, name=pname)  # built for this call: the store keeps it (take)
             try:
-                heads = [self.store.create(pod, copy_result=False)]  # read-only from here
+                heads = [self.store.create(pod, copy_result=False, take=True)]  # read-only from here
             except (Forbidden, Invalid) as err:  # KubeRay asks with generateName: the refused pod has no name
-                why = err.message.replace(f'"{pod["metadata"]["name"]}"', f'"{name}-head-"', 1)
+                why = err.message.replace(f'"{pname}"', f'"{name}-head-"', 1)
                 self.events.record(
                     cluster, "Warning", "FailedToCreateHeadPod", f"Failed to create head Pod {ns}/, {why}"
                 )
                 raise
-            self.events.record(
-                cluster, "Normal", "CreatedHeadPod", f"Created head Pod {ns}/{pod['metadata']['name']}"
-            )
+            self.events.record(cluster, "Normal", "CreatedHeadPod", f"Created head Pod {ns}/{pname}")
         # 2. worker groups, replica by replica
         workers = [
             p for p in owned if (p["metadata"].get("labels") or {}).get(names.LABEL_NODE_TYPE) == "worker"
@@ -180,6 +179,7 @@ class RayClusterController(Controller):
             self.store.create(
                 pods.head_service(cluster, name=name, cluster_name=cluster["metadata"]["name"]),
                 copy_result=False,
+                take=True,  # built for this call
             )
 
     def _reconcile_group(self, cluster: dict, group: dict, group_pods: list[dict]) -> list[dict]:
@@ -237,8 +237,8 @@ class RayClusterController(Controller):
         pod = pods.worker_pod(
             cluster, group, name=pname, replica_name=rname, replica_index=index, host_index=host
         )
-        try:
-            return self.store.create(pod, copy_result=False)  # read-only: the caller only reads it
+        try:  # the pod is built for this call: the store keeps it (take); the result is read-only
+            return self.store.create(pod, copy_result=False, take=True)
         except (Forbidden, Invalid) as err:  # asked with generateName (as KubeRay does): named by it
             meta = cluster["metadata"]
             why = err.message.replace(f'"{pname}"', f'"{pname[: -len(pname.rsplit("-", 1)[1])]}"', 1)

@@ -263,6 +263,7 @@ class RayJobController(Controller):
             self.store.create(
                 pods.submitter_job(rj, job_id=st["jobId"], dashboard_url=st["dashboardURL"]),
                 copy_result=False,
+                take=True,  # built for this call
             )
             self.events.record(
                 rj,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from flexq.errors import Conflict, Livelock, NotFound
 from flexq.loop.core import EventLoop, Timer
@@ -26,6 +26,19 @@ log = logging.getLogger("flexq.runtime")
 
 BASE_DELAY, MAX_DELAY = 0.005, 1000.0
 RESULTS = ("success", "error", "requeue", "requeue_after")  # controller-runtime's ``result`` label values
+
+
+def _direct(mapper: Callable[[WatchEvent], Iterable[Key] | None], add: Callable[[Key], None]):
+    """A watch callback that queues the keys ``mapper`` gives at once (on a virtual-time loop the writer is
+    always the loop's own thread: no hop through the loop's inbox is ever needed)."""
+
+    def on_event(ev: WatchEvent) -> None:
+        keys = mapper(ev)
+        if keys:
+            for k in keys:
+                add(k)
+
+    return on_event
 
 
 class _Queue:
@@ -177,6 +190,9 @@ class Manager:
                 continue
 
             add = q.add if w.delay <= 0 else (lambda k, d=w.delay, after=q.add_after: after(k, d))
+            if not hasattr(self.loop, "thread"):  # a virtual-time loop: every write is made on its thread
+                self._subs.append(store.watch(_direct(w.mapper, add), [w.kind]))
+                continue
 
             def on_event(ev: WatchEvent, mapper=w.mapper, add=add, loop=self.loop) -> None:
                 keys = mapper(ev)

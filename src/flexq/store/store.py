@@ -201,7 +201,9 @@ class Store:
         return ((namespace or "default") if info.namespaced else "", name)
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict:
-        """A copy of the stored object (storage version). Raises NotFound."""
+        """A copy of the stored object (storage version). Raises NotFound. Copied through the store's cache of
+        each version's JSON text, as ``list`` is: a version read again (a config a controller reads on every
+        reconcile) is one decode."""
         info = self.info(kind)
         with self._lock:
             obj = self._objs.get(info.key, {}).get(self._key(info, namespace, name))
@@ -212,7 +214,7 @@ class Store:
                     group=info.group,
                     name=name,
                 )
-            return clone(obj)
+            return clone_many([obj], self.texts)[0]
 
     def try_get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
         try:
@@ -417,7 +419,11 @@ class Store:
         if not data["metadata"].get("name") and data["metadata"].get("generateName"):
             data["metadata"]["name"] = self._generate_name(info, data["metadata"])
         status = data.get("status")
-        stored = scheme.admit(info, data, None, unknown_fields) if validate else self._normalize(info, data)
+        stored = (  # ``data`` is the store's own (a copy, or taken): defaulted in place
+            scheme.admit(info, data, None, unknown_fields, private=True)
+            if validate
+            else self._normalize(info, data)
+        )
         if validate and info.key in self.webhooks:
             self._webhooks(info, stored, None)
         if keep_status and status is not None:
@@ -543,6 +549,7 @@ class Store:
         copy_result: bool = True,
         take: bool = False,
         on_write: Callable[[dict, dict], dict] | None = None,
+        with_status: bool = False,
     ) -> dict:
         """Replace spec/metadata (status is kept for kinds with a status subresource). Returns a copy of
         the stored version (with ``copy_result=False``, the stored version itself, read-only). With
@@ -550,7 +557,9 @@ class Store:
         ``metadata`` dicts and never changes anything reachable from ``obj`` afterwards (parts may be
         shared with earlier stored versions, which are read-only too). ``on_write(live, new)`` (both in
         ``obj``'s version) may amend the object before it is admitted (the HTTP face keeps
-        ``managedFields`` with it)."""
+        ``managedFields`` with it). ``with_status``: ``obj``'s status is written too, in the same write: a
+        subresource that sets both, as the API server's ``pods/binding`` sets a pod's ``spec.nodeName`` and
+        its ``PodScheduled`` condition in one update (``BindingREST.setPodNodeAndMetadata``)."""
         info = scheme.resolve_object(self.registry, obj)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
@@ -573,13 +582,15 @@ class Store:
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
             stored = (
-                scheme.admit(info, data, cur, unknown_fields) if validate else self._normalize(info, data)
+                scheme.admit(info, data, cur, unknown_fields, private=True)
+                if validate
+                else self._normalize(info, data)
             )
             if validate and info.key in self.webhooks:
                 self._webhooks(info, stored, cur)
             if info.admission is not None:
                 info.admission("UPDATE", stored, cur, self, key[1])
-            if info.status_subresource:
+            if info.status_subresource and not with_status:
                 if "status" in cur:
                     stored["status"] = cur["status"]
                 else:
@@ -648,7 +659,7 @@ class Store:
                 stored["status"] = status if take else clone_kept(status)
             if validate:
                 candidate = clone(stored)
-                scheme.admit(info, candidate, cur)
+                scheme.admit(info, candidate, cur, private=True)
             self._commit([("MODIFIED", info, key, stored)])
             return clone(stored) if copy_result else stored
 
