@@ -77,3 +77,42 @@ def test_never_to_a_full_flavor_and_rescued_when_the_pool_has_room(make_twin):
     anns = twin.get("rayjob", JOB.format(2), "default")["metadata"].get("annotations") or {}
     assert json.loads(anns[ANN_RESCUE])["attempts"] == 1
     assert ANN_MOVE not in anns or json.loads(anns[ANN_MOVE]).get("to") != "dws" or True
+
+
+def test_expected_wait_counts_the_requests_still_waiting() -> None:
+    """The Kaplan-Meier median of finished and still-running waits: requests all sitting in a long queue are not
+    read as a short queue because none has finished yet (the bias of a median over finished waits only)."""
+    from flexq.fallback.policy import expected_wait, km_median
+
+    assert km_median([60, 120, 180], []) == 120
+    assert km_median([60], [3600, 3600, 3600]) is None  # most still waiting: the median lies beyond an hour
+    assert expected_wait([], [], 600) == 600  # nothing seen: the prior
+    assert expected_wait([], [30], 600) == 600  # one request waiting 30 s says little: the prior
+    assert expected_wait([], [5400], 600) == 5400  # one waiting 1.5 h: at least that
+    assert expected_wait([60], [3600, 3600, 3600], 600) == 3600
+    assert expected_wait([60, 90, 120, 100], [3600], 600) == 100  # S: .8 .6 .45
+    # a finished wait at the same instant as a censored one counts first (Kaplan-Meier's convention)
+    assert km_median([100], [100]) == 100
+
+
+def test_a_request_waiting_in_a_long_queue_raises_what_plan_b_is_expected_to_cost(make_twin):
+    """Job 1 moves to DWS after the prior (10 min) and waits there (the queue is 3 h long). The fallback reads
+    that wait as it grows: 25 minutes later plan B is expected to cost at least 25 minutes, not the prior; at 30
+    minutes (twice the bet, and the floor) the job goes back as plan A's probe, and the policy remembers the wait
+    that ended without a grant."""
+    twin = make_twin(stockout_profile(None, dws_wait="3h"), fallback={"provisioning_wait_prior_seconds": 600})
+    submit(twin, 1, 600)
+    moved_at = _step_until(
+        twin, lambda: "moved to dws" in str(twin.get("rayjob", JOB.format(1), "default")["metadata"]), 30
+    )
+    assert 0 <= moved_at <= 12, moved_at
+    twin.advance(25 * 60)
+    assert _flavor(_workload(twin, JOB.format(1))) == "dws"
+    expected = _controller(twin).policy.last.expected_wait["dws"]
+    assert 24 * 60 <= expected <= 28 * 60, expected
+    back = _step_until(twin, lambda: _flavor(_workload(twin, JOB.format(1))) == "on-demand", 10)
+    assert 4 <= back <= 8, back  # 30 minutes after the move
+    verbs = [a.verb for a in _controller(twin).actions]
+    assert verbs.count("probe") >= 1 and "return" in verbs, verbs
+    twin.advance(120)
+    assert _controller(twin).policy.last.expected_wait["dws"] >= 29 * 60  # the wait that ended, remembered

@@ -369,6 +369,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         all_queues=args.all_queues,
         rescue=not args.no_rescue,
         provisioning_wait_prior_seconds=args.provisioning_wait_prior,
+        probe_back=not args.no_probe_back,
         dry_run=args.dry_run,
         state_namespace=args.state_namespace,
     )
@@ -576,6 +577,12 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         default=d.provisioning_wait_prior_seconds,
         help="what a flavor behind a provisioning check (DWS) is taken to cost in waiting until one of its waits "
         "is seen: a job stuck on a stocked-out flavor moves there once it has lost that much (0: at once)",
+    )
+    f.add_argument(
+        "--no-probe-back",
+        action="store_true",
+        help="never send a moved job still waiting on plan B back as plan A's probe (by default it goes back once "
+        "plan B has cost twice what it was expected to, at least 30 minutes, doubling per probe)",
     )
     f.add_argument(
         "--leader-elect",

@@ -48,8 +48,15 @@ class FallbackConfig:
     hedge: bool = True  # a moved job still waiting on plan B goes back when its plan-A flavor can take it
     hedge_queued: bool = True  # so does a job Kueue itself put on plan B while plan A is stocked out
     provisioning_wait_prior_seconds: float = 600.0  # a provisioning-checked flavor's wait before any is seen
-    probe_from_plan_b: bool = False  # a job waiting on plan B may be sent back as the probe of plan A (off:
-    # the probe is a new job; sending one back costs its place in plan B's queue and may strand a grant)
+    probe_from_plan_b: bool = (
+        False  # a job waiting on plan B is sent back as the probe of plan A whenever the
+    )
+    # backoff ends (off: that costs its place in plan B's queue and may strand a grant; see probe_back)
+    # a moved job still waiting on plan B goes back as plan A's probe once it has waited there as long as it had
+    # lost on plan A before the move, then twice that, ... (the rent-or-buy rule the other way: a move bet on a
+    # queue that turns out long is undone at no more than twice the cost; with no new job to probe plan A, its
+    # recovery is otherwise seen only when the queue grants)
+    probe_back: bool = True
     cap_quota: bool = True  # while a flavor's backoff runs, its quota is capped to what its nodes up can hold
     # in a stock-out, keep the flavor's idle nodes from scale-down this long (off by default: over the family of
     # scenarios, an idle node kept for a job that may not come cost more than the scale-up it saves)

@@ -19,6 +19,7 @@ sooner of the two plans, with pods on one only.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -158,6 +159,9 @@ def _start_move(
     prev = move_state(job)
     record = {
         **({"probes": prev["probes"]} if prev.get("probes") else {}),
+        # what the job had lost on the stocked-out flavor: how long it may wait on the next before it probes back
+        "lost": round(ctx.now - ctx.evidence.stuck_since.get(w.key, ctx.now), 3),
+        "expected": round(ctx.expected_wait.get(target, 0.0), 3),  # what the next flavor was expected to cost
         "from": flavor,
         "to": target,
         "podSets": sets,
@@ -262,13 +266,19 @@ def returns(ctx: PassContext) -> None:
         _start_return(ctx, w, job, move, why)
     # the backoff has ended and no job is trying the flavor: the job that has probed least, and of those the one
     # that started waiting for plan B last (it loses least: its place at the back of plan B's queue), tries it
-    if not cfg.probe_from_plan_b:
+    if not cfg.probe_from_plan_b and not cfg.probe_back:
         return
     for _at, _key, w, job, move in sorted(waiting, key=lambda t: (int(t[4].get("probes") or 0), -t[0], t[1])):
         flavor = move["from"]
         b = ctx.breakers.get(flavor)
         if flavor in busy or w.job in ctx.touched or b is None or b.open(ctx.now) or ctx.full(flavor):
             continue
+        if not cfg.probe_from_plan_b:
+            # probe back only once the wait on plan B has cost what the job had lost on plan A (doubling)
+            due = float(move.get("at") or ctx.now) + _probe_back_after(move)
+            if ctx.now < due:
+                ctx.wakeups.append(due)
+                continue
         if b.probe and any(x.ident == b.probe for x in view.workloads):
             continue
         needs = w.pod_set_needs([p for p in move.get("podSets") or [] if p])
@@ -280,6 +290,21 @@ def returns(ctx: PassContext) -> None:
         _start_return(
             ctx, w, job, {**move, "probes": int(move.get("probes") or 0) + 1}, f"{flavor}'s backoff ended"
         )
+
+
+PROBE_BACK_MIN_SECONDS = 1800.0  # the cluster autoscaler's longest backoff
+
+
+def _probe_back_after(move: Mapping[str, Any]) -> float:
+    """How long a moved job waits on plan B before it goes back as plan A's probe: until plan B has proved slower
+    than the move bet on — twice what it was expected to cost, and at least what the job had lost on plan A and
+    30 minutes — doubled per probe (so the probes a long stock-out costs are few: log2 of its length)."""
+    base = PROBE_BACK_MIN_SECONDS
+    for key, factor in (("lost", 1.0), ("expected", 2.0)):
+        v = move.get(key)
+        if isinstance(v, int | float) and math.isfinite(v):
+            base = max(base, factor * float(v))
+    return base * 2 ** min(int(move.get("probes") or 0), 10)
 
 
 def _hedge_candidate(ctx: PassContext, w: WorkloadView) -> dict[str, Any] | None:

@@ -91,6 +91,10 @@ class FallbackPolicy:
         self._loaded = False
         self._wakeups: list[float] = []
         self.waits: dict[str, list[float]] = {}  # flavor -> recent provisioning waits seen (the last 20)
+        # flavor -> job -> how long it has been waiting there (the last pass); and waits that ended without a
+        # grant (the job moved back, was deleted): each says the queue was at least that long (the last 20)
+        self.waiting: dict[str, dict[str, float]] = {}
+        self.unfinished: dict[str, list[float]] = {}
 
     # -- state -------------------------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -138,14 +142,27 @@ class FallbackPolicy:
                 if x not in known:
                     known.append(x)
             del known[:-20]
-        # what a flavor is expected to cost in waiting: the median of its provisioning waits seen lately; for a
-        # flavor behind a provisioning check (DWS) that none has been seen of yet, the configured prior
+        # what a flavor is expected to cost in waiting: the median of its provisioning waits, the finished ones
+        # seen lately and the ones still under way (a request waiting for an hour says the queue is at least that
+        # long); for a flavor behind a provisioning check (DWS) that none has been seen of yet, the configured prior
+        waiting = view.provisioning_waiting()
+        granted = {w.ident for w in view.workloads if w.admitted}
+        for f, jobs in self.waiting.items():
+            ended = [t for j, t in jobs.items() if j not in waiting.get(f, {}) and j not in granted]
+            if ended:
+                kept = self.unfinished.setdefault(f, [])
+                kept += ended
+                del kept[:-20]
+        self.waiting = waiting
+        flavors = {f for cq in view.cqs for f in _provisioning_flavors_of(view, cq)} | set(self.waits)
         ctx.expected_wait = {
-            f: self.cfg.provisioning_wait_prior_seconds
-            for cq in view.cqs
-            for f in _provisioning_flavors_of(view, cq)
+            f: expected_wait(
+                self.waits.get(f, []),
+                [*waiting.get(f, {}).values(), *self.unfinished.get(f, [])],
+                self.cfg.provisioning_wait_prior_seconds,
+            )
+            for f in flavors
         }
-        ctx.expected_wait.update({f: sorted(x)[len(x) // 2] for f, x in self.waits.items() if x})
         update_breakers(view, ev, self.breakers, self.cfg, ctx.actions)
         update_fulls(view, ev, self.fulls, self.cfg, ctx.actions)
         if self.breakers:
@@ -252,6 +269,34 @@ class FallbackPolicy:
             )
             lines.append(f"  {w.key} [{state}; {where}]: {ctx.notes.get(w.key) or _default_note(ctx, w)}")
         return lines
+
+
+def km_median(done: list[float], waiting: list[float]) -> float | None:
+    """The Kaplan-Meier median of waits: ``done`` finished after that long, ``waiting`` have waited that long so
+    far (right-censored). None when fewer than half are known to have finished (the median lies beyond)."""
+    points = sorted([(t, 0) for t in done] + [(t, 1) for t in waiting])  # at a tie, a finish counts first
+    survival, at_risk = 1.0, len(points)
+    for t, censored in points:
+        if not censored:
+            survival *= 1.0 - 1.0 / at_risk
+            if survival <= 0.5:
+                return t
+        at_risk -= 1
+    return None
+
+
+def expected_wait(done: list[float], waiting: list[float], prior: float) -> float:
+    """What a provisioning-checked flavor is expected to cost in waiting: the Kaplan-Meier median of its recent
+    finished waits and of the waits still under way; while that median is beyond what has been seen, the longest
+    wait seen (at least the prior when none has finished yet); nothing seen at all: the prior. A queue whose
+    requests all sit waiting is not taken for a short one because none has finished."""
+    if not done and not waiting:
+        return prior
+    median = km_median(done, waiting)
+    if median is not None:
+        return median
+    longest = max([*done, *waiting])
+    return longest if done else max(prior, longest)
 
 
 def _provisioning_flavors_of(view: ClusterView, cq_name: str) -> list[str]:

@@ -301,6 +301,22 @@ class ClusterView:
                     out.setdefault(f, []).append(t1 - t0)
         return out
 
+    def provisioning_waiting(self) -> dict[str, dict[str, float]]:
+        """Flavor -> job -> how long its workload, still waiting on its admission checks there, has waited so far
+        (quota reserved, not admitted): a wait that is at least that long, the censored half of
+        ``provisioning_waits``."""
+        out: dict[str, dict[str, float]] = {}
+        for w in self.workloads:
+            if w.admitted or not w.active or not w.reserved or not w.checks():
+                continue
+            t0 = ts((w.condition("QuotaReserved") or {}).get("lastTransitionTime"))
+            if t0 is None or t0 > self.now:
+                continue
+            for fs in w.assigned.values():
+                for f in fs:
+                    out.setdefault(f, {})[w.ident] = self.now - t0
+        return out
+
     def pool_of(self, flavor: str) -> str:
         return (self.flavors.get(flavor) or {}).get(NODEPOOL_LABEL, "")
 
