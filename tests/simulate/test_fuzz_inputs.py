@@ -975,9 +975,9 @@ def test_a_huge_trace_is_refused_without_reading_it(tmp_path) -> None:
 
 
 def test_too_many_jobs_are_refused_at_the_limit(tmp_path, monkeypatch) -> None:
-    from flexq.simulate import traffic
+    from flexq.simulate import trace
 
-    monkeypatch.setattr(traffic, "MAX_JOBS", 50)
+    monkeypatch.setattr(trace, "MAX_JOBS", 50)
     study = make(tmp_path / "s", {}, {"trace.csv": "submit,queue,podsets\n" + "0,q,m:1:cpu=1\n" * 60})
     refused(study, "trace.csv:52", "more than 50 jobs")
 

@@ -37,9 +37,10 @@ from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
 from flexq.fallback.policy import FallbackConfig
 from flexq.kueue.config import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
+from flexq.simulate.jobs import JobSpec
+from flexq.simulate.objects import build_object
 from flexq.simulate.recorder import WAIT_BUCKETS, JobRecord, Recorder
 from flexq.simulate.study import Study, Variant, cluster_requests
-from flexq.simulate.traffic import JobSpec, build_object
 from flexq.twin import Twin, load_documents
 
 __all__ = ["RunResult", "run_one", "preflight", "JobRecord", "OUTCOMES", "NEVER_RAN"]

@@ -43,7 +43,7 @@ from flexq.errors import ApiError
 from flexq.fallback.policy import ANN_MOVE
 from flexq.semantics.conditions import find_condition, is_true
 from flexq.semantics.resources import pod_requests
-from flexq.simulate.traffic import JobSpec
+from flexq.simulate.jobs import JobSpec
 from flexq.twin import Twin
 
 __all__ = ["JobRecord", "Recorder", "WAIT_BUCKETS", "TPU"]
