@@ -8,7 +8,10 @@ few kinds (names that are odd, long or absent), query parameters with bad values
 bodies: mutated manifests (the SDK fuzz's mutations), ``metadata: null`` and non-string names, JSON and YAML
 nested deep, YAML alias bombs, duplicate keys, DeleteOptions of the wrong types, json-patches of odd paths,
 3 MiB bodies. A probe thread meanwhile reads one object every 20 ms; every request (hostile or probe) must
-answer within 2 s.
+answer within a bound far above a loaded machine's scheduling noise and far below a hang (a server that blocks
+a reader behind a hostile request, or waits on a body that never comes, answers in tens of seconds or never).
+The probe's slowest answer is measured per example, so one slow moment fails one example, not every example
+after it (hypothesis would otherwise shrink for minutes on a state it cannot change).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from tests.api.test_fuzz_manifests import _mutate, mutation
 
 pytestmark = pytest.mark.slow
 
-LIMIT_S = 2.0
+LIMIT_S = 5.0  # a hang, not a speed target (speed lives in bench/)
 CM = "/api/v1/namespaces/default/configmaps"
 CQ = "/apis/kueue.x-k8s.io/v1beta1/clusterqueues"
 WL = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads"
@@ -173,6 +176,7 @@ class Probe:
     def __init__(self, url: str, headers: dict[str, str]) -> None:
         self.url, self.headers = url, headers
         self.slowest, self.count, self.errors = 0.0, 0, []  # type: ignore[var-annotated]
+        self.slowest_ever = 0.0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
 
@@ -185,6 +189,7 @@ class Probe:
             )
             dt = time.perf_counter() - t0
             self.slowest, self.count = max(self.slowest, dt), self.count + 1
+            self.slowest_ever = max(self.slowest_ever, dt)
             if r.status_code != 200:
                 self.errors.append(r.status_code)
             self.stop.wait(0.02)
@@ -253,6 +258,7 @@ def _version(twin: Twin, path: str) -> Any:
 @given(st.lists(hostile_request(), min_size=10, max_size=10))
 def test_hostile_requests_never_fail_the_server(target: Any, batch: list) -> None:
     twin, url, headers, probe = target
+    probe.slowest = 0.0  # this example's
     session = requests.Session()
     for method, path, query, body, ctype in batch:
         before = _version(twin, path)
@@ -288,7 +294,10 @@ def test_hostile_requests_never_fail_the_server(target: Any, batch: list) -> Non
 
 def test_at_least_a_thousand_requests_ran(target: Any) -> None:
     _, _, _, probe = target
-    print(f"hostile requests: {STATS}, probe: {probe.count} reads, slowest {probe.slowest:.3f}s")
+    print(f"hostile requests: {STATS}, probe: {probe.count} reads, slowest {probe.slowest_ever:.3f}s")
     assert STATS["requests"] >= 1000, STATS
     assert STATS["refused"] > 300, STATS
-    assert probe.count > 20 and not probe.errors and probe.slowest < LIMIT_S, (probe.count, probe.slowest)
+    assert probe.count > 20 and not probe.errors and probe.slowest_ever < LIMIT_S, (
+        probe.count,
+        probe.slowest_ever,
+    )
