@@ -23,8 +23,8 @@ from flexq.simulate.inputs import (
     MAX_JOBS,
     MAX_SECONDS,
     number,
+    refuse_unknown,
     string,
-    unknown_key,
     whole,
 )
 from flexq.simulate.jobs import JobSpec, _seconds
@@ -111,13 +111,7 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
     process that would draw more (or keeps drawing the same instant without a ``count``) is refused."""
     if not isinstance(spec, dict):
         raise InputError("a generator is an object", source=src, field="generator")
-    unknown = unknown_key(spec, GEN_KEYS)
-    if unknown:
-        raise InputError(
-            f"unknown field {unknown!r} (known: {', '.join(sorted(GEN_KEYS))})",
-            source=src,
-            field=f"generator.{unknown}",
-        )
+    refuse_unknown(spec, GEN_KEYS, src, "generator")
     duration = _seconds(spec["duration"], src, None, "generator.duration") if "duration" in spec else None
     count = spec.get("count")
     if duration is None and count is None:
@@ -151,13 +145,7 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
         raise InputError(
             "diurnal is a mapping {busyHours, busyFactor, weekend}", source=src, field="generator.diurnal"
         )
-    bad = unknown_key(diurnal, DIURNAL_KEYS)
-    if bad:
-        raise InputError(
-            f"unknown field {bad!r} (known: {', '.join(sorted(DIURNAL_KEYS))})",
-            source=src,
-            field=f"generator.diurnal.{bad}",
-        )
+    refuse_unknown(diurnal, DIURNAL_KEYS, src, "generator.diurnal")
     busy = diurnal.get("busyHours", [8, 20])
     if not isinstance(busy, list) or len(busy) != 2:
         raise InputError(
@@ -172,13 +160,7 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
         fld = f"generator.mix[{i}]"
         if not isinstance(m, dict):
             raise InputError("a job shape is an object", source=src, field=fld)
-        bad = unknown_key(m, MIX_KEYS)
-        if bad:
-            raise InputError(
-                f"unknown field {bad!r} (known: {', '.join(sorted(MIX_KEYS))})",
-                source=src,
-                field=f"{fld}.{bad}",
-            )
+        refuse_unknown(m, MIX_KEYS, src, fld)
         row = {k: m[k] for k in ("kind", "queue", "namespace", "priority", "template", "class") if k in m}
         row["podsets"] = m.get("podsets")
         row["submit"] = 0

@@ -24,6 +24,7 @@ from flexq.errors import ApiError, InputError
 __all__ = [
     "MAX_FILE_BYTES",
     "show",
+    "refuse_unknown",
     "MAX_LINE_BYTES",
     "MAX_TRACE_BYTES",
     "MAX_JOBS",
@@ -74,6 +75,18 @@ def unknown_key(keys: Any, known: Any) -> str | None:
     """The first key (as text) of ``keys`` not in ``known``, or None (keys of any YAML type)."""
     bad = sorted(str(k) for k in keys if not isinstance(k, str) or k not in known)
     return bad[0] if bad else None
+
+
+def refuse_unknown(keys: Any, known: Any, src: str, field: str, *, what: str = "field") -> None:
+    """Raise ``InputError`` naming the first key of ``keys`` not in ``known`` (and every known one), at
+    ``field.key`` (``key`` alone when ``field`` is empty)."""
+    bad = unknown_key(keys, known)
+    if bad:
+        raise InputError(
+            f"unknown {what} {bad!r} (known: {', '.join(sorted(known))})",
+            source=src,
+            field=f"{field}.{bad}" if field else bad,
+        )
 
 
 def show(value: Any, width: int = 80) -> str:

@@ -18,8 +18,8 @@ from flexq.simulate.inputs import (
     MAX_PODS,
     MAX_SECONDS,
     number,
+    refuse_unknown,
     string,
-    unknown_key,
     whole,
 )
 from flexq.simulate.jobs import JobSpec, PodSetSpec
@@ -62,11 +62,7 @@ MAX_QUEUES = 10_000  # ClusterQueues one generator.yaml may create
 def _section(value: Any, known: set[str], src: str, fld: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InputError("must be a mapping", source=src, field=fld)
-    bad = unknown_key(value, known)
-    if bad:
-        raise InputError(
-            f"unknown field {bad!r} (known: {', '.join(sorted(known))})", source=src, field=f"{fld}.{bad}"
-        )
+    refuse_unknown(value, known, src, fld)
     return value
 
 

@@ -59,6 +59,7 @@ from flexq.simulate.inputs import (
     parse_yaml_all,
     read_text,
     ref_path,
+    refuse_unknown,
     string,
     unknown_key,
     whole,
@@ -247,25 +248,13 @@ def _settings(value: Any, src: str, fld: str) -> dict[str, Any]:
             source=src,
             field=fld,
         )
-    bad1 = unknown_key(value, SETTINGS_KEYS)
-    if bad1:
-        raise InputError(
-            f"unknown setting {bad1!r} (known: {', '.join(sorted(SETTINGS_KEYS))})",
-            source=src,
-            field=f"{fld}.{bad1}",
-        )
+    refuse_unknown(value, SETTINGS_KEYS, src, fld, what="setting")
     out = dict(value)
     if "fallback" in out:
         fb = out["fallback"]
         if isinstance(fb, dict):
             known = set(FallbackConfig.__dataclass_fields__)
-            badf = unknown_key(fb, known)
-            if badf:
-                raise InputError(
-                    f"unknown fallback field {badf!r} (known: {', '.join(sorted(known))})",
-                    source=src,
-                    field=f"{fld}.fallback.{badf}",
-                )
+            refuse_unknown(fb, known, src, f"{fld}.fallback", what="fallback field")
             for f in dataclasses.fields(FallbackConfig):
                 if f.name in fb:
                     _fallback_field(fb[f.name], str(f.type), src, f"{fld}.fallback.{f.name}")
@@ -325,13 +314,7 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
         "nodes",
         "addons",
     }
-    bad = unknown_key(value, known)
-    if bad:
-        raise InputError(
-            f"unknown field {bad!r} (known: {', '.join(sorted(known))})",
-            source=src,
-            field=f"{fld}.{bad}",
-        )
+    refuse_unknown(value, known, src, fld)
     addons = value.get("addons") or []
     if not isinstance(addons, list):
         raise InputError("addons is a list", source=src, field=f"{fld}.addons")
@@ -352,13 +335,7 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
         pfld = f"{fld}.nodePools[{i}]"
         if not isinstance(pool, dict) or not pool.get("name") or not pool.get("machineType"):
             raise InputError("a node pool needs a name and a machineType", source=src, field=pfld)
-        bad = unknown_key(pool, POOL_KEYS)
-        if bad:
-            raise InputError(
-                f"unknown field {bad!r} (known: {', '.join(sorted(POOL_KEYS))})",
-                source=src,
-                field=f"{pfld}.{bad}",
-            )
+        refuse_unknown(pool, POOL_KEYS, src, pfld)
         for key in ("name", "machineType", "tpuTopology"):
             if pool.get(key) is not None:
                 string(pool[key], src, f"{pfld}.{key}", allow_number=False)
@@ -373,11 +350,7 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
                 raise InputError(
                     "autoscaling is a mapping {min, max}", source=src, field=f"{pfld}.autoscaling"
                 )
-            bad = unknown_key(auto, {"min", "max"})
-            if bad:
-                raise InputError(
-                    f"unknown field {bad!r} (known: max, min)", source=src, field=f"{pfld}.autoscaling.{bad}"
-                )
+            refuse_unknown(auto, {"min", "max"}, src, f"{pfld}.autoscaling")
             lo = whole(auto.get("min", 0), src, f"{pfld}.autoscaling.min", 0, MAX_NODES)
             if auto.get("max") is not None:
                 hi = whole(auto["max"], src, f"{pfld}.autoscaling.max", 0, MAX_NODES)
@@ -403,11 +376,7 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
             raise InputError(
                 "a request is {method, path, body} with an absolute path", source=src, field=rfld
             )
-        bad = unknown_key(req, {"method", "path", "body"})
-        if bad:
-            raise InputError(
-                f"unknown field {bad!r} (known: body, method, path)", source=src, field=f"{rfld}.{bad}"
-            )
+        refuse_unknown(req, {"method", "path", "body"}, src, rfld)
         if req.get("method", "POST") not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
             raise InputError(
                 f"method must be GET, POST, PUT, PATCH or DELETE, got {req.get('method')!r}",
@@ -515,11 +484,7 @@ def load_study(
         doc = {"name": p.parent.name or p.stem, "generator": p.name}
     if not isinstance(doc, dict):
         raise InputError("a simulation file is a YAML mapping", source=src)
-    bad = unknown_key(doc, STUDY_KEYS)
-    if bad:
-        raise InputError(
-            f"unknown field {bad!r} (known: {', '.join(sorted(STUDY_KEYS))})", source=src, field=bad
-        )
+    refuse_unknown(doc, STUDY_KEYS, src, "")
     name = string(doc["name"], src, "name") if doc.get("name") not in (None, "") else ""
     study = Study(
         name=name or p.parent.name or "simulation",
@@ -585,13 +550,7 @@ def load_study(
         fld = f"variants[{i}]"
         if not isinstance(v, dict) or not v.get("name"):
             raise InputError("a variant needs a name", source=src, field=fld)
-        bad = unknown_key(v, VARIANT_KEYS)
-        if bad:
-            raise InputError(
-                f"unknown field {bad!r} (known: {', '.join(sorted(VARIANT_KEYS))})",
-                source=src,
-                field=f"{fld}.{bad}",
-            )
+        refuse_unknown(v, VARIANT_KEYS, src, fld)
         if not isinstance(v["name"], str) or not _VARIANT_NAME.match(v["name"]):
             raise InputError(
                 f"a variant's name is letters, digits, '.', '-' and '_' (it names the output files), got "
