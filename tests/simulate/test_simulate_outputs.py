@@ -234,3 +234,18 @@ def test_stress_week_example_runs(tmp_path, capsys) -> None:
         assert doc["jobs"]["total"] >= 5
         assert doc["jobs"]["succeeded"] + doc["jobs"]["failed"] == doc["jobs"]["total"]
         assert doc["provisioningRequests"]["Provisioned"] >= 1 and doc["costUSD"]["flex-start"] > 0
+
+
+def test_scale_is_never_silently_ignored(study_dir) -> None:
+    """``scale`` sizes Kueue's generator.yaml when a study is loaded. With flexq's generator (or a trace) it would
+    change nothing, and with an already loaded ``Study`` it could not apply: both refused, naming the field."""
+    path = small_study(study_dir)
+    with pytest.raises(InputError) as err:
+        flexq.simulate(path, workers=1, plots=False, scale=0.5)
+    assert "(--scale)" in str(err.value) and "Kueue's generator.yaml only" in str(err.value), str(err.value)
+    assert main(["simulate", str(path), "--scale", "0.5", "--no-progress"]) == 2
+    flexq.simulate(path, workers=1, plots=False, scale=1.0)  # the default, said aloud, is fine
+    study = flexq.simulate.load_study(path)
+    with pytest.raises(InputError) as err:
+        flexq.simulate(study, workers=1, plots=False, scale=0.5)
+    assert "(scale)" in str(err.value) and "load_study(path, scale=...)" in str(err.value), str(err.value)

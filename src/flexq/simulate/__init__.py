@@ -88,6 +88,14 @@ def simulate(
     if not isinstance(study, Study):
         study = load_study(study, replicas=replicas, seed=seed, variants=variants, scale=scale)
     else:
+        if (
+            scale is not None
+        ):  # the traffic is drawn when the study is loaded: a loaded one cannot be rescaled
+            raise InputError(
+                "scale applies when the study is loaded: pass the study's path, or load_study(path, scale=...)",
+                source=study.source,
+                field="scale",
+            )
         if replicas is not None:
             study.replicas = whole(replicas, study.source, "replicas", 1, MAX_REPLICAS)
         if seed is not None:

@@ -464,6 +464,17 @@ def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple
     return project, location, name, reqs
 
 
+def _no_scale(scale: float, fld: str, src: str) -> None:
+    """``scale`` sizes Kueue's generator.yaml; on a trace or flexq's generator it would be ignored: refused."""
+    if scale != 1.0:
+        raise InputError(
+            "scale applies to Kueue's generator.yaml only (a fraction of each workload set's count); this "
+            "study's traffic is a trace or flexq's generator: use --until to simulate less of it",
+            source=src,
+            field=fld,
+        )
+
+
 def load_study(
     path: str | Path,
     *,
@@ -505,6 +516,7 @@ def load_study(
     study.keep_finished = boolean(doc.get("keepFinished", False), src, "keepFinished")
     if doc.get("until") is not None:
         study.until = traffic.seconds(doc["until"], src, None, "until")
+    scale_field = "--scale" if scale is not None else "scale"
     scale = (
         number(scale, src, "--scale", 1e-9, 1e9)
         if scale is not None
@@ -514,6 +526,7 @@ def load_study(
     if ("trace" in doc) == ("generator" in doc):
         raise InputError("give exactly one of `trace` or `generator`", source=src, field="trace")
     if "trace" in doc:
+        _no_scale(scale, scale_field, src)
         study.trace = traffic.read_trace(ref_path(base, doc["trace"], src, "trace"), source=src)
     else:
         gen = doc["generator"]
@@ -530,6 +543,7 @@ def load_study(
             ]
             study.trace = jobs
         elif isinstance(gen, dict):
+            _no_scale(scale, scale_field, src)
             study.generator = gen
             study.generator_base = str(base)
             study.source = gsrc
