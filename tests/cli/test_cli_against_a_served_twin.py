@@ -123,10 +123,12 @@ def test_logs_follow_says_what_a_queued_job_waits_for(served, capsys, tmp_path: 
     capsys.readouterr()
     rc, _, err = run(capsys, "logs", "-f", "queued", "--pod-running-timeout", "2s", "--kubeconfig", kc)
     assert rc == 1
-    # Kueue holds it: no flavor has the quota, or (on DWS) no node pool can take an 8x8 slice
+    # Kueue holds it: no flavor has the quota, or (on DWS) no node pool can take an 8x8 slice, so the
+    # ProvisioningRequest fails, the check goes to Retry and Kueue evicts it until the requeue time (kueue#18785)
     assert re.search(
         r"waiting for RayJob queued: (Kueue has not admitted it yet|quota is reserved; its "
-        r"admission checks are not ready yet) \(queue user-queue; \w+: ",
+        r"admission checks are not ready yet|Kueue evicted it; it waits to be admitted again) "
+        r"\(queue user-queue; \w+: ",
         err,
     ), err
     assert "gave up after --pod-running-timeout 2s: RayJob queued is still waiting" in err, err
