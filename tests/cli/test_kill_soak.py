@@ -1,8 +1,8 @@
-"""The kill -9 soak: 200 Kueue-managed Jobs submitted over HTTPS to ``flexq up --executor simulated`` while
-another thread kills the daemon with SIGKILL at random moments (mid-request, mid-reconcile) at least 20 times and
+"""The kill -9 soak: 160 Kueue-managed Jobs submitted over HTTPS to ``flexq up --executor simulated`` while
+another thread kills the daemon with SIGKILL at random moments (mid-request, mid-reconcile) at least 16 times and
 restarts it with ``flexq up`` on the same FLEXQ_HOME. Every acknowledged Job must finish, each admitted and run
 once (one Workload, one pod), and the workloads holding quota never need more than the ClusterQueue has.
-Bounded: about four minutes on two busy cores (each restart pays the daemon's start-up)."""
+Bounded: about two and a half minutes on two busy cores (each restart pays the daemon's start-up)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-JOBS = 200
-KILLS = 20
+JOBS = 160
+KILLS = 16
 QUOTA_CPU = 4
 SEED = 12
 
