@@ -11,7 +11,15 @@ import datetime as _dt
 import time as _time
 from typing import Protocol
 
-__all__ = ["Clock", "VirtualClock", "WallClock", "format_time", "parse_time", "DEFAULT_EPOCH"]
+__all__ = [
+    "Clock",
+    "VirtualClock",
+    "WallClock",
+    "format_time",
+    "parse_time",
+    "parse_time_or_none",
+    "DEFAULT_EPOCH",
+]
 
 # A virtual twin starts at a fixed, recognisable instant so runs are reproducible.
 DEFAULT_EPOCH = 1_798_761_600.0  # 2027-01-01T00:00:00Z
@@ -68,3 +76,13 @@ def parse_time(text: str) -> float:
     """Inverse of format_time; accepts fractional seconds and offsets."""
     t = text.replace("Z", "+00:00")
     return _dt.datetime.fromisoformat(t).timestamp()
+
+
+def parse_time_or_none(text: str | None) -> float | None:
+    """``parse_time`` of an optional field: None when it is absent, empty or not a time."""
+    if not text:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None

@@ -23,7 +23,7 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.quantity import parse_quantity
 from flexq.api.reasons import Explanation, explain
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
-from flexq.clock import parse_time
+from flexq.clock import parse_time_or_none
 
 __all__ = [
     "Snapshot",
@@ -111,20 +111,11 @@ def _is_true(conds: dict[str, dict], ctype: str) -> bool:
 
 
 def _when(cond: dict | None) -> float | None:
-    if not cond or not cond.get("lastTransitionTime"):
-        return None
-    try:
-        return parse_time(cond["lastTransitionTime"])
-    except ValueError:
-        return None
+    return parse_time_or_none((cond or {}).get("lastTransitionTime"))
 
 
 def _created(obj: dict) -> float | None:
-    ts = (obj.get("metadata") or {}).get("creationTimestamp")
-    try:
-        return parse_time(ts) if ts else None
-    except ValueError:
-        return None
+    return parse_time_or_none((obj.get("metadata") or {}).get("creationTimestamp"))
 
 
 def job_of(wl: dict) -> str:

@@ -19,7 +19,7 @@ import socket
 import uuid
 from typing import Any
 
-from flexq.clock import WallClock
+from flexq.clock import WallClock, parse_time_or_none
 from flexq.errors import AlreadyExists, ApiError
 from flexq.fallback.api import ClusterAPI, Conflict, NotFound
 
@@ -36,15 +36,7 @@ def micro_time(epoch: float) -> str:
     return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse_micro_time(text: str | None) -> float | None:
-    from flexq.clock import parse_time
-
-    if not text:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None
+parse_micro_time = parse_time_or_none  # a Lease's MicroTime as epoch seconds (None if absent or unreadable)
 
 
 class LeaseElector:

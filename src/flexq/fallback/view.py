@@ -20,7 +20,7 @@ from functools import cached_property
 from typing import Any
 
 from flexq.api.quantity import QuantityError, parse_quantity
-from flexq.clock import parse_time
+from flexq.clock import parse_time_or_none
 from flexq.fallback.affinity import flavor_label, unrestrict
 from flexq.fallback.api import ClusterAPI
 from flexq.fallback.model import OPT_IN_LABEL, FallbackConfig
@@ -36,14 +36,7 @@ NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 _TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 
 
-def ts(text: str | None) -> float | None:
-    """An RFC 3339 time as epoch seconds (None if absent or unreadable)."""
-    if not text:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None
+ts = parse_time_or_none  # an RFC 3339 time as epoch seconds (None if absent or unreadable)
 
 
 def quantity(value: Any) -> Any:

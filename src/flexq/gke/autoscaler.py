@@ -30,6 +30,7 @@ Must not import other domain packages or flexq.http.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
@@ -317,25 +318,13 @@ class Autoscaler(Controller):
 
     def _node_shape(self, node: dict[str, Any]) -> NodeShape:
         """``node_shape`` of a stored Node, kept for that version of it."""
-        name = node["metadata"]["name"]
-        hit = self._node_shapes.get(name)
-        if hit is not None and hit[0] is node:
-            return hit[1]
         if len(self._node_shapes) > 2 * len(self.writer.cache.nodes) + 16:  # forget nodes that are gone
             self._node_shapes = {n: e for n, e in self._node_shapes.items() if n in self.writer.cache.nodes}
-        shape = node_shape(node)
-        self._node_shapes[name] = (node, shape)
-        return shape
+        return _per_version(self._node_shapes, node["metadata"]["name"], node, node_shape)
 
     def _pool_shape(self, pool: dict[str, Any]) -> NodeShape:
         """``pool_shape`` of a stored node pool, kept for that version of it."""
-        name = pool["spec"]["name"]
-        hit = self._pool_shapes.get(name)
-        if hit is not None and hit[0] is pool:
-            return hit[1]
-        shape = pool_shape(pool)
-        self._pool_shapes[name] = (pool, shape)
-        return shape
+        return _per_version(self._pool_shapes, pool["spec"]["name"], pool, pool_shape)
 
     def _pack(self, pods: list[dict[str, Any]], pool: dict[str, Any], room: int) -> tuple[int, list]:
         """``pack`` onto the pool's template nodes, kept while the pods, the pool and the room are the same."""
@@ -753,3 +742,19 @@ class Autoscaler(Controller):
                 self.writer.shrink(members)
                 remaining -= len(members)
         return wake
+
+
+def _per_version(
+    memo: dict[str, tuple[dict[str, Any], NodeShape]],
+    name: str,
+    obj: dict[str, Any],
+    make: Callable[[dict[str, Any]], NodeShape],
+) -> NodeShape:
+    """``make(obj)``, kept for that version of the stored object (the store replaces an object on every write,
+    so the same object is the same version)."""
+    hit = memo.get(name)
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    value = make(obj)
+    memo[name] = (obj, value)
+    return value

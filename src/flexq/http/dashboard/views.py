@@ -20,7 +20,7 @@ from typing import Any
 
 from flexq.api.quantity import QuantityError, parse_quantity
 from flexq.api.reasons import explain, fmt_wait
-from flexq.clock import format_time, parse_time
+from flexq.clock import format_time, parse_time_or_none
 from flexq.errors import NotFound
 from flexq.http.dashboard.index import StoreIndex
 
@@ -41,11 +41,7 @@ def _true(obj: dict, t: str) -> bool:
     return _conds(obj).get(t, {}).get("status") == "True"
 
 
-def _ts(value: str | None) -> float | None:
-    try:
-        return parse_time(value) if value else None
-    except ValueError:
-        return None
+_ts = parse_time_or_none
 
 
 def _q(value: Any) -> Fraction:
