@@ -29,6 +29,7 @@ from flexq.kueue import registry as kueue_registry
 from flexq.loop import EventLoop, RealtimeLoop, Rngs
 from flexq.runtime import ClusterSettings, Context, Manager, TwinSettings
 from flexq.runtime.executor import PodExecutor
+from flexq.runtime.livelock import LivelockGuard
 from flexq.store import Journal, PodLogs, Store, WatchEvent
 from flexq.store.private import private_home
 
@@ -90,6 +91,9 @@ class TwinCore:
         self.loop: EventLoop = (
             RealtimeLoop() if live else EventLoop(VirtualClock(start) if start else VirtualClock())
         )
+        # one livelock guard per loop, shared by the project's manager and every cluster's (owned here: a
+        # twin dropped takes it along)
+        self.guard = LivelockGuard(self.loop)
         self.home = Path(home) if home else None
         if self.home:
             private_home(self.home)  # 0700: it holds the twin's key, token and every stored object
@@ -124,7 +128,7 @@ class TwinCore:
             executors=[],
             settings=self.settings,
         )
-        self.project_manager = Manager(self.project_ctx)
+        self.project_manager = Manager(self.project_ctx, self.guard)
         self.gke_project = gke_registry.project(self.project_ctx)
         self.project_manager.add_all(gke_registry.project_controllers(self.gke_project))
         self.clusters: dict[str, ClusterRuntime] = {}  # owned by the loop thread
@@ -201,7 +205,7 @@ class TwinCore:
         )
         for domain in DOMAINS:
             domain.bootstrap(store)
-        manager = Manager(ctx)
+        manager = Manager(ctx, self.guard)
         for domain in DOMAINS:
             manager.add_all(domain.controllers(ctx))
         rt = ClusterRuntime(name, store, ctx, manager)

@@ -345,7 +345,7 @@ class Twin:
 
         def run() -> dict[str, Any]:
             name = self.runtime.name
-            flush_billing(self.store)
+            flush_billing(self.runtime.manager.controllers)
             for obj in self.core.project.list("GkeCluster"):
                 spec = obj.get("spec") or {}
                 if spec.get("name") == name:

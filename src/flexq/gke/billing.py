@@ -15,7 +15,6 @@ Must not import other domain packages or flexq.http.
 from __future__ import annotations
 
 import contextlib
-import weakref
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
@@ -226,7 +225,6 @@ class BillingController(Controller):
         self._due: float | None = None  # when pending pod-record changes must be written at the latest
         self._written = False
         self._resync = True
-        _CONTROLLERS[ctx.store] = self
 
     def watches(self) -> list[Watch]:
         return [Watch("Node", lambda ev: [KEY]), Watch("Pod", self._pod_keys)]
@@ -245,6 +243,11 @@ class BillingController(Controller):
         if self._dirty and self.ctx.project is not None:
             with contextlib.suppress(NotFound):
                 self._write(self.ctx.now())
+
+    def flush_loaded(self) -> None:
+        """``flush`` once the ledger is loaded (a scrape or ``Twin.billing`` may come before the first reconcile)."""
+        if self._loaded:
+            self.flush()
 
     def flush(self) -> None:
         """Write what changed now (for readers that need the ledger as of now)."""
@@ -538,11 +541,9 @@ class BillingController(Controller):
         return None
 
 
-_CONTROLLERS: weakref.WeakKeyDictionary[Any, BillingController] = weakref.WeakKeyDictionary()
-
-
-def flush_billing(store: Any) -> None:
-    """Bring the stored ledger of the cluster whose store is ``store`` up to now (if its controller runs)."""
-    ctrl = _CONTROLLERS.get(store)
-    if ctrl is not None and ctrl._loaded:
-        ctrl.flush()
+def flush_billing(controllers: Iterable[Any]) -> None:
+    """Bring the stored ledger of the cluster whose controllers are ``controllers`` up to now (if its billing
+    controller runs and has loaded its ledger)."""
+    for ctrl in controllers:
+        if isinstance(ctrl, BillingController):
+            ctrl.flush_loaded()

@@ -30,7 +30,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from flexq.api import gke_catalog as catalog
-from flexq.gke.billing import billing_of, flush_billing
+from flexq.gke.billing import BillingController, billing_of
 from flexq.gke.cache import GkeCache
 from flexq.gke.nodes import cluster_names, pools_of
 from flexq.gke.storage import BILLING, NODE_POOL, cluster_key
@@ -137,8 +137,15 @@ class StockoutTracker(Controller):
 class GkeMetrics:
     """The ``flexq_`` metrics of one GKE cluster (a collector registered on ``registry``)."""
 
-    def __init__(self, ctx: Context, stockouts: StockoutTracker, registry: Any, cache: GkeCache) -> None:
-        self.ctx, self.stockouts, self.cache = ctx, stockouts, cache
+    def __init__(
+        self,
+        ctx: Context,
+        stockouts: StockoutTracker,
+        registry: Any,
+        cache: GkeCache,
+        billing: BillingController,
+    ) -> None:
+        self.ctx, self.stockouts, self.cache, self.billing = ctx, stockouts, cache, billing
         if registry is not None:
             registry.register(self)
 
@@ -198,7 +205,7 @@ class GkeMetrics:
         project, location, cluster = cluster_names(self.ctx)
         assert self.ctx.project is not None
         # the controller writes pod records at most FLUSH seconds late: a scrape (on the loop) wants them as of now
-        flush_billing(self.ctx.store)
+        self.billing.flush_loaded()
         ledger = (self.ctx.project.try_get(BILLING, cluster_key(project, location, cluster)) or {}).get(
             "status"
         ) or {}

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import weakref
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
@@ -57,6 +56,9 @@ _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 KERNEL_VERSION = "6.6.97+"
 
 
+_POOLS = "gke.nodes.pools"  # ctx.memo: (project, location, cluster) -> (project store version, pools)
+
+
 def cluster_names(ctx: Context) -> tuple[str, str, str]:
     """(project, location, cluster) of the GKE cluster this context belongs to."""
     s = ctx.cluster_settings
@@ -69,7 +71,7 @@ def pools_of(ctx: Context) -> list[dict[str, Any]]:
     assert ctx.project is not None
     project, location, cluster = cluster_names(ctx)
     # the answer changes only when the project store does (every write moves its resourceVersion)
-    memo = _POOLS.setdefault(ctx.project, {})
+    memo = ctx.memo.setdefault(_POOLS, {})
     rv = ctx.project.resource_version
     hit = memo.get((project, location, cluster))
     if hit is not None and hit[0] == rv:
@@ -85,11 +87,6 @@ def pools_of(ctx: Context) -> list[dict[str, Any]]:
     out = sorted(pools, key=lambda p: (p["status"].get("createdAt", 0.0), p["spec"]["name"]))
     memo[(project, location, cluster)] = (rv, out)
     return list(out)
-
-
-_POOLS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str], tuple[int, list[dict[str, Any]]]]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 def pool_of(ctx: Context, name: str) -> dict[str, Any] | None:

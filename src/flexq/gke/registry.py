@@ -33,13 +33,14 @@ def controllers(ctx: Context) -> list[Controller]:
     cache = GkeCache(ctx.store)  # subscribed before the controllers' own watches
     writer = NodeWriter(ctx, cache, CapacitySource(ctx))
     stockouts = StockoutTracker(ctx)
-    GkeMetrics(ctx, stockouts, ctx.metrics, cache)
+    billing = BillingController(ctx, cache)
+    GkeMetrics(ctx, stockouts, ctx.metrics, cache, billing)
     out: list[Controller] = [
         PoolController(ctx, writer),
         NodeLifecycle(ctx, writer),
         Autoscaler(ctx, writer),
         ProvisioningRequestController(ctx, writer),
-        BillingController(ctx, cache),
+        billing,
         stockouts,
     ]
     return out

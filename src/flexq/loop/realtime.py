@@ -1,7 +1,8 @@
 """The loop on the wall clock: the only difference is that it waits instead of jumping.
 
 Owns: ``RealtimeLoop.run_forever`` (blocks on a condition until the next timer is due or another
-thread posts), ``call_sync`` (run a function on the loop thread and wait for its result) and ``stop``.
+thread posts), ``call_sync`` (run a function on the loop thread and wait for its result) and ``stop`` (which waits for the
+loop's thread to end).
 Must not import anything in flexq but ``flexq.clock`` and ``flexq.loop.core``.
 """
 
@@ -46,10 +47,15 @@ class RealtimeLoop(EventLoop):
         self.thread = t
         return t
 
-    def stop(self) -> None:
+    def stop(self, join: float = 10.0) -> None:
+        """Stop the loop; from another thread, wait up to ``join`` seconds for the loop's thread to end (its
+        last callback to finish), so nothing runs on a twin after ``close()`` returns."""
         with self._wake:
             self._stopping = True
             self._wake.notify_all()
+        t = self.thread
+        if t is not None and t is not threading.current_thread() and t.is_alive():
+            t.join(join)
 
     def in_loop_thread(self) -> bool:
         return self.thread is threading.current_thread()

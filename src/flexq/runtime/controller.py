@@ -169,6 +169,9 @@ class Context:
     metrics: Any = (
         None  # this cluster's prometheus_client CollectorRegistry (the assembly makes one per cluster)
     )
+    # derived reads a domain keeps for this cluster, under keys of its own (e.g. gke's node pools per version of
+    # the project store): they live and go with the cluster, never in a process-wide table
+    memo: dict[Hashable, Any] = field(default_factory=dict)
 
     def now(self) -> float:
         return self.loop.now()

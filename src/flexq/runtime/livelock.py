@@ -1,7 +1,7 @@
 """The livelock guard: controllers that keep waking each other without time moving.
 
-Owns: ``LivelockGuard``, one per event loop (``guard_for``), told of every reconcile the managers of that loop
-run. It counts the reconciles of each ``(controller, key)`` within one busy period of the loop (on virtual
+Owns: ``LivelockGuard``, one per event loop (the assembly makes it and hands it to every manager of the loop),
+told of every reconcile those managers run. It counts the reconciles of each ``(controller, key)`` within one busy period of the loop (on virtual
 time: one instant, the clock has not moved; on the wall clock: the loop has not waited since). Every
 ``WINDOW`` reconciles of one busy period it looks at who ran them: when a few keys ran nearly all of them
 (each at least ``WINDOW // 100`` times, together at least 90 %), the controllers are rescheduling one another
@@ -22,14 +22,13 @@ Must not import domain packages or ``flexq.http``.
 from __future__ import annotations
 
 import logging
-import weakref
 from typing import Any, Protocol
 
 from flexq.clock import VirtualClock, format_time
 from flexq.errors import Livelock
 from flexq.loop.core import EventLoop
 
-__all__ = ["LivelockGuard", "guard_for"]
+__all__ = ["LivelockGuard"]
 
 log = logging.getLogger("flexq.runtime")
 
@@ -97,14 +96,3 @@ class LivelockGuard:
         for _, k, q, _ in offenders:
             if q is not None:
                 q.throttle(k)
-
-
-_GUARDS: weakref.WeakKeyDictionary[EventLoop, LivelockGuard] = weakref.WeakKeyDictionary()
-
-
-def guard_for(loop: EventLoop) -> LivelockGuard:
-    """The guard of ``loop``, shared by every manager running on it (the project's and each cluster's)."""
-    guard = _GUARDS.get(loop)
-    if guard is None:
-        guard = _GUARDS[loop] = LivelockGuard(loop)
-    return guard

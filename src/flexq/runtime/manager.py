@@ -3,8 +3,9 @@
 Owns: ``Manager`` with one de-duplicating, delaying work queue per controller (a key already queued is
 not queued twice; ``requeue_after`` keeps the earliest pending timer per key), rate-limited retries when
 a reconcile raises (5 ms doubling to 1000 s per key, reset on success, as client-go's default limiter),
-the livelock guard (``runtime.livelock``: every reconcile is reported to the loop's guard; a key it names on
-the wall clock is backed off by the same limiter until it calms down), and a restart path: ``start()``
+the livelock guard (``runtime.livelock``: every reconcile is reported to the loop's guard, which the
+assembly shares between the managers of one loop; a key it names on the wall clock is backed off by the same
+limiter until it calms down), and a restart path: ``start()``
 enqueues every existing watched object so controllers converge on whatever state a crash left.
 Must not import domain packages or ``flexq.http``.
 """
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterable
 from flexq.errors import Conflict, Livelock, NotFound
 from flexq.loop.core import EventLoop, Timer
 from flexq.runtime.controller import Context, Controller, Key, Result
-from flexq.runtime.livelock import guard_for
+from flexq.runtime.livelock import LivelockGuard
 from flexq.store.store import Store, WatchEvent
 
 log = logging.getLogger("flexq.runtime")
@@ -166,13 +167,15 @@ class _Queue:
 class Manager:
     """Runs a set of controllers for one cluster on the loop."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, guard: LivelockGuard | None = None) -> None:
+        """``guard``: the loop's livelock guard, shared by every manager running on the loop (the assembly
+        makes one per twin); a manager alone on its loop may leave it out and gets its own."""
         self.ctx = ctx
         self.loop: EventLoop = ctx.loop
         self.controllers: list[Controller] = []
         self._queues: dict[str, _Queue] = {}
         self._subs: list = []
-        self.guard = guard_for(self.loop)
+        self.guard = guard if guard is not None else LivelockGuard(self.loop)
         if ctx.metrics is not None:  # a cluster's registry: controller-runtime's metrics of these controllers
             from flexq.runtime.metrics import ControllerMetrics
 

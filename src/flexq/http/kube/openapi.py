@@ -210,20 +210,29 @@ def paths(infos: Iterable[KindInfo], version: str, defs: dict[str, Any], ref_bas
     return out
 
 
-_CACHE: dict[tuple[Any, ...], bytes] = {}
+_CACHE: dict[tuple[Any, ...], tuple[tuple[KindInfo, ...], bytes]] = {}
 
 
-def _cached(key: tuple[Any, ...], build: Any) -> bytes:
-    """KindInfos are not hashable: documents are cached by the identity of the kinds they cover."""
-    if key not in _CACHE:
-        if len(_CACHE) > 256:
-            _CACHE.clear()
-        _CACHE[key] = build()
-    return _CACHE[key]
+def _cached(key: tuple[Any, ...], infos: tuple[KindInfo, ...], build: Any) -> bytes:
+    """KindInfos are not hashable: documents are cached by the identity of the kinds they cover. The entry
+    keeps those kinds, and a hit must be them: an id is reused once its object is freed (a twin dropped, a
+    CustomResourceDefinition replaced), and a document built for other kinds must never be served."""
+    hit = _CACHE.get(key)
+    if (
+        hit is not None
+        and len(hit[0]) == len(infos)
+        and all(a is b for a, b in zip(hit[0], infos, strict=True))
+    ):
+        return hit[1]
+    if len(_CACHE) > 256:
+        _CACHE.clear()
+    doc: bytes = build()
+    _CACHE[key] = (infos, doc)
+    return doc
 
 
 def _v3_doc(infos: tuple[KindInfo, ...], version: str) -> bytes:
-    return _cached(("v3", version, *map(id, infos)), lambda: _build_v3(infos, version))
+    return _cached(("v3", version, *map(id, infos)), infos, lambda: _build_v3(infos, version))
 
 
 def _build_v3(infos: tuple[KindInfo, ...], version: str) -> bytes:
@@ -262,7 +271,7 @@ def v3_index(kinds: Iterable[KindInfo], prefix: str = "") -> dict[str, Any]:
 
 
 def _v2_doc(infos: tuple[KindInfo, ...]) -> bytes:
-    return _cached(("v2", *map(id, infos)), lambda: _build_v2(infos))
+    return _cached(("v2", *map(id, infos)), infos, lambda: _build_v2(infos))
 
 
 def _build_v2(infos: tuple[KindInfo, ...]) -> bytes:

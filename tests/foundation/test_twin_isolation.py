@@ -1,0 +1,106 @@
+"""Two twins in one process share nothing, and a twin dropped is freed (issue 39, item 3; issue 32).
+
+The assembly owns what a twin is made of: the livelock guard of its loop, its clusters' billing controllers and
+their memos. Before, three process-wide weak-key tables held them (``runtime.livelock._GUARDS``,
+``gke.billing._CONTROLLERS``, ``gke.nodes._POOLS``), and the guard's table kept every loop, and through it
+every twin, alive for the life of the process: the suite's process grew to ~2 GB.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from flexq import Twin
+from flexq.cli import tutorial as T
+
+PROJECT = "demo-project"
+
+
+def _tutorial(twin: Twin, dws_nodes: int) -> None:
+    path, body = T.create_cluster_request(PROJECT)
+    twin.gke("POST", path, body)
+    twin.run_until_idle(600)
+    for dws in (False, True):
+        path, body = T.create_node_pool_request(PROJECT, dws=dws)
+        if dws:
+            body["nodePool"]["autoscaling"]["maxNodeCount"] = dws_nodes
+        twin.gke("POST", path, body)
+        twin.run_until_idle(600)
+    twin.apply(T.queue_yaml())
+    twin.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "jax-train-script"},
+            "data": {"train.py": T.train_script()},
+        }
+    )
+
+
+def _submit(twin: Twin, job_id: int) -> None:
+    doc = T.rayjob_yaml(job_id).replace(
+        'kueue.x-k8s.io/elastic-job: "true"',
+        'kueue.x-k8s.io/elastic-job: "true"\n    twin.flexq.dev/run-seconds: "600"',
+    )
+    twin.apply(doc)
+
+
+def test_a_dropped_twin_is_freed() -> None:
+    refs = []
+    for clock in ("virtual", "real"):
+        twin = Twin(clock=clock, executor="simulated") if clock == "real" else Twin(clock=clock)
+        if clock == "virtual":
+            _tutorial(twin, 4)
+            _submit(twin, 1)
+            twin.advance(3600)
+            assert twin.billing()["total"] > 0  # the billing controller and the pool memo were used
+        refs.append((clock, weakref.ref(twin.core), weakref.ref(twin.core.loop)))
+        twin.close()
+        del twin
+    gc.collect()
+    alive = {
+        clock: core() or loop() for clock, core, loop in refs if core() is not None or loop() is not None
+    }
+    assert not alive, f"twins still alive after close and gc: {_holders(alive)}"
+
+
+def _holders(alive: dict) -> str:
+    """What keeps each object alive: a few referrer chains (types and short reprs), for the failure message."""
+    out = []
+    for name, obj in alive.items():
+        chain, seen = [], {id(alive)}
+        for _ in range(6):
+            refs = [r for r in gc.get_referrers(obj) if id(r) not in seen and r is not chain]
+            if not refs:
+                break
+            obj = refs[0]
+            seen.add(id(obj))
+            chain.append(f"{type(obj).__name__}:{str(obj)[:120]}")
+        out.append(f"{name}: " + " <- ".join(chain))
+    return "; ".join(out)
+
+
+def test_two_twins_side_by_side_share_nothing() -> None:
+    a, b = Twin(clock="virtual"), Twin(clock="virtual")
+    try:
+        _tutorial(a, 4)
+        _tutorial(b, 8)
+        ra, rb = a.core.current(), b.core.current()
+        assert a.core.guard is not b.core.guard
+        assert ra.manager.guard is a.core.guard and rb.manager.guard is b.core.guard
+        assert a.core.project_manager.guard is a.core.guard
+        assert ra.ctx.memo is not rb.ctx.memo
+        for job in (1, 2):
+            _submit(a, job)
+        a.advance(4 * 3600)  # b's clock and state do not move with a's
+        assert b.now() < a.now()
+        tpu = ("on-demand-pool", "dws-pool")
+        assert sum(a.billing()["pools"].get(p, 0) for p in tpu) > 0
+        assert sum(b.billing()["pools"].get(p, 0) for p in tpu) == 0  # b ran no job: only its default pool
+        assert b.list("rayjob", "default") == []
+        pools_b = {p["spec"]["name"]: p for p in b.core.project.list("GkeNodePool")}
+        assert pools_b["dws-pool"]["spec"]["autoscaling"]["maxNodeCount"] == 8
+    finally:
+        a.close()
+        b.close()
