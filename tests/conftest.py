@@ -1,10 +1,34 @@
-"""Shared fixtures for the whole suite."""
+"""Shared fixtures for the whole suite, and how the suite runs side by side (pytest-xdist).
+
+The README's test command runs the suite on several workers (``-n 4 --dist loadgroup``): most of the suite's
+wall time is tests that wait in real time (real Ray training, real ``gcloud``/``kubectl`` processes, a real
+browser, the ``kill -9`` soak), so more workers than cores keep both cores busy. How tests are grouped:
+
+- every module is one unit of work (its tests run in order on one worker, so a module-scoped fixture — a served
+  twin, a browser — is built once, as in a serial run);
+- tests marked ``heavy`` (real RayJobs training side by side: each peaks at 4 GiB or more) form one unit,
+  ``heavy``, so two of them never run at once;
+- units start longest first (``tests/durations.json``: seconds per module from an earlier run; refresh it with
+  ``pytest -n 4 --dist loadgroup --record-durations``), so a long module never starts last.
+
+Each worker is isolated: its own ``FLEXQ_HOME`` (a temporary directory, for anything that would fall back to
+``~/.flexq``), pytest's temporary directories per worker, ports chosen by the OS.
+"""
 
 from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from flexq import Twin
+
+DURATIONS = Path(__file__).parent / "durations.json"
+HEAVY = "heavy"
 
 
 @pytest.fixture
@@ -15,9 +39,101 @@ def twin():
     t.close()
 
 
-def pytest_configure(config):
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--record-durations",
+        action="store_true",
+        help=f"write each module's total time to {DURATIONS.name} (the order in which units start)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{HEAVY}: peaks at 4 GiB or more (real RayJobs side by side); never two at once"
+    )
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # a pytest-xdist worker's environment holds COLUMNS=80 and LINES=24 (its output is not a terminal),
+        # where a serial run has neither: the CLI run in a subprocess would draw its tables 80 columns wide.
+        # A test that needs a width sets COLUMNS itself
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
+    if "FLEXQ_HOME" not in os.environ:  # nothing a test runs falls back to the user's ~/.flexq
+        home = tempfile.mkdtemp(prefix="flexq-home-")
+        os.environ["FLEXQ_HOME"] = home
+        config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+    if getattr(config.option, "dist", "no") != "no":
+        # units start in the order ``pytest_collection_modifyitems`` gives (longest first), not by test count
+        config.option.loadscopereorder = False
+    if config.getoption("record_durations"):
+        config.pluginmanager.register(_DurationRecorder(), "flexq-durations")
     # every deep copy the twin makes (``flexq.api.jsoncopy.clone``, an orjson round trip) checks that what
     # it copies holds nothing the round trip would change (a tuple, an Enum, a UUID)
     from flexq.api.jsoncopy import strict_checks
 
     strict_checks()
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _unit(item: pytest.Item) -> str:
+    return HEAVY if item.get_closest_marker(HEAVY) else _module(item)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (it appends them to the node ids)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # on a worker, pytest-xdist has turned ``dist`` to "no" and kept only ``loadgroup``
+    if not getattr(config.option, "loadgroup", False) and getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    try:
+        known: dict[str, float] = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        known = {}
+    cost: dict[str, float] = {}
+    order: dict[str, int] = {}
+    for i, item in enumerate(items):
+        unit = _unit(item)
+        order.setdefault(unit, i)
+        item.add_marker(pytest.mark.xdist_group(unit))
+        cost.setdefault(unit, 0.0)
+    modules: dict[str, set[str]] = {}
+    for item in items:
+        modules.setdefault(_unit(item), set()).add(_module(item))
+    for unit, mods in modules.items():
+        for mod in mods:
+            # a module not timed yet: a guess from its marks (a slow one may take a minute)
+            slow = any(it.get_closest_marker("slow") for it in items if _module(it) == mod)
+            cost[unit] += known.get(mod, 60.0 if slow else 1.0)
+    # longest first (stable: ties keep the collection order), each unit's tests in their own order
+    items.sort(key=lambda it: (-cost[_unit(it)], order[_unit(it)]))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # pytest-xdist's loadgroup carries a test's group in its node id ("...::test@group"); a pytest whose node ids
+    # it cannot change would scatter a module's tests over the workers without a word (pytest-xdist#1386: pytest
+    # 9.2): refuse to run that way rather than fail later in ways that look like flaky tests
+    if getattr(session.config.option, "loadgroup", False):
+        lost = [it.nodeid for it in session.items if "@" not in it.nodeid]
+        if lost:
+            raise pytest.UsageError(
+                f"pytest-xdist's --dist loadgroup did not group {lost[0]} (and {len(lost) - 1} more): this pytest "
+                "and pytest-xdist do not work together (see pyproject.toml's pin)"
+            )
+
+
+class _DurationRecorder:
+    """Sums each module's setup, call and teardown times, and writes them (sorted, rounded) at the end."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        mod = report.nodeid.split("::", 1)[0]
+        self.seconds[mod] = self.seconds.get(mod, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if os.environ.get("PYTEST_XDIST_WORKER") or not self.seconds:
+            return
+        out = {m: round(s, 1) for m, s in sorted(self.seconds.items())}
+        DURATIONS.write_text(json.dumps(out, indent=0) + "\n")

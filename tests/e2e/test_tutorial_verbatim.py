@@ -40,6 +40,7 @@ def readme_block(marker: str) -> str:
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.ray,
+    pytest.mark.heavy,  # two RayJobs training side by side: ~4.4 GiB (tests/conftest.py)
     pytest.mark.skipif(
         not (shutil.which("gcloud") and shutil.which("kubectl") and shutil.which("envsubst")),
         reason="needs gcloud, kubectl and envsubst",

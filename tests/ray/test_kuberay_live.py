@@ -25,7 +25,7 @@ from flexq.testing.live_twin import (
 )
 
 # Real Ray on a shared 2-core machine: a 5-node cluster takes 1-5 minutes to start depending on load.
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(2400)]
 
 
 def _ended(twin, name: str) -> bool:
