@@ -1,7 +1,8 @@
 """``flexq fallback``: flexq's stock-out-aware fallback as a process against any cluster, and its manifests.
 
-Owns: ``run`` (the loop: one ``FallbackPolicy`` pass every ``--interval`` seconds — sooner when a flavor's
-backoff ends — each action printed on one line, a clean exit on SIGINT/SIGTERM) and ``manifests`` (the YAML
+Owns: ``run`` (the arguments of the loop ``flexq.fallback.runner.Runner`` runs: one ``FallbackPolicy`` pass every
+``--interval`` seconds — sooner when something comes due — each action printed on one line, a clean exit on
+SIGINT/SIGTERM) and ``manifests`` (the YAML
 that runs the same loop inside the cluster: a Namespace that enforces the Pod Security Standards' "restricted"
 profile, ServiceAccount, the least-privilege ClusterRole and Role with their bindings, and a Deployment whose
 pod passes that profile: non-root, read-only root filesystem, every capability dropped, seccomp
@@ -27,7 +28,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from flexq import __version__
-from flexq.clock import WallClock, format_time
+from flexq.clock import WallClock
 
 SA_NAME = "flexq-fallback"
 IMAGE = (
@@ -376,21 +377,29 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace, console: Console, err_console: Console) -> int:
-    """The loop (see the module docstring); 0 on a clean stop, 1 when the cluster cannot be reached at all or this
-    replica lost the leader Lease."""
+    """Parse, connect and print; the loop is ``flexq.fallback.runner.Runner``. 0 on a clean stop, 1 when the
+    cluster cannot be reached at all or this replica lost the leader Lease, 2 on a bad option."""
     from flexq import errors
     from flexq.fallback.kubeapi import KubernetesAPI, in_cluster_client
-    from flexq.fallback.leader import LeaseElector
+    from flexq.fallback.leader import LeaseElector, timing_error
     from flexq.fallback.metrics import FallbackMetrics
     from flexq.fallback.policy import FallbackPolicy
+    from flexq.fallback.runner import Report, Runner
 
     for flag in ("interval", "grace", "backoff", "max_backoff"):
         if getattr(args, flag) < 0:
             err_console.print(f"[red]error:[/] --{flag.replace('_', '-')} must be >= 0")
             return 2
-    if args.leader_elect and not args.lease_duration > args.renew_deadline > args.retry_period > 0:
-        err_console.print("[red]error:[/] need --lease-duration > --renew-deadline > --retry-period > 0")
-        return 2
+    if args.leader_elect:
+        problem = timing_error(
+            args.lease_duration,
+            args.renew_deadline,
+            args.retry_period,
+            ("--lease-duration", "--renew-deadline", "--retry-period"),
+        )
+        if problem is not None:
+            err_console.print(f"[red]error:[/] {problem}")
+            return 2
     clock = WallClock()
     try:
         if args.in_cluster:
@@ -425,12 +434,6 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         if args.leader_elect
         else None
     )
-    stop = threading.Event()
-
-    def _stop(signum: int, _frame: Any) -> None:
-        stop.set()
-
-    old = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
     mode = " (dry run: nothing is changed)" if args.dry_run else ""
     who = (
         f" as {elector.identity} (leader election on Lease {elector.namespace}/{elector.name})"
@@ -441,67 +444,33 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         f"flexq fallback: watching {client.configuration.host} every {args.interval:g}s{mode}{who}",
         highlight=False,
     )
-    failures = 0
-    next_pass = 0.0
-    led = False
+    report = Report(
+        say=lambda line: console.print(
+            line, markup=False, highlight=False, soft_wrap=True
+        ),  # one line, however long
+        warn=lambda line: err_console.print(f"[red]error:[/] {escape(line)}"),
+    )
+    runner = Runner(
+        policy,
+        clock,
+        report,
+        interval=args.interval,
+        once=args.once,
+        dry_run=args.dry_run,
+        elector=elector,
+        metrics=metrics,
+    )
+    stop = threading.Event()
+
+    def _stop(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    old = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        while not stop.is_set():
-            now = clock.now()
-            if elector is not None:
-                held = elector.try_acquire_or_renew()
-                if held and not led:
-                    console.print(f"{format_time(now)}  leading: this replica acts", highlight=False)
-                    next_pass = 0.0
-                if led and not elector.leading:
-                    err_console.print(
-                        f"[red]error:[/] lost the leader Lease (not renewed for {args.renew_deadline:g}s): stopping"
-                    )
-                    return 1
-                led = led or held
-                metrics.leader = int(elector.leading)
-                if not elector.leading:
-                    if args.once:
-                        console.print("not the leader: another replica acts", highlight=False)
-                        break
-                    stop.wait(elector.retry_period)
-                    continue
-            if now >= next_pass:
-                try:
-                    actions = policy.run_once()
-                    metrics.observe(policy, actions)
-                    failures = 0
-                except errors.ApiError as exc:
-                    failures += 1
-                    err_console.print(f"[red]error:[/] {escape(str(exc))}")
-                    if args.once:
-                        return 1
-                    actions = []
-                for a in actions:
-                    prefix = "would " if args.dry_run else ""
-                    console.print(
-                        f"{format_time(clock.now())}  {prefix}{a.verb:<12} {a.target}  {a.message}",
-                        markup=False,
-                        highlight=False,
-                        soft_wrap=True,
-                    )  # one line, however long
-                if args.dry_run and args.once:
-                    for line in policy.explain():
-                        console.print(line, markup=False, highlight=False, soft_wrap=True)
-                if args.once:
-                    break
-                wake = policy.next_wakeup(clock.now())
-                delay = args.interval if wake is None else min(args.interval, max(0.0, wake - clock.now()))
-                next_pass = clock.now() + (min(delay * 2 ** min(failures, 4), 300.0) if failures else delay)
-            tick = next_pass - clock.now()
-            if elector is not None:
-                tick = min(tick, elector.retry_period)
-            stop.wait(max(0.0, tick))
+        return runner.run(stop)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        if elector is not None:
-            elector.release()
-    return 0
 
 
 def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argparse.ArgumentParser:

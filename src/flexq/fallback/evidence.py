@@ -149,13 +149,19 @@ def _from_checks(view: ClusterView, w: WorkloadView, ev: Evidence, cfg: Fallback
 
 
 def update_breakers(
-    view: ClusterView, ev: Evidence, breakers: dict[str, Breaker], cfg: FallbackConfig, actions: list[Action]
+    view: ClusterView,
+    ev: Evidence,
+    breakers: dict[str, Breaker],
+    cfg: FallbackConfig,
+    actions: list[Action],
+    wakeups: list[float],
 ) -> None:
-    """Trip a breaker on evidence older than the grace period; a probe refused again backs the flavor off
-    longer."""
+    """Trip a breaker on evidence older than the grace period (evidence still within it: a wake-up when the
+    grace period ends); a probe refused again backs the flavor off longer."""
     now = view.now
     for flavor, (first, code, msg, w) in sorted(ev.stockouts.items()):
         if now - first < cfg.grace_seconds:
+            wakeups.append(first + cfg.grace_seconds)
             continue
         b = breakers.get(flavor)
         if b is None:
@@ -210,10 +216,16 @@ def recoveries(
 
 
 def update_fulls(
-    view: ClusterView, ev: Evidence, fulls: dict[str, Full], cfg: FallbackConfig, actions: list[Action]
+    view: ClusterView,
+    ev: Evidence,
+    fulls: dict[str, Full],
+    cfg: FallbackConfig,
+    actions: list[Action],
+    wakeups: list[float],
 ) -> None:
     """Mark flavors whose pool refused to grow; clear those that have room again (a node of the pool went away
-    since the refusal, or the pool is empty). A refusal older than the last clearing is spent evidence."""
+    since the refusal, or the pool is empty). A refusal older than the last clearing is spent evidence. While a
+    flavor is full, it is looked at again every minute (a wake-up)."""
     now = view.now
     for flavor, (when, msg) in sorted(ev.full.items()):
         f = fulls.get(flavor)
@@ -244,6 +256,8 @@ def update_fulls(
         if now - f.since >= 60.0 and (nodes < f.nodes or nodes == 0):
             f.cleared = now
             actions.append(Action("room", flavor, f"{flavor}'s node pool has room again ({nodes} nodes)"))
+    if any(f.full for f in fulls.values()):
+        wakeups.append(now + 60.0)
 
 
 def has_room(view: ClusterView, fulls: dict[str, Full], flavor: str, nodes_needed: int = 0) -> bool:

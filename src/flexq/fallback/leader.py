@@ -23,7 +23,7 @@ from flexq.clock import WallClock, parse_time_or_none
 from flexq.errors import AlreadyExists, ApiError
 from flexq.fallback.api import ClusterAPI, Conflict, NotFound
 
-__all__ = ["LeaseElector", "LEASE_NAME", "micro_time", "parse_micro_time"]
+__all__ = ["LeaseElector", "LEASE_NAME", "micro_time", "parse_micro_time", "timing_error"]
 
 log = logging.getLogger("flexq.fallback")
 LEASE_NAME = "flexq-fallback"
@@ -39,6 +39,19 @@ def micro_time(epoch: float) -> str:
 parse_micro_time = parse_time_or_none  # a Lease's MicroTime as epoch seconds (None if absent or unreadable)
 
 
+def timing_error(
+    lease_duration: float,
+    renew_deadline: float,
+    retry_period: float,
+    names: tuple[str, str, str] = ("lease duration", "renew deadline", "retry period"),
+) -> str | None:
+    """client-go's rule for the three timings (``NewLeaderElector``): None when lease duration > renew deadline >
+    retry period > 0, else what is needed, in ``names``."""
+    if lease_duration > renew_deadline > retry_period > 0:
+        return None
+    return f"need {names[0]} > {names[1]} > {names[2]} > 0"
+
+
 class LeaseElector:
     def __init__(
         self,
@@ -52,8 +65,9 @@ class LeaseElector:
         retry_period: float = 2.0,
         clock: Any = None,
     ) -> None:
-        if not lease_duration > renew_deadline > retry_period > 0:
-            raise ValueError("need lease duration > renew deadline > retry period > 0")
+        problem = timing_error(lease_duration, renew_deadline, retry_period)
+        if problem is not None:
+            raise ValueError(problem)
         self.api, self.namespace, self.name = api, namespace, name
         self.identity = identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
         self.lease_duration, self.renew_deadline, self.retry_period = (

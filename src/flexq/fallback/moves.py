@@ -345,6 +345,7 @@ def _start_return(
 ) -> None:
     flavor, target = move.get("from", ""), move.get("to", "")
     ctx.act("return", w.key, f"{why}: deactivating {w.name} to move it back")
+    ctx.wakeups.append(ctx.now + RETURN_SETTLE_SECONDS)  # the return settles (or not) within this
     back = {
         **move,
         "step": "returning",
@@ -370,6 +371,7 @@ def _finish_return(ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], mo
     flavor, target = move.get("from", ""), move.get("to", "")
     msg = f"{flavor} can take it before {target} provisioned → moved {'' if move.get('hedged') else 'back '}to {flavor}"
     ctx.act("returned", w.key, msg)
+    ctx.wakeups.append(ctx.now + RETURN_SETTLE_SECONDS)
     ok = ctx.writer.unrestrict(
         job,
         ctx.view.flavors,

@@ -48,10 +48,11 @@ from flexq.fallback.model import (
     FallbackConfig,
     Full,
 )
-from flexq.fallback.moves import RETURN_SETTLE_SECONDS, moves, returns
+from flexq.fallback.moves import moves, returns
 from flexq.fallback.rescue import rescue
 from flexq.fallback.steering import caps, keep_nodes, steer
-from flexq.fallback.view import ClusterView, duration, ts
+from flexq.fallback.view import ClusterView, duration
+from flexq.fallback.waits import WaitMemory
 from flexq.fallback.writes import Writer
 
 __all__ = [
@@ -90,11 +91,7 @@ class FallbackPolicy:
         self.last: PassContext | None = None  # the last pass (what it saw and did), for explain()
         self._loaded = False
         self._wakeups: list[float] = []
-        self.waits: dict[str, list[float]] = {}  # flavor -> recent provisioning waits seen (the last 20)
-        # flavor -> job -> how long it has been waiting there (the last pass); and waits that ended without a
-        # grant (the job moved back, was deleted): each says the queue was at least that long (the last 20)
-        self.waiting: dict[str, dict[str, float]] = {}
-        self.unfinished: dict[str, list[float]] = {}
+        self.waits = WaitMemory()  # each provisioning-checked flavor's waits, pass after pass
 
     # -- state -------------------------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -136,35 +133,12 @@ class FallbackPolicy:
         before = self._state()
         ev = gather(view, self.breakers, self.cfg)
         ctx = PassContext(view, self.cfg, ev, self.breakers, self.fulls, self.writer)
-        for flavor, seen in view.provisioning_waits().items():
-            known = self.waits.setdefault(flavor, [])
-            for x in seen:
-                if x not in known:
-                    known.append(x)
-            del known[:-20]
-        # what a flavor is expected to cost in waiting: the median of its provisioning waits, the finished ones
-        # seen lately and the ones still under way (a request waiting for an hour says the queue is at least that
-        # long); for a flavor behind a provisioning check (DWS) that none has been seen of yet, the configured prior
-        waiting = view.provisioning_waiting()
-        granted = {w.ident for w in view.workloads if w.admitted}
-        for f, jobs in self.waiting.items():
-            ended = [t for j, t in jobs.items() if j not in waiting.get(f, {}) and j not in granted]
-            if ended:
-                kept = self.unfinished.setdefault(f, [])
-                kept += ended
-                del kept[:-20]
-        self.waiting = waiting
-        flavors = {f for cq in view.cqs for f in _provisioning_flavors_of(view, cq)} | set(self.waits)
-        ctx.expected_wait = {
-            f: expected_wait(
-                self.waits.get(f, []),
-                [*waiting.get(f, {}).values(), *self.unfinished.get(f, [])],
-                self.cfg.provisioning_wait_prior_seconds,
-            )
-            for f in flavors
-        }
-        update_breakers(view, ev, self.breakers, self.cfg, ctx.actions)
-        update_fulls(view, ev, self.fulls, self.cfg, ctx.actions)
+        # what a flavor is expected to cost in waiting (``waits``); for a flavor behind a provisioning check (DWS)
+        # that none has been seen of yet, the configured prior
+        flavors = {f for cq in view.cqs for f in _provisioning_flavors_of(view, cq)}
+        ctx.expected_wait = self.waits.update(view, flavors, self.cfg.provisioning_wait_prior_seconds)
+        update_breakers(view, ev, self.breakers, self.cfg, ctx.actions, ctx.wakeups)
+        update_fulls(view, ev, self.fulls, self.cfg, ctx.actions, ctx.wakeups)
         if self.breakers:
             for flavor, b in recoveries(view, self.breakers, ctx.actions):
                 w = next((x for x in view.workloads if b.probe and x.ident == b.probe), None)
@@ -186,30 +160,9 @@ class FallbackPolicy:
         if self._state() != before:
             self._save()
         self.last = ctx
-        self._wakeups = self._deadlines(ctx)
+        # each step said when something it deferred comes due (controller-runtime's RequeueAfter)
+        self._wakeups = sorted(t for t in ctx.wakeups if t > ctx.now)
         return ctx.actions
-
-    def _deadlines(self, ctx: PassContext) -> list[float]:
-        """When something in this pass's view comes due without any object changing: a breaker's backoff ends, a
-        stock-out's evidence outlasts the grace period, a return settles, a rescue's backoff ends, a kept node's
-        idle time runs out."""
-        now = ctx.now
-        out = [b.until for b in self.breakers.values()] + list(ctx.wakeups)
-        out += [first + self.cfg.grace_seconds for first, _c, _m, _w in ctx.evidence.stockouts.values()]
-        if any(a.verb in ("return", "returned") for a in ctx.actions):
-            out.append(now + RETURN_SETTLE_SECONDS)
-        for w in ctx.view.workloads:
-            if not w.active:
-                c = w.condition("Evicted")
-                t = ts(c.get("lastTransitionTime") if c else None)
-                if t is not None:
-                    for n in range(self.cfg.max_rescues):
-                        out.append(t + self.cfg.rescue_backoff_seconds * 2**n)
-        if self.breakers:
-            out.append(now + self.cfg.keep_idle_seconds)
-        if any(f.full for f in self.fulls.values()):
-            out.append(now + 60.0)
-        return sorted(t for t in out if t > now)
 
     def next_wakeup(self, now: float) -> float | None:
         """The next time a pass has something to do though nothing changed (the in-twin controller and the
@@ -269,34 +222,6 @@ class FallbackPolicy:
             )
             lines.append(f"  {w.key} [{state}; {where}]: {ctx.notes.get(w.key) or _default_note(ctx, w)}")
         return lines
-
-
-def km_median(done: list[float], waiting: list[float]) -> float | None:
-    """The Kaplan-Meier median of waits: ``done`` finished after that long, ``waiting`` have waited that long so
-    far (right-censored). None when fewer than half are known to have finished (the median lies beyond)."""
-    points = sorted([(t, 0) for t in done] + [(t, 1) for t in waiting])  # at a tie, a finish counts first
-    survival, at_risk = 1.0, len(points)
-    for t, censored in points:
-        if not censored:
-            survival *= 1.0 - 1.0 / at_risk
-            if survival <= 0.5:
-                return t
-        at_risk -= 1
-    return None
-
-
-def expected_wait(done: list[float], waiting: list[float], prior: float) -> float:
-    """What a provisioning-checked flavor is expected to cost in waiting: the Kaplan-Meier median of its recent
-    finished waits and of the waits still under way; while that median is beyond what has been seen, the longest
-    wait seen (at least the prior when none has finished yet); nothing seen at all: the prior. A queue whose
-    requests all sit waiting is not taken for a short one because none has finished."""
-    if not done and not waiting:
-        return prior
-    median = km_median(done, waiting)
-    if median is not None:
-        return median
-    longest = max([*done, *waiting])
-    return longest if done else max(prior, longest)
 
 
 def _provisioning_flavors_of(view: ClusterView, cq_name: str) -> list[str]:

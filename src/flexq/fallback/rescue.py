@@ -107,6 +107,7 @@ def rescue(ctx: PassContext) -> None:
                 )
             continue
         if ctx.now - when < cfg.rescue_backoff_seconds * 2**attempts:
+            ctx.wakeups.append(when + cfg.rescue_backoff_seconds * 2**attempts)
             continue
         flavors = _check_flavors(ctx, w) or sorted({f for fs in w.assigned.values() for f in fs})
         blocked = [f for f in flavors if ctx.blocked(f)]

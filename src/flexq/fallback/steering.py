@@ -205,6 +205,8 @@ def keep_nodes(ctx: PassContext) -> None:
     view = ctx.view
     if not ctx.breakers and not any(ANN_KEPT in (n["metadata"].get("annotations") or {}) for n in view.nodes):
         return
+    if ctx.breakers and ctx.cfg.keep_idle_seconds > 0:
+        ctx.wakeups.append(ctx.now + ctx.cfg.keep_idle_seconds)  # a kept node's idle time may run out by then
     busy = view.busy_nodes
     for flavor, labels in sorted(view.flavors.items()):
         if not labels:

@@ -1,0 +1,77 @@
+"""What a provisioning-checked flavor (DWS) is expected to cost in waiting, from the waits the policy has seen.
+
+Owns: ``WaitMemory`` (per flavor: the provisioning waits seen to finish lately, the jobs waiting there now and
+for how long, and the waits that ended without a grant — the job moved back or was deleted: each says the queue
+was at least that long; the last 20 of each), ``expected_wait`` and ``km_median``. The rent-or-buy rule of the
+moves and steering (``PassContext.worth_moving``) compares a job's loss with this expectation.
+"""
+
+from __future__ import annotations
+
+from flexq.fallback.view import ClusterView
+
+__all__ = ["WaitMemory", "expected_wait", "km_median", "KEEP"]
+
+KEEP = 20  # waits remembered per flavor, of each kind
+
+
+def km_median(done: list[float], waiting: list[float]) -> float | None:
+    """The Kaplan-Meier median of waits: ``done`` finished after that long, ``waiting`` have waited that long so
+    far (right-censored). None when fewer than half are known to have finished (the median lies beyond)."""
+    points = sorted([(t, 0) for t in done] + [(t, 1) for t in waiting])  # at a tie, a finish counts first
+    survival, at_risk = 1.0, len(points)
+    for t, censored in points:
+        if not censored:
+            survival *= 1.0 - 1.0 / at_risk
+            if survival <= 0.5:
+                return t
+        at_risk -= 1
+    return None
+
+
+def expected_wait(done: list[float], waiting: list[float], prior: float) -> float:
+    """What a provisioning-checked flavor is expected to cost in waiting: the Kaplan-Meier median of its recent
+    finished waits and of the waits still under way; while that median is beyond what has been seen, the longest
+    wait seen (at least the prior when none has finished yet); nothing seen at all: the prior. A queue whose
+    requests all sit waiting is not taken for a short one because none has finished."""
+    if not done and not waiting:
+        return prior
+    median = km_median(done, waiting)
+    if median is not None:
+        return median
+    longest = max([*done, *waiting])
+    return longest if done else max(prior, longest)
+
+
+class WaitMemory:
+    """The provisioning waits of each flavor, carried from pass to pass (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, list[float]] = {}  # flavor -> recent provisioning waits seen to finish
+        self.waiting: dict[str, dict[str, float]] = {}  # flavor -> job -> how long it had waited (last pass)
+        self.unfinished: dict[str, list[float]] = {}  # flavor -> waits that ended without a grant
+
+    def update(self, view: ClusterView, flavors: set[str], prior: float) -> dict[str, float]:
+        """Take in what ``view`` shows; the expected wait of each of ``flavors`` (and of every flavor a wait was
+        ever seen on)."""
+        for flavor, seen in view.provisioning_waits().items():
+            known = self.done.setdefault(flavor, [])
+            for x in seen:
+                if x not in known:
+                    known.append(x)
+            del known[:-KEEP]
+        waiting = view.provisioning_waiting()
+        granted = {w.ident for w in view.workloads if w.admitted}
+        for f, jobs in self.waiting.items():
+            ended = [t for j, t in jobs.items() if j not in waiting.get(f, {}) and j not in granted]
+            if ended:
+                kept = self.unfinished.setdefault(f, [])
+                kept += ended
+                del kept[:-KEEP]
+        self.waiting = waiting
+        return {
+            f: expected_wait(
+                self.done.get(f, []), [*waiting.get(f, {}).values(), *self.unfinished.get(f, [])], prior
+            )
+            for f in flavors | set(self.done)
+        }
