@@ -1,8 +1,9 @@
 """The only place flexq reads the wall clock.
 
 Owns: the ``Clock`` protocol (``now()`` in seconds since the epoch, as a float), ``WallClock`` and
-``VirtualClock`` (moved only by the event loop), and RFC 3339 formatting/parsing of timestamps as
-Kubernetes writes them. Must not import anything from flexq.
+``VirtualClock`` (moved only by the event loop), RFC 3339 formatting/parsing of timestamps as
+Kubernetes writes them, and ``format_duration``, the one way flexq writes a span of time for people (the CLI,
+the dashboard, the fallback's Events, the reasons a job waits). Must not import anything from flexq.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ __all__ = [
     "Clock",
     "VirtualClock",
     "WallClock",
+    "format_duration",
     "format_time",
     "parse_time",
     "parse_time_or_none",
@@ -86,3 +88,17 @@ def parse_time_or_none(text: str | None) -> float | None:
         return parse_time(text)
     except ValueError:
         return None
+
+
+def format_duration(seconds: float) -> str:
+    """``45s``, ``3m05s``, ``2h03m``, ``1d04h`` (like kubectl's AGE column, a little finer: two units, the second
+    zero-padded); negative spans are ``0s``. (``kubectl``'s own columns use apimachinery's ``HumanDuration``,
+    ``flexq.http.kube.table.human_duration``.)"""
+    s = int(max(0.0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"

@@ -11,7 +11,7 @@ from flexq.api import gke_catalog as catalog
 from flexq.cli import status as st
 from flexq.cli import tutorial
 from flexq.cli.views import status_text
-from flexq.clock import format_time
+from flexq.clock import format_duration, format_time
 
 T0 = 1_800_000_000.0
 HEAD = {
@@ -410,8 +410,8 @@ def test_the_fallbacks_note_leads_the_why_column() -> None:
 @pytest.mark.parametrize(
     "secs, text", [(0, "0s"), (59.9, "59s"), (61, "1m01s"), (3600, "1h00m"), (90061, "1d01h"), (-5, "0s")]
 )
-def test_fmt_duration(secs: float, text: str) -> None:
-    assert st.fmt_duration(secs) == text
+def test_format_duration(secs: float, text: str) -> None:
+    assert format_duration(secs) == text
 
 
 def test_rows_from_the_twins_controllers() -> None:

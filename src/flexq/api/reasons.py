@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from flexq.clock import parse_time
+from flexq.clock import format_duration, parse_time
 
 __all__ = ["Reason", "Explanation", "REASONS", "CapacityRefusal", "classify_capacity", "explain", "reason"]
 
@@ -346,17 +346,6 @@ def _since(cond: dict | None, now: float) -> float:
         return 0.0
 
 
-def fmt_wait(seconds: float) -> str:
-    s = int(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
-
-
 def _mine(wl: dict, prs: Iterable[dict]) -> list[dict]:
     md = wl["metadata"]
     out = []
@@ -387,7 +376,9 @@ def _provisioning(pr: dict, now: float) -> Explanation:
     if _true(c, "Accepted"):
         waited = _since(c["Accepted"], now)
         msg = c.get("Provisioned", {}).get("message") or c["Accepted"].get("message", "")
-        return Explanation("DWSQueued", f"ProvisioningRequest {name} queued for {fmt_wait(waited)}: {msg}")
+        return Explanation(
+            "DWSQueued", f"ProvisioningRequest {name} queued for {format_duration(waited)}: {msg}"
+        )
     return Explanation("ProvisioningRequestPending", f"ProvisioningRequest {name} created, not accepted yet")
 
 

@@ -31,8 +31,9 @@ from rich.text import Text
 
 from flexq import Twin
 from flexq.cli import tutorial
-from flexq.cli.status import Snapshot, WorkloadRow, fmt_cost, fmt_duration, workload_rows
+from flexq.cli.status import Snapshot, WorkloadRow, fmt_cost, workload_rows
 from flexq.cli.views import STATE_STYLE, status_table
+from flexq.clock import format_duration
 from flexq.errors import CloudError
 from flexq.loop import RealtimeLoop
 
@@ -136,7 +137,7 @@ class _Demo:
         self.twin.advance(step)
 
     def say(self, text: str) -> None:
-        self.console.print(f"[dim]{fmt_duration(self.elapsed()):>6}[/] {text}")
+        self.console.print(f"[dim]{format_duration(self.elapsed()):>6}[/] {text}")
 
     # -- GKE ------------------------------------------------------------------------------------------------
     def gke_call(self, method: str, path: str, body: dict | None = None) -> dict:
@@ -257,7 +258,7 @@ class _Demo:
     def view(
         self, rows: list[WorkloadRow], rayjobs: list[dict], nodes: list[dict], events: list[dict]
     ) -> Group:
-        title = f"flexq demo — twin time {fmt_duration(self.elapsed())}"
+        title = f"flexq demo — twin time {format_duration(self.elapsed())}"
         jobs = Table(show_header=True, header_style="bold", box=None)
         for col in ("RAYJOB", "JOB STATUS", "DEPLOYMENT", "RAY CLUSTER"):
             jobs.add_column(col)
@@ -341,11 +342,15 @@ class _Demo:
                 if self.finished(rows, rayjobs):
                     break
                 if self.twin.now() > deadline:
-                    raise TimeoutError(f"the jobs did not finish within {fmt_duration(budget)} of twin time")
+                    raise TimeoutError(
+                        f"the jobs did not finish within {format_duration(budget)} of twin time"
+                    )
         finally:
             if live:
                 live.stop()
-        self.console.print(status_table(rows, title=f"workloads at twin time {fmt_duration(self.elapsed())}"))
+        self.console.print(
+            status_table(rows, title=f"workloads at twin time {format_duration(self.elapsed())}")
+        )
         return rows
 
     def diagnose(self) -> None:
@@ -422,7 +427,7 @@ class _Demo:
                 j.name,
                 PLAN_NAMES.get(j.flavor, j.flavor or "-"),
                 Text(j.state, style=STATE_STYLE.get(j.state, "")),
-                fmt_duration(j.waited),
+                format_duration(j.waited),
                 j.provisioning.partition(" (")[0] or "-",
                 fmt_cost(j.cost),
             )
@@ -443,7 +448,7 @@ class _Demo:
                 )
             )
         self.console.print(
-            f"twin time {fmt_duration(result.elapsed)}; total cost "
+            f"twin time {format_duration(result.elapsed)}; total cost "
             f"{fmt_cost(sum(j.cost for j in result.jobs))}"
         )
 

@@ -5,7 +5,7 @@ Kubernetes JSON dicts, Kueue v1beta1 or v1beta2 alike), ``WorkloadRow`` and ``wo
 job, queue, plan (flavor per pod set), state, time waited, why (Kueue's condition message, the admission
 checks' states, the ProvisioningRequest's state) and cost so far; ``workload_cost`` (node-hour prices from
 ``flexq.api.gke_catalog`` times the share of a node each admitted pod takes, from admission to finish or now);
-``fmt_duration`` and ``fmt_cost``. The same function feeds ``flexq status`` (objects read with the
+``fmt_cost`` (durations: ``flexq.clock.format_duration``). The same function feeds ``flexq status`` (objects read with the
 ``kubernetes`` client from the twin or a real cluster) and ``flexq demo``'s live view (objects from ``Twin``).
 
 Must not import flexq.assembly, flexq.twin, flexq.http or any client library: objects in, rows out.
@@ -24,6 +24,10 @@ from flexq.api.quantity import parse_quantity
 from flexq.api.reasons import Explanation, explain
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import parse_time_or_none
+from flexq.semantics.conditions import by_type, true_in
+from flexq.semantics.owners import controller_owner
+from flexq.semantics.workloads import FINISHED_STATES, workload_state
+from flexq.semantics.workloads import waited as wait_of
 
 __all__ = [
     "Snapshot",
@@ -34,7 +38,6 @@ __all__ = [
     "workload_state",
     "job_of",
     "provisioning_state",
-    "fmt_duration",
     "fmt_cost",
     "rows_as_dicts",
 ]
@@ -102,14 +105,6 @@ class WorkloadRow:
 
 
 # -- small readers -------------------------------------------------------------------------------------------
-def _conditions(obj: dict) -> dict[str, dict]:
-    return {c.get("type", ""): c for c in (obj.get("status") or {}).get("conditions") or []}
-
-
-def _is_true(conds: dict[str, dict], ctype: str) -> bool:
-    return conds.get(ctype, {}).get("status") == "True"
-
-
 def _when(cond: dict | None) -> float | None:
     return parse_time_or_none((cond or {}).get("lastTransitionTime"))
 
@@ -119,29 +114,9 @@ def _created(obj: dict) -> float | None:
 
 
 def job_of(wl: dict) -> str:
-    """``<Kind>/<name>`` of the workload's controlling owner (the job Kueue made it for), else ''."""
-    refs = (wl.get("metadata") or {}).get("ownerReferences") or []
-    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+    """``<Kind>/<name>`` of the workload's controller (the job Kueue made it for), else ''."""
+    ref = controller_owner(wl)
     return f"{ref.get('kind', '')}/{ref.get('name', '')}" if ref else ""
-
-
-def workload_state(wl: dict) -> str:
-    """A one-word state from the Workload's conditions (Finished > inactive > Admitted > reserved > evicted)."""
-    c = _conditions(wl)
-    if _is_true(c, "Finished"):
-        reason = c["Finished"].get("reason", "")
-        return {"Succeeded": "Succeeded", "Failed": "Failed", "WorkloadSliceReplaced": "Replaced"}.get(
-            reason, "Finished"
-        )
-    if (wl.get("spec") or {}).get("active") is False:
-        return "Deactivated"
-    if _is_true(c, "Admitted"):
-        return "Running" if _is_true(c, "PodsReady") else "Admitted"
-    if _is_true(c, "QuotaReserved"):
-        return "QuotaReserved"
-    if _is_true(c, "Evicted"):
-        return "Evicted"
-    return "Pending"
 
 
 def _plan(wl: dict) -> tuple[tuple[str, str], ...]:
@@ -187,11 +162,11 @@ def _requests_of(wl: dict, prs: Iterable[dict]) -> list[dict]:
 
 def provisioning_state(pr: dict) -> tuple[str, str]:
     """(state, message) of a ProvisioningRequest, by the order Kueue reads its conditions."""
-    c = _conditions(pr)
+    c = by_type(pr)
     for ctype in ("Failed", "CapacityRevoked", "BookingExpired", "Provisioned"):
-        if _is_true(c, ctype):
+        if true_in(c, ctype):
             return ctype, c[ctype].get("message", "")
-    if _is_true(c, "Accepted"):
+    if true_in(c, "Accepted"):
         return "Accepted", c.get("Provisioned", {}).get("message", "") or c["Accepted"].get("message", "")
     return "Created", ""
 
@@ -205,8 +180,8 @@ def _checks_text(wl: dict) -> str:
 
 
 def _why(wl: dict, state: str, pr: dict | None) -> str:
-    c = _conditions(wl)
-    if state in ("Succeeded", "Failed", "Replaced", "Finished"):
+    c = by_type(wl)
+    if state in FINISHED_STATES:
         return c["Finished"].get("message", "")
     if state == "Deactivated":
         for ctype in ("Evicted", "DeactivationTarget"):
@@ -304,15 +279,15 @@ def _queued_pod_sets(wl: dict) -> set[str]:
 def workload_cost(wl: dict, snap: Snapshot, now: float) -> float:
     """USD so far: for each admitted pod set, count x node price x share of the node, from the Admitted
     transition to Finished (or eviction, or ``now``). Pod sets on unknown machines add nothing."""
-    c = _conditions(wl)
+    c = by_type(wl)
     adm = (wl.get("status") or {}).get("admission") or {}
-    start = _when(c.get("Admitted")) if _is_true(c, "Admitted") or _is_true(c, "Finished") else None
+    start = _when(c.get("Admitted")) if true_in(c, "Admitted") or true_in(c, "Finished") else None
     if not adm or start is None:
         return 0.0
     end = now
-    if _is_true(c, "Finished"):
+    if true_in(c, "Finished"):
         end = _when(c["Finished"]) or now
-    elif _is_true(c, "Evicted"):
+    elif true_in(c, "Evicted"):
         end = _when(c["Evicted"]) or now
     hours = Fraction(max(0.0, end - start)) / 3600
     pod_sets = {ps.get("name", "main"): ps for ps in (wl.get("spec") or {}).get("podSets") or []}
@@ -343,18 +318,13 @@ def workload_cost(wl: dict, snap: Snapshot, now: float) -> float:
 # -- rows ------------------------------------------------------------------------------------------------------
 def _row(wl: dict, snap: Snapshot, now: float) -> WorkloadRow:
     meta, spec, status = wl["metadata"], wl.get("spec") or {}, wl.get("status") or {}
-    c = _conditions(wl)
     state = workload_state(wl)
     prs = _requests_of(wl, snap.provisioning_requests)
     pr_text = ""
     if prs:
         pr_state, pr_msg = provisioning_state(prs[-1])
         pr_text = f"{prs[-1]['metadata']['name']}: {pr_state}" + (f" ({pr_msg})" if pr_msg else "")
-    created = _created(wl) or now
-    admitted = _when(c.get("Admitted")) if _is_true(c, "Admitted") else None
-    if admitted is None and state in ("Succeeded", "Failed", "Finished", "Replaced"):
-        admitted = _when(c.get("Finished"))
-    waited = max(0.0, (admitted if admitted is not None else now) - created)
+    waited = wait_of(wl, now)
     plan = _plan(wl)
     pools = {
         ((f.get("spec") or {}).get("nodeLabels") or {}).get(catalog.LABEL_NODEPOOL, "")
@@ -405,18 +375,6 @@ def workload_rows(snap: Snapshot, now: float) -> list[WorkloadRow]:
 
 
 # -- formatting ------------------------------------------------------------------------------------------------
-def fmt_duration(seconds: float) -> str:
-    """``45s``, ``3m05s``, ``2h03m``, ``1d04h`` (like kubectl's AGE column, a little finer)."""
-    s = int(max(0.0, seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
-
-
 def fmt_cost(usd: float) -> str:
     return f"${usd:,.2f}"
 

@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from flexq.cli.status import WorkloadRow, fmt_cost, fmt_duration
+from flexq.cli.status import WorkloadRow, fmt_cost
+from flexq.clock import format_duration
 
 __all__ = ["STATE_STYLE", "status_table", "status_text", "provisioning_short", "why_text", "reasons_legend"]
 
@@ -73,7 +74,7 @@ def status_table(
             r.queue,
             r.plan_text,
             Text(r.state, style=STATE_STYLE.get(r.state, "")),
-            fmt_duration(r.waited),
+            format_duration(r.waited),
         ]
         if provisioning:
             cells.append(provisioning_short(r))

@@ -22,8 +22,9 @@ import re
 from dataclasses import dataclass, field
 
 from flexq.api.reasons import classify_capacity
+from flexq.clock import format_duration
 from flexq.fallback.model import DWS_CLASS, Action, Breaker, FallbackConfig, Full
-from flexq.fallback.view import ClusterView, WorkloadView, duration, ts
+from flexq.fallback.view import ClusterView, WorkloadView, ts
 
 __all__ = ["Evidence", "gather", "update_breakers", "recoveries", "update_fulls", "has_room"]
 
@@ -172,8 +173,8 @@ def update_breakers(
                 Action(
                     "trip",
                     flavor,
-                    f"{flavor} stocked out ({code}) since {duration(now - min(first, now))} ago; new jobs skip it "
-                    f"for {duration(cfg.backoff_seconds)}",
+                    f"{flavor} stocked out ({code}) since {format_duration(now - min(first, now))} ago; new jobs skip it "
+                    f"for {format_duration(cfg.backoff_seconds)}",
                 )
             )
         elif b.probe and b.probe == w.ident:
@@ -184,7 +185,7 @@ def update_breakers(
                 Action(
                     "probe-failed",
                     flavor,
-                    f"probe {w.key} found {flavor} still stocked out ({code}); backing off {duration(b.until - now)}",
+                    f"probe {w.key} found {flavor} still stocked out ({code}); backing off {format_duration(b.until - now)}",
                 )
             )
 
@@ -208,7 +209,7 @@ def recoveries(
                 "recover",
                 flavor,
                 f"{flavor} has capacity again (node {node['metadata']['name']} created) after "
-                f"{duration(view.now - b.since)}; new jobs use it",
+                f"{format_duration(view.now - b.since)}; new jobs use it",
             )
         )
         closed.append((flavor, b))

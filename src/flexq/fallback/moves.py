@@ -23,10 +23,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from flexq.clock import format_duration
 from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
 from flexq.fallback.model import ANN_MOVE, ANN_MOVED
-from flexq.fallback.view import WorkloadView, duration, ts
+from flexq.fallback.view import WorkloadView, ts
 from flexq.semantics.conditions import is_true
 from flexq.semantics.pods import is_terminal
 
@@ -105,8 +106,8 @@ def moves(ctx: PassContext) -> None:
                 ctx.wakeups.append(ctx.now - waited + ctx.expected_wait[target])
                 ctx.note(
                     w,
-                    f"stuck on stocked-out {flavor} for {duration(waited)}; {target} provisions in about "
-                    f"{duration(ctx.expected_wait[target])}: it waits here until it has lost that much",
+                    f"stuck on stocked-out {flavor} for {format_duration(waited)}; {target} provisions in about "
+                    f"{format_duration(ctx.expected_wait[target])}: it waits here until it has lost that much",
                 )
                 continue
             if target is None or not view.quota_free(w.cq, target, w.pod_set_needs(sets)):
@@ -154,7 +155,7 @@ def _start_move(
     ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], flavor: str, target: str, sets: list[str]
 ) -> None:
     b = ctx.breakers[flavor]
-    why = f"{flavor} stocked out ({b.code}) for {duration(ctx.now - b.since)}"
+    why = f"{flavor} stocked out ({b.code}) for {format_duration(ctx.now - b.since)}"
     ctx.act("evict", w.key, f"{why}: deactivating {w.name} to move it to {target}")
     prev = move_state(job)
     record = {

@@ -29,6 +29,7 @@ import logging
 from dataclasses import asdict
 from typing import Any
 
+from flexq.clock import format_duration
 from flexq.fallback.affinity import pod_templates, restrict, unrestrict
 from flexq.fallback.api import ClusterAPI, Conflict, NotFound
 from flexq.fallback.context import PassContext
@@ -51,7 +52,7 @@ from flexq.fallback.model import (
 from flexq.fallback.moves import moves, returns
 from flexq.fallback.rescue import rescue
 from flexq.fallback.steering import caps, keep_nodes, steer
-from flexq.fallback.view import ClusterView, duration
+from flexq.fallback.view import ClusterView
 from flexq.fallback.waits import WaitMemory
 from flexq.fallback.writes import Writer
 
@@ -147,7 +148,7 @@ class FallbackPolicy:
                         view.job(w),
                         "Normal",
                         "FallbackRecovered",
-                        f"{flavor} has capacity again after {duration(view.now - b.since)}: new jobs use it again",
+                        f"{flavor} has capacity again after {format_duration(view.now - b.since)}: new jobs use it again",
                     )
         if self.cfg.cap_quota:
             caps(ctx)  # first: a cap lifted at the end of a backoff is quota a return may use in this pass
@@ -192,19 +193,19 @@ class FallbackPolicy:
             lines.append("stocked-out flavors: none")
         for f, b in sorted(self.breakers.items()):
             state = (
-                f"backing off until {duration(b.until - view.now)} from now"
+                f"backing off until {format_duration(b.until - view.now)} from now"
                 if b.open(view.now)
                 else "backoff over"
             )
             lines.append(
-                f"stocked out: {f} ({b.code} since {duration(view.now - b.since)} ago, {b.failures} failure(s); "
+                f"stocked out: {f} ({b.code} since {format_duration(view.now - b.since)} ago, {b.failures} failure(s); "
                 f"{state}{'; probe ' + b.probe if b.probe else ''})"
             )
         for f, x in sorted(self.fulls.items()):
             if not x.full:
                 continue
             lines.append(
-                f"full: {f} (its node pool refused to grow {duration(view.now - x.since)} ago at {x.nodes} nodes"
+                f"full: {f} (its node pool refused to grow {format_duration(view.now - x.since)} ago at {x.nodes} nodes"
                 f"{f' of {x.limit}' if x.limit else ''}; nothing is sent there until a node goes)"
             )
         for w in view.workloads:

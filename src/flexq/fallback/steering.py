@@ -22,11 +22,12 @@ import json
 from fractions import Fraction
 from typing import Any
 
+from flexq.clock import format_duration
 from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
 from flexq.fallback.model import ANN_KEPT, ANN_MOVE, ANN_MOVED, ANN_QUOTA, SCALE_DOWN_DISABLED
 from flexq.fallback.moves import move_state, probe, suspended
-from flexq.fallback.view import WorkloadView, duration, quantity
+from flexq.fallback.view import WorkloadView, quantity
 from flexq.semantics.resources import pod_requests
 
 __all__ = ["steer", "caps", "keep_nodes"]
@@ -72,7 +73,7 @@ def steer(ctx: PassContext) -> None:
             if not ctx.worth_moving(target, ctx.now - b.since):
                 ctx.wakeups.append(b.since + ctx.expected_wait.get(target, 0.0))
                 continue  # the next plan is slower than the stock-out so far: Kueue decides
-            msg = f"{flavor} stocked out ({b.code}) since {duration(ctx.now - b.since)} ago → steered to {target}"
+            msg = f"{flavor} stocked out ({b.code}) since {format_duration(ctx.now - b.since)} ago → steered to {target}"
             ctx.act("steer", w.key, msg)
             move = {
                 "from": flavor,

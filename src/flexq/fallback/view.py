@@ -29,7 +29,7 @@ from flexq.semantics.nodefit import NodeInfo, filter_node, node_info, pod_reques
 from flexq.semantics.pods import is_terminal
 from flexq.semantics.resources import pod_requests as spec_requests
 
-__all__ = ["ClusterView", "WorkloadView", "Promises", "JOB_KINDS", "ts", "quantity", "duration"]
+__all__ = ["ClusterView", "WorkloadView", "Promises", "JOB_KINDS", "ts", "quantity"]
 
 JOB_KINDS = ("RayJob", "RayCluster", "Job")
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
@@ -47,13 +47,6 @@ def quantity(value: Any) -> Any:
         return parse_quantity(value if isinstance(value, (str, int, float)) else str(value))
     except (QuantityError, ValueError):
         return Fraction(0)
-
-
-def duration(seconds: float) -> str:
-    s = max(0, int(seconds))
-    h, rem = divmod(s, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
 
 
 @dataclass

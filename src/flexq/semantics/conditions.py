@@ -6,8 +6,8 @@ Owns two kinds of condition, as upstream has two:
   is the object's generation, the message is truncated as ``api.TruncateConditionMessage`` does;
 - core conditions (``PodCondition``, ``JobCondition``, ``NodeCondition``): ``set_core_condition`` keeps
   ``lastTransitionTime`` unless the status flips, omits empty reason/message, and can carry ``lastProbeTime``.
-Both report whether anything changed, so callers skip no-op writes. ``find_condition``, ``is_true`` and
-``is_false`` read either kind, from the object or from its ``status``.
+Both report whether anything changed, so callers skip no-op writes. ``find_condition``, ``is_true``,
+``is_false`` and ``by_type`` (with ``true_in``) read either kind, from the object or from its ``status``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ from flexq.clock import format_time
 
 __all__ = [
     "MAX_CONDITION_MESSAGE",
+    "by_type",
     "find_condition",
     "is_false",
     "is_true",
     "remove_status_condition",
     "set_core_condition",
     "set_status_condition",
+    "true_in",
 ]
 
 MAX_CONDITION_MESSAGE = 32 * 1024  # api.TruncateConditionMessage
@@ -38,6 +40,19 @@ def find_condition(obj_or_status: Mapping[str, Any], ctype: str) -> dict | None:
         if c.get("type") == ctype:
             return c
     return None
+
+
+def by_type(obj_or_status: Mapping[str, Any]) -> dict[str, dict]:
+    """Every condition by its type (for a reader that looks at several: one walk of the list)."""
+    nested = "metadata" in obj_or_status or isinstance(obj_or_status.get("status"), Mapping)
+    status = obj_or_status.get("status") if nested else obj_or_status
+    return {c.get("type", ""): c for c in (status or {}).get("conditions") or []}
+
+
+def true_in(conditions: Mapping[str, Mapping[str, Any]], ctype: str) -> bool:
+    """Whether ``by_type``'s ``conditions`` hold ``ctype`` with status True."""
+    c = conditions.get(ctype)
+    return c is not None and c.get("status") == "True"
 
 
 def is_true(obj_or_status: Mapping[str, Any], ctype: str) -> bool:

@@ -37,7 +37,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response, StreamingResponse
 
-from flexq.clock import WallClock
+from flexq.clock import WallClock, format_duration
 from flexq.errors import NotFound
 from flexq.http.common import on_loop, read_body
 from flexq.http.dashboard import views
@@ -98,7 +98,7 @@ class Dashboard:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.env.filters["wait"] = views.fmt_wait
+        self.env.filters["wait"] = format_duration
         self.env.filters["usd"] = lambda v: f"${v:,.2f}"
 
     # -- logins -------------------------------------------------------------------------------------------

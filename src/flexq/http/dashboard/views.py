@@ -19,26 +19,21 @@ from fractions import Fraction
 from typing import Any
 
 from flexq.api.quantity import QuantityError, parse_quantity
-from flexq.api.reasons import explain, fmt_wait
+from flexq.api.reasons import explain
 from flexq.clock import format_time, parse_time_or_none
 from flexq.errors import NotFound
 from flexq.http.dashboard.index import StoreIndex
+from flexq.semantics.conditions import by_type, is_true
+from flexq.semantics.owners import controller_owner
+from flexq.semantics.workloads import waited, workload_state
 
-__all__ = ["Costs", "costs", "overview", "workload_page", "fmt_wait"]
+__all__ = ["Costs", "costs", "overview", "workload_page"]
 
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 MAIN_RESOURCES = ("google.com/tpu", "nvidia.com/gpu", "cpu")
 PAGE_SIZE = 100  # workloads per page of the overview
 TIMELINE_ROWS = 100  # ProvisioningRequests on the timeline: the most recent
 CAPACITY_REASONS = ("FailedScaleUp", "Preempted")
-
-
-def _conds(obj: dict) -> dict[str, dict]:
-    return {c.get("type", ""): c for c in (obj.get("status") or {}).get("conditions") or []}
-
-
-def _true(obj: dict, t: str) -> bool:
-    return _conds(obj).get(t, {}).get("status") == "True"
 
 
 _ts = parse_time_or_none
@@ -60,24 +55,8 @@ def _fmt_q(resource: str, value: Fraction) -> str:
     return f"{v:g}"
 
 
-def state_of(wl: dict) -> str:
-    c = _conds(wl)
-    if c.get("Finished", {}).get("status") == "True":
-        return {"Succeeded": "Succeeded", "Failed": "Failed"}.get(c["Finished"].get("reason", ""), "Finished")
-    if (wl.get("spec") or {}).get("active") is False:
-        return "Deactivated"
-    if _true(wl, "Admitted"):
-        return "Running" if _true(wl, "PodsReady") else "Admitted"
-    if _true(wl, "QuotaReserved"):
-        return "QuotaReserved"
-    if _true(wl, "Evicted"):
-        return "Evicted"
-    return "Pending"
-
-
 def _job(wl: dict) -> str:
-    refs = wl["metadata"].get("ownerReferences") or []
-    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+    ref = controller_owner(wl)
     return f"{ref.get('kind', '')}/{ref.get('name', '')}" if ref else ""
 
 
@@ -172,9 +151,6 @@ def _workload_row(
     mine = {flavor_pools.get(p["flavor"], "") for p in plan}
     stocked = {k: v for k, v in stockouts.items() if k in mine}
     why = explain(wl, prs, events, now, stocked)
-    created = _ts(wl["metadata"].get("creationTimestamp")) or now
-    adm = _conds(wl).get("Admitted") if _true(wl, "Admitted") else None
-    end = (_ts((adm or {}).get("lastTransitionTime")) if adm else None) or now
     return {
         "namespace": wl["metadata"].get("namespace", ""),
         "name": wl["metadata"]["name"],
@@ -182,8 +158,8 @@ def _workload_row(
         "queue": (wl.get("spec") or {}).get("queueName", ""),
         "clusterQueue": ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", ""),
         "plan": plan,
-        "state": state_of(wl),
-        "waited": max(0.0, end - created),
+        "state": workload_state(wl),
+        "waited": waited(wl, now),
         "why": why.as_dict() if why else None,
     }
 
@@ -215,7 +191,7 @@ def _cluster_queues(cqs: list[dict]) -> list[dict[str, Any]]:
                         }
                     )
                 flavors.append({"name": f["name"], "bars": bars})
-        active = _conds(cq).get("Active", {})
+        active = by_type(cq).get("Active", {})
         out.append(
             {
                 "name": cq["metadata"]["name"],
@@ -245,7 +221,7 @@ def _timeline(prs: list[dict], now: float) -> dict[str, Any]:
     start = min((_ts(p["metadata"].get("creationTimestamp")) or now for p in ordered), default=now)
     span = max(1.0, now - start)
     for pr in ordered:
-        c = _conds(pr)
+        c = by_type(pr)
         created = _ts(pr["metadata"].get("creationTimestamp")) or now
         marks = [("Created", created)]
         for t in ("Accepted", "Provisioned", "BookingExpired", "CapacityRevoked", "Failed"):
@@ -335,7 +311,7 @@ def overview(
                 "queued": bool((p.get("status") or {}).get("queued")),
                 "machineType": ((p["spec"].get("config") or {}).get("machineType", "")),
                 "nodes": len(mine),
-                "ready": sum(1 for n in mine if _true(n, "Ready")),
+                "ready": sum(1 for n in mine if is_true(n, "Ready")),
                 "stockout": stockouts.get(name, ""),
                 "cost": cost.get(name, 0.0),
             }
@@ -355,7 +331,7 @@ def overview(
                 "clusterQueue": (lq.get("spec") or {}).get("clusterQueue", ""),
                 "pending": st.get("pendingWorkloads", 0),
                 "admitted": st.get("admittedWorkloads", 0),
-                "active": _conds(lq).get("Active", {}).get("status", "Unknown"),
+                "active": by_type(lq).get("Active", {}).get("status", "Unknown"),
             }
         )
     cqs = _cluster_queues(_peek(store, "ClusterQueue"))
