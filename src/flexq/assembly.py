@@ -3,7 +3,7 @@
 Owns: ``TwinCore`` — the loop, the journal, the project store (GKE objects), one ``ClusterRuntime`` per
 Kubernetes cluster (its store, controller manager and context), pod logs, executors — and the explicit
 list of domain packages whose ``registry`` modules contribute controllers, bootstrap objects and
-executors. Only ``twin``, ``cli``, ``scenario`` and tests import this module.
+executors. Only ``twin`` (and through it the SDK, ``simulate`` and the CLI) and tests import this module.
 """
 
 from __future__ import annotations

@@ -6,16 +6,17 @@ stock-out lasts. This package watches what the cluster already says — the clus
 / ``NotTriggerScaleUp`` events naming a GCE capacity error on the pods of an admitted workload, failed
 capacity-checking ProvisioningRequests — and acts only through public APIs:
 
-1. **Detect** (``policy``): a flavor is stocked out when the pods of a workload admitted on it have carried a
-   capacity error for longer than the grace period; it is remembered per flavor with the cluster autoscaler's
-   backoff (5 minutes, doubling to 30), in a ConfigMap, so a restart forgets nothing.
-2. **Move**: deactivate the workload (``spec.active: false``; Kueue evicts it, releases its quota and suspends the
-   job), add ``<label> NotIn [<value>]`` for the stocked-out flavor's node label to the suspended job's pod
-   template (the user's own affinity and tolerations are kept), then delete the evicted Workload: Kueue creates a
-   new one from the job and admits it on the next flavor. The step reached is kept in an annotation on the job.
-3. **Steer**: while the flavor stays stocked out, new workloads headed for it get the same restriction before
-   they are admitted. When the backoff expires, one job is let through as a probe: if its pods get nodes the
-   flavor is back, if not the backoff doubles and the probe is moved too.
+One pass (``policy.FallbackPolicy.run_once``, over one ``view.ClusterView``) takes the steps its docstring numbers:
+**evidence** (a flavor is stocked out when the pods of a workload admitted on it have carried a capacity error for
+longer than the grace period; remembered per flavor with the cluster autoscaler's backoff, 5 minutes doubling to
+30, in a ConfigMap, so a restart forgets nothing), **moves** (deactivate the workload, add ``<label> NotIn
+[<value>]`` for the stocked-out flavor's node label to the suspended job's pod template — the user's own affinity
+and tolerations kept — then delete the evicted Workload: Kueue admits a new one on the next flavor; the step
+reached is kept in an annotation on the job), **hedge-backs** (back to plan A the moment it can take the job
+first), **rescue** (jobs Kueue deactivated for a passing lack of capacity, requeued once it is back) and
+**steering** (new workloads headed for a stocked-out flavor get the same restriction before they are admitted;
+when the backoff expires one job goes through as a probe: if its pods get nodes the flavor is back, if not the
+backoff doubles and the probe is moved too).
 
 Each action is an Event on the job. The same ``FallbackPolicy`` runs inside the twin (``controller``, enabled
 with the twin setting ``fallback=True``) and as a process against any cluster (``flexq fallback --kubeconfig``),

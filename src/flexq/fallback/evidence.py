@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass, field
 
 from flexq.api.reasons import classify_capacity
-from flexq.clock import format_duration
+from flexq.clock import format_duration, parse_time_or_none
 from flexq.fallback.model import DWS_CLASS, Action, Breaker, FallbackConfig, Full
-from flexq.fallback.view import ClusterView, WorkloadView, ts
+from flexq.fallback.view import ClusterView, WorkloadView
 
 __all__ = ["Evidence", "gather", "update_breakers", "recoveries", "update_fulls", "has_room"]
 
@@ -52,7 +52,9 @@ def gather(view: ClusterView, breakers: dict[str, Breaker], cfg: FallbackConfig)
         _from_checks(view, w, ev, cfg)
         if not w.assigned or not w.reserved:
             continue
-        admitted_at = ts((w.condition("QuotaReserved") or {}).get("lastTransitionTime")) or now
+        admitted_at = (
+            parse_time_or_none((w.condition("QuotaReserved") or {}).get("lastTransitionTime")) or now
+        )
         unscheduled = [
             (pod, f)
             for pod in w.pods
@@ -65,7 +67,9 @@ def gather(view: ClusterView, breakers: dict[str, Breaker], cfg: FallbackConfig)
                 if refusal is None:
                     continue
                 when = (
-                    ts(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp"))
+                    parse_time_or_none(
+                        event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
+                    )
                     or now
                 )
                 if refusal.kind == "pool-max":
@@ -74,7 +78,9 @@ def gather(view: ClusterView, breakers: dict[str, Breaker], cfg: FallbackConfig)
                 if not refusal.cannot_grow and not (refusal.kind == "backoff" and flavor in breakers):
                     continue
                 first = (
-                    ts(event.get("firstTimestamp") or event.get("eventTime") or event.get("lastTimestamp"))
+                    parse_time_or_none(
+                        event.get("firstTimestamp") or event.get("eventTime") or event.get("lastTimestamp")
+                    )
                     or now
                 )
                 first = max(first, admitted_at)
@@ -130,7 +136,7 @@ def _from_checks(view: ClusterView, w: WorkloadView, ev: Evidence, cfg: Fallback
             continue
         refusal = classify_capacity(msg)
         name = chk.get("name", "")
-        when = ts(chk.get("lastTransitionTime")) or now
+        when = parse_time_or_none(chk.get("lastTransitionTime")) or now
         for flavor in _flavors_of_check(view, w, name):
             if refusal is not None and refusal.kind == "pool-max":
                 _note_full(ev, flavor, when, msg)
@@ -146,7 +152,9 @@ def _from_checks(view: ClusterView, w: WorkloadView, ev: Evidence, cfg: Fallback
         refusal = classify_capacity(c.get("message") or "")
         if refusal is not None and refusal.kind == "pool-max":
             for flavor in _provisioning_flavors(view, w.cq):
-                _note_full(ev, flavor, ts(c.get("lastTransitionTime")) or now, c.get("message") or "")
+                _note_full(
+                    ev, flavor, parse_time_or_none(c.get("lastTransitionTime")) or now, c.get("message") or ""
+                )
 
 
 def update_breakers(
@@ -198,7 +206,9 @@ def recoveries(
     closed = []
     for flavor, b in sorted(breakers.items()):
         new = [
-            n for n in view.nodes_of(flavor) if (ts(n["metadata"].get("creationTimestamp")) or 0.0) >= b.since
+            n
+            for n in view.nodes_of(flavor)
+            if (parse_time_or_none(n["metadata"].get("creationTimestamp")) or 0.0) >= b.since
         ]
         if not new:
             continue

@@ -23,11 +23,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from flexq.clock import format_duration
+from flexq.clock import format_duration, parse_time_or_none
 from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
 from flexq.fallback.model import ANN_MOVE, ANN_MOVED
-from flexq.fallback.view import WorkloadView, ts
+from flexq.fallback.view import WorkloadView
 from flexq.semantics.conditions import is_true
 from flexq.semantics.pods import is_terminal
 
@@ -231,7 +231,7 @@ def returns(ctx: PassContext) -> None:
         ):
             busy.add(flavor)
             continue
-        submitted = ts(job["metadata"].get("creationTimestamp")) or 0.0
+        submitted = parse_time_or_none(job["metadata"].get("creationTimestamp")) or 0.0
         if move.get("step") == "moved" and (
             move.get("hedged") or flavor in restricted_flavors(job, view.flavors)
         ):

@@ -19,10 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from flexq.api.reasons import classify_capacity
+from flexq.clock import parse_time_or_none
 from flexq.fallback.context import PassContext
 from flexq.fallback.model import ANN_RESCUE
 from flexq.fallback.moves import move_state
-from flexq.fallback.view import WorkloadView, ts
+from flexq.fallback.view import WorkloadView
 
 __all__ = ["rescue", "rescue_state", "transient_reason"]
 
@@ -58,7 +59,7 @@ def _deactivation(w: WorkloadView) -> tuple[float, str] | None:
         return None
     if "AdmissionCheck" not in str(c.get("reason", "")) and "Admission check" not in (c.get("message") or ""):
         return None
-    return ts(c.get("lastTransitionTime")) or 0.0, c.get("message") or ""
+    return parse_time_or_none(c.get("lastTransitionTime")) or 0.0, c.get("message") or ""
 
 
 def _check_flavors(ctx: PassContext, w: WorkloadView) -> list[str]:

@@ -29,14 +29,11 @@ from flexq.semantics.nodefit import NodeInfo, filter_node, node_info, pod_reques
 from flexq.semantics.pods import is_terminal
 from flexq.semantics.resources import pod_requests as spec_requests
 
-__all__ = ["ClusterView", "WorkloadView", "Promises", "JOB_KINDS", "ts", "quantity"]
+__all__ = ["ClusterView", "WorkloadView", "Promises", "JOB_KINDS", "quantity"]
 
 JOB_KINDS = ("RayJob", "RayCluster", "Job")
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 _TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
-
-
-ts = parse_time_or_none  # an RFC 3339 time as epoch seconds (None if absent or unreadable)
 
 
 def quantity(value: Any) -> Any:
@@ -279,7 +276,10 @@ class ClusterView:
             if not w.admitted or not w.checks():
                 continue
             qr, ad = w.condition("QuotaReserved"), w.condition("Admitted")
-            t0, t1 = ts((qr or {}).get("lastTransitionTime")), ts((ad or {}).get("lastTransitionTime"))
+            t0, t1 = (
+                parse_time_or_none((qr or {}).get("lastTransitionTime")),
+                parse_time_or_none((ad or {}).get("lastTransitionTime")),
+            )
             if t0 is None or t1 is None or t1 < t0:
                 continue
             for fs in w.assigned.values():
@@ -295,7 +295,7 @@ class ClusterView:
         for w in self.workloads:
             if w.admitted or not w.active or not w.reserved or not w.checks():
                 continue
-            t0 = ts((w.condition("QuotaReserved") or {}).get("lastTransitionTime"))
+            t0 = parse_time_or_none((w.condition("QuotaReserved") or {}).get("lastTransitionTime"))
             if t0 is None or t0 > self.now:
                 continue
             for fs in w.assigned.values():
