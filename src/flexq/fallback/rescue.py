@@ -9,7 +9,7 @@ expired), the fallback requeues the job once the capacity is back: the flavor th
 suspended; Kueue's job framework makes a new Workload from it, with fresh admission checks), after writing the
 rescue on the job (``fallback.flexq.dev/rescue``) and with an Event naming the evidence. Bounded: at most
 ``max_rescues`` per job, ``rescue_backoff_seconds`` (doubling) after each deactivation, one job per flavor per
-pass, oldest deactivation first; only jobs of LocalQueues in scope.
+pass, in Kueue's order (higher priority first, then the oldest deactivation); only jobs of LocalQueues in scope.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from flexq.api.reasons import classify_capacity
 from flexq.clock import parse_time_or_none
 from flexq.fallback.context import PassContext
 from flexq.fallback.model import ANN_RESCUE
-from flexq.fallback.moves import move_state
+from flexq.fallback.priorities import ahead
+from flexq.fallback.records import move_state
 from flexq.fallback.view import WorkloadView
 
 __all__ = ["rescue", "rescue_state", "transient_reason"]
@@ -92,7 +93,8 @@ def rescue(ctx: PassContext) -> None:
             continue
         found.append((d[0], w, job, reason, d[1]))
     busy: set[str] = set()
-    for when, w, job, reason, message in sorted(found, key=lambda t: (t[0], t[1].key)):
+    # Kueue's order: higher priority first, then the earliest deactivation
+    for when, w, job, reason, message in sorted(found, key=lambda t: (-t[1].priority, t[0], t[1].key)):
         state = rescue_state(job)
         attempts = int(state.get("attempts") or 0)
         if attempts >= cfg.max_rescues:
@@ -114,6 +116,14 @@ def rescue(ctx: PassContext) -> None:
         blocked = [f for f in flavors if ctx.blocked(f)]
         if flavors and len(blocked) == len(flavors):
             continue  # the capacity is not back yet
+        first = next(((f, a) for f in flavors for a in ahead(ctx, w, f)), None)
+        if first is not None:
+            ctx.note(
+                w,
+                f"deactivated by Kueue ({reason}); not requeued yet: {first[1][0].key} (priority "
+                f"{first[1][0].priority} > {w.priority}) is {first[1][1]}",
+            )
+            continue
         key = ",".join(flavors)
         if key in busy:
             continue
