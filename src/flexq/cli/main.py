@@ -512,8 +512,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from flexq.cli.views import fit_width
     from flexq.errors import MissingExtra
 
+    fit_width()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
