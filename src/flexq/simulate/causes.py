@@ -198,7 +198,10 @@ def _pods_cannot_start(run: RunResult, rows: list[dict[str, Any]]) -> list[dict[
                 _option(
                     f"create {kind} {name} in namespace {ns}: add it to the study's manifests ({how} > "
                     f"{name}.yaml)",
-                    {"kind": "object", "value": _stub(kind, name, ns, [])},
+                    {
+                        "kind": "object",
+                        "value": _stub(kind, name, ns, run.refs.get(f"{kind}/{ns}/{name}", [])),
+                    },
                 )
             )
         elif no_key is not None:
@@ -207,7 +210,15 @@ def _pods_cannot_start(run: RunResult, rows: list[dict[str, Any]]) -> list[dict[
             options.append(
                 _option(
                     f"add the key {no_key.group(1)} to {kind} {name} in namespace {ns} (the study's manifests)",
-                    {"kind": "object", "value": _stub(kind, name, ns, [no_key.group(1)])},
+                    {
+                        "kind": "object",
+                        "value": _stub(
+                            kind,
+                            name,
+                            ns,
+                            sorted({no_key.group(1), *run.refs.get(f"{kind}/{ns}/{name}", [])}),
+                        ),
+                    },
                 )
             )
         else:
@@ -221,8 +232,8 @@ def _pods_cannot_start(run: RunResult, rows: list[dict[str, Any]]) -> list[dict[
                 "jobsDelayed": len(hit) - len(lost),
                 "waitHours": _h(sum(r["wait_censored"] for r in hit if r["started"] is None)),
                 "evidence": (
-                    f"{_plural(len(hit), 'job')}' pods stayed Pending ({state}): the kubelet said {code} "
-                    f'"{message}" ({_plural(events, "Event")})'
+                    f"{_plural(len(hit), 'job')}' pods stayed Pending ({state}): the kubelet reported {code}: "
+                    f"{message} ({_plural(events, 'Event')})"
                     + (
                         f"; Kueue evicted them {evictions} times in all while they waited"
                         if evictions

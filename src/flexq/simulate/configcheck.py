@@ -30,6 +30,7 @@ from flexq.simulate.inputs import parse_yaml_all
 
 __all__ = [
     "PreflightError",
+    "pod_refs",
     "placeholder_findings",
     "reference_findings",
     "fallback_findings",
@@ -193,6 +194,16 @@ def _refs(tspec: dict[str, Any]) -> Iterator[tuple[str, str, str, str | None]]:
                             str(r.get("name") or ""),
                             str(r.get("key") or ""),
                         )
+
+
+def pod_refs(obj: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    """(kind, name, key) of every ConfigMap and Secret the pod templates of a Job or RayJob need."""
+    return [
+        (kind, name, key)
+        for _path, tmpl in _pod_templates(obj)
+        for _fld, kind, name, key in _refs(tmpl.get("spec") or {})
+        if kind != "PersistentVolumeClaim"
+    ]
 
 
 def _howto(kind: str, name: str, ns: str) -> str:

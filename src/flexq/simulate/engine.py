@@ -81,6 +81,7 @@ class RunResult:
     fallback_actions: dict[str, int] = field(default_factory=dict)  # what it did, by verb (move, return, ...)
     goodput_resource: str = ""  # google.com/tpu, or cpu when no job asks for TPUs
     local_queues: dict[str, bool] = field(default_factory=dict)  # namespace/name -> opted in to the fallback
+    refs: dict[str, list[str]] = field(default_factory=dict)  # "Kind/namespace/name" a template needs -> keys
     fallback_all_queues: bool = False  # the fallback's all_queues setting (it acts on every LocalQueue)
 
 
@@ -417,6 +418,27 @@ class _Sim:
                     "flexStart": bool(cfg.get("flexStart")),
                 }
 
+    def _refs(self) -> dict[str, list[str]]:
+        """The ConfigMaps and Secrets the jobs' templates need, with the keys they read (what a cause's fix
+        must create: ``flexq.simulate.causes``)."""
+        from flexq.simulate.configcheck import pod_refs
+
+        out: dict[str, set[str]] = {}
+        seen: set[tuple[str, str]] = set()
+        for job in self.jobs:
+            if (job.template_source, job.namespace) in seen or not job.template:
+                continue
+            seen.add((job.template_source, job.namespace))
+            try:
+                obj = build_object(job, self.priorities, self.pod_priorities, self.study.env)
+            except InputError:
+                continue
+            for kind, name, key in pod_refs(obj):
+                keys = out.setdefault(f"{kind}/{job.namespace}/{name}", set())
+                if key:
+                    keys.add(key)
+        return {k: sorted(v) for k, v in sorted(out.items())}
+
     def _fallback_actions(self) -> dict[str, int]:
         """What flexq's fallback did in this run (its controllers' actions, by verb)."""
         if not self.variant.settings.get("fallback"):
@@ -634,6 +656,7 @@ class _Sim:
             fallback_actions=self._fallback_actions(),
             goodput_resource=rec_.goodput_resource,
             local_queues=dict(sorted(self.local_queues.items())),
+            refs=self._refs(),
             fallback_all_queues=_all_queues(self.variant.settings.get("fallback")),
         )
 
