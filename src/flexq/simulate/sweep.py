@@ -552,6 +552,7 @@ class SweepResult:
     overall: str  # the point that ranks first whatever its cost
     diff: str  # the recommended point's manifests and cluster against the base's
     apply: str = ""  # best.yaml: the objects the recommended point changes or adds, whole (kubectl apply -f)
+    variants: dict[str, Variant] = field(default_factory=dict)  # every point, the base first
     documents: dict[str, dict[str, Any]] = field(default_factory=dict)
     runs: list[RunResult] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
@@ -816,6 +817,7 @@ def run_sweep(
         documents=docs,
         runs=runs,
         apply=apply_yaml(variants[0], by_name[recommended]),
+        variants=by_name,
     )
     result.headline = _headline(result)
     if out is not None:
