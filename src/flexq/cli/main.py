@@ -486,10 +486,16 @@ def build_parser() -> argparse.ArgumentParser:
     sm.description = (
         "Capacity planning on the virtual clock: a study's manifests, traffic and capacity profile run "
         "through the twin's own controllers, several variants on the same traffic, each replica a seed; "
-        "then waits, quota usage, evictions, node-hours and cost per variant (jobs.csv, JSON, plots)."
+        "then the jobs that never ran, waits, quota usage, evictions, node-hours and cost per variant "
+        "(jobs.csv, JSON, plots), what cost the most, and each change it suggests run on the same seeds "
+        "before it is shown. Mistakes of configuration (a ConfigMap no manifest provides, a ${VAR} left over, "
+        "a queue that does not exist, ...) are refused before anything runs.\n\n"
+        "The study format (simulation.yaml, the trace's columns and units, the generator, the placeholders, "
+        "the sweep file), with a study to copy: docs/simulate.md."
     )
     sm.epilog = _examples(
         "flexq simulate examples/tutorial-week --until 12h",
+        "flexq simulate examples/tutorial-week --sweep examples/tutorial-week/sweep.yaml",
         "flexq simulate examples/kueue-baseline/generator.yaml --scale 0.1",
         "flexq simulate STUDY --replicas 8 -j 2 --out results",
         "flexq simulate STUDY --no-plots       # without the plots extra",
