@@ -258,10 +258,14 @@ def manifests(
             "volumeMounts": [tmp, {**site, "readOnly": True}],
         }
     # the process answers on its metrics port once it runs (leader or standby): the kubelet restarts it if not
-    probe = {"httpGet": {"path": "/metrics", "port": "metrics"}, "periodSeconds": 20, "timeoutSeconds": 5}
+    probe: dict[str, Any] = {
+        "httpGet": {"path": "/metrics", "port": "metrics"},
+        "periodSeconds": 20,
+        "timeoutSeconds": 5,
+    }
     main["ports"] = [{"name": "metrics", "containerPort": METRICS_PORT}]
-    main["readinessProbe"] = {**probe, "initialDelaySeconds": 5}
-    main["livenessProbe"] = {**probe, "initialDelaySeconds": 60, "failureThreshold": 3}
+    main["readinessProbe"] = dict(probe, initialDelaySeconds=5)
+    main["livenessProbe"] = dict(probe, initialDelaySeconds=60, failureThreshold=3)
     pod: dict[str, Any] = {
         "serviceAccountName": SA_NAME,
         "securityContext": {

@@ -144,7 +144,8 @@ def attach(
     for t in trials:
         by_cause.setdefault(t.cause, []).append(t)
     for ci, c in enumerate(out):
-        shown, tried = [], []
+        shown: list[dict[str, Any]] = []
+        tried: list[dict[str, Any]] = []
         for t in by_cause.get(ci, []):
             o = dict(c["options"][t.option])
             if t.variant is None or t.variant.name not in docs:
