@@ -43,6 +43,10 @@ def test_every_shown_change_was_run_and_helps(tmp_path, week) -> None:
             for o in c["options"]:
                 t = o["tested"]
                 assert t["helps"] and t["effect"] in c["change"], (name, c["code"], o)
+                # the change as kubectl applies it: whole objects, node pools as gcloud commands
+                assert t["apply"].startswith("# The changes, whole objects: kubectl apply -f"), t["apply"]
+                if any(k["kind"] == "poolMax" for k in o["knobs"]):
+                    assert "gcloud container node-pools update" in t["apply"]
                 assert t["whatIf"]["jobsLost"] <= t["base"]["jobsLost"], (name, o)
             for o in c.get("tried", []):
                 assert o["change"] not in c["change"]  # what did not help is not shown

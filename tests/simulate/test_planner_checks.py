@@ -294,5 +294,7 @@ def test_run_anyway_the_mistake_is_the_first_cause_and_no_capacity_advice_is_giv
         if code != "FallbackNotOptedIn":
             assert "not found" in first["title"] or "has no key" in first["title"]
             assert fix["knobs"][0]["kind"] == "object" and fix["tested"]["whatIf"] == unbroken
+            made = [d for d in yaml.safe_load_all(fix["tested"]["apply"]) if d]
+            assert [d["kind"] for d in made] == [fix["knobs"][0]["value"]["kind"]]  # whole, for kubectl apply
     lost = res.documents["base"]["replicas"][0]["jobs"]["lost"]
     assert sum(c["jobsLost"] for c in causes) <= lost  # each lost job under one cause at most

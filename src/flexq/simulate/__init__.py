@@ -190,7 +190,7 @@ def _test_causes(
             sums = [summarize(r) for r in runs if r.variant == v.name]
             found[v.name] = variant_document(study.name, v.name, v.description, sums)
     for v, causes, trials in plans:
-        docs[v.name]["causes"] = wi.attach(causes, trials, docs[v.name], found)
+        docs[v.name]["causes"] = wi.attach(causes, trials, docs[v.name], found, v)
     return new
 
 

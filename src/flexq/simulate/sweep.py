@@ -644,7 +644,7 @@ def _namespaced(d: Any) -> bool:
     return isinstance(d, dict) and d.get("kind") not in _CLUSTER_SCOPED
 
 
-def apply_yaml(base: Variant, best: Variant) -> str:
+def apply_yaml(base: Variant, best: Variant, file: str = "best.yaml") -> str:
     """``best.yaml``: every object ``best`` changes or adds, whole, as ``kubectl apply -f`` takes them (an
     object applied whole replaces the fields it sets; nothing is left half-changed); what it removes, and the
     node pools' and settings' changes, as commands in comments."""
@@ -654,7 +654,7 @@ def apply_yaml(base: Variant, best: Variant) -> str:
     b_by = {
         _key(d): d for m in best.manifests for d in parse_yaml_all(m.text, m.source) if isinstance(d, dict)
     }
-    head = ["# The recommended point's changes, whole objects: kubectl apply -f best.yaml"]
+    head = [f"# The changes, whole objects: kubectl apply -f {file}"]
     for k in a_by:
         if k not in b_by:
             head.append(f"# kubectl delete {k[0]} {k[2]}" + (f" -n {k[1]}" if k[1] else ""))
@@ -773,7 +773,9 @@ def run_sweep(
         for v in extra:
             sums = [summarize(r) for r in runs if r.variant == v.name]
             docs[v.name] = variant_document(study.name, v.name, v.description, sums)
-    docs[variants[0].name]["causes"] = whatif.attach(causes, trials, docs[variants[0].name], docs)
+    docs[variants[0].name]["causes"] = whatif.attach(
+        causes, trials, docs[variants[0].name], docs, variants[0]
+    )
     for v in variants[1:]:  # the points' own causes are not run: evidence only
         docs[v.name]["causes"] = [
             {**c, "change": "", "knobs": [], "untested": True} for c in docs[v.name]["causes"]

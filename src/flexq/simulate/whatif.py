@@ -134,11 +134,15 @@ def attach(
     trials: list[Trial],
     base_doc: dict[str, Any],
     docs: dict[str, dict[str, Any]],
+    base: Variant | None = None,
 ) -> list[dict[str, Any]]:
-    """The causes with each option's measured effect (``tested``), the options that help first (best first)
-    as ``change`` (the text shown) and ``knobs``; options that do not help are kept in ``tried`` (JSON) and
-    not shown."""
-    base = figures(base_doc)
+    """The causes with each option's measured effect (``tested``: with ``base``, the change as whole objects for
+    ``kubectl apply -f``, as ``best.yaml`` has it), the options that help first (best first) as ``change`` (the
+    text shown) and ``knobs``; options that do not help are kept in ``tried`` (JSON) and not shown."""
+    from flexq.simulate.sweep import apply_yaml
+
+    base_figures = figures(base_doc)
+    variant = base
     out = copy.deepcopy(causes)
     by_cause: dict[int, list[Trial]] = {}
     for t in trials:
@@ -153,14 +157,16 @@ def attach(
                 tried.append(o)
                 continue
             what = figures(docs[t.variant.name])
-            ok = helps(base, what)
+            ok = helps(base_figures, what)
             o["tested"] = {
                 "variant": t.variant.name,
-                "base": base,
+                "base": base_figures,
                 "whatIf": what,
                 "helps": ok,
-                "effect": effect_text(base, what),
+                "effect": effect_text(base_figures, what),
             }
+            if variant is not None:
+                o["tested"]["apply"] = apply_yaml(variant, t.variant, "FILE")
             (shown if ok else tried).append(o)
         shown.sort(
             key=lambda o: (
