@@ -126,6 +126,34 @@ def test_the_state_directory_is_owner_only(tmp_path: Path) -> None:
         os.umask(old)
 
 
+def test_gclouds_configuration_in_the_home_is_owner_only(tmp_path: Path) -> None:
+    """CLOUDSDK_CONFIG (FLEXQ_HOME/gcloud) holds gcloud's credentials: made 0700 before gcloud writes it, and what
+    gcloud wrote with its own umask (0755 / 0644) is tightened on the next start."""
+    from flexq.http.server import Server
+
+    home = tmp_path / "home"
+    old = os.umask(0o022)
+    try:
+        twin = Twin(clock="virtual", home=home)
+        server = Server(twin.core, home).start()
+        try:
+            info = server.write_files()
+            assert info["env"]["CLOUDSDK_CONFIG"] == str(home / "gcloud") and mode(home / "gcloud") == 0o700
+        finally:
+            server.stop()
+            twin.close()
+        # as gcloud leaves it: its own folders and files, world-readable
+        (home / "gcloud" / "configurations").mkdir(mode=0o755)
+        (home / "gcloud" / "configurations" / "config_default").write_text("[core]\n")
+        (home / "gcloud" / "access_tokens.db").write_text("")
+        os.chmod(home / "gcloud", 0o755)
+        Twin(clock="virtual", home=home).close()
+        for path in [home / "gcloud", *(home / "gcloud").rglob("*")]:
+            assert mode(path) == (0o700 if path.is_dir() else 0o600), (path, oct(mode(path)))
+    finally:
+        os.umask(old)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc and prctl")
 def test_up_after_kill_9_starts_a_new_twin_and_keeps_state_private(tmp_path: Path) -> None:

@@ -222,14 +222,30 @@ def test_what_cannot_go_into_a_manifest_is_refused(args: list[str], says: str) -
     assert says in " ".join(r.stderr.split()), r.stderr
 
 
-def test_a_tag_gets_a_note_to_pin_the_digest() -> None:
-    tagged = subprocess.run(
+def test_an_image_or_a_package_is_required_and_a_tag_gets_a_note_to_pin_the_digest() -> None:
+    none = subprocess.run(
         [sys.executable, "-m", "flexq.cli", "fallback", "manifests"],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert "pin it by digest" in " ".join(tagged.stderr.split())
+    assert none.returncode == 2 and none.stdout == ""
+    assert "give --image" in none.stderr and "--package" in none.stderr and "\n" not in none.stderr.strip()
+    tagged = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flexq.cli",
+            "fallback",
+            "manifests",
+            "--image",
+            "r.example/flexq-fallback:0.1.0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert tagged.returncode == 0 and "pin it by digest" in " ".join(tagged.stderr.split())
     pinned = subprocess.run(
         [sys.executable, "-m", "flexq.cli", "fallback", "manifests", "--image", f"r.example/f@{DIGEST}"],
         capture_output=True,
@@ -239,9 +255,19 @@ def test_a_tag_gets_a_note_to_pin_the_digest() -> None:
     assert pinned.returncode == 0 and pinned.stderr == ""
 
 
+IMAGE = f"r.example/flexq-fallback@{DIGEST}"
+
+
 def test_manifests_apply_with_server_dry_run(served) -> None:
-    text = _manifests()
-    assert text == manifests_yaml()
+    text = _manifests("--image", IMAGE)
+    assert text == manifests_yaml(image=IMAGE)
+    # every object written whole (no YAML anchors), and the why of the state namespace said
+    assert "&id" not in text and "*id" not in text
+    assert text.startswith("# flexq's fallback keeps its state") and "kueue-system" in text.splitlines()[0]
+    pod = list(yaml.safe_load_all(text))[-1]["spec"]["template"]["spec"]
+    main = pod["containers"][0]
+    assert main["readinessProbe"]["httpGet"]["port"] == main["livenessProbe"]["httpGet"]["port"] == "metrics"
+    assert "--metrics-port" in main["command"]
     kinds = [d["kind"] for d in yaml.safe_load_all(text)]
     assert kinds == [
         "Namespace",
@@ -307,6 +333,8 @@ def test_manifests_apply_and_read_back(served) -> None:
         "--leader-elect",
         "--state-namespace",
         "kueue-system",
+        "--metrics-port",
+        "9090",
     ]
     assert restricted_violations(dep["spec"]["template"]["spec"]) == []  # as stored, with the API's defaults
     # the API server's defaults
@@ -341,7 +369,7 @@ def _refused(served, doc: dict) -> str:
 
 
 def test_broken_manifests_are_refused_with_the_api_servers_text(served) -> None:
-    docs = list(yaml.safe_load_all(manifests_yaml()))
+    docs = list(yaml.safe_load_all(manifests_yaml(image=IMAGE)))
     cr, crb, dep = docs[2], docs[3], docs[6]
 
     bad = yaml.safe_load(yaml.safe_dump(cr))

@@ -35,6 +35,7 @@ IMAGE = (
     f"flexq-fallback:{__version__}"  # what `docker build -t flexq-fallback:<version> .` makes (Dockerfile)
 )
 PYTHON_IMAGE = "python:3.11-slim"  # the init container's and the pod's image with --package
+METRICS_PORT = 9090  # the in-cluster Deployment's metrics port, probed by the kubelet
 RUN_AS = 65532  # the Dockerfile's USER: a numeric uid, so that the kubelet can check runAsNonRoot
 SITE = "/opt/flexq"  # --package: where the init container installs flexq (an emptyDir)
 # exactly what FallbackPolicy does through KubernetesAPI (flexq.fallback.kubeapi), per resource
@@ -173,6 +174,8 @@ def manifests(
         "--leader-elect",
         "--state-namespace",
         state_namespace,
+        "--metrics-port",
+        str(METRICS_PORT),
         *(extra_args or []),
     ]
     env = [
@@ -255,6 +258,15 @@ def manifests(
             "resources": resources_,
             "volumeMounts": [tmp, {**site, "readOnly": True}],
         }
+    # the process answers on its metrics port once it runs (leader or standby): the kubelet restarts it if not
+    probe: dict[str, Any] = {
+        "httpGet": {"path": "/metrics", "port": "metrics"},
+        "periodSeconds": 20,
+        "timeoutSeconds": 5,
+    }
+    main["ports"] = [{"name": "metrics", "containerPort": METRICS_PORT}]
+    main["readinessProbe"] = dict(probe, initialDelaySeconds=5)
+    main["livenessProbe"] = dict(probe, initialDelaySeconds=60, failureThreshold=3)
     pod: dict[str, Any] = {
         "serviceAccountName": SA_NAME,
         "securityContext": {
@@ -319,19 +331,36 @@ def manifests_yaml(**kw: Any) -> str:
     import yaml
 
     class Dumper(yaml.SafeDumper):
-        pass
+        def ignore_aliases(self, data: Any) -> bool:  # every object written whole: no &id001 / *id001
+            return True
 
     def text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:  # the requirements file as a block
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
 
     Dumper.add_representer(str, text)
-    return yaml.dump_all(manifests(**kw), Dumper=Dumper, sort_keys=False)
+    state = kw.get("state_namespace", "kueue-system")
+    head = (
+        f"# flexq's fallback keeps its state (ConfigMap flexq-fallback) and its leader-election Lease in {state}\n"
+        "# (--state-namespace): beside Kueue, whose Workloads it acts on, where Kueue's operators already look;\n"
+        "# the Role there allows those two objects and nothing else.\n"
+    )
+    return head + yaml.dump_all(manifests(**kw), Dumper=Dumper, sort_keys=False)
 
 
 def cmd_manifests(args: argparse.Namespace, err_console: Console) -> int:
     """``flexq fallback manifests``: the YAML on stdout; a bad option in one line on stderr (exit 2)."""
     import sys
 
+    if not args.image and not args.package:
+        err_console.print(
+            "[red]error:[/] give --image (an image with flexq that your cluster can pull: build it from the "
+            "repository's Dockerfile and push it to your registry) or --package (an https URL of flexq's wheel, with "
+            f"--package-sha256); there is no default: {IMAGE} is on no registry a cluster can pull from "
+            "(see: flexq fallback manifests --help)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return 2
     try:
         text = manifests_yaml(
             namespace=args.namespace,
@@ -588,7 +617,7 @@ Standards' "restricted" profile, a ServiceAccount with the least-privilege Clust
 a Deployment whose pod passes that profile (non-root uid {RUN_AS}, read-only root filesystem, no
 capabilities, seccomp RuntimeDefault, no shell). The pod gets flexq one of two ways:
 
-1. An image with flexq installed (--image, the default). The repository's Dockerfile builds it: flexq's
+1. An image with flexq installed (--image). The repository's Dockerfile builds it: flexq's
    core install (no Ray, JAX or matplotlib), every package from hashes. From a checkout or a git URL:
      docker build -t REGISTRY/flexq-fallback:{__version__} .
      docker build -t REGISTRY/flexq-fallback:{__version__} 'https://github.com/OWNER/flexq.git#COMMIT'
@@ -613,7 +642,8 @@ A server-side dry run creates no namespace: create it first (kubectl create name
     m.add_argument(
         "--image",
         default=None,
-        help=f"an image with flexq installed, best by digest (default: {IMAGE}, as the Dockerfile builds it)",
+        help="an image with flexq installed, pushed to a registry the cluster can pull from, best by digest "
+        "(the repository's Dockerfile builds it); this or --package is required",
     )
     m.add_argument(
         "--package",

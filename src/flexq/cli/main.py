@@ -65,9 +65,13 @@ class HelpFormatter(argparse.HelpFormatter):
         text = action.help or ""
         if "default" in text or not action.option_strings or action.help == argparse.SUPPRESS:
             return text
-        if action.default in (None, False, [], argparse.SUPPRESS):
-            return text
-        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+        d = action.default
+        if d is None or d is False or d == [] or d == argparse.SUPPRESS or isinstance(action.const, bool):
+            return text  # a flag (store_true) or no default worth saying; a 0 is one (--keep-idle 0)
+        value = "%(default)s"
+        if getattr(action.type, "__name__", "") == "duration" and isinstance(d, int | float):
+            value = f"{d:g} s" if d < 120 or d % 60 else f"{d / 60:g} min ({d:g} s)"
+        return f"{text} (default: {value})" if text else f"(default: {value})"
 
 
 class Parser(argparse.ArgumentParser):
@@ -82,6 +86,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         message = re.sub(r"^argument ([^:]+): ", r"\1: ", message)
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m is not None:  # flexq stauts: did you mean status?
+            import difflib
+
+            choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
+            close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
         self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
 
 
@@ -337,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
         "pools, Kueue's configuration, two RayJobs training the tutorial's train.py on real Ray "
         "(job 1 on plan A, on-demand; job 2 on plan B, DWS flex-start), a live view, each job's output.",
         epilog=_examples(
-            "flexq demo                 # real Ray (about three minutes on 2 cores)",
+            "flexq demo                 # real Ray (about two minutes on 2 cores)",
             "flexq demo --simulated     # the same story on the virtual clock, in seconds",
             "flexq demo --simulated --capacity tutorial   # with realistic DWS waits",
         ),
@@ -486,10 +498,16 @@ def build_parser() -> argparse.ArgumentParser:
     sm.description = (
         "Capacity planning on the virtual clock: a study's manifests, traffic and capacity profile run "
         "through the twin's own controllers, several variants on the same traffic, each replica a seed; "
-        "then waits, quota usage, evictions, node-hours and cost per variant (jobs.csv, JSON, plots)."
+        "then the jobs that never ran, waits, quota usage, evictions, node-hours and cost per variant "
+        "(jobs.csv, JSON, plots), what cost the most, and each change it suggests run on the same seeds "
+        "before it is shown. Mistakes of configuration (a ConfigMap no manifest provides, a ${VAR} left over, "
+        "a queue that does not exist, ...) are refused before anything runs.\n\n"
+        "The study format (simulation.yaml, the trace's columns and units, the generator, the placeholders, "
+        "the sweep file), with a study to copy: docs/simulate.md."
     )
     sm.epilog = _examples(
         "flexq simulate examples/tutorial-week --until 12h",
+        "flexq simulate examples/tutorial-week --sweep examples/tutorial-week/sweep.yaml",
         "flexq simulate examples/kueue-baseline/generator.yaml --scale 0.1",
         "flexq simulate STUDY --replicas 8 -j 2 --out results",
         "flexq simulate STUDY --no-plots       # without the plots extra",
@@ -512,8 +530,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from flexq.cli.views import fit_width
     from flexq.errors import MissingExtra
 
+    fit_width()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

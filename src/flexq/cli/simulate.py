@@ -7,7 +7,6 @@ Must not import flexq.http.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,22 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "study",
         help="a simulation file, a directory holding simulation.yaml, or Kueue's perf-harness generator.yaml",
     )
-    sm.add_argument("--out", default=None, help="output directory (default: <study directory>/results)")
+    sm.add_argument(
+        "--out",
+        default=None,
+        help="output folder, one run's results only (default: <study directory>/results, or "
+        "<study directory>/sweep-results with --sweep)",
+    )
+    sm.add_argument(
+        "--force",
+        action="store_true",
+        help="write into an output folder that holds other files (another kind of run's results are replaced)",
+    )
+    sm.add_argument(
+        "--no-what-if",
+        action="store_true",
+        help="do not run the changes the causes suggest (then no change is shown, only the evidence)",
+    )
     sm.add_argument("--replicas", type=int, default=None, help="replicas per variant (seeds seed..seed+N-1)")
     sm.add_argument("--seed", type=int, default=None, help="first seed (default: the study's, else 1)")
     sm.add_argument("--variant", action="append", default=[], help="run only this variant (repeatable)")
@@ -65,7 +79,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="SWEEP.yaml",
         help="search knobs (pool sizes, quotas, flavor order, retries, timeouts, the fallback) for a better "
         "configuration: every point on the same seeds, the Pareto front of (jobs lost, censored wait, cost), "
-        "the recommended point's diff (see flexq.simulate.sweep)",
+        "the recommended point's diff and best.yaml to kubectl apply (the sweep file: docs/simulate.md)",
     )
     sm.add_argument("--no-plots", action="store_true", help="only jobs.csv and the JSON summaries")
     sm.add_argument("--no-progress", action="store_true", help="no live progress bar")
@@ -143,6 +157,7 @@ WAIT_LABELS = {
     "stockout": "provisioning: stock-out",
     "poolMax": "provisioning: pool at max",
     "pods": "pods starting",
+    "podErrors": "pods cannot start",
     "evicted": "after evictions",
     "deactivated": "deactivated",
 }
@@ -241,25 +256,30 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
         split = docs[name]["replicas"][0]["waitSplit"]
         wt.add_row(escape(name), *(f"{split[b]['meanMinutes']:,.1f}" for b in WAIT_BUCKETS))
     tables.append(wt)
+    from flexq.simulate.whatif import shown_change
+
     for name in order:
-        found = docs[name]["replicas"][0].get("causes") or []
+        found = docs[name].get("causes") or []
         if not found:
             continue
         ct = Table(
-            title=f"{escape(name)}: what cost the most, and what to change (replica 0)", title_justify="left"
+            title=f"{escape(name)}: what cost the most (replica 0), and the changes that helped when run on the "
+            "same seeds (each lost job counted under one cause)",
+            title_justify="left",
         )
         ct.add_column("#", justify="right")
         ct.add_column("cause", overflow="fold")
         ct.add_column("jobs lost", justify="right")
         ct.add_column("wait (job-h)", justify="right")
-        ct.add_column("evidence → change", overflow="fold")
+        ct.add_column("evidence → change (measured)", overflow="fold")
         for i, c in enumerate(found, start=1):
+            change = shown_change(c)
             ct.add_row(
                 str(i),
                 escape(c["title"]),
                 str(c["jobsLost"]),
                 f"{c['waitHours']:,.1f}",
-                escape(f"{c['evidence']} → {c['change']}"),
+                escape(f"{c['evidence']}" + (f" → {change}" if change else "")),
             )
         tables.append(ct)
     for name in order:
@@ -346,7 +366,7 @@ def _run_sweep(
 ) -> int:
     from rich.text import Text
 
-    from flexq.simulate.sweep import load_sweep, points, run_sweep
+    from flexq.simulate.sweep import load_sweep, plain_value, points, run_sweep
 
     try:
         spec = load_sweep(args.sweep, study)
@@ -378,6 +398,7 @@ def _run_sweep(
             ray_address=args.ray_address,
             plots=not args.no_plots,
             progress=on_progress,
+            force=args.force,
         )
     except InputError as exc:
         _error(err_console, exc)
@@ -398,13 +419,14 @@ def _run_sweep(
         "point",
         "Pareto",
         *labels,
+        "a cause's change",
         "jobs lost",
         "censored mean wait (min)",
         "censored p95 (min)",
         "cost (USD)",
     ]
     for h in heads:
-        t.add_column(h, justify="left" if h in ("point", *labels) else "right")
+        t.add_column(h, justify="left" if h in ("point", "a cause's change", *labels) else "right")
     rows = sorted(
         res.rows, key=lambda r: (not r["pareto"], r["jobsLost"], r["waitCensoredMeanSeconds"], r["costUSD"])
     )
@@ -415,7 +437,8 @@ def _run_sweep(
         t.add_row(
             escape(r["point"] + tag),
             "yes" if r["pareto"] else "",
-            *(escape("" if r[lab] is None else json.dumps(r[lab])) for lab in labels),
+            *(escape(plain_value(r[lab])) for lab in labels),
+            escape(r.get("cause") or ""),
             f"{r['jobsLost']:g}",
             f"{r['waitCensoredMeanSeconds'] / 60:,.1f}",
             f"{r['waitCensoredP95Seconds'] / 60:,.1f}",
@@ -424,9 +447,30 @@ def _run_sweep(
     if len(rows) > 25:
         t.add_row(f"... {len(rows) - 25} more in sweep.csv", "", *([""] * (len(heads) - 2)))
     console.print(t)
+    from flexq.simulate.whatif import shown_change
+
+    causes = res.documents[res.base].get("causes") or []
+    if causes:
+        ct = Table(
+            title=f"{escape(res.base)}: what cost the most, and each change it suggests, run as a point above",
+            title_justify="left",
+        )
+        for col in ("cause", "jobs lost", "evidence → change (measured)"):
+            ct.add_column(col, overflow="fold", justify="right" if col == "jobs lost" else "left")
+        for c in causes:
+            change = shown_change(c)
+            ct.add_row(
+                escape(c["title"]),
+                str(c["jobsLost"]),
+                escape(c["evidence"] + (f" → {change}" if change else "")),
+            )
+        console.print(ct)
     if res.diff:
         console.print("[bold]The recommended point against the base[/] (best.diff):")
         console.print(res.diff, markup=False, highlight=False)
+        console.print(
+            f"To apply it: kubectl apply -f {escape(str(out / 'best.yaml'))} (node pools and settings: its comments)"
+        )
     wall = clock.now() - wall0
     console.print(
         f"wall time {wall:.1f} s for {len(res.runs)} runs; files in {escape(str(out))}/: "
@@ -488,9 +532,13 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         out = (
             Path(args.out)
             if args.out
-            else (study_path if study_path.is_dir() else study_path.parent) / "results"
+            else (study_path if study_path.is_dir() else study_path.parent)
+            / ("sweep-results" if args.sweep else "results")
         )
         _check_out(out)
+        from flexq.simulate.outputs import claim
+
+        claim(out, "sweep" if args.sweep else "simulation", force=args.force)
     except InputError as exc:
         _error(err_console, exc)
         return 2
@@ -540,6 +588,8 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
                 ray_address=args.ray_address,
                 plots=not args.no_plots,
                 progress=on_progress,
+                whatif=not args.no_what_if,
+                force=args.force,
             )
     except InputError as exc:
         _error(err_console, exc)
@@ -550,6 +600,8 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     except OSError as exc:  # writing the results
         _error(err_console, f"cannot write the results in {out}: {exc.strerror or exc}")
         return 2
+    for w in result.warnings:
+        err_console.print(f"warning: {w}", markup=False, highlight=False, soft_wrap=True)
     for table in summary_tables(result.documents, result.comparison):
         console.print(table)
     wall = clock.now() - wall0

@@ -32,9 +32,20 @@ STATE_STYLE = {
 }
 
 # Piped or captured output (CI logs, `flexq status | less`) gets a wide page instead of rich's 80 columns,
-# so tables stay one line per row; COLUMNS still wins when set.
+# so tables stay one line per row; COLUMNS still wins when set. Messages on stderr are never wrapped: a
+# piped error is one line, as written.
 console = Console() if Console().is_terminal or os.environ.get("COLUMNS") else Console(width=200)
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def fit_width() -> None:
+    """At the start of a command: the page width as the environment says now (``COLUMNS``, else the terminal's,
+    else 200 columns when piped); the consoles are made once, at import."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        console.width = int(columns)
+    elif not console.is_terminal:
+        console.width = 200
 
 
 def provisioning_short(row: WorkloadRow) -> str:

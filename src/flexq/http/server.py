@@ -29,7 +29,7 @@ from flexq.http.app import build_app
 from flexq.http.protocol import protocol_class
 from flexq.http.seam import TwinServices
 from flexq.http.tls import Credentials, ensure_credentials
-from flexq.store.private import private_home, write_private
+from flexq.store.private import GCLOUD_DIR, private_home, private_tree, write_private
 
 log = logging.getLogger("flexq.http.server")
 
@@ -162,6 +162,8 @@ class Server:
         otherwise override their own CA setting); returns server.json."""
         write_kubeconfig(self.kubeconfig_path(), self.url, self.creds)
         bundle = write_ca_bundle(self.creds)
+        # gcloud's configuration (CLOUDSDK_CONFIG): owner-only before it writes there
+        private_tree(self.home / GCLOUD_DIR)
         info = {
             "pid": os.getpid(),
             "url": self.url,
@@ -245,7 +247,7 @@ def client_env(home: str | Path, info: dict[str, Any] | None = None) -> dict[str
     base = info["url"].rstrip("/") + "/"
     return {
         "KUBECONFIG": info["kubeconfig"],
-        "CLOUDSDK_CONFIG": str(home / "gcloud"),
+        "CLOUDSDK_CONFIG": str(home / GCLOUD_DIR),
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER": base,
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDRESOURCEMANAGER": base,
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": base,

@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 
 import yaml
 
-__all__ = ["CONFIG_KEY", "CONFIG_NAME", "CONFIG_NAMESPACE", "KueueConfig", "parse_duration"]
+__all__ = [
+    "CONFIG_KEY",
+    "CONFIG_NAME",
+    "CONFIG_NAMESPACE",
+    "KueueConfig",
+    "parse_duration",
+    "shipped_configuration",
+]
 
 CONFIG_NAME, CONFIG_NAMESPACE, CONFIG_KEY = (
     "kueue-manager-config",
@@ -37,6 +44,50 @@ DEFAULT_GATES = {
     "FlavorFungibilityPreserveScanProgress": True,
     "WaitForPodsReadyUnscheduledTimeout": False,  # alpha in v0.20 (KEP-13502)
 }
+
+
+def shipped_configuration() -> dict:
+    """The ``Configuration`` Kueue v0.19.2's release manifests ship in ConfigMap ``kueue-manager-config``
+    (``config/components/manager/controller_manager_config.yaml``, its commented-out parts left out): what a
+    change to Kueue's configuration starts from, so that a whole ConfigMap applied to a cluster keeps every
+    other setting as the install had it."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 10,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "Cohort.kueue.x-k8s.io": 1,
+                "ClusterQueue.kueue.x-k8s.io": 5,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
+        "clientConnection": {"qps": 300, "burst": 500},
+        "integrations": {
+            "frameworks": [
+                "batch/job",
+                "kubeflow.org/mpijob",
+                "ray.io/rayjob",
+                "ray.io/raycluster",
+                "ray.io/rayservice",
+                "jobset.x-k8s.io/jobset",
+                "workload.codeflare.dev/appwrapper",
+                "trainer.kubeflow.org/trainjob",
+                "pod",
+                "deployment",
+                "statefulset",
+                "leaderworkerset.x-k8s.io/leaderworkerset",
+            ]
+        },
+    }
+
 
 _DUR = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}

@@ -80,6 +80,9 @@ class RunResult:
     fallback: bool = False  # flexq's fallback ran in this variant
     fallback_actions: dict[str, int] = field(default_factory=dict)  # what it did, by verb (move, return, ...)
     goodput_resource: str = ""  # google.com/tpu, or cpu when no job asks for TPUs
+    local_queues: dict[str, bool] = field(default_factory=dict)  # namespace/name -> opted in to the fallback
+    refs: dict[str, list[str]] = field(default_factory=dict)  # "Kind/namespace/name" a template needs -> keys
+    fallback_all_queues: bool = False  # the fallback's all_queues setting (it acts on every LocalQueue)
 
 
 OUTCOMES = ("Succeeded", "Failed", "Deactivated", "NeverAdmitted", "NotStarted", "Running")
@@ -97,6 +100,12 @@ def _rescue(setting: Any) -> bool:
     return bool(getattr(cfg, "rescue", False))
 
 
+def _all_queues(setting: Any) -> bool:
+    """Whether flexq's fallback acts on every LocalQueue (``all_queues``), not only those opted in."""
+    return isinstance(setting, dict) and bool(setting.get("all_queues"))
+
+
+OPT_IN_LABEL = "fallback.flexq.dev/enabled"
 SCALE_DOWN_SECONDS = 600.0  # the cluster autoscaler's scale-down-unneeded-time
 
 
@@ -124,6 +133,10 @@ def _cause(rec: JobRecord, outcome: str) -> tuple[str, str]:
     """Why a job that did not succeed did not, from its own evidence: the detail (with counts) and its kind
     (what ``lostByCause`` counts by)."""
     parts, kinds = [], []
+    if rec.start_errors:  # a pod the kubelet could not start: that comes first, whatever else followed
+        (what, n), *_rest = sorted(rec.start_errors.items(), key=lambda kv: (-kv[1], kv[0]))
+        parts.append(f"pods never started: {what} (x{n})")
+        kinds.append("pods " + what.split(":", 1)[0])
     if rec.pr_failed:
         parts.append(
             "ProvisioningRequests failed: "
@@ -186,6 +199,7 @@ def _row(rec: JobRecord, horizon: float) -> dict[str, Any]:
         "planned_outcome": s.outcome,
         "quota_waits": dict(sorted(rec.quota_waits.items())),
         "refusals": list(rec.refusals),
+        "start_errors": dict(sorted(rec.start_errors.items())),
     }
 
 
@@ -221,6 +235,7 @@ class _Sim:
         self.checks: dict[str, dict[str, Any]] = {}  # AdmissionCheck -> controller, config, class, retry
         self.kueue: dict[str, Any] = {}  # Kueue's configuration: waitForPodsReady, requeuing limit
         self.location = self.project = self.cluster = ""
+        self.local_queues: dict[str, bool] = {}  # namespace/name -> labelled fallback.flexq.dev/enabled
 
     # -- setup ---------------------------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -299,6 +314,13 @@ class _Sim:
                 self.pod_priorities[p["metadata"]["name"]] = int(p.get("value", 0))
         known_pc = set(self.priorities) | set(self.pod_priorities)
         queues = {(q["metadata"]["namespace"], q["metadata"]["name"]) for q in twin.list("LocalQueue")}
+        self.local_queues = {
+            f"{q['metadata']['namespace']}/{q['metadata']['name']}": (q["metadata"].get("labels") or {}).get(
+                OPT_IN_LABEL
+            )
+            == "true"
+            for q in twin.list("LocalQueue")
+        }
         checked: set[tuple[str, str, str]] = set()
         for job in self.jobs:
             key = (job.namespace, job.queue, job.priority_class)
@@ -396,6 +418,27 @@ class _Sim:
                     "flexStart": bool(cfg.get("flexStart")),
                 }
 
+    def _refs(self) -> dict[str, list[str]]:
+        """The ConfigMaps and Secrets the jobs' templates need, with the keys they read (what a cause's fix
+        must create: ``flexq.simulate.causes``)."""
+        from flexq.simulate.configcheck import pod_refs
+
+        out: dict[str, set[str]] = {}
+        seen: set[tuple[str, str]] = set()
+        for job in self.jobs:
+            if (job.template_source, job.namespace) in seen or not job.template:
+                continue
+            seen.add((job.template_source, job.namespace))
+            try:
+                obj = build_object(job, self.priorities, self.pod_priorities, self.study.env)
+            except InputError:
+                continue
+            for kind, name, key in pod_refs(obj):
+                keys = out.setdefault(f"{kind}/{job.namespace}/{name}", set())
+                if key:
+                    keys.add(key)
+        return {k: sorted(v) for k, v in sorted(out.items())}
+
     def _fallback_actions(self) -> dict[str, int]:
         """What flexq's fallback did in this run (its controllers' actions, by verb)."""
         if not self.variant.settings.get("fallback"):
@@ -452,7 +495,8 @@ class _Sim:
             if job.kind not in infos:
                 try:
                     infos[job.kind] = scheme.resolve_object(
-                        self.twin.store.registry, build_object(job, self.priorities, self.pod_priorities)
+                        self.twin.store.registry,
+                        build_object(job, self.priorities, self.pod_priorities, self.study.env),
                     )
                 except ApiError as exc:
                     raise InputError(
@@ -477,7 +521,7 @@ class _Sim:
                 continue
             seen.add(key)
             try:
-                self.twin.create(build_object(job, self.priorities, self.pod_priorities))
+                self.twin.create(build_object(job, self.priorities, self.pod_priorities, self.study.env))
             except ApiError as exc:
                 raise InputError(
                     f"the API refused this {job.kind}: {exc.message}",
@@ -522,7 +566,7 @@ class _Sim:
             gap = self.t0 + job.submit - twin.now()
             if gap > 0:
                 twin.advance(gap)
-            obj = build_object(job, self.priorities, self.pod_priorities)
+            obj = build_object(job, self.priorities, self.pod_priorities, self.study.env)
             rec.submitted(job)
             try:
                 twin.create(obj)
@@ -611,6 +655,9 @@ class _Sim:
             fallback=bool(self.variant.settings.get("fallback")),
             fallback_actions=self._fallback_actions(),
             goodput_resource=rec_.goodput_resource,
+            local_queues=dict(sorted(self.local_queues.items())),
+            refs=self._refs(),
+            fallback_all_queues=_all_queues(self.variant.settings.get("fallback")),
         )
 
 
@@ -633,15 +680,67 @@ def run_one(study: Study, variant: str, replica: int, progress: Progress | None 
         sim.twin.close()
 
 
-def preflight(study: Study) -> None:
-    """Raise ``InputError`` for anything a run would refuse, before simulating anything."""
+def preflight(study: Study) -> list[str]:
+    """Raise ``InputError`` for anything a run would refuse, and ``configcheck.PreflightError`` (every finding,
+    each naming the file, the document and the field) for the mistakes of configuration a run would only show
+    as lost jobs (``flexq.simulate.configcheck``), before simulating anything. Returns the warnings."""
+    from flexq.simulate.configcheck import (
+        PreflightError,
+        fallback_findings,
+        placeholder_findings,
+        reference_findings,
+    )
+
     jobs = study.jobs(study.seed)
     if not jobs:
         raise InputError("the traffic has no jobs", source=study.source)
+    findings: list[InputError] = []
+    warnings: list[str] = []
+    where: dict[str, list[str]] = {}  # a finding -> the variants it was found in
     for v in study.variants:
-        sim = _Sim(study, v, 0, jobs)
-        try:
-            sim.setup()
-            sim.check_objects()
-        finally:
-            sim.twin.close()
+        findings += placeholder_findings(v.manifests, study.env)
+    if not findings:
+        used = {f"{j.namespace}/{j.queue}" for j in jobs}
+        for v in study.variants:
+            sim = _Sim(study, v, 0, jobs)
+            try:
+                try:
+                    sim.setup()
+                except InputError as exc:
+                    findings.append(exc)
+                    continue
+                mine = reference_findings(
+                    sim.twin,
+                    jobs,
+                    lambda j, sim=sim: build_object(j, sim.priorities, sim.pod_priorities, study.env),
+                )
+                refused, warned = fallback_findings(
+                    v.settings.get("fallback"), sim.local_queues, used, v.name, study.source
+                )
+                mine += refused
+                warnings += warned
+                if not mine:
+                    try:
+                        sim.check_objects()
+                    except InputError as exc:
+                        mine.append(exc)
+                for f in mine:
+                    where.setdefault(str(f), []).append(v.name)
+                findings += mine
+            finally:
+                sim.twin.close()
+    unique = list({str(f): f for f in findings}.values())
+    for i, f in enumerate(unique):
+        names = where.get(str(f), [])
+        if names and len(names) < len(study.variants):
+            unique[i] = InputError(
+                f"{f.message} (variant{'s' if len(names) > 1 else ''} {', '.join(names)})",
+                source=f.source,
+                line=f.line,
+                field=f.field,
+            )
+    if len(unique) == 1 and not isinstance(unique[0], PreflightError):
+        raise unique[0]
+    if unique:
+        raise PreflightError(unique)
+    return list(dict.fromkeys(warnings))

@@ -12,12 +12,15 @@ for each job:
   making), ``stockout`` (admitted, pods waiting for nodes the cloud refused: a stock-out or GCE quota, per
   ``flexq.api.reasons.classify_capacity``), ``poolMax`` (admitted, pods waiting for nodes their node pool,
   at its maximum size, cannot add), ``pods`` (admitted, pods on nodes or being created, not ready
-  yet), ``evicted`` (evicted before it started: waiting to be admitted again) and ``deactivated`` (Kueue
+  yet), ``podErrors`` (admitted, a pod on its node that the kubelet cannot start: a missing ConfigMap or
+  Secret volume, ``FailedMount``; an env reference, ``CreateContainerConfigError``; an image reference,
+  ``InvalidImageName``), ``evicted`` (evicted before it started: waiting to be admitted again) and ``deactivated`` (Kueue
   deactivated it: it waits for someone to reactivate it, until the run's horizon if nobody does);
 - **why a job was lost**: Kueue's reason when it deactivated the job (``DeactivatedDueToAdmissionCheck``,
   ``DeactivatedDueToRequeuingLimitExceeded``, …) with its message, the failures of the job's
-  ProvisioningRequests by reason (``NodepoolSizeReached`` ×3), the capacity refusals its pods met, and the last
-  flavor/resource Kueue said had no quota for it;
+  ProvisioningRequests by reason (``NodepoolSizeReached`` ×3), the capacity refusals its pods met, the last
+  flavor/resource Kueue said had no quota for it, and what the kubelet said when it could not start its
+  pods (its Warning Events: ``FailedMount``, ``Failed``, ``InspectFailed``, with their messages);
 - the run's series: jobs waiting per bucket over time, and quota reserved per ClusterQueue/flavor/resource
   (for the studies of a team; not for Kueue's 2,000-queue perf files).
 
@@ -48,7 +51,17 @@ from flexq.twin import Twin
 
 __all__ = ["JobRecord", "Recorder", "WAIT_BUCKETS", "TPU"]
 
-WAIT_BUCKETS = ("quota", "dws", "scaleUp", "stockout", "poolMax", "pods", "evicted", "deactivated")
+WAIT_BUCKETS = (
+    "quota",
+    "dws",
+    "scaleUp",
+    "stockout",
+    "poolMax",
+    "pods",
+    "podErrors",
+    "evicted",
+    "deactivated",
+)
 TPU = "google.com/tpu"
 MAX_SERIES_KEYS = (
     64  # quota series only for studies with at most this many ClusterQueue/flavor/resource entries
@@ -59,6 +72,12 @@ _RAY_CLUSTER = "ray.io/cluster"
 _RAY_ORIGIN = "ray.io/originated-from-cr-name"
 _JOB_NAME = ("batch.kubernetes.io/job-name", "job-name")
 _CAPACITY_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
+# the kubelet's Warning Events when it cannot start a pod's containers (kube.podenv.start_blocker)
+START_ERRORS = {
+    "FailedMount": "FailedMount",
+    "InspectFailed": "InvalidImageName",
+    "Failed": "CreateContainerConfigError",
+}
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
@@ -94,6 +113,8 @@ class JobRecord:
     quota_key: str = ""  # "flavor/resource" Kueue last said had no quota for it
     quota_waits: dict[str, float] = field(default_factory=dict)  # "flavor/resource" -> seconds waited
     refusals: list[tuple[float, str, int]] = field(default_factory=list)  # (time, pool, nodes) pool-max
+    blocked: set[str] = field(default_factory=set)  # its pods the kubelet cannot start now
+    start_errors: Counter[str] = field(default_factory=Counter)  # "Reason: the kubelet's message" -> Events
 
 
 class Recorder:
@@ -208,7 +229,7 @@ class Recorder:
             if rec.refused in ("stockout", "quota"):
                 return "stockout"
             return "poolMax" if rec.refused == "pool-max" else "scaleUp"
-        return "pods"
+        return "podErrors" if rec.blocked else "pods"
 
     def rebucket(self, rec: JobRecord) -> None:
         """Move the job's wait to the bucket its state says (time so far to the old bucket)."""
@@ -526,10 +547,14 @@ class Recorder:
         phase = (pod.get("status") or {}).get("phase")
         if ev.type == "DELETED" or phase in ("Succeeded", "Failed"):
             self.pod_job.pop(pk, None)
-            if md["name"] in rec.unscheduled:
+            if md["name"] in rec.unscheduled or md["name"] in rec.blocked:
                 rec.unscheduled.discard(md["name"])
+                rec.blocked.discard(md["name"])
                 self.rebucket(rec)
             return
+        if phase == "Running" and md["name"] in rec.blocked:
+            rec.blocked.discard(md["name"])
+            self.rebucket(rec)
         if (pod.get("spec") or {}).get("nodeName"):
             if md["name"] in rec.unscheduled:
                 rec.unscheduled.discard(md["name"])
@@ -540,6 +565,9 @@ class Recorder:
 
     def on_event(self, ev: Any) -> None:
         obj = ev.object
+        if ev.type != "DELETED" and obj.get("reason") in START_ERRORS and obj.get("type") == "Warning":
+            self._start_error(obj)
+            return
         if ev.type == "DELETED" or obj.get("reason") not in _CAPACITY_REASONS:
             return
         inv = obj.get("involvedObject") or {}
@@ -563,6 +591,23 @@ class Recorder:
         pod = self.twin.store.peek("Pod", inv.get("name") or "", inv.get("namespace") or "default")
         rec.refused_pool = (((pod or {}).get("spec") or {}).get("nodeSelector") or {}).get(NODEPOOL_LABEL, "")
         self.rebucket(rec)
+
+    def _start_error(self, event: dict[str, Any]) -> None:
+        """The kubelet could not start a pod of a job (``START_ERRORS``): noted with its words, and the job's
+        wait goes to ``podErrors`` until the pod runs or goes."""
+        inv = event.get("involvedObject") or {}
+        message = str(event.get("message") or "")
+        if inv.get("kind") != "Pod" or (
+            event.get("reason") == "Failed" and not message.startswith("Error: ")
+        ):
+            return
+        rec = self.pod_job.get((inv.get("namespace") or "default", inv.get("name") or ""))
+        if rec is None:
+            return
+        rec.start_errors[f"{START_ERRORS[event['reason']]}: {message.removeprefix('Error: ')}"] += 1
+        if inv.get("name") not in rec.blocked:
+            rec.blocked.add(inv.get("name") or "")
+            self.rebucket(rec)
 
     # -- ProvisioningRequests ------------------------------------------------------------------------------------
     def on_pr(self, ev: Any) -> None:

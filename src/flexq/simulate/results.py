@@ -457,6 +457,8 @@ def variant_document(study: str, variant: str, description: str, summaries: list
         "jobsLost": agg.get("jobsLost"),
         "lostByCause": _merge_counts([s["lostByCause"] for s in summaries]),
         "waitCensoredMean": agg.get("waitCensoredMean"),
+        # replica 0's causes, each suggested change run on the same seeds (flexq.simulate.whatif) when tested
+        "causes": summaries[0].get("causes", []) if summaries else [],
         "aggregate": agg,
         "replicas": summaries,
     }

@@ -14,6 +14,7 @@ Owns ``Study``/``Variant`` and ``load_study``, which reads a simulation file (YA
       - {name: default-pool, machineType: n2-standard-16, nodes: 3, autoscaling: {min: 3, max: 20}}
       - {name: dws-pool, machineType: ct6e-standard-4t, tpuTopology: 4x4, autoscaling: {min: 0, max: 16},
          flexStart: true, queuedProvisioning: true}
+    env: {ONDEMAND_NODEPOOL: on-demand-pool}   # ${NAME} placeholders of the manifests and templates, as envsubst
     manifests: [queues.yaml, configmap.yaml]   # applied with Twin.apply (kubectl apply) in this order
     capacity: stockout-week      # a named profile (flexq.simulate.profiles), a file, or an inline profile
     trace: trace.csv             # or `generator: {...}`, or `generator: generator.yaml` (Kueue's format)
@@ -83,6 +84,7 @@ STUDY_KEYS = {
     "scale",
     "description",
     "settings",
+    "env",
 }
 VARIANT_KEYS = {"name", "cluster", "manifests", "capacity", "description", "settings"}
 SETTINGS_KEYS = {"fallback"}
@@ -142,6 +144,7 @@ class Study:
     generator: dict[str, Any] | None = None  # a generator spec (drawn per seed)
     generator_base: str = "."
     description: str = ""
+    env: dict[str, str] = field(default_factory=dict)  # ${NAME} values for the manifests and templates
 
     def jobs(self, seed: int) -> list[traffic.JobSpec]:
         if self.trace is not None:
@@ -180,7 +183,51 @@ def _read_yaml(path: Path, src: str, fld: str = "", what: str = "file") -> Any:
 _VARIANT_NAME = re.compile(r"^\w[\w.\-]{0,62}$")
 
 
-def _manifests(value: Any, base: Path, src: str, fld: str) -> list[Manifest]:
+# ${NAME}s every job's template gets from its trace row (flexq.simulate.objects)
+JOB_PLACEHOLDERS = ("NAME", "JOB_ID", "QUEUE", "NAMESPACE")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def _env(value: Any, src: str) -> dict[str, str]:
+    """``env``: the values of the ``${NAME}`` placeholders in the manifests and templates (what ``envsubst``
+    would take from the shell); text or numbers."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(
+            "env is a mapping of NAME: value (the ${NAME} placeholders)", source=src, field="env"
+        )
+    if len(value) > 1000:
+        raise InputError("more than 1,000 env entries", source=src, field="env")
+    out = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or not _ENV_NAME.match(k):
+            raise InputError(
+                f"{str(k)[:80]!r} is not a placeholder name (letters, digits, _)", source=src, field="env"
+            )
+        if k in JOB_PLACEHOLDERS:
+            raise InputError(
+                f"${{{k}}} is set per job from the traffic ({', '.join(JOB_PLACEHOLDERS)} are)",
+                source=src,
+                field=f"env.{k}",
+            )
+        out[k] = string(v, src, f"env.{k}")
+    return out
+
+
+def _substituted(text: str, source: str, env: dict[str, str]) -> str:
+    """A manifest's text with the study's ``env`` substituted into its values (not into the YAML itself)."""
+    if not env or "$" not in text:
+        return text
+    from flexq.simulate.objects import substitute
+
+    docs = [substitute(d, env, source) for d in parse_yaml_all(text, source)]
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def _manifests(
+    value: Any, base: Path, src: str, fld: str, env: dict[str, str] | None = None
+) -> list[Manifest]:
     if value is None:
         return []
     items = value if isinstance(value, list) else [value]
@@ -190,9 +237,10 @@ def _manifests(value: Any, base: Path, src: str, fld: str) -> list[Manifest]:
             path = ref_path(base, item, src, f"{fld}[{i}]")
             text = read_text(path, src, what="manifest", field=f"{fld}[{i}]")
             parse_yaml_all(text, str(path))  # well-formed and bounded before the API reads it
-            out.append(Manifest(item, text))
+            out.append(Manifest(item, _substituted(text, item, env or {})))
         elif isinstance(item, dict):
-            out.append(Manifest(f"{src} ({fld}[{i}])", yaml.safe_dump(item, sort_keys=False)))
+            where = f"{src} ({fld}[{i}])"
+            out.append(Manifest(where, _substituted(yaml.safe_dump(item, sort_keys=False), where, env or {})))
         else:
             raise InputError("a manifest is a file name or an object", source=src, field=f"{fld}[{i}]")
     return out
@@ -522,7 +570,8 @@ def load_study(
         if scale is not None
         else number(doc.get("scale", 1.0), src, "scale", 1e-9, 1e9)
     )
-    base_manifests = _manifests(doc.get("manifests"), base, src, "manifests")
+    study.env = _env(doc.get("env"), src)
+    base_manifests = _manifests(doc.get("manifests"), base, src, "manifests", study.env)
     if ("trace" in doc) == ("generator" in doc):
         raise InputError("give exactly one of `trace` or `generator`", source=src, field="trace")
     if "trace" in doc:
@@ -582,7 +631,7 @@ def load_study(
                 if "cluster" in v
                 else base_cluster,
                 manifests=(
-                    _manifests(v["manifests"], base, src, f"{fld}.manifests")
+                    _manifests(v["manifests"], base, src, f"{fld}.manifests", study.env)
                     if "manifests" in v
                     else base_manifests
                 ),

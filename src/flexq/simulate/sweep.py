@@ -20,12 +20,18 @@ A sweep file names the knobs to turn, the values of each, and how to search them
     - {kind: cluster, path: "nodePools[name=on-demand-pool].autoscaling.max", values: [4, 8]}
     - {kind: variant, values: [tutorial, compute-class]}                  # start from another variant
     - {kind: manifests, values: [[queue-tutorial.yaml, train-script.yaml], [queue-cc.yaml, train-script.yaml]]}
+    - {kind: object, values: [{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: default}}]}
+                                                                          # create or replace a whole object
 
 Each point is a variant of the study (``p00``, ``p01``, …) run like any other, on every core or on a Ray
 cluster. Out come ``sweep.csv``/``sweep.json`` (each point's knob values, jobs lost, censored mean and p95
 wait, cost, goodput, and whether it is on the Pareto front of (jobs lost, censored mean wait, cost)),
-``pareto.png``, ``best.diff`` (the recommended point's manifests and cluster against the base's) and the
-report. The recommended point ranks first (fewest jobs lost, then the lowest censored mean wait) among the
+``pareto.png``, ``best.diff`` (the recommended point's manifests and cluster against the base's, whole
+objects), ``best.yaml`` (the objects it changes or adds, whole, for ``kubectl apply -f``; the node pools'
+changes as ``gcloud`` commands in its comments) and the report. A knob set to the value the base already has
+(given, or Kueue's default: ``backoffLimitCount`` 3, ``waitForPodsReady.timeout`` 30m) changes nothing; a
+change to Kueue's configuration starts from the whole configuration Kueue's manifests install
+(``kueue.config.shipped_configuration``) when the study does not give one. The recommended point ranks first (fewest jobs lost, then the lowest censored mean wait) among the
 points that cost no more than the base (or, when the base itself lost work, no more per unit of work that ran
 to its end: cost / goodput); the point that ranks first whatever its cost is named too.
 ``run_sweep`` is the Python API. Must not import flexq.http.
@@ -49,7 +55,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from flexq.errors import InputError
-from flexq.kueue.config import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE
+from flexq.kueue.config import (
+    CONFIG_KEY,
+    CONFIG_NAME,
+    CONFIG_NAMESPACE,
+    KueueConfig,
+    parse_duration,
+    shipped_configuration,
+)
 from flexq.simulate.engine import RunResult
 from flexq.simulate.inputs import parse_yaml, parse_yaml_all, read_text
 from flexq.simulate.results import rank_key, summarize, variant_document
@@ -71,6 +84,7 @@ KINDS = (
     "cluster",
     "variant",
     "manifests",
+    "object",
 )
 _REQUIRED = {
     "poolMax": ("pool",),
@@ -101,6 +115,7 @@ class Knob(BaseModel):
         "cluster",
         "variant",
         "manifests",
+        "object",
     ]
     pool: str | None = Field(default=None, max_length=100)
     clusterQueue: str | None = Field(default=None, max_length=253)
@@ -113,7 +128,7 @@ class Knob(BaseModel):
 
     @field_validator("values")
     @classmethod
-    def _plain(cls, values: list[Any]) -> list[Any]:
+    def plain_value(cls, values: list[Any]) -> list[Any]:
         for v in values:
             if len(json.dumps(v, default=str)) > 10_000:
                 raise ValueError("a value is at most 10,000 characters of JSON")
@@ -222,6 +237,16 @@ def _check_values(k: Knob, src: str, fld: str, study: Study) -> None:
                 raise InputError(exc.message, source=src, field=vf) from None
         if k.kind == "manifests" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
             raise InputError(f"must be a list of manifest files, got {v!r}", source=src, field=vf)
+        if k.kind == "object" and not (
+            isinstance(v, dict)
+            and isinstance(v.get("kind"), str)
+            and isinstance(v.get("apiVersion"), str)
+            and isinstance(v.get("metadata"), dict)
+            and isinstance(v["metadata"].get("name"), str)
+        ):
+            raise InputError(
+                "must be a whole object (apiVersion, kind, metadata.name, ...)", source=src, field=vf
+            )
 
 
 def points(spec: SweepSpec) -> list[dict[str, Any]]:
@@ -354,11 +379,7 @@ def _kueue_config(objs: _Objects) -> tuple[dict[str, Any], dict[str, Any]]:
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": CONFIG_NAME, "namespace": CONFIG_NAMESPACE},
-            "data": {
-                CONFIG_KEY: yaml.safe_dump(
-                    {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}, sort_keys=False
-                )
-            },
+            "data": {CONFIG_KEY: yaml.safe_dump(shipped_configuration(), sort_keys=False)},
         }
         objs.add("sweep (Kueue configuration)", cm)
     conf = yaml.safe_load(((cm.get("data") or {}).get(CONFIG_KEY)) or "") or {}
@@ -421,6 +442,9 @@ def _turn(k: Knob, value: Any, out: Variant, objs: _Objects) -> None:
         objs.changed.add(i)
     elif k.kind == "retryLimit":
         i, prc = objs.find("ProvisioningRequestConfig", str(k.config))
+        now = ((prc.get("spec") or {}).get("retryStrategy") or {}).get("backoffLimitCount")
+        if int(value) == (RETRY_LIMIT_DEFAULT if now is None else int(now)):
+            return  # the base's value (or Kueue's default): no change
         prc.setdefault("spec", {}).setdefault("retryStrategy", {})["backoffLimitCount"] = int(value)
         objs.changed.add(i)
     elif k.kind == "flavorOrder":
@@ -436,6 +460,8 @@ def _turn(k: Knob, value: Any, out: Variant, objs: _Objects) -> None:
             f"ClusterQueue {k.clusterQueue} has no resource group with exactly the flavors {value}"
         )
     elif k.kind == "podsReadyTimeout":
+        if _pods_ready_timeout(objs) == parse_duration(str(value), 0.0):
+            return  # the base's timeout (or Kueue's default, 30m): no change
         cm, conf = _kueue_config(objs)
         w = conf.setdefault("waitForPodsReady", {})
         if str(conf.get("apiVersion", "")).endswith("/v1beta1"):
@@ -458,12 +484,40 @@ def _turn(k: Knob, value: Any, out: Variant, objs: _Objects) -> None:
         if head == "fallback" and not isinstance(out.settings.get("fallback"), dict):
             out.settings["fallback"] = {}
         _set(out.settings, segs, value, str(k.path))
+    elif k.kind == "object":
+        obj = copy.deepcopy(value)
+        md = obj["metadata"]
+        try:
+            i, _old = objs.find(obj["kind"], md["name"], md.get("namespace"))
+        except ValueError:
+            objs.add(f"{obj['kind']}/{md['name']}", obj)
+            return
+        docs = objs.files[i][1]
+        docs[:] = [obj if d is _old else d for d in docs]
+        objs.changed.add(i)
     elif k.kind == "field":
         kind, _, rest = str(k.object).partition("/")
         ns, _, name = rest.rpartition("/")
         i, obj = objs.find(kind, name, ns or None)
         _set(obj, _path(str(k.path)), value, str(k.path))
         objs.changed.add(i)
+
+
+RETRY_LIMIT_DEFAULT = 3  # ProvisioningRequestConfig retryStrategy.backoffLimitCount (Kueue's default)
+
+
+def _pods_ready_timeout(objs: _Objects) -> float | None:
+    """Kueue's waitForPodsReady timeout in the variant's manifests (Kueue's default without a configuration);
+    None when waitForPodsReady is off."""
+    try:
+        _i, cm = objs.find("ConfigMap", CONFIG_NAME, CONFIG_NAMESPACE)
+    except ValueError:
+        cm = None
+    try:
+        cfg = KueueConfig.from_configmap(cm)
+    except Exception:  # a configuration Kueue cannot read: the preflight says so
+        return None
+    return cfg.pods_ready_timeout if cfg.wait_for_pods_ready else None
 
 
 def _pool_max(v: Variant, pool: str, value: int) -> None:
@@ -497,6 +551,8 @@ class SweepResult:
     recommended: str  # the point that ranks first at no more than the base's cost (see _within_budget)
     overall: str  # the point that ranks first whatever its cost
     diff: str  # the recommended point's manifests and cluster against the base's
+    apply: str = ""  # best.yaml: the objects the recommended point changes or adds, whole (kubectl apply -f)
+    variants: dict[str, Variant] = field(default_factory=dict)  # every point, the base first
     documents: dict[str, dict[str, Any]] = field(default_factory=dict)
     runs: list[RunResult] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
@@ -542,13 +598,8 @@ def _diff(base: Variant, best: Variant) -> str:
     out: list[str] = []
     a_docs = [(m.source, d) for m in base.manifests for d in parse_yaml_all(m.text, m.source)]
     b_docs = [(m.source, d) for m in best.manifests for d in parse_yaml_all(m.text, m.source)]
-
-    def key(d: Any) -> tuple[str, str, str]:
-        md = (d or {}).get("metadata") or {} if isinstance(d, dict) else {}
-        return (str((d or {}).get("kind", "")), str(md.get("namespace", "")), str(md.get("name", "")))
-
-    a_by = {key(d): (s, d) for s, d in a_docs}
-    b_by = {key(d): (s, d) for s, d in b_docs}
+    a_by = {_key(d): (s, d) for s, d in a_docs}
+    b_by = {_key(d): (s, d) for s, d in b_docs}
     for k in [*a_by, *(k for k in b_by if k not in a_by)]:
         src_a, da = a_by.get(k, ("", None))
         src_b, db = b_by.get(k, ("", None))
@@ -567,6 +618,93 @@ def _diff(base: Variant, best: Variant) -> str:
     return "".join(out)
 
 
+def _key(d: Any) -> tuple[str, str, str]:
+    md = ((d or {}).get("metadata") or {}) if isinstance(d, dict) else {}
+    ns = md.get("namespace") or ("default" if _namespaced(d) else "")
+    return (str((d or {}).get("kind", "")), str(ns), str(md.get("name", "")))
+
+
+_CLUSTER_SCOPED = {
+    "ResourceFlavor",
+    "ClusterQueue",
+    "AdmissionCheck",
+    "ProvisioningRequestConfig",
+    "WorkloadPriorityClass",
+    "PriorityClass",
+    "Cohort",
+    "Namespace",
+    "ComputeClass",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CapacityProfile",
+}
+
+
+def _namespaced(d: Any) -> bool:
+    return isinstance(d, dict) and d.get("kind") not in _CLUSTER_SCOPED
+
+
+def apply_yaml(base: Variant, best: Variant, file: str = "best.yaml") -> str:
+    """``best.yaml``: every object ``best`` changes or adds, whole, as ``kubectl apply -f`` takes them (an
+    object applied whole replaces the fields it sets; nothing is left half-changed); what it removes, and the
+    node pools' and settings' changes, as commands in comments."""
+    a_by = {
+        _key(d): d for m in base.manifests for d in parse_yaml_all(m.text, m.source) if isinstance(d, dict)
+    }
+    b_by = {
+        _key(d): d for m in best.manifests for d in parse_yaml_all(m.text, m.source) if isinstance(d, dict)
+    }
+    head = [f"# The changes, whole objects: kubectl apply -f {file}"]
+    for k in a_by:
+        if k not in b_by:
+            head.append(f"# kubectl delete {k[0]} {k[2]}" + (f" -n {k[1]}" if k[1] else ""))
+    head += _pool_commands(base.cluster, best.cluster)
+    if base.settings != best.settings:
+        head.append(
+            "# flexq's fallback: "
+            + (
+                f"run it with these settings: {json.dumps(best.settings.get('fallback'))} (flexq fallback, or "
+                "flexq fallback manifests | kubectl apply -f -)"
+                if best.settings.get("fallback")
+                else "turned off"
+            )
+        )
+    docs = [d for k, d in b_by.items() if a_by.get(k) != d]
+    body = yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False) if docs else ""
+    return "\n".join(head) + "\n" + (("---\n" + body) if body else "# (no Kubernetes object changes)\n")
+
+
+def _pools(cluster: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    return {p.get("name", ""): p for p in (cluster or {}).get("nodePools") or [] if isinstance(p, dict)}
+
+
+def _pool_commands(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[str]:
+    """The node pools' changes as the gcloud commands that make them on GKE."""
+    if a == b:
+        return []
+    out = []
+    name, loc = (b or {}).get("name", "CLUSTER"), (b or {}).get("location", "LOCATION")
+    pa, pb = _pools(a), _pools(b)
+    rest = dict(a or {}), dict(b or {})
+    rest[0].pop("nodePools", None)
+    rest[1].pop("nodePools", None)
+    for pool, p in pb.items():
+        old = pa.get(pool)
+        if old == p:
+            continue
+        auto, old_auto = p.get("autoscaling") or {}, (old or {}).get("autoscaling") or {}
+        if old is not None and {**old, "autoscaling": auto} == p and auto != old_auto:
+            out.append(
+                f"# gcloud container node-pools update {pool} --cluster {name} --location {loc} "
+                f"--enable-autoscaling --min-nodes {auto.get('min', 0)} --max-nodes {auto.get('max', 0)}"
+            )
+        else:
+            out.append(f"# node pool {pool}: see best.diff (a/cluster, b/cluster)")
+    if rest[0] != rest[1] or set(pa) - set(pb):
+        out.append("# the cluster itself differs: see best.diff (a/cluster, b/cluster)")
+    return out
+
+
 def run_sweep(
     study: Study,
     sweep: str | Path | dict[str, Any] | SweepSpec,
@@ -577,9 +715,12 @@ def run_sweep(
     ray_address: str | None = None,
     plots: bool = True,
     progress: Any = None,
+    force: bool = False,
 ) -> SweepResult:
-    """Run the base variant and every point of the sweep on the same seeds; rank them, find the Pareto front
-    and the recommended point; with ``out``, write the files."""
+    """Run the base variant and every point of the sweep on the same seeds, then the changes the base's causes
+    suggest as points of their own (``flexq.simulate.whatif``); rank them all, find the Pareto front and the
+    recommended point; with ``out`` (a folder of its own: ``outputs.claim``; ``force`` to share one), write
+    the files."""
     from flexq.simulate.engine import preflight
     from flexq.simulate.fanout import run_all
 
@@ -609,21 +750,48 @@ def run_sweep(
         run.replicas = replicas
     elif spec.replicas is not None:
         run.replicas = spec.replicas
+    if out is not None:
+        from flexq.simulate.outputs import claim
+
+        claim(Path(out), "sweep", force=force, field="out")
     preflight(run)
     runs = run_all(run, workers=workers, ray_address=ray_address, progress=progress)
     docs = {}
     for v in variants:
         sums = [summarize(r) for r in runs if r.variant == v.name]
         docs[v.name] = variant_document(study.name, v.name, v.description, sums)
+    # the base's causes, each suggested change run as a point of the sweep: the causes and the ranking read the
+    # same runs (flexq.simulate.whatif)
+    from flexq.simulate import whatif
+
+    causes = docs[variants[0].name]["causes"]
+    trials, extra = whatif.plan(run, variants[0], causes, "c", variants[1:])
+    if extra:
+        more = copy.copy(run)
+        more.variants = extra
+        runs += run_all(more, workers=workers, ray_address=ray_address, progress=progress)
+        for v in extra:
+            sums = [summarize(r) for r in runs if r.variant == v.name]
+            docs[v.name] = variant_document(study.name, v.name, v.description, sums)
+    docs[variants[0].name]["causes"] = whatif.attach(
+        causes, trials, docs[variants[0].name], docs, variants[0]
+    )
+    for v in variants[1:]:  # the points' own causes are not run: evidence only
+        docs[v.name]["causes"] = [
+            {**c, "change": "", "knobs": [], "untested": True} for c in docs[v.name]["causes"]
+        ]
+    from_cause = {t.variant.name: causes[t.cause]["code"] for t in trials if t.variant is not None}
     labels = [k.label() for k in spec.knobs]
     rows: list[dict[str, Any]] = []
-    point_values: list[dict[str, Any] | None] = [None, *pts]
-    for v, p in zip(variants, point_values, strict=True):
+    point_values: list[dict[str, Any] | None] = [None, *pts, *([None] * len(extra))]
+    all_variants = [*variants, *extra]
+    for v, p in zip(all_variants, point_values, strict=True):
         d = docs[v.name]
         rows.append(
             {
                 "point": v.name,
                 **{lab: (None if p is None else p[lab]) for lab in labels},
+                "cause": from_cause.get(v.name),
                 "jobsLost": _mean(d, "jobsLost") or 0.0,
                 "waitCensoredMeanSeconds": _mean(d, "waitCensoredMean") or 0.0,
                 "waitCensoredP95Seconds": _mean(d, "waitCensoredP95") or 0.0,
@@ -635,9 +803,9 @@ def run_sweep(
     front = pareto(rows)
     for r in rows:
         r["pareto"] = r["point"] in front
-    by_name = {v.name: v for v in variants}
+    by_name = {v.name: v for v in all_variants}
     # among points that tie on (jobs lost, censored wait, cost), the one that changes least from the base first
-    changes = {v.name: _diff(variants[0], v).count("\n+") for v in variants}
+    changes = {v.name: _diff(variants[0], v).count("\n+") for v in all_variants}
     order = sorted(rows, key=lambda r: (*rank_key(docs[r["point"]]), changes[r["point"]], r["point"]))
     affordable = [r for r in order if _within_budget(r, rows[0])]
     recommended = (affordable or order)[0]["point"]
@@ -650,10 +818,12 @@ def run_sweep(
         diff=_diff(variants[0], by_name[recommended]),
         documents=docs,
         runs=runs,
+        apply=apply_yaml(variants[0], by_name[recommended]),
+        variants=by_name,
     )
     result.headline = _headline(result)
     if out is not None:
-        write_sweep(Path(out), result, plots=plots, variants=variants)
+        write_sweep(Path(out), result, plots=plots, variants=all_variants)
     return result
 
 
@@ -675,18 +845,43 @@ def _fmt_min(s: float) -> str:
     return f"{s / 60:,.1f} min"
 
 
+def _label(res: SweepResult, row: dict[str, Any]) -> str:
+    """A point in words: its knob values, or the cause whose change it runs."""
+    if row.get("cause"):
+        doc = res.documents[res.base]
+        for c in doc.get("causes") or []:
+            for o in [*(c.get("options") or []), *(c.get("tried") or [])]:
+                if (o.get("tested") or {}).get("variant") == row["point"]:
+                    return f"the {c['code']} cause's change: {o['change']}"
+        return f"the {row['cause']} cause's change"
+    return ", ".join(f"{k}={plain_value(row[k])}" for k in (kn.label() for kn in res.spec.knobs))
+
+
 def _headline(res: SweepResult) -> str:
     rows = {r["point"]: r for r in res.rows}
     b, r = rows[res.base], rows[res.recommended]
-    knobs = ", ".join(f"{k}={json.dumps(r[k])}" for k in (kn.label() for kn in res.spec.knobs))
+    n_cause = sum(1 for x in res.rows if x.get("cause"))
+    n = f"{len(res.rows) - 1 - n_cause} points" + (
+        f" and {n_cause} change{'s' if n_cause != 1 else ''} its causes suggest" if n_cause else ""
+    )
     text = (
-        f"{len(res.rows) - 1} points around {res.base}: {res.recommended} ({knobs}) loses {r['jobsLost']:g} jobs "
+        f"{n} around {res.base}: {res.recommended} ({_label(res, r)}) loses {r['jobsLost']:g} jobs "
         f"(base {b['jobsLost']:g}), waits {_fmt_min(r['waitCensoredMeanSeconds'])} on average counting jobs that "
         f"never started until the end (base {_fmt_min(b['waitCensoredMeanSeconds'])}) and costs "
-        f"${r['costUSD']:,.0f} (base ${b['costUSD']:,.0f})."
+        f"${r['costUSD']:,.0f} (base ${b['costUSD']:,.0f})"
     )
+    if r["costUSD"] > b["costUSD"] * (1 + 1e-9):
+        # dearer in dollars: recommended only by the rule for a base that loses work; said, with its figures
+        text += (
+            f": more dollars, for more finished work (goodput {100 * (r.get('goodput') or 0):.0f} % against "
+            f"{100 * (b.get('goodput') or 0):.0f} %): ${cost_per_work(r):,.0f} per unit of finished work against "
+            f"the base's ${cost_per_work(b):,.0f}. The rule: the best point that costs no more than the base, per "
+            "unit of finished work when the base itself loses jobs."
+        )
+    else:
+        text += "."
     if res.recommended == res.base:
-        text = f"{len(res.rows) - 1} points around {res.base}: none does better at no more than its cost."
+        text = f"{n} around {res.base}: none does better at no more than its cost."
     if res.overall != res.recommended:
         o = rows[res.overall]
         text += (
@@ -696,9 +891,21 @@ def _headline(res: SweepResult) -> str:
     return text
 
 
+def plain_value(v: Any) -> str:
+    """A knob's value as a CSV cell or in words: text as is, true/false, numbers, JSON for lists and maps."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float, str)):
+        return str(v)
+    return json.dumps(v, sort_keys=True)
+
+
 SWEEP_COLUMNS = (
     "point",
     "pareto",
+    "cause",
     "jobsLost",
     "waitCensoredMeanSeconds",
     "waitCensoredP95Seconds",
@@ -719,7 +926,7 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
     w.writerow([*SWEEP_COLUMNS[:2], *labels, *SWEEP_COLUMNS[2:]])
     for r in res.rows:
         cells = [r["point"], "true" if r["pareto"] else "false"]
-        cells += ["" if r[lab] is None else json.dumps(r[lab]) for lab in labels]
+        cells += [plain_value(r[lab]) for lab in labels]
         for c in SWEEP_COLUMNS[2:]:
             v = r[c]
             cells.append("" if v is None else f"{v:.6f}" if isinstance(v, float) else str(v))
@@ -729,17 +936,26 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
         "apiVersion": "sim.flexq.dev/v1alpha1",
         "kind": "SweepSummary",
         "headline": res.headline,
+        "rule": RULE,
         "base": res.base,
         "recommended": res.recommended,
         "bestWhateverTheCost": res.overall,
         "knobs": [k.model_dump(exclude_none=True) for k in res.spec.knobs],
         "points": res.rows,
-        "recommendedCauses": res.documents[res.recommended]["replicas"][0].get("causes", []),
+        "baseCauses": res.documents[res.base].get("causes", []),
+        "recommendedCauses": res.documents[res.recommended].get("causes", []),
     }
     write_file(out / "sweep.json", json.dumps(doc, indent=2, allow_nan=False) + "\n")
     write_file(out / "best.diff", res.diff or "(the base itself: no change)\n")
+    write_file(out / "best.yaml", res.apply)
     write_csv(out / "jobs.csv", res.runs)
-    res.files += [out / "sweep.csv", out / "sweep.json", out / "best.diff", out / "jobs.csv"]
+    res.files += [
+        out / "sweep.csv",
+        out / "sweep.json",
+        out / "best.diff",
+        out / "best.yaml",
+        out / "jobs.csv",
+    ]
     if plots:
         from flexq.simulate.report import write_html, write_plots
 
@@ -756,8 +972,19 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
                 images,
                 None,
                 extra_html=_sweep_html(res, labels),
+                headline=res.headline,
             )
         )
+    from flexq.simulate.outputs import record
+
+    record(out, "sweep", res.files)
+
+
+RULE = (
+    "the recommended point ranks first (fewest jobs lost, then the shortest censored mean wait) among the points "
+    "that cost no more than the base, or, when the base itself loses jobs, no more per unit of finished work "
+    "(cost / goodput)"
+)
 
 
 def _pareto_plot(out: Path, res: SweepResult) -> Path:
@@ -824,6 +1051,7 @@ def _sweep_html(res: SweepResult, labels: list[str]) -> str:
         "point",
         "Pareto",
         *labels,
+        "a cause's change",
         "jobs lost",
         "censored mean wait (min)",
         "censored p95 (min)",
@@ -846,7 +1074,8 @@ def _sweep_html(res: SweepResult, labels: list[str]) -> str:
                     else ""
                 ),
                 "yes" if r["pareto"] else "",
-                *("" if r[lab] is None else json.dumps(r[lab]) for lab in labels),
+                *(plain_value(r[lab]) for lab in labels),
+                r.get("cause") or "",
                 f"{r['jobsLost']:g}",
                 f"{r['waitCensoredMeanSeconds'] / 60:,.1f}",
                 f"{r['waitCensoredP95Seconds'] / 60:,.1f}",
@@ -857,7 +1086,8 @@ def _sweep_html(res: SweepResult, labels: list[str]) -> str:
         for r in rows
     )
     return (
-        f"<h2 id='sweep'>Sweep</h2><p class='headline' id='sweep-headline'>{esc(res.headline)}</p>"
+        f"<h2 id='sweep'>Sweep</h2><p>Every point on the same seeds; {esc(RULE)}.</p>"
         "<table class='sweep'><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + f"</tr>{body}</table>"
         f"<h3>The recommended point against the base (best.diff)</h3><pre id='best-diff'>{esc(res.diff or '(no change)')}</pre>"
+        f"<h3>To apply it (best.yaml)</h3><pre id='best-yaml'>{esc(res.apply)}</pre>"
     )
