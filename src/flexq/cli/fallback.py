@@ -29,6 +29,7 @@ from rich.markup import escape
 
 from flexq import __version__
 from flexq.clock import WallClock
+from flexq.semantics.pods import image_reference_error
 
 SA_NAME = "flexq-fallback"
 IMAGE = (
@@ -85,20 +86,13 @@ class ManifestError(ValueError):
     """An option of ``flexq fallback manifests`` that cannot go into a manifest (said with the option)."""
 
 
-# distribution/reference's grammar: [host[:port]/]path[:tag][@sha256:digest], lower-case path components
-_IMAGE = re.compile(
-    r"(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])"
-    r"(?::[0-9]+)?/)?"
-    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
-)
 _WHEEL_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*\.whl")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def check_image(image: str, option: str = "--image") -> str:
     """``image`` if it is an image reference (``[registry/]name[:tag][@sha256:digest]``), else ManifestError."""
-    if len(image) > 512 or not _IMAGE.fullmatch(image):
+    if image_reference_error(image) is not None:  # the kubelet's own grammar (flexq.semantics.pods)
         raise ManifestError(
             f"{option}: not an image reference: {image[:100]!r} (want [REGISTRY/]NAME[:TAG][@sha256:DIGEST])"
         )
