@@ -12,7 +12,7 @@ import pytest
 
 import flexq
 from flexq.simulate import load_study, run_sweep
-from flexq.simulate.sweep import _within_budget
+from flexq.simulate.sweep.results import _within_budget
 
 DATA = Path(__file__).with_name("data")
 WEEKS = {
