@@ -245,12 +245,13 @@ def generate_variant(parent: Mapping, flavor: str) -> dict:
 
 
 def webhook(cache: KueueCache):
-    """The ClusterQueue rules of ``validateConcurrentAdmissionPolicy``, enforced only while the gate is on."""
+    """The ClusterQueue rules of ``validateConcurrentAdmissionPolicy``, enforced only while the gate is on, with
+    the Kueue release's flavor limit (kueue#15949)."""
 
     def check(new: dict, old: dict | None) -> list:
         if not cache.config.gate(GATE):
             return []
-        return validate_concurrent_admission_policy(new)
+        return validate_concurrent_admission_policy(new, cache.profile.concurrent_admission_max_flavors)
 
     return check
 
