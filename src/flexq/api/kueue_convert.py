@@ -107,10 +107,13 @@ def _refusal(exc: ApiError, source: str, document: int, obj: dict) -> InputError
     return InputError(message, source=where)
 
 
-def convert_object(obj: dict, *, source: str = "<object>", document: int = 1) -> tuple[dict, list[Note]]:
+def convert_object(
+    obj: dict, *, source: str = "<object>", document: int = 1, api_errors: bool = False
+) -> tuple[dict, list[Note]]:
     """One Kueue v1beta1 object -> its v1beta2 form and the notes on what did not carry over unchanged. The
     input is checked as the v1beta1 API checks it and the output as the v1beta2 API does (``InputError`` naming
-    the source, document and field otherwise). ``obj`` is not changed."""
+    the source, document and field otherwise; ``api_errors``: the API server's own error, an ``ApiError``, as
+    applying the object would give). ``obj`` is not changed."""
     if obj.get("apiVersion") != SOURCE:
         raise InputError(
             f"apiVersion is {obj.get('apiVersion')!r}, not {SOURCE!r}", source=source, field="apiVersion"
@@ -126,6 +129,8 @@ def convert_object(obj: dict, *, source: str = "<object>", document: int = 1) ->
     try:
         scheme.admit(info, _stand_ins(obj))  # as the v1beta1 API would take it (every field checked)
     except ApiError as exc:
+        if api_errors:
+            raise
         raise _refusal(exc, source, document, obj) from None
     out = info.convert_to_storage("v1beta1", clone(obj))
     out["apiVersion"] = TARGET
@@ -145,7 +150,7 @@ def convert_object(obj: dict, *, source: str = "<object>", document: int = 1) ->
 def _split(text: str) -> list[tuple[str, str]]:
     """The stream as (separator line, document text) pairs; the first separator may be ""."""
     out: list[tuple[str, str]] = []
-    sep, lines = "", []
+    sep, lines = "", list[str]()
     for line in text.splitlines(keepends=True):
         if _SEPARATOR.match(line.rstrip("\r\n")):
             out.append((sep, "".join(lines)))

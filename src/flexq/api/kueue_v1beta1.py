@@ -257,7 +257,8 @@ def conversion_losses(kind: str, obj: dict) -> list[tuple[str, str]]:
                     "list, as admissionChecksStrategy with every check on every flavor)",
                 )
             )
-        ff = spec.get("flavorFungibility") if isinstance(spec.get("flavorFungibility"), dict) else {}
+        raw = spec.get("flavorFungibility")
+        ff: dict = raw if isinstance(raw, dict) else {}
         for key, old in (("whenCanBorrow", "Borrow"), ("whenCanPreempt", "Preempt")):
             if ff.get(key) == old:
                 out.append(

@@ -211,7 +211,7 @@ class _Sim:
         self.study, self.variant, self.replica = study, variant, replica
         self.seed = study.seed + replica
         self.jobs = jobs
-        release = {"kueue": variant.kueue} if variant.kueue else {}
+        release: dict[str, Any] = {"kueue": variant.kueue} if variant.kueue else {}
         self.twin = Twin(clock="virtual", seed=self.seed, **release, **variant.settings)
         self.release = self.twin.core.settings.kueue  # the Kueue release this variant's cluster runs
         self.converted: list[
@@ -295,12 +295,12 @@ class _Sim:
                             line=line,
                             field=f"document {i + 1}",
                         ) from None
-                if doc.get("apiVersion") == V1BETA1 and not self.release.serves_v1beta1:
-                    # the cluster was upgraded to a Kueue that no longer serves v1beta1: the objects it holds are
-                    # the v1beta2 forms (what `flexq convert` writes; the same conversion the API server runs)
-                    doc, _notes = convert_object(doc, source=m.source, document=i + 1)
-                    self.converted.append(what)
                 try:
+                    if doc.get("apiVersion") == V1BETA1 and not self.release.serves_v1beta1:
+                        # the cluster was upgraded to a Kueue that no longer serves v1beta1: the objects it holds
+                        # are the v1beta2 forms (what `flexq convert` writes, the conversion the API server ran)
+                        doc, _notes = convert_object(doc, source=m.source, document=i + 1, api_errors=True)
+                        self.converted.append(what)
                     twin.apply(doc)
                 except ApiError as exc:
                     raise InputError(
