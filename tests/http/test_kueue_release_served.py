@@ -74,7 +74,7 @@ def test_crds_list_v1beta1_as_not_served(served_v1beta2_only: Served) -> None:
 
 def test_the_converted_queue_applies_and_reads_back(served_v1beta2_only: Served) -> None:
     converted = subprocess.run(
-        [sys.executable, "-m", "flexq.cli", "convert", "-f", "-"],
+        [sys.executable, "-m", "flexq.cli", "convert", "-"],
         input=tutorial_queue_yaml(),
         capture_output=True,
         text=True,

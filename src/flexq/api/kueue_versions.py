@@ -51,6 +51,8 @@ class KueueVersion:
     # kueue#15949 (v0.20.0): flavors allowed in the resource group of a ClusterQueue with a
     # concurrentAdmissionPolicy (16 before)
     concurrent_admission_max_flavors: int = 16
+    # v0.20.7 (Concurrent Admission): "Adding a flavor no longer creates Variants for finished Parent workloads"
+    finished_parent_gets_no_variants: bool = False
 
     @property
     def tag(self) -> str:
@@ -99,6 +101,7 @@ V0_20_7 = KueueVersion(
     rejected_check_deactivates_evicted=True,
     counts_history_collector=True,
     concurrent_admission_max_flavors=32,
+    finished_parent_gets_no_variants=True,
 )
 
 KNOWN: Mapping[str, KueueVersion] = MappingProxyType({v.version: v for v in (V0_19_2, V0_20_7)})

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         say_err(f"error: --output-version: flexq convert writes {TARGET} only, not {args.output_version!r}")
         return 1
     if args.filename.count("-") > 1:
-        say_err("error: -f: stdin (-) can be read only once")
+        say_err("error: FILE: stdin (-) can be read only once")
         return 1
     out: list[str] = []
     notes: list[str] = []
@@ -118,19 +118,12 @@ def add_parser(sub: Any, examples: Callable[..., str]) -> argparse.ArgumentParse
         "only lines change. What does not convert losslessly is named on stderr; a malformed manifest is "
         "refused naming the file, the document and the field, and nothing is written.",
         epilog=examples(
-            "flexq convert -f dws-tpu-queue.yaml > dws-tpu-queue.v1beta2.yaml",
-            "envsubst < dws-tpu-queue.yaml | flexq convert -f - | kubectl apply -f -",
-            "flexq convert -f queue.yaml -f team-queues.yaml -o converted.yaml",
+            "flexq convert dws-tpu-queue.yaml > dws-tpu-queue.v1beta2.yaml",
+            "envsubst < dws-tpu-queue.yaml | flexq convert - | kubectl apply -f -",
+            "flexq convert queue.yaml team-queues.yaml -o converted.yaml",
         ),
     )
-    c.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="a manifest to convert (- for stdin); repeat for more",
-    )
+    c.add_argument("filename", nargs="+", metavar="FILE", help="the manifests to convert (- for stdin)")
     c.add_argument("-o", "--output", default=None, metavar="FILE", help="write here instead of stdout")
     c.add_argument(
         "--output-version", default=TARGET, help="the version to convert to (the only one: v1beta2)"

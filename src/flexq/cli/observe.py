@@ -117,7 +117,7 @@ def cmd_status(
         return 1
     if not rows and kubeclient.on_placeholder(api):
         err_console.print(f"note: {escape(kubeclient.PLACEHOLDER)}", highlight=False)
-    elif _queues_missing(rows) and kubeclient.v1beta1_gone(api):
+    elif _queues_missing(rows) and kubeclient.queues_refused_as_v1beta1(api):
         err_console.print(f"note: {escape(kubeclient.V1BETA1_GONE)}", highlight=False, soft_wrap=True)
     if not getattr(args, "watch", False):
         render(rows, args.output, console)

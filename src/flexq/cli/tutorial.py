@@ -57,7 +57,7 @@ _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
 QUEUE_FILE = "dws-tpu-queue.yaml"  # as published: kueue.x-k8s.io/v1beta1 (Kueue 0.19 and earlier serve it)
 QUEUE_FILE_V1BETA2 = "dws-tpu-queue.v1beta2.yaml"  # the same objects as v1beta2 (what Kueue 0.20 serves)
 _V1BETA2_HEADER = (
-    "# The tutorial's dws-tpu-queue.yaml as kueue.x-k8s.io/v1beta2, converted by `flexq convert -f dws-tpu-queue.yaml`.\n"
+    "# The tutorial's dws-tpu-queue.yaml as kueue.x-k8s.io/v1beta2, converted by `flexq convert dws-tpu-queue.yaml`.\n"
     "# Kueue 0.20 and later (what the tutorial's unpinned `helm install` gives today) no longer serve v1beta1.\n"
 )
 

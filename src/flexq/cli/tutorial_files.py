@@ -153,7 +153,7 @@ def setup(home: Any, folder: Path | None, say: Callable[[str], None]) -> None:
             queue_text = convert_text(queue_text, tutorial.QUEUE_FILE).text
         except InputError as exc:
             raise TutorialError(str(exc)) from None
-        applied = f"envsubst < {tutorial.QUEUE_FILE} | flexq convert -f - | kubectl apply -f -"
+        applied = f"envsubst < {tutorial.QUEUE_FILE} | flexq convert - | kubectl apply -f -"
         say(
             "this cluster's Kueue serves kueue.x-k8s.io/v1beta2 only (Kueue 0.20 and later, kueue#14558): "
             f"{tutorial.QUEUE_FILE} (v1beta1) is applied converted to v1beta2"

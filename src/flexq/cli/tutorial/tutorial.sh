@@ -58,7 +58,7 @@ gcloud container node-pools describe ${DWS_NODEPOOL} \
 # flexq: the tutorial's dws-tpu-queue.yaml is kueue.x-k8s.io/v1beta1, which Kueue 0.20 and later (what its
 # unpinned `helm install` gives today, and the twin's default) no longer serve: there `kubectl apply` fails with
 # `no matches for kind "ResourceFlavor" in version "kueue.x-k8s.io/v1beta1"`. So the same objects are applied
-# from dws-tpu-queue.v1beta2.yaml (`flexq convert -f dws-tpu-queue.yaml`) when the cluster does not serve v1beta1.
+# from dws-tpu-queue.v1beta2.yaml (`flexq convert dws-tpu-queue.yaml`) when the cluster does not serve v1beta1.
 kubectl api-versions | grep -qx kueue.x-k8s.io/v1beta1 || KUEUE_V1BETA2=1  # flexq
 if [ -n "${KUEUE_V1BETA2:-}" ]; then  # flexq
   envsubst < dws-tpu-queue.v1beta2.yaml | kubectl apply -f -  # flexq
