@@ -265,7 +265,9 @@ def test_kueue_14670_history_server_collectors_count_against_quota_from_0_20(kue
         ]
         assert collectors["tpu-group"][0]["resources"]["requests"] == {"cpu": "50m", "memory": "64Mi"}
         assert usage["tpu-group"]["cpu"] == "32200m"  # 4 hosts x (8 CPUs + the collector's 50m)
-        assert usage["head"]["memory"] == "4672Mi"  # 4Gi + the in-tree autoscaler's 512Mi + the collector's 64Mi
+        assert (
+            usage["head"]["memory"] == "4672Mi"
+        )  # 4Gi + the in-tree autoscaler's 512Mi + the collector's 64Mi
     else:
         assert not any(collectors.values())
         assert usage["tpu-group"]["cpu"] == "32"

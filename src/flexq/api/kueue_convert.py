@@ -11,7 +11,8 @@ its source, its document and the field, and what comes out is what a Kueue 0.20 
 each stood for ``1``.
 
 Text is kept as written where it can be: a document whose conversion is a matter of lines (``apiVersion``; the
-``cohort`` key renamed ``cohortName``; the ``retryDelayMinutes`` line dropped) gets those lines edited, checked by
+``cohort`` key renamed ``cohortName``; the ``retryDelayMinutes`` line dropped; ``Borrow``/``Preempt`` written
+``MayStopSearch``) gets those lines edited, checked by
 parsing the result again (its comments, order and quoting stay); a document whose fields change shape otherwise
 is written anew with its comments before the first field kept, and a note says the others are gone. Every
 other document (not Kueue, or already v1beta2) passes through untouched, so a whole manifest set can be piped
@@ -175,12 +176,15 @@ def _leading_comments(doc: str) -> str:
 
 
 _RENAMED_LINE = re.compile(r"^(?P<indent>[ \t]+)cohort(?P<rest>:.*)$")
+_OLD_VALUES = re.compile(
+    r"\b(whenCanBorrow:[ \t]*)([\"']?)Borrow\2|\b(whenCanPreempt:[ \t]*)([\"']?)Preempt\4"
+)
 _DROPPED_LINE = re.compile(r"^[ \t]+retryDelayMinutes:[ \t]*[0-9]+[ \t]*(?:#.*)?$")
 
 
 def _edited(doc: str, want: dict) -> str | None:
     """``doc`` with its lines edited into ``want`` (the apiVersion line; ``cohort:`` to ``cohortName:``;
-    a ``retryDelayMinutes:`` line dropped), when that is all it takes: the edit is parsed again and kept only if
+    a ``retryDelayMinutes:`` line dropped; ``Borrow``/``Preempt`` to ``MayStopSearch``), when that is all it takes: the edit is parsed again and kept only if
     it reads as ``want``, comments and layout as written. None otherwise."""
     lines = doc.splitlines(keepends=True)
     found = False
@@ -196,6 +200,8 @@ def _edited(doc: str, want: dict) -> str | None:
             lines[i] = f"{r.group('indent')}cohortName{r.group('rest')}{end}"
         elif _DROPPED_LINE.match(body):
             lines[i] = ""
+        elif _OLD_VALUES.search(body):  # the deprecated Borrow/Preempt, as v1beta1 reads them
+            lines[i] = _OLD_VALUES.sub(lambda v: f"{v.group(1) or v.group(3)}MayStopSearch", body) + end
     if not found:
         return None
     text = "".join(lines)

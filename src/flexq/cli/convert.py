@@ -38,10 +38,17 @@ def _read(name: str) -> str:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as exc:
             raise InputError(f"cannot read it: {exc.strerror or exc}", source=name) from None
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory, a FIFO, a device: never waited on
                 raise InputError("not a regular file", source=name)
-            data = f.read(MAX_BYTES + 1)
+            with os.fdopen(fd, "rb") as f:
+                fd = -1
+                data = f.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise InputError(f"cannot read it: {exc.strerror or exc}", source=name) from None
+        finally:
+            if fd >= 0:
+                os.close(fd)
     if len(data) > MAX_BYTES:
         raise InputError(f"larger than {MAX_BYTES // (1024 * 1024)} MiB", source=name)
     try:
