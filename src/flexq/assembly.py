@@ -1,9 +1,10 @@
 """The composition root: builds a twin (virtual or live) from its parts.
 
 Owns: ``TwinCore`` — the loop, the journal, the project store (GKE objects), one ``ClusterRuntime`` per
-Kubernetes cluster (its store, controller manager and context), pod logs, executors — and the explicit
-list of domain packages whose ``registry`` modules contribute controllers, bootstrap objects and
-executors. Only ``twin``, ``cli``, ``scenario`` and tests import this module.
+Kubernetes cluster (its store, controller manager and context), pod logs, executors, the Kueue release the twin
+runs (resolved once from its settings, else the one its state last ran: given to the kind registry and, through
+the settings, to Kueue's controllers) — and the explicit list of domain packages whose ``registry`` modules
+contribute controllers, bootstrap objects and executors. Only ``twin``, ``cli``, ``scenario`` and tests import this module.
 """
 
 from __future__ import annotations
