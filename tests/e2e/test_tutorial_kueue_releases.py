@@ -117,9 +117,9 @@ def test_the_tutorial_typed_verbatim_on_kueue_0_19_2_and_on_0_20_7(tmp_path: Pat
                 kubectl_json(f"get rayjob rayjob-tpu-v6e-dws-{i}", new_dir, new_env)["spec"]["suspend"]
                 is True
             )
-        status = sh('eval "$(flexq env)"; flexq status', new_dir, new_env)
+        status = sh('eval "$(flexq env)"; flexq status -o json', new_dir, new_env)
         said = " ".join(status.stderr.split())
-        assert "LocalQueue user-queue doesn't exist" in " ".join(status.stdout.split())
+        assert all("LocalQueue user-queue doesn't exist" in row["why"] for row in json.loads(status.stdout)), status
         assert "this cluster's Kueue serves kueue.x-k8s.io/v1beta2 only" in said, status.stderr
         assert "flexq convert" in said and "--version 0.19.2" in said and "flexq up --kueue 0.19.2" in said
 
