@@ -119,7 +119,9 @@ def test_the_tutorial_typed_verbatim_on_kueue_0_19_2_and_on_0_20_7(tmp_path: Pat
             )
         status = sh('eval "$(flexq env)"; flexq status -o json', new_dir, new_env)
         said = " ".join(status.stderr.split())
-        assert all("LocalQueue user-queue doesn't exist" in row["why"] for row in json.loads(status.stdout)), status
+        assert all(
+            "LocalQueue user-queue doesn't exist" in row["why"] for row in json.loads(status.stdout)
+        ), status
         assert "this cluster's Kueue serves kueue.x-k8s.io/v1beta2 only" in said, status.stderr
         assert "flexq convert" in said and "--version 0.19.2" in said and "flexq up --kueue 0.19.2" in said
 
