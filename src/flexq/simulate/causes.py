@@ -561,10 +561,10 @@ def _release(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]) 
         "waitHours": _h(sum(r["wait_censored"] for r in lost)),
         "evidence": (
             f"{_plural(len(lost), 'job')} deactivated after {check} used up backoffLimitCount ({limit}): Kueue "
-            f"{release} evicts at once on a Retry (kueue#18785) and the check keeps its retry count through the "
-            f"back-off; Kueue 0.19 holds the quota through the back-off instead, and the check, which applies to "
-            f"{where}, then goes with the quota and its count starts again, so there such jobs mostly keep "
-            "retrying"
+            f"{release} evicts at once on a Retry (kueue#18785) and keeps the check, with its retry count, through "
+            f"the back-off spent without quota. Kueue 0.19 holds the quota through each back-off instead, and the "
+            f"check, which applies to {where}, is dropped with its count whenever a job gives the quota back and "
+            "is not admitted again at once (a `kueue: 0.19.2` variant shows how many more would keep retrying)"
         ),
         "change": (
             f"raise ProvisioningRequestConfig {detail['config']}'s retryStrategy.backoffLimitCount (now {limit}) or "
