@@ -137,7 +137,11 @@ def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path
         "gcloud container node-pools create on-demand-pool",
         "gcloud container node-pools create dws-pool",
         'node-pools describe dws-pool --format="get(config.flexStart)": True',
-        "envsubst < dws-tpu-queue.yaml | kubectl apply -f -: resourceflavor.kueue.x-k8s.io/default-cpu created",
+        # the twin runs Kueue 0.20.7 (v1beta2 only): the tutorial's v1beta1 file goes through flexq convert
+        "this cluster's Kueue serves kueue.x-k8s.io/v1beta2 only (Kueue 0.20 and later, kueue#14558): "
+        "dws-tpu-queue.yaml (v1beta1) is applied converted to v1beta2",
+        "envsubst < dws-tpu-queue.yaml | flexq convert - | kubectl apply -f -: "
+        "resourceflavor.kueue.x-k8s.io/default-cpu created",
         "localqueue.kueue.x-k8s.io/user-queue created",
         "kubectl create configmap jax-train-script --from-file=train.py: configmap/jax-train-script created",
     ):

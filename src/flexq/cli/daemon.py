@@ -24,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--executor", choices=["ray", "simulated"], default="ray")
+    p.add_argument("--kueue", default=None, help="the Kueue release (default: the state's, else the newest)")
     args = p.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -35,16 +36,22 @@ def main(argv: list[str] | None = None) -> int:
     private_home(home)
 
     from flexq import Twin
-    from flexq.errors import InputError
+    from flexq.errors import InputError, Invalid
     from flexq.http.server import serve
 
     # Ray's temp dirs stay in the executor's default short temp path (unix socket paths are limited to 107 bytes).
     try:
-        twin = Twin(clock="real", home=home, executor=args.executor)
-    except InputError as exc:  # a state file that cannot be read: said in one line, not a traceback
+        extra = {"kueue": args.kueue} if args.kueue else {}
+        twin = Twin(clock="real", home=home, executor=args.executor, **extra)
+    except (
+        InputError,
+        Invalid,
+    ) as exc:  # a state file that cannot be read: said in one line, not a traceback
         log.error("cannot start the twin: %s", exc)
         return 1
-    log.info("twin started (home %s, executor %s)", home, args.executor)
+    log.info(
+        "twin started (home %s, executor %s, Kueue %s)", home, args.executor, twin.core.settings.kueue.tag
+    )
     try:
         serve(twin.core, home, args.host, args.port)
     finally:

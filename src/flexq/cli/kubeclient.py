@@ -258,6 +258,47 @@ def check_not_placeholder(api: Any) -> None:
         raise ClientError(f"{PLACEHOLDER}; nothing was created")
 
 
+def served_versions(api: Any, group: str) -> list[str] | None:
+    """The versions the cluster serves of ``group`` (``GET /apis``, as ``kubectl api-versions`` asks); None
+    when it cannot be asked."""
+    from kubernetes import client
+
+    try:
+        groups = client.ApisApi(api).get_api_versions().groups or []
+    except Exception:  # an old or unreachable server: say nothing rather than guess
+        return None
+    return [v.version for g in groups if g.name == group for v in g.versions or []]
+
+
+# What a user of the tutorial meets on Kueue 0.20 and later, and what to do (flexq status, tutorial, submit).
+V1BETA1_GONE = (
+    "this cluster's Kueue serves kueue.x-k8s.io/v1beta2 only (Kueue 0.20 and later no longer serve v1beta1, "
+    "kueue#14558; 0.20.7 is what the tutorial's unpinned `helm install kueue` gives today), so `kubectl apply` "
+    'refused the tutorial\'s dws-tpu-queue.yaml (v1beta1: `no matches for kind "ResourceFlavor" in version '
+    '"kueue.x-k8s.io/v1beta1"`) and its queues do not exist. Either apply it converted: `envsubst < '
+    "dws-tpu-queue.yaml | flexq convert - | kubectl apply -f -` (`flexq tutorial init` also writes "
+    "dws-tpu-queue.v1beta2.yaml), or install Kueue 0.19, which still serves v1beta1: add `--version 0.19.2` to "
+    "the tutorial's `helm install kueue` (the twin: `flexq down && flexq up --kueue 0.19.2`)"
+)
+
+
+def v1beta1_gone(api: Any) -> bool:
+    """Whether the cluster serves Kueue's v1beta2 but not v1beta1 (Kueue 0.20 and later)."""
+    versions = served_versions(api, KUEUE[0])
+    return bool(versions) and "v1beta2" in (versions or []) and "v1beta1" not in (versions or [])
+
+
+def queues_refused_as_v1beta1(api: Any) -> bool:
+    """What a tutorial user meets on Kueue 0.20 and later: the cluster serves Kueue's v1beta2 only and has no
+    ClusterQueue at all (its v1beta1 configuration was refused). False when either cannot be told."""
+    if not v1beta1_gone(api):
+        return False
+    try:
+        return not list_objects(api, (KUEUE[0], ("v1beta2",)), "clusterqueues", missing_ok=False)
+    except ClientError:  # a user who may not list ClusterQueues: say nothing rather than guess
+        return False
+
+
 def _exists(fn: Any, *args: Any) -> bool:
     from kubernetes.client.rest import ApiException
 
@@ -285,6 +326,8 @@ def check_queue(api: Any, queue: str, namespace: str) -> None:
     names = sorted(q["metadata"]["name"] for q in queues)
     if queue in names:
         return
+    if not names and queues_refused_as_v1beta1(api):
+        raise ClientError(f'LocalQueue "{queue}" not found in namespace "{namespace}": {V1BETA1_GONE}')
     there = f"LocalQueues there: {', '.join(names)}" if names else "there is none"
     raise ClientError(
         f'LocalQueue "{queue}" not found in namespace "{namespace}" ({there}): '

@@ -1,8 +1,8 @@
-"""Entry point of the ``flexq`` command: sub-commands up, down, env, demo, tutorial, status, dashboard, submit,
-logs, fallback, simulate, completion.
+"""Entry point of the ``flexq`` command: sub-commands up, down, env, demo, tutorial, convert, status, dashboard,
+submit, logs, fallback, simulate, completion.
 
 Owns: argument parsing and dispatch only; each command's work lives in its own module (``lifecycle`` for
-up/down/env, ``demo``, ``tutorial_files`` for ``flexq tutorial``, ``status``/``observe``/``kubeclient`` for
+up/down/env, ``demo``, ``tutorial_files`` for ``flexq tutorial``, ``convert``, ``status``/``observe``/``kubeclient`` for
 status and logs, ``submit``, ``completion``). The parser (``Parser``) gives every sub-command a description
 with examples, shows each option's default in its help, reads a value such as ``-1h`` as a value (refused
 by the option's own check) rather than as an unknown option, and says a usage error in one line
@@ -109,6 +109,17 @@ def duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def kueue_release(text: str) -> str:
+    """``--kueue``: a Kueue release the twin models ("0.19.2", "v0.20.7"), as its plain version."""
+    from flexq.api.kueue_versions import resolve
+    from flexq.errors import Invalid
+
+    try:
+        return resolve(text).version
+    except Invalid as exc:
+        raise argparse.ArgumentTypeError(exc.causes[0].message if exc.causes else str(exc)) from None
+
+
 def _examples(*lines: str) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
@@ -136,6 +147,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
         project=args.project,
         timeout=args.timeout,
         executor=executor,
+        kueue=args.kueue,
     )
 
 
@@ -161,6 +173,12 @@ def _cmd_tutorial(args: argparse.Namespace) -> int:
     from flexq.cli import tutorial_files
 
     return tutorial_files.run(args, console, err_console)
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from flexq.cli import convert
+
+    return convert.run(args, console, err_console)
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -307,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
             'flexq up && eval "$(flexq env)"',
             "flexq up --executor simulated      # pods are simulated: no Ray processes",
             "FLEXQ_HOME=/tmp/twin2 flexq up     # a second twin with its own state",
+            "flexq up --kueue 0.19.2            # the Kueue release that still serves the tutorial's v1beta1",
         ),
     )
     _home_flag(up)
@@ -317,6 +336,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="run pods with real Ray, or simulate them (default: ray when the ray extra is installed, "
         "else simulated)",
+    )
+    up.add_argument(
+        "--kueue",
+        type=kueue_release,
+        default=None,
+        metavar="VERSION",
+        help="the Kueue release the twin runs: 0.20.7 (what the tutorial's unpinned `helm install` gives today; "
+        "serves kueue.x-k8s.io/v1beta2 only) or 0.19.2 (also serves the tutorial's v1beta1) (default: the one "
+        "the twin's state last ran, else 0.20.7)",
     )
     up.add_argument("--timeout", type=duration, default=90.0, help="how long to wait for it to answer")
     up.set_defaults(func=_cmd_up)
@@ -378,9 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.set_defaults(func=_cmd_demo)
 
+    from flexq.cli.convert import add_parser as add_convert
     from flexq.cli.tutorial_files import add_parser as add_tutorial
 
     add_tutorial(sub, _examples).set_defaults(func=_cmd_tutorial)
+    add_convert(sub, _examples).set_defaults(func=_cmd_convert)
 
     s = sub.add_parser(
         "status",

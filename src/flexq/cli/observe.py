@@ -92,6 +92,11 @@ def render(rows: list[WorkloadRow], output: str, console: Console, *, title: str
             console.print(legend)
 
 
+def _queues_missing(rows: list[WorkloadRow]) -> bool:
+    """Some workload waits because its LocalQueue or ClusterQueue does not exist."""
+    return any("doesn't exist" in r.why for r in rows)
+
+
 def cmd_status(
     args: argparse.Namespace,
     console: Console,
@@ -112,6 +117,8 @@ def cmd_status(
         return 1
     if not rows and kubeclient.on_placeholder(api):
         err_console.print(f"note: {escape(kubeclient.PLACEHOLDER)}", highlight=False)
+    elif _queues_missing(rows) and kubeclient.queues_refused_as_v1beta1(api):
+        err_console.print(f"note: {escape(kubeclient.V1BETA1_GONE)}", highlight=False, soft_wrap=True)
     if not getattr(args, "watch", False):
         render(rows, args.output, console)
         return 0

@@ -326,6 +326,19 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
             f"{jobs['failed'] - jobs['failedAsPlanned']} failed unplanned); {jobs['succeeded']} succeeded, "
             f"{jobs['failedAsPlanned']} failed as the trace planned, {jobs['stillRunning']} still running",
         )
+        release = s.get("kueue") or {}
+        if release.get("release"):
+            converted = release.get("v1beta1Converted") or 0
+            o.add_row(
+                "Kueue",
+                f"{release['release']}"
+                + (
+                    f" ({converted} kueue.x-k8s.io/v1beta1 objects of the manifests held as v1beta2, as a cluster "
+                    "upgraded to this release keeps them; `flexq convert` writes them so for applying again)"
+                    if converted
+                    else ""
+                ),
+            )
         o.add_row("makespan", _dur(s["makespanSeconds"]))
         gp = s["goodput"]
         if gp.get("ratio") is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from flexq.api.kueue_versions import KueueVersion
 from flexq.loop import EventLoop
 from flexq.store import PodLogs, Store
 
@@ -35,8 +36,10 @@ class ClusterFacts(Protocol):
 
 
 class EndpointSettings(Protocol):
-    """The twin-wide settings the server writes (``flexq.runtime.TwinSettings``): where the API listens."""
+    """The twin-wide settings the server writes (``flexq.runtime.TwinSettings``): where the API listens (and the
+    Kueue release it runs, which ``server.json`` records)."""
 
+    kueue: KueueVersion
     kube_endpoint: str | None
     kube_ca_b64: str | None
     service_account_key: bytes | None

@@ -173,6 +173,7 @@ class Server:
             "ca_bundle": str(bundle),
             "token_file": str(self.creds.token_file),
             "kubeconfig": str(self.kubeconfig_path()),
+            "kueue": self.core.settings.kueue.tag,  # the Kueue release the twin runs (flexq up/env say it)
         }
         info["env"] = client_env(self.home, info)
         write_private(self.home / SERVER_FILE, json.dumps(info, indent=2) + "\n")

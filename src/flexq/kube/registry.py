@@ -59,13 +59,26 @@ def bootstrap(store: Store) -> None:
     install_definitions(store)
 
 
+def _versions(crd: dict) -> list[tuple]:
+    return [
+        (v.get("name"), v.get("served"), v.get("storage"))
+        for v in (crd.get("spec") or {}).get("versions") or []
+    ]
+
+
 def install_definitions(store: Store) -> None:
-    """A CustomResourceDefinition, established, for each custom kind this cluster serves that has none."""
+    """A CustomResourceDefinition, established, for each custom kind this cluster serves that has none; one whose
+    versions (which are served, which is stored) are not the kind's is replaced by the kind's, as an upgrade of
+    the operator that installed it does (a twin restarted with another Kueue release)."""
     now = format_time(store.clock.now())
     for info in store.registry:
         if not info.custom or info.key in store.disabled:
             continue
-        if store.peek("CustomResourceDefinition", f"{info.plural}.{info.group}") is not None:
+        have = store.peek("CustomResourceDefinition", f"{info.plural}.{info.group}")
+        if have is not None:
+            want = definition(info)
+            if _versions(have) != _versions(want):
+                store.update({**have, "spec": want["spec"]}, copy_result=False, validate=False)
             continue
         crd = definition(info)
         status = crd.pop("status")

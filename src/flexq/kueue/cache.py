@@ -3,7 +3,9 @@
 Owns: ``KueueCache`` — ClusterQueues, Cohorts, ResourceFlavors, AdmissionChecks, LocalQueues and
 namespace labels as last seen; the workloads holding quota (``reserving``, as ``WorkloadInfo`` from
 their admission); the pending queues (``QueueManager``); the manager configuration (ConfigMap
-``kueue-manager-config``); ClusterQueue activeness (Kueue's ``Active`` condition rules: missing
+``kueue-manager-config``, read with the release's gate defaults); the twin's Kueue release (``profile``, a
+``flexq.api.kueue_versions.KueueVersion`` the assembly chose: every controller reads its switches here);
+ClusterQueue activeness (Kueue's ``Active`` condition rules: missing
 flavors, missing or inactive admission checks, ``stopPolicy``); per-cycle snapshots; and
 ``Hooks`` the controllers register to be woken (scheduler cycle, inadmissible flush, status).
 It never writes the store: it only reads watch events (objects it must treat as read-only).
@@ -17,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flexq.api.kueue_versions import DEFAULT as DEFAULT_KUEUE
+from flexq.api.kueue_versions import KueueVersion
 from flexq.kueue.config import CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
 from flexq.kueue.queues import QueueManager
 from flexq.kueue.snapshot import Snapshot, build_snapshot
@@ -26,6 +30,7 @@ from flexq.kueue.workload import (
     has_quota_reservation,
     is_active,
     is_finished,
+    is_on_hold,
     key,
 )
 from flexq.runtime.controller import EventRecorder
@@ -64,9 +69,12 @@ def _stop_policy(q: dict) -> str:
 class KueueCache:
     """Cache + queue manager of one cluster."""
 
-    def __init__(self, store: Store, now: Callable[[], float]) -> None:
+    def __init__(self, store: Store, now: Callable[[], float], profile: KueueVersion | None = None) -> None:
         self.store, self.now = store, now
-        self.config = KueueConfig.from_configmap(store.try_get("ConfigMap", CONFIG_NAME, CONFIG_NAMESPACE))
+        self.profile = profile or DEFAULT_KUEUE  # the Kueue release this cluster runs
+        self.config = KueueConfig.from_configmap(
+            store.try_get("ConfigMap", CONFIG_NAME, CONFIG_NAMESPACE), self.profile.gates
+        )
         self.cqs: dict[str, dict] = {}
         self.cohorts: dict[str, dict] = {}
         self.flavors: dict[str, dict] = {}
@@ -146,7 +154,7 @@ class KueueCache:
             and name == CONFIG_NAME
             and obj["metadata"].get("namespace") == CONFIG_NAMESPACE
         ):
-            self.config = KueueConfig.from_configmap(None if deleted else obj)
+            self.config = KueueConfig.from_configmap(None if deleted else obj, self.profile.gates)
             self.queues.requeuing_timestamp = self.config.requeuing_timestamp
             self.queues.priority_sorting = self.config.gate("PrioritySortingWithinCohort")
         for fn in self.hooks.extra:
@@ -225,7 +233,7 @@ class KueueCache:
             self.reserving.pop(k, None)
             if self.concurrent_admission_parent(wl, self.queues.cluster_queue_for(wl) or ""):
                 self.queues.delete_workload(k)  # Parents are not queued: their Variants are
-            elif is_active(wl):
+            elif is_active(wl) and not is_on_hold(wl):  # an on-hold workload waits for its job, not quota
                 self.queues.add_or_update_workload(wl, self.now())
             else:
                 self.queues.delete_workload(k)

@@ -245,12 +245,13 @@ def generate_variant(parent: Mapping, flavor: str) -> dict:
 
 
 def webhook(cache: KueueCache):
-    """The ClusterQueue rules of ``validateConcurrentAdmissionPolicy``, enforced only while the gate is on."""
+    """The ClusterQueue rules of ``validateConcurrentAdmissionPolicy``, enforced only while the gate is on, with
+    the Kueue release's flavor limit (kueue#15949)."""
 
     def check(new: dict, old: dict | None) -> list:
         if not cache.config.gate(GATE):
             return []
-        return validate_concurrent_admission_policy(new)
+        return validate_concurrent_admission_policy(new, cache.profile.concurrent_admission_max_flavors)
 
     return check
 
@@ -318,7 +319,8 @@ class VariantController(Controller):
         order = {f: i for i, f in enumerate(cq_flavors(cq))}
         variants.sort(key=lambda v: order.get(variant_flavor(v), 0))
         now = self.ctx.now()
-        if not is_finished(parent):  # kueue v0.20.7: a finished Parent gets no Variant for an added flavor
+        if not (self.cache.profile.finished_parent_gets_no_variants and is_finished(parent)):
+            # v0.20.7: a finished Parent gets no Variant for an added flavor (v0.19.2 made one)
             self._create_variants(parent, variants, list(order))
         # as upstream, the Variants created just now take part from the next reconcile on
         variants = self._delete_stale(parent, variants, order)

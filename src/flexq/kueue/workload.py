@@ -217,6 +217,12 @@ def sync_admitted_condition(wl: dict, now: float) -> bool:
     return set_condition(wl, "Admitted", status, reason, msg, now)
 
 
+def is_on_hold(wl: dict) -> bool:
+    """``IsOnHold``: QuotaReserved=False with reason ``OnHold`` (its job asked to wait: not queued)."""
+    c = find_condition(wl, "QuotaReserved")
+    return c is not None and c.get("status") == "False" and c.get("reason") == "OnHold"
+
+
 def unset_quota_reservation(wl: dict, reason: str, message: str, now: float) -> bool:
     """``UnsetQuotaReservationWithCondition``: QuotaReserved=False, admission cleared, Admitted synced."""
     changed = set_condition(wl, "QuotaReserved", False, reason, message, now)

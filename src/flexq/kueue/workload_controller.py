@@ -2,8 +2,9 @@
 
 Writes, on Workloads: ``spec.active=false`` when a DeactivationTarget is set; the Evicted condition
 for deactivation (``Deactivated`` / ``DeactivatedDueTo<Cause>``), for admission checks in Retry
-(``AdmissionCheck``) and for the PodsReady timeout (``PodsReadyTimeout``, with ``requeueState``);
-``DeactivationTarget`` for Rejected checks, for exceeding ``backoffLimitCount`` and for exceeding
+(``AdmissionCheck``; from Kueue 0.20.7 at once, not after the check's back-off, kueue#18785) and for the PodsReady timeout (``PodsReadyTimeout``, with ``requeueState``);
+``DeactivationTarget`` for Rejected checks (from Kueue 0.20 also while the workload is being evicted,
+kueue#14309), for exceeding ``backoffLimitCount`` and for exceeding
 ``spec.maximumExecutionTimeSeconds`` (``MaximumExecutionTimeExceeded``); the
 ``Requeued`` condition when a backoff finishes (``BackoffFinished``) or a workload is reactivated;
 ``requeueState.requeueAt`` from checks' ``requeueAfterSeconds``; the list of
@@ -240,9 +241,14 @@ class WorkloadController(Controller):
             if rs.get("requeueAt"):
                 left = parse_ts(rs["requeueAt"]) - now
                 if left > 0:
-                    if has_quota_reservation(wl) and has_retry_checks(wl) and not is_evicted(wl):
+                    if (
+                        self.cache.profile.retry_evicts_at_once
+                        and has_quota_reservation(wl)
+                        and has_retry_checks(wl)
+                        and not is_evicted(wl)
+                    ):
                         # kueue#18785 (v0.20.7): a check's retry back-off no longer delays the eviction it asks
-                        # for (v0.19.2 waited here first, holding the quota for the whole back-off); the
+                        # for (v0.19.2 waits here first, holding the quota for the whole back-off); the
                         # workload is evicted now and waits for requeueAt without quota
                         return False, None
                     return True, Result(requeue_after=left)
@@ -388,14 +394,21 @@ class WorkloadController(Controller):
         return None
 
     def _check_based_eviction(self, wl: dict, now: float) -> bool:
-        """``reconcileCheckBasedEviction``: Rejected → deactivation target; Retry → eviction."""
+        """``reconcileCheckBasedEviction``: Rejected → deactivation target; Retry → eviction. An evicted workload is
+        skipped, except (from 0.20, kueue#14309) for a Rejected check: a Retry must not evict a workload already
+        being evicted, but a rejection is final."""
         if self.cache.config.gate(ca.GATE) and ca.is_parent(wl):
             return False
-        if is_evicted(wl):
-            return False
+        evicted = is_evicted(wl)
+        if evicted and not self.cache.profile.rejected_check_deactivates_evicted:
+            return False  # v0.19.2: an evicted workload's Rejected check is ignored (Admitted=True stays)
         checks = (wl.get("status") or {}).get("admissionChecks") or []
         rejected = [c for c in checks if c.get("state") == "Rejected"]
         retry = [c for c in checks if c.get("state") == "Retry"]
+        if evicted:  # kueue#14309 (v0.20): a check Rejected during an eviction still deactivates the workload
+            if not rejected or is_true(wl, "DeactivationTarget"):
+                return False
+            retry = []  # a Retry never evicts a workload already being evicted
         if rejected:
             msg = checks_message(rejected, "Rejected")
             wl["status"].setdefault("conditions", []).append(

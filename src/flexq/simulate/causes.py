@@ -25,7 +25,12 @@ be tried as is. The causes read:
 - ``QuotaWait``: jobs waited for ClusterQueue quota (Kueue's own message names the flavor and resource);
 - ``QuotaOverPool``: a flavor's accelerator quota is more than its node pool can hold, so admitted jobs wait
   for nodes the pool cannot add;
-- ``DWSQueue``: the rest of the wait for DWS provisioning, the cloud's queue.
+- ``DWSQueue``: the rest of the wait for DWS provisioning, the cloud's queue;
+- ``RetryHoldsQuota`` (Kueue 0.19) / ``RetryLimitKept`` (Kueue 0.20.7): what the Kueue release does with an
+  admission check in ``Retry`` (kueue#18785): 0.19 waits out the back-off holding the quota, and a check that
+  applies to some flavors only (the tutorial's ``onFlavors: [dws]``) is dropped with the quota, so its retry
+  count starts again and ``backoffLimitCount`` never ends the job; 0.20.7 releases the quota at once and the
+  count survives the back-off, so a job whose requests keep failing is deactivated after the limit.
 
 Must not import flexq.http.
 """
@@ -670,6 +675,86 @@ def _dws_queue(run: RunResult, rows: list[dict[str, Any]], taken: float) -> dict
     }
 
 
+def _retry_check(run: RunResult, rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any], list[str]] | None:
+    """The admission check with a ProvisioningRequestConfig that the run's jobs retried on (name, detail, the
+    flavors it applies to)."""
+    for cq in sorted({r["cluster_queue"] for r in rows if r["cluster_queue"]} | set(run.queues)):
+        for name, flavors in sorted(((run.queues.get(cq) or {}).get("checks") or {}).items()):
+            detail = run.checks.get(name) or {}
+            if detail.get("config"):
+                return name, detail, list(flavors)
+    return None
+
+
+def _release(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]) -> dict[str, Any] | None:
+    """What the run's Kueue release did with checks in Retry (see the module docstring; kueue#18785)."""
+    release = str(kueue.get("release") or run.kueue.get("release") or "")
+    found = _retry_check(run, rows)
+    if not release or found is None:
+        return None
+    check, detail, on = found
+    limit = detail.get("retry", {}).get("backoffLimitCount")
+    limit = 3 if limit is None else int(limit)
+    where = f"flavor {', '.join(on)} only" if on else "every flavor"
+    if release.startswith("0.19"):
+        held = [r for r in rows if r.get("retry_hold", 0) > 0]
+        if not held:
+            return None
+        hours = sum(r["retry_hold"] for r in held)
+        flavors = sorted({f for r in held for f in r.get("retry_hold_flavors") or []})
+        # evicted by the check more often than its limit allows, and not deactivated: the count started again
+        retried = [r for r in held if r.get("check_evictions", 0) > limit and not r["lost"]]
+        lost = [r for r in held if r["lost"]]
+        return {
+            "code": "RetryHoldsQuota",
+            "title": f"Kueue {release}: quota held through {check}'s retry back-off",
+            "jobsLost": len(lost),
+            "jobsDelayed": len(held) - len(lost),
+            "waitHours": _h(hours),
+            "evidence": (
+                f"{_plural(len(held), 'job')} held {'/'.join(flavors) or 'their'} quota for {_h(hours)} h in all "
+                f"while {check} waited out its retry back-off: Kueue {release} keeps the quota until the "
+                f"back-off ends, then evicts. The check applies to {where}, so it goes with the quota unless the "
+                f"job is admitted again at once, and its retry count starts again: {_plural(len(retried), 'job')} "
+                f"were evicted for it more than backoffLimitCount ({limit}) times and kept retrying"
+                + (f"; {len(lost)} still reached the limit" if lost else "")
+            ),
+            "change": (
+                "Kueue 0.20.7 releases the quota at once (kueue#18785) and keeps the retry count through the "
+                f"back-off, so after {limit} failed retries a job is deactivated: before upgrading, raise "
+                f"ProvisioningRequestConfig {detail['config']}'s retryStrategy.backoffLimitCount (or the pool's "
+                "max nodes) if these jobs must keep retrying"
+            ),
+            "knobs": [],
+        }
+    lost = [
+        r
+        for r in rows
+        if r["lost"] and r.get("reason") == "DeactivatedDueToAdmissionCheck" and r.get("pr_failures", 0) > 0
+    ]
+    if not lost:
+        return None
+    return {
+        "code": "RetryLimitKept",
+        "title": f"Kueue {release}: {check}'s retry limit ends jobs",
+        "jobsLost": len(lost),
+        "jobsDelayed": 0,
+        "waitHours": _h(sum(r["wait_censored"] for r in lost)),
+        "evidence": (
+            f"{_plural(len(lost), 'job')} deactivated after {check} used up backoffLimitCount ({limit}): Kueue "
+            f"{release} evicts at once on a Retry (kueue#18785) and keeps the check, with its retry count, through "
+            f"the back-off spent without quota. Kueue 0.19 holds the quota through each back-off instead, and the "
+            f"check, which applies to {where}, is dropped with its count whenever a job gives the quota back and "
+            "is not admitted again at once (a `kueue: 0.19.2` variant shows how many more would keep retrying)"
+        ),
+        "change": (
+            f"raise ProvisioningRequestConfig {detail['config']}'s retryStrategy.backoffLimitCount (now {limit}) or "
+            "its backoffBaseSeconds so the retries outlast the pool's busy spells, or raise the node pool's max"
+        ),
+        "knobs": [{"kind": "retryLimit", "config": detail["config"], "value": max(limit * 2, limit + 3)}],
+    }
+
+
 def causes(run: RunResult, kueue: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The causes that lost the most jobs or cost the most wait in ``run``, most costly first (at most
     ``MAX_CAUSES``). A mistake of configuration (pods the kubelet cannot start; the fallback on with no
@@ -691,6 +776,7 @@ def causes(run: RunResult, kueue: dict[str, Any] | None = None) -> list[dict[str
             _idle_preferred(run, rows),
             _quota(run, rows),
             _quota_over_pool(run, rows),
+            _release(run, rows, kueue or {}),
         )
         if c is not None
     ]

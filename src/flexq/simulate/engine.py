@@ -8,7 +8,9 @@ object of each job shape, all before anything is simulated). The run:
 1. the capacity profile becomes the project's ``default`` profile, its seed replaced by the run's seed;
 2. the GKE cluster and node pools are created through the GKE REST API in-process (``Twin.gke``), waiting
    for each operation; then the profile's relative times are made to count from now (``spec.origin``);
-3. the manifests are applied (``Twin.apply``, as ``kubectl apply``), then each job is created (``Twin.create``)
+3. the manifests are applied (``Twin.apply``, as ``kubectl apply``; on a Kueue release that no longer serves
+   kueue.x-k8s.io/v1beta1, its v1beta1 objects as an upgraded cluster holds them, converted as ``flexq convert``
+   does), then each job is created (``Twin.create``)
    at its submit time as the clock advances; bare Workloads are run like Kueue's perf-harness runner does
    (finished ``run`` seconds after admission, evictions completed);
 4. the recorder (store watches: Workload, RayJob, Job, ProvisioningRequest) notes each job's admission,
@@ -32,6 +34,8 @@ from fractions import Fraction
 from typing import Any
 
 from flexq.api import gke_catalog, scheme
+from flexq.api.kueue_convert import SOURCE as V1BETA1
+from flexq.api.kueue_convert import convert_object
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
@@ -200,6 +204,10 @@ def _row(rec: JobRecord, horizon: float) -> dict[str, Any]:
         "quota_waits": dict(sorted(rec.quota_waits.items())),
         "refusals": list(rec.refusals),
         "start_errors": dict(sorted(rec.start_errors.items())),
+        "retry_hold": round(rec.retry_hold, 3),  # quota held while a check waited out its retry back-off
+        "retry_hold_flavors": sorted(rec.retry_hold_flavors),
+        "pr_failures": sum(rec.pr_failed.values()),  # its ProvisioningRequests that failed
+        "check_evictions": rec.check_evictions,  # evictions for an admission check in Retry
     }
 
 
@@ -217,7 +225,12 @@ class _Sim:
         self.study, self.variant, self.replica = study, variant, replica
         self.seed = study.seed + replica
         self.jobs = jobs
-        self.twin = Twin(clock="virtual", seed=self.seed, **variant.settings)
+        release: dict[str, Any] = {"kueue": variant.kueue} if variant.kueue else {}
+        self.twin = Twin(clock="virtual", seed=self.seed, **release, **variant.settings)
+        self.release = self.twin.core.settings.kueue  # the Kueue release this variant's cluster runs
+        self.converted: list[
+            str
+        ] = []  # v1beta1 objects held as v1beta2 (a release that does not serve v1beta1)
         self.t0 = 0.0
         fb = variant.settings.get("fallback")
         self.rec = Recorder(
@@ -298,6 +311,11 @@ class _Sim:
                             field=f"document {i + 1}",
                         ) from None
                 try:
+                    if doc.get("apiVersion") == V1BETA1 and not self.release.serves_v1beta1:
+                        # the cluster was upgraded to a Kueue that no longer serves v1beta1: the objects it holds
+                        # are the v1beta2 forms (what `flexq convert` writes, the conversion the API server ran)
+                        doc, _notes = convert_object(doc, source=m.source, document=i + 1, api_errors=True)
+                        self.converted.append(what)
                     twin.apply(doc)
                 except ApiError as exc:
                     raise InputError(
@@ -382,6 +400,8 @@ class _Sim:
             "waitForPodsReady": cfg.wait_for_pods_ready,
             "podsReadyTimeout": cfg.pods_ready_timeout if cfg.wait_for_pods_ready else 0.0,
             "backoffLimitCount": cfg.backoff_limit_count,
+            "release": self.release.version,  # the Kueue release (the causes name what differs in it)
+            "converted": list(self.converted),  # v1beta1 objects held as v1beta2 on a release without v1beta1
         }
         self._read_pools()
         self.t0 = twin.now()

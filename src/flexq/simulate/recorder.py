@@ -16,6 +16,8 @@ for each job:
   Secret volume, ``FailedMount``; an env reference, ``CreateContainerConfigError``; an image reference,
   ``InvalidImageName``), ``evicted`` (evicted before it started: waiting to be admitted again) and ``deactivated`` (Kueue
   deactivated it: it waits for someone to reactivate it, until the run's horizon if nobody does);
+- the time its Workloads held quota while an admission check was in ``Retry`` (the check's back-off, which Kueue
+  0.19 waits out holding the quota; 0.20.7 evicts at once, kueue#18785);
 - **why a job was lost**: Kueue's reason when it deactivated the job (``DeactivatedDueToAdmissionCheck``,
   ``DeactivatedDueToRequeuingLimitExceeded``, …) with its message, the failures of the job's
   ProvisioningRequests by reason (``NodepoolSizeReached`` ×3), the capacity refusals its pods met, the last
@@ -115,6 +117,11 @@ class JobRecord:
     refusals: list[tuple[float, str, int]] = field(default_factory=list)  # (time, pool, nodes) pool-max
     blocked: set[str] = field(default_factory=set)  # its pods the kubelet cannot start now
     start_errors: Counter[str] = field(default_factory=Counter)  # "Reason: the kubelet's message" -> Events
+    # seconds its Workloads held quota while an admission check was in Retry (waiting out the check's back-off
+    # before the eviction: Kueue 0.19; 0.20.7 evicts at once, kueue#18785), and the flavors they held
+    retry_hold: float = 0.0
+    retry_hold_flavors: set[str] = field(default_factory=set)
+    check_evictions: int = 0  # evictions for an admission check in Retry (Kueue's reason AdmissionCheck)
 
 
 class Recorder:
@@ -294,6 +301,7 @@ class Recorder:
                 "preempt_lt": None,
                 "ready": False,
                 "seq": 0,
+                "retry_since": None,
             },
         )
         now = self.rel()
@@ -340,6 +348,22 @@ class Recorder:
                 self._reserve(ukey, -qty, now)
             rec.holding.discard(md["name"])
             self._set_pending(rec)
+        retrying = (
+            reserved
+            and not finished
+            and any(c.get("state") == "Retry" for c in status.get("admissionChecks") or ())
+        )
+        if retrying and st["retry_since"] is None:
+            st["retry_since"] = now
+            rec.retry_hold_flavors.update(
+                fl
+                for psa in (admission or {}).get("podSetAssignments") or ()
+                for res, fl in (psa.get("flavors") or {}).items()
+                if res == (self.goodput_resource or TPU)
+            )
+        elif not retrying and st["retry_since"] is not None:
+            rec.retry_hold += now - st["retry_since"]
+            st["retry_since"] = None
         if admitted and not st["admitted"]:
             st["admitted"] = True
             st["seq"] += 1
@@ -369,6 +393,7 @@ class Recorder:
             st["evict_lt"] = ev_c.get("lastTransitionTime")
             self.evictions[rec.cluster_queue or "?"][ev_c.get("reason", "")] += 1
             rec.evictions += 1
+            rec.check_evictions += ev_c.get("reason") == "AdmissionCheck"
             st["queued_at"] = now
             if str(ev_c.get("reason", "")).startswith("Deactivated") and rec.deactivated:
                 rec.lost_reason = ev_c.get("reason", "")

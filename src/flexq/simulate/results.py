@@ -281,6 +281,10 @@ def summarize(run: RunResult) -> dict[str, Any]:
         "waitSplit": wait_split(rows),
         "goodput": goodput(run),
         "causes": causes(run, run.kueue),
+        "kueue": {  # the Kueue release the variant ran, and the v1beta1 objects it held as v1beta2
+            "release": run.kueue.get("release"),
+            "v1beta1Converted": len(run.kueue.get("converted") or []),
+        },
         "simulatedSeconds": _r(run.duration),
         "makespanSeconds": _r(max(finishes) - first) if finishes else None,
         "waitToAdmission": {

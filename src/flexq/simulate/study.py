@@ -18,17 +18,25 @@ Owns ``Study``/``Variant`` and ``load_study``, which reads a simulation file (YA
     manifests: [queues.yaml, configmap.yaml]   # applied with Twin.apply (kubectl apply) in this order
     capacity: stockout-week      # a named profile (flexq.simulate.profiles), a file, or an inline profile
     trace: trace.csv             # or `generator: {...}`, or `generator: generator.yaml` (Kueue's format)
+    kueue: 0.19.2                # the Kueue release (0.19.2 or 0.20.7; default: the twin's, 0.20.7)
     variants:                    # each overrides top-level fields; none = one variant named "default"
     - name: tutorial
     - name: dws-only
       manifests: [queues-dws-only.yaml, configmap.yaml]
     - name: flexq-fallback
       settings: {fallback: true}   # twin settings, passed to Twin(...); see SETTINGS_KEYS
+    - name: kueue-0.20
+      kueue: 0.20.7              # the same cluster after `helm upgrade` to Kueue 0.20.7
 
 A variant's (or the top level's) ``settings`` are keyword settings of ``Twin(clock="virtual", ...)``. Known:
 ``fallback`` (flexq's stock-out-aware fallback, ``flexq.fallback``): ``true``, ``false``, or a mapping of
 ``FallbackConfig`` fields (``{grace_seconds: 30, backoff_seconds: 600}``); it acts only on LocalQueues labelled
 ``fallback.flexq.dev/enabled: "true"`` (unless ``all_queues: true``). Any other key is refused, naming it.
+
+``kueue`` (top level or per variant) is the Kueue release the cluster runs (``flexq.api.kueue_versions``): a
+variant on another release answers "what changes if we upgrade". Manifests are the cluster's objects as an
+upgrade keeps them: a kueue.x-k8s.io/v1beta1 object on a release that no longer serves v1beta1 (0.20) is held as
+its v1beta2 form, the conversion ``flexq convert`` makes (the run says so: ``RunResult.kueue``).
 
 A Kueue perf-harness ``generator.yaml`` may also be given on its own (``load_study("generator.yaml")``).
 Every error names the file and the field. Must not import flexq.http.
@@ -46,7 +54,8 @@ from typing import Any
 import yaml
 
 from flexq.api.capacity_profile import CapacityProfile
-from flexq.errors import InputError
+from flexq.api.kueue_versions import resolve as resolve_kueue
+from flexq.errors import InputError, Invalid
 from flexq.fallback.policy import FallbackConfig
 from flexq.simulate import traffic
 from flexq.simulate.inputs import (
@@ -85,8 +94,9 @@ STUDY_KEYS = {
     "description",
     "settings",
     "env",
+    "kueue",
 }
-VARIANT_KEYS = {"name", "cluster", "manifests", "capacity", "description", "settings"}
+VARIANT_KEYS = {"name", "cluster", "manifests", "capacity", "description", "settings", "kueue"}
 SETTINGS_KEYS = {"fallback"}
 POOL_KEYS = {
     "name",
@@ -126,6 +136,7 @@ class Variant:
     capacity: dict[str, Any] | None
     description: str = ""
     settings: dict[str, Any] = field(default_factory=dict)  # keyword settings of Twin(...)
+    kueue: str = ""  # the Kueue release ("0.19.2"); "" for the twin's default
 
 
 @dataclass
@@ -317,6 +328,17 @@ def _settings(value: Any, src: str, fld: str) -> dict[str, Any]:
                 field=f"{fld}.fallback",
             )
     return out
+
+
+def _kueue(value: Any, src: str, fld: str) -> str:
+    """A Kueue release the twin models, as its version ("0.19.2"); refused naming the field otherwise."""
+    if value is None:
+        return ""
+    try:
+        return resolve_kueue(value if isinstance(value, str) else str(value), fld).version
+    except Invalid as exc:
+        message = exc.causes[0].message if exc.causes else str(exc)
+        raise InputError(message, source=src, field=fld) from None
 
 
 def _fallback_field(value: Any, typ: str, src: str, fld: str) -> None:
@@ -603,6 +625,7 @@ def load_study(
     base_cluster = _cluster(doc.get("cluster"), base, src, "cluster")
     base_capacity = _capacity(doc.get("capacity"), base, src, "capacity")
     base_settings = _settings(doc.get("settings"), src, "settings")
+    base_kueue = _kueue(doc.get("kueue"), src, "kueue")
     raw_variants = doc.get("variants") or [{"name": "default"}]
     if not isinstance(raw_variants, list):
         raise InputError("variants is a list", source=src, field="variants")
@@ -644,6 +667,7 @@ def load_study(
                 settings=_settings(v["settings"], src, f"{fld}.settings")
                 if "settings" in v
                 else dict(base_settings),
+                kueue=_kueue(v["kueue"], src, f"{fld}.kueue") if "kueue" in v else base_kueue,
             )
         )
     if variants:

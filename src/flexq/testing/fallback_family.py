@@ -216,7 +216,7 @@ def _cluster(sc: Scenario) -> dict[str, Any]:
 
 def _flavor(name: str, pool: str) -> dict[str, Any]:
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "ResourceFlavor",
         "metadata": {"name": name},
         "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": pool}},
@@ -232,7 +232,8 @@ def _res(cpu: Any, memory: str, tpu: Any) -> list[dict[str, Any]]:
 
 
 def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
-    """The tutorial's dws-tpu-queue.yaml, sized for the scenario (heads for a team, plan A's slices)."""
+    """The tutorial's dws-tpu-queue.yaml (as v1beta2: the twin runs Kueue 0.20.7), sized for the scenario (heads
+    for a team, plan A's slices)."""
     n = sc.od_slices
     flavors = [
         {"name": "default-cpu", "resources": _res(80, "160Gi", 0)},
@@ -242,7 +243,7 @@ def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
         flavors.append({"name": "spot", "resources": _res(80, "150Gi", 32)})
     flavors.append({"name": "dws", "resources": _res(1000000000, "1000000000Gi", 1000000000)})
     cq: dict[str, Any] = {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "ClusterQueue",
         "metadata": {"name": "cluster-queue"},
         "spec": {
@@ -254,7 +255,7 @@ def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
     if sc.priorities:
         cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
     lq: dict[str, Any] = {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "LocalQueue",
         "metadata": {"namespace": "default", "name": "user-queue"},
         "spec": {"clusterQueue": "cluster-queue"},
@@ -269,7 +270,7 @@ def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
         cq,
         lq,
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "AdmissionCheck",
             "metadata": {"name": "dws-prov"},
             "spec": {
@@ -282,7 +283,7 @@ def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
             },
         },
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "ProvisioningRequestConfig",
             "metadata": {"name": "dws-config"},
             "spec": {
@@ -295,7 +296,7 @@ def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
         for name, value in (("high", 1000), ("low", 100)):
             docs.append(
                 {
-                    "apiVersion": "kueue.x-k8s.io/v1beta1",
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
                     "kind": "WorkloadPriorityClass",
                     "metadata": {"name": name},
                     "value": value,
