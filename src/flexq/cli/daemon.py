@@ -46,12 +46,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     log.info("twin started (home %s, executor %s)", home, args.executor)
     try:
-        serve(twin.core, home, args.host, args.port)
+        code = serve(twin.core, home, args.host, args.port)
     finally:
         log.info("stopping the twin")
         twin.close()
         log.info("stopped")
-    return 0
+    return code
 
 
 if __name__ == "__main__":

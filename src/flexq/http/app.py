@@ -25,7 +25,15 @@ from starlette.responses import Response
 from flexq.errors import ApiError, InternalError, MethodNotAllowed, NotFound, Unauthorized
 from flexq.http import auth, dashboard
 from flexq.http import metrics as metrics_page
-from flexq.http.common import decode_body_async, json_response, read_body, status_response, url_path
+from flexq.http.common import (
+    decode_body_async,
+    json_response,
+    loop_stopped,
+    on_loop,
+    read_body,
+    status_response,
+    url_path,
+)
 from flexq.http.gke import face as gke_face
 from flexq.http.kube import discovery, openapi, paths, reviews, tokenrequest
 from flexq.http.kube.rest import KubeFace
@@ -37,6 +45,7 @@ log = logging.getLogger("flexq.http")
 
 PUBLIC = {"/version", "/version/", "/healthz", "/livez", "/readyz"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+HEALTH_TIMEOUT = 5.0  # /readyz: how long the loop may take to answer
 
 
 USER = auth.USER_KEY  # the request scope's key for the authenticated (and impersonated) user
@@ -182,7 +191,7 @@ class TwinApp:
         if p == "/version":
             return json_response(discovery.version_info(face.runtime().settings.gke_version))
         if p in ("/healthz", "/livez", "/readyz"):
-            return Response(b"ok", media_type="text/plain")
+            return await self.health(p[1:], request)
         if p == "/metrics":
             return await metrics_page.scrape(self.core.loop, face.runtime)
         if p.startswith("/openapi/"):
@@ -221,6 +230,27 @@ class TwinApp:
                 return discovery.no_route()
             return json_response(doc)
         return await face.handle(request, target)
+
+    async def health(self, name: str, request: Request) -> Response:
+        """``/healthz``, ``/livez`` and ``/readyz`` as the API server's healthz handler answers them: ``ok``, or
+        with ``?verbose`` each check's ``[+]<check> ok``; a failed check makes them a 500 listing ``[-]<check>
+        failed: reason withheld``. The check here is the twin's loop: its thread runs, and (``/readyz``) it
+        answers within a few seconds: a twin whose loop died never looks healthy."""
+        loop_ok = loop_stopped(self.core.loop) is None
+        if loop_ok and name == "readyz":
+            try:
+                await on_loop(self.core.loop, lambda: None, timeout=HEALTH_TIMEOUT)
+            except ApiError:
+                loop_ok = False
+        checks = [("ping", True), ("flexq-loop", loop_ok)]
+        lines = "".join(f"[+]{c} ok\n" if ok else f"[-]{c} failed: reason withheld\n" for c, ok in checks)
+        headers = {"X-Content-Type-Options": "nosniff"}
+        media = "text/plain; charset=utf-8"
+        if not all(ok for _, ok in checks):
+            return Response(f"{lines}{name} check failed\n".encode(), 500, headers, media)
+        if "verbose" not in request.query_params:
+            return Response(b"ok", 200, headers, media)
+        return Response(f"{lines}{name} check passed\n".encode(), 200, headers, media)
 
     async def _decoded(self, request: Request) -> Any:
         """A create-only body: JSON, YAML or protobuf (kubectl's typed clients), within the API server's limit."""

@@ -26,6 +26,7 @@ import uvicorn
 import yaml
 
 from flexq.http.app import build_app
+from flexq.http.common import loop_stopped
 from flexq.http.protocol import protocol_class
 from flexq.http.seam import TwinServices
 from flexq.http.tls import Credentials, ensure_credentials
@@ -263,10 +264,12 @@ def serve(
     port: int = 0,
     ready: threading.Event | None = None,
     stop: threading.Event | None = None,
-) -> None:
+) -> int:
     """Serve ``core`` until SIGTERM or SIGINT (in the main thread) or until ``stop`` is set — ``flexq up``'s
     foreground body. Writes the client files once listening (then sets ``ready``); removes ``server.json``
-    and ``pid`` on the way out. The caller closes ``core``."""
+    and ``pid`` on the way out. The caller closes ``core``. Returns 0, or 1 when the HTTP server or the twin's
+    loop stopped by itself: a twin whose loop died is not left serving errors (the process exits, and
+    ``/healthz`` and ``/readyz`` fail until it has)."""
     server = Server(core, home, host, port).start()
     server.write_files()
     stop = stop or threading.Event()
@@ -276,11 +279,18 @@ def serve(
     log.info("serving the twin at %s", server.url)
     if ready is not None:
         ready.set()
+    code = 0
     try:
         while not stop.wait(1.0):
             if server.thread is not None and not server.thread.is_alive():
                 log.error("the HTTP server stopped unexpectedly")
+                code = 1
+                break
+            if loop_stopped(core.loop) is not None:
+                log.critical("the twin's event loop stopped; exiting (start the twin again with flexq up)")
+                code = 1
                 break
     finally:
         server.stop()
         server.remove_files()
+    return code

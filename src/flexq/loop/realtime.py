@@ -1,12 +1,15 @@
 """The loop on the wall clock: the only difference is that it waits instead of jumping.
 
 Owns: ``RealtimeLoop.run_forever`` (blocks on a condition until the next timer is due or another
-thread posts), ``call_sync`` (run a function on the loop thread and wait for its result) and ``stop``.
+thread posts), ``call_sync`` (run a function on the loop thread and wait for its result), ``stop`` and
+``alive`` (the loop thread runs: a loop that died of an error escaping its callbacks keeps that error in
+``failure``, and the served twin's ``/healthz`` and ``/readyz`` fail while its process exits).
 Must not import anything in flexq but ``flexq.clock`` and ``flexq.loop.core``.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -17,6 +20,8 @@ from flexq.loop.core import EventLoop
 
 T = TypeVar("T")
 
+log = logging.getLogger("flexq.loop")
+
 
 class RealtimeLoop(EventLoop):
     """An EventLoop that follows the wall clock and runs in one dedicated thread."""
@@ -25,10 +30,24 @@ class RealtimeLoop(EventLoop):
         super().__init__(WallClock())
         self._stopping = False
         self.thread: threading.Thread | None = None
+        self.failure: BaseException | None = None  # what ended the loop thread, if anything did
+
+    def alive(self) -> bool:
+        """The loop runs callbacks: its thread is running (or not started yet) and nothing ended it."""
+        return self.failure is None and (self.thread is None or self.thread.is_alive())
 
     def run_forever(self) -> None:
-        """Run callbacks as they fall due until ``stop()``."""
+        """Run callbacks as they fall due until ``stop()``; an error that escapes a callback (the loop logs and
+        keeps every ``Exception``; a ``BaseException`` such as ``SystemExit`` ends it) is kept in ``failure``,
+        logged, and ends the thread."""
         self.thread = threading.current_thread()
+        try:
+            self._run_forever()
+        except BaseException as exc:  # kept for the health checks, which then fail; the process exits
+            self.failure = exc
+            log.critical("the twin's event loop stopped: %r", exc, exc_info=True)
+
+    def _run_forever(self) -> None:
         while not self._stopping:
             self.run_until(self.now())
             nxt = self.next_time()
