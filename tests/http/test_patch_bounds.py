@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from flexq import Twin
-from flexq.http.server import Server, serve
+from flexq.http.server import serve
 
 from .conftest import Served
 
