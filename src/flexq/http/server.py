@@ -27,7 +27,8 @@ import yaml
 
 from flexq.http.app import build_app
 from flexq.http.common import loop_stopped
-from flexq.http.protocol import protocol_class
+from flexq.http.inflight import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT, InFlight
+from flexq.http.protocol import HEADER_TIMEOUT, protocol_class
 from flexq.http.seam import TwinServices
 from flexq.http.tls import Credentials, ensure_credentials
 from flexq.store.private import private_home, write_private
@@ -38,6 +39,7 @@ SERVER_FILE, KUBECONFIG_FILE, PID_FILE = "server.json", "kubeconfig", "pid"
 CONTEXT = "flexq"
 
 
+IDLE_TIMEOUT = 90  # the API server's IdleTimeout (http.DefaultTransport's keep-alive)
 LAST_PORT_FILE = "last-port"  # kept after stop: a restarted twin takes its old port when free, so the GKE
 # clusters' kubeconfig entries (written by `gcloud container clusters get-credentials`) stay valid
 
@@ -61,8 +63,13 @@ class Server:
         *,
         tls: bool = True,
         auth: bool = True,
+        header_timeout: float = HEADER_TIMEOUT,
+        max_requests_inflight: int = MAX_REQUESTS_INFLIGHT,
+        max_mutating_requests_inflight: int = MAX_MUTATING_REQUESTS_INFLIGHT,
     ) -> None:
+        raise_open_file_limit()
         self.core, self.home, self.host = core, Path(home), host
+        self.header_timeout = header_timeout
         private_home(self.home)
         self.creds: Credentials = ensure_credentials(self.home, core.loop.now())
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -85,15 +92,17 @@ class Server:
         self.url = f"{'https' if tls else 'http'}://{hostport}"
         core.settings.serve(hostport, self.creds.ca_b64, self.creds.sa_key)
         token = self.creds.token if auth else None
-        self.app = build_app(core, token, hostport)
+        self.app = build_app(
+            core, token, hostport, InFlight(max_requests_inflight, max_mutating_requests_inflight)
+        )
         config = uvicorn.Config(
             self.app,
             log_level="warning",
             access_log=False,
-            http=protocol_class(core, token, self.app.portforward_gate),
+            http=protocol_class(core, token, self.app.portforward_gate, header_timeout),
             ws="none",
             lifespan="off",
-            timeout_keep_alive=60,
+            timeout_keep_alive=IDLE_TIMEOUT,
             timeout_graceful_shutdown=2,
             ssl_certfile=str(self.creds.server_cert) if tls else None,
             ssl_keyfile=str(self.creds.server_key) if tls else None,
@@ -115,13 +124,10 @@ class Server:
 
     def _serve(self) -> None:
         """The server's asyncio loop: uvloop's where installed (its TLS and transports are compiled, a good
-        part of a small request's CPU in the standard loop), else the standard one."""
-        try:
-            import uvloop
-
-            factory: Any = uvloop.new_event_loop
-        except ImportError:  # pragma: no cover - uvloop is a dependency
-            factory = None
+        part of a small request's CPU in the standard loop), else the standard one; either way its TLS
+        handshakes time out after ``header_timeout`` (Go's server gives a handshake its ReadHeaderTimeout),
+        not asyncio's default minute."""
+        factory = _loop_factory(self.header_timeout)
         with asyncio.Runner(loop_factory=factory) as runner:
             runner.run(self.uvicorn.serve(sockets=[self.sock]))
 
@@ -181,6 +187,37 @@ class Server:
     def remove_files(self) -> None:
         for name in (SERVER_FILE, PID_FILE):
             (self.home / name).unlink(missing_ok=True)
+
+
+def raise_open_file_limit() -> None:
+    """The soft limit on open files raised to the hard one, as Go's runtime does at the start of every program
+    (so the API server's): each connection holds a file, and 1,024 idle ones must not lock every client out."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != hard and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not a POSIX system, or not allowed
+        log.warning("could not raise the limit on open files", exc_info=True)
+
+
+def _loop_factory(handshake_timeout: float) -> Any:
+    """An asyncio loop factory whose servers give a TLS handshake ``handshake_timeout`` seconds."""
+    try:
+        import uvloop
+
+        base: Any = uvloop.Loop
+    except ImportError:  # pragma: no cover - uvloop is a dependency
+        base = asyncio.SelectorEventLoop
+
+    class _Loop(base):  # type: ignore[misc,valid-type]
+        async def create_server(self, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("ssl") is not None:
+                kwargs.setdefault("ssl_handshake_timeout", handshake_timeout)
+            return await super().create_server(*args, **kwargs)
+
+    return _Loop
 
 
 def _upsert(items: list[dict], name: str, key: str, value: dict) -> list[dict]:
