@@ -56,15 +56,21 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flexq.runtime.executor import PodKey, PodLaunch, PodRunState
 
-from . import commands, localproc, names, runtime_env
+from . import commands, confine, localproc, names, pods, runtime_env
 from .dashboard import DashboardCache, http_text
 
 _STARTED = "Ray runtime started"
+SYSTEM_PATH = os.pathsep.join(["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+NO_LANDLOCK = (
+    "this kernel has no Landlock: the pod's processes run unconfined, and can read every file the twin's "
+    "user can (docs/security.md)"
+)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Ray's CLI colours its output even into a pipe
 # Ray's start-up and liveness timeouts assume an idle machine; on a loaded 2-core laptop its Python agents take
 # longer than 30 s to come up and the raylet aborts ("Timed out waiting for file .../dashboard_agent_listen_port").
@@ -200,12 +206,20 @@ class LocalRayExecutor:
         gcs_wait_timeout_s: float = 600.0,
         grace_s: float = 3.0,
         token_file: Path | None = None,
+        protected: Sequence[Path] = (),
     ) -> None:
         self._own_base = base_dir is None  # a private temp dir, removed whole on shutdown
         self.base_dir = Path(tempfile.mkdtemp(prefix="flexq-ray-")) if base_dir is None else Path(base_dir)
         self._own_token = token_file is None  # a token of this executor only, removed with its directory
         self.token_file = Path(token_file) if token_file is not None else self.base_dir / TOKEN_FILE
         self.ray_token = ensure_token(self.token_file)
+        # paths no rule of a pod may open (the twin's home; the user's kube and cloud credentials)
+        self.protected = [
+            *protected,
+            Path.home() / ".kube",
+            Path.home() / ".config",
+            self.base_dir / TOKEN_FILE,
+        ]
         self.python = python
         self.object_store_bytes = object_store_bytes
         # Ray Train's controller polls workers every 2 s by default; 0.25 s cuts ~8 s from a short job and
@@ -225,26 +239,34 @@ class LocalRayExecutor:
 
     # ------------------------------------------------------------------------------------- protocol
 
-    def accepts(self, pod: dict) -> bool:
-        """KubeRay head/worker pods and RayJob submitter pods, unless the pod is simulated (run-seconds)."""
+    def accepts(self, pod: dict, owners: Sequence[dict] = ()) -> bool:
+        """The pods KubeRay created (``names.created_by_kuberay``: by their controller chain, never by their
+        command) — RayCluster heads and workers, RayJob submitters — unless simulated (run-seconds). Any other
+        pod, whatever ``ray job submit`` its command says, is never run on this machine."""
         if names.is_simulated(pod):
             return False
-        return names.is_ray_node_pod(pod) or names.is_submitter_pod(pod)
+        return names.created_by_kuberay(pod, owners) is not None
 
     def start(self, launch: PodLaunch) -> None:
         """Record the pod and start it in its own thread."""
         meta = launch.pod["metadata"]
         key: PodKey = (meta.get("namespace", "default"), meta["name"])
         labels = meta.get("labels") or {}
-        kind = labels.get(names.LABEL_NODE_TYPE) if names.is_ray_node_pod(launch.pod) else "submitter"
+        kind = names.created_by_kuberay(launch.pod, launch.owners)
         with self._lock:
             if key in self._pods and not self._pods[key].done.is_set():
                 return
             if self._shut:  # the twin is stopping: nothing new may start (it would outlive shutdown)
                 return
-            script = ""
+            script, refused = "", ""
+            if kind is None:
+                refused = (
+                    "the local Ray executor runs only the pods KubeRay creates for a RayCluster or a RayJob"
+                )
+                kind = "submitter"
             if kind == "submitter":
-                script = commands.submitter_script_of(launch.pod)
+                script, why = submitter_script(launch) if not refused else ("", refused)
+                refused = refused or why
                 target = commands.submitter_target(script)
                 svc_ns, svc = commands.service_of_host(target[0], key[0]) if target else (key[0], "")
                 cname = names.cluster_of_service(svc) or svc
@@ -266,6 +288,11 @@ class LocalRayExecutor:
             cluster.pods.add(pod.marker)
             if kind == "head":
                 cluster.head = pod.marker
+        if refused:  # never run: failed at once, saying why
+            self._log(pod, f"[flexq] not run on this machine: {refused}")
+            self._finish(pod, 126, reason="NotRunOnThisMachine", message=refused)
+            self._cleanup(pod)
+            return
         target_fn = self._run_submitter if kind == "submitter" else self._run_node
         args = (pod, script) if kind == "submitter" else (pod,)
         threading.Thread(target=target_fn, args=args, name=f"ray-pod-{key[1]}", daemon=True).start()
@@ -399,15 +426,21 @@ class LocalRayExecutor:
         return d
 
     def _env(self, pod: _Pod) -> dict[str, str]:
+        """A clean environment, as a container's: nothing of the twin's own (no ``FLEXQ_HOME``, ``KUBECONFIG``,
+        cloud credentials), a home and temporary directory in the pod's directory, this Python's virtualenv
+        first on a system ``PATH``, then the node's and the pod's own variables."""
         venv_bin = str(Path(self.python).parent)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") and k != localproc.OWNER_ENV}
-        env.update(
-            {
-                "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
-                "VIRTUAL_ENV": str(Path(venv_bin).parent),
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
+        home, tmp = pod.dir / "home", pod.dir / "tmp"
+        home.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir(parents=True, exist_ok=True)
+        env = {
+            "PATH": venv_bin + os.pathsep + SYSTEM_PATH,
+            "VIRTUAL_ENV": str(Path(venv_bin).parent),
+            "HOME": str(home),
+            "TMPDIR": str(tmp),
+            "LANG": "C.UTF-8",
+            "PYTHONUNBUFFERED": "1",
+        }
         env.update(self.extra_env)
         env.update(pod.launch.env)
         containers = pod.launch.pod.get("spec", {}).get("containers") or [{}]
@@ -487,18 +520,37 @@ class LocalRayExecutor:
             argv.append(f"--labels={spec.labels}")
         return argv
 
-    def _spawn(self, pod: _Pod, argv: list[str], cwd: Path) -> subprocess.Popen:
-        proc = subprocess.Popen(
-            argv,
-            env=self._env(pod),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            text=True,
-            bufsize=1,
+    def confinement(self, pod: _Pod, writable: Sequence[Path] = ()) -> confine.Confinement:
+        """What the pod's processes may touch (``confine``): read the system, this Python and the nodes'
+        ``sitecustomize``; write the pod's own directory (``writable``: also the node's Ray temp dir) and
+        ``/dev``; read its cluster's Ray token. Never a rule that would open the twin's home or the user's."""
+        return confine.Confinement(
+            read=[*confine.system_read_paths(), self._hooks_dir()],
+            write=[*confine.WRITABLE_SYSTEM_DIRS, pod.dir, *writable],
+            files=[self.token_file],
+            protected=[self.token_file, *self.protected],
         )
+
+    def _spawn(
+        self, pod: _Pod, argv: list[str], cwd: Path, writable: Sequence[Path] = ()
+    ) -> subprocess.Popen:
+        """Start the pod's main process: a clean environment (``_env``), its own directory, confined."""
+        rules = self.confinement(pod, writable)
+        if not rules.available:
+            self._log(pod, f"[flexq] {NO_LANDLOCK}")
+        with rules.preexec() as confine_child:
+            proc = subprocess.Popen(
+                argv,
+                env=self._env(pod),
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                text=True,
+                bufsize=1,
+                preexec_fn=confine_child,
+            )
         pod.proc = proc
         return proc
 
@@ -535,7 +587,7 @@ class LocalRayExecutor:
                     with self._lock:
                         if pod.stopping.is_set():
                             return self._finish(pod, None)
-                        proc = self._spawn(pod, self._ray_start_argv(pod, tmp), pod.dir)
+                        proc = self._spawn(pod, self._ray_start_argv(pod, tmp), pod.dir, [tmp])
                     self._set(pod, phase="Running", message="")
                     started = threading.Event()
                     pump = self._pump(pod, proc, started)
@@ -761,3 +813,23 @@ def ensure_token(path: Path) -> str:
         f.write(token)
     os.replace(tmp, path)
     return token
+
+
+def submitter_script(launch: PodLaunch) -> tuple[str, str]:
+    """The script a RayJob's submitter pod runs here, rebuilt from the RayJob that controls it (KubeRay's
+    ``BuildJobSubmitCommand`` for its ``status.jobId`` and ``dashboardURL``), and "" with the reason when it is
+    not run: a ``submitterPodTemplate`` with its own command (a container image's program, which this machine
+    does not run), or a pod whose command is not the one KubeRay builds for that RayJob."""
+    rayjob = launch.owners[1]
+    st, name = rayjob.get("status") or {}, rayjob["metadata"]["name"]
+    job = pods.submitter_job(rayjob, job_id=st.get("jobId", ""), dashboard_url=st.get("dashboardURL", ""))
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    if container.get("command") != ["/bin/bash", "-ce", "--"] or len(container.get("args") or []) != 1:
+        return (
+            "",
+            f"RayJob {name}'s submitterPodTemplate has its own command, which is not run on this machine",
+        )
+    script = str(container["args"][0])
+    if commands.submitter_script_of(launch.pod) != script:
+        return "", f"the pod's command is not the submitter KubeRay builds for RayJob {name}"
+    return script, ""
