@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     from flexq import Twin
     from flexq.errors import InputError
     from flexq.http.server import serve
+    from flexq.twin import executor_note
 
     # Ray's temp dirs stay in the executor's default short temp path (unix socket paths are limited to 107 bytes).
     try:
@@ -44,9 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:  # a state file that cannot be read: said in one line, not a traceback
         log.error("cannot start the twin: %s", exc)
         return 1
-    log.info("twin started (home %s, executor %s)", home, args.executor)
+    note = executor_note(args.executor)
+    log.info("twin started (home %s); %s", home, note)
     try:
-        code = serve(twin.core, home, args.host, args.port)
+        code = serve(twin.core, home, args.host, args.port, extra={"executor_note": note})
     finally:
         log.info("stopping the twin")
         twin.close()

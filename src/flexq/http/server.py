@@ -163,7 +163,7 @@ class Server:
     def kubeconfig_path(self) -> Path:
         return self.home / KUBECONFIG_FILE
 
-    def write_files(self) -> dict[str, Any]:
+    def write_files(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """``kubeconfig`` (upserting the ``flexq`` entries), ``server.json``, ``pid`` and ``pki/ca-bundle.crt``
         (the system's CAs plus the twin's, for clients such as gcloud whose ``REQUESTS_CA_BUNDLE`` would
         otherwise override their own CA setting); returns server.json."""
@@ -179,6 +179,7 @@ class Server:
             "token_file": str(self.creds.token_file),
             "kubeconfig": str(self.kubeconfig_path()),
         }
+        info.update(extra or {})
         info["env"] = client_env(self.home, info)
         write_private(self.home / SERVER_FILE, json.dumps(info, indent=2) + "\n")
         write_private(self.home / PID_FILE, f"{os.getpid()}\n")
@@ -301,14 +302,16 @@ def serve(
     port: int = 0,
     ready: threading.Event | None = None,
     stop: threading.Event | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> int:
     """Serve ``core`` until SIGTERM or SIGINT (in the main thread) or until ``stop`` is set — ``flexq up``'s
-    foreground body. Writes the client files once listening (then sets ``ready``); removes ``server.json``
+    foreground body. Writes the client files once listening (``extra`` goes into ``server.json``; then sets
+    ``ready``); removes ``server.json``
     and ``pid`` on the way out. The caller closes ``core``. Returns 0, or 1 when the HTTP server or the twin's
     loop stopped by itself: a twin whose loop died is not left serving errors (the process exits, and
     ``/healthz`` and ``/readyz`` fail until it has)."""
     server = Server(core, home, host, port).start()
-    server.write_files()
+    server.write_files(extra)
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -27,10 +27,19 @@ turns a loopback address into the machine's own replaced, so ``--node-ip-address
 address ``127.0.0.1:<port>`` stay as given. JAX's distributed coordinator, which Ray Train starts in a training
 job, is kept on loopback by a ``sitecustomize`` on the nodes' ``PYTHONPATH`` (``_SITECUSTOMIZE``). On top, Ray's
 token authentication is on (``RAY_AUTH_MODE=token``): every Ray gRPC server and the dashboard refuse a request
-without the cluster token, which this executor generates once (``ray_token``) and keeps owner-only
-(``RAY_AUTH_TOKEN_PATH``, mode 0600). Its own dashboard requests carry it, and ``poll`` tells ``kubectl
-port-forward`` to add it (``PodRunState.http_headers``) so the dashboard answers through a port-forward as it
-does on GKE, where nothing asks for a token.
+without the cluster's token — each cluster its own (``cluster_token``: an HMAC of the executor's token,
+``ray_token``, generated once), given to its processes by path (``RAY_AUTH_TOKEN_PATH``, a 0600 file in this
+executor's ``tokens/``), so one cluster's processes cannot reach another's. Its own dashboard requests carry
+it, and ``poll`` tells ``kubectl port-forward`` to add it (``PodRunState.http_headers``) so the dashboard
+answers through a port-forward as it does on GKE, where nothing asks for a token.
+
+Trust and confinement (docs/security.md). Only the pods KubeRay created are run here, as their controller chain
+shows (``names.created_by_kuberay``, from ``PodLaunch.owners``), never a pod by its command: a RayCluster's
+head and workers (whose command is not run: ``ray start`` is rebuilt from its parameters), and a RayJob's
+submitter, whose script is rebuilt from the RayJob (``submitter_script``) and must be the pod's. Every process
+gets a clean environment (``_env``) and runs confined (``confine``: Landlock; it and all it starts — Ray's
+workers, the RayJob's entrypoint — read only the system, this Python and their pod's own directory, which holds
+its ServiceAccount token as a pod's volume would, and never the twin's home).
 
 Every process started carries ``FLEXQ_RAY_OWNER=<executor>:<pod>`` in its environment (Ray's raylet, workers
 and job drivers inherit it); ``stop`` SIGTERMs exactly those, SIGKILLs what is left after a grace period, then
@@ -45,6 +54,8 @@ and its own package.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -168,6 +179,8 @@ class _Cluster:
     head_mounts: dict[str, str] | None = None
     head: str = ""  # marker of the current head pod instance
     pods: set[str] = field(default_factory=set)  # markers of live pod instances (a restart is a new one)
+    token: str = ""  # the cluster's own Ray token (LocalRayExecutor.cluster_token)
+    token_file: Path = Path()  # where its processes read it (RAY_AUTH_TOKEN_PATH), owner-only
 
 
 @dataclass
@@ -234,7 +247,7 @@ class LocalRayExecutor:
         self._clusters: dict[tuple[str, str], _Cluster] = {}
         self._next = 0
         self._ray_root: Path | None = None
-        self._dash = DashboardCache(self.dashboard_address, headers=self.auth_headers())
+        self._dash = DashboardCache(self.dashboard_address, self.auth_headers)
         self._shut = False
 
     # ------------------------------------------------------------------------------------- protocol
@@ -316,7 +329,8 @@ class LocalRayExecutor:
                 }
                 # Ray's header for proxies: a port-forward (authenticated by the twin) reaches the dashboard as
                 # a pod-network client does on GKE, without asking its user for the Ray token
-                headers = {names.PORT_DASHBOARD: {"X-Ray-Authorization": f"Bearer {self.ray_token}"}}
+                token = c.token
+                headers = {names.PORT_DASHBOARD: {"X-Ray-Authorization": f"Bearer {token}"}}
             return PodRunState(
                 phase=pod.phase,  # type: ignore[arg-type]
                 ready=pod.ready,
@@ -356,6 +370,7 @@ class LocalRayExecutor:
             shutil.rmtree(self._ray_root, ignore_errors=True)
         shutil.rmtree(self.base_dir / "pods", ignore_errors=True)
         shutil.rmtree(self.base_dir / "py", ignore_errors=True)
+        shutil.rmtree(self.base_dir / "tokens", ignore_errors=True)
         if self._own_token:
             self.token_file.unlink(missing_ok=True)
         if self._own_base:
@@ -369,9 +384,17 @@ class LocalRayExecutor:
             c = self._clusters.get((namespace, cluster))
         return f"127.0.0.1:{c.dashboard}" if c and c.head_ready.is_set() else None
 
-    def auth_headers(self) -> dict[str, str]:
-        """The HTTP header a request to one of this executor's Ray dashboards needs (token auth is on)."""
-        return {"Authorization": f"Bearer {self.ray_token}"}
+    def cluster_token(self, namespace: str, cluster: str) -> str:
+        """A local Ray cluster's own token: ``HMAC-SHA256(the executor's token, "<namespace>/<cluster>")``, so a
+        process of one cluster (which must hold its cluster's token) cannot reach another's servers; whoever
+        holds the executor's token (``ray/auth_token``: the twin's user) can derive any of them."""
+        return hmac.new(
+            self.ray_token.encode(), f"{namespace}/{cluster}".encode(), hashlib.sha256
+        ).hexdigest()
+
+    def auth_headers(self, namespace: str, cluster: str) -> dict[str, str]:
+        """The HTTP header a request to a local cluster's Ray dashboard needs (token auth is on)."""
+        return {"Authorization": f"Bearer {self.cluster_token(namespace, cluster)}"}
 
     def job_info(self, namespace: str, cluster: str, job_id: str) -> dict | None:
         """Latest ``GET /api/jobs/<id>`` answer for a job on a local cluster (None: unknown or not yet seen)."""
@@ -393,7 +416,10 @@ class LocalRayExecutor:
                 gcs=localproc.free_port(),
                 dashboard=localproc.free_port(),
                 client=localproc.free_port(),
+                token=self.cluster_token(*key),
+                token_file=self.base_dir / "tokens" / f"c{self._next}",
             )
+            write_token(c.token_file, c.token)
             self._clusters[key] = c
         return c
 
@@ -430,7 +456,9 @@ class LocalRayExecutor:
         cloud credentials), a home and temporary directory in the pod's directory, this Python's virtualenv
         first on a system ``PATH``, then the node's and the pod's own variables."""
         venv_bin = str(Path(self.python).parent)
-        home, tmp = pod.dir / "home", pod.dir / "tmp"
+        # TMPDIR in the node's short Ray temp dir: Unix socket paths (multiprocessing's forkserver, in Ray's
+        # dashboard) must stay under 108 bytes
+        home, tmp = pod.dir / "home", self._node_tmp(pod) / "tmp"
         home.mkdir(parents=True, exist_ok=True)
         tmp.mkdir(parents=True, exist_ok=True)
         env = {
@@ -461,7 +489,7 @@ class LocalRayExecutor:
         # loopback-only node IP
         for k in [k for k in env if k.startswith("RAY_AUTH_") or k in LOOPBACK_HEAD_ENV]:
             del env[k]
-        env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(self.token_file)})
+        env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(pod.cluster.token_file)})
         if pod.kind == "head":
             env.update(LOOPBACK_HEAD_ENV)
         if pod.kind != "submitter":
@@ -527,7 +555,7 @@ class LocalRayExecutor:
         return confine.Confinement(
             read=[*confine.system_read_paths(), self._hooks_dir()],
             write=[*confine.WRITABLE_SYSTEM_DIRS, pod.dir, *writable],
-            files=[self.token_file],
+            files=[pod.cluster.token_file],
             protected=[self.token_file, *self.protected],
         )
 
@@ -535,13 +563,14 @@ class LocalRayExecutor:
         self, pod: _Pod, argv: list[str], cwd: Path, writable: Sequence[Path] = ()
     ) -> subprocess.Popen:
         """Start the pod's main process: a clean environment (``_env``), its own directory, confined."""
-        rules = self.confinement(pod, writable)
+        env = self._env(pod)  # first: it makes the pod's home and temp dirs the rules then name
+        rules = self.confinement(pod, [self._node_tmp(pod), *writable])
         if not rules.available:
             self._log(pod, f"[flexq] {NO_LANDLOCK}")
         with rules.preexec() as confine_child:
             proc = subprocess.Popen(
                 argv,
-                env=self._env(pod),
+                env=env,
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -587,7 +616,7 @@ class LocalRayExecutor:
                     with self._lock:
                         if pod.stopping.is_set():
                             return self._finish(pod, None)
-                        proc = self._spawn(pod, self._ray_start_argv(pod, tmp), pod.dir, [tmp])
+                        proc = self._spawn(pod, self._ray_start_argv(pod, tmp), pod.dir)
                     self._set(pod, phase="Running", message="")
                     started = threading.Event()
                     pump = self._pump(pod, proc, started)
@@ -675,7 +704,7 @@ class LocalRayExecutor:
             return True
         deadline = time.monotonic() + self.start_timeout_s
         url = f"http://127.0.0.1:{pod.cluster.dashboard}/api/gcs_healthz"
-        while http_text(url, self.auth_headers()) is None:
+        while http_text(url, self.auth_headers(*pod.cluster.key)) is None:
             if proc.poll() is not None or pod.stopping.is_set():
                 return False
             if time.monotonic() > deadline:
@@ -780,7 +809,7 @@ class LocalRayExecutor:
         """Release the pod's ports and directories, and the cluster's once its last pod is gone."""
         localproc.release_ports(pod.ports)
         shutil.rmtree(pod.dir, ignore_errors=True)
-        if self._ray_root is not None and pod.kind != "submitter":
+        if self._ray_root is not None:
             shutil.rmtree(self._node_tmp(pod), ignore_errors=True)
         with self._lock:
             c = pod.cluster
@@ -791,6 +820,7 @@ class LocalRayExecutor:
             if not c.pods and self._clusters.get(c.key) is c:
                 del self._clusters[c.key]
                 localproc.release_ports([c.gcs, c.dashboard, c.client])
+                c.token_file.unlink(missing_ok=True)
                 if self._ray_root is not None:
                     shutil.rmtree(self._ray_root / f"c{c.index}", ignore_errors=True)
 
@@ -804,15 +834,20 @@ def ensure_token(path: Path) -> str:
             os.chmod(path, 0o600)
             os.chmod(path.parent, 0o700)
             return token
+    token = secrets.token_hex(32)
+    write_token(path, token)
+    return token
+
+
+def write_token(path: Path, token: str) -> None:
+    """``token`` into ``path``, owner-only (0600, in a directory made 0700), replaced atomically."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path.parent, 0o700)
-    token = secrets.token_hex(32)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(token)
     os.replace(tmp, path)
-    return token
 
 
 def submitter_script(launch: PodLaunch) -> tuple[str, str]:
