@@ -105,7 +105,7 @@ def protocol_class(
         _head: bytes | None = b""
         _header_timer: Any = None
 
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._arm_header_timer()
 

@@ -212,7 +212,7 @@ def _loop_factory(handshake_timeout: float) -> Any:
     except ImportError:  # pragma: no cover - uvloop is a dependency
         base = asyncio.SelectorEventLoop
 
-    class _Loop(base):  # type: ignore[misc,valid-type]
+    class _Loop(base):
         async def create_server(self, *args: Any, **kwargs: Any) -> Any:
             if kwargs.get("ssl") is not None:
                 kwargs.setdefault("ssl_handshake_timeout", handshake_timeout)

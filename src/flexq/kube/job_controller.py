@@ -278,17 +278,17 @@ class JobController(Controller):
             self.next_batch[uid] = now + SYNC_JOB_BATCH_PERIOD
         else:
             self.next_batch.pop(uid, None)
-        done, batch = 0, 1
-        while done < diff:  # slow start: batches of 1, 2, 4, ...; a batch with a refusal ends the sync
-            size = min(batch, diff - done)
+        made, batch = 0, 1
+        while made < diff:  # slow start: batches of 1, 2, 4, ...; a batch with a refusal ends the sync
+            size = min(batch, diff - made)
             refused = False
-            for i in range(done, done + size):
+            for i in range(made, made + size):
                 pod = self._create(job, todo[i] if todo else None)
                 if pod is _REFUSED:
                     refused = True
                 elif pod is not None:
                     created.append(pod)
-            done += size
+            made += size
             batch *= 2
             if refused:
                 n = self.refused.get(job["metadata"]["uid"], 0)

@@ -26,7 +26,7 @@ import contextlib
 import ctypes
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on every architecture
@@ -195,7 +195,7 @@ class Confinement:
             os.close(target)
 
     @contextlib.contextmanager
-    def preexec(self) -> Iterable[Callable[[], None] | None]:
+    def preexec(self) -> Iterator[Callable[[], None] | None]:
         """The ``preexec_fn`` that confines a child before it runs its program (None when the kernel has no
         Landlock): the rules are built here in the parent, the child makes two system calls. Closes the
         ruleset when the block ends (after ``Popen``)."""
