@@ -42,6 +42,7 @@ class Twin:
         s = requests.Session()
         s.headers.update({"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
         s.verify = self.ca
+        s.trust_env = False  # a REQUESTS_CA_BUNDLE in the environment would replace the twin's CA
         return s
 
     def rss(self, key: str = "VmRSS") -> int:
@@ -70,7 +71,8 @@ def start_twin(home: Path) -> Twin:
             if s.get(twin.url + "/readyz", timeout=5).status_code == 200:
                 return twin
         except requests.RequestException:
-            pass
+            if time.monotonic() > deadline:
+                raise
         time.sleep(0.2)
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from typing import TypeVar
 
 from flexq.clock import WallClock
-from flexq.loop.core import EventLoop
+from flexq.loop.core import EventLoop, Timer
 
 T = TypeVar("T")
 
@@ -31,6 +31,20 @@ class RealtimeLoop(EventLoop):
         self._stopping = False
         self.thread: threading.Thread | None = None
         self.failure: BaseException | None = None  # what ended the loop thread, if anything did
+
+    def _drain_inbox(self) -> None:
+        """Work posted by other threads (the API server's reads and writes, executors' wake-ups) runs as soon as
+        the loop looks, before the controller work already due: as the API server never waits behind the
+        controllers, a client's write never queues behind a backlog of reconciles (a Job's 500 new pods, each
+        to be scheduled). The callbacks run as the loop's own do (errors logged, steps counted)."""
+        if not self._inbox:
+            return
+        with self._inbox_lock:
+            items = list(self._inbox)
+            self._inbox.clear()
+        now = self.now()
+        for cb in items:
+            self._run(Timer(now, cb))
 
     def alive(self) -> bool:
         """The loop runs callbacks: its thread is running (or not started yet) and nothing ended it."""
