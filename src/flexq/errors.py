@@ -13,6 +13,7 @@
      |    +-- Invalid (422, with field causes)
      |    +-- AdmissionDenied (a validating admission webhook's refusal: its code and reason)
      |    +-- InternalError (500)
+     |    +-- ServiceUnavailable (503)
      +-- CloudError (GKE-shaped: HTTP code + Google status string)
      +-- InputError (a tool's bad input file: names the file, line and field)
      +-- MissingExtra (an optional part of flexq that is not installed: names the pip extra)
@@ -165,6 +166,10 @@ class Invalid(ApiError):
 
 class InternalError(ApiError):
     status, reason = 500, "InternalError"
+
+
+class ServiceUnavailable(ApiError):
+    status, reason = 503, "ServiceUnavailable"
 
 
 class AdmissionDenied(ApiError):

@@ -416,3 +416,23 @@ class Twin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def executor_note(executor: str) -> str:
+    """One line saying which executor runs pods and what that means for untrusted submitters (``flexq up``
+    prints it; docs/security.md says more)."""
+    if executor != "ray":
+        return "executor: simulated - no pod's code runs on this machine: safe with untrusted submitters"
+    from flexq.kuberay import confine
+
+    if confine.abi() > 0:
+        return (
+            "executor: real Ray - RayJob entrypoints and Ray tasks run here as your user, confined by Landlock "
+            "to their pod's own files (never the twin's home or yours), not in the network: let only people "
+            "you would let run code on this machine create RayJobs or RayClusters (docs/security.md)"
+        )
+    return (
+        "executor: real Ray - RayJob entrypoints run here as your user UNCONFINED (this kernel has no "
+        "Landlock): whoever may create a RayJob can read your files and the twin's admin token; use "
+        "--executor simulated with untrusted submitters (docs/security.md)"
+    )

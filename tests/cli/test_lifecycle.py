@@ -68,6 +68,8 @@ def gke(info: dict, method: str, path: str, body: dict | None = None) -> dict:
 def test_up_is_ready_and_idempotent(served) -> None:
     home, env, info, out = served
     assert "flexq is up at https://127.0.0.1:" in out and "helm install kueue" in out
+    # one line on which executor runs and what it means for untrusted submitters (issue 36)
+    assert "executor: simulated - no pod's code runs on this machine: safe with untrusted submitters" in out
     assert alive(info["pid"]) and (home / "kubeconfig").exists() and (home / "state.db").exists()
     again = flexq(env, "up")
     assert again.returncode == 0 and "already running" in again.stdout and str(info["pid"]) in again.stdout

@@ -108,7 +108,7 @@ class _Executor:
     def __init__(self, port: int) -> None:
         self.port = port
 
-    def accepts(self, pod: dict) -> bool:
+    def accepts(self, pod: dict, owners: object = ()) -> bool:
         return False
 
     def poll(self, key):

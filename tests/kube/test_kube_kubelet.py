@@ -209,7 +209,7 @@ class ManualExecutor:
     states: dict[PodKey, PodRunState] = field(default_factory=dict)
     stopped: list[PodKey] = field(default_factory=list)
 
-    def accepts(self, pod: dict) -> bool:
+    def accepts(self, pod: dict, owners: object = ()) -> bool:
         return "manual" in (pod["metadata"].get("labels") or {})
 
     def start(self, launch: PodLaunch) -> None:

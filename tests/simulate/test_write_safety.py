@@ -177,6 +177,33 @@ def test_a_study_of_many_runs_is_announced_before_it_starts(tmp_path, capsys, mo
     assert "warning: 2 runs" in err and "--replicas" in err, err
 
 
+def test_a_million_runs_are_refused_up_front_unless_allowed(tmp_path, capsys) -> None:
+    """100 variants × 10,000 replicas (issue 36): refused before anything runs, naming the flag to go beyond."""
+    variants = [{"name": f"v{i}"} for i in range(100)]
+    study = make(tmp_path / "s", {"replicas": 10_000, "variants": variants})
+    rc, out, err = _cli(capsys, str(study), "--out", str(tmp_path / "out"))
+    assert rc == 2 and "flexq simulate" not in out, out
+    assert (
+        "error: 100 variant(s) × 10000 replica(s) = 1,000,000 runs, more than --max-runs 10,000" in err
+        and "allow it with --max-runs 1000000" in err
+    ), err
+    assert not list((tmp_path / "out").iterdir())  # nothing simulated
+    # within a raised bound the same study is only announced (two runs of it, to keep the test short)
+    rc, _, err = _cli(
+        capsys,
+        str(study),
+        "--out",
+        str(tmp_path / "out"),
+        "--replicas",
+        "1",
+        "--variant",
+        "v1",
+        "--max-runs",
+        "1",
+    )
+    assert rc == 0, err
+
+
 def test_write_file_keeps_the_umask(tmp_path) -> None:
     path = write_file(tmp_path / "x.json", b"{}")
     assert Path(path).stat().st_mode & 0o777 == 0o644 & ~_umask()

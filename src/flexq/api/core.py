@@ -76,6 +76,19 @@ class ResourceRequirements(Model):
     requests: dict[str, Quantity] | None = None
     claims: list[dict[str, Any]] | None = None
 
+    @model_validator(mode="after")
+    def _not_negative(self) -> ResourceRequirements:
+        """``ValidateResourceQuantityValue``: no limit or request below zero (``cpu: -1`` is refused)."""
+        from flexq.api.quantity import parse_quantity
+
+        for field_name, values in (("limits", self.limits), ("requests", self.requests)):
+            for name, qty in (values or {}).items():
+                if parse_quantity(qty) < 0:
+                    raise field_error(
+                        f"{field_name}[{name}]", f'Invalid value: "{qty}": must be greater than or equal to 0'
+                    )
+        return self
+
 
 class ContainerPort(Loose):
     container_port: int = Field(ge=1, le=65535)

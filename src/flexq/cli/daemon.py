@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     from flexq import Twin
     from flexq.errors import InputError, Invalid
     from flexq.http.server import serve
+    from flexq.twin import executor_note
 
     # Ray's temp dirs stay in the executor's default short temp path (unix socket paths are limited to 107 bytes).
     try:
@@ -49,16 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     ) as exc:  # a state file that cannot be read: said in one line, not a traceback
         log.error("cannot start the twin: %s", exc)
         return 1
-    log.info(
-        "twin started (home %s, executor %s, Kueue %s)", home, args.executor, twin.core.settings.kueue.tag
-    )
+    note = executor_note(args.executor)
+    log.info("twin started (home %s, Kueue %s); %s", home, twin.core.settings.kueue.tag, note)
     try:
-        serve(twin.core, home, args.host, args.port)
+        code = serve(twin.core, home, args.host, args.port, extra={"executor_note": note})
     finally:
         log.info("stopping the twin")
         twin.close()
         log.info("stopped")
-    return 0
+    return code
 
 
 if __name__ == "__main__":

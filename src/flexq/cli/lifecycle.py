@@ -21,6 +21,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,27 @@ def _ready(info: dict[str, Any]) -> bool:
         return False
 
 
+_DAEMON_ENV = {
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "TZ",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+}
+_DAEMON_ENV_PREFIXES = ("LC_", "FLEXQ_", "XDG_", "VIRTUAL_ENV", "PYTHON")
+
+
+def daemon_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment the twin's daemon starts with: the locale, paths and flexq's own settings, and nothing
+    else of the shell's (no cloud or API credentials): on a kernel where Landlock does not restrict reading
+    another process's ``/proc/<pid>/environ``, a pod's processes could read it (docs/security.md)."""
+    return {k: v for k, v in environ.items() if k in _DAEMON_ENV or k.startswith(_DAEMON_ENV_PREFIXES)}
+
+
 def _log_tail(home: Home, n: int = 20) -> str:
     try:
         return "\n".join(home.log_file.read_text(errors="replace").splitlines()[-n:])
@@ -212,6 +234,7 @@ def up(
         argv = [sys.executable, "-m", "flexq.cli.daemon", "--home", str(home.path), "--executor", executor]
         proc = subprocess.Popen(
             argv + (["--kueue", kueue] if kueue else []),
+            env=daemon_env(os.environ),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -235,6 +258,8 @@ def up(
                 f"Kueue's metrics: {info['url']}/metrics"
             )
             console.print(kueue_note(str(info.get("kueue") or "")))
+            if info.get("executor_note"):
+                console.print(info["executor_note"], markup=False, highlight=False)
             return 0
         clock.sleep(0.2)
     console.print(

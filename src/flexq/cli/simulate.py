@@ -47,6 +47,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="do not run the changes the causes suggest (then no change is shown, only the evidence)",
     )
     sm.add_argument("--replicas", type=int, default=None, help="replicas per variant (seeds seed..seed+N-1)")
+    sm.add_argument(
+        "--max-runs",
+        type=int,
+        default=MAX_RUNS,
+        metavar="N",
+        help="refuse a study of more runs (variants x replicas, or sweep points x replicas) than this",
+    )
     sm.add_argument("--seed", type=int, default=None, help="first seed (default: the study's, else 1)")
     sm.add_argument("--variant", action="append", default=[], help="run only this variant (repeatable)")
     sm.add_argument(
@@ -388,6 +395,11 @@ def _run_sweep(
         return 2
     n = len(points(spec)) + 1
     reps = args.replicas or spec.replicas or study.replicas
+    fewer = "--replicas, or fewer knob values or samples in the sweep file"
+    if _too_many_runs(
+        err_console, n * reps, args.max_runs, f"{n - 1} point(s) + the base × {reps} replica(s)", fewer
+    ):
+        return 2
     console.print(
         f"[bold]flexq simulate[/] {escape(study.name)} --sweep: {n - 1} point(s) + the base × {reps} replica(s) "
         f"= {n * reps} run(s)" + (f" on Ray at {escape(args.ray_address)}" if args.ray_address else "")
@@ -493,11 +505,24 @@ def _run_sweep(
 
 
 LARGE_STUDY_RUNS = 1_000
+MAX_RUNS = 10_000  # --max-runs: a million runs (100 variants × 10,000 replicas) is weeks of CPU
+
+
+def _too_many_runs(err_console: Console, runs: int, limit: int, what: str, fewer: str) -> bool:
+    """A study of more than ``--max-runs`` runs is refused before anything runs, saying how to go beyond."""
+    if runs <= limit:
+        return False
+    _error(
+        err_console,
+        f"{what} = {runs:,} runs, more than --max-runs {limit:,}: each run simulates the whole study, so this "
+        f"is days to weeks of CPU. Ask for fewer with {fewer}, or allow it with --max-runs {runs}.",
+    )
+    return True
 
 
 def _warn_size(err_console: Console, runs: int, fewer: str) -> None:
-    """A study of thousands of runs (up to a million: 100 variants × 10,000 replicas) is said out loud before it
-    starts: each run simulates the whole study, so this is hours to weeks of CPU. Ctrl-C stops it."""
+    """A study of thousands of runs (up to ``--max-runs``) is said out loud before it starts: each run simulates
+    the whole study, so this is hours to days of CPU. Ctrl-C stops it."""
     if runs <= LARGE_STUDY_RUNS:
         return
     err_console.print(
@@ -558,6 +583,9 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     if args.sweep:
         return _run_sweep(args, study, out, console, err_console, clock, wall0)
     runs = len(study.variants) * study.replicas
+    what = f"{len(study.variants)} variant(s) × {study.replicas} replica(s)"
+    if _too_many_runs(err_console, runs, args.max_runs, what, "--replicas or --variant"):
+        return 2
     console.print(
         f"[bold]flexq simulate[/] {escape(study.name)}: {len(study.variants)} variant(s) × {study.replicas} "
         f"replica(s) = {runs} run(s)" + (f" on Ray at {escape(args.ray_address)}" if args.ray_address else "")

@@ -3,7 +3,8 @@
 Owns: the order of the API server's filters — authentication (``flexq.http.auth``: the twin's own token is the
 cluster admin, a ServiceAccount token that ServiceAccount; ``/version``, ``/healthz``, ``/livez`` and ``/readyz``
 are public, as the API server's default RBAC makes them), impersonation (``Impersonate-*``), authorization
-(RBAC over the target cluster's roles and bindings: 403 as the API server words it) — then routing by path:
+(RBAC over the target cluster's roles and bindings: 403 as the API server words it), the limit on requests in
+flight (``flexq.http.inflight``: 429) — then routing by path:
 ``/version``, ``/api``, ``/apis`` (legacy and aggregated discovery), ``/openapi/v2``, ``/openapi/v3...``,
 ``/api/v1/...`` and ``/apis/<group>/<version>/...`` (the Kubernetes face, with the review APIs and
 ``serviceaccounts/<name>/token``), ``/.well-known/openid-configuration`` and ``/openid/v1/jwks`` (the
@@ -24,8 +25,17 @@ from starlette.responses import Response
 
 from flexq.errors import ApiError, InternalError, MethodNotAllowed, NotFound, Unauthorized
 from flexq.http import auth, dashboard
+from flexq.http import inflight as inflight_limit
 from flexq.http import metrics as metrics_page
-from flexq.http.common import decode_body_async, json_response, read_body, status_response, url_path
+from flexq.http.common import (
+    decode_body_async,
+    json_response,
+    loop_stopped,
+    on_loop,
+    read_body,
+    status_response,
+    url_path,
+)
 from flexq.http.gke import face as gke_face
 from flexq.http.kube import discovery, openapi, paths, reviews, tokenrequest
 from flexq.http.kube.rest import KubeFace
@@ -37,9 +47,11 @@ log = logging.getLogger("flexq.http")
 
 PUBLIC = {"/version", "/version/", "/healthz", "/livez", "/readyz"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+HEALTH_TIMEOUT = 5.0  # /readyz: how long the loop may take to answer
 
 
 USER = auth.USER_KEY  # the request scope's key for the authenticated (and impersonated) user
+ATTRS = "flexq.attributes"  # and for what it asks (set when its user is not in system:masters)
 
 
 def request_user(request: Request) -> UserInfo:
@@ -61,8 +73,15 @@ def issuer_of(view: ClusterView) -> str:
 class TwinApp:
     """Routes requests to the faces of one twin."""
 
-    def __init__(self, core: TwinServices, token: str | None, server_address: str = "") -> None:
+    def __init__(
+        self,
+        core: TwinServices,
+        token: str | None,
+        server_address: str = "",
+        inflight: inflight_limit.InFlight | None = None,
+    ) -> None:
         self.core = core
+        self.inflight = inflight or inflight_limit.InFlight()
         self.token = token
         self.server_address = server_address
         self.faces: dict[str | None, KubeFace] = {None: KubeFace(core)}
@@ -112,6 +131,7 @@ class TwinApp:
             if not auth.privileged(user):
                 attrs = auth.request_attributes(user, request.method, path, request.query_params)
                 auth.check(view.store, attrs)
+                request.scope[ATTRS] = attrs  # the in-flight limit counts it (system:masters is exempt)
         request.scope[USER] = user
         return user
 
@@ -159,7 +179,14 @@ class TwinApp:
                 self.user(request, cluster, kpath)
             except ApiError as err:
                 return status_response(err)
-        return await self._guarded(request, path, lambda: self.kube(request, kpath, cluster))
+        try:
+            slot = self.inflight.take(request.scope.get(ATTRS))
+        except inflight_limit.Full:
+            return inflight_limit.too_many_requests()
+        try:
+            return await self._guarded(request, path, lambda: self.kube(request, kpath, cluster))
+        finally:
+            self.inflight.give(slot)
 
     async def _guarded(self, request: Request, path: str, handler: Any) -> Response:
         try:
@@ -182,7 +209,7 @@ class TwinApp:
         if p == "/version":
             return json_response(discovery.version_info(face.runtime().settings.gke_version))
         if p in ("/healthz", "/livez", "/readyz"):
-            return Response(b"ok", media_type="text/plain")
+            return await self.health(p[1:], request)
         if p == "/metrics":
             return await metrics_page.scrape(self.core.loop, face.runtime)
         if p.startswith("/openapi/"):
@@ -221,6 +248,27 @@ class TwinApp:
                 return discovery.no_route()
             return json_response(doc)
         return await face.handle(request, target)
+
+    async def health(self, name: str, request: Request) -> Response:
+        """``/healthz``, ``/livez`` and ``/readyz`` as the API server's healthz handler answers them: ``ok``, or
+        with ``?verbose`` each check's ``[+]<check> ok``; a failed check makes them a 500 listing ``[-]<check>
+        failed: reason withheld``. The check here is the twin's loop: its thread runs, and (``/readyz``) it
+        answers within a few seconds: a twin whose loop died never looks healthy."""
+        loop_ok = loop_stopped(self.core.loop) is None
+        if loop_ok and name == "readyz":
+            try:
+                await on_loop(self.core.loop, lambda: None, timeout=HEALTH_TIMEOUT)
+            except ApiError:
+                loop_ok = False
+        checks = [("ping", True), ("flexq-loop", loop_ok)]
+        lines = "".join(f"[+]{c} ok\n" if ok else f"[-]{c} failed: reason withheld\n" for c, ok in checks)
+        headers = {"X-Content-Type-Options": "nosniff"}
+        media = "text/plain; charset=utf-8"
+        if not all(ok for _, ok in checks):
+            return Response(f"{lines}{name} check failed\n".encode(), 500, headers, media)
+        if "verbose" not in request.query_params:
+            return Response(b"ok", 200, headers, media)
+        return Response(f"{lines}{name} check passed\n".encode(), 200, headers, media)
 
     async def _decoded(self, request: Request) -> Any:
         """A create-only body: JSON, YAML or protobuf (kubectl's typed clients), within the API server's limit."""
@@ -309,13 +357,18 @@ class TwinApp:
         return Response(doc, media_type="application/json")
 
 
-def build_app(core: TwinServices, token: str | None, server_address: str = "") -> Any:
+def build_app(
+    core: TwinServices,
+    token: str | None,
+    server_address: str = "",
+    inflight: inflight_limit.InFlight | None = None,
+) -> Any:
     """The ASGI application serving ``core`` (a ``TwinCore``); ``token`` None disables auth (tests).
 
     A bare ASGI callable rather than a Starlette application: every path goes to ``TwinApp``, which routes
     and turns every failure into a ``Status`` itself, so Starlette's router and its two error middlewares
     would only add a few function layers to each request (a fifth of a small request's time)."""
-    twin_app = TwinApp(core, token, server_address)
+    twin_app = TwinApp(core, token, server_address, inflight)
     allowed = frozenset(METHODS)
 
     def portforward_gate(method: str, path: str, headers: list[tuple[str, str]]) -> dict[str, Any] | None:

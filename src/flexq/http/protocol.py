@@ -1,8 +1,10 @@
 """The HTTP/1.1 protocol of a served twin: uvicorn's (httptools', else h11's), plus the connection upgrade that
 ``kubectl port-forward`` needs and ASGI cannot express.
 
-Owns: ``protocol_class(core, token)`` — a subclass of uvicorn's protocol that looks at the first
-request of each connection; a ``POST .../pods/<name>/portforward`` with ``Upgrade: SPDY/3.1`` is
+Owns: ``protocol_class(core, token)`` — a subclass of uvicorn's protocol that closes a connection whose
+request head is not complete ``header_timeout`` seconds after it opened or after the request began (Go's
+``ReadHeaderTimeout``: the API server's is 32 s), answers a request line it cannot parse as Go's server does,
+and looks at the first request of each connection; a ``POST .../pods/<name>/portforward`` with ``Upgrade: SPDY/3.1`` is
 authenticated, answered ``101`` and handed to ``PortForwardSession``; a WebSocket upgrade there gets
 ``400`` (kubectl then falls back to SPDY); everything else goes to the ASGI app unchanged. Also owns the
 lookup of where a pod's port really is (its executor's ``PodRunState.ports``, else the pod annotation
@@ -36,6 +38,9 @@ _PF = re.compile(
 )
 _MAX_HEAD = 64 * 1024
 MAX_URL = 65535  # httptools.parse_url refuses longer URLs
+HEADER_TIMEOUT = 32.0  # the API server's ReadHeaderTimeout ("just shy of requestTimeoutUpperBound")
+# RFC 7230's tchar: what Go's validMethod accepts in a method
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def local_endpoint(pod: dict, port: int, executors: Sequence[Any] = ()) -> tuple[str, int]:
@@ -90,6 +95,7 @@ def protocol_class(
     core: TwinServices,
     token: str | None,
     gate: Callable[[str, str, list[tuple[str, str]]], dict[str, Any] | None] | None = None,
+    header_timeout: float = HEADER_TIMEOUT,
 ) -> type[Any]:
     """uvicorn's HTTP/1.1 protocol (httptools', else h11's) bound to one twin, with port-forward upgrades.
     ``gate(method, path, headers)`` authenticates and authorizes an upgrade (a ``Status`` to refuse it with);
@@ -97,6 +103,37 @@ def protocol_class(
 
     class TwinHttpProtocol(_Base):
         _head: bytes | None = b""
+        _header_timer: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm_header_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm_header_timer()
+            super().connection_lost(exc)
+
+        def _arm_header_timer(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(header_timeout, self._header_timed_out)
+
+        def _disarm_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _header_timed_out(self) -> None:
+            """Go's server closes a connection whose request head is late without answering (a read timeout)."""
+            self._header_timer = None
+            self.transport.close()
+
+        def on_message_begin(self) -> None:  # httptools: a request begins (the next one on a kept-alive conn)
+            self._arm_header_timer()
+            super().on_message_begin()
+
+        def on_headers_complete(self) -> None:
+            self._disarm_header_timer()
+            super().on_headers_complete()
 
         def send_400_response(self, msg: str) -> None:
             """uvicorn's answer to a request it cannot parse, as a Kubernetes ``Status`` (JSON, not text): a
@@ -126,6 +163,7 @@ def protocol_class(
                 return None
             buffered, self._head = self._head, None
             if self._take_over(buffered):
+                self._disarm_header_timer()
                 return None
             return super().data_received(buffered)
 
@@ -133,14 +171,15 @@ def protocol_class(
             """Go's net/http answers a request line it cannot parse as soon as it has read it, before any
             header: a line without a method, target and version (HTTP/0.9's ``GET /``) or with a malformed
             version is ``400 Bad Request``, a version other than 1.x ``505`` (``readRequest``,
-            ``http1ServerSupportsRequest``); then it closes the connection. The API server never sees it."""
+            ``http1ServerSupportsRequest``) — a method that is not a token (garbage bytes) is a 400 before the
+            version is looked at; then it closes the connection. The API server never sees it."""
             if self._head is None:
                 return False
             text = line.decode("latin-1")
             method, _, rest = text.partition(" ")
             _, sep, proto = rest.partition(" ")
             version = re.fullmatch(r"HTTP/(\d)\.(\d)", proto)
-            if method and sep and version is not None:
+            if _TOKEN.fullmatch(method) and sep and version is not None:
                 if version.group(1) == "1":
                     return False
                 reply = "505 HTTP Version Not Supported: unsupported protocol version"

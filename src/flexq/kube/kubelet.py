@@ -35,8 +35,8 @@ from flexq.api.core_defaults import qos_class
 from flexq.api.jsoncopy import ByIdentity, clone_kept
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
-from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
-from flexq.kube.podenv import configmap_files, start_blocker, tpu_env
+from flexq.kube.cache import ClusterCache, PodKey, controller_owner, is_terminal, pod_key
+from flexq.kube.podenv import api_env, configmap_files, start_blocker, tpu_env
 from flexq.kube.sa_volumes import token_files
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.runtime.executor import PodExecutor, PodLaunch, PodRunState
@@ -244,7 +244,8 @@ class Kubelet(Controller):
         self._forget_configmaps(key)
         for path, content in self._token_files(pod).items():
             files.setdefault(path, {}).update(content)
-        executor = next((ex for ex in self.ctx.executors if ex.accepts(pod)), None)
+        owners = self._owners(pod)
+        executor = next((ex for ex in self.ctx.executors if ex.accepts(pod, owners)), None)
         if executor is None:
             return None
         node = self.store.peek("Node", node_name)  # read-only, as the pod (PodLaunch)
@@ -260,11 +261,15 @@ class Kubelet(Controller):
             pod=pod,
             node=node,
             files=files,
-            env=tpu_env(pod, self.cache.nodes[node_name], self.cache.nodes.values()),
+            env={
+                **api_env(self.ctx.settings.kube_endpoint),
+                **tpu_env(pod, self.cache.nodes[node_name], self.cache.nodes.values()),
+            },
             logs=self.ctx.logs,
             notify=lambda: self.ctx.loop.post(lambda: self.enqueue(key)),
             now=self.ctx.now,
             wake_at=lambda when: self._wake(key, when),
+            owners=owners,
         )
         try:
             executor.start(launch)
@@ -275,6 +280,31 @@ class Kubelet(Controller):
             self.events.record(pod, "Normal", "Started", f"Started container {c['name']}")
         state = executor.poll(key) or PodRunState("Pending")
         return self._observe(key, pod, rec, state)
+
+    def _owners(self, pod: dict) -> tuple[dict, ...]:
+        """The pod's chain of controllers, closest first: each ``controller: true`` owner reference followed to
+        the stored object of that kind, name and uid in the pod's namespace (a reference to anything else ends
+        the chain), at most four deep. Executors trust a pod by who created it, never by its command."""
+        chain: list[dict] = []
+        obj, ns = pod, pod["metadata"].get("namespace") or "default"
+        for _ in range(4):
+            ref = controller_owner(obj)
+            if ref is None or not ref.get("kind") or not ref.get("name"):
+                break
+            try:
+                owner = self.store.peek(ref["kind"], ref["name"], ns)
+            except (KeyError, ValueError, NotFound):  # a kind this cluster does not serve
+                break
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            if (
+                owner is None
+                or owner["metadata"].get("uid") != ref.get("uid")
+                or str(owner.get("apiVersion", "")).rpartition("/")[0] != group
+            ):
+                break
+            chain.append(owner)
+            obj = owner
+        return tuple(chain)
 
     def _token_files(self, pod: dict) -> dict[str, dict[str, str]]:
         """The pod's ServiceAccount token volumes (``sa_volumes``), when the twin serves its API (whose key

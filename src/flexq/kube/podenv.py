@@ -1,6 +1,6 @@
 """What a node gives a pod at start: ConfigMap volumes as files, and the GKE TPU environment.
 
-Owns three pure functions the kubelet calls before starting a pod:
+Owns the pure functions the kubelet calls before starting a pod:
 
 - ``configmap_files``: every ``configMap`` volume mounted by a container becomes ``{mountPath: {file:
   content}}`` (all keys, or only ``items`` with their ``path``; a ``subPath`` mount puts one key at the
@@ -21,6 +21,8 @@ Owns three pure functions the kubelet calls before starting a pod:
   node pools mark a slice's hosts (annotation ``gke.twin.flexq.dev/slice``), that is the slice, named
   ``<pool>-<slice id>``. A pod's own env
   (e.g. from KubeRay's TPU webhook) is applied by the executor after this one and wins.
+- ``api_env``: the ``kubernetes`` Service's variables every pod gets (``KUBERNETES_SERVICE_HOST``/``_PORT``...),
+  pointing at the twin's API server where it listens (``127.0.0.1:<port>``), so in-cluster clients find it.
 
 Pure; must not import the store, the runtime or other domains.
 """
@@ -211,4 +213,24 @@ def tpu_env(pod: dict, node: NodeInfo, all_nodes: Iterable[NodeInfo]) -> dict[st
         "TPU_WORKER_ID": str(worker),
         "TPU_WORKER_HOSTNAMES": ",".join(slice_nodes),
         "TPU_NAME": name,
+    }
+
+
+def api_env(endpoint: str | None) -> dict[str, str]:
+    """The ``kubernetes`` Service's environment (docker links style, as the kubelet writes it) for the API
+    server at ``host:port`` ({} when the twin does not serve its API)."""
+    if not endpoint:
+        return {}
+    host, _, port = endpoint.rpartition(":")
+    host = host.strip("[]")
+    tcp = f"tcp://{endpoint}"
+    return {
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": port,
+        "KUBERNETES_SERVICE_PORT_HTTPS": port,
+        "KUBERNETES_PORT": tcp,
+        f"KUBERNETES_PORT_{port}_TCP": tcp,
+        f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
+        f"KUBERNETES_PORT_{port}_TCP_PORT": port,
+        f"KUBERNETES_PORT_{port}_TCP_ADDR": host,
     }

@@ -29,6 +29,7 @@ Callback = Callable[[], Any]
 
 
 YOUNG_GC_THRESHOLD = 50_000
+ERRORS_KEPT = 100
 
 
 def tune_gc(young: int = YOUNG_GC_THRESHOLD) -> None:
@@ -72,7 +73,9 @@ class EventLoop:
         self._wake = threading.Condition(self._inbox_lock)
         self.steps = 0  # callbacks run so far (for benchmarks and determinism checks)
         self.idles = 0  # times the loop went idle: the clock moved on (virtual) or the loop waited (real)
-        self.errors: list[BaseException] = []
+        # the last errors of broken callbacks (bounded: a live twin runs for days, and an error's traceback holds
+        # the frames, with their data, that raised it)
+        self.errors: deque[BaseException] = deque(maxlen=ERRORS_KEPT)
 
     # -- scheduling ---------------------------------------------------------------------------
     def now(self) -> float:
@@ -136,7 +139,7 @@ class EventLoop:
             raise
         except Exception as exc:  # a broken callback must not stop the world
             log.exception("callback %r failed", cb)
-            self.errors.append(exc)
+            self.errors.append(exc.with_traceback(None))
 
     def next_time(self) -> float | None:
         """When the next live timer is due, or None."""

@@ -12,6 +12,7 @@ Must not import domain packages or ``flexq.http``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import deque
@@ -134,21 +135,25 @@ class _Queue:
             self.add(key)  # left queued: the twin is stuck, but consistent
             raise
         self.processing = key
-        try:
-            result = self.controller.reconcile(key)
-        except (Conflict, NotFound) as exc:
-            # stale read or a racing delete: retry soon, quietly (client-go controllers do the same)
-            log.debug("%s %r: %s; retrying", self.controller.name, key, exc)
-            result = self._retry(key)
-        except Exception:
-            log.exception("reconcile %s %r failed", self.controller.name, key)
-            result = self._retry(key)
-        else:
-            self.failures.pop(key, None)
-            after = None if result is None else result.requeue_after
-            self.results["success" if after is None else "requeue_after" if after > 0 else "requeue"] += 1
-        finally:
-            self.processing = None
+        # one journal commit for the reconcile's writes (a Job's 500 new pods and their events: one sync to
+        # disk, not a thousand); a write that fails undoes only its own rows, and the error stays inside
+        journal = self.manager.ctx.store.journal
+        with journal.transaction() if journal is not None else contextlib.nullcontext():
+            try:
+                result = self.controller.reconcile(key)
+            except (Conflict, NotFound) as exc:
+                # stale read or a racing delete: retry soon, quietly (client-go controllers do the same)
+                log.debug("%s %r: %s; retrying", self.controller.name, key, exc)
+                result = self._retry(key)
+            except Exception:
+                log.exception("reconcile %s %r failed", self.controller.name, key)
+                result = self._retry(key)
+            else:
+                self.failures.pop(key, None)
+                after = None if result is None else result.requeue_after
+                self.results["success" if after is None else "requeue_after" if after > 0 else "requeue"] += 1
+            finally:
+                self.processing = None
         if key in self.dirty_while_processing:
             self.dirty_while_processing.discard(key)
             self.add(key)

@@ -24,6 +24,7 @@ from starlette.responses import Response, StreamingResponse
 
 from flexq.api import scheme
 from flexq.api.base import FIELD_MANAGER_MAX, field_manager_problems
+from flexq.api.goquote import go_quote as goquote
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time, parse_time
 from flexq.errors import ApiError, BadRequest, Cause, Invalid, MethodNotAllowed, NotFound
@@ -138,6 +139,111 @@ def _maybe_uncommitted(store: Any) -> bool:
     return journal is not None and journal.uncommitted
 
 
+_B64URL = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def decode_continue(token: str) -> tuple[int, str]:
+    """``(resourceVersion, start key)`` of a ``continue`` token, or the API server's 400 (``storage.DecodeContinue``
+    wrapped by ``ValidateListOptions``): ``invalid continue token: continue key is not valid: <why>``, the why
+    in Go's words (base64's ``illegal base64 data at input byte N``, encoding/json's, or the token's own)."""
+
+    def bad(why: str) -> BadRequest:
+        return BadRequest(f"invalid continue token: continue key is not valid{': ' + why if why else ''}")
+
+    good = _B64URL.match(token)
+    end = good.end() if good else 0
+    if end < len(token) or len(token) % 4 == 1:  # RawURLEncoding: no padding, no other character
+        raise bad(f"illegal base64 data at input byte {end if end < len(token) else len(token) - 1}")
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise bad(
+            "invalid character looking for beginning of value" if raw else "unexpected end of JSON input"
+        ) from None
+    if not isinstance(data, dict):
+        raise bad(f"json: cannot unmarshal {_json_type(data)} into Go value of type storage.continueToken")
+    for key, want, ok in (
+        ("v", "string", lambda v: isinstance(v, str)),
+        ("rv", "int64", lambda v: isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63),
+        ("start", "string", lambda v: isinstance(v, str)),
+    ):
+        if data.get(key) is not None and not ok(data[key]):
+            raise bad(
+                f"json: cannot unmarshal {_json_type(data[key])} into Go struct field continueToken.{key} of type {want}"
+            )
+    if data.get("v") != "meta.k8s.io/v1":
+        raise bad("server does not recognize this encoded version")
+    if not data.get("rv"):
+        raise bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+    start = str(data.get("start") or "").rstrip("\x00")
+    if not start:
+        raise bad("encoded start key empty (version meta.k8s.io/v1)")
+    return int(data["rv"]), start
+
+
+def _json_type(value: Any) -> str:
+    """encoding/json's name for a JSON value's type in an UnmarshalTypeError."""
+    return {bool: "bool", int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(value), "null"
+    )
+
+
+def check_list_options(q: Any) -> None:
+    """``ValidateListOptions`` and the storage's parse of ``resourceVersion``: ``resourceVersionMatch`` is one of
+    ``Exact``, ``NotOlderThan`` (422 on ``ListOptions``), and ``resourceVersion`` a uint64 (400)."""
+    rv, match = q.get("resourceVersion"), q.get("resourceVersionMatch")
+    causes = []
+    if match:
+        if not rv:
+            causes.append(
+                Cause(
+                    "resourceVersionMatch",
+                    "FieldValueForbidden",
+                    "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )
+            )
+        if q.get("continue"):
+            causes.append(
+                Cause(
+                    "resourceVersionMatch",
+                    "FieldValueForbidden",
+                    "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+                )
+            )
+        if match == "Exact" and rv == "0":
+            causes.append(
+                Cause(
+                    "resourceVersionMatch",
+                    "FieldValueForbidden",
+                    'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                )
+            )
+        elif match not in ("Exact", "NotOlderThan"):
+            causes.append(
+                Cause(
+                    "resourceVersionMatch",
+                    "FieldValueNotSupported",
+                    f'Unsupported value: {goquote(match)}: supported values: "Exact", "NotOlderThan", ""',
+                )
+            )
+    if causes:
+        parts = [f"{c.field}: {c.message}" for c in causes]
+        joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+        raise Invalid(
+            f'ListOptions.meta.k8s.io "" is invalid: {joined}',
+            kind="ListOptions",
+            group="meta.k8s.io",
+            causes=causes,
+        )
+    if rv not in (None, "", "0") and not (rv.isascii() and rv.isdigit() and int(rv) < 2**64):
+        why = "value out of range" if rv.isascii() and rv.isdigit() else "invalid syntax"
+        raise BadRequest(
+            f"invalid resource version: resourceVersion: Invalid value: {goquote(rv)}: strconv.ParseUint: "
+            f"parsing {goquote(rv)}: {why}"
+        )
+
+
 def page(
     objs: list[dict], rv: int, limit: str | None, token: str | None, selected: bool = False
 ) -> tuple[list[dict], int, dict[str, Any]]:
@@ -150,20 +256,7 @@ def page(
     """
     start = ""
     if token:
-        try:
-            data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-            if (
-                not isinstance(data, dict)
-                or not isinstance(data.get("rv"), int)
-                or isinstance(data["rv"], bool)
-                or not isinstance(data.get("start"), str)
-            ):
-                raise ValueError("the token's rv must be an integer and its start a string")
-            rv, start = data["rv"], data["start"].rstrip("\x00")
-            if data.get("v") != "meta.k8s.io/v1" or not start:
-                raise ValueError(data.get("v"))
-        except (ValueError, KeyError, TypeError, OverflowError) as exc:
-            raise BadRequest(f"continue key is not valid: {exc}") from None
+        rv, start = decode_continue(token)
         ns, _, name = start.rpartition("/")
         # the objects are in key order: the page starts after the token's key (a binary search, so paging
         # through a big list costs each page its own size, not the whole list again)
@@ -452,6 +545,7 @@ class KubeFace:
 
     async def list(self, request: Request, t: Target, info: KindInfo) -> Response:
         q = request.query_params
+        check_list_options(q)
         fsel = fields.checked(info, q.get("fieldSelector"))
 
         store = self.store()
