@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from flexq import Twin
+from flexq.api.kueue_convert import convert_text
 from flexq.http.server import Server
 from flexq.simulate import load_study, run_sweep, simulate
 from flexq.simulate.results import csv_text
@@ -24,9 +25,13 @@ KINDS = "resourceflavors,clusterqueues,localqueues,admissionchecks,provisioningr
 SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
 
 
-def _kubectl(kubeconfig: str, *args: str) -> str:
+def _kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
     r = subprocess.run(
-        ["kubectl", "--kubeconfig", kubeconfig, *args], capture_output=True, text=True, timeout=60
+        ["kubectl", "--kubeconfig", kubeconfig, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.returncode == 0, (args, r.stderr)
     return r.stdout
@@ -106,7 +111,10 @@ def _applied(home: Path, study_dir: Path, study, best: Path) -> str:
     kubeconfig = str(server.kubeconfig_path())
     try:
         for m in study.variant("base").manifests:
-            _kubectl(kubeconfig, "apply", "-f", str(study_dir / m.source))
+            # the study's cluster runs Kueue 0.20.7 (the default), which serves only v1beta2: the base's v1beta1
+            # objects are there as an upgraded cluster holds them, converted (flexq convert FILE | kubectl apply)
+            text = convert_text((study_dir / m.source).read_text(), m.source).text
+            _kubectl(kubeconfig, "apply", "-f", "-", stdin=text)
         out = _kubectl(kubeconfig, "apply", "-f", str(best))
         assert "configured" in out or "created" in out, out
         return _as_manifest(_kubectl(kubeconfig, "get", KINDS, "-A", "-o", "yaml"))

@@ -64,7 +64,11 @@ def test_a_variant_on_each_release_shows_what_the_upgrade_changes(tmp_path: Path
     assert "kept retrying" in held["evidence"]
     assert "kueue#18785" in held["change"] and "backoffLimitCount" in held["change"]
     kept = next(c for c in new["causes"] if c["code"] == "RetryLimitKept")
-    assert kept["jobsLost"] == new["jobs"]["lost"] and "kueue#18785" in kept["evidence"]
+    # every lost job of 0.20.7 was ended by the retry limit (counted here, or under its requests' own failure)
+    assert (
+        kept["evidence"].startswith(f"{new['jobs']['lost']} jobs deactivated after")
+        and "kueue#18785" in kept["evidence"]
+    )
     assert kept["knobs"] == [{"kind": "retryLimit", "config": "dws-config", "value": 6}]
     assert not any(c["code"] == "RetryLimitKept" for c in old["causes"])
     assert not any(c["code"] == "RetryHoldsQuota" for c in new["causes"])

@@ -704,7 +704,9 @@ def _release(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]) 
         flavors = sorted({f for r in held for f in r.get("retry_hold_flavors") or []})
         # evicted by the check more often than its limit allows, and not deactivated: the count started again
         retried = [r for r in held if r.get("check_evictions", 0) > limit and not r["lost"]]
-        lost = [r for r in held if r["lost"]]
+        lost = [
+            r for r in held if r["lost"] and not _primary(r)
+        ]  # one cause per lost job: the unclaimed ones
         return {
             "code": "RetryHoldsQuota",
             "title": f"Kueue {release}: quota held through {check}'s retry back-off",
@@ -727,21 +729,31 @@ def _release(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]) 
             ),
             "knobs": [],
         }
-    lost = [
+    ended = [
         r
         for r in rows
         if r["lost"] and r.get("reason") == "DeactivatedDueToAdmissionCheck" and r.get("pr_failures", 0) > 0
     ]
-    if not lost:
+    if not ended:
         return None
+    # one cause per lost job: a job whose requests failed for a reason of their own (NodepoolSizeReached) is
+    # counted there; this cause counts the rest, and says how many in all the retry limit ended
+    lost = [r for r in ended if not _primary(r)]
+    elsewhere = len(ended) - len(lost)
     return {
         "code": "RetryLimitKept",
         "title": f"Kueue {release}: {check}'s retry limit ends jobs",
         "jobsLost": len(lost),
         "jobsDelayed": 0,
-        "waitHours": _h(sum(r["wait_censored"] for r in lost)),
+        "waitHours": _h(sum(r["wait_censored"] for r in ended)),
         "evidence": (
-            f"{_plural(len(lost), 'job')} deactivated after {check} used up backoffLimitCount ({limit}): Kueue "
+            f"{_plural(len(ended), 'job')} deactivated after {check} used up backoffLimitCount ({limit})"
+            + (
+                f" ({elsewhere} of them counted under the cause of their requests' failures)"
+                if elsewhere
+                else ""
+            )
+            + f": Kueue "
             f"{release} evicts at once on a Retry (kueue#18785) and keeps the check, with its retry count, through "
             f"the back-off spent without quota. Kueue 0.19 holds the quota through each back-off instead, and the "
             f"check, which applies to {where}, is dropped with its count whenever a job gives the quota back and "

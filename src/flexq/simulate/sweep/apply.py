@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from flexq.api.kueue_convert import convert_object
+from flexq.api.kueue_versions import resolve as resolve_kueue
 from flexq.kueue.config import (
     CONFIG_KEY,
     CONFIG_NAME,
@@ -359,6 +361,18 @@ def _namespaced(d: Any) -> bool:
     return isinstance(d, dict) and d.get("kind") not in _CLUSTER_SCOPED
 
 
+def _served(doc: dict[str, Any], variant: Variant) -> dict[str, Any]:
+    """``doc`` as the variant's cluster serves it: a Kueue v1beta1 object is written as v1beta2 for a Kueue
+    release that no longer serves v1beta1 (0.20: ``kubectl apply`` of the v1beta1 form would be refused), by the
+    conversion ``flexq convert`` and the API server make."""
+    if doc.get("apiVersion") != "kueue.x-k8s.io/v1beta1":
+        return doc
+    if "v1beta1" in resolve_kueue(variant.kueue or None).served:
+        return doc
+    converted, _notes = convert_object(doc, source=variant.name)
+    return converted
+
+
 def apply_yaml(base: Variant, best: Variant, file: str = "best.yaml") -> str:
     """``best.yaml``: every object ``best`` changes or adds, whole, as ``kubectl apply -f`` takes them (an
     object applied whole replaces the fields it sets; nothing is left half-changed); what it removes, and the
@@ -384,7 +398,7 @@ def apply_yaml(base: Variant, best: Variant, file: str = "best.yaml") -> str:
                 else "turned off"
             )
         )
-    docs = [d for k, d in b_by.items() if a_by.get(k) != d]
+    docs = [_served(d, best) for k, d in b_by.items() if a_by.get(k) != d]
     body = yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False) if docs else ""
     return "\n".join(head) + "\n" + (("---\n" + body) if body else "# (no Kubernetes object changes)\n")
 
