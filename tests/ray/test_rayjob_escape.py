@@ -40,7 +40,7 @@ done
 if ls "$home" >/dev/null 2>&1; then echo "PROBE LISTED home"; else echo "PROBE DENIED listing"; fi
 if head -c1 "/proc/$twin_pid/mem" >/dev/null 2>&1; then echo "PROBE READ mem"; else echo "PROBE DENIED mem"; fi
 echo "PROBE ENV $(env | grep -c -e FLEXQ_HOME -e KUBECONFIG -e CLOUDSDK)"
-k() { kubectl --server="https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT" \
+k() { kubectl --server="https://${KUBERNETES_PORT#tcp://}" \
   --certificate-authority="$sa/ca.crt" --token="$(cat "$sa/token")" "$@" 2>&1; }
 echo "PROBE WHOAMI $(k auth whoami -o jsonpath='{.status.userInfo.username}')"
 echo "PROBE CANI-ALL $(k auth can-i '*' '*' -A)"

@@ -77,6 +77,7 @@ from . import commands, confine, localproc, names, pods, runtime_env
 from .dashboard import DashboardCache, http_text
 
 _STARTED = "Ray runtime started"
+IN_CLUSTER_ENV = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "KUBERNETES_SERVICE_PORT_HTTPS")
 SYSTEM_PATH = os.pathsep.join(["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
 NO_LANDLOCK = (
     "this kernel has no Landlock: the pod's processes run unconfined, and can read every file the twin's "
@@ -471,6 +472,14 @@ class LocalRayExecutor:
         }
         env.update(self.extra_env)
         env.update(pod.launch.env)
+        # The kubelet gives every pod the ``kubernetes`` Service's variables. A process here cannot be given its
+        # ServiceAccount token at /var/run/secrets/kubernetes.io/serviceaccount, the one path in-cluster clients
+        # read (client-go's rest.InClusterConfig, the kubernetes package's load_incluster_config), so with
+        # KUBERNETES_SERVICE_HOST set they would find a cluster they cannot use — JAX's cluster detection then
+        # fails every Ray Train run. The API's address stays in the docker-link variables (KUBERNETES_PORT...),
+        # the token in the pod's own token files.
+        for k in IN_CLUSTER_ENV:
+            env.pop(k, None)
         containers = pod.launch.pod.get("spec", {}).get("containers") or [{}]
         own = localproc.container_env(pod.launch.pod, containers[0])
         env.update(
