@@ -10,9 +10,9 @@ from) and ``fit(state, cfg)``:
   (``flexq.stats.exponential_mean``, one pseudo-observation of the prior), so a queue whose requests all sit
   waiting is not taken for a short one; the Kaplan-Meier median is reported beside it.
 - **Stock-outs** of a node pool's machines: the cluster autoscaler's ``FailedScaleUp`` events classified as a
-  stock-out or GCE quota (``flexq.api.reasons.classify_capacity``) on the pods of workloads admitted on the
-  pool's flavor; one is ongoing when such a workload waits now and no node of the pool was made since the
-  first refusal. Its remaining length is exponential, with the mean fitted from the episodes seen (the ongoing
+  stock-out or GCE quota (``flexq.api.reasons.classify_capacity``), or its back-off after one, on the pods of
+  workloads admitted on the pool's flavor; one is ongoing when such a workload waits now and no node of the pool
+  was made since the first refusal, and it is at least as old as that workload's wait. Its remaining length is exponential, with the mean fitted from the episodes seen (the ongoing
   one censored) and a prior.
 - **Provisioning times**: each Node's creation to its ``Ready``, per machine type (uniform between the fastest
   and the slowest seen), else the prior.
@@ -195,7 +195,9 @@ class Model:
                     "stockoutMessage": s.code if s.code.isupper() else "ZONE_RESOURCE_POOL_EXHAUSTED",
                 }
             )
-        for mt, (pmin, pmax, _n) in sorted(self.provision.items()):
+        for mt, (pmin, pmax, n) in sorted(self.provision.items()):
+            if n < 10:  # a few nodes seen: no narrower than the prior's range
+                pmin, pmax = min(pmin, lo), max(pmax, hi)
             rules.append(
                 {
                     "match": {"machineTypes": [mt]},
@@ -318,7 +320,9 @@ def _stockouts(state: ClusterState, es: list[Entry], cfg: EtaConfig) -> tuple[li
         if ev.get("reason") not in ("FailedScaleUp", "NotTriggerScaleUp"):
             continue
         refusal = classify_capacity(ev.get("message") or "")
-        if refusal is None or not refusal.cannot_grow:
+        # a stock-out, GCE quota, or the autoscaler's back-off after a failed scale-up (the refusal itself may be
+        # older than the API server keeps events: an hour)
+        if refusal is None or refusal.kind not in ("stockout", "quota", "backoff"):
             continue
         obj = ev.get("involvedObject") or {}
         ns = obj.get("namespace") or (ev.get("metadata") or {}).get("namespace", "")
@@ -333,7 +337,7 @@ def _stockouts(state: ClusterState, es: list[Entry], cfg: EtaConfig) -> tuple[li
         )
         if owner is None:
             continue
-        pools_of = {fpool.get(f, "") for fl in owner.assignments().values() for f in fl.values()}
+        pools_of = {fpool.get(f, "") for f in _pod_flavors(owner, obj.get("name", ""))}
         for pool in pools_of:
             if not pool or pool not in pools or pools[pool].get("queuedProvisioning"):
                 continue
@@ -343,15 +347,35 @@ def _stockouts(state: ClusterState, es: list[Entry], cfg: EtaConfig) -> tuple[li
                 continue
             if owner.role != "reserved":
                 continue
+            # the stock-out is at least as old as the wait of the workload its refusal stopped
+            held = _cond_time(owner.workload, "QuotaReserved")
+            since = min(first, held) if held is not None else first
+            code = refusal.code or "GCE_STOCKOUT"
             prev = refused.get(pool)
-            if prev is None or first < prev[0]:
-                refused[pool] = (first, refusal.code)
+            if prev is None or since < prev[0]:
+                refused[pool] = (since, code if prev is None or prev[1] == "GCE_STOCKOUT" else prev[1])
     out = []
     for pool, (since, code) in sorted(refused.items()):
         elapsed = max(0.0, state.now - since)
         mean = exponential_mean(episodes, [elapsed], cfg.prior_stockout_seconds)
         out.append(Stockout(pool, pools[pool]["machineType"], since, code, mean))
     return out, episodes
+
+
+def _pod_flavors(owner: Entry, pod: str) -> set[str]:
+    """The flavors of the pod set a pod belongs to (its name carries the pod set's: ``-tpu-group-worker-``,
+    ``-head-``), else those of the pod sets that ask for an accelerator."""
+    assigned = owner.assignments()
+    named = [ps for ps in assigned if ps and f"-{ps}-" in pod]
+    if named:
+        return {f for ps in named for f in assigned[ps].values()}
+    accel = {
+        f
+        for fl in assigned.values()
+        for r, f in fl.items()
+        if r in (catalog.RESOURCE_TPU, catalog.RESOURCE_GPU)
+    }
+    return accel or {f for fl in assigned.values() for f in fl.values()}
 
 
 def _provision(state: ClusterState) -> dict[str, tuple[float, float, int]]:

@@ -58,6 +58,9 @@ _DROP_META = (
     "selfLink",
 )
 _DROP_ANN = ("kubectl.kubernetes.io/last-applied-configuration", ANN_RUN, ANN_OUTCOME)
+# what Kueue and its admission checks write into an admitted job's pod templates (the flavor's pod set, the
+# ProvisioningRequest the pods consume): written again when the job is admitted again
+_INJECTED = ("kueue.x-k8s.io/", "autoscaling.x-k8s.io/")
 _JOB_LABELS = (
     "controller-uid",
     "batch.kubernetes.io/controller-uid",
@@ -103,10 +106,12 @@ def clean_job(job: dict) -> dict:
         "metadata": _meta(job, True),
         "spec": copy.deepcopy(job.get("spec") or {}),
     }
+    if (out["metadata"].get("labels") or {}).get("kueue.x-k8s.io/queue-name"):
+        out["spec"]["suspend"] = True  # as Kueue's webhook leaves a queued job: Kueue starts it on admission
     for t in _templates(out).values():  # what Kueue injected when it admitted the job: it does so again
         tmeta = t.get("metadata") or {}
         for part in ("labels", "annotations"):
-            kept = {k: v for k, v in (tmeta.get(part) or {}).items() if not k.startswith("kueue.x-k8s.io/")}
+            kept = {k: v for k, v in (tmeta.get(part) or {}).items() if not k.startswith(_INJECTED)}
             if kept:
                 tmeta[part] = kept
             else:
