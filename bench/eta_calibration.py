@@ -90,9 +90,8 @@ def truth_run(path: Path, instants: int) -> tuple[list[tuple[float, dict]], dict
             return
         key = f"{wl['metadata'].get('namespace', '')}/{wl['metadata']['name']}"
         seen = starts.setdefault(key, [])
-        if not seen or seen[-1] != twin.now():
-            if not seen or twin.now() > seen[-1]:
-                seen.append(twin.now())
+        if not seen or twin.now() > seen[-1]:
+            seen.append(twin.now())
 
     twin.store.watch(on_event, ["Workload"])
     span = max(j.submit for j in jobs)

@@ -73,11 +73,14 @@ def sample_beyond(
     tail_mean: float,
 ) -> float:
     """One draw of a duration known to exceed ``elapsed``: from the Kaplan-Meier curve of ``done`` and
-    ``censored`` restricted to times past ``elapsed``; the mass the curve leaves beyond its last end (or all of
-    it, when nothing past ``elapsed`` was seen to end) is an exponential tail of mean ``tail_mean`` past
-    ``max(elapsed, that end)``."""
+    ``censored`` restricted to times past ``elapsed``, of which a share ``1/(n+1)`` (``n`` observations) is moved
+    beyond the longest seen; that mass, and all of it when nothing past ``elapsed`` was seen to end, is an
+    exponential tail of mean ``tail_mean`` past ``max(elapsed, that end)``."""
+    # a share 1/(n+1) of waits outlast everything seen (n seen): a few observations are not the whole law
+    beyond = 1.0 / (len(done) + len(censored) + 1)
     base, past = 1.0, []  # S(elapsed), and the curve's steps past elapsed
-    for t, s in km_curve(done, censored):
+    for t, s0 in km_curve(done, censored):
+        s = beyond + (1.0 - beyond) * s0
         if t <= elapsed:
             base = s
         else:

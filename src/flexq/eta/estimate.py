@@ -278,12 +278,6 @@ def _job_eta(
             j.waits_for = f"quota: {j.position} job(s) ahead of it"
         elif b == "quota":
             j.waits_for = "quota: running jobs to finish"
-    if (
-        j.started == 0
-        and causes
-        and all("NodePoolMaxSize" in c or "NodepoolSizeReached" in c for c in causes)
-    ):
-        j.cannot = f"no node pool can grow to hold it ({causes.most_common(1)[0][0]} in every run)"
     n = len(starts)
     reasons.append(f"its run time: {j.run_source}")
     if j.median is not None:

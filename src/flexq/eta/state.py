@@ -100,20 +100,34 @@ def _events(items: list[dict]) -> list[dict]:
 
 
 def state_from_twin(twin: Twin) -> ClusterState:
-    """The current cluster of ``twin`` (its SDK's API: ``Twin.list``), node pools from its GKE API."""
-    st = ClusterState(now=twin.now())
+    """The current cluster of ``twin``, node pools from its GKE API. One hop onto the twin's loop takes the
+    stored objects (references: a stored object is never changed in place, a write stores a new one); they are
+    copied off the loop, so a live twin's writes never wait for the copy."""
+    import json
+
+    store = twin.store
+    kinds = []
     for attr, _group, _versions, plural in KINDS:
         try:
-            items = twin.list(plural)
+            kinds.append((attr, store.info(plural).kind))
         except Exception:  # a kind this cluster does not serve (the RayOperator addon off)
-            items = []
+            continue
+
+    def take() -> tuple[float, dict[str, list[dict]], dict | None]:
+        refs = {attr: list(store.peek_list(kind)) for attr, kind in kinds}
+        return twin.now(), refs, store.peek("ConfigMap", KUEUE_CONFIG[1], KUEUE_CONFIG[0])
+
+    now, refs, config = twin._call(take)
+    st = ClusterState(now=now)
+    for attr, items in refs.items():
         if attr == "events":
             items = _events(items)
+        items = json.loads(json.dumps(items))
         if attr in ("rayjobs", "batch_jobs"):
             kind = "RayJob" if attr == "rayjobs" else "Job"
             items = [{**i, "kind": kind} for i in items]
         setattr(st, attr, items)
-    st.kueue_config = twin.try_get("ConfigMap", KUEUE_CONFIG[1], KUEUE_CONFIG[0])
+    st.kueue_config = json.loads(json.dumps(config)) if config is not None else None
     settings = twin.runtime.settings
     if settings.gke_cluster:
         st.cluster = {
