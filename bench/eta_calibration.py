@@ -115,34 +115,39 @@ def truth_run(path: Path, instants: int) -> tuple[list[tuple[float, dict]], dict
     return states, starts, end
 
 
-def predict(
-    task: tuple[str, int, float, dict, dict[str, Any]],
-) -> tuple[str, int, float, list[dict[str, Any]], float]:
-    name, k, at, state_dict, cfg_kw = task
-    state = ClusterState.from_dict(state_dict)
-    cfg = EtaConfig(**cfg_kw)
+def scenario_task(task: tuple[str, int, dict[str, Any]]) -> tuple[str, list[dict[str, Any]], float, float]:
+    """One scenario: its truth run, then the ETA (and the naive estimate) at each instant."""
+    path, instants, cfg_kw = task
     t = time.monotonic()
-    fc = estimate(state, cfg)
-    naive = naive_eta(state)
+    states, starts, end = truth_run(Path(path), instants)
+    t_truth = time.monotonic() - t
+    cfg = EtaConfig(**cfg_kw)
     rows = []
-    for key, j in fc.jobs.items():
-        rows.append(
-            {
-                "scenario": name,
-                "instant": k,
-                "at": at,
-                "workload": key,
-                "role": j.role,
-                "median": j.median,
-                "low": j.low,
-                "high": j.high,
-                "cannot": j.cannot,
-                "naive": naive.get(key),
-                "plan": j.plan,
-                "waits_for": j.waits_for,
-            }
-        )
-    return name, k, at, rows, time.monotonic() - t
+    for k, (at, state_dict) in enumerate(states):
+        state = ClusterState.from_dict(state_dict)
+        fc = estimate(state, cfg)
+        naive = naive_eta(state)
+        for key, j in fc.jobs.items():
+            later = [s for s in starts.get(key, []) if s >= at]
+            rows.append(
+                {
+                    "scenario": Path(path).name,
+                    "instant": k,
+                    "at": at,
+                    "workload": key,
+                    "role": j.role,
+                    "median": j.median,
+                    "low": j.low,
+                    "high": j.high,
+                    "cannot": j.cannot,
+                    "naive": naive.get(key),
+                    "plan": j.plan,
+                    "waits_for": j.waits_for,
+                    "truth": later[0] - at if later else None,
+                    "observed": end - at,  # how long after the instant the truth run went on
+                }
+            )
+    return Path(path).name, rows, t_truth, time.monotonic() - t - t_truth
 
 
 def main() -> int:
@@ -168,33 +173,22 @@ def main() -> int:
     t_all = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="eta-cal-"))
     scenarios = family(args.scenarios, args.family_seed)
-    truths: dict[str, tuple[dict[str, list[float]], float]] = {}
-    tasks = []
-    t_truth = time.monotonic()
+    paths = []
     for sc in scenarios:
-        path = write_study(sc, root)
-        states, starts, end = truth_run(path, args.instants)
-        truths[sc.name] = (starts, end)
-        for k, (at, st) in enumerate(states):
-            tasks.append((sc.name, k, at, st, cfg_kw))
-        print(f"{sc.name}: {sc.describe()}: {len(states)} instants", flush=True)
-    t_truth = time.monotonic() - t_truth
+        paths.append(str(write_study(sc, root)))
+        print(f"{sc.name}: {sc.describe()}", flush=True)
     rows: list[dict[str, Any]] = []
-    t_pred = time.monotonic()
+    t_truth = t_pred = 0.0
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        for name, k, at, rs, secs in pool.map(predict, tasks):
-            starts, end = truths[name]
-            for r in rs:
-                later = [s for s in starts.get(r["workload"], []) if s >= at]
-                r["truth"] = later[0] - at if later else None
-                r["observed"] = end - at  # how long after the instant the truth run went on
-                rows.append(r)
-            print(f"  {name} instant {k}: {len(rs)} waiting jobs, {secs:.1f} s", flush=True)
-    t_pred = time.monotonic() - t_pred
+        for name, rs, tt, tp in pool.map(scenario_task, [(p, args.instants, cfg_kw) for p in paths]):
+            rows += rs
+            t_truth += tt
+            t_pred += tp
+            print(f"  {name}: {len(rs)} predictions (truth run {tt:.0f} s, ETAs {tp:.0f} s)", flush=True)
     report(rows, horizon, args)
     print(
-        f"\nwall: truth runs {t_truth:.0f} s, predictions {t_pred:.0f} s ({len(tasks)} states, "
-        f"{args.workers} processes), all {time.monotonic() - t_all:.0f} s",
+        f"\ntruth runs {t_truth:.0f} s, ETAs {t_pred:.0f} s (summed over {args.workers} processes); "
+        f"wall {time.monotonic() - t_all:.0f} s",
         flush=True,
     )
     if args.out:
