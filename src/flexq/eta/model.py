@@ -43,10 +43,20 @@ from flexq.semantics.conditions import find_condition
 from flexq.semantics.owners import controller_owner
 from flexq.stats import exponential_mean, km_median, km_quantile, sample_beyond
 
-__all__ = ["EtaConfig", "Model", "RunClass", "Stockout", "fit", "expected_duration", "WARMUP_SECONDS"]
+__all__ = [
+    "EtaConfig",
+    "Model",
+    "RunClass",
+    "Stockout",
+    "fit",
+    "expected_duration",
+    "WARMUP_SECONDS",
+    "RESERVED_LEAD",
+]
 
 QUEUED_CLASS = "queued-provisioning.gke.io"
 WARMUP_SECONDS = 300.0  # the forward twin's first five minutes: the running jobs get their nodes at once
+RESERVED_LEAD = 30.0  # the jobs holding quota go in first: their requests are queued before the warm-up
 
 
 @dataclass(frozen=True)
@@ -175,13 +185,16 @@ class Model:
         return rng.expovariate(1.0 / s.mean_remaining)
 
     def profile(self, rng: random.Random | None = None, warmup: float = WARMUP_SECONDS) -> dict[str, Any]:
-        """The model as a ``CapacityProfile``; relative times count from the forward run's start (its warm-up
-        ends at ``warmup``, the instant of the state). Stock-out ends are drawn with ``rng`` (None: medians)."""
+        """The model as a ``CapacityProfile``; relative times count from the forward run's start. The jobs that
+        hold quota go in at 0 under the fitted terms (their DWS requests queue, a stock-out holds their pods); from
+        ``RESERVED_LEAD`` to ``warmup`` (the instant of the state) the running jobs get their nodes at once, stock-out
+        or not. Stock-out ends are drawn with ``rng`` (None: medians)."""
         lo, hi = self.cfg.prior_provision
         rules: list[dict[str, Any]] = [
             {
-                "match": {"during": [{"start": "0s", "end": f"{warmup:g}s"}]},
+                "match": {"during": [{"start": f"{RESERVED_LEAD:g}s", "end": f"{warmup:g}s"}]},
                 "available": "unlimited",
+                "windows": [],
                 "provisionTime": {"fixed": "1s"},
                 "queueWait": {"fixed": "0s"},
             }
@@ -191,7 +204,7 @@ class Model:
             rules.append(
                 {
                     "match": {"machineTypes": [s.machine_type], "provisioningModels": ["on-demand"]},
-                    "windows": [{"start": f"{warmup:g}s", "end": f"{end:.0f}s", "available": 0}],
+                    "windows": [{"start": "0s", "end": f"{end:.0f}s", "available": 0}],
                     "stockoutMessage": s.code if s.code.isupper() else "ZONE_RESOURCE_POOL_EXHAUSTED",
                 }
             )

@@ -10,12 +10,13 @@ for which Workload). The study recreates the cluster in a fresh virtual twin and
    contents are never read);
 3. the capacity profile fitted from the cluster's history (``Model.profile``), whose first ``WARMUP_SECONDS``
    give nodes at once;
-4. the traffic: every job **running** at the instant, submitted at 0 as it runs (each pod set pinned to the
-   flavor it holds, through the flavor's node labels) for the rest of its run, drawn knowing how long it has run;
-   at ``WARMUP_SECONDS`` — the instant of the state — every job that holds quota but has not started
-   (**reserved**: waiting for DWS, for nodes, for a stock-out to end), pinned likewise; then every **pending**
-   job, one second apart in Kueue's order (priority, then the queue-order time), so that Kueue orders them as it
-   did. Their run times are drawn from ``Model.draw_run`` (``replica`` None: the median of each, for a study a
+4. the traffic: at 0, every job that holds quota but has not started (**reserved**: waiting for DWS, for
+   nodes, for a stock-out to end), each pod set pinned to the flavor it holds (through the flavor's node labels):
+   its DWS request is queued, or its pods refused by the stock-out, as at the instant; at ``RESERVED_LEAD``
+   every job **running** at the instant, pinned likewise, for the rest of its run (drawn knowing how long it has
+   run), given nodes at once by the warm-up rule; from ``WARMUP_SECONDS`` — the instant of the state — every
+   **pending** job, one second apart in Kueue's order (priority, then the queue-order time), so that Kueue orders
+   them as it did. Their run times are drawn from ``Model.draw_run`` (``replica`` None: the median of each, for a study a
    user runs again and again). Deactivated jobs are left out: they do not run unless someone reactivates them.
 
 A job's object goes in as it was read (its spec, labels and annotations; not its status, uid or the twin's own
@@ -35,7 +36,7 @@ import yaml
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_time
 from flexq.eta.jobs import Entry, entries, started_at
-from flexq.eta.model import WARMUP_SECONDS, EtaConfig, Model
+from flexq.eta.model import RESERVED_LEAD, WARMUP_SECONDS, EtaConfig, Model
 from flexq.eta.state import ClusterState
 from flexq.simulate.jobs import ANN_OUTCOME, ANN_RUN, PodSetSpec
 from flexq.simulate.study import Manifest, Study, Variant
@@ -265,7 +266,7 @@ def build_study(state: ClusterState, model: Model, cfg: EtaConfig, replica: int 
     running = sorted((e for e in es if e.role == "running"), key=lambda e: started_at(e.workload) or 0.0)
     reserved = [e for e in es if e.role == "reserved"]
     pending = [e for e in es if e.role == "pending"]
-    order: list[tuple[float, Entry]] = [(0.0, e) for e in running] + [(w, e) for e in reserved]
+    order: list[tuple[float, Entry]] = [(0.0, e) for e in reserved] + [(RESERVED_LEAD, e) for e in running]
     order += [(w + 1.0 + i, e) for i, e in enumerate(pending)]
     for submit, e in order:
         elapsed = max(0.0, state.now - (started_at(e.workload) or state.now)) if e.role == "running" else 0.0
@@ -273,7 +274,7 @@ def build_study(state: ClusterState, model: Model, cfg: EtaConfig, replica: int 
             total = model.median_run(e, elapsed)
         else:
             total = model.draw_run(e, elapsed, rng)
-        run = max(1.0, total - elapsed) + (w if e.role == "running" else 0.0)
+        run = max(1.0, total - elapsed) + (w - RESERVED_LEAD if e.role == "running" else 0.0)
         sc.runs[e.key] = total
         kind, name = e.job_ref
         spaces.add(e.namespace)
