@@ -565,9 +565,10 @@ def _twin_node_pools(api: Any, st: Any) -> list[dict] | None:
         )
     except TwinError:
         return None
-    for c in clusters or []:
+    found: list[dict] = list(clusters or [])
+    for c in found:
         name, location = c.get("name", ""), c.get("location") or c.get("zone", "")
-        if host.endswith(f"/clusters/{name}") or len(clusters) == 1 or not host.count("/clusters/"):
+        if host.endswith(f"/clusters/{name}") or len(found) == 1 or not host.count("/clusters/"):
             st.cluster = {"project": home.project(), "location": location, "name": name}
             return list(c.get("nodePools") or [])
     return None

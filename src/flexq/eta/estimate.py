@@ -246,7 +246,7 @@ def _job_eta(
         return j
     starts: list[float] = []
     plans: Counter[str] = Counter()
-    waits: Counter[str] = Counter()
+    waits: dict[str, float] = dict.fromkeys(WAITS_FOR, 0.0)
     causes: Counter[str] = Counter()
     for sc, rows in zip(scenarios, results, strict=True):
         row = next((r for r in rows if sc.workload_of.get(r["job"]) == e.key), None)
@@ -270,7 +270,7 @@ def _job_eta(
     j.high = None if hi == INF or hi > cfg.horizon else hi
     if plans:
         j.plan = plans.most_common(1)[0][0]
-    top = [b for b, v in waits.most_common() if v > 0]
+    top = [b for b, v in sorted(waits.items(), key=lambda kv: -kv[1]) if v > 0]
     if top:
         b = top[0]
         j.waits_for = WAITS_FOR[b]

@@ -101,7 +101,7 @@ def _meta(obj: dict, namespaced: bool) -> dict[str, Any]:
 
 def clean_job(job: dict) -> dict:
     """A RayJob or batch Job as it can be submitted again: its spec, name, namespace, labels and annotations."""
-    out = {
+    out: dict[str, Any] = {
         "apiVersion": job.get("apiVersion") or ("ray.io/v1" if job.get("kind") == "RayJob" else "batch/v1"),
         "kind": job.get("kind"),
         "metadata": _meta(job, True),
