@@ -146,6 +146,9 @@ class TwinCore:
         # the first one created, for as long as it exists, unless settings.default_cluster names one
         self._root: str | None = self.journal.get_meta(ROOT_KEY) if self.journal is not None else None
         self._closed = False
+        # what estimates when waiting jobs start (flexq.eta.service.EtaService, attached by `flexq up` or the SDK):
+        # read by the dashboard through flexq.http.seam.Forecasts and by Twin.eta; None when nothing is attached
+        self.forecasts: Any = None
 
     def _choose_kueue(self, given: bool) -> None:
         """The Kueue release this twin runs: the one asked for, else the one its state last ran (a restarted

@@ -406,6 +406,21 @@ class Twin:
 
         return self._call(run)
 
+    def eta(self, job: str | None = None, namespace: str | None = None) -> Any:
+        """The ETAs of the attached ETA service (``flexq.eta.service.EtaService(twin).start()``; ``flexq up`` attaches
+        one): the last ``Forecast``, or with ``job`` that job's ``JobEta`` (None when it does not wait). For a
+        one-off estimate without a service: ``flexq.eta.estimate(flexq.eta.state_from_twin(twin))``."""
+        service = self.core.forecasts
+        if service is None:
+            raise BadRequest(
+                "no ETA service is attached to this twin: flexq.eta.service.EtaService(twin).start(), or "
+                "flexq.eta.estimate(flexq.eta.state_from_twin(twin)) once"
+            )
+        fc = service.latest()
+        if job is None or fc is None:
+            return fc
+        return fc.find(job.split("/", 1)[-1], namespace)
+
     # -- lifecycle ----------------------------------------------------------------------------------
     def close(self) -> None:
         """Stop controllers, executors and the loop; flush state."""

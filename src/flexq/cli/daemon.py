@@ -2,7 +2,8 @@
 
 Owns: building a live ``Twin`` whose state lives in ``DIR`` (``state.db``, pod logs), serving it with
 ``flexq.http.server.serve`` (which writes ``server.json``, ``pid`` and ``kubeconfig`` once it listens and
-removes them at exit) until SIGTERM/SIGINT, with an owner-only umask (``FLEXQ_HOME`` is ``0700``, its files
+removes them at exit) until SIGTERM/SIGINT, with its ETAs refreshed in the background (``flexq.eta.service``:
+the dashboard's and ``/metrics``' ETAs), with an owner-only umask (``FLEXQ_HOME`` is ``0700``, its files
 ``0600``), and then closing the twin, which stops its controllers and every
 Ray process its executor started. Logs go to stderr, which ``flexq up`` points at ``DIR/flexq.log``.
 """
@@ -25,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--executor", choices=["ray", "simulated"], default="ray")
     p.add_argument("--kueue", default=None, help="the Kueue release (default: the state's, else the newest)")
+    p.add_argument("--eta-period", type=float, default=60.0, help="seconds between ETA refreshes (0: no ETA)")
     args = p.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -52,10 +54,17 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     note = executor_note(args.executor)
     log.info("twin started (home %s, Kueue %s); %s", home, twin.core.settings.kueue.tag, note)
+    service = None
+    if args.eta_period > 0:
+        from flexq.eta.service import EtaService
+
+        service = EtaService(twin, period=args.eta_period).start()
     try:
         code = serve(twin.core, home, args.host, args.port, extra={"executor_note": note})
     finally:
         log.info("stopping the twin")
+        if service is not None:
+            service.stop()
         twin.close()
         log.info("stopped")
     return code

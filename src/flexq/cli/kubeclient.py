@@ -538,3 +538,80 @@ def stream_logs(
             yield buf.decode("utf-8", "replace")
     finally:
         resp.release_conn()
+
+
+def fetch_cluster_state(api: Any, node_pools: list[dict] | None = None, now: float | None = None) -> Any:
+    """What the ETA reads (``flexq.eta.state.KINDS``, cluster-wide, read-only), as a ``ClusterState``. Node pools:
+    ``node_pools`` (the GKE API's descriptions) when given, else the twin's GKE API when ``api`` is the twin of
+    ``$FLEXQ_HOME``, else inferred from what Kubernetes shows (each guess in the state's notes). A kind the
+    cluster does not serve reads as empty; a kind the user may not list is refused with the rule it needs."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from flexq.clock import WallClock
+    from flexq.eta.state import EVENT_REASONS, KINDS, KUEUE_CONFIG, ClusterState, infer_pools, pools_from_gke
+
+    st = ClusterState(now=WallClock().now() if now is None else now)
+    for attr, group, versions, plural in KINDS:
+        try:
+            if group == "":
+                method = "list_event_for_all_namespaces" if plural == "events" else f"list_{plural[:-1]}"
+                items = list_core(api, method)
+            else:
+                items = list_objects(api, (group, versions), plural)
+        except ClientError as exc:
+            if exc.status == 403:
+                raise ClientError(
+                    f"{exc}: the ETA reads {plural}{'.' + group if group else ''} cluster-wide "
+                    "(`flexq eta manifests` prints the read-only ClusterRole it needs)",
+                    status=403,
+                ) from None
+            raise
+        if attr == "events":
+            items = [e for e in items if e.get("reason") in EVENT_REASONS]
+        if attr in ("rayjobs", "batch_jobs"):
+            kind = "RayJob" if attr == "rayjobs" else "Job"
+            items = [{**i, "kind": kind} for i in items]
+        setattr(st, attr, items)
+    try:
+        cm = client.CoreV1Api(api).read_namespaced_config_map(KUEUE_CONFIG[1], KUEUE_CONFIG[0])
+        st.kueue_config = api.sanitize_for_serialization(cm)
+    except ApiException as exc:
+        if exc.status not in (403, 404):
+            raise _api_error(exc) from exc
+    except Exception as exc:
+        raise _api_error(exc) from exc
+    zones = {
+        ((n.get("metadata") or {}).get("labels") or {}).get("topology.kubernetes.io/zone", "")
+        for n in st.nodes
+    } - {""}
+    if zones:
+        st.cluster["location"] = sorted(zones)[0]
+    if node_pools is None:
+        node_pools = _twin_node_pools(api, st)
+    st.node_pools = pools_from_gke(node_pools) if node_pools else infer_pools(st)
+    return st
+
+
+def _twin_node_pools(api: Any, st: Any) -> list[dict] | None:
+    """The node pools of the twin's GKE cluster behind ``api`` (the twin of ``$FLEXQ_HOME``), or None."""
+    from flexq.cli.lifecycle import Home, TwinError, gke_request, running
+
+    home = Home.resolve(None)
+    info = running(home)
+    host = api.configuration.host.rstrip("/")
+    if not info or not host.startswith(str(info.get("url", "")).rstrip("/")):
+        return None
+    try:
+        clusters = gke_request(home, "GET", f"/v1/projects/{home.project()}/locations/-/clusters").get(
+            "clusters"
+        )
+    except TwinError:
+        return None
+    found: list[dict] = list(clusters or [])
+    for c in found:
+        name, location = c.get("name", ""), c.get("location") or c.get("zone", "")
+        if host.endswith(f"/clusters/{name}") or len(found) == 1 or not host.count("/clusters/"):
+            st.cluster = {"project": home.project(), "location": location, "name": name}
+            return list(c.get("nodePools") or [])
+    return None

@@ -1,9 +1,9 @@
 """Entry point of the ``flexq`` command: sub-commands up, down, env, demo, tutorial, convert, status, dashboard,
-submit, logs, fallback, simulate, completion.
+submit, logs, fallback, eta, simulate, completion.
 
 Owns: argument parsing and dispatch only; each command's work lives in its own module (``lifecycle`` for
 up/down/env, ``demo``, ``tutorial_files`` for ``flexq tutorial``, ``convert``, ``status``/``observe``/``kubeclient`` for
-status and logs, ``submit``, ``completion``). The parser (``Parser``) gives every sub-command a description
+status and logs, ``submit``, ``eta``, ``completion``). The parser (``Parser``) gives every sub-command a description
 with examples, shows each option's default in its help, reads a value such as ``-1h`` as a value (refused
 by the option's own check) rather than as an unknown option, and says a usage error in one line
 (``error: --timeout: invalid duration '6 hours': ...``), as ``flexq simulate`` says a bad study file.
@@ -281,6 +281,12 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     return simulate.run(args, console, err_console)
 
 
+def _cmd_eta(args: argparse.Namespace) -> int:
+    from flexq.cli import eta
+
+    return eta.run(args, console, err_console)
+
+
 def _cmd_completion(args: argparse.Namespace) -> int:
     from flexq.cli import completion
 
@@ -436,6 +442,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("-w", "--watch", action="store_true", help="after the table, print each row that changes")
     s.add_argument("--interval", type=duration, default=2.0, help="with -w, how often to look")
+    s.add_argument(
+        "--no-eta",
+        dest="eta",
+        action="store_false",
+        help="no ETA column (it carries the cluster forward in virtual twins: a second or more)",
+    )
+    s.add_argument("--eta-replicas", type=int, default=8, help="forward runs behind the ETA column")
+    s.add_argument("--eta-horizon", type=duration, default=7 * 86400.0, help="how far ahead the ETA looks")
+    s.add_argument(
+        "--eta-interval", type=duration, default=60.0, help="with -w, recompute the ETA this often"
+    )
     s.set_defaults(func=_cmd_status)
 
     db = sub.add_parser(
@@ -521,6 +538,10 @@ def build_parser() -> argparse.ArgumentParser:
     from flexq.cli.fallback import add_parser as add_fallback
 
     add_fallback(sub, _kube_flags, duration, _examples).set_defaults(func=_cmd_fallback)
+
+    from flexq.cli.eta import add_parser as add_eta
+
+    add_eta(sub, _kube_flags, duration, _examples).set_defaults(func=_cmd_eta)
 
     from flexq.cli.simulate import add_parser as add_simulate
 

@@ -28,7 +28,24 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     sm.add_argument(
         "study",
+        nargs="?",
         help="a simulation file, a directory holding simulation.yaml, or Kueue's perf-harness generator.yaml",
+    )
+    sm.add_argument(
+        "--from-cluster",
+        default=None,
+        metavar="DIR",
+        help="write the kubeconfig's cluster as a study in DIR instead (its state, the capacity model fitted to "
+        "its history, its jobs; read-only, as flexq eta reads it), to run with flexq simulate DIR",
+    )
+    sm.add_argument("--kubeconfig", default=None, help="--from-cluster: kubeconfig file")
+    sm.add_argument("--context", default=None, help="--from-cluster: kubeconfig context")
+    sm.add_argument(
+        "--node-pools",
+        default=None,
+        metavar="FILE",
+        help="--from-cluster: `gcloud container node-pools list "
+        "--format=json` (default: the twin's GKE API, else inferred)",
     )
     sm.add_argument(
         "--out",
@@ -547,6 +564,35 @@ def _check_out(out: Path) -> None:
     output_dir(out, field="--out")
 
 
+def _from_cluster(args: argparse.Namespace, console: Console, err_console: Console) -> int:
+    """``--from-cluster DIR``: the cluster's state and fitted model as a study (``flexq.eta.files``)."""
+    from flexq.cli import kubeclient
+    from flexq.cli.eta import read_node_pools
+    from flexq.eta import EtaConfig, fit
+    from flexq.eta.files import write_study
+
+    try:
+        pools = read_node_pools(args.node_pools)
+        api = kubeclient.connect(args.kubeconfig, args.context)
+        state = kubeclient.fetch_cluster_state(api, pools)
+        cfg = EtaConfig(seed=args.seed if args.seed is not None else 1)
+        files = write_study(state, fit(state, cfg), cfg, Path(args.from_cluster))
+    except (ValueError, kubeclient.ClientError) as exc:
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return 1
+    except InputError as exc:
+        _error(err_console, exc)
+        return 2
+    console.print(
+        f"wrote {len(files)} files to {escape(args.from_cluster)}: the cluster at its state now "
+        f"({len(state.workloads)} workloads); run it with: flexq simulate {escape(args.from_cluster)}",
+        highlight=False,
+    )
+    for note in state.notes:
+        console.print(f"note: {escape(note)}", highlight=False)
+    return 0
+
+
 def run(args: argparse.Namespace, console: Console, err_console: Console) -> int:
     from flexq.clock import WallClock
     from flexq.simulate import simulate
@@ -554,6 +600,11 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
 
     clock = WallClock()
     wall0 = clock.now()
+    if getattr(args, "from_cluster", None):
+        return _from_cluster(args, console, err_console)
+    if not args.study:
+        err_console.print("[red]error:[/] a study is required (or --from-cluster DIR)", highlight=False)
+        return 2
     try:
         study = load_study(
             args.study,

@@ -57,8 +57,8 @@ def provisioning_short(row: WorkloadRow) -> str:
 def status_table(
     rows: Sequence[WorkloadRow], *, title: str | None = None, wide: bool = False, provisioning: bool = False
 ) -> Table:
-    """One line per workload: JOB, QUEUE, PLAN, STATE, WAITED, WHY, COST (NAMESPACE when several;
-    the ProvisioningRequest's state in its own column with ``provisioning``)."""
+    """One line per workload: JOB, QUEUE, PLAN, STATE, WAITED, ETA (when a row has one: ``flexq eta``), WHY, COST
+    (NAMESPACE when several; the ProvisioningRequest's state in its own column with ``provisioning``)."""
     several_ns = len({r.namespace for r in rows}) > 1
     t = Table(title=title, expand=False, show_lines=False, header_style="bold")
     if several_ns:
@@ -72,6 +72,9 @@ def status_table(
     t.add_column("WAITED", justify="right")
     if provisioning:
         t.add_column("PROVISIONING")
+    with_eta = any(r.eta for r in rows)
+    if with_eta:
+        t.add_column("ETA", overflow="fold")
     t.add_column("WHY", overflow="fold", ratio=1)
     t.add_column("COST", justify="right")
     for r in rows:
@@ -89,6 +92,8 @@ def status_table(
         ]
         if provisioning:
             cells.append(provisioning_short(r))
+        if with_eta:
+            cells.append(r.eta or "")
         cells += [why_text(r), fmt_cost(r.cost)]
         t.add_row(*cells)
     if not rows:

@@ -71,6 +71,15 @@ class ClusterView(Protocol):
         ...
 
 
+class Forecasts(Protocol):
+    """When waiting jobs start (``flexq.eta.service.EtaService``, when one is attached to the twin as
+    ``TwinCore.forecasts``): the dashboard shows it, decides nothing from it."""
+
+    def eta_of(self, cluster: str, namespace: str, workload: str) -> dict[str, Any] | None:
+        """The ETA of one Workload (text, median/low/high seconds, plan, what it waits for, reasoning), or None."""
+        ...
+
+
 class TwinServices(Protocol):
     """The twin as the faces see it: the loop they hop onto, its clusters, the GKE API."""
 
