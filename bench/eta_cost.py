@@ -64,7 +64,7 @@ def compute(jobs: int, replicas: int, workers: int) -> None:
         twin.gke("POST", *T.create_node_pool_request("p", dws=dws))
         twin.advance(300)
     twin.cluster(T.TUTORIAL_ENV["CLUSTER_NAME"])
-    twin.apply(T.queue_yaml())
+    twin.apply(T.queue_yaml(api="v1beta2"))
     twin.apply(TRAIN)
     for i in range(1, jobs + 2):
         twin.create(rayjob(i))
@@ -113,7 +113,7 @@ def latency(jobs: int, replicas: int, seconds: float) -> None:
             twin.gke("POST", path, body)
             while not done():
                 time.sleep(0.2)
-        twin.apply(T.queue_yaml())
+        twin.apply(T.queue_yaml(api="v1beta2"))
         twin.apply(TRAIN)
         twin.apply(
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe", "namespace": "default"}}

@@ -25,15 +25,17 @@ from typing import Any
 
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_duration
+from flexq.eta import fast
 from flexq.eta.jobs import Entry, entries, queue_position
 from flexq.eta.model import EtaConfig, Model, fit
 from flexq.eta.scenario import Scenario, build_study
 from flexq.eta.state import ClusterState
 from flexq.simulate.engine import run_one
 
-__all__ = ["Forecast", "JobEta", "estimate", "naive_eta", "WAITS_FOR", "fmt_eta"]
+__all__ = ["Forecast", "JobEta", "estimate", "naive_eta", "WAITS_FOR", "fmt_eta", "MIN_REPLICAS"]
 
 INF = math.inf
+MIN_REPLICAS = 8  # the fewest forward runs an ETA stands on, whatever its time budget
 # what a job's wait went to in the forward runs (flexq.simulate.recorder.WAIT_BUCKETS), in words
 WAITS_FOR = {
     "quota": "quota",
@@ -89,6 +91,7 @@ class Forecast:
     notes: list[str] = field(default_factory=list)
     running: list[str] = field(default_factory=list)  # workload keys running at ``now``
     seconds: float = 0.0  # wall time the estimate took
+    engine: str = "fast"  # the forward runs: fast (flexq.eta.fast) or twin (whole virtual twins)
 
     def find(self, name: str, namespace: str | None = None) -> JobEta | None:
         """By workload or job name (``Kind/name`` or ``name``), in ``namespace`` when given."""
@@ -109,6 +112,7 @@ class Forecast:
             "notes": self.notes,
             "running": self.running,
             "seconds": self.seconds,
+            "engine": self.engine,
         }
 
     @classmethod
@@ -117,6 +121,7 @@ class Forecast:
         f.jobs = {k: JobEta(**v) for k, v in (d.get("jobs") or {}).items()}
         f.model, f.notes = list(d.get("model") or []), list(d.get("notes") or [])
         f.running, f.seconds = list(d.get("running") or []), float(d.get("seconds") or 0.0)
+        f.engine = str(d.get("engine") or "fast")
         return f
 
 
@@ -142,19 +147,23 @@ def _q(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def _one(sc: Scenario, replica: int) -> list[dict[str, Any]]:
+def _one(sc: Scenario, replica: int) -> dict[str, dict[str, Any]]:
+    """One forward run in a whole virtual twin: workload key -> its row (start counted from the instant)."""
     res = run_one(sc.study, "eta", replica)
-    return [
-        {
-            k: r.get(k)
-            for k in ("job", "started", "flavors", "outcome", "cause", "cause_kind", "wait_censored")
+    out = {}
+    for r in res.jobs:
+        key = sc.workload_of.get(r.get("job", ""))
+        if key is None:
+            continue
+        row = {k: r.get(k) for k in ("flavors", "cause_kind")} | {
+            k: v for k, v in r.items() if k.startswith("wait_") and k != "wait_censored"
         }
-        | {k: v for k, v in r.items() if k.startswith("wait_")}
-        for r in res.jobs
-    ]
+        row["started"] = None if r.get("started") is None else max(0.0, float(r["started"]) - sc.warmup)
+        out[key] = row
+    return out
 
 
-def _run(scenarios: list[Scenario], workers: int) -> list[list[dict[str, Any]]]:
+def _run_twin(scenarios: list[Scenario], workers: int) -> list[dict[str, dict[str, Any]]]:
     if workers <= 1 or len(scenarios) <= 1:
         return [_one(sc, i) for i, sc in enumerate(scenarios)]
     import multiprocessing as mp
@@ -164,6 +173,26 @@ def _run(scenarios: list[Scenario], workers: int) -> list[list[dict[str, Any]]]:
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         futs = [pool.submit(_one, sc, i) for i, sc in enumerate(scenarios)]
         return [f.result() for f in futs]
+
+
+def _fast_one(world: Any, seed: str) -> dict[str, dict[str, Any]]:
+    import random
+
+    return {r.pop("key"): r for r in fast.run(world, random.Random(seed))}
+
+
+def _run_fast(world: Any, cfg: EtaConfig, deadline: float | None) -> list[dict[str, dict[str, Any]]]:
+    """The replicas of the fast forward run, in this process (each takes milliseconds to a second): all of
+    ``cfg.replicas``, fewer when ``deadline`` (wall clock) comes first — at least ``MIN_REPLICAS``."""
+    from flexq.clock import WallClock
+
+    clock = WallClock()
+    out = []
+    for r in range(cfg.replicas):
+        if deadline is not None and r >= MIN_REPLICAS and clock.now() > deadline:
+            break
+        out.append(_fast_one(world, f"flexq-eta:{cfg.seed}:{r}"))
+    return out
 
 
 def _workers(cfg: EtaConfig) -> int:
@@ -179,9 +208,11 @@ def estimate(
     state: ClusterState,
     cfg: EtaConfig | None = None,
     *,
-    runner: Callable[[list[Scenario], int], list[list[dict[str, Any]]]] | None = None,
+    runner: Callable[[list[Scenario], int], list[dict[str, dict[str, Any]]]] | None = None,
+    budget: float | None = None,
 ) -> Forecast:
-    """Every waiting job's ETA (see the module docstring)."""
+    """Every waiting job's ETA (see the module docstring). ``budget``: wall seconds the fast forward runs may
+    take (fewer replicas when it runs out; never fewer than ``MIN_REPLICAS``)."""
     from flexq.clock import WallClock
 
     t0 = WallClock().now()
@@ -195,8 +226,16 @@ def estimate(
     if not waiting:
         fc.seconds = WallClock().now() - t0
         return fc
-    scenarios = [build_study(state, model, cfg, r) for r in range(cfg.replicas)]
-    results = (runner or _run)(scenarios, min(_workers(cfg), cfg.replicas))
+    if cfg.engine == "twin":
+        scenarios = [build_study(state, model, cfg, r) for r in range(cfg.replicas)]
+        results = (runner or _run_twin)(scenarios, min(_workers(cfg), cfg.replicas))
+        fc.engine = "twin"
+    else:
+        world = fast.build_world(state, model, cfg.horizon)
+        fc.notes += world.notes
+        deadline = None if budget is None else t0 + budget
+        results = _run_fast(world, cfg, deadline)
+        fc.replicas = len(results)
     cq_of = {
         f"{(q.get('metadata') or {}).get('namespace', '')}/{(q.get('metadata') or {}).get('name', '')}": (
             q.get("spec") or {}
@@ -204,7 +243,7 @@ def estimate(
         for q in state.localqueues
     }
     for e in waiting:
-        fc.jobs[e.key] = _job_eta(e, es, cq_of, model, scenarios, results, cfg)
+        fc.jobs[e.key] = _job_eta(e, es, cq_of, model, results, cfg)
     fc.seconds = WallClock().now() - t0
     return fc
 
@@ -214,8 +253,7 @@ def _job_eta(
     es: list[Entry],
     cq_of: dict[str, str],
     model: Model,
-    scenarios: list[Scenario],
-    results: list[list[dict[str, Any]]],
+    results: list[dict[str, dict[str, Any]]],
     cfg: EtaConfig,
 ) -> JobEta:
     kind, name = e.job_ref
@@ -248,12 +286,12 @@ def _job_eta(
     plans: Counter[str] = Counter()
     waits: dict[str, float] = dict.fromkeys(WAITS_FOR, 0.0)
     causes: Counter[str] = Counter()
-    for sc, rows in zip(scenarios, results, strict=True):
-        row = next((r for r in rows if sc.workload_of.get(r["job"]) == e.key), None)
+    for rows in results:
+        row = rows.get(e.key)
         if row is None:
             continue
         if row.get("started") is not None:
-            starts.append(max(0.0, float(row["started"]) - sc.warmup))
+            starts.append(float(row["started"]))
             plans[row.get("flavors") or ""] += 1
         else:
             starts.append(INF)

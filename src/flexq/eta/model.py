@@ -29,6 +29,7 @@ and edit: a warm-up span in which the jobs running at the instant get their node
 
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,19 +53,25 @@ __all__ = [
     "expected_duration",
     "WARMUP_SECONDS",
     "RESERVED_LEAD",
+    "Arrival",
+    "ARRIVAL_WINDOW",
 ]
 
 QUEUED_CLASS = "queued-provisioning.gke.io"
 WARMUP_SECONDS = 300.0  # the forward twin's first five minutes: the running jobs get their nodes at once
+MIN_EPISODES = 3  # stock-outs seen to end before their lengths stand for the next one's
 RESERVED_LEAD = 30.0  # the jobs holding quota go in first: their requests are queued before the warm-up
+SCALE_DOWN_SECONDS = 600.0  # the cluster autoscaler removes a node idle this long (scale-down-unneeded-time)
+ARRIVAL_WINDOW = 7 * 86400.0  # how far back the arrival rates look
 
 
 @dataclass(frozen=True)
 class EtaConfig:
     """The ETA's knobs. The priors are used only where the cluster has shown nothing (said in the output)."""
 
-    replicas: int = 8
+    replicas: int = 32
     horizon: float = 7 * 86400.0
+    engine: str = "fast"  # fast (flexq.eta.fast) or twin (each forward run a whole virtual twin)
     seed: int = 1
     class_label: str = CLASS_LABEL
     min_history: int = 3  # finished jobs a run-time class needs before its own history is used
@@ -73,6 +80,7 @@ class EtaConfig:
         1800.0  # a DWS request's wait when none was seen (exponential, mean 30 min)
     )
     prior_stockout_seconds: float = 3 * 3600.0  # a stock-out's length when none was seen to end (mean 3 h)
+    min_stockout_seconds: float = 1800.0  # a stock-out just begun is taken to have lasted this long
     prior_provision: tuple[float, float] = (60.0, 120.0)  # node creation to Ready, seconds (uniform)
     workers: int | None = None  # processes for the replicas (None: one per core)
     fallback: bool | None = None  # model flexq's fallback (None: when a LocalQueue opts in)
@@ -105,6 +113,19 @@ class RunClass:
 
 
 @dataclass
+class Arrival:
+    """Jobs of one LocalQueue, class and priority arriving at the rate the cluster's history shows."""
+
+    queue: str  # namespace/LocalQueue
+    klass: tuple[str, str]  # its run-time class (flexq.eta.jobs.class_key)
+    priority: int
+    rate: float  # per second
+    seen: int  # how many arrived in the window
+    window: float  # seconds of history the rate is over
+    template: dict  # the most recent Workload of the group (what an arrival asks for)
+
+
+@dataclass
 class Stockout:
     """An ongoing stock-out of one node pool's machines."""
 
@@ -132,6 +153,47 @@ class Model:
     classes: dict[tuple[str, str], RunClass] = field(default_factory=dict)
     runs: dict[str, tuple[str, float | None]] = field(default_factory=dict)  # workload key -> (source, fixed)
     machine_types: set[str] = field(default_factory=set)
+    dws_pending: dict[str, float] = field(default_factory=dict)  # workload key -> its wait so far
+    dws_bounded: int = 0  # granted waits that ended when their pool had room again (taken at the midpoint)
+    arrivals: list[Arrival] = field(default_factory=list)
+
+    # -- DWS waits, stock-outs, provisioning --------------------------------------------------------------------
+    def draw_dws(self, elapsed: float, rng: random.Random) -> float:
+        """How much longer a DWS request that has waited ``elapsed`` seconds waits for its grant: from the
+        Kaplan-Meier curve of the waits seen (finished, and the censored ones), past ``elapsed``; beyond the
+        longest seen, an exponential tail of the fitted mean."""
+        return max(0.0, sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean) - elapsed)
+
+    def dws_waited(self, key: str) -> float | None:
+        """How long the accepted, not yet provisioned DWS request of workload ``key`` has waited (None: none)."""
+        return self.dws_pending.get(key)
+
+    def draw_stockout(self, s: Stockout, rng: random.Random) -> float:
+        """How much longer an ongoing stock-out lasts, knowing how long it has: from the episodes seen to end
+        (Kaplan-Meier, this one censored), an exponential tail of its fitted mean beyond them."""
+        elapsed = max(0.0, self.now - s.since)
+        if len(self.stockout_episodes) >= MIN_EPISODES:
+            left = sample_beyond(self.stockout_episodes, [elapsed], elapsed, rng, s.mean_remaining) - elapsed
+        else:  # too few ends seen: as long again as it has lasted, at the median (P(T > t | T > e) = e / t)
+            scale = max(elapsed, self.cfg.min_stockout_seconds)
+            left = scale * (1.0 / max(1e-9, 1.0 - rng.random()) - 1.0)
+        return max(60.0, left)
+
+    def provision_range(self, machine_type: str) -> tuple[float, float]:
+        """Node creation to Ready for ``machine_type`` (uniform between these), as seen, else the prior."""
+        lo, hi = self.cfg.prior_provision
+        seen = self.provision.get(machine_type)
+        if seen is None:
+            return lo, hi
+        pmin, pmax, n = seen
+        if n < 10:
+            return min(pmin, lo), max(pmax, hi)
+        return pmin, pmax
+
+    def draw_class_run(self, key: tuple[str, str], rng: random.Random) -> float:
+        """A run time for a job of class ``key`` that has not started (an arrival)."""
+        hist, _ = self._history(key)
+        return sample_beyond(hist.done, hist.running, 0.0, rng, hist.tail_mean(self.cfg.prior_run_seconds))
 
     # -- run times -------------------------------------------------------------------------------------------
     def _history(self, key: tuple[str, str]) -> tuple[RunClass, str]:
@@ -280,27 +342,116 @@ def _cond_time(obj: dict, ctype: str) -> float | None:
     return parse_time_or_none(c.get("lastTransitionTime"))
 
 
-def _dws(state: ClusterState) -> tuple[list[float], list[float]]:
-    done, waiting = [], []
-    for pr in state.provisioning_requests:
-        if (pr.get("spec") or {}).get("provisioningClassName") != QUEUED_CLASS:
+def _pr_workload(pr: dict) -> str:
+    """``namespace/name`` of the Workload a ProvisioningRequest was made for (its owner), else ''."""
+    md = pr.get("metadata") or {}
+    for o in md.get("ownerReferences") or []:
+        if o.get("kind") == "Workload":
+            return f"{md.get('namespace', '')}/{o.get('name', '')}"
+    return ""
+
+
+def _queued_flavors(state: ClusterState) -> dict[str, set[str]]:
+    """ClusterQueue -> the flavors it checks with a queued-provisioning (DWS) ProvisioningRequest check."""
+    classes = {
+        (p.get("metadata") or {}).get("name"): (p.get("spec") or {}).get("provisioningClassName", "")
+        for p in state.provisioning_configs
+    }
+    queued = {
+        (a.get("metadata") or {}).get("name")
+        for a in state.admission_checks
+        if classes.get(((a.get("spec") or {}).get("parameters") or {}).get("name")) == QUEUED_CLASS
+    }
+    out: dict[str, set[str]] = {}
+    for cq in state.clusterqueues:
+        spec = cq.get("spec") or {}
+        every = {f.get("name", "") for rg in spec.get("resourceGroups") or [] for f in rg.get("flavors") or []}
+        mine: set[str] = set()
+        for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []:
+            if c.get("name") in queued:
+                mine |= set(c.get("onFlavors") or every)
+        for name in spec.get("admissionChecks") or []:
+            if name in queued:
+                mine |= every
+        out[(cq.get("metadata") or {}).get("name", "")] = mine
+    return out
+
+
+def _dws(state: ClusterState) -> tuple[list[float], list[float], dict[str, float], int]:
+    """DWS waits, from the Workloads (a ProvisioningRequest is deleted with its workload's eviction or end; the
+    Workload keeps its admission and conditions): each workload admitted on a flavor with a queued-provisioning
+    check waited from its (last) quota reservation to its admission, less its nodes' own creation time (the
+    forward run adds it again). When its pool had no room for its slices just before its nodes came, the grant
+    itself came somewhere while the pool was full (the run adds that wait again too): the midpoint of that
+    span is taken. Still waiting: censored at the time waited so far (also how long each has waited). The
+    fourth value: how many waits were bounded by a full pool."""
+    pools = {p["name"]: p for p in state.node_pools}
+    fpool = _flavor_pools(state)
+    queued = _queued_flavors(state)
+    prov = _provision(state)
+    rows: list[tuple[str, float, float | None, float | None, int, str]] = []  # key, reserved, made, end, n, pool
+    for wl in state.workloads:
+        adm = (wl.get("status") or {}).get("admission") or {}
+        flavors = queued.get(adm.get("clusterQueue", ""), set())
+        if not flavors:
             continue
-        accepted = _cond_time(pr, "Accepted") or parse_time_or_none(
-            (pr.get("metadata") or {}).get("creationTimestamp")
-        )
-        if accepted is None:
+        held = _cond_time(wl, "QuotaReserved")
+        if held is None:
             continue
-        provisioned = _cond_time(pr, "Provisioned")
-        failed = find_condition(pr, "Failed")
-        if provisioned is not None:
-            done.append(max(0.0, provisioned - accepted))
-        elif failed is not None and failed.get("status") == "True":
-            if failed.get("reason") == "WaitTimeExceeded":  # waited its whole validity: at least that long
-                end = parse_time_or_none(failed.get("lastTransitionTime")) or state.now
-                waiting.append(max(0.0, end - accepted))
-        else:
-            waiting.append(max(0.0, state.now - accepted))
-    return done, waiting
+        pool, n = "", 0
+        for psa in adm.get("podSetAssignments") or []:
+            on = set((psa.get("flavors") or {}).values()) & flavors
+            if on:
+                pool = fpool.get(sorted(on)[0], "")
+                n += int(psa.get("count") or 0)
+        if not pool:
+            continue
+        info = pools.get(pool) or {}
+        hosts = 1
+        with contextlib.suppress(Exception):
+            hosts = catalog.hosts_per_slice(
+                catalog.machine_type(info.get("machineType", "")), info.get("tpuTopology") or None
+            )
+        n = -(-n // max(1, hosts)) * max(1, hosts)
+        lo, hi, _seen = prov.get(info.get("machineType", ""), (60.0, 120.0, 0))
+        admitted = _cond_time(wl, "Admitted")
+        made = None if admitted is None else admitted - (lo + hi) / 2
+        md = wl.get("metadata") or {}
+        key = f"{md.get('namespace', '')}/{md.get('name', '')}"
+        rows.append((key, held, made, finished_at(wl), n, pool))
+    steps: dict[str, list[tuple[float, int]]] = {}
+    for _key, _held, made, end, n, pool in rows:
+        if made is not None:
+            steps.setdefault(pool, []).append((made, n))
+            if end is not None:
+                steps[pool].append((end + SCALE_DOWN_SECONDS, -n))
+    for v in steps.values():
+        v.sort()
+
+    def used(pool: str, t: float) -> int:
+        return sum(d for when, d in steps.get(pool, []) if when <= t)
+
+    done, waiting, pending = [], [], {}
+    bounded = 0
+    for key, held, made, _end, n, pool in rows:
+        top = int(((pools.get(pool) or {}).get("autoscaling") or {}).get("max") or 0)
+        if made is None:
+            waiting.append(max(0.0, state.now - held))
+            pending[key] = max(0.0, state.now - held)
+            continue
+        grant = made
+        if top and used(pool, made - 1.0) + n > top:  # no room just before: granted while the pool was full
+            full_from = made
+            for when, _d in reversed([s for s in steps.get(pool, []) if held <= s[0] < made]):
+                if used(pool, when - 1.0) + n > top:
+                    full_from = when
+                else:
+                    break
+            full_from = max(held, min(full_from, made))
+            grant = (full_from + made) / 2
+            bounded += 1
+        done.append(max(0.0, grant - held))
+    return done, waiting, pending, bounded
 
 
 def _flavor_pools(state: ClusterState) -> dict[str, str]:
@@ -441,10 +592,48 @@ def fit(state: ClusterState, cfg: EtaConfig | None = None) -> Model:
     cfg = cfg or EtaConfig()
     es = entries(state)
     m = Model(now=state.now, cfg=cfg)
-    m.dws_done, m.dws_waiting = _dws(state)
+    m.dws_done, m.dws_waiting, m.dws_pending, m.dws_bounded = _dws(state)
     m.dws_mean = exponential_mean(m.dws_done, m.dws_waiting, cfg.prior_dws_wait_seconds)
     m.stockouts, m.stockout_episodes = _stockouts(state, es, cfg)
     m.provision = _provision(state)
     m.classes = _classes(state, cfg)
     m.machine_types = {p["machineType"] for p in state.node_pools}
+    m.arrivals = _arrivals(state, cfg)
     return m
+
+
+def _arrivals(state: ClusterState, cfg: EtaConfig) -> list[Arrival]:
+    """Per LocalQueue, run-time class and priority: the rate at which Workloads were created over the history
+    the cluster keeps (at most ``ARRIVAL_WINDOW``; finished Workloads count while the cluster keeps them)."""
+    jobs = {}
+    for j in state.rayjobs + state.batch_jobs:
+        md = j.get("metadata") or {}
+        jobs[(j.get("kind", ""), md.get("namespace", ""), md.get("name", ""))] = j
+    groups: dict[tuple[str, tuple[str, str], int], list[tuple[float, dict]]] = {}
+    first = state.now
+    for wl in state.workloads:
+        md, spec = wl.get("metadata") or {}, wl.get("spec") or {}
+        created = parse_time_or_none(md.get("creationTimestamp"))
+        if created is None or created > state.now or state.now - created > ARRIVAL_WINDOW:
+            continue
+        fin = find_condition(wl, "Finished")
+        if (fin or {}).get("reason") == "WorkloadSliceReplaced" or (md.get("annotations") or {}).get(
+            "kueue.x-k8s.io/workload-slice-replacement-for"
+        ):
+            continue  # an elastic job's new slice: not a new job
+        ref = controller_owner(wl) or {}
+        job = jobs.get((ref.get("kind", ""), md.get("namespace", ""), ref.get("name", "")))
+        key = class_key(wl, job, cfg.class_label)
+        prio = int(spec.get("priority") or 0)
+        groups.setdefault((key[0], key, prio), []).append((created, wl))
+        first = min(first, created)
+    window = state.now - first
+    out: list[Arrival] = []
+    if window < 3600.0:  # less than an hour of history: no rate worth the name
+        return out
+    for (queue, key, prio), seen in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        if len(seen) < 2:
+            continue
+        template = max(seen, key=lambda cw: cw[0])[1]
+        out.append(Arrival(queue, key, prio, len(seen) / window, len(seen), window, template))
+    return out
