@@ -54,12 +54,21 @@ class Watch:
     """Reconcile the keys ``mapper`` returns whenever an object of ``kind`` changes.
 
     ``source`` is ``"cluster"`` (this cluster's store) or ``"project"`` (the twin's GKE project store).
+    ``predicate`` (``flexq.runtime.predicates``, as controller-runtime's ``builder.WithPredicates``): an event
+    it refuses is dropped before the mapper runs, so it enqueues nothing.
     """
 
     kind: str
     mapper: Mapper = object_key
     source: str = "cluster"
     delay: float = 0.0  # seconds an event's keys wait before they are queued (client-go's AddAfter batching)
+    predicate: Callable[[WatchEvent], bool] | None = None
+
+    def keys(self, ev: WatchEvent) -> list[Key]:
+        """The keys ``ev`` enqueues through this watch (none if the predicate refuses it)."""
+        if self.predicate is not None and not self.predicate(ev):
+            return []
+        return list(self.mapper(ev) or ())
 
 
 @dataclass

@@ -42,6 +42,15 @@ def _direct(mapper: Callable[[WatchEvent], Iterable[Key] | None], add: Callable[
     return on_event
 
 
+def _filtered(predicate: Callable[[WatchEvent], bool], mapper: Callable[[WatchEvent], Iterable[Key] | None]):
+    """``mapper`` behind a watch's predicate: an event the predicate refuses maps to no key."""
+
+    def mapped(ev: WatchEvent) -> Iterable[Key] | None:
+        return mapper(ev) if predicate(ev) else None
+
+    return mapped
+
+
 class _Queue:
     """A controller's queue: FIFO of distinct keys, delayed adds, failure counts."""
 
@@ -191,13 +200,13 @@ class Manager:
             store = self._store(w.source)
             if store is None:
                 continue
-
+            mapper = w.mapper if w.predicate is None else _filtered(w.predicate, w.mapper)
             add = q.add if w.delay <= 0 else (lambda k, d=w.delay, after=q.add_after: after(k, d))
             if not hasattr(self.loop, "thread"):  # a virtual-time loop: every write is made on its thread
-                self._subs.append(store.watch(_direct(w.mapper, add), [w.kind]))
+                self._subs.append(store.watch(_direct(mapper, add), [w.kind]))
                 continue
 
-            def on_event(ev: WatchEvent, mapper=w.mapper, add=add, loop=self.loop) -> None:
+            def on_event(ev: WatchEvent, mapper=mapper, add=add, loop=self.loop) -> None:
                 keys = mapper(ev)
                 if not keys:
                     return

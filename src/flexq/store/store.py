@@ -61,12 +61,16 @@ def status_copy(obj: dict) -> dict:
 
 class WatchEvent(NamedTuple):
     """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change. Immutable (a named
-    tuple: made three times faster than a frozen dataclass, once per write)."""
+    tuple: made three times faster than a frozen dataclass, once per write), built once per write and shared by
+    every subscriber. ``old``: for a MODIFIED event delivered as the write happens, the version it replaced
+    (controller-runtime's ``UpdateEvent.ObjectOld``, what event predicates compare); None otherwise (ADDED,
+    DELETED, and events replayed from the history, which keeps no old versions). Both are read-only."""
 
     type: str
     kind: str  # KindInfo.key
     object: dict
     rv: int
+    old: dict | None = None
 
 
 class Subscription:
@@ -816,15 +820,15 @@ class Store:
     # -- commit, index, watch -------------------------------------------------------------------------
     def _commit(self, ops: builtins.list) -> None:
         """Assign resourceVersions, journal atomically, then apply in memory and notify watchers."""
-        events = []
+        staged = []
         rv = self._rv
-        for typ, info, _key, obj in ops:
+        for typ, info, key, obj in ops:
             rv += 1
             if typ == "DELETED":  # the last stored version, read-only: a new top level and metadata
                 obj = dict(obj)
                 obj["metadata"] = dict(obj["metadata"])
             obj["metadata"]["resourceVersion"] = str(rv)
-            events.append(WatchEvent(typ, info.key, obj, rv))
+            staged.append((typ, info, key, obj, rv))
         # inside an open (outer) transaction — a group commit of the API server's writes — these writes reach
         # the disk only when it commits: watchers that must never see an uncommitted write (``committed``) hear
         # them then, and readers on other threads are told to ask again (``Journal.uncommitted``)
@@ -832,36 +836,49 @@ class Store:
         if self.journal is not None:
             nested = self.journal.in_transaction()
             with self.journal.transaction():
-                for ev, (typ, info, key, _) in zip(events, ops, strict=True):
+                for typ, info, key, obj, ev_rv in staged:
                     if typ == "DELETED":
                         self.journal.remove(self.name, info.key, key[0], key[1])
                     else:
-                        self.journal.put(self.name, info.key, key[0], key[1], ev.rv, ev.object)
+                        self.journal.put(self.name, info.key, key[0], key[1], ev_rv, obj)
                 self.journal.set_rv(self.name, rv)
             if nested:
                 self.journal.uncommitted = True  # before the memory holds them
         self._rv = rv
         texts = self.texts
-        for ev, (typ, info, key, _obj) in zip(events, ops, strict=True):
-            bucket = self._objs.setdefault(info.key, {})
+        history = self._history
+        events = []
+        for typ, info, key, obj, ev_rv in staged:
+            kk = info.key
+            bucket = self._objs.get(kk)
+            if bucket is None:
+                bucket = self._objs[kk] = {}
             old = bucket.get(key)
             if texts and old is not None:
                 texts.pop(id(old), None)
             if self.check_readonly:
-                self._check_pristine(info.key, key, old, None if typ == "DELETED" else ev.object)
+                self._check_pristine(kk, key, old, None if typ == "DELETED" else obj)
             if typ == "DELETED":
                 if old is not None:
-                    self._unindex(info.key, key, old)
+                    self._unindex(kk, key, old)
                 bucket.pop(key, None)
-                self._sorted.pop(info.key, None)
+                self._sorted.pop(kk, None)
+                ev = WatchEvent(typ, kk, obj, ev_rv)
+                history.append(ev)
             else:
                 if old is None:
-                    self._sorted.pop(info.key, None)
-                    self._index(info.key, key, ev.object)
+                    self._sorted.pop(kk, None)
+                    self._index(kk, key, obj)
                 else:
-                    self._reindex(info.key, key, old, ev.object)
-                bucket[key] = ev.object
-            self._history.append(ev)
+                    self._reindex(kk, key, old, obj)
+                bucket[key] = obj
+                if typ == "MODIFIED" and old is not None:
+                    ev = WatchEvent(typ, kk, obj, ev_rv, old)
+                    history.append(WatchEvent(typ, kk, obj, ev_rv))  # the history keeps no old versions
+                else:
+                    ev = WatchEvent(typ, kk, obj, ev_rv)
+                    history.append(ev)
+            events.append(ev)
         later: builtins.list[tuple[Subscription, WatchEvent]] = []
         for ev in events:
             subs = self._subs_of.get(ev.kind)
