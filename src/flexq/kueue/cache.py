@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flexq.kueue.config import CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
+from flexq.kueue.preemption import TreeMemo
 from flexq.kueue.queues import QueueManager
-from flexq.kueue.snapshot import Snapshot, build_snapshot
+from flexq.kueue.snapshot import ClusterQueueSnapshot, Snapshot, build_snapshot
 from flexq.kueue.workload import (
     WorkloadInfo,
     find_condition,
@@ -84,6 +85,11 @@ class KueueCache:
         # so separate recorders writing at the same (virtual) millisecond would collide.
         self.events = EventRecorder(store, "kueue-admission")  # indexed: O(1) per event
         self._base: Snapshot | None = None  # quota structure; rebuilt when queues, cohorts or flavors change
+        # versions of the cohort trees of ``_base`` (root -> changes of the workloads holding quota in it), in
+        # an epoch per ``_base``: what ``preemption.TreeMemo`` keeps its answers by
+        self._epoch = 0
+        self._tree_versions: dict[str, int] = {}
+        self.trees = TreeMemo()
         self._inactive: dict[str, tuple[str, str] | None] = {}  # valid while _base is
         self._sub: Subscription | None = None
 
@@ -237,10 +243,18 @@ class KueueCache:
             self.hooks.flush({was.cluster_queue})
             self.hooks.cq_status(was.cluster_queue)
         if self._base is not None:
+            now = self.reserving.get(k)
             if was is not None:
                 self._base.remove_workload(was)
-            if k in self.reserving:
-                self._base.add_workload(self.reserving[k])
+            if now is not None:
+                self._base.add_workload(now)
+            # a change a preemption search can see: the tree has a new version (a condition such as Admitted or
+            # PodsReady, or another status field, changes no search's answer)
+            if was is None or now is None or was.preemption_signature != now.preemption_signature:
+                if was is not None:
+                    self._bump(was.cluster_queue)
+                if now is not None:
+                    self._bump(now.cluster_queue)
         if k in self.reserving and (was is None or was.flavor_usage() != self.reserving[k].flavor_usage()):
             self.hooks.cq_status(self.reserving[k].cluster_queue)
         ns = wl["metadata"].get("namespace", "")
@@ -251,6 +265,14 @@ class KueueCache:
             if cqn:
                 self.hooks.cq_status(cqn)
         self.hooks.schedule()
+
+    def _bump(self, cq_name: str) -> None:
+        """A workload holding quota in ``cq_name`` changed: its cohort tree has a new version."""
+        assert self._base is not None
+        cq = self._base.cluster_queues.get(cq_name)
+        if cq is not None:
+            root = _root_name(cq)
+            self._tree_versions[root] = self._tree_versions.get(root, 0) + 1
 
     # -- derived -----------------------------------------------------------------------------------
     def concurrent_admission_enabled(self, cq_name: str) -> bool:
@@ -323,11 +345,20 @@ class KueueCache:
             self._base = build_snapshot(
                 self.cqs.values(), self.cohorts.values(), self.flavors.values(), self.reserving.values()
             )
+            self._epoch += 1
+            self._tree_versions = {}
         snap = self._base.clone()
+        epoch, versions = self._epoch, dict(self._tree_versions)
+        snap.tree_key = lambda cq: (epoch, _root_name(cq), versions.get(_root_name(cq), 0))
         snap.inactive = {n for n in self.cqs if self.inactive_reason(n) is not None} | self._base.inactive
         for name, cq in snap.cluster_queues.items():
             cq.generation = self.cq_generation.get(name, 0)
         return snap
+
+
+def _root_name(cq: ClusterQueueSnapshot) -> str:
+    """The root of a ClusterQueue's cohort tree, as a name no cohort and no other queue has."""
+    return "cohort/" + cq.parent.root().name if cq.parent is not None else "queue/" + cq.name
 
 
 def _active(ac: dict) -> bool:

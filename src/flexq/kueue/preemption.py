@@ -29,9 +29,9 @@ from flexq.kueue.snapshot import (
     is_within_nominal,
     quantities_fit_in_quota,
 )
-from flexq.kueue.workload import WorkloadInfo, find_condition, is_evicted, parse_ts
+from flexq.kueue.workload import WorkloadInfo
 
-__all__ = ["Target", "get_targets", "make_oracle", "preemption_message", "satisfies_policy"]
+__all__ = ["Target", "TreeMemo", "get_targets", "make_oracle", "preemption_message", "satisfies_policy"]
 
 REASONS = {
     "InClusterQueue": "prioritization in the ClusterQueue",
@@ -110,6 +110,7 @@ class _Ctx:
             requests,
             now,
         )
+        self.used_now = False  # a candidate without quota reserved was ordered by ``now``
 
     def classify(self, wl: WorkloadInfo, hierarchical_advantage: bool) -> int:
         if not wl.uses(self.frs):
@@ -171,7 +172,7 @@ class _Ctx:
         first, then workloads of other ClusterQueues, lower priority, later quota reservation, smaller uid."""
         info = e.info
         return (
-            not is_evicted(info.obj),
+            not info.evicted,
             info.cluster_queue == self.cq.name,
             info.priority,
             -self._reserved_at(info),
@@ -180,7 +181,7 @@ class _Ctx:
 
     def order(self, a: _Elem, b: _Elem) -> int:
         """``CandidatesOrdering``."""
-        ea, eb = is_evicted(a.info.obj), is_evicted(b.info.obj)
+        ea, eb = a.info.evicted, b.info.evicted
         if ea != eb:
             return -1 if ea else 1
         sa, sb = a.info.cluster_queue == self.cq.name, b.info.cluster_queue == self.cq.name
@@ -194,10 +195,11 @@ class _Ctx:
         return (a.info.uid > b.info.uid) - (a.info.uid < b.info.uid)
 
     def _reserved_at(self, wl: WorkloadInfo) -> float:
-        c = find_condition(wl.obj, "QuotaReserved")
-        if c is None or c.get("status") != "True":
+        at = wl.quota_reserved_at
+        if at is None:
+            self.used_now = True
             return self.now
-        return parse_ts(c.get("lastTransitionTime"))
+        return at
 
     def valid(self, e: _Elem, borrow: bool) -> bool:
         """``candidateIsValid``."""
@@ -234,7 +236,7 @@ def _classical(ctx: _Ctx) -> list[Target]:
 
     def split(lst: list[_Elem]) -> tuple[list[_Elem], list[_Elem]]:
         n = 0
-        while n < len(lst) and is_evicted(lst[n].info.obj):
+        while n < len(lst) and lst[n].info.evicted:
             n += 1
         return lst[:n], lst[n:]
 
@@ -280,11 +282,83 @@ def _fill_back(ctx: _Ctx, targets: list[Target], borrow: bool) -> list[Target]:
     return targets
 
 
+class TreeMemo:
+    """Preemption searches kept across scheduling cycles, per cohort tree and its version.
+
+    ``_classical`` reads only the preemptor's ClusterQueue and the cohort tree it belongs to (the candidates
+    of every ClusterQueue of the tree, their usage and the quotas along the tree), the preemptor's priority
+    (and queue-order timestamp under ``LowerOrNewerEqualPriority``), the flavor-resources and quantities asked
+    for, and ``now`` only to order a candidate without quota reserved. The cache bumps a tree's version on every
+    change of a workload holding quota in it and starts a new epoch whenever the quota structure is rebuilt,
+    so a search asked again of an unchanged tree (a head that waits on preemption is nominated again in every
+    cycle, most cycles being caused by other trees) answers what it answered before, without searching again.
+    Targets are kept by workload key and resolved in the asking snapshot. One table per tree, replaced when its
+    version moves: the memory follows the trees, not the cycles."""
+
+    __slots__ = ("_epoch", "_by_root", "hits", "misses")
+
+    def __init__(self) -> None:
+        self._epoch: object = None
+        self._by_root: dict[object, tuple[object, dict]] = {}
+        self.hits = self.misses = 0
+
+    def table(self, tree: tuple | None) -> dict | None:
+        """The table of answers for ``tree`` (``Snapshot.tree_key``: (epoch, root, version)), or None."""
+        if tree is None:
+            return None
+        epoch, root, version = tree
+        if epoch != self._epoch:
+            self._epoch, self._by_root = epoch, {}
+        cur = self._by_root.get(root)
+        if cur is None or cur[0] != version:
+            cur = (version, {})
+            self._by_root[root] = cur
+        return cur[1]
+
+
+def _sub_key(own: ClusterQueueSnapshot, info: WorkloadInfo) -> tuple:
+    p = own.preemption
+    newer = "LowerOrNewerEqualPriority" in (p["withinClusterQueue"], p["reclaimWithinCohort"])
+    return (own.name, info.priority, info.order_ts if newer else None)
+
+
+def _remember(table: dict, key: tuple, ctx: _Ctx, targets: list[Target], extra: object = None) -> None:
+    table[key] = (
+        ctx.now if ctx.used_now else None,
+        tuple((t.info.key, t.info.cluster_queue, t.reason, t.cluster_queue) for t in targets),
+        extra,
+    )
+
+
+def _recall(table: dict, key: tuple, snapshot: Snapshot, now: float) -> tuple[list[Target], object] | None:
+    hit = table.get(key)
+    if hit is None or (hit[0] is not None and hit[0] != now):
+        return None
+    out = []
+    for wkey, wcq, reason, tcq in hit[1]:
+        cq = snapshot.cq(wcq)
+        info = cq.workloads.get(wkey) if cq is not None else None
+        if info is None:
+            return None
+        out.append(Target(info, reason, tcq))
+    return out, hit[2]
+
+
+def _tree(snapshot: Snapshot, cq: ClusterQueueSnapshot) -> tuple | None:
+    return snapshot.tree_key(cq) if snapshot.tree_key is not None else None
+
+
 def get_targets(
-    snapshot: Snapshot, info: WorkloadInfo, assignment: Assignment, now: float, memo: dict | None = None
+    snapshot: Snapshot,
+    info: WorkloadInfo,
+    assignment: Assignment,
+    now: float,
+    memo: dict | None = None,
+    trees: TreeMemo | None = None,
 ) -> list[Target]:
     """``Preemptor.GetTargets`` for a workload whose assignment is in Preempt mode. ``memo``: the one
-    ``make_oracle`` was given for the same workload and snapshot (see there)."""
+    ``make_oracle`` was given for the same workload and snapshot (see there); ``trees``: answers kept across
+    cycles (``TreeMemo``)."""
     cq = snapshot.cq(info.cluster_queue)
     if cq is None:
         return []
@@ -293,33 +367,67 @@ def get_targets(
         hit = memo.get((info.key, cq.name, frozenset(frs), frozenset(requests.items())))
         if hit is not None:
             return list(hit)
-    return _classical(_Ctx(snapshot, info, cq, frs, requests, now))
+    table = trees.table(_tree(snapshot, cq)) if trees is not None else None
+    key = ("targets", *_sub_key(cq, info), frozenset(frs), frozenset(requests.items()))
+    if table is not None:
+        kept = _recall(table, key, snapshot, now)
+        if kept is not None:
+            assert trees is not None
+            trees.hits += 1
+            return kept[0]
+        assert trees is not None
+        trees.misses += 1
+    ctx = _Ctx(snapshot, info, cq, frs, requests, now)
+    targets = _classical(ctx)
+    if table is not None:
+        _remember(table, key, ctx, targets)
+    return targets
 
 
-def make_oracle(snapshot: Snapshot, now: float, memo: dict | None = None):
+def make_oracle(snapshot: Snapshot, now: float, memo: dict | None = None, trees: TreeMemo | None = None):
     """``PreemptionOracle.SimulatePreemption`` bound to a snapshot. With ``memo`` (one per workload's
     assignment, dropped before the snapshot changes) the targets it found are kept by workload, ClusterQueue,
     flavor-resources and requests: ``get_targets`` asked the same (a workload of one pod set and one resource
     in one flavor) on the same snapshot answers the same (the candidates are sorted by a total order, uids
-    being unique), so it is not searched twice."""
+    being unique), so it is not searched twice. With ``trees`` (``TreeMemo``) the answer is kept across cycles
+    for the tree's version."""
 
     def oracle(
         cq: ClusterQueueSnapshot, info: WorkloadInfo, fr: FlavorResource, quantity: int
     ) -> tuple[str, int]:
         own = snapshot.cq(info.cluster_queue) or cq
-        ctx = _Ctx(snapshot, info, own, {fr}, {fr: quantity}, now)
-        targets = _classical(ctx)
+        table = trees.table(_tree(snapshot, own)) if trees is not None else None
+        key = ("oracle", *_sub_key(own, info), cq.name, fr, quantity)
+        kept = _recall(table, key, snapshot, now) if table is not None else None
+        if kept is not None:
+            assert trees is not None
+            trees.hits += 1
+            targets, answer = kept
+        else:
+            if trees is not None:
+                trees.misses += 1
+            ctx = _Ctx(snapshot, info, own, {fr}, {fr: quantity}, now)
+            targets = _classical(ctx)
+            answer = _possibility(snapshot, cq, fr, quantity, targets)
+            if table is not None:
+                _remember(table, key, ctx, targets, answer)
         if memo is not None:
             memo[(info.key, own.name, frozenset((fr,)), frozenset(((fr, quantity),)))] = list(targets)
-        if not targets:
-            return "NoCandidates", find_height_of_lowest_subtree_that_fits(cq, fr, quantity)[0]
-        for t in targets:
-            snapshot.remove_workload(t.info)
-        borrow = find_height_of_lowest_subtree_that_fits(cq, fr, quantity)[0]
-        for t in targets:
-            snapshot.add_workload(t.info)
-        if any(t.cluster_queue == cq.name for t in targets):
-            return "Preempt", borrow
-        return "Reclaim", borrow
+        return answer
 
     return oracle
+
+
+def _possibility(
+    snapshot: Snapshot, cq: ClusterQueueSnapshot, fr: FlavorResource, quantity: int, targets: list[Target]
+) -> tuple[str, int]:
+    if not targets:
+        return "NoCandidates", find_height_of_lowest_subtree_that_fits(cq, fr, quantity)[0]
+    for t in targets:
+        snapshot.remove_workload(t.info)
+    borrow = find_height_of_lowest_subtree_that_fits(cq, fr, quantity)[0]
+    for t in targets:
+        snapshot.add_workload(t.info)
+    if any(t.cluster_queue == cq.name for t in targets):
+        return "Preempt", borrow
+    return "Reclaim", borrow

@@ -196,10 +196,12 @@ class Scheduler:
     def cycle(self, now: float) -> bool:
         """Run one cycle; True when another should follow right away."""
         self.cycle_no += 1
-        before = self.cache.queues.shape()
+        queues = self.cache.queues
+        queues.begin_shape()  # a cycle that changes no queue's sizes made no progress
         # 1. Get the heads from the queues, one per active ClusterQueue.
-        heads = self.cache.queues.heads()
+        heads = queues.heads()
         if not heads:
+            queues.shape_changed()  # ends the watch (a cycle without heads pops nothing)
             return False
         # 2. Take a snapshot of the cache.
         snap = self.cache.snapshot()
@@ -232,7 +234,7 @@ class Scheduler:
             )
         if self._issued:
             progress = True
-        return progress or before != self.cache.queues.shape()
+        return queues.shape_changed() or progress
 
     # 3. nominate ------------------------------------------------------------------------------------
     def nominate(
@@ -274,7 +276,12 @@ class Scheduler:
         e.replaced = self._replaced_slice(info, snap)
         memo: dict = {}  # the oracle's searches, for get_targets below on the same snapshot
         fa = FlavorAssigner(
-            info, cq, snap.resource_flavors, make_oracle(snap, now, memo), e.replaced, self.cycle_no
+            info,
+            cq,
+            snap.resource_flavors,
+            make_oracle(snap, now, memo, self.cache.trees),
+            e.replaced,
+            self.cycle_no,
         )
         fa.concurrent_admission = self.cache.config.gate(ca.GATE)
         a = fa.assign()
@@ -282,7 +289,7 @@ class Scheduler:
         if e.replaced is not None:
             targets.append(Target(e.replaced, "WorkloadSliceReplaced", e.replaced.cluster_queue))
         if a.representative_mode() == Mode.PREEMPT:
-            found = get_targets(snap, info, a, now, memo)
+            found = get_targets(snap, info, a, now, memo, self.cache.trees)
             if found:
                 targets += found
             else:

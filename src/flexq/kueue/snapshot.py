@@ -15,7 +15,7 @@ Must not import anything in flexq but ``flexq.api.quantity`` and ``flexq.kueue``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -352,7 +352,11 @@ def quantities_fit_in_quota(
 
 def is_within_nominal(node: Node, frs: Iterable[FlavorResource]) -> bool:
     """``IsWithinNominalInResources``: usage ≤ subtree quota for every ``fr``."""
-    return all(node.subtree_quota.get(fr, 0) >= node.usage.get(fr, 0) for fr in frs)
+    sq, usage = node.subtree_quota, node.usage
+    for fr in frs:  # noqa: SIM110 (a loop: twice as fast as all() over a generator, on a hot path)
+        if sq.get(fr, 0) < usage.get(fr, 0):
+            return False
+    return True
 
 
 def find_height_of_lowest_subtree_that_fits(
@@ -377,6 +381,9 @@ class Snapshot:
     cohorts: dict[str, CohortSnapshot] = field(default_factory=dict)
     resource_flavors: dict[str, dict] = field(default_factory=dict)
     inactive: set[str] = field(default_factory=set)
+    # (epoch, root, version) of a ClusterQueue's cohort tree as the snapshot was taken (the cache's versions:
+    # ``preemption.TreeMemo``); None outside a cache's snapshots
+    tree_key: Callable[[ClusterQueueSnapshot], tuple] | None = None
 
     def cq(self, name: str) -> ClusterQueueSnapshot | None:
         """ClusterQueue by name."""

@@ -1,0 +1,167 @@
+"""A scheduling cycle costs what changed, not how many ClusterQueues exist — with the same outcome.
+
+- ``QueueManager.heads`` visits only the queues that may have a head, and ``begin_shape``/``shape_changed``
+  compare only the queues a cycle touched: a differential test over random operations against the full scans
+  (every queue popped in name order, ``shape()`` before and after).
+- ``preemption.TreeMemo`` answers a preemption search asked again of an unchanged cohort tree from what it
+  found before: the same answer as a fresh search, a miss once the tree's version moves, and whole runs over
+  several cohorts give the same jobs with and without it.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flexq.kueue.preemption import TreeMemo, make_oracle
+from flexq.kueue.queues import QueueManager
+from flexq.kueue.snapshot import build_snapshot
+from flexq.kueue.workload import WorkloadInfo
+from flexq.simulate import load_study, run_one
+
+from .kueue_builders import admit, cq, fq, ps, psa, rf, rg, wl
+
+NOW = 1767225600.0
+REASONS = ["NoFit", "PendingPreemption", "PreemptionNoCandidates", "FailedAfterNomination", "Generic"]
+
+
+def _manager(n: int) -> QueueManager:
+    m = QueueManager()
+    for i in range(n):
+        m.add_or_update_cluster_queue(
+            {
+                "metadata": {"name": f"cq-{i:02d}"},
+                "spec": {"namespaceSelector": {}},
+                "status": {"conditions": [{"type": "Active", "status": "True"}]},
+            }
+        )
+        m.add_or_update_local_queue(
+            {"metadata": {"name": "lq", "namespace": f"ns-{i:02d}"}, "spec": {"clusterQueue": f"cq-{i:02d}"}}
+        )
+    return m
+
+
+def _reference_heads(m: QueueManager) -> list[str]:
+    """Which heads the full scan would pop (every active queue in name order), without popping."""
+    out = []
+    for name in sorted(m.cluster_queues):
+        q = m.cluster_queues[name]
+        if q.active and q.items:
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_heads_and_shape_match_the_full_scans(seed: int) -> None:
+    rnd = random.Random(seed)
+    m = _manager(30)
+    serial = 0
+    for _step in range(400):
+        m.begin_shape()
+        before = m.shape()
+        op = rnd.random()
+        if op < 0.45:
+            serial += 1
+            i = rnd.randrange(30)
+            w = wl(f"w{serial}", ps(cpu="1"), priority=rnd.randrange(3), queue="lq", ns=f"ns-{i:02d}")
+            m.add_or_update_workload(w, NOW)
+        elif op < 0.8:
+            expected = _reference_heads(m)
+            heads = m.heads()
+            assert [h.cluster_queue for h in heads] == expected
+            for h in heads:
+                if rnd.random() < 0.3:
+                    m.forget_head(h)  # admitted
+                else:
+                    m.requeue_workload(h, rnd.choice(REASONS), NOW)
+        elif op < 0.9:
+            names = rnd.sample(sorted(m.cluster_queues), 5)
+            m.flush(names, NOW, lambda ns: {})
+        else:
+            name = f"cq-{rnd.randrange(30):02d}"
+            q = m.cluster_queues[name]
+            m.add_or_update_cluster_queue(
+                {
+                    "metadata": {"name": name},
+                    "spec": {"namespaceSelector": {}},
+                    "status": {"conditions": [{"type": "Active", "status": "False" if q.active else "True"}]},
+                }
+            )
+        assert m.shape_changed() == (before != m.shape())
+
+
+def test_heads_visit_only_the_queues_with_pending_workloads() -> None:
+    m = _manager(50)
+    m.add_or_update_workload(wl("a", ps(cpu="1"), queue="lq", ns="ns-07"), NOW)
+    assert m._ready == {"cq-07"}
+    (h,) = m.heads()
+    assert h.key == "ns-07/a" and m._ready == set()
+    m.requeue_workload(h, "PendingPreemption", NOW)
+    assert m._ready == {"cq-07"}
+
+
+def _tree_snapshot():
+    queues = [
+        cq("a", rg(fq("default", cpu="4")), cohort="co", preemption={"reclaimWithinCohort": "Any"}),
+        cq("b", rg(fq("default", cpu="4")), cohort="co"),
+    ]
+    admitted = [
+        WorkloadInfo.from_obj(admit(wl(f"b{i}", ps(cpu="2"), priority=0), "b", psa(cpu=("default", "2"))))
+        for i in range(4)
+    ]
+    return build_snapshot(queues, [], [rf("default")], admitted)
+
+
+def test_tree_memo_answers_an_unchanged_tree_as_a_fresh_search() -> None:
+    trees = TreeMemo()
+    pending = WorkloadInfo.from_obj(wl("p", ps(cpu="4"), priority=1), "a")
+    version = [0]
+
+    def answers() -> tuple:
+        snap = _tree_snapshot()
+        snap.tree_key = lambda c: (1, "co", version[0])
+        memo: dict = {}
+        answer = make_oracle(snap, NOW, memo, trees)(snap.cq("a"), pending, ("default", "cpu"), 4000)
+        return answer, sorted(t.info.key for ts in memo.values() for t in ts)
+
+    fresh = answers()
+    assert fresh[0][0] == "Reclaim" and len(fresh[1]) == 2
+    assert (trees.hits, trees.misses) == (0, 1)
+    assert answers() == fresh
+    assert (trees.hits, trees.misses) == (1, 1)
+    version[0] += 1  # a workload holding quota in the tree changed
+    assert answers() == fresh
+    assert (trees.hits, trees.misses) == (1, 2)
+
+
+def _generator(tmp: Path) -> Path:
+    """Kueue's large-scale file cut to 2 cohorts of 20 ClusterQueues (1,200 workloads, preemptions in both)."""
+    root = Path(__file__).resolve().parents[2]
+    doc = yaml.safe_load((root / "examples" / "kueue-large-scale" / "generator.yaml").read_text())
+    doc["cohorts"][0]["count"] = 2
+    doc["cohorts"][0]["queuesSets"][0]["count"] = 20
+    path = tmp / "generator.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_runs_over_several_cohort_trees_are_the_same_without_the_memo(monkeypatch, tmp_path) -> None:
+    study = load_study(_generator(tmp_path))
+    hits: list[int] = []
+    real = TreeMemo.table
+
+    def counted(self, tree):
+        table = real(self, tree)
+        hits.append(self.hits)
+        return table
+
+    monkeypatch.setattr(TreeMemo, "table", counted)
+    with_memo = run_one(study, study.variants[0].name, 0)
+    assert hits and hits[-1] > 0  # answers were reused
+    monkeypatch.setattr(TreeMemo, "table", lambda self, tree: None)
+    without = run_one(study, study.variants[0].name, 0)
+    assert with_memo.jobs == without.jobs
+    assert with_memo.preemptions == without.preemptions and with_memo.evictions == without.evictions
