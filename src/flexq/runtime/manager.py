@@ -158,6 +158,9 @@ class _Queue:
             self.results["success" if after is None else "requeue_after" if after > 0 else "requeue"] += 1
         finally:
             self.processing = None
+        if self.manager.check_reads:  # a test setting: a controller that changed a shared object fails here
+            for store in self.manager.check_reads:
+                store.verify_reads(f"{self.controller.name} {key!r}")
         if key in self.dirty_while_processing:
             self.dirty_while_processing.discard(key)
             self.add(key)
@@ -185,6 +188,8 @@ class Manager:
         self._queues: dict[str, _Queue] = {}
         self._subs: list = []
         self.guard = guard if guard is not None else LivelockGuard(self.loop)
+        # stores whose read-only check is on (``Store(check_readonly=True)``): verified after every reconcile
+        self.check_reads = [s for s in (ctx.store, ctx.project) if s is not None and s.check_readonly]
         if ctx.metrics is not None:  # a cluster's registry: controller-runtime's metrics of these controllers
             from flexq.runtime.metrics import ControllerMetrics
 

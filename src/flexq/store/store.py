@@ -29,7 +29,16 @@ from flexq.api.registry import KindInfo, Registry
 from flexq.api.scheduling import GLOBAL_DEFAULT_INDEX, global_default_index
 from flexq.api.scheme import UnknownFields
 from flexq.clock import Clock, format_time
-from flexq.errors import AlreadyExists, BadRequest, Cause, Conflict, Gone, Invalid, NotFound
+from flexq.errors import (
+    AlreadyExists,
+    BadRequest,
+    Cause,
+    Conflict,
+    Gone,
+    Invalid,
+    NotFound,
+    SharedObjectChanged,
+)
 from flexq.store.gc import Txn
 from flexq.store.journal import Journal
 from flexq.store.patch import apply_patch
@@ -127,6 +136,8 @@ class Store:
         self.registry, self.clock, self.name, self.journal = registry, clock, name, journal
         self.check_readonly = check_readonly
         self._pristine: dict[tuple[str, Key], dict] = {}
+        # with ``check_readonly``: the stored versions handed out read-only since the last ``verify_reads``
+        self._reads: set[tuple[str, Key]] | None = set() if check_readonly else None
         # the JSON text of stored versions that were listed (``clone_many``'s cache, by identity), as an API
         # server's watch cache keeps an object's serialization: a version is dropped when a write replaces it
         self.texts: dict[int, tuple[dict, bytes]] = {}
@@ -232,7 +243,10 @@ class Store:
         Takes no lock, so any thread may call it (the HTTP server's gets do): it is one dictionary lookup, and a
         write replaces a stored version rather than changing it."""
         info = self.info(kind)
-        return self._objs.get(info.key, {}).get(self._key(info, namespace, name))
+        key = self._key(info, namespace, name)
+        if self._reads is not None:
+            self._reads.add((info.key, key))
+        return self._objs.get(info.key, {}).get(key)
 
     def list(
         self,
@@ -318,6 +332,8 @@ class Store:
                 if field_selector and not fmatch(obj):
                     continue
                 out.append(obj)
+                if self._reads is not None:
+                    self._reads.add((kk, k))
             return out
 
     def peek_indexed(self, kind: str, index: str, value: str) -> builtins.list[dict]:
@@ -329,6 +345,8 @@ class Store:
         if not keys:
             return []
         items = self._objs.get(kk, {})
+        if self._reads is not None:
+            self._reads.update((kk, k) for k in keys)
         return [items[k] for k in list(keys) if k in items]
 
     def _owned_by(self, info: KindInfo, namespace: str | None, owner_uid: str) -> builtins.list[dict]:
@@ -349,6 +367,8 @@ class Store:
                 for r in obj["metadata"].get("ownerReferences") or ():
                     if r.get("uid") == owner_uid:
                         out.append(obj)
+                        if self._reads is not None:
+                            self._reads.add((kk, k))
                         break
             return out
 
@@ -906,6 +926,27 @@ class Store:
             self._pristine.pop((kk, key), None)
         else:
             self._pristine[(kk, key)] = clone(new)
+
+    def verify_reads(self, reader: str) -> None:
+        """With ``check_readonly``: raise AssertionError naming ``reader`` (a controller and its key) if a stored
+        version handed out read-only since the last call (``peek``, ``peek_list``...) was changed in place. The
+        manager calls it after every reconcile, so a controller that changes a shared object fails at once, by
+        name, instead of at the object's next write by whoever makes it."""
+        reads = self._reads
+        if not reads:
+            return
+        self._reads = set()
+        bad = []
+        for kk, key in reads:
+            cur = self._objs.get(kk, {}).get(key)
+            kept = self._pristine.get((kk, key))
+            if cur is not None and kept is not None and cur != kept:
+                bad.append(f"{kk} {key[0] + '/' if key[0] else ''}{key[1]}")
+        if bad:
+            raise SharedObjectChanged(
+                f"{reader} changed stored objects in place (they are read-only; copy before changing): "
+                + ", ".join(sorted(bad))
+            )
 
     def verify_readonly(self) -> None:
         """With ``check_readonly``: raise AssertionError if any stored object was changed in place."""
