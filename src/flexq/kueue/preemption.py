@@ -17,6 +17,7 @@ Must not import store, runtime, loop or clock.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from flexq.api.wellknown import JOB_UID_LABEL
 from flexq.kueue.flavorassigner import Assignment
@@ -330,7 +331,7 @@ def _remember(table: dict, key: tuple, ctx: _Ctx, targets: list[Target], extra: 
     )
 
 
-def _recall(table: dict, key: tuple, snapshot: Snapshot, now: float) -> tuple[list[Target], object] | None:
+def _recall(table: dict, key: tuple, snapshot: Snapshot, now: float) -> tuple[list[Target], Any] | None:
     hit = table.get(key)
     if hit is None or (hit[0] is not None and hit[0] != now):
         return None
@@ -399,10 +400,11 @@ def make_oracle(snapshot: Snapshot, now: float, memo: dict | None = None, trees:
         table = trees.table(_tree(snapshot, own)) if trees is not None else None
         key = ("oracle", *_sub_key(own, info), cq.name, fr, quantity)
         kept = _recall(table, key, snapshot, now) if table is not None else None
+        answer: tuple[str, int]
         if kept is not None:
             assert trees is not None
             trees.hits += 1
-            targets, answer = kept
+            targets, answer = kept  # what _remember stored beside them: _possibility's answer
         else:
             if trees is not None:
                 trees.misses += 1
