@@ -937,7 +937,7 @@ class Store:
             return
         self._reads = set()
         bad = []
-        for kk, key in reads:
+        for kk, key in list(reads):  # a copy at once: an HTTP thread's peek may still add to the old set
             cur = self._objs.get(kk, {}).get(key)
             kept = self._pristine.get((kk, key))
             if cur is not None and kept is not None and cur != kept:
