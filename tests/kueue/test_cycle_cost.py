@@ -165,3 +165,32 @@ def test_runs_over_several_cohort_trees_are_the_same_without_the_memo(monkeypatc
     without = run_one(study, study.variants[0].name, 0)
     assert with_memo.jobs == without.jobs
     assert with_memo.preemptions == without.preemptions and with_memo.evictions == without.evictions
+
+
+def test_a_cycle_copies_only_the_trees_of_its_heads_and_the_rest_as_they_were() -> None:
+    """``Snapshot.clone_trees``: the heads' cohort trees are copied at once; another tree is copied when first
+    asked for, and the cache copies it before changing it, so the copy is as of the snapshot."""
+    base = build_snapshot(
+        [
+            cq("a1", rg(fq("default", cpu="4")), cohort="a"),
+            cq("a2", rg(fq("default", cpu="4")), cohort="a"),
+            cq("b1", rg(fq("default", cpu="4")), cohort="b"),
+            cq("lone", rg(fq("default", cpu="4"))),
+        ],
+        [],
+        [rf("default")],
+        [WorkloadInfo.from_obj(admit(wl("w", ps(cpu="2")), "b1", psa(cpu=("default", "2"))))],
+    )
+    part = base.clone_trees(["a2"], {"a1": 3})
+    assert set(part.cluster_queues) == {"a1", "a2"} and set(part.cohorts) == {"a"}
+    assert part.cq("a1").generation == 3 and part.cq("a1").parent is part.cohorts["a"]
+    w = base.cq("b1").workloads["default/w"]
+    part.materialize("b1")  # what the cache does before it changes the tree in its base
+    base.remove_workload(w)
+    assert part.cq("b1").usage == {("default", "cpu"): 2000} and "default/w" in part.cq("b1").workloads
+    assert base.cq("b1").usage == {("default", "cpu"): 0}
+    assert part.cq("lone").parent is None and part.cq("nope") is None
+    eager = base.clone()
+    assert {n: (q.usage, sorted(q.workloads)) for n, q in eager.cluster_queues.items() if n != "b1"} == {
+        n: (part.cq(n).usage, sorted(part.cq(n).workloads)) for n in ("a1", "a2", "lone")
+    }

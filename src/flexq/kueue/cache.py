@@ -13,7 +13,8 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,9 @@ class KueueCache:
         self.local_queues: dict[str, dict] = {}
         self.namespaces: dict[str, dict] = {}
         self.reserving: dict[str, WorkloadInfo] = {}
+        # ``reserving`` by ClusterQueue and by (namespace, LocalQueue): what the status controllers count
+        self.reserving_by_cq: dict[str, dict[str, WorkloadInfo]] = {}
+        self.reserving_by_lq: dict[tuple[str, str], dict[str, WorkloadInfo]] = {}
         self.workloads: dict[str, dict] = {}  # every workload as last seen (read-only)
         self.queues = QueueManager(self.config.requeuing_timestamp)
         self.queues.priority_sorting = self.config.gate("PrioritySortingWithinCohort")
@@ -90,6 +94,10 @@ class KueueCache:
         self._epoch = 0
         self._tree_versions: dict[str, int] = {}
         self.trees = TreeMemo()
+        self._inactive_names: set[str] | None = None  # inactive ClusterQueues, valid while _base is
+        # the scheduler's partial snapshot of this cycle (``snapshot(heads)``): its trees not copied yet are copied
+        # before ``_base`` changes them
+        self._partial: weakref.ref[Snapshot] | None = None
         self._inactive: dict[str, tuple[str, str] | None] = {}  # valid while _base is
         self._sub: Subscription | None = None
 
@@ -235,6 +243,7 @@ class KueueCache:
                 self.queues.add_or_update_workload(wl, self.now())
             else:
                 self.queues.delete_workload(k)
+        self._index_reserving(k, was, self.reserving.get(k))
         if was is not None and (
             k not in self.reserving or self.reserving[k].flavor_usage() != was.flavor_usage()
         ):
@@ -244,6 +253,11 @@ class KueueCache:
             self.hooks.cq_status(was.cluster_queue)
         if self._base is not None:
             now = self.reserving.get(k)
+            partial = self._partial() if self._partial is not None else None
+            if partial is not None and partial.source is self._base:
+                for info in (was, now):
+                    if info is not None:
+                        partial.materialize(info.cluster_queue)  # as it was when the cycle began
             if was is not None:
                 self._base.remove_workload(was)
             if now is not None:
@@ -265,6 +279,15 @@ class KueueCache:
             if cqn:
                 self.hooks.cq_status(cqn)
         self.hooks.schedule()
+
+    def _index_reserving(self, k: str, was: WorkloadInfo | None, now: WorkloadInfo | None) -> None:
+        """Keep ``reserving_by_cq`` and ``reserving_by_lq`` in step with ``reserving`` for workload ``k``."""
+        if was is not None:
+            _unfile(self.reserving_by_cq, was.cluster_queue, k)
+            _unfile(self.reserving_by_lq, _local_queue_of(was), k)
+        if now is not None:
+            self.reserving_by_cq.setdefault(now.cluster_queue, {})[k] = now
+            self.reserving_by_lq.setdefault(_local_queue_of(now), {})[k] = now
 
     def _bump(self, cq_name: str) -> None:
         """A workload holding quota in ``cq_name`` changed: its cohort tree has a new version."""
@@ -338,22 +361,45 @@ class KueueCache:
             return reasons[0], "Can't admit new workloads: " + ", ".join(msgs) + "."
         return None
 
-    def snapshot(self) -> Snapshot:
-        """A fresh per-cycle snapshot: the cached quota structure plus the usage of reserving workloads."""
+    def snapshot(self, heads: Iterable[str] | None = None) -> Snapshot:
+        """A fresh per-cycle snapshot: the cached quota structure plus the usage of reserving workloads. With
+        ``heads`` (the ClusterQueues of a cycle's heads) only their cohort trees are copied at once; any other tree
+        is copied when first asked for, as it was when the snapshot was taken."""
         if self._base is None:
             self._inactive = {}
+            self._inactive_names = None
             self._base = build_snapshot(
                 self.cqs.values(), self.cohorts.values(), self.flavors.values(), self.reserving.values()
             )
             self._epoch += 1
             self._tree_versions = {}
-        snap = self._base.clone()
+        if self._inactive_names is None:
+            self._inactive_names = {
+                n for n in self.cqs if self.inactive_reason(n) is not None
+            } | self._base.inactive
+        if heads is None:
+            snap = self._base.clone()
+            for name, cq in snap.cluster_queues.items():
+                cq.generation = self.cq_generation.get(name, 0)
+        else:
+            snap = self._base.clone_trees(sorted(set(heads)), dict(self.cq_generation))
+            self._partial = weakref.ref(snap)
+        snap.inactive = set(self._inactive_names)
         epoch, versions = self._epoch, dict(self._tree_versions)
         snap.tree_key = lambda cq: (epoch, _root_name(cq), versions.get(_root_name(cq), 0))
-        snap.inactive = {n for n in self.cqs if self.inactive_reason(n) is not None} | self._base.inactive
-        for name, cq in snap.cluster_queues.items():
-            cq.generation = self.cq_generation.get(name, 0)
         return snap
+
+
+def _local_queue_of(info: WorkloadInfo) -> tuple[str, str]:
+    return (info.obj["metadata"].get("namespace") or "", (info.obj.get("spec") or {}).get("queueName") or "")
+
+
+def _unfile(index: dict, bucket: object, k: str) -> None:
+    got = index.get(bucket)
+    if got is not None:
+        got.pop(k, None)
+        if not got:
+            del index[bucket]
 
 
 def _root_name(cq: ClusterQueueSnapshot) -> str:

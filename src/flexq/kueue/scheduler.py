@@ -203,8 +203,8 @@ class Scheduler:
         if not heads:
             queues.shape_changed()  # ends the watch (a cycle without heads pops nothing)
             return False
-        # 2. Take a snapshot of the cache.
-        snap = self.cache.snapshot()
+        # 2. Take a snapshot of the cache (of the heads' cohort trees: the others are copied if ever asked for).
+        snap = self.cache.snapshot(h.cluster_queue for h in heads)
         # 3. Calculate requirements (flavors, borrowing, preemption targets).
         entries, inadmissible = self.nominate(heads, snap, now)
         # 4. Order: non-borrowing first, then priority, then queue-order timestamp.
