@@ -194,3 +194,61 @@ def test_a_cycle_copies_only_the_trees_of_its_heads_and_the_rest_as_they_were() 
     assert {n: (q.usage, sorted(q.workloads)) for n, q in eager.cluster_queues.items() if n != "b1"} == {
         n: (part.cq(n).usage, sorted(part.cq(n).workloads)) for n in ("a1", "a2", "lone")
     }
+
+
+def _random_tree(rnd: random.Random):
+    """Cohorts two levels deep (some with their own quota), ClusterQueues with borrowing and lending limits,
+    and workloads holding quota in them."""
+    from .kueue_builders import cohort
+
+    cohorts = [cohort("root", rg(fq("default", cpu=str(rnd.randrange(0, 6)))))]
+    for i in range(rnd.randrange(1, 3)):
+        cohorts.append(cohort(f"mid{i}", rg(fq("default", cpu=str(rnd.randrange(0, 4)))), parent="root"))
+    queues, admitted = [], []
+    for i in range(rnd.randrange(2, 6)):
+        nominal = rnd.randrange(0, 8)
+        bl = rnd.choice([None, str(rnd.randrange(0, 6))])
+        ll = rnd.choice([None, str(rnd.randrange(0, nominal + 1))])
+        parent = rnd.choice([c["metadata"]["name"] for c in cohorts])
+        queues.append(cq(f"q{i}", rg(fq("default", cpu=(str(nominal), bl, ll))), cohort=parent))
+        for j in range(rnd.randrange(0, 5)):
+            size = str(rnd.randrange(1, 4))
+            w = admit(wl(f"w{i}-{j}", ps(cpu=size)), f"q{i}", psa(cpu=("default", size)))
+            admitted.append(WorkloadInfo.from_obj(w))
+    return build_snapshot(queues, cohorts, [rf("default")], admitted)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_released_usage_is_what_the_snapshot_would_hold(seed: int) -> None:
+    """``preemption._Released`` (the usage a search's candidates release, kept beside the snapshot) against a
+    copy of the snapshot changed in place by the same removals and additions, in the same order: every node's
+    usage and every ClusterQueue's available capacity, over random trees with borrowing and lending limits."""
+    from flexq.kueue.preemption import _Released
+
+    rnd = random.Random(seed)
+    snap = _random_tree(rnd)
+    fr = ("default", "cpu")
+    rel = _Released(snap, {fr})
+    mirror = snap.clone()
+    pool = [i for q in snap.cluster_queues.values() for i in q.workloads.values()]
+    taken: list[WorkloadInfo] = []
+    before = {n: dict(q.usage) for n, q in snap.cluster_queues.items()}
+    for _ in range(30):
+        if taken and (not pool or rnd.random() < 0.4):
+            info = taken.pop(rnd.randrange(len(taken)))
+            rel.add(info)
+            mirror.add_workload(info)
+            pool.append(info)
+        elif pool:
+            info = pool.pop(rnd.randrange(len(pool)))
+            rel.remove(info)
+            mirror.remove_workload(info)
+            taken.append(info)
+        for name, q in snap.cluster_queues.items():
+            m = mirror.cq(name)
+            assert m is not None
+            assert rel.usage(q, fr) == m.usage.get(fr, 0), (name, seed)
+            assert max(0, rel.available(q, fr)) == m.available(fr), (name, seed)
+        for name, c in snap.cohorts.items():
+            assert rel.usage(c, fr) == mirror.cohorts[name].usage.get(fr, 0), (name, seed)
+    assert {n: dict(q.usage) for n, q in snap.cluster_queues.items()} == before  # the snapshot untouched

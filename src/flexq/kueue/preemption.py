@@ -25,6 +25,7 @@ from flexq.kueue.resources import FlavorResource
 from flexq.kueue.snapshot import (
     ClusterQueueSnapshot,
     CohortSnapshot,
+    Node,
     Snapshot,
     find_height_of_lowest_subtree_that_fits,
     is_within_nominal,
@@ -112,6 +113,7 @@ class _Ctx:
             now,
         )
         self.used_now = False  # a candidate without quota reserved was ordered by ``now``
+        self.released: _Released | None = None  # the usage the candidates taken so far release
 
     def classify(self, wl: WorkloadInfo, hierarchical_advantage: bool) -> int:
         if not wl.uses(self.frs):
@@ -209,22 +211,114 @@ class _Ctx:
         if borrow and e.variant == RECLAIM_NO_BORROW:
             return False
         cq = self.snapshot.cq(e.info.cluster_queue)
-        if cq is None or is_within_nominal(cq, self.frs):
+        if cq is None or self._within_nominal(cq):
             return False
         for node in cq.path_parent_to_root():
             if node is e.lca:
                 break
-            if is_within_nominal(node, self.frs):
+            if self._within_nominal(node):
                 return False
         return True
 
     def fits(self, allow_borrowing: bool) -> bool:
+        """The preemptor's requests fit its ClusterQueue (without borrowing, unless allowed), with the usage the
+        candidates taken so far release (``released``; none: the snapshot as it is)."""
+        r = self.released
         for fr, v in self.requests.items():
-            if not allow_borrowing and self.cq.borrowing_with(fr, v):
+            if r is None:
+                if not allow_borrowing and self.cq.borrowing_with(fr, v):
+                    return False
+                if v > self.cq.available(fr):
+                    return False
+                continue
+            if not allow_borrowing and self.cq.quota(fr).nominal < r.usage(self.cq, fr) + v:
                 return False
-            if v > self.cq.available(fr):
+            if v > max(0, r.available(self.cq, fr)):
                 return False
         return True
+
+    def _within_nominal(self, node: Node) -> bool:
+        r = self.released
+        if r is None:
+            return is_within_nominal(node, self.frs)
+        sq = node.subtree_quota
+        for fr in self.frs:  # noqa: SIM110 (a loop: faster than all() over a generator, on a hot path)
+            if sq.get(fr, 0) < r.usage(node, fr):
+                return False
+        return True
+
+
+class _Released:
+    """The usage a set of taken candidates releases, per node and flavor-resource, kept beside the snapshot
+    instead of in it: ``remove``/``add`` follow ``Snapshot.remove_workload``/``add_workload``'s arithmetic
+    (``removeUsage``/``addUsage`` along the tree, lending limits included) for the flavor-resources a search
+    reads, so ``usage`` and ``available`` are what the snapshot would hold after the same removals, in the same
+    order, without changing the snapshot and putting everything back (a search that takes dozens of candidates
+    before one fits, then fills most of them back, did a dictionary copy and a walk up the tree for each)."""
+
+    __slots__ = ("snapshot", "frs", "d")
+
+    def __init__(self, snapshot: Snapshot, frs: set[FlavorResource]) -> None:
+        self.snapshot, self.frs = snapshot, frs
+        self.d: dict[Node, dict[FlavorResource, int]] = {}
+
+    def usage(self, node: Node, fr: FlavorResource) -> int:
+        got = self.d.get(node)
+        return node.usage.get(fr, 0) - (got.get(fr, 0) if got is not None else 0)
+
+    def _release(self, node: Node, fr: FlavorResource, val: int) -> None:
+        got = self.d.get(node)
+        if got is None:
+            got = self.d[node] = {}
+        got[fr] = got.get(fr, 0) + val
+
+    def remove(self, info: WorkloadInfo) -> None:
+        """``Snapshot.remove_workload``: ``removeUsage`` releases what the node stored in its parent first."""
+        cq = self.snapshot.cq(info.cluster_queue)
+        if cq is None:
+            return
+        for fr, val in info.flavor_usage().items():
+            if fr not in self.frs:
+                continue
+            node: Node = cq
+            while True:
+                stored = self.usage(node, fr) - node.local_quota(fr)
+                self._release(node, fr, val)
+                parent = node.parent
+                if stored <= 0 or parent is None:
+                    break
+                val, node = min(val, stored), parent
+
+    def add(self, info: WorkloadInfo) -> None:
+        """``Snapshot.add_workload``: ``addUsage`` charges the parent what the local quota cannot hold."""
+        cq = self.snapshot.cq(info.cluster_queue)
+        if cq is None:
+            return
+        for fr, val in info.flavor_usage().items():
+            if fr not in self.frs:
+                continue
+            node: Node = cq
+            while True:
+                local = max(0, node.local_quota(fr) - self.usage(node, fr))
+                self._release(node, fr, -val)
+                parent = node.parent
+                if parent is None or val <= local:
+                    break
+                val, node = val - local, parent
+
+    def available(self, node: Node, fr: FlavorResource) -> int:
+        """``snapshot.available`` over these usages (may be negative)."""
+        if node.parent is None:
+            return node.subtree_quota.get(fr, 0) - self.usage(node, fr)
+        parent_available = self.available(node.parent, fr)
+        bl = node.quota(fr).borrowing_limit
+        lq = node.local_quota(fr)
+        usage = self.usage(node, fr)
+        if bl is not None:
+            stored_in_parent = node.subtree_quota.get(fr, 0) - lq
+            used_in_parent = max(0, usage - lq)
+            parent_available = min(stored_in_parent - used_in_parent + bl, parent_available)
+        return max(0, lq - usage) + parent_available
 
 
 def _classical(ctx: _Ctx) -> list[Target]:
@@ -251,34 +345,34 @@ def _classical(ctx: _Ctx) -> list[Target]:
         attempts = [False, True]
     else:
         attempts = [True, False]
-    snap = ctx.snapshot
-    for borrow in attempts:
-        targets: list[Target] = []
-        for e in candidates:
-            if not ctx.valid(e, borrow):
-                continue
-            snap.remove_workload(e.info)
-            targets.append(Target(e.info, _VARIANT_REASON[e.variant], e.info.cluster_queue))
-            if ctx.fits(borrow):
-                targets = _fill_back(ctx, targets, borrow)
-                for t in targets:
-                    snap.add_workload(t.info)
-                return targets
-        for t in targets:
-            snap.add_workload(t.info)
-    return []
+    # the candidates are taken out of the usage beside the snapshot (``_Released``), which stays as it is
+    tracked = set(ctx.frs) | set(ctx.requests)
+    try:
+        for borrow in attempts:
+            targets: list[Target] = []
+            rel = ctx.released = _Released(ctx.snapshot, tracked)
+            for e in candidates:
+                if not ctx.valid(e, borrow):
+                    continue
+                rel.remove(e.info)
+                targets.append(Target(e.info, _VARIANT_REASON[e.variant], e.info.cluster_queue))
+                if ctx.fits(borrow):
+                    return _fill_back(ctx, rel, targets, borrow)
+        return []
+    finally:
+        ctx.released = None
 
 
-def _fill_back(ctx: _Ctx, targets: list[Target], borrow: bool) -> list[Target]:
+def _fill_back(ctx: _Ctx, rel: _Released, targets: list[Target], borrow: bool) -> list[Target]:
     """``fillBackWorkloads``: put back every target that is not needed, newest decision first."""
     i = len(targets) - 2
     while i >= 0:
-        ctx.snapshot.add_workload(targets[i].info)
+        rel.add(targets[i].info)
         if ctx.fits(borrow):
             targets[i] = targets[-1]
             targets.pop()
         else:
-            ctx.snapshot.remove_workload(targets[i].info)
+            rel.remove(targets[i].info)
         i -= 1
     return targets
 
