@@ -202,3 +202,31 @@ def test_predicates_judge_updates_only() -> None:
     both = predicates.all_of(predicates.generation_changed, predicates.labels_changed)
     changed = _ev("MODIFIED", a, _obj(gen=2))
     assert either(changed) and not both(changed)
+
+
+def test_the_event_dedup_cache_is_an_lru_of_4096_as_client_go() -> None:
+    """A repeated Event raises ``count`` while its entry is in the recorders' cache; once ``size`` other events
+    pushed it out (client-go's EventCorrelator keeps an LRU of 4,096), it is written as a new Event."""
+    from flexq.runtime.controller import MAX_LRU_CACHE_ENTRIES, Context, EventIndex, EventRecorder
+
+    assert MAX_LRU_CACHE_ENTRIES == 4096 and EventIndex().size == 4096
+    assert isinstance(Context.__dataclass_fields__["event_index"].default_factory(), EventIndex)
+    s = Store(default_registry(), VirtualClock(), namespaces=["default"])
+    rec = EventRecorder(s, "tester", EventIndex(size=8))
+    obj = {
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {"name": "c", "namespace": "default", "uid": "u"},
+    }
+    rec.record(obj, "Normal", "Kept", "used often")
+    rec.record(obj, "Normal", "Gone", "used once")
+    for i in range(7):
+        rec.record(obj, "Normal", "Other", f"message {i}")
+        rec.record(obj, "Normal", "Kept", "used often")  # recently used: stays
+    assert len(rec.index) == 8
+    rec.record(obj, "Normal", "Gone", "used once")
+    events = s.peek_list("Event", "default")
+    kept = [e for e in events if e["reason"] == "Kept"]
+    gone = [e for e in events if e["reason"] == "Gone"]
+    assert len(kept) == 1 and kept[0]["count"] == 8
+    assert [e["count"] for e in gone] == [1, 1]  # pushed out of the cache: a new Event
