@@ -252,3 +252,47 @@ def test_released_usage_is_what_the_snapshot_would_hold(seed: int) -> None:
         for name, c in snap.cohorts.items():
             assert rel.usage(c, fr) == mirror.cohorts[name].usage.get(fr, 0), (name, seed)
     assert {n: dict(q.usage) for n, q in snap.cluster_queues.items()} == before  # the snapshot untouched
+
+
+def test_settled_cohort_trees_sit_out_cycles_with_the_same_outcome(monkeypatch, tmp_path) -> None:
+    """A cohort tree whose last cycle changed nothing, and nothing it reads changed since, is not scheduled
+    again until something does (``Scheduler._settle``): whole runs over several trees give the same jobs,
+    preemptions and evictions with it and without it, with fewer nominations."""
+    from flexq.kueue.scheduler import Scheduler
+
+    study = load_study(_generator(tmp_path))
+    calls = [0]
+    real = Scheduler._assign
+
+    def counted(self, *a):
+        calls[0] += 1
+        return real(self, *a)
+
+    monkeypatch.setattr(Scheduler, "_assign", counted)
+    settled = run_one(study, study.variants[0].name, 0)
+    with_settling = calls[0]
+    calls[0] = 0
+    monkeypatch.setattr(Scheduler, "_settle", lambda self, start: None)
+    every = run_one(study, study.variants[0].name, 0)
+    assert settled.jobs == every.jobs
+    assert settled.preemptions == every.preemptions and settled.evictions == every.evictions
+    assert with_settling < calls[0], (with_settling, calls[0])
+
+
+def test_a_change_in_a_settled_tree_wakes_it() -> None:
+    """A settled tree's queues are out of ``heads`` until a queue of the tree changes (even one that was not
+    settled) or ``wake_all``; waking dates the heads' scan progress to the current cycle."""
+    m = _manager(4)
+    trees = {"cq-00": "t1", "cq-01": "t1", "cq-02": "t2", "cq-03": "t2"}
+    m.tree_of = trees.get
+    woken: list[list[str]] = []
+    m.on_wake = lambda qs: woken.append([q.name for q in qs])
+    m.add_or_update_workload(wl("a", ps(cpu="1"), queue="lq", ns="ns-00"), NOW)
+    m.add_or_update_workload(wl("b", ps(cpu="1"), queue="lq", ns="ns-02"), NOW)
+    m.settle("t1", ["cq-00"])
+    assert [h.cluster_queue for h in m.heads()] == ["cq-02"]
+    m.add_or_update_workload(wl("c", ps(cpu="1"), queue="lq", ns="ns-01"), NOW)  # another queue of t1
+    assert woken == [["cq-00"]] and m._ready >= {"cq-00", "cq-01"}
+    m.settle("t1", ["cq-00", "cq-01"])
+    m.wake_all()
+    assert woken[-1] == ["cq-00", "cq-01"]

@@ -81,6 +81,7 @@ class KueueCache:
         self.reserving_by_lq: dict[tuple[str, str], dict[str, WorkloadInfo]] = {}
         self.workloads: dict[str, dict] = {}  # every workload as last seen (read-only)
         self.queues = QueueManager(self.config.requeuing_timestamp)
+        self.queues.tree_of = self.tree_root
         self.queues.priority_sorting = self.config.gate("PrioritySortingWithinCohort")
         self.hooks = Hooks()
         self.metrics: Any = None  # flexq.kueue.metrics.KueueMetrics, installed by the registry
@@ -93,6 +94,11 @@ class KueueCache:
         # an epoch per ``_base``: what ``preemption.TreeMemo`` keeps its answers by
         self._epoch = 0
         self._tree_versions: dict[str, int] = {}
+        # every change of a workload holding quota in a tree (not only what a preemption search reads), and of
+        # what the scheduler reads beside the trees (namespaces, the configuration, queues' activeness): what a
+        # settled tree's scheduling is keyed by (``tree_inputs``)
+        self._tree_events: dict[str, int] = {}
+        self._misc = 0
         self.trees = TreeMemo()
         self._inactive_names: set[str] | None = None  # inactive ClusterQueues, valid while _base is
         # the scheduler's partial snapshot of this cycle (``snapshot(heads)``): its trees not copied yet are copied
@@ -130,6 +136,9 @@ class KueueCache:
         obj, deleted = ev.object, ev.type == "DELETED"
         kind = obj.get("kind", ev.kind)
         name = obj["metadata"]["name"]
+        if kind != "Workload" and self._reads_beyond_trees(kind, obj, deleted):
+            self._misc += 1
+            self.queues.wake_all()
         if kind == "Workload":
             self._on_workload(obj, deleted)
         elif kind == "ClusterQueue":
@@ -165,6 +174,27 @@ class KueueCache:
             self.queues.priority_sorting = self.config.gate("PrioritySortingWithinCohort")
         for fn in self.hooks.extra:
             fn(ev)
+
+    def _reads_beyond_trees(self, kind: str, obj: dict, deleted: bool) -> bool:
+        """Whether a change of this object can change a scheduling cycle's outcome for any cohort tree: a
+        ClusterQueue's spec or activeness, a LocalQueue's spec, a Cohort, ResourceFlavor or AdmissionCheck,
+        a Namespace (selectors), the configuration. Status-only updates of the queues (their counts, every few
+        admissions) cannot."""
+        name = obj["metadata"]["name"]
+        if kind == "ClusterQueue":
+            old = self.cqs.get(name)
+            return (
+                deleted
+                or old is None
+                or old.get("spec") != obj.get("spec")
+                or find_condition(old, "Active") != find_condition(obj, "Active")
+            )
+        if kind == "LocalQueue":
+            old = self.local_queues.get(f"{obj['metadata'].get('namespace', '')}/{name}")
+            return deleted or old is None or old.get("spec") != obj.get("spec")
+        if kind == "ConfigMap":
+            return name == CONFIG_NAME and obj["metadata"].get("namespace") == CONFIG_NAMESPACE
+        return True
 
     def _on_cq(self, obj: dict, deleted: bool) -> None:
         name = obj["metadata"]["name"]
@@ -253,6 +283,12 @@ class KueueCache:
             self.hooks.cq_status(was.cluster_queue)
         if self._base is not None:
             now = self.reserving.get(k)
+            for info in (was, now):
+                if info is not None:  # a settled tree this workload holds quota in is woken
+                    tree = self.tree_root(info.cluster_queue)
+                    if tree is not None:
+                        self._tree_events[tree] = self._tree_events.get(tree, 0) + 1
+                        self.queues.wake(tree)
             partial = self._partial() if self._partial is not None else None
             if partial is not None and partial.source is self._base:
                 for info in (was, now):
@@ -288,6 +324,21 @@ class KueueCache:
         if now is not None:
             self.reserving_by_cq.setdefault(now.cluster_queue, {})[k] = now
             self.reserving_by_lq.setdefault(_local_queue_of(now), {})[k] = now
+
+    def tree_root(self, cq_name: str) -> str | None:
+        """The cohort tree of a ClusterQueue as the quota structure has it (None before there is one)."""
+        base = self._base
+        if base is None:
+            return None
+        cq = base.cluster_queues.get(cq_name)
+        return _root_name(cq) if cq is not None else "queue/" + cq_name
+
+    def tree_inputs(self, tree: str) -> tuple | None:
+        """What a scheduling cycle over ``tree`` reads besides its heads: the quota structure's epoch, the
+        changes of the workloads holding quota in the tree, and the rest (namespaces, configuration, queues)."""
+        if self._base is None:
+            return None
+        return (self._epoch, self._tree_events.get(tree, 0), self._misc)
 
     def _bump(self, cq_name: str) -> None:
         """A workload holding quota in ``cq_name`` changed: its cohort tree has a new version."""

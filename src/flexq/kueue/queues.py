@@ -84,10 +84,30 @@ class PendingQueue:
     _mgr: QueueManager | None = field(default=None, repr=False, compare=False)
 
     def _touch(self) -> None:
-        """Before a change of the heap or the parked set: the sizes as they were, for ``shape_changed``."""
+        """Before a change of the heap or the parked set: the sizes as they were, for ``shape_changed``; a queue
+        of a settled cohort tree wakes its tree (``QueueManager.settle``)."""
         m = self._mgr
-        if m is not None and m._touched is not None and self.name not in m._touched:
-            m._touched[self.name] = (len(self.items), len(self.inadmissible))
+        if m is not None:
+            if m._touched is not None and self.name not in m._touched:
+                m._touched[self.name] = (len(self.items), len(self.inadmissible))
+            if m._settled:  # any queue of a settled tree (settled or not) wakes the tree
+                tree = m._settled_root.get(self.name) or m.tree_of(self.name)
+                if tree is not None and tree in m._settled:
+                    m.wake(tree)
+
+    def peek(self) -> WorkloadInfo | None:
+        """The head ``pop`` would return, left in place (dead heap entries on top are dropped, as ``pop``
+        would skip them)."""
+        if self.sticky is not None and self.sticky in self.items:
+            return self.items[self.sticky]
+        heap, items = self.heap, self.items
+        while heap:
+            e = heap[0]
+            top = items.get(e[4])
+            if top is not None and top.serial == e[3]:
+                return top
+            heapq.heappop(heap)
+        return None
 
     def update(self, cq: dict) -> None:
         """Take strategy, selector and the Active condition from a ClusterQueue object."""
@@ -297,6 +317,11 @@ class QueueManager:
         # between ``begin_shape`` and ``shape_changed``: each changed queue's sizes before its first change
         self._touched: dict[str, tuple[int, int]] | None = None
         self._queues_changed = False
+        # settled cohort trees (``settle``): their ready queues, kept out of ``_ready`` until something changes
+        self._settled: dict[str, set[str]] = {}
+        self._settled_root: dict[str, str] = {}  # queue -> its settled tree
+        self.on_wake: Callable[[list[PendingQueue]], None] = lambda queues: None
+        self.tree_of: Callable[[str], str | None] = lambda name: None  # a queue's cohort tree (the cache's)
 
     # configuration
     def add_or_update_cluster_queue(self, cq: dict) -> PendingQueue:
@@ -307,6 +332,9 @@ class QueueManager:
             q = self.cluster_queues[name] = PendingQueue(name, _mgr=self)
             self._order = None
             self._queues_changed = True
+        tree = self._settled_root.get(name) or (self.tree_of(name) if self._settled else None)
+        if tree is not None and tree in self._settled:
+            self.wake(tree)
         q.update(cq)
         if q.items:
             self._ready.add(name)
@@ -318,6 +346,8 @@ class QueueManager:
         self._order = None
         self._queues_changed = True
         self._ready.discard(name)
+        if name in self._settled_root:
+            self.wake(self._settled_root[name])
         if q is not None:
             for k in list(q.items) + list(q.inadmissible):
                 self.workload_cq.pop(k, None)
@@ -404,6 +434,43 @@ class QueueManager:
             if q is None or (len(q.items), len(q.inadmissible)) != sizes:
                 return True
         return False
+
+    def ready_queues(self) -> list[PendingQueue]:
+        """The queues ``heads`` would pop (active, with a workload in their heap), sorted by name."""
+        out = []
+        queues = self.cluster_queues
+        for name in sorted(self._ready):
+            q = queues.get(name)
+            if q is not None and q.active and q.items:
+                out.append(q)
+        return out
+
+    def settle(self, tree: str, names: Iterable[str]) -> None:
+        """Keep the ready queues ``names`` of cohort tree ``tree`` out of ``heads`` until ``wake``: the scheduler
+        found that a cycle over them changed nothing and nothing they read has changed since."""
+        for n in names:
+            self._ready.discard(n)
+            self._settled_root[n] = tree
+            self._settled.setdefault(tree, set()).add(n)
+
+    def wake(self, tree: str) -> None:
+        """Something the settled tree's scheduling reads changed: its queues are popped again."""
+        names = self._settled.pop(tree, None)
+        if not names:
+            return
+        woken = []
+        for n in sorted(names):
+            self._settled_root.pop(n, None)
+            q = self.cluster_queues.get(n)
+            if q is not None:
+                if q.items:
+                    self._ready.add(n)
+                woken.append(q)
+        self.on_wake(woken)
+
+    def wake_all(self) -> None:
+        for tree in sorted(self._settled):
+            self.wake(tree)
 
     def heads(self) -> list[WorkloadInfo]:
         """Pop one head per active ClusterQueue (sorted by name for determinism). Only the queues that may have
