@@ -62,7 +62,7 @@ _CAPACITY_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
-@dataclass
+@dataclass(slots=True)  # one per job of the traffic (60,000 in Kueue's large-scale file): no __dict__ each
 class JobRecord:
     spec: JobSpec
     submit: float
