@@ -43,7 +43,7 @@ def twin():
     ):
         t.gke("POST", path, body)
         t.run_until_idle(600)
-    t.apply(T.queue_yaml())
+    t.apply(T.queue_yaml(api="v1beta2"))
     t.apply(
         {
             "apiVersion": "v1",
