@@ -715,8 +715,27 @@ class Store:
                 patched["metadata"] = {} if patched.get("metadata") is None else patched["metadata"]
             scheme.check_shape(patched)
             pm = patched["metadata"]
-            if pm.get("name", name) != name:
-                raise BadRequest("the name of the object cannot be changed by a patch")
+            # the patcher's applyPatch: EnsureObjectNamespaceMatchesRequestNamespace, then checkName
+            want_ns = (namespace or "") if info.namespaced else ""
+            got_ns = pm.get("namespace") or ""
+            if got_ns != want_ns:
+                if got_ns and want_ns:
+                    raise BadRequest(
+                        "the namespace of the provided object does not match the namespace sent on the request"
+                    )
+                if want_ns:
+                    pm["namespace"] = want_ns
+                else:
+                    pm.pop("namespace", None)
+            got_name = pm.get("name")
+            if not got_name:  # {"metadata": null}, {"metadata": {"name": null}}
+                raise BadRequest(
+                    f"the name of the object ({name} based on URL) was undeterminable: name must be provided"
+                )
+            if got_name != name:
+                raise BadRequest(
+                    f"the name of the object ({got_name}) does not match the name on the URL ({name})"
+                )
             if pm.get("uid") and pm["uid"] != cur["metadata"].get("uid"):
                 raise scheme.invalid(
                     info,
