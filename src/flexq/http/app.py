@@ -238,7 +238,7 @@ class TwinApp:
             if group is not None:
                 return json_response(group)
         elif (len(segs) == 2 and segs[0] == "api") or (len(segs) == 3 and segs[0] == "apis"):
-            grp, version = ("", segs[1]) if segs[0] == "api" else (segs[1], segs[2])
+            grp, version = ("", segs[1]) if len(segs) == 2 else (segs[1], segs[-1])
             doc = discovery.resource_list(face.kinds(), grp, version)
             if doc is not None:
                 if request.method != "GET" and discovery.compiled_in(grp):
