@@ -262,6 +262,12 @@ def require_extra(extra: str, purpose: str) -> None:
         raise MissingExtra(extra, purpose, missing)
 
 
+class SharedObjectChanged(AssertionError):
+    """A stored object handed out read-only (``Store.peek``, ``peek_list``, a watch event) was changed in place.
+    Only with the store's ``check_readonly`` (a test setting): raised out of the event loop, as ``Livelock`` is,
+    naming the reconcile that did it."""
+
+
 class Livelock(FlexqError):
     """Controllers kept rescheduling each other at one virtual instant without the store settling.
 

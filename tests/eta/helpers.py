@@ -51,5 +51,5 @@ def tutorial_cluster(twin: Twin, project: str = "p", profile: bool = True, dws_m
         twin.gke("POST", path, body)
         twin.advance(300)
     twin.cluster(T.TUTORIAL_ENV["CLUSTER_NAME"])
-    twin.apply(T.queue_yaml())
+    twin.apply(T.queue_yaml(api="v1beta2"))
     twin.apply(TRAIN)

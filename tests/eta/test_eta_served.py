@@ -77,7 +77,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Twin, Ser
             body["nodePool"]["autoscaling"]["maxNodeCount"] = 8
             twin.gke("POST", path, body)
             wait_for(done, what="a node pool")
-        twin.apply(T.queue_yaml())
+        twin.apply(T.queue_yaml(api="v1beta2"))
         twin.apply(TRAIN)
         twin.create(rayjob(1, run=3600))
         wait_for(lambda: _states(twin).get("rayjob-tpu-v6e-dws-1") == "Running", what="job 1 running")

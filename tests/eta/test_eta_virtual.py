@@ -21,7 +21,7 @@ def cluster():
     tutorial_cluster(twin, dws_max=16)
     twin.apply(
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "WorkloadPriorityClass",
             "metadata": {"name": "high"},
             "value": 1000,
@@ -119,3 +119,26 @@ def test_the_service_publishes_to_the_sdk_and_a_bounded_gauge(cluster) -> None:
     finally:
         service.stop()
     assert twin.core.forecasts is None
+
+
+def test_a_job_whose_queue_does_not_exist_is_said_so_and_the_others_still_get_an_eta() -> None:
+    """The tutorial's v1beta1 queues refused by a Kueue 0.20 cluster leave RayJobs waiting on a LocalQueue that
+    does not exist: nothing admits them, so their ETA is "never" with Kueue's words, and the forward runs still
+    place the jobs of the queues that do exist (before, the whole forecast — and flexq status — failed)."""
+    twin = Twin(clock="virtual", seed=7)
+    try:
+        tutorial_cluster(twin, dws_max=16)
+        lost = rayjob(1)
+        lost["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "nobody-queue"
+        twin.create(lost)
+        twin.create(rayjob(2))
+        twin.create(rayjob(3))
+        twin.advance(120)
+        fc = estimate(state_from_twin(twin), EtaConfig(replicas=2, workers=1, horizon=86400.0))
+    finally:
+        twin.close()
+    j = _eta(fc, "rayjob-tpu-v6e-dws-1")
+    assert j.median is None and j.cannot.startswith("LocalQueue nobody-queue doesn't exist"), j.reasoning
+    assert fmt_eta(j, fc.horizon) == "never (no such queue)"
+    waiting = [fc.find(f"rayjob-tpu-v6e-dws-{i}") for i in (2, 3)]
+    assert any(w is not None and w.median is not None for w in waiting), fc.jobs

@@ -18,7 +18,7 @@ No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, ValidationInfo, field_validator, model_validator
 
@@ -184,6 +184,21 @@ class PodSpec(Loose):
     scheduler_name: str | None = None
     termination_grace_period_seconds: Int64 | None = None
     dns_policy: str | None = None
+    # validateContainerCommon: every container of a Pod or of a core pod template (Job, Deployment, PodTemplate)
+    # names its image; a custom resource's embedded template (its CRD's schema) need not
+    image_required: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _images(self) -> PodSpec:
+        if self.image_required:
+            for field, ctrs in (
+                ("containers", self.containers),
+                ("initContainers", self.init_containers or []),
+            ):
+                for i, c in enumerate(ctrs):
+                    if not c.image:
+                        raise field_error(f"{field}[{i}].image", "Required value", "FieldValueRequired")
+        return self
 
     @field_validator("containers")
     @classmethod

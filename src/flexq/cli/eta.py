@@ -183,6 +183,7 @@ def eta_cells(j: Any, horizon: float) -> tuple[str, str]:
 
 def run(args: argparse.Namespace, console: Console, err_console: Console) -> int:
     from flexq.cli import kubeclient
+    from flexq.errors import FlexqError
 
     if args.job == "manifests":
         try:
@@ -200,7 +201,10 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     try:
         api = kubeclient.connect(args.kubeconfig, args.context)
         fc = forecast_for(api, cfg, pools)
-    except kubeclient.ClientError as exc:
+    except (
+        kubeclient.ClientError,
+        FlexqError,
+    ) as exc:  # the project's errors name what is wrong: no traceback
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
     ns = None if args.all_namespaces else args.namespace

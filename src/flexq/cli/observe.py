@@ -184,9 +184,14 @@ class EtaColumn:
         from flexq.eta import EtaConfig
 
         cfg = EtaConfig(replicas=self.args.eta_replicas, horizon=self.args.eta_horizon)
+        from flexq.errors import FlexqError
+
         try:
             fc = forecast_for(self.api, cfg)
-        except kubeclient.ClientError as exc:
+        except (
+            kubeclient.ClientError,
+            FlexqError,
+        ) as exc:  # the status is shown all the same, without the ETA
             if not self.failed:
                 self.err.print(f"note: no ETA column: {escape(str(exc))}", highlight=False)
             self.failed = True

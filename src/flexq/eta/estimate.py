@@ -125,9 +125,16 @@ class Forecast:
         return f
 
 
+QUEUE_MISSING = ": nothing admits it until that queue is created"
+
+
 def fmt_eta(j: JobEta, horizon: float) -> str:
     """``in 1h05m (40m-2h10m)``, ``not within 7d``, ``never: ...`` — the ETA in a few words."""
     if j.cannot:
+        if j.role == "deactivated":
+            return "never (deactivated)"
+        if j.cannot.endswith(QUEUE_MISSING):
+            return "never (no such queue)"
         return "never (no flavor fits)"
     if j.median is None:
         return f"not within {format_duration(horizon)}"
@@ -223,7 +230,15 @@ def estimate(
     fc.model, fc.notes = model.describe(), list(state.notes)
     fc.running = [e.key for e in es if e.role == "running"]
     waiting = [e for e in es if e.role in ("reserved", "pending", "deactivated")]
-    if not waiting:
+    cq_of = {
+        f"{(q.get('metadata') or {}).get('namespace', '')}/{(q.get('metadata') or {}).get('name', '')}": (
+            q.get("spec") or {}
+        ).get("clusterQueue", "")
+        for q in state.localqueues
+    }
+    if not any(e.role != "deactivated" and not e.queue_missing and not e.cannot for e in waiting):
+        for e in waiting:  # none that a forward run could place: each says why, at no cost
+            fc.jobs[e.key] = _job_eta(e, es, cq_of, model, [], cfg)
         fc.seconds = WallClock().now() - t0
         return fc
     if cfg.engine == "twin":
@@ -236,12 +251,6 @@ def estimate(
         deadline = None if budget is None else t0 + budget
         results = _run_fast(world, cfg, deadline)
         fc.replicas = len(results)
-    cq_of = {
-        f"{(q.get('metadata') or {}).get('namespace', '')}/{(q.get('metadata') or {}).get('name', '')}": (
-            q.get("spec") or {}
-        ).get("clusterQueue", "")
-        for q in state.localqueues
-    }
     for e in waiting:
         fc.jobs[e.key] = _job_eta(e, es, cq_of, model, results, cfg)
     fc.seconds = WallClock().now() - t0
@@ -276,6 +285,10 @@ def _job_eta(
     )
     if e.role == "deactivated":
         j.cannot = "deactivated: it does not start unless someone reactivates it (spec.active: true)"
+        reasons.append(j.cannot)
+        return j
+    if e.queue_missing:
+        j.cannot = f"{e.queue_missing}{QUEUE_MISSING}"
         reasons.append(j.cannot)
         return j
     if e.cannot:

@@ -56,6 +56,9 @@ class Entry:
     uid: str
     reason: Explanation | None
     cannot: str = ""  # why no flavor can ever take it (Kueue's own message), else ""
+    # Kueue's words when the job's LocalQueue, or that queue's ClusterQueue, does not exist: nothing admits the
+    # job until someone creates it, so no forward run can place it
+    queue_missing: str = ""
 
     @property
     def namespace(self) -> str:
@@ -129,6 +132,13 @@ def _events_of(state: ClusterState, wl: dict, job_name: str) -> list[dict]:
 
 def entries(state: ClusterState) -> list[Entry]:
     """Every live Workload of ``state`` with its job, in Kueue's queue order (see the module docstring)."""
+    cq_of = {
+        ((q.get("metadata") or {}).get("namespace", ""), (q.get("metadata") or {}).get("name", "")): (
+            q.get("spec") or {}
+        ).get("clusterQueue", "")
+        for q in state.localqueues
+    }
+    cqs = {(q.get("metadata") or {}).get("name", "") for q in state.clusterqueues}
     out = []
     for wl in state.workloads:
         st = workload_state(wl)
@@ -148,6 +158,14 @@ def entries(state: ClusterState) -> list[Entry]:
         cannot = ""
         if role == "pending" and reason is not None and reason.code in STRUCTURAL:
             cannot = f"{reason.code}: {reason.detail}"
+        missing = ""
+        if role == "pending":
+            queue = spec.get("queueName", "")
+            cq = cq_of.get((md.get("namespace", ""), queue))
+            if cq is None:
+                missing = f"LocalQueue {queue} doesn't exist"
+            elif cq not in cqs:
+                missing = f"ClusterQueue {cq} doesn't exist"
         out.append(
             Entry(
                 workload=wl,
@@ -159,6 +177,7 @@ def entries(state: ClusterState) -> list[Entry]:
                 uid=md.get("uid", ""),
                 reason=reason,
                 cannot=cannot,
+                queue_missing=missing,
             )
         )
     out.sort(key=lambda e: (-e.priority, e.order_time, e.uid, e.key))

@@ -265,7 +265,7 @@ def build_study(state: ClusterState, model: Model, cfg: EtaConfig, replica: int 
     mounts: set[tuple[str, str, tuple[str, ...]]] = set()
     running = sorted((e for e in es if e.role == "running"), key=lambda e: started_at(e.workload) or 0.0)
     reserved = [e for e in es if e.role == "reserved"]
-    pending = [e for e in es if e.role == "pending"]
+    pending = [e for e in es if e.role == "pending" and not e.queue_missing]  # no queue: nothing admits it
     order: list[tuple[float, Entry]] = [(0.0, e) for e in reserved] + [(RESERVED_LEAD, e) for e in running]
     order += [(w + 1.0 + i, e) for i, e in enumerate(pending)]
     for submit, e in order:

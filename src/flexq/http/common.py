@@ -250,13 +250,3 @@ def url_path(request: Request) -> str:
     request's CPU): the ASGI path with ``?``, ``#`` and ``\\`` escaped, as Starlette's ``URL`` has it."""
     path: str = request.scope["path"]
     return path.replace("?", "%3F").replace("#", "%23").replace("\\", "%5C")
-
-
-def truthy(value: str | None) -> bool:
-    """A boolean query parameter as the API server converts it (``runtime.Convert_Slice_string_To_bool``, used
-    by the generated ``url.Values`` conversions of ListOptions, PodLogOptions, PatchOptions, DeleteOptions):
-    absent is false; present, only ``0`` and ``false`` in any case are false, everything else is true
-    (``?watch=on``, ``?watch=yes``, ``?watch`` and ``?watch=`` start a watch; the Python client sends ``True``)."""
-    if value is None:
-        return False
-    return not (value == "0" or value.casefold() == "false")

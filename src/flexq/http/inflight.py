@@ -6,26 +6,20 @@ request gets ``429 Too many requests, please try again later.`` with ``Retry-Aft
 As upstream, long-running requests (watches, and the ``log``, ``exec``, ``attach``, ``portforward`` and
 ``proxy`` subresources: ``BasicLongRunningRequestCheck``) are not counted, and a user in ``system:masters`` —
 the twin's own token, so the local CLI — always gets an answer ("a super-admin or a loopback connection"):
-that is the reserve no flood of other clients can take. Runs on the HTTP server's asyncio thread only (no
-lock). Must not import flexq modules other than ``flexq.semantics.rbac``.
+that is the reserve no flood of other clients can take. Whether a request is long-running or a write is its
+``RequestInfo``'s. Runs on the HTTP server's asyncio thread only (no lock). Must not import flexq modules other
+than ``flexq.semantics.rbac`` and ``flexq.http.requestinfo``.
 """
 
 from __future__ import annotations
 
 from starlette.responses import Response
 
-from flexq.semantics.rbac import Attributes
+from flexq.http.requestinfo import RequestInfo
+from flexq.semantics.rbac import UserInfo, privileged
 
 MAX_REQUESTS_INFLIGHT = 400  # kube-apiserver's defaults
 MAX_MUTATING_REQUESTS_INFLIGHT = 200
-_READ_VERBS = frozenset({"get", "list", "watch"})
-_LONG_VERBS = frozenset({"watch", "proxy"})
-_LONG_SUBRESOURCES = frozenset({"attach", "exec", "proxy", "log", "portforward"})
-
-
-def long_running(attrs: Attributes) -> bool:
-    """``BasicLongRunningRequestCheck({watch, proxy}, {attach, exec, proxy, log, portforward})``."""
-    return attrs.verb in _LONG_VERBS or (attrs.resource_request and attrs.subresource in _LONG_SUBRESOURCES)
 
 
 def too_many_requests() -> Response:
@@ -46,12 +40,12 @@ class InFlight:
         self.limits = {False: reads, True: writes}
         self.busy = {False: 0, True: 0}
 
-    def take(self, attrs: Attributes | None) -> bool | None:
-        """The slot a request holds (give it back with ``give``), None when it is not counted (an exempt
-        user's or a long-running one); raises ``Full`` past the limit."""
-        if attrs is None or long_running(attrs):
+    def take(self, info: RequestInfo, user: UserInfo | None) -> bool | None:
+        """The slot a request holds (give it back with ``give``), None when it is not counted (a public path's,
+        an exempt user's or a long-running one); raises ``Full`` past the limit."""
+        if user is None or privileged(user) or info.long_running:
             return None
-        mutating = attrs.verb not in _READ_VERBS
+        mutating = info.mutating
         if self.busy[mutating] >= self.limits[mutating]:
             raise Full
         self.busy[mutating] += 1

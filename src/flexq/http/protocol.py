@@ -20,7 +20,9 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import unquote
 
+from starlette.datastructures import QueryParams
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 try:  # llhttp through httptools: a fifth of the server's CPU per small request less than h11's pure Python
@@ -31,11 +33,9 @@ except ImportError:  # pragma: no cover - httptools is a dependency; h11 is uvic
 from flexq.errors import BadRequest
 from flexq.http.common import dumps, on_loop
 from flexq.http.kube.portforward import LOCAL_PORTS, PortForwardSession, Target, upgrade_response
+from flexq.http.requestinfo import RequestInfo, request_info
 from flexq.http.seam import TwinServices
 
-_PF = re.compile(
-    r"^(?:/clusters/(?P<cluster>[^/]+))?/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)/portforward$"
-)
 _MAX_HEAD = 64 * 1024
 MAX_URL = 65535  # httptools.parse_url refuses longer URLs
 HEADER_TIMEOUT = 32.0  # the API server's ReadHeaderTimeout ("just shy of requestTimeoutUpperBound")
@@ -83,6 +83,20 @@ def local_target(pod: dict, port: int, executors: Sequence[Any] = ()) -> Target:
     return Target(host, local)
 
 
+def is_portforward(info: RequestInfo) -> bool:
+    """Whether a request is for a pod's ``portforward`` subresource (``/api/v1/namespaces/<ns>/pods/<name>/
+    portforward``)."""
+    return (
+        info.resource_request
+        and info.namespaced_path
+        and (info.api_group, info.api_version, info.resource, info.subresource)
+        == ("", "v1", "pods", "portforward")
+        and len(info.parts) == 3
+        and "" not in info.parts
+        and bool(info.namespace)
+    )
+
+
 def _http(status: str, body: dict[str, Any]) -> bytes:
     data = dumps(body)
     return (
@@ -94,11 +108,11 @@ def _http(status: str, body: dict[str, Any]) -> bytes:
 def protocol_class(
     core: TwinServices,
     token: str | None,
-    gate: Callable[[str, str, list[tuple[str, str]]], dict[str, Any] | None] | None = None,
+    gate: Callable[[RequestInfo, list[tuple[str, str]]], dict[str, Any] | None] | None = None,
     header_timeout: float = HEADER_TIMEOUT,
 ) -> type[Any]:
     """uvicorn's HTTP/1.1 protocol (httptools', else h11's) bound to one twin, with port-forward upgrades.
-    ``gate(method, path, headers)`` authenticates and authorizes an upgrade (a ``Status`` to refuse it with);
+    ``gate(info, headers)`` authenticates and authorizes an upgrade (``info`` its ``RequestInfo``) (a ``Status`` to refuse it with);
     without one, the upgrade needs ``token``."""
 
     class TwinHttpProtocol(_Base):
@@ -199,7 +213,7 @@ def protocol_class(
             parts = lines[0].split(" ")
             if len(parts) != 3:
                 return False
-            method, target = parts[0], parts[1].split("?", 1)[0]
+            method, target = parts[0], parts[1]
             headers = {}
             pairs = []
             for line in lines[1:]:
@@ -207,8 +221,11 @@ def protocol_class(
                 headers[k.strip().lower()] = v.strip()
                 pairs.append((k.strip().lower(), v.strip()))
             upgrade = headers.get("upgrade", "").lower()
-            m = _PF.match(target)
-            if m is None or not upgrade:
+            if not upgrade:
+                return False
+            raw_path, _, query = target.partition("?")
+            info = request_info(method, unquote(raw_path), QueryParams(query))
+            if not is_portforward(info):
                 return False
             if "websocket" in upgrade:
                 self.transport.write(
@@ -224,7 +241,7 @@ def protocol_class(
             scheme_, _, value = headers.get("authorization", "").partition(" ")
             refused: dict[str, Any] | None = None
             if gate is not None:
-                refused = gate(method, target, pairs)
+                refused = gate(info, pairs)
             elif token is not None and not (
                 scheme_.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
             ):
@@ -243,7 +260,7 @@ def protocol_class(
                 self.transport.write(_http(line, refused))
                 self.transport.close()
                 return True
-            cluster, ns, pod = m.group("cluster"), m.group("ns"), m.group("pod")
+            cluster, ns, pod = info.cluster, info.namespace, info.name
 
             async def resolve(port: int) -> Target:
                 def look() -> Target:

@@ -261,6 +261,12 @@ def _key(wl: Mapping) -> str:
     return f"{md['namespace']}/{md['name']}"
 
 
+def _flavors_changed(ev) -> bool:
+    """``clusterQueueFlavorsChanged``: only an update that changes the flavors' names or order (not a create
+    or a delete)."""
+    return ev.type == "MODIFIED" and ev.old is not None and cq_flavors(ev.old) != cq_flavors(ev.object)
+
+
 class VariantController(Controller):
     """Kueue's ``concurrent-admission-controller`` (one per cluster; runs only while the gate is on)."""
 
@@ -270,11 +276,13 @@ class VariantController(Controller):
         super().__init__(ctx)
         self.cache = cache
         self.events = cache.events
-        self._flavors: dict[str, list[str]] = {}
         self.store.add_webhook("ClusterQueue", webhook(cache))
 
     def watches(self) -> list[Watch]:
-        return [Watch("Workload", self._of_workload), Watch("ClusterQueue", self._of_cq)]
+        return [
+            Watch("Workload", self._of_workload),
+            Watch("ClusterQueue", self._of_cq, predicate=_flavors_changed),
+        ]
 
     def _of_workload(self, ev) -> list:
         if not self.cache.config.gate(GATE):
@@ -288,19 +296,12 @@ class VariantController(Controller):
         return []
 
     def _of_cq(self, ev) -> list:
-        """``clusterQueueFlavorsChanged`` + ``parentsForClusterQueue``: an update that changes the flavors'
-        names or order requeues every Parent of the queue's LocalQueues."""
-        name = ev.object["metadata"]["name"]
-        new = cq_flavors(ev.object) if ev.type != "DELETED" else None
-        old = self._flavors.get(name)
-        if new is None:
-            self._flavors.pop(name, None)
-        else:
-            self._flavors[name] = new
-        if ev.type != "MODIFIED" or old is None or old == new or not self.cache.config.gate(GATE):
+        """``parentsForClusterQueue``: every Parent of the queue's LocalQueues (behind
+        ``clusterQueueFlavorsChanged``)."""
+        if not self.cache.config.gate(GATE):
             return []
         return parents_for_cluster_queue(
-            self.cache.local_queues.values(), self.cache.workloads.values(), name
+            self.cache.local_queues.values(), self.cache.workloads.values(), ev.object["metadata"]["name"]
         )
 
     # -- Reconcile --------------------------------------------------------------------------------

@@ -215,11 +215,21 @@ class RayJob(JobAdapter):
                 "requests": {"cpu": "500m", "memory": "512Mi"},
                 "limits": {"cpu": "500m", "memory": "512Mi"},
             }
-            containers.append({"name": "autoscaler", "resources": clone(res)})
+            # KubeRay's sidecar runs autoscalerOptions.image, by default the head's Ray image
+            image = (rc.get("autoscalerOptions") or {}).get("image") or (
+                containers[0].get("image") if containers else None
+            )
+            containers.append(
+                {"name": "autoscaler", **({"image": image} if image else {}), "resources": clone(res)}
+            )
         if self._mode() == "SidecarMode":
             containers.append(
                 {
                     "name": "ray-job-submitter",
+                    # KubeRay's sidecar submitter runs the head's Ray image
+                    **(
+                        {"image": containers[0]["image"]} if containers and containers[0].get("image") else {}
+                    ),
                     "resources": {
                         "limits": {"cpu": "1", "memory": "1Gi"},
                         "requests": {"cpu": "500m", "memory": "200Mi"},

@@ -337,7 +337,7 @@ class ProvisioningController(Controller):
             return [
                 (md.get("namespace", ""), r["name"])
                 for r in md.get("ownerReferences") or []
-                if r.get("kind") == "Workload"
+                if r.get("kind") == "Workload" and r.get("controller")  # Owns: the controller reference only
             ]
 
         # SetupWithManager: Watches(AdmissionCheck, acHandler), Watches(ProvisioningRequestConfig, prcHandler)

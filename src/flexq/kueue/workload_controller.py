@@ -38,6 +38,7 @@ from flexq.kueue.workload import (
     ts,
     unset_quota_reservation,
 )
+from flexq.runtime import predicates
 from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import status_copy
 
@@ -53,6 +54,30 @@ def checks_message(checks: list[dict], state: str) -> str:
     return f"{noun} in {state} state: " + "; ".join(parts)
 
 
+def _stop_policy(obj: dict) -> str:
+    return (obj.get("spec") or {}).get("stopPolicy") or "None"
+
+
+def _cq_update(old: dict, new: dict) -> bool:
+    """``workloadQueueHandler.Update`` for a ClusterQueue: deleting, or its admission checks or stop policy
+    changed."""
+    return (
+        bool(new["metadata"].get("deletionTimestamp"))
+        or (old.get("spec") or {}).get("admissionChecksStrategy")
+        != (new.get("spec") or {}).get("admissionChecksStrategy")
+        or _stop_policy(old) != _stop_policy(new)
+    )
+
+
+def _lq_update(old: dict, new: dict) -> bool:
+    """``workloadQueueHandler.Update`` for a LocalQueue: deleting, or its stop policy changed."""
+    return bool(new["metadata"].get("deletionTimestamp")) or _stop_policy(old) != _stop_policy(new)
+
+
+_CQ_UPDATE = predicates.update_changed(_cq_update)
+_LQ_UPDATE = predicates.update_changed(_lq_update)
+
+
 class WorkloadController(Controller):
     """Kueue's workload reconciler."""
 
@@ -62,23 +87,18 @@ class WorkloadController(Controller):
         super().__init__(ctx)
         self.cache = cache
         self.events = cache.events
-        self._generations: dict[tuple, object] = {}
 
     def watches(self) -> list[Watch]:
-        return [Watch("Workload"), Watch("ClusterQueue", self._of_cq), Watch("LocalQueue", self._of_lq)]
-
-    def _spec_changed(self, ev) -> bool:
-        md = ev.object["metadata"]
-        key = (ev.kind, md.get("namespace", ""), md["name"])
-        gen = md.get("generation")
-        seen = self._generations.get(key)
-        self._generations[key] = gen
-        return ev.type != "MODIFIED" or seen != gen
+        # SetupWithManager: Watches(ClusterQueue / LocalQueue, workloadQueueHandler), whose Update queues the
+        # workloads only for a deletion mark or a changed admission-checks strategy or stop policy
+        return [
+            Watch("Workload"),
+            Watch("ClusterQueue", self._of_cq, predicate=_CQ_UPDATE),
+            Watch("LocalQueue", self._of_lq, predicate=_LQ_UPDATE),
+        ]
 
     def _of_cq(self, ev) -> list:
-        """Workloads of a ClusterQueue whose spec changed (reserving in it or queued to it)."""
-        if not self._spec_changed(ev):
-            return []
+        """Workloads of a ClusterQueue (reserving in it or queued to it)."""
         name = ev.object["metadata"]["name"]
         out = []
         for k, wl in self.cache.workloads.items():
@@ -88,9 +108,7 @@ class WorkloadController(Controller):
         return out
 
     def _of_lq(self, ev) -> list:
-        """Workloads of a LocalQueue whose spec changed."""
-        if not self._spec_changed(ev):
-            return []
+        """Workloads of a LocalQueue."""
         md = ev.object["metadata"]
         return [
             tuple(k.split("/", 1))

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flexq.clock import Clock, VirtualClock
-from flexq.errors import Livelock
+from flexq.errors import Livelock, SharedObjectChanged
 
 log = logging.getLogger("flexq.loop")
 
@@ -135,8 +135,8 @@ class EventLoop:
         self.steps += 1
         try:
             cb()
-        except Livelock:  # the runtime's guard: controllers spin at one instant; stop the run, say who
-            raise
+        except (Livelock, SharedObjectChanged):  # controllers spin at one instant, or one changed a shared
+            raise  # object (a test setting): stop the run, say who
         except Exception as exc:  # a broken callback must not stop the world
             log.exception("callback %r failed", cb)
             self.errors.append(exc.with_traceback(None))

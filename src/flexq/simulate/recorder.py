@@ -83,7 +83,7 @@ START_ERRORS = {
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
-@dataclass
+@dataclass(slots=True)  # one per job of the traffic (60,000 in Kueue's large-scale file): no __dict__ each
 class JobRecord:
     spec: JobSpec
     submit: float

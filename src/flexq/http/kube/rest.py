@@ -1,7 +1,8 @@
 """The Kubernetes REST verbs over the twin's store: get, list, watch, create, update, patch, apply, delete.
 
-Owns: ``KubeFace`` — which kinds a cluster serves (addon kinds only where the addon is on), request
-parsing (path, query, body, content types), ``fieldValidation`` (Strict/Warn/Ignore), ``dryRun``, versions
+Owns: ``KubeFace`` — which kinds a cluster serves (addon kinds only where the addon is on), which kind and
+operation a request's ``RequestInfo`` names (``route``: the verb authorization checked, never a path parsed
+again), request options (query, body, content types), ``fieldValidation`` (Strict/Warn/Ignore), ``dryRun``, versions
 (each request sees the version in its URL; the store keeps the storage version), Table output, pod logs,
 and Status errors. Every store call runs on the loop thread through ``on_loop``; the face decides nothing
 about domain state (style rule 5). Must not import domain packages (kube, kueue, gke, kuberay).
@@ -36,15 +37,15 @@ from flexq.http.common import (
     on_loop,
     read_body,
     status_response,
-    truthy,
 )
 from flexq.http.common import view as view_as
 from flexq.http.kube import apply as ssa
 from flexq.http.kube import fields
 from flexq.http.kube import table as tables
-from flexq.http.kube.paths import Target
 from flexq.http.kube.watch import DEFAULT_TIMEOUT, WatchRequest, log_stream, watch_stream
+from flexq.http.requestinfo import RequestInfo, truthy
 from flexq.http.seam import ClusterView, TwinServices
+from flexq.semantics.rbac import privileged
 from flexq.store import Store
 
 PATCH_TYPES = {
@@ -59,6 +60,37 @@ _UNKNOWN = "field not declared in schema"
 
 def not_found_path() -> NotFound:
     return NotFound("the server could not find the requested resource")
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What a resource request addresses in a cluster's store: its ``RequestInfo`` (the one parse of its path,
+    which authorization read too) and the kind it names (``KubeFace.resolve``)."""
+
+    info: RequestInfo
+    kind: KindInfo
+
+    @property
+    def version(self) -> str:
+        return self.info.api_version
+
+    @property
+    def verb(self) -> str:
+        return self.info.verb
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace the objects are in (None: a cluster-scoped kind, or every namespace)."""
+        return (self.info.namespace or None) if self.kind.namespaced else None
+
+    @property
+    def name(self) -> str | None:
+        """The object the path names (a list's ``metadata.name`` field selector names none: it filters)."""
+        return None if self.info.name_from_selector else (self.info.name or None)
+
+    @property
+    def subresource(self) -> str | None:
+        return self.info.subresource or None
 
 
 @dataclasses.dataclass
@@ -317,6 +349,17 @@ def check_delete_options(opts: dict) -> None:
 
 
 _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+# (HTTP method, RequestInfo verb) -> the operation that serves it
+_OPERATIONS = {
+    ("GET", "get"): "get",
+    ("GET", "list"): "list",
+    ("GET", "watch"): "watch",
+    ("POST", "create"): "create",
+    ("PUT", "update"): "update",
+    ("PATCH", "patch"): "patch",
+    ("DELETE", "delete"): "delete",
+    ("DELETE", "deletecollection"): "deletecollection",
+}
 
 
 def check_field_manager(manager: str | None, options: str) -> None:
@@ -380,53 +423,64 @@ class KubeFace:
             if not k.served_by_addon or not rt.name or k.served_by_addon in addons
         ]
 
-    def resolve(self, t: Target) -> KindInfo:
+    def resolve(self, ri: RequestInfo) -> Target:
+        """The kind a resource request names, served as its ``RequestInfo`` says: a namespaced path
+        (``namespaces/<ns>/<resource>``) only for a namespaced kind; 404 for anything else."""
+        if ri.error or not ri.resource or len(ri.parts) > 3 or "" in ri.parts:
+            raise not_found_path()
+        if ri.namespaced_path and not ri.namespace:
+            raise not_found_path()
         for info in self.kinds():
-            if info.group == t.group and info.plural == t.resource and t.version in info.models:
-                if t.namespace is not None and not info.namespaced:
+            if info.group == ri.api_group and info.plural == ri.resource and ri.api_version in info.models:
+                if ri.namespaced_path and not info.namespaced:
                     raise not_found_path()
-                return info
+                return Target(ri, info)
         raise not_found_path()
 
     # -- entry ------------------------------------------------------------------------------------
-    async def handle(self, request: Request, t: Target) -> Response:
+    async def handle(self, request: Request, ri: RequestInfo) -> Response:
         try:
-            return await self._dispatch(request, t)
+            return await self._dispatch(request, ri)
         except ApiError as err:
             return status_response(err)
 
-    async def _dispatch(self, request: Request, t: Target) -> Response:
-        info = self.resolve(t)
-        m, q = request.method, request.query_params
-        if m in _OPTIONS_KIND:
-            check_field_manager(q.get("fieldManager"), _OPTIONS_KIND[m])
-        if t.subresource == "log" and info.kind == "Pod" and m == "GET":
-            return await self.logs(request, t)
+    def route(self, method: str, ri: RequestInfo) -> tuple[Target, str]:
+        """What a resource request is served as: the kind and object its ``RequestInfo`` names (what
+        authorization allowed) and the operation, its verb (``get``, ``list``, ``watch``, ``create``,
+        ``update``, ``patch``, ``delete``, ``deletecollection``; ``log`` for a pod's log) — else 404 or 405."""
+        t = self.resolve(ri)
+        if t.subresource == "log" and t.kind.kind == "Pod" and (method, ri.verb) == ("GET", "get"):
+            return t, "log"
         if t.subresource not in (None, "status") or (
-            t.subresource == "status" and not info.status_subresource
+            t.subresource == "status" and not t.kind.status_subresource
         ):
             raise not_found_path()
-        if t.name is None:
-            if m == "GET":
-                if t.watch_prefix or truthy(q.get("watch")):
-                    return self.watch(request, t, info)
-                return await self.list(request, t, info)
-            if m == "POST":
-                return await self.create(request, t, info)
-            if m == "DELETE":
-                return await self.delete_collection(request, t, info)
-            raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({m})")
-        if m == "GET":
-            if t.watch_prefix:
-                return self.watch(request, t, info, name=t.name)
-            return await self.get(request, t, info)
-        if m == "PUT":
-            return await self.update(request, t, info)
-        if m == "PATCH":
-            return await self.patch(request, t, info)
-        if m == "DELETE":
-            return await self.delete(request, t, info)
-        raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({m})")
+        op = _OPERATIONS.get((method, ri.verb))
+        if op is None or (op == "create" and ri.name) or (op in ("update", "patch") and not ri.name):
+            raise MethodNotAllowed(
+                f"the server does not allow this method on the requested resource ({method})"
+            )
+        return t, op
+
+    async def _dispatch(self, request: Request, ri: RequestInfo) -> Response:
+        t, op = self.route(request.method, ri)
+        info, m = t.kind, request.method
+        if m in _OPTIONS_KIND:
+            check_field_manager(request.query_params.get("fieldManager"), _OPTIONS_KIND[m])
+        if op == "log":
+            return await self.logs(request, t)
+        if op == "watch":
+            return self.watch(request, t, info, name=t.name)
+        handler = {
+            "list": self.list,
+            "get": self.get,
+            "create": self.create,
+            "deletecollection": self.delete_collection,
+            "update": self.update,
+            "patch": self.patch,
+            "delete": self.delete,
+        }[op]
+        return await handler(request, t, info)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _out(
@@ -504,7 +558,7 @@ class KubeFace:
         than the writer holds (``auth.escalation_check``). Runs on the loop, so the check and the write see the
         same roles."""
         user = request.scope.get(auth.USER_KEY)
-        if info.group != "rbac.authorization.k8s.io" or user is None or auth.privileged(user):
+        if info.group != "rbac.authorization.k8s.io" or user is None or privileged(user):
             return dict(op(dry))
         store = self.store()
         old = store.peek(info.kind, t.name, t.namespace) if t.name else None
