@@ -122,6 +122,7 @@ def latency(jobs: int, replicas: int, seconds: float) -> None:
             twin.create(rayjob(i))
         time.sleep(5)
         session = requests.Session()
+        session.trust_env = False  # REQUESTS_CA_BUNDLE would override the twin's CA (requests#3829)
         session.verify = str(server.creds.ca_cert)
         session.headers["Authorization"] = f"Bearer {server.creds.token}"
         session.headers["Content-Type"] = "application/merge-patch+json"

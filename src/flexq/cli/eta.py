@@ -104,7 +104,13 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
     p.add_argument("job", nargs="?", help="a RayJob, Job or Workload name (or 'manifests')")
     p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace's waiting jobs")
     p.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table", help="output format")
-    p.add_argument("--replicas", type=int, default=8, help="forward runs (each a whole virtual twin)")
+    p.add_argument("--replicas", type=int, default=8, help="forward runs (each with its own draws)")
+    p.add_argument(
+        "--exact",
+        action="store_true",
+        help="run each forward run in a whole virtual twin (every controller; minutes on a busy cluster) instead "
+        "of the fast event model (milliseconds)",
+    )
     p.add_argument("--horizon", type=duration, default=7 * 86400.0, help="how far ahead to look")
     p.add_argument("--seed", type=int, default=1, help="seed of the forward runs' draws")
     p.add_argument("-j", "--jobs", type=int, default=None, help="processes (default: one per core)")
@@ -158,6 +164,7 @@ def config_of(args: argparse.Namespace) -> Any:
         seed=args.seed,
         workers=args.jobs,
         class_label=args.class_label,
+        engine="twin" if getattr(args, "exact", False) else "fast",
     )
 
 

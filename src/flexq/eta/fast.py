@@ -216,7 +216,11 @@ def build_world(state: ClusterState, model: Model, horizon: float) -> World:
         requeuing = KueueConfig.from_configmap(state.kueue_config).requeuing_timestamp
     except Exception:  # an unreadable configuration: Kueue's default
         requeuing = "Eviction"
-    jobs = [(e, e.workload) for e in entries(state) if e.role in ("running", "reserved", "pending") and not e.queue_missing]
+    jobs = [
+        (e, e.workload)
+        for e in entries(state)
+        if e.role in ("running", "reserved", "pending") and not e.queue_missing
+    ]
     lq_cq = {
         f"{(q.get('metadata') or {}).get('namespace', '')}/{(q.get('metadata') or {}).get('name', '')}": (
             q.get("spec") or {}

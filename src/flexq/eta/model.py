@@ -365,7 +365,9 @@ def _queued_flavors(state: ClusterState) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for cq in state.clusterqueues:
         spec = cq.get("spec") or {}
-        every = {f.get("name", "") for rg in spec.get("resourceGroups") or [] for f in rg.get("flavors") or []}
+        every = {
+            f.get("name", "") for rg in spec.get("resourceGroups") or [] for f in rg.get("flavors") or []
+        }
         mine: set[str] = set()
         for c in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []:
             if c.get("name") in queued:
@@ -389,7 +391,9 @@ def _dws(state: ClusterState) -> tuple[list[float], list[float], dict[str, float
     fpool = _flavor_pools(state)
     queued = _queued_flavors(state)
     prov = _provision(state)
-    rows: list[tuple[str, float, float | None, float | None, int, str]] = []  # key, reserved, made, end, n, pool
+    rows: list[
+        tuple[str, float, float | None, float | None, int, str]
+    ] = []  # key, reserved, made, end, n, pool
     for wl in state.workloads:
         adm = (wl.get("status") or {}).get("admission") or {}
         flavors = queued.get(adm.get("clusterQueue", ""), set())
