@@ -84,6 +84,12 @@ def test_up_checks_that_a_live_daemon_answers_before_saying_it_runs(
     monkeypatch.setattr(lifecycle, "READY_GRACE", 1.0)
     hung = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "-m", "flexq.cli.daemon"])
     try:
+        # until the child has exec'd, /proc/PID/cmdline is still this process's (a forked pytest worker): up would
+        # rightly take the pid for another program's and start a twin (the flaky failure of a fresh-clone run)
+        cmdline = Path(f"/proc/{hung.pid}/cmdline")
+        deadline = time.monotonic() + 30
+        while b"flexq.cli.daemon" not in cmdline.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
         fake_server_json(tmp_path, hung.pid)
         code = lifecycle.up(Home(tmp_path), Console(width=200), executor="simulated")
         out = capsys.readouterr().out
