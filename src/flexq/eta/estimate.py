@@ -281,7 +281,11 @@ def _job_eta(
     reasons.append(
         f"now: {e.state}"
         + (f", {j.now}" if j.now else "")
-        + (f"; {j.position} pending job(s) ahead of it in its ClusterQueue" if e.role == "pending" else "")
+        + (
+            f"; {j.position} pending job(s) ahead of it in its ClusterQueue"
+            if e.role == "pending" and not e.queue_missing
+            else ""
+        )
     )
     if e.role == "deactivated":
         j.cannot = "deactivated: it does not start unless someone reactivates it (spec.active: true)"
