@@ -8,7 +8,7 @@ import json
 import random
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -18,7 +18,7 @@ from flexq.simulate.study import Study
 
 MAX_POINTS = 1000
 OPT_IN_LABEL = "fallback.flexq.dev/enabled"
-KINDS = (
+KnobKind = Literal[
     "poolMax",
     "nominalQuota",
     "retryLimit",
@@ -31,7 +31,8 @@ KINDS = (
     "variant",
     "manifests",
     "object",
-)
+]
+KINDS: tuple[str, ...] = get_args(KnobKind)  # the knob kinds, in the order the docs list them
 _REQUIRED = {
     "poolMax": ("pool",),
     "nominalQuota": ("clusterQueue", "flavor", "resource"),
@@ -49,20 +50,7 @@ class Knob(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][\w.\-]{0,40}$")
-    kind: Literal[
-        "poolMax",
-        "nominalQuota",
-        "retryLimit",
-        "flavorOrder",
-        "podsReadyTimeout",
-        "fallback",
-        "setting",
-        "field",
-        "cluster",
-        "variant",
-        "manifests",
-        "object",
-    ]
+    kind: KnobKind
     pool: str | None = Field(default=None, max_length=100)
     clusterQueue: str | None = Field(default=None, max_length=253)
     flavor: str | None = Field(default=None, max_length=253)
