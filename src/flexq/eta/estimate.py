@@ -26,7 +26,7 @@ from typing import Any
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_duration
 from flexq.eta import fast
-from flexq.eta.jobs import Entry, entries, queue_position
+from flexq.eta.jobs import Entry, cluster_queue_of, entries, queue_position
 from flexq.eta.model import EtaConfig, Model, fit
 from flexq.eta.scenario import Scenario, build_study
 from flexq.eta.state import ClusterState
@@ -230,12 +230,7 @@ def estimate(
     fc.model, fc.notes = model.describe(), list(state.notes)
     fc.running = [e.key for e in es if e.role == "running"]
     waiting = [e for e in es if e.role in ("reserved", "pending", "deactivated")]
-    cq_of = {
-        f"{(q.get('metadata') or {}).get('namespace', '')}/{(q.get('metadata') or {}).get('name', '')}": (
-            q.get("spec") or {}
-        ).get("clusterQueue", "")
-        for q in state.localqueues
-    }
+    cq_of = cluster_queue_of(state)
     if not any(e.role != "deactivated" and not e.queue_missing and not e.cannot for e in waiting):
         for e in waiting:  # none that a forward run could place: each says why, at no cost
             fc.jobs[e.key] = _job_eta(e, es, cq_of, model, [], cfg)
@@ -399,24 +394,19 @@ def naive_eta(state: ClusterState, model: Model | None = None) -> dict[str, floa
                         quota = min(quota, top * chips_per_node.get(pool["name"], 0))
                     total += quota
         capacity[(cq.get("metadata") or {}).get("name", "")] = total
-    cq_of = {
-        f"{(q.get('metadata') or {}).get('namespace', '')}/{(q.get('metadata') or {}).get('name', '')}": (
-            q.get("spec") or {}
-        ).get("clusterQueue", "")
-        for q in state.localqueues
-    }
+    cq_of = cluster_queue_of(state)
     out = {}
     for e in es:
         if e.role not in ("pending", "reserved"):
             continue
-        cq = cq_of.get(f"{e.namespace}/{e.queue}", "")
+        cq_name = cq_of.get(f"{e.namespace}/{e.queue}", "")
         need = max(1.0, _tpu_of(e.workload))
-        slots = max(1.0, capacity.get(cq, 0.0) / need)
+        slots = max(1.0, capacity.get(cq_name, 0.0) / need)
         ahead = queue_position(es, e, cq_of) if e.role == "pending" else 0
         running = sum(
             1
             for x in es
-            if x.role != "pending" and x is not e and cq_of.get(f"{x.namespace}/{x.queue}") == cq
+            if x.role != "pending" and x is not e and cq_of.get(f"{x.namespace}/{x.queue}") == cq_name
         )
         busy = max(0.0, ahead + running - slots + 1)  # jobs that must end before a slot is its
         out[e.key] = busy * mean_run / slots

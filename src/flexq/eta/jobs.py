@@ -33,6 +33,7 @@ __all__ = [
     "CLASS_LABEL",
     "STRUCTURAL",
     "queue_position",
+    "cluster_queue_of",
 ]
 
 EXPECTED_DURATION = (
@@ -130,14 +131,19 @@ def _events_of(state: ClusterState, wl: dict, job_name: str) -> list[dict]:
     ]
 
 
-def entries(state: ClusterState) -> list[Entry]:
-    """Every live Workload of ``state`` with its job, in Kueue's queue order (see the module docstring)."""
-    cq_of = {
-        ((q.get("metadata") or {}).get("namespace", ""), (q.get("metadata") or {}).get("name", "")): (
+def cluster_queue_of(state: ClusterState) -> dict[str, str]:
+    """Each LocalQueue's ClusterQueue, by ``namespace/name``."""
+    return {
+        f"{(q.get('metadata') or {}).get('namespace', '')}/{(q.get('metadata') or {}).get('name', '')}": (
             q.get("spec") or {}
         ).get("clusterQueue", "")
         for q in state.localqueues
     }
+
+
+def entries(state: ClusterState) -> list[Entry]:
+    """Every live Workload of ``state`` with its job, in Kueue's queue order (see the module docstring)."""
+    cq_of = cluster_queue_of(state)
     cqs = {(q.get("metadata") or {}).get("name", "") for q in state.clusterqueues}
     out = []
     for wl in state.workloads:
@@ -161,7 +167,7 @@ def entries(state: ClusterState) -> list[Entry]:
         missing = ""
         if role == "pending":
             queue = spec.get("queueName", "")
-            cq = cq_of.get((md.get("namespace", ""), queue))
+            cq = cq_of.get(f"{md.get('namespace', '')}/{queue}")
             if cq is None:
                 missing = f"LocalQueue {queue} doesn't exist"
             elif cq not in cqs:
