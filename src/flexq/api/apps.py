@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool, ValidationInfo, model_validator
 
-from flexq.api.base import LabelSelector, Loose, ObjectBase, field_error
+from flexq.api.base import Int32, LabelSelector, Loose, ObjectBase, field_error
 from flexq.api.core import PodTemplateSpec
 from flexq.api.core_defaults import _defaulted, _dict, default_pod_spec
 from flexq.api.registry import KindInfo, PrinterColumn
@@ -69,13 +69,13 @@ class DeploymentStrategy(Loose):
 
 
 class DeploymentSpec(Loose):
-    replicas: int | None = Field(default=None, ge=0)
+    replicas: Int32 | None = Field(default=None, ge=0)
     selector: LabelSelector | None = None
     template: PodTemplateSpec
     strategy: DeploymentStrategy | None = None
-    min_ready_seconds: int | None = Field(default=None, ge=0)
-    revision_history_limit: int | None = Field(default=None, ge=0)
-    progress_deadline_seconds: int | None = None
+    min_ready_seconds: Int32 | None = Field(default=None, ge=0)
+    revision_history_limit: Int32 | None = Field(default=None, ge=0)
+    progress_deadline_seconds: Int32 | None = None
     paused: StrictBool | None = None
 
     @model_validator(mode="after")

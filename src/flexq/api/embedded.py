@@ -13,7 +13,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from flexq.api.base import Model, Toleration, field_error
+from flexq.api.base import Int64, Model, Toleration, field_error
 from flexq.api.core import PodSpec, PodTemplateMeta
 
 __all__ = ["EmbeddedPodSpec", "EmbeddedPodTemplateSpec", "check_tolerations_cel"]
@@ -27,7 +27,7 @@ class EmbeddedPodSpec(PodSpec):
 
     restart_policy: Literal["Always", "OnFailure", "Never"] | None = None
     scheduler_name: str | None = None
-    termination_grace_period_seconds: int | None = None
+    termination_grace_period_seconds: Int64 | None = None
     dns_policy: str | None = None
 
 

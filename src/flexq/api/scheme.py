@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from flexq.api.base import CANONICAL_QUANTITIES, PATH, check_dns1123_label, check_dns1123_subdomain
 from flexq.api.core_defaults import PRIVATE_INPUT
+from flexq.api.godecode import decode_error
 from flexq.api.goquote import go_quote_bounded
 from flexq.api.jsoncopy import clone, clone_many
 from flexq.api.registry import KindInfo, Registry, split_api_version
@@ -179,6 +180,10 @@ def validate(
                 for loc in extra:
                     _drop(data, loc)
                 continue
+            if not info.custom:
+                undecodable = decode_error(info.kind, version, model, err, data)
+                if undecodable is not None:
+                    raise undecodable from None
             raise invalid(
                 info, name, check_name(info, obj.get("metadata") or {}) + causes_from(err)
             ) from None

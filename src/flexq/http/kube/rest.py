@@ -25,6 +25,7 @@ from starlette.responses import Response, StreamingResponse
 
 from flexq.api import scheme
 from flexq.api.base import FIELD_MANAGER_MAX, field_manager_problems
+from flexq.api.decode import duplicate_fields
 from flexq.api.goquote import go_quote as goquote
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time, parse_time
@@ -47,6 +48,14 @@ from flexq.http.requestinfo import RequestInfo, truthy
 from flexq.http.seam import ClusterView, TwinServices
 from flexq.semantics.rbac import privileged
 from flexq.store import Store
+
+
+def warning_header(text: str) -> str:
+    """A ``Warning`` header value as the API server writes one (``net.NewWarningHeader(299, "-", text)``):
+    the text quoted, its ``"`` and ``\\`` escaped, so that clients (client-go's ``ParseWarningHeaders``) read
+    it back whole."""
+    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
 
 PATCH_TYPES = {
     "application/merge-patch+json": "merge",
@@ -494,7 +503,7 @@ class KubeFace:
     ) -> Response:
         view = view_as(info, obj, info.api_version(t.version))
         accept = request.headers.get("accept", "")
-        headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
+        headers = {"Warning": ", ".join(warning_header(w) for w in warnings)} if warnings else None
         if tables.wants_table(accept) and request.method == "GET":
             include = request.query_params.get("includeObject", "Metadata")
             body = tables.table(
@@ -503,9 +512,16 @@ class KubeFace:
             return json_response(body, status, headers=headers)
         return json_response(view, status, headers=headers)
 
-    async def _body(self, request: Request) -> Any:
+    async def _body(self, request: Request) -> tuple[Any, list[str]]:
+        """The request's object, and the fields its JSON text sets twice (``decode.duplicate_fields``: the
+        strict decoder's ``duplicate field`` errors; a YAML body with a repeated key is refused outright)."""
         raw = await read_body(request)
-        return await decode_body_async(raw, request.headers.get("content-type", "application/json"))
+        ctype = request.headers.get("content-type", "application/json")
+        body = await decode_body_async(raw, ctype)
+        json_text = "json" in ctype.lower() or ctype.split(";")[0].strip() in ("", "*/*")
+        if json_text and self._validation(request) != "Ignore":
+            return body, duplicate_fields(raw, body)
+        return body, []
 
     def _object_body(self, body: Any, info: KindInfo, t: Target) -> dict:
         if not isinstance(body, dict):
@@ -566,14 +582,23 @@ class KubeFace:
         auth.escalation_check(store, user, info.kind, t.namespace or "", trial, old)
         return dict(op(dry))
 
-    async def _write(self, mode: str, info: KindInfo, version: str, fn: Any) -> tuple[dict, list[str]]:
+    async def _write(
+        self, mode: str, info: KindInfo, version: str, fn: Any, twice: list[str] | tuple[()] = ()
+    ) -> tuple[dict, list[str]]:
         """Run ``fn(unknown_fields)`` on the loop with the request's field validation (in the next batch of
-        writes: ``WriteBatch``)."""
+        writes: ``WriteBatch``). ``twice``: the fields the body sets twice, refused under Strict before
+        anything is written, a warning each under Warn (the last value kept, as Go's decoder keeps it)."""
         journal = self.store().journal
         if mode == "Ignore":
             return await self.writes.run(journal, lambda: fn("Ignore")), []
+        repeated = [f'duplicate field "{f}"' for f in twice]
+        if repeated and mode == "Strict":
+            raise BadRequest(
+                f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
+                f"strict decoding error: {', '.join(repeated)}"
+            )
         try:
-            return await self.writes.run(journal, lambda: fn("Strict")), []
+            return await self.writes.run(journal, lambda: fn("Strict")), repeated
         except Invalid as err:
             unknown = [c for c in err.causes if c.message == _UNKNOWN]
             if not unknown or len(unknown) != len(err.causes):
@@ -584,7 +609,7 @@ class KubeFace:
                     f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
                     f"strict decoding error: {', '.join(names)}"
                 ) from None
-            return await self.writes.run(journal, lambda: fn("Ignore")), names
+            return await self.writes.run(journal, lambda: fn("Ignore")), names + repeated
 
     # -- reads ------------------------------------------------------------------------------------
     async def get(self, request: Request, t: Target, info: KindInfo) -> Response:
@@ -683,7 +708,8 @@ class KubeFace:
 
     # -- writes -----------------------------------------------------------------------------------
     async def create(self, request: Request, t: Target, info: KindInfo) -> Response:
-        body = self._object_body(await self._body(request), info, t)
+        body, twice = await self._body(request)
+        body = self._object_body(body, info, t)
         dry, mode = self._dry_run(request), self._validation(request)
         obj, warns = await self._write(
             mode,
@@ -696,11 +722,13 @@ class KubeFace:
                 dry,
                 lambda d: self.store().create(body, namespace=t.namespace, unknown_fields=uf, dry_run=d),
             ),
+            twice,
         )
         return self._out(request, info, obj, t, 201, warns)
 
     async def update(self, request: Request, t: Target, info: KindInfo) -> Response:
-        body = self._object_body(await self._body(request), info, t)
+        body, twice = await self._body(request)
+        body = self._object_body(body, info, t)
         meta = body.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != t.name:
             raise BadRequest(
@@ -716,7 +744,7 @@ class KubeFace:
                     obj = {**scheme.admit(info, body, None, "Ignore"), "metadata": body["metadata"]}
                 return self.store().update_status(obj, validate=True, namespace=t.namespace)
 
-            obj, warns = await self._write(mode, info, t.version, write_status)
+            obj, warns = await self._write(mode, info, t.version, write_status, twice)
         else:
             track = self._tracker(request, info, t)
             obj, warns = await self._write(
@@ -732,6 +760,7 @@ class KubeFace:
                         body, namespace=t.namespace, unknown_fields=uf, dry_run=d, on_write=track
                     ),
                 ),
+                twice,
             )
         return self._out(request, info, obj, t, 200, warns)
 
