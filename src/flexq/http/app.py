@@ -38,7 +38,7 @@ from flexq.http.common import (
     url_path,
 )
 from flexq.http.gke import face as gke_face
-from flexq.http.kube import discovery, openapi, reviews, tokenrequest
+from flexq.http.kube import discovery, openapi, openapi_proto, reviews, tokenrequest
 from flexq.http.kube.rest import KubeFace
 from flexq.http.requestinfo import RequestInfo, request_info
 from flexq.http.seam import ClusterView, TwinServices
@@ -205,7 +205,7 @@ class TwinApp:
         if p == "/metrics":
             return await metrics_page.scrape(self.core.loop, face.runtime)
         if p.startswith("/openapi/"):
-            return self.openapi(info, face)
+            return self.openapi(info, face, request.headers.get("accept", ""))
         if p in ("/api", "/apis"):
             if p == "/api" and request.method != "GET":
                 return discovery.no_route()
@@ -337,9 +337,11 @@ class TwinApp:
             }
         )
 
-    def openapi(self, info: RequestInfo, face: KubeFace) -> Response:
+    def openapi(self, info: RequestInfo, face: KubeFace, request_accept: str = "") -> Response:
         segs = tuple(s for s in info.segments if s)
         if segs == ("openapi", "v2"):
+            if openapi_proto.wants(request_accept):
+                return Response(openapi.v2_proto(face.kinds()), media_type=openapi_proto.ANSWER_TYPE)
             return Response(openapi.v2(face.kinds()), media_type="application/json")
         if segs == ("openapi", "v3"):
             prefix = f"/clusters/{info.cluster}" if info.cluster else ""

@@ -141,6 +141,7 @@ class Server:
             kinds = KubeFace(self.core).kinds()
             openapi.v3_index(kinds)
             openapi.v2(kinds)
+            openapi.v2_proto(kinds)
         except Exception:  # only a cache: the first request builds it instead
             log.exception("warming the OpenAPI documents failed")
         finally:
