@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, ValidationInfo, field_validator, model_validator
 
+from flexq.api import podsecurity
 from flexq.api.base import (
     INT32_MAX,
     DNS1123Label,
@@ -533,6 +534,13 @@ class Job(ObjectBase):
         return _defaulted(data, default_job, info)
 
 
+def _admit_pod(op: str, pod: dict, old: dict | None, reader: Any, name: str) -> None:
+    """A pod's built-in admission, in kube-apiserver's plugin order: Priority (mutating), then PodSecurity
+    (validating, on what Priority left)."""
+    admit_pod(op, pod, old, reader, name)
+    podsecurity.admit(op, pod, old, reader, name)
+
+
 KINDS = [
     KindInfo(
         "",
@@ -567,7 +575,7 @@ KINDS = [
         short_names=("po",),
         categories=("all",),
         prepare_create=prepare_pod,
-        admission=admit_pod,
+        admission=_admit_pod,
     ),
     KindInfo("", "PodTemplate", "podtemplates", {"v1": PodTemplate}, status_subresource=False),
     KindInfo(
