@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flexq.api import podsecurity
 from flexq.cli.fallback import CLUSTER_RULES, manifests, manifests_yaml
 
 
@@ -28,92 +29,13 @@ def _manifests(*args: str) -> str:
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 WHEEL = "https://files.example.com/dist/flexq-0.1.0-py3-none-any.whl"
 WHEEL_SHA = "ab" * 32
-RESTRICTED_VOLUMES = {
-    "configMap",
-    "csi",
-    "downwardAPI",
-    "emptyDir",
-    "ephemeral",
-    "persistentVolumeClaim",
-    "projected",
-    "secret",
-}
-BASELINE_CAPS = {
-    "AUDIT_WRITE",
-    "CHOWN",
-    "DAC_OVERRIDE",
-    "FOWNER",
-    "FSETID",
-    "KILL",
-    "MKNOD",
-    "NET_BIND_SERVICE",
-    "SETFCAP",
-    "SETGID",
-    "SETPCAP",
-    "SETUID",
-    "SYS_CHROOT",
-}
 
 
 def restricted_violations(pod: dict) -> list[str]:
     """The checks of the Pod Security Standards' "restricted" level (baseline included) that ``pod`` (a pod
-    spec) fails, by the names of k8s.io/pod-security-admission's policy checks."""
-    bad = []
-    psc = pod.get("securityContext") or {}
-    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
-    scs = [c.get("securityContext") or {} for c in containers]
-    if pod.get("hostNetwork") or pod.get("hostPID") or pod.get("hostIPC"):
-        bad.append("hostNamespaces")
-    if any(sc.get("privileged") for sc in scs):
-        bad.append("privileged")
-    if any(sc.get("windowsOptions", {}).get("hostProcess") for sc in [psc, *scs]):
-        bad.append("hostProcess")
-    if any(p.get("hostPort") for c in containers for p in c.get("ports") or []):
-        bad.append("hostPorts")
-    if any(sc.get("procMount") not in (None, "Default") for sc in scs):
-        bad.append("procMount")
-    if any(
-        s.get("name")
-        not in (
-            "kernel.shm_rmid_forced",
-            "net.ipv4.ip_local_port_range",
-            "net.ipv4.tcp_syncookies",
-            "net.ipv4.ping_group_range",
-            "net.ipv4.ip_unprivileged_port_start",
-        )
-        for s in psc.get("sysctls") or []
-    ):
-        bad.append("sysctls")
-    for v in pod.get("volumes") or []:
-        kinds = set(v) - {"name"}
-        if "hostPath" in kinds:
-            bad.append("hostPathVolumes")
-        if not kinds <= RESTRICTED_VOLUMES:
-            bad.append("restrictedVolumes")
-    if any(sc.get("allowPrivilegeEscalation") is not False for sc in scs):
-        bad.append("allowPrivilegeEscalation")
-    pod_nonroot = psc.get("runAsNonRoot") is True
-    if any(sc.get("runAsNonRoot") is False for sc in scs) or not (
-        pod_nonroot or all(sc.get("runAsNonRoot") is True for sc in scs)
-    ):
-        bad.append("runAsNonRoot")
-    if psc.get("runAsUser") == 0 or any(sc.get("runAsUser") == 0 for sc in scs):
-        bad.append("runAsUser")
-    pod_seccomp = (psc.get("seccompProfile") or {}).get("type")
-    for sc in scs:
-        kind = (sc.get("seccompProfile") or {}).get("type", pod_seccomp)
-        if kind not in ("RuntimeDefault", "Localhost"):
-            bad.append("seccompProfile_restricted")
-            break
-    for sc in scs:
-        caps = sc.get("capabilities") or {}
-        if "ALL" not in (caps.get("drop") or []) or set(caps.get("add") or []) - {"NET_BIND_SERVICE"}:
-            bad.append("capabilities_restricted")
-            break
-        if set(caps.get("add") or []) - BASELINE_CAPS:
-            bad.append("capabilities_baseline")
-            break
-    return sorted(set(bad))
+    spec) fails, by the names of k8s.io/pod-security-admission's policy checks: the twin's own admission
+    (``flexq.api.podsecurity``), the one rule the API server enforces."""
+    return sorted(podsecurity.failed_checks("restricted", pod))
 
 
 def test_the_checker_knows_the_restricted_profile() -> None:
