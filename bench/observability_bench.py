@@ -67,7 +67,7 @@ def main() -> None:
         for dws in (False, True):
             twin.gke("POST", *T.create_node_pool_request(PROJECT, dws=dws))
             wait_for(done)
-        twin.apply(T.queue_yaml())
+        twin.apply(T.queue_yaml(api="v1beta2"))
         twin.apply(
             {
                 "apiVersion": "v1",

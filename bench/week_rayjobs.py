@@ -82,7 +82,7 @@ def make_twin(seed: int, days: int) -> Twin:
         twin.gke("POST", path, body)
         twin.run_until_idle(600)
     twin.apply(profile(days))  # the GKE cluster's own store reads the profile too
-    twin.apply(T.queue_yaml())
+    twin.apply(T.queue_yaml(api="v1beta2"))
     twin.apply(
         {
             "apiVersion": "v1",

@@ -1,9 +1,11 @@
 """The composition root: builds a twin (virtual or live) from its parts.
 
 Owns: ``TwinCore`` — the loop, the journal, the project store (GKE objects), one ``ClusterRuntime`` per
-Kubernetes cluster (its store, controller manager and context), pod logs, executors — and the explicit
-list of domain packages whose ``registry`` modules contribute controllers, bootstrap objects and
-executors. Only ``twin`` (and through it the SDK, ``simulate`` and the CLI) and tests import this module.
+Kubernetes cluster (its store, controller manager and context), pod logs, executors, the Kueue release the twin
+runs (resolved once from its settings, else the one its state last ran: given to the kind registry and, through
+the settings, to Kueue's controllers) — and the explicit list of domain packages whose ``registry`` modules
+contribute controllers, bootstrap objects and executors. Only ``twin`` (and
+through it the SDK, ``simulate`` and the CLI) and tests import this module.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from flexq.api.kinds import default_registry
+from flexq.api.kueue_versions import resolve as resolve_kueue
 from flexq.api.registry import Registry
 from flexq.clock import VirtualClock
+from flexq.errors import Invalid
 from flexq.fallback import registry as fallback_registry
 from flexq.gke import registry as gke_registry
 from flexq.kube import registry as kube_registry
@@ -40,6 +44,7 @@ DOMAINS = [kube_registry, kueue_registry, gke_registry, kuberay_registry, fallba
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "kueue-system")
 DEFAULT_CLUSTER = ""  # the Kubernetes cluster of a twin that has no GKE cluster
 ROOT_KEY = "root-cluster"  # journal meta: the GKE cluster the root Kubernetes API serves
+KUEUE_KEY = "kueue-version"  # journal meta: the Kueue release the twin last ran
 PROJECT_HISTORY = 100  # watch events the project store keeps (see ``TwinCore.__init__``)
 
 
@@ -88,6 +93,7 @@ class TwinCore:
     ) -> None:
         self.live = live
         self.settings = TwinSettings.from_mapping(settings)
+        kueue_given = isinstance(settings, TwinSettings) or "kueue" in (settings or {})
         self.loop: EventLoop = (
             RealtimeLoop() if live else EventLoop(VirtualClock(start) if start else VirtualClock())
         )
@@ -102,7 +108,9 @@ class TwinCore:
         # hand a new object the uid of a stored one (owner references, Kueue's job lookup and the Job
         # controller's pod selector go by uid)
         self.rngs = Rngs(seed, self.journal.next_boot() if self.journal is not None else 0)
-        self.registry: Registry = default_registry()
+        self._choose_kueue(kueue_given)
+        # the kinds as the twin's Kueue release serves them (discovery, REST, OpenAPI and the SDK agree)
+        self.registry: Registry = default_registry(self.settings.kueue)
         project_registry = Registry(gke_registry.project_kinds())
         # ``check_readonly`` (a test setting): every store fails loudly when a stored object is changed in place
         self.check_readonly = self.settings.check_readonly
@@ -138,6 +146,35 @@ class TwinCore:
         # the first one created, for as long as it exists, unless settings.default_cluster names one
         self._root: str | None = self.journal.get_meta(ROOT_KEY) if self.journal is not None else None
         self._closed = False
+        # what estimates when waiting jobs start (flexq.eta.service.EtaService, attached by `flexq up` or the SDK):
+        # read by the dashboard through flexq.http.seam.Forecasts and by Twin.eta; None when nothing is attached
+        self.forecasts: Any = None
+
+    def _choose_kueue(self, given: bool) -> None:
+        """The Kueue release this twin runs: the one asked for, else the one its state last ran (a restarted
+        twin keeps its Kueue), else the default. A state that ran another release is upgraded (or downgraded)
+        as ``helm upgrade`` does it: the stored objects stay (kept in v1beta2, the storage version of both), the
+        CustomResourceDefinitions follow the new release."""
+        if self.journal is None:
+            return
+        recorded = self.journal.get_meta(KUEUE_KEY)
+        if not given and recorded:
+            try:
+                self.settings = dataclasses.replace(self.settings, kueue=resolve_kueue(recorded))
+            except Invalid:
+                log.warning(
+                    "the state ran Kueue %s, which this flexq does not model: %s",
+                    recorded,
+                    self.settings.kueue,
+                )
+        elif recorded and recorded != self.settings.kueue.version:
+            log.info(
+                "Kueue %s -> %s (the stored objects stay; the CRDs follow)",
+                recorded,
+                self.settings.kueue.version,
+            )
+        if recorded != self.settings.kueue.version:
+            self.journal.set_meta(KUEUE_KEY, self.settings.kueue.version)
 
     # -- clusters -------------------------------------------------------------------------------
     def start(self) -> None:

@@ -13,6 +13,7 @@
      |    +-- Invalid (422, with field causes)
      |    +-- AdmissionDenied (a validating admission webhook's refusal: its code and reason)
      |    +-- InternalError (500)
+     |    +-- ServiceUnavailable (503)
      +-- CloudError (GKE-shaped: HTTP code + Google status string)
      +-- InputError (a tool's bad input file: names the file, line and field)
      +-- MissingExtra (an optional part of flexq that is not installed: names the pip extra)
@@ -167,6 +168,10 @@ class InternalError(ApiError):
     status, reason = 500, "InternalError"
 
 
+class ServiceUnavailable(ApiError):
+    status, reason = 503, "ServiceUnavailable"
+
+
 class AdmissionDenied(ApiError):
     """A validating admission webhook refused the request, as the API server reports it
     (``webhookerrors.ToStatusErr``): 'admission webhook "<name>" denied the request: <message>', with the code
@@ -255,6 +260,12 @@ def require_extra(extra: str, purpose: str) -> None:
     missing = missing_of(extra)
     if missing is not None:
         raise MissingExtra(extra, purpose, missing)
+
+
+class SharedObjectChanged(AssertionError):
+    """A stored object handed out read-only (``Store.peek``, ``peek_list``, a watch event) was changed in place.
+    Only with the store's ``check_readonly`` (a test setting): raised out of the event loop, as ``Livelock`` is,
+    naming the reconcile that did it."""
 
 
 class Livelock(FlexqError):

@@ -136,6 +136,17 @@ class Twin:
             api_version = info.api_version(parts[1])
         return info, api_version
 
+    @staticmethod
+    def _served(info: KindInfo, api_version: str | None) -> str | None:
+        """``api_version`` when the kind is served in it (None: the storage version); NotFound as the API's
+        RESTMapper says it otherwise (Kueue 0.20 serves no kueue.x-k8s.io/v1beta1)."""
+        if api_version is not None:
+            info_version = api_version.split("/", 1)[-1]
+            group = api_version.split("/", 1)[0] if "/" in api_version else ""
+            if group != info.group or info_version not in info.models:
+                raise NotFound(f'no matches for kind "{info.kind}" in version "{api_version}"')
+        return api_version
+
     # -- objects ----------------------------------------------------------------------------------
     def apply(self, source: str | dict | Iterable[dict], namespace: str | None = None) -> list[dict]:
         """Create or update each object, like ``kubectl apply`` (status in the input is not stored where the
@@ -219,12 +230,13 @@ class Twin:
     ) -> dict:
         """One object; ``api_version`` (or ``kind`` as ``plural.version.group``) picks the served version."""
         info, v = self._info(kind)
+        wanted = self._served(info, api_version or v)
 
         def run() -> dict:
             obj = self.store.peek(info.kind, name, namespace)
             if obj is None:
                 self.store.get(info.kind, name, namespace)  # raises NotFound, worded as the API server's
-            return scheme.render(info, obj, api_version or v)  # render copies: one copy, no more
+            return scheme.render(info, obj, wanted)  # render copies: one copy, no more
 
         return self._call(run)
 
@@ -244,11 +256,12 @@ class Twin:
         api_version: str | None = None,
     ) -> list[dict]:
         info, v = self._info(kind)
+        wanted = self._served(info, api_version or v)
 
         def run() -> list[dict]:
             objs = self.store.peek_list(info.kind, namespace, label_selector, field_selector)
             with no_gc():
-                return scheme.render_many(info, objs, api_version or v, self.store.texts)  # copies
+                return scheme.render_many(info, objs, wanted, self.store.texts)  # copies
 
         return self._call(run)
 
@@ -393,6 +406,21 @@ class Twin:
 
         return self._call(run)
 
+    def eta(self, job: str | None = None, namespace: str | None = None) -> Any:
+        """The ETAs of the attached ETA service (``flexq.eta.service.EtaService(twin).start()``; ``flexq up`` attaches
+        one): the last ``Forecast``, or with ``job`` that job's ``JobEta`` (None when it does not wait). For a
+        one-off estimate without a service: ``flexq.eta.estimate(flexq.eta.state_from_twin(twin))``."""
+        service = self.core.forecasts
+        if service is None:
+            raise BadRequest(
+                "no ETA service is attached to this twin: flexq.eta.service.EtaService(twin).start(), or "
+                "flexq.eta.estimate(flexq.eta.state_from_twin(twin)) once"
+            )
+        fc = service.latest()
+        if job is None or fc is None:
+            return fc
+        return fc.find(job.split("/", 1)[-1], namespace)
+
     # -- lifecycle ----------------------------------------------------------------------------------
     def close(self) -> None:
         """Stop controllers, executors and the loop; flush state."""
@@ -403,3 +431,23 @@ class Twin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def executor_note(executor: str) -> str:
+    """One line saying which executor runs pods and what that means for untrusted submitters (``flexq up``
+    prints it; docs/security.md says more)."""
+    if executor != "ray":
+        return "executor: simulated - no pod's code runs on this machine: safe with untrusted submitters"
+    from flexq.kuberay import confine
+
+    if confine.abi() > 0:
+        return (
+            "executor: real Ray - RayJob entrypoints and Ray tasks run here as your user, confined by Landlock "
+            "to their pod's own files (never the twin's home or yours), not in the network: let only people "
+            "you would let run code on this machine create RayJobs or RayClusters (docs/security.md)"
+        )
+    return (
+        "executor: real Ray - RayJob entrypoints run here as your user UNCONFINED (this kernel has no "
+        "Landlock): whoever may create a RayJob can read your files and the twin's admin token; use "
+        "--executor simulated with untrusted submitters (docs/security.md)"
+    )

@@ -623,9 +623,11 @@ def _snapshot(twin: Twin) -> list[tuple[str, dict]]:
 
 
 @pytest.mark.parametrize(("base", "mutate", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_malformed_manifest_applied_to_a_twin_stores_nothing(twin: Twin, base, mutate, expected):
+def test_malformed_manifest_applied_to_a_twin_stores_nothing(twin_v1beta1: Twin, base, mutate, expected):
     """Through ``Twin.apply`` (create) and over an existing valid object (update): refused with the same causes,
-    and the store is exactly as before (same resourceVersion, same objects)."""
+    and the store is exactly as before (same resourceVersion, same objects). Kueue 0.19.2: the cases include
+    v1beta1 objects."""
+    twin = twin_v1beta1
     good = BASES[base]()
     twin.apply(good)
     bad = BASES[base]()

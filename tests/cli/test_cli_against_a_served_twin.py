@@ -50,7 +50,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Twin, str
                 ),
                 what="GKE operations",
             )
-        twin.apply(T.queue_yaml())
+        twin.apply(T.queue_yaml(api="v1beta2"))
         yield twin, str(server.kubeconfig_path())
     finally:
         server.stop()

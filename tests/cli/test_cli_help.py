@@ -43,14 +43,18 @@ def test_every_command_has_a_description_examples_and_help_for_each_option(
         if isinstance(action, argparse._SubParsersAction) or action.help == argparse.SUPPRESS:
             continue
         assert action.help, (path, action.option_strings or action.dest)
-        if action.option_strings and action.default not in (None, False, [], argparse.SUPPRESS):
-            # the default is in the help (submit's accelerator, topology and queue included)
-            helptext = parser._get_formatter()._expand_help(action)
-            assert "default" in helptext and str(action.default) in helptext.replace("\n", " "), (
-                path,
-                action.option_strings,
-                helptext,
-            )
+        d = action.default
+        if action.option_strings and not (
+            d is None or d is False or d == [] or d == argparse.SUPPRESS or isinstance(action.const, bool)
+        ):
+            # the default is in the help (submit's accelerator, topology and queue included; a 0 too), a time
+            # with its unit
+            helptext = " ".join(parser._get_formatter()._expand_help(action).split())
+            if getattr(action.type, "__name__", "") == "duration":
+                want = f"{d:g} s" if d < 120 or d % 60 else f"{d / 60:g} min"
+            else:
+                want = str(d)
+            assert f"(default: {want}" in helptext, (path, action.option_strings, helptext)
     assert "examples:" in text
 
 
@@ -180,3 +184,18 @@ def test_completion_command(shell: str, capsys: pytest.CaptureFixture[str]) -> N
             ["bash", "-n"], input=out.split("\n", 1)[1] if shell == "zsh" else out, text=True
         )
         assert checked.returncode == 0
+
+
+def test_a_mistyped_command_gets_a_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["stauts"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "did you mean 'status'?" in err and err.count("\n") == 1, err
+
+
+def test_zero_defaults_and_times_are_said_with_their_unit() -> None:
+    (fb,) = [p for path, p in ALL if path == "flexq fallback"]
+    text = " ".join(fb.format_help().split())
+    assert "(0: never) (default: 0 s)" in text and "(0: off) (default: 0)" in text
+    (up,) = [p for path, p in ALL if path == "flexq up"]
+    assert "(default: 90 s)" in " ".join(up.format_help().split())

@@ -58,8 +58,8 @@ def test_demo_reports_a_broken_story() -> None:
     """With the on-demand quota removed, job 1 cannot land on plan A: the demo says so and fails."""
     original = tutorial.queue_yaml
 
-    def no_on_demand(env: dict | None = None) -> str:
-        docs = list(yaml.safe_load_all(original(env)))
+    def no_on_demand(env: dict | None = None, api: str = "v1beta1") -> str:
+        docs = list(yaml.safe_load_all(original(env, api)))
         for d in docs:
             if d["kind"] == "ClusterQueue":
                 flavors = d["spec"]["resourceGroups"][0]["flavors"]

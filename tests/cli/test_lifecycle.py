@@ -68,6 +68,8 @@ def gke(info: dict, method: str, path: str, body: dict | None = None) -> dict:
 def test_up_is_ready_and_idempotent(served) -> None:
     home, env, info, out = served
     assert "flexq is up at https://127.0.0.1:" in out and "helm install kueue" in out
+    # one line on which executor runs and what it means for untrusted submitters (issue 36)
+    assert "executor: simulated - no pod's code runs on this machine: safe with untrusted submitters" in out
     assert alive(info["pid"]) and (home / "kubeconfig").exists() and (home / "state.db").exists()
     again = flexq(env, "up")
     assert again.returncode == 0 and "already running" in again.stdout and str(info["pid"]) in again.stdout
@@ -137,7 +139,11 @@ def test_submit_status_logs_through_the_kubernetes_client(served, tmp_path: Path
         "gcloud container node-pools create on-demand-pool",
         "gcloud container node-pools create dws-pool",
         'node-pools describe dws-pool --format="get(config.flexStart)": True',
-        "envsubst < dws-tpu-queue.yaml | kubectl apply -f -: resourceflavor.kueue.x-k8s.io/default-cpu created",
+        # the twin runs Kueue 0.20.7 (v1beta2 only): the tutorial's v1beta1 file goes through flexq convert
+        "this cluster's Kueue serves kueue.x-k8s.io/v1beta2 only (Kueue 0.20 and later, kueue#14558): "
+        "dws-tpu-queue.yaml (v1beta1) is applied converted to v1beta2",
+        "envsubst < dws-tpu-queue.yaml | flexq convert - | kubectl apply -f -: "
+        "resourceflavor.kueue.x-k8s.io/default-cpu created",
         "localqueue.kueue.x-k8s.io/user-queue created",
         "kubectl create configmap jax-train-script --from-file=train.py: configmap/jax-train-script created",
     ):

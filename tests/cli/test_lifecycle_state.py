@@ -84,6 +84,12 @@ def test_up_checks_that_a_live_daemon_answers_before_saying_it_runs(
     monkeypatch.setattr(lifecycle, "READY_GRACE", 1.0)
     hung = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "-m", "flexq.cli.daemon"])
     try:
+        # until the child has exec'd, /proc/PID/cmdline is still this process's (a forked pytest worker): up would
+        # rightly take the pid for another program's and start a twin (the flaky failure of a fresh-clone run)
+        cmdline = Path(f"/proc/{hung.pid}/cmdline")
+        deadline = time.monotonic() + 30
+        while b"flexq.cli.daemon" not in cmdline.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
         fake_server_json(tmp_path, hung.pid)
         code = lifecycle.up(Home(tmp_path), Console(width=200), executor="simulated")
         out = capsys.readouterr().out
@@ -122,6 +128,34 @@ def test_the_state_directory_is_owner_only(tmp_path: Path) -> None:
         os.chmod(state, 0o644)
         Twin(clock="virtual", home=home).close()
         assert mode(home) == 0o700 and mode(state) == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_gclouds_configuration_in_the_home_is_owner_only(tmp_path: Path) -> None:
+    """CLOUDSDK_CONFIG (FLEXQ_HOME/gcloud) holds gcloud's credentials: made 0700 before gcloud writes it, and what
+    gcloud wrote with its own umask (0755 / 0644) is tightened on the next start."""
+    from flexq.http.server import Server
+
+    home = tmp_path / "home"
+    old = os.umask(0o022)
+    try:
+        twin = Twin(clock="virtual", home=home)
+        server = Server(twin.core, home).start()
+        try:
+            info = server.write_files()
+            assert info["env"]["CLOUDSDK_CONFIG"] == str(home / "gcloud") and mode(home / "gcloud") == 0o700
+        finally:
+            server.stop()
+            twin.close()
+        # as gcloud leaves it: its own folders and files, world-readable
+        (home / "gcloud" / "configurations").mkdir(mode=0o755)
+        (home / "gcloud" / "configurations" / "config_default").write_text("[core]\n")
+        (home / "gcloud" / "access_tokens.db").write_text("")
+        os.chmod(home / "gcloud", 0o755)
+        Twin(clock="virtual", home=home).close()
+        for path in [home / "gcloud", *(home / "gcloud").rglob("*")]:
+            assert mode(path) == (0o700 if path.is_dir() else 0o600), (path, oct(mode(path)))
     finally:
         os.umask(old)
 

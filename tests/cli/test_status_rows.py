@@ -427,7 +427,7 @@ def test_rows_from_the_twins_controllers() -> None:
         for dws in (False, True):
             twin.gke("POST", *tutorial.create_node_pool_request("p", dws=dws))
             twin.advance(120)
-        twin.apply(tutorial.queue_yaml())
+        twin.apply(tutorial.queue_yaml(api="v1beta2"))
         twin.apply(
             {
                 "apiVersion": "v1",

@@ -104,7 +104,7 @@ def test_submitted_job_is_admitted_by_the_twin(twin: Twin) -> None:
     for dws in (False, True):
         twin.gke("POST", *tutorial.create_node_pool_request("p", dws=dws))
         twin.advance(120)
-    twin.apply(tutorial.queue_yaml())
+    twin.apply(tutorial.queue_yaml(api="v1beta2"))
     spec = submit.SubmitSpec(
         name="rayjob-mine", pip=["jax"], annotations={"twin.flexq.dev/run-seconds": "60"}
     )

@@ -69,3 +69,35 @@ def test_gcloud_bodies() -> None:
         "x"
         not in tutorial.create_node_pool_request("proj", dws=False)[1]["nodePool"]["config"]["oauthScopes"]
     )
+
+
+def test_init_writes_the_published_files_and_beside_them_the_v1beta2_queue(tmp_path) -> None:
+    """Issue 34: `flexq tutorial init` writes the files as published and the queue file for Kueue 0.20 and later
+    (made by `flexq convert`'s conversion); `tutorial.sh` keeps the published `kubectl apply` line and applies the
+    v1beta2 file instead where the cluster does not serve kueue.x-k8s.io/v1beta1."""
+    from flexq.api.kueue_convert import convert_text
+    from flexq.cli import tutorial_files
+
+    lines = tutorial_files.init(tmp_path / "t")
+    assert (
+        sorted(p.name for p in (tmp_path / "t").iterdir())
+        == [
+            "cleanup.sh",
+            "dws-tpu-queue.v1beta2.yaml",
+            "dws-tpu-queue.yaml",
+            "rayjob-tpu-v6e-dws.yaml",
+            "train.py",
+            "tutorial.sh",
+        ]
+        and len(lines) == 6
+    )
+    published = (tmp_path / "t" / "dws-tpu-queue.yaml").read_text()
+    assert published == tutorial.read("dws-tpu-queue.yaml") and published.count("kueue.x-k8s.io/v1beta1") == 7
+    v1beta2 = (tmp_path / "t" / "dws-tpu-queue.v1beta2.yaml").read_text()
+    assert v1beta2.endswith(convert_text(published).text) and v1beta2.startswith(
+        "# The tutorial's dws-tpu-queue"
+    )
+    script = (tmp_path / "t" / "tutorial.sh").read_text().splitlines()
+    assert "envsubst < dws-tpu-queue.yaml | kubectl apply -f -" in script  # as published
+    assert "kubectl api-versions | grep -qx kueue.x-k8s.io/v1beta1 || KUEUE_V1BETA2=1  # flexq" in script
+    assert "  envsubst < dws-tpu-queue.v1beta2.yaml | kubectl apply -f -  # flexq" in script

@@ -18,7 +18,7 @@ def _run(seed: int) -> tuple[str, int]:
         ):
             twin.gke("POST", path, body)
             twin.run_until_idle(600)
-        twin.apply(T.queue_yaml())
+        twin.apply(T.queue_yaml(api="v1beta2"))
         for i in (1, 2, 3):
             twin.apply(
                 T.rayjob_yaml(i).replace(

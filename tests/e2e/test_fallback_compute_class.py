@@ -64,10 +64,10 @@ def _twin(stockout: dict[str, Any] | None) -> Twin:
         twin.gke("POST", path, b)
         twin.run_until_idle(600)
     twin.apply(CC)
-    twin.apply(T.queue_yaml())
+    twin.apply(T.queue_yaml(api="v1beta2"))
     twin.apply(
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "ResourceFlavor",
             "metadata": {"name": "on-demand"},
             "spec": {"nodeLabels": {"cloud.google.com/compute-class": CLASS}},

@@ -34,7 +34,7 @@ def _twin(stockout: dict[str, Any] | None, config: str | None = None) -> Twin:
         path, body = T.create_node_pool_request(PROJECT, dws=dws)
         twin.gke("POST", path, body)
         twin.run_until_idle(600)
-    twin.apply(T.queue_yaml())
+    twin.apply(T.queue_yaml(api="v1beta2"))
     if config:
         twin.apply(config)
     twin.apply(

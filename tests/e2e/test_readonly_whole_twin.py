@@ -25,7 +25,7 @@ def test_no_controller_changes_a_stored_object_in_place(caplog: pytest.LogCaptur
         ):
             twin.gke("POST", path, body)
             twin.run_until_idle(600)
-        twin.apply(T.queue_yaml())
+        twin.apply(T.queue_yaml(api="v1beta2"))
         twin.apply(
             {
                 "apiVersion": "v1",

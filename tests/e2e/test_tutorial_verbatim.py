@@ -69,6 +69,9 @@ def up(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str], subprocess.Popen[
         "FLEXQ_HOME": str(tmp_path / "home"),
         "PATH": f"{BIN}:{os.environ['PATH']}",
         "HOME": str(tmp_path),
+        # `flexq status` is read below row by row: as wide as a reader's terminal, whatever pytest runs in (an
+        # xdist worker has none, and rich then lays the table out in 80 columns)
+        "COLUMNS": "200",
     }
     block = readme_block("run")
     assert block.startswith("flexq tutorial init tutorial && cd tutorial")

@@ -20,9 +20,11 @@ def _cond(obj: dict, typ: str) -> dict:
     return next((c for c in (obj.get("status") or {}).get("conditions", []) if c["type"] == typ), {})
 
 
-@pytest.fixture
-def tutorial_twin() -> Twin:
-    twin = Twin(clock="virtual")
+@pytest.fixture(params=[("0.19.2", "v1beta1"), ("0.20.7", "v1beta2")], ids=["kueue-0.19.2", "kueue-0.20.7"])
+def tutorial_twin(request: pytest.FixtureRequest) -> Twin:
+    """The tutorial's manifests as published on Kueue 0.19.2; its v1beta2 set (flexq convert's) on 0.20.7."""
+    kueue, api = request.param
+    twin = Twin(clock="virtual", kueue=kueue)
     path, body = T.create_cluster_request(PROJECT)
     twin.gke("POST", path, body)
     twin.run_until_idle(600)
@@ -30,7 +32,7 @@ def tutorial_twin() -> Twin:
         path, body = T.create_node_pool_request(PROJECT, dws=dws)
         twin.gke("POST", path, body)
         twin.run_until_idle(600)
-    twin.apply(T.queue_yaml())
+    twin.apply(T.queue_yaml(api=api))
     twin.apply(
         {
             "apiVersion": "v1",

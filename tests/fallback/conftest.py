@@ -68,7 +68,7 @@ def build(
             body["nodePool"]["autoscaling"]["maxNodeCount"] *= on_demand_slices
         twin.gke("POST", path, body)
         twin.run_until_idle(600)
-    queues = T.queue_yaml()
+    queues = T.queue_yaml(api="v1beta2")
     if on_demand_slices != 1:
         queues = queues.replace("nominalQuota: 16", f"nominalQuota: {16 * on_demand_slices}")
         queues = queues.replace("nominalQuota: 40", f"nominalQuota: {40 * on_demand_slices}")

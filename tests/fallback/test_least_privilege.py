@@ -190,7 +190,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
             assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
             return r.stdout
 
-        kubectl("apply", "-f", "-", input=T.queue_yaml())
+        kubectl("apply", "-f", "-", input=T.queue_yaml(api="v1beta2"))
         kubectl("label", "localqueue", "user-queue", f"{OPT_IN_LABEL}=true")
         kubectl("create", "configmap", "jax-train-script", f"--from-literal=train.py={T.train_script()}")
         yield twin, kubeconfig, env, kubectl

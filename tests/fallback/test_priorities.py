@@ -18,7 +18,7 @@ def _classes(twin) -> None:
     for name in ("high", "low"):
         twin.apply(
             {
-                "apiVersion": "kueue.x-k8s.io/v1beta1",
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
                 "kind": "WorkloadPriorityClass",
                 "metadata": {"name": name},
                 "value": PRIORITY_CLASSES[name],

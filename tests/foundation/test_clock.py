@@ -156,7 +156,11 @@ def test_watch_events_wake_the_controller_with_the_object_key() -> None:
             "apiVersion": "batch/v1",
             "kind": "Job",
             "metadata": {"name": "j", "namespace": "default"},
-            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}}},
+            "spec": {
+                "template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+                }
+            },
         }
     )
     core.loop.run_until_idle(60)

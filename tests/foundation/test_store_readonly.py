@@ -68,3 +68,60 @@ def test_check_readonly_catches_a_watcher_changing_an_event_object() -> None:
     s.create(job("j"))
     with pytest.raises(AssertionError, match="changed in place"):
         s.verify_readonly()
+
+
+class _Mutator:
+    """A controller that reads ConfigMap ``c`` on every change and changes what it read: in place (``peek``,
+    ``peek_list``: the stored version) or on its own copy (``get``)."""
+
+    def __new__(cls, ctx, how: str):
+        from flexq.runtime import Controller, Watch
+
+        class Mutator(Controller):
+            name = "mutator"
+
+            def watches(self):
+                return [Watch("ConfigMap")]
+
+            def reconcile(self, key):
+                if how == "peek":
+                    obj = self.store.peek("ConfigMap", key[1], key[0])
+                elif how == "peek_list":
+                    obj = self.store.peek_list("ConfigMap", key[0])[0]
+                else:
+                    obj = self.store.get("ConfigMap", key[1], key[0])
+                obj["data"]["seen"] = "yes"  # a careless controller
+                return None
+
+        return Mutator(ctx)
+
+
+def _manager_world(how: str):
+    from flexq.loop import EventLoop, Rngs
+    from flexq.runtime import Context, Manager
+    from flexq.store.logs import PodLogs
+
+    loop = EventLoop(VirtualClock(0))
+    store = Store(default_registry(), loop.clock, namespaces=["default"], check_readonly=True)
+    manager = Manager(Context(store=store, loop=loop, rngs=Rngs(1), logs=PodLogs(None)))
+    manager.add(_Mutator(manager.ctx, how))
+    store.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}})
+    return loop, store
+
+
+@pytest.mark.parametrize("how", ["peek", "peek_list"])
+def test_a_controller_that_changes_an_object_it_read_fails_at_once_by_name(how: str) -> None:
+    """The store hands out its stored versions, shared and read-only (client-go's informer cache contract); with
+    the check on, the reconcile that changed one fails loudly, naming the controller, its key and the object."""
+    loop, _store = _manager_world(how)
+    with pytest.raises(
+        AssertionError, match=r"mutator \('default', 'c'\) changed stored objects in place.*c"
+    ):
+        loop.run_until(1.0)
+
+
+def test_a_controller_may_change_its_own_copy() -> None:
+    loop, store = _manager_world("get")
+    loop.run_until(1.0)
+    assert store.peek("ConfigMap", "c", "default")["data"] == {"a": "1"}
+    store.verify_readonly()

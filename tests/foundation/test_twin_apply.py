@@ -16,7 +16,8 @@ def _rv(obj: dict) -> str:
     return obj["metadata"]["resourceVersion"]
 
 
-def test_reapplying_an_unchanged_manifest_writes_nothing(twin: Twin) -> None:
+def test_reapplying_an_unchanged_manifest_writes_nothing(twin_v1beta1: Twin) -> None:
+    twin = twin_v1beta1  # the tutorial's v1beta1 manifest, stored as v1beta2: kubectl's three-way merge across them
     first = twin.apply(queue_yaml())
     before = twin.store.resource_version
     again = twin.apply(queue_yaml())
@@ -25,7 +26,7 @@ def test_reapplying_an_unchanged_manifest_writes_nothing(twin: Twin) -> None:
 
 
 def test_a_queued_rayjob_stays_suspended_when_its_manifest_is_applied_again(twin: Twin) -> None:
-    twin.apply(queue_yaml())
+    twin.apply(queue_yaml(api="v1beta2"))
     created = twin.apply(rayjob_yaml(1))[0]
     assert created["spec"]["suspend"] is True  # Kueue's webhook, on create only
     again = twin.apply(rayjob_yaml(1))[0]
@@ -80,7 +81,7 @@ def test_a_field_another_writer_set_survives_but_one_dropped_from_the_manifest_g
 
 
 def test_status_in_a_manifest_is_not_stored_on_apply_or_reapply(twin: Twin) -> None:
-    twin.apply(queue_yaml())
+    twin.apply(queue_yaml(api="v1beta2"))
     twin.patch("clusterqueue", "cluster-queue", {"status": {"pendingWorkloads": 3}}, subresource="status")
     cq = twin.get("cq", "cluster-queue")
     cq_manifest = {k: v for k, v in cq.items() if k != "metadata"}
@@ -90,7 +91,8 @@ def test_status_in_a_manifest_is_not_stored_on_apply_or_reapply(twin: Twin) -> N
     assert out["status"]["pendingWorkloads"] == 3
 
 
-def test_a_v1beta1_manifest_applies_again_unchanged_and_reads_back_renamed(twin: Twin) -> None:
+def test_a_v1beta1_manifest_applies_again_unchanged_and_reads_back_renamed(twin_v1beta1: Twin) -> None:
+    twin = twin_v1beta1
     manifest = """
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue

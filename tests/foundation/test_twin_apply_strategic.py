@@ -182,7 +182,8 @@ def test_a_job_reapplied_keeps_what_was_injected_into_its_template(twin: Twin) -
     assert job["spec"]["selector"]  # server-set fields still survive
 
 
-def test_custom_resources_still_get_a_json_merge_patch(twin: Twin) -> None:
+def test_custom_resources_still_get_a_json_merge_patch(twin_v1beta1: Twin) -> None:
+    twin = twin_v1beta1  # a v1beta1 ClusterQueue (Kueue 0.19.2)
     cq = {
         "apiVersion": "kueue.x-k8s.io/v1beta1",
         "kind": "ClusterQueue",

@@ -27,7 +27,7 @@ def _tutorial(twin: Twin, dws_nodes: int) -> None:
             body["nodePool"]["autoscaling"]["maxNodeCount"] = dws_nodes
         twin.gke("POST", path, body)
         twin.run_until_idle(600)
-    twin.apply(T.queue_yaml())
+    twin.apply(T.queue_yaml(api="v1beta2"))
     twin.apply(
         {
             "apiVersion": "v1",

@@ -186,3 +186,30 @@ def test_harsh_profile_has_no_on_demand_tpus() -> None:
 def test_operation_times() -> None:
     assert CapacityModel(tutorial_profile(), origin=T0).operation_seconds("create_cluster") == 300
     assert CapacityModel(None, origin=T0).operation_seconds("create_node_pool") == 3
+
+
+def test_a_rule_during_a_span_applies_only_to_requests_made_inside_it() -> None:
+    """``match.during``: the ETA's warm-up (nodes at once for the jobs running at its instant), then the fitted
+    terms; a request made outside every span falls through to the next rule that sets the field."""
+    m = model(
+        {
+            "rules": [
+                {
+                    "match": {"provisioningModels": ["queued"], "during": [{"start": "0s", "end": "5m"}]},
+                    "queueWait": {"fixed": "0s"},
+                    "provisionTime": {"fixed": "1s"},
+                },
+                {"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "2h"}},
+            ],
+            "defaults": {"provisionTime": {"fixed": "90s"}},
+        }
+    )
+    rng = random.Random(1)
+    assert m.queue_grant_time("us-east5-b", "ct6e-standard-4t", T0 + 60, rng) == T0 + 60
+    assert m.queue_grant_time("us-east5-b", "ct6e-standard-4t", T0 + 300, rng) == T0 + 300 + 2 * H
+    assert m.provision_seconds("us-east5-b", "ct6e-standard-4t", "queued", rng, T0 + 10) == 1.0
+    assert m.provision_seconds("us-east5-b", "ct6e-standard-4t", "queued", rng, T0 + 400) == 90.0
+    # without a time, no span can hold the request: the rule is skipped
+    assert m.provision_seconds("us-east5-b", "ct6e-standard-4t", "queued", rng) == 90.0
+    with pytest.raises(ValidationError):
+        model({"rules": [{"match": {"during": [{"start": "soon"}]}, "available": 0}]})

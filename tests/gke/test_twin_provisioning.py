@@ -320,7 +320,7 @@ def test_billing_of_four_v6e_hosts_for_two_hours_at_flex_start() -> None:
     )
     t.apply(
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "ResourceFlavor",
             "metadata": {"name": "dws"},
             "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": "dws-pool"}},
@@ -445,7 +445,7 @@ def test_billing_per_job_shares_a_node_by_its_accelerator_and_stops_with_the_clu
     t = tutorial_twin()
     t.apply(
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "ResourceFlavor",
             "metadata": {"name": "on-demand"},
             "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": "on-demand-pool"}},

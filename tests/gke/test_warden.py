@@ -55,7 +55,7 @@ def test_without_managed_resources_kueue_shows_wardens_refusal_on_the_workload()
     """The tutorial's queue without ``managedResources``: job 1 runs on on-demand, job 2 is given the ``dws``
     flavor and its ProvisioningRequest would carry the head, TPU workers and submitter pod sets."""
     t = tutorial_twin()
-    docs = list(yaml.safe_load_all(T.queue_yaml()))
+    docs = list(yaml.safe_load_all(T.queue_yaml(api="v1beta2")))
     for d in docs:
         if d["kind"] == "ProvisioningRequestConfig":
             d["spec"].pop("managedResources")

@@ -63,14 +63,13 @@ class Served:
         return requests.request(method, self.url + path, headers=headers, verify=self.ca, timeout=20, **kw)
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def _serve(tmp_path_factory: pytest.TempPathFactory, kueue: str) -> Iterator[Served]:
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
     home = tmp_path_factory.mktemp("twin")
     # check_readonly: the server answers reads with the stored versions themselves (no copies), so a face that
     # changed one in place would corrupt the store; the store fails loudly if one is found changed
-    twin = Twin(clock="real", home=home, executor="simulated", check_readonly=True)
+    twin = Twin(clock="real", home=home, executor="simulated", check_readonly=True, kueue=kueue)
     server = Server(twin.core, home).start()
     info = server.write_files()
     try:
@@ -78,6 +77,19 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     finally:
         server.stop()
         twin.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A served twin running Kueue 0.19.2, which serves both kueue.x-k8s.io/v1beta2 and the tutorial's v1beta1:
+    the faces' tests cover both versions on the wire (conversion, discovery, OpenAPI)."""
+    yield from _serve(tmp_path_factory, "0.19.2")
+
+
+@pytest.fixture(scope="module")
+def served_v1beta2_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A served twin running Kueue 0.20.7 (the default): kueue.x-k8s.io/v1beta2 only."""
+    yield from _serve(tmp_path_factory, "0.20.7")
 
 
 def gcloud_runner(

@@ -221,7 +221,10 @@ def prepared(served: Served) -> Served:
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": "lp"},
-            "spec": {"containers": [{"name": "main"}], "nodeSelector": {"none": "x"}},
+            "spec": {
+                "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}],
+                "nodeSelector": {"none": "x"},
+            },
         }
     )
     return served

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flexq.api import podsecurity
 from flexq.cli.fallback import CLUSTER_RULES, manifests, manifests_yaml
 
 
@@ -28,92 +29,13 @@ def _manifests(*args: str) -> str:
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 WHEEL = "https://files.example.com/dist/flexq-0.1.0-py3-none-any.whl"
 WHEEL_SHA = "ab" * 32
-RESTRICTED_VOLUMES = {
-    "configMap",
-    "csi",
-    "downwardAPI",
-    "emptyDir",
-    "ephemeral",
-    "persistentVolumeClaim",
-    "projected",
-    "secret",
-}
-BASELINE_CAPS = {
-    "AUDIT_WRITE",
-    "CHOWN",
-    "DAC_OVERRIDE",
-    "FOWNER",
-    "FSETID",
-    "KILL",
-    "MKNOD",
-    "NET_BIND_SERVICE",
-    "SETFCAP",
-    "SETGID",
-    "SETPCAP",
-    "SETUID",
-    "SYS_CHROOT",
-}
 
 
 def restricted_violations(pod: dict) -> list[str]:
     """The checks of the Pod Security Standards' "restricted" level (baseline included) that ``pod`` (a pod
-    spec) fails, by the names of k8s.io/pod-security-admission's policy checks."""
-    bad = []
-    psc = pod.get("securityContext") or {}
-    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
-    scs = [c.get("securityContext") or {} for c in containers]
-    if pod.get("hostNetwork") or pod.get("hostPID") or pod.get("hostIPC"):
-        bad.append("hostNamespaces")
-    if any(sc.get("privileged") for sc in scs):
-        bad.append("privileged")
-    if any(sc.get("windowsOptions", {}).get("hostProcess") for sc in [psc, *scs]):
-        bad.append("hostProcess")
-    if any(p.get("hostPort") for c in containers for p in c.get("ports") or []):
-        bad.append("hostPorts")
-    if any(sc.get("procMount") not in (None, "Default") for sc in scs):
-        bad.append("procMount")
-    if any(
-        s.get("name")
-        not in (
-            "kernel.shm_rmid_forced",
-            "net.ipv4.ip_local_port_range",
-            "net.ipv4.tcp_syncookies",
-            "net.ipv4.ping_group_range",
-            "net.ipv4.ip_unprivileged_port_start",
-        )
-        for s in psc.get("sysctls") or []
-    ):
-        bad.append("sysctls")
-    for v in pod.get("volumes") or []:
-        kinds = set(v) - {"name"}
-        if "hostPath" in kinds:
-            bad.append("hostPathVolumes")
-        if not kinds <= RESTRICTED_VOLUMES:
-            bad.append("restrictedVolumes")
-    if any(sc.get("allowPrivilegeEscalation") is not False for sc in scs):
-        bad.append("allowPrivilegeEscalation")
-    pod_nonroot = psc.get("runAsNonRoot") is True
-    if any(sc.get("runAsNonRoot") is False for sc in scs) or not (
-        pod_nonroot or all(sc.get("runAsNonRoot") is True for sc in scs)
-    ):
-        bad.append("runAsNonRoot")
-    if psc.get("runAsUser") == 0 or any(sc.get("runAsUser") == 0 for sc in scs):
-        bad.append("runAsUser")
-    pod_seccomp = (psc.get("seccompProfile") or {}).get("type")
-    for sc in scs:
-        kind = (sc.get("seccompProfile") or {}).get("type", pod_seccomp)
-        if kind not in ("RuntimeDefault", "Localhost"):
-            bad.append("seccompProfile_restricted")
-            break
-    for sc in scs:
-        caps = sc.get("capabilities") or {}
-        if "ALL" not in (caps.get("drop") or []) or set(caps.get("add") or []) - {"NET_BIND_SERVICE"}:
-            bad.append("capabilities_restricted")
-            break
-        if set(caps.get("add") or []) - BASELINE_CAPS:
-            bad.append("capabilities_baseline")
-            break
-    return sorted(set(bad))
+    spec) fails, by the names of k8s.io/pod-security-admission's policy checks: the twin's own admission
+    (``flexq.api.podsecurity``), the one rule the API server enforces."""
+    return sorted(podsecurity.failed_checks("restricted", pod))
 
 
 def test_the_checker_knows_the_restricted_profile() -> None:
@@ -222,14 +144,30 @@ def test_what_cannot_go_into_a_manifest_is_refused(args: list[str], says: str) -
     assert says in " ".join(r.stderr.split()), r.stderr
 
 
-def test_a_tag_gets_a_note_to_pin_the_digest() -> None:
-    tagged = subprocess.run(
+def test_an_image_or_a_package_is_required_and_a_tag_gets_a_note_to_pin_the_digest() -> None:
+    none = subprocess.run(
         [sys.executable, "-m", "flexq.cli", "fallback", "manifests"],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert "pin it by digest" in " ".join(tagged.stderr.split())
+    assert none.returncode == 2 and none.stdout == ""
+    assert "give --image" in none.stderr and "--package" in none.stderr and "\n" not in none.stderr.strip()
+    tagged = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flexq.cli",
+            "fallback",
+            "manifests",
+            "--image",
+            "r.example/flexq-fallback:0.1.0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert tagged.returncode == 0 and "pin it by digest" in " ".join(tagged.stderr.split())
     pinned = subprocess.run(
         [sys.executable, "-m", "flexq.cli", "fallback", "manifests", "--image", f"r.example/f@{DIGEST}"],
         capture_output=True,
@@ -239,9 +177,19 @@ def test_a_tag_gets_a_note_to_pin_the_digest() -> None:
     assert pinned.returncode == 0 and pinned.stderr == ""
 
 
+IMAGE = f"r.example/flexq-fallback@{DIGEST}"
+
+
 def test_manifests_apply_with_server_dry_run(served) -> None:
-    text = _manifests()
-    assert text == manifests_yaml()
+    text = _manifests("--image", IMAGE)
+    assert text == manifests_yaml(image=IMAGE)
+    # every object written whole (no YAML anchors), and the why of the state namespace said
+    assert "&id" not in text and "*id" not in text
+    assert text.startswith("# flexq's fallback keeps its state") and "kueue-system" in text.splitlines()[0]
+    pod = list(yaml.safe_load_all(text))[-1]["spec"]["template"]["spec"]
+    main = pod["containers"][0]
+    assert main["readinessProbe"]["httpGet"]["port"] == main["livenessProbe"]["httpGet"]["port"] == "metrics"
+    assert "--metrics-port" in main["command"]
     kinds = [d["kind"] for d in yaml.safe_load_all(text)]
     assert kinds == [
         "Namespace",
@@ -307,6 +255,8 @@ def test_manifests_apply_and_read_back(served) -> None:
         "--leader-elect",
         "--state-namespace",
         "kueue-system",
+        "--metrics-port",
+        "9090",
     ]
     assert restricted_violations(dep["spec"]["template"]["spec"]) == []  # as stored, with the API's defaults
     # the API server's defaults
@@ -341,7 +291,7 @@ def _refused(served, doc: dict) -> str:
 
 
 def test_broken_manifests_are_refused_with_the_api_servers_text(served) -> None:
-    docs = list(yaml.safe_load_all(manifests_yaml()))
+    docs = list(yaml.safe_load_all(manifests_yaml(image=IMAGE)))
     cr, crb, dep = docs[2], docs[3], docs[6]
 
     bad = yaml.safe_load(yaml.safe_dump(cr))

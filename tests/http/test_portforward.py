@@ -70,7 +70,13 @@ def head_pod(served: Served, echo_port: int) -> str:
                 },
             },
             "spec": {
-                "containers": [{"name": "ray-head", "ports": [{"containerPort": 8265, "name": "dashboard"}]}]
+                "containers": [
+                    {
+                        "name": "ray-head",
+                        "image": "rayproject/ray:2.41.0",
+                        "ports": [{"containerPort": 8265, "name": "dashboard"}],
+                    }
+                ]
             },
         }
     )

@@ -108,7 +108,7 @@ class _Executor:
     def __init__(self, port: int) -> None:
         self.port = port
 
-    def accepts(self, pod: dict) -> bool:
+    def accepts(self, pod: dict, owners: object = ()) -> bool:
         return False
 
     def poll(self, key):
@@ -146,7 +146,11 @@ def echo_pod(served: Served) -> Iterator[None]:
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": "job-head", "annotations": {"twin.flexq.dev/run-seconds": "3600"}},
-            "spec": {"containers": [{"name": "ray-head", "ports": [{"containerPort": 8265}]}]},
+            "spec": {
+                "containers": [
+                    {"name": "ray-head", "image": "rayproject/ray:2.41.0", "ports": [{"containerPort": 8265}]}
+                ]
+            },
         }
     )
     yield

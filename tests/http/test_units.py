@@ -5,35 +5,43 @@ from __future__ import annotations
 import json
 
 import pytest
+from starlette.datastructures import QueryParams
 
 from flexq.api.kinds import default_registry
 from flexq.errors import BadRequest, Conflict, UnsupportedMediaType
 from flexq.http.kube import apply as ssa
 from flexq.http.kube import discovery, openapi, protobuf, table
-from flexq.http.kube.paths import Target, parse
+from flexq.http.requestinfo import request_info
 
 
 @pytest.mark.parametrize(
     "path,want",
     [
-        ("/api/v1/namespaces/default/pods/x/log", Target("", "v1", "pods", "default", "x", "log")),
-        ("/api/v1/namespaces/foo", Target("", "v1", "namespaces", None, "foo")),
-        ("/api/v1/namespaces/foo/status", Target("", "v1", "namespaces", None, "foo", "status")),
-        ("/api/v1/namespaces/foo/configmaps", Target("", "v1", "configmaps", "foo")),
+        # (resource, namespace, name, subresource, namespaced path, verb)
+        ("/api/v1/namespaces/default/pods/x/log", ("pods", "default", "x", "log", True, "get")),
+        ("/api/v1/namespaces/foo", ("namespaces", "foo", "foo", "", False, "get")),
+        ("/api/v1/namespaces/foo/status", ("namespaces", "foo", "foo", "status", False, "get")),
+        ("/api/v1/namespaces/foo/configmaps", ("configmaps", "foo", "", "", True, "list")),
         (
             "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/cq/status",
-            Target("kueue.x-k8s.io", "v1beta1", "clusterqueues", None, "cq", "status"),
+            ("clusterqueues", "", "cq", "status", False, "get"),
         ),
-        ("/api/v1/watch/namespaces/default/pods", Target("", "v1", "pods", "default", watch_prefix=True)),
-        ("/apis/ray.io/v1", Target("ray.io", "v1")),
+        ("/api/v1/watch/namespaces/default/pods", ("pods", "default", "", "", True, "watch")),
+        # a namespace subresource in any group, as RequestInfoFactory parses it: never a resource "status"
+        ("/apis/example.com/v1/namespaces/x/status", ("namespaces", "x", "x", "status", False, "get")),
+        ("/apis/ray.io/v1", None),
         ("/apis/ray.io", None),
         ("/healthz", None),
-        ("/api/v1/namespaces/a/pods/b/c/d", None),
     ],
     ids=lambda x: x if isinstance(x, str) else None,
 )
-def test_paths(path: str, want: Target | None) -> None:
-    assert parse(path) == want
+def test_paths(path: str, want: tuple[str, str, str, str, bool, str] | None) -> None:
+    info = request_info("GET", path, QueryParams(""))
+    if want is None:
+        assert not info.resource_request
+        return
+    got = (info.resource, info.namespace, info.name, info.subresource, info.namespaced_path, info.verb)
+    assert got == want
 
 
 def test_jsonpath_and_durations() -> None:

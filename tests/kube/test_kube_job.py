@@ -237,3 +237,18 @@ def test_a_burst_of_pod_events_costs_one_sync_of_the_job(twin: Twin) -> None:
     assert syncs <= 25, syncs
     twin.run_until_idle(3600)
     assert twin.get("Job", "wide")["status"]["succeeded"] == 300
+
+
+def test_a_wide_job_is_built_500_pods_a_sync(twin: Twin) -> None:
+    """``parallelism: 100000`` (issue 36): the Job controller creates at most 500 pods a sync
+    (MaxPodCreateDeletePerSync), and the pods' events wake it again a second later for the next 500."""
+    twin.apply(job("wide", run=600, parallelism=100_000, completions=100_000))
+    twin.advance(0.5)
+    assert len(pods_of(twin, "wide")) == 500
+    assert twin.get("Job", "wide")["status"]["active"] == 500
+    twin.advance(1)
+    assert len(pods_of(twin, "wide")) == 1000
+    twin.patch("Job", "wide", {"spec": {"suspend": True}})
+    twin.advance(1)  # suspended: the active pods go, 500 a sync
+    assert pods_of(twin, "wide") == []
+    assert twin.get("Job", "wide")["status"].get("active") is None

@@ -105,6 +105,66 @@ def test_missing_configmap_keeps_container_creating_until_it_exists(twin: Twin) 
     assert "mounted /app: train.py" in twin.logs("head")
 
 
+def test_missing_secret_volume_keeps_container_creating_until_it_exists(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    p = pod("head", annotations=RUN30)
+    p["spec"]["volumes"] = [{"name": "creds", "secret": {"secretName": "gcs-key"}}]
+    twin.apply(p)
+    twin.advance(5)
+    st = twin.get("Pod", "head")["status"]
+    assert st["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
+    assert (
+        events(twin, "head", "FailedMount")[0]["message"]
+        == 'MountVolume.SetUp failed for volume "creds" : secret "gcs-key" not found'
+    )
+    twin.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "gcs-key"}, "data": {}})
+    twin.advance(1)
+    assert twin.get("Pod", "head")["status"]["phase"] == "Running"
+
+
+def test_env_from_a_missing_configmap_is_create_container_config_error(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    p = pod("w", annotations=RUN30)
+    p["spec"]["containers"][0]["env"] = [
+        {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode"}}},
+        {"name": "OPT", "valueFrom": {"configMapKeyRef": {"name": "absent", "key": "x", "optional": True}}},
+    ]
+    twin.apply(p)
+    twin.advance(5)
+    waiting = twin.get("Pod", "w")["status"]["containerStatuses"][0]["state"]["waiting"]
+    assert waiting == {"reason": "CreateContainerConfigError", "message": 'configmap "settings" not found'}
+    assert events(twin, "w", "Failed")[0]["message"] == 'Error: configmap "settings" not found'
+    # the ConfigMap without the key: still blocked, now on the key (kubelet_pods.go's message)
+    twin.apply(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "1"}}
+    )
+    twin.advance(1)
+    waiting = twin.get("Pod", "w")["status"]["containerStatuses"][0]["state"]["waiting"]
+    assert waiting["message"] == "couldn't find key mode in ConfigMap default/settings"
+    twin.apply(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"mode": "fast"}}
+    )
+    twin.advance(1)
+    assert twin.get("Pod", "w")["status"]["phase"] == "Running"
+
+
+def test_an_image_reference_the_kubelet_cannot_parse_is_invalid_image_name(twin: Twin) -> None:
+    add_node(twin, node("n1"))
+    p = pod("bad", annotations=RUN30)
+    p["spec"]["containers"][0]["image"] = "Rayproject/Ray:2.53.0"
+    twin.apply(p)
+    twin.advance(60)
+    st = twin.get("Pod", "bad")["status"]
+    assert st["phase"] == "Pending"
+    waiting = st["containerStatuses"][0]["state"]["waiting"]
+    msg = (
+        'Failed to apply default image tag "Rayproject/Ray:2.53.0": couldn\'t parse image reference '
+        '"Rayproject/Ray:2.53.0": invalid reference format: repository name must be lowercase'
+    )
+    assert waiting == {"reason": "InvalidImageName", "message": msg}
+    assert [e["message"] for e in events(twin, "bad", "InspectFailed")] == [msg]
+
+
 def test_deleted_node_fails_its_pods_as_node_lost(twin: Twin) -> None:
     add_node(twin, node("n1"))
     twin.apply(pod("p", restart="Always"))
@@ -149,7 +209,7 @@ class ManualExecutor:
     states: dict[PodKey, PodRunState] = field(default_factory=dict)
     stopped: list[PodKey] = field(default_factory=list)
 
-    def accepts(self, pod: dict) -> bool:
+    def accepts(self, pod: dict, owners: object = ()) -> bool:
         return "manual" in (pod["metadata"].get("labels") or {})
 
     def start(self, launch: PodLaunch) -> None:

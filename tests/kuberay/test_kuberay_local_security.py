@@ -55,8 +55,15 @@ def test_the_pods_keep_kuberays_command_and_the_executor_runs_the_loopback_one(t
 
         head_env, worker_env = ex._env(head), ex._env(worker)
         for env in (head_env, worker_env):
-            assert env["RAY_AUTH_MODE"] == "token" and env["RAY_AUTH_TOKEN_PATH"] == str(ex.token_file)
-            assert "RAY_AUTH_TOKEN" not in env and ex.ray_token not in "".join(env.values())
+            # the cluster's own token (derived from the executor's), by path, in the executor's directory
+            token_file = Path(env["RAY_AUTH_TOKEN_PATH"])
+            assert env["RAY_AUTH_MODE"] == "token" and token_file == head.cluster.token_file
+            assert token_file.read_text() == ex.cluster_token("default", "c") != ex.ray_token
+            assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+            assert "RAY_AUTH_TOKEN" not in env and head.cluster.token not in "".join(env.values())
+            # a clean environment: nothing of the twin's own, a home and temp dir of the pod's
+            assert not {"FLEXQ_HOME", "KUBECONFIG", "CLOUDSDK_CONFIG"} & set(env)
+            assert env["HOME"] == str(head.dir / "home") if env is head_env else True
             assert env["PYTHONPATH"].split(os.pathsep)[0] == str(ex.base_dir / "py")
         assert head_env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
         assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in worker_env  # a worker's ray start refuses it
@@ -118,8 +125,9 @@ def test_port_forward_to_a_running_head_gets_the_dashboard_token(tmp_path: Path)
         ex._pods[pod.key] = pod
         state = ex.poll(pod.key)
         assert state is not None and state.ports[names.PORT_DASHBOARD] == pod.cluster.dashboard
-        assert state.http_headers == {names.PORT_DASHBOARD: {"X-Ray-Authorization": f"Bearer {ex.ray_token}"}}
-        assert ex.auth_headers() == {"Authorization": f"Bearer {ex.ray_token}"}
+        token = ex.cluster_token("default", "c")
+        assert state.http_headers == {names.PORT_DASHBOARD: {"X-Ray-Authorization": f"Bearer {token}"}}
+        assert ex.auth_headers("default", "c") == {"Authorization": f"Bearer {token}"}
         pod.done.set()  # it never ran a process: nothing for shutdown to wait for
     finally:
         ex.shutdown()
@@ -151,3 +159,14 @@ def test_the_nodes_sitecustomize_keeps_a_loopback_jax_coordinator_on_loopback(tm
         assert out.stdout.split() == ["127.0.0.1:1234", "None", "0.0.0.0:1"], out.stderr
     finally:
         ex.shutdown()
+
+
+def test_flexq_up_says_which_executor_runs_and_what_it_means() -> None:
+    from flexq.kuberay import confine
+    from flexq.twin import executor_note
+
+    assert executor_note("simulated").startswith("executor: simulated - no pod's code runs on this machine")
+    ray = executor_note("ray")
+    assert ray.startswith("executor: real Ray - RayJob entrypoints")
+    assert ("confined by Landlock" in ray) == (confine.abi() > 0)
+    assert "docs/security.md" in ray and "\n" not in ray

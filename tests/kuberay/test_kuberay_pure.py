@@ -101,7 +101,13 @@ def test_submitter_script_is_kuberay_s_and_rewrites_for_local_run():
         "metadata": {"labels": job["spec"]["template"]["metadata"]["labels"]},
         "spec": job["spec"]["template"]["spec"],
     }
-    assert names.is_submitter_pod(pod) and not names.is_ray_node_pod(pod)
+    assert not names.is_ray_node_pod(pod)
+    # a submitter by who created it: the Job that the RayJob controls and names after itself, never its command
+    assert names.created_by_kuberay(pod, (job, rj)) == "submitter"
+    assert names.created_by_kuberay(pod, ()) is None
+    assert names.created_by_kuberay(pod, (job,)) is None
+    other = {**job, "metadata": {**job["metadata"], "name": "not-the-rayjob"}}
+    assert names.created_by_kuberay(pod, (other, rj)) is None
     assert commands.submitter_script_of(pod) == script
     host, port = commands.submitter_target(script)
     assert commands.service_of_host(host, "x") == ("default", "rayjob-tpu-v6e-dws-1-abcde-head-svc")

@@ -95,13 +95,13 @@ def queue_docs(
 ) -> list[dict[str, Any]]:
     """The tutorial's ``dws-tpu-queue.yaml`` as changed by ``mechanism``.
 
-    ``tutorial``: unchanged. ``concurrent-verbatim``: the ClusterQueue in v1beta2 with a
+    ``tutorial``: unchanged (as v1beta2: the twin runs Kueue 0.20.7, which serves only v1beta2). ``concurrent-verbatim``: the ClusterQueue in v1beta2 with a
     ``concurrentAdmissionPolicy`` and nothing else changed. ``concurrent``: Concurrent Admission made workable
     for a RayJob whose head shares its flavor with the workers (one resource group, one flavor per Variant): the
     ``default-cpu`` flavor leaves the queue, ``on-demand`` and ``dws`` carry the TPU (and queued) tolerations
     for the head and submitter. ``plan-a-check``: the tutorial's queue plus an AdmissionCheck on ``on-demand``
     (a ProvisioningRequestConfig of ``plan_a_class``). ``race``: ``concurrent`` plus that check."""
-    docs = list(yaml.safe_load_all(T.queue_yaml()))
+    docs = list(yaml.safe_load_all(T.queue_yaml(api="v1beta2")))
     concurrent = mechanism in ("concurrent", "race", "concurrent-verbatim")
     adapted = mechanism in ("concurrent", "race")
     checked = mechanism in ("plan-a-check", "race")

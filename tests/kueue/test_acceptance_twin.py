@@ -39,7 +39,7 @@ def twin() -> Twin:
         path, body = T.create_node_pool_request(PROJECT, dws=dws)
         t.gke("POST", path, body)
         t.run_until_idle(600)
-    t.apply(T.queue_yaml())
+    t.apply(T.queue_yaml(api="v1beta2"))  # Kueue 0.20.7 (the twin's default) serves only v1beta2
     t.apply(
         {
             "apiVersion": "v1",

@@ -215,4 +215,11 @@ def test_quota_never_exceeded_and_no_double_admission(stream):
         for cq in CQS:
             mine = [w for w in reserved if w["status"]["admission"]["clusterQueue"] == cq]
             assert sum(1 for i in k.cache.reserving.values() if i.cluster_queue == cq) == len(mine)
+        # the status controllers' indexes of the reserving workloads hold exactly them
+        by_cq: dict = {}
+        by_lq: dict = {}
+        for key, i in k.cache.reserving.items():
+            by_cq.setdefault(i.cluster_queue, {})[key] = i
+            by_lq.setdefault((i.namespace, i.obj["spec"].get("queueName", "")), {})[key] = i
+        assert k.cache.reserving_by_cq == by_cq and k.cache.reserving_by_lq == by_lq
     k.close()

@@ -41,5 +41,11 @@ def test_provisioning_request_and_template_names() -> None:
         template_name("rayjob-x-abcde-dws-prov-3", "tpu-group") == "ppt-rayjob-x-abcde-dws-prov-3-tpu-group"
     )
     assert request_name("w" * 230, "check", 1) == "w" * 230 + "-check-1"  # 238 characters: kept
-    long = request_name("w" * 240, "check", 1)  # 248 characters: cut to 247 + "-" + 5 hex
+    # v0.19.2 (limitObjectName over the whole name): 248 characters cut to 247 + "-" + 5 hex
+    long = request_name("w" * 240, "check", 1, stable=False)
     assert len(long) == 253 and long[:247] == ("w" * 240 + "-check-1")[:247] and long[247] == "-"
+    # 0.20 (kueue#14916): the prefix is cut leaving room for a 10-digit attempt, then the attempt follows
+    fixed = request_name("w" * 240, "check", 1)
+    assert len(fixed) == 244 and fixed.endswith("-1") and fixed[:236] == "w" * 236 and fixed[236] == "-"
+    assert request_name("w" * 240, "check", 2147483647).startswith(fixed[:-1])
+    assert len(request_name("w" * 240, "check", 2147483647)) == 253

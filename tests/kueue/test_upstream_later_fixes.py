@@ -1,6 +1,6 @@
-"""Upstream fixes after Kueue v0.19.2 that change behaviour the twin models (issue 26, item 5), each adopted with a
-test that fails on the v0.19.2 behaviour. ``docs/upstream-versions.md`` lists what each domain follows and the
-fixes adopted or left out, with the reasons.
+"""Upstream fixes after Kueue v0.19.2 that change behaviour the twin models (issue 26, item 5), as the twin's default
+release (0.20.7) has them; ``tests/kueue/test_kueue_releases.py`` runs each on both releases (issue 34).
+``docs/upstream-versions.md`` lists what each domain follows and what differs between the releases.
 
 - kueue#18785 (v0.20.7): "AdmissionChecks: Fixed retry backoff delaying eviction and unnecessarily retaining quota".
   In v0.19.2 the workload controller waits for ``requeueState.requeueAt`` before anything else, so a check in

@@ -24,7 +24,7 @@ def tutorial_twin(profile: dict | None = None) -> Twin:
         path, body = T.create_node_pool_request(PROJECT, dws=dws)
         twin.gke("POST", path, body)
         twin.run_until_idle(3600)
-    twin.apply(T.queue_yaml())
+    twin.apply(T.queue_yaml(api="v1beta2"))
     twin.apply(
         {
             "apiVersion": "v1",

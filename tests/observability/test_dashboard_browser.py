@@ -48,7 +48,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Twin, Serve
         for dws in (False, True):
             twin.gke("POST", *T.create_node_pool_request(PROJECT, dws=dws))
             wait_for(lambda: _ops_done(twin), what="a node pool")
-        twin.apply(T.queue_yaml())
+        twin.apply(T.queue_yaml(api="v1beta2"))
         twin.apply(
             {
                 "apiVersion": "v1",

@@ -86,9 +86,12 @@ class Slice:
             for i in range(group.get("numOfHosts", 1))
         ]
         self.job_id = f"{rayjob['metadata']['name']}-x7k2p"
+        # the status KubeRay's RayJob controller records before it creates the submitter
+        rayjob["status"] = {"jobId": self.job_id, "dashboardURL": names.dashboard_url(cluster_name, ns)}
         job = pods.submitter_job(
             rayjob, job_id=self.job_id, dashboard_url=names.dashboard_url(cluster_name, ns)
         )
+        self.job = job
         self.submitter = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -103,6 +106,12 @@ class Slice:
             "spec": job["spec"]["template"]["spec"],
         }
 
+    def owners(self, pod: dict) -> tuple[dict, ...]:
+        """The pod's controller chain, as the kubelet resolves it: the RayCluster, or the Job and the RayJob."""
+        if pod is self.submitter:
+            return (self.job, self.rayjob)
+        return (self.cluster,)
+
     def launch(self, pod: dict, node: str, env: dict[str, str] | None = None) -> None:
         pod["spec"]["nodeName"] = node
         files = self.files if any(v.get("configMap") for v in pod["spec"].get("volumes") or []) else {}
@@ -114,6 +123,7 @@ class Slice:
                 env=env or {},
                 logs=self.logs,
                 notify=lambda: None,
+                owners=self.owners(pod),
             )
         )
 

@@ -161,11 +161,14 @@ def test_every_listener_is_loopback_and_ray_asks_for_its_token_while_the_tutoria
                 )
                 ports = ex.poll(("default", head["metadata"]["name"])).ports
                 dash = f"http://127.0.0.1:{ports[8265]}"
+                # each cluster has its own token (derived from the executor's): the executor's own is refused
+                master, token = token, ex.cluster_token("default", cluster)
+                assert _http_status(dash + "/api/version", {"Authorization": f"Bearer {master}"}) == 403
                 # the dashboard: public health check, the API refused without the token or with a wrong one
                 assert _http_status(dash + "/api/gcs_healthz") == 200
                 assert _http_status(dash + "/api/version") == 401
                 assert _http_status(dash + "/api/version", {"Authorization": "Bearer " + "0" * 64}) == 403
-                assert _http_status(dash + "/api/jobs/", ex.auth_headers()) == 200
+                assert _http_status(dash + "/api/jobs/", ex.auth_headers("default", cluster)) == 200
                 # the GCS (gRPC): refused without the token, answers with it
                 code, _ = _gcs_cluster_id(f"127.0.0.1:{ports[6379]}", None)
                 assert code.name == "UNAUTHENTICATED", code

@@ -44,7 +44,8 @@ def test_processes_give_the_sequential_results(study_dir) -> None:
     s = study(study_dir)
     seq = flexq.simulate(s, workers=1, plots=False)
     seen: list[dict] = []
-    par = flexq.simulate(s, workers=2, plots=False, progress=seen.append)
+    par = flexq.simulate(s, workers=2, plots=False, progress=seen.append, whatif=False)
+    seq_plain = flexq.simulate(s, workers=1, plots=False, whatif=False)
     # the worker processes report progress through the queue: every run ends with a "done" report
     assert sorted((p["variant"], p["replica"]) for p in seen if p["done"]) == [
         ("a", 0),
@@ -53,8 +54,8 @@ def test_processes_give_the_sequential_results(study_dir) -> None:
         ("b", 1),
     ]
     assert [(r.variant, r.replica) for r in par.runs] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
-    assert csv_text(par.runs) == csv_text(seq.runs)
-    assert par.documents == seq.documents
+    assert csv_text(par.runs) == csv_text(seq.runs) == csv_text(seq_plain.runs)
+    assert par.documents == seq_plain.documents
 
 
 @pytest.mark.slow

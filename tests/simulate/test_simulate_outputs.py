@@ -185,6 +185,7 @@ def test_tutorial_week_example_runs(tmp_path, capsys) -> None:
     assert (
         main(
             ["simulate", str(ROOT / "examples/tutorial-week"), "-j", "1", "--no-progress", "--out", str(out)]
+            + ["--no-what-if"]  # the what-ifs of this week: bench/planner_family.py
         )
         == 0
     )

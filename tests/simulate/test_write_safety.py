@@ -7,6 +7,7 @@ the file, before anything is written or any run starts, and nothing outside the 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -73,13 +74,43 @@ def test_a_result_that_is_not_a_regular_file_is_refused_by_name(tmp_path, capsys
 def test_results_are_written_whole_and_replace_the_old_ones(tmp_path, capsys) -> None:
     study = make(tmp_path / "s")
     out = tmp_path / "out"
-    out.mkdir()
+    rc, _, err = _cli(capsys, str(study), "--out", str(out))
+    assert rc == 0, err
     (out / "jobs.csv").write_text("old\n")
+    (out / "gone.json").write_text("{}")  # a variant an earlier run had, listed as that run's
+    mark = json.loads((out / ".flexq-simulate.json").read_text())
+    mark["files"].append("gone.json")
+    (out / ".flexq-simulate.json").write_text(json.dumps(mark))
     rc, _, err = _cli(capsys, str(study), "--out", str(out))
     assert rc == 0, err
     text = (out / "jobs.csv").read_text()
     assert text.startswith("variant,") or "variant" in text.splitlines()[0]
+    assert not (out / "gone.json").exists()  # the earlier run's file this one did not write: removed
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]  # no temporary file left behind
+
+
+def test_a_folder_of_other_files_or_of_another_kind_of_run_is_refused_without_force(tmp_path, capsys) -> None:
+    study = make(tmp_path / "s")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")
+    rc, out_text, err = _cli(capsys, str(study), "--out", str(out))
+    assert rc == 2 and "notes.txt" in err and "--force" in err and "run(s)" not in out_text, err
+    rc, _, err = _cli(capsys, str(study), "--out", str(out), "--force")
+    assert rc == 0, err
+    assert (out / "notes.txt").read_text() == "mine\n"  # --force writes beside it, never removes it
+    # a sweep into a plain run's folder: refused, naming what is there
+    (study / "sweep.yaml").write_text(
+        "knobs: [{kind: nominalQuota, clusterQueue: cq, flavor: default, resource: cpu, values: [2, 4]}]\n"
+    )
+    rc, _, err = _cli(capsys, str(study), "--out", str(out), "--sweep", str(study / "sweep.yaml"))
+    assert rc == 2 and "a simulation's results" in err and "jobs.csv" in err, err
+    # with --force the sweep replaces them: the plain run's files do not stay beside the sweep's
+    rc, _, err = _cli(capsys, str(study), "--out", str(out), "--sweep", str(study / "sweep.yaml"), "--force")
+    assert rc == 0, err
+    names = {p.name for p in out.iterdir()}
+    assert {"sweep.csv", "best.diff", "best.yaml", "notes.txt"} <= names
+    assert "comparison.json" not in names, names
 
 
 def test_write_file_replaces_a_link_swapped_in_after_the_check_without_following_it(tmp_path) -> None:
@@ -144,6 +175,33 @@ def test_a_study_of_many_runs_is_announced_before_it_starts(tmp_path, capsys, mo
     rc, _, err = _cli(capsys, str(study), "--out", str(tmp_path / "out"))
     assert rc == 0
     assert "warning: 2 runs" in err and "--replicas" in err, err
+
+
+def test_a_million_runs_are_refused_up_front_unless_allowed(tmp_path, capsys) -> None:
+    """100 variants × 10,000 replicas (issue 36): refused before anything runs, naming the flag to go beyond."""
+    variants = [{"name": f"v{i}"} for i in range(100)]
+    study = make(tmp_path / "s", {"replicas": 10_000, "variants": variants})
+    rc, out, err = _cli(capsys, str(study), "--out", str(tmp_path / "out"))
+    assert rc == 2 and "flexq simulate" not in out, out
+    assert (
+        "error: 100 variant(s) × 10000 replica(s) = 1,000,000 runs, more than --max-runs 10,000" in err
+        and "allow it with --max-runs 1000000" in err
+    ), err
+    assert not list((tmp_path / "out").iterdir())  # nothing simulated
+    # within a raised bound the same study is only announced (two runs of it, to keep the test short)
+    rc, _, err = _cli(
+        capsys,
+        str(study),
+        "--out",
+        str(tmp_path / "out"),
+        "--replicas",
+        "1",
+        "--variant",
+        "v1",
+        "--max-runs",
+        "1",
+    )
+    assert rc == 0, err
 
 
 def test_write_file_keeps_the_umask(tmp_path) -> None:

@@ -202,6 +202,16 @@ def definition(info: KindInfo) -> dict[str, Any]:
         if info.printer_columns:
             version["additionalPrinterColumns"] = _columns(info)
         versions.append(version)
+    for v, model in info.unserved.items():  # listed, not served (Kueue 0.20's v1beta1: kueue#14558)
+        gone: dict[str, Any] = {
+            "name": v,
+            "served": False,
+            "storage": False,
+            "schema": {"openAPIV3Schema": clone(schema(model))},
+        }
+        if info.status_subresource:
+            gone["subresources"] = {"status": {}}
+        versions.append(gone)
     conversion: dict[str, Any] = {"strategy": "None"}
     if info.group == KUEUE_GROUP and len(versions) > 1:  # Kueue converts v1beta1 <-> v1beta2 in its webhook
         conversion = {

@@ -1,15 +1,13 @@
-"""apps/v1 Deployment: stored, defaulted and validated as the API server does; no controller.
-
-The twin keeps Deployments so that manifests with one — ``flexq fallback manifests`` runs flexq's fallback
-from one — apply as they would on GKE (``kubectl apply``, ``--dry-run=server``, ``kubectl get deploy``), but it
-runs no Deployment controller: no ReplicaSets or pods are made from them and ``status`` stays empty (the twin's
-pods are made by KubeRay and Job controllers, and its nodes run simulated or Ray workloads, not images).
+"""apps/v1 Deployment and ReplicaSet: stored, defaulted and validated as the API server does; the controllers
+that act on them are ``flexq.kube.deployment_controller`` (Deployment -> ReplicaSet -> Pods, as kube-controller-manager's
+deployment and replicaset controllers do).
 
 Defaults (``SetDefaults_Deployment``): ``replicas`` 1, ``strategy`` RollingUpdate with 25% max unavailable and
-surge, ``revisionHistoryLimit`` 10, ``progressDeadlineSeconds`` 600, the pod template's pod-spec defaults.
-Validation (``ValidateDeploymentSpec``): a non-empty ``selector`` that matches the template's labels, a template
-whose ``restartPolicy`` is Always, non-negative counts, no ``rollingUpdate`` with the Recreate strategy; the
-selector cannot change. No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
+surge, ``revisionHistoryLimit`` 10, ``progressDeadlineSeconds`` 600, the pod template's pod-spec defaults; a
+ReplicaSet's ``replicas`` 1. Validation (``ValidateDeploymentSpec``, ``ValidateReplicaSetSpec``): a non-empty
+``selector`` that matches the template's labels, a template whose ``restartPolicy`` is Always, non-negative
+counts, no ``rollingUpdate`` with the Recreate strategy; the selector cannot change. No behaviour. Must not
+import outside ``flexq.api``/``flexq.errors``.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool, ValidationInfo, model_validator
 
-from flexq.api.base import LabelSelector, Loose, ObjectBase, field_error
+from flexq.api.base import Int32, LabelSelector, Loose, ObjectBase, field_error
 from flexq.api.core import PodTemplateSpec
 from flexq.api.core_defaults import _defaulted, _dict, default_pod_spec
 from flexq.api.registry import KindInfo, PrinterColumn
@@ -69,13 +67,13 @@ class DeploymentStrategy(Loose):
 
 
 class DeploymentSpec(Loose):
-    replicas: int | None = Field(default=None, ge=0)
+    replicas: Int32 | None = Field(default=None, ge=0)
     selector: LabelSelector | None = None
     template: PodTemplateSpec
     strategy: DeploymentStrategy | None = None
-    min_ready_seconds: int | None = Field(default=None, ge=0)
-    revision_history_limit: int | None = Field(default=None, ge=0)
-    progress_deadline_seconds: int | None = None
+    min_ready_seconds: Int32 | None = Field(default=None, ge=0)
+    revision_history_limit: Int32 | None = Field(default=None, ge=0)
+    progress_deadline_seconds: Int32 | None = None
     paused: StrictBool | None = None
 
     @model_validator(mode="after")
@@ -114,7 +112,7 @@ class DeploymentSpec(Loose):
 
 
 class Deployment(ObjectBase):
-    """An apps/v1 Deployment (see the module docstring: stored and validated, no controller)."""
+    """An apps/v1 Deployment (its controller: ``flexq.kube.deployment_controller``)."""
 
     spec: DeploymentSpec
     status: dict[str, Any] | None = None
@@ -135,6 +133,60 @@ def validate_deployment(new: dict, old: dict | None) -> list[Cause]:
     return []
 
 
+def default_replica_set(rs: dict) -> None:
+    spec = _dict(rs, "spec")
+    if spec is None:
+        return
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    template = _dict(spec, "template")
+    pod_spec = _dict(template, "spec") if template is not None else None
+    if pod_spec is not None:
+        default_pod_spec(pod_spec)
+
+
+class ReplicaSetSpec(Loose):
+    replicas: Int32 | None = Field(default=None, ge=0)
+    min_ready_seconds: Int32 | None = Field(default=None, ge=0)
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ReplicaSetSpec:
+        if self.selector is None:
+            raise field_error("selector", "Required value", "FieldValueRequired")
+        if not self.selector.match_labels and not self.selector.match_expressions:
+            raise field_error("selector", "Invalid value: {}: empty selector is invalid for deployment")
+        if self.template is None:
+            return self
+        labels = (self.template.metadata.labels if self.template.metadata else None) or {}
+        if not _matches(self.selector, labels):
+            raise field_error(
+                "template.metadata.labels",
+                f"Invalid value: {labels}: `selector` does not match template `labels`",
+            )
+        rp = self.template.spec.restart_policy
+        if rp != "Always":
+            raise field_error(
+                "template.spec.restartPolicy",
+                f'Unsupported value: "{rp}": supported values: "Always"',
+                "FieldValueNotSupported",
+            )
+        return self
+
+
+class ReplicaSet(ObjectBase):
+    """An apps/v1 ReplicaSet (its controller: ``flexq.kube.deployment_controller``)."""
+
+    spec: ReplicaSetSpec
+    status: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        return _defaulted(data, default_replica_set, info)
+
+
 KINDS = [
     KindInfo(
         "apps",
@@ -148,6 +200,21 @@ KINDS = [
             PrinterColumn("Ready", ".status.readyReplicas", "integer"),
             PrinterColumn("Up-to-date", ".status.updatedReplicas", "integer"),
             PrinterColumn("Available", ".status.availableReplicas", "integer"),
+            PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
+        ],
+    ),
+    KindInfo(
+        "apps",
+        "ReplicaSet",
+        "replicasets",
+        {"v1": ReplicaSet},
+        short_names=("rs",),
+        categories=("all",),
+        validate=validate_deployment,  # the same rule: the selector is immutable
+        printer_columns=[
+            PrinterColumn("Desired", ".spec.replicas", "integer"),
+            PrinterColumn("Current", ".status.replicas", "integer"),
+            PrinterColumn("Ready", ".status.readyReplicas", "integer"),
             PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
         ],
     ),

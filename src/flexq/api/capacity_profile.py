@@ -46,6 +46,7 @@ __all__ = [
     "parse_duration",
     "parse_time",
     "Match",
+    "Span",
     "Window",
     "Uniform",
     "Exponential",
@@ -150,15 +151,26 @@ def _check_available(v: int | str) -> int | str:
 Available = Annotated[int | str, AfterValidator(_check_available)]
 
 
+class Span(TwinModel):
+    """A stretch of time: from ``start`` to ``end`` (open-ended when absent)."""
+
+    start: TimePoint
+    end: TimePoint | None = None
+
+
 class Match(TwinModel):
     """Which requests a rule applies to. Each list may use ``*`` globs; an absent list matches anything.
 
     A location matches a zone exactly or a region as its prefix (``us-east5`` matches ``us-east5-b``).
+    ``during`` limits the rule to requests made inside one of its spans (a node's scale-up, a DWS request's
+    acceptance, a spot node's start): DWS waits that are shorter at night, or the ETA's warm-up, in which the
+    jobs running at the instant it starts from get their nodes at once.
     """
 
     locations: list[str] | None = None
     machine_types: list[str] | None = None
     provisioning_models: list[ProfileModel] | None = None
+    during: list[Span] | None = Field(default=None, max_length=1000)
 
 
 class Window(TwinModel):

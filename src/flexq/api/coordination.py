@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import model_validator
 
-from flexq.api.base import Model, ObjectBase, field_error
+from flexq.api.base import Int32, Model, ObjectBase, field_error
 from flexq.api.registry import KindInfo
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"  # corev1.NamespaceNodeLease
@@ -18,10 +18,10 @@ NODE_LEASE_SECONDS = 40  # the kubelet's --node-lease-duration-seconds default
 
 class LeaseSpec(Model):
     holder_identity: str | None = None
-    lease_duration_seconds: int | None = None
+    lease_duration_seconds: Int32 | None = None
     acquire_time: str | None = None
     renew_time: str | None = None
-    lease_transitions: int | None = None
+    lease_transitions: Int32 | None = None
     strategy: str | None = None
     preferred_holder: str | None = None
 

@@ -18,10 +18,11 @@ No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, ValidationInfo, field_validator, model_validator
 
+from flexq.api import podsecurity
 from flexq.api.base import (
     INT32_MAX,
     DNS1123Label,
@@ -75,6 +76,19 @@ class ResourceRequirements(Model):
     limits: dict[str, Quantity] | None = None
     requests: dict[str, Quantity] | None = None
     claims: list[dict[str, Any]] | None = None
+
+    @model_validator(mode="after")
+    def _not_negative(self) -> ResourceRequirements:
+        """``ValidateResourceQuantityValue``: no limit or request below zero (``cpu: -1`` is refused)."""
+        from flexq.api.quantity import parse_quantity
+
+        for field_name, values in (("limits", self.limits), ("requests", self.requests)):
+            for name, qty in (values or {}).items():
+                if parse_quantity(qty) < 0:
+                    raise field_error(
+                        f"{field_name}[{name}]", f'Invalid value: "{qty}": must be greater than or equal to 0'
+                    )
+        return self
 
 
 class ContainerPort(Loose):
@@ -171,6 +185,21 @@ class PodSpec(Loose):
     scheduler_name: str | None = None
     termination_grace_period_seconds: Int64 | None = None
     dns_policy: str | None = None
+    # validateContainerCommon: every container of a Pod or of a core pod template (Job, Deployment, PodTemplate)
+    # names its image; a custom resource's embedded template (its CRD's schema) need not
+    image_required: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _images(self) -> PodSpec:
+        if self.image_required:
+            for field, ctrs in (
+                ("containers", self.containers),
+                ("initContainers", self.init_containers or []),
+            ):
+                for i, c in enumerate(ctrs):
+                    if not c.image:
+                        raise field_error(f"{field}[{i}].image", "Required value", "FieldValueRequired")
+        return self
 
     @field_validator("containers")
     @classmethod
@@ -505,6 +534,13 @@ class Job(ObjectBase):
         return _defaulted(data, default_job, info)
 
 
+def _admit_pod(op: str, pod: dict, old: dict | None, reader: Any, name: str) -> None:
+    """A pod's built-in admission, in kube-apiserver's plugin order: Priority (mutating), then PodSecurity
+    (validating, on what Priority left)."""
+    admit_pod(op, pod, old, reader, name)
+    podsecurity.admit(op, pod, old, reader, name)
+
+
 KINDS = [
     KindInfo(
         "",
@@ -539,7 +575,7 @@ KINDS = [
         short_names=("po",),
         categories=("all",),
         prepare_create=prepare_pod,
-        admission=admit_pod,
+        admission=_admit_pod,
     ),
     KindInfo("", "PodTemplate", "podtemplates", {"v1": PodTemplate}, status_subresource=False),
     KindInfo(

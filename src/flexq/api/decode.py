@@ -153,6 +153,64 @@ def load_json(text: str) -> Any:
     return data
 
 
+_KEY_END = re.compile(rb'"\s*:')
+
+
+def _count_keys(data: Any) -> int:
+    count, stack = 0, [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            count += len(value)
+            stack.extend(v for v in value.values() if isinstance(v, (dict, list)))
+        elif isinstance(value, list):
+            stack.extend(v for v in value if isinstance(v, (dict, list)))
+    return count
+
+
+def duplicate_fields(raw: bytes, data: Any) -> list[str]:
+    """The paths of the fields a JSON text sets twice in one object (``spec.paused``), in the order found, as
+    the API server's strict decoder names them (``duplicate field "spec.paused"``); ``data`` is the text as
+    decoded (the last value of each kept, as Go's decoder keeps it). Cheap when there is none: every key in
+    the text ends in ``"`` then ``:``, so when the decoded objects hold as many keys as the text has such
+    marks (a string value can only add marks), no key was repeated and the text is not decoded again."""
+    if not isinstance(data, (dict, list)) or len(_KEY_END.findall(raw)) <= _count_keys(data):
+        return []
+    repeated: dict[int, list[str]] = {}
+
+    def pairs(items: list[tuple[str, Any]]) -> dict:
+        out: dict = {}
+        twice: list[str] = []
+        for key, value in items:
+            if key in out and key not in twice:
+                twice.append(key)
+            out[key] = value
+        if twice:
+            repeated[id(out)] = twice
+        return out
+
+    try:
+        again = json.loads(raw, object_pairs_hook=pairs, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return []
+    found: list[str] = []
+
+    def walk(value: Any, path: str) -> None:  # depth bounded: check_decoded refused deeper bodies
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if isinstance(v, (dict, list)):
+                    walk(v, f"{path}.{k}" if path else k)
+            # a repeated key is found at its second place, after what the object held before it
+            found.extend(f"{path}.{key}" if path else key for key in repeated.get(id(value), ()))
+        elif isinstance(value, list):
+            for n, v in enumerate(value):
+                if isinstance(v, (dict, list)):
+                    walk(v, f"{path}[{n}]")
+
+    walk(again, "")
+    return found
+
+
 def nonfinite_path(data: Any) -> tuple[str, float] | None:
     """The path (``spec.template.x[2].y``) and value of the first NaN or infinite float in ``data``, or None.
     JSON cannot carry them (a real API server never sees one: its clients' encoders refuse them)."""

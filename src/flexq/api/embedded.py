@@ -9,22 +9,25 @@ toleration rules Kueue's CRDs express in CEL. No behaviour. Must not import outs
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from flexq.api.base import Model, Toleration, field_error
+from flexq.api.base import Int64, Model, Toleration, field_error
 from flexq.api.core import PodSpec, PodTemplateMeta
 
 __all__ = ["EmbeddedPodSpec", "EmbeddedPodTemplateSpec", "check_tolerations_cel"]
 
 
 class EmbeddedPodSpec(PodSpec):
-    """A PodSpec inside a custom resource: same validation, no pod defaults."""
+    """A PodSpec inside a custom resource: the same validation except what only the core API server checks (a
+    container's image: the CRD's schema requires only its name), and no pod defaults."""
+
+    image_required: ClassVar[bool] = False
 
     restart_policy: Literal["Always", "OnFailure", "Never"] | None = None
     scheduler_name: str | None = None
-    termination_grace_period_seconds: int | None = None
+    termination_grace_period_seconds: Int64 | None = None
     dns_policy: str | None = None
 
 

@@ -3,8 +3,9 @@
 Owns the v1beta1 models where they differ from v1beta2 (ClusterQueue ``cohort``/``admissionChecks``/
 ``Borrow``/``Preempt``, Workload ``priorityClassName``/``priorityClassSource``, AdmissionCheck
 ``retryDelayMinutes``) and the dict-level conversions Kueue's ``apis/kueue/v1beta1/*_conversion.go`` do,
-both ways. Conversions take and return plain dicts and never mutate their argument. No behaviour. Must not
-import outside ``flexq.api``.
+both ways, and ``conversion_losses`` (what a v1beta1 object loses or has changed on its way to v1beta2, field by
+field, for ``flexq convert`` to name). Conversions take and return plain dicts and never mutate their argument.
+No behaviour. Must not import outside ``flexq.api``.
 """
 
 from __future__ import annotations
@@ -229,3 +230,64 @@ FROM_STORAGE: dict[str, Converter] = {
     "Workload": wl_from_v1beta2,
     "AdmissionCheck": ac_from_v1beta2,
 }
+
+
+def _spec(obj: dict) -> dict:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _status(obj: dict) -> dict:
+    status = obj.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+def conversion_losses(kind: str, obj: dict) -> list[tuple[str, str]]:
+    """(field, what happens to it) for each part of the v1beta1 ``obj`` that its v1beta2 form does not carry
+    over unchanged (the functions above decide; this says it). Renames that keep the meaning (``cohort`` to
+    ``cohortName``, the ``admissionChecks`` list to ``admissionChecksStrategy``) are not losses."""
+    out: list[tuple[str, str]] = []
+    spec, status = _spec(obj), _status(obj)
+    if kind == "ClusterQueue":
+        if spec.get("admissionChecks") and spec.get("admissionChecksStrategy"):
+            out.append(
+                (
+                    "spec.admissionChecksStrategy",
+                    "replaced by the checks of spec.admissionChecks (both were set; Kueue's conversion keeps the "
+                    "list, as admissionChecksStrategy with every check on every flavor)",
+                )
+            )
+        raw = spec.get("flavorFungibility")
+        ff: dict = raw if isinstance(raw, dict) else {}
+        for key, old in (("whenCanBorrow", "Borrow"), ("whenCanPreempt", "Preempt")):
+            if ff.get(key) == old:
+                out.append(
+                    (
+                        f"spec.flavorFungibility.{key}",
+                        f'"{old}" becomes "MayStopSearch" (v1beta2 has only the new name; v1beta1 read it so)',
+                    )
+                )
+        if "pendingWorkloadsStatus" in status:
+            out.append(("status.pendingWorkloadsStatus", "dropped: v1beta2 has no such field"))
+    elif kind == "Workload":
+        name, source = spec.get("priorityClassName"), spec.get("priorityClassSource")
+        if name and source not in (_WPC[2], _PC[2]):
+            out.append(
+                (
+                    "spec.priorityClassName",
+                    f"dropped: priorityClassSource is {source or 'empty'!r}, so v1beta2's priorityClassRef cannot "
+                    "say which kind of priority class it names",
+                )
+            )
+    elif kind == "AdmissionCheck":
+        if "retryDelayMinutes" in spec:
+            out.append(
+                (
+                    "spec.retryDelayMinutes",
+                    "dropped: v1beta2 has no such field (deprecated in v1beta1 and never used; retries follow the "
+                    "ProvisioningRequestConfig's retryStrategy)",
+                )
+            )
+    elif kind == "LocalQueue" and "flavors" in status:
+        out.append(("status.flavors", "dropped: v1beta2 has no such field"))
+    return out

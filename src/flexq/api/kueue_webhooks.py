@@ -225,11 +225,11 @@ def go_policy(policy: dict | None) -> str:
     )
 
 
-def validate_concurrent_admission_policy(cq: dict) -> list[Cause]:
+def validate_concurrent_admission_policy(cq: dict, max_flavors: int = 16) -> list[Cause]:
     """``validateConcurrentAdmissionPolicy`` (``pkg/webhooks/clusterqueue_webhook.go``), run only while the
-    ``ConcurrentAdmission`` feature gate is on: alpha supports exactly one resource group of at most 16
-    flavors, ``constraints`` only with ``TryPreferredFlavors``, a ``lastAcceptableFlavorName`` of the queue, and
-    no ``StrictFIFO``."""
+    ``ConcurrentAdmission`` feature gate is on: alpha supports exactly one resource group of at most
+    ``max_flavors`` flavors (16 in v0.19.2, 32 from 0.20: kueue#15949), ``constraints`` only with
+    ``TryPreferredFlavors``, a ``lastAcceptableFlavorName`` of the queue, and no ``StrictFIFO``."""
     spec = cq.get("spec") or {}
     policy = spec.get("concurrentAdmissionPolicy")
     if policy is None:
@@ -244,12 +244,12 @@ def validate_concurrent_admission_policy(cq: dict) -> list[Cause]:
                 "must have exactly one ResourceGroup when ConcurrentAdmissionPolicy is defined",
             )
         )
-    if len(groups) == 1 and len(groups[0].get("flavors") or []) > 16:
+    if len(groups) == 1 and len(groups[0].get("flavors") or []) > max_flavors:
         errs.append(
             invalid(
                 "spec.resourceGroups[0].flavors",
                 len(groups[0]["flavors"]),
-                "cannot have more than 16 resource flavors in the ResourceGroup when "
+                f"cannot have more than {max_flavors} resource flavors in the ResourceGroup when "
                 "ConcurrentAdmissionPolicy is defined",
             )
         )

@@ -182,7 +182,8 @@ _R = [
         "cloud",
         "The DWS flex-start ProvisioningRequest is accepted and queued: GKE provisions "
         "all nodes at once when capacity frees (up to 7 days).",
-        "Wait; the time queued is in the detail. Cancel to stop waiting.",
+        "Wait; the time queued is in the detail. To stop waiting, delete the job (kubectl delete rayjob NAME): "
+        "Kueue deletes its ProvisioningRequest with it.",
     ),
     Reason(
         "ProvisioningRequestPending",

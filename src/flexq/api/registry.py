@@ -95,6 +95,9 @@ class KindInfo:
     name_rule: str = "subdomain"  # metadata.name: "subdomain" (most kinds), "label" (Namespace, Service)
     # or "path" (RBAC kinds: any path segment)
     served_by_addon: str = ""  # e.g. "RayOperator": only served when the cluster has that addon
+    # versions the kind's CustomResourceDefinition lists with ``served: false`` (Kueue 0.20's v1beta1): not
+    # served anywhere (discovery, REST, OpenAPI go by ``models``), only shown in ``kubectl get crd -o yaml``
+    unserved: dict[str, type[BaseModel]] = field(default_factory=dict)  # version -> its model
 
     def __post_init__(self) -> None:
         if not self.storage:

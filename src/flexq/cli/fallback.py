@@ -29,12 +29,14 @@ from rich.markup import escape
 
 from flexq import __version__
 from flexq.clock import WallClock
+from flexq.semantics.pods import image_reference_error
 
 SA_NAME = "flexq-fallback"
 IMAGE = (
     f"flexq-fallback:{__version__}"  # what `docker build -t flexq-fallback:<version> .` makes (Dockerfile)
 )
 PYTHON_IMAGE = "python:3.11-slim"  # the init container's and the pod's image with --package
+METRICS_PORT = 9090  # the in-cluster Deployment's metrics port, probed by the kubelet
 RUN_AS = 65532  # the Dockerfile's USER: a numeric uid, so that the kubelet can check runAsNonRoot
 SITE = "/opt/flexq"  # --package: where the init container installs flexq (an emptyDir)
 # exactly what FallbackPolicy does through KubernetesAPI (flexq.fallback.kubeapi), per resource
@@ -84,20 +86,13 @@ class ManifestError(ValueError):
     """An option of ``flexq fallback manifests`` that cannot go into a manifest (said with the option)."""
 
 
-# distribution/reference's grammar: [host[:port]/]path[:tag][@sha256:digest], lower-case path components
-_IMAGE = re.compile(
-    r"(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])"
-    r"(?::[0-9]+)?/)?"
-    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
-)
 _WHEEL_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*\.whl")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def check_image(image: str, option: str = "--image") -> str:
     """``image`` if it is an image reference (``[registry/]name[:tag][@sha256:digest]``), else ManifestError."""
-    if len(image) > 512 or not _IMAGE.fullmatch(image):
+    if image_reference_error(image) is not None:  # the kubelet's own grammar (flexq.semantics.pods)
         raise ManifestError(
             f"{option}: not an image reference: {image[:100]!r} (want [REGISTRY/]NAME[:TAG][@sha256:DIGEST])"
         )
@@ -173,6 +168,8 @@ def manifests(
         "--leader-elect",
         "--state-namespace",
         state_namespace,
+        "--metrics-port",
+        str(METRICS_PORT),
         *(extra_args or []),
     ]
     env = [
@@ -255,6 +252,15 @@ def manifests(
             "resources": resources_,
             "volumeMounts": [tmp, {**site, "readOnly": True}],
         }
+    # the process answers on its metrics port once it runs (leader or standby): the kubelet restarts it if not
+    probe: dict[str, Any] = {
+        "httpGet": {"path": "/metrics", "port": "metrics"},
+        "periodSeconds": 20,
+        "timeoutSeconds": 5,
+    }
+    main["ports"] = [{"name": "metrics", "containerPort": METRICS_PORT}]
+    main["readinessProbe"] = dict(probe, initialDelaySeconds=5)
+    main["livenessProbe"] = dict(probe, initialDelaySeconds=60, failureThreshold=3)
     pod: dict[str, Any] = {
         "serviceAccountName": SA_NAME,
         "securityContext": {
@@ -319,19 +325,36 @@ def manifests_yaml(**kw: Any) -> str:
     import yaml
 
     class Dumper(yaml.SafeDumper):
-        pass
+        def ignore_aliases(self, data: Any) -> bool:  # every object written whole: no &id001 / *id001
+            return True
 
     def text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:  # the requirements file as a block
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
 
     Dumper.add_representer(str, text)
-    return yaml.dump_all(manifests(**kw), Dumper=Dumper, sort_keys=False)
+    state = kw.get("state_namespace", "kueue-system")
+    head = (
+        f"# flexq's fallback keeps its state (ConfigMap flexq-fallback) and its leader-election Lease in {state}\n"
+        "# (--state-namespace): beside Kueue, whose Workloads it acts on, where Kueue's operators already look;\n"
+        "# the Role there allows those two objects and nothing else.\n"
+    )
+    return head + yaml.dump_all(manifests(**kw), Dumper=Dumper, sort_keys=False)
 
 
 def cmd_manifests(args: argparse.Namespace, err_console: Console) -> int:
     """``flexq fallback manifests``: the YAML on stdout; a bad option in one line on stderr (exit 2)."""
     import sys
 
+    if not args.image and not args.package:
+        err_console.print(
+            "[red]error:[/] give --image (an image with flexq that your cluster can pull: build it from the "
+            "repository's Dockerfile and push it to your registry) or --package (an https URL of flexq's wheel, with "
+            f"--package-sha256); there is no default: {IMAGE} is on no registry a cluster can pull from "
+            "(see: flexq fallback manifests --help)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return 2
     try:
         text = manifests_yaml(
             namespace=args.namespace,
@@ -588,7 +611,7 @@ Standards' "restricted" profile, a ServiceAccount with the least-privilege Clust
 a Deployment whose pod passes that profile (non-root uid {RUN_AS}, read-only root filesystem, no
 capabilities, seccomp RuntimeDefault, no shell). The pod gets flexq one of two ways:
 
-1. An image with flexq installed (--image, the default). The repository's Dockerfile builds it: flexq's
+1. An image with flexq installed (--image). The repository's Dockerfile builds it: flexq's
    core install (no Ray, JAX or matplotlib), every package from hashes. From a checkout or a git URL:
      docker build -t REGISTRY/flexq-fallback:{__version__} .
      docker build -t REGISTRY/flexq-fallback:{__version__} 'https://github.com/OWNER/flexq.git#COMMIT'
@@ -613,7 +636,8 @@ A server-side dry run creates no namespace: create it first (kubectl create name
     m.add_argument(
         "--image",
         default=None,
-        help=f"an image with flexq installed, best by digest (default: {IMAGE}, as the Dockerfile builds it)",
+        help="an image with flexq installed, pushed to a registry the cluster can pull from, best by digest "
+        "(the repository's Dockerfile builds it); this or --package is required",
     )
     m.add_argument(
         "--package",

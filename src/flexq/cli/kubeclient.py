@@ -258,6 +258,47 @@ def check_not_placeholder(api: Any) -> None:
         raise ClientError(f"{PLACEHOLDER}; nothing was created")
 
 
+def served_versions(api: Any, group: str) -> list[str] | None:
+    """The versions the cluster serves of ``group`` (``GET /apis``, as ``kubectl api-versions`` asks); None
+    when it cannot be asked."""
+    from kubernetes import client
+
+    try:
+        groups = client.ApisApi(api).get_api_versions().groups or []
+    except Exception:  # an old or unreachable server: say nothing rather than guess
+        return None
+    return [v.version for g in groups if g.name == group for v in g.versions or []]
+
+
+# What a user of the tutorial meets on Kueue 0.20 and later, and what to do (flexq status, tutorial, submit).
+V1BETA1_GONE = (
+    "this cluster's Kueue serves kueue.x-k8s.io/v1beta2 only (Kueue 0.20 and later no longer serve v1beta1, "
+    "kueue#14558; 0.20.7 is what the tutorial's unpinned `helm install kueue` gives today), so `kubectl apply` "
+    'refused the tutorial\'s dws-tpu-queue.yaml (v1beta1: `no matches for kind "ResourceFlavor" in version '
+    '"kueue.x-k8s.io/v1beta1"`) and its queues do not exist. Either apply it converted: `envsubst < '
+    "dws-tpu-queue.yaml | flexq convert - | kubectl apply -f -` (`flexq tutorial init` also writes "
+    "dws-tpu-queue.v1beta2.yaml), or install Kueue 0.19, which still serves v1beta1: add `--version 0.19.2` to "
+    "the tutorial's `helm install kueue` (the twin: `flexq down && flexq up --kueue 0.19.2`)"
+)
+
+
+def v1beta1_gone(api: Any) -> bool:
+    """Whether the cluster serves Kueue's v1beta2 but not v1beta1 (Kueue 0.20 and later)."""
+    versions = served_versions(api, KUEUE[0])
+    return bool(versions) and "v1beta2" in (versions or []) and "v1beta1" not in (versions or [])
+
+
+def queues_refused_as_v1beta1(api: Any) -> bool:
+    """What a tutorial user meets on Kueue 0.20 and later: the cluster serves Kueue's v1beta2 only and has no
+    ClusterQueue at all (its v1beta1 configuration was refused). False when either cannot be told."""
+    if not v1beta1_gone(api):
+        return False
+    try:
+        return not list_objects(api, (KUEUE[0], ("v1beta2",)), "clusterqueues", missing_ok=False)
+    except ClientError:  # a user who may not list ClusterQueues: say nothing rather than guess
+        return False
+
+
 def _exists(fn: Any, *args: Any) -> bool:
     from kubernetes.client.rest import ApiException
 
@@ -285,6 +326,8 @@ def check_queue(api: Any, queue: str, namespace: str) -> None:
     names = sorted(q["metadata"]["name"] for q in queues)
     if queue in names:
         return
+    if not names and queues_refused_as_v1beta1(api):
+        raise ClientError(f'LocalQueue "{queue}" not found in namespace "{namespace}": {V1BETA1_GONE}')
     there = f"LocalQueues there: {', '.join(names)}" if names else "there is none"
     raise ClientError(
         f'LocalQueue "{queue}" not found in namespace "{namespace}" ({there}): '
@@ -495,3 +538,80 @@ def stream_logs(
             yield buf.decode("utf-8", "replace")
     finally:
         resp.release_conn()
+
+
+def fetch_cluster_state(api: Any, node_pools: list[dict] | None = None, now: float | None = None) -> Any:
+    """What the ETA reads (``flexq.eta.state.KINDS``, cluster-wide, read-only), as a ``ClusterState``. Node pools:
+    ``node_pools`` (the GKE API's descriptions) when given, else the twin's GKE API when ``api`` is the twin of
+    ``$FLEXQ_HOME``, else inferred from what Kubernetes shows (each guess in the state's notes). A kind the
+    cluster does not serve reads as empty; a kind the user may not list is refused with the rule it needs."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from flexq.clock import WallClock
+    from flexq.eta.state import EVENT_REASONS, KINDS, KUEUE_CONFIG, ClusterState, infer_pools, pools_from_gke
+
+    st = ClusterState(now=WallClock().now() if now is None else now)
+    for attr, group, versions, plural in KINDS:
+        try:
+            if group == "":
+                method = "list_event_for_all_namespaces" if plural == "events" else f"list_{plural[:-1]}"
+                items = list_core(api, method)
+            else:
+                items = list_objects(api, (group, versions), plural)
+        except ClientError as exc:
+            if exc.status == 403:
+                raise ClientError(
+                    f"{exc}: the ETA reads {plural}{'.' + group if group else ''} cluster-wide "
+                    "(`flexq eta manifests` prints the read-only ClusterRole it needs)",
+                    status=403,
+                ) from None
+            raise
+        if attr == "events":
+            items = [e for e in items if e.get("reason") in EVENT_REASONS]
+        if attr in ("rayjobs", "batch_jobs"):
+            kind = "RayJob" if attr == "rayjobs" else "Job"
+            items = [{**i, "kind": kind} for i in items]
+        setattr(st, attr, items)
+    try:
+        cm = client.CoreV1Api(api).read_namespaced_config_map(KUEUE_CONFIG[1], KUEUE_CONFIG[0])
+        st.kueue_config = api.sanitize_for_serialization(cm)
+    except ApiException as exc:
+        if exc.status not in (403, 404):
+            raise _api_error(exc) from exc
+    except Exception as exc:
+        raise _api_error(exc) from exc
+    zones = {
+        ((n.get("metadata") or {}).get("labels") or {}).get("topology.kubernetes.io/zone", "")
+        for n in st.nodes
+    } - {""}
+    if zones:
+        st.cluster["location"] = sorted(zones)[0]
+    if node_pools is None:
+        node_pools = _twin_node_pools(api, st)
+    st.node_pools = pools_from_gke(node_pools) if node_pools else infer_pools(st)
+    return st
+
+
+def _twin_node_pools(api: Any, st: Any) -> list[dict] | None:
+    """The node pools of the twin's GKE cluster behind ``api`` (the twin of ``$FLEXQ_HOME``), or None."""
+    from flexq.cli.lifecycle import Home, TwinError, gke_request, running
+
+    home = Home.resolve(None)
+    info = running(home)
+    host = api.configuration.host.rstrip("/")
+    if not info or not host.startswith(str(info.get("url", "")).rstrip("/")):
+        return None
+    try:
+        clusters = gke_request(home, "GET", f"/v1/projects/{home.project()}/locations/-/clusters").get(
+            "clusters"
+        )
+    except TwinError:
+        return None
+    found: list[dict] = list(clusters or [])
+    for c in found:
+        name, location = c.get("name", ""), c.get("location") or c.get("zone", "")
+        if host.endswith(f"/clusters/{name}") or len(found) == 1 or not host.count("/clusters/"):
+            st.cluster = {"project": home.project(), "location": location, "name": name}
+            return list(c.get("nodePools") or [])
+    return None

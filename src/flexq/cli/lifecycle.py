@@ -21,6 +21,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,21 @@ __all__ = ["Home", "DEFAULT_PROJECT", "up", "down", "env", "env_lines", "running
 
 DEFAULT_PROJECT = "flexq-twin"
 READY_GRACE = 10.0  # seconds a running daemon gets to answer /readyz before `flexq up` says it does not
-KUEUE_NOTE = (
-    "Kueue (with ElasticJobsViaWorkloadSlices) and the Ray operator are already installed in the "
-    "twin: skip the tutorial's `helm install kueue` step."
-)
+
+
+def kueue_note(tag: str) -> str:
+    """What ``flexq up`` says of the Kueue the twin runs (its release tag, as server.json records it)."""
+    served = (
+        "it serves kueue.x-k8s.io/v1beta2 only, so apply the tutorial's queues from dws-tpu-queue.v1beta2.yaml "
+        "(tutorial.sh does) or through `flexq convert`; `flexq up --kueue 0.19.2` runs the release that still "
+        "serves the tutorial's v1beta1"
+        if tag and not tag.startswith("v0.19")
+        else "it serves the tutorial's kueue.x-k8s.io/v1beta1 and v1beta2"
+    )
+    return (
+        f"Kueue {tag or ''} (ElasticJobsViaWorkloadSlices on, as the tutorial's helm install sets it) and the Ray "
+        f"operator are already installed in the twin: skip the tutorial's `helm install kueue` step; {served}."
+    ).replace("Kueue  (", "Kueue (")
 
 
 @dataclass(frozen=True)
@@ -149,6 +161,27 @@ def _ready(info: dict[str, Any]) -> bool:
         return False
 
 
+_DAEMON_ENV = {
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "TZ",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+}
+_DAEMON_ENV_PREFIXES = ("LC_", "FLEXQ_", "XDG_", "VIRTUAL_ENV", "PYTHON")
+
+
+def daemon_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment the twin's daemon starts with: the locale, paths and flexq's own settings, and nothing
+    else of the shell's (no cloud or API credentials): on a kernel where Landlock does not restrict reading
+    another process's ``/proc/<pid>/environ``, a pod's processes could read it (docs/security.md)."""
+    return {k: v for k, v in environ.items() if k in _DAEMON_ENV or k.startswith(_DAEMON_ENV_PREFIXES)}
+
+
 def _log_tail(home: Home, n: int = 20) -> str:
     try:
         return "\n".join(home.log_file.read_text(errors="replace").splitlines()[-n:])
@@ -157,7 +190,13 @@ def _log_tail(home: Home, n: int = 20) -> str:
 
 
 def up(
-    home: Home, console: Console, *, project: str | None = None, timeout: float = 90.0, executor: str = "ray"
+    home: Home,
+    console: Console,
+    *,
+    project: str | None = None,
+    timeout: float = 90.0,
+    executor: str = "ray",
+    kueue: str | None = None,
 ) -> int:
     """Start the twin in the background and return once it is ready (0), or say why it is not (1)."""
     info = running(home)
@@ -170,6 +209,12 @@ def up(
             clock.sleep(0.2)
         else:
             console.print(f"flexq is already running at {info['url']} (pid {info['pid']}, home {home.path})")
+            if kueue and str(info.get("kueue", "")).lstrip("v") != kueue.lstrip("v"):
+                console.print(
+                    f"[red]it runs Kueue {info.get('kueue') or '(unknown)'}, not {kueue}: `flexq down`, then "
+                    f"`flexq up --kueue {kueue}` (its objects stay)[/]"
+                )
+                return 1
             return 0
         if _alive(info["pid"]):
             console.print(
@@ -186,8 +231,10 @@ def up(
     elif not home.project_file.exists():
         private_file(home.project_file).write_text(DEFAULT_PROJECT + "\n")
     with open(private_file(home.log_file), "ab") as log:
+        argv = [sys.executable, "-m", "flexq.cli.daemon", "--home", str(home.path), "--executor", executor]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "flexq.cli.daemon", "--home", str(home.path), "--executor", executor],
+            argv + (["--kueue", kueue] if kueue else []),
+            env=daemon_env(os.environ),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -210,7 +257,9 @@ def up(
                 f"dashboard: {info['url']}/dashboard/ (`flexq dashboard` opens it); "
                 f"Kueue's metrics: {info['url']}/metrics"
             )
-            console.print(KUEUE_NOTE)
+            console.print(kueue_note(str(info.get("kueue") or "")))
+            if info.get("executor_note"):
+                console.print(info["executor_note"], markup=False, highlight=False)
             return 0
         clock.sleep(0.2)
     console.print(
@@ -309,7 +358,7 @@ def env_lines(home: Home, info: dict[str, Any], shell: str = "sh") -> list[str]:
     values["CLOUDSDK_CORE_PROJECT"] = home.project()
     values["CLOUDSDK_CORE_DISABLE_PROMPTS"] = "1"
     values["FLEXQ_HOME"] = str(home.path)
-    lines = [f"# flexq twin at {info['url']} (pid {info['pid']}). {KUEUE_NOTE}"]
+    lines = [f"# flexq twin at {info['url']} (pid {info['pid']}). {kueue_note(str(info.get('kueue') or ''))}"]
     for k in sorted(values):
         if shell == "fish":
             lines.append(f"set -gx {k} {shlex.quote(values[k])};")

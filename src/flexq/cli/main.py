@@ -1,9 +1,9 @@
-"""Entry point of the ``flexq`` command: sub-commands up, down, env, demo, tutorial, status, dashboard, submit,
-logs, fallback, simulate, completion.
+"""Entry point of the ``flexq`` command: sub-commands up, down, env, demo, tutorial, convert, status, dashboard,
+submit, logs, fallback, eta, simulate, completion.
 
 Owns: argument parsing and dispatch only; each command's work lives in its own module (``lifecycle`` for
-up/down/env, ``demo``, ``tutorial_files`` for ``flexq tutorial``, ``status``/``observe``/``kubeclient`` for
-status and logs, ``submit``, ``completion``). The parser (``Parser``) gives every sub-command a description
+up/down/env, ``demo``, ``tutorial_files`` for ``flexq tutorial``, ``convert``, ``status``/``observe``/``kubeclient`` for
+status and logs, ``submit``, ``eta``, ``completion``). The parser (``Parser``) gives every sub-command a description
 with examples, shows each option's default in its help, reads a value such as ``-1h`` as a value (refused
 by the option's own check) rather than as an unknown option, and says a usage error in one line
 (``error: --timeout: invalid duration '6 hours': ...``), as ``flexq simulate`` says a bad study file.
@@ -65,9 +65,13 @@ class HelpFormatter(argparse.HelpFormatter):
         text = action.help or ""
         if "default" in text or not action.option_strings or action.help == argparse.SUPPRESS:
             return text
-        if action.default in (None, False, [], argparse.SUPPRESS):
-            return text
-        return f"{text} (default: %(default)s)" if text else "(default: %(default)s)"
+        d = action.default
+        if d is None or d is False or d == [] or d == argparse.SUPPRESS or isinstance(action.const, bool):
+            return text  # a flag (store_true) or no default worth saying; a 0 is one (--keep-idle 0)
+        value = "%(default)s"
+        if getattr(action.type, "__name__", "") == "duration" and isinstance(d, int | float):
+            value = f"{d:g} s" if d < 120 or d % 60 else f"{d / 60:g} min ({d:g} s)"
+        return f"{text} (default: {value})" if text else f"(default: {value})"
 
 
 class Parser(argparse.ArgumentParser):
@@ -82,6 +86,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         message = re.sub(r"^argument ([^:]+): ", r"\1: ", message)
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m is not None:  # flexq stauts: did you mean status?
+            import difflib
+
+            choices = re.findall(r"'([^']*)'", m.group(2)) or [c.strip() for c in m.group(2).split(",")]
+            close = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
         self.exit(2, f"error: {message} (see: {self.prog} --help)\n")
 
 
@@ -95,6 +107,17 @@ def duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def kueue_release(text: str) -> str:
+    """``--kueue``: a Kueue release the twin models ("0.19.2", "v0.20.7"), as its plain version."""
+    from flexq.api.kueue_versions import resolve
+    from flexq.errors import Invalid
+
+    try:
+        return resolve(text).version
+    except Invalid as exc:
+        raise argparse.ArgumentTypeError(exc.causes[0].message if exc.causes else str(exc)) from None
 
 
 def _examples(*lines: str) -> str:
@@ -124,6 +147,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
         project=args.project,
         timeout=args.timeout,
         executor=executor,
+        kueue=args.kueue,
     )
 
 
@@ -149,6 +173,12 @@ def _cmd_tutorial(args: argparse.Namespace) -> int:
     from flexq.cli import tutorial_files
 
     return tutorial_files.run(args, console, err_console)
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from flexq.cli import convert
+
+    return convert.run(args, console, err_console)
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -251,6 +281,12 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     return simulate.run(args, console, err_console)
 
 
+def _cmd_eta(args: argparse.Namespace) -> int:
+    from flexq.cli import eta
+
+    return eta.run(args, console, err_console)
+
+
 def _cmd_completion(args: argparse.Namespace) -> int:
     from flexq.cli import completion
 
@@ -295,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
             'flexq up && eval "$(flexq env)"',
             "flexq up --executor simulated      # pods are simulated: no Ray processes",
             "FLEXQ_HOME=/tmp/twin2 flexq up     # a second twin with its own state",
+            "flexq up --kueue 0.19.2            # the Kueue release that still serves the tutorial's v1beta1",
         ),
     )
     _home_flag(up)
@@ -305,6 +342,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="run pods with real Ray, or simulate them (default: ray when the ray extra is installed, "
         "else simulated)",
+    )
+    up.add_argument(
+        "--kueue",
+        type=kueue_release,
+        default=None,
+        metavar="VERSION",
+        help="the Kueue release the twin runs: 0.20.7 (what the tutorial's unpinned `helm install` gives today; "
+        "serves kueue.x-k8s.io/v1beta2 only) or 0.19.2 (also serves the tutorial's v1beta1) (default: the one "
+        "the twin's state last ran, else 0.20.7)",
     )
     up.add_argument("--timeout", type=duration, default=90.0, help="how long to wait for it to answer")
     up.set_defaults(func=_cmd_up)
@@ -337,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
         "pools, Kueue's configuration, two RayJobs training the tutorial's train.py on real Ray "
         "(job 1 on plan A, on-demand; job 2 on plan B, DWS flex-start), a live view, each job's output.",
         epilog=_examples(
-            "flexq demo                 # real Ray (about three minutes on 2 cores)",
+            "flexq demo                 # real Ray (about two minutes on 2 cores)",
             "flexq demo --simulated     # the same story on the virtual clock, in seconds",
             "flexq demo --simulated --capacity tutorial   # with realistic DWS waits",
         ),
@@ -366,9 +412,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.set_defaults(func=_cmd_demo)
 
+    from flexq.cli.convert import add_parser as add_convert
     from flexq.cli.tutorial_files import add_parser as add_tutorial
 
     add_tutorial(sub, _examples).set_defaults(func=_cmd_tutorial)
+    add_convert(sub, _examples).set_defaults(func=_cmd_convert)
 
     s = sub.add_parser(
         "status",
@@ -394,6 +442,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("-w", "--watch", action="store_true", help="after the table, print each row that changes")
     s.add_argument("--interval", type=duration, default=2.0, help="with -w, how often to look")
+    s.add_argument(
+        "--no-eta",
+        dest="eta",
+        action="store_false",
+        help="no ETA column (it carries the cluster forward in virtual twins: a second or more)",
+    )
+    s.add_argument("--eta-replicas", type=int, default=8, help="forward runs behind the ETA column")
+    s.add_argument("--eta-horizon", type=duration, default=7 * 86400.0, help="how far ahead the ETA looks")
+    s.add_argument(
+        "--eta-interval", type=duration, default=60.0, help="with -w, recompute the ETA this often"
+    )
     s.set_defaults(func=_cmd_status)
 
     db = sub.add_parser(
@@ -480,16 +539,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_fallback(sub, _kube_flags, duration, _examples).set_defaults(func=_cmd_fallback)
 
+    from flexq.cli.eta import add_parser as add_eta
+
+    add_eta(sub, _kube_flags, duration, _examples).set_defaults(func=_cmd_eta)
+
     from flexq.cli.simulate import add_parser as add_simulate
 
     sm = add_simulate(sub)
     sm.description = (
         "Capacity planning on the virtual clock: a study's manifests, traffic and capacity profile run "
         "through the twin's own controllers, several variants on the same traffic, each replica a seed; "
-        "then waits, quota usage, evictions, node-hours and cost per variant (jobs.csv, JSON, plots)."
+        "then the jobs that never ran, waits, quota usage, evictions, node-hours and cost per variant "
+        "(jobs.csv, JSON, plots), what cost the most, and each change it suggests run on the same seeds "
+        "before it is shown. Mistakes of configuration (a ConfigMap no manifest provides, a ${VAR} left over, "
+        "a queue that does not exist, ...) are refused before anything runs.\n\n"
+        "The study format (simulation.yaml, the trace's columns and units, the generator, the placeholders, "
+        "the sweep file), with a study to copy: docs/simulate.md."
     )
     sm.epilog = _examples(
         "flexq simulate examples/tutorial-week --until 12h",
+        "flexq simulate examples/tutorial-week --sweep examples/tutorial-week/sweep.yaml",
         "flexq simulate examples/kueue-baseline/generator.yaml --scale 0.1",
         "flexq simulate STUDY --replicas 8 -j 2 --out results",
         "flexq simulate STUDY --no-plots       # without the plots extra",
@@ -512,8 +581,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from flexq.cli.views import fit_width
     from flexq.errors import MissingExtra
 
+    fit_width()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

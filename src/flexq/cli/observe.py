@@ -30,6 +30,7 @@ from rich.markup import escape
 
 from flexq.cli.status import Snapshot, WorkloadRow, rows_as_dicts, workload_rows
 from flexq.clock import WallClock, format_time
+from flexq.semantics.workloads import FINISHED_STATES
 
 __all__ = ["cmd_status", "cmd_logs", "cmd_dashboard", "dashboard_login", "fetch", "row_key", "changed_rows"]
 
@@ -64,6 +65,7 @@ def _sig(r: WorkloadRow) -> tuple:
         r.reason.code if r.reason else "",
         r.reason.detail if r.reason else r.why,
         r.provisioning,
+        r.eta_bucket,
     )
 
 
@@ -92,6 +94,11 @@ def render(rows: list[WorkloadRow], output: str, console: Console, *, title: str
             console.print(legend)
 
 
+def _queues_missing(rows: list[WorkloadRow]) -> bool:
+    """Some workload waits because its LocalQueue or ClusterQueue does not exist."""
+    return any("doesn't exist" in r.why for r in rows)
+
+
 def cmd_status(
     args: argparse.Namespace,
     console: Console,
@@ -110,8 +117,14 @@ def cmd_status(
     except kubeclient.ClientError as exc:
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
+    etas = EtaColumn(api, args, err_console) if getattr(args, "eta", False) else None
+    if etas is not None and any(r.state not in FINISHED_STATES and r.state != "Running" for r in rows):
+        etas.refresh()
+    rows = etas.apply(rows) if etas is not None else rows
     if not rows and kubeclient.on_placeholder(api):
         err_console.print(f"note: {escape(kubeclient.PLACEHOLDER)}", highlight=False)
+    elif _queues_missing(rows) and kubeclient.queues_refused_as_v1beta1(api):
+        err_console.print(f"note: {escape(kubeclient.V1BETA1_GONE)}", highlight=False, soft_wrap=True)
     if not getattr(args, "watch", False):
         render(rows, args.output, console)
         return 0
@@ -132,6 +145,9 @@ def cmd_status(
             except kubeclient.ClientError as exc:
                 err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
                 return 1
+            if etas is not None:
+                etas.maybe_refresh(rows, clock.now())
+                rows = etas.apply(rows)
             fresh = changed_rows(seen, rows)
             if not fresh:
                 continue
@@ -144,6 +160,78 @@ def cmd_status(
     except KeyboardInterrupt:  # Ctrl-C ends a watch: the shell's status for SIGINT, no traceback
         return 130
     return 0
+
+
+class EtaColumn:
+    """``flexq status``'s ETA column (``flexq eta``'s forecast, computed here from the same reads). With ``-w`` it
+    is computed again in a thread of its own — when the waiting jobs change, and at least every
+    ``--eta-interval`` — so the watch never waits for it; rows show the latest forecast."""
+
+    def __init__(self, api: Any, args: argparse.Namespace, err_console: Console) -> None:
+        import threading
+
+        self.api, self.args, self.err = api, args, err_console
+        self.forecast: Any = None
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.waiting: frozenset[tuple[str, str]] = frozenset()
+        self.at = 0.0
+        self.failed = False
+
+    def refresh(self) -> None:
+        from flexq.cli import kubeclient
+        from flexq.cli.eta import forecast_for
+        from flexq.eta import EtaConfig
+
+        cfg = EtaConfig(replicas=self.args.eta_replicas, horizon=self.args.eta_horizon)
+        from flexq.errors import FlexqError
+
+        try:
+            fc = forecast_for(self.api, cfg)
+        except (
+            kubeclient.ClientError,
+            FlexqError,
+        ) as exc:  # the status is shown all the same, without the ETA
+            if not self.failed:
+                self.err.print(f"note: no ETA column: {escape(str(exc))}", highlight=False)
+            self.failed = True
+            return
+        with self.lock:
+            self.forecast = fc
+
+    def maybe_refresh(self, rows: list[WorkloadRow], now: float) -> None:
+        import threading
+
+        waiting = frozenset(
+            row_key(r) for r in rows if r.state not in FINISHED_STATES and r.state != "Running"
+        )
+        due = waiting != self.waiting or now - self.at >= float(self.args.eta_interval)
+        if not waiting or not due or (self.thread is not None and self.thread.is_alive()):
+            return
+        self.waiting, self.at = waiting, now
+        self.thread = threading.Thread(target=self.refresh, name="flexq-status-eta", daemon=True)
+        self.thread.start()
+
+    def apply(self, rows: list[WorkloadRow]) -> list[WorkloadRow]:
+        import math
+
+        from flexq.cli.eta import eta_cells
+
+        with self.lock:
+            fc = self.forecast
+        if fc is None:
+            return rows
+        out = []
+        for r in rows:
+            j = fc.jobs.get(f"{r.namespace}/{r.workload}")
+            if j is None:
+                out.append(r)
+                continue
+            eta, within = eta_cells(j, fc.horizon)
+            text = f"{eta} ({within})" if within not in ("", "-") else eta
+            bucket = eta if j.median is None or j.cannot else str(round(math.log2(1 + j.median / 60.0)))
+            out.append(dataclasses.replace(r, eta=text, eta_bucket=bucket))
+        return out
 
 
 def _document(r: WorkloadRow, output: str, console: Console, now: float) -> None:

@@ -7,7 +7,6 @@ Must not import flexq.http.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +28,49 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     sm.add_argument(
         "study",
+        nargs="?",
         help="a simulation file, a directory holding simulation.yaml, or Kueue's perf-harness generator.yaml",
     )
-    sm.add_argument("--out", default=None, help="output directory (default: <study directory>/results)")
+    sm.add_argument(
+        "--from-cluster",
+        default=None,
+        metavar="DIR",
+        help="write the kubeconfig's cluster as a study in DIR instead (its state, the capacity model fitted to "
+        "its history, its jobs; read-only, as flexq eta reads it), to run with flexq simulate DIR",
+    )
+    sm.add_argument("--kubeconfig", default=None, help="--from-cluster: kubeconfig file")
+    sm.add_argument("--context", default=None, help="--from-cluster: kubeconfig context")
+    sm.add_argument(
+        "--node-pools",
+        default=None,
+        metavar="FILE",
+        help="--from-cluster: `gcloud container node-pools list "
+        "--format=json` (default: the twin's GKE API, else inferred)",
+    )
+    sm.add_argument(
+        "--out",
+        default=None,
+        help="output folder, one run's results only (default: <study directory>/results, or "
+        "<study directory>/sweep-results with --sweep)",
+    )
+    sm.add_argument(
+        "--force",
+        action="store_true",
+        help="write into an output folder that holds other files (another kind of run's results are replaced)",
+    )
+    sm.add_argument(
+        "--no-what-if",
+        action="store_true",
+        help="do not run the changes the causes suggest (then no change is shown, only the evidence)",
+    )
     sm.add_argument("--replicas", type=int, default=None, help="replicas per variant (seeds seed..seed+N-1)")
+    sm.add_argument(
+        "--max-runs",
+        type=int,
+        default=MAX_RUNS,
+        metavar="N",
+        help="refuse a study of more runs (variants x replicas, or sweep points x replicas) than this",
+    )
     sm.add_argument("--seed", type=int, default=None, help="first seed (default: the study's, else 1)")
     sm.add_argument("--variant", action="append", default=[], help="run only this variant (repeatable)")
     sm.add_argument(
@@ -65,7 +103,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="SWEEP.yaml",
         help="search knobs (pool sizes, quotas, flavor order, retries, timeouts, the fallback) for a better "
         "configuration: every point on the same seeds, the Pareto front of (jobs lost, censored wait, cost), "
-        "the recommended point's diff (see flexq.simulate.sweep)",
+        "the recommended point's diff and best.yaml to kubectl apply (the sweep file: docs/simulate.md)",
     )
     sm.add_argument("--no-plots", action="store_true", help="only jobs.csv and the JSON summaries")
     sm.add_argument("--no-progress", action="store_true", help="no live progress bar")
@@ -143,6 +181,7 @@ WAIT_LABELS = {
     "stockout": "provisioning: stock-out",
     "poolMax": "provisioning: pool at max",
     "pods": "pods starting",
+    "podErrors": "pods cannot start",
     "evicted": "after evictions",
     "deactivated": "deactivated",
 }
@@ -241,25 +280,30 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
         split = docs[name]["replicas"][0]["waitSplit"]
         wt.add_row(escape(name), *(f"{split[b]['meanMinutes']:,.1f}" for b in WAIT_BUCKETS))
     tables.append(wt)
+    from flexq.simulate.whatif import shown_change
+
     for name in order:
-        found = docs[name]["replicas"][0].get("causes") or []
+        found = docs[name].get("causes") or []
         if not found:
             continue
         ct = Table(
-            title=f"{escape(name)}: what cost the most, and what to change (replica 0)", title_justify="left"
+            title=f"{escape(name)}: what cost the most (replica 0), and the changes that helped when run on the "
+            "same seeds (each lost job counted under one cause)",
+            title_justify="left",
         )
         ct.add_column("#", justify="right")
         ct.add_column("cause", overflow="fold")
         ct.add_column("jobs lost", justify="right")
         ct.add_column("wait (job-h)", justify="right")
-        ct.add_column("evidence → change", overflow="fold")
+        ct.add_column("evidence → change (measured)", overflow="fold")
         for i, c in enumerate(found, start=1):
+            change = shown_change(c)
             ct.add_row(
                 str(i),
                 escape(c["title"]),
                 str(c["jobsLost"]),
                 f"{c['waitHours']:,.1f}",
-                escape(f"{c['evidence']} → {c['change']}"),
+                escape(f"{c['evidence']}" + (f" → {change}" if change else "")),
             )
         tables.append(ct)
     for name in order:
@@ -306,6 +350,19 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
             f"{jobs['failed'] - jobs['failedAsPlanned']} failed unplanned); {jobs['succeeded']} succeeded, "
             f"{jobs['failedAsPlanned']} failed as the trace planned, {jobs['stillRunning']} still running",
         )
+        release = s.get("kueue") or {}
+        if release.get("release"):
+            converted = release.get("v1beta1Converted") or 0
+            o.add_row(
+                "Kueue",
+                f"{release['release']}"
+                + (
+                    f" ({converted} kueue.x-k8s.io/v1beta1 objects of the manifests held as v1beta2, as a cluster "
+                    "upgraded to this release keeps them; `flexq convert` writes them so for applying again)"
+                    if converted
+                    else ""
+                ),
+            )
         o.add_row("makespan", _dur(s["makespanSeconds"]))
         gp = s["goodput"]
         if gp.get("ratio") is not None:
@@ -346,7 +403,7 @@ def _run_sweep(
 ) -> int:
     from rich.text import Text
 
-    from flexq.simulate.sweep import load_sweep, points, run_sweep
+    from flexq.simulate.sweep import load_sweep, plain_value, points, run_sweep
 
     try:
         spec = load_sweep(args.sweep, study)
@@ -355,6 +412,11 @@ def _run_sweep(
         return 2
     n = len(points(spec)) + 1
     reps = args.replicas or spec.replicas or study.replicas
+    fewer = "--replicas, or fewer knob values or samples in the sweep file"
+    if _too_many_runs(
+        err_console, n * reps, args.max_runs, f"{n - 1} point(s) + the base × {reps} replica(s)", fewer
+    ):
+        return 2
     console.print(
         f"[bold]flexq simulate[/] {escape(study.name)} --sweep: {n - 1} point(s) + the base × {reps} replica(s) "
         f"= {n * reps} run(s)" + (f" on Ray at {escape(args.ray_address)}" if args.ray_address else "")
@@ -378,6 +440,7 @@ def _run_sweep(
             ray_address=args.ray_address,
             plots=not args.no_plots,
             progress=on_progress,
+            force=args.force,
         )
     except InputError as exc:
         _error(err_console, exc)
@@ -398,13 +461,14 @@ def _run_sweep(
         "point",
         "Pareto",
         *labels,
+        "a cause's change",
         "jobs lost",
         "censored mean wait (min)",
         "censored p95 (min)",
         "cost (USD)",
     ]
     for h in heads:
-        t.add_column(h, justify="left" if h in ("point", *labels) else "right")
+        t.add_column(h, justify="left" if h in ("point", "a cause's change", *labels) else "right")
     rows = sorted(
         res.rows, key=lambda r: (not r["pareto"], r["jobsLost"], r["waitCensoredMeanSeconds"], r["costUSD"])
     )
@@ -415,7 +479,8 @@ def _run_sweep(
         t.add_row(
             escape(r["point"] + tag),
             "yes" if r["pareto"] else "",
-            *(escape("" if r[lab] is None else json.dumps(r[lab])) for lab in labels),
+            *(escape(plain_value(r[lab])) for lab in labels),
+            escape(r.get("cause") or ""),
             f"{r['jobsLost']:g}",
             f"{r['waitCensoredMeanSeconds'] / 60:,.1f}",
             f"{r['waitCensoredP95Seconds'] / 60:,.1f}",
@@ -424,9 +489,30 @@ def _run_sweep(
     if len(rows) > 25:
         t.add_row(f"... {len(rows) - 25} more in sweep.csv", "", *([""] * (len(heads) - 2)))
     console.print(t)
+    from flexq.simulate.whatif import shown_change
+
+    causes = res.documents[res.base].get("causes") or []
+    if causes:
+        ct = Table(
+            title=f"{escape(res.base)}: what cost the most, and each change it suggests, run as a point above",
+            title_justify="left",
+        )
+        for col in ("cause", "jobs lost", "evidence → change (measured)"):
+            ct.add_column(col, overflow="fold", justify="right" if col == "jobs lost" else "left")
+        for c in causes:
+            change = shown_change(c)
+            ct.add_row(
+                escape(c["title"]),
+                str(c["jobsLost"]),
+                escape(c["evidence"] + (f" → {change}" if change else "")),
+            )
+        console.print(ct)
     if res.diff:
         console.print("[bold]The recommended point against the base[/] (best.diff):")
         console.print(res.diff, markup=False, highlight=False)
+        console.print(
+            f"To apply it: kubectl apply -f {escape(str(out / 'best.yaml'))} (node pools and settings: its comments)"
+        )
     wall = clock.now() - wall0
     console.print(
         f"wall time {wall:.1f} s for {len(res.runs)} runs; files in {escape(str(out))}/: "
@@ -436,11 +522,24 @@ def _run_sweep(
 
 
 LARGE_STUDY_RUNS = 1_000
+MAX_RUNS = 10_000  # --max-runs: a million runs (100 variants × 10,000 replicas) is weeks of CPU
+
+
+def _too_many_runs(err_console: Console, runs: int, limit: int, what: str, fewer: str) -> bool:
+    """A study of more than ``--max-runs`` runs is refused before anything runs, saying how to go beyond."""
+    if runs <= limit:
+        return False
+    _error(
+        err_console,
+        f"{what} = {runs:,} runs, more than --max-runs {limit:,}: each run simulates the whole study, so this "
+        f"is days to weeks of CPU. Ask for fewer with {fewer}, or allow it with --max-runs {runs}.",
+    )
+    return True
 
 
 def _warn_size(err_console: Console, runs: int, fewer: str) -> None:
-    """A study of thousands of runs (up to a million: 100 variants × 10,000 replicas) is said out loud before it
-    starts: each run simulates the whole study, so this is hours to weeks of CPU. Ctrl-C stops it."""
+    """A study of thousands of runs (up to ``--max-runs``) is said out loud before it starts: each run simulates
+    the whole study, so this is hours to days of CPU. Ctrl-C stops it."""
     if runs <= LARGE_STUDY_RUNS:
         return
     err_console.print(
@@ -465,6 +564,35 @@ def _check_out(out: Path) -> None:
     output_dir(out, field="--out")
 
 
+def _from_cluster(args: argparse.Namespace, console: Console, err_console: Console) -> int:
+    """``--from-cluster DIR``: the cluster's state and fitted model as a study (``flexq.eta.files``)."""
+    from flexq.cli import kubeclient
+    from flexq.cli.eta import read_node_pools
+    from flexq.eta import EtaConfig, fit
+    from flexq.eta.files import write_study
+
+    try:
+        pools = read_node_pools(args.node_pools)
+        api = kubeclient.connect(args.kubeconfig, args.context)
+        state = kubeclient.fetch_cluster_state(api, pools)
+        cfg = EtaConfig(seed=args.seed if args.seed is not None else 1)
+        files = write_study(state, fit(state, cfg), cfg, Path(args.from_cluster))
+    except (ValueError, kubeclient.ClientError) as exc:
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return 1
+    except InputError as exc:
+        _error(err_console, exc)
+        return 2
+    console.print(
+        f"wrote {len(files)} files to {escape(args.from_cluster)}: the cluster at its state now "
+        f"({len(state.workloads)} workloads); run it with: flexq simulate {escape(args.from_cluster)}",
+        highlight=False,
+    )
+    for note in state.notes:
+        console.print(f"note: {escape(note)}", highlight=False)
+    return 0
+
+
 def run(args: argparse.Namespace, console: Console, err_console: Console) -> int:
     from flexq.clock import WallClock
     from flexq.simulate import simulate
@@ -472,6 +600,11 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
 
     clock = WallClock()
     wall0 = clock.now()
+    if getattr(args, "from_cluster", None):
+        return _from_cluster(args, console, err_console)
+    if not args.study:
+        err_console.print("[red]error:[/] a study is required (or --from-cluster DIR)", highlight=False)
+        return 2
     try:
         study = load_study(
             args.study,
@@ -488,15 +621,22 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         out = (
             Path(args.out)
             if args.out
-            else (study_path if study_path.is_dir() else study_path.parent) / "results"
+            else (study_path if study_path.is_dir() else study_path.parent)
+            / ("sweep-results" if args.sweep else "results")
         )
         _check_out(out)
+        from flexq.simulate.outputs import claim
+
+        claim(out, "sweep" if args.sweep else "simulation", force=args.force)
     except InputError as exc:
         _error(err_console, exc)
         return 2
     if args.sweep:
         return _run_sweep(args, study, out, console, err_console, clock, wall0)
     runs = len(study.variants) * study.replicas
+    what = f"{len(study.variants)} variant(s) × {study.replicas} replica(s)"
+    if _too_many_runs(err_console, runs, args.max_runs, what, "--replicas or --variant"):
+        return 2
     console.print(
         f"[bold]flexq simulate[/] {escape(study.name)}: {len(study.variants)} variant(s) × {study.replicas} "
         f"replica(s) = {runs} run(s)" + (f" on Ray at {escape(args.ray_address)}" if args.ray_address else "")
@@ -540,6 +680,8 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
                 ray_address=args.ray_address,
                 plots=not args.no_plots,
                 progress=on_progress,
+                whatif=not args.no_what_if,
+                force=args.force,
             )
     except InputError as exc:
         _error(err_console, exc)
@@ -550,6 +692,8 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     except OSError as exc:  # writing the results
         _error(err_console, f"cannot write the results in {out}: {exc.strerror or exc}")
         return 2
+    for w in result.warnings:
+        err_console.print(f"warning: {w}", markup=False, highlight=False, soft_wrap=True)
     for table in summary_tables(result.documents, result.comparison):
         console.print(table)
     wall = clock.now() - wall0

@@ -95,6 +95,8 @@ class WorkloadRow:
     cost: float  # USD so far
     reason: Explanation | None = None  # the coded reason it waits (flexq.api.reasons), None when it does not
     note: str = ""  # what flexq's fallback did to its job (also leads ``why``)
+    eta: str = ""  # when it starts (flexq eta: "in 1h05m (40m-2h10m)", "not within 7d", "never ...")
+    eta_bucket: str = ""  # the ETA coarsely (what makes ``flexq status -w`` print the row again)
 
     @property
     def plan_text(self) -> str:
@@ -395,6 +397,7 @@ def rows_as_dicts(rows: Iterable[WorkloadRow]) -> list[dict[str, Any]]:
             "reason": r.reason.as_dict() if r.reason else None,
             "provisioning": r.provisioning,
             "costUSD": round(r.cost, 4),
+            **({"eta": r.eta} if r.eta else {}),
         }
         for r in rows
     ]

@@ -1,11 +1,13 @@
 """The tutorial's material, shipped as package data, and the GKE requests its gcloud commands send.
 
 Owns: the verbatim files of "Optimize AI training on TPUs with DWS and Kueue" under ``cli/tutorial/``
-(``dws-tpu-queue.yaml``, ``rayjob-tpu-v6e-dws.yaml``, ``train.py.txt``), ``envsubst`` (the shell tool's
+(``dws-tpu-queue.yaml``, ``rayjob-tpu-v6e-dws.yaml``, ``train.py.txt``), the v1beta2 form of the queue file
+(``dws-tpu-queue.v1beta2.yaml``: the published file through ``flexq convert``'s conversion, for Kueue 0.20 and
+later, which no longer serve kueue.x-k8s.io/v1beta1), ``envsubst`` (the shell tool's
 ``$VAR``/``${VAR}`` substitution, unknown variables become empty), the tutorial's environment variables
 (``TUTORIAL_ENV``) and the REST bodies gcloud sends for the tutorial's ``clusters create`` and both
 ``node-pools create`` commands (recorded from Google Cloud SDK 528.0.0 against a capturing endpoint).
-Pure data and pure functions; must not import anything from flexq.
+Pure data and pure functions; must not import anything from flexq but ``flexq.api.kueue_convert``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ __all__ = [
     "read",
     "envsubst",
     "queue_yaml",
+    "QUEUE_FILE",
+    "QUEUE_FILE_V1BETA2",
     "rayjob_yaml",
     "train_script",
     "create_cluster_request",
@@ -50,8 +54,21 @@ GCLOUD_SCOPES = [
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
+QUEUE_FILE = "dws-tpu-queue.yaml"  # as published: kueue.x-k8s.io/v1beta1 (Kueue 0.19 and earlier serve it)
+QUEUE_FILE_V1BETA2 = "dws-tpu-queue.v1beta2.yaml"  # the same objects as v1beta2 (what Kueue 0.20 serves)
+_V1BETA2_HEADER = (
+    "# The tutorial's dws-tpu-queue.yaml as kueue.x-k8s.io/v1beta2, converted by `flexq convert dws-tpu-queue.yaml`.\n"
+    "# Kueue 0.20 and later (what the tutorial's unpinned `helm install` gives today) no longer serve v1beta1.\n"
+)
+
+
 def read(name: str) -> str:
-    """One file of the tutorial as shipped (``dws-tpu-queue.yaml``, ``rayjob-tpu-v6e-dws.yaml``, ``train.py.txt``)."""
+    """One file of the tutorial as shipped (``dws-tpu-queue.yaml``, ``rayjob-tpu-v6e-dws.yaml``, ``train.py.txt``),
+    or ``dws-tpu-queue.v1beta2.yaml``, made from the published queue file by ``flexq convert``'s conversion."""
+    if name == QUEUE_FILE_V1BETA2:
+        from flexq.api.kueue_convert import convert_text
+
+        return _V1BETA2_HEADER + convert_text(read(QUEUE_FILE), QUEUE_FILE).text
     return (resources.files("flexq.cli") / "tutorial" / name).read_text(encoding="utf-8")
 
 
@@ -60,9 +77,13 @@ def envsubst(text: str, env: dict[str, str]) -> str:
     return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), ""), text)
 
 
-def queue_yaml(env: dict[str, str] | None = None) -> str:
-    """``envsubst < dws-tpu-queue.yaml`` with the tutorial's node pool names (or ``env``'s)."""
-    return envsubst(read("dws-tpu-queue.yaml"), {**TUTORIAL_ENV, **(env or {})})
+def queue_yaml(env: dict[str, str] | None = None, api: str = "v1beta1") -> str:
+    """``envsubst < dws-tpu-queue.yaml`` with the tutorial's node pool names (or ``env``'s); ``api="v1beta2"``:
+    the same from ``dws-tpu-queue.v1beta2.yaml`` (what a Kueue 0.20 twin serves)."""
+    if api not in ("v1beta1", "v1beta2"):
+        raise ValueError(f"api must be v1beta1 or v1beta2, not {api!r}")
+    name = QUEUE_FILE if api == "v1beta1" else QUEUE_FILE_V1BETA2
+    return envsubst(read(name), {**TUTORIAL_ENV, **(env or {})})
 
 
 def rayjob_yaml(job_id: int | str, env: dict[str, str] | None = None) -> str:

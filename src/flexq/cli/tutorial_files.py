@@ -1,8 +1,10 @@
 """``flexq tutorial``: the live tutorial's files, and its set-up through flexq where gcloud and kubectl are not.
 
 Owns: ``files()`` (file name -> text: ``dws-tpu-queue.yaml`` and ``rayjob-tpu-v6e-dws.yaml`` as published, with
-their ``${...}`` placeholders for ``envsubst``; ``train.py``; ``tutorial.sh``, the tutorial's commands as
-published; ``cleanup.sh``, its clean-up step), ``init`` (writes them into a folder; a file there that differs is
+their ``${...}`` placeholders for ``envsubst``; beside them ``dws-tpu-queue.v1beta2.yaml``, the same objects as
+kueue.x-k8s.io/v1beta2, which Kueue 0.20 and later serve instead of v1beta1; ``train.py``; ``tutorial.sh``, the
+tutorial's commands as published, applying the v1beta2 queue file where the cluster does not serve v1beta1;
+``cleanup.sh``, its clean-up step), ``init`` (writes them into a folder; a file there that differs is
 replaced only with ``--force``), ``setup`` (the tutorial's gcloud and kubectl steps — the cluster, both node
 pools, the flex-start check, ``envsubst < dws-tpu-queue.yaml | kubectl apply -f -`` and the script's ConfigMap —
 against the served twin through its GKE and Kubernetes APIs, each step printed as the command it stands for)
@@ -38,7 +40,8 @@ SUBMIT_LINES = [
 def files() -> dict[str, str]:
     """The tutorial's files as ``flexq tutorial init`` writes them."""
     return {
-        "dws-tpu-queue.yaml": tutorial.read("dws-tpu-queue.yaml"),
+        tutorial.QUEUE_FILE: tutorial.read(tutorial.QUEUE_FILE),
+        tutorial.QUEUE_FILE_V1BETA2: tutorial.read(tutorial.QUEUE_FILE_V1BETA2),
         "rayjob-tpu-v6e-dws.yaml": tutorial.read("rayjob-tpu-v6e-dws.yaml"),
         "train.py": tutorial.train_script(),
         "tutorial.sh": tutorial.read("tutorial.sh"),
@@ -140,8 +143,23 @@ def setup(home: Any, folder: Path | None, say: Callable[[str], None]) -> None:
 
     co, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
     done = []
+    queue_text = _source(folder, tutorial.QUEUE_FILE)
+    applied = f"envsubst < {tutorial.QUEUE_FILE} | kubectl apply -f -"
+    if kubeclient.v1beta1_gone(api):  # Kueue 0.20+: the published v1beta1 objects would be refused
+        from flexq.api.kueue_convert import convert_text
+        from flexq.errors import InputError
+
+        try:
+            queue_text = convert_text(queue_text, tutorial.QUEUE_FILE).text
+        except InputError as exc:
+            raise TutorialError(str(exc)) from None
+        applied = f"envsubst < {tutorial.QUEUE_FILE} | flexq convert - | kubectl apply -f -"
+        say(
+            "this cluster's Kueue serves kueue.x-k8s.io/v1beta2 only (Kueue 0.20 and later, kueue#14558): "
+            f"{tutorial.QUEUE_FILE} (v1beta1) is applied converted to v1beta2"
+        )
     try:
-        for doc in yaml.safe_load_all(tutorial.envsubst(_source(folder, "dws-tpu-queue.yaml"), env)):
+        for doc in yaml.safe_load_all(tutorial.envsubst(queue_text, env)):
             if not doc:
                 continue
             group, version = doc["apiVersion"].split("/")
@@ -161,7 +179,7 @@ def setup(home: Any, folder: Path | None, say: Callable[[str], None]) -> None:
                 else:
                     co.patch_cluster_custom_object(group, version, plural, name, doc)
                 done.append(f"{doc['kind'].lower()}.{group}/{name} configured")
-        say("envsubst < dws-tpu-queue.yaml | kubectl apply -f -: " + ", ".join(done))
+        say(f"{applied}: " + ", ".join(done))
         cm: Any = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -262,7 +280,9 @@ def add_parser(sub: Any, examples: Callable[..., str]) -> argparse.ArgumentParse
     i = ts.add_parser(
         "init",
         help="write the tutorial's files into a folder",
-        description="Write dws-tpu-queue.yaml, rayjob-tpu-v6e-dws.yaml, train.py, tutorial.sh and cleanup.sh.",
+        description="Write dws-tpu-queue.yaml, rayjob-tpu-v6e-dws.yaml, train.py, tutorial.sh and cleanup.sh "
+        "as published, and dws-tpu-queue.v1beta2.yaml: the queue file for Kueue 0.20 and later, which no longer "
+        "serve its kueue.x-k8s.io/v1beta1 (tutorial.sh applies it where the cluster does not serve v1beta1).",
         epilog=examples("flexq tutorial init", "flexq tutorial init ~/tpu-tutorial --force"),
     )
     i.add_argument("dir", nargs="?", default=DEFAULT_DIR, help=f"the folder (default: ./{DEFAULT_DIR})")
@@ -271,7 +291,8 @@ def add_parser(sub: Any, examples: Callable[..., str]) -> argparse.ArgumentParse
         "setup",
         help="the tutorial's gcloud and kubectl steps, through the running twin",
         description="Against the twin `flexq up` started: create the tutorial's cluster and both node pools, "
-        "check flex-start, apply dws-tpu-queue.yaml after envsubst and create the jax-train-script "
+        "check flex-start, apply dws-tpu-queue.yaml after envsubst (converted to kueue.x-k8s.io/v1beta2 where "
+        "the cluster's Kueue no longer serves v1beta1) and create the jax-train-script "
         "ConfigMap, printing the command each step stands for.",
         epilog=examples("flexq tutorial setup", "flexq tutorial setup --dir tutorial   # its edited files"),
     )

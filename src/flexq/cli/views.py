@@ -32,9 +32,20 @@ STATE_STYLE = {
 }
 
 # Piped or captured output (CI logs, `flexq status | less`) gets a wide page instead of rich's 80 columns,
-# so tables stay one line per row; COLUMNS still wins when set.
+# so tables stay one line per row; COLUMNS still wins when set. Messages on stderr are never wrapped: a
+# piped error is one line, as written.
 console = Console() if Console().is_terminal or os.environ.get("COLUMNS") else Console(width=200)
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def fit_width() -> None:
+    """At the start of a command: the page width as the environment says now (``COLUMNS``, else the terminal's,
+    else 200 columns when piped); the consoles are made once, at import."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        console.width = int(columns)
+    elif not console.is_terminal:
+        console.width = 200
 
 
 def provisioning_short(row: WorkloadRow) -> str:
@@ -46,8 +57,8 @@ def provisioning_short(row: WorkloadRow) -> str:
 def status_table(
     rows: Sequence[WorkloadRow], *, title: str | None = None, wide: bool = False, provisioning: bool = False
 ) -> Table:
-    """One line per workload: JOB, QUEUE, PLAN, STATE, WAITED, WHY, COST (NAMESPACE when several;
-    the ProvisioningRequest's state in its own column with ``provisioning``)."""
+    """One line per workload: JOB, QUEUE, PLAN, STATE, WAITED, ETA (when a row has one: ``flexq eta``), WHY, COST
+    (NAMESPACE when several; the ProvisioningRequest's state in its own column with ``provisioning``)."""
     several_ns = len({r.namespace for r in rows}) > 1
     t = Table(title=title, expand=False, show_lines=False, header_style="bold")
     if several_ns:
@@ -61,6 +72,9 @@ def status_table(
     t.add_column("WAITED", justify="right")
     if provisioning:
         t.add_column("PROVISIONING")
+    with_eta = any(r.eta for r in rows)
+    if with_eta:
+        t.add_column("ETA", overflow="fold")
     t.add_column("WHY", overflow="fold", ratio=1)
     t.add_column("COST", justify="right")
     for r in rows:
@@ -78,6 +92,8 @@ def status_table(
         ]
         if provisioning:
             cells.append(provisioning_short(r))
+        if with_eta:
+            cells.append(r.eta or "")
         cells += [why_text(r), fmt_cost(r.cost)]
         t.add_row(*cells)
     if not rows:

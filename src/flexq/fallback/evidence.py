@@ -169,8 +169,10 @@ def update_breakers(
     grace period ends); a probe refused again backs the flavor off longer."""
     now = view.now
     for flavor, (first, code, msg, w) in sorted(ev.stockouts.items()):
+        wakeups.append(
+            first + cfg.grace_seconds
+        )  # (passed already: dropped with every wake-up not after now)
         if now - first < cfg.grace_seconds:
-            wakeups.append(first + cfg.grace_seconds)
             continue
         b = breakers.get(flavor)
         if b is None:

@@ -122,6 +122,14 @@ def _back_to_plan_a(
 def rescue(ctx: PassContext) -> None:
     """See the module docstring."""
     cfg = ctx.cfg
+    # a deactivated workload may come due at any step of its back-off ladder: a pass then (the passes' times
+    # are part of the policy's behaviour: it sees a job stuck from the first pass that looks)
+    for w in ctx.view.workloads:
+        if not w.active:
+            c = w.condition("Evicted")
+            t = parse_time_or_none(c.get("lastTransitionTime") if c else None)
+            if t is not None:
+                ctx.wakeups.extend(t + cfg.rescue_backoff_seconds * 2**n for n in range(cfg.max_rescues))
     if not cfg.rescue:
         return
     found: list[tuple[float, WorkloadView, Mapping[str, Any], str, str]] = []
@@ -159,7 +167,6 @@ def rescue(ctx: PassContext) -> None:
         if _back_to_plan_a(ctx, w, job, reason, message, attempts):
             continue
         if ctx.now - when < cfg.rescue_backoff_seconds * 2**attempts:
-            ctx.wakeups.append(when + cfg.rescue_backoff_seconds * 2**attempts)
             continue
         flavors = _check_flavors(ctx, w) or sorted({f for fs in w.assigned.values() for f in fs})
         blocked = [f for f in flavors if ctx.blocked(f)]

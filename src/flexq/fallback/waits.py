@@ -2,31 +2,18 @@
 
 Owns: ``WaitMemory`` (per flavor: the provisioning waits seen to finish lately, the jobs waiting there now and
 for how long, and the waits that ended without a grant — the job moved back or was deleted: each says the queue
-was at least that long; the last 20 of each), ``expected_wait`` and ``km_median``. The rent-or-buy rule of the
+was at least that long; the last 20 of each), ``expected_wait`` (over ``flexq.stats.km_median``, the one Kaplan-Meier implementation, shared with the ETA). The rent-or-buy rule of the
 moves and steering (``PassContext.worth_moving``) compares a job's loss with this expectation.
 """
 
 from __future__ import annotations
 
 from flexq.fallback.view import ClusterView
+from flexq.stats import km_median
 
 __all__ = ["WaitMemory", "expected_wait", "km_median", "KEEP"]
 
 KEEP = 20  # waits remembered per flavor, of each kind
-
-
-def km_median(done: list[float], waiting: list[float]) -> float | None:
-    """The Kaplan-Meier median of waits: ``done`` finished after that long, ``waiting`` have waited that long so
-    far (right-censored). None when fewer than half are known to have finished (the median lies beyond)."""
-    points = sorted([(t, 0) for t in done] + [(t, 1) for t in waiting])  # at a tie, a finish counts first
-    survival, at_risk = 1.0, len(points)
-    for t, censored in points:
-        if not censored:
-            survival *= 1.0 - 1.0 / at_risk
-            if survival <= 0.5:
-                return t
-        at_risk -= 1
-    return None
 
 
 def expected_wait(done: list[float], waiting: list[float], prior: float) -> float:

@@ -112,11 +112,14 @@ class CapacityModel:
         self.seed = spec.seed
 
     # -- resolution ------------------------------------------------------------------------------------------
-    def terms(self, location: str, machine_type: str, model: str) -> Terms:
-        """Per field, the first matching rule that sets it, then ``spec.defaults``, then built-in defaults."""
+    def terms(self, location: str, machine_type: str, model: str, at: float | None = None) -> Terms:
+        """Per field, the first matching rule that sets it, then ``spec.defaults``, then built-in defaults. A rule
+        with ``match.during`` applies only to a request made ``at`` a time inside one of its spans."""
         found: dict[str, Any] = {}
         for rule in self.profile.spec.rules:
             m = rule.match
+            if m.during is not None and (at is None or not any(self._inside(s, at) for s in m.during)):
+                continue
             if m.locations is not None and not any(_location_matches(p, location) for p in m.locations):
                 continue
             if m.machine_types is not None and not any(fnmatchcase(machine_type, p) for p in m.machine_types):
@@ -147,6 +150,10 @@ class CapacityModel:
             stockout_message=found.get("stockout_message"),
         )
 
+    def _inside(self, span: Any, at: float) -> bool:
+        start = parse_time(span.start, self.origin)
+        return start <= at and (span.end is None or at < parse_time(span.end, self.origin))
+
     # -- decisions -------------------------------------------------------------------------------------------
     def can_obtain(
         self,
@@ -161,7 +168,7 @@ class CapacityModel:
     ) -> Obtain:
         """Whether ``want`` more nodes (all at once: a multi-host slice is atomic) can be created at ``now``
         when ``in_use`` nodes of this kind already exist or are being created in this location."""
-        t = self.terms(location, machine_type, model)
+        t = self.terms(location, machine_type, model, now)
         limit = t.available_at(now)
         if limit is None or in_use + want <= limit:
             return Obtain(ok=True)
@@ -172,9 +179,11 @@ class CapacityModel:
             message = t.stockout_message
         return Obtain(ok=False, message=message, retry_at=t.next_time_with_room(now, in_use, want))
 
-    def provision_seconds(self, location: str, machine_type: str, model: str, rng: random.Random) -> float:
-        """Seconds from the scale-up decision to the node being Ready (a seeded draw)."""
-        delay = self.terms(location, machine_type, model).provision_time
+    def provision_seconds(
+        self, location: str, machine_type: str, model: str, rng: random.Random, at: float | None = None
+    ) -> float:
+        """Seconds from the scale-up decision (made ``at``) to the node being Ready (a seeded draw)."""
+        delay = self.terms(location, machine_type, model, at).provision_time
         if delay is None:
             return DEFAULT_PROVISION_SECONDS
         at = sample_delay(delay, 0.0, self.origin, rng)
@@ -193,7 +202,7 @@ class CapacityModel:
     ) -> float | None:
         """When DWS grants a queued request made at ``requested_at``: the drawn wait, then the first moment
         the whole request fits the availability limit. None when it never will (the request will fail)."""
-        t = self.terms(location, machine_type, model)
+        t = self.terms(location, machine_type, model, requested_at)
         if t.queue_wait is None:
             at: float | None = requested_at + DEFAULT_QUEUE_WAIT_SECONDS
         else:
@@ -206,7 +215,7 @@ class CapacityModel:
         self, location: str, machine_type: str, model: str, ready_at: float, rng: random.Random
     ) -> float | None:
         """When a node that became Ready at ``ready_at`` is preempted, or None (never)."""
-        delay = self.terms(location, machine_type, model).preemption
+        delay = self.terms(location, machine_type, model, ready_at).preemption
         if delay is None:
             return None
         return sample_delay(delay, ready_at, self.origin, rng)

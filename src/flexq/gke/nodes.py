@@ -300,7 +300,9 @@ def _grow(
         if i % hosts == 0:
             slice_id = "".join(rng.choice(_ALNUM) for _ in range(6))
             # a slice comes up as one unit: every host shares the slice's provisioning delay
-            ready_at = now + cap.provision_seconds(twin["zone"], spec["config"]["machineType"], model, delays)
+            ready_at = now + cap.provision_seconds(
+                twin["zone"], spec["config"]["machineType"], model, delays, now
+            )
             # ... and goes as one unit: a preempted host takes its whole multi-host slice with it
             # (research/cloud.md §2.5), so one preemption time is drawn per slice
             preempt_at = (

@@ -1,9 +1,11 @@
 """The ASGI application of a served twin: one port for the Kubernetes API and the Google Cloud APIs.
 
-Owns: the order of the API server's filters — authentication (``flexq.http.auth``: the twin's own token is the
+Owns: the order of the API server's filters — what the request asks (``flexq.http.requestinfo``: its path and
+query parsed once, carried on the request; every later stage and the handlers read that value), authentication (``flexq.http.auth``: the twin's own token is the
 cluster admin, a ServiceAccount token that ServiceAccount; ``/version``, ``/healthz``, ``/livez`` and ``/readyz``
 are public, as the API server's default RBAC makes them), impersonation (``Impersonate-*``), authorization
-(RBAC over the target cluster's roles and bindings: 403 as the API server words it) — then routing by path:
+(RBAC over the target cluster's roles and bindings: 403 as the API server words it), the limit on requests in
+flight (``flexq.http.inflight``: 429) — then routing by path:
 ``/version``, ``/api``, ``/apis`` (legacy and aggregated discovery), ``/openapi/v2``, ``/openapi/v3...``,
 ``/api/v1/...`` and ``/apis/<group>/<version>/...`` (the Kubernetes face, with the review APIs and
 ``serviceaccounts/<name>/token``), ``/.well-known/openid-configuration`` and ``/openid/v1/jwks`` (the
@@ -24,22 +26,34 @@ from starlette.responses import Response
 
 from flexq.errors import ApiError, InternalError, MethodNotAllowed, NotFound, Unauthorized
 from flexq.http import auth, dashboard
+from flexq.http import inflight as inflight_limit
 from flexq.http import metrics as metrics_page
-from flexq.http.common import decode_body_async, json_response, read_body, status_response, url_path
+from flexq.http.common import (
+    decode_body_async,
+    json_response,
+    loop_stopped,
+    on_loop,
+    read_body,
+    status_response,
+    url_path,
+)
 from flexq.http.gke import face as gke_face
-from flexq.http.kube import discovery, openapi, paths, reviews, tokenrequest
+from flexq.http.kube import discovery, openapi, openapi_proto, reviews, tokenrequest
 from flexq.http.kube.rest import KubeFace
+from flexq.http.requestinfo import RequestInfo, request_info
 from flexq.http.seam import ClusterView, TwinServices
 from flexq.semantics import satokens
-from flexq.semantics.rbac import UserInfo
+from flexq.semantics.rbac import UserInfo, privileged
 
 log = logging.getLogger("flexq.http")
 
 PUBLIC = {"/version", "/version/", "/healthz", "/livez", "/readyz"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+HEALTH_TIMEOUT = 5.0  # /readyz: how long the loop may take to answer
 
 
 USER = auth.USER_KEY  # the request scope's key for the authenticated (and impersonated) user
+INFO = "flexq.request_info"  # and for what it asks (its RequestInfo, computed once)
 
 
 def request_user(request: Request) -> UserInfo:
@@ -61,8 +75,15 @@ def issuer_of(view: ClusterView) -> str:
 class TwinApp:
     """Routes requests to the faces of one twin."""
 
-    def __init__(self, core: TwinServices, token: str | None, server_address: str = "") -> None:
+    def __init__(
+        self,
+        core: TwinServices,
+        token: str | None,
+        server_address: str = "",
+        inflight: inflight_limit.InFlight | None = None,
+    ) -> None:
         self.core = core
+        self.inflight = inflight or inflight_limit.InFlight()
         self.token = token
         self.server_address = server_address
         self.faces: dict[str | None, KubeFace] = {None: KubeFace(core)}
@@ -88,55 +109,50 @@ class TwinApp:
         """Whether the request's credentials are the twin's own (kept for the dashboard's callers)."""
         return url_path(request) in PUBLIC or self.admin(request)
 
-    def user(self, request: Request, cluster: str | None, path: str) -> UserInfo:
-        """Authentication, then impersonation, then authorization of a Kubernetes request: the user it acts as
-        (401, 403 or 400 raised as ``ApiError``)."""
+    def user(self, request: Request, info: RequestInfo) -> UserInfo:
+        """Authentication, then impersonation, then authorization of a Kubernetes request (what it asks is
+        ``info``): the user it acts as (401, 403 or 400 raised as ``ApiError``)."""
         header = request.headers.get("authorization", "")
         if self.authn.admin(header):
             user = auth.ADMIN
             view: ClusterView | None = None
         else:
             try:
-                view = self.core.current(cluster)
+                view = self.core.current(info.cluster)
             except (KeyError, NotFound):
                 raise Unauthorized("Unauthorized") from None
             found = self.authn.user(header, view.store, issuer_of(view), self.core.loop.now())
             if found is None:
                 raise Unauthorized("Unauthorized")
             user = found
-        wants_other = any(k.startswith("impersonate-") for k in request.headers)
-        if wants_other or not auth.privileged(user):
-            view = view or self.core.current(cluster)
-            if wants_other:
-                user = auth.impersonate(user, request.headers, view.store)
-            if not auth.privileged(user):
-                attrs = auth.request_attributes(user, request.method, path, request.query_params)
-                auth.check(view.store, attrs)
+        if any(k.startswith("impersonate-") for k in request.headers):
+            view = view or self.core.current(info.cluster)
+            user = auth.impersonate(user, request.headers, view.store)
+        if not privileged(user):  # system:masters needs no lookup (rbac.authorize would allow it too)
+            view = view or self.core.current(info.cluster)
+            auth.check(view.store, info.attributes(user))
         request.scope[USER] = user
         return user
 
-    def gate(self, method: str, path: str, headers: list[tuple[str, str]]) -> dict[str, Any] | None:
+    def gate(self, info: RequestInfo, headers: list[tuple[str, str]]) -> dict[str, Any] | None:
         """``user`` for a request the protocol takes over before ASGI sees it (a port-forward's upgrade)."""
         scope = {
             "type": "http",
-            "method": method,
-            "path": path,
+            "method": "POST",
+            "path": info.path,
             "query_string": b"",
             "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
         }
-        request = Request(scope)
-        cluster, kpath = None, path
-        if path.startswith("/clusters/"):
-            parts = path.split("/", 3)
-            cluster, kpath = parts[2], "/" + (parts[3] if len(parts) > 3 else "")
         try:
-            self.user(request, cluster, kpath)
+            self.user(Request(scope), info)
         except ApiError as err:
             return err.to_status()
         return None
 
     async def __call__(self, request: Request) -> Response:
-        path = url_path(request)
+        info = request_info(request.method, url_path(request), request.query_params)
+        request.scope[INFO] = info
+        path = info.path
         if dashboard.handles(path):
             if not self.admin(request):
                 return await self.dashboard.unauthorized(request)
@@ -149,17 +165,20 @@ class TwinApp:
                     "Request had invalid authentication credentials. Expected OAuth 2 access token.",
                 )
             return await self._guarded(request, path, lambda: gke_face.handle(self.core, request))
-        cluster = None
-        kpath = path
-        if path.startswith("/clusters/"):
-            parts = path.split("/", 3)
-            cluster, kpath = parts[2], "/" + (parts[3] if len(parts) > 3 else "")
-        if kpath not in PUBLIC:
+        user: UserInfo | None = None
+        if info.local_path not in PUBLIC:
             try:
-                self.user(request, cluster, kpath)
+                user = self.user(request, info)
             except ApiError as err:
                 return status_response(err)
-        return await self._guarded(request, path, lambda: self.kube(request, kpath, cluster))
+        try:
+            slot = self.inflight.take(info, user)
+        except inflight_limit.Full:
+            return inflight_limit.too_many_requests()
+        try:
+            return await self._guarded(request, path, lambda: self.kube(request, info))
+        finally:
+            self.inflight.give(slot)
 
     async def _guarded(self, request: Request, path: str, handler: Any) -> Response:
         try:
@@ -176,17 +195,17 @@ class TwinApp:
                 )
             )
 
-    async def kube(self, request: Request, path: str, cluster: str | None) -> Response:
-        face = self.face(cluster)
-        p = path.rstrip("/") or "/"
+    async def kube(self, request: Request, info: RequestInfo) -> Response:
+        face = self.face(info.cluster)
+        p = info.local_path.rstrip("/") or "/"
         if p == "/version":
             return json_response(discovery.version_info(face.runtime().settings.gke_version))
         if p in ("/healthz", "/livez", "/readyz"):
-            return Response(b"ok", media_type="text/plain")
+            return await self.health(p[1:], request)
         if p == "/metrics":
             return await metrics_page.scrape(self.core.loop, face.runtime)
         if p.startswith("/openapi/"):
-            return self.openapi(p, face, cluster)
+            return self.openapi(info, face, request.headers.get("accept", ""))
         if p in ("/api", "/apis"):
             if p == "/api" and request.method != "GET":
                 return discovery.no_route()
@@ -200,27 +219,53 @@ class TwinApp:
             return json_response(discovery.api_group_list(face.kinds()))
         if p in ("/.well-known/openid-configuration", "/openid/v1/jwks"):
             return self.issuer_discovery(p, face)
-        if reviews.handles(p):
-            return await self.review(request, p, face)
-        parts = [x for x in p.split("/") if x]
-        if len(parts) == 2 and parts[0] == "apis":
-            group = discovery.api_group(face.kinds(), parts[1])
-            if group is None:
-                raise NotFound("the server could not find the requested resource")
-            return json_response(group)
-        target = paths.parse(p)
-        if target is None:
+        if not info.resource_request:
+            return self.group_discovery(request, info, face)
+        if info.error:
             raise NotFound("the server could not find the requested resource")
-        if (target.group, target.resource, target.subresource) == ("", "serviceaccounts", "token"):
-            return await self.token_request(request, target, face)
-        if not target.resource:
-            doc = discovery.resource_list(face.kinds(), target.group, target.version)
-            if doc is None:
-                raise NotFound("the server could not find the requested resource")
-            if request.method != "GET" and discovery.compiled_in(target.group):
-                return discovery.no_route()
-            return json_response(doc)
-        return await face.handle(request, target)
+        if reviews.handles(info):
+            return await self.review(request, info, face)
+        if (info.api_group, info.resource, info.subresource) == ("", "serviceaccounts", "token"):
+            return await self.token_request(request, info, face)
+        return await face.handle(request, info)
+
+    def group_discovery(self, request: Request, info: RequestInfo, face: KubeFace) -> Response:
+        """``/apis/<group>`` (an ``APIGroup``), ``/api/v1`` and ``/apis/<group>/<version>`` (an
+        ``APIResourceList``): the non-resource requests under the API prefixes."""
+        segs: tuple[str, ...] = info.segments if "" not in info.segments else ()
+        if len(segs) == 2 and segs[0] == "apis":
+            group = discovery.api_group(face.kinds(), segs[1])
+            if group is not None:
+                return json_response(group)
+        elif (len(segs) == 2 and segs[0] == "api") or (len(segs) == 3 and segs[0] == "apis"):
+            grp, version = ("", segs[1]) if len(segs) == 2 else (segs[1], segs[-1])
+            doc = discovery.resource_list(face.kinds(), grp, version)
+            if doc is not None:
+                if request.method != "GET" and discovery.compiled_in(grp):
+                    return discovery.no_route()
+                return json_response(doc)
+        raise NotFound("the server could not find the requested resource")
+
+    async def health(self, name: str, request: Request) -> Response:
+        """``/healthz``, ``/livez`` and ``/readyz`` as the API server's healthz handler answers them: ``ok``, or
+        with ``?verbose`` each check's ``[+]<check> ok``; a failed check makes them a 500 listing ``[-]<check>
+        failed: reason withheld``. The check here is the twin's loop: its thread runs, and (``/readyz``) it
+        answers within a few seconds: a twin whose loop died never looks healthy."""
+        loop_ok = loop_stopped(self.core.loop) is None
+        if loop_ok and name == "readyz":
+            try:
+                await on_loop(self.core.loop, lambda: None, timeout=HEALTH_TIMEOUT)
+            except ApiError:
+                loop_ok = False
+        checks = [("ping", True), ("flexq-loop", loop_ok)]
+        lines = "".join(f"[+]{c} ok\n" if ok else f"[-]{c} failed: reason withheld\n" for c, ok in checks)
+        headers = {"X-Content-Type-Options": "nosniff"}
+        media = "text/plain; charset=utf-8"
+        if not all(ok for _, ok in checks):
+            return Response(f"{lines}{name} check failed\n".encode(), 500, headers, media)
+        if "verbose" not in request.query_params:
+            return Response(b"ok", 200, headers, media)
+        return Response(f"{lines}{name} check passed\n".encode(), 200, headers, media)
 
     async def _decoded(self, request: Request) -> Any:
         """A create-only body: JSON, YAML or protobuf (kubectl's typed clients), within the API server's limit."""
@@ -234,7 +279,7 @@ class TwinApp:
             return protobuf.decode(raw)
         return await decode_body_async(raw, ctype)
 
-    async def review(self, request: Request, p: str, face: KubeFace) -> Response:
+    async def review(self, request: Request, info: RequestInfo, face: KubeFace) -> Response:
         sent = await self._decoded(request) if request.method == "POST" else None
         view = face.runtime()
         store = view.store
@@ -249,7 +294,7 @@ class TwinApp:
 
         body = reviews.review(
             request.method,
-            p,
+            info,
             sent,
             request_user(request),
             lambda attrs: auth.authorize(store, attrs),
@@ -258,9 +303,9 @@ class TwinApp:
         )
         return json_response(body, 201)
 
-    async def token_request(self, request: Request, target: paths.Target, face: KubeFace) -> Response:
+    async def token_request(self, request: Request, info: RequestInfo, face: KubeFace) -> Response:
         """``serviceaccounts/<name>/token``: create-only (the TokenRequest API)."""
-        if request.method != "POST" or not target.name or not target.namespace:
+        if info.verb != "create" or not info.name or not info.namespaced_path or len(info.parts) != 3:
             raise MethodNotAllowed(
                 f"the server does not allow this method on the requested resource ({request.method})"
             )
@@ -270,7 +315,7 @@ class TwinApp:
         view = face.runtime()
         sent = await self._decoded(request)
         body = tokenrequest.token_request(
-            view.store, target.namespace, target.name, sent, signer, issuer_of(view), self.core.loop.now()
+            view.store, info.namespace, info.name, sent, signer, issuer_of(view), self.core.loop.now()
         )
         return json_response(body, 201)
 
@@ -292,15 +337,19 @@ class TwinApp:
             }
         )
 
-    def openapi(self, p: str, face: KubeFace, cluster: str | None = None) -> Response:
-        if p == "/openapi/v2":
+    def openapi(self, info: RequestInfo, face: KubeFace, request_accept: str = "") -> Response:
+        segs = tuple(s for s in info.segments if s)
+        if segs == ("openapi", "v2"):
+            if openapi_proto.wants(request_accept):
+                return Response(openapi.v2_proto(face.kinds()), media_type=openapi_proto.ANSWER_TYPE)
             return Response(openapi.v2(face.kinds()), media_type="application/json")
-        if p == "/openapi/v3":
-            return json_response(openapi.v3_index(face.kinds(), f"/clusters/{cluster}" if cluster else ""))
-        rest = p[len("/openapi/v3/") :].split("/")
-        if rest[0] == "api" and len(rest) == 2:
+        if segs == ("openapi", "v3"):
+            prefix = f"/clusters/{info.cluster}" if info.cluster else ""
+            return json_response(openapi.v3_index(face.kinds(), prefix))
+        rest = segs[2:] if segs[:2] == ("openapi", "v3") else ()
+        if len(rest) == 2 and rest[0] == "api":
             doc = openapi.v3_group_version(face.kinds(), "", rest[1])
-        elif rest[0] == "apis" and len(rest) == 3:
+        elif len(rest) == 3 and rest[0] == "apis":
             doc = openapi.v3_group_version(face.kinds(), rest[1], rest[2])
         else:
             doc = None
@@ -309,19 +358,24 @@ class TwinApp:
         return Response(doc, media_type="application/json")
 
 
-def build_app(core: TwinServices, token: str | None, server_address: str = "") -> Any:
+def build_app(
+    core: TwinServices,
+    token: str | None,
+    server_address: str = "",
+    inflight: inflight_limit.InFlight | None = None,
+) -> Any:
     """The ASGI application serving ``core`` (a ``TwinCore``); ``token`` None disables auth (tests).
 
     A bare ASGI callable rather than a Starlette application: every path goes to ``TwinApp``, which routes
     and turns every failure into a ``Status`` itself, so Starlette's router and its two error middlewares
     would only add a few function layers to each request (a fifth of a small request's time)."""
-    twin_app = TwinApp(core, token, server_address)
+    twin_app = TwinApp(core, token, server_address, inflight)
     allowed = frozenset(METHODS)
 
-    def portforward_gate(method: str, path: str, headers: list[tuple[str, str]]) -> dict[str, Any] | None:
+    def portforward_gate(info: RequestInfo, headers: list[tuple[str, str]]) -> dict[str, Any] | None:
         """A port-forward upgrade's authentication and authorization (``create`` on ``pods/portforward``): the
         ``Status`` to refuse it with, else None."""
-        return twin_app.gate(method, path, headers)
+        return twin_app.gate(info, headers)
 
     async def app(scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":  # lifespan is off; websockets are not served

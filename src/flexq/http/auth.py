@@ -8,10 +8,6 @@ Owns:
   ServiceAccount — verified as the API server's ``JWTTokenAuthenticator`` does: this cluster's issuer and
   audience, not expired, the ServiceAccount (and the bound Pod or Secret) still there with the same uid. Anything
   else is 401. A twin served without a token (tests) treats every request as the admin's.
-- ``request_attributes`` (``RequestInfoFactory.NewRequestInfo``): the verb (``get``/``list``/``watch`` by name and
-  query, ``create``, ``update``, ``patch``, ``delete``/``deletecollection``; the lowercase method for
-  non-resource paths), API group, resource, subresource, namespace (a namespace's own name for
-  ``/api/v1/namespaces/x``) and name (also a ``list``/``watch``'s ``metadata.name=`` field selector).
 - ``impersonate`` (``WithImpersonation``): ``Impersonate-User``/``-Group``/``-Uid``/``-Extra-*``, each
   authorized as the ``impersonate`` verb on ``users``, ``serviceaccounts``, ``groups``, ``uids`` or
   ``userextras/<key>``; a ServiceAccount gets its groups when none are given, everyone ``system:authenticated``
@@ -23,8 +19,9 @@ Owns:
   only what they hold, unless they may ``escalate`` the role or ``bind`` its role (``ConfirmNoEscalation``,
   ``BindingAuthorized``; an ``aggregationRule`` needs cluster-admin's authority).
 
-The rules themselves live in ``flexq.semantics.rbac`` and ``flexq.semantics.satokens``. Must not import domain
-packages.
+What a request asks (its authorization attributes) is read off its ``flexq.http.requestinfo.RequestInfo``,
+computed once per request. The rules themselves live in ``flexq.semantics.rbac`` and
+``flexq.semantics.satokens``. Must not import domain packages.
 """
 
 from __future__ import annotations
@@ -51,8 +48,6 @@ __all__ = [
     "authorize",
     "forbidden",
     "impersonate",
-    "privileged",
-    "request_attributes",
 ]
 
 log = logging.getLogger("flexq.http.auth")
@@ -60,15 +55,7 @@ USER_KEY = "flexq.user"  # where a request's scope keeps the user it acts as
 ADMIN = UserInfo("flexq-admin", uid="flexq-admin", groups=(rbac.SYSTEM_MASTERS, rbac.ALL_AUTHENTICATED))
 ANONYMOUS = UserInfo(rbac.ANONYMOUS, groups=(rbac.ALL_UNAUTHENTICATED,))
 AUTH_GROUP = "authentication.k8s.io"
-_API_PREFIXES = {"api", "apis"}
-_SPECIAL_VERBS = {"proxy", "watch"}
-_NAMESPACE_SUBRESOURCES = {"status", "finalize"}
 _CACHE = 4096  # verified token signatures remembered (a token's objects are checked on every request)
-
-
-def privileged(user: UserInfo) -> bool:
-    """``system:masters``: allowed everything, without an RBAC lookup (kube-apiserver's privileged group)."""
-    return rbac.SYSTEM_MASTERS in user.groups
 
 
 # -- authentication -------------------------------------------------------------------------------------------
@@ -132,74 +119,6 @@ class Authenticator:
         return claims
 
 
-# -- what a request asks ----------------------------------------------------------------------------------------
-
-
-def _truthy_watch(values: list[str]) -> bool:
-    return bool(values) and values[0].lower() not in ("false", "0")
-
-
-def request_attributes(user: UserInfo, method: str, path: str, query: Any) -> Attributes:
-    """``NewRequestInfo`` for ``path`` (the cluster prefix already taken off); ``query`` a multi-dict."""
-    parts = [p for p in path.strip("/").split("/") if p] if path.strip("/") else []
-    non_resource = Attributes(user, method.lower(), resource_request=False, path=path)
-    if len(parts) < 3 or parts[0] not in _API_PREFIXES:
-        return non_resource
-    rest = parts[1:]
-    group = ""
-    if parts[0] == "apis":
-        if len(rest) < 3:
-            return non_resource
-        group, rest = rest[0], rest[1:]
-    version, rest = rest[0], rest[1:]
-    verb = {
-        "POST": "create",
-        "GET": "get",
-        "HEAD": "get",
-        "PUT": "update",
-        "PATCH": "patch",
-        "DELETE": "delete",
-    }
-    if rest[0] in _SPECIAL_VERBS:
-        if len(rest) < 2:
-            return Attributes(user, rest[0], api_group=group, api_version=version)
-        the_verb, rest = rest[0], rest[1:]
-    else:
-        the_verb = verb.get(method.upper(), "")
-    namespace = ""
-    if rest[0] == "namespaces" and len(rest) > 1:
-        namespace = rest[1]
-        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
-            rest = rest[2:]
-    resource = rest[0] if rest else ""
-    name = rest[1] if len(rest) >= 2 else ""
-    sub = rest[2] if len(rest) >= 3 and the_verb != "proxy" else ""
-    if not name and the_verb == "get":
-        the_verb = "watch" if _truthy_watch(query.getlist("watch")) else "list"
-        for term in (query.get("fieldSelector") or "").split(","):
-            key, op, value = term.partition("==") if "==" in term else term.partition("=")
-            if (
-                key.strip() == "metadata.name"
-                and op
-                and value
-                and "/" not in value
-                and value not in (".", "..")
-            ):
-                name = value.strip()
-    if not name and the_verb == "delete":
-        the_verb = "deletecollection"
-    return Attributes(
-        user,
-        the_verb,
-        namespace=namespace,
-        api_group=group,
-        api_version=version,
-        resource=resource,
-        subresource=sub,
-        name=name,
-    )
-
-
 # -- authorization ----------------------------------------------------------------------------------------------
 
 
@@ -223,9 +142,7 @@ class StoreRoles:
 
 
 def authorize(store: Store, attrs: Attributes) -> tuple[bool, str]:
-    """The privileged group, then RBAC over ``store``'s roles."""
-    if privileged(attrs.user):
-        return True, ""
+    """The privileged group, then RBAC over ``store``'s roles (``rbac.authorize``)."""
     return rbac.authorize(StoreRoles(store), attrs)
 
 
@@ -346,7 +263,7 @@ def escalation_check(
 ) -> None:
     """Refuse (403) a Role, ClusterRole or binding that would grant what ``user`` does not hold, unless they may
     ``escalate`` (roles) or ``bind`` (bindings) it, as the RBAC registry's policy-based storage does."""
-    if privileged(user) or (old is not None and _only_gc_fields(new, old)):
+    if rbac.privileged(user) or (old is not None and _only_gc_fields(new, old)):
         return
     group = rbac.GROUP
     plural = _PLURALS[kind]

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from flexq.api.decode import check_decoded, load_json, load_yaml
-from flexq.errors import ApiError, BadRequest, InternalError, RequestEntityTooLarge
+from flexq.errors import ApiError, BadRequest, InternalError, RequestEntityTooLarge, ServiceUnavailable
 from flexq.loop import EventLoop, RealtimeLoop
 
 T = TypeVar("T")
@@ -54,11 +54,26 @@ def _threadsafe_future() -> tuple[asyncio.Future[Any], Callable[[Any, BaseExcept
     return fut, deliver
 
 
+def loop_stopped(loop: EventLoop) -> ServiceUnavailable | None:
+    """The error to answer with when the twin's loop thread has died (None while it runs)."""
+    if not isinstance(loop, RealtimeLoop) or loop.alive():
+        return None
+    why = f" ({type(loop.failure).__name__})" if loop.failure is not None else ""
+    return ServiceUnavailable(
+        f"the twin's event loop has stopped{why}: nothing can be read or written until the twin is "
+        "restarted (flexq down; flexq up)"
+    )
+
+
 async def on_loop(loop: EventLoop, fn: Callable[[], T], timeout: float = LOOP_TIMEOUT) -> T:
     """Run ``fn`` on the twin's loop thread and await its result (its exception is re-raised here).
-    A loop that does not answer within ``timeout`` seconds (stopped, or stuck) gives a 500, not a hung request."""
+    A loop that does not answer within ``timeout`` seconds (stuck) gives a 500, not a hung request; a loop that
+    has died a 503 at once."""
     if not isinstance(loop, RealtimeLoop) or loop.thread is None or loop.in_loop_thread():
         return fn()
+    stopped = loop_stopped(loop)
+    if stopped is not None:
+        raise stopped
     fut, deliver = _threadsafe_future()
 
     def run() -> None:
@@ -108,6 +123,9 @@ class WriteBatch:
         loop = self.loop
         if not isinstance(loop, RealtimeLoop) or loop.thread is None or loop.in_loop_thread():
             return fn()
+        stopped = loop_stopped(loop)
+        if stopped is not None:
+            raise stopped
         fut, deliver = _threadsafe_future()
 
         with self._lock:
@@ -232,13 +250,3 @@ def url_path(request: Request) -> str:
     request's CPU): the ASGI path with ``?``, ``#`` and ``\\`` escaped, as Starlette's ``URL`` has it."""
     path: str = request.scope["path"]
     return path.replace("?", "%3F").replace("#", "%23").replace("\\", "%5C")
-
-
-def truthy(value: str | None) -> bool:
-    """A boolean query parameter as the API server converts it (``runtime.Convert_Slice_string_To_bool``, used
-    by the generated ``url.Values`` conversions of ListOptions, PodLogOptions, PatchOptions, DeleteOptions):
-    absent is false; present, only ``0`` and ``false`` in any case are false, everything else is true
-    (``?watch=on``, ``?watch=yes``, ``?watch`` and ``?watch=`` start a watch; the Python client sends ``True``)."""
-    if value is None:
-        return False
-    return not (value == "0" or value.casefold() == "false")

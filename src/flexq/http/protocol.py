@@ -1,8 +1,10 @@
 """The HTTP/1.1 protocol of a served twin: uvicorn's (httptools', else h11's), plus the connection upgrade that
 ``kubectl port-forward`` needs and ASGI cannot express.
 
-Owns: ``protocol_class(core, token)`` — a subclass of uvicorn's protocol that looks at the first
-request of each connection; a ``POST .../pods/<name>/portforward`` with ``Upgrade: SPDY/3.1`` is
+Owns: ``protocol_class(core, token)`` — a subclass of uvicorn's protocol that closes a connection whose
+request head is not complete ``header_timeout`` seconds after it opened or after the request began (Go's
+``ReadHeaderTimeout``: the API server's is 32 s), answers a request line it cannot parse as Go's server does,
+and looks at the first request of each connection; a ``POST .../pods/<name>/portforward`` with ``Upgrade: SPDY/3.1`` is
 authenticated, answered ``101`` and handed to ``PortForwardSession``; a WebSocket upgrade there gets
 ``400`` (kubectl then falls back to SPDY); everything else goes to the ASGI app unchanged. Also owns the
 lookup of where a pod's port really is (its executor's ``PodRunState.ports``, else the pod annotation
@@ -18,7 +20,9 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import unquote
 
+from starlette.datastructures import QueryParams
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 try:  # llhttp through httptools: a fifth of the server's CPU per small request less than h11's pure Python
@@ -29,13 +33,14 @@ except ImportError:  # pragma: no cover - httptools is a dependency; h11 is uvic
 from flexq.errors import BadRequest
 from flexq.http.common import dumps, on_loop
 from flexq.http.kube.portforward import LOCAL_PORTS, PortForwardSession, Target, upgrade_response
+from flexq.http.requestinfo import RequestInfo, request_info
 from flexq.http.seam import TwinServices
 
-_PF = re.compile(
-    r"^(?:/clusters/(?P<cluster>[^/]+))?/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/]+)/portforward$"
-)
 _MAX_HEAD = 64 * 1024
 MAX_URL = 65535  # httptools.parse_url refuses longer URLs
+HEADER_TIMEOUT = 32.0  # the API server's ReadHeaderTimeout ("just shy of requestTimeoutUpperBound")
+# RFC 7230's tchar: what Go's validMethod accepts in a method
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 def local_endpoint(pod: dict, port: int, executors: Sequence[Any] = ()) -> tuple[str, int]:
@@ -78,6 +83,20 @@ def local_target(pod: dict, port: int, executors: Sequence[Any] = ()) -> Target:
     return Target(host, local)
 
 
+def is_portforward(info: RequestInfo) -> bool:
+    """Whether a request is for a pod's ``portforward`` subresource (``/api/v1/namespaces/<ns>/pods/<name>/
+    portforward``)."""
+    return (
+        info.resource_request
+        and info.namespaced_path
+        and (info.api_group, info.api_version, info.resource, info.subresource)
+        == ("", "v1", "pods", "portforward")
+        and len(info.parts) == 3
+        and "" not in info.parts
+        and bool(info.namespace)
+    )
+
+
 def _http(status: str, body: dict[str, Any]) -> bytes:
     data = dumps(body)
     return (
@@ -89,14 +108,46 @@ def _http(status: str, body: dict[str, Any]) -> bytes:
 def protocol_class(
     core: TwinServices,
     token: str | None,
-    gate: Callable[[str, str, list[tuple[str, str]]], dict[str, Any] | None] | None = None,
+    gate: Callable[[RequestInfo, list[tuple[str, str]]], dict[str, Any] | None] | None = None,
+    header_timeout: float = HEADER_TIMEOUT,
 ) -> type[Any]:
     """uvicorn's HTTP/1.1 protocol (httptools', else h11's) bound to one twin, with port-forward upgrades.
-    ``gate(method, path, headers)`` authenticates and authorizes an upgrade (a ``Status`` to refuse it with);
+    ``gate(info, headers)`` authenticates and authorizes an upgrade (``info`` its ``RequestInfo``) (a ``Status`` to refuse it with);
     without one, the upgrade needs ``token``."""
 
     class TwinHttpProtocol(_Base):
         _head: bytes | None = b""
+        _header_timer: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm_header_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm_header_timer()
+            super().connection_lost(exc)
+
+        def _arm_header_timer(self) -> None:
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(header_timeout, self._header_timed_out)
+
+        def _disarm_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _header_timed_out(self) -> None:
+            """Go's server closes a connection whose request head is late without answering (a read timeout)."""
+            self._header_timer = None
+            self.transport.close()
+
+        def on_message_begin(self) -> None:  # httptools: a request begins (the next one on a kept-alive conn)
+            self._arm_header_timer()
+            super().on_message_begin()
+
+        def on_headers_complete(self) -> None:
+            self._disarm_header_timer()
+            super().on_headers_complete()
 
         def send_400_response(self, msg: str) -> None:
             """uvicorn's answer to a request it cannot parse, as a Kubernetes ``Status`` (JSON, not text): a
@@ -126,6 +177,7 @@ def protocol_class(
                 return None
             buffered, self._head = self._head, None
             if self._take_over(buffered):
+                self._disarm_header_timer()
                 return None
             return super().data_received(buffered)
 
@@ -133,14 +185,15 @@ def protocol_class(
             """Go's net/http answers a request line it cannot parse as soon as it has read it, before any
             header: a line without a method, target and version (HTTP/0.9's ``GET /``) or with a malformed
             version is ``400 Bad Request``, a version other than 1.x ``505`` (``readRequest``,
-            ``http1ServerSupportsRequest``); then it closes the connection. The API server never sees it."""
+            ``http1ServerSupportsRequest``) — a method that is not a token (garbage bytes) is a 400 before the
+            version is looked at; then it closes the connection. The API server never sees it."""
             if self._head is None:
                 return False
             text = line.decode("latin-1")
             method, _, rest = text.partition(" ")
             _, sep, proto = rest.partition(" ")
             version = re.fullmatch(r"HTTP/(\d)\.(\d)", proto)
-            if method and sep and version is not None:
+            if _TOKEN.fullmatch(method) and sep and version is not None:
                 if version.group(1) == "1":
                     return False
                 reply = "505 HTTP Version Not Supported: unsupported protocol version"
@@ -160,7 +213,7 @@ def protocol_class(
             parts = lines[0].split(" ")
             if len(parts) != 3:
                 return False
-            method, target = parts[0], parts[1].split("?", 1)[0]
+            method, target = parts[0], parts[1]
             headers = {}
             pairs = []
             for line in lines[1:]:
@@ -168,8 +221,11 @@ def protocol_class(
                 headers[k.strip().lower()] = v.strip()
                 pairs.append((k.strip().lower(), v.strip()))
             upgrade = headers.get("upgrade", "").lower()
-            m = _PF.match(target)
-            if m is None or not upgrade:
+            if not upgrade:
+                return False
+            raw_path, _, query = target.partition("?")
+            info = request_info(method, unquote(raw_path), QueryParams(query))
+            if not is_portforward(info):
                 return False
             if "websocket" in upgrade:
                 self.transport.write(
@@ -185,7 +241,7 @@ def protocol_class(
             scheme_, _, value = headers.get("authorization", "").partition(" ")
             refused: dict[str, Any] | None = None
             if gate is not None:
-                refused = gate(method, target, pairs)
+                refused = gate(info, pairs)
             elif token is not None and not (
                 scheme_.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
             ):
@@ -204,7 +260,7 @@ def protocol_class(
                 self.transport.write(_http(line, refused))
                 self.transport.close()
                 return True
-            cluster, ns, pod = m.group("cluster"), m.group("ns"), m.group("pod")
+            cluster, ns, pod = info.cluster, info.namespace, info.name
 
             async def resolve(port: int) -> Target:
                 def look() -> Target:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from flexq.api.kueue_versions import KueueVersion
 from flexq.loop import EventLoop
 from flexq.store import PodLogs, Store
 
@@ -35,8 +36,10 @@ class ClusterFacts(Protocol):
 
 
 class EndpointSettings(Protocol):
-    """The twin-wide settings the server writes (``flexq.runtime.TwinSettings``): where the API listens."""
+    """The twin-wide settings the server writes (``flexq.runtime.TwinSettings``): where the API listens (and the
+    Kueue release it runs, which ``server.json`` records)."""
 
+    kueue: KueueVersion
     kube_endpoint: str | None
     kube_ca_b64: str | None
     service_account_key: bytes | None
@@ -65,6 +68,15 @@ class ClusterView(Protocol):
     @property
     def logs(self) -> PodLogs:
         """Container logs."""
+        ...
+
+
+class Forecasts(Protocol):
+    """When waiting jobs start (``flexq.eta.service.EtaService``, when one is attached to the twin as
+    ``TwinCore.forecasts``): the dashboard shows it, decides nothing from it."""
+
+    def eta_of(self, cluster: str, namespace: str, workload: str) -> dict[str, Any] | None:
+        """The ETA of one Workload (text, median/low/high seconds, plan, what it waits for, reasoning), or None."""
         ...
 
 

@@ -26,10 +26,12 @@ import uvicorn
 import yaml
 
 from flexq.http.app import build_app
-from flexq.http.protocol import protocol_class
+from flexq.http.common import loop_stopped
+from flexq.http.inflight import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT, InFlight
+from flexq.http.protocol import HEADER_TIMEOUT, protocol_class
 from flexq.http.seam import TwinServices
 from flexq.http.tls import Credentials, ensure_credentials
-from flexq.store.private import private_home, write_private
+from flexq.store.private import GCLOUD_DIR, private_home, private_tree, write_private
 
 log = logging.getLogger("flexq.http.server")
 
@@ -37,6 +39,7 @@ SERVER_FILE, KUBECONFIG_FILE, PID_FILE = "server.json", "kubeconfig", "pid"
 CONTEXT = "flexq"
 
 
+IDLE_TIMEOUT = 90  # the API server's IdleTimeout (http.DefaultTransport's keep-alive)
 LAST_PORT_FILE = "last-port"  # kept after stop: a restarted twin takes its old port when free, so the GKE
 # clusters' kubeconfig entries (written by `gcloud container clusters get-credentials`) stay valid
 
@@ -60,8 +63,13 @@ class Server:
         *,
         tls: bool = True,
         auth: bool = True,
+        header_timeout: float = HEADER_TIMEOUT,
+        max_requests_inflight: int = MAX_REQUESTS_INFLIGHT,
+        max_mutating_requests_inflight: int = MAX_MUTATING_REQUESTS_INFLIGHT,
     ) -> None:
+        raise_open_file_limit()
         self.core, self.home, self.host = core, Path(home), host
+        self.header_timeout = header_timeout
         private_home(self.home)
         self.creds: Credentials = ensure_credentials(self.home, core.loop.now())
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -84,15 +92,17 @@ class Server:
         self.url = f"{'https' if tls else 'http'}://{hostport}"
         core.settings.serve(hostport, self.creds.ca_b64, self.creds.sa_key)
         token = self.creds.token if auth else None
-        self.app = build_app(core, token, hostport)
+        self.app = build_app(
+            core, token, hostport, InFlight(max_requests_inflight, max_mutating_requests_inflight)
+        )
         config = uvicorn.Config(
             self.app,
             log_level="warning",
             access_log=False,
-            http=protocol_class(core, token, self.app.portforward_gate),
+            http=protocol_class(core, token, self.app.portforward_gate, header_timeout),
             ws="none",
             lifespan="off",
-            timeout_keep_alive=60,
+            timeout_keep_alive=IDLE_TIMEOUT,
             timeout_graceful_shutdown=2,
             ssl_certfile=str(self.creds.server_cert) if tls else None,
             ssl_keyfile=str(self.creds.server_key) if tls else None,
@@ -114,13 +124,10 @@ class Server:
 
     def _serve(self) -> None:
         """The server's asyncio loop: uvloop's where installed (its TLS and transports are compiled, a good
-        part of a small request's CPU in the standard loop), else the standard one."""
-        try:
-            import uvloop
-
-            factory: Any = uvloop.new_event_loop
-        except ImportError:  # pragma: no cover - uvloop is a dependency
-            factory = None
+        part of a small request's CPU in the standard loop), else the standard one; either way its TLS
+        handshakes time out after ``header_timeout`` (Go's server gives a handshake its ReadHeaderTimeout),
+        not asyncio's default minute."""
+        factory = _loop_factory(self.header_timeout)
         with asyncio.Runner(loop_factory=factory) as runner:
             runner.run(self.uvicorn.serve(sockets=[self.sock]))
 
@@ -134,6 +141,7 @@ class Server:
             kinds = KubeFace(self.core).kinds()
             openapi.v3_index(kinds)
             openapi.v2(kinds)
+            openapi.v2_proto(kinds)
         except Exception:  # only a cache: the first request builds it instead
             log.exception("warming the OpenAPI documents failed")
         finally:
@@ -156,12 +164,14 @@ class Server:
     def kubeconfig_path(self) -> Path:
         return self.home / KUBECONFIG_FILE
 
-    def write_files(self) -> dict[str, Any]:
+    def write_files(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """``kubeconfig`` (upserting the ``flexq`` entries), ``server.json``, ``pid`` and ``pki/ca-bundle.crt``
         (the system's CAs plus the twin's, for clients such as gcloud whose ``REQUESTS_CA_BUNDLE`` would
         otherwise override their own CA setting); returns server.json."""
         write_kubeconfig(self.kubeconfig_path(), self.url, self.creds)
         bundle = write_ca_bundle(self.creds)
+        # gcloud's configuration (CLOUDSDK_CONFIG): owner-only before it writes there
+        private_tree(self.home / GCLOUD_DIR)
         info = {
             "pid": os.getpid(),
             "url": self.url,
@@ -171,7 +181,9 @@ class Server:
             "ca_bundle": str(bundle),
             "token_file": str(self.creds.token_file),
             "kubeconfig": str(self.kubeconfig_path()),
+            "kueue": self.core.settings.kueue.tag,  # the Kueue release the twin runs (flexq up/env say it)
         }
+        info.update(extra or {})
         info["env"] = client_env(self.home, info)
         write_private(self.home / SERVER_FILE, json.dumps(info, indent=2) + "\n")
         write_private(self.home / PID_FILE, f"{os.getpid()}\n")
@@ -180,6 +192,37 @@ class Server:
     def remove_files(self) -> None:
         for name in (SERVER_FILE, PID_FILE):
             (self.home / name).unlink(missing_ok=True)
+
+
+def raise_open_file_limit() -> None:
+    """The soft limit on open files raised to the hard one, as Go's runtime does at the start of every program
+    (so the API server's): each connection holds a file, and 1,024 idle ones must not lock every client out."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != hard and (hard == resource.RLIM_INFINITY or soft < hard):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not a POSIX system, or not allowed
+        log.warning("could not raise the limit on open files", exc_info=True)
+
+
+def _loop_factory(handshake_timeout: float) -> Any:
+    """An asyncio loop factory whose servers give a TLS handshake ``handshake_timeout`` seconds."""
+    try:
+        import uvloop
+
+        base: Any = uvloop.Loop
+    except ImportError:  # pragma: no cover - uvloop is a dependency
+        base = asyncio.SelectorEventLoop
+
+    class _Loop(base):
+        async def create_server(self, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("ssl") is not None:
+                kwargs.setdefault("ssl_handshake_timeout", handshake_timeout)
+            return await super().create_server(*args, **kwargs)
+
+    return _Loop
 
 
 def _upsert(items: list[dict], name: str, key: str, value: dict) -> list[dict]:
@@ -245,7 +288,7 @@ def client_env(home: str | Path, info: dict[str, Any] | None = None) -> dict[str
     base = info["url"].rstrip("/") + "/"
     return {
         "KUBECONFIG": info["kubeconfig"],
-        "CLOUDSDK_CONFIG": str(home / "gcloud"),
+        "CLOUDSDK_CONFIG": str(home / GCLOUD_DIR),
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_CONTAINER": base,
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_CLOUDRESOURCEMANAGER": base,
         "CLOUDSDK_API_ENDPOINT_OVERRIDES_SERVICEUSAGE": base,
@@ -263,12 +306,16 @@ def serve(
     port: int = 0,
     ready: threading.Event | None = None,
     stop: threading.Event | None = None,
-) -> None:
+    extra: dict[str, Any] | None = None,
+) -> int:
     """Serve ``core`` until SIGTERM or SIGINT (in the main thread) or until ``stop`` is set — ``flexq up``'s
-    foreground body. Writes the client files once listening (then sets ``ready``); removes ``server.json``
-    and ``pid`` on the way out. The caller closes ``core``."""
+    foreground body. Writes the client files once listening (``extra`` goes into ``server.json``; then sets
+    ``ready``); removes ``server.json``
+    and ``pid`` on the way out. The caller closes ``core``. Returns 0, or 1 when the HTTP server or the twin's
+    loop stopped by itself: a twin whose loop died is not left serving errors (the process exits, and
+    ``/healthz`` and ``/readyz`` fail until it has)."""
     server = Server(core, home, host, port).start()
-    server.write_files()
+    server.write_files(extra)
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -276,11 +323,18 @@ def serve(
     log.info("serving the twin at %s", server.url)
     if ready is not None:
         ready.set()
+    code = 0
     try:
         while not stop.wait(1.0):
             if server.thread is not None and not server.thread.is_alive():
                 log.error("the HTTP server stopped unexpectedly")
+                code = 1
+                break
+            if loop_stopped(core.loop) is not None:
+                log.critical("the twin's event loop stopped; exiting (start the twin again with flexq up)")
+                code = 1
                 break
     finally:
         server.stop()
         server.remove_files()
+    return code

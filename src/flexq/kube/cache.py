@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 
 from flexq.kube.scheduler_filters import NodeInfo, node_info, pod_requests
+from flexq.semantics.owners import controller_owner
 from flexq.semantics.pods import is_terminal
 from flexq.store.store import Store, Subscription, WatchEvent
 
@@ -24,14 +25,6 @@ OwnerKey = tuple[str, str, str]  # (namespace, owner kind, owner name)
 def pod_key(pod: dict) -> PodKey:
     m = pod["metadata"]
     return (m.get("namespace") or "default", m["name"])
-
-
-def controller_owner(obj: dict) -> dict | None:
-    """The ownerReference with ``controller: true``, if any."""
-    for ref in obj["metadata"].get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref
-    return None
 
 
 class ClusterCache:

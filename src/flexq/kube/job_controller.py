@@ -18,7 +18,11 @@ finalizer, the events ``SuccessfulCreate`` / ``FailedCreate`` (a pod the API ser
    deadline passed; Complete when ``completions`` pods succeeded (Indexed: every index), or, without
    ``completions``, when one succeeded and none is active. Remaining active pods are then deleted.
 4. Otherwise create pods up to ``parallelism`` (never more than the completions still missing), after a
-   back-off of 10 s doubling to 6 min following failures, or delete extra ones.
+   back-off of 10 s doubling to 6 min following failures, or delete extra ones: at most 500 a sync
+   (``MaxPodCreateDeletePerSync``), created in slow-start batches of 1, 2, 4, ... that stop after a batch
+   with a refusal (``slowStartBatch``). A Job that wanted more waits a second (``syncJobBatchPeriod``) for
+   its next 500, however often its own status writes wake it (upstream, the controller's client rate limit
+   spaces them), so a Job of 100,000 pods is built 500 a second while every other object keeps its turn.
 
 Jobs with ``spec.managedBy`` other than ``kubernetes.io/job-controller`` are left alone. Must not import
 other domain packages.
@@ -41,6 +45,7 @@ from flexq.store.store import WatchEvent
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 _REFUSED: dict = {}  # what ``_create`` returns when the API server refused the pod
 SYNC_JOB_BATCH_PERIOD = 1.0  # kube-controller-manager's syncJobBatchPeriod
+MAX_POD_CREATE_DELETE_PER_SYNC = 500  # the job controller's MaxPodCreateDeletePerSync
 MAX_API_BACKOFF = (
     60.0  # the job controller's queue: 1 s doubling to 1 min (DefaultJobApiBackOff, MaxJobApiBackOff)
 )
@@ -88,6 +93,7 @@ class JobController(Controller):
         self.rng = ctx.rng("job-controller")
         self.last_failure: dict[str, float] = {}  # job uid -> when a failure was last counted
         self.refused: dict[str, int] = {}  # job uid -> pod creations refused in a row (the API back-off)
+        self.next_batch: dict[str, float] = {}  # job uid -> when a Job that wanted more than a sync may go on
 
     def watches(self) -> list[Watch]:
         # pod events sync their job after SyncJobBatchPeriod (enqueueSyncJobBatched), so that a burst of pod
@@ -118,6 +124,7 @@ class JobController(Controller):
             result = None
             self.last_failure.pop(uid, None)
             self.refused.pop(uid, None)
+            self.next_batch.pop(uid, None)
         self._write_status(job, status)
         self._release(counted)
         return self._ttl(job, status) or result
@@ -166,8 +173,9 @@ class JobController(Controller):
                 conds, "Suspended", "True", "JobSuspended", "Job suspended", now, probe=True
             ):
                 self.events.record(job, "Normal", "Suspended", "Job suspended")
-            self._delete(job, active)
-            self._set_counts(status, [])
+            # at most a sync's worth: the deletions wake the Job again for the rest
+            self._delete(job, active[:MAX_POD_CREATE_DELETE_PER_SYNC])
+            self._set_counts(status, active[MAX_POD_CREATE_DELETE_PER_SYNC:])
             return None
         if is_true(status, "Suspended"):
             set_core_condition(conds, "Suspended", "False", "JobResumed", "Job resumed", now, probe=True)
@@ -249,26 +257,43 @@ class JobController(Controller):
                     bool((p.get("spec") or {}).get("nodeName")),
                     p["metadata"]["name"],
                 ),
-            )[: len(active) - want]
+            )[: min(len(active) - want, MAX_POD_CREATE_DELETE_PER_SYNC)]
             self._delete(job, extra)
             names = {p["metadata"]["name"] for p in extra}
             return [p for p in active if p["metadata"]["name"] not in names], None
         if len(active) == want:
+            self.next_batch.pop(job["metadata"]["uid"], None)
             return active, None
+        uid = job["metadata"]["uid"]
+        if self.next_batch.get(uid, now) > now:
+            return active, self.next_batch[uid] - now
         last = self.last_failure.get(job["metadata"]["uid"])
         if last is not None:
             left = last + job_rules.creation_backoff(status.get("failed", 0)) - now
             if left > 0:
                 return active, left
         created: list[dict] = []
-        for i in range(want - len(active)):
-            pod = self._create(job, todo[i] if todo else None)
-            if pod is _REFUSED:  # slow start: the first batch (one pod) failed, the rest are skipped
+        diff = min(want - len(active), MAX_POD_CREATE_DELETE_PER_SYNC)
+        if want - len(active) > diff:
+            self.next_batch[uid] = now + SYNC_JOB_BATCH_PERIOD
+        else:
+            self.next_batch.pop(uid, None)
+        made, batch = 0, 1
+        while made < diff:  # slow start: batches of 1, 2, 4, ...; a batch with a refusal ends the sync
+            size = min(batch, diff - made)
+            refused = False
+            for i in range(made, made + size):
+                pod = self._create(job, todo[i] if todo else None)
+                if pod is _REFUSED:
+                    refused = True
+                elif pod is not None:
+                    created.append(pod)
+            made += size
+            batch *= 2
+            if refused:
                 n = self.refused.get(job["metadata"]["uid"], 0)
                 self.refused[job["metadata"]["uid"]] = n + 1
                 return active + created, min(MAX_API_BACKOFF, 2.0**n)
-            if pod is not None:
-                created.append(pod)
         self.refused.pop(job["metadata"]["uid"], None)
         return active + created, None
 

@@ -5,10 +5,14 @@ Succeeded/Failed), the ``Initialized`` / ``ContainersReady`` / ``Ready`` / ``Dis
 conditions, ``containerStatuses`` and ``initContainerStatuses`` (waiting ``ContainerCreating`` /
 ``PodInitializing`` / ``CrashLoopBackOff``, running, terminated with ``exitCode`` and reason
 ``Completed`` / ``Error``, ``restartCount``, ``lastState``), ``hostIP``, ``podIP``, ``startTime``,
-``qosClass``; the ``Started`` / ``Killing`` / ``FailedMount`` / ``BackOff`` / ``TaintManagerEviction``
-events. Also the executors' lifecycle: a bound pod starts on the first of ``ctx.executors`` whose
-``accepts(pod)`` is true, with a ``PodLaunch`` carrying its ConfigMap files (a missing ConfigMap keeps
-it in ``ContainerCreating`` until the ConfigMap appears), its ServiceAccount token volumes when the twin serves
+``qosClass``; the ``Started`` / ``Killing`` / ``FailedMount`` / ``InspectFailed`` / ``Failed`` / ``BackOff`` /
+``TaintManagerEviction`` events. Also the executors' lifecycle: a bound pod starts on the first of
+``ctx.executors`` whose ``accepts(pod)`` is true, with a ``PodLaunch`` carrying its ConfigMap files; what
+``podenv.start_blocker`` finds first keeps it Pending instead, as upstream's kubelet reports it: a missing
+ConfigMap or Secret volume (``ContainerCreating``, ``FailedMount``: ``MountVolume.SetUp failed for volume "v" :
+configmap "x" not found``) until it appears, an image reference it cannot parse (``InvalidImageName``), an
+env reference to a missing ConfigMap, Secret or key (``CreateContainerConfigError``). Its ServiceAccount
+token volumes when the twin serves
 its API (``sa_volumes``), the node's TPU environment, the pod logs and
 the clock; it is stopped when the pod is deleted, finishes, or its node disappears (the pod is then
 failed with reason ``NodeLost``, as PodGC marks pods of deleted nodes). Pods on a node with a
@@ -31,8 +35,8 @@ from flexq.api.core_defaults import qos_class
 from flexq.api.jsoncopy import ByIdentity, clone_kept
 from flexq.clock import format_time, parse_time
 from flexq.errors import NotFound
-from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
-from flexq.kube.podenv import configmap_files, tpu_env
+from flexq.kube.cache import ClusterCache, PodKey, controller_owner, is_terminal, pod_key
+from flexq.kube.podenv import api_env, configmap_files, start_blocker, tpu_env
 from flexq.kube.sa_volumes import token_files
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.runtime.executor import PodExecutor, PodLaunch, PodRunState
@@ -85,7 +89,7 @@ class Kubelet(Controller):
         self.cache = cache
         self.running: dict[PodKey, _Running] = {}
         self.backoff: dict[PodKey, float] = {}
-        self.waiting_cm: dict[tuple[str, str], set[PodKey]] = {}
+        self.waiting_cm: dict[tuple[str, str, str], set[PodKey]] = {}  # (kind, namespace, name) -> pods
         self.log_owner: dict[PodKey, str] = {}  # uid of the pod whose logs are kept under this name
         self._signer: tuple[bytes, satokens.Signer] | None = None
 
@@ -94,6 +98,7 @@ class Kubelet(Controller):
             Watch("Pod", self._pod_keys),
             Watch("Node", self._node_keys),
             Watch("ConfigMap", self._configmap_keys),
+            Watch("Secret", self._configmap_keys),
         ]
 
     def _pod_keys(self, ev: WatchEvent) -> Iterable[PodKey]:
@@ -117,7 +122,9 @@ class Kubelet(Controller):
 
     def _configmap_keys(self, ev: WatchEvent) -> Iterable[PodKey]:
         m = ev.object["metadata"]
-        return sorted(self.waiting_cm.get((m.get("namespace") or "default", m["name"]), ()))
+        return sorted(
+            self.waiting_cm.get((ev.object.get("kind", ""), m.get("namespace") or "default", m["name"]), ())
+        )
 
     def stop(self) -> None:
         for key, rec in sorted(self.running.items()):
@@ -220,27 +227,25 @@ class Kubelet(Controller):
 
     # -- start / stop ---------------------------------------------------------------------------------
     def _start(self, key: PodKey, pod: dict, node_name: str) -> Result | None:
-        files, missing = configmap_files(pod, lambda name: self.store.peek("ConfigMap", name, key[0]))
-        if missing:
-            for _, cm in missing:
-                self.waiting_cm.setdefault((key[0], cm), set()).add(key)
+        blocker = start_blocker(pod, lambda kind, name: self.store.peek(kind, name, key[0]))
+        if blocker is not None:
+            self._forget_configmaps(key)
+            for kind, name in blocker.refs:
+                self.waiting_cm.setdefault((kind, key[0], name), set()).add(key)
             st = self._base_status(pod, "Pending", "", False)
-            st["containerStatuses"] = self._containers(
-                pod, {"waiting": {"reason": "ContainerCreating"}}, False
+            waiting = {"reason": blocker.waiting_reason} | (
+                {"message": blocker.waiting_message} if blocker.waiting_message else {}
             )
+            st["containerStatuses"] = self._containers(pod, {"waiting": waiting}, False)
             if self._write(pod, st):
-                vol, cm = missing[0]
-                self.events.record(
-                    pod,
-                    "Warning",
-                    "FailedMount",
-                    f'MountVolume.SetUp failed for volume "{vol}" : configmap "{cm}" not found',
-                )
+                self.events.record(pod, "Warning", blocker.event_reason, blocker.event_message)
             return None
+        files, _missing = configmap_files(pod, lambda name: self.store.peek("ConfigMap", name, key[0]))
         self._forget_configmaps(key)
         for path, content in self._token_files(pod).items():
             files.setdefault(path, {}).update(content)
-        executor = next((ex for ex in self.ctx.executors if ex.accepts(pod)), None)
+        owners = self._owners(pod)
+        executor = next((ex for ex in self.ctx.executors if ex.accepts(pod, owners)), None)
         if executor is None:
             return None
         node = self.store.peek("Node", node_name)  # read-only, as the pod (PodLaunch)
@@ -256,11 +261,15 @@ class Kubelet(Controller):
             pod=pod,
             node=node,
             files=files,
-            env=tpu_env(pod, self.cache.nodes[node_name], self.cache.nodes.values()),
+            env={
+                **api_env(self.ctx.settings.kube_endpoint),
+                **tpu_env(pod, self.cache.nodes[node_name], self.cache.nodes.values()),
+            },
             logs=self.ctx.logs,
             notify=lambda: self.ctx.loop.post(lambda: self.enqueue(key)),
             now=self.ctx.now,
             wake_at=lambda when: self._wake(key, when),
+            owners=owners,
         )
         try:
             executor.start(launch)
@@ -271,6 +280,31 @@ class Kubelet(Controller):
             self.events.record(pod, "Normal", "Started", f"Started container {c['name']}")
         state = executor.poll(key) or PodRunState("Pending")
         return self._observe(key, pod, rec, state)
+
+    def _owners(self, pod: dict) -> tuple[dict, ...]:
+        """The pod's chain of controllers, closest first: each ``controller: true`` owner reference followed to
+        the stored object of that kind, name and uid in the pod's namespace (a reference to anything else ends
+        the chain), at most four deep. Executors trust a pod by who created it, never by its command."""
+        chain: list[dict] = []
+        obj, ns = pod, pod["metadata"].get("namespace") or "default"
+        for _ in range(4):
+            ref = controller_owner(obj)
+            if ref is None or not ref.get("kind") or not ref.get("name"):
+                break
+            try:
+                owner = self.store.peek(ref["kind"], ref["name"], ns)
+            except (KeyError, ValueError, NotFound):  # a kind this cluster does not serve
+                break
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            if (
+                owner is None
+                or owner["metadata"].get("uid") != ref.get("uid")
+                or str(owner.get("apiVersion", "")).rpartition("/")[0] != group
+            ):
+                break
+            chain.append(owner)
+            obj = owner
+        return tuple(chain)
 
     def _token_files(self, pod: dict) -> dict[str, dict[str, str]]:
         """The pod's ServiceAccount token volumes (``sa_volumes``), when the twin serves its API (whose key

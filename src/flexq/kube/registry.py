@@ -1,7 +1,7 @@
 """The explicit list of what flexq.kube contributes to a twin (style rule 6: one list, no side effects).
 
 ``controllers(ctx)`` returns this package's controllers for one cluster — the scheduler, the kubelet,
-the batch/v1 Job controller, the registration of hand-made Nodes, each Node's Lease, the API server's event
+the batch/v1 Job controller, the apps/v1 ReplicaSet and Deployment controllers, the registration of hand-made Nodes, each Node's Lease, the API server's event
 TTL, the clusterrole aggregation and the seeds real clients expect (``kubernetes`` Service, each namespace's ``default`` ServiceAccount and
 ``kube-root-ca.crt``) — sharing one ``ClusterCache``
 (created first, so its watch sees every event before the controllers' mappers do). ``bootstrap(store)``
@@ -18,6 +18,7 @@ from flexq.clock import format_time
 from flexq.kube.cache import ClusterCache
 from flexq.kube.cluster_seeds import ClusterSeeds
 from flexq.kube.clusterrole_aggregation import ClusterRoleAggregation, bootstrap_policy
+from flexq.kube.deployment_controller import DeploymentController, ReplicaSetController
 from flexq.kube.events import EventTTL
 from flexq.kube.job_controller import JobController
 from flexq.kube.kubelet import Kubelet
@@ -37,6 +38,8 @@ def controllers(ctx: Context) -> list[Controller]:
         Scheduler(ctx, cache),
         Kubelet(ctx, cache),
         JobController(ctx, cache),
+        ReplicaSetController(ctx, cache),
+        DeploymentController(ctx),
         NodeRegistration(ctx),
         NodeLeases(ctx),
         EventTTL(ctx, ctx.settings.event_ttl_seconds),
@@ -59,13 +62,26 @@ def bootstrap(store: Store) -> None:
     install_definitions(store)
 
 
+def _versions(crd: dict) -> list[tuple]:
+    return [
+        (v.get("name"), v.get("served"), v.get("storage"))
+        for v in (crd.get("spec") or {}).get("versions") or []
+    ]
+
+
 def install_definitions(store: Store) -> None:
-    """A CustomResourceDefinition, established, for each custom kind this cluster serves that has none."""
+    """A CustomResourceDefinition, established, for each custom kind this cluster serves that has none; one whose
+    versions (which are served, which is stored) are not the kind's is replaced by the kind's, as an upgrade of
+    the operator that installed it does (a twin restarted with another Kueue release)."""
     now = format_time(store.clock.now())
     for info in store.registry:
         if not info.custom or info.key in store.disabled:
             continue
-        if store.peek("CustomResourceDefinition", f"{info.plural}.{info.group}") is not None:
+        have = store.peek("CustomResourceDefinition", f"{info.plural}.{info.group}")
+        if have is not None:
+            want = definition(info)
+            if _versions(have) != _versions(want):
+                store.update({**have, "spec": want["spec"]}, copy_result=False, validate=False)
             continue
         crd = definition(info)
         status = crd.pop("status")

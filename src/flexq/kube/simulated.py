@@ -19,6 +19,7 @@ mounted files, end). Must not import anything in flexq but
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from flexq.clock import parse_time
@@ -73,7 +74,7 @@ class SimulatedExecutor:
         self._pods: dict[PodKey, _SimPod] = {}
         self._ips = 0
 
-    def accepts(self, pod: dict) -> bool:
+    def accepts(self, pod: dict, owners: Sequence[dict] = ()) -> bool:
         return True
 
     def start(self, launch: PodLaunch) -> None:

@@ -24,10 +24,12 @@ class DashboardCache:
     """Cached answers of local Ray dashboards, refreshed by one poller thread."""
 
     def __init__(
-        self, address_of: Callable[[str, str], str | None], headers: dict[str, str] | None = None
+        self,
+        address_of: Callable[[str, str], str | None],
+        headers_of: Callable[[str, str], dict[str, str]] | None = None,
     ) -> None:
         self._address_of = address_of
-        self._headers = dict(headers or {})  # sent with every request (the Ray token)
+        self._headers_of = headers_of or (lambda ns, cluster: {})  # sent to a cluster (its Ray token)
         self._lock = threading.Lock()
         self._answers: dict[tuple[str, str, str], dict | None] = {}
         self._asked: dict[tuple[str, str, str], int] = {}
@@ -73,7 +75,7 @@ class DashboardCache:
                         if job_id
                         else f"http://{addr}/api/cluster_status?format=1"
                     )
-                    info = http_json(url, self._headers)
+                    info = http_json(url, self._headers_of(ns, cluster))
                     if info is not None and not job_id:
                         info = info.get("data") or {}
                 with self._lock:

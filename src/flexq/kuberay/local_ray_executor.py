@@ -27,10 +27,19 @@ turns a loopback address into the machine's own replaced, so ``--node-ip-address
 address ``127.0.0.1:<port>`` stay as given. JAX's distributed coordinator, which Ray Train starts in a training
 job, is kept on loopback by a ``sitecustomize`` on the nodes' ``PYTHONPATH`` (``_SITECUSTOMIZE``). On top, Ray's
 token authentication is on (``RAY_AUTH_MODE=token``): every Ray gRPC server and the dashboard refuse a request
-without the cluster token, which this executor generates once (``ray_token``) and keeps owner-only
-(``RAY_AUTH_TOKEN_PATH``, mode 0600). Its own dashboard requests carry it, and ``poll`` tells ``kubectl
-port-forward`` to add it (``PodRunState.http_headers``) so the dashboard answers through a port-forward as it
-does on GKE, where nothing asks for a token.
+without the cluster's token — each cluster its own (``cluster_token``: an HMAC of the executor's token,
+``ray_token``, generated once), given to its processes by path (``RAY_AUTH_TOKEN_PATH``, a 0600 file in this
+executor's ``tokens/``), so one cluster's processes cannot reach another's. Its own dashboard requests carry
+it, and ``poll`` tells ``kubectl port-forward`` to add it (``PodRunState.http_headers``) so the dashboard
+answers through a port-forward as it does on GKE, where nothing asks for a token.
+
+Trust and confinement (docs/security.md). Only the pods KubeRay created are run here, as their controller chain
+shows (``names.created_by_kuberay``, from ``PodLaunch.owners``), never a pod by its command: a RayCluster's
+head and workers (whose command is not run: ``ray start`` is rebuilt from its parameters), and a RayJob's
+submitter, whose script is rebuilt from the RayJob (``submitter_script``) and must be the pod's. Every process
+gets a clean environment (``_env``) and runs confined (``confine``: Landlock; it and all it starts — Ray's
+workers, the RayJob's entrypoint — read only the system, this Python and their pod's own directory, which holds
+its ServiceAccount token as a pod's volume would, and never the twin's home).
 
 Every process started carries ``FLEXQ_RAY_OWNER=<executor>:<pod>`` in its environment (Ray's raylet, workers
 and job drivers inherit it); ``stop`` SIGTERMs exactly those, SIGKILLs what is left after a grace period, then
@@ -45,6 +54,8 @@ and its own package.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -56,15 +67,22 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flexq.runtime.executor import PodKey, PodLaunch, PodRunState
 
-from . import commands, localproc, names, runtime_env
+from . import commands, confine, localproc, names, pods, runtime_env
 from .dashboard import DashboardCache, http_text
 
 _STARTED = "Ray runtime started"
+IN_CLUSTER_ENV = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "KUBERNETES_SERVICE_PORT_HTTPS")
+SYSTEM_PATH = os.pathsep.join(["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+NO_LANDLOCK = (
+    "this kernel has no Landlock: the pod's processes run unconfined, and can read every file the twin's "
+    "user can (docs/security.md)"
+)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # Ray's CLI colours its output even into a pipe
 # Ray's start-up and liveness timeouts assume an idle machine; on a loaded 2-core laptop its Python agents take
 # longer than 30 s to come up and the raylet aborts ("Timed out waiting for file .../dashboard_agent_listen_port").
@@ -162,6 +180,8 @@ class _Cluster:
     head_mounts: dict[str, str] | None = None
     head: str = ""  # marker of the current head pod instance
     pods: set[str] = field(default_factory=set)  # markers of live pod instances (a restart is a new one)
+    token: str = ""  # the cluster's own Ray token (LocalRayExecutor.cluster_token)
+    token_file: Path = Path()  # where its processes read it (RAY_AUTH_TOKEN_PATH), owner-only
 
 
 @dataclass
@@ -200,12 +220,20 @@ class LocalRayExecutor:
         gcs_wait_timeout_s: float = 600.0,
         grace_s: float = 3.0,
         token_file: Path | None = None,
+        protected: Sequence[Path] = (),
     ) -> None:
         self._own_base = base_dir is None  # a private temp dir, removed whole on shutdown
         self.base_dir = Path(tempfile.mkdtemp(prefix="flexq-ray-")) if base_dir is None else Path(base_dir)
         self._own_token = token_file is None  # a token of this executor only, removed with its directory
         self.token_file = Path(token_file) if token_file is not None else self.base_dir / TOKEN_FILE
         self.ray_token = ensure_token(self.token_file)
+        # paths no rule of a pod may open (the twin's home; the user's kube and cloud credentials)
+        self.protected = [
+            *protected,
+            Path.home() / ".kube",
+            Path.home() / ".config",
+            self.base_dir / TOKEN_FILE,
+        ]
         self.python = python
         self.object_store_bytes = object_store_bytes
         # Ray Train's controller polls workers every 2 s by default; 0.25 s cuts ~8 s from a short job and
@@ -220,31 +248,39 @@ class LocalRayExecutor:
         self._clusters: dict[tuple[str, str], _Cluster] = {}
         self._next = 0
         self._ray_root: Path | None = None
-        self._dash = DashboardCache(self.dashboard_address, headers=self.auth_headers())
+        self._dash = DashboardCache(self.dashboard_address, self.auth_headers)
         self._shut = False
 
     # ------------------------------------------------------------------------------------- protocol
 
-    def accepts(self, pod: dict) -> bool:
-        """KubeRay head/worker pods and RayJob submitter pods, unless the pod is simulated (run-seconds)."""
+    def accepts(self, pod: dict, owners: Sequence[dict] = ()) -> bool:
+        """The pods KubeRay created (``names.created_by_kuberay``: by their controller chain, never by their
+        command) — RayCluster heads and workers, RayJob submitters — unless simulated (run-seconds). Any other
+        pod, whatever ``ray job submit`` its command says, is never run on this machine."""
         if names.is_simulated(pod):
             return False
-        return names.is_ray_node_pod(pod) or names.is_submitter_pod(pod)
+        return names.created_by_kuberay(pod, owners) is not None
 
     def start(self, launch: PodLaunch) -> None:
         """Record the pod and start it in its own thread."""
         meta = launch.pod["metadata"]
         key: PodKey = (meta.get("namespace", "default"), meta["name"])
         labels = meta.get("labels") or {}
-        kind = labels.get(names.LABEL_NODE_TYPE) if names.is_ray_node_pod(launch.pod) else "submitter"
+        kind = names.created_by_kuberay(launch.pod, launch.owners)
         with self._lock:
             if key in self._pods and not self._pods[key].done.is_set():
                 return
             if self._shut:  # the twin is stopping: nothing new may start (it would outlive shutdown)
                 return
-            script = ""
+            script, refused = "", ""
+            if kind is None:
+                refused = (
+                    "the local Ray executor runs only the pods KubeRay creates for a RayCluster or a RayJob"
+                )
+                kind = "submitter"
             if kind == "submitter":
-                script = commands.submitter_script_of(launch.pod)
+                script, why = submitter_script(launch) if not refused else ("", refused)
+                refused = refused or why
                 target = commands.submitter_target(script)
                 svc_ns, svc = commands.service_of_host(target[0], key[0]) if target else (key[0], "")
                 cname = names.cluster_of_service(svc) or svc
@@ -266,6 +302,11 @@ class LocalRayExecutor:
             cluster.pods.add(pod.marker)
             if kind == "head":
                 cluster.head = pod.marker
+        if refused:  # never run: failed at once, saying why
+            self._log(pod, f"[flexq] not run on this machine: {refused}")
+            self._finish(pod, 126, reason="NotRunOnThisMachine", message=refused)
+            self._cleanup(pod)
+            return
         target_fn = self._run_submitter if kind == "submitter" else self._run_node
         args = (pod, script) if kind == "submitter" else (pod,)
         threading.Thread(target=target_fn, args=args, name=f"ray-pod-{key[1]}", daemon=True).start()
@@ -289,7 +330,8 @@ class LocalRayExecutor:
                 }
                 # Ray's header for proxies: a port-forward (authenticated by the twin) reaches the dashboard as
                 # a pod-network client does on GKE, without asking its user for the Ray token
-                headers = {names.PORT_DASHBOARD: {"X-Ray-Authorization": f"Bearer {self.ray_token}"}}
+                token = c.token
+                headers = {names.PORT_DASHBOARD: {"X-Ray-Authorization": f"Bearer {token}"}}
             return PodRunState(
                 phase=pod.phase,  # type: ignore[arg-type]
                 ready=pod.ready,
@@ -329,6 +371,7 @@ class LocalRayExecutor:
             shutil.rmtree(self._ray_root, ignore_errors=True)
         shutil.rmtree(self.base_dir / "pods", ignore_errors=True)
         shutil.rmtree(self.base_dir / "py", ignore_errors=True)
+        shutil.rmtree(self.base_dir / "tokens", ignore_errors=True)
         if self._own_token:
             self.token_file.unlink(missing_ok=True)
         if self._own_base:
@@ -342,9 +385,17 @@ class LocalRayExecutor:
             c = self._clusters.get((namespace, cluster))
         return f"127.0.0.1:{c.dashboard}" if c and c.head_ready.is_set() else None
 
-    def auth_headers(self) -> dict[str, str]:
-        """The HTTP header a request to one of this executor's Ray dashboards needs (token auth is on)."""
-        return {"Authorization": f"Bearer {self.ray_token}"}
+    def cluster_token(self, namespace: str, cluster: str) -> str:
+        """A local Ray cluster's own token: ``HMAC-SHA256(the executor's token, "<namespace>/<cluster>")``, so a
+        process of one cluster (which must hold its cluster's token) cannot reach another's servers; whoever
+        holds the executor's token (``ray/auth_token``: the twin's user) can derive any of them."""
+        return hmac.new(
+            self.ray_token.encode(), f"{namespace}/{cluster}".encode(), hashlib.sha256
+        ).hexdigest()
+
+    def auth_headers(self, namespace: str, cluster: str) -> dict[str, str]:
+        """The HTTP header a request to a local cluster's Ray dashboard needs (token auth is on)."""
+        return {"Authorization": f"Bearer {self.cluster_token(namespace, cluster)}"}
 
     def job_info(self, namespace: str, cluster: str, job_id: str) -> dict | None:
         """Latest ``GET /api/jobs/<id>`` answer for a job on a local cluster (None: unknown or not yet seen)."""
@@ -366,7 +417,10 @@ class LocalRayExecutor:
                 gcs=localproc.free_port(),
                 dashboard=localproc.free_port(),
                 client=localproc.free_port(),
+                token=self.cluster_token(*key),
+                token_file=self.base_dir / "tokens" / f"c{self._next}",
             )
+            write_token(c.token_file, c.token)
             self._clusters[key] = c
         return c
 
@@ -399,17 +453,33 @@ class LocalRayExecutor:
         return d
 
     def _env(self, pod: _Pod) -> dict[str, str]:
+        """A clean environment, as a container's: nothing of the twin's own (no ``FLEXQ_HOME``, ``KUBECONFIG``,
+        cloud credentials), a home and temporary directory in the pod's directory, this Python's virtualenv
+        first on a system ``PATH``, then the node's and the pod's own variables."""
         venv_bin = str(Path(self.python).parent)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_") and k != localproc.OWNER_ENV}
-        env.update(
-            {
-                "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
-                "VIRTUAL_ENV": str(Path(venv_bin).parent),
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
+        # TMPDIR in the node's short Ray temp dir: Unix socket paths (multiprocessing's forkserver, in Ray's
+        # dashboard) must stay under 108 bytes
+        home, tmp = pod.dir / "home", self._node_tmp(pod) / "tmp"
+        home.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir(parents=True, exist_ok=True)
+        env = {
+            "PATH": venv_bin + os.pathsep + SYSTEM_PATH,
+            "VIRTUAL_ENV": str(Path(venv_bin).parent),
+            "HOME": str(home),
+            "TMPDIR": str(tmp),
+            "LANG": "C.UTF-8",
+            "PYTHONUNBUFFERED": "1",
+        }
         env.update(self.extra_env)
         env.update(pod.launch.env)
+        # The kubelet gives every pod the ``kubernetes`` Service's variables. A process here cannot be given its
+        # ServiceAccount token at /var/run/secrets/kubernetes.io/serviceaccount, the one path in-cluster clients
+        # read (client-go's rest.InClusterConfig, the kubernetes package's load_incluster_config), so with
+        # KUBERNETES_SERVICE_HOST set they would find a cluster they cannot use — JAX's cluster detection then
+        # fails every Ray Train run. The API's address stays in the docker-link variables (KUBERNETES_PORT...),
+        # the token in the pod's own token files.
+        for k in IN_CLUSTER_ENV:
+            env.pop(k, None)
         containers = pod.launch.pod.get("spec", {}).get("containers") or [{}]
         own = localproc.container_env(pod.launch.pod, containers[0])
         env.update(
@@ -428,7 +498,7 @@ class LocalRayExecutor:
         # loopback-only node IP
         for k in [k for k in env if k.startswith("RAY_AUTH_") or k in LOOPBACK_HEAD_ENV]:
             del env[k]
-        env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(self.token_file)})
+        env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(pod.cluster.token_file)})
         if pod.kind == "head":
             env.update(LOOPBACK_HEAD_ENV)
         if pod.kind != "submitter":
@@ -487,18 +557,38 @@ class LocalRayExecutor:
             argv.append(f"--labels={spec.labels}")
         return argv
 
-    def _spawn(self, pod: _Pod, argv: list[str], cwd: Path) -> subprocess.Popen:
-        proc = subprocess.Popen(
-            argv,
-            env=self._env(pod),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            text=True,
-            bufsize=1,
+    def confinement(self, pod: _Pod, writable: Sequence[Path] = ()) -> confine.Confinement:
+        """What the pod's processes may touch (``confine``): read the system, this Python and the nodes'
+        ``sitecustomize``; write the pod's own directory (``writable``: also the node's Ray temp dir) and
+        ``/dev``; read its cluster's Ray token. Never a rule that would open the twin's home or the user's."""
+        return confine.Confinement(
+            read=[*confine.system_read_paths(), self._hooks_dir()],
+            write=[*confine.WRITABLE_SYSTEM_DIRS, pod.dir, *writable],
+            files=[pod.cluster.token_file],
+            protected=[self.token_file, *self.protected],
         )
+
+    def _spawn(
+        self, pod: _Pod, argv: list[str], cwd: Path, writable: Sequence[Path] = ()
+    ) -> subprocess.Popen:
+        """Start the pod's main process: a clean environment (``_env``), its own directory, confined."""
+        env = self._env(pod)  # first: it makes the pod's home and temp dirs the rules then name
+        rules = self.confinement(pod, [self._node_tmp(pod), *writable])
+        if not rules.available:
+            self._log(pod, f"[flexq] {NO_LANDLOCK}")
+        with rules.preexec() as confine_child:
+            proc = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                text=True,
+                bufsize=1,
+                preexec_fn=confine_child,
+            )
         pod.proc = proc
         return proc
 
@@ -623,7 +713,7 @@ class LocalRayExecutor:
             return True
         deadline = time.monotonic() + self.start_timeout_s
         url = f"http://127.0.0.1:{pod.cluster.dashboard}/api/gcs_healthz"
-        while http_text(url, self.auth_headers()) is None:
+        while http_text(url, self.auth_headers(*pod.cluster.key)) is None:
             if proc.poll() is not None or pod.stopping.is_set():
                 return False
             if time.monotonic() > deadline:
@@ -728,7 +818,7 @@ class LocalRayExecutor:
         """Release the pod's ports and directories, and the cluster's once its last pod is gone."""
         localproc.release_ports(pod.ports)
         shutil.rmtree(pod.dir, ignore_errors=True)
-        if self._ray_root is not None and pod.kind != "submitter":
+        if self._ray_root is not None:
             shutil.rmtree(self._node_tmp(pod), ignore_errors=True)
         with self._lock:
             c = pod.cluster
@@ -739,6 +829,7 @@ class LocalRayExecutor:
             if not c.pods and self._clusters.get(c.key) is c:
                 del self._clusters[c.key]
                 localproc.release_ports([c.gcs, c.dashboard, c.client])
+                c.token_file.unlink(missing_ok=True)
                 if self._ray_root is not None:
                     shutil.rmtree(self._ray_root / f"c{c.index}", ignore_errors=True)
 
@@ -752,12 +843,37 @@ def ensure_token(path: Path) -> str:
             os.chmod(path, 0o600)
             os.chmod(path.parent, 0o700)
             return token
+    token = secrets.token_hex(32)
+    write_token(path, token)
+    return token
+
+
+def write_token(path: Path, token: str) -> None:
+    """``token`` into ``path``, owner-only (0600, in a directory made 0700), replaced atomically."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(path.parent, 0o700)
-    token = secrets.token_hex(32)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(token)
     os.replace(tmp, path)
-    return token
+
+
+def submitter_script(launch: PodLaunch) -> tuple[str, str]:
+    """The script a RayJob's submitter pod runs here, rebuilt from the RayJob that controls it (KubeRay's
+    ``BuildJobSubmitCommand`` for its ``status.jobId`` and ``dashboardURL``), and "" with the reason when it is
+    not run: a ``submitterPodTemplate`` with its own command (a container image's program, which this machine
+    does not run), or a pod whose command is not the one KubeRay builds for that RayJob."""
+    rayjob = launch.owners[1]
+    st, name = rayjob.get("status") or {}, rayjob["metadata"]["name"]
+    job = pods.submitter_job(rayjob, job_id=st.get("jobId", ""), dashboard_url=st.get("dashboardURL", ""))
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    if container.get("command") != ["/bin/bash", "-ce", "--"] or len(container.get("args") or []) != 1:
+        return (
+            "",
+            f"RayJob {name}'s submitterPodTemplate has its own command, which is not run on this machine",
+        )
+    script = str(container["args"][0])
+    if commands.submitter_script_of(launch.pod) != script:
+        return "", f"the pod's command is not the submitter KubeRay builds for RayJob {name}"
+    return script, ""

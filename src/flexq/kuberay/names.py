@@ -9,6 +9,7 @@ Pure; must not import anything in flexq but ``flexq.api``.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from flexq.api.wellknown import QUEUE_NAME_LABEL
 
@@ -76,16 +77,29 @@ def is_ray_node_pod(pod: dict) -> bool:
     return bool(labels.get(LABEL_CLUSTER)) and labels.get(LABEL_NODE_TYPE) in ("head", "worker")
 
 
-def is_submitter_pod(pod: dict) -> bool:
-    """True for a RayJob's submitter pod: it runs ``ray job submit`` (K8sJobMode)."""
-    labels = pod.get("metadata", {}).get("labels") or {}
-    if labels.get(LABEL_NODE_TYPE) in ("head", "worker"):
-        return False
-    for c in pod.get("spec", {}).get("containers") or []:
-        text = " ".join([*(c.get("command") or []), *(c.get("args") or [])])
-        if "ray job submit" in text or "ray job logs" in text:
-            return True
-    return False
+def _is(obj: dict, group: str, kind: str) -> bool:
+    return obj.get("kind") == kind and str(obj.get("apiVersion", "")).rpartition("/")[0] == group
+
+
+def created_by_kuberay(pod: dict, owners: Sequence[dict]) -> str | None:
+    """What KubeRay created this pod as, by who controls it (``owners``: its controller chain, closest first,
+    as the kubelet resolved it), never by its command: ``"head"`` or ``"worker"`` for a pod whose controller is
+    the RayCluster its ``ray.io/cluster`` label names; ``"submitter"`` for a pod of the batch Job a RayJob
+    controls and names after itself (K8sJobMode's submitter); None for anything else — a Pod created directly,
+    whatever ``ray job submit`` it says."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    first = owners[0] if owners else {}
+    if is_ray_node_pod(pod):
+        named = (first.get("metadata") or {}).get("name")
+        return (
+            labels[LABEL_NODE_TYPE]
+            if _is(first, "ray.io", "RayCluster") and named == labels[LABEL_CLUSTER]
+            else None
+        )
+    name_of = [(o.get("metadata") or {}).get("name") for o in owners[:2]]
+    if len(owners) >= 2 and _is(first, "batch", "Job") and _is(owners[1], "ray.io", "RayJob"):
+        return "submitter" if name_of[0] == name_of[1] else None
+    return None
 
 
 def is_simulated(obj: dict) -> bool:

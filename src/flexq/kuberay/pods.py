@@ -216,11 +216,13 @@ def runtime_env_json(rayjob: dict) -> str:
     return runtime_env_text(text)
 
 
-def submitter_job(rayjob: dict, *, job_id: str, dashboard_url: str) -> dict:
-    """The K8sJobMode submitter ``batch/v1`` Job, named exactly after the RayJob."""
+def submitter_job(rayjob: dict, *, job_id: str, dashboard_url: str, cluster: dict | None = None) -> dict:
+    """The K8sJobMode submitter ``batch/v1`` Job, named exactly after the RayJob. Its default container runs the
+    image of the RayCluster's head (``GetDefaultSubmitterTemplate(rayClusterInstance)``): ``cluster``, the one the
+    RayJob runs on — a cluster a ``clusterSelector`` names has its own spec — else the RayJob's ``rayClusterSpec``."""
     meta = rayjob["metadata"]
     spec = rayjob["spec"]
-    cluster_spec = spec.get("rayClusterSpec") or {}
+    cluster_spec = ((cluster or {}).get("spec") or spec.get("rayClusterSpec")) or {}
     head_c = ((cluster_spec.get("headGroupSpec") or {}).get("template") or {}).get("spec", {}).get(
         "containers"
     ) or [{}]

@@ -23,7 +23,7 @@ from flexq.api.quantity import format_quantity, parse_quantity
 from flexq.api.wellknown import RESOURCE_TPU
 from flexq.clock import format_time
 from flexq.errors import Forbidden, Invalid
-from flexq.runtime import Context, Controller, Result, Watch
+from flexq.runtime import Controller, Result, Watch, predicates
 from flexq.store.store import WatchEvent
 
 from . import names, pods
@@ -89,33 +89,24 @@ def _sum_resources(cluster: dict) -> dict[str, str]:
 _SUM_RESOURCES = ByIdentity(lambda spec: _sum_resources({"spec": spec}), size=1024)
 
 
+_CLUSTER_CHANGED = predicates.any_of(
+    predicates.generation_changed, predicates.labels_changed, predicates.annotations_changed
+)
+
+
 class RayClusterController(Controller):
     """Creates and deletes a RayCluster's Pods and Service; writes ``RayCluster.status``."""
 
     name = "kuberay-raycluster"
 
-    def __init__(self, ctx: Context) -> None:
-        super().__init__(ctx)
-        # what of each RayCluster the watch's predicate compares (see ``_cluster_changed``)
-        self._seen: dict[tuple[str, str], tuple] = {}
-
     def watches(self) -> list[Watch]:
-        return [Watch("RayCluster", self._cluster_changed), Watch("Pod", _cluster_of_pod)]
-
-    def _cluster_changed(self, ev: WatchEvent) -> list:
-        """KubeRay's ``For(&RayCluster{}, predicate.Or(GenerationChanged, LabelChanged, AnnotationChanged))``:
-        a create or delete, or an update of the spec (``generation``; a deletion mark bumps it too), the labels
-        or the annotations. The controller's own status writes do not wake it again (its Pods' changes do)."""
-        md = ev.object["metadata"]
-        key = (md.get("namespace", ""), md["name"])
-        if ev.type == "DELETED":
-            self._seen.pop(key, None)
-            return [key]
-        sig = (md.get("generation"), md.get("labels"), md.get("annotations"))
-        if ev.type == "MODIFIED" and self._seen.get(key) == sig:
-            return []
-        self._seen[key] = sig
-        return [key]
+        # KubeRay's ``For(&RayCluster{}, predicate.Or(GenerationChanged, LabelChanged, AnnotationChanged))``: a
+        # create or delete, or an update of the spec (``generation``; a deletion mark bumps it too), the labels
+        # or the annotations. The controller's own status writes do not wake it again (its Pods' changes do).
+        return [
+            Watch("RayCluster", predicate=_CLUSTER_CHANGED),
+            Watch("Pod", _cluster_of_pod),
+        ]
 
     def reconcile(self, key) -> Result | None:
         ns, name = key

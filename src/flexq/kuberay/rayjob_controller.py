@@ -261,7 +261,7 @@ class RayJobController(Controller):
             return self._end_step(rj, st, None)
         if _mode(rj) == "K8sJobMode" and self.store.peek("Job", rj["metadata"]["name"], ns) is None:
             self.store.create(
-                pods.submitter_job(rj, job_id=st["jobId"], dashboard_url=st["dashboardURL"]),
+                pods.submitter_job(rj, job_id=st["jobId"], dashboard_url=st["dashboardURL"], cluster=cluster),
                 copy_result=False,
                 take=True,  # built for this call
             )

@@ -3,7 +3,9 @@
 Owns: ``KueueCache`` — ClusterQueues, Cohorts, ResourceFlavors, AdmissionChecks, LocalQueues and
 namespace labels as last seen; the workloads holding quota (``reserving``, as ``WorkloadInfo`` from
 their admission); the pending queues (``QueueManager``); the manager configuration (ConfigMap
-``kueue-manager-config``); ClusterQueue activeness (Kueue's ``Active`` condition rules: missing
+``kueue-manager-config``, read with the release's gate defaults); the twin's Kueue release (``profile``, a
+``flexq.api.kueue_versions.KueueVersion`` the assembly chose: every controller reads its switches here);
+ClusterQueue activeness (Kueue's ``Active`` condition rules: missing
 flavors, missing or inactive admission checks, ``stopPolicy``); per-cycle snapshots; and
 ``Hooks`` the controllers register to be woken (scheduler cycle, inadmissible flush, status).
 It never writes the store: it only reads watch events (objects it must treat as read-only).
@@ -13,19 +15,24 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flexq.api.kueue_versions import DEFAULT as DEFAULT_KUEUE
+from flexq.api.kueue_versions import KueueVersion
 from flexq.kueue.config import CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
+from flexq.kueue.preemption import TreeMemo
 from flexq.kueue.queues import QueueManager
-from flexq.kueue.snapshot import Snapshot, build_snapshot
+from flexq.kueue.snapshot import ClusterQueueSnapshot, Snapshot, build_snapshot
 from flexq.kueue.workload import (
     WorkloadInfo,
     find_condition,
     has_quota_reservation,
     is_active,
     is_finished,
+    is_on_hold,
     key,
 )
 from flexq.runtime.controller import EventRecorder
@@ -64,9 +71,12 @@ def _stop_policy(q: dict) -> str:
 class KueueCache:
     """Cache + queue manager of one cluster."""
 
-    def __init__(self, store: Store, now: Callable[[], float]) -> None:
+    def __init__(self, store: Store, now: Callable[[], float], profile: KueueVersion | None = None) -> None:
         self.store, self.now = store, now
-        self.config = KueueConfig.from_configmap(store.try_get("ConfigMap", CONFIG_NAME, CONFIG_NAMESPACE))
+        self.profile = profile or DEFAULT_KUEUE  # the Kueue release this cluster runs
+        self.config = KueueConfig.from_configmap(
+            store.try_get("ConfigMap", CONFIG_NAME, CONFIG_NAMESPACE), self.profile.gates
+        )
         self.cqs: dict[str, dict] = {}
         self.cohorts: dict[str, dict] = {}
         self.flavors: dict[str, dict] = {}
@@ -74,8 +84,12 @@ class KueueCache:
         self.local_queues: dict[str, dict] = {}
         self.namespaces: dict[str, dict] = {}
         self.reserving: dict[str, WorkloadInfo] = {}
+        # ``reserving`` by ClusterQueue and by (namespace, LocalQueue): what the status controllers count
+        self.reserving_by_cq: dict[str, dict[str, WorkloadInfo]] = {}
+        self.reserving_by_lq: dict[tuple[str, str], dict[str, WorkloadInfo]] = {}
         self.workloads: dict[str, dict] = {}  # every workload as last seen (read-only)
         self.queues = QueueManager(self.config.requeuing_timestamp)
+        self.queues.tree_of = self.tree_root
         self.queues.priority_sorting = self.config.gate("PrioritySortingWithinCohort")
         self.hooks = Hooks()
         self.metrics: Any = None  # flexq.kueue.metrics.KueueMetrics, installed by the registry
@@ -84,6 +98,20 @@ class KueueCache:
         # so separate recorders writing at the same (virtual) millisecond would collide.
         self.events = EventRecorder(store, "kueue-admission")  # indexed: O(1) per event
         self._base: Snapshot | None = None  # quota structure; rebuilt when queues, cohorts or flavors change
+        # versions of the cohort trees of ``_base`` (root -> changes of the workloads holding quota in it), in
+        # an epoch per ``_base``: what ``preemption.TreeMemo`` keeps its answers by
+        self._epoch = 0
+        self._tree_versions: dict[str, int] = {}
+        # every change of a workload holding quota in a tree (not only what a preemption search reads), and of
+        # what the scheduler reads beside the trees (namespaces, the configuration, queues' activeness): what a
+        # settled tree's scheduling is keyed by (``tree_inputs``)
+        self._tree_events: dict[str, int] = {}
+        self._misc = 0
+        self.trees = TreeMemo()
+        self._inactive_names: set[str] | None = None  # inactive ClusterQueues, valid while _base is
+        # the scheduler's partial snapshot of this cycle (``snapshot(heads)``): its trees not copied yet are copied
+        # before ``_base`` changes them
+        self._partial: weakref.ref[Snapshot] | None = None
         self._inactive: dict[str, tuple[str, str] | None] = {}  # valid while _base is
         self._sub: Subscription | None = None
 
@@ -116,6 +144,9 @@ class KueueCache:
         obj, deleted = ev.object, ev.type == "DELETED"
         kind = obj.get("kind", ev.kind)
         name = obj["metadata"]["name"]
+        if kind != "Workload" and self._reads_beyond_trees(kind, obj, deleted):
+            self._misc += 1
+            self.queues.wake_all()
         if kind == "Workload":
             self._on_workload(obj, deleted)
         elif kind == "ClusterQueue":
@@ -146,11 +177,32 @@ class KueueCache:
             and name == CONFIG_NAME
             and obj["metadata"].get("namespace") == CONFIG_NAMESPACE
         ):
-            self.config = KueueConfig.from_configmap(None if deleted else obj)
+            self.config = KueueConfig.from_configmap(None if deleted else obj, self.profile.gates)
             self.queues.requeuing_timestamp = self.config.requeuing_timestamp
             self.queues.priority_sorting = self.config.gate("PrioritySortingWithinCohort")
         for fn in self.hooks.extra:
             fn(ev)
+
+    def _reads_beyond_trees(self, kind: str, obj: dict, deleted: bool) -> bool:
+        """Whether a change of this object can change a scheduling cycle's outcome for any cohort tree: a
+        ClusterQueue's spec or activeness, a LocalQueue's spec, a Cohort, ResourceFlavor or AdmissionCheck,
+        a Namespace (selectors), the configuration. Status-only updates of the queues (their counts, every few
+        admissions) cannot."""
+        name = obj["metadata"]["name"]
+        if kind == "ClusterQueue":
+            old = self.cqs.get(name)
+            return (
+                deleted
+                or old is None
+                or old.get("spec") != obj.get("spec")
+                or find_condition(old, "Active") != find_condition(obj, "Active")
+            )
+        if kind == "LocalQueue":
+            old = self.local_queues.get(f"{obj['metadata'].get('namespace', '')}/{name}")
+            return deleted or old is None or old.get("spec") != obj.get("spec")
+        if kind == "ConfigMap":
+            return name == CONFIG_NAME and obj["metadata"].get("namespace") == CONFIG_NAMESPACE
+        return True
 
     def _on_cq(self, obj: dict, deleted: bool) -> None:
         name = obj["metadata"]["name"]
@@ -225,10 +277,11 @@ class KueueCache:
             self.reserving.pop(k, None)
             if self.concurrent_admission_parent(wl, self.queues.cluster_queue_for(wl) or ""):
                 self.queues.delete_workload(k)  # Parents are not queued: their Variants are
-            elif is_active(wl):
+            elif is_active(wl) and not is_on_hold(wl):  # an on-hold workload waits for its job, not quota
                 self.queues.add_or_update_workload(wl, self.now())
             else:
                 self.queues.delete_workload(k)
+        self._index_reserving(k, was, self.reserving.get(k))
         if was is not None and (
             k not in self.reserving or self.reserving[k].flavor_usage() != was.flavor_usage()
         ):
@@ -237,10 +290,29 @@ class KueueCache:
             self.hooks.flush({was.cluster_queue})
             self.hooks.cq_status(was.cluster_queue)
         if self._base is not None:
+            now = self.reserving.get(k)
+            for info in (was, now):
+                if info is not None:  # a settled tree this workload holds quota in is woken
+                    tree = self.tree_root(info.cluster_queue)
+                    if tree is not None:
+                        self._tree_events[tree] = self._tree_events.get(tree, 0) + 1
+                        self.queues.wake(tree)
+            partial = self._partial() if self._partial is not None else None
+            if partial is not None and partial.source is self._base:
+                for info in (was, now):
+                    if info is not None:
+                        partial.materialize(info.cluster_queue)  # as it was when the cycle began
             if was is not None:
                 self._base.remove_workload(was)
-            if k in self.reserving:
-                self._base.add_workload(self.reserving[k])
+            if now is not None:
+                self._base.add_workload(now)
+            # a change a preemption search can see: the tree has a new version (a condition such as Admitted or
+            # PodsReady, or another status field, changes no search's answer)
+            if was is None or now is None or was.preemption_signature != now.preemption_signature:
+                if was is not None:
+                    self._bump(was.cluster_queue)
+                if now is not None:
+                    self._bump(now.cluster_queue)
         if k in self.reserving and (was is None or was.flavor_usage() != self.reserving[k].flavor_usage()):
             self.hooks.cq_status(self.reserving[k].cluster_queue)
         ns = wl["metadata"].get("namespace", "")
@@ -251,6 +323,38 @@ class KueueCache:
             if cqn:
                 self.hooks.cq_status(cqn)
         self.hooks.schedule()
+
+    def _index_reserving(self, k: str, was: WorkloadInfo | None, now: WorkloadInfo | None) -> None:
+        """Keep ``reserving_by_cq`` and ``reserving_by_lq`` in step with ``reserving`` for workload ``k``."""
+        if was is not None:
+            _unfile(self.reserving_by_cq, was.cluster_queue, k)
+            _unfile(self.reserving_by_lq, _local_queue_of(was), k)
+        if now is not None:
+            self.reserving_by_cq.setdefault(now.cluster_queue, {})[k] = now
+            self.reserving_by_lq.setdefault(_local_queue_of(now), {})[k] = now
+
+    def tree_root(self, cq_name: str) -> str | None:
+        """The cohort tree of a ClusterQueue as the quota structure has it (None before there is one)."""
+        base = self._base
+        if base is None:
+            return None
+        cq = base.cluster_queues.get(cq_name)
+        return _root_name(cq) if cq is not None else "queue/" + cq_name
+
+    def tree_inputs(self, tree: str) -> tuple | None:
+        """What a scheduling cycle over ``tree`` reads besides its heads: the quota structure's epoch, the
+        changes of the workloads holding quota in the tree, and the rest (namespaces, configuration, queues)."""
+        if self._base is None:
+            return None
+        return (self._epoch, self._tree_events.get(tree, 0), self._misc)
+
+    def _bump(self, cq_name: str) -> None:
+        """A workload holding quota in ``cq_name`` changed: its cohort tree has a new version."""
+        assert self._base is not None
+        cq = self._base.cluster_queues.get(cq_name)
+        if cq is not None:
+            root = _root_name(cq)
+            self._tree_versions[root] = self._tree_versions.get(root, 0) + 1
 
     # -- derived -----------------------------------------------------------------------------------
     def concurrent_admission_enabled(self, cq_name: str) -> bool:
@@ -316,18 +420,50 @@ class KueueCache:
             return reasons[0], "Can't admit new workloads: " + ", ".join(msgs) + "."
         return None
 
-    def snapshot(self) -> Snapshot:
-        """A fresh per-cycle snapshot: the cached quota structure plus the usage of reserving workloads."""
+    def snapshot(self, heads: Iterable[str] | None = None) -> Snapshot:
+        """A fresh per-cycle snapshot: the cached quota structure plus the usage of reserving workloads. With
+        ``heads`` (the ClusterQueues of a cycle's heads) only their cohort trees are copied at once; any other tree
+        is copied when first asked for, as it was when the snapshot was taken."""
         if self._base is None:
             self._inactive = {}
+            self._inactive_names = None
             self._base = build_snapshot(
                 self.cqs.values(), self.cohorts.values(), self.flavors.values(), self.reserving.values()
             )
-        snap = self._base.clone()
-        snap.inactive = {n for n in self.cqs if self.inactive_reason(n) is not None} | self._base.inactive
-        for name, cq in snap.cluster_queues.items():
-            cq.generation = self.cq_generation.get(name, 0)
+            self._epoch += 1
+            self._tree_versions = {}
+        if self._inactive_names is None:
+            self._inactive_names = {
+                n for n in self.cqs if self.inactive_reason(n) is not None
+            } | self._base.inactive
+        if heads is None:
+            snap = self._base.clone()
+            for name, cq in snap.cluster_queues.items():
+                cq.generation = self.cq_generation.get(name, 0)
+        else:
+            snap = self._base.clone_trees(sorted(set(heads)), dict(self.cq_generation))
+            self._partial = weakref.ref(snap)
+        snap.inactive = set(self._inactive_names)
+        epoch, versions = self._epoch, dict(self._tree_versions)
+        snap.tree_key = lambda cq: (epoch, _root_name(cq), versions.get(_root_name(cq), 0))
         return snap
+
+
+def _local_queue_of(info: WorkloadInfo) -> tuple[str, str]:
+    return (info.obj["metadata"].get("namespace") or "", (info.obj.get("spec") or {}).get("queueName") or "")
+
+
+def _unfile(index: dict, bucket: object, k: str) -> None:
+    got = index.get(bucket)
+    if got is not None:
+        got.pop(k, None)
+        if not got:
+            del index[bucket]
+
+
+def _root_name(cq: ClusterQueueSnapshot) -> str:
+    """The root of a ClusterQueue's cohort tree, as a name no cohort and no other queue has."""
+    return "cohort/" + cq.parent.root().name if cq.parent is not None else "queue/" + cq.name
 
 
 def _active(ac: dict) -> bool:

@@ -245,12 +245,13 @@ def generate_variant(parent: Mapping, flavor: str) -> dict:
 
 
 def webhook(cache: KueueCache):
-    """The ClusterQueue rules of ``validateConcurrentAdmissionPolicy``, enforced only while the gate is on."""
+    """The ClusterQueue rules of ``validateConcurrentAdmissionPolicy``, enforced only while the gate is on, with
+    the Kueue release's flavor limit (kueue#15949)."""
 
     def check(new: dict, old: dict | None) -> list:
         if not cache.config.gate(GATE):
             return []
-        return validate_concurrent_admission_policy(new)
+        return validate_concurrent_admission_policy(new, cache.profile.concurrent_admission_max_flavors)
 
     return check
 
@@ -258,6 +259,12 @@ def webhook(cache: KueueCache):
 def _key(wl: Mapping) -> str:
     md = wl["metadata"]
     return f"{md['namespace']}/{md['name']}"
+
+
+def _flavors_changed(ev) -> bool:
+    """``clusterQueueFlavorsChanged``: only an update that changes the flavors' names or order (not a create
+    or a delete)."""
+    return ev.type == "MODIFIED" and ev.old is not None and cq_flavors(ev.old) != cq_flavors(ev.object)
 
 
 class VariantController(Controller):
@@ -269,11 +276,13 @@ class VariantController(Controller):
         super().__init__(ctx)
         self.cache = cache
         self.events = cache.events
-        self._flavors: dict[str, list[str]] = {}
         self.store.add_webhook("ClusterQueue", webhook(cache))
 
     def watches(self) -> list[Watch]:
-        return [Watch("Workload", self._of_workload), Watch("ClusterQueue", self._of_cq)]
+        return [
+            Watch("Workload", self._of_workload),
+            Watch("ClusterQueue", self._of_cq, predicate=_flavors_changed),
+        ]
 
     def _of_workload(self, ev) -> list:
         if not self.cache.config.gate(GATE):
@@ -287,19 +296,12 @@ class VariantController(Controller):
         return []
 
     def _of_cq(self, ev) -> list:
-        """``clusterQueueFlavorsChanged`` + ``parentsForClusterQueue``: an update that changes the flavors'
-        names or order requeues every Parent of the queue's LocalQueues."""
-        name = ev.object["metadata"]["name"]
-        new = cq_flavors(ev.object) if ev.type != "DELETED" else None
-        old = self._flavors.get(name)
-        if new is None:
-            self._flavors.pop(name, None)
-        else:
-            self._flavors[name] = new
-        if ev.type != "MODIFIED" or old is None or old == new or not self.cache.config.gate(GATE):
+        """``parentsForClusterQueue``: every Parent of the queue's LocalQueues (behind
+        ``clusterQueueFlavorsChanged``)."""
+        if not self.cache.config.gate(GATE):
             return []
         return parents_for_cluster_queue(
-            self.cache.local_queues.values(), self.cache.workloads.values(), name
+            self.cache.local_queues.values(), self.cache.workloads.values(), ev.object["metadata"]["name"]
         )
 
     # -- Reconcile --------------------------------------------------------------------------------
@@ -318,7 +320,8 @@ class VariantController(Controller):
         order = {f: i for i, f in enumerate(cq_flavors(cq))}
         variants.sort(key=lambda v: order.get(variant_flavor(v), 0))
         now = self.ctx.now()
-        if not is_finished(parent):  # kueue v0.20.7: a finished Parent gets no Variant for an added flavor
+        if not (self.cache.profile.finished_parent_gets_no_variants and is_finished(parent)):
+            # v0.20.7: a finished Parent gets no Variant for an added flavor (v0.19.2 made one)
             self._create_variants(parent, variants, list(order))
         # as upstream, the Variants created just now take part from the next reconcile on
         variants = self._delete_stale(parent, variants, order)

@@ -7,9 +7,12 @@ two adapters, each a thin reading of the upstream adapter:
   condition; pods ready ⇔ ready + succeeded ≥ pod count.
 - ``RayJob`` (``pkg/controller/jobs/rayjob``, ``raycluster/common.go``): pod sets ``head`` (+ the
   in-tree autoscaler sidecar's 500m/512Mi, + a SidecarMode submitter), one per worker group
-  (``(replicas ?? 1) × numOfHosts``), ``submitter`` last in K8sJobMode (default template: head image,
+  (``(replicas ?? 1) × numOfHosts``), and, from Kueue 0.20 (kueue#14670), KubeRay v1.7's History Server
+  collector sidecar in the head's and every worker group's pods when ``historyServerOptions.collectorOptions``
+  is set (its ``resources``, else KubeRay's 50m/64Mi requests, 200m/256Mi limits), ``submitter`` last in K8sJobMode (default template: head image,
   500m/200Mi requests, 1/1Gi limits); active ⇔ ``jobDeploymentStatus`` ∉ {Suspended, New, ""};
-  finished ⇔ Complete/Failed; pods ready ⇔ ``rayClusterStatus.state == ready``; Kueue's validation.
+  finished ⇔ Complete/Failed; on hold ⇔ ``ValidationFailed`` (kueue#13415, in v0.19.1 and later: the workload
+  gives its quota back and is not queued); pods ready ⇔ ``rayClusterStatus.state == ready``; Kueue's validation.
 ``JOB_ADAPTERS`` is the explicit registry (kind → adapter class).
 Must not import ``flexq.kuberay``, ``flexq.kube``, ``flexq.gke`` or ``flexq.http``.
 """
@@ -19,6 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from flexq.api.jsoncopy import clone
+from flexq.api.kueue_versions import DEFAULT as DEFAULT_KUEUE
+from flexq.api.kueue_versions import KueueVersion
 from flexq.kueue.podset import PodSetInfo, merge_into_template, restore_template
 
 if TYPE_CHECKING:
@@ -27,6 +32,12 @@ if TYPE_CHECKING:
 __all__ = ["JOB_ADAPTERS", "BatchJob", "JobAdapter", "RayJob"]
 
 ELASTIC_ANNOTATION = "kueue.x-k8s.io/elastic-job"
+# KubeRay v1.7's History Server collector sidecar (``BuildCollectorContainer``): its default resources
+COLLECTOR = "ray-history-collector"
+COLLECTOR_RESOURCES = {
+    "requests": {"cpu": "50m", "memory": "64Mi"},
+    "limits": {"cpu": "200m", "memory": "256Mi"},
+}
 RAYCLUSTER_GENERATION = "kueue.x-k8s.io/raycluster-generation"
 
 
@@ -36,8 +47,9 @@ class JobAdapter:
     kind = ""
     group = ""
 
-    def __init__(self, obj: dict) -> None:
+    def __init__(self, obj: dict, release: KueueVersion | None = None) -> None:
         self.obj = obj
+        self.release = release or DEFAULT_KUEUE  # the Kueue release reading the job (what it counts)
 
     @property
     def spec(self) -> dict:
@@ -72,6 +84,11 @@ class JobAdapter:
     def finished(self) -> tuple[str, bool, bool]:
         """(message, success, finished)."""
         return "", True, False
+
+    def is_on_hold(self) -> bool:
+        """``JobWithOnHold.IsOnHold``: the job asks its Workload to give up its quota and wait (None by
+        default)."""
+        return False
 
     def pods_ready(self) -> bool:
         return False
@@ -198,32 +215,53 @@ class RayJob(JobAdapter):
                 "requests": {"cpu": "500m", "memory": "512Mi"},
                 "limits": {"cpu": "500m", "memory": "512Mi"},
             }
-            containers.append({"name": "autoscaler", "resources": clone(res)})
+            # KubeRay's sidecar runs autoscalerOptions.image, by default the head's Ray image
+            image = (rc.get("autoscalerOptions") or {}).get("image") or (
+                containers[0].get("image") if containers else None
+            )
+            containers.append(
+                {"name": "autoscaler", **({"image": image} if image else {}), "resources": clone(res)}
+            )
         if self._mode() == "SidecarMode":
             containers.append(
                 {
                     "name": "ray-job-submitter",
+                    # KubeRay's sidecar submitter runs the head's Ray image
+                    **(
+                        {"image": containers[0]["image"]} if containers and containers[0].get("image") else {}
+                    ),
                     "resources": {
                         "limits": {"cpu": "1", "memory": "1Gi"},
                         "requests": {"cpu": "500m", "memory": "200Mi"},
                     },
                 }
             )
+        collector = self._collector()
+        if collector is not None:
+            containers.append(collector)
         out = [{"name": "head", "count": 1, "template": head_tpl}]
         for wg in rc.get("workerGroupSpecs") or []:
             count = 1 if wg.get("replicas") is None else int(wg["replicas"])
             if int(wg.get("numOfHosts") or 1) > 1:
                 count *= int(wg["numOfHosts"])
-            out.append(
-                {
-                    "name": str(wg["groupName"]).lower(),
-                    "count": count,
-                    "template": clone(wg.get("template") or {}),
-                }
-            )
+            tpl = clone(wg.get("template") or {})
+            if collector is not None:
+                tpl.setdefault("spec", {}).setdefault("containers", []).append(clone(collector))
+            out.append({"name": str(wg["groupName"]).lower(), "count": count, "template": tpl})
         if self._mode() == "K8sJobMode":
             out.append({"name": "submitter", "count": 1, "template": clone(self._submitter_template())})
         return out
+
+    def _collector(self) -> dict | None:
+        """The History Server collector KubeRay v1.7 adds to every Ray pod (``historyServerOptions.
+        collectorOptions``), as Kueue 0.20 counts it (kueue#14670); None where it is not counted (Kueue 0.19)."""
+        if not self.release.counts_history_collector:
+            return None
+        options = ((self.cluster.get("historyServerOptions") or {}).get("collectorOptions")) or None
+        if not isinstance(options, dict):
+            return None
+        res = options.get("resources") or COLLECTOR_RESOURCES
+        return {"name": COLLECTOR, "resources": clone(res)}
 
     def pod_set_counts(self) -> list[tuple[str, int]]:
         out = [("head", 1)]
@@ -263,6 +301,11 @@ class RayJob(JobAdapter):
             self.status.get("jobStatus") == "SUCCEEDED",
             ds in ("Complete", "Failed"),
         )
+
+    def is_on_hold(self) -> bool:
+        """kueue#13415 (backported to v0.19.1 as #14192): a RayJob KubeRay found invalid (``ValidationFailed``)
+        releases its quota; it was held for ever before."""
+        return self.status.get("jobDeploymentStatus") == "ValidationFailed"
 
     def pods_ready(self) -> bool:
         return ((self.status.get("rayClusterStatus") or {}).get("state")) == "ready"

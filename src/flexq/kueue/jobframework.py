@@ -99,7 +99,7 @@ class JobController(Controller):
         obj = self.store.peek(self.kind, name, ns)  # read-only: copied (``_writable``) before it is changed
         if obj is None:
             return None
-        job = self.adapter(obj)
+        job = self.adapter(obj, self.cache.profile)
         labels = obj["metadata"].get("labels") or {}
         if job.skip() or not (labels.get(QUEUE_LABEL) or self.cache.config.manage_jobs_without_queue_name):
             return None
@@ -109,7 +109,14 @@ class JobController(Controller):
         wl = self._ensure_one_workload(job, elastic, now)
         if wl is not None and is_true(wl, "Finished"):
             return None
-        # 2. the job finished: finish the workload
+        # 2. the job is on hold (a RayJob in ValidationFailed): release the quota, stay out of the queue
+        if job.is_on_hold():
+            if wl is not None and has_quota_reservation(wl):
+                wl = status_copy(wl)
+                unset_quota_reservation(wl, "OnHold", "Job is on hold", now)
+                self.store.update_status(wl, copy_result=False, take=True)
+            return None
+        # 3. the job finished: finish the workload
         msg, success, finished = job.finished()
         if finished:
             if wl is not None and not is_true(wl, "Finished"):
@@ -348,7 +355,7 @@ class JobController(Controller):
         return True
 
     def _writable(self, job: JobAdapter) -> JobAdapter:
-        return self.adapter(clone_kept(job.obj))
+        return self.adapter(clone_kept(job.obj), self.cache.profile)
 
     def _start(self, job: JobAdapter, wl: dict, now: float) -> None:
         job = self._writable(job)

@@ -205,15 +205,41 @@ class KueueMetrics:
         """``metrics.ReportPreemption`` (a preemption the scheduler issued)."""
         self.inc("preempted_workloads_total", (preempting_cq, reason))
 
+    # -- labels: only objects that exist ----------------------------------------------------------------
+    # A Workload's status can be written by any client allowed to (kubectl, a controller): the ClusterQueue,
+    # LocalQueue and priority class it names are labels here only while that object exists, so nobody
+    # grows the page by naming made-up ones, and a queue's series go with it (``_clear``).
+    def _cq(self, name: str) -> str:
+        return name if name and name in self.cache.cqs else ""
+
+    def _lq(self, wl: dict) -> tuple[str, str]:
+        ns, lq = wl["metadata"].get("namespace", ""), (wl.get("spec") or {}).get("queueName", "")
+        return (lq, ns) if lq and f"{ns}/{lq}" in self.cache.local_queues else ("", ns)
+
+    def _pc(self, wl: dict) -> str:
+        """The Workload's priority class when a WorkloadPriorityClass or PriorityClass of that name exists
+        (the one its ``priorityClassRef`` names), else ""."""
+        ref = (wl.get("spec") or {}).get("priorityClassRef") or {}
+        name = str(ref.get("name") or "")
+        if not name:
+            return ""
+        kinds = (
+            ("PriorityClass",)
+            if ref.get("kind") == "PriorityClass"
+            else ("WorkloadPriorityClass", "PriorityClass")
+        )
+        store = self.cache.store
+        return name if any(store.peek(k, name) is not None for k in kinds) else ""
+
     def evicted(self, wl: dict, cq: str, reason: str, cause: str) -> None:
         """``ReportEvictedWorkloads`` (and its LocalQueue twin) for an eviction Kueue made."""
+        cq = self._cq(cq)
         if not cq:
             return
-        pc = priority_class(wl)
+        pc = self._pc(wl)
         self.inc("evicted_workloads_total", (cq, reason, cause, pc))
-        lq = (wl.get("spec") or {}).get("queueName", "")
+        lq, ns = self._lq(wl)
         if lq:
-            ns = wl["metadata"].get("namespace", "")
             self.inc("local_queue_evicted_workloads_total", (lq, ns, reason, cause, pc))
 
     def _clear(self, label: str, matches: Any) -> None:
@@ -262,9 +288,12 @@ class KueueMetrics:
             old = (False, False, False, "")
         if old is None:
             return  # first sight of a workload (a restart): nothing new happened
+        if not (qr and not old[0]) and not (adm and not old[1]) and not (fin and not old[2]):
+            return  # no transition: nothing to record
         now = self.cache.now()
-        pc = priority_class(wl)
-        ns, lq = wl["metadata"].get("namespace", ""), (wl.get("spec") or {}).get("queueName", "")
+        pc = self._pc(wl)
+        lq, ns = self._lq(wl)
+        cq = self._cq(cq)
         if qr and not old[0] and cq:
             wait = queued_wait(wl, now)
             self.inc("quota_reserved_workloads_total", (cq, pc))
@@ -293,7 +322,7 @@ class KueueMetrics:
                         0.0 if same_write else checks_wait,
                     )
         if fin and not old[2]:
-            fcq = cq or old[3] or self.cache.queues.local_queues.get(f"{ns}/{lq}", "")
+            fcq = cq or self._cq(old[3] or self.cache.queues.local_queues.get(f"{ns}/{lq}", ""))
             if fcq:
                 self.inc("finished_workloads_total", (fcq, pc))
             if lq:

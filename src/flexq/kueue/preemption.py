@@ -17,6 +17,7 @@ Must not import store, runtime, loop or clock.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from flexq.api.wellknown import JOB_UID_LABEL
 from flexq.kueue.flavorassigner import Assignment
@@ -24,14 +25,15 @@ from flexq.kueue.resources import FlavorResource
 from flexq.kueue.snapshot import (
     ClusterQueueSnapshot,
     CohortSnapshot,
+    Node,
     Snapshot,
     find_height_of_lowest_subtree_that_fits,
     is_within_nominal,
     quantities_fit_in_quota,
 )
-from flexq.kueue.workload import WorkloadInfo, find_condition, is_evicted, parse_ts
+from flexq.kueue.workload import WorkloadInfo
 
-__all__ = ["Target", "get_targets", "make_oracle", "preemption_message", "satisfies_policy"]
+__all__ = ["Target", "TreeMemo", "get_targets", "make_oracle", "preemption_message", "satisfies_policy"]
 
 REASONS = {
     "InClusterQueue": "prioritization in the ClusterQueue",
@@ -110,6 +112,8 @@ class _Ctx:
             requests,
             now,
         )
+        self.used_now = False  # a candidate without quota reserved was ordered by ``now``
+        self.released: _Released | None = None  # the usage the candidates taken so far release
 
     def classify(self, wl: WorkloadInfo, hierarchical_advantage: bool) -> int:
         if not wl.uses(self.frs):
@@ -171,7 +175,7 @@ class _Ctx:
         first, then workloads of other ClusterQueues, lower priority, later quota reservation, smaller uid."""
         info = e.info
         return (
-            not is_evicted(info.obj),
+            not info.evicted,
             info.cluster_queue == self.cq.name,
             info.priority,
             -self._reserved_at(info),
@@ -180,7 +184,7 @@ class _Ctx:
 
     def order(self, a: _Elem, b: _Elem) -> int:
         """``CandidatesOrdering``."""
-        ea, eb = is_evicted(a.info.obj), is_evicted(b.info.obj)
+        ea, eb = a.info.evicted, b.info.evicted
         if ea != eb:
             return -1 if ea else 1
         sa, sb = a.info.cluster_queue == self.cq.name, b.info.cluster_queue == self.cq.name
@@ -194,10 +198,11 @@ class _Ctx:
         return (a.info.uid > b.info.uid) - (a.info.uid < b.info.uid)
 
     def _reserved_at(self, wl: WorkloadInfo) -> float:
-        c = find_condition(wl.obj, "QuotaReserved")
-        if c is None or c.get("status") != "True":
+        at = wl.quota_reserved_at
+        if at is None:
+            self.used_now = True
             return self.now
-        return parse_ts(c.get("lastTransitionTime"))
+        return at
 
     def valid(self, e: _Elem, borrow: bool) -> bool:
         """``candidateIsValid``."""
@@ -206,22 +211,114 @@ class _Ctx:
         if borrow and e.variant == RECLAIM_NO_BORROW:
             return False
         cq = self.snapshot.cq(e.info.cluster_queue)
-        if cq is None or is_within_nominal(cq, self.frs):
+        if cq is None or self._within_nominal(cq):
             return False
         for node in cq.path_parent_to_root():
             if node is e.lca:
                 break
-            if is_within_nominal(node, self.frs):
+            if self._within_nominal(node):
                 return False
         return True
 
     def fits(self, allow_borrowing: bool) -> bool:
+        """The preemptor's requests fit its ClusterQueue (without borrowing, unless allowed), with the usage the
+        candidates taken so far release (``released``; none: the snapshot as it is)."""
+        r = self.released
         for fr, v in self.requests.items():
-            if not allow_borrowing and self.cq.borrowing_with(fr, v):
+            if r is None:
+                if not allow_borrowing and self.cq.borrowing_with(fr, v):
+                    return False
+                if v > self.cq.available(fr):
+                    return False
+                continue
+            if not allow_borrowing and self.cq.quota(fr).nominal < r.usage(self.cq, fr) + v:
                 return False
-            if v > self.cq.available(fr):
+            if v > max(0, r.available(self.cq, fr)):
                 return False
         return True
+
+    def _within_nominal(self, node: Node) -> bool:
+        r = self.released
+        if r is None:
+            return is_within_nominal(node, self.frs)
+        sq = node.subtree_quota
+        for fr in self.frs:  # noqa: SIM110 (a loop: faster than all() over a generator, on a hot path)
+            if sq.get(fr, 0) < r.usage(node, fr):
+                return False
+        return True
+
+
+class _Released:
+    """The usage a set of taken candidates releases, per node and flavor-resource, kept beside the snapshot
+    instead of in it: ``remove``/``add`` follow ``Snapshot.remove_workload``/``add_workload``'s arithmetic
+    (``removeUsage``/``addUsage`` along the tree, lending limits included) for the flavor-resources a search
+    reads, so ``usage`` and ``available`` are what the snapshot would hold after the same removals, in the same
+    order, without changing the snapshot and putting everything back (a search that takes dozens of candidates
+    before one fits, then fills most of them back, did a dictionary copy and a walk up the tree for each)."""
+
+    __slots__ = ("snapshot", "frs", "d")
+
+    def __init__(self, snapshot: Snapshot, frs: set[FlavorResource]) -> None:
+        self.snapshot, self.frs = snapshot, frs
+        self.d: dict[Node, dict[FlavorResource, int]] = {}
+
+    def usage(self, node: Node, fr: FlavorResource) -> int:
+        got = self.d.get(node)
+        return node.usage.get(fr, 0) - (got.get(fr, 0) if got is not None else 0)
+
+    def _release(self, node: Node, fr: FlavorResource, val: int) -> None:
+        got = self.d.get(node)
+        if got is None:
+            got = self.d[node] = {}
+        got[fr] = got.get(fr, 0) + val
+
+    def remove(self, info: WorkloadInfo) -> None:
+        """``Snapshot.remove_workload``: ``removeUsage`` releases what the node stored in its parent first."""
+        cq = self.snapshot.cq(info.cluster_queue)
+        if cq is None:
+            return
+        for fr, val in info.flavor_usage().items():
+            if fr not in self.frs:
+                continue
+            node: Node = cq
+            while True:
+                stored = self.usage(node, fr) - node.local_quota(fr)
+                self._release(node, fr, val)
+                parent = node.parent
+                if stored <= 0 or parent is None:
+                    break
+                val, node = min(val, stored), parent
+
+    def add(self, info: WorkloadInfo) -> None:
+        """``Snapshot.add_workload``: ``addUsage`` charges the parent what the local quota cannot hold."""
+        cq = self.snapshot.cq(info.cluster_queue)
+        if cq is None:
+            return
+        for fr, val in info.flavor_usage().items():
+            if fr not in self.frs:
+                continue
+            node: Node = cq
+            while True:
+                local = max(0, node.local_quota(fr) - self.usage(node, fr))
+                self._release(node, fr, -val)
+                parent = node.parent
+                if parent is None or val <= local:
+                    break
+                val, node = val - local, parent
+
+    def available(self, node: Node, fr: FlavorResource) -> int:
+        """``snapshot.available`` over these usages (may be negative)."""
+        if node.parent is None:
+            return node.subtree_quota.get(fr, 0) - self.usage(node, fr)
+        parent_available = self.available(node.parent, fr)
+        bl = node.quota(fr).borrowing_limit
+        lq = node.local_quota(fr)
+        usage = self.usage(node, fr)
+        if bl is not None:
+            stored_in_parent = node.subtree_quota.get(fr, 0) - lq
+            used_in_parent = max(0, usage - lq)
+            parent_available = min(stored_in_parent - used_in_parent + bl, parent_available)
+        return max(0, lq - usage) + parent_available
 
 
 def _classical(ctx: _Ctx) -> list[Target]:
@@ -234,7 +331,7 @@ def _classical(ctx: _Ctx) -> list[Target]:
 
     def split(lst: list[_Elem]) -> tuple[list[_Elem], list[_Elem]]:
         n = 0
-        while n < len(lst) and is_evicted(lst[n].info.obj):
+        while n < len(lst) and lst[n].info.evicted:
             n += 1
         return lst[:n], lst[n:]
 
@@ -248,43 +345,115 @@ def _classical(ctx: _Ctx) -> list[Target]:
         attempts = [False, True]
     else:
         attempts = [True, False]
-    snap = ctx.snapshot
-    for borrow in attempts:
-        targets: list[Target] = []
-        for e in candidates:
-            if not ctx.valid(e, borrow):
-                continue
-            snap.remove_workload(e.info)
-            targets.append(Target(e.info, _VARIANT_REASON[e.variant], e.info.cluster_queue))
-            if ctx.fits(borrow):
-                targets = _fill_back(ctx, targets, borrow)
-                for t in targets:
-                    snap.add_workload(t.info)
-                return targets
-        for t in targets:
-            snap.add_workload(t.info)
-    return []
+    # the candidates are taken out of the usage beside the snapshot (``_Released``), which stays as it is
+    tracked = set(ctx.frs) | set(ctx.requests)
+    try:
+        for borrow in attempts:
+            targets: list[Target] = []
+            rel = ctx.released = _Released(ctx.snapshot, tracked)
+            for e in candidates:
+                if not ctx.valid(e, borrow):
+                    continue
+                rel.remove(e.info)
+                targets.append(Target(e.info, _VARIANT_REASON[e.variant], e.info.cluster_queue))
+                if ctx.fits(borrow):
+                    return _fill_back(ctx, rel, targets, borrow)
+        return []
+    finally:
+        ctx.released = None
 
 
-def _fill_back(ctx: _Ctx, targets: list[Target], borrow: bool) -> list[Target]:
+def _fill_back(ctx: _Ctx, rel: _Released, targets: list[Target], borrow: bool) -> list[Target]:
     """``fillBackWorkloads``: put back every target that is not needed, newest decision first."""
     i = len(targets) - 2
     while i >= 0:
-        ctx.snapshot.add_workload(targets[i].info)
+        rel.add(targets[i].info)
         if ctx.fits(borrow):
             targets[i] = targets[-1]
             targets.pop()
         else:
-            ctx.snapshot.remove_workload(targets[i].info)
+            rel.remove(targets[i].info)
         i -= 1
     return targets
 
 
+class TreeMemo:
+    """Preemption searches kept across scheduling cycles, per cohort tree and its version.
+
+    ``_classical`` reads only the preemptor's ClusterQueue and the cohort tree it belongs to (the candidates
+    of every ClusterQueue of the tree, their usage and the quotas along the tree), the preemptor's priority
+    (and queue-order timestamp under ``LowerOrNewerEqualPriority``), the flavor-resources and quantities asked
+    for, and ``now`` only to order a candidate without quota reserved. The cache bumps a tree's version on every
+    change of a workload holding quota in it and starts a new epoch whenever the quota structure is rebuilt,
+    so a search asked again of an unchanged tree (a head that waits on preemption is nominated again in every
+    cycle, most cycles being caused by other trees) answers what it answered before, without searching again.
+    Targets are kept by workload key and resolved in the asking snapshot. One table per tree, replaced when its
+    version moves: the memory follows the trees, not the cycles."""
+
+    __slots__ = ("_epoch", "_by_root", "hits", "misses")
+
+    def __init__(self) -> None:
+        self._epoch: object = None
+        self._by_root: dict[object, tuple[object, dict]] = {}
+        self.hits = self.misses = 0
+
+    def table(self, tree: tuple | None) -> dict | None:
+        """The table of answers for ``tree`` (``Snapshot.tree_key``: (epoch, root, version)), or None."""
+        if tree is None:
+            return None
+        epoch, root, version = tree
+        if epoch != self._epoch:
+            self._epoch, self._by_root = epoch, {}
+        cur = self._by_root.get(root)
+        if cur is None or cur[0] != version:
+            cur = (version, {})
+            self._by_root[root] = cur
+        return cur[1]
+
+
+def _sub_key(own: ClusterQueueSnapshot, info: WorkloadInfo) -> tuple:
+    p = own.preemption
+    newer = "LowerOrNewerEqualPriority" in (p["withinClusterQueue"], p["reclaimWithinCohort"])
+    return (own.name, info.priority, info.order_ts if newer else None)
+
+
+def _remember(table: dict, key: tuple, ctx: _Ctx, targets: list[Target], extra: object = None) -> None:
+    table[key] = (
+        ctx.now if ctx.used_now else None,
+        tuple((t.info.key, t.info.cluster_queue, t.reason, t.cluster_queue) for t in targets),
+        extra,
+    )
+
+
+def _recall(table: dict, key: tuple, snapshot: Snapshot, now: float) -> tuple[list[Target], Any] | None:
+    hit = table.get(key)
+    if hit is None or (hit[0] is not None and hit[0] != now):
+        return None
+    out = []
+    for wkey, wcq, reason, tcq in hit[1]:
+        cq = snapshot.cq(wcq)
+        info = cq.workloads.get(wkey) if cq is not None else None
+        if info is None:
+            return None
+        out.append(Target(info, reason, tcq))
+    return out, hit[2]
+
+
+def _tree(snapshot: Snapshot, cq: ClusterQueueSnapshot) -> tuple | None:
+    return snapshot.tree_key(cq) if snapshot.tree_key is not None else None
+
+
 def get_targets(
-    snapshot: Snapshot, info: WorkloadInfo, assignment: Assignment, now: float, memo: dict | None = None
+    snapshot: Snapshot,
+    info: WorkloadInfo,
+    assignment: Assignment,
+    now: float,
+    memo: dict | None = None,
+    trees: TreeMemo | None = None,
 ) -> list[Target]:
     """``Preemptor.GetTargets`` for a workload whose assignment is in Preempt mode. ``memo``: the one
-    ``make_oracle`` was given for the same workload and snapshot (see there)."""
+    ``make_oracle`` was given for the same workload and snapshot (see there); ``trees``: answers kept across
+    cycles (``TreeMemo``)."""
     cq = snapshot.cq(info.cluster_queue)
     if cq is None:
         return []
@@ -293,33 +462,68 @@ def get_targets(
         hit = memo.get((info.key, cq.name, frozenset(frs), frozenset(requests.items())))
         if hit is not None:
             return list(hit)
-    return _classical(_Ctx(snapshot, info, cq, frs, requests, now))
+    table = trees.table(_tree(snapshot, cq)) if trees is not None else None
+    key = ("targets", *_sub_key(cq, info), frozenset(frs), frozenset(requests.items()))
+    if table is not None:
+        kept = _recall(table, key, snapshot, now)
+        if kept is not None:
+            assert trees is not None
+            trees.hits += 1
+            return kept[0]
+        assert trees is not None
+        trees.misses += 1
+    ctx = _Ctx(snapshot, info, cq, frs, requests, now)
+    targets = _classical(ctx)
+    if table is not None:
+        _remember(table, key, ctx, targets)
+    return targets
 
 
-def make_oracle(snapshot: Snapshot, now: float, memo: dict | None = None):
+def make_oracle(snapshot: Snapshot, now: float, memo: dict | None = None, trees: TreeMemo | None = None):
     """``PreemptionOracle.SimulatePreemption`` bound to a snapshot. With ``memo`` (one per workload's
     assignment, dropped before the snapshot changes) the targets it found are kept by workload, ClusterQueue,
     flavor-resources and requests: ``get_targets`` asked the same (a workload of one pod set and one resource
     in one flavor) on the same snapshot answers the same (the candidates are sorted by a total order, uids
-    being unique), so it is not searched twice."""
+    being unique), so it is not searched twice. With ``trees`` (``TreeMemo``) the answer is kept across cycles
+    for the tree's version."""
 
     def oracle(
         cq: ClusterQueueSnapshot, info: WorkloadInfo, fr: FlavorResource, quantity: int
     ) -> tuple[str, int]:
         own = snapshot.cq(info.cluster_queue) or cq
-        ctx = _Ctx(snapshot, info, own, {fr}, {fr: quantity}, now)
-        targets = _classical(ctx)
+        table = trees.table(_tree(snapshot, own)) if trees is not None else None
+        key = ("oracle", *_sub_key(own, info), cq.name, fr, quantity)
+        kept = _recall(table, key, snapshot, now) if table is not None else None
+        answer: tuple[str, int]
+        if kept is not None:
+            assert trees is not None
+            trees.hits += 1
+            targets, answer = kept  # what _remember stored beside them: _possibility's answer
+        else:
+            if trees is not None:
+                trees.misses += 1
+            ctx = _Ctx(snapshot, info, own, {fr}, {fr: quantity}, now)
+            targets = _classical(ctx)
+            answer = _possibility(snapshot, cq, fr, quantity, targets)
+            if table is not None:
+                _remember(table, key, ctx, targets, answer)
         if memo is not None:
             memo[(info.key, own.name, frozenset((fr,)), frozenset(((fr, quantity),)))] = list(targets)
-        if not targets:
-            return "NoCandidates", find_height_of_lowest_subtree_that_fits(cq, fr, quantity)[0]
-        for t in targets:
-            snapshot.remove_workload(t.info)
-        borrow = find_height_of_lowest_subtree_that_fits(cq, fr, quantity)[0]
-        for t in targets:
-            snapshot.add_workload(t.info)
-        if any(t.cluster_queue == cq.name for t in targets):
-            return "Preempt", borrow
-        return "Reclaim", borrow
+        return answer
 
     return oracle
+
+
+def _possibility(
+    snapshot: Snapshot, cq: ClusterQueueSnapshot, fr: FlavorResource, quantity: int, targets: list[Target]
+) -> tuple[str, int]:
+    if not targets:
+        return "NoCandidates", find_height_of_lowest_subtree_that_fits(cq, fr, quantity)[0]
+    for t in targets:
+        snapshot.remove_workload(t.info)
+    borrow = find_height_of_lowest_subtree_that_fits(cq, fr, quantity)[0]
+    for t in targets:
+        snapshot.add_workload(t.info)
+    if any(t.cluster_queue == cq.name for t in targets):
+        return "Preempt", borrow
+    return "Reclaim", borrow

@@ -5,7 +5,9 @@ Owns two controllers for checks whose ``controllerName`` is ``kueue.x-k8s.io/pro
   ``BadParametersRef``).
 - ``ProvisioningController`` reconciles Workloads holding quota: creates PodTemplates
   ``ppt-<request>-<podset>`` (pod set template + assigned flavors' nodeSelector/tolerations, limits as
-  missing requests) and ProvisioningRequests ``<workload>-<check>-<attempt>`` (class and parameters from
+  missing requests) and ProvisioningRequests ``<workload>-<check>-<attempt>`` (shortened past 253 characters as
+  the Kueue release does it: v0.19.2 hashes the whole name and so never finds its request again, deleting and
+  making it without end; 0.20 keeps a stable prefix, kueue#14916) (class and parameters from
   the ProvisioningRequestConfig, ``provreq.kueue.x-k8s.io/*`` annotations as parameters, one pod set per
   pod set using a ``managedResources`` resource, counts from the admission), deletes stale requests
   (and all of them when the workload is evicted or finished), and maps request conditions to the
@@ -128,8 +130,29 @@ def limit_name(full: str) -> str:
     return f"{full[:247]}-{h}"
 
 
-def request_name(workload: str, check: str, attempt: int) -> str:
-    """``ProvisioningRequestName``."""
+ATTEMPT_DIGITS = 10  # an int32 attempt number (kueue#14916 keeps room for it after the shortened prefix)
+
+
+def request_prefix(workload: str, check: str, stable: bool = True) -> str:
+    """``getProvisioningRequestNamePrefix``: ``<workload>-<check>-`` (shortened). ``stable`` (Kueue 0.20,
+    kueue#14916): cut to leave room for any attempt number, so every attempt's name starts with it; v0.19.2
+    shortened it as a name of its own (``limitObjectName``), which the requests' names (hashed with their attempt)
+    do not start with once the full name is over 247 characters."""
+    full = f"{workload}-{check}-"
+    if not stable:
+        return limit_name(full)
+    budget = 253 - ATTEMPT_DIGITS
+    if len(full) <= budget:
+        return full
+    h = hashlib.sha1(full.encode()).hexdigest()[:5]
+    return f"{full[: budget - 7]}-{h}-"
+
+
+def request_name(workload: str, check: str, attempt: int, stable: bool = True) -> str:
+    """``ProvisioningRequestName``: from Kueue 0.20 the stable prefix and the attempt (kueue#14916); v0.19.2
+    shortens the whole ``<workload>-<check>-<attempt>`` (``limitObjectName``)."""
+    if stable:
+        return f"{request_prefix(workload, check)}{attempt}"
     return limit_name(f"{workload}-{check}-{attempt}")
 
 
@@ -138,8 +161,10 @@ def template_name(request: str, podset: str) -> str:
     return limit_name(f"ppt-{request}-{podset}")
 
 
-def _attempt(pr: dict, workload: str, check: str) -> int | None:
-    m = re.match("^" + re.escape(limit_name(f"{workload}-{check}-")) + "([0-9]+)$", pr["metadata"]["name"])
+def _attempt(pr: dict, workload: str, check: str, stable: bool = True) -> int | None:
+    """``getAttempt`` / ``matchesWorkloadAndCheck``: the attempt a request's name carries after the prefix."""
+    prefix = request_prefix(workload, check, stable)
+    m = re.match("^" + re.escape(prefix) + "([0-9]+)$", pr["metadata"]["name"])
     return int(m.group(1)) if m else None
 
 
@@ -303,6 +328,8 @@ class ProvisioningController(Controller):
         self.events = cache.events
         self._check_controllers: dict[str, str] = {}  # AdmissionCheck -> controllerName, as last seen
         self._config_specs: dict[str, tuple] = {}  # ProvisioningRequestConfig -> what its requests copy
+        # kueue#14916: how the Kueue release names its requests (v0.19.2 loops on names it must shorten)
+        self._stable = cache.profile.stable_request_names
 
     def watches(self) -> list[Watch]:
         def owner(ev) -> list:
@@ -310,7 +337,7 @@ class ProvisioningController(Controller):
             return [
                 (md.get("namespace", ""), r["name"])
                 for r in md.get("ownerReferences") or []
-                if r.get("kind") == "Workload"
+                if r.get("kind") == "Workload" and r.get("controller")  # Owns: the controller reference only
             ]
 
         # SetupWithManager: Watches(AdmissionCheck, acHandler), Watches(ProvisioningRequestConfig, prcHandler)
@@ -430,10 +457,10 @@ class ProvisioningController(Controller):
             if prc is None or not needed[check]:
                 continue
             for p in owned:
-                a = _attempt(p, name, check)
+                a = _attempt(p, name, check, self._stable)
                 if a is None or not self._synced(p, prc):
                     continue
-                if check not in last or (_attempt(last[check], name, check) or 0) < a:
+                if check not in last or (_attempt(last[check], name, check, self._stable) or 0) < a:
                     last[check] = p
         states = self._sync_states(wl, configs, last, needed)
         keep = {p["metadata"]["name"] for p in last.values()}
@@ -474,7 +501,9 @@ class ProvisioningController(Controller):
                 pr = last.get(check)
                 if pr is None:
                     continue
-                updated = self._apply_row(wl, st, pr, prc, _attempt(pr, name, check) or 1) | updated
+                updated = (
+                    self._apply_row(wl, st, pr, prc, _attempt(pr, name, check, self._stable) or 1) | updated
+                )
             if st.get("state") != old_state:
                 st["lastTransitionTime"] = ts(now)
                 msg = f"Admission check {check} updated state from {old_state} to {st['state']}"
@@ -578,7 +607,7 @@ class ProvisioningController(Controller):
                     and st is not None
                     and st.get("state") == "Pending"
                 ):
-                    attempt, create = (_attempt(pr, name, check) or 1) + 1, True
+                    attempt, create = (_attempt(pr, name, check, self._stable) or 1) + 1, True
             if create:
                 self._create(wl, check, prc, attempt)
 
@@ -588,7 +617,7 @@ class ProvisioningController(Controller):
             required = _merged(_required(wl, _managed(prc)), prc)
         except _Inconsistent:
             return  # mergePodSets fails with errInconsistentPodSetAssignments: nothing is created
-        rname = request_name(name, check, attempt)
+        rname = request_name(name, check, attempt, self._stable)
         owner = {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "Workload",

@@ -148,7 +148,7 @@ class ClusterQueueStatusController(Controller):
             return None
         cq = {"metadata": cached["metadata"], "status": clone_kept(cached.get("status") or {})}
         now = self.ctx.now()
-        infos = [i for i in self.cache.reserving.values() if i.cluster_queue == key]
+        infos = list(self.cache.reserving_by_cq.get(key, {}).values())
         inactive = self.cache.inactive_reason(key)
         if inactive is None:
             set_condition(cq, "Active", True, "Ready", "Can admit new workloads", now)
@@ -202,11 +202,7 @@ class LocalQueueStatusController(Controller):
             )
         else:
             set_condition(lq, "Active", True, "Ready", "Can submit new workloads to localQueue", now)
-        infos = [
-            i
-            for i in self.cache.reserving.values()
-            if i.obj["metadata"].get("namespace") == ns and (i.obj.get("spec") or {}).get("queueName") == name
-        ]
+        infos = list(self.cache.reserving_by_lq.get((ns, name), {}).values())
         st = lq.setdefault("status", {})
         st["pendingWorkloads"] = self.cache.queues.pending_in_local_queue(ns, name)
         st["reservingWorkloads"] = len(infos)

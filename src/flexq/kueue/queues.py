@@ -80,6 +80,34 @@ class PendingQueue:
         default_factory=dict
     )  # "ns/queueName" -> workloads in heap or inadmissible
     _counted: dict[str, str] = field(default_factory=dict)  # key -> the "ns/queueName" it is counted under
+    # the manager that tracks which queues may have a head and which changed in a cycle (None alone)
+    _mgr: QueueManager | None = field(default=None, repr=False, compare=False)
+
+    def _touch(self) -> None:
+        """Before a change of the heap or the parked set: the sizes as they were, for ``shape_changed``; a queue
+        of a settled cohort tree wakes its tree (``QueueManager.settle``)."""
+        m = self._mgr
+        if m is not None:
+            if m._touched is not None and self.name not in m._touched:
+                m._touched[self.name] = (len(self.items), len(self.inadmissible))
+            if m._settled:  # any queue of a settled tree (settled or not) wakes the tree
+                tree = m._settled_root.get(self.name) or m.tree_of(self.name)
+                if tree is not None and tree in m._settled:
+                    m.wake(tree)
+
+    def peek(self) -> WorkloadInfo | None:
+        """The head ``pop`` would return, left in place (dead heap entries on top are dropped, as ``pop``
+        would skip them)."""
+        if self.sticky is not None and self.sticky in self.items:
+            return self.items[self.sticky]
+        heap, items = self.heap, self.items
+        while heap:
+            e = heap[0]
+            top = items.get(e[4])
+            if top is not None and top.serial == e[3]:
+                return top
+            heapq.heappop(heap)
+        return None
 
     def update(self, cq: dict) -> None:
         """Take strategy, selector and the Active condition from a ClusterQueue object."""
@@ -95,6 +123,8 @@ class PendingQueue:
     def _push(self, info: WorkloadInfo) -> None:
         self.items[info.key] = info
         heapq.heappush(self.heap, info.heap_entry)
+        if self._mgr is not None:
+            self._mgr._ready.add(self.name)
 
     def _pop_live(self) -> WorkloadInfo | None:
         if self.sticky is not None and self.sticky in self.items:
@@ -133,6 +163,7 @@ class PendingQueue:
 
     def push_or_update(self, info: WorkloadInfo, now: float) -> None:
         """``PushOrUpdate``: a new or changed pending workload."""
+        self._touch()
         self._push_or_update(info, now)
         self._recount(info.key)
 
@@ -157,6 +188,7 @@ class PendingQueue:
 
     def delete(self, key: str) -> None:
         """Forget a workload."""
+        self._touch()
         self.inadmissible.pop(key, None)
         self.items.pop(key, None)
         if self.sticky == key:
@@ -165,6 +197,7 @@ class PendingQueue:
 
     def pop(self) -> WorkloadInfo | None:
         """Remove and return the head."""
+        self._touch()
         self.pop_cycle += 1
         info = self._pop_live()
         if info is not None:
@@ -173,6 +206,7 @@ class PendingQueue:
 
     def requeue(self, info: WorkloadInfo, reason: str, now: float) -> bool:
         """``RequeueIfNotPresent``: back to the heap or parked as inadmissible."""
+        self._touch()
         out = self._requeue(info, reason, now)
         self._recount(info.key)
         return out
@@ -224,6 +258,7 @@ class PendingQueue:
 
     def flush(self, now: float, namespace_labels: Callable[[str], dict | None]) -> int:
         """``queueInadmissibleWorkloads``: move eligible inadmissible workloads back to the heap."""
+        self._touch()
         self.flush_cycle = self.pop_cycle
         self.bulk_moved.clear()
         inad = self.inadmissible
@@ -246,6 +281,8 @@ class PendingQueue:
         else:
             self.items.update(moving)
             self._compact()
+            if self._mgr is not None:
+                self._mgr._ready.add(self.name)
         return len(moving)
 
     def snapshot(self) -> list[WorkloadInfo]:
@@ -275,6 +312,16 @@ class QueueManager:
         self.requeuing_timestamp = requeuing_timestamp
         self.priority_sorting = True  # gate PrioritySortingWithinCohort (the queue-order timestamp)
         self._order: list[str] | None = None  # sorted ClusterQueue names, dropped when the set changes
+        # queues that may have a workload in their heap (every push adds its queue; ``heads`` drops the empty)
+        self._ready: set[str] = set()
+        # between ``begin_shape`` and ``shape_changed``: each changed queue's sizes before its first change
+        self._touched: dict[str, tuple[int, int]] | None = None
+        self._queues_changed = False
+        # settled cohort trees (``settle``): their ready queues, kept out of ``_ready`` until something changes
+        self._settled: dict[str, set[str]] = {}
+        self._settled_root: dict[str, str] = {}  # queue -> its settled tree
+        self.on_wake: Callable[[list[PendingQueue]], None] = lambda queues: None
+        self.tree_of: Callable[[str], str | None] = lambda name: None  # a queue's cohort tree (the cache's)
 
     # configuration
     def add_or_update_cluster_queue(self, cq: dict) -> PendingQueue:
@@ -282,15 +329,25 @@ class QueueManager:
         name = cq["metadata"]["name"]
         q = self.cluster_queues.get(name)
         if q is None:
-            q = self.cluster_queues[name] = PendingQueue(name)
+            q = self.cluster_queues[name] = PendingQueue(name, _mgr=self)
             self._order = None
+            self._queues_changed = True
+        tree = self._settled_root.get(name) or (self.tree_of(name) if self._settled else None)
+        if tree is not None and tree in self._settled:
+            self.wake(tree)
         q.update(cq)
+        if q.items:
+            self._ready.add(name)
         return q
 
     def delete_cluster_queue(self, name: str) -> None:
         """Drop a ClusterQueue and its pending workloads."""
         q = self.cluster_queues.pop(name, None)
         self._order = None
+        self._queues_changed = True
+        self._ready.discard(name)
+        if name in self._settled_root:
+            self.wake(self._settled_root[name])
         if q is not None:
             for k in list(q.items) + list(q.inadmissible):
                 self.workload_cq.pop(k, None)
@@ -359,23 +416,83 @@ class QueueManager:
         qs = self.cluster_queues.values()
         return tuple(map(len, map(_ITEMS, qs))) + tuple(map(len, map(_INADMISSIBLE, qs)))
 
-    def heads(self) -> list[WorkloadInfo]:
-        """Pop one head per active ClusterQueue (sorted by name for determinism)."""
-        out = []
-        if self._order is None:
-            self._order = sorted(self.cluster_queues)
+    def begin_shape(self) -> None:
+        """Start watching for a change of ``shape()``: only the queues changed from now on are compared by
+        ``shape_changed`` (the others have the sizes they had), so a cycle costs what it touched, not the
+        number of ClusterQueues."""
+        self._touched = {}
+        self._queues_changed = False
+
+    def shape_changed(self) -> bool:
+        """Whether ``shape()`` differs from what it was at ``begin_shape`` (which it ends)."""
+        touched, self._touched = self._touched, None
+        if self._queues_changed or touched is None:
+            return True
         queues = self.cluster_queues
-        for name in self._order:
-            q = queues[name]
-            if not q.active:
+        for name, sizes in touched.items():
+            q = queues.get(name)
+            if q is None or (len(q.items), len(q.inadmissible)) != sizes:
+                return True
+        return False
+
+    def ready_queues(self) -> list[PendingQueue]:
+        """The queues ``heads`` would pop (active, with a workload in their heap), sorted by name."""
+        out = []
+        queues = self.cluster_queues
+        for name in sorted(self._ready):
+            q = queues.get(name)
+            if q is not None and q.active and q.items:
+                out.append(q)
+        return out
+
+    def settle(self, tree: str, names: Iterable[str]) -> None:
+        """Keep the ready queues ``names`` of cohort tree ``tree`` out of ``heads`` until ``wake``: the scheduler
+        found that a cycle over them changed nothing and nothing they read has changed since."""
+        for n in names:
+            self._ready.discard(n)
+            self._settled_root[n] = tree
+            self._settled.setdefault(tree, set()).add(n)
+
+    def wake(self, tree: str) -> None:
+        """Something the settled tree's scheduling reads changed: its queues are popped again."""
+        names = self._settled.pop(tree, None)
+        if not names:
+            return
+        woken = []
+        for n in sorted(names):
+            self._settled_root.pop(n, None)
+            q = self.cluster_queues.get(n)
+            if q is not None:
+                if q.items:
+                    self._ready.add(n)
+                woken.append(q)
+        self.on_wake(woken)
+
+    def wake_all(self) -> None:
+        for tree in sorted(self._settled):
+            self.wake(tree)
+
+    def heads(self) -> list[WorkloadInfo]:
+        """Pop one head per active ClusterQueue (sorted by name for determinism). Only the queues that may have
+        a workload in their heap are visited (``_ready``): an empty queue's pop would find nothing (its pop
+        cycle counter, which upstream also advances on an empty pop, is only compared after a pop, so leaving
+        it alone changes no decision)."""
+        out = []
+        queues = self.cluster_queues
+        ready = self._ready
+        for name in sorted(ready):
+            q = queues.get(name)
+            if q is None or not q.items:
+                ready.discard(name)
                 continue
-            if not q.items:  # nothing to pop (a sticky workload is in ``items`` too)
-                q.pop_cycle += 1
+            if not q.active:
                 continue
             info = q.pop()
             if info is not None:
                 info.cluster_queue = name
                 out.append(info)
+            if not q.items:
+                ready.discard(name)
         return out
 
     def requeue_workload(self, info: WorkloadInfo, reason: str, now: float) -> bool:

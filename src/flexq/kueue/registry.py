@@ -1,7 +1,7 @@
 """The explicit list of what flexq.kueue contributes to a twin (style rule 6: one list, no side effects).
 
 ``controllers(ctx)`` returns this package's controllers for one cluster, all sharing one ``KueueCache``
-(Kueue's cache and queue manager); ``bootstrap(store)`` seeds objects a fresh cluster has (idempotent);
+(Kueue's cache and queue manager, holding the twin's Kueue release: ``ctx.settings.kueue``); ``bootstrap(store)`` seeds objects a fresh cluster has (idempotent);
 ``executors(settings)`` returns pod executors (none here).
 """
 
@@ -49,7 +49,7 @@ class _CacheStarter(Controller):
 
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
-    cache = KueueCache(ctx.store, ctx.now)
+    cache = KueueCache(ctx.store, ctx.now, ctx.settings.kueue)
     cache.metrics = KueueMetrics(cache, ctx.metrics)
     cache.hooks.extra.append(cache.metrics.on_event)
     out: list[Controller] = [

@@ -175,6 +175,18 @@ def entry_order_key(e: Entry, priority_sorting: bool = True, requeuing_timestamp
     )
 
 
+def _scan_key(head: WorkloadInfo | None, cycle: int, preserve: bool) -> tuple | None:
+    """A head's flavor-scan progress as ``_assign`` reads it in cycle ``cycle``."""
+    last = head.last_assignment if head is not None else None
+    if not isinstance(last, AssignmentState):
+        return None if last is None else (repr(last),)
+    return (
+        tuple(tuple(sorted(m.items())) for m in last.last_tried_flavor_idx),
+        last.cq_generation,
+        preserve and cycle - last.scheduling_cycle <= 1,
+    )
+
+
 def _tree_of(cq: ClusterQueueSnapshot | None) -> object:
     """The root of a ClusterQueue's cohort tree (the ClusterQueue itself outside any cohort)."""
     if cq is None:
@@ -191,18 +203,23 @@ class Scheduler:
         self.admitted = 0
         self._issued = 0
         self._preempted_infos: dict[str, WorkloadInfo] = {}
+        cache.queues.on_wake = self._woken
 
     # 0. one cycle ---------------------------------------------------------------------------------
     def cycle(self, now: float) -> bool:
         """Run one cycle; True when another should follow right away."""
         self.cycle_no += 1
-        before = self.cache.queues.shape()
+        queues = self.cache.queues
+        # what each cohort tree's scheduling reads, before the heads are popped (see ``_settle``)
+        start = self._tree_keys(self.cycle_no)
+        queues.begin_shape()  # a cycle that changes no queue's sizes made no progress
         # 1. Get the heads from the queues, one per active ClusterQueue.
-        heads = self.cache.queues.heads()
+        heads = queues.heads()
         if not heads:
+            queues.shape_changed()  # ends the watch (a cycle without heads pops nothing)
             return False
-        # 2. Take a snapshot of the cache.
-        snap = self.cache.snapshot()
+        # 2. Take a snapshot of the cache (of the heads' cohort trees: the others are copied if ever asked for).
+        snap = self.cache.snapshot(h.cluster_queue for h in heads)
         # 3. Calculate requirements (flavors, borrowing, preemption targets).
         entries, inadmissible = self.nominate(heads, snap, now)
         # 4. Order: non-borrowing first, then priority, then queue-order timestamp.
@@ -232,7 +249,64 @@ class Scheduler:
             )
         if self._issued:
             progress = True
-        return progress or before != self.cache.queues.shape()
+        changed = queues.shape_changed()
+        self._settle(start)
+        return changed or progress
+
+    # settled cohort trees -----------------------------------------------------------------------------
+    def _tree_keys(self, cycle: int) -> dict[str, tuple] | None:
+        """Per cohort tree with a queue ``heads`` would pop: what its part of a cycle reads — the cache's inputs
+        of the tree (its quota structure and workloads holding quota, the rest of the cluster that scheduling
+        reads), and per ready queue its head and the head's flavor-scan progress as cycle ``cycle`` sees it."""
+        if self.cache.config.wait_for_pods_ready and self.cache.config.block_admission:
+            return None  # admission then waits on every workload's pods: the trees are not independent
+        preserve = self.cache.config.gate(PRESERVE_SCAN_PROGRESS)
+        grouped: dict[str, list[tuple]] = {}
+        for q in self.cache.queues.ready_queues():
+            tree = self.cache.tree_root(q.name)
+            if tree is None:
+                return None
+            head = q.peek()
+            grouped.setdefault(tree, []).append(
+                (q.name, None if head is None else head.serial, _scan_key(head, cycle, preserve))
+            )
+        keys = {}
+        for tree, entries in grouped.items():
+            inputs = self.cache.tree_inputs(tree)
+            if inputs is None:
+                return None
+            keys[tree] = (inputs, tuple(entries))
+        return keys
+
+    def _settle(self, start: dict[str, tuple] | None) -> None:
+        """Set aside the cohort trees this cycle left as they were.
+
+        A tree's part of a cycle is a function of what ``_tree_keys`` keys it by. When the cycle leaves that key as
+        it found it (its heads, not admitted, went back to their queues as they were; nothing it reads changed),
+        the next cycle over the same key would do the same again, with no write: each head popped, scheduled to
+        the same answer and put back. So the tree's queues are kept out of ``heads`` until something it reads
+        changes (``QueueManager.wake``: a change of a workload holding quota in it, of a queue's content, of the
+        quota structure, of what the scheduler reads beside the trees). A cycle then costs the trees that can move
+        — most cycles are caused by one tree's events — not every tree with a head waiting for capacity. What
+        the cycles it skipped would have left behind is kept: the heads' scan progress is dated to the last cycle
+        (``_woken``)."""
+        if not start:
+            return
+        after = self._tree_keys(self.cycle_no + 1)
+        if after is None:
+            return
+        for tree, key in start.items():
+            if after.get(tree) == key:
+                self.cache.queues.settle(tree, [name for name, _, _ in key[1]])
+
+    def _woken(self, queues: list) -> None:
+        """A settled tree's queues go back to ``heads``: each head was, in every cycle it sat out, popped and
+        scheduled to the same answer, which dated its flavor-scan progress to that cycle."""
+        for q in queues:
+            head = q.peek()
+            last = head.last_assignment if head is not None else None
+            if isinstance(last, AssignmentState):
+                last.scheduling_cycle = self.cycle_no
 
     # 3. nominate ------------------------------------------------------------------------------------
     def nominate(
@@ -274,7 +348,12 @@ class Scheduler:
         e.replaced = self._replaced_slice(info, snap)
         memo: dict = {}  # the oracle's searches, for get_targets below on the same snapshot
         fa = FlavorAssigner(
-            info, cq, snap.resource_flavors, make_oracle(snap, now, memo), e.replaced, self.cycle_no
+            info,
+            cq,
+            snap.resource_flavors,
+            make_oracle(snap, now, memo, self.cache.trees),
+            e.replaced,
+            self.cycle_no,
         )
         fa.concurrent_admission = self.cache.config.gate(ca.GATE)
         a = fa.assign()
@@ -282,7 +361,7 @@ class Scheduler:
         if e.replaced is not None:
             targets.append(Target(e.replaced, "WorkloadSliceReplaced", e.replaced.cluster_queue))
         if a.representative_mode() == Mode.PREEMPT:
-            found = get_targets(snap, info, a, now, memo)
+            found = get_targets(snap, info, a, now, memo, self.cache.trees)
             if found:
                 targets += found
             else:

@@ -196,6 +196,12 @@ def sync_admitted_condition(wl: dict, now: float) -> bool:
     return set_condition(wl, "Admitted", status, reason, msg, now)
 
 
+def is_on_hold(wl: dict) -> bool:
+    """``IsOnHold``: QuotaReserved=False with reason ``OnHold`` (its job asked to wait: not queued)."""
+    c = find_condition(wl, "QuotaReserved")
+    return c is not None and c.get("status") == "False" and c.get("reason") == "OnHold"
+
+
 def unset_quota_reservation(wl: dict, reason: str, message: str, now: float) -> bool:
     """``UnsetQuotaReservationWithCondition``: QuotaReserved=False, admission cleared, Admitted synced."""
     changed = set_condition(wl, "QuotaReserved", False, reason, message, now)
@@ -288,6 +294,40 @@ class WorkloadInfo:
         return (-self.priority, self.order_ts, self.uid, self.serial, self.key)
 
     @cached_property
+    def evicted(self) -> bool:
+        """``is_evicted(obj)``, read once (``obj`` is a read-only stored version): preemption orders its
+        candidates by it."""
+        return is_evicted(self.obj)
+
+    @cached_property
+    def quota_reserved_at(self) -> float | None:
+        """When QuotaReserved became True, or None while it is not (read once, as ``evicted``)."""
+        c = find_condition(self.obj, "QuotaReserved")
+        if c is None or c.get("status") != "True":
+            return None
+        return parse_ts(c.get("lastTransitionTime"))
+
+    @cached_property
+    def flavor_resources(self) -> frozenset[tuple[str, str]]:
+        """The (flavor, resource) pairs its pod sets are assigned (what ``uses`` asks about)."""
+        return frozenset((flv, res) for ps in self.total_requests for res, flv in ps.flavors.items())
+
+    @cached_property
+    def preemption_signature(self) -> tuple:
+        """What a preemption search reads of a workload holding quota: its queue, usage, priority, queue-order
+        timestamp, uid, whether it is evicted and when it reserved quota. Two versions with the same signature
+        give every search of their cohort tree the same answer (``preemption.TreeMemo``)."""
+        return (
+            self.cluster_queue,
+            tuple(sorted(self.flavor_usage().items())),
+            self.priority,
+            self.order_ts,
+            self.uid,
+            self.evicted,
+            self.quota_reserved_at,
+        )
+
+    @cached_property
     def namespace(self) -> str:
         """``metadata.namespace``."""
         return (self.obj.get("metadata") or {}).get("namespace", "")
@@ -333,8 +373,4 @@ class WorkloadInfo:
 
     def uses(self, frs: set[tuple[str, str]]) -> bool:
         """``WorkloadUsesResources``: some (flavor, resource) of this workload is in ``frs``."""
-        for ps in self.total_requests:
-            for res, flv in ps.flavors.items():
-                if (flv, res) in frs:
-                    return True
-        return False
+        return not self.flavor_resources.isdisjoint(frs)

@@ -2,8 +2,9 @@
 
 Writes, on Workloads: ``spec.active=false`` when a DeactivationTarget is set; the Evicted condition
 for deactivation (``Deactivated`` / ``DeactivatedDueTo<Cause>``), for admission checks in Retry
-(``AdmissionCheck``) and for the PodsReady timeout (``PodsReadyTimeout``, with ``requeueState``);
-``DeactivationTarget`` for Rejected checks, for exceeding ``backoffLimitCount`` and for exceeding
+(``AdmissionCheck``; from Kueue 0.20.7 at once, not after the check's back-off, kueue#18785) and for the PodsReady timeout (``PodsReadyTimeout``, with ``requeueState``);
+``DeactivationTarget`` for Rejected checks (from Kueue 0.20 also while the workload is being evicted,
+kueue#14309), for exceeding ``backoffLimitCount`` and for exceeding
 ``spec.maximumExecutionTimeSeconds`` (``MaximumExecutionTimeExceeded``); the
 ``Requeued`` condition when a backoff finishes (``BackoffFinished``) or a workload is reactivated;
 ``requeueState.requeueAt`` from checks' ``requeueAfterSeconds``; the list of
@@ -37,6 +38,7 @@ from flexq.kueue.workload import (
     ts,
     unset_quota_reservation,
 )
+from flexq.runtime import predicates
 from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import status_copy
 
@@ -52,6 +54,30 @@ def checks_message(checks: list[dict], state: str) -> str:
     return f"{noun} in {state} state: " + "; ".join(parts)
 
 
+def _stop_policy(obj: dict) -> str:
+    return (obj.get("spec") or {}).get("stopPolicy") or "None"
+
+
+def _cq_update(old: dict, new: dict) -> bool:
+    """``workloadQueueHandler.Update`` for a ClusterQueue: deleting, or its admission checks or stop policy
+    changed."""
+    return (
+        bool(new["metadata"].get("deletionTimestamp"))
+        or (old.get("spec") or {}).get("admissionChecksStrategy")
+        != (new.get("spec") or {}).get("admissionChecksStrategy")
+        or _stop_policy(old) != _stop_policy(new)
+    )
+
+
+def _lq_update(old: dict, new: dict) -> bool:
+    """``workloadQueueHandler.Update`` for a LocalQueue: deleting, or its stop policy changed."""
+    return bool(new["metadata"].get("deletionTimestamp")) or _stop_policy(old) != _stop_policy(new)
+
+
+_CQ_UPDATE = predicates.update_changed(_cq_update)
+_LQ_UPDATE = predicates.update_changed(_lq_update)
+
+
 class WorkloadController(Controller):
     """Kueue's workload reconciler."""
 
@@ -61,23 +87,18 @@ class WorkloadController(Controller):
         super().__init__(ctx)
         self.cache = cache
         self.events = cache.events
-        self._generations: dict[tuple, object] = {}
 
     def watches(self) -> list[Watch]:
-        return [Watch("Workload"), Watch("ClusterQueue", self._of_cq), Watch("LocalQueue", self._of_lq)]
-
-    def _spec_changed(self, ev) -> bool:
-        md = ev.object["metadata"]
-        key = (ev.kind, md.get("namespace", ""), md["name"])
-        gen = md.get("generation")
-        seen = self._generations.get(key)
-        self._generations[key] = gen
-        return ev.type != "MODIFIED" or seen != gen
+        # SetupWithManager: Watches(ClusterQueue / LocalQueue, workloadQueueHandler), whose Update queues the
+        # workloads only for a deletion mark or a changed admission-checks strategy or stop policy
+        return [
+            Watch("Workload"),
+            Watch("ClusterQueue", self._of_cq, predicate=_CQ_UPDATE),
+            Watch("LocalQueue", self._of_lq, predicate=_LQ_UPDATE),
+        ]
 
     def _of_cq(self, ev) -> list:
-        """Workloads of a ClusterQueue whose spec changed (reserving in it or queued to it)."""
-        if not self._spec_changed(ev):
-            return []
+        """Workloads of a ClusterQueue (reserving in it or queued to it)."""
         name = ev.object["metadata"]["name"]
         out = []
         for k, wl in self.cache.workloads.items():
@@ -87,9 +108,7 @@ class WorkloadController(Controller):
         return out
 
     def _of_lq(self, ev) -> list:
-        """Workloads of a LocalQueue whose spec changed."""
-        if not self._spec_changed(ev):
-            return []
+        """Workloads of a LocalQueue."""
         md = ev.object["metadata"]
         return [
             tuple(k.split("/", 1))
@@ -240,9 +259,14 @@ class WorkloadController(Controller):
             if rs.get("requeueAt"):
                 left = parse_ts(rs["requeueAt"]) - now
                 if left > 0:
-                    if has_quota_reservation(wl) and has_retry_checks(wl) and not is_evicted(wl):
+                    if (
+                        self.cache.profile.retry_evicts_at_once
+                        and has_quota_reservation(wl)
+                        and has_retry_checks(wl)
+                        and not is_evicted(wl)
+                    ):
                         # kueue#18785 (v0.20.7): a check's retry back-off no longer delays the eviction it asks
-                        # for (v0.19.2 waited here first, holding the quota for the whole back-off); the
+                        # for (v0.19.2 waits here first, holding the quota for the whole back-off); the
                         # workload is evicted now and waits for requeueAt without quota
                         return False, None
                     return True, Result(requeue_after=left)
@@ -388,14 +412,21 @@ class WorkloadController(Controller):
         return None
 
     def _check_based_eviction(self, wl: dict, now: float) -> bool:
-        """``reconcileCheckBasedEviction``: Rejected → deactivation target; Retry → eviction."""
+        """``reconcileCheckBasedEviction``: Rejected → deactivation target; Retry → eviction. An evicted workload is
+        skipped, except (from 0.20, kueue#14309) for a Rejected check: a Retry must not evict a workload already
+        being evicted, but a rejection is final."""
         if self.cache.config.gate(ca.GATE) and ca.is_parent(wl):
             return False
-        if is_evicted(wl):
-            return False
+        evicted = is_evicted(wl)
+        if evicted and not self.cache.profile.rejected_check_deactivates_evicted:
+            return False  # v0.19.2: an evicted workload's Rejected check is ignored (Admitted=True stays)
         checks = (wl.get("status") or {}).get("admissionChecks") or []
         rejected = [c for c in checks if c.get("state") == "Rejected"]
         retry = [c for c in checks if c.get("state") == "Retry"]
+        if evicted:  # kueue#14309 (v0.20): a check Rejected during an eviction still deactivates the workload
+            if not rejected or is_true(wl, "DeactivationTarget"):
+                return False
+            retry = []  # a Retry never evicts a workload already being evicted
         if rejected:
             msg = checks_message(rejected, "Rejected")
             wl["status"].setdefault("conditions", []).append(

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flexq.clock import Clock, VirtualClock
-from flexq.errors import Livelock
+from flexq.errors import Livelock, SharedObjectChanged
 
 log = logging.getLogger("flexq.loop")
 
@@ -29,6 +29,7 @@ Callback = Callable[[], Any]
 
 
 YOUNG_GC_THRESHOLD = 50_000
+ERRORS_KEPT = 100
 
 
 def tune_gc(young: int = YOUNG_GC_THRESHOLD) -> None:
@@ -72,7 +73,9 @@ class EventLoop:
         self._wake = threading.Condition(self._inbox_lock)
         self.steps = 0  # callbacks run so far (for benchmarks and determinism checks)
         self.idles = 0  # times the loop went idle: the clock moved on (virtual) or the loop waited (real)
-        self.errors: list[BaseException] = []
+        # the last errors of broken callbacks (bounded: a live twin runs for days, and an error's traceback holds
+        # the frames, with their data, that raised it)
+        self.errors: deque[BaseException] = deque(maxlen=ERRORS_KEPT)
 
     # -- scheduling ---------------------------------------------------------------------------
     def now(self) -> float:
@@ -132,11 +135,11 @@ class EventLoop:
         self.steps += 1
         try:
             cb()
-        except Livelock:  # the runtime's guard: controllers spin at one instant; stop the run, say who
-            raise
+        except (Livelock, SharedObjectChanged):  # controllers spin at one instant, or one changed a shared
+            raise  # object (a test setting): stop the run, say who
         except Exception as exc:  # a broken callback must not stop the world
             log.exception("callback %r failed", cb)
-            self.errors.append(exc)
+            self.errors.append(exc.with_traceback(None))
 
     def next_time(self) -> float | None:
         """When the next live timer is due, or None."""

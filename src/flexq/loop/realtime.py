@@ -1,22 +1,27 @@
 """The loop on the wall clock: the only difference is that it waits instead of jumping.
 
 Owns: ``RealtimeLoop.run_forever`` (blocks on a condition until the next timer is due or another
-thread posts), ``call_sync`` (run a function on the loop thread and wait for its result) and ``stop`` (which waits for the
-loop's thread to end).
+thread posts), ``call_sync`` (run a function on the loop thread and wait for its result), ``stop`` (which waits
+for the loop's thread to end) and ``alive`` (the loop thread runs: a loop that died of an error escaping its
+callbacks keeps that error in ``failure``, and the served twin's ``/healthz`` and ``/readyz`` fail while its
+process exits).
 Must not import anything in flexq but ``flexq.clock`` and ``flexq.loop.core``.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TypeVar
 
 from flexq.clock import WallClock
-from flexq.loop.core import EventLoop
+from flexq.loop.core import EventLoop, Timer
 
 T = TypeVar("T")
+
+log = logging.getLogger("flexq.loop")
 
 
 class RealtimeLoop(EventLoop):
@@ -26,10 +31,38 @@ class RealtimeLoop(EventLoop):
         super().__init__(WallClock())
         self._stopping = False
         self.thread: threading.Thread | None = None
+        self.failure: BaseException | None = None  # what ended the loop thread, if anything did
+
+    def _drain_inbox(self) -> None:
+        """Work posted by other threads (the API server's reads and writes, executors' wake-ups) runs as soon as
+        the loop looks, before the controller work already due: as the API server never waits behind the
+        controllers, a client's write never queues behind a backlog of reconciles (a Job's 500 new pods, each
+        to be scheduled). The callbacks run as the loop's own do (errors logged, steps counted)."""
+        if not self._inbox:
+            return
+        with self._inbox_lock:
+            items = list(self._inbox)
+            self._inbox.clear()
+        now = self.now()
+        for cb in items:
+            self._run(Timer(now, cb))
+
+    def alive(self) -> bool:
+        """The loop runs callbacks: its thread is running (or not started yet) and nothing ended it."""
+        return self.failure is None and (self.thread is None or self.thread.is_alive())
 
     def run_forever(self) -> None:
-        """Run callbacks as they fall due until ``stop()``."""
+        """Run callbacks as they fall due until ``stop()``; an error that escapes a callback (the loop logs and
+        keeps every ``Exception``; a ``BaseException`` such as ``SystemExit`` ends it) is kept in ``failure``,
+        logged, and ends the thread."""
         self.thread = threading.current_thread()
+        try:
+            self._run_forever()
+        except BaseException as exc:  # kept for the health checks, which then fail; the process exits
+            self.failure = exc
+            log.critical("the twin's event loop stopped: %r", exc, exc_info=True)
+
+    def _run_forever(self) -> None:
         while not self._stopping:
             self.run_until(self.now())
             nxt = self.next_time()

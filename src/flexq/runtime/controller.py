@@ -24,6 +24,7 @@ Must not import domain packages or ``flexq.http``.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from random import Random
@@ -54,12 +55,21 @@ class Watch:
     """Reconcile the keys ``mapper`` returns whenever an object of ``kind`` changes.
 
     ``source`` is ``"cluster"`` (this cluster's store) or ``"project"`` (the twin's GKE project store).
+    ``predicate`` (``flexq.runtime.predicates``, as controller-runtime's ``builder.WithPredicates``): an event
+    it refuses is dropped before the mapper runs, so it enqueues nothing.
     """
 
     kind: str
     mapper: Mapper = object_key
     source: str = "cluster"
     delay: float = 0.0  # seconds an event's keys wait before they are queued (client-go's AddAfter batching)
+    predicate: Callable[[WatchEvent], bool] | None = None
+
+    def keys(self, ev: WatchEvent) -> list[Key]:
+        """The keys ``ev`` enqueues through this watch (none if the predicate refuses it)."""
+        if self.predicate is not None and not self.predicate(ev):
+            return []
+        return list(self.mapper(ev) or ())
 
 
 @dataclass
@@ -86,15 +96,41 @@ def event_dedup_key(ev: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+MAX_LRU_CACHE_ENTRIES = 4096  # client-go's record.maxLruCacheEntries
+
+
+class EventIndex(OrderedDict):
+    """The recorders' dedup cache: dedup key -> the name of the Event written for it, at most ``size`` entries,
+    the least recently used going first, as client-go's ``EventCorrelator`` keeps its ``eventLogger`` in an LRU
+    of 4,096 entries (a repeated event whose entry went is written as a new Event, with count 1). Without the
+    bound, a long run's index held one entry per distinct event ever recorded."""
+
+    def __init__(self, size: int = MAX_LRU_CACHE_ENTRIES) -> None:
+        super().__init__()
+        self.size = size
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        value = super().get(key, default)
+        if value is not default:
+            self.move_to_end(key)
+        return value
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        if len(self) > self.size:
+            self.popitem(last=False)
+
+
 class EventRecorder:
     """Writes core/v1 Events like client-go's recorder: the same reason and message from the same component
     about one object bumps ``count`` and ``lastTimestamp`` of the event already written (found through an
-    index shared by every recorder of the cluster, so recording is O(1)); names never collide because their
-    sequence number is store-wide."""
+    index shared by every recorder of the cluster, an LRU as client-go's: ``EventIndex``, so recording is
+    O(1)); names never collide because their sequence number is store-wide."""
 
     def __init__(self, store: Store, component: str, index: dict[tuple, str] | None = None) -> None:
         self.store, self.component = store, component
-        self.index: dict[tuple, str] = index if index is not None else {}
+        self.index: dict[tuple, str] = index if index is not None else EventIndex()
         try:  # resolved once: every Event is built here
             self._info: KindInfo | None = store.registry.by_gvk("v1", "Event")
         except NotFound:  # a store without Events: recording is a no-op, as a refused create was before
@@ -165,7 +201,7 @@ class Context:
     cluster_settings: ClusterSettings = field(
         default_factory=ClusterSettings
     )  # this cluster's GKE identity, addons
-    event_index: dict[tuple, str] = field(default_factory=dict)  # shared by this cluster's event recorders
+    event_index: dict[tuple, str] = field(default_factory=EventIndex)  # shared by this cluster's recorders
     metrics: Any = (
         None  # this cluster's prometheus_client CollectorRegistry (the assembly makes one per cluster)
     )

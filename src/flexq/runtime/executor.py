@@ -13,7 +13,7 @@ kubelet to poll again soon. Must not import anything in flexq but ``flexq.api``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -41,6 +41,9 @@ class PodLaunch:
     services: dict[str, str] = field(default_factory=dict)  # "<svc>.<ns>" / "<svc>" -> local "host:port" map
     now: Callable[[], float] | None = None  # the twin's clock (virtual or wall), seconds since the epoch
     wake_at: Callable[[float], None] | None = None  # call from start() only: poll this pod again at that time
+    # the pod's chain of controllers, closest first (a submitter pod: its Job, then the RayJob), each the stored
+    # object whose uid the controller reference names: who really created the pod (read-only)
+    owners: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,9 @@ class PodExecutor(Protocol):
 
     name: str
 
-    def accepts(self, pod: dict) -> bool:
-        """True when this executor should run the pod (e.g. Ray head/worker/submitter pods)."""
+    def accepts(self, pod: dict, owners: Sequence[dict] = ()) -> bool:
+        """True when this executor should run the pod (``owners``: its controller chain, as
+        ``PodLaunch.owners``; the local Ray executor runs only pods KubeRay created, whatever their command)."""
 
     def start(self, launch: PodLaunch) -> None:
         """Begin running the pod; must return quickly (do slow work in a thread)."""

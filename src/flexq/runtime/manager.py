@@ -12,6 +12,7 @@ Must not import domain packages or ``flexq.http``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import deque
@@ -40,6 +41,15 @@ def _direct(mapper: Callable[[WatchEvent], Iterable[Key] | None], add: Callable[
                 add(k)
 
     return on_event
+
+
+def _filtered(predicate: Callable[[WatchEvent], bool], mapper: Callable[[WatchEvent], Iterable[Key] | None]):
+    """``mapper`` behind a watch's predicate: an event the predicate refuses maps to no key."""
+
+    def mapped(ev: WatchEvent) -> Iterable[Key] | None:
+        return mapper(ev) if predicate(ev) else None
+
+    return mapped
 
 
 class _Queue:
@@ -134,21 +144,28 @@ class _Queue:
             self.add(key)  # left queued: the twin is stuck, but consistent
             raise
         self.processing = key
-        try:
-            result = self.controller.reconcile(key)
-        except (Conflict, NotFound) as exc:
-            # stale read or a racing delete: retry soon, quietly (client-go controllers do the same)
-            log.debug("%s %r: %s; retrying", self.controller.name, key, exc)
-            result = self._retry(key)
-        except Exception:
-            log.exception("reconcile %s %r failed", self.controller.name, key)
-            result = self._retry(key)
-        else:
-            self.failures.pop(key, None)
-            after = None if result is None else result.requeue_after
-            self.results["success" if after is None else "requeue_after" if after > 0 else "requeue"] += 1
-        finally:
-            self.processing = None
+        # one journal commit for the reconcile's writes (a Job's 500 new pods and their events: one sync to
+        # disk, not a thousand); a write that fails undoes only its own rows, and the error stays inside
+        journal = self.manager.ctx.store.journal
+        with journal.transaction() if journal is not None else contextlib.nullcontext():
+            try:
+                result = self.controller.reconcile(key)
+            except (Conflict, NotFound) as exc:
+                # stale read or a racing delete: retry soon, quietly (client-go controllers do the same)
+                log.debug("%s %r: %s; retrying", self.controller.name, key, exc)
+                result = self._retry(key)
+            except Exception:
+                log.exception("reconcile %s %r failed", self.controller.name, key)
+                result = self._retry(key)
+            else:
+                self.failures.pop(key, None)
+                after = None if result is None else result.requeue_after
+                self.results["success" if after is None else "requeue_after" if after > 0 else "requeue"] += 1
+            finally:
+                self.processing = None
+        if self.manager.check_reads:  # a test setting: a controller that changed a shared object fails here
+            for store in self.manager.check_reads:
+                store.verify_reads(f"{self.controller.name} {key!r}")
         if key in self.dirty_while_processing:
             self.dirty_while_processing.discard(key)
             self.add(key)
@@ -176,6 +193,8 @@ class Manager:
         self._queues: dict[str, _Queue] = {}
         self._subs: list = []
         self.guard = guard if guard is not None else LivelockGuard(self.loop)
+        # stores whose read-only check is on (``Store(check_readonly=True)``): verified after every reconcile
+        self.check_reads = [s for s in (ctx.store, ctx.project) if s is not None and s.check_readonly]
         if ctx.metrics is not None:  # a cluster's registry: controller-runtime's metrics of these controllers
             from flexq.runtime.metrics import ControllerMetrics
 
@@ -191,13 +210,13 @@ class Manager:
             store = self._store(w.source)
             if store is None:
                 continue
-
+            mapper = w.mapper if w.predicate is None else _filtered(w.predicate, w.mapper)
             add = q.add if w.delay <= 0 else (lambda k, d=w.delay, after=q.add_after: after(k, d))
             if not hasattr(self.loop, "thread"):  # a virtual-time loop: every write is made on its thread
-                self._subs.append(store.watch(_direct(w.mapper, add), [w.kind]))
+                self._subs.append(store.watch(_direct(mapper, add), [w.kind]))
                 continue
 
-            def on_event(ev: WatchEvent, mapper=w.mapper, add=add, loop=self.loop) -> None:
+            def on_event(ev: WatchEvent, mapper=mapper, add=add, loop=self.loop) -> None:
                 keys = mapper(ev)
                 if not keys:
                     return

@@ -2,7 +2,8 @@
 
 Owns: ``TwinSettings`` (twin-wide knobs: which executor runs pods, the clock, where real Ray keeps its files
 and its token, the API server's address and CA for the GKE API's cluster endpoint, the default cluster, the
-fallback policy) and ``ClusterSettings`` (one cluster's
+fallback policy, the Kueue release — ``kueue="0.19.2"`` is resolved to its ``KueueVersion`` profile, an
+unknown one refused naming the field) and ``ClusterSettings`` (one cluster's
 GKE identity — project, location, name, master version, node range — and the addons it serves; empty for
 the twin's cluster without GKE). ``TwinSettings.from_mapping`` refuses a key it does not know, naming it.
 ``ClusterSettings.from_mapping`` reads the camelCase keys ``flexq.gke`` derives from a GkeCluster object, and
@@ -18,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flexq.api.kueue_versions import DEFAULT as DEFAULT_KUEUE
+from flexq.api.kueue_versions import KueueVersion, resolve
 from flexq.errors import Cause, Invalid
 
 __all__ = ["ClusterSettings", "TwinSettings"]
@@ -58,6 +61,9 @@ class TwinSettings:
     )
     # kube-apiserver's --event-ttl: an Event goes this long after its last write (0: kept forever)
     event_ttl_seconds: float = 3600.0
+    # the Kueue release every cluster of the twin runs (``flexq up --kueue``; "0.19.2" or "0.20.7"): what the
+    # API serves of kueue.x-k8s.io, Kueue's gate defaults and the behaviour that changed between releases
+    kueue: KueueVersion = DEFAULT_KUEUE
     # the API server's service-account signing key (PEM), recorded by ``serve``: not a knob. The kubelet signs
     # the projected tokens of the pods it runs with it, as kube-apiserver's TokenRequest does for a kubelet
     service_account_key: bytes | None = field(default=None, init=False, repr=False, compare=False)
@@ -88,6 +94,8 @@ class TwinSettings:
                     ],
                 )
             given["event_ttl_seconds"] = float(ttl)
+        if "kueue" in given:
+            given["kueue"] = resolve(given["kueue"], "kueue")
         return cls(**given)
 
     def serve(self, endpoint: str, ca_b64: str, service_account_key: bytes | None = None) -> None:

@@ -51,6 +51,7 @@ __all__ = [
     "authorize",
     "covers",
     "escalation_message",
+    "privileged",
     "rule_allows",
     "rules_for",
     "sa_groups",
@@ -89,6 +90,12 @@ class UserInfo:
         if self.extra:
             out["extra"] = {k: list(v) for k, v in sorted(self.extra.items())}
         return out
+
+
+def privileged(user: UserInfo) -> bool:
+    """``system:masters``: allowed everything, without an RBAC lookup (kube-apiserver's privileged-group
+    authorizer, first in its chain; the twin's own token is in it)."""
+    return SYSTEM_MASTERS in user.groups
 
 
 @dataclass(frozen=True)
@@ -314,7 +321,7 @@ def _aggregate_errors(errors: list[str]) -> str:
 
 def authorize(source: RoleSource, attrs: Attributes) -> tuple[bool, str]:
     """(allowed, reason): the privileged group (``system:masters``), then RBAC (``RBACAuthorizer.Authorize``)."""
-    if SYSTEM_MASTERS in attrs.user.groups:
+    if privileged(attrs.user):
         return True, ""
     errors: list[str] = []
     for described, rule, err in visit_rules(source, attrs.user, attrs.namespace):

@@ -63,6 +63,7 @@ class SimulationResult:
     documents: dict[str, dict[str, Any]]
     comparison: dict[str, Any] = field(default_factory=dict)  # the variants ranked, and the headline
     files: list[Path] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # the preflight's (flexq.simulate.configcheck)
 
 
 def simulate(
@@ -79,12 +80,17 @@ def simulate(
     until: str | float | None = None,
     progress: Any = None,
     check: bool = True,
+    whatif: bool = True,
+    force: bool = False,
 ) -> SimulationResult:
     """Run every variant x replica of ``study`` and (with ``out``) write ``jobs.csv``, ``<variant>.json``,
     the PNG plots and ``report.html`` there. Bad input raises ``flexq.errors.InputError`` (naming the file,
     line and field) before anything is simulated. ``workers``: processes (default: one per core);
     ``ray_address``: run on that Ray cluster instead (``"auto"``, ``"ray://host:10001"``, ...); ``until``:
-    simulate only the jobs submitted before this duration (``"12h"``, seconds), as ``--until``."""
+    simulate only the jobs submitted before this duration (``"12h"``, seconds), as ``--until``; ``whatif``:
+    run every change the causes suggest on the same seeds and show only those that help
+    (``flexq.simulate.whatif``; off, the causes keep their evidence and show no change); ``force``: write into
+    an ``out`` folder that holds other files (``flexq.simulate.outputs.claim``)."""
     if not isinstance(study, Study):
         study = load_study(study, replicas=replicas, seed=seed, variants=variants, scale=scale)
     else:
@@ -108,18 +114,24 @@ def simulate(
         from flexq.errors import require_extra
 
         require_extra("plots", "flexq simulate's plots (or plots=False)")  # before the runs, not after them
-    if check:
-        preflight(study)
+    if out is not None:
+        from flexq.simulate.outputs import claim
+
+        claim(Path(out), "simulation", force=force, field="out")
+    warnings = preflight(study) if check else []
     runs = run_all(study, workers=workers, ray_address=ray_address, progress=progress)
     docs = {}
     for v in study.variants:
         sums = [summarize(r) for r in runs if r.variant == v.name]
         docs[v.name] = variant_document(study.name, v.name, v.description, sums)
-    result = SimulationResult(study, runs, docs, comparison_document(study.name, docs))
+    _test_causes(study, docs, whatif, workers=workers, ray_address=ray_address, progress=progress)
+    result = SimulationResult(study, runs, docs, comparison_document(study.name, docs), warnings=warnings)
     if out is not None:
         from flexq.simulate.outputs import output_dir
 
         out_dir = output_dir(Path(out), field="out")
+        from flexq.simulate.outputs import record
+
         write_csv(out_dir / "jobs.csv", runs)
         result.files.append(out_dir / "jobs.csv")
         write_json(out_dir / "comparison.json", result.comparison)
@@ -135,7 +147,51 @@ def simulate(
             result.files.append(
                 write_html(out_dir, study.name, list(docs.values()), images, result.comparison)
             )
+        record(out_dir, "simulation", result.files)
     return result
+
+
+def _test_causes(
+    study: Study,
+    docs: dict[str, dict[str, Any]],
+    whatif: bool,
+    *,
+    workers: int | None,
+    ray_address: str | None,
+    progress: Any,
+    known: list[Any] | None = None,
+) -> list[Any]:
+    """Each variant's causes with every suggested change run on the same seeds (``flexq.simulate.whatif``);
+    without ``whatif``, the causes keep their evidence and show no change. Returns the what-if variants run."""
+    import copy
+
+    from flexq.simulate import whatif as wi
+
+    plans = []
+    new: list[Any] = []
+    for v in study.variants:
+        causes = docs[v.name]["causes"]
+        if not whatif:
+            docs[v.name]["causes"] = [{**c, "change": "", "knobs": [], "untested": True} for c in causes]
+            continue
+        trials, more = wi.plan(
+            study, v, causes, f"{v.name[:48]}.whatif", [*study.variants, *new, *(known or [])]
+        )
+        new += more
+        plans.append((v, causes, trials))
+    if not plans:
+        return []
+    found: dict[str, dict[str, Any]] = dict(docs)
+    if new:
+        trial_study = copy.copy(study)
+        trial_study.variants = new
+        runs = run_all(trial_study, workers=workers, ray_address=ray_address, progress=progress)
+        for v in new:
+            sums = [summarize(r) for r in runs if r.variant == v.name]
+            found[v.name] = variant_document(study.name, v.name, v.description, sums)
+    for v, causes, trials in plans:
+        docs[v.name]["causes"] = wi.attach(causes, trials, docs[v.name], found, v)
+    return new
 
 
 class _CallableModule(types.ModuleType):

@@ -25,7 +25,12 @@ be tried as is. The causes read:
 - ``QuotaWait``: jobs waited for ClusterQueue quota (Kueue's own message names the flavor and resource);
 - ``QuotaOverPool``: a flavor's accelerator quota is more than its node pool can hold, so admitted jobs wait
   for nodes the pool cannot add;
-- ``DWSQueue``: the rest of the wait for DWS provisioning, the cloud's queue.
+- ``DWSQueue``: the rest of the wait for DWS provisioning, the cloud's queue;
+- ``RetryHoldsQuota`` (Kueue 0.19) / ``RetryLimitKept`` (Kueue 0.20.7): what the Kueue release does with an
+  admission check in ``Retry`` (kueue#18785): 0.19 waits out the back-off holding the quota, and a check that
+  applies to some flavors only (the tutorial's ``onFlavors: [dws]``) is dropped with the quota, so its retry
+  count starts again and ``backoffLimitCount`` never ends the job; 0.20.7 releases the quota at once and the
+  count survives the back-off, so a job whose requests keep failing is deactivated after the limit.
 
 Must not import flexq.http.
 """
@@ -33,6 +38,7 @@ Must not import flexq.http.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -126,6 +132,170 @@ def _first_flavors(run: RunResult, resource: str) -> dict[str, list[str]]:
     return out
 
 
+OPT_IN_LABEL = "fallback.flexq.dev/enabled"
+FALLBACK_ON = (
+    "turn on flexq's fallback (settings: {fallback: true}; it acts on the LocalQueues labelled "
+    f'{OPT_IN_LABEL}: "true")'
+)
+# causes that are mistakes of configuration, not of capacity: when one is found, no capacity cause is shown
+CONFIG_CODES = ("FailedMount", "CreateContainerConfigError", "InvalidImageName", "FallbackNotOptedIn")
+_MISSING = re.compile(r'(configmap|secret) "([^"]+)" not found')
+_NO_KEY = re.compile(r"couldn't find key (\S+) in (ConfigMap|Secret) ([^/\s]+)/(\S+)")
+
+
+def _option(change: str, *knobs: dict[str, Any]) -> dict[str, Any]:
+    """One change a cause suggests: its words and the knobs (``flexq.simulate.sweep``'s vocabulary) that make
+    it, turned together; ``flexq.simulate.whatif`` runs it before it is shown."""
+    return {"change": change, "knobs": list(knobs)}
+
+
+def _primary(r: dict[str, Any]) -> str:
+    """The one cause a lost job is counted under (so the causes' "jobs lost" never count a job twice): what
+    stopped it first in the order Kueue and the kubelet decide: its pods could not start; Kueue deactivated it
+    after its ProvisioningRequests failed, or past the requeuing limit; its pods met refused capacity; it
+    never got quota."""
+    if not r["lost"]:
+        return ""
+    if r.get("start_errors"):
+        return next(iter(sorted(r["start_errors"], key=lambda k: (-r["start_errors"][k], k)))).split(":", 1)[
+            0
+        ]
+    if "NodepoolSizeReached" in (r.get("cause") or ""):
+        return "NodepoolSizeReached"
+    if "RequeuingLimitExceeded" in (r.get("reason") or ""):
+        return "PodsReadyTimeout"
+    if r["wait_stockout"] > 0:
+        return "StockOut"
+    if r["wait_poolMax"] > 0:
+        return "QuotaOverPool"
+    if r["outcome"] == "NeverAdmitted" and r.get("quota_waits"):
+        return "QuotaWait"
+    return ""
+
+
+def _pods_cannot_start(run: RunResult, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Jobs whose pods the kubelet could not start (a missing ConfigMap or Secret, an env reference, an image
+    reference): one cause per thing missing, with the kubelet's own words and the fix."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r.get("start_errors"):
+            what = next(iter(sorted(r["start_errors"], key=lambda k: (-r["start_errors"][k], k))))
+            groups[(what, r["namespace"])].append(r)
+    out = []
+    for (what, ns), hit in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        code, _, message = what.partition(": ")
+        events = sum(sum(r["start_errors"].values()) for r in hit)
+        lost = [r for r in hit if _primary(r) == code]
+        evictions = sum(r["evictions"] for r in hit)
+        state = "ContainerCreating" if code == "FailedMount" else code
+        options: list[dict[str, Any]] = []
+        missing, no_key = _MISSING.search(message), _NO_KEY.search(message)
+        if missing is not None:
+            kind = "ConfigMap" if missing.group(1) == "configmap" else "Secret"
+            name = missing.group(2)
+            how = (
+                f"kubectl create configmap {name} --from-file=... --dry-run=client -o yaml"
+                if kind == "ConfigMap"
+                else f"kubectl create secret generic {name} --from-file=... --dry-run=client -o yaml"
+            )
+            title = f'pods never started: {kind.lower()} "{name}" not found'
+            options.append(
+                _option(
+                    f"create {kind} {name} in namespace {ns}: add it to the study's manifests ({how} > "
+                    f"{name}.yaml)",
+                    {
+                        "kind": "object",
+                        "value": _stub(kind, name, ns, run.refs.get(f"{kind}/{ns}/{name}", [])),
+                    },
+                )
+            )
+        elif no_key is not None:
+            kind, name = no_key.group(2), no_key.group(4)
+            title = f"pods never started: {kind} {name} has no key {no_key.group(1)}"
+            options.append(
+                _option(
+                    f"add the key {no_key.group(1)} to {kind} {name} in namespace {ns} (the study's manifests)",
+                    {
+                        "kind": "object",
+                        "value": _stub(
+                            kind,
+                            name,
+                            ns,
+                            sorted({no_key.group(1), *run.refs.get(f"{kind}/{ns}/{name}", [])}),
+                        ),
+                    },
+                )
+            )
+        else:
+            title = f"pods never started: {code}"
+        out.append(
+            {
+                "code": code,
+                "title": title,
+                "config": True,
+                "jobsLost": len(lost),
+                "jobsDelayed": len(hit) - len(lost),
+                "waitHours": _h(sum(r["wait_censored"] for r in hit if r["started"] is None)),
+                "evidence": (
+                    f"{_plural(len(hit), 'job')}' pods stayed Pending ({state}): the kubelet reported {code}: "
+                    f"{message} ({_plural(events, 'Event')})"
+                    + (
+                        f"; Kueue evicted them {evictions} times in all while they waited"
+                        if evictions
+                        else ""
+                    )
+                    + "; no capacity change can start them"
+                ),
+                "fix": options[0]["change"]
+                if options
+                else (
+                    "fix the image reference in the jobs' template (the kubelet cannot parse it)"
+                    if code == "InvalidImageName"
+                    else "fix the jobs' template"
+                ),
+                "options": options,
+            }
+        )
+    return out
+
+
+def _stub(kind: str, name: str, ns: str, keys: list[str]) -> dict[str, Any]:
+    """The smallest object of ``kind`` that lets the kubelet start the pods (a what-if's stand-in for yours)."""
+    return {
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": ns},
+        "data": dict.fromkeys(keys, ""),
+    }
+
+
+def _fallback_idle(
+    run: RunResult, hit: list[dict[str, Any]], lost: list[dict[str, Any]], wait: float, flavor: str
+) -> dict[str, Any]:
+    """flexq's fallback is on in this variant but no LocalQueue the jobs use opted in: it never acted."""
+    queues = sorted({f"{r['namespace']}/{r['queue']}" for r in hit})
+    return {
+        "code": "FallbackNotOptedIn",
+        "title": "flexq's fallback is on but no LocalQueue opted in",
+        "config": True,
+        "jobsLost": len(lost),
+        "jobsDelayed": len(hit) - len(lost),
+        "waitHours": _h(wait),
+        "evidence": (
+            f"settings.fallback is on, yet it acted 0 times: it acts only on LocalQueues labelled {OPT_IN_LABEL}: "
+            f'"true", and none of {", ".join(queues)} is; {_plural(len(hit), "job")} waited {_h(wait)} h on '
+            f"refused capacity on {flavor}"
+        ),
+        "fix": f'label the LocalQueue(s) {", ".join(queues)} with {OPT_IN_LABEL}: "true"',
+        "options": [
+            _option(
+                f'label the LocalQueue(s) {", ".join(queues)} with {OPT_IN_LABEL}: "true"',
+                {"kind": "fallback", "value": True},
+            )
+        ],
+    }
+
+
 def _nodepool_size_reached(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     hit = [r for r in rows if "NodepoolSizeReached" in (r.get("cause") or "") or r.get("refusals")]
     if not hit:
@@ -149,21 +319,28 @@ def _nodepool_size_reached(run: RunResult, rows: list[dict[str, Any]]) -> dict[s
     hosts = int(info.get("hosts") or 1)
     k = _peak_overlap(per_pool[pool])
     at_max = _time_at_least(_nodes_over_time(run, pool), max(1, m - hosts + 1), run.horizon)
-    lost = [r for r in hit if r["lost"]]
+    lost = [r for r in hit if _primary(r) == "NodepoolSizeReached"]
     wait = sum(r["wait_censored"] for r in hit)
     target = _round_up(m + k, hosts)
     flavor = _flavor_of_pool(run, pool)
     cq = next((r["cluster_queue"] for r in hit if r["cluster_queue"]), "")
     check = _check_for_flavor(run, cq, flavor) if flavor else None
-    knobs: list[dict[str, Any]] = [{"kind": "poolMax", "pool": pool, "value": target}]
-    change = f"raise {pool}'s max nodes from {m} to >= {target}"
+    options = [
+        _option(
+            f"raise {pool}'s max nodes from {m} to {target}",
+            {"kind": "poolMax", "pool": pool, "value": target},
+        )
+    ]
     if check is not None:
         limit = check[1].get("retry", {}).get("backoffLimitCount")
         limit = 3 if limit is None else int(limit)
-        knobs.append({"kind": "retryLimit", "config": check[1]["config"], "value": max(limit * 2, limit + 3)})
-        change += (
-            f", or raise ProvisioningRequestConfig {check[1]['config']}'s retryStrategy.backoffLimitCount "
-            f"(now {limit}) so Kueue keeps retrying until the pool has room"
+        more = max(limit * 2, limit + 3)
+        options.append(
+            _option(
+                f"raise ProvisioningRequestConfig {check[1]['config']}'s retryStrategy.backoffLimitCount from "
+                f"{limit} to {more}, so Kueue keeps retrying until the pool has room",
+                {"kind": "retryLimit", "config": check[1]["config"], "value": more},
+            )
         )
     lost_text = (
         f"{_plural(len(lost), 'job')} deactivated by Kueue after their ProvisioningRequests failed with "
@@ -182,14 +359,13 @@ def _nodepool_size_reached(run: RunResult, rows: list[dict[str, Any]]) -> dict[s
             f"{lost_text}; {pool} sat at its max of {m} nodes "
             f"for {_h(at_max)} h while up to {k} more nodes were asked for"
         ),
-        "change": change,
-        "knobs": knobs,
+        "options": options,
     }
 
 
 def _pods_ready(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]) -> dict[str, Any] | None:
     evicted = sum(reasons.get("PodsReadyTimeout", 0) for reasons in run.evictions.values())
-    limited = [r for r in rows if r["lost"] and "RequeuingLimitExceeded" in (r.get("reason") or "")]
+    limited = [r for r in rows if _primary(r) == "PodsReadyTimeout"]
     if not evicted and not limited:
         return None
     victims = [r for r in rows if r["evictions"] and (r["wait_evicted"] > 0 or r["lost"])]
@@ -203,24 +379,23 @@ def _pods_ready(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any
     )
     p95 = ready[int(0.95 * (len(ready) - 1))] if ready else 0.0
     stock = sum(1 for r in victims if r["wait_stockout"] > 0)
-    knobs: list[dict[str, Any]] = []
-    changes = []
+    options = []
     if timeout and p95 * 1.5 > timeout:
         want = math.ceil(p95 * 1.5 / 300) * 300
-        knobs.append({"kind": "podsReadyTimeout", "value": f"{int(want // 60)}m"})
-        changes.append(
-            f"raise Kueue's waitForPodsReady.timeout from {int(timeout // 60)}m to >= {int(want // 60)}m"
+        options.append(
+            _option(
+                f"raise Kueue's waitForPodsReady.timeout from {int(timeout // 60)}m to {int(want // 60)}m",
+                {"kind": "podsReadyTimeout", "value": f"{int(want // 60)}m"},
+            )
         )
-    if stock:
-        knobs.append({"kind": "fallback", "value": True})
-        changes.append(
-            "move the jobs off the stocked-out flavor (flexq fallback) instead of evicting and re-admitting them "
-            "on it"
+    if stock and not run.fallback:
+        options.append(
+            _option(
+                "move the jobs off the stocked-out flavor instead of evicting and re-admitting them on it: "
+                + FALLBACK_ON,
+                {"kind": "fallback", "value": True},
+            )
         )
-    change = (
-        ", or ".join(changes)
-        or "raise Kueue's waitForPodsReady.timeout or requeuingStrategy.backoffLimitCount"
-    )
     return {
         "code": "PodsReadyTimeout",
         "title": "waitForPodsReady evictions",
@@ -233,8 +408,7 @@ def _pods_ready(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any
             + f"; {stock} of the evicted jobs were waiting on refused capacity; where the cloud gave the nodes, "
             f"pods were ready {p95 / 60:.0f} min (p95) after admission"
         ),
-        "change": change,
-        "knobs": knobs,
+        "options": options,
     }
 
 
@@ -251,21 +425,25 @@ def _stockout(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, Any] | No
     pool = max(per_pool, key=lambda p: (per_pool[p], p))
     flavor = _flavor_of_pool(run, pool) or "its flavor"
     pool = pool or "its node pool"
-    lost = [r for r in hit if r["lost"]]
+    lost = [r for r in hit if _primary(r) == "StockOut"]
     if run.fallback:
-        change = (
-            "flexq's fallback is on here: what is left is the grace period before it acts (grace_seconds) and "
-            f"jobs it found no headroom to move; a capacity-checking ProvisioningRequest check on {flavor} "
-            "makes Kueue try the next flavor at admission"
-        )
-        knobs: list[dict[str, Any]] = [{"kind": "fallback", "value": {"grace_seconds": 30}}]
+        used = {f"{r['namespace']}/{r['queue']}" for r in hit}
+        if not run.fallback_all_queues and not any(run.local_queues.get(q) for q in used):
+            # on, but it cannot act: no LocalQueue these jobs use opted in (the preflight says so too)
+            return _fallback_idle(run, hit, lost, wait, flavor)
+        options = [
+            _option(
+                "let flexq's fallback act sooner on refused capacity (grace_seconds 60 -> 30)",
+                {"kind": "setting", "path": "fallback.grace_seconds", "value": 30},
+            )
+        ]
     else:
-        change = (
-            "turn on flexq's fallback (settings: {fallback: true}, LocalQueue label "
-            'fallback.flexq.dev/enabled: "true") to move waiting jobs to the next flavor, or put a '
-            f"capacity-checking ProvisioningRequest check on {flavor} so Kueue tries the next flavor itself"
-        )
-        knobs = [{"kind": "fallback", "value": True}]
+        options = [
+            _option(
+                f"move jobs waiting on {flavor} to the next flavor: " + FALLBACK_ON,
+                {"kind": "fallback", "value": True},
+            )
+        ]
     return {
         "code": "StockOut",
         "title": f"stock-outs on {flavor}",
@@ -275,9 +453,13 @@ def _stockout(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, Any] | No
         "evidence": (
             f"{_plural(len(hit), 'admitted job')} waited {_h(wait)} h in all with pods the cloud refused capacity "
             f"on {flavor} ({pool}: a stock-out or GCE quota); Kueue keeps a job on the flavor it admitted it on"
+            + (
+                f"; flexq's fallback was on and acted {sum(run.fallback_actions.values())} times"
+                if run.fallback
+                else ""
+            )
         ),
-        "change": change,
-        "knobs": knobs,
+        "options": options,
     }
 
 
@@ -336,12 +518,15 @@ def _idle_preferred(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, Any
             f"quota had room for them (up to {peak} at once): Kueue does not move a job back once it holds "
             "quota on a later flavor"
         ),
-        "change": (
-            f"let waiting jobs go back to {flavor} when it frees: flexq's fallback (settings: {{fallback: true}}, "
-            "it hedges back when the flavor's nodes can take the job) or Kueue's ConcurrentAdmission with "
-            "migration TryPreferredFlavors"
-        ),
-        "knobs": [{"kind": "fallback", "value": True}],
+        "options": []
+        if run.fallback
+        else [
+            _option(
+                f"let waiting jobs go back to {flavor} when it frees (the fallback hedges back when the flavor's "
+                "nodes can take the job): " + FALLBACK_ON,
+                {"kind": "fallback", "value": True},
+            )
+        ],
     }
 
 
@@ -391,11 +576,7 @@ def _quota(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         if nodes > int(info.get("max") or 0):
             knobs.append({"kind": "poolMax", "pool": pool, "value": nodes})
             change += f" and {pool}'s max nodes from {info.get('max')} to {nodes}"
-    lost = [
-        r
-        for r in rows
-        if r["lost"] and r["outcome"] == "NeverAdmitted" and key in (r.get("quota_waits") or {})
-    ]
+    lost = [r for r in rows if _primary(r) == "QuotaWait" and key in (r.get("quota_waits") or {})]
     return {
         "code": "QuotaWait",
         "title": f"waiting for {flavor} {resource} quota",
@@ -406,8 +587,7 @@ def _quota(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
             f"{_plural(jobs[key], 'job')} waited {_h(wait)} h in all for quota: Kueue said insufficient quota for "
             f"{resource} in flavor {flavor} ({cq} nominal {_num(nominal)}); up to {p95} jobs waited at once (p95)"
         ),
-        "change": change,
-        "knobs": knobs,
+        "options": [{"change": change, "knobs": knobs}],
     }
 
 
@@ -431,7 +611,7 @@ def _quota_over_pool(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, An
     cq, flavor, pool, nominal, holds, info = worst
     mine = [r for r in hit if r.get("refused_pool") in ("", pool)]
     wait = sum(r["wait_poolMax"] for r in mine)
-    lost = [r for r in mine if r["lost"]]
+    lost = [r for r in mine if _primary(r) == "QuotaOverPool"]
     nodes = _round_up(int(math.ceil(nominal / info["chipsPerNode"])), int(info.get("hosts") or 1))
     return {
         "code": "QuotaOverPool",
@@ -444,13 +624,22 @@ def _quota_over_pool(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, An
             f"({info.get('max')} nodes x {info['chipsPerNode']} chips): {_plural(len(mine), 'job')} admitted there "
             f"waited {_h(wait)} h in all for nodes the pool could not add (max node group size reached)"
         ),
-        "change": (
-            f"lower {cq}'s {flavor} {TPU} nominalQuota to {holds} (Kueue then sends the rest to the next flavor), "
-            f"or raise {pool}'s max nodes to {nodes}"
-        ),
-        "knobs": [
-            {"kind": "nominalQuota", "clusterQueue": cq, "flavor": flavor, "resource": TPU, "value": holds},
-            {"kind": "poolMax", "pool": pool, "value": nodes},
+        "options": [
+            _option(
+                f"lower {cq}'s {flavor} {TPU} nominalQuota from {_num(nominal)} to {holds} (Kueue then sends the "
+                "rest to the next flavor)",
+                {
+                    "kind": "nominalQuota",
+                    "clusterQueue": cq,
+                    "flavor": flavor,
+                    "resource": TPU,
+                    "value": holds,
+                },
+            ),
+            _option(
+                f"raise {pool}'s max nodes from {info.get('max')} to {nodes}",
+                {"kind": "poolMax", "pool": pool, "value": nodes},
+            ),
         ],
     }
 
@@ -481,27 +670,125 @@ def _dws_queue(run: RunResult, rows: list[dict[str, Any]], taken: float) -> dict
             f"{_plural(len(hit), 'job')} waited {_h(sum(r['wait_dws'] for r in hit))} h in all for their "
             "ProvisioningRequests to be provisioned (the cloud's queue for flex-start capacity)"
         ),
-        "change": (
-            "more plan-A capacity shortens it (the on-demand flavor's nominalQuota and node pool max), at "
-            "on-demand prices; the DWS wait itself is the cloud's"
+        "note": "the DWS wait itself is the cloud's: more plan-A capacity shortens it, at on-demand prices",
+        "options": [],
+    }
+
+
+def _retry_check(run: RunResult, rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any], list[str]] | None:
+    """The admission check with a ProvisioningRequestConfig that the run's jobs retried on (name, detail, the
+    flavors it applies to)."""
+    for cq in sorted({r["cluster_queue"] for r in rows if r["cluster_queue"]} | set(run.queues)):
+        for name, flavors in sorted(((run.queues.get(cq) or {}).get("checks") or {}).items()):
+            detail = run.checks.get(name) or {}
+            if detail.get("config"):
+                return name, detail, list(flavors)
+    return None
+
+
+def _release(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]) -> dict[str, Any] | None:
+    """What the run's Kueue release did with checks in Retry (see the module docstring; kueue#18785)."""
+    release = str(kueue.get("release") or run.kueue.get("release") or "")
+    found = _retry_check(run, rows)
+    if not release or found is None:
+        return None
+    check, detail, on = found
+    limit = detail.get("retry", {}).get("backoffLimitCount")
+    limit = 3 if limit is None else int(limit)
+    where = f"flavor {', '.join(on)} only" if on else "every flavor"
+    if release.startswith("0.19"):
+        held = [r for r in rows if r.get("retry_hold", 0) > 0]
+        if not held:
+            return None
+        hours = sum(r["retry_hold"] for r in held)
+        flavors = sorted({f for r in held for f in r.get("retry_hold_flavors") or []})
+        # evicted by the check more often than its limit allows, and not deactivated: the count started again
+        retried = [r for r in held if r.get("check_evictions", 0) > limit and not r["lost"]]
+        lost = [
+            r for r in held if r["lost"] and not _primary(r)
+        ]  # one cause per lost job: the unclaimed ones
+        return {
+            "code": "RetryHoldsQuota",
+            "title": f"Kueue {release}: quota held through {check}'s retry back-off",
+            "jobsLost": len(lost),
+            "jobsDelayed": len(held) - len(lost),
+            "waitHours": _h(hours),
+            "evidence": (
+                f"{_plural(len(held), 'job')} held {'/'.join(flavors) or 'their'} quota for {_h(hours)} h in all "
+                f"while {check} waited out its retry back-off: Kueue {release} keeps the quota until the "
+                f"back-off ends, then evicts. The check applies to {where}, so it goes with the quota unless the "
+                f"job is admitted again at once, and its retry count starts again: {_plural(len(retried), 'job')} "
+                f"were evicted for it more than backoffLimitCount ({limit}) times and kept retrying"
+                + (f"; {len(lost)} still reached the limit" if lost else "")
+            ),
+            "change": (
+                "Kueue 0.20.7 releases the quota at once (kueue#18785) and keeps the retry count through the "
+                f"back-off, so after {limit} failed retries a job is deactivated: before upgrading, raise "
+                f"ProvisioningRequestConfig {detail['config']}'s retryStrategy.backoffLimitCount (or the pool's "
+                "max nodes) if these jobs must keep retrying"
+            ),
+            "knobs": [],
+        }
+    ended = [
+        r
+        for r in rows
+        if r["lost"] and r.get("reason") == "DeactivatedDueToAdmissionCheck" and r.get("pr_failures", 0) > 0
+    ]
+    if not ended:
+        return None
+    # one cause per lost job: a job whose requests failed for a reason of their own (NodepoolSizeReached) is
+    # counted there; this cause counts the rest, and says how many in all the retry limit ended
+    lost = [r for r in ended if not _primary(r)]
+    elsewhere = len(ended) - len(lost)
+    return {
+        "code": "RetryLimitKept",
+        "title": f"Kueue {release}: {check}'s retry limit ends jobs",
+        "jobsLost": len(lost),
+        "jobsDelayed": 0,
+        "waitHours": _h(sum(r["wait_censored"] for r in ended)),
+        "evidence": (
+            f"{_plural(len(ended), 'job')} deactivated after {check} used up backoffLimitCount ({limit})"
+            + (
+                f" ({elsewhere} of them counted under the cause of their requests' failures)"
+                if elsewhere
+                else ""
+            )
+            + f": Kueue "
+            f"{release} evicts at once on a Retry (kueue#18785) and keeps the check, with its retry count, through "
+            f"the back-off spent without quota. Kueue 0.19 holds the quota through each back-off instead, and the "
+            f"check, which applies to {where}, is dropped with its count whenever a job gives the quota back and "
+            "is not admitted again at once (a `kueue: 0.19.2` variant shows how many more would keep retrying)"
         ),
-        "knobs": [],
+        "change": (
+            f"raise ProvisioningRequestConfig {detail['config']}'s retryStrategy.backoffLimitCount (now {limit}) or "
+            "its backoffBaseSeconds so the retries outlast the pool's busy spells, or raise the node pool's max"
+        ),
+        "knobs": [{"kind": "retryLimit", "config": detail["config"], "value": max(limit * 2, limit + 3)}],
     }
 
 
 def causes(run: RunResult, kueue: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The causes that lost the most jobs or cost the most wait in ``run``, most costly first (at most
-    ``MAX_CAUSES``)."""
+    ``MAX_CAUSES``). A mistake of configuration (pods the kubelet cannot start; the fallback on with no
+    queue opted in) comes alone: a run whose jobs cannot start says nothing about capacity."""
     rows = run.jobs
+    config = _pods_cannot_start(run, rows)
+    stock = _stockout(run, rows)
+    if stock is not None and stock["code"] == "FallbackNotOptedIn":
+        config.append(stock)
+    if config:
+        config.sort(key=lambda c: (-c["jobsLost"], -c["waitHours"], c["code"]))
+        return config[:MAX_CAUSES]
     found = [
         c
         for c in (
             _nodepool_size_reached(run, rows),
             _pods_ready(run, rows, kueue or {}),
-            _stockout(run, rows),
+            stock,
             _idle_preferred(run, rows),
             _quota(run, rows),
             _quota_over_pool(run, rows),
+            _release(run, rows, kueue or {}),
         )
         if c is not None
     ]

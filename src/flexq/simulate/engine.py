@@ -8,7 +8,9 @@ object of each job shape, all before anything is simulated). The run:
 1. the capacity profile becomes the project's ``default`` profile, its seed replaced by the run's seed;
 2. the GKE cluster and node pools are created through the GKE REST API in-process (``Twin.gke``), waiting
    for each operation; then the profile's relative times are made to count from now (``spec.origin``);
-3. the manifests are applied (``Twin.apply``, as ``kubectl apply``), then each job is created (``Twin.create``)
+3. the manifests are applied (``Twin.apply``, as ``kubectl apply``; on a Kueue release that no longer serves
+   kueue.x-k8s.io/v1beta1, its v1beta1 objects as an upgraded cluster holds them, converted as ``flexq convert``
+   does), then each job is created (``Twin.create``)
    at its submit time as the clock advances; bare Workloads are run like Kueue's perf-harness runner does
    (finished ``run`` seconds after admission, evictions completed);
 4. the recorder (store watches: Workload, RayJob, Job, ProvisioningRequest) notes each job's admission,
@@ -32,6 +34,8 @@ from fractions import Fraction
 from typing import Any
 
 from flexq.api import gke_catalog, scheme
+from flexq.api.kueue_convert import SOURCE as V1BETA1
+from flexq.api.kueue_convert import convert_object
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
@@ -80,6 +84,9 @@ class RunResult:
     fallback: bool = False  # flexq's fallback ran in this variant
     fallback_actions: dict[str, int] = field(default_factory=dict)  # what it did, by verb (move, return, ...)
     goodput_resource: str = ""  # google.com/tpu, or cpu when no job asks for TPUs
+    local_queues: dict[str, bool] = field(default_factory=dict)  # namespace/name -> opted in to the fallback
+    refs: dict[str, list[str]] = field(default_factory=dict)  # "Kind/namespace/name" a template needs -> keys
+    fallback_all_queues: bool = False  # the fallback's all_queues setting (it acts on every LocalQueue)
 
 
 OUTCOMES = ("Succeeded", "Failed", "Deactivated", "NeverAdmitted", "NotStarted", "Running")
@@ -97,6 +104,12 @@ def _rescue(setting: Any) -> bool:
     return bool(getattr(cfg, "rescue", False))
 
 
+def _all_queues(setting: Any) -> bool:
+    """Whether flexq's fallback acts on every LocalQueue (``all_queues``), not only those opted in."""
+    return isinstance(setting, dict) and bool(setting.get("all_queues"))
+
+
+OPT_IN_LABEL = "fallback.flexq.dev/enabled"
 SCALE_DOWN_SECONDS = 600.0  # the cluster autoscaler's scale-down-unneeded-time
 
 
@@ -124,6 +137,10 @@ def _cause(rec: JobRecord, outcome: str) -> tuple[str, str]:
     """Why a job that did not succeed did not, from its own evidence: the detail (with counts) and its kind
     (what ``lostByCause`` counts by)."""
     parts, kinds = [], []
+    if rec.start_errors:  # a pod the kubelet could not start: that comes first, whatever else followed
+        (what, n), *_rest = sorted(rec.start_errors.items(), key=lambda kv: (-kv[1], kv[0]))
+        parts.append(f"pods never started: {what} (x{n})")
+        kinds.append("pods " + what.split(":", 1)[0])
     if rec.pr_failed:
         parts.append(
             "ProvisioningRequests failed: "
@@ -190,6 +207,11 @@ def _row(rec: JobRecord, horizon: float) -> dict[str, Any]:
         # preemptions (before it started again), and the preempted Workloads it sent back
         "fallback_after_preemption": max(rec.after_preemption, default=0),
         "fallback_undid_preemption": rec.undid_preemption,
+        "start_errors": dict(sorted(rec.start_errors.items())),
+        "retry_hold": round(rec.retry_hold, 3),  # quota held while a check waited out its retry back-off
+        "retry_hold_flavors": sorted(rec.retry_hold_flavors),
+        "pr_failures": sum(rec.pr_failed.values()),  # its ProvisioningRequests that failed
+        "check_evictions": rec.check_evictions,  # evictions for an admission check in Retry
     }
 
 
@@ -207,7 +229,12 @@ class _Sim:
         self.study, self.variant, self.replica = study, variant, replica
         self.seed = study.seed + replica
         self.jobs = jobs
-        self.twin = Twin(clock="virtual", seed=self.seed, **variant.settings)
+        release: dict[str, Any] = {"kueue": variant.kueue} if variant.kueue else {}
+        self.twin = Twin(clock="virtual", seed=self.seed, **release, **variant.settings)
+        self.release = self.twin.core.settings.kueue  # the Kueue release this variant's cluster runs
+        self.converted: list[
+            str
+        ] = []  # v1beta1 objects held as v1beta2 (a release that does not serve v1beta1)
         self.t0 = 0.0
         fb = variant.settings.get("fallback")
         self.rec = Recorder(
@@ -225,6 +252,7 @@ class _Sim:
         self.checks: dict[str, dict[str, Any]] = {}  # AdmissionCheck -> controller, config, class, retry
         self.kueue: dict[str, Any] = {}  # Kueue's configuration: waitForPodsReady, requeuing limit
         self.location = self.project = self.cluster = ""
+        self.local_queues: dict[str, bool] = {}  # namespace/name -> labelled fallback.flexq.dev/enabled
 
     # -- setup ---------------------------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -287,6 +315,11 @@ class _Sim:
                             field=f"document {i + 1}",
                         ) from None
                 try:
+                    if doc.get("apiVersion") == V1BETA1 and not self.release.serves_v1beta1:
+                        # the cluster was upgraded to a Kueue that no longer serves v1beta1: the objects it holds
+                        # are the v1beta2 forms (what `flexq convert` writes, the conversion the API server ran)
+                        doc, _notes = convert_object(doc, source=m.source, document=i + 1, api_errors=True)
+                        self.converted.append(what)
                     twin.apply(doc)
                 except ApiError as exc:
                     raise InputError(
@@ -303,6 +336,13 @@ class _Sim:
                 self.pod_priorities[p["metadata"]["name"]] = int(p.get("value", 0))
         known_pc = set(self.priorities) | set(self.pod_priorities)
         queues = {(q["metadata"]["namespace"], q["metadata"]["name"]) for q in twin.list("LocalQueue")}
+        self.local_queues = {
+            f"{q['metadata']['namespace']}/{q['metadata']['name']}": (q["metadata"].get("labels") or {}).get(
+                OPT_IN_LABEL
+            )
+            == "true"
+            for q in twin.list("LocalQueue")
+        }
         checked: set[tuple[str, str, str]] = set()
         for job in self.jobs:
             key = (job.namespace, job.queue, job.priority_class)
@@ -364,6 +404,8 @@ class _Sim:
             "waitForPodsReady": cfg.wait_for_pods_ready,
             "podsReadyTimeout": cfg.pods_ready_timeout if cfg.wait_for_pods_ready else 0.0,
             "backoffLimitCount": cfg.backoff_limit_count,
+            "release": self.release.version,  # the Kueue release (the causes name what differs in it)
+            "converted": list(self.converted),  # v1beta1 objects held as v1beta2 on a release without v1beta1
         }
         self._read_pools()
         self.t0 = twin.now()
@@ -399,6 +441,27 @@ class _Sim:
                     "spot": bool(cfg.get("spot")),
                     "flexStart": bool(cfg.get("flexStart")),
                 }
+
+    def _refs(self) -> dict[str, list[str]]:
+        """The ConfigMaps and Secrets the jobs' templates need, with the keys they read (what a cause's fix
+        must create: ``flexq.simulate.causes``)."""
+        from flexq.simulate.configcheck import pod_refs
+
+        out: dict[str, set[str]] = {}
+        seen: set[tuple[str, str]] = set()
+        for job in self.jobs:
+            if (job.template_source, job.namespace) in seen or not job.template:
+                continue
+            seen.add((job.template_source, job.namespace))
+            try:
+                obj = build_object(job, self.priorities, self.pod_priorities, self.study.env)
+            except InputError:
+                continue
+            for kind, name, key in pod_refs(obj):
+                keys = out.setdefault(f"{kind}/{job.namespace}/{name}", set())
+                if key:
+                    keys.add(key)
+        return {k: sorted(v) for k, v in sorted(out.items())}
 
     def _fallback_actions(self) -> dict[str, int]:
         """What flexq's fallback did in this run (its controllers' actions, by verb)."""
@@ -456,7 +519,8 @@ class _Sim:
             if job.kind not in infos:
                 try:
                     infos[job.kind] = scheme.resolve_object(
-                        self.twin.store.registry, build_object(job, self.priorities, self.pod_priorities)
+                        self.twin.store.registry,
+                        build_object(job, self.priorities, self.pod_priorities, self.study.env),
                     )
                 except ApiError as exc:
                     raise InputError(
@@ -481,7 +545,7 @@ class _Sim:
                 continue
             seen.add(key)
             try:
-                self.twin.create(build_object(job, self.priorities, self.pod_priorities))
+                self.twin.create(build_object(job, self.priorities, self.pod_priorities, self.study.env))
             except ApiError as exc:
                 raise InputError(
                     f"the API refused this {job.kind}: {exc.message}",
@@ -526,7 +590,7 @@ class _Sim:
             gap = self.t0 + job.submit - twin.now()
             if gap > 0:
                 twin.advance(gap)
-            obj = build_object(job, self.priorities, self.pod_priorities)
+            obj = build_object(job, self.priorities, self.pod_priorities, self.study.env)
             rec.submitted(job)
             try:
                 twin.create(obj)
@@ -620,6 +684,9 @@ class _Sim:
             fallback=bool(self.variant.settings.get("fallback")),
             fallback_actions=self._fallback_actions(),
             goodput_resource=rec_.goodput_resource,
+            local_queues=dict(sorted(self.local_queues.items())),
+            refs=self._refs(),
+            fallback_all_queues=_all_queues(self.variant.settings.get("fallback")),
         )
 
 
@@ -642,15 +709,67 @@ def run_one(study: Study, variant: str, replica: int, progress: Progress | None 
         sim.twin.close()
 
 
-def preflight(study: Study) -> None:
-    """Raise ``InputError`` for anything a run would refuse, before simulating anything."""
+def preflight(study: Study) -> list[str]:
+    """Raise ``InputError`` for anything a run would refuse, and ``configcheck.PreflightError`` (every finding,
+    each naming the file, the document and the field) for the mistakes of configuration a run would only show
+    as lost jobs (``flexq.simulate.configcheck``), before simulating anything. Returns the warnings."""
+    from flexq.simulate.configcheck import (
+        PreflightError,
+        fallback_findings,
+        placeholder_findings,
+        reference_findings,
+    )
+
     jobs = study.jobs(study.seed)
     if not jobs:
         raise InputError("the traffic has no jobs", source=study.source)
+    findings: list[InputError] = []
+    warnings: list[str] = []
+    where: dict[str, list[str]] = {}  # a finding -> the variants it was found in
     for v in study.variants:
-        sim = _Sim(study, v, 0, jobs)
-        try:
-            sim.setup()
-            sim.check_objects()
-        finally:
-            sim.twin.close()
+        findings += placeholder_findings(v.manifests, study.env)
+    if not findings:
+        used = {f"{j.namespace}/{j.queue}" for j in jobs}
+        for v in study.variants:
+            sim = _Sim(study, v, 0, jobs)
+            try:
+                try:
+                    sim.setup()
+                except InputError as exc:
+                    findings.append(exc)
+                    continue
+                mine = reference_findings(
+                    sim.twin,
+                    jobs,
+                    lambda j, sim=sim: build_object(j, sim.priorities, sim.pod_priorities, study.env),
+                )
+                refused, warned = fallback_findings(
+                    v.settings.get("fallback"), sim.local_queues, used, v.name, study.source
+                )
+                mine += refused
+                warnings += warned
+                if not mine:
+                    try:
+                        sim.check_objects()
+                    except InputError as exc:
+                        mine.append(exc)
+                for f in mine:
+                    where.setdefault(str(f), []).append(v.name)
+                findings += mine
+            finally:
+                sim.twin.close()
+    unique = list({str(f): f for f in findings}.values())
+    for i, f in enumerate(unique):
+        names = where.get(str(f), [])
+        if names and len(names) < len(study.variants):
+            unique[i] = InputError(
+                f"{f.message} (variant{'s' if len(names) > 1 else ''} {', '.join(names)})",
+                source=f.source,
+                line=f.line,
+                field=f.field,
+            )
+    if len(unique) == 1 and not isinstance(unique[0], PreflightError):
+        raise unique[0]
+    if unique:
+        raise PreflightError(unique)
+    return list(dict.fromkeys(warnings))

@@ -113,10 +113,14 @@ def _parsed_template(text: str) -> Any:
 
 
 def build_object(
-    job: JobSpec, priorities: dict[str, int] | None = None, pod_priorities: dict[str, int] | None = None
+    job: JobSpec,
+    priorities: dict[str, int] | None = None,
+    pod_priorities: dict[str, int] | None = None,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The object submitted for ``job``: queue and priority labels, the run time and outcome annotations the
-    simulated executor reads (``twin.flexq.dev/run-seconds``, ``twin.flexq.dev/outcome``)."""
+    simulated executor reads (``twin.flexq.dev/run-seconds``, ``twin.flexq.dev/outcome``); its template's
+    ``${NAME}``s are the job's own (``NAME``, ``JOB_ID``, ``QUEUE``, ``NAMESPACE``) and the study's ``env``."""
     ann = {ANN_RUN: f"{job.run:g}", ANN_OUTCOME: job.outcome}
     labels = {CLASS_LABEL: job.klass} if job.klass else {}
     if job.kind == "Workload":
@@ -160,8 +164,14 @@ def build_object(
             "spec": spec,
         }
     if job.template:
-        env = {"NAME": job.name, "JOB_ID": str(job.index), "QUEUE": job.queue, "NAMESPACE": job.namespace}
-        obj = substitute(_parsed_template(job.template), env, job.template_source or job.source)
+        values = {
+            **(env or {}),
+            "NAME": job.name,
+            "JOB_ID": str(job.index),
+            "QUEUE": job.queue,
+            "NAMESPACE": job.namespace,
+        }
+        obj = substitute(_parsed_template(job.template), values, job.template_source or job.source)
         if not isinstance(obj, dict):
             raise InputError("a template must hold one object", source=job.template_source)
         if obj.get("kind") != job.kind:

@@ -12,12 +12,17 @@ for each job:
   making), ``stockout`` (admitted, pods waiting for nodes the cloud refused: a stock-out or GCE quota, per
   ``flexq.api.reasons.classify_capacity``), ``poolMax`` (admitted, pods waiting for nodes their node pool,
   at its maximum size, cannot add), ``pods`` (admitted, pods on nodes or being created, not ready
-  yet), ``evicted`` (evicted before it started: waiting to be admitted again) and ``deactivated`` (Kueue
+  yet), ``podErrors`` (admitted, a pod on its node that the kubelet cannot start: a missing ConfigMap or
+  Secret volume, ``FailedMount``; an env reference, ``CreateContainerConfigError``; an image reference,
+  ``InvalidImageName``), ``evicted`` (evicted before it started: waiting to be admitted again) and ``deactivated`` (Kueue
   deactivated it: it waits for someone to reactivate it, until the run's horizon if nobody does);
+- the time its Workloads held quota while an admission check was in ``Retry`` (the check's back-off, which Kueue
+  0.19 waits out holding the quota; 0.20.7 evicts at once, kueue#18785);
 - **why a job was lost**: Kueue's reason when it deactivated the job (``DeactivatedDueToAdmissionCheck``,
   ``DeactivatedDueToRequeuingLimitExceeded``, …) with its message, the failures of the job's
-  ProvisioningRequests by reason (``NodepoolSizeReached`` ×3), the capacity refusals its pods met, and the last
-  flavor/resource Kueue said had no quota for it;
+  ProvisioningRequests by reason (``NodepoolSizeReached`` ×3), the capacity refusals its pods met, the last
+  flavor/resource Kueue said had no quota for it, and what the kubelet said when it could not start its
+  pods (its Warning Events: ``FailedMount``, ``Failed``, ``InspectFailed``, with their messages);
 - the run's series: jobs waiting per bucket over time, and quota reserved per ClusterQueue/flavor/resource
   (for the studies of a team; not for Kueue's 2,000-queue perf files).
 
@@ -48,7 +53,17 @@ from flexq.twin import Twin
 
 __all__ = ["JobRecord", "Recorder", "WAIT_BUCKETS", "TPU"]
 
-WAIT_BUCKETS = ("quota", "dws", "scaleUp", "stockout", "poolMax", "pods", "evicted", "deactivated")
+WAIT_BUCKETS = (
+    "quota",
+    "dws",
+    "scaleUp",
+    "stockout",
+    "poolMax",
+    "pods",
+    "podErrors",
+    "evicted",
+    "deactivated",
+)
 TPU = "google.com/tpu"
 MAX_SERIES_KEYS = (
     64  # quota series only for studies with at most this many ClusterQueue/flavor/resource entries
@@ -59,10 +74,16 @@ _RAY_CLUSTER = "ray.io/cluster"
 _RAY_ORIGIN = "ray.io/originated-from-cr-name"
 _JOB_NAME = ("batch.kubernetes.io/job-name", "job-name")
 _CAPACITY_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
+# the kubelet's Warning Events when it cannot start a pod's containers (kube.podenv.start_blocker)
+START_ERRORS = {
+    "FailedMount": "FailedMount",
+    "InspectFailed": "InvalidImageName",
+    "Failed": "CreateContainerConfigError",
+}
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
-@dataclass
+@dataclass(slots=True)  # one per job of the traffic (60,000 in Kueue's large-scale file): no __dict__ each
 class JobRecord:
     spec: JobSpec
     submit: float
@@ -98,6 +119,13 @@ class JobRecord:
     # started; and how many Workloads Kueue had preempted the fallback sent back (undoing the preemption)
     after_preemption: list[int] = field(default_factory=list)
     undid_preemption: int = 0
+    blocked: set[str] = field(default_factory=set)  # its pods the kubelet cannot start now
+    start_errors: Counter[str] = field(default_factory=Counter)  # "Reason: the kubelet's message" -> Events
+    # seconds its Workloads held quota while an admission check was in Retry (waiting out the check's back-off
+    # before the eviction: Kueue 0.19; 0.20.7 evicts at once, kueue#18785), and the flavors they held
+    retry_hold: float = 0.0
+    retry_hold_flavors: set[str] = field(default_factory=set)
+    check_evictions: int = 0  # evictions for an admission check in Retry (Kueue's reason AdmissionCheck)
 
 
 class Recorder:
@@ -212,7 +240,7 @@ class Recorder:
             if rec.refused in ("stockout", "quota"):
                 return "stockout"
             return "poolMax" if rec.refused == "pool-max" else "scaleUp"
-        return "pods"
+        return "podErrors" if rec.blocked else "pods"
 
     def rebucket(self, rec: JobRecord) -> None:
         """Move the job's wait to the bucket its state says (time so far to the old bucket)."""
@@ -277,6 +305,7 @@ class Recorder:
                 "preempt_lt": None,
                 "ready": False,
                 "seq": 0,
+                "retry_since": None,
             },
         )
         now = self.rel()
@@ -323,6 +352,22 @@ class Recorder:
                 self._reserve(ukey, -qty, now)
             rec.holding.discard(md["name"])
             self._set_pending(rec)
+        retrying = (
+            reserved
+            and not finished
+            and any(c.get("state") == "Retry" for c in status.get("admissionChecks") or ())
+        )
+        if retrying and st["retry_since"] is None:
+            st["retry_since"] = now
+            rec.retry_hold_flavors.update(
+                fl
+                for psa in (admission or {}).get("podSetAssignments") or ()
+                for res, fl in (psa.get("flavors") or {}).items()
+                if res == (self.goodput_resource or TPU)
+            )
+        elif not retrying and st["retry_since"] is not None:
+            rec.retry_hold += now - st["retry_since"]
+            st["retry_since"] = None
         if admitted and not st["admitted"]:
             st["admitted"] = True
             st["seq"] += 1
@@ -352,6 +397,7 @@ class Recorder:
             st["evict_lt"] = ev_c.get("lastTransitionTime")
             self.evictions[rec.cluster_queue or "?"][ev_c.get("reason", "")] += 1
             rec.evictions += 1
+            rec.check_evictions += ev_c.get("reason") == "AdmissionCheck"
             st["queued_at"] = now
             if str(ev_c.get("reason", "")).startswith("Deactivated") and rec.deactivated:
                 rec.lost_reason = ev_c.get("reason", "")
@@ -549,10 +595,14 @@ class Recorder:
         phase = (pod.get("status") or {}).get("phase")
         if ev.type == "DELETED" or phase in ("Succeeded", "Failed"):
             self.pod_job.pop(pk, None)
-            if md["name"] in rec.unscheduled:
+            if md["name"] in rec.unscheduled or md["name"] in rec.blocked:
                 rec.unscheduled.discard(md["name"])
+                rec.blocked.discard(md["name"])
                 self.rebucket(rec)
             return
+        if phase == "Running" and md["name"] in rec.blocked:
+            rec.blocked.discard(md["name"])
+            self.rebucket(rec)
         if (pod.get("spec") or {}).get("nodeName"):
             if md["name"] in rec.unscheduled:
                 rec.unscheduled.discard(md["name"])
@@ -563,6 +613,9 @@ class Recorder:
 
     def on_event(self, ev: Any) -> None:
         obj = ev.object
+        if ev.type != "DELETED" and obj.get("reason") in START_ERRORS and obj.get("type") == "Warning":
+            self._start_error(obj)
+            return
         if ev.type == "DELETED" or obj.get("reason") not in _CAPACITY_REASONS:
             return
         inv = obj.get("involvedObject") or {}
@@ -586,6 +639,23 @@ class Recorder:
         pod = self.twin.store.peek("Pod", inv.get("name") or "", inv.get("namespace") or "default")
         rec.refused_pool = (((pod or {}).get("spec") or {}).get("nodeSelector") or {}).get(NODEPOOL_LABEL, "")
         self.rebucket(rec)
+
+    def _start_error(self, event: dict[str, Any]) -> None:
+        """The kubelet could not start a pod of a job (``START_ERRORS``): noted with its words, and the job's
+        wait goes to ``podErrors`` until the pod runs or goes."""
+        inv = event.get("involvedObject") or {}
+        message = str(event.get("message") or "")
+        if inv.get("kind") != "Pod" or (
+            event.get("reason") == "Failed" and not message.startswith("Error: ")
+        ):
+            return
+        rec = self.pod_job.get((inv.get("namespace") or "default", inv.get("name") or ""))
+        if rec is None:
+            return
+        rec.start_errors[f"{START_ERRORS[event['reason']]}: {message.removeprefix('Error: ')}"] += 1
+        if inv.get("name") not in rec.blocked:
+            rec.blocked.add(inv.get("name") or "")
+            self.rebucket(rec)
 
     # -- ProvisioningRequests ------------------------------------------------------------------------------------
     def on_pr(self, ev: Any) -> None:

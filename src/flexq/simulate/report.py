@@ -35,6 +35,7 @@ WAIT_LABELS = {
     "stockout": "provisioning: stock-out",
     "poolMax": "provisioning: node pool at its max",
     "pods": "pods starting",
+    "podErrors": "pods cannot start (kubelet errors)",
     "evicted": "after an eviction",
     "deactivated": "deactivated by Kueue",
 }
@@ -45,6 +46,7 @@ WAIT_COLORS = {
     "stockout": "#e6550d",
     "poolMax": "#a50f15",
     "pods": "#74c476",
+    "podErrors": "#c51b8a",
     "evicted": "#9e9ac8",
     "deactivated": "#252525",
 }
@@ -267,6 +269,7 @@ def write_html(
     images: list[Path],
     comparison: dict[str, Any] | None = None,
     extra_html: str = "",
+    headline: str | None = None,
 ) -> Path:
     """``report.html``: the headline, the variants ranked, the lost jobs, where the wait went, the causes and
     the change for each, the detail tables, then every plot inline."""
@@ -276,7 +279,10 @@ def write_html(
     esc = html.escape
     by_name = {d["variant"]: d for d in docs}
     order = [r["variant"] for r in comparison["ranking"]] if comparison else ranking(by_name)
-    line = comparison["headline"] if comparison else make_headline(by_name)
+    # one headline: a sweep's own (``headline``), else the variants compared
+    line = (
+        headline if headline is not None else comparison["headline"] if comparison else make_headline(by_name)
+    )
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>flexq simulate: {esc(study)}</title>",
         "<style>body{font-family:sans-serif;margin:2em;max-width:1150px}table{border-collapse:collapse;"
@@ -371,15 +377,21 @@ def write_html(
             ],
         )
     )
-    parts.append("<h2 id='causes'>What cost the most, and what to change (replica 0)</h2>")
+    from flexq.simulate.whatif import shown_change
+
+    parts.append(
+        "<h2 id='causes'>What cost the most (replica 0), and the changes that helped when run on the same "
+        "seeds</h2><p>Each lost job is counted under one cause; a change is shown only when its run on the same "
+        "seeds lost fewer jobs or waited less, with what it measured.</p>"
+    )
     for n in order:
-        found = by_name[n]["replicas"][0].get("causes") or []
+        found = by_name[n].get("causes") or []
         if not found:
             continue
         parts.append(f"<p><b>{esc(n)}</b></p>")
         parts.append(
             _table(
-                ["#", "cause", "jobs lost", "wait (job-hours)", "evidence", "change"],
+                ["#", "cause", "jobs lost", "wait (job-hours)", "evidence", "change (measured)"],
                 [
                     [
                         str(i),
@@ -387,7 +399,7 @@ def write_html(
                         str(c["jobsLost"]),
                         f"{c['waitHours']:,.1f}",
                         c["evidence"],
-                        c["change"],
+                        shown_change(c),
                     ]
                     for i, c in enumerate(found, start=1)
                 ],

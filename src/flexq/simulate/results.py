@@ -281,6 +281,10 @@ def summarize(run: RunResult) -> dict[str, Any]:
         "waitSplit": wait_split(rows),
         "goodput": goodput(run),
         "causes": causes(run, run.kueue),
+        "kueue": {  # the Kueue release the variant ran, and the v1beta1 objects it held as v1beta2
+            "release": run.kueue.get("release"),
+            "v1beta1Converted": len(run.kueue.get("converted") or []),
+        },
         "simulatedSeconds": _r(run.duration),
         "makespanSeconds": _r(max(finishes) - first) if finishes else None,
         "waitToAdmission": {
@@ -457,6 +461,8 @@ def variant_document(study: str, variant: str, description: str, summaries: list
         "jobsLost": agg.get("jobsLost"),
         "lostByCause": _merge_counts([s["lostByCause"] for s in summaries]),
         "waitCensoredMean": agg.get("waitCensoredMean"),
+        # replica 0's causes, each suggested change run on the same seeds (flexq.simulate.whatif) when tested
+        "causes": summaries[0].get("causes", []) if summaries else [],
         "aggregate": agg,
         "replicas": summaries,
     }

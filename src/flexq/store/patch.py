@@ -5,7 +5,13 @@ Strategic merge follows the patch strategies of the built-in kinds' types (``PAT
 ``$retainKeys``, ``$deleteFromPrimitiveList`` and ``$setElementOrder`` directives are honoured, other lists
 are replaced; custom resources have no strategic merge. ``three_way_merge_patch`` (JSON merge, for custom
 resources) and ``three_way_strategic_patch`` (built-ins) compute the patch a client-side ``kubectl apply``
-sends. Must not import flexq modules other than ``flexq.errors``.
+sends.
+
+The API server's bounds on a patch (so a few KB cannot grow an object a millionfold): a JSON patch has at most
+``MAX_JSON_PATCH_OPERATIONS`` operations (413), its ``copy`` operations may add at most ``MAX_COPY_BYTES`` in all
+(``JSONPatchMaxCopyBytes``, json-patch's ``AccumulatedCopySizeLimit``: 422), and whatever the patch type, the
+patched object may be at most ``MAX_REQUEST`` bytes as JSON (413), as a request body may. Must not import flexq
+modules other than ``flexq.errors`` and ``flexq.api`` (copies, decoded sizes).
 """
 
 from __future__ import annotations
@@ -15,8 +21,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from flexq.api.decode import MAX_REQUEST, check_decoded
 from flexq.api.jsoncopy import clone
-from flexq.errors import BadRequest, Invalid, UnsupportedMediaType
+from flexq.errors import BadRequest, Invalid, RequestEntityTooLarge, UnsupportedMediaType
+
+MAX_JSON_PATCH_OPERATIONS = 10_000  # the API server's maxJSONPatchOperations
+MAX_COPY_BYTES = 3 * 1024 * 1024  # the API server's JSONPatchMaxCopyBytes
+_REJECTED = "the server rejected our request due to an error in our request"
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -455,7 +466,13 @@ def json_patch(target: Any, ops: Any) -> Any:
     """RFC 6902: add, remove, replace, move, copy, test."""
     if not isinstance(ops, list):
         raise BadRequest("json patch must be a list of operations")
+    if len(ops) > MAX_JSON_PATCH_OPERATIONS:
+        raise RequestEntityTooLarge(
+            f"Request entity too large: The allowed maximum operations in a JSON patch is "
+            f"{MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}"
+        )
     doc = copy.deepcopy(target)
+    copied = 0  # what the copy operations added so far, in bytes of JSON (json-patch's accumulatedCopySize)
     for n, op in enumerate(ops):
         if not isinstance(op, dict):
             raise BadRequest(f"json patch operation {n} is not an object: {json.dumps(op)[:100]}")
@@ -475,7 +492,15 @@ def json_patch(target: Any, ops: Any) -> Any:
                 value = copy.deepcopy(op["value"])
             if kind in ("move", "copy"):
                 src = _pointer(op["from"])
-                value = copy.deepcopy(_walk(doc, src))
+                value = _walk(doc, src)
+                if kind == "copy":  # sized before it is copied: a refused copy costs no memory
+                    copied += check_decoded(value, limit=2**62)
+                    if copied > MAX_COPY_BYTES:
+                        raise Invalid(
+                            f"{_REJECTED}: Unable to complete the copy, the accumulated size increase of copy "
+                            f"is {copied}, exceeding the limit {MAX_COPY_BYTES}"
+                        )
+                value = copy.deepcopy(value)
                 if kind == "move":
                     parent = _walk(doc, src[:-1])
                     parent.pop(int(src[-1]) if isinstance(parent, list) else src[-1])
@@ -519,7 +544,19 @@ def json_patch(target: Any, ops: Any) -> Any:
 
 def apply_patch(target: dict, patch: Any, patch_type: str, kind: tuple[str, str] | None = None) -> dict:
     """Dispatch on the content type's short name: merge, json, strategic. A strategic merge needs the
-    (group, kind) of a built-in kind; for any other the API server refuses that patch type (415)."""
+    (group, kind) of a built-in kind; for any other the API server refuses that patch type (415). The patched
+    object is refused (413) past ``MAX_REQUEST`` bytes of JSON."""
+    patched = _apply_patch(target, patch, patch_type, kind)
+    try:
+        check_decoded(patched)
+    except RequestEntityTooLarge:
+        raise RequestEntityTooLarge(
+            f"Request entity too large: the patched object is larger than the limit of {MAX_REQUEST} bytes"
+        ) from None
+    return patched
+
+
+def _apply_patch(target: dict, patch: Any, patch_type: str, kind: tuple[str, str] | None) -> Any:
     if patch_type in ("merge", "application/merge-patch+json"):
         return merge_patch(target, patch)
     if patch_type in ("strategic", "application/strategic-merge-patch+json"):

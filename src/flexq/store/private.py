@@ -12,7 +12,16 @@ import contextlib
 import os
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "private_dir", "private_file", "private_home", "write_private"]
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "GCLOUD_DIR",
+    "private_dir",
+    "private_file",
+    "private_home",
+    "private_tree",
+    "write_private",
+]
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -46,7 +55,31 @@ def private_home(path: str | Path) -> Path:
     for sub in ("pki", "logs"):
         if (p / sub).is_dir():
             private_dir(p / sub)
+    private_tree(p / GCLOUD_DIR)
     return p
+
+
+# CLOUDSDK_CONFIG of the twin's clients (flexq env): gcloud writes it, with its own umask
+GCLOUD_DIR = "gcloud"
+
+
+def private_tree(path: str | Path, limit: int = 10_000) -> Path:
+    """``path`` made owner-only with everything in it (directories ``0700``, files ``0600``): for a folder another
+    program writes with its own umask (gcloud's configuration, its credentials among it). Links are left alone."""
+    root = private_dir(path)
+    for n, (dirpath, dirnames, filenames) in enumerate(os.walk(root)):
+        if n > limit:
+            break
+        for d in dirnames:
+            full = Path(dirpath) / d
+            if not full.is_symlink():
+                os.chmod(full, DIR_MODE)
+        for f in filenames:
+            full = Path(dirpath) / f
+            if not full.is_symlink():
+                with contextlib.suppress(FileNotFoundError):
+                    os.chmod(full, FILE_MODE)
+    return root
 
 
 def private_file(path: str | Path) -> Path:

@@ -29,7 +29,16 @@ from flexq.api.registry import KindInfo, Registry
 from flexq.api.scheduling import GLOBAL_DEFAULT_INDEX, global_default_index
 from flexq.api.scheme import UnknownFields
 from flexq.clock import Clock, format_time
-from flexq.errors import AlreadyExists, BadRequest, Cause, Conflict, Gone, Invalid, NotFound
+from flexq.errors import (
+    AlreadyExists,
+    BadRequest,
+    Cause,
+    Conflict,
+    Gone,
+    Invalid,
+    NotFound,
+    SharedObjectChanged,
+)
 from flexq.store.gc import Txn
 from flexq.store.journal import Journal
 from flexq.store.patch import apply_patch
@@ -61,12 +70,16 @@ def status_copy(obj: dict) -> dict:
 
 class WatchEvent(NamedTuple):
     """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change. Immutable (a named
-    tuple: made three times faster than a frozen dataclass, once per write)."""
+    tuple: made three times faster than a frozen dataclass, once per write), built once per write and shared by
+    every subscriber. ``old``: for a MODIFIED event delivered as the write happens, the version it replaced
+    (controller-runtime's ``UpdateEvent.ObjectOld``, what event predicates compare); None otherwise (ADDED,
+    DELETED, and events replayed from the history, which keeps no old versions). Both are read-only."""
 
     type: str
     kind: str  # KindInfo.key
     object: dict
     rv: int
+    old: dict | None = None
 
 
 class Subscription:
@@ -123,6 +136,8 @@ class Store:
         self.registry, self.clock, self.name, self.journal = registry, clock, name, journal
         self.check_readonly = check_readonly
         self._pristine: dict[tuple[str, Key], dict] = {}
+        # with ``check_readonly``: the stored versions handed out read-only since the last ``verify_reads``
+        self._reads: set[tuple[str, Key]] | None = set() if check_readonly else None
         # the JSON text of stored versions that were listed (``clone_many``'s cache, by identity), as an API
         # server's watch cache keeps an object's serialization: a version is dropped when a write replaces it
         self.texts: dict[int, tuple[dict, bytes]] = {}
@@ -228,7 +243,10 @@ class Store:
         Takes no lock, so any thread may call it (the HTTP server's gets do): it is one dictionary lookup, and a
         write replaces a stored version rather than changing it."""
         info = self.info(kind)
-        return self._objs.get(info.key, {}).get(self._key(info, namespace, name))
+        key = self._key(info, namespace, name)
+        if self._reads is not None:
+            self._reads.add((info.key, key))
+        return self._objs.get(info.key, {}).get(key)
 
     def list(
         self,
@@ -314,6 +332,8 @@ class Store:
                 if field_selector and not fmatch(obj):
                     continue
                 out.append(obj)
+                if self._reads is not None:
+                    self._reads.add((kk, k))
             return out
 
     def peek_indexed(self, kind: str, index: str, value: str) -> builtins.list[dict]:
@@ -325,6 +345,8 @@ class Store:
         if not keys:
             return []
         items = self._objs.get(kk, {})
+        if self._reads is not None:
+            self._reads.update((kk, k) for k in keys)
         return [items[k] for k in list(keys) if k in items]
 
     def _owned_by(self, info: KindInfo, namespace: str | None, owner_uid: str) -> builtins.list[dict]:
@@ -345,6 +367,8 @@ class Store:
                 for r in obj["metadata"].get("ownerReferences") or ():
                     if r.get("uid") == owner_uid:
                         out.append(obj)
+                        if self._reads is not None:
+                            self._reads.add((kk, k))
                         break
             return out
 
@@ -691,8 +715,27 @@ class Store:
                 patched["metadata"] = {} if patched.get("metadata") is None else patched["metadata"]
             scheme.check_shape(patched)
             pm = patched["metadata"]
-            if pm.get("name", name) != name:
-                raise BadRequest("the name of the object cannot be changed by a patch")
+            # the patcher's applyPatch: EnsureObjectNamespaceMatchesRequestNamespace, then checkName
+            want_ns = (namespace or "") if info.namespaced else ""
+            got_ns = pm.get("namespace") or ""
+            if got_ns != want_ns:
+                if got_ns and want_ns:
+                    raise BadRequest(
+                        "the namespace of the provided object does not match the namespace sent on the request"
+                    )
+                if want_ns:
+                    pm["namespace"] = want_ns
+                else:
+                    pm.pop("namespace", None)
+            got_name = pm.get("name")
+            if not got_name:  # {"metadata": null}, {"metadata": {"name": null}}
+                raise BadRequest(
+                    f"the name of the object ({name} based on URL) was undeterminable: name must be provided"
+                )
+            if got_name != name:
+                raise BadRequest(
+                    f"the name of the object ({got_name}) does not match the name on the URL ({name})"
+                )
             if pm.get("uid") and pm["uid"] != cur["metadata"].get("uid"):
                 raise scheme.invalid(
                     info,
@@ -816,15 +859,15 @@ class Store:
     # -- commit, index, watch -------------------------------------------------------------------------
     def _commit(self, ops: builtins.list) -> None:
         """Assign resourceVersions, journal atomically, then apply in memory and notify watchers."""
-        events = []
+        staged = []
         rv = self._rv
-        for typ, info, _key, obj in ops:
+        for typ, info, key, obj in ops:
             rv += 1
             if typ == "DELETED":  # the last stored version, read-only: a new top level and metadata
                 obj = dict(obj)
                 obj["metadata"] = dict(obj["metadata"])
             obj["metadata"]["resourceVersion"] = str(rv)
-            events.append(WatchEvent(typ, info.key, obj, rv))
+            staged.append((typ, info, key, obj, rv))
         # inside an open (outer) transaction — a group commit of the API server's writes — these writes reach
         # the disk only when it commits: watchers that must never see an uncommitted write (``committed``) hear
         # them then, and readers on other threads are told to ask again (``Journal.uncommitted``)
@@ -832,36 +875,49 @@ class Store:
         if self.journal is not None:
             nested = self.journal.in_transaction()
             with self.journal.transaction():
-                for ev, (typ, info, key, _) in zip(events, ops, strict=True):
+                for typ, info, key, obj, ev_rv in staged:
                     if typ == "DELETED":
                         self.journal.remove(self.name, info.key, key[0], key[1])
                     else:
-                        self.journal.put(self.name, info.key, key[0], key[1], ev.rv, ev.object)
+                        self.journal.put(self.name, info.key, key[0], key[1], ev_rv, obj)
                 self.journal.set_rv(self.name, rv)
             if nested:
                 self.journal.uncommitted = True  # before the memory holds them
         self._rv = rv
         texts = self.texts
-        for ev, (typ, info, key, _obj) in zip(events, ops, strict=True):
-            bucket = self._objs.setdefault(info.key, {})
+        history = self._history
+        events = []
+        for typ, info, key, obj, ev_rv in staged:
+            kk = info.key
+            bucket = self._objs.get(kk)
+            if bucket is None:
+                bucket = self._objs[kk] = {}
             old = bucket.get(key)
             if texts and old is not None:
                 texts.pop(id(old), None)
             if self.check_readonly:
-                self._check_pristine(info.key, key, old, None if typ == "DELETED" else ev.object)
+                self._check_pristine(kk, key, old, None if typ == "DELETED" else obj)
             if typ == "DELETED":
                 if old is not None:
-                    self._unindex(info.key, key, old)
+                    self._unindex(kk, key, old)
                 bucket.pop(key, None)
-                self._sorted.pop(info.key, None)
+                self._sorted.pop(kk, None)
+                ev = WatchEvent(typ, kk, obj, ev_rv)
+                history.append(ev)
             else:
                 if old is None:
-                    self._sorted.pop(info.key, None)
-                    self._index(info.key, key, ev.object)
+                    self._sorted.pop(kk, None)
+                    self._index(kk, key, obj)
                 else:
-                    self._reindex(info.key, key, old, ev.object)
-                bucket[key] = ev.object
-            self._history.append(ev)
+                    self._reindex(kk, key, old, obj)
+                bucket[key] = obj
+                if typ == "MODIFIED" and old is not None:
+                    ev = WatchEvent(typ, kk, obj, ev_rv, old)
+                    history.append(WatchEvent(typ, kk, obj, ev_rv))  # the history keeps no old versions
+                else:
+                    ev = WatchEvent(typ, kk, obj, ev_rv)
+                    history.append(ev)
+            events.append(ev)
         later: builtins.list[tuple[Subscription, WatchEvent]] = []
         for ev in events:
             subs = self._subs_of.get(ev.kind)
@@ -889,6 +945,27 @@ class Store:
             self._pristine.pop((kk, key), None)
         else:
             self._pristine[(kk, key)] = clone(new)
+
+    def verify_reads(self, reader: str) -> None:
+        """With ``check_readonly``: raise AssertionError naming ``reader`` (a controller and its key) if a stored
+        version handed out read-only since the last call (``peek``, ``peek_list``...) was changed in place. The
+        manager calls it after every reconcile, so a controller that changes a shared object fails at once, by
+        name, instead of at the object's next write by whoever makes it."""
+        reads = self._reads
+        if not reads:
+            return
+        self._reads = set()
+        bad = []
+        for kk, key in list(reads):  # a copy at once: an HTTP thread's peek may still add to the old set
+            cur = self._objs.get(kk, {}).get(key)
+            kept = self._pristine.get((kk, key))
+            if cur is not None and kept is not None and cur != kept:
+                bad.append(f"{kk} {key[0] + '/' if key[0] else ''}{key[1]}")
+        if bad:
+            raise SharedObjectChanged(
+                f"{reader} changed stored objects in place (they are read-only; copy before changing): "
+                + ", ".join(sorted(bad))
+            )
 
     def verify_readonly(self) -> None:
         """With ``check_readonly``: raise AssertionError if any stored object was changed in place."""

@@ -289,7 +289,7 @@ def _cluster(sc: Scenario) -> dict[str, Any]:
 
 def _flavor(name: str, pool: str) -> dict[str, Any]:
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "ResourceFlavor",
         "metadata": {"name": name},
         "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": pool}},
@@ -315,7 +315,7 @@ def _cluster_queue(sc: Scenario, name: str, slices: int, heads: int) -> dict[str
         flavors.append({"name": "spot", "resources": _res(80, "150Gi", 32)})
     flavors.append({"name": "dws", "resources": _res(1000000000, "1000000000Gi", 1000000000)})
     cq: dict[str, Any] = {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "ClusterQueue",
         "metadata": {"name": name},
         "spec": {
@@ -327,18 +327,22 @@ def _cluster_queue(sc: Scenario, name: str, slices: int, heads: int) -> dict[str
     if sc.priorities:
         cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
     if sc.cohort:
-        cq["spec"]["cohort"] = "tpu"
+        cq["spec"]["cohortName"] = "tpu"
         cq["spec"]["preemption"].update(
             reclaimWithinCohort="Any", borrowWithinCohort={"policy": "LowerPriority"}
         )
     if sc.preempt_first:
-        cq["spec"]["flavorFungibility"] = {"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"}
+        # v1beta2: try preempting in a flavor before the next one (v1beta1's Borrow/Preempt)
+        cq["spec"]["flavorFungibility"] = {
+            "whenCanBorrow": "MayStopSearch",
+            "whenCanPreempt": "MayStopSearch",
+        }
     return cq
 
 
 def _local_queue(name: str, cq: str, opt_in: bool) -> dict[str, Any]:
     lq: dict[str, Any] = {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "LocalQueue",
         "metadata": {"namespace": "default", "name": name},
         "spec": {"clusterQueue": cq},
@@ -370,7 +374,7 @@ def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
         _flavor("dws", "dws-pool"),
         *queues,
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "AdmissionCheck",
             "metadata": {"name": "dws-prov"},
             "spec": {
@@ -383,7 +387,7 @@ def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
             },
         },
         {
-            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "ProvisioningRequestConfig",
             "metadata": {"name": "dws-config"},
             "spec": {
@@ -397,7 +401,7 @@ def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
             value = PRIORITY_CLASSES[name]
             docs.append(
                 {
-                    "apiVersion": "kueue.x-k8s.io/v1beta1",
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
                     "kind": "WorkloadPriorityClass",
                     "metadata": {"name": name},
                     "value": value,

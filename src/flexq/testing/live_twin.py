@@ -42,7 +42,7 @@ def tutorial_live_twin(ray_dir: Path) -> Twin:
         path, body = tutorial.create_node_pool_request(PROJECT, dws=dws)
         wait_op(twin, twin.gke("POST", path, body))
     twin.cluster(tutorial.TUTORIAL_ENV["CLUSTER_NAME"])
-    twin.apply(tutorial.queue_yaml())
+    twin.apply(tutorial.queue_yaml(api="v1beta2"))  # the twin runs Kueue 0.20.7: v1beta2 only
     twin.apply(
         {
             "apiVersion": "v1",

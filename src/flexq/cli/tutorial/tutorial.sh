@@ -1,9 +1,9 @@
 # The commands of Google's tutorial "Optimize AI training on TPUs with DWS and Kueue", exactly as published,
 # against the twin `flexq up` started (written by `flexq tutorial init`; run it in the folder it wrote, or type
-# its commands one by one). Only the line with `flexq env` is flexq's; the tutorial's `helm install kueue` is
+# its commands one by one). Only the lines marked `# flexq` are flexq's; the tutorial's `helm install kueue` is
 # not needed: Kueue is installed in the twin.
 set -euo pipefail
-eval "$(flexq env)"
+eval "$(flexq env)"  # flexq
 
 export PROJECT_ID=$(gcloud config get project)
 export PROJECT_NUMBER=$(gcloud projects describe ${PROJECT_ID} --format="value(projectNumber)")
@@ -55,7 +55,16 @@ gcloud container node-pools describe ${DWS_NODEPOOL} \
   --location=${ZONE} \
   --format="get(config.flexStart)"
 
+# flexq: the tutorial's dws-tpu-queue.yaml is kueue.x-k8s.io/v1beta1, which Kueue 0.20 and later (what its
+# unpinned `helm install` gives today, and the twin's default) no longer serve: there `kubectl apply` fails with
+# `no matches for kind "ResourceFlavor" in version "kueue.x-k8s.io/v1beta1"`. So the same objects are applied
+# from dws-tpu-queue.v1beta2.yaml (`flexq convert dws-tpu-queue.yaml`) when the cluster does not serve v1beta1.
+kubectl api-versions | grep -qx kueue.x-k8s.io/v1beta1 || KUEUE_V1BETA2=1  # flexq
+if [ -n "${KUEUE_V1BETA2:-}" ]; then  # flexq
+  envsubst < dws-tpu-queue.v1beta2.yaml | kubectl apply -f -  # flexq
+else  # flexq
 envsubst < dws-tpu-queue.yaml | kubectl apply -f -
+fi  # flexq
 
 kubectl create configmap jax-train-script --from-file=train.py
 

@@ -23,6 +23,7 @@ from flexq.api.reasons import explain
 from flexq.clock import format_time, parse_time_or_none
 from flexq.errors import NotFound
 from flexq.http.dashboard.index import StoreIndex
+from flexq.http.seam import Forecasts
 from flexq.semantics.conditions import by_type, is_true
 from flexq.semantics.owners import controller_owner
 from flexq.semantics.workloads import waited, workload_state
@@ -279,6 +280,12 @@ def costs(core: Any, cluster: str | None) -> Costs:
     return Costs(sorted(c for c in core.clusters if c), pools, jobs)
 
 
+def _eta(core: Any, cluster: str, namespace: str, name: str) -> dict[str, Any] | None:
+    """The Workload's ETA from the twin's forecasts (``flexq.http.seam.Forecasts``), when it has them."""
+    forecasts: Forecasts | None = getattr(core, "forecasts", None)
+    return forecasts.eta_of(cluster, namespace, name) if forecasts is not None else None
+
+
 def overview(
     core: Any, cluster: str | None, figures: Costs, index: StoreIndex, page: int = 1
 ) -> dict[str, Any]:
@@ -319,6 +326,7 @@ def overview(
     for r in rows:  # one series per job (kind, namespace, name): a RayJob's submitter is part of the RayJob
         kind, _, name = r["job"].partition("/")
         r["cost"] = job_cost.get((kind, r["namespace"], name), 0.0)
+        r["eta"] = _eta(core, rt.name, r["namespace"], r["name"])
     lqs = []
     for lq in sorted(
         _peek(store, "LocalQueue"), key=lambda q: (q["metadata"].get("namespace", ""), q["metadata"]["name"])
@@ -377,6 +385,7 @@ def workload_page(
         _flavor_pools(_peek(store, "ResourceFlavor")),
         now,
     )
+    row["eta"] = _eta(core, rt.name, namespace, name)
     job = row["job"].partition("/")[2]
     related = index.events_about(namespace, name, job or None)
     related.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")

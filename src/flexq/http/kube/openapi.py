@@ -3,7 +3,7 @@
 Owns: per group/version documents (``/openapi/v3/apis/<group>/<version>``, ``/openapi/v3/api/v1``) whose
 schemas carry ``x-kubernetes-group-version-kind`` and whose PATCH operations declare the
 ``fieldValidation`` query parameter (kubectl reads that to leave validation to the server), the v3 index
-(``/openapi/v3``) and a Swagger 2.0 document (``/openapi/v2``, JSON). Schemas are pydantic's JSON schema
+(``/openapi/v3``) and a Swagger 2.0 document (``/openapi/v2``, JSON, or protobuf: ``openapi_proto``). Schemas are pydantic's JSON schema
 tidied into what ``kubectl explain`` reads: optional fields without ``anyOf [..., null]``, ``$ref`` with
 siblings wrapped in ``allOf``, definitions named ``<reversed group>.<version>.<Model>``. Pure, cached per
 set of kinds. Must not import flexq modules outside ``flexq.api``.
@@ -19,6 +19,7 @@ from typing import Any
 from pydantic.json_schema import models_json_schema
 
 from flexq.api.registry import KindInfo
+from flexq.http.kube import openapi_proto
 from flexq.http.kube.discovery import groups
 
 _DROP = {"title"}
@@ -296,3 +297,11 @@ def _build_v2(infos: tuple[KindInfo, ...]) -> bytes:
 def v2(kinds: Iterable[KindInfo]) -> bytes:
     """``/openapi/v2`` as JSON."""
     return _v2_doc(tuple(kinds))
+
+
+def v2_proto(kinds: Iterable[KindInfo]) -> bytes:
+    """``/openapi/v2`` as gnostic's protobuf ``Document`` (what kubectl asks for)."""
+    infos = tuple(kinds)
+    return _cached(
+        ("v2proto", *map(id, infos)), infos, lambda: openapi_proto.encode(json.loads(_v2_doc(infos)))
+    )

@@ -1,7 +1,8 @@
 """The Kubernetes REST verbs over the twin's store: get, list, watch, create, update, patch, apply, delete.
 
-Owns: ``KubeFace`` — which kinds a cluster serves (addon kinds only where the addon is on), request
-parsing (path, query, body, content types), ``fieldValidation`` (Strict/Warn/Ignore), ``dryRun``, versions
+Owns: ``KubeFace`` — which kinds a cluster serves (addon kinds only where the addon is on), which kind and
+operation a request's ``RequestInfo`` names (``route``: the verb authorization checked, never a path parsed
+again), request options (query, body, content types), ``fieldValidation`` (Strict/Warn/Ignore), ``dryRun``, versions
 (each request sees the version in its URL; the store keeps the storage version), Table output, pod logs,
 and Status errors. Every store call runs on the loop thread through ``on_loop``; the face decides nothing
 about domain state (style rule 5). Must not import domain packages (kube, kueue, gke, kuberay).
@@ -24,6 +25,8 @@ from starlette.responses import Response, StreamingResponse
 
 from flexq.api import scheme
 from flexq.api.base import FIELD_MANAGER_MAX, field_manager_problems
+from flexq.api.decode import duplicate_fields
+from flexq.api.goquote import go_quote as goquote
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time, parse_time
 from flexq.errors import ApiError, BadRequest, Cause, Invalid, MethodNotAllowed, NotFound
@@ -35,16 +38,24 @@ from flexq.http.common import (
     on_loop,
     read_body,
     status_response,
-    truthy,
 )
 from flexq.http.common import view as view_as
 from flexq.http.kube import apply as ssa
 from flexq.http.kube import fields
 from flexq.http.kube import table as tables
-from flexq.http.kube.paths import Target
 from flexq.http.kube.watch import DEFAULT_TIMEOUT, WatchRequest, log_stream, watch_stream
+from flexq.http.requestinfo import RequestInfo, truthy
 from flexq.http.seam import ClusterView, TwinServices
+from flexq.semantics.rbac import privileged
 from flexq.store import Store
+
+
+def warning_header(text: str) -> str:
+    """A ``Warning`` header value as the API server writes one (``net.NewWarningHeader(299, "-", text)``):
+    the text quoted, its ``"`` and ``\\`` escaped, so that clients (client-go's ``ParseWarningHeaders``) read
+    it back whole."""
+    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
 
 PATCH_TYPES = {
     "application/merge-patch+json": "merge",
@@ -58,6 +69,37 @@ _UNKNOWN = "field not declared in schema"
 
 def not_found_path() -> NotFound:
     return NotFound("the server could not find the requested resource")
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What a resource request addresses in a cluster's store: its ``RequestInfo`` (the one parse of its path,
+    which authorization read too) and the kind it names (``KubeFace.resolve``)."""
+
+    info: RequestInfo
+    kind: KindInfo
+
+    @property
+    def version(self) -> str:
+        return self.info.api_version
+
+    @property
+    def verb(self) -> str:
+        return self.info.verb
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace the objects are in (None: a cluster-scoped kind, or every namespace)."""
+        return (self.info.namespace or None) if self.kind.namespaced else None
+
+    @property
+    def name(self) -> str | None:
+        """The object the path names (a list's ``metadata.name`` field selector names none: it filters)."""
+        return None if self.info.name_from_selector else (self.info.name or None)
+
+    @property
+    def subresource(self) -> str | None:
+        return self.info.subresource or None
 
 
 @dataclasses.dataclass
@@ -138,6 +180,111 @@ def _maybe_uncommitted(store: Any) -> bool:
     return journal is not None and journal.uncommitted
 
 
+_B64URL = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def decode_continue(token: str) -> tuple[int, str]:
+    """``(resourceVersion, start key)`` of a ``continue`` token, or the API server's 400 (``storage.DecodeContinue``
+    wrapped by ``ValidateListOptions``): ``invalid continue token: continue key is not valid: <why>``, the why
+    in Go's words (base64's ``illegal base64 data at input byte N``, encoding/json's, or the token's own)."""
+
+    def bad(why: str) -> BadRequest:
+        return BadRequest(f"invalid continue token: continue key is not valid{': ' + why if why else ''}")
+
+    good = _B64URL.match(token)
+    end = good.end() if good else 0
+    if end < len(token) or len(token) % 4 == 1:  # RawURLEncoding: no padding, no other character
+        raise bad(f"illegal base64 data at input byte {end if end < len(token) else len(token) - 1}")
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise bad(
+            "invalid character looking for beginning of value" if raw else "unexpected end of JSON input"
+        ) from None
+    if not isinstance(data, dict):
+        raise bad(f"json: cannot unmarshal {_json_type(data)} into Go value of type storage.continueToken")
+    for key, want, ok in (
+        ("v", "string", lambda v: isinstance(v, str)),
+        ("rv", "int64", lambda v: isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63),
+        ("start", "string", lambda v: isinstance(v, str)),
+    ):
+        if data.get(key) is not None and not ok(data[key]):
+            raise bad(
+                f"json: cannot unmarshal {_json_type(data[key])} into Go struct field continueToken.{key} of type {want}"
+            )
+    if data.get("v") != "meta.k8s.io/v1":
+        raise bad("server does not recognize this encoded version")
+    if not data.get("rv"):
+        raise bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+    start = str(data.get("start") or "").rstrip("\x00")
+    if not start:
+        raise bad("encoded start key empty (version meta.k8s.io/v1)")
+    return int(data["rv"]), start
+
+
+def _json_type(value: Any) -> str:
+    """encoding/json's name for a JSON value's type in an UnmarshalTypeError."""
+    return {bool: "bool", int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(value), "null"
+    )
+
+
+def check_list_options(q: Any) -> None:
+    """``ValidateListOptions`` and the storage's parse of ``resourceVersion``: ``resourceVersionMatch`` is one of
+    ``Exact``, ``NotOlderThan`` (422 on ``ListOptions``), and ``resourceVersion`` a uint64 (400)."""
+    rv, match = q.get("resourceVersion"), q.get("resourceVersionMatch")
+    causes = []
+    if match:
+        if not rv:
+            causes.append(
+                Cause(
+                    "resourceVersionMatch",
+                    "FieldValueForbidden",
+                    "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )
+            )
+        if q.get("continue"):
+            causes.append(
+                Cause(
+                    "resourceVersionMatch",
+                    "FieldValueForbidden",
+                    "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+                )
+            )
+        if match == "Exact" and rv == "0":
+            causes.append(
+                Cause(
+                    "resourceVersionMatch",
+                    "FieldValueForbidden",
+                    'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                )
+            )
+        elif match not in ("Exact", "NotOlderThan"):
+            causes.append(
+                Cause(
+                    "resourceVersionMatch",
+                    "FieldValueNotSupported",
+                    f'Unsupported value: {goquote(match)}: supported values: "Exact", "NotOlderThan", ""',
+                )
+            )
+    if causes:
+        parts = [f"{c.field}: {c.message}" for c in causes]
+        joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+        raise Invalid(
+            f'ListOptions.meta.k8s.io "" is invalid: {joined}',
+            kind="ListOptions",
+            group="meta.k8s.io",
+            causes=causes,
+        )
+    if rv not in (None, "", "0") and not (rv.isascii() and rv.isdigit() and int(rv) < 2**64):
+        why = "value out of range" if rv.isascii() and rv.isdigit() else "invalid syntax"
+        raise BadRequest(
+            f"invalid resource version: resourceVersion: Invalid value: {goquote(rv)}: strconv.ParseUint: "
+            f"parsing {goquote(rv)}: {why}"
+        )
+
+
 def page(
     objs: list[dict], rv: int, limit: str | None, token: str | None, selected: bool = False
 ) -> tuple[list[dict], int, dict[str, Any]]:
@@ -150,20 +297,7 @@ def page(
     """
     start = ""
     if token:
-        try:
-            data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-            if (
-                not isinstance(data, dict)
-                or not isinstance(data.get("rv"), int)
-                or isinstance(data["rv"], bool)
-                or not isinstance(data.get("start"), str)
-            ):
-                raise ValueError("the token's rv must be an integer and its start a string")
-            rv, start = data["rv"], data["start"].rstrip("\x00")
-            if data.get("v") != "meta.k8s.io/v1" or not start:
-                raise ValueError(data.get("v"))
-        except (ValueError, KeyError, TypeError, OverflowError) as exc:
-            raise BadRequest(f"continue key is not valid: {exc}") from None
+        rv, start = decode_continue(token)
         ns, _, name = start.rpartition("/")
         # the objects are in key order: the page starts after the token's key (a binary search, so paging
         # through a big list costs each page its own size, not the whole list again)
@@ -224,6 +358,17 @@ def check_delete_options(opts: dict) -> None:
 
 
 _OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+# (HTTP method, RequestInfo verb) -> the operation that serves it
+_OPERATIONS = {
+    ("GET", "get"): "get",
+    ("GET", "list"): "list",
+    ("GET", "watch"): "watch",
+    ("POST", "create"): "create",
+    ("PUT", "update"): "update",
+    ("PATCH", "patch"): "patch",
+    ("DELETE", "delete"): "delete",
+    ("DELETE", "deletecollection"): "deletecollection",
+}
 
 
 def check_field_manager(manager: str | None, options: str) -> None:
@@ -287,53 +432,64 @@ class KubeFace:
             if not k.served_by_addon or not rt.name or k.served_by_addon in addons
         ]
 
-    def resolve(self, t: Target) -> KindInfo:
+    def resolve(self, ri: RequestInfo) -> Target:
+        """The kind a resource request names, served as its ``RequestInfo`` says: a namespaced path
+        (``namespaces/<ns>/<resource>``) only for a namespaced kind; 404 for anything else."""
+        if ri.error or not ri.resource or len(ri.parts) > 3 or "" in ri.parts:
+            raise not_found_path()
+        if ri.namespaced_path and not ri.namespace:
+            raise not_found_path()
         for info in self.kinds():
-            if info.group == t.group and info.plural == t.resource and t.version in info.models:
-                if t.namespace is not None and not info.namespaced:
+            if info.group == ri.api_group and info.plural == ri.resource and ri.api_version in info.models:
+                if ri.namespaced_path and not info.namespaced:
                     raise not_found_path()
-                return info
+                return Target(ri, info)
         raise not_found_path()
 
     # -- entry ------------------------------------------------------------------------------------
-    async def handle(self, request: Request, t: Target) -> Response:
+    async def handle(self, request: Request, ri: RequestInfo) -> Response:
         try:
-            return await self._dispatch(request, t)
+            return await self._dispatch(request, ri)
         except ApiError as err:
             return status_response(err)
 
-    async def _dispatch(self, request: Request, t: Target) -> Response:
-        info = self.resolve(t)
-        m, q = request.method, request.query_params
-        if m in _OPTIONS_KIND:
-            check_field_manager(q.get("fieldManager"), _OPTIONS_KIND[m])
-        if t.subresource == "log" and info.kind == "Pod" and m == "GET":
-            return await self.logs(request, t)
+    def route(self, method: str, ri: RequestInfo) -> tuple[Target, str]:
+        """What a resource request is served as: the kind and object its ``RequestInfo`` names (what
+        authorization allowed) and the operation, its verb (``get``, ``list``, ``watch``, ``create``,
+        ``update``, ``patch``, ``delete``, ``deletecollection``; ``log`` for a pod's log) — else 404 or 405."""
+        t = self.resolve(ri)
+        if t.subresource == "log" and t.kind.kind == "Pod" and (method, ri.verb) == ("GET", "get"):
+            return t, "log"
         if t.subresource not in (None, "status") or (
-            t.subresource == "status" and not info.status_subresource
+            t.subresource == "status" and not t.kind.status_subresource
         ):
             raise not_found_path()
-        if t.name is None:
-            if m == "GET":
-                if t.watch_prefix or truthy(q.get("watch")):
-                    return self.watch(request, t, info)
-                return await self.list(request, t, info)
-            if m == "POST":
-                return await self.create(request, t, info)
-            if m == "DELETE":
-                return await self.delete_collection(request, t, info)
-            raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({m})")
-        if m == "GET":
-            if t.watch_prefix:
-                return self.watch(request, t, info, name=t.name)
-            return await self.get(request, t, info)
-        if m == "PUT":
-            return await self.update(request, t, info)
-        if m == "PATCH":
-            return await self.patch(request, t, info)
-        if m == "DELETE":
-            return await self.delete(request, t, info)
-        raise MethodNotAllowed(f"the server does not allow this method on the requested resource ({m})")
+        op = _OPERATIONS.get((method, ri.verb))
+        if op is None or (op == "create" and ri.name) or (op in ("update", "patch") and not ri.name):
+            raise MethodNotAllowed(
+                f"the server does not allow this method on the requested resource ({method})"
+            )
+        return t, op
+
+    async def _dispatch(self, request: Request, ri: RequestInfo) -> Response:
+        t, op = self.route(request.method, ri)
+        info, m = t.kind, request.method
+        if m in _OPTIONS_KIND:
+            check_field_manager(request.query_params.get("fieldManager"), _OPTIONS_KIND[m])
+        if op == "log":
+            return await self.logs(request, t)
+        if op == "watch":
+            return self.watch(request, t, info, name=t.name)
+        handler = {
+            "list": self.list,
+            "get": self.get,
+            "create": self.create,
+            "deletecollection": self.delete_collection,
+            "update": self.update,
+            "patch": self.patch,
+            "delete": self.delete,
+        }[op]
+        return await handler(request, t, info)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _out(
@@ -347,7 +503,7 @@ class KubeFace:
     ) -> Response:
         view = view_as(info, obj, info.api_version(t.version))
         accept = request.headers.get("accept", "")
-        headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else None
+        headers = {"Warning": ", ".join(warning_header(w) for w in warnings)} if warnings else None
         if tables.wants_table(accept) and request.method == "GET":
             include = request.query_params.get("includeObject", "Metadata")
             body = tables.table(
@@ -356,9 +512,16 @@ class KubeFace:
             return json_response(body, status, headers=headers)
         return json_response(view, status, headers=headers)
 
-    async def _body(self, request: Request) -> Any:
+    async def _body(self, request: Request) -> tuple[Any, list[str]]:
+        """The request's object, and the fields its JSON text sets twice (``decode.duplicate_fields``: the
+        strict decoder's ``duplicate field`` errors; a YAML body with a repeated key is refused outright)."""
         raw = await read_body(request)
-        return await decode_body_async(raw, request.headers.get("content-type", "application/json"))
+        ctype = request.headers.get("content-type", "application/json")
+        body = await decode_body_async(raw, ctype)
+        json_text = "json" in ctype.lower() or ctype.split(";")[0].strip() in ("", "*/*")
+        if json_text and self._validation(request) != "Ignore":
+            return body, duplicate_fields(raw, body)
+        return body, []
 
     def _object_body(self, body: Any, info: KindInfo, t: Target) -> dict:
         if not isinstance(body, dict):
@@ -411,7 +574,7 @@ class KubeFace:
         than the writer holds (``auth.escalation_check``). Runs on the loop, so the check and the write see the
         same roles."""
         user = request.scope.get(auth.USER_KEY)
-        if info.group != "rbac.authorization.k8s.io" or user is None or auth.privileged(user):
+        if info.group != "rbac.authorization.k8s.io" or user is None or privileged(user):
             return dict(op(dry))
         store = self.store()
         old = store.peek(info.kind, t.name, t.namespace) if t.name else None
@@ -419,14 +582,23 @@ class KubeFace:
         auth.escalation_check(store, user, info.kind, t.namespace or "", trial, old)
         return dict(op(dry))
 
-    async def _write(self, mode: str, info: KindInfo, version: str, fn: Any) -> tuple[dict, list[str]]:
+    async def _write(
+        self, mode: str, info: KindInfo, version: str, fn: Any, twice: list[str] | tuple[()] = ()
+    ) -> tuple[dict, list[str]]:
         """Run ``fn(unknown_fields)`` on the loop with the request's field validation (in the next batch of
-        writes: ``WriteBatch``)."""
+        writes: ``WriteBatch``). ``twice``: the fields the body sets twice, refused under Strict before
+        anything is written, a warning each under Warn (the last value kept, as Go's decoder keeps it)."""
         journal = self.store().journal
         if mode == "Ignore":
             return await self.writes.run(journal, lambda: fn("Ignore")), []
+        repeated = [f'duplicate field "{f}"' for f in twice]
+        if repeated and mode == "Strict":
+            raise BadRequest(
+                f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
+                f"strict decoding error: {', '.join(repeated)}"
+            )
         try:
-            return await self.writes.run(journal, lambda: fn("Strict")), []
+            return await self.writes.run(journal, lambda: fn("Strict")), repeated
         except Invalid as err:
             unknown = [c for c in err.causes if c.message == _UNKNOWN]
             if not unknown or len(unknown) != len(err.causes):
@@ -437,7 +609,7 @@ class KubeFace:
                     f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
                     f"strict decoding error: {', '.join(names)}"
                 ) from None
-            return await self.writes.run(journal, lambda: fn("Ignore")), names
+            return await self.writes.run(journal, lambda: fn("Ignore")), names + repeated
 
     # -- reads ------------------------------------------------------------------------------------
     async def get(self, request: Request, t: Target, info: KindInfo) -> Response:
@@ -452,6 +624,7 @@ class KubeFace:
 
     async def list(self, request: Request, t: Target, info: KindInfo) -> Response:
         q = request.query_params
+        check_list_options(q)
         fsel = fields.checked(info, q.get("fieldSelector"))
 
         store = self.store()
@@ -535,7 +708,8 @@ class KubeFace:
 
     # -- writes -----------------------------------------------------------------------------------
     async def create(self, request: Request, t: Target, info: KindInfo) -> Response:
-        body = self._object_body(await self._body(request), info, t)
+        body, twice = await self._body(request)
+        body = self._object_body(body, info, t)
         dry, mode = self._dry_run(request), self._validation(request)
         obj, warns = await self._write(
             mode,
@@ -548,11 +722,13 @@ class KubeFace:
                 dry,
                 lambda d: self.store().create(body, namespace=t.namespace, unknown_fields=uf, dry_run=d),
             ),
+            twice,
         )
         return self._out(request, info, obj, t, 201, warns)
 
     async def update(self, request: Request, t: Target, info: KindInfo) -> Response:
-        body = self._object_body(await self._body(request), info, t)
+        body, twice = await self._body(request)
+        body = self._object_body(body, info, t)
         meta = body.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != t.name:
             raise BadRequest(
@@ -568,7 +744,7 @@ class KubeFace:
                     obj = {**scheme.admit(info, body, None, "Ignore"), "metadata": body["metadata"]}
                 return self.store().update_status(obj, validate=True, namespace=t.namespace)
 
-            obj, warns = await self._write(mode, info, t.version, write_status)
+            obj, warns = await self._write(mode, info, t.version, write_status, twice)
         else:
             track = self._tracker(request, info, t)
             obj, warns = await self._write(
@@ -584,6 +760,7 @@ class KubeFace:
                         body, namespace=t.namespace, unknown_fields=uf, dry_run=d, on_write=track
                     ),
                 ),
+                twice,
             )
         return self._out(request, info, obj, t, 200, warns)
 

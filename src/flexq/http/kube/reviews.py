@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from flexq.errors import BadRequest, Cause, Invalid, MethodNotAllowed
+from flexq.http.requestinfo import RequestInfo
 from flexq.semantics import rbac
 from flexq.semantics.rbac import Attributes, RoleSource, UserInfo
 
@@ -40,20 +41,18 @@ _KINDS: dict[tuple[str, str, str], str] = {
 }
 
 
-def target(path: str) -> tuple[str, str, str, str | None] | None:
-    """(group, version, kind, namespace) of a review path, else None."""
-    parts = [p for p in path.split("/") if p]
-    if len(parts) == 4 and parts[0] == "apis":
-        kind = _KINDS.get((parts[1], parts[2], parts[3]))
-        return (parts[1], parts[2], kind, None) if kind and kind != "LocalSubjectAccessReview" else None
-    if len(parts) == 6 and parts[0] == "apis" and parts[3] == "namespaces":
-        kind = _KINDS.get((parts[1], parts[2], parts[5]))
-        return (parts[1], parts[2], kind, parts[4]) if kind == "LocalSubjectAccessReview" else None
-    return None
+def target(info: RequestInfo) -> tuple[str, str, str, str | None] | None:
+    """(group, version, kind, namespace) of a review request, else None."""
+    if len(info.parts) != 1:
+        return None
+    kind = _KINDS.get((info.api_group, info.api_version, info.resource))
+    if kind is None or info.namespaced_path != (kind == "LocalSubjectAccessReview"):
+        return None
+    return info.api_group, info.api_version, kind, info.namespace if info.namespaced_path else None
 
 
-def handles(path: str) -> bool:
-    return target(path.rstrip("/")) is not None
+def handles(info: RequestInfo) -> bool:
+    return target(info) is not None
 
 
 def _invalid(kind: str, group: str, field: str, message: str) -> Invalid:
@@ -158,7 +157,7 @@ def _rules(source: RoleSource, user: UserInfo, namespace: str) -> dict[str, Any]
 
 def review(
     method: str,
-    path: str,
+    info: RequestInfo,
     sent: Any,
     user: UserInfo,
     authorize: Callable[[Attributes], tuple[bool, str]],
@@ -166,7 +165,7 @@ def review(
     token_user: Callable[[str, list[str]], tuple[UserInfo | None, list[str]]] | None = None,
 ) -> dict[str, Any]:
     """The answer to a review ``POST`` of ``sent`` (the decoded body) by ``user``."""
-    found = target(path.rstrip("/"))
+    found = target(info)
     assert found is not None
     group, version, kind, namespace = found
     if method != "POST":

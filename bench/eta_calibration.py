@@ -1,0 +1,319 @@
+"""Is the ETA calibrated? Its predictions against the starts the jobs actually got, over a generated family.
+
+Each scenario of ``flexq.testing.fallback_family`` (stock-outs none / short and frequent / long and rare / a whole
+day, DWS pools tight and ample, DWS waits short and long, load 30-95 %, one- and two-slice jobs, priorities with
+preemption, spot) runs its ``tutorial`` variant in a virtual twin under its stochastic capacity profile (the
+"truth"; finished jobs are kept, as a cluster keeps them until someone deletes them). At ``--instants`` instants
+spread over its traffic, the ETA reads the twin's state through the SDK's API (``flexq.eta.state_from_twin``:
+what is there at that instant, history included — never the capacity profile, never the jobs' run-time
+annotations) and predicts every waiting job's start; the naive estimate (position in the queue x the mean run
+time of the jobs ahead, spread over the quota's slots: ``flexq.eta.naive_eta``) predicts too. The truth run goes
+on to the scenario's end; each prediction is compared with the start the job got.
+
+    .venv/bin/python bench/eta_calibration.py --scenarios 20 --family-seed 2          # the reported figures
+    .venv/bin/python bench/eta_calibration.py --scenarios 3 --family-seed 1 --instants 3   # quick look
+
+Reports over all predictions: the coverage of the 80 % interval, the median absolute error of the median ETA
+(a job the ETA says will not start within the horizon counts at the horizon) and the naive one's, their ratio,
+and how the jobs that did not start within the horizon were predicted. The family's jobs carry a class label
+(``sim.flexq.dev/class``: debug, experiment, training), read as a team's ``flexq.dev/class`` would be
+(``--class-label ''`` predicts without it). ``--out`` keeps every prediction (``predictions.csv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from flexq.clock import format_time
+from flexq.errors import CloudError
+from flexq.eta import ClusterState, EtaConfig, estimate, naive_eta, state_from_twin
+from flexq.semantics.conditions import find_condition
+from flexq.simulate import load_study
+from flexq.simulate.objects import build_object
+from flexq.simulate.study import cluster_requests
+from flexq.testing.fallback_family import family, write_study
+from flexq.twin import Twin, load_documents
+
+H = 3600.0
+
+
+def _wait_op(twin: Twin, project: str, location: str, op: dict) -> None:
+    path = f"/v1/projects/{project}/locations/{location}/operations/{op.get('name')}"
+    for _ in range(10_000):
+        if op.get("status") == "DONE":
+            return
+        twin.advance(5)
+        op = twin.gke("GET", path)
+
+
+def truth_run(path: Path, instants: int) -> tuple[list[tuple[float, dict]], dict[str, list[float]], float]:
+    """Run the scenario's ``tutorial`` variant; the state at each instant, each workload's PodsReady times."""
+    study = load_study(path)
+    v = study.variant("tutorial")
+    jobs = study.jobs(study.seed)
+    twin = Twin(clock="virtual", seed=study.seed)
+    prof = dict(v.capacity or {})
+    prof["metadata"] = {"name": "default"}
+    twin.core.project.create(prof)
+    project, location, cluster, reqs = cluster_requests(v.cluster or {})
+    for method, p, body in reqs:
+        try:
+            _wait_op(twin, project, location, twin.gke(method, p, body))
+        except CloudError:
+            raise
+    twin.cluster(cluster)
+    prof = twin.core.project.get("CapacityProfile", "default")
+    prof["spec"]["origin"] = format_time(twin.now())
+    twin.core.project.update(prof)
+    for m in v.manifests:
+        for doc in load_documents(m.text):
+            twin.apply(doc)
+    twin.advance(1)
+    priorities = {
+        pc["metadata"]["name"]: int(pc.get("value", 0)) for pc in twin.list("WorkloadPriorityClass")
+    }
+    t0 = twin.now()
+    starts: dict[str, list[float]] = {}
+
+    def on_event(ev: Any) -> None:
+        wl = ev.object
+        c = find_condition(wl, "PodsReady")
+        if c is None or c.get("status") != "True":
+            return
+        key = f"{wl['metadata'].get('namespace', '')}/{wl['metadata']['name']}"
+        seen = starts.setdefault(key, [])
+        if not seen or twin.now() > seen[-1]:
+            seen.append(twin.now())
+
+    twin.store.watch(on_event, ["Workload"])
+    span = max(j.submit for j in jobs)
+    marks = [t0 + span * (0.15 + 0.7 * k / max(1, instants - 1)) for k in range(instants)]
+    states: list[tuple[float, dict]] = []
+    for job in jobs:
+        while marks and t0 + job.submit > marks[0]:
+            twin.advance(marks[0] - twin.now())
+            states.append((twin.now(), state_from_twin(twin).to_dict()))
+            marks.pop(0)
+        gap = t0 + job.submit - twin.now()
+        if gap > 0:
+            twin.advance(gap)
+        twin.create(build_object(job, priorities, {}))
+    for m in marks:
+        twin.advance(max(0.0, m - twin.now()))
+        states.append((twin.now(), state_from_twin(twin).to_dict()))
+    end = t0 + (study.until or span + 48 * H)
+    twin.advance(end - twin.now())
+    twin.close()
+    return states, starts, end
+
+
+def scenario_task(
+    task: tuple[str, int, dict[str, Any], str],
+) -> tuple[str, list[dict[str, Any]], float, float]:
+    """One scenario: its truth run, then the ETA (and the naive estimate) at each instant."""
+    path, instants, cfg_kw, cache = task
+    t = time.monotonic()
+    saved = Path(cache) / f"{Path(path).name}-{instants}.json" if cache else None
+    if saved is not None and saved.exists():
+        data = json.loads(saved.read_text())
+        states, starts, end = [tuple(s) for s in data["states"]], data["starts"], data["end"]
+    else:
+        states, starts, end = truth_run(Path(path), instants)
+        if saved is not None:
+            saved.write_text(json.dumps({"states": states, "starts": starts, "end": end}))
+    t_truth = time.monotonic() - t
+    cfg = EtaConfig(**cfg_kw)
+    rows = []
+    for k, (at, state_dict) in enumerate(states):
+        state = ClusterState.from_dict(state_dict)
+        fc = estimate(state, cfg)
+        naive = naive_eta(state)
+        for key, j in fc.jobs.items():
+            later = [s for s in starts.get(key, []) if s >= at]
+            rows.append(
+                {
+                    "scenario": Path(path).name,
+                    "instant": k,
+                    "at": at,
+                    "workload": key,
+                    "role": j.role,
+                    "median": j.median,
+                    "low": j.low,
+                    "high": j.high,
+                    "cannot": j.cannot,
+                    "naive": naive.get(key),
+                    "plan": j.plan,
+                    "waits_for": j.waits_for,
+                    "code": j.now.split(":", 1)[0],
+                    "truth": later[0] - at if later else None,
+                    "observed": end - at,  # how long after the instant the truth run went on
+                }
+            )
+    return Path(path).name, rows, t_truth, time.monotonic() - t - t_truth
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scenarios", type=int, default=20)
+    ap.add_argument(
+        "--family-seed", type=int, default=2, help="seed of the family (1 was used while building)"
+    )
+    ap.add_argument("--instants", type=int, default=5)
+    ap.add_argument("--replicas", type=int, default=32)
+    ap.add_argument("--engine", choices=["fast", "twin"], default="fast")
+    ap.add_argument("--horizon", type=float, default=24.0, help="hours")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--class-label", default="sim.flexq.dev/class")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        help="keep each scenario's truth run (its states and starts) here and reuse it: the truth does not "
+        "depend on the ETA, so a change to the ETA is judged again without re-running the family",
+    )
+    args = ap.parse_args()
+    horizon = args.horizon * H
+    cfg_kw = {
+        "replicas": args.replicas,
+        "horizon": horizon,
+        "workers": 1,
+        "engine": args.engine,
+        "class_label": args.class_label or "flexq.dev/class",
+    }
+    t_all = time.monotonic()
+    root = Path(tempfile.mkdtemp(prefix="eta-cal-"))
+    cache = args.cache / f"family-{args.family_seed}" if args.cache else None
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+    scenarios = family(args.scenarios, args.family_seed)
+    paths = []
+    for sc in scenarios:
+        paths.append(str(write_study(sc, root)))
+        print(f"{sc.name}: {sc.describe()}", flush=True)
+    rows: list[dict[str, Any]] = []
+    t_truth = t_pred = 0.0
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        for name, rs, tt, tp in pool.map(
+            scenario_task, [(p, args.instants, cfg_kw, str(cache) if cache else "") for p in paths]
+        ):
+            rows += rs
+            t_truth += tt
+            t_pred += tp
+            print(f"  {name}: {len(rs)} predictions (truth run {tt:.0f} s, ETAs {tp:.0f} s)", flush=True)
+    report(rows, horizon, args)
+    print(
+        f"\ntruth runs {t_truth:.0f} s, ETAs {t_pred:.0f} s (summed over {args.workers} processes); "
+        f"wall {time.monotonic() - t_all:.0f} s",
+        flush=True,
+    )
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        with open(args.out / "predictions.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return 0
+
+
+def kind_of(r: dict[str, Any]) -> str:
+    """What a waiting job waited for at the instant, coarsely (from its coded reason)."""
+    code = r.get("code") or ""
+    if r["role"] == "pending":
+        return "pending (no quota yet)"
+    if "DWS" in code or "ProvisioningRequest" in code or code == "AdmissionCheckPending":
+        return "reserved: DWS"
+    if "STOCKOUT" in code or "QUOTA" in code or code in ("GCE_STOCKOUT", "ScaleUpBackoff"):
+        return "reserved: stock-out"
+    return f"reserved: {code or 'nodes'}"
+
+
+def _covered(r: dict[str, Any], horizon: float) -> bool:
+    """The truth within the 80 % interval (a start beyond the horizon: the interval reaches past it)."""
+    if r["truth"] is not None and r["truth"] <= horizon:
+        lo = r["low"] if r["low"] is not None else 0.0
+        hi = r["high"] if r["high"] is not None else float("inf")
+        return not r["cannot"] and lo - 1.0 <= r["truth"] <= hi + 1.0
+    return bool(r["cannot"]) or r["high"] is None
+
+
+def _summary(preds: list[dict[str, Any]], horizon: float, label: str) -> None:
+    within = [r for r in preds if r["truth"] is not None and r["truth"] <= horizon]
+    beyond = [r for r in preds if r not in within and r["observed"] >= horizon]
+    judged = within + beyond
+    print(
+        f"\n{label}: {len(preds)} predictions ({len(within)} started within {horizon / H:g} h, {len(beyond)} did not)"
+    )
+    if not judged:
+        return
+    cov = sum(1 for r in judged if _covered(r, horizon))
+    print(f"  80 % interval coverage: {cov / len(judged):.1%} of {len(judged)} (goal 70-90 %)")
+    if within:
+        cov_w = sum(1 for r in within if _covered(r, horizon))
+        print(f"    of those that started within the horizon: {cov_w / len(within):.1%}")
+    err = [
+        abs((r["median"] if r["median"] is not None and not r["cannot"] else horizon) - r["truth"])
+        for r in within
+    ]
+    naive = [abs(min(r["naive"], horizon) - r["truth"]) for r in within if r["naive"] is not None]
+    if err and naive:
+        me, mn = statistics.median(err), statistics.median(naive)
+        print(f"  median absolute error of the median ETA: {me / 60:.1f} min; naive: {mn / 60:.1f} min")
+        if mn > 0:
+            print(f"    ETA / naive: {me / mn:.2f} (goal <= 0.70)")
+        print(
+            f"    mean absolute error: ETA {statistics.mean(err) / 60:.1f} min, naive "
+            f"{statistics.mean(naive) / 60:.1f} min"
+        )
+    if beyond:
+        said = sum(1 for r in beyond if r["cannot"] or r["median"] is None)
+        print(
+            f"  did not start within {horizon / H:g} h: {len(beyond)}; predicted so: {said} ({said / len(beyond):.0%})"
+        )
+    wrongly = sum(1 for r in within if r["median"] is None or r["cannot"])
+    print(f"  started within the horizon but predicted not to: {wrongly}")
+    kinds: dict[str, list[dict[str, Any]]] = {}
+    for r in within:
+        kinds.setdefault(kind_of(r), []).append(r)
+    for kind, rs in sorted(kinds.items()):
+        e = [
+            abs((r["median"] if r["median"] is not None and not r["cannot"] else horizon) - r["truth"])
+            for r in rs
+        ]
+        n = [abs(min(r["naive"], horizon) - r["truth"]) for r in rs if r["naive"] is not None]
+        bias = statistics.median(
+            [(r["median"] if r["median"] is not None else horizon) - r["truth"] for r in rs]
+        )
+        cov_k = sum(1 for r in rs if _covered(r, horizon)) / len(rs)
+        print(
+            f"    {kind}: {len(rs)}, median abs error {statistics.median(e) / 60:.1f} min"
+            + (f" (naive {statistics.median(n) / 60:.1f})" if n else "")
+            + f", median error {bias / 60:+.1f} min, coverage {cov_k:.0%}"
+        )
+
+
+def report(rows: list[dict[str, Any]], horizon: float, args: argparse.Namespace) -> None:
+    """The figures on the jobs that truly wait (pending or holding quota; a job Kueue deactivated waits for
+    someone to reactivate it, not for the cluster: it is reported apart), then on the deactivated ones."""
+    waiting = [r for r in rows if r["role"] in ("pending", "reserved")]
+    _summary(waiting, horizon, "jobs that wait (pending or holding quota)")
+    deact = [r for r in rows if r["role"] == "deactivated"]
+    if deact:
+        woke = sum(1 for r in deact if r["truth"] is not None and r["truth"] <= horizon)
+        print(
+            f"\ndeactivated at the instant (left out above): {len(deact)} predictions; "
+            f"started within {horizon / H:g} h anyway (reactivated): {woke}"
+        )
+    _ = args
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,313 @@
+"""``flexq eta``: when will each waiting job start — ``flexq eta`` (every waiting job), ``flexq eta JOB`` (one,
+with the reasoning), ``flexq eta manifests`` (the read-only ClusterRole it needs on a real cluster) — and the
+ETA column of ``flexq status``.
+
+Owns: the arguments, reading the cluster through the kubeconfig (``kubeclient.fetch_cluster_state``: lists
+only), the rendering, ``CLUSTER_RULES`` (exactly what that reading lists: ``flexq.eta.state.KINDS``, plus a
+``get`` of Kueue's configuration ConfigMap) and ``forecast_for`` (what ``flexq status`` asks). The ETA itself is
+``flexq.eta``. Must not import flexq.assembly, flexq.twin or flexq.http.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from flexq.clock import format_duration, format_time
+from flexq.eta.state import KINDS, KUEUE_CONFIG
+
+__all__ = ["add_parser", "run", "CLUSTER_RULES", "ROLE_NAME", "manifests_yaml", "forecast_for", "eta_cells"]
+
+ROLE_NAME = "flexq-eta-reader"
+
+
+def _rules() -> list[dict[str, Any]]:
+    by_group: dict[str, list[str]] = {}
+    for _attr, group, _versions, plural in KINDS:
+        by_group.setdefault(group, []).append(plural)
+    rules: list[dict[str, Any]] = [
+        {"apiGroups": [g], "resources": sorted(ps), "verbs": ["list"]} for g, ps in sorted(by_group.items())
+    ]
+    rules.append(
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"], "resourceNames": [KUEUE_CONFIG[1]]}
+    )
+    return rules
+
+
+# exactly what fetch_cluster_state reads: lists, cluster-wide; Kueue's configuration by name; no write at all
+CLUSTER_RULES: list[dict[str, Any]] = _rules()
+
+
+def manifests_yaml(subject: str | None = None) -> str:
+    """The ClusterRole (and, with ``subject`` as ``user:NAME``, ``group:NAME`` or ``serviceaccount:NS:NAME``,
+    a ClusterRoleBinding) that lets ``flexq eta`` and ``flexq simulate --from-cluster`` read a cluster."""
+    rbac = "rbac.authorization.k8s.io"
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": ROLE_NAME, "labels": {"app.kubernetes.io/name": "flexq-eta"}},
+            "rules": CLUSTER_RULES,
+        }
+    ]
+    if subject:
+        kind, _, rest = subject.partition(":")
+        if kind == "serviceaccount":
+            ns, _, name = rest.partition(":")
+            subj: dict[str, Any] = {"kind": "ServiceAccount", "name": name, "namespace": ns}
+        elif kind in ("user", "group"):
+            subj = {"kind": kind.capitalize(), "name": rest, "apiGroup": rbac}
+        else:
+            raise ValueError(
+                f"--bind: {subject!r} is not user:NAME, group:NAME or serviceaccount:NAMESPACE:NAME"
+            )
+        if not subj["name"] or (kind == "serviceaccount" and not subj.get("namespace")):
+            raise ValueError(f"--bind: {subject!r} names no one")
+        docs.append(
+            {
+                "apiVersion": f"{rbac}/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": ROLE_NAME},
+                "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": ROLE_NAME},
+                "subjects": [subj],
+            }
+        )
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "eta",
+        help="when will each waiting job start: a calibrated ETA from the cluster's own state and history",
+        description="Every waiting job's start: the cluster's state (queues, jobs, ProvisioningRequests, node "
+        "pools, running jobs and how long they have run) is carried forward in a virtual twin under a capacity "
+        "model fitted to the cluster's own history (DWS waits, stock-outs, node provisioning times, run times), "
+        "several replicas; a job's ETA is the median of its start over them with an 80 %% interval, the plan "
+        "it would start on and what it waits for. Reads only (flexq eta manifests prints the ClusterRole).",
+        epilog=examples(
+            "flexq eta                          # every waiting job",
+            "flexq eta rayjob-tpu-v6e-dws-2     # one job, with the reasoning",
+            "flexq eta -o json",
+            "flexq eta --node-pools pools.json  # gcloud container node-pools list --format=json",
+            "flexq eta manifests | kubectl apply -f -",
+            "flexq eta manifests --bind user:alice@example.com",
+        ),
+    )
+    kube_flags(p)
+    p.add_argument("job", nargs="?", help="a RayJob, Job or Workload name (or 'manifests')")
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace's waiting jobs")
+    p.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table", help="output format")
+    p.add_argument("--replicas", type=int, default=8, help="forward runs (each with its own draws)")
+    p.add_argument(
+        "--exact",
+        action="store_true",
+        help="run each forward run in a whole virtual twin (every controller; minutes on a busy cluster) instead "
+        "of the fast event model (milliseconds)",
+    )
+    p.add_argument("--horizon", type=duration, default=7 * 86400.0, help="how far ahead to look")
+    p.add_argument("--seed", type=int, default=1, help="seed of the forward runs' draws")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="processes (default: one per core)")
+    p.add_argument(
+        "--node-pools",
+        default=None,
+        metavar="FILE",
+        help="the node pools as `gcloud container node-pools list --format=json` prints them (default: the "
+        "twin's GKE API, else inferred from the nodes and flavors)",
+    )
+    p.add_argument(
+        "--class-label", default="flexq.dev/class", help="the label that puts jobs in one run-time class"
+    )
+    p.add_argument(
+        "--bind",
+        default=None,
+        help="manifests: also bind the role to user:NAME, group:NAME or serviceaccount:NAMESPACE:NAME",
+    )
+    return p
+
+
+def read_node_pools(path: str | None) -> list[dict] | None:
+    """The node pools file (a JSON list, or ``{"nodePools": [...]}``), or None."""
+    if path is None:
+        return None
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(
+            f"--node-pools: cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
+    if isinstance(data, dict):
+        data = data.get("nodePools")
+    if not isinstance(data, list) or not all(isinstance(p, dict) and p.get("name") for p in data):
+        raise ValueError(
+            f"--node-pools: {path} is not a list of node pools (gcloud container node-pools list --format=json)"
+        )
+    return data
+
+
+def config_of(args: argparse.Namespace) -> Any:
+    from flexq.eta import EtaConfig
+
+    if not 1 <= args.replicas <= 1000:
+        raise ValueError(f"--replicas: must be between 1 and 1000, got {args.replicas}")
+    if args.horizon <= 0:
+        raise ValueError("--horizon: must be more than 0")
+    return EtaConfig(
+        replicas=args.replicas,
+        horizon=args.horizon,
+        seed=args.seed,
+        workers=args.jobs,
+        class_label=args.class_label,
+        engine="twin" if getattr(args, "exact", False) else "fast",
+    )
+
+
+def forecast_for(api: Any, cfg: Any, node_pools: list[dict] | None = None) -> Any:
+    """The cluster's ``Forecast`` through ``api`` (reads only)."""
+    from flexq.cli import kubeclient
+    from flexq.eta import estimate
+
+    return estimate(kubeclient.fetch_cluster_state(api, node_pools), cfg)
+
+
+def eta_cells(j: Any, horizon: float) -> tuple[str, str]:
+    """(ETA, 80 % interval) for a table."""
+    from flexq.eta import fmt_eta
+
+    if j.cannot:
+        return ("never" if not j.cannot.startswith("deactivated") else "deactivated"), "-"
+    if j.median is None:
+        return f"not within {format_duration(horizon)}", "-"
+    text = fmt_eta(j, horizon)
+    return text.split(" (")[0], text.partition(" (")[2].rstrip(")")
+
+
+def run(args: argparse.Namespace, console: Console, err_console: Console) -> int:
+    from flexq.cli import kubeclient
+    from flexq.errors import FlexqError
+
+    if args.job == "manifests":
+        try:
+            console.out(manifests_yaml(args.bind).rstrip(), highlight=False)
+        except ValueError as exc:
+            err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+            return 2
+        return 0
+    try:
+        cfg = config_of(args)
+        pools = read_node_pools(args.node_pools)
+    except ValueError as exc:
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return 2
+    try:
+        api = kubeclient.connect(args.kubeconfig, args.context)
+        fc = forecast_for(api, cfg, pools)
+    except (
+        kubeclient.ClientError,
+        FlexqError,
+    ) as exc:  # the project's errors name what is wrong: no traceback
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return 1
+    ns = None if args.all_namespaces else args.namespace
+    if args.job:
+        name = args.job.split("/", 1)[-1]
+        j = fc.find(name, ns)
+        if j is None:
+            running = [k for k in fc.running if k.split("/", 1)[1].endswith(name) or name in k]
+            if running:
+                console.print(f"{escape(args.job)} is running: it has started (flexq status shows it)")
+                return 0
+            err_console.print(
+                f'[red]error:[/] no waiting job "{escape(args.job)}" in namespace "{escape(str(ns))}" '
+                "(flexq eta -A lists every waiting job)",
+                highlight=False,
+            )
+            return 1
+        if args.output != "table":
+            doc = j.as_dict() | {"model": fc.model, "notes": fc.notes}
+            console.out(
+                json.dumps(doc, indent=2) if args.output == "json" else yaml.safe_dump(doc, sort_keys=False)
+            )
+            return 0
+        explain(j, fc, console)
+        return 0
+    jobs = [j for j in fc.jobs.values() if ns is None or j.namespace == ns]
+    if args.output != "table":
+        doc = {
+            "observedAt": format_time(fc.now),
+            "horizonSeconds": fc.horizon,
+            "replicas": fc.replicas,
+            "jobs": [j.as_dict() for j in jobs],
+            "model": fc.model,
+            "notes": fc.notes,
+        }
+        console.out(
+            json.dumps(doc, indent=2) if args.output == "json" else yaml.safe_dump(doc, sort_keys=False)
+        )
+        return 0
+    console.print(eta_table(jobs, fc.horizon))
+    console.print(
+        f"[bold]model[/] (from the cluster's history at {format_time(fc.now)}; {fc.replicas} forward runs, "
+        f"{fc.seconds:.1f} s):",
+        highlight=False,
+    )
+    for line in fc.model + [f"note: {n}" for n in fc.notes]:
+        console.print(f"  {escape(line)}", highlight=False)
+    return 0
+
+
+def eta_table(jobs: list[Any], horizon: float) -> Table:
+    t = Table(header_style="bold")
+    for col in ("JOB", "QUEUE", "STATE", "AHEAD", "ETA", "80 % WITHIN", "PLAN", "WAITS FOR"):
+        t.add_column(col, overflow="fold")
+    for j in sorted(jobs, key=lambda x: (x.median is None, x.median or 0.0)):
+        eta, within = eta_cells(j, horizon)
+        t.add_row(
+            j.job.split("/", 1)[-1] or j.workload,
+            j.queue,
+            j.state,
+            str(j.position) if j.role == "pending" else "-",
+            eta,
+            within,
+            j.plan or "-",
+            j.cannot or j.waits_for or "-",
+        )
+    if not jobs:
+        t.caption = "no job is waiting"
+    return t
+
+
+def explain(j: Any, fc: Any, console: Console) -> None:
+    """``flexq eta JOB``: the ETA, then why."""
+    eta, within = eta_cells(j, fc.horizon)
+    head = f"[bold]{escape(j.job)}[/] ({escape(j.namespace)}/{escape(j.workload)}): "
+    if j.cannot and not j.cannot.startswith("deactivated"):
+        console.print(head + "[bold red]nothing can run it as it is[/]", highlight=False)
+        console.print(f"  {escape(j.cannot)}", highlight=False)
+    elif j.cannot:
+        console.print(head + "[bold]deactivated[/]", highlight=False)
+    elif j.median is None:
+        console.print(
+            head + f"[bold]{escape(eta)}[/] (started within the horizon in "
+            f"{j.started:.0%} of the forward runs)",
+            highlight=False,
+        )
+    else:
+        console.print(
+            head
+            + f"starts [bold]{escape(eta)}[/], 80 % within {escape(within)}"
+            + (f", on {escape(j.plan)}" if j.plan else ""),
+            highlight=False,
+        )
+    console.print("why:", highlight=False)
+    for line in j.reasoning:
+        console.print(f"  - {escape(line)}", highlight=False)
+    console.print("the model it comes from:", highlight=False)
+    for line in fc.model + [f"note: {n}" for n in fc.notes]:
+        console.print(f"  - {escape(line)}", highlight=False)

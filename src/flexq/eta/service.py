@@ -1,0 +1,212 @@
+"""A live twin's ETAs, kept fresh in the background: ``EtaService``.
+
+The service reads the twin's current cluster the way the ETA reads any cluster (``state_from_twin``, which
+hops onto the twin's loop for each list: a read, never a write, and each is a copy of a few hundred objects at
+most), then computes in a process of its own (``multiprocessing`` ``spawn``: the twin's loop, its HTTP
+threads and Ray's are never forked, and the computation never holds the twin process's interpreter lock) —
+every ``period`` seconds, and ``debounce`` seconds after the queue changes (a Workload created, deleted, or
+changing state). Nothing here writes to the twin; an API write never waits for it.
+
+What it publishes (``latest``, and ``eta_of`` as the dashboard asks through ``flexq.http.seam.Forecasts``) is
+the last ``Forecast``; ``collector`` is its Prometheus face: ``flexq_workload_eta_seconds{namespace,workload,
+cluster_queue}`` (the median seconds to start from the forecast's instant; +Inf when not within the horizon or
+never), one series per Workload that waits now — a Workload that started or went has no series, whatever the
+last forecast said — and ``flexq_eta_forecast_timestamp_seconds``.
+
+    service = EtaService(twin, period=60).start()     # flexq up does this for its twin
+    service.latest().find("rayjob-tpu-v6e-dws-2")
+    service.stop()
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from flexq.clock import format_duration
+from flexq.eta.estimate import Forecast, fmt_eta
+from flexq.eta.model import EtaConfig
+from flexq.eta.state import ClusterState, state_from_twin
+from flexq.semantics.workloads import FINISHED_STATES, workload_state
+from flexq.twin import Twin
+
+__all__ = ["EtaService", "compute"]
+
+log = logging.getLogger("flexq.eta")
+
+
+def compute(state: dict[str, Any], cfg: EtaConfig) -> dict[str, Any]:
+    """The forecast of a state (in the service's process; plain data in and out)."""
+    from flexq.eta.estimate import estimate
+
+    return estimate(ClusterState.from_dict(state), cfg).as_dict()
+
+
+class EtaService:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        twin: Twin,
+        *,
+        period: float = 60.0,
+        debounce: float = 2.0,
+        cfg: EtaConfig | None = None,
+        in_process: bool = False,
+    ) -> None:
+        self.twin = twin
+        self.period, self.debounce = period, debounce
+        self.cfg = cfg or EtaConfig(workers=1)
+        self.in_process = in_process  # compute in this process (tests of a virtual twin)
+        self._forecast: Forecast | None = None
+        self._cluster = ""
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pool: ProcessPoolExecutor | None = None
+        self._sub: Any = None
+        self._signature: frozenset[tuple[str, str, str]] = frozenset()
+        self.refreshes = 0
+        self.error = ""
+
+    # -- life ----------------------------------------------------------------------------------------------------
+    def start(self, background: bool = True) -> EtaService:
+        """Attach to the twin (its ``forecasts``, its metrics, a watch on Workloads) and, with ``background``,
+        start refreshing (without: ``refresh()`` when asked; a virtual twin's loop is not for other threads)."""
+        core = self.twin.core
+        core.forecasts = self
+        rt = self.twin.runtime
+        self._cluster = rt.name
+        rt.metrics.register(_Collector(self))
+
+        def subscribe() -> Any:
+            return rt.store.watch(self._on_workload, ["Workload"])
+
+        self._sub = self.twin._call(subscribe)
+        if background:
+            self._thread = threading.Thread(target=self._run, name="flexq-eta", daemon=True)
+            self._thread.start()
+            self._wake.set()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self._sub is not None:
+            sub = self._sub
+            self.twin.core.loop.post(sub.cancel)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        if getattr(self.twin.core, "forecasts", None) is self:
+            self.twin.core.forecasts = None
+
+    # -- watching ------------------------------------------------------------------------------------------------
+    def _on_workload(self, ev: Any) -> None:
+        """On the loop: a Workload created, deleted or changing state wakes the refresher (cheap: a flag)."""
+        md = ev.object.get("metadata") or {}
+        key = (
+            md.get("namespace", ""),
+            md.get("name", ""),
+            "" if ev.type == "DELETED" else workload_state(ev.object),
+        )
+        if key not in self._signature:
+            self._signature = frozenset({*(k for k in self._signature if k[:2] != key[:2]), key})
+            self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.period)
+            if self._stop.is_set():
+                return
+            self._stop.wait(self.debounce)  # let a burst of changes settle
+            self._wake.clear()
+            try:
+                self.refresh()
+            except Exception as exc:  # the twin goes on; the error is kept and logged
+                self.error = f"{type(exc).__name__}: {exc}"
+                log.warning("ETA refresh failed: %s", self.error)
+
+    def refresh(self) -> Forecast:
+        """Read the state and compute its forecast now (the background thread calls this)."""
+        state = state_from_twin(self.twin)
+        if self.in_process:
+            data = compute(state.to_dict(), self.cfg)
+        else:
+            if self._pool is None:
+                import multiprocessing as mp
+
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
+            data = self._pool.submit(compute, state.to_dict(), self.cfg).result()
+        fc = Forecast.from_dict(data)
+        self._forecast = fc
+        self.refreshes += 1
+        self.error = ""
+        return fc
+
+    # -- what it publishes -----------------------------------------------------------------------------------------
+    def latest(self) -> Forecast | None:
+        return self._forecast
+
+    def eta_of(self, cluster: str, namespace: str, workload: str) -> dict[str, Any] | None:
+        """What the dashboard shows of one Workload's ETA (None when there is none)."""
+        fc = self._forecast
+        if fc is None or cluster != self._cluster:
+            return None
+        j = fc.jobs.get(f"{namespace}/{workload}")
+        if j is None:
+            return None
+        return {
+            "text": fmt_eta(j, fc.horizon),
+            "median": j.median,
+            "low": j.low,
+            "high": j.high,
+            "plan": j.plan,
+            "waitsFor": j.waits_for,
+            "cannot": j.cannot,
+            "reasoning": list(j.reasoning),
+            "model": list(fc.model),
+            "replicas": fc.replicas,
+            "horizon": format_duration(fc.horizon),
+        }
+
+
+class _Collector:
+    """``flexq_workload_eta_seconds``: one series per waiting Workload (collected on the loop thread)."""
+
+    def __init__(self, service: EtaService) -> None:
+        self.service = service
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        fc = self.service.latest()
+        g = GaugeMetricFamily(
+            "flexq_workload_eta_seconds",
+            "Seconds from the last forecast to a waiting Workload's expected start (the median over the ETA's "
+            "forward runs; +Inf: not within the horizon, or nothing can run it)",
+            labels=["namespace", "workload", "cluster_queue"],
+        )
+        ts = GaugeMetricFamily(
+            "flexq_eta_forecast_timestamp_seconds", "When the ETAs were last computed (the state's instant)"
+        )
+        if fc is not None:
+            ts.add_metric([], fc.now)
+            store = self.service.twin.runtime.store
+            for key, j in fc.jobs.items():
+                wl = store.peek("Workload", j.workload, j.namespace)
+                if wl is None or workload_state(wl) in FINISHED_STATES or workload_state(wl) == "Running":
+                    continue  # started or gone: no series
+                cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+                value = float("inf") if j.cannot or j.median is None else j.median
+                g.add_metric([j.namespace, j.workload, cq], value)
+                del key
+        yield g
+        yield ts

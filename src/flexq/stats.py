@@ -1,0 +1,106 @@
+"""The one place for the statistics of waits and run times seen on a cluster, where some are still under way.
+
+A wait (a DWS request's time to its grant, a job's run time, a stock-out's length) is either **done** (seen to
+end after that long) or **censored** (under way for that long so far: it will last at least that). Dropping the
+censored ones makes a queue whose requests all sit waiting look short; counting them as done does too. So:
+
+- ``km_curve`` / ``km_median`` / ``km_quantile``: the Kaplan-Meier estimate of the survival curve, its median
+  and quantiles (None when the curve does not fall that far: the answer lies beyond what was seen);
+- ``exponential_mean``: the maximum-likelihood mean of an exponential law from done and censored waits
+  (total time seen over the number seen to end), with a prior of ``prior_weight`` pseudo-observations;
+- ``sample_beyond``: one draw of a duration known to exceed ``elapsed``, from the Kaplan-Meier curve of what was
+  seen, with an exponential tail past the longest observation;
+- ``quantile``: the interpolated quantile of a sample (as numpy's default, without numpy).
+
+Pure functions of their arguments. Used by flexq's fallback (``flexq.fallback.waits``) and the ETA
+(``flexq.eta``). Imports nothing from flexq.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+__all__ = ["km_curve", "km_median", "km_quantile", "exponential_mean", "sample_beyond", "quantile"]
+
+
+def km_curve(done: Sequence[float], censored: Sequence[float]) -> list[tuple[float, float]]:
+    """The Kaplan-Meier survival curve: ``(t, S(t))`` after each time a wait was seen to end, in time order.
+    At a tie, an end counts before a censoring (the censored one was still waiting at that time)."""
+    points = sorted([(t, 0) for t in done] + [(t, 1) for t in censored])
+    survival, at_risk = 1.0, len(points)
+    curve: list[tuple[float, float]] = []
+    for t, cens in points:
+        if not cens:
+            survival *= 1.0 - 1.0 / at_risk
+            curve.append((t, survival))
+        at_risk -= 1
+    return curve
+
+
+def km_quantile(done: Sequence[float], censored: Sequence[float], q: float) -> float | None:
+    """The time by which a share ``q`` of waits have ended (Kaplan-Meier), or None when fewer than that share
+    are known to have ended (the quantile lies beyond what was seen)."""
+    for t, survival in km_curve(done, censored):
+        if survival <= 1.0 - q + 1e-12:
+            return t
+    return None
+
+
+def km_median(done: Sequence[float], censored: Sequence[float]) -> float | None:
+    """The Kaplan-Meier median of waits: ``done`` finished after that long, ``censored`` have waited that long
+    so far. None when fewer than half are known to have finished (the median lies beyond)."""
+    return km_quantile(done, censored, 0.5)
+
+
+def exponential_mean(
+    done: Sequence[float], censored: Sequence[float], prior_mean: float, prior_weight: float = 1.0
+) -> float:
+    """The mean of an exponential law fitted to done and censored waits (maximum likelihood: the total time
+    observed over the number of ends), pulled towards ``prior_mean`` by ``prior_weight`` pseudo-observations
+    of it. With nothing seen: the prior."""
+    total = sum(done) + sum(censored) + prior_weight * prior_mean
+    events = len(done) + prior_weight
+    return total / events if events > 0 else prior_mean
+
+
+def sample_beyond(
+    done: Sequence[float],
+    censored: Sequence[float],
+    elapsed: float,
+    rng: random.Random,
+    tail_mean: float,
+) -> float:
+    """One draw of a duration known to exceed ``elapsed``: from the Kaplan-Meier curve of ``done`` and
+    ``censored`` restricted to times past ``elapsed``, of which a share ``1/(n+1)`` (``n`` observations) is moved
+    beyond the longest seen; that mass, and all of it when nothing past ``elapsed`` was seen to end, is an
+    exponential tail of mean ``tail_mean`` past ``max(elapsed, that end)``."""
+    # a share 1/(n+1) of waits outlast everything seen (n seen): a few observations are not the whole law
+    beyond = 1.0 / (len(done) + len(censored) + 1)
+    base, past = 1.0, []  # S(elapsed), and the curve's steps past elapsed
+    for t, s0 in km_curve(done, censored):
+        s = beyond + (1.0 - beyond) * s0
+        if t <= elapsed:
+            base = s
+        else:
+            past.append((t, s))
+    u = rng.random()
+    start = elapsed
+    if base > 0:
+        for t, s in past:
+            if s / base <= u:  # P(T > t | T > elapsed) has fallen to the draw: it ends here
+                return t
+            start = t
+    return start + rng.expovariate(1.0 / tail_mean) if tail_mean > 0 else start
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` by linear interpolation between order statistics (numpy's default)."""
+    if not values:
+        raise ValueError("quantile of no values")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)

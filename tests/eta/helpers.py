@@ -1,0 +1,55 @@
+"""A tutorial cluster with waiting jobs, for the ETA's tests (a virtual or a served twin)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from flexq import Twin
+from flexq.api.capacity_profile import tutorial_profile
+from flexq.cli import tutorial as T
+
+TRAIN = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "jax-train-script", "namespace": "default"},
+    "data": {"train.py": "print('training')\n"},
+}
+
+
+def rayjob(i: int, run: float = 1800, **labels: str) -> dict[str, Any]:
+    """The tutorial's RayJob ``rayjob-tpu-v6e-dws-<i>``, running ``run`` simulated seconds."""
+    obj = yaml.safe_load(T.rayjob_yaml(i))
+    obj["metadata"].setdefault("annotations", {})["twin.flexq.dev/run-seconds"] = str(run)
+    obj["metadata"].setdefault("labels", {}).update(labels)
+    return obj
+
+
+def unrunnable() -> dict[str, Any]:
+    """A RayJob whose head asks for more CPU than any flavor it may use will ever have (no flavor fits)."""
+    obj = rayjob(99)
+    obj["metadata"]["name"] = "too-big"
+    head = obj["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["resources"] = {"requests": {"cpu": "64", "memory": "4Gi"}, "limits": {"cpu": "64", "memory": "4Gi"}}
+    return obj
+
+
+def tutorial_cluster(twin: Twin, project: str = "p", profile: bool = True, dws_max: int = 4) -> None:
+    """The tutorial's cluster, pools (the DWS pool up to ``dws_max`` nodes), queues and script on a virtual twin
+    (the tutorial's capacity profile)."""
+    if profile:
+        p = tutorial_profile()
+        p["metadata"]["name"] = "default"
+        twin.core.project.create(p)
+    twin.gke("POST", *T.create_cluster_request(project))
+    twin.advance(600)
+    for dws in (False, True):
+        path, body = T.create_node_pool_request(project, dws=dws)
+        if dws:
+            body["nodePool"]["autoscaling"]["maxNodeCount"] = dws_max
+        twin.gke("POST", path, body)
+        twin.advance(300)
+    twin.cluster(T.TUTORIAL_ENV["CLUSTER_NAME"])
+    twin.apply(T.queue_yaml(api="v1beta2"))
+    twin.apply(TRAIN)

@@ -1,0 +1,298 @@
+"""A scheduling cycle costs what changed, not how many ClusterQueues exist — with the same outcome.
+
+- ``QueueManager.heads`` visits only the queues that may have a head, and ``begin_shape``/``shape_changed``
+  compare only the queues a cycle touched: a differential test over random operations against the full scans
+  (every queue popped in name order, ``shape()`` before and after).
+- ``preemption.TreeMemo`` answers a preemption search asked again of an unchanged cohort tree from what it
+  found before: the same answer as a fresh search, a miss once the tree's version moves, and whole runs over
+  several cohorts give the same jobs with and without it.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flexq.kueue.preemption import TreeMemo, make_oracle
+from flexq.kueue.queues import QueueManager
+from flexq.kueue.snapshot import build_snapshot
+from flexq.kueue.workload import WorkloadInfo
+from flexq.simulate import load_study, run_one
+
+from .kueue_builders import admit, cq, fq, ps, psa, rf, rg, wl
+
+NOW = 1767225600.0
+REASONS = ["NoFit", "PendingPreemption", "PreemptionNoCandidates", "FailedAfterNomination", "Generic"]
+
+
+def _manager(n: int) -> QueueManager:
+    m = QueueManager()
+    for i in range(n):
+        m.add_or_update_cluster_queue(
+            {
+                "metadata": {"name": f"cq-{i:02d}"},
+                "spec": {"namespaceSelector": {}},
+                "status": {"conditions": [{"type": "Active", "status": "True"}]},
+            }
+        )
+        m.add_or_update_local_queue(
+            {"metadata": {"name": "lq", "namespace": f"ns-{i:02d}"}, "spec": {"clusterQueue": f"cq-{i:02d}"}}
+        )
+    return m
+
+
+def _reference_heads(m: QueueManager) -> list[str]:
+    """Which heads the full scan would pop (every active queue in name order), without popping."""
+    out = []
+    for name in sorted(m.cluster_queues):
+        q = m.cluster_queues[name]
+        if q.active and q.items:
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_heads_and_shape_match_the_full_scans(seed: int) -> None:
+    rnd = random.Random(seed)
+    m = _manager(30)
+    serial = 0
+    for _step in range(400):
+        m.begin_shape()
+        before = m.shape()
+        op = rnd.random()
+        if op < 0.45:
+            serial += 1
+            i = rnd.randrange(30)
+            w = wl(f"w{serial}", ps(cpu="1"), priority=rnd.randrange(3), queue="lq", ns=f"ns-{i:02d}")
+            m.add_or_update_workload(w, NOW)
+        elif op < 0.8:
+            expected = _reference_heads(m)
+            heads = m.heads()
+            assert [h.cluster_queue for h in heads] == expected
+            for h in heads:
+                if rnd.random() < 0.3:
+                    m.forget_head(h)  # admitted
+                else:
+                    m.requeue_workload(h, rnd.choice(REASONS), NOW)
+        elif op < 0.9:
+            names = rnd.sample(sorted(m.cluster_queues), 5)
+            m.flush(names, NOW, lambda ns: {})
+        else:
+            name = f"cq-{rnd.randrange(30):02d}"
+            q = m.cluster_queues[name]
+            m.add_or_update_cluster_queue(
+                {
+                    "metadata": {"name": name},
+                    "spec": {"namespaceSelector": {}},
+                    "status": {"conditions": [{"type": "Active", "status": "False" if q.active else "True"}]},
+                }
+            )
+        assert m.shape_changed() == (before != m.shape())
+
+
+def test_heads_visit_only_the_queues_with_pending_workloads() -> None:
+    m = _manager(50)
+    m.add_or_update_workload(wl("a", ps(cpu="1"), queue="lq", ns="ns-07"), NOW)
+    assert m._ready == {"cq-07"}
+    (h,) = m.heads()
+    assert h.key == "ns-07/a" and m._ready == set()
+    m.requeue_workload(h, "PendingPreemption", NOW)
+    assert m._ready == {"cq-07"}
+
+
+def _tree_snapshot():
+    queues = [
+        cq("a", rg(fq("default", cpu="4")), cohort="co", preemption={"reclaimWithinCohort": "Any"}),
+        cq("b", rg(fq("default", cpu="4")), cohort="co"),
+    ]
+    admitted = [
+        WorkloadInfo.from_obj(admit(wl(f"b{i}", ps(cpu="2"), priority=0), "b", psa(cpu=("default", "2"))))
+        for i in range(4)
+    ]
+    return build_snapshot(queues, [], [rf("default")], admitted)
+
+
+def test_tree_memo_answers_an_unchanged_tree_as_a_fresh_search() -> None:
+    trees = TreeMemo()
+    pending = WorkloadInfo.from_obj(wl("p", ps(cpu="4"), priority=1), "a")
+    version = [0]
+
+    def answers() -> tuple:
+        snap = _tree_snapshot()
+        snap.tree_key = lambda c: (1, "co", version[0])
+        memo: dict = {}
+        answer = make_oracle(snap, NOW, memo, trees)(snap.cq("a"), pending, ("default", "cpu"), 4000)
+        return answer, sorted(t.info.key for ts in memo.values() for t in ts)
+
+    fresh = answers()
+    assert fresh[0][0] == "Reclaim" and len(fresh[1]) == 2
+    assert (trees.hits, trees.misses) == (0, 1)
+    assert answers() == fresh
+    assert (trees.hits, trees.misses) == (1, 1)
+    version[0] += 1  # a workload holding quota in the tree changed
+    assert answers() == fresh
+    assert (trees.hits, trees.misses) == (1, 2)
+
+
+def _generator(tmp: Path) -> Path:
+    """Kueue's large-scale file cut to 2 cohorts of 20 ClusterQueues (1,200 workloads, preemptions in both)."""
+    root = Path(__file__).resolve().parents[2]
+    doc = yaml.safe_load((root / "examples" / "kueue-large-scale" / "generator.yaml").read_text())
+    doc["cohorts"][0]["count"] = 2
+    doc["cohorts"][0]["queuesSets"][0]["count"] = 20
+    path = tmp / "generator.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_runs_over_several_cohort_trees_are_the_same_without_the_memo(monkeypatch, tmp_path) -> None:
+    study = load_study(_generator(tmp_path))
+    hits: list[int] = []
+    real = TreeMemo.table
+
+    def counted(self, tree):
+        table = real(self, tree)
+        hits.append(self.hits)
+        return table
+
+    monkeypatch.setattr(TreeMemo, "table", counted)
+    with_memo = run_one(study, study.variants[0].name, 0)
+    assert hits and hits[-1] > 0  # answers were reused
+    monkeypatch.setattr(TreeMemo, "table", lambda self, tree: None)
+    without = run_one(study, study.variants[0].name, 0)
+    assert with_memo.jobs == without.jobs
+    assert with_memo.preemptions == without.preemptions and with_memo.evictions == without.evictions
+
+
+def test_a_cycle_copies_only_the_trees_of_its_heads_and_the_rest_as_they_were() -> None:
+    """``Snapshot.clone_trees``: the heads' cohort trees are copied at once; another tree is copied when first
+    asked for, and the cache copies it before changing it, so the copy is as of the snapshot."""
+    base = build_snapshot(
+        [
+            cq("a1", rg(fq("default", cpu="4")), cohort="a"),
+            cq("a2", rg(fq("default", cpu="4")), cohort="a"),
+            cq("b1", rg(fq("default", cpu="4")), cohort="b"),
+            cq("lone", rg(fq("default", cpu="4"))),
+        ],
+        [],
+        [rf("default")],
+        [WorkloadInfo.from_obj(admit(wl("w", ps(cpu="2")), "b1", psa(cpu=("default", "2"))))],
+    )
+    part = base.clone_trees(["a2"], {"a1": 3})
+    assert set(part.cluster_queues) == {"a1", "a2"} and set(part.cohorts) == {"a"}
+    assert part.cq("a1").generation == 3 and part.cq("a1").parent is part.cohorts["a"]
+    w = base.cq("b1").workloads["default/w"]
+    part.materialize("b1")  # what the cache does before it changes the tree in its base
+    base.remove_workload(w)
+    assert part.cq("b1").usage == {("default", "cpu"): 2000} and "default/w" in part.cq("b1").workloads
+    assert base.cq("b1").usage == {("default", "cpu"): 0}
+    assert part.cq("lone").parent is None and part.cq("nope") is None
+    eager = base.clone()
+    assert {n: (q.usage, sorted(q.workloads)) for n, q in eager.cluster_queues.items() if n != "b1"} == {
+        n: (part.cq(n).usage, sorted(part.cq(n).workloads)) for n in ("a1", "a2", "lone")
+    }
+
+
+def _random_tree(rnd: random.Random):
+    """Cohorts two levels deep (some with their own quota), ClusterQueues with borrowing and lending limits,
+    and workloads holding quota in them."""
+    from .kueue_builders import cohort
+
+    cohorts = [cohort("root", rg(fq("default", cpu=str(rnd.randrange(0, 6)))))]
+    for i in range(rnd.randrange(1, 3)):
+        cohorts.append(cohort(f"mid{i}", rg(fq("default", cpu=str(rnd.randrange(0, 4)))), parent="root"))
+    queues, admitted = [], []
+    for i in range(rnd.randrange(2, 6)):
+        nominal = rnd.randrange(0, 8)
+        bl = rnd.choice([None, str(rnd.randrange(0, 6))])
+        ll = rnd.choice([None, str(rnd.randrange(0, nominal + 1))])
+        parent = rnd.choice([c["metadata"]["name"] for c in cohorts])
+        queues.append(cq(f"q{i}", rg(fq("default", cpu=(str(nominal), bl, ll))), cohort=parent))
+        for j in range(rnd.randrange(0, 5)):
+            size = str(rnd.randrange(1, 4))
+            w = admit(wl(f"w{i}-{j}", ps(cpu=size)), f"q{i}", psa(cpu=("default", size)))
+            admitted.append(WorkloadInfo.from_obj(w))
+    return build_snapshot(queues, cohorts, [rf("default")], admitted)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_released_usage_is_what_the_snapshot_would_hold(seed: int) -> None:
+    """``preemption._Released`` (the usage a search's candidates release, kept beside the snapshot) against a
+    copy of the snapshot changed in place by the same removals and additions, in the same order: every node's
+    usage and every ClusterQueue's available capacity, over random trees with borrowing and lending limits."""
+    from flexq.kueue.preemption import _Released
+
+    rnd = random.Random(seed)
+    snap = _random_tree(rnd)
+    fr = ("default", "cpu")
+    rel = _Released(snap, {fr})
+    mirror = snap.clone()
+    pool = [i for q in snap.cluster_queues.values() for i in q.workloads.values()]
+    taken: list[WorkloadInfo] = []
+    before = {n: dict(q.usage) for n, q in snap.cluster_queues.items()}
+    for _ in range(30):
+        if taken and (not pool or rnd.random() < 0.4):
+            info = taken.pop(rnd.randrange(len(taken)))
+            rel.add(info)
+            mirror.add_workload(info)
+            pool.append(info)
+        elif pool:
+            info = pool.pop(rnd.randrange(len(pool)))
+            rel.remove(info)
+            mirror.remove_workload(info)
+            taken.append(info)
+        for name, q in snap.cluster_queues.items():
+            m = mirror.cq(name)
+            assert m is not None
+            assert rel.usage(q, fr) == m.usage.get(fr, 0), (name, seed)
+            assert max(0, rel.available(q, fr)) == m.available(fr), (name, seed)
+        for name, c in snap.cohorts.items():
+            assert rel.usage(c, fr) == mirror.cohorts[name].usage.get(fr, 0), (name, seed)
+    assert {n: dict(q.usage) for n, q in snap.cluster_queues.items()} == before  # the snapshot untouched
+
+
+def test_settled_cohort_trees_sit_out_cycles_with_the_same_outcome(monkeypatch, tmp_path) -> None:
+    """A cohort tree whose last cycle changed nothing, and nothing it reads changed since, is not scheduled
+    again until something does (``Scheduler._settle``): whole runs over several trees give the same jobs,
+    preemptions and evictions with it and without it, with fewer nominations."""
+    from flexq.kueue.scheduler import Scheduler
+
+    study = load_study(_generator(tmp_path))
+    calls = [0]
+    real = Scheduler._assign
+
+    def counted(self, *a):
+        calls[0] += 1
+        return real(self, *a)
+
+    monkeypatch.setattr(Scheduler, "_assign", counted)
+    settled = run_one(study, study.variants[0].name, 0)
+    with_settling = calls[0]
+    calls[0] = 0
+    monkeypatch.setattr(Scheduler, "_settle", lambda self, start: None)
+    every = run_one(study, study.variants[0].name, 0)
+    assert settled.jobs == every.jobs
+    assert settled.preemptions == every.preemptions and settled.evictions == every.evictions
+    assert with_settling < calls[0], (with_settling, calls[0])
+
+
+def test_a_change_in_a_settled_tree_wakes_it() -> None:
+    """A settled tree's queues are out of ``heads`` until a queue of the tree changes (even one that was not
+    settled) or ``wake_all``; waking dates the heads' scan progress to the current cycle."""
+    m = _manager(4)
+    trees = {"cq-00": "t1", "cq-01": "t1", "cq-02": "t2", "cq-03": "t2"}
+    m.tree_of = trees.get
+    woken: list[list[str]] = []
+    m.on_wake = lambda qs: woken.append([q.name for q in qs])
+    m.add_or_update_workload(wl("a", ps(cpu="1"), queue="lq", ns="ns-00"), NOW)
+    m.add_or_update_workload(wl("b", ps(cpu="1"), queue="lq", ns="ns-02"), NOW)
+    m.settle("t1", ["cq-00"])
+    assert [h.cluster_queue for h in m.heads()] == ["cq-02"]
+    m.add_or_update_workload(wl("c", ps(cpu="1"), queue="lq", ns="ns-01"), NOW)  # another queue of t1
+    assert woken == [["cq-00"]] and m._ready >= {"cq-00", "cq-01"}
+    m.settle("t1", ["cq-00", "cq-01"])
+    m.wake_all()
+    assert woken[-1] == ["cq-00", "cq-01"]
