@@ -23,7 +23,7 @@ default). A fallback that moves jobs between flavors must not reorder that queue
 
 - **Room kept for jobs about to arrive** (``PriorityMemory``): plan A's idle nodes and free quota are what the next
   job to arrive gets at once. A hedge-back or a probe back puts a job there for its whole run, so only a job of the
-  highest priority seen in its cohort lately (``priority_memory_seconds``, a day by default) is sent back; a
+  highest priority seen in its cohort lately (``priority_memory_seconds``, an hour by default) is sent back; a
   lower-priority job stays on plan B, where Kueue put it, as it would without the fallback. Without priorities
   every job is of the highest priority: nothing changes.
 - For a flavor whose node pool has refused to grow (its room is bounded: DWS's pool at its maximum), a job of
