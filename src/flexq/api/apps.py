@@ -61,6 +61,30 @@ def _matches(selector: LabelSelector, labels: dict[str, str]) -> bool:
     return True
 
 
+def _check_selector_and_template(selector: LabelSelector | None, template: PodTemplateSpec | None) -> None:
+    """A Deployment's and a ReplicaSet's shared rules (``ValidateDeploymentSpec``, ``ValidateReplicaSetSpec``):
+    a non-empty selector that matches the template's labels, a template whose ``restartPolicy`` is Always."""
+    if selector is None:
+        raise field_error("selector", "Required value", "FieldValueRequired")
+    if not selector.match_labels and not selector.match_expressions:
+        raise field_error("selector", "Invalid value: {}: empty selector is invalid for deployment")
+    if template is None:
+        return
+    labels = (template.metadata.labels if template.metadata else None) or {}
+    if not _matches(selector, labels):
+        raise field_error(
+            "template.metadata.labels",
+            f"Invalid value: {labels}: `selector` does not match template `labels`",
+        )
+    rp = template.spec.restart_policy
+    if rp != "Always":
+        raise field_error(
+            "template.spec.restartPolicy",
+            f'Unsupported value: "{rp}": supported values: "Always"',
+            "FieldValueNotSupported",
+        )
+
+
 class DeploymentStrategy(Loose):
     type: Literal["Recreate", "RollingUpdate"] | None = None
     rolling_update: dict[str, Any] | None = None
@@ -78,23 +102,7 @@ class DeploymentSpec(Loose):
 
     @model_validator(mode="after")
     def _check(self) -> DeploymentSpec:
-        if self.selector is None:
-            raise field_error("selector", "Required value", "FieldValueRequired")
-        if not self.selector.match_labels and not self.selector.match_expressions:
-            raise field_error("selector", "Invalid value: {}: empty selector is invalid for deployment")
-        labels = (self.template.metadata.labels if self.template.metadata else None) or {}
-        if not _matches(self.selector, labels):
-            raise field_error(
-                "template.metadata.labels",
-                f"Invalid value: {labels}: `selector` does not match template `labels`",
-            )
-        rp = self.template.spec.restart_policy
-        if rp != "Always":
-            raise field_error(
-                "template.spec.restartPolicy",
-                f'Unsupported value: "{rp}": supported values: "Always"',
-                "FieldValueNotSupported",
-            )
+        _check_selector_and_template(self.selector, self.template)
         if self.strategy and self.strategy.type == "Recreate" and self.strategy.rolling_update is not None:
             raise field_error(
                 "strategy.rollingUpdate",
@@ -153,25 +161,7 @@ class ReplicaSetSpec(Loose):
 
     @model_validator(mode="after")
     def _check(self) -> ReplicaSetSpec:
-        if self.selector is None:
-            raise field_error("selector", "Required value", "FieldValueRequired")
-        if not self.selector.match_labels and not self.selector.match_expressions:
-            raise field_error("selector", "Invalid value: {}: empty selector is invalid for deployment")
-        if self.template is None:
-            return self
-        labels = (self.template.metadata.labels if self.template.metadata else None) or {}
-        if not _matches(self.selector, labels):
-            raise field_error(
-                "template.metadata.labels",
-                f"Invalid value: {labels}: `selector` does not match template `labels`",
-            )
-        rp = self.template.spec.restart_policy
-        if rp != "Always":
-            raise field_error(
-                "template.spec.restartPolicy",
-                f'Unsupported value: "{rp}": supported values: "Always"',
-                "FieldValueNotSupported",
-            )
+        _check_selector_and_template(self.selector, self.template)
         return self
 
 
