@@ -47,6 +47,7 @@ from flexq.fallback.view import ClusterView, WorkloadView
 
 __all__ = [
     "PriorityMemory",
+    "PreemptionMemory",
     "higher_seen",
     "by_priority",
     "kueue_sorted",
@@ -104,6 +105,35 @@ class PriorityMemory:
             for p in [p for p, t in by.items() if view.now - t > window]:
                 del by[p]
         return {c: dict(by) for c, by in self.seen.items() if by}
+
+
+class PreemptionMemory:
+    """The jobs Kueue preempted and that have not started since, pass after pass: a preempted Workload's
+    ``Preempted`` condition goes with it when it is deleted (a move, a rescue back to plan A, the job's own
+    controller), so the job remembers it here until its Workload's pods are ready again."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[tuple[str, str, str], float] = {}  # job -> when the fallback first saw it preempted
+
+    def update(self, view: ClusterView) -> dict[tuple[str, str, str], float]:
+        """Take in the view's workloads; the jobs preempted and not started since."""
+        live: set[tuple[str, str, str]] = set()
+        for w in view.workloads:
+            if w.job is None:
+                continue
+            live.add(w.job)
+            if w.preempted and not _ready(w):
+                self.jobs.setdefault(w.job, view.now)
+            elif w.current and _ready(w):
+                self.jobs.pop(w.job, None)
+        for j in [j for j in self.jobs if j not in live]:
+            del self.jobs[j]
+        return dict(self.jobs)
+
+
+def _ready(w: WorkloadView) -> bool:
+    c = w.condition("PodsReady")
+    return c is not None and c.get("status") == "True"
 
 
 def higher_seen(ctx: PassContext, w: WorkloadView) -> tuple[int, float] | None:
