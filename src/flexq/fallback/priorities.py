@@ -14,10 +14,12 @@ default). A fallback that moves jobs between flavors must not reorder that queue
   cohort waits for that flavor**: pending in Kueue's queue with that flavor still open to it, or waiting on plan
   B with a ticket back to it. Kueue would give the flavor to that job first; a lower-priority job sent there by
   the fallback would take the quota or the idle nodes it gets.
-- **No fight with Kueue's preemption** (``preempted``, ``may_preempt``): a Workload Kueue preempted (its
-  ``Preempted`` condition) is never sent back to a flavor, hedged or probed with — Kueue gave its place to
-  another job, and the fallback does not undo that (it may still be moved on, off a stocked-out flavor, once:
-  the move deletes that Workload); and a pending job that Kueue is preempting for, or could admit on the flavor
+- **No fight with Kueue's preemption** (``preempted``, ``PreemptionMemory``, ``may_preempt``): a job Kueue
+  preempted (its Workload's ``Preempted`` condition) is never sent back to a flavor, hedged or probed with until
+  it has started again — Kueue gave its place to another job, and the fallback does not undo that — and it is
+  moved on, off a stocked-out flavor, at most once for that preemption (the move record's ``afterPreemption``):
+  the job remembers the preemption after the Workload that carried it is deleted (by that move, a rescue, its
+  controller); and a pending job that Kueue is preempting for, or could admit on the flavor
   by preempting lower-priority jobs (its ClusterQueue preempts before it tries the next flavor:
   ``whenCanPreempt: Preempt``), is not steered to plan B.
 
