@@ -5,7 +5,7 @@ priorities with preemption, spot in the mix), each on ``--seeds`` seeds with com
 traffic and cloud draws for both variants). Judged as users judge: jobs that never ran first, then the mean wait
 to start counting a job that never started until the end (censored), its p95, and cost.
 
-    .venv/bin/python bench/fallback_robustness.py                  # 60 scenarios x 2 seeds, every core
+    .venv/bin/python bench/fallback_robustness.py                  # 60 + 60 with priorities, x 2 seeds
     .venv/bin/python bench/fallback_robustness.py --scenarios 8 --seeds 1 --out /tmp/robust
 
 Prints the distribution of each ratio (fallback / tutorial; jobs lost as a difference), the median censored-wait
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--priority-scenarios",
         type=int,
-        default=30,
+        default=60,
         help="scenarios with priorities as users set them (p00, p01, ...: 2-3 classes, cohorts, preemption)",
     )
     ap.add_argument("--seeds", type=int, default=2)

@@ -30,6 +30,8 @@ class PassContext:
     wakeups: list[float] = field(default_factory=list)  # when something deferred in this pass comes due
     # cohort -> priority -> when a job of that priority last arrived there (``priorities.PriorityMemory``)
     recent_priorities: dict[str, dict[int, float]] = field(default_factory=dict)
+    # jobs Kueue preempted that have not started since, and when first seen so (``priorities.PreemptionMemory``)
+    preempted_jobs: dict[tuple[str, str, str], float] = field(default_factory=dict)
     returning: set[str] = field(default_factory=set)  # flavors a rescued job goes back to in this pass
 
     def worth_moving(self, target: str, waited: float) -> bool:

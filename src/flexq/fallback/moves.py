@@ -88,6 +88,14 @@ def moves(ctx: PassContext) -> None:
                 # its own pods have not been refused capacity (yet): it may well get nodes
                 ctx.note(w, f"on stocked-out {flavor}, but its own pods were not refused capacity (yet)")
                 continue
+            if "afterPreemption" in move and move["afterPreemption"] == ctx.preempted_jobs.get(w.job):
+                # moved once already since Kueue preempted it: no second move for that preemption
+                ctx.note(
+                    w,
+                    f"on stocked-out {flavor}, but the fallback moved it once since Kueue preempted it: it stays "
+                    f"where Kueue puts it (no job moved twice because of one preemption)",
+                )
+                continue
             sets = sorted(p for p, fs in w.assigned.items() if flavor in fs)
             target = ctx.next_flavor(w, {flavor}, _nodes_needed(w, sets))
             waited = ctx.now - ctx.evidence.stuck_since.get(w.key, ctx.now)
@@ -173,6 +181,10 @@ def _start_move(
         "workload": w.name,
         "workloadUID": w.uid,
     }
+    if w.job in ctx.preempted_jobs:
+        # Kueue preempted it and it has not started since: this is the one move that preemption allows (none
+        # back, none again until it has started)
+        record["afterPreemption"] = ctx.preempted_jobs[w.job]
     if ctx.writer.deactivate(job, w, record):
         ctx.writer.emit(
             job,
@@ -235,15 +247,19 @@ def returns(ctx: PassContext) -> None:
         if move.get("step") == "moved" and (
             move.get("hedged") or flavor in restricted_flavors(job, view.flavors)
         ):
-            if w.preempted:
-                # Kueue preempted it where the move put it (or on its way back): it stays where Kueue puts it
-                ctx.note(
-                    w, f"Kueue preempted this workload: never sent back to {flavor} (no fight with Kueue)"
-                )
+            if w.preempted or w.job in ctx.preempted_jobs:
+                # Kueue preempted it where the move put it (or on its way back), or before the move: it stays
+                # where Kueue puts it
+                ctx.note(w, f"Kueue preempted this job: never sent back to {flavor} (no fight with Kueue)")
             elif _waiting_on_plan_b(ctx, w, job, flavor):
                 waiting.append((submitted, w.key, w, job, move))
             continue
-        if cfg.hedge_queued and move.get("step") in (None, "returned") and not w.preempted:
+        if (
+            cfg.hedge_queued
+            and move.get("step") in (None, "returned")
+            and not w.preempted
+            and w.job not in ctx.preempted_jobs
+        ):
             # placed on a later flavor by Kueue itself (the first one's quota in use, or capped) while the first one
             # is stocked out: it waits for plan B because of the stock-out, so it gets a ticket back, like a moved job
             hedge = _hedge_candidate(ctx, w)

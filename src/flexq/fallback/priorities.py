@@ -14,10 +14,12 @@ default). A fallback that moves jobs between flavors must not reorder that queue
   cohort waits for that flavor**: pending in Kueue's queue with that flavor still open to it, or waiting on plan
   B with a ticket back to it. Kueue would give the flavor to that job first; a lower-priority job sent there by
   the fallback would take the quota or the idle nodes it gets.
-- **No fight with Kueue's preemption** (``preempted``, ``may_preempt``): a Workload Kueue preempted (its
-  ``Preempted`` condition) is never sent back to a flavor, hedged or probed with — Kueue gave its place to
-  another job, and the fallback does not undo that (it may still be moved on, off a stocked-out flavor, once:
-  the move deletes that Workload); and a pending job that Kueue is preempting for, or could admit on the flavor
+- **No fight with Kueue's preemption** (``preempted``, ``PreemptionMemory``, ``may_preempt``): a job Kueue
+  preempted (its Workload's ``Preempted`` condition) is never sent back to a flavor, hedged or probed with until
+  it has started again — Kueue gave its place to another job, and the fallback does not undo that — and it is
+  moved on, off a stocked-out flavor, at most once for that preemption (the move record's ``afterPreemption``):
+  the job remembers the preemption after the Workload that carried it is deleted (by that move, a rescue, its
+  controller); and a pending job that Kueue is preempting for, or could admit on the flavor
   by preempting lower-priority jobs (its ClusterQueue preempts before it tries the next flavor:
   ``whenCanPreempt: Preempt``), is not steered to plan B.
 
@@ -47,6 +49,7 @@ from flexq.fallback.view import ClusterView, WorkloadView
 
 __all__ = [
     "PriorityMemory",
+    "PreemptionMemory",
     "higher_seen",
     "by_priority",
     "kueue_sorted",
@@ -104,6 +107,35 @@ class PriorityMemory:
             for p in [p for p, t in by.items() if view.now - t > window]:
                 del by[p]
         return {c: dict(by) for c, by in self.seen.items() if by}
+
+
+class PreemptionMemory:
+    """The jobs Kueue preempted and that have not started since, pass after pass: a preempted Workload's
+    ``Preempted`` condition goes with it when it is deleted (a move, a rescue back to plan A, the job's own
+    controller), so the job remembers it here until its Workload's pods are ready again."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[tuple[str, str, str], float] = {}  # job -> when the fallback first saw it preempted
+
+    def update(self, view: ClusterView) -> dict[tuple[str, str, str], float]:
+        """Take in the view's workloads; the jobs preempted and not started since."""
+        live: set[tuple[str, str, str]] = set()
+        for w in view.workloads:
+            if w.job is None:
+                continue
+            live.add(w.job)
+            if w.preempted and not _ready(w):
+                self.jobs.setdefault(w.job, view.now)
+            elif w.current and _ready(w):
+                self.jobs.pop(w.job, None)
+        for j in [j for j in self.jobs if j not in live]:
+            del self.jobs[j]
+        return dict(self.jobs)
+
+
+def _ready(w: WorkloadView) -> bool:
+    c = w.condition("PodsReady")
+    return c is not None and c.get("status") == "True"
 
 
 def higher_seen(ctx: PassContext, w: WorkloadView) -> tuple[int, float] | None:
