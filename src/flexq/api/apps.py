@@ -1,15 +1,18 @@
-"""apps/v1 Deployment: stored, defaulted and validated as the API server does; no controller.
+"""apps/v1 Deployment and ReplicaSet: stored, defaulted and validated as the API server does.
 
-The twin keeps Deployments so that manifests with one — ``flexq fallback manifests`` runs flexq's fallback
-from one — apply as they would on GKE (``kubectl apply``, ``--dry-run=server``, ``kubectl get deploy``), but it
-runs no Deployment controller: no ReplicaSets or pods are made from them and ``status`` stays empty (the twin's
-pods are made by KubeRay and Job controllers, and its nodes run simulated or Ray workloads, not images).
+Their behaviour is ``flexq.kube.deployment_controller`` (a Deployment's ReplicaSets: the ``pod-template-hash``,
+revisions, Recreate and RollingUpdate, status and conditions) and ``flexq.kube.replicaset_controller`` (a
+ReplicaSet's pods and status), as kube-controller-manager's; the pods run on the twin's kubelet like any other
+(simulated: a ``restartPolicy: Always`` pod runs, Ready, until stopped). Both kinds serve the ``scale``
+subresource (``kubectl scale``) and ``status``.
 
 Defaults (``SetDefaults_Deployment``): ``replicas`` 1, ``strategy`` RollingUpdate with 25% max unavailable and
 surge, ``revisionHistoryLimit`` 10, ``progressDeadlineSeconds`` 600, the pod template's pod-spec defaults.
 Validation (``ValidateDeploymentSpec``): a non-empty ``selector`` that matches the template's labels, a template
 whose ``restartPolicy`` is Always, non-negative counts, no ``rollingUpdate`` with the Recreate strategy; the
-selector cannot change. No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
+selector cannot change. A ReplicaSet (``SetDefaults_ReplicaSet``, ``ValidateReplicaSetSpec``): ``replicas`` 1, a
+non-empty selector matching the template's labels, ``restartPolicy`` Always; its selector cannot change either.
+No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
 """
 
 from __future__ import annotations
@@ -80,23 +83,7 @@ class DeploymentSpec(Loose):
 
     @model_validator(mode="after")
     def _check(self) -> DeploymentSpec:
-        if self.selector is None:
-            raise field_error("selector", "Required value", "FieldValueRequired")
-        if not self.selector.match_labels and not self.selector.match_expressions:
-            raise field_error("selector", "Invalid value: {}: empty selector is invalid for deployment")
-        labels = (self.template.metadata.labels if self.template.metadata else None) or {}
-        if not _matches(self.selector, labels):
-            raise field_error(
-                "template.metadata.labels",
-                f"Invalid value: {labels}: `selector` does not match template `labels`",
-            )
-        rp = self.template.spec.restart_policy
-        if rp != "Always":
-            raise field_error(
-                "template.spec.restartPolicy",
-                f'Unsupported value: "{rp}": supported values: "Always"',
-                "FieldValueNotSupported",
-            )
+        _check_selector(self.selector, self.template, "deployment")
         if self.strategy and self.strategy.type == "Recreate" and self.strategy.rolling_update is not None:
             raise field_error(
                 "strategy.rollingUpdate",
@@ -113,8 +100,30 @@ class DeploymentSpec(Loose):
         return self
 
 
+def _check_selector(selector: LabelSelector | None, template: PodTemplateSpec, what: str) -> None:
+    """``ValidateDeploymentSpec`` / ``ValidateReplicaSetSpec``: a non-empty selector matching the template's
+    labels, a template whose ``restartPolicy`` is Always."""
+    if selector is None:
+        raise field_error("selector", "Required value", "FieldValueRequired")
+    if not selector.match_labels and not selector.match_expressions:
+        raise field_error("selector", f"Invalid value: {{}}: empty selector is invalid for {what}")
+    labels = (template.metadata.labels if template.metadata else None) or {}
+    if not _matches(selector, labels):
+        raise field_error(
+            "template.metadata.labels",
+            f"Invalid value: {labels}: `selector` does not match template `labels`",
+        )
+    rp = template.spec.restart_policy
+    if rp != "Always":
+        raise field_error(
+            "template.spec.restartPolicy",
+            f'Unsupported value: "{rp}": supported values: "Always"',
+            "FieldValueNotSupported",
+        )
+
+
 class Deployment(ObjectBase):
-    """An apps/v1 Deployment (see the module docstring: stored and validated, no controller)."""
+    """An apps/v1 Deployment (see the module docstring; its controller is ``flexq.kube.deployment_controller``)."""
 
     spec: DeploymentSpec
     status: dict[str, Any] | None = None
@@ -123,6 +132,44 @@ class Deployment(ObjectBase):
     @classmethod
     def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
         return _defaulted(data, default_deployment, info)
+
+
+def default_replicaset(rs: dict) -> None:
+    spec = _dict(rs, "spec")
+    if spec is None:
+        return
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    template = _dict(spec, "template")
+    pod_spec = _dict(template, "spec") if template is not None else None
+    if pod_spec is not None:
+        default_pod_spec(pod_spec)
+
+
+class ReplicaSetSpec(Loose):
+    replicas: Int32 | None = Field(default=None, ge=0)
+    selector: LabelSelector | None = None
+    template: PodTemplateSpec
+    min_ready_seconds: Int32 | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> ReplicaSetSpec:
+        _check_selector(
+            self.selector, self.template, "deployment"
+        )  # upstream's message says "deployment" too
+        return self
+
+
+class ReplicaSet(ObjectBase):
+    """An apps/v1 ReplicaSet (its controller is ``flexq.kube.replicaset_controller``)."""
+
+    spec: ReplicaSetSpec
+    status: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        return _defaulted(data, default_replicaset, info)
 
 
 def validate_deployment(new: dict, old: dict | None) -> list[Cause]:
@@ -150,5 +197,22 @@ KINDS = [
             PrinterColumn("Available", ".status.availableReplicas", "integer"),
             PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
         ],
+        scale_subresource=True,
+    ),
+    KindInfo(
+        "apps",
+        "ReplicaSet",
+        "replicasets",
+        {"v1": ReplicaSet},
+        short_names=("rs",),
+        categories=("all",),
+        validate=validate_deployment,  # the same rule: spec.selector is immutable
+        printer_columns=[
+            PrinterColumn("Desired", ".spec.replicas", "integer"),
+            PrinterColumn("Current", ".status.replicas", "integer"),
+            PrinterColumn("Ready", ".status.readyReplicas", "integer"),
+            PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
+        ],
+        scale_subresource=True,
     ),
 ]
