@@ -1,6 +1,7 @@
 """``flexq fallback manifests`` applied to the served twin with real kubectl (server-side dry run and for real),
 and the twin refusing broken RBAC objects and Deployments with the API server's words; the Deployment's pod
-checked against the Pod Security Standards' "restricted" profile (issue 27 item 3, issue 28 item 10)."""
+checked against the Pod Security Standards' "restricted" profile (issue 27 item 3, issue 28 item 10) by the
+twin's own Pod Security admission, and rolled out on nodes: ``kubectl rollout status`` completes (issue 36)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flexq.api import podsecurity
 from flexq.cli.fallback import CLUSTER_RULES, manifests, manifests_yaml
 
 
@@ -28,92 +30,17 @@ def _manifests(*args: str) -> str:
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 WHEEL = "https://files.example.com/dist/flexq-0.1.0-py3-none-any.whl"
 WHEEL_SHA = "ab" * 32
-RESTRICTED_VOLUMES = {
-    "configMap",
-    "csi",
-    "downwardAPI",
-    "emptyDir",
-    "ephemeral",
-    "persistentVolumeClaim",
-    "projected",
-    "secret",
-}
-BASELINE_CAPS = {
-    "AUDIT_WRITE",
-    "CHOWN",
-    "DAC_OVERRIDE",
-    "FOWNER",
-    "FSETID",
-    "KILL",
-    "MKNOD",
-    "NET_BIND_SERVICE",
-    "SETFCAP",
-    "SETGID",
-    "SETPCAP",
-    "SETUID",
-    "SYS_CHROOT",
-}
 
 
 def restricted_violations(pod: dict) -> list[str]:
-    """The checks of the Pod Security Standards' "restricted" level (baseline included) that ``pod`` (a pod
-    spec) fails, by the names of k8s.io/pod-security-admission's policy checks."""
-    bad = []
-    psc = pod.get("securityContext") or {}
-    containers = [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
-    scs = [c.get("securityContext") or {} for c in containers]
-    if pod.get("hostNetwork") or pod.get("hostPID") or pod.get("hostIPC"):
-        bad.append("hostNamespaces")
-    if any(sc.get("privileged") for sc in scs):
-        bad.append("privileged")
-    if any(sc.get("windowsOptions", {}).get("hostProcess") for sc in [psc, *scs]):
-        bad.append("hostProcess")
-    if any(p.get("hostPort") for c in containers for p in c.get("ports") or []):
-        bad.append("hostPorts")
-    if any(sc.get("procMount") not in (None, "Default") for sc in scs):
-        bad.append("procMount")
-    if any(
-        s.get("name")
-        not in (
-            "kernel.shm_rmid_forced",
-            "net.ipv4.ip_local_port_range",
-            "net.ipv4.tcp_syncookies",
-            "net.ipv4.ping_group_range",
-            "net.ipv4.ip_unprivileged_port_start",
-        )
-        for s in psc.get("sysctls") or []
-    ):
-        bad.append("sysctls")
-    for v in pod.get("volumes") or []:
-        kinds = set(v) - {"name"}
-        if "hostPath" in kinds:
-            bad.append("hostPathVolumes")
-        if not kinds <= RESTRICTED_VOLUMES:
-            bad.append("restrictedVolumes")
-    if any(sc.get("allowPrivilegeEscalation") is not False for sc in scs):
-        bad.append("allowPrivilegeEscalation")
-    pod_nonroot = psc.get("runAsNonRoot") is True
-    if any(sc.get("runAsNonRoot") is False for sc in scs) or not (
-        pod_nonroot or all(sc.get("runAsNonRoot") is True for sc in scs)
-    ):
-        bad.append("runAsNonRoot")
-    if psc.get("runAsUser") == 0 or any(sc.get("runAsUser") == 0 for sc in scs):
-        bad.append("runAsUser")
-    pod_seccomp = (psc.get("seccompProfile") or {}).get("type")
-    for sc in scs:
-        kind = (sc.get("seccompProfile") or {}).get("type", pod_seccomp)
-        if kind not in ("RuntimeDefault", "Localhost"):
-            bad.append("seccompProfile_restricted")
-            break
-    for sc in scs:
-        caps = sc.get("capabilities") or {}
-        if "ALL" not in (caps.get("drop") or []) or set(caps.get("add") or []) - {"NET_BIND_SERVICE"}:
-            bad.append("capabilities_restricted")
-            break
-        if set(caps.get("add") or []) - BASELINE_CAPS:
-            bad.append("capabilities_baseline")
-            break
-    return sorted(set(bad))
+    """What the Pod Security Standards' "restricted" level (baseline included) finds wrong with ``pod`` (a pod
+    spec), in kube-apiserver's words: the twin's own admission check (one rule, one place)."""
+    return podsecurity.violations("restricted", pod)
+
+
+def _checks(found: list[str]) -> list[str]:
+    """The names of the checks failed (the text before each reason's parenthesis)."""
+    return sorted(f.split(" (", 1)[0] for f in found)
 
 
 def test_the_checker_knows_the_restricted_profile() -> None:
@@ -129,13 +56,15 @@ def test_the_checker_knows_the_restricted_profile() -> None:
             }
         ]
     }
-    assert restricted_violations(old) == [
-        "capabilities_restricted",
-        "runAsNonRoot",
-        "seccompProfile_restricted",
+    assert _checks(restricted_violations(old)) == [
+        "runAsNonRoot != true",
+        "seccompProfile",
+        "unrestricted capabilities",
     ]
     worse = {**old, "hostNetwork": True, "volumes": [{"name": "h", "hostPath": {"path": "/"}}]}
-    assert {"hostNamespaces", "hostPathVolumes", "restrictedVolumes"} <= set(restricted_violations(worse))
+    assert {"host namespaces", "hostPath volumes", "restricted volume types"} <= set(
+        _checks(restricted_violations(worse))
+    )
 
 
 @pytest.mark.parametrize(
@@ -413,3 +342,42 @@ def test_broken_manifests_are_refused_with_the_api_servers_text(served) -> None:
     del bad["spec"]["template"]["spec"]["containers"]
     assert "spec.template.spec.containers" in _refused(served, bad)
     assert "flexq-fallback" not in served.kubectl("get", "clusterroles", "-o", "name").stdout
+
+
+NODE = """apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  labels: {{kubernetes.io/hostname: {name}}}
+"""
+
+
+def test_the_fallback_deployment_rolls_out_in_its_restricted_namespace(served) -> None:
+    """The manifests applied for real to a twin with nodes: the Deployment's pods pass Pod Security (the
+    namespace enforces "restricted"), are scheduled and run Ready on the twin's kubelet (its simulated executor
+    runs no image; the readiness probe is an HTTP probe the kubelet does not make, so Ready comes with Running),
+    and ``kubectl rollout status`` completes (issue 36)."""
+    for name in ("fb-node-1", "fb-node-2"):
+        served.kubectl("apply", "-f", "-", input=NODE.format(name=name))
+    text = _manifests("--namespace", "fb-roll", "--image", IMAGE)
+    served.kubectl("apply", "-f", "-", input=text)
+    r = served.kubectl(
+        "rollout", "status", "deploy/flexq-fallback", "-n", "fb-roll", "--timeout=60s", timeout=90
+    )
+    assert 'deployment "flexq-fallback" successfully rolled out' in r.stdout, r.stdout
+    pods = yaml.safe_load(
+        served.kubectl(
+            "get", "pods", "-n", "fb-roll", "-l", "app.kubernetes.io/name=flexq-fallback", "-o", "yaml"
+        ).stdout
+    )["items"]
+    assert len(pods) == 2
+    for pod in pods:
+        assert pod["status"]["phase"] == "Running"
+        assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
+        assert restricted_violations(pod["spec"]) == []
+        assert pod["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
+    events = served.kubectl(
+        "get", "events", "-n", "fb-roll", "--field-selector", "reason=FailedCreate", "-o", "name"
+    )
+    assert events.stdout.strip() == ""
+    served.kubectl("delete", "--ignore-not-found", "-f", "-", input=text, timeout=60)
