@@ -421,6 +421,7 @@ class DeploymentController(Controller):
                 new, old = self._new_and_old(create=True)
         except _Collision:
             return self._write_status(None)
+        assert new is not None  # made when missing
         new = self._scale_rs(new, rules.desired_replicas(self.dep))[1]
         if self._complete(self.dep.get("status") or {}):
             self._cleanup([self.rss.get(rs["metadata"]["name"], rs) for rs in old])

@@ -38,6 +38,7 @@ from flexq.store.store import WatchEvent
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 BACKOFF_BASE, BACKOFF_MAX = 0.005, 1000.0  # workqueue.DefaultControllerRateLimiter's per-item back-off
 Key = tuple[str, str]
+KEEP = "\x00keep"  # what ``_manage`` returns when it tried nothing (in back-off): the condition stays
 
 
 def _owner_rs(ev: WatchEvent) -> Iterable[Key]:
@@ -95,9 +96,9 @@ class ReplicaSetController(Controller):
         return Result(requeue_after=min(waits)) if waits else None
 
     # -- step 2 -----------------------------------------------------------------------------------------
-    def _manage(self, rs: dict, pods: list[dict], now: float) -> tuple[str | None | bool, float | None]:
+    def _manage(self, rs: dict, pods: list[dict], now: float) -> tuple[str | None, float | None]:
         """Create or delete pods (``pods`` is changed to what is active afterwards). Returns the refusal
-        (``False``: nothing was tried, the condition stays as it is) and the back-off left."""
+        (``KEEP``: nothing was tried, the condition stays as it is) and the back-off left."""
         uid = rs["metadata"].get("uid", "")
         diff = len(pods) - rules.desired_replicas(rs)
         if diff > 0:
@@ -123,15 +124,15 @@ class ReplicaSetController(Controller):
             return None, None
         retry = self.retry_at.get(uid)
         if retry is not None and retry > now:
-            return False, retry - now
+            return KEEP, retry - now
         want, made, batch = min(-diff, rules.MAX_PODS_PER_SYNC), 0, 1
         while made < want:  # slowStartBatch
             size = min(batch, want - made)
             refusal = None
             for _ in range(size):
-                pod, why = self._create(rs)
-                if pod is not None:
-                    pods.append(pod)
+                made_pod, why = self._create(rs)
+                if made_pod is not None:
+                    pods.append(made_pod)
                 elif why is not None:
                     refusal = why
             made += size
@@ -166,7 +167,7 @@ class ReplicaSetController(Controller):
 
     # -- step 3 -----------------------------------------------------------------------------------------
     def _status(
-        self, rs: dict, pods: list[dict], failure: str | None | bool, now: float
+        self, rs: dict, pods: list[dict], failure: str | None, now: float
     ) -> tuple[dict, float | None]:
         spec = rs.get("spec") or {}
         labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
@@ -193,7 +194,7 @@ class ReplicaSetController(Controller):
             if value:
                 status[field] = value
         conds = [dict(c) for c in old.get("conditions") or []]
-        if failure is not False:
+        if failure is not KEEP:
             if failure and len(pods) < rules.desired_replicas(rs):
                 set_core_condition(conds, rules.REPLICA_FAILURE, "True", "FailedCreate", failure, now)
             else:
