@@ -148,6 +148,29 @@ def test_a_deployment_rolls_out_scales_updates_and_goes(cluster: Served) -> None
     assert [ln.split()[0] for ln in history.splitlines()[2:] if ln.strip()] == ["1", "2", "3"], history
     assert len(_json(cluster, "get", "rs", "-n", "dep-a", "-l", "app=web")["items"]) == 3
 
+    # kubectl rollout undo: revision 2's ReplicaSet is the new one again, as revision 4
+    k("rollout", "undo", "deployment/web", "-n", "dep-a")
+    _rollout(cluster, "web", "dep-a")
+    rss = _json(cluster, "get", "rs", "-n", "dep-a", "-l", "app=web")["items"]
+    live = [r for r in rss if r["spec"]["replicas"]]
+    assert len(live) == 1 and live[0]["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "4"
+    assert live[0]["metadata"]["name"] == by_rev["2"]["metadata"]["name"]
+
+    # paused: a template change makes no ReplicaSet until resumed
+    k("rollout", "pause", "deployment/web", "-n", "dep-a")
+    k("set", "image", "deployment/web", "c=nginx:1.29", "-n", "dep-a")
+    dep = _json(cluster, "get", "deploy", "web", "-n", "dep-a")
+    for _ in range(40):
+        if dep["status"].get("observedGeneration") == dep["metadata"]["generation"]:
+            break
+        time.sleep(0.25)
+        dep = _json(cluster, "get", "deploy", "web", "-n", "dep-a")
+    assert {c["type"]: c for c in dep["status"]["conditions"]}["Progressing"]["reason"] == "DeploymentPaused"
+    assert len(_json(cluster, "get", "rs", "-n", "dep-a", "-l", "app=web")["items"]) == 3
+    k("rollout", "resume", "deployment/web", "-n", "dep-a")
+    _rollout(cluster, "web", "dep-a")
+    assert len(_json(cluster, "get", "rs", "-n", "dep-a", "-l", "app=web")["items"]) == 4
+
     # kubectl delete: the ReplicaSets and pods go with it
     k("delete", "deployment", "web", "-n", "dep-a", timeout=60)
     assert _wait_gone(cluster, "rs", "dep-a", "app=web") == ""
