@@ -33,9 +33,26 @@ from typing import Any
 from flexq.simulate import load_study
 from flexq.simulate.engine import run_one
 from flexq.simulate.results import summarize
-from flexq.testing.fallback_family import Scenario, family, write_study
+from flexq.testing.fallback_family import Scenario, family, priority_family, write_study
 
 LIMITS = {"wait": 1.02, "cost": 1.05}
+SLACK = 1.0  # seconds: a class whose mean wait is a second longer is not worse (rounding of event times)
+
+
+def per_class(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per priority class ("" without priorities): jobs, jobs lost, the censored wait summed, what its jobs cost
+    (the billing ledger's per-job attribution: each pod's time on a node x the node's price x its share of the
+    node), and its finished TPU chip-hours."""
+    out: dict[str, dict[str, float]] = {}
+    for r in rows:
+        c = out.setdefault(r["priority"] or "", {"jobs": 0, "lost": 0, "wait": 0.0, "cost": 0.0, "work": 0.0})
+        c["jobs"] += 1
+        c["lost"] += int(bool(r["lost"]))
+        c["wait"] += float(r["wait_censored"])
+        c["cost"] += float(r.get("cost") or 0.0)
+        if r["outcome"] == "Succeeded" or (r["outcome"] == "Failed" and not r["lost"]):
+            c["work"] += float(r["size"]) * float(r["run"]) / 3600
+    return out
 
 
 def _run(task: tuple[str, str, int]) -> tuple[str, str, int, dict[str, Any], float]:
@@ -45,6 +62,14 @@ def _run(task: tuple[str, str, int]) -> tuple[str, str, int, dict[str, Any], flo
     run = run_one(study, variant, replica)
     s = summarize(run)
     keep = {
+        "classes": per_class(run.jobs),
+        # Kueue's preemptions and what the fallback did after them
+        "preemptions": sum(int(r.get("preemptions") or 0) for r in run.jobs),
+        "movedAfterPreemption": max(
+            (int(r.get("fallback_after_preemption") or 0) for r in run.jobs), default=0
+        ),
+        "preemptedMovedOnce": sum(1 for r in run.jobs if int(r.get("fallback_after_preemption") or 0) >= 1),
+        "undidPreemption": sum(int(r.get("fallback_undid_preemption") or 0) for r in run.jobs),
         "lost": s["jobs"]["lost"],
         "total": s["jobs"]["total"],
         "waitCensoredMean": s["waitToStartCensored"].get("mean", 0.0),
@@ -81,6 +106,12 @@ def _dist(values: list[float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenarios", type=int, default=60)
+    ap.add_argument(
+        "--priority-scenarios",
+        type=int,
+        default=30,
+        help="scenarios with priorities as users set them (p00, p01, ...: 2-3 classes, cohorts, preemption)",
+    )
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--family-seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
@@ -92,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_json:
         plot(json.loads(Path(args.from_json).read_text()), args.png)
         return 0
-    scenarios = family(args.scenarios, args.family_seed)
+    scenarios = family(args.scenarios, args.family_seed) + priority_family(
+        args.priority_scenarios, args.family_seed
+    )
     if args.only:
         keep = set(args.only.split(","))
         scenarios = [s for s in scenarios if s.name in keep]
@@ -144,7 +177,24 @@ def main(argv: list[str] | None = None) -> int:
             row["costFallback"] / max(row["workFallback"], 1e-9),
             row["costTutorial"] / max(row["workTutorial"], 1e-9),
         )
+        row["classes"] = _classes(t, f)
+        row["preemptions"] = {
+            "tutorial": sum(x["preemptions"] for x in t),
+            "fallback": sum(x["preemptions"] for x in f),
+            "movedAfter": max(x["movedAfterPreemption"] for x in f),
+            "movedOnceAfter": sum(x["preemptedMovedOnce"] for x in f),
+            "undone": sum(x["undidPreemption"] for x in f),
+        }
         row["worse"] = [
+            f"class {c or '(all)'}: {why}" for c, k in sorted(row["classes"].items()) for why in k["worse"]
+        ]
+        if row["preemptions"]["undone"]:
+            row["worse"].append(f"{row['preemptions']['undone']} Kueue preemption(s) undone")
+        if row["preemptions"]["movedAfter"] > 1:
+            row["worse"].append(
+                f"a job moved {row['preemptions']['movedAfter']} times after one Kueue preemption"
+            )
+        row["worse"] += [
             why
             for why, bad in (
                 (f"{row['lostDiff']:+d} jobs lost", row["lostDiff"] > 0),
@@ -176,6 +226,34 @@ def main(argv: list[str] | None = None) -> int:
     print(f"censored p95 wait ratio:          {_dist([r['p95Ratio'] for r in rows])}")
     print(f"cost ratio:                       {_dist([r['costRatio'] for r in rows])}")
     print(f"cost per finished chip-hour:      {_dist([r['costPerWorkRatio'] for r in rows])}")
+    pairs = [(r, c, k) for r in rows for c, k in sorted(r["classes"].items())]
+    prio = [(r, c, k) for r, c, k in pairs if c]
+    print(
+        f"per priority class ({len(pairs)} class-scenarios, {len(prio)} of them with priorities, in "
+        f"{sum(1 for r in rows if any(r['classes']))} scenarios):"
+    )
+    for label, sel in (("every class", pairs), ("classes with priorities", prio)):
+        if not sel:
+            continue
+        print(f"  {label}:")
+        print(f"    jobs lost, difference:        {_dist([float(k['lostDiff']) for _r, _c, k in sel])}")
+        print(f"    censored mean wait ratio:     {_dist([k['waitRatio'] for _r, _c, k in sel])}")
+        print(f"    cost per finished chip-hour:  {_dist([k['costPerWorkRatio'] for _r, _c, k in sel])}")
+        print(f"      (the bill shared by cost):  {_dist([k['billPerWorkRatio'] for _r, _c, k in sel])}")
+    for name in sorted({c for _r, c, _k in prio}):
+        sel = [k for _r, c, k in prio if c == name]
+        print(
+            f"  class {name}: wait ratio {_dist([k['waitRatio'] for k in sel])}; cost per finished chip-hour max "
+            f"{max(k['costPerWorkRatio'] for k in sel):.3f}"
+        )
+    pre_t = sum(r["preemptions"]["tutorial"] for r in rows)
+    pre_f = sum(r["preemptions"]["fallback"] for r in rows)
+    print(
+        f"Kueue preemptions: tutorial {pre_t}, fallback {pre_f}; preempted jobs the fallback then moved once: "
+        f"{sum(r['preemptions']['movedOnceAfter'] for r in rows)}, more than once: "
+        f"{sum(1 for r in rows if r['preemptions']['movedAfter'] > 1)} scenario(s); preempted Workloads it sent "
+        f"back: {sum(r['preemptions']['undone'] for r in rows)}"
+    )
     stock = [r["waitRatio"] for r in rows if r["stockout"]]
     calm = [r["waitRatio"] for r in rows if not r["stockout"]]
     if stock:
@@ -223,6 +301,81 @@ def main(argv: list[str] | None = None) -> int:
     if args.png:
         plot(rows, args.png)
     return 0
+
+
+def _classes(t: list[dict[str, Any]], f: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per priority class, over the seeds: jobs lost (fallback - tutorial), the censored mean wait (mean of each
+    seed's), cost per finished chip-hour — the class's jobs' own cost (the ledger's attribution), and the bill
+    shared among the classes by that cost (idle and provisioning time included) — and where the fallback is worse
+    for the class (more lost, wait above 1.02x + 1 s, cost per finished chip-hour above 1.05x)."""
+    out: dict[str, dict[str, Any]] = {}
+    for c in sorted({c for x in t + f for c in x["classes"]}):
+        wt, wf = _mean_wait(t, c), _mean_wait(f, c)
+        k: dict[str, Any] = {
+            "jobs": _total(t, c, "jobs"),
+            "lostTutorial": int(_total(t, c, "lost")),
+            "lostFallback": int(_total(f, c, "lost")),
+            "waitTutorial": wt,
+            "waitFallback": wf,
+            "waitRatio": _ratio(wf, wt),
+            "costPerWorkRatio": _per_work(
+                _total(f, c, "cost"), _total(f, c, "work"), _total(t, c, "cost"), _total(t, c, "work")
+            ),
+            "billPerWorkRatio": _per_work(
+                _bill_share(f, c), _total(f, c, "work"), _bill_share(t, c), _total(t, c, "work")
+            ),
+        }
+        k["lostDiff"] = k["lostFallback"] - k["lostTutorial"]
+        k["worse"] = [
+            why
+            for why, bad in (
+                (f"{k['lostDiff']:+d} jobs lost", k["lostDiff"] > 0),
+                (
+                    f"censored wait {wt / 60:.1f} -> {wf / 60:.1f} min ({k['waitRatio']:.3f}x)",
+                    wf > LIMITS["wait"] * wt + SLACK,
+                ),
+                (
+                    f"cost per finished chip-hour {k['costPerWorkRatio']:.3f}x",
+                    k["costPerWorkRatio"] > LIMITS["cost"],
+                ),
+            )
+            if bad
+        ]
+        out[c] = k
+    return out
+
+
+def _total(runs: list[dict[str, Any]], c: str, key: str) -> float:
+    return sum(x["classes"].get(c, {}).get(key, 0.0) for x in runs)
+
+
+def _mean_wait(runs: list[dict[str, Any]], c: str) -> float:
+    """The class's censored mean wait, the mean of each seed's."""
+    per = [x["classes"][c]["wait"] / x["classes"][c]["jobs"] for x in runs if x["classes"].get(c)]
+    return statistics.mean(per) if per else 0.0
+
+
+def _bill_share(runs: list[dict[str, Any]], c: str) -> float:
+    """The class's part of each run's bill, shared among the classes by what their jobs cost, summed."""
+    share = 0.0
+    for x in runs:
+        attributed = sum(k["cost"] for k in x["classes"].values())
+        if attributed:
+            share += x["cost"] * x["classes"].get(c, {}).get("cost", 0.0) / attributed
+    return share
+
+
+def _per_work(cost_f: float, work_f: float, cost_t: float, work_t: float) -> float:
+    """(cost per finished chip-hour with the fallback) / (without); 1 when neither finished anything."""
+    if work_f <= 0 and work_t <= 0:
+        return 1.0
+    if work_f <= 0:
+        return float("inf")
+    if work_t <= 0:
+        return 0.0  # the fallback finished work the configuration without it never did
+    if cost_t <= 0:
+        return 1.0 if cost_f <= 0 else float("inf")
+    return (cost_f / work_f) / (cost_t / work_t)
 
 
 def plot(rows: list[dict[str, Any]], path: str) -> None:

@@ -248,4 +248,4 @@ def test_a_boolean_must_be_a_json_boolean(
     with pytest.raises(Invalid) as exc:
         admit(info, obj)
     assert [c.field for c in exc.value.causes] == [field]
-    assert "valid boolean" in exc.value.causes[0].message
+    assert "in body must be of type boolean" in exc.value.causes[0].message

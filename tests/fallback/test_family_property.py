@@ -11,7 +11,7 @@ import pytest
 from flexq.simulate import load_study
 from flexq.simulate.engine import OUTCOMES, run_one
 from flexq.simulate.results import summarize
-from flexq.testing.fallback_family import family, write_study
+from flexq.testing.fallback_family import family, priority_family, write_study
 
 SCENARIOS = [s.__class__(**{**s.__dict__, "days": 1.0}) for s in family(8, seed=1)]
 
@@ -36,3 +36,44 @@ def test_the_fallback_is_never_worse_than_the_configuration_it_runs_on(tmp_path,
     assert wf <= 1.02 * wt + 1.0, (scenario.describe(), wt, wf)
     per_work = {v: s["costUSD"]["total"] / max(s["goodput"]["finishedHours"], 1e-9) for v, s in sums.items()}
     assert per_work["fallback"] <= 1.05 * per_work["tutorial"], (scenario.describe(), per_work)
+
+
+PRIORITY_SCENARIOS = [s.__class__(**{**s.__dict__, "days": 1.0}) for s in priority_family(6, seed=1)]
+
+
+def _per_class(rows: list[dict]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for r in rows:
+        c = out.setdefault(r["priority"], {"jobs": 0, "lost": 0, "wait": 0.0, "cost": 0.0, "work": 0.0})
+        c["jobs"] += 1
+        c["lost"] += int(bool(r["lost"]))
+        c["wait"] += r["wait_censored"]
+        c["cost"] += r["cost"]
+        if r["outcome"] == "Succeeded" or (r["outcome"] == "Failed" and not r["lost"]):
+            c["work"] += r["size"] * r["run"] / 3600
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", PRIORITY_SCENARIOS, ids=[s.name for s in PRIORITY_SCENARIOS])
+def test_with_priorities_the_fallback_is_never_worse_for_any_class_nor_fights_kueue(
+    tmp_path, scenario
+) -> None:
+    """Priorities as users set them (two or three WorkloadPriorityClasses, preemption within the ClusterQueue and
+    across a cohort): for every class, no more jobs lost, censored mean wait at most 1.02x (+1 s), cost per
+    finished TPU chip-hour (its jobs' own cost, the billing ledger's attribution) at most 1.05x; and every Kueue
+    preemption accounted for: no preempted Workload sent back by the fallback, no job moved twice after one."""
+    study = load_study(write_study(scenario, tmp_path))
+    runs = {v: run_one(study, v, 0) for v in ("tutorial", "fallback")}
+    classes = {v: _per_class(r.jobs) for v, r in runs.items()}
+    assert len(classes["tutorial"]) == scenario.classes, classes["tutorial"].keys()
+    for c, t in classes["tutorial"].items():
+        f = classes["fallback"][c]
+        why = (scenario.describe(), c, t, f)
+        assert f["lost"] <= t["lost"], why
+        assert f["wait"] / f["jobs"] <= 1.02 * t["wait"] / t["jobs"] + 1.0, why
+        if t["work"] > 0:
+            assert f["work"] > 0 and f["cost"] / f["work"] <= 1.05 * t["cost"] / t["work"], why
+    rows = runs["fallback"].jobs
+    assert all(r["fallback_undid_preemption"] == 0 for r in rows)
+    assert all(r["fallback_after_preemption"] <= 1 for r in rows)

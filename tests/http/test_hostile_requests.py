@@ -261,7 +261,7 @@ def test_a_field_manager_must_be_short_and_printable(
         (
             {"manager": "m", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": "garbage"},
             "fieldsV1",
-            "valid dictionary",
+            "in body must be of type object",
         ),
         ({"x": 1}, "operation", 'Invalid value: "": must be `Apply` or `Update`'),
         (

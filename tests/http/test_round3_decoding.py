@@ -209,3 +209,15 @@ def test_metrics_name_only_queues_that_exist(served: Served) -> None:
     for i in range(20):
         served.http("DELETE", f"{WLS}/made-up-{i}")
     assert "no-such" not in served.http("GET", "/metrics").text
+
+
+def test_kubectl_apply_of_a_replica_count_past_int32_prints_the_decoder_s_400(served: Served) -> None:
+    """Through kubectl (its YAML reader turns 10**40 into the float 1e+40, as upstream's does)."""
+    manifest = _deployment("d-kubectl", "1" + "0" * 40)
+    r = served.kubectl("apply", "-f", "-", input=manifest, check=False)
+    assert r.returncode == 1
+    assert r.stderr.strip() == (
+        'Error from server (BadRequest): error when creating "STDIN": Deployment in version "v1" cannot be '
+        "handled as a Deployment: json: cannot unmarshal number 1e+40 into Go struct field "
+        "DeploymentSpec.spec.replicas of type int32"
+    )

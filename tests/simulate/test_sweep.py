@@ -153,7 +153,11 @@ def test_random_search_draws_distinct_points_reproducibly(tmp_path) -> None:
         ({"knobs": [{"kind": "poolsize", "pool": "x", "values": [2]}]}, "Input should be", "knobs[0].kind"),
         ({"knobs": [{"kind": "poolMax", "pool": "x", "values": []}]}, "at least 1", "knobs[0].values"),
         ({"knobs": [{"kind": "poolMax", "pool": "x", "values": [-1]}]}, "whole number", "knobs[0].values[0]"),
-        ({"knobs": [{"kind": "poolMax", "pool": "x", "values": [2]}], "colour": 1}, "Extra inputs", "colour"),
+        (
+            {"knobs": [{"kind": "poolMax", "pool": "x", "values": [2]}], "colour": 1},
+            "unknown field 'colour'",
+            "colour",
+        ),
         ({"base": "nope", "knobs": [{"kind": "fallback", "values": [True]}]}, "no variant named", "base"),
         (
             {

@@ -313,20 +313,29 @@ _CHECKS = (
 )
 
 
-def violations(level: str, spec: dict) -> list[str]:
-    """``reason (detail)`` for each check of ``level`` the pod spec fails, in the plugin's order."""
+def _failing(level: str, spec: dict) -> list[tuple[str, tuple[str, str]]]:
+    """(check id, (reason, detail)) of each check of ``level`` the pod spec fails, in the plugin's order."""
     if level not in ("baseline", "restricted"):
         return []
     active = [c for c in _CHECKS if c[1] == "baseline" or level == "restricted"]
     replaced = {c[3] for c in active if c[3]}
     out = []
     for check_id, _, check, _ in active:
-        if check_id in replaced:
-            continue
-        found = check(spec)
-        if found is not None:
-            out.append(f"{found[0]} ({found[1]})" if found[1] else found[0])
+        if check_id not in replaced:
+            found = check(spec)
+            if found is not None:
+                out.append((check_id, found))
     return out
+
+
+def failed_checks(level: str, spec: dict) -> list[str]:
+    """The ids of the checks of ``level`` the pod spec fails (``runAsNonRoot``, ``capabilities_restricted``...)."""
+    return [check_id for check_id, _ in _failing(level, spec)]
+
+
+def violations(level: str, spec: dict) -> list[str]:
+    """``reason (detail)`` for each check of ``level`` the pod spec fails, in the plugin's order."""
+    return [f"{reason} ({detail})" if detail else reason for _, (reason, detail) in _failing(level, spec)]
 
 
 def admit(op: str, pod: dict, old: dict | None, reader: Any, name: str) -> None:

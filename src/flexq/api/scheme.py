@@ -9,6 +9,7 @@ and ``flexq.errors``.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -70,6 +71,45 @@ _PREFIXES = {
 }
 
 
+_LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'")
+# pydantic's type errors -> the OpenAPI type the field's schema names
+_SCHEMA_TYPES = {
+    "int_type": "integer",
+    "int_parsing": "integer",
+    "int_from_float": "integer",
+    "float_type": "number",
+    "float_parsing": "number",
+    "string_type": "string",
+    "bool_type": "boolean",
+    "bool_parsing": "boolean",
+    "list_type": "array",
+    "dict_type": "object",
+    "model_type": "object",
+    "model_attributes_type": "object",
+}
+
+
+def _json_type(value: Any) -> str:
+    """The OpenAPI name of a JSON value's type (kube-openapi's ``validate.typeName``)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else "null"
+
+
+def _supported(expected: str) -> str:
+    """pydantic's ``'a', 'b' or 'c'`` as apimachinery's ``NotSupported`` lists them: ``"a", "b", "c"``."""
+    values = _LITERAL.findall(expected)
+    return ", ".join(f'"{v}"' for v in values) if values else expected
+
+
 def _message(etype: str, reason: str, msg: str, ctx: dict, value: Any) -> str:
     """The cause message in apimachinery's ``field.Error`` wording for each reason."""
     if etype == "extra_forbidden":
@@ -82,7 +122,12 @@ def _message(etype: str, reason: str, msg: str, ctx: dict, value: Any) -> str:
             actual = len(value)
         return f"Too many: {actual}: must have at most {ctx.get('max_length')} items"
     if reason == "FieldValueNotSupported" and "expected" in ctx:
-        return f"Unsupported value: {_short(value)}: supported values: {ctx['expected']}"
+        return f"Unsupported value: {_short(value)}: supported values: {_supported(str(ctx['expected']))}"
+    schema_type = _SCHEMA_TYPES.get(etype)
+    if schema_type is not None:  # a JSON value of the wrong type: kube-openapi's InvalidTypeFail
+        got = _json_type(value)
+        return f'Invalid value: "{got}": {PATH} in body must be of type {schema_type}: "{got}"'
+
     if msg.startswith("Invalid value: "):  # a check that names the value itself
         return msg
     prefix = _PREFIXES.get(reason)

@@ -28,6 +28,9 @@ class PassContext:
     notes: dict[str, str] = field(default_factory=dict)
     expected_wait: dict[str, float] = field(default_factory=dict)  # flavor -> its provisioning wait, as seen
     wakeups: list[float] = field(default_factory=list)  # when something deferred in this pass comes due
+    # cohort -> priority -> when a job of that priority last arrived there (``priorities.PriorityMemory``)
+    recent_priorities: dict[str, dict[int, float]] = field(default_factory=dict)
+    returning: set[str] = field(default_factory=set)  # flavors a rescued job goes back to in this pass
 
     def worth_moving(self, target: str, waited: float) -> bool:
         """Whether a job that has already lost ``waited`` seconds on a stocked-out flavor should go to ``target``:

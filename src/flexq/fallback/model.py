@@ -63,6 +63,9 @@ class FallbackConfig:
     keep_idle_seconds: float = 0.0
     assume_after_seconds: float | None = None  # also count pods unscheduled this long as stocked out (off)
     rescue: bool = True  # requeue a Workload Kueue deactivated for a transient lack of capacity
+    # a job is sent back to plan A (a hedge-back, a probe back) only if no job of higher priority arrived in its
+    # cohort this long before: plan A's room is kept for it (flexq.fallback.priorities)
+    priority_memory_seconds: float = 3600.0
     max_rescues: int = 5  # per job
     rescue_backoff_seconds: float = 600.0  # between a job's rescues (doubling), and after its deactivation
     pool_limits: dict[str, int] = field(

@@ -27,26 +27,15 @@ from flexq.clock import format_duration, parse_time_or_none
 from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
 from flexq.fallback.model import ANN_MOVE, ANN_MOVED
+from flexq.fallback.priorities import affects, ahead, by_priority, higher_seen
+from flexq.fallback.records import move_state, suspended
 from flexq.fallback.view import WorkloadView
 from flexq.semantics.conditions import is_true
 from flexq.semantics.pods import is_terminal
 
-__all__ = ["moves", "returns", "move_state", "suspended", "RETURN_SETTLE_SECONDS"]
+__all__ = ["moves", "returns", "move_state", "suspended", "RETURN_SETTLE_SECONDS"]  # (records': re-exported)
 
 RETURN_SETTLE_SECONDS = 60.0  # a job sent back is given this long to be re-admitted before the next one goes
-
-
-def move_state(job: Mapping[str, Any] | None) -> dict[str, Any]:
-    text = ((job or {}).get("metadata", {}).get("annotations") or {}).get(ANN_MOVE)
-    try:
-        doc = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
-def suspended(job: Mapping[str, Any]) -> bool:
-    return bool((job.get("spec") or {}).get("suspend"))
 
 
 def _nodes_needed(w: WorkloadView, sets: list[str]) -> int:
@@ -55,7 +44,7 @@ def _nodes_needed(w: WorkloadView, sets: list[str]) -> int:
 
 def moves(ctx: PassContext) -> None:
     view, cfg = ctx.view, ctx.cfg
-    for w in view.workloads:
+    for w in by_priority(view.workloads):  # a higher-priority job is moved first
         job = view.job(w)
         if job is None or w.job is None:
             continue
@@ -118,8 +107,19 @@ def moves(ctx: PassContext) -> None:
                     f"(blocked: {', '.join(blocked) or 'no quota'}): it waits where it loses nothing",
                 )
                 continue
+            blockers = ahead(ctx, w, target)
+            if blockers:
+                x, how = blockers[0]
+                ctx.note(
+                    w,
+                    f"stuck on stocked-out {flavor}, but {x.key} (priority {x.priority} > {w.priority}) is {how} "
+                    f"for {target}: Kueue admits it first, so this job is not moved ahead of it",
+                )
+                continue
             ctx.note(
-                w, f"stuck on stocked-out {flavor}: {'would move' if cfg.dry_run else 'moving'} to {target}"
+                w,
+                f"stuck on stocked-out {flavor}: {'would move' if cfg.dry_run else 'moving'} to {target} "
+                f"({affects(ctx, w, target, frees=flavor)})",
             )
             ctx.touched.add(w.job)
             _start_move(ctx, w, job, flavor, target, sets)
@@ -235,10 +235,15 @@ def returns(ctx: PassContext) -> None:
         if move.get("step") == "moved" and (
             move.get("hedged") or flavor in restricted_flavors(job, view.flavors)
         ):
-            if _waiting_on_plan_b(ctx, w, job, flavor):
+            if w.preempted:
+                # Kueue preempted it where the move put it (or on its way back): it stays where Kueue puts it
+                ctx.note(
+                    w, f"Kueue preempted this workload: never sent back to {flavor} (no fight with Kueue)"
+                )
+            elif _waiting_on_plan_b(ctx, w, job, flavor):
                 waiting.append((submitted, w.key, w, job, move))
             continue
-        if cfg.hedge_queued and move.get("step") in (None, "returned"):
+        if cfg.hedge_queued and move.get("step") in (None, "returned") and not w.preempted:
             # placed on a later flavor by Kueue itself (the first one's quota in use, or capped) while the first one
             # is stocked out: it waits for plan B because of the stock-out, so it gets a ticket back, like a moved job
             hedge = _hedge_candidate(ctx, w)
@@ -247,13 +252,17 @@ def returns(ctx: PassContext) -> None:
                 if not ctx.writer.annotate(job, {ANN_MOVE: json.dumps(hedge, sort_keys=True)}):
                     continue
                 waiting.append((submitted, w.key, w, job, hedge))
-    for _at, _key, w, job, move in sorted(waiting, key=lambda t: (t[0], t[1])):
+    # Kueue's order: higher priority first, then the earlier queue-order timestamp (the oldest first)
+    waiting.sort(key=lambda t: (-t[2].priority, t[0], t[1]))
+    for _at, _key, w, job, move in waiting:
         flavor = move["from"]
         if flavor in busy or ctx.full(flavor):
             continue
         sets = [p for p in move.get("podSets") or [] if p]
         needs = w.pod_set_needs(sets)
         if not needs or not view.quota_free(w.cq, flavor, needs):
+            continue
+        if _kept_for_higher(ctx, w, flavor):
             continue
         b = ctx.breakers.get(flavor)
         if b is None:
@@ -262,6 +271,9 @@ def returns(ctx: PassContext) -> None:
             why = f"{flavor} has idle nodes for it"
         else:
             continue
+        ctx.note(
+            w, f"{why}: {'would send' if cfg.dry_run else 'sending'} it back ({affects(ctx, w, flavor)})"
+        )
         busy.add(flavor)
         ctx.touched.add(w.job)
         _start_return(ctx, w, job, move, why)
@@ -269,7 +281,9 @@ def returns(ctx: PassContext) -> None:
     # that started waiting for plan B last (it loses least: its place at the back of plan B's queue), tries it
     if not cfg.probe_from_plan_b and not cfg.probe_back:
         return
-    for _at, _key, w, job, move in sorted(waiting, key=lambda t: (int(t[4].get("probes") or 0), -t[0], t[1])):
+    # (of equal priority: the one that has probed least, then the one that started waiting last)
+    by_probe = sorted(waiting, key=lambda t: (-t[2].priority, int(t[4].get("probes") or 0), -t[0], t[1]))
+    for _at, _key, w, job, move in by_probe:
         flavor = move["from"]
         b = ctx.breakers.get(flavor)
         if flavor in busy or w.job in ctx.touched or b is None or b.open(ctx.now) or ctx.full(flavor):
@@ -283,7 +297,7 @@ def returns(ctx: PassContext) -> None:
         if b.probe and any(x.ident == b.probe for x in view.workloads):
             continue
         needs = w.pod_set_needs([p for p in move.get("podSets") or [] if p])
-        if not needs or not view.quota_free(w.cq, flavor, needs):
+        if not needs or not view.quota_free(w.cq, flavor, needs) or _kept_for_higher(ctx, w, flavor):
             continue
         make_probe(ctx, flavor, w)
         busy.add(flavor)
@@ -291,6 +305,30 @@ def returns(ctx: PassContext) -> None:
         _start_return(
             ctx, w, job, {**move, "probes": int(move.get("probes") or 0) + 1}, f"{flavor}'s backoff ended"
         )
+
+
+def _kept_for_higher(ctx: PassContext, w: WorkloadView, flavor: str) -> bool:
+    """Whether ``flavor``'s room is kept from ``w`` for higher-priority jobs (``priorities``): one waits for it
+    now, or one arrived in its cohort lately and plan A's room is what the next arrival gets."""
+    blockers = ahead(ctx, w, flavor)
+    if blockers:
+        x, how = blockers[0]
+        ctx.note(
+            w,
+            f"{flavor} could take it back, but {x.key} (priority {x.priority} > {w.priority}) is {how}: Kueue "
+            f"admits it first, so this job is not sent back ahead of it",
+        )
+        return True
+    seen = higher_seen(ctx, w)
+    if seen is not None:
+        ctx.note(
+            w,
+            f"not sent back to {flavor}: a job of priority {seen[0]} (> {w.priority}) arrived in its cohort "
+            f"{format_duration(ctx.now - seen[1])} ago, and {flavor}'s room is what the next one gets at once; "
+            f"it stays on plan B, as without the fallback",
+        )
+        return True
+    return False
 
 
 PROBE_BACK_MIN_SECONDS = 1800.0  # the cluster autoscaler's longest backoff

@@ -50,6 +50,7 @@ from flexq.fallback.model import (
     Full,
 )
 from flexq.fallback.moves import moves, returns
+from flexq.fallback.priorities import PriorityMemory
 from flexq.fallback.rescue import rescue
 from flexq.fallback.steering import caps, keep_nodes, steer
 from flexq.fallback.view import ClusterView
@@ -93,6 +94,7 @@ class FallbackPolicy:
         self._loaded = False
         self._wakeups: list[float] = []
         self.waits = WaitMemory()  # each provisioning-checked flavor's waits, pass after pass
+        self.priorities = PriorityMemory()  # the priorities arriving in each cohort lately
 
     # -- state -------------------------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -138,6 +140,7 @@ class FallbackPolicy:
         # that none has been seen of yet, the configured prior
         flavors = {f for cq in view.cqs for f in _provisioning_flavors_of(view, cq)}
         ctx.expected_wait = self.waits.update(view, flavors, self.cfg.provisioning_wait_prior_seconds)
+        ctx.recent_priorities = self.priorities.update(view, self.cfg.priority_memory_seconds)
         update_breakers(view, ev, self.breakers, self.cfg, ctx.actions, ctx.wakeups)
         update_fulls(view, ev, self.fulls, self.cfg, ctx.actions, ctx.wakeups)
         if self.breakers:

@@ -5,11 +5,12 @@ Kueue deactivates a Workload whose provisioning admission check was Rejected —
 (kueue#5129: users delete the Workload by hand). When the check failed for a transient capacity reason (the
 node pool at its maximum size, ``NodepoolSizeReached``; capacity not found; a stock-out; GCE quota; the booking
 expired), the fallback requeues the job once the capacity is back: the flavor the check runs on is neither full
-(its pool has had a node go away) nor stocked out. It deletes the deactivated Workload (the job stays
+(its pool has had a node go away) nor stocked out. A job the fallback had moved off a stocked-out flavor goes
+back to that flavor as soon as it is back instead (its restriction lifted), without the backoff. It deletes the deactivated Workload (the job stays
 suspended; Kueue's job framework makes a new Workload from it, with fresh admission checks), after writing the
 rescue on the job (``fallback.flexq.dev/rescue``) and with an Event naming the evidence. Bounded: at most
 ``max_rescues`` per job, ``rescue_backoff_seconds`` (doubling) after each deactivation, one job per flavor per
-pass, oldest deactivation first; only jobs of LocalQueues in scope.
+pass, in Kueue's order (higher priority first, then the oldest deactivation); only jobs of LocalQueues in scope.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from typing import Any
 
 from flexq.api.reasons import classify_capacity
 from flexq.clock import parse_time_or_none
+from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
-from flexq.fallback.model import ANN_RESCUE
-from flexq.fallback.moves import move_state
+from flexq.fallback.model import ANN_MOVE, ANN_MOVED, ANN_RESCUE
+from flexq.fallback.priorities import ahead
+from flexq.fallback.records import move_state
 from flexq.fallback.view import WorkloadView
 
 __all__ = ["rescue", "rescue_state", "transient_reason"]
@@ -72,6 +75,50 @@ def _check_flavors(ctx: PassContext, w: WorkloadView) -> list[str]:
     return out
 
 
+def _back_to_plan_a(
+    ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], reason: str, message: str, attempts: int
+) -> bool:
+    """A job the fallback moved off a stocked-out flavor that the next flavor then refused (Kueue deactivated it:
+    DWS's pool at its maximum) goes back to the flavor it was moved from as soon as that flavor is back (its
+    breaker closed, not full): the restriction lifted and the Workload deleted, Kueue queues it again in its own
+    order — without waiting for the next flavor's room, nor for the rescue's backoff. True: done (or in hand)."""
+    move = move_state(job)
+    back = str(move.get("from") or "")
+    if move.get("step") != "moved" or not back or back not in restricted_flavors(job, ctx.view.flavors):
+        return False
+    if back in ctx.breakers or ctx.full(back) or back in ctx.returning:
+        return False
+    ctx.returning.add(back)
+    ctx.touched.add(w.job)
+    why = f"{back} is back"
+    ctx.act(
+        "rescue",
+        w.key,
+        f"Kueue deactivated it ({reason}) on {move.get('to', '')}; {why}: requeued for {back}",
+    )
+    record = {"attempts": attempts + 1, "at": ctx.now, "reason": reason, "workload": w.name}
+    msg = f"{move.get('to', '')} refused it ({reason}) and {why} → moved back to {back}"
+    if ctx.writer.unrestrict(
+        job,
+        ctx.view.flavors,
+        [back],
+        {
+            ANN_RESCUE: json.dumps(record, sort_keys=True),
+            ANN_MOVE: json.dumps({**move, "step": "returned", "at": ctx.now}, sort_keys=True),
+            ANN_MOVED: msg,
+        },
+    ):
+        ctx.writer.counts["rescue"] += 1
+        ctx.writer.delete_workload(w)
+        ctx.writer.emit(
+            job,
+            "Normal",
+            "FallbackRescued",
+            f"Kueue deactivated the workload ({message[:300]}); {why}: requeued for {back}",
+        )
+    return True
+
+
 def rescue(ctx: PassContext) -> None:
     """See the module docstring."""
     cfg = ctx.cfg
@@ -100,7 +147,9 @@ def rescue(ctx: PassContext) -> None:
             continue
         found.append((d[0], w, job, reason, d[1]))
     busy: set[str] = set()
-    for when, w, job, reason, message in sorted(found, key=lambda t: (t[0], t[1].key)):
+    ctx.returning = set()  # flavors a job goes back to in this pass (one per flavor)
+    # Kueue's order: higher priority first, then the earliest deactivation
+    for when, w, job, reason, message in sorted(found, key=lambda t: (-t[1].priority, t[0], t[1].key)):
         state = rescue_state(job)
         attempts = int(state.get("attempts") or 0)
         if attempts >= cfg.max_rescues:
@@ -115,12 +164,22 @@ def rescue(ctx: PassContext) -> None:
                     "left deactivated",
                 )
             continue
+        if _back_to_plan_a(ctx, w, job, reason, message, attempts):
+            continue
         if ctx.now - when < cfg.rescue_backoff_seconds * 2**attempts:
             continue
         flavors = _check_flavors(ctx, w) or sorted({f for fs in w.assigned.values() for f in fs})
         blocked = [f for f in flavors if ctx.blocked(f)]
         if flavors and len(blocked) == len(flavors):
             continue  # the capacity is not back yet
+        first = next(((f, a) for f in flavors for a in ahead(ctx, w, f)), None)
+        if first is not None:
+            ctx.note(
+                w,
+                f"deactivated by Kueue ({reason}); not requeued yet: {first[1][0].key} (priority "
+                f"{first[1][0].priority} > {w.priority}) is {first[1][1]}",
+            )
+            continue
         key = ",".join(flavors)
         if key in busy:
             continue

@@ -2,11 +2,13 @@
 
 - **Steer**: a pending workload (no quota yet) headed first for a stocked-out flavor gets the restriction before
   it is admitted, so Kueue admits it on the next flavor — only when that flavor can take it now (not stocked
-  out, not full); a steered job whose flavor is back has the restriction lifted (``unsteer``).
+  out, not full), and never a job Kueue is preempting for or could admit there by preempting lower-priority jobs
+  (``priorities.may_preempt``); a steered job whose flavor is back has the restriction lifted (``unsteer``).
 - **Caps**: Kueue reserves quota the moment a Workload is created, before a pass could steer it; so while a
   flavor's backoff runs, the ClusterQueue's nominal quota of that flavor is capped to what its nodes up hold
   (idle ones, and those running jobs that will leave them): a new job gets the flavor only if a node of it can
-  take it, and otherwise goes straight to the next flavor. Not when the next flavor is full: then jobs stay
+  take it, and otherwise goes straight to the next flavor. The ClusterQueues of a cohort share those nodes (each
+  its part, by the admin's quotas), so the cohort's capped quotas add up to what the nodes hold. Not when the next flavor is full: then jobs stay
   where they lose nothing. The admin's figures wait in the ClusterQueue's ``fallback.flexq.dev/quota``
   annotation and are put back when the backoff ends or the breaker closes.
 - **Keep**: during a stock-out a node of the flavor that empties cannot be replaced: it is kept from the cluster
@@ -26,7 +28,9 @@ from flexq.clock import format_duration
 from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
 from flexq.fallback.model import ANN_KEPT, ANN_MOVE, ANN_MOVED, ANN_QUOTA, SCALE_DOWN_DISABLED
-from flexq.fallback.moves import move_state, probe, suspended
+from flexq.fallback.moves import probe
+from flexq.fallback.priorities import may_preempt, preempting_for
+from flexq.fallback.records import move_state, suspended
 from flexq.fallback.view import WorkloadView, quantity
 from flexq.semantics.resources import pod_requests
 
@@ -64,6 +68,13 @@ def steer(ctx: PassContext) -> None:
             b = ctx.breakers.get(flavor)
             if b is None or flavor in restricted:
                 continue
+            victims = may_preempt(ctx, w, flavor)
+            if preempting_for(w) or victims:
+                # Kueue admits it on the flavor by preempting lower-priority jobs (their nodes are its): never
+                # sent to plan B instead
+                names = ", ".join(sorted(x.key for x in victims)[:3]) or "lower-priority jobs"
+                ctx.note(w, f"Kueue may admit it on {flavor} by preempting {names}: not steered to plan B")
+                break
             if probe(ctx, flavor, w):
                 continue
             pod_sets = [ps.get("name", "") for ps in (w.obj.get("spec") or {}).get("podSets") or []]
@@ -137,6 +148,33 @@ def _next_in_group(ctx: PassContext, rg: dict[str, Any], flavor: str) -> str | N
     return None
 
 
+def _admin_quota(ctx: PassContext, cq_name: str, flavor: str) -> dict[str, Fraction]:
+    """The admin's nominal quota of ``flavor`` in the ClusterQueue (what a cap saved, else what it says)."""
+    cq = ctx.view.cqs.get(cq_name) or {}
+    saved = _json_map((cq["metadata"].get("annotations") or {}).get(ANN_QUOTA)).get(flavor) or {}
+    out: dict[str, Fraction] = {}
+    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+        for f in rg.get("flavors") or []:
+            if f.get("name") == flavor:
+                for r in f.get("resources") or []:
+                    out[r.get("name", "")] = Fraction(
+                        quantity(saved.get(r.get("name", ""), r.get("nominalQuota")))
+                    )
+    return out
+
+
+def _cohort_share(ctx: PassContext, cq_name: str, flavor: str, resource: str) -> Fraction:
+    """The ClusterQueue's share of what a capped flavor's nodes hold: in a cohort (a ClusterQueue borrows its
+    cohort's unused quota), its part of the in-scope members' quotas of the flavor, so the cohort's capped quotas
+    add up to the nodes up; alone, all of it."""
+    members = [m for m in ctx.view.cohort_members(cq_name) if m in set(ctx.view.queues.values())]
+    if len(members) < 2:
+        return Fraction(1)
+    total = sum((_admin_quota(ctx, m, flavor).get(resource, Fraction(0)) for m in members), Fraction(0))
+    mine = _admin_quota(ctx, cq_name, flavor).get(resource, Fraction(0))
+    return mine / total if total > 0 else Fraction(1)
+
+
 def caps(ctx: PassContext) -> None:
     """See the module docstring."""
     capacity: dict[str, dict[str, Any]] = {}
@@ -166,7 +204,9 @@ def caps(ctx: PassContext) -> None:
                     rname = r.get("name", "")
                     if capped:
                         base = orig.get(rname, r.get("nominalQuota"))
-                        cap = capacity[flavor].get(rname, Fraction(0))
+                        cap = capacity[flavor].get(rname, Fraction(0)) * _cohort_share(
+                            ctx, name, flavor, rname
+                        )
                         want = base if quantity(base) <= cap else _fmt(Fraction(cap))
                         if rname not in orig:
                             orig[rname] = base

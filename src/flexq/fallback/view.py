@@ -28,6 +28,8 @@ from flexq.semantics.conditions import find_condition, is_true
 from flexq.semantics.nodefit import NodeInfo, filter_node, node_info, pod_requests
 from flexq.semantics.pods import is_terminal
 from flexq.semantics.resources import pod_requests as spec_requests
+from flexq.semantics.workloads import admission_order
+from flexq.semantics.workloads import priority as workload_priority
 
 __all__ = ["ClusterView", "WorkloadView", "Promises", "JOB_KINDS", "quantity"]
 
@@ -93,6 +95,22 @@ class WorkloadView:
 
     def condition(self, ctype: str) -> Mapping[str, Any] | None:
         return find_condition(self.obj, ctype)
+
+    @property
+    def priority(self) -> int:
+        return workload_priority(self.obj)
+
+    @property
+    def order(self) -> tuple[int, float, str]:
+        """Kueue's order of admission (``semantics.workloads.admission_order``): higher priority, then the
+        earlier queue-order timestamp, then the UID."""
+        return admission_order(self.obj)
+
+    @property
+    def preempted(self) -> bool:
+        """Kueue preempted this Workload (for a higher-priority one, or to reclaim quota in its cohort): its
+        ``Preempted`` condition, which stays (False once re-admitted) on the same Workload."""
+        return self.condition("Preempted") is not None
 
     def pod_set_needs(self, sets: list[str]) -> list[tuple[int, dict[str, Any]]]:
         """(count, a pod's template) of the named pod sets."""
@@ -366,10 +384,23 @@ class ClusterView:
                 return True
         return False
 
-    def quota_free(self, cq_name: str, flavor: str, needs: list[tuple[int, dict[str, Any]]]) -> bool:
-        """The ClusterQueue's nominal quota of ``flavor`` has room for ``needs`` now (its reservations)."""
+    def cohort_of(self, cq_name: str) -> str:
+        """The cohort a ClusterQueue belongs to (``spec.cohortName``, v1beta1 ``spec.cohort``); a ClusterQueue
+        without one is its own ("cq:<name>"). Kueue admits across a cohort in one order."""
+        spec = (self.cqs.get(cq_name) or {}).get("spec") or {}
+        return str(spec.get("cohortName") or spec.get("cohort") or f"cq:{cq_name}")
+
+    def cohort_members(self, cq_name: str) -> list[str]:
+        cohort = self.cohort_of(cq_name)
+        return sorted(n for n in self.cqs if self.cohort_of(n) == cohort)
+
+    def _quota(
+        self, cq_name: str, flavor: str
+    ) -> tuple[set[str], dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """(covered resources, nominal, borrowing limit, reserved) of ``flavor`` in the ClusterQueue."""
         cq = self.cqs.get(cq_name) or {}
         nominal: dict[str, Any] = {}
+        limit: dict[str, Any] = {}
         covered: set[str] = set()
         for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
             for f in rg.get("flavors") or []:
@@ -377,19 +408,44 @@ class ClusterView:
                     covered |= set(rg.get("coveredResources") or [])
                     for r in f.get("resources") or []:
                         nominal[r["name"]] = quantity(r.get("nominalQuota"))
-        if not covered:
-            return False
+                        if r.get("borrowingLimit") is not None:
+                            limit[r["name"]] = quantity(r.get("borrowingLimit"))
         used: dict[str, Any] = {}
         for fu in (cq.get("status") or {}).get("flavorsReservation") or []:
             if fu.get("name") == flavor:
                 for r in fu.get("resources") or []:
                     used[r["name"]] = quantity(r.get("total"))
+        return covered, nominal, limit, used
+
+    def quota_free(self, cq_name: str, flavor: str, needs: list[tuple[int, dict[str, Any]]]) -> bool:
+        """The ClusterQueue can reserve ``needs`` of ``flavor`` now without preempting anything: within its
+        nominal quota, or — in a cohort — within what the cohort's ClusterQueues hold in all and have not reserved
+        (Kueue's ``Available``: a ClusterQueue borrows its cohort's unused quota up to its ``borrowingLimit``;
+        every member's quota counted as lendable, a Cohort object's own quota not counted)."""
+        covered, nominal, limit, used = self._quota(cq_name, flavor)
+        if not covered:
+            return False
         total: dict[str, Any] = {}
         for count, template in needs:
             for r, q in spec_requests((template or {}).get("spec") or {}).items():
                 if r in covered:
                     total[r] = total.get(r, 0) + q * count
-        return all(used.get(r, 0) + q <= nominal.get(r, 0) for r, q in total.items())
+        if all(used.get(r, 0) + q <= nominal.get(r, 0) for r, q in total.items()):
+            return True
+        members = self.cohort_members(cq_name)
+        if len(members) < 2:
+            return False
+        pool: dict[str, Any] = {}
+        for m in members:
+            _c, mn, _l, mu = self._quota(m, flavor)
+            for r in total:
+                pool[r] = pool.get(r, 0) + mn.get(r, 0) - mu.get(r, 0)
+        for r, q in total.items():
+            if q > pool.get(r, 0):
+                return False
+            if r in limit and used.get(r, 0) + q > nominal.get(r, 0) + limit[r]:
+                return False
+        return True
 
     def capacity_of(self, flavor: str) -> dict[str, Any]:
         """What the flavor's usable nodes (up or coming up) hold in all (allocatable)."""

@@ -403,7 +403,7 @@ class Autoscaler(Controller):
                 wake = self.backoff[name] if wake is None else min(wake, self.backoff[name])
                 self._explain_backoff(placed, 1)
                 continue
-            got = self.writer.grow(pool, n_nodes)
+            got = self.writer.grow(pool, n_nodes, draw_key=self._draw_key(placed))
             if got.ok:
                 self.backoff.pop(name, None)
                 self.flex_waiting.pop(name, None)
@@ -441,6 +441,29 @@ class Autoscaler(Controller):
                         f"failed: GCE out of resources. Pod is at risk of not being scheduled.",
                     )
         return wake
+
+    def _draw_key(self, pods: list[dict[str, Any]]) -> str:
+        """What a scale-up is for, stable across runs of one traffic: the job of the first of its pods (a Ray
+        pod's RayJob through its RayCluster, else the pod's owner, else the pod), so the same job's scale-ups get
+        the same provisioning delays in every variant (``NodeWriter.grow``'s ``draw_key``)."""
+        if not pods:
+            return ""
+        pod = min(pods, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
+        md = pod["metadata"]
+        ns, labels = md.get("namespace", "default"), md.get("labels") or {}
+        rc = labels.get("ray.io/cluster")
+        if rc:
+            cluster = None
+            with contextlib.suppress(NotFound):  # RayCluster not served (no RayOperator addon)
+                cluster = self.store.peek("RayCluster", rc, ns)
+            origin = ((cluster or {}).get("metadata", {}).get("labels") or {}).get(
+                "ray.io/originated-from-cr-name"
+            )
+            return f"{ns}/RayJob/{origin}" if origin else f"{ns}/RayCluster/{rc}"
+        owners = md.get("ownerReferences") or []
+        if owners:
+            return f"{ns}/{owners[0].get('kind', '')}/{owners[0].get('name', '')}"
+        return f"{ns}/Pod/{md['name']}"
 
     def _explain_backoff(self, pods: list[dict[str, Any]], n: int) -> None:
         """Every option of the pods' ComputeClass is backed off: say so, as the cluster autoscaler does."""

@@ -237,8 +237,13 @@ class NodeWriter:
         *,
         extra_labels: dict[str, str] | None = None,
         extra_annotations: dict[str, str] | None = None,
+        draw_key: str = "",
     ) -> Obtain:
-        """Create ``count`` nodes (whole slices) in ``pool`` if the capacity profile allows all of them now."""
+        """Create ``count`` nodes (whole slices) in ``pool`` if the capacity profile allows all of them now.
+        ``draw_key`` names what the scale-up is for (a job, a ProvisioningRequest): each slice's provisioning delay
+        (and spot preemption time) is then drawn from a stream of that name, so the same request gets the same
+        delays whatever else the cluster created before (common random numbers across variants); without it,
+        from the cluster's node stream."""
         return _grow(
             self.ctx,
             self.cache,
@@ -247,6 +252,7 @@ class NodeWriter:
             count,
             extra_labels=extra_labels,
             extra_annotations=extra_annotations,
+            draw_key=draw_key,
         )
 
     def shrink(self, nodes: list[dict[str, Any]]) -> None:
@@ -265,6 +271,7 @@ def _grow(
     *,
     extra_labels: dict[str, str] | None = None,
     extra_annotations: dict[str, str] | None = None,
+    draw_key: str = "",
 ) -> Obtain:
     now = ctx.now()
     project = ctx.cluster_settings.gke_project
@@ -283,6 +290,7 @@ def _grow(
     if not got.ok:
         return got
     rng = ctx.rng("gke/nodes")
+    delays = ctx.rng(f"gke/nodes/delays/{spec['name']}/{draw_key}") if draw_key else rng
     hosts = max(1, twin.get("hostsPerSlice", 1))
     base = twin.get("instanceGroup") or f"gke-{ctx.cluster}-{spec['name']}"
     base = base[:52]
@@ -293,12 +301,12 @@ def _grow(
             slice_id = "".join(rng.choice(_ALNUM) for _ in range(6))
             # a slice comes up as one unit: every host shares the slice's provisioning delay
             ready_at = now + cap.provision_seconds(
-                twin["zone"], spec["config"]["machineType"], model, rng, now
+                twin["zone"], spec["config"]["machineType"], model, delays, now
             )
             # ... and goes as one unit: a preempted host takes its whole multi-host slice with it
             # (research/cloud.md §2.5), so one preemption time is drawn per slice
             preempt_at = (
-                cap.preemption_time(twin["zone"], spec["config"]["machineType"], model, ready_at, rng)
+                cap.preemption_time(twin["zone"], spec["config"]["machineType"], model, ready_at, delays)
                 if model == catalog.SPOT
                 else None
             )

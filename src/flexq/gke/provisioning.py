@@ -355,6 +355,7 @@ class ProvisioningRequestController(Controller):
                     ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}",
                     ANN_DELETE_AT: repr(now + max_run),
                 },
+                draw_key=f"{pr['metadata']['namespace']}/{pr['metadata']['name']}",
             )
             if got.ok:
                 return None
@@ -571,6 +572,7 @@ class ProvisioningRequestController(Controller):
                 pool,
                 -(-n_nodes // hosts) * hosts,
                 extra_annotations={ANN_REQUEST: f"{pr['metadata']['namespace']}/{pr['metadata']['name']}"},
+                draw_key=f"{pr['metadata']['namespace']}/{pr['metadata']['name']}",
             )
             if got.ok:
                 # "best effort": the request is admitted as soon as the scale-up is requested, without waiting

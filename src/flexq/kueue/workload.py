@@ -9,7 +9,8 @@ pre-computed requests, the unit the queues, the snapshot and the scheduler pass 
 
 Functions never read a clock: ``now`` (seconds since the epoch) is an argument. They mutate only
 the dict they are given when their name says so (``set_*``, ``unset_*``, ``sync_*``).
-Must not import anything in flexq but ``flexq.api.quantity`` and ``flexq.kueue.resources``.
+Must not import anything in flexq but ``flexq.api.quantity``, ``flexq.kueue.resources`` and ``flexq.semantics``
+(``queue_order_timestamp`` is ``flexq.semantics.workloads``', the one rule the fallback orders by too).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from flexq.kueue.resources import PodSetResources, admitted_requests, podset_tot
 from flexq.semantics.conditions import MAX_CONDITION_MESSAGE, find_condition, is_false, is_true
 from flexq.semantics.conditions import remove_status_condition as remove_condition
 from flexq.semantics.conditions import set_status_condition as set_condition
+from flexq.semantics.workloads import queue_order_timestamp
 
 __all__ = [
     "MAX_CONDITION_MESSAGE",
@@ -104,29 +106,6 @@ def is_finished(wl: Mapping) -> bool:
 def is_active(wl: Mapping) -> bool:
     """``spec.active`` (default true)."""
     return (wl.get("spec") or {}).get("active", True) is not False
-
-
-def queue_order_timestamp(
-    wl: Mapping, requeuing_timestamp: str = "Eviction", priority_sorting: bool = True
-) -> float:
-    """``Ordering.GetQueueOrderTimestamp``; with ``PrioritySortingWithinCohort`` off (``priority_sorting``), a
-    workload preempted by reclamation while borrowing queues at its preemption time plus 1 ms."""
-    ev = find_condition(wl, "Evicted")
-    if ev is not None and ev.get("status") == "True":
-        reason = ev.get("reason")
-        if reason == "PodsReadyTimeout" and requeuing_timestamp == "Eviction":
-            return parse_ts(ev.get("lastTransitionTime"))
-        if reason == "AdmissionCheck":
-            return parse_ts(ev.get("lastTransitionTime"))
-    if not priority_sorting:
-        pc = find_condition(wl, "Preempted")
-        if (
-            pc is not None
-            and pc.get("status") == "True"
-            and pc.get("reason") == "InCohortReclaimWhileBorrowing"
-        ):
-            return parse_ts(pc.get("lastTransitionTime")) + 0.001
-    return parse_ts((wl.get("metadata") or {}).get("creationTimestamp"))
 
 
 def check_states(wl: Mapping) -> list[dict]:

@@ -203,6 +203,10 @@ def _row(rec: JobRecord, horizon: float) -> dict[str, Any]:
         "planned_outcome": s.outcome,
         "quota_waits": dict(sorted(rec.quota_waits.items())),
         "refusals": list(rec.refusals),
+        # flexq fallback against Kueue's preemption: the most moves the fallback made of the job after one of its
+        # preemptions (before it started again), and the preempted Workloads it sent back
+        "fallback_after_preemption": max(rec.after_preemption, default=0),
+        "fallback_undid_preemption": rec.undid_preemption,
         "start_errors": dict(sorted(rec.start_errors.items())),
         "retry_hold": round(rec.retry_hold, 3),  # quota held while a check waited out its retry back-off
         "retry_hold_flavors": sorted(rec.retry_hold_flavors),
@@ -615,9 +619,14 @@ class _Sim:
             if st["reserved"]:
                 for ukey, qty in st["usage"]:
                     rec_.usage[ukey][0] += qty * (end - st["since"])
+        # what each job's pods cost while bound to nodes (the billing ledger's per-job attribution, USD)
+        job_cost = (self.twin.billing().get("jobs") or {}) if self.cluster else {}
         rows = []
         for rec in sorted(rec_.records.values(), key=lambda r: r.spec.index):
-            rows.append(_row(rec, horizon))
+            s = rec.spec
+            rows.append(
+                {**_row(rec, horizon), "cost": float(job_cost.get(f"{s.kind}/{s.namespace}/{s.name}", 0.0))}
+            )
         nodes = []
         if self.cluster:
             from flexq.gke.storage import BILLING, cluster_key

@@ -11,37 +11,30 @@ import math
 import random
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import BeforeValidator, Field, PlainValidator, model_validator
 
 from flexq.api.base import check_dns1123_subdomain
 from flexq.api.capacity_profile import Delay, parse_duration
 from flexq.errors import InputError
 from flexq.gke.capacity import sample_delay
-from flexq.simulate.inputs import (
-    MAX_JOBS,
-    MAX_SECONDS,
-    number,
-    refuse_unknown,
-    string,
-    whole,
-)
-from flexq.simulate.jobs import JobSpec, _seconds
+from flexq.simulate.inputs import MAX_JOBS, MAX_SECONDS, Refused, as_text
+from flexq.simulate.jobs import JobSpec
+from flexq.simulate.schema import SECONDS, Doc, checked, keys_of, number_in, whole_in
 from flexq.simulate.trace import _job_from_row, _object_name
 
-__all__ = ["generate", "GEN_KEYS", "MIX_KEYS"]
+__all__ = ["generate", "GeneratorSpec", "GEN_KEYS", "MIX_KEYS"]
 
 
-def _delay(value: Any, src: str, fld: str) -> Delay:
+def _as_delay(value: Any) -> Any:
+    """A delay as a capacity profile writes it; a bare number or duration is ``{fixed: ...}``."""
     if isinstance(value, int | float | str) and not isinstance(value, bool):
-        value = {"fixed": value}
-    try:
-        return Delay.model_validate(value)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise InputError(err["msg"], source=src, field=f"{fld}.{where}" if where else fld) from None
+        return {"fixed": value}
+    return value
+
+
+AnyDelay = Annotated[Delay, BeforeValidator(_as_delay)]
 
 
 def _sample(delay: Delay, start: float, rng: random.Random, src: str, fld: str) -> float | None:
@@ -79,21 +72,109 @@ def _mean_gap(delay: Delay) -> float | None:
     return mean
 
 
-GEN_KEYS = {"seed", "duration", "arrivals", "mix", "count", "diurnal"}
-DIURNAL_KEYS = {"busyHours", "busyFactor", "weekend"}
-MIX_KEYS = {
-    "weight",
-    "kind",
-    "queue",
-    "namespace",
-    "priority",
-    "podsets",
-    "template",
-    "run",
-    "failed",
-    "class",
-    "name",
-}
+def _prefix(value: Any) -> str:
+    return as_text(value) if value else ""
+
+
+def _busy_hours(value: Any) -> Any:
+    if not isinstance(value, list) or len(value) != 2:
+        raise Refused("busyHours is [first hour, end hour]")
+    return value
+
+
+def _shapes(value: Any) -> Any:
+    if not value or not isinstance(value, list):
+        raise Refused("at least one job shape is required")
+    return value
+
+
+def _no_diurnal(value: Any) -> Any:
+    return value or None  # an empty diurnal is none: every arrival is kept
+
+
+class Diurnal(Doc):
+    """More arrivals in working hours (thinning: an arrival is kept with probability rate(t) / peak rate)."""
+
+    shape = "diurnal is a mapping {busyHours, busyFactor, weekend}"
+    busyHours: Annotated[list[Annotated[float, number_in(0, 24)]], BeforeValidator(_busy_hours)] = [8.0, 20.0]
+    busyFactor: Annotated[float, number_in(0, 1000)] = 1.0
+    weekend: Annotated[float, number_in(0, 1000)] = 1.0
+
+
+class JobShape(Doc):
+    """One job shape of the mix: a trace row's fields (checked as a trace's are), its weight, run time and
+    failure rate."""
+
+    shape = "a job shape is an object"
+    weight: Annotated[float, number_in(0, 1e12)] = 1.0
+    kind: Any = None
+    queue: Any = None
+    namespace: Any = None
+    priority: Any = None
+    podsets: Any = None
+    template: Any = None
+    klass: Any = Field(default=None, alias="class")
+    run: AnyDelay = Field(default_factory=lambda: Delay.model_validate({"fixed": 60}))
+    failed: Annotated[float, number_in(0, 1)] = 0.0
+    name: Annotated[str, PlainValidator(_prefix)] = ""
+
+    def row(self) -> dict[str, Any]:
+        """The trace row this shape's jobs are made from (the fields it gives, as written)."""
+        given = {f.alias or n for n, f in type(self).model_fields.items() if n in self.model_fields_set}
+        row = {k: getattr(self, "klass" if k == "class" else k) for k in _ROW_KEYS if k in given}
+        row["podsets"] = self.podsets
+        row["submit"] = 0
+        return row
+
+
+_ROW_KEYS = ("kind", "queue", "namespace", "priority", "template", "class")
+
+
+class GeneratorSpec(Doc):
+    """A ``generator:`` (``generate``'s docstring)."""
+
+    shape = "a generator is an object"
+    duration: Annotated[float | None, SECONDS] = None  # given, it is a time (null is refused)
+    count: Annotated[int, whole_in(1, MAX_JOBS)] | None = None
+    arrivals: AnyDelay
+    mix: Annotated[list[JobShape], BeforeValidator(_shapes)] = Field(default=None, validate_default=True)
+    diurnal: Annotated[Diurnal | None, BeforeValidator(_no_diurnal)] = None
+    seed: Annotated[int, whole_in(-(2**63), 2**63 - 1)] = 0  # its draws are seeded by the seed as written
+
+    @model_validator(mode="before")
+    @classmethod
+    def _required(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            if "duration" not in data and data.get("count") is None:
+                raise Refused("a generator needs `duration` or `count`")
+            if "arrivals" not in data:
+                raise Refused("an arrival process is required", at=("arrivals",))
+        return data
+
+    @model_validator(mode="after")
+    def _bounded(self) -> GeneratorSpec:
+        gap = _mean_gap(self.arrivals)
+        if gap is not None and self.count is None and self.duration is not None and self.duration > 0:
+            if gap <= 0:
+                raise Refused(
+                    "the arrivals are all at one instant: without a `count` they never end; give a count or a "
+                    "positive inter-arrival time",
+                    at=("arrivals",),
+                )
+            if self.duration / gap > MAX_JOBS:
+                raise Refused(
+                    f"about {self.duration / gap:,.0f} arrivals over the duration, more than {MAX_JOBS:,} jobs: "
+                    "use a longer inter-arrival time, a shorter duration or a count",
+                    at=("arrivals",),
+                )
+        if sum(m.weight for m in self.mix) <= 0:
+            raise Refused("the weights add up to zero", at=("mix",))
+        return self
+
+
+GEN_KEYS = keys_of(GeneratorSpec)
+DIURNAL_KEYS = keys_of(Diurnal)
+MIX_KEYS = keys_of(JobShape)
 MAX_DRAWS = 4 * MAX_JOBS  # arrivals drawn (kept or thinned away) by one generator
 
 
@@ -109,84 +190,22 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
 
     ``arrivals: {at: [0, 10m, 1h]}`` submits one job at each listed time. At most ``MAX_JOBS`` jobs; an arrival
     process that would draw more (or keeps drawing the same instant without a ``count``) is refused."""
-    if not isinstance(spec, dict):
-        raise InputError("a generator is an object", source=src, field="generator")
-    refuse_unknown(spec, GEN_KEYS, src, "generator")
-    duration = _seconds(spec["duration"], src, None, "generator.duration") if "duration" in spec else None
-    count = spec.get("count")
-    if duration is None and count is None:
-        raise InputError("a generator needs `duration` or `count`", source=src, field="generator")
-    if count is not None:
-        count = whole(count, src, "generator.count", 1, MAX_JOBS)
-    if "arrivals" not in spec:
-        raise InputError("an arrival process is required", source=src, field="generator.arrivals")
-    arrivals = _delay(spec["arrivals"], src, "generator.arrivals")
-    gap = _mean_gap(arrivals)
-    if gap is not None and count is None and duration is not None and duration > 0:
-        if gap <= 0:
-            raise InputError(
-                "the arrivals are all at one instant: without a `count` they never end; give a count or a "
-                "positive inter-arrival time",
-                source=src,
-                field="generator.arrivals",
-            )
-        if duration / gap > MAX_JOBS:
-            raise InputError(
-                f"about {duration / gap:,.0f} arrivals over the duration, more than {MAX_JOBS:,} jobs: use a "
-                "longer inter-arrival time, a shorter duration or a count",
-                source=src,
-                field="generator.arrivals",
-            )
-    mixes = spec.get("mix") or []
-    if not isinstance(mixes, list) or not mixes:
-        raise InputError("at least one job shape is required", source=src, field="generator.mix")
-    diurnal = spec.get("diurnal") or {}
-    if not isinstance(diurnal, dict):
-        raise InputError(
-            "diurnal is a mapping {busyHours, busyFactor, weekend}", source=src, field="generator.diurnal"
-        )
-    refuse_unknown(diurnal, DIURNAL_KEYS, src, "generator.diurnal")
-    busy = diurnal.get("busyHours", [8, 20])
-    if not isinstance(busy, list) or len(busy) != 2:
-        raise InputError(
-            "busyHours is [first hour, end hour]", source=src, field="generator.diurnal.busyHours"
-        )
-    busy = [number(h, src, f"generator.diurnal.busyHours[{i}]", 0, 24) for i, h in enumerate(busy)]
-    busy_factor = number(diurnal.get("busyFactor", 1), src, "generator.diurnal.busyFactor", 0, 1000)
-    weekend = number(diurnal.get("weekend", 1), src, "generator.diurnal.weekend", 0, 1000)
+    gen = checked(GeneratorSpec, spec, src, field="generator")
+    duration, count, arrivals, diurnal = gen.duration, gen.count, gen.arrivals, gen.diurnal
     cache: dict[str, tuple[str, str, Any]] = {}
     shapes: list[tuple[float, JobSpec, Delay, float]] = []
-    for i, m in enumerate(mixes):
+    for i, m in enumerate(gen.mix):
         fld = f"generator.mix[{i}]"
-        if not isinstance(m, dict):
-            raise InputError("a job shape is an object", source=src, field=fld)
-        refuse_unknown(m, MIX_KEYS, src, fld)
-        row = {k: m[k] for k in ("kind", "queue", "namespace", "priority", "template", "class") if k in m}
-        row["podsets"] = m.get("podsets")
-        row["submit"] = 0
         try:
-            proto = _job_from_row(row, 0, src, 0, base, cache)
+            proto = _job_from_row(m.row(), 0, src, 0, base, cache)
         except InputError as exc:
             if exc.source != src:  # a problem inside a file the shape names (its template)
                 raise
             raise InputError(exc.message, source=src, field=f"{fld}.{exc.field}") from None
-        weight = number(m.get("weight", 1), src, f"{fld}.weight", 0, 1e12)
-        failed = number(m.get("failed", 0), src, f"{fld}.failed", 0, 1)
-        prefix = string(m["name"], src, f"{fld}.name") if m.get("name") else proto.kind.lower()
+        prefix = m.name or proto.kind.lower()
         _object_name(f"{prefix}-00000", src, None, f"{fld}.name", check_dns1123_subdomain)
-        shapes.append(
-            (
-                weight,
-                replace(proto, extra={"prefix": prefix}),
-                _delay(m.get("run", 60), src, f"{fld}.run"),
-                failed,
-            )
-        )
+        shapes.append((m.weight, replace(proto, extra={"prefix": prefix}), m.run, m.failed))
     total_w = sum(s[0] for s in shapes)
-    if total_w <= 0:
-        raise InputError("the weights add up to zero", source=src, field="generator.mix")
-    if "seed" in spec:
-        whole(spec["seed"], src, "generator.seed", -(2**63), 2**63 - 1)
     rng = random.Random(f"flexq-simulate:{spec.get('seed', 0)}:{seed}")
     schedule: list[float] | None = None
     if arrivals.at is not None:  # a schedule: one arrival at each listed time
@@ -223,11 +242,12 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
                 source=src,
                 field="generator.arrivals",
             )
-        if diurnal:  # thinning: keep an arrival with probability rate(t) / peak rate
+        if diurnal is not None:  # thinning: keep an arrival with probability rate(t) / peak rate
             hour, day = (t / 3600) % 24, int(t // 86400) % 7
-            rate = busy_factor if busy[0] <= hour < busy[1] else 1.0
-            rate *= weekend if day >= 5 else 1.0
-            if rng.random() * max(busy_factor, 1.0) >= rate:
+            busy = diurnal.busyHours
+            rate = diurnal.busyFactor if busy[0] <= hour < busy[1] else 1.0
+            rate *= diurnal.weekend if day >= 5 else 1.0
+            if rng.random() * max(diurnal.busyFactor, 1.0) >= rate:
                 continue
         pick = rng.random() * total_w
         chosen = len(shapes) - 1

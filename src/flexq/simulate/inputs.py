@@ -46,6 +46,11 @@ __all__ = [
     "number",
     "boolean",
     "string",
+    "Refused",
+    "as_whole",
+    "as_number",
+    "as_bool",
+    "as_text",
 ]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # a simulation file, manifest, template, capacity profile or generator
@@ -299,17 +304,19 @@ def ref_path(base: Path, ref: Any, src: str, field: str, line: int | None = None
     return base / p
 
 
-def whole(
-    value: Any,
-    src: str,
-    field: str,
-    lo: int,
-    hi: int,
-    *,
-    line: int | None = None,
-    what: str = "a whole number",
-) -> int:
-    """An integer in [lo, hi] (a numeral string is accepted: CSV cells are text)."""
+class Refused(ValueError):
+    """A value refused for what it is, in one line and without saying where: the caller names the file, line and
+    field (``whole`` and its siblings as an ``InputError``, a pydantic model through
+    ``flexq.simulate.schema.input_error``). ``at`` is where, below the value checked, the refusal is about (an
+    unknown key, the second of two duplicates: ``("variants", 3, "name")``)."""
+
+    def __init__(self, message: str, *, at: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.at = at
+
+
+def as_whole(value: Any, lo: int, hi: int, what: str = "a whole number") -> int:
+    """An integer in [lo, hi] (a numeral string is accepted: CSV cells are text), else ``Refused``."""
     v: int | None = None
     integral = isinstance(value, float) and math.isfinite(value) and value.is_integer()
     numeral = isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d{1,19}\s*", value)
@@ -320,39 +327,79 @@ def whole(
     elif integral or numeral:
         v = int(value)
     if v is None:
-        raise InputError(f"must be {what}, got {show(value)}", source=src, line=line, field=field)
+        raise Refused(f"must be {what}, got {show(value)}")
     if v < lo:
-        raise InputError(f"must be at least {lo}, got {v}", source=src, line=line, field=field)
+        raise Refused(f"must be at least {lo}, got {v}")
     if v > hi:
-        raise InputError(f"must be at most {hi:,}, got {v:,}", source=src, line=line, field=field)
+        raise Refused(f"must be at most {hi:,}, got {v:,}")
     return v
 
 
-def number(value: Any, src: str, field: str, lo: float, hi: float, *, line: int | None = None) -> float:
-    """A finite number in [lo, hi] (a numeral string is accepted)."""
+def as_number(value: Any, lo: float, hi: float) -> float:
+    """A finite number in [lo, hi] (a numeral string is accepted), else ``Refused``."""
     v: float | None = None
     numeral = isinstance(value, str) and re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", value)
     if (isinstance(value, int | float) and not isinstance(value, bool)) or numeral:
         v = float(value)
     if v is None or not math.isfinite(v):
-        raise InputError(f"must be a finite number, got {show(value)}", source=src, line=line, field=field)
+        raise Refused(f"must be a finite number, got {show(value)}")
     if v < lo:
-        raise InputError(f"must be at least {lo:g}, got {v:g}", source=src, line=line, field=field)
+        raise Refused(f"must be at least {lo:g}, got {v:g}")
     if v > hi:
-        raise InputError(f"must be at most {hi:g}, got {v:g}", source=src, line=line, field=field)
+        raise Refused(f"must be at most {hi:g}, got {v:g}")
     return v
 
 
-def boolean(value: Any, src: str, field: str) -> bool:
+def as_bool(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise InputError(f"must be true or false, got {show(value)}", source=src, field=field)
+        raise Refused(f"must be true or false, got {show(value)}")
     return value
 
 
-def string(value: Any, src: str, field: str, *, line: int | None = None, allow_number: bool = True) -> str:
-    """A text field (a number is taken as its text; anything else is refused)."""
+def as_text(value: Any, *, allow_number: bool = True) -> str:
+    """A text field (a number is taken as its text unless ``allow_number`` is false), else ``Refused``."""
     if isinstance(value, str):
         return value
     if allow_number and isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
-    raise InputError(f"must be text, got {show(value)}", source=src, line=line, field=field)
+    raise Refused(f"must be text, got {show(value)}")
+
+
+def whole(
+    value: Any,
+    src: str,
+    field: str,
+    lo: int,
+    hi: int,
+    *,
+    line: int | None = None,
+    what: str = "a whole number",
+) -> int:
+    """``as_whole``, its refusal an ``InputError`` naming ``src``, ``line`` and ``field``."""
+    try:
+        return as_whole(value, lo, hi, what)
+    except Refused as exc:
+        raise InputError(str(exc), source=src, line=line, field=field) from None
+
+
+def number(value: Any, src: str, field: str, lo: float, hi: float, *, line: int | None = None) -> float:
+    """``as_number``, its refusal an ``InputError`` naming ``src``, ``line`` and ``field``."""
+    try:
+        return as_number(value, lo, hi)
+    except Refused as exc:
+        raise InputError(str(exc), source=src, line=line, field=field) from None
+
+
+def boolean(value: Any, src: str, field: str) -> bool:
+    try:
+        return as_bool(value)
+    except Refused as exc:
+        raise InputError(str(exc), source=src, field=field) from None
+
+
+def string(value: Any, src: str, field: str, *, line: int | None = None, allow_number: bool = True) -> str:
+    """``as_text``, its refusal an ``InputError`` naming ``src``, ``line`` and ``field``."""
+    try:
+        return as_text(value, allow_number=allow_number)
+    except Refused as exc:
+        raise InputError(str(exc), source=src, line=line, field=field) from None

@@ -16,6 +16,7 @@ from flexq.errors import InputError
 from flexq.simulate.inputs import (
     MAX_PODS,
     MAX_SECONDS,
+    Refused,
     show,
     string,
     unknown_key,
@@ -87,16 +88,11 @@ class JobSpec:
 
 
 # -- parsing helpers ---------------------------------------------------------------------------------------------
-def _seconds(
-    value: Any, src: str, line: int | None, fld: str, *, allow_zero: bool = True, limit: float = MAX_SECONDS
-) -> float:
+def as_seconds(value: Any, *, allow_zero: bool = True, limit: float = MAX_SECONDS) -> float:
+    """A time in seconds (a number or a duration such as ``90s``, ``2h``) between 0 and ``limit``, else
+    ``Refused``."""
     if isinstance(value, bool) or value is None or value == "":
-        raise InputError(
-            "a time is required (seconds or a duration such as 90s, 30m, 2h)",
-            source=src,
-            line=line,
-            field=fld,
-        )
+        raise Refused("a time is required (seconds or a duration such as 90s, 30m, 2h)")
     try:
         if isinstance(value, int | float):
             v = float(value)
@@ -107,25 +103,24 @@ def _seconds(
             raise ValueError(f"a time is a number of seconds or a duration such as 90s, 2h; got {value!r}")
     except (ValueError, OverflowError) as exc:
         msg = str(exc)
-        raise InputError(
-            msg if len(msg) < 300 else msg[:297] + "...", source=src, line=line, field=fld
-        ) from None
+        raise Refused(msg if len(msg) < 300 else msg[:297] + "...") from None
     if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-        raise InputError(
-            f"must not be negative: {value}" if v < 0 else f"invalid time: {show(value)}",
-            source=src,
-            line=line,
-            field=fld,
-        )
+        raise Refused(f"must not be negative: {value}" if v < 0 else f"invalid time: {show(value)}")
     if v > limit:
-        raise InputError(
-            f"{show(value)} is more than {limit / 86400:g} days (a simulation covers at most {MAX_SECONDS / 86400:g} "
-            "days)",
-            source=src,
-            line=line,
-            field=fld,
+        raise Refused(
+            f"{show(value)} is more than {limit / 86400:g} days (a simulation covers at most "
+            f"{MAX_SECONDS / 86400:g} days)"
         )
     return v
+
+
+def _seconds(
+    value: Any, src: str, line: int | None, fld: str, *, allow_zero: bool = True, limit: float = MAX_SECONDS
+) -> float:
+    try:
+        return as_seconds(value, allow_zero=allow_zero, limit=limit)
+    except Refused as exc:
+        raise InputError(str(exc), source=src, line=line, field=fld) from None
 
 
 _NUMERAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")  # seconds as a number (1e3 too)

@@ -9,73 +9,117 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, PlainValidator
 
 from flexq.errors import InputError
-from flexq.simulate.inputs import (
-    INT32,
-    MAX_JOBS,
-    MAX_PODS,
-    MAX_SECONDS,
-    number,
-    refuse_unknown,
-    string,
-    whole,
-)
+from flexq.simulate.inputs import INT32, MAX_JOBS, MAX_PODS, MAX_SECONDS, Refused, as_text, as_whole
 from flexq.simulate.jobs import JobSpec, PodSetSpec
+from flexq.simulate.schema import TEXT, Doc, checked, number_in, whole_in
 
-__all__ = ["is_kueue_generator", "kueue_generator"]
+__all__ = ["is_kueue_generator", "kueue_generator", "KueueGenerator"]
 
 
 def is_kueue_generator(doc: Any) -> bool:
     return isinstance(doc, dict) and "cohorts" in doc and "mix" not in doc
 
 
-KUEUE_KEYS = {"cohorts", "resourceFlavor", "topology", "dra"}
-COHORT_KEYS = {"className", "count", "queuesSets"}
-QUEUES_KEYS = {
-    "className",
-    "count",
-    "nominalQuota",
-    "borrowingLimit",
-    "reclaimWithinCohort",
-    "withinClusterQueue",
-    "deviceNominalQuota",
-    "deviceBorrowingLimit",
-    "workloadsSets",
-}
-WLSET_KEYS = {"count", "creationIntervalMs", "workloads"}
-WLT_KEYS = {
-    "className",
-    "runtimeMs",
-    "priority",
-    "request",
-    "podCount",
-    "tasConstraint",
-    "tasLevel",
-    "sliceSize",
-    "devices",
-}
 MAX_QUEUES = 10_000  # ClusterQueues one generator.yaml may create
 
 
-def _section(value: Any, known: set[str], src: str, fld: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise InputError("must be a mapping", source=src, field=fld)
-    refuse_unknown(value, known, src, fld)
-    return value
-
-
-def _items(value: Any, src: str, fld: str) -> list[Any]:
+def _items(value: Any) -> Any:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise InputError("must be a list", source=src, field=fld)
+        raise Refused("must be a list")
     return value
 
 
-def _name_part(value: Any, default: str, src: str, fld: str) -> str:
-    return default if value in (None, "") else string(value, src, fld)
+Items = BeforeValidator(_items)
+ClassName = Annotated[str, PlainValidator(lambda v: "" if v in (None, "") else as_text(v))]  # "": the default
+Text = Annotated[str, TEXT]
+
+
+def _not_given(what: str) -> PlainValidator:
+    """A field flexq simulate does not model: refused when set (to anything but an empty value)."""
+
+    def check(value: Any) -> Any:
+        if value:
+            raise Refused(what)
+        return value
+
+    return PlainValidator(check)
+
+
+class WorkloadTemplate(Doc):
+    """One workload of a workload set: its class, run time, priority and cpu request (``podCount`` is read and,
+    as upstream's runner does outside TAS, not used)."""
+
+    tasLevel: Annotated[Any, _not_given("TAS/DRA workloads are not supported")] = None
+    devices: Annotated[Any, _not_given("TAS/DRA workloads are not supported")] = None
+    className: ClassName = ""
+    runtimeMs: Annotated[float, number_in(0, MAX_SECONDS * 1000)] = 0.0
+    priority: Annotated[int, whole_in(*INT32)] = 0
+    podCount: Annotated[int, PlainValidator(lambda v: as_whole(v or 1, 1, MAX_PODS))] = 1
+    request: Text = "1"
+    tasConstraint: Any = None
+    sliceSize: Any = None
+
+
+class WorkloadsSet(Doc):
+    count: Annotated[int, whole_in(0, MAX_JOBS)] = 1
+    creationIntervalMs: Annotated[float, number_in(0, 1e12)] = 0.0
+    workloads: Annotated[list[WorkloadTemplate], Items] = []
+
+
+class QueuesSet(Doc):
+    count: Annotated[int, whole_in(0, MAX_QUEUES)] = 1
+    className: ClassName = ""
+    nominalQuota: Text | None = None
+    borrowingLimit: Text | None = None
+    reclaimWithinCohort: Text | None = None
+    withinClusterQueue: Text | None = None
+    deviceNominalQuota: Annotated[Any, _not_given("DRA quotas are not supported")] = None
+    deviceBorrowingLimit: Annotated[Any, _not_given("DRA quotas are not supported")] = None
+    workloadsSets: Annotated[list[WorkloadsSet], Items] = []
+
+
+class CohortSet(Doc):
+    count: Annotated[int, whole_in(0, MAX_QUEUES)] = 1
+    className: ClassName = ""
+    queuesSets: Annotated[list[QueuesSet], Items] = []
+
+
+def _cohorts(value: Any) -> Any:
+    if not isinstance(value, list) or not value:
+        raise Refused("config must contain at least one cohort")
+    return value
+
+
+def _flavor(value: Any) -> str:
+    rf = value or {}
+    if not isinstance(rf, dict):
+        raise Refused("must be a mapping {name}")
+    if rf.get("name") in (None, ""):
+        return "rf"
+    try:
+        return as_text(rf["name"])
+    except Refused as exc:
+        raise Refused(str(exc), at=("name",)) from None
+
+
+class KueueGenerator(Doc):
+    """Kueue's ``generator.yaml`` (``kueue_generator``'s docstring)."""
+
+    topology: Annotated[
+        Any, _not_given("topology (TAS/DRA) scenarios are not supported by flexq simulate")
+    ] = None
+    dra: Annotated[Any, _not_given("dra (TAS/DRA) scenarios are not supported by flexq simulate")] = None
+    resourceFlavor: Annotated[str, PlainValidator(_flavor)] = "rf"
+    cohorts: Annotated[list[CohortSet], BeforeValidator(_cohorts)] = Field(
+        default=None, validate_default=True
+    )
 
 
 def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[list[dict], list[JobSpec]]:
@@ -88,76 +132,36 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
     every workload set's count (at least 1). TAS and DRA sections are refused; so are unknown fields, and a file
     that would create more than ``MAX_JOBS`` workloads or ``MAX_QUEUES`` ClusterQueues (counted before any is
     made)."""
-    _section(doc, KUEUE_KEYS, src, "(top level)")
-    for key in ("topology", "dra"):
-        if doc.get(key):
-            raise InputError(
-                f"{key} (TAS/DRA) scenarios are not supported by flexq simulate", source=src, field=key
-            )
     if not isinstance(scale, int | float) or not math.isfinite(scale) or scale <= 0:
         raise InputError(f"scale must be a positive number, got {scale!r}", source=src, field="scale")
-    rf = doc.get("resourceFlavor") or {}
-    if not isinstance(rf, dict):
-        raise InputError("must be a mapping {name}", source=src, field="resourceFlavor")
-    flavor = _name_part(rf.get("name"), "rf", src, "resourceFlavor.name")
-    cohorts = doc.get("cohorts")
-    if not isinstance(cohorts, list) or not cohorts:
-        raise InputError("config must contain at least one cohort", source=src, field="cohorts")
-    # check every field and count what would be made, before making anything
+    gen = checked(KueueGenerator, doc, src)
+    flavor, cohorts = gen.resourceFlavor, doc["cohorts"]
+    # count what would be made, before making anything
     total_queues = total_jobs = 0
-    for ci, cset in enumerate(cohorts):
-        cfld = f"cohorts[{ci}]"
-        _section(cset, COHORT_KEYS, src, cfld)
-        ccount = whole(cset.get("count", 1), src, f"{cfld}.count", 0, MAX_QUEUES)
-        _name_part(cset.get("className"), "cohort", src, f"{cfld}.className")
-        for qsi, qset in enumerate(_items(cset.get("queuesSets"), src, f"{cfld}.queuesSets")):
-            fld = f"{cfld}.queuesSets[{qsi}]"
-            _section(qset, QUEUES_KEYS, src, fld)
-            qcount = whole(qset.get("count", 1), src, f"{fld}.count", 0, MAX_QUEUES)
-            total_queues += ccount * qcount
+    for ci, cset in enumerate(gen.cohorts):
+        for qsi, qset in enumerate(cset.queuesSets):
+            fld = f"cohorts[{ci}].queuesSets[{qsi}]"
+            total_queues += cset.count * qset.count
             if total_queues > MAX_QUEUES:
                 raise InputError(
                     f"more than {MAX_QUEUES:,} ClusterQueues in all", source=src, field=f"{fld}.count"
                 )
-            _name_part(qset.get("className"), "cq", src, f"{fld}.className")
-            for key in ("nominalQuota", "borrowingLimit", "reclaimWithinCohort", "withinClusterQueue"):
-                if qset.get(key) is not None:
-                    string(qset[key], src, f"{fld}.{key}")
-            for key in ("deviceNominalQuota", "deviceBorrowingLimit"):
-                if qset.get(key):
-                    raise InputError("DRA quotas are not supported", source=src, field=f"{fld}.{key}")
-            for wsi, wset in enumerate(_items(qset.get("workloadsSets"), src, f"{fld}.workloadsSets")):
+            for wsi, wset in enumerate(qset.workloadsSets):
                 wfld = f"{fld}.workloadsSets[{wsi}]"
-                _section(wset, WLSET_KEYS, src, wfld)
-                wcount = whole(wset.get("count", 1), src, f"{wfld}.count", 0, MAX_JOBS)
-                interval = number(
-                    wset.get("creationIntervalMs", 0), src, f"{wfld}.creationIntervalMs", 0, 1e12
-                )
-                templates = _items(wset.get("workloads"), src, f"{wfld}.workloads")
-                rounds = max(1, int(wcount * scale))
-                total_jobs += ccount * qcount * rounds * len(templates)
+                rounds = max(1, int(wset.count * scale))
+                total_jobs += cset.count * qset.count * rounds * len(wset.workloads)
                 if total_jobs > MAX_JOBS:
                     raise InputError(
                         f"more than {MAX_JOBS:,} workloads in all (use --scale)",
                         source=src,
                         field=f"{wfld}.count",
                     )
-                if rounds * len(templates) * interval / 1000 > MAX_SECONDS:
+                if rounds * len(wset.workloads) * wset.creationIntervalMs / 1000 > MAX_SECONDS:
                     raise InputError(
                         f"the workloads are created over more than {MAX_SECONDS / 86400:g} days",
                         source=src,
                         field=f"{wfld}.creationIntervalMs",
                     )
-                for wi, wlt in enumerate(templates):
-                    tfld = f"{wfld}.workloads[{wi}]"
-                    _section(wlt, WLT_KEYS, src, tfld)
-                    if wlt.get("tasLevel") or wlt.get("devices"):
-                        raise InputError("TAS/DRA workloads are not supported", source=src, field=tfld)
-                    _name_part(wlt.get("className"), "wl", src, f"{tfld}.className")
-                    number(wlt.get("runtimeMs", 0), src, f"{tfld}.runtimeMs", 0, MAX_SECONDS * 1000)
-                    whole(wlt.get("priority", 0), src, f"{tfld}.priority", *INT32)
-                    whole(wlt.get("podCount") or 1, src, f"{tfld}.podCount", 1, MAX_PODS)
-                    string(wlt.get("request", "1"), src, f"{tfld}.request")
     objs: list[dict] = [
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}}
     ]

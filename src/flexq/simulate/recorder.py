@@ -115,6 +115,10 @@ class JobRecord:
     quota_key: str = ""  # "flavor/resource" Kueue last said had no quota for it
     quota_waits: dict[str, float] = field(default_factory=dict)  # "flavor/resource" -> seconds waited
     refusals: list[tuple[float, str, int]] = field(default_factory=list)  # (time, pool, nodes) pool-max
+    # flexq fallback and Kueue's preemption: per preemption, the fallback's moves of the job until it next
+    # started; and how many Workloads Kueue had preempted the fallback sent back (undoing the preemption)
+    after_preemption: list[int] = field(default_factory=list)
+    undid_preemption: int = 0
     blocked: set[str] = field(default_factory=set)  # its pods the kubelet cannot start now
     start_errors: Counter[str] = field(default_factory=Counter)  # "Reason: the kubelet's message" -> Events
     # seconds its Workloads held quota while an admission check was in Retry (waiting out the check's back-off
@@ -409,11 +413,25 @@ class Recorder:
             st["preempt_lt"] = pr_c.get("lastTransitionTime")
             self.preemptions[rec.cluster_queue or "?"][pr_c.get("reason", "")] += 1
             rec.preemptions += 1
+            rec.after_preemption.append(0)
+            st["preempted"] = True
         if not st["ready"] and is_true(wl, "PodsReady"):
             st["ready"] = True
             if rec.started is None:
                 rec.started = now
+            if rec.after_preemption:
+                rec.after_preemption.append(
+                    -1
+                )  # started again: later moves are not because of that preemption
         inactive = (wl.get("spec") or {}).get("active") is False and not gone
+        if inactive and self.fallback and not st.get("fallback_moved"):
+            step = self._fallback_step(rec)
+            if step in ("deactivating", "returning"):
+                st["fallback_moved"] = True
+                if rec.after_preemption and rec.after_preemption[-1] >= 0:
+                    rec.after_preemption[-1] += 1
+                if step == "returning" and st.get("preempted"):
+                    rec.undid_preemption += 1
         if inactive and not rec.deactivated and not rec.closed and not self._fallback_moving(rec):
             # deactivated (an admission check Rejected, the requeuing limit reached): Kueue will not admit it
             # again unless someone reactivates it
@@ -457,16 +475,21 @@ class Recorder:
         """flexq's fallback (twin setting ``fallback``) deactivates a workload to move its job to the next flavor,
         or back to the first one: the job's ``fallback.flexq.dev/move`` annotation says so (step ``deactivating``
         or ``returning``), and the job gets a new Workload, so the run keeps waiting for it."""
+        return self._fallback_step(rec) in ("deactivating", "returning")
+
+    def _fallback_step(self, rec: JobRecord) -> str:
+        """The step of the fallback's move the job's ``fallback.flexq.dev/move`` annotation names ("" if none)."""
         if not self.fallback:
-            return False
+            return ""
         job = self.twin.store.try_get(rec.spec.kind, rec.spec.name, rec.spec.namespace)
         text = ((job or {}).get("metadata", {}).get("annotations") or {}).get(ANN_MOVE)
         if not text:
-            return False
+            return ""
         try:
-            return json.loads(text).get("step") in ("deactivating", "returning")
+            doc = json.loads(text)
         except ValueError:
-            return False
+            return ""
+        return str(doc.get("step") or "") if isinstance(doc, dict) else ""
 
     def _finish_bare(self, key: tuple[str, str], seq: int) -> None:
         st = self.wl_state.get(key)

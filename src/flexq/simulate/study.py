@@ -49,9 +49,18 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PlainValidator,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from flexq.api.capacity_profile import CapacityProfile
 from flexq.api.kueue_versions import resolve as resolve_kueue
@@ -63,54 +72,33 @@ from flexq.simulate.inputs import (
     MAX_REPLICAS,
     MAX_SECONDS,
     MAX_VARIANTS,
-    boolean,
+    Refused,
+    as_text,
     number,
     parse_yaml,
     parse_yaml_all,
     read_text,
     ref_path,
-    refuse_unknown,
-    string,
     unknown_key,
     whole,
 )
 from flexq.simulate.profiles import NAMED_PROFILES, named_profile
+from flexq.simulate.schema import (
+    BOOL,
+    NAME,
+    SECONDS,
+    TEXT,
+    Doc,
+    checked,
+    input_error,
+    keys_of,
+    listed,
+    number_in,
+    typed,
+    whole_in,
+)
 
 __all__ = ["Study", "Variant", "Manifest", "load_study", "cluster_requests", "STUDY_KEYS", "SETTINGS_KEYS"]
-
-STUDY_KEYS = {
-    "name",
-    "seed",
-    "replicas",
-    "until",
-    "cluster",
-    "manifests",
-    "capacity",
-    "trace",
-    "generator",
-    "variants",
-    "keepFinished",
-    "scale",
-    "description",
-    "settings",
-    "env",
-    "kueue",
-}
-VARIANT_KEYS = {"name", "cluster", "manifests", "capacity", "description", "settings", "kueue"}
-SETTINGS_KEYS = {"fallback"}
-POOL_KEYS = {
-    "name",
-    "machineType",
-    "nodes",
-    "autoscaling",
-    "tpuTopology",
-    "flexStart",
-    "queuedProvisioning",
-    "spot",
-    "labels",
-    "taints",
-    "locations",
-}
 
 
 # --addons values of `gcloud container clusters create` -> the cluster's addonsConfig
@@ -191,41 +179,244 @@ def _read_yaml(path: Path, src: str, fld: str = "", what: str = "file") -> Any:
     return parse_yaml(read_text(path, src, what=what, field=fld), str(path))
 
 
+# -- the study file's models: each refuses what is wrong with the field path, in the words of inputs.py --------
 _VARIANT_NAME = re.compile(r"^\w[\w.\-]{0,62}$")
-
 
 # ${NAME}s every job's template gets from its trace row (flexq.simulate.objects)
 JOB_PLACEHOLDERS = ("NAME", "JOB_ID", "QUEUE", "NAMESPACE")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
+Nodes = Annotated[int, whole_in(0, MAX_NODES)]
+Flag = Annotated[bool, BOOL]
+Name = Annotated[str, NAME]
+Text = Annotated[str, TEXT]
 
-def _env(value: Any, src: str) -> dict[str, str]:
+
+def _env_values(value: Any) -> dict[str, str]:
     """``env``: the values of the ``${NAME}`` placeholders in the manifests and templates (what ``envsubst``
     would take from the shell); text or numbers."""
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InputError(
-            "env is a mapping of NAME: value (the ${NAME} placeholders)", source=src, field="env"
-        )
+        raise Refused("env is a mapping of NAME: value (the ${NAME} placeholders)")
     if len(value) > 1000:
-        raise InputError("more than 1,000 env entries", source=src, field="env")
+        raise Refused("more than 1,000 env entries")
     out = {}
     for k, v in value.items():
         if not isinstance(k, str) or not _ENV_NAME.match(k):
-            raise InputError(
-                f"{str(k)[:80]!r} is not a placeholder name (letters, digits, _)", source=src, field="env"
-            )
+            raise Refused(f"{str(k)[:80]!r} is not a placeholder name (letters, digits, _)")
         if k in JOB_PLACEHOLDERS:
-            raise InputError(
-                f"${{{k}}} is set per job from the traffic ({', '.join(JOB_PLACEHOLDERS)} are)",
-                source=src,
-                field=f"env.{k}",
+            raise Refused(
+                f"${{{k}}} is set per job from the traffic ({', '.join(JOB_PLACEHOLDERS)} are)", at=(k,)
             )
-        out[k] = string(v, src, f"env.{k}")
+        try:
+            out[k] = as_text(v)
+        except Refused as exc:
+            raise Refused(str(exc), at=(k,)) from None
     return out
 
 
+def _name_or_blank(value: Any) -> str:
+    return "" if value in (None, "") else as_text(value)
+
+
+def _text_if_any(value: Any) -> str:
+    return as_text(value) if value else ""
+
+
+def _variant_name(value: Any) -> str:
+    if not isinstance(value, str) or not _VARIANT_NAME.match(value):
+        raise Refused(
+            "a variant's name is letters, digits, '.', '-' and '_' (it names the output files), got "
+            f"{str(value)[:80]!r}"
+        )
+    return value
+
+
+def _variants(value: Any) -> Any:
+    if not value:
+        return [{"name": "default"}]
+    if not isinstance(value, list):
+        raise Refused("variants is a list")
+    if len(value) > MAX_VARIANTS:
+        raise Refused(f"more than {MAX_VARIANTS} variants")
+    return value
+
+
+class VariantDoc(Doc):
+    """One variant: overrides of the top level's fields (each read as the top level's are)."""
+
+    shape = "a variant needs a name"
+    required = ("name",)
+    name: Annotated[str, PlainValidator(_variant_name)]
+    cluster: Any = None
+    manifests: Any = None
+    capacity: Any = None
+    description: Annotated[str, PlainValidator(_text_if_any)] = ""
+    settings: Any = None
+    kueue: Any = None
+
+
+class StudyDoc(Doc):
+    """A simulation file (the module docstring). The fields naming other files (cluster, manifests, capacity,
+    trace, generator) are read by ``load_study`` after this, each checked by its own model."""
+
+    shape = "a simulation file is a YAML mapping"
+    name: Annotated[str, PlainValidator(_name_or_blank)] = ""
+    description: Annotated[str, PlainValidator(_text_if_any)] = ""
+    seed: Annotated[int, whole_in(-(2**63), 2**63 - 1 - MAX_REPLICAS)] = 1
+    replicas: Annotated[int, whole_in(1, MAX_REPLICAS)] = 1
+    keepFinished: Flag = False
+    until: Annotated[float, SECONDS] | None = None
+    scale: Annotated[float, number_in(1e-9, 1e9)] = 1.0
+    env: Annotated[dict[str, str], PlainValidator(_env_values)] = {}
+    manifests: Any = None
+    trace: Any = None
+    generator: Any = None
+    cluster: Any = None
+    capacity: Any = None
+    settings: Any = None
+    kueue: Any = None
+    variants: Annotated[list[VariantDoc], BeforeValidator(_variants)] = Field(
+        default=None, validate_default=True
+    )
+
+    @field_validator("variants", mode="after")
+    @classmethod
+    def _distinct(cls, variants: list[VariantDoc]) -> list[VariantDoc]:
+        seen: set[str] = set()
+        for i, v in enumerate(variants):
+            if v.name in seen:
+                raise Refused(f"duplicate variant name {v.name!r}", at=(i, "name"))
+            seen.add(v.name)
+        return variants
+
+    @model_validator(mode="after")
+    def _one_traffic(self) -> StudyDoc:
+        if ("trace" in self.model_fields_set) == ("generator" in self.model_fields_set):
+            raise Refused("give exactly one of `trace` or `generator`", at=("trace",))
+        return self
+
+
+class Autoscaling(Doc):
+    shape = "autoscaling is a mapping {min, max}"
+    min: Nodes = 0
+    max: Nodes | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Autoscaling:
+        if self.max is not None and self.max < self.min:
+            raise Refused(f"max ({self.max}) is below min ({self.min})", at=("max",))
+        return self
+
+
+class NodePool(Doc):
+    """A node pool of the cluster's short form."""
+
+    shape = "a node pool needs a name and a machineType"
+    required = ("name", "machineType")
+    name: Name
+    machineType: Name
+    tpuTopology: Name | None = None
+    flexStart: Flag | None = None
+    queuedProvisioning: Flag | None = None
+    spot: Flag | None = None
+    nodes: Nodes | None = None
+    autoscaling: Autoscaling | None = None
+    labels: Annotated[dict[Any, Any], typed(dict, "labels is a mapping")] | None = None
+    taints: Annotated[list[Any], typed(list, "taints is a list")] | None = None
+    locations: Annotated[list[Any], typed(list, "locations is a list")] | None = None
+
+
+def _method(value: Any) -> str:
+    if value not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+        raise Refused(f"method must be GET, POST, PUT, PATCH or DELETE, got {value!r}")
+    return str(value)
+
+
+class Request(Doc):
+    """A GKE REST call of the cluster's ``requests`` form (as gcloud sends it)."""
+
+    shape = "a request is {method, path, body} with an absolute path"
+    method: Annotated[str, PlainValidator(_method)] = "POST"
+    path: str
+    body: Annotated[dict[str, Any], typed(dict, "body is an object")] | None = None
+
+    @classmethod
+    def complete(cls, data: dict[Any, Any]) -> bool:
+        return isinstance(data.get("path"), str) and data["path"].startswith("/")
+
+
+class Cluster(Doc):
+    """The GKE cluster: its short form (project, location, name, nodePools) or its ``requests``."""
+
+    shape = "the cluster is an object (project, location, name, nodePools) or `requests`"
+    addons: Annotated[list[Any], listed("addons is a list")] = []
+    project: Text | None = None
+    location: Text | None = None
+    name: Text | None = None
+    version: Text | None = None
+    machineType: Text | None = None
+    nodes: Nodes | None = None
+    nodePools: Annotated[list[NodePool], listed("nodePools is a list")] = []
+    requests: Annotated[list[Request], listed("requests is a list of {method, path, body}")] = []
+
+    @field_validator("addons", mode="after")
+    @classmethod
+    def _known_addons(cls, addons: list[Any]) -> list[Any]:
+        bad = unknown_key(addons, ADDONS)
+        if bad:
+            raise Refused(f"unknown addon {bad!r} (known: {', '.join(ADDONS)})")
+        return addons
+
+
+def _fallback_shape(value: Any) -> Any:
+    if not isinstance(value, bool | dict):
+        raise Refused(f"fallback is true, false or a mapping of FallbackConfig fields, got {value!r}")
+    return value
+
+
+class Settings(Doc):
+    """A variant's (or the top level's) twin settings (``SETTINGS_KEYS``)."""
+
+    unknown = "setting"
+    fallback: Annotated[Any, PlainValidator(_fallback_shape)] = None
+
+
+Settings.shape = "settings is a mapping (known keys: " + ", ".join(sorted(keys_of(Settings))) + ")"
+
+
+class _FallbackFields(Doc):
+    unknown = "fallback field"
+
+
+# FallbackConfig's fields, each of the type its dataclass declares (seconds: finite, not negative)
+_FALLBACK_TYPES: dict[str, Any] = {
+    "bool": Flag,
+    "float": Annotated[float, number_in(0, MAX_SECONDS)],
+    "int": Annotated[float, number_in(0, MAX_SECONDS)],
+    "str": Name,
+    "dict[str, int]": Annotated[dict[Name, Nodes], typed(dict, "a mapping of node pool -> max nodes")],
+}
+
+
+def _fallback_type(declared: str) -> Any:
+    kind = _FALLBACK_TYPES.get(declared.replace("| None", "").strip(), Any)
+    return kind | None if declared.endswith("| None") else kind
+
+
+_FALLBACK_FIELDS: dict[str, Any] = {
+    f.name: (_fallback_type(str(f.type)), None) for f in dataclasses.fields(FallbackConfig)
+}
+FallbackFields: type[Doc] = create_model("FallbackFields", __base__=_FallbackFields, **_FALLBACK_FIELDS)
+
+STUDY_KEYS = keys_of(StudyDoc)
+VARIANT_KEYS = keys_of(VariantDoc)
+SETTINGS_KEYS = keys_of(Settings)
+POOL_KEYS = keys_of(NodePool)
+
+
+# -- the fields that name other files: read, then checked by their models ----------------------------------------
 def _substituted(text: str, source: str, env: dict[str, str]) -> str:
     """A manifest's text with the study's ``env`` substituted into its values (not into the YAML itself)."""
     if not env or "$" not in text:
@@ -288,45 +479,23 @@ def _capacity(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | No
         }
     try:
         CapacityProfile.model_validate(value)
-    except Exception as exc:  # pydantic ValidationError
-        errs = getattr(exc, "errors", None)
-        if errs:
-            e = errs()[0]
-            loc = ".".join(str(x) for x in e["loc"])
-            raise InputError(e["msg"], source=src, field=f"{fld} ({loc})" if loc else fld) from None
-        raise InputError(str(exc), source=src, field=fld) from None
+    except ValidationError as exc:
+        raise input_error(exc, src, field=fld) from None
     return value
 
 
 def _settings(value: Any, src: str, fld: str) -> dict[str, Any]:
     if value is None:
         return {}
-    if not isinstance(value, dict):
-        raise InputError(
-            "settings is a mapping (known keys: " + ", ".join(sorted(SETTINGS_KEYS)) + ")",
-            source=src,
-            field=fld,
-        )
-    refuse_unknown(value, SETTINGS_KEYS, src, fld, what="setting")
+    checked(Settings, value, src, field=fld)
     out = dict(value)
-    if "fallback" in out:
-        fb = out["fallback"]
-        if isinstance(fb, dict):
-            known = set(FallbackConfig.__dataclass_fields__)
-            refuse_unknown(fb, known, src, f"{fld}.fallback", what="fallback field")
-            for f in dataclasses.fields(FallbackConfig):
-                if f.name in fb:
-                    _fallback_field(fb[f.name], str(f.type), src, f"{fld}.fallback.{f.name}")
-            try:
-                FallbackConfig(**fb)
-            except (TypeError, ValueError) as exc:
-                raise InputError(str(exc), source=src, field=f"{fld}.fallback") from None
-        elif not isinstance(fb, bool):
-            raise InputError(
-                f"fallback is true, false or a mapping of FallbackConfig fields, got {fb!r}",
-                source=src,
-                field=f"{fld}.fallback",
-            )
+    fb = out.get("fallback")
+    if isinstance(fb, dict):
+        checked(FallbackFields, fb, src, field=f"{fld}.fallback")
+        try:
+            FallbackConfig(**fb)
+        except (TypeError, ValueError) as exc:
+            raise InputError(str(exc), source=src, field=f"{fld}.fallback") from None
     return out
 
 
@@ -341,25 +510,6 @@ def _kueue(value: Any, src: str, fld: str) -> str:
         raise InputError(message, source=src, field=fld) from None
 
 
-def _fallback_field(value: Any, typ: str, src: str, fld: str) -> None:
-    """A FallbackConfig field of the type its dataclass declares (seconds: finite, not negative)."""
-    if typ.endswith("| None") and value is None:
-        return
-    base = typ.replace("| None", "").strip()
-    if base == "bool":
-        boolean(value, src, fld)
-    elif base in ("float", "int"):
-        number(value, src, fld, 0, MAX_SECONDS)
-    elif base == "str":
-        string(value, src, fld, allow_number=False)
-    elif base.startswith("dict[str, int]"):
-        if not isinstance(value, dict):
-            raise InputError("a mapping of node pool -> max nodes", source=src, field=fld)
-        for k, v in value.items():
-            string(k, src, fld, allow_number=False)
-            whole(v, src, f"{fld}.{k}", 0, MAX_NODES)
-
-
 def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | None:
     if value is None:
         return None
@@ -367,94 +517,7 @@ def _cluster(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | Non
         path = ref_path(base, value, src, fld)
         value = _read_yaml(path, src, fld, "cluster file")
         src, fld = str(path), "cluster"
-    if not isinstance(value, dict):
-        raise InputError(
-            "the cluster is an object (project, location, name, nodePools) or `requests`",
-            source=src,
-            field=fld,
-        )
-    known = {
-        "project",
-        "location",
-        "name",
-        "version",
-        "nodePools",
-        "requests",
-        "machineType",
-        "nodes",
-        "addons",
-    }
-    refuse_unknown(value, known, src, fld)
-    addons = value.get("addons") or []
-    if not isinstance(addons, list):
-        raise InputError("addons is a list", source=src, field=f"{fld}.addons")
-    bad = unknown_key(addons, ADDONS)
-    if bad:
-        raise InputError(
-            f"unknown addon {bad!r} (known: {', '.join(ADDONS)})", source=src, field=f"{fld}.addons"
-        )
-    for key in ("project", "location", "name", "version", "machineType"):
-        if value.get(key) is not None:
-            string(value[key], src, f"{fld}.{key}")
-    if value.get("nodes") is not None:
-        whole(value["nodes"], src, f"{fld}.nodes", 0, MAX_NODES)
-    pools = value.get("nodePools") or []
-    if not isinstance(pools, list):
-        raise InputError("nodePools is a list", source=src, field=f"{fld}.nodePools")
-    for i, pool in enumerate(pools):
-        pfld = f"{fld}.nodePools[{i}]"
-        if not isinstance(pool, dict) or not pool.get("name") or not pool.get("machineType"):
-            raise InputError("a node pool needs a name and a machineType", source=src, field=pfld)
-        refuse_unknown(pool, POOL_KEYS, src, pfld)
-        for key in ("name", "machineType", "tpuTopology"):
-            if pool.get(key) is not None:
-                string(pool[key], src, f"{pfld}.{key}", allow_number=False)
-        for key in ("flexStart", "queuedProvisioning", "spot"):
-            if pool.get(key) is not None:
-                boolean(pool[key], src, f"{pfld}.{key}")
-        if pool.get("nodes") is not None:
-            whole(pool["nodes"], src, f"{pfld}.nodes", 0, MAX_NODES)
-        auto = pool.get("autoscaling")
-        if auto is not None:
-            if not isinstance(auto, dict):
-                raise InputError(
-                    "autoscaling is a mapping {min, max}", source=src, field=f"{pfld}.autoscaling"
-                )
-            refuse_unknown(auto, {"min", "max"}, src, f"{pfld}.autoscaling")
-            lo = whole(auto.get("min", 0), src, f"{pfld}.autoscaling.min", 0, MAX_NODES)
-            if auto.get("max") is not None:
-                hi = whole(auto["max"], src, f"{pfld}.autoscaling.max", 0, MAX_NODES)
-                if hi < lo:
-                    raise InputError(
-                        f"max ({hi}) is below min ({lo})", source=src, field=f"{pfld}.autoscaling.max"
-                    )
-        if pool.get("labels") is not None and not isinstance(pool["labels"], dict):
-            raise InputError("labels is a mapping", source=src, field=f"{pfld}.labels")
-        for key in ("taints", "locations"):
-            if pool.get(key) is not None and not isinstance(pool[key], list):
-                raise InputError(f"{key} is a list", source=src, field=f"{pfld}.{key}")
-    reqs = value.get("requests") or []
-    if not isinstance(reqs, list):
-        raise InputError("requests is a list of {method, path, body}", source=src, field=f"{fld}.requests")
-    for i, req in enumerate(reqs):
-        rfld = f"{fld}.requests[{i}]"
-        if (
-            not isinstance(req, dict)
-            or not isinstance(req.get("path"), str)
-            or not req["path"].startswith("/")
-        ):
-            raise InputError(
-                "a request is {method, path, body} with an absolute path", source=src, field=rfld
-            )
-        refuse_unknown(req, {"method", "path", "body"}, src, rfld)
-        if req.get("method", "POST") not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
-            raise InputError(
-                f"method must be GET, POST, PUT, PATCH or DELETE, got {req.get('method')!r}",
-                source=src,
-                field=f"{rfld}.method",
-            )
-        if req.get("body") is not None and not isinstance(req["body"], dict):
-            raise InputError("body is an object", source=src, field=f"{rfld}.body")
+    checked(Cluster, value, src, field=fld)
     return value
 
 
@@ -563,44 +626,27 @@ def load_study(
     base = p.parent
     if traffic.is_kueue_generator(doc):
         doc = {"name": p.parent.name or p.stem, "generator": p.name}
-    if not isinstance(doc, dict):
-        raise InputError("a simulation file is a YAML mapping", source=src)
-    refuse_unknown(doc, STUDY_KEYS, src, "")
-    name = string(doc["name"], src, "name") if doc.get("name") not in (None, "") else ""
-    study = Study(
-        name=name or p.parent.name or "simulation",
-        source=src,
-        description=string(doc["description"], src, "description") if doc.get("description") else "",
-    )
+    given = {"seed": seed, "replicas": replicas, "scale": scale}  # the command line's, checked as its own
+    if isinstance(doc, dict):
+        doc = {k: v for k, v in doc.items() if not (isinstance(k, str) and given.get(k) is not None)}
+    spec = checked(StudyDoc, doc, src)
+    study = Study(name=spec.name or p.parent.name or "simulation", source=src, description=spec.description)
     lo, hi = -(2**63), 2**63 - 1 - MAX_REPLICAS
-    study.seed = (
-        whole(seed, src, "--seed", lo, hi)
-        if seed is not None
-        else whole(doc.get("seed", 1), src, "seed", lo, hi)
-    )
+    study.seed = whole(seed, src, "--seed", lo, hi) if seed is not None else spec.seed
     study.replicas = (
-        whole(replicas, src, "--replicas", 1, MAX_REPLICAS)
-        if replicas is not None
-        else whole(doc.get("replicas", 1), src, "replicas", 1, MAX_REPLICAS)
+        whole(replicas, src, "--replicas", 1, MAX_REPLICAS) if replicas is not None else spec.replicas
     )
-    study.keep_finished = boolean(doc.get("keepFinished", False), src, "keepFinished")
-    if doc.get("until") is not None:
-        study.until = traffic.seconds(doc["until"], src, None, "until")
+    study.keep_finished = spec.keepFinished
+    study.until = spec.until
     scale_field = "--scale" if scale is not None else "scale"
-    scale = (
-        number(scale, src, "--scale", 1e-9, 1e9)
-        if scale is not None
-        else number(doc.get("scale", 1.0), src, "scale", 1e-9, 1e9)
-    )
-    study.env = _env(doc.get("env"), src)
-    base_manifests = _manifests(doc.get("manifests"), base, src, "manifests", study.env)
-    if ("trace" in doc) == ("generator" in doc):
-        raise InputError("give exactly one of `trace` or `generator`", source=src, field="trace")
-    if "trace" in doc:
+    scale = number(scale, src, "--scale", 1e-9, 1e9) if scale is not None else spec.scale
+    study.env = spec.env
+    base_manifests = _manifests(spec.manifests, base, src, "manifests", study.env)
+    if "trace" in spec.model_fields_set:
         _no_scale(scale, scale_field, src)
-        study.trace = traffic.read_trace(ref_path(base, doc["trace"], src, "trace"), source=src)
+        study.trace = traffic.read_trace(ref_path(base, spec.trace, src, "trace"), source=src)
     else:
-        gen = doc["generator"]
+        gen = spec.generator
         gsrc = src
         if isinstance(gen, str):
             gpath = ref_path(base, gen, src, "generator")
@@ -622,52 +668,31 @@ def load_study(
             study.source = src
         else:
             raise InputError("a generator is an object or a file", source=src, field="generator")
-    base_cluster = _cluster(doc.get("cluster"), base, src, "cluster")
-    base_capacity = _capacity(doc.get("capacity"), base, src, "capacity")
-    base_settings = _settings(doc.get("settings"), src, "settings")
-    base_kueue = _kueue(doc.get("kueue"), src, "kueue")
-    raw_variants = doc.get("variants") or [{"name": "default"}]
-    if not isinstance(raw_variants, list):
-        raise InputError("variants is a list", source=src, field="variants")
-    if len(raw_variants) > MAX_VARIANTS:
-        raise InputError(f"more than {MAX_VARIANTS} variants", source=src, field="variants")
-    seen = set()
-    for i, v in enumerate(raw_variants):
-        fld = f"variants[{i}]"
-        if not isinstance(v, dict) or not v.get("name"):
-            raise InputError("a variant needs a name", source=src, field=fld)
-        refuse_unknown(v, VARIANT_KEYS, src, fld)
-        if not isinstance(v["name"], str) or not _VARIANT_NAME.match(v["name"]):
-            raise InputError(
-                f"a variant's name is letters, digits, '.', '-' and '_' (it names the output files), got "
-                f"{str(v['name'])[:80]!r}",
-                source=src,
-                field=f"{fld}.name",
-            )
-        if v["name"] in seen:
-            raise InputError(f"duplicate variant name {v['name']!r}", source=src, field=f"{fld}.name")
-        seen.add(v["name"])
+    base_cluster = _cluster(spec.cluster, base, src, "cluster")
+    base_capacity = _capacity(spec.capacity, base, src, "capacity")
+    base_settings = _settings(spec.settings, src, "settings")
+    base_kueue = _kueue(spec.kueue, src, "kueue")
+    for i, v in enumerate(spec.variants):
+        fld, over = f"variants[{i}]", v.model_fields_set
         study.variants.append(
             Variant(
-                name=str(v["name"]),
-                cluster=_cluster(v["cluster"], base, src, f"{fld}.cluster")
-                if "cluster" in v
+                name=v.name,
+                cluster=_cluster(v.cluster, base, src, f"{fld}.cluster")
+                if "cluster" in over
                 else base_cluster,
                 manifests=(
-                    _manifests(v["manifests"], base, src, f"{fld}.manifests", study.env)
-                    if "manifests" in v
+                    _manifests(v.manifests, base, src, f"{fld}.manifests", study.env)
+                    if "manifests" in over
                     else base_manifests
                 ),
-                capacity=_capacity(v["capacity"], base, src, f"{fld}.capacity")
-                if "capacity" in v
+                capacity=_capacity(v.capacity, base, src, f"{fld}.capacity")
+                if "capacity" in over
                 else base_capacity,
-                description=string(v["description"], src, f"{fld}.description")
-                if v.get("description")
-                else "",
-                settings=_settings(v["settings"], src, f"{fld}.settings")
-                if "settings" in v
+                description=v.description,
+                settings=_settings(v.settings, src, f"{fld}.settings")
+                if "settings" in over
                 else dict(base_settings),
-                kueue=_kueue(v["kueue"], src, f"{fld}.kueue") if "kueue" in v else base_kueue,
+                kueue=_kueue(v.kueue, src, f"{fld}.kueue") if "kueue" in over else base_kueue,
             )
         )
     if variants:

@@ -16,8 +16,18 @@ and the LocalQueue opted in). The dimensions, each drawn or set per scenario:
 - **spot**: none, or a spot v6e flavor between on-demand and DWS (spot VMs preempted after 2 hours on average).
 
 ``family(n, seed)`` lists ``n`` scenarios: every stock-out pattern with tight and ample pools first, then the rest
-drawn. Used by ``bench/fallback_robustness.py`` and the fallback's property test. Imports nothing from flexq:
-it writes files.
+drawn. ``priority_family(n, seed)`` lists ``n`` more (``p00``, ``p01``, ...), drawn from a stream of their own so
+that ``family``'s scenarios keep every draw they had: **priorities as users set them** —
+
+- two or three WorkloadPriorityClasses (``high`` 1000, ``mid`` 500, ``low`` 100), the high class 10-50 % of the
+  jobs, ``withinClusterQueue: LowerPriority``;
+- one ClusterQueue, or two teams' ClusterQueues in a cohort (on-demand quota split between them, each may
+  borrow the other's; ``reclaimWithinCohort: Any``, ``borrowWithinCohort: LowerPriority``), the jobs half on each;
+- Kueue's default flavor fungibility (``whenCanPreempt: TryNextFlavor``: a job that would have to preempt on
+  on-demand goes to DWS), or ``whenCanPreempt: Preempt`` (it preempts lower-priority jobs on on-demand first).
+
+Used by ``bench/fallback_robustness.py`` and the fallback's property tests. Imports nothing from flexq: it writes
+files.
 """
 
 from __future__ import annotations
@@ -29,10 +39,12 @@ from typing import Any
 
 import yaml
 
-__all__ = ["Scenario", "family", "write_study", "STOCKOUTS"]
+__all__ = ["Scenario", "family", "priority_family", "write_study", "STOCKOUTS", "PRIORITY_CLASSES"]
 
 STOCKOUTS = ("none", "short-frequent", "long-rare", "whole-day")
 OPT_IN_LABEL = "fallback.flexq.dev/enabled"
+PRIORITY_CLASSES = {"high": 1000, "mid": 500, "low": 100}  # WorkloadPriorityClass -> value
+TEAMS = ("team-a", "team-b")  # the ClusterQueues of a cohort scenario (LocalQueue <team>-queue each)
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,11 @@ class Scenario:
     spot: bool = False
     days: float = 2.0  # days of traffic
     seed: int = 1  # the scenario's own draws (stock-out windows, traffic)
+    # priorities as users set them (``priority_family``); the defaults are ``family``'s two classes
+    classes: int = 2  # WorkloadPriorityClasses (2: high, low; 3: high, mid, low)
+    high_share: float = 0.3  # the high class's share of the jobs
+    cohort: bool = False  # two teams' ClusterQueues in a cohort, borrowing and reclaiming
+    preempt_first: bool = False  # whenCanPreempt: Preempt (preempt on on-demand before trying DWS)
 
     @property
     def has_stockout(self) -> bool:
@@ -63,7 +80,14 @@ class Scenario:
         if self.two_slice:
             parts.append(f"{self.two_slice:.0%} two-slice jobs")
         if self.priorities:
-            parts.append("priorities with preemption")
+            if self.classes == 2 and self.high_share == 0.3 and not self.cohort and not self.preempt_first:
+                parts.append("priorities with preemption")
+            else:
+                parts.append(
+                    f"{self.classes} priorities ({self.high_share:.0%} high)"
+                    + (", two ClusterQueues in a cohort" if self.cohort else "")
+                    + (", preempt before DWS" if self.preempt_first else "")
+                )
         if self.spot:
             parts.append("spot in the mix")
         return ", ".join(parts)
@@ -98,6 +122,55 @@ def family(n: int, seed: int = 1) -> list[Scenario]:
             )
         )
     return out
+
+
+def priority_family(n: int, seed: int = 1) -> list[Scenario]:
+    """``n`` scenarios with priorities as users set them (see the module docstring): the corners first (one
+    ClusterQueue or a cohort, Kueue's default fungibility or preempt-first, under short and whole-day stock-outs),
+    then drawn; mostly with stock-outs (where the fallback acts), some without."""
+    rng = random.Random(f"flexq-fallback-family-priorities:{seed}")
+    corners = [
+        (s, c, p) for s in ("short-frequent", "whole-day") for c in (False, True) for p in (False, True)
+    ]
+    out: list[Scenario] = []
+    for i in range(n):
+        if i < len(corners):
+            stock, cohort, first = corners[i]
+        else:
+            stock = rng.choice(
+                ("none", "short-frequent", "short-frequent", "long-rare", "long-rare", "whole-day")
+            )
+            cohort, first = rng.random() < 0.5, rng.random() < 0.5
+        out.append(
+            Scenario(
+                name=f"p{i:02d}",
+                stockout=stock,
+                dws_slices=rng.choice((1, 2, 4, 16)),
+                dws_wait=rng.choice(("short", "long")),
+                load=round(rng.uniform(0.4, 0.95), 2),
+                od_slices=rng.choice((1, 2, 2, 3)) if not cohort else rng.choice((2, 3, 4)),
+                two_slice=rng.choice((0.0, 0.0, 0.25)),
+                priorities=True,
+                spot=False,
+                days=2.0,
+                seed=rng.randrange(1, 10**6),
+                classes=rng.choice((2, 3)),
+                high_share=round(rng.uniform(0.1, 0.5), 2),
+                cohort=cohort,
+                preempt_first=first,
+            )
+        )
+    return out
+
+
+def shares(sc: Scenario) -> list[tuple[str, float]]:
+    """Each priority class and its share of the jobs (one unnamed class without priorities)."""
+    if not sc.priorities:
+        return [("", 1.0)]
+    if sc.classes == 2:
+        return [("high", sc.high_share), ("low", round(1 - sc.high_share, 4))]
+    rest = 1 - sc.high_share
+    return [("high", sc.high_share), ("mid", round(0.4 * rest, 4)), ("low", round(0.6 * rest, 4))]
 
 
 # -- the study ---------------------------------------------------------------------------------------------------
@@ -231,12 +304,11 @@ def _res(cpu: Any, memory: str, tpu: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
-    """The tutorial's dws-tpu-queue.yaml (as v1beta2: the twin runs Kueue 0.20.7), sized for the scenario (heads
-    for a team, plan A's slices)."""
-    n = sc.od_slices
+def _cluster_queue(sc: Scenario, name: str, slices: int, heads: int) -> dict[str, Any]:
+    """The tutorial's ClusterQueue with ``slices`` on-demand slices of quota and CPU for ``heads`` Ray heads."""
+    n = slices
     flavors = [
-        {"name": "default-cpu", "resources": _res(80, "160Gi", 0)},
+        {"name": "default-cpu", "resources": _res(heads, f"{2 * heads}Gi", 0)},
         {"name": "on-demand", "resources": _res(40 * n, f"{75 * n}Gi", 16 * n)},
     ]
     if sc.spot:
@@ -245,7 +317,7 @@ def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
     cq: dict[str, Any] = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "ClusterQueue",
-        "metadata": {"name": "cluster-queue"},
+        "metadata": {"name": name},
         "spec": {
             "namespaceSelector": {},
             "resourceGroups": [{"coveredResources": ["cpu", "memory", "google.com/tpu"], "flavors": flavors}],
@@ -254,21 +326,53 @@ def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
     }
     if sc.priorities:
         cq["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    if sc.cohort:
+        cq["spec"]["cohortName"] = "tpu"
+        cq["spec"]["preemption"].update(
+            reclaimWithinCohort="Any", borrowWithinCohort={"policy": "LowerPriority"}
+        )
+    if sc.preempt_first:
+        # v1beta2: try preempting in a flavor before the next one (v1beta1's Borrow/Preempt)
+        cq["spec"]["flavorFungibility"] = {
+            "whenCanBorrow": "MayStopSearch",
+            "whenCanPreempt": "MayStopSearch",
+        }
+    return cq
+
+
+def _local_queue(name: str, cq: str, opt_in: bool) -> dict[str, Any]:
     lq: dict[str, Any] = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "LocalQueue",
-        "metadata": {"namespace": "default", "name": "user-queue"},
-        "spec": {"clusterQueue": "cluster-queue"},
+        "metadata": {"namespace": "default", "name": name},
+        "spec": {"clusterQueue": cq},
     }
     if opt_in:
         lq["metadata"]["labels"] = {OPT_IN_LABEL: "true"}
+    return lq
+
+
+def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
+    """The tutorial's dws-tpu-queue.yaml, sized for the scenario (heads for a team, plan A's slices); in a cohort
+    scenario, one per team, plan A's slices split between them (the first team the odd one)."""
+    if sc.cohort:
+        a = (sc.od_slices + 1) // 2
+        queues = [
+            _cluster_queue(sc, TEAMS[0], a, 40),
+            _cluster_queue(sc, TEAMS[1], sc.od_slices - a, 40),
+            *(_local_queue(f"{t}-queue", t, opt_in) for t in TEAMS),
+        ]
+    else:
+        queues = [
+            _cluster_queue(sc, "cluster-queue", sc.od_slices, 80),
+            _local_queue("user-queue", "cluster-queue", opt_in),
+        ]
     docs = [
         _flavor("default-cpu", "default-pool"),
         _flavor("on-demand", "on-demand-pool"),
         *([_flavor("spot", "spot-pool")] if sc.spot else []),
         _flavor("dws", "dws-pool"),
-        cq,
-        lq,
+        *queues,
         {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "AdmissionCheck",
@@ -293,7 +397,8 @@ def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
         },
     ]
     if sc.priorities:
-        for name, value in (("high", 1000), ("low", 100)):
+        for name, _share in shares(sc):
+            value = PRIORITY_CLASSES[name]
             docs.append(
                 {
                     "apiVersion": "kueue.x-k8s.io/v1beta2",
@@ -379,19 +484,21 @@ def _generator(sc: Scenario) -> dict[str, Any]:
         for slices, share in ((1, 1 - sc.two_slice), (2, sc.two_slice)):
             if share <= 0:
                 continue
-            for prio, pshare in (("high", 0.3), ("low", 0.7)) if sc.priorities else (("", 1.0),):
-                entry: dict[str, Any] = {
-                    "name": f"{name}{'-2s' if slices == 2 else ''}{'-' + prio if prio else ''}",
-                    "weight": round(weight * share * pshare, 4),
-                    "kind": "RayJob",
-                    "template": f"rayjob-{slices}.yaml",
-                    "queue": "user-queue",
-                    "class": name,
-                    "run": {"lognormal": {"median": median, "sigma": sigma}},
-                }
-                if prio:
-                    entry["priority"] = prio
-                mix.append(entry)
+            for prio, pshare in shares(sc):
+                for team, tshare in ((t, 0.5) for t in TEAMS) if sc.cohort else (("", 1.0),):
+                    entry: dict[str, Any] = {
+                        "name": f"{name}{'-2s' if slices == 2 else ''}{'-' + prio if prio else ''}"
+                        f"{'-' + team if team else ''}",
+                        "weight": round(weight * share * pshare * tshare, 4),
+                        "kind": "RayJob",
+                        "template": f"rayjob-{slices}.yaml",
+                        "queue": f"{team}-queue" if team else "user-queue",
+                        "class": name,
+                        "run": {"lognormal": {"median": median, "sigma": sigma}},
+                    }
+                    if prio:
+                        entry["priority"] = prio
+                    mix.append(entry)
     return {
         "seed": sc.seed,
         "duration": f"{sc.days * 24:g}h",

@@ -10,10 +10,11 @@ import re
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from flexq.errors import InputError
-from flexq.simulate.inputs import parse_yaml, read_text
+from flexq.simulate.inputs import Refused, parse_yaml, read_text
+from flexq.simulate.schema import Doc, checked
 from flexq.simulate.study import Study
 
 MAX_POINTS = 1000
@@ -44,10 +45,8 @@ _REQUIRED = {
 }
 
 
-class Knob(BaseModel):
-    """One knob: what it turns (``kind`` and its target) and the values to try."""
-
-    model_config = ConfigDict(extra="forbid")
+class Knob(Doc):
+    """One knob: what it turns (``kind`` and its target) and the values to try (each of the kind's shape)."""
 
     name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][\w.\-]{0,40}$")
     kind: KnobKind
@@ -68,6 +67,17 @@ class Knob(BaseModel):
                 raise ValueError("a value is at most 10,000 characters of JSON")
         return values
 
+    @model_validator(mode="after")
+    def _complete(self) -> Knob:
+        for attr in _REQUIRED.get(self.kind, ()):
+            if not getattr(self, attr):
+                raise Refused(f"a {self.kind} knob needs {attr!r}")
+        for j, v in enumerate(self.values):
+            problem = _value_problem(self.kind, v)
+            if problem:
+                raise Refused(problem, at=("values", j))
+        return self
+
     def label(self) -> str:
         if self.name:
             return self.name
@@ -75,29 +85,36 @@ class Knob(BaseModel):
         return f"{self.kind}:{target}" if target else self.kind
 
 
-class Search(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Search(Doc):
     random: int = Field(ge=1, le=MAX_POINTS)
     seed: int = 1
 
 
-class SweepSpec(BaseModel):
+class SweepSpec(Doc):
     """A sweep file (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid")
-
+    shape = "a sweep file is a YAML mapping (base, replicas, search, knobs)"
     base: str | None = None
     replicas: int | None = Field(default=None, ge=1, le=64)
     search: Literal["grid"] | Search = "grid"
     knobs: list[Knob] = Field(min_length=1, max_length=20)
 
-
-def _loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+    @model_validator(mode="after")
+    def _bounded(self) -> SweepSpec:
+        names = set()
+        for i, k in enumerate(self.knobs):
+            if k.label() in names:
+                raise Refused(f"two knobs are named {k.label()!r}: give one a name", at=("knobs", i, "name"))
+            names.add(k.label())
+        grid = 1
+        for k in self.knobs:
+            grid *= len(k.values)
+        if self.search == "grid" and grid > MAX_POINTS:
+            raise Refused(
+                f"the grid has {grid:,} points, more than {MAX_POINTS:,}: use search: {{random: N}}",
+                at=("search",),
+            )
+        return self
 
 
 def load_sweep(path: str | Path | dict[str, Any], study: Study) -> SweepSpec:
@@ -109,78 +126,44 @@ def load_sweep(path: str | Path | dict[str, Any], study: Study) -> SweepSpec:
         p = Path(path)
         src = str(p)
         doc = parse_yaml(read_text(p, src, what="sweep file", field="--sweep"), src)
-    if not isinstance(doc, dict):
-        raise InputError("a sweep file is a YAML mapping (base, replicas, search, knobs)", source=src)
-    try:
-        spec = SweepSpec.model_validate(doc)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(
-            str(err.get("msg", "invalid")), source=src, field=_loc(tuple(err.get("loc", ())))
-        ) from None
-    names = set()
-    for i, k in enumerate(spec.knobs):
-        fld = f"knobs[{i}]"
-        for attr in _REQUIRED.get(k.kind, ()):
-            if not getattr(k, attr):
-                raise InputError(f"a {k.kind} knob needs {attr!r}", source=src, field=fld)
-        if k.label() in names:
-            raise InputError(
-                f"two knobs are named {k.label()!r}: give one a name", source=src, field=f"{fld}.name"
-            )
-        names.add(k.label())
-        _check_values(k, src, fld, study)
+    spec = checked(SweepSpec, doc, src)
     if spec.base is not None:
         try:
             study.variant(spec.base)
         except InputError as exc:
             raise InputError(exc.message, source=src, field="base") from None
-    grid = 1
-    for k in spec.knobs:
-        grid *= len(k.values)
-    if spec.search == "grid" and grid > MAX_POINTS:
-        raise InputError(
-            f"the grid has {grid:,} points, more than {MAX_POINTS:,}: use search: {{random: N}}",
-            source=src,
-            field="search",
-        )
-    return spec
-
-
-def _check_values(k: Knob, src: str, fld: str, study: Study) -> None:
-    for j, v in enumerate(k.values):
-        vf = f"{fld}.values[{j}]"
-        if k.kind in ("poolMax", "retryLimit") and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-            raise InputError(f"must be a whole number >= 0, got {v!r}", source=src, field=vf)
-        if k.kind == "nominalQuota" and (isinstance(v, bool) or not isinstance(v, (int, float, str))):
-            raise InputError(f"must be a quantity (16, 1.5, 75Gi), got {v!r}", source=src, field=vf)
-        if k.kind == "podsReadyTimeout" and not (
-            isinstance(v, str) and re.fullmatch(r"\d+(\.\d+)?(s|m|h)", v)
-        ):
-            raise InputError(f"must be a duration such as 10m, got {v!r}", source=src, field=vf)
-        if k.kind == "fallback" and not isinstance(v, (bool, dict)):
-            raise InputError(
-                f"must be true, false or a mapping of fallback settings, got {v!r}", source=src, field=vf
-            )
-        if k.kind == "flavorOrder" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
-            raise InputError(f"must be a list of flavor names, got {v!r}", source=src, field=vf)
-        if k.kind == "variant":
+    for i, k in enumerate(spec.knobs):  # a variant knob's values name the study's variants
+        for j, v in enumerate(k.values if k.kind == "variant" else ()):
             try:
                 study.variant(str(v))
             except InputError as exc:
-                raise InputError(exc.message, source=src, field=vf) from None
-        if k.kind == "manifests" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
-            raise InputError(f"must be a list of manifest files, got {v!r}", source=src, field=vf)
-        if k.kind == "object" and not (
-            isinstance(v, dict)
-            and isinstance(v.get("kind"), str)
-            and isinstance(v.get("apiVersion"), str)
-            and isinstance(v.get("metadata"), dict)
-            and isinstance(v["metadata"].get("name"), str)
-        ):
-            raise InputError(
-                "must be a whole object (apiVersion, kind, metadata.name, ...)", source=src, field=vf
-            )
+                raise InputError(exc.message, source=src, field=f"knobs[{i}].values[{j}]") from None
+    return spec
+
+
+def _value_problem(kind: str, v: Any) -> str:
+    """What is wrong with ``v`` as a value of a ``kind`` knob ("" when nothing is)."""
+    if kind in ("poolMax", "retryLimit") and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+        return f"must be a whole number >= 0, got {v!r}"
+    if kind == "nominalQuota" and (isinstance(v, bool) or not isinstance(v, (int, float, str))):
+        return f"must be a quantity (16, 1.5, 75Gi), got {v!r}"
+    if kind == "podsReadyTimeout" and not (isinstance(v, str) and re.fullmatch(r"\d+(\.\d+)?(s|m|h)", v)):
+        return f"must be a duration such as 10m, got {v!r}"
+    if kind == "fallback" and not isinstance(v, (bool, dict)):
+        return f"must be true, false or a mapping of fallback settings, got {v!r}"
+    if kind == "flavorOrder" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+        return f"must be a list of flavor names, got {v!r}"
+    if kind == "manifests" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+        return f"must be a list of manifest files, got {v!r}"
+    if kind == "object" and not (
+        isinstance(v, dict)
+        and isinstance(v.get("kind"), str)
+        and isinstance(v.get("apiVersion"), str)
+        and isinstance(v.get("metadata"), dict)
+        and isinstance(v["metadata"].get("name"), str)
+    ):
+        return "must be a whole object (apiVersion, kind, metadata.name, ...)"
+    return ""
 
 
 def points(spec: SweepSpec) -> list[dict[str, Any]]:
