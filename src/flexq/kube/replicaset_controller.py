@@ -61,8 +61,9 @@ class ReplicaSetController(Controller):
         super().__init__(ctx)
         self.cache = cache
         self.rng = ctx.rng("replicaset-controller")
-        self.refused: dict[str, int] = {}  # rs uid -> creations refused in a row
-        self.retry_at: dict[str, float] = {}  # rs uid -> when creating may be tried again
+        # (namespace, name) -> (uid, creations refused in a row, when creating may be tried again); forgotten
+        # when the ReplicaSet goes or its count is met, so a ReplicaSet of the same name starts afresh
+        self.backoff: dict[Key, tuple[str, int, float]] = {}
 
     def watches(self) -> list[Watch]:
         return [Watch("ReplicaSet"), Watch("Pod", _owner_rs)]
@@ -71,6 +72,7 @@ class ReplicaSetController(Controller):
         ns, name = key
         rs = self.store.peek("ReplicaSet", name, ns)  # read-only
         if rs is None or rs["metadata"].get("deletionTimestamp"):
+            self.backoff.pop(key, None)
             return None  # its pods go with it (store.gc)
         uid = rs["metadata"].get("uid", "")
         pods = [
@@ -79,7 +81,7 @@ class ReplicaSetController(Controller):
             if (controller_owner(p) or {}).get("uid") == uid and _active(p)
         ]
         now = self.ctx.now()
-        failure, wait = self._manage(rs, pods, now)
+        failure, wait = self._manage(key, rs, pods, now)
         status, wake = self._status(rs, pods, failure, now)
         if status != (rs.get("status") or {}):
             obj = {
@@ -96,14 +98,16 @@ class ReplicaSetController(Controller):
         return Result(requeue_after=min(waits)) if waits else None
 
     # -- step 2 -----------------------------------------------------------------------------------------
-    def _manage(self, rs: dict, pods: list[dict], now: float) -> tuple[str | None, float | None]:
+    def _manage(self, key: Key, rs: dict, pods: list[dict], now: float) -> tuple[str | None, float | None]:
         """Create or delete pods (``pods`` is changed to what is active afterwards). Returns the refusal
         (``KEEP``: nothing was tried, the condition stays as it is) and the back-off left."""
         uid = rs["metadata"].get("uid", "")
         diff = len(pods) - rules.desired_replicas(rs)
+        held = self.backoff.get(key)
+        if held is not None and (held[0] != uid or diff >= 0):
+            del self.backoff[key]  # another ReplicaSet of that name, or nothing left to create
+            held = None
         if diff > 0:
-            self.refused.pop(uid, None)
-            self.retry_at.pop(uid, None)
             surplus = sorted(pods, key=rules.deletion_order)[: min(diff, rules.MAX_PODS_PER_SYNC)]
             gone = {p["metadata"]["name"] for p in surplus}
             for pod in surplus:
@@ -119,12 +123,9 @@ class ReplicaSetController(Controller):
             pods[:] = [p for p in pods if p["metadata"]["name"] not in gone]
             return None, None
         if diff == 0:
-            self.refused.pop(uid, None)
-            self.retry_at.pop(uid, None)
             return None, None
-        retry = self.retry_at.get(uid)
-        if retry is not None and retry > now:
-            return KEEP, retry - now
+        if held is not None and held[2] > now:
+            return KEEP, held[2] - now
         want, made, batch = min(-diff, rules.MAX_PODS_PER_SYNC), 0, 1
         while made < want:  # slowStartBatch
             size = min(batch, want - made)
@@ -138,13 +139,11 @@ class ReplicaSetController(Controller):
             made += size
             batch *= 2
             if refusal is not None:
-                n = self.refused.get(uid, 0)
-                self.refused[uid] = n + 1
+                n = held[1] if held is not None else 0
                 delay = min(BACKOFF_MAX, BACKOFF_BASE * 2.0**n)
-                self.retry_at[uid] = now + delay
+                self.backoff[key] = (uid, n + 1, now + delay)
                 return refusal, delay
-        self.refused.pop(uid, None)
-        self.retry_at.pop(uid, None)
+        self.backoff.pop(key, None)
         return None, None
 
     def _create(self, rs: dict) -> tuple[dict | None, str | None]:
