@@ -50,6 +50,8 @@ ROOTS = {
     ("batch/v1", "Job"): "k8s.io.api.batch.v1.Job",
     ("scheduling.k8s.io/v1", "PriorityClass"): "k8s.io.api.scheduling.v1.PriorityClass",
     ("apps/v1", "Deployment"): "k8s.io.api.apps.v1.Deployment",
+    ("apps/v1", "ReplicaSet"): "k8s.io.api.apps.v1.ReplicaSet",
+    ("autoscaling/v1", "Scale"): "k8s.io.api.autoscaling.v1.Scale",
     ("rbac.authorization.k8s.io/v1", "Role"): "k8s.io.api.rbac.v1.Role",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "k8s.io.api.rbac.v1.RoleBinding",
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "k8s.io.api.rbac.v1.ClusterRole",

@@ -1,13 +1,18 @@
-"""apps/v1 Deployment and ReplicaSet: stored, defaulted and validated as the API server does; the controllers
-that act on them are ``flexq.kube.deployment_controller`` (Deployment -> ReplicaSet -> Pods, as kube-controller-manager's
-deployment and replicaset controllers do).
+"""apps/v1 Deployment and ReplicaSet: stored, defaulted and validated as the API server does.
+
+Their behaviour is ``flexq.kube.deployment_controller`` (a Deployment's ReplicaSets: the ``pod-template-hash``,
+revisions, Recreate and RollingUpdate, status and conditions) and ``flexq.kube.replicaset_controller`` (a
+ReplicaSet's pods and status), as kube-controller-manager's; the pods run on the twin's kubelet like any other
+(simulated: a ``restartPolicy: Always`` pod runs, Ready, until stopped). Both kinds serve the ``scale``
+subresource (``kubectl scale``) and ``status``.
 
 Defaults (``SetDefaults_Deployment``): ``replicas`` 1, ``strategy`` RollingUpdate with 25% max unavailable and
-surge, ``revisionHistoryLimit`` 10, ``progressDeadlineSeconds`` 600, the pod template's pod-spec defaults; a
-ReplicaSet's ``replicas`` 1. Validation (``ValidateDeploymentSpec``, ``ValidateReplicaSetSpec``): a non-empty
-``selector`` that matches the template's labels, a template whose ``restartPolicy`` is Always, non-negative
-counts, no ``rollingUpdate`` with the Recreate strategy; the selector cannot change. No behaviour. Must not
-import outside ``flexq.api``/``flexq.errors``.
+surge, ``revisionHistoryLimit`` 10, ``progressDeadlineSeconds`` 600, the pod template's pod-spec defaults.
+Validation (``ValidateDeploymentSpec``): a non-empty ``selector`` that matches the template's labels, a template
+whose ``restartPolicy`` is Always, non-negative counts, no ``rollingUpdate`` with the Recreate strategy; the
+selector cannot change. A ReplicaSet (``SetDefaults_ReplicaSet``, ``ValidateReplicaSetSpec``): ``replicas`` 1, a
+non-empty selector matching the template's labels, ``restartPolicy`` Always; its selector cannot change either.
+No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
 """
 
 from __future__ import annotations
@@ -61,30 +66,6 @@ def _matches(selector: LabelSelector, labels: dict[str, str]) -> bool:
     return True
 
 
-def _check_selector_and_template(selector: LabelSelector | None, template: PodTemplateSpec | None) -> None:
-    """A Deployment's and a ReplicaSet's shared rules (``ValidateDeploymentSpec``, ``ValidateReplicaSetSpec``):
-    a non-empty selector that matches the template's labels, a template whose ``restartPolicy`` is Always."""
-    if selector is None:
-        raise field_error("selector", "Required value", "FieldValueRequired")
-    if not selector.match_labels and not selector.match_expressions:
-        raise field_error("selector", "Invalid value: {}: empty selector is invalid for deployment")
-    if template is None:
-        return
-    labels = (template.metadata.labels if template.metadata else None) or {}
-    if not _matches(selector, labels):
-        raise field_error(
-            "template.metadata.labels",
-            f"Invalid value: {labels}: `selector` does not match template `labels`",
-        )
-    rp = template.spec.restart_policy
-    if rp != "Always":
-        raise field_error(
-            "template.spec.restartPolicy",
-            f'Unsupported value: "{rp}": supported values: "Always"',
-            "FieldValueNotSupported",
-        )
-
-
 class DeploymentStrategy(Loose):
     type: Literal["Recreate", "RollingUpdate"] | None = None
     rolling_update: dict[str, Any] | None = None
@@ -102,7 +83,7 @@ class DeploymentSpec(Loose):
 
     @model_validator(mode="after")
     def _check(self) -> DeploymentSpec:
-        _check_selector_and_template(self.selector, self.template)
+        _check_selector(self.selector, self.template, "deployment")
         if self.strategy and self.strategy.type == "Recreate" and self.strategy.rolling_update is not None:
             raise field_error(
                 "strategy.rollingUpdate",
@@ -119,8 +100,30 @@ class DeploymentSpec(Loose):
         return self
 
 
+def _check_selector(selector: LabelSelector | None, template: PodTemplateSpec, what: str) -> None:
+    """``ValidateDeploymentSpec`` / ``ValidateReplicaSetSpec``: a non-empty selector matching the template's
+    labels, a template whose ``restartPolicy`` is Always."""
+    if selector is None:
+        raise field_error("selector", "Required value", "FieldValueRequired")
+    if not selector.match_labels and not selector.match_expressions:
+        raise field_error("selector", f"Invalid value: {{}}: empty selector is invalid for {what}")
+    labels = (template.metadata.labels if template.metadata else None) or {}
+    if not _matches(selector, labels):
+        raise field_error(
+            "template.metadata.labels",
+            f"Invalid value: {labels}: `selector` does not match template `labels`",
+        )
+    rp = template.spec.restart_policy
+    if rp != "Always":
+        raise field_error(
+            "template.spec.restartPolicy",
+            f'Unsupported value: "{rp}": supported values: "Always"',
+            "FieldValueNotSupported",
+        )
+
+
 class Deployment(ObjectBase):
-    """An apps/v1 Deployment (its controller: ``flexq.kube.deployment_controller``)."""
+    """An apps/v1 Deployment (see the module docstring; its controller is ``flexq.kube.deployment_controller``)."""
 
     spec: DeploymentSpec
     status: dict[str, Any] | None = None
@@ -131,17 +134,7 @@ class Deployment(ObjectBase):
         return _defaulted(data, default_deployment, info)
 
 
-def validate_deployment(new: dict, old: dict | None) -> list[Cause]:
-    """``spec.selector`` is immutable in apps/v1."""
-    if old is None:
-        return []
-    sel, old_sel = (new.get("spec") or {}).get("selector"), (old.get("spec") or {}).get("selector")
-    if sel != old_sel:
-        return [Cause("spec.selector", "FieldValueInvalid", f"Invalid value: {sel}: field is immutable")]
-    return []
-
-
-def default_replica_set(rs: dict) -> None:
+def default_replicaset(rs: dict) -> None:
     spec = _dict(rs, "spec")
     if spec is None:
         return
@@ -155,18 +148,20 @@ def default_replica_set(rs: dict) -> None:
 
 class ReplicaSetSpec(Loose):
     replicas: Int32 | None = Field(default=None, ge=0)
-    min_ready_seconds: Int32 | None = Field(default=None, ge=0)
     selector: LabelSelector | None = None
-    template: PodTemplateSpec | None = None
+    template: PodTemplateSpec
+    min_ready_seconds: Int32 | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _check(self) -> ReplicaSetSpec:
-        _check_selector_and_template(self.selector, self.template)
+        _check_selector(
+            self.selector, self.template, "deployment"
+        )  # upstream's message says "deployment" too
         return self
 
 
 class ReplicaSet(ObjectBase):
-    """An apps/v1 ReplicaSet (its controller: ``flexq.kube.deployment_controller``)."""
+    """An apps/v1 ReplicaSet (its controller is ``flexq.kube.replicaset_controller``)."""
 
     spec: ReplicaSetSpec
     status: dict[str, Any] | None = None
@@ -174,7 +169,17 @@ class ReplicaSet(ObjectBase):
     @model_validator(mode="before")
     @classmethod
     def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
-        return _defaulted(data, default_replica_set, info)
+        return _defaulted(data, default_replicaset, info)
+
+
+def validate_deployment(new: dict, old: dict | None) -> list[Cause]:
+    """``spec.selector`` is immutable in apps/v1."""
+    if old is None:
+        return []
+    sel, old_sel = (new.get("spec") or {}).get("selector"), (old.get("spec") or {}).get("selector")
+    if sel != old_sel:
+        return [Cause("spec.selector", "FieldValueInvalid", f"Invalid value: {sel}: field is immutable")]
+    return []
 
 
 KINDS = [
@@ -192,6 +197,7 @@ KINDS = [
             PrinterColumn("Available", ".status.availableReplicas", "integer"),
             PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
         ],
+        scale_subresource=True,
     ),
     KindInfo(
         "apps",
@@ -200,12 +206,13 @@ KINDS = [
         {"v1": ReplicaSet},
         short_names=("rs",),
         categories=("all",),
-        validate=validate_deployment,  # the same rule: the selector is immutable
+        validate=validate_deployment,  # the same rule: spec.selector is immutable
         printer_columns=[
             PrinterColumn("Desired", ".spec.replicas", "integer"),
             PrinterColumn("Current", ".status.replicas", "integer"),
             PrinterColumn("Ready", ".status.readyReplicas", "integer"),
             PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
         ],
+        scale_subresource=True,
     ),
 ]

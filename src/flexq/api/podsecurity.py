@@ -328,11 +328,6 @@ def _failing(level: str, spec: dict) -> list[tuple[str, tuple[str, str]]]:
     return out
 
 
-def failed_checks(level: str, spec: dict) -> list[str]:
-    """The ids of the checks of ``level`` the pod spec fails (``runAsNonRoot``, ``capabilities_restricted``...)."""
-    return [check_id for check_id, _ in _failing(level, spec)]
-
-
 def violations(level: str, spec: dict) -> list[str]:
     """``reason (detail)`` for each check of ``level`` the pod spec fails, in the plugin's order."""
     return [f"{reason} ({detail})" if detail else reason for _, (reason, detail) in _failing(level, spec)]

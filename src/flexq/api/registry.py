@@ -83,6 +83,7 @@ class KindInfo:
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     status_subresource: bool = True
+    scale_subresource: bool = False  # serves ``/scale`` (autoscaling/v1 Scale over ``spec.replicas``)
     generation: bool = True  # metadata.generation kept (CRDs, Pods, Jobs, PodTemplates); not for ConfigMaps,
     # Services, Namespaces, Nodes, Events, whose registry strategies never set it
     to_storage: dict[str, Converter] = field(default_factory=dict)

@@ -1,630 +1,660 @@
-"""The apps/v1 Deployment and ReplicaSet controllers (kube-controller-manager's ``deployment`` and
-``replicaset`` controllers), so that a Deployment rolls out in the twin as on GKE: ``kubectl rollout status``,
-``kubectl get deploy,rs,pods``, a template change rolling to a new ReplicaSet, ``kubectl delete`` taking the
-ReplicaSets and pods with it (ownerReferences; the store's garbage collector).
+"""The apps/v1 Deployment controller (kube-controller-manager's ``deployment`` controller).
 
-**ReplicaSetController** owns a ReplicaSet's pods (``<rs>-<5 chars>`` from the ``replicaset-controller`` RNG
-stream, the template's labels, the ReplicaSet as controller owner) and its ``status`` (``replicas``,
-``fullyLabeledReplicas``, ``readyReplicas``, ``availableReplicas`` — Ready for ``minReadySeconds`` —,
-``observedGeneration``). Towards ``spec.replicas`` it creates at most 500 pods a sync in slow-start batches of
-1, 2, 4, ... that stop after a batch with a refusal (a pod the API server refused — Pod Security, a quota — is a
-``FailedCreate`` event and a back-off of 1 s doubling to 1 min, never a retry at the same instant), and deletes
-the extra ones, not-ready and unscheduled first (events ``SuccessfulCreate`` / ``SuccessfulDelete``).
+Owns Deployment ``status`` (``observedGeneration``, ``replicas``, ``updatedReplicas``, ``readyReplicas``,
+``availableReplicas``, ``unavailableReplicas``, ``collisionCount``, conditions ``Available``
+(``MinimumReplicasAvailable`` / ``MinimumReplicasUnavailable``), ``Progressing`` (``NewReplicaSetCreated``,
+``FoundNewReplicaSet``, ``ReplicaSetUpdated``, ``NewReplicaSetAvailable``, ``ProgressDeadlineExceeded``,
+``DeploymentPaused`` / ``DeploymentResumed``) and ``ReplicaFailure`` (the new ReplicaSet's)), its
+``deployment.kubernetes.io/revision`` annotation, the ReplicaSets it makes — ``<deployment>-<pod-template-hash>``
+(``deployment_rules.template_hash``) with the hash in their labels, selector and template, the revision and
+``desired-replicas`` / ``max-replicas`` annotations, an owner reference with ``controller: true`` and
+``blockOwnerDeletion`` (so ``store.gc`` cascades a deleted Deployment through them to their pods) — and their
+``spec.replicas``, and the ``ScalingReplicaSet`` events (``Scaled up replica set X from 0 to 1``). Each
+reconcile is ``syncDeployment``:
 
-**DeploymentController** owns the Deployment's ReplicaSets and its ``status``:
-1. the new ReplicaSet is ``<deployment>-<pod-template-hash>`` (the hash of the template, the
-   ``pod-template-hash`` label added to its selector, template and pods), created at the next revision
-   (``deployment.kubernetes.io/revision``, also set on the Deployment);
-2. ``RollingUpdate``: the new ReplicaSet grows while all pods stay within ``replicas + maxSurge`` (a percentage
-   rounded up), the old ones shrink while at least ``replicas - maxUnavailable`` (rounded down) stay available,
-   their unhealthy pods first (``NewRSNewReplicas``, ``reconcileOldReplicaSets``); ``Recreate``: the old ones go
-   to 0, and the new one is scaled up once their pods are gone;
-3. old ReplicaSets at 0 beyond ``revisionHistoryLimit`` are deleted, oldest first; a ``paused`` Deployment only
-   has its status kept;
-4. ``status``: ``observedGeneration``, ``replicas``, ``updatedReplicas``, ``readyReplicas``,
-   ``availableReplicas``, ``unavailableReplicas``, the conditions ``Available`` (MinimumReplicasAvailable /
-   MinimumReplicasUnavailable) and ``Progressing`` (NewReplicaSetCreated, FoundNewReplicaSet,
-   ReplicaSetUpdated, NewReplicaSetAvailable; ProgressDeadlineExceeded once ``progressDeadlineSeconds`` pass
-   without progress), with upstream's messages; events ``ScalingReplicaSet`` ("Scaled up replica set X from 0 to
-   3").
+1. A Deployment being deleted is left to the garbage collector. The paused conditions are written first
+   (``checkPausedConditions``).
+2. Paused, or a scaling event (an active ReplicaSet's ``desired-replicas`` differs from ``spec.replicas``):
+   ``sync`` — scale without rolling out (one active ReplicaSet takes the new count; a saturated new one has
+   the old ones go to 0; else every active one proportionally, by its ``max-replicas``, leftovers to the
+   largest), old ReplicaSets beyond ``revisionHistoryLimit`` deleted when paused, status.
+3. ``Recreate``: every old ReplicaSet to 0, then, once none of their pods is left, the new ReplicaSet
+   (created if missing) to ``spec.replicas``.
+4. ``RollingUpdate``: the new ReplicaSet (created if missing) scaled up within ``replicas + maxSurge`` pods in
+   all, then old ones scaled down keeping ``replicas - maxUnavailable`` available (unhealthy ones first,
+   oldest first); surge rounds up, unavailable down, and both 0 make unavailable 1. Once complete, old
+   ReplicaSets beyond ``revisionHistoryLimit`` (with no pods left) are deleted.
+5. Status (``syncRolloutStatus``): counts summed over the ReplicaSets; ``Progressing`` as upstream moves it,
+   ``ProgressDeadlineExceeded`` once ``progressDeadlineSeconds`` pass after the last progress (the reconcile asks
+   to be woken then).
 
-Not modelled: rollback (``kubectl rollout undo`` of an old revision's template), the ``scale`` subresource,
-hash collisions (``collisionCount``), adoption of orphaned ReplicaSets by selector. Must not import other domain
-packages.
+Not modelled: ``spec.rollbackTo`` (deprecated; ``kubectl rollout undo`` writes the old template itself, which
+works), adopting or releasing ReplicaSets by selector (only the ReplicaSets it made, by their controller
+reference, are its), the ``revision-history`` annotation. Must not import other domain packages.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
+import math
 from collections.abc import Iterable
-from typing import Any
 
-from flexq.api.jsoncopy import clone, clone_kept
 from flexq.clock import format_time, parse_time
-from flexq.errors import AlreadyExists, Conflict, Forbidden, Invalid, NotFound
-from flexq.kube.cache import ClusterCache
+from flexq.errors import AlreadyExists, Conflict, NotFound
+from flexq.kube import deployment_rules as rules
+from flexq.kube.cache import ClusterCache, controller_owner, is_terminal
 from flexq.runtime import Context, Controller, Result, Watch
-from flexq.semantics.conditions import is_true
-from flexq.semantics.owners import controller_owner
-from flexq.semantics.pods import is_terminal
 from flexq.store.store import WatchEvent
 
+OWNER_INDEX = "deployment-controller.owner"
+MAX_INT32 = 2**31 - 1
 Key = tuple[str, str]
-HASH_LABEL = "pod-template-hash"
-REVISION = "deployment.kubernetes.io/revision"
-MAX_PER_SYNC = 500  # the controllers' burstReplicas
-MAX_BACKOFF = 60.0
-_ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # rand.SafeEncodeString's alphabet
 
 
-def _owned_by(kind: str) -> Any:
-    def mapper(ev: WatchEvent) -> Iterable[Key]:
-        ref = controller_owner(ev.object)
-        if ref is None or ref.get("kind") != kind:
-            return []
-        return [(ev.object["metadata"].get("namespace") or "default", str(ref.get("name", "")))]
-
-    return mapper
+def _controller_uid(rs: dict) -> Iterable[str]:
+    ref = controller_owner(rs)
+    return [str(ref.get("uid"))] if ref is not None and ref.get("kind") == "Deployment" else []
 
 
-def _active(pod: dict) -> bool:
-    return not is_terminal(pod) and not pod["metadata"].get("deletionTimestamp")
+def _owner_deployment(ev: WatchEvent) -> Iterable[Key]:
+    ref = controller_owner(ev.object)
+    if ref is None or ref.get("kind") != "Deployment":
+        return []
+    return [(ev.object["metadata"].get("namespace") or "default", ref.get("name", ""))]
 
 
-def _ready_since(pod: dict) -> float | None:
-    for c in (pod.get("status") or {}).get("conditions") or ():
-        if c.get("type") == "Ready" and c.get("status") == "True":
-            when = c.get("lastTransitionTime")
-            return parse_time(when) if when else 0.0
-    return None
+def _replicas(rs: dict | None) -> int:
+    return int(((rs or {}).get("spec") or {}).get("replicas") or 0)
 
 
-def _owner_ref(obj: dict) -> dict:
-    return {
-        "apiVersion": obj["apiVersion"],
-        "kind": obj["kind"],
-        "name": obj["metadata"]["name"],
-        "uid": obj["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
+def _st(rs: dict | None, field: str) -> int:
+    return int(((rs or {}).get("status") or {}).get(field) or 0)
+
+
+def _created(rs: dict) -> tuple[float, str]:
+    ts = rs["metadata"].get("creationTimestamp")
+    return (parse_time(ts) if ts else 0.0, rs["metadata"]["name"])
+
+
+def _round(x: float) -> int:
+    """Go's ``math.Round`` (half away from zero)."""
+    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+
+
+def _has_deadline(dep: dict) -> bool:
+    pds = (dep.get("spec") or {}).get("progressDeadlineSeconds")
+    return pds is not None and pds != MAX_INT32
+
+
+def _condition(status: dict, ctype: str) -> dict | None:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == ctype), None)
+
+
+def _set_condition(status: dict, ctype: str, cstatus: str, reason: str, message: str, now: float) -> None:
+    """``SetDeploymentCondition``: the same status and reason leaves the condition alone; the same status keeps
+    its ``lastTransitionTime``."""
+    cur = _condition(status, ctype)
+    if cur is not None and cur.get("status") == cstatus and cur.get("reason") == reason:
+        return
+    t = format_time(now)
+    new = {
+        "type": ctype,
+        "status": cstatus,
+        "lastUpdateTime": t,
+        "lastTransitionTime": cur["lastTransitionTime"]
+        if cur is not None and cur.get("status") == cstatus
+        else t,
+        "reason": reason,
+        "message": message,
     }
+    status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != ctype] + [new]
 
 
-def _replicas(obj: dict) -> int:
-    n = (obj.get("spec") or {}).get("replicas")
-    return 1 if n is None else int(n)
+def _remove_condition(status: dict, ctype: str) -> None:
+    status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != ctype]
 
 
-def template_hash(template: dict) -> str:
-    """``ComputeHash``: FNV-1a (32 bits) of the template as JSON, its decimal digits safe-encoded."""
-    h = 0x811C9DC5
-    for byte in json.dumps(template, sort_keys=True, separators=(",", ":")).encode():
-        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return "".join(_ALNUM[int(d) % len(_ALNUM)] for d in str(h))
+class DeploymentController(Controller):
+    """apps/v1 Deployments: ReplicaSets, rollouts, status."""
 
-
-def _scaled(value: Any, total: int, round_up: bool) -> int:
-    """An int-or-percent of ``total`` (``GetScaledValueFromIntOrPercent``)."""
-    if isinstance(value, int):
-        return value
-    text = str(value or "0")
-    if text.endswith("%"):
-        try:
-            pct = int(text[:-1])
-        except ValueError:
-            return 0
-        whole, rest = divmod(pct * total, 100)
-        return whole + (1 if round_up and rest else 0)
-    try:
-        return int(text)
-    except ValueError:
-        return 0
-
-
-# -- ReplicaSets ----------------------------------------------------------------------------------------------
-class ReplicaSetController(Controller):
-    """apps/v1 ReplicaSets: their pods and status."""
-
-    name = "replicaset-controller"
+    name = "deployment-controller"
 
     def __init__(self, ctx: Context, cache: ClusterCache) -> None:
         super().__init__(ctx)
         self.cache = cache
-        self.rng = ctx.rng("replicaset-controller")
-        self.refused: dict[str, int] = {}  # ReplicaSet uid -> creations refused in a row
+        self.store.add_indexer("ReplicaSet", OWNER_INDEX, _controller_uid)
 
     def watches(self) -> list[Watch]:
-        return [Watch("ReplicaSet"), Watch("Pod", _owned_by("ReplicaSet"))]
-
-    def reconcile(self, key: Key) -> Result | None:
-        ns, name = key
-        rs = self.store.peek("ReplicaSet", name, ns)
-        if rs is None or rs["metadata"].get("deletionTimestamp"):
-            return None  # its pods go with it (garbage collection)
-        uid = rs["metadata"]["uid"]
-        pods = [
-            p
-            for p in self.cache.owned_pods(ns, "ReplicaSet", name)
-            if (controller_owner(p) or {}).get("uid") == uid and _active(p)
+        # a pod going away matters to a Recreate rollout waiting for the old pods to be gone (deletePod)
+        return [
+            Watch("Deployment"),
+            Watch("ReplicaSet", _owner_deployment),
+            Watch("Pod", self._pod_gone, predicate=lambda ev: ev.type == "DELETED"),
         ]
-        want = _replicas(rs)
-        wait: float | None = None
-        if len(pods) < want:
-            made, refused = self._create(rs, min(want - len(pods), MAX_PER_SYNC))
-            pods += made
-            if refused:
-                n = self.refused.get(uid, 0)
-                self.refused[uid] = n + 1
-                wait = min(MAX_BACKOFF, 2.0**n)
-            else:
-                self.refused.pop(uid, None)
-                if want - len(pods) > 0:
-                    wait = 1.0  # more than a sync's worth: the next 500 a second later
-        elif len(pods) > want:
-            extra = sorted(
-                pods,
-                key=lambda p: (
-                    bool((p.get("spec") or {}).get("nodeName")),
-                    is_true(p, "Ready"),
-                    p["metadata"]["name"],
-                ),
-            )[: min(len(pods) - want, MAX_PER_SYNC)]
-            self._delete(rs, extra)
-            gone = {p["metadata"]["name"] for p in extra}
-            pods = [p for p in pods if p["metadata"]["name"] not in gone]
-        avail_wait = self._status(rs, pods)
-        waits = [w for w in (wait, avail_wait) if w is not None]
-        return Result(requeue_after=min(waits)) if waits else None
 
-    def _create(self, rs: dict, count: int) -> tuple[list[dict], bool]:
-        """Slow start: batches of 1, 2, 4, ...; a batch with a refusal ends it."""
-        made: list[dict] = []
-        done, batch = 0, 1
-        while done < count:
-            size = min(batch, count - done)
-            refused = False
-            for _ in range(size):
-                pod = self._create_one(rs)
-                if pod is None:
-                    refused = True
-                else:
-                    made.append(pod)
-            done += size
-            batch *= 2
-            if refused:
-                return made, True
-        return made, False
+    def _pod_gone(self, ev: WatchEvent) -> Iterable[Key]:
+        ref = controller_owner(ev.object)
+        if ref is None or ref.get("kind") != "ReplicaSet":
+            return []
+        ns = ev.object["metadata"].get("namespace") or "default"
+        rs = self.store.peek("ReplicaSet", ref.get("name", ""), ns)
+        dref = controller_owner(rs) if rs is not None else None
+        return [(ns, dref.get("name", ""))] if dref is not None and dref.get("kind") == "Deployment" else []
 
-    def _create_one(self, rs: dict) -> dict | None:
-        meta = rs["metadata"]
-        template = (rs.get("spec") or {}).get("template") or {}
-        tmeta = template.get("metadata") or {}
-        base = f"{meta['name']}-"
-        for _ in range(5):
-            name = base + "".join(self.rng.choice(_ALNUM) for _ in range(5))
-            pod_meta: dict[str, Any] = {
-                "name": name,
-                "generateName": base,
-                "namespace": meta.get("namespace") or "default",
-                "labels": dict(tmeta.get("labels") or {}),
-                "ownerReferences": [_owner_ref(rs)],
-            }
-            if tmeta.get("annotations"):
-                pod_meta["annotations"] = dict(tmeta["annotations"])
-            if tmeta.get("finalizers"):
-                pod_meta["finalizers"] = list(tmeta["finalizers"])
-            pod = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": pod_meta,
-                "spec": clone(template.get("spec") or {}),
-            }
-            try:
-                stored = self.store.create(pod, take=True, copy_result=False)
-            except AlreadyExists:
-                continue
-            except (Forbidden, Invalid) as err:  # refused (admission, validation): upstream's FailedCreate
-                why = err.message.replace(f'"{name}"', f'"{base}"', 1)
-                self.events.record(rs, "Warning", "FailedCreate", f"Error creating: {why}")
-                return None
-            self.events.record(rs, "Normal", "SuccessfulCreate", f"Created pod: {name}")
-            return stored
-        return None
-
-    def _delete(self, rs: dict, pods: list[dict]) -> None:
-        for pod in pods:
-            try:
-                self.store.delete(
-                    "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], copy_result=False
-                )
-            except NotFound:
-                continue
-            self.events.record(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
-
-    def _status(self, rs: dict, pods: list[dict]) -> float | None:
-        """Write the counts; returns when a Ready pod will have been Ready for ``minReadySeconds``."""
-        now = self.ctx.now()
-        min_ready = (rs.get("spec") or {}).get("minReadySeconds") or 0
-        selector = ((rs.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-        ready = available = labelled = 0
-        soonest: float | None = None
-        for p in pods:
-            labels = p["metadata"].get("labels") or {}
-            labelled += all(labels.get(k) == v for k, v in selector.items())
-            since = _ready_since(p)
-            if since is None:
-                continue
-            ready += 1
-            if since + min_ready <= now:
-                available += 1
-            else:
-                left = since + min_ready - now
-                soonest = left if soonest is None else min(soonest, left)
-        status = {
-            "replicas": len(pods),
-            "fullyLabeledReplicas": labelled,
-            "readyReplicas": ready,
-            "availableReplicas": available,
-            "observedGeneration": rs["metadata"].get("generation", 1),
-        }
-        status = {k: v for k, v in status.items() if v or k in ("replicas", "observedGeneration")}
-        if status != (rs.get("status") or {}):
-            try:
-                self.store.update_status({**rs, "status": status}, take=True, copy_result=False)
-            except (NotFound, Conflict):
-                return None
-        return soonest
-
-
-# -- Deployments ----------------------------------------------------------------------------------------------
-def _condition(conds: list[dict], type_: str, status: str, reason: str, message: str, now: str) -> None:
-    """Set a Deployment condition: ``lastUpdateTime`` on every change of reason or message,
-    ``lastTransitionTime`` when the status flips (``SetDeploymentCondition``)."""
-    for c in conds:
-        if c.get("type") == type_:
-            if c.get("status") == status and c.get("reason") == reason and c.get("message") == message:
-                return
-            if c.get("status") != status:
-                c["lastTransitionTime"] = now
-            c.update(status=status, reason=reason, message=message, lastUpdateTime=now)
-            return
-    conds.append(
-        {
-            "type": type_,
-            "status": status,
-            "lastUpdateTime": now,
-            "lastTransitionTime": now,
-            "reason": reason,
-            "message": message,
-        }
-    )
-
-
-class DeploymentController(Controller):
-    """apps/v1 Deployments: their ReplicaSets, rollouts and status."""
-
-    name = "deployment-controller"
-
-    def watches(self) -> list[Watch]:
-        return [Watch("Deployment"), Watch("ReplicaSet", _owned_by("Deployment"))]
-
+    # -- syncDeployment -----------------------------------------------------------------------------
     def reconcile(self, key: Key) -> Result | None:
         ns, name = key
-        dep = self.store.peek("Deployment", name, ns)
+        dep = self.store.peek("Deployment", name, ns)  # read-only: writes build new objects
         if dep is None or dep["metadata"].get("deletionTimestamp"):
             return None
-        uid = dep["metadata"]["uid"]
-        spec = dep.get("spec") or {}
-        mine = [
-            rs
-            for rs in self.store.peek_list("ReplicaSet", ns, owner_uid=uid)
-            if (controller_owner(rs) or {}).get("uid") == uid and not rs["metadata"].get("deletionTimestamp")
-        ]
-        template = spec.get("template") or {}
-        tmpl_hash = template_hash(template)
-        new = next(
-            (rs for rs in mine if (rs["metadata"].get("labels") or {}).get(HASH_LABEL) == tmpl_hash), None
-        )
-        old = sorted(
-            (rs for rs in mine if rs is not new),
-            key=lambda rs: (rs["metadata"].get("creationTimestamp", ""), rs["metadata"]["name"]),
-        )
-        created = False
-        if not spec.get("paused"):
-            if new is None:
-                new = self._new_replica_set(dep, tmpl_hash, mine)
-                created = new is not None
-            if new is not None:
-                strategy = (spec.get("strategy") or {}).get("type") or "RollingUpdate"
-                if strategy == "Recreate":
-                    self._recreate(dep, new, old)
-                else:
-                    self._rolling(dep, new, old)
-                self._cleanup(dep, old)
-        return self._status(dep, new, old, created)
-
-    # -- the new ReplicaSet ---------------------------------------------------------------------------------
-    def _new_replica_set(self, dep: dict, tmpl_hash: str, mine: list[dict]) -> dict | None:
-        meta, spec = dep["metadata"], dep.get("spec") or {}
-        revision = 1 + max(
-            (int((rs["metadata"].get("annotations") or {}).get(REVISION, "0") or 0) for rs in mine), default=0
-        )
-        template = clone(spec.get("template") or {})
-        tmeta = template.setdefault("metadata", {})
-        tmeta["labels"] = {**(tmeta.get("labels") or {}), HASH_LABEL: tmpl_hash}
-        selector = clone(spec.get("selector") or {})
-        selector["matchLabels"] = {**(selector.get("matchLabels") or {}), HASH_LABEL: tmpl_hash}
-        rs_name = f"{meta['name']}-{tmpl_hash}"
-        rs = {
-            "apiVersion": "apps/v1",
-            "kind": "ReplicaSet",
-            "metadata": {
-                "name": rs_name,
-                "namespace": meta.get("namespace") or "default",
-                "labels": dict(tmeta["labels"]),
-                "annotations": {
-                    "deployment.kubernetes.io/desired-replicas": str(_replicas(dep)),
-                    "deployment.kubernetes.io/max-replicas": str(_replicas(dep) + self._surge(dep)),
-                    REVISION: str(revision),
-                },
-                "ownerReferences": [_owner_ref(dep)],
-            },
-            "spec": {
-                "replicas": 0,
-                "minReadySeconds": spec.get("minReadySeconds") or 0,
-                "selector": selector,
-                "template": template,
-            },
+        self.dep = dep
+        uid = dep["metadata"].get("uid", "")
+        self.rss: dict[str, dict] = {
+            rs["metadata"]["name"]: rs
+            for rs in sorted(self.store.peek_indexed("ReplicaSet", OWNER_INDEX, uid), key=_created)
+            if rs["metadata"]["namespace"] == ns
         }
+        self.status = {**(dep.get("status") or {})}
+        if self.status.get("conditions"):
+            self.status["conditions"] = [dict(c) for c in self.status["conditions"]]
+        self._paused_conditions()
         try:
-            stored = self.store.create(rs, take=True, copy_result=False)
-        except AlreadyExists:
-            return self.store.peek("ReplicaSet", rs_name, meta.get("namespace"))
-        except (Forbidden, Invalid) as err:
-            self.events.record(
-                dep, "Warning", "FailedCreate", f"Failed to create new replica set {rs_name!r}: {err}"
-            )
-            return None
-        if (meta.get("annotations") or {}).get(REVISION) != str(revision):
-            with contextlib.suppress(NotFound):
-                self.store.patch(
-                    "Deployment",
-                    meta["name"],
-                    {"metadata": {"annotations": {REVISION: str(revision)}}},
-                    meta.get("namespace"),
-                    validate=False,
-                )
-        return stored
+            if dep["spec"].get("paused") or self._scaling_event():
+                return self._sync()
+            if (dep["spec"].get("strategy") or {}).get("type") == "Recreate":
+                return self._recreate()
+            return self._rolling()
+        except Conflict:
+            return Result(requeue_after=0.005)  # a stale read: again at once, as the queue's retry does
 
-    # -- scaling ----------------------------------------------------------------------------------------------
-    def _surge(self, dep: dict) -> int:
-        strategy = (dep.get("spec") or {}).get("strategy") or {}
-        if (strategy.get("type") or "RollingUpdate") != "RollingUpdate":
-            return 0
-        ru = strategy.get("rollingUpdate") or {}
-        return _scaled(ru.get("maxSurge", "25%"), _replicas(dep), True)
-
-    def _unavailable(self, dep: dict) -> int:
-        strategy = (dep.get("spec") or {}).get("strategy") or {}
-        if (strategy.get("type") or "RollingUpdate") != "RollingUpdate":
-            return 0
-        ru = strategy.get("rollingUpdate") or {}
-        surge = self._surge(dep)
-        unavailable = _scaled(ru.get("maxUnavailable", "25%"), _replicas(dep), False)
-        if surge == 0 and unavailable == 0:
-            unavailable = 1  # ResolveFenceposts: never both 0
-        return min(unavailable, _replicas(dep))
-
-    def _scale(self, dep: dict, rs: dict, to: int) -> dict:
-        have = _replicas(rs)
-        if have == to:
-            return rs
-        try:
-            stored = self.store.patch(
-                "ReplicaSet",
-                rs["metadata"]["name"],
-                {
-                    "metadata": {
-                        "annotations": {
-                            "deployment.kubernetes.io/desired-replicas": str(_replicas(dep)),
-                            "deployment.kubernetes.io/max-replicas": str(_replicas(dep) + self._surge(dep)),
-                        }
-                    },
-                    "spec": {"replicas": to},
-                },
-                rs["metadata"].get("namespace"),
-                validate=False,
-            )
-        except NotFound:
-            return rs
-        way = "up" if to > have else "down"
-        self.events.record(
-            dep,
-            "Normal",
-            "ScalingReplicaSet",
-            f"Scaled {way} replica set {rs['metadata']['name']} from {have} to {to}",
-        )
-        return stored
-
-    def _rolling(self, dep: dict, new: dict, old: list[dict]) -> None:
-        want = _replicas(dep)
-        every = [new, *old]
-        # NewRSNewReplicas: grow the new one while all pods stay within replicas + maxSurge
-        current = sum(_replicas(rs) for rs in every)
-        if not old:
-            new = self._scale(dep, new, want)
-        elif _replicas(new) < want:
-            room = want + self._surge(dep) - current
-            if room > 0:
-                new = self._scale(dep, new, _replicas(new) + min(room, want - _replicas(new)))
-        elif _replicas(new) > want:
-            new = self._scale(dep, new, want)
-        # reconcileOldReplicaSets: shrink the old ones while replicas - maxUnavailable stay available
-        if not old:
+    def _paused_conditions(self) -> None:
+        if not _has_deadline(self.dep):
             return
-        min_available = want - self._unavailable(dep)
-        all_pods = sum(_replicas(rs) for rs in [new, *old])
-        new_unavailable = _replicas(new) - int((new.get("status") or {}).get("availableReplicas", 0))
-        budget = all_pods - min_available - new_unavailable
-        if budget <= 0:
+        cond = _condition(self.status, rules.PROGRESSING)
+        if cond is not None and cond.get("reason") == rules.TIMED_OUT:
             return
-        scaled = []
-        for rs in old:  # their unhealthy pods first, oldest ReplicaSet first
-            unhealthy = _replicas(rs) - int((rs.get("status") or {}).get("availableReplicas", 0))
-            cut = min(max(0, unhealthy), budget)
-            if cut:
-                rs = self._scale(dep, rs, _replicas(rs) - cut)
-                budget -= cut
-            scaled.append(rs)
-        available = sum(int((rs.get("status") or {}).get("availableReplicas", 0)) for rs in [new, *scaled])
-        budget = min(budget, available - min_available)
-        for rs in scaled:
-            if budget <= 0:
-                break
-            cut = min(_replicas(rs), budget)
-            if cut:
-                self._scale(dep, rs, _replicas(rs) - cut)
-                budget -= cut
-
-    def _recreate(self, dep: dict, new: dict, old: list[dict]) -> None:
-        running = False
-        for rs in old:
-            if _replicas(rs):
-                self._scale(dep, rs, 0)
-                running = True
-            elif int((rs.get("status") or {}).get("replicas", 0)):
-                running = True
-        if not running:
-            self._scale(dep, new, _replicas(dep))
-
-    def _cleanup(self, dep: dict, old: list[dict]) -> None:
-        limit = (dep.get("spec") or {}).get("revisionHistoryLimit")
-        limit = 10 if limit is None else limit
-        idle = [
-            rs for rs in old if not _replicas(rs) and not int((rs.get("status") or {}).get("replicas", 0))
-        ]
-        for rs in idle[: max(0, len(idle) - limit)]:
-            try:
-                self.store.delete("ReplicaSet", rs["metadata"]["name"], rs["metadata"].get("namespace"))
-            except NotFound:
-                continue
-
-    # -- status -----------------------------------------------------------------------------------------------
-    def _status(self, dep: dict, new: dict | None, old: list[dict], created: bool) -> Result | None:
+        paused_cond = cond is not None and cond.get("reason") == rules.PAUSED
         now = self.ctx.now()
-        stamp = format_time(now)
-        want = _replicas(dep)
-        every = [rs for rs in [new, *old] if rs is not None]
-        counts = {
-            k: sum(int((rs.get("status") or {}).get(k, 0)) for rs in every)
-            for k in (
-                "replicas",
-                "readyReplicas",
-                "availableReplicas",
+        if self.dep["spec"].get("paused") and not paused_cond:
+            _set_condition(
+                self.status, rules.PROGRESSING, "Unknown", rules.PAUSED, "Deployment is paused", now
             )
-        }
-        updated = int(((new or {}).get("status") or {}).get("replicas", 0))
-        status = clone_kept(dep.get("status") or {})
-        before = {
-            k: status.get(k) for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")
-        }
-        status.update(
-            observedGeneration=dep["metadata"].get("generation", 1),
-            replicas=counts["replicas"],
-            updatedReplicas=updated,
-            readyReplicas=counts["readyReplicas"],
-            availableReplicas=counts["availableReplicas"],
-            unavailableReplicas=max(0, want - counts["availableReplicas"]),
+        elif not self.dep["spec"].get("paused") and paused_cond:
+            _set_condition(
+                self.status, rules.PROGRESSING, "Unknown", rules.RESUMED, "Deployment is resumed", now
+            )
+
+    # -- ReplicaSets ----------------------------------------------------------------------------------
+    def _new_and_old(self, create: bool) -> tuple[dict | None, list[dict]]:
+        """``getAllReplicaSetsAndSyncRevision``."""
+        template = self.dep["spec"].get("template") or {}
+        rss = list(self.rss.values())
+        new = next(
+            (rs for rs in rss if rules.same_template(rs["spec"].get("template") or {}, template)), None
         )
-        for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas"):
-            if not status[k]:
-                del status[k]
-        conds: list[dict] = status.setdefault("conditions", [])
-        if counts["availableReplicas"] >= want - self._unavailable(dep):
-            _condition(
-                conds,
-                "Available",
-                "True",
-                "MinimumReplicasAvailable",
-                "Deployment has minimum availability.",
-                stamp,
+        old = [rs for rs in rss if rs is not new]
+        rev = max((rules.revision(rs) for rs in old), default=0) + 1
+        now = self.ctx.now()
+        if new is not None:
+            if rules.revision(new) < rev or (new["spec"].get("minReadySeconds") or 0) != (
+                self.dep["spec"].get("minReadySeconds") or 0
+            ):
+                obj = {**new, "metadata": {**new["metadata"]}, "spec": {**new["spec"]}}
+                if rules.revision(new) < rev:
+                    obj["metadata"]["annotations"] = {
+                        **(new["metadata"].get("annotations") or {}),
+                        rules.ANN_REVISION: str(rev),
+                    }
+                obj["spec"]["minReadySeconds"] = self.dep["spec"].get("minReadySeconds") or 0
+                if not obj["spec"]["minReadySeconds"]:
+                    del obj["spec"]["minReadySeconds"]
+                new = self._write_rs(obj)
+            if _has_deadline(self.dep) and _condition(self.status, rules.PROGRESSING) is None:
+                msg = f'Found new replica set "{new["metadata"]["name"]}"'
+                _set_condition(self.status, rules.PROGRESSING, "True", rules.FOUND_NEW_RS, msg, now)
+            self._set_revision(rules.revision(new))
+            return new, old
+        if not create:
+            return None, old
+        count = self.status.get("collisionCount")
+        pod_hash = rules.template_hash(template, count)
+        replicas = self._new_rs_replicas(rss, None)
+        rs = rules.new_replicaset(self.dep, pod_hash, replicas, rev)
+        try:
+            new = self.store.create(rs, validate=False, take=True, copy_result=False)
+        except AlreadyExists:
+            have = self.store.peek("ReplicaSet", rs["metadata"]["name"], rs["metadata"]["namespace"])
+            if (
+                have is not None
+                and (controller_owner(have) or {}).get("uid") == self.dep["metadata"].get("uid")
+                and rules.same_template(have["spec"].get("template") or {}, template)
+            ):
+                self.rss[have["metadata"]["name"]] = have
+                return have, old
+            # a hash collision: the next collisionCount gives another name (the status write wakes us)
+            self.status["collisionCount"] = (count or 0) + 1
+            raise _Collision() from None
+        self.rss[new["metadata"]["name"]] = new
+        if replicas > 0:
+            self.events.record(
+                self.dep,
+                "Normal",
+                "ScalingReplicaSet",
+                f"Scaled up replica set {new['metadata']['name']} from 0 to {replicas}",
             )
+        if _has_deadline(self.dep):
+            msg = f'Created new replica set "{new["metadata"]["name"]}"'
+            _set_condition(self.status, rules.PROGRESSING, "True", rules.NEW_RS_CREATED, msg, now)
+        self._set_revision(rev)
+        return new, old
+
+    def _set_revision(self, rev: int) -> None:
+        anns = self.dep["metadata"].get("annotations") or {}
+        if anns.get(rules.ANN_REVISION) == str(rev):
+            return
+        obj = {
+            **self.dep,
+            "metadata": {**self.dep["metadata"], "annotations": {**anns, rules.ANN_REVISION: str(rev)}},
+        }
+        self.dep = self.store.update(obj, validate=False, take=True, copy_result=False)
+
+    def _write_rs(self, obj: dict) -> dict:
+        stored = self.store.update(obj, validate=False, take=True, copy_result=False)
+        self.rss[stored["metadata"]["name"]] = stored
+        return stored
+
+    def _scale_rs(self, rs: dict, count: int, op: str | None = None) -> tuple[bool, dict]:
+        """``scaleReplicaSet``: ``spec.replicas`` and the replica annotations, and the event when the size
+        changed. ``op`` None: ``up`` or ``down`` by the change (``scaleReplicaSetAndRecordEvent``, which does
+        nothing when the size is right)."""
+        before = _replicas(rs)
+        if op is None:
+            if before == count:
+                return False, rs
+            op = "up" if before < count else "down"
+        want_anns = rules.replica_annotations(self.dep)
+        anns = rs["metadata"].get("annotations") or {}
+        if before == count and all(anns.get(k) == v for k, v in want_anns.items()):
+            return False, rs
+        obj = {
+            **rs,
+            "metadata": {**rs["metadata"], "annotations": {**anns, **want_anns}},
+            "spec": {**rs["spec"], "replicas": count},
+        }
+        stored = self._write_rs(obj)
+        if before != count:
+            self.events.record(
+                self.dep,
+                "Normal",
+                "ScalingReplicaSet",
+                f"Scaled {op} replica set {rs['metadata']['name']} from {before} to {count}",
+            )
+        return before != count, stored
+
+    def _new_rs_replicas(self, all_rss: list[dict], new: dict | None) -> int:
+        """``NewRSNewReplicas``."""
+        desired = rules.desired_replicas(self.dep)
+        if not rules.is_rolling(self.dep):
+            return desired
+        surge = rules.max_surge(self.dep)
+        current = sum(_replicas(rs) for rs in all_rss)
+        max_total = desired + surge
+        if current >= max_total:
+            return _replicas(new)
+        return _replicas(new) + min(max_total - current, desired - _replicas(new))
+
+    def _cleanup(self, old: list[dict]) -> None:
+        """``cleanupDeployment``: old ReplicaSets beyond ``revisionHistoryLimit`` that have no pods."""
+        limit = self.dep["spec"].get("revisionHistoryLimit")
+        if limit is None:
+            return
+        alive = [rs for rs in old if not rs["metadata"].get("deletionTimestamp")]
+        diff = len(alive) - int(limit)
+        if diff <= 0:
+            return
+        for rs in sorted(alive, key=lambda r: (rules.revision(r), _created(r)))[:diff]:
+            if (
+                _st(rs, "replicas")
+                or _replicas(rs)
+                or rs["metadata"].get("generation", 1) > _st(rs, "observedGeneration")
+            ):
+                continue
+            with contextlib.suppress(NotFound):
+                self.store.delete("ReplicaSet", rs["metadata"]["name"], rs["metadata"]["namespace"])
+            self.rss.pop(rs["metadata"]["name"], None)
+
+    # -- sync: paused or scaling ----------------------------------------------------------------------
+    def _scaling_event(self) -> bool:
+        desired = str(rules.desired_replicas(self.dep))
+        for rs in self.rss.values():
+            want = (rs["metadata"].get("annotations") or {}).get(rules.ANN_DESIRED)
+            if _replicas(rs) > 0 and want is not None and want != desired:
+                return True
+        return False
+
+    def _sync(self) -> Result | None:
+        try:
+            new, old = self._new_and_old(create=False)
+        except _Collision:
+            return self._write_status(None)
+        self._scale(new, old)
+        if self.dep["spec"].get("paused"):
+            self._cleanup([self.rss.get(rs["metadata"]["name"], rs) for rs in old])
+        return self._write_status(self._current(new), progress=False)
+
+    def _current(self, rs: dict | None) -> dict | None:
+        return None if rs is None else self.rss.get(rs["metadata"]["name"], rs)
+
+    def _scale(self, new: dict | None, old: list[dict]) -> None:
+        desired = rules.desired_replicas(self.dep)
+        all_rss = ([new] if new is not None else []) + old
+        active = [rs for rs in all_rss if _replicas(rs) > 0]
+        if new is not None or old:
+            pick = None
+            if len(active) == 1:
+                pick = active[0]
+            elif not active:
+                pick = new if new is not None else sorted(old, key=_created)[-1]
+            if pick is not None:
+                self._scale_rs(pick, desired)
+                return
+        if new is not None and self._saturated(new):
+            for rs in old:
+                if _replicas(rs) > 0:
+                    self._scale_rs(rs, 0)
+            return
+        if not rules.is_rolling(self.dep):
+            return
+        allowed = desired + rules.max_surge(self.dep) if desired > 0 else 0
+        to_add = allowed - sum(_replicas(rs) for rs in active)
+        if to_add > 0:  # ReplicaSetsBySizeNewer
+            active.sort(key=lambda r: (-_replicas(r), -_created(r)[0], r["metadata"]["name"]))
+        elif to_add < 0:  # ReplicaSetsBySizeOlder
+            active.sort(key=lambda r: (-_replicas(r), _created(r)))
+        op = "up" if to_add > 0 else "down" if to_add < 0 else None
+        added, sizes = 0, {}
+        for rs in active:
+            proportion = self._proportion(rs, to_add, added) if to_add else 0
+            sizes[rs["metadata"]["name"]] = _replicas(rs) + proportion
+            added += proportion
+        for i, rs in enumerate(active):
+            n = rs["metadata"]["name"]
+            if i == 0 and to_add:
+                sizes[n] = max(0, sizes[n] + to_add - added)
+            self._scale_rs(rs, sizes[n], op or "up")
+
+    def _proportion(self, rs: dict, to_add: int, added: int) -> int:
+        """``GetProportion`` with ``getReplicaSetFraction``."""
+        if _replicas(rs) == 0 or to_add == 0 or to_add == added:
+            return 0
+        desired = rules.desired_replicas(self.dep)
+        if desired == 0:
+            fraction = -_replicas(rs)
         else:
-            _condition(
-                conds,
-                "Available",
-                "False",
-                "MinimumReplicasUnavailable",
-                "Deployment does not have minimum availability.",
-                stamp,
-            )
-        wait: float | None = None
-        rs_name = new["metadata"]["name"] if new is not None else ""
-        complete = (
-            new is not None
-            and updated == want
-            and counts["replicas"] == want
-            and counts["availableReplicas"] >= want
-        )
-        progressing = next((c for c in conds if c.get("type") == "Progressing"), None)
-        deadline = (dep.get("spec") or {}).get("progressDeadlineSeconds")
-        moved = before != {k: status.get(k) for k in before}
-        if (dep.get("spec") or {}).get("paused"):
-            _condition(conds, "Progressing", "Unknown", "DeploymentPaused", "Deployment is paused", stamp)
-        elif complete:
-            _condition(
-                conds,
-                "Progressing",
-                "True",
-                "NewReplicaSetAvailable",
-                f'ReplicaSet "{rs_name}" has successfully progressed.',
-                stamp,
-            )
-        elif created:
-            _condition(
-                conds,
-                "Progressing",
-                "True",
-                "NewReplicaSetCreated",
-                f'Created new replica set "{rs_name}"',
-                stamp,
-            )
-        elif new is not None and (moved or progressing is None):
-            if progressing is not None and progressing.get("reason") == "ReplicaSetUpdated":
-                progressing["lastUpdateTime"] = stamp  # progress: the deadline counts from now
-            else:
-                _condition(
-                    conds,
-                    "Progressing",
-                    "True",
-                    "ReplicaSetUpdated",
-                    f'ReplicaSet "{rs_name}" is progressing.',
-                    stamp,
-                )
-        progressing = next((c for c in conds if c.get("type") == "Progressing"), None)
-        if (
-            deadline is not None
-            and not complete
-            and progressing is not None
-            and progressing.get("status") == "True"
-            and progressing.get("reason") != "NewReplicaSetAvailable"
-        ):
-            left = parse_time(progressing["lastUpdateTime"]) + deadline - now
-            if left <= 0:
-                _condition(
-                    conds,
-                    "Progressing",
-                    "False",
-                    "ProgressDeadlineExceeded",
-                    f'ReplicaSet "{rs_name}" has timed out progressing.',
-                    stamp,
-                )
-            else:
-                wait = left
-        if status != (dep.get("status") or {}):
+            max_now = desired + rules.max_surge(self.dep)
             try:
-                self.store.update_status({**dep, "status": status}, take=True, copy_result=False)
-            except (NotFound, Conflict):
-                return None
-        return Result(requeue_after=wait) if wait is not None else None
+                before = int((rs["metadata"].get("annotations") or {}).get(rules.ANN_MAX, "0"))
+            except ValueError:
+                before = 0
+            if before == 0:
+                before = int(self.status.get("replicas") or 0)
+            fraction = 0 if before == 0 else _round(_replicas(rs) * max_now / before) - _replicas(rs)
+        allowed = to_add - added
+        return min(fraction, allowed) if to_add > 0 else max(fraction, allowed)
+
+    def _saturated(self, rs: dict) -> bool:
+        desired = rules.desired_replicas(self.dep)
+        want = (rs["metadata"].get("annotations") or {}).get(rules.ANN_DESIRED)
+        return want == str(desired) and _replicas(rs) == desired and _st(rs, "availableReplicas") == desired
+
+    # -- Recreate -------------------------------------------------------------------------------------
+    def _recreate(self) -> Result | None:
+        try:
+            new, old = self._new_and_old(create=False)
+            scaled = False
+            for rs in old:
+                if _replicas(rs) > 0:
+                    scaled = self._scale_rs(rs, 0)[0] or scaled
+            if scaled or self._old_pods_running(new, old):
+                return self._write_status(self._current(new))
+            if new is None:
+                new, old = self._new_and_old(create=True)
+        except _Collision:
+            return self._write_status(None)
+        assert new is not None  # made when missing
+        new = self._scale_rs(new, rules.desired_replicas(self.dep))[1]
+        if self._complete(self.dep.get("status") or {}):
+            self._cleanup([self.rss.get(rs["metadata"]["name"], rs) for rs in old])
+        return self._write_status(new)
+
+    def _old_pods_running(self, new: dict | None, old: list[dict]) -> bool:
+        """``oldPodsRunning``: an old ReplicaSet still counts pods, or one of its pods has not finished."""
+        if any(_st(self.rss.get(rs["metadata"]["name"], rs), "replicas") for rs in old):
+            return True
+        ns = self.dep["metadata"]["namespace"]
+        for rs in old:
+            uid = rs["metadata"].get("uid")
+            for pod in self.cache.owned_pods(ns, "ReplicaSet", rs["metadata"]["name"]):
+                if (controller_owner(pod) or {}).get("uid") == uid and not is_terminal(pod):
+                    return True
+        return False
+
+    # -- RollingUpdate --------------------------------------------------------------------------------
+    def _rolling(self) -> Result | None:
+        try:
+            new, old = self._new_and_old(create=True)
+        except _Collision:
+            return self._write_status(None)
+        assert new is not None
+        desired = rules.desired_replicas(self.dep)
+        # reconcileNewReplicaSet
+        if _replicas(new) > desired:
+            scaled, new = self._scale_rs(new, desired)
+        elif _replicas(new) < desired:
+            all_rss = [new, *[self.rss.get(r["metadata"]["name"], r) for r in old]]
+            scaled, new = self._scale_rs(new, self._new_rs_replicas(all_rss, new))
+        else:
+            scaled = False
+        if scaled:
+            return self._write_status(new)
+        if self._scale_down_old(new, old):
+            return self._write_status(self._current(new))
+        if self._complete(self.dep.get("status") or {}):
+            self._cleanup([self.rss.get(rs["metadata"]["name"], rs) for rs in old])
+        return self._write_status(self._current(new))
+
+    def _scale_down_old(self, new: dict, old: list[dict]) -> bool:
+        """``reconcileOldReplicaSets``: unhealthy old pods first, then old ones down to the availability floor."""
+        old = sorted((self.rss.get(r["metadata"]["name"], r) for r in old), key=_created)
+        active_old = [rs for rs in old if _replicas(rs) > 0]
+        if not active_old:
+            return False
+        desired = rules.desired_replicas(self.dep)
+        min_available = desired - rules.max_unavailable(self.dep)
+        all_pods = _replicas(new) + sum(_replicas(rs) for rs in active_old)
+        max_down = all_pods - min_available - (_replicas(new) - _st(new, "availableReplicas"))
+        if max_down <= 0:
+            return False
+        cleaned = 0
+        for i, rs in enumerate(active_old):  # cleanupUnhealthyReplicas
+            if cleaned >= max_down:
+                break
+            unhealthy = _replicas(rs) - _st(rs, "availableReplicas")
+            if _replicas(rs) == 0 or unhealthy <= 0:
+                continue
+            n = min(max_down - cleaned, unhealthy)
+            active_old[i] = self._scale_rs(rs, _replicas(rs) - n)[1]
+            cleaned += n
+        # scaleDownOldReplicaSetsForRollingUpdate
+        available = _st(new, "availableReplicas") + sum(_st(rs, "availableReplicas") for rs in active_old)
+        scaled = 0
+        if available > min_available:
+            total = available - min_available
+            for rs in active_old:
+                if scaled >= total:
+                    break
+                if _replicas(rs) == 0:
+                    continue
+                n = min(_replicas(rs), total - scaled)
+                self._scale_rs(rs, _replicas(rs) - n)
+                scaled += n
+        return cleaned + scaled > 0
+
+    # -- status ---------------------------------------------------------------------------------------
+    def _complete(self, status: dict) -> bool:
+        """``DeploymentComplete``."""
+        desired = rules.desired_replicas(self.dep)
+        return (
+            int(status.get("updatedReplicas") or 0) == desired
+            and int(status.get("replicas") or 0) == desired
+            and int(status.get("availableReplicas") or 0) == desired
+            and int(status.get("observedGeneration") or 0) >= self.dep["metadata"].get("generation", 1)
+        )
+
+    def _calculate(self, new: dict | None) -> dict:
+        """``calculateStatus``."""
+        rss = list(self.rss.values())
+        available = sum(_st(rs, "availableReplicas") for rs in rss)
+        status = dict(self.status)
+        for field, value in (
+            ("observedGeneration", self.dep["metadata"].get("generation", 1)),
+            ("replicas", sum(_st(rs, "replicas") for rs in rss)),
+            ("updatedReplicas", _st(new, "replicas")),
+            ("readyReplicas", sum(_st(rs, "readyReplicas") for rs in rss)),
+            ("availableReplicas", available),
+            ("unavailableReplicas", max(0, sum(_replicas(rs) for rs in rss) - available)),
+        ):
+            if value:
+                status[field] = value
+            else:
+                status.pop(field, None)
+        desired = rules.desired_replicas(self.dep)
+        now = self.ctx.now()
+        if available >= desired - rules.max_unavailable(self.dep):
+            _set_condition(status, rules.AVAILABLE, "True", rules.MIN_AVAILABLE, rules.MSG_AVAILABLE, now)
+        else:
+            _set_condition(
+                status, rules.AVAILABLE, "False", rules.MIN_UNAVAILABLE, rules.MSG_UNAVAILABLE, now
+            )
+        return status
+
+    def _write_status(self, new: dict | None, progress: bool = True) -> Result | None:
+        """``syncRolloutStatus`` (``progress``) or ``syncDeploymentStatus``; the wake-up at the progress
+        deadline when the status did not change (``requeueStuckDeployment``)."""
+        status = self._calculate(new)
+        now = self.ctx.now()
+        wake = None
+        if progress:
+            old = self.dep.get("status") or {}
+            if not _has_deadline(self.dep):
+                _remove_condition(status, rules.PROGRESSING)
+            cur = _condition(status, rules.PROGRESSING)
+            done = (
+                status.get("replicas", 0) == status.get("updatedReplicas", 0)
+                and cur is not None
+                and cur.get("reason") == rules.NEW_RS_AVAILABLE
+            )
+            what = (
+                f'ReplicaSet "{new["metadata"]["name"]}"'
+                if new is not None
+                else f'Deployment "{self.dep["metadata"]["name"]}"'
+            )
+            if _has_deadline(self.dep) and not done:
+                if self._complete(status):
+                    _set_condition(
+                        status,
+                        rules.PROGRESSING,
+                        "True",
+                        rules.NEW_RS_AVAILABLE,
+                        f"{what} has successfully progressed.",
+                        now,
+                    )
+                elif self._progressing(old, status):
+                    t = format_time(now)
+                    cond = {
+                        "type": rules.PROGRESSING,
+                        "status": "True",
+                        "lastUpdateTime": t,
+                        "lastTransitionTime": cur["lastTransitionTime"]
+                        if cur and cur.get("status") == "True"
+                        else t,
+                        "reason": rules.RS_UPDATED,
+                        "message": f"{what} is progressing.",
+                    }
+                    _remove_condition(status, rules.PROGRESSING)
+                    status["conditions"].append(cond)
+                elif self._timed_out(status, now):
+                    _set_condition(
+                        status,
+                        rules.PROGRESSING,
+                        "False",
+                        rules.TIMED_OUT,
+                        f"{what} has timed out progressing.",
+                        now,
+                    )
+            failure = _condition((new or {}).get("status") or {}, rules.REPLICA_FAILURE)
+            if failure is not None:
+                _set_condition(
+                    status,
+                    rules.REPLICA_FAILURE,
+                    failure.get("status", "True"),
+                    failure.get("reason", ""),
+                    failure.get("message", ""),
+                    now,
+                )
+            else:
+                _remove_condition(status, rules.REPLICA_FAILURE)
+            wake = self._stuck_wake(status, now)
+        if not status.get("conditions"):
+            status.pop("conditions", None)
+        if status == (self.dep.get("status") or {}):
+            return Result(requeue_after=wake) if wake is not None else None
+        obj = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": self.dep["metadata"],
+            "status": status,
+        }
+        self.store.update_status(obj, copy_result=False, take=True)
+        return None  # the write wakes the Deployment, whose next sync asks for the deadline's wake-up
+
+    def _progressing(self, old: dict, new: dict) -> bool:
+        """``DeploymentProgressing``."""
+
+        def g(s: dict, f: str) -> int:
+            return int(s.get(f) or 0)
+
+        return (
+            g(new, "updatedReplicas") > g(old, "updatedReplicas")
+            or g(new, "replicas") - g(new, "updatedReplicas") < g(old, "replicas") - g(old, "updatedReplicas")
+            or g(new, "readyReplicas") > g(old, "readyReplicas")
+            or g(new, "availableReplicas") > g(old, "availableReplicas")
+        )
+
+    def _timed_out(self, status: dict, now: float) -> bool:
+        """``DeploymentTimedOut``."""
+        cond = _condition(status, rules.PROGRESSING)
+        if not _has_deadline(self.dep) or cond is None or cond.get("reason") == rules.NEW_RS_AVAILABLE:
+            return False
+        if cond.get("reason") == rules.TIMED_OUT:
+            return True
+        at = cond.get("lastUpdateTime")
+        return at is not None and parse_time(at) + self.dep["spec"]["progressDeadlineSeconds"] < now
+
+    def _stuck_wake(self, status: dict, now: float) -> float | None:
+        """``requeueStuckDeployment``: when the progress deadline would pass."""
+        cond = _condition(status, rules.PROGRESSING)
+        if (
+            not _has_deadline(self.dep)
+            or cond is None
+            or cond.get("reason") in (rules.NEW_RS_AVAILABLE, rules.TIMED_OUT)
+        ):
+            return None
+        if self._complete(status) or not cond.get("lastUpdateTime"):
+            return None
+        left = parse_time(cond["lastUpdateTime"]) + self.dep["spec"]["progressDeadlineSeconds"] - now
+        return max(left, 0.0) + 0.001
+
+
+class _Collision(Exception):
+    """The new ReplicaSet's name is taken by another's: ``collisionCount`` goes up."""

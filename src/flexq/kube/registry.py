@@ -1,7 +1,7 @@
 """The explicit list of what flexq.kube contributes to a twin (style rule 6: one list, no side effects).
 
 ``controllers(ctx)`` returns this package's controllers for one cluster — the scheduler, the kubelet,
-the batch/v1 Job controller, the apps/v1 ReplicaSet and Deployment controllers, the registration of hand-made Nodes, each Node's Lease, the API server's event
+the batch/v1 Job controller, the apps/v1 Deployment and ReplicaSet controllers, the registration of hand-made Nodes, each Node's Lease, the API server's event
 TTL, the clusterrole aggregation and the seeds real clients expect (``kubernetes`` Service, each namespace's ``default`` ServiceAccount and
 ``kube-root-ca.crt``) — sharing one ``ClusterCache``
 (created first, so its watch sees every event before the controllers' mappers do). ``bootstrap(store)``
@@ -18,12 +18,13 @@ from flexq.clock import format_time
 from flexq.kube.cache import ClusterCache
 from flexq.kube.cluster_seeds import ClusterSeeds
 from flexq.kube.clusterrole_aggregation import ClusterRoleAggregation, bootstrap_policy
-from flexq.kube.deployment_controller import DeploymentController, ReplicaSetController
+from flexq.kube.deployment_controller import DeploymentController
 from flexq.kube.events import EventTTL
 from flexq.kube.job_controller import JobController
 from flexq.kube.kubelet import Kubelet
 from flexq.kube.node_leases import NodeLeases
 from flexq.kube.nodes import NodeRegistration
+from flexq.kube.replicaset_controller import ReplicaSetController
 from flexq.kube.scheduler import Scheduler
 from flexq.kube.simulated import SimulatedExecutor
 from flexq.runtime import Context, Controller, TwinSettings
@@ -38,8 +39,8 @@ def controllers(ctx: Context) -> list[Controller]:
         Scheduler(ctx, cache),
         Kubelet(ctx, cache),
         JobController(ctx, cache),
+        DeploymentController(ctx, cache),
         ReplicaSetController(ctx, cache),
-        DeploymentController(ctx),
         NodeRegistration(ctx),
         NodeLeases(ctx),
         EventTTL(ctx, ctx.settings.event_ttl_seconds),

@@ -78,6 +78,8 @@ def subresources(info: KindInfo) -> list[tuple[str, str, list[str]]]:
     out: list[tuple[str, str, list[str]]] = []
     if info.status_subresource:
         out.append(("status", info.kind, ["get", "patch", "update"]))
+    if info.scale_subresource:
+        out.append(("scale", "Scale", ["get", "patch", "update"]))
     if info.group == "" and info.kind == "Pod":
         out.append(("log", "Pod", ["get"]))
         out.append(("portforward", "PodPortForwardOptions", ["create", "get"]))
@@ -188,7 +190,7 @@ def _discovery_resource(info: KindInfo, version: str) -> dict[str, Any]:
         {
             "subresource": sub,
             "responseKind": {
-                "group": info.group if kind == info.kind else "",
+                "group": info.group if kind == info.kind else ("autoscaling" if kind == "Scale" else ""),
                 "version": version if kind == info.kind else "v1",
                 "kind": kind,
             },

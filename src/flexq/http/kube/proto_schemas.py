@@ -35,6 +35,8 @@ KINDS: dict[tuple[str, str], str] = {
     ("batch/v1", "Job"): "Job",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
     ("apps/v1", "Deployment"): "Deployment",
+    ("apps/v1", "ReplicaSet"): "ReplicaSet",
+    ("autoscaling/v1", "Scale"): "Scale",
     ("rbac.authorization.k8s.io/v1", "Role"): "Role",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "ClusterRole",
@@ -1161,6 +1163,33 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         2: ("kind", "string", ""),
         3: ("name", "string", ""),
     },
+    "ReplicaSet": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("spec", "ReplicaSetSpec", "o"),
+        3: ("status", "ReplicaSetStatus", "o"),
+    },
+    "ReplicaSetCondition": {
+        1: ("type", "string", ""),
+        2: ("status", "string", ""),
+        3: ("lastTransitionTime", "Time", "o"),
+        4: ("reason", "string", "o"),
+        5: ("message", "string", "o"),
+    },
+    "ReplicaSetSpec": {
+        1: ("replicas", "int32", "po"),
+        2: ("selector", "LabelSelector", "p"),
+        3: ("template", "PodTemplateSpec", "o"),
+        4: ("minReadySeconds", "int32", "o"),
+    },
+    "ReplicaSetStatus": {
+        1: ("replicas", "int32", ""),
+        2: ("fullyLabeledReplicas", "int32", "o"),
+        3: ("observedGeneration", "int64", "o"),
+        4: ("readyReplicas", "int32", "o"),
+        5: ("availableReplicas", "int32", "o"),
+        6: ("conditions", "[]ReplicaSetCondition", "o"),
+        7: ("terminatingReplicas", "int32", "po"),
+    },
     "RollingUpdateDeployment": {
         1: ("maxUnavailable", "IntOrString", "po"),
         2: ("maxSurge", "IntOrString", "po"),
@@ -1170,6 +1199,11 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         2: ("role", "string", "o"),
         3: ("type", "string", "o"),
         4: ("level", "string", "o"),
+    },
+    "Scale": {
+        1: ("metadata", "ObjectMeta", "o"),
+        2: ("spec", "ScaleSpec", "o"),
+        3: ("status", "ScaleStatus", "o"),
     },
     "ScaleIOVolumeSource": {
         1: ("gateway", "string", ""),
@@ -1182,6 +1216,13 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, str]]] = {
         8: ("volumeName", "string", "o"),
         9: ("fsType", "string", "o"),
         10: ("readOnly", "bool", "o"),
+    },
+    "ScaleSpec": {
+        1: ("replicas", "int32", "o"),
+    },
+    "ScaleStatus": {
+        1: ("replicas", "int32", ""),
+        2: ("selector", "string", "o"),
     },
     "SeccompProfile": {
         1: ("type", "string", ""),

@@ -42,12 +42,14 @@ from flexq.http.common import (
 from flexq.http.common import view as view_as
 from flexq.http.kube import apply as ssa
 from flexq.http.kube import fields
+from flexq.http.kube import scale as scale_api
 from flexq.http.kube import table as tables
 from flexq.http.kube.watch import DEFAULT_TIMEOUT, WatchRequest, log_stream, watch_stream
 from flexq.http.requestinfo import RequestInfo, truthy
 from flexq.http.seam import ClusterView, TwinServices
 from flexq.semantics.rbac import privileged
 from flexq.store import Store
+from flexq.store.patch import apply_patch
 
 
 def warning_header(text: str) -> str:
@@ -460,6 +462,13 @@ class KubeFace:
         t = self.resolve(ri)
         if t.subresource == "log" and t.kind.kind == "Pod" and (method, ri.verb) == ("GET", "get"):
             return t, "log"
+        if t.subresource == "scale" and t.kind.scale_subresource and ri.name:
+            op = _OPERATIONS.get((method, ri.verb))
+            if op not in ("get", "update", "patch"):
+                raise MethodNotAllowed(
+                    f"the server does not allow this method on the requested resource ({method})"
+                )
+            return t, f"scale-{op}"
         if t.subresource not in (None, "status") or (
             t.subresource == "status" and not t.kind.status_subresource
         ):
@@ -478,6 +487,8 @@ class KubeFace:
             check_field_manager(request.query_params.get("fieldManager"), _OPTIONS_KIND[m])
         if op == "log":
             return await self.logs(request, t)
+        if op.startswith("scale-"):
+            return await self.scale(request, t, info, op.removeprefix("scale-"))
         if op == "watch":
             return self.watch(request, t, info, name=t.name)
         handler = {
@@ -951,6 +962,42 @@ class KubeFace:
                 "items": [view_as(info, o, api_version) for o in objs],
             }
         )
+
+    # -- the scale subresource ------------------------------------------------------------------
+    async def scale(self, request: Request, t: Target, info: KindInfo, op: str) -> Response:
+        """``/scale`` of a Deployment or ReplicaSet (``flexq.http.kube.scale``): get, update or patch the
+        autoscaling/v1 Scale; a write sets ``spec.replicas`` through the store's ordinary update."""
+        store, name = self.store(), t.name or ""
+        if op == "get":
+            obj = await on_loop(self.loop, lambda: store.get(info.kind, name, t.namespace))
+            return json_response(scale_api.scale_of(obj))
+        ptype = "update"
+        if op == "patch":
+            ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            ptype = PATCH_TYPES.get(ctype) or ""
+            if ptype not in ("merge", "json", "strategic"):
+                from flexq.errors import UnsupportedMediaType
+
+                raise UnsupportedMediaType(
+                    "the body of the request was in an unknown format - accepted media types include: "
+                    "application/json-patch+json, application/merge-patch+json, "
+                    "application/strategic-merge-patch+json"
+                )
+            body: Any = await decode_body_async(await read_body(request), "application/json")
+        else:
+            body, _twice = await self._body(request)
+        dry = self._dry_run(request)
+
+        def run() -> dict:
+            cur = store.get(info.kind, name, t.namespace)  # a copy, changed below
+            scale = body if ptype == "update" else apply_patch(scale_api.scale_of(cur), body, ptype)
+            replicas, rv = scale_api.replicas_of(scale, name)
+            cur.setdefault("spec", {})["replicas"] = replicas
+            if rv:
+                cur["metadata"]["resourceVersion"] = rv
+            return scale_api.scale_of(store.update(cur, namespace=t.namespace, dry_run=dry))
+
+        return json_response(await self.writes.run(store.journal, run))
 
     # -- pod logs ---------------------------------------------------------------------------------
     async def logs(self, request: Request, t: Target) -> Response:
