@@ -33,13 +33,21 @@ class PassContext:
     # jobs Kueue preempted that have not started since, and when first seen so (``priorities.PreemptionMemory``)
     preempted_jobs: dict[tuple[str, str, str], float] = field(default_factory=dict)
     returning: set[str] = field(default_factory=set)  # flavors a rescued job goes back to in this pass
+    # flavor -> what is left of its stock-out under way, by its past ones (``waits.StockoutMemory``; absent: unknown)
+    stockout_left: dict[str, float] = field(default_factory=dict)
 
-    def worth_moving(self, target: str, waited: float) -> bool:
-        """Whether a job that has already lost ``waited`` seconds on a stocked-out flavor should go to ``target``:
-        once its loss reaches what ``target`` is expected to cost in waiting (the median of its provisioning waits
-        seen lately; none seen: at once). The rent-or-buy rule: a job never waits much more than twice the
-        better plan's wait, and no job is bet on a long queue for a stock-out that may end in minutes."""
-        return waited >= self.expected_wait.get(target, 0.0)
+    def worth_moving(self, target: str, waited: float, source: str | None = None) -> bool:
+        """Whether a job that has already lost ``waited`` seconds on the stocked-out flavor ``source`` should go to
+        ``target``: once its loss reaches what ``target`` is expected to cost in waiting (the median of its
+        provisioning waits seen lately; none seen: at once) — the rent-or-buy rule: a job never waits much more
+        than twice the better plan's wait, and no job is bet on a long queue for a stock-out that may end in
+        minutes — and unless ``source``'s stock-outs have ended, by the ones seen, sooner than ``target``
+        provisions (``stockout_left``): staying then costs the job less than the move."""
+        expected = self.expected_wait.get(target, 0.0)
+        if waited < expected:
+            return False
+        left = self.stockout_left.get(source) if source is not None else None
+        return left is None or left >= expected
 
     @property
     def now(self) -> float:

@@ -202,9 +202,10 @@ def update_breakers(
 
 def recoveries(
     view: ClusterView, breakers: dict[str, Breaker], actions: list[Action]
-) -> list[tuple[str, Breaker]]:
+) -> list[tuple[str, Breaker, float]]:
     """A breaker closes on the first scale-up of its flavor that succeeds: a Node with the flavor's labels created
-    after the stock-out began (whichever job asked for it). Returns the closed breakers."""
+    after the stock-out began (whichever job asked for it). Returns the closed breakers, each with when that node
+    was created (the stock-out was over by then)."""
     closed = []
     for flavor, b in sorted(breakers.items()):
         new = [
@@ -224,7 +225,8 @@ def recoveries(
                 f"{format_duration(view.now - b.since)}; new jobs use it",
             )
         )
-        closed.append((flavor, b))
+        back = parse_time_or_none(node["metadata"].get("creationTimestamp")) or view.now
+        closed.append((flavor, b, back))
     return closed
 
 

@@ -77,7 +77,8 @@ def moves(ctx: PassContext) -> None:
             if not tripped:
                 continue
             flavor = tripped[0]
-            if view.started(w, flavor) and not cfg.move_started:
+            refused = flavor in ctx.evidence.stuck.get(w.key, ())
+            if view.started(w, flavor, refused) and not cfg.move_started:
                 # (nor is it a probe: pods already on nodes say nothing about new capacity)
                 ctx.note(w, f"on stocked-out {flavor} but its pods started there: never moved")
                 continue
@@ -99,13 +100,23 @@ def moves(ctx: PassContext) -> None:
             sets = sorted(p for p, fs in w.assigned.items() if flavor in fs)
             target = ctx.next_flavor(w, {flavor}, _nodes_needed(w, sets))
             waited = ctx.now - ctx.evidence.stuck_since.get(w.key, ctx.now)
-            if target is not None and not ctx.worth_moving(target, waited):
-                ctx.wakeups.append(ctx.now - waited + ctx.expected_wait[target])
-                ctx.note(
-                    w,
-                    f"stuck on stocked-out {flavor} for {format_duration(waited)}; {target} provisions in about "
-                    f"{format_duration(ctx.expected_wait[target])}: it waits here until it has lost that much",
-                )
+            if target is not None and not ctx.worth_moving(target, waited, flavor):
+                expected = ctx.expected_wait.get(target, 0.0)
+                if waited < expected:
+                    ctx.wakeups.append(ctx.now - waited + expected)
+                    ctx.note(
+                        w,
+                        f"stuck on stocked-out {flavor} for {format_duration(waited)}; {target} provisions in about "
+                        f"{format_duration(expected)}: it waits here until it has lost that much",
+                    )
+                else:
+                    ctx.wakeups.append(ctx.now + ctx.stockout_left[flavor])
+                    ctx.note(
+                        w,
+                        f"stuck on stocked-out {flavor} for {format_duration(waited)}; its stock-outs so far ended "
+                        f"about {format_duration(ctx.stockout_left[flavor])} after this one's age, sooner than "
+                        f"{target} provisions (about {format_duration(expected)}): it waits here",
+                    )
                 continue
             if target is None or not view.quota_free(w.cq, target, w.pod_set_needs(sets)):
                 blocked = sorted(f for f in view.flavors if ctx.full(f) or f in ctx.breakers)

@@ -54,7 +54,7 @@ from flexq.fallback.priorities import PreemptionMemory, PriorityMemory
 from flexq.fallback.rescue import rescue
 from flexq.fallback.steering import caps, keep_nodes, steer
 from flexq.fallback.view import ClusterView
-from flexq.fallback.waits import WaitMemory
+from flexq.fallback.waits import StockoutMemory, WaitMemory
 from flexq.fallback.writes import Writer
 
 __all__ = [
@@ -96,6 +96,7 @@ class FallbackPolicy:
         self.waits = WaitMemory()  # each provisioning-checked flavor's waits, pass after pass
         self.priorities = PriorityMemory()  # the priorities arriving in each cohort lately
         self.preemptions = PreemptionMemory()  # the jobs Kueue preempted, until they start again
+        self.stockouts = StockoutMemory()  # how long each flavor's stock-outs lasted
 
     # -- state -------------------------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -146,7 +147,8 @@ class FallbackPolicy:
         update_breakers(view, ev, self.breakers, self.cfg, ctx.actions, ctx.wakeups)
         update_fulls(view, ev, self.fulls, self.cfg, ctx.actions, ctx.wakeups)
         if self.breakers:
-            for flavor, b in recoveries(view, self.breakers, ctx.actions):
+            for flavor, b, back in recoveries(view, self.breakers, ctx.actions):
+                self.stockouts.record(flavor, back - b.since)
                 w = next((x for x in view.workloads if b.probe and x.ident == b.probe), None)
                 if w is not None:
                     self.writer.emit(
@@ -155,6 +157,11 @@ class FallbackPolicy:
                         "FallbackRecovered",
                         f"{flavor} has capacity again after {format_duration(view.now - b.since)}: new jobs use it again",
                     )
+        ctx.stockout_left = {
+            f: left
+            for f, b in self.breakers.items()
+            if (left := self.stockouts.left(f, view.now - b.since)) is not None
+        }
         if self.cfg.cap_quota:
             caps(ctx)  # first: a cap lifted at the end of a backoff is quota a return may use in this pass
         moves(ctx)

@@ -81,8 +81,8 @@ def steer(ctx: PassContext) -> None:
             target = ctx.next_flavor(w, {flavor}, sum(c for c, _t in w.pod_set_needs(pod_sets)))
             if target is None:
                 continue  # every other plan is blocked: Kueue decides
-            if not ctx.worth_moving(target, ctx.now - b.since):
-                ctx.wakeups.append(b.since + ctx.expected_wait.get(target, 0.0))
+            if not ctx.worth_moving(target, ctx.now - b.since, flavor):
+                ctx.wakeups.append(_reconsider(ctx, target, ctx.now - b.since, flavor))
                 continue  # the next plan is slower than the stock-out so far: Kueue decides
             msg = f"{flavor} stocked out ({b.code}) since {format_duration(ctx.now - b.since)} ago → steered to {target}"
             ctx.act("steer", w.key, msg)
@@ -107,6 +107,15 @@ def steer(ctx: PassContext) -> None:
                 ctx.writer.delete_workload(w)
                 ctx.writer.emit(job, "Normal", "FallbackSteered", msg)
             break
+
+
+def _reconsider(ctx: PassContext, target: str, age: float, flavor: str) -> float:
+    """When a move to ``target`` not worth it now (``PassContext.worth_moving``) is worth looking at again: once the
+    stock-out has cost what ``target`` provisions in, or what is left of it by the past ones has passed."""
+    expected = ctx.expected_wait.get(target, 0.0)
+    if age < expected:
+        return ctx.now - age + expected
+    return ctx.now + ctx.stockout_left.get(flavor, 0.0)
 
 
 def _unsteer(ctx: PassContext, w: WorkloadView, job: Any, flavors: list[str]) -> None:
@@ -141,9 +150,9 @@ def _next_in_group(ctx: PassContext, rg: dict[str, Any], flavor: str) -> str | N
     age = ctx.now - b.since if b is not None else 0.0
     for f in names[names.index(flavor) + 1 :]:
         if f not in ctx.breakers and not ctx.full(f):
-            if ctx.worth_moving(f, age):
+            if ctx.worth_moving(f, age, flavor):
                 return f
-            ctx.wakeups.append(ctx.now - age + ctx.expected_wait.get(f, 0.0))
+            ctx.wakeups.append(_reconsider(ctx, f, age, flavor))
             return None
     return None
 

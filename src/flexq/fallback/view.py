@@ -373,16 +373,25 @@ class ClusterView:
                     return f
         return None
 
-    def started(self, w: WorkloadView, flavor: str) -> bool:
-        """Its pods on the flavor run or were bound to a node (a job whose pods started is never moved)."""
+    def started(self, w: WorkloadView, flavor: str, refused: bool = False) -> bool:
+        """Its pods on the flavor run or were bound to a node (a job whose pods started is never moved).
+
+        ``refused``: some of its pods on the flavor were refused capacity (a stock-out). A job whose pods are
+        only partly placed there — some bound, the rest refused, the Workload not ``PodsReady`` — has not
+        started: its pods are one gang (a TPU slice's hosts, a Ray cluster's workers), the bound ones hold their
+        nodes (and are billed) while the job does nothing, and Kueue's ``waitForPodsReady`` evicts it at its
+        timeout only to admit it on the same flavor again. Moving it loses nothing that ran."""
         if is_true(w.obj, "PodsReady"):
             return True
+        bound = unbound = False
         for pod in w.pods:
-            if self.pod_flavor(w, pod) == flavor and (
-                (pod.get("status") or {}).get("phase") == "Running" or (pod.get("spec") or {}).get("nodeName")
-            ):
-                return True
-        return False
+            if self.pod_flavor(w, pod) != flavor:
+                continue
+            if (pod.get("status") or {}).get("phase") == "Running" or (pod.get("spec") or {}).get("nodeName"):
+                bound = True
+            elif not is_terminal(pod):
+                unbound = True
+        return bound and not (refused and unbound)
 
     def cohort_of(self, cq_name: str) -> str:
         """The cohort a ClusterQueue belongs to (``spec.cohortName``, v1beta1 ``spec.cohort``); a ClusterQueue

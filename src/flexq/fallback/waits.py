@@ -4,6 +4,14 @@ Owns: ``WaitMemory`` (per flavor: the provisioning waits seen to finish lately, 
 for how long, and the waits that ended without a grant — the job moved back or was deleted: each says the queue
 was at least that long; the last 20 of each), ``expected_wait`` (over ``flexq.stats.km_median``, the one Kaplan-Meier implementation, shared with the ETA). The rent-or-buy rule of the
 moves and steering (``PassContext.worth_moving``) compares a job's loss with this expectation.
+
+Owns also ``StockoutMemory``: how long each flavor's stock-outs lasted (its breaker open until a new node of it was
+created; the last 20), and from that what is left of the one under way (``left``): the median of what the past
+stock-outs that lasted longer than this one has so far had left at its age. None when there is no such history
+(no stock-out of the flavor has ended yet, or this one is already the longest seen): then nothing says it ends
+soon. A move bets a job's wait on the next flavor's queue; the rent-or-buy rule alone makes that bet after the job
+has lost the next flavor's wait, which for a flavor whose stock-outs have always ended sooner than the next
+flavor provisions is a bet lost every time.
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ from __future__ import annotations
 from flexq.fallback.view import ClusterView
 from flexq.stats import km_median
 
-__all__ = ["WaitMemory", "expected_wait", "km_median", "KEEP"]
+__all__ = ["WaitMemory", "StockoutMemory", "expected_wait", "km_median", "KEEP"]
 
 KEEP = 20  # waits remembered per flavor, of each kind
 
@@ -62,3 +70,23 @@ class WaitMemory:
             )
             for f in flavors | set(self.done)
         }
+
+
+class StockoutMemory:
+    """How long each flavor's stock-outs lasted, carried from pass to pass (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.ended: dict[str, list[float]] = {}  # flavor -> durations of its recent stock-outs, oldest first
+
+    def record(self, flavor: str, seconds: float) -> None:
+        kept = self.ended.setdefault(flavor, [])
+        kept.append(max(0.0, seconds))
+        del kept[:-KEEP]
+
+    def left(self, flavor: str, age: float) -> float | None:
+        """What is left of a stock-out of ``flavor`` that has lasted ``age`` seconds so far, by the ones that
+        ended before (None: no evidence it ends soon)."""
+        longer = sorted(d - age for d in self.ended.get(flavor, ()) if d > age)
+        if not longer:
+            return None
+        return longer[(len(longer) - 1) // 2]
