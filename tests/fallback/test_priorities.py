@@ -148,3 +148,47 @@ def test_a_cohorts_unused_quota_counts_as_free_for_its_members(make_twin):
     twin.patch("clusterqueue", "cluster-queue", {"spec": {"cohortName": None}})
     view = ClusterView(_controller(twin).api, FallbackConfig())
     assert not view.quota_free("cluster-queue", "on-demand", needs)  # alone: its one slice is taken
+
+
+def test_a_job_rescued_while_a_higher_priority_arrived_lately_is_kept_off_plan_a(make_twin):
+    """A high job has just run on on-demand. Then three low jobs: job 1 takes on-demand, job 2 DWS's one slice,
+    job 3's ProvisioningRequests fail with NodepoolSizeReached and Kueue deactivates it (without the fallback it
+    never runs). Job 1 ends, then job 2: DWS has room and on-demand is idle. Requeued as it was, job 3 would take
+    on-demand — the room the next high job gets at once — so it is rescued for DWS only (kept off on-demand, with
+    a move record that lets it back later), and runs there."""
+    from flexq.fallback.model import ANN_MOVE, ANN_RESCUE
+
+    twin = make_twin(
+        {
+            "apiVersion": "twin.flexq.dev/v1alpha1",
+            "kind": "CapacityProfile",
+            "metadata": {"name": "default"},
+            "spec": {"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "1m"}}]},
+        },
+        fallback={"rescue_backoff_seconds": 60},
+    )
+    _classes(twin)
+    _submit(twin, 4, 5 * 60, "high")
+    _step(twin, 4, 10)
+    assert _state(twin, 4) == "Complete" and _flavor(_workload(twin, JOB.format(4))) == "on-demand"
+    _submit(twin, 1, 20 * 60, "low")
+    _step(twin, 1, 1)
+    _submit(twin, 2, 30 * 60, "low")
+    _step(twin, 2, 3)
+    assert _flavor(_workload(twin, JOB.format(1))) == "on-demand"
+    assert _flavor(_workload(twin, JOB.format(2))) == "dws"
+    _submit(twin, 3, 10 * 60, "low")
+    for _ in range(60):
+        _step(twin, 3, 1)
+        if ANN_RESCUE in (twin.get("rayjob", JOB.format(3), "default")["metadata"].get("annotations") or {}):
+            break
+    anns = twin.get("rayjob", JOB.format(3), "default")["metadata"]["annotations"]
+    assert ANN_RESCUE in anns, [a.message for a in _controller(twin).actions][-8:]
+    assert _state(twin, 1) == "Complete"  # on-demand is idle: Kueue would have put job 3 there
+    assert '"kept": true' in anns[ANN_MOVE] and "kept off on-demand" in anns[ANN_MOVED], anns
+    for _ in range(40):
+        _step(twin, 3, 1)
+        if _state(twin, 3) == "Complete":
+            break
+    assert _state(twin, 3) == "Complete"
+    assert _flavor(_workload(twin, JOB.format(3))) == "dws"
