@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from flexq.fallback.costs import CostLedger
 from flexq.fallback.evidence import Evidence, has_room
 from flexq.fallback.model import Action, Breaker, FallbackConfig, Full
 from flexq.fallback.view import ClusterView, Promises, WorkloadView
@@ -35,6 +36,9 @@ class PassContext:
     returning: set[str] = field(default_factory=set)  # flavors a rescued job goes back to in this pass
     # flavor -> what is left of its stock-out under way, by its past ones (``waits.StockoutMemory``; absent: unknown)
     stockout_left: dict[str, float] = field(default_factory=dict)
+    costs: CostLedger = field(
+        default_factory=CostLedger
+    )  # what the fallback's moves added to each class's bill
 
     def worth_moving(self, target: str, waited: float, source: str | None = None) -> bool:
         """Whether a job that has already lost ``waited`` seconds on the stocked-out flavor ``source`` should go to

@@ -26,7 +26,7 @@ from typing import Any
 from flexq.clock import format_duration, parse_time_or_none
 from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
-from flexq.fallback.model import ANN_MOVE, ANN_MOVED
+from flexq.fallback.model import ANN_MOVE, ANN_MOVED, ANN_QUOTA
 from flexq.fallback.priorities import affects, ahead, by_priority, higher_seen
 from flexq.fallback.records import move_state, suspended
 from flexq.fallback.view import WorkloadView
@@ -276,6 +276,8 @@ def returns(ctx: PassContext) -> None:
             hedge = _hedge_candidate(ctx, w)
             if hedge is not None and _waiting_on_plan_b(ctx, w, job, hedge["from"]):
                 hedge["at"] = ctx.now
+                if _capped(ctx, w.cq, hedge["from"]):
+                    hedge["capped"] = True  # the fallback's cap put it on plan B, not plan A's quota in use
                 if not ctx.writer.annotate(job, {ANN_MOVE: json.dumps(hedge, sort_keys=True)}):
                     continue
                 waiting.append((submitted, w.key, w, job, hedge))
@@ -336,7 +338,17 @@ def returns(ctx: PassContext) -> None:
 
 def _kept_for_higher(ctx: PassContext, w: WorkloadView, flavor: str) -> bool:
     """Whether ``flavor``'s room is kept from ``w`` for higher-priority jobs (``priorities``): one waits for it
-    now, or one arrived in its cohort lately and plan A's room is what the next arrival gets."""
+    now, or one arrived in its cohort lately and plan A's room is what the next arrival gets. Also (``costs``):
+    whether its class has spent its budget of hedges back — the fallback's moves have made its running jobs
+    ``hedge_cost_budget`` dearer than without them already."""
+    if not ctx.costs.affordable(w.priority, ctx.cfg.hedge_cost_budget):
+        ctx.note(
+            w,
+            f"not sent back to {flavor}: {ctx.costs.describe(w.priority)}, the most the fallback spends "
+            f"({ctx.cfg.hedge_cost_budget:.0%}) to make a class wait less; it stays on plan B, as without the "
+            "fallback",
+        )
+        return True
     blockers = ahead(ctx, w, flavor)
     if blockers:
         x, how = blockers[0]
@@ -371,6 +383,17 @@ def _probe_back_after(move: Mapping[str, Any]) -> float:
         if isinstance(v, int | float) and math.isfinite(v):
             base = max(base, factor * float(v))
     return base * 2 ** min(int(move.get("probes") or 0), 10)
+
+
+def _capped(ctx: PassContext, cq_name: str, flavor: str) -> bool:
+    """The ClusterQueue's quota of ``flavor`` is capped by the fallback now (``steering.caps``)."""
+    cq = ctx.view.cqs.get(cq_name) or {}
+    text = (cq.get("metadata", {}).get("annotations") or {}).get(ANN_QUOTA) or ""
+    try:
+        saved = json.loads(text) if text else {}
+    except ValueError:
+        return False
+    return isinstance(saved, dict) and flavor in saved
 
 
 def _hedge_candidate(ctx: PassContext, w: WorkloadView) -> dict[str, Any] | None:

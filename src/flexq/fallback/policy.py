@@ -33,6 +33,7 @@ from flexq.clock import format_duration
 from flexq.fallback.affinity import pod_templates, restrict, unrestrict
 from flexq.fallback.api import ClusterAPI, Conflict, NotFound
 from flexq.fallback.context import PassContext
+from flexq.fallback.costs import CostLedger
 from flexq.fallback.evidence import gather, recoveries, update_breakers, update_fulls
 from flexq.fallback.model import (
     ANN_KEPT,
@@ -97,6 +98,7 @@ class FallbackPolicy:
         self.priorities = PriorityMemory()  # the priorities arriving in each cohort lately
         self.preemptions = PreemptionMemory()  # the jobs Kueue preempted, until they start again
         self.stockouts = StockoutMemory()  # how long each flavor's stock-outs lasted
+        self.costs = CostLedger()  # what the fallback's moves added to each priority class's bill
 
     # -- state -------------------------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -144,6 +146,8 @@ class FallbackPolicy:
         ctx.expected_wait = self.waits.update(view, flavors, self.cfg.provisioning_wait_prior_seconds)
         ctx.recent_priorities = self.priorities.update(view, self.cfg.priority_memory_seconds)
         ctx.preempted_jobs = self.preemptions.update(view)
+        self.costs.update(view, flavors)
+        ctx.costs = self.costs
         update_breakers(view, ev, self.breakers, self.cfg, ctx.actions, ctx.wakeups)
         update_fulls(view, ev, self.fulls, self.cfg, ctx.actions, ctx.wakeups)
         if self.breakers:
