@@ -11,14 +11,6 @@ suspended; Kueue's job framework makes a new Workload from it, with fresh admiss
 rescue on the job (``fallback.flexq.dev/rescue``) and with an Event naming the evidence. Bounded: at most
 ``max_rescues`` per job, ``rescue_backoff_seconds`` (doubling) after each deactivation, one job per flavor per
 pass, in Kueue's order (higher priority first, then the oldest deactivation); only jobs of LocalQueues in scope.
-
-**Room kept for higher priorities**: a requeued job goes through Kueue's flavors from the first again, and the
-first (plan A, on demand) has quota free exactly when a job of higher priority arriving next would get it. So a
-job rescued while a job of higher priority arrived in its cohort lately (``priorities.higher_seen``) is requeued
-for the flavor it was deactivated on (plan B, where Kueue put it), kept off the earlier flavor that has quota
-for it as a move keeps a job off a stocked-out one: it runs, which without the fallback it never would, and takes
-nothing a higher-priority job gets. Its move record (``kept``) lets it go back to plan A like any moved job
-once no higher priority has arrived for ``priority_memory_seconds`` and plan A can take it at once.
 """
 
 from __future__ import annotations
@@ -28,11 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from flexq.api.reasons import classify_capacity
-from flexq.clock import format_duration, parse_time_or_none
+from flexq.clock import parse_time_or_none
 from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
 from flexq.fallback.model import ANN_MOVE, ANN_MOVED, ANN_RESCUE
-from flexq.fallback.priorities import ahead, higher_seen
+from flexq.fallback.priorities import ahead
 from flexq.fallback.records import move_state
 from flexq.fallback.view import WorkloadView
 
@@ -96,8 +88,6 @@ def _back_to_plan_a(
         return False
     if back in ctx.breakers or ctx.full(back) or back in ctx.returning:
         return False
-    if move.get("kept") and higher_seen(ctx, w) is not None:
-        return False  # kept off it for higher-priority jobs: rescued where it was, by the rule below
     ctx.returning.add(back)
     ctx.touched.add(w.job)
     why = f"{back} is back"
@@ -195,7 +185,6 @@ def rescue(ctx: PassContext) -> None:
             continue
         busy.add(key)
         ctx.touched.add(w.job)
-        kept = _room_kept(ctx, w, job, flavors)
         free = [f for f in flavors if f not in blocked]
         why = (
             f"{', '.join(free)} can take it again ({'room in its node pool' if reason == 'NodepoolSizeReached' else 'capacity back'})"
@@ -208,23 +197,7 @@ def rescue(ctx: PassContext) -> None:
             f"Kueue deactivated it ({reason}); {why}: requeued ({attempts + 1}/{cfg.max_rescues})",
         )
         record = {"attempts": attempts + 1, "at": ctx.now, "reason": reason, "workload": w.name}
-        if kept is not None:
-            plan_a, sets, move, note = kept
-            why += f"; {note}"
-            ctx.note(w, f"rescued for {move['to']} only: {note}")
-            if not ctx.writer.restrict(
-                job,
-                ctx.view.flavors,
-                plan_a,
-                sets,
-                {
-                    ANN_RESCUE: json.dumps(record, sort_keys=True),
-                    ANN_MOVE: json.dumps(move, sort_keys=True),
-                    ANN_MOVED: f"rescued for {move['to']}, kept off {plan_a} for higher-priority jobs",
-                },
-            ):
-                continue
-        elif not ctx.writer.annotate(job, {ANN_RESCUE: json.dumps(record, sort_keys=True)}):
+        if not ctx.writer.annotate(job, {ANN_RESCUE: json.dumps(record, sort_keys=True)}):
             continue
         ctx.writer.counts["rescue"] += 1
         ctx.writer.delete_workload(w)
@@ -235,47 +208,3 @@ def rescue(ctx: PassContext) -> None:
             f"Kueue deactivated the workload ({message[:300]}); {why}: requeued, rescue {attempts + 1} of "
             f"{cfg.max_rescues}",
         )
-
-
-def _room_kept(
-    ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], flavors: list[str]
-) -> tuple[str, list[str], dict[str, Any], str] | None:
-    """For a job rescued while a higher priority arrived in its cohort lately: the earlier flavor (plan A) it is
-    kept off, its pod sets on the check's flavor, the move record and why (None: nothing is kept from it)."""
-    seen = higher_seen(ctx, w)
-    if seen is None:
-        return None
-    cq = ctx.view.cqs.get(w.cq) or {}
-    restricted = restricted_flavors(job, ctx.view.flavors)
-    pod_sets = [str(ps.get("name", "")) for ps in (w.obj.get("spec") or {}).get("podSets") or []]
-    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
-        names = [f.get("name") for f in rg.get("flavors") or []]
-        target = next((f for f in flavors if f in names), None)
-        if target is None:
-            continue
-        earlier = [f for f in names[: names.index(target)] if f not in restricted]
-        # each pod set's plan A: the first of those Kueue would try it on, the quota there being for it (a
-        # deactivated Workload no longer says where each pod set was)
-        first = {
-            ps: next((f for f in earlier if ctx.view.has_quota_for(w.cq, f, w.pod_set_needs([ps]))), None)
-            for ps in pod_sets
-        }
-        for f in reversed(earlier):
-            on = [ps for ps, fa in first.items() if fa == f]
-            if not on:
-                continue
-            note = (
-                f"a job of priority {seen[0]} (> {w.priority}) arrived in its cohort "
-                f"{format_duration(ctx.now - seen[1])} ago, and {f}'s room is what the next one gets at once"
-            )
-            move = {
-                "from": f,
-                "to": target,
-                "podSets": on,
-                "step": "moved",
-                "kept": True,
-                "at": ctx.now,
-                "workload": w.name,
-            }
-            return f, on, move, note
-    return None

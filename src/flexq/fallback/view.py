@@ -426,23 +426,6 @@ class ClusterView:
                     used[r["name"]] = quantity(r.get("total"))
         return covered, nominal, limit, used
 
-    def has_quota_for(self, cq_name: str, flavor: str, needs: list[tuple[int, dict[str, Any]]]) -> bool:
-        """The ClusterQueue has quota of ``flavor`` for every resource ``needs`` ask for that the flavor covers
-        (its own nominal quota, or its cohort's): Kueue could ever admit them there."""
-        covered, nominal, _limit, _used = self._quota(cq_name, flavor)
-        asked = {
-            r
-            for _count, template in needs
-            for r, q in spec_requests((template or {}).get("spec") or {}).items()
-            if r in covered and q > 0
-        }
-        if not covered or not asked:
-            return False
-        lent = {
-            r: sum(self._quota(m, flavor)[1].get(r, 0) for m in self.cohort_members(cq_name)) for r in asked
-        }
-        return all(nominal.get(r, 0) > 0 or lent[r] > 0 for r in asked)
-
     def quota_free(self, cq_name: str, flavor: str, needs: list[tuple[int, dict[str, Any]]]) -> bool:
         """The ClusterQueue can reserve ``needs`` of ``flavor`` now without preempting anything: within its
         nominal quota, or — in a cohort — within what the cohort's ClusterQueues hold in all and have not reserved
