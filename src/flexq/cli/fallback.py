@@ -378,6 +378,16 @@ def cmd_manifests(args: argparse.Namespace, err_console: Console) -> int:
     return 0
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 10:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 10 (a fraction of the bill): {text!r}")
+    return value
+
+
 def config_from_args(args: argparse.Namespace) -> Any:
     from flexq.fallback.policy import FallbackConfig
 
@@ -394,6 +404,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         rescue=not args.no_rescue,
         provisioning_wait_prior_seconds=args.provisioning_wait_prior,
         probe_back=not args.no_probe_back,
+        hedge_cost_budget=args.hedge_cost_budget,
         dry_run=args.dry_run,
         state_namespace=args.state_namespace,
     )
@@ -569,6 +580,15 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         default=d.provisioning_wait_prior_seconds,
         help="what a flavor behind a provisioning check (DWS) is taken to cost in waiting until one of its waits "
         "is seen: a job stuck on a stocked-out flavor moves there once it has lost that much (0: at once)",
+    )
+    f.add_argument(
+        "--hedge-cost-budget",
+        type=_fraction,
+        default=None,
+        metavar="FRACTION",
+        help="send a priority class's jobs back from plan B to plan A (dearer) only while the fallback's moves have "
+        "made its running jobs at most this much dearer than without them, e.g. 0.03 (default: no bound; the "
+        "hedge back then trades money for time freely, the higher class first)",
     )
     f.add_argument(
         "--no-probe-back",

@@ -67,8 +67,9 @@ class FallbackConfig:
     # cohort this long before: plan A's room is kept for it (flexq.fallback.priorities)
     priority_memory_seconds: float = 3600.0
     # a hedge back or probe back (plan B -> plan A: dearer) is made for a priority class only while the fallback's
-    # own moves have made its running jobs at most this much dearer than without them (flexq.fallback.costs)
-    hedge_cost_budget: float = 0.03
+    # own moves have made its running jobs at most this much dearer than without them (flexq.fallback.costs);
+    # None: no bound (over the family of scenarios, 0.03 turned the urgent class's cost overruns into waits)
+    hedge_cost_budget: float | None = None
     max_rescues: int = 5  # per job
     rescue_backoff_seconds: float = 600.0  # between a job's rescues (doubling), and after its deactivation
     pool_limits: dict[str, int] = field(

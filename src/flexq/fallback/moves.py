@@ -341,11 +341,12 @@ def _kept_for_higher(ctx: PassContext, w: WorkloadView, flavor: str) -> bool:
     now, or one arrived in its cohort lately and plan A's room is what the next arrival gets. Also (``costs``):
     whether its class has spent its budget of hedges back — the fallback's moves have made its running jobs
     ``hedge_cost_budget`` dearer than without them already."""
-    if not ctx.costs.affordable(w.priority, ctx.cfg.hedge_cost_budget):
+    budget = ctx.cfg.hedge_cost_budget
+    if budget is not None and not ctx.costs.affordable(w.priority, budget):
         ctx.note(
             w,
             f"not sent back to {flavor}: {ctx.costs.describe(w.priority)}, the most the fallback spends "
-            f"({ctx.cfg.hedge_cost_budget:.0%}) to make a class wait less; it stays on plan B, as without the "
+            f"({budget:.0%}) to make a class wait less; it stays on plan B, as without the "
             "fallback",
         )
         return True
