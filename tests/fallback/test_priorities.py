@@ -50,10 +50,12 @@ def _moved(twin, job: int) -> str:
 
 def test_the_higher_priority_job_goes_back_to_plan_a_first_and_the_lower_one_keeps_plan_b(make_twin):
     """Two on-demand slices of quota, one slice up (job 1, low) when the stock-out begins. Job 2 (low) is moved
-    to DWS (2 h away); job 3 (high), submitted later, goes to DWS too (the quota capped to the slice up). When
-    job 1 ends, its slice is idle: Kueue would give it to the high job first, so job 3 goes back — not job 2, the
-    older (before: oldest first) — and job 2 stays on DWS while a high job arrived lately (plan A's room is what
-    the next high job gets at once); the policy's explain() says why job 2 is not sent back."""
+    to DWS (2 h away); job 3 (high), submitted later, goes to DWS too (the quota capped to the slice up), and so
+    does job 4 (low, once job 1's head has left it CPU quota), Kueue's own choice under the cap. When job 1 ends, its slice is idle: Kueue would give it
+    to the high job first, so job 3 goes back — not job 2, the older (before: oldest first). Job 2 goes back to
+    on-demand too (as its probe, then onto the slice job 3 leaves): the fallback had moved it off on-demand, where
+    it held quota before the high job came (without the fallback it would have been there, waiting). Job 4 stays on DWS while a high job arrived
+    lately (plan A's room is what the next high job gets at once), and explain() says why."""
     twin = _twin(make_twin, None, "2h")
     _classes(twin)
     _submit(twin, 1, 30 * 60, "low")
@@ -71,11 +73,19 @@ def test_the_higher_priority_job_goes_back_to_plan_a_first_and_the_lower_one_kee
     _step(twin, 3, 14)  # job 1 ends at about 32 minutes: its slice goes to job 3 (high), not to job 2 (older)
     assert "moved to on-demand" in _moved(twin, 3) or "back to on-demand" in _moved(twin, 3), _moved(twin, 3)
     assert _flavor(_workload(twin, JOB.format(3))) == "on-demand"
-    assert _flavor(_workload(twin, JOB.format(2))) == "dws"
-    _step(twin, 3, 12)  # job 3 ends (10 minutes): the slice is idle again, job 2 still stays on plan B
+    _submit(twin, 4, 10 * 60, "low")  # (its head's CPU quota: job 1's, now free)
+    _step(twin, 4, 2)
+    assert _flavor(_workload(twin, JOB.format(4))) == "dws"
+    _step(twin, 3, 10)  # job 3 ends (10 minutes); job 2, moved off on-demand, has gone back there
     assert _state(twin, 3) == "Complete"
-    assert _flavor(_workload(twin, JOB.format(2))) == "dws"
-    line = next(x for x in _controller(twin).policy.explain() if JOB.format(2) in x)
+    assert "back to on-demand" in _moved(twin, 2), _moved(twin, 2)
+    for _ in range(40):
+        _step(twin, 2, 1)
+        if _state(twin, 2) == "Complete":
+            break
+    assert _state(twin, 2) == "Complete"  # on on-demand's slice, long before DWS's 2 h
+    assert _flavor(_workload(twin, JOB.format(4))) == "dws"  # the slice idle again: job 4 stays on plan B
+    line = next(x for x in _controller(twin).policy.explain() if JOB.format(4) in x)
     assert "priority 1000" in line and "arrived in its cohort" in line, line
 
 

@@ -291,7 +291,7 @@ def returns(ctx: PassContext) -> None:
         needs = w.pod_set_needs(sets)
         if not needs or not view.quota_free(w.cq, flavor, needs):
             continue
-        if _kept_for_higher(ctx, w, flavor):
+        if _kept_for_higher(ctx, w, flavor, move):
             continue
         b = ctx.breakers.get(flavor)
         if b is None:
@@ -326,7 +326,7 @@ def returns(ctx: PassContext) -> None:
         if b.probe and any(x.ident == b.probe for x in view.workloads):
             continue
         needs = w.pod_set_needs([p for p in move.get("podSets") or [] if p])
-        if not needs or not view.quota_free(w.cq, flavor, needs) or _kept_for_higher(ctx, w, flavor):
+        if not needs or not view.quota_free(w.cq, flavor, needs) or _kept_for_higher(ctx, w, flavor, move):
             continue
         make_probe(ctx, flavor, w)
         busy.add(flavor)
@@ -336,7 +336,7 @@ def returns(ctx: PassContext) -> None:
         )
 
 
-def _kept_for_higher(ctx: PassContext, w: WorkloadView, flavor: str) -> bool:
+def _kept_for_higher(ctx: PassContext, w: WorkloadView, flavor: str, move: Mapping[str, Any]) -> bool:
     """Whether ``flavor``'s room is kept from ``w`` for higher-priority jobs (``priorities``): one waits for it
     now, or one arrived in its cohort lately and plan A's room is what the next arrival gets. Also (``costs``):
     whether its class has spent its budget of hedges back — the fallback's moves have made its running jobs
@@ -359,7 +359,10 @@ def _kept_for_higher(ctx: PassContext, w: WorkloadView, flavor: str) -> bool:
             f"admits it first, so this job is not sent back ahead of it",
         )
         return True
-    seen = higher_seen(ctx, w)
+    # a job the fallback moved or steered off the flavor held (or would have held) its quota there before those
+    # arrivals: without the fallback it would be there, waiting for the flavor to come back, so going back takes
+    # nothing from them. Only a job Kueue itself put on plan B (``hedged``) keeps plan B for their sake.
+    seen = higher_seen(ctx, w) if move.get("hedged") else None
     if seen is not None:
         ctx.note(
             w,
