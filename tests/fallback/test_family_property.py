@@ -81,12 +81,12 @@ def test_with_priorities_the_fallback_is_never_worse_for_any_class_nor_fights_ku
 
 @pytest.mark.slow
 def test_a_job_kueue_preempted_is_moved_at_most_once_until_it_starts_again(tmp_path) -> None:
-    """p09 (a whole-day stock-out, three classes, preempt before DWS): Kueue preempts low jobs on on-demand; a
-    preempted job the fallback then moved off the stocked-out flavor got a new Workload without the ``Preempted``
-    condition, and was sent back and moved again (3 moves after one preemption). The preemption is remembered by
-    the job (``priorities.PreemptionMemory``) until it starts: one move, none back."""
-    sc = next(s for s in priority_family(10, seed=1) if s.name == "p09")
-    study = load_study(write_study(sc.__class__(**{**sc.__dict__, "days": 1.0}), tmp_path))
+    """p07 (a whole-day stock-out, preempt before DWS, two days): Kueue preempts low jobs on on-demand, and the
+    fallback moves some of them off the stocked-out flavor. Such a job got a new Workload without the
+    ``Preempted`` condition, and was sent back and moved again (p09: 3 moves after one preemption, before). The
+    preemption is remembered by the job (``priorities.PreemptionMemory``) until it starts: one move, none back."""
+    sc = next(s for s in priority_family(10, seed=1) if s.name == "p07")
+    study = load_study(write_study(sc, tmp_path))
     rows = run_one(study, "fallback", 0).jobs
     assert sum(int(r["preemptions"]) for r in rows) > 0
     assert any(r["fallback_after_preemption"] == 1 for r in rows)
