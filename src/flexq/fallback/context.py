@@ -36,9 +36,8 @@ class PassContext:
     returning: set[str] = field(default_factory=set)  # flavors a rescued job goes back to in this pass
     # flavor -> what is left of its stock-out under way, by its past ones (``waits.StockoutMemory``; absent: unknown)
     stockout_left: dict[str, float] = field(default_factory=dict)
-    costs: CostLedger = field(
-        default_factory=CostLedger
-    )  # what the fallback's moves added to each class's bill
+    # what the fallback's moves added to each class's bill (``costs``; kept only with a hedge_cost_budget)
+    costs: CostLedger = field(default_factory=CostLedger)
 
     def worth_moving(self, target: str, waited: float, source: str | None = None) -> bool:
         """Whether a job that has already lost ``waited`` seconds on the stocked-out flavor ``source`` should go to

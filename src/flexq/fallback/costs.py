@@ -141,11 +141,11 @@ def _running_pods(view: ClusterView, w: WorkloadView) -> dict[str, int]:
 
 
 def _came_from(move: Mapping[str, Any], flavor: str) -> str | None:
-    """The flavor the job would have run on without the fallback, when its moves made that differ from the one
-        it runs on (None: the same, as far as its record says). A job the fallback moved or steered off a stocked-out
-        plan A would have waited for plan A and run there: on plan B it runs cheaper, and sent back it runs where it
-        would have anyway. A job Kueue itself put on plan B (its quota in use: the hedge's ``hedged`` record) would have
-        run on plan B: sent back to plan A it runs dearer — unless the fallback's own quota cap put it there (``capped``):
+    """The flavor the job would have run on without the fallback, when its moves made that differ from the one it
+    runs on (None: the same, as far as its record says). A job the fallback moved or steered off a stocked-out plan
+    A would have waited for plan A and run there: on plan B it runs cheaper, and sent back it runs where it would
+    have anyway. A job Kueue itself put on plan B (its quota in use: the hedge's ``hedged`` record) would have run
+    on plan B: sent back to plan A it runs dearer — unless the fallback's own quota cap put it there (``capped``):
     then it would have waited for plan A, as a moved job."""
     step, src, dst = move.get("step"), move.get("from"), move.get("to")
     if not src or not dst or move.get("kept"):

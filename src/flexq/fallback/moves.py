@@ -26,9 +26,9 @@ from typing import Any
 from flexq.clock import format_duration, parse_time_or_none
 from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
-from flexq.fallback.model import ANN_MOVE, ANN_MOVED, ANN_QUOTA
+from flexq.fallback.model import ANN_MOVE, ANN_MOVED
 from flexq.fallback.priorities import affects, ahead, by_priority, higher_seen
-from flexq.fallback.records import move_state, suspended
+from flexq.fallback.records import move_state, saved_quotas, suspended
 from flexq.fallback.view import WorkloadView
 from flexq.semantics.conditions import is_true
 from flexq.semantics.pods import is_terminal
@@ -276,7 +276,7 @@ def returns(ctx: PassContext) -> None:
             hedge = _hedge_candidate(ctx, w)
             if hedge is not None and _waiting_on_plan_b(ctx, w, job, hedge["from"]):
                 hedge["at"] = ctx.now
-                if _capped(ctx, w.cq, hedge["from"]):
+                if hedge["from"] in saved_quotas(view.cqs.get(w.cq)):
                     hedge["capped"] = True  # the fallback's cap put it on plan B, not plan A's quota in use
                 if not ctx.writer.annotate(job, {ANN_MOVE: json.dumps(hedge, sort_keys=True)}):
                     continue
@@ -387,17 +387,6 @@ def _probe_back_after(move: Mapping[str, Any]) -> float:
         if isinstance(v, int | float) and math.isfinite(v):
             base = max(base, factor * float(v))
     return base * 2 ** min(int(move.get("probes") or 0), 10)
-
-
-def _capped(ctx: PassContext, cq_name: str, flavor: str) -> bool:
-    """The ClusterQueue's quota of ``flavor`` is capped by the fallback now (``steering.caps``)."""
-    cq = ctx.view.cqs.get(cq_name) or {}
-    text = (cq.get("metadata", {}).get("annotations") or {}).get(ANN_QUOTA) or ""
-    try:
-        saved = json.loads(text) if text else {}
-    except ValueError:
-        return False
-    return isinstance(saved, dict) and flavor in saved
 
 
 def _hedge_candidate(ctx: PassContext, w: WorkloadView) -> dict[str, Any] | None:

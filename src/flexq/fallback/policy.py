@@ -146,7 +146,8 @@ class FallbackPolicy:
         ctx.expected_wait = self.waits.update(view, flavors, self.cfg.provisioning_wait_prior_seconds)
         ctx.recent_priorities = self.priorities.update(view, self.cfg.priority_memory_seconds)
         ctx.preempted_jobs = self.preemptions.update(view)
-        self.costs.update(view, flavors)
+        if self.cfg.hedge_cost_budget is not None:  # the ledger reads every running pod: only when it is used
+            self.costs.update(view, flavors)
         ctx.costs = self.costs
         update_breakers(view, ev, self.breakers, self.cfg, ctx.actions, ctx.wakeups)
         update_fulls(view, ev, self.fulls, self.cfg, ctx.actions, ctx.wakeups)

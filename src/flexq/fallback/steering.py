@@ -30,7 +30,7 @@ from flexq.fallback.context import PassContext
 from flexq.fallback.model import ANN_KEPT, ANN_MOVE, ANN_MOVED, ANN_QUOTA, SCALE_DOWN_DISABLED
 from flexq.fallback.moves import probe
 from flexq.fallback.priorities import may_preempt, preempting_for
-from flexq.fallback.records import move_state, suspended
+from flexq.fallback.records import move_state, saved_quotas, suspended
 from flexq.fallback.view import WorkloadView, quantity
 from flexq.semantics.resources import pod_requests
 
@@ -127,14 +127,6 @@ def _unsteer(ctx: PassContext, w: WorkloadView, job: Any, flavors: list[str]) ->
         ctx.writer.emit(job, "Normal", "FallbackUnsteered", msg)
 
 
-def _json_map(text: str | None) -> dict[str, dict[str, Any]]:
-    try:
-        doc = json.loads(text) if text else {}
-    except ValueError:
-        return {}
-    return {k: dict(v) for k, v in doc.items() if isinstance(v, dict)} if isinstance(doc, dict) else {}
-
-
 def _fmt(q: Fraction) -> str:
     """A quantity as Kubernetes writes it (whole numbers plain, the rest in milli-units, rounded down)."""
     if q.denominator == 1:
@@ -160,7 +152,7 @@ def _next_in_group(ctx: PassContext, rg: dict[str, Any], flavor: str) -> str | N
 def _admin_quota(ctx: PassContext, cq_name: str, flavor: str) -> dict[str, Fraction]:
     """The admin's nominal quota of ``flavor`` in the ClusterQueue (what a cap saved, else what it says)."""
     cq = ctx.view.cqs.get(cq_name) or {}
-    saved = _json_map((cq["metadata"].get("annotations") or {}).get(ANN_QUOTA)).get(flavor) or {}
+    saved = saved_quotas(cq).get(flavor) or {}
     out: dict[str, Fraction] = {}
     for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
         for f in rg.get("flavors") or []:
@@ -191,7 +183,7 @@ def caps(ctx: PassContext) -> None:
         cq = ctx.view.cqs.get(name)
         if cq is None:
             continue
-        saved = _json_map((cq["metadata"].get("annotations") or {}).get(ANN_QUOTA))
+        saved = saved_quotas(cq)
         new = copy.deepcopy(dict(cq))
         changed: list[str] = []
         for rg in (new.get("spec") or {}).get("resourceGroups") or []:
