@@ -119,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="")
     ap.add_argument("--png", default="", help="also draw the ratios per scenario into this PNG")
     ap.add_argument("--from-json", default="", help="draw --png from an earlier run's robustness.json only")
+    ap.add_argument(
+        "--fallback-settings",
+        default="",
+        help="the fallback variant's settings as JSON (FallbackConfig fields, e.g. '{\"hedge_cost_budget\": 0.04}')",
+    )
     args = ap.parse_args(argv)
     if args.from_json:
         plot(json.loads(Path(args.from_json).read_text()), args.png)
@@ -130,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         keep = set(args.only.split(","))
         scenarios = [s for s in scenarios if s.name in keep]
     root = Path(args.out or tempfile.mkdtemp(prefix="flexq-robust-")) / "studies"
-    dirs = {sc.name: write_study(sc, root) for sc in scenarios}
+    settings: Any = json.loads(args.fallback_settings) if args.fallback_settings else True
+    dirs = {sc.name: write_study(sc, root, fallback_settings=settings) for sc in scenarios}
     tasks = [
         (str(dirs[sc.name]), v, r)
         for sc in scenarios
