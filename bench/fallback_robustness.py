@@ -79,6 +79,16 @@ def _run(task: tuple[str, str, int]) -> tuple[str, str, int, dict[str, Any], flo
         "lostByCause": s["lostByCause"],
         "causes": [f"{c['code']}: {c['evidence']}" for c in s["causes"][:2]],
         "fallbackActions": run.fallback_actions,
+        # per job that ran to its end: its class, own cost and chip-hours (to compare the jobs both finished)
+        "done": {
+            r["job"]: [
+                r["priority"] or "",
+                float(r.get("cost") or 0.0),
+                float(r["size"]) * float(r["run"]) / 3600,
+            ]
+            for r in run.jobs
+            if r["outcome"] == "Succeeded" or (r["outcome"] == "Failed" and not r["lost"])
+        },
     }
     return path, variant, replica, keep, time.process_time() - t0
 
@@ -184,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             row["costTutorial"] / max(row["workTutorial"], 1e-9),
         )
         row["classes"] = _classes(t, f)
+        for x in t + f:
+            x.pop("done", None)  # per-job figures: read by _classes, not kept in robustness.json
         row["preemptions"] = {
             "tutorial": sum(x["preemptions"] for x in t),
             "fallback": sum(x["preemptions"] for x in f),
@@ -246,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    censored mean wait ratio:     {_dist([k['waitRatio'] for _r, _c, k in sel])}")
         print(f"    cost per finished chip-hour:  {_dist([k['costPerWorkRatio'] for _r, _c, k in sel])}")
         print(f"      (the bill shared by cost):  {_dist([k['billPerWorkRatio'] for _r, _c, k in sel])}")
+        print(
+            f"      (jobs both finished):       {_dist([k['sameJobsCostPerWorkRatio'] for _r, _c, k in sel])}"
+        )
     for name in sorted({c for _r, c, _k in prio}):
         sel = [k for _r, c, k in prio if c == name]
         print(
@@ -331,6 +346,7 @@ def _classes(t: list[dict[str, Any]], f: list[dict[str, Any]]) -> dict[str, dict
                 _bill_share(f, c), _total(f, c, "work"), _bill_share(t, c), _total(t, c, "work")
             ),
         }
+        k["sameJobsCostPerWorkRatio"] = _same_jobs(t, f, c)
         k["lostDiff"] = k["lostFallback"] - k["lostTutorial"]
         k["worse"] = [
             why
@@ -341,7 +357,8 @@ def _classes(t: list[dict[str, Any]], f: list[dict[str, Any]]) -> dict[str, dict
                     wf > LIMITS["wait"] * wt + SLACK,
                 ),
                 (
-                    f"cost per finished chip-hour {k['costPerWorkRatio']:.3f}x",
+                    f"cost per finished chip-hour {k['costPerWorkRatio']:.3f}x"
+                    f" (jobs both finished: {k['sameJobsCostPerWorkRatio']:.3f}x)",
                     k["costPerWorkRatio"] > LIMITS["cost"],
                 ),
             )
@@ -349,6 +366,21 @@ def _classes(t: list[dict[str, Any]], f: list[dict[str, Any]]) -> dict[str, dict
         ]
         out[c] = k
     return out
+
+
+def _same_jobs(t: list[dict[str, Any]], f: list[dict[str, Any]], c: str) -> float:
+    """Cost per finished chip-hour of the class's jobs that both variants ran to their end (seed by seed): the
+    ratio without the jobs only one of them finished (the fallback's rescues), to tell a dearer placement of the
+    same work from the price of work the configuration without it never did."""
+    cost_t = work_t = cost_f = work_f = 0.0
+    for a, b in zip(t, f, strict=True):
+        for job, (cls, cost, work) in a.get("done", {}).items():
+            other = b.get("done", {}).get(job)
+            if cls != c or other is None:
+                continue
+            cost_t, work_t = cost_t + cost, work_t + work
+            cost_f, work_f = cost_f + other[1], work_f + other[2]
+    return _per_work(cost_f, work_f, cost_t, work_t)
 
 
 def _total(runs: list[dict[str, Any]], c: str, key: str) -> float:

@@ -209,3 +209,67 @@ def test_a_freed_slice_wakes_every_waiting_worker_not_the_same_one_four_times(tw
     twin.advance(2)
     bound = sorted(twin.get("Pod", f"b-{i}")["spec"].get("nodeName") or "-" for i in range(4))
     assert bound == [f"gke-tpu-{i}" for i in range(4)]
+
+
+def _slice_node(name: str, slice_id: str) -> dict:
+    obj = tpu_node(name, "dws-pool")
+    obj["metadata"]["annotations"] = {"gke.twin.flexq.dev/slice": slice_id}
+    return obj
+
+
+def _host(name: str, replica: str) -> dict:
+    obj = pod(
+        name,
+        tpu=4,
+        tolerations=TOLERATE_TPU,
+        restart="Always",
+        node_selector={"cloud.google.com/gke-tpu-topology": "4x4"},
+    )
+    obj["metadata"]["labels"] = {"ray.io/worker-group-replica-name": replica}
+    return obj
+
+
+def _slices_of(twin: Twin, names: list[str]) -> set[str]:
+    out = set()
+    for n in names:
+        node_name = twin.get("Pod", n)["spec"].get("nodeName")
+        out.add(twin.get("Node", node_name)["metadata"]["annotations"]["gke.twin.flexq.dev/slice"])
+    return out
+
+
+def test_the_hosts_of_a_multi_host_replica_share_one_slice(twin: Twin) -> None:
+    """Two 4x4 slices (4 hosts each), a replica's hosts arriving one by one while another replica fills in: every
+    replica ends on one slice (a TPU slice is one ICI domain), never two half slices; a replica whose hosts
+    cannot all fit on one slice waits, with InterPodAffinity's message, even with four free nodes spread
+    over two slices."""
+    for s in ("a", "b"):
+        for i in range(4):
+            add_node(twin, _slice_node(f"gke-dws-{s}-{i}", s))
+    twin.apply(_host("r1-0", "r1"))
+    twin.advance(1)
+    for i in range(4):
+        twin.apply(_host(f"r2-{i}", "r2"))
+    twin.advance(1)
+    for i in range(1, 4):
+        twin.apply(_host(f"r1-{i}", "r1"))
+    twin.advance(1)
+    r1, r2 = [f"r1-{i}" for i in range(4)], [f"r2-{i}" for i in range(4)]
+    assert all(twin.get("Pod", n)["spec"].get("nodeName") for n in r1 + r2)
+    assert len(_slices_of(twin, r1)) == 1 and len(_slices_of(twin, r2)) == 1
+    assert _slices_of(twin, r1) != _slices_of(twin, r2)
+    # two hosts of each slice freed: four free nodes, no slice with four
+    for n in ("r1-2", "r1-3", "r2-2", "r2-3"):
+        twin.delete("Pod", n)
+    for i in range(4):
+        twin.apply(_host(f"r3-{i}", "r3"))
+    twin.advance(5)
+    assert all("nodeName" not in twin.get("Pod", f"r3-{i}")["spec"] for i in range(4))
+    msg = condition(twin.get("Pod", "r3-0"), "PodScheduled")["message"]
+    assert "4 node(s) didn't match pod affinity rules" in msg, msg
+    # one slice empties: the waiting replica takes all of it
+    for n in ("r1-0", "r1-1"):
+        twin.delete("Pod", n)
+    twin.advance(2)
+    r3 = [f"r3-{i}" for i in range(4)]
+    assert all(twin.get("Pod", n)["spec"].get("nodeName") for n in r3)
+    assert len(_slices_of(twin, r3)) == 1

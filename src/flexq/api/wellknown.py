@@ -21,6 +21,9 @@ CLUSTER_AUTOSCALER_PR_CLASS = "cluster-autoscaler.kubernetes.io/provisioning-cla
 # GKE custom ComputeClasses: pod nodeSelector key, and the label + taint key binding a node pool to a class
 COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
 
+# KubeRay: every pod of one multi-host worker replica (one TPU slice) carries the replica's name
+RAY_REPLICA_NAME_LABEL = "ray.io/worker-group-replica-name"
+
 # Resources
 RESOURCE_TPU = "google.com/tpu"
 RESOURCE_GPU = "nvidia.com/gpu"

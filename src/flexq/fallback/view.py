@@ -25,7 +25,7 @@ from flexq.fallback.affinity import flavor_label, unrestrict
 from flexq.fallback.api import ClusterAPI
 from flexq.fallback.model import OPT_IN_LABEL, FallbackConfig
 from flexq.semantics.conditions import find_condition, is_true
-from flexq.semantics.nodefit import NodeInfo, filter_node, node_info, pod_requests
+from flexq.semantics.nodefit import node_info, place_pods, pod_requests
 from flexq.semantics.pods import is_terminal
 from flexq.semantics.resources import pod_requests as spec_requests
 from flexq.semantics.workloads import admission_order
@@ -499,16 +499,16 @@ class ClusterView:
                     and not is_terminal(p)
                     and self.pod_flavor(other, p) == flavor
                 )
-                for _ in range(max(0, count - bound)):
-                    self._place(self._pod_on(template, flavor), nodes, used, counts)
+                other_pod = self._pod_on(template, flavor)
+                for _ in range(max(0, count - bound)):  # one at a time: as many as fit take their room
+                    place_pods(other_pod, 1, nodes, used, counts)
         placed: list[tuple[str, dict[str, int]]] = []
         for count, template in w.pod_set_needs(sets):
             pod = self._pod_on(template, flavor, lift=True)
-            for _ in range(count):
-                where = self._place(pod, nodes, used, counts)
-                if where is None:
-                    return False
-                placed.append((where, pod_requests(pod)))
+            where = place_pods(pod, count, nodes, used, counts)
+            if where is None:
+                return False
+            placed += [(name, pod_requests(pod)) for name in where]
         for node, req in placed:
             p = promises.used.setdefault(node, {})
             for r, v in req.items():
@@ -526,17 +526,3 @@ class ClusterView:
                 unrestrict(spec, *label)
         spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **(self.flavors.get(flavor) or {})}
         return {"metadata": {"name": "planned"}, "spec": spec}
-
-    @staticmethod
-    def _place(
-        pod: dict[str, Any], nodes: list[NodeInfo], used: dict[str, dict[str, int]], counts: dict[str, int]
-    ) -> str | None:
-        """First node (by name) that kube-scheduler's filters accept; its room is taken."""
-        req = pod_requests(pod)
-        for n in sorted(nodes, key=lambda x: x.name):
-            if not filter_node(pod, req, n, used[n.name], counts[n.name]).reasons:
-                for r, v in req.items():
-                    used[n.name][r] = used[n.name].get(r, 0) + v
-                counts[n.name] += 1
-                return n.name
-        return None

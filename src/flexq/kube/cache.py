@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from flexq.kube.scheduler_filters import NodeInfo, node_info, pod_requests
+from flexq.kube.scheduler_filters import NodeInfo, SliceKey, node_info, pod_requests, replica_of, slice_key
 from flexq.semantics.owners import controller_owner
 from flexq.semantics.pods import is_terminal
 from flexq.store.store import Store, Subscription, WatchEvent
@@ -39,9 +39,14 @@ class ClusterCache:
         self.node_pods: dict[str, set[PodKey]] = {}
         self.owned: dict[OwnerKey, set[str]] = {}
         self._accounted: dict[PodKey, tuple[str, dict[str, int]]] = {}
+        # (namespace, replica name) -> its bound, non-terminal TPU hosts -> their node (``replica_of``)
+        self.replica_hosts: dict[tuple[str, str], dict[PodKey, str]] = {}
+        self._replica: dict[PodKey, tuple[str, str]] = {}
         # (rv, node) of the last event that changed a NodeInfo / released resources on a node
         self.node_changed: tuple[int, str] = (-1, "")
         self.freed: tuple[int, str] = (-1, "")
+        # (rv, (namespace, replica)) of the last event that bound a host of a multi-host replica
+        self.replica_bound: tuple[int, tuple[str, str]] = (-1, ("", ""))
         # moves whenever anything a scheduling decision reads changes: a node (added, changed, gone), or the
         # requests and pod counts on a node
         self.version = 0
@@ -60,6 +65,16 @@ class ClusterCache:
     # -- queries ----------------------------------------------------------------------------------
     def pods_on(self, node: str) -> list[PodKey]:
         return sorted(self.node_pods.get(node, ()))
+
+    def replica_slices(self, namespace: str, replica: str) -> set[SliceKey]:
+        """The slices the bound hosts of a multi-host replica are on."""
+        out = set()
+        for node in self.replica_hosts.get((namespace, replica), {}).values():
+            info = self.nodes.get(node)
+            k = slice_key(info) if info is not None else None
+            if k is not None:
+                out.add(k)
+        return out
 
     def owned_pods(self, namespace: str, kind: str, name: str) -> list[dict]:
         """Pods whose controller is ``kind/name`` in ``namespace``, by name."""
@@ -100,7 +115,13 @@ class ClusterCache:
         node = (pod.get("spec") or {}).get("nodeName")
         if node and not is_terminal(pod):
             if key not in self._accounted:
-                self._account(key, node, pod_requests(pod))
+                requests = pod_requests(pod)
+                self._account(key, node, requests)
+                replica = replica_of(pod, requests)
+                if replica is not None:
+                    self._replica[key] = (key[0], replica)
+                    self.replica_hosts.setdefault((key[0], replica), {})[key] = node
+                    self.replica_bound = (ev.rv, (key[0], replica))
         else:
             self._unaccount(key, ev.rv)
 
@@ -138,6 +159,13 @@ class ClusterCache:
         if entry is None:
             return
         node, requests = entry
+        replica = self._replica.pop(key, None)
+        if replica is not None:
+            hosts = self.replica_hosts.get(replica)
+            if hosts is not None:
+                hosts.pop(key, None)
+                if not hosts:
+                    del self.replica_hosts[replica]
         self.version += 1
         self.freed = (rv, node)
         used = self.used.get(node)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from math import prod
 
 from flexq.api.wellknown import RESOURCE_TPU
-from flexq.kube.scheduler_filters import NodeInfo, pod_requests
+from flexq.kube.scheduler_filters import NodeInfo, hosts_per_slice, pod_requests
 from flexq.semantics.pods import image_reference_error
 
 LABEL_NODEPOOL = "cloud.google.com/gke-nodepool"
@@ -192,8 +192,7 @@ def tpu_env(pod: dict, node: NodeInfo, all_nodes: Iterable[NodeInfo]) -> dict[st
     except ValueError:
         return {}
     gen, cores = TPU_GENERATIONS.get(accel, (accel.removeprefix("tpu-").split("-")[0], 1))
-    per_host = node.allocatable.get(TPU_RESOURCE) or min(chips, 4)
-    hosts = max(1, chips // per_host)
+    hosts = hosts_per_slice(node)
     key = _slice_key(node)
     members = sorted(n.name for n in all_nodes if _slice_key(n) == key)
     if node.name not in members:

@@ -9,7 +9,9 @@ pods that node would now take (kube-scheduler's queueing hints; a pod already hi
 not hinted again, so each freed node wakes a different pod), and in any case again after
 ``UNSCHEDULABLE_FLUSH_SECONDS`` (the scheduling queue's flush of pods left unschedulable for
 ``podMaxInUnschedulablePodsDuration``, 5 minutes). Only pods whose ``schedulerName`` is ``default-scheduler`` are
-handled. Decisions come from the pure ``scheduling`` module over the shared ``ClusterCache``.
+handled. The hosts of one multi-host TPU replica (KubeRay's ``ray.io/worker-group-replica-name``) are bound
+to one slice: the first only where all of them fit, the others beside it (``scheduler_filters.off_slice``).
+Decisions come from the pure ``scheduling`` module over the shared ``ClusterCache``.
 Must not import other domain packages.
 """
 
@@ -27,6 +29,7 @@ from flexq.kube.scheduler_filters import (
     StaticMemo,
     filter_node,
     pod_requests,
+    replica_of,
     schedule,
 )
 from flexq.runtime import Context, Controller, Result, Watch
@@ -57,6 +60,7 @@ class _Waiting:
     order: tuple
     requests: dict[str, int]
     shape: int
+    replica: tuple[str, str] | None = None  # (namespace, replica) of a multi-host replica's host
 
 
 def _waiting(key: PodKey, pod: dict, requests: dict[str, int], shapes: dict[tuple, int]) -> _Waiting:
@@ -68,7 +72,10 @@ def _waiting(key: PodKey, pod: dict, requests: dict[str, int], shapes: dict[tupl
         repr(spec.get("affinity")),
         repr(spec.get("tolerations")),
     )
-    return _Waiting(order, requests, shapes.setdefault(shape, len(shapes)))
+    replica = replica_of(pod, requests)
+    return _Waiting(
+        order, requests, shapes.setdefault(shape, len(shapes)), None if replica is None else (key[0], replica)
+    )
 
 
 class Scheduler(Controller):
@@ -90,6 +97,9 @@ class Scheduler(Controller):
         # requests, the decision). Retried every UNSCHEDULABLE_FLUSH_SECONDS as upstream's queue does, a pod
         # that nothing has changed for (neither it nor any node, nor what is bound where) gets the same answer
         self._failed: dict[PodKey, tuple[dict, int, dict[str, int], Decision]] = {}
+        # unschedulable hosts of multi-host replicas, by replica: a sibling's binding wakes them (the
+        # InterPodAffinity plugin's queueing hint on a pod that its affinity now matches)
+        self._by_replica: dict[tuple[str, str], set[PodKey]] = {}
 
     def watches(self) -> list[Watch]:
         return [Watch("Pod", self._pod_keys), Watch("Node", self._node_keys)]
@@ -101,6 +111,11 @@ class Scheduler(Controller):
             keys.append(key)
         if ev.rv == self.cache.freed[0]:
             keys += self._fitting(self.cache.freed[1])
+        if ev.rv == self.cache.replica_bound[0]:
+            for k in sorted(self._by_replica.get(self.cache.replica_bound[1], ())):
+                if k not in self._hinted:
+                    self._hinted.add(k)
+                    keys.append(k)
         return keys
 
     def _node_keys(self, ev: WatchEvent) -> Iterable[PodKey]:
@@ -158,8 +173,15 @@ class Scheduler(Controller):
             requests = pod_requests(pod)
             if len(self._static) > 2 * len(self.cache.nodes) + 16:  # forget nodes that are gone
                 self._static = {n: e for n, e in self._static.items() if n in self.cache.nodes}
+            replica = replica_of(pod, requests)
             decision = schedule(
-                pod, self.cache.nodes.values(), self.cache.used, self.cache.pod_counts, requests, self._static
+                pod,
+                self.cache.nodes.values(),
+                self.cache.used,
+                self.cache.pod_counts,
+                requests,
+                self._static,
+                None if replica is None else self.cache.replica_slices(key[0], replica),
             )
             if decision.node is None:
                 self._failed[key] = (pod, self.cache.version, requests, decision)
@@ -168,9 +190,12 @@ class Scheduler(Controller):
             old = self.unschedulable.get(key)
             self.unschedulable[key] = w
             if old is not None and old.order == w.order:
-                w = self.unschedulable[key] = _Waiting(old.order, w.requests, w.shape)  # keep its queue entry
+                # keep its queue entry
+                w = self.unschedulable[key] = _Waiting(old.order, w.requests, w.shape, w.replica)
             else:
                 bisect.insort(self._order, w.order)
+            if w.replica is not None:
+                self._by_replica.setdefault(w.replica, set()).add(key)
             if self._write_condition(pod, "False", "Unschedulable", decision.message):
                 self.events.record(pod, "Warning", "FailedScheduling", decision.message)
             return Result(requeue_after=UNSCHEDULABLE_FLUSH_SECONDS)
@@ -181,7 +206,13 @@ class Scheduler(Controller):
     def _forget(self, key: PodKey) -> None:
         self._hinted.discard(key)
         self._failed.pop(key, None)
-        self.unschedulable.pop(key, None)  # its entry in _order is skipped, then compacted away
+        w = self.unschedulable.pop(key, None)  # its entry in _order is skipped, then compacted away
+        if w is not None and w.replica is not None:
+            waiting = self._by_replica.get(w.replica)
+            if waiting is not None:
+                waiting.discard(key)
+                if not waiting:
+                    del self._by_replica[w.replica]
 
     def _bind(self, pod: dict, node: str) -> None:
         """The ``pods/binding`` subresource: ``spec.nodeName`` and ``PodScheduled=True`` in one write, as the API

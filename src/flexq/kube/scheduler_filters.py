@@ -5,7 +5,8 @@ NotReady / unschedulable, allocatable as integers), ``pod_requests`` (the API se
 requests from limits, init containers, overhead), the default profile's filters in their order —
 NodeUnschedulable, TaintToleration, NodeAffinity (nodeSelector and required affinity with In / NotIn /
 Exists / DoesNotExist / Gt / Lt and ``metadata.name`` fields), NodeResourcesFit (pods, cpu, memory,
-extended resources such as ``google.com/tpu``) —, a LeastAllocated score with the node name as tie-break,
+extended resources such as ``google.com/tpu``) —, the one-slice rule of a multi-host TPU replica's hosts
+(``off_slice``, reported as InterPodAffinity's ``node(s) didn't match pod affinity rules``), a LeastAllocated score with the node name as tie-break,
 and ``FitError``'s message: ``0/3 nodes are available: 1 node(s) didn't match Pod's node
 affinity/selector, 2 Insufficient google.com/tpu. preemption: 0/3 nodes are available: 1 No preemption
 victims found for incoming pod, 2 Preemption is not helpful for scheduling.`` (reasons counted and sorted
@@ -16,23 +17,29 @@ as strings, as ``FitError.Error()`` does). Pure: must not import the store, the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from flexq.semantics.nodefit import (  # the filters themselves: one rule, shared with flexq's fallback
     ANN_SLICE,
     DEFAULT_MAX_PODS,
     MSG_AFFINITY,
+    MSG_SLICE,
     MSG_TOO_MANY_PODS,
     MSG_UNSCHEDULABLE,
     NodeInfo,
     NodeVerdict,
+    SliceKey,
     filter_node,
+    hosts_per_slice,
     insufficient,
     matches_node_affinity,
     node_info,
+    off_slice,
     placement_shape,
     pod_requests,
+    replica_of,
+    slice_key,
     static_verdict,
     untolerated_taint,
 )
@@ -90,13 +97,16 @@ def schedule(
     pod_counts: Mapping[str, int],
     requests: Mapping[str, int] | None = None,
     memo: StaticMemo | None = None,
+    bound_slices: Collection[SliceKey] | None = None,
 ) -> Decision:
     """Pick a node for ``pod``: filter every node, score the feasible ones, highest score then name wins.
     ``memo`` (kept by the caller across calls) remembers ``static_verdict`` per node version and pod
-    placement shape, so only NodeResourcesFit is evaluated again for pods shaped alike."""
+    placement shape, so only NodeResourcesFit is evaluated again for pods shaped alike. ``bound_slices``
+    (a host of a multi-host replica, ``replica_of``): the slices its sibling hosts are bound to, for the
+    one-slice rule (``off_slice``); None for any other pod."""
     requests = pod_requests(pod) if requests is None else requests
     verdicts: dict[str, NodeVerdict] = {}
-    best: tuple[int, str] | None = None
+    feasible: list[tuple[int, NodeInfo]] = []
     empty: dict[str, int] = {}
     shape = placement_shape(pod) if memo is not None else None
     for node in nodes:
@@ -119,7 +129,16 @@ def schedule(
         if v.reasons:
             verdicts[node.name] = v
             continue
-        score = least_allocated_score(requests, node, u)
+        feasible.append((least_allocated_score(requests, node, u), node))
+    if bound_slices is not None and feasible:
+        ruled_out = off_slice((n for _, n in feasible), bound_slices)
+        if ruled_out:
+            for _, n in feasible:
+                if n.name in ruled_out:
+                    verdicts[n.name] = NodeVerdict((MSG_SLICE,))
+            feasible = [(sc, n) for sc, n in feasible if n.name not in ruled_out]
+    best: tuple[int, str] | None = None
+    for score, node in feasible:
         if best is None or (-score, node.name) < (-best[0], best[1]):
             best = (score, node.name)
     if best is not None:
@@ -131,6 +150,7 @@ __all__ = [
     "DEFAULT_MAX_PODS",
     "MSG_AFFINITY",
     "MSG_TOO_MANY_PODS",
+    "MSG_SLICE",
     "MSG_UNSCHEDULABLE",
     "MSG_NO_NODES",
     "GATED_MESSAGE",
@@ -147,6 +167,11 @@ __all__ = [
     "filter_node",
     "static_verdict",
     "placement_shape",
+    "SliceKey",
+    "hosts_per_slice",
+    "slice_key",
+    "replica_of",
+    "off_slice",
     "least_allocated_score",
     "fit_error_message",
     "schedule",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from flexq.api.wellknown import QUEUE_NAME_LABEL
+from flexq.api.wellknown import QUEUE_NAME_LABEL, RAY_REPLICA_NAME_LABEL
 
 # Labels on RayCluster pods (utils/constant.go).
 LABEL_CLUSTER = "ray.io/cluster"
@@ -20,7 +20,7 @@ LABEL_GROUP = "ray.io/group"
 LABEL_IS_HEAD = "ray.io/is-ray-node"
 LABEL_IDENTIFIER = "ray.io/identifier"
 LABEL_REPLICA_INDEX = "ray.io/worker-group-replica-index"
-LABEL_REPLICA_NAME = "ray.io/worker-group-replica-name"
+LABEL_REPLICA_NAME = RAY_REPLICA_NAME_LABEL
 # Labels on objects a RayJob creates.
 LABEL_ORIGIN_NAME = "ray.io/originated-from-cr-name"
 LABEL_ORIGIN_CRD = "ray.io/originated-from-crd"

@@ -12,11 +12,20 @@ decision (scores, FitError) on them. Pure: imports only ``flexq.api`` and ``flex
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from math import prod
 
+from flexq.api.gke_catalog import LABEL_NODEPOOL, LABEL_TPU_TOPOLOGY
 from flexq.api.quantity import resource_value
-from flexq.api.wellknown import NOT_READY_TAINT, UNREACHABLE_TAINT, UNSCHEDULABLE_TAINT
+from flexq.api.wellknown import (
+    NOT_READY_TAINT,
+    RAY_REPLICA_NAME_LABEL,
+    RESOURCE_TPU,
+    UNREACHABLE_TAINT,
+    UNSCHEDULABLE_TAINT,
+)
 from flexq.semantics.resources import pod_request_values
 from flexq.semantics.selectors import pod_matches_node
 from flexq.semantics.taints import tolerates
@@ -35,6 +44,12 @@ __all__ = [
     "static_verdict",
     "placement_shape",
     "fits_on_node",
+    "SliceKey",
+    "hosts_per_slice",
+    "slice_key",
+    "replica_of",
+    "off_slice",
+    "place_pods",
 ]
 
 DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default, when a Node reports no "pods" allocatable
@@ -42,6 +57,8 @@ DEFAULT_MAX_PODS = 110  # kubelet's --max-pods default, when a Node reports no "
 MSG_UNSCHEDULABLE = "node(s) were unschedulable"
 MSG_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 MSG_TOO_MANY_PODS = "Too many pods"
+# InterPodAffinity's ErrReasonAffinityRulesNotMatch: the one-slice-per-replica rule (``off_slice``) fails so
+MSG_SLICE = "node(s) didn't match pod affinity rules"
 ANN_SLICE = "gke.twin.flexq.dev/slice"  # set by the twin's GKE node pools on every host of one TPU slice
 _FIRST = ("cpu", "memory", "ephemeral-storage")
 
@@ -170,3 +187,110 @@ def placement_shape(pod: dict) -> tuple[str, str, str]:
 def fits_on_node(pod: dict, node: NodeInfo, used: Mapping[str, int], pods_on_node: int) -> bool:
     """Whether kube-scheduler's filters let ``pod`` onto ``node`` with ``used`` requested there already."""
     return not filter_node(pod, pod_requests(pod), node, used, pods_on_node).reasons
+
+
+SliceKey = tuple[str, str]  # (node pool, slice id): one multi-host TPU slice
+
+
+def hosts_per_slice(node: NodeInfo) -> int:
+    """Hosts of one slice of ``node``'s TPU topology (chips of the topology / chips per host); 1 when the node
+    has no TPU topology."""
+    topology = node.labels.get(LABEL_TPU_TOPOLOGY)
+    if not topology:
+        return 1
+    try:
+        chips = prod(int(d) for d in topology.lower().split("x"))
+    except ValueError:
+        return 1
+    per_host = node.allocatable.get(RESOURCE_TPU) or min(chips, 4)
+    return max(1, chips // per_host)
+
+
+def slice_key(node: NodeInfo) -> SliceKey | None:
+    """The multi-host TPU slice ``node`` is a host of (None: not a host of a multi-host slice)."""
+    if not node.slice or hosts_per_slice(node) <= 1:
+        return None
+    return (node.labels.get(LABEL_NODEPOOL, ""), node.slice)
+
+
+def replica_of(pod: dict, requests: Mapping[str, int]) -> str | None:
+    """The KubeRay worker replica a TPU pod is one host of (None: not a replica's TPU host)."""
+    if requests.get(RESOURCE_TPU, 0) <= 0:
+        return None
+    return (pod["metadata"].get("labels") or {}).get(RAY_REPLICA_NAME_LABEL) or None
+
+
+def off_slice(feasible: Iterable[NodeInfo], bound: Collection[SliceKey]) -> set[str]:
+    """The nodes, among those that pass every other filter, that one host of a multi-host replica may not
+    take: all the hosts of a replica form one TPU slice (the GKE Ray add-on's TPU webhook and GKE's
+    multi-host placement: a slice is one ICI domain; KubeRay's multi-host docs ask for a pod affinity on the
+    replica with the slice's node pool as topology). ``bound``: the slices the replica's other hosts are
+    bound to. With none bound, the first host goes only to a slice where every host of the replica fits now
+    (as many feasible nodes as the slice has hosts), so the others are never left without room on it."""
+    nodes = list(feasible)
+    if bound:
+        return {n.name for n in nodes if slice_key(n) not in bound}
+    free: Counter[SliceKey] = Counter()
+    for n in nodes:
+        k = slice_key(n)
+        if k is not None:
+            free[k] += 1
+    out = set()
+    for n in nodes:
+        k = slice_key(n)
+        if k is not None and free[k] < hosts_per_slice(n):
+            out.add(n.name)
+    return out
+
+
+def place_pods(
+    pod: dict,
+    n: int,
+    nodes: list[NodeInfo],
+    used: dict[str, dict[str, int]],
+    counts: dict[str, int],
+) -> list[str] | None:
+    """Where ``n`` pods alike (``pod``, the hosts of multi-host replicas when it asks for TPU chips on such nodes)
+    would go, first fit by node name, as the twin's scheduler binds them: each replica's hosts together on one
+    slice with room for all of them (``off_slice``). The room is taken in ``used`` / ``counts`` (a planner's
+    running tally); None, with nothing taken, when they do not all fit."""
+    req = pod_requests(pod)
+    order = sorted(nodes, key=lambda x: x.name)
+    taken: list[str] = []
+
+    def take(x: NodeInfo) -> None:
+        u = used[x.name]
+        for r, v in req.items():
+            u[r] = u.get(r, 0) + v
+        counts[x.name] += 1
+        taken.append(x.name)
+
+    left = n
+    while left > 0:
+        feasible = [x for x in order if not filter_node(pod, req, x, used[x.name], counts[x.name]).reasons]
+        group: list[NodeInfo] = []
+        by_slice: dict[SliceKey, list[NodeInfo]] = {}
+        for x in feasible:
+            k = slice_key(x)
+            if k is not None:
+                by_slice.setdefault(k, []).append(x)
+        for x in feasible:
+            k = slice_key(x)
+            if k is None:
+                group = [x]
+                break
+            want = min(hosts_per_slice(x), left)
+            if len(by_slice[k]) >= want:
+                group = by_slice[k][:want]
+                break
+        if not group:
+            for name in taken:  # nothing taken: the caller's tally is as it was
+                u = used[name]
+                for r, v in req.items():
+                    u[r] = u.get(r, 0) - v
+                counts[name] -= 1
+            return None
+        for x in group:
+            take(x)
+        left -= len(group)
+    return taken
