@@ -45,7 +45,7 @@ class ClusterCache:
         # (rv, node) of the last event that changed a NodeInfo / released resources on a node
         self.node_changed: tuple[int, str] = (-1, "")
         self.freed: tuple[int, str] = (-1, "")
-        # (rv, (namespace, replica)) of the last event that bound a host of a multi-host replica
+        # (rv, (namespace, replica)) of the last event that bound the first host of a multi-host replica
         self.replica_bound: tuple[int, tuple[str, str]] = (-1, ("", ""))
         # moves whenever anything a scheduling decision reads changes: a node (added, changed, gone), or the
         # requests and pod counts on a node
@@ -120,8 +120,10 @@ class ClusterCache:
                 replica = replica_of(pod, requests)
                 if replica is not None:
                     self._replica[key] = (key[0], replica)
-                    self.replica_hosts.setdefault((key[0], replica), {})[key] = node
-                    self.replica_bound = (ev.rv, (key[0], replica))
+                    hosts = self.replica_hosts.setdefault((key[0], replica), {})
+                    if not hosts:  # the replica's first host: where the others must go is now known
+                        self.replica_bound = (ev.rv, (key[0], replica))
+                    hosts[key] = node
         else:
             self._unaccount(key, ev.rv)
 
