@@ -26,7 +26,7 @@ from typing import Any
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_duration
 from flexq.eta import fast
-from flexq.eta.jobs import Entry, cluster_queue_of, entries, queue_position
+from flexq.eta.jobs import Entry, StateView, cluster_queue_of, entries, queue_position
 from flexq.eta.model import EtaConfig, Model, fit
 from flexq.eta.scenario import Scenario, build_study
 from flexq.eta.state import ClusterState
@@ -224,13 +224,14 @@ def estimate(
 
     t0 = WallClock().now()
     cfg = cfg or EtaConfig()
-    model = fit(state, cfg)
-    es = entries(state)
+    view = StateView.of(state)  # the state read once, passed to the model and the forward runs
+    model = fit(state, cfg, view)
+    es = view.entries
     fc = Forecast(now=state.now, horizon=cfg.horizon, replicas=cfg.replicas)
-    fc.model, fc.notes = model.describe(), list(state.notes)
+    fc.model, fc.notes = model.describe(), list(state.notes) + view.notes
     fc.running = [e.key for e in es if e.role == "running"]
     waiting = [e for e in es if e.role in ("reserved", "pending", "deactivated")]
-    cq_of = cluster_queue_of(state)
+    cq_of = view.cluster_queue_of
     if not any(e.role != "deactivated" and not e.queue_missing and not e.cannot for e in waiting):
         for e in waiting:  # none that a forward run could place: each says why, at no cost
             fc.jobs[e.key] = _job_eta(e, es, cq_of, model, [], cfg)
@@ -241,7 +242,7 @@ def estimate(
         results = (runner or _run_twin)(scenarios, min(_workers(cfg), cfg.replicas))
         fc.engine = "twin"
     else:
-        world = fast.build_world(state, model, cfg.horizon)
+        world = fast.build_world(state, model, cfg.horizon, view)
         fc.notes += world.notes
         deadline = None if budget is None else t0 + budget
         results = _run_fast(world, cfg, deadline)

@@ -38,7 +38,15 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.capacity_profile import parse_duration
 from flexq.api.reasons import classify_capacity
 from flexq.clock import format_duration, parse_time_or_none
-from flexq.eta.jobs import CLASS_LABEL, EXPECTED_DURATION, Entry, class_key, entries, finished_at, started_at
+from flexq.eta.jobs import (
+    CLASS_LABEL,
+    EXPECTED_DURATION,
+    Entry,
+    StateView,
+    class_key,
+    finished_at,
+    started_at,
+)
 from flexq.eta.state import ClusterState
 from flexq.semantics.conditions import find_condition
 from flexq.semantics.owners import controller_owner
@@ -591,10 +599,11 @@ def _classes(state: ClusterState, cfg: EtaConfig) -> dict[tuple[str, str], RunCl
     return classes
 
 
-def fit(state: ClusterState, cfg: EtaConfig | None = None) -> Model:
-    """The model of ``state``'s cluster (see the module docstring)."""
+def fit(state: ClusterState, cfg: EtaConfig | None = None, view: StateView | None = None) -> Model:
+    """The model of ``state``'s cluster (see the module docstring); ``view``: the state read once by the
+    caller (read here when None)."""
     cfg = cfg or EtaConfig()
-    es = entries(state)
+    es = (view or StateView.of(state)).entries
     m = Model(now=state.now, cfg=cfg)
     m.dws_done, m.dws_waiting, m.dws_pending, m.dws_bounded = _dws(state)
     m.dws_mean = exponential_mean(m.dws_done, m.dws_waiting, cfg.prior_dws_wait_seconds)
