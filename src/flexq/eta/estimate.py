@@ -238,7 +238,7 @@ def estimate(
         fc.seconds = WallClock().now() - t0
         return fc
     if cfg.engine == "twin":
-        scenarios = [build_study(state, model, cfg, r) for r in range(cfg.replicas)]
+        scenarios = [build_study(state, model, cfg, r, es) for r in range(cfg.replicas)]
         results = (runner or _run_twin)(scenarios, min(_workers(cfg), cfg.replicas))
         fc.engine = "twin"
     else:

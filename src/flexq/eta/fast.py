@@ -273,6 +273,9 @@ class _Run:
         self.jobs: dict[str, Job] = {}
         self.snap: Snapshot = build_snapshot(world.cq_objs, (), world.flavors, ())
         self.reserving: dict[str, WorkloadInfo] = {}
+        # each ClusterQueue's allocatable-resource generation: bumped when capacity is freed, as the twin's cache
+        # does (a head's flavor-scan progress older than it is dropped: every flavor is tried again)
+        self.generations: dict[str, int] = {}
         self.queues = QueueManager(world.requeuing)
         self.queues.priority_sorting = world.config.gate("PrioritySortingWithinCohort")
         for cq in world.cq_objs:
@@ -282,6 +285,7 @@ class _Run:
         for lq in world.localqueues:
             self.queues.add_or_update_local_queue(lq)
         self.cycle = 0
+        self.cycle_at = world.now  # the instant of the last cycle
         self.size = {p: world.pool_nodes.get(p, 0) for p in world.pools}  # nodes now (busy, idle, coming)
         self.idle: dict[str, list[float]] = {p: [] for p in world.pools}  # idle nodes: when each goes
         self.room_waiters: dict[str, list[Job]] = {p: [] for p in world.pools}
@@ -422,6 +426,11 @@ class _Run:
     def _on_schedule(self, _job: Job | None) -> None:
         self.sched_at = None
         cfg = self.world.config
+        if self.t > self.cycle_at:
+            # between two instants the twin's scheduler runs other cycles (every watch event starts one, heads
+            # or not): a head's flavor-scan progress from an earlier instant is never from the preceding cycle
+            self.cycle += 1
+            self.cycle_at = self.t
         for _ in range(MAX_CYCLES_PER_INSTANT):
             self.queues.begin_shape()
             heads = self.queues.heads()
@@ -429,7 +438,7 @@ class _Run:
                 self.queues.shape_changed()
                 return
             self.cycle += 1
-            snap = self.snap.clone_trees(sorted({h.cluster_queue for h in heads}), {})
+            snap = self.snap.clone_trees(sorted({h.cluster_queue for h in heads}), self.generations)
             decided = plan(
                 heads,
                 snap,
@@ -517,6 +526,7 @@ class _Run:
             self.snap.remove_workload(job.info)
             self.reserving.pop(job.key, None)
             job.info = None
+            self.generations[job.cq] = self.generations.get(job.cq, 0) + 1
             self._flush(job.cq)
         for p, n in job.nodes.items():
             for _ in range(n):

@@ -25,6 +25,10 @@ from flexq.clock import parse_time_or_none
 from flexq.errors import Invalid
 from flexq.eta.state import ClusterState
 from flexq.kueue.config import KueueConfig
+from flexq.kueue.flavorassigner import FlavorAssigner, Mode
+from flexq.kueue.preemption import make_oracle
+from flexq.kueue.snapshot import Snapshot, build_snapshot
+from flexq.kueue.workload import WorkloadInfo
 from flexq.semantics.conditions import find_condition, is_true
 from flexq.semantics.owners import controller_owner
 from flexq.semantics.workloads import FINISHED_STATES, queue_order_timestamp, workload_state
@@ -197,6 +201,7 @@ def entries(
     sorting = config.gate("PrioritySortingWithinCohort")
     cq_of = cluster_queue_of(state) if cq_of is None else cq_of
     cqs = {(q.get("metadata") or {}).get("name", "") for q in state.clusterqueues}
+    empty: Snapshot | None = None  # the ClusterQueues with no workload (built when first needed)
     out = []
     for wl in state.workloads:
         st = workload_state(wl)
@@ -212,7 +217,11 @@ def entries(
         reason = explain(wl, state.provisioning_requests, _events_of(state, wl, name), state.now)
         cannot = ""
         if role == "pending" and reason is not None and reason.code in STRUCTURAL:
-            cannot = f"{reason.code}: {reason.detail}"
+            cq_name = cq_of.get(f"{md.get('namespace', '')}/{spec.get('queueName', '')}", "")
+            if empty is None:
+                empty = build_snapshot(state.clusterqueues, (), state.flavors, ())
+            if not fits_when_empty(wl, cq_name, empty, state.now):
+                cannot = f"{reason.code}: {reason.detail}"
         missing = ""
         if role == "pending":
             queue = spec.get("queueName", "")
@@ -237,6 +246,19 @@ def entries(
         )
     out.sort(key=lambda e: (-e.priority, e.order_time, e.uid, e.key))
     return out
+
+
+def fits_when_empty(wl: dict, cq_name: str, empty: Snapshot, now: float) -> bool:
+    """Whether Kueue's flavor assignment finds a flavor for every pod set of ``wl`` in ClusterQueue ``cq_name``
+    holding no workload (``empty``): Kueue's reasons name the first flavor each pod set failed on
+    (``NoMatchingFlavor`` for a head whose other flavors do not match, while its worker waits for quota), so
+    a structural reason says "never" only when the queue could not take the job even empty."""
+    cq = empty.cq(cq_name)
+    if cq is None:
+        return False
+    info = WorkloadInfo.from_obj({**wl, "status": {}}, cq_name)
+    a = FlavorAssigner(info, cq, empty.resource_flavors, make_oracle(empty, now)).assign()
+    return a.representative_mode() != Mode.NO_FIT
 
 
 def queue_position(es: list[Entry], entry: Entry, cluster_queue_of: dict[str, str]) -> int:
