@@ -127,7 +127,8 @@ class Job:
     requeues: int = 0  # waitForPodsReady requeues so far (requeueState.count)
     pr_since: float | None = None  # when its current request was accepted
     started: float | None = None
-    nodes: dict[str, int] = field(default_factory=dict)  # pool -> nodes it holds
+    nodes: dict[str, int] = field(default_factory=dict)  # pool -> nodes it holds (made, or being made)
+    nodes_ready: float = 0.0  # when the nodes it holds are (or were) all made
     gen: int = 0  # bumps on each eviction: stale events are dropped
     bucket: str = "quota"
     since: float = 0.0
@@ -529,6 +530,10 @@ class _Run:
             self.generations[job.cq] = self.generations.get(job.cq, 0) + 1
             self._flush(job.cq)
         for p, n in job.nodes.items():
+            if self.t < job.nodes_ready:  # not made yet (a scale-up under way, a stock-out): it ends
+                self.size[p] -= n
+                self._wake_room(p)
+                continue
             for _ in range(n):
                 self._idle_node(p)
         job.nodes = {}
@@ -657,6 +662,7 @@ class _Run:
                 ready = max(ready, start + self._provision(pool.machine_type, make))
         if ready > self.t and job.bucket != "stockout":
             self.move(job, "scaleUp")
+        job.nodes_ready = ready
         self.at(ready + POD_START_SECONDS, "start", job)
 
     def _provision(self, machine_type: str, n: int) -> float:
@@ -735,7 +741,8 @@ class _Run:
         job.nodes = {pool.name: n}
         self.move(job, "scaleUp")
         cfg = self.world.config
-        ready = self.t + self._provision(pool.machine_type, n) + POD_START_SECONDS
+        job.nodes_ready = self.t + self._provision(pool.machine_type, n)
+        ready = job.nodes_ready + POD_START_SECONDS
         if cfg.wait_for_pods_ready and cfg.pods_ready_timeout > 0:  # admitted now: the timer starts
             self.at(self.t + cfg.pods_ready_timeout, "pods-ready-timeout", job)
         self.at(ready, "start", job)
