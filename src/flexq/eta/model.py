@@ -92,6 +92,9 @@ class EtaConfig:
     prior_provision: tuple[float, float] = (60.0, 120.0)  # node creation to Ready, seconds (uniform)
     workers: int | None = None  # processes for the replicas (None: one per core)
     fallback: bool | None = None  # model flexq's fallback (None: when a LocalQueue opts in)
+    # a deliberately wrong capacity model, for measuring the interval's online correction (bench/eta_calibration
+    # --dws-scale): every DWS wait the model draws is multiplied by this
+    dws_scale: float = 1.0
 
 
 def expected_duration(job: dict | None) -> float | None:
@@ -170,7 +173,8 @@ class Model:
         """How much longer a DWS request that has waited ``elapsed`` seconds waits for its grant: from the
         Kaplan-Meier curve of the waits seen (finished, and the censored ones), past ``elapsed``; beyond the
         longest seen, an exponential tail of the fitted mean."""
-        return max(0.0, sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean) - elapsed)
+        left = max(0.0, sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean) - elapsed)
+        return left * self.cfg.dws_scale
 
     def dws_waited(self, key: str) -> float | None:
         """How long the accepted, not yet provisioned DWS request of workload ``key`` has waited (None: none)."""
@@ -295,7 +299,10 @@ class Model:
                 "defaults": {
                     "available": "unlimited",
                     "provisionTime": {"uniform": {"min": f"{lo:g}s", "max": f"{hi:g}s"}},
-                    "queueWait": {"exponential": {"mean": f"{self.dws_mean:.0f}s"}, "max": "7d"},
+                    "queueWait": {
+                        "exponential": {"mean": f"{self.dws_mean * self.cfg.dws_scale:.0f}s"},
+                        "max": "7d",
+                    },
                 },
                 "rules": rules,
             },
