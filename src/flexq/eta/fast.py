@@ -156,6 +156,7 @@ class World:
     config: KueueConfig
     version: KueueVersion
     cycle_seconds: float = 0.0  # virtual seconds between two scheduling cycles (0: as the twin)
+    bootstrap: bool = True  # each replica draws from a model refitted on a bootstrap resample of the history
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -267,6 +268,8 @@ def build_world(
 class _Run:
     def __init__(self, world: World, rng: random.Random) -> None:
         self.world, self.rng = world, rng
+        # each replica's own fit: a bootstrap of the history (the parameters' uncertainty, not only the events')
+        self.model = world.model.bootstrap(rng) if world.bootstrap else world.model
         self.t = world.now
         self.end = world.now + world.horizon
         self.heap: list[tuple[float, int, str, Job | None, int]] = []
@@ -325,7 +328,7 @@ class _Run:
 
     # set-up --------------------------------------------------------------------------------------------------
     def setup(self) -> None:
-        w, m = self.world, self.world.model
+        w, m = self.world, self.model
         for st in m.stockouts:
             self.stock_end[st.machine_type] = max(
                 self.stock_end.get(st.machine_type, 0.0), w.now + m.draw_stockout(st, self.rng)
@@ -399,12 +402,12 @@ class _Run:
             return
         if dws:
             self.move(job, "dws")
-            waited = self.world.model.dws_waited(job.key)
+            waited = self.model.dws_waited(job.key)
             if waited is None:  # no request accepted yet: it is made now
                 self.at(self.t + PR_CREATE_SECONDS, "pr-create", job)
             else:
                 job.pr_since = self.t - waited
-                self.at(self.t + self.world.model.draw_dws(waited, self.rng), "pr-grant", job)
+                self.at(self.t + self.model.draw_dws(waited, self.rng), "pr-grant", job)
             return
         admitted = parse_time_or_none(
             next(
@@ -666,7 +669,7 @@ class _Run:
         self.at(ready + POD_START_SECONDS, "start", job)
 
     def _provision(self, machine_type: str, n: int) -> float:
-        lo, hi = self.world.model.provision_range(machine_type)
+        lo, hi = self.model.provision_range(machine_type)
         return max(self.rng.uniform(lo, hi) for _ in range(max(1, n)))
 
     def _wake_room(self, pool: str) -> None:
@@ -702,7 +705,7 @@ class _Run:
             self._pr_failed(job, "NodepoolSizeReached")
             return
         job.pr_since = self.t
-        self.at(self.t + self.world.model.draw_dws(0.0, self.rng), "pr-grant", job)
+        self.at(self.t + self.model.draw_dws(0.0, self.rng), "pr-grant", job)
 
     def _pr_failed(self, job: Job, reason: str) -> None:
         """The check goes to Retry (or Rejected past ``backoffLimitCount``: the job is deactivated). From 0.20.7
@@ -779,11 +782,11 @@ class _Run:
         self.t = min(self.t, self.end)
 
     def _next_arrival(self, index: int) -> None:
-        arr = self.world.model.arrivals[index]
+        arr = self.model.arrivals[index]
         self.at(self.t + self.rng.expovariate(arr.rate), f"arrive:{index}")
 
     def _arrive(self, index: int) -> None:
-        arr = self.world.model.arrivals[index]
+        arr = self.model.arrivals[index]
         self.arrived += 1
         wl = copy.deepcopy(arr.template)
         md = wl.setdefault("metadata", {})
@@ -792,7 +795,7 @@ class _Run:
         md["creationTimestamp"] = format_time(self.t)
         wl["status"] = {}
         job = self._job(f"{md.get('namespace', '')}/{md['name']}", wl)
-        job.run = max(1.0, self.world.model.draw_class_run(arr.klass, self.rng))
+        job.run = max(1.0, self.model.draw_class_run(arr.klass, self.rng))
         job.since = self.t
         self._enqueue(job)
         self.schedule()

@@ -30,6 +30,7 @@ and edit: a warm-up span in which the jobs running at the instant get their node
 from __future__ import annotations
 
 import contextlib
+import copy
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,6 +176,29 @@ class Model:
         longest seen, an exponential tail of the fitted mean."""
         left = max(0.0, sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean) - elapsed)
         return left * self.cfg.dws_scale
+
+    def bootstrap(self, rng: random.Random) -> Model:
+        """This model refitted on a bootstrap resample of its history (the DWS waits seen, granted and still
+        waiting; each class's run times, finished and running; the stock-out episodes seen to end): a forward run
+        that draws from it carries the uncertainty of the fitted parameters themselves, not only of the events
+        drawn from fixed ones. What is not a sample (the jobs waiting now, the pools, the arrivals) is shared."""
+
+        def resample(done: list[float], waiting: list[float]) -> tuple[list[float], list[float]]:
+            pool = [(x, True) for x in done] + [(x, False) for x in waiting]
+            if not pool:
+                return [], []
+            picks = [pool[rng.randrange(len(pool))] for _ in pool]
+            return [x for x, d in picks if d], [x for x, d in picks if not d]
+
+        out = copy.copy(self)
+        out.dws_done, out.dws_waiting = resample(self.dws_done, self.dws_waiting)
+        out.dws_mean = exponential_mean(out.dws_done, out.dws_waiting, self.cfg.prior_dws_wait_seconds)
+        out.stockout_episodes = resample(self.stockout_episodes, [])[0]
+        out.classes = {}
+        for k, c in self.classes.items():
+            done, running = resample(c.done, c.running)
+            out.classes[k] = RunClass(c.key, done, running)
+        return out
 
     def dws_waited(self, key: str) -> float | None:
         """How long the accepted, not yet provisioned DWS request of workload ``key`` has waited (None: none)."""
