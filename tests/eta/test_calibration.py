@@ -76,3 +76,25 @@ def test_the_state_survives_a_round_trip_to_disk(tmp_path) -> None:
     assert Calibration.load(tmp_path / "missing.json").to_dict() == Calibration().to_dict()
     (tmp_path / "bad.json").write_text("{not json")
     assert Calibration.load(tmp_path / "bad.json").seen == {}
+
+
+def test_the_scheduling_cycle_is_measured_from_bursts_of_admissions() -> None:
+    from flexq.clock import format_time
+    from flexq.eta.model import _cycle_seconds
+    from flexq.eta.state import ClusterState
+
+    def wl(i: int, at: float, cq: str = "cq") -> dict:
+        return {
+            "metadata": {"name": f"w{i}", "namespace": "ns"},
+            "status": {
+                "admission": {"clusterQueue": cq},
+                "conditions": [
+                    {"type": "QuotaReserved", "status": "True", "lastTransitionTime": format_time(at)}
+                ],
+            },
+        }
+
+    burst = [wl(i, 1000.0 + 2.0 * i) for i in range(8)]  # a deep queue: one admission every 2 s
+    spread = [wl(100 + i, 5000.0 + 600.0 * i) for i in range(8)]  # arrivals admitted at once, far apart
+    assert _cycle_seconds(ClusterState(now=9000.0, workloads=burst + spread)) == (2.0, 7)
+    assert _cycle_seconds(ClusterState(now=9000.0, workloads=spread)) == (0.0, 0)

@@ -253,7 +253,7 @@ def build_world(
         horizon=horizon,
         config=view.config,
         version=view.version,
-        cycle_seconds=cycle_seconds,
+        cycle_seconds=cycle_seconds if cycle_seconds > 0 else model.cycle_seconds,
     )
     others = sorted(n for n, c in world.checks.items() if c.kind == "other")
     if others:

@@ -168,6 +168,10 @@ class Model:
     dws_pending: dict[str, float] = field(default_factory=dict)  # workload key -> its wait so far
     dws_bounded: int = 0  # granted waits that ended when their pool had room again (taken at the midpoint)
     arrivals: list[Arrival] = field(default_factory=list)
+    # Kueue's scheduling cycle, seconds (one head per ClusterQueue per cycle: a deep queue's admission rate);
+    # measured from bursts of admissions, else 0 as the twin's scheduler (``cycle_gaps``: how many it rests on)
+    cycle_seconds: float = 0.0
+    cycle_gaps: int = 0
 
     # -- DWS waits, stock-outs, provisioning --------------------------------------------------------------------
     def draw_dws(self, elapsed: float, rng: random.Random) -> float:
@@ -355,6 +359,16 @@ class Model:
             )
         if not self.stockouts:
             out.append("no stock-out now (no capacity refusal on a waiting job's pods)")
+        if self.cycle_gaps:
+            out.append(
+                f"Kueue's scheduling cycle: {self.cycle_seconds:.1f}s (median of {self.cycle_gaps} gaps between "
+                "admissions of one ClusterQueue in a burst: one head per ClusterQueue per cycle)"
+            )
+        else:
+            out.append(
+                "Kueue's scheduling cycle: taken as instant (no burst of admissions seen to measure it; a deep "
+                "queue's admission rate then comes from quota and capacity alone)"
+            )
         for mt, (pmin, pmax, n) in sorted(self.provision.items()):
             out.append(
                 f"node provisioning {mt}: {format_duration(pmin)}-{format_duration(pmax)} (from {n} nodes)"
@@ -643,7 +657,37 @@ def fit(state: ClusterState, cfg: EtaConfig | None = None, view: StateView | Non
     m.classes = _classes(state, cfg)
     m.machine_types = {p["machineType"] for p in state.node_pools}
     m.arrivals = _arrivals(state, cfg)
+    m.cycle_seconds, m.cycle_gaps = _cycle_seconds(state)
     return m
+
+
+BURST_GAP = 10.0  # consecutive admissions of one ClusterQueue closer than this belong to one burst
+MIN_CYCLE_GAPS = 5
+
+
+def _cycle_seconds(state: ClusterState) -> tuple[float, int]:
+    """Kueue admits one head per ClusterQueue per scheduling cycle (kueue#14477), so within a burst — a queue
+    deep enough that admissions follow one another — the gaps between one ClusterQueue's admissions are its
+    cycles. The median of the positive gaps shorter than ``BURST_GAP`` (at least ``MIN_CYCLE_GAPS``), else 0."""
+    by_cq: dict[str, list[float]] = {}
+    for wl in state.workloads:
+        c = find_condition(wl, "QuotaReserved")
+        t = (
+            parse_time_or_none((c or {}).get("lastTransitionTime"))
+            if (c or {}).get("status") == "True"
+            else None
+        )
+        cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        if t is not None and cq:
+            by_cq.setdefault(cq, []).append(t)
+    gaps = []
+    for times in by_cq.values():
+        times.sort()
+        gaps += [b - a for a, b in zip(times, times[1:], strict=False) if 0.0 < b - a < BURST_GAP]
+    if len(gaps) < MIN_CYCLE_GAPS:
+        return 0.0, 0
+    gaps.sort()
+    return gaps[len(gaps) // 2], len(gaps)
 
 
 def _arrivals(state: ClusterState, cfg: EtaConfig) -> list[Arrival]:
