@@ -329,9 +329,9 @@ class _Run:
     # set-up --------------------------------------------------------------------------------------------------
     def setup(self) -> None:
         w, m = self.world, self.model
-        for st in m.stockouts:
-            self.stock_end[st.machine_type] = max(
-                self.stock_end.get(st.machine_type, 0.0), w.now + m.draw_stockout(st, self.rng)
+        for out in m.stockouts:
+            self.stock_end[out.machine_type] = max(
+                self.stock_end.get(out.machine_type, 0.0), w.now + m.draw_stockout(out, self.rng)
             )
         busy: dict[str, int] = {}
         for e in w.jobs:
