@@ -45,7 +45,7 @@ from flexq.testing.fallback_family import family, write_study
 from flexq.twin import Twin, load_documents
 
 H = 3600.0
-DEEP = 5  # pending jobs in the ClusterQueue from which a queue counts as deep
+DEEP = 5  # waiting jobs in the queue from which it counts as deep
 
 
 def _wait_op(twin: Twin, project: str, location: str, op: dict) -> None:
@@ -137,11 +137,12 @@ def truth_task(
 
 def regime(fc: Any, j: Any) -> str:
     """The regime a prediction was made in: during a stock-out (the model sees one going on), a deep queue (5 or
-    more jobs pending in the job's ClusterQueue: admission throughput decides), else a shallow queue."""
+    more jobs waiting in the queue — pending, or holding quota without having started: the family's DWS flavor
+    has unbounded quota, so a queue deepens behind DWS and node pools, not behind quota), else a shallow queue."""
     if any(line.startswith("stock-out of") for line in fc.model):
         return "during a stock-out"
-    pending = sum(1 for x in fc.jobs.values() if x.role == "pending")
-    return "deep queue" if pending >= DEEP else "shallow queue"
+    waiting = sum(1 for x in fc.jobs.values() if x.role in ("pending", "reserved") and x.queue == j.queue)
+    return "deep queue" if waiting >= DEEP else "shallow queue"
 
 
 def predict(
