@@ -272,7 +272,8 @@ class _Run:
         self.model = world.model.bootstrap(rng) if world.bootstrap else world.model
         self.t = world.now
         self.end = world.now + world.horizon
-        self.heap: list[tuple[float, int, str, Job | None, int]] = []
+        # (when, sequence, kind, job, the job's generation then, an arrival's index)
+        self.heap: list[tuple[float, int, str, Job | None, int, int]] = []
         self.seq = 0
         self.jobs: dict[str, Job] = {}
         self.snap: Snapshot = build_snapshot(world.cq_objs, (), world.flavors, ())
@@ -311,9 +312,9 @@ class _Run:
         }
 
     # events ------------------------------------------------------------------------------------------------
-    def at(self, when: float, kind: str, job: Job | None = None) -> None:
+    def at(self, when: float, kind: str, job: Job | None = None, arrival: int = -1) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (when, self.seq, kind, job, job.gen if job is not None else 0))
+        heapq.heappush(self.heap, (when, self.seq, kind, job, job.gen if job is not None else 0, arrival))
 
     def schedule(self, when: float | None = None) -> None:
         when = self.t if when is None else when
@@ -769,21 +770,21 @@ class _Run:
     def run(self) -> None:
         self.setup()
         while self.heap and self.open_targets > 0:
-            when, _seq, kind, job, gen = heapq.heappop(self.heap)
+            when, _seq, kind, job, gen, arrival = heapq.heappop(self.heap)
             if when > self.end:
                 break
             self.t = when
             if job is not None and gen != job.gen:
                 continue  # the job was evicted since: the event is stale
-            if kind.startswith("arrive:"):
-                self._arrive(int(kind.split(":", 1)[1]))
+            if kind == "arrive":
+                self._arrive(arrival)
             else:
                 self.handlers[kind](job)
         self.t = min(self.t, self.end)
 
     def _next_arrival(self, index: int) -> None:
         arr = self.model.arrivals[index]
-        self.at(self.t + self.rng.expovariate(arr.rate), f"arrive:{index}")
+        self.at(self.t + self.rng.expovariate(arr.rate), "arrive", arrival=index)
 
     def _arrive(self, index: int) -> None:
         arr = self.model.arrivals[index]

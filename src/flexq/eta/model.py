@@ -49,6 +49,7 @@ from flexq.eta.jobs import (
     started_at,
 )
 from flexq.eta.state import ClusterState
+from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.semantics.conditions import find_condition
 from flexq.semantics.owners import controller_owner
 from flexq.stats import exponential_mean, km_median, km_quantile, sample_beyond
@@ -70,7 +71,7 @@ QUEUED_CLASS = "queued-provisioning.gke.io"
 WARMUP_SECONDS = 300.0  # the forward twin's first five minutes: the running jobs get their nodes at once
 MIN_EPISODES = 3  # stock-outs seen to end before their lengths stand for the next one's
 RESERVED_LEAD = 30.0  # the jobs holding quota go in first: their requests are queued before the warm-up
-SCALE_DOWN_SECONDS = 600.0  # the cluster autoscaler removes a node idle this long (scale-down-unneeded-time)
+SCALE_DOWN_SECONDS = SCALE_DOWN_UNNEEDED_SECONDS  # the cluster autoscaler's (flexq.gke.timing)
 ARRIVAL_WINDOW = 7 * 86400.0  # how far back the arrival rates look
 
 
