@@ -38,6 +38,11 @@ GAMMA = 0.05  # ACI's step: how fast a class's level follows its misses
 MIN_ALPHA, MAX_ALPHA = 0.0, 0.98
 
 
+def _pct(x: float, digits: int) -> str:
+    """``0.8`` -> ``80 %`` (the house writes a space before the sign)."""
+    return f"{x * 100:.{digits}f} %"
+
+
 @dataclass
 class Prediction:
     """One prediction waiting for its outcome: seconds from ``at`` (``high`` None: beyond the horizon)."""
@@ -79,15 +84,16 @@ class Calibration:
         """The correction of one class, in words (with the observations it rests on)."""
         n = self.seen.get(klass, 0)
         lo, hi = self.quantiles(klass)
+        target = _pct(self.target, 0)
         if not n:
             return (
-                f"{self.target:.0%} interval: the forward runs' {lo:.0%}-{hi:.0%} quantiles (no start of its class "
-                "observed yet: not corrected)"
+                f"{target} interval: the forward runs' {_pct(lo, 0)}-{_pct(hi, 0)} quantiles (no start of its "
+                "class observed yet: not corrected)"
             )
         return (
-            f"{self.target:.0%} interval corrected online (adaptive conformal inference) from {n} observed "
-            f"start(s) of its class, {self.covered.get(klass, 0) / n:.0%} of them inside their interval: drawn "
-            f"at the forward runs' {lo:.1%}-{hi:.1%} quantiles"
+            f"{target} interval corrected online (adaptive conformal inference) from {n} observed start(s) of "
+            f"its class, {_pct(self.covered.get(klass, 0) / n, 0)} of them inside their interval: drawn at the "
+            f"forward runs' {_pct(lo, 1)}-{_pct(hi, 1)} quantiles"
         )
 
     # -- learning ----------------------------------------------------------------------------------------------
