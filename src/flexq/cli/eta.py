@@ -90,11 +90,12 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         description="Every waiting job's start: the cluster's state (queues, jobs, ProvisioningRequests, node "
         "pools, running jobs and how long they have run) is carried forward in a virtual twin under a capacity "
         "model fitted to the cluster's own history (DWS waits, stock-outs, node provisioning times, run times), "
-        "several replicas; a job's ETA is the median of its start over them with an 80 %% interval, the plan "
+        "several replicas; a job's ETA is the median of its start over them with an 80 % interval, the plan "
         "it would start on and what it waits for. The interval is corrected online per class of job (adaptive "
         "conformal inference) from the starts later runs of flexq eta see; the state of that correction is kept "
-        "under $FLEXQ_HOME/eta-calibration (--no-calibration: the forward runs' 10-90 %% quantiles as they are). "
-        "Measured on bench/eta_calibration.py's generated family (docs/eta.md): see the coverage figures there. "
+        "under $FLEXQ_HOME/eta-calibration (--no-calibration: the forward runs' 10-90 % quantiles as they are). "
+        "Measured (bench/eta_calibration.py, two generated families never used while building, docs/eta.md): the "
+        "80 % intervals, corrected online, covered 75.7 % and 77.1 % of the starts (56.5 % uncorrected). "
         "Reads only (flexq eta manifests prints the ClusterRole).",
         epilog=examples(
             "flexq eta                          # every waiting job",
