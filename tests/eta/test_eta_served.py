@@ -117,6 +117,10 @@ def test_flexq_eta_lists_the_waiting_jobs_and_explains_one(served, capsys, monke
     text = " ".join(out.split())
     assert "rayjob-tpu-v6e-dws-2" in text and "starts in " in text and "80 % within" in text, text
     assert "why:" in text and "DWSQueued" in text and "the model it comes from:" in text
+    # the interval's online correction: said, with the observations it rests on, and kept per cluster
+    assert "80 % interval" in text and ("observed start(s)" in text or "not corrected" in text), text
+    kept = list((Path(os.environ["FLEXQ_HOME"]) / "eta-calibration").glob("*.json"))
+    assert kept and json.loads(kept[0].read_text())["pending"], kept
     rc, out, err = run(capsys, "eta", "too-big", "--kubeconfig", kc, "--replicas", "2", "-j", "1")
     assert rc == 0, err
     text = " ".join(out.split())

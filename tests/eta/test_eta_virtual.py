@@ -116,6 +116,15 @@ def test_the_service_publishes_to_the_sdk_and_a_bounded_gauge(cluster) -> None:
         assert len(later) < len(series)
         info = service.eta_of(twin.runtime.name, j4.namespace, j4.workload)
         assert info is not None and info["text"].startswith("in ")
+        # the service kept what it predicted; the next refresh sees the starts and corrects the intervals
+        assert j4.key in service.calibration.pending and "not corrected" in info["interval"]
+        service.refresh()
+        cal = service.calibration
+        assert j4.key not in cal.pending and sum(cal.seen.values()) >= 1, cal.to_dict()
+        again = service.latest()
+        assert again is not None
+        seen = [j for j in again.jobs.values() if cal.seen.get(j.klass)]
+        assert all("observed start(s) of its class" in j.interval for j in seen)
     finally:
         service.stop()
     assert twin.core.forecasts is None

@@ -258,17 +258,18 @@ def test_settled_cohort_trees_sit_out_cycles_with_the_same_outcome(monkeypatch, 
     """A cohort tree whose last cycle changed nothing, and nothing it reads changed since, is not scheduled
     again until something does (``Scheduler._settle``): whole runs over several trees give the same jobs,
     preemptions and evictions with it and without it, with fewer nominations."""
+    from flexq.kueue.cycle import _Cycle
     from flexq.kueue.scheduler import Scheduler
 
     study = load_study(_generator(tmp_path))
     calls = [0]
-    real = Scheduler._assign
+    real = _Cycle.assign
 
     def counted(self, *a):
         calls[0] += 1
         return real(self, *a)
 
-    monkeypatch.setattr(Scheduler, "_assign", counted)
+    monkeypatch.setattr(_Cycle, "assign", counted)
     settled = run_one(study, study.variants[0].name, 0)
     with_settling = calls[0]
     calls[0] = 0

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from flexq.kueue.cycle import Entry, to_reserve
 from flexq.kueue.flavorassigner import Assignment, FlavorAssignment, Mode, PodSetAssignment, Status
-from flexq.kueue.scheduler import Entry, Scheduler
 from flexq.kueue.snapshot import build_snapshot
 from flexq.kueue.workload import WorkloadInfo
 
@@ -99,4 +99,4 @@ def test_resources_to_reserve(name: str) -> None:
         usage=dict(usage),
     )
     e = Entry(WorkloadInfo.from_obj({"metadata": {"name": "w", "namespace": "ns"}, "spec": {}}), cqs, a)
-    assert Scheduler._to_reserve(Scheduler.__new__(Scheduler), e) == want
+    assert to_reserve(e) == want

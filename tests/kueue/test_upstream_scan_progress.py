@@ -5,13 +5,11 @@ with and without ``FlavorFungibilityPreserveScanProgress``. A scheduling hash of
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from flexq.kueue.config import KueueConfig
+from flexq.kueue.cycle import Entry, last_assignment_outdated, mark_skipped
 from flexq.kueue.flavorassigner import AssignmentState
-from flexq.kueue.scheduler import Entry, Scheduler, last_assignment_outdated
 from flexq.kueue.workload import WorkloadInfo
 
 # name: (preserveProgress, currentSchedulingCycle, last (generation, cycle, hash), currentCQGeneration,
@@ -73,14 +71,17 @@ def test_last_assignment_outdated(name: str) -> None:
     ],
 )
 def test_entry_mark_skipped(name: str, gate: bool, want_dropped: bool) -> None:
-    sched = Scheduler.__new__(Scheduler)
     cfg = KueueConfig()
     cfg.gates["FlavorFungibilityPreserveScanProgress"] = gate
-    sched.cache = SimpleNamespace(config=cfg)  # type: ignore[assignment]
     info = WorkloadInfo.from_obj({"metadata": {"name": "w", "namespace": "ns"}, "spec": {}})
     info.last_assignment = AssignmentState([{"cpu": 0}])
     e = Entry(info)
-    sched._mark_skipped(e, "Workload no longer fits after processing another workload", "WaitingForQuota")
+    mark_skipped(
+        e,
+        "Workload no longer fits after processing another workload",
+        "WaitingForQuota",
+        cfg.gate("FlavorFungibilityPreserveScanProgress"),
+    )
     assert e.status == "skipped"
     assert e.msg == "Workload no longer fits after processing another workload"
     assert (e.info.last_assignment is None) is want_dropped

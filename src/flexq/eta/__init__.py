@@ -1,4 +1,5 @@
-"""``flexq eta``: when will each waiting job start? From the cluster's own state and history, calibrated.
+"""``flexq eta``: when will each waiting job start? From the cluster's own state and history, its 80 % interval
+corrected online from the starts it sees (``flexq.eta.calibration``; the measured coverage is in docs/eta.md).
 
     from flexq import Twin
     from flexq.eta import estimate, state_from_twin

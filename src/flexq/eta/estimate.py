@@ -26,7 +26,8 @@ from typing import Any
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_duration
 from flexq.eta import fast
-from flexq.eta.jobs import Entry, cluster_queue_of, entries, queue_position
+from flexq.eta.calibration import Calibration, Prediction
+from flexq.eta.jobs import Entry, StateView, class_key, cluster_queue_of, entries, queue_position
 from flexq.eta.model import EtaConfig, Model, fit
 from flexq.eta.scenario import Scenario, build_study
 from flexq.eta.state import ClusterState
@@ -69,6 +70,8 @@ class JobEta:
     now: str = ""  # the coded reason it waits now (flexq.api.reasons)
     cannot: str = ""  # why nothing can ever run it, when that is so
     run_source: str = ""  # where its run time comes from
+    klass: str = ""  # its class for the interval's online correction (LocalQueue and class)
+    interval: str = ""  # how its interval is drawn (corrected online or not), in words
     reasoning: list[str] = field(default_factory=list)
 
     @property
@@ -92,6 +95,16 @@ class Forecast:
     running: list[str] = field(default_factory=list)  # workload keys running at ``now``
     seconds: float = 0.0  # wall time the estimate took
     engine: str = "fast"  # the forward runs: fast (flexq.eta.fast) or twin (whole virtual twins)
+
+    def predictions(self) -> list[Prediction]:
+        """What the online correction of the interval records of this forecast: one per job with a time."""
+        return [  # an interval with no low end starts at the horizon: "not within it"
+            Prediction(
+                j.key, j.klass, self.now, self.horizon if j.low is None else j.low, j.high, self.horizon
+            )
+            for j in self.jobs.values()
+            if not j.cannot and j.klass
+        ]
 
     def find(self, name: str, namespace: str | None = None) -> JobEta | None:
         """By workload or job name (``Kind/name`` or ``name``), in ``namespace`` when given."""
@@ -217,37 +230,40 @@ def estimate(
     *,
     runner: Callable[[list[Scenario], int], list[dict[str, dict[str, Any]]]] | None = None,
     budget: float | None = None,
+    calibration: Calibration | None = None,
 ) -> Forecast:
     """Every waiting job's ETA (see the module docstring). ``budget``: wall seconds the fast forward runs may
-    take (fewer replicas when it runs out; never fewer than ``MIN_REPLICAS``)."""
+    take (fewer replicas when it runs out; never fewer than ``MIN_REPLICAS``). ``calibration``: the interval's
+    online correction (``flexq.eta.calibration``; None: the forward runs' 10 %-90 % quantiles)."""
     from flexq.clock import WallClock
 
     t0 = WallClock().now()
     cfg = cfg or EtaConfig()
-    model = fit(state, cfg)
-    es = entries(state)
+    view = StateView.of(state)  # the state read once, passed to the model and the forward runs
+    model = fit(state, cfg, view)
+    es = view.entries
     fc = Forecast(now=state.now, horizon=cfg.horizon, replicas=cfg.replicas)
-    fc.model, fc.notes = model.describe(), list(state.notes)
+    fc.model, fc.notes = model.describe(), list(state.notes) + view.notes
     fc.running = [e.key for e in es if e.role == "running"]
     waiting = [e for e in es if e.role in ("reserved", "pending", "deactivated")]
-    cq_of = cluster_queue_of(state)
+    cq_of = view.cluster_queue_of
     if not any(e.role != "deactivated" and not e.queue_missing and not e.cannot for e in waiting):
         for e in waiting:  # none that a forward run could place: each says why, at no cost
-            fc.jobs[e.key] = _job_eta(e, es, cq_of, model, [], cfg)
+            fc.jobs[e.key] = _job_eta(e, es, cq_of, model, [], cfg, calibration)
         fc.seconds = WallClock().now() - t0
         return fc
     if cfg.engine == "twin":
-        scenarios = [build_study(state, model, cfg, r) for r in range(cfg.replicas)]
+        scenarios = [build_study(state, model, cfg, r, es) for r in range(cfg.replicas)]
         results = (runner or _run_twin)(scenarios, min(_workers(cfg), cfg.replicas))
         fc.engine = "twin"
     else:
-        world = fast.build_world(state, model, cfg.horizon)
+        world = fast.build_world(state, model, cfg.horizon, view)
         fc.notes += world.notes
         deadline = None if budget is None else t0 + budget
         results = _run_fast(world, cfg, deadline)
         fc.replicas = len(results)
     for e in waiting:
-        fc.jobs[e.key] = _job_eta(e, es, cq_of, model, results, cfg)
+        fc.jobs[e.key] = _job_eta(e, es, cq_of, model, results, cfg, calibration)
     fc.seconds = WallClock().now() - t0
     return fc
 
@@ -259,8 +275,10 @@ def _job_eta(
     model: Model,
     results: list[dict[str, dict[str, Any]]],
     cfg: EtaConfig,
+    calibration: Calibration | None = None,
 ) -> JobEta:
     kind, name = e.job_ref
+    queue, klass = class_key(e, e.job, cfg.class_label)
     j = JobEta(
         namespace=e.namespace,
         workload=e.name,
@@ -271,6 +289,14 @@ def _job_eta(
         position=queue_position(es, e, cq_of) if e.role == "pending" else 0,
         now=f"{e.reason.code}: {e.reason.detail}" if e.reason else "",
         run_source=model.run_source(e),
+        klass=f"{queue} {klass}",
+    )
+    cal = calibration or Calibration()
+    q_lo, q_hi = cal.quantiles(j.klass)
+    j.interval = (
+        cal.describe(j.klass)
+        if calibration is not None
+        else "80 % interval: the forward runs' 10 %-90 % quantiles (not corrected online)"
     )
     reasons = j.reasoning
     reasons.append(
@@ -314,7 +340,7 @@ def _job_eta(
     if not starts:
         return j
     j.started = sum(1 for s in starts if s != INF) / len(starts)
-    med, lo, hi = _q(starts, 0.5), _q(starts, 0.1), _q(starts, 0.9)
+    med, lo, hi = _q(starts, 0.5), _q(starts, q_lo), _q(starts, q_hi)
     j.median = None if med == INF or med > cfg.horizon else med
     j.low = None if lo == INF else lo
     j.high = None if hi == INF or hi > cfg.horizon else hi
@@ -344,6 +370,7 @@ def _job_eta(
         )
     if j.waits_for:
         reasons.append(f"its wait goes mostly to {j.waits_for}")
+    reasons.append(j.interval)
     return j
 
 

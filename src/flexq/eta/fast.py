@@ -1,4 +1,4 @@
-"""The fast forward run: the cluster's queues carried forward as events, with Kueue's own flavor assignment.
+"""The fast forward run: the cluster carried forward as events, on Kueue's own queues and scheduling cycle.
 
 A forward run in a whole virtual twin (``flexq.eta.scenario``) re-runs every controller — pods, Ray clusters,
 the autoscaler, each ProvisioningRequest retry — and costs about a CPU-minute per simulated day with a hundred
@@ -6,34 +6,43 @@ jobs waiting. What decides when a waiting job starts is far less: quota, the ord
 grants and the room in their node pools, stock-outs, nodes being created and the run times of the jobs ahead.
 This module runs exactly that, as a heap of events, in milliseconds per replica:
 
-- **Admission** is Kueue's: the ClusterQueues as a ``flexq.kueue.snapshot`` holding the quota of every job that
-  holds it; the pending jobs tried in Kueue's order (priority, then the queue-order time: creation, or the last
-  eviction) with ``flexq.kueue.flavorassigner`` (flavor order, fungibility, borrowing, node labels and taints);
-  a job that needs preemption gets its victims from ``flexq.kueue.preemption``; ``StrictFIFO`` ClusterQueues
-  stop at their first job that does not fit. The admission checks that apply are Kueue's
-  (``admission_checks_for``).
-- **DWS** (a ``queued-provisioning.gke.io`` check), as GKE's autoscaler does it: a ProvisioningRequest fails
-  ``NodepoolSizeReached`` at creation when its pool cannot grow by its slices; Kueue then evicts the job and
-  requeues it after the check's back-off (``backoffBaseSeconds`` doubled per retry, at most
-  ``backoffMaxSeconds``), and deactivates it past ``backoffLimitCount``. An accepted request is granted after a
-  wait drawn from the cluster's own DWS waits (``Model.draw_dws``: Kaplan-Meier of the finished and censored
-  ones, knowing how long a request has already waited); a grant that finds its pool full looks again every
-  minute; the nodes are then created (the fitted provisioning time) and the job starts.
+- **Admission is the twin's Kueue**, not a copy of it: the pending jobs sit in ``flexq.kueue.queues``'
+  ``QueueManager`` (one heap per ClusterQueue in Kueue's order — priority, then the queue-order timestamp of
+  ``semantics/workloads.queue_order_timestamp``: creation, or the eviction time for ``PodsReadyTimeout`` with
+  ``requeuingStrategy.timestamp: Eviction`` and for ``AdmissionCheck``; StrictFIFO and BestEffortFIFO requeue
+  rules, the inadmissible set and its flushes, equivalent workloads parked together), and each cycle pops one
+  head per ClusterQueue and asks ``flexq.kueue.cycle.plan`` — the decision part of the twin's own
+  ``Scheduler`` — what to do with them against a snapshot of the quota: admit, preempt (the preemptor then
+  waits, as a sticky head, for its victims to release their quota), or requeue with Kueue's reason. The
+  cycles at one instant go on while one changes something, as the twin's scheduler does; ``World.cycle_seconds``
+  (0 by default, as the twin) spaces them in virtual time.
+- **The release** (``KueueVersion``, from the state) decides what a failed ProvisioningRequest does: from
+  0.20.7 (kueue#18785) the job is evicted at once and waits out the check's back-off without quota; before,
+  it keeps its quota through the back-off. The configuration (``KueueConfig`` with the release's gates) gives
+  ``waitForPodsReady``: a job admitted whose pods are not ready within the timeout is evicted
+  (``PodsReadyTimeout``), requeued after ``requeuingStrategy``'s back-off, deactivated past its limit.
+- **Admission checks** are Kueue's (``admission_checks_for``). A ProvisioningRequest check of the
+  ``queued-provisioning.gke.io`` class is DWS (below); of another class it is answered at once; a check of any
+  other controller is not modelled: a job that needs it and does not have it Ready waits for it (it does not
+  start in the run), and says so.
+- **DWS**, as GKE's autoscaler does it: a ProvisioningRequest fails ``NodepoolSizeReached`` at creation when its
+  pool cannot grow by its slices; the check's ``retryStrategy`` (``flexq.kueue.provisioning.retry_strategy``)
+  gives the back-off and the limit past which the job is deactivated. An accepted request is granted after a
+  wait drawn from the cluster's own DWS waits (``Model.draw_dws``, knowing how long a request has waited); a
+  grant that finds its pool full looks again after ``GRANT_RETRY_SECONDS``; a request not granted within
+  ``DWS_MAX_WAIT_SECONDS`` fails; the nodes are then created (the fitted provisioning time) and the job starts.
 - **On-demand and spot** pools: a job admitted on a pool's flavor takes idle nodes of the pool first, else the
   autoscaler creates them (provisioning time), unless the pool is at its maximum (the job waits for room) or
   its machines are stocked out (an ongoing stock-out lasts ``Model.draw_stockout``; the autoscaler's back-off
-  after a refusal delays the first try after it ends).
-- Nodes a job leaves stay ``SCALE_DOWN_SECONDS`` (the autoscaler's ``scale-down-unneeded-time``): an on-demand
-  job can take them; a DWS pool counts them against its maximum until they go.
+  after a refusal delays the first try after it ends). Nodes a job leaves stay ``SCALE_DOWN_UNNEEDED_SECONDS``.
+  The GKE durations come from ``flexq.gke.timing``, the module the twin's autoscaler reads.
 - **Run times** come from ``Model.draw_run`` (the job's annotation, else its class's history, knowing how long
-  a running job has run); **jobs that arrive later** (``Model.arrivals``: each LocalQueue, class and priority
-  at the rate the cluster's history shows) enter the queue as Kueue would see them, so a later job of a
-  higher priority goes ahead.
+  a running job has run); **jobs that arrive later** (``Model.arrivals``) enter the queue as Kueue would see
+  them, so a later job of a higher priority goes ahead.
 
 A run stops as soon as every job that waited at the instant has started or cannot start any more (deactivated),
-or at the horizon. Not modelled here (``flexq eta --exact`` runs the whole twin): flexq's fallback, Kueue's
-``waitForPodsReady`` evictions, spot preemptions, elastic jobs' later slices, stock-outs that have not begun,
-pods that cannot start for their own reasons.
+or at the horizon. Not modelled here (``flexq eta --exact`` runs the whole twin): flexq's fallback, spot
+preemptions, elastic jobs' later slices, pods that cannot start for their own reasons.
 
 ``World`` is what every replica shares (built once from the state and the model); ``run(world, rng)`` is one
 replica and returns one row per waiting job (the shape ``flexq.eta.estimate`` aggregates). Pure: no clock, no
@@ -44,31 +53,43 @@ from __future__ import annotations
 
 import copy
 import heapq
-import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
-from flexq.api.quantity import parse_quantity
-from flexq.clock import format_time
-from flexq.eta.jobs import Entry, entries, started_at
+from flexq.api.kueue_versions import KueueVersion
+from flexq.clock import format_time, parse_time_or_none
+from flexq.eta.jobs import Entry, StateView, started_at
 from flexq.eta.model import QUEUED_CLASS, Model
 from flexq.eta.state import ClusterState
-from flexq.kueue.flavorassigner import FlavorAssigner, Mode
-from flexq.kueue.preemption import get_targets, make_oracle
+from flexq.gke.timing import (
+    DWS_MAX_WAIT_SECONDS,
+    FAILED_SCALE_UP_BACKOFF_SECONDS,
+    GRANT_RETRY_SECONDS,
+    SCALE_DOWN_UNNEEDED_SECONDS,
+)
+from flexq.kueue.config import KueueConfig
+from flexq.kueue.cycle import mark_preemption_outcome, plan
+from flexq.kueue.flavorassigner import Assignment
+from flexq.kueue.pods_ready import requeue_wait
+from flexq.kueue.provisioning import RetryStrategy, retry_strategy
+from flexq.kueue.queues import QueueManager
 from flexq.kueue.snapshot import Snapshot, build_snapshot
 from flexq.kueue.workload import WorkloadInfo, admission_checks_for, backoff_seconds
 
-__all__ = ["World", "build_world", "run", "SCALE_DOWN_SECONDS", "FAILED_SCALE_UP_BACKOFF_SECONDS"]
+__all__ = ["World", "build_world", "run", "horizon_reached", "namespace_labels"]
 
-SCALE_DOWN_SECONDS = 600.0  # the cluster autoscaler's scale-down-unneeded-time (flexq.gke.autoscaler)
-FAILED_SCALE_UP_BACKOFF_SECONDS = 300.0  # its back-off after a failed scale-up
-GRANT_RETRY_SECONDS = 60.0  # a DWS grant that finds its pool full looks again (flexq.gke.provisioning)
-DWS_VALID_SECONDS = 7 * 86400.0  # a queued request not provisioned by then fails WaitTimeExceeded
 POD_START_SECONDS = 5.0  # nodes Ready to the pods Ready
 PR_CREATE_SECONDS = 1.0  # quota reserved to the ProvisioningRequest answered
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+MAX_CYCLES_PER_INSTANT = 100_000  # a guard: Kueue's cycles at one instant end when one changes nothing
+
+
+def namespace_labels(ns: str) -> dict[str, str]:
+    """A namespace's labels as the state does not carry them: the one Kubernetes always sets."""
+    return {"kubernetes.io/metadata.name": ns}
 
 
 @dataclass
@@ -85,11 +106,9 @@ class Pool:
 @dataclass
 class Check:
     name: str
-    queued: bool  # a ProvisioningRequest check of the queued-provisioning class
+    kind: str  # "dws" (queued ProvisioningRequest), "provisioning" (another class), "other" (not modelled)
     managed: tuple[str, ...]  # managedResources (empty: every pod set)
-    limit: int  # backoffLimitCount
-    base: float
-    cap: float
+    retry: RetryStrategy
 
 
 @dataclass
@@ -97,29 +116,26 @@ class Job:
     """One job of the run: a Workload that was there at the instant, or one that arrives."""
 
     key: str
-    wl: dict  # the Workload as read (pending) or with its admission (holding quota)
+    wl: dict  # the Workload as Kueue would see it now (pending: spec, metadata and conditions)
     cq: str
-    priority: int
-    order: float  # queue-order time
-    uid: str
-    shape: tuple  # (cq, priority, pod sets' requests): jobs of one shape fit or not alike
     run: float = 0.0  # its run time (drawn once per replica)
     target: bool = False  # it waited at the instant: its start is what the run is for
-    role: str = "pending"
+    role: str = "pending"  # pending, backoff, reserved, running, finished, deactivated
     info: WorkloadInfo | None = None  # while it holds quota
     plan: str = ""
     attempt: int = 0  # ProvisioningRequest attempts so far
+    requeues: int = 0  # waitForPodsReady requeues so far (requeueState.count)
     pr_since: float | None = None  # when its current request was accepted
-    requeue_at: float = 0.0
     started: float | None = None
-    nodes: dict[str, int] = field(default_factory=dict)  # pool -> nodes it holds
+    nodes: dict[str, int] = field(default_factory=dict)  # pool -> nodes it holds (made, or being made)
+    nodes_ready: float = 0.0  # when the nodes it holds are (or were) all made
     gen: int = 0  # bumps on each eviction: stale events are dropped
     bucket: str = "quota"
     since: float = 0.0
     waits: dict[str, float] = field(default_factory=dict)
     cause: str = ""
     pr_failures: dict[str, int] = field(default_factory=dict)
-    queued_info: WorkloadInfo | None = None  # its pending WorkloadInfo (spec requests), built once
+    waits_on: str = ""  # an admission check the run does not model, which it needs and has not got
 
 
 @dataclass
@@ -129,17 +145,23 @@ class World:
     now: float
     model: Model
     cq_objs: list[dict]
+    localqueues: list[dict]
     flavors: list[dict]
-    flavor_objs: dict[str, dict]
     flavor_pool: dict[str, str]
     pools: dict[str, Pool]
     checks: dict[str, Check]
-    jobs: list[tuple[Entry, dict]]  # (entry, its workload as the run starts it)
+    jobs: list[Entry]  # the entries a run starts with (running, reserved, pending)
     pool_nodes: dict[str, int]  # nodes each pool has at the instant
-    lq_cq: dict[str, str]  # namespace/LocalQueue -> ClusterQueue
     horizon: float
-    requeuing: str = "Eviction"
+    config: KueueConfig
+    version: KueueVersion
+    cycle_seconds: float = 0.0  # virtual seconds between two scheduling cycles (0: as the twin)
+    bootstrap: bool = True  # each replica draws from a model refitted on a bootstrap resample of the history
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def requeuing(self) -> str:
+        return self.config.requeuing_timestamp
 
 
 def _pools(state: ClusterState) -> dict[str, Pool]:
@@ -166,41 +188,45 @@ def _pools(state: ClusterState) -> dict[str, Pool]:
 
 
 def _checks(state: ClusterState) -> dict[str, Check]:
-    configs = {
-        (p.get("metadata") or {}).get("name", ""): p.get("spec") or {} for p in state.provisioning_configs
-    }
+    configs = {(p.get("metadata") or {}).get("name", ""): p for p in state.provisioning_configs}
     out = {}
     for ac in state.admission_checks:
         spec = ac.get("spec") or {}
         name = (ac.get("metadata") or {}).get("name", "")
         if spec.get("controllerName") != PROVISIONING_CONTROLLER:
-            out[name] = Check(name, False, (), 0, 0.0, 0.0)
+            out[name] = Check(name, "other", (), retry_strategy(None))
             continue
-        cfg = configs.get((spec.get("parameters") or {}).get("name", ""), {})
-        rs = cfg.get("retryStrategy") or {}
-        limit = rs.get("backoffLimitCount")
+        prc = configs.get((spec.get("parameters") or {}).get("name", ""))
+        cfg = (prc or {}).get("spec") or {}
         out[name] = Check(
             name,
-            cfg.get("provisioningClassName") == QUEUED_CLASS,
+            "dws" if cfg.get("provisioningClassName") == QUEUED_CLASS else "provisioning",
             tuple(cfg.get("managedResources") or ()),
-            3 if limit is None else int(limit),
-            float(rs.get("backoffBaseSeconds") or 60),
-            float(rs.get("backoffMaxSeconds") or 1800),
+            retry_strategy(prc),
         )
     return out
 
 
-def _bare(wl: dict) -> dict:
-    """A Workload as Kueue queues it: spec and metadata, no admission."""
+def _queued_view(wl: dict) -> dict:
+    """A pending Workload as Kueue's queues read it: metadata, spec, and the status fields that order and hold
+    it (conditions, ``requeueState``)."""
+    st = wl.get("status") or {}
     out = {k: v for k, v in wl.items() if k != "status"}
-    out["status"] = {}
+    out["status"] = {k: st[k] for k in ("conditions", "requeueState") if k in st}
+    if "conditions" in out["status"]:  # Requeued=False holds it until requeueAt; the run's flush releases it
+        out["status"]["conditions"] = [c for c in st["conditions"] if c.get("type") != "Requeued"]
     return out
 
 
-def build_world(state: ClusterState, model: Model, horizon: float) -> World:
-    """Everything the replicas of ``state`` share."""
-    from flexq.kueue.config import KueueConfig
-
+def build_world(
+    state: ClusterState,
+    model: Model,
+    horizon: float,
+    view: StateView | None = None,
+    cycle_seconds: float = 0.0,
+) -> World:
+    """Everything the replicas of ``state`` share (``view``: the state's entries, read once by the caller)."""
+    view = view or StateView.of(state)
     flavor_pool = {
         (f.get("metadata") or {}).get("name", ""): ((f.get("spec") or {}).get("nodeLabels") or {}).get(
             catalog.LABEL_NODEPOOL, ""
@@ -212,70 +238,89 @@ def build_world(state: ClusterState, model: Model, horizon: float) -> World:
         pool = ((n.get("metadata") or {}).get("labels") or {}).get(catalog.LABEL_NODEPOOL, "")
         if pool:
             pool_nodes[pool] = pool_nodes.get(pool, 0) + 1
-    try:
-        requeuing = KueueConfig.from_configmap(state.kueue_config).requeuing_timestamp
-    except Exception:  # an unreadable configuration: Kueue's default
-        requeuing = "Eviction"
-    jobs = [
-        (e, e.workload)
-        for e in entries(state)
-        if e.role in ("running", "reserved", "pending") and not e.queue_missing
-    ]
-    lq_cq = {
-        f"{(q.get('metadata') or {}).get('namespace', '')}/{(q.get('metadata') or {}).get('name', '')}": (
-            q.get("spec") or {}
-        ).get("clusterQueue", "")
-        for q in state.localqueues
-    }
-    return World(
+    jobs = [e for e in view.entries if e.role in ("running", "reserved", "pending") and not e.queue_missing]
+    world = World(
         now=state.now,
         model=model,
         cq_objs=state.clusterqueues,
+        localqueues=state.localqueues,
         flavors=state.flavors,
-        flavor_objs={(f.get("metadata") or {}).get("name", ""): f for f in state.flavors},
         flavor_pool=flavor_pool,
         pools=_pools(state),
         checks=_checks(state),
         jobs=jobs,
         pool_nodes=pool_nodes,
-        lq_cq=lq_cq,
         horizon=horizon,
-        requeuing=requeuing,
+        config=view.config,
+        version=view.version,
+        cycle_seconds=cycle_seconds if cycle_seconds > 0 else model.cycle_seconds,
     )
+    others = sorted(n for n, c in world.checks.items() if c.kind == "other")
+    if others:
+        world.notes.append(
+            f"admission check(s) {', '.join(others)}: their controller is not modelled; a job that needs one "
+            "and does not have it Ready waits for it in every forward run"
+        )
+    return world
 
 
 # -- one replica -------------------------------------------------------------------------------------------------
 class _Run:
     def __init__(self, world: World, rng: random.Random) -> None:
-        self.w, self.rng = world, rng
+        self.world, self.rng = world, rng
+        # each replica's own fit: a bootstrap of the history (the parameters' uncertainty, not only the events')
+        self.model = world.model.bootstrap(rng) if world.bootstrap else world.model
         self.t = world.now
         self.end = world.now + world.horizon
-        self.heap: list[tuple[float, int, str, Job | None, int]] = []
+        # (when, sequence, kind, job, the job's generation then, an arrival's index)
+        self.heap: list[tuple[float, int, str, Job | None, int, int]] = []
         self.seq = 0
         self.jobs: dict[str, Job] = {}
-        self.pending: list[Job] = []
-        self.pending_dirty = False
         self.snap: Snapshot = build_snapshot(world.cq_objs, (), world.flavors, ())
-        self.strict = {n for n, q in self.snap.cluster_queues.items() if q.queueing_strategy == "StrictFIFO"}
+        self.reserving: dict[str, WorkloadInfo] = {}
+        # each ClusterQueue's allocatable-resource generation: bumped when capacity is freed, as the twin's cache
+        # does (a head's flavor-scan progress older than it is dropped: every flavor is tried again)
+        self.generations: dict[str, int] = {}
+        self.queues = QueueManager(world.requeuing)
+        self.queues.priority_sorting = world.config.gate("PrioritySortingWithinCohort")
+        for cq in world.cq_objs:
+            q = self.queues.add_or_update_cluster_queue(cq)
+            if not any(c.get("type") == "Active" for c in (cq.get("status") or {}).get("conditions") or []):
+                q.active = True  # a state without the ClusterQueue's status: taken as active
+        for lq in world.localqueues:
+            self.queues.add_or_update_local_queue(lq)
+        self.cycle = 0
+        self.cycle_at = world.now  # the instant of the last cycle
         self.size = {p: world.pool_nodes.get(p, 0) for p in world.pools}  # nodes now (busy, idle, coming)
         self.idle: dict[str, list[float]] = {p: [] for p in world.pools}  # idle nodes: when each goes
         self.room_waiters: dict[str, list[Job]] = {p: [] for p in world.pools}
         self.stock_end: dict[str, float] = {}  # machine type -> when its ongoing stock-out ends
         self.sched_at: float | None = None
-        self.version = 0  # bumps whenever quota is taken or given back
-        self.nofit: dict[tuple, int] = {}  # shape -> the version at which it did not fit
         self.open_targets = 0
         self.arrived = 0
+        self.handlers: dict[str, Callable[[Job | None], None]] = {
+            "schedule": self._on_schedule,
+            "finish": self._on_finish,
+            "start": self._on_start,
+            "pr-create": self._on_pr_create,
+            "pr-grant": self._on_pr_grant,
+            "requeue": self._on_requeue,
+            "flush": self._on_flush,
+            "retry-evict": self._on_retry_evict,
+            "pods-ready-timeout": self._on_pods_ready_timeout,
+            "scale-down": self._on_scale_down,
+        }
 
     # events ------------------------------------------------------------------------------------------------
-    def at(self, when: float, kind: str, job: Job | None = None) -> None:
+    def at(self, when: float, kind: str, job: Job | None = None, arrival: int = -1) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (when, self.seq, kind, job, job.gen if job is not None else 0))
+        heapq.heappush(self.heap, (when, self.seq, kind, job, job.gen if job is not None else 0, arrival))
 
-    def schedule(self) -> None:
-        if self.sched_at != self.t:
-            self.sched_at = self.t
-            self.at(self.t, "schedule")
+    def schedule(self, when: float | None = None) -> None:
+        when = self.t if when is None else when
+        if self.sched_at is None or when < self.sched_at:
+            self.sched_at = when
+            self.at(when, "schedule")
 
     def move(self, job: Job, bucket: str) -> None:
         if job.started is None and job.bucket != bucket:
@@ -284,210 +329,264 @@ class _Run:
 
     # set-up --------------------------------------------------------------------------------------------------
     def setup(self) -> None:
-        w, m = self.w, self.w.model
-        for st in m.stockouts:
-            self.stock_end[st.machine_type] = max(
-                self.stock_end.get(st.machine_type, 0.0), w.now + m.draw_stockout(st, self.rng)
+        w, m = self.world, self.model
+        for out in m.stockouts:
+            self.stock_end[out.machine_type] = max(
+                self.stock_end.get(out.machine_type, 0.0), w.now + m.draw_stockout(out, self.rng)
             )
-        infos = []
         busy: dict[str, int] = {}
-        for e, wl in w.jobs:
-            job = self._job(e.key, wl, e.priority, e.order_time, e.uid, e.role)
+        for e in w.jobs:
+            wl = e.workload
+            job = self._job(e.key, wl if e.role != "pending" else _queued_view(wl))
             elapsed = max(0.0, w.now - (started_at(wl) or w.now)) if e.role == "running" else 0.0
             job.run = max(1.0, m.draw_run(e, elapsed, self.rng) - elapsed)
             job.target = e.role != "running"
             job.since = w.now
+            st = wl.get("status") or {}
+            job.requeues = int((st.get("requeueState") or {}).get("count") or 0)
+            for chk in st.get("admissionChecks") or []:
+                job.attempt = max(job.attempt, int(chk.get("retryCount") or 0))
             if e.role == "pending":
-                job.bucket = "quota"
-                self._requeue_state(job, wl)
                 self._enqueue(job)
+                at = parse_time_or_none((st.get("requeueState") or {}).get("requeueAt"))
+                if at is not None and at > self.t:
+                    self.move(job, "evicted")
+                    self.at(at, "flush", job)
                 continue
             info = WorkloadInfo.from_obj(wl, requeuing_timestamp=w.requeuing)
-            job.info = info
-            job.cq = info.cluster_queue
-            job.plan = _plan(wl)
-            infos.append(info)
+            self._hold(job, info)
             if e.role == "running":
+                job.role = "running"
                 job.started = w.now
                 job.nodes = self._node_need(info)
                 for p, n in job.nodes.items():
                     busy[p] = busy.get(p, 0) + n
                 self.at(w.now + job.run, "finish", job)
             else:
-                self._resume_reserved(job, e)
-        for info in infos:
-            self.snap.add_workload(info)
+                self._resume_reserved(job)
         for p, n in self.size.items():  # nodes no running job holds: idle (they go after the scale-down time)
             held = busy.get(p, 0) + sum(j.nodes.get(p, 0) for j in self.jobs.values() if j.role == "reserved")
             for _ in range(max(0, n - held)):
-                self.idle[p].append(w.now + self.rng.uniform(0.0, SCALE_DOWN_SECONDS))
+                when = w.now + self.rng.uniform(0.0, SCALE_DOWN_UNNEEDED_SECONDS)
+                self.idle[p].append(when)
+                self.at(when, "scale-down")
             self.size[p] = max(n, held)
-        for p, when in ((p, t) for p, ts in self.idle.items() for t in ts):
-            self.at(when, "scale-down", None)
-            del p
-        for arr in m.arrivals:
+        for index, arr in enumerate(m.arrivals):
             if arr.rate > 0:
-                self.at(w.now + self.rng.expovariate(arr.rate), "arrive:" + str(m.arrivals.index(arr)))
+                self._next_arrival(index)
         self.open_targets = sum(1 for j in self.jobs.values() if j.target and j.started is None)
         self.schedule()
 
-    def _job(self, key: str, wl: dict, priority: int, order: float, uid: str, role: str) -> Job:
-        ns = (wl.get("metadata") or {}).get("namespace", "")
-        lq = (wl.get("spec") or {}).get("queueName", "")
-        cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or self.w.lq_cq.get(
-            f"{ns}/{lq}", ""
-        )
-        shape = (cq, priority, _requests_key(wl))
-        job = Job(key=key, wl=wl, cq=cq, priority=priority, order=order, uid=uid, shape=shape, role=role)
+    def _job(self, key: str, wl: dict) -> Job:
+        job = Job(key=key, wl=wl, cq="")
         self.jobs[key] = job
         return job
 
-    def _requeue_state(self, job: Job, wl: dict) -> None:
-        """A pending job in its back-off after a failed check: when it may be admitted again, and how many
-        requests it has had."""
-        st = wl.get("status") or {}
-        at = (st.get("requeueState") or {}).get("requeueAt")
-        if at:
-            from flexq.clock import parse_time_or_none
+    def _hold(self, job: Job, info: WorkloadInfo) -> None:
+        """The job holds quota (``info``: with its admission)."""
+        job.info, job.cq, job.role = info, info.cluster_queue, "reserved"
+        job.wl = info.obj
+        job.plan = _plan(info.obj)
+        self.snap.add_workload(info)
+        self.reserving[job.key] = info
 
-            job.requeue_at = parse_time_or_none(at) or 0.0
-        for chk in st.get("admissionChecks") or []:
-            job.attempt = max(job.attempt, int(chk.get("retryCount") or 0))
-        if job.requeue_at > self.t:
-            self.move(job, "evicted")
-            self.at(job.requeue_at, "requeue", job)
-
-    def _resume_reserved(self, job: Job, e: Entry) -> None:
-        """A job holding quota at the instant: its DWS request goes on waiting (knowing how long it has), its
-        nodes are being made, or a stock-out holds them."""
-        assert job.info is not None
-        checks = self._queued_checks(job)
+    def _resume_reserved(self, job: Job) -> None:
+        """A job holding quota at the instant: its DWS request goes on waiting (knowing how long it has), a check
+        the run does not model holds it, its nodes are being made, or a stock-out holds them."""
         st = job.wl.get("status") or {}
         ready = {c.get("name") for c in st.get("admissionChecks") or [] if c.get("state") == "Ready"}
-        pending_checks = [c for c in checks if c.name not in ready]
-        for chk in st.get("admissionChecks") or []:
-            job.attempt = max(job.attempt, int(chk.get("retryCount") or 0))
-        if pending_checks:
+        pending = [c for c in self._checks_of(job) if c.name not in ready]
+        dws = [c for c in pending if c.kind == "dws"]
+        other = [c for c in pending if c.kind == "other"]
+        if other:
+            self._wait_on_check(job, other)
+            return
+        if dws:
             self.move(job, "dws")
-            waited = self.w.model.dws_waited(job.key)
+            waited = self.model.dws_waited(job.key)
             if waited is None:  # no request accepted yet: it is made now
                 self.at(self.t + PR_CREATE_SECONDS, "pr-create", job)
             else:
                 job.pr_since = self.t - waited
-                grant = self.t + self.w.model.draw_dws(waited, self.rng)
-                self.at(grant, "pr-grant", job)
+                self.at(self.t + self.model.draw_dws(waited, self.rng), "pr-grant", job)
             return
-        self._nodes_for(job)
+        admitted = parse_time_or_none(
+            next(
+                (
+                    c.get("lastTransitionTime")
+                    for c in st.get("conditions") or []
+                    if c.get("type") == "Admitted" and c.get("status") == "True"
+                ),
+                None,
+            )
+        )
+        self._admitted(job, admitted if admitted is not None else self.t)
 
-    # queue ---------------------------------------------------------------------------------------------------
+    # the queue and Kueue's cycles ------------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
         job.role = "pending"
-        self.pending.append(job)
-        self.pending_dirty = True
+        self.queues.add_or_update_workload(job.wl, self.t)
+        job.cq = self.queues.workload_cq.get(job.key, job.cq)
 
-    def _order(self) -> None:
-        if self.pending_dirty:
-            self.pending = [j for j in self.pending if j.role == "pending"]
-            self.pending.sort(key=_queue_order)
-            self.pending_dirty = False
+    def _on_schedule(self, _job: Job | None) -> None:
+        self.sched_at = None
+        cfg = self.world.config
+        if self.t > self.cycle_at:
+            # between two instants the twin's scheduler runs other cycles (every watch event starts one, heads
+            # or not): a head's flavor-scan progress from an earlier instant is never from the preceding cycle
+            self.cycle += 1
+            self.cycle_at = self.t
+        for _ in range(MAX_CYCLES_PER_INSTANT):
+            self.queues.begin_shape()
+            heads = self.queues.heads()
+            if not heads:
+                self.queues.shape_changed()
+                return
+            self.cycle += 1
+            snap = self.snap.clone_trees(sorted({h.cluster_queue for h in heads}), self.generations)
+            decided = plan(
+                heads,
+                snap,
+                cfg,
+                self.t,
+                cycle=self.cycle,
+                reserving=self.reserving,
+                namespace_labels=namespace_labels,
+            )
+            progress = False
+            for e in decided.entries:
+                job = self.jobs[e.info.key]
+                if e.action == "admit":
+                    assert e.assignment is not None
+                    job.cq = e.info.cluster_queue
+                    self.queues.forget_head(e.info)
+                    self._reserve(job, e.assignment)
+                    progress = True
+                    continue
+                if e.action == "preempt":
+                    issued = 0
+                    for t in e.victims:
+                        victim = self.jobs.get(t.info.key)
+                        if victim is not None and victim.role in ("reserved", "running"):
+                            self._evict(victim, "Preempted", 0.0)
+                            issued += 1
+                    mark_preemption_outcome(e, len(e.victims), 0)
+                    progress = progress or issued > 0
+                elif e.action == "migrate":
+                    e.requeue_reason = "PendingMigration"
+                if e.status and not e.requeue_reason:
+                    e.requeue_reason = "FailedAfterNomination"
+                self.queues.requeue_workload(e.info, e.requeue_reason, self.t)
+            for e in decided.inadmissible:
+                self.queues.requeue_workload(e.info, e.requeue_reason, self.t)
+            changed = self.queues.shape_changed()
+            if not (changed or progress):
+                return
+            if self.world.cycle_seconds > 0:
+                self.schedule(self.t + self.world.cycle_seconds)
+                return
 
-    def _schedule(self) -> None:
-        """Kueue's cycles at one instant: every pending job in order, against the quota left. A shape (queue,
-        priority, requests) that did not fit is not tried again until quota changes."""
-        self._order()
-        blocked: set[str] = set()
-        admitted = False
-        for job in self.pending:
-            if job.role != "pending" or job.requeue_at > self.t:
-                continue
-            if job.cq in blocked or self.nofit.get(job.shape) == self.version:
-                if job.cq in self.strict:
-                    blocked.add(job.cq)
-                continue
-            cq = self.snap.cq(job.cq)
-            if cq is None:
-                continue
-            info = job.queued_info
-            if info is None:
-                info = job.queued_info = WorkloadInfo.from_obj(_bare(job.wl), job.cq, self.w.requeuing)
-            info.priority, info.order_ts, info.last_assignment = job.priority, job.order, None
-            memo: dict = {}
-            a = FlavorAssigner(
-                info, cq, self.snap.resource_flavors, make_oracle(self.snap, self.t, memo)
-            ).assign()
-            mode = a.representative_mode()
-            if mode == Mode.PREEMPT:
-                targets = get_targets(self.snap, info, a, self.t, memo)
-                if not targets:
-                    mode = Mode.NO_FIT
-                else:
-                    for tg in targets:
-                        victim = self.jobs.get(tg.info.key)
-                        if victim is not None:
-                            self._evict(victim, "preempted", requeue_after=0.0)
-            if mode not in (Mode.FIT, Mode.PREEMPT):
-                self.nofit[job.shape] = self.version
-                if job.cq in self.strict:
-                    blocked.add(job.cq)
-                continue
-            self._reserve(job, a)
-            admitted = True
-        if admitted:
-            self.pending = [j for j in self.pending if j.role == "pending"]
+    def _flush(self, cq: str) -> None:
+        """Quota changed in ``cq``: its cohort tree's inadmissible workloads go back to their heaps."""
+        self.queues.flush(self.queues.flush_targets([cq]), self.t, namespace_labels)
+        self.schedule()
 
-    def _reserve(self, job: Job, assignment: Any) -> None:
+    def _reserve(self, job: Job, assignment: Assignment) -> None:
         wl = copy.copy(job.wl)
         admission = {"clusterQueue": job.cq, "podSetAssignments": assignment.to_api()}
         wl["status"] = {"admission": admission}
-        info = WorkloadInfo.from_obj(wl, job.cq, self.w.requeuing)
-        job.info, job.role = info, "reserved"
-        job.plan = _plan(wl)
-        self.snap.add_workload(info)
-        self.version += 1
-        if self._queued_checks(job):
+        self._hold(job, WorkloadInfo.from_obj(wl, job.cq, self.world.requeuing))
+        pending = self._checks_of(job)
+        other = [c for c in pending if c.kind == "other"]
+        if other:
+            self._wait_on_check(job, other)
+        elif any(c.kind == "dws" for c in pending):
             self.move(job, "dws")
             self.at(self.t + PR_CREATE_SECONDS, "pr-create", job)
         else:
-            self._nodes_for(job)
+            self._admitted(job, self.t)
 
-    def _queued_checks(self, job: Job) -> list[Check]:
+    def _wait_on_check(self, job: Job, checks: list[Check]) -> None:
+        job.waits_on = ", ".join(c.name for c in checks)
+        self.move(job, "check")
+
+    def _checks_of(self, job: Job) -> list[Check]:
+        """The admission checks that apply to the job's quota reservation (Kueue's ``admission_checks_for``)."""
         cq = self.snap.cq(job.cq)
         if cq is None or job.info is None:
             return []
         admission = (job.info.obj.get("status") or {}).get("admission") or {}
         names = admission_checks_for(cq.admission_checks, cq.all_flavors, admission)
-        return [self.w.checks[n] for n in sorted(names) if n in self.w.checks and self.w.checks[n].queued]
+        return [self.world.checks[n] for n in sorted(names) if n in self.world.checks]
+
+    def _admitted(self, job: Job, since: float) -> None:
+        """Admitted (every check Ready): its pods need nodes, and waitForPodsReady's timer runs."""
+        cfg = self.world.config
+        if cfg.wait_for_pods_ready and cfg.pods_ready_timeout > 0:
+            self.at(max(self.t, since + cfg.pods_ready_timeout), "pods-ready-timeout", job)
+        self._nodes_for(job)
 
     def _release(self, job: Job) -> None:
         if job.info is not None:
             self.snap.remove_workload(job.info)
-            self.version += 1
+            self.reserving.pop(job.key, None)
             job.info = None
+            self.generations[job.cq] = self.generations.get(job.cq, 0) + 1
+            self._flush(job.cq)
         for p, n in job.nodes.items():
+            if self.t < job.nodes_ready:  # not made yet (a scale-up under way, a stock-out): it ends
+                self.size[p] -= n
+                self._wake_room(p)
+                continue
             for _ in range(n):
                 self._idle_node(p)
         job.nodes = {}
-        self.schedule()
 
     def _idle_node(self, pool: str) -> None:
-        when = self.t + SCALE_DOWN_SECONDS
+        when = self.t + SCALE_DOWN_UNNEEDED_SECONDS
         self.idle[pool].append(when)
-        self.at(when, "scale-down", None)
+        self.at(when, "scale-down")
         self._wake_room(pool)
 
-    def _evict(self, job: Job, why: str, requeue_after: float) -> None:
+    def _evict(self, job: Job, reason: str, requeue_after: float) -> None:
+        """Kueue's eviction (``reason``: Preempted, AdmissionCheck, PodsReadyTimeout): the quota is released and
+        the job queues again — at once, or after ``requeue_after`` (``requeueState.requeueAt``) — ordered by
+        ``queue_order_timestamp`` of the Evicted condition written now."""
         self._release(job)
         job.gen += 1
-        if self.w.requeuing == "Eviction":
-            job.order = self.t
-        job.requeue_at = self.t + requeue_after
+        wl = _queued_view(job.wl)
+        wl["status"] = {
+            "conditions": [
+                {
+                    "type": "Evicted",
+                    "status": "True",
+                    "reason": reason,
+                    "lastTransitionTime": format_time(self.t),
+                }
+            ]
+        }
+        job.wl = wl
         self.move(job, "evicted")
-        if job.started is not None and job.target is False:
+        if job.started is not None and not job.target:
             job.started = None  # a running job preempted starts over (its first start is not a target)
-        self._enqueue(job)
         if requeue_after > 0:
-            self.at(job.requeue_at, "requeue", job)
-        del why
+            job.role = "backoff"
+            self.at(self.t + requeue_after, "requeue", job)
+        else:
+            self._enqueue(job)
+            self.schedule()
+
+    def _on_requeue(self, job: Job | None) -> None:
+        assert job is not None
+        if job.role == "backoff":
+            self._enqueue(job)
+            self.schedule()
+
+    def _on_flush(self, job: Job | None) -> None:
+        """A pending job's ``requeueAt`` (read from the state) came: the requeuer flushes its queue."""
+        assert job is not None
+        self.move(job, "quota")
+        self._flush(job.cq)
 
     def _deactivate(self, job: Job, cause: str) -> None:
         self._release(job)
@@ -498,14 +597,27 @@ class _Run:
         if job.target and job.started is None:
             self.open_targets -= 1
 
+    def _on_pods_ready_timeout(self, job: Job | None) -> None:
+        """``waitForPodsReady``: admitted, its pods not ready within the timeout: evicted and requeued after the
+        back-off of ``requeuingStrategy``, or deactivated past ``backoffLimitCount``."""
+        assert job is not None
+        if job.role != "reserved" or job.started is not None:
+            return
+        cfg = self.world.config
+        count = job.requeues + 1
+        if cfg.backoff_limit_count is not None and count > cfg.backoff_limit_count:
+            self._deactivate(job, "RequeuingLimitExceeded")
+            return
+        job.requeues = count
+        self._evict(job, "PodsReadyTimeout", requeue_wait(cfg, count))
+
     # nodes ---------------------------------------------------------------------------------------------------
     def _node_need(self, info: WorkloadInfo) -> dict[str, int]:
         """Pool -> nodes the job's accelerator pod sets take (whole slices)."""
         out: dict[str, int] = {}
         for ps in info.total_requests:
-            flavors = set(ps.flavors.values())
-            for f in flavors:
-                pool = self.w.pools.get(self.w.flavor_pool.get(f, ""))
+            for f in set(ps.flavors.values()):
+                pool = self.world.pools.get(self.world.flavor_pool.get(f, ""))
                 if pool is None or not pool.chips:
                     continue
                 per_pod = max(
@@ -534,12 +646,12 @@ class _Run:
         job.nodes = {}
         ready = self.t
         for p, n in need.items():
-            pool = self.w.pools[p]
+            pool = self.world.pools[p]
             took = self._take_idle(p, n) if not pool.queued else 0
             make = n - took
             if make and self.size[p] + make > pool.max_nodes:
                 if took:
-                    self.idle[p].extend([self.t + SCALE_DOWN_SECONDS] * took)
+                    self.idle[p].extend([self.t + SCALE_DOWN_UNNEEDED_SECONDS] * took)
                 self.move(job, "poolMax")
                 self.room_waiters[p].append(job)
                 return
@@ -552,12 +664,13 @@ class _Run:
                     self.move(job, "stockout")
                     start = end + self.rng.uniform(0.0, FAILED_SCALE_UP_BACKOFF_SECONDS)
                 ready = max(ready, start + self._provision(pool.machine_type, make))
-        if ready > self.t and job.bucket not in ("stockout",):
+        if ready > self.t and job.bucket != "stockout":
             self.move(job, "scaleUp")
+        job.nodes_ready = ready
         self.at(ready + POD_START_SECONDS, "start", job)
 
     def _provision(self, machine_type: str, n: int) -> float:
-        lo, hi = self.w.model.provision_range(machine_type)
+        lo, hi = self.model.provision_range(machine_type)
         return max(self.rng.uniform(lo, hi) for _ in range(max(1, n)))
 
     def _wake_room(self, pool: str) -> None:
@@ -566,16 +679,24 @@ class _Run:
             if job.role == "reserved" and job.info is not None:
                 self._nodes_for(job)
 
+    def _on_scale_down(self, _job: Job | None) -> None:
+        for p in self.idle:
+            gone = [x for x in self.idle[p] if x <= self.t]
+            if gone:
+                self.idle[p] = [x for x in self.idle[p] if x > self.t]
+                self.size[p] -= len(gone)
+                self._wake_room(p)
+
     # DWS -------------------------------------------------------------------------------------------------------
     def _dws_pool(self, job: Job) -> tuple[Pool | None, int]:
         assert job.info is not None
-        need = self._node_need(job.info)
-        for p, n in need.items():
-            if self.w.pools[p].queued:
-                return self.w.pools[p], n
+        for p, n in self._node_need(job.info).items():
+            if self.world.pools[p].queued:
+                return self.world.pools[p], n
         return None, 0
 
-    def _pr_create(self, job: Job) -> None:
+    def _on_pr_create(self, job: Job | None) -> None:
+        assert job is not None
         pool, n = self._dws_pool(job)
         job.attempt += 1
         if pool is None:  # no queued pool behind the flavor: the request is answered as GKE would not
@@ -585,22 +706,36 @@ class _Run:
             self._pr_failed(job, "NodepoolSizeReached")
             return
         job.pr_since = self.t
-        self.at(self.t + self.w.model.draw_dws(0.0, self.rng), "pr-grant", job)
+        self.at(self.t + self.model.draw_dws(0.0, self.rng), "pr-grant", job)
 
     def _pr_failed(self, job: Job, reason: str) -> None:
+        """The check goes to Retry (or Rejected past ``backoffLimitCount``: the job is deactivated). From 0.20.7
+        the job is evicted at once and waits out the back-off without quota; before, it keeps its quota through
+        the back-off and is evicted when it ends (then queued at once)."""
         job.pr_failures[reason] = job.pr_failures.get(reason, 0) + 1
-        chk = next(iter(self._queued_checks(job)), None)
-        limit, base, cap = (chk.limit, chk.base, chk.cap) if chk else (3, 60.0, 1800.0)
-        if job.attempt > limit:
+        chk = next((c for c in self._checks_of(job) if c.kind == "dws"), None)
+        rs = chk.retry if chk is not None else retry_strategy(None)
+        if job.attempt > rs.limit:
             self._deactivate(job, f"ProvisioningRequest {reason}")
             return
-        self._evict(job, "admission check", requeue_after=backoff_seconds(base, cap, job.attempt))
+        wait = backoff_seconds(rs.base, rs.cap, job.attempt)
+        if self.world.version.retry_evicts_at_once:
+            self._evict(job, "AdmissionCheck", wait)
+        else:
+            self.move(job, "dws")
+            self.at(self.t + wait, "retry-evict", job)
 
-    def _pr_grant(self, job: Job) -> None:
+    def _on_retry_evict(self, job: Job | None) -> None:
+        assert job is not None
+        if job.role == "reserved":
+            self._evict(job, "AdmissionCheck", 0.0)
+
+    def _on_pr_grant(self, job: Job | None) -> None:
+        assert job is not None
         pool, n = self._dws_pool(job)
         if pool is None:
             return
-        if job.pr_since is not None and self.t - job.pr_since >= DWS_VALID_SECONDS:
+        if job.pr_since is not None and self.t - job.pr_since >= DWS_MAX_WAIT_SECONDS:
             self._pr_failed(job, "WaitTimeExceeded")
             return
         if self.size[pool.name] + n > pool.max_nodes:
@@ -609,56 +744,50 @@ class _Run:
         self.size[pool.name] += n
         job.nodes = {pool.name: n}
         self.move(job, "scaleUp")
-        self.at(self.t + self._provision(pool.machine_type, n) + POD_START_SECONDS, "start", job)
+        cfg = self.world.config
+        job.nodes_ready = self.t + self._provision(pool.machine_type, n)
+        ready = job.nodes_ready + POD_START_SECONDS
+        if cfg.wait_for_pods_ready and cfg.pods_ready_timeout > 0:  # admitted now: the timer starts
+            self.at(self.t + cfg.pods_ready_timeout, "pods-ready-timeout", job)
+        self.at(ready, "start", job)
 
     # the loop --------------------------------------------------------------------------------------------------
+    def _on_finish(self, job: Job | None) -> None:
+        assert job is not None
+        job.role = "finished"
+        self._release(job)
+
+    def _on_start(self, job: Job | None) -> None:
+        assert job is not None
+        if job.started is None:
+            self.move(job, "running")
+            job.started = self.t
+            if job.target:
+                self.open_targets -= 1
+        job.role = "running"
+        self.at(self.t + job.run, "finish", job)
+
     def run(self) -> None:
         self.setup()
         while self.heap and self.open_targets > 0:
-            when, _seq, kind, job, gen = heapq.heappop(self.heap)
+            when, _seq, kind, job, gen, arrival = heapq.heappop(self.heap)
             if when > self.end:
                 break
             self.t = when
             if job is not None and gen != job.gen:
                 continue  # the job was evicted since: the event is stale
-            if kind == "schedule":
-                self.sched_at = None
-                self._schedule()
-            elif kind == "finish":
-                assert job is not None
-                job.role = "finished"
-                self._release(job)
-            elif kind == "start":
-                assert job is not None
-                if job.started is None:
-                    self.move(job, "running")
-                    job.started = self.t
-                    if job.target:
-                        self.open_targets -= 1
-                job.role = "running"
-                self.at(self.t + job.run, "finish", job)
-            elif kind == "pr-create":
-                assert job is not None
-                self._pr_create(job)
-            elif kind == "pr-grant":
-                assert job is not None
-                self._pr_grant(job)
-            elif kind == "requeue":
-                self.schedule()
-            elif kind == "scale-down":
-                for p in self.idle:
-                    gone = [x for x in self.idle[p] if x <= self.t]
-                    if gone:
-                        self.idle[p] = [x for x in self.idle[p] if x > self.t]
-                        self.size[p] -= len(gone)
-                        self._wake_room(p)
-                        self.schedule()
-            elif kind.startswith("arrive:"):
-                self._arrive(int(kind.split(":", 1)[1]))
+            if kind == "arrive":
+                self._arrive(arrival)
+            else:
+                self.handlers[kind](job)
         self.t = min(self.t, self.end)
 
+    def _next_arrival(self, index: int) -> None:
+        arr = self.model.arrivals[index]
+        self.at(self.t + self.rng.expovariate(arr.rate), "arrive", arrival=index)
+
     def _arrive(self, index: int) -> None:
-        arr = self.w.model.arrivals[index]
+        arr = self.model.arrivals[index]
         self.arrived += 1
         wl = copy.deepcopy(arr.template)
         md = wl.setdefault("metadata", {})
@@ -666,14 +795,12 @@ class _Run:
         md["uid"] = f"eta-arrival-{self.arrived}"
         md["creationTimestamp"] = format_time(self.t)
         wl["status"] = {}
-        job = self._job(
-            f"{md.get('namespace', '')}/{md['name']}", wl, arr.priority, self.t, md["uid"], "pending"
-        )
-        job.run = max(1.0, self.w.model.draw_class_run(arr.klass, self.rng))
+        job = self._job(f"{md.get('namespace', '')}/{md['name']}", wl)
+        job.run = max(1.0, self.model.draw_class_run(arr.klass, self.rng))
         job.since = self.t
         self._enqueue(job)
         self.schedule()
-        self.at(self.t + self.rng.expovariate(arr.rate), f"arrive:{index}")
+        self._next_arrival(index)
 
     def rows(self) -> list[dict[str, Any]]:
         out = []
@@ -682,45 +809,22 @@ class _Run:
                 continue
             self.move(job, job.bucket if job.started is None else "running")
             waits = {f"wait_{b}": round(v, 3) for b, v in job.waits.items() if b != "running"}
+            cause = job.cause
+            if not cause and job.started is None:
+                if job.waits_on:
+                    cause = f"admission check {job.waits_on}"
+                elif job.pr_failures:
+                    cause = "ProvisioningRequest " + "/".join(sorted(job.pr_failures))
             out.append(
                 {
                     "key": job.key,
-                    "started": None if job.started is None else job.started - self.w.now,
+                    "started": None if job.started is None else job.started - self.world.now,
                     "flavors": job.plan if job.started is not None else "",
-                    "cause_kind": job.cause
-                    or (
-                        "ProvisioningRequest " + "/".join(sorted(job.pr_failures))
-                        if job.pr_failures and job.started is None
-                        else ""
-                    ),
+                    "cause_kind": cause,
                     **waits,
                 }
             )
         return out
-
-
-def _queue_order(j: Job) -> tuple:
-    return (-j.priority, j.order, j.uid, j.key)
-
-
-def _requests_key(wl: dict) -> tuple:
-    out = []
-    for ps in (wl.get("spec") or {}).get("podSets") or []:
-        req: dict[str, float] = {}
-        for c in ((ps.get("template") or {}).get("spec") or {}).get("containers") or []:
-            res = c.get("resources") or {}
-            for k, v in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
-                req[k] = req.get(k, 0.0) + float(parse_quantity(str(v)))
-        sel = ((ps.get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
-        out.append(
-            (
-                ps.get("name", ""),
-                int(ps.get("count", 1)),
-                tuple(sorted(req.items())),
-                tuple(sorted(sel.items())),
-            )
-        )
-    return tuple(out)
 
 
 def _plan(wl: dict) -> str:
@@ -741,6 +845,3 @@ def run(world: World, rng: random.Random) -> list[dict[str, Any]]:
 
 def horizon_reached(rows: list[dict[str, Any]]) -> bool:
     return any(r["started"] is None for r in rows)
-
-
-_ = math

@@ -41,7 +41,8 @@ def _safe(name: str) -> str:
 def write_study(state: ClusterState, model: Model, cfg: EtaConfig, out: Path) -> list[Path]:
     """Write the study (see the module docstring) into ``out``; the files written."""
     out = output_dir(Path(out), field="--from-cluster")
-    sc = build_study(state, model, cfg, None)
+    listed = entries(state)  # read once: the study and the README's roles
+    sc = build_study(state, model, cfg, None, listed)
     study, variant = sc.study, sc.study.variants[0]
     files: list[Path] = []
     jobs_dir = out / "jobs"
@@ -85,6 +86,7 @@ def write_study(state: ClusterState, model: Model, cfg: EtaConfig, out: Path) ->
         "name": _safe(state.cluster.get("name") or "cluster") + "-from-cluster",
         "description": f"the cluster's state at {format_time(state.now)}, carried forward (flexq eta)",
         "seed": cfg.seed,
+        **({"kueue": variant.kueue} if variant.kueue else {}),  # the release the cluster runs
         "until": f"{study.until:g}s",
         "cluster": variant.cluster,
         "manifests": ["queues.yaml"],
@@ -93,7 +95,7 @@ def write_study(state: ClusterState, model: Model, cfg: EtaConfig, out: Path) ->
         "variants": [{"name": "as-is", **({"settings": variant.settings} if variant.settings else {})}],
     }
     files.append(write_file(out / "simulation.yaml", yaml.safe_dump(sim, sort_keys=False)))
-    es = {e.key: e for e in entries(state)}
+    es = {e.key: e for e in listed}
     roles: dict[str, list[str]] = {}
     for wl, role in sc.role_of.items():
         roles.setdefault(role, []).append(wl)

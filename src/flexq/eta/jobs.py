@@ -4,11 +4,13 @@ Owns ``Entry`` (one live Workload with its job: its role — ``running``, ``rese
 not started: waiting for DWS, nodes or a stock-out while holding quota), ``pending`` (no quota yet),
 ``deactivated`` — its Kueue priority and queue-order timestamp, its coded reason from ``flexq.api.reasons``, and
 ``cannot``: why no flavor can ever take it, when Kueue says so), ``entries(state)`` (in Kueue's order: priority,
-then the queue-order timestamp — creation, or the last eviction as Kueue's default ``requeuingStrategy`` — then
-uid), ``queue_position``, ``started_at`` / ``finished_at`` and ``class_key`` (the run-time class of a job:
+then the queue-order timestamp of ``semantics/workloads.queue_order_timestamp`` — creation, or the eviction
+time for ``PodsReadyTimeout`` with ``requeuingStrategy.timestamp: Eviction`` and for ``AdmissionCheck`` — then
+uid), ``StateView`` (what one estimate reads of a state, built once and passed: the entries, each LocalQueue's
+ClusterQueue, the Kueue release and configuration the cluster runs), ``queue_position``, ``started_at`` / ``finished_at`` and ``class_key`` (the run-time class of a job:
 its LocalQueue and the ``flexq.dev/class`` label when set, else its shape).
 
-Pure: plain dicts in, plain data out.
+Pure: plain dicts in, plain data out (the Kueue release and configuration resolved from the state).
 """
 
 from __future__ import annotations
@@ -16,15 +18,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from flexq.api.kueue_versions import DEFAULT as DEFAULT_KUEUE
+from flexq.api.kueue_versions import KueueVersion, resolve
 from flexq.api.reasons import Explanation, explain
 from flexq.clock import parse_time_or_none
+from flexq.errors import Invalid
 from flexq.eta.state import ClusterState
+from flexq.kueue.config import KueueConfig
+from flexq.kueue.flavorassigner import FlavorAssigner, Mode
+from flexq.kueue.preemption import make_oracle
+from flexq.kueue.snapshot import Snapshot, build_snapshot
+from flexq.kueue.workload import WorkloadInfo
 from flexq.semantics.conditions import find_condition, is_true
 from flexq.semantics.owners import controller_owner
-from flexq.semantics.workloads import FINISHED_STATES, workload_state
+from flexq.semantics.workloads import FINISHED_STATES, queue_order_timestamp, workload_state
 
 __all__ = [
     "Entry",
+    "StateView",
+    "kueue_of",
     "entries",
     "started_at",
     "finished_at",
@@ -141,10 +153,55 @@ def cluster_queue_of(state: ClusterState) -> dict[str, str]:
     }
 
 
-def entries(state: ClusterState) -> list[Entry]:
-    """Every live Workload of ``state`` with its job, in Kueue's queue order (see the module docstring)."""
-    cq_of = cluster_queue_of(state)
+def kueue_of(state: ClusterState) -> tuple[KueueVersion, KueueConfig, list[str]]:
+    """The Kueue release the state's cluster runs (``state.kueue_version``; flexq's default release when the
+    state does not say) and its configuration with that release's gates, and what was assumed, in words."""
+    notes = []
+    try:
+        version = resolve(state.kueue_version) if state.kueue_version else DEFAULT_KUEUE
+    except Invalid:
+        version = DEFAULT_KUEUE
+        notes.append(f"Kueue {state.kueue_version} is not a release flexq models: taken as {version.version}")
+    if not state.kueue_version:
+        notes.append(f"the cluster's Kueue release is not known: taken as {version.version}")
+    try:
+        config = KueueConfig.from_configmap(state.kueue_config, version.gates)
+    except Exception as exc:  # an unreadable configuration: Kueue's defaults, said
+        config = KueueConfig.from_configmap(None, version.gates)
+        notes.append(f"Kueue's configuration could not be read ({exc}): its defaults taken")
+    return version, config, notes
+
+
+@dataclass
+class StateView:
+    """What one estimate reads of a state, read once: the entries in Kueue's order, each LocalQueue's
+    ClusterQueue, and the Kueue release and configuration."""
+
+    entries: list[Entry]
+    cluster_queue_of: dict[str, str]
+    version: KueueVersion
+    config: KueueConfig
+    notes: list[str]
+
+    @classmethod
+    def of(cls, state: ClusterState) -> StateView:
+        version, config, notes = kueue_of(state)
+        cq_of = cluster_queue_of(state)
+        return cls(entries(state, config, cq_of), cq_of, version, config, notes)
+
+
+def entries(
+    state: ClusterState, config: KueueConfig | None = None, cq_of: dict[str, str] | None = None
+) -> list[Entry]:
+    """Every live Workload of ``state`` with its job, in Kueue's queue order (see the module docstring);
+    ``config``: the cluster's Kueue configuration (read from the state when None)."""
+    if config is None:
+        config = kueue_of(state)[1]
+    requeuing = config.requeuing_timestamp
+    sorting = config.gate("PrioritySortingWithinCohort")
+    cq_of = cluster_queue_of(state) if cq_of is None else cq_of
     cqs = {(q.get("metadata") or {}).get("name", "") for q in state.clusterqueues}
+    empty: Snapshot | None = None  # the ClusterQueues with no workload (built when first needed)
     out = []
     for wl in state.workloads:
         st = workload_state(wl)
@@ -156,14 +213,15 @@ def entries(state: ClusterState) -> list[Entry]:
         kind, name = (ref.get("kind", ""), ref.get("name", "")) if ref else ("", "")
         job = state.job(kind, md.get("namespace", ""), name) if ref else None
         created = parse_time_or_none(md.get("creationTimestamp")) or state.now
-        evicted = find_condition(wl, "Evicted")
-        order = created
-        if evicted is not None and role == "pending":
-            order = _time(evicted) or created
+        order = queue_order_timestamp(wl, requeuing, sorting) or created
         reason = explain(wl, state.provisioning_requests, _events_of(state, wl, name), state.now)
         cannot = ""
         if role == "pending" and reason is not None and reason.code in STRUCTURAL:
-            cannot = f"{reason.code}: {reason.detail}"
+            cq_name = cq_of.get(f"{md.get('namespace', '')}/{spec.get('queueName', '')}", "")
+            if empty is None:
+                empty = build_snapshot(state.clusterqueues, (), state.flavors, ())
+            if not fits_when_empty(wl, cq_name, empty, state.now):
+                cannot = f"{reason.code}: {reason.detail}"
         missing = ""
         if role == "pending":
             queue = spec.get("queueName", "")
@@ -188,6 +246,19 @@ def entries(state: ClusterState) -> list[Entry]:
         )
     out.sort(key=lambda e: (-e.priority, e.order_time, e.uid, e.key))
     return out
+
+
+def fits_when_empty(wl: dict, cq_name: str, empty: Snapshot, now: float) -> bool:
+    """Whether Kueue's flavor assignment finds a flavor for every pod set of ``wl`` in ClusterQueue ``cq_name``
+    holding no workload (``empty``): Kueue's reasons name the first flavor each pod set failed on
+    (``NoMatchingFlavor`` for a head whose other flavors do not match, while its worker waits for quota), so
+    a structural reason says "never" only when the queue could not take the job even empty."""
+    cq = empty.cq(cq_name)
+    if cq is None:
+        return False
+    info = WorkloadInfo.from_obj({**wl, "status": {}}, cq_name)
+    a = FlavorAssigner(info, cq, empty.resource_flavors, make_oracle(empty, now)).assign()
+    return a.representative_mode() != Mode.NO_FIT
 
 
 def queue_position(es: list[Entry], entry: Entry, cluster_queue_of: dict[str, str]) -> int:

@@ -30,6 +30,7 @@ and edit: a warm-up span in which the jobs running at the instant get their node
 from __future__ import annotations
 
 import contextlib
+import copy
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,8 +39,17 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.capacity_profile import parse_duration
 from flexq.api.reasons import classify_capacity
 from flexq.clock import format_duration, parse_time_or_none
-from flexq.eta.jobs import CLASS_LABEL, EXPECTED_DURATION, Entry, class_key, entries, finished_at, started_at
+from flexq.eta.jobs import (
+    CLASS_LABEL,
+    EXPECTED_DURATION,
+    Entry,
+    StateView,
+    class_key,
+    finished_at,
+    started_at,
+)
 from flexq.eta.state import ClusterState
+from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.semantics.conditions import find_condition
 from flexq.semantics.owners import controller_owner
 from flexq.stats import exponential_mean, km_median, km_quantile, sample_beyond
@@ -61,7 +71,7 @@ QUEUED_CLASS = "queued-provisioning.gke.io"
 WARMUP_SECONDS = 300.0  # the forward twin's first five minutes: the running jobs get their nodes at once
 MIN_EPISODES = 3  # stock-outs seen to end before their lengths stand for the next one's
 RESERVED_LEAD = 30.0  # the jobs holding quota go in first: their requests are queued before the warm-up
-SCALE_DOWN_SECONDS = 600.0  # the cluster autoscaler removes a node idle this long (scale-down-unneeded-time)
+SCALE_DOWN_SECONDS = SCALE_DOWN_UNNEEDED_SECONDS  # the cluster autoscaler's (flexq.gke.timing)
 ARRIVAL_WINDOW = 7 * 86400.0  # how far back the arrival rates look
 
 
@@ -84,6 +94,9 @@ class EtaConfig:
     prior_provision: tuple[float, float] = (60.0, 120.0)  # node creation to Ready, seconds (uniform)
     workers: int | None = None  # processes for the replicas (None: one per core)
     fallback: bool | None = None  # model flexq's fallback (None: when a LocalQueue opts in)
+    # a deliberately wrong capacity model, for measuring the interval's online correction (bench/eta_calibration
+    # --dws-scale): every DWS wait the model draws is multiplied by this
+    dws_scale: float = 1.0
 
 
 def expected_duration(job: dict | None) -> float | None:
@@ -156,13 +169,41 @@ class Model:
     dws_pending: dict[str, float] = field(default_factory=dict)  # workload key -> its wait so far
     dws_bounded: int = 0  # granted waits that ended when their pool had room again (taken at the midpoint)
     arrivals: list[Arrival] = field(default_factory=list)
+    # Kueue's scheduling cycle, seconds (one head per ClusterQueue per cycle: a deep queue's admission rate);
+    # measured from bursts of admissions, else 0 as the twin's scheduler (``cycle_gaps``: how many it rests on)
+    cycle_seconds: float = 0.0
+    cycle_gaps: int = 0
 
     # -- DWS waits, stock-outs, provisioning --------------------------------------------------------------------
     def draw_dws(self, elapsed: float, rng: random.Random) -> float:
         """How much longer a DWS request that has waited ``elapsed`` seconds waits for its grant: from the
         Kaplan-Meier curve of the waits seen (finished, and the censored ones), past ``elapsed``; beyond the
         longest seen, an exponential tail of the fitted mean."""
-        return max(0.0, sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean) - elapsed)
+        left = max(0.0, sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean) - elapsed)
+        return left * self.cfg.dws_scale
+
+    def bootstrap(self, rng: random.Random) -> Model:
+        """This model refitted on a bootstrap resample of its history (the DWS waits seen, granted and still
+        waiting; each class's run times, finished and running; the stock-out episodes seen to end): a forward run
+        that draws from it carries the uncertainty of the fitted parameters themselves, not only of the events
+        drawn from fixed ones. What is not a sample (the jobs waiting now, the pools, the arrivals) is shared."""
+
+        def resample(done: list[float], waiting: list[float]) -> tuple[list[float], list[float]]:
+            pool = [(x, True) for x in done] + [(x, False) for x in waiting]
+            if not pool:
+                return [], []
+            picks = [pool[rng.randrange(len(pool))] for _ in pool]
+            return [x for x, d in picks if d], [x for x, d in picks if not d]
+
+        out = copy.copy(self)
+        out.dws_done, out.dws_waiting = resample(self.dws_done, self.dws_waiting)
+        out.dws_mean = exponential_mean(out.dws_done, out.dws_waiting, self.cfg.prior_dws_wait_seconds)
+        out.stockout_episodes = resample(self.stockout_episodes, [])[0]
+        out.classes = {}
+        for k, c in self.classes.items():
+            done, running = resample(c.done, c.running)
+            out.classes[k] = RunClass(c.key, done, running)
+        return out
 
     def dws_waited(self, key: str) -> float | None:
         """How long the accepted, not yet provisioned DWS request of workload ``key`` has waited (None: none)."""
@@ -287,7 +328,10 @@ class Model:
                 "defaults": {
                     "available": "unlimited",
                     "provisionTime": {"uniform": {"min": f"{lo:g}s", "max": f"{hi:g}s"}},
-                    "queueWait": {"exponential": {"mean": f"{self.dws_mean:.0f}s"}, "max": "7d"},
+                    "queueWait": {
+                        "exponential": {"mean": f"{self.dws_mean * self.cfg.dws_scale:.0f}s"},
+                        "max": "7d",
+                    },
                 },
                 "rules": rules,
             },
@@ -316,6 +360,16 @@ class Model:
             )
         if not self.stockouts:
             out.append("no stock-out now (no capacity refusal on a waiting job's pods)")
+        if self.cycle_gaps:
+            out.append(
+                f"Kueue's scheduling cycle: {self.cycle_seconds:.1f}s (median of {self.cycle_gaps} gaps between "
+                "admissions of one ClusterQueue in a burst: one head per ClusterQueue per cycle)"
+            )
+        else:
+            out.append(
+                "Kueue's scheduling cycle: taken as instant (no burst of admissions seen to measure it; a deep "
+                "queue's admission rate then comes from quota and capacity alone)"
+            )
         for mt, (pmin, pmax, n) in sorted(self.provision.items()):
             out.append(
                 f"node provisioning {mt}: {format_duration(pmin)}-{format_duration(pmax)} (from {n} nodes)"
@@ -591,10 +645,11 @@ def _classes(state: ClusterState, cfg: EtaConfig) -> dict[tuple[str, str], RunCl
     return classes
 
 
-def fit(state: ClusterState, cfg: EtaConfig | None = None) -> Model:
-    """The model of ``state``'s cluster (see the module docstring)."""
+def fit(state: ClusterState, cfg: EtaConfig | None = None, view: StateView | None = None) -> Model:
+    """The model of ``state``'s cluster (see the module docstring); ``view``: the state read once by the
+    caller (read here when None)."""
     cfg = cfg or EtaConfig()
-    es = entries(state)
+    es = (view or StateView.of(state)).entries
     m = Model(now=state.now, cfg=cfg)
     m.dws_done, m.dws_waiting, m.dws_pending, m.dws_bounded = _dws(state)
     m.dws_mean = exponential_mean(m.dws_done, m.dws_waiting, cfg.prior_dws_wait_seconds)
@@ -603,7 +658,37 @@ def fit(state: ClusterState, cfg: EtaConfig | None = None) -> Model:
     m.classes = _classes(state, cfg)
     m.machine_types = {p["machineType"] for p in state.node_pools}
     m.arrivals = _arrivals(state, cfg)
+    m.cycle_seconds, m.cycle_gaps = _cycle_seconds(state)
     return m
+
+
+BURST_GAP = 10.0  # consecutive admissions of one ClusterQueue closer than this belong to one burst
+MIN_CYCLE_GAPS = 5
+
+
+def _cycle_seconds(state: ClusterState) -> tuple[float, int]:
+    """Kueue admits one head per ClusterQueue per scheduling cycle (kueue#14477), so within a burst — a queue
+    deep enough that admissions follow one another — the gaps between one ClusterQueue's admissions are its
+    cycles. The median of the positive gaps shorter than ``BURST_GAP`` (at least ``MIN_CYCLE_GAPS``), else 0."""
+    by_cq: dict[str, list[float]] = {}
+    for wl in state.workloads:
+        c = find_condition(wl, "QuotaReserved")
+        t = (
+            parse_time_or_none((c or {}).get("lastTransitionTime"))
+            if (c or {}).get("status") == "True"
+            else None
+        )
+        cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        if t is not None and cq:
+            by_cq.setdefault(cq, []).append(t)
+    gaps = []
+    for times in by_cq.values():
+        times.sort()
+        gaps += [b - a for a, b in zip(times, times[1:], strict=False) if 0.0 < b - a < BURST_GAP]
+    if len(gaps) < MIN_CYCLE_GAPS:
+        return 0.0, 0
+    gaps.sort()
+    return gaps[len(gaps) // 2], len(gaps)
 
 
 def _arrivals(state: ClusterState, cfg: EtaConfig) -> list[Arrival]:

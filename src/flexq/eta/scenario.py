@@ -10,12 +10,13 @@ for which Workload). The study recreates the cluster in a fresh virtual twin and
    contents are never read);
 3. the capacity profile fitted from the cluster's history (``Model.profile``), whose first ``WARMUP_SECONDS``
    give nodes at once;
-4. the traffic: at 0, every job that holds quota but has not started (**reserved**: waiting for DWS, for
-   nodes, for a stock-out to end), each pod set pinned to the flavor it holds (through the flavor's node labels):
-   its DWS request is queued, or its pods refused by the stock-out, as at the instant; at ``RESERVED_LEAD``
-   every job **running** at the instant, pinned likewise, for the rest of its run (drawn knowing how long it has
-   run), given nodes at once by the warm-up rule; from ``WARMUP_SECONDS`` — the instant of the state — every
-   **pending** job, one second apart in Kueue's order (priority, then the queue-order time), so that Kueue orders
+4. the traffic: at ``RESERVED_LEAD`` every job **running** at the instant, each pod set pinned to the flavor it
+   holds (through the flavor's node labels), for the rest of its run (drawn knowing how long it has run), given
+   nodes at once by the warm-up rule; at ``WARMUP_SECONDS`` — the instant of the state — every job that holds
+   quota but has not started (**reserved**: waiting for DWS, for nodes, for room in its pool, for a stock-out
+   to end), pinned likewise, after the running ones: its DWS request is queued (or fails
+   ``NodepoolSizeReached`` when the running jobs fill the pool), its pods wait for room or are refused by the
+   stock-out, as at the instant; from one second later every **pending** job, one second apart in Kueue's order (priority, then the queue-order time), so that Kueue orders
    them as it did. Their run times are drawn from ``Model.draw_run`` (``replica`` None: the median of each, for a study a
    user runs again and again). Deactivated jobs are left out: they do not run unless someone reactivates them.
 
@@ -250,15 +251,18 @@ def _fallback_on(state: ClusterState, cfg: EtaConfig) -> bool:
     )
 
 
-def build_study(state: ClusterState, model: Model, cfg: EtaConfig, replica: int | None) -> Scenario:
-    """The study of ``state`` (see the module docstring); ``replica`` seeds the draws (None: medians)."""
+def build_study(
+    state: ClusterState, model: Model, cfg: EtaConfig, replica: int | None, es: list[Entry] | None = None
+) -> Scenario:
+    """The study of ``state`` (see the module docstring); ``replica`` seeds the draws (None: medians); ``es``:
+    the state's entries, read once by the caller (read here when None)."""
     rng = random.Random(f"flexq-eta:{cfg.seed}:{replica}") if replica is not None else None
     w = WARMUP_SECONDS
     flavor_labels = {
         (f.get("metadata") or {}).get("name", ""): dict((f.get("spec") or {}).get("nodeLabels") or {})
         for f in state.flavors
     }
-    es = entries(state)
+    es = entries(state) if es is None else es
     trace: list[JobSpec] = []
     sc = Scenario(study=Study(name="eta", source=f"the cluster at {format_time(state.now)}"))
     spaces: set[str] = {(q.get("metadata") or {}).get("namespace", "default") for q in state.localqueues}
@@ -266,7 +270,11 @@ def build_study(state: ClusterState, model: Model, cfg: EtaConfig, replica: int 
     running = sorted((e for e in es if e.role == "running"), key=lambda e: started_at(e.workload) or 0.0)
     reserved = [e for e in es if e.role == "reserved"]
     pending = [e for e in es if e.role == "pending" and not e.queue_missing]  # no queue: nothing admits it
-    order: list[tuple[float, Entry]] = [(0.0, e) for e in reserved] + [(RESERVED_LEAD, e) for e in running]
+    # the running jobs first (the warm-up gives them their nodes at once), then at the instant the jobs that hold
+    # quota without having started — after the running ones, so that a full node pool stays full for them (a
+    # ProvisioningRequest fails NodepoolSizeReached, an admitted job waits for room) as it was at the instant —
+    # then the pending ones, one second apart in Kueue's order
+    order: list[tuple[float, Entry]] = [(RESERVED_LEAD, e) for e in running] + [(w, e) for e in reserved]
     order += [(w + 1.0 + i, e) for i, e in enumerate(pending)]
     for submit, e in order:
         elapsed = max(0.0, state.now - (started_at(e.workload) or state.now)) if e.role == "running" else 0.0
@@ -345,6 +353,7 @@ def build_study(state: ClusterState, model: Model, cfg: EtaConfig, replica: int 
             capacity=model.profile(rng),
             description="the cluster's state, carried forward",
             settings=settings,
+            kueue=state.kueue_version,  # the release the cluster runs ("": the twin's default)
         )
     ]
     return sc

@@ -24,9 +24,11 @@ import logging
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from flexq.clock import format_duration
+from flexq.eta.calibration import Calibration
 from flexq.eta.estimate import Forecast, fmt_eta
 from flexq.eta.model import EtaConfig
 from flexq.eta.state import ClusterState, state_from_twin
@@ -38,11 +40,15 @@ __all__ = ["EtaService", "compute"]
 log = logging.getLogger("flexq.eta")
 
 
-def compute(state: dict[str, Any], cfg: EtaConfig) -> dict[str, Any]:
-    """The forecast of a state (in the service's process; plain data in and out)."""
+def compute(
+    state: dict[str, Any], cfg: EtaConfig, calibration: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The forecast of a state (in the service's process; plain data in and out), its intervals drawn as the
+    online correction ``calibration`` (``Calibration.to_dict``) says."""
     from flexq.eta.estimate import estimate
 
-    return estimate(ClusterState.from_dict(state), cfg).as_dict()
+    cal = Calibration.from_dict(calibration) if calibration is not None else None
+    return estimate(ClusterState.from_dict(state), cfg, calibration=cal).as_dict()
 
 
 class EtaService:
@@ -71,6 +77,13 @@ class EtaService:
         self._signature: frozenset[tuple[str, str, str]] = frozenset()
         self.refreshes = 0
         self.error = ""
+        # the intervals' online correction: what was predicted and what happened, kept beside the twin's state
+        # (``<home>/eta-calibration.json``; in memory for a twin without a home)
+        home = getattr(twin.core, "home", None)
+        self.calibration_path = Path(home) / "eta-calibration.json" if home else None
+        self.calibration = (
+            Calibration.load(self.calibration_path) if self.calibration_path is not None else Calibration()
+        )
 
     # -- life ----------------------------------------------------------------------------------------------------
     def start(self, background: bool = True) -> EtaService:
@@ -134,15 +147,23 @@ class EtaService:
     def refresh(self) -> Forecast:
         """Read the state and compute its forecast now (the background thread calls this)."""
         state = state_from_twin(self.twin)
+        self.calibration.observe(state.workloads, state.now)  # the starts since the last forecasts
+        cal = self.calibration.to_dict()
         if self.in_process:
-            data = compute(state.to_dict(), self.cfg)
+            data = compute(state.to_dict(), self.cfg, cal)
         else:
             if self._pool is None:
                 import multiprocessing as mp
 
                 self._pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
-            data = self._pool.submit(compute, state.to_dict(), self.cfg).result()
+            data = self._pool.submit(compute, state.to_dict(), self.cfg, cal).result()
         fc = Forecast.from_dict(data)
+        self.calibration.record(fc.predictions())
+        if self.calibration_path is not None:
+            try:
+                self.calibration.save(self.calibration_path)
+            except OSError as exc:
+                log.warning("ETA calibration not kept: %s", exc)
         self._forecast = fc
         self.refreshes += 1
         self.error = ""
@@ -167,6 +188,7 @@ class EtaService:
             "high": j.high,
             "plan": j.plan,
             "waitsFor": j.waits_for,
+            "interval": j.interval,
             "cannot": j.cannot,
             "reasoning": list(j.reasoning),
             "model": list(fc.model),

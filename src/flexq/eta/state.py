@@ -75,6 +75,7 @@ class ClusterState:
     nodes: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
     kueue_config: dict | None = None
+    kueue_version: str = ""  # the Kueue release the cluster runs ("0.20.7"; "" when not known)
     notes: list[str] = field(default_factory=list)  # what was assumed while reading (said with the ETA)
 
     def to_dict(self) -> dict[str, Any]:
@@ -129,6 +130,7 @@ def state_from_twin(twin: Twin) -> ClusterState:
         setattr(st, attr, items)
     st.kueue_config = json.loads(json.dumps(config)) if config is not None else None
     settings = twin.runtime.settings
+    st.kueue_version = twin.core.settings.kueue.version
     if settings.gke_cluster:
         st.cluster = {
             "project": settings.gke_project,

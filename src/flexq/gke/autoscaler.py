@@ -64,14 +64,16 @@ from flexq.gke.fit import (
 )
 from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, NodeWriter, pools_of
 from flexq.gke.provisioning import active_booking, booked_nodes
+from flexq.gke.timing import (
+    FAILED_SCALE_UP_BACKOFF_SECONDS,
+    SCALE_DOWN_DELAY_AFTER_ADD,
+    SCALE_DOWN_UNNEEDED_SECONDS,
+)
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import clone
 
 __all__ = ["Autoscaler", "SCALE_DOWN_UNNEEDED_SECONDS", "FAILED_SCALE_UP_BACKOFF_SECONDS", "pending_pods"]
 
-SCALE_DOWN_UNNEEDED_SECONDS = 600.0  # --scale-down-unneeded-time=10m (research/cloud.md §1.5)
-SCALE_DOWN_DELAY_AFTER_ADD = 600.0  # --scale-down-delay-after-add=10m
-FAILED_SCALE_UP_BACKOFF_SECONDS = 300.0
 CONSUME_KEYS = (CONSUME_PROVISIONING_REQUEST, CLUSTER_AUTOSCALER_CONSUME_PR)
 KEY = "cluster"
 _IDLE_POD: tuple = (None, False, False, (None, None), None)  # a pending pod no decision reads (or none)

@@ -44,6 +44,13 @@ from flexq.gke.cache import ANN_REQUEST as CACHE_ANN_REQUEST
 from flexq.gke.cache import GkeCache
 from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape
 from flexq.gke.nodes import ANN_DELETE_AT, NodeWriter, capacity_model_name, pools_of
+from flexq.gke.timing import (
+    BOOKING_SECONDS,
+    DWS_MAX_WAIT_SECONDS,
+    GRANT_RETRY_SECONDS,
+    MAX_RUN_SECONDS,
+    TERMINAL_TTL_SECONDS,
+)
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store import Store
 
@@ -70,10 +77,7 @@ ANN_GRANT_AT = "gke.twin.flexq.dev/dws-grant-at"  # request -> when DWS grants i
 ANN_POOL = "gke.twin.flexq.dev/dws-node-pool"
 ANN_ATTEMPTS = "gke.twin.flexq.dev/scale-up-attempts"
 ANN_NEXT_ATTEMPT = "gke.twin.flexq.dev/next-scale-up-attempt"
-BOOKING_SECONDS = 600.0  # BookingDuration / defaultReservationTime
-MAX_WAIT_SECONDS = 7 * 86400.0  # DWS queue limit / defaultExpirationTime
-MAX_RUN_SECONDS = 7 * 86400.0  # DefaultMaxRunDuration
-TERMINAL_TTL_SECONDS = 7 * 86400.0  # terminalProvisioningRequestTTL
+MAX_WAIT_SECONDS = DWS_MAX_WAIT_SECONDS  # DWS queue limit / defaultExpirationTime
 MSG = {
     "SuccessfullyQueued": "Provisioning Request was successfully queued.",
     "NotProvisioned": "Provisioning Request wasn't provisioned.",
@@ -345,7 +349,9 @@ class ProvisioningRequestController(Controller):
             auto = pool["spec"].get("autoscaling") or {}
             limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
             if self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0) + count > limit:
-                return min(deadline, now + 60.0)  # the pool is full (other requests' slices): look again soon
+                return min(
+                    deadline, now + GRANT_RETRY_SECONDS
+                )  # the pool is full (other requests' slices): look again soon
             max_run = float(params.get("maxRunDurationSeconds") or MAX_RUN_SECONDS)
             got = self.writer.grow(
                 pool,
@@ -539,7 +545,7 @@ class ProvisioningRequestController(Controller):
             self._fail(pr, now, "CapacityIsNotFound", MSG["CapacityIsNotFound"])
             return None
         self._set(pr, now, ("Provisioned", "False", "CapacityIsNotFound"))
-        return now + 60.0
+        return now + GRANT_RETRY_SECONDS
 
     def _atomic(self, pr: dict[str, Any], now: float) -> float | None:
         if _true(pr, "Provisioned"):

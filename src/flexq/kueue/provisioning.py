@@ -31,8 +31,9 @@ from __future__ import annotations
 import enum
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from flexq.api.jsoncopy import clone
 from flexq.api.quantity import parse_quantity
@@ -53,7 +54,13 @@ from flexq.kueue.workload import (
 )
 from flexq.runtime.controller import Controller, Result, Watch
 
-__all__ = ["ProvisioningCheckController", "ProvisioningController", "request_name"]
+__all__ = [
+    "ProvisioningCheckController",
+    "ProvisioningController",
+    "RetryStrategy",
+    "request_name",
+    "retry_strategy",
+]
 
 CONSUME = CONSUME_PROVISIONING_REQUEST
 CLASS = PROVISIONING_CLASS_NAME
@@ -262,10 +269,22 @@ def _merged(required: list[tuple[dict, dict, int]], prc: dict) -> list[tuple[dic
     return [(ps, psa, n) for ps, psa, n in out]
 
 
-def _retry(prc: dict) -> tuple[int, int, int]:
-    rs = (prc.get("spec") or {}).get("retryStrategy") or {}
+class RetryStrategy(NamedTuple):
+    """A ProvisioningRequestConfig's ``retryStrategy`` with Kueue's defaults filled in."""
+
+    limit: int  # backoffLimitCount (3)
+    base: int  # backoffBaseSeconds (60)
+    cap: int  # backoffMaxSeconds (1800)
+
+
+def retry_strategy(prc: Mapping | None) -> RetryStrategy:
+    """``spec.retryStrategy`` of a ProvisioningRequestConfig (None: no config) with the defaults
+    ``ProvisioningRequestConfigSpec`` declares: ``backoffLimitCount`` 3, ``backoffBaseSeconds`` 60,
+    ``backoffMaxSeconds`` 1800. The one reader of these defaults: the provisioning controller, the ETA's
+    forward run and the planner's advice all ask it."""
+    rs = ((prc or {}).get("spec") or {}).get("retryStrategy") or {}
     limit = rs.get("backoffLimitCount")
-    return (
+    return RetryStrategy(
         3 if limit is None else int(limit),
         int(rs.get("backoffBaseSeconds") or 60),
         int(rs.get("backoffMaxSeconds") or 1800),
@@ -529,7 +548,7 @@ class ProvisioningController(Controller):
         row = next(r for r in CHECK_STATE_TABLE if r.matches(true, is_admitted(wl)))
         cause_msg = (true.get(row.cause) or {}).get("message", "") if row.cause else ""
         if row.outcome is Outcome.RETRY:
-            limit, base, cap = _retry(prc)
+            limit, base, cap = retry_strategy(prc)
             if attempt > limit:
                 st["state"], st["message"] = "Rejected", cause_msg
                 return True

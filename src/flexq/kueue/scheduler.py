@@ -1,13 +1,11 @@
-"""The scheduling cycle, in Kueue's numbered steps (``pkg/scheduler/scheduler.go``).
+"""The scheduling cycle, in Kueue's numbered steps (``pkg/scheduler/scheduler.go``), and its writes.
 
-Owns: one cycle — 1. pop one head per active ClusterQueue; 2. snapshot the cache; 3. nominate
-(skip reserved, failed checks, inactive or missing ClusterQueue, namespace mismatch, else flavor
-assignment and preemption targets, resuming the flavor scan when still valid); 4. order entries
-(non-borrowing first, higher priority, older queue-order timestamp); 5. process each against the
-same snapshot (NoFit, Preempt without candidates, overlapping targets, no longer fits, issue
-preemptions, admit); 6. requeue the rest and write ``QuotaReserved=False`` with the reason and
-message. Writes: Workload ``status.admission`` and the QuotaReserved / Admitted conditions of the
-admitted, ``status.resourceRequests`` and QuotaReserved=False of the rest, the Evicted / Preempted
+Owns: one cycle — 1. pop one head per active ClusterQueue; 2. snapshot the cache; 3.–5. decide, with
+``flexq.kueue.cycle.plan`` (the pure part: nominate, order, process each entry against the same snapshot);
+then write what was decided, in the entries' order (issue preemptions, migrate, admit); 6. requeue the rest
+and write ``QuotaReserved=False`` with the reason and message. Also the settling of cohort trees whose last
+cycle changed nothing. Writes: Workload ``status.admission`` and the QuotaReserved / Admitted conditions of
+the admitted, ``status.resourceRequests`` and QuotaReserved=False of the rest, the Evicted / Preempted
 conditions of preemption victims, old slices' ``Finished=WorkloadSliceReplaced``, and Events.
 
 Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http``.
@@ -15,27 +13,29 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from flexq.errors import Conflict, NotFound
-from flexq.kueue import concurrent_admission as ca
 from flexq.kueue.cache import KueueCache
-from flexq.kueue.flavorassigner import Assignment, AssignmentState, FlavorAssigner, Mode
-from flexq.kueue.matching import label_selector_matches
-from flexq.kueue.preemption import Target, cq_path, get_targets, make_oracle, preemption_message
+from flexq.kueue.cycle import (
+    PRESERVE_SCAN_PROGRESS,
+    SLICE_REPLACEMENT_FOR,
+    Entry,
+    entry_order_key,
+    last_assignment_outdated,
+    mark_preemption_outcome,
+    plan,
+    to_reserve,
+)
+from flexq.kueue.flavorassigner import AssignmentState
+from flexq.kueue.preemption import Target, cq_path, preemption_message
 from flexq.kueue.resources import format_requests
-from flexq.kueue.snapshot import ClusterQueueSnapshot, Snapshot
+from flexq.kueue.snapshot import Snapshot
 from flexq.kueue.workload import (
     WorkloadInfo,
     admission_checks_for,
     find_condition,
     has_quota_reservation,
-    has_rejected_checks,
-    has_retry_checks,
-    is_admitted,
     is_true,
     parse_ts,
-    queue_order_timestamp,
     set_condition,
     set_quota_reservation,
     sync_admitted_condition,
@@ -47,22 +47,15 @@ from flexq.store import status_copy
 
 __all__ = ["Scheduler", "evict"]
 
-SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
-
-
-@dataclass
-class Entry:
-    """A head being scheduled."""
-
-    info: WorkloadInfo
-    cq: ClusterQueueSnapshot | None = None
-    assignment: Assignment | None = None
-    targets: list[Target] = field(default_factory=list)
-    status: str = ""  # "", nominated, skipped, assumed
-    msg: str = ""
-    requeue_reason: str = ""
-    reason: str = ""  # QuotaReserved=False reason
-    replaced: WorkloadInfo | None = None
+# the decision part lives in flexq.kueue.cycle; these names stay importable from here
+__all__ += [
+    "Entry",
+    "entry_order_key",
+    "last_assignment_outdated",
+    "mark_preemption_outcome",
+    "to_reserve",
+    "SLICE_REPLACEMENT_FOR",
+]
 
 
 def evict(
@@ -122,59 +115,6 @@ def evict(
     return out
 
 
-PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgress"
-
-
-def mark_preemption_outcome(e: Entry, preempted: int, errors: int) -> None:
-    """``markPreemptionOutcome``: the scan progress is dropped (the next cycle tries every flavor); the message
-    names the pending preemptions, else the failed ones (requeued at once to retry)."""
-    e.info.last_assignment = None
-    if preempted:
-        e.msg += f". Pending the preemption of {preempted} workload(s)"
-        e.requeue_reason = "PendingPreemption"
-    elif errors > 0:
-        e.msg += f". Preempting {errors} workload(s) failed, will retry."
-        e.requeue_reason = "PreemptionFailed"
-
-
-def last_assignment_outdated(
-    last: AssignmentState,
-    cq_generation: int,
-    cycle: int,
-    preserve_progress: bool,
-    last_hash: str = "",
-    current_hash: str = "",
-) -> bool:
-    """``lastAssignmentOutdated``: the ClusterQueue's allocatable resources changed since the assignment; with
-    ``FlavorFungibilityPreserveScanProgress`` a changed scheduling shape (both hashes known and different)
-    always outdates it, and an assignment of this or the preceding cycle never does otherwise. flexq keeps no
-    scheduling hash (unknown, ""), so only the cycle and generation rules apply to its own workloads."""
-    if preserve_progress:
-        if last_hash and current_hash and last_hash != current_hash:
-            return True
-        if cycle - last.scheduling_cycle <= 1:
-            return False
-    return cq_generation > last.cq_generation
-
-
-def entry_order_key(e: Entry, priority_sorting: bool = True, requeuing_timestamp: str = "Eviction") -> tuple:
-    """``makeClassicalIterator``'s order as a key: workloads already holding quota first, then lower borrowing,
-    higher priority (gate ``PrioritySortingWithinCohort``), earlier queue-order timestamp (which, with the gate
-    off, puts a workload preempted by reclamation while borrowing after its preemptor)."""
-    info = e.info
-    ts = (
-        info.order_ts
-        if priority_sorting
-        else queue_order_timestamp(info.obj, requeuing_timestamp, priority_sorting=False)
-    )
-    return (
-        not has_quota_reservation(info.obj),
-        e.assignment.borrowing if e.assignment else 0,
-        -info.priority if priority_sorting else 0,
-        ts,
-    )
-
-
 def _scan_key(head: WorkloadInfo | None, cycle: int, preserve: bool) -> tuple | None:
     """A head's flavor-scan progress as ``_assign`` reads it in cycle ``cycle``."""
     last = head.last_assignment if head is not None else None
@@ -187,13 +127,6 @@ def _scan_key(head: WorkloadInfo | None, cycle: int, preserve: bool) -> tuple | 
     )
 
 
-def _tree_of(cq: ClusterQueueSnapshot | None) -> object:
-    """The root of a ClusterQueue's cohort tree (the ClusterQueue itself outside any cohort)."""
-    if cq is None:
-        return None
-    return cq.parent.root() if cq.parent is not None else cq
-
-
 class Scheduler:
     """Runs scheduling cycles over ``KueueCache`` and writes the outcome to the store."""
 
@@ -202,7 +135,6 @@ class Scheduler:
         self.cycle_no = 0
         self.admitted = 0
         self._issued = 0
-        self._preempted_infos: dict[str, WorkloadInfo] = {}
         cache.queues.on_wake = self._woken
 
     # 0. one cycle ---------------------------------------------------------------------------------
@@ -220,21 +152,23 @@ class Scheduler:
             return False
         # 2. Take a snapshot of the cache (of the heads' cohort trees: the others are copied if ever asked for).
         snap = self.cache.snapshot(h.cluster_queue for h in heads)
-        # 3. Calculate requirements (flavors, borrowing, preemption targets).
-        entries, inadmissible = self.nominate(heads, snap, now)
-        # 4. Order: non-borrowing first, then priority, then queue-order timestamp.
-        sorting, requeuing = (
-            self.cache.config.gate("PrioritySortingWithinCohort"),
-            self.cache.config.requeuing_timestamp,
+        # 3.-5. Decide (flavors, preemption targets, order, what each entry does) against the snapshot.
+        decided = plan(
+            heads,
+            snap,
+            self.cache.config,
+            now,
+            cycle=self.cycle_no,
+            reserving=self.cache.reserving,
+            namespace_labels=self.cache.namespace_labels,
+            trees=self.cache.trees,
         )
-        entries.sort(key=lambda e: entry_order_key(e, sorting, requeuing))
-        # 5. Admit entries against the same snapshot.
-        preempted: set[str] = set()
+        entries, inadmissible = decided.entries, decided.inadmissible
+        # 5. ... and write what was decided, in the entries' order.
         progress = False
         self._issued = 0  # evictions written this cycle (already-evicted targets do not count)
-        self._preempted_infos = {}
         for e in entries:
-            self.process(e, snap, preempted, now)
+            self._write(e, snap, now)
         # 6. Requeue the heads that were not admitted.
         for e in entries:
             if e.status == "assumed":
@@ -308,197 +242,16 @@ class Scheduler:
             if isinstance(last, AssignmentState):
                 last.scheduling_cycle = self.cycle_no
 
-    # 3. nominate ------------------------------------------------------------------------------------
-    def nominate(
-        self, heads: list[WorkloadInfo], snap: Snapshot, now: float
-    ) -> tuple[list[Entry], list[Entry]]:
-        entries, inadmissible = [], []
-        for h in heads:
-            e = Entry(h, snap.cq(h.cluster_queue))
-            wl = h.obj
-            if h.key in self.cache.reserving:
-                continue
-            if has_retry_checks(wl) or has_rejected_checks(wl):
-                e.msg, e.reason = "The workload has failed admission checks", "PendingEvaluation"
-            elif h.cluster_queue in snap.inactive:
-                e.msg, e.reason = f"ClusterQueue {h.cluster_queue} is inactive", "Suspended"
-            elif e.cq is None:
-                e.msg, e.reason = f"ClusterQueue {h.cluster_queue} not found", "Misconfigured"
-            elif not label_selector_matches(
-                e.cq.namespace_selector,
-                self.cache.namespace_labels(wl["metadata"].get("namespace", "")) or {},
-            ):
-                e.msg, e.reason = "workload namespace doesn't match ClusterQueue selector", "Misconfigured"
-                e.requeue_reason = "NamespaceMismatch"
-            else:
-                self._assign(e, snap, now)
-                entries.append(e)
-                continue
-            inadmissible.append(e)
-        return entries, inadmissible
-
-    def _assign(self, e: Entry, snap: Snapshot, now: float) -> None:
-        info, cq = e.info, e.cq
-        assert cq is not None  # nominate() only assigns entries whose ClusterQueue exists
-        last = info.last_assignment
-        if isinstance(last, AssignmentState) and last_assignment_outdated(
-            last, cq.generation, self.cycle_no, self.cache.config.gate(PRESERVE_SCAN_PROGRESS)
-        ):
-            info.last_assignment = None
-        e.replaced = self._replaced_slice(info, snap)
-        memo: dict = {}  # the oracle's searches, for get_targets below on the same snapshot
-        fa = FlavorAssigner(
-            info,
-            cq,
-            snap.resource_flavors,
-            make_oracle(snap, now, memo, self.cache.trees),
-            e.replaced,
-            self.cycle_no,
-        )
-        fa.concurrent_admission = self.cache.config.gate(ca.GATE)
-        a = fa.assign()
-        targets: list[Target] = []
-        if e.replaced is not None:
-            targets.append(Target(e.replaced, "WorkloadSliceReplaced", e.replaced.cluster_queue))
-        if a.representative_mode() == Mode.PREEMPT:
-            found = get_targets(snap, info, a, now, memo, self.cache.trees)
-            if found:
-                targets += found
-            else:
-                targets = []
-        e.assignment, e.targets = a, targets
-        e.msg = a.message()
-        info.last_assignment = a.last_state
-
-    def _replaced_slice(self, info: WorkloadInfo, snap: Snapshot) -> WorkloadInfo | None:
-        ref = ((info.obj["metadata"].get("annotations")) or {}).get(SLICE_REPLACEMENT_FOR)
-        if not ref:
-            return None
-        old = self.cache.reserving.get(ref)
-        if old is None or old.cluster_queue != info.cluster_queue:
-            return None
-        cq = snap.cq(old.cluster_queue)
-        return cq.workloads.get(ref) if cq else None
-
-    # 5. process ---------------------------------------------------------------------------------------
-    def process(self, e: Entry, snap: Snapshot, preempted: set[str], now: float) -> None:
-        a, cq = e.assignment, e.cq
-        assert a is not None and cq is not None  # nominated entries have both
-        gate = self.cache.config.gate(ca.GATE)
-        if (
-            gate
-            and ca.is_variant(e.info.obj)
-            and self._admitted_sibling(e, lambda sib, me: me > sib) is not None
-        ):
-            self._mark_skipped(e, "A more favorable variant is already admitted", "PendingEvaluation")
-            return
-        mode = a.representative_mode()
-        victims = [t for t in e.targets if t.reason != "WorkloadSliceReplaced"]
-        old_slice = next((t for t in e.targets if t.reason == "WorkloadSliceReplaced"), None)
-        if mode == Mode.NO_FIT:
-            e.requeue_reason, e.reason = "NoFit", a.no_fit_reason
-            return
-        if mode == Mode.PREEMPT and not e.targets:
-            e.requeue_reason, e.reason = "PreemptionNoCandidates", "WaitingForQuota"
-            if cq.preemption["reclaimWithinCohort"] != "Any":
-                cq.add_usage(self._to_reserve(e))
-            return
-        if mode == Mode.PREEMPT and gate and ca.has_closed_gate(e.info.obj):
-            e.status, e.reason = "preemptionGated", "AdmissionGated"
-            e.msg, e.requeue_reason = "Workload requires preemption, but it's gated", "PreemptionGated"
-            e.info.last_assignment = None
-            return
-        if any(t.info.key in preempted for t in e.targets):
-            self._mark_skipped(
-                e, "Workload has overlapping preemption targets with another workload", "WaitingForQuota"
-            )
-            return
-        usage = a.total_requests_for(e.info) if not has_quota_reservation(e.info.obj) else {}
-        # fits once this entry's targets and every workload preempted earlier in the cycle are gone
-        gone = {t.info.key: t.info for t in e.targets}
-        gone.update({k: i for k, i in self._preempted_infos.items() if k not in gone})
-        # only workloads of this ClusterQueue's cohort tree can change what fits it (the rest would be
-        # removed and put back for nothing: with many cohorts that is most of them)
-        tree = _tree_of(cq)
-        gone = {k: i for k, i in gone.items() if _tree_of(snap.cq(i.cluster_queue)) is tree}
-        for info in gone.values():
-            snap.remove_workload(info)
-        fits = cq.fits(usage)
-        for info in gone.values():
-            snap.add_workload(info)
-        if not fits:
-            self._mark_skipped(
-                e, "Workload no longer fits after processing another workload", "WaitingForQuota"
-            )
-            return
-        preempted.update(t.info.key for t in e.targets)
-        self._preempted_infos.update({t.info.key: t.info for t in e.targets})
-        cq.add_usage(usage)
-        if mode == Mode.PREEMPT:
-            e.reason = "WaitingForPreemptedWorkloads"
-            n, failed = self._issue_preemptions(e, victims, snap, now)
+    # 5. the writes of what ``plan`` decided ---------------------------------------------------------------
+    def _write(self, e: Entry, snap: Snapshot, now: float) -> None:
+        if e.action == "preempt":
+            n, failed = self._issue_preemptions(e, e.victims, snap, now)
             mark_preemption_outcome(e, n, failed)
-            return
-        if (
-            self.cache.config.wait_for_pods_ready
-            and self.cache.config.block_admission
-            and not self._all_ready()
-        ):
-            e.status, e.reason = "skipped", "WaitingForPodsReady"
-            e.msg = "waiting for all admitted workloads to be in PodsReady condition"
-            return
-        if gate and ca.is_variant(e.info.obj):
-            sibling = self._admitted_sibling(e, lambda sib, me: sib > me)
-            if sibling is not None:
-                if not self._migration_allowed(e):
-                    e.reason = "PendingEvaluation"
-                    return
-                e.reason = "WaitingForPreemptedWorkloads"
-                self._issue_migration(e, sibling, now)
-                return
-        e.status = "nominated"
-        self._admit(e, now, old_slice)
-
-    # Concurrent Admission: siblings are the Variants of the same Parent, ranked by the flavor order ----------
-    def _mark_skipped(self, e: Entry, msg: str, reason: str) -> None:
-        """``markSkipped``: skipped for contention this cycle; the flavor scan progress is kept only with
-        ``FlavorFungibilityPreserveScanProgress`` (otherwise every flavor is tried again)."""
-        e.status, e.reason, e.msg = "skipped", reason, msg
-        if not self.cache.config.gate(PRESERVE_SCAN_PROGRESS):
-            e.info.last_assignment = None
-
-    def _admitted_sibling(self, e: Entry, better) -> WorkloadInfo | None:
-        """``findAdmittedSibling``: an admitted sibling whose flavor index ``better(sibling, mine)`` accepts."""
-        uid = ca.parent_uid(e.info.obj)
-        cq = e.cq
-        if not uid or cq is None or not cq.resource_groups:
-            return None
-        flavors = list(cq.resource_groups[0].flavors)
-        mine = ca.variant_flavor(e.info.obj)
-        if mine not in flavors:
-            return None
-        for other in cq.workloads.values():
-            if other.uid == e.info.uid or ca.parent_uid(other.obj) != uid or not is_admitted(other.obj):
-                continue
-            theirs = ca.variant_flavor(other.obj)
-            if theirs in flavors and better(flavors.index(theirs), flavors.index(mine)):
-                return other
-        return None
-
-    def _migration_allowed(self, e: Entry) -> bool:
-        """``isMigrationAllowed``: the target flavor is not below ``lastAcceptableFlavorName``."""
-        assert e.cq is not None
-        last = ca.last_acceptable_flavor({"spec": e.cq.spec})
-        if last is None:
-            return True
-        flavors = list(e.cq.resource_groups[0].flavors)
-        mine = ca.variant_flavor(e.info.obj)
-        if mine not in flavors:
-            return False
-        if last in flavors and flavors.index(mine) > flavors.index(last):
-            e.msg = "Target flavor is below LastAcceptableFlavorName"
-            return False
-        return True
+        elif e.action == "migrate":
+            assert e.migrate_from is not None
+            self._issue_migration(e, e.migrate_from, now)
+        elif e.action == "admit":
+            self._admit(e, now, e.old_slice)
 
     def _issue_migration(self, e: Entry, victim: WorkloadInfo, now: float) -> None:
         """``issueMigration``: evict the less favorable admitted sibling (``FlavorMigration``).
@@ -531,33 +284,6 @@ class Scheduler:
         e.info.last_assignment = None
         e.requeue_reason = "PendingMigration"
         e.msg += ". Pending the migration of 1 workload(s)"
-
-    def _to_reserve(self, e: Entry) -> dict:
-        """``resourcesToReserve`` for a Preempt entry without candidates: nothing for a workload already holding
-        quota, the whole usage unless the assignment preempts, else the usage capped by what the ClusterQueue
-        has left of its nominal quota (of nominal + borrowing limit when the assignment borrows)."""
-        cq, a = e.cq, e.assignment
-        assert cq is not None and a is not None
-        if has_quota_reservation(e.info.obj):
-            return {}
-        if a.representative_mode() != Mode.PREEMPT:
-            return dict(a.usage)
-        out = {}
-        for fr, u in a.usage.items():
-            q = cq.quota(fr)
-            used = cq.usage.get(fr, 0)
-            if a.borrowing > 0:
-                out[fr] = u if q.borrowing_limit is None else min(u, q.nominal + q.borrowing_limit - used)
-            else:
-                out[fr] = max(0, min(u, q.nominal - used))
-        return out
-
-    def _all_ready(self) -> bool:
-        for info in self.cache.reserving.values():
-            c = find_condition(info.obj, "PodsReady")
-            if c is None or c.get("status") != "True":
-                return False
-        return True
 
     def _issue_preemptions(
         self, e: Entry, victims: list[Target], snap: Snapshot, now: float

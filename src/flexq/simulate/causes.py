@@ -43,6 +43,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from flexq.api.kueue_versions import resolve as resolve_kueue
+from flexq.errors import Invalid
+from flexq.kueue.provisioning import retry_strategy
 from flexq.simulate.engine import RunResult
 from flexq.simulate.recorder import TPU, WAIT_BUCKETS
 
@@ -332,8 +335,7 @@ def _nodepool_size_reached(run: RunResult, rows: list[dict[str, Any]]) -> dict[s
         )
     ]
     if check is not None:
-        limit = check[1].get("retry", {}).get("backoffLimitCount")
-        limit = 3 if limit is None else int(limit)
+        limit = retry_strategy({"spec": {"retryStrategy": check[1].get("retry")}}).limit
         more = max(limit * 2, limit + 3)
         options.append(
             _option(
@@ -693,10 +695,13 @@ def _release(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]) 
     if not release or found is None:
         return None
     check, detail, on = found
-    limit = detail.get("retry", {}).get("backoffLimitCount")
-    limit = 3 if limit is None else int(limit)
+    limit = retry_strategy({"spec": {"retryStrategy": detail.get("retry")}}).limit
     where = f"flavor {', '.join(on)} only" if on else "every flavor"
-    if release.startswith("0.19"):
+    try:
+        at_once = resolve_kueue(release).retry_evicts_at_once
+    except Invalid:  # a release the twin does not model: say nothing about it
+        return None
+    if not at_once:
         held = [r for r in rows if r.get("retry_hold", 0) > 0]
         if not held:
             return None

@@ -40,6 +40,7 @@ from flexq.api.quantity import parse_quantity
 from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
 from flexq.fallback.policy import FallbackConfig
+from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.kueue.config import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
 from flexq.simulate.jobs import JobSpec
 from flexq.simulate.objects import build_object
@@ -110,7 +111,7 @@ def _all_queues(setting: Any) -> bool:
 
 
 OPT_IN_LABEL = "fallback.flexq.dev/enabled"
-SCALE_DOWN_SECONDS = 600.0  # the cluster autoscaler's scale-down-unneeded-time
+SCALE_DOWN_SECONDS = SCALE_DOWN_UNNEEDED_SECONDS  # the cluster autoscaler's (flexq.gke.timing)
 
 
 def _bill_to_horizon(

@@ -22,6 +22,7 @@ from flexq.kueue.config import (
     parse_duration,
     shipped_configuration,
 )
+from flexq.kueue.provisioning import retry_strategy
 from flexq.simulate.inputs import parse_yaml_all
 from flexq.simulate.study import Manifest, Study, Variant
 from flexq.simulate.sweep.spec import OPT_IN_LABEL, Knob
@@ -194,8 +195,7 @@ def _turn(k: Knob, value: Any, out: Variant, objs: _Objects) -> None:
         objs.changed.add(i)
     elif k.kind == "retryLimit":
         i, prc = objs.find("ProvisioningRequestConfig", str(k.config))
-        now = ((prc.get("spec") or {}).get("retryStrategy") or {}).get("backoffLimitCount")
-        if int(value) == (RETRY_LIMIT_DEFAULT if now is None else int(now)):
+        if int(value) == retry_strategy(prc).limit:
             return  # the base's value (or Kueue's default): no change
         prc.setdefault("spec", {}).setdefault("retryStrategy", {})["backoffLimitCount"] = int(value)
         objs.changed.add(i)
@@ -253,9 +253,6 @@ def _turn(k: Knob, value: Any, out: Variant, objs: _Objects) -> None:
         i, obj = objs.find(kind, name, ns or None)
         _set(obj, _path(str(k.path)), value, str(k.path))
         objs.changed.add(i)
-
-
-RETRY_LIMIT_DEFAULT = 3  # ProvisioningRequestConfig retryStrategy.backoffLimitCount (Kueue's default)
 
 
 def _pods_ready_timeout(objs: _Objects) -> float | None:
