@@ -149,6 +149,14 @@ _R = [
         "Wait; if pods stay Pending, see their events.",
     ),
     Reason(
+        "ReactivatedNotRequeued",
+        "kueue",
+        "The workload was reactivated (spec.active=true) after Kueue deactivated it with a cause "
+        "(Requeued=False DeactivatedDueTo...): Kueue 0.19 requeues only a bare Deactivated reason, so it is "
+        "never admitted again (kueue#14874, fixed in 0.20).",
+        "Delete the Workload (its job makes a fresh one, which queues) or upgrade Kueue to 0.20.",
+    ),
+    Reason(
         "Requeued",
         "kueue",
         "Evicted earlier; the workload waits out its requeue backoff.",
@@ -443,6 +451,14 @@ def explain(
     # no quota reservation
     rq = c.get("Requeued")
     ev = c.get("Evicted") or {}
+    if (
+        rq is not None
+        and rq.get("status") == "False"
+        and str(rq.get("reason", "")).startswith("DeactivatedDueTo")
+    ):
+        # active again, but Requeued=False kept a deactivation's cause: Kueue 0.19 never requeues it (0.20 clears
+        # it at once, so a workload seen here on 0.20 is requeued within a reconcile)
+        return Explanation("ReactivatedNotRequeued", rq.get("message") or ev.get("message", ""))
     if rq is not None and rq.get("status") == "False":
         code = _EVICTION.get(ev.get("reason", ""), "Requeued")
         if mine and code == "AdmissionCheckRetry":

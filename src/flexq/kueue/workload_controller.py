@@ -282,7 +282,7 @@ class WorkloadController(Controller):
                     set_condition(wl, "Requeued", True, restarted[0], restarted[1], now)
                     self.store.update_status(wl, copy_result=False)
                     return True, None
-                if rq.get("reason") == "Deactivated":
+                if self._reactivated(rq.get("reason", "")):
                     set_condition(wl, "Requeued", True, "Reactivated", "The workload was reactivated", now)
                     self.store.update_status(wl, copy_result=False)
                     return True, None
@@ -320,6 +320,14 @@ class WorkloadController(Controller):
             self.store.update_status(wl, copy_result=False)
             return True, None
         return False, None
+
+    def _reactivated(self, reason: str) -> bool:
+        """Whether ``Requeued=False`` with ``reason`` is a deactivation that reactivation clears: the bare
+        ``Deactivated`` on every release; from v0.20 (kueue#14874) also ``DeactivatedDueTo<Cause>``
+        (``DeactivatedDueToAdmissionCheck``, ``DeactivatedDueToRequeuingLimitExceeded``, ...)."""
+        if reason == "Deactivated":
+            return True
+        return self.cache.profile.reactivates_any_deactivation_cause and reason.startswith("DeactivatedDueTo")
 
     def _queue_restarted(self, wl: dict, reason: str) -> tuple[str, str] | None:
         """``isDisabledRequeuedBy{Local,Cluster}QueueStopped``: the stopped queue runs again."""
