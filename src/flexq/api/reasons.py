@@ -52,6 +52,20 @@ _R = [
         "Read the message: it names the flavor and resource that did not fit.",
     ),
     Reason(
+        "Inadmissible",
+        "kueue",
+        "Kueue cannot queue the workload: its LocalQueue or ClusterQueue is missing or stopped (Kueue 0.19's "
+        "reason; 0.20 says Misconfigured or Suspended); the message names which.",
+        "Create the queue the message names, or set its stopPolicy back to None.",
+    ),
+    Reason(
+        "Waiting",
+        "kueue",
+        "waitForPodsReady.blockAdmission: Kueue admits nothing until every admitted workload's pods are ready "
+        "(Kueue 0.19's reason; 0.20 says WaitingForPodsReady).",
+        "Wait for the admitted workloads' pods to start; see their events if they do not.",
+    ),
+    Reason(
         "WaitingForQuota",
         "kueue",
         "Every flavor the workload could use lacks free quota in its ClusterQueue (and its cohort).",

@@ -28,6 +28,7 @@ from flexq.api.kueue_webhooks import validate_concurrent_admission_policy
 from flexq.errors import AlreadyExists, Conflict, NotFound
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.workload import (
+    OBSERVABILITY_GATE,
     find_condition,
     has_quota_reservation,
     is_active,
@@ -39,6 +40,7 @@ from flexq.kueue.workload import (
     set_condition,
     set_quota_reservation,
     ts,
+    unadmitted_reason,
     unset_quota_reservation,
 )
 from flexq.runtime.controller import Controller, Result, Watch
@@ -407,7 +409,10 @@ class VariantController(Controller):
         w = status_copy(v)
         reason, msg = ev.get("reason", ""), ev.get("message", "")
         set_condition(w, "Requeued", reason in ("Preempted", "NodeFailures"), reason, msg, now)
-        unset_quota_reservation(w, "PendingEvaluation", msg, now)
+        observability = self.cache.config.gate(OBSERVABILITY_GATE)
+        unset_quota_reservation(
+            w, unadmitted_reason("PendingEvaluation", "Pending", observability), msg, now, observability
+        )
         self._write_status(w)
 
     def _write_status(self, wl: dict) -> dict | None:

@@ -26,6 +26,7 @@ from flexq.kueue.preemption import Target, cq_path, get_targets, make_oracle, pr
 from flexq.kueue.resources import format_requests
 from flexq.kueue.snapshot import ClusterQueueSnapshot, Snapshot
 from flexq.kueue.workload import (
+    OBSERVABILITY_GATE,
     WorkloadInfo,
     admission_checks_for,
     find_condition,
@@ -40,6 +41,7 @@ from flexq.kueue.workload import (
     set_quota_reservation,
     sync_admitted_condition,
     ts,
+    unadmitted_reason,
     unset_quota_reservation,
 )
 from flexq.runtime.controller import EventRecorder
@@ -630,7 +632,7 @@ class Scheduler:
         checks = admission_checks_for(e.cq.admission_checks, e.cq.all_flavors, admission)
         present = {c["name"] for c in (wl.get("status") or {}).get("admissionChecks") or []}
         if checks <= present:
-            sync_admitted_condition(wl, now)
+            sync_admitted_condition(wl, now, self.cache.config.gate(OBSERVABILITY_GATE))
         try:
             out = self.store.update_status(wl, copy_result=False, take=True)  # only read below
         except (Conflict, NotFound):
@@ -684,8 +686,11 @@ class Scheduler:
         if cur is None or has_quota_reservation(cur):
             return
         wl = status_copy(cur)
-        reason = e.reason or "Pending"
-        changed = unset_quota_reservation(wl, reason, e.msg, now)
+        observability = self.cache.config.gate(OBSERVABILITY_GATE)
+        # v0.19.2 (gate off): every requeue says Pending, the wait for all pods ready Waiting
+        legacy = "Waiting" if e.reason == "WaitingForPodsReady" else "Pending"
+        reason = unadmitted_reason(e.reason or "Pending", legacy, observability)
+        changed = unset_quota_reservation(wl, reason, e.msg, now, observability)
         if e.status == "preemptionGated":
             changed = (
                 set_condition(wl, "BlockedOnPreemptionGates", True, "PreemptionGated", e.msg, now) or changed
