@@ -202,6 +202,7 @@ class Scheduler:
     def __init__(self, cache: KueueCache, store, recorder: EventRecorder) -> None:
         self.cache, self.store, self.events = cache, store, recorder
         self.cycle_no = 0
+        self.had_heads = False  # whether the last cycle popped a head (only such a cycle takes time)
         self.admitted = 0
         self._issued = 0
         self._preempted_infos: dict[str, WorkloadInfo] = {}
@@ -211,6 +212,7 @@ class Scheduler:
     def cycle(self, now: float) -> bool:
         """Run one cycle; True when another should follow right away."""
         self.cycle_no += 1
+        self.had_heads = False
         queues = self.cache.queues
         # what each cohort tree's scheduling reads, before the heads are popped (see ``_settle``)
         start = self._tree_keys(self.cycle_no)
@@ -220,6 +222,9 @@ class Scheduler:
         if not heads:
             queues.shape_changed()  # ends the watch (a cycle without heads pops nothing)
             return False
+        self.had_heads = (
+            True  # (upstream's Heads blocks until there is one: a cycle without heads takes no time)
+        )
         # 2. Take a snapshot of the cache (of the heads' cohort trees: the others are copied if ever asked for).
         snap = self.cache.snapshot(h.cluster_queue for h in heads)
         # 3. Calculate requirements (flavors, borrowing, preemption targets).
