@@ -5,7 +5,7 @@ a second ClusterQueue gets a few workloads during the drain (a shallow queue on 
 Workload per ClusterQueue per cycle (``Manager.Heads``), so the deep queue drains at the cycle's rate however much
 quota is free, while the shallow queue's workloads are admitted within a cycle or two. Runs Kueue alone
 (``MinimalKueue``) on the virtual clock for each cycle duration (``TwinSettings.kueue_cycle_seconds``): free
-cycles (0), the twin's default (0.01 s) and the one kueue#14477's production cluster implies (~25 cycles a
+cycles (0, the twin's default), a small cluster's (0.01 s) and the one kueue#14477's production cluster implies (~25 cycles a
 minute: 2.4 s), and prints the drain time and the waits beside the issue's measured figures.
 
     .venv/bin/python bench/kueue_cycle_drain.py [--depth 500] [--cycles 0,0.01,2.4]

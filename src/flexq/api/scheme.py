@@ -210,7 +210,11 @@ def validate(
     pruned = False
     for _ in range(3):
         try:
-            m = model.model_validate(data, context={CANONICAL_QUANTITIES: built_in, PRIVATE_INPUT: private})
+            m = model.model_validate(
+                data,
+                strict=None if info.custom else True,
+                context={CANONICAL_QUANTITIES: built_in, PRIVATE_INPUT: private},
+            )
             break
         except ValidationError as err:
             errors = err.errors()

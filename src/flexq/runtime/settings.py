@@ -75,12 +75,13 @@ class TwinSettings:
     kueue: KueueVersion = DEFAULT_KUEUE
     # how long one Kueue scheduling cycle takes (seconds of the twin's clock): Kueue pops one head per
     # ClusterQueue per cycle (``Manager.Heads``), so a deep queue drains at most one admission per cycle
-    # (kueue#14477). The default, 0.01 s, is the floor of upstream's own loop on a small cluster: the scheduler
-    # backs off 1 ms to 10 ms between cycles that admit nothing (``pkg/util/wait``, kueue#9716) and a cycle that
-    # admits writes the Workload (an API round trip of milliseconds). kueue#14477's production cluster (~1,300
-    # nodes, Fair Sharing and TAS) ran ~25 cycles a minute: ``kueue_cycle_seconds: 2.4``. 0 makes cycles free
-    # (every head of a deep queue admitted at one instant).
-    kueue_cycle_seconds: float = 0.01
+    # (kueue#14477). Default 0 (free cycles): on a cluster of the tutorial's size upstream's loop runs a cycle in
+    # milliseconds (it backs off only 1 ms to 10 ms between cycles that admit nothing: ``pkg/util/wait``,
+    # kueue#9716), far below any wait the planner or the ETA reports, while giving each cycle its own instant
+    # costs the tutorial week +42 % scheduler and +32 % workload reconciles and +4 % writes (measured, issue 48).
+    # A production-size cluster sets it: kueue#14477's (~1,300 nodes, Fair Sharing and TAS) ran ~25 cycles a
+    # minute, ``kueue_cycle_seconds: 2.4``; ``bench/kueue_cycle_drain.py`` shows the drain either way.
+    kueue_cycle_seconds: float = 0.0
     # the API server's service-account signing key (PEM), recorded by ``serve``: not a knob. The kubelet signs
     # the projected tokens of the pods it runs with it, as kube-apiserver's TokenRequest does for a kubelet
     service_account_key: bytes | None = field(default=None, init=False, repr=False, compare=False)

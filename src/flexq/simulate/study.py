@@ -32,7 +32,7 @@ A variant's (or the top level's) ``settings`` are keyword settings of ``Twin(clo
 ``fallback`` (flexq's stock-out-aware fallback, ``flexq.fallback``): ``true``, ``false``, or a mapping of
 ``FallbackConfig`` fields (``{grace_seconds: 30, backoff_seconds: 600}``); it acts only on LocalQueues labelled
 ``fallback.flexq.dev/enabled: "true"`` (unless ``all_queues: true``); ``kueue_cycle_seconds`` (how long one Kueue
-scheduling cycle takes: 0.01 s by default, ``2.4`` for kueue#14477's production cluster; a deep queue drains one
+scheduling cycle takes: free by default, ``2.4`` for kueue#14477's production cluster; a deep queue drains one
 head per ClusterQueue per cycle). Any other key is refused, naming it.
 
 ``kueue`` (top level or per variant) is the Kueue release the cluster runs (``flexq.api.kueue_versions``): a
