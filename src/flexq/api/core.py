@@ -653,6 +653,7 @@ KINDS = [
         name_rule="label",
         mutate=keep_namespace_spec,
         prepare_create=prepare_namespace,
+        admission=podsecurity.admit_namespace,
     ),
     KindInfo(
         "",
