@@ -104,3 +104,18 @@ def test_a_malformed_time_in_a_built_in_kind_is_a_decode_error(served: Served) -
     assert r.status_code == 400 and r.json()["message"].endswith(
         'parsing time "2025-13-01T00:00:00Z": month out of range'
     ), r.text
+
+
+def test_a_negative_count_is_refused_in_apimachinerys_words(served: Served) -> None:
+    """Issue 49 (decoding words): ``ValidateNonnegativeField``'s "must be greater than or equal to 0", not the
+    validator library's "Input should be ..."."""
+    r = served.http(
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        data=json.dumps(_deployment("neg", -1)),
+        headers=JSON,
+    )
+    assert r.status_code == 422, r.text
+    assert r.json()["message"] == (
+        'Deployment.apps "neg" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0'
+    ), r.text
