@@ -213,8 +213,14 @@ class Runner:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the 15,000 workloads to create")
+    ap.add_argument(
+        "--cycle-seconds",
+        type=float,
+        default=0.0,
+        help="how long one scheduling cycle takes on the virtual clock (TwinSettings.kueue_cycle_seconds; 0: free)",
+    )
     args = ap.parse_args()
-    k = MinimalKueue(namespaces=("default", "kueue-system"))
+    k = MinimalKueue(namespaces=("default", "kueue-system"), cycle_seconds=args.cycle_seconds)
     cqs = setup(k)
     r = Runner(k, cqs, args.scale)
     r.schedule()
@@ -227,7 +233,8 @@ def main() -> None:
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     virtual = k.now() - t_start
     print(
-        f"Kueue baseline (test/performance/scheduler/configs/baseline), flexq virtual clock, scale {args.scale}"
+        f"Kueue baseline (test/performance/scheduler/configs/baseline), flexq virtual clock, scale {args.scale}, "
+        f"scheduling cycle {args.cycle_seconds:g} s"
     )
     print(
         f"  workloads created {r.total}, admissions {r.admissions}, finished {r.finished}, scheduling cycles "

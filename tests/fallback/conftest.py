@@ -45,6 +45,7 @@ def build(
     opt_in: bool = True,
     dws_max_nodes: int | None = None,
     on_demand_slices: int = 1,
+    kueue: str | None = None,
 ) -> Twin:
     """``dws_max_nodes``: room for several DWS slices (the tutorial's pool holds one 4-host slice);
     ``on_demand_slices``: the on-demand pool's size and quota, in v6e 4x4 slices (the tutorial's: one).
@@ -54,7 +55,7 @@ def build(
         fallback = {"provisioning_wait_prior_seconds": 0}
     elif isinstance(fallback, dict):
         fallback = {"provisioning_wait_prior_seconds": 0, **fallback}
-    twin = Twin(clock="virtual", fallback=fallback)
+    twin = Twin(clock="virtual", fallback=fallback, **({"kueue": kueue} if kueue else {}))
     if profile is not None:
         twin.core.project.create(profile)
     path, body = T.create_cluster_request(PROJECT)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from flexq.fallback.model import ANN_MOVE, ANN_RESCUE
 from tests.fallback.conftest import stockout_profile, submit
 from tests.fallback.test_scenarios import _controller, _events, _flavor, _workload
@@ -38,11 +40,15 @@ def test_a_stuck_job_waits_until_its_loss_reaches_the_next_plans_wait(make_twin)
     )
 
 
-def test_never_to_a_full_flavor_and_rescued_when_the_pool_has_room(make_twin):
+@pytest.mark.parametrize("kueue", ["0.19.2", "0.20.7"])
+def test_never_to_a_full_flavor_and_rescued_when_the_pool_has_room(make_twin, kueue):
     """The tutorial's DWS pool holds one slice. Job 1 takes it; job 2's ProvisioningRequests fail with
     NodepoolSizeReached and Kueue deactivates it (three attempts). The flavor is full: nothing is sent there.
-    When job 1's slice goes, job 2 is rescued: requeued with an Event, and it runs."""
-    twin = make_twin(stockout_profile(None, dws_wait="1m"), fallback={"rescue_backoff_seconds": 120})
+    When job 1's slice goes, job 2 is rescued: requeued with an Event, and it runs — on both releases (issue 48:
+    the rescue gives the job a fresh Workload, so 0.19.2's reactivation bug, kueue#14874, cannot strand it)."""
+    twin = make_twin(
+        stockout_profile(None, dws_wait="1m"), fallback={"rescue_backoff_seconds": 120}, kueue=kueue
+    )
     submit(twin, 1, 40 * 60)
     twin.advance(20 * 60)  # job 1 moved to dws and runs there: the DWS pool's one slice is its
     assert _flavor(_workload(twin, JOB.format(1))) == "dws"

@@ -106,14 +106,14 @@ def test_configmap_data_over_one_mebibyte_is_invalid(ready: Served) -> None:
             422,
             "metadata.name",
         ),
-        (
+        (  # the update handler's checkName: the body names no object (issue 48)
             "PUT",
             f"{CM}/target",
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": None},
             JSON,
             None,
-            200,
-            "",
+            400,
+            "the name of the object () does not match the name on the URL (target)",
         ),
         (
             "PATCH",

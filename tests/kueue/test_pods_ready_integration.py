@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from flexq import Twin
 
 TIMEOUT = 60
 
 
-def _twin(limit: int | None = None, timestamp: str = "Eviction") -> Twin:
-    t = Twin(clock="virtual")
+def _twin(limit: int | None = None, timestamp: str = "Eviction", kueue: str | None = None) -> Twin:
+    t = Twin(clock="virtual", kueue=kueue)
     blc = f", backoffLimitCount: {limit}" if limit is not None else ""
     t.apply(f"""
 apiVersion: v1
@@ -148,11 +150,12 @@ def test_should_requeue_a_workload_which_exceeded_the_timeout_to_reach_pods_read
     assert _reserved(_wl(t, "prod2"))
 
 
-def test_should_re_admit_a_timed_out_workload_and_deactivate_a_workload_exceeded_the_re_queue_count_limit() -> (
-    None
-):
+@pytest.mark.parametrize("kueue", ["0.19.2", "0.20.7"])
+def test_should_re_admit_a_timed_out_workload_and_deactivate_a_workload_exceeded_the_re_queue_count_limit(
+    kueue: str,
+) -> None:
     """... "After that re-activating a workload": the count starts again from 1."""
-    t = _twin(limit=2)
+    t = _twin(limit=2, kueue=kueue)
     _job(t, "prod", "prod-queue")
     t.advance(1)
     assert _reserved(_wl(t, "prod"))
@@ -166,27 +169,29 @@ def test_should_re_admit_a_timed_out_workload_and_deactivate_a_workload_exceeded
     wl = _wl(t, "prod")
     assert wl["spec"]["active"] is False and not wl["status"].get("requeueState")
     assert _cond(wl, "Evicted")["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
-    # As in v0.19.2, Requeued=False keeps the eviction's reason (DeactivatedDueToRequeuingLimitExceeded) and
-    # the workload controller reactivates only reason Deactivated: setting active=true alone leaves the
-    # workload out of the queue. Upstream's spec patches the condition first ("by test"); so does this one.
     name = wl["metadata"]["name"]
-    t.patch("workload", name, {"spec": {"active": True}}, "default")
-    t.advance(5)
-    assert not _reserved(_wl(t, "prod"))
-    assert _cond(_wl(t, "prod"), "Requeued")["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
-    t.patch("workload", name, {"spec": {"active": False}}, "default")
-    t.advance(1)
-    conds = [c for c in _wl(t, "prod")["status"]["conditions"] if c["type"] != "Requeued"]
-    conds.append(
-        {
-            "type": "Requeued",
-            "status": "False",
-            "reason": "Deactivated",
-            "message": "by test",
-            "lastTransitionTime": "2027-01-01T00:00:00Z",
-        }
-    )
-    t.patch("workload", name, {"status": {"conditions": conds}}, "default", subresource="status")
+    if kueue == "0.19.2":
+        # v0.19.2: Requeued=False keeps the eviction's reason (DeactivatedDueToRequeuingLimitExceeded) and the
+        # workload controller reactivates only reason Deactivated: setting active=true alone leaves the
+        # workload out of the queue. Upstream's spec at v0.19.2 patches the condition first ("by test").
+        t.patch("workload", name, {"spec": {"active": True}}, "default")
+        t.advance(5)
+        assert not _reserved(_wl(t, "prod"))
+        assert _cond(_wl(t, "prod"), "Requeued")["reason"] == "DeactivatedDueToRequeuingLimitExceeded"
+        t.patch("workload", name, {"spec": {"active": False}}, "default")
+        t.advance(1)
+        conds = [c for c in _wl(t, "prod")["status"]["conditions"] if c["type"] != "Requeued"]
+        conds.append(
+            {
+                "type": "Requeued",
+                "status": "False",
+                "reason": "Deactivated",
+                "message": "by test",
+                "lastTransitionTime": "2027-01-01T00:00:00Z",
+            }
+        )
+        t.patch("workload", name, {"status": {"conditions": conds}}, "default", subresource="status")
+    # v0.20 (kueue#14874): any DeactivatedDueTo<Cause> reason is cleared on reactivation, active=true suffices
     t.patch("workload", name, {"spec": {"active": True}}, "default")
     t.advance(2)
     wl = _wl(t, "prod")

@@ -40,6 +40,10 @@ done
 if ls "$home" >/dev/null 2>&1; then echo "PROBE LISTED home"; else echo "PROBE DENIED listing"; fi
 if head -c1 "/proc/$twin_pid/mem" >/dev/null 2>&1; then echo "PROBE READ mem"; else echo "PROBE DENIED mem"; fi
 echo "PROBE ENV $(env | grep -c -e FLEXQ_HOME -e KUBECONFIG -e CLOUDSDK)"
+for d in /dev/loop0 /dev/kvm /dev/fuse /dev/loop-control; do
+  if [ -e "$d" ]; then if (exec 3<>"$d") 2>/dev/null; then echo "PROBE DEVOPEN $d"; else echo "PROBE DEVDENIED $d"; fi; fi
+done
+if (echo x > /dev/null && head -c1 /dev/urandom >/dev/null) 2>/dev/null; then echo "PROBE DEVNULL ok"; fi
 k() { kubectl --server="https://${KUBERNETES_PORT#tcp://}" \
   --certificate-authority="$sa/ca.crt" --token="$(cat "$sa/token")" "$@" 2>&1; }
 echo "PROBE WHOAMI $(k auth whoami -o jsonpath='{.status.userInfo.username}')"
@@ -166,6 +170,10 @@ def test_a_rayjob_cannot_read_the_twins_home_nor_act_beyond_its_token(tmp_path: 
         assert not [line for line in lines if line.startswith("PROBE READ") or "LISTED" in line], lines
         assert len([line for line in lines if line.startswith("PROBE DENIED")]) == 10, lines
         assert probe["ENV"] == "0", lines
+        # issue 49: no block device, /dev/kvm nor /dev/fuse; /dev/null and /dev/urandom work
+        assert not [line for line in lines if line.startswith("PROBE DEVOPEN")], lines
+        assert [line for line in lines if line.startswith("PROBE DEVDENIED")], lines
+        assert probe["DEVNULL"] == "ok", lines
         assert probe["WHOAMI"] == "system:serviceaccount:team-a:runner", lines
         assert probe["CANI-ALL"] == "no" and probe["CANI-BIND"] == "no", lines
         assert probe["CANI-SECRETS"] == "no", lines

@@ -18,6 +18,7 @@ No behaviour. Must not import outside ``flexq.api``/``flexq.errors``.
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, ValidationInfo, field_validator, model_validator
@@ -457,6 +458,105 @@ class Secret(ObjectBase):
         return self
 
 
+POD_UPDATE_FORBIDDEN = (
+    "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing "
+    "tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
+)
+
+
+def _spec_diff(old: dict, new: dict) -> str:
+    """Which fields of the pod's spec differ (upstream prints a ``cmp.Diff``; this names the fields)."""
+    lines = ["  core.PodSpec{"]
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            if key in old:
+                lines.append(f"-  {key}: {json.dumps(old[key], sort_keys=True)[:200]},")
+            if key in new:
+                lines.append(f"+  {key}: {json.dumps(new[key], sort_keys=True)[:200]},")
+    lines.append("  }")
+    return "\n".join(lines)
+
+
+def validate_pod(new: dict, old: dict | None) -> list[Cause]:
+    """``ValidatePodUpdate``'s rule for ``spec``: an update may change the containers' and init containers'
+    images, ``activeDeadlineSeconds`` (set, or lowered), add tolerations, set a negative
+    ``terminationGracePeriodSeconds`` to 1, remove scheduling gates and, while the pod is gated, add to its
+    ``nodeSelector``; containers may not be added or removed; anything else (privileges, host namespaces,
+    capabilities, ephemeral containers: those go through their own subresource) is Forbidden, 422."""
+    if old is None:
+        return []
+    ns, os_ = new.get("spec") or {}, old.get("spec") or {}
+    if ns == os_:
+        return []
+    causes: list[Cause] = []
+    munged = dict(ns)
+    for key in ("containers", "initContainers"):
+        nc, oc = ns.get(key) or [], os_.get(key) or []
+        if len(nc) != len(oc):
+            # ValidateContainerUpdates: the lists must match in length before anything else is compared
+            return [
+                Cause(
+                    f"spec.{key}",
+                    "FieldValueForbidden",
+                    "Forbidden: pod updates may not add or remove containers",
+                )
+            ]
+        if key in ns or key in os_:
+            munged[key] = [
+                {**c, "image": o.get("image")} if isinstance(c, dict) and isinstance(o, dict) else c
+                for c, o in zip(nc, oc, strict=True)
+            ]
+    old_deadline, new_deadline = os_.get("activeDeadlineSeconds"), ns.get("activeDeadlineSeconds")
+    if old_deadline is not None and (new_deadline is None or new_deadline > old_deadline):
+        causes.append(
+            Cause(
+                "spec.activeDeadlineSeconds",
+                "FieldValueInvalid",
+                f"Invalid value: {json.dumps(new_deadline)}: must be less than or equal to previous value",
+            )
+        )
+    munged.pop("activeDeadlineSeconds", None)
+    if "activeDeadlineSeconds" in os_:
+        munged["activeDeadlineSeconds"] = old_deadline
+    old_tol, new_tol = os_.get("tolerations") or [], ns.get("tolerations") or []
+    if all(t in new_tol for t in old_tol):  # only additions: compared as the old list
+        if "tolerations" in os_:
+            munged["tolerations"] = old_tol
+        else:
+            munged.pop("tolerations", None)
+    grace_old, grace_new = os_.get("terminationGracePeriodSeconds"), ns.get("terminationGracePeriodSeconds")
+    if isinstance(grace_old, int) and grace_old < 0 and grace_new == 1:
+        munged["terminationGracePeriodSeconds"] = grace_old
+    gates_old, gates_new = os_.get("schedulingGates") or [], ns.get("schedulingGates") or []
+    if all(g in gates_old for g in gates_new):  # scheduling gates may only be removed
+        if "schedulingGates" in os_:
+            munged["schedulingGates"] = gates_old
+        else:
+            munged.pop("schedulingGates", None)
+        if gates_old:  # a gated pod's nodeSelector may gain entries (PodSchedulingReadiness)
+            sel_old, sel_new = os_.get("nodeSelector") or {}, ns.get("nodeSelector") or {}
+            if all(sel_new.get(k) == v for k, v in sel_old.items()):
+                if "nodeSelector" in os_:
+                    munged["nodeSelector"] = sel_old
+                else:
+                    munged.pop("nodeSelector", None)
+    else:
+        causes.append(
+            Cause(
+                "spec.schedulingGates",
+                "FieldValueForbidden",
+                "Forbidden: only deletion is allowed, but found new scheduling gate",
+            )
+        )
+        munged["schedulingGates"] = gates_old
+    if munged != os_:
+        causes.append(
+            Cause("spec", "FieldValueForbidden", POD_UPDATE_FORBIDDEN + "\n" + _spec_diff(os_, munged))
+        )
+    return causes
+
+
 def validate_secret(new: dict, old: dict | None) -> list[Cause]:
     """ValidateSecretUpdate: ``type`` is immutable, and so are ``data`` and ``immutable`` once ``immutable``
     is true."""
@@ -553,6 +653,7 @@ KINDS = [
         name_rule="label",
         mutate=keep_namespace_spec,
         prepare_create=prepare_namespace,
+        admission=podsecurity.admit_namespace,
     ),
     KindInfo(
         "",
@@ -576,6 +677,7 @@ KINDS = [
         categories=("all",),
         prepare_create=prepare_pod,
         admission=_admit_pod,
+        validate=validate_pod,
     ),
     KindInfo("", "PodTemplate", "podtemplates", {"v1": PodTemplate}, status_subresource=False),
     KindInfo(

@@ -144,8 +144,11 @@ def _walk(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str, list[str],
 def _value(value: Any, etype: str) -> str:
     """Go's ``UnmarshalTypeError.Value``: the JSON type, and a number's literal when it overflows."""
     kind = _JSON_TYPES.get(type(value), "object")
-    if kind == "number" and etype in _BOUNDS | {"int_from_float", "int_parsing_size"}:
-        return f"number {value}"
+    if kind == "number" and (
+        etype in _BOUNDS | {"int_from_float", "int_parsing_size"}
+        or (etype == "int_type" and isinstance(value, float))
+    ):
+        return f"number {value}"  # a number with a fraction or an exponent into an integer field: its literal
     return kind
 
 
@@ -180,6 +183,12 @@ def decode_error(
     errors = err.errors(include_url=False)
     if obj is not None:
         errors = sorted(errors, key=lambda e: _position(obj, tuple(e["loc"])))
+    for e in errors:
+        # a metav1.Time that does not parse: its UnmarshalJSON's error ends the decode at once (a hard error
+        # wins over the type errors encoding/json saves), worded as time.Parse words it
+        msg = (e.get("ctx") or {}).get("message", "") if e["type"] == "flexq" else ""
+        if isinstance(msg, str) and msg.startswith("parsing time "):
+            return BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {msg}')
     for e in errors:
         etype = e["type"]
         if etype not in _TYPE_ERRORS and etype not in _BOUNDS or e.get("input") is None:

@@ -7,6 +7,8 @@ Kueue kinds as that Kueue release does (the assembly passes the twin's); without
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from flexq.api import (
     apiextensions,
     apps,
@@ -20,18 +22,32 @@ from flexq.api import (
     rbac,
     scheduling,
 )
-from flexq.api.kueue_versions import KueueVersion
-from flexq.api.registry import Registry
+from flexq.api.kueue_versions import V0_19_2, KueueVersion
+from flexq.api.kueue_webhooks import PRIORITY_DEFAULTING_GATE, default_priority_class
+from flexq.api.registry import KindInfo, Registry
+
+# the kinds whose Kueue job webhook defaults the WorkloadPriorityClass (``ApplyDefaultWorkloadPriorityClass``)
+_PRIORITY_DEFAULTED = {("batch", "Job"), ("ray.io", "RayJob"), ("ray.io", "RayCluster")}
+
+
+def _with_kueue_job_webhooks(infos: list[KindInfo], release: KueueVersion) -> list[KindInfo]:
+    """The job kinds as ``release``'s job webhooks admit them (the priority-class defaulting, kueue#13719)."""
+    admit = default_priority_class(bool(release.gates.get(PRIORITY_DEFAULTING_GATE, False)))
+    return [
+        replace(i, admission=admit) if (i.group, i.kind) in _PRIORITY_DEFAULTED and i.admission is None else i
+        for i in infos
+    ]
 
 
 def default_registry(kueue_release: KueueVersion | None = None) -> Registry:
     """A fresh Registry with all kinds (Kueue's as ``kueue_release`` serves them; v0.19.2's when None)."""
+    release = kueue_release if kueue_release is not None else V0_19_2
     return Registry(
         [
-            *core.KINDS,
+            *_with_kueue_job_webhooks(core.KINDS, release),
             *(kueue.kinds(kueue_release) if kueue_release is not None else kueue.KINDS),
             *autoscaling.KINDS,
-            *ray.KINDS,
+            *_with_kueue_job_webhooks(ray.KINDS, release),
             *capacity_profile.KINDS,
             *computeclass.KINDS,
             *rbac.KINDS,

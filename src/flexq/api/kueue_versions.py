@@ -53,6 +53,11 @@ class KueueVersion:
     concurrent_admission_max_flavors: int = 16
     # v0.20.7 (Concurrent Admission): "Adding a flavor no longer creates Variants for finished Parent workloads"
     finished_parent_gets_no_variants: bool = False
+    # kueue#14874 (v0.20): a workload reactivated (``spec.active: true``) after a deactivation with a cause
+    # (``Requeued=False`` reason ``DeactivatedDueToAdmissionCheck``, ``DeactivatedDueTo...``) is requeued
+    # (``Requeued=True`` ``Reactivated``); v0.19.2 matched only the bare ``Deactivated`` reason, so such a
+    # workload stayed ``Requeued=False`` and was never admitted again (the bug kueue#14309's review found)
+    reactivates_any_deactivation_cause: bool = False
 
     @property
     def tag(self) -> str:
@@ -75,7 +80,12 @@ _GATES_0_19 = MappingProxyType(
         "PartialAdmission": True,
         "PrioritySortingWithinCohort": True,
         "CleanupProvisioningRequestsOnEviction": True,  # beta, on since 0.19
-        "UnadmittedWorkloadsObservability": True,  # see docs/upstream-versions.md: the twin reports 0.20's reasons
+        # beta but off in v0.19.2 (on from 0.20, kueue#13063): QuotaReserved=False says ``Pending`` (``Waiting``
+        # while pods get ready), no ``Admitted=False`` before a first admission, events ``Pending``
+        "UnadmittedWorkloadsObservability": False,
+        # alpha, off in v0.19.2; beta and on in 0.20 (kueue#13719): a job without a priority class gets the
+        # WorkloadPriorityClass named ``default`` when it exists
+        "WorkloadPriorityClassDefaulting": False,
         "DisableWaitForPodsReady": False,
         "FlavorFungibilityPreserveScanProgress": True,  # beta, on since 0.19
         "ConcurrentAdmission": False,  # alpha since 0.18
@@ -87,6 +97,8 @@ _GATES_0_20 = MappingProxyType(
     {
         **_GATES_0_19,
         "WaitForPodsReadyUnscheduledTimeout": False,  # alpha, new in 0.20 (kueue#15402)
+        "UnadmittedWorkloadsObservability": True,  # on by default from 0.20 (kueue#13063)
+        "WorkloadPriorityClassDefaulting": True,  # beta, on by default from 0.20 (kueue#13719)
     }
 )
 
@@ -102,6 +114,7 @@ V0_20_7 = KueueVersion(
     counts_history_collector=True,
     concurrent_admission_max_flavors=32,
     finished_parent_gets_no_variants=True,
+    reactivates_any_deactivation_cause=True,
 )
 
 KNOWN: Mapping[str, KueueVersion] = MappingProxyType({v.version: v for v in (V0_19_2, V0_20_7)})

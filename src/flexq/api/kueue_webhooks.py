@@ -5,7 +5,8 @@ path Kueue's webhooks use (``pkg/webhooks/*.go``): quota rules of resource group
 ``coveredResources``, a flavor or resource in one group only, non-negative quotas, limits need a cohort,
 ``lendingLimit <= nominalQuota``, totals), ``onFlavors`` naming unknown flavors, taints, pod sets, and
 immutability (LocalQueue ``clusterQueue``, AdmissionCheck ``controllerName``, ...). Runs after schema
-validation and conversion, as the real webhooks do. No behaviour. Must not import outside ``flexq.api``
+validation and conversion, as the real webhooks do. Also the jobs' defaulting that reads other objects
+(``default_priority_class``: ``WorkloadPriorityClassDefaulting``). No behaviour. Must not import outside ``flexq.api``
 and ``flexq.errors``.
 """
 
@@ -14,10 +15,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import yaml
 from pydantic_core import PydanticCustomError
 
 from flexq.api.base import check_label_key, check_label_value
 from flexq.api.quantity import parse_quantity
+from flexq.api.registry import Admission, ObjectReader
+from flexq.api.wellknown import PRIORITY_CLASS_LABEL
 from flexq.errors import Cause
 
 NEGATIVE = "must be greater than or equal to 0"
@@ -406,3 +410,55 @@ def validate_workload(new: dict, old: dict | None) -> list[Cause]:
         if _quota_reserved(new) and spec.get("queueName") != (old.get("spec") or {}).get("queueName"):
             errs.append(invalid("spec", "object", "queueName is immutable while workload quota reserved"))
     return errs
+
+
+# -- mutating: the jobs' defaulting webhooks -----------------------------------------------------------------
+
+DEFAULT_PRIORITY_CLASS = "default"  # controllerconstants.DefaultWorkloadPriorityClassName
+PRIORITY_DEFAULTING_GATE = "WorkloadPriorityClassDefaulting"
+_CONFIG = ("kueue-manager-config", "kueue-system", "controller_manager_config.yaml")
+# the kinds of the job integrations the twin runs: a job whose controller is one of them is defaulted through it
+_JOB_OWNERS = {("batch/v1", "Job"), ("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster")}
+
+
+def _gate_configured(reader: ObjectReader, name: str) -> bool | None:
+    """The ``featureGates`` entry ``name`` of Kueue's installed Configuration (None: not set there)."""
+    cm = reader.peek("ConfigMap", _CONFIG[0], _CONFIG[1])
+    text = ((cm or {}).get("data") or {}).get(_CONFIG[2])
+    if not text or name not in text:
+        return None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    gates = doc.get("featureGates") if isinstance(doc, dict) else None
+    value = gates.get(name) if isinstance(gates, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def default_priority_class(gate_default: bool) -> Admission:
+    """``ApplyDefaultWorkloadPriorityClass`` (kueue#13719), the job webhooks' defaulting on create, for a release
+    whose ``WorkloadPriorityClassDefaulting`` gate defaults to ``gate_default`` (Kueue's Configuration may set
+    it): a job without ``kueue.x-k8s.io/priority-class``, not owned by another job Kueue manages, gets the
+    WorkloadPriorityClass named ``default`` when that class exists."""
+
+    def admit(op: str, obj: dict, old: dict | None, reader: ObjectReader, name: str) -> None:
+        if op != "CREATE":
+            return
+        md = obj.get("metadata")
+        if not isinstance(md, dict):
+            return
+        labels = md.get("labels") or {}
+        if labels.get(PRIORITY_CLASS_LABEL):
+            return
+        for ref in md.get("ownerReferences") or []:
+            if ref.get("controller") and (ref.get("apiVersion"), ref.get("kind")) in _JOB_OWNERS:
+                return
+        if reader.peek("WorkloadPriorityClass", DEFAULT_PRIORITY_CLASS) is None:
+            return
+        configured = _gate_configured(reader, PRIORITY_DEFAULTING_GATE)
+        if not (gate_default if configured is None else configured):
+            return
+        md["labels"] = {**labels, PRIORITY_CLASS_LABEL: DEFAULT_PRIORITY_CLASS}
+
+    return admit

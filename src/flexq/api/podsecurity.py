@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flexq.errors import Forbidden
+from flexq.errors import Cause, Forbidden, Invalid
 
 ENFORCE = "pod-security.kubernetes.io/enforce"
 ENFORCE_VERSION = "pod-security.kubernetes.io/enforce-version"
@@ -333,21 +333,67 @@ def violations(level: str, spec: dict) -> list[str]:
     return [f"{reason} ({detail})" if detail else reason for _, (reason, detail) in _failing(level, spec)]
 
 
+MODE_LABELS = (ENFORCE, "pod-security.kubernetes.io/audit", "pod-security.kubernetes.io/warn")
+
+
+def parse_level(value: str) -> tuple[str, str]:
+    """``api.ParseLevel``: (the level, "" or the error). A value that is not a level is evaluated as the most
+    restrictive one, ``restricted`` (a typo must not open a namespace: ``enforce=Restricted`` is not privileged)."""
+    if value in LEVELS:
+        return value, ""
+    return "restricted", "must be one of " + ", ".join(LEVELS)
+
+
+def label_errors(labels: dict) -> list[tuple[str, str, str]]:
+    """``PolicyToEvaluate``'s errors: (label, value, why) for each mode label whose level does not parse."""
+    out = []
+    for key in MODE_LABELS:
+        if key in labels:
+            _, why = parse_level(str(labels[key]))
+            if why:
+                out.append((key, str(labels[key]), why))
+    return out
+
+
+def admit_namespace(op: str, ns: dict, old: dict | None, reader: Any, name: str) -> None:
+    """``ValidateNamespace``: a namespace is created only with valid Pod Security labels, and updated with
+    invalid ones only when they did not change (422, ``metadata.labels[<label>]: Invalid value``)."""
+    if op not in ("CREATE", "UPDATE"):
+        return
+    labels = (ns.get("metadata") or {}).get("labels") or {}
+    errs = label_errors(labels)
+    if not errs:
+        return
+    if op == "UPDATE":
+        before = ((old or {}).get("metadata") or {}).get("labels") or {}
+        if all(before.get(k) == labels.get(k) for k in MODE_LABELS):
+            return  # the policy did not change: an old invalid label is evaluated as restricted, not refused
+    causes = [
+        Cause(f"metadata.labels[{key}]", "FieldValueInvalid", f'Invalid value: "{value}": {why}')
+        for key, value, why in errs
+    ]
+    parts = [f"{c.field}: {c.message}" for c in causes]
+    detail = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    raise Invalid(f'Namespace "{name}" is invalid: {detail}', causes=causes, kind="Namespace", name=name)
+
+
 def admit(op: str, pod: dict, old: dict | None, reader: Any, name: str) -> None:
     """The plugin's validating admission of a pod: refused (Forbidden) on create in a namespace whose
-    ``enforce`` level it breaks."""
+    ``enforce`` level it breaks (a level that does not parse is enforced as ``restricted:latest``)."""
     if op != "CREATE":
         return
     ns = (pod.get("metadata") or {}).get("namespace") or ""
     namespace = reader.peek("Namespace", ns) if ns else None
     labels = ((namespace or {}).get("metadata") or {}).get("labels") or {}
-    level = labels.get(ENFORCE)
+    if ENFORCE not in labels:
+        return
+    level, bad = parse_level(str(labels[ENFORCE]))
     if level not in ("baseline", "restricted"):
         return
     spec = pod.get("spec")
     found = violations(level, spec if isinstance(spec, dict) else {})
     if found:
-        version = labels.get(ENFORCE_VERSION) or "latest"
+        version = "latest" if bad else (labels.get(ENFORCE_VERSION) or "latest")
         raise Forbidden(
             f'pods "{name}" is forbidden: violates PodSecurity "{level}:{version}": {", ".join(found)}',
             kind="pods",

@@ -52,6 +52,20 @@ _R = [
         "Read the message: it names the flavor and resource that did not fit.",
     ),
     Reason(
+        "Inadmissible",
+        "kueue",
+        "Kueue cannot queue the workload: its LocalQueue or ClusterQueue is missing or stopped (Kueue 0.19's "
+        "reason; 0.20 says Misconfigured or Suspended); the message names which.",
+        "Create the queue the message names, or set its stopPolicy back to None.",
+    ),
+    Reason(
+        "Waiting",
+        "kueue",
+        "waitForPodsReady.blockAdmission: Kueue admits nothing until every admitted workload's pods are ready "
+        "(Kueue 0.19's reason; 0.20 says WaitingForPodsReady).",
+        "Wait for the admitted workloads' pods to start; see their events if they do not.",
+    ),
+    Reason(
         "WaitingForQuota",
         "kueue",
         "Every flavor the workload could use lacks free quota in its ClusterQueue (and its cohort).",
@@ -147,6 +161,14 @@ _R = [
         "kueue",
         "Admitted: the job is starting and Kueue waits for its pods to be ready.",
         "Wait; if pods stay Pending, see their events.",
+    ),
+    Reason(
+        "ReactivatedNotRequeued",
+        "kueue",
+        "The workload was reactivated (spec.active=true) after Kueue deactivated it with a cause "
+        "(Requeued=False DeactivatedDueTo...): Kueue 0.19 requeues only a bare Deactivated reason, so it is "
+        "never admitted again (kueue#14874, fixed in 0.20).",
+        "Delete the Workload (its job makes a fresh one, which queues) or upgrade Kueue to 0.20.",
     ),
     Reason(
         "Requeued",
@@ -443,6 +465,14 @@ def explain(
     # no quota reservation
     rq = c.get("Requeued")
     ev = c.get("Evicted") or {}
+    if (
+        rq is not None
+        and rq.get("status") == "False"
+        and str(rq.get("reason", "")).startswith("DeactivatedDueTo")
+    ):
+        # active again, but Requeued=False kept a deactivation's cause: Kueue 0.19 never requeues it (0.20 clears
+        # it at once, so a workload seen here on 0.20 is requeued within a reconcile)
+        return Explanation("ReactivatedNotRequeued", rq.get("message") or ev.get("message", ""))
     if rq is not None and rq.get("status") == "False":
         code = _EVICTION.get(ev.get("reason", ""), "Requeued")
         if mine and code == "AdmissionCheckRetry":

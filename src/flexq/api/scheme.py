@@ -130,6 +130,17 @@ def _message(etype: str, reason: str, msg: str, ctx: dict, value: Any) -> str:
 
     if msg.startswith("Invalid value: "):  # a check that names the value itself
         return msg
+    if etype in ("greater_than_equal", "less_than_equal", "greater_than", "less_than") and "value" not in ctx:
+        # apimachinery's words for a bound (ValidateNonnegativeField: "must be greater than or equal to 0")
+        bound = next((ctx[k] for k in ("ge", "le", "gt", "lt") if k in ctx), None)
+        words = {
+            "greater_than_equal": "must be greater than or equal to",
+            "less_than_equal": "must be less than or equal to",
+            "greater_than": "must be greater than",
+            "less_than": "must be less than",
+        }[etype]
+        if bound is not None:
+            return f"Invalid value: {_short(value)}: {words} {bound}"
     prefix = _PREFIXES.get(reason)
     if prefix:
         return msg if msg.startswith(prefix) else f"{prefix}: {msg}"
@@ -210,7 +221,11 @@ def validate(
     pruned = False
     for _ in range(3):
         try:
-            m = model.model_validate(data, context={CANONICAL_QUANTITIES: built_in, PRIVATE_INPUT: private})
+            m = model.model_validate(
+                data,
+                strict=None if info.custom else True,
+                context={CANONICAL_QUANTITIES: built_in, PRIVATE_INPUT: private},
+            )
             break
         except ValidationError as err:
             errors = err.errors()

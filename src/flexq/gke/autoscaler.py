@@ -38,6 +38,7 @@ from flexq.api.wellknown import (
     CLUSTER_AUTOSCALER_CONSUME_PR,
     CLUSTER_AUTOSCALER_SCALE_DOWN_DISABLED,
     CONSUME_PROVISIONING_REQUEST,
+    RAY_REPLICA_NAME_LABEL,
     UNSCHEDULABLE_TAINT,
 )
 from flexq.errors import NotFound
@@ -70,6 +71,7 @@ from flexq.gke.timing import (
     SCALE_DOWN_UNNEEDED_SECONDS,
 )
 from flexq.runtime import Context, Controller, Result, Watch
+from flexq.semantics.nodefit import SliceKey, node_info, replica_of, slice_key
 from flexq.store.store import clone
 
 __all__ = ["Autoscaler", "SCALE_DOWN_UNNEEDED_SECONDS", "FAILED_SCALE_UP_BACKOFF_SECONDS", "pending_pods"]
@@ -171,6 +173,10 @@ class Autoscaler(Controller):
         self._pool_shapes: dict[str, tuple[dict[str, Any], NodeShape]] = {}  # pool -> (its version, shape)
         self._unhelped_memo: tuple[int, int, list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._candidates: tuple[int, dict[int, list[tuple[str, NodeShape]]]] = (-1, {})
+        self._slice_keys: tuple[int, dict[str, SliceKey | None]] = (
+            -1,
+            {},
+        )  # node -> its slice, per node version
         # pod -> (its version, the id of its placement key); placement key -> its id
         self._sigs: dict[tuple[str, str], tuple[dict[str, Any], int]] = {}
         self._sig_ids: dict[tuple, int] = {}
@@ -277,22 +283,41 @@ class Autoscaler(Controller):
         # the same and may go to the same nodes: those are not tried again (same answer, without the cost
         # of pending pods x nodes when many identical pods wait).
         no_room: set[int] = set()
+        replicas: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for pod in pending:
+            rep = replica_of(pod, cache.requests_of(pod))
+            if rep is not None:
+                replicas.setdefault((pod["metadata"].get("namespace") or "default", rep), []).append(pod)
+        done: set[tuple[str, str]] = set()
+        bound: dict[tuple[str, str], set[SliceKey | None]] = {}
+        if replicas:  # the slices the replicas' hosts already bound are on (one pass over the live pods)
+            for p in cache.pods.values():
+                on = (p.get("spec") or {}).get("nodeName")
+                rep = (p["metadata"].get("labels") or {}).get(RAY_REPLICA_NAME_LABEL)
+                key = (p["metadata"].get("namespace") or "default", rep)
+                if on and rep and key in replicas and not is_terminal(p):
+                    bound.setdefault(key, set()).add(self._slice_of(on, cache))
         for pod in pending:
             req = cache.requests_of(pod)
             sig = self._placement(pod, req)
+            rep = replica_of(pod, req)
+            group = (pod["metadata"].get("namespace") or "default", rep) if rep is not None else None
+            if group is not None:
+                # the hosts of one multi-host replica: all of them on one slice, as kube-scheduler binds them
+                if group in done:
+                    continue
+                done.add(group)
+                hosts = replicas[group]
+                fits_one = self._place_replica(
+                    hosts, bound.get(group, set()), sig, nodes, used, candidates, cache
+                )
+                if not fits_one:
+                    left += hosts
+                continue
             if sig in no_room:
                 left.append(pod)
                 continue
-            # the nodes whose labels and taints the pod's placement accepts, in ``nodes`` order (the same for
-            # every pod of that placement, until a Node changes): only their free resources are looked at
-            shapes = candidates.get(sig)
-            if shapes is None:
-                shapes = candidates[sig] = [
-                    (n["metadata"]["name"], shape)
-                    for n in nodes
-                    if static_misfit(pod, shape := self._node_shape(n)) is None
-                ]
-            for name, shape in shapes:
+            for name, shape in self._shapes(pod, sig, nodes, candidates):
                 if resource_misfit(req, shape, used.get(name)) is None:
                     used[name] = add(used.get(name, {}), req)
                     break
@@ -301,6 +326,65 @@ class Autoscaler(Controller):
                 left.append(pod)
         self._unhelped_memo = (cache.node_version, cache.used_version, pending, left)
         return list(left)
+
+    def _shapes(
+        self, pod: dict[str, Any], sig: int, nodes: list[dict[str, Any]], candidates: dict[int, list]
+    ) -> list[tuple[str, NodeShape]]:
+        """The nodes whose labels and taints the pod's placement accepts, in ``nodes`` order (the same for every
+        pod of that placement, until a Node changes): only their free resources are looked at."""
+        shapes = candidates.get(sig)
+        if shapes is None:
+            shapes = candidates[sig] = [
+                (n["metadata"]["name"], shape)
+                for n in nodes
+                if static_misfit(pod, shape := self._node_shape(n)) is None
+            ]
+        return shapes
+
+    def _slice_of(self, name: str, cache: GkeCache) -> SliceKey | None:
+        """The multi-host slice node ``name`` is a host of (the scheduler's ``slice_key``), per node version."""
+        if self._slice_keys[0] != cache.node_version:
+            self._slice_keys = (cache.node_version, {})
+        keys = self._slice_keys[1]
+        if name not in keys:
+            node = cache.nodes.get(name)
+            keys[name] = slice_key(node_info(node)) if node is not None else None
+        return keys[name]
+
+    def _place_replica(
+        self,
+        hosts: list[dict[str, Any]],
+        bound: set[SliceKey | None],
+        sig: int,
+        nodes: list[dict[str, Any]],
+        used: dict[str, Any],
+        candidates: dict[int, list],
+        cache: GkeCache,
+    ) -> bool:
+        """Whether the pending ``hosts`` of one replica fit together on one slice (the one its bound hosts are on,
+        ``bound``, if any), as ``semantics.nodefit.off_slice`` lets kube-scheduler bind them; the room is taken in ``used``."""
+        pod = hosts[0]
+        by_slice: dict[SliceKey | None, list[tuple[str, NodeShape]]] = {}
+        for name, shape in self._shapes(pod, sig, nodes, candidates):
+            by_slice.setdefault(self._slice_of(name, cache), []).append((name, shape))
+        for key, members in by_slice.items():
+            if bound and key not in bound:
+                continue
+            trial: dict[str, Any] = {}
+            placed = 0
+            for host in hosts:
+                req = cache.requests_of(host)
+                for name, shape in members:
+                    if resource_misfit(req, shape, trial.get(name, used.get(name))) is None:
+                        trial[name] = add(trial.get(name, used.get(name, {})), req)
+                        placed += 1
+                        break
+                else:
+                    break
+            if placed == len(hosts):
+                used.update(trial)
+                return True
+        return False
 
     def _placement(self, pod: dict[str, Any], req: dict[str, Any]) -> int:
         """An id of the ``_placement_key`` of a stored pod, kept for that version of it."""

@@ -6,7 +6,9 @@ start) runs as the twin's own user. On GKE each is a container that sees only it
 child it ever starts can read and execute only the system's directories (``/usr``, ``/etc``, ...), the Python
 installation and the directories on its ``sys.path``, and can write only its own directories (the pod's
 directory: working directory, home, temporary files, ConfigMap and ServiceAccount token files; the node's Ray
-temp directory) and ``/dev``. Everything else — the twin's home (``$FLEXQ_HOME``: its token, PKI, kubeconfig and
+temp directory) and ``/dev``'s shared memory and terminals, and read and write only the character devices a job needs (``/dev/null``,
+``zero``, ``full``, ``random``, ``urandom``, ``tty``, ``ptmx``; no block device, ``/dev/kvm`` nor ``/dev/fuse``).
+Everything else — the twin's home (``$FLEXQ_HOME``: its token, PKI, kubeconfig and
 database), the user's home (``~/.kube``, ``~/.config/gcloud``), another pod's directory — is refused (EACCES).
 With Landlock ABI 6+ the process also cannot signal, nor connect to an abstract Unix socket of, a process
 outside its domain; and Landlock itself keeps a confined process from ptracing (so from reading
@@ -54,7 +56,12 @@ SYSTEM_DIRS = (
     "/proc",
     "/sys",
 )
-WRITABLE_SYSTEM_DIRS = ("/dev",)  # /dev/null, /dev/shm (Ray's object store), /dev/urandom
+# /dev: only what a training job needs. Writable beneath: /dev/shm (Ray's object store) and /dev/pts (terminals);
+# read and write: the character devices below; list: /dev itself. Never a block device (/dev/loop*, a disk: on a
+# host where it opens, the files of every user), /dev/kvm, /dev/fuse or any other device (issue 49).
+WRITABLE_SYSTEM_DIRS = ("/dev/shm", "/dev/pts")
+DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx")
+LISTED_DIRS = ("/dev",)
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -132,6 +139,8 @@ class Confinement:
         write: Iterable[str | Path],
         files: Iterable[str | Path] = (),
         protected: Iterable[str | Path] = (),
+        devices: Iterable[str | Path] = DEVICE_FILES,
+        listed: Iterable[str | Path] = LISTED_DIRS,
     ) -> None:
         self.version = abi()
         guarded = [Path(os.path.realpath(p)) for p in protected]
@@ -148,6 +157,7 @@ class Confinement:
             return out
 
         self.read, self.write, self.files = keep(read), keep(write), keep(files, check=False)
+        self.devices, self.listed = keep(devices, check=False), keep(listed, check=False)
         self._fd = -1
 
     @property
@@ -163,7 +173,14 @@ class Confinement:
             raise OSError(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
         try:
             read_dir = _EXECUTE | _READ_FILE | _READ_DIR
-            for paths, rights in ((self.read, read_dir), (self.write, fs), (self.files, _READ_FILE)):
+            device = _READ_FILE | _WRITE_FILE | _TRUNCATE | _IOCTL_DEV
+            for paths, rights in (
+                (self.read, read_dir),
+                (self.write, fs),
+                (self.files, _READ_FILE),
+                (self.devices, device),
+                (self.listed, _READ_DIR),
+            ):
                 for p in paths:
                     self._add(fd, p, rights, fs)
         except BaseException:

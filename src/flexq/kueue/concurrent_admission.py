@@ -54,6 +54,7 @@ from flexq.kueue.variants import (
     variant_name,
 )
 from flexq.kueue.workload import (
+    OBSERVABILITY_GATE,
     find_condition,
     has_quota_reservation,
     is_active,
@@ -64,6 +65,7 @@ from flexq.kueue.workload import (
     parse_ts,
     set_condition,
     set_quota_reservation,
+    unadmitted_reason,
     unset_quota_reservation,
 )
 from flexq.runtime.controller import Controller, Result, Watch
@@ -247,7 +249,10 @@ class VariantController(Controller):
         w = status_copy(v)
         reason, msg = ev.get("reason", ""), ev.get("message", "")
         set_condition(w, "Requeued", reason in ("Preempted", "NodeFailures"), reason, msg, now)
-        unset_quota_reservation(w, "PendingEvaluation", msg, now)
+        observability = self.cache.config.gate(OBSERVABILITY_GATE)
+        unset_quota_reservation(
+            w, unadmitted_reason("PendingEvaluation", "Pending", observability), msg, now, observability
+        )
         self._write_status(w)
 
     def _write_status(self, wl: dict) -> dict | None:

@@ -28,11 +28,13 @@ from flexq.kueue.cache import KueueCache
 from flexq.kueue.job_adapters import JobAdapter
 from flexq.kueue.podset import PodSetMergeError, from_podset, infos_for
 from flexq.kueue.workload import (
+    OBSERVABILITY_GATE,
     find_condition,
     has_quota_reservation,
     is_admitted,
     is_true,
     set_condition,
+    unadmitted_reason,
     unset_quota_reservation,
 )
 from flexq.runtime.controller import Controller, Result, Watch
@@ -144,7 +146,14 @@ class JobController(Controller):
                 wl = status_copy(wl)
                 requeued = ev.get("reason") in ("Preempted", "NodeFailures")
                 set_condition(wl, "Requeued", requeued, ev.get("reason", ""), ev.get("message", ""), now)
-                unset_quota_reservation(wl, "PendingEvaluation", ev.get("message", ""), now)
+                observability = self.cache.config.gate(OBSERVABILITY_GATE)
+                unset_quota_reservation(
+                    wl,
+                    unadmitted_reason("PendingEvaluation", "Pending", observability),
+                    ev.get("message", ""),
+                    now,
+                    observability,
+                )
                 self.store.update_status(wl, copy_result=False, take=True)
             return None
         # 6. suspended: start when admitted

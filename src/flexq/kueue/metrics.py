@@ -496,6 +496,9 @@ class KueueMetrics:
                 ns, _, lqn = lqk.partition("/")
                 fam.add_metric([lqn, ns, *role], table[lqk])
             yield fam
+        if not s.config.gate("UnadmittedWorkloadsObservability"):
+            # "only emitted when UnadmittedWorkloadsObservability feature gate is enabled" (off in v0.19.2)
+            unadmitted, lq_unadmitted = {}, {}
         fam = GaugeMetricFamily(
             "kueue_unadmitted_workloads",
             "The number of unadmitted workloads, per 'cluster_queue', 'reason', and 'underlying_cause'.",

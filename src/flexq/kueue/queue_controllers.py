@@ -2,7 +2,8 @@
 
 Owns:
 - ``SchedulerController`` — runs ``Scheduler.cycle`` whenever the cache changes, back to back while
-  cycles make progress (Kueue runs them continuously; a cycle that changes nothing would only repeat).
+  cycles make progress (Kueue runs them continuously; a cycle that changes nothing would only repeat), each
+  taking ``TwinSettings.kueue_cycle_seconds`` of the clock (the next starts when it ends).
 - ``RequeuerController`` — Kueue's inadmissible-workload requeuer: capacity or configuration changes
   flush a ClusterQueue (or its whole root cohort tree) after a 1 s batching period.
 - ``ClusterQueueStatusController`` — writes ClusterQueue ``status`` (workload churn is batched for 1 s, as
@@ -44,10 +45,20 @@ class SchedulerController(Controller):
         self.events = cache.events
         self.scheduler = Scheduler(cache, ctx.store, cache.events)
         cache.hooks.schedule = lambda: self.enqueue("cycle")
+        # one cycle's duration (``TwinSettings.kueue_cycle_seconds``): a cycle starts no sooner than the last
+        # one's end, so a deep queue drains one head per ClusterQueue per cycle, at the cycle's rate (kueue#14477)
+        self.period = float(ctx.settings.kueue_cycle_seconds)
+        self.next_start = float("-inf")
 
     def reconcile(self, key: object) -> Result | None:
-        if self.scheduler.cycle(self.ctx.now()):
-            return Result(requeue_after=0)
+        now = self.ctx.now()
+        if now < self.next_start:
+            return Result(requeue_after=self.next_start - now)  # the cycle under way has not ended yet
+        progressed = self.scheduler.cycle(now)
+        if self.scheduler.had_heads:
+            self.next_start = now + self.period
+        if progressed:
+            return Result(requeue_after=self.period)
         return None
 
 

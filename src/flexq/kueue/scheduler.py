@@ -30,6 +30,7 @@ from flexq.kueue.preemption import Target, cq_path, preemption_message
 from flexq.kueue.resources import format_requests
 from flexq.kueue.snapshot import Snapshot
 from flexq.kueue.workload import (
+    OBSERVABILITY_GATE,
     WorkloadInfo,
     admission_checks_for,
     find_condition,
@@ -40,6 +41,7 @@ from flexq.kueue.workload import (
     set_quota_reservation,
     sync_admitted_condition,
     ts,
+    unadmitted_reason,
     unset_quota_reservation,
 )
 from flexq.runtime.controller import EventRecorder
@@ -133,6 +135,7 @@ class Scheduler:
     def __init__(self, cache: KueueCache, store, recorder: EventRecorder) -> None:
         self.cache, self.store, self.events = cache, store, recorder
         self.cycle_no = 0
+        self.had_heads = False  # whether the last cycle popped a head (only such a cycle takes time)
         self.admitted = 0
         self._issued = 0
         cache.queues.on_wake = self._woken
@@ -141,6 +144,7 @@ class Scheduler:
     def cycle(self, now: float) -> bool:
         """Run one cycle; True when another should follow right away."""
         self.cycle_no += 1
+        self.had_heads = False
         queues = self.cache.queues
         # what each cohort tree's scheduling reads, before the heads are popped (see ``_settle``)
         start = self._tree_keys(self.cycle_no)
@@ -150,6 +154,8 @@ class Scheduler:
         if not heads:
             queues.shape_changed()  # ends the watch (a cycle without heads pops nothing)
             return False
+        # upstream's Heads blocks until there is one: a cycle without heads takes no time
+        self.had_heads = True
         # 2. Take a snapshot of the cache (of the heads' cohort trees: the others are copied if ever asked for).
         snap = self.cache.snapshot(h.cluster_queue for h in heads)
         # 3.-5. Decide (flavors, preemption targets, order, what each entry does) against the snapshot.
@@ -356,7 +362,7 @@ class Scheduler:
         checks = admission_checks_for(e.cq.admission_checks, e.cq.all_flavors, admission)
         present = {c["name"] for c in (wl.get("status") or {}).get("admissionChecks") or []}
         if checks <= present:
-            sync_admitted_condition(wl, now)
+            sync_admitted_condition(wl, now, self.cache.config.gate(OBSERVABILITY_GATE))
         try:
             out = self.store.update_status(wl, copy_result=False, take=True)  # only read below
         except (Conflict, NotFound):
@@ -410,8 +416,11 @@ class Scheduler:
         if cur is None or has_quota_reservation(cur):
             return
         wl = status_copy(cur)
-        reason = e.reason or "Pending"
-        changed = unset_quota_reservation(wl, reason, e.msg, now)
+        observability = self.cache.config.gate(OBSERVABILITY_GATE)
+        # v0.19.2 (gate off): every requeue says Pending, the wait for all pods ready Waiting
+        legacy = "Waiting" if e.reason == "WaitingForPodsReady" else "Pending"
+        reason = unadmitted_reason(e.reason or "Pending", legacy, observability)
+        changed = unset_quota_reservation(wl, reason, e.msg, now, observability)
         if e.status == "preemptionGated":
             changed = (
                 set_condition(wl, "BlockedOnPreemptionGates", True, "PreemptionGated", e.msg, now) or changed

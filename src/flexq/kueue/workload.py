@@ -52,6 +52,8 @@ __all__ = [
     "set_condition",
     "set_quota_reservation",
     "sync_admitted_condition",
+    "unadmitted_reason",
+    "OBSERVABILITY_GATE",
     "ts",
     "unset_quota_reservation",
 ]
@@ -176,18 +178,38 @@ def set_quota_reservation(wl: dict, admission: dict, now: float) -> None:
             set_condition(wl, ctype, False, "QuotaReserved", "Previously: " + c.get("message", ""), now)
 
 
-def sync_admitted_condition(wl: dict, now: float) -> bool:
-    """``SyncAdmittedCondition`` with ``UnadmittedWorkloadsObservability`` on (v0.19 default)."""
+OBSERVABILITY_GATE = "UnadmittedWorkloadsObservability"
+
+
+def unadmitted_reason(granular: str, fallback: str, observability: bool) -> str:
+    """``UnadmittedWorkloadReasonWithFallback``: the granular ``QuotaReserved=False``/``Admitted=False`` reason
+    with ``UnadmittedWorkloadsObservability`` on (0.20's default), the legacy one with it off (0.19.2's
+    default: ``Pending``, ``Waiting``, ``Inadmissible``, ``UnsatisfiedChecks``)."""
+    return granular if observability else fallback
+
+
+def sync_admitted_condition(wl: dict, now: float, observability: bool = True) -> bool:
+    """``SyncAdmittedCondition``. With ``UnadmittedWorkloadsObservability`` (``observability``) on, the condition
+    is kept in step once QuotaReserved or Admitted exists; off (v0.19.2's default), it is written only when the
+    workload's admission changes — a workload never admitted carries no ``Admitted`` condition — and the
+    legacy reasons ``NoReservationUnsatisfiedChecks`` and ``UnsatisfiedChecks`` are used."""
     reserved = has_quota_reservation(wl)
     ready = has_all_checks_ready(wl)
     was_admitted = is_admitted(wl)
-    if find_condition(wl, "QuotaReserved") is None and find_condition(wl, "Admitted") is None:
+    if observability:
+        if find_condition(wl, "QuotaReserved") is None and find_condition(wl, "Admitted") is None:
+            return False
+    elif was_admitted == (reserved and ready):
         return False
     status, reason, msg = True, "Admitted", "The workload is admitted"
-    if not reserved:
+    if not reserved and not ready and not observability:
+        status, reason = False, "NoReservationUnsatisfiedChecks"
+        msg = "The workload has no reservation and not all checks ready"
+    elif not reserved:
         status, reason, msg = False, "NoReservation", "The workload has no reservation"
     elif not ready:
-        status, reason, msg = False, "UnsatisfiedAdmissionChecks", "The workload has not all checks ready"
+        status, msg = False, "The workload has not all checks ready"
+        reason = unadmitted_reason("UnsatisfiedAdmissionChecks", "UnsatisfiedChecks", observability)
     if was_admitted and not status:
         old = find_condition(wl, "Admitted")
         d = int(now - parse_ts(old.get("lastTransitionTime"))) if old else 0
@@ -202,14 +224,17 @@ def is_on_hold(wl: dict) -> bool:
     return c is not None and c.get("status") == "False" and c.get("reason") == "OnHold"
 
 
-def unset_quota_reservation(wl: dict, reason: str, message: str, now: float) -> bool:
-    """``UnsetQuotaReservationWithCondition``: QuotaReserved=False, admission cleared, Admitted synced."""
+def unset_quota_reservation(
+    wl: dict, reason: str, message: str, now: float, observability: bool = True
+) -> bool:
+    """``UnsetQuotaReservationWithCondition``: QuotaReserved=False, admission cleared, Admitted synced
+    (``observability``: ``UnadmittedWorkloadsObservability``, see ``sync_admitted_condition``)."""
     changed = set_condition(wl, "QuotaReserved", False, reason, message, now)
     st = wl.setdefault("status", {})
     if st.get("admission") is not None:
         st.pop("admission")
         changed = True
-    if sync_admitted_condition(wl, now):
+    if sync_admitted_condition(wl, now, observability):
         changed = True
     return changed
 

@@ -23,6 +23,7 @@ from flexq.kueue.cache import KueueCache
 from flexq.kueue.pods_ready import admitted_not_ready, requeue_wait
 from flexq.kueue.scheduler import evict
 from flexq.kueue.workload import (
+    OBSERVABILITY_GATE,
     admission_checks_for,
     find_condition,
     has_quota_reservation,
@@ -36,6 +37,7 @@ from flexq.kueue.workload import (
     set_condition,
     sync_admitted_condition,
     ts,
+    unadmitted_reason,
     unset_quota_reservation,
 )
 from flexq.runtime import predicates
@@ -218,10 +220,13 @@ class WorkloadController(Controller):
                 metrics=self.cache.metrics,
             )
             return True
+        obs = self.cache.config.gate(OBSERVABILITY_GATE)
         if q is None or q["metadata"].get("deletionTimestamp"):
-            unset_quota_reservation(wl, "Misconfigured", f"{kind} {name} is terminating or missing", now)
+            reason = unadmitted_reason("Misconfigured", "Inadmissible", obs)
+            unset_quota_reservation(wl, reason, f"{kind} {name} is terminating or missing", now, obs)
         elif policy != "None":
-            unset_quota_reservation(wl, "Suspended", f"{kind} {name} is stopped", now)
+            reason = unadmitted_reason("Suspended", "Inadmissible", obs)
+            unset_quota_reservation(wl, reason, f"{kind} {name} is stopped", now, obs)
         else:
             return False
         self.store.update_status(wl, copy_result=False)
@@ -282,7 +287,7 @@ class WorkloadController(Controller):
                     set_condition(wl, "Requeued", True, restarted[0], restarted[1], now)
                     self.store.update_status(wl, copy_result=False)
                     return True, None
-                if rq.get("reason") == "Deactivated":
+                if self._reactivated(rq.get("reason", "")):
                     set_condition(wl, "Requeued", True, "Reactivated", "The workload was reactivated", now)
                     self.store.update_status(wl, copy_result=False)
                     return True, None
@@ -320,6 +325,14 @@ class WorkloadController(Controller):
             self.store.update_status(wl, copy_result=False)
             return True, None
         return False, None
+
+    def _reactivated(self, reason: str) -> bool:
+        """Whether ``Requeued=False`` with ``reason`` is a deactivation that reactivation clears: the bare
+        ``Deactivated`` on every release; from v0.20 (kueue#14874) also ``DeactivatedDueTo<Cause>``
+        (``DeactivatedDueToAdmissionCheck``, ``DeactivatedDueToRequeuingLimitExceeded``, ...)."""
+        if reason == "Deactivated":
+            return True
+        return self.cache.profile.reactivates_any_deactivation_cause and reason.startswith("DeactivatedDueTo")
 
     def _queue_restarted(self, wl: dict, reason: str) -> tuple[str, str] | None:
         """``isDisabledRequeuedBy{Local,Cluster}QueueStopped``: the stopped queue runs again."""
@@ -373,11 +386,15 @@ class WorkloadController(Controller):
 
     def _sync_unadmitted(self, wl: dict, lq: dict | None, cq: dict | None, now: float) -> bool:
         changed = False
+        obs = self.cache.config.gate(OBSERVABILITY_GATE)
         if not has_quota_reservation(wl):
             blocker = self._queue_blocker(wl, lq, cq)
-            if blocker is not None:
-                changed = set_condition(wl, "QuotaReserved", False, blocker[0], blocker[1], now)
-        if sync_admitted_condition(wl, now):
+            # ``resolveLegacyUnadmittedQuotaReservedCondition`` (gate off): only the queues' blockers, as
+            # Inadmissible (a deactivated workload's conditions are the eviction's)
+            if blocker is not None and (obs or blocker[0] != "Deactivated"):
+                reason = unadmitted_reason(blocker[0], "Inadmissible", obs)
+                changed = set_condition(wl, "QuotaReserved", False, reason, blocker[1], now)
+        if sync_admitted_condition(wl, now, obs):
             changed = True
         if not changed:
             return False

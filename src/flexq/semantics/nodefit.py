@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from flexq.api.gke_catalog import LABEL_NODEPOOL, LABEL_TPU_TOPOLOGY
 from flexq.api.quantity import resource_value
@@ -213,7 +214,7 @@ def slice_key(node: NodeInfo) -> SliceKey | None:
     return (node.labels.get(LABEL_NODEPOOL, ""), node.slice)
 
 
-def replica_of(pod: dict, requests: Mapping[str, int]) -> str | None:
+def replica_of(pod: dict, requests: Mapping[str, Any]) -> str | None:
     """The KubeRay worker replica a TPU pod is one host of (None: not a replica's TPU host)."""
     if requests.get(RESOURCE_TPU, 0) <= 0:
         return None

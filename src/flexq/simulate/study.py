@@ -31,7 +31,9 @@ Owns ``Study``/``Variant`` and ``load_study``, which reads a simulation file (YA
 A variant's (or the top level's) ``settings`` are keyword settings of ``Twin(clock="virtual", ...)``. Known:
 ``fallback`` (flexq's stock-out-aware fallback, ``flexq.fallback``): ``true``, ``false``, or a mapping of
 ``FallbackConfig`` fields (``{grace_seconds: 30, backoff_seconds: 600}``); it acts only on LocalQueues labelled
-``fallback.flexq.dev/enabled: "true"`` (unless ``all_queues: true``). Any other key is refused, naming it.
+``fallback.flexq.dev/enabled: "true"`` (unless ``all_queues: true``); ``kueue_cycle_seconds`` (how long one Kueue
+scheduling cycle takes: free by default, ``2.4`` for kueue#14477's production cluster; a deep queue drains one
+head per ClusterQueue per cycle). Any other key is refused, naming it.
 
 ``kueue`` (top level or per variant) is the Kueue release the cluster runs (``flexq.api.kueue_versions``): a
 variant on another release answers "what changes if we upgrade". Manifests are the cluster's objects as an
@@ -381,6 +383,8 @@ class Settings(Doc):
 
     unknown = "setting"
     fallback: Annotated[Any, PlainValidator(_fallback_shape)] = None
+    # how long one Kueue scheduling cycle takes (seconds or a duration; TwinSettings.kueue_cycle_seconds)
+    kueue_cycle_seconds: Annotated[Any, SECONDS] = None
 
 
 Settings.shape = "settings is a mapping (known keys: " + ", ".join(sorted(keys_of(Settings))) + ")"
@@ -487,8 +491,10 @@ def _capacity(value: Any, base: Path, src: str, fld: str) -> dict[str, Any] | No
 def _settings(value: Any, src: str, fld: str) -> dict[str, Any]:
     if value is None:
         return {}
-    checked(Settings, value, src, field=fld)
+    parsed = checked(Settings, value, src, field=fld)
     out = dict(value)
+    if parsed.kueue_cycle_seconds is not None:
+        out["kueue_cycle_seconds"] = float(parsed.kueue_cycle_seconds)
     fb = out.get("fallback")
     if isinstance(fb, dict):
         checked(FallbackFields, fb, src, field=f"{fld}.fallback")

@@ -18,6 +18,7 @@ from flexq.clock import VirtualClock
 from flexq.kueue import registry
 from flexq.loop import EventLoop, Rngs, tune_gc
 from flexq.runtime import Context, Manager
+from flexq.runtime.settings import TwinSettings
 from flexq.store import PodLogs, Store
 
 __all__ = ["MinimalKueue"]
@@ -34,8 +35,11 @@ class MinimalKueue:
         seed: int = 0,
         namespaces: Iterable[str] = ("default", "kueue-system"),
         check_readonly: bool = False,
+        cycle_seconds: float = 0.0,
     ):
         """``check_readonly``: the store fails loudly when a controller changes a stored object in place.
+        ``cycle_seconds``: how long one scheduling cycle takes (``TwinSettings.kueue_cycle_seconds``); 0 here, as
+        the declarative scenarios are upstream's tables of one scheduling decision each.
         Tunes the process's garbage collector for a large heap (``flexq.loop.tune_gc``), as upstream's
         performance runner runs ``minimalkueue`` as its own process."""
         tune_gc()
@@ -49,7 +53,13 @@ class MinimalKueue:
             namespaces=tuple(namespaces),
             check_readonly=check_readonly,
         )
-        self.ctx = Context(store=self.store, loop=self.loop, rngs=rngs, logs=PodLogs(None))
+        self.ctx = Context(
+            store=self.store,
+            loop=self.loop,
+            rngs=rngs,
+            logs=PodLogs(None),
+            settings=TwinSettings(kueue_cycle_seconds=cycle_seconds),
+        )
         self.manager = Manager(self.ctx)
         self.controllers = registry.controllers(self.ctx)
         self.manager.add_all(self.controllers)

@@ -740,12 +740,15 @@ class KubeFace:
     async def update(self, request: Request, t: Target, info: KindInfo) -> Response:
         body, twice = await self._body(request)
         body = self._object_body(body, info, t)
-        meta = body.setdefault("metadata", {})
-        if meta.get("name") and meta["name"] != t.name:
+        meta = body.get("metadata")
+        # the update handler's checkName: the decoded object's own name must be the URL's (a body without one,
+        # or with "metadata": null, decodes to the name "")
+        got = meta.get("name") if isinstance(meta, dict) else None
+        if got != t.name:
             raise BadRequest(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})"
+                f"the name of the object ({got if isinstance(got, str) else ''}) does not match the name on the "
+                f"URL ({t.name})"
             )
-        meta["name"] = t.name
         dry, mode = self._dry_run(request), self._validation(request)
         if t.subresource == "status":
 
