@@ -300,14 +300,13 @@ def _merge_list(original: list, items: list, field: ListField) -> list:
         idx = at[0] if at else None
         new = _merge_map(slots[idx] if idx is not None else {}, item, field.item or {})
         if idx is None:
+            slots.append(new)
             if new is not None:
-                slots.append(new)
                 where.setdefault(_canonical(kv), []).append(len(slots) - 1)
-            else:
-                slots.append(new)
         elif new is None:
             slots[idx] = _GONE
-            at.pop(0)
+            if at:
+                at.pop(0)
         else:
             slots[idx] = new
     merged = [s for s in slots if s is not _GONE]
