@@ -34,7 +34,9 @@ def test_settings_reach_the_variant_and_unknown_keys_are_refused(tmp_path: Path)
     def bad_key(doc):
         doc["variants"][-1]["settings"] = {"fallback": True, "turbo": 1}
 
-    with pytest.raises(InputError, match=r"unknown setting 'turbo' \(known: fallback, kueue_cycle_seconds\)") as e:
+    with pytest.raises(
+        InputError, match=r"unknown setting 'turbo' \(known: fallback, kueue_cycle_seconds\)"
+    ) as e:
         load_study(_copy(tmp_path, bad_key))
     assert e.value.field == "variants[4].settings.turbo"
 

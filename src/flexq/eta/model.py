@@ -99,15 +99,29 @@ class EtaConfig:
     dws_scale: float = 1.0
 
 
+# what a job's own estimate may say: a duration of at most 64 characters, more than 0 and at most 30 days. A tenant's
+# annotation is a claim, not a fact: "99999999999999999999999h" (3.6e26 s) or "1h1h..." x 1000 is read as no
+# estimate (the job's class history is used), not as a job that holds its quota for ever and puts every job
+# behind it "not within 7d" (issue 49)
+EXPECTED_DURATION_MAX_SECONDS = 30 * 86400.0
+EXPECTED_DURATION_MAX_TEXT = 64
+
+
 def expected_duration(job: dict | None) -> float | None:
-    """The job's ``flexq.dev/expected-duration`` in seconds, or None (absent or unreadable)."""
+    """The job's ``flexq.dev/expected-duration`` in seconds, or None (absent, unreadable or out of bounds)."""
     raw = (((job or {}).get("metadata") or {}).get("annotations") or {}).get(EXPECTED_DURATION)
     if raw is None:
         return None
-    try:
-        return parse_duration(str(raw).strip())
-    except ValueError:
+    text = str(raw).strip()
+    if len(text) > EXPECTED_DURATION_MAX_TEXT:
         return None
+    try:
+        seconds = parse_duration(text)
+    except (ValueError, OverflowError):
+        return None
+    if not 0 < seconds <= EXPECTED_DURATION_MAX_SECONDS:
+        return None
+    return seconds
 
 
 @dataclass
