@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -159,3 +160,54 @@ def test_watch_prints_a_dws_wait_once_and_only_a_waiting_job_has_an_eta(served) 
         assert not re.search(r"\bin \d|not within", row), row  # no ETA on a running job's row
     twin.delete("rayjob", "rayjob-tpu-v6e-dws-2", "default")
     wait_for(lambda: "rayjob-tpu-v6e-dws-2" not in _states(twin), 60, "job 2 gone")
+
+
+NUMBER = re.compile(r"(?<![\w.,])\$?\d[\d,]*(?:\.\d+)?(?![\w,])")
+
+
+def _numbers(text: str) -> set[str]:
+    """The numbers in the table rows of ``text``."""
+    return set(NUMBER.findall("\n".join(line for line in text.splitlines() if "│" in line)))
+
+
+def _at(columns: int, argv: list[str]) -> str:
+    term = Terminal(argv, columns=columns)
+    assert term.finish(240) == 0, term.plain
+    return term.plain
+
+
+@pytest.mark.slow
+def test_status_at_80_columns_cuts_no_figure(served) -> None:
+    """At 80 columns rich used to cut cells with "…" (a cost, a wait, an ETA); now text folds, columns are left
+    out (said in the caption), and every figure is whole: each row's wait, cost and ETA on its first line."""
+    twin, kc = served
+    twin.create(rayjob(3, run=3600))  # waits for DWS: an ETA, a long WHY
+    wait_for(lambda: _states(twin).get("rayjob-tpu-v6e-dws-3") == "QuotaReserved", 60, "job 3 waiting")
+    try:
+        argv = ["status", "--eta-replicas", "1", "--kubeconfig", kc]
+        narrow = _at(80, argv)
+        assert "…" not in narrow, narrow
+        assert all(len(line) <= 80 for line in narrow.splitlines()), narrow
+        rows = [line for line in narrow.splitlines() if re.search(r"│ rayjob-tpu-v6e-dws-\d", line)]
+        assert len(rows) == 2, narrow
+        for row in rows:  # each row's first line ends with its wait and its whole cost
+            assert re.search(r"│ +\d+(?:d\d\dh|h\d\dm|m\d\ds|s) │", row), row
+            assert re.search(r"│ +\$\d{1,3}(?:,\d{3})*\.\d\d │$", row), row
+        assert re.search(r"│ in \d+(?:h\d\dm|m\d\ds|s) +│", rows[1]), rows[1]  # the ETA, whole
+    finally:
+        twin.delete("rayjob", "rayjob-tpu-v6e-dws-3", "default")
+
+
+@pytest.mark.slow
+def test_simulate_summary_at_80_columns_cuts_no_figure(tmp_path) -> None:
+    """The planner's summary tables (eleven columns of figures) at 80 columns: before, "4,915.…"; now whole."""
+    root = Path(__file__).resolve().parents[2]
+    argv = ["simulate", str(root / "examples/tutorial-week"), "--until", "2d", "-j", "1"]
+    argv += ["--no-progress", "--no-what-if", "--no-plots", "--out"]
+    narrow = _at(80, [*argv, str(tmp_path / "a")])
+    wide = _at(250, [*argv, str(tmp_path / "b")])
+    assert "…" not in narrow, narrow
+    assert _numbers(narrow) <= _numbers(wide), (sorted(_numbers(narrow) - _numbers(wide)), narrow)
+    assert "left out at 80 columns" in narrow  # what did not fit is said, not cut
+    for cost in re.findall(r"\b\d[\d,]*\.\d\d\b", wide.split("Variants, best first")[1].split("\n\n")[0])[:4]:
+        assert cost in narrow, (cost, narrow)

@@ -18,8 +18,8 @@ from typing import Any
 import yaml
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from flexq.cli.views import FitTable as Table
 from flexq.clock import format_duration, format_time
 from flexq.eta.state import KINDS, KUEUE_CONFIG
 

@@ -13,8 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from flexq.cli.views import FitTable as Table
 from flexq.errors import InputError, Livelock
 
 __all__ = ["add_parser", "run", "summary_tables"]
@@ -227,6 +227,7 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
     ]
     for col in heads:
         t.add_column(col, justify="left" if col == "variant" else "right", no_wrap=col == "variant")
+    t.drop = (heads[0], heads[2], heads[5], heads[7], heads[8], heads[10])  # at 80 columns: what goes first
     num = lambda x: f"{x:.1f}".rstrip("0").rstrip(".")  # noqa: E731
     for i, name in enumerate(order, start=1):
         a = aggs[name]
@@ -256,7 +257,12 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
         )
         wunit, size = unit_for([j["waitedSeconds"] for j in lost["listed"]])
         for col in ("job", "outcome", "Kueue's reason", "cause (the run's evidence)", f"waited ({wunit})"):
-            lt.add_column(col, justify="right" if col.startswith("waited") else "left", overflow="fold")
+            lt.add_column(
+                col,
+                justify="right" if col.startswith("waited") else "left",
+                overflow="fold",
+                no_wrap=col == "job",
+            )
         for j in lost["listed"][:LOST_ROWS]:
             lt.add_row(
                 escape(j["job"]),
@@ -469,6 +475,7 @@ def _run_sweep(
     ]
     for h in heads:
         t.add_column(h, justify="left" if h in ("point", "a cause's change", *labels) else "right")
+    t.drop = ("Pareto", "censored p95 (min)", "a cause's change")  # at 80 columns: what goes first
     rows = sorted(
         res.rows, key=lambda r: (not r["pareto"], r["jobsLost"], r["waitCensoredMeanSeconds"], r["costUSD"])
     )
