@@ -56,6 +56,24 @@ def test_every_command_has_a_description_examples_and_help_for_each_option(
                 want = str(d)
             assert f"(default: {want}" in helptext, (path, action.option_strings, helptext)
     assert "examples:" in text
+    assert "%%" not in text, path  # a description is printed as written: "80 %" (issue 50)
+
+
+@pytest.mark.parametrize(
+    "argv, meant",
+    [
+        (["status", "--namepsace", "x"], "did you mean --namespace? (see: flexq status --help)"),
+        (["simulate", "--sweeep", "s.yaml"], "did you mean --sweep? (see: flexq simulate --help)"),
+        (["eta", "--replica", "2", "--kubeconfg", "k"], "did you mean --kubeconfig?"),
+        (["stauts"], "did you mean 'status'?"),
+    ],
+)
+def test_a_misspelled_option_or_command_gets_a_did_you_mean(capsys, argv: list[str], meant: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert meant in err, err
 
 
 def test_submits_defaults_show_in_its_help(capsys: pytest.CaptureFixture[str]) -> None:

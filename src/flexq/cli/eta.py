@@ -89,7 +89,7 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         description="Every waiting job's start: the cluster's state (queues, jobs, ProvisioningRequests, node "
         "pools, running jobs and how long they have run) is carried forward in a virtual twin under a capacity "
         "model fitted to the cluster's own history (DWS waits, stock-outs, node provisioning times, run times), "
-        "several replicas; a job's ETA is the median of its start over them with an 80 %% interval, the plan "
+        "several replicas; a job's ETA is the median of its start over them with an 80 % interval, the plan "
         "it would start on and what it waits for. Reads only (flexq eta manifests prints the ClusterRole).",
         epilog=examples(
             "flexq eta                          # every waiting job",
@@ -223,9 +223,20 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
             if running:
                 console.print(f"{escape(args.job)} is running: it has started (flexq status shows it)")
                 return 0
+            import difflib
+
+            names = sorted(
+                {
+                    w.job.split("/", 1)[-1] or w.workload
+                    for w in fc.jobs.values()
+                    if ns is None or w.namespace == ns
+                }
+            )
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
             err_console.print(
                 f'[red]error:[/] no waiting job "{escape(args.job)}" in namespace "{escape(str(ns))}" '
-                "(flexq eta -A lists every waiting job)",
+                + (f"; did you mean {escape(close[0])}? " if close else "")
+                + "(flexq eta -A lists every waiting job)",
                 highlight=False,
             )
             return 1

@@ -84,6 +84,34 @@ class Parser(argparse.ArgumentParser):
         # never an option: no flexq option is spelled that way. argparse's own rule takes only plain numbers.
         self._negative_number_matcher = re.compile(r"^-\d")
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """argparse's, with a misspelled option answered by the options of the command it was given to
+        (``flexq status --namepsace x``: did you mean --namespace?)."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if not extras:
+            return ns
+        import difflib
+
+        chain: list[argparse.ArgumentParser] = [self]
+        while True:  # the sub-commands chosen, deepest last
+            sub = next((a for a in chain[-1]._actions if isinstance(a, argparse._SubParsersAction)), None)
+            picked = (
+                getattr(ns, sub.dest, None) if sub is not None and sub.dest != argparse.SUPPRESS else None
+            )
+            if sub is None or picked not in sub.choices:
+                break
+            chain.append(sub.choices[picked])
+        options = sorted(
+            {o for p in chain for a in p._actions for o in a.option_strings if o.startswith("--")}
+        )
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        for word in extras:
+            if word.startswith("--"):
+                close = difflib.get_close_matches(word.partition("=")[0], options, n=1, cutoff=0.6)
+                if close:
+                    message += f"; did you mean {close[0]}?"
+        chain[-1].error(message)
+
     def error(self, message: str) -> NoReturn:
         message = re.sub(r"^argument ([^:]+): ", r"\1: ", message)
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
