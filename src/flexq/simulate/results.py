@@ -561,3 +561,29 @@ def write_json(path: Path, doc: dict[str, Any]) -> None:
     from flexq.simulate.outputs import write_file
 
     write_file(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+
+
+def traffic_notes(generator: dict[str, Any] | None, runs: list[Any], until: float | None = None) -> list[str]:
+    """What a run's traffic did not do as asked, in words: a generator's ``count`` is a maximum, and when the
+    arrivals end first (its ``duration``, or ``--until``) fewer jobs are simulated than it names."""
+    asked = (generator or {}).get("count")
+    if not asked or not runs:
+        return []
+    first = runs[0].variant
+    short = sorted(
+        {(r.replica, r.seed, len(r.jobs)) for r in runs if r.variant == first and len(r.jobs) < asked}
+    )
+    if not short:
+        return []
+    got = ", ".join(f"{n} in replica {rep} (seed {seed})" for rep, seed, n in short)
+    ended = (
+        f"--until ({until:g} s)"
+        if until is not None
+        else f"its duration ({generator.get('duration')})"
+        if generator.get("duration") is not None
+        else "the arrivals"
+    )
+    return [
+        f"the generator's count asks for {asked} jobs, but {ended} ended the arrivals first: {got} simulated "
+        "(count is a maximum: a longer duration or a shorter inter-arrival time reaches it)"
+    ]

@@ -1,0 +1,59 @@
+"""What a team meets in its planner's second hour (issue 50): a generator's ``count`` not reached is said in the
+summary; the sweep's progress counter counts the runs of the changes the base's causes suggest; among points as
+good as each other the sweep recommends the smallest change from the base, and ``best.yaml`` says why and the TPU
+chips each point needs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+
+from flexq.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _week(tmp_path: Path, **generator: object) -> Path:
+    """examples/tutorial-week, its tutorial variant only, with the generator's fields replaced."""
+    dst = tmp_path / "week"
+    shutil.copytree(ROOT / "examples" / "tutorial-week", dst)
+    doc = yaml.safe_load((dst / "simulation.yaml").read_text())
+    doc["generator"].update(generator)
+    doc["variants"] = [v for v in doc["variants"] if v["name"] == "tutorial"]
+    (dst / "simulation.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return dst
+
+
+def test_a_generator_count_not_reached_is_said_in_the_summary(tmp_path, capsys) -> None:
+    study = _week(tmp_path, count=200, duration="1d")
+    out = tmp_path / "out"
+    argv = [
+        "simulate",
+        str(study),
+        "-j",
+        "1",
+        "--no-progress",
+        "--no-what-if",
+        "--no-plots",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    doc = json.loads((out / "tutorial.json").read_text())
+    n = doc["replicas"][0]["jobs"]["total"]
+    assert 0 < n < 200
+    want = f"the generator's count asks for 200 jobs, but its duration (1d) ended the arrivals first: {n} in replica 0"
+    assert f"note: {want}" in text, text
+    assert any(want in note for note in json.loads((out / "comparison.json").read_text())["notes"])
+    assert any(want in note for note in doc["notes"])
+    # a count the arrivals reach says nothing
+    study2 = _week(tmp_path / "b", count=5, duration="7d")
+    out2 = tmp_path / "out2"
+    flags = ["-j", "1", "--no-progress", "--no-what-if", "--no-plots", "--out", str(out2)]
+    assert main(["simulate", str(study2), *flags]) == 0
+    assert "generator's count" not in capsys.readouterr().out
+    assert "notes" not in json.loads((out2 / "comparison.json").read_text())
