@@ -6,6 +6,7 @@ chips each point needs."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -57,3 +58,65 @@ def test_a_generator_count_not_reached_is_said_in_the_summary(tmp_path, capsys) 
     assert main(["simulate", str(study2), *flags]) == 0
     assert "generator's count" not in capsys.readouterr().out
     assert "notes" not in json.loads((out2 / "comparison.json").read_text())
+
+
+def test_the_sweep_counter_counts_the_runs_of_the_suggested_changes(tmp_path) -> None:
+    """In a terminal, the sweep's counter said "24/18 runs done": the runs of the changes the base's causes
+    suggest were not in its total. Now they are, announced when they are planned."""
+    import os
+    import pty
+    import select
+    import sys
+    import time
+
+    study = tmp_path / "lost"
+    shutil.copytree(Path(__file__).with_name("data") / "lost", study)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        yaml.safe_dump(
+            {
+                "base": "dws-tight",
+                "knobs": [
+                    {"name": "dws-max", "kind": "poolMax", "pool": "dws-pool", "values": [2, 8]},
+                    {"name": "retries", "kind": "retryLimit", "config": "dws-config", "values": [1, 6]},
+                ],
+            }
+        )
+    )
+    argv = [
+        "simulate",
+        str(study),
+        "--sweep",
+        str(sweep),
+        "-j",
+        "1",
+        "--no-plots",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    env = dict(os.environ, COLUMNS="200", PYTHONPATH=os.pathsep.join(sys.path), TERM="xterm-256color")
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(sys.executable, [sys.executable, "-m", "flexq.cli", *argv], env)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 1.0)
+        if r:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode("utf-8", "replace"))
+    assert os.waitstatus_to_exitcode(status) == 0, text
+    counts = [(int(a), int(b)) for a, b in re.findall(r"(\d+)/(\d+) runs done", text)]
+    more = re.search(r"then (\d+) run\(s\) of the changes the base's causes suggest", text)
+    assert more, text  # this sweep's base has causes whose changes no grid point is
+    assert counts and all(a <= b for a, b in counts), counts
+    assert counts[-1][0] == counts[-1][1] == 5 + int(more.group(1)), (
+        counts
+    )  # the base and 4 points, then those

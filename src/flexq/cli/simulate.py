@@ -434,13 +434,16 @@ def _run_sweep(
         f"= {n * reps} run(s)" + (f" on Ray at {escape(args.ray_address)}" if args.ray_address else "")
     )
     _warn_size(err_console, n * reps, "--replicas, or fewer knob values or samples in the sweep file")
-    done = {"runs": 0}
+    done = {"runs": 0, "total": n * reps}
 
     def on_progress(p: dict[str, Any]) -> None:
+        if p.get("more"):  # the base's causes suggest changes: run as points too, counted from now on
+            done["total"] += int(p["more"])
+            console.print(f"then {p['more']} run(s) of {escape(str(p.get('what', 'more points')))}")
         if p.get("done"):
             done["runs"] += 1
             if not args.no_progress and console.is_terminal:
-                console.print(f"  {done['runs']}/{n * reps} runs done", end="\r")
+                console.print(f"  {done['runs']}/{done['total']} runs done", end="\r")
 
     try:
         res = run_sweep(

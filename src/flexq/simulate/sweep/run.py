@@ -80,6 +80,8 @@ def run_sweep(
     if extra:
         more = copy.copy(run)
         more.variants = extra
+        if progress is not None:  # the runs now planned beyond the points: a counter's total grows by them
+            progress({"more": len(extra) * run.replicas, "what": "the changes the base's causes suggest"})
         runs += run_all(more, workers=workers, ray_address=ray_address, progress=progress)
         for v in extra:
             sums = [summarize(r) for r in runs if r.variant == v.name]
