@@ -146,3 +146,48 @@ def test_the_headline_says_what_the_started_jobs_lived(tmp_path, capsys) -> None
             1
         ]
         assert lived in part.split(". ")[0], (variant, lived, headline)
+
+
+def test_ties_go_to_the_smallest_change_and_best_yaml_says_why_and_the_chips(tmp_path) -> None:
+    """Pool sizes that all lose no job tie (the pool never fills past the smallest of them): the sweep
+    recommends the smallest change from the base, not the first or the largest, and best.yaml says why, names
+    the points it beat on that rule, and states the TPU chips each point needs (per region, TPU family and
+    quota); sweep.csv carries both."""
+    from flexq.simulate import load_study, run_sweep
+    from flexq.simulate.sweep.results import tied
+
+    study = tmp_path / "lost"
+    shutil.copytree(Path(__file__).with_name("data") / "lost", study)
+    sweep = {
+        "base": "dws-tight",
+        "knobs": [{"name": "dws-max", "kind": "poolMax", "pool": "dws-pool", "values": [512, 64, 16, 12, 2]}],
+    }
+    res = run_sweep(load_study(study), sweep, out=tmp_path / "out", workers=1, plots=False)
+    rows = {r["point"]: r for r in res.rows}
+    by_max = {r["dws-max"]: r for r in res.rows if r["dws-max"] is not None}
+    best = rows[res.recommended]
+    assert best["jobsLost"] == 0
+    peers = [r for r in res.rows if tied(r, best)]
+    # the recommended point is the smallest change among the points as good as it
+    assert best["changeFromBase"] == min(r["changeFromBase"] for r in peers)
+    assert {12, 16, 64, 512} <= {r["dws-max"] for r in peers}, [(r["point"], r["dws-max"]) for r in peers]
+    assert best["dws-max"] == 12 and res.overall == res.recommended  # the first listed is 512: not taken
+    # a pool's max 2 -> 16 is a change of 3 (log2), 2 -> 512 of 8
+    changes = [by_max[m]["changeFromBase"] for m in (16, 512, 2)]
+    assert changes == [3, 8, 0], changes
+    text = (tmp_path / "out" / "best.yaml").read_text()
+    assert text.startswith("# The changes, whole objects: kubectl apply -f best.yaml\n# Why ")
+    assert "As good within noise, but a larger change from the base" in text
+    for r in peers:
+        if r is not best:
+            assert f"{r['point']} ({r['changeFromBase']:g} against {best['changeFromBase']:g})" in text
+    # chips: the on-demand pool (2 VMs x 4 chips) and the DWS pool (flex-start: the preemptible quota)
+    assert f"#   {res.recommended} <- this file: us-east5 v6e: 8 on-demand + 48 preemptible chips" in text
+    assert (
+        f"#   {by_max[512]['point']}: us-east5 v6e: 8 on-demand + 2048 preemptible chips (more than the base)"
+        in text
+    )
+    assert f"#   {res.base} (base): us-east5 v6e: 8 on-demand + 8 preemptible chips" in text
+    assert "--max-nodes 12" in text
+    table = (tmp_path / "out" / "sweep.csv").read_text().splitlines()
+    assert table[0].endswith(",changeFromBase,tpuChips")
