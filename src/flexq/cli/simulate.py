@@ -584,26 +584,50 @@ def _from_cluster(args: argparse.Namespace, console: Console, err_console: Conso
     """``--from-cluster DIR``: the cluster's state and fitted model as a study (``flexq.eta.files``)."""
     from flexq.cli import kubeclient
     from flexq.cli.eta import read_node_pools
+    from flexq.cli.from_history import history_traffic, write_history_study
     from flexq.eta import EtaConfig, fit
     from flexq.eta.files import write_study
+    from flexq.eta.jobs import entries
 
+    horizon = ""
     try:
         pools = read_node_pools(args.node_pools)
         api = kubeclient.connect(args.kubeconfig, args.context)
         state = kubeclient.fetch_cluster_state(api, pools)
         cfg = EtaConfig(seed=args.seed if args.seed is not None else 1)
-        files = write_study(state, fit(state, cfg), cfg, Path(args.from_cluster))
+        live = [e for e in entries(state) if e.role in ("running", "reserved", "pending")]
+        history = [] if live else history_traffic(state)
+        if not live and not history:
+            err_console.print(
+                "[red]error:[/] the cluster has no job running or waiting, and none finished to take as traffic: "
+                "nothing to write a runnable study from. Run --from-cluster while jobs run or wait, or after "
+                "some have finished, or write a study with a trace or a generator (docs/simulate.md)",
+                highlight=False,
+            )
+            return 1
+        model = fit(state, cfg)
+        files = write_study(state, model, cfg, Path(args.from_cluster))
+        if history:  # an idle cluster: its finished jobs are the traffic (flexq.cli.from_history)
+            more, horizon = write_history_study(Path(args.from_cluster), state, model, history)
+            files = list(dict.fromkeys([*files, *more]))
     except (ValueError, kubeclient.ClientError) as exc:
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
     except InputError as exc:
         _error(err_console, exc)
         return 2
+    what = (
+        f"the {len(history)} job(s) the cluster finished, as its traffic"
+        if history
+        else f"the cluster at its state now ({len(state.workloads)} workloads)"
+    )
     console.print(
-        f"wrote {len(files)} files to {escape(args.from_cluster)}: the cluster at its state now "
-        f"({len(state.workloads)} workloads); run it with: flexq simulate {escape(args.from_cluster)}",
+        f"wrote {len(files)} files to {escape(args.from_cluster)}: {what}; run it with: "
+        f"flexq simulate {escape(args.from_cluster)}",
         highlight=False,
     )
+    if horizon:
+        console.print(f"horizon and billing: {escape(horizon)}", highlight=False)
     for note in state.notes:
         console.print(f"note: {escape(note)}", highlight=False)
     return 0
