@@ -322,6 +322,37 @@ def _cmd_completion(args: argparse.Namespace) -> int:
     return 0
 
 
+def version_lines() -> list[str]:
+    """``flexq version``: flexq's own version, then what it runs and models: the Kueue releases a twin can run
+    (the default first), the Kubernetes version a twin's clusters report, Ray when installed, Python."""
+    import platform
+
+    from flexq.api.kueue_versions import DEFAULT, KNOWN
+    from flexq.errors import missing_of
+
+    kueue = [DEFAULT.version, *(v for v in KNOWN if v != DEFAULT.version)]
+    ray = "not installed (pip install 'flexq[ray]')"
+    if not missing_of("ray"):
+        from importlib.metadata import version as dist_version
+
+        ray = dist_version("ray")
+    return [
+        f"flexq {__version__}",
+        f"Kueue (a twin runs one): {kueue[0]} (default), {', '.join(kueue[1:])}",
+        "Kubernetes: 1.34, GKE's version in the tutorial (docs/upstream-versions.md: what each part follows)",
+        f"Ray (real training): {ray}",
+        f"Python: {platform.python_version()}",
+    ]
+
+
+def _cmd_version(args: argparse.Namespace) -> int:
+    if args.short:
+        sys.stdout.write(f"flexq {__version__}\n")
+    else:
+        sys.stdout.write("\n".join(version_lines()) + "\n")
+    return 0
+
+
 # -- parser -----------------------------------------------------------------------------------------------------
 def _kube_flags(p: argparse.ArgumentParser, namespace: bool = True) -> None:
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
@@ -592,6 +623,16 @@ def build_parser() -> argparse.ArgumentParser:
         "flexq simulate STUDY --no-plots       # without the plots extra",
     )
     sm.set_defaults(func=_cmd_simulate)
+
+    vp = sub.add_parser(
+        "version",
+        help="print flexq's version, and the Kueue, Kubernetes and Ray versions it models and runs",
+        description="Print flexq's version (as -V does), then the Kueue releases a twin can run (the default "
+        "first), the Kubernetes version its clusters report, the Ray it trains with, and Python.",
+        epilog=_examples("flexq version", "flexq version --short             # as flexq -V"),
+    )
+    vp.add_argument("--short", action="store_true", help="flexq's version only")
+    vp.set_defaults(func=_cmd_version)
 
     c = sub.add_parser(
         "completion",
