@@ -84,7 +84,7 @@ class Parser(argparse.ArgumentParser):
         # never an option: no flexq option is spelled that way. argparse's own rule takes only plain numbers.
         self._negative_number_matcher = re.compile(r"^-\d")
 
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         """argparse's, with a misspelled option answered by the options of the command it was given to
         (``flexq status --namepsace x``: did you mean --namespace?)."""
         ns, extras = self.parse_known_args(args, namespace)

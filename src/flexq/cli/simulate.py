@@ -199,12 +199,10 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
     tables: list[Any] = []
     order = ranking(docs) if comparison is None else [r["variant"] for r in comparison["ranking"]]
     tables.append(Text(comparison["headline"] if comparison is not None else headline(docs), style="bold"))
-    notes = (comparison or {}).get("notes") or next(
-        (d.get("notes") for d in docs.values() if d.get("notes")), []
-    )
-    tables += [
-        Text(f"note: {n}") for n in notes
-    ]  # what the traffic did not do as asked (a count not reached)
+    # what the traffic did not do as asked (a count not reached)
+    notes: list[str] = list((comparison or {}).get("notes") or [])
+    notes = notes or next((list(d["notes"]) for d in docs.values() if d.get("notes")), [])
+    tables += [Text(f"note: {n}") for n in notes]
     aggs = {n: docs[n]["aggregate"] for n in order}
 
     def unit(name: str) -> tuple[str, float]:

@@ -146,7 +146,7 @@ class FitTable(Table):
             widths = [sizes[id(c)][0] for c in kept]
             want = [max(0, sizes[id(c)][1] - w) for c, w in zip(kept, widths, strict=True)]
             spare = free - sum(widths)
-            if spare > 0 and sum(want):
+            if spare > 0 and any(want):
                 total = sum(want)
                 extra = [min(w, spare * w // total) for w in want]
                 left = spare - sum(extra)

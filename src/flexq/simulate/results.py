@@ -577,7 +577,7 @@ def traffic_notes(generator: dict[str, Any] | None, runs: list[Any], until: floa
     """What a run's traffic did not do as asked, in words: a generator's ``count`` is a maximum, and when the
     arrivals end first (its ``duration``, or ``--until``) fewer jobs are simulated than it names."""
     asked = (generator or {}).get("count")
-    if not asked or not runs:
+    if generator is None or not asked or not runs:
         return []
     first = runs[0].variant
     short = sorted(

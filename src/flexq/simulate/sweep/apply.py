@@ -453,7 +453,8 @@ def tpu_chips(cluster: dict[str, Any] | None) -> dict[str, int]:
         if mt.tpu is None or not mt.chips:
             continue
         auto = p.get("autoscaling") or {}
-        nodes = int(auto.get("max") if auto.get("max") is not None else p.get("nodes") or 0)
+        top = auto.get("max")
+        nodes = int(top) if top is not None else int(p.get("nodes") or 0)
         quota = "preemptible" if p.get("flexStart") or p.get("spot") else "on-demand"
         key = f"{region} {mt.tpu.name} {quota}"
         out[key] = out.get(key, 0) + nodes * mt.chips
