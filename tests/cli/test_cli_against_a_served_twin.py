@@ -74,6 +74,7 @@ def test_submit_refuses_a_queue_that_does_not_exist(served, capsys, tmp_path: Pa
     assert 'LocalQueue "user-queu" not found in namespace "default" (LocalQueues there: user-queue)' in err, (
         err
     )
+    assert "did you mean --queue user-queue?" in err, err  # issue 50
     assert twin.try_get("rayjob", "typo", "default") is None
     assert twin.try_get("configmap", "typo-script", "default") is None  # nothing written
     rc, _, err = run(capsys, "submit", str(script), "--name", "typo", "-n", "kube-public", "--kubeconfig", kc)

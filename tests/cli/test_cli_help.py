@@ -56,6 +56,24 @@ def test_every_command_has_a_description_examples_and_help_for_each_option(
                 want = str(d)
             assert f"(default: {want}" in helptext, (path, action.option_strings, helptext)
     assert "examples:" in text
+    assert "%%" not in text, path  # a description is printed as written: "80 %" (issue 50)
+
+
+@pytest.mark.parametrize(
+    "argv, meant",
+    [
+        (["status", "--namepsace", "x"], "did you mean --namespace? (see: flexq status --help)"),
+        (["simulate", "--sweeep", "s.yaml"], "did you mean --sweep? (see: flexq simulate --help)"),
+        (["eta", "--replica", "2", "--kubeconfg", "k"], "did you mean --kubeconfig?"),
+        (["stauts"], "did you mean 'status'?"),
+    ],
+)
+def test_a_misspelled_option_or_command_gets_a_did_you_mean(capsys, argv: list[str], meant: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert meant in err, err
 
 
 def test_submits_defaults_show_in_its_help(capsys: pytest.CaptureFixture[str]) -> None:
@@ -199,3 +217,28 @@ def test_zero_defaults_and_times_are_said_with_their_unit() -> None:
     assert "(0: never) (default: 0 s)" in text and "(0: off) (default: 0)" in text
     (up,) = [p for path, p in ALL if path == "flexq up"]
     assert "(default: 90 s)" in " ".join(up.format_help().split())
+
+
+def test_flexq_version_license_and_changelog(capsys) -> None:
+    """`flexq version` (as -V, then what it models and runs), a LICENSE that is the license pyproject names, and a
+    CHANGELOG that has the version (issue 50)."""
+    import tomllib
+
+    from flexq.api.kueue_versions import DEFAULT, KNOWN
+
+    assert main(["version"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"flexq {__version__}"
+    assert f"{DEFAULT.version} (default)" in lines[1] and all(v in lines[1] for v in KNOWN)
+    assert any(line.startswith("Ray (real training): ") for line in lines)
+    assert main(["version", "--short"]) == 0
+    assert capsys.readouterr().out == f"flexq {__version__}\n"
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert meta["license"] == {"text": "Apache-2.0"} and meta["version"] == __version__
+    text = (ROOT / "LICENSE").read_text()
+    assert (
+        "Apache License" in text
+        and "Version 2.0, January 2004" in text
+        and "END OF TERMS AND CONDITIONS" in text
+    )
+    assert f"## {__version__}" in (ROOT / "CHANGELOG.md").read_text()

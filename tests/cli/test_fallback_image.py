@@ -238,3 +238,25 @@ def test_the_build_stage_installs_a_working_core(tmp_path: Path) -> None:
         assert "rayjob-train" in table and "user-queue" in table
     finally:
         run(flexq, "down", ok=False)
+
+
+def test_the_docs_say_how_to_build_and_push_the_image_and_what_liveness_asks() -> None:
+    """docs/fallback.md says how to build and push the image (Docker, Podman, Cloud Build: each from the
+    repository's root, where the Dockerfile is) and get its digest, and what the liveness probe asks (issue 50)."""
+    text = (ROOT / "docs" / "fallback.md").read_text()
+    section = text.split("### Building and pushing the image")[1].split("### Liveness and readiness")[0]
+    for line in (
+        "docker build -t REGISTRY/flexq-fallback:VERSION .",
+        "docker push REGISTRY/flexq-fallback:VERSION",
+        "podman build -t REGISTRY/flexq-fallback:VERSION .",
+        "podman push --digestfile flexq-fallback.digest REGISTRY/flexq-fallback:VERSION",
+        "gcloud builds submit --tag LOCATION-docker.pkg.dev/PROJECT/REPOSITORY/flexq-fallback:VERSION .",
+        "flexq fallback manifests --image REGISTRY/flexq-fallback@sha256:DIGEST",
+    ):
+        assert line in section, line
+    assert DOCKERFILE.exists() and "src/flexq/cli/deploy/requirements.txt" in section
+    assert (
+        "deploy/build-requirements.txt" in section and (ROOT / "deploy" / "build-requirements.txt").exists()
+    )
+    live = " ".join(text.split("### Liveness and readiness")[1].split("The manifests contain:")[0].split())
+    assert "Liveness asks `/healthz`" in live and "--stalled-after" in live

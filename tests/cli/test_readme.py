@@ -48,3 +48,33 @@ def test_the_readmes_flexq_commands_parse() -> None:
                     parser.parse_args(args)
                     seen += 1
     assert seen >= 7
+
+
+def test_a_newcomer_finds_the_two_commands_and_the_live_tutorial_in_the_first_80_lines() -> None:
+    """Issue 50, acceptance 4: the README is scannable — the two commands and the live tutorial (its run and
+    clean-up blocks) within its first 80 lines, no paragraph longer than 8 lines; the reference and the benchmark
+    tables are in docs/ (each bench script named there exists), and every link resolves."""
+    lines = README.splitlines()
+    head = "\n".join(lines[:80])
+    assert "pip install -e '.[all]' && .venv/bin/flexq demo" in head
+    assert "python -m pytest -q -n 4 --dist loadgroup" in head
+    for marker in ("<!-- live-tutorial:run -->", "<!-- live-tutorial:clean-up -->"):
+        start = README.index(marker)
+        end = README.index("```", README.index("```bash", start) + 7) + 3
+        assert README[:end].count("\n") < 80, marker
+    paragraph: list[str] = []
+    in_block = False
+    for line in [*lines, ""]:
+        if line.startswith("```"):
+            in_block = not in_block
+        if in_block or line.startswith("```") or not line.strip():
+            assert len(paragraph) <= 8, "\n".join(paragraph)
+            paragraph = []
+        else:
+            paragraph.append(line)
+    assert len(lines) <= 150, len(lines)
+    bench_doc = (ROOT / "docs" / "benchmarks.md").read_text()
+    named = set(re.findall(r"^\| `(\w+\.py)` \|", bench_doc, re.M))
+    assert len(named) >= 15 and all((ROOT / "bench" / n).exists() for n in named), named
+    for link in re.findall(r"\]\(([^)#]+)\)", README):
+        assert (ROOT / link).exists(), link

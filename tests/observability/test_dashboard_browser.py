@@ -188,6 +188,16 @@ def test_dashboard_in_chromium(live: tuple[Twin, Server], tmp_path: Path) -> Non
         for heading in ("ClusterQueues", "LocalQueues", "ProvisioningRequests", "Node pools", "Cost so far"):
             assert heading in body
         assert driver.find_elements(By.CSS_SELECTOR, ".bar .fill")  # usage bars per flavor and resource
+        # quotas as kubectl prints them (the API server's canonical form), not "cpu 32/1e+09" (issue 50)
+        labels = driver.execute_script(
+            "return Array.from(document.querySelectorAll('.bar .label')).map(l => l.innerText);"
+        )
+        # dws-tpu-queue.yaml's quotas, as `kubectl get clusterqueue -o yaml` on GKE prints them (Quantity.String())
+        want = {"cpu 10", "memory 20Gi", "google.com/tpu 0", "cpu 40", "memory 75Gi", "google.com/tpu 16"}
+        want |= {"cpu 1G", "memory 1000000000Gi", "google.com/tpu 1G"}
+        got = {f"{lab.split(' ')[0]} {lab.rpartition('/')[2]}" for lab in labels}
+        assert got == want, (sorted(got ^ want), labels)
+        assert not any("e+" in lab for lab in labels), labels
         assert "dws-prov-1" in driver.find_element(By.ID, "provisioning").text
         # no reload from here on: the page follows the twin by itself
         wait_for(lambda: states().get("RayJob/rayjob-tpu-v6e-dws-1") == "Succeeded", 120, "job 1 to finish")

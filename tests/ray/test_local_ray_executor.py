@@ -98,3 +98,57 @@ def test_runtime_env_refusal_fails_the_submitter_without_running_anything(tmp_pa
         s.stop_all()
         ex.shutdown()
     assert not leftovers(ex)
+
+
+WORKER_PRINTS = """import ray
+from ray.train import ScalingConfig
+from ray.train.v2.api.data_parallel_trainer import DataParallelTrainer
+
+
+@ray.remote(resources={"TPU": 4})
+def hello(i):
+    print(f"flexq-task-line-{i}", flush=True)
+    return i
+
+
+def train_func():
+    from ray import train
+
+    print(f"flexq-train-line-{train.get_context().get_world_rank()}")
+
+
+print("driver-line", flush=True)
+assert ray.get([hello.remote(i) for i in range(2)]) == [0, 1]
+DataParallelTrainer(
+    train_func, scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 1})
+).fit()
+"""
+
+
+def test_each_worker_line_is_in_the_submitter_log_once(tmp_path):
+    """What a Ray task and a Ray Train worker print on a worker host reaches the job's log once (issue 50: each
+    Train worker's line was there twice: Ray 2.60's Train print patch tees a print to the console when sys.stdout
+    is not sys.__stdout__, which in a Ray worker it never is, and logs it to the console too)."""
+    ex = LocalRayExecutor(tmp_path)
+    rj = tutorial_rayjob(9)
+    rj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["numOfHosts"] = 2
+    s = Slice(ex, rj, "rayjob-9-l0gs1", entrypoint="python /app/hello.py", files={"hello.py": WORKER_PRINTS})
+    try:
+        s.start_cluster()
+        wait_for(lambda: _cluster_ready(s), 900, "cluster ready", detail=s.describe)
+        s.launch(s.submitter, "gke-default-pool-1")
+        wait_for(lambda: _ended(s, s.submitter), 300, "the submitter to end")
+        log = s.logs.of(s.submitter["metadata"]["name"])
+        assert f"Job '{s.job_id}' succeeded" in log, log[-3000:]
+        lines = log.splitlines()
+        for want in (
+            "driver-line",
+            "flexq-task-line-0",
+            "flexq-task-line-1",
+            "flexq-train-line-0",
+            "flexq-train-line-1",
+        ):
+            assert sum(want in line for line in lines) == 1, (want, [ln for ln in lines if "line-" in ln])
+    finally:
+        s.stop_all()
+    ex.shutdown()

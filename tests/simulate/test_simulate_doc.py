@@ -73,3 +73,30 @@ def test_the_recipe_from_the_tutorials_files_runs(tmp_path, capsys) -> None:
     assert main(args) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "tutorial" in out and "fallback" in out
+
+
+def test_the_doc_says_what_t0_is_and_what_diurnal_does_and_both_hold() -> None:
+    """docs/simulate.md says what t=0 is (a Monday, 00:00: stock-out windows depend on it) and how `diurnal`
+    changes the arrival rate (issue 50); what it says holds for the generator."""
+    from flexq.simulate.generator import generate
+
+    text = " ".join(DOC.read_text().split())
+    assert "**t=0 is a Monday at 00:00**" in text
+    assert "Monday (day 0) to Sunday (day 6, days 5 and 6 are the weekend)" in text
+    assert "rate(t) / max(`busyFactor`, 1)" in text and "thinning a Poisson process" in text
+    mix = [{"weight": 1, "kind": "Job", "podsets": "main:1:cpu=1", "queue": "q", "run": "1m"}]
+    spec = {"duration": "14d", "arrivals": {"exponential": {"mean": "2m"}}, "mix": mix}
+    # weekend 0: nothing on days 5 and 6 of each week from t=0
+    jobs = generate(
+        {**spec, "diurnal": {"busyHours": [8, 20], "busyFactor": 1, "weekend": 0}}, 1, "d", Path()
+    )
+    days = {int(j.submit // 86400) % 7 for j in jobs}
+    assert days == {0, 1, 2, 3, 4}, days
+    jobs = generate(
+        {**spec, "diurnal": {"busyHours": [8, 20], "busyFactor": 3, "weekend": 1}}, 1, "d", Path()
+    )
+    busy = sum(1 for j in jobs if 8 <= (j.submit / 3600) % 24 < 20)
+    rest = len(jobs) - busy
+    # the doc's rate: `arrivals` in busy hours, a third of it outside (both 12 hours a day here)
+    assert 2.5 < busy / rest < 3.5, (busy, rest)
+    assert abs(busy - 14 * 12 * 30) < 0.1 * 14 * 12 * 30  # 30 an hour at the busiest: the arrivals' own rate

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from rich.console import Console, Group
 from rich.live import Live
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from flexq import Twin
 from flexq.cli import tutorial
 from flexq.cli.status import Snapshot, WorkloadRow, fmt_cost, workload_rows
 from flexq.cli.views import STATE_STYLE, status_table
+from flexq.cli.views import FitTable as Table
 from flexq.clock import format_duration
 from flexq.errors import CloudError
 from flexq.loop import RealtimeLoop

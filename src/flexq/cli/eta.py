@@ -18,8 +18,8 @@ from typing import Any
 import yaml
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from flexq.cli.views import FitTable as Table
 from flexq.clock import format_duration, format_time
 from flexq.eta.state import KINDS, KUEUE_CONFIG
 
@@ -262,9 +262,20 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
             if running:
                 console.print(f"{escape(args.job)} is running: it has started (flexq status shows it)")
                 return 0
+            import difflib
+
+            names = sorted(
+                {
+                    w.job.split("/", 1)[-1] or w.workload
+                    for w in fc.jobs.values()
+                    if ns is None or w.namespace == ns
+                }
+            )
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
             err_console.print(
                 f'[red]error:[/] no waiting job "{escape(args.job)}" in namespace "{escape(str(ns))}" '
-                "(flexq eta -A lists every waiting job)",
+                + (f"; did you mean {escape(close[0])}? " if close else "")
+                + "(flexq eta -A lists every waiting job)",
                 highlight=False,
             )
             return 1

@@ -252,15 +252,17 @@ def manifests(
             "resources": resources_,
             "volumeMounts": [tmp, {**site, "readOnly": True}],
         }
-    # the process answers on its metrics port once it runs (leader or standby): the kubelet restarts it if not
-    probe: dict[str, Any] = {
-        "httpGet": {"path": "/metrics", "port": "metrics"},
-        "periodSeconds": 20,
-        "timeoutSeconds": 5,
-    }
+    # ready once the process answers on its metrics port (leader or standby); alive while its loop makes rounds:
+    # /healthz fails once no election round or pass has ended for --stalled-after (default 2 min), and the kubelet
+    # restarts a replica whose loop is stuck though its HTTP server answers
+    probe: dict[str, Any] = {"periodSeconds": 20, "timeoutSeconds": 5}
     main["ports"] = [{"name": "metrics", "containerPort": METRICS_PORT}]
-    main["readinessProbe"] = dict(probe, initialDelaySeconds=5)
-    main["livenessProbe"] = dict(probe, initialDelaySeconds=60, failureThreshold=3)
+    main["readinessProbe"] = dict(
+        probe, httpGet={"path": "/metrics", "port": "metrics"}, initialDelaySeconds=5
+    )
+    main["livenessProbe"] = dict(
+        probe, httpGet={"path": "/healthz", "port": "metrics"}, initialDelaySeconds=60, failureThreshold=3
+    )
     pod: dict[str, Any] = {
         "serviceAccountName": SA_NAME,
         "securityContext": {
@@ -451,11 +453,6 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     api = KubernetesAPI(client, clock=clock)
     policy = FallbackPolicy(api, config_from_args(args))
     metrics = FallbackMetrics(None)
-    if args.metrics_port:
-        from prometheus_client import REGISTRY, start_http_server
-
-        REGISTRY.register(metrics)
-        start_http_server(args.metrics_port)
     elector = (
         LeaseElector(
             api,
@@ -494,6 +491,8 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         elector=elector,
         metrics=metrics,
     )
+    if args.metrics_port:
+        serve_metrics_and_health(args.metrics_port, metrics, runner, clock, args.stalled_after)
     stop = threading.Event()
 
     def _stop(signum: int, _frame: Any) -> None:
@@ -505,6 +504,44 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def serve_metrics_and_health(
+    port: int, metrics: Any, runner: Any, clock: Any, stalled_after: float | None
+) -> Any:
+    """Serve ``/metrics`` (the fallback's Prometheus metrics) and ``/healthz`` on ``port``, in threads of their
+    own: ``/healthz`` answers 200 while the loop makes rounds, 503 with the reason once it has made none for
+    ``stalled_after`` seconds (default: four times the longest gap between rounds, at least two minutes) — the
+    Deployment's liveness probe, so the kubelet restarts a replica whose loop is stuck even though its HTTP
+    server still answers. Returns the server."""
+    import threading
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    from prometheus_client import REGISTRY, make_wsgi_app
+
+    REGISTRY.register(metrics)
+    metrics_app = make_wsgi_app(REGISTRY)
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        if environ.get("PATH_INFO") == "/healthz":
+            after = stalled_after if stalled_after else max(120.0, 4 * runner.longest_round_gap())
+            problem = runner.stalled(clock.now(), after)
+            status = "200 OK" if problem is None else "503 Service Unavailable"
+            start_response(status, [("Content-Type", "text/plain; charset=utf-8")])
+            return [b"ok\n" if problem is None else f"stalled: {problem}\n".encode()]
+        return list(metrics_app(environ, start_response))
+
+    class Server(ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # probes every 20 s: not a line each
+            pass
+
+    server = make_server("", port, app, server_class=Server, handler_class=Quiet)
+    threading.Thread(target=server.serve_forever, name="flexq-fallback-metrics", daemon=True).start()
+    return server
 
 
 def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argparse.ArgumentParser:
@@ -619,7 +656,15 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         type=int,
         default=0,
         metavar="PORT",
-        help="serve the fallback's Prometheus metrics (flexq_fallback_*) on this port (0: off)",
+        help="serve the fallback's Prometheus metrics (flexq_fallback_*) on /metrics and its liveness on /healthz "
+        "on this port (0: off)",
+    )
+    f.add_argument(
+        "--stalled-after",
+        type=duration,
+        default=None,
+        help="/healthz fails once the loop has made no round for this long (default: four times the longest gap "
+        "between rounds, at least 2 min)",
     )
     fsub = f.add_subparsers(dest="fallback_command", metavar="manifests")
     m = fsub.add_parser(

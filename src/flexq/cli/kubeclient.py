@@ -329,10 +329,15 @@ def check_queue(api: Any, queue: str, namespace: str) -> None:
     if not names and queues_refused_as_v1beta1(api):
         raise ClientError(f'LocalQueue "{queue}" not found in namespace "{namespace}": {V1BETA1_GONE}')
     there = f"LocalQueues there: {', '.join(names)}" if names else "there is none"
+    import difflib
+
+    close = difflib.get_close_matches(queue, names, n=1, cutoff=0.6)
     raise ClientError(
         f'LocalQueue "{queue}" not found in namespace "{namespace}" ({there}): '
         + (
-            "pass --queue with one of them"
+            f"did you mean --queue {close[0]}?"
+            if close
+            else "pass --queue with one of them"
             if names
             else "create one first (the tutorial's dws-tpu-queue.yaml makes user-queue), or pass -n"
         )

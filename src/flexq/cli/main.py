@@ -84,6 +84,34 @@ class Parser(argparse.ArgumentParser):
         # never an option: no flexq option is spelled that way. argparse's own rule takes only plain numbers.
         self._negative_number_matcher = re.compile(r"^-\d")
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """argparse's, with a misspelled option answered by the options of the command it was given to
+        (``flexq status --namepsace x``: did you mean --namespace?)."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if not extras:
+            return ns
+        import difflib
+
+        chain: list[argparse.ArgumentParser] = [self]
+        while True:  # the sub-commands chosen, deepest last
+            sub = next((a for a in chain[-1]._actions if isinstance(a, argparse._SubParsersAction)), None)
+            picked = (
+                getattr(ns, sub.dest, None) if sub is not None and sub.dest != argparse.SUPPRESS else None
+            )
+            if sub is None or picked not in sub.choices:
+                break
+            chain.append(sub.choices[picked])
+        options = sorted(
+            {o for p in chain for a in p._actions for o in a.option_strings if o.startswith("--")}
+        )
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        for word in extras:
+            if word.startswith("--"):
+                close = difflib.get_close_matches(word.partition("=")[0], options, n=1, cutoff=0.6)
+                if close:
+                    message += f"; did you mean {close[0]}?"
+        chain[-1].error(message)
+
     def error(self, message: str) -> NoReturn:
         message = re.sub(r"^argument ([^:]+): ", r"\1: ", message)
         m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
@@ -291,6 +319,37 @@ def _cmd_completion(args: argparse.Namespace) -> int:
     from flexq.cli import completion
 
     sys.stdout.write(completion.script(build_parser(), args.shell))
+    return 0
+
+
+def version_lines() -> list[str]:
+    """``flexq version``: flexq's own version, then what it runs and models: the Kueue releases a twin can run
+    (the default first), the Kubernetes version a twin's clusters report, Ray when installed, Python."""
+    import platform
+
+    from flexq.api.kueue_versions import DEFAULT, KNOWN
+    from flexq.errors import missing_of
+
+    kueue = [DEFAULT.version, *(v for v in KNOWN if v != DEFAULT.version)]
+    ray = "not installed (pip install 'flexq[ray]')"
+    if not missing_of("ray"):
+        from importlib.metadata import version as dist_version
+
+        ray = dist_version("ray")
+    return [
+        f"flexq {__version__}",
+        f"Kueue (a twin runs one): {kueue[0]} (default), {', '.join(kueue[1:])}",
+        "Kubernetes: 1.34, GKE's version in the tutorial (docs/upstream-versions.md: what each part follows)",
+        f"Ray (real training): {ray}",
+        f"Python: {platform.python_version()}",
+    ]
+
+
+def _cmd_version(args: argparse.Namespace) -> int:
+    if args.short:
+        sys.stdout.write(f"flexq {__version__}\n")
+    else:
+        sys.stdout.write("\n".join(version_lines()) + "\n")
     return 0
 
 
@@ -564,6 +623,16 @@ def build_parser() -> argparse.ArgumentParser:
         "flexq simulate STUDY --no-plots       # without the plots extra",
     )
     sm.set_defaults(func=_cmd_simulate)
+
+    vp = sub.add_parser(
+        "version",
+        help="print flexq's version, and the Kueue, Kubernetes and Ray versions it models and runs",
+        description="Print flexq's version (as -V does), then the Kueue releases a twin can run (the default "
+        "first), the Kubernetes version its clusters report, the Ray it trains with, and Python.",
+        epilog=_examples("flexq version", "flexq version --short             # as flexq -V"),
+    )
+    vp.add_argument("--short", action="store_true", help="flexq's version only")
+    vp.set_defaults(func=_cmd_version)
 
     c = sub.add_parser(
         "completion",

@@ -4,7 +4,8 @@
 Owns: reading what the rows need through the Kubernetes API (``kubeclient.fetch_snapshot`` plus the Events
 about pods, where the cluster autoscaler says a scale-up failed), rendering with the coded reasons
 (``flexq.api.reasons``: the WHY column carries the code and its detail, a legend says what each code means
-and what to do), and ``-w``: the table once, then the rows of the workloads whose row changed, under a
+and what to do), and ``-w``: the table once, then the rows of the workloads whose state, plan, reason (its code,
+not its ticking "queued for 41s") or ETA bucket changed, under a
 header with the time (JSON/YAML: one document per row, with its ``observedAt``), polling the API every
 ``--interval`` seconds until Ctrl-C (exit status 130, no traceback). ``flexq logs``: a job's output; with
 ``-f``, a job that has no running pod yet is waited for (saying, each time it changes, what it waits for:
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,10 +32,12 @@ from rich.markup import escape
 
 from flexq.cli.status import Snapshot, WorkloadRow, rows_as_dicts, workload_rows
 from flexq.clock import WallClock, format_time
-from flexq.semantics.workloads import FINISHED_STATES
 
 __all__ = ["cmd_status", "cmd_logs", "cmd_dashboard", "dashboard_login", "fetch", "row_key", "changed_rows"]
 
+WAITING_STATES = frozenset(
+    {"Pending", "QuotaReserved", "Evicted", "Deactivated"}
+)  # the rows that have an ETA
 SCALE_UP_REASONS = {"FailedScaleUp", "TriggeredScaleUp", "NotTriggerScaleUp", "Preempted"}
 
 
@@ -57,20 +61,21 @@ def row_key(r: WorkloadRow) -> tuple[str, str]:
     return r.namespace, r.workload
 
 
+_DURATION = re.compile(r"\b\d+(?:d\d\dh|h\d\dm|m\d\ds|s)\b")
+
+
 def _sig(r: WorkloadRow) -> tuple:
-    """What makes a row worth printing again (not the clock-driven WAITED or COST)."""
-    return (
-        r.state,
-        r.plan,
-        r.reason.code if r.reason else "",
-        r.reason.detail if r.reason else r.why,
-        r.provisioning,
-        r.eta_bucket,
-    )
+    """What makes a row worth printing again: its state, plan, reason and ETA bucket — not the clock-driven
+    WAITED or COST, nor a reason's text that only counts time ("queued for 41s"): a DWS wait of an hour is one
+    block, not one per poll. A row with no coded reason is compared on its WHY with the durations taken out;
+    a ProvisioningRequest on its name and state (its message is the reason's)."""
+    why = r.reason.code if r.reason else _DURATION.sub("", r.why)
+    return (r.state, r.plan, why, r.provisioning.partition(" (")[0], r.eta_bucket)
 
 
 def changed_rows(before: dict[tuple[str, str], tuple], rows: list[WorkloadRow]) -> list[WorkloadRow]:
-    """Rows that are new or whose state, plan or reason changed since ``before`` (updated in place)."""
+    """Rows that are new or whose state, plan, reason or ETA bucket changed since ``before`` (updated in
+    place)."""
     out = []
     for r in rows:
         sig = _sig(r)
@@ -118,7 +123,7 @@ def cmd_status(
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
     etas = EtaColumn(api, args, err_console) if getattr(args, "eta", False) else None
-    if etas is not None and any(r.state not in FINISHED_STATES and r.state != "Running" for r in rows):
+    if etas is not None and any(r.state in WAITING_STATES for r in rows):
         etas.refresh()
     rows = etas.apply(rows) if etas is not None else rows
     if not rows and kubeclient.on_placeholder(api):
@@ -202,9 +207,7 @@ class EtaColumn:
     def maybe_refresh(self, rows: list[WorkloadRow], now: float) -> None:
         import threading
 
-        waiting = frozenset(
-            row_key(r) for r in rows if r.state not in FINISHED_STATES and r.state != "Running"
-        )
+        waiting = frozenset(row_key(r) for r in rows if r.state in WAITING_STATES)
         due = waiting != self.waiting or now - self.at >= float(self.args.eta_interval)
         if not waiting or not due or (self.thread is not None and self.thread.is_alive()):
             return
@@ -223,7 +226,8 @@ class EtaColumn:
             return rows
         out = []
         for r in rows:
-            j = fc.jobs.get(f"{r.namespace}/{r.workload}")
+            # only a waiting job has an ETA: a forecast made while it waited says nothing once it has started
+            j = fc.jobs.get(f"{r.namespace}/{r.workload}") if r.state in WAITING_STATES else None
             if j is None:
                 out.append(r)
                 continue

@@ -13,8 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from flexq.cli.views import FitTable as Table
 from flexq.errors import InputError, Livelock
 
 __all__ = ["add_parser", "run", "summary_tables"]
@@ -199,6 +199,10 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
     tables: list[Any] = []
     order = ranking(docs) if comparison is None else [r["variant"] for r in comparison["ranking"]]
     tables.append(Text(comparison["headline"] if comparison is not None else headline(docs), style="bold"))
+    # what the traffic did not do as asked (a count not reached)
+    notes: list[str] = list((comparison or {}).get("notes") or [])
+    notes = notes or next((list(d["notes"]) for d in docs.values() if d.get("notes")), [])
+    tables += [Text(f"note: {n}") for n in notes]
     aggs = {n: docs[n]["aggregate"] for n in order}
 
     def unit(name: str) -> tuple[str, float]:
@@ -227,6 +231,7 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
     ]
     for col in heads:
         t.add_column(col, justify="left" if col == "variant" else "right", no_wrap=col == "variant")
+    t.drop = (heads[0], heads[2], heads[5], heads[7], heads[8], heads[10])  # at 80 columns: what goes first
     num = lambda x: f"{x:.1f}".rstrip("0").rstrip(".")  # noqa: E731
     for i, name in enumerate(order, start=1):
         a = aggs[name]
@@ -256,7 +261,12 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
         )
         wunit, size = unit_for([j["waitedSeconds"] for j in lost["listed"]])
         for col in ("job", "outcome", "Kueue's reason", "cause (the run's evidence)", f"waited ({wunit})"):
-            lt.add_column(col, justify="right" if col.startswith("waited") else "left", overflow="fold")
+            lt.add_column(
+                col,
+                justify="right" if col.startswith("waited") else "left",
+                overflow="fold",
+                no_wrap=col == "job",
+            )
         for j in lost["listed"][:LOST_ROWS]:
             lt.add_row(
                 escape(j["job"]),
@@ -422,13 +432,16 @@ def _run_sweep(
         f"= {n * reps} run(s)" + (f" on Ray at {escape(args.ray_address)}" if args.ray_address else "")
     )
     _warn_size(err_console, n * reps, "--replicas, or fewer knob values or samples in the sweep file")
-    done = {"runs": 0}
+    done = {"runs": 0, "total": n * reps}
 
     def on_progress(p: dict[str, Any]) -> None:
+        if p.get("more"):  # the base's causes suggest changes: run as points too, counted from now on
+            done["total"] += int(p["more"])
+            console.print(f"then {p['more']} run(s) of {escape(str(p.get('what', 'more points')))}")
         if p.get("done"):
             done["runs"] += 1
             if not args.no_progress and console.is_terminal:
-                console.print(f"  {done['runs']}/{n * reps} runs done", end="\r")
+                console.print(f"  {done['runs']}/{done['total']} runs done", end="\r")
 
     try:
         res = run_sweep(
@@ -469,6 +482,7 @@ def _run_sweep(
     ]
     for h in heads:
         t.add_column(h, justify="left" if h in ("point", "a cause's change", *labels) else "right")
+    t.drop = ("Pareto", "censored p95 (min)", "a cause's change")  # at 80 columns: what goes first
     rows = sorted(
         res.rows, key=lambda r: (not r["pareto"], r["jobsLost"], r["waitCensoredMeanSeconds"], r["costUSD"])
     )
@@ -568,26 +582,50 @@ def _from_cluster(args: argparse.Namespace, console: Console, err_console: Conso
     """``--from-cluster DIR``: the cluster's state and fitted model as a study (``flexq.eta.files``)."""
     from flexq.cli import kubeclient
     from flexq.cli.eta import read_node_pools
+    from flexq.cli.from_history import history_traffic, write_history_study
     from flexq.eta import EtaConfig, fit
     from flexq.eta.files import write_study
+    from flexq.eta.jobs import entries
 
+    horizon = ""
     try:
         pools = read_node_pools(args.node_pools)
         api = kubeclient.connect(args.kubeconfig, args.context)
         state = kubeclient.fetch_cluster_state(api, pools)
         cfg = EtaConfig(seed=args.seed if args.seed is not None else 1)
-        files = write_study(state, fit(state, cfg), cfg, Path(args.from_cluster))
+        live = [e for e in entries(state) if e.role in ("running", "reserved", "pending")]
+        history = [] if live else history_traffic(state)
+        if not live and not history:
+            err_console.print(
+                "[red]error:[/] the cluster has no job running or waiting, and none finished to take as traffic: "
+                "nothing to write a runnable study from. Run --from-cluster while jobs run or wait, or after "
+                "some have finished, or write a study with a trace or a generator (docs/simulate.md)",
+                highlight=False,
+            )
+            return 1
+        model = fit(state, cfg)
+        files = write_study(state, model, cfg, Path(args.from_cluster))
+        if history:  # an idle cluster: its finished jobs are the traffic (flexq.cli.from_history)
+            more, horizon = write_history_study(Path(args.from_cluster), state, model, history)
+            files = list(dict.fromkeys([*files, *more]))
     except (ValueError, kubeclient.ClientError) as exc:
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
     except InputError as exc:
         _error(err_console, exc)
         return 2
+    what = (
+        f"the {len(history)} job(s) the cluster finished, as its traffic"
+        if history
+        else f"the cluster at its state now ({len(state.workloads)} workloads)"
+    )
     console.print(
-        f"wrote {len(files)} files to {escape(args.from_cluster)}: the cluster at its state now "
-        f"({len(state.workloads)} workloads); run it with: flexq simulate {escape(args.from_cluster)}",
+        f"wrote {len(files)} files to {escape(args.from_cluster)}: {what}; run it with: "
+        f"flexq simulate {escape(args.from_cluster)}",
         highlight=False,
     )
+    if horizon:
+        console.print(f"horizon and billing: {escape(horizon)}", highlight=False)
     for note in state.notes:
         console.print(f"note: {escape(note)}", highlight=False)
     return 0

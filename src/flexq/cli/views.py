@@ -1,22 +1,34 @@
 """Rich renderings shared by ``flexq status`` and ``flexq demo``.
 
-Owns: the workload table (``status_table``), state colours and the plain-text form of the same table
+Owns: ``FitTable`` (every table the CLI prints: fitted to the page without cutting a figure), the workload table
+(``status_table``), state colours and the plain-text form of the same table
 (``status_text``, for logs, tests and the README). Must not import flexq.assembly, flexq.twin or flexq.http.
 """
 
 from __future__ import annotations
 
+import copy
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
 from flexq.cli.status import WorkloadRow, fmt_cost
 from flexq.clock import format_duration
 
-__all__ = ["STATE_STYLE", "status_table", "status_text", "provisioning_short", "why_text", "reasons_legend"]
+__all__ = [
+    "FitTable",
+    "STATE_STYLE",
+    "status_table",
+    "status_text",
+    "provisioning_short",
+    "why_text",
+    "reasons_legend",
+]
 
 STATE_STYLE = {
     "Pending": "yellow",
@@ -48,6 +60,112 @@ def fit_width() -> None:
         console.width = 200
 
 
+# A figure: 9,113  $1,234.56  47m35s  12.5%  (40m-2h10m)  ±3.2  1e+09 ... — never cut, never folded
+_FIGURE = re.compile(
+    r"[(\[$~<>≈±+\-]*\d[\d.,:]*(?:[a-zA-Zµ%+]{1,3}\d[\d.,:]*)*[a-zA-Zµ%]{0,3}"
+    r"(?:-\d[\d.,:]*(?:[a-zA-Zµ%]{1,3}\d[\d.,:]*)*[a-zA-Zµ%]{0,3})*[)\]%,;:.]*"
+)
+_TEXT_MIN = 8  # a text column is never made narrower than this (or its longest word, if shorter)
+
+
+def _cell_text(console: Console, cell: Any) -> str:
+    if isinstance(cell, Text):
+        return cell.plain
+    if isinstance(cell, str):
+        return console.render_str(cell).plain
+    return ""
+
+
+def _widths(console: Console, header: Any, cells: Iterable[Any]) -> tuple[int, int, bool]:
+    """(the narrowest the column may be: its longest figure, else a few characters of text; its natural width;
+    whether it holds any figure)."""
+    head = _cell_text(console, header)
+    need = max([min(len(w), 5) for w in head.split()] or [1])
+    natural, figures = max([len(line) for line in head.splitlines()] or [1]), False
+    for cell in cells:
+        for line in _cell_text(console, cell).splitlines() or [""]:
+            natural = max(natural, len(line))
+            for word in line.split():
+                if _FIGURE.fullmatch(word):
+                    need, figures = max(need, len(word)), True
+                else:
+                    need = max(need, min(len(word), _TEXT_MIN))
+    return need, natural, figures
+
+
+class FitTable(Table):
+    """A ``rich`` table that fits the page without cutting a figure (issue 50: "9,11…" at 80 columns).
+
+    Rich shrinks the widest columns and then every column evenly, cutting whatever is in them with "…". Here,
+    at render time: a column is never narrower than its longest figure (a number, an amount, a duration, a
+    range of them), and text folds rather than being cut. When even that does not fit, the columns named in
+    ``drop`` (first named, first dropped) are left out, and the caption says which; the rest of the width goes
+    to the columns in proportion to what they would take. A ``no_wrap`` column (names) is kept whole up to two
+    fifths of the page."""
+
+    def __init__(self, *args: Any, drop: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.drop = tuple(drop)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        fitted = self.fitted(console, options.max_width if self.width is None else self.width)
+        yield from Table.__rich_console__(fitted, console, options)
+
+    def fitted(self, console: Console, width: int) -> Table:
+        """A copy of this table whose columns have widths that fit ``width`` (some dropped if they must be)."""
+        cols = [copy.copy(c) for c in self.columns]
+        sizes = {id(c): _widths(console, c.header, c._cells) for c in cols}
+        for c in cols:  # a no_wrap column holds names (a job's): whole, as long as that can fit
+            if c.no_wrap:
+                need, natural, figures = sizes[id(c)]
+                sizes[id(c)] = (max(need, min(natural, 2 * width // 5)), natural, figures)
+        out = copy.copy(self)
+        dropped: list[str] = []
+
+        def room(columns: list[Any]) -> int:
+            out.columns = columns
+            for i, c in enumerate(columns):
+                c._index = i
+            pads = sum(out._get_padding_width(i) for i in range(len(columns)))
+            return width - out._extra_width - pads
+
+        kept = list(cols)
+        # the columns named in drop, then (a last resort, rather than a cut figure) from the right
+        for name in [*self.drop, *(None for _ in cols[1:])]:
+            if sum(sizes[id(c)][0] for c in kept) <= room(kept) or len(kept) == 1:
+                break
+            hit = [c for c in kept if _cell_text(console, c.header) == name] if name else [kept[-1]]
+            if hit:
+                kept.remove(hit[0])
+                dropped.append(_cell_text(console, hit[0].header).replace("\n", " "))
+        free = room(kept)
+        if sum(sizes[id(c)][1] for c in kept) <= free:
+            for c in kept:  # all fit as they are: rich lays them out
+                c.overflow = "fold"
+        else:
+            widths = [sizes[id(c)][0] for c in kept]
+            want = [max(0, sizes[id(c)][1] - w) for c, w in zip(kept, widths, strict=True)]
+            spare = free - sum(widths)
+            if spare > 0 and any(want):
+                total = sum(want)
+                extra = [min(w, spare * w // total) for w in want]
+                left = spare - sum(extra)
+                for i in sorted(range(len(kept)), key=lambda i: -(want[i] - extra[i])):
+                    if left <= 0:
+                        break
+                    if want[i] > extra[i]:
+                        extra[i] += 1
+                        left -= 1
+                widths = [w + e for w, e in zip(widths, extra, strict=True)]
+            for c, w in zip(kept, widths, strict=True):
+                c.width, c.min_width, c.max_width = w, None, None
+                c.overflow, c.no_wrap = "fold", False
+        if dropped:
+            note = f"left out at {width} columns: {', '.join(dropped)} (a wider terminal, or -o json, shows them)"
+            out.caption = f"{self.caption}; {note}" if self.caption else note
+        return out
+
+
 def provisioning_short(row: WorkloadRow) -> str:
     """``dws-prov-1: Provisioned`` from ``<workload>-dws-prov-1: Provisioned (message)``."""
     text = row.provisioning.partition(" (")[0]
@@ -60,7 +178,13 @@ def status_table(
     """One line per workload: JOB, QUEUE, PLAN, STATE, WAITED, ETA (when a row has one: ``flexq eta``), WHY, COST
     (NAMESPACE when several; the ProvisioningRequest's state in its own column with ``provisioning``)."""
     several_ns = len({r.namespace for r in rows}) > 1
-    t = Table(title=title, expand=False, show_lines=False, header_style="bold")
+    t = FitTable(
+        title=title,
+        expand=False,
+        show_lines=False,
+        header_style="bold",
+        drop=("QUEUE", "PLAN (flavor per pod set)"),
+    )
     if several_ns:
         t.add_column("NAMESPACE")
     t.add_column("JOB", no_wrap=True)
@@ -119,7 +243,7 @@ def reasons_legend(rows: Sequence[WorkloadRow]) -> Table | None:
             seen.setdefault(r.reason.code, r)
     if not seen:
         return None
-    t = Table(show_header=True, header_style="bold", box=None, expand=False)
+    t = FitTable(show_header=True, header_style="bold", box=None, expand=False)
     t.add_column("REASON", no_wrap=True)
     t.add_column("FROM")
     t.add_column("MEANS", overflow="fold", ratio=1)

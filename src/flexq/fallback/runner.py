@@ -5,7 +5,8 @@ Owns: ``Runner`` (the loop: with leader election, a round of ``LeaseElector.try_
 retry period, and only the leader passes; a pass every ``interval`` seconds — sooner when a step of the last pass
 said something comes due, ``FallbackPolicy.next_wakeup`` — and after API errors ``interval · 2^failures`` up to
 5 minutes; the leader that could not renew its Lease within the renew deadline stops, as controller-runtime's
-manager does on "leader election lost"; the Lease is released on a clean stop). What it did reaches its caller as
+manager does on "leader election lost"; the Lease is released on a clean stop; ``progress_at`` and ``stalled``: whether
+the loop still makes rounds, for a liveness probe). What it did reaches its caller as
 lines (``Report``): the CLI (``flexq.cli.fallback``) only parses its arguments, connects and prints them.
 """
 
@@ -54,6 +55,29 @@ class Runner:
         self.interval, self.once, self.dry_run = interval, once, dry_run
         self.elector, self.metrics = elector, metrics
         self.failures = 0  # passes in a row that failed on an API error
+        self.progress_at: float | None = (
+            None  # when the loop last finished a round (an election round or a pass)
+        )
+
+    def longest_round_gap(self) -> float:
+        """The longest the loop waits between two rounds when it works: an election round every retry period,
+        else the next pass (at most ``FAILURE_BACKOFF_MAX`` after failures)."""
+        if self.elector is not None:
+            return self.elector.retry_period
+        return max(self.interval, FAILURE_BACKOFF_MAX if self.failures else self.interval)
+
+    def stalled(self, now: float, after: float) -> str | None:
+        """Why the loop is not progressing (no round for more than ``after`` seconds), or None: what a liveness
+        probe asks (``flexq fallback --metrics-port``'s ``/healthz``)."""
+        if self.progress_at is None:
+            return None  # not started yet: the probe's initial delay covers the start
+        idle = now - self.progress_at
+        if idle > after:
+            return (
+                f"no round of the loop for {idle:.0f} s (a round is due at least every "
+                f"{self.longest_round_gap():g} s; a pass or an election round is stuck)"
+            )
+        return None
 
     def run(self, stop: threading.Event) -> int:
         """Until ``stop`` is set (or one pass, ``once``): 0 on a clean stop, 1 when a ``once`` pass failed or this
@@ -80,6 +104,7 @@ class Runner:
                         if self.once:
                             self.report.say("not the leader: another replica acts")
                             break
+                        self.progress_at = self.clock.now()  # a standby's round: it tried for the Lease
                         stop.wait(elector.retry_period)
                         continue
                 if now >= next_pass:
@@ -87,6 +112,7 @@ class Runner:
                     if self.once:
                         return 0 if ok else 1
                     next_pass = self.clock.now() + self._delay()
+                self.progress_at = self.clock.now()
                 tick = next_pass - self.clock.now()
                 if elector is not None:
                     tick = min(tick, elector.retry_period)

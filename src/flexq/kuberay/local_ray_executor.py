@@ -25,7 +25,8 @@ manager, dashboard, agents, runtime-env agent, metrics servers and Ray Client se
 IP); a worker, whose ``ray start`` refuses that setting, runs Ray's ``ray start`` with the one function that
 turns a loopback address into the machine's own replaced, so ``--node-ip-address=127.0.0.1`` and the GCS
 address ``127.0.0.1:<port>`` stay as given. JAX's distributed coordinator, which Ray Train starts in a training
-job, is kept on loopback by a ``sitecustomize`` on the nodes' ``PYTHONPATH`` (``_SITECUSTOMIZE``). On top, Ray's
+job, is kept on loopback by a ``sitecustomize`` on the nodes' ``PYTHONPATH`` (``_SITECUSTOMIZE``; it also keeps a
+Ray Train worker's print to one line of the job's log, as Ray 2.53, the tutorial's image, does). On top, Ray's
 token authentication is on (``RAY_AUTH_MODE=token``): every Ray gRPC server and the dashboard refuse a request
 without the cluster's token — each cluster its own (``cluster_token``: an HMAC of the executor's token,
 ``ray_token``, generated once), given to its processes by path (``RAY_AUTH_TOKEN_PATH``, a 0600 file in this
@@ -98,7 +99,8 @@ _PATIENT_RAY = {
 # JAX's distributed coordinator (jax.distributed.initialize, which Ray Train's JaxTrainer calls on a TPU slice)
 # binds [::]:<port> unless given a bind address, and the port is only chosen at run time. The Ray nodes get this
 # ``sitecustomize`` on PYTHONPATH: once ``jax.distributed`` is imported, a coordinator whose address is loopback
-# binds to that loopback address (an explicit bind address, or JAX_COORDINATOR_BIND_ADDRESS, still wins).
+# binds to that loopback address (an explicit bind address, or JAX_COORDINATOR_BIND_ADDRESS, still wins). And Ray
+# Train's print patch prints a Train worker's line once, as the tutorial's Ray 2.53 does (``_patch_print``).
 _SITECUSTOMIZE = '''"""Written by flexq's local Ray executor for the Ray nodes it starts (see flexq.kuberay.local_ray_executor)."""
 import importlib.abc
 import importlib.util
@@ -127,19 +129,60 @@ def _patch(module):
     module.initialize = initialize
 
 
+def _patch_print(module):
+    # Ray 2.60's Train print patch (ray-project/ray#61075) tees a worker's print to the original print when
+    # sys.stdout is not sys.__stdout__, then logs it to the console as well: meant for a redirect_stdout(), it
+    # also fires for the stream Ray's default_worker puts on the process's own file descriptor, so each line of
+    # a Train worker reached the job's log twice. As the tutorial's image (Ray 2.53) does: once. A stream on the
+    # process's own descriptor is not a redirection; a StringIO (no descriptor) still is.
+    import logging
+
+    original_print = module._original_print
+
+    def own(stream, original):
+        if stream is original:
+            return True
+        try:
+            return stream.fileno() == original.fileno()
+        except Exception:
+            return False
+
+    def redirected_print(*objects, sep=" ", end="\\n", file=None, flush=False):
+        if file not in [sys.stdout, sys.stderr, None]:
+            original_print(*objects, sep=sep, end=end, file=file, flush=flush)
+            return
+        if (file in (sys.stdout, None) and not own(sys.stdout, sys.__stdout__)) or (
+            file is sys.stderr and not own(sys.stderr, sys.__stderr__)
+        ):
+            original_print(*objects, sep=sep, end=end, file=file, flush=flush)
+        with module.print_context_manager(original_print):
+            logging.getLogger().log(logging.INFO, sep.join(map(str, objects)), stacklevel=2)
+
+    redirected_print.__doc__ = module.redirected_print.__doc__
+    module.redirected_print = redirected_print
+
+
+_PATCHES = {"jax.distributed": _patch, "ray.train.v2._internal.logging.patch_print": _patch_print}
+
+
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name != "jax.distributed":
+        patch = _PATCHES.pop(name, None)
+        if patch is None:
             return None
         sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            if _PATCHES:
+                sys.meta_path.insert(0, self)
         if spec is None or spec.loader is None:
             return spec
         exec_module = spec.loader.exec_module
 
         def exec_and_patch(module):
             exec_module(module)
-            _patch(module)
+            patch(module)
 
         spec.loader.exec_module = exec_and_patch
         return spec
@@ -445,9 +488,10 @@ class LocalRayExecutor:
         pod.launch.logs.write(ns, name, pod.container, text if text.endswith("\n") else text + "\n")
 
     def _hooks_dir(self) -> Path:
-        """The directory holding the nodes' ``sitecustomize`` (written once)."""
+        """The directory holding the nodes' ``sitecustomize`` (written when missing or from another version)."""
         d = self.base_dir / "py"
-        if not (d / "sitecustomize.py").exists():
+        f = d / "sitecustomize.py"
+        if not f.exists() or f.read_text() != _SITECUSTOMIZE:
             d.mkdir(parents=True, exist_ok=True)
             (d / "sitecustomize.py").write_text(_SITECUSTOMIZE)
         return d

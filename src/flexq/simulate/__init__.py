@@ -31,6 +31,7 @@ from flexq.simulate.inputs import MAX_REPLICAS, whole
 from flexq.simulate.results import (
     comparison_document,
     summarize,
+    traffic_notes,
     variant_document,
     write_csv,
     write_json,
@@ -125,7 +126,13 @@ def simulate(
         sums = [summarize(r) for r in runs if r.variant == v.name]
         docs[v.name] = variant_document(study.name, v.name, v.description, sums)
     _test_causes(study, docs, whatif, workers=workers, ray_address=ray_address, progress=progress)
-    result = SimulationResult(study, runs, docs, comparison_document(study.name, docs), warnings=warnings)
+    comparison = comparison_document(study.name, docs)
+    notes = traffic_notes(study.generator, runs, study.submit_until)
+    if notes:  # said in the summary: comparison.json, each variant's JSON, the terminal
+        comparison["notes"] = notes
+        for d in docs.values():
+            d["notes"] = notes
+    result = SimulationResult(study, runs, docs, comparison, warnings=warnings)
     if out is not None:
         from flexq.simulate.outputs import output_dir
 

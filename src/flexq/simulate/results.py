@@ -513,16 +513,26 @@ def _lost_text(doc: dict[str, Any]) -> str:
     return f"{n:g} job{'s' if n != 1 else ''} lost{why}"
 
 
+def _lived(doc: dict[str, Any]) -> str:
+    """What the jobs that started lived, beside the censored wait: their own mean wait to start and the
+    evictions (a variant can lose no job and still make its started jobs wait and be evicted far more)."""
+    started = _mean(doc, "waitToStartMean", math.nan)
+    ev = _mean(doc, "evictions", 0.0)
+    wait = "no job started" if math.isnan(started) else f"jobs that started waited {_mins(started)}"
+    return f"{wait}, {ev:,.4g} eviction{'s' if ev != 1 else ''}"
+
+
 def headline(docs: dict[str, dict[str, Any]]) -> str:
     """One sentence comparing the variants on what users lose: jobs that never ran first, then the censored
-    mean wait, then cost (means over replicas)."""
+    mean wait, then cost (means over replicas); beside the censored wait, what the jobs that started lived:
+    their mean wait to start and the evictions."""
     order = ranking(docs)
     if not order:
         return ""
     best = docs[order[0]]
     text = (
         f"{order[0]} ranks first: {_lost_text(best)}, mean wait to start {_mins(_mean(best, 'waitCensoredMean'))} "
-        f"(a job that never started counted until the end), ${_mean(best, 'costUSD'):,.0f}."
+        f"(a job that never started counted until the end; {_lived(best)}), ${_mean(best, 'costUSD'):,.0f}."
     )
     for name in order[1:]:
         d = docs[name]
@@ -530,7 +540,7 @@ def headline(docs: dict[str, dict[str, Any]]) -> str:
         ratio = f"{w / w0:.2f}x the wait" if w0 > 0 else f"wait {_mins(w)}"
         c0, c = _mean(best, "costUSD"), _mean(d, "costUSD")
         cost = f"{c / c0:.2f}x the cost" if c0 > 0 else f"${c:,.0f}"
-        text += f" {name}: {_lost_text(d)}, {ratio}, {cost}."
+        text += f" {name}: {_lost_text(d)}, {ratio} ({_lived(d)}), {cost}."
     return text
 
 
@@ -561,3 +571,29 @@ def write_json(path: Path, doc: dict[str, Any]) -> None:
     from flexq.simulate.outputs import write_file
 
     write_file(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+
+
+def traffic_notes(generator: dict[str, Any] | None, runs: list[Any], until: float | None = None) -> list[str]:
+    """What a run's traffic did not do as asked, in words: a generator's ``count`` is a maximum, and when the
+    arrivals end first (its ``duration``, or ``--until``) fewer jobs are simulated than it names."""
+    asked = (generator or {}).get("count")
+    if generator is None or not asked or not runs:
+        return []
+    first = runs[0].variant
+    short = sorted(
+        {(r.replica, r.seed, len(r.jobs)) for r in runs if r.variant == first and len(r.jobs) < asked}
+    )
+    if not short:
+        return []
+    got = ", ".join(f"{n} in replica {rep} (seed {seed})" for rep, seed, n in short)
+    ended = (
+        f"--until ({until:g} s)"
+        if until is not None
+        else f"its duration ({generator.get('duration')})"
+        if generator.get("duration") is not None
+        else "the arrivals"
+    )
+    return [
+        f"the generator's count asks for {asked} jobs, but {ended} ended the arrivals first: {got} simulated "
+        "(count is a maximum: a longer duration or a shorter inter-arrival time reaches it)"
+    ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from flexq.api.quantity import QuantityError, parse_quantity
+from flexq.api.quantity import QuantityError, canonical_quantity, parse_quantity
 from flexq.api.reasons import explain
 from flexq.clock import format_time, parse_time_or_none
 from flexq.errors import NotFound
@@ -47,13 +47,13 @@ def _q(value: Any) -> Fraction:
         return Fraction(0)
 
 
-def _fmt_q(resource: str, value: Fraction) -> str:
-    if resource == "memory" and value >= 2**30:
-        return f"{float(value) / 2**30:.0f}Gi"
-    v = float(value)
-    if v >= 1e6:
-        return f"{v:.3g}"
-    return f"{v:g}"
+def _fmt_q(value: Any) -> str:
+    """A quantity as ``kubectl`` prints it: the API server's canonical form (``1G``, ``1000000000Gi``, ``500m``),
+    never a float's ``1e+09``."""
+    try:
+        return canonical_quantity(value if isinstance(value, str | int) else str(value))
+    except (QuantityError, ValueError, TypeError):
+        return str(value)
 
 
 def _job(wl: dict) -> str:
@@ -169,25 +169,25 @@ def _cluster_queues(cqs: list[dict]) -> list[dict[str, Any]]:
     out = []
     for cq in sorted(cqs, key=lambda c: c["metadata"]["name"]):
         spec, st = cq.get("spec") or {}, cq.get("status") or {}
-        used: dict[tuple[str, str], Fraction] = {}
+        used: dict[tuple[str, str], Any] = {}
         for f in st.get("flavorsReservation") or st.get("flavorsUsage") or []:
             for r in f.get("resources") or []:
-                used[(f["name"], r["name"])] = _q(r.get("total", 0))
+                used[(f["name"], r["name"])] = r.get("total", 0)
         flavors = []
         for g in spec.get("resourceGroups") or []:
             for f in g.get("flavors") or []:
                 bars = []
                 for r in f.get("resources") or []:
-                    nominal = _q(r.get("nominalQuota", 0))
-                    u = used.get((f["name"], r["name"]), Fraction(0))
+                    raw_nominal, raw_used = r.get("nominalQuota", 0), used.get((f["name"], r["name"]), 0)
+                    nominal, u = _q(raw_nominal), _q(raw_used)
                     pct = 0.0 if nominal <= 0 else min(100.0, float(u * 100 / nominal))
                     if nominal <= 0 and u > 0:
                         pct = 100.0
                     bars.append(
                         {
                             "resource": r["name"],
-                            "used": _fmt_q(r["name"], u),
-                            "nominal": _fmt_q(r["name"], nominal),
+                            "used": _fmt_q(raw_used),
+                            "nominal": _fmt_q(raw_nominal),
                             "pct": round(pct, 1),
                         }
                     )

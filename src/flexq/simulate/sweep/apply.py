@@ -370,7 +370,7 @@ def _served(doc: dict[str, Any], variant: Variant) -> dict[str, Any]:
     return converted
 
 
-def apply_yaml(base: Variant, best: Variant, file: str = "best.yaml") -> str:
+def apply_yaml(base: Variant, best: Variant, file: str = "best.yaml", why: list[str] | None = None) -> str:
     """``best.yaml``: every object ``best`` changes or adds, whole, as ``kubectl apply -f`` takes them (an
     object applied whole replaces the fields it sets; nothing is left half-changed); what it removes, and the
     node pools' and settings' changes, as commands in comments."""
@@ -380,7 +380,7 @@ def apply_yaml(base: Variant, best: Variant, file: str = "best.yaml") -> str:
     b_by = {
         _key(d): d for m in best.manifests for d in parse_yaml_all(m.text, m.source) if isinstance(d, dict)
     }
-    head = [f"# The changes, whole objects: kubectl apply -f {file}"]
+    head = [f"# The changes, whole objects: kubectl apply -f {file}", *(why or [])]
     for k in a_by:
         if k not in b_by:
             head.append(f"# kubectl delete {k[0]} {k[2]}" + (f" -n {k[1]}" if k[1] else ""))
@@ -429,3 +429,65 @@ def _pool_commands(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[s
     if rest[0] != rest[1] or set(pa) - set(pb):
         out.append("# the cluster itself differs: see best.diff (a/cluster, b/cluster)")
     return out
+
+
+# -- what a point asks of the project's quota ----------------------------------------------------------------
+def tpu_chips(cluster: dict[str, Any] | None) -> dict[str, int]:
+    """The TPU chips the cluster's node pools reach at their maximum size, per GKE quota: ``"<region> <TPU
+    generation> <on-demand|preemptible>"`` -> chips (a multi-host slice's VMs each hold ``chips`` of them).
+    GKE's TPU quota is per region and TPU family, and flex-start and spot VMs use the preemptible quota
+    (docs/simulate.md); a pool of fixed size counts its ``nodes``."""
+    from flexq.api import gke_catalog as catalog
+
+    location = str((cluster or {}).get("location") or "")
+    parts = location.split("-")
+    region = "-".join(parts[:2]) if len(parts) >= 3 else location  # us-east5-b -> us-east5
+    out: dict[str, int] = {}
+    for p in (cluster or {}).get("nodePools") or []:
+        if not isinstance(p, dict) or not catalog.is_known_machine_type(str(p.get("machineType", ""))):
+            continue
+        mt = catalog.machine_type(str(p["machineType"]))
+        if mt.tpu is None or not mt.chips:
+            continue
+        auto = p.get("autoscaling") or {}
+        top = auto.get("max")
+        nodes = int(top) if top is not None else int(p.get("nodes") or 0)
+        quota = "preemptible" if p.get("flexStart") or p.get("spot") else "on-demand"
+        key = f"{region} {mt.tpu.name} {quota}"
+        out[key] = out.get(key, 0) + nodes * mt.chips
+    return out
+
+
+def chips_text(chips: dict[str, int]) -> str:
+    """``us-east5 v6e: 16 on-demand + 672 preemptible chips`` (one clause per region and family)."""
+    by: dict[str, list[str]] = {}
+    for key, n in sorted(chips.items()):
+        region, gen, quota = key.split(" ")
+        by.setdefault(f"{region} {gen}", []).append(f"{n} {quota}")
+    return "; ".join(f"{k}: {' + '.join(v)} chips" for k, v in by.items()) or "no TPU"
+
+
+def change_size(base: Variant, point: Variant) -> float:
+    """How far ``point`` is from ``base``: over every field that differs (node pools, settings, the manifests'
+    objects), a number's factor of change, ``|log2(new / old)|`` (a pool's max 4 -> 16 is 2, 4 -> 168 is 5.4),
+    and 1 for anything else changed, added or removed. Ties among equally good points go to the smallest."""
+    a = {_key(d): d for m in base.manifests for d in parse_yaml_all(m.text, m.source) if isinstance(d, dict)}
+    b = {_key(d): d for m in point.manifests for d in parse_yaml_all(m.text, m.source) if isinstance(d, dict)}
+    return (
+        _distance(base.cluster, point.cluster)
+        + _distance(base.settings, point.settings)
+        + sum(_distance(a.get(k), b.get(k)) for k in {*a, *b})
+    )
+
+
+def _distance(x: Any, y: Any) -> float:
+    import math
+
+    if x == y:
+        return 0.0
+    if isinstance(x, dict) and isinstance(y, dict):
+        return sum(_distance(x.get(k), y.get(k)) for k in {*x, *y})
+    if isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+        return sum(_distance(p, q) for p, q in zip(x, y, strict=True))
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (x, y))
+    return abs(math.log2(y / x)) if numbers and x > 0 and y > 0 else 1.0

@@ -84,6 +84,8 @@ SWEEP_COLUMNS = (
     "waitToStartMeanSeconds",
     "costUSD",
     "goodput",
+    "changeFromBase",
+    "tpuChips",
 )
 
 
@@ -101,6 +103,11 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
         cells += [plain_value(r[lab]) for lab in labels]
         for c in SWEEP_COLUMNS[2:]:
             v = r[c]
+            if c == "tpuChips":
+                from flexq.simulate.sweep.apply import chips_text
+
+                cells.append(chips_text(v))
+                continue
             cells.append("" if v is None else f"{v:.6f}" if isinstance(v, float) else str(v))
         w.writerow(cells)
     write_file(out / "sweep.csv", buf.getvalue())
@@ -155,7 +162,8 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
 RULE = (
     "the recommended point ranks first (fewest jobs lost, then the shortest censored mean wait) among the points "
     "that cost no more than the base, or, when the base itself loses jobs, no more per unit of finished work "
-    "(cost / goodput)"
+    "(cost / goodput); of points as good within noise (the same jobs lost, wait and cost within 1 %), the "
+    "smallest change from the base"
 )
 
 

@@ -59,3 +59,20 @@ def _within_budget(row: dict[str, Any], base: dict[str, Any]) -> bool:
     if row["costUSD"] <= base["costUSD"] * (1 + 1e-9):
         return True
     return (base.get("goodput") or 1.0) < 1.0 and cost_per_work(row) <= cost_per_work(base) * (1 + 1e-9)
+
+
+WAIT_TOLERANCE = 0.01  # a censored mean wait within 1 % (or a second) of another's is the same wait
+COST_TOLERANCE = 0.01  # a cost within 1 % of another's is the same cost
+
+
+def tied(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two points as good as each other: the same jobs lost, and their censored mean waits and costs within
+    noise (``WAIT_TOLERANCE``, ``COST_TOLERANCE``). Among tied points the sweep recommends the smallest change
+    from the base (``run``)."""
+    wa, wb = a["waitCensoredMeanSeconds"], b["waitCensoredMeanSeconds"]
+    ca, cb = a["costUSD"], b["costUSD"]
+    return (
+        abs(a["jobsLost"] - b["jobsLost"]) < 1e-9
+        and abs(wa - wb) <= max(1.0, WAIT_TOLERANCE * max(wa, wb))
+        and abs(ca - cb) <= COST_TOLERANCE * max(ca, cb)
+    )

@@ -10,9 +10,9 @@ from typing import Any
 from flexq.errors import InputError
 from flexq.simulate.results import rank_key, summarize, variant_document
 from flexq.simulate.study import Study, Variant
-from flexq.simulate.sweep.apply import _diff, apply_point, apply_yaml
+from flexq.simulate.sweep.apply import _diff, apply_point, apply_yaml, change_size, chips_text, tpu_chips
 from flexq.simulate.sweep.report import _headline, write_sweep
-from flexq.simulate.sweep.results import SweepResult, _mean, _within_budget, pareto
+from flexq.simulate.sweep.results import SweepResult, _mean, _within_budget, pareto, tied
 from flexq.simulate.sweep.spec import SweepSpec, load_sweep, points
 
 
@@ -80,6 +80,8 @@ def run_sweep(
     if extra:
         more = copy.copy(run)
         more.variants = extra
+        if progress is not None:  # the runs now planned beyond the points: a counter's total grows by them
+            progress({"more": len(extra) * run.replicas, "what": "the changes the base's causes suggest"})
         runs += run_all(more, workers=workers, ray_address=ray_address, progress=progress)
         for v in extra:
             sums = [summarize(r) for r in runs if r.variant == v.name]
@@ -109,30 +111,83 @@ def run_sweep(
                 "waitToStartMeanSeconds": _mean(d, "waitToStartMean"),
                 "costUSD": _mean(d, "costUSD") or 0.0,
                 "goodput": _mean(d, "goodput"),
+                "changeFromBase": round(change_size(variants[0], v), 3),
+                "tpuChips": tpu_chips(v.cluster),
             }
         )
     front = pareto(rows)
     for r in rows:
         r["pareto"] = r["point"] in front
     by_name = {v.name: v for v in all_variants}
-    # among points that tie on (jobs lost, censored wait, cost), the one that changes least from the base first
-    changes = {v.name: _diff(variants[0], v).count("\n+") for v in all_variants}
-    order = sorted(rows, key=lambda r: (*rank_key(docs[r["point"]]), changes[r["point"]], r["point"]))
+    order = sorted(rows, key=lambda r: (*rank_key(docs[r["point"]]), r["changeFromBase"], r["point"]))
     affordable = [r for r in order if _within_budget(r, rows[0])]
-    recommended = (affordable or order)[0]["point"]
+    # among the points as good as the first (the same jobs lost; wait and cost within noise: results.tied),
+    # the one that changes least from the base: a pool's max 4 -> 16 rather than 4 -> 168 for the same jobs
+    best = _least_change(affordable or order)
+    overall = _least_change(order)
+    recommended = best["point"]
     result = SweepResult(
         spec=spec,
         base=variants[0].name,
         rows=rows,
         recommended=recommended,
-        overall=order[0]["point"],
+        overall=overall["point"],
         diff=_diff(variants[0], by_name[recommended]),
         documents=docs,
         runs=runs,
-        apply=apply_yaml(variants[0], by_name[recommended]),
+        apply=apply_yaml(variants[0], by_name[recommended], why=_why(best, rows, affordable or order)),
         variants=by_name,
     )
     result.headline = _headline(result)
     if out is not None:
         write_sweep(Path(out), result, plots=plots, variants=all_variants)
     return result
+
+
+def _least_change(order: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first of ``order`` (ranked), or a point tied with it that changes less from the base."""
+    peers = [r for r in order if tied(r, order[0])]
+    return min(peers, key=lambda r: (r["changeFromBase"], order.index(r)))
+
+
+def _why(best: dict[str, Any], rows: list[dict[str, Any]], order: list[dict[str, Any]]) -> list[str]:
+    """``best.yaml``'s reasons, as comment lines: the rule, the figures against the base, the points as good
+    that change more, and the TPU chips each point needs at its node pools' maximum."""
+    from flexq.simulate.sweep.report import RULE
+
+    base = rows[0]
+
+    def figures(r: dict[str, Any]) -> str:
+        return (
+            f"{r['jobsLost']:g} jobs lost, censored mean wait {r['waitCensoredMeanSeconds'] / 60:,.1f} min, "
+            f"${r['costUSD']:,.2f}"
+        )
+
+    out = [
+        f"# Why {best['point']}: {RULE}.",
+        f"#   {best['point']}: {figures(best)}; the base {base['point']}: {figures(base)}.",
+    ]
+    peers = [r for r in order if r is not best and tied(r, best)]
+    if peers:
+        out.append(
+            "#   As good within noise, but a larger change from the base (ties go to the smallest change): "
+            + ", ".join(
+                f"{r['point']} ({r['changeFromBase']:g} against {best['changeFromBase']:g})" for r in peers
+            )
+            + "."
+        )
+    out.append(
+        "# TPU chips at the node pools' maximum (GKE's TPU quota is per region and TPU family; flex-start and "
+        "spot VMs use the preemptible quota): check the project's quota before applying a point that needs more "
+        "than the base."
+    )
+    more = {k for r in rows for k, n in r["tpuChips"].items() if n > base["tpuChips"].get(k, 0)}
+    for r in rows:
+        flag = (
+            " (more than the base)"
+            if any(r["tpuChips"].get(k, 0) > base["tpuChips"].get(k, 0) for k in more)
+            else ""
+        )
+        mark = " <- this file" if r is best else " (base)" if r is base else ""
+        out.append(f"#   {r['point']}{mark}: {chips_text(r['tpuChips'])}{flag}")
+    return out
