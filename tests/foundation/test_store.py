@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flexq.api.kinds import default_registry
+from flexq.api.scheme import ADMIT
 from flexq.clock import VirtualClock
 from flexq.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
 from flexq.store import Store
@@ -36,7 +37,7 @@ def job(name: str) -> dict:
 
 
 def test_create_fills_metadata_and_defaults(store: Store) -> None:
-    out = store.create(job("j"))
+    out = store.create(job("j"), admission=ADMIT)  # a client's write: admitted (defaulted)
     m = out["metadata"]
     assert m["namespace"] == "default" and m["generation"] == 1 and m["uid"] and m["resourceVersion"]
     assert m["creationTimestamp"] == "2027-01-01T00:00:00Z"
@@ -188,7 +189,7 @@ def test_invalid_object_changes_nothing(store: Store) -> None:
     bad = job("j")
     bad["spec"]["template"]["spec"]["restartPolicy"] = "Always"
     with pytest.raises(Invalid) as err:
-        store.create(bad)
+        store.create(bad, admission=ADMIT)
     assert err.value.causes[0].field == "spec.template.spec.restartPolicy"
     assert store.resource_version == before and store.list("jobs") == []
 

@@ -480,7 +480,7 @@ class ProvisioningRequestController(Controller):
 
     def _annotate(self, pr: dict[str, Any], values: dict[str, str]) -> None:
         pr["metadata"].setdefault("annotations", {}).update(values)
-        fresh = self.store.update(pr, validate=False)
+        fresh = self.store.update(pr)
         pr["metadata"] = fresh["metadata"]
 
     # -- check-capacity and best-effort-atomic-scale-up ----------------------------------------------------------

@@ -121,13 +121,13 @@ class StoreStorage:
         name = obj["metadata"]["name"]
         cur = self.store.try_get(obj["kind"], name)
         if cur is None:
-            out: dict[str, Any] = self.store.create(obj, validate=False)
+            out: dict[str, Any] = self.store.create(obj)
             return out
         new = dict(obj)
         meta = dict(cur["metadata"])
         meta["labels"] = obj["metadata"].get("labels") or meta.get("labels")
         new["metadata"] = meta
-        out = self.store.update(new, validate=False)
+        out = self.store.update(new)
         return out
 
     def delete(self, kind: str, name: str) -> None:

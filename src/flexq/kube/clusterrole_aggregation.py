@@ -71,5 +71,5 @@ class ClusterRoleAggregation(Controller):
         if rules is None or rules == (role.get("rules") or []):
             return None
         with contextlib.suppress(NotFound, Conflict, AlreadyExists):  # a conflict: the next event retries
-            self.store.update({**role, "rules": rules}, validate=False, copy_result=False)
+            self.store.update({**role, "rules": rules}, copy_result=False)
         return None

@@ -221,7 +221,7 @@ class DeploymentController(Controller):
         replicas = self._new_rs_replicas(rss, None)
         rs = rules.new_replicaset(self.dep, pod_hash, replicas, rev)
         try:
-            new = self.store.create(rs, validate=False, take=True, copy_result=False)
+            new = self.store.create(rs, take=True, copy_result=False)
         except AlreadyExists:
             have = self.store.peek("ReplicaSet", rs["metadata"]["name"], rs["metadata"]["namespace"])
             if (
@@ -256,10 +256,10 @@ class DeploymentController(Controller):
             **self.dep,
             "metadata": {**self.dep["metadata"], "annotations": {**anns, rules.ANN_REVISION: str(rev)}},
         }
-        self.dep = self.store.update(obj, validate=False, take=True, copy_result=False)
+        self.dep = self.store.update(obj, take=True, copy_result=False)
 
     def _write_rs(self, obj: dict) -> dict:
-        stored = self.store.update(obj, validate=False, take=True, copy_result=False)
+        stored = self.store.update(obj, take=True, copy_result=False)
         self.rss[stored["metadata"]["name"]] = stored
         return stored
 

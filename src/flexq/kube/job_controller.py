@@ -305,7 +305,6 @@ class JobController(Controller):
             try:
                 pod = self.store.create(  # a new pod built for this call; the stored one read-only
                     job_rules.pod_from_template(job, name, index),
-                    validate=False,
                     take=True,
                     copy_result=False,
                 )
@@ -353,7 +352,7 @@ class JobController(Controller):
                 del obj["metadata"]["finalizers"]
             obj["metadata"].pop("resourceVersion", None)
             try:
-                self.store.update(obj, validate=False, copy_result=False, take=True)
+                self.store.update(obj, copy_result=False, take=True)
             except NotFound:
                 continue
 

@@ -82,13 +82,13 @@ def install_definitions(store: Store) -> None:
         if have is not None:
             want = definition(info)
             if _versions(have) != _versions(want):
-                store.update({**have, "spec": want["spec"]}, copy_result=False, validate=False)
+                store.update({**have, "spec": want["spec"]}, copy_result=False)
             continue
         crd = definition(info)
         status = crd.pop("status")
         for c in status["conditions"]:
             c["lastTransitionTime"] = now
-        created = store.create(crd, take=True, copy_result=False, validate=False)
+        created = store.create(crd, take=True, copy_result=False)
         store.update_status({**created, "status": status}, take=True, copy_result=False)
 
 

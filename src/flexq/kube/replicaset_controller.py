@@ -151,9 +151,7 @@ class ReplicaSetController(Controller):
         for _ in range(5):
             name = f"{base}-{''.join(self.rng.choice(_ALNUM) for _ in range(5))}"
             try:
-                pod = self.store.create(
-                    rules.pod_from_template(rs, name), validate=False, take=True, copy_result=False
-                )
+                pod = self.store.create(rules.pod_from_template(rs, name), take=True, copy_result=False)
             except AlreadyExists:
                 continue
             except (Forbidden, Invalid) as err:  # refused by admission or validation (RealPodControl's event)

@@ -224,7 +224,7 @@ class Scheduler(Controller):
         set_core_condition(
             st.setdefault("conditions", []), "PodScheduled", "True", None, None, self.ctx.now(), probe=True
         )
-        bound = self.store.update(obj, validate=False, take=True, copy_result=False, with_status=True)
+        bound = self.store.update(obj, take=True, copy_result=False, with_status=True)
         m = pod["metadata"]
         self.events.record(
             bound, "Normal", "Scheduled", f"Successfully assigned {m['namespace']}/{m['name']} to {node}"

@@ -42,6 +42,7 @@ message saying so). Must not import kube, kueue or gke.
 from __future__ import annotations
 
 from flexq.api.jsoncopy import clone, clone_kept
+from flexq.api.scheme import ADMIT
 from flexq.clock import format_time, parse_time
 from flexq.runtime import Controller, Result, Watch
 from flexq.store.store import WatchEvent
@@ -171,7 +172,7 @@ class RayJobController(Controller):
         fins = [f for f in rj["metadata"].get("finalizers") or [] if f != names.FINALIZER_RAYJOB]
         if fins != (rj["metadata"].get("finalizers") or []):
             rj["metadata"]["finalizers"] = fins
-            self.store.update(rj, validate=False, copy_result=False)
+            self.store.update(rj, copy_result=False)
         return None
 
     # -- states -------------------------------------------------------------------------------------
@@ -180,7 +181,7 @@ class RayJobController(Controller):
         """``initRayJobStatusIfNeed``: ids and ``startTime`` before anything is created."""
         if names.FINALIZER_RAYJOB not in (rj["metadata"].get("finalizers") or []):
             rj["metadata"]["finalizers"] = [*(rj["metadata"].get("finalizers") or []), names.FINALIZER_RAYJOB]
-            rj = self.store.update(rj, validate=False)
+            rj = self.store.update(rj)
         spec = rj["spec"]
         if not (st.get("jobId") and st.get("rayClusterName") and st.get("jobStatus")):
             rng = self.ctx.rng("kuberay")
@@ -262,6 +263,7 @@ class RayJobController(Controller):
         if _mode(rj) == "K8sJobMode" and self.store.peek("Job", rj["metadata"]["name"], ns) is None:
             self.store.create(
                 pods.submitter_job(rj, job_id=st["jobId"], dashboard_url=st["dashboardURL"], cluster=cluster),
+                admission=ADMIT,  # a built-in Job from the RayJob's template: the API server defaults it
                 copy_result=False,
                 take=True,  # built for this call
             )
@@ -556,7 +558,7 @@ class RayJobController(Controller):
         want = pods.head_service(rj, name=sname, cluster_name=cname)
         cur = self.store.peek("Service", sname, ns)  # read-only
         if cur is None:
-            self.store.create(want, copy_result=False)
+            self.store.create(want, admission=ADMIT, copy_result=False)  # defaulted (built-in)
             self.events.record(rj, "Normal", "CreatedService", f"Created the service {ns}/{sname}")
         elif cur["spec"].get("selector") != want["spec"]["selector"]:
             cur = clone(cur)

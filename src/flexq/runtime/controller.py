@@ -97,6 +97,7 @@ def event_dedup_key(ev: dict[str, Any]) -> tuple[Any, ...]:
 
 
 MAX_LRU_CACHE_ENTRIES = 4096  # client-go's record.maxLruCacheEntries
+MAX_NAME_LENGTH = 253  # a DNS-1123 subdomain, what an Event's name must be
 
 
 class EventIndex(OrderedDict):
@@ -149,9 +150,11 @@ class EventRecorder:
                 ev = dict(cur)  # top-level changes only: the rest stays shared with the stored version
                 ev["count"] = ev.get("count", 1) + 1
                 ev["lastTimestamp"] = now
-                self.store.update(ev, validate=False, copy_result=False)
+                self.store.update(ev, copy_result=False)
                 return
             name = f"{meta['name']}.{int(now_s * 1000):x}{self.store.next_seq():06x}"
+            if len(name) > MAX_NAME_LENGTH:  # the API server refuses the Event (its name is too long, as
+                return  # client-go's ``<name>.<nanoseconds>`` of a long name is): the recorder drops it
             self.store.create(
                 {
                     "apiVersion": "v1",
@@ -174,7 +177,6 @@ class EventRecorder:
                     "source": {"component": self.component},
                     "reportingComponent": self.component,
                 },
-                validate=False,
                 copy_result=False,
                 take=True,
                 kind_info=self._info,

@@ -37,6 +37,7 @@ from flexq.api import gke_catalog, scheme
 from flexq.api.kueue_convert import SOURCE as V1BETA1
 from flexq.api.kueue_convert import convert_object
 from flexq.api.quantity import parse_quantity
+from flexq.api.scheme import ADMIT
 from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
 from flexq.fallback.policy import FallbackConfig
@@ -262,7 +263,7 @@ class _Sim:
             prof["metadata"] = {"name": "default"}
             prof["spec"] = {**(prof.get("spec") or {}), "seed": self.seed}
             try:
-                twin.core.project.create(prof)
+                twin.core.project.create(prof, admission=ADMIT)
             except ApiError as exc:
                 raise InputError(exc.message, source=study.source, field="capacity") from None
         if self.variant.cluster is not None:
@@ -288,7 +289,7 @@ class _Sim:
             prof = twin.core.project.get("CapacityProfile", "default")
             if not (prof.get("spec") or {}).get("origin"):
                 prof["spec"]["origin"] = format_time(twin.now())
-                twin.core.project.update(prof)
+                twin.core.project.update(prof, admission=ADMIT)
         for m in self.variant.manifests:
             try:
                 docs = load_documents(m.text)

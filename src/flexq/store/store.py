@@ -27,7 +27,7 @@ from flexq.api import scheme
 from flexq.api.jsoncopy import clone, clone_kept, clone_many, no_gc
 from flexq.api.registry import KindInfo, Registry
 from flexq.api.scheduling import GLOBAL_DEFAULT_INDEX, global_default_index
-from flexq.api.scheme import UnknownFields
+from flexq.api.scheme import Admission
 from flexq.clock import Clock, format_time
 from flexq.errors import (
     AlreadyExists,
@@ -36,6 +36,7 @@ from flexq.errors import (
     Conflict,
     Gone,
     Invalid,
+    InvalidWrite,
     NotFound,
     SharedObjectChanged,
 )
@@ -53,6 +54,17 @@ log = logging.getLogger("flexq.store")
 
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # as apimachinery's utilrand
+_CHECK_WRITES = False
+
+
+def check_writes(on: bool = True) -> None:
+    """A test setting (the suite turns it on, as ``jsoncopy.strict_checks``): every store made afterwards admits
+    each trusted write (a write without an ``admission``: a controller's) as the API face would, and raises
+    ``InvalidWrite`` naming the writer (``Store.writer``: the controller and key the manager is reconciling)
+    when admission refuses it. What a client sends is admitted once, at the face; this checks the other half of
+    the contract: that what the twin's own controllers build needs no admission."""
+    global _CHECK_WRITES
+    _CHECK_WRITES = on
 
 
 def status_copy(obj: dict) -> dict:
@@ -127,6 +139,7 @@ class Store:
         rng: Random | None = None,
         namespaces: Iterable[str] = (),
         check_readonly: bool = False,
+        check_writes: bool | None = None,
         history: int | None = None,
     ) -> None:
         """``check_readonly`` (for tests): keep a private copy of every stored version and fail loudly when
@@ -135,6 +148,9 @@ class Store:
         an older resourceVersion gets Gone, as from an API server's watch cache."""
         self.registry, self.clock, self.name, self.journal = registry, clock, name, journal
         self.check_readonly = check_readonly
+        # ``check_writes`` (a test setting, by default the module's ``check_writes()``): admit every trusted write
+        self.check_writes = _CHECK_WRITES if check_writes is None else check_writes
+        self.writer = ""  # who is writing (the manager names the reconcile): for ``check_writes``' errors
         self._pristine: dict[tuple[str, Key], dict] = {}
         # with ``check_readonly``: the stored versions handed out read-only since the last ``verify_reads``
         self._reads: set[tuple[str, Key]] | None = set() if check_readonly else None
@@ -178,7 +194,10 @@ class Store:
             self._load()
         for ns in namespaces:
             if ("", ns) not in self._objs.get("namespaces", {}):
-                self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                self.create(
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+                    admission=scheme.ADMIT,
+                )
 
     def add_webhook(self, kind: str, check: Callable[[dict, dict | None], list]) -> None:
         """Register a validating webhook for ``kind`` (create and update of the object, not of its status)."""
@@ -410,16 +429,17 @@ class Store:
         self,
         obj: dict,
         *,
-        validate: bool = True,
+        admission: Admission | None = None,
         keep_status: bool = False,
-        unknown_fields: UnknownFields = "Strict",
         namespace: str | None = None,
         dry_run: bool = False,
         copy_result: bool = True,
         take: bool = False,
         kind_info: KindInfo | None = None,
     ) -> dict:
-        """Admit and store a new object. Returns a copy of it (with ``copy_result=False``, the stored
+        """Store a new object: a client's, admitted by ``admission`` (the face's), or a controller's, trusted
+        as given (storage version; only the storage rules, webhooks and built-in admission apply). Returns a
+        copy of it (with ``copy_result=False``, the stored
         object itself, read-only as ``peek``). With ``take`` the store keeps ``obj`` itself instead of a
         copy: the caller built it for this call and never changes (or reads) it afterwards. ``kind_info``:
         the object's kind, resolved by a caller that built it (a controller's Event): its apiVersion, kind
@@ -443,12 +463,9 @@ class Store:
         if not data["metadata"].get("name") and data["metadata"].get("generateName"):
             data["metadata"]["name"] = self._generate_name(info, data["metadata"])
         status = data.get("status")
-        stored = (  # ``data`` is the store's own (a copy, or taken): defaulted in place
-            scheme.admit(info, data, None, unknown_fields, private=True)
-            if validate
-            else self._normalize(info, data)
-        )
-        if validate and info.key in self.webhooks:
+        # ``data`` is the store's own (a copy, or taken): admission may default it in place
+        stored = admission(info, data, None) if admission is not None else self._trusted(info, data, None)
+        if info.key in self.webhooks:
             self._webhooks(info, stored, None)
         if keep_status and status is not None:
             stored["status"] = status
@@ -498,10 +515,26 @@ class Store:
                 self._commit(txn.run())
             return clone(stored) if copy_result else stored
 
-    def _normalize(self, info: KindInfo, data: dict) -> dict:
+    def _trusted(self, info: KindInfo, data: dict, old: dict | None) -> dict:
+        """A trusted write's object (a controller's, in the storage version). With ``check_writes``, admitted
+        as a client's would be: refused, it raises ``InvalidWrite`` naming the writer."""
         data["apiVersion"] = info.storage_api_version
         data["kind"] = info.kind
+        if self.check_writes:
+            self._check_write(info, data, old)
         return data
+
+    def _check_write(self, info: KindInfo, data: dict, old: dict | None) -> None:
+        try:
+            scheme.admit(info, clone(data), old, "Strict", private=True)
+        except (Invalid, BadRequest) as err:
+            name = (data.get("metadata") or {}).get("name") or (data.get("metadata") or {}).get(
+                "generateName"
+            )
+            raise InvalidWrite(
+                f"{self.writer or 'a trusted writer'} wrote an invalid {info.kind} {name!r} "
+                f"(a controller's write is not admitted; admission refuses it): {err}"
+            ) from None
 
     def _ident(self, *parts: str) -> int:
         """128 bits from a keyed hash of ``parts``, the (virtual) instant and how many times the same parts were
@@ -566,8 +599,7 @@ class Store:
         self,
         obj: dict,
         *,
-        validate: bool = True,
-        unknown_fields: UnknownFields = "Strict",
+        admission: Admission | None = None,
         namespace: str | None = None,
         dry_run: bool = False,
         copy_result: bool = True,
@@ -575,7 +607,8 @@ class Store:
         on_write: Callable[[dict, dict], dict] | None = None,
         with_status: bool = False,
     ) -> dict:
-        """Replace spec/metadata (status is kept for kinds with a status subresource). Returns a copy of
+        """Replace spec/metadata (status is kept for kinds with a status subresource), admitted by
+        ``admission`` (a client's write) or trusted (a controller's), as ``create``'s. Returns a copy of
         the stored version (with ``copy_result=False``, the stored version itself, read-only). With
         ``take`` the store keeps ``obj`` itself instead of a copy: the caller gives fresh top-level and
         ``metadata`` dicts and never changes anything reachable from ``obj`` afterwards (parts may be
@@ -605,12 +638,8 @@ class Store:
             data["metadata"]["namespace"] = key[0] if info.namespaced else None
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
-            stored = (
-                scheme.admit(info, data, cur, unknown_fields, private=True)
-                if validate
-                else self._normalize(info, data)
-            )
-            if validate and info.key in self.webhooks:
+            stored = admission(info, data, cur) if admission is not None else self._trusted(info, data, cur)
+            if info.key in self.webhooks:
                 self._webhooks(info, stored, cur)
             if info.admission is not None:
                 info.admission("UPDATE", stored, cur, self, key[1])
@@ -659,12 +688,13 @@ class Store:
         self,
         obj: dict,
         *,
-        validate: bool = False,
+        admission: Admission | None = None,
         namespace: str | None = None,
         copy_result: bool = True,
         take: bool = False,
     ) -> dict:
-        """Write only ``status`` (the /status subresource). Returns a copy of the stored version, or with
+        """Write only ``status`` (the /status subresource); a client's write is checked by ``admission`` (the
+        whole new version is admitted; what is stored is the status as written). Returns a copy of the stored version, or with
         ``copy_result=False`` the stored version itself (read-only, as ``peek``). With ``take`` the store
         keeps ``obj["status"]`` itself instead of a copy: the caller never changes it afterwards."""
         info = scheme.resolve_object(self.registry, obj)
@@ -681,9 +711,8 @@ class Store:
                 stored.pop("status", None)
             else:
                 stored["status"] = status if take else clone_kept(status)
-            if validate:
-                candidate = clone(stored)
-                scheme.admit(info, candidate, cur, private=True)
+            if admission is not None:
+                admission(info, clone(stored), cur)
             self._commit([("MODIFIED", info, key, stored)])
             return clone(stored) if copy_result else stored
 
@@ -697,13 +726,13 @@ class Store:
         patch_type: str = "merge",
         subresource: str | None = None,
         api_version: str | None = None,
-        validate: bool = True,
-        unknown_fields: UnknownFields = "Strict",
+        admission: Admission | None = None,
         dry_run: bool = False,
         on_write: Callable[[dict, dict], dict] | None = None,
     ) -> dict:
-        """Patch the object as seen in ``api_version`` (storage version by default); ``on_write`` as
-        ``update``'s."""
+        """Patch the object as seen in ``api_version`` (storage version by default); ``admission`` and
+        ``on_write`` as ``update``'s (a patch in another version than the storage one needs ``admission``:
+        it converts)."""
         info = self.info(kind)
         with self._lock:
             cur = self.get(kind, name, namespace)
@@ -753,18 +782,12 @@ class Store:
                 if api_version and api_version != info.storage_api_version:
                     patched = scheme.admit(info, patched, cur, "Ignore")
                     patched["metadata"] = cur["metadata"]
-                return self.update_status(patched, validate=validate, namespace=namespace)
+                return self.update_status(patched, admission=admission, namespace=namespace)
             if info.status_subresource:
                 patched.pop("status", None)
             if on_write is not None:
                 patched = on_write(view, patched)
-            return self.update(
-                patched,
-                validate=validate,
-                unknown_fields=unknown_fields,
-                namespace=namespace,
-                dry_run=dry_run,
-            )
+            return self.update(patched, admission=admission, namespace=namespace, dry_run=dry_run)
 
     def delete(
         self,
