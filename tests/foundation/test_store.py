@@ -177,7 +177,7 @@ def test_watch_resumes_from_resource_version(store: Store) -> None:
 def test_watch_too_old_is_gone(store: Store) -> None:
     store.HISTORY = 5
     small = Store(default_registry(), VirtualClock(), namespaces=["default"])
-    small._history = type(small._history)(maxlen=5)
+    small.watchers.history = type(small.watchers.history)(maxlen=5)
     for i in range(20):
         small.create(cm(f"c{i}"))
     with pytest.raises(Gone):

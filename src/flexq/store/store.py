@@ -17,11 +17,10 @@ import builtins
 import hashlib
 import logging
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from random import Random
-from typing import Any, NamedTuple
+from typing import Any
 
 from flexq.api import scheme
 from flexq.api.jsoncopy import clone, clone_kept, clone_many, no_gc
@@ -34,13 +33,13 @@ from flexq.errors import (
     BadRequest,
     Cause,
     Conflict,
-    Gone,
     Invalid,
     InvalidWrite,
     NotFound,
     SharedObjectChanged,
 )
 from flexq.store.gc import Txn
+from flexq.store.index import Indexes, Key
 from flexq.store.journal import Journal
 from flexq.store.patch import apply_patch
 from flexq.store.selectors import (
@@ -49,10 +48,10 @@ from flexq.store.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from flexq.store.watch import Subscription, Watchers, WatchEvent, deliver
 
 log = logging.getLogger("flexq.store")
 
-Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # as apimachinery's utilrand
 _CHECK_WRITES = False
 
@@ -78,50 +77,6 @@ def status_copy(obj: dict) -> dict:
     if "status" in obj:
         out["status"] = clone_kept(obj["status"])  # most often stored next (update_status take=True)
     return out
-
-
-class WatchEvent(NamedTuple):
-    """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change. Immutable (a named
-    tuple: made three times faster than a frozen dataclass, once per write), built once per write and shared by
-    every subscriber. ``old``: for a MODIFIED event delivered as the write happens, the version it replaced
-    (controller-runtime's ``UpdateEvent.ObjectOld``, what event predicates compare); None otherwise (ADDED,
-    DELETED, and events replayed from the history, which keeps no old versions). Both are read-only."""
-
-    type: str
-    kind: str  # KindInfo.key
-    object: dict
-    rv: int
-    old: dict | None = None
-
-
-class Subscription:
-    """A watch callback registration; ``cancel()`` stops delivery. A ``committed`` one hears a write only once
-    it is on disk (a client's watch: etcd never shows a write before it is committed)."""
-
-    def __init__(
-        self,
-        store: Store,
-        callback: Callable[[WatchEvent], None],
-        kinds: set[str] | None,
-        committed: bool = False,
-    ) -> None:
-        self.store, self.callback, self.kinds = store, callback, kinds
-        self.committed = committed
-        self.active = True
-
-    def cancel(self) -> None:
-        self.active = False
-        self.store._unsubscribe(self)
-
-
-def _deliver(events: list[tuple[Subscription, WatchEvent]]) -> None:
-    """Hand committed writes to the watchers that wait for the commit."""
-    for sub, ev in events:
-        if sub.active:
-            try:
-                sub.callback(ev)
-            except Exception:
-                log.exception("watch callback failed")
 
 
 class Store:
@@ -166,23 +121,25 @@ class Store:
         self._id_issued: dict[tuple, int] = {}
         self._lock = threading.RLock()
         self._objs: dict[str, dict[Key, dict]] = {}
-        self._children: dict[str, set[tuple[str, Key]]] = {}  # owner uid -> dependents
-        self._by_uid: dict[str, tuple[str, Key]] = {}  # uid -> (kind key, key) of every stored object
-        self._sorted: dict[str, list[Key]] = {}  # kind key -> sorted keys, dropped when the key set changes
-        # the indexes an API server's informers keep: per kind, keys by namespace, by label (name, value)
-        # and by the values of registered indexers (``add_indexer``: spec.nodeName of pods by default)
-        self._by_ns: dict[str, dict[str, set[Key]]] = {}
-        self._by_label: dict[str, dict[tuple[str, str], set[Key]]] = {}
-        self._indexers: dict[str, dict[str, Callable[[dict], Iterable[str]]]] = {}
-        self._by_index: dict[tuple[str, str], dict[str, set[Key]]] = {}
+        # the indexes an API server's informers keep (``flexq.store.index``): per kind, keys by namespace, by
+        # label (name, value) and by the values of registered indexers (``add_indexer``: spec.nodeName of pods
+        # by default); objects by uid, owners' dependents, each kind's sorted keys. The names below are the
+        # same tables (the read paths and the collector use them directly)
+        self.indexes = ix = Indexes()
+        self._children, self._by_uid, self._sorted = ix.children, ix.by_uid, ix.sorted
+        self._by_ns, self._by_label, self._indexers, self._by_index = (
+            ix.by_ns,
+            ix.by_label,
+            ix.indexers,
+            ix.by_index,
+        )
         if any(k.kind == "Pod" and not k.group for k in registry):
             self.add_indexer("Pod", "spec.nodeName", _node_name)
         if any(k.kind == "PriorityClass" for k in registry):  # the Priority admission plugin's global default
             self.add_indexer("PriorityClass", GLOBAL_DEFAULT_INDEX, global_default_index)
         self._rv = 0
-        self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY if history is None else history)
-        self._subs: list[Subscription] = []
-        self._subs_of: dict[str, list[Subscription]] = {}  # kind key -> its subscribers, in order (a cache)
+        # subscriptions and the history kept for resuming (``flexq.store.watch``)
+        self.watchers = Watchers(self.HISTORY if history is None else history, self._lock)
         self._seq = 0
         self.disabled: set[str] = (
             set()
@@ -413,13 +370,7 @@ class Store:
         ``peek_list(index=(name, value))`` and field selectors on ``name``. Idempotent per name."""
         kk = self.registry.resolve(kind).key
         with self._lock:
-            if name in self._indexers.get(kk, {}):
-                return
-            self._indexers.setdefault(kk, {})[name] = fn
-            table = self._by_index.setdefault((kk, name), {})
-            for key, obj in self._objs.get(kk, {}).items():
-                for v in fn(obj):
-                    table.setdefault(v, set()).add(key)
+            self.indexes.add_indexer(kk, name, fn, self._objs.get(kk, {}))
 
     def count(self, kind: str) -> int:
         return len(self._objs.get(self.info(kind).key, {}))
@@ -908,7 +859,7 @@ class Store:
                 self.journal.uncommitted = True  # before the memory holds them
         self._rv = rv
         texts = self.texts
-        history = self._history
+        indexes, history = self.indexes, self.watchers.history
         events = []
         for typ, info, key, obj, ev_rv in staged:
             kk = info.key
@@ -922,7 +873,7 @@ class Store:
                 self._check_pristine(kk, key, old, None if typ == "DELETED" else obj)
             if typ == "DELETED":
                 if old is not None:
-                    self._unindex(kk, key, old)
+                    indexes.unindex(kk, key, old)
                 bucket.pop(key, None)
                 self._sorted.pop(kk, None)
                 ev = WatchEvent(typ, kk, obj, ev_rv)
@@ -930,9 +881,9 @@ class Store:
             else:
                 if old is None:
                     self._sorted.pop(kk, None)
-                    self._index(kk, key, obj)
+                    indexes.index(kk, key, obj)
                 else:
-                    self._reindex(kk, key, old, obj)
+                    indexes.reindex(kk, key, old, obj)
                 bucket[key] = obj
                 if typ == "MODIFIED" and old is not None:
                     ev = WatchEvent(typ, kk, obj, ev_rv, old)
@@ -941,25 +892,10 @@ class Store:
                     ev = WatchEvent(typ, kk, obj, ev_rv)
                     history.append(ev)
             events.append(ev)
-        later: builtins.list[tuple[Subscription, WatchEvent]] = []
-        for ev in events:
-            subs = self._subs_of.get(ev.kind)
-            if subs is None:
-                subs = self._subs_of[ev.kind] = [
-                    s for s in self._subs if s.kinds is None or ev.kind in s.kinds
-                ]
-            for sub in subs:
-                if sub.active:
-                    if nested and sub.committed:
-                        later.append((sub, ev))
-                        continue
-                    try:
-                        sub.callback(ev)
-                    except Exception:
-                        log.exception("watch callback failed")
+        later = self.watchers.publish(events, nested)
         if later:
             assert self.journal is not None
-            self.journal.after_commit(lambda: _deliver(later))
+            self.journal.after_commit(lambda: deliver(later))
 
     def _check_pristine(self, kk: str, key: Key, old: dict | None, new: dict | None) -> None:
         if old is not None and (kk, key) in self._pristine and self._pristine[(kk, key)] != old:
@@ -1003,66 +939,6 @@ class Store:
                 "stored objects changed in place (they are read-only): " + ", ".join(sorted(bad))
             )
 
-    def _index(self, kk: str, key: Key, obj: dict) -> None:
-        md = obj["metadata"]
-        uid = md.get("uid")
-        if uid:
-            self._by_uid[uid] = (kk, key)
-        for ref in md.get("ownerReferences") or ():
-            self._children.setdefault(ref.get("uid", ""), set()).add((kk, key))
-        self._by_ns.setdefault(kk, {}).setdefault(key[0], set()).add(key)
-        labels = md.get("labels")
-        if labels:
-            table = self._by_label.setdefault(kk, {})
-            for lk, lv in labels.items():
-                table.setdefault((lk, lv), set()).add(key)
-        for name, fn in self._indexers.get(kk, {}).items():
-            table2 = self._by_index[(kk, name)]
-            for v in fn(obj):
-                table2.setdefault(v, set()).add(key)
-
-    def _reindex(self, kk: str, key: Key, old: dict, new: dict) -> None:
-        """``_unindex(old)`` then ``_index(new)``, without touching the tables whose inputs (uid, owners,
-        labels; an indexer's values) the write left as they were: most writes change only status or spec."""
-        om, nm = old["metadata"], new["metadata"]
-        if om is not nm and (
-            om.get("uid") != nm.get("uid")
-            or om.get("ownerReferences") != nm.get("ownerReferences")
-            or om.get("labels") != nm.get("labels")
-        ):
-            self._unindex(kk, key, old)
-            self._index(kk, key, new)
-            return
-        for name, fn in self._indexers.get(kk, {}).items():
-            before, after = list(fn(old)), list(fn(new))
-            if before != after:
-                table = self._by_index[(kk, name)]
-                for v in before:
-                    _drop(table, v, key)
-                for v in after:
-                    table.setdefault(v, set()).add(key)
-
-    def _unindex(self, kk: str, key: Key, obj: dict) -> None:
-        uid = obj["metadata"].get("uid")
-        if uid and self._by_uid.get(uid) == (kk, key):
-            del self._by_uid[uid]
-        for ref in obj["metadata"].get("ownerReferences") or ():
-            s = self._children.get(ref.get("uid", ""))
-            if s is not None:
-                s.discard((kk, key))
-                if not s:
-                    del self._children[ref.get("uid", "")]
-        _drop(self._by_ns.get(kk, {}), key[0], key)
-        labels = obj["metadata"].get("labels")
-        if labels:
-            table = self._by_label.get(kk, {})
-            for lk, lv in labels.items():
-                _drop(table, (lk, lv), key)
-        for name, fn in self._indexers.get(kk, {}).items():
-            table2 = self._by_index[(kk, name)]
-            for v in fn(obj):
-                _drop(table2, v, key)
-
     def watch(
         self,
         callback: Callable[[WatchEvent], None],
@@ -1076,23 +952,7 @@ class Store:
         # resolved without the addon gate: a controller may watch a kind this cluster does not serve yet
         keys = None if kinds is None else {self.registry.resolve(k).key for k in kinds}
         with self._lock:
-            sub = Subscription(self, callback, keys, committed)
-            if since is not None and since < self._rv:
-                oldest = self._history[0].rv if self._history else self._rv + 1
-                if since + 1 < oldest:
-                    raise Gone(f"too old resource version: {since} ({oldest - 1})")
-                for ev in list(self._history):
-                    if ev.rv > since and (keys is None or ev.kind in keys):
-                        callback(ev)
-            self._subs.append(sub)
-            self._subs_of.clear()
-            return sub
-
-    def _unsubscribe(self, sub: Subscription) -> None:
-        with self._lock:
-            if sub in self._subs:
-                self._subs.remove(sub)
-                self._subs_of.clear()
+            return self.watchers.subscribe(callback, keys, committed, since, self._rv)
 
     def _load(self) -> None:
         assert self.journal is not None
@@ -1102,7 +962,7 @@ class Store:
             info = self.registry.by_key(kk)
             key = self._key(info, obj["metadata"].get("namespace"), obj["metadata"]["name"])
             self._objs.setdefault(kk, {})[key] = obj
-            self._index(kk, key, obj)
+            self.indexes.index(kk, key, obj)
         self._sorted.clear()
         self._seq = rv  # generated names (Events') of this run do not repeat the last run's
         # the collector resyncs on start, as upstream's does: state written by an older flexq may hold
@@ -1131,14 +991,6 @@ def _uuid4(bits: int) -> str:
     every stored object (an Event per controller step) gets one."""
     h = "%032x" % (bits & _V4_CLEAR | _V4_SET)
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def _drop(table: dict, value: Any, key: Key) -> None:
-    keys = table.get(value)
-    if keys is not None:
-        keys.discard(key)
-        if not keys:
-            del table[value]
 
 
 def _node_name(pod: dict) -> list[str]:
