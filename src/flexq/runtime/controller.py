@@ -127,10 +127,17 @@ class EventRecorder:
     """Writes core/v1 Events like client-go's recorder: the same reason and message from the same component
     about one object bumps ``count`` and ``lastTimestamp`` of the event already written (found through an
     index shared by every recorder of the cluster, an LRU as client-go's: ``EventIndex``, so recording is
-    O(1)); names never collide because their sequence number is store-wide."""
+    O(1)); names never collide because their sequence number is store-wide. ``reasons``: record only Events
+    with these reasons (``TwinSettings.event_reasons``; None: every one)."""
 
-    def __init__(self, store: Store, component: str, index: dict[tuple, str] | None = None) -> None:
-        self.store, self.component = store, component
+    def __init__(
+        self,
+        store: Store,
+        component: str,
+        index: dict[tuple, str] | None = None,
+        reasons: frozenset[str] | None = None,
+    ) -> None:
+        self.store, self.component, self.reasons = store, component, reasons
         self.index: dict[tuple, str] = index if index is not None else EventIndex()
         try:  # resolved once: every Event is built here
             self._info: KindInfo | None = store.registry.by_gvk("v1", "Event")
@@ -138,6 +145,8 @@ class EventRecorder:
             self._info = None
 
     def record(self, obj: dict, type_: str, reason: str, message: str) -> None:
+        if self.reasons is not None and reason not in self.reasons:
+            return  # nothing reads it (a simulation's twin)
         meta = obj["metadata"]
         ns = meta.get("namespace") or "default"
         now_s = self.store.clock.now()
@@ -218,7 +227,7 @@ class Context:
         return self.rngs.get(f"{self.cluster}/{name}")
 
     def recorder(self, component: str) -> EventRecorder:
-        return EventRecorder(self.store, component, self.event_index)
+        return EventRecorder(self.store, component, self.event_index, self.settings.event_reasons)
 
 
 class Controller:

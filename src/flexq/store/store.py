@@ -395,7 +395,7 @@ class Store:
         copy: the caller built it for this call and never changes (or reads) it afterwards. ``kind_info``:
         the object's kind, resolved by a caller that built it (a controller's Event): its apiVersion, kind
         and metadata are not checked again."""
-        info = scheme.resolve_object(self.registry, obj) if kind_info is None else kind_info
+        info = self._resolve(obj, admission) if kind_info is None else kind_info
         self.info(info.key)
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or namespace
@@ -466,6 +466,13 @@ class Store:
                 self._commit(txn.run())
             return clone(stored) if copy_result else stored
 
+    def _resolve(self, obj: dict, admission: Admission | None) -> KindInfo:
+        """The kind of a write's object: a client's is read as the API server decodes a body (BadRequest for a
+        missing kind or metadata of the wrong JSON types); a controller's is looked up."""
+        if admission is not None:
+            return scheme.resolve_object(self.registry, obj)
+        return self.registry.by_gvk(obj.get("apiVersion") or "", obj.get("kind") or "")
+
     def _trusted(self, info: KindInfo, data: dict, old: dict | None) -> dict:
         """A trusted write's object (a controller's, in the storage version). With ``check_writes``, admitted
         as a client's would be: refused, it raises ``InvalidWrite`` naming the writer."""
@@ -477,7 +484,9 @@ class Store:
 
     def _check_write(self, info: KindInfo, data: dict, old: dict | None) -> None:
         try:
-            scheme.admit(info, clone(data), old, "Strict", private=True)
+            scheme.admit(
+                info, data, old, "Strict"
+            )  # not private: admission reads ``data``, changes none of it
         except (Invalid, BadRequest) as err:
             name = (data.get("metadata") or {}).get("name") or (data.get("metadata") or {}).get(
                 "generateName"
@@ -568,7 +577,7 @@ class Store:
         ``managedFields`` with it). ``with_status``: ``obj``'s status is written too, in the same write: a
         subresource that sets both, as the API server's ``pods/binding`` sets a pod's ``spec.nodeName`` and
         its ``PodScheduled`` condition in one update (``BindingREST.setPodNodeAndMetadata``)."""
-        info = scheme.resolve_object(self.registry, obj)
+        info = self._resolve(obj, admission)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
             uid = (obj.get("metadata") or {}).get("uid")
@@ -648,7 +657,7 @@ class Store:
         whole new version is admitted; what is stored is the status as written). Returns a copy of the stored version, or with
         ``copy_result=False`` the stored version itself (read-only, as ``peek``). With ``take`` the store
         keeps ``obj["status"]`` itself instead of a copy: the caller never changes it afterwards."""
-        info = scheme.resolve_object(self.registry, obj)
+        info = self._resolve(obj, admission)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
             status = obj.get("status")
