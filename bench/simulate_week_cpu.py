@@ -95,25 +95,35 @@ def timed(study: flexq.simulate.Study, name: str) -> tuple[float, flexq.simulate
     return time.process_time() - t, res
 
 
-def counted(study: flexq.simulate.Study, name: str) -> tuple[Counter[tuple[str, str]], Counter[str]]:
-    """One more run of ``name`` with every store write and every reconcile counted (the counting is bench
-    code hooked on the run's twin once it is set up; it is not timed)."""
+def counted(study: flexq.simulate.Study, name: str) -> tuple[Counter[tuple[str, str]], Counter[str], int]:
+    """One more run of ``name`` with every store write, every reconcile and every admission (``scheme.admit``:
+    schema validation and defaults) counted (the counting is bench code hooked on the run's twin once it is set
+    up; it is not timed)."""
+    from flexq.api import scheme
     from flexq.simulate import engine
 
     writes: Counter[tuple[str, str]] = Counter()
     reconciles: Counter[str] = Counter()
-    setup = engine._Sim.setup
+    admitted = [0]
+    setup, admit = engine._Sim.setup, scheme.admit
 
     def observed(self: Any) -> None:
         setup(self)
         _observe(self.twin, writes, reconciles)
+        admitted[0] = 0
+
+    def counting(*a: Any, **kw: Any) -> Any:
+        admitted[0] += 1
+        return admit(*a, **kw)
 
     engine._Sim.setup = observed  # type: ignore[method-assign]
+    scheme.admit = counting
     try:
         run_one(study, name, 0)
     finally:
         engine._Sim.setup = setup  # type: ignore[method-assign]
-    return writes, reconciles
+        scheme.admit = admit
+    return writes, reconciles, admitted[0]
 
 
 def digest(out: Path, name: str, res: flexq.simulate.RunResult) -> None:
@@ -158,10 +168,11 @@ def main() -> None:
             f"({min(cpus) / jobs * 1000:.1f} ms per RayJob at the min)"
         )
         if not args.no_counts:
-            writes, reconciles = counted(study, name)
+            writes, reconciles, admitted = counted(study, name)
             print(
                 f"  store writes {sum(writes.values()) / jobs:.0f} per RayJob, reconciles "
-                f"{sum(reconciles.values()) / jobs:.0f} per RayJob"
+                f"{sum(reconciles.values()) / jobs:.0f} per RayJob, validations (admissions) "
+                f"{admitted / jobs:.1f} per RayJob"
             )
             print(
                 "    writes: "

@@ -281,7 +281,9 @@ class Twin:
         self, kind: str, name: str, namespace: str | None = None, *, propagation: str = "Background"
     ) -> dict:
         info, _ = self._info(kind)
-        return self._call(lambda: self.store.delete(info.kind, name, namespace, propagation=propagation))
+        return self._call(
+            lambda: clone(self.store.delete(info.kind, name, namespace, propagation=propagation))
+        )
 
     def patch(
         self,

@@ -1,4 +1,4 @@
-"""Read-only access to stored versions (``peek``, ``copy_result=False``, watch events) and the
+"""Read-only access to stored versions (``peek``, what a write returns, watch events) and the
 ``check_readonly`` mode that catches a caller changing one in place."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_status_write_from_a_status_copy_leaves_the_old_version_intact() -> None
     w = status_copy(v1)
     w["status"] = {"active": 1}
     w["metadata"]["annotations"] = {"x": "y"}  # metadata's own keys may change on the copy
-    out = s.update_status(w, copy_result=False)
+    out = s.update_status(w)
     assert out is s.peek("Job", "j", "default") and out["status"] == {"active": 1}
     assert v1 == before  # the previous version is unchanged
     assert out["metadata"]["resourceVersion"] != v1["metadata"]["resourceVersion"]

@@ -12,6 +12,7 @@ import builtins
 import contextlib
 from typing import Protocol
 
+from flexq.api.jsoncopy import clone
 from flexq.api.scheme import ADMIT
 from flexq.errors import ApiError, Conflict, NotFound
 from flexq.runtime import EventRecorder
@@ -135,10 +136,10 @@ class StoreAPI:
             return None
 
     def replace(self, obj: dict) -> dict:
-        return self.store.update(obj, admission=ADMIT)
+        return clone(self.store.update(obj, admission=ADMIT))  # a client's own copy
 
     def create(self, obj: dict) -> dict:
-        return self.store.create(obj, admission=ADMIT)
+        return clone(self.store.create(obj, admission=ADMIT))
 
     def merge_patch(self, kind: str, name: str, namespace: str | None, patch: dict) -> dict:
         return self.store.patch(kind, name, patch, namespace, patch_type="merge", admission=ADMIT)

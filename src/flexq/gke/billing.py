@@ -502,13 +502,12 @@ class BillingController(Controller):
                 envelope(
                     BILLING, name, {"cluster": cluster, "project": project, "location": location}, ledger
                 ),
-                copy_result=False,
             )
         else:
             obj = dict(cur)
             obj["metadata"] = dict(cur["metadata"])
             obj["status"] = ledger
-            self.ctx.project.update(obj, copy_result=False, take=True)
+            self.ctx.project.update(obj, take=True)
         self._written = True
 
     def reconcile(self, key: Any) -> Result | None:

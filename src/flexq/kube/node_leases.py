@@ -70,6 +70,5 @@ class NodeLeases(Controller):
                     },
                 },
                 take=True,
-                copy_result=False,
             )
         return None

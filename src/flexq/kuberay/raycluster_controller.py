@@ -136,7 +136,7 @@ class RayClusterController(Controller):
             try:
                 # read-only from here; admitted: the API server defaults (and validates) a Pod built from a custom
                 # resource's template, which no one defaulted as a Pod's
-                heads = [self.store.create(pod, admission=ADMIT, copy_result=False, take=True)]
+                heads = [self.store.create(pod, admission=ADMIT, take=True)]
             except (Forbidden, Invalid) as err:  # KubeRay asks with generateName: the refused pod has no name
                 why = err.message.replace(f'"{pname}"', f'"{name}-head-"', 1)
                 self.events.record(
@@ -165,7 +165,7 @@ class RayClusterController(Controller):
 
     def _delete_pod(self, pod: dict) -> None:
         if not pod["metadata"].get("deletionTimestamp"):
-            self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], copy_result=False)
+            self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
 
     def _ensure_service(self, cluster: dict) -> None:
         name = names.head_service_name(cluster["metadata"]["name"])
@@ -173,7 +173,6 @@ class RayClusterController(Controller):
             self.store.create(
                 pods.head_service(cluster, name=name, cluster_name=cluster["metadata"]["name"]),
                 admission=ADMIT,  # a built-in object the API server defaults (sessionAffinity...)
-                copy_result=False,
                 take=True,  # built for this call
             )
 
@@ -233,9 +232,7 @@ class RayClusterController(Controller):
             cluster, group, name=pname, replica_name=rname, replica_index=index, host_index=host
         )
         try:  # the pod is built for this call: the store keeps it (take); the result is read-only
-            return self.store.create(
-                pod, admission=ADMIT, copy_result=False, take=True
-            )  # defaulted, as the head
+            return self.store.create(pod, admission=ADMIT, take=True)  # defaulted, as the head
         except (Forbidden, Invalid) as err:  # asked with generateName (as KubeRay does): named by it
             meta = cluster["metadata"]
             why = err.message.replace(f'"{pname}"', f'"{pname[: -len(pname.rsplit("-", 1)[1])]}"', 1)
@@ -322,7 +319,7 @@ class RayClusterController(Controller):
         st["lastUpdateTime"] = old.get("lastUpdateTime") if st == old else format_time(now)
         if st != old:
             cluster["status"] = st  # new top level; nested parts shared with the stored version (read-only)
-            self.store.update_status(cluster, copy_result=False, take=True)
+            self.store.update_status(cluster, take=True)
         return None
 
 

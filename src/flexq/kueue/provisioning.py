@@ -314,7 +314,7 @@ class ProvisioningCheckController(Controller):
             else set_condition(ac, "Active", False, "BadParametersRef", err, now)
         )
         if changed:
-            self.store.update_status(ac, copy_result=False)
+            self.store.update_status(ac)
         return None
 
 
@@ -517,7 +517,7 @@ class ProvisioningController(Controller):
             out = self.store.update_status(wl)
             for m in events:
                 self.events.record(out, "Normal", "AdmissionCheckUpdated", m)
-            wl.update(out)
+            wl.update(clone(out))  # the stored version is read-only
         return by_name
 
     def _apply_row(self, wl: dict, st: dict, pr: dict, prc: dict, attempt: int) -> bool:
@@ -705,11 +705,11 @@ class ProvisioningController(Controller):
             pt = self.store.try_get("PodTemplate", ps["podTemplateRef"]["name"], ns)
             if pt is not None:
                 pt["metadata"]["ownerReferences"] = [pr_owner]
-                self.store.update(pt, admission=ADMIT, copy_result=False)
+                self.store.update(pt, admission=ADMIT)
 
     def _failed(self, wl: dict, check: str, msg: str) -> None:
         self.events.record(wl, "Warning", "FailedCreate", msg)
         for c in wl["status"].get("admissionChecks") or []:
             if c["name"] == check and c.get("message") != msg:
                 c["message"] = msg
-                self.store.update_status(wl, copy_result=False)
+                self.store.update_status(wl)

@@ -159,7 +159,7 @@ class EventRecorder:
                 ev = dict(cur)  # top-level changes only: the rest stays shared with the stored version
                 ev["count"] = ev.get("count", 1) + 1
                 ev["lastTimestamp"] = now
-                self.store.update(ev, copy_result=False)
+                self.store.update(ev)
                 return
             name = f"{meta['name']}.{int(now_s * 1000):x}{self.store.next_seq():06x}"
             if len(name) > MAX_NAME_LENGTH:  # the API server refuses the Event (its name is too long, as
@@ -186,7 +186,6 @@ class EventRecorder:
                     "source": {"component": self.component},
                     "reportingComponent": self.component,
                 },
-                copy_result=False,
                 take=True,
                 kind_info=self._info,
             )

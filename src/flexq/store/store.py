@@ -384,14 +384,12 @@ class Store:
         keep_status: bool = False,
         namespace: str | None = None,
         dry_run: bool = False,
-        copy_result: bool = True,
         take: bool = False,
         kind_info: KindInfo | None = None,
     ) -> dict:
         """Store a new object: a client's, admitted by ``admission`` (the face's), or a controller's, trusted
-        as given (storage version; only the storage rules, webhooks and built-in admission apply). Returns a
-        copy of it (with ``copy_result=False``, the stored
-        object itself, read-only as ``peek``). With ``take`` the store keeps ``obj`` itself instead of a
+        as given (storage version; only the storage rules, webhooks and built-in admission apply). Returns the
+        stored version itself, read-only as ``peek`` (copy-on-write: ``clone`` it to change it). With ``take`` the store keeps ``obj`` itself instead of a
         copy: the caller built it for this call and never changes (or reads) it afterwards. ``kind_info``:
         the object's kind, resolved by a caller that built it (a controller's Event): its apiVersion, kind
         and metadata are not checked again."""
@@ -464,7 +462,7 @@ class Store:
                 txn.put("ADDED", info, key, stored)
                 txn.written(info, key, None, stored)
                 self._commit(txn.run())
-            return clone(stored) if copy_result else stored
+            return stored
 
     def _resolve(self, obj: dict, admission: Admission | None) -> KindInfo:
         """The kind of a write's object: a client's is read as the API server decodes a body (BadRequest for a
@@ -562,14 +560,13 @@ class Store:
         admission: Admission | None = None,
         namespace: str | None = None,
         dry_run: bool = False,
-        copy_result: bool = True,
         take: bool = False,
         on_write: Callable[[dict, dict], dict] | None = None,
         with_status: bool = False,
     ) -> dict:
         """Replace spec/metadata (status is kept for kinds with a status subresource), admitted by
-        ``admission`` (a client's write) or trusted (a controller's), as ``create``'s. Returns a copy of
-        the stored version (with ``copy_result=False``, the stored version itself, read-only). With
+        ``admission`` (a client's write) or trusted (a controller's), as ``create``'s. Returns the
+        stored version itself (read-only, as ``create``'s). With
         ``take`` the store keeps ``obj`` itself instead of a copy: the caller gives fresh top-level and
         ``metadata`` dicts and never changes anything reachable from ``obj`` afterwards (parts may be
         shared with earlier stored versions, which are read-only too). ``on_write(live, new)`` (both in
@@ -628,13 +625,13 @@ class Store:
                 m.pop("generation", None)
             m["resourceVersion"] = cm["resourceVersion"]
             if _same(cur, stored):
-                return clone(cur) if copy_result else cur
+                return cur
             if dry_run:
                 return clone(stored)
             deleting = m.get("deletionTimestamp") and not m.get("finalizers")
             if not deleting and (m.get("ownerReferences") or None) == (cm.get("ownerReferences") or None):
                 self._commit([("MODIFIED", info, key, stored)])
-                return clone(stored) if copy_result else stored
+                return stored
             txn = Txn(self)
             if deleting:  # the last finalizer went: the object goes (a namespace, once empty)
                 txn.settle(info, key, stored)
@@ -642,7 +639,7 @@ class Store:
                 txn.put("MODIFIED", info, key, stored)
                 txn.written(info, key, cur, stored)
             self._commit(txn.run())
-            return clone(stored) if copy_result else stored
+            return stored
 
     def update_status(
         self,
@@ -650,19 +647,18 @@ class Store:
         *,
         admission: Admission | None = None,
         namespace: str | None = None,
-        copy_result: bool = True,
         take: bool = False,
     ) -> dict:
         """Write only ``status`` (the /status subresource); a client's write is checked by ``admission`` (the
-        whole new version is admitted; what is stored is the status as written). Returns a copy of the stored version, or with
-        ``copy_result=False`` the stored version itself (read-only, as ``peek``). With ``take`` the store
+        whole new version is admitted; what is stored is the status as written). Returns the stored version itself (read-only,
+        as ``peek``). With ``take`` the store
         keeps ``obj["status"]`` itself instead of a copy: the caller never changes it afterwards."""
         info = self._resolve(obj, admission)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
             status = obj.get("status")
             if status == cur.get("status"):  # a no-op write (None and absent alike, as _same)
-                return clone(cur) if copy_result else cur
+                return cur
             # the new version shares everything but status and metadata with the current one: stored
             # versions are never changed in place (readers get copies, or the object read-only)
             stored = dict(cur)
@@ -674,7 +670,7 @@ class Store:
             if admission is not None:
                 admission(info, clone(stored), cur)
             self._commit([("MODIFIED", info, key, stored)])
-            return clone(stored) if copy_result else stored
+            return stored
 
     def patch(
         self,
@@ -758,7 +754,6 @@ class Store:
         propagation: str | None = "Background",
         preconditions: dict | None = None,
         dry_run: bool = False,
-        copy_result: bool = True,
     ) -> dict:
         """Delete as the API server and the garbage collector do (``flexq.store.gc``): ``Background``
         removes the object and then its dependents left with no live owner; ``Foreground`` keeps it,
@@ -767,7 +762,7 @@ class Store:
         dependents first and leaves them; None keeps what the object's finalizers ask for. An object with
         other finalizers is only marked (``deletionTimestamp``) and goes when they are removed. Returns the
         object as the delete left it: marked (as the API server answers before its garbage collector has
-        run), or as it was when it went (with ``copy_result=False`` that version itself, read-only)."""
+        run), or as it was when it went: that version itself, read-only."""
         info = self.info(kind)
         with self._lock:
             key, cur = self._current(info, {"name": name, "namespace": namespace})
@@ -795,7 +790,7 @@ class Store:
             marked = ops[0][3] if ops[0][0] == "MODIFIED" else cur
             if not dry_run:
                 self._commit(ops)
-            return clone(marked) if copy_result else marked
+            return marked
 
     def expire(self, kind: str, entries: Iterable[tuple[str, str, int]]) -> builtins.list[dict]:
         """Remove the objects whose lease ran out, as etcd does when an Event's ``--event-ttl`` lease expires:
