@@ -8,7 +8,7 @@ from flexq.api.kinds import default_registry
 from flexq.api.scheme import ADMIT
 from flexq.clock import VirtualClock
 from flexq.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
-from flexq.store import Store
+from flexq.store import Store, clone
 
 
 @pytest.fixture
@@ -64,9 +64,9 @@ def test_stale_update_is_conflict(store: Store) -> None:
 
 
 def test_generation_bumps_on_spec_only(store: Store) -> None:
-    j = store.create(job("j"))
+    j = clone(store.create(job("j")))  # a write returns the stored version, read-only: copied to change
     j["metadata"]["labels"] = {"a": "b"}
-    j = store.update(j)
+    j = clone(store.update(j))
     assert j["metadata"]["generation"] == 1
     j["spec"]["backoffLimit"] = 2
     j = store.update(j)
@@ -78,7 +78,7 @@ def test_generation_bumps_on_spec_only(store: Store) -> None:
 def test_status_is_a_separate_write(store: Store) -> None:
     j = store.create(dict(job("j"), status={"active": 5}))
     assert j["status"] == {}  # the status sent is dropped; the Job strategy writes an empty one
-    j = store.update_status(dict(j, status={"active": 1}))
+    j = clone(store.update_status(dict(j, status={"active": 1})))
     j["spec"]["backoffLimit"] = 3
     j["status"] = {"active": 99}
     j = store.update(j)
@@ -318,7 +318,7 @@ def test_uids_differ_and_creation_time_follows_the_clock() -> None:
     s = Store(default_registry(), clock, namespaces=["default"])
     a = s.create(cm("a"))
     clock.set(90061)
-    b = s.create(cm("b"))
+    b = clone(s.create(cm("b")))
     assert a["metadata"]["uid"] != b["metadata"]["uid"]
     assert (a["metadata"]["creationTimestamp"], b["metadata"]["creationTimestamp"]) == (
         "1970-01-01T00:00:00Z",
@@ -327,7 +327,7 @@ def test_uids_differ_and_creation_time_follows_the_clock() -> None:
     assert int(b["metadata"]["resourceVersion"]) > int(a["metadata"]["resourceVersion"])
     b["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z"
     b["data"] = {"x": "1"}
-    out = s.update(b)
+    out = clone(s.update(b))
     assert out["metadata"]["creationTimestamp"] == "1970-01-02T01:01:01Z"
     # another uid is the API server's UID precondition failing on update: 409, nothing written
     out["metadata"]["uid"] = "forged"
