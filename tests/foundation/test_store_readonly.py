@@ -125,3 +125,19 @@ def test_a_controller_may_change_its_own_copy() -> None:
     loop.run_until(1.0)
     assert store.peek("ConfigMap", "c", "default")["data"] == {"a": "1"}
     store.verify_readonly()
+
+
+def test_evolve_copies_only_the_dicts_on_its_path() -> None:
+    from flexq.api.jsoncopy import evolve
+
+    s = make(check=True)
+    s.create(job("j"))
+    v1 = s.peek("Job", "j", "default")
+    before = clone(v1)
+    nxt = evolve(v1, ("metadata", "labels", "team"), "a")
+    assert v1 == before  # the stored version is untouched
+    assert nxt["metadata"]["labels"]["team"] == "a" and nxt["metadata"] is not v1["metadata"]
+    assert nxt["spec"] is v1["spec"]  # off the path: shared
+    out = s.update(nxt)
+    assert out["metadata"]["labels"]["team"] == "a" and v1 == before
+    assert evolve({}, ("a", "b"), 1) == {"a": {"b": 1}}

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
+from flexq.api.jsoncopy import evolve
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time
 from flexq.errors import AlreadyExists, Conflict, NotFound
@@ -155,9 +156,8 @@ class EventRecorder:
         try:
             name = self.index.get(key)
             cur = self.store.peek("Event", name, ns) if name else None
-            if cur is not None:
-                ev = dict(cur)  # top-level changes only: the rest stays shared with the stored version
-                ev["count"] = ev.get("count", 1) + 1
+            if cur is not None:  # the next version shares all but its top level with the stored one
+                ev = evolve(cur, ("count",), cur.get("count", 1) + 1)
                 ev["lastTimestamp"] = now
                 self.store.update(ev)
                 return
