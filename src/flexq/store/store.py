@@ -691,7 +691,10 @@ class Store:
         it converts)."""
         info = self.info(kind)
         with self._lock:
-            cur = self.get(kind, name, namespace)
+            cur = self.peek(kind, name, namespace)  # the stored version, read-only: ``render`` copies it once
+            if cur is None:
+                self.get(kind, name, namespace)  # NotFound, worded as the API server's
+            assert cur is not None
             view = scheme.render(info, cur, api_version)
             patched = apply_patch(view, patch, patch_type, (info.group, info.kind))
             if not isinstance(patched, dict):
