@@ -41,7 +41,6 @@ def populate(twin: Twin, n: int) -> None:
         store.create(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}},
             take=True,
-            copy_result=False,
         )
         store.create(
             {
@@ -51,7 +50,6 @@ def populate(twin: Twin, n: int) -> None:
                 "spec": {"clusterQueue": "no-such-queue"},
             },
             take=True,
-            copy_result=False,
         )
         for i in range(n):
             owner = store.create(
@@ -121,7 +119,6 @@ def populate(twin: Twin, n: int) -> None:
                         "source": {"component": "cluster-autoscaler"},
                     },
                     take=True,
-                    copy_result=False,
                 )
             if i % 4 == 0:
                 store.create(
@@ -147,7 +144,6 @@ def populate(twin: Twin, n: int) -> None:
                         },
                     },
                     take=True,
-                    copy_result=False,
                 )
 
     done = threading.Event()

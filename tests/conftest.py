@@ -80,6 +80,11 @@ def pytest_configure(config: pytest.Config) -> None:
     from flexq.api.jsoncopy import strict_checks
 
     strict_checks()
+    # every write the twin's own controllers make (trusted: the store does not admit it) is admitted anyway, and
+    # one that admission refuses fails the run naming the reconcile that wrote it (``InvalidWrite``)
+    from flexq.store.store import check_writes
+
+    check_writes()
 
 
 def _module(item: pytest.Item) -> str:

@@ -268,6 +268,12 @@ class SharedObjectChanged(AssertionError):
     naming the reconcile that did it."""
 
 
+class InvalidWrite(AssertionError):
+    """A trusted write (a controller's: the store does not admit it) that admission refuses. Only with the
+    store's ``check_writes`` (a test setting): raised out of the event loop, as ``SharedObjectChanged`` is,
+    naming the reconcile that wrote it and admission's causes."""
+
+
 class Livelock(FlexqError):
     """Controllers kept rescheduling each other at one virtual instant without the store settling.
 

@@ -187,7 +187,9 @@ class Twin:
         mmeta["annotations"] = annotations
         cur = store.try_get(info.kind, meta.get("name", ""), ns) if meta.get("name") else None
         if cur is None:
-            return scheme.render(info, store.create(modified, namespace=ns), obj.get("apiVersion"))
+            return scheme.render(
+                info, store.create(modified, namespace=ns, admission=scheme.ADMIT), obj.get("apiVersion")
+            )
         view = scheme.render(info, cur, obj.get("apiVersion"))
         try:
             original = json.loads(
@@ -210,7 +212,13 @@ class Twin:
         return scheme.render(
             info,
             store.patch(
-                info.kind, meta["name"], patch, ns, patch_type=patch_type, api_version=obj.get("apiVersion")
+                info.kind,
+                meta["name"],
+                patch,
+                ns,
+                patch_type=patch_type,
+                api_version=obj.get("apiVersion"),
+                admission=scheme.ADMIT,
             ),
             obj.get("apiVersion"),
         )
@@ -222,7 +230,11 @@ class Twin:
         check_decoded(obj)
         info = scheme.resolve_object(self.store.registry, obj)
         return self._call(
-            lambda: scheme.render(info, self.store.create(obj, namespace=namespace), obj.get("apiVersion"))
+            lambda: scheme.render(
+                info,
+                self.store.create(obj, namespace=namespace, admission=scheme.ADMIT),
+                obj.get("apiVersion"),
+            )
         )
 
     def get(
@@ -269,7 +281,9 @@ class Twin:
         self, kind: str, name: str, namespace: str | None = None, *, propagation: str = "Background"
     ) -> dict:
         info, _ = self._info(kind)
-        return self._call(lambda: self.store.delete(info.kind, name, namespace, propagation=propagation))
+        return self._call(
+            lambda: clone(self.store.delete(info.kind, name, namespace, propagation=propagation))
+        )
 
     def patch(
         self,
@@ -297,7 +311,7 @@ class Twin:
                     patch_type=patch_type,
                     subresource=subresource,
                     api_version=v,
-                    validate=True,
+                    admission=scheme.ADMIT,
                 ),
                 v,
             )

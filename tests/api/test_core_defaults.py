@@ -13,7 +13,7 @@ from flexq import Twin
 from flexq.api.core import Container, PodSpec, ServiceSpec
 from flexq.api.core_defaults import image_pull_policy, qos_class
 from flexq.api.kinds import REGISTRY
-from flexq.api.scheme import admit
+from flexq.api.scheme import ADMIT, admit
 from flexq.errors import Forbidden, Invalid
 
 
@@ -401,7 +401,7 @@ def test_a_namespace_gets_its_label_finalizer_and_phase_and_keeps_its_spec_on_up
     changed = copy.deepcopy(ns)
     changed["metadata"]["labels"]["team"] = "a"
     changed["spec"] = {}
-    out = twin.store.update(changed)
+    out = twin.store.update(changed, admission=ADMIT)
     assert out["spec"] == {"finalizers": ["kubernetes"]}
     assert out["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team-a", "team": "a"}
 

@@ -25,7 +25,7 @@ class Ticker(Controller):
         if self.runs % 60 == 0:  # write hourly, so the store is part of the loop too
             cm = self.store.get("ConfigMap", "ticks", "default")
             cm["data"] = {"runs": str(self.runs)}
-            self.store.update(cm, validate=False)
+            self.store.update(cm)
         return Result(requeue_after=60)
 
 

@@ -13,7 +13,7 @@ from flexq import Twin
 from flexq.api.kinds import default_registry
 from flexq.clock import VirtualClock, format_time
 from flexq.errors import NotFound
-from flexq.store import Journal, Store, WatchEvent
+from flexq.store import Journal, Store, WatchEvent, clone
 
 HOLD = "example.com/hold"
 
@@ -246,7 +246,9 @@ def test_a_dependent_with_one_live_owner_loses_only_the_absent_reference(store: 
 
 def test_an_update_pointing_a_dependent_at_an_absent_owner_collects_it(store: Store) -> None:
     real = store.create(cm("real"))
-    dep = store.create(cm("dep", real))
+    dep = clone(
+        store.create(cm("dep", real))
+    )  # a write returns the stored version, read-only: copied to change
     dep["metadata"]["ownerReferences"][0].update(name="ghost", uid="00000000-0000-4000-8000-000000000000")
     store.update(dep)
     assert names(store) == ["real"]

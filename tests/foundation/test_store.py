@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from flexq.api.kinds import default_registry
+from flexq.api.scheme import ADMIT
 from flexq.clock import VirtualClock
 from flexq.errors import AlreadyExists, BadRequest, Conflict, Gone, Invalid, NotFound
-from flexq.store import Store
+from flexq.store import Store, clone
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def job(name: str) -> dict:
 
 
 def test_create_fills_metadata_and_defaults(store: Store) -> None:
-    out = store.create(job("j"))
+    out = store.create(job("j"), admission=ADMIT)  # a client's write: admitted (defaulted)
     m = out["metadata"]
     assert m["namespace"] == "default" and m["generation"] == 1 and m["uid"] and m["resourceVersion"]
     assert m["creationTimestamp"] == "2027-01-01T00:00:00Z"
@@ -63,9 +64,9 @@ def test_stale_update_is_conflict(store: Store) -> None:
 
 
 def test_generation_bumps_on_spec_only(store: Store) -> None:
-    j = store.create(job("j"))
+    j = clone(store.create(job("j")))  # a write returns the stored version, read-only: copied to change
     j["metadata"]["labels"] = {"a": "b"}
-    j = store.update(j)
+    j = clone(store.update(j))
     assert j["metadata"]["generation"] == 1
     j["spec"]["backoffLimit"] = 2
     j = store.update(j)
@@ -77,7 +78,7 @@ def test_generation_bumps_on_spec_only(store: Store) -> None:
 def test_status_is_a_separate_write(store: Store) -> None:
     j = store.create(dict(job("j"), status={"active": 5}))
     assert j["status"] == {}  # the status sent is dropped; the Job strategy writes an empty one
-    j = store.update_status(dict(j, status={"active": 1}))
+    j = clone(store.update_status(dict(j, status={"active": 1})))
     j["spec"]["backoffLimit"] = 3
     j["status"] = {"active": 99}
     j = store.update(j)
@@ -176,7 +177,7 @@ def test_watch_resumes_from_resource_version(store: Store) -> None:
 def test_watch_too_old_is_gone(store: Store) -> None:
     store.HISTORY = 5
     small = Store(default_registry(), VirtualClock(), namespaces=["default"])
-    small._history = type(small._history)(maxlen=5)
+    small.watchers.history = type(small.watchers.history)(maxlen=5)
     for i in range(20):
         small.create(cm(f"c{i}"))
     with pytest.raises(Gone):
@@ -188,7 +189,7 @@ def test_invalid_object_changes_nothing(store: Store) -> None:
     bad = job("j")
     bad["spec"]["template"]["spec"]["restartPolicy"] = "Always"
     with pytest.raises(Invalid) as err:
-        store.create(bad)
+        store.create(bad, admission=ADMIT)
     assert err.value.causes[0].field == "spec.template.spec.restartPolicy"
     assert store.resource_version == before and store.list("jobs") == []
 
@@ -317,7 +318,7 @@ def test_uids_differ_and_creation_time_follows_the_clock() -> None:
     s = Store(default_registry(), clock, namespaces=["default"])
     a = s.create(cm("a"))
     clock.set(90061)
-    b = s.create(cm("b"))
+    b = clone(s.create(cm("b")))
     assert a["metadata"]["uid"] != b["metadata"]["uid"]
     assert (a["metadata"]["creationTimestamp"], b["metadata"]["creationTimestamp"]) == (
         "1970-01-01T00:00:00Z",
@@ -326,7 +327,7 @@ def test_uids_differ_and_creation_time_follows_the_clock() -> None:
     assert int(b["metadata"]["resourceVersion"]) > int(a["metadata"]["resourceVersion"])
     b["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z"
     b["data"] = {"x": "1"}
-    out = s.update(b)
+    out = clone(s.update(b))
     assert out["metadata"]["creationTimestamp"] == "1970-01-02T01:01:01Z"
     # another uid is the API server's UID precondition failing on update: 409, nothing written
     out["metadata"]["uid"] = "forged"

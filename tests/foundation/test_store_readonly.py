@@ -1,4 +1,4 @@
-"""Read-only access to stored versions (``peek``, ``copy_result=False``, watch events) and the
+"""Read-only access to stored versions (``peek``, what a write returns, watch events) and the
 ``check_readonly`` mode that catches a caller changing one in place."""
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ def test_status_write_from_a_status_copy_leaves_the_old_version_intact() -> None
     w = status_copy(v1)
     w["status"] = {"active": 1}
     w["metadata"]["annotations"] = {"x": "y"}  # metadata's own keys may change on the copy
-    out = s.update_status(w, copy_result=False)
+    out = s.update_status(w)
     assert out is s.peek("Job", "j", "default") and out["status"] == {"active": 1}
     assert v1 == before  # the previous version is unchanged
     assert out["metadata"]["resourceVersion"] != v1["metadata"]["resourceVersion"]
     assert "annotations" not in out["metadata"]  # a status write ignores metadata
     again = s.update_status(clone(out))
-    assert again == out and again is not out  # a no-op write: same version, a copy by default
+    assert again is out  # a no-op write: the same stored version, read-only
     s.verify_readonly()
 
 
@@ -125,3 +125,19 @@ def test_a_controller_may_change_its_own_copy() -> None:
     loop.run_until(1.0)
     assert store.peek("ConfigMap", "c", "default")["data"] == {"a": "1"}
     store.verify_readonly()
+
+
+def test_evolve_copies_only_the_dicts_on_its_path() -> None:
+    from flexq.api.jsoncopy import evolve
+
+    s = make(check=True)
+    s.create(job("j"))
+    v1 = s.peek("Job", "j", "default")
+    before = clone(v1)
+    nxt = evolve(v1, ("metadata", "labels", "team"), "a")
+    assert v1 == before  # the stored version is untouched
+    assert nxt["metadata"]["labels"]["team"] == "a" and nxt["metadata"] is not v1["metadata"]
+    assert nxt["spec"] is v1["spec"]  # off the path: shared
+    out = s.update(nxt)
+    assert out["metadata"]["labels"]["team"] == "a" and v1 == before
+    assert evolve({}, ("a", "b"), 1) == {"a": {"b": 1}}

@@ -117,8 +117,8 @@ def test_watch_from_a_too_old_version_is_gone(served: Served, api: client.ApiCli
     v1 = client.CoreV1Api(api)
     for i in range(3):
         served.twin.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"old{i}"}})
-    saved = store._history
-    store._history = deque(list(saved)[-2:], maxlen=2)  # a short memory, as after a compaction
+    saved = store.watchers.history
+    store.watchers.history = deque(list(saved)[-2:], maxlen=2)  # a short memory, as after a compaction
     try:
         with pytest.raises(ApiException) as exc:
             list(
@@ -129,7 +129,7 @@ def test_watch_from_a_too_old_version_is_gone(served: Served, api: client.ApiCli
         assert exc.value.status == 410
         assert "too old resource version" in str(exc.value)
     finally:
-        store._history = deque(store._history, maxlen=saved.maxlen)
+        store.watchers.history = deque(store.watchers.history, maxlen=saved.maxlen)
 
 
 def test_lists_page_with_limit_and_continue(served: Served, api: client.ApiClient) -> None:

@@ -76,3 +76,57 @@ def test_table_events_for_kubectl_get_w(served: Served) -> None:
     assert table["kind"] == "Table"
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
     assert table["rows"][0]["cells"][:2] == ["wt-1", 2]
+
+
+def test_an_event_is_serialised_once_for_every_watcher(served: Served) -> None:
+    """kube-apiserver's cachingObject: watchers of the same version get the same line, encoded once."""
+    from flexq.http.kube.watch import LINES
+
+    rv = served.twin.store.resource_version
+    lines: list[list[bytes]] = [[], [], []]
+
+    def watch(i: int) -> None:
+        r = served.http(
+            "GET",
+            f"{CM}?watch=true&resourceVersion={rv}&labelSelector=w%3Donce&timeoutSeconds=5",
+            stream=True,
+        )
+        for line in r.iter_lines():
+            if line:
+                lines[i].append(line)
+                break
+        r.close()
+
+    threads = [threading.Thread(target=watch, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)  # the three are subscribed
+    before = LINES.encoded
+    served.twin.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "wo-1", "labels": {"w": "once"}}}
+    )
+    for t in threads:
+        t.join(10)
+    assert [len(ls) for ls in lines] == [1, 1, 1]
+    assert lines[0] == lines[1] == lines[2]
+    assert json.loads(lines[0][0])["object"]["metadata"]["name"] == "wo-1"
+    assert LINES.encoded - before == 1
+
+
+def test_event_lines_are_kept_by_identity_type_and_version() -> None:
+    from flexq.http.kube.watch import EventLines
+
+    cache = EventLines(size=2)
+    a, b = {"n": 1}, {"n": 1}
+    calls: list[str] = []
+
+    def enc(tag: str) -> bytes:
+        calls.append(tag)
+        return tag.encode()
+
+    assert cache.line("ADDED", a, "v1", lambda: enc("a")) == b"a"
+    assert cache.line("ADDED", a, "v1", lambda: enc("again")) == b"a"  # the same object: not encoded again
+    assert cache.line("MODIFIED", a, "v1", lambda: enc("a-mod")) == b"a-mod"  # another type
+    assert cache.line("ADDED", b, "v1", lambda: enc("b")) == b"b"  # an equal object is another object
+    assert cache.line("ADDED", a, "v1", lambda: enc("a2")) == b"a2"  # bounded: the oldest went
+    assert calls == ["a", "a-mod", "b", "a2"] and cache.encoded == 4

@@ -16,7 +16,6 @@ from random import Random
 
 from flexq.api.kinds import default_registry
 from flexq.clock import VirtualClock
-from flexq.errors import Invalid
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.flavorassigner import Assignment, FlavorAssignment, Mode, PodSetAssignment, Status
 from flexq.kueue.preemption import get_targets
@@ -24,7 +23,7 @@ from flexq.kueue.scheduler import Entry, Scheduler
 from flexq.kueue.workload import WorkloadInfo, find_condition
 from flexq.store import Store
 
-from .upstream_wrappers import NOW
+from .upstream_wrappers import NOW, fake_client_create
 
 
 @dataclass
@@ -54,7 +53,11 @@ def _usage(snap) -> dict:
 def run_preemption(case: dict, flavors: list[dict], default_cqs: list[dict] = ()) -> Outcome:
     """One table case: ``clusterQueues``, ``cohorts``, ``admitted``, ``incoming``, ``targetCQ``, ``assignment``."""
     clock = VirtualClock(NOW)
-    store = Store(default_registry(), clock, name="upstream", rng=Random(0), namespaces=("default",))
+    # upstream's fake client holds objects no API server admits ("Admitted-Workload-1"), and so do the Events
+    # recorded about them: the writes are not checked (``check_writes``)
+    store = Store(
+        default_registry(), clock, name="upstream", rng=Random(0), namespaces=("default",), check_writes=False
+    )
     objs = [
         *flavors,
         *case.get("cohorts", []),
@@ -62,10 +65,9 @@ def run_preemption(case: dict, flavors: list[dict], default_cqs: list[dict] = ()
         *case.get("admitted", []),
     ]
     for o in objs:
-        try:
-            store.create(o, keep_status=True)
-        except Invalid:  # upstream's fake client keeps names such as "a_standard"
-            store.create(o, keep_status=True, validate=False)
+        fake_client_create(
+            store, o, keep_status=True
+        )  # upstream's fake client keeps names such as "a_standard"
     cache = KueueCache(store, clock.now)
     cache.start()
     snap = cache.snapshot()

@@ -22,13 +22,13 @@ from typing import Any
 
 from flexq.api.kinds import default_registry
 from flexq.clock import VirtualClock
-from flexq.errors import Invalid
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.scheduler import Scheduler
 from flexq.kueue.workload import find_condition
 from flexq.store import Store
 
 from .kueue_builders import cq, fq, rf, rg
+from .upstream_wrappers import fake_client_create
 
 NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 TAINT = {"key": "key", "value": "val", "effect": "NoSchedule"}
@@ -165,10 +165,14 @@ def run_cycle(
     Workloads are created in ``created`` order (seconds relative to ``NOW``, default 0) so that
     creation timestamps are as the case states; ``replace_cqs`` drops the shared ClusterQueues."""
     clock = VirtualClock(NOW)
-    store = Store(default_registry(), clock, name="upstream", rng=Random(0), namespaces=("default",))
+    # upstream's fake client holds objects no API server admits ("Admitted-Workload-1"), and so do the Events
+    # recorded about them: the writes are not checked (``check_writes``)
+    store = Store(
+        default_registry(), clock, name="upstream", rng=Random(0), namespaces=("default",), check_writes=False
+    )
     for ns, dep in NAMESPACES.items():
-        store.create(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"dep": dep}}}
+        fake_client_create(
+            store, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": {"dep": dep}}}
         )
     objs: list[dict[str, Any]] = [
         *FLAVORS,
@@ -180,20 +184,14 @@ def run_cycle(
         *extra_lqs,
     ]
     for o in objs:
-        try:
-            store.create(_without_lone_borrowing_limit(o), keep_status=True)
-        except Invalid:
-            # Upstream's unit tests write through a fake client, without the webhooks: names such as
-            # "ClusterQueueA" or "cq_a", and reclaimWithinCohort=Never with borrowWithinCohort, are kept.
-            store.create(_without_lone_borrowing_limit(o), keep_status=True, validate=False)
+        # Upstream's unit tests write through a fake client, without the webhooks: names such as
+        # "ClusterQueueA" or "cq_a", and reclaimWithinCohort=Never with borrowWithinCohort, are kept.
+        fake_client_create(store, _without_lone_borrowing_limit(o), keep_status=True)
     created = created or {}
     order = sorted(workloads, key=lambda w: created.get(w["metadata"]["name"], 0.0))
     for w in order:
         clock.set(NOW + created.get(w["metadata"]["name"], 0.0) - 10)
-        try:
-            store.create(w, keep_status=True)
-        except Invalid:  # as above: "Admitted-Workload-1", "admitted_a"
-            store.create(w, keep_status=True, validate=False)
+        fake_client_create(store, w, keep_status=True)  # as above: "Admitted-Workload-1", "admitted_a"
     clock.set(NOW)
     state = KueueCache(store, clock.now)
     state.start()

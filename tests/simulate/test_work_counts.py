@@ -24,6 +24,7 @@ import yaml
 
 from flexq.api import jsoncopy
 from flexq.simulate import engine, load_study, run_one
+from flexq.store import store as store_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CEILINGS: dict[str, dict[str, float]] = {
     "tutorial-week": {
         "steps per job": 317,
-        "writes per job": 186,
+        # 2026-12-05 (issue 47): a simulated twin writes only the Events its readers read (177.5 -> 130.4)
+        "writes per job": 137,
         "reconciles per job": 277,
         "copies per job": 154,
         "preemption searches per job": 4.8,
@@ -115,6 +117,9 @@ def measure(monkeypatch: pytest.MonkeyPatch, path: Path, variant: str | None = N
         _count_copies(monkeypatch, counts)
 
     monkeypatch.setattr(engine._Sim, "setup", observed)
+    # the engine's own work, as a user runs it: without the suite's ``check_writes`` (which admits every trusted
+    # write, and copies as it does)
+    monkeypatch.setattr(store_module, "_CHECK_WRITES", False)
     res = run_one(study, name, 0)
     jobs = len(res.jobs)
     out = {k: v for k, v in counts.items() if k.startswith("reconciles ")}

@@ -14,7 +14,7 @@ from uuid import UUID
 
 import orjson
 
-__all__ = ["clone", "clone_kept", "clone_many", "no_gc", "strict_checks"]
+__all__ = ["clone", "clone_kept", "clone_many", "evolve", "no_gc", "strict_checks"]
 
 # what orjson would turn into something else silently is refused instead: dataclasses, datetimes and
 # subclasses of str/int/dict/list (an IntEnum...) raise, and the copy falls back to the Python walk
@@ -155,6 +155,23 @@ def _clone_list(items: list) -> list:
         elif t not in _ATOMS:
             v = clone(v)
         append(v)
+    return out
+
+
+def evolve(obj: dict, path: tuple[str, ...], value: Any) -> dict:
+    """The next version of a read-only ``obj`` (a stored version) with ``value`` at ``path``: only the dicts on
+    the path are copied (one level each), everything else is shared with ``obj`` (copy-on-write, as a stored
+    version's next one is built: the store never changes a version in place). A missing dict on the path is
+    created. ``evolve(ev, ("count",), 2)``; ``evolve(pod, ("metadata", "labels", "a"), "b")``."""
+    if not path:
+        raise ValueError("evolve needs a path")
+    out = dict(obj)
+    here = out
+    for part in path[:-1]:
+        nxt = here.get(part)
+        here[part] = nxt = dict(nxt) if type(nxt) is dict else {}
+        here = nxt
+    here[path[-1]] = value
     return out
 
 

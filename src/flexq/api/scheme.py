@@ -309,6 +309,26 @@ def admit(
     return stored
 
 
+class Admission:
+    """A client's write admitted at the API face (the HTTP face, the SDK, a client's in-process seam): ``admit``
+    with the request's field validation (``unknown``: Strict refuses unknown fields, Ignore drops them). The
+    store calls it at the point of its write where the API server admits (after the name is generated and the
+    current version found, before the storage rules), so every refusal comes in upstream's order. A write
+    without one is trusted (a controller's): the store keeps only its storage rules and the admission every
+    writer meets (webhooks, built-in admission plugins)."""
+
+    __slots__ = ("unknown",)
+
+    def __init__(self, unknown: UnknownFields = "Strict") -> None:
+        self.unknown: UnknownFields = unknown
+
+    def __call__(self, info: KindInfo, obj: dict, old: dict | None) -> dict:
+        return admit(info, obj, old, self.unknown, private=True)
+
+
+ADMIT = Admission()  # a client's write with Strict field validation (the SDK's)
+
+
 def render(info: KindInfo, stored: dict, api_version: str | None = None) -> dict:
     """Storage-version dict -> the requested served version (a copy)."""
     out = clone(stored)

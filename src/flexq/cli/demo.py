@@ -29,6 +29,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from flexq import Twin
+from flexq.api.scheme import ADMIT
 from flexq.cli import tutorial
 from flexq.cli.status import Snapshot, WorkloadRow, fmt_cost, workload_rows
 from flexq.cli.views import STATE_STYLE, status_table
@@ -533,7 +534,7 @@ def run_demo(
     )
     if profile is not None:  # the project store serves twin.flexq.dev profiles; write it on the loop's thread
         loop = twin.core.loop
-        create = lambda: twin.core.project.create(profile)  # noqa: E731
+        create = lambda: twin.core.project.create(profile, admission=ADMIT)  # noqa: E731
         loop.call_sync(create) if isinstance(loop, RealtimeLoop) else create()
     demo = _Demo(twin, opts, console)
     result = DemoResult()

@@ -12,6 +12,8 @@ import builtins
 import contextlib
 from typing import Protocol
 
+from flexq.api.jsoncopy import clone
+from flexq.api.scheme import ADMIT
 from flexq.errors import ApiError, Conflict, NotFound
 from flexq.runtime import EventRecorder
 from flexq.semantics.pods import is_terminal
@@ -134,13 +136,13 @@ class StoreAPI:
             return None
 
     def replace(self, obj: dict) -> dict:
-        return self.store.update(obj)
+        return clone(self.store.update(obj, admission=ADMIT))  # a client's own copy
 
     def create(self, obj: dict) -> dict:
-        return self.store.create(obj)
+        return clone(self.store.create(obj, admission=ADMIT))
 
     def merge_patch(self, kind: str, name: str, namespace: str | None, patch: dict) -> dict:
-        return self.store.patch(kind, name, patch, namespace, patch_type="merge")
+        return self.store.patch(kind, name, patch, namespace, patch_type="merge", admission=ADMIT)
 
     def delete(self, kind: str, name: str, namespace: str | None) -> None:
         with contextlib.suppress(NotFound):
@@ -166,11 +168,12 @@ class StoreAPI:
                         "labels": {"app.kubernetes.io/managed-by": "flexq-fallback"},
                     },
                     "data": data,
-                }
+                },
+                admission=ADMIT,
             )
         elif cm.get("data") != data:
             cm["data"] = data
-            self.store.update(cm)
+            self.store.update(cm, admission=ADMIT)
 
 
 __all__ = ["CAPACITY_EVENT_REASONS", "ApiError", "ClusterAPI", "Conflict", "NotFound", "StoreAPI"]

@@ -742,7 +742,7 @@ class Autoscaler(Controller):
             taints = node["spec"].setdefault("taints", [])
             if not any(t.get("key") == UNSCHEDULABLE_TAINT for t in taints):
                 taints.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
-            self.store.update(node, validate=False)
+            self.store.update(node)
             self.events.record(
                 n,
                 "Normal",

@@ -502,14 +502,12 @@ class BillingController(Controller):
                 envelope(
                     BILLING, name, {"cluster": cluster, "project": project, "location": location}, ledger
                 ),
-                validate=False,
-                copy_result=False,
             )
         else:
             obj = dict(cur)
             obj["metadata"] = dict(cur["metadata"])
             obj["status"] = ledger
-            self.ctx.project.update(obj, validate=False, copy_result=False, take=True)
+            self.ctx.project.update(obj, take=True)
         self._written = True
 
     def reconcile(self, key: Any) -> Result | None:

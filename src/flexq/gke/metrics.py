@@ -40,6 +40,7 @@ __all__ = ["GkeMetrics", "StockoutTracker", "provisioning_request_state"]
 
 PR_STATES = ("Pending", "Accepted", "Provisioned", "BookingExpired", "CapacityRevoked", "Failed")
 MAX_JOB_SERIES = 1000
+SCALE_UP_REASONS = ("FailedScaleUp", "TriggeredScaleUp")  # the cluster autoscaler's Events these metrics read
 
 
 def _true(obj: dict[str, Any], ctype: str) -> bool:
@@ -79,7 +80,7 @@ class StockoutTracker(Controller):
 
         def scale_up_events(ev: Any) -> list[tuple[str, str]]:
             obj = ev.object
-            if ev.type == "DELETED" or obj.get("reason") not in ("FailedScaleUp", "TriggeredScaleUp"):
+            if ev.type == "DELETED" or obj.get("reason") not in SCALE_UP_REASONS:
                 return []
             return [("event", f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}")]
 

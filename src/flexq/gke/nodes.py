@@ -321,7 +321,7 @@ def _grow(
             seconds = float(max_run.rstrip("s")) if max_run else 7 * 86400.0
             annotations[ANN_DELETE_AT] = repr(ready_at + seconds)
         node = _build_node(ctx, cache, pool, name, now, ready_at, slice_id, extra_labels or {}, annotations)
-        ctx.store.create(node, keep_status=True, validate=False, copy_result=False)
+        ctx.store.create(node, keep_status=True)
     return got
 
 
@@ -432,7 +432,7 @@ class PoolController(Controller):
         else:
             pool["spec"].pop("conditions", None)
         assert self.ctx.project is not None
-        self.ctx.project.update(pool, validate=False, take=True, copy_result=False)
+        self.ctx.project.update(pool, take=True)
 
 
 class NodeLifecycle(Controller):
@@ -500,6 +500,6 @@ class NodeLifecycle(Controller):
             )
             node = status_copy(node)
             node["status"]["conditions"] = conds
-            self.store.update_status(node, copy_result=False, take=True)
+            self.store.update_status(node, take=True)
         pending = [t for t in [ready_at, *ends] if t > now]
         return Result(requeue_after=min(pending) - now) if pending else None

@@ -292,7 +292,7 @@ class ProvisioningRequestController(Controller):
                 cur.update(new)
         if details:
             status["provisioningClassDetails"] = {**(status.get("provisioningClassDetails") or {}), **details}
-        self.store.update_status(pr, copy_result=False)
+        self.store.update_status(pr)
 
     def _fail(self, pr: dict[str, Any], now: float, reason: str, message: str) -> None:
         self._set(pr, now, ("Failed", "True", reason, message))
@@ -486,7 +486,7 @@ class ProvisioningRequestController(Controller):
 
     def _annotate(self, pr: dict[str, Any], values: dict[str, str]) -> None:
         pr["metadata"].setdefault("annotations", {}).update(values)
-        fresh = self.store.update(pr, validate=False)
+        fresh = clone(self.store.update(pr))  # the stored version is read-only
         pr["metadata"] = fresh["metadata"]
 
     # -- check-capacity and best-effort-atomic-scale-up ----------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Protocol
 
+from flexq.api.jsoncopy import clone
 from flexq.errors import NotFound
 
 __all__ = [
@@ -121,13 +122,13 @@ class StoreStorage:
         name = obj["metadata"]["name"]
         cur = self.store.try_get(obj["kind"], name)
         if cur is None:
-            out: dict[str, Any] = self.store.create(obj, validate=False)
+            out: dict[str, Any] = clone(self.store.create(obj))  # the stored version is read-only
             return out
         new = dict(obj)
         meta = dict(cur["metadata"])
         meta["labels"] = obj["metadata"].get("labels") or meta.get("labels")
         new["metadata"] = meta
-        out = self.store.update(new, validate=False)
+        out = clone(self.store.update(new))
         return out
 
     def delete(self, kind: str, name: str) -> None:

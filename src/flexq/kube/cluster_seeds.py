@@ -19,6 +19,7 @@ import base64
 import contextlib
 from collections.abc import Callable
 
+from flexq.api.scheme import ADMIT
 from flexq.errors import AlreadyExists, Conflict, NotFound
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import WatchEvent
@@ -134,11 +135,11 @@ class ClusterSeeds(Controller):
                 new = dict(cm)
                 new["data"] = {**(cm.get("data") or {}), "ca.crt": ca}
                 with contextlib.suppress(Conflict, NotFound):
-                    self.store.update(new, validate=False, copy_result=False)
+                    self.store.update(new)
         if ns == "default" and self.store.peek("Service", "kubernetes", ns) is None:
             self._create(kubernetes_service())
         return None
 
     def _create(self, obj: dict) -> None:
         with contextlib.suppress(AlreadyExists, NotFound, Conflict):  # a race, or the namespace is going
-            self.store.create(obj, take=True, copy_result=False)
+            self.store.create(obj, admission=ADMIT, take=True)  # seeds are defaulted

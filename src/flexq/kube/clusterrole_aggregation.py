@@ -36,7 +36,7 @@ def bootstrap_policy(store: Store) -> None:
             break
     for obj in [*roles, *bootstrap_cluster_role_bindings()]:
         if store.peek(obj["kind"], obj["metadata"]["name"]) is None:
-            store.create(obj, take=True, copy_result=False)
+            store.create(obj, take=True)
 
 
 class ClusterRoleAggregation(Controller):
@@ -71,5 +71,5 @@ class ClusterRoleAggregation(Controller):
         if rules is None or rules == (role.get("rules") or []):
             return None
         with contextlib.suppress(NotFound, Conflict, AlreadyExists):  # a conflict: the next event retries
-            self.store.update({**role, "rules": rules}, validate=False, copy_result=False)
+            self.store.update({**role, "rules": rules})
         return None

@@ -221,7 +221,7 @@ class DeploymentController(Controller):
         replicas = self._new_rs_replicas(rss, None)
         rs = rules.new_replicaset(self.dep, pod_hash, replicas, rev)
         try:
-            new = self.store.create(rs, validate=False, take=True, copy_result=False)
+            new = self.store.create(rs, take=True)
         except AlreadyExists:
             have = self.store.peek("ReplicaSet", rs["metadata"]["name"], rs["metadata"]["namespace"])
             if (
@@ -256,10 +256,10 @@ class DeploymentController(Controller):
             **self.dep,
             "metadata": {**self.dep["metadata"], "annotations": {**anns, rules.ANN_REVISION: str(rev)}},
         }
-        self.dep = self.store.update(obj, validate=False, take=True, copy_result=False)
+        self.dep = self.store.update(obj, take=True)
 
     def _write_rs(self, obj: dict) -> dict:
-        stored = self.store.update(obj, validate=False, take=True, copy_result=False)
+        stored = self.store.update(obj, take=True)
         self.rss[stored["metadata"]["name"]] = stored
         return stored
 
@@ -615,7 +615,7 @@ class DeploymentController(Controller):
             "metadata": self.dep["metadata"],
             "status": status,
         }
-        self.store.update_status(obj, copy_result=False, take=True)
+        self.store.update_status(obj, take=True)
         return None  # the write wakes the Deployment, whose next sync asks for the deadline's wake-up
 
     def _progressing(self, old: dict, new: dict) -> bool:

@@ -305,9 +305,7 @@ class JobController(Controller):
             try:
                 pod = self.store.create(  # a new pod built for this call; the stored one read-only
                     job_rules.pod_from_template(job, name, index),
-                    validate=False,
                     take=True,
-                    copy_result=False,
                 )
             except AlreadyExists:
                 continue
@@ -328,9 +326,7 @@ class JobController(Controller):
                 count_failed["failed"] = count_failed.get("failed", 0) + 1
             self._release([pod])
             try:
-                self.store.delete(
-                    "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], copy_result=False
-                )
+                self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
             except NotFound:
                 continue
             self.events.record(job, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
@@ -353,7 +349,7 @@ class JobController(Controller):
                 del obj["metadata"]["finalizers"]
             obj["metadata"].pop("resourceVersion", None)
             try:
-                self.store.update(obj, validate=False, copy_result=False, take=True)
+                self.store.update(obj, take=True)
             except NotFound:
                 continue
 
@@ -373,7 +369,7 @@ class JobController(Controller):
         if status == (job.get("status") or {}):
             return
         obj = {"apiVersion": "batch/v1", "kind": "Job", "metadata": job["metadata"], "status": status}
-        self.store.update_status(obj, copy_result=False, take=True)  # ``status`` is only read afterwards
+        self.store.update_status(obj, take=True)  # ``status`` is only read afterwards
 
     def _ttl(self, job: dict, status: dict) -> Result | None:
         ttl = job["spec"].get("ttlSecondsAfterFinished")

@@ -223,7 +223,7 @@ class Kubelet(Controller):
             pod, "Normal", "TaintManagerEviction", f"Marking for deletion Pod {key[0]}/{key[1]}"
         )
         with contextlib.suppress(NotFound):
-            self.store.delete("Pod", key[1], key[0], copy_result=False)
+            self.store.delete("Pod", key[1], key[0])
 
     # -- start / stop ---------------------------------------------------------------------------------
     def _start(self, key: PodKey, pod: dict, node_name: str) -> Result | None:
@@ -581,7 +581,5 @@ class Kubelet(Controller):
         if status == pod.get("status"):
             return False
         obj = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(pod["metadata"]), "status": status}
-        self.store.update_status(
-            obj, copy_result=False, take=True
-        )  # ``status``: the caller's own, not changed after
+        self.store.update_status(obj, take=True)  # ``status``: the caller's own, not changed after
         return True

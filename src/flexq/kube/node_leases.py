@@ -69,8 +69,6 @@ class NodeLeases(Controller):
                         "renewTime": micro_time(self.ctx.now()),
                     },
                 },
-                validate=False,
                 take=True,
-                copy_result=False,
             )
         return None

@@ -78,5 +78,5 @@ class NodeRegistration(Controller):
             return None
         node = dict(node)  # only its top-level status is replaced
         node["status"] = registered_status(node, self.ctx.now())
-        self.store.update_status(node, copy_result=False)
+        self.store.update_status(node)
         return None

@@ -58,7 +58,7 @@ def bootstrap(store: Store) -> None:
     (``kubectl get crd``); each created if missing."""
     for pc in system_priority_classes():
         if store.peek("PriorityClass", pc["metadata"]["name"]) is None:
-            store.create(pc, take=True, copy_result=False)
+            store.create(pc, take=True)
     bootstrap_policy(store)
     install_definitions(store)
 
@@ -82,14 +82,14 @@ def install_definitions(store: Store) -> None:
         if have is not None:
             want = definition(info)
             if _versions(have) != _versions(want):
-                store.update({**have, "spec": want["spec"]}, copy_result=False, validate=False)
+                store.update({**have, "spec": want["spec"]})
             continue
         crd = definition(info)
         status = crd.pop("status")
         for c in status["conditions"]:
             c["lastTransitionTime"] = now
-        created = store.create(crd, take=True, copy_result=False, validate=False)
-        store.update_status({**created, "status": status}, take=True, copy_result=False)
+        created = store.create(crd, take=True)
+        store.update_status({**created, "status": status}, take=True)
 
 
 def executors(settings: TwinSettings) -> list[PodExecutor]:

@@ -96,7 +96,7 @@ class ReplicaSetController(Controller):
                 "status": status,
             }
             try:
-                self.store.update_status(obj, copy_result=False, take=True)
+                self.store.update_status(obj, take=True)
             except NotFound:
                 return None
         waits = [w for w in (wait, wake) if w is not None and w > 0]
@@ -121,9 +121,7 @@ class ReplicaSetController(Controller):
             gone = {p["metadata"]["name"] for p in surplus}
             for pod in surplus:
                 try:
-                    self.store.delete(
-                        "Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], copy_result=False
-                    )
+                    self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
                 except NotFound:
                     continue
                 self.events.record(
@@ -172,9 +170,7 @@ class ReplicaSetController(Controller):
         for _ in range(5):
             name = f"{base}-{''.join(self.rng.choice(_ALNUM) for _ in range(5))}"
             try:
-                pod = self.store.create(
-                    rules.pod_from_template(rs, name), validate=False, take=True, copy_result=False
-                )
+                pod = self.store.create(rules.pod_from_template(rs, name), take=True)
             except AlreadyExists:
                 continue
             except (Forbidden, Invalid) as err:  # refused by admission or validation (RealPodControl's event)

@@ -224,7 +224,7 @@ class Scheduler(Controller):
         set_core_condition(
             st.setdefault("conditions", []), "PodScheduled", "True", None, None, self.ctx.now(), probe=True
         )
-        bound = self.store.update(obj, validate=False, take=True, copy_result=False, with_status=True)
+        bound = self.store.update(obj, take=True, with_status=True)
         m = pod["metadata"]
         self.events.record(
             bound, "Normal", "Scheduled", f"Successfully assigned {m['namespace']}/{m['name']} to {node}"
@@ -247,5 +247,5 @@ class Scheduler(Controller):
         set_core_condition(conds, "PodScheduled", status, reason, message, self.ctx.now(), probe=True)
         if status == "False":
             conds.sort(key=lambda c: c.get("type") != "PodScheduled")
-        self.store.update_status(obj, copy_result=False, take=True)
+        self.store.update_status(obj, take=True)
         return True

@@ -178,7 +178,7 @@ class AutoscalerController(Controller):
                 if g["groupName"] in changes:
                     g["replicas"] = changes[g["groupName"]]
                     self._idle_since.pop((ns, name, g["groupName"]), None)
-            self.store.update(cluster, copy_result=False)
+            self.store.update(cluster)
             self.events.record(
                 cluster,
                 "Normal",

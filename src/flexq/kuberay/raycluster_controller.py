@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from flexq.api.jsoncopy import ByIdentity
 from flexq.api.quantity import format_quantity, parse_quantity
+from flexq.api.scheme import ADMIT
 from flexq.api.wellknown import RESOURCE_TPU
 from flexq.clock import format_time
 from flexq.errors import Forbidden, Invalid
@@ -133,7 +134,9 @@ class RayClusterController(Controller):
             pname = f"{name}-head-{names.rand_suffix(self.ctx.rng('kuberay'))}"
             pod = pods.head_pod(cluster, name=pname)  # built for this call: the store keeps it (take)
             try:
-                heads = [self.store.create(pod, copy_result=False, take=True)]  # read-only from here
+                # read-only from here; admitted: the API server defaults (and validates) a Pod built from a custom
+                # resource's template, which no one defaulted as a Pod's
+                heads = [self.store.create(pod, admission=ADMIT, take=True)]
             except (Forbidden, Invalid) as err:  # KubeRay asks with generateName: the refused pod has no name
                 why = err.message.replace(f'"{pname}"', f'"{name}-head-"', 1)
                 self.events.record(
@@ -162,14 +165,14 @@ class RayClusterController(Controller):
 
     def _delete_pod(self, pod: dict) -> None:
         if not pod["metadata"].get("deletionTimestamp"):
-            self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"], copy_result=False)
+            self.store.delete("Pod", pod["metadata"]["name"], pod["metadata"]["namespace"])
 
     def _ensure_service(self, cluster: dict) -> None:
         name = names.head_service_name(cluster["metadata"]["name"])
         if self.store.peek("Service", name, cluster["metadata"]["namespace"]) is None:
             self.store.create(
                 pods.head_service(cluster, name=name, cluster_name=cluster["metadata"]["name"]),
-                copy_result=False,
+                admission=ADMIT,  # a built-in object the API server defaults (sessionAffinity...)
                 take=True,  # built for this call
             )
 
@@ -229,7 +232,7 @@ class RayClusterController(Controller):
             cluster, group, name=pname, replica_name=rname, replica_index=index, host_index=host
         )
         try:  # the pod is built for this call: the store keeps it (take); the result is read-only
-            return self.store.create(pod, copy_result=False, take=True)
+            return self.store.create(pod, admission=ADMIT, take=True)  # defaulted, as the head
         except (Forbidden, Invalid) as err:  # asked with generateName (as KubeRay does): named by it
             meta = cluster["metadata"]
             why = err.message.replace(f'"{pname}"', f'"{pname[: -len(pname.rsplit("-", 1)[1])]}"', 1)
@@ -316,7 +319,7 @@ class RayClusterController(Controller):
         st["lastUpdateTime"] = old.get("lastUpdateTime") if st == old else format_time(now)
         if st != old:
             cluster["status"] = st  # new top level; nested parts shared with the stored version (read-only)
-            self.store.update_status(cluster, copy_result=False, take=True)
+            self.store.update_status(cluster, take=True)
         return None
 
 

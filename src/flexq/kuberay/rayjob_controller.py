@@ -42,6 +42,7 @@ message saying so). Must not import kube, kueue or gke.
 from __future__ import annotations
 
 from flexq.api.jsoncopy import clone, clone_kept
+from flexq.api.scheme import ADMIT
 from flexq.clock import format_time, parse_time
 from flexq.runtime import Controller, Result, Watch
 from flexq.store.store import WatchEvent
@@ -164,14 +165,14 @@ class RayJobController(Controller):
         if status != (rj.get("status") or {}):
             rj["status"] = status
             # ``status`` is this reconcile's own (a copy; only read after this write): the store keeps it
-            rj = self.store.update_status(rj, copy_result=False, take=True)
+            rj = self.store.update_status(rj, take=True)
         return rj
 
     def _finalize(self, rj: dict) -> Result | None:
         fins = [f for f in rj["metadata"].get("finalizers") or [] if f != names.FINALIZER_RAYJOB]
         if fins != (rj["metadata"].get("finalizers") or []):
             rj["metadata"]["finalizers"] = fins
-            self.store.update(rj, validate=False, copy_result=False)
+            self.store.update(rj)
         return None
 
     # -- states -------------------------------------------------------------------------------------
@@ -180,7 +181,7 @@ class RayJobController(Controller):
         """``initRayJobStatusIfNeed``: ids and ``startTime`` before anything is created."""
         if names.FINALIZER_RAYJOB not in (rj["metadata"].get("finalizers") or []):
             rj["metadata"]["finalizers"] = [*(rj["metadata"].get("finalizers") or []), names.FINALIZER_RAYJOB]
-            rj = self.store.update(rj, validate=False)
+            rj = clone(self.store.update(rj))  # the stored version is read-only
         spec = rj["spec"]
         if not (st.get("jobId") and st.get("rayClusterName") and st.get("jobStatus")):
             rng = self.ctx.rng("kuberay")
@@ -262,7 +263,7 @@ class RayJobController(Controller):
         if _mode(rj) == "K8sJobMode" and self.store.peek("Job", rj["metadata"]["name"], ns) is None:
             self.store.create(
                 pods.submitter_job(rj, job_id=st["jobId"], dashboard_url=st["dashboardURL"], cluster=cluster),
-                copy_result=False,
+                admission=ADMIT,  # a built-in Job from the RayJob's template: the API server defaults it
                 take=True,  # built for this call
             )
             self.events.record(
@@ -460,7 +461,7 @@ class RayJobController(Controller):
             if cluster is not None:
                 for g in cluster["spec"].get("workerGroupSpecs") or []:
                     g["suspend"] = True
-                self.store.update(cluster, copy_result=False)
+                self.store.update(cluster)
                 self.events.record(
                     rj,
                     "Normal",
@@ -475,7 +476,7 @@ class RayJobController(Controller):
 
     def _delete_cluster(self, rj: dict, cname: str) -> None:
         ns = rj["metadata"]["namespace"]
-        self.store.delete("RayCluster", cname, ns, copy_result=False)
+        self.store.delete("RayCluster", cname, ns)
         self.events.record(rj, "Normal", "DeletedRayCluster", f"Deleted cluster {ns}/{cname}")
 
     def _get_or_create_cluster(self, rj: dict, st: dict) -> dict | None:
@@ -493,7 +494,7 @@ class RayJobController(Controller):
                 "clusterSelector is not found. It must be created manually",
             )
             return None
-        cluster = self.store.create(self._cluster_for(rj, cname), copy_result=False, take=True)
+        cluster = self.store.create(self._cluster_for(rj, cname), take=True)
         self.events.record(rj, "Normal", "CreatedRayCluster", f"Created RayCluster {ns}/{cname}")
         return cluster
 
@@ -556,10 +557,10 @@ class RayJobController(Controller):
         want = pods.head_service(rj, name=sname, cluster_name=cname)
         cur = self.store.peek("Service", sname, ns)  # read-only
         if cur is None:
-            self.store.create(want, copy_result=False)
+            self.store.create(want, admission=ADMIT)  # defaulted (built-in)
             self.events.record(rj, "Normal", "CreatedService", f"Created the service {ns}/{sname}")
         elif cur["spec"].get("selector") != want["spec"]["selector"]:
             cur = clone(cur)
             cur["spec"]["selector"] = want["spec"]["selector"]
-            self.store.update(cur, copy_result=False)
+            self.store.update(cur)
             self.events.record(rj, "Normal", "UpdatedService", f"Updated the service {ns}/{sname}")

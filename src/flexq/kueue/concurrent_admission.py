@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 
+from flexq.api.jsoncopy import clone
 from flexq.api.kueue_webhooks import validate_concurrent_admission_policy
 from flexq.errors import AlreadyExists, Conflict, NotFound
 from flexq.kueue.cache import KueueCache
@@ -257,7 +258,7 @@ class VariantController(Controller):
 
     def _write_status(self, wl: dict) -> dict | None:
         try:
-            return self.store.update_status(wl)
+            return clone(self.store.update_status(wl))  # the stored version is read-only
         except (Conflict, NotFound):
             return None
 
@@ -268,7 +269,7 @@ class VariantController(Controller):
             return cur
         cur["spec"]["active"] = active
         try:
-            out = self.store.update(cur)
+            out = clone(self.store.update(cur))
         except (Conflict, NotFound):
             return None
         verb = "activated" if active else "deactivated"

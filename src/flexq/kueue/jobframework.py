@@ -116,7 +116,7 @@ class JobController(Controller):
             if wl is not None and has_quota_reservation(wl):
                 wl = status_copy(wl)
                 unset_quota_reservation(wl, "OnHold", "Job is on hold", now)
-                self.store.update_status(wl, copy_result=False, take=True)
+                self.store.update_status(wl, take=True)
             return None
         # 3. the job finished: finish the workload
         msg, success, finished = job.finished()
@@ -124,7 +124,7 @@ class JobController(Controller):
             if wl is not None and not is_true(wl, "Finished"):
                 wl = status_copy(wl)
                 set_condition(wl, "Finished", True, "Succeeded" if success else "Failed", msg, now)
-                self.store.update_status(wl, copy_result=False, take=True)
+                self.store.update_status(wl, take=True)
                 self.events.record(
                     obj,
                     "Normal",
@@ -154,7 +154,7 @@ class JobController(Controller):
                     now,
                     observability,
                 )
-                self.store.update_status(wl, copy_result=False, take=True)
+                self.store.update_status(wl, take=True)
             return None
         # 6. suspended: start when admitted
         if job.is_suspended():
@@ -217,7 +217,7 @@ class JobController(Controller):
                 latest = clone(latest)
                 for ps, c in zip(latest["spec"]["podSets"], counts, strict=True):
                     ps["count"] = c
-                return self.store.update(latest, copy_result=False, take=True)
+                return self.store.update(latest, take=True)
             self._create(job, self._pod_sets(job, elastic), now, replaces=latest)
             return latest
         wl = owned[0]
@@ -239,7 +239,7 @@ class JobController(Controller):
             job = self._writable(job)
             obj = job.obj
             job.suspend()
-            self.store.update(obj, copy_result=False)
+            self.store.update(obj)
             self.events.record(obj, "Normal", "Suspended", "Kueue managed job suspended")
             return None
         self._create(job, self._pod_sets(job, elastic), now)
@@ -312,7 +312,7 @@ class JobController(Controller):
             },
             "spec": spec,
         }
-        out = self.store.create(wl)
+        out = clone(self.store.create(wl))  # the stored version is read-only
         self.events.record(obj, "Normal", "CreatedWorkload", f"Created Workload: {md['namespace']}/{name}")
         return out
 
@@ -360,7 +360,7 @@ class JobController(Controller):
             return False
         wl = status_copy(wl)
         set_condition(wl, "PodsReady", want[0], want[1], want[2], now)
-        self.store.update_status(wl, copy_result=False, take=True)
+        self.store.update_status(wl, take=True)
         return True
 
     def _writable(self, job: JobAdapter) -> JobAdapter:
@@ -374,9 +374,9 @@ class JobController(Controller):
         except (PodSetMergeError, ValueError) as exc:
             wl = status_copy(wl)
             set_condition(wl, "Finished", True, "FailedToStart", str(exc), now)
-            self.store.update_status(wl, copy_result=False, take=True)
+            self.store.update_status(wl, take=True)
             return
-        out = self.store.update(job.obj, copy_result=False, take=True)  # job.obj: this call's own copy
+        out = self.store.update(job.obj, take=True)  # job.obj: this call's own copy
         self.events.record(
             out, "Normal", "Started", f"Admitted by clusterQueue {wl['status']['admission']['clusterQueue']}"
         )
@@ -387,5 +387,5 @@ class JobController(Controller):
         job = self._writable(job)
         job.suspend()
         job.restore([from_podset(ps) for ps in (wl.get("spec") or {}).get("podSets") or []])
-        out = self.store.update(job.obj, copy_result=False, take=True)  # job.obj: this call's own copy
+        out = self.store.update(job.obj, take=True)  # job.obj: this call's own copy
         self.events.record(out, "Normal", "Stopped", msg)

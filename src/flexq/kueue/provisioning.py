@@ -37,6 +37,7 @@ from typing import NamedTuple
 
 from flexq.api.jsoncopy import clone
 from flexq.api.quantity import parse_quantity
+from flexq.api.scheme import ADMIT
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
 from flexq.errors import ApiError
 from flexq.kueue.cache import PROVISIONING_CONTROLLER, KueueCache
@@ -332,7 +333,7 @@ class ProvisioningCheckController(Controller):
             else set_condition(ac, "Active", False, "BadParametersRef", err, now)
         )
         if changed:
-            self.store.update_status(ac, copy_result=False)
+            self.store.update_status(ac)
         return None
 
 
@@ -535,7 +536,7 @@ class ProvisioningController(Controller):
             out = self.store.update_status(wl)
             for m in events:
                 self.events.record(out, "Normal", "AdmissionCheckUpdated", m)
-            wl.update(out)
+            wl.update(clone(out))  # the stored version is read-only
         return by_name
 
     def _apply_row(self, wl: dict, st: dict, pr: dict, prc: dict, attempt: int) -> bool:
@@ -676,7 +677,8 @@ class ProvisioningController(Controller):
                                 "ownerReferences": [owner],
                             },
                             "template": tpl,
-                        }
+                        },
+                        admission=ADMIT,  # the API server defaults the pod template built from the Workload's
                     )
                 except ApiError as exc:  # handleError: any refusal is reported on the check
                     self._failed(wl, check, f'Error creating PodTemplate "{tname}": {exc}')
@@ -722,11 +724,11 @@ class ProvisioningController(Controller):
             pt = self.store.try_get("PodTemplate", ps["podTemplateRef"]["name"], ns)
             if pt is not None:
                 pt["metadata"]["ownerReferences"] = [pr_owner]
-                self.store.update(pt, copy_result=False)
+                self.store.update(pt, admission=ADMIT)
 
     def _failed(self, wl: dict, check: str, msg: str) -> None:
         self.events.record(wl, "Warning", "FailedCreate", msg)
         for c in wl["status"].get("admissionChecks") or []:
             if c["name"] == check and c.get("message") != msg:
                 c["message"] = msg
-                self.store.update_status(wl, copy_result=False)
+                self.store.update_status(wl)

@@ -133,9 +133,7 @@ def _write_if_changed(store, cached: dict, status: dict) -> None:
     """Write ``status`` unless the last seen object already has it."""
     if cached.get("status") == status:
         return
-    store.update_status(
-        {**cached, "status": status}, copy_result=False, take=True
-    )  # status: built by the caller
+    store.update_status({**cached, "status": status}, take=True)  # status: built by the caller
 
 
 class ClusterQueueStatusController(Controller):

@@ -13,6 +13,7 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
+from flexq.api.jsoncopy import clone
 from flexq.errors import Conflict, NotFound
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.cycle import (
@@ -109,7 +110,7 @@ def evict(
             break
     else:
         stats.append({"reason": reason, "underlyingCause": underlying, "count": 1})
-    out = store.update_status(fresh)
+    out = clone(store.update_status(fresh))  # the stored version is read-only
     if st.get("admission"):
         recorder.record(out, "Normal", "EvictedDueTo" + full, message)
         if metrics is not None:
@@ -364,7 +365,7 @@ class Scheduler:
         if checks <= present:
             sync_admitted_condition(wl, now, self.cache.config.gate(OBSERVABILITY_GATE))
         try:
-            out = self.store.update_status(wl, copy_result=False, take=True)  # only read below
+            out = self.store.update_status(wl, take=True)  # only read below
         except (Conflict, NotFound):
             e.status, e.msg = "", "Failed to admit workload: conflict"
             e.requeue_reason = "FailedAfterNomination"
@@ -436,7 +437,7 @@ class Scheduler:
             changed = True
         if changed:
             try:
-                out = self.store.update_status(wl, copy_result=False, take=True)  # only read below
+                out = self.store.update_status(wl, take=True)  # only read below
             except (Conflict, NotFound):
                 return
             self.events.record(out, "Warning", reason, e.msg)

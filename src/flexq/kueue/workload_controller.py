@@ -229,7 +229,7 @@ class WorkloadController(Controller):
             unset_quota_reservation(wl, reason, f"{kind} {name} is stopped", now, obs)
         else:
             return False
-        self.store.update_status(wl, copy_result=False)
+        self.store.update_status(wl)
         return True
 
     # steps --------------------------------------------------------------------------------------
@@ -250,7 +250,7 @@ class WorkloadController(Controller):
         if rs.get("requeueAt") and parse_ts(rs["requeueAt"]) >= best:
             return False, None
         wl["status"].setdefault("requeueState", {})["requeueAt"] = ts(best)
-        self.store.update_status(wl, copy_result=False)
+        self.store.update_status(wl)
         return True, None
 
     def _activation(self, wl: dict, now: float) -> tuple[bool, Result | None]:
@@ -258,7 +258,7 @@ class WorkloadController(Controller):
         if is_active(wl):
             if is_true(wl, "DeactivationTarget"):
                 wl["spec"]["active"] = False
-                self.store.update(wl, copy_result=False)
+                self.store.update(wl)
                 return True, None
             rs = st.get("requeueState") or {}
             if rs.get("requeueAt"):
@@ -278,22 +278,22 @@ class WorkloadController(Controller):
                 if not has_quota_reservation(wl):
                     rs.pop("requeueAt", None)
                     self._set_backoff_finished(wl, now)
-                    self.store.update_status(wl, copy_result=False)
+                    self.store.update_status(wl)
                     return True, None
             rq = find_condition(wl, "Requeued")
             if rq is not None and rq.get("status") == "False":
                 restarted = self._queue_restarted(wl, rq.get("reason", ""))
                 if restarted:
                     set_condition(wl, "Requeued", True, restarted[0], restarted[1], now)
-                    self.store.update_status(wl, copy_result=False)
+                    self.store.update_status(wl)
                     return True, None
                 if self._reactivated(rq.get("reason", "")):
                     set_condition(wl, "Requeued", True, "Reactivated", "The workload was reactivated", now)
-                    self.store.update_status(wl, copy_result=False)
+                    self.store.update_status(wl)
                     return True, None
                 if rq.get("reason") in ("PodsReadyTimeout", "AdmissionCheck"):
                     self._set_backoff_finished(wl, now)
-                    self.store.update_status(wl, copy_result=False)
+                    self.store.update_status(wl)
                     return True, None
             return False, None
         # deactivated
@@ -322,7 +322,7 @@ class WorkloadController(Controller):
             return True, None
         if st.get("requeueState"):
             st.pop("requeueState")
-            self.store.update_status(wl, copy_result=False)
+            self.store.update_status(wl)
             return True, None
         return False, None
 
@@ -381,7 +381,7 @@ class WorkloadController(Controller):
             wl["status"]["admissionChecks"] = new
         else:
             wl["status"].pop("admissionChecks", None)
-        self.store.update_status(wl, copy_result=False)
+        self.store.update_status(wl)
         return True
 
     def _sync_unadmitted(self, wl: dict, lq: dict | None, cq: dict | None, now: float) -> bool:
@@ -495,7 +495,7 @@ class WorkloadController(Controller):
                 "exceeding the maximum number of re-queuing retries",
                 now,
             )
-            self.store.update_status(wl, copy_result=False)
+            self.store.update_status(wl)
             return None
         ns, name = wl["metadata"]["namespace"], wl["metadata"]["name"]
         rng = self.ctx.rng("kueue.requeue-backoff")

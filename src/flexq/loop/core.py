@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flexq.clock import Clock, VirtualClock
-from flexq.errors import Livelock, SharedObjectChanged
+from flexq.errors import InvalidWrite, Livelock, SharedObjectChanged
 
 log = logging.getLogger("flexq.loop")
 
@@ -135,8 +135,12 @@ class EventLoop:
         self.steps += 1
         try:
             cb()
-        except (Livelock, SharedObjectChanged):  # controllers spin at one instant, or one changed a shared
-            raise  # object (a test setting): stop the run, say who
+        except (
+            Livelock,
+            SharedObjectChanged,
+            InvalidWrite,
+        ):  # controllers spin at one instant, or one changed a
+            raise  # shared object or wrote an invalid one (test settings): stop the run, say who
         except Exception as exc:  # a broken callback must not stop the world
             log.exception("callback %r failed", cb)
             self.errors.append(exc.with_traceback(None))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
+from flexq.api.jsoncopy import evolve
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time
 from flexq.errors import AlreadyExists, Conflict, NotFound
@@ -97,6 +98,7 @@ def event_dedup_key(ev: dict[str, Any]) -> tuple[Any, ...]:
 
 
 MAX_LRU_CACHE_ENTRIES = 4096  # client-go's record.maxLruCacheEntries
+MAX_NAME_LENGTH = 253  # a DNS-1123 subdomain, what an Event's name must be
 
 
 class EventIndex(OrderedDict):
@@ -126,10 +128,17 @@ class EventRecorder:
     """Writes core/v1 Events like client-go's recorder: the same reason and message from the same component
     about one object bumps ``count`` and ``lastTimestamp`` of the event already written (found through an
     index shared by every recorder of the cluster, an LRU as client-go's: ``EventIndex``, so recording is
-    O(1)); names never collide because their sequence number is store-wide."""
+    O(1)); names never collide because their sequence number is store-wide. ``reasons``: record only Events
+    with these reasons (``TwinSettings.event_reasons``; None: every one)."""
 
-    def __init__(self, store: Store, component: str, index: dict[tuple, str] | None = None) -> None:
-        self.store, self.component = store, component
+    def __init__(
+        self,
+        store: Store,
+        component: str,
+        index: dict[tuple, str] | None = None,
+        reasons: frozenset[str] | None = None,
+    ) -> None:
+        self.store, self.component, self.reasons = store, component, reasons
         self.index: dict[tuple, str] = index if index is not None else EventIndex()
         try:  # resolved once: every Event is built here
             self._info: KindInfo | None = store.registry.by_gvk("v1", "Event")
@@ -137,6 +146,8 @@ class EventRecorder:
             self._info = None
 
     def record(self, obj: dict, type_: str, reason: str, message: str) -> None:
+        if self.reasons is not None and reason not in self.reasons:
+            return  # nothing reads it (a simulation's twin)
         meta = obj["metadata"]
         ns = meta.get("namespace") or "default"
         now_s = self.store.clock.now()
@@ -145,13 +156,14 @@ class EventRecorder:
         try:
             name = self.index.get(key)
             cur = self.store.peek("Event", name, ns) if name else None
-            if cur is not None:
-                ev = dict(cur)  # top-level changes only: the rest stays shared with the stored version
-                ev["count"] = ev.get("count", 1) + 1
+            if cur is not None:  # the next version shares all but its top level with the stored one
+                ev = evolve(cur, ("count",), cur.get("count", 1) + 1)
                 ev["lastTimestamp"] = now
-                self.store.update(ev, validate=False, copy_result=False)
+                self.store.update(ev)
                 return
             name = f"{meta['name']}.{int(now_s * 1000):x}{self.store.next_seq():06x}"
+            if len(name) > MAX_NAME_LENGTH:  # the API server refuses the Event (its name is too long, as
+                return  # client-go's ``<name>.<nanoseconds>`` of a long name is): the recorder drops it
             self.store.create(
                 {
                     "apiVersion": "v1",
@@ -174,8 +186,6 @@ class EventRecorder:
                     "source": {"component": self.component},
                     "reportingComponent": self.component,
                 },
-                validate=False,
-                copy_result=False,
                 take=True,
                 kind_info=self._info,
             )
@@ -216,7 +226,7 @@ class Context:
         return self.rngs.get(f"{self.cluster}/{name}")
 
     def recorder(self, component: str) -> EventRecorder:
-        return EventRecorder(self.store, component, self.event_index)
+        return EventRecorder(self.store, component, self.event_index, self.settings.event_reasons)
 
 
 class Controller:

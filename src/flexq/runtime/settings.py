@@ -70,6 +70,10 @@ class TwinSettings:
     )
     # kube-apiserver's --event-ttl: an Event goes this long after its last write (0: kept forever)
     event_ttl_seconds: float = 3600.0
+    # the reasons of the Events the recorders write (None: every Event). A simulation names the ones its readers
+    # read (``flexq.simulate.engine.READ_EVENTS``): an Event nothing reads is not written, not journalled, not
+    # indexed and not expired an hour later (two thirds of a simulated week's writes were Events)
+    event_reasons: frozenset[str] | None = None
     # the Kueue release every cluster of the twin runs (``flexq up --kueue``; "0.19.2" or "0.20.7"): what the
     # API serves of kueue.x-k8s.io, Kueue's gate defaults and the behaviour that changed between releases
     kueue: KueueVersion = DEFAULT_KUEUE
@@ -116,6 +120,8 @@ class TwinSettings:
             given["kueue"] = resolve(given["kueue"], "kueue")
         if "kueue_cycle_seconds" in given:
             given["kueue_cycle_seconds"] = _seconds(given["kueue_cycle_seconds"], "kueue_cycle_seconds")
+        if given.get("event_reasons") is not None:
+            given["event_reasons"] = frozenset(given["event_reasons"])
         return cls(**given)
 
     def serve(self, endpoint: str, ca_b64: str, service_account_key: bytes | None = None) -> None:

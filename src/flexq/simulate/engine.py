@@ -37,14 +37,17 @@ from flexq.api import gke_catalog, scheme
 from flexq.api.kueue_convert import SOURCE as V1BETA1
 from flexq.api.kueue_convert import convert_object
 from flexq.api.quantity import parse_quantity
+from flexq.api.scheme import ADMIT
 from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
+from flexq.fallback.api import CAPACITY_EVENT_REASONS
 from flexq.fallback.policy import FallbackConfig
+from flexq.gke.metrics import SCALE_UP_REASONS
 from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.kueue.config import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
 from flexq.simulate.jobs import JobSpec
 from flexq.simulate.objects import build_object
-from flexq.simulate.recorder import WAIT_BUCKETS, JobRecord, Recorder
+from flexq.simulate.recorder import CAPACITY_REASONS, START_ERRORS, WAIT_BUCKETS, JobRecord, Recorder
 from flexq.simulate.study import Study, Variant, cluster_requests
 from flexq.twin import Twin, load_documents
 
@@ -225,13 +228,20 @@ def _doc_lines(text: str) -> list[int]:
     return lines
 
 
+# the reasons of the Events a simulation reads: the recorder's start errors and capacity refusals, the fallback's
+# capacity Events, the GKE metrics' scale-ups. A simulated twin records no other Event (nothing would read it)
+READ_EVENTS = frozenset((*START_ERRORS, *CAPACITY_REASONS, *CAPACITY_EVENT_REASONS, *SCALE_UP_REASONS))
+
+
 class _Sim:
     def __init__(self, study: Study, variant: Variant, replica: int, jobs: list[JobSpec]) -> None:
         self.study, self.variant, self.replica = study, variant, replica
         self.seed = study.seed + replica
         self.jobs = jobs
         release: dict[str, Any] = {"kueue": variant.kueue} if variant.kueue else {}
-        self.twin = Twin(clock="virtual", seed=self.seed, **release, **variant.settings)
+        self.twin = Twin(
+            clock="virtual", seed=self.seed, event_reasons=READ_EVENTS, **release, **variant.settings
+        )
         self.release = self.twin.core.settings.kueue  # the Kueue release this variant's cluster runs
         self.converted: list[
             str
@@ -263,7 +273,7 @@ class _Sim:
             prof["metadata"] = {"name": "default"}
             prof["spec"] = {**(prof.get("spec") or {}), "seed": self.seed}
             try:
-                twin.core.project.create(prof)
+                twin.core.project.create(prof, admission=ADMIT)
             except ApiError as exc:
                 raise InputError(exc.message, source=study.source, field="capacity") from None
         if self.variant.cluster is not None:
@@ -289,7 +299,7 @@ class _Sim:
             prof = twin.core.project.get("CapacityProfile", "default")
             if not (prof.get("spec") or {}).get("origin"):
                 prof["spec"]["origin"] = format_time(twin.now())
-                twin.core.project.update(prof)
+                twin.core.project.update(prof, admission=ADMIT)
         for m in self.variant.manifests:
             try:
                 docs = load_documents(m.text)

@@ -73,7 +73,7 @@ _GROW_BY = re.compile(r"[Nn]ode pool (\S+) cannot grow by (\d+) nodes")
 _RAY_CLUSTER = "ray.io/cluster"
 _RAY_ORIGIN = "ray.io/originated-from-cr-name"
 _JOB_NAME = ("batch.kubernetes.io/job-name", "job-name")
-_CAPACITY_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
+CAPACITY_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
 # the kubelet's Warning Events when it cannot start a pod's containers (kube.podenv.start_blocker)
 START_ERRORS = {
     "FailedMount": "FailedMount",
@@ -616,7 +616,7 @@ class Recorder:
         if ev.type != "DELETED" and obj.get("reason") in START_ERRORS and obj.get("type") == "Warning":
             self._start_error(obj)
             return
-        if ev.type == "DELETED" or obj.get("reason") not in _CAPACITY_REASONS:
+        if ev.type == "DELETED" or obj.get("reason") not in CAPACITY_REASONS:
             return
         inv = obj.get("involvedObject") or {}
         if inv.get("kind") != "Pod":

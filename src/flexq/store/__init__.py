@@ -2,6 +2,16 @@
 
 from flexq.store.journal import Journal
 from flexq.store.logs import PodLogs
-from flexq.store.store import Store, Subscription, WatchEvent, clone, status_copy
+from flexq.store.store import Store, check_writes, clone, status_copy
+from flexq.store.watch import Subscription, WatchEvent
 
-__all__ = ["Journal", "PodLogs", "Store", "Subscription", "WatchEvent", "clone", "status_copy"]
+__all__ = [
+    "Journal",
+    "PodLogs",
+    "Store",
+    "Subscription",
+    "WatchEvent",
+    "check_writes",
+    "clone",
+    "status_copy",
+]

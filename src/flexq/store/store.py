@@ -17,29 +17,29 @@ import builtins
 import hashlib
 import logging
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from random import Random
-from typing import Any, NamedTuple
+from typing import Any
 
 from flexq.api import scheme
 from flexq.api.jsoncopy import clone, clone_kept, clone_many, no_gc
 from flexq.api.registry import KindInfo, Registry
 from flexq.api.scheduling import GLOBAL_DEFAULT_INDEX, global_default_index
-from flexq.api.scheme import UnknownFields
+from flexq.api.scheme import Admission
 from flexq.clock import Clock, format_time
 from flexq.errors import (
     AlreadyExists,
     BadRequest,
     Cause,
     Conflict,
-    Gone,
     Invalid,
+    InvalidWrite,
     NotFound,
     SharedObjectChanged,
 )
 from flexq.store.gc import Txn
+from flexq.store.index import Indexes, Key
 from flexq.store.journal import Journal
 from flexq.store.patch import apply_patch
 from flexq.store.selectors import (
@@ -48,11 +48,22 @@ from flexq.store.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from flexq.store.watch import Subscription, Watchers, WatchEvent, deliver
 
 log = logging.getLogger("flexq.store")
 
-Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped kinds
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # as apimachinery's utilrand
+_CHECK_WRITES = False
+
+
+def check_writes(on: bool = True) -> None:
+    """A test setting (the suite turns it on, as ``jsoncopy.strict_checks``): every store made afterwards admits
+    each trusted write (a write without an ``admission``: a controller's) as the API face would, and raises
+    ``InvalidWrite`` naming the writer (``Store.writer``: the controller and key the manager is reconciling)
+    when admission refuses it. What a client sends is admitted once, at the face; this checks the other half of
+    the contract: that what the twin's own controllers build needs no admission."""
+    global _CHECK_WRITES
+    _CHECK_WRITES = on
 
 
 def status_copy(obj: dict) -> dict:
@@ -66,50 +77,6 @@ def status_copy(obj: dict) -> dict:
     if "status" in obj:
         out["status"] = clone_kept(obj["status"])  # most often stored next (update_status take=True)
     return out
-
-
-class WatchEvent(NamedTuple):
-    """One change: ADDED, MODIFIED or DELETED, with the object after (or at) the change. Immutable (a named
-    tuple: made three times faster than a frozen dataclass, once per write), built once per write and shared by
-    every subscriber. ``old``: for a MODIFIED event delivered as the write happens, the version it replaced
-    (controller-runtime's ``UpdateEvent.ObjectOld``, what event predicates compare); None otherwise (ADDED,
-    DELETED, and events replayed from the history, which keeps no old versions). Both are read-only."""
-
-    type: str
-    kind: str  # KindInfo.key
-    object: dict
-    rv: int
-    old: dict | None = None
-
-
-class Subscription:
-    """A watch callback registration; ``cancel()`` stops delivery. A ``committed`` one hears a write only once
-    it is on disk (a client's watch: etcd never shows a write before it is committed)."""
-
-    def __init__(
-        self,
-        store: Store,
-        callback: Callable[[WatchEvent], None],
-        kinds: set[str] | None,
-        committed: bool = False,
-    ) -> None:
-        self.store, self.callback, self.kinds = store, callback, kinds
-        self.committed = committed
-        self.active = True
-
-    def cancel(self) -> None:
-        self.active = False
-        self.store._unsubscribe(self)
-
-
-def _deliver(events: list[tuple[Subscription, WatchEvent]]) -> None:
-    """Hand committed writes to the watchers that wait for the commit."""
-    for sub, ev in events:
-        if sub.active:
-            try:
-                sub.callback(ev)
-            except Exception:
-                log.exception("watch callback failed")
 
 
 class Store:
@@ -127,6 +94,7 @@ class Store:
         rng: Random | None = None,
         namespaces: Iterable[str] = (),
         check_readonly: bool = False,
+        check_writes: bool | None = None,
         history: int | None = None,
     ) -> None:
         """``check_readonly`` (for tests): keep a private copy of every stored version and fail loudly when
@@ -135,6 +103,9 @@ class Store:
         an older resourceVersion gets Gone, as from an API server's watch cache."""
         self.registry, self.clock, self.name, self.journal = registry, clock, name, journal
         self.check_readonly = check_readonly
+        # ``check_writes`` (a test setting, by default the module's ``check_writes()``): admit every trusted write
+        self.check_writes = _CHECK_WRITES if check_writes is None else check_writes
+        self.writer = ""  # who is writing (the manager names the reconcile): for ``check_writes``' errors
         self._pristine: dict[tuple[str, Key], dict] = {}
         # with ``check_readonly``: the stored versions handed out read-only since the last ``verify_reads``
         self._reads: set[tuple[str, Key]] | None = set() if check_readonly else None
@@ -150,23 +121,25 @@ class Store:
         self._id_issued: dict[tuple, int] = {}
         self._lock = threading.RLock()
         self._objs: dict[str, dict[Key, dict]] = {}
-        self._children: dict[str, set[tuple[str, Key]]] = {}  # owner uid -> dependents
-        self._by_uid: dict[str, tuple[str, Key]] = {}  # uid -> (kind key, key) of every stored object
-        self._sorted: dict[str, list[Key]] = {}  # kind key -> sorted keys, dropped when the key set changes
-        # the indexes an API server's informers keep: per kind, keys by namespace, by label (name, value)
-        # and by the values of registered indexers (``add_indexer``: spec.nodeName of pods by default)
-        self._by_ns: dict[str, dict[str, set[Key]]] = {}
-        self._by_label: dict[str, dict[tuple[str, str], set[Key]]] = {}
-        self._indexers: dict[str, dict[str, Callable[[dict], Iterable[str]]]] = {}
-        self._by_index: dict[tuple[str, str], dict[str, set[Key]]] = {}
+        # the indexes an API server's informers keep (``flexq.store.index``): per kind, keys by namespace, by
+        # label (name, value) and by the values of registered indexers (``add_indexer``: spec.nodeName of pods
+        # by default); objects by uid, owners' dependents, each kind's sorted keys. The names below are the
+        # same tables (the read paths and the collector use them directly)
+        self.indexes = ix = Indexes()
+        self._children, self._by_uid, self._sorted = ix.children, ix.by_uid, ix.sorted
+        self._by_ns, self._by_label, self._indexers, self._by_index = (
+            ix.by_ns,
+            ix.by_label,
+            ix.indexers,
+            ix.by_index,
+        )
         if any(k.kind == "Pod" and not k.group for k in registry):
             self.add_indexer("Pod", "spec.nodeName", _node_name)
         if any(k.kind == "PriorityClass" for k in registry):  # the Priority admission plugin's global default
             self.add_indexer("PriorityClass", GLOBAL_DEFAULT_INDEX, global_default_index)
         self._rv = 0
-        self._history: deque[WatchEvent] = deque(maxlen=self.HISTORY if history is None else history)
-        self._subs: list[Subscription] = []
-        self._subs_of: dict[str, list[Subscription]] = {}  # kind key -> its subscribers, in order (a cache)
+        # subscriptions and the history kept for resuming (``flexq.store.watch``)
+        self.watchers = Watchers(self.HISTORY if history is None else history, self._lock)
         self._seq = 0
         self.disabled: set[str] = (
             set()
@@ -178,7 +151,10 @@ class Store:
             self._load()
         for ns in namespaces:
             if ("", ns) not in self._objs.get("namespaces", {}):
-                self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                self.create(
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+                    admission=scheme.ADMIT,
+                )
 
     def add_webhook(self, kind: str, check: Callable[[dict, dict | None], list]) -> None:
         """Register a validating webhook for ``kind`` (create and update of the object, not of its status)."""
@@ -394,13 +370,7 @@ class Store:
         ``peek_list(index=(name, value))`` and field selectors on ``name``. Idempotent per name."""
         kk = self.registry.resolve(kind).key
         with self._lock:
-            if name in self._indexers.get(kk, {}):
-                return
-            self._indexers.setdefault(kk, {})[name] = fn
-            table = self._by_index.setdefault((kk, name), {})
-            for key, obj in self._objs.get(kk, {}).items():
-                for v in fn(obj):
-                    table.setdefault(v, set()).add(key)
+            self.indexes.add_indexer(kk, name, fn, self._objs.get(kk, {}))
 
     def count(self, kind: str) -> int:
         return len(self._objs.get(self.info(kind).key, {}))
@@ -410,21 +380,20 @@ class Store:
         self,
         obj: dict,
         *,
-        validate: bool = True,
+        admission: Admission | None = None,
         keep_status: bool = False,
-        unknown_fields: UnknownFields = "Strict",
         namespace: str | None = None,
         dry_run: bool = False,
-        copy_result: bool = True,
         take: bool = False,
         kind_info: KindInfo | None = None,
     ) -> dict:
-        """Admit and store a new object. Returns a copy of it (with ``copy_result=False``, the stored
-        object itself, read-only as ``peek``). With ``take`` the store keeps ``obj`` itself instead of a
+        """Store a new object: a client's, admitted by ``admission`` (the face's), or a controller's, trusted
+        as given (storage version; only the storage rules, webhooks and built-in admission apply). Returns the
+        stored version itself, read-only as ``peek`` (copy-on-write: ``clone`` it to change it). With ``take`` the store keeps ``obj`` itself instead of a
         copy: the caller built it for this call and never changes (or reads) it afterwards. ``kind_info``:
         the object's kind, resolved by a caller that built it (a controller's Event): its apiVersion, kind
         and metadata are not checked again."""
-        info = scheme.resolve_object(self.registry, obj) if kind_info is None else kind_info
+        info = self._resolve(obj, admission) if kind_info is None else kind_info
         self.info(info.key)
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace") or namespace
@@ -443,12 +412,9 @@ class Store:
         if not data["metadata"].get("name") and data["metadata"].get("generateName"):
             data["metadata"]["name"] = self._generate_name(info, data["metadata"])
         status = data.get("status")
-        stored = (  # ``data`` is the store's own (a copy, or taken): defaulted in place
-            scheme.admit(info, data, None, unknown_fields, private=True)
-            if validate
-            else self._normalize(info, data)
-        )
-        if validate and info.key in self.webhooks:
+        # ``data`` is the store's own (a copy, or taken): admission may default it in place
+        stored = admission(info, data, None) if admission is not None else self._trusted(info, data, None)
+        if info.key in self.webhooks:
             self._webhooks(info, stored, None)
         if keep_status and status is not None:
             stored["status"] = status
@@ -496,12 +462,37 @@ class Store:
                 txn.put("ADDED", info, key, stored)
                 txn.written(info, key, None, stored)
                 self._commit(txn.run())
-            return clone(stored) if copy_result else stored
+            return stored
 
-    def _normalize(self, info: KindInfo, data: dict) -> dict:
+    def _resolve(self, obj: dict, admission: Admission | None) -> KindInfo:
+        """The kind of a write's object: a client's is read as the API server decodes a body (BadRequest for a
+        missing kind or metadata of the wrong JSON types); a controller's is looked up."""
+        if admission is not None:
+            return scheme.resolve_object(self.registry, obj)
+        return self.registry.by_gvk(obj.get("apiVersion") or "", obj.get("kind") or "")
+
+    def _trusted(self, info: KindInfo, data: dict, old: dict | None) -> dict:
+        """A trusted write's object (a controller's, in the storage version). With ``check_writes``, admitted
+        as a client's would be: refused, it raises ``InvalidWrite`` naming the writer."""
         data["apiVersion"] = info.storage_api_version
         data["kind"] = info.kind
+        if self.check_writes:
+            self._check_write(info, data, old)
         return data
+
+    def _check_write(self, info: KindInfo, data: dict, old: dict | None) -> None:
+        try:
+            scheme.admit(
+                info, data, old, "Strict"
+            )  # not private: admission reads ``data``, changes none of it
+        except (Invalid, BadRequest) as err:
+            name = (data.get("metadata") or {}).get("name") or (data.get("metadata") or {}).get(
+                "generateName"
+            )
+            raise InvalidWrite(
+                f"{self.writer or 'a trusted writer'} wrote an invalid {info.kind} {name!r} "
+                f"(a controller's write is not admitted; admission refuses it): {err}"
+            ) from None
 
     def _ident(self, *parts: str) -> int:
         """128 bits from a keyed hash of ``parts``, the (virtual) instant and how many times the same parts were
@@ -566,17 +557,16 @@ class Store:
         self,
         obj: dict,
         *,
-        validate: bool = True,
-        unknown_fields: UnknownFields = "Strict",
+        admission: Admission | None = None,
         namespace: str | None = None,
         dry_run: bool = False,
-        copy_result: bool = True,
         take: bool = False,
         on_write: Callable[[dict, dict], dict] | None = None,
         with_status: bool = False,
     ) -> dict:
-        """Replace spec/metadata (status is kept for kinds with a status subresource). Returns a copy of
-        the stored version (with ``copy_result=False``, the stored version itself, read-only). With
+        """Replace spec/metadata (status is kept for kinds with a status subresource), admitted by
+        ``admission`` (a client's write) or trusted (a controller's), as ``create``'s. Returns the
+        stored version itself (read-only, as ``create``'s). With
         ``take`` the store keeps ``obj`` itself instead of a copy: the caller gives fresh top-level and
         ``metadata`` dicts and never changes anything reachable from ``obj`` afterwards (parts may be
         shared with earlier stored versions, which are read-only too). ``on_write(live, new)`` (both in
@@ -584,7 +574,7 @@ class Store:
         ``managedFields`` with it). ``with_status``: ``obj``'s status is written too, in the same write: a
         subresource that sets both, as the API server's ``pods/binding`` sets a pod's ``spec.nodeName`` and
         its ``PodScheduled`` condition in one update (``BindingREST.setPodNodeAndMetadata``)."""
-        info = scheme.resolve_object(self.registry, obj)
+        info = self._resolve(obj, admission)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
             uid = (obj.get("metadata") or {}).get("uid")
@@ -605,12 +595,8 @@ class Store:
             data["metadata"]["namespace"] = key[0] if info.namespaced else None
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
-            stored = (
-                scheme.admit(info, data, cur, unknown_fields, private=True)
-                if validate
-                else self._normalize(info, data)
-            )
-            if validate and info.key in self.webhooks:
+            stored = admission(info, data, cur) if admission is not None else self._trusted(info, data, cur)
+            if info.key in self.webhooks:
                 self._webhooks(info, stored, cur)
             if info.admission is not None:
                 info.admission("UPDATE", stored, cur, self, key[1])
@@ -639,13 +625,13 @@ class Store:
                 m.pop("generation", None)
             m["resourceVersion"] = cm["resourceVersion"]
             if _same(cur, stored):
-                return clone(cur) if copy_result else cur
+                return cur
             if dry_run:
                 return clone(stored)
             deleting = m.get("deletionTimestamp") and not m.get("finalizers")
             if not deleting and (m.get("ownerReferences") or None) == (cm.get("ownerReferences") or None):
                 self._commit([("MODIFIED", info, key, stored)])
-                return clone(stored) if copy_result else stored
+                return stored
             txn = Txn(self)
             if deleting:  # the last finalizer went: the object goes (a namespace, once empty)
                 txn.settle(info, key, stored)
@@ -653,26 +639,26 @@ class Store:
                 txn.put("MODIFIED", info, key, stored)
                 txn.written(info, key, cur, stored)
             self._commit(txn.run())
-            return clone(stored) if copy_result else stored
+            return stored
 
     def update_status(
         self,
         obj: dict,
         *,
-        validate: bool = False,
+        admission: Admission | None = None,
         namespace: str | None = None,
-        copy_result: bool = True,
         take: bool = False,
     ) -> dict:
-        """Write only ``status`` (the /status subresource). Returns a copy of the stored version, or with
-        ``copy_result=False`` the stored version itself (read-only, as ``peek``). With ``take`` the store
+        """Write only ``status`` (the /status subresource); a client's write is checked by ``admission`` (the
+        whole new version is admitted; what is stored is the status as written). Returns the stored version itself (read-only,
+        as ``peek``). With ``take`` the store
         keeps ``obj["status"]`` itself instead of a copy: the caller never changes it afterwards."""
-        info = scheme.resolve_object(self.registry, obj)
+        info = self._resolve(obj, admission)
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
             status = obj.get("status")
             if status == cur.get("status"):  # a no-op write (None and absent alike, as _same)
-                return clone(cur) if copy_result else cur
+                return cur
             # the new version shares everything but status and metadata with the current one: stored
             # versions are never changed in place (readers get copies, or the object read-only)
             stored = dict(cur)
@@ -681,11 +667,10 @@ class Store:
                 stored.pop("status", None)
             else:
                 stored["status"] = status if take else clone_kept(status)
-            if validate:
-                candidate = clone(stored)
-                scheme.admit(info, candidate, cur, private=True)
+            if admission is not None:
+                admission(info, clone(stored), cur)
             self._commit([("MODIFIED", info, key, stored)])
-            return clone(stored) if copy_result else stored
+            return stored
 
     def patch(
         self,
@@ -697,16 +682,19 @@ class Store:
         patch_type: str = "merge",
         subresource: str | None = None,
         api_version: str | None = None,
-        validate: bool = True,
-        unknown_fields: UnknownFields = "Strict",
+        admission: Admission | None = None,
         dry_run: bool = False,
         on_write: Callable[[dict, dict], dict] | None = None,
     ) -> dict:
-        """Patch the object as seen in ``api_version`` (storage version by default); ``on_write`` as
-        ``update``'s."""
+        """Patch the object as seen in ``api_version`` (storage version by default); ``admission`` and
+        ``on_write`` as ``update``'s (a patch in another version than the storage one needs ``admission``:
+        it converts)."""
         info = self.info(kind)
         with self._lock:
-            cur = self.get(kind, name, namespace)
+            cur = self.peek(kind, name, namespace)  # the stored version, read-only: ``render`` copies it once
+            if cur is None:
+                self.get(kind, name, namespace)  # NotFound, worded as the API server's
+            assert cur is not None
             view = scheme.render(info, cur, api_version)
             patched = apply_patch(view, patch, patch_type, (info.group, info.kind))
             if not isinstance(patched, dict):
@@ -753,18 +741,12 @@ class Store:
                 if api_version and api_version != info.storage_api_version:
                     patched = scheme.admit(info, patched, cur, "Ignore")
                     patched["metadata"] = cur["metadata"]
-                return self.update_status(patched, validate=validate, namespace=namespace)
+                return self.update_status(patched, admission=admission, namespace=namespace)
             if info.status_subresource:
                 patched.pop("status", None)
             if on_write is not None:
                 patched = on_write(view, patched)
-            return self.update(
-                patched,
-                validate=validate,
-                unknown_fields=unknown_fields,
-                namespace=namespace,
-                dry_run=dry_run,
-            )
+            return self.update(patched, admission=admission, namespace=namespace, dry_run=dry_run)
 
     def delete(
         self,
@@ -775,7 +757,6 @@ class Store:
         propagation: str | None = "Background",
         preconditions: dict | None = None,
         dry_run: bool = False,
-        copy_result: bool = True,
     ) -> dict:
         """Delete as the API server and the garbage collector do (``flexq.store.gc``): ``Background``
         removes the object and then its dependents left with no live owner; ``Foreground`` keeps it,
@@ -784,7 +765,7 @@ class Store:
         dependents first and leaves them; None keeps what the object's finalizers ask for. An object with
         other finalizers is only marked (``deletionTimestamp``) and goes when they are removed. Returns the
         object as the delete left it: marked (as the API server answers before its garbage collector has
-        run), or as it was when it went (with ``copy_result=False`` that version itself, read-only)."""
+        run), or as it was when it went: that version itself, read-only."""
         info = self.info(kind)
         with self._lock:
             key, cur = self._current(info, {"name": name, "namespace": namespace})
@@ -812,7 +793,7 @@ class Store:
             marked = ops[0][3] if ops[0][0] == "MODIFIED" else cur
             if not dry_run:
                 self._commit(ops)
-            return clone(marked) if copy_result else marked
+            return marked
 
     def expire(self, kind: str, entries: Iterable[tuple[str, str, int]]) -> builtins.list[dict]:
         """Remove the objects whose lease ran out, as etcd does when an Event's ``--event-ttl`` lease expires:
@@ -885,7 +866,7 @@ class Store:
                 self.journal.uncommitted = True  # before the memory holds them
         self._rv = rv
         texts = self.texts
-        history = self._history
+        indexes, history = self.indexes, self.watchers.history
         events = []
         for typ, info, key, obj, ev_rv in staged:
             kk = info.key
@@ -899,7 +880,7 @@ class Store:
                 self._check_pristine(kk, key, old, None if typ == "DELETED" else obj)
             if typ == "DELETED":
                 if old is not None:
-                    self._unindex(kk, key, old)
+                    indexes.unindex(kk, key, old)
                 bucket.pop(key, None)
                 self._sorted.pop(kk, None)
                 ev = WatchEvent(typ, kk, obj, ev_rv)
@@ -907,9 +888,9 @@ class Store:
             else:
                 if old is None:
                     self._sorted.pop(kk, None)
-                    self._index(kk, key, obj)
+                    indexes.index(kk, key, obj)
                 else:
-                    self._reindex(kk, key, old, obj)
+                    indexes.reindex(kk, key, old, obj)
                 bucket[key] = obj
                 if typ == "MODIFIED" and old is not None:
                     ev = WatchEvent(typ, kk, obj, ev_rv, old)
@@ -918,25 +899,10 @@ class Store:
                     ev = WatchEvent(typ, kk, obj, ev_rv)
                     history.append(ev)
             events.append(ev)
-        later: builtins.list[tuple[Subscription, WatchEvent]] = []
-        for ev in events:
-            subs = self._subs_of.get(ev.kind)
-            if subs is None:
-                subs = self._subs_of[ev.kind] = [
-                    s for s in self._subs if s.kinds is None or ev.kind in s.kinds
-                ]
-            for sub in subs:
-                if sub.active:
-                    if nested and sub.committed:
-                        later.append((sub, ev))
-                        continue
-                    try:
-                        sub.callback(ev)
-                    except Exception:
-                        log.exception("watch callback failed")
+        later = self.watchers.publish(events, nested)
         if later:
             assert self.journal is not None
-            self.journal.after_commit(lambda: _deliver(later))
+            self.journal.after_commit(lambda: deliver(later))
 
     def _check_pristine(self, kk: str, key: Key, old: dict | None, new: dict | None) -> None:
         if old is not None and (kk, key) in self._pristine and self._pristine[(kk, key)] != old:
@@ -980,66 +946,6 @@ class Store:
                 "stored objects changed in place (they are read-only): " + ", ".join(sorted(bad))
             )
 
-    def _index(self, kk: str, key: Key, obj: dict) -> None:
-        md = obj["metadata"]
-        uid = md.get("uid")
-        if uid:
-            self._by_uid[uid] = (kk, key)
-        for ref in md.get("ownerReferences") or ():
-            self._children.setdefault(ref.get("uid", ""), set()).add((kk, key))
-        self._by_ns.setdefault(kk, {}).setdefault(key[0], set()).add(key)
-        labels = md.get("labels")
-        if labels:
-            table = self._by_label.setdefault(kk, {})
-            for lk, lv in labels.items():
-                table.setdefault((lk, lv), set()).add(key)
-        for name, fn in self._indexers.get(kk, {}).items():
-            table2 = self._by_index[(kk, name)]
-            for v in fn(obj):
-                table2.setdefault(v, set()).add(key)
-
-    def _reindex(self, kk: str, key: Key, old: dict, new: dict) -> None:
-        """``_unindex(old)`` then ``_index(new)``, without touching the tables whose inputs (uid, owners,
-        labels; an indexer's values) the write left as they were: most writes change only status or spec."""
-        om, nm = old["metadata"], new["metadata"]
-        if om is not nm and (
-            om.get("uid") != nm.get("uid")
-            or om.get("ownerReferences") != nm.get("ownerReferences")
-            or om.get("labels") != nm.get("labels")
-        ):
-            self._unindex(kk, key, old)
-            self._index(kk, key, new)
-            return
-        for name, fn in self._indexers.get(kk, {}).items():
-            before, after = list(fn(old)), list(fn(new))
-            if before != after:
-                table = self._by_index[(kk, name)]
-                for v in before:
-                    _drop(table, v, key)
-                for v in after:
-                    table.setdefault(v, set()).add(key)
-
-    def _unindex(self, kk: str, key: Key, obj: dict) -> None:
-        uid = obj["metadata"].get("uid")
-        if uid and self._by_uid.get(uid) == (kk, key):
-            del self._by_uid[uid]
-        for ref in obj["metadata"].get("ownerReferences") or ():
-            s = self._children.get(ref.get("uid", ""))
-            if s is not None:
-                s.discard((kk, key))
-                if not s:
-                    del self._children[ref.get("uid", "")]
-        _drop(self._by_ns.get(kk, {}), key[0], key)
-        labels = obj["metadata"].get("labels")
-        if labels:
-            table = self._by_label.get(kk, {})
-            for lk, lv in labels.items():
-                _drop(table, (lk, lv), key)
-        for name, fn in self._indexers.get(kk, {}).items():
-            table2 = self._by_index[(kk, name)]
-            for v in fn(obj):
-                _drop(table2, v, key)
-
     def watch(
         self,
         callback: Callable[[WatchEvent], None],
@@ -1053,23 +959,7 @@ class Store:
         # resolved without the addon gate: a controller may watch a kind this cluster does not serve yet
         keys = None if kinds is None else {self.registry.resolve(k).key for k in kinds}
         with self._lock:
-            sub = Subscription(self, callback, keys, committed)
-            if since is not None and since < self._rv:
-                oldest = self._history[0].rv if self._history else self._rv + 1
-                if since + 1 < oldest:
-                    raise Gone(f"too old resource version: {since} ({oldest - 1})")
-                for ev in list(self._history):
-                    if ev.rv > since and (keys is None or ev.kind in keys):
-                        callback(ev)
-            self._subs.append(sub)
-            self._subs_of.clear()
-            return sub
-
-    def _unsubscribe(self, sub: Subscription) -> None:
-        with self._lock:
-            if sub in self._subs:
-                self._subs.remove(sub)
-                self._subs_of.clear()
+            return self.watchers.subscribe(callback, keys, committed, since, self._rv)
 
     def _load(self) -> None:
         assert self.journal is not None
@@ -1079,7 +969,7 @@ class Store:
             info = self.registry.by_key(kk)
             key = self._key(info, obj["metadata"].get("namespace"), obj["metadata"]["name"])
             self._objs.setdefault(kk, {})[key] = obj
-            self._index(kk, key, obj)
+            self.indexes.index(kk, key, obj)
         self._sorted.clear()
         self._seq = rv  # generated names (Events') of this run do not repeat the last run's
         # the collector resyncs on start, as upstream's does: state written by an older flexq may hold
@@ -1108,14 +998,6 @@ def _uuid4(bits: int) -> str:
     every stored object (an Event per controller step) gets one."""
     h = "%032x" % (bits & _V4_CLEAR | _V4_SET)
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def _drop(table: dict, value: Any, key: Key) -> None:
-    keys = table.get(value)
-    if keys is not None:
-        keys.discard(key)
-        if not keys:
-            del table[value]
 
 
 def _node_name(pod: dict) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from flexq import Twin
+from flexq.api.scheme import ADMIT
 
 DATA = Path(__file__).parent / "data" / "gke"  # the tutorial's GKE request bodies
 BASE = "/v1/projects/proj-x/locations/us-east5-b"
@@ -34,7 +35,7 @@ def tutorial_twin(
     """A virtual twin with the tutorial's cluster and node pools, created with gcloud's exact bodies."""
     t = Twin(clock="virtual")
     if spec is not None:
-        t.core.project.create(profile(spec))
+        t.core.project.create(profile(spec), admission=ADMIT)
     for name in ("create-cluster", *pools):
         req = fixture(name)
         t.gke("POST", req["path"], req["body"])

@@ -13,7 +13,9 @@ from collections.abc import Iterable
 
 import yaml
 
+from flexq.api.jsoncopy import clone
 from flexq.api.kinds import default_registry
+from flexq.api.scheme import ADMIT
 from flexq.clock import VirtualClock
 from flexq.kueue import registry
 from flexq.loop import EventLoop, Rngs, tune_gc
@@ -86,18 +88,18 @@ class MinimalKueue:
             md = d.get("metadata") or {}
             cur = self.store.try_get(d["kind"], md["name"], md.get("namespace"))
             if cur is None:
-                out.append(self.store.create(d, keep_status=True))
+                out.append(clone(self.store.create(d, keep_status=True, admission=ADMIT)))
             else:
                 new = dict(d)
                 new["metadata"] = {**cur["metadata"], **md}
-                out.append(self.store.update(new))
+                out.append(clone(self.store.update(new, admission=ADMIT)))
         return out
 
     def patch_status(self, kind: str, name: str, namespace: str | None, status: dict) -> dict:
         """Merge ``status`` into an object's status."""
         obj = self.store.get(kind, name, namespace)
         obj.setdefault("status", {}).update(status)
-        return self.store.update_status(obj)
+        return clone(self.store.update_status(obj))
 
     def advance(self, seconds: float) -> int:
         """Run everything due in the next ``seconds``."""

@@ -731,7 +731,9 @@ class KubeFace:
                 info,
                 t,
                 dry,
-                lambda d: self.store().create(body, namespace=t.namespace, unknown_fields=uf, dry_run=d),
+                lambda d: self.store().create(
+                    body, namespace=t.namespace, admission=scheme.Admission(uf), dry_run=d
+                ),
             ),
             twice,
         )
@@ -756,7 +758,7 @@ class KubeFace:
                 obj = body
                 if info.api_version(t.version) != info.storage_api_version:
                     obj = {**scheme.admit(info, body, None, "Ignore"), "metadata": body["metadata"]}
-                return self.store().update_status(obj, validate=True, namespace=t.namespace)
+                return self.store().update_status(obj, admission=scheme.ADMIT, namespace=t.namespace)
 
             obj, warns = await self._write(mode, info, t.version, write_status, twice)
         else:
@@ -771,7 +773,11 @@ class KubeFace:
                     t,
                     dry,
                     lambda d: self.store().update(
-                        body, namespace=t.namespace, unknown_fields=uf, dry_run=d, on_write=track
+                        body,
+                        namespace=t.namespace,
+                        admission=scheme.Admission(uf),
+                        dry_run=d,
+                        on_write=track,
                     ),
                 ),
                 twice,
@@ -833,7 +839,7 @@ class KubeFace:
                     patch_type=ptype,
                     subresource=t.subresource,
                     api_version=api_version,
-                    unknown_fields=uf,
+                    admission=scheme.Admission(uf),
                     dry_run=d,
                     on_write=track,
                 ),
@@ -868,7 +874,7 @@ class KubeFace:
                 return store.create(
                     ssa.apply(None, body, manager, force, api_version, now),
                     namespace=t.namespace,
-                    unknown_fields=uf,
+                    admission=scheme.Admission(uf),
                     dry_run=dry,
                 )
             live = scheme.render(info, cur, api_version)
@@ -880,10 +886,10 @@ class KubeFace:
                     merged
                     if api_version == info.storage_api_version
                     else {**scheme.admit(info, merged, cur, "Ignore"), "metadata": cur["metadata"]},
-                    validate=True,
+                    admission=scheme.ADMIT,
                     namespace=t.namespace,
                 )
-            return store.update(merged, namespace=t.namespace, unknown_fields=uf, dry_run=dry)
+            return store.update(merged, namespace=t.namespace, admission=scheme.Admission(uf), dry_run=dry)
 
         obj, warns = await self._write(
             mode, info, t.version, lambda uf: self._granting(request, info, t, dry, lambda d: run(uf, d))
@@ -998,7 +1004,9 @@ class KubeFace:
             cur.setdefault("spec", {})["replicas"] = replicas
             if rv:
                 cur["metadata"]["resourceVersion"] = rv
-            return scale_api.scale_of(store.update(cur, namespace=t.namespace, dry_run=dry))
+            return scale_api.scale_of(
+                store.update(cur, namespace=t.namespace, admission=scheme.ADMIT, dry_run=dry)
+            )
 
         return json_response(await self.writes.run(store.journal, run))
 

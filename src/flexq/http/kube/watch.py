@@ -13,6 +13,8 @@ and ``flexq.http``.
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +51,37 @@ class WatchRequest:
     include: str
 
 
+class EventLines:
+    """Each watch event's line serialised once per (object, type, apiVersion) and shared by every watcher that
+    sends it, as kube-apiserver's watch cache wraps an event's object in a ``cachingObject`` that keeps one
+    serialization per encoding. Keyed by the identity of the object, which is the stored version (or the
+    deleted one) that the store hands to every subscriber of the write: read-only, and held here (at most
+    ``size`` of them, the oldest going first) so its id is not reused while its line is kept."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self.encoded = 0  # lines serialised (not found here)
+        self._lines: OrderedDict[tuple[int, str, str], tuple[dict, bytes]] = OrderedDict()
+        self._lock = threading.Lock()  # the servers' threads share it
+
+    def line(self, typ: str, obj: dict, api_version: str, encode: Callable[[], bytes]) -> bytes:
+        key = (id(obj), typ, api_version)
+        with self._lock:
+            hit = self._lines.get(key)
+            if hit is not None and hit[0] is obj:
+                return hit[1]
+        text = encode()
+        with self._lock:
+            self.encoded += 1
+            self._lines[key] = (obj, text)
+            if len(self._lines) > self.size:
+                self._lines.popitem(last=False)
+        return text
+
+
+LINES = EventLines()  # shared by every watch of the process
+
+
 def _key(obj: dict) -> tuple[str, str]:
     m = obj["metadata"]
     return m.get("namespace") or "", m["name"]
@@ -82,19 +115,27 @@ async def watch_stream(
         return
     first = [True]
 
-    def encode(kind: str, obj: dict) -> bytes:
-        view = view_as(req.info, obj, req.api_version)
-        if req.table:
-            view = tables.table(
-                req.info,
-                [view],
-                loop.now(),
-                view["metadata"].get("resourceVersion", ""),
-                req.include,
-                with_columns=first[0],
-            )
-            first[0] = False
-        return dumps({"type": kind, "object": view}) + b"\n"
+    def plain(kind: str, obj: dict) -> bytes:
+        return dumps({"type": kind, "object": view_as(req.info, obj, req.api_version)}) + b"\n"
+
+    def encode(kind: str, obj: dict, shared: bool = True) -> bytes:
+        """The event's line; ``shared``: ``obj`` is what the store handed every subscriber (not a copy made for
+        this watch), so its line is serialised once for all watchers (``LINES``)."""
+        if not req.table:
+            if shared:
+                return LINES.line(kind, obj, req.api_version, lambda: plain(kind, obj))
+            return plain(kind, obj)
+        view = view_as(req.info, obj, req.api_version)  # a Table: the first carries the columns
+        table = tables.table(
+            req.info,
+            [view],
+            loop.now(),
+            view["metadata"].get("resourceVersion", ""),
+            req.include,
+            with_columns=first[0],
+        )
+        first[0] = False
+        return dumps({"type": kind, "object": table}) + b"\n"
 
     def bookmark(rv: int, initial_end: bool = False) -> bytes:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
@@ -115,7 +156,7 @@ async def watch_stream(
     try:
         for obj in initial:
             matched.add(_key(obj))
-            yield encode("ADDED", obj)
+            yield encode("ADDED", obj, shared=False)  # copies listed for this watch
         if req.send_initial and req.bookmarks:
             yield bookmark(last_rv, initial_end=True)
         deadline = loop.now() + req.timeout
