@@ -370,8 +370,8 @@ def test_indexes_follow_writes_that_keep_or_change_labels_owners_and_indexed_fie
     store.update_status(cur)  # status only
     assert names(label_selector="app=a") == ["p"] and names(namespace="default") == ["p"]
     cur = store.get("Pod", "p")
-    cur["spec"]["nodeName"] = "n1"  # an indexed field only
-    store.update(cur)
+    cur["spec"]["nodeName"] = "n1"  # an indexed field only (the binding subresource's write)
+    store.update(cur, with_status=True)
     assert names(index=("spec.nodeName", "n1")) == ["p"] and names(label_selector="app=a") == ["p"]
     cur = store.get("Pod", "p")
     cur["metadata"]["labels"] = {"app": "b"}

@@ -193,7 +193,7 @@ def test_manifests_apply_with_server_dry_run(served) -> None:
     # every object written whole (no YAML anchors), and the why of the state namespace said
     assert "&id" not in text and "*id" not in text
     assert text.startswith("# flexq's fallback keeps its state") and "kueue-system" in text.splitlines()[0]
-    pod = list(yaml.safe_load_all(text))[-1]["spec"]["template"]["spec"]
+    pod = next(d for d in yaml.safe_load_all(text) if d["kind"] == "Deployment")["spec"]["template"]["spec"]
     main = pod["containers"][0]
     assert main["readinessProbe"]["httpGet"]["port"] == main["livenessProbe"]["httpGet"]["port"] == "metrics"
     assert "--metrics-port" in main["command"]
@@ -205,6 +205,7 @@ def test_manifests_apply_with_server_dry_run(served) -> None:
         "ClusterRoleBinding",
         "Role",
         "RoleBinding",
+        "PodDisruptionBudget",
         "Deployment",
     ]
     # as on a real API server, a server-side dry run creates no namespace, so what goes into a new one is
@@ -221,6 +222,7 @@ def test_manifests_apply_with_server_dry_run(served) -> None:
         "role.rbac.authorization.k8s.io/flexq-fallback created (server dry run)",
         "rolebinding.rbac.authorization.k8s.io/flexq-fallback created (server dry run)",
         "deployment.apps/flexq-fallback created (server dry run)",
+        "poddisruptionbudget.policy/flexq-fallback created (server dry run)",
     ):
         assert line in r.stdout, r.stdout
     assert (
@@ -299,7 +301,8 @@ def _refused(served, doc: dict) -> str:
 
 def test_broken_manifests_are_refused_with_the_api_servers_text(served) -> None:
     docs = list(yaml.safe_load_all(manifests_yaml(image=IMAGE)))
-    cr, crb, dep = docs[2], docs[3], docs[6]
+    cr, crb = docs[2], docs[3]
+    dep = next(d for d in docs if d["kind"] == "Deployment")
 
     bad = yaml.safe_load(yaml.safe_dump(cr))
     del bad["rules"][0]["verbs"]

@@ -18,6 +18,7 @@ from flexq.api import (
     coordination,
     core,
     kueue,
+    policy,
     ray,
     rbac,
     scheduling,
@@ -53,6 +54,7 @@ def default_registry(kueue_release: KueueVersion | None = None) -> Registry:
             *rbac.KINDS,
             *apps.KINDS,
             *coordination.KINDS,
+            *policy.KINDS,
             *scheduling.KINDS,
             *apiextensions.KINDS,
         ]

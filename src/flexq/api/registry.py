@@ -46,6 +46,7 @@ COMPILED_IN_GROUPS = frozenset(
         "apps",
         "batch",
         "coordination.k8s.io",
+        "policy",
         "rbac.authorization.k8s.io",
         "scheduling.k8s.io",
         "apiextensions.k8s.io",

@@ -6,7 +6,7 @@ SIGINT/SIGTERM) and ``manifests`` (the YAML
 that runs the same loop inside the cluster: a Namespace that enforces the Pod Security Standards' "restricted"
 profile, ServiceAccount, the least-privilege ClusterRole and Role with their bindings, and a Deployment whose
 pod passes that profile: non-root, read-only root filesystem, every capability dropped, seccomp
-RuntimeDefault). The pod runs either an image with flexq preinstalled (``--image``: the repository's
+RuntimeDefault), with a PodDisruptionBudget letting a drain take one of its two replicas at a time). The pod runs either an image with flexq preinstalled (``--image``: the repository's
 ``Dockerfile`` builds it; referenced by digest when given one) or, with ``--package URL --package-sha256``,
 the Python image with flexq's wheel and its core dependencies installed by an init container from hashes
 only (the wheel's, and the lock's: ``cli/deploy/requirements.txt``, in a ConfigMap). No command is a shell
@@ -310,6 +310,16 @@ def manifests(
             "subjects": subject,
         },
         *extra,
+        {
+            # a node drain or upgrade takes one replica at a time: the other holds the Lease meanwhile
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": SA_NAME, "namespace": namespace, "labels": labels},
+            "spec": {
+                "maxUnavailable": 1,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": SA_NAME}},
+            },
+        },
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",

@@ -595,7 +595,18 @@ class Store:
             data["metadata"]["namespace"] = key[0] if info.namespaced else None
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
-            stored = admission(info, data, cur) if admission is not None else self._trusted(info, data, cur)
+            if admission is not None:
+                stored = admission(info, data, cur)
+            elif with_status and cur is not None:
+                # the binding subresource (BindingREST: spec.nodeName with PodScheduled, no pod-update rules):
+                # checked against the pod as its binding leaves it
+                bound = {
+                    **cur,
+                    "spec": {**(cur.get("spec") or {}), "nodeName": (data.get("spec") or {}).get("nodeName")},
+                }
+                stored = self._trusted(info, data, bound)
+            else:
+                stored = self._trusted(info, data, cur)
             if info.key in self.webhooks:
                 self._webhooks(info, stored, cur)
             if info.admission is not None:

@@ -28,6 +28,7 @@ _BUILTIN_GROUPS = {
     "",
     "batch",
     "apps",
+    "policy",
     "rbac.authorization.k8s.io",
     "coordination.k8s.io",
     "scheduling.k8s.io",
