@@ -253,3 +253,23 @@ def test_a_twin_that_is_not_running_says_what_to_do(capsys, tmp_path: Path) -> N
     err = _status(capsys, "--kubeconfig", str(kc))
     assert "cannot reach the cluster at 127.0.0.1:1: connection refused; if it is flexq's twin" in err, err
     assert "flexq up" in err and 'eval "$(flexq env)"' in err
+
+
+def test_eta_of_a_misspelled_job_says_which_one_is_meant(served, capsys) -> None:
+    """Issue 50: ``flexq eta JOB`` with a job name one typo away from a waiting job names it."""
+    twin, kc = served
+    for job_id in (1, 2):  # job 1 takes the on-demand slice, job 2 waits on DWS
+        twin.apply(T.rayjob_yaml(job_id))
+    wait_for(
+        lambda: any(
+            "rayjob-tpu-v6e-dws-2-" in w["metadata"]["name"]
+            and any(c["type"] == "QuotaReserved" for c in (w.get("status") or {}).get("conditions", []))
+            for w in twin.list("workload", "default")
+        ),
+        what="job 2's workload",
+    )
+    rc, _, err = run(capsys, "eta", "rayjob-tpu-v6e-dws-22", "--replicas", "2", "--kubeconfig", kc)
+    assert rc == 1, err
+    assert 'no waiting job "rayjob-tpu-v6e-dws-22"' in err and "did you mean rayjob-tpu-v6e-dws-2?" in err, (
+        err
+    )
