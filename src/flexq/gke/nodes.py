@@ -28,6 +28,7 @@ from flexq.gke.fit import pool_shape
 from flexq.gke.project import CapacitySource
 from flexq.gke.storage import NODE_POOL, pool_key
 from flexq.runtime import Context, Controller, Result, Watch
+from flexq.semantics.nodefit import ANN_SLICE  # one name: what the scheduler reads, the node pools write
 from flexq.store.store import WatchEvent, clone, status_copy
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
 ANN_READY_AT = "gke.twin.flexq.dev/ready-at"
 ANN_PREEMPT_AT = "gke.twin.flexq.dev/preempt-at"
 ANN_DELETE_AT = "gke.twin.flexq.dev/delete-at"
-ANN_SLICE = "gke.twin.flexq.dev/slice"
 ANN_CREATED_AT = "gke.twin.flexq.dev/created-at"
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
 # The kernel of the Container-Optimized OS image GKE 1.34 nodes boot (COS 121 LTS) [twin choice of patch].
