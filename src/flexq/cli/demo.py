@@ -187,16 +187,16 @@ class _Demo:
             f"Kueue {release.tag} is already installed in the twin (the tutorial's helm step is not needed)"
         )
         # Kueue 0.20 and later serve kueue.x-k8s.io/v1beta2 only: the tutorial's v1beta1 file, converted
-        name = tutorial.QUEUE_FILE if release.serves_v1beta1 else tutorial.QUEUE_FILE_V1BETA2
-        objs = self.twin.apply(tutorial.queue_yaml(api="v1beta1" if release.serves_v1beta1 else "v1beta2"))
+        if release.serves_v1beta1:  # the release's switch, asked once
+            name, api, how = tutorial.QUEUE_FILE, "v1beta1", ""
+        else:
+            name, api = tutorial.QUEUE_FILE_V1BETA2, "v1beta2"
+            how = f"  (the tutorial's {tutorial.QUEUE_FILE} through flexq convert)"
+        objs = self.twin.apply(tutorial.queue_yaml(api=api))
         self.say(
             f"envsubst < {name} | kubectl apply -f -  ->  "
             + ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in objs)
-            + (
-                ""
-                if release.serves_v1beta1
-                else f"  (the tutorial's {tutorial.QUEUE_FILE} through flexq convert)"
-            )
+            + how
         )
         self.twin.apply(
             {

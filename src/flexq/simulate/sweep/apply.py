@@ -364,7 +364,7 @@ def _served(doc: dict[str, Any], variant: Variant) -> dict[str, Any]:
     conversion ``flexq convert`` and the API server make."""
     if doc.get("apiVersion") != "kueue.x-k8s.io/v1beta1":
         return doc
-    if "v1beta1" in resolve_kueue(variant.kueue or None).served:
+    if resolve_kueue(variant.kueue or None).serves_v1beta1:
         return doc
     converted, _notes = convert_object(doc, source=variant.name)
     return converted
