@@ -53,7 +53,9 @@ EXPECTED_DURATION = (
 )
 CLASS_LABEL = "flexq.dev/class"  # jobs of one class share a run-time history (per LocalQueue)
 # Kueue's reasons that say no flavor of the ClusterQueue can ever take the workload as it is
-STRUCTURAL = ("NoMatchingFlavor", "ExceedsMaxQuota", "Misconfigured")
+# the reasons whose job may never fit (confirmed against the ClusterQueue emptied, ``fits_when_empty``); Kueue 0.19.2
+# says ``Pending`` (or ``Inadmissible`` for a queue) for all of them: UnadmittedWorkloadsObservability is off there
+STRUCTURAL = ("NoMatchingFlavor", "ExceedsMaxQuota", "Misconfigured", "Pending", "Inadmissible")
 
 
 @dataclass
