@@ -71,7 +71,7 @@ from flexq.gke.timing import (
     SCALE_DOWN_UNNEEDED_SECONDS,
 )
 from flexq.runtime import Context, Controller, Result, Watch
-from flexq.semantics.nodefit import SliceKey, node_info, replica_of, slice_key
+from flexq.semantics.nodefit import NodeInfo, SliceKey, node_info, off_slice, replica_of, slice_key
 from flexq.store.store import clone
 
 __all__ = ["Autoscaler", "SCALE_DOWN_UNNEEDED_SECONDS", "FAILED_SCALE_UP_BACKOFF_SECONDS", "pending_pods"]
@@ -173,10 +173,8 @@ class Autoscaler(Controller):
         self._pool_shapes: dict[str, tuple[dict[str, Any], NodeShape]] = {}  # pool -> (its version, shape)
         self._unhelped_memo: tuple[int, int, list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._candidates: tuple[int, dict[int, list[tuple[str, NodeShape]]]] = (-1, {})
-        self._slice_keys: tuple[int, dict[str, SliceKey | None]] = (
-            -1,
-            {},
-        )  # node -> its slice, per node version
+        # node -> the scheduler's view of it (its slice), per node version
+        self._infos: tuple[int, dict[str, NodeInfo | None]] = (-1, {})
         # pod -> (its version, the id of its placement key); placement key -> its id
         self._sigs: dict[tuple[str, str], tuple[dict[str, Any], int]] = {}
         self._sig_ids: dict[tuple, int] = {}
@@ -341,15 +339,20 @@ class Autoscaler(Controller):
             ]
         return shapes
 
-    def _slice_of(self, name: str, cache: GkeCache) -> SliceKey | None:
-        """The multi-host slice node ``name`` is a host of (the scheduler's ``slice_key``), per node version."""
-        if self._slice_keys[0] != cache.node_version:
-            self._slice_keys = (cache.node_version, {})
-        keys = self._slice_keys[1]
-        if name not in keys:
+    def _node_info(self, name: str, cache: GkeCache) -> NodeInfo | None:
+        """The scheduler's view of node ``name`` (``semantics.nodefit.node_info``), kept per node version."""
+        if self._infos[0] != cache.node_version:
+            self._infos = (cache.node_version, {})
+        infos = self._infos[1]
+        if name not in infos:
             node = cache.nodes.get(name)
-            keys[name] = slice_key(node_info(node)) if node is not None else None
-        return keys[name]
+            infos[name] = node_info(node) if node is not None else None
+        return infos[name]
+
+    def _slice_of(self, name: str, cache: GkeCache) -> SliceKey | None:
+        """The multi-host slice node ``name`` is a host of (the scheduler's ``slice_key``)."""
+        info = self._node_info(name, cache)
+        return slice_key(info) if info is not None else None
 
     def _place_replica(
         self,
@@ -361,30 +364,31 @@ class Autoscaler(Controller):
         candidates: dict[int, list],
         cache: GkeCache,
     ) -> bool:
-        """Whether the pending ``hosts`` of one replica fit together on one slice (the one its bound hosts are on,
-        ``bound``, if any), as ``semantics.nodefit.off_slice`` lets kube-scheduler bind them; the room is taken in ``used``."""
-        pod = hosts[0]
-        by_slice: dict[SliceKey | None, list[tuple[str, NodeShape]]] = {}
-        for name, shape in self._shapes(pod, sig, nodes, candidates):
-            by_slice.setdefault(self._slice_of(name, cache), []).append((name, shape))
-        for key, members in by_slice.items():
-            if bound and key not in bound:
-                continue
-            trial: dict[str, Any] = {}
-            placed = 0
-            for host in hosts:
-                req = cache.requests_of(host)
-                for name, shape in members:
-                    if resource_misfit(req, shape, trial.get(name, used.get(name))) is None:
-                        trial[name] = add(trial.get(name, used.get(name, {})), req)
-                        placed += 1
-                        break
-                else:
-                    break
-            if placed == len(hosts):
-                used.update(trial)
-                return True
-        return False
+        """Whether the pending ``hosts`` of one replica can all be bound as kube-scheduler binds them: one by one,
+        first fit in node order, each among the nodes with room the one-slice rule leaves it
+        (``semantics.nodefit.off_slice``: the first host only on a slice where every host fits, the others beside
+        the ones bound, ``bound``). The room is taken in ``used`` only when all of them are placed."""
+        shapes = self._shapes(hosts[0], sig, nodes, candidates)
+        taken: set[SliceKey] = {k for k in bound if k is not None}
+        trial: dict[str, Any] = {}
+        for host in hosts:
+            req = cache.requests_of(host)
+            room = [
+                (name, info)
+                for name, shape in shapes
+                if resource_misfit(req, shape, trial.get(name, used.get(name))) is None
+                and (info := self._node_info(name, cache)) is not None
+            ]
+            barred = off_slice([info for _, info in room], taken)
+            name = next((n for n, _ in room if n not in barred), None)
+            if name is None:
+                return False
+            trial[name] = add(trial.get(name, used.get(name, {})), req)
+            key = self._slice_of(name, cache)
+            if key is not None:
+                taken = {key}
+        used.update(trial)
+        return True
 
     def _placement(self, pod: dict[str, Any], req: dict[str, Any]) -> int:
         """An id of the ``_placement_key`` of a stored pod, kept for that version of it."""
