@@ -24,18 +24,15 @@ from flexq.api import (
     scheduling,
 )
 from flexq.api.kueue_versions import V0_19_2, KueueVersion
-from flexq.api.kueue_webhooks import PRIORITY_DEFAULTING_GATE, default_priority_class
+from flexq.api.kueue_webhooks import JOB_KINDS, PRIORITY_DEFAULTING_GATE, default_priority_class
 from flexq.api.registry import KindInfo, Registry
-
-# the kinds whose Kueue job webhook defaults the WorkloadPriorityClass (``ApplyDefaultWorkloadPriorityClass``)
-_PRIORITY_DEFAULTED = {("batch", "Job"), ("ray.io", "RayJob"), ("ray.io", "RayCluster")}
 
 
 def _with_kueue_job_webhooks(infos: list[KindInfo], release: KueueVersion) -> list[KindInfo]:
     """The job kinds as ``release``'s job webhooks admit them (the priority-class defaulting, kueue#13719)."""
     admit = default_priority_class(bool(release.gates.get(PRIORITY_DEFAULTING_GATE, False)))
     return [
-        replace(i, admission=admit) if (i.group, i.kind) in _PRIORITY_DEFAULTED and i.admission is None else i
+        replace(i, admission=admit) if (i.group, i.kind) in JOB_KINDS and i.admission is None else i
         for i in infos
     ]
 

@@ -21,7 +21,12 @@ from pydantic_core import PydanticCustomError
 from flexq.api.base import check_label_key, check_label_value
 from flexq.api.quantity import parse_quantity
 from flexq.api.registry import Admission, ObjectReader
-from flexq.api.wellknown import PRIORITY_CLASS_LABEL
+from flexq.api.wellknown import (
+    KUEUE_CONFIG_KEY,
+    KUEUE_CONFIG_NAME,
+    KUEUE_CONFIG_NAMESPACE,
+    PRIORITY_CLASS_LABEL,
+)
 from flexq.errors import Cause
 
 NEGATIVE = "must be greater than or equal to 0"
@@ -416,15 +421,15 @@ def validate_workload(new: dict, old: dict | None) -> list[Cause]:
 
 DEFAULT_PRIORITY_CLASS = "default"  # controllerconstants.DefaultWorkloadPriorityClassName
 PRIORITY_DEFAULTING_GATE = "WorkloadPriorityClassDefaulting"
-_CONFIG = ("kueue-manager-config", "kueue-system", "controller_manager_config.yaml")
-# the kinds of the job integrations the twin runs: a job whose controller is one of them is defaulted through it
-_JOB_OWNERS = {("batch/v1", "Job"), ("ray.io/v1", "RayJob"), ("ray.io/v1", "RayCluster")}
+# the (group, kind) of the job integrations the twin runs: their webhooks default the priority class, and a job
+# whose controller is one of them is defaulted through that controller instead
+JOB_KINDS = frozenset({("batch", "Job"), ("ray.io", "RayJob"), ("ray.io", "RayCluster")})
 
 
 def _gate_configured(reader: ObjectReader, name: str) -> bool | None:
     """The ``featureGates`` entry ``name`` of Kueue's installed Configuration (None: not set there)."""
-    cm = reader.peek("ConfigMap", _CONFIG[0], _CONFIG[1])
-    text = ((cm or {}).get("data") or {}).get(_CONFIG[2])
+    cm = reader.peek("ConfigMap", KUEUE_CONFIG_NAME, KUEUE_CONFIG_NAMESPACE)
+    text = ((cm or {}).get("data") or {}).get(KUEUE_CONFIG_KEY)
     if not text or name not in text:
         return None
     try:
@@ -452,7 +457,8 @@ def default_priority_class(gate_default: bool) -> Admission:
         if labels.get(PRIORITY_CLASS_LABEL):
             return
         for ref in md.get("ownerReferences") or []:
-            if ref.get("controller") and (ref.get("apiVersion"), ref.get("kind")) in _JOB_OWNERS:
+            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+            if ref.get("controller") and (group, ref.get("kind")) in JOB_KINDS:
                 return
         if reader.peek("WorkloadPriorityClass", DEFAULT_PRIORITY_CLASS) is None:
             return

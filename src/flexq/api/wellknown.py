@@ -9,6 +9,10 @@ QUEUE_NAME_ANNOTATION = "kueue.x-k8s.io/queue-name"  # the deprecated annotation
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+# Kueue's Configuration: the ConfigMap its manager reads (config/components/manager), and its key
+KUEUE_CONFIG_NAME = "kueue-manager-config"
+KUEUE_CONFIG_NAMESPACE = "kueue-system"
+KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
 # Cluster autoscaler / Kueue ProvisioningRequest integration (the pair a provisioned pod carries)
 CONSUME_PROVISIONING_REQUEST = "autoscaling.x-k8s.io/consume-provisioning-request"
 PROVISIONING_CLASS_NAME = "autoscaling.x-k8s.io/provisioning-class-name"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from flexq.api import gke_catalog as catalog
 from flexq.api.quantity import parse_quantity
+from flexq.api.wellknown import KUEUE_CONFIG_NAME, KUEUE_CONFIG_NAMESPACE
 
 if TYPE_CHECKING:
     from flexq.twin import Twin
@@ -47,8 +48,8 @@ KINDS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
 # the Events the ETA reads: the cluster autoscaler's word on scale-ups (stock-outs, pools at their maximum)
 EVENT_REASONS = ("FailedScaleUp", "NotTriggerScaleUp", "TriggeredScaleUp")
 KUEUE_CONFIG = (
-    "kueue-system",
-    "kueue-manager-config",
+    KUEUE_CONFIG_NAMESPACE,
+    KUEUE_CONFIG_NAME,
 )  # Kueue's configuration ConfigMap (waitForPodsReady ...)
 _LIMIT = re.compile(r"maximum of (\d+) nodes")
 _POOL_IN = re.compile(r"[Nn]ode pool (\S+) cannot grow")

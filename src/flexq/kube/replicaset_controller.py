@@ -163,6 +163,8 @@ class ReplicaSetController(Controller):
 
     def _next_token(self, now: float) -> float:
         """How long until the bucket allows one more call."""
+        # never less than one token's time: a wait of microseconds would round to the same virtual instant (the
+        # clock counts seconds since 1970 in a float) and the controller would wake itself there for ever
         return max(1.0 / CLIENT_QPS, (1.0 - (self.tokens - int(self.tokens))) / CLIENT_QPS)
 
     def _create(self, rs: dict) -> tuple[dict | None, str | None]:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from flexq.api.wellknown import KUEUE_CONFIG_KEY, KUEUE_CONFIG_NAME, KUEUE_CONFIG_NAMESPACE
+
 __all__ = [
     "CONFIG_KEY",
     "CONFIG_NAME",
@@ -28,11 +30,7 @@ __all__ = [
     "shipped_configuration",
 ]
 
-CONFIG_NAME, CONFIG_NAMESPACE, CONFIG_KEY = (
-    "kueue-manager-config",
-    "kueue-system",
-    "controller_manager_config.yaml",
-)
+CONFIG_NAME, CONFIG_NAMESPACE, CONFIG_KEY = KUEUE_CONFIG_NAME, KUEUE_CONFIG_NAMESPACE, KUEUE_CONFIG_KEY
 
 # v0.19 feature gate defaults that change behaviour modelled here (a twin's Kueue release brings its own table,
 # ``flexq.api.kueue_versions``, which the cache passes as ``gates``).

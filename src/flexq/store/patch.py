@@ -320,13 +320,13 @@ def _in_order(merged: list, order: list, server: list, key: str | None) -> list:
     def pos(keys: list) -> dict:
         out: dict = {}
         for n, k in enumerate(keys):
-            out.setdefault(_hashable(k), n)
+            out.setdefault(_canonical(k), n)
         return out
 
     at_order, at_server = pos(order), pos(server)
 
     def at(m: Any) -> Any:
-        return _hashable(_key_or_none(m, key))
+        return _canonical(_key_or_none(m, key))
 
     mine = [m for m in merged if at(m) in at_order]
     mine.sort(key=lambda m: at_order[at(m)])
@@ -349,10 +349,6 @@ def _in_order(merged: list, order: list, server: list, key: str | None) -> list:
                 out.append(mine[j])
                 j += 1
     return out
-
-
-def _hashable(v: Any) -> Any:
-    return repr(v) if isinstance(v, (dict, list)) else v
 
 
 def _key_or_none(item: Any, key: str | None) -> Any:
@@ -418,13 +414,13 @@ def _diff_lists(
             patch[_ORDER + name] = copy.deepcopy(new)
         return
     key = field.key
-    before = {_hashable(i.get(key)): i for i in old if isinstance(i, dict)}
-    now = {_hashable(i.get(key)) for i in new if isinstance(i, dict)}
+    before = {_canonical(i.get(key)): i for i in old if isinstance(i, dict)}
+    now = {_canonical(i.get(key)) for i in new if isinstance(i, dict)}
     items: list = []
     for item in new:
         if not isinstance(item, dict):
             continue
-        was = before.get(_hashable(item.get(key)))
+        was = before.get(_canonical(item.get(key)))
         if was is None:
             if changes:
                 items.append(copy.deepcopy(item))
@@ -438,7 +434,7 @@ def _diff_lists(
         items += [
             {key: i.get(key), "$patch": "delete"}
             for i in old
-            if isinstance(i, dict) and _hashable(i.get(key)) not in now
+            if isinstance(i, dict) and _canonical(i.get(key)) not in now
         ]
     same_order = [i.get(key) for i in old if isinstance(i, dict)] == [
         i.get(key) for i in new if isinstance(i, dict)
