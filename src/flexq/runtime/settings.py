@@ -38,10 +38,11 @@ def _refuse_unknown(what: str, given: Mapping[str, Any], known: Mapping[str, str
 
 def _seconds(value: Any, name: str) -> float:
     """A finite, non-negative number of seconds, refused naming ``name`` otherwise."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= float(value) < float("inf")
-    if not ok:
-        message = f"Invalid value: {value!r}: must be a finite number of seconds, 0 or more"
-        raise Invalid(f"{name}: {message}", causes=[Cause(name, "FieldValueInvalid", message)])
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+        why = "must be a number of seconds, 0 or more"
+        raise Invalid(
+            f"{name}: Invalid value: {value!r}: {why}", causes=[Cause(name, "FieldValueInvalid", why)]
+        )
     return float(value)
 
 
@@ -105,17 +106,7 @@ class TwinSettings:
             if given.get(key) is not None:
                 given[key] = str(given[key])
         if "event_ttl_seconds" in given:
-            ttl = given["event_ttl_seconds"]
-            if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 <= ttl < float("inf"):
-                raise Invalid(
-                    f"event_ttl_seconds: Invalid value: {ttl!r}: must be a number of seconds, 0 or more",
-                    causes=[
-                        Cause(
-                            "event_ttl_seconds", "FieldValueInvalid", "must be a number of seconds, 0 or more"
-                        )
-                    ],
-                )
-            given["event_ttl_seconds"] = float(ttl)
+            given["event_ttl_seconds"] = _seconds(given["event_ttl_seconds"], "event_ttl_seconds")
         if "kueue" in given:
             given["kueue"] = resolve(given["kueue"], "kueue")
         if "kueue_cycle_seconds" in given:
