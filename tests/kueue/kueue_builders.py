@@ -208,3 +208,37 @@ def psa(name: str = "main", count: int = 1, **usage: tuple[str, str]) -> dict:
         "flavors": {r: v[0] for r, v in usage.items()},
         "resourceUsage": {r: v[1] for r, v in usage.items()},
     }
+
+
+def one_queue(stop_policy: str | None = None, preemption: dict | None = None, **quota: str) -> list[dict]:
+    """What a user applies for one queue: ResourceFlavor ``default``, ClusterQueue ``cq`` (``quota`` per resource,
+    e.g. ``cpu="4"``; its ``stopPolicy`` and ``preemption`` when given) and LocalQueue ``lq`` in ``default``."""
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": list(quota),
+                "flavors": [
+                    {
+                        "name": "default",
+                        "resources": [{"name": r, "nominalQuota": q} for r, q in quota.items()],
+                    }
+                ],
+            }
+        ],
+    }
+    if stop_policy is not None:
+        spec["stopPolicy"] = stop_policy
+    if preemption is not None:
+        spec["preemption"] = preemption
+    v = "kueue.x-k8s.io/v1beta2"
+    return [
+        {"apiVersion": v, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+        {"apiVersion": v, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec},
+        {
+            "apiVersion": v,
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "default"},
+            "spec": {"clusterQueue": "cq"},
+        },
+    ]

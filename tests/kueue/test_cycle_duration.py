@@ -14,6 +14,7 @@ from flexq import Twin
 from flexq.errors import InputError, Invalid
 from flexq.kueue.workload import find_condition
 from flexq.simulate.study import load_study
+from tests.kueue.kueue_builders import one_queue
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from kueue_cycle_drain import drain
@@ -39,27 +40,7 @@ def test_the_twin_with_a_cycle_duration_and_its_refusals() -> None:
     assert Twin(clock="virtual").core.settings.kueue_cycle_seconds == 0.0
     t = Twin(clock="virtual", kueue_cycle_seconds=0.01)
     try:
-        t.apply(
-            """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors: [{name: default, resources: [{name: cpu, nominalQuota: 100}]}]
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq, namespace: default}
-spec: {clusterQueue: cq}
-"""
-        )
+        t.apply(one_queue(cpu="100"))
         t0 = t.now()
         for i in range(20):
             t.apply(

@@ -10,37 +10,23 @@ checked before its ClusterQueue). Kueue 0.20.7 (the gate on).
 from __future__ import annotations
 
 from flexq import Twin
+from tests.kueue.kueue_builders import one_queue
 
-CQ = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  stopPolicy: %(stop)s
-  preemption: {withinClusterQueue: LowerPriority}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: default
-      resources:
-      - {name: cpu, nominalQuota: "4"}
-      - {name: memory, nominalQuota: 4Gi}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq, namespace: default}
-spec: {clusterQueue: cq}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: WorkloadPriorityClass
-metadata: {name: high}
-value: 1000
-"""
+WPC = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "WorkloadPriorityClass",
+    "metadata": {"name": "high"},
+    "value": 1000,
+}
+
+
+def _queues(stop: str) -> list[dict]:
+    return [
+        *one_queue(
+            stop_policy=stop, preemption={"withinClusterQueue": "LowerPriority"}, cpu="4", memory="4Gi"
+        ),
+        WPC,
+    ]
 
 
 def _wl(name: str, pod_sets: list[tuple[str, str, str]], active: bool = True, prio: str = "") -> dict:
@@ -86,7 +72,7 @@ def _qr(t: Twin, name: str) -> tuple[str, str]:
 def test_example_1_deactivated_before_a_suspended_cluster_queue() -> None:
     t = Twin(clock="virtual", kueue="0.20.7")
     try:
-        t.apply(CQ % {"stop": "Hold"})
+        t.apply(_queues("Hold"))
         t.apply(_wl("off", [("main", "1", "1Gi")], active=False))
         t.apply(_wl("on", [("main", "1", "1Gi")]))
         t.advance(3)
@@ -99,7 +85,7 @@ def test_example_1_deactivated_before_a_suspended_cluster_queue() -> None:
 def test_example_2_exceeds_max_quota_before_preemption_of_another_pod_set() -> None:
     t = Twin(clock="virtual", kueue="0.20.7")
     try:
-        t.apply(CQ % {"stop": "None"})
+        t.apply(_queues("None"))
         t.apply(_wl("low", [("main", "4", "1Gi")]))
         t.advance(3)
         assert _qr(t, "low") == ("True", "QuotaReserved")

@@ -16,31 +16,11 @@ import pytest
 from flexq import Twin
 from flexq.api.reasons import REASONS, explain
 from flexq.cli import tutorial as T
+from tests.kueue.kueue_builders import one_queue
 
 PROJECT = "demo-project"
 
-QUEUES = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: default}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: default
-      resources:
-      - {name: cpu, nominalQuota: "1"}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq, namespace: default}
-spec: {clusterQueue: cq}
-"""
+QUEUES = one_queue(cpu="1")
 
 
 def _job(name: str, queue: str = "lq") -> dict:
