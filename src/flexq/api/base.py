@@ -114,7 +114,10 @@ def check_time(value: str) -> str:
     """An RFC 3339 time (``metav1.Time``, ``metav1.MicroTime``), refused with Go's parse error."""
     why = _parse_error(value)
     if why:
-        raise PydanticCustomError("flexq", "{message}", {"message": why, "kind": "FieldValueInvalid"})
+        # ``unmarshal``: Go's decoder stops here in a compiled-in kind (``metav1.Time.UnmarshalJSON``)
+        raise PydanticCustomError(
+            "flexq", "{message}", {"message": why, "kind": "FieldValueInvalid", "unmarshal": True}
+        )
     return value
 
 

@@ -186,9 +186,11 @@ def decode_error(
     for e in errors:
         # a metav1.Time that does not parse: its UnmarshalJSON's error ends the decode at once (a hard error
         # wins over the type errors encoding/json saves), worded as time.Parse words it
-        msg = (e.get("ctx") or {}).get("message", "") if e["type"] == "flexq" else ""
-        if isinstance(msg, str) and msg.startswith("parsing time "):
-            return BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {msg}')
+        ctx = e.get("ctx") or {}
+        if e["type"] == "flexq" and ctx.get("unmarshal"):
+            return BadRequest(
+                f'{kind} in version "{version}" cannot be handled as a {kind}: {ctx.get("message", "")}'
+            )
     for e in errors:
         etype = e["type"]
         if etype not in _TYPE_ERRORS and etype not in _BOUNDS or e.get("input") is None:
