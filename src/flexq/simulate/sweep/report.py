@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from flexq.simulate.study import Variant
+from flexq.simulate.sweep.apply import chips_text
 from flexq.simulate.sweep.results import SweepResult, cost_per_work
 
 
@@ -104,8 +105,6 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
         for c in SWEEP_COLUMNS[2:]:
             v = r[c]
             if c == "tpuChips":
-                from flexq.simulate.sweep.apply import chips_text
-
                 cells.append(chips_text(v))
                 continue
             cells.append("" if v is None else f"{v:.6f}" if isinstance(v, float) else str(v))
