@@ -9,6 +9,11 @@ even when zero; a non-pointer scalar is printed unless it is zero and ``omitempt
 left out (``omitempty``) or ``null``; a non-pointer struct is always printed; an inline struct's fields go
 into its parent. Fields the table does not know are skipped, as Go's generated unmarshalers do.
 Kinds without a table answer 415. Pure; no flexq imports but ``flexq.errors``.
+
+The work is linear in the body: a singular message sent many times is merged as Go merges it (its occurrences'
+bytes gathered and joined once, not re-joined per occurrence). A value Go decodes but the API server cannot
+hold — a Time outside years 0-9999, RawExtension or FieldsV1 JSON nested deeper than Go's decoder goes — is a
+400 naming the field (``<Kind> in version "v1" cannot be handled as a <Kind>: metadata.creationTimestamp: ...``).
 """
 
 from __future__ import annotations
@@ -49,6 +54,15 @@ _SPECIAL_ZERO: dict[str, Any] = {
 }
 
 
+class _Invalid(Exception):
+    """A value that decodes but cannot be held, raised where it is found; each enclosing field adds its name."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path: list[str] = []
+
+
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     shift = result = 0
     while True:
@@ -64,16 +78,23 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
     """The (field number, wire type, value) triples of one message; varints as ints, the rest as bytes."""
-    out, pos = [], 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
+    out, pos, end = [], 0, len(buf)
+    while pos < end:
+        key = buf[pos]  # one-byte varints (fields 1-15, lengths below 128) read inline: most of any body
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos)
         num, wire = key >> 3, key & 7
         val: int | bytes
         if wire == 0:
             val, pos = _varint(buf, pos)
         elif wire == 2:
-            n, pos = _varint(buf, pos)
-            if pos + n > len(buf):
+            if pos < end and buf[pos] < 0x80:
+                n, pos = buf[pos], pos + 1
+            else:
+                n, pos = _varint(buf, pos)
+            if pos + n > end:
                 raise BadRequest("truncated protobuf body")
             val, pos = buf[pos : pos + n], pos + n
         elif wire in (1, 5):
@@ -168,11 +189,14 @@ def _special(typ: str, buf: bytes) -> Any:
         secs, nanos = _timestamp(buf)
         if secs == _GO_ZERO_TIME and (typ == "Time" or nanos // 1000 == 0):
             return None
-        if typ == "Time":  # metav1.Time keeps whole seconds only, as JSON does
-            return (_EPOCH + timedelta(seconds=secs)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return (_EPOCH + timedelta(seconds=secs, microseconds=nanos // 1000)).strftime(
-            "%Y-%m-%dT%H:%M:%S.%fZ"
-        )
+        try:
+            if typ == "Time":  # metav1.Time keeps whole seconds only, as JSON does
+                return (_EPOCH + timedelta(seconds=secs)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return (_EPOCH + timedelta(seconds=secs, microseconds=nanos // 1000)).strftime(
+                "%Y-%m-%dT%H:%M:%S.%fZ"
+            )
+        except OverflowError:  # Go holds it, but cannot print it: the object could never be read back
+            raise _Invalid(f"{typ}.MarshalJSON: year outside of range [0,9999]") from None
     if typ == "StringList":  # `type ExtraValue []string`: its items, a plain list in JSON
         return [_scalar("string", wire, val) for num, wire, val in _fields(buf) if num == 1]
     fields = {num: (wire, val) for num, wire, val in _fields(buf)}
@@ -191,6 +215,10 @@ def _special(typ: str, buf: bytes) -> Any:
         return None
     try:
         return json.loads(raw)
+    except (
+        RecursionError
+    ):  # deeper than Python's recursion limit; check_decoded refuses past 100 levels anyway
+        raise _Invalid("json: exceeded max depth") from None
     except (ValueError, UnicodeDecodeError):
         raise BadRequest(f"{typ} in a protobuf body does not hold JSON") from None
 
@@ -222,36 +250,45 @@ def _map_entry(typ: str, buf: bytes) -> tuple[str, Any]:
 
 
 def _collect(name: str, buf: bytes) -> dict[int, Any]:
-    """Field number -> wire value(s) of one message: lists for repeated fields, dicts for maps, the bytes of
-    every occurrence joined for a singular message (protobuf merges them), else the last occurrence."""
+    """Field number -> wire value(s) of one message: lists for repeated fields, dicts for maps, the list of
+    every occurrence's bytes for a singular message (protobuf merges them: ``decode_message`` joins them once),
+    else the last occurrence."""
     schema = SCHEMAS[name]
     seen: dict[int, Any] = {}
     for num, wire, val in _fields(buf):
         spec = schema.get(num)
         if spec is None:
             continue  # unknown field: skipped
-        typ = spec[1]
-        if typ.startswith("[]"):
-            elem = typ[2:]
-            items = seen.setdefault(num, [])
-            if wire == 2 and elem in _VARINT_TYPES | {"double"}:
-                items.extend(_packed(elem, val))
-            else:
-                items.append(_element(elem, wire, val))
-        elif typ.startswith("map["):
-            if wire != 2:
-                raise BadRequest(f"proto: wrong wireType = {wire} for a map field")
-            k, v = _map_entry(typ, val)
-            seen.setdefault(num, {})[k] = v
-        elif typ in SCHEMAS:
-            if wire != 2:
-                raise BadRequest(f"proto: wrong wireType = {wire} for a field of type {typ}")
-            seen[num] = seen.get(num, b"") + val
-        elif typ in _SPECIAL:
-            seen[num] = _element(typ, wire, val)
-        else:
-            seen[num] = _scalar(typ, wire, val)
+        try:
+            _collect_one(seen, num, spec[1], wire, val)
+        except _Invalid as exc:
+            if spec[0] != "-" and "i" not in spec[2]:
+                exc.path.insert(0, spec[0])
+            raise
     return seen
+
+
+def _collect_one(seen: dict[int, Any], num: int, typ: str, wire: int, val: Any) -> None:
+    if typ.startswith("[]"):
+        elem = typ[2:]
+        items = seen.setdefault(num, [])
+        if wire == 2 and elem in _VARINT_TYPES | {"double"}:
+            items.extend(_packed(elem, val))
+        else:
+            items.append(_element(elem, wire, val))
+    elif typ.startswith("map["):
+        if wire != 2:
+            raise BadRequest(f"proto: wrong wireType = {wire} for a map field")
+        k, v = _map_entry(typ, val)
+        seen.setdefault(num, {})[k] = v
+    elif typ in SCHEMAS:
+        if wire != 2:
+            raise BadRequest(f"proto: wrong wireType = {wire} for a field of type {typ}")
+        seen.setdefault(num, []).append(val)
+    elif typ in _SPECIAL:
+        seen[num] = _element(typ, wire, val)
+    else:
+        seen[num] = _scalar(typ, wire, val)
 
 
 def decode_message(name: str, buf: bytes) -> dict[str, Any]:
@@ -264,10 +301,14 @@ def decode_message(name: str, buf: bytes) -> dict[str, Any]:
         present = num in seen
         value = seen.get(num)
         if "i" in flags:
-            out.update(decode_message(typ, value or b""))
+            out.update(decode_message(typ, b"".join(value or ())))
             continue
         if typ in SCHEMAS and present:
-            value = decode_message(typ, value or b"")
+            try:
+                value = decode_message(typ, b"".join(value))
+            except _Invalid as exc:
+                exc.path.insert(0, field)
+                raise
         nilable = "p" in flags or typ.startswith(("[]", "map[")) or typ == "bytes"
         if nilable:
             if not present or ("o" in flags and "p" not in flags and not value):
@@ -290,15 +331,19 @@ def decode_message(name: str, buf: bytes) -> dict[str, Any]:
 
 def _envelope(buf: bytes) -> tuple[dict[str, Any], bytes]:
     """runtime.Unknown: typeMeta = 1 (a TypeMeta), raw = 2 (the object's own message)."""
-    type_meta, raw = b"", b""
+    type_meta: list[bytes] = []
+    raw = b""
     for num, wire, val in _fields(buf):
         if num in (1, 2) and wire != 2:
             raise BadRequest(f"proto: wrong wireType = {wire} for field {num} of runtime.Unknown")
         if num == 1:
-            type_meta += val
+            type_meta.append(val)
         elif num == 2:
             raw = val
-    return decode_message("TypeMeta", type_meta), raw
+    try:
+        return decode_message("TypeMeta", b"".join(type_meta)), raw
+    except _Invalid as exc:  # TypeMeta holds strings only
+        raise BadRequest(exc.message) from None
 
 
 def decode(body: bytes) -> dict[str, Any]:
@@ -314,4 +359,11 @@ def decode(body: bytes) -> dict[str, Any]:
             f"the body of the request was in an unknown format - accepted media types "
             f"include: application/json, application/yaml (protobuf only for {served})"
         )
-    return {"kind": kind, "apiVersion": api_version, **decode_message(message, raw)}
+    try:
+        return {"kind": kind, "apiVersion": api_version, **decode_message(message, raw)}
+    except _Invalid as exc:
+        where = ".".join(exc.path)
+        raise BadRequest(
+            f'{kind} in version "{api_version.rpartition("/")[2]}" cannot be handled as a {kind}: '
+            f"{where + ': ' if where else ''}{exc.message}"
+        ) from None
