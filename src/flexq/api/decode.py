@@ -137,10 +137,42 @@ def _replace_lone_surrogates(value: Any) -> Any:
     return value
 
 
+class GoNumber(float):
+    """A JSON number whose literal Python would not print back as it was sent (``1e-400``, ``1e40``, ``1E2``) or
+    cannot hold (an integer of more than 4,300 digits, a float past float64: ``value`` is then infinite, marked
+    ``huge``): its ``literal`` is what Go's ``UnmarshalTypeError`` quotes (``cannot unmarshal number 1e-400
+    into ... of type int32``). Where a float is wanted it is its float; a huge one is refused wherever it lands
+    (``godecode`` for a compiled-in kind's field, ``check_finite`` after a custom resource's schema)."""
+
+    literal: str
+
+    @property
+    def huge(self) -> bool:
+        return self in (_INF, -_INF)
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    if repr(value) == text:
+        return value
+    number = GoNumber(value)
+    number.literal = text
+    return number
+
+
+def _integer(text: str) -> int | float:
+    if len(text) <= 4000:  # far below int's 4,300-digit limit on conversion from text
+        return int(text)
+    number = GoNumber(_INF if text[0] != "-" else -_INF)  # past every integer and float64 type of Go
+    number.literal = text
+    return number
+
+
 def load_json(text: str) -> Any:
-    """JSON text -> data (BadRequest when malformed, nested too deep, or using NaN/Infinity)."""
+    """JSON text -> data (BadRequest when malformed, nested too deep, or using NaN/Infinity). A number Python
+    would not print back as sent is a ``GoNumber`` carrying its literal."""
     try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_number, parse_int=_integer)
     except RecursionError:
         raise BadRequest(f"json: exceeded max depth of {MAX_DEPTH}") from None
     except ValueError as exc:
@@ -236,6 +268,12 @@ def nonfinite_path(data: Any) -> tuple[str, float] | None:
 def check_finite(data: Any) -> None:
     """BadRequest naming the field when ``data`` holds a NaN or an infinite float."""
     found = nonfinite_path(data)
+    if found is not None and isinstance(
+        found[1], GoNumber
+    ):  # a number past float64, as Go's decoder words it
+        raise BadRequest(
+            f"{found[0]}: json: cannot unmarshal number {found[1].literal} into Go value of type float64"
+        )
     if found is not None:
         raise BadRequest(
             f"{found[0]}: Invalid value: {found[1]}: NaN and Infinity are not valid JSON numbers "
@@ -268,6 +306,10 @@ def _scalar_size(value: Any) -> int:
         return 20 if value.bit_length() < 64 else len(str(value))
     if isinstance(value, float):
         if value != value or value in (_INF, -_INF):
+            if isinstance(
+                value, GoNumber
+            ):  # a number past every Go type: refused where it lands, by its field
+                return len(value.literal)
             raise _NonFinite
         return 24
     raise BadRequest(f"json: unsupported type: {type(value).__name__}")

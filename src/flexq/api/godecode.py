@@ -143,12 +143,13 @@ def _walk(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str, list[str],
 
 def _value(value: Any, etype: str) -> str:
     """Go's ``UnmarshalTypeError.Value``: the JSON type, and a number's literal when it overflows."""
-    kind = _JSON_TYPES.get(type(value), "object")
+    kind = _JSON_TYPES.get(type(value), "number" if isinstance(value, float) else "object")
     if kind == "number" and (
         etype in _BOUNDS | {"int_from_float", "int_parsing_size"}
         or (etype == "int_type" and isinstance(value, float))
     ):
-        return f"number {value}"  # a number with a fraction or an exponent into an integer field: its literal
+        # a number with a fraction or an exponent into an integer field: its literal as sent
+        return f"number {getattr(value, 'literal', value)}"
     return kind
 
 

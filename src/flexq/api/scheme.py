@@ -17,6 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from flexq.api.base import CANONICAL_QUANTITIES, PATH, check_dns1123_label, check_dns1123_subdomain
 from flexq.api.core_defaults import PRIVATE_INPUT
+from flexq.api.decode import check_finite
 from flexq.api.godecode import decode_error
 from flexq.api.goquote import go_quote_bounded
 from flexq.api.jsoncopy import clone, clone_many
@@ -219,6 +220,8 @@ def validate(
     data = obj
     built_in = info.group in BUILT_IN_GROUPS
     pruned = False
+    if info.custom:  # unstructured decoding: a number past float64 is refused wherever it is (a compiled-in
+        check_finite(obj)  # kind's field refuses it below, in its Go type's words)
     for _ in range(3):
         try:
             m = model.model_validate(
