@@ -73,3 +73,4 @@ class EventTTL(Controller):
         key = event_dedup_key(ev)
         if self.ctx.event_index.get(key) == ev["metadata"]["name"]:
             del self.ctx.event_index[key]
+            self.ctx.event_correlator.forget(key)

@@ -80,6 +80,10 @@ class Result:
     requeue_after: float | None = None
 
 
+COMBINED = "(combined from similar events): "  # client-go's EventAggregatorByReasonMessageFunc
+_AGGREGATE = object()  # the message part of an aggregated event's dedup key (its message changes)
+
+
 def _dedup_key(ns: str, obj: Any, component: Any, type_: Any, reason: Any, message: Any) -> tuple[Any, ...]:
     return (ns, obj, component, type_, reason, message)
 
@@ -87,18 +91,23 @@ def _dedup_key(ns: str, obj: Any, component: Any, type_: Any, reason: Any, messa
 def event_dedup_key(ev: dict[str, Any]) -> tuple[Any, ...]:
     """The key under which the recorders' shared index (``Context.event_index``) holds a written Event."""
     inv = ev.get("involvedObject") or {}
+    message = ev.get("message")
     return _dedup_key(
         ev["metadata"].get("namespace") or "default",
         inv.get("uid") or inv.get("name"),
         (ev.get("source") or {}).get("component"),
         ev.get("type"),
         ev.get("reason"),
-        ev.get("message"),
+        _AGGREGATE if isinstance(message, str) and message.startswith(COMBINED) else message,
     )
 
 
 MAX_LRU_CACHE_ENTRIES = 4096  # client-go's record.maxLruCacheEntries
 MAX_NAME_LENGTH = 253  # a DNS-1123 subdomain, what an Event's name must be
+AGGREGATE_MAX_EVENTS = 10  # client-go's defaultAggregateMaxEvents: similar events in ...
+AGGREGATE_INTERVAL = 600.0  # ... defaultAggregateIntervalInSeconds are combined into one
+SPAM_BURST = 25  # client-go's defaultSpamBurst: events a source may record about one object at once ...
+SPAM_QPS = 1.0 / 300  # ... and defaultSpamQPS: one more every five minutes
 
 
 class EventIndex(OrderedDict):
@@ -124,12 +133,92 @@ class EventIndex(OrderedDict):
             self.popitem(last=False)
 
 
+class _Lru(OrderedDict):
+    """An LRU of at most ``size`` entries (client-go's ``lru.Cache``): a get or a set makes an entry the newest."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def take(self, key: Any) -> Any:
+        value = super().get(key)
+        if value is not None:
+            self.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        if len(self) > self.size:
+            self.popitem(last=False)
+
+
+class EventCorrelator:
+    """client-go's ``EventCorrelator`` (``tools/record/events_cache.go``) for the recorders of one cluster, each
+    step keyed by the recording component as upstream's are:
+
+    - aggregation: events about one object with the same component, type and reason but different messages
+      are "similar"; from the ``AGGREGATE_MAX_EVENTS``-th distinct message within ``AGGREGATE_INTERVAL`` s of
+      the last one, they are written as one Event, ``(combined from similar events): <latest message>``,
+      counted up as one (a ReplicaSet's "Created pod: <name>" per pod is a handful of Events, not one per pod);
+    - observation: a repeat of an Event already written bumps its ``count``, ``lastTimestamp`` and message
+      (``EventRecorder``, through ``Context.event_index``); ``observed`` counts every occurrence, written or not;
+    - the spam filter: a token bucket per component and object, ``SPAM_BURST`` events at once and one more
+      every five minutes; an event beyond it is counted but not written (a Deployment scaled 0<->300 in a loop
+      writes tens of Events, not hundreds of thousands).
+
+    Each table is an LRU of ``MAX_LRU_CACHE_ENTRIES`` entries, as upstream's; times are the store's clock.
+    Where upstream drops an arbitrary message from a full aggregation record (Go's map order), the oldest goes,
+    so that a run is reproducible."""
+
+    def __init__(self, size: int = MAX_LRU_CACHE_ENTRIES) -> None:
+        self.aggregates = _Lru(size)  # aggregate key -> [messages (insertion-ordered), last time]
+        self.buckets = _Lru(size)  # spam key -> [tokens, last time]
+        self.observed = _Lru(size)  # dedup key -> occurrences seen
+
+    def aggregate(self, key: tuple, message: str, now: float) -> bool:
+        """Whether an event of aggregate ``key`` with ``message`` is written combined with its similar ones."""
+        record = self.aggregates.take(key)
+        if record is None or now - record[1] > AGGREGATE_INTERVAL:
+            record = [{}, now]
+        messages = record[0]
+        messages[message] = None
+        record[1] = now
+        self.aggregates.put(key, record)
+        if len(messages) < AGGREGATE_MAX_EVENTS:
+            return False
+        del messages[next(iter(messages))]
+        return True
+
+    def observe(self, key: tuple) -> int:
+        """One more occurrence of the event ``key``: how many have been seen (while it is remembered)."""
+        count = (self.observed.take(key) or 0) + 1
+        self.observed.put(key, count)
+        return count
+
+    def allow(self, key: tuple, now: float) -> bool:
+        """The spam filter: whether the bucket of ``key`` (a component and an object) has a token left."""
+        bucket = self.buckets.take(key)
+        if bucket is None:
+            bucket = [float(SPAM_BURST), now]
+        tokens = min(float(SPAM_BURST), bucket[0] + (now - bucket[1]) * SPAM_QPS)
+        allowed = tokens >= 1.0
+        self.buckets.put(key, [tokens - 1.0 if allowed else tokens, now])
+        return allowed
+
+    def forget(self, key: tuple) -> None:
+        """An Event of ``key`` expired: a repeat is a new Event, counted from one."""
+        self.observed.pop(key, None)
+
+
 class EventRecorder:
-    """Writes core/v1 Events like client-go's recorder: the same reason and message from the same component
-    about one object bumps ``count`` and ``lastTimestamp`` of the event already written (found through an
-    index shared by every recorder of the cluster, an LRU as client-go's: ``EventIndex``, so recording is
-    O(1)); names never collide because their sequence number is store-wide. ``reasons``: record only Events
-    with these reasons (``TwinSettings.event_reasons``; None: every one)."""
+    """Writes core/v1 Events like client-go's recorder, through the cluster's ``EventCorrelator``: similar
+    events are aggregated, spam is dropped, and the same reason and message from the same component about one
+    object bumps ``count`` and ``lastTimestamp`` of the event already written (found through an index shared
+    by every recorder of the cluster, an LRU as client-go's: ``EventIndex``, so recording is O(1)); names never
+    collide because their sequence number is store-wide. ``reasons``: write only Events with these reasons
+    (``TwinSettings.event_reasons``; None: every one) — the others are still correlated, as upstream records
+    them, so the ones written are the same."""
 
     def __init__(
         self,
@@ -137,28 +226,41 @@ class EventRecorder:
         component: str,
         index: dict[tuple, str] | None = None,
         reasons: frozenset[str] | None = None,
+        correlator: EventCorrelator | None = None,
     ) -> None:
         self.store, self.component, self.reasons = store, component, reasons
         self.index: dict[tuple, str] = index if index is not None else EventIndex()
+        self.correlator = correlator if correlator is not None else EventCorrelator()
         try:  # resolved once: every Event is built here
             self._info: KindInfo | None = store.registry.by_gvk("v1", "Event")
         except NotFound:  # a store without Events: recording is a no-op, as a refused create was before
             self._info = None
 
     def record(self, obj: dict, type_: str, reason: str, message: str) -> None:
-        if self.reasons is not None and reason not in self.reasons:
-            return  # nothing reads it (a simulation's twin)
         meta = obj["metadata"]
         ns = meta.get("namespace") or "default"
         now_s = self.store.clock.now()
+        about = meta.get("uid") or meta["name"]
+        corr = self.correlator
+        if corr.aggregate((ns, about, obj.get("kind"), self.component, type_, reason), message, now_s):
+            message = COMBINED + message
+            key = _dedup_key(ns, about, self.component, type_, reason, _AGGREGATE)
+        else:
+            key = _dedup_key(ns, about, self.component, type_, reason, message)
+        count = corr.observe(key)
+        if not corr.allow((self.component, obj.get("kind"), ns, meta["name"], about), now_s):
+            return  # spam: counted, not written
+        if self.reasons is not None and reason not in self.reasons:
+            return  # nothing reads it (a simulation's twin)
         now = format_time(now_s)
-        key = _dedup_key(ns, meta.get("uid") or meta["name"], self.component, type_, reason, message)
         try:
             name = self.index.get(key)
             cur = self.store.peek("Event", name, ns) if name else None
             if cur is not None:  # the next version shares all but its top level with the stored one
-                ev = evolve(cur, ("count",), cur.get("count", 1) + 1)
+                ev = evolve(cur, ("count",), max(count, cur.get("count", 1) + 1))
                 ev["lastTimestamp"] = now
+                if ev.get("message") != message:  # an aggregated event carries the latest message
+                    ev["message"] = message
                 self.store.update(ev)
                 return
             name = f"{meta['name']}.{int(now_s * 1000):x}{self.store.next_seq():06x}"
@@ -190,6 +292,7 @@ class EventRecorder:
                 kind_info=self._info,
             )
             self.index[key] = name
+            corr.observed.put(key, 1)
         except (NotFound, AlreadyExists, Conflict):
             pass  # the namespace is going away, or a race: events are best effort, as in Kubernetes
 
@@ -212,6 +315,7 @@ class Context:
         default_factory=ClusterSettings
     )  # this cluster's GKE identity, addons
     event_index: dict[tuple, str] = field(default_factory=EventIndex)  # shared by this cluster's recorders
+    event_correlator: EventCorrelator = field(default_factory=EventCorrelator)  # and their correlator
     metrics: Any = (
         None  # this cluster's prometheus_client CollectorRegistry (the assembly makes one per cluster)
     )
@@ -226,7 +330,9 @@ class Context:
         return self.rngs.get(f"{self.cluster}/{name}")
 
     def recorder(self, component: str) -> EventRecorder:
-        return EventRecorder(self.store, component, self.event_index, self.settings.event_reasons)
+        return EventRecorder(
+            self.store, component, self.event_index, self.settings.event_reasons, self.event_correlator
+        )
 
 
 class Controller:
