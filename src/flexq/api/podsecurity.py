@@ -377,10 +377,23 @@ def admit_namespace(op: str, ns: dict, old: dict | None, reader: Any, name: str)
     raise Invalid(f'Namespace "{name}" is invalid: {detail}', causes=causes, kind="Namespace", name=name)
 
 
+def _ephemeral_added(pod: dict, old: dict | None) -> bool:
+    """Whether an update adds an ephemeral container (the ``pods/ephemeralcontainers`` subresource: a plain pod
+    update cannot), which ``isSignificantPodUpdate`` makes the plugin evaluate the pod again for."""
+
+    def names(obj: dict | None) -> set[Any]:
+        spec = (obj or {}).get("spec")
+        items = spec.get("ephemeralContainers") if isinstance(spec, dict) else None
+        return {c.get("name") for c in items or () if isinstance(c, dict)}
+
+    return bool(names(pod) - names(old))
+
+
 def admit(op: str, pod: dict, old: dict | None, reader: Any, name: str) -> None:
-    """The plugin's validating admission of a pod: refused (Forbidden) on create in a namespace whose
-    ``enforce`` level it breaks (a level that does not parse is enforced as ``restricted:latest``)."""
-    if op != "CREATE":
+    """The plugin's validating admission of a pod: refused (Forbidden) on create, or on an update that adds an
+    ephemeral container, in a namespace whose ``enforce`` level it breaks (a level that does not parse is
+    enforced as ``restricted:latest``)."""
+    if op != "CREATE" and not (op == "UPDATE" and _ephemeral_added(pod, old)):
         return
     ns = (pod.get("metadata") or {}).get("namespace") or ""
     namespace = reader.peek("Namespace", ns) if ns else None

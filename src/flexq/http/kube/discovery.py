@@ -81,6 +81,7 @@ def subresources(info: KindInfo) -> list[tuple[str, str, list[str]]]:
     if info.scale_subresource:
         out.append(("scale", "Scale", ["get", "patch", "update"]))
     if info.group == "" and info.kind == "Pod":
+        out.append(("ephemeralcontainers", "Pod", ["get", "patch", "update"]))
         out.append(("log", "Pod", ["get"]))
         out.append(("portforward", "PodPortForwardOptions", ["create", "get"]))
     return out

@@ -26,6 +26,7 @@ from starlette.responses import Response, StreamingResponse
 from flexq.api import scheme
 from flexq.api.base import FIELD_MANAGER_MAX, field_manager_problems
 from flexq.api.decode import duplicate_fields
+from flexq.api.ephemeral import EphemeralContainersAdmission
 from flexq.api.goquote import go_quote as goquote
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time, parse_time
@@ -469,6 +470,13 @@ class KubeFace:
                     f"the server does not allow this method on the requested resource ({method})"
                 )
             return t, f"scale-{op}"
+        if t.subresource == "ephemeralcontainers" and t.kind.kind == "Pod" and ri.name:
+            op = _OPERATIONS.get((method, ri.verb))  # EphemeralContainersREST: get, update, patch
+            if op not in ("get", "update", "patch"):
+                raise MethodNotAllowed(
+                    f"the server does not allow this method on the requested resource ({method})"
+                )
+            return t, op
         if t.subresource not in (None, "status") or (
             t.subresource == "status" and not t.kind.status_subresource
         ):
@@ -775,7 +783,7 @@ class KubeFace:
                     lambda d: self.store().update(
                         body,
                         namespace=t.namespace,
-                        admission=scheme.Admission(uf),
+                        admission=_admission(t, uf),
                         dry_run=d,
                         on_write=track,
                     ),
@@ -839,7 +847,7 @@ class KubeFace:
                     patch_type=ptype,
                     subresource=t.subresource,
                     api_version=api_version,
-                    admission=scheme.Admission(uf),
+                    admission=_admission(t, uf),
                     dry_run=d,
                     on_write=track,
                 ),
@@ -889,7 +897,7 @@ class KubeFace:
                     admission=scheme.ADMIT,
                     namespace=t.namespace,
                 )
-            return store.update(merged, namespace=t.namespace, admission=scheme.Admission(uf), dry_run=dry)
+            return store.update(merged, namespace=t.namespace, admission=_admission(t, uf), dry_run=dry)
 
         obj, warns = await self._write(
             mode, info, t.version, lambda uf: self._granting(request, info, t, dry, lambda d: run(uf, d))
@@ -1058,3 +1066,10 @@ class KubeFace:
             log_stream(self.loop, logs, ns, name, container, text, finished, known, stamp),
             media_type="text/plain",
         )
+
+
+def _admission(t: Target, unknown: Any) -> scheme.Admission:
+    """A client's update or patch: through ``pods/NAME/ephemeralcontainers`` only the ephemeral containers change."""
+    if t.subresource == "ephemeralcontainers":
+        return EphemeralContainersAdmission(unknown)
+    return scheme.Admission(unknown)
