@@ -134,12 +134,14 @@ class EphemeralContainersAdmission(Admission):
     def __call__(self, info: KindInfo, obj: dict, old: dict | None) -> dict:
         if old is None:  # pragma: no cover - the store only calls an update's admission with the live pod
             return admit(info, obj, old, self.unknown, private=True)
-        sent = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        sent_spec = obj.get("spec")
+        sent: dict[str, Any] = sent_spec if isinstance(sent_spec, dict) else {}
         spec = dict(old.get("spec") or {})
-        if sent.get("ephemeralContainers") is None:
+        wanted = sent.get("ephemeralContainers")
+        if wanted is None:
             spec.pop("ephemeralContainers", None)
         else:
-            spec["ephemeralContainers"] = clone(sent["ephemeralContainers"])
+            spec["ephemeralContainers"] = clone(wanted)
         name = (old.get("metadata") or {}).get("name", "")
         causes = validate_update(spec, old.get("spec") or {})
         if causes:
