@@ -159,3 +159,18 @@ def test_a_negative_replicas_is_validation_s_words(served: Served, tenant: str) 
     )
     assert r.status_code == 422, r.text
     assert "spec.replicas: Invalid value: -1: must be greater than or equal to 0" in r.json()["message"]
+
+
+def test_a_yaml_integer_of_10_001_digits_is_go_yaml_s_string(served: Served, tenant: str) -> None:
+    """go-yaml resolves a scalar that is neither an int nor a float64 as a string: the int32 field refuses it in
+    encoding/json's words, not Python's 4,300-digit limit."""
+    body = json.loads(_deployment("yaml-big", "0"))
+    text = json.dumps(body).replace('"replicas": 0', '"replicas": ' + "1" * 10_001)
+    r = served.http(
+        "POST", DEPLOYMENTS, token=tenant, data=text, headers={"Content-Type": "application/yaml"}
+    )
+    assert r.status_code == 400, r.text
+    assert r.json()["message"] == (
+        'Deployment in version "v1" cannot be handled as a Deployment: json: cannot unmarshal string into Go '
+        "struct field DeploymentSpec.spec.replicas of type int32"
+    )

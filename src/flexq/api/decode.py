@@ -75,6 +75,19 @@ class _Loader(_Base):
 _Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
 
 
+def _construct_int(loader: Any, node: Any) -> Any:
+    """An integer of more than 4,000 digits stays its text, as go-yaml resolves a plain scalar that parses as
+    neither an int nor a float64 (``resolve``): a string, which a Go int field refuses in encoding/json's
+    words (``cannot unmarshal string into Go struct field ...``), not Python's 4,300-digit limit."""
+    text = loader.construct_scalar(node)
+    if isinstance(text, str) and len(text) > 4000:
+        return text
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
 def _json_key(key: Any, value: Any) -> str:
     """A YAML map key as sigs.k8s.io/yaml's YAML-to-JSON conversion writes it: integers, floats and booleans
     become their text (``1: x`` is ``{"1": "x"}``); a null key is refused, as there."""
