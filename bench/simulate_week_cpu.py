@@ -68,8 +68,9 @@ from typing import Any
 
 import flexq.simulate
 from flexq.simulate import load_study, run_one
+from flexq.simulate.change import apply_point
 from flexq.simulate.results import csv_text
-from flexq.simulate.sweep import apply_point, load_sweep
+from flexq.simulate.sweep import load_sweep
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from write_floor import _observe  # every store write and every reconcile, counted

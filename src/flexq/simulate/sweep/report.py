@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from flexq.simulate.study import Variant
-from flexq.simulate.sweep.apply import chips_text
+from flexq.simulate.sweep.quota import chips_text
 from flexq.simulate.sweep.results import SweepResult, cost_per_work
 
 
@@ -30,7 +30,7 @@ def _label(res: SweepResult, row: dict[str, Any]) -> str:
     return ", ".join(f"{k}={plain_value(row[k])}" for k in (kn.label() for kn in res.spec.knobs))
 
 
-def _headline(res: SweepResult) -> str:
+def headline(res: SweepResult) -> str:
     rows = {r["point"]: r for r in res.rows}
     b, r = rows[res.base], rows[res.recommended]
     n_cause = sum(1 for x in res.rows if x.get("cause"))
