@@ -24,10 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flexq.errors import InputError
+from flexq.errors import InputError, require_extra
+from flexq.simulate import whatif as wi
 from flexq.simulate.engine import RunResult, preflight, run_one
 from flexq.simulate.fanout import default_workers, run_all
 from flexq.simulate.inputs import MAX_REPLICAS, whole
+from flexq.simulate.outputs import claim, output_dir, record
+from flexq.simulate.report import write_html, write_plots
 from flexq.simulate.results import (
     comparison_document,
     summarize,
@@ -112,12 +115,8 @@ def simulate(
     if until is not None:
         study.submit_until = submit_window(until)
     if out is not None and plots:
-        from flexq.errors import require_extra
-
         require_extra("plots", "flexq simulate's plots (or plots=False)")  # before the runs, not after them
     if out is not None:
-        from flexq.simulate.outputs import claim
-
         claim(Path(out), "simulation", force=force, field="out")
     warnings = preflight(study) if check else []
     runs = run_all(study, workers=workers, ray_address=ray_address, progress=progress)
@@ -134,11 +133,7 @@ def simulate(
             d["notes"] = notes
     result = SimulationResult(study, runs, docs, comparison, warnings=warnings)
     if out is not None:
-        from flexq.simulate.outputs import output_dir
-
         out_dir = output_dir(Path(out), field="out")
-        from flexq.simulate.outputs import record
-
         write_csv(out_dir / "jobs.csv", runs)
         result.files.append(out_dir / "jobs.csv")
         write_json(out_dir / "comparison.json", result.comparison)
@@ -147,8 +142,6 @@ def simulate(
             write_json(out_dir / f"{name}.json", doc)
             result.files.append(out_dir / f"{name}.json")
         if plots:
-            from flexq.simulate.report import write_html, write_plots
-
             images = write_plots(out_dir, runs, [v.name for v in study.variants])
             result.files += images
             result.files.append(
@@ -171,8 +164,6 @@ def _test_causes(
     """Each variant's causes with every suggested change run on the same seeds (``flexq.simulate.whatif``);
     without ``whatif``, the causes keep their evidence and show no change. Returns the what-if variants run."""
     import copy
-
-    from flexq.simulate import whatif as wi
 
     plans = []
     new: list[Any] = []

@@ -43,8 +43,16 @@ from flexq.errors import ApiError, CloudError, InputError
 from flexq.fallback.api import CAPACITY_EVENT_REASONS
 from flexq.fallback.policy import FallbackConfig
 from flexq.gke.metrics import SCALE_UP_REASONS
+from flexq.gke.storage import BILLING, cluster_key
 from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.kueue.config import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
+from flexq.simulate.configcheck import (
+    PreflightError,
+    fallback_findings,
+    placeholder_findings,
+    pod_refs,
+    reference_findings,
+)
 from flexq.simulate.jobs import JobSpec
 from flexq.simulate.objects import build_object
 from flexq.simulate.recorder import CAPACITY_REASONS, START_ERRORS, WAIT_BUCKETS, JobRecord, Recorder
@@ -456,8 +464,6 @@ class _Sim:
     def _refs(self) -> dict[str, list[str]]:
         """The ConfigMaps and Secrets the jobs' templates need, with the keys they read (what a cause's fix
         must create: ``flexq.simulate.causes``)."""
-        from flexq.simulate.configcheck import pod_refs
-
         out: dict[str, set[str]] = {}
         seen: set[tuple[str, str]] = set()
         for job in self.jobs:
@@ -640,8 +646,6 @@ class _Sim:
             )
         nodes = []
         if self.cluster:
-            from flexq.gke.storage import BILLING, cluster_key
-
             ledger = self.twin.core.project.try_get(
                 BILLING, cluster_key(self.project, self.location, self.cluster)
             )
@@ -724,13 +728,6 @@ def preflight(study: Study) -> list[str]:
     """Raise ``InputError`` for anything a run would refuse, and ``configcheck.PreflightError`` (every finding,
     each naming the file, the document and the field) for the mistakes of configuration a run would only show
     as lost jobs (``flexq.simulate.configcheck``), before simulating anything. Returns the warnings."""
-    from flexq.simulate.configcheck import (
-        PreflightError,
-        fallback_findings,
-        placeholder_findings,
-        reference_findings,
-    )
-
     jobs = study.jobs(study.seed)
     if not jobs:
         raise InputError("the traffic has no jobs", source=study.source)

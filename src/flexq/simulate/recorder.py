@@ -46,6 +46,7 @@ from flexq.api.quantity import parse_quantity
 from flexq.api.reasons import classify_capacity
 from flexq.errors import ApiError
 from flexq.fallback.policy import ANN_MOVE
+from flexq.kueue.workload import set_condition, unset_quota_reservation
 from flexq.semantics.conditions import find_condition, is_true
 from flexq.semantics.resources import pod_requests
 from flexq.simulate.jobs import JobSpec
@@ -498,8 +499,6 @@ class Recorder:
         wl = self.twin.store.try_get("Workload", key[1], key[0])
         if wl is None:
             return
-        from flexq.kueue.workload import set_condition
-
         rec = self.records[("Workload", key[0], key[1])]
         ok = rec.spec.outcome != "Failed"
         set_condition(
@@ -513,8 +512,6 @@ class Recorder:
         self.twin.store.update_status(wl)
 
     def _complete_eviction(self, key: tuple[str, str]) -> None:
-        from flexq.kueue.workload import unset_quota_reservation
-
         wl = self.twin.store.try_get("Workload", key[1], key[0])
         if wl is None or not (wl.get("status") or {}).get("admission") or not is_true(wl, "Evicted"):
             return

@@ -20,11 +20,14 @@ import io
 from pathlib import Path
 from typing import Any
 
+from flexq.errors import require_extra
 from flexq.simulate.engine import RunResult
 from flexq.simulate.inputs import open_regular
-from flexq.simulate.outputs import write_file
+from flexq.simulate.outputs import check_target, write_file
 from flexq.simulate.recorder import WAIT_BUCKETS
-from flexq.simulate.results import cost_curve, node_curves
+from flexq.simulate.results import cost_curve, node_curves, ranking
+from flexq.simulate.results import headline as make_headline
+from flexq.simulate.whatif import shown_change
 
 __all__ = ["write_plots", "write_html", "plt_module", "save_figure"]
 
@@ -62,8 +65,6 @@ OUTCOME_ORDER = [
 
 
 def plt_module() -> Any:
-    from flexq.errors import require_extra
-
     require_extra("plots", "flexq simulate's plots")  # matplotlib is the plots extra, not the core install
     import matplotlib
 
@@ -75,8 +76,6 @@ def plt_module() -> Any:
 
 
 def save_figure(fig: Any, path: Path) -> None:
-    from flexq.simulate.outputs import check_target, write_file
-
     check_target(path)  # before drawing: a link or FIFO in the output folder is refused, not written through
     buf = io.BytesIO()
     fig.tight_layout()
@@ -273,9 +272,6 @@ def write_html(
 ) -> Path:
     """``report.html``: the headline, the variants ranked, the lost jobs, where the wait went, the causes and
     the change for each, the detail tables, then every plot inline."""
-    from flexq.simulate.results import headline as make_headline
-    from flexq.simulate.results import ranking
-
     esc = html.escape
     by_name = {d["variant"]: d for d in docs}
     order = [r["variant"] for r in comparison["ranking"]] if comparison else ranking(by_name)
@@ -377,8 +373,6 @@ def write_html(
             ],
         )
     )
-    from flexq.simulate.whatif import shown_change
-
     parts.append(
         "<h2 id='causes'>What cost the most (replica 0), and the changes that helped when run on the same "
         "seeds</h2><p>Each lost job is counted under one cause; a change is shown only when its run on the same "

@@ -18,6 +18,7 @@ from typing import Any
 
 from flexq.simulate.causes import causes
 from flexq.simulate.engine import NEVER_RAN, RunResult
+from flexq.simulate.outputs import write_file
 from flexq.simulate.recorder import WAIT_BUCKETS
 
 __all__ = [
@@ -443,8 +444,6 @@ def csv_text(runs: list[RunResult]) -> str:
 
 
 def write_csv(path: Path, runs: list[RunResult]) -> None:
-    from flexq.simulate.outputs import write_file
-
     write_file(path, csv_text(runs))
 
 
@@ -568,8 +567,6 @@ def comparison_document(study: str, docs: dict[str, dict[str, Any]]) -> dict[str
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
     """Keys in the document's own (deterministic) order: the summaries lead with the jobs lost."""
-    from flexq.simulate.outputs import write_file
-
     write_file(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
 
 

@@ -84,6 +84,7 @@ from flexq.simulate.inputs import (
     unknown_key,
     whole,
 )
+from flexq.simulate.objects import substitute
 from flexq.simulate.profiles import NAMED_PROFILES, named_profile
 from flexq.simulate.schema import (
     BOOL,
@@ -425,8 +426,6 @@ def _substituted(text: str, source: str, env: dict[str, str]) -> str:
     """A manifest's text with the study's ``env`` substituted into its values (not into the YAML itself)."""
     if not env or "$" not in text:
         return text
-    from flexq.simulate.objects import substitute
-
     docs = [substitute(d, env, source) for d in parse_yaml_all(text, source)]
     return yaml.safe_dump_all(docs, sort_keys=False)
 

@@ -31,7 +31,7 @@ from flexq.simulate.inputs import (
     unknown_key,
     whole,
 )
-from flexq.simulate.jobs import COLUMNS, KINDS, JobSpec, _seconds, parse_podsets
+from flexq.simulate.jobs import COLUMNS, KINDS, JobSpec, parse_podsets, seconds
 
 __all__ = ["read_trace"]
 
@@ -93,7 +93,7 @@ def _check_template(obj: dict[str, Any], src: str) -> None:
                     whole(g[key], src, f"spec.rayClusterSpec.workerGroupSpecs[{i}].{key}", 0, MAX_PODS)
 
 
-def _job_from_row(
+def job_from_row(
     row: dict[str, Any],
     index: int,
     src: str,
@@ -114,7 +114,7 @@ def _job_from_row(
         for k in ("queue", "kind", "name", "namespace", "priority", "template", "outcome", "class")
         if row.get(k) is not None
     }
-    submit = _seconds(row.get("submit"), src, line, "submit")
+    submit = seconds(row.get("submit"), src, line, "submit")
     queue = text.get("queue", "")
     if not queue:
         raise InputError("a LocalQueue name is required", source=src, line=line, field="queue")
@@ -165,7 +165,7 @@ def _job_from_row(
             line=line,
             field="podsets",
         )
-    run = _seconds(row.get("run") if row.get("run") not in (None, "") else 60, src, line, "run")
+    run = seconds(row.get("run") if row.get("run") not in (None, "") else 60, src, line, "run")
     outcome = text.get("outcome") or "Succeeded"
     if outcome.lower() not in ("succeeded", "failed"):
         raise InputError(
@@ -176,8 +176,8 @@ def _job_from_row(
         )
     ns = text.get("namespace") or "default"
     name = text.get("name") or f"{kind.lower()}-{index:05d}"
-    _object_name(name, src, line, "name", check_dns1123_subdomain)
-    _object_name(ns, src, line, "namespace", check_dns1123_label)
+    check_object_name(name, src, line, "name", check_dns1123_subdomain)
+    check_object_name(ns, src, line, "namespace", check_dns1123_label)
     return JobSpec(
         index=index,
         submit=submit,
@@ -197,7 +197,7 @@ def _job_from_row(
     )
 
 
-def _object_name(value: str, src: str, line: int | None, fld: str, check: Any) -> None:
+def check_object_name(value: str, src: str, line: int | None, fld: str, check: Any) -> None:
     """``value`` names an object (or its namespace): Kubernetes' rule, checked before it is substituted."""
     try:
         check(value)
@@ -272,7 +272,7 @@ def read_trace(path: str | Path, *, source: str = "", field: str = "trace") -> l
     def add(row: dict[str, Any], n: int | None, where: str = src) -> None:
         if len(jobs) >= MAX_JOBS:
             raise InputError(f"more than {MAX_JOBS:,} jobs in one trace", source=where, line=n)
-        jobs.append(_job_from_row(row, len(jobs), where, n, p.parent, cache))
+        jobs.append(job_from_row(row, len(jobs), where, n, p.parent, cache))
 
     if p.suffix.lower() == ".json" and _starts_with(p, "["):  # one JSON array of job objects
         records = _json_array(p, source or src, field)

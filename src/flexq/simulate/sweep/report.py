@@ -9,6 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from flexq.simulate.outputs import output_dir, record, write_file
+from flexq.simulate.report import plt_module, save_figure, write_html, write_plots
+from flexq.simulate.results import write_csv
 from flexq.simulate.study import Variant
 from flexq.simulate.sweep.quota import chips_text
 from flexq.simulate.sweep.results import SweepResult, cost_per_work
@@ -91,9 +94,6 @@ SWEEP_COLUMNS = (
 
 
 def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Variant]) -> None:
-    from flexq.simulate.outputs import output_dir, write_file
-    from flexq.simulate.results import write_csv
-
     output_dir(out)
     labels = [k.label() for k in res.spec.knobs]
     buf = io.StringIO()
@@ -135,8 +135,6 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
         out / "jobs.csv",
     ]
     if plots:
-        from flexq.simulate.report import write_html, write_plots
-
         png = _pareto_plot(out, res)
         shown = [res.base, res.recommended] + ([res.overall] if res.overall != res.recommended else [])
         shown = list(dict.fromkeys(shown))
@@ -153,8 +151,6 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
                 headline=res.headline,
             )
         )
-    from flexq.simulate.outputs import record
-
     record(out, "sweep", res.files)
 
 
@@ -167,8 +163,6 @@ RULE = (
 
 
 def _pareto_plot(out: Path, res: SweepResult) -> Path:
-    from flexq.simulate.report import plt_module, save_figure
-
     plt = plt_module()
     fig, ax = plt.subplots(figsize=(8, 5))
     lost = sorted({r["jobsLost"] for r in res.rows})
