@@ -16,6 +16,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from flexq.cli.views import FitTable as Table
 from flexq.errors import InputError, Livelock
+from flexq.simulate.metrics import Metric, in_unit, table_metrics, time_unit
 
 __all__ = ["add_parser", "run", "summary_tables"]
 
@@ -143,33 +144,24 @@ def _by_reason(per_cq: dict[str, dict[str, int]]) -> str:
     return ", ".join(f"{r} {n}" for r, n in sorted(total.items())) + f" (over {len(per_cq)} ClusterQueues)"
 
 
-UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("d", 86400.0))
-
-
-def unit_for(values: list[float | None]) -> tuple[str, float]:
-    """One unit for a column of durations (seconds): the largest in which its biggest value is at least 1.5,
-    so every row of the column reads in the same unit."""
-    top = max((abs(float(v)) for v in values if v is not None), default=0.0)
-    name, size = UNITS[0]
-    for n, sz in UNITS:
-        if top >= 1.5 * sz:
-            name, size = n, sz
-    return name, size
-
-
-def _num_in(v: float | None, size: float) -> str:
-    if v is None:
-        return "-"
-    x = float(v) / size
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.1f}"
+def _cell(m: Metric, entry: dict[str, Any] | None, units: dict[str, tuple[str, float]], total: int) -> str:
+    """A figure of the variants table: mean ± half the 95 % CI, in its unit (a variant's jobs as "n of total")."""
+    num = lambda x: f"{x:.1f}".rstrip("0").rstrip(".")  # noqa: E731
+    if m.unit == "seconds":
+        return _ci_in(entry, units[m.name][1])
+    if m.unit == "ratio":
+        return _ci(entry, lambda x: f"{100 * x:.1f}")
+    if m.unit == "USD":
+        return _ci(entry, lambda x: f"{x:,.2f}")
+    return _ci(entry, num) + (f" of {total}" if m.unit == "jobs" else "")
 
 
 def _ci_in(entry: dict[str, Any] | None, size: float) -> str:
     if not entry:
         return "-"
-    text = _num_in(entry["mean"], size)
+    text = in_unit(entry["mean"], size)
     if entry.get("ci95"):
-        text += f" ±{_num_in((entry['ci95'][1] - entry['ci95'][0]) / 2, size)}"
+        text += f" ±{in_unit((entry['ci95'][1] - entry['ci95'][0]) / 2, size)}"
     return text
 
 
@@ -205,49 +197,27 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
     tables += [Text(f"note: {n}") for n in notes]
     aggs = {n: docs[n]["aggregate"] for n in order}
 
-    def unit(name: str) -> tuple[str, float]:
-        return unit_for([(a.get(name) or {}).get("mean") for a in aggs.values()])
-
-    cols = {
-        n: unit(n) for n in ("waitCensoredMean", "waitCensoredP95", "waitToStartMean", "waitToAdmissionMean")
+    cols = table_metrics()
+    units = {
+        m.name: time_unit([(a.get(m.name) or {}).get("mean") for a in aggs.values()])
+        for m in cols
+        if m.unit == "seconds"
     }
     t = Table(
         title="Variants, best first (mean ± 95% CI half-width over replicas; in the censored columns a job "
         "that never started waits until the end)",
         title_justify="left",
     )
-    heads = [
-        "#",
-        "variant",
-        "runs",
-        "jobs lost",
-        f"wait to start, censored, mean ({cols['waitCensoredMean'][0]})",
-        f"censored p95 ({cols['waitCensoredP95'][0]})",
-        f"wait to start, jobs that started ({cols['waitToStartMean'][0]})",
-        f"wait to admission ({cols['waitToAdmissionMean'][0]})",
-        "goodput (%)",
-        "cost (USD)",
-        "evictions",
-    ]
+    heads = ["#", "variant", "runs", *(m.head(units.get(m.name, ("", 1.0))[0]) for m in cols)]
     for col in heads:
         t.add_column(col, justify="left" if col == "variant" else "right", no_wrap=col == "variant")
-    t.drop = (heads[0], heads[2], heads[5], heads[7], heads[8], heads[10])  # at 80 columns: what goes first
-    num = lambda x: f"{x:.1f}".rstrip("0").rstrip(".")  # noqa: E731
+    # at 80 columns: what goes first
+    t.drop = (heads[0], heads[2], *(h for m, h in zip(cols, heads[3:], strict=True) if m.narrow))
     for i, name in enumerate(order, start=1):
         a = aggs[name]
         total = docs[name]["replicas"][0]["jobs"]["total"]
         t.add_row(
-            str(i),
-            escape(name),
-            str(a["replicas"]),
-            f"{_ci(a.get('jobsLost'), num)} of {total}",
-            _ci_in(a.get("waitCensoredMean"), cols["waitCensoredMean"][1]),
-            _ci_in(a.get("waitCensoredP95"), cols["waitCensoredP95"][1]),
-            _ci_in(a.get("waitToStartMean"), cols["waitToStartMean"][1]),
-            _ci_in(a.get("waitToAdmissionMean"), cols["waitToAdmissionMean"][1]),
-            _ci(a.get("goodput"), lambda x: f"{100 * x:.1f}"),
-            _ci(a.get("costUSD"), lambda x: f"{x:,.2f}"),
-            _ci(a.get("evictions"), num),
+            str(i), escape(name), str(a["replicas"]), *(_cell(m, a.get(m.name), units, total) for m in cols)
         )
     tables.append(t)
     for name in order:
@@ -259,7 +229,7 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
             title=f"{escape(name)}: {lost['count']} job(s) lost, replica 0 (seed {s['seed']}); jobs.csv lists all",
             title_justify="left",
         )
-        wunit, size = unit_for([j["waitedSeconds"] for j in lost["listed"]])
+        wunit, size = time_unit([j["waitedSeconds"] for j in lost["listed"]])
         for col in ("job", "outcome", "Kueue's reason", "cause (the run's evidence)", f"waited ({wunit})"):
             lt.add_column(
                 col,
@@ -273,7 +243,7 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
                 j["outcome"],
                 escape(j["reason"] or "-"),
                 escape(j["cause"] or "-"),
-                _num_in(j["waitedSeconds"], size),
+                in_unit(j["waitedSeconds"], size),
             )
         if lost["count"] > LOST_ROWS:
             lt.add_row(f"... {lost['count'] - LOST_ROWS} more", "", "", "", "")
@@ -333,7 +303,7 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
                 vals = [st.get(k) for k in ("mean", "p50", "p95", "max")] + [None, None]
                 rows.append((f"class {g}", st["count"], vals))
         heads = ["wait→admission mean", "p50", "p95", "max", "wait→start mean", "p95"]
-        units = [unit_for([r[2][i] for r in rows]) for i in range(len(heads))]
+        units = [time_unit([r[2][i] for r in rows]) for i in range(len(heads))]
         w = Table(
             title=f"{escape(name)}: waits of the jobs admitted / started, replica 0 (seed {s['seed']})",
             title_justify="left",
@@ -346,7 +316,7 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
             w.add_row(
                 escape(label),
                 "" if count < 0 else str(count),
-                *(_num_in(v, size) for v, (_u, size) in zip(vals, units, strict=True)),
+                *(in_unit(v, size) for v, (_u, size) in zip(vals, units, strict=True)),
             )
         tables.append(w)
         o = Table(show_header=True, title_justify="left")
@@ -413,7 +383,8 @@ def _run_sweep(
 ) -> int:
     from rich.text import Text
 
-    from flexq.simulate.sweep import load_sweep, plain_value, points, run_sweep
+    from flexq.simulate.sweep import load_sweep, points, run_sweep
+    from flexq.simulate.sweep.report import sweep_table
 
     try:
         spec = load_sweep(args.sweep, study)
@@ -465,43 +436,19 @@ def _run_sweep(
         _error(err_console, f"cannot write the results in {out}: {exc.strerror or exc}")
         return 2
     console.print(Text(res.headline, style="bold"))
-    labels = [k.label() for k in spec.knobs]
     t = Table(
         title="Sweep points: the Pareto front first, then the rest (means over replicas)",
         title_justify="left",
     )
-    heads = [
-        "point",
-        "Pareto",
-        *labels,
-        "a cause's change",
-        "jobs lost",
-        "censored mean wait (min)",
-        "censored p95 (min)",
-        "cost (USD)",
-    ]
+    heads, cells, narrow = sweep_table(res)
+    labels = [k.label() for k in spec.knobs]
     for h in heads:
         t.add_column(h, justify="left" if h in ("point", "a cause's change", *labels) else "right")
-    t.drop = ("Pareto", "censored p95 (min)", "a cause's change")  # at 80 columns: what goes first
-    rows = sorted(
-        res.rows, key=lambda r: (not r["pareto"], r["jobsLost"], r["waitCensoredMeanSeconds"], r["costUSD"])
-    )
-    for r in rows[:25]:
-        tag = (
-            " (recommended)" if r["point"] == res.recommended else " (base)" if r["point"] == res.base else ""
-        )
-        t.add_row(
-            escape(r["point"] + tag),
-            "yes" if r["pareto"] else "",
-            *(escape(plain_value(r[lab])) for lab in labels),
-            escape(r.get("cause") or ""),
-            f"{r['jobsLost']:g}",
-            f"{r['waitCensoredMeanSeconds'] / 60:,.1f}",
-            f"{r['waitCensoredP95Seconds'] / 60:,.1f}",
-            f"{r['costUSD']:,.2f}",
-        )
-    if len(rows) > 25:
-        t.add_row(f"... {len(rows) - 25} more in sweep.csv", "", *([""] * (len(heads) - 2)))
+    t.drop = tuple(narrow)  # at 80 columns: what goes first
+    for row in cells[:25]:
+        t.add_row(*(escape(c) for c in row))
+    if len(cells) > 25:
+        t.add_row(f"... {len(cells) - 25} more in sweep.csv", "", *([""] * (len(heads) - 2)))
     console.print(t)
     from flexq.simulate.whatif import shown_change
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from flexq.simulate.change import Knob, apply_point, apply_yaml
 from flexq.simulate.inputs import parse_yaml_all
+from flexq.simulate.metrics import mean_of, ranked_metrics
 from flexq.simulate.study import Study, Variant
 
 __all__ = ["Trial", "plan", "attach", "helps", "same_variant", "effect_text", "shown_change", "WAIT_GAIN"]
@@ -89,17 +90,9 @@ def plan(
     return trials, new
 
 
-def _mean(doc: dict[str, Any], name: str) -> float:
-    e = doc["aggregate"].get(name)
-    return float(e["mean"]) if e else 0.0
-
-
 def figures(doc: dict[str, Any]) -> dict[str, float]:
-    return {
-        "jobsLost": _mean(doc, "jobsLost"),
-        "waitCensoredMeanSeconds": _mean(doc, "waitCensoredMean"),
-        "costUSD": _mean(doc, "costUSD"),
-    }
+    """The figures a change is judged by (jobs lost, censored mean wait, cost), as a sweep point names them."""
+    return {m.key: mean_of(doc, m.name, 0.0) for m in ranked_metrics()}
 
 
 def helps(base: dict[str, float], what: dict[str, float]) -> bool:

@@ -4,11 +4,13 @@ and the report."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 from pathlib import Path
 from typing import Any
 
+from flexq.simulate.metrics import sweep_metrics, sweep_table_metrics
 from flexq.simulate.outputs import output_dir, record, write_file
 from flexq.simulate.report import plt_module, save_figure, write_html, write_plots
 from flexq.simulate.results import write_csv
@@ -78,19 +80,9 @@ def plain_value(v: Any) -> str:
     return json.dumps(v, sort_keys=True)
 
 
-SWEEP_COLUMNS = (
-    "point",
-    "pareto",
-    "cause",
-    "jobsLost",
-    "waitCensoredMeanSeconds",
-    "waitCensoredP95Seconds",
-    "waitToStartMeanSeconds",
-    "costUSD",
-    "goodput",
-    "changeFromBase",
-    "tpuChips",
-)
+def sweep_columns() -> list[str]:
+    """The columns of ``sweep.csv`` (the knobs' come after the first two): the figures of ``metrics``."""
+    return ["point", "pareto", "cause", *(m.key for m in sweep_metrics()), "changeFromBase", "tpuChips"]
 
 
 def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Variant]) -> None:
@@ -98,11 +90,12 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
     labels = [k.label() for k in res.spec.knobs]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow([*SWEEP_COLUMNS[:2], *labels, *SWEEP_COLUMNS[2:]])
+    columns = sweep_columns()
+    w.writerow([*columns[:2], *labels, *columns[2:]])
     for r in res.rows:
         cells = [r["point"], "true" if r["pareto"] else "false"]
         cells += [plain_value(r[lab]) for lab in labels]
-        for c in SWEEP_COLUMNS[2:]:
+        for c in columns[2:]:
             v = r[c]
             if c == "tpuChips":
                 cells.append(chips_text(v))
@@ -147,7 +140,7 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
                 [res.documents[n] for n in shown],
                 images,
                 None,
-                extra_html=_sweep_html(res, labels),
+                extra_html=_sweep_html(res),
                 headline=res.headline,
             )
         )
@@ -216,48 +209,44 @@ def _pareto_plot(out: Path, res: SweepResult) -> Path:
     return path
 
 
-def _sweep_html(res: SweepResult, labels: list[str]) -> str:
-    import html
-
-    esc = html.escape
-    head = [
-        "point",
-        "Pareto",
-        *labels,
-        "a cause's change",
-        "jobs lost",
-        "censored mean wait (min)",
-        "censored p95 (min)",
-        "cost (USD)",
-    ]
+def sweep_table(res: SweepResult) -> tuple[list[str], list[list[str]], list[str]]:
+    """The sweep's table as the terminal and ``report.html`` show it: its heads, its rows (the Pareto front
+    first, then the rest, each ranked), plain text; and the heads a narrow terminal drops first."""
+    labels = [k.label() for k in res.spec.knobs]
+    cols = sweep_table_metrics()
+    heads = ["point", "Pareto", *labels, "a cause's change", *(m.head("min", m.sweep_label) for m in cols)]
     rows = sorted(
         res.rows, key=lambda r: (not r["pareto"], r["jobsLost"], r["waitCensoredMeanSeconds"], r["costUSD"])
     )
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{esc(c)}</td>"
-            for c in [
-                r["point"]
-                + (
-                    " (recommended)"
-                    if r["point"] == res.recommended
-                    else " (base)"
-                    if r["point"] == res.base
-                    else ""
-                ),
-                "yes" if r["pareto"] else "",
-                *(plain_value(r[lab]) for lab in labels),
-                r.get("cause") or "",
-                f"{r['jobsLost']:g}",
-                f"{r['waitCensoredMeanSeconds'] / 60:,.1f}",
-                f"{r['waitCensoredP95Seconds'] / 60:,.1f}",
-                f"{r['costUSD']:,.2f}",
-            ]
-        )
-        + "</tr>"
+    cells = [
+        [
+            r["point"]
+            + (
+                " (recommended)"
+                if r["point"] == res.recommended
+                else " (base)"
+                if r["point"] == res.base
+                else ""
+            ),
+            "yes" if r["pareto"] else "",
+            *(plain_value(r[lab]) for lab in labels),
+            r.get("cause") or "",
+            *(m.plain(r[m.key]) for m in cols),
+        ]
         for r in rows
-    )
+    ]
+    narrow = [
+        "Pareto",
+        *(h for m, h in zip(cols, heads[-len(cols) :], strict=True) if m.narrow),
+        "a cause's change",
+    ]
+    return heads, cells, narrow
+
+
+def _sweep_html(res: SweepResult) -> str:
+    esc = html.escape
+    head, cells, _narrow = sweep_table(res)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in cells)
     return (
         f"<h2 id='sweep'>Sweep</h2><p>Every point on the same seeds; {esc(RULE)}.</p>"
         "<table class='sweep'><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + f"</tr>{body}</table>"

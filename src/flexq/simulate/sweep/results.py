@@ -28,11 +28,6 @@ class SweepResult:
     headline: str = ""
 
 
-def aggregate_mean(doc: dict[str, Any], name: str) -> float | None:
-    e = doc["aggregate"].get(name)
-    return None if not e else float(e["mean"])
-
-
 def pareto(rows: list[dict[str, Any]]) -> set[str]:
     """The points no other point beats on all of (jobs lost, censored mean wait, cost) and strictly on one."""
     keys = {r["point"]: (r["jobsLost"], r["waitCensoredMeanSeconds"], r["costUSD"]) for r in rows}

@@ -12,12 +12,13 @@ from flexq.simulate import whatif
 from flexq.simulate.change import apply_point, apply_yaml, change_size, diff
 from flexq.simulate.engine import preflight
 from flexq.simulate.fanout import run_all
+from flexq.simulate.metrics import mean_of, sweep_metrics
 from flexq.simulate.outputs import claim
 from flexq.simulate.results import rank_key, summarize, variant_document
 from flexq.simulate.study import Study, Variant
 from flexq.simulate.sweep.quota import chips_text, tpu_chips
 from flexq.simulate.sweep.report import RULE, headline, write_sweep
-from flexq.simulate.sweep.results import SweepResult, aggregate_mean, pareto, tied, within_budget
+from flexq.simulate.sweep.results import SweepResult, pareto, tied, within_budget
 from flexq.simulate.sweep.spec import SweepSpec, load_sweep, points
 
 
@@ -101,12 +102,7 @@ def run_sweep(
                 "point": v.name,
                 **{lab: (None if p is None else p[lab]) for lab in labels},
                 "cause": from_cause.get(v.name),
-                "jobsLost": aggregate_mean(d, "jobsLost") or 0.0,
-                "waitCensoredMeanSeconds": aggregate_mean(d, "waitCensoredMean") or 0.0,
-                "waitCensoredP95Seconds": aggregate_mean(d, "waitCensoredP95") or 0.0,
-                "waitToStartMeanSeconds": aggregate_mean(d, "waitToStartMean"),
-                "costUSD": aggregate_mean(d, "costUSD") or 0.0,
-                "goodput": aggregate_mean(d, "goodput"),
+                **{m.key: mean_of(d, m.name, m.missing) for m in sweep_metrics()},
                 "changeFromBase": round(change_size(variants[0], v), 3),
                 "tpuChips": tpu_chips(v.cluster),
             }
