@@ -28,7 +28,9 @@ from typing import Any
 
 from rich.console import Console
 
+from flexq.api.kueue_versions import resolve as resolve_kueue
 from flexq.clock import WallClock
+from flexq.errors import Invalid
 from flexq.store.private import private_file, private_home
 
 __all__ = ["Home", "DEFAULT_PROJECT", "up", "down", "env", "env_lines", "running", "gke_request", "TwinError"]
@@ -37,13 +39,22 @@ DEFAULT_PROJECT = "flexq-twin"
 READY_GRACE = 10.0  # seconds a running daemon gets to answer /readyz before `flexq up` says it does not
 
 
+def _serves_v1beta1(tag: str) -> bool:
+    """The release's own switch (``api.kueue_versions``); a release the twin does not model serves v1beta2 only,
+    as every release from 0.20 does."""
+    try:
+        return resolve_kueue(tag, "server.json kueue").serves_v1beta1
+    except Invalid:
+        return False
+
+
 def kueue_note(tag: str) -> str:
     """What ``flexq up`` says of the Kueue the twin runs (its release tag, as server.json records it)."""
     served = (
         "it serves kueue.x-k8s.io/v1beta2 only, so apply the tutorial's queues from dws-tpu-queue.v1beta2.yaml "
         "(tutorial.sh does) or through `flexq convert`; `flexq up --kueue 0.19.2` runs the release that still "
         "serves the tutorial's v1beta1"
-        if tag and not tag.startswith("v0.19")
+        if tag and not _serves_v1beta1(tag)
         else "it serves the tutorial's kueue.x-k8s.io/v1beta1 and v1beta2"
     )
     return (

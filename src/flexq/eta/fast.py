@@ -26,7 +26,7 @@ This module runs exactly that, as a heap of events, in milliseconds per replica:
   other controller is not modelled: a job that needs it and does not have it Ready waits for it (it does not
   start in the run), and says so.
 - **DWS**, as GKE's autoscaler does it: a ProvisioningRequest fails ``NodepoolSizeReached`` at creation when its
-  pool cannot grow by its slices; the check's ``retryStrategy`` (``flexq.kueue.provisioning.retry_strategy``)
+  pool cannot grow by its slices; the check's ``retryStrategy`` (``flexq.kueue.checks.retry_strategy``)
   gives the back-off and the limit past which the job is deactivated. An accepted request is granted after a
   wait drawn from the cluster's own DWS waits (``Model.draw_dws``, knowing how long a request has waited); a
   grant that finds its pool full looks again after ``GRANT_RETRY_SECONDS``; a request not granted within
@@ -70,11 +70,11 @@ from flexq.gke.timing import (
     GRANT_RETRY_SECONDS,
     SCALE_DOWN_UNNEEDED_SECONDS,
 )
+from flexq.kueue.checks import RetryStrategy, retry_strategy
 from flexq.kueue.config import KueueConfig
 from flexq.kueue.cycle import mark_preemption_outcome, plan
 from flexq.kueue.flavorassigner import Assignment
 from flexq.kueue.pods_ready import requeue_wait
-from flexq.kueue.provisioning import RetryStrategy, retry_strategy
 from flexq.kueue.queues import QueueManager
 from flexq.kueue.snapshot import Snapshot, build_snapshot
 from flexq.kueue.workload import WorkloadInfo, admission_checks_for, backoff_seconds

@@ -45,7 +45,7 @@ from typing import Any
 
 from flexq.api.kueue_versions import resolve as resolve_kueue
 from flexq.errors import Invalid
-from flexq.kueue.provisioning import retry_strategy
+from flexq.kueue.checks import CheckController, check_controller
 from flexq.simulate.engine import RunResult
 from flexq.simulate.recorder import TPU, WAIT_BUCKETS
 
@@ -115,12 +115,30 @@ def _round_up(n: int, step: int) -> int:
     return -(-n // step) * step
 
 
+def _retrying(detail: dict[str, Any] | None) -> CheckController | None:
+    """The controller of a check that asks for retries and has a parameters object to set them in (the
+    ``retryLimit`` knob's target), from ``kueue.checks``; None for any other check."""
+    ctl = check_controller((detail or {}).get("controller"))
+    return ctl if ctl is not None and ctl.retries and (detail or {}).get("config") else None
+
+
+def _retry_limit(detail: dict[str, Any]) -> tuple[int, str]:
+    """The check's retry limit, as its controller reads its parameters (the run keeps their retryStrategy), and
+    where it is set, in words: ``ProvisioningRequestConfig dws-config's retryStrategy.backoffLimitCount``."""
+    ctl = _retrying(detail)
+    assert ctl is not None, detail
+    field = ".".join(ctl.retry_limit[1:])  # below spec
+    return int(ctl.retry({"spec": {"retryStrategy": detail.get("retry")}}).limit), (
+        f"{ctl.parameters} {detail['config']}'s {field}"
+    )
+
+
 def _check_for_flavor(run: RunResult, cq: str, flavor: str) -> tuple[str, dict[str, Any]] | None:
     checks = (run.queues.get(cq) or {}).get("checks") or {}
     for name, flavors in sorted(checks.items()):
         if not flavors or flavor in flavors:
             detail = run.checks.get(name)
-            if detail and detail.get("config"):
+            if detail and _retrying(detail):
                 return name, detail
     return None
 
@@ -335,12 +353,11 @@ def _nodepool_size_reached(run: RunResult, rows: list[dict[str, Any]]) -> dict[s
         )
     ]
     if check is not None:
-        limit = retry_strategy({"spec": {"retryStrategy": check[1].get("retry")}}).limit
+        limit, where_set = _retry_limit(check[1])
         more = max(limit * 2, limit + 3)
         options.append(
             _option(
-                f"raise ProvisioningRequestConfig {check[1]['config']}'s retryStrategy.backoffLimitCount from "
-                f"{limit} to {more}, so Kueue keeps retrying until the pool has room",
+                f"raise {where_set} from {limit} to {more}, so Kueue keeps retrying until the pool has room",
                 {"kind": "retryLimit", "config": check[1]["config"], "value": more},
             )
         )
@@ -683,7 +700,7 @@ def _retry_check(run: RunResult, rows: list[dict[str, Any]]) -> tuple[str, dict[
     for cq in sorted({r["cluster_queue"] for r in rows if r["cluster_queue"]} | set(run.queues)):
         for name, flavors in sorted(((run.queues.get(cq) or {}).get("checks") or {}).items()):
             detail = run.checks.get(name) or {}
-            if detail.get("config"):
+            if _retrying(detail):
                 return name, detail, list(flavors)
     return None
 
@@ -695,7 +712,7 @@ def _release(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]) 
     if not release or found is None:
         return None
     check, detail, on = found
-    limit = retry_strategy({"spec": {"retryStrategy": detail.get("retry")}}).limit
+    limit, where_set = _retry_limit(detail)
     where = f"flavor {', '.join(on)} only" if on else "every flavor"
     try:
         at_once = resolve_kueue(release).retry_evicts_at_once
@@ -729,7 +746,7 @@ def _release(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]) 
             "change": (
                 "Kueue 0.20.7 releases the quota at once (kueue#18785) and keeps the retry count through the "
                 f"back-off, so after {limit} failed retries a job is deactivated: before upgrading, raise "
-                f"ProvisioningRequestConfig {detail['config']}'s retryStrategy.backoffLimitCount (or the pool's "
+                f"{where_set} (or the pool's "
                 "max nodes) if these jobs must keep retrying"
             ),
             "knobs": [],
@@ -765,7 +782,7 @@ def _release(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]) 
             "is not admitted again at once (a `kueue: 0.19.2` variant shows how many more would keep retrying)"
         ),
         "change": (
-            f"raise ProvisioningRequestConfig {detail['config']}'s retryStrategy.backoffLimitCount (now {limit}) or "
+            f"raise {where_set} (now {limit}) or "
             "its backoffBaseSeconds so the retries outlast the pool's busy spells, or raise the node pool's max"
         ),
         "knobs": [{"kind": "retryLimit", "config": detail["config"], "value": max(limit * 2, limit + 3)}],

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from flexq.kueue.checks import CHECKS, CheckController
 from flexq.kueue.config import (
     CONFIG_KEY,
     CONFIG_NAME,
@@ -19,7 +20,6 @@ from flexq.kueue.config import (
     parse_duration,
     shipped_configuration,
 )
-from flexq.kueue.provisioning import retry_strategy
 from flexq.simulate.change.knob import OPT_IN_LABEL, Knob
 from flexq.simulate.inputs import parse_yaml_all
 from flexq.simulate.study import Manifest, Study, Variant
@@ -193,10 +193,10 @@ def _turn(k: Knob, value: Any, out: Variant, objs: Objects) -> None:
             raise ValueError(f"ClusterQueue {k.clusterQueue} has no {path}")
         objs.changed.add(i)
     elif k.kind == "retryLimit":
-        i, prc = objs.find("ProvisioningRequestConfig", str(k.config))
-        if int(value) == retry_strategy(prc).limit:
-            return  # the base's value (or Kueue's default): no change
-        prc.setdefault("spec", {}).setdefault("retryStrategy", {})["backoffLimitCount"] = int(value)
+        i, params, ctl = _retry_parameters(objs, str(k.config))
+        if int(value) == ctl.retry(params).limit:
+            return  # the base's value (or the controller's default): no change
+        _set(params, list(ctl.retry_limit), int(value), ".".join(ctl.retry_limit))
         objs.changed.add(i)
     elif k.kind == "flavorOrder":
         i, cq = objs.find("ClusterQueue", str(k.clusterQueue))
@@ -252,6 +252,21 @@ def _turn(k: Knob, value: Any, out: Variant, objs: Objects) -> None:
         i, obj = objs.find(kind, name, ns or None)
         _set(obj, _path(str(k.path)), value, str(k.path))
         objs.changed.add(i)
+
+
+def _retry_parameters(objs: Objects, name: str) -> tuple[int, dict[str, Any], CheckController]:
+    """The parameters object ``name`` of an admission check controller that retries (``kueue.checks``: a
+    ProvisioningRequestConfig), with its controller."""
+    kinds = [ctl for ctl in CHECKS.values() if ctl.retries]
+    for ctl in kinds:
+        try:
+            i, params = objs.find(ctl.parameters, name)
+        except ValueError:
+            continue
+        return i, params, ctl
+    raise ValueError(
+        f"no {' or '.join(c.parameters for c in kinds)} named {name!r} in the variant's manifests"
+    )
 
 
 def _pods_ready_timeout(objs: Objects) -> float | None:
