@@ -22,6 +22,7 @@ import argparse
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -31,6 +32,7 @@ from rich.text import Text
 from flexq import Twin
 from flexq.api.scheme import ADMIT
 from flexq.cli import tutorial
+from flexq.cli.args import duration, examples
 from flexq.cli.status import Snapshot, WorkloadRow, fmt_cost, workload_rows
 from flexq.cli.views import STATE_STYLE, status_table
 from flexq.cli.views import FitTable as Table
@@ -586,3 +588,47 @@ def run(args: argparse.Namespace) -> int:
 
     result = run_demo(opts, console)
     return 0 if result.story_holds else 1
+
+
+# -- the command line -------------------------------------------------------------------------------------------
+def add_parser(sub: Any) -> None:
+    """``flexq demo``."""
+    d = sub.add_parser(
+        "demo",
+        help="run the tutorial end to end in this process",
+        description="The tutorial end to end in this process, no servers: the GKE cluster and both node "
+        "pools, Kueue's configuration, two RayJobs training the tutorial's train.py on real Ray "
+        "(job 1 on plan A, on-demand; job 2 on plan B, DWS flex-start), a live view, each job's output.",
+        epilog=examples(
+            "flexq demo                 # real Ray (about two minutes on 2 cores)",
+            "flexq demo --simulated     # the same story on the virtual clock, in seconds",
+            "flexq demo --simulated --capacity tutorial   # with realistic DWS waits",
+        ),
+    )
+    d.add_argument("--simulated", action="store_true", help="virtual clock and simulated training (fast)")
+    d.add_argument(
+        "--timeout",
+        type=duration,
+        default=None,
+        help="how long the jobs may take, with real Ray (default: 900 s)",
+    )
+    d.add_argument("--no-live", action="store_true", help="print state changes only, no live table")
+    d.add_argument(
+        "--capacity",
+        choices=["fast", "tutorial"],
+        default="fast",
+        help="cloud capacity profile: fast (nodes in seconds) or tutorial (realistic waits; with --simulated)",
+    )
+    d.add_argument(
+        "--dws-wait",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="how long DWS takes to grant plan B (fast capacity; default 60 s with real Ray, which "
+        "staggers the two Ray clusters' start-up, 20 s when simulated)",
+    )
+    d.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    return int(run(args))
