@@ -119,7 +119,7 @@ def counted(study: flexq.simulate.Study, name: str) -> tuple[Counter[tuple[str, 
     writes: Counter[tuple[str, str]] = Counter()
     reconciles: Counter[str] = Counter()
     admitted = [0]
-    setup, admit = engine._Sim.setup, scheme.admit
+    setup, admit = engine.Sim.setup, scheme.admit
 
     def observed(self: Any) -> None:
         setup(self)
@@ -130,12 +130,12 @@ def counted(study: flexq.simulate.Study, name: str) -> tuple[Counter[tuple[str, 
         admitted[0] += 1
         return admit(*a, **kw)
 
-    engine._Sim.setup = observed  # type: ignore[method-assign]
+    engine.Sim.setup = observed  # type: ignore[method-assign]
     scheme.admit = counting
     try:
         run_one(study, name, 0)
     finally:
-        engine._Sim.setup = setup  # type: ignore[method-assign]
+        engine.Sim.setup = setup  # type: ignore[method-assign]
         scheme.admit = admit
     return writes, reconciles, admitted[0]
 

@@ -26,10 +26,11 @@ from typing import Any
 
 from flexq.errors import InputError, require_extra
 from flexq.simulate import whatif as wi
-from flexq.simulate.engine import RunResult, preflight, run_one
+from flexq.simulate.engine import run_one
 from flexq.simulate.fanout import default_workers, run_all
 from flexq.simulate.inputs import MAX_REPLICAS, whole
 from flexq.simulate.outputs import claim, output_dir, record
+from flexq.simulate.preflight import preflight
 from flexq.simulate.report import write_html, write_plots
 from flexq.simulate.results import (
     comparison_document,
@@ -39,6 +40,7 @@ from flexq.simulate.results import (
     write_csv,
     write_json,
 )
+from flexq.simulate.run_result import RunResult
 from flexq.simulate.study import Study, load_study, submit_window
 from flexq.simulate.sweep import SweepResult, load_sweep, run_sweep
 

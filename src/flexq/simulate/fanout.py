@@ -20,7 +20,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from flexq.errors import InputError, require_extra
-from flexq.simulate.engine import RunResult, run_one
+from flexq.simulate.engine import run_one
+from flexq.simulate.run_result import RunResult
 from flexq.simulate.study import Study
 
 __all__ = ["run_all", "default_workers"]

@@ -18,10 +18,10 @@ from typing import Any
 
 from flexq.simulate import metrics as metric_table
 from flexq.simulate.causes import causes
-from flexq.simulate.engine import NEVER_RAN, RunResult
 from flexq.simulate.metrics import mean_of, sweep_metrics
 from flexq.simulate.outputs import write_file
 from flexq.simulate.recorder import WAIT_BUCKETS
+from flexq.simulate.run_result import NEVER_RAN, RunResult
 
 __all__ = [
     "stats",

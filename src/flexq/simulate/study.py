@@ -68,7 +68,7 @@ from flexq.api.capacity_profile import CapacityProfile
 from flexq.api.kueue_versions import resolve as resolve_kueue
 from flexq.errors import InputError, Invalid
 from flexq.fallback.policy import FallbackConfig
-from flexq.simulate import traffic
+from flexq.simulate.generator import generate
 from flexq.simulate.inputs import (
     MAX_NODES,
     MAX_REPLICAS,
@@ -84,6 +84,8 @@ from flexq.simulate.inputs import (
     unknown_key,
     whole,
 )
+from flexq.simulate.jobs import JobSpec, seconds
+from flexq.simulate.kueue_generator import is_kueue_generator, kueue_generator
 from flexq.simulate.objects import substitute
 from flexq.simulate.profiles import NAMED_PROFILES, named_profile
 from flexq.simulate.schema import (
@@ -100,6 +102,7 @@ from flexq.simulate.schema import (
     typed,
     whole_in,
 )
+from flexq.simulate.trace import read_trace
 
 __all__ = ["Study", "Variant", "Manifest", "load_study", "cluster_requests", "STUDY_KEYS", "SETTINGS_KEYS"]
 
@@ -142,18 +145,18 @@ class Study:
     submit_until: float | None = None  # submit only the jobs before this time
     keep_finished: bool = False
     variants: list[Variant] = field(default_factory=list)
-    trace: list[traffic.JobSpec] | None = None  # a fixed trace (same for every seed)
+    trace: list[JobSpec] | None = None  # a fixed trace (same for every seed)
     generator: dict[str, Any] | None = None  # a generator spec (drawn per seed)
     generator_base: str = "."
     description: str = ""
     env: dict[str, str] = field(default_factory=dict)  # ${NAME} values for the manifests and templates
 
-    def jobs(self, seed: int) -> list[traffic.JobSpec]:
+    def jobs(self, seed: int) -> list[JobSpec]:
         if self.trace is not None:
             jobs = self.trace
         else:
             assert self.generator is not None
-            jobs = traffic.generate(self.generator, seed, self.source, Path(self.generator_base))
+            jobs = generate(self.generator, seed, self.source, Path(self.generator_base))
         if self.submit_until is not None:
             kept = [j for j in jobs if j.submit < self.submit_until]
             if jobs and not kept:
@@ -629,7 +632,7 @@ def load_study(
     src = str(p)
     doc = _read_yaml(p, src, what="simulation file")
     base = p.parent
-    if traffic.is_kueue_generator(doc):
+    if is_kueue_generator(doc):
         doc = {"name": p.parent.name or p.stem, "generator": p.name}
     given = {"seed": seed, "replicas": replicas, "scale": scale}  # the command line's, checked as its own
     if isinstance(doc, dict):
@@ -649,7 +652,7 @@ def load_study(
     base_manifests = _manifests(spec.manifests, base, src, "manifests", study.env)
     if "trace" in spec.model_fields_set:
         _no_scale(scale, scale_field, src)
-        study.trace = traffic.read_trace(ref_path(base, spec.trace, src, "trace"), source=src)
+        study.trace = read_trace(ref_path(base, spec.trace, src, "trace"), source=src)
     else:
         gen = spec.generator
         gsrc = src
@@ -657,8 +660,8 @@ def load_study(
             gpath = ref_path(base, gen, src, "generator")
             gsrc = str(gpath)
             gen = _read_yaml(gpath, src, "generator", "generator file")
-        if traffic.is_kueue_generator(gen):
-            objs, jobs = traffic.kueue_generator(gen, gsrc, scale)
+        if is_kueue_generator(gen):
+            objs, jobs = kueue_generator(gen, gsrc, scale)
             base_manifests = [
                 Manifest(f"{gsrc} (generated)", yaml.safe_dump_all(objs, sort_keys=False)),
                 *base_manifests,
@@ -669,7 +672,7 @@ def load_study(
             study.generator = gen
             study.generator_base = str(base)
             study.source = gsrc
-            traffic.generate(gen, study.seed, gsrc, base)  # validate now
+            generate(gen, study.seed, gsrc, base)  # validate now
             study.source = src
         else:
             raise InputError("a generator is an object or a file", source=src, field="generator")
@@ -708,7 +711,7 @@ def load_study(
 def submit_window(value: Any, fld: str = "until") -> float:
     """``--until`` / ``simulate(until=...)``: a positive duration (``12h``, ``2d``, seconds); only the jobs
     submitted before it are simulated (they still run to the end)."""
-    until = traffic.seconds(value, "", None, fld)
+    until = seconds(value, "", None, fld)
     if until <= 0:
         raise InputError(
             f"must be a positive duration, not {value!r}: it keeps the jobs submitted before it", field=fld

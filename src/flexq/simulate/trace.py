@@ -2,6 +2,18 @@
 ``JobSpec`` with messages naming the file, the line (or record) and the column; a row's ``template`` is a
 manifest file relative to the trace, parsed and checked once.
 
+Trace columns (CSV header, or JSONL keys): ``submit`` (seconds or a duration such as ``90s``/``2h`` from the
+start; required), ``queue`` (LocalQueue; required), ``kind`` (``RayJob``, ``Job`` or ``Workload``; default
+``Job``), ``name``, ``namespace`` (default ``default``), ``priority`` (a WorkloadPriorityClass or
+PriorityClass name; a bare number is a Workload's ``spec.priority``), ``podsets``, ``template``, ``run``
+(run time; default 60 s), ``outcome`` (``Succeeded`` or ``Failed``), ``class`` (a label for reports).
+``podsets`` is ``name:count:res=qty,res=qty;...`` in CSV (quoted when it holds commas:
+``"head:1:cpu=2,memory=4Gi;workers:4:cpu=8"``) and a
+list of ``{name, count, requests}`` in JSONL. ``template`` is a manifest file (relative to the trace) whose
+``${NAME}``, ``${JOB_ID}``, ``${QUEUE}``, ``${NAMESPACE}`` are substituted.
+A ``.json`` trace may also hold one JSON array of those objects (messages then name the record).
+Every error names the file, the line and the field.
+
 Must not import flexq.http.
 """
 

@@ -42,7 +42,7 @@ from typing import Any
 from flexq.simulate.causes.capacity import dws_queue, idle_preferred, nodepool_size_reached, stockout
 from flexq.simulate.causes.configuration import pods_cannot_start
 from flexq.simulate.causes.queueing import pods_ready, quota, quota_over_pool, release
-from flexq.simulate.engine import RunResult
+from flexq.simulate.run_result import RunResult
 
 __all__ = ["causes", "MAX_CAUSES"]
 

@@ -25,8 +25,8 @@ from flexq.simulate.causes.evidence import (
     time_at_least,
     to_hours,
 )
-from flexq.simulate.engine import RunResult
 from flexq.simulate.recorder import TPU, WAIT_BUCKETS
+from flexq.simulate.run_result import RunResult
 
 
 def nodepool_size_reached(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, Any] | None:

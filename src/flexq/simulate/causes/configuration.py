@@ -15,7 +15,7 @@ from flexq.simulate.causes.evidence import (
     primary,
     to_hours,
 )
-from flexq.simulate.engine import RunResult
+from flexq.simulate.run_result import RunResult
 
 CONFIG_CODES = ("FailedMount", "CreateContainerConfigError", "InvalidImageName", "FallbackNotOptedIn")
 

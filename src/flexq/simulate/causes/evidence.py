@@ -10,7 +10,7 @@ from typing import Any
 
 from flexq.fallback.model import OPT_IN_LABEL
 from flexq.kueue.checks import CheckController, check_controller
-from flexq.simulate.engine import RunResult
+from flexq.simulate.run_result import RunResult
 
 NODEPOOL_GKE_LABEL = "cloud.google.com/gke-nodepool"
 

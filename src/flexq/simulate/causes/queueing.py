@@ -24,8 +24,8 @@ from flexq.simulate.causes.evidence import (
     run_usage_nominal,
     to_hours,
 )
-from flexq.simulate.engine import RunResult
 from flexq.simulate.recorder import TPU, WAIT_BUCKETS
+from flexq.simulate.run_result import RunResult
 
 
 def pods_ready(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flexq.simulate.engine import RunResult
+from flexq.simulate.run_result import RunResult
 from flexq.simulate.study import Variant
 from flexq.simulate.sweep.spec import SweepSpec
 

@@ -10,10 +10,10 @@ from typing import Any
 from flexq.errors import InputError, require_extra
 from flexq.simulate import whatif
 from flexq.simulate.change import apply_point, apply_yaml, change_size, diff
-from flexq.simulate.engine import preflight
 from flexq.simulate.fanout import run_all
 from flexq.simulate.metrics import mean_of, sweep_metrics
 from flexq.simulate.outputs import claim
+from flexq.simulate.preflight import preflight
 from flexq.simulate.results import rank_key, summarize, variant_document
 from flexq.simulate.study import Study, Variant
 from flexq.simulate.sweep.quota import chips_text, tpu_chips
