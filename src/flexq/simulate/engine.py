@@ -459,10 +459,10 @@ class Sim:
 
     def _result(self, end: float, horizon: float) -> RunResult:
         rec_ = self.rec
-        for (_ns, _name), st in rec_.wl_state.items():  # quota still held at the end
-            if st["reserved"]:
-                for ukey, qty in st["usage"]:
-                    rec_.usage[ukey][0] += qty * (end - st["since"])
+        for seen in rec_.wl_state.values():  # quota still held at the end
+            if seen.reserved:
+                for ukey, qty in seen.usage:
+                    rec_.usage[ukey][0] += qty * (end - seen.since)
         # what each job's pods cost while bound to nodes (the billing ledger's per-job attribution, USD)
         job_cost = (self.twin.billing().get("jobs") or {}) if self.cluster else {}
         rows = []

@@ -129,6 +129,24 @@ class JobRecord:
     check_evictions: int = 0  # evictions for an admission check in Retry (Kueue's reason AdmissionCheck)
 
 
+@dataclass(slots=True)
+class WorkloadSeen:
+    """What the recorder last saw of one Workload: the state ``on_workload`` compares the new version with."""
+
+    queued_at: float  # since when it has waited for admission (its creation, or its last eviction)
+    reserved: bool = False
+    admitted: bool = False
+    since: float = 0.0  # when its quota was reserved
+    usage: list[tuple[str, float]] = field(default_factory=list)  # ("cq/flavor/resource", quantity) it holds
+    evict_lt: str | None = None  # lastTransitionTime of the Evicted condition last counted
+    preempt_lt: str | None = None  # ... of the Preempted condition last counted
+    ready: bool = False  # PodsReady seen
+    seq: int = 0  # admissions so far (a bare Workload's run belongs to one)
+    retry_since: float | None = None  # when an admission check went to Retry with the quota held
+    preempted: bool = False
+    fallback_moved: bool = False  # flexq's fallback made it inactive
+
+
 class Recorder:
     """Hears one run's twin and keeps a ``JobRecord`` per job (see the module docstring)."""
 
@@ -146,7 +164,7 @@ class Recorder:
         self.fallback, self.rescue = fallback, rescue
         self.rel = rel
         self.records: dict[tuple[str, str, str], JobRecord] = {}
-        self.wl_state: dict[tuple[str, str], dict[str, Any]] = {}
+        self.wl_state: dict[tuple[str, str], WorkloadSeen] = {}
         self.wl_job: dict[tuple[str, str], JobRecord] = {}
         self.pod_job: dict[tuple[str, str], JobRecord] = {}  # (namespace, pod) -> job
         self.cluster_job: dict[tuple[str, str], tuple[str, str, str] | None] = {}  # RayCluster -> job key
@@ -283,6 +301,10 @@ class Recorder:
         return self.records.get(("Workload", ns, md["name"]))
 
     def on_workload(self, ev: Any) -> None:
+        """One Workload's change: its state before (``WorkloadSeen``) and after (quota reserved, admitted,
+        finished, inactive), each transition to its handler, as KubeRay's state switch dispatches on a job's
+        status; then the conditions that count each time they are set again (Evicted, Preempted) and the first
+        PodsReady."""
         wl = ev.object
         md = wl["metadata"]
         key = (md.get("namespace", "default"), md["name"])
@@ -294,21 +316,9 @@ class Recorder:
             self.wl_job[key] = rec
             if not rec.size:
                 rec.size = self._size(wl)
-        st = self.wl_state.setdefault(
-            key,
-            {
-                "reserved": False,
-                "admitted": False,
-                "since": 0.0,
-                "usage": [],
-                "queued_at": self.rel(),
-                "evict_lt": None,
-                "preempt_lt": None,
-                "ready": False,
-                "seq": 0,
-                "retry_since": None,
-            },
-        )
+        seen = self.wl_state.get(key)
+        if seen is None:
+            seen = self.wl_state[key] = WorkloadSeen(queued_at=self.rel())
         now = self.rel()
         gone = ev.type == "DELETED"
         status = wl.get("status") or {}
@@ -317,107 +327,47 @@ class Recorder:
         admitted = not gone and reserved and is_true(wl, "Admitted")
         finished = is_true(wl, "Finished")
         if not reserved and not gone:
-            qr = find_condition(wl, "QuotaReserved")
-            m = _QUOTA_MSG.search((qr or {}).get("message") or "")
-            if m is not None:
-                k = f"{m.group(2).rstrip(',.')}/{m.group(1).rstrip(',.')}"
-                if k != rec.quota_key:
-                    self._close_bucket(rec, now)
-                    rec.quota_key = k
-        if reserved and not st["reserved"]:
+            self._quota_refused(rec, wl, now)
+        if reserved and not seen.reserved:
             assert admission is not None
-            st["reserved"], st["since"] = True, now
-            cq = admission.get("clusterQueue", "")
-            rec.cluster_queue = cq
-            usage = []
-            flavors = []
-            for psa in admission.get("podSetAssignments") or ():
-                fl = psa.get("flavors") or {}
-                flavors.append(f"{psa.get('name')}={'+'.join(sorted(set(fl.values())))}")
-                for res, qty in (psa.get("resourceUsage") or {}).items():
-                    ukey = f"{cq}/{fl.get(res, '')}/{res}"
-                    if ukey in self.usage:
-                        usage.append((ukey, float(parse_quantity(str(qty)))))
-            st["usage"] = usage
-            for ukey, qty in usage:
-                self._reserve(ukey, qty, now)
-            rec.flavors = ",".join(flavors)
-            if rec.reserved is None:
-                rec.reserved = now
-            rec.holding.add(md["name"])
-            self._set_pending(rec)
-        elif st["reserved"] and (not reserved or finished):
-            st["reserved"] = False
-            for ukey, qty in st["usage"]:
-                self.usage[ukey][0] += qty * (now - st["since"])
-                self._reserve(ukey, -qty, now)
-            rec.holding.discard(md["name"])
-            self._set_pending(rec)
+            self._reserved(rec, seen, admission, md["name"], now)
+        elif seen.reserved and (not reserved or finished):
+            self._released(rec, seen, md["name"], now)
         retrying = (
             reserved
             and not finished
             and any(c.get("state") == "Retry" for c in status.get("admissionChecks") or ())
         )
-        if retrying and st["retry_since"] is None:
-            st["retry_since"] = now
-            rec.retry_hold_flavors.update(
-                fl
-                for psa in (admission or {}).get("podSetAssignments") or ()
-                for res, fl in (psa.get("flavors") or {}).items()
-                if res == (self.goodput_resource or TPU)
-            )
-        elif not retrying and st["retry_since"] is not None:
-            rec.retry_hold += now - st["retry_since"]
-            st["retry_since"] = None
-        if admitted and not st["admitted"]:
-            st["admitted"] = True
-            st["seq"] += 1
-            if not rec.admitted_now:
-                rec.refused = rec.refused_code = ""
-            rec.admitted_now.add(md["name"])
-            if rec.admitted is None:
-                rec.admitted = now
-            pc = rec.spec.priority_class or (str(rec.spec.priority) if rec.spec.priority is not None else "")
-            self.admission_waits.append((rec.cluster_queue, pc, now - st["queued_at"]))
-            if rec.spec.kind == "Workload":
-                if rec.started is None:
-                    rec.started = now
-                seq = st["seq"]
-                self.twin.core.loop.call_at(
-                    self.twin.now() + rec.spec.run, functools.partial(self._finish_bare, key, seq)
-                )
-        elif not admitted and st["admitted"]:
-            st["admitted"] = False
+        if retrying and seen.retry_since is None:
+            self._retry_began(rec, seen, admission, now)
+        elif not retrying and seen.retry_since is not None:
+            rec.retry_hold += now - seen.retry_since
+            seen.retry_since = None
+        if admitted and not seen.admitted:
+            self._admitted(rec, seen, key, now)
+        elif not admitted and seen.admitted:
+            seen.admitted = False
             rec.admitted_now.discard(md["name"])
         ev_c = find_condition(wl, "Evicted")
         if (
             ev_c is not None
             and ev_c.get("status") == "True"
-            and ev_c.get("lastTransitionTime") != st["evict_lt"]
+            and ev_c.get("lastTransitionTime") != seen.evict_lt
         ):
-            st["evict_lt"] = ev_c.get("lastTransitionTime")
-            self.evictions[rec.cluster_queue or "?"][ev_c.get("reason", "")] += 1
-            rec.evictions += 1
-            rec.check_evictions += ev_c.get("reason") == "AdmissionCheck"
-            st["queued_at"] = now
-            if str(ev_c.get("reason", "")).startswith("Deactivated") and rec.deactivated:
-                rec.lost_reason = ev_c.get("reason", "")
-                rec.lost_message = ev_c.get("message", "")
-            if rec.spec.kind == "Workload" and admission is not None:
-                self.twin.core.loop.call_soon(functools.partial(self._complete_eviction, key))
+            self._evicted(rec, seen, ev_c, key, admission is not None, now)
         pr_c = find_condition(wl, "Preempted")
         if (
             pr_c is not None
             and pr_c.get("status") == "True"
-            and pr_c.get("lastTransitionTime") != st["preempt_lt"]
+            and pr_c.get("lastTransitionTime") != seen.preempt_lt
         ):
-            st["preempt_lt"] = pr_c.get("lastTransitionTime")
+            seen.preempt_lt = pr_c.get("lastTransitionTime")
             self.preemptions[rec.cluster_queue or "?"][pr_c.get("reason", "")] += 1
             rec.preemptions += 1
             rec.after_preemption.append(0)
-            st["preempted"] = True
-        if not st["ready"] and is_true(wl, "PodsReady"):
-            st["ready"] = True
+            seen.preempted = True
+        if not seen.ready and is_true(wl, "PodsReady"):
+            seen.ready = True
             if rec.started is None:
                 rec.started = now
             if rec.after_preemption:
@@ -425,31 +375,10 @@ class Recorder:
                     -1
                 )  # started again: later moves are not because of that preemption
         inactive = (wl.get("spec") or {}).get("active") is False and not gone
-        if inactive and self.fallback and not st.get("fallback_moved"):
-            step = self._fallback_step(rec)
-            if step in ("deactivating", "returning"):
-                st["fallback_moved"] = True
-                if rec.after_preemption and rec.after_preemption[-1] >= 0:
-                    rec.after_preemption[-1] += 1
-                if step == "returning" and st.get("preempted"):
-                    rec.undid_preemption += 1
+        if inactive and self.fallback and not seen.fallback_moved:
+            self._fallback_moved(rec, seen)
         if inactive and not rec.deactivated and not rec.closed and not self._fallback_moving(rec):
-            # deactivated (an admission check Rejected, the requeuing limit reached): Kueue will not admit it
-            # again unless someone reactivates it
-            rec.deactivated = True
-            dt = find_condition(wl, "DeactivationTarget")
-            if dt is not None:
-                rec.lost_reason = f"DeactivatedDueTo{dt.get('reason', '')}"
-                rec.lost_message = f"The workload is deactivated due to {dt.get('message', '')}"
-            elif ev_c is not None and str(ev_c.get("reason", "")).startswith("Deactivated"):
-                rec.lost_reason, rec.lost_message = ev_c.get("reason", ""), ev_c.get("message", "")
-            else:
-                rec.lost_reason, rec.lost_message = "Deactivated", "spec.active is false"
-            if not self.rescue:  # nobody will reactivate it: the run does not wait for it
-                rec.closed = True
-                rec.outcome = "Deactivated"
-                self.open_jobs -= 1
-                self._set_pending(rec)
+            self._deactivated(rec, wl, ev_c)
         elif not inactive and rec.deactivated and not gone and not rec.closed:
             rec.deactivated = False  # reactivated (flexq fallback's rescue, or by hand)
         if rec.spec.kind == "Workload" and finished and not rec.closed:
@@ -459,6 +388,130 @@ class Recorder:
             self.wl_state.pop(key, None)
             self.wl_job.pop(key, None)
         self.rebucket(rec)
+
+    # -- a Workload's transitions (on_workload) ------------------------------------------------------------------
+    def _quota_refused(self, rec: JobRecord, wl: dict[str, Any], now: float) -> None:
+        """No quota reserved: the flavor/resource Kueue's QuotaReserved message says has no quota for it."""
+        qr = find_condition(wl, "QuotaReserved")
+        m = _QUOTA_MSG.search((qr or {}).get("message") or "")
+        if m is not None:
+            k = f"{m.group(2).rstrip(',.')}/{m.group(1).rstrip(',.')}"
+            if k != rec.quota_key:
+                self._close_bucket(rec, now)
+                rec.quota_key = k
+
+    def _reserved(
+        self, rec: JobRecord, seen: WorkloadSeen, admission: dict[str, Any], name: str, now: float
+    ) -> None:
+        """Quota reserved: its ClusterQueue, flavors and the usage it now holds."""
+        seen.reserved, seen.since = True, now
+        cq = admission.get("clusterQueue", "")
+        rec.cluster_queue = cq
+        usage = []
+        flavors = []
+        for psa in admission.get("podSetAssignments") or ():
+            fl = psa.get("flavors") or {}
+            flavors.append(f"{psa.get('name')}={'+'.join(sorted(set(fl.values())))}")
+            for res, qty in (psa.get("resourceUsage") or {}).items():
+                ukey = f"{cq}/{fl.get(res, '')}/{res}"
+                if ukey in self.usage:
+                    usage.append((ukey, float(parse_quantity(str(qty)))))
+        seen.usage = usage
+        for ukey, qty in usage:
+            self._reserve(ukey, qty, now)
+        rec.flavors = ",".join(flavors)
+        if rec.reserved is None:
+            rec.reserved = now
+        rec.holding.add(name)
+        self._set_pending(rec)
+
+    def _released(self, rec: JobRecord, seen: WorkloadSeen, name: str, now: float) -> None:
+        """Quota given back (evicted, finished, deleted): the usage it held, counted."""
+        seen.reserved = False
+        for ukey, qty in seen.usage:
+            self.usage[ukey][0] += qty * (now - seen.since)
+            self._reserve(ukey, -qty, now)
+        rec.holding.discard(name)
+        self._set_pending(rec)
+
+    def _retry_began(
+        self, rec: JobRecord, seen: WorkloadSeen, admission: dict[str, Any] | None, now: float
+    ) -> None:
+        """An admission check in Retry while the quota is held: the hold starts, on the goodput flavors."""
+        seen.retry_since = now
+        rec.retry_hold_flavors.update(
+            fl
+            for psa in (admission or {}).get("podSetAssignments") or ()
+            for res, fl in (psa.get("flavors") or {}).items()
+            if res == (self.goodput_resource or TPU)
+        )
+
+    def _admitted(self, rec: JobRecord, seen: WorkloadSeen, key: tuple[str, str], now: float) -> None:
+        """Admitted: its wait for admission; a bare Workload runs for its ``run`` seconds from now."""
+        seen.admitted = True
+        seen.seq += 1
+        if not rec.admitted_now:
+            rec.refused = rec.refused_code = ""
+        rec.admitted_now.add(key[1])
+        if rec.admitted is None:
+            rec.admitted = now
+        pc = rec.spec.priority_class or (str(rec.spec.priority) if rec.spec.priority is not None else "")
+        self.admission_waits.append((rec.cluster_queue, pc, now - seen.queued_at))
+        if rec.spec.kind == "Workload":
+            if rec.started is None:
+                rec.started = now
+            self.twin.core.loop.call_at(
+                self.twin.now() + rec.spec.run, functools.partial(self._finish_bare, key, seen.seq)
+            )
+
+    def _evicted(
+        self,
+        rec: JobRecord,
+        seen: WorkloadSeen,
+        ev_c: dict[str, Any],
+        key: tuple[str, str],
+        holds_admission: bool,
+        now: float,
+    ) -> None:
+        """Evicted (again): counted by Kueue's reason; a bare Workload's eviction completed as Kueue's runner does."""
+        seen.evict_lt = ev_c.get("lastTransitionTime")
+        self.evictions[rec.cluster_queue or "?"][ev_c.get("reason", "")] += 1
+        rec.evictions += 1
+        rec.check_evictions += ev_c.get("reason") == "AdmissionCheck"
+        seen.queued_at = now
+        if str(ev_c.get("reason", "")).startswith("Deactivated") and rec.deactivated:
+            rec.lost_reason = ev_c.get("reason", "")
+            rec.lost_message = ev_c.get("message", "")
+        if rec.spec.kind == "Workload" and holds_admission:
+            self.twin.core.loop.call_soon(functools.partial(self._complete_eviction, key))
+
+    def _fallback_moved(self, rec: JobRecord, seen: WorkloadSeen) -> None:
+        """Made inactive by flexq's fallback (a move or a return): counted against the last preemption."""
+        step = self._fallback_step(rec)
+        if step in ("deactivating", "returning"):
+            seen.fallback_moved = True
+            if rec.after_preemption and rec.after_preemption[-1] >= 0:
+                rec.after_preemption[-1] += 1
+            if step == "returning" and seen.preempted:
+                rec.undid_preemption += 1
+
+    def _deactivated(self, rec: JobRecord, wl: dict[str, Any], ev_c: dict[str, Any] | None) -> None:
+        """Deactivated (an admission check Rejected, the requeuing limit reached): Kueue will not admit it again
+        unless someone reactivates it; with nobody to (no rescue), the run does not wait for it."""
+        rec.deactivated = True
+        dt = find_condition(wl, "DeactivationTarget")
+        if dt is not None:
+            rec.lost_reason = f"DeactivatedDueTo{dt.get('reason', '')}"
+            rec.lost_message = f"The workload is deactivated due to {dt.get('message', '')}"
+        elif ev_c is not None and str(ev_c.get("reason", "")).startswith("Deactivated"):
+            rec.lost_reason, rec.lost_message = ev_c.get("reason", ""), ev_c.get("message", "")
+        else:
+            rec.lost_reason, rec.lost_message = "Deactivated", "spec.active is false"
+        if not self.rescue:
+            rec.closed = True
+            rec.outcome = "Deactivated"
+            self.open_jobs -= 1
+            self._set_pending(rec)
 
     def _size(self, wl: dict[str, Any]) -> float:
         """What the workload asks for of the goodput resource (TPU chips when the study has TPUs, else CPUs)."""
@@ -493,8 +546,8 @@ class Recorder:
         return str(doc.get("step") or "") if isinstance(doc, dict) else ""
 
     def _finish_bare(self, key: tuple[str, str], seq: int) -> None:
-        st = self.wl_state.get(key)
-        if st is None or st["seq"] != seq or not st["admitted"]:
+        seen = self.wl_state.get(key)
+        if seen is None or seen.seq != seq or not seen.admitted:
             return
         wl = self.twin.store.try_get("Workload", key[1], key[0])
         if wl is None:
