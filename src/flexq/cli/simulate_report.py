@@ -12,7 +12,7 @@ from rich.text import Text
 
 from flexq.cli.views import FitTable as Table
 from flexq.simulate.metrics import Metric, in_unit, table_metrics, time_unit
-from flexq.simulate.recorder import WAIT_BUCKETS
+from flexq.simulate.records import WAIT_BUCKETS
 from flexq.simulate.results import headline, ranking
 from flexq.simulate.whatif import shown_change
 

@@ -50,7 +50,8 @@ from flexq.simulate.configcheck import (
 )
 from flexq.simulate.jobs import JobSpec
 from flexq.simulate.objects import build_object
-from flexq.simulate.recorder import CAPACITY_REASONS, START_ERRORS, Recorder
+from flexq.simulate.recorder import Recorder
+from flexq.simulate.records import CAPACITY_REASONS, START_ERRORS
 from flexq.simulate.run_result import RunResult, bill_to_horizon, job_row
 from flexq.simulate.study import Study, Variant, cluster_requests
 from flexq.twin import Twin, load_documents

@@ -39,112 +39,26 @@ import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from flexq.api.quantity import parse_quantity
-from flexq.api.reasons import classify_capacity
 from flexq.errors import ApiError
 from flexq.fallback.policy import ANN_MOVE
 from flexq.kueue.workload import set_condition, unset_quota_reservation
 from flexq.semantics.conditions import find_condition, is_true
 from flexq.semantics.resources import pod_requests
 from flexq.simulate.jobs import JobSpec
+from flexq.simulate.pod_watch import PodWatch
+from flexq.simulate.records import TPU, WAIT_BUCKETS, JobRecord, WorkloadSeen
 from flexq.twin import Twin
 
-__all__ = ["JobRecord", "Recorder", "WAIT_BUCKETS", "TPU"]
+__all__ = ["Recorder"]
 
-WAIT_BUCKETS = (
-    "quota",
-    "dws",
-    "scaleUp",
-    "stockout",
-    "poolMax",
-    "pods",
-    "podErrors",
-    "evicted",
-    "deactivated",
-)
-TPU = "google.com/tpu"
 MAX_SERIES_KEYS = (
     64  # quota series only for studies with at most this many ClusterQueue/flavor/resource entries
 )
 _QUOTA_MSG = re.compile(r"insufficient (?:unused )?quota for (\S+) in flavor (\S+)")
 _GROW_BY = re.compile(r"[Nn]ode pool (\S+) cannot grow by (\d+) nodes")
-_RAY_CLUSTER = "ray.io/cluster"
-_RAY_ORIGIN = "ray.io/originated-from-cr-name"
-_JOB_NAME = ("batch.kubernetes.io/job-name", "job-name")
-CAPACITY_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
-# the kubelet's Warning Events when it cannot start a pod's containers (kube.podenv.start_blocker)
-START_ERRORS = {
-    "FailedMount": "FailedMount",
-    "InspectFailed": "InvalidImageName",
-    "Failed": "CreateContainerConfigError",
-}
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
-
-
-@dataclass(slots=True)  # one per job of the traffic (60,000 in Kueue's large-scale file): no __dict__ each
-class JobRecord:
-    spec: JobSpec
-    submit: float
-    cluster_queue: str = ""
-    reserved: float | None = None
-    admitted: float | None = None
-    started: float | None = None
-    finished: float | None = None
-    outcome: str = ""
-    flavors: str = ""
-    evictions: int = 0
-    preemptions: int = 0
-    holding: set[str] = field(default_factory=set)  # workloads of this job holding quota now
-    admitted_now: set[str] = field(default_factory=set)  # workloads of this job admitted now
-    pending: bool = True
-    closed: bool = False  # finished, or deactivated by Kueue with nobody to reactivate it
-    deactivated: bool = False  # its Workload is deactivated now
-    size: float = 0.0  # what it asks for of the goodput resource (TPU chips, else CPUs), all pod sets
-    bucket: str | None = "quota"  # where its wait goes now (None: started, or finished)
-    bucket_since: float = 0.0
-    waits: dict[str, float] = field(default_factory=dict)  # bucket -> seconds
-    unscheduled: set[str] = field(default_factory=set)  # its pods without a node
-    refused: str = ""  # the cloud's refusal its pods met since the last admission (a capacity kind)
-    refused_code: str = ""
-    refused_pool: str = ""  # the node pool its refused pods asked for (their nodeSelector)
-    lost_reason: str = ""  # Kueue's Evicted reason when it deactivated the job
-    lost_message: str = ""
-    pr_failed: Counter[str] = field(default_factory=Counter)  # ProvisioningRequest failures by reason
-    quota_key: str = ""  # "flavor/resource" Kueue last said had no quota for it
-    quota_waits: dict[str, float] = field(default_factory=dict)  # "flavor/resource" -> seconds waited
-    refusals: list[tuple[float, str, int]] = field(default_factory=list)  # (time, pool, nodes) pool-max
-    # flexq fallback and Kueue's preemption: per preemption, the fallback's moves of the job until it next
-    # started; and how many Workloads Kueue had preempted the fallback sent back (undoing the preemption)
-    after_preemption: list[int] = field(default_factory=list)
-    undid_preemption: int = 0
-    blocked: set[str] = field(default_factory=set)  # its pods the kubelet cannot start now
-    start_errors: Counter[str] = field(default_factory=Counter)  # "Reason: the kubelet's message" -> Events
-    # seconds its Workloads held quota while an admission check was in Retry (waiting out the check's back-off
-    # before the eviction: Kueue 0.19; 0.20.7 evicts at once, kueue#18785), and the flavors they held
-    retry_hold: float = 0.0
-    retry_hold_flavors: set[str] = field(default_factory=set)
-    check_evictions: int = 0  # evictions for an admission check in Retry (Kueue's reason AdmissionCheck)
-
-
-@dataclass(slots=True)
-class WorkloadSeen:
-    """What the recorder last saw of one Workload: the state ``on_workload`` compares the new version with."""
-
-    queued_at: float  # since when it has waited for admission (its creation, or its last eviction)
-    reserved: bool = False
-    admitted: bool = False
-    since: float = 0.0  # when its quota was reserved
-    usage: list[tuple[str, float]] = field(default_factory=list)  # ("cq/flavor/resource", quantity) it holds
-    evict_lt: str | None = None  # lastTransitionTime of the Evicted condition last counted
-    preempt_lt: str | None = None  # ... of the Preempted condition last counted
-    ready: bool = False  # PodsReady seen
-    seq: int = 0  # admissions so far (a bare Workload's run belongs to one)
-    retry_since: float | None = None  # when an admission check went to Retry with the quota held
-    preempted: bool = False
-    fallback_moved: bool = False  # flexq's fallback made it inactive
 
 
 class Recorder:
@@ -166,8 +80,6 @@ class Recorder:
         self.records: dict[tuple[str, str, str], JobRecord] = {}
         self.wl_state: dict[tuple[str, str], WorkloadSeen] = {}
         self.wl_job: dict[tuple[str, str], JobRecord] = {}
-        self.pod_job: dict[tuple[str, str], JobRecord] = {}  # (namespace, pod) -> job
-        self.cluster_job: dict[tuple[str, str], tuple[str, str, str] | None] = {}  # RayCluster -> job key
         self.pending_now = 0
         self.pending: list[tuple[float, int]] = [(0.0, 0)]
         self.waiting_now = dict.fromkeys(WAIT_BUCKETS, 0)
@@ -181,7 +93,6 @@ class Recorder:
         self.reserved_series: dict[str, list[tuple[float, float]]] = {}
         self.open_jobs = 0
         self.goodput_resource = ""
-        self.last_refusal: tuple[str, str] | None = None  # the last capacity refusal heard (kind, code)
 
     # -- set-up --------------------------------------------------------------------------------------------------
     def track_quota(self, key: str, nominal: float) -> None:
@@ -196,8 +107,9 @@ class Recorder:
         kinds = sorted(job_kinds - {"Workload"})
         if kinds:
             store.watch(self.on_job, kinds)
-            store.watch(self.on_pod, ["Pod"])
-            store.watch(self.on_event, ["Event"])
+            pods = PodWatch(self.twin, self.records, self.rebucket)
+            store.watch(pods.on_pod, ["Pod"])
+            store.watch(pods.on_event, ["Event"])
         with contextlib.suppress(ApiError):  # a twin without the autoscaling.x-k8s.io kinds
             store.watch(self.on_pr, ["ProvisioningRequest"])
 
@@ -607,105 +519,6 @@ class Recorder:
     def _delete(self, spec: JobSpec) -> None:
         with contextlib.suppress(ApiError):  # already gone
             self.twin.store.delete(spec.kind, spec.name, spec.namespace, propagation="Background")
-
-    # -- pods and the autoscaler's word on them ------------------------------------------------------------------
-    def _pod_owner(self, pod: dict[str, Any]) -> JobRecord | None:
-        md = pod["metadata"]
-        ns = md.get("namespace", "default")
-        labels = md.get("labels") or {}
-        origin = labels.get(_RAY_ORIGIN)
-        if origin:
-            return self.records.get(("RayJob", ns, origin))
-        cluster = labels.get(_RAY_CLUSTER)
-        if cluster:
-            ck = (ns, cluster)
-            if ck not in self.cluster_job:
-                rc = self.twin.store.try_get("RayCluster", cluster, ns)
-                name = ((rc or {}).get("metadata", {}).get("labels") or {}).get(_RAY_ORIGIN)
-                self.cluster_job[ck] = ("RayJob", ns, name) if name else ("RayCluster", ns, cluster)
-            jk = self.cluster_job[ck]
-            return self.records.get(jk) if jk else None
-        for label in _JOB_NAME:
-            if labels.get(label):
-                return self.records.get(("Job", ns, labels[label]))
-        return None
-
-    def on_pod(self, ev: Any) -> None:
-        pod = ev.object
-        md = pod["metadata"]
-        pk = (md.get("namespace", "default"), md["name"])
-        rec = self.pod_job.get(pk)
-        if rec is None:
-            if ev.type == "DELETED":
-                return
-            rec = self._pod_owner(pod)
-            if rec is None:
-                return
-            self.pod_job[pk] = rec
-        phase = (pod.get("status") or {}).get("phase")
-        if ev.type == "DELETED" or phase in ("Succeeded", "Failed"):
-            self.pod_job.pop(pk, None)
-            if md["name"] in rec.unscheduled or md["name"] in rec.blocked:
-                rec.unscheduled.discard(md["name"])
-                rec.blocked.discard(md["name"])
-                self.rebucket(rec)
-            return
-        if phase == "Running" and md["name"] in rec.blocked:
-            rec.blocked.discard(md["name"])
-            self.rebucket(rec)
-        if (pod.get("spec") or {}).get("nodeName"):
-            if md["name"] in rec.unscheduled:
-                rec.unscheduled.discard(md["name"])
-                self.rebucket(rec)
-        elif md["name"] not in rec.unscheduled:
-            rec.unscheduled.add(md["name"])
-            self.rebucket(rec)
-
-    def on_event(self, ev: Any) -> None:
-        obj = ev.object
-        if ev.type != "DELETED" and obj.get("reason") in START_ERRORS and obj.get("type") == "Warning":
-            self._start_error(obj)
-            return
-        if ev.type == "DELETED" or obj.get("reason") not in CAPACITY_REASONS:
-            return
-        inv = obj.get("involvedObject") or {}
-        if inv.get("kind") != "Pod":
-            return
-        rec = self.pod_job.get((inv.get("namespace") or "default", inv.get("name") or ""))
-        if rec is None or not rec.admitted_now:
-            return
-        refusal = classify_capacity(obj.get("message") or "")
-        if refusal is None or rec.refused in ("stockout", "quota"):
-            return
-        if refusal.kind == "backoff":
-            # the autoscaler backs the pods' node groups off after a failed scale-up: a capacity refusal
-            # (the twin's, like GKE's, are stock-outs and quota), named by the last one it heard
-            kind, code = self.last_refusal or ("stockout", "GCE_STOCKOUT")
-        else:
-            kind, code = refusal.kind, refusal.code
-            if refusal.cannot_grow:
-                self.last_refusal = (kind, code)
-        rec.refused, rec.refused_code = kind, code
-        pod = self.twin.store.peek("Pod", inv.get("name") or "", inv.get("namespace") or "default")
-        rec.refused_pool = (((pod or {}).get("spec") or {}).get("nodeSelector") or {}).get(NODEPOOL_LABEL, "")
-        self.rebucket(rec)
-
-    def _start_error(self, event: dict[str, Any]) -> None:
-        """The kubelet could not start a pod of a job (``START_ERRORS``): noted with its words, and the job's
-        wait goes to ``podErrors`` until the pod runs or goes."""
-        inv = event.get("involvedObject") or {}
-        message = str(event.get("message") or "")
-        if inv.get("kind") != "Pod" or (
-            event.get("reason") == "Failed" and not message.startswith("Error: ")
-        ):
-            return
-        rec = self.pod_job.get((inv.get("namespace") or "default", inv.get("name") or ""))
-        if rec is None:
-            return
-        rec.start_errors[f"{START_ERRORS[event['reason']]}: {message.removeprefix('Error: ')}"] += 1
-        if inv.get("name") not in rec.blocked:
-            rec.blocked.add(inv.get("name") or "")
-            self.rebucket(rec)
 
     # -- ProvisioningRequests ------------------------------------------------------------------------------------
     def on_pr(self, ev: Any) -> None:

@@ -24,7 +24,7 @@ from flexq.errors import require_extra
 from flexq.simulate.inputs import open_regular
 from flexq.simulate.metrics import Metric, in_unit, table_metrics, time_unit
 from flexq.simulate.outputs import check_target, write_file
-from flexq.simulate.recorder import WAIT_BUCKETS
+from flexq.simulate.records import WAIT_BUCKETS
 from flexq.simulate.results import cost_curve, node_curves, ranking
 from flexq.simulate.results import headline as make_headline
 from flexq.simulate.run_result import RunResult

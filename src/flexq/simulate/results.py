@@ -20,7 +20,7 @@ from flexq.simulate import metrics as metric_table
 from flexq.simulate.causes import causes
 from flexq.simulate.metrics import mean_of, sweep_metrics
 from flexq.simulate.outputs import write_file
-from flexq.simulate.recorder import WAIT_BUCKETS
+from flexq.simulate.records import WAIT_BUCKETS
 from flexq.simulate.run_result import NEVER_RAN, RunResult
 
 __all__ = [

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
-from flexq.simulate.recorder import WAIT_BUCKETS, JobRecord
+from flexq.simulate.records import WAIT_BUCKETS, JobRecord
 
 __all__ = ["RunResult", "OUTCOMES", "NEVER_RAN", "job_row", "bill_to_horizon"]
 

@@ -25,7 +25,7 @@ from flexq.simulate.causes.evidence import (
     time_at_least,
     to_hours,
 )
-from flexq.simulate.recorder import TPU, WAIT_BUCKETS
+from flexq.simulate.records import TPU, WAIT_BUCKETS
 from flexq.simulate.run_result import RunResult
 
 

@@ -24,7 +24,7 @@ from flexq.simulate.causes.evidence import (
     run_usage_nominal,
     to_hours,
 )
-from flexq.simulate.recorder import TPU, WAIT_BUCKETS
+from flexq.simulate.records import TPU, WAIT_BUCKETS
 from flexq.simulate.run_result import RunResult
 
 
