@@ -83,22 +83,19 @@ def _served(doc: dict[str, Any], variant: Variant) -> dict[str, Any]:
     return converted
 
 
+def objects_of(v: Variant) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """A variant's manifests as objects by (kind, namespace, name)."""
+    return {
+        object_key(d): d for m in v.manifests for d in parse_yaml_all(m.text, m.source) if isinstance(d, dict)
+    }
+
+
 def apply_yaml(base: Variant, best: Variant, file: str = "best.yaml", why: list[str] | None = None) -> str:
     """``best.yaml``: every object ``best`` changes or adds, whole, as ``kubectl apply -f`` takes them (an
     object applied whole replaces the fields it sets; nothing is left half-changed); what it removes, and the
     node pools' and settings' changes, as commands in comments."""
-    a_by = {
-        object_key(d): d
-        for m in base.manifests
-        for d in parse_yaml_all(m.text, m.source)
-        if isinstance(d, dict)
-    }
-    b_by = {
-        object_key(d): d
-        for m in best.manifests
-        for d in parse_yaml_all(m.text, m.source)
-        if isinstance(d, dict)
-    }
+    a_by = objects_of(base)
+    b_by = objects_of(best)
     head = [f"# The changes, whole objects: kubectl apply -f {file}", *(why or [])]
     for k in a_by:
         if k not in b_by:
@@ -154,18 +151,8 @@ def change_size(base: Variant, point: Variant) -> float:
     """How far ``point`` is from ``base``: over every field that differs (node pools, settings, the manifests'
     objects), a number's factor of change, ``|log2(new / old)|`` (a pool's max 4 -> 16 is 2, 4 -> 168 is 5.4),
     and 1 for anything else changed, added or removed. Ties among equally good points go to the smallest."""
-    a = {
-        object_key(d): d
-        for m in base.manifests
-        for d in parse_yaml_all(m.text, m.source)
-        if isinstance(d, dict)
-    }
-    b = {
-        object_key(d): d
-        for m in point.manifests
-        for d in parse_yaml_all(m.text, m.source)
-        if isinstance(d, dict)
-    }
+    a = objects_of(base)
+    b = objects_of(point)
     return (
         _distance(base.cluster, point.cluster)
         + _distance(base.settings, point.settings)
