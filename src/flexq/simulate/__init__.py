@@ -28,7 +28,6 @@ from flexq.errors import InputError, require_extra
 from flexq.simulate import whatif as wi
 from flexq.simulate.engine import run_one
 from flexq.simulate.fanout import default_workers, run_all
-from flexq.simulate.inputs import MAX_REPLICAS, whole
 from flexq.simulate.outputs import claim, output_dir, record
 from flexq.simulate.preflight import preflight
 from flexq.simulate.report import write_html, write_plots
@@ -41,7 +40,7 @@ from flexq.simulate.results import (
     write_json,
 )
 from flexq.simulate.run_result import RunResult
-from flexq.simulate.study import Study, load_study, submit_window
+from flexq.simulate.study import Study, given_over, load_study, submit_window
 from flexq.simulate.sweep import SweepResult, load_sweep, run_sweep
 
 __all__ = [
@@ -108,12 +107,7 @@ def simulate(
                 source=study.source,
                 field="scale",
             )
-        if replicas is not None:
-            study.replicas = whole(replicas, study.source, "replicas", 1, MAX_REPLICAS)
-        if seed is not None:
-            study.seed = whole(seed, study.source, "seed", -(2**63), 2**63 - 1 - MAX_REPLICAS)
-        if variants:
-            study.variants = [study.variant(v) for v in variants]
+        given_over(study, seed=seed, replicas=replicas, variants=variants)
     if until is not None:
         study.submit_until = submit_window(until)
     if out is not None and plots:

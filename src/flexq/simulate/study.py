@@ -368,11 +368,8 @@ def load_study(
         doc = {k: v for k, v in doc.items() if not (isinstance(k, str) and given.get(k) is not None)}
     spec = checked(StudyDoc, doc, src)
     study = Study(name=spec.name or p.parent.name or "simulation", source=src, description=spec.description)
-    lo, hi = -(2**63), 2**63 - 1 - MAX_REPLICAS
-    study.seed = whole(seed, src, "--seed", lo, hi) if seed is not None else spec.seed
-    study.replicas = (
-        whole(replicas, src, "--replicas", 1, MAX_REPLICAS) if replicas is not None else spec.replicas
-    )
+    study.seed, study.replicas = spec.seed, spec.replicas
+    given_over(study, seed=seed, replicas=replicas, flag="--")
     study.keep_finished = spec.keepFinished
     study.until = spec.until
     scale_field = "--scale" if scale is not None else "scale"
@@ -432,9 +429,30 @@ def load_study(
                 kueue=_kueue(v.kueue, src, f"{fld}.kueue") if "kueue" in over else base_kueue,
             )
         )
+    given_over(study, variants=variants)
+    return study
+
+
+SEED_RANGE = (-(2**63), 2**63 - 1 - MAX_REPLICAS)  # a replica's seed is the study's plus its index
+
+
+def given_over(
+    study: Study,
+    *,
+    seed: int | None = None,
+    replicas: int | None = None,
+    variants: list[str] | None = None,
+    flag: str = "",
+) -> None:
+    """The seed, replicas and variants given beside a study (the command line's ``--seed``, ``simulate(seed=...)``)
+    over the study file's own, each checked as its field (``flag``: ``--`` on the command line): the one door
+    for both."""
+    if seed is not None:
+        study.seed = whole(seed, study.source, f"{flag}seed", *SEED_RANGE)
+    if replicas is not None:
+        study.replicas = whole(replicas, study.source, f"{flag}replicas", 1, MAX_REPLICAS)
     if variants:
         study.variants = [study.variant(n) for n in variants]
-    return study
 
 
 def submit_window(value: Any, fld: str = "until") -> float:
