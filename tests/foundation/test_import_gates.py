@@ -25,7 +25,6 @@ DEFERRED = {
     "flexq/eta/estimate.py": "not yet hoisted: eta/ is being reworked on another branch (issue 52, round three)",
     "flexq/eta/service.py": "not yet hoisted: eta/ is being reworked on another branch (issue 52, round three)",
     "flexq/fallback/moves.py": "not yet hoisted: fallback/ is being changed on the lead's branch (issue 52)",
-    "flexq/http/kube/rest.py": "not yet hoisted: carved last in issue 52, after the protobuf decoder's branch",
 }
 
 

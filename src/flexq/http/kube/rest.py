@@ -23,7 +23,7 @@ from flexq.api import scheme
 from flexq.api.decode import duplicate_fields
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time
-from flexq.errors import ApiError, BadRequest, Invalid, MethodNotAllowed, NotFound
+from flexq.errors import ApiError, BadRequest, Invalid, MethodNotAllowed, NotFound, UnsupportedMediaType
 from flexq.http import auth
 from flexq.http.common import (
     WriteBatch,
@@ -55,6 +55,7 @@ from flexq.http.seam import ClusterView, TwinServices
 from flexq.semantics.rbac import privileged
 from flexq.store import Store
 from flexq.store.patch import apply_patch
+from flexq.store.selectors import parse_field_selector, parse_label_selector
 
 
 def warning_header(text: str) -> str:
@@ -422,8 +423,6 @@ class KubeFace:
                 f'timeoutSeconds: Invalid value: "{raw_timeout}": must be a non-negative integer'
             )
         timeout = float(int(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT) or DEFAULT_TIMEOUT
-        from flexq.store.selectors import parse_field_selector, parse_label_selector
-
         parse_label_selector(q.get("labelSelector"))
         parse_field_selector(fsel)
         req = WatchRequest(
@@ -533,8 +532,6 @@ class KubeFace:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         ptype = PATCH_TYPES.get(ctype)
         if ptype is None or ptype == "apply-cbor":
-            from flexq.errors import UnsupportedMediaType
-
             raise UnsupportedMediaType(
                 f"the body of the request was in an unknown format - accepted media types "
                 f"include: {', '.join(k for k in PATCH_TYPES if 'cbor' not in k)}"
@@ -709,8 +706,6 @@ class KubeFace:
             ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
             ptype = PATCH_TYPES.get(ctype) or ""
             if ptype not in ("merge", "json", "strategic"):
-                from flexq.errors import UnsupportedMediaType
-
                 raise UnsupportedMediaType(
                     "the body of the request was in an unknown format - accepted media types include: "
                     "application/json-patch+json, application/merge-patch+json, "
