@@ -61,9 +61,9 @@ from typing import Any
 from flexq.api import gke_catalog as catalog
 from flexq.api.kueue_versions import KueueVersion
 from flexq.clock import format_time, parse_time_or_none
-from flexq.eta.jobs import Entry, StateView, started_at
-from flexq.eta.model import QUEUED_CLASS, Model
-from flexq.eta.state import ClusterState
+from flexq.forecast.jobs import Entry, StateView, started_at
+from flexq.forecast.model import QUEUED_CLASS, Model
+from flexq.forecast.state import ClusterState
 from flexq.gke.timing import (
     DWS_MAX_WAIT_SECONDS,
     FAILED_SCALE_UP_BACKOFF_SECONDS,
