@@ -34,7 +34,9 @@ from flexq.fallback.affinity import pod_templates, restrict, unrestrict
 from flexq.fallback.api import ClusterAPI, Conflict, NotFound
 from flexq.fallback.context import PassContext
 from flexq.fallback.costs import CostLedger
+from flexq.fallback.decide import decide
 from flexq.fallback.evidence import gather, recoveries, update_breakers, update_fulls
+from flexq.fallback.forecast import ForecastJudge
 from flexq.fallback.model import (
     ANN_KEPT,
     ANN_MOVE,
@@ -99,6 +101,8 @@ class FallbackPolicy:
         self.preemptions = PreemptionMemory()  # the jobs Kueue preempted, until they start again
         self.stockouts = StockoutMemory()  # how long each flavor's stock-outs lasted
         self.costs = CostLedger()  # what the fallback's moves added to each priority class's bill
+        # decide_by "forecast": judges each move by the forward run with and without it (flexq.fallback.forecast)
+        self.judge = ForecastJudge(self.cfg) if self.cfg.decide_by == "forecast" else None
 
     # -- state -------------------------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -149,6 +153,7 @@ class FallbackPolicy:
         if self.cfg.hedge_cost_budget is not None:  # the ledger reads every running pod: only when it is used
             self.costs.update(view, flavors)
         ctx.costs = self.costs
+        ctx.judge = self.judge
         update_breakers(view, ev, self.breakers, self.cfg, ctx.actions, ctx.wakeups)
         update_fulls(view, ev, self.fulls, self.cfg, ctx.actions, ctx.wakeups)
         if self.breakers:
@@ -172,6 +177,7 @@ class FallbackPolicy:
         moves(ctx)
         if self.cfg.hedge:
             returns(ctx)
+        decide(ctx, flavors, self.stockouts.ended)
         rescue(ctx)
         steer(ctx)
         keep_nodes(ctx)

@@ -28,6 +28,7 @@ from flexq.api.gke_models import (
     SetNodePoolSizeRequest,
     UpdateNodePoolRequest,
 )
+from flexq.api.wellknown import GKE_CLUSTER_LABEL
 from flexq.clock import format_time
 from flexq.gke.storage import (
     CLUSTER,
@@ -81,7 +82,7 @@ __all__ = [
 
 LABEL_PROJECT = "gke.twin.flexq.dev/project"
 LABEL_LOCATION = "gke.twin.flexq.dev/location"
-LABEL_CLUSTER = "gke.twin.flexq.dev/cluster"
+LABEL_CLUSTER = GKE_CLUSTER_LABEL
 API = "https://container.googleapis.com/v1"
 OperationTimes = Callable[[str], float]  # "create_cluster" | "delete_cluster" | ... -> seconds
 DEFAULT_SCOPES = [
