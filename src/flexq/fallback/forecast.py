@@ -199,7 +199,13 @@ class ForecastJudge:
         sv = StateView.of(st)
         horizon = self.cfg.forecast_horizon_seconds
         seed = int(view.now) & 0x7FFFFFFF
-        model = fit(st, EtaConfig(horizon=horizon, seed=seed), sv)
+        # the user's prior for a DWS flavor's wait before one is seen is the rules' (``--provisioning-wait-prior``)
+        prior = EtaConfig(
+            horizon=horizon,
+            seed=seed,
+            prior_dws_wait_seconds=max(1.0, self.cfg.provisioning_wait_prior_seconds),
+        )
+        model = fit(st, prior, sv)
         _known_stockouts(model, st, view, stockouts or {}, episodes or {})
         overrides = {c.name: {c.w.key: pending_after(c, view)} for c in cands}
         cmp = compare(

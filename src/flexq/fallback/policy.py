@@ -197,9 +197,10 @@ class FallbackPolicy:
         return min(due) if due else None
 
     # -- what it saw -------------------------------------------------------------------------------------------
-    def explain(self) -> list[str]:
+    def explain(self, job: str | None = None) -> list[str]:
         """What the last pass saw and why: the queues in scope, breakers, full flavors, and each in-scope job's
-        place and the decision about it (for ``flexq fallback --once --dry-run``)."""
+        place and the decision about it (for ``flexq fallback --once --dry-run``); ``job`` (a job's or a
+        Workload's name, or namespace/name): only that job's line (``flexq fallback --explain JOB``)."""
         ctx = self.last
         lines: list[str] = []
         if ctx is None:
@@ -231,9 +232,11 @@ class FallbackPolicy:
                 f"full: {f} (its node pool refused to grow {format_duration(view.now - x.since)} ago at {x.nodes} nodes"
                 f"{f' of {x.limit}' if x.limit else ''}; nothing is sent there until a node goes)"
             )
+        shown = 0
         for w in view.workloads:
-            if not w.current:
+            if not w.current or (job and not _names(w, job)):
                 continue
+            shown += 1
             where = ", ".join(f"{ps}={'+'.join(sorted(fs))}" for ps, fs in sorted(w.assigned.items())) or "-"
             state = (
                 "deactivated"
@@ -245,7 +248,16 @@ class FallbackPolicy:
                 else "pending"
             )
             lines.append(f"  {w.key} [{state}; {where}]: {ctx.notes.get(w.key) or _default_note(ctx, w)}")
+        if job and not shown:
+            lines.append(f"  {job}: no job of that name waits or runs in a queue in scope")
         return lines
+
+
+def _names(w: Any, job: str) -> bool:
+    """Whether ``job`` (name or namespace/name, of the job or of its Workload) names the workload's job."""
+    ns, _, name = job.rpartition("/")
+    names = {w.name} | ({w.job[2]} if w.job is not None else set())
+    return name in names and (not ns or ns == w.namespace)
 
 
 def _provisioning_flavors_of(view: ClusterView, cq_name: str) -> list[str]:
