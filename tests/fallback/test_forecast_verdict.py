@@ -28,6 +28,7 @@ def _w(name: str, priority: int, cls: str = "") -> WorkloadView:
 def _outlook(priority: int, starts: list[float | None], plan: str) -> Outlook:
     o = Outlook(priority=priority, starts=list(starts))
     for s in starts:
+        o.plans.append(plan if s is not None else "")
         if s is not None:
             o.flavors[plan] += 1
     return o
@@ -95,6 +96,18 @@ def test_a_lower_priority_job_delayed_does_not_stop_a_move_and_the_tolerance_hol
     assert _judge()._verdict(_cand(j), _cmp(base, moved), PRICES).make
     strict = _judge(forecast_tolerance_seconds=10.0)._verdict(_cand(j), _cmp(base, moved), PRICES)
     assert not strict.make and strict.delayed[0][0] == "default/peer"
+
+
+def test_a_gain_the_paired_replicas_do_not_agree_on_is_not_bet_on() -> None:
+    """The replicas are paired (common random numbers): a move is made only when its mean gain stands out of
+    their spread (one standard error), not on the luck of a few draws."""
+    j = _w("j", 100)
+    base = {"default/j": _outlook(100, [4 * H, 0.1 * H, 0.1 * H], "worker=on-demand")}
+    moved = {"default/j": _outlook(100, [0.2 * H, 0.9 * H, 0.9 * H], "worker=dws")}
+    v = _judge()._verdict(_cand(j), _cmp(base, moved), PRICES)
+    assert v.start_move < v.start_stay and not v.make and "not surely" in v.why, v.describe()
+    steady = {"default/j": _outlook(100, [1.2 * H, 1.0 * H, 1.1 * H], "worker=on-demand")}
+    assert _judge()._verdict(_cand(j), _cmp(steady, moved), PRICES).make
 
 
 def test_a_job_not_started_within_the_horizon_counts_at_the_horizon() -> None:

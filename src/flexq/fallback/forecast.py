@@ -259,14 +259,24 @@ class ForecastJudge:
             if late > self.cfg.forecast_tolerance_seconds:
                 delayed.append((other, o_stay.priority, late))
         margin = self.cfg.forecast_margin * run_h * prices.get(c.source, 1.0)
+        # the replicas are paired (common random numbers): the move's gain per replica, and how sure its mean is
+        gains = _paired_gains(stay, moved, h, value, run_h, prices, c)
+        mean_gain = sum(gains) / len(gains) if gains else 0.0
+        spread = _standard_error(gains)
         if delayed:
             delayed.sort(key=lambda t: (-t[1], -t[2]))
             o, p, late = delayed[0]
             why = f"{o} (priority {p}) would start ~{format_duration(late)} later: not made"
             make = False
-        elif v_move < v_stay - margin:
+        elif mean_gain > margin and mean_gain > spread:
             why = "it helps the job and delays no one of its class or above: made"
             make = True
+        elif mean_gain > margin:
+            why = (
+                f"it helps the job on average, but not surely (a gain of {mean_gain:.2f} ± {spread:.2f} over the "
+                "paired replicas): not made"
+            )
+            make = False
         else:
             why = "it does not help the job enough for its price: not made"
             make = False
@@ -308,6 +318,41 @@ def _known_stockouts(
         elapsed = max(0.0, view.now - since)
         mean = exponential_mean(ended, [elapsed], model.cfg.prior_stockout_seconds)
         model.stockouts.append(Stockout(pool, machine[pool], since, code or "GCE_STOCKOUT", mean))
+
+
+def _paired_gains(
+    stay: Outlook,
+    moved: Outlook,
+    horizon: float,
+    value: float,
+    run_h: float,
+    prices: Mapping[str, float],
+    c: Candidate,
+) -> list[float]:
+    """Per replica (the same draws with and without the move): the job's valued cost the move saves."""
+    out = []
+    for r in range(min(len(stay.starts), len(moved.starts))):
+        a, b = stay.starts[r], moved.starts[r]
+        va = (horizon if a is None else min(a, horizon)) / 3600 * value
+        vb = (horizon if b is None else min(b, horizon)) / 3600 * value
+        va += run_h * _plan_price(stay.plans[r] if r < len(stay.plans) else "", prices, c.source)
+        vb += run_h * _plan_price(moved.plans[r] if r < len(moved.plans) else "", prices, c.target)
+        out.append(va - vb)
+    return out
+
+
+def _standard_error(xs: list[float]) -> float:
+    if len(xs) < 2:
+        return math.inf
+    m = sum(xs) / len(xs)
+    var = sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+    return math.sqrt(var / len(xs))
+
+
+def _plan_price(plan: str, prices: Mapping[str, float], default: str) -> float:
+    """The relative price of a plan ("ps=flavor,..."): its dearest flavor's ("": the flavor it waits for)."""
+    flavors = {x for p in plan.split(",") if "=" in p for x in p.split("=", 1)[1].split("+")}
+    return max((prices.get(f, 1.0) for f in flavors), default=prices.get(default, 1.0))
 
 
 def _run_hours(cmp: Comparison, key: str) -> float:

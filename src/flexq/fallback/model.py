@@ -92,7 +92,7 @@ class FallbackConfig:
     forecast_margin: float = 0.02  # a move must save this share of the job's run on plan A (valued)
     forecast_recheck_seconds: float = 300.0  # a move the forecast refused is judged again after this long
     # the jobs the forecast expects to arrive within this long count too: a move must not delay them either
-    forecast_arrivals_seconds: float = 3 * 3600.0
+    forecast_arrivals_seconds: float = 3600.0
     # priority class -> what an hour of its jobs' waiting is worth, in hours of the job on plan A (default 1)
     wait_values: dict[str, float] = field(default_factory=dict)
 

@@ -809,8 +809,10 @@ class _Run:
     def _arrive(self, index: int) -> None:
         arr = self.model.arrivals[index]
         self.arrived += 1
-        wl = copy.deepcopy(arr.template)
-        md = wl.setdefault("metadata", {})
+        # a new Workload like the template: its own metadata, no status; the spec is shared (nothing in a run
+        # writes a Workload's spec: Kueue's queues and cycle read it)
+        wl = {k: v for k, v in arr.template.items() if k not in ("metadata", "status")}
+        md = wl["metadata"] = dict(arr.template.get("metadata") or {})
         md["name"] = f"{md.get('name', 'job')}-eta-{self.arrived}"
         md["uid"] = f"eta-arrival-{self.arrived}"
         md["creationTimestamp"] = format_time(self.t)

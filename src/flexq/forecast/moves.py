@@ -35,9 +35,9 @@ class Outlook:
 
     priority: int
     starts: list[float | None] = field(default_factory=list)  # per replica (None: not within the horizon)
-    flavors: Counter[str] = field(
-        default_factory=Counter
-    )  # the plan it started on ("ps=flavor,..."), per replica
+    # the plans it started on ("ps=flavor,..."), counted over the replicas
+    flavors: Counter[str] = field(default_factory=Counter)
+    plans: list[str] = field(default_factory=list)  # per replica, the plan it started on ("": not started)
 
     def mean(self, horizon: float) -> float:
         """The mean start, a start beyond the horizon counted at the horizon."""
@@ -73,6 +73,7 @@ def _collect(world: fast.World, seeds: list[str]) -> dict[str, Outlook]:
             if o is None:
                 o = out[row["key"]] = Outlook(priority=int(row.get("priority") or 0))
             o.starts.append(row["started"])
+            o.plans.append((row.get("flavors") or "") if row["started"] is not None else "")
             if row["started"] is not None:
                 o.flavors[row.get("flavors") or ""] += 1
     return out
