@@ -297,7 +297,7 @@ class KubernetesAPI(ClusterAPI):
         self.request("POST", res.path(ns), body=body)
         self._events[key] = name
 
-    def node_pools(self) -> list[dict]:
+    def node_pools(self) -> builtins.list[dict]:
         """A real cluster's node pools are in the GKE API, which this client does not call (it holds only a
         Kubernetes token): the forecast infers them, and ``--pool-limit POOL=N`` gives their maximum sizes."""
         return []

@@ -99,13 +99,10 @@ class FallbackConfig:
     def __post_init__(self) -> None:
         if self.decide_by not in DECIDE_BY:
             raise ValueError(f"decide_by: must be one of {', '.join(DECIDE_BY)}, got {self.decide_by!r}")
-        for name, lo, hi in (
-            ("forecast_replicas", 1, 64),
-            ("forecast_max_candidates", 0, 64),
-        ):
+        for name, ilo, ihi in (("forecast_replicas", 1, 64), ("forecast_max_candidates", 0, 64)):
             v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-                raise ValueError(f"{name}: must be an integer from {lo} to {hi}, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool) or not ilo <= v <= ihi:
+                raise ValueError(f"{name}: must be an integer from {ilo} to {ihi}, got {v!r}")
         for name, lo, hi in (
             ("forecast_horizon_seconds", 60.0, 30 * 86400.0),
             ("forecast_tolerance_seconds", 0.0, 86400.0),
