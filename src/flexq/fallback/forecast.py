@@ -249,8 +249,10 @@ class ForecastJudge:
         v_stay = stay.mean(h) / 3600 * value + run_h * _price(stay, prices, c.source)
         v_move = moved.mean(h) / 3600 * value + run_h * _price(moved, prices, c.target)
         delayed = []
+        # a move must delay no job of its priority or above; a rescue (the job is lost otherwise) none above it
+        floor = c.w.priority + 1 if c.kind == "rescue" else c.w.priority
         for other, o_stay in cmp.baseline.items():
-            if other == key or o_stay.priority < c.w.priority:
+            if other == key or o_stay.priority < floor:
                 continue
             o_move = cmp.candidates[c.name].get(other)
             if o_move is None:
@@ -268,6 +270,9 @@ class ForecastJudge:
             o, p, late = delayed[0]
             why = f"{o} (priority {p}) would start ~{format_duration(late)} later: not made"
             make = False
+        elif c.kind == "rescue":
+            why = "it is requeued, and delays no job of a higher priority: made"
+            make = True
         elif mean_gain > margin and mean_gain > spread:
             why = "it helps the job and delays no one of its class or above: made"
             make = True

@@ -245,7 +245,12 @@ def build_world(
         pool = ((n.get("metadata") or {}).get("labels") or {}).get(catalog.LABEL_NODEPOOL, "")
         if pool:
             pool_nodes[pool] = pool_nodes.get(pool, 0) + 1
-    jobs = [e for e in view.entries if e.role in ("running", "reserved", "pending") and not e.queue_missing]
+    # (a deactivated job is carried too: it waits for no one unless a decision tried in a run requeues it)
+    jobs = [
+        e
+        for e in view.entries
+        if e.role in ("running", "reserved", "pending", "deactivated") and not e.queue_missing
+    ]
     world = World(
         now=state.now,
         model=model,
@@ -350,6 +355,8 @@ class _Run:
         for e in w.jobs:
             wl = e.workload
             override = w.overrides.get(e.key)
+            if e.role == "deactivated" and override is None:
+                continue  # nothing requeues it in this run
             pending = e.role == "pending" or override is not None
             job = self._job(e.key, _queued_view(override if override is not None else wl) if pending else wl)
             elapsed = max(0.0, w.now - (started_at(wl) or w.now)) if e.role == "running" else 0.0
