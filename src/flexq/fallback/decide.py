@@ -40,7 +40,15 @@ def decide(ctx: PassContext, dws_flavors: set[str], episodes: Mapping[str, list[
         for f, x in ctx.fulls.items()
         if view.pool_of(f) and (x.limit is not None or x.nodes > 0)
     }
-    verdicts = judge.judge(view, cands[:limit], prices, stockouts, episodes, limits)
+    try:
+        verdicts = judge.judge(view, cands[:limit], prices, stockouts, episodes, limits)
+    except Exception as exc:  # a forecast that fails makes no move: the jobs stay where Kueue put them
+        log.exception("the forecast failed; no move this pass")
+        for c in cands[:limit]:
+            ctx.note(c.w, f"a {c.kind} to {c.target}: the forecast failed ({type(exc).__name__}): not made")
+        ctx.wakeups.append(ctx.now + ctx.cfg.forecast_recheck_seconds)
+        ctx.candidates = []
+        return
     for c, v in zip(cands, verdicts, strict=True):
         ctx.note(c.w, f"a {c.kind} to {c.target}: {v.describe()}")
         log.debug("%s t=%.0f p=%d %s", c.name, ctx.now, c.w.priority, v.describe())

@@ -721,6 +721,8 @@ class _Run:
 
     def _on_pr_create(self, job: Job | None) -> None:
         assert job is not None
+        if job.info is None or job.role != "reserved":
+            return
         pool, n = self._dws_pool(job)
         job.attempt += 1
         if pool is None:  # no queued pool behind the flavor: the request is answered as GKE would not
@@ -756,6 +758,8 @@ class _Run:
 
     def _on_pr_grant(self, job: Job | None) -> None:
         assert job is not None
+        if job.info is None or job.role != "reserved":
+            return  # its quota went (released, requeued) since the request: the grant is stale
         pool, n = self._dws_pool(job)
         if pool is None:
             return
