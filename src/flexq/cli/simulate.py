@@ -271,7 +271,7 @@ def _from_cluster(args: argparse.Namespace, console: Console, err_console: Conso
     from flexq.cli.from_history import history_traffic, write_history_study
     from flexq.eta import EtaConfig, fit
     from flexq.eta.files import write_study
-    from flexq.eta.jobs import entries
+    from flexq.forecast.jobs import entries
 
     horizon = ""
     try:

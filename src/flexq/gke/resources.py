@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from flexq.api.wellknown import GKE_CLUSTER_LABEL
 from flexq.clock import format_time
 from flexq.gke.storage import CLUSTER, NODE_POOL, OPERATION, GkeStorage, cluster_key, envelope, pool_key
 from flexq.gke.update_requests import CancelOperationRequest, ClusterUpdate
@@ -33,7 +34,7 @@ __all__ = [
 
 LABEL_PROJECT = "gke.twin.flexq.dev/project"
 LABEL_LOCATION = "gke.twin.flexq.dev/location"
-LABEL_CLUSTER = "gke.twin.flexq.dev/cluster"
+LABEL_CLUSTER = GKE_CLUSTER_LABEL  # (the fallback reads a twin's node pools by it)
 API = "https://container.googleapis.com/v1"
 OperationTimes = Callable[[str], float]  # "create_cluster" | "delete_cluster" | ... -> seconds
 
