@@ -27,7 +27,8 @@ def test_a_long_stockout_moves_the_job_by_forecast_and_says_why(make_twin):
     verdict = policy.judge.last[key]
     assert verdict.make and verdict.start_move < verdict.start_stay, verdict.describe()
     assert verdict.replicas == policy.cfg.forecast_replicas and policy.judge.runs >= 2 * verdict.replicas
-    assert "FallbackEvicting" in [r for r, _ in _events(twin, JOB.format(1))]
+    events = dict(_events(twin, JOB.format(1)))
+    assert "FallbackEvicting" in events and "valued cost" in events.get("FallbackForecast", ""), events
     done = _step_until(
         twin,
         lambda: (

@@ -56,6 +56,8 @@ def decide(ctx: PassContext, dws_flavors: set[str], episodes: Mapping[str, list[
             made.add(c.target)
             judge.refused.pop(c.name, None)
             c.run()
+            # the figures behind it, on the job (kubectl describe shows them beside the move's own Events)
+            ctx.writer.emit(c.job, "Normal", "FallbackForecast", f"a {c.kind} to {c.target}: {v.describe()}")
         elif not v.make:
             judge.refused[c.name] = (ctx.now, v)
             ctx.act("refuse", c.w.key, f"the forecast refused a {c.kind} to {c.target}: {v.why}")
