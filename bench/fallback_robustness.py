@@ -33,7 +33,7 @@ from typing import Any
 from flexq.simulate import load_study
 from flexq.simulate.engine import run_one
 from flexq.simulate.results import summarize
-from flexq.testing.fallback_family import Scenario, family, priority_family, write_study
+from flexq.testing.fallback_family import PRIORITY_CLASSES, Scenario, family, priority_family, write_study
 
 LIMITS = {"wait": 1.02, "cost": 1.05}
 SLACK = 1.0  # seconds: a class whose mean wait is a second longer is not worse (rounding of event times)
@@ -45,13 +45,31 @@ def per_class(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     node), and its finished TPU chip-hours."""
     out: dict[str, dict[str, float]] = {}
     for r in rows:
-        c = out.setdefault(r["priority"] or "", {"jobs": 0, "lost": 0, "wait": 0.0, "cost": 0.0, "work": 0.0})
+        c = out.setdefault(
+            r["priority"] or "",
+            {
+                "jobs": 0,
+                "lost": 0,
+                "wait": 0.0,
+                "cost": 0.0,
+                "work": 0.0,
+                "evictions": 0,
+                "finished": 0,
+                "started": 0,
+                "startedWait": 0.0,
+            },
+        )
         c["jobs"] += 1
+        c["evictions"] += int(r.get("evictions") or 0)
+        if r.get("wait_start") not in (None, ""):
+            c["started"] += 1
+            c["startedWait"] += float(r["wait_start"])
         c["lost"] += int(bool(r["lost"]))
         c["wait"] += float(r["wait_censored"])
         c["cost"] += float(r.get("cost") or 0.0)
         if r["outcome"] == "Succeeded" or (r["outcome"] == "Failed" and not r["lost"]):
             c["work"] += float(r["size"]) * float(r["run"]) / 3600
+            c["finished"] += 1
     return out
 
 
@@ -267,6 +285,26 @@ def main(argv: list[str] | None = None) -> int:
             f"  class {name}: wait ratio {_dist([k['waitRatio'] for k in sel])}; cost per finished chip-hour max "
             f"{max(k['costPerWorkRatio'] for k in sel):.3f}"
         )
+        print(
+            f"    evictions per finished job, ratio: {_dist([k['evictionsPerFinishedRatio'] for k in sel])}"
+        )
+        print(f"    mean wait of started jobs, ratio:  {_dist([k['startedWaitRatio'] for k in sel])}")
+    # issue 51's rule per class: no more lost; wait <= 1.02x (the highest class always), else wait <= 1.10x with the
+    # cost per finished chip-hour (the class's bill) not above 1.0x
+    top = {r["scenario"]: max((c for c in r["classes"] if c), key=_class_rank, default="") for r in rows}
+    breaks = []
+    for r, c, k in pairs:
+        ok = k["lostDiff"] <= 0 and (
+            k["waitFallback"] <= LIMITS["wait"] * k["waitTutorial"] + SLACK
+            or (
+                c != top[r["scenario"]]
+                and k["waitFallback"] <= 1.10 * k["waitTutorial"] + SLACK
+                and k["costPerWorkRatio"] <= 1.0
+            )
+        )
+        if not ok:
+            breaks.append(f"{r['scenario']}/{c or '-'}")
+    print(f"classes outside issue 51's rule: {len(breaks)} of {len(pairs)}: {', '.join(breaks) or '-'}")
     pre_t = sum(r["preemptions"]["tutorial"] for r in rows)
     pre_f = sum(r["preemptions"]["fallback"] for r in rows)
     print(
@@ -347,6 +385,15 @@ def _classes(t: list[dict[str, Any]], f: list[dict[str, Any]]) -> dict[str, dict
             ),
         }
         k["sameJobsCostPerWorkRatio"] = _same_jobs(t, f, c)
+        # churn (issue 51): evictions per finished job and the mean wait of the jobs that started
+        k["evictionsPerFinishedRatio"] = _ratio(
+            _total(f, c, "evictions") / max(_total(f, c, "finished"), 1.0),
+            _total(t, c, "evictions") / max(_total(t, c, "finished"), 1.0),
+        )
+        k["startedWaitRatio"] = _ratio(
+            _total(f, c, "startedWait") / max(_total(f, c, "started"), 1.0),
+            _total(t, c, "startedWait") / max(_total(t, c, "started"), 1.0),
+        )
         k["lostDiff"] = k["lostFallback"] - k["lostTutorial"]
         k["worse"] = [
             why
@@ -381,6 +428,11 @@ def _same_jobs(t: list[dict[str, Any]], f: list[dict[str, Any]], c: str) -> floa
             cost_t, work_t = cost_t + cost, work_t + work
             cost_f, work_f = cost_f + other[1], work_f + other[2]
     return _per_work(cost_f, work_f, cost_t, work_t)
+
+
+def _class_rank(name: str) -> int:
+    """A class's priority value in the family (an unknown name ranks lowest)."""
+    return PRIORITY_CLASSES.get(name, -1)
 
 
 def _total(runs: list[dict[str, Any]], c: str, key: str) -> float:
