@@ -141,14 +141,15 @@ class _Lru(OrderedDict):
         self.size = size
 
     def take(self, key: Any) -> Any:
-        value = super().get(key)
+        """The entry of ``key`` (None if there is none), made the newest."""
+        value = self.get(key)
         if value is not None:
             self.move_to_end(key)
         return value
 
-    def put(self, key: Any, value: Any) -> None:
+    def add(self, key: Any, value: Any) -> None:
+        """A new entry (``key`` not held), the oldest dropped past ``size``."""
         self[key] = value
-        self.move_to_end(key)
         if len(self) > self.size:
             self.popitem(last=False)
 
@@ -179,12 +180,14 @@ class EventCorrelator:
     def aggregate(self, key: tuple, message: str, now: float) -> bool:
         """Whether an event of aggregate ``key`` with ``message`` is written combined with its similar ones."""
         record = self.aggregates.take(key)
-        if record is None or now - record[1] > AGGREGATE_INTERVAL:
+        if record is None:
             record = [{}, now]
+            self.aggregates.add(key, record)
+        elif now - record[1] > AGGREGATE_INTERVAL:
+            record[0] = {}
         messages = record[0]
         messages[message] = None
         record[1] = now
-        self.aggregates.put(key, record)
         if len(messages) < AGGREGATE_MAX_EVENTS:
             return False
         del messages[next(iter(messages))]
@@ -192,18 +195,22 @@ class EventCorrelator:
 
     def observe(self, key: tuple) -> int:
         """One more occurrence of the event ``key``: how many have been seen (while it is remembered)."""
-        count = (self.observed.take(key) or 0) + 1
-        self.observed.put(key, count)
-        return count
+        count = self.observed.take(key)
+        if count is None:
+            self.observed.add(key, 1)
+            return 1
+        self.observed[key] = count + 1
+        return count + 1
 
     def allow(self, key: tuple, now: float) -> bool:
         """The spam filter: whether the bucket of ``key`` (a component and an object) has a token left."""
         bucket = self.buckets.take(key)
         if bucket is None:
             bucket = [float(SPAM_BURST), now]
+            self.buckets.add(key, bucket)
         tokens = min(float(SPAM_BURST), bucket[0] + (now - bucket[1]) * SPAM_QPS)
         allowed = tokens >= 1.0
-        self.buckets.put(key, [tokens - 1.0 if allowed else tokens, now])
+        bucket[0], bucket[1] = (tokens - 1.0 if allowed else tokens), now
         return allowed
 
     def forget(self, key: tuple) -> None:
@@ -292,7 +299,8 @@ class EventRecorder:
                 kind_info=self._info,
             )
             self.index[key] = name
-            corr.observed.put(key, 1)
+            corr.observed.pop(key, None)
+            corr.observed.add(key, 1)
         except (NotFound, AlreadyExists, Conflict):
             pass  # the namespace is going away, or a race: events are best effort, as in Kubernetes
 
