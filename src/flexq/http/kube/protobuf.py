@@ -305,7 +305,7 @@ def decode_message(name: str, buf: bytes) -> dict[str, Any]:
             continue
         if typ in SCHEMAS and present:
             try:
-                value = decode_message(typ, b"".join(value))
+                value = decode_message(typ, b"".join(value or ()))
             except _Invalid as exc:
                 exc.path.insert(0, field)
                 raise
