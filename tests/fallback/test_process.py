@@ -162,7 +162,9 @@ def test_the_process_moves_a_stocked_out_job_to_dws_and_kubectl_shows_it(cluster
     assert len(lines) == 1 and JOB in lines[0], explained.stdout
     assert "forecast (" in lines[0] and "if moved" in lines[0] and "valued cost" in lines[0], lines[0]
     nobody = _flexq(env, "fallback", *flags, "--explain", "no-such-job")
-    assert "no-such-job: no job of that name waits or runs in a queue in scope" in nobody.stdout, nobody.stdout
+    assert "no-such-job: no job of that name waits or runs in a queue in scope" in nobody.stdout, (
+        nobody.stdout
+    )
     job = json.loads(kubectl("get", "rayjob", JOB, "-o", "json"))
     assert ANN_MOVED not in (job["metadata"].get("annotations") or {})  # a dry run changes nothing
     assert "flexq-fallback" not in kubectl("get", "configmaps", "-n", "kueue-system", "-o", "name")

@@ -205,20 +205,20 @@ def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] |
                 vals = [st.get(k) for k in ("mean", "p50", "p95", "max")] + [None, None]
                 rows.append((f"class {g}", st["count"], vals))
         heads = ["wait→admission mean", "p50", "p95", "max", "wait→start mean", "p95"]
-        units = [time_unit([r[2][i] for r in rows]) for i in range(len(heads))]
+        col_units = [time_unit([r[2][i] for r in rows]) for i in range(len(heads))]
         w = Table(
             title=f"{escape(name)}: waits of the jobs admitted / started, replica 0 (seed {s['seed']})",
             title_justify="left",
         )
         w.add_column("group", justify="left", no_wrap=True)
         w.add_column("jobs", justify="right")
-        for h, (u, _size) in zip(heads, units, strict=True):
+        for h, (u, _size) in zip(heads, col_units, strict=True):
             w.add_column(f"{h} ({u})", justify="right")
         for label, count, vals in rows:
             w.add_row(
                 escape(label),
                 "" if count < 0 else str(count),
-                *(in_unit(v, size) for v, (_u, size) in zip(vals, units, strict=True)),
+                *(in_unit(v, size) for v, (_u, size) in zip(vals, col_units, strict=True)),
             )
         tables.append(w)
         o = Table(show_header=True, title_justify="left")
