@@ -545,11 +545,19 @@ def stream_logs(
         resp.release_conn()
 
 
-def fetch_cluster_state(api: Any, node_pools: list[dict] | None = None, now: float | None = None) -> Any:
+def fetch_cluster_state(
+    api: Any,
+    node_pools: list[dict] | None = None,
+    now: float | None = None,
+    *,
+    all_events: list[dict] | None = None,
+) -> Any:
     """What the ETA reads (``flexq.eta.state.KINDS``, cluster-wide, read-only), as a ``ClusterState``. Node pools:
     ``node_pools`` (the GKE API's descriptions) when given, else the twin's GKE API when ``api`` is the twin of
     ``$FLEXQ_HOME``, else inferred from what Kubernetes shows (each guess in the state's notes). A kind the
-    cluster does not serve reads as empty; a kind the user may not list is refused with the rule it needs."""
+    cluster does not serve reads as empty; a kind the user may not list is refused with the rule it needs.
+    ``all_events``: filled with every Event as listed (the state keeps the autoscaler's only), for a caller
+    that shows others from the same read (``flexq status``)."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
@@ -573,6 +581,8 @@ def fetch_cluster_state(api: Any, node_pools: list[dict] | None = None, now: flo
                 ) from None
             raise
         if attr == "events":
+            if all_events is not None:
+                all_events.extend(items)
             items = [e for e in items if e.get("reason") in EVENT_REASONS]
         if attr in ("rayjobs", "batch_jobs"):
             kind = "RayJob" if attr == "rayjobs" else "Job"

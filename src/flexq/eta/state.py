@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from flexq.api import gke_catalog as catalog
@@ -88,13 +89,19 @@ class ClusterState:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def job(self, kind: str, namespace: str, name: str) -> dict | None:
-        """The RayJob or batch Job ``namespace/name``, or None."""
-        pool = self.rayjobs if kind == "RayJob" else self.batch_jobs if kind == "Job" else []
-        for j in pool:
-            md = j.get("metadata") or {}
-            if md.get("name") == name and md.get("namespace", "") == namespace:
-                return j
-        return None
+        """The RayJob or batch Job ``namespace/name``, or None (from an index made at the first call: the
+        state is read, not changed, once made)."""
+        return self._jobs.get((kind, namespace, name))
+
+    @cached_property
+    def _jobs(self) -> dict[tuple[str, str, str], dict]:
+        index: dict[tuple[str, str, str], dict] = {}
+        for kind, pool in (("RayJob", self.rayjobs), ("Job", self.batch_jobs)):
+            for j in pool:
+                md = j.get("metadata") or {}
+                if isinstance(md.get("name"), str):  # the first of a name, as a scan finds it
+                    index.setdefault((kind, md.get("namespace", ""), md["name"]), j)
+        return index
 
 
 def _events(items: list[dict]) -> list[dict]:
