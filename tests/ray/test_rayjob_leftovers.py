@@ -278,3 +278,49 @@ def test_without_a_cgroup_the_supervisor_ends_them_and_dev_shm_is_refused(tmp_pa
     finally:
         ex.shutdown()
     assert not _procs_with(tag)
+
+
+FILL = r"""
+tag="$1"
+dd if=/dev/zero of="${TMPDIR:-/tmp}/fq-$tag-fill" bs=1M count=700 2>/dev/null
+echo "PROBE FILLED $?"
+/bin/sleep "596.$tag"
+"""
+
+
+def test_a_pod_past_its_ephemeral_storage_limit_is_evicted_and_its_files_go(tmp_path: Path) -> None:
+    """A pod's disk (its directory and its TMPDIR) is bounded as the kubelet bounds it: past the containers'
+    ``limits.ephemeral-storage`` the pod is evicted (reason ``Evicted``, the kubelet's message), and nothing of
+    it stays."""
+    from tests.ray.ray_harness import Slice, tutorial_rayjob, wait_for
+
+    ex = LocalRayExecutor(tmp_path / "ray", scratch_check_s=1.0)
+    tag = "".join(secrets.choice("0123456789") for _ in range(9))
+    rj = tutorial_rayjob(9)
+    rj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["numOfHosts"] = 1
+    head = rj["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head.setdefault("resources", {}).setdefault("limits", {})["ephemeral-storage"] = "500Mi"
+    s = Slice(ex, rj, "rayjob-9-ev1ct", entrypoint=f"bash /app/fill.sh {tag}", files={"fill.sh": FILL})
+    try:
+        s.start_cluster()
+        ready = [s.head, *s.workers]
+        wait_for(
+            lambda: all((st := s.state(p)) and st.ready for p in ready), 900, "cluster", detail=s.describe
+        )
+        assert ex.storage_limit(ex._pods[s.key(s.head)]) == 500 * 1024**2
+        s.launch(s.submitter, "gke-default-pool-1")
+        st = wait_for(
+            lambda: (h := s.state(s.head)) is not None and h.phase == "Failed" and h,
+            300,
+            "the head's eviction",
+            detail=s.describe,
+        )
+        assert st.reason == "Evicted", st
+        assert st.message == "Pod ephemeral local storage usage exceeds the total limit of containers 500Mi. "
+        procs, files = _gone(tag, [Path("/dev/shm"), tmp_path], within=30)
+        assert not procs, procs
+        assert not files, files
+    finally:
+        s.stop_all()
+        ex.shutdown()
+    assert not _procs_with(tag)

@@ -276,6 +276,8 @@ class LocalRayExecutor:
         protected: Sequence[Path] = (),
         isolation: str = "auto",
         private_shm: bool | None = None,
+        scratch_bytes: int = 10 * 1024**3,
+        scratch_check_s: float = 5.0,
     ) -> None:
         self._own_base = base_dir is None  # a private temp dir, removed whole on shutdown
         self.base_dir = Path(tempfile.mkdtemp(prefix="flexq-ray-")) if base_dir is None else Path(base_dir)
@@ -314,6 +316,10 @@ class LocalRayExecutor:
         )
         # each pod's own /dev/shm (a private bounded tmpfs) where the kernel allows it; else none writable
         self.private_shm = podreaper.private_shm_works() if private_shm is None else private_shm
+        # a pod's disk (its directory and its node's Ray temp dir): bounded as the kubelet bounds ephemeral
+        # storage, by looking at its usage every scratch_check_s and evicting a pod past its limit
+        self.scratch_bytes, self.scratch_check_s = scratch_bytes, scratch_check_s
+        self._watch: threading.Thread | None = None
 
     # ------------------------------------------------------------------------------------- protocol
 
@@ -371,6 +377,7 @@ class LocalRayExecutor:
             self._finish(pod, 126, reason="NotRunOnThisMachine", message=refused)
             self._cleanup(pod)
             return
+        self._watch_storage()
         target_fn = self._run_submitter if kind == "submitter" else self._run_node
         args = (pod, script) if kind == "submitter" else (pod,)
         threading.Thread(target=target_fn, args=args, name=f"ray-pod-{key[1]}", daemon=True).start()
@@ -405,6 +412,54 @@ class LocalRayExecutor:
                 ports=ports,
                 http_headers=headers,
             )
+
+    # ------------------------------------------------------------------------------- ephemeral storage
+
+    def storage_limit(self, pod: _Pod) -> int:
+        """The pod's ephemeral-storage limit: the sum of its containers' ``limits.ephemeral-storage`` over those
+        that set one (the kubelet's pod-level limit, ``resourcehelper.PodLimits``), else this executor's
+        ``scratch_bytes``: a pod that sets none is bounded all the same here."""
+        total = 0
+        for c in (pod.launch.pod.get("spec") or {}).get("containers") or []:
+            limit = ((c.get("resources") or {}).get("limits") or {}).get("ephemeral-storage")
+            with contextlib.suppress(ValueError, TypeError, ArithmeticError):
+                total += max(0, int(parse_quantity(limit))) if limit is not None else 0
+        return total if total > 0 else self.scratch_bytes
+
+    def storage_used(self, pod: _Pod) -> int:
+        """Bytes the pod's files take on disk: its directory and its node's Ray temp dir (its TMPDIR)."""
+        used = 0
+        for root in (pod.dir, self._node_tmp(pod) if self._ray_root is not None else None):
+            if root is None:
+                continue
+            for dirpath, _dirs, files in os.walk(root):
+                for f in files:
+                    with contextlib.suppress(OSError):
+                        used += os.lstat(os.path.join(dirpath, f)).st_blocks * 512
+        return used
+
+    def _watch_storage(self) -> None:
+        with self._lock:
+            if self._watch is not None or self.scratch_check_s <= 0:
+                return
+            self._watch = threading.Thread(target=self._storage_loop, name="ray-storage", daemon=True)
+        self._watch.start()
+
+    def _storage_loop(self) -> None:
+        """The kubelet's ephemeral-storage eviction: a running pod whose files exceed its limit is evicted
+        (``Evicted``, with the kubelet's message) and its processes ended."""
+        while not self._shut:
+            time.sleep(self.scratch_check_s)
+            with self._lock:
+                live = [p for p in self._pods.values() if p.phase == "Running" and not p.stopping.is_set()]
+            for pod in live:
+                limit = self.storage_limit(pod)
+                if self.storage_used(pod) <= limit:
+                    continue
+                text = f"Pod ephemeral local storage usage exceeds the total limit of containers {_bytes(limit)}. "
+                self._log(pod, f"[flexq] evicted: {text}")
+                self._set(pod, reason="Evicted", message=text)
+                self.stop(pod.key)
 
     def stop(self, key: PodKey) -> None:
         """Kill the pod's processes in the background (idempotent)."""
@@ -891,7 +946,9 @@ class LocalRayExecutor:
         """Record the end of the pod's main process (None: stopped before it started)."""
         if pod.stopping.is_set():
             phase, rc = "Failed", (rc if rc is not None else 137)
-            reason, message = reason or pod.reason or "Stopped", message or "stopped by the kubelet"
+            reason = reason or pod.reason or "Stopped"
+            evicted = pod.message if reason == "Evicted" else ""  # the kubelet's words for an eviction
+            message = message or evicted or "stopped by the kubelet"
         else:
             phase = "Succeeded" if rc == 0 else "Failed"
             reason = reason or pod.reason or ("Completed" if rc == 0 else "Error")
@@ -965,6 +1022,14 @@ class LocalRayExecutor:
                 c.token_file.unlink(missing_ok=True)
                 if self._ray_root is not None:
                     shutil.rmtree(self._ray_root / f"c{c.index}", ignore_errors=True)
+
+
+def _bytes(n: int) -> str:
+    """A byte count as Kubernetes prints a quantity (``10Gi``, ``200Mi``, else bytes)."""
+    for unit, size in (("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
+        if n % size == 0:
+            return f"{n // size}{unit}"
+    return str(n)
 
 
 def ensure_token(path: Path) -> str:
