@@ -3,7 +3,8 @@
 A served live twin (real clock, simulated executor, HTTPS) with the tutorial's cluster, node pools and queues, one
 job running and ``--jobs`` (5,000) tutorial RayJobs waiting behind it. Then ``flexq status -A`` in a process of its
 own against the twin's kubeconfig, its output to a file, as a user's shell runs it: wall seconds with the ETA column
-(the default) and without it (``--no-eta``), best of ``--runs``. ``--profile`` prints the top of a cProfile of one
+(the default) and without it (``--no-eta``), best of ``--runs``, and the command's own CPU seconds (the twin
+serves from this process: on a loaded machine the wall time is mostly waiting). ``--profile`` prints the top of a cProfile of one
 run with the ETA column (in this process).
 
     .venv/bin/python bench/status_many.py
@@ -17,6 +18,7 @@ import cProfile
 import io
 import os
 import pstats
+import resource
 import subprocess
 import sys
 import tempfile
@@ -92,9 +94,16 @@ def build(home: Path, jobs: int, namespaces: int) -> tuple[Twin, Server, str]:
     return twin, server, kubeconfig
 
 
-def run_status(kubeconfig: str, *extra: str) -> tuple[float, str]:
+def _child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_status(kubeconfig: str, *extra: str) -> tuple[float, float, str]:
+    """(wall seconds, the command's CPU seconds, its output)."""
     env = {**os.environ, "KUBECONFIG": kubeconfig, "COLUMNS": "200"}
     with tempfile.TemporaryFile("w+") as out:
+        cpu = _child_cpu()
         t = time.monotonic()
         r = subprocess.run(
             [sys.executable, "-m", "flexq.cli", "status", "-A", *extra],
@@ -105,11 +114,12 @@ def run_status(kubeconfig: str, *extra: str) -> tuple[float, str]:
             timeout=900,
         )
         wall = time.monotonic() - t
+        cpu = _child_cpu() - cpu
         out.seek(0)
         text = out.read()
     if r.returncode != 0:
         raise SystemExit(f"flexq status failed: {r.stderr}")
-    return wall, text
+    return wall, cpu, text
 
 
 def main() -> None:
@@ -123,15 +133,19 @@ def main() -> None:
         twin, server, kubeconfig = build(Path(d) / "home", args.jobs, args.namespaces)
         try:
             for label, extra in (("with the ETA column", ()), ("without it (--no-eta)", ("--no-eta",))):
-                walls = []
+                walls, cpus = [], []
                 for _ in range(args.runs):
-                    wall, text = run_status(kubeconfig, *extra)
+                    wall, cpu, text = run_status(kubeconfig, *extra)
                     walls.append(wall)
+                    cpus.append(cpu)
                 rows = sum(1 for line in text.splitlines() if "rayjob-tpu-v6e-dws-" in line)
-                etas = sum(1 for line in text.splitlines() if "rayjob-tpu-v6e-dws-" in line and " in " in line)
+                etas = sum(
+                    1 for line in text.splitlines() if "rayjob-tpu-v6e-dws-" in line and " in " in line
+                )
                 print(
                     f"flexq status -A, {args.jobs} jobs, {label}: best {min(walls):.2f}s "
-                    f"(runs: {', '.join(f'{w:.2f}' for w in walls)}); {rows} rows, {etas} with an ETA",
+                    f"(runs: {', '.join(f'{w:.2f}' for w in walls)}), CPU {min(cpus):.2f}s; "
+                    f"{rows} rows, {etas} with an ETA; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
                     flush=True,
                 )
             if args.profile:
