@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_duration
@@ -29,9 +29,12 @@ from flexq.eta import fast
 from flexq.eta.calibration import Calibration, Prediction
 from flexq.eta.jobs import Entry, StateView, class_key, cluster_queue_of, entries, queue_positions
 from flexq.eta.model import EtaConfig, Model, fit
-from flexq.eta.scenario import Scenario, build_study
 from flexq.eta.state import ClusterState
-from flexq.simulate.engine import run_one
+
+if (
+    TYPE_CHECKING
+):  # the twin engine's (a whole virtual twin): imported when it runs, not by every reader of an ETA
+    from flexq.eta.scenario import Scenario
 
 __all__ = ["Forecast", "JobEta", "estimate", "naive_eta", "WAITS_FOR", "fmt_eta", "MIN_REPLICAS"]
 
@@ -169,6 +172,8 @@ def _q(values: list[float], q: float) -> float:
 
 def _one(sc: Scenario, replica: int) -> dict[str, dict[str, Any]]:
     """One forward run in a whole virtual twin: workload key -> its row (start counted from the instant)."""
+    from flexq.simulate.engine import run_one
+
     res = run_one(sc.study, "eta", replica)
     out = {}
     for r in res.jobs:
@@ -253,6 +258,8 @@ def estimate(
         fc.seconds = WallClock().now() - t0
         return fc
     if cfg.engine == "twin":
+        from flexq.eta.scenario import build_study
+
         scenarios = [build_study(state, model, cfg, r, es) for r in range(cfg.replicas)]
         results = (runner or _run_twin)(scenarios, min(_workers(cfg), cfg.replicas))
         fc.engine = "twin"
