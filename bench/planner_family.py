@@ -32,7 +32,8 @@ from typing import Any
 
 import flexq
 from flexq.simulate import load_study, run_sweep
-from flexq.simulate.sweep import _within_budget, load_sweep
+from flexq.simulate.sweep import load_sweep
+from flexq.simulate.sweep.results import within_budget
 from flexq.testing.fallback_family import family, write_study
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +76,7 @@ def check_sweep(res: Any) -> dict[str, int]:
                 w["costUSD"],
             ):
                 out["figuresDiffer"] += 1
-            if _within_budget(row, rows[res.base]) and (row["jobsLost"], row["waitCensoredMeanSeconds"]) < (
+            if within_budget(row, rows[res.base]) and (row["jobsLost"], row["waitCensoredMeanSeconds"]) < (
                 rec["jobsLost"],
                 rec["waitCensoredMeanSeconds"],
             ):

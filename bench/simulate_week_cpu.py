@@ -68,8 +68,9 @@ from typing import Any
 
 import flexq.simulate
 from flexq.simulate import load_study, run_one
+from flexq.simulate.change import apply_point
 from flexq.simulate.results import csv_text
-from flexq.simulate.sweep import apply_point, load_sweep
+from flexq.simulate.sweep import load_sweep
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from write_floor import _observe  # every store write and every reconcile, counted
@@ -118,7 +119,7 @@ def counted(study: flexq.simulate.Study, name: str) -> tuple[Counter[tuple[str, 
     writes: Counter[tuple[str, str]] = Counter()
     reconciles: Counter[str] = Counter()
     admitted = [0]
-    setup, admit = engine._Sim.setup, scheme.admit
+    setup, admit = engine.Sim.setup, scheme.admit
 
     def observed(self: Any) -> None:
         setup(self)
@@ -129,12 +130,12 @@ def counted(study: flexq.simulate.Study, name: str) -> tuple[Counter[tuple[str, 
         admitted[0] += 1
         return admit(*a, **kw)
 
-    engine._Sim.setup = observed  # type: ignore[method-assign]
+    engine.Sim.setup = observed  # type: ignore[method-assign]
     scheme.admit = counting
     try:
         run_one(study, name, 0)
     finally:
-        engine._Sim.setup = setup  # type: ignore[method-assign]
+        engine.Sim.setup = setup  # type: ignore[method-assign]
         scheme.admit = admit
     return writes, reconciles, admitted[0]
 

@@ -43,7 +43,7 @@ def count_study(
 ) -> tuple[Counter[tuple[str, str]], Counter[str], float, int]:
     """The same counts for one run of a ``flexq simulate`` study (its first variant unless named, replica 0,
     the jobs submitted before ``until``): writes, reconciles, CPU seconds and the number of jobs."""
-    from flexq.simulate.engine import _Sim
+    from flexq.simulate.engine import Sim
     from flexq.simulate.study import load_study, submit_window
 
     study = load_study(path)
@@ -51,7 +51,7 @@ def count_study(
         study.submit_until = submit_window(until)
     v = study.variant(variant) if variant else study.variants[0]
     jobs = study.jobs(study.seed)
-    sim = _Sim(study, v, 0, jobs)
+    sim = Sim(study, v, 0, jobs)
     counts: Counter[tuple[str, str]] = Counter()
     reconciles: Counter[str] = Counter()
     try:

@@ -24,7 +24,7 @@ from flexq.api.kinds import default_registry
 from flexq.api.kueue_versions import resolve as resolve_kueue
 from flexq.api.registry import Registry
 from flexq.clock import VirtualClock
-from flexq.errors import Invalid
+from flexq.errors import Invalid, NotFound
 from flexq.fallback import registry as fallback_registry
 from flexq.gke import registry as gke_registry
 from flexq.kube import registry as kube_registry
@@ -319,8 +319,6 @@ class TwinCore:
         clusters = self._published
         if name is not None:
             if name not in clusters:
-                from flexq.errors import NotFound
-
                 raise NotFound(f'cluster "{name}" not found')
             return clusters[name]
         return clusters[self.root_cluster()]

@@ -25,7 +25,10 @@ from flexq.api.decode import check_decoded, load_yaml_all
 from flexq.api.jsoncopy import no_gc
 from flexq.api.registry import KindInfo
 from flexq.assembly import ClusterRuntime, TwinCore
+from flexq.clock import WallClock
 from flexq.errors import BadRequest, CloudError, NotFound
+from flexq.gke.billing import billing_of, flush_billing
+from flexq.kuberay import confine
 from flexq.loop import RealtimeLoop, tune_gc
 from flexq.store import Store, clone
 from flexq.store.patch import patch_schema, three_way_merge_patch, three_way_strategic_patch
@@ -332,8 +335,6 @@ class Twin:
         """Run everything due in the next ``seconds`` (virtual: instantly; real: waits that long)."""
         loop = self.core.loop
         if isinstance(loop, RealtimeLoop):
-            from flexq.clock import WallClock
-
             WallClock().sleep(seconds)
             return 0
         return loop.run_until(loop.now() + seconds)
@@ -342,8 +343,6 @@ class Twin:
         """Run until nothing is scheduled any more, or ``max_seconds`` of (virtual) time have passed."""
         loop = self.core.loop
         if isinstance(loop, RealtimeLoop):
-            from flexq.clock import WallClock
-
             deadline = loop.now() + max_seconds
             while loop.now() < deadline:
                 nxt = loop.next_time()
@@ -367,8 +366,6 @@ class Twin:
         """Cost so far of the current GKE cluster (USD): total, node-hours, and per pool, provisioning model,
         Kueue flavor and job. Open node records are valued up to now. Empty for a twin without GKE."""
         from fractions import Fraction
-
-        from flexq.gke.billing import billing_of, flush_billing
 
         def run() -> dict[str, Any]:
             name = self.runtime.name
@@ -452,8 +449,6 @@ def executor_note(executor: str) -> str:
     prints it; docs/security.md says more)."""
     if executor != "ray":
         return "executor: simulated - no pod's code runs on this machine: safe with untrusted submitters"
-    from flexq.kuberay import confine
-
     if confine.abi() > 0:
         return (
             "executor: real Ray - RayJob entrypoints and Ray tasks run here as your user, confined by Landlock "

@@ -12,7 +12,8 @@ import yaml
 from rich.console import Console
 
 from flexq.cli import tutorial
-from flexq.cli.demo import NEXT_STEPS, DemoOptions, run_demo, training_lines
+from flexq.cli.demo import NEXT_STEPS, DemoOptions, run_demo
+from flexq.cli.ray_output import training_lines
 
 DATA = Path(__file__).parent / "data"
 
@@ -114,7 +115,7 @@ def test_tutorial_capacity_needs_the_virtual_clock() -> None:
 
 
 def test_training_lines_pick_what_train_py_and_ray_say() -> None:
-    from flexq.cli.demo import training_lines
+    from flexq.cli.ray_output import training_lines
 
     log = "\n".join(
         [

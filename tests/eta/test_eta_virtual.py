@@ -8,8 +8,8 @@ import pytest
 
 from flexq import Twin
 from flexq.eta import EtaConfig, estimate, fmt_eta, naive_eta, state_from_twin
-from flexq.eta.jobs import entries
 from flexq.eta.service import EtaService
+from flexq.forecast.jobs import entries
 from tests.eta.helpers import rayjob, tutorial_cluster, unrunnable
 
 CFG = EtaConfig(replicas=4, workers=1, horizon=2 * 86400.0)

@@ -11,7 +11,7 @@ import pytest
 
 from flexq import Twin
 from flexq.eta import EtaConfig, estimate, state_from_twin
-from flexq.eta.model import expected_duration
+from flexq.forecast.model import expected_duration
 from tests.eta.helpers import rayjob, tutorial_cluster
 
 

@@ -33,7 +33,7 @@ from flexq import Twin
 from flexq.cli import tutorial as T
 from flexq.clock import format_time
 from flexq.eta import EtaConfig, estimate, state_from_twin
-from flexq.eta.state import ClusterState
+from flexq.forecast.state import ClusterState
 from flexq.kueue.config import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE
 from tests.eta.helpers import rayjob, tutorial_cluster
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from flexq.simulate import load_study
-from flexq.simulate.engine import OUTCOMES, run_one
+from flexq.simulate.engine import run_one
 from flexq.simulate.results import summarize
+from flexq.simulate.run_result import OUTCOMES
 from flexq.testing.fallback_family import family, priority_family, write_study
 
 SCENARIOS = [s.__class__(**{**s.__dict__, "days": 1.0}) for s in family(8, seed=1)]

@@ -29,7 +29,7 @@ import yaml
 
 from flexq import Twin
 from flexq.cli import tutorial as T
-from flexq.cli.fallback import CLUSTER_RULES, SA_NAME, manifests_yaml
+from flexq.cli.fallback import CLUSTER_RULES, FORECAST_CLUSTER_RULES, SA_NAME, manifests_yaml
 from flexq.clock import format_time
 from flexq.fallback.policy import ANN_MOVED, OPT_IN_LABEL
 from flexq.http.server import Server
@@ -163,8 +163,9 @@ def play_kueue_raycluster_integration(twin: Twin) -> None:
             )
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory):
+@pytest.fixture(scope="module", params=["rules", "forecast"])
+def cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
+    """A served twin with the tutorial's cluster and queues, one per way the fallback decides (``--decide-by``)."""
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
     home = tmp_path_factory.mktemp("fallback-least-privilege")
@@ -193,7 +194,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
         kubectl("apply", "-f", "-", input=T.queue_yaml(api="v1beta2"))
         kubectl("label", "localqueue", "user-queue", f"{OPT_IN_LABEL}=true")
         kubectl("create", "configmap", "jax-train-script", f"--from-literal=train.py={T.train_script()}")
-        yield twin, kubeconfig, env, kubectl
+        yield twin, kubeconfig, env, kubectl, request.param
     finally:
         server.stop()
         twin.close()
@@ -212,11 +213,13 @@ def sa_kubeconfig(kubeconfig: str, token: str, path: Path) -> str:
 def test_the_fallback_moves_a_raycluster_under_its_own_cluster_role(
     cluster: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    twin, kubeconfig, env, kubectl = cluster
+    """Deciding by forecast, the fallback also lists ProvisioningRequests and reads Kueue's configuration: its
+    manifests grant exactly that more (``FORECAST_CLUSTER_RULES``, the ``flexq-fallback-forecast`` Role)."""
+    twin, kubeconfig, env, kubectl, decide_by = cluster
     caplog.set_level(logging.DEBUG, logger="flexq.http.auth")
-    kubectl("apply", "-f", "-", input=manifests_yaml())
+    kubectl("apply", "-f", "-", input=manifests_yaml(decide_by=decide_by))
     granted = yaml.safe_load(kubectl("get", "clusterrole", SA_NAME, "-o", "yaml"))["rules"]
-    assert granted == CLUSTER_RULES
+    assert granted == CLUSTER_RULES + (FORECAST_CLUSTER_RULES if decide_by == "forecast" else [])
     token = kubectl("create", "token", SA_NAME, "-n", "flexq-system", "--duration=2h").strip()
     as_sa = sa_kubeconfig(kubeconfig, token, tmp_path / "fallback-sa")
     who = json.loads(
@@ -254,6 +257,8 @@ def test_the_fallback_moves_a_raycluster_under_its_own_cluster_role(
             "1",
             "--provisioning-wait-prior",
             "0",
+            "--decide-by",
+            decide_by,
         ],
         env=env,
         stdout=subprocess.PIPE,

@@ -155,6 +155,16 @@ def test_the_process_moves_a_stocked_out_job_to_dws_and_kubectl_shows_it(cluster
     # the dry run says what it sees and why: the queues in scope, the breaker, and the job's decision
     assert "queues in scope: default/user-queue -> cluster-queue" in tries[-1], tries[-1]
     assert "stocked out: on-demand (" in tries[-1] and "would move to dws" in tries[-1], tries[-1]
+    # deciding by forecast, --explain JOB says what the forecast says of that job, with its figures
+    explained = _flexq(env, "fallback", *flags, "--decide-by", "forecast", "--explain", JOB)
+    assert explained.returncode == 0, explained.stderr
+    lines = [ln for ln in explained.stdout.splitlines() if ln.startswith("  ")]
+    assert len(lines) == 1 and JOB in lines[0], explained.stdout
+    assert "forecast (" in lines[0] and "if moved" in lines[0] and "valued cost" in lines[0], lines[0]
+    nobody = _flexq(env, "fallback", *flags, "--explain", "no-such-job")
+    assert "no-such-job: no job of that name waits or runs in a queue in scope" in nobody.stdout, (
+        nobody.stdout
+    )
     job = json.loads(kubectl("get", "rayjob", JOB, "-o", "json"))
     assert ANN_MOVED not in (job["metadata"].get("annotations") or {})  # a dry run changes nothing
     assert "flexq-fallback" not in kubectl("get", "configmaps", "-n", "kueue-system", "-o", "name")

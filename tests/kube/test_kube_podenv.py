@@ -6,7 +6,7 @@ import pytest
 
 from flexq.kube import job_rules
 from flexq.kube.podenv import configmap_files, tpu_env
-from flexq.kube.scheduler_filters import node_info
+from flexq.semantics.nodefit import node_info
 
 from .kube_builders import node, pod, tpu_node
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from flexq.kube import scheduler_filters as s
+from flexq.semantics import nodefit
 from flexq.semantics.taints import tolerates
 
 from .kube_builders import QUEUED_TAINT, TPU_TAINT, node, pod, tpu_node
 
 
-def info(obj: dict) -> s.NodeInfo:
-    return s.node_info(obj)
+def info(obj: dict) -> nodefit.NodeInfo:
+    return nodefit.node_info(obj)
 
 
 def test_requests_default_to_limits_and_take_init_containers_and_overhead() -> None:
@@ -19,7 +20,7 @@ def test_requests_default_to_limits_and_take_init_containers_and_overhead() -> N
     p["spec"]["containers"][0]["resources"]["requests"].pop("google.com/tpu")  # only the limit remains
     p["spec"]["initContainers"] = [{"name": "init", "resources": {"requests": {"cpu": "2"}}}]
     p["spec"]["overhead"] = {"memory": "1Mi"}
-    assert s.pod_requests(p) == {"cpu": 2000, "memory": 2**30 + 2**20, "google.com/tpu": 4}
+    assert nodefit.pod_requests(p) == {"cpu": 2000, "memory": 2**30 + 2**20, "google.com/tpu": 4}
 
 
 @pytest.mark.parametrize(
@@ -75,7 +76,7 @@ def test_node_affinity_operators(op: str, values: list[str], label: str | None, 
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
         },
     )
-    assert s.matches_node_affinity(p, n) is ok
+    assert nodefit.matches_node_affinity(p, n) is ok
 
 
 def test_affinity_terms_are_ored_and_match_fields_by_name() -> None:
@@ -90,8 +91,10 @@ def test_affinity_terms_are_ored_and_match_fields_by_name() -> None:
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
         },
     )
-    assert s.matches_node_affinity(p, n)
-    assert not s.matches_node_affinity(pod("p", node_selector={"cloud.google.com/gke-nodepool": "other"}), n)
+    assert nodefit.matches_node_affinity(p, n)
+    assert not nodefit.matches_node_affinity(
+        pod("p", node_selector={"cloud.google.com/gke-nodepool": "other"}), n
+    )
 
 
 def test_fit_error_message_is_kube_schedulers() -> None:

@@ -16,8 +16,8 @@ from fractions import Fraction
 import pytest
 
 from flexq.gke import fit
-from flexq.kube import scheduler_filters
 from flexq.kueue import matching
+from flexq.semantics import nodefit
 from flexq.semantics.resources import pod_request_values, pod_requests
 from flexq.semantics.selectors import label_selector_matches, node_selector_matches, pod_matches_node
 from flexq.semantics.taints import tolerates, untolerated_taint
@@ -267,8 +267,8 @@ POD_CASES = [
 @pytest.mark.parametrize(("name", "spec", "labels", "node", "want"), POD_CASES, ids=[c[0] for c in POD_CASES])
 def test_pod_matches_node_selector_and_affinity_terms(name, spec, labels, node, want):
     assert pod_matches_node(spec, labels, node) is want
-    info = scheduler_filters.NodeInfo(name=node, labels=labels, taints=(), allocatable={})
-    assert scheduler_filters.matches_node_affinity({"spec": spec}, info) is want
+    info = nodefit.NodeInfo(name=node, labels=labels, taints=(), allocatable={})
+    assert nodefit.matches_node_affinity({"spec": spec}, info) is want
 
 
 SELECTOR_CASES = [
@@ -473,7 +473,7 @@ def test_pod_requests(name, spec, want):
     ints = pod_request_values(spec)
     assert ints.get("cpu") == int(want["cpu"] * 1000)
     # the domains count the same requests
-    assert scheduler_filters.pod_requests({"spec": spec})["cpu"] == int(want["cpu"] * 1000)
+    assert nodefit.pod_requests({"spec": spec})["cpu"] == int(want["cpu"] * 1000)
     assert fit.pod_requests({"spec": spec})["cpu"] == want["cpu"]
 
 
@@ -484,8 +484,8 @@ def test_former_disagreements_give_upstream_answers_everywhere():
     toleration, taint = {"operator": "Equal", "value": "x"}, {"key": "k", "value": "x", "effect": NS}
     assert tolerates(toleration, taint) and matching.tolerates(toleration, taint)
     pod = {"spec": {"tolerations": [toleration]}}
-    node = scheduler_filters.NodeInfo(name="n", labels={}, taints=(taint,), allocatable={})
-    assert scheduler_filters.untolerated_taint(pod, node) is None
+    node = nodefit.NodeInfo(name="n", labels={}, taints=(taint,), allocatable={})
+    assert nodefit.untolerated_taint(pod, node) is None
     assert fit.tolerates_all(pod, [taint]) is None
     assert untolerated_taint([taint], [toleration]) is None
 
@@ -493,10 +493,5 @@ def test_former_disagreements_give_upstream_answers_everywhere():
     spec = _affinity({"matchExpressions": [gt]})
     labels = {"gen": "5"}
     assert matching.requirement_matches(gt, labels) is False
-    assert (
-        scheduler_filters.matches_node_affinity(
-            {"spec": spec}, scheduler_filters.NodeInfo("n", labels, (), {})
-        )
-        is False
-    )
+    assert nodefit.matches_node_affinity({"spec": spec}, nodefit.NodeInfo("n", labels, (), {})) is False
     assert fit.selects({"spec": spec}, labels) is False

@@ -16,9 +16,9 @@ from flexq import Twin
 from flexq.api.kueue_convert import convert_text
 from flexq.http.server import Server
 from flexq.simulate import load_study, run_sweep, simulate
+from flexq.simulate.change import apply_yaml
 from flexq.simulate.results import csv_text
 from flexq.simulate.study import Manifest, Variant
-from flexq.simulate.sweep import apply_yaml
 
 DATA = Path(__file__).with_name("data") / "planb"
 KINDS = "resourceflavors,clusterqueues,localqueues,admissionchecks,provisioningrequestconfigs,configmaps"

@@ -12,7 +12,7 @@ import pytest
 
 import flexq
 from flexq.simulate import load_study, run_sweep
-from flexq.simulate.sweep.results import _within_budget
+from flexq.simulate.sweep.results import within_budget
 
 DATA = Path(__file__).with_name("data")
 WEEKS = {
@@ -72,7 +72,7 @@ def test_the_sweep_runs_the_base_causes_changes_as_its_own_points(tmp_path, week
             what["waitCensoredMeanSeconds"],
             what["costUSD"],
         )
-        if _within_budget(row, rows[res.base]):
+        if within_budget(row, rows[res.base]):
             assert (rec["jobsLost"], rec["waitCensoredMeanSeconds"]) <= (
                 row["jobsLost"],
                 row["waitCensoredMeanSeconds"],

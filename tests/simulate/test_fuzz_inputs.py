@@ -29,7 +29,9 @@ import flexq
 from flexq.cli.main import main
 from flexq.errors import InputError
 from flexq.simulate import load_study, preflight
-from flexq.simulate.traffic import COLUMNS, generate, read_trace
+from flexq.simulate.generator import generate
+from flexq.simulate.jobs import COLUMNS
+from flexq.simulate.trace import read_trace
 
 from .conftest import write_study
 

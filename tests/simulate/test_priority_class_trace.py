@@ -12,7 +12,8 @@ import yaml
 
 from flexq import Twin
 from flexq.simulate import load_study, preflight, run_one
-from flexq.simulate.traffic import build_object, read_trace
+from flexq.simulate.objects import build_object
+from flexq.simulate.trace import read_trace
 from tests.simulate.conftest import QUEUES
 
 CLASSES = """\

@@ -24,13 +24,13 @@ def _run(monkeypatch: pytest.MonkeyPatch, reasons: frozenset[str] | None) -> tup
     study.variants[0] = dataclasses.replace(study.variants[0], settings={"fallback": True})
     study.until = 3 * 86400.0
     writes = [0]
-    setup = engine._Sim.setup
+    setup = engine.Sim.setup
 
     def observed(self: Any) -> None:
         setup(self)
         self.twin.store.watch(lambda ev: writes.__setitem__(0, writes[0] + 1), ["Event"])
 
-    monkeypatch.setattr(engine._Sim, "setup", observed)
+    monkeypatch.setattr(engine.Sim, "setup", observed)
     res = run_one(study, "tutorial", 0)
     rest = {k: v for k, v in dataclasses.asdict(res).items() if k not in ("jobs", "steps")}
     return csv_text([res]), rest, writes[0]

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from flexq.cli.main import main
-from flexq.simulate.study import STUDY_KEYS, VARIANT_KEYS
-from flexq.simulate.sweep import KINDS
+from flexq.simulate.change import KINDS
+from flexq.simulate.study_doc import STUDY_KEYS, VARIANT_KEYS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "simulate.md"
 _BLOCK = re.compile(r"<!-- (file: (?P<file>\S+)|recipe) -->\n```\w*\n(?P<body>.*?)```", re.S)

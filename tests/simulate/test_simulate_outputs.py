@@ -102,7 +102,7 @@ def test_kueue_generator_yaml_reports_time_to_admission_per_class(tmp_path, caps
 
     from rich.console import Console
 
-    from flexq.cli.simulate import summary_tables
+    from flexq.cli.simulate_report import summary_tables
 
     # on a narrow console (a CI log) the rows' names stay whole
     narrow = Console(width=80, record=True, color_system=None, file=io.StringIO())

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from flexq.cli.main import main
 from flexq.errors import InputError
 from flexq.simulate import load_study, run_sweep
-from flexq.simulate.sweep import apply_point, load_sweep, pareto, points
+from flexq.simulate.change import apply_point
+from flexq.simulate.sweep import load_sweep, pareto, points
 
 DATA = Path(__file__).with_name("data") / "lost"
 SWEEP = {

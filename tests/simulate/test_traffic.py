@@ -10,8 +10,11 @@ import yaml
 
 from flexq.errors import InputError
 from flexq.simulate import preflight
+from flexq.simulate.generator import generate
+from flexq.simulate.kueue_generator import kueue_generator
+from flexq.simulate.objects import build_object
 from flexq.simulate.study import cluster_requests, load_study
-from flexq.simulate.traffic import build_object, generate, kueue_generator, read_trace
+from flexq.simulate.trace import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

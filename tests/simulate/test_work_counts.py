@@ -108,7 +108,7 @@ def measure(monkeypatch: pytest.MonkeyPatch, path: Path, variant: str | None = N
     name = variant or study.variants[0].name
     counts: Counter[str] = Counter()
     caches: list = []
-    setup = engine._Sim.setup
+    setup = engine.Sim.setup
 
     def observed(self: Any) -> None:
         setup(self)
@@ -116,7 +116,7 @@ def measure(monkeypatch: pytest.MonkeyPatch, path: Path, variant: str | None = N
         _observe(self.twin, counts, caches)
         _count_copies(monkeypatch, counts)
 
-    monkeypatch.setattr(engine._Sim, "setup", observed)
+    monkeypatch.setattr(engine.Sim, "setup", observed)
     # the engine's own work, as a user runs it: without the suite's ``check_writes`` (which admits every trusted
     # write, and copies as it does)
     monkeypatch.setattr(store_module, "_CHECK_WRITES", False)

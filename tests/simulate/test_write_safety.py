@@ -160,7 +160,7 @@ def test_a_130000_character_name_is_refused_on_its_trace_line(tmp_path) -> None:
 
 
 def test_namespace_is_substituted_whole_not_as_name_plus_space(tmp_path) -> None:
-    from flexq.simulate.traffic import substitute
+    from flexq.simulate.objects import substitute
 
     env = {"NAME": "job-1", "NAMESPACE": "team-a", "QUEUE": "q", "JOB_ID": "1"}
     got = substitute({"a": "$NAMESPACE/$NAME", "b": "${NAMESPACE}-${JOB_ID}", "c": "$HOME $NAMEX"}, env, "t")

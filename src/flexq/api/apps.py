@@ -23,13 +23,13 @@ from pydantic import Field, StrictBool, ValidationInfo, model_validator
 
 from flexq.api.base import Int32, LabelSelector, Loose, ObjectBase, field_error
 from flexq.api.core import PodTemplateSpec
-from flexq.api.core_defaults import _defaulted, _dict, default_pod_spec
+from flexq.api.core_defaults import child_dict, default_pod_spec, defaulted
 from flexq.api.registry import KindInfo, PrinterColumn
 from flexq.errors import Cause
 
 
 def default_deployment(dep: dict) -> None:
-    spec = _dict(dep, "spec")
+    spec = child_dict(dep, "spec")
     if spec is None:
         return
     if spec.get("replicas") is None:
@@ -44,8 +44,8 @@ def default_deployment(dep: dict) -> None:
                 ru.setdefault("maxSurge", "25%")
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("progressDeadlineSeconds", 600)
-    template = _dict(spec, "template")
-    pod_spec = _dict(template, "spec") if template is not None else None
+    template = child_dict(spec, "template")
+    pod_spec = child_dict(template, "spec") if template is not None else None
     if pod_spec is not None:
         default_pod_spec(pod_spec)
 
@@ -131,17 +131,17 @@ class Deployment(ObjectBase):
     @model_validator(mode="before")
     @classmethod
     def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
-        return _defaulted(data, default_deployment, info)
+        return defaulted(data, default_deployment, info)
 
 
 def default_replicaset(rs: dict) -> None:
-    spec = _dict(rs, "spec")
+    spec = child_dict(rs, "spec")
     if spec is None:
         return
     if spec.get("replicas") is None:
         spec["replicas"] = 1
-    template = _dict(spec, "template")
-    pod_spec = _dict(template, "spec") if template is not None else None
+    template = child_dict(spec, "template")
+    pod_spec = child_dict(template, "spec") if template is not None else None
     if pod_spec is not None:
         default_pod_spec(pod_spec)
 
@@ -169,7 +169,7 @@ class ReplicaSet(ObjectBase):
     @model_validator(mode="before")
     @classmethod
     def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
-        return _defaulted(data, default_replicaset, info)
+        return defaulted(data, default_replicaset, info)
 
 
 def validate_deployment(new: dict, old: dict | None) -> list[Cause]:

@@ -42,13 +42,13 @@ from flexq.api.base import (
     field_error,
 )
 from flexq.api.core_defaults import (
-    _defaulted,
     default_job,
     default_namespace,
     default_pod,
     default_pod_template,
     default_secret,
     default_service,
+    defaulted,
     keep_namespace_spec,
     prepare_job,
     prepare_namespace,
@@ -56,6 +56,7 @@ from flexq.api.core_defaults import (
     prepare_service,
     suspend_queued_job,
 )
+from flexq.api.quantity import parse_quantity
 from flexq.api.registry import KindInfo, PrinterColumn
 from flexq.api.scheduling import admit_pod
 from flexq.errors import Cause
@@ -81,8 +82,6 @@ class ResourceRequirements(Model):
     @model_validator(mode="after")
     def _not_negative(self) -> ResourceRequirements:
         """``ValidateResourceQuantityValue``: no limit or request below zero (``cpu: -1`` is refused)."""
-        from flexq.api.quantity import parse_quantity
-
         for field_name, values in (("limits", self.limits), ("requests", self.requests)):
             for name, qty in (values or {}).items():
                 if parse_quantity(qty) < 0:
@@ -123,8 +122,6 @@ class Container(Loose):
     def _requests_within_limits(self) -> Container:
         res = self.resources
         if res and res.limits and res.requests:
-            from flexq.api.quantity import parse_quantity
-
             for name, req in res.requests.items():
                 lim = res.limits.get(name)
                 if lim is not None and lim != req and parse_quantity(req) > parse_quantity(lim):
@@ -235,7 +232,7 @@ class Pod(ObjectBase):
     @model_validator(mode="before")
     @classmethod
     def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
-        return _defaulted(data, default_pod, info)
+        return defaulted(data, default_pod, info)
 
 
 class PodTemplate(ObjectBase):
@@ -244,7 +241,7 @@ class PodTemplate(ObjectBase):
     @model_validator(mode="before")
     @classmethod
     def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
-        return _defaulted(data, default_pod_template, info)
+        return defaulted(data, default_pod_template, info)
 
 
 # -- nodes, namespaces, config ------------------------------------------------------------------
@@ -268,7 +265,7 @@ class Namespace(ObjectBase):
     @model_validator(mode="before")
     @classmethod
     def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
-        return _defaulted(data, default_namespace, info)
+        return defaulted(data, default_namespace, info)
 
 
 MAX_CONFIG_SIZE = 1024 * 1024  # core.MaxSecretSize, the limit of a ConfigMap's (and a Secret's) data
@@ -364,7 +361,7 @@ class Service(ObjectBase):
     @model_validator(mode="before")
     @classmethod
     def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
-        return _defaulted(data, default_service, info)
+        return defaulted(data, default_service, info)
 
 
 class ObjectReference(Loose):
@@ -416,7 +413,7 @@ class Secret(ObjectBase):
     @model_validator(mode="before")
     @classmethod
     def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
-        return _defaulted(data, default_secret, info)
+        return defaulted(data, default_secret, info)
 
     @field_validator("data")
     @classmethod
@@ -631,7 +628,7 @@ class Job(ObjectBase):
     @model_validator(mode="before")
     @classmethod
     def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
-        return _defaulted(data, default_job, info)
+        return defaulted(data, default_job, info)
 
 
 def _admit_pod(op: str, pod: dict, old: dict | None, reader: Any, name: str) -> None:

@@ -16,6 +16,7 @@ import hashlib
 from typing import Any
 
 from flexq.api.jsoncopy import clone
+from flexq.api.quantity import QuantityError, parse_quantity
 from flexq.api.wellknown import COMPUTE_CLASS_LABEL, QUEUE_NAME_LABEL
 
 # -- defaulting: SetDefaults_* of core/v1 and batch/v1 (run before validation, on create and update) ----------
@@ -26,7 +27,7 @@ from flexq.api.wellknown import COMPUTE_CLASS_LABEL, QUEUE_NAME_LABEL
 PRIVATE_INPUT = "private_input"  # validation context key: the object validated is the caller's own copy
 
 
-def _defaulted(data: Any, fill: Any, info: Any = None) -> Any:
+def defaulted(data: Any, fill: Any, info: Any = None) -> Any:
     """A defaulted copy of a raw object about to be validated (the caller's dict is not changed), or the object
     itself defaulted in place when the validation context says it is the caller's own copy (``PRIVATE_INPUT``:
     the store admits the copy it made of what it was given, and drops it)."""
@@ -43,7 +44,7 @@ def _dicts(value: Any) -> list[dict]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _dict(parent: dict, key: str) -> dict | None:
+def child_dict(parent: dict, key: str) -> dict | None:
     value = parent.get(key)
     return value if isinstance(value, dict) else None
 
@@ -60,13 +61,13 @@ def image_pull_policy(image: Any) -> str:
 
 
 def _default_field_ref(holder: dict) -> None:
-    ref = _dict(holder, "fieldRef")
+    ref = child_dict(holder, "fieldRef")
     if ref is not None:
         ref.setdefault("apiVersion", "v1")
 
 
 def _default_http_get(handler: dict | None) -> None:
-    get = _dict(handler, "httpGet") if handler is not None else None
+    get = child_dict(handler, "httpGet") if handler is not None else None
     if get is not None:
         get.setdefault("path", "/")
         get.setdefault("scheme", "HTTP")
@@ -82,7 +83,7 @@ def _default_probe(probe: dict) -> None:
         if not probe.get(key):
             probe[key] = value
     _default_http_get(probe)
-    grpc = _dict(probe, "grpc")
+    grpc = child_dict(probe, "grpc")
     if grpc is not None:
         grpc.setdefault("service", "")
 
@@ -97,17 +98,17 @@ def default_container(c: dict) -> None:
     for port in _dicts(c.get("ports")):
         port.setdefault("protocol", "TCP")
     for env in _dicts(c.get("env")):
-        value_from = _dict(env, "valueFrom")
+        value_from = child_dict(env, "valueFrom")
         if value_from is not None:
             _default_field_ref(value_from)
     for key in ("livenessProbe", "readinessProbe", "startupProbe"):
-        probe = _dict(c, key)
+        probe = child_dict(c, key)
         if probe is not None:
             _default_probe(probe)
-    lifecycle = _dict(c, "lifecycle")
+    lifecycle = child_dict(c, "lifecycle")
     if lifecycle is not None:
-        _default_http_get(_dict(lifecycle, "postStart"))
-        _default_http_get(_dict(lifecycle, "preStop"))
+        _default_http_get(child_dict(lifecycle, "postStart"))
+        _default_http_get(child_dict(lifecycle, "preStop"))
 
 
 _MODE_DEFAULTED = ("configMap", "secret", "downwardAPI", "projected")  # defaultMode 0644
@@ -118,23 +119,23 @@ def default_volume(v: dict) -> None:
     if set(v) <= {"name"}:
         v["emptyDir"] = {}
     for key in _MODE_DEFAULTED:
-        source = _dict(v, key)
+        source = child_dict(v, key)
         if source is not None:
             source.setdefault("defaultMode", 0o644)
-    host_path = _dict(v, "hostPath")
+    host_path = child_dict(v, "hostPath")
     if host_path is not None:
         host_path.setdefault("type", "")
-    downward = _dict(v, "downwardAPI")
+    downward = child_dict(v, "downwardAPI")
     for item in _dicts((downward or {}).get("items")):
         _default_field_ref(item)
-    for source in _dicts((_dict(v, "projected") or {}).get("sources")):
-        for item in _dicts((_dict(source, "downwardAPI") or {}).get("items")):
+    for source in _dicts((child_dict(v, "projected") or {}).get("sources")):
+        for item in _dicts((child_dict(source, "downwardAPI") or {}).get("items")):
             _default_field_ref(item)
-        token = _dict(source, "serviceAccountToken")
+        token = child_dict(source, "serviceAccountToken")
         if token is not None:
             token.setdefault("expirationSeconds", 3600)
-    claim = _dict(_dict(v, "ephemeral") or {}, "volumeClaimTemplate")
-    claim_spec = _dict(claim, "spec") if claim is not None else None
+    claim = child_dict(child_dict(v, "ephemeral") or {}, "volumeClaimTemplate")
+    claim_spec = child_dict(claim, "spec") if claim is not None else None
     if claim_spec is not None:
         claim_spec.setdefault("volumeMode", "Filesystem")
 
@@ -161,12 +162,12 @@ def default_pod_spec(spec: dict) -> None:
 def default_pod(pod: dict) -> None:
     """``SetDefaults_Pod`` (only for Pods, not templates): requests default to limits, service links on,
     host-network ports; then the pod spec's defaults."""
-    spec = _dict(pod, "spec")
+    spec = child_dict(pod, "spec")
     if spec is None:
         return
     for c in [*_dicts(spec.get("containers")), *_dicts(spec.get("initContainers"))]:
-        res = _dict(c, "resources")
-        limits = _dict(res, "limits") if res is not None else None
+        res = child_dict(c, "resources")
+        limits = child_dict(res, "limits") if res is not None else None
         if res is not None and limits:
             requests = res.get("requests")
             if requests is None:
@@ -185,8 +186,8 @@ def default_pod(pod: dict) -> None:
 
 
 def _default_template(holder: dict | None) -> None:
-    template = _dict(holder, "template") if holder is not None else None
-    spec = _dict(template, "spec") if template is not None else None
+    template = child_dict(holder, "template") if holder is not None else None
+    spec = child_dict(template, "spec") if template is not None else None
     if spec is not None:
         default_pod_spec(spec)
 
@@ -198,7 +199,7 @@ def default_pod_template(obj: dict) -> None:
 
 def default_job(job: dict) -> None:
     """``SetDefaults_Job`` (batch/v1) and its template's pod spec defaults."""
-    spec = _dict(job, "spec")
+    spec = child_dict(job, "spec")
     if spec is None:
         return
     if spec.get("completions") is None and spec.get("parallelism") is None:
@@ -210,7 +211,7 @@ def default_job(job: dict) -> None:
     _job_labels_from_template(job)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
-    policy = _dict(spec, "podFailurePolicy")
+    policy = child_dict(spec, "podFailurePolicy")
     for rule in _dicts((policy or {}).get("rules")):
         for pattern in _dicts(rule.get("onPodConditions")):
             pattern.setdefault("status", "True")
@@ -225,8 +226,8 @@ def _job_labels_from_template(job: dict) -> None:
     """A Job without labels takes its pod template's (``SetDefaults_Job``; the API server defaults again
     when it reads the stored Job back, so the selector labels added on create show up here too)."""
     meta = job.get("metadata")
-    template = _dict(_dict(job, "spec") or {}, "template")
-    labels = (_dict(template, "metadata") or {}).get("labels") if template is not None else None
+    template = child_dict(child_dict(job, "spec") or {}, "template")
+    labels = (child_dict(template, "metadata") or {}).get("labels") if template is not None else None
     if isinstance(meta, dict) and isinstance(labels, dict) and labels and not meta.get("labels"):
         meta["labels"] = dict(labels)
 
@@ -243,7 +244,7 @@ def default_service(svc: dict) -> None:
     if spec["sessionAffinity"] == "None":
         spec.pop("sessionAffinityConfig", None)
     elif spec["sessionAffinity"] == "ClientIP":
-        client_ip = _dict(_dict(spec, "sessionAffinityConfig") or {}, "clientIP")
+        client_ip = child_dict(child_dict(spec, "sessionAffinityConfig") or {}, "clientIP")
         if client_ip is None or client_ip.get("timeoutSeconds") is None:
             spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
     if not spec.get("type"):
@@ -321,8 +322,6 @@ def generate_job_selector(job: dict) -> None:
 def qos_class(pod: dict) -> str:
     """``qos.GetPodQOS``: only cpu and memory count; Guaranteed when every container limits both and the
     pod's summed requests equal its summed limits, BestEffort when nothing requests or limits them."""
-    from flexq.api.quantity import QuantityError, parse_quantity
-
     spec = pod.get("spec") or {}
     requests: dict[str, Any] = {}
     limits: dict[str, Any] = {}

@@ -39,3 +39,7 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 # Field names
 OBJECT_NAME_FIELD = "metadata.name"  # metav1.ObjectNameField, the one field a node selector may match
+# the twin's project store (flexq.gke.storage): a GKE node pool as the GKE API returns it is the ``spec`` of a
+# ``GkeNodePool`` object labelled with its cluster's name
+GKE_NODE_POOL_KIND = "GkeNodePool"
+GKE_CLUSTER_LABEL = "gke.twin.flexq.dev/cluster"

@@ -10,7 +10,7 @@ real Ray on the real clock. There the jobs carry ``RAY_DEDUP_LOGS=0`` in their r
 deduplication otherwise folds the four workers' ``Epoch 20``, ``Epoch 30``… into one ``Epoch 40 [repeated 18x
 across cluster]`` printed after the run's result, so the output read out of order; each job's panel shows the
 rank-0 worker's training lines as it printed them, then the run's result and Ray's verdict
-(``training_lines``).
+(``flexq.cli.ray_output.training_lines``).
 ``run_demo`` returns a ``DemoResult`` (for tests); ``run`` maps it to an exit status.
 
 Must not import flexq.http.
@@ -19,9 +19,9 @@ Must not import flexq.http.
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -31,6 +31,8 @@ from rich.text import Text
 from flexq import Twin
 from flexq.api.scheme import ADMIT
 from flexq.cli import tutorial
+from flexq.cli.args import duration, examples
+from flexq.cli.ray_output import training_lines
 from flexq.cli.status import Snapshot, WorkloadRow, fmt_cost, workload_rows
 from flexq.cli.views import STATE_STYLE, status_table
 from flexq.cli.views import FitTable as Table
@@ -44,7 +46,6 @@ __all__ = [
     "JobOutcome",
     "run_demo",
     "run",
-    "training_lines",
     "PLAN_NAMES",
     "NEXT_STEPS",
 ]
@@ -464,49 +465,6 @@ class _Demo:
         )
 
 
-_TRAINING = (
-    "Local Devices",
-    "Starting training",
-    "Epoch ",
-    "Training Complete",
-    "Run Result",
-    "succeeded",
-    "failed",
-    "Error",
-    "[flexq",
-)
-
-
-_RANK = re.compile(r"\(ip=[^,]*, pid=(\d+)\) world_rank=(\d+)")
-_WORKER = re.compile(r"^\((?:RayTrainWorker|_RayTrainWorker__execute\.\w+) pid=(\d+)")
-
-
-def training_lines(output: str, limit: int) -> tuple[list[str], str]:
-    """The lines of a job's log that tell how training went, in the order they were printed: the rank-0
-    worker's lines (train.py's prints, when Ray Train's controller says which worker is rank 0), then the run's
-    result and Ray's verdict; at most ``limit``, the first ones kept. Else the log's last ``limit`` lines. Also
-    a title saying which."""
-    lines = [ln for ln in output.splitlines() if ln.strip()]
-    ranks = {m.group(2): m.group(1) for ln in lines for m in [_RANK.search(ln)] if m}
-    rank0 = ranks.get("0")
-    picked = []
-    for ln in lines:
-        if not any(word in ln for word in _TRAINING):
-            continue
-        worker = _WORKER.match(ln)
-        if rank0 is not None and worker is not None and worker.group(1) != rank0:
-            continue  # another worker's copy of the same lines
-        if worker is not None and ln in picked:
-            continue  # the same line printed again (by a second log monitor of the emulated hosts)
-        picked.append(ln)
-    if picked:
-        what = "rank-0 worker's training lines" if rank0 is not None else "training lines"
-        if len(picked) > limit:  # keep the start of training and the verdict
-            picked = picked[: limit - 2] + ["…"] + picked[-1:]
-        return picked, f"{what}, {len(lines)} lines in all"
-    return lines[-limit:], f"last {min(limit, len(lines))} lines"
-
-
 def capacity_profile(opts: DemoOptions) -> dict | None:
     """The CapacityProfile the demo installs, or None for the twin's built-in live default."""
     from flexq.api.capacity_profile import live_default_profile, tutorial_profile
@@ -586,3 +544,47 @@ def run(args: argparse.Namespace) -> int:
 
     result = run_demo(opts, console)
     return 0 if result.story_holds else 1
+
+
+# -- the command line -------------------------------------------------------------------------------------------
+def add_parser(sub: Any) -> None:
+    """``flexq demo``."""
+    d = sub.add_parser(
+        "demo",
+        help="run the tutorial end to end in this process",
+        description="The tutorial end to end in this process, no servers: the GKE cluster and both node "
+        "pools, Kueue's configuration, two RayJobs training the tutorial's train.py on real Ray "
+        "(job 1 on plan A, on-demand; job 2 on plan B, DWS flex-start), a live view, each job's output.",
+        epilog=examples(
+            "flexq demo                 # real Ray (about two minutes on 2 cores)",
+            "flexq demo --simulated     # the same story on the virtual clock, in seconds",
+            "flexq demo --simulated --capacity tutorial   # with realistic DWS waits",
+        ),
+    )
+    d.add_argument("--simulated", action="store_true", help="virtual clock and simulated training (fast)")
+    d.add_argument(
+        "--timeout",
+        type=duration,
+        default=None,
+        help="how long the jobs may take, with real Ray (default: 900 s)",
+    )
+    d.add_argument("--no-live", action="store_true", help="print state changes only, no live table")
+    d.add_argument(
+        "--capacity",
+        choices=["fast", "tutorial"],
+        default="fast",
+        help="cloud capacity profile: fast (nodes in seconds) or tutorial (realistic waits; with --simulated)",
+    )
+    d.add_argument(
+        "--dws-wait",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="how long DWS takes to grant plan B (fast capacity; default 60 s with real Ray, which "
+        "staggers the two Ray clusters' start-up, 20 s when simulated)",
+    )
+    d.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    return int(run(args))

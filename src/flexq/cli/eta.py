@@ -3,7 +3,7 @@ with the reasoning), ``flexq eta manifests`` (the read-only ClusterRole it needs
 ETA column of ``flexq status``.
 
 Owns: the arguments, reading the cluster through the kubeconfig (``kubeclient.fetch_cluster_state``: lists
-only), the rendering, ``CLUSTER_RULES`` (exactly what that reading lists: ``flexq.eta.state.KINDS``, plus a
+only), the rendering, ``CLUSTER_RULES`` (exactly what that reading lists: ``flexq.forecast.state.KINDS``, plus a
 ``get`` of Kueue's configuration ConfigMap) and ``forecast_for`` (what ``flexq status`` asks). The ETA itself is
 ``flexq.eta``. Must not import flexq.assembly, flexq.twin or flexq.http.
 """
@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from flexq.cli.views import FitTable as Table
 from flexq.clock import format_duration, format_time
-from flexq.eta.state import KINDS, KUEUE_CONFIG
+from flexq.forecast.state import KINDS, KUEUE_CONFIG
 
 __all__ = ["add_parser", "run", "CLUSTER_RULES", "ROLE_NAME", "manifests_yaml", "forecast_for", "eta_cells"]
 

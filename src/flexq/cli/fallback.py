@@ -18,6 +18,7 @@ only parses, connects and prints.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import signal
 import threading
@@ -28,6 +29,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from flexq import __version__
+from flexq.api.wellknown import KUEUE_CONFIG_NAME, KUEUE_CONFIG_NAMESPACE
 from flexq.clock import WallClock
 from flexq.semantics.pods import image_reference_error
 
@@ -59,6 +61,17 @@ CLUSTER_RULES: list[dict[str, Any]] = [
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "patch"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "get", "create", "patch"]},
 ]
+
+
+# deciding by forecast (--decide-by forecast) also reads what the forward run needs: the ProvisioningRequests
+# (DWS's waits so far) and Kueue's configuration (waitForPodsReady, the requeuing strategy)
+FORECAST_CLUSTER_RULES: list[dict[str, Any]] = [
+    {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests"], "verbs": ["list"]},
+]
+FORECAST_CONFIG_RULES: list[dict[str, Any]] = [
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"], "resourceNames": [KUEUE_CONFIG_NAME]},
+]
+FORECAST_ROLE = f"{SA_NAME}-forecast"
 
 
 def _state_rules(state_name: str) -> list[dict[str, Any]]:
@@ -145,6 +158,7 @@ def manifests(
     state_namespace: str = "kueue-system",
     state_name: str = "flexq-fallback",
     extra_args: list[str] | None = None,
+    decide_by: str = "rules",
 ) -> list[dict[str, Any]]:
     """The objects that run ``flexq fallback --in-cluster`` in a cluster (see the module docstring): with
     ``image`` (default ``IMAGE``) an image with flexq installed; with ``package`` (an https URL of flexq's
@@ -170,6 +184,7 @@ def manifests(
         state_namespace,
         "--metrics-port",
         str(METRICS_PORT),
+        *(["--decide-by", "forecast"] if decide_by == "forecast" else []),
         *(extra_args or []),
     ]
     env = [
@@ -287,7 +302,7 @@ def manifests(
             "apiVersion": f"{rbac}/v1",
             "kind": "ClusterRole",
             "metadata": {"name": SA_NAME, "labels": labels},
-            "rules": CLUSTER_RULES,
+            "rules": CLUSTER_RULES + (FORECAST_CLUSTER_RULES if decide_by == "forecast" else []),
         },
         {
             "apiVersion": f"{rbac}/v1",
@@ -309,6 +324,33 @@ def manifests(
             "roleRef": {"apiGroup": rbac, "kind": "Role", "name": SA_NAME},
             "subjects": subject,
         },
+        *(
+            [
+                {
+                    "apiVersion": f"{rbac}/v1",
+                    "kind": "Role",
+                    "metadata": {
+                        "name": FORECAST_ROLE,
+                        "namespace": KUEUE_CONFIG_NAMESPACE,
+                        "labels": labels,
+                    },
+                    "rules": FORECAST_CONFIG_RULES,
+                },
+                {
+                    "apiVersion": f"{rbac}/v1",
+                    "kind": "RoleBinding",
+                    "metadata": {
+                        "name": FORECAST_ROLE,
+                        "namespace": KUEUE_CONFIG_NAMESPACE,
+                        "labels": labels,
+                    },
+                    "roleRef": {"apiGroup": rbac, "kind": "Role", "name": FORECAST_ROLE},
+                    "subjects": subject,
+                },
+            ]
+            if decide_by == "forecast"
+            else []
+        ),
         *extra,
         {
             # a node drain or upgrade takes one replica at a time: the other holds the Lease meanwhile
@@ -375,6 +417,7 @@ def cmd_manifests(args: argparse.Namespace, err_console: Console) -> int:
             package_sha256=args.package_sha256,
             python_image=args.python_image,
             state_namespace=args.manifest_state_namespace,
+            decide_by=args.manifest_decide_by,
         )
     except ManifestError as exc:
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
@@ -400,10 +443,36 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _named_number(kind: str, integer: bool) -> Any:
+    """An argparse type for NAME=NUMBER (``--wait-value urgent=4``, ``--pool-limit dws-pool=8``)."""
+
+    def parse(text: str) -> tuple[str, float]:
+        name, sep, raw = text.partition("=")
+        if not sep or not name.strip():
+            raise argparse.ArgumentTypeError(f"expected {kind}=NUMBER, got {text[:80]!r}")
+        try:
+            value = float(int(raw)) if integer else float(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name.strip()[:80]}: {'an integer' if integer else 'a number'} expected, got {raw[:80]!r}"
+            ) from None
+        if not math.isfinite(value) or value <= 0 or value > (100_000 if integer else 1000):
+            raise argparse.ArgumentTypeError(
+                f"{name.strip()[:80]}: must be above 0 and at most {100_000 if integer else 1000}, got {raw[:80]!r}"
+            )
+        return name.strip(), value
+
+    return parse
+
+
 def config_from_args(args: argparse.Namespace) -> Any:
     from flexq.fallback.policy import FallbackConfig
 
     return FallbackConfig(
+        decide_by=args.decide_by,
+        forecast_replicas=args.forecast_replicas,
+        wait_values=dict(args.wait_value or []),
+        pool_limits={k: int(v) for k, v in args.pool_limit or []},
         grace_seconds=args.grace,
         backoff_seconds=args.backoff,
         max_backoff_seconds=args.max_backoff,
@@ -417,7 +486,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         provisioning_wait_prior_seconds=args.provisioning_wait_prior,
         probe_back=not args.no_probe_back,
         hedge_cost_budget=args.hedge_cost_budget,
-        dry_run=args.dry_run,
+        dry_run=args.dry_run or bool(args.explain),
         state_namespace=args.state_namespace,
     )
 
@@ -461,7 +530,12 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         err_console.print(f"[red]error:[/] {escape(str(exc))}")
         return 1
     api = KubernetesAPI(client, clock=clock)
-    policy = FallbackPolicy(api, config_from_args(args))
+    try:
+        config = config_from_args(args)
+    except ValueError as exc:
+        err_console.print(f"[red]error:[/] {escape(str(exc))}")
+        return 2
+    policy = FallbackPolicy(api, config)
     metrics = FallbackMetrics(None)
     elector = (
         LeaseElector(
@@ -475,7 +549,7 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         if args.leader_elect
         else None
     )
-    mode = " (dry run: nothing is changed)" if args.dry_run else ""
+    mode = " (dry run: nothing is changed)" if args.dry_run or args.explain else ""
     who = (
         f" as {elector.identity} (leader election on Lease {elector.namespace}/{elector.name})"
         if elector
@@ -496,8 +570,9 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         clock,
         report,
         interval=args.interval,
-        once=args.once,
-        dry_run=args.dry_run,
+        once=args.once or bool(args.explain),
+        dry_run=args.dry_run or bool(args.explain),
+        explain=args.explain or None,
         elector=elector,
         metrics=metrics,
     )
@@ -557,6 +632,7 @@ def serve_metrics_and_health(
 def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argparse.ArgumentParser:
     """``flexq fallback`` and ``flexq fallback manifests`` (``duration`` parses a time option, ``examples``
     formats an epilog)."""
+    from flexq.fallback.model import DECIDE_BY
     from flexq.fallback.policy import FallbackConfig
 
     d = FallbackConfig()
@@ -597,6 +673,43 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         "--all-queues", action="store_true", help="act on every LocalQueue, not only opted-in ones"
     )
     f.add_argument("--move-started", action="store_true", help="also move jobs whose pods have started")
+    f.add_argument(
+        "--decide-by",
+        choices=DECIDE_BY,
+        default=d.decide_by,
+        help="how a move is decided: rules (wait what plan B is expected to cost, remember who arrived lately) or "
+        "forecast (the cluster carried forward with and without the move on Kueue's own rules: made when it helps "
+        "the job and delays no job of its priority or above; docs/fallback.md)",
+    )
+    f.add_argument(
+        "--forecast-replicas",
+        type=int,
+        default=d.forecast_replicas,
+        help="forward runs per variant when deciding by forecast (1-64)",
+    )
+    f.add_argument(
+        "--wait-value",
+        type=_named_number("CLASS", integer=False),
+        action="append",
+        metavar="CLASS=HOURS",
+        help="what an hour of waiting of a priority class's jobs is worth, in hours of the job on its plan A "
+        "(default 1); repeat per class. A job's own fallback.flexq.dev/hour-of-waiting annotation says it per job",
+    )
+    f.add_argument(
+        "--pool-limit",
+        type=_named_number("POOL", integer=True),
+        action="append",
+        metavar="POOL=NODES",
+        help="a node pool's maximum size (the GKE API is not read from here): the forecast and the full-pool "
+        "evidence use it; repeat per pool",
+    )
+    f.add_argument(
+        "--explain",
+        metavar="JOB",
+        default="",
+        help="one dry pass, then what it saw of JOB (name or namespace/name) and why it is or is not moved, with "
+        "the forecast's figures when deciding by forecast",
+    )
     f.add_argument(
         "--no-hedge",
         action="store_true",
@@ -708,6 +821,14 @@ A server-side dry run creates no namespace: create it first (kubectl create name
         ),
     )
     m.add_argument("--namespace", default="flexq-system", help="namespace of the Deployment")
+    m.add_argument(
+        "--decide-by",
+        dest="manifest_decide_by",
+        choices=DECIDE_BY,
+        default=d.decide_by,
+        help="how the fallback decides (see flexq fallback --help); forecast also grants listing "
+        "ProvisioningRequests and reading Kueue's configuration ConfigMap",
+    )
     m.add_argument(
         "--image",
         default=None,

@@ -556,7 +556,7 @@ def fetch_cluster_state(
     *,
     all_events: list[dict] | None = None,
 ) -> Any:
-    """What the ETA reads (``flexq.eta.state.KINDS``, cluster-wide, read-only), as a ``ClusterState``. Node pools:
+    """What the ETA reads (``flexq.forecast.state.KINDS``, cluster-wide, read-only), as a ``ClusterState``. Node pools:
     ``node_pools`` (the GKE API's descriptions) when given, else the twin's GKE API when ``api`` is the twin of
     ``$FLEXQ_HOME``, else inferred from what Kubernetes shows (each guess in the state's notes). A kind the
     cluster does not serve reads as empty; a kind the user may not list is refused with the rule it needs.
@@ -566,7 +566,14 @@ def fetch_cluster_state(
     from kubernetes.client.rest import ApiException
 
     from flexq.clock import WallClock
-    from flexq.eta.state import EVENT_REASONS, KINDS, KUEUE_CONFIG, ClusterState, infer_pools, pools_from_gke
+    from flexq.forecast.state import (
+        EVENT_REASONS,
+        KINDS,
+        KUEUE_CONFIG,
+        ClusterState,
+        infer_pools,
+        pools_from_gke,
+    )
 
     st = ClusterState(now=WallClock().now() if now is None else now)
     for attr, group, versions, plural in KINDS:

@@ -11,6 +11,7 @@ Must not import flexq.assembly or flexq.twin (the daemon does).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -28,7 +29,11 @@ from typing import Any
 
 from rich.console import Console
 
+from flexq.api.kueue_versions import resolve as resolve_kueue
+from flexq.cli.args import duration, examples, home_flag, kueue_release
+from flexq.cli.views import console, err_console
 from flexq.clock import WallClock
+from flexq.errors import Invalid, missing_of, require_extra
 from flexq.store.private import private_file, private_home
 
 __all__ = ["Home", "DEFAULT_PROJECT", "up", "down", "env", "env_lines", "running", "gke_request", "TwinError"]
@@ -37,13 +42,22 @@ DEFAULT_PROJECT = "flexq-twin"
 READY_GRACE = 10.0  # seconds a running daemon gets to answer /readyz before `flexq up` says it does not
 
 
+def _serves_v1beta1(tag: str) -> bool:
+    """The release's own switch (``api.kueue_versions``); a release the twin does not model serves v1beta2 only,
+    as every release from 0.20 does."""
+    try:
+        return resolve_kueue(tag, "server.json kueue").serves_v1beta1
+    except Invalid:
+        return False
+
+
 def kueue_note(tag: str) -> str:
     """What ``flexq up`` says of the Kueue the twin runs (its release tag, as server.json records it)."""
     served = (
         "it serves kueue.x-k8s.io/v1beta2 only, so apply the tutorial's queues from dws-tpu-queue.v1beta2.yaml "
         "(tutorial.sh does) or through `flexq convert`; `flexq up --kueue 0.19.2` runs the release that still "
         "serves the tutorial's v1beta1"
-        if tag and not tag.startswith("v0.19")
+        if tag and not _serves_v1beta1(tag)
         else "it serves the tutorial's kueue.x-k8s.io/v1beta1 and v1beta2"
     )
     return (
@@ -375,3 +389,92 @@ def env(home: Home, console: Console, *, shell: str = "sh") -> int:
         return 1
     sys.stdout.write("\n".join(env_lines(home, info, shell)) + "\n")
     return 0
+
+
+# -- the command line: flexq up, down, env --------------------------------------------------------------------
+def add_parsers(sub: Any) -> None:
+    """``flexq up``, ``flexq down`` and ``flexq env``."""
+    up = sub.add_parser(
+        "up",
+        help="start the twin in the background (GKE and Kubernetes APIs)",
+        description="Start the twin in the background: the GKE API, the Kubernetes API (Kueue and KubeRay "
+        "installed), its controllers and its state on disk. Returns once it answers.",
+        epilog=examples(
+            'flexq up && eval "$(flexq env)"',
+            "flexq up --executor simulated      # pods are simulated: no Ray processes",
+            "FLEXQ_HOME=/tmp/twin2 flexq up     # a second twin with its own state",
+            "flexq up --kueue 0.19.2            # the Kueue release that still serves the tutorial's v1beta1",
+        ),
+    )
+    home_flag(up)
+    up.add_argument("--project", default=None, help="the twin's GCP project id (default: flexq-twin)")
+    up.add_argument(
+        "--executor",
+        choices=["ray", "simulated"],
+        default=None,
+        help="run pods with real Ray, or simulate them (default: ray when the ray extra is installed, "
+        "else simulated)",
+    )
+    up.add_argument(
+        "--kueue",
+        type=kueue_release,
+        default=None,
+        metavar="VERSION",
+        help="the Kueue release the twin runs: 0.20.7 (what the tutorial's unpinned `helm install` gives today; "
+        "serves kueue.x-k8s.io/v1beta2 only) or 0.19.2 (also serves the tutorial's v1beta1) (default: the one "
+        "the twin's state last ran, else 0.20.7)",
+    )
+    up.add_argument("--timeout", type=duration, default=90.0, help="how long to wait for it to answer")
+    up.set_defaults(func=cmd_up)
+
+    down = sub.add_parser(
+        "down",
+        help="stop the background twin and everything it started",
+        description="Stop the twin `flexq up` started, and every process it started (its state stays).",
+        epilog=examples("flexq down", "flexq down --home /tmp/twin2"),
+    )
+    home_flag(down)
+    down.add_argument("--timeout", type=duration, default=60.0, help="how long to wait before killing it")
+    down.set_defaults(func=cmd_down)
+
+    env = sub.add_parser(
+        "env",
+        help="print the export lines that point gcloud and kubectl at the twin",
+        description="Print the export lines that point gcloud and kubectl at the running twin: endpoint "
+        "overrides, token, CA, project, KUBECONFIG.",
+        epilog=examples('eval "$(flexq env)"', "flexq env --shell fish | source"),
+    )
+    home_flag(env)
+    env.add_argument("--shell", choices=["sh", "fish"], default="sh", help="the shell's syntax")
+    env.set_defaults(func=cmd_env)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    executor = args.executor
+    if executor is None:
+        executor = "simulated" if missing_of("ray") else "ray"
+        if executor == "simulated":
+            err_console.print(
+                "note: Ray is not installed, so the twin simulates its pods (no real training); "
+                "pip install 'flexq[ray]' to train on real Ray",
+                markup=False,
+                highlight=False,
+            )
+    elif executor == "ray":
+        require_extra("ray", "flexq up --executor ray")
+    return up(
+        Home.resolve(args.home),
+        console,
+        project=args.project,
+        timeout=args.timeout,
+        executor=executor,
+        kueue=args.kueue,
+    )
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    return down(Home.resolve(args.home), console, timeout=args.timeout)
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    return env(Home.resolve(args.home), console, shell=args.shell)

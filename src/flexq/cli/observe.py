@@ -30,7 +30,9 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
+from flexq.cli.args import duration, examples, home_flag, kube_flags
 from flexq.cli.status import FALLBACK_MOVED, Snapshot, WorkloadRow, rows_as_dicts, workload_rows
+from flexq.cli.views import console, err_console
 from flexq.clock import WallClock, format_time
 
 __all__ = ["cmd_status", "cmd_logs", "cmd_dashboard", "dashboard_login", "fetch", "row_key", "changed_rows"]
@@ -430,3 +432,94 @@ def cmd_dashboard(args: argparse.Namespace, console: Console, err_console: Conso
             f"into {base}login"
         )
     return 0
+
+
+# -- the command line: flexq status, dashboard, logs ------------------------------------------------------------
+def add_status_parsers(sub: Any) -> None:
+    """``flexq status`` and ``flexq dashboard``."""
+    s = sub.add_parser(
+        "status",
+        help="one row per Kueue workload: plan, state, wait, why, cost",
+        description="One row per Kueue workload, read through the Kubernetes API (the twin or a real "
+        "cluster): the flavor each pod set runs on, its state, how long it waited, why it waits (a code "
+        "and a legend of what to do) and what it cost so far.",
+        epilog=examples(
+            "flexq status",
+            "flexq status -A -o wide",
+            "flexq status -w                # then each row that changes, with the time",
+            "flexq status -o json | jq '.[].state'",
+        ),
+    )
+    kube_flags(s)
+    s.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    s.add_argument(
+        "-o",
+        "--output",
+        choices=["table", "wide", "json", "yaml"],
+        default="table",
+        help="the output format",
+    )
+    s.add_argument("-w", "--watch", action="store_true", help="after the table, print each row that changes")
+    s.add_argument("--interval", type=duration, default=2.0, help="with -w, how often to look")
+    s.add_argument(
+        "--no-eta",
+        dest="eta",
+        action="store_false",
+        help="no ETA column (it carries the cluster forward in virtual twins: a second or more)",
+    )
+    s.add_argument("--eta-replicas", type=int, default=8, help="forward runs behind the ETA column")
+    s.add_argument("--eta-horizon", type=duration, default=7 * 86400.0, help="how far ahead the ETA looks")
+    s.add_argument(
+        "--eta-interval", type=duration, default=60.0, help="with -w, recompute the ETA this often"
+    )
+    s.set_defaults(func=_run_status)
+
+    db = sub.add_parser(
+        "dashboard",
+        help="open the served twin's web dashboard (logged in with its token)",
+        description="Open the running twin's web dashboard in a browser, logged in.",
+        epilog=examples("flexq dashboard", "flexq dashboard --print-url"),
+    )
+    home_flag(db)
+    db.add_argument("--print-url", action="store_true", help="print the URL instead of opening a browser")
+    db.set_defaults(func=_run_dashboard)
+
+
+def add_logs_parser(sub: Any) -> None:
+    """``flexq logs``."""
+    lg = sub.add_parser(
+        "logs",
+        help="a job's output (the RayJob's submitter)",
+        description="A job's output: a RayJob's submitter (what `ray job logs` prints), or a Job's pod. "
+        "With -f, a job that is still queued is waited for, saying what it waits for.",
+        epilog=examples(
+            "flexq logs rayjob-tpu-v6e-dws-1",
+            "flexq logs -f rayjob-tpu-v6e-dws-2        # waits while Kueue or DWS hold it",
+            "flexq logs -f job/train --pod-running-timeout 10m",
+        ),
+    )
+    lg.add_argument("job", help="RayJob or Job name (or job/<name>)")
+    lg.add_argument("-f", "--follow", action="store_true", help="follow the output until the job ends")
+    lg.add_argument("-c", "--container", default=None, help="the container (default: the pod's first)")
+    lg.add_argument(
+        "--pod-running-timeout",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="with -f, how long to wait for the job's pod to start (default: as long as the job is queued "
+        "or starting)",
+    )
+    kube_flags(lg)
+    lg.set_defaults(func=_run_logs)
+
+
+def _run_status(args: argparse.Namespace) -> int:
+    return cmd_status(args, console, err_console)
+
+
+def _run_dashboard(args: argparse.Namespace) -> int:
+    return cmd_dashboard(args, console, err_console)
+
+
+def _run_logs(args: argparse.Namespace) -> int:
+    return cmd_logs(args, console, err_console)

@@ -14,10 +14,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from flexq.cli.simulate_report import duration, summary_tables
 from flexq.cli.views import FitTable as Table
 from flexq.errors import InputError, Livelock
 
-__all__ = ["add_parser", "run", "summary_tables"]
+__all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -110,298 +111,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return sm
 
 
-def _dur(v: float | None) -> str:
-    if v is None:
-        return "-"
-    v = float(v)
-    if v < 120:
-        return f"{v:.1f}s"
-    if v < 7200:
-        return f"{v / 60:.1f}m"
-    if v < 3 * 86400:
-        return f"{v / 3600:.2f}h"
-    return f"{v / 86400:.2f}d"
-
-
-def _ci(entry: dict[str, Any] | None, fmt: Any) -> str:
-    if not entry:
-        return "-"
-    text = fmt(entry["mean"])
-    if entry.get("ci95"):
-        text += f" ±{fmt((entry['ci95'][1] - entry['ci95'][0]) / 2)}"
-    return text
-
-
-def _by_reason(per_cq: dict[str, dict[str, int]]) -> str:
-    """Counts per reason, summed over ClusterQueues when there are many."""
-    if len(per_cq) <= 3:
-        return ", ".join(f"{cq}: {r} {n}" for cq, rs in per_cq.items() for r, n in rs.items()) or "none"
-    total: dict[str, int] = {}
-    for rs in per_cq.values():
-        for r, n in rs.items():
-            total[r] = total.get(r, 0) + n
-    return ", ".join(f"{r} {n}" for r, n in sorted(total.items())) + f" (over {len(per_cq)} ClusterQueues)"
-
-
-UNITS = (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("d", 86400.0))
-
-
-def unit_for(values: list[float | None]) -> tuple[str, float]:
-    """One unit for a column of durations (seconds): the largest in which its biggest value is at least 1.5,
-    so every row of the column reads in the same unit."""
-    top = max((abs(float(v)) for v in values if v is not None), default=0.0)
-    name, size = UNITS[0]
-    for n, sz in UNITS:
-        if top >= 1.5 * sz:
-            name, size = n, sz
-    return name, size
-
-
-def _num_in(v: float | None, size: float) -> str:
-    if v is None:
-        return "-"
-    x = float(v) / size
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.1f}"
-
-
-def _ci_in(entry: dict[str, Any] | None, size: float) -> str:
-    if not entry:
-        return "-"
-    text = _num_in(entry["mean"], size)
-    if entry.get("ci95"):
-        text += f" ±{_num_in((entry['ci95'][1] - entry['ci95'][0]) / 2, size)}"
-    return text
-
-
-LOST_ROWS = 15  # lost jobs shown per variant in the terminal (all of them are in jobs.csv)
-WAIT_LABELS = {
-    "quota": "quota",
-    "dws": "provisioning: DWS / checks",
-    "scaleUp": "provisioning: scale-up",
-    "stockout": "provisioning: stock-out",
-    "poolMax": "provisioning: pool at max",
-    "pods": "pods starting",
-    "podErrors": "pods cannot start",
-    "evicted": "after evictions",
-    "deactivated": "deactivated",
-}
-
-
-def summary_tables(docs: dict[str, dict[str, Any]], comparison: dict[str, Any] | None = None) -> list[Any]:
-    """The terminal summary: the headline; the variants ranked (jobs lost first, then the censored wait, then
-    cost) in one table with one unit per column; per variant its lost jobs, where the wait went and the causes
-    with the change for each; then per variant its detail (replica 0 and CIs)."""
-    from rich.text import Text
-
-    from flexq.simulate.recorder import WAIT_BUCKETS
-    from flexq.simulate.results import headline, ranking
-
-    tables: list[Any] = []
-    order = ranking(docs) if comparison is None else [r["variant"] for r in comparison["ranking"]]
-    tables.append(Text(comparison["headline"] if comparison is not None else headline(docs), style="bold"))
-    # what the traffic did not do as asked (a count not reached)
-    notes: list[str] = list((comparison or {}).get("notes") or [])
-    notes = notes or next((list(d["notes"]) for d in docs.values() if d.get("notes")), [])
-    tables += [Text(f"note: {n}") for n in notes]
-    aggs = {n: docs[n]["aggregate"] for n in order}
-
-    def unit(name: str) -> tuple[str, float]:
-        return unit_for([(a.get(name) or {}).get("mean") for a in aggs.values()])
-
-    cols = {
-        n: unit(n) for n in ("waitCensoredMean", "waitCensoredP95", "waitToStartMean", "waitToAdmissionMean")
-    }
-    t = Table(
-        title="Variants, best first (mean ± 95% CI half-width over replicas; in the censored columns a job "
-        "that never started waits until the end)",
-        title_justify="left",
-    )
-    heads = [
-        "#",
-        "variant",
-        "runs",
-        "jobs lost",
-        f"wait to start, censored, mean ({cols['waitCensoredMean'][0]})",
-        f"censored p95 ({cols['waitCensoredP95'][0]})",
-        f"wait to start, jobs that started ({cols['waitToStartMean'][0]})",
-        f"wait to admission ({cols['waitToAdmissionMean'][0]})",
-        "goodput (%)",
-        "cost (USD)",
-        "evictions",
-    ]
-    for col in heads:
-        t.add_column(col, justify="left" if col == "variant" else "right", no_wrap=col == "variant")
-    t.drop = (heads[0], heads[2], heads[5], heads[7], heads[8], heads[10])  # at 80 columns: what goes first
-    num = lambda x: f"{x:.1f}".rstrip("0").rstrip(".")  # noqa: E731
-    for i, name in enumerate(order, start=1):
-        a = aggs[name]
-        total = docs[name]["replicas"][0]["jobs"]["total"]
-        t.add_row(
-            str(i),
-            escape(name),
-            str(a["replicas"]),
-            f"{_ci(a.get('jobsLost'), num)} of {total}",
-            _ci_in(a.get("waitCensoredMean"), cols["waitCensoredMean"][1]),
-            _ci_in(a.get("waitCensoredP95"), cols["waitCensoredP95"][1]),
-            _ci_in(a.get("waitToStartMean"), cols["waitToStartMean"][1]),
-            _ci_in(a.get("waitToAdmissionMean"), cols["waitToAdmissionMean"][1]),
-            _ci(a.get("goodput"), lambda x: f"{100 * x:.1f}"),
-            _ci(a.get("costUSD"), lambda x: f"{x:,.2f}"),
-            _ci(a.get("evictions"), num),
-        )
-    tables.append(t)
-    for name in order:
-        s = docs[name]["replicas"][0]
-        lost = s["lostJobs"]
-        if not lost["count"]:
-            continue
-        lt = Table(
-            title=f"{escape(name)}: {lost['count']} job(s) lost, replica 0 (seed {s['seed']}); jobs.csv lists all",
-            title_justify="left",
-        )
-        wunit, size = unit_for([j["waitedSeconds"] for j in lost["listed"]])
-        for col in ("job", "outcome", "Kueue's reason", "cause (the run's evidence)", f"waited ({wunit})"):
-            lt.add_column(
-                col,
-                justify="right" if col.startswith("waited") else "left",
-                overflow="fold",
-                no_wrap=col == "job",
-            )
-        for j in lost["listed"][:LOST_ROWS]:
-            lt.add_row(
-                escape(j["job"]),
-                j["outcome"],
-                escape(j["reason"] or "-"),
-                escape(j["cause"] or "-"),
-                _num_in(j["waitedSeconds"], size),
-            )
-        if lost["count"] > LOST_ROWS:
-            lt.add_row(f"... {lost['count'] - LOST_ROWS} more", "", "", "", "")
-        tables.append(lt)
-    wt = Table(
-        title="Where the wait went: minutes per job over every job, replica 0 (a job that never started "
-        "waits until the end)",
-        title_justify="left",
-    )
-    wt.add_column("variant", no_wrap=True)
-    for b in WAIT_BUCKETS:
-        wt.add_column(f"{WAIT_LABELS[b]} (min)", justify="right")
-    for name in order:
-        split = docs[name]["replicas"][0]["waitSplit"]
-        wt.add_row(escape(name), *(f"{split[b]['meanMinutes']:,.1f}" for b in WAIT_BUCKETS))
-    tables.append(wt)
-    from flexq.simulate.whatif import shown_change
-
-    for name in order:
-        found = docs[name].get("causes") or []
-        if not found:
-            continue
-        ct = Table(
-            title=f"{escape(name)}: what cost the most (replica 0), and the changes that helped when run on the "
-            "same seeds (each lost job counted under one cause)",
-            title_justify="left",
-        )
-        ct.add_column("#", justify="right")
-        ct.add_column("cause", overflow="fold")
-        ct.add_column("jobs lost", justify="right")
-        ct.add_column("wait (job-h)", justify="right")
-        ct.add_column("evidence → change (measured)", overflow="fold")
-        for i, c in enumerate(found, start=1):
-            change = shown_change(c)
-            ct.add_row(
-                str(i),
-                escape(c["title"]),
-                str(c["jobsLost"]),
-                f"{c['waitHours']:,.1f}",
-                escape(f"{c['evidence']}" + (f" → {change}" if change else "")),
-            )
-        tables.append(ct)
-    for name in order:
-        s = docs[name]["replicas"][0]
-        rows: list[tuple[str, int, list[float | None]]] = []
-        for label, key in (("priority", "byPriority"), ("queue", "byQueue")):
-            groups = s["waitToAdmission"][key]
-            if len(groups) > 8:  # Kueue's perf scenarios have dozens of queues: per queue in the JSON
-                rows.append((f"{len(groups)} {label} groups (see JSON)", -1, [None] * 6))
-                continue
-            for g, st in groups.items():
-                ss = s["waitToStart"][key].get(g, {})
-                vals = [st.get(k) for k in ("mean", "p50", "p95", "max")] + [ss.get("mean"), ss.get("p95")]
-                rows.append((f"{label} {g}", st["count"], vals))
-        for g, st in s["timeToAdmissionByClass"].items():
-            if g != "(none)":
-                vals = [st.get(k) for k in ("mean", "p50", "p95", "max")] + [None, None]
-                rows.append((f"class {g}", st["count"], vals))
-        heads = ["wait→admission mean", "p50", "p95", "max", "wait→start mean", "p95"]
-        units = [unit_for([r[2][i] for r in rows]) for i in range(len(heads))]
-        w = Table(
-            title=f"{escape(name)}: waits of the jobs admitted / started, replica 0 (seed {s['seed']})",
-            title_justify="left",
-        )
-        w.add_column("group", justify="left", no_wrap=True)
-        w.add_column("jobs", justify="right")
-        for h, (u, _size) in zip(heads, units, strict=True):
-            w.add_column(f"{h} ({u})", justify="right")
-        for label, count, vals in rows:
-            w.add_row(
-                escape(label),
-                "" if count < 0 else str(count),
-                *(_num_in(v, size) for v, (_u, size) in zip(vals, units, strict=True)),
-            )
-        tables.append(w)
-        o = Table(show_header=True, title_justify="left")
-        o.add_column("what", justify="left")
-        o.add_column("value", justify="left")
-        jobs = s["jobs"]
-        o.add_row(
-            "jobs",
-            f"{jobs['total']} total: {jobs['lost']} lost ({jobs['deactivated']} deactivated by Kueue, "
-            f"{jobs['neverAdmitted']} never admitted, {jobs['admittedNeverStarted']} admitted but never started, "
-            f"{jobs['failed'] - jobs['failedAsPlanned']} failed unplanned); {jobs['succeeded']} succeeded, "
-            f"{jobs['failedAsPlanned']} failed as the trace planned, {jobs['stillRunning']} still running",
-        )
-        release = s.get("kueue") or {}
-        if release.get("release"):
-            converted = release.get("v1beta1Converted") or 0
-            o.add_row(
-                "Kueue",
-                f"{release['release']}"
-                + (
-                    f" ({converted} kueue.x-k8s.io/v1beta1 objects of the manifests held as v1beta2, as a cluster "
-                    "upgraded to this release keeps them; `flexq convert` writes them so for applying again)"
-                    if converted
-                    else ""
-                ),
-            )
-        o.add_row("makespan", _dur(s["makespanSeconds"]))
-        gp = s["goodput"]
-        if gp.get("ratio") is not None:
-            o.add_row(
-                "goodput",
-                f"{100 * gp['ratio']:.1f}% ({gp['finishedHours']:,.1f} of {gp['askedHours']:,.1f} "
-                f"{gp['resource']}-hours asked for ran to their end)",
-            )
-        used = {k: v for k, v in s["clusterQueueReservationPercent"].items() if v > 0}
-        if len(used) > 6:  # many queues (Kueue's perf scenarios): the spread, the detail is in the JSON
-            vals = sorted(used.values())
-            usage = (
-                f"{len(used)} queue/flavor/resource entries: mean {sum(vals) / len(vals):.1f}%, "
-                f"min {vals[0]:.1f}%, max {vals[-1]:.1f}%"
-            )
-        else:
-            usage = ", ".join(f"{k} {v:.1f}%" for k, v in used.items())
-        o.add_row("ClusterQueue quota reserved", usage or "-")
-        o.add_row("evictions (Kueue reason)", _by_reason(s["evictions"]))
-        o.add_row("preemptions (Kueue reason)", _by_reason(s["preemptions"]))
-        prs = s["provisioningRequests"]
-        if prs.get("total"):
-            o.add_row("ProvisioningRequests", ", ".join(f"{k} {v}" for k, v in prs.items()))
-        o.add_row("node-hours", ", ".join(f"{k} {v:,.1f}" for k, v in s["nodeHours"].items()) or "-")
-        o.add_row("cost USD", ", ".join(f"{k} {v:,.2f}" for k, v in s["costUSD"].items()))
-        tables.append(o)
-    return tables
-
-
 def _run_sweep(
     args: argparse.Namespace,
     study: Any,
@@ -413,7 +122,8 @@ def _run_sweep(
 ) -> int:
     from rich.text import Text
 
-    from flexq.simulate.sweep import load_sweep, plain_value, points, run_sweep
+    from flexq.simulate.sweep import load_sweep, points, run_sweep
+    from flexq.simulate.sweep.report import sweep_table
 
     try:
         spec = load_sweep(args.sweep, study)
@@ -465,43 +175,19 @@ def _run_sweep(
         _error(err_console, f"cannot write the results in {out}: {exc.strerror or exc}")
         return 2
     console.print(Text(res.headline, style="bold"))
-    labels = [k.label() for k in spec.knobs]
     t = Table(
         title="Sweep points: the Pareto front first, then the rest (means over replicas)",
         title_justify="left",
     )
-    heads = [
-        "point",
-        "Pareto",
-        *labels,
-        "a cause's change",
-        "jobs lost",
-        "censored mean wait (min)",
-        "censored p95 (min)",
-        "cost (USD)",
-    ]
+    heads, cells, narrow = sweep_table(res)
+    labels = [k.label() for k in spec.knobs]
     for h in heads:
         t.add_column(h, justify="left" if h in ("point", "a cause's change", *labels) else "right")
-    t.drop = ("Pareto", "censored p95 (min)", "a cause's change")  # at 80 columns: what goes first
-    rows = sorted(
-        res.rows, key=lambda r: (not r["pareto"], r["jobsLost"], r["waitCensoredMeanSeconds"], r["costUSD"])
-    )
-    for r in rows[:25]:
-        tag = (
-            " (recommended)" if r["point"] == res.recommended else " (base)" if r["point"] == res.base else ""
-        )
-        t.add_row(
-            escape(r["point"] + tag),
-            "yes" if r["pareto"] else "",
-            *(escape(plain_value(r[lab])) for lab in labels),
-            escape(r.get("cause") or ""),
-            f"{r['jobsLost']:g}",
-            f"{r['waitCensoredMeanSeconds'] / 60:,.1f}",
-            f"{r['waitCensoredP95Seconds'] / 60:,.1f}",
-            f"{r['costUSD']:,.2f}",
-        )
-    if len(rows) > 25:
-        t.add_row(f"... {len(rows) - 25} more in sweep.csv", "", *([""] * (len(heads) - 2)))
+    t.drop = tuple(narrow)  # at 80 columns: what goes first
+    for row in cells[:25]:
+        t.add_row(*(escape(c) for c in row))
+    if len(cells) > 25:
+        t.add_row(f"... {len(cells) - 25} more in sweep.csv", "", *([""] * (len(heads) - 2)))
     console.print(t)
     from flexq.simulate.whatif import shown_change
 
@@ -585,7 +271,7 @@ def _from_cluster(args: argparse.Namespace, console: Console, err_console: Conso
     from flexq.cli.from_history import history_traffic, write_history_study
     from flexq.eta import EtaConfig, fit
     from flexq.eta.files import write_study
-    from flexq.eta.jobs import entries
+    from flexq.forecast.jobs import entries
 
     horizon = ""
     try:
@@ -706,7 +392,7 @@ def run(args: argparse.Namespace, console: Console, err_console: Console) -> int
         progress.update(
             tasks[key],
             completed=p["horizon"] if p.get("done") else min(p["time"], p["horizon"]),
-            info=f"sim {_dur(p['time'])}, {p['finished']}/{p['total']} jobs done, {p['pending']} pending",
+            info=f"sim {duration(p['time'])}, {p['finished']}/{p['total']} jobs done, {p['pending']} pending",
         )
 
     try:

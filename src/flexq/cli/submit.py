@@ -11,15 +11,20 @@ Must not import flexq.assembly, flexq.twin or flexq.http.
 
 from __future__ import annotations
 
+import argparse
 import re
+import sys
 from dataclasses import dataclass, field
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
 import yaml
+from rich.markup import escape
 
 from flexq.api import gke_catalog as catalog
 from flexq.api.wellknown import QUEUE_NAME_LABEL
+from flexq.cli.args import examples, kube_flags
+from flexq.cli.views import console, err_console
 
 __all__ = ["SubmitSpec", "build_objects", "choose_machine", "to_yaml", "default_name", "SubmitError"]
 
@@ -215,3 +220,107 @@ _Dumper.add_representer(str, _str_repr)
 def to_yaml(objs: list[dict[str, Any]]) -> str:
     """Multi-document YAML, block scalars for multi-line strings (scripts, runtimeEnvYAML)."""
     return "---\n".join(yaml.dump(o, Dumper=_Dumper, sort_keys=False, default_flow_style=False) for o in objs)
+
+
+# -- the command line -------------------------------------------------------------------------------------------
+def add_parser(sub: Any) -> None:
+    """``flexq submit``."""
+    from flexq.cli.submit import DEFAULT_IMAGE
+
+    b = sub.add_parser(
+        "submit",
+        help="submit a training script as a Kueue-managed RayJob",
+        description="Submit a training script as a Kueue-managed RayJob shaped like the tutorial's: the "
+        "script in a ConfigMap, a CPU head, one TPU worker group sized from the accelerator and topology, "
+        "elastic workload slices. The LocalQueue must exist; a name that exists is refused (nothing is "
+        "changed).",
+        epilog=examples(
+            "flexq submit train.py",
+            "flexq submit train.py --name rayjob-tpu-v6e-dws-1 --configmap jax-train-script \\\n"
+            "      --pip 'jax[tpu]==0.8.2' --pip pandas==2.3.3     # the tutorial's RayJob",
+            "flexq submit train.py --topology 2x4 --queue team-a -n research",
+            "flexq submit train.py --dry-run > job.yaml",
+        ),
+    )
+    b.add_argument("script", help="the Python script the job runs (mounted at /app/<its name>)")
+    b.add_argument("--name", help="the RayJob's name (default: rayjob-<script name>)")
+    b.add_argument("--accelerator", default="tpu-v6e-slice", help="TPU accelerator (GKE's node label value)")
+    b.add_argument("--topology", default="4x4", help="TPU slice topology")
+    b.add_argument("--machine-type", default=None, help="TPU machine type (default: from the accelerator)")
+    b.add_argument("--queue", default="user-queue", help="Kueue LocalQueue in the namespace")
+    b.add_argument(
+        "--pip", action="append", default=[], help="pip requirement of the job (repeat or comma-separate)"
+    )
+    b.add_argument("--configmap", default=None, help="ConfigMap for the script (default: <name>-script)")
+    b.add_argument("--image", default=DEFAULT_IMAGE, help="the Ray container image")
+    b.add_argument("--head-pool", default="default-pool", help="node pool of the Ray head ('' for any)")
+    b.add_argument("--worker-cpu", default="8", help="CPU request of each TPU worker")
+    b.add_argument("--worker-memory", default="16Gi", help="memory request of each TPU worker")
+    b.add_argument("--replicas", type=int, default=1, help="TPU slices to start with")
+    b.add_argument("--max-replicas", type=int, default=2, help="TPU slices the autoscaler may grow to")
+    b.add_argument(
+        "--annotation",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="RayJob annotation (e.g. twin.flexq.dev/run-seconds=60 on a simulated twin)",
+    )
+    b.add_argument("--no-elastic", action="store_true", help="no Kueue workload slices / Ray autoscaling")
+    b.add_argument("--dry-run", action="store_true", help="print the YAML instead of creating it")
+    kube_flags(b)
+    b.set_defaults(func=cmd_submit)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    path = Path(args.script)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or "not a UTF-8 text file"
+        err_console.print(f"[red]error:[/] cannot read {args.script}: {why}", highlight=False)
+        return 1
+    pip = [p for item in args.pip for p in item.split(",") if p.strip()]
+    annotations = {}
+    for item in args.annotation:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            err_console.print(f"[red]error:[/] --annotation wants KEY=VALUE, got {item!r}")
+            return 2
+        annotations[key] = value
+    spec = SubmitSpec(
+        name=args.name or default_name(args.script),
+        queue=args.queue,
+        accelerator=args.accelerator,
+        topology=args.topology,
+        machine_type=args.machine_type,
+        pip=pip,
+        configmap=args.configmap,
+        image=args.image,
+        head_pool=args.head_pool or None,
+        worker_cpu=args.worker_cpu,
+        worker_memory=args.worker_memory,
+        replicas=args.replicas,
+        max_replicas=max(args.max_replicas, args.replicas),
+        elastic=not args.no_elastic,
+        namespace=args.namespace if args.dry_run else None,
+        annotations=annotations,
+    )
+    try:
+        objs = build_objects(spec, path.name, text)
+    except SubmitError as exc:
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return 1
+    if args.dry_run:
+        sys.stdout.write(to_yaml(objs))
+        return 0
+    from flexq.cli import kubeclient
+
+    try:
+        api = kubeclient.connect(args.kubeconfig, args.context)
+        kubeclient.check_not_placeholder(api)
+        for line in kubeclient.submit_objects(api, objs, args.namespace):
+            console.print(line, highlight=False)
+    except kubeclient.ClientError as exc:
+        err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return 1
+    return 0

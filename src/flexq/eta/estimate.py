@@ -6,7 +6,7 @@ interval, the share of runs in which it started within the horizon, the plan it 
 from the queue: position x the mean run time of the jobs ahead, spread over the slots the quota gives; the
 benchmark's baseline).
 
-``estimate`` fits the model (``flexq.eta.model.fit``), builds one study per replica (``flexq.eta.scenario``:
+``estimate`` fits the model (``flexq.forecast.model.fit``), builds one study per replica (``flexq.eta.scenario``:
 run times, stock-out ends and the twin's own draws differ per replica) and runs each with ``flexq simulate``'s
 engine (``run_one``: a whole virtual twin), in processes when there are several cores. A job's start in a run
 is its ``PodsReady``, counted from the instant of the state; a job that did not start within the horizon counts
@@ -21,20 +21,18 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from flexq.api import gke_catalog as catalog
 from flexq.api.quantity import parse_quantity
-from flexq.clock import format_duration
-from flexq.eta import fast
+from flexq.clock import WallClock, format_duration
 from flexq.eta.calibration import Calibration, Prediction
-from flexq.eta.jobs import Entry, StateView, class_key, cluster_queue_of, entries, queue_positions
-from flexq.eta.model import EtaConfig, Model, fit
-from flexq.eta.state import ClusterState
-
-if (
-    TYPE_CHECKING
-):  # the twin engine's (a whole virtual twin): imported when it runs, not by every reader of an ETA
-    from flexq.eta.scenario import Scenario
+from flexq.eta.scenario import Scenario, build_study
+from flexq.forecast import fast
+from flexq.forecast.jobs import Entry, StateView, class_key, cluster_queue_of, entries, queue_positions
+from flexq.forecast.model import EtaConfig, Model, fit
+from flexq.forecast.state import ClusterState
+from flexq.simulate.engine import run_one
 
 __all__ = ["Forecast", "JobEta", "estimate", "naive_eta", "WAITS_FOR", "fmt_eta", "MIN_REPLICAS"]
 
@@ -97,7 +95,7 @@ class Forecast:
     notes: list[str] = field(default_factory=list)
     running: list[str] = field(default_factory=list)  # workload keys running at ``now``
     seconds: float = 0.0  # wall time the estimate took
-    engine: str = "fast"  # the forward runs: fast (flexq.eta.fast) or twin (whole virtual twins)
+    engine: str = "fast"  # the forward runs: fast (flexq.forecast.fast) or twin (whole virtual twins)
 
     def predictions(self) -> list[Prediction]:
         """What the online correction of the interval records of this forecast: one per job with a time."""
@@ -172,8 +170,6 @@ def _q(values: list[float], q: float) -> float:
 
 def _one(sc: Scenario, replica: int) -> dict[str, dict[str, Any]]:
     """One forward run in a whole virtual twin: workload key -> its row (start counted from the instant)."""
-    from flexq.simulate.engine import run_one
-
     res = run_one(sc.study, "eta", replica)
     out = {}
     for r in res.jobs:
@@ -209,8 +205,6 @@ def _fast_one(world: Any, seed: str) -> dict[str, dict[str, Any]]:
 def _run_fast(world: Any, cfg: EtaConfig, deadline: float | None) -> list[dict[str, dict[str, Any]]]:
     """The replicas of the fast forward run, in this process (each takes milliseconds to a second): all of
     ``cfg.replicas``, fewer when ``deadline`` (wall clock) comes first — at least ``MIN_REPLICAS``."""
-    from flexq.clock import WallClock
-
     clock = WallClock()
     out = []
     for r in range(cfg.replicas):
@@ -240,8 +234,6 @@ def estimate(
     """Every waiting job's ETA (see the module docstring). ``budget``: wall seconds the fast forward runs may
     take (fewer replicas when it runs out; never fewer than ``MIN_REPLICAS``). ``calibration``: the interval's
     online correction (``flexq.eta.calibration``; None: the forward runs' 10 %-90 % quantiles)."""
-    from flexq.clock import WallClock
-
     t0 = WallClock().now()
     cfg = cfg or EtaConfig()
     view = StateView.of(state)  # the state read once, passed to the model and the forward runs
@@ -258,8 +250,6 @@ def estimate(
         fc.seconds = WallClock().now() - t0
         return fc
     if cfg.engine == "twin":
-        from flexq.eta.scenario import build_study
-
         scenarios = [build_study(state, model, cfg, r, es) for r in range(cfg.replicas)]
         results = (runner or _run_twin)(scenarios, min(_workers(cfg), cfg.replicas))
         fc.engine = "twin"
@@ -401,8 +391,6 @@ def naive_eta(state: ClusterState, model: Model | None = None) -> dict[str, floa
     es = entries(state)
     pools = {p["name"]: p for p in state.node_pools}
     chips_per_node = {}
-    from flexq.api import gke_catalog as catalog
-
     for p in state.node_pools:
         if catalog.is_known_machine_type(p["machineType"]):
             chips_per_node[p["name"]] = catalog.machine_type(p["machineType"]).chips

@@ -25,10 +25,10 @@ from pathlib import Path
 import yaml
 
 from flexq.clock import format_duration, format_time
-from flexq.eta.jobs import entries
-from flexq.eta.model import EtaConfig, Model
 from flexq.eta.scenario import build_study
-from flexq.eta.state import ClusterState
+from flexq.forecast.jobs import entries
+from flexq.forecast.model import EtaConfig, Model
+from flexq.forecast.state import ClusterState
 from flexq.simulate.outputs import output_dir, write_file
 
 __all__ = ["write_study"]

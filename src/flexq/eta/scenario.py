@@ -36,12 +36,11 @@ import yaml
 
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_time
-from flexq.eta.jobs import Entry, entries, started_at
-from flexq.eta.model import RESERVED_LEAD, WARMUP_SECONDS, EtaConfig, Model
-from flexq.eta.state import ClusterState
-from flexq.simulate.jobs import ANN_OUTCOME, ANN_RUN, PodSetSpec
+from flexq.forecast.jobs import Entry, entries, started_at
+from flexq.forecast.model import RESERVED_LEAD, WARMUP_SECONDS, EtaConfig, Model
+from flexq.forecast.state import ClusterState
+from flexq.simulate.jobs import ANN_OUTCOME, ANN_RUN, JobSpec, PodSetSpec
 from flexq.simulate.study import Manifest, Study, Variant
-from flexq.simulate.traffic import JobSpec
 
 __all__ = ["Scenario", "build_study", "clean_job", "OPT_IN_LABEL"]
 

@@ -36,8 +36,9 @@ from typing import Any
 from flexq.clock import format_duration
 from flexq.eta.calibration import Calibration
 from flexq.eta.estimate import Forecast, fmt_eta
-from flexq.eta.model import EtaConfig
-from flexq.eta.state import ClusterState, state_from_twin
+from flexq.eta.read import state_from_twin
+from flexq.forecast.model import EtaConfig
+from flexq.forecast.state import ClusterState
 from flexq.semantics.workloads import FINISHED_STATES, workload_state
 from flexq.twin import Twin
 

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from flexq.api.jsoncopy import clone
 from flexq.api.scheme import ADMIT
+from flexq.api.wellknown import GKE_CLUSTER_LABEL, GKE_NODE_POOL_KIND
 from flexq.errors import ApiError, Conflict, NotFound
 from flexq.runtime import EventRecorder
 from flexq.semantics.pods import is_terminal
@@ -58,6 +59,10 @@ class ClusterAPI(Protocol):
     def save_state(self, namespace: str, name: str, data: dict[str, str]) -> None:
         """Create or update the state ConfigMap."""
 
+    def node_pools(self) -> builtins.list[dict]:
+        """The cluster's node pools as the GKE API lists them (``nodePools.list``), when they can be read; [] when
+        not (the forecast then infers them from what Kubernetes shows)."""
+
 
 class StoreAPI:
     """``ClusterAPI`` over a twin's store. Writes go through the store's validation, as a client's would.
@@ -66,8 +71,11 @@ class StoreAPI:
     a watch keeps: unfinished Workloads, pods not yet terminal, and the capacity events of live pods, so a
     policy pass costs what is in flight, not what was ever stored."""
 
-    def __init__(self, store: Store, recorder: EventRecorder) -> None:
+    def __init__(
+        self, store: Store, recorder: EventRecorder, project: Store | None = None, cluster: str = ""
+    ) -> None:
         self.store, self.recorder = store, recorder
+        self.project, self.cluster = project, cluster  # the twin's GKE API objects, and this cluster's name
         self._workloads: dict[tuple[str, str], dict] = {}
         self._pods: dict[tuple[str, str], dict] = {}
         self._events: dict[str, dict[str, dict]] = {}  # namespace -> event name -> event
@@ -150,6 +158,19 @@ class StoreAPI:
 
     def event(self, obj: dict, type_: str, reason: str, message: str) -> None:
         self.recorder.record(obj, type_, reason, message)
+
+    def node_pools(self) -> builtins.list[dict]:
+        if self.project is None or not self.cluster:
+            return []
+        try:
+            pools = self.project.peek_list(GKE_NODE_POOL_KIND)
+        except NotFound:
+            return []
+        return [
+            clone(p.get("spec") or {})
+            for p in pools
+            if (p["metadata"].get("labels") or {}).get(GKE_CLUSTER_LABEL) == self.cluster
+        ]
 
     def load_state(self, namespace: str, name: str) -> dict[str, str]:
         cm = self.get("ConfigMap", name, namespace)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from flexq.clock import format_duration
 from flexq.fallback.costs import CostLedger
 from flexq.fallback.evidence import Evidence, has_room
+from flexq.fallback.forecast import Candidate, ForecastJudge
 from flexq.fallback.model import Action, Breaker, FallbackConfig, Full
 from flexq.fallback.view import ClusterView, Promises, WorkloadView
 from flexq.fallback.writes import Writer
@@ -38,6 +40,26 @@ class PassContext:
     stockout_left: dict[str, float] = field(default_factory=dict)
     # what the fallback's moves added to each class's bill (``costs``; kept only with a hedge_cost_budget)
     costs: CostLedger = field(default_factory=CostLedger)
+    # decide_by "forecast": the judge, and the moves this pass proposes to it (``flexq.fallback.decide``)
+    judge: ForecastJudge | None = None
+    candidates: list[Candidate] = field(default_factory=list)
+
+    @property
+    def by_forecast(self) -> bool:
+        return self.judge is not None
+
+    def propose(self, c: Candidate) -> bool:
+        """Put a move to the forecast (False: it refused this one lately; the note says what it said)."""
+        assert self.judge is not None
+        if c.w.job is not None:
+            self.touched.add(c.w.job)
+        refused = self.judge.refused.get(c.name)
+        if refused is not None and self.now - refused[0] < self.cfg.forecast_recheck_seconds:
+            self.note(c.w, f"{refused[1].describe()} (judged {format_duration(self.now - refused[0])} ago)")
+            self.wakeups.append(refused[0] + self.cfg.forecast_recheck_seconds)
+            return False
+        self.candidates.append(c)
+        return True
 
     def worth_moving(self, target: str, waited: float, source: str | None = None) -> bool:
         """Whether a job that has already lost ``waited`` seconds on the stocked-out flavor ``source`` should go to

@@ -33,7 +33,7 @@ class FallbackController(Controller):
 
     def __init__(self, ctx: Context, config: FallbackConfig | None = None) -> None:
         super().__init__(ctx)
-        self.api = StoreAPI(ctx.store, self.events)
+        self.api = StoreAPI(ctx.store, self.events, ctx.project, ctx.cluster)
         self.policy = FallbackPolicy(self.api, config)
         self.metrics = FallbackMetrics(ctx.metrics) if ctx.metrics is not None else None
         self.actions: list = []  # every action taken, for tests and the SDK

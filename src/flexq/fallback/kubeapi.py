@@ -297,6 +297,11 @@ class KubernetesAPI(ClusterAPI):
         self.request("POST", res.path(ns), body=body)
         self._events[key] = name
 
+    def node_pools(self) -> builtins.list[dict]:
+        """A real cluster's node pools are in the GKE API, which this client does not call (it holds only a
+        Kubernetes token): the forecast infers them, and ``--pool-limit POOL=N`` gives their maximum sizes."""
+        return []
+
     def load_state(self, namespace: str, name: str) -> dict[str, str]:
         cm = self.get("ConfigMap", name, namespace)
         return dict((cm or {}).get("data") or {})

@@ -37,6 +37,9 @@ MANAGER = "flexq-fallback"
 DWS_CLASS = "queued-provisioning.gke.io"  # DWS waiting is plan B doing its job, not a stock-out
 
 
+DECIDE_BY = ("rules", "forecast")
+
+
 @dataclass
 class FallbackConfig:
     """How the policy behaves (``flexq fallback`` has flags for most knobs)."""
@@ -79,6 +82,42 @@ class FallbackConfig:
     dry_run: bool = False
     state_namespace: str = "kueue-system"
     state_name: str = "flexq-fallback"
+    # how a move is decided (flexq.fallback.forecast): "rules" (the rent-or-buy wait, the stock-out memory, the
+    # priority memory, the probe-back timing) or "forecast" (the forward run with and without the move)
+    decide_by: str = "rules"
+    forecast_replicas: int = 6  # forward runs per variant (common random numbers)
+    forecast_horizon_seconds: float = 12 * 3600.0  # how far each runs
+    forecast_max_candidates: int = 4  # moves judged per pass (highest priority first)
+    forecast_tolerance_seconds: float = 60.0  # a job of the class or above may start this much later, no more
+    forecast_margin: float = 0.02  # a move must save this share of the job's run on plan A (valued)
+    forecast_recheck_seconds: float = 300.0  # a move the forecast refused is judged again after this long
+    # the jobs the forecast expects to arrive within this long count too: a move must not delay them either
+    forecast_arrivals_seconds: float = 3600.0
+    # priority class -> what an hour of its jobs' waiting is worth, in hours of the job on plan A (default 1)
+    wait_values: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.decide_by not in DECIDE_BY:
+            raise ValueError(f"decide_by: must be one of {', '.join(DECIDE_BY)}, got {self.decide_by!r}")
+        for name, ilo, ihi in (("forecast_replicas", 1, 64), ("forecast_max_candidates", 0, 64)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not ilo <= v <= ihi:
+                raise ValueError(f"{name}: must be an integer from {ilo} to {ihi}, got {v!r}")
+        for name, lo, hi in (
+            ("forecast_horizon_seconds", 60.0, 30 * 86400.0),
+            ("forecast_tolerance_seconds", 0.0, 86400.0),
+            ("forecast_margin", 0.0, 10.0),
+            ("forecast_recheck_seconds", 0.0, 86400.0),
+            ("forecast_arrivals_seconds", 0.0, 30 * 86400.0),
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= float(v) <= hi:
+                raise ValueError(f"{name}: must be a number from {lo:g} to {hi:g}, got {v!r}")
+        for cls, v in self.wait_values.items():
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 < float(v) <= 1000.0:
+                raise ValueError(
+                    f"wait_values[{cls!r}]: must be a number above 0 and at most 1000, got {v!r}"
+                )
 
 
 @dataclass

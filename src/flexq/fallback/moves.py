@@ -21,11 +21,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
-from flexq.clock import format_duration, parse_time_or_none
+from flexq.clock import format_duration, format_time, parse_time_or_none
 from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
+from flexq.fallback.forecast import Candidate
 from flexq.fallback.model import ANN_MOVE, ANN_MOVED
 from flexq.fallback.priorities import affects, ahead, by_priority, higher_seen
 from flexq.fallback.records import move_state, saved_quotas, suspended
@@ -100,7 +102,7 @@ def moves(ctx: PassContext) -> None:
             sets = sorted(p for p, fs in w.assigned.items() if flavor in fs)
             target = ctx.next_flavor(w, {flavor}, _nodes_needed(w, sets))
             waited = ctx.now - ctx.evidence.stuck_since.get(w.key, ctx.now)
-            if target is not None and not ctx.worth_moving(target, waited, flavor):
+            if target is not None and not ctx.by_forecast and not ctx.worth_moving(target, waited, flavor):
                 expected = ctx.expected_wait.get(target, 0.0)
                 if waited < expected:
                     ctx.wakeups.append(ctx.now - waited + expected)
@@ -135,6 +137,21 @@ def moves(ctx: PassContext) -> None:
                     f"for {target}: Kueue admits it first, so this job is not moved ahead of it",
                 )
                 continue
+            if ctx.by_forecast:
+                # the forecast decides (flexq.fallback.decide): the move is made if it helps the job and delays
+                # no one of its class or above
+                ctx.propose(
+                    Candidate(
+                        "move",
+                        w,
+                        job,
+                        flavor,
+                        target,
+                        sets,
+                        run=partial(_start_move, ctx, w, job, flavor, target, sets),
+                    )
+                )
+                break
             ctx.note(
                 w,
                 f"stuck on stocked-out {flavor}: {'would move' if cfg.dry_run else 'moving'} to {target} "
@@ -207,8 +224,6 @@ def _start_move(
 
 
 def _clock(epoch: float) -> str:
-    from flexq.clock import format_time
-
     return format_time(epoch)
 
 
@@ -300,6 +315,14 @@ def returns(ctx: PassContext) -> None:
             why = f"{flavor} has idle nodes for it"
         else:
             continue
+        if ctx.by_forecast:
+            busy.add(flavor)
+            ctx.propose(
+                Candidate(
+                    "return", w, job, flavor, flavor, sets, run=partial(_start_return, ctx, w, job, move, why)
+                )
+            )
+            continue
         ctx.note(
             w, f"{why}: {'would send' if cfg.dry_run else 'sending'} it back ({affects(ctx, w, flavor)})"
         )
@@ -317,7 +340,7 @@ def returns(ctx: PassContext) -> None:
         b = ctx.breakers.get(flavor)
         if flavor in busy or w.job in ctx.touched or b is None or b.open(ctx.now) or ctx.full(flavor):
             continue
-        if not cfg.probe_from_plan_b:
+        if not cfg.probe_from_plan_b and not ctx.by_forecast:
             # probe back only once the wait on plan B has cost what the job had lost on plan A (doubling)
             due = float(move.get("at") or ctx.now) + _probe_back_after(move)
             if ctx.now < due:
@@ -328,12 +351,31 @@ def returns(ctx: PassContext) -> None:
         needs = w.pod_set_needs([p for p in move.get("podSets") or [] if p])
         if not needs or not view.quota_free(w.cq, flavor, needs) or _kept_for_higher(ctx, w, flavor, move):
             continue
-        make_probe(ctx, flavor, w)
         busy.add(flavor)
+        if ctx.by_forecast:
+            ctx.propose(
+                Candidate(
+                    "return",
+                    w,
+                    job,
+                    flavor,
+                    flavor,
+                    [p for p in move.get("podSets") or [] if p],
+                    run=partial(_probe_back, ctx, w, job, move, flavor),
+                )
+            )
+            continue
         ctx.touched.add(w.job)
-        _start_return(
-            ctx, w, job, {**move, "probes": int(move.get("probes") or 0) + 1}, f"{flavor}'s backoff ended"
-        )
+        _probe_back(ctx, w, job, move, flavor)
+
+
+def _probe_back(
+    ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], move: dict[str, Any], flavor: str
+) -> None:
+    make_probe(ctx, flavor, w)
+    _start_return(
+        ctx, w, job, {**move, "probes": int(move.get("probes") or 0) + 1}, f"{flavor}'s backoff ended"
+    )
 
 
 def _kept_for_higher(ctx: PassContext, w: WorkloadView, flavor: str, move: Mapping[str, Any]) -> bool:
@@ -362,7 +404,8 @@ def _kept_for_higher(ctx: PassContext, w: WorkloadView, flavor: str, move: Mappi
     # a job the fallback moved or steered off the flavor held (or would have held) its quota there before those
     # arrivals: without the fallback it would be there, waiting for the flavor to come back, so going back takes
     # nothing from them. Only a job Kueue itself put on plan B (``hedged``) keeps plan B for their sake.
-    seen = higher_seen(ctx, w) if move.get("hedged") else None
+    # (decided by forecast, the arrivals the cluster has seen are in the forward run: no memory is needed)
+    seen = higher_seen(ctx, w) if move.get("hedged") and not ctx.by_forecast else None
     if seen is not None:
         ctx.note(
             w,

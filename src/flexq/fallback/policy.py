@@ -34,7 +34,9 @@ from flexq.fallback.affinity import pod_templates, restrict, unrestrict
 from flexq.fallback.api import ClusterAPI, Conflict, NotFound
 from flexq.fallback.context import PassContext
 from flexq.fallback.costs import CostLedger
+from flexq.fallback.decide import decide
 from flexq.fallback.evidence import gather, recoveries, update_breakers, update_fulls
+from flexq.fallback.forecast import ForecastJudge
 from flexq.fallback.model import (
     ANN_KEPT,
     ANN_MOVE,
@@ -99,6 +101,8 @@ class FallbackPolicy:
         self.preemptions = PreemptionMemory()  # the jobs Kueue preempted, until they start again
         self.stockouts = StockoutMemory()  # how long each flavor's stock-outs lasted
         self.costs = CostLedger()  # what the fallback's moves added to each priority class's bill
+        # decide_by "forecast": judges each move by the forward run with and without it (flexq.fallback.forecast)
+        self.judge = ForecastJudge(self.cfg) if self.cfg.decide_by == "forecast" else None
 
     # -- state -------------------------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -149,6 +153,7 @@ class FallbackPolicy:
         if self.cfg.hedge_cost_budget is not None:  # the ledger reads every running pod: only when it is used
             self.costs.update(view, flavors)
         ctx.costs = self.costs
+        ctx.judge = self.judge
         update_breakers(view, ev, self.breakers, self.cfg, ctx.actions, ctx.wakeups)
         update_fulls(view, ev, self.fulls, self.cfg, ctx.actions, ctx.wakeups)
         if self.breakers:
@@ -172,6 +177,7 @@ class FallbackPolicy:
         moves(ctx)
         if self.cfg.hedge:
             returns(ctx)
+        decide(ctx, flavors, self.stockouts.ended)
         rescue(ctx)
         steer(ctx)
         keep_nodes(ctx)
@@ -191,9 +197,10 @@ class FallbackPolicy:
         return min(due) if due else None
 
     # -- what it saw -------------------------------------------------------------------------------------------
-    def explain(self) -> list[str]:
+    def explain(self, job: str | None = None) -> list[str]:
         """What the last pass saw and why: the queues in scope, breakers, full flavors, and each in-scope job's
-        place and the decision about it (for ``flexq fallback --once --dry-run``)."""
+        place and the decision about it (for ``flexq fallback --once --dry-run``); ``job`` (a job's or a
+        Workload's name, or namespace/name): only that job's line (``flexq fallback --explain JOB``)."""
         ctx = self.last
         lines: list[str] = []
         if ctx is None:
@@ -225,9 +232,11 @@ class FallbackPolicy:
                 f"full: {f} (its node pool refused to grow {format_duration(view.now - x.since)} ago at {x.nodes} nodes"
                 f"{f' of {x.limit}' if x.limit else ''}; nothing is sent there until a node goes)"
             )
+        shown = 0
         for w in view.workloads:
-            if not w.current:
+            if not w.current or (job and not _names(w, job)):
                 continue
+            shown += 1
             where = ", ".join(f"{ps}={'+'.join(sorted(fs))}" for ps, fs in sorted(w.assigned.items())) or "-"
             state = (
                 "deactivated"
@@ -239,7 +248,16 @@ class FallbackPolicy:
                 else "pending"
             )
             lines.append(f"  {w.key} [{state}; {where}]: {ctx.notes.get(w.key) or _default_note(ctx, w)}")
+        if job and not shown:
+            lines.append(f"  {job}: no job of that name waits or runs in a queue in scope")
         return lines
+
+
+def _names(w: Any, job: str) -> bool:
+    """Whether ``job`` (name or namespace/name, of the job or of its Workload) names the workload's job."""
+    ns, _, name = job.rpartition("/")
+    names = {w.name} | ({w.job[2]} if w.job is not None else set())
+    return name in names and (not ns or ns == w.namespace)
 
 
 def _provisioning_flavors_of(view: ClusterView, cq_name: str) -> list[str]:

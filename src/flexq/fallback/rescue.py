@@ -17,18 +17,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from flexq.api.reasons import classify_capacity
 from flexq.clock import parse_time_or_none
 from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
+from flexq.fallback.forecast import Candidate
 from flexq.fallback.model import ANN_MOVE, ANN_MOVED, ANN_RESCUE
 from flexq.fallback.priorities import ahead
 from flexq.fallback.records import move_state
 from flexq.fallback.view import WorkloadView
 
-__all__ = ["rescue", "rescue_state", "transient_reason"]
+__all__ = ["rescue", "rescue_state", "transient_reason", "RESCUE_DEFER_MAX_SECONDS"]
+
+# deciding by forecast, a rescue waits while it would delay a job of a higher priority — at most this long past
+# its due time: a job otherwise lost is then requeued whatever the forecast says (no job is lost to a forecast)
+RESCUE_DEFER_MAX_SECONDS = 2 * 3600.0
 
 _BOOKING = ("booking expired", "booking for the provisioning request has expired", "bookingexpired")
 
@@ -184,27 +190,58 @@ def rescue(ctx: PassContext) -> None:
         if key in busy:
             continue
         busy.add(key)
-        ctx.touched.add(w.job)
         free = [f for f in flavors if f not in blocked]
         why = (
             f"{', '.join(free)} can take it again ({'room in its node pool' if reason == 'NodepoolSizeReached' else 'capacity back'})"
             if free
             else "its capacity is back"
         )
-        ctx.act(
-            "rescue",
-            w.key,
-            f"Kueue deactivated it ({reason}); {why}: requeued ({attempts + 1}/{cfg.max_rescues})",
-        )
-        record = {"attempts": attempts + 1, "at": ctx.now, "reason": reason, "workload": w.name}
-        if not ctx.writer.annotate(job, {ANN_RESCUE: json.dumps(record, sort_keys=True)}):
+        due = when + cfg.rescue_backoff_seconds * 2**attempts
+        if ctx.by_forecast and ctx.now - due < RESCUE_DEFER_MAX_SECONDS:
+            # the forecast says when: not while it would make a job of a higher priority start later (a job
+            # otherwise lost is requeued all the same once RESCUE_DEFER_MAX_SECONDS have passed)
+            ctx.propose(
+                Candidate(
+                    "rescue",
+                    w,
+                    job,
+                    flavors[0] if flavors else "",
+                    free[0] if free else (flavors[0] if flavors else ""),
+                    [],
+                    run=partial(_requeue, ctx, w, job, reason, message, attempts, why),
+                )
+            )
             continue
-        ctx.writer.counts["rescue"] += 1
-        ctx.writer.delete_workload(w)
-        ctx.writer.emit(
-            job,
-            "Normal",
-            "FallbackRescued",
-            f"Kueue deactivated the workload ({message[:300]}); {why}: requeued, rescue {attempts + 1} of "
-            f"{cfg.max_rescues}",
-        )
+        ctx.touched.add(w.job)
+        _requeue(ctx, w, job, reason, message, attempts, why)
+
+
+def _requeue(
+    ctx: PassContext,
+    w: WorkloadView,
+    job: Mapping[str, Any],
+    reason: str,
+    message: str,
+    attempts: int,
+    why: str,
+) -> None:
+    """Requeue a job Kueue deactivated: the rescue written on the job, its deactivated Workload deleted (Kueue
+    makes a new one from the job), an Event."""
+    cfg = ctx.cfg
+    ctx.act(
+        "rescue",
+        w.key,
+        f"Kueue deactivated it ({reason}); {why}: requeued ({attempts + 1}/{cfg.max_rescues})",
+    )
+    record = {"attempts": attempts + 1, "at": ctx.now, "reason": reason, "workload": w.name}
+    if not ctx.writer.annotate(job, {ANN_RESCUE: json.dumps(record, sort_keys=True)}):
+        return
+    ctx.writer.counts["rescue"] += 1
+    ctx.writer.delete_workload(w)
+    ctx.writer.emit(
+        job,
+        "Normal",
+        "FallbackRescued",
+        f"Kueue deactivated the workload ({message[:300]}); {why}: requeued, rescue {attempts + 1} of "
+        f"{cfg.max_rescues}",
+    )

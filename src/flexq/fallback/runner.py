@@ -50,8 +50,10 @@ class Runner:
         dry_run: bool = False,
         elector: LeaseElector | None = None,
         metrics: FallbackMetrics | None = None,
+        explain: str | None = None,
     ) -> None:
         self.policy, self.clock, self.report = policy, clock, report
+        self.explain = explain  # a dry pass's explanation only of this job (None: of every job)
         self.interval, self.once, self.dry_run = interval, once, dry_run
         self.elector, self.metrics = elector, metrics
         self.failures = 0  # passes in a row that failed on an API error
@@ -137,7 +139,7 @@ class Runner:
         for a in actions:
             self.report.say(f"{format_time(self.clock.now())}  {prefix}{a.verb:<12} {a.target}  {a.message}")
         if self.dry_run and self.once:
-            for line in self.policy.explain():
+            for line in self.policy.explain(self.explain):
                 self.report.say(line)
         return True
 

@@ -63,7 +63,7 @@ from flexq.gke.fit import (
     resource_misfit,
     static_misfit,
 )
-from flexq.gke.nodes import ANN_CREATED_AT, ANN_SLICE, NodeWriter, pools_of
+from flexq.gke.nodes import ANN_CREATED_AT, NodeWriter, pools_of
 from flexq.gke.provisioning import active_booking, booked_nodes
 from flexq.gke.timing import (
     FAILED_SCALE_UP_BACKOFF_SECONDS,
@@ -71,7 +71,7 @@ from flexq.gke.timing import (
     SCALE_DOWN_UNNEEDED_SECONDS,
 )
 from flexq.runtime import Context, Controller, Result, Watch
-from flexq.semantics.nodefit import NodeInfo, SliceKey, node_info, off_slice, replica_of, slice_key
+from flexq.semantics.nodefit import ANN_SLICE, NodeInfo, SliceKey, node_info, off_slice, replica_of, slice_key
 from flexq.store.store import clone
 
 __all__ = ["Autoscaler", "SCALE_DOWN_UNNEEDED_SECONDS", "FAILED_SCALE_UP_BACKOFF_SECONDS", "pending_pods"]

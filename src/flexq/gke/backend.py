@@ -4,7 +4,8 @@ Owns: creating, reading, listing, updating and deleting clusters and node pools 
 ``container.googleapis.com/v1`` does — validation first (``flexq.gke.validation``; a refused request changes
 nothing), then the resource in PROVISIONING / RECONCILING / STOPPING and a RUNNING ``Operation`` that
 ``settle(now)`` finishes once its duration (from the capacity profile's ``operations``) has passed; the
-default pool; ``addonsConfig.rayOperatorConfig``; cluster deletion removing its pools. State lives in a
+default pool; ``addonsConfig.rayOperatorConfig``; cluster deletion removing its pools. The operations and the stored
+resources are ``flexq.gke.resources``' (its base class). State lives in a
 ``GkeStorage`` as plain dicts (``flexq.gke.storage``), so the same code runs over a dict or the project store.
 Nodes are not created here: the cluster-side controllers read ``status.desiredNodeCount`` of each pool.
 
@@ -14,8 +15,6 @@ Must not import flexq.runtime, other domain packages or flexq.http.
 from __future__ import annotations
 
 import copy
-import random
-from collections.abc import Callable
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
@@ -29,17 +28,22 @@ from flexq.api.gke_models import (
     UpdateNodePoolRequest,
 )
 from flexq.clock import format_time
+from flexq.gke.resources import (
+    API,
+    LABEL_CLUSTER,
+    LABEL_LOCATION,
+    LABEL_PROJECT,
+    GkeResources,
+    merge,
+)
 from flexq.gke.storage import (
     CLUSTER,
     NODE_POOL,
-    OPERATION,
-    GkeStorage,
     cluster_key,
     envelope,
     pool_key,
 )
 from flexq.gke.update_requests import (
-    CancelOperationRequest,
     ClusterUpdate,
     RollbackNodePoolUpgradeRequest,
     SetLabelsRequest,
@@ -49,7 +53,7 @@ from flexq.gke.update_requests import (
     UpdateClusterRequest,
     UpdateMasterRequest,
 )
-from flexq.gke.updates import Plan, autoscaling_patch, label_fingerprint, plan_update, server_config
+from flexq.gke.updates import Plan, autoscaling_patch, label_fingerprint, server_config
 from flexq.gke.validation import (
     DEFAULT_VERSION,
     already_exists,
@@ -60,7 +64,6 @@ from flexq.gke.validation import (
     check_node_pool,
     check_size,
     invalid,
-    not_found,
     parse_body,
     pool_hosts,
     pool_model,
@@ -69,21 +72,8 @@ from flexq.gke.validation import (
     version_key,
 )
 
-__all__ = [
-    "GkeBackend",
-    "cluster_settings",
-    "LABEL_PROJECT",
-    "LABEL_LOCATION",
-    "LABEL_CLUSTER",
-    "OperationTimes",
-    "node_range",
-]
+__all__ = ["GkeBackend", "cluster_settings", "node_range"]
 
-LABEL_PROJECT = "gke.twin.flexq.dev/project"
-LABEL_LOCATION = "gke.twin.flexq.dev/location"
-LABEL_CLUSTER = "gke.twin.flexq.dev/cluster"
-API = "https://container.googleapis.com/v1"
-OperationTimes = Callable[[str], float]  # "create_cluster" | "delete_cluster" | ... -> seconds
 DEFAULT_SCOPES = [
     "https://www.googleapis.com/auth/devstorage.read_only",
     "https://www.googleapis.com/auth/logging.write",
@@ -99,178 +89,8 @@ def _dump(model: Any) -> dict[str, Any]:
     return out
 
 
-def _merge(spec: dict[str, Any], patch: dict[str, Any]) -> None:
-    """Merge a plan's fields into a resource's JSON: None removes a field, a dict merges one level down."""
-    for key, value in patch.items():
-        if value is None:
-            spec.pop(key, None)
-        elif isinstance(value, dict) and isinstance(spec.get(key), dict) and key == "config":
-            spec[key] = {**spec[key], **value}
-        else:
-            spec[key] = copy.deepcopy(value)
-
-
-def _default_op_times(op: str) -> float:
-    return {
-        "create_cluster": 5.0,
-        "delete_cluster": 3.0,
-        "create_node_pool": 3.0,
-        "delete_node_pool": 2.0,
-        "update": 1.0,
-        "upgrade": 20.0,
-    }[op]
-
-
-class GkeBackend:
-    """All GKE resources of one project. Every public method takes ``now`` (epoch seconds)."""
-
-    def __init__(
-        self,
-        storage: GkeStorage,
-        rng: random.Random,
-        *,
-        project_number: str = "123456789012",
-        op_times: OperationTimes = _default_op_times,
-        server: Callable[[], tuple[str | None, str | None]] | None = None,
-    ) -> None:
-        self.storage, self.rng, self.project_number, self.op_times = storage, rng, project_number, op_times
-        self.server = server  # -> (endpoint host:port, CA as base64) of the served Kubernetes API, if any
-
-    # -- naming -----------------------------------------------------------------------------------------------
-    @staticmethod
-    def _cluster_path(project: str, location: str, cluster: str) -> str:
-        return f"projects/{project}/locations/{location}/clusters/{cluster}"
-
-    def _get_cluster_obj(self, project: str, location: str, cluster: str) -> dict[str, Any]:
-        obj = self.storage.get(CLUSTER, cluster_key(project, location, cluster))
-        if obj is None:
-            raise not_found(self._cluster_path(project, location, cluster))
-        return obj
-
-    def _get_pool_obj(self, project: str, location: str, cluster: str, pool: str) -> dict[str, Any]:
-        self._get_cluster_obj(project, location, cluster)
-        obj = self.storage.get(NODE_POOL, pool_key(project, location, cluster, pool))
-        if obj is None:
-            raise not_found(f"{self._cluster_path(project, location, cluster)}/nodePools/{pool}")
-        return obj
-
-    def _fixed_nodes(self, project: str, location: str, cluster: str, but: str | None = None) -> int:
-        """The nodes the cluster's pools (but ``but``) are sized to: their desired counts."""
-        return sum(
-            int((p.get("status") or {}).get("desiredNodeCount") or 0)
-            for p in self._pools_of(project, location, cluster)
-            if p["spec"].get("name") != but
-        )
-
-    def _pools_of(self, project: str, location: str, cluster: str) -> list[dict[str, Any]]:
-        objs = self.storage.list(
-            NODE_POOL, {LABEL_PROJECT: project, LABEL_LOCATION: location, LABEL_CLUSTER: cluster}
-        )
-        return sorted(objs, key=lambda o: o["status"].get("createdAt", 0.0))
-
-    def _labels(self, project: str, location: str, cluster: str) -> dict[str, str]:
-        return {LABEL_PROJECT: project, LABEL_LOCATION: location, LABEL_CLUSTER: cluster}
-
-    # -- operations -----------------------------------------------------------------------------------------
-    def _operation(
-        self,
-        project: str,
-        location: str,
-        op_type: str,
-        target: str,
-        now: float,
-        duration: float,
-        effect: dict[str, Any],
-    ) -> dict[str, Any]:
-        name = f"operation-{int(now * 1000)}-{self.rng.getrandbits(32):08x}"
-        zonal = location.count("-") >= 2
-        spec: dict[str, Any] = {
-            "name": name,
-            "operationType": op_type,
-            "status": "RUNNING",
-            "selfLink": f"{API}/projects/{self.project_number}/{'zones' if zonal else 'locations'}/{location}"
-            f"/operations/{name}",
-            "targetLink": f"{API}/projects/{self.project_number}/{'zones' if zonal else 'locations'}/{location}"
-            f"/{target}",
-            "startTime": format_time(now),
-            "location": location,
-            "zone": location,
-        }
-        obj = envelope(
-            OPERATION,
-            f"{project}.{location}.{name}",
-            spec,
-            {"doneAt": now + duration, "effect": effect},
-            {LABEL_PROJECT: project, LABEL_LOCATION: location},
-        )
-        self.storage.put(obj)
-        return spec
-
-    def _busy(self, project: str, location: str, cluster: str) -> None:
-        """GKE runs one operation at a time per cluster (node pool creation may queue; the twin refuses)."""
-        for op in self.storage.list(OPERATION, {LABEL_PROJECT: project, LABEL_LOCATION: location}):
-            eff = op["status"].get("effect", {})
-            if op["spec"]["status"] == "RUNNING" and eff.get("cluster") == cluster:
-                raise precondition(f"Cluster is running incompatible operation {op['spec']['name']}.")
-
-    def settle(self, now: float) -> float | None:
-        """Finish every operation due by ``now``; return when the next one is due (None if none)."""
-        nxt: float | None = None
-        for op in self.storage.list(OPERATION):
-            if op["spec"]["status"] != "RUNNING":
-                continue
-            due = op["status"]["doneAt"]
-            if due <= now:
-                self._finish(op, now)
-            else:
-                nxt = due if nxt is None else min(nxt, due)
-        return nxt
-
-    def _finish(self, op: dict[str, Any], now: float) -> None:
-        eff = op["status"]["effect"]
-        project, location, cluster = eff["project"], eff["location"], eff["cluster"]
-        ckey = cluster_key(project, location, cluster)
-        action = eff["action"]
-        if action == "cluster-created":
-            self._set_status(CLUSTER, ckey, "RUNNING")
-            for p in self._pools_of(project, location, cluster):
-                self._set_status(NODE_POOL, p["metadata"]["name"], "RUNNING")
-        elif action == "cluster-deleted":
-            for p in self._pools_of(project, location, cluster):
-                self.storage.delete(NODE_POOL, p["metadata"]["name"])
-            self.storage.delete(CLUSTER, ckey)
-        elif action == "cluster-updated":
-            self._apply_done(op, ckey)
-        elif action in ("pool-created", "pool-updated"):
-            self._set_status(NODE_POOL, pool_key(project, location, cluster, eff["pool"]), "RUNNING")
-            self._set_status(CLUSTER, ckey, "RUNNING")
-        elif action == "pool-deleted":
-            self.storage.delete(NODE_POOL, pool_key(project, location, cluster, eff["pool"]))
-            self._set_status(CLUSTER, ckey, "RUNNING")
-        op["spec"]["status"] = "DONE"
-        op["spec"]["endTime"] = format_time(now)
-        self.storage.put(op)
-
-    def _set_status(self, kind: str, name: str, status: str) -> None:
-        obj = self.storage.get(kind, name)
-        if obj is not None and obj["spec"].get("status") != status:
-            obj["spec"]["status"] = status
-            self.storage.put(obj)
-
-    def get_operation(self, project: str, location: str, name: str) -> dict[str, Any]:
-        obj = self.storage.get(OPERATION, f"{project}.{location}.{name}")
-        if obj is None:
-            raise not_found(f"projects/{project}/locations/{location}/operations/{name}")
-        return copy.deepcopy(obj["spec"])
-
-    def list_operations(self, project: str, location: str) -> dict[str, Any]:
-        labels = (
-            {LABEL_PROJECT: project}
-            if location == "-"
-            else {LABEL_PROJECT: project, LABEL_LOCATION: location}
-        )
-        ops = self.storage.list(OPERATION, labels)
-        return {"operations": [o["spec"] for o in sorted(ops, key=lambda o: o["status"]["doneAt"])]}
+class GkeBackend(GkeResources):
+    """All GKE resources of one project, as the API's verbs. Every public method takes ``now`` (epoch seconds)."""
 
     # -- clusters -------------------------------------------------------------------------------------------
     def create_cluster(self, project: str, location: str, body: Any, now: float) -> dict[str, Any]:
@@ -560,42 +380,12 @@ class GkeBackend:
             },
         )
 
-    def _update_op(
-        self,
-        project: str,
-        location: str,
-        cluster: str,
-        pool: str,
-        obj: dict[str, Any],
-        now: float,
-        op_type: str = "UPDATE_CLUSTER",
-    ) -> dict[str, Any]:
-        self._busy(project, location, cluster)
-        obj["spec"]["status"] = "RECONCILING"
-        obj["spec"]["etag"] = f"{self.rng.getrandbits(64):016x}"
-        self.storage.put(obj)
-        return self._operation(
-            project,
-            location,
-            op_type,
-            f"clusters/{cluster}/nodePools/{pool}",
-            now,
-            self.op_times("update"),
-            {
-                "action": "pool-updated",
-                "project": project,
-                "location": location,
-                "cluster": cluster,
-                "pool": pool,
-            },
-        )
-
     def set_autoscaling(
         self, project: str, location: str, cluster: str, pool: str, body: Any, now: float
     ) -> dict[str, Any]:
         obj = self._get_pool_obj(project, location, cluster, pool)
         req = parse_body(SetNodePoolAutoscalingRequest, body)
-        _merge(obj["spec"], autoscaling_patch(obj["spec"], req.autoscaling, location))
+        merge(obj["spec"], autoscaling_patch(obj["spec"], req.autoscaling, location))
         return self._update_op(project, location, cluster, pool, obj, now)
 
     def set_size(
@@ -661,82 +451,6 @@ class GkeBackend:
         # forms of updates to node pools." (Operation.Type)
         return self._update_op(project, location, cluster, pool, obj, now, "UPGRADE_NODES")
 
-    # -- changes to an existing cluster: flexq.gke.updates decides, these write ------------------------------
-    def _start_update(
-        self,
-        project: str,
-        location: str,
-        cluster: str,
-        plan: Plan,
-        now: float,
-        effect: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Write a plan's immediate fields, mark the cluster (and its pool) RECONCILING and start the operation
-        that writes the rest when it finishes."""
-        cobj = self._get_cluster_obj(project, location, cluster)
-        pobj = self._get_pool_obj(project, location, cluster, plan.pool) if plan.pool else None
-        self._busy(project, location, cluster)
-        _merge(cobj["spec"], plan.cluster_now)
-        cobj["spec"]["status"] = "RECONCILING"
-        self.storage.put(cobj)
-        if pobj is not None:
-            _merge(pobj["spec"], plan.pool_now)
-            pobj["spec"]["status"] = "RECONCILING"
-            pobj["spec"]["etag"] = f"{self.rng.getrandbits(64):016x}"
-            self.storage.put(pobj)
-        target = f"clusters/{cluster}" + (f"/nodePools/{plan.pool}" if plan.pool else "")
-        eff = {
-            "action": "cluster-updated",
-            "project": project,
-            "location": location,
-            "cluster": cluster,
-            "pool": plan.pool,
-            "clusterSet": plan.cluster_done,
-            "poolSet": plan.pool_done,
-            **(effect or {}),
-        }
-        if pobj is not None and plan.op_type == "UPGRADE_NODES":
-            eff["fromVersion"] = pobj["spec"].get("version")
-        kind = (
-            "upgrade"
-            if plan.op_type in ("UPGRADE_MASTER", "UPGRADE_NODES") and (plan.cluster_done or plan.pool_done)
-            else "update"
-        )  # a version change, not a config change
-        return self._operation(project, location, plan.op_type, target, now, self.op_times(kind), eff)
-
-    def _apply_done(self, op: dict[str, Any], ckey: str) -> None:
-        """An update operation's end: the fields it writes last (an upgrade's version), resources RUNNING."""
-        eff = op["status"]["effect"]
-        cobj = self.storage.get(CLUSTER, ckey)
-        if cobj is not None:
-            _merge(cobj["spec"], eff.get("clusterSet") or {})
-            cobj["spec"]["status"] = "RUNNING"
-            self.storage.put(cobj)
-        pobj = (
-            self.storage.get(
-                NODE_POOL, pool_key(eff["project"], eff["location"], eff["cluster"], eff["pool"])
-            )
-            if eff.get("pool")
-            else None
-        )
-        if pobj is not None:
-            _merge(pobj["spec"], eff.get("poolSet") or {})
-            pobj["spec"]["status"] = "RUNNING"
-            if op["spec"]["operationType"] == "UPGRADE_NODES":
-                pobj["status"].pop("interruptedUpgrade", None)
-            self.storage.put(pobj)
-
-    def _plan(self, project: str, location: str, cluster: str, update: ClusterUpdate) -> Plan:
-        cobj = self._get_cluster_obj(project, location, cluster)
-        pools = {p["spec"]["name"]: p["spec"] for p in self._pools_of(project, location, cluster)}
-        return plan_update(
-            cobj["spec"],
-            pools,
-            update,
-            location=location,
-            cluster_path=self._cluster_path(project, location, cluster),
-        )
-
     def update_cluster(
         self, project: str, location: str, cluster: str, body: Any, now: float
     ) -> dict[str, Any]:
@@ -748,11 +462,19 @@ class GkeBackend:
         plan = self._plan(project, location, cluster, req.update)
         return self._start_update(project, location, cluster, plan, now)
 
-    def set_logging(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
-        req = parse_body(SetLoggingServiceRequest, body)
-        update = ClusterUpdate(desired_logging_service=req.logging_service or "")
+    def _set_one(
+        self, project: str, location: str, cluster: str, update: ClusterUpdate, now: float
+    ) -> dict[str, Any]:
+        """The cluster verbs that set one field (``setLogging``, ``setMonitoring``, ``updateMaster``): one
+        ``ClusterUpdate``, as ``clusters.update`` takes it."""
         return self._start_update(
             project, location, cluster, self._plan(project, location, cluster, update), now
+        )
+
+    def set_logging(self, project: str, location: str, cluster: str, body: Any, now: float) -> dict[str, Any]:
+        req = parse_body(SetLoggingServiceRequest, body)
+        return self._set_one(
+            project, location, cluster, ClusterUpdate(desired_logging_service=req.logging_service or ""), now
         )
 
     def set_monitoring(
@@ -760,18 +482,14 @@ class GkeBackend:
     ) -> dict[str, Any]:
         req = parse_body(SetMonitoringServiceRequest, body)
         update = ClusterUpdate(desired_monitoring_service=req.monitoring_service or "")
-        return self._start_update(
-            project, location, cluster, self._plan(project, location, cluster, update), now
-        )
+        return self._set_one(project, location, cluster, update, now)
 
     def update_master(
         self, project: str, location: str, cluster: str, body: Any, now: float
     ) -> dict[str, Any]:
         req = parse_body(UpdateMasterRequest, body)
         update = ClusterUpdate(desired_master_version=req.master_version or "-")
-        return self._start_update(
-            project, location, cluster, self._plan(project, location, cluster, update), now
-        )
+        return self._set_one(project, location, cluster, update, now)
 
     def set_resource_labels(
         self, project: str, location: str, cluster: str, body: Any, now: float
@@ -818,44 +536,6 @@ class GkeBackend:
             )  # [inferred wording]
         plan = Plan("UPGRADE_NODES", pool=pool, pool_done={"version": interrupted["from"]})
         return self._start_update(project, location, cluster, plan, now)
-
-    def cancel_operation(
-        self, project: str, location: str, name: str, body: Any, now: float
-    ) -> dict[str, Any]:
-        """``operations.cancel``: a running node-pool upgrade stops where it is (its version not reached; the
-        pool remembers it for ``rollback``); other operations cannot be canceled."""
-        obj = self.storage.get(OPERATION, f"{project}.{location}.{name}")
-        if obj is None:
-            raise not_found(f"projects/{project}/locations/{location}/operations/{name}")
-        parse_body(CancelOperationRequest, body if body is not None else {})
-        spec, eff = obj["spec"], obj["status"]["effect"]
-        if spec["status"] != "RUNNING":
-            raise precondition(
-                f"Operation {name} is already {spec['status']} and cannot be canceled."
-            )  # [inferred wording]
-        if spec["operationType"] != "UPGRADE_NODES":
-            raise precondition(
-                f"Operation {name} ({spec['operationType']}) cannot be canceled; only node pool "
-                "upgrades (UPGRADE_NODES) can."
-            )  # [inferred wording]
-        message = "Operation was canceled."
-        spec.update(
-            status="DONE",
-            endTime=format_time(now),
-            statusMessage=message,
-            error={"code": 1, "message": message},
-        )  # google.rpc.Code CANCELLED
-        self.storage.put(obj)
-        self._set_status(CLUSTER, cluster_key(project, location, eff["cluster"]), "RUNNING")
-        pobj = self.storage.get(NODE_POOL, pool_key(project, location, eff["cluster"], eff["pool"]))
-        if pobj is not None:
-            pobj["spec"]["status"] = "RUNNING"
-            pobj["status"]["interruptedUpgrade"] = {
-                "from": eff.get("fromVersion"),
-                "to": (eff.get("poolSet") or {}).get("version"),
-            }
-            self.storage.put(pobj)
-        return {}
 
     def get_server_config(self, project: str, location: str) -> dict[str, Any]:
         """``getServerConfig``: versions and release channels the twin offers (``flexq.gke.updates``)."""

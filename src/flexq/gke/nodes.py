@@ -35,7 +35,6 @@ __all__ = [
     "ANN_READY_AT",
     "ANN_PREEMPT_AT",
     "ANN_DELETE_AT",
-    "ANN_SLICE",
     "pools_of",
     "pool_of",
     "peek_pool",

@@ -15,6 +15,7 @@ import contextlib
 from typing import Any, Protocol
 
 from flexq.api.jsoncopy import clone
+from flexq.api.wellknown import GKE_NODE_POOL_KIND
 from flexq.errors import NotFound
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
 
 GROUP = "gke.twin.flexq.dev"
 API_VERSION = f"{GROUP}/v1"
-CLUSTER, NODE_POOL, OPERATION, BILLING = "GkeCluster", "GkeNodePool", "GkeOperation", "GkeBilling"
+CLUSTER, NODE_POOL, OPERATION, BILLING = "GkeCluster", GKE_NODE_POOL_KIND, "GkeOperation", "GkeBilling"
 
 
 def cluster_key(project: str, location: str, cluster: str) -> str:

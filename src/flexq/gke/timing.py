@@ -1,7 +1,7 @@
 """The durations GKE's cluster autoscaler and DWS (queued provisioning) keep, written once.
 
 Owns the constants the twin's autoscaler (``flexq.gke.autoscaler``) and ProvisioningRequest controller
-(``flexq.gke.provisioning``) act on, and the ETA's fast forward run (``flexq.eta.fast``) reads, so the two
+(``flexq.gke.provisioning``) act on, and the ETA's fast forward run (``flexq.forecast.fast``) reads, so the two
 cannot drift apart:
 
 - ``SCALE_DOWN_UNNEEDED_SECONDS``: a node unneeded this long is removed (``--scale-down-unneeded-time=10m``,

@@ -38,7 +38,7 @@ from flexq.http.common import (
     url_path,
 )
 from flexq.http.gke import face as gke_face
-from flexq.http.kube import discovery, openapi, openapi_proto, reviews, tokenrequest
+from flexq.http.kube import discovery, openapi, openapi_proto, protobuf, reviews, tokenrequest
 from flexq.http.kube.rest import KubeFace
 from flexq.http.requestinfo import RequestInfo, request_info
 from flexq.http.seam import ClusterView, TwinServices
@@ -274,8 +274,6 @@ class TwinApp:
         if not raw.strip():
             return None
         if "protobuf" in ctype:
-            from flexq.http.kube import protobuf
-
             return protobuf.decode(raw)
         return await decode_body_async(raw, ctype)
 

@@ -22,8 +22,17 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from flexq.api import scheme
 from flexq.api.decode import check_decoded, load_json, load_yaml
-from flexq.errors import ApiError, BadRequest, InternalError, RequestEntityTooLarge, ServiceUnavailable
+from flexq.errors import (
+    ApiError,
+    BadRequest,
+    InternalError,
+    RequestEntityTooLarge,
+    ServiceUnavailable,
+    UnsupportedMediaType,
+)
+from flexq.http.kube import protobuf
 from flexq.loop import EventLoop, RealtimeLoop
 
 T = TypeVar("T")
@@ -182,14 +191,10 @@ def decode_body(raw: bytes, content_type: str) -> Any:
     if not raw.strip():
         raise BadRequest("the request body is empty")
     if "protobuf" in ctype:
-        from flexq.http.kube import protobuf
-
         data = protobuf.decode(raw)
         check_decoded(data)
         return data
     if "cbor" in ctype:
-        from flexq.errors import UnsupportedMediaType
-
         raise UnsupportedMediaType(
             f"the body of the request was in an unknown format - accepted media types "
             f'include: application/json, application/yaml (got "{ctype}")'
@@ -219,8 +224,6 @@ def view(info: Any, obj: dict, api_version: str) -> dict:
     storage version (``scheme.render`` always deep-copies)."""
     if api_version == info.storage_api_version:
         return obj
-    from flexq.api import scheme
-
     return scheme.render(info, obj, api_version)
 
 

@@ -28,6 +28,8 @@ import yaml
 from flexq.http.app import build_app
 from flexq.http.common import loop_stopped
 from flexq.http.inflight import MAX_MUTATING_REQUESTS_INFLIGHT, MAX_REQUESTS_INFLIGHT, InFlight
+from flexq.http.kube import openapi
+from flexq.http.kube.rest import KubeFace
 from flexq.http.protocol import HEADER_TIMEOUT, protocol_class
 from flexq.http.seam import TwinServices
 from flexq.http.tls import Credentials, ensure_credentials
@@ -134,9 +136,6 @@ class Server:
     def _warm(self) -> None:
         """Build the OpenAPI documents ahead of the first kubectl (a few seconds of pydantic schema work), then the
         dashboard's index."""
-        from flexq.http.kube import openapi
-        from flexq.http.kube.rest import KubeFace
-
         try:
             kinds = KubeFace(self.core).kinds()
             openapi.v3_index(kinds)

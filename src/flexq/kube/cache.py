@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from flexq.kube.scheduler_filters import NodeInfo, SliceKey, node_info, pod_requests, replica_of, slice_key
+from flexq.semantics.nodefit import NodeInfo, SliceKey, node_info, pod_requests, replica_of, slice_key
 from flexq.semantics.owners import controller_owner
 from flexq.semantics.pods import is_terminal
 from flexq.store.store import Store, Subscription, WatchEvent

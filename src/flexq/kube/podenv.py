@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from math import prod
 
 from flexq.api.wellknown import RESOURCE_TPU
-from flexq.kube.scheduler_filters import NodeInfo, hosts_per_slice, pod_requests
+from flexq.semantics.nodefit import NodeInfo, hosts_per_slice, pod_requests
 from flexq.semantics.pods import image_reference_error
 
 LABEL_NODEPOOL = "cloud.google.com/gke-nodepool"

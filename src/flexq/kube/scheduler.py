@@ -10,7 +10,7 @@ not hinted again, so each freed node wakes a different pod), and in any case aga
 ``UNSCHEDULABLE_FLUSH_SECONDS`` (the scheduling queue's flush of pods left unschedulable for
 ``podMaxInUnschedulablePodsDuration``, 5 minutes). Only pods whose ``schedulerName`` is ``default-scheduler`` are
 handled. The hosts of one multi-host TPU replica (KubeRay's ``ray.io/worker-group-replica-name``) are bound
-to one slice: the first only where all of them fit, the others beside it (``scheduler_filters.off_slice``).
+to one slice: the first only where all of them fit, the others beside it (``semantics.nodefit.off_slice``).
 Decisions come from the pure ``scheduling`` module over the shared ``ClusterCache``.
 Must not import other domain packages.
 """
@@ -23,17 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from flexq.kube.cache import ClusterCache, PodKey, is_terminal, pod_key
-from flexq.kube.scheduler_filters import (
-    GATED_MESSAGE,
-    Decision,
-    StaticMemo,
-    filter_node,
-    pod_requests,
-    replica_of,
-    schedule,
-)
+from flexq.kube.scheduler_filters import GATED_MESSAGE, Decision, StaticMemo, schedule
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import find_condition, set_core_condition
+from flexq.semantics.nodefit import filter_node, pod_requests, replica_of
 from flexq.store.store import WatchEvent, status_copy
 
 SCHEDULER_NAME = "default-scheduler"

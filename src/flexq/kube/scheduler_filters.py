@@ -11,7 +11,7 @@ and ``FitError``'s message: ``0/3 nodes are available: 1 node(s) didn't match Po
 affinity/selector, 2 Insufficient google.com/tpu. preemption: 0/3 nodes are available: 1 No preemption
 victims found for incoming pod, 2 Preemption is not helpful for scheduling.`` (reasons counted and sorted
 as strings, as ``FitError.Error()`` does). Pure: must not import the store, the runtime or other domains. The node filters live in
-``flexq.semantics.nodefit`` (flexq's fallback plans with the same rule); they are re-exported here.
+``flexq.semantics.nodefit`` (flexq's fallback plans with the same rule): import them from there.
 """
 
 from __future__ import annotations
@@ -21,27 +21,16 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from flexq.semantics.nodefit import (  # the filters themselves: one rule, shared with flexq's fallback
-    ANN_SLICE,
-    DEFAULT_MAX_PODS,
-    MSG_AFFINITY,
     MSG_SLICE,
-    MSG_TOO_MANY_PODS,
-    MSG_UNSCHEDULABLE,
     NodeInfo,
     NodeVerdict,
     SliceKey,
     filter_node,
-    hosts_per_slice,
     insufficient,
-    matches_node_affinity,
-    node_info,
     off_slice,
     placement_shape,
     pod_requests,
-    replica_of,
-    slice_key,
     static_verdict,
-    untolerated_taint,
 )
 
 MSG_NO_NODES = "no nodes available to schedule pods"
@@ -147,31 +136,10 @@ def schedule(
 
 
 __all__ = [
-    "DEFAULT_MAX_PODS",
-    "MSG_AFFINITY",
-    "MSG_TOO_MANY_PODS",
-    "MSG_SLICE",
-    "MSG_UNSCHEDULABLE",
     "MSG_NO_NODES",
     "GATED_MESSAGE",
-    "ANN_SLICE",
-    "NodeInfo",
-    "NodeVerdict",
     "Decision",
     "StaticMemo",
-    "node_info",
-    "pod_requests",
-    "untolerated_taint",
-    "matches_node_affinity",
-    "insufficient",
-    "filter_node",
-    "static_verdict",
-    "placement_shape",
-    "SliceKey",
-    "hosts_per_slice",
-    "slice_key",
-    "replica_of",
-    "off_slice",
     "least_allocated_score",
     "fit_error_message",
     "schedule",

@@ -22,6 +22,7 @@ from typing import Any
 
 from flexq.api.kueue_versions import DEFAULT as DEFAULT_KUEUE
 from flexq.api.kueue_versions import KueueVersion
+from flexq.kueue.checks import check_controller
 from flexq.kueue.config import CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
 from flexq.kueue.preemption import TreeMemo
 from flexq.kueue.queues import QueueManager
@@ -38,9 +39,7 @@ from flexq.kueue.workload import (
 from flexq.runtime.controller import EventRecorder
 from flexq.store.store import Store, Subscription, WatchEvent
 
-__all__ = ["Hooks", "KueueCache", "PROVISIONING_CONTROLLER"]
-
-PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+__all__ = ["Hooks", "KueueCache"]
 KINDS = [
     "Workload",
     "ClusterQueue",
@@ -471,5 +470,5 @@ def _active(ac: dict) -> bool:
     if c is not None:
         return c.get("status") == "True"
     # Checks of controllers flexq does not run are reported active once they exist, as an
-    # external controller would do; the provisioning controller sets the condition itself.
-    return (ac.get("spec") or {}).get("controllerName") != PROVISIONING_CONTROLLER
+    # external controller would do; a controller of kueue.checks sets the condition itself.
+    return check_controller((ac.get("spec") or {}).get("controllerName")) is None

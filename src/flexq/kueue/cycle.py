@@ -17,7 +17,7 @@ ClusterQueue), what Kueue's scheduler decides before it writes anything (``pkg/s
 
 It returns the ordered entries and the inadmissible ones; the caller does the writes, in the entries' order
 (``flexq.kueue.scheduler.Scheduler``: evictions, the admission, requeue with the reason), or plays them in a
-forward run (``flexq.eta.fast``). Nothing here reads a clock or measures a duration: a cycle's duration belongs
+forward run (``flexq.forecast.fast``). Nothing here reads a clock or measures a duration: a cycle's duration belongs
 to whoever drives the cycles. The snapshot is changed as Kueue changes its own (usage added per entry), and
 the heads' flavor-scan progress (``WorkloadInfo.last_assignment``) is kept or dropped as Kueue keeps it.
 

@@ -31,16 +31,16 @@ from __future__ import annotations
 import enum
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from flexq.api.jsoncopy import clone
 from flexq.api.quantity import parse_quantity
 from flexq.api.scheme import ADMIT
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
 from flexq.errors import ApiError
-from flexq.kueue.cache import PROVISIONING_CONTROLLER, KueueCache
+from flexq.kueue.cache import KueueCache
+from flexq.kueue.checks import PROVISIONING_CONTROLLER, retry_strategy
 from flexq.kueue.podset import infos_for, merge_into_template
 from flexq.kueue.workload import (
     backoff_seconds,
@@ -58,9 +58,7 @@ from flexq.runtime.controller import Controller, Result, Watch
 __all__ = [
     "ProvisioningCheckController",
     "ProvisioningController",
-    "RetryStrategy",
     "request_name",
-    "retry_strategy",
 ]
 
 CONSUME = CONSUME_PROVISIONING_REQUEST
@@ -268,28 +266,6 @@ def _merged(required: list[tuple[dict, dict, int]], prc: dict) -> list[tuple[dic
         else:
             out.append([ps, psa, n])
     return [(ps, psa, n) for ps, psa, n in out]
-
-
-class RetryStrategy(NamedTuple):
-    """A ProvisioningRequestConfig's ``retryStrategy`` with Kueue's defaults filled in."""
-
-    limit: int  # backoffLimitCount (3)
-    base: int  # backoffBaseSeconds (60)
-    cap: int  # backoffMaxSeconds (1800)
-
-
-def retry_strategy(prc: Mapping | None) -> RetryStrategy:
-    """``spec.retryStrategy`` of a ProvisioningRequestConfig (None: no config) with the defaults
-    ``ProvisioningRequestConfigSpec`` declares: ``backoffLimitCount`` 3, ``backoffBaseSeconds`` 60,
-    ``backoffMaxSeconds`` 1800. The one reader of these defaults: the provisioning controller, the ETA's
-    forward run and the planner's advice all ask it."""
-    rs = ((prc or {}).get("spec") or {}).get("retryStrategy") or {}
-    limit = rs.get("backoffLimitCount")
-    return RetryStrategy(
-        3 if limit is None else int(limit),
-        int(rs.get("backoffBaseSeconds") or 60),
-        int(rs.get("backoffMaxSeconds") or 1800),
-    )
 
 
 class ProvisioningCheckController(Controller):

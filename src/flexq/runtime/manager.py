@@ -22,6 +22,7 @@ from flexq.errors import Conflict, InvalidWrite, Livelock, NotFound
 from flexq.loop.core import EventLoop, Timer
 from flexq.runtime.controller import Context, Controller, Key, Result
 from flexq.runtime.livelock import LivelockGuard
+from flexq.runtime.metrics import ControllerMetrics
 from flexq.store.store import Store, WatchEvent
 
 log = logging.getLogger("flexq.runtime")
@@ -202,8 +203,6 @@ class Manager:
         # stores that admit every trusted write (``Store.check_writes``): told which reconcile is writing
         self.check_writers = [s for s in (ctx.store, ctx.project) if s is not None and s.check_writes]
         if ctx.metrics is not None:  # a cluster's registry: controller-runtime's metrics of these controllers
-            from flexq.runtime.metrics import ControllerMetrics
-
             ControllerMetrics(self, ctx.metrics)
 
     def add(self, controller: Controller) -> Controller:

@@ -24,10 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flexq.errors import InputError
-from flexq.simulate.engine import RunResult, preflight, run_one
+from flexq.errors import InputError, require_extra
+from flexq.simulate import whatif as wi
+from flexq.simulate.engine import run_one
 from flexq.simulate.fanout import default_workers, run_all
-from flexq.simulate.inputs import MAX_REPLICAS, whole
+from flexq.simulate.outputs import claim, output_dir, record
+from flexq.simulate.preflight import preflight
+from flexq.simulate.report import write_html, write_plots
 from flexq.simulate.results import (
     comparison_document,
     summarize,
@@ -36,7 +39,8 @@ from flexq.simulate.results import (
     write_csv,
     write_json,
 )
-from flexq.simulate.study import Study, load_study, submit_window
+from flexq.simulate.run_result import RunResult
+from flexq.simulate.study import Study, given_over, load_study, submit_window
 from flexq.simulate.sweep import SweepResult, load_sweep, run_sweep
 
 __all__ = [
@@ -103,21 +107,12 @@ def simulate(
                 source=study.source,
                 field="scale",
             )
-        if replicas is not None:
-            study.replicas = whole(replicas, study.source, "replicas", 1, MAX_REPLICAS)
-        if seed is not None:
-            study.seed = whole(seed, study.source, "seed", -(2**63), 2**63 - 1 - MAX_REPLICAS)
-        if variants:
-            study.variants = [study.variant(v) for v in variants]
+        given_over(study, seed=seed, replicas=replicas, variants=variants)
     if until is not None:
         study.submit_until = submit_window(until)
     if out is not None and plots:
-        from flexq.errors import require_extra
-
         require_extra("plots", "flexq simulate's plots (or plots=False)")  # before the runs, not after them
     if out is not None:
-        from flexq.simulate.outputs import claim
-
         claim(Path(out), "simulation", force=force, field="out")
     warnings = preflight(study) if check else []
     runs = run_all(study, workers=workers, ray_address=ray_address, progress=progress)
@@ -134,11 +129,7 @@ def simulate(
             d["notes"] = notes
     result = SimulationResult(study, runs, docs, comparison, warnings=warnings)
     if out is not None:
-        from flexq.simulate.outputs import output_dir
-
         out_dir = output_dir(Path(out), field="out")
-        from flexq.simulate.outputs import record
-
         write_csv(out_dir / "jobs.csv", runs)
         result.files.append(out_dir / "jobs.csv")
         write_json(out_dir / "comparison.json", result.comparison)
@@ -147,8 +138,6 @@ def simulate(
             write_json(out_dir / f"{name}.json", doc)
             result.files.append(out_dir / f"{name}.json")
         if plots:
-            from flexq.simulate.report import write_html, write_plots
-
             images = write_plots(out_dir, runs, [v.name for v in study.variants])
             result.files += images
             result.files.append(
@@ -171,8 +160,6 @@ def _test_causes(
     """Each variant's causes with every suggested change run on the same seeds (``flexq.simulate.whatif``);
     without ``whatif``, the causes keep their evidence and show no change. Returns the what-if variants run."""
     import copy
-
-    from flexq.simulate import whatif as wi
 
     plans = []
     new: list[Any] = []

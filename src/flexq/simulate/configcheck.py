@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from flexq.errors import ApiError, InputError
+from flexq.fallback.model import OPT_IN_LABEL
 from flexq.semantics.pods import image_reference_error
 from flexq.simulate.inputs import parse_yaml_all
 
@@ -34,10 +35,8 @@ __all__ = [
     "placeholder_findings",
     "reference_findings",
     "fallback_findings",
-    "OPT_IN_LABEL",
 ]
 
-OPT_IN_LABEL = "fallback.flexq.dev/enabled"
 _BRACED = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # where a ${VAR} is a shell's or a script's, not a placeholder: left as written
 _SHELL_FIELDS = frozenset({"command", "args", "entrypoint", "runtimeEnvYAML", "env", "lifecycle"})

@@ -29,11 +29,10 @@ import contextlib
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from flexq.api import gke_catalog, scheme
+from flexq.api import gke_catalog
 from flexq.api.kueue_convert import SOURCE as V1BETA1
 from flexq.api.kueue_convert import convert_object
 from flexq.api.quantity import parse_quantity
@@ -41,60 +40,26 @@ from flexq.api.scheme import ADMIT
 from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
 from flexq.fallback.api import CAPACITY_EVENT_REASONS
+from flexq.fallback.model import OPT_IN_LABEL
 from flexq.fallback.policy import FallbackConfig
 from flexq.gke.metrics import SCALE_UP_REASONS
-from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
+from flexq.gke.storage import BILLING, cluster_key
 from flexq.kueue.config import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
+from flexq.simulate.configcheck import (
+    pod_refs,
+)
 from flexq.simulate.jobs import JobSpec
 from flexq.simulate.objects import build_object
-from flexq.simulate.recorder import CAPACITY_REASONS, START_ERRORS, WAIT_BUCKETS, JobRecord, Recorder
+from flexq.simulate.recorder import Recorder
+from flexq.simulate.records import CAPACITY_REASONS, START_ERRORS
+from flexq.simulate.run_result import RunResult, bill_to_horizon, job_row
 from flexq.simulate.study import Study, Variant, cluster_requests
 from flexq.twin import Twin, load_documents
 
-__all__ = ["RunResult", "run_one", "preflight", "JobRecord", "OUTCOMES", "NEVER_RAN"]
+__all__ = ["run_one", "Sim"]
 
 Progress = Callable[[dict[str, Any]], None]
 DRAIN_CHUNK = 3600.0
-
-
-@dataclass
-class RunResult:
-    """What one run produced; plain data (pickled back from worker processes and Ray tasks)."""
-
-    study: str
-    variant: str
-    replica: int
-    seed: int
-    duration: float  # simulated seconds from the first possible submission to the end
-    jobs: list[dict[str, Any]]  # one row per job (times relative to the start)
-    pending: list[tuple[float, int]]  # (time, jobs waiting for quota) after each change
-    node_records: list[dict[str, Any]]  # pool, model, created, deleted, price per hour
-    evictions: dict[str, dict[str, int]]  # cluster queue -> Kueue reason -> count
-    preemptions: dict[str, dict[str, int]]  # preempting... cluster queue of the victim -> reason -> count
-    admission_waits: list[tuple[str, str, float]]  # (cluster queue, priority class, seconds) per admission
-    provisioning: dict[str, int]  # ProvisioningRequest outcome -> count
-    usage: dict[str, dict[str, float]]  # "cq/flavor/resource" -> {reserved (unit*s), nominal}
-    steps: int = 0
-    horizon: float = 0.0  # the censoring time: a job that never started waited until then
-    waiting: list[tuple[float, list[int]]] = field(default_factory=list)  # jobs per WAIT_BUCKETS, over time
-    reserved: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # quota reserved over time
-    pools: dict[str, dict[str, Any]] = field(default_factory=dict)  # node pool -> max, hosts, chips, ...
-    queues: dict[str, dict[str, Any]] = field(default_factory=dict)  # ClusterQueue -> flavor groups, checks
-    flavors: dict[str, dict[str, str]] = field(default_factory=dict)  # ResourceFlavor -> nodeLabels
-    checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # AdmissionCheck -> config, class, retry
-    kueue: dict[str, Any] = field(
-        default_factory=dict
-    )  # waitForPodsReady, podsReadyTimeout, backoffLimitCount
-    fallback: bool = False  # flexq's fallback ran in this variant
-    fallback_actions: dict[str, int] = field(default_factory=dict)  # what it did, by verb (move, return, ...)
-    goodput_resource: str = ""  # google.com/tpu, or cpu when no job asks for TPUs
-    local_queues: dict[str, bool] = field(default_factory=dict)  # namespace/name -> opted in to the fallback
-    refs: dict[str, list[str]] = field(default_factory=dict)  # "Kind/namespace/name" a template needs -> keys
-    fallback_all_queues: bool = False  # the fallback's all_queues setting (it acts on every LocalQueue)
-
-
-OUTCOMES = ("Succeeded", "Failed", "Deactivated", "NeverAdmitted", "NotStarted", "Running")
-NEVER_RAN = ("Deactivated", "NeverAdmitted", "NotStarted")
 
 
 def _rescue(setting: Any) -> bool:
@@ -113,112 +78,6 @@ def _all_queues(setting: Any) -> bool:
     return isinstance(setting, dict) and bool(setting.get("all_queues"))
 
 
-OPT_IN_LABEL = "fallback.flexq.dev/enabled"
-SCALE_DOWN_SECONDS = SCALE_DOWN_UNNEEDED_SECONDS  # the cluster autoscaler's (flexq.gke.timing)
-
-
-def _bill_to_horizon(
-    nodes: list[dict[str, Any]], pools: dict[str, dict[str, Any]], end: float, horizon: float
-) -> None:
-    """Every run is billed over the same window, up to the study's horizon, whenever it stops: a run that ended
-    early (every job done, or given up) keeps its nodes that the pool would keep (up to its minimum size) until
-    the horizon, and the rest until the cluster autoscaler would have removed them (10 minutes idle). So
-    variants compare on cost over one span, not on when the simulation could stop."""
-    alive: dict[str, list[dict[str, Any]]] = {}
-    for n in nodes:
-        n["billedUntil"] = n["deleted"] if n["deleted"] is not None else end
-        if n["deleted"] is None:
-            alive.setdefault(n["pool"], []).append(n)
-    if end >= horizon:
-        return
-    for pool, ns in alive.items():
-        keep = int((pools.get(pool) or {}).get("min", 0))
-        for i, n in enumerate(sorted(ns, key=lambda x: (x["created"], x["node"]))):
-            n["billedUntil"] = horizon if i < keep else min(horizon, end + SCALE_DOWN_SECONDS)
-
-
-def _cause(rec: JobRecord, outcome: str) -> tuple[str, str]:
-    """Why a job that did not succeed did not, from its own evidence: the detail (with counts) and its kind
-    (what ``lostByCause`` counts by)."""
-    parts, kinds = [], []
-    if rec.start_errors:  # a pod the kubelet could not start: that comes first, whatever else followed
-        (what, n), *_rest = sorted(rec.start_errors.items(), key=lambda kv: (-kv[1], kv[0]))
-        parts.append(f"pods never started: {what} (x{n})")
-        kinds.append("pods " + what.split(":", 1)[0])
-    if rec.pr_failed:
-        parts.append(
-            "ProvisioningRequests failed: "
-            + ", ".join(f"{r or 'Failed'} x{n}" for r, n in sorted(rec.pr_failed.items()))
-        )
-        kinds.append("ProvisioningRequest " + "/".join(sorted(r or "Failed" for r in rec.pr_failed)))
-    if rec.refused_code and outcome in NEVER_RAN:
-        where = f" on {rec.refused_pool}" if rec.refused_pool else ""
-        parts.append(f"pods refused capacity{where}: {rec.refused_code}")
-        kinds.append(f"pods refused {rec.refused_code}")
-    if rec.quota_key and outcome in ("NeverAdmitted", "Deactivated"):
-        parts.append(f"no quota: {rec.quota_key}")
-        kinds.append(f"no quota {rec.quota_key}")
-    if rec.evictions and outcome in NEVER_RAN:
-        parts.append(f"evicted x{rec.evictions}")
-    return "; ".join(parts), ", ".join(kinds[:1])
-
-
-def _row(rec: JobRecord, horizon: float) -> dict[str, Any]:
-    s = rec.spec
-    outcome = rec.outcome or (
-        "Deactivated"
-        if rec.deactivated
-        else "Running"
-        if rec.started is not None
-        else "NotStarted"
-        if rec.admitted is not None
-        else "NeverAdmitted"
-    )
-    lost = outcome in NEVER_RAN or (outcome == "Failed" and s.outcome != "Failed")
-    cause, cause_kind = _cause(rec, outcome) if outcome != "Succeeded" else ("", "")
-    waits = {f"wait_{b}": round(rec.waits.get(b, 0.0), 3) for b in WAIT_BUCKETS}
-    return {
-        "job": s.name,
-        "namespace": s.namespace,
-        "kind": s.kind,
-        "class": s.klass,
-        "queue": s.queue,
-        "cluster_queue": rec.cluster_queue,
-        "priority": s.priority_class or ("" if s.priority is None else str(s.priority)),
-        "submit": rec.submit,
-        "admitted": rec.admitted,
-        "started": rec.started,
-        "finished": rec.finished,
-        "wait_admission": None if rec.admitted is None else rec.admitted - rec.submit,
-        "wait_start": None if rec.started is None else rec.started - rec.submit,
-        "wait_censored": (rec.started if rec.started is not None else max(horizon, rec.submit)) - rec.submit,
-        **waits,
-        "run": s.run,
-        "outcome": outcome,
-        "lost": lost,
-        "reason": rec.lost_reason if outcome == "Deactivated" else "",
-        "cause": cause,
-        "cause_kind": cause_kind,
-        "refused_pool": rec.refused_pool,
-        "size": rec.size,
-        "flavors": rec.flavors,
-        "evictions": rec.evictions,
-        "preemptions": rec.preemptions,
-        "planned_outcome": s.outcome,
-        "quota_waits": dict(sorted(rec.quota_waits.items())),
-        "refusals": list(rec.refusals),
-        # flexq fallback against Kueue's preemption: the most moves the fallback made of the job after one of its
-        # preemptions (before it started again), and the preempted Workloads it sent back
-        "fallback_after_preemption": max(rec.after_preemption, default=0),
-        "fallback_undid_preemption": rec.undid_preemption,
-        "start_errors": dict(sorted(rec.start_errors.items())),
-        "retry_hold": round(rec.retry_hold, 3),  # quota held while a check waited out its retry back-off
-        "retry_hold_flavors": sorted(rec.retry_hold_flavors),
-        "pr_failures": sum(rec.pr_failed.values()),  # its ProvisioningRequests that failed
-        "check_evictions": rec.check_evictions,  # evictions for an admission check in Retry
-    }
-
-
 def _doc_lines(text: str) -> list[int]:
     """The first line of each YAML document in ``text`` (1-based)."""
     lines = [1]
@@ -233,7 +92,7 @@ def _doc_lines(text: str) -> list[int]:
 READ_EVENTS = frozenset((*START_ERRORS, *CAPACITY_REASONS, *CAPACITY_EVENT_REASONS, *SCALE_UP_REASONS))
 
 
-class _Sim:
+class Sim:
     def __init__(self, study: Study, variant: Variant, replica: int, jobs: list[JobSpec]) -> None:
         self.study, self.variant, self.replica = study, variant, replica
         self.seed = study.seed + replica
@@ -267,6 +126,19 @@ class _Sim:
 
     # -- setup ---------------------------------------------------------------------------------------------------
     def setup(self) -> None:
+        """Steps 1-3 of the module docstring, then what the run reads of the cluster it built."""
+        self._capacity()
+        self._cluster()
+        self._capacity_origin()
+        self._manifests()
+        self.twin.advance(1)
+        self._check_traffic()
+        self._read_cluster()
+        self._read_pools()
+        self.t0 = self.twin.now()
+
+    def _capacity(self) -> None:
+        """Step 1: the capacity profile as the project's ``default``, its seed the run's."""
         twin, study = self.twin, self.study
         if self.variant.capacity is not None:
             prof = dict(self.variant.capacity)
@@ -276,6 +148,10 @@ class _Sim:
                 twin.core.project.create(prof, admission=ADMIT)
             except ApiError as exc:
                 raise InputError(exc.message, source=study.source, field="capacity") from None
+
+    def _cluster(self) -> None:
+        """Step 2: the GKE cluster and node pools through the GKE REST API, each operation waited for."""
+        twin, study = self.twin, self.study
         if self.variant.cluster is not None:
             self.project, self.location, self.cluster, reqs = cluster_requests(self.variant.cluster)
             for i, (method, path, body) in enumerate(reqs):
@@ -295,11 +171,19 @@ class _Sim:
                     ) from None
                 self._wait_operation(op, where)
             twin.cluster(self.cluster)
+
+    def _capacity_origin(self) -> None:
+        """Step 2, then: the profile's relative times count from now (``spec.origin``)."""
+        twin = self.twin
         if self.variant.capacity is not None:
             prof = twin.core.project.get("CapacityProfile", "default")
             if not (prof.get("spec") or {}).get("origin"):
                 prof["spec"]["origin"] = format_time(twin.now())
                 twin.core.project.update(prof, admission=ADMIT)
+
+    def _manifests(self) -> None:
+        """Step 3: the manifests, as ``kubectl apply`` (v1beta1 objects converted on a release without it)."""
+        twin = self.twin
         for m in self.variant.manifests:
             try:
                 docs = load_documents(m.text)
@@ -339,7 +223,10 @@ class _Sim:
                         line=line,
                         field=f"document {i + 1}",
                     ) from None
-        twin.advance(1)
+
+    def _check_traffic(self) -> None:
+        """Every queue and priority class the traffic names exists (an ``InputError`` naming the job's source)."""
+        twin = self.twin
         for pc in twin.list("WorkloadPriorityClass"):
             self.priorities[pc["metadata"]["name"]] = int(pc.get("value", 0))
         with contextlib.suppress(ApiError):  # scheduling.k8s.io PriorityClass, where the twin serves it
@@ -374,6 +261,10 @@ class _Sim:
                     source=job.source,
                     field="priority",
                 )
+
+    def _read_cluster(self) -> None:
+        """What the causes read of the cluster: quotas, ClusterQueues, flavors, admission checks, Kueue's configuration."""
+        twin = self.twin
         for cq in twin.list("ClusterQueue"):
             for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
                 for fl in rg.get("flavors") or []:
@@ -418,8 +309,6 @@ class _Sim:
             "release": self.release.version,  # the Kueue release (the causes name what differs in it)
             "converted": list(self.converted),  # v1beta1 objects held as v1beta2 on a release without v1beta1
         }
-        self._read_pools()
-        self.t0 = twin.now()
 
     def _read_pools(self) -> None:
         """The cluster's node pools as the GKE API describes them (what the causes' figures need)."""
@@ -456,8 +345,6 @@ class _Sim:
     def _refs(self) -> dict[str, list[str]]:
         """The ConfigMaps and Secrets the jobs' templates need, with the keys they read (what a cause's fix
         must create: ``flexq.simulate.causes``)."""
-        from flexq.simulate.configcheck import pod_refs
-
         out: dict[str, set[str]] = {}
         seen: set[tuple[str, str]] = set()
         for job in self.jobs:
@@ -510,59 +397,6 @@ class _Sim:
             raise InputError(
                 f"GKE operation failed: {op['error'].get('message')}", source=self.study.source, field=what
             )
-
-    def check_objects(self) -> None:
-        """Check every job's name (the API's rule for its kind; no two jobs of one kind with one name in one
-        namespace), and create one object of each job shape (kind, template, pod sets, namespace, queue,
-        priority, class) to see the API take it."""
-        seen: set[tuple[Any, ...]] = set()
-        names: dict[tuple[str, str, str], str] = {}
-        infos: dict[str, Any] = {}
-        for job in self.jobs:
-            ident = (job.kind, job.namespace, job.name)
-            if ident in names:
-                raise InputError(
-                    f"{job.kind} {job.namespace}/{job.name} is submitted twice (also at {names[ident]})",
-                    source=job.source,
-                    field="name",
-                )
-            names[ident] = job.source
-            if job.kind not in infos:
-                try:
-                    infos[job.kind] = scheme.resolve_object(
-                        self.twin.store.registry,
-                        build_object(job, self.priorities, self.pod_priorities, self.study.env),
-                    )
-                except ApiError as exc:
-                    raise InputError(
-                        f"the API does not serve {job.kind}: {exc.message}", source=job.source, field="kind"
-                    ) from None
-            causes = scheme.check_name(infos[job.kind], {"name": job.name})
-            if causes:
-                raise InputError(
-                    f"the API refuses this name: {causes[0].message}", source=job.source, field="name"
-                )
-            key = (
-                job.kind,
-                job.template_source,
-                job.pod_sets,
-                job.namespace,
-                job.queue,
-                job.priority_class,
-                job.priority,
-                job.klass,
-            )
-            if key in seen:
-                continue
-            seen.add(key)
-            try:
-                self.twin.create(build_object(job, self.priorities, self.pod_priorities, self.study.env))
-            except ApiError as exc:
-                raise InputError(
-                    f"the API refused this {job.kind}: {exc.message}",
-                    source=job.template_source or job.source,
-                    field="template" if job.template_source else "podsets",
-                ) from None
 
     # -- observing -----------------------------------------------------------------------------------------------
     def rel(self) -> float:
@@ -626,22 +460,23 @@ class _Sim:
 
     def _result(self, end: float, horizon: float) -> RunResult:
         rec_ = self.rec
-        for (_ns, _name), st in rec_.wl_state.items():  # quota still held at the end
-            if st["reserved"]:
-                for ukey, qty in st["usage"]:
-                    rec_.usage[ukey][0] += qty * (end - st["since"])
+        for seen in rec_.wl_state.values():  # quota still held at the end
+            if seen.reserved:
+                for ukey, qty in seen.usage:
+                    rec_.usage[ukey][0] += qty * (end - seen.since)
         # what each job's pods cost while bound to nodes (the billing ledger's per-job attribution, USD)
         job_cost = (self.twin.billing().get("jobs") or {}) if self.cluster else {}
         rows = []
         for rec in sorted(rec_.records.values(), key=lambda r: r.spec.index):
             s = rec.spec
             rows.append(
-                {**_row(rec, horizon), "cost": float(job_cost.get(f"{s.kind}/{s.namespace}/{s.name}", 0.0))}
+                {
+                    **job_row(rec, horizon),
+                    "cost": float(job_cost.get(f"{s.kind}/{s.namespace}/{s.name}", 0.0)),
+                }
             )
         nodes = []
         if self.cluster:
-            from flexq.gke.storage import BILLING, cluster_key
-
             ledger = self.twin.core.project.try_get(
                 BILLING, cluster_key(self.project, self.location, self.cluster)
             )
@@ -661,7 +496,7 @@ class _Sim:
                         "pricePerHour": float(Fraction(r["pricePerHour"])),
                     }
                 )
-            _bill_to_horizon(nodes, self.pools, end, horizon)
+            bill_to_horizon(nodes, self.pools, end, horizon)
         prov: Counter[str] = Counter()
         for conds in rec_.pr_seen.values():
             for c in conds:
@@ -712,75 +547,9 @@ def _count_actions(controllers: Any) -> dict[str, int]:
 def run_one(study: Study, variant: str, replica: int, progress: Progress | None = None) -> RunResult:
     """Simulate ``variant`` of ``study`` with seed ``study.seed + replica``."""
     v = study.variant(variant)
-    sim = _Sim(study, v, replica, study.jobs(study.seed + replica))
+    sim = Sim(study, v, replica, study.jobs(study.seed + replica))
     try:
         sim.setup()
         return sim.run(progress)
     finally:
         sim.twin.close()
-
-
-def preflight(study: Study) -> list[str]:
-    """Raise ``InputError`` for anything a run would refuse, and ``configcheck.PreflightError`` (every finding,
-    each naming the file, the document and the field) for the mistakes of configuration a run would only show
-    as lost jobs (``flexq.simulate.configcheck``), before simulating anything. Returns the warnings."""
-    from flexq.simulate.configcheck import (
-        PreflightError,
-        fallback_findings,
-        placeholder_findings,
-        reference_findings,
-    )
-
-    jobs = study.jobs(study.seed)
-    if not jobs:
-        raise InputError("the traffic has no jobs", source=study.source)
-    findings: list[InputError] = []
-    warnings: list[str] = []
-    where: dict[str, list[str]] = {}  # a finding -> the variants it was found in
-    for v in study.variants:
-        findings += placeholder_findings(v.manifests, study.env)
-    if not findings:
-        used = {f"{j.namespace}/{j.queue}" for j in jobs}
-        for v in study.variants:
-            sim = _Sim(study, v, 0, jobs)
-            try:
-                try:
-                    sim.setup()
-                except InputError as exc:
-                    findings.append(exc)
-                    continue
-                mine = reference_findings(
-                    sim.twin,
-                    jobs,
-                    lambda j, sim=sim: build_object(j, sim.priorities, sim.pod_priorities, study.env),
-                )
-                refused, warned = fallback_findings(
-                    v.settings.get("fallback"), sim.local_queues, used, v.name, study.source
-                )
-                mine += refused
-                warnings += warned
-                if not mine:
-                    try:
-                        sim.check_objects()
-                    except InputError as exc:
-                        mine.append(exc)
-                for f in mine:
-                    where.setdefault(str(f), []).append(v.name)
-                findings += mine
-            finally:
-                sim.twin.close()
-    unique = list({str(f): f for f in findings}.values())
-    for i, f in enumerate(unique):
-        names = where.get(str(f), [])
-        if names and len(names) < len(study.variants):
-            unique[i] = InputError(
-                f"{f.message} (variant{'s' if len(names) > 1 else ''} {', '.join(names)})",
-                source=f.source,
-                line=f.line,
-                field=f.field,
-            )
-    if len(unique) == 1 and not isinstance(unique[0], PreflightError):
-        raise unique[0]
-    if unique:
-        raise PreflightError(unique)
-    return list(dict.fromkeys(warnings))

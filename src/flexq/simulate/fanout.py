@@ -19,8 +19,9 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
-from flexq.errors import InputError
-from flexq.simulate.engine import RunResult, run_one
+from flexq.errors import InputError, require_extra
+from flexq.simulate.engine import run_one
+from flexq.simulate.run_result import RunResult
 from flexq.simulate.study import Study
 
 __all__ = ["run_all", "default_workers"]
@@ -127,8 +128,6 @@ def _run_ray(
     study: Study, tasks: list[tuple[str, int]], address: str, progress: Progress | None
 ) -> list[RunResult]:
     _check_address(address)  # before importing ray (seconds)
-    from flexq.errors import require_extra
-
     require_extra("ray", "flexq simulate on a Ray cluster (--ray-address)")
     import ray
 

@@ -22,7 +22,7 @@ from flexq.gke.capacity import sample_delay
 from flexq.simulate.inputs import MAX_JOBS, MAX_SECONDS, Refused, as_text
 from flexq.simulate.jobs import JobSpec
 from flexq.simulate.schema import SECONDS, Doc, checked, keys_of, number_in, whole_in
-from flexq.simulate.trace import _job_from_row, _object_name
+from flexq.simulate.trace import check_object_name, job_from_row
 
 __all__ = ["generate", "GeneratorSpec", "GEN_KEYS", "MIX_KEYS"]
 
@@ -197,13 +197,13 @@ def generate(spec: dict[str, Any], seed: int, src: str, base: Path) -> list[JobS
     for i, m in enumerate(gen.mix):
         fld = f"generator.mix[{i}]"
         try:
-            proto = _job_from_row(m.row(), 0, src, 0, base, cache)
+            proto = job_from_row(m.row(), 0, src, 0, base, cache)
         except InputError as exc:
             if exc.source != src:  # a problem inside a file the shape names (its template)
                 raise
             raise InputError(exc.message, source=src, field=f"{fld}.{exc.field}") from None
         prefix = m.name or proto.kind.lower()
-        _object_name(f"{prefix}-00000", src, None, f"{fld}.name", check_dns1123_subdomain)
+        check_object_name(f"{prefix}-00000", src, None, f"{fld}.name", check_dns1123_subdomain)
         shapes.append((m.weight, replace(proto, extra={"prefix": prefix}), m.run, m.failed))
     total_w = sum(s[0] for s in shapes)
     rng = random.Random(f"flexq-simulate:{spec.get('seed', 0)}:{seed}")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flexq.api.capacity_profile import parse_duration
+from flexq.api.quantity import parse_quantity
 from flexq.errors import InputError
 from flexq.simulate.inputs import (
     MAX_PODS,
@@ -114,21 +115,16 @@ def as_seconds(value: Any, *, allow_zero: bool = True, limit: float = MAX_SECOND
     return v
 
 
-def _seconds(
-    value: Any, src: str, line: int | None, fld: str, *, allow_zero: bool = True, limit: float = MAX_SECONDS
-) -> float:
-    try:
-        return as_seconds(value, allow_zero=allow_zero, limit=limit)
-    except Refused as exc:
-        raise InputError(str(exc), source=src, line=line, field=fld) from None
-
-
 _NUMERAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")  # seconds as a number (1e3 too)
 
 
 def seconds(value: Any, src: str, line: int | None, fld: str) -> float:
-    """A time in seconds (a number or a duration such as ``90s``, ``2h``), between 0 and ``MAX_SECONDS``."""
-    return _seconds(value, src, line, fld)
+    """A time in seconds (a number or a duration such as ``90s``, ``2h``), between 0 and ``MAX_SECONDS``; an
+    ``InputError`` naming the source, line and field."""
+    try:
+        return as_seconds(value, limit=MAX_SECONDS)
+    except Refused as exc:
+        raise InputError(str(exc), source=src, line=line, field=fld) from None
 
 
 def parse_podsets(value: Any, src: str, line: int | None) -> tuple[PodSetSpec, ...]:
@@ -169,8 +165,6 @@ def parse_podsets(value: Any, src: str, line: int | None) -> tuple[PodSetSpec, .
         items = value
     else:
         raise InputError("must be a list of pod sets", source=src, line=line, field="podsets")
-    from flexq.api.quantity import parse_quantity
-
     out = []
     names: set[str] = set()
     for i, ps in enumerate(items):

@@ -39,93 +39,26 @@ import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from flexq.api.quantity import parse_quantity
-from flexq.api.reasons import classify_capacity
 from flexq.errors import ApiError
 from flexq.fallback.policy import ANN_MOVE
+from flexq.kueue.workload import set_condition, unset_quota_reservation
 from flexq.semantics.conditions import find_condition, is_true
 from flexq.semantics.resources import pod_requests
 from flexq.simulate.jobs import JobSpec
+from flexq.simulate.pod_watch import PodWatch
+from flexq.simulate.records import TPU, WAIT_BUCKETS, JobRecord, WorkloadSeen
 from flexq.twin import Twin
 
-__all__ = ["JobRecord", "Recorder", "WAIT_BUCKETS", "TPU"]
+__all__ = ["Recorder"]
 
-WAIT_BUCKETS = (
-    "quota",
-    "dws",
-    "scaleUp",
-    "stockout",
-    "poolMax",
-    "pods",
-    "podErrors",
-    "evicted",
-    "deactivated",
-)
-TPU = "google.com/tpu"
 MAX_SERIES_KEYS = (
     64  # quota series only for studies with at most this many ClusterQueue/flavor/resource entries
 )
 _QUOTA_MSG = re.compile(r"insufficient (?:unused )?quota for (\S+) in flavor (\S+)")
 _GROW_BY = re.compile(r"[Nn]ode pool (\S+) cannot grow by (\d+) nodes")
-_RAY_CLUSTER = "ray.io/cluster"
-_RAY_ORIGIN = "ray.io/originated-from-cr-name"
-_JOB_NAME = ("batch.kubernetes.io/job-name", "job-name")
-CAPACITY_REASONS = ("FailedScaleUp", "NotTriggerScaleUp")
-# the kubelet's Warning Events when it cannot start a pod's containers (kube.podenv.start_blocker)
-START_ERRORS = {
-    "FailedMount": "FailedMount",
-    "InspectFailed": "InvalidImageName",
-    "Failed": "CreateContainerConfigError",
-}
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
-
-
-@dataclass(slots=True)  # one per job of the traffic (60,000 in Kueue's large-scale file): no __dict__ each
-class JobRecord:
-    spec: JobSpec
-    submit: float
-    cluster_queue: str = ""
-    reserved: float | None = None
-    admitted: float | None = None
-    started: float | None = None
-    finished: float | None = None
-    outcome: str = ""
-    flavors: str = ""
-    evictions: int = 0
-    preemptions: int = 0
-    holding: set[str] = field(default_factory=set)  # workloads of this job holding quota now
-    admitted_now: set[str] = field(default_factory=set)  # workloads of this job admitted now
-    pending: bool = True
-    closed: bool = False  # finished, or deactivated by Kueue with nobody to reactivate it
-    deactivated: bool = False  # its Workload is deactivated now
-    size: float = 0.0  # what it asks for of the goodput resource (TPU chips, else CPUs), all pod sets
-    bucket: str | None = "quota"  # where its wait goes now (None: started, or finished)
-    bucket_since: float = 0.0
-    waits: dict[str, float] = field(default_factory=dict)  # bucket -> seconds
-    unscheduled: set[str] = field(default_factory=set)  # its pods without a node
-    refused: str = ""  # the cloud's refusal its pods met since the last admission (a capacity kind)
-    refused_code: str = ""
-    refused_pool: str = ""  # the node pool its refused pods asked for (their nodeSelector)
-    lost_reason: str = ""  # Kueue's Evicted reason when it deactivated the job
-    lost_message: str = ""
-    pr_failed: Counter[str] = field(default_factory=Counter)  # ProvisioningRequest failures by reason
-    quota_key: str = ""  # "flavor/resource" Kueue last said had no quota for it
-    quota_waits: dict[str, float] = field(default_factory=dict)  # "flavor/resource" -> seconds waited
-    refusals: list[tuple[float, str, int]] = field(default_factory=list)  # (time, pool, nodes) pool-max
-    # flexq fallback and Kueue's preemption: per preemption, the fallback's moves of the job until it next
-    # started; and how many Workloads Kueue had preempted the fallback sent back (undoing the preemption)
-    after_preemption: list[int] = field(default_factory=list)
-    undid_preemption: int = 0
-    blocked: set[str] = field(default_factory=set)  # its pods the kubelet cannot start now
-    start_errors: Counter[str] = field(default_factory=Counter)  # "Reason: the kubelet's message" -> Events
-    # seconds its Workloads held quota while an admission check was in Retry (waiting out the check's back-off
-    # before the eviction: Kueue 0.19; 0.20.7 evicts at once, kueue#18785), and the flavors they held
-    retry_hold: float = 0.0
-    retry_hold_flavors: set[str] = field(default_factory=set)
-    check_evictions: int = 0  # evictions for an admission check in Retry (Kueue's reason AdmissionCheck)
 
 
 class Recorder:
@@ -145,10 +78,8 @@ class Recorder:
         self.fallback, self.rescue = fallback, rescue
         self.rel = rel
         self.records: dict[tuple[str, str, str], JobRecord] = {}
-        self.wl_state: dict[tuple[str, str], dict[str, Any]] = {}
+        self.wl_state: dict[tuple[str, str], WorkloadSeen] = {}
         self.wl_job: dict[tuple[str, str], JobRecord] = {}
-        self.pod_job: dict[tuple[str, str], JobRecord] = {}  # (namespace, pod) -> job
-        self.cluster_job: dict[tuple[str, str], tuple[str, str, str] | None] = {}  # RayCluster -> job key
         self.pending_now = 0
         self.pending: list[tuple[float, int]] = [(0.0, 0)]
         self.waiting_now = dict.fromkeys(WAIT_BUCKETS, 0)
@@ -162,7 +93,6 @@ class Recorder:
         self.reserved_series: dict[str, list[tuple[float, float]]] = {}
         self.open_jobs = 0
         self.goodput_resource = ""
-        self.last_refusal: tuple[str, str] | None = None  # the last capacity refusal heard (kind, code)
 
     # -- set-up --------------------------------------------------------------------------------------------------
     def track_quota(self, key: str, nominal: float) -> None:
@@ -177,8 +107,9 @@ class Recorder:
         kinds = sorted(job_kinds - {"Workload"})
         if kinds:
             store.watch(self.on_job, kinds)
-            store.watch(self.on_pod, ["Pod"])
-            store.watch(self.on_event, ["Event"])
+            pods = PodWatch(self.twin, self.records, self.rebucket)
+            store.watch(pods.on_pod, ["Pod"])
+            store.watch(pods.on_event, ["Event"])
         with contextlib.suppress(ApiError):  # a twin without the autoscaling.x-k8s.io kinds
             store.watch(self.on_pr, ["ProvisioningRequest"])
 
@@ -282,6 +213,10 @@ class Recorder:
         return self.records.get(("Workload", ns, md["name"]))
 
     def on_workload(self, ev: Any) -> None:
+        """One Workload's change: its state before (``WorkloadSeen``) and after (quota reserved, admitted,
+        finished, inactive), each transition to its handler, as KubeRay's state switch dispatches on a job's
+        status; then the conditions that count each time they are set again (Evicted, Preempted) and the first
+        PodsReady."""
         wl = ev.object
         md = wl["metadata"]
         key = (md.get("namespace", "default"), md["name"])
@@ -293,21 +228,9 @@ class Recorder:
             self.wl_job[key] = rec
             if not rec.size:
                 rec.size = self._size(wl)
-        st = self.wl_state.setdefault(
-            key,
-            {
-                "reserved": False,
-                "admitted": False,
-                "since": 0.0,
-                "usage": [],
-                "queued_at": self.rel(),
-                "evict_lt": None,
-                "preempt_lt": None,
-                "ready": False,
-                "seq": 0,
-                "retry_since": None,
-            },
-        )
+        seen = self.wl_state.get(key)
+        if seen is None:
+            seen = self.wl_state[key] = WorkloadSeen(queued_at=self.rel())
         now = self.rel()
         gone = ev.type == "DELETED"
         status = wl.get("status") or {}
@@ -316,107 +239,47 @@ class Recorder:
         admitted = not gone and reserved and is_true(wl, "Admitted")
         finished = is_true(wl, "Finished")
         if not reserved and not gone:
-            qr = find_condition(wl, "QuotaReserved")
-            m = _QUOTA_MSG.search((qr or {}).get("message") or "")
-            if m is not None:
-                k = f"{m.group(2).rstrip(',.')}/{m.group(1).rstrip(',.')}"
-                if k != rec.quota_key:
-                    self._close_bucket(rec, now)
-                    rec.quota_key = k
-        if reserved and not st["reserved"]:
+            self._quota_refused(rec, wl, now)
+        if reserved and not seen.reserved:
             assert admission is not None
-            st["reserved"], st["since"] = True, now
-            cq = admission.get("clusterQueue", "")
-            rec.cluster_queue = cq
-            usage = []
-            flavors = []
-            for psa in admission.get("podSetAssignments") or ():
-                fl = psa.get("flavors") or {}
-                flavors.append(f"{psa.get('name')}={'+'.join(sorted(set(fl.values())))}")
-                for res, qty in (psa.get("resourceUsage") or {}).items():
-                    ukey = f"{cq}/{fl.get(res, '')}/{res}"
-                    if ukey in self.usage:
-                        usage.append((ukey, float(parse_quantity(str(qty)))))
-            st["usage"] = usage
-            for ukey, qty in usage:
-                self._reserve(ukey, qty, now)
-            rec.flavors = ",".join(flavors)
-            if rec.reserved is None:
-                rec.reserved = now
-            rec.holding.add(md["name"])
-            self._set_pending(rec)
-        elif st["reserved"] and (not reserved or finished):
-            st["reserved"] = False
-            for ukey, qty in st["usage"]:
-                self.usage[ukey][0] += qty * (now - st["since"])
-                self._reserve(ukey, -qty, now)
-            rec.holding.discard(md["name"])
-            self._set_pending(rec)
+            self._reserved(rec, seen, admission, md["name"], now)
+        elif seen.reserved and (not reserved or finished):
+            self._released(rec, seen, md["name"], now)
         retrying = (
             reserved
             and not finished
             and any(c.get("state") == "Retry" for c in status.get("admissionChecks") or ())
         )
-        if retrying and st["retry_since"] is None:
-            st["retry_since"] = now
-            rec.retry_hold_flavors.update(
-                fl
-                for psa in (admission or {}).get("podSetAssignments") or ()
-                for res, fl in (psa.get("flavors") or {}).items()
-                if res == (self.goodput_resource or TPU)
-            )
-        elif not retrying and st["retry_since"] is not None:
-            rec.retry_hold += now - st["retry_since"]
-            st["retry_since"] = None
-        if admitted and not st["admitted"]:
-            st["admitted"] = True
-            st["seq"] += 1
-            if not rec.admitted_now:
-                rec.refused = rec.refused_code = ""
-            rec.admitted_now.add(md["name"])
-            if rec.admitted is None:
-                rec.admitted = now
-            pc = rec.spec.priority_class or (str(rec.spec.priority) if rec.spec.priority is not None else "")
-            self.admission_waits.append((rec.cluster_queue, pc, now - st["queued_at"]))
-            if rec.spec.kind == "Workload":
-                if rec.started is None:
-                    rec.started = now
-                seq = st["seq"]
-                self.twin.core.loop.call_at(
-                    self.twin.now() + rec.spec.run, functools.partial(self._finish_bare, key, seq)
-                )
-        elif not admitted and st["admitted"]:
-            st["admitted"] = False
+        if retrying and seen.retry_since is None:
+            self._retry_began(rec, seen, admission, now)
+        elif not retrying and seen.retry_since is not None:
+            rec.retry_hold += now - seen.retry_since
+            seen.retry_since = None
+        if admitted and not seen.admitted:
+            self._admitted(rec, seen, key, now)
+        elif not admitted and seen.admitted:
+            seen.admitted = False
             rec.admitted_now.discard(md["name"])
         ev_c = find_condition(wl, "Evicted")
         if (
             ev_c is not None
             and ev_c.get("status") == "True"
-            and ev_c.get("lastTransitionTime") != st["evict_lt"]
+            and ev_c.get("lastTransitionTime") != seen.evict_lt
         ):
-            st["evict_lt"] = ev_c.get("lastTransitionTime")
-            self.evictions[rec.cluster_queue or "?"][ev_c.get("reason", "")] += 1
-            rec.evictions += 1
-            rec.check_evictions += ev_c.get("reason") == "AdmissionCheck"
-            st["queued_at"] = now
-            if str(ev_c.get("reason", "")).startswith("Deactivated") and rec.deactivated:
-                rec.lost_reason = ev_c.get("reason", "")
-                rec.lost_message = ev_c.get("message", "")
-            if rec.spec.kind == "Workload" and admission is not None:
-                self.twin.core.loop.call_soon(functools.partial(self._complete_eviction, key))
+            self._evicted(rec, seen, ev_c, key, admission is not None, now)
         pr_c = find_condition(wl, "Preempted")
         if (
             pr_c is not None
             and pr_c.get("status") == "True"
-            and pr_c.get("lastTransitionTime") != st["preempt_lt"]
+            and pr_c.get("lastTransitionTime") != seen.preempt_lt
         ):
-            st["preempt_lt"] = pr_c.get("lastTransitionTime")
+            seen.preempt_lt = pr_c.get("lastTransitionTime")
             self.preemptions[rec.cluster_queue or "?"][pr_c.get("reason", "")] += 1
             rec.preemptions += 1
             rec.after_preemption.append(0)
-            st["preempted"] = True
-        if not st["ready"] and is_true(wl, "PodsReady"):
-            st["ready"] = True
+            seen.preempted = True
+        if not seen.ready and is_true(wl, "PodsReady"):
+            seen.ready = True
             if rec.started is None:
                 rec.started = now
             if rec.after_preemption:
@@ -424,31 +287,10 @@ class Recorder:
                     -1
                 )  # started again: later moves are not because of that preemption
         inactive = (wl.get("spec") or {}).get("active") is False and not gone
-        if inactive and self.fallback and not st.get("fallback_moved"):
-            step = self._fallback_step(rec)
-            if step in ("deactivating", "returning"):
-                st["fallback_moved"] = True
-                if rec.after_preemption and rec.after_preemption[-1] >= 0:
-                    rec.after_preemption[-1] += 1
-                if step == "returning" and st.get("preempted"):
-                    rec.undid_preemption += 1
+        if inactive and self.fallback and not seen.fallback_moved:
+            self._fallback_moved(rec, seen)
         if inactive and not rec.deactivated and not rec.closed and not self._fallback_moving(rec):
-            # deactivated (an admission check Rejected, the requeuing limit reached): Kueue will not admit it
-            # again unless someone reactivates it
-            rec.deactivated = True
-            dt = find_condition(wl, "DeactivationTarget")
-            if dt is not None:
-                rec.lost_reason = f"DeactivatedDueTo{dt.get('reason', '')}"
-                rec.lost_message = f"The workload is deactivated due to {dt.get('message', '')}"
-            elif ev_c is not None and str(ev_c.get("reason", "")).startswith("Deactivated"):
-                rec.lost_reason, rec.lost_message = ev_c.get("reason", ""), ev_c.get("message", "")
-            else:
-                rec.lost_reason, rec.lost_message = "Deactivated", "spec.active is false"
-            if not self.rescue:  # nobody will reactivate it: the run does not wait for it
-                rec.closed = True
-                rec.outcome = "Deactivated"
-                self.open_jobs -= 1
-                self._set_pending(rec)
+            self._deactivated(rec, wl, ev_c)
         elif not inactive and rec.deactivated and not gone and not rec.closed:
             rec.deactivated = False  # reactivated (flexq fallback's rescue, or by hand)
         if rec.spec.kind == "Workload" and finished and not rec.closed:
@@ -458,6 +300,130 @@ class Recorder:
             self.wl_state.pop(key, None)
             self.wl_job.pop(key, None)
         self.rebucket(rec)
+
+    # -- a Workload's transitions (on_workload) ------------------------------------------------------------------
+    def _quota_refused(self, rec: JobRecord, wl: dict[str, Any], now: float) -> None:
+        """No quota reserved: the flavor/resource Kueue's QuotaReserved message says has no quota for it."""
+        qr = find_condition(wl, "QuotaReserved")
+        m = _QUOTA_MSG.search((qr or {}).get("message") or "")
+        if m is not None:
+            k = f"{m.group(2).rstrip(',.')}/{m.group(1).rstrip(',.')}"
+            if k != rec.quota_key:
+                self._close_bucket(rec, now)
+                rec.quota_key = k
+
+    def _reserved(
+        self, rec: JobRecord, seen: WorkloadSeen, admission: dict[str, Any], name: str, now: float
+    ) -> None:
+        """Quota reserved: its ClusterQueue, flavors and the usage it now holds."""
+        seen.reserved, seen.since = True, now
+        cq = admission.get("clusterQueue", "")
+        rec.cluster_queue = cq
+        usage = []
+        flavors = []
+        for psa in admission.get("podSetAssignments") or ():
+            fl = psa.get("flavors") or {}
+            flavors.append(f"{psa.get('name')}={'+'.join(sorted(set(fl.values())))}")
+            for res, qty in (psa.get("resourceUsage") or {}).items():
+                ukey = f"{cq}/{fl.get(res, '')}/{res}"
+                if ukey in self.usage:
+                    usage.append((ukey, float(parse_quantity(str(qty)))))
+        seen.usage = usage
+        for ukey, qty in usage:
+            self._reserve(ukey, qty, now)
+        rec.flavors = ",".join(flavors)
+        if rec.reserved is None:
+            rec.reserved = now
+        rec.holding.add(name)
+        self._set_pending(rec)
+
+    def _released(self, rec: JobRecord, seen: WorkloadSeen, name: str, now: float) -> None:
+        """Quota given back (evicted, finished, deleted): the usage it held, counted."""
+        seen.reserved = False
+        for ukey, qty in seen.usage:
+            self.usage[ukey][0] += qty * (now - seen.since)
+            self._reserve(ukey, -qty, now)
+        rec.holding.discard(name)
+        self._set_pending(rec)
+
+    def _retry_began(
+        self, rec: JobRecord, seen: WorkloadSeen, admission: dict[str, Any] | None, now: float
+    ) -> None:
+        """An admission check in Retry while the quota is held: the hold starts, on the goodput flavors."""
+        seen.retry_since = now
+        rec.retry_hold_flavors.update(
+            fl
+            for psa in (admission or {}).get("podSetAssignments") or ()
+            for res, fl in (psa.get("flavors") or {}).items()
+            if res == (self.goodput_resource or TPU)
+        )
+
+    def _admitted(self, rec: JobRecord, seen: WorkloadSeen, key: tuple[str, str], now: float) -> None:
+        """Admitted: its wait for admission; a bare Workload runs for its ``run`` seconds from now."""
+        seen.admitted = True
+        seen.seq += 1
+        if not rec.admitted_now:
+            rec.refused = rec.refused_code = ""
+        rec.admitted_now.add(key[1])
+        if rec.admitted is None:
+            rec.admitted = now
+        pc = rec.spec.priority_class or (str(rec.spec.priority) if rec.spec.priority is not None else "")
+        self.admission_waits.append((rec.cluster_queue, pc, now - seen.queued_at))
+        if rec.spec.kind == "Workload":
+            if rec.started is None:
+                rec.started = now
+            self.twin.core.loop.call_at(
+                self.twin.now() + rec.spec.run, functools.partial(self._finish_bare, key, seen.seq)
+            )
+
+    def _evicted(
+        self,
+        rec: JobRecord,
+        seen: WorkloadSeen,
+        ev_c: dict[str, Any],
+        key: tuple[str, str],
+        holds_admission: bool,
+        now: float,
+    ) -> None:
+        """Evicted (again): counted by Kueue's reason; a bare Workload's eviction completed as Kueue's runner does."""
+        seen.evict_lt = ev_c.get("lastTransitionTime")
+        self.evictions[rec.cluster_queue or "?"][ev_c.get("reason", "")] += 1
+        rec.evictions += 1
+        rec.check_evictions += ev_c.get("reason") == "AdmissionCheck"
+        seen.queued_at = now
+        if str(ev_c.get("reason", "")).startswith("Deactivated") and rec.deactivated:
+            rec.lost_reason = ev_c.get("reason", "")
+            rec.lost_message = ev_c.get("message", "")
+        if rec.spec.kind == "Workload" and holds_admission:
+            self.twin.core.loop.call_soon(functools.partial(self._complete_eviction, key))
+
+    def _fallback_moved(self, rec: JobRecord, seen: WorkloadSeen) -> None:
+        """Made inactive by flexq's fallback (a move or a return): counted against the last preemption."""
+        step = self._fallback_step(rec)
+        if step in ("deactivating", "returning"):
+            seen.fallback_moved = True
+            if rec.after_preemption and rec.after_preemption[-1] >= 0:
+                rec.after_preemption[-1] += 1
+            if step == "returning" and seen.preempted:
+                rec.undid_preemption += 1
+
+    def _deactivated(self, rec: JobRecord, wl: dict[str, Any], ev_c: dict[str, Any] | None) -> None:
+        """Deactivated (an admission check Rejected, the requeuing limit reached): Kueue will not admit it again
+        unless someone reactivates it; with nobody to (no rescue), the run does not wait for it."""
+        rec.deactivated = True
+        dt = find_condition(wl, "DeactivationTarget")
+        if dt is not None:
+            rec.lost_reason = f"DeactivatedDueTo{dt.get('reason', '')}"
+            rec.lost_message = f"The workload is deactivated due to {dt.get('message', '')}"
+        elif ev_c is not None and str(ev_c.get("reason", "")).startswith("Deactivated"):
+            rec.lost_reason, rec.lost_message = ev_c.get("reason", ""), ev_c.get("message", "")
+        else:
+            rec.lost_reason, rec.lost_message = "Deactivated", "spec.active is false"
+        if not self.rescue:
+            rec.closed = True
+            rec.outcome = "Deactivated"
+            self.open_jobs -= 1
+            self._set_pending(rec)
 
     def _size(self, wl: dict[str, Any]) -> float:
         """What the workload asks for of the goodput resource (TPU chips when the study has TPUs, else CPUs)."""
@@ -492,14 +458,12 @@ class Recorder:
         return str(doc.get("step") or "") if isinstance(doc, dict) else ""
 
     def _finish_bare(self, key: tuple[str, str], seq: int) -> None:
-        st = self.wl_state.get(key)
-        if st is None or st["seq"] != seq or not st["admitted"]:
+        seen = self.wl_state.get(key)
+        if seen is None or seen.seq != seq or not seen.admitted:
             return
         wl = self.twin.store.try_get("Workload", key[1], key[0])
         if wl is None:
             return
-        from flexq.kueue.workload import set_condition
-
         rec = self.records[("Workload", key[0], key[1])]
         ok = rec.spec.outcome != "Failed"
         set_condition(
@@ -513,8 +477,6 @@ class Recorder:
         self.twin.store.update_status(wl)
 
     def _complete_eviction(self, key: tuple[str, str]) -> None:
-        from flexq.kueue.workload import unset_quota_reservation
-
         wl = self.twin.store.try_get("Workload", key[1], key[0])
         if wl is None or not (wl.get("status") or {}).get("admission") or not is_true(wl, "Evicted"):
             return
@@ -557,105 +519,6 @@ class Recorder:
     def _delete(self, spec: JobSpec) -> None:
         with contextlib.suppress(ApiError):  # already gone
             self.twin.store.delete(spec.kind, spec.name, spec.namespace, propagation="Background")
-
-    # -- pods and the autoscaler's word on them ------------------------------------------------------------------
-    def _pod_owner(self, pod: dict[str, Any]) -> JobRecord | None:
-        md = pod["metadata"]
-        ns = md.get("namespace", "default")
-        labels = md.get("labels") or {}
-        origin = labels.get(_RAY_ORIGIN)
-        if origin:
-            return self.records.get(("RayJob", ns, origin))
-        cluster = labels.get(_RAY_CLUSTER)
-        if cluster:
-            ck = (ns, cluster)
-            if ck not in self.cluster_job:
-                rc = self.twin.store.try_get("RayCluster", cluster, ns)
-                name = ((rc or {}).get("metadata", {}).get("labels") or {}).get(_RAY_ORIGIN)
-                self.cluster_job[ck] = ("RayJob", ns, name) if name else ("RayCluster", ns, cluster)
-            jk = self.cluster_job[ck]
-            return self.records.get(jk) if jk else None
-        for label in _JOB_NAME:
-            if labels.get(label):
-                return self.records.get(("Job", ns, labels[label]))
-        return None
-
-    def on_pod(self, ev: Any) -> None:
-        pod = ev.object
-        md = pod["metadata"]
-        pk = (md.get("namespace", "default"), md["name"])
-        rec = self.pod_job.get(pk)
-        if rec is None:
-            if ev.type == "DELETED":
-                return
-            rec = self._pod_owner(pod)
-            if rec is None:
-                return
-            self.pod_job[pk] = rec
-        phase = (pod.get("status") or {}).get("phase")
-        if ev.type == "DELETED" or phase in ("Succeeded", "Failed"):
-            self.pod_job.pop(pk, None)
-            if md["name"] in rec.unscheduled or md["name"] in rec.blocked:
-                rec.unscheduled.discard(md["name"])
-                rec.blocked.discard(md["name"])
-                self.rebucket(rec)
-            return
-        if phase == "Running" and md["name"] in rec.blocked:
-            rec.blocked.discard(md["name"])
-            self.rebucket(rec)
-        if (pod.get("spec") or {}).get("nodeName"):
-            if md["name"] in rec.unscheduled:
-                rec.unscheduled.discard(md["name"])
-                self.rebucket(rec)
-        elif md["name"] not in rec.unscheduled:
-            rec.unscheduled.add(md["name"])
-            self.rebucket(rec)
-
-    def on_event(self, ev: Any) -> None:
-        obj = ev.object
-        if ev.type != "DELETED" and obj.get("reason") in START_ERRORS and obj.get("type") == "Warning":
-            self._start_error(obj)
-            return
-        if ev.type == "DELETED" or obj.get("reason") not in CAPACITY_REASONS:
-            return
-        inv = obj.get("involvedObject") or {}
-        if inv.get("kind") != "Pod":
-            return
-        rec = self.pod_job.get((inv.get("namespace") or "default", inv.get("name") or ""))
-        if rec is None or not rec.admitted_now:
-            return
-        refusal = classify_capacity(obj.get("message") or "")
-        if refusal is None or rec.refused in ("stockout", "quota"):
-            return
-        if refusal.kind == "backoff":
-            # the autoscaler backs the pods' node groups off after a failed scale-up: a capacity refusal
-            # (the twin's, like GKE's, are stock-outs and quota), named by the last one it heard
-            kind, code = self.last_refusal or ("stockout", "GCE_STOCKOUT")
-        else:
-            kind, code = refusal.kind, refusal.code
-            if refusal.cannot_grow:
-                self.last_refusal = (kind, code)
-        rec.refused, rec.refused_code = kind, code
-        pod = self.twin.store.peek("Pod", inv.get("name") or "", inv.get("namespace") or "default")
-        rec.refused_pool = (((pod or {}).get("spec") or {}).get("nodeSelector") or {}).get(NODEPOOL_LABEL, "")
-        self.rebucket(rec)
-
-    def _start_error(self, event: dict[str, Any]) -> None:
-        """The kubelet could not start a pod of a job (``START_ERRORS``): noted with its words, and the job's
-        wait goes to ``podErrors`` until the pod runs or goes."""
-        inv = event.get("involvedObject") or {}
-        message = str(event.get("message") or "")
-        if inv.get("kind") != "Pod" or (
-            event.get("reason") == "Failed" and not message.startswith("Error: ")
-        ):
-            return
-        rec = self.pod_job.get((inv.get("namespace") or "default", inv.get("name") or ""))
-        if rec is None:
-            return
-        rec.start_errors[f"{START_ERRORS[event['reason']]}: {message.removeprefix('Error: ')}"] += 1
-        if inv.get("name") not in rec.blocked:
-            rec.blocked.add(inv.get("name") or "")
-            self.rebucket(rec)
 
     # -- ProvisioningRequests ------------------------------------------------------------------------------------
     def on_pr(self, ev: Any) -> None:

@@ -20,11 +20,15 @@ import io
 from pathlib import Path
 from typing import Any
 
-from flexq.simulate.engine import RunResult
+from flexq.errors import require_extra
 from flexq.simulate.inputs import open_regular
-from flexq.simulate.outputs import write_file
-from flexq.simulate.recorder import WAIT_BUCKETS
-from flexq.simulate.results import cost_curve, node_curves
+from flexq.simulate.metrics import Metric, in_unit, table_metrics, time_unit
+from flexq.simulate.outputs import check_target, write_file
+from flexq.simulate.records import WAIT_BUCKETS
+from flexq.simulate.results import cost_curve, node_curves, ranking
+from flexq.simulate.results import headline as make_headline
+from flexq.simulate.run_result import RunResult
+from flexq.simulate.whatif import shown_change
 
 __all__ = ["write_plots", "write_html", "plt_module", "save_figure"]
 
@@ -62,8 +66,6 @@ OUTCOME_ORDER = [
 
 
 def plt_module() -> Any:
-    from flexq.errors import require_extra
-
     require_extra("plots", "flexq simulate's plots")  # matplotlib is the plots extra, not the core install
     import matplotlib
 
@@ -75,8 +77,6 @@ def plt_module() -> Any:
 
 
 def save_figure(fig: Any, path: Path) -> None:
-    from flexq.simulate.outputs import check_target, write_file
-
     check_target(path)  # before drawing: a link or FIFO in the output folder is refused, not written through
     buf = io.BytesIO()
     fig.tight_layout()
@@ -224,20 +224,15 @@ def write_plots(out: Path, runs: list[RunResult], variants: list[str]) -> list[P
     return paths
 
 
-def _unit(values: list[Any]) -> tuple[str, float]:
-    top = max((abs(float(v)) for v in values if v is not None), default=0.0)
-    name, size = "s", 1.0
-    for n, sz in (("s", 1.0), ("min", 60.0), ("h", 3600.0), ("d", 86400.0)):
-        if top >= 1.5 * sz:
-            name, size = n, sz
-    return name, size
-
-
-def _in(v: Any, size: float) -> str:
-    if v is None:
-        return "-"
-    x = float(v) / size
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.1f}"
+def _cell(m: Metric, entry: dict[str, Any] | None, units: dict[str, tuple[str, float]], total: int) -> str:
+    """A figure of the variants table: mean [95 % CI], in its unit (a variant's jobs as "n of total")."""
+    if m.unit == "seconds":
+        return _ci_text(entry, lambda x, size=units[m.name][1]: in_unit(x, size))
+    if m.unit == "ratio":
+        return _ci_text(entry, lambda x: f"{100 * x:.1f}")
+    if m.unit == "USD":
+        return _ci_text(entry, lambda x: f"{x:,.2f}")
+    return _ci_text(entry, lambda x: f"{x:g}") + (f" of {total}" if m.unit == "jobs" else "")
 
 
 def _ci_text(entry: dict[str, Any] | None, fmt: Any = str) -> str:
@@ -273,9 +268,6 @@ def write_html(
 ) -> Path:
     """``report.html``: the headline, the variants ranked, the lost jobs, where the wait went, the causes and
     the change for each, the detail tables, then every plot inline."""
-    from flexq.simulate.results import headline as make_headline
-    from flexq.simulate.results import ranking
-
     esc = html.escape
     by_name = {d["variant"]: d for d in docs}
     order = [r["variant"] for r in comparison["ranking"]] if comparison else ranking(by_name)
@@ -295,42 +287,18 @@ def write_html(
         extra_html,
     ]
     aggs = {n: by_name[n]["aggregate"] for n in order}
+    cols = table_metrics()
     units = {
-        k: _unit([(a.get(k) or {}).get("mean") for a in aggs.values()])
-        for k in ("waitCensoredMean", "waitCensoredP95", "waitToStartMean", "waitToAdmissionMean")
+        m.name: time_unit([(a.get(m.name) or {}).get("mean") for a in aggs.values()])
+        for m in cols
+        if m.unit == "seconds"
     }
-    heads = [
-        "#",
-        "variant",
-        "replicas",
-        "jobs lost",
-        f"wait to start, censored, mean ({units['waitCensoredMean'][0]})",
-        f"censored p95 ({units['waitCensoredP95'][0]})",
-        f"wait to start, jobs that started ({units['waitToStartMean'][0]})",
-        f"wait to admission ({units['waitToAdmissionMean'][0]})",
-        "goodput (%)",
-        "cost (USD)",
-        "evictions",
-    ]
+    heads = ["#", "variant", "replicas", *(m.head(units.get(m.name, ("", 1.0))[0]) for m in cols)]
     rows = []
     for i, n in enumerate(order, start=1):
         a = aggs[n]
-        rows.append(
-            [
-                str(i),
-                n,
-                str(a["replicas"]),
-                _ci_text(a.get("jobsLost"), lambda x: f"{x:g}")
-                + f" of {by_name[n]['replicas'][0]['jobs']['total']}",
-                *(
-                    _ci_text(a.get(k), lambda x, s=units[k][1]: _in(x, s))
-                    for k in ("waitCensoredMean", "waitCensoredP95", "waitToStartMean", "waitToAdmissionMean")
-                ),
-                _ci_text(a.get("goodput"), lambda x: f"{100 * x:.1f}"),
-                _ci_text(a.get("costUSD"), lambda x: f"{x:,.2f}"),
-                _ci_text(a.get("evictions"), lambda x: f"{x:g}"),
-            ]
-        )
+        total = by_name[n]["replicas"][0]["jobs"]["total"]
+        rows.append([str(i), n, str(a["replicas"]), *(_cell(m, a.get(m.name), units, total) for m in cols)])
     parts.append(
         "<h2>Variants, best first</h2><p>Ranked by jobs lost, then the censored mean wait to start (a job that "
         "never started waits until the end of the run), then cost; mean [95% CI] over replicas.</p>"
@@ -343,7 +311,7 @@ def write_html(
         if not lost["count"]:
             parts.append(f"<p><b>{esc(n)}</b>: no job lost.</p>")
             continue
-        u, size = _unit([j["waitedSeconds"] for j in lost["listed"]])
+        u, size = time_unit([j["waitedSeconds"] for j in lost["listed"]])
         parts.append(f"<p><b>{esc(n)}</b>: {lost['count']} job(s) lost.</p>")
         parts.append(
             _table(
@@ -354,7 +322,7 @@ def write_html(
                         j["outcome"],
                         j["reason"] or "-",
                         j["cause"] or "-",
-                        _in(j["waitedSeconds"], size),
+                        in_unit(j["waitedSeconds"], size),
                     ]
                     for j in lost["listed"]
                 ],
@@ -377,8 +345,6 @@ def write_html(
             ],
         )
     )
-    from flexq.simulate.whatif import shown_change
-
     parts.append(
         "<h2 id='causes'>What cost the most (replica 0), and the changes that helped when run on the same "
         "seeds</h2><p>Each lost job is counted under one cause; a change is shown only when its run on the same "
@@ -413,7 +379,7 @@ def write_html(
         if d.get("description"):
             parts.append(f"<p>{esc(d['description'])}</p>")
         groups = s["waitToAdmission"]["byPriority"]
-        gu = {k: _unit([st.get(k) for st in groups.values()]) for k in ("mean", "p50", "p95", "max")}
+        gu = {k: time_unit([st.get(k) for st in groups.values()]) for k in ("mean", "p50", "p95", "max")}
         parts.append(
             _table(
                 [
@@ -425,7 +391,7 @@ def write_html(
                     [
                         key,
                         str(st["count"]),
-                        *(_in(st.get(k), gu[k][1]) for k in ("mean", "p50", "p95", "max")),
+                        *(in_unit(st.get(k), gu[k][1]) for k in ("mean", "p50", "p95", "max")),
                     ]
                     for key, st in groups.items()
                 ],

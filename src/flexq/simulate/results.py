@@ -16,9 +16,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from flexq.simulate import metrics as metric_table
 from flexq.simulate.causes import causes
-from flexq.simulate.engine import NEVER_RAN, RunResult
-from flexq.simulate.recorder import WAIT_BUCKETS
+from flexq.simulate.metrics import mean_of, sweep_metrics
+from flexq.simulate.outputs import write_file
+from flexq.simulate.records import WAIT_BUCKETS
+from flexq.simulate.run_result import NEVER_RAN, RunResult
 
 __all__ = [
     "stats",
@@ -388,31 +391,12 @@ def _ci(values: list[float]) -> dict[str, Any]:
     }
 
 
-HEADLINE = {
-    "jobsLost": lambda s: s["jobs"]["lost"],
-    "waitCensoredMean": lambda s: s["waitToStartCensored"].get("mean"),
-    "waitCensoredP95": lambda s: s["waitToStartCensored"].get("p95"),
-    "succeeded": lambda s: s["jobs"]["succeeded"],
-    "failed": lambda s: s["jobs"]["failed"],
-    "deactivated": lambda s: s["jobs"]["deactivated"],
-    "neverStarted": lambda s: s["jobs"]["neverStarted"],
-    "stillRunning": lambda s: s["jobs"]["stillRunning"],
-    "goodput": lambda s: s["goodput"]["ratio"],
-    "waitToAdmissionMean": lambda s: s["waitToAdmission"]["all"].get("mean"),
-    "waitToAdmissionP95": lambda s: s["waitToAdmission"]["all"].get("p95"),
-    "waitToStartMean": lambda s: s["waitToStart"]["all"].get("mean"),
-    "waitToStartP95": lambda s: s["waitToStart"]["all"].get("p95"),
-    "makespanSeconds": lambda s: s["makespanSeconds"],
-    "costUSD": lambda s: s["costUSD"]["total"],
-    "evictions": lambda s: sum(sum(r.values()) for r in s["evictions"].values()),
-}
-
-
 def aggregate(summaries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean and 95 % confidence interval (Student's t) over replicas of the headline figures."""
+    """Mean and 95 % confidence interval (Student's t) over replicas of every figure of ``metrics.METRICS``."""
     out: dict[str, Any] = {"replicas": len(summaries)}
-    for name, get in HEADLINE.items():
-        vals = [get(s) for s in summaries]
+    for m in metric_table.METRICS:
+        name = m.name
+        vals = [m.get(s) for s in summaries]
         vals = [float(v) for v in vals if v is not None]
         if vals:
             out[name] = _ci(vals)
@@ -443,8 +427,6 @@ def csv_text(runs: list[RunResult]) -> str:
 
 
 def write_csv(path: Path, runs: list[RunResult]) -> None:
-    from flexq.simulate.outputs import write_file
-
     write_file(path, csv_text(runs))
 
 
@@ -477,8 +459,7 @@ def _merge_counts(maps: list[dict[str, int]]) -> dict[str, int]:
 
 
 def _mean(doc: dict[str, Any], name: str, default: float = 0.0) -> float:
-    entry = doc["aggregate"].get(name)
-    return float(entry["mean"]) if entry else default
+    return mean_of(doc, name, default)
 
 
 def rank_key(doc: dict[str, Any]) -> tuple[float, float, float]:
@@ -553,23 +534,13 @@ def comparison_document(study: str, docs: dict[str, dict[str, Any]]) -> dict[str
         "study": study,
         "headline": headline(docs),
         "ranking": [
-            {
-                "variant": name,
-                "jobsLost": _mean(docs[name], "jobsLost"),
-                "waitCensoredMeanSeconds": _mean(docs[name], "waitCensoredMean"),
-                "waitToStartMeanSeconds": _mean(docs[name], "waitToStartMean"),
-                "costUSD": _mean(docs[name], "costUSD"),
-                "goodput": _mean(docs[name], "goodput"),
-            }
-            for name in order
+            {"variant": name, **{m.key: _mean(docs[name], m.name) for m in sweep_metrics()}} for name in order
         ],
     }
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:
     """Keys in the document's own (deterministic) order: the summaries lead with the jobs lost."""
-    from flexq.simulate.outputs import write_file
-
     write_file(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
 
 

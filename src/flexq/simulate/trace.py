@@ -2,6 +2,18 @@
 ``JobSpec`` with messages naming the file, the line (or record) and the column; a row's ``template`` is a
 manifest file relative to the trace, parsed and checked once.
 
+Trace columns (CSV header, or JSONL keys): ``submit`` (seconds or a duration such as ``90s``/``2h`` from the
+start; required), ``queue`` (LocalQueue; required), ``kind`` (``RayJob``, ``Job`` or ``Workload``; default
+``Job``), ``name``, ``namespace`` (default ``default``), ``priority`` (a WorkloadPriorityClass or
+PriorityClass name; a bare number is a Workload's ``spec.priority``), ``podsets``, ``template``, ``run``
+(run time; default 60 s), ``outcome`` (``Succeeded`` or ``Failed``), ``class`` (a label for reports).
+``podsets`` is ``name:count:res=qty,res=qty;...`` in CSV (quoted when it holds commas:
+``"head:1:cpu=2,memory=4Gi;workers:4:cpu=8"``) and a
+list of ``{name, count, requests}`` in JSONL. ``template`` is a manifest file (relative to the trace) whose
+``${NAME}``, ``${JOB_ID}``, ``${QUEUE}``, ``${NAMESPACE}`` are substituted.
+A ``.json`` trace may also hold one JSON array of those objects (messages then name the record).
+Every error names the file, the line and the field.
+
 Must not import flexq.http.
 """
 
@@ -31,7 +43,7 @@ from flexq.simulate.inputs import (
     unknown_key,
     whole,
 )
-from flexq.simulate.jobs import COLUMNS, KINDS, JobSpec, _seconds, parse_podsets
+from flexq.simulate.jobs import COLUMNS, KINDS, JobSpec, parse_podsets, seconds
 
 __all__ = ["read_trace"]
 
@@ -93,7 +105,7 @@ def _check_template(obj: dict[str, Any], src: str) -> None:
                     whole(g[key], src, f"spec.rayClusterSpec.workerGroupSpecs[{i}].{key}", 0, MAX_PODS)
 
 
-def _job_from_row(
+def job_from_row(
     row: dict[str, Any],
     index: int,
     src: str,
@@ -114,7 +126,7 @@ def _job_from_row(
         for k in ("queue", "kind", "name", "namespace", "priority", "template", "outcome", "class")
         if row.get(k) is not None
     }
-    submit = _seconds(row.get("submit"), src, line, "submit")
+    submit = seconds(row.get("submit"), src, line, "submit")
     queue = text.get("queue", "")
     if not queue:
         raise InputError("a LocalQueue name is required", source=src, line=line, field="queue")
@@ -165,7 +177,7 @@ def _job_from_row(
             line=line,
             field="podsets",
         )
-    run = _seconds(row.get("run") if row.get("run") not in (None, "") else 60, src, line, "run")
+    run = seconds(row.get("run") if row.get("run") not in (None, "") else 60, src, line, "run")
     outcome = text.get("outcome") or "Succeeded"
     if outcome.lower() not in ("succeeded", "failed"):
         raise InputError(
@@ -176,8 +188,8 @@ def _job_from_row(
         )
     ns = text.get("namespace") or "default"
     name = text.get("name") or f"{kind.lower()}-{index:05d}"
-    _object_name(name, src, line, "name", check_dns1123_subdomain)
-    _object_name(ns, src, line, "namespace", check_dns1123_label)
+    check_object_name(name, src, line, "name", check_dns1123_subdomain)
+    check_object_name(ns, src, line, "namespace", check_dns1123_label)
     return JobSpec(
         index=index,
         submit=submit,
@@ -197,7 +209,7 @@ def _job_from_row(
     )
 
 
-def _object_name(value: str, src: str, line: int | None, fld: str, check: Any) -> None:
+def check_object_name(value: str, src: str, line: int | None, fld: str, check: Any) -> None:
     """``value`` names an object (or its namespace): Kubernetes' rule, checked before it is substituted."""
     try:
         check(value)
@@ -272,7 +284,7 @@ def read_trace(path: str | Path, *, source: str = "", field: str = "trace") -> l
     def add(row: dict[str, Any], n: int | None, where: str = src) -> None:
         if len(jobs) >= MAX_JOBS:
             raise InputError(f"more than {MAX_JOBS:,} jobs in one trace", source=where, line=n)
-        jobs.append(_job_from_row(row, len(jobs), where, n, p.parent, cache))
+        jobs.append(job_from_row(row, len(jobs), where, n, p.parent, cache))
 
     if p.suffix.lower() == ".json" and _starts_with(p, "["):  # one JSON array of job objects
         records = _json_array(p, source or src, field)

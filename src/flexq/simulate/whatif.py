@@ -1,8 +1,8 @@
 """Every change a cause suggests is run before it is shown: the what-ifs of ``flexq simulate``.
 
 ``flexq.simulate.causes`` reads a run and gives each cause its options: the change in words and the knobs that
-make it (``flexq.simulate.sweep``'s vocabulary). Here each option becomes a variant of the one it was found in
-(``sweep.apply_point``), run on the same seeds as that variant (common random numbers: the same jobs, the same
+make it (``flexq.simulate.change``'s knobs). Here each option becomes a variant of the one it was found in
+(``change.apply_point``), run on the same seeds as that variant (common random numbers: the same jobs, the same
 draws); its figures are set beside the variant's. An option is shown only when it **helps**: fewer jobs lost,
 or as many lost and a censored mean wait at least 1 % shorter; never one that loses more jobs. An option
 whose variant is the variant itself (a knob at the value it already has) is not a change and is not shown.
@@ -18,7 +18,9 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from flexq.simulate.change import Knob, apply_point, apply_yaml
 from flexq.simulate.inputs import parse_yaml_all
+from flexq.simulate.metrics import mean_of, ranked_metrics
 from flexq.simulate.study import Study, Variant
 
 __all__ = ["Trial", "plan", "attach", "helps", "same_variant", "effect_text", "shown_change", "WAIT_GAIN"]
@@ -50,8 +52,6 @@ def same_variant(a: Variant, b: Variant) -> bool:
 
 
 def _variant(study: Study, base: Variant, knobs: list[dict[str, Any]], name: str) -> Variant:
-    from flexq.simulate.sweep import Knob, apply_point
-
     objs, point = [], {}
     for i, k in enumerate(knobs):
         fields = {key: val for key, val in k.items() if key != "value"}
@@ -90,17 +90,9 @@ def plan(
     return trials, new
 
 
-def _mean(doc: dict[str, Any], name: str) -> float:
-    e = doc["aggregate"].get(name)
-    return float(e["mean"]) if e else 0.0
-
-
 def figures(doc: dict[str, Any]) -> dict[str, float]:
-    return {
-        "jobsLost": _mean(doc, "jobsLost"),
-        "waitCensoredMeanSeconds": _mean(doc, "waitCensoredMean"),
-        "costUSD": _mean(doc, "costUSD"),
-    }
+    """The figures a change is judged by (jobs lost, censored mean wait, cost), as a sweep point names them."""
+    return {m.key: mean_of(doc, m.name, 0.0) for m in ranked_metrics()}
 
 
 def helps(base: dict[str, float], what: dict[str, float]) -> bool:
@@ -139,8 +131,6 @@ def attach(
     """The causes with each option's measured effect (``tested``: with ``base``, the change as whole objects for
     ``kubectl apply -f``, as ``best.yaml`` has it), the options that help first (best first) as ``change`` (the
     text shown) and ``knobs``; options that do not help are kept in ``tried`` (JSON) and not shown."""
-    from flexq.simulate.sweep import apply_yaml
-
     base_figures = figures(base_doc)
     variant = base
     out = copy.deepcopy(causes)

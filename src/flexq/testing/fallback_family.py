@@ -39,10 +39,11 @@ from typing import Any
 
 import yaml
 
+from flexq.fallback.model import OPT_IN_LABEL
+
 __all__ = ["Scenario", "family", "priority_family", "write_study", "STOCKOUTS", "PRIORITY_CLASSES"]
 
 STOCKOUTS = ("none", "short-frequent", "long-rare", "whole-day")
-OPT_IN_LABEL = "fallback.flexq.dev/enabled"
 PRIORITY_CLASSES = {"high": 1000, "mid": 500, "low": 100}  # WorkloadPriorityClass -> value
 TEAMS = ("team-a", "team-b")  # the ClusterQueues of a cohort scenario (LocalQueue <team>-queue each)
 

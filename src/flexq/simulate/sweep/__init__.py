@@ -35,27 +35,23 @@ change to Kueue's configuration starts from the whole configuration Kueue's mani
 points that cost no more than the base (or, when the base itself lost work, no more per unit of work that ran
 to its end: cost / goodput); the point that ranks first whatever its cost is named too.
 ``run_sweep`` is the Python API. The package has the simulator's shape: ``spec`` (the sweep file, its knobs and
-points) -> ``apply`` (a point applied to the base; what the recommended point changes) -> ``run`` (every point on
-the same seeds, ranked) -> ``results`` and ``report`` (the Pareto front, the budget rule, the files). Must not
+points) -> ``flexq.simulate.change`` (a point applied to the base; what the recommended point changes: the room
+below both the sweep and the what-ifs) -> ``run`` (every point on the same seeds, ranked) -> ``results`` and
+``report`` (the Pareto front, the budget rule, the files), ``quota`` (the TPU chips a point needs). Must not
 import flexq.http.
 """
 
 from __future__ import annotations
 
-from flexq.simulate.sweep.apply import apply_point, apply_yaml
 from flexq.simulate.sweep.report import plain_value, write_sweep
 from flexq.simulate.sweep.results import SweepResult, cost_per_work, pareto
 from flexq.simulate.sweep.run import run_sweep
-from flexq.simulate.sweep.spec import KINDS, Knob, SweepSpec, load_sweep, points
+from flexq.simulate.sweep.spec import SweepSpec, load_sweep, points
 
 __all__ = [
     "SweepSpec",
-    "Knob",
-    "KINDS",
     "load_sweep",
     "points",
-    "apply_point",
-    "apply_yaml",
     "run_sweep",
     "SweepResult",
     "pareto",

@@ -4,13 +4,18 @@ and the report."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 from pathlib import Path
 from typing import Any
 
+from flexq.simulate.metrics import sweep_metrics, sweep_table_metrics
+from flexq.simulate.outputs import output_dir, record, write_file
+from flexq.simulate.report import plt_module, save_figure, write_html, write_plots
+from flexq.simulate.results import write_csv
 from flexq.simulate.study import Variant
-from flexq.simulate.sweep.apply import chips_text
+from flexq.simulate.sweep.quota import chips_text
 from flexq.simulate.sweep.results import SweepResult, cost_per_work
 
 
@@ -30,7 +35,7 @@ def _label(res: SweepResult, row: dict[str, Any]) -> str:
     return ", ".join(f"{k}={plain_value(row[k])}" for k in (kn.label() for kn in res.spec.knobs))
 
 
-def _headline(res: SweepResult) -> str:
+def headline(res: SweepResult) -> str:
     rows = {r["point"]: r for r in res.rows}
     b, r = rows[res.base], rows[res.recommended]
     n_cause = sum(1 for x in res.rows if x.get("cause"))
@@ -75,34 +80,22 @@ def plain_value(v: Any) -> str:
     return json.dumps(v, sort_keys=True)
 
 
-SWEEP_COLUMNS = (
-    "point",
-    "pareto",
-    "cause",
-    "jobsLost",
-    "waitCensoredMeanSeconds",
-    "waitCensoredP95Seconds",
-    "waitToStartMeanSeconds",
-    "costUSD",
-    "goodput",
-    "changeFromBase",
-    "tpuChips",
-)
+def sweep_columns() -> list[str]:
+    """The columns of ``sweep.csv`` (the knobs' come after the first two): the figures of ``metrics``."""
+    return ["point", "pareto", "cause", *(m.key for m in sweep_metrics()), "changeFromBase", "tpuChips"]
 
 
 def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Variant]) -> None:
-    from flexq.simulate.outputs import output_dir, write_file
-    from flexq.simulate.results import write_csv
-
     output_dir(out)
     labels = [k.label() for k in res.spec.knobs]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow([*SWEEP_COLUMNS[:2], *labels, *SWEEP_COLUMNS[2:]])
+    columns = sweep_columns()
+    w.writerow([*columns[:2], *labels, *columns[2:]])
     for r in res.rows:
         cells = [r["point"], "true" if r["pareto"] else "false"]
         cells += [plain_value(r[lab]) for lab in labels]
-        for c in SWEEP_COLUMNS[2:]:
+        for c in columns[2:]:
             v = r[c]
             if c == "tpuChips":
                 cells.append(chips_text(v))
@@ -135,8 +128,6 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
         out / "jobs.csv",
     ]
     if plots:
-        from flexq.simulate.report import write_html, write_plots
-
         png = _pareto_plot(out, res)
         shown = [res.base, res.recommended] + ([res.overall] if res.overall != res.recommended else [])
         shown = list(dict.fromkeys(shown))
@@ -149,12 +140,10 @@ def write_sweep(out: Path, res: SweepResult, *, plots: bool, variants: list[Vari
                 [res.documents[n] for n in shown],
                 images,
                 None,
-                extra_html=_sweep_html(res, labels),
+                extra_html=_sweep_html(res),
                 headline=res.headline,
             )
         )
-    from flexq.simulate.outputs import record
-
     record(out, "sweep", res.files)
 
 
@@ -167,8 +156,6 @@ RULE = (
 
 
 def _pareto_plot(out: Path, res: SweepResult) -> Path:
-    from flexq.simulate.report import plt_module, save_figure
-
     plt = plt_module()
     fig, ax = plt.subplots(figsize=(8, 5))
     lost = sorted({r["jobsLost"] for r in res.rows})
@@ -222,48 +209,44 @@ def _pareto_plot(out: Path, res: SweepResult) -> Path:
     return path
 
 
-def _sweep_html(res: SweepResult, labels: list[str]) -> str:
-    import html
-
-    esc = html.escape
-    head = [
-        "point",
-        "Pareto",
-        *labels,
-        "a cause's change",
-        "jobs lost",
-        "censored mean wait (min)",
-        "censored p95 (min)",
-        "cost (USD)",
-    ]
+def sweep_table(res: SweepResult) -> tuple[list[str], list[list[str]], list[str]]:
+    """The sweep's table as the terminal and ``report.html`` show it: its heads, its rows (the Pareto front
+    first, then the rest, each ranked), plain text; and the heads a narrow terminal drops first."""
+    labels = [k.label() for k in res.spec.knobs]
+    cols = sweep_table_metrics()
+    heads = ["point", "Pareto", *labels, "a cause's change", *(m.head("min", m.sweep_label) for m in cols)]
     rows = sorted(
         res.rows, key=lambda r: (not r["pareto"], r["jobsLost"], r["waitCensoredMeanSeconds"], r["costUSD"])
     )
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{esc(c)}</td>"
-            for c in [
-                r["point"]
-                + (
-                    " (recommended)"
-                    if r["point"] == res.recommended
-                    else " (base)"
-                    if r["point"] == res.base
-                    else ""
-                ),
-                "yes" if r["pareto"] else "",
-                *(plain_value(r[lab]) for lab in labels),
-                r.get("cause") or "",
-                f"{r['jobsLost']:g}",
-                f"{r['waitCensoredMeanSeconds'] / 60:,.1f}",
-                f"{r['waitCensoredP95Seconds'] / 60:,.1f}",
-                f"{r['costUSD']:,.2f}",
-            ]
-        )
-        + "</tr>"
+    cells = [
+        [
+            r["point"]
+            + (
+                " (recommended)"
+                if r["point"] == res.recommended
+                else " (base)"
+                if r["point"] == res.base
+                else ""
+            ),
+            "yes" if r["pareto"] else "",
+            *(plain_value(r[lab]) for lab in labels),
+            r.get("cause") or "",
+            *(m.plain(r[m.key]) for m in cols),
+        ]
         for r in rows
-    )
+    ]
+    narrow = [
+        "Pareto",
+        *(h for m, h in zip(cols, heads[-len(cols) :], strict=True) if m.narrow),
+        "a cause's change",
+    ]
+    return heads, cells, narrow
+
+
+def _sweep_html(res: SweepResult) -> str:
+    esc = html.escape
+    head, cells, _narrow = sweep_table(res)
+    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in cells)
     return (
         f"<h2 id='sweep'>Sweep</h2><p>Every point on the same seeds; {esc(RULE)}.</p>"
         "<table class='sweep'><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + f"</tr>{body}</table>"

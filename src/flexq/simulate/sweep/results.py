@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flexq.simulate.engine import RunResult
+from flexq.simulate.run_result import RunResult
 from flexq.simulate.study import Variant
 from flexq.simulate.sweep.spec import SweepSpec
 
@@ -17,7 +17,7 @@ class SweepResult:
     spec: SweepSpec
     base: str
     rows: list[dict[str, Any]]  # one per point (the base first): knob values and figures
-    recommended: str  # the point that ranks first at no more than the base's cost (see _within_budget)
+    recommended: str  # the point that ranks first at no more than the base's cost (see within_budget)
     overall: str  # the point that ranks first whatever its cost
     diff: str  # the recommended point's manifests and cluster against the base's
     apply: str = ""  # best.yaml: the objects the recommended point changes or adds, whole (kubectl apply -f)
@@ -26,11 +26,6 @@ class SweepResult:
     runs: list[RunResult] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     headline: str = ""
-
-
-def _mean(doc: dict[str, Any], name: str) -> float | None:
-    e = doc["aggregate"].get(name)
-    return None if not e else float(e["mean"])
 
 
 def pareto(rows: list[dict[str, Any]]) -> set[str]:
@@ -53,7 +48,7 @@ def cost_per_work(row: dict[str, Any]) -> float:
     return row["costUSD"] / g if g else (row["costUSD"] if g is None else float("inf"))
 
 
-def _within_budget(row: dict[str, Any], base: dict[str, Any]) -> bool:
+def within_budget(row: dict[str, Any], base: dict[str, Any]) -> bool:
     """No dearer than the base: its cost at most the base's, or, when the base lost work, its cost per unit of
     finished work (cost / goodput) at most the base's (a base that loses jobs is cheap for that reason)."""
     if row["costUSD"] <= base["costUSD"] * (1 + 1e-9):

@@ -7,12 +7,18 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from flexq.errors import InputError
+from flexq.errors import InputError, require_extra
+from flexq.simulate import whatif
+from flexq.simulate.change import apply_point, apply_yaml, change_size, diff
+from flexq.simulate.fanout import run_all
+from flexq.simulate.metrics import mean_of, sweep_metrics
+from flexq.simulate.outputs import claim
+from flexq.simulate.preflight import preflight
 from flexq.simulate.results import rank_key, summarize, variant_document
 from flexq.simulate.study import Study, Variant
-from flexq.simulate.sweep.apply import _diff, apply_point, apply_yaml, change_size, chips_text, tpu_chips
-from flexq.simulate.sweep.report import _headline, write_sweep
-from flexq.simulate.sweep.results import SweepResult, _mean, _within_budget, pareto, tied
+from flexq.simulate.sweep.quota import chips_text, tpu_chips
+from flexq.simulate.sweep.report import RULE, headline, write_sweep
+from flexq.simulate.sweep.results import SweepResult, pareto, tied, within_budget
 from flexq.simulate.sweep.spec import SweepSpec, load_sweep, points
 
 
@@ -32,13 +38,8 @@ def run_sweep(
     suggest as points of their own (``flexq.simulate.whatif``); rank them all, find the Pareto front and the
     recommended point; with ``out`` (a folder of its own: ``outputs.claim``; ``force`` to share one), write
     the files."""
-    from flexq.simulate.engine import preflight
-    from flexq.simulate.fanout import run_all
-
     spec = sweep if isinstance(sweep, SweepSpec) else load_sweep(sweep, study)
     if out is not None and plots:
-        from flexq.errors import require_extra
-
         require_extra("plots", "the sweep's plots (or plots=False)")
     base = study.variant(spec.base) if spec.base else study.variants[0]
     pts = points(spec)
@@ -62,8 +63,6 @@ def run_sweep(
     elif spec.replicas is not None:
         run.replicas = spec.replicas
     if out is not None:
-        from flexq.simulate.outputs import claim
-
         claim(Path(out), "sweep", force=force, field="out")
     preflight(run)
     runs = run_all(run, workers=workers, ray_address=ray_address, progress=progress)
@@ -73,8 +72,6 @@ def run_sweep(
         docs[v.name] = variant_document(study.name, v.name, v.description, sums)
     # the base's causes, each suggested change run as a point of the sweep: the causes and the ranking read the
     # same runs (flexq.simulate.whatif)
-    from flexq.simulate import whatif
-
     causes = docs[variants[0].name]["causes"]
     trials, extra = whatif.plan(run, variants[0], causes, "c", variants[1:])
     if extra:
@@ -105,12 +102,7 @@ def run_sweep(
                 "point": v.name,
                 **{lab: (None if p is None else p[lab]) for lab in labels},
                 "cause": from_cause.get(v.name),
-                "jobsLost": _mean(d, "jobsLost") or 0.0,
-                "waitCensoredMeanSeconds": _mean(d, "waitCensoredMean") or 0.0,
-                "waitCensoredP95Seconds": _mean(d, "waitCensoredP95") or 0.0,
-                "waitToStartMeanSeconds": _mean(d, "waitToStartMean"),
-                "costUSD": _mean(d, "costUSD") or 0.0,
-                "goodput": _mean(d, "goodput"),
+                **{m.key: mean_of(d, m.name, m.missing) for m in sweep_metrics()},
                 "changeFromBase": round(change_size(variants[0], v), 3),
                 "tpuChips": tpu_chips(v.cluster),
             }
@@ -120,7 +112,7 @@ def run_sweep(
         r["pareto"] = r["point"] in front
     by_name = {v.name: v for v in all_variants}
     order = sorted(rows, key=lambda r: (*rank_key(docs[r["point"]]), r["changeFromBase"], r["point"]))
-    affordable = [r for r in order if _within_budget(r, rows[0])]
+    affordable = [r for r in order if within_budget(r, rows[0])]
     # among the points as good as the first (the same jobs lost; wait and cost within noise: results.tied),
     # the one that changes least from the base: a pool's max 4 -> 16 rather than 4 -> 168 for the same jobs
     best = _least_change(affordable or order)
@@ -132,13 +124,13 @@ def run_sweep(
         rows=rows,
         recommended=recommended,
         overall=overall["point"],
-        diff=_diff(variants[0], by_name[recommended]),
+        diff=diff(variants[0], by_name[recommended]),
         documents=docs,
         runs=runs,
         apply=apply_yaml(variants[0], by_name[recommended], why=_why(best, rows, affordable or order)),
         variants=by_name,
     )
-    result.headline = _headline(result)
+    result.headline = headline(result)
     if out is not None:
         write_sweep(Path(out), result, plots=plots, variants=all_variants)
     return result
@@ -153,8 +145,6 @@ def _least_change(order: list[dict[str, Any]]) -> dict[str, Any]:
 def _why(best: dict[str, Any], rows: list[dict[str, Any]], order: list[dict[str, Any]]) -> list[str]:
     """``best.yaml``'s reasons, as comment lines: the rule, the figures against the base, the points as good
     that change more, and the TPU chips each point needs at its node pools' maximum."""
-    from flexq.simulate.sweep.report import RULE
-
     base = rows[0]
 
     def figures(r: dict[str, Any]) -> str:

@@ -23,7 +23,7 @@ from flexq.api.kueue_versions import KueueVersion, resolve
 from flexq.api.reasons import Explanation, explain
 from flexq.clock import parse_time_or_none
 from flexq.errors import Invalid
-from flexq.eta.state import ClusterState
+from flexq.forecast.state import ClusterState
 from flexq.kueue.config import KueueConfig
 from flexq.kueue.flavorassigner import FlavorAssigner, Mode
 from flexq.kueue.preemption import make_oracle

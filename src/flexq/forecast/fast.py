@@ -26,7 +26,7 @@ This module runs exactly that, as a heap of events, in milliseconds per replica:
   other controller is not modelled: a job that needs it and does not have it Ready waits for it (it does not
   start in the run), and says so.
 - **DWS**, as GKE's autoscaler does it: a ProvisioningRequest fails ``NodepoolSizeReached`` at creation when its
-  pool cannot grow by its slices; the check's ``retryStrategy`` (``flexq.kueue.provisioning.retry_strategy``)
+  pool cannot grow by its slices; the check's ``retryStrategy`` (``flexq.kueue.checks.retry_strategy``)
   gives the back-off and the limit past which the job is deactivated. An accepted request is granted after a
   wait drawn from the cluster's own DWS waits (``Model.draw_dws``, knowing how long a request has waited); a
   grant that finds its pool full looks again after ``GRANT_RETRY_SECONDS``; a request not granted within
@@ -61,20 +61,20 @@ from typing import Any
 from flexq.api import gke_catalog as catalog
 from flexq.api.kueue_versions import KueueVersion
 from flexq.clock import format_time, parse_time_or_none
-from flexq.eta.jobs import Entry, StateView, started_at
-from flexq.eta.model import QUEUED_CLASS, Model
-from flexq.eta.state import ClusterState
+from flexq.forecast.jobs import Entry, StateView, started_at
+from flexq.forecast.model import QUEUED_CLASS, Model
+from flexq.forecast.state import ClusterState
 from flexq.gke.timing import (
     DWS_MAX_WAIT_SECONDS,
     FAILED_SCALE_UP_BACKOFF_SECONDS,
     GRANT_RETRY_SECONDS,
     SCALE_DOWN_UNNEEDED_SECONDS,
 )
+from flexq.kueue.checks import RetryStrategy, retry_strategy
 from flexq.kueue.config import KueueConfig
 from flexq.kueue.cycle import mark_preemption_outcome, plan
 from flexq.kueue.flavorassigner import Assignment
 from flexq.kueue.pods_ready import requeue_wait
-from flexq.kueue.provisioning import RetryStrategy, retry_strategy
 from flexq.kueue.queues import QueueManager
 from flexq.kueue.snapshot import Snapshot, build_snapshot
 from flexq.kueue.workload import WorkloadInfo, admission_checks_for, backoff_seconds, next_serial
@@ -118,6 +118,7 @@ class Job:
     key: str
     wl: dict  # the Workload as Kueue would see it now (pending: spec, metadata and conditions)
     cq: str
+    rng: random.Random  # its own stream of draws (common random numbers across runs of one state)
     run: float = 0.0  # its run time (drawn once per replica)
     target: bool = False  # it waited at the instant: its start is what the run is for
     role: str = "pending"  # pending, backoff, reserved, running, finished, deactivated
@@ -157,6 +158,12 @@ class World:
     version: KueueVersion
     cycle_seconds: float = 0.0  # virtual seconds between two scheduling cycles (0: as the twin)
     bootstrap: bool = True  # each replica draws from a model refitted on a bootstrap resample of the history
+    # a decision tried in the run: job key -> the Workload it has instead, pending from the instant (a fallback
+    # move: evicted, its job's pod templates restricted, a new Workload made from the job; ``flexq.forecast.moves``)
+    overrides: dict[str, dict] = field(default_factory=dict)
+    # jobs arriving within this many seconds of the instant are followed to their start too (a decision's effect
+    # on who comes next: ``flexq.forecast.moves``); 0: only the jobs that waited at the instant (the ETA)
+    follow_arrivals: float = 0.0
     notes: list[str] = field(default_factory=list)
     # the pending workloads as Kueue's queues read them, made once for every replica (``queued``)
     _queued: dict[str, tuple[dict, WorkloadInfo]] = field(default_factory=dict, repr=False, compare=False)
@@ -256,7 +263,12 @@ def build_world(
         pool = ((n.get("metadata") or {}).get("labels") or {}).get(catalog.LABEL_NODEPOOL, "")
         if pool:
             pool_nodes[pool] = pool_nodes.get(pool, 0) + 1
-    jobs = [e for e in view.entries if e.role in ("running", "reserved", "pending") and not e.queue_missing]
+    # (a deactivated job is carried too: it waits for no one unless a decision tried in a run requeues it)
+    jobs = [
+        e
+        for e in view.entries
+        if e.role in ("running", "reserved", "pending", "deactivated") and not e.queue_missing
+    ]
     world = World(
         now=state.now,
         model=model,
@@ -285,7 +297,12 @@ def build_world(
 # -- one replica -------------------------------------------------------------------------------------------------
 class _Run:
     def __init__(self, world: World, rng: random.Random) -> None:
-        self.world, self.rng = world, rng
+        # common random numbers: each job draws from its own stream, each arrival process from its own, so two
+        # runs of one state that differ in one decision (``World.overrides``) see the same cloud and the same
+        # traffic, and differ only where the decision changes what happens
+        self.seed = rng.getrandbits(64)
+        self.world, self.rng = world, random.Random(self.seed)
+        self.arrival_rngs: dict[int, random.Random] = {}
         # each replica's own fit: a bootstrap of the history (the parameters' uncertainty, not only the events')
         self.model = world.model.bootstrap(rng) if world.bootstrap else world.model
         self.t = world.now
@@ -355,12 +372,24 @@ class _Run:
         busy: dict[str, int] = {}
         for e in w.jobs:
             wl = e.workload
-            queued = w.queued(e, self.queues) if e.role == "pending" else None
-            job = self._job(e.key, wl if queued is None else queued[0])
+            override = w.overrides.get(e.key)
+            if e.role == "deactivated" and override is None:
+                continue  # nothing requeues it in this run
+            # a pending job's queued view and info are parsed once per world (``World.queued``)
+            queued = w.queued(e, self.queues) if e.role == "pending" and override is None else None
+            pending = e.role == "pending" or override is not None
+            if queued is not None:
+                view = queued[0]
+            else:
+                view = _queued_view(override if override is not None else wl) if pending else wl
+            job = self._job(e.key, view)
             elapsed = max(0.0, w.now - (started_at(wl) or w.now)) if e.role == "running" else 0.0
-            job.run = max(1.0, m.draw_run(e, elapsed, self.rng) - elapsed)
+            job.run = max(1.0, m.draw_run(e, elapsed, job.rng) - elapsed)
             job.target = e.role != "running"
             job.since = w.now
+            if override is not None:
+                self._enqueue(job)
+                continue
             st = wl.get("status") or {}
             job.requeues = int((st.get("requeueState") or {}).get("count") or 0)
             for chk in st.get("admissionChecks") or []:
@@ -397,7 +426,7 @@ class _Run:
         self.schedule()
 
     def _job(self, key: str, wl: dict) -> Job:
-        job = Job(key=key, wl=wl, cq="")
+        job = Job(key=key, wl=wl, cq="", rng=random.Random(f"{self.seed}:job:{key}"))
         self.jobs[key] = job
         return job
 
@@ -427,7 +456,7 @@ class _Run:
                 self.at(self.t + PR_CREATE_SECONDS, "pr-create", job)
             else:
                 job.pr_since = self.t - waited
-                self.at(self.t + self.model.draw_dws(waited, self.rng), "pr-grant", job)
+                self.at(self.t + self.model.draw_dws(waited, job.rng), "pr-grant", job)
             return
         admitted = parse_time_or_none(
             next(
@@ -681,16 +710,16 @@ class _Run:
                 start = self.t
                 if end > self.t and not pool.queued:
                     self.move(job, "stockout")
-                    start = end + self.rng.uniform(0.0, FAILED_SCALE_UP_BACKOFF_SECONDS)
-                ready = max(ready, start + self._provision(pool.machine_type, make))
+                    start = end + job.rng.uniform(0.0, FAILED_SCALE_UP_BACKOFF_SECONDS)
+                ready = max(ready, start + self._provision(pool.machine_type, make, job.rng))
         if ready > self.t and job.bucket != "stockout":
             self.move(job, "scaleUp")
         job.nodes_ready = ready
         self.at(ready + POD_START_SECONDS, "start", job)
 
-    def _provision(self, machine_type: str, n: int) -> float:
+    def _provision(self, machine_type: str, n: int, rng: random.Random) -> float:
         lo, hi = self.model.provision_range(machine_type)
-        return max(self.rng.uniform(lo, hi) for _ in range(max(1, n)))
+        return max(rng.uniform(lo, hi) for _ in range(max(1, n)))
 
     def _wake_room(self, pool: str) -> None:
         waiters, self.room_waiters[pool] = self.room_waiters[pool], []
@@ -716,6 +745,8 @@ class _Run:
 
     def _on_pr_create(self, job: Job | None) -> None:
         assert job is not None
+        if job.info is None or job.role != "reserved":
+            return
         pool, n = self._dws_pool(job)
         job.attempt += 1
         if pool is None:  # no queued pool behind the flavor: the request is answered as GKE would not
@@ -725,7 +756,7 @@ class _Run:
             self._pr_failed(job, "NodepoolSizeReached")
             return
         job.pr_since = self.t
-        self.at(self.t + self.model.draw_dws(0.0, self.rng), "pr-grant", job)
+        self.at(self.t + self.model.draw_dws(0.0, job.rng), "pr-grant", job)
 
     def _pr_failed(self, job: Job, reason: str) -> None:
         """The check goes to Retry (or Rejected past ``backoffLimitCount``: the job is deactivated). From 0.20.7
@@ -751,6 +782,8 @@ class _Run:
 
     def _on_pr_grant(self, job: Job | None) -> None:
         assert job is not None
+        if job.info is None or job.role != "reserved":
+            return  # its quota went (released, requeued) since the request: the grant is stale
         pool, n = self._dws_pool(job)
         if pool is None:
             return
@@ -764,7 +797,7 @@ class _Run:
         job.nodes = {pool.name: n}
         self.move(job, "scaleUp")
         cfg = self.world.config
-        job.nodes_ready = self.t + self._provision(pool.machine_type, n)
+        job.nodes_ready = self.t + self._provision(pool.machine_type, n, job.rng)
         ready = job.nodes_ready + POD_START_SECONDS
         if cfg.wait_for_pods_ready and cfg.pods_ready_timeout > 0:  # admitted now: the timer starts
             self.at(self.t + cfg.pods_ready_timeout, "pods-ready-timeout", job)
@@ -803,20 +836,28 @@ class _Run:
 
     def _next_arrival(self, index: int) -> None:
         arr = self.model.arrivals[index]
-        self.at(self.t + self.rng.expovariate(arr.rate), "arrive", arrival=index)
+        rng = self.arrival_rngs.get(index)
+        if rng is None:
+            rng = self.arrival_rngs[index] = random.Random(f"{self.seed}:arrival:{index}")
+        self.at(self.t + rng.expovariate(arr.rate), "arrive", arrival=index)
 
     def _arrive(self, index: int) -> None:
         arr = self.model.arrivals[index]
         self.arrived += 1
-        wl = copy.deepcopy(arr.template)
-        md = wl.setdefault("metadata", {})
+        # a new Workload like the template: its own metadata, no status; the spec is shared (nothing in a run
+        # writes a Workload's spec: Kueue's queues and cycle read it)
+        wl = {k: v for k, v in arr.template.items() if k not in ("metadata", "status")}
+        md = wl["metadata"] = dict(arr.template.get("metadata") or {})
         md["name"] = f"{md.get('name', 'job')}-eta-{self.arrived}"
         md["uid"] = f"eta-arrival-{self.arrived}"
         md["creationTimestamp"] = format_time(self.t)
         wl["status"] = {}
         job = self._job(f"{md.get('namespace', '')}/{md['name']}", wl)
-        job.run = max(1.0, self.model.draw_class_run(arr.klass, self.rng))
+        job.run = max(1.0, self.model.draw_class_run(arr.klass, self.arrival_rngs[index]))
         job.since = self.t
+        if self.t - self.world.now <= self.world.follow_arrivals:
+            job.target = True
+            self.open_targets += 1
         self._enqueue(job)
         self.schedule()
         self._next_arrival(index)
@@ -837,6 +878,7 @@ class _Run:
             out.append(
                 {
                     "key": job.key,
+                    "priority": int((job.wl.get("spec") or {}).get("priority") or 0),
                     "started": None if job.started is None else job.started - self.world.now,
                     "flavors": job.plan if job.started is not None else "",
                     "cause_kind": cause,

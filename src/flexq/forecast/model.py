@@ -17,7 +17,7 @@ from) and ``fit(state, cfg)``:
 - **Provisioning times**: each Node's creation to its ``Ready``, per machine type (uniform between the fastest
   and the slowest seen), else the prior.
 - **Run times**: a job's own ``flexq.dev/expected-duration`` annotation when set; else the finished jobs of its
-  class (``flexq.eta.jobs.class_key``: LocalQueue and ``flexq.dev/class``, or the job's shape) with the running
+  class (``flexq.forecast.jobs.class_key``: LocalQueue and ``flexq.dev/class``, or the job's shape) with the running
   ones censored — at least ``min_history`` finished, else its LocalQueue's, else the cluster's, else the prior.
   Draws come from the Kaplan-Meier curve (``flexq.stats.sample_beyond``): a running job's remaining time is
   drawn knowing it has run so long already.
@@ -39,7 +39,7 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.capacity_profile import parse_duration
 from flexq.api.reasons import classify_capacity
 from flexq.clock import format_duration, parse_time_or_none
-from flexq.eta.jobs import (
+from flexq.forecast.jobs import (
     CLASS_LABEL,
     EXPECTED_DURATION,
     Entry,
@@ -48,7 +48,7 @@ from flexq.eta.jobs import (
     finished_at,
     started_at,
 )
-from flexq.eta.state import ClusterState
+from flexq.forecast.state import ClusterState
 from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.semantics.conditions import find_condition
 from flexq.semantics.owners import controller_owner
@@ -81,7 +81,7 @@ class EtaConfig:
 
     replicas: int = 32
     horizon: float = 7 * 86400.0
-    engine: str = "fast"  # fast (flexq.eta.fast) or twin (each forward run a whole virtual twin)
+    engine: str = "fast"  # fast (flexq.forecast.fast) or twin (each forward run a whole virtual twin)
     seed: int = 1
     class_label: str = CLASS_LABEL
     min_history: int = 3  # finished jobs a run-time class needs before its own history is used
@@ -144,7 +144,7 @@ class Arrival:
     """Jobs of one LocalQueue, class and priority arriving at the rate the cluster's history shows."""
 
     queue: str  # namespace/LocalQueue
-    klass: tuple[str, str]  # its run-time class (flexq.eta.jobs.class_key)
+    klass: tuple[str, str]  # its run-time class (flexq.forecast.jobs.class_key)
     priority: int
     rate: float  # per second
     seen: int  # how many arrived in the window

@@ -15,20 +15,23 @@ The state is what a kubeconfig's user can list; the CLI reads it through the ``k
 
 from __future__ import annotations
 
-import contextlib
 import re
 from dataclasses import asdict, dataclass, field
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flexq.api import gke_catalog as catalog
 from flexq.api.quantity import parse_quantity
 from flexq.api.wellknown import KUEUE_CONFIG_NAME, KUEUE_CONFIG_NAMESPACE
 
-if TYPE_CHECKING:
-    from flexq.twin import Twin
-
-__all__ = ["ClusterState", "KINDS", "EVENT_REASONS", "state_from_twin", "pools_from_gke", "infer_pools"]
+__all__ = [
+    "ClusterState",
+    "KINDS",
+    "KUEUE_CONFIG",
+    "EVENT_REASONS",
+    "events_read",
+    "pools_from_gke",
+    "infer_pools",
+]
 
 # (field of ClusterState, API group, versions to try in order, plural, namespaced)
 KINDS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
@@ -89,71 +92,28 @@ class ClusterState:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def job(self, kind: str, namespace: str, name: str) -> dict | None:
-        """The RayJob or batch Job ``namespace/name``, or None (from an index made at the first call: the
-        state is read, not changed, once made)."""
-        return self._jobs.get((kind, namespace, name))
+        """The RayJob or batch Job ``namespace/name``, or None (from an index of the job lists, made again when
+        they are replaced or grow)."""
+        return self._jobs().get((kind, namespace, name))
 
-    @cached_property
     def _jobs(self) -> dict[tuple[str, str, str], dict]:
+        lists = (self.rayjobs, self.batch_jobs)
+        made = self.__dict__.get("_job_index")
+        if made is not None and made[0] == tuple(map(id, lists)) and made[1] == tuple(map(len, lists)):
+            return made[2]
         index: dict[tuple[str, str, str], dict] = {}
         for kind, pool in (("RayJob", self.rayjobs), ("Job", self.batch_jobs)):
             for j in pool:
                 md = j.get("metadata") or {}
                 if isinstance(md.get("name"), str):  # the first of a name, as a scan finds it
                     index.setdefault((kind, md.get("namespace", ""), md["name"]), j)
+        self.__dict__["_job_index"] = (tuple(map(id, lists)), tuple(map(len, lists)), index, lists)
         return index
 
 
-def _events(items: list[dict]) -> list[dict]:
+def events_read(items: list[dict]) -> list[dict]:
+    """The Events of ``items`` the forecast reads (``EVENT_REASONS``)."""
     return [e for e in items if e.get("reason") in EVENT_REASONS]
-
-
-def state_from_twin(twin: Twin) -> ClusterState:
-    """The current cluster of ``twin``, node pools from its GKE API. One hop onto the twin's loop takes the
-    stored objects (references: a stored object is never changed in place, a write stores a new one); they are
-    copied off the loop, so a live twin's writes never wait for the copy."""
-    import json
-
-    store = twin.store
-    kinds = []
-    for attr, _group, _versions, plural in KINDS:
-        try:
-            kinds.append((attr, store.info(plural).kind))
-        except Exception:  # a kind this cluster does not serve (the RayOperator addon off)
-            continue
-
-    def take() -> tuple[float, dict[str, list[dict]], dict | None]:
-        refs = {attr: list(store.peek_list(kind)) for attr, kind in kinds}
-        return twin.now(), refs, store.peek("ConfigMap", KUEUE_CONFIG[1], KUEUE_CONFIG[0])
-
-    now, refs, config = twin._call(take)
-    st = ClusterState(now=now)
-    for attr, items in refs.items():
-        if attr == "events":
-            items = _events(items)
-        items = json.loads(json.dumps(items))
-        if attr in ("rayjobs", "batch_jobs"):
-            kind = "RayJob" if attr == "rayjobs" else "Job"
-            items = [{**i, "kind": kind} for i in items]
-        setattr(st, attr, items)
-    st.kueue_config = json.loads(json.dumps(config)) if config is not None else None
-    settings = twin.runtime.settings
-    st.kueue_version = twin.core.settings.kueue.version
-    if settings.gke_cluster:
-        st.cluster = {
-            "project": settings.gke_project,
-            "location": settings.gke_location,
-            "name": settings.gke_cluster,
-        }
-        path = (
-            f"/v1/projects/{settings.gke_project}/locations/{settings.gke_location}/clusters/"
-            f"{settings.gke_cluster}/nodePools"
-        )
-        with contextlib.suppress(Exception):
-            st.node_pools = pools_from_gke(twin.gke("GET", path).get("nodePools") or [])
-    if not st.node_pools:
-        st.node_pools = infer_pools(st)
-    return st
 
 
 def pools_from_gke(pools: list[dict]) -> list[dict[str, Any]]:
