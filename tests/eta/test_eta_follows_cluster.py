@@ -104,23 +104,26 @@ def test_the_eta_service_follows_a_cluster_created_after_it_started(tmp_path: Pa
                 if line.startswith("flexq_workload_eta_seconds{") and 'namespace="default"' in line
             ]
 
+        def waiting() -> list[str]:
+            return [
+                w["metadata"]["name"]
+                for w in twin.list("Workload", "default")
+                if not (w.get("status") or {}).get("admission")
+            ]
+
+        def every_waiting_job_has_a_series() -> bool:
+            series, names = waiting_series(), waiting()
+            return bool(names) and all(any(f'workload="{w}"' in s for s in series) for w in names)
+
         # within seconds, not the hour of its period: the new cluster's /metrics has the waiting jobs' ETAs
-        series = wait_for(waiting_series, 120, "ETA series on the new cluster's /metrics")
+        wait_for(every_waiting_job_has_a_series, 120, "ETA series of every waiting job on the new cluster")
         assert service.latest() is not None and service._forecast_cluster == cluster
-        waiting = [
-            w["metadata"]["name"]
-            for w in twin.list("Workload", "default")
-            if not (w.get("status") or {}).get("admission")
-        ]
-        assert waiting and all(any(f'workload="{w}"' in s for s in series) for w in waiting), (
-            waiting,
-            series,
-        )
+        names = waiting()
         # the dashboard shows a waiting job's ETA
-        page = http.get(server.url + f"{PREFIX}/workloads/default/{waiting[0]}?cluster={cluster}", timeout=30)
+        page = http.get(server.url + f"{PREFIX}/workloads/default/{names[0]}?cluster={cluster}", timeout=30)
         assert page.status_code == 200 and 'id="eta"' in page.text, page.text[-2000:]
         # the placeholder's forecast is never the new cluster's, and the placeholder publishes none now
-        assert service.eta_of(placeholder, "default", waiting[0]) is None
+        assert service.eta_of(placeholder, "default", names[0]) is None
     finally:
         service.stop()
         server.stop()

@@ -16,8 +16,8 @@ import pytest
 
 from flexq import Twin
 from flexq.eta import EtaConfig, estimate, naive_eta, state_from_twin
-from flexq.eta import jobs as eta_jobs
-from flexq.eta.state import ClusterState
+from flexq.forecast import jobs as eta_jobs
+from flexq.forecast.state import ClusterState
 from tests.eta.helpers import rayjob, tutorial_cluster
 
 
