@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -103,12 +104,18 @@ def test_the_supervisor_gives_its_program_the_environment_and_keeps_none_itself(
     assert out.stdout == "X=1\n" and out.returncode == 0, out
 
 
-cgroups = podreaper.cgroup_root(f"flexq-{os.getpid()}-tests")
+@pytest.fixture(scope="module")
+def cgroups() -> Iterator[Path]:
+    root = podreaper.cgroup_root(f"flexq-{os.getpid()}-tests")
+    if root is None:
+        pytest.skip("this host gives no writable cgroup v2")
+    yield root
+    for d in [d for d in root.iterdir() if d.is_dir()]:
+        podreaper.CgroupPod(d, create=False).remove()
+    root.rmdir()
 
 
-@pytest.mark.skipif(cgroups is None, reason="this host gives no writable cgroup v2")
-def test_a_pods_cgroup_holds_every_leaver() -> None:
-    assert cgroups is not None
+def test_a_pods_cgroup_holds_every_leaver(cgroups: Path) -> None:
     tag = "".join(secrets.choice("0123456789") for _ in range(9))
     pod = podreaper.CgroupPod(cgroups / tag)
     proc = subprocess.Popen(_script(tag, then="sleep 0.2"), preexec_fn=pod.enter, start_new_session=True)
@@ -145,10 +152,3 @@ def test_a_pods_dev_shm_is_its_own_bounded_and_gone_with_it() -> None:
     assert "No space left on device" in out.stderr, out
     assert out.stdout.split() == [f"fq-{tag}", str(os.getuid())], out  # only its own file; the same user
     assert not Path(f"/dev/shm/fq-{tag}").exists()
-
-
-def teardown_module() -> None:
-    if cgroups is not None:
-        for d in [d for d in cgroups.iterdir() if d.is_dir()]:
-            podreaper.CgroupPod(d, create=False).remove()
-        cgroups.rmdir()
