@@ -183,17 +183,21 @@ def list_objects(
 
 
 def list_core(api: Any, method: str, **kwargs: Any) -> list[dict]:
-    """A core/v1 list (``list_node``, ``list_namespaced_pod`` ...) as plain camelCase dicts."""
+    """A core/v1 list (``list_node``, ``list_namespaced_pod`` ...) as plain camelCase dicts: the server's JSON
+    as sent (not decoded into the client's typed models and back, which costs seconds for thousands of Events)."""
+    import json
+
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
     try:
-        out = getattr(client.CoreV1Api(api), method)(**kwargs)
+        resp = getattr(client.CoreV1Api(api), method)(_preload_content=False, **kwargs)
+        out = json.loads(resp.data)
     except ApiException as exc:
         raise _api_error(exc) from exc
     except Exception as exc:
         raise _api_error(exc) from exc
-    return [api.sanitize_for_serialization(item) for item in out.items]
+    return list(out.get("items") or [])
 
 
 def fetch_snapshot(api: Any, namespace: str | None = None) -> Snapshot:
@@ -545,11 +549,19 @@ def stream_logs(
         resp.release_conn()
 
 
-def fetch_cluster_state(api: Any, node_pools: list[dict] | None = None, now: float | None = None) -> Any:
+def fetch_cluster_state(
+    api: Any,
+    node_pools: list[dict] | None = None,
+    now: float | None = None,
+    *,
+    all_events: list[dict] | None = None,
+) -> Any:
     """What the ETA reads (``flexq.forecast.state.KINDS``, cluster-wide, read-only), as a ``ClusterState``. Node pools:
     ``node_pools`` (the GKE API's descriptions) when given, else the twin's GKE API when ``api`` is the twin of
     ``$FLEXQ_HOME``, else inferred from what Kubernetes shows (each guess in the state's notes). A kind the
-    cluster does not serve reads as empty; a kind the user may not list is refused with the rule it needs."""
+    cluster does not serve reads as empty; a kind the user may not list is refused with the rule it needs.
+    ``all_events``: filled with every Event as listed (the state keeps the autoscaler's only), for a caller
+    that shows others from the same read (``flexq status``)."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
@@ -580,6 +592,8 @@ def fetch_cluster_state(api: Any, node_pools: list[dict] | None = None, now: flo
                 ) from None
             raise
         if attr == "events":
+            if all_events is not None:
+                all_events.extend(items)
             items = [e for e in items if e.get("reason") in EVENT_REASONS]
         if attr in ("rayjobs", "batch_jobs"):
             kind = "RayJob" if attr == "rayjobs" else "Job"

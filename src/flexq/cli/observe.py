@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from flexq.cli.args import duration, examples, home_flag, kube_flags
-from flexq.cli.status import Snapshot, WorkloadRow, rows_as_dicts, workload_rows
+from flexq.cli.status import FALLBACK_MOVED, Snapshot, WorkloadRow, rows_as_dicts, workload_rows
 from flexq.cli.views import console, err_console
 from flexq.clock import WallClock, format_time
 
@@ -57,6 +57,27 @@ def fetch(api: Any, namespace: str | None) -> Snapshot:
         events = []  # a user who may not list events still gets Kueue's reasons
     events = [e for e in events if e.get("reason") in SCALE_UP_REASONS]
     return dataclasses.replace(snap, events=events)
+
+
+def snapshot_of(state: Any, namespace: str | None, events: list[dict]) -> Snapshot:
+    """The snapshot rows need, taken from the ETA's cluster-wide read (``state``: a ``ClusterState``; ``events``:
+    every Event of that read) rather than read again: what ``fetch`` would read, in ``namespace`` or all."""
+
+    def mine(obj: dict) -> bool:
+        return namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace
+
+    return Snapshot(
+        workloads=[w for w in state.workloads if mine(w)],
+        provisioning_requests=[p for p in state.provisioning_requests if mine(p)],
+        nodes=list(state.nodes),
+        flavors=list(state.flavors),
+        events=[e for e in events if e.get("reason") in SCALE_UP_REASONS and mine(e)],
+        jobs=[
+            j
+            for j in [*state.rayjobs, *state.batch_jobs]
+            if mine(j) and FALLBACK_MOVED in ((j.get("metadata") or {}).get("annotations") or {})
+        ],
+    )
 
 
 def row_key(r: WorkloadRow) -> tuple[str, str]:
@@ -118,15 +139,22 @@ def cmd_status(
     clock = WallClock()
     sleep = sleep or clock.sleep
     namespace = None if args.all_namespaces else args.namespace
+    etas: EtaColumn | None = None
     try:
         api = kubeclient.connect(args.kubeconfig, args.context)
-        rows = workload_rows(fetch(api, namespace), clock.now())
+        etas = EtaColumn(api, args, err_console) if getattr(args, "eta", False) else None
+        # with the ETA column, one cluster-wide read serves both the rows and the forecast
+        state = etas.read() if etas is not None else None
+        if state is not None and state.workloads:
+            snap = snapshot_of(state, namespace, etas.events if etas is not None else [])
+        else:  # no ETA, it could not read, or no Workload at all (fetch says when Kueue is not there)
+            snap = fetch(api, namespace)
+        rows = workload_rows(snap, clock.now())
     except kubeclient.ClientError as exc:
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
-    etas = EtaColumn(api, args, err_console) if getattr(args, "eta", False) else None
     if etas is not None and any(r.state in WAITING_STATES for r in rows):
-        etas.refresh()
+        etas.refresh(state)
     rows = etas.apply(rows) if etas is not None else rows
     if not rows and kubeclient.on_placeholder(api):
         err_console.print(f"note: {escape(kubeclient.PLACEHOLDER)}", highlight=False)
@@ -184,24 +212,40 @@ class EtaColumn:
         self.waiting: frozenset[tuple[str, str]] = frozenset()
         self.at = 0.0
         self.failed = False
+        self.events: list[dict] = []  # every Event of the last ``read``
 
-    def refresh(self) -> None:
+    def _failed(self, exc: Exception) -> None:
+        if not self.failed:  # the status is shown all the same, without the ETA
+            self.err.print(f"note: no ETA column: {escape(str(exc))}", highlight=False)
+        self.failed = True
+
+    def read(self) -> Any:
+        """The cluster-wide state the forecast is made from (None, said once, when it cannot be read)."""
         from flexq.cli import kubeclient
-        from flexq.cli.eta import forecast_for
-        from flexq.eta import EtaConfig
-
-        cfg = EtaConfig(replicas=self.args.eta_replicas, horizon=self.args.eta_horizon)
         from flexq.errors import FlexqError
 
+        self.events = []
         try:
-            fc = forecast_for(self.api, cfg)
-        except (
-            kubeclient.ClientError,
-            FlexqError,
-        ) as exc:  # the status is shown all the same, without the ETA
-            if not self.failed:
-                self.err.print(f"note: no ETA column: {escape(str(exc))}", highlight=False)
-            self.failed = True
+            return kubeclient.fetch_cluster_state(self.api, all_events=self.events)
+        except (kubeclient.ClientError, FlexqError) as exc:
+            self._failed(exc)
+            return None
+
+    def refresh(self, state: Any = None) -> None:
+        """Make the forecast: from ``state`` when given (already read), else from a read of its own."""
+        from flexq.cli import kubeclient
+        from flexq.errors import FlexqError
+        from flexq.eta import EtaConfig, estimate
+
+        cfg = EtaConfig(replicas=self.args.eta_replicas, horizon=self.args.eta_horizon)
+        if state is None:
+            state = self.read()
+            if state is None:
+                return
+        try:
+            fc = estimate(state, cfg)
+        except (kubeclient.ClientError, FlexqError) as exc:
+            self._failed(exc)
             return
         with self.lock:
             self.forecast = fc

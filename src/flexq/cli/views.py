@@ -68,11 +68,14 @@ _FIGURE = re.compile(
 _TEXT_MIN = 8  # a text column is never made narrower than this (or its longest word, if shorter)
 
 
+_MARKUP_OR_EMOJI = re.compile(r"\[|:\S*?:")  # what rich's render_str may change in a string's text
+
+
 def _cell_text(console: Console, cell: Any) -> str:
     if isinstance(cell, Text):
         return cell.plain
-    if isinstance(cell, str):
-        return console.render_str(cell).plain
+    if isinstance(cell, str):  # rich's markup or an emoji code changes the text; else it is the string itself
+        return console.render_str(cell).plain if _MARKUP_OR_EMOJI.search(cell) else cell
     return ""
 
 

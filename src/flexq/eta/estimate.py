@@ -29,7 +29,7 @@ from flexq.clock import WallClock, format_duration
 from flexq.eta.calibration import Calibration, Prediction
 from flexq.eta.scenario import Scenario, build_study
 from flexq.forecast import fast
-from flexq.forecast.jobs import Entry, StateView, class_key, cluster_queue_of, entries, queue_position
+from flexq.forecast.jobs import Entry, StateView, class_key, cluster_queue_of, entries, queue_positions
 from flexq.forecast.model import EtaConfig, Model, fit
 from flexq.forecast.state import ClusterState
 from flexq.simulate.engine import run_one
@@ -243,10 +243,10 @@ def estimate(
     fc.model, fc.notes = model.describe(), list(state.notes) + view.notes
     fc.running = [e.key for e in es if e.role == "running"]
     waiting = [e for e in es if e.role in ("reserved", "pending", "deactivated")]
-    cq_of = view.cluster_queue_of
+    positions = queue_positions(es, view.cluster_queue_of)  # once per estimate, not once per job
     if not any(e.role != "deactivated" and not e.queue_missing and not e.cannot for e in waiting):
         for e in waiting:  # none that a forward run could place: each says why, at no cost
-            fc.jobs[e.key] = _job_eta(e, es, cq_of, model, [], cfg, calibration)
+            fc.jobs[e.key] = _job_eta(e, positions, model, [], cfg, calibration)
         fc.seconds = WallClock().now() - t0
         return fc
     if cfg.engine == "twin":
@@ -260,15 +260,14 @@ def estimate(
         results = _run_fast(world, cfg, deadline)
         fc.replicas = len(results)
     for e in waiting:
-        fc.jobs[e.key] = _job_eta(e, es, cq_of, model, results, cfg, calibration)
+        fc.jobs[e.key] = _job_eta(e, positions, model, results, cfg, calibration)
     fc.seconds = WallClock().now() - t0
     return fc
 
 
 def _job_eta(
     e: Entry,
-    es: list[Entry],
-    cq_of: dict[str, str],
+    positions: dict[str, int],
     model: Model,
     results: list[dict[str, dict[str, Any]]],
     cfg: EtaConfig,
@@ -283,7 +282,7 @@ def _job_eta(
         queue=e.queue,
         state=e.state,
         role=e.role,
-        position=queue_position(es, e, cq_of) if e.role == "pending" else 0,
+        position=positions.get(e.key, 0) if e.role == "pending" else 0,
         now=f"{e.reason.code}: {e.reason.detail}" if e.reason else "",
         run_source=model.run_source(e),
         klass=f"{queue} {klass}",
@@ -417,6 +416,10 @@ def naive_eta(state: ClusterState, model: Model | None = None) -> dict[str, floa
                     total += quota
         capacity[(cq.get("metadata") or {}).get("name", "")] = total
     cq_of = cluster_queue_of(state)
+    positions = queue_positions(es, cq_of)
+    started: Counter[str | None] = Counter(
+        cq_of.get(f"{x.namespace}/{x.queue}") for x in es if x.role != "pending"
+    )
     out = {}
     for e in es:
         if e.role not in ("pending", "reserved"):
@@ -424,11 +427,9 @@ def naive_eta(state: ClusterState, model: Model | None = None) -> dict[str, floa
         cq_name = cq_of.get(f"{e.namespace}/{e.queue}", "")
         need = max(1.0, _tpu_of(e.workload))
         slots = max(1.0, capacity.get(cq_name, 0.0) / need)
-        ahead = queue_position(es, e, cq_of) if e.role == "pending" else 0
-        running = sum(
-            1
-            for x in es
-            if x.role != "pending" and x is not e and cq_of.get(f"{x.namespace}/{x.queue}") == cq_name
+        ahead = positions.get(e.key, 0) if e.role == "pending" else 0
+        running = started[cq_name] - (
+            1 if e.role != "pending" and cq_of.get(f"{e.namespace}/{e.queue}") == cq_name else 0
         )
         busy = max(0.0, ahead + running - slots + 1)  # jobs that must end before a slot is its
         out[e.key] = busy * mean_run / slots

@@ -7,6 +7,11 @@ threads and Ray's are never forked, and the computation never holds the twin pro
 every ``period`` seconds, and ``debounce`` seconds after the queue changes (a Workload created, deleted, or
 changing state). Nothing here writes to the twin; an API write never waits for it.
 
+It follows the twin's current cluster (``Twin.runtime``: the root one, which moves from the twin's placeholder
+to the first GKE cluster once one is created — ``flexq up`` and then ``gcloud container clusters create``, as
+the README goes): within ``follow`` seconds of the move it watches that cluster's Workloads, publishes on its
+``/metrics`` and computes its forecast, without a restart (issue 49).
+
 What it publishes (``latest``, and ``eta_of`` as the dashboard asks through ``flexq.http.seam.Forecasts``) is
 the last ``Forecast``; ``collector`` is its Prometheus face: ``flexq_workload_eta_seconds{namespace,workload,
 cluster_queue}`` (the median seconds to start from the forecast's instant; +Inf when not within the horizon or
@@ -20,6 +25,7 @@ last forecast said — and ``flexq_eta_forecast_timestamp_seconds``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterator
@@ -63,13 +69,17 @@ class EtaService:
         debounce: float = 2.0,
         cfg: EtaConfig | None = None,
         in_process: bool = False,
+        follow: float = 1.0,
     ) -> None:
         self.twin = twin
-        self.period, self.debounce = period, debounce
+        self.period, self.debounce, self.follow = period, debounce, follow
         self.cfg = cfg or EtaConfig(workers=1)
         self.in_process = in_process  # compute in this process (tests of a virtual twin)
         self._forecast: Forecast | None = None
-        self._cluster = ""
+        self._forecast_cluster = ""  # the cluster the forecast is of
+        self._cluster = ""  # the cluster followed (its Workloads watched, its metrics registry)
+        self._rt: Any = None
+        self._collector = _Collector(self)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -90,21 +100,39 @@ class EtaService:
     def start(self, background: bool = True) -> EtaService:
         """Attach to the twin (its ``forecasts``, its metrics, a watch on Workloads) and, with ``background``,
         start refreshing (without: ``refresh()`` when asked; a virtual twin's loop is not for other threads)."""
-        core = self.twin.core
-        core.forecasts = self
-        rt = self.twin.runtime
-        self._cluster = rt.name
-        rt.metrics.register(_Collector(self))
-
-        def subscribe() -> Any:
-            return rt.store.watch(self._on_workload, ["Workload"])
-
-        self._sub = self.twin._call(subscribe)
+        self.twin.core.forecasts = self
+        self._follow()
         if background:
             self._thread = threading.Thread(target=self._run, name="flexq-eta", daemon=True)
             self._thread.start()
             self._wake.set()
         return self
+
+    def _follow(self) -> bool:
+        """Attach to the twin's current cluster when it is not the one followed: watch its Workloads, publish
+        on its metrics registry (and leave the previous one's). True when it moved."""
+        rt = self.twin.runtime
+        if rt is self._rt:
+            return False
+        old, self._rt = self._rt, rt
+        if old is not None:
+            with contextlib.suppress(KeyError):
+                old.metrics.unregister(self._collector)
+            if self._sub is not None:
+                self.twin.core.loop.post(self._sub.cancel)
+        self._cluster, self._signature = rt.name, frozenset()
+        rt.metrics.register(self._collector)
+
+        def subscribe() -> Any:
+            return rt.store.watch(self._on_workload, ["Workload"])
+
+        self._sub = self.twin._call(subscribe)
+        if old is not None:
+            log.info("ETA: following cluster %s (was %s)", rt.name, old.name)
+        return True
+
+    def _moved(self) -> bool:
+        return self.twin.runtime is not self._rt
 
     def stop(self) -> None:
         self._stop.set()
@@ -134,7 +162,12 @@ class EtaService:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.period)
+            waited = 0.0  # until the period ends, the queue changes, or the current cluster is another
+            while waited < self.period and not self._moved():
+                tick = min(self.follow, self.period - waited)
+                if self._wake.wait(tick):
+                    break
+                waited += tick
             if self._stop.is_set():
                 return
             self._stop.wait(self.debounce)  # let a burst of changes settle
@@ -147,6 +180,8 @@ class EtaService:
 
     def refresh(self) -> Forecast:
         """Read the state and compute its forecast now (the background thread calls this)."""
+        self._follow()
+        cluster = self._cluster
         state = state_from_twin(self.twin)
         self.calibration.observe(state.workloads, state.now)  # the starts since the last forecasts
         cal = self.calibration.to_dict()
@@ -165,18 +200,19 @@ class EtaService:
                 self.calibration.save(self.calibration_path)
             except OSError as exc:
                 log.warning("ETA calibration not kept: %s", exc)
-        self._forecast = fc
+        self._forecast, self._forecast_cluster = fc, cluster
         self.refreshes += 1
         self.error = ""
         return fc
 
     # -- what it publishes -----------------------------------------------------------------------------------------
     def latest(self) -> Forecast | None:
-        return self._forecast
+        """The last forecast of the cluster followed (None before its first)."""
+        return self._forecast if self._forecast_cluster == self._cluster else None
 
     def eta_of(self, cluster: str, namespace: str, workload: str) -> dict[str, Any] | None:
         """What the dashboard shows of one Workload's ETA (None when there is none)."""
-        fc = self._forecast
+        fc = self.latest()
         if fc is None or cluster != self._cluster:
             return None
         j = fc.jobs.get(f"{namespace}/{workload}")
@@ -222,7 +258,7 @@ class _Collector:
         )
         if fc is not None:
             ts.add_metric([], fc.now)
-            store = self.service.twin.runtime.store
+            store = self.service._rt.store
             for key, j in fc.jobs.items():
                 wl = store.peek("Workload", j.workload, j.namespace)
                 if wl is None or workload_state(wl) in FINISHED_STATES or workload_state(wl) == "Running":

@@ -77,7 +77,7 @@ from flexq.kueue.flavorassigner import Assignment
 from flexq.kueue.pods_ready import requeue_wait
 from flexq.kueue.queues import QueueManager
 from flexq.kueue.snapshot import Snapshot, build_snapshot
-from flexq.kueue.workload import WorkloadInfo, admission_checks_for, backoff_seconds
+from flexq.kueue.workload import WorkloadInfo, admission_checks_for, backoff_seconds, next_serial
 
 __all__ = ["World", "build_world", "run", "horizon_reached", "namespace_labels"]
 
@@ -165,10 +165,28 @@ class World:
     # on who comes next: ``flexq.forecast.moves``); 0: only the jobs that waited at the instant (the ETA)
     follow_arrivals: float = 0.0
     notes: list[str] = field(default_factory=list)
+    # the pending workloads as Kueue's queues read them, made once for every replica (``queued``)
+    _queued: dict[str, tuple[dict, WorkloadInfo]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def requeuing(self) -> str:
         return self.config.requeuing_timestamp
+
+    def queued(self, e: Entry, queues: QueueManager) -> tuple[dict, WorkloadInfo]:
+        """A pending entry's queued view and its ``WorkloadInfo`` for one replica: parsed (requests, order,
+        scheduling hash) once per world, each replica given its own copy of the info (its flavor-scan progress
+        and heap tie-breaker are its own; the parsed parts are read-only)."""
+        got = self._queued.get(e.key)
+        if got is None:
+            view = _queued_view(e.workload)
+            cq = queues.cluster_queue_for(view) or ""
+            info = WorkloadInfo.from_obj(view, cq, queues.requeuing_timestamp, queues.priority_sorting)
+            info.scheduling_hash  # noqa: B018 - computed once, shared by the copies
+            got = self._queued[e.key] = (view, info)
+        view, template = got
+        info = copy.copy(template)
+        info.last_assignment, info.serial = None, next_serial()
+        return view, info
 
 
 def _pools(state: ClusterState) -> dict[str, Pool]:
@@ -357,8 +375,14 @@ class _Run:
             override = w.overrides.get(e.key)
             if e.role == "deactivated" and override is None:
                 continue  # nothing requeues it in this run
+            # a pending job's queued view and info are parsed once per world (``World.queued``)
+            queued = w.queued(e, self.queues) if e.role == "pending" and override is None else None
             pending = e.role == "pending" or override is not None
-            job = self._job(e.key, _queued_view(override if override is not None else wl) if pending else wl)
+            if queued is not None:
+                view = queued[0]
+            else:
+                view = _queued_view(override if override is not None else wl) if pending else wl
+            job = self._job(e.key, view)
             elapsed = max(0.0, w.now - (started_at(wl) or w.now)) if e.role == "running" else 0.0
             job.run = max(1.0, m.draw_run(e, elapsed, job.rng) - elapsed)
             job.target = e.role != "running"
@@ -370,8 +394,8 @@ class _Run:
             job.requeues = int((st.get("requeueState") or {}).get("count") or 0)
             for chk in st.get("admissionChecks") or []:
                 job.attempt = max(job.attempt, int(chk.get("retryCount") or 0))
-            if e.role == "pending":
-                self._enqueue(job)
+            if queued is not None:
+                self._enqueue(job, queued[1])
                 at = parse_time_or_none((st.get("requeueState") or {}).get("requeueAt"))
                 if at is not None and at > self.t:
                     self.move(job, "evicted")
@@ -447,9 +471,9 @@ class _Run:
         self._admitted(job, admitted if admitted is not None else self.t)
 
     # the queue and Kueue's cycles ------------------------------------------------------------------------------
-    def _enqueue(self, job: Job) -> None:
+    def _enqueue(self, job: Job, info: WorkloadInfo | None = None) -> None:
         job.role = "pending"
-        self.queues.add_or_update_workload(job.wl, self.t)
+        self.queues.add_or_update_workload(job.wl, self.t, info)
         job.cq = self.queues.workload_cq.get(job.key, job.cq)
 
     def _on_schedule(self, _job: Job | None) -> None:

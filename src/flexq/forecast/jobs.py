@@ -45,6 +45,7 @@ __all__ = [
     "CLASS_LABEL",
     "STRUCTURAL",
     "queue_position",
+    "queue_positions",
     "cluster_queue_of",
 ]
 
@@ -264,15 +265,21 @@ def fits_when_empty(wl: dict, cq_name: str, empty: Snapshot, now: float) -> bool
 
 
 def queue_position(es: list[Entry], entry: Entry, cluster_queue_of: dict[str, str]) -> int:
-    """How many pending workloads of the same ClusterQueue are ahead of ``entry`` in Kueue's order."""
-    cq = cluster_queue_of.get(f"{entry.namespace}/{entry.queue}", "")
-    ahead = 0
+    """How many pending workloads of the same ClusterQueue are ahead of ``entry`` in Kueue's order (one job;
+    for all of them at once, ``queue_positions``)."""
+    return queue_positions(es, cluster_queue_of).get(entry.key, 0)
+
+
+def queue_positions(es: list[Entry], cluster_queue_of: dict[str, str]) -> dict[str, int]:
+    """Every entry's ``queue_position`` (by its key), in one pass over ``es`` (in Kueue's order)."""
+    seen: dict[str, int] = {}
+    out: dict[str, int] = {}
     for e in es:
-        if e is entry:
-            return ahead
-        if e.role == "pending" and cluster_queue_of.get(f"{e.namespace}/{e.queue}", "") == cq:
-            ahead += 1
-    return ahead
+        cq = cluster_queue_of.get(f"{e.namespace}/{e.queue}", "")
+        out[e.key] = seen.get(cq, 0)
+        if e.role == "pending":
+            seen[cq] = seen.get(cq, 0) + 1
+    return out
 
 
 def class_key(entry_or_wl: Entry | dict, job: dict | None, class_label: str = CLASS_LABEL) -> tuple[str, str]:

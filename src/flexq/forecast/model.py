@@ -210,6 +210,7 @@ class Model:
             return [x for x, d in picks if d], [x for x, d in picks if not d]
 
         out = copy.copy(self)
+        out.__dict__.pop("_history_memo", None)  # its classes are its own
         out.dws_done, out.dws_waiting = resample(self.dws_done, self.dws_waiting)
         out.dws_mean = exponential_mean(out.dws_done, out.dws_waiting, self.cfg.prior_dws_wait_seconds)
         out.stockout_episodes = resample(self.stockout_episodes, [])[0]
@@ -252,7 +253,17 @@ class Model:
 
     # -- run times -------------------------------------------------------------------------------------------
     def _history(self, key: tuple[str, str]) -> tuple[RunClass, str]:
-        """The class's history when it has enough, else its LocalQueue's, else the cluster's, else empty."""
+        """The class's history when it has enough, else its LocalQueue's, else the cluster's, else empty
+        (worked out once per class of a fitted model: its classes are not changed once fitted)."""
+        memo = self.__dict__.setdefault("_history_memo", {})
+        got = memo.get(key)
+        if got is not None and got[0] is self.classes:
+            return got[1]
+        found = self._history_of(key)
+        memo[key] = (self.classes, found)
+        return found
+
+    def _history_of(self, key: tuple[str, str]) -> tuple[RunClass, str]:
         n = self.cfg.min_history
         own = self.classes.get(key)
         if own is not None and len(own.done) >= n:

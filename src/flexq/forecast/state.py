@@ -92,13 +92,23 @@ class ClusterState:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def job(self, kind: str, namespace: str, name: str) -> dict | None:
-        """The RayJob or batch Job ``namespace/name``, or None."""
-        pool = self.rayjobs if kind == "RayJob" else self.batch_jobs if kind == "Job" else []
-        for j in pool:
-            md = j.get("metadata") or {}
-            if md.get("name") == name and md.get("namespace", "") == namespace:
-                return j
-        return None
+        """The RayJob or batch Job ``namespace/name``, or None (from an index of the job lists, made again when
+        they are replaced or grow)."""
+        return self._jobs().get((kind, namespace, name))
+
+    def _jobs(self) -> dict[tuple[str, str, str], dict]:
+        lists = (self.rayjobs, self.batch_jobs)
+        made = self.__dict__.get("_job_index")
+        if made is not None and made[0] == tuple(map(id, lists)) and made[1] == tuple(map(len, lists)):
+            return made[2]
+        index: dict[tuple[str, str, str], dict] = {}
+        for kind, pool in (("RayJob", self.rayjobs), ("Job", self.batch_jobs)):
+            for j in pool:
+                md = j.get("metadata") or {}
+                if isinstance(md.get("name"), str):  # the first of a name, as a scan finds it
+                    index.setdefault((kind, md.get("namespace", ""), md["name"]), j)
+        self.__dict__["_job_index"] = (tuple(map(id, lists)), tuple(map(len, lists)), index, lists)
+        return index
 
 
 def events_read(items: list[dict]) -> list[dict]:

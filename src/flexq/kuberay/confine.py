@@ -56,7 +56,8 @@ SYSTEM_DIRS = (
     "/proc",
     "/sys",
 )
-# /dev: only what a training job needs. Writable beneath: /dev/shm (Ray's object store) and /dev/pts (terminals);
+# /dev: only what a training job needs. Writable beneath: /dev/shm (the executor grants it only where it is the
+# pod's own tmpfs: flexq.kuberay.podreaper) and /dev/pts (terminals);
 # read and write: the character devices below; list: /dev itself. Never a block device (/dev/loop*, a disk: on a
 # host where it opens, the files of every user), /dev/kvm, /dev/fuse or any other device (issue 49).
 WRITABLE_SYSTEM_DIRS = ("/dev/shm", "/dev/pts")
@@ -210,6 +211,19 @@ class Confinement:
                 raise OSError(err, f"landlock_add_rule {path}: {os.strerror(err)}")
         finally:
             os.close(target)
+
+    @contextlib.contextmanager
+    def ruleset(self) -> Iterator[int]:
+        """The ruleset's file descriptor for a child to restrict itself with (-1 when the kernel has no
+        Landlock), closed when the block ends."""
+        if not self.available:
+            yield -1
+            return
+        fd = self._ruleset()
+        try:
+            yield fd
+        finally:
+            os.close(fd)
 
     @contextlib.contextmanager
     def preexec(self) -> Iterator[Callable[[], None] | None]:

@@ -42,9 +42,16 @@ gets a clean environment (``_env``) and runs confined (``confine``: Landlock; it
 workers, the RayJob's entrypoint — read only the system, this Python and their pod's own directory, which holds
 its ServiceAccount token as a pod's volume would, and never the twin's home).
 
-Every process started carries ``FLEXQ_RAY_OWNER=<executor>:<pod>`` in its environment (Ray's raylet, workers
-and job drivers inherit it); ``stop`` SIGTERMs exactly those, SIGKILLs what is left after a grace period, then
-removes the node's temp dir and releases its ports. Start, GCS wait and readiness have deadlines.
+A pod's processes are held by something they cannot shed (``podreaper``): its own cgroup v2 where this host
+lets the twin make one, else a supervisor per pod (a child subreaper) — a process that starts with an empty
+environment or double-forks away is still the pod's. Each pod has its own ``/dev/shm`` (a private tmpfs of 64 MiB,
+or the size of a ``medium: Memory`` volume mounted there, freed with its last process) where the kernel allows
+unprivileged user namespaces; elsewhere ``/dev/shm`` is not writable and Ray's object store goes to the node's
+temp dir. Every process started also carries ``FLEXQ_RAY_OWNER=<executor>:<pod>`` in its environment (Ray's
+raylet, workers and job drivers inherit it). ``stop`` SIGTERMs the pod's processes, SIGKILLs all that is left
+after a grace period (``cgroup.kill``; the supervisor ends its own tree), then removes the node's temp dir and
+releases its ports; a pod whose main process ended by itself has everything it left ended at once (as a
+container's PID namespace does). Start, GCS wait and readiness have deadlines.
 
 It also answers the RayJob controller's dashboard questions (``job_info``) from a cache refreshed by a
 poller thread, so the controller never blocks on HTTP. It does not import ``ray`` at all: Ray runs in child
@@ -68,13 +75,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flexq.api.quantity import parse_quantity
 from flexq.runtime.executor import PodKey, PodLaunch, PodRunState
 
-from . import commands, confine, localproc, names, pods, runtime_env
+from . import commands, confine, localproc, names, podreaper, pods, runtime_env
 from .dashboard import DashboardCache, http_text
 
 _STARTED = "Ray runtime started"
@@ -243,6 +251,8 @@ class _Pod:
     reason: str = ""
     exit_code: int | None = None
     proc: subprocess.Popen | None = None
+    cgroup: podreaper.CgroupPod | None = None  # where the host allows one: every process of the pod
+    supervised: bool = False  # else: proc is the pod's supervisor (podreaper.supervise)
     stopping: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -264,6 +274,10 @@ class LocalRayExecutor:
         grace_s: float = 3.0,
         token_file: Path | None = None,
         protected: Sequence[Path] = (),
+        isolation: str = "auto",
+        private_shm: bool | None = None,
+        scratch_bytes: int = 10 * 1024**3,
+        scratch_check_s: float = 5.0,
     ) -> None:
         self._own_base = base_dir is None  # a private temp dir, removed whole on shutdown
         self.base_dir = Path(tempfile.mkdtemp(prefix="flexq-ray-")) if base_dir is None else Path(base_dir)
@@ -293,6 +307,19 @@ class LocalRayExecutor:
         self._ray_root: Path | None = None
         self._dash = DashboardCache(self.dashboard_address, self.auth_headers)
         self._shut = False
+        # what a pod's processes cannot shed (podreaper): a cgroup v2 of its own where this host lets us make
+        # one ("auto"), else a supervisor per pod ("supervisor", also forced for tests)
+        if isolation not in ("auto", "supervisor"):
+            raise ValueError(f"isolation: must be 'auto' or 'supervisor', not {isolation!r}")
+        self._cgroups = (
+            podreaper.cgroup_root(f"flexq-{os.getpid()}-{id(self):x}") if isolation == "auto" else None
+        )
+        # each pod's own /dev/shm (a private bounded tmpfs) where the kernel allows it; else none writable
+        self.private_shm = podreaper.private_shm_works() if private_shm is None else private_shm
+        # a pod's disk (its directory and its node's Ray temp dir): bounded as the kubelet bounds ephemeral
+        # storage, by looking at its usage every scratch_check_s and evicting a pod past its limit
+        self.scratch_bytes, self.scratch_check_s = scratch_bytes, scratch_check_s
+        self._watch: threading.Thread | None = None
 
     # ------------------------------------------------------------------------------------- protocol
 
@@ -350,6 +377,7 @@ class LocalRayExecutor:
             self._finish(pod, 126, reason="NotRunOnThisMachine", message=refused)
             self._cleanup(pod)
             return
+        self._watch_storage()
         target_fn = self._run_submitter if kind == "submitter" else self._run_node
         args = (pod, script) if kind == "submitter" else (pod,)
         threading.Thread(target=target_fn, args=args, name=f"ray-pod-{key[1]}", daemon=True).start()
@@ -385,6 +413,54 @@ class LocalRayExecutor:
                 http_headers=headers,
             )
 
+    # ------------------------------------------------------------------------------- ephemeral storage
+
+    def storage_limit(self, pod: _Pod) -> int:
+        """The pod's ephemeral-storage limit: the sum of its containers' ``limits.ephemeral-storage`` over those
+        that set one (the kubelet's pod-level limit, ``resourcehelper.PodLimits``), else this executor's
+        ``scratch_bytes``: a pod that sets none is bounded all the same here."""
+        total = 0
+        for c in (pod.launch.pod.get("spec") or {}).get("containers") or []:
+            limit = ((c.get("resources") or {}).get("limits") or {}).get("ephemeral-storage")
+            with contextlib.suppress(ValueError, TypeError, ArithmeticError):
+                total += max(0, int(parse_quantity(limit))) if limit is not None else 0
+        return total if total > 0 else self.scratch_bytes
+
+    def storage_used(self, pod: _Pod) -> int:
+        """Bytes the pod's files take on disk: its directory and its node's Ray temp dir (its TMPDIR)."""
+        used = 0
+        for root in (pod.dir, self._node_tmp(pod) if self._ray_root is not None else None):
+            if root is None:
+                continue
+            for dirpath, _dirs, files in os.walk(root):
+                for f in files:
+                    with contextlib.suppress(OSError):
+                        used += os.lstat(os.path.join(dirpath, f)).st_blocks * 512
+        return used
+
+    def _watch_storage(self) -> None:
+        with self._lock:
+            if self._watch is not None or self.scratch_check_s <= 0:
+                return
+            self._watch = threading.Thread(target=self._storage_loop, name="ray-storage", daemon=True)
+        self._watch.start()
+
+    def _storage_loop(self) -> None:
+        """The kubelet's ephemeral-storage eviction: a running pod whose files exceed its limit is evicted
+        (``Evicted``, with the kubelet's message) and its processes ended."""
+        while not self._shut:
+            time.sleep(self.scratch_check_s)
+            with self._lock:
+                live = [p for p in self._pods.values() if p.phase == "Running" and not p.stopping.is_set()]
+            for pod in live:
+                limit = self.storage_limit(pod)
+                if self.storage_used(pod) <= limit:
+                    continue
+                text = f"Pod ephemeral local storage usage exceeds the total limit of containers {_bytes(limit)}. "
+                self._log(pod, f"[flexq] evicted: {text}")
+                self._set(pod, reason="Evicted", message=text)
+                self.stop(pod.key)
+
     def stop(self, key: PodKey) -> None:
         """Kill the pod's processes in the background (idempotent)."""
         with self._lock:
@@ -410,6 +486,11 @@ class LocalRayExecutor:
         localproc.signal_pids(localproc.owned_pids(self._token + ":"), signal.SIGKILL)
         for pod in pods:
             pod.done.wait(self.grace_s + 10)
+        if self._cgroups is not None:
+            for left in [d for d in self._cgroups.iterdir() if d.is_dir()] if self._cgroups.exists() else []:
+                podreaper.CgroupPod(left, create=False).remove()
+            with contextlib.suppress(OSError):
+                self._cgroups.rmdir()
         if self._ray_root is not None:
             shutil.rmtree(self._ray_root, ignore_errors=True)
         shutil.rmtree(self.base_dir / "pods", ignore_errors=True)
@@ -570,6 +651,8 @@ class LocalRayExecutor:
             "--disable-usage-stats",
             "--node-ip-address=127.0.0.1",
             f"--temp-dir={tmp}",
+            # no /dev/shm of its own: the object store in the node's temp dir (Ray would pick the shared one)
+            *([] if self.private_shm else [f"--plasma-directory={tmp}"]),
             f"--object-store-memory={self.object_store_bytes}",
             f"--dashboard-agent-listen-port={node_ports[0]}",
             f"--dashboard-agent-grpc-port={node_ports[1]}",
@@ -603,11 +686,12 @@ class LocalRayExecutor:
 
     def confinement(self, pod: _Pod, writable: Sequence[Path] = ()) -> confine.Confinement:
         """What the pod's processes may touch (``confine``): read the system, this Python and the nodes'
-        ``sitecustomize``; write the pod's own directory (``writable``: also the node's Ray temp dir) and
-        ``/dev``; read its cluster's Ray token. Never a rule that would open the twin's home or the user's."""
+        ``sitecustomize``; write the pod's own directory (``writable``: also the node's Ray temp dir),
+        ``/dev/pts`` and, when it is the pod's own tmpfs (``private_shm``), ``/dev/shm``; read its cluster's Ray token. Never a rule that would open the twin's home or the user's."""
+        system = [d for d in confine.WRITABLE_SYSTEM_DIRS if d != "/dev/shm" or self.private_shm]
         return confine.Confinement(
             read=[*confine.system_read_paths(), self._hooks_dir()],
-            write=[*confine.WRITABLE_SYSTEM_DIRS, pod.dir, *writable],
+            write=[*system, pod.dir, *writable],
             files=[pod.cluster.token_file],
             protected=[self.token_file, *self.protected],
         )
@@ -615,26 +699,77 @@ class LocalRayExecutor:
     def _spawn(
         self, pod: _Pod, argv: list[str], cwd: Path, writable: Sequence[Path] = ()
     ) -> subprocess.Popen:
-        """Start the pod's main process: a clean environment (``_env``), its own directory, confined."""
+        """Start the pod's main process: a clean environment (``_env``), its own directory, confined, in the
+        pod's own cgroup (or under its supervisor) and with its own ``/dev/shm`` (``podreaper``)."""
         env = self._env(pod)  # first: it makes the pod's home and temp dirs the rules then name
         rules = self.confinement(pod, [self._node_tmp(pod), *writable])
         if not rules.available:
             self._log(pod, f"[flexq] {NO_LANDLOCK}")
-        with rules.preexec() as confine_child:
-            proc = subprocess.Popen(
-                argv,
-                env=env,
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                text=True,
-                bufsize=1,
-                preexec_fn=confine_child,
-            )
+        shm = self.shm_bytes(pod) if self.private_shm else 0
+        if pod.cgroup is None and self._cgroups is not None:
+            pod.cgroup = podreaper.CgroupPod(self._cgroups / pod.marker.rsplit(":", 1)[1])
+        with rules.ruleset() as ruleset:
+            env_fd = -1
+            preexec: Callable[[], None] | None
+            fds: tuple[int, ...]
+            if pod.cgroup is not None:
+                cgroup, mount = pod.cgroup, (podreaper.ShmMount(shm) if shm else None)
+
+                def child() -> None:
+                    # between fork and exec: born in the pod's cgroup, with its own /dev/shm, confined
+                    cgroup.enter()
+                    if mount is not None and mount.apply() != 0:
+                        os._exit(124)
+                    if ruleset >= 0:
+                        podreaper.restrict(ruleset)
+
+                run, preexec, fds = list(argv), child, ()
+            else:
+                env_fd = podreaper.env_fd(env)
+                run = podreaper.supervisor_argv(self.python, ruleset, shm, self.grace_s, env_fd, list(argv))
+                env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
+                preexec, fds = None, tuple(fd for fd in (ruleset, env_fd) if fd >= 0)
+                pod.supervised = True
+            try:
+                proc = subprocess.Popen(
+                    run,
+                    env=env,
+                    cwd=cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    text=True,
+                    bufsize=1,
+                    preexec_fn=preexec,
+                    pass_fds=fds,
+                )
+            finally:
+                if env_fd >= 0:
+                    os.close(env_fd)
         pod.proc = proc
         return proc
+
+    def shm_bytes(self, pod: _Pod) -> int:
+        """The size of the pod's own ``/dev/shm``: the ``sizeLimit`` of a ``medium: Memory`` emptyDir mounted
+        there (without one: the container's memory limit), else the container runtime's 64 MiB."""
+        spec = pod.launch.pod.get("spec") or {}
+        containers = spec.get("containers") or [{}]
+        mounted = {
+            m.get("name"): m
+            for m in containers[0].get("volumeMounts") or []
+            if m.get("mountPath") == "/dev/shm"
+        }
+        for vol in spec.get("volumes") or []:
+            empty = vol.get("emptyDir")
+            if vol.get("name") in mounted and isinstance(empty, dict) and empty.get("medium") == "Memory":
+                limit = empty.get("sizeLimit") or (
+                    (containers[0].get("resources") or {}).get("limits") or {}
+                ).get("memory")
+                with contextlib.suppress(ValueError, TypeError, ArithmeticError):
+                    if limit is not None and int(parse_quantity(limit)) > 0:
+                        return int(parse_quantity(limit))
+        return podreaper.SHM_DEFAULT_BYTES
 
     def _pump(self, pod: _Pod, proc: subprocess.Popen, started: threading.Event) -> threading.Thread:
         def run() -> None:
@@ -811,7 +946,9 @@ class LocalRayExecutor:
         """Record the end of the pod's main process (None: stopped before it started)."""
         if pod.stopping.is_set():
             phase, rc = "Failed", (rc if rc is not None else 137)
-            reason, message = reason or pod.reason or "Stopped", message or "stopped by the kubelet"
+            reason = reason or pod.reason or "Stopped"
+            evicted = pod.message if reason == "Evicted" else ""  # the kubelet's words for an eviction
+            message = message or evicted or "stopped by the kubelet"
         else:
             phase = "Succeeded" if rc == 0 else "Failed"
             reason = reason or pod.reason or ("Completed" if rc == 0 else "Error")
@@ -825,16 +962,16 @@ class LocalRayExecutor:
         if proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGTERM)
+        if pod.cgroup is not None:
+            pod.cgroup.signal(signal.SIGTERM)
         localproc.signal_pids(localproc.owned_pids(pod.marker), signal.SIGTERM)
         deadline = time.monotonic() + self.grace_s
-        while localproc.owned_pids(pod.marker) and time.monotonic() < deadline:
+        while self._left(pod) and time.monotonic() < deadline:
             time.sleep(0.1)
-        for _ in range(50):
-            left = localproc.owned_pids(pod.marker)
-            if not left:
-                break
-            localproc.signal_pids(left, signal.SIGKILL)
-            time.sleep(0.1)
+        if pod.supervised and proc is not None:  # it ends its whole tree itself after the grace period
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+        self._kill_owned(pod)
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
@@ -849,8 +986,15 @@ class LocalRayExecutor:
         self._kill_owned(pod)
         self._cleanup(pod)
 
+    def _left(self, pod: _Pod) -> bool:
+        """Whether any process of the pod is alive: in its cgroup, or carrying its marker."""
+        return bool((pod.cgroup is not None and pod.cgroup.pids()) or localproc.owned_pids(pod.marker))
+
     def _kill_owned(self, pod: _Pod) -> None:
-        """SIGKILL whatever still carries the pod's marker, until nothing does (5 s at most)."""
+        """SIGKILL every process of the pod's cgroup and whatever still carries its marker, until none is
+        left (5 s at most). Under a supervisor, what shed the marker was ended by the supervisor."""
+        if pod.cgroup is not None:
+            pod.cgroup.kill()
         for _ in range(50):
             left = localproc.owned_pids(pod.marker)
             if not left:
@@ -861,6 +1005,8 @@ class LocalRayExecutor:
     def _cleanup(self, pod: _Pod) -> None:
         """Release the pod's ports and directories, and the cluster's once its last pod is gone."""
         localproc.release_ports(pod.ports)
+        if pod.cgroup is not None:
+            pod.cgroup.remove()
         shutil.rmtree(pod.dir, ignore_errors=True)
         if self._ray_root is not None:
             shutil.rmtree(self._node_tmp(pod), ignore_errors=True)
@@ -876,6 +1022,14 @@ class LocalRayExecutor:
                 c.token_file.unlink(missing_ok=True)
                 if self._ray_root is not None:
                     shutil.rmtree(self._ray_root / f"c{c.index}", ignore_errors=True)
+
+
+def _bytes(n: int) -> str:
+    """A byte count as Kubernetes prints a quantity (``10Gi``, ``200Mi``, else bytes)."""
+    for unit, size in (("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
+        if n % size == 0:
+            return f"{n // size}{unit}"
+    return str(n)
 
 
 def ensure_token(path: Path) -> str:

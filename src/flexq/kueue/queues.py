@@ -387,10 +387,12 @@ class QueueManager:
         return self.local_queues.get(f"{ns}/{(wl.get('spec') or {}).get('queueName', '')}")
 
     # workloads
-    def add_or_update_workload(self, wl: dict, now: float) -> bool:
-        """Queue a pending workload (returns False when its queue does not exist)."""
+    def add_or_update_workload(self, wl: dict, now: float, info: WorkloadInfo | None = None) -> bool:
+        """Queue a pending workload (returns False when its queue does not exist). ``info``: its
+        ``WorkloadInfo`` when the caller already has one of ``wl`` for this queue, read the same way."""
         cqn = self.cluster_queue_for(wl)
-        info = WorkloadInfo.from_obj(wl, cqn or "", self.requeuing_timestamp, self.priority_sorting)
+        if info is None or info.obj is not wl or info.cluster_queue != (cqn or ""):
+            info = WorkloadInfo.from_obj(wl, cqn or "", self.requeuing_timestamp, self.priority_sorting)
         old = self.workload_cq.get(info.key)
         if old is not None and old != cqn and old in self.cluster_queues:
             self.cluster_queues[old].delete(info.key)

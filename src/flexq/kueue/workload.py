@@ -253,6 +253,11 @@ def backoff_seconds(base: float, cap: float, n: int, jitter: float = 0.0) -> flo
     return d * (1 + jitter)
 
 
+next_serial = (
+    itertools.count().__next__
+)  # ``WorkloadInfo.serial``: a copy of an info takes a new one from here
+
+
 @dataclass
 class WorkloadInfo:
     """A Workload and what the scheduler pre-computes from it (Kueue ``workload.Info``)."""
@@ -266,7 +271,7 @@ class WorkloadInfo:
     uid: str = ""
     last_assignment: Any = None  # flavorassigner.AssignmentState, kept between cycles
     extra: dict = field(default_factory=dict)
-    serial: int = field(default_factory=itertools.count().__next__)  # unique: breaks heap ties
+    serial: int = field(default_factory=lambda: next_serial())  # unique, in creation order: breaks heap ties
     _flavor_usage: dict | None = field(default=None, repr=False, compare=False)
 
     @classmethod
