@@ -22,7 +22,6 @@ DEFERRED = {
     "flexq/cli/": "the command's modules are loaded by the command that runs them, so `import flexq.cli.main` "
     "loads rich and the views only (checked below); `build_parser` still loads most of them through the "
     "sub-commands' parsers",
-    "flexq/eta/service.py": "not yet hoisted: eta/ is being reworked on another branch (issue 52, round three)",
 }
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from flexq.clock import format_duration
 from flexq.eta.calibration import Calibration
-from flexq.eta.estimate import Forecast, fmt_eta
+from flexq.eta.estimate import Forecast, estimate, fmt_eta
 from flexq.eta.read import state_from_twin
 from flexq.forecast.model import EtaConfig
 from flexq.forecast.state import ClusterState
@@ -52,8 +52,6 @@ def compute(
 ) -> dict[str, Any]:
     """The forecast of a state (in the service's process; plain data in and out), its intervals drawn as the
     online correction ``calibration`` (``Calibration.to_dict``) says."""
-    from flexq.eta.estimate import estimate
-
     cal = Calibration.from_dict(calibration) if calibration is not None else None
     return estimate(ClusterState.from_dict(state), cfg, calibration=cal).as_dict()
 
