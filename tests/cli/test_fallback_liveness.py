@@ -14,7 +14,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -22,18 +21,9 @@ from flexq import Twin
 from flexq.cli import tutorial as T
 from flexq.cli.fallback import manifests
 from flexq.http.server import Server
+from tests.waiting import wait_for
 
 PROJECT = "liveness-project"
-
-
-def wait_for(pred: Any, timeout: float = 60.0, what: str = "") -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from flexq.cli import tutorial as T
 from flexq.cli.main import main
 from flexq.http.server import Server
 from tests.eta.helpers import TRAIN, rayjob
+from tests.waiting import wait_for as _wait_for
 
 PROJECT = "history-project"
 PROFILE = {
@@ -28,13 +29,7 @@ PROFILE = {
 
 
 def wait_for(pred: Any, timeout: float = 90.0, what: str = "") -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    return _wait_for(pred, timeout, what)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,6 +21,7 @@ from flexq import Twin
 from flexq.cli import tutorial as T
 from flexq.http.server import Server
 from tests.eta.helpers import TRAIN, rayjob
+from tests.waiting import wait_for
 
 PROJECT = "watch-project"
 DWS_WAIT = 20  # seconds a DWS request waits in this twin's cloud
@@ -32,16 +32,6 @@ PROFILE = {
     "spec": {"defaults": {"provisionTime": {"fixed": "1s"}, "queueWait": {"fixed": f"{DWS_WAIT}s"}}},
 }
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
-
-
-def wait_for(pred: Any, timeout: float = 60.0, what: str = "") -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _states(twin: Twin) -> dict[str, str]:

@@ -10,6 +10,13 @@ from flexq import Twin
 from flexq.api.capacity_profile import tutorial_profile
 from flexq.cli import tutorial as T
 
+# the cloud slow to grant DWS (3 h) and quick to make nodes: jobs wait, visibly, on a live twin
+SLOW_DWS_PROFILE = {
+    "apiVersion": "twin.flexq.dev/v1alpha1",
+    "kind": "CapacityProfile",
+    "metadata": {"name": "default"},
+    "spec": {"defaults": {"provisionTime": {"fixed": "1s"}, "queueWait": {"fixed": "3h"}}},
+}
 TRAIN = {
     "apiVersion": "v1",
     "kind": "ConfigMap",

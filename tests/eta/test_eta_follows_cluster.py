@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests
@@ -26,25 +24,11 @@ from flexq.eta import EtaConfig
 from flexq.eta.service import EtaService
 from flexq.http.dashboard import PREFIX
 from flexq.http.server import Server
-from tests.eta.helpers import TRAIN, rayjob
+from tests.eta.helpers import SLOW_DWS_PROFILE, TRAIN, rayjob
+from tests.waiting import wait_for
 
 PROJECT = "follow-project"
-PROFILE = {
-    "apiVersion": "twin.flexq.dev/v1alpha1",
-    "kind": "CapacityProfile",
-    "metadata": {"name": "default"},
-    "spec": {"defaults": {"provisionTime": {"fixed": "1s"}, "queueWait": {"fixed": "3h"}}},
-}
-
-
-def wait_for(pred: Any, timeout: float = 60.0, what: str = "") -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+PROFILE = SLOW_DWS_PROFILE
 
 
 @pytest.mark.slow

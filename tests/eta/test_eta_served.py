@@ -17,7 +17,6 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -27,26 +26,12 @@ from flexq.cli import tutorial as T
 from flexq.cli.eta import CLUSTER_RULES, ROLE_NAME
 from flexq.cli.main import main
 from flexq.http.server import Server
-from tests.eta.helpers import TRAIN, rayjob, unrunnable
+from tests.eta.helpers import SLOW_DWS_PROFILE, TRAIN, rayjob, unrunnable
+from tests.waiting import wait_for
 
 PROJECT = "eta-project"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-PROFILE = {
-    "apiVersion": "twin.flexq.dev/v1alpha1",
-    "kind": "CapacityProfile",
-    "metadata": {"name": "default"},
-    "spec": {"defaults": {"provisionTime": {"fixed": "1s"}, "queueWait": {"fixed": "3h"}}},
-}
-
-
-def wait_for(pred: Any, timeout: float = 60.0, what: str = "") -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+PROFILE = SLOW_DWS_PROFILE
 
 
 def _states(twin: Twin) -> dict[str, str]:

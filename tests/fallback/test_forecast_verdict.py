@@ -27,10 +27,7 @@ def _w(name: str, priority: int, cls: str = "") -> WorkloadView:
 
 def _outlook(priority: int, starts: list[float | None], plan: str) -> Outlook:
     o = Outlook(priority=priority, starts=list(starts))
-    for s in starts:
-        o.plans.append(plan if s is not None else "")
-        if s is not None:
-            o.flavors[plan] += 1
+    o.plans = [plan if s is not None else "" for s in starts]
     return o
 
 

@@ -149,8 +149,8 @@ class ForecastJudge:
         api: ClusterAPI = view.api
         st = ClusterState(now=view.now)
         st.clusterqueues = [dict(cq) for cq in view.cqs.values()]
-        st.localqueues = api.list("LocalQueue")
-        st.flavors = api.list("ResourceFlavor")
+        st.localqueues = list(view.localqueue_objs)  # (read once per pass, by the view)
+        st.flavors = list(view.flavor_objs)
         st.admission_checks = api.list("AdmissionCheck")
         st.provisioning_configs = api.list("ProvisioningRequestConfig")
         live = api.list("Workload")
@@ -246,8 +246,12 @@ class ForecastJudge:
         moved = cmp.candidates[c.name].get(key) or Outlook(priority=c.w.priority)
         run_h = _run_hours(cmp, key)
         value = self.value_of_waiting(c) * prices.get(c.source, 1.0)
-        v_stay = stay.mean(h) / 3600 * value + run_h * _price(stay, prices, c.source)
-        v_move = moved.mean(h) / 3600 * value + run_h * _price(moved, prices, c.target)
+        # per replica, the job's valued cost with and without the move (the replicas are paired: common random
+        # numbers); a job not started within the horizon counts as starting at it, priced as where it waits
+        costs_stay = _valued(stay, h, value, run_h, prices, c.source)
+        costs_move = _valued(moved, h, value, run_h, prices, c.target)
+        v_stay = _mean(costs_stay, h / 3600 * value + run_h * prices.get(c.source, 1.0))
+        v_move = _mean(costs_move, h / 3600 * value + run_h * prices.get(c.target, 1.0))
         delayed = []
         # a move must delay no job of its priority or above; a rescue (the job is lost otherwise) none above it
         floor = c.w.priority + 1 if c.kind == "rescue" else c.w.priority
@@ -261,9 +265,9 @@ class ForecastJudge:
             if late > self.cfg.forecast_tolerance_seconds:
                 delayed.append((other, o_stay.priority, late))
         margin = self.cfg.forecast_margin * run_h * prices.get(c.source, 1.0)
-        # the replicas are paired (common random numbers): the move's gain per replica, and how sure its mean is
-        gains = _paired_gains(stay, moved, h, value, run_h, prices, c)
-        mean_gain = sum(gains) / len(gains) if gains else 0.0
+        # the move's gain per replica, and how sure its mean is
+        gains = [a - b for a, b in zip(costs_stay, costs_move, strict=False)]
+        mean_gain = _mean(gains, 0.0)
         spread = _standard_error(gains)
         if delayed:
             delayed.sort(key=lambda t: (-t[1], -t[2]))
@@ -325,25 +329,20 @@ def _known_stockouts(
         model.stockouts.append(Stockout(pool, machine[pool], since, code or "GCE_STOCKOUT", mean))
 
 
-def _paired_gains(
-    stay: Outlook,
-    moved: Outlook,
-    horizon: float,
-    value: float,
-    run_h: float,
-    prices: Mapping[str, float],
-    c: Candidate,
+def _valued(
+    o: Outlook, horizon: float, value: float, run_h: float, prices: Mapping[str, float], default: str
 ) -> list[float]:
-    """Per replica (the same draws with and without the move): the job's valued cost the move saves."""
-    out = []
-    for r in range(min(len(stay.starts), len(moved.starts))):
-        a, b = stay.starts[r], moved.starts[r]
-        va = (horizon if a is None else min(a, horizon)) / 3600 * value
-        vb = (horizon if b is None else min(b, horizon)) / 3600 * value
-        va += run_h * _plan_price(stay.plans[r] if r < len(stay.plans) else "", prices, c.source)
-        vb += run_h * _plan_price(moved.plans[r] if r < len(moved.plans) else "", prices, c.target)
-        out.append(va - vb)
-    return out
+    """Per replica: the job's wait (at the horizon when it did not start) valued at ``value`` an hour, plus its run
+    at the relative price of the plan it started on (``default``: the flavor it waits for)."""
+    return [
+        (horizon if s is None else min(s, horizon)) / 3600 * value
+        + run_h * _plan_price(plan, prices, default)
+        for s, plan in zip(o.starts, o.plans, strict=True)
+    ]
+
+
+def _mean(xs: list[float], empty: float) -> float:
+    return sum(xs) / len(xs) if xs else empty
 
 
 def _standard_error(xs: list[float]) -> float:
@@ -363,20 +362,6 @@ def _plan_price(plan: str, prices: Mapping[str, float], default: str) -> float:
 def _run_hours(cmp: Comparison, key: str) -> float:
     seconds = cmp.run_seconds.get(key)
     return seconds / 3600 if seconds else 1.0
-
-
-def _price(o: Outlook, prices: Mapping[str, float], default: str) -> float:
-    """The relative price of where the job starts, over the replicas it starts in (not started: the flavor it
-    waits for)."""
-    total = sum(o.flavors.values())
-    if not total:
-        return prices.get(default, 1.0)
-    acc = 0.0
-    for plan, n in o.flavors.items():
-        flavors = {p.split("=", 1)[1] for p in plan.split(",") if "=" in p}
-        fl = {x for f in flavors for x in f.split("+")}
-        acc += n * max((prices.get(f, 1.0) for f in fl), default=prices.get(default, 1.0))
-    return acc / total
 
 
 def pending_after(c: Candidate, view: ClusterView) -> dict[str, Any]:

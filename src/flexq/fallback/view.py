@@ -141,7 +141,9 @@ class ClusterView:
         self.api, self.cfg = api, cfg
         self.now = api.now()
         self.queues: dict[tuple[str, str], str] = {}
-        for lq in api.list("LocalQueue"):
+        self.localqueue_objs = api.list("LocalQueue")  # as read (the forecast's state takes them whole)
+        self.flavor_objs: list[dict] = []
+        for lq in self.localqueue_objs:
             md = lq["metadata"]
             if cfg.all_queues or (md.get("labels") or {}).get(OPT_IN_LABEL) == "true":
                 self.queues[(md.get("namespace") or "", md["name"])] = (lq.get("spec") or {}).get(
@@ -155,9 +157,10 @@ class ClusterView:
         if not self.queues:
             return
         self.cqs = {cq["metadata"]["name"]: cq for cq in api.list("ClusterQueue")}
+        self.flavor_objs = api.list("ResourceFlavor")
         self.flavors = {
             rf["metadata"]["name"]: dict((rf.get("spec") or {}).get("nodeLabels") or {})
-            for rf in api.list("ResourceFlavor")
+            for rf in self.flavor_objs
         }
         self._read_workloads()
 

@@ -11,13 +11,12 @@ unless the move really takes (or frees) something it needed.
 
 Each variant's figures are per job (``Outlook``): the mean start, censored at the horizon (a job not started
 within it counts as starting at the horizon: a forecast that cannot see a start never promises it), the share of
-replicas in which it started, and the flavors it started on (what the bill depends on). Pure: no store, no clock.
+replicas in which it started, and the plan it started on in each (what the bill depends on). Pure: no store, no clock.
 """
 
 from __future__ import annotations
 
 import random
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,9 +34,9 @@ class Outlook:
 
     priority: int
     starts: list[float | None] = field(default_factory=list)  # per replica (None: not within the horizon)
-    # the plans it started on ("ps=flavor,..."), counted over the replicas
-    flavors: Counter[str] = field(default_factory=Counter)
-    plans: list[str] = field(default_factory=list)  # per replica, the plan it started on ("": not started)
+    plans: list[str] = field(
+        default_factory=list
+    )  # per replica, the plan it started on ("ps=flavor,..."; "": none)
 
     def mean(self, horizon: float) -> float:
         """The mean start, a start beyond the horizon counted at the horizon."""
@@ -74,8 +73,6 @@ def _collect(world: fast.World, seeds: list[str]) -> dict[str, Outlook]:
                 o = out[row["key"]] = Outlook(priority=int(row.get("priority") or 0))
             o.starts.append(row["started"])
             o.plans.append((row.get("flavors") or "") if row["started"] is not None else "")
-            if row["started"] is not None:
-                o.flavors[row.get("flavors") or ""] += 1
     return out
 
 
