@@ -158,3 +158,21 @@ def test_a_bad_forecast_setting_is_refused_naming_the_field(field: str, value: A
     with pytest.raises(ValueError, match=None) as err:
         FallbackConfig(**{field: value})
     assert words in str(err.value)
+
+
+def test_a_job_that_ends_between_two_passes_is_history_finished_when_it_was_last_missed() -> None:
+    """The forecast's history of run times: a Workload seen admitted and then gone is finished at the pass that
+    missed it (every pass observes; not the next pass that happens to run a forecast)."""
+    from types import SimpleNamespace
+
+    judge = _judge()
+    w = _w("done", 100)
+    w.obj["status"] = {"conditions": [{"type": "Admitted", "status": "True"}]}
+    view = SimpleNamespace(workloads=[w], now=1000.0, job=lambda _w: {"metadata": {"name": "done"}})
+    judge.observe(view)  # type: ignore[arg-type]
+    assert not judge.history
+    judge.observe(SimpleNamespace(workloads=[], now=1060.0, job=lambda _w: None))  # type: ignore[arg-type]
+    ((wl, job),) = judge.history.values()
+    finished = next(c for c in wl["status"]["conditions"] if c["type"] == "Finished")
+    assert finished["lastTransitionTime"] == "1970-01-01T00:17:40Z" and job == {"metadata": {"name": "done"}}
+    assert "Finished" not in str(w.obj)  # the live object is not touched

@@ -119,7 +119,8 @@ class ForecastJudge:
 
     # -- history -----------------------------------------------------------------------------------------------
     def observe(self, view: ClusterView) -> None:
-        """Workloads admitted last pass and gone (or finished) now become history, finished at ``view.now``."""
+        """Workloads admitted last pass and gone (or finished) now become history, finished at ``view.now``.
+        Called on every pass (``FallbackPolicy.run_once``), so a run time is off by one pass's interval at most."""
         seen: dict[str, tuple[dict, Mapping[str, Any] | None]] = {}
         for w in view.workloads:
             if w.admitted and w.uid:
@@ -193,7 +194,6 @@ class ForecastJudge:
         cands = candidates[: max(0, self.cfg.forecast_max_candidates)]
         if not cands:
             return []
-        self.observe(view)
         st = self.state(view, limits)
         log.debug("forecast state: pools %s; limits %s; stock-outs %s", st.node_pools, limits, stockouts)
         sv = StateView.of(st)

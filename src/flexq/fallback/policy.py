@@ -154,6 +154,8 @@ class FallbackPolicy:
             self.costs.update(view, flavors)
         ctx.costs = self.costs
         ctx.judge = self.judge
+        if self.judge is not None:
+            self.judge.observe(view)  # every pass: a job's end is seen when it happens, not at the next forecast
         update_breakers(view, ev, self.breakers, self.cfg, ctx.actions, ctx.wakeups)
         update_fulls(view, ev, self.fulls, self.cfg, ctx.actions, ctx.wakeups)
         if self.breakers:
