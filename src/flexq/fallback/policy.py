@@ -155,7 +155,8 @@ class FallbackPolicy:
         ctx.costs = self.costs
         ctx.judge = self.judge
         if self.judge is not None:
-            self.judge.observe(view)  # every pass: a job's end is seen when it happens, not at the next forecast
+            # every pass: a job's end is seen when it happens, not at the next forecast
+            self.judge.observe(view)
         update_breakers(view, ev, self.breakers, self.cfg, ctx.actions, ctx.wakeups)
         update_fulls(view, ev, self.fulls, self.cfg, ctx.actions, ctx.wakeups)
         if self.breakers:
