@@ -10,7 +10,12 @@ censored ones makes a queue whose requests all sit waiting look short; counting 
   (total time seen over the number seen to end), with a prior of ``prior_weight`` pseudo-observations;
 - ``sample_beyond``: one draw of a duration known to exceed ``elapsed``, from the Kaplan-Meier curve of what was
   seen, with an exponential tail past the longest observation;
-- ``quantile``: the interpolated quantile of a sample (as numpy's default, without numpy).
+- ``quantile``: the interpolated quantile of a sample (as numpy's default, without numpy);
+- ``ColdLaw``: what a duration is taken to be where the cluster has shown too few of it for the curve above (a
+  cluster just created, a class never seen): a log-normal whose log-median is pooled between a wide prior and
+  the few durations seen (a normal prior on the log-median, the usual conjugate update), so one job seen to run a
+  minute moves the next estimate most of the way to a minute, and nothing seen says "from a minute to hours",
+  which is the truth then.
 
 Pure functions of their arguments. Used by flexq's fallback (``flexq.fallback.waits``) and the ETA
 (``flexq.eta``). Imports nothing from flexq.
@@ -21,8 +26,18 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
 
-__all__ = ["km_curve", "km_median", "km_quantile", "exponential_mean", "sample_beyond", "quantile"]
+__all__ = [
+    "ColdLaw",
+    "exponential_mean",
+    "km_curve",
+    "km_median",
+    "km_quantile",
+    "quantile",
+    "sample_beyond",
+]
 
 
 def km_curve(done: Sequence[float], censored: Sequence[float]) -> list[tuple[float, float]]:
@@ -104,3 +119,42 @@ def quantile(values: Sequence[float], q: float) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+_UNIT = NormalDist()
+
+
+@dataclass(frozen=True)
+class ColdLaw:
+    """A duration where too few were seen for the Kaplan-Meier curve: log-normal, its log-median drawn towards
+    the few seen. ``median``: the prior's median (seconds); ``spread``: the prior's standard deviation of the
+    log-median (how many e-folds it may be off); ``within``: the standard deviation of log-durations around
+    their median (how much two durations of one kind differ)."""
+
+    median: float
+    spread: float
+    within: float
+
+    def predictive(self, seen: Sequence[float]) -> tuple[float, float]:
+        """(mu, sigma) of the log-normal law of the next duration, having seen ``seen`` (each > 0)."""
+        logs = [math.log(x) for x in seen if x > 0]
+        prior_precision = 1.0 / self.spread**2
+        data_precision = len(logs) / self.within**2
+        precision = prior_precision + data_precision
+        mu = (prior_precision * math.log(self.median) + sum(logs) / self.within**2) / precision
+        return mu, math.sqrt(self.within**2 + 1.0 / precision)
+
+    def quantile(self, seen: Sequence[float], q: float) -> float:
+        mu, sigma = self.predictive(seen)
+        return math.exp(mu + sigma * _UNIT.inv_cdf(min(max(q, 1e-12), 1.0 - 1e-12)))
+
+    def sample_beyond(self, seen: Sequence[float], elapsed: float, rng: random.Random) -> float:
+        """One draw of the duration, known to exceed ``elapsed`` (the law truncated there, by its inverse)."""
+        mu, sigma = self.predictive(seen)
+        floor = _UNIT.cdf((math.log(elapsed) - mu) / sigma) if elapsed > 0 else 0.0
+        if (
+            floor > 1.0 - 1e-9
+        ):  # far past everything the law expects: as long again as it has lasted, at the median
+            return elapsed / max(1e-9, 1.0 - rng.random())
+        u = floor + (1.0 - floor) * rng.random()
+        return max(elapsed, math.exp(mu + sigma * _UNIT.inv_cdf(min(max(u, 1e-12), 1.0 - 1e-12))))

@@ -204,6 +204,10 @@ class ForecastJudge:
             horizon=horizon,
             seed=seed,
             prior_dws_wait_seconds=max(1.0, self.cfg.provisioning_wait_prior_seconds),
+            # the exponential priors, not the ETA's wide cold laws: a move is judged on paired replicas, and
+            # the figures of docs/fallback.md were measured so (the cold laws for the fallback: not measured yet)
+            cold_run=None,
+            cold_dws=None,
         )
         model = fit(st, prior, sv)
         _known_stockouts(model, st, view, stockouts or {}, episodes or {})

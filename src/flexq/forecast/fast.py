@@ -81,7 +81,9 @@ from flexq.kueue.workload import WorkloadInfo, admission_checks_for, backoff_sec
 
 __all__ = ["World", "build_world", "run", "horizon_reached", "namespace_labels"]
 
-POD_START_SECONDS = 5.0  # nodes Ready to the pods Ready
+# nodes Ready to the pods Ready: up to this long, drawn (the twin's kubelet starts them at once, a real node in
+# seconds; a fixed 5 s put every start on nodes already up 5 s late, outside the low end of its interval)
+POD_START_SECONDS = 5.0
 PR_CREATE_SECONDS = 1.0  # quota reserved to the ProvisioningRequest answered
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 MAX_CYCLES_PER_INSTANT = 100_000  # a guard: Kueue's cycles at one instant end when one changes nothing
@@ -715,7 +717,7 @@ class _Run:
         if ready > self.t and job.bucket != "stockout":
             self.move(job, "scaleUp")
         job.nodes_ready = ready
-        self.at(ready + POD_START_SECONDS, "start", job)
+        self.at(ready + job.rng.uniform(0.0, POD_START_SECONDS), "start", job)
 
     def _provision(self, machine_type: str, n: int, rng: random.Random) -> float:
         lo, hi = self.model.provision_range(machine_type)
@@ -798,7 +800,7 @@ class _Run:
         self.move(job, "scaleUp")
         cfg = self.world.config
         job.nodes_ready = self.t + self._provision(pool.machine_type, n, job.rng)
-        ready = job.nodes_ready + POD_START_SECONDS
+        ready = job.nodes_ready + job.rng.uniform(0.0, POD_START_SECONDS)
         if cfg.wait_for_pods_ready and cfg.pods_ready_timeout > 0:  # admitted now: the timer starts
             self.at(self.t + cfg.pods_ready_timeout, "pods-ready-timeout", job)
         self.at(ready, "start", job)

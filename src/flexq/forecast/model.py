@@ -18,9 +18,16 @@ from) and ``fit(state, cfg)``:
   and the slowest seen), else the prior.
 - **Run times**: a job's own ``flexq.dev/expected-duration`` annotation when set; else the finished jobs of its
   class (``flexq.forecast.jobs.class_key``: LocalQueue and ``flexq.dev/class``, or the job's shape) with the running
-  ones censored — at least ``min_history`` finished, else its LocalQueue's, else the cluster's, else the prior.
-  Draws come from the Kaplan-Meier curve (``flexq.stats.sample_beyond``): a running job's remaining time is
-  drawn knowing it has run so long already.
+  ones censored — at least ``min_history`` finished, else its LocalQueue's, else the cluster's. Draws come from
+  the Kaplan-Meier curve (``flexq.stats.sample_beyond``): a running job's remaining time is drawn knowing it has
+  run so long already.
+- **A cluster that has shown too little** (fewer than ``min_history`` finished jobs in the whole cluster, fewer
+  than ``min_history`` DWS requests granted): a curve through one or two points is no law, and a fixed prior is
+  wrong by orders of magnitude on someone's cluster (the tutorial's jobs run a minute; a prior of an hour put every
+  start behind them outside its interval). There the duration is ``flexq.stats.ColdLaw``: log-normal, wide
+  (``cold_run``: median 30 min, 80 % of runs between about a minute and 16 h before anything is seen;
+  ``cold_dws``: median 10 min, about 15 s to 7 h), its median pooled with what was seen — one job seen to run a
+  minute moves the next estimate most of the way there. The interval is wide because nothing is known, and says so.
 
 ``Model.profile(...)`` writes the model as a ``CapacityProfile`` (``docs/capacity-profile.md``) the user can read
 and edit: a warm-up span in which the jobs running at the instant get their nodes at once, then the fitted terms.
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +60,7 @@ from flexq.forecast.state import ClusterState
 from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.semantics.conditions import find_condition
 from flexq.semantics.owners import controller_owner
-from flexq.stats import exponential_mean, km_median, km_quantile, sample_beyond
+from flexq.stats import ColdLaw, exponential_mean, km_median, km_quantile, sample_beyond
 
 __all__ = [
     "EtaConfig",
@@ -69,6 +77,11 @@ __all__ = [
 
 QUEUED_CLASS = "queued-provisioning.gke.io"
 WARMUP_SECONDS = 300.0  # the forward twin's first five minutes: the running jobs get their nodes at once
+# a run time before ``min_history`` were seen: median 30 min, the median itself off by e^±2.5 (×12), runs of one
+# kind within e^±1.28 of theirs at 10-90 %: with nothing seen, 80 % between about a minute and 16 hours
+COLD_RUN = ColdLaw(median=1800.0, spread=2.5, within=1.0)
+# a DWS wait before three grants were seen: GKE's waits run from seconds (free capacity) to days (7-day limit)
+COLD_DWS = ColdLaw(median=600.0, spread=2.5, within=1.5)
 MIN_EPISODES = 3  # stock-outs seen to end before their lengths stand for the next one's
 RESERVED_LEAD = 30.0  # the jobs holding quota go in first: their requests are queued before the warm-up
 SCALE_DOWN_SECONDS = SCALE_DOWN_UNNEEDED_SECONDS  # the cluster autoscaler's (flexq.gke.timing)
@@ -92,6 +105,10 @@ class EtaConfig:
     prior_stockout_seconds: float = 3 * 3600.0  # a stock-out's length when none was seen to end (mean 3 h)
     min_stockout_seconds: float = 1800.0  # a stock-out just begun is taken to have lasted this long
     prior_provision: tuple[float, float] = (60.0, 120.0)  # node creation to Ready, seconds (uniform)
+    # what a run time and a DWS wait are taken to be until the cluster has shown ``min_history`` of them (None:
+    # the exponential priors above, as the fallback's forecast keeps them)
+    cold_run: ColdLaw | None = COLD_RUN
+    cold_dws: ColdLaw | None = COLD_DWS
     workers: int | None = None  # processes for the replicas (None: one per core)
     fallback: bool | None = None  # model flexq's fallback (None: when a LocalQueue opts in)
     # a deliberately wrong capacity model, for measuring the interval's online correction (bench/eta_calibration
@@ -193,8 +210,12 @@ class Model:
         """How much longer a DWS request that has waited ``elapsed`` seconds waits for its grant: from the
         Kaplan-Meier curve of the waits seen (finished, and the censored ones), past ``elapsed``; beyond the
         longest seen, an exponential tail of the fitted mean."""
-        left = max(0.0, sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean) - elapsed)
-        return left * self.cfg.dws_scale
+        cold = self.cfg.cold_dws
+        if cold is not None and len(self.dws_done) < self.cfg.min_history:
+            total = cold.sample_beyond(self.dws_done, elapsed, rng)
+        else:
+            total = sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean)
+        return max(0.0, total - elapsed) * self.cfg.dws_scale
 
     def bootstrap(self, rng: random.Random) -> Model:
         """This model refitted on a bootstrap resample of its history (the DWS waits seen, granted and still
@@ -249,7 +270,15 @@ class Model:
     def draw_class_run(self, key: tuple[str, str], rng: random.Random) -> float:
         """A run time for a job of class ``key`` that has not started (an arrival)."""
         hist, _ = self._history(key)
-        return sample_beyond(hist.done, hist.running, 0.0, rng, hist.tail_mean(self.cfg.prior_run_seconds))
+        return self._draw(hist, 0.0, rng)
+
+    def _draw(self, hist: RunClass, elapsed: float, rng: random.Random) -> float:
+        cold = self.cfg.cold_run
+        if cold is not None and len(hist.done) < self.cfg.min_history:
+            return cold.sample_beyond(hist.done, elapsed, rng)
+        return sample_beyond(
+            hist.done, hist.running, elapsed, rng, hist.tail_mean(self.cfg.prior_run_seconds)
+        )
 
     # -- run times -------------------------------------------------------------------------------------------
     def _history(self, key: tuple[str, str]) -> tuple[RunClass, str]:
@@ -280,9 +309,21 @@ class Model:
             return queue, f"{len(queue.done)} finished jobs of {key[0]} (too few of class {key[1]})"
         if len(every.done) >= n:
             return every, f"{len(every.done)} finished jobs of the cluster (too few in {key[0]})"
-        return RunClass(
-            "prior"
-        ), f"the prior (exponential, mean {format_duration(self.cfg.prior_run_seconds)})"
+        cold = self.cfg.cold_run
+        if cold is None:
+            return RunClass(
+                "prior"
+            ), f"the prior (exponential, mean {format_duration(self.cfg.prior_run_seconds)})"
+        lo, mid, hi = (cold.quantile(every.done, q) for q in (0.1, 0.5, 0.9))
+        seen = (
+            f"pooled with the {len(every.done)} finished in the cluster"
+            if every.done
+            else "nothing finished yet"
+        )
+        return RunClass("prior", list(every.done)), (
+            f"the prior (log-normal, median {format_duration(mid)}, 80 % between {format_duration(lo)} and "
+            f"{format_duration(hi)}: {seen})"
+        )
 
     def run_source(self, entry: Entry) -> str:
         fixed = expected_duration(entry.job)
@@ -296,9 +337,7 @@ class Model:
         if fixed is not None and fixed > elapsed:
             return fixed
         hist, _ = self._history(class_key(entry, entry.job, self.cfg.class_label))
-        return sample_beyond(
-            hist.done, hist.running, elapsed, rng, hist.tail_mean(self.cfg.prior_run_seconds)
-        )
+        return self._draw(hist, elapsed, rng)
 
     def median_run(self, entry: Entry, elapsed: float = 0.0) -> float:
         """The median run time (the written study's: one trace, so one value per job)."""
@@ -353,14 +392,24 @@ class Model:
                 "defaults": {
                     "available": "unlimited",
                     "provisionTime": {"uniform": {"min": f"{lo:g}s", "max": f"{hi:g}s"}},
-                    "queueWait": {
-                        "exponential": {"mean": f"{self.dws_mean * self.cfg.dws_scale:.0f}s"},
-                        "max": "7d",
-                    },
+                    "queueWait": self._queue_wait(),
                 },
                 "rules": rules,
             },
         }
+
+    def dws_cold(self) -> bool:
+        """Whether DWS waits are drawn from the cold law (too few grants seen for their curve)."""
+        return self.cfg.cold_dws is not None and len(self.dws_done) < self.cfg.min_history
+
+    def _queue_wait(self) -> dict[str, Any]:
+        """The profile's DWS queue wait: the law the forward runs draw from."""
+        cold = self.cfg.cold_dws
+        if cold is not None and self.dws_cold():
+            mu, sigma = cold.predictive(self.dws_done)
+            median = math.exp(mu) * self.cfg.dws_scale
+            return {"lognormal": {"median": f"{median:.0f}s", "sigma": round(sigma, 3)}, "max": "7d"}
+        return {"exponential": {"mean": f"{self.dws_mean * self.cfg.dws_scale:.0f}s"}, "max": "7d"}
 
     # -- words ------------------------------------------------------------------------------------------------
     def describe(self) -> list[str]:
@@ -368,7 +417,16 @@ class Model:
         out = []
         med = km_median(self.dws_done, self.dws_waiting)
         seen = f"{len(self.dws_done)} granted, {len(self.dws_waiting)} still waiting or timed out"
-        if self.dws_done or self.dws_waiting:
+        cold = self.cfg.cold_dws
+        if cold is not None and self.dws_cold():
+            lo, mid, hi = (cold.quantile(self.dws_done, q) for q in (0.1, 0.5, 0.9))
+            out.append(
+                f"DWS wait: the prior, log-normal, median {format_duration(mid)}, 80 % between "
+                f"{format_duration(lo)} and {format_duration(hi)} (too few grants for their own curve: {seen}"
+                + (", pooled with them" if self.dws_done else "")
+                + ")"
+            )
+        elif self.dws_done or self.dws_waiting:
             out.append(
                 f"DWS wait: exponential, mean {format_duration(self.dws_mean)} (from {seen}"
                 + (f"; Kaplan-Meier median {format_duration(med)}" if med is not None else "")
