@@ -88,3 +88,16 @@ def test_a_restarted_twin_keeps_its_release_and_another_one_upgrades_it(tmp_path
         assert t.core.settings.kueue is V0_20_7  # the state now runs 0.20.7
     finally:
         t.close()
+
+
+def test_a_clusters_release_from_the_versions_it_serves() -> None:
+    """A real cluster says which kueue.x-k8s.io versions it serves (discovery: every user may read it), not its
+    release: still serving v1beta1 is 0.19 or older (kueue#14558 unserved it in 0.20), v1beta2 alone is 0.20 or
+    newer; each maps to the newest modelled release that serves exactly those."""
+    from flexq.api.kueue_versions import V0_19_2, V0_20_7, from_served
+
+    assert from_served(["v1beta2", "v1beta1"]) is V0_19_2
+    assert from_served(["v1beta1", "v1beta2"]) is V0_19_2
+    assert from_served(["v1beta2"]) is V0_20_7
+    assert from_served([]) is None and from_served(None) is None
+    assert from_served(["v1alpha1"]) is None  # nothing modelled serves that: unknown, not a guess

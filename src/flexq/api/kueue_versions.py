@@ -21,7 +21,7 @@ from types import MappingProxyType
 
 from flexq.errors import Cause, Invalid
 
-__all__ = ["DEFAULT", "KNOWN", "V0_19_2", "V0_20_7", "KueueVersion", "resolve"]
+__all__ = ["DEFAULT", "KNOWN", "V0_19_2", "V0_20_7", "KueueVersion", "from_served", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +145,16 @@ def resolve(value: object, field_name: str = "kueue") -> KueueVersion:
             f"{field_name}: {message}", causes=[Cause(field_name, "FieldValueNotSupported", message)]
         )
     return found
+
+
+def from_served(served: list[str] | None) -> KueueVersion | None:
+    """The modelled release closest to a cluster that serves ``served`` of ``kueue.x-k8s.io`` (discovery, which
+    every authenticated user may read): the newest release serving exactly those versions — still serving
+    ``v1beta1``: 0.19.2 (v1beta1 unserved from 0.20, kueue#14558); ``v1beta2`` only: the newest. None when Kueue is
+    not served (or discovery could not be read)."""
+    if not served:
+        return None
+    matching = [v for v in KNOWN.values() if set(v.served) == set(served)]
+    if not matching:
+        return None
+    return max(matching, key=lambda v: tuple(int(x) for x in v.version.split(".")))
