@@ -135,22 +135,39 @@ class ColdLaw:
     spread: float
     within: float
 
-    def predictive(self, seen: Sequence[float]) -> tuple[float, float]:
-        """(mu, sigma) of the log-normal law of the next duration, having seen ``seen`` (each > 0)."""
+    def predictive(self, seen: Sequence[float], censored: Sequence[float] = ()) -> tuple[float, float]:
+        """(mu, sigma) of the log-normal law of the next duration, having seen ``seen`` end (each > 0) and
+        ``censored`` still under way after that long (each at least that: a few EM steps put each at its
+        expected log-duration beyond where it is now, so requests waiting for hours are not taken for short)."""
         logs = [math.log(x) for x in seen if x > 0]
         prior_precision = 1.0 / self.spread**2
-        data_precision = len(logs) / self.within**2
-        precision = prior_precision + data_precision
+        precision = prior_precision + len(logs) / self.within**2
         mu = (prior_precision * math.log(self.median) + sum(logs) / self.within**2) / precision
+        # a duration under way for less than the median so far says little (imputed, it would only narrow the
+        # law around its prior): only those already past it count, each at its expected log-duration beyond
+        # where it is (a few EM steps)
+        cens = [c for c in (math.log(x) for x in censored if x > 0) if c > mu]
+        if cens:
+            precision = prior_precision + (len(logs) + len(cens)) / self.within**2
+            for _ in range(8):
+                imputed = 0.0
+                for c in cens:
+                    a = (c - mu) / self.within
+                    imputed += mu + self.within * _UNIT.pdf(a) / max(1e-12, 1.0 - _UNIT.cdf(a))
+                mu = (
+                    prior_precision * math.log(self.median) + (sum(logs) + imputed) / self.within**2
+                ) / precision
         return mu, math.sqrt(self.within**2 + 1.0 / precision)
 
-    def quantile(self, seen: Sequence[float], q: float) -> float:
-        mu, sigma = self.predictive(seen)
+    def quantile(self, seen: Sequence[float], q: float, censored: Sequence[float] = ()) -> float:
+        mu, sigma = self.predictive(seen, censored)
         return math.exp(mu + sigma * _UNIT.inv_cdf(min(max(q, 1e-12), 1.0 - 1e-12)))
 
-    def sample_beyond(self, seen: Sequence[float], elapsed: float, rng: random.Random) -> float:
+    def sample_beyond(
+        self, seen: Sequence[float], elapsed: float, rng: random.Random, censored: Sequence[float] = ()
+    ) -> float:
         """One draw of the duration, known to exceed ``elapsed`` (the law truncated there, by its inverse)."""
-        mu, sigma = self.predictive(seen)
+        mu, sigma = self.predictive(seen, censored)
         floor = _UNIT.cdf((math.log(elapsed) - mu) / sigma) if elapsed > 0 else 0.0
         if (
             floor > 1.0 - 1e-9

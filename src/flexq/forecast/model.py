@@ -212,7 +212,7 @@ class Model:
         longest seen, an exponential tail of the fitted mean."""
         cold = self.cfg.cold_dws
         if cold is not None and len(self.dws_done) < self.cfg.min_history:
-            total = cold.sample_beyond(self.dws_done, elapsed, rng)
+            total = cold.sample_beyond(self.dws_done, elapsed, rng, self.dws_waiting)
         else:
             total = sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean)
         return max(0.0, total - elapsed) * self.cfg.dws_scale
@@ -275,7 +275,7 @@ class Model:
     def _draw(self, hist: RunClass, elapsed: float, rng: random.Random) -> float:
         cold = self.cfg.cold_run
         if cold is not None and len(hist.done) < self.cfg.min_history:
-            return cold.sample_beyond(hist.done, elapsed, rng)
+            return cold.sample_beyond(hist.done, elapsed, rng, hist.running)
         return sample_beyond(
             hist.done, hist.running, elapsed, rng, hist.tail_mean(self.cfg.prior_run_seconds)
         )
@@ -314,13 +314,13 @@ class Model:
             return RunClass(
                 "prior"
             ), f"the prior (exponential, mean {format_duration(self.cfg.prior_run_seconds)})"
-        lo, mid, hi = (cold.quantile(every.done, q) for q in (0.1, 0.5, 0.9))
+        lo, mid, hi = (cold.quantile(every.done, q, every.running) for q in (0.1, 0.5, 0.9))
         seen = (
             f"pooled with the {len(every.done)} finished in the cluster"
             if every.done
             else "nothing finished yet"
-        )
-        return RunClass("prior", list(every.done)), (
+        ) + (f" and the {len(every.running)} running" if every.running else "")
+        return RunClass("prior", list(every.done), list(every.running)), (
             f"the prior (log-normal, median {format_duration(mid)}, 80 % between {format_duration(lo)} and "
             f"{format_duration(hi)}: {seen})"
         )
@@ -406,7 +406,7 @@ class Model:
         """The profile's DWS queue wait: the law the forward runs draw from."""
         cold = self.cfg.cold_dws
         if cold is not None and self.dws_cold():
-            mu, sigma = cold.predictive(self.dws_done)
+            mu, sigma = cold.predictive(self.dws_done, self.dws_waiting)
             median = math.exp(mu) * self.cfg.dws_scale
             return {"lognormal": {"median": f"{median:.0f}s", "sigma": round(sigma, 3)}, "max": "7d"}
         return {"exponential": {"mean": f"{self.dws_mean * self.cfg.dws_scale:.0f}s"}, "max": "7d"}
@@ -419,7 +419,7 @@ class Model:
         seen = f"{len(self.dws_done)} granted, {len(self.dws_waiting)} still waiting or timed out"
         cold = self.cfg.cold_dws
         if cold is not None and self.dws_cold():
-            lo, mid, hi = (cold.quantile(self.dws_done, q) for q in (0.1, 0.5, 0.9))
+            lo, mid, hi = (cold.quantile(self.dws_done, q, self.dws_waiting) for q in (0.1, 0.5, 0.9))
             out.append(
                 f"DWS wait: the prior, log-normal, median {format_duration(mid)}, 80 % between "
                 f"{format_duration(lo)} and {format_duration(hi)} (too few grants for their own curve: {seen}"
