@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from flexq.api.quantity import parse_quantity
+from flexq.api.quantity import format_quantity, parse_quantity
 
 from . import confine, localproc, podreaper
 from .ray_node import SYSTEM_PATH, LocalPod
@@ -228,12 +228,6 @@ def over_storage_limit(pod: dict, roots: Sequence[Path], default: int) -> str | 
     limit = storage_limit(pod, default)
     if storage_used(roots) <= limit:
         return None
-    return f"Pod ephemeral local storage usage exceeds the total limit of containers {_bytes(limit)}. "
-
-
-def _bytes(n: int) -> str:
-    """A byte count as Kubernetes prints a quantity (``10Gi``, ``200Mi``, else bytes)."""
-    for unit, size in (("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
-        if n % size == 0:
-            return f"{n // size}{unit}"
-    return str(n)
+    # the kubelet's words (eviction_manager's podEphemeralStorageMessageFmt), the limit as a Quantity prints it
+    quantity = format_quantity(limit, binary=True)
+    return f"Pod ephemeral local storage usage exceeds the total limit of containers {quantity}. "
