@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from flexq.kuberay import localproc  # noqa: E402
-from flexq.kuberay.local_ray_executor import LOOPBACK_HEAD_ENV, WORKER_RAY_START, ensure_token  # noqa: E402
+from flexq.kuberay.ray_node import LOOPBACK_HEAD_ENV, WORKER_RAY_START, ensure_token  # noqa: E402
 from flexq.testing.live_twin import PeakMemory, ray_executor, rayjob, status, tutorial_live_twin  # noqa: E402
 
 TRAIN_PY = ROOT / "tests" / "kuberay" / "data" / "train.py"

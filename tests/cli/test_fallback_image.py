@@ -90,7 +90,7 @@ def test_the_dockerfiles_own_rules() -> None:
     user = next(rest for word, rest in final if word == "USER")
     uid = user.split(":")[0]
     assert uid.isdigit() and int(uid) != 0 and uid == "65532"
-    from flexq.cli.fallback import RUN_AS
+    from flexq.cli.fallback_manifests import RUN_AS
 
     assert int(uid) == RUN_AS  # the manifests' runAsUser is the image's user
     entry = next(rest for word, rest in final if word == "ENTRYPOINT")

@@ -19,7 +19,7 @@ import pytest
 
 from flexq import Twin
 from flexq.cli import tutorial as T
-from flexq.cli.fallback import manifests
+from flexq.cli.fallback_manifests import manifests
 from flexq.http.server import Server
 from tests.waiting import wait_for
 

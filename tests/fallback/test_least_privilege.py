@@ -29,7 +29,7 @@ import yaml
 
 from flexq import Twin
 from flexq.cli import tutorial as T
-from flexq.cli.fallback import CLUSTER_RULES, FORECAST_CLUSTER_RULES, SA_NAME, manifests_yaml
+from flexq.cli.fallback_manifests import CLUSTER_RULES, FORECAST_CLUSTER_RULES, SA_NAME, manifests_yaml
 from flexq.clock import format_time
 from flexq.fallback.policy import ANN_MOVED, OPT_IN_LABEL
 from flexq.http.server import Server

@@ -33,11 +33,12 @@ def test_ruff_format_is_clean() -> None:
 
 
 # The modules allowed to read or wait on the wall clock: the clock itself, the real-time loop, and the
-# local-Ray executor and its pod supervisor (they supervise real processes). Everything else takes time from the injected Clock.
+# local-Ray executor, its pods' processes and its pod supervisor (they supervise real processes). Everything else takes time from the injected Clock.
 WALL_CLOCK_READERS = {
     "src/flexq/clock.py",
     "src/flexq/loop/realtime.py",
     "src/flexq/kuberay/local_ray_executor.py",
+    "src/flexq/kuberay/pod_processes.py",
     "src/flexq/kuberay/podreaper.py",
     "src/flexq/testing/live_twin.py",
 }

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from flexq.api import podsecurity
-from flexq.cli.fallback import CLUSTER_RULES, manifests, manifests_yaml
+from flexq.cli.fallback_manifests import CLUSTER_RULES, manifests, manifests_yaml
 
 
 def _manifests(*args: str) -> str:

@@ -15,17 +15,18 @@ import sys
 from pathlib import Path
 
 from flexq.kuberay import names
-from flexq.kuberay.local_ray_executor import LocalRayExecutor, _Pod, ensure_token
+from flexq.kuberay.local_ray_executor import LocalRayExecutor
+from flexq.kuberay.ray_node import LocalPod, ensure_token, hooks_dir
 from flexq.runtime.executor import PodLaunch
 from tests.ray.ray_harness import Logs, Slice, tutorial_rayjob
 
 
-def _pod(ex: LocalRayExecutor, slice_: Slice, pod: dict, kind: str) -> _Pod:
+def _pod(ex: LocalRayExecutor, slice_: Slice, pod: dict, kind: str) -> LocalPod:
     cluster = ex._cluster(("default", "c"))
     launch = PodLaunch(
         pod=pod, node={"metadata": {"name": "n"}}, files={}, env={}, logs=Logs(), notify=lambda: None
     )
-    return _Pod(
+    return LocalPod(
         key=("default", pod["metadata"]["name"]),
         kind=kind,
         launch=launch,
@@ -151,7 +152,7 @@ def test_the_nodes_sitecustomize_keeps_a_loopback_jax_coordinator_on_loopback(tm
             "print(d.initialize('127.0.0.1:1234', 4, 0), d.initialize('10.0.0.1:1234', 4, 0),"
             " d.initialize('127.0.0.1:1234', 4, 0, coordinator_bind_address='0.0.0.0:1'))\n"
         )
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ex._hooks_dir()), str(fake)])}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks_dir(ex.base_dir)), str(fake)])}
         env.pop("JAX_COORDINATOR_BIND_ADDRESS", None)
         out = subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60

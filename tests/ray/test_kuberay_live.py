@@ -14,7 +14,7 @@ import os
 import pytest
 
 from flexq.kuberay import localproc
-from flexq.kuberay.local_ray_executor import TOKEN_FILE
+from flexq.kuberay.ray_node import TOKEN_FILE
 from flexq.testing.live_twin import (
     describe,
     ray_executor,

@@ -26,6 +26,7 @@ from flexq import Twin
 from flexq.http.server import Server
 from flexq.kuberay import confine
 from flexq.kuberay.local_ray_executor import LocalRayExecutor
+from flexq.kuberay.pod_processes import storage_limit
 
 pytestmark = [
     pytest.mark.ray,
@@ -307,7 +308,7 @@ def test_a_pod_past_its_ephemeral_storage_limit_is_evicted_and_its_files_go(tmp_
         wait_for(
             lambda: all((st := s.state(p)) and st.ready for p in ready), 900, "cluster", detail=s.describe
         )
-        assert ex.storage_limit(ex._pods[s.key(s.head)]) == 500 * 1024**2
+        assert storage_limit(ex._pods[s.key(s.head)].launch.pod, ex.scratch_bytes) == 500 * 1024**2
         s.launch(s.submitter, "gke-default-pool-1")
         st = wait_for(
             lambda: (h := s.state(s.head)) is not None and h.phase == "Failed" and h,

@@ -296,7 +296,7 @@ def cmd_logs(args: argparse.Namespace, console: Console, err_console: Console) -
     """``flexq logs JOB [-f]`` (see the module docstring)."""
     import sys
 
-    from flexq.cli import kubeclient
+    from flexq.cli import jobclient, kubeclient
 
     clock = WallClock()
     job = args.job.split("/", 1)[-1]
@@ -307,11 +307,11 @@ def cmd_logs(args: argparse.Namespace, console: Console, err_console: Console) -
         deadline = None if timeout is None else clock.now() + timeout
         said = ""
         while True:
-            pods = kubeclient.job_pods(api, job, ns)
+            pods = jobclient.job_pods(api, job, ns)
             started = [p for p in pods if (p.get("status") or {}).get("phase") not in (None, "Pending")]
             if started or (pods and not args.follow):
                 break
-            info = kubeclient.find_job(api, job, ns)
+            info = jobclient.find_job(api, job, ns)
             if info is None:
                 if pods:  # a bare pod of that name
                     break
@@ -352,7 +352,7 @@ def cmd_logs(args: argparse.Namespace, console: Console, err_console: Console) -
             # each look lists the namespace's workloads: every 2 s is enough for a job that waits minutes
             clock.sleep(2.0 if deadline is None else max(0.0, min(2.0, deadline - clock.now())))
         pod = (started or pods)[-1]["metadata"]["name"]
-        for line in kubeclient.stream_logs(api, pod, ns, follow=args.follow, container=args.container):
+        for line in jobclient.stream_logs(api, pod, ns, follow=args.follow, container=args.container):
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
     except kubeclient.ClientError as exc:

@@ -313,12 +313,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.dry_run:
         sys.stdout.write(to_yaml(objs))
         return 0
-    from flexq.cli import kubeclient
+    from flexq.cli import jobclient, kubeclient
 
     try:
         api = kubeclient.connect(args.kubeconfig, args.context)
         kubeclient.check_not_placeholder(api)
-        for line in kubeclient.submit_objects(api, objs, args.namespace):
+        for line in jobclient.submit_objects(api, objs, args.namespace):
             console.print(line, highlight=False)
     except kubeclient.ClientError as exc:
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)

@@ -4,7 +4,9 @@ Owns: the head and worker Pods (labels ``ray.io/cluster``, ``ray.io/node-type``,
 container command ``ray start ...`` from ``commands``; KubeRay's env such as ``RAY_CLUSTER_NAME``; the TPU
 env the GKE Ray add-on's webhook gives multi-host worker groups: ``TPU_WORKER_ID`` = host index within the
 replica, ``TPU_NAME`` = the replica's slice name), the ``in-tree`` autoscaler sidecar container on the head,
-the head Services, and the RayJob's submitter batch Job (named exactly after the RayJob).
+the head Services, and the RayJob's submitter batch Job (named exactly after the RayJob) — and whether a submitter
+pod's script is the one KubeRay builds for its RayJob (``trusted_submitter_script``: the local Ray executor runs
+no other).
 Names are passed in (the controllers draw the random suffixes). Pure; imports only ``flexq.api`` and this
 package.
 """
@@ -276,3 +278,22 @@ def submitter_job(rayjob: dict, *, job_id: str, dashboard_url: str, cluster: dic
         },
         "spec": {"backoffLimit": backoff, "template": template},
     }
+
+
+def trusted_submitter_script(pod: dict, rayjob: dict) -> tuple[str, str]:
+    """The script a RayJob's submitter ``pod`` may run on this machine, rebuilt from the ``rayjob`` that controls
+    it (KubeRay's ``BuildJobSubmitCommand`` for its ``status.jobId`` and ``dashboardURL``), and "" with the reason
+    when it is not run: a ``submitterPodTemplate`` with its own command (a container image's program, which this
+    machine does not run), or a pod whose command is not the one KubeRay builds for that RayJob."""
+    st, name = rayjob.get("status") or {}, rayjob["metadata"]["name"]
+    job = submitter_job(rayjob, job_id=st.get("jobId", ""), dashboard_url=st.get("dashboardURL", ""))
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    if container.get("command") != ["/bin/bash", "-ce", "--"] or len(container.get("args") or []) != 1:
+        return (
+            "",
+            f"RayJob {name}'s submitterPodTemplate has its own command, which is not run on this machine",
+        )
+    script = str(container["args"][0])
+    if commands.submitter_script_of(pod) != script:
+        return "", f"the pod's command is not the submitter KubeRay builds for RayJob {name}"
+    return script, ""
