@@ -323,6 +323,8 @@ def test_from_cluster_under_the_read_only_role_reproduces_the_state(
         "README.md",
         "jobs",
     }
+    # the release, from what the cluster serves (discovery: the read-only role needs nothing more)
+    assert yaml.safe_load((study / "simulation.yaml").read_text())["kueue"] == "0.20.7"
     # the written study runs with flexq simulate and reproduces the state: the running job runs, the waiting wait
     import flexq
 

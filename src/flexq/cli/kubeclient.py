@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from flexq.api.kueue_versions import from_served
 from flexq.cli.status import FALLBACK_MOVED, Snapshot
 
 __all__ = [
@@ -346,6 +347,15 @@ def fetch_cluster_state(
             raise api_error(exc) from exc
     except Exception as exc:
         raise api_error(exc) from exc
+    # the release: a cluster tells which kueue.x-k8s.io versions it serves, not which Kueue it runs
+    served = served_versions(api, KUEUE[0])
+    release = from_served(served)
+    if release is not None:
+        st.kueue_version = release.version
+        st.notes.append(
+            f"Kueue taken as {release.version}: the newest release flexq models that serves kueue.x-k8s.io "
+            f"{', '.join(sorted(served or []))}, as this cluster does"
+        )
     zones = {
         ((n.get("metadata") or {}).get("labels") or {}).get("topology.kubernetes.io/zone", "")
         for n in st.nodes
