@@ -135,8 +135,8 @@ class ColdLaw:
     spread: float
     within: float
 
-    def predictive(self, seen: Sequence[float], censored: Sequence[float] = ()) -> tuple[float, float]:
-        """(mu, sigma) of the log-normal law of the next duration, having seen ``seen`` end (each > 0) and
+    def posterior(self, seen: Sequence[float], censored: Sequence[float] = ()) -> tuple[float, float]:
+        """(mean, standard deviation) of the log-median, having seen ``seen`` end (each > 0) and
         ``censored`` still under way after that long (each at least that: a few EM steps put each at its
         expected log-duration beyond where it is now, so requests waiting for hours are not taken for short)."""
         logs = [math.log(x) for x in seen if x > 0]
@@ -157,7 +157,20 @@ class ColdLaw:
                 mu = (
                     prior_precision * math.log(self.median) + (sum(logs) + imputed) / self.within**2
                 ) / precision
-        return mu, math.sqrt(self.within**2 + 1.0 / precision)
+        return mu, math.sqrt(1.0 / precision)
+
+    def predictive(self, seen: Sequence[float], censored: Sequence[float] = ()) -> tuple[float, float]:
+        """(mu, sigma) of the log-normal law of the next duration (the log-median's uncertainty and the spread
+        of durations around it)."""
+        mu, sd = self.posterior(seen, censored)
+        return mu, math.sqrt(self.within**2 + sd**2)
+
+    def drawn(self, seen: Sequence[float], censored: Sequence[float], rng: random.Random) -> ColdLaw:
+        """This law with its median drawn from the posterior, fixed: one forward run's law. Every duration of a
+        run then shares one median (what is unknown is the kind's median, the same for all its jobs), so a deep
+        queue of jobs is not a sum of independent heavy tails."""
+        mu, sd = self.posterior(seen, censored)
+        return ColdLaw(median=math.exp(rng.gauss(mu, sd)), spread=1e-6, within=self.within)
 
     def quantile(self, seen: Sequence[float], q: float, censored: Sequence[float] = ()) -> float:
         mu, sigma = self.predictive(seen, censored)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import math
 import random
 from dataclasses import dataclass, field
@@ -239,6 +240,16 @@ class Model:
         for k, c in self.classes.items():
             done, running = resample(c.done, c.running)
             out.classes[k] = RunClass(c.key, done, running)
+        # the cold laws' medians drawn once for the run (from what this replica's resample saw)
+        cold_run, cold_dws = self.cfg.cold_run, self.cfg.cold_dws
+        if cold_run is not None or cold_dws is not None:
+            done_all = [x for c in out.classes.values() for x in c.done]
+            running_all = [x for c in out.classes.values() for x in c.running]
+            out.cfg = dataclasses.replace(
+                self.cfg,
+                cold_run=None if cold_run is None else cold_run.drawn(done_all, running_all, rng),
+                cold_dws=None if cold_dws is None else cold_dws.drawn(out.dws_done, out.dws_waiting, rng),
+            )
         return out
 
     def dws_waited(self, key: str) -> float | None:
