@@ -603,10 +603,52 @@ def _stockouts(state: ClusterState, es: list[Entry], cfg: EtaConfig) -> tuple[li
                 refused[pool] = (since, code if prev is None or prev[1] == "GCE_STOCKOUT" else prev[1])
     out = []
     for pool, (since, code) in sorted(refused.items()):
+        unmet = _unmet_since(state, pool, fpool, node_times)
+        if unmet is not None:
+            since = min(since, unmet)
         elapsed = max(0.0, state.now - since)
         mean = exponential_mean(episodes, [elapsed], cfg.prior_stockout_seconds)
         out.append(Stockout(pool, pools[pool]["machineType"], since, code, mean))
     return out, episodes
+
+
+def _unmet_since(
+    state: ClusterState, pool: str, fpool: dict[str, str], node_times: dict[str, list[float]]
+) -> float | None:
+    """Since when a stocked-out pool has left its demand unmet, as the Workloads record it — the autoscaler's
+    events go after an hour, and a job that waitForPodsReady evicts and Kueue admits again has a new quota
+    reservation, but its ``PodsReady=False`` keeps the time its pods first waited (a condition's transition time
+    changes only with its status), and a job deactivated after its retries keeps it too. The earliest such time
+    among the jobs that never started since — holding quota on the pool's flavors, or holding none any more
+    (evicted, deactivated: where they waited is not recorded) —, but not before the pool last gave capacity (a
+    node of it made, a workload on its flavors started): the stock-out began after that. None: no such job."""
+    flavors = {f for f, p in fpool.items() if p == pool}
+    last = max(node_times.get(pool, []), default=None)
+    waited: list[float] = []
+    for wl in state.workloads:
+        adm = (wl.get("status") or {}).get("admission") or {}
+        assigned = [set((psa.get("flavors") or {}).values()) for psa in adm.get("podSetAssignments") or []]
+        on = any(fl & flavors for fl in assigned)
+        start = started_at(wl)
+        if start is not None:
+            if on:
+                last = start if last is None else max(last, start)
+            continue
+        if (assigned and not on) or finished_at(wl) is not None:
+            continue  # it waits elsewhere now, or it ended without a start
+        c = find_condition(wl, "PodsReady")
+        t = (
+            parse_time_or_none((c or {}).get("lastTransitionTime"))
+            if (c or {}).get("status") == "False"
+            else None
+        )
+        if t is not None:
+            waited.append(t)
+    if last is not None:
+        waited = [t for t in waited if t >= last]
+    if not waited:
+        return None
+    return min(waited)
 
 
 def _pod_flavors(owner: Entry, pod: str) -> set[str]:
