@@ -181,7 +181,9 @@ class Model:
     runs: dict[str, tuple[str, float | None]] = field(default_factory=dict)  # workload key -> (source, fixed)
     machine_types: set[str] = field(default_factory=set)
     dws_pending: dict[str, float] = field(default_factory=dict)  # workload key -> its wait so far
-    dws_bounded: int = 0  # granted waits that ended when their pool had room again (taken at the midpoint)
+    dws_bounded: int = (
+        0  # granted waits that ended when their pool had room again (censored where the pool became full)
+    )
     arrivals: list[Arrival] = field(default_factory=list)
     # Kueue's scheduling cycle, seconds (one head per ClusterQueue per cycle: a deep queue's admission rate);
     # measured from bursts of admissions, else 0 as the twin's scheduler (``cycle_gaps``: how many it rests on)
@@ -463,9 +465,11 @@ def _dws(state: ClusterState) -> tuple[list[float], list[float], dict[str, float
     Workload keeps its admission and conditions): each workload admitted on a flavor with a queued-provisioning
     check waited from its (last) quota reservation to its admission, less its nodes' own creation time (the
     forward run adds it again). When its pool had no room for its slices just before its nodes came, the grant
-    itself came somewhere while the pool was full (the run adds that wait again too): the midpoint of that
-    span is taken. Still waiting: censored at the time waited so far (also how long each has waited). The
-    fourth value: how many waits were bounded by a full pool."""
+    itself came somewhere while the pool was full, and the forward run adds the time the pool stayed full
+    again (its grants look again every minute): the wait is censored where the pool became full (it was at
+    least that long), never counted to the nodes' arrival — counting to the midpoint of the full span counted
+    DWS waits twice on a tight pool. Still waiting: censored at the time waited so far (also how long each
+    has waited). The fourth value: how many waits were bounded by a full pool."""
     pools = {p["name"]: p for p in state.node_pools}
     fpool = _flavor_pools(state)
     queued = _queued_flavors(state)
@@ -522,18 +526,20 @@ def _dws(state: ClusterState) -> tuple[list[float], list[float], dict[str, float
             waiting.append(max(0.0, state.now - held))
             pending[key] = max(0.0, state.now - held)
             continue
-        grant = made
         if top and used(pool, made - 1.0) + n > top:  # no room just before: granted while the pool was full
             full_from = made
-            for when, _d in reversed([s for s in steps.get(pool, []) if held <= s[0] < made]):
-                if used(pool, when - 1.0) + n > top:
+            for when in reversed([held] + [s[0] for s in steps.get(pool, []) if held < s[0] < made]):
+                if used(pool, when) + n > top:  # full from this instant on
                     full_from = when
                 else:
                     break
-            full_from = max(held, min(full_from, made))
-            grant = (full_from + made) / 2
+            # granted at or after the pool became full (with room, the nodes would have come with the grant):
+            # the wait is known to be at least that long, no more — censored there. The time the pool stayed
+            # full after is the forward run's own (a grant looks again every minute), not DWS's queue
+            waiting.append(max(0.0, max(held, min(full_from, made)) - held))
             bounded += 1
-        done.append(max(0.0, grant - held))
+            continue
+        done.append(max(0.0, made - held))
     return done, waiting, pending, bounded
 
 
