@@ -572,7 +572,7 @@ class _Run:
         cfg = self.world.config
         if cfg.wait_for_pods_ready and cfg.pods_ready_timeout > 0:
             self.at(max(self.t, since + cfg.pods_ready_timeout), "pods-ready-timeout", job)
-        self._nodes_for(job)
+        self._nodes_for(job, since)
 
     def _release(self, job: Job) -> None:
         if job.info is not None:
@@ -687,8 +687,10 @@ class _Run:
         self.idle[pool] = idle[took:]
         return took
 
-    def _nodes_for(self, job: Job) -> None:
-        """Admitted (no check left): its pods need nodes."""
+    def _nodes_for(self, job: Job, since: float | None = None) -> None:
+        """Admitted (no check left, ``since``: when): its pods need nodes. A job admitted before the instant has
+        had its nodes in the making since its admission (the autoscaler asked at once), unless a stock-out
+        holds them."""
         assert job.info is not None
         need = self._node_need(job.info)
         job.nodes = {}
@@ -707,11 +709,11 @@ class _Run:
             if make:
                 self.size[p] += make
                 end = self.stock_end.get(pool.machine_type, 0.0)
-                start = self.t
+                start = self.t if since is None else min(self.t, since)
                 if end > self.t and not pool.queued:
                     self.move(job, "stockout")
                     start = end + job.rng.uniform(0.0, FAILED_SCALE_UP_BACKOFF_SECONDS)
-                ready = max(ready, start + self._provision(pool.machine_type, make, job.rng))
+                ready = max(ready, self.t, start + self._provision(pool.machine_type, make, job.rng))
         if ready > self.t and job.bucket != "stockout":
             self.move(job, "scaleUp")
         job.nodes_ready = ready

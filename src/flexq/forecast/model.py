@@ -49,7 +49,7 @@ from flexq.forecast.jobs import (
     started_at,
 )
 from flexq.forecast.state import ClusterState
-from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
+from flexq.gke.timing import GRANT_RETRY_SECONDS, SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.semantics.conditions import find_condition
 from flexq.semantics.owners import controller_owner
 from flexq.stats import exponential_mean, km_median, km_quantile, sample_beyond
@@ -518,25 +518,39 @@ def _dws(state: ClusterState) -> tuple[list[float], list[float], dict[str, float
     def used(pool: str, t: float) -> int:
         return sum(d for when, d in steps.get(pool, []) if when <= t)
 
+    def full_since(pool: str, n: int, held: float, edge: float) -> float | None:
+        """When the pool last became full for ``n`` more nodes and stayed so until ``edge`` (not before
+        ``held``); None: it had room at ``edge``."""
+        top = int(((pools.get(pool) or {}).get("autoscaling") or {}).get("max") or 0)
+        if not top or edge <= held or used(pool, edge) + n <= top:
+            return None
+        since = edge
+        for when in reversed([held] + [s[0] for s in steps.get(pool, []) if held < s[0] < edge]):
+            if used(pool, when) + n > top:  # full from this instant on
+                since = when
+            else:
+                break
+        return max(held, since)
+
     done, waiting, pending = [], [], {}
     bounded = 0
     for key, held, made, _end, n, pool in rows:
-        top = int(((pools.get(pool) or {}).get("autoscaling") or {}).get("max") or 0)
         if made is None:
-            waiting.append(max(0.0, state.now - held))
-            pending[key] = max(0.0, state.now - held)
+            # still waiting: for DWS only until its pool became full (the forward run waits for room itself)
+            full = full_since(pool, n, held, state.now)
+            waited = max(0.0, (state.now if full is None else full) - held)
+            waiting.append(waited)
+            pending[key] = waited
             continue
-        if top and used(pool, made - 1.0) + n > top:  # no room just before: granted while the pool was full
-            full_from = made
-            for when in reversed([held] + [s[0] for s in steps.get(pool, []) if held < s[0] < made]):
-                if used(pool, when) + n > top:  # full from this instant on
-                    full_from = when
-                else:
-                    break
+        # no room a grant retry before its nodes came (the nodes' time is known within half the provisioning
+        # range): the grant came while the pool was full, and waited for room
+        lo, hi, _seen = prov.get((pools.get(pool) or {}).get("machineType", ""), (60.0, 120.0, 0))
+        full = full_since(pool, n, held, made - GRANT_RETRY_SECONDS - (hi - lo) / 2 - 1.0)
+        if full is not None:
             # granted at or after the pool became full (with room, the nodes would have come with the grant):
             # the wait is known to be at least that long, no more — censored there. The time the pool stayed
             # full after is the forward run's own (a grant looks again every minute), not DWS's queue
-            waiting.append(max(0.0, max(held, min(full_from, made)) - held))
+            waiting.append(full - held)
             bounded += 1
             continue
         done.append(max(0.0, made - held))
