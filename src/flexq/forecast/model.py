@@ -640,10 +640,12 @@ def _unmet_since(
     reservation, but its ``PodsReady=False`` keeps the time its pods first waited (a condition's transition time
     changes only with its status), and a job deactivated after its retries keeps it too. The earliest such time
     among the jobs that never started since — holding quota on the pool's flavors, or holding none any more
-    (evicted, deactivated: where they waited is not recorded) —, but not before the pool last gave capacity (a
-    node of it made, a workload on its flavors started): the stock-out began after that. None: no such job."""
+    (evicted, deactivated: where they waited is not recorded) —, but not before the pool last grew (its newest
+    node; a job that starts on a node another one left proves nothing of the cloud, so a start counts only when
+    the pool has no node left to date it by): the stock-out began after that. None: no such job."""
     flavors = {f for f, p in fpool.items() if p == pool}
-    last = max(node_times.get(pool, []), default=None)
+    made = max(node_times.get(pool, []), default=None)
+    last = made
     waited: list[float] = []
     for wl in state.workloads:
         adm = (wl.get("status") or {}).get("admission") or {}
@@ -651,7 +653,7 @@ def _unmet_since(
         on = any(fl & flavors for fl in assigned)
         start = started_at(wl)
         if start is not None:
-            if on:
+            if on and made is None:  # no node of the pool left to date its last growth: its last start
                 last = start if last is None else max(last, start)
             continue
         if (assigned and not on) or finished_at(wl) is not None:
