@@ -1,8 +1,11 @@
 """Is the ETA calibrated? Its predictions against the starts the jobs actually got, over a generated family.
 
-Each scenario of ``flexq.testing.fallback_family`` (stock-outs none / short and frequent / long and rare / a whole
-day, DWS pools tight and ample, DWS waits short and long, load 30-95 %, one- and two-slice jobs, priorities with
-preemption, spot) runs its ``tutorial`` variant in a virtual twin under its stochastic capacity profile (the
+Each scenario of ``flexq.testing.fallback_family.eta_family`` (stock-outs none / short and frequent / long and
+rare / a whole day, DWS pools tight and ample, DWS waits short and long, load 30-95 %, one- and two-slice jobs,
+priorities with preemption, spot; and in about a third of them a team's DWS budget — the DWS flavor's quota 1, 2
+or 4 slices, named ``sNNqK`` — with 60-130 % of plan A's capacity brought, so that jobs queue in Kueue past the
+quota at busy hours, the deep queues of kueue#14477: a DWS flavor of unbounded quota never forms one) runs its
+``tutorial`` variant in a virtual twin under its stochastic capacity profile (the
 "truth"; finished jobs are kept, as a cluster keeps them until someone deletes them). At ``--instants`` instants
 spread over its traffic, the ETA reads the twin's state through the SDK's API (``flexq.eta.state_from_twin``:
 what is there at that instant, history included — never the capacity profile, never the jobs' run-time
@@ -30,6 +33,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +45,7 @@ from flexq.semantics.conditions import find_condition
 from flexq.simulate import load_study
 from flexq.simulate.objects import build_object
 from flexq.simulate.study import cluster_requests
-from flexq.testing.fallback_family import family, write_study
+from flexq.testing.fallback_family import eta_family, write_study
 from flexq.twin import Twin, load_documents
 
 H = 3600.0
@@ -241,7 +245,10 @@ def main() -> int:
     cache = args.cache / f"family-{args.family_seed}" if args.cache else None
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
-    scenarios = family(args.scenarios, args.family_seed)
+    scenarios = [
+        replace(sc, name=f"{sc.name}q{sc.dws_quota}") if sc.dws_quota else sc
+        for sc in eta_family(args.scenarios, args.family_seed)
+    ]
     paths = []
     for sc in scenarios:
         paths.append(str(write_study(sc, root)))

@@ -372,6 +372,7 @@ class _Run:
                 self.stock_end.get(out.machine_type, 0.0), w.now + m.draw_stockout(out, self.rng)
             )
         busy: dict[str, int] = {}
+        resume: list[Job] = []
         for e in w.jobs:
             wl = e.workload
             override = w.overrides.get(e.key)
@@ -413,7 +414,7 @@ class _Run:
                     busy[p] = busy.get(p, 0) + n
                 self.at(w.now + job.run, "finish", job)
             else:
-                self._resume_reserved(job)
+                resume.append(job)
         for p, n in self.size.items():  # nodes no running job holds: idle (they go after the scale-down time)
             held = busy.get(p, 0) + sum(j.nodes.get(p, 0) for j in self.jobs.values() if j.role == "reserved")
             for _ in range(max(0, n - held)):
@@ -421,6 +422,10 @@ class _Run:
                 self.idle[p].append(when)
                 self.at(when, "scale-down")
             self.size[p] = max(n, held)
+        # the jobs holding quota after: a job admitted before the instant takes the pool's nodes no running job
+        # holds — made for it, or being made (nodes exist from the scale-up on) — before asking for more
+        for job in resume:
+            self._resume_reserved(job)
         for index, arr in enumerate(m.arrivals):
             if arr.rate > 0:
                 self._next_arrival(index)
@@ -574,7 +579,7 @@ class _Run:
         cfg = self.world.config
         if cfg.wait_for_pods_ready and cfg.pods_ready_timeout > 0:
             self.at(max(self.t, since + cfg.pods_ready_timeout), "pods-ready-timeout", job)
-        self._nodes_for(job)
+        self._nodes_for(job, since)
 
     def _release(self, job: Job) -> None:
         if job.info is not None:
@@ -689,8 +694,10 @@ class _Run:
         self.idle[pool] = idle[took:]
         return took
 
-    def _nodes_for(self, job: Job) -> None:
-        """Admitted (no check left): its pods need nodes."""
+    def _nodes_for(self, job: Job, since: float | None = None) -> None:
+        """Admitted (no check left, ``since``: when): its pods need nodes. A job admitted before the instant has
+        had its nodes in the making since its admission (the autoscaler asked at once; the nodes it takes at
+        the instant may be those), unless a stock-out holds them."""
         assert job.info is not None
         need = self._node_need(job.info)
         job.nodes = {}
@@ -706,14 +713,16 @@ class _Run:
                 self.room_waiters[p].append(job)
                 return
             job.nodes[p] = n
+            if took and since is not None and since < self.t:  # nodes that may still be in the making
+                ready = max(ready, since + self._provision(pool.machine_type, took, job.rng))
             if make:
                 self.size[p] += make
                 end = self.stock_end.get(pool.machine_type, 0.0)
-                start = self.t
+                start = self.t if since is None else min(self.t, since)
                 if end > self.t and not pool.queued:
                     self.move(job, "stockout")
                     start = end + job.rng.uniform(0.0, FAILED_SCALE_UP_BACKOFF_SECONDS)
-                ready = max(ready, start + self._provision(pool.machine_type, make, job.rng))
+                ready = max(ready, self.t, start + self._provision(pool.machine_type, make, job.rng))
         if ready > self.t and job.bucket != "stockout":
             self.move(job, "scaleUp")
         job.nodes_ready = ready

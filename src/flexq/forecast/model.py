@@ -58,7 +58,7 @@ from flexq.forecast.jobs import (
     started_at,
 )
 from flexq.forecast.state import ClusterState
-from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
+from flexq.gke.timing import GRANT_RETRY_SECONDS, SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.semantics.conditions import find_condition
 from flexq.semantics.owners import controller_owner
 from flexq.stats import ColdLaw, exponential_mean, km_median, km_quantile, sample_beyond
@@ -199,7 +199,9 @@ class Model:
     runs: dict[str, tuple[str, float | None]] = field(default_factory=dict)  # workload key -> (source, fixed)
     machine_types: set[str] = field(default_factory=set)
     dws_pending: dict[str, float] = field(default_factory=dict)  # workload key -> its wait so far
-    dws_bounded: int = 0  # granted waits that ended when their pool had room again (taken at the midpoint)
+    dws_bounded: int = (
+        0  # granted waits that ended when their pool had room again (censored where the pool became full)
+    )
     arrivals: list[Arrival] = field(default_factory=list)
     # Kueue's scheduling cycle, seconds (one head per ClusterQueue per cycle: a deep queue's admission rate);
     # measured from bursts of admissions, else 0 as the twin's scheduler (``cycle_gaps``: how many it rests on)
@@ -532,9 +534,11 @@ def _dws(state: ClusterState) -> tuple[list[float], list[float], dict[str, float
     Workload keeps its admission and conditions): each workload admitted on a flavor with a queued-provisioning
     check waited from its (last) quota reservation to its admission, less its nodes' own creation time (the
     forward run adds it again). When its pool had no room for its slices just before its nodes came, the grant
-    itself came somewhere while the pool was full (the run adds that wait again too): the midpoint of that
-    span is taken. Still waiting: censored at the time waited so far (also how long each has waited). The
-    fourth value: how many waits were bounded by a full pool."""
+    itself came somewhere while the pool was full, and the forward run adds the time the pool stayed full
+    again (its grants look again every minute): the wait is censored where the pool became full (it was at
+    least that long), never counted to the nodes' arrival — counting to the midpoint of the full span counted
+    DWS waits twice on a tight pool. Still waiting: censored at the time waited so far (also how long each
+    has waited). The fourth value: how many waits were bounded by a full pool."""
     pools = {p["name"]: p for p in state.node_pools}
     fpool = _flavor_pools(state)
     queued = _queued_flavors(state)
@@ -583,26 +587,42 @@ def _dws(state: ClusterState) -> tuple[list[float], list[float], dict[str, float
     def used(pool: str, t: float) -> int:
         return sum(d for when, d in steps.get(pool, []) if when <= t)
 
+    def full_since(pool: str, n: int, held: float, edge: float) -> float | None:
+        """When the pool last became full for ``n`` more nodes and stayed so until ``edge`` (not before
+        ``held``); None: it had room at ``edge``."""
+        top = int(((pools.get(pool) or {}).get("autoscaling") or {}).get("max") or 0)
+        if not top or edge <= held or used(pool, edge) + n <= top:
+            return None
+        since = edge
+        for when in reversed([held] + [s[0] for s in steps.get(pool, []) if held < s[0] < edge]):
+            if used(pool, when) + n > top:  # full from this instant on
+                since = when
+            else:
+                break
+        return max(held, since)
+
     done, waiting, pending = [], [], {}
     bounded = 0
     for key, held, made, _end, n, pool in rows:
-        top = int(((pools.get(pool) or {}).get("autoscaling") or {}).get("max") or 0)
         if made is None:
-            waiting.append(max(0.0, state.now - held))
-            pending[key] = max(0.0, state.now - held)
+            # still waiting: for DWS only until its pool became full (the forward run waits for room itself)
+            full = full_since(pool, n, held, state.now)
+            waited = max(0.0, (state.now if full is None else full) - held)
+            waiting.append(waited)
+            pending[key] = waited
             continue
-        grant = made
-        if top and used(pool, made - 1.0) + n > top:  # no room just before: granted while the pool was full
-            full_from = made
-            for when, _d in reversed([s for s in steps.get(pool, []) if held <= s[0] < made]):
-                if used(pool, when - 1.0) + n > top:
-                    full_from = when
-                else:
-                    break
-            full_from = max(held, min(full_from, made))
-            grant = (full_from + made) / 2
+        # no room a grant retry before its nodes came (the nodes' time is known within half the provisioning
+        # range): the grant came while the pool was full, and waited for room
+        lo, hi, _seen = prov.get((pools.get(pool) or {}).get("machineType", ""), (60.0, 120.0, 0))
+        full = full_since(pool, n, held, made - GRANT_RETRY_SECONDS - (hi - lo) / 2 - 1.0)
+        if full is not None:
+            # granted at or after the pool became full (with room, the nodes would have come with the grant):
+            # the wait is known to be at least that long, no more — censored there. The time the pool stayed
+            # full after is the forward run's own (a grant looks again every minute), not DWS's queue
+            waiting.append(full - held)
             bounded += 1
-        done.append(max(0.0, grant - held))
+            continue
+        done.append(max(0.0, made - held))
     return done, waiting, pending, bounded
 
 
@@ -672,10 +692,54 @@ def _stockouts(state: ClusterState, es: list[Entry], cfg: EtaConfig) -> tuple[li
                 refused[pool] = (since, code if prev is None or prev[1] == "GCE_STOCKOUT" else prev[1])
     out = []
     for pool, (since, code) in sorted(refused.items()):
+        unmet = _unmet_since(state, pool, fpool, node_times)
+        if unmet is not None:
+            since = min(since, unmet)
         elapsed = max(0.0, state.now - since)
         mean = exponential_mean(episodes, [elapsed], cfg.prior_stockout_seconds)
         out.append(Stockout(pool, pools[pool]["machineType"], since, code, mean))
     return out, episodes
+
+
+def _unmet_since(
+    state: ClusterState, pool: str, fpool: dict[str, str], node_times: dict[str, list[float]]
+) -> float | None:
+    """Since when a stocked-out pool has left its demand unmet, as the Workloads record it — the autoscaler's
+    events go after an hour, and a job that waitForPodsReady evicts and Kueue admits again has a new quota
+    reservation, but its ``PodsReady=False`` keeps the time its pods first waited (a condition's transition time
+    changes only with its status), and a job deactivated after its retries keeps it too. The earliest such time
+    among the jobs that never started since — holding quota on the pool's flavors, or holding none any more
+    (evicted, deactivated: where they waited is not recorded) —, but not before the pool last grew (its newest
+    node; a job that starts on a node another one left proves nothing of the cloud, so a start counts only when
+    the pool has no node left to date it by): the stock-out began after that. None: no such job."""
+    flavors = {f for f, p in fpool.items() if p == pool}
+    made = max(node_times.get(pool, []), default=None)
+    last = made
+    waited: list[float] = []
+    for wl in state.workloads:
+        adm = (wl.get("status") or {}).get("admission") or {}
+        assigned = [set((psa.get("flavors") or {}).values()) for psa in adm.get("podSetAssignments") or []]
+        on = any(fl & flavors for fl in assigned)
+        start = started_at(wl)
+        if start is not None:
+            if on and made is None:  # no node of the pool left to date its last growth: its last start
+                last = start if last is None else max(last, start)
+            continue
+        if (assigned and not on) or finished_at(wl) is not None:
+            continue  # it waits elsewhere now, or it ended without a start
+        c = find_condition(wl, "PodsReady")
+        t = (
+            parse_time_or_none((c or {}).get("lastTransitionTime"))
+            if (c or {}).get("status") == "False"
+            else None
+        )
+        if t is not None:
+            waited.append(t)
+    if last is not None:
+        waited = [t for t in waited if t >= last]
+    if not waited:
+        return None
+    return min(waited)
 
 
 def _pod_flavors(owner: Entry, pod: str) -> set[str]:

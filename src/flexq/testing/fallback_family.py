@@ -26,6 +26,10 @@ that ``family``'s scenarios keep every draw they had: **priorities as users set 
 - Kueue's default flavor fungibility (``whenCanPreempt: TryNextFlavor``: a job that would have to preempt on
   on-demand goes to DWS), or ``whenCanPreempt: Preempt`` (it preempts lower-priority jobs on on-demand first).
 
+``eta_family(n, seed)`` is ``family``'s scenarios with, in about a third of them (drawn from a stream of its own),
+a team's DWS budget: the DWS flavor's quota capped at 1, 2 or 4 slices and 60-130 % of plan A's capacity brought,
+so that jobs queue in Kueue past the quota at busy hours (``bench/eta_calibration.py``'s deep queues).
+
 Used by ``bench/fallback_robustness.py`` and the fallback's property tests. Imports nothing from flexq: it writes
 files.
 """
@@ -33,7 +37,7 @@ files.
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +45,15 @@ import yaml
 
 from flexq.fallback.model import OPT_IN_LABEL
 
-__all__ = ["Scenario", "family", "priority_family", "write_study", "STOCKOUTS", "PRIORITY_CLASSES"]
+__all__ = [
+    "Scenario",
+    "family",
+    "eta_family",
+    "priority_family",
+    "write_study",
+    "STOCKOUTS",
+    "PRIORITY_CLASSES",
+]
 
 STOCKOUTS = ("none", "short-frequent", "long-rare", "whole-day")
 PRIORITY_CLASSES = {"high": 1000, "mid": 500, "low": 100}  # WorkloadPriorityClass -> value
@@ -66,6 +78,7 @@ class Scenario:
     high_share: float = 0.3  # the high class's share of the jobs
     cohort: bool = False  # two teams' ClusterQueues in a cohort, borrowing and reclaiming
     preempt_first: bool = False  # whenCanPreempt: Preempt (preempt on on-demand before trying DWS)
+    dws_quota: int = 0  # the DWS flavor's TPU quota in slices (0: unbounded, the tutorial's; ``eta_family``)
 
     @property
     def has_stockout(self) -> bool:
@@ -91,6 +104,8 @@ class Scenario:
                 )
         if self.spot:
             parts.append("spot in the mix")
+        if self.dws_quota:
+            parts.append(f"DWS quota {self.dws_quota} slice(s)")
         return ", ".join(parts)
 
 
@@ -122,6 +137,20 @@ def family(n: int, seed: int = 1) -> list[Scenario]:
                 seed=rng.randrange(1, 10**6),
             )
         )
+    return out
+
+
+def eta_family(n: int, seed: int = 1) -> list[Scenario]:
+    """``family(n, seed)`` (every draw it makes kept), with what the ETA's calibration also needs to meet, drawn
+    from a stream of its own: in about a third of the scenarios a team caps its DWS spending — the DWS flavor's
+    quota 1, 2 or 4 slices — and brings 60-130 % of plan A's capacity, so that jobs queue in Kueue past the
+    quota at busy hours (the deep queues of kueue#14477, which a DWS flavor of unbounded quota never forms)."""
+    rng = random.Random(f"flexq-eta-family:{seed}")
+    out = []
+    for sc in family(n, seed):
+        if rng.random() < 1 / 3:
+            sc = replace(sc, dws_quota=rng.choice((1, 2, 4)), load=round(rng.uniform(0.6, 1.3), 2))
+        out.append(sc)
     return out
 
 
@@ -314,7 +343,11 @@ def _cluster_queue(sc: Scenario, name: str, slices: int, heads: int) -> dict[str
     ]
     if sc.spot:
         flavors.append({"name": "spot", "resources": _res(80, "150Gi", 32)})
-    flavors.append({"name": "dws", "resources": _res(1000000000, "1000000000Gi", 1000000000)})
+    if sc.dws_quota:  # a team's DWS budget: Kueue queues the jobs past it
+        q = sc.dws_quota
+        flavors.append({"name": "dws", "resources": _res(40 * q, f"{75 * q}Gi", 16 * q)})
+    else:
+        flavors.append({"name": "dws", "resources": _res(1000000000, "1000000000Gi", 1000000000)})
     cq: dict[str, Any] = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "ClusterQueue",
