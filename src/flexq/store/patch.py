@@ -192,9 +192,8 @@ def _key_of(item: Any, key: str | None) -> Any:
 
 
 def _fresh(patch: dict) -> dict | None:
-    """What ``_merge_map`` makes of ``patch`` merged into nothing when it holds no directive and no map or list
-    (a new item of a keyed list, as each of 25,000 owner references is): its non-null values, shared (scalars);
-    None for any other patch."""
+    """``_merge_map({}, patch)`` for a patch with no directive, map or list (a new keyed list item, as each of
+    25,000 owner references is): its non-null values, shared (scalars); None for any other patch."""
     for k, v in patch.items():
         if type(k) is not str or k[:1] == "$" or isinstance(v, dict | list):
             return None
@@ -202,10 +201,8 @@ def _fresh(patch: dict) -> dict | None:
 
 
 def _merge_map(original: dict, patch: dict, schema: dict[str, Any]) -> dict | None:
-    if not original:
-        fresh = _fresh(patch)
-        if fresh is not None:
-            return fresh
+    if not original and (fresh := _fresh(patch)) is not None:
+        return fresh
     directive = patch.get("$patch")
     if directive == "replace":
         return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
@@ -333,35 +330,26 @@ def _in_order(merged: list, order: list, server: list, key: str | None) -> list:
     """``normalizeElementOrder``: the items ``order`` names, in that order, merged with the items only the
     server has, which keep their places relative to the items they stood next to on the server."""
 
-    def pos(keys: list) -> dict:
-        out: dict = {}
-        for n, k in enumerate(keys):
-            out.setdefault(_canonical(k), n)
-        return out
+    def pos(keys: list) -> dict:  # each key's first place
+        return {c: n for n, c in reversed(list(enumerate(map(_canonical, keys))))}
 
     at_order, at_server = pos(order), pos(server)
     keys = [_canonical(_key_or_none(m, key)) for m in merged]  # each item's key, worked out once
-    n_server = len(server)
     mine = sorted((i for i, k in enumerate(keys) if k in at_order), key=lambda i: at_order[keys[i]])
+    last = len(server)
     theirs = sorted(
-        (i for i, k in enumerate(keys) if k not in at_order), key=lambda i: at_server.get(keys[i], n_server)
+        (i for i, k in enumerate(keys) if k not in at_order), key=lambda i: at_server.get(keys[i], last)
     )
     out, i, j = [], 0, 0
-    while i < len(theirs) or j < len(mine):
-        if j >= len(mine):
+    while i < len(theirs) or j < len(mine):  # theirs first where the server had it before the next of mine
+        li = at_server.get(keys[theirs[i]]) if i < len(theirs) else None
+        ri = at_server.get(keys[mine[j]]) if j < len(mine) else None
+        if j >= len(mine) or (li is not None and ri is not None and li < ri):
             out.append(merged[theirs[i]])
             i += 1
-        elif i >= len(theirs):
+        else:
             out.append(merged[mine[j]])
             j += 1
-        else:
-            li, ri = at_server.get(keys[theirs[i]]), at_server.get(keys[mine[j]])
-            if li is not None and ri is not None and li < ri:
-                out.append(merged[theirs[i]])
-                i += 1
-            else:
-                out.append(merged[mine[j]])
-                j += 1
     return out
 
 
