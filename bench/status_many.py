@@ -25,6 +25,7 @@ import io
 import os
 import pstats
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -109,6 +110,7 @@ def serve(home: Path, service: bool) -> subprocess.Popen:
         + ([] if service else ["--eta-period", "0"]),
         stdout=subprocess.DEVNULL,
         stderr=log,
+        start_new_session=True,  # its own process group, ended whole (its ETA service's worker too)
     )
     wait_for(lambda: (home / "server.json").exists() or proc.poll() is not None, 300, "the twin to serve")
     if proc.poll() is not None:
@@ -216,8 +218,12 @@ def main() -> None:
                 pstats.Stats(prof, stream=stats).sort_stats("cumulative").print_stats(40)
                 print(stats.getvalue())
         finally:
-            proc.terminate()
-            proc.wait(60)
+            proc.terminate()  # as flexq down: SIGTERM, then SIGKILL past a bound (the ETA service's worker
+            try:  # finishes the forecast it is computing before the daemon's interpreter exits)
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(60)
 
 
 if __name__ == "__main__":
