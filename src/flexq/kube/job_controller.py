@@ -270,9 +270,9 @@ class JobController(Controller):
             self.client.take(len(extra))
             self._delete(job, extra)
             names = {p["metadata"]["name"] for p in extra}
-            left = len(active) - want - len(extra)
+            rest = len(active) - want - len(extra)
             return [p for p in active if p["metadata"]["name"] not in names], (
-                SYNC_JOB_BATCH_PERIOD if left else None
+                SYNC_JOB_BATCH_PERIOD if rest else None
             )
         if len(active) == want:
             self.next_batch.pop(job["metadata"]["uid"], None)
