@@ -352,26 +352,36 @@ def _check_decoded(data: Any, limit: int, max_depth: int) -> int:
     memo: dict[int, tuple[int, int]] = {}  # id of a container -> (its size, its depth)
     on_path: set[int] = set()
     stack: list[tuple[Any, bool]] = [(data, False)]
+    # a plain str (the most common value by far) is sized here rather than by a call to _scalar_size, as it would
+    # be: 25,000 owner references are 100,000 strings (issue 49: the patched object is sized on the write path)
     while stack:
         value, done = stack.pop()
         key = id(value)
-        children = value.values() if isinstance(value, dict) else value
+        is_map = isinstance(value, dict)
+        children = value.values() if is_map else value
         if done:
             on_path.discard(key)
             size, depth = 2 + len(value), 1
-            if isinstance(value, dict):
+            if is_map:
                 for k in value:
                     if not isinstance(k, str):  # JSON has string keys only (a YAML key is converted)
                         raise BadRequest(
                             f"json: unsupported map key of type {type(k).__name__}: {str(k)[:100]}"
                         )
-                    _check_text(k)
+                    if not k.isascii():
+                        _check_text(k)
                     size += len(k) + 3
             for child in children:
-                if isinstance(child, (dict, list)):
+                kind = type(child)
+                if kind is str:
+                    if not child.isascii():
+                        _check_text(child)
+                    size += len(child) + 2
+                elif kind is dict or kind is list or isinstance(child, (dict, list)):
                     csize, cdepth = memo[id(child)]
                     size += csize
-                    depth = max(depth, cdepth + 1)
+                    if cdepth >= depth:
+                        depth = cdepth + 1
                 else:
                     size += _scalar_size(child)
                 if size > limit:
@@ -390,5 +400,7 @@ def _check_decoded(data: Any, limit: int, max_depth: int) -> int:
             raise BadRequest(f"the object is nested too deeply: more than {max_depth} levels")
         on_path.add(key)
         stack.append((value, True))
-        stack.extend((c, False) for c in children if isinstance(c, (dict, list)) and id(c) not in memo)
+        for c in children:
+            if isinstance(c, (dict, list)) and id(c) not in memo:
+                stack.append((c, False))
     return memo[id(data)][0]

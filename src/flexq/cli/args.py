@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import argparse
 
-from flexq.api.capacity_profile import parse_duration
-from flexq.api.kueue_versions import resolve
-from flexq.errors import Invalid
-
 __all__ = ["duration", "kueue_release", "examples", "kube_flags", "home_flag"]
 
 
 def duration(text: str) -> float:
     """An option's time: seconds (``15``, ``2.5``) or a duration (``90s``, ``30m``, ``2h``, ``1h30m``)."""
+    # the capacity profile's duration rule, loaded when an option is read: its module is the profile's pydantic
+    # schema, which a command that parses no duration (flexq status) need not load
+    from flexq.api.capacity_profile import parse_duration
+
     if text.strip().startswith("-"):
         raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
     try:
@@ -25,6 +25,9 @@ def duration(text: str) -> float:
 
 def kueue_release(text: str) -> str:
     """``--kueue``: a Kueue release the twin models ("0.19.2", "v0.20.7"), as its plain version."""
+    from flexq.api.kueue_versions import resolve
+    from flexq.errors import Invalid
+
     try:
         return resolve(text).version
     except Invalid as exc:

@@ -21,15 +21,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.live import Live
 from rich.panel import Panel
 from rich.text import Text
 
-from flexq import Twin
-from flexq.api.scheme import ADMIT
 from flexq.cli import tutorial
 from flexq.cli.args import duration, examples
 from flexq.cli.ray_output import training_lines
@@ -38,7 +36,9 @@ from flexq.cli.views import STATE_STYLE, status_table
 from flexq.cli.views import FitTable as Table
 from flexq.clock import format_duration
 from flexq.errors import CloudError
-from flexq.loop import RealtimeLoop
+
+if TYPE_CHECKING:
+    from flexq.twin import Twin
 
 __all__ = [
     "DemoOptions",
@@ -484,6 +484,12 @@ def run_demo(
     opts: DemoOptions, console: Console | None = None, make_twin: Callable[..., Twin] | None = None
 ) -> DemoResult:
     """Run the whole demo; never raises for a failed run (the result says what went wrong)."""
+    # the twin is loaded here, when the demo runs: `flexq status` and every other command build the parser that
+    # holds the demo's, and must not pay for every controller (a second of import)
+    from flexq import Twin
+    from flexq.api.scheme import ADMIT
+    from flexq.loop import RealtimeLoop
+
     console = console or Console()
     make = make_twin or Twin
     profile = capacity_profile(opts)  # refuse bad options before anything starts

@@ -3,7 +3,8 @@ with the reasoning), ``flexq eta manifests`` (the read-only ClusterRole it needs
 ETA column of ``flexq status``.
 
 Owns: the arguments, reading the cluster through the kubeconfig (``kubeclient.fetch_cluster_state``: lists
-only), the rendering, ``CLUSTER_RULES`` (exactly what that reading lists: ``flexq.forecast.state.KINDS``, plus a
+only), the rendering, ``EtaColumn`` (``flexq status``'s ETA column: a served twin's own forecast, read through
+``GET /flexq/eta``, else one computed here) and ``WAITING_STATES`` (the rows that have an ETA), ``CLUSTER_RULES`` (exactly what that reading lists: ``flexq.forecast.state.KINDS``, plus a
 ``get`` of Kueue's configuration ConfigMap) and ``forecast_for`` (what ``flexq status`` asks). The ETA itself is
 ``flexq.eta``. Must not import flexq.assembly, flexq.twin or flexq.http.
 """
@@ -11,6 +12,7 @@ only), the rendering, ``CLUSTER_RULES`` (exactly what that reading lists: ``flex
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -19,13 +21,28 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
+from flexq.cli.status import WorkloadRow
 from flexq.cli.views import FitTable as Table
 from flexq.clock import format_duration, format_time
 from flexq.forecast.state import KINDS, KUEUE_CONFIG
 
-__all__ = ["add_parser", "run", "CLUSTER_RULES", "ROLE_NAME", "manifests_yaml", "forecast_for", "eta_cells"]
+__all__ = [
+    "add_parser",
+    "run",
+    "CLUSTER_RULES",
+    "ROLE_NAME",
+    "manifests_yaml",
+    "forecast_for",
+    "eta_cells",
+    "EtaColumn",
+    "ServedForecast",
+    "WAITING_STATES",
+]
 
 ROLE_NAME = "flexq-eta-reader"
+WAITING_STATES = frozenset(
+    {"Pending", "QuotaReserved", "Evicted", "Deactivated"}
+)  # the rows that have an ETA
 
 
 def _rules() -> list[dict[str, Any]]:
@@ -217,14 +234,17 @@ def forecast_for(api: Any, cfg: Any, node_pools: list[dict] | None = None, calib
 
 
 def eta_cells(j: Any, horizon: float) -> tuple[str, str]:
-    """(ETA, 80 % interval) for a table."""
-    from flexq.eta import fmt_eta
-
+    """(ETA, 80 % interval) for a table. ``j``: a ``JobEta``, or a job of a twin's served forecast (its ``text``
+    is ``fmt_eta``'s, made by the twin: the ETA package is then not loaded)."""
     if j.cannot:
         return ("never" if not j.cannot.startswith("deactivated") else "deactivated"), "-"
     if j.median is None:
         return f"not within {format_duration(horizon)}", "-"
-    text = fmt_eta(j, horizon)
+    text = getattr(j, "text", None)
+    if text is None:
+        from flexq.eta import fmt_eta
+
+        text = fmt_eta(j, horizon)
     return text.split(" (")[0], text.partition(" (")[2].rstrip(")")
 
 
@@ -362,3 +382,178 @@ def explain(j: Any, fc: Any, console: Console) -> None:
     console.print("the model it comes from:", highlight=False)
     for line in fc.model + [f"note: {n}" for n in fc.notes]:
         console.print(f"  - {escape(line)}", highlight=False)
+
+
+class EtaColumn:
+    """``flexq status``'s ETA column: a served twin's own forecast (its ETA service's, ``GET /flexq/eta``: read,
+    not computed, so 5,000 waiting jobs cost a read), else ``flexq eta``'s forecast computed here from the same
+    reads (a real cluster, a twin without an ETA service, or ``--eta-replicas``/``--eta-horizon`` given). Before
+    a served twin's first forecast the column is left out, with a note. With ``-w`` the served forecast is read
+    again at each poll; a computed one is computed again in a thread of its own — when the waiting jobs change,
+    and at least every ``--eta-interval`` — so the watch never waits for it; rows show the latest forecast."""
+
+    def __init__(self, api: Any, args: argparse.Namespace, err_console: Console) -> None:
+        import threading
+
+        self.api, self.args, self.err = api, args, err_console
+        self.forecast: Any = None
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.waiting: frozenset[tuple[str, str]] = frozenset()
+        self.at = 0.0
+        self.failed = False
+        self.events: list[dict] = []  # every Event of the last ``read``
+        self.source = ""  # "served" (the twin's forecast), "pending" (not made yet) or "" (computed here)
+        self.missing = 0  # waiting rows the served forecast does not cover (newer than it)
+        if args.eta_replicas is None and args.eta_horizon is None:
+            self._read_served()
+
+    def served(self) -> bool:
+        """Whether the column is the twin's own forecast (or waits for its first)."""
+        return bool(self.source)
+
+    def _read_served(self) -> None:
+        from flexq.cli import kubeclient
+
+        try:
+            doc = kubeclient.served_forecast(self.api)
+        except kubeclient.ClientError as exc:
+            if exc.status != 503:
+                raise
+            self.source = "pending"
+            return
+        if doc is None:
+            return
+        self.source = "served"
+        with self.lock:
+            self.forecast = ServedForecast.of(doc)
+
+    def _failed(self, exc: Exception) -> None:
+        if not self.failed:  # the status is shown all the same, without the ETA
+            self.err.print(f"note: no ETA column: {escape(str(exc))}", highlight=False)
+        self.failed = True
+
+    def read(self) -> Any:
+        """The cluster-wide state the forecast is made from (None, said once, when it cannot be read)."""
+        from flexq.cli import kubeclient
+        from flexq.errors import FlexqError
+
+        self.events = []
+        try:
+            return kubeclient.fetch_cluster_state(self.api, all_events=self.events)
+        except (kubeclient.ClientError, FlexqError) as exc:
+            self._failed(exc)
+            return None
+
+    def refresh(self, state: Any = None) -> None:
+        """Make the forecast: from ``state`` when given (already read), else from a read of its own."""
+        from flexq.cli import kubeclient
+        from flexq.errors import FlexqError
+        from flexq.eta import EtaConfig, estimate
+
+        cfg = EtaConfig(
+            replicas=self.args.eta_replicas or LOCAL_REPLICAS, horizon=self.args.eta_horizon or LOCAL_HORIZON
+        )
+        if state is None:
+            state = self.read()
+            if state is None:
+                return
+        try:
+            fc = estimate(state, cfg)
+        except (kubeclient.ClientError, FlexqError) as exc:
+            self._failed(exc)
+            return
+        with self.lock:
+            self.forecast = fc
+
+    def maybe_refresh(self, rows: list[WorkloadRow], now: float) -> None:
+        import threading
+
+        from flexq.cli import kubeclient
+
+        if self.source:  # the twin's: read again (a forecast it has made since, or its first)
+            try:
+                self._read_served()
+            except kubeclient.ClientError as exc:
+                self._failed(exc)
+            return
+        waiting = frozenset((r.namespace, r.workload) for r in rows if r.state in WAITING_STATES)
+        due = waiting != self.waiting or now - self.at >= float(self.args.eta_interval)
+        if not waiting or not due or (self.thread is not None and self.thread.is_alive()):
+            return
+        self.waiting, self.at = waiting, now
+        self.thread = threading.Thread(target=self.refresh, name="flexq-status-eta", daemon=True)
+        self.thread.start()
+
+    def apply(self, rows: list[WorkloadRow]) -> list[WorkloadRow]:
+        import math
+
+        with self.lock:
+            fc = self.forecast
+        self.missing = 0
+        if fc is None:
+            return rows
+        out = []
+        for r in rows:
+            # only a waiting job has an ETA: a forecast made while it waited says nothing once it has started
+            j = fc.jobs.get(f"{r.namespace}/{r.workload}") if r.state in WAITING_STATES else None
+            if j is None:
+                self.missing += r.state in WAITING_STATES
+                out.append(r)
+                continue
+            eta, within = eta_cells(j, fc.horizon)
+            text = f"{eta} ({within})" if within not in ("", "-") else eta
+            bucket = eta if j.median is None or j.cannot else str(round(math.log2(1 + j.median / 60.0)))
+            out.append(dataclasses.replace(r, eta=text, eta_bucket=bucket))
+        return out
+
+    def say_source(self, rows: list[WorkloadRow], now: float) -> None:
+        """A note on stderr when the column is the twin's forecast (its instant, and the waiting jobs newer than
+        it), or when the twin has not made its first yet."""
+        waiting = any(r.state in WAITING_STATES for r in rows)
+        if self.source == "pending" and waiting:
+            self.err.print(
+                "note: no ETA column yet: the twin's ETA service is making its first forecast of this cluster "
+                "(`flexq eta` computes one now)",
+                highlight=False,
+            )
+        elif self.source == "served" and waiting and self.forecast is not None:
+            fc = self.forecast
+            ago = format_duration(max(0.0, now - fc.now))
+            newer = (
+                f"; {self.missing} waiting job(s) came after it: theirs comes with the next"
+                if self.missing
+                else ""
+            )
+            self.err.print(
+                f"note: ETA from the twin's forecast of {format_time(fc.now)} ({ago} ago, {fc.replicas} forward "
+                f"runs), counted from then{newer}",
+                highlight=False,
+            )
+
+
+LOCAL_REPLICAS = 8  # the forward runs of an ETA column computed here (--eta-replicas)
+LOCAL_HORIZON = 7 * 86400.0  # and how far ahead it looks (--eta-horizon)
+
+
+@dataclasses.dataclass(frozen=True)
+class ServedForecast:
+    """A twin's forecast as ``GET /flexq/eta`` sends it (``flexq.eta.service.served_document``): its instant,
+    horizon and replicas, and per waiting Workload (``namespace/name``) its ETA as a record with ``JobEta``'s
+    fields and ``text`` (the words the twin made), counted from ``now``."""
+
+    now: float
+    horizon: float
+    replicas: int
+    jobs: dict[str, Any]
+
+    @classmethod
+    def of(cls, doc: dict[str, Any]) -> ServedForecast:
+        from types import SimpleNamespace
+
+        return cls(
+            now=float(doc.get("now") or 0.0),
+            horizon=float(doc.get("horizon") or LOCAL_HORIZON),
+            replicas=int(doc.get("replicas") or 0),
+            jobs={k: SimpleNamespace(**v) for k, v in doc["jobs"].items() if isinstance(v, dict)},
+        )

@@ -4,11 +4,13 @@ Owns: ``connect(kubeconfig, context)`` (an ``ApiClient``; works against the twin
 real GKE cluster alike, exec plugins such as ``gke-gcloud-auth-plugin`` included; a missing kubeconfig or
 context is said with what to do: ``flexq up``, ``eval "$(flexq env)"``, ``kubectl config use-context
 flexq``), ``ClientError`` and ``api_error`` (a failure said plainly: where, why, what to do), ``list_objects``
-(custom resources as plain dicts, trying the served API versions in order), ``list_core`` (core/v1 lists as
-plain camelCase dicts), ``fetch_snapshot`` (what ``flexq status`` needs), ``fetch_cluster_state`` (what the ETA
-reads, as a ``ClusterState``), ``check_not_placeholder`` (refuses to write to a twin's root API before it has a
-GKE cluster: what is written there is hidden once the first cluster exists) and what a tutorial user meets on
-Kueue 0.20 (``queues_refused_as_v1beta1``). A job's writes and logs are ``flexq.cli.jobclient``'s.
+(custom resources as plain dicts, trying the served API versions in order), ``list_core`` and ``list_core_path``
+(core/v1 lists as plain camelCase dicts), ``get_json`` (a GET as the server's JSON), ``fetch_snapshot`` (what
+``flexq status`` needs), ``fetch_cluster_state`` (what the ETA reads, as a ``ClusterState``), ``served_forecast``
+(a twin's last forecast of its waiting jobs' starts, ``GET /flexq/eta``: what its ETA service keeps, read instead
+of computed), ``check_not_placeholder`` (refuses to write to a twin's root API before it has a GKE cluster: what is
+written there is hidden once the first cluster exists) and what a tutorial user meets on Kueue 0.20
+(``queues_refused_as_v1beta1``). A job's writes and logs are ``flexq.cli.jobclient``'s.
 Imports ``kubernetes`` lazily so the rest of the CLI works without it. Must not import flexq.assembly,
 flexq.twin or flexq.http.
 """
@@ -27,8 +29,11 @@ __all__ = [
     "connect",
     "list_objects",
     "list_core",
+    "list_core_path",
+    "get_json",
     "fetch_snapshot",
     "fetch_cluster_state",
+    "served_forecast",
     "check_not_placeholder",
     "on_placeholder",
     "queues_refused_as_v1beta1",
@@ -144,6 +149,38 @@ def api_error(exc: Exception) -> ClientError:
     return ClientError(f"{status} {msg}", status=status)
 
 
+def get_json(
+    api: Any, path: str, query: list[tuple[str, str]] | None = None, accept: str = "application/json"
+) -> Any:
+    """``GET path`` as the server's JSON, decoded once (orjson): no typed models, and none of the generated API
+    modules loaded (``CoreV1Api``'s alone takes longer to import than 5,000 Workloads take to list). The
+    kubeconfig's credentials as every call's; a refusal is a ClientError with the API's own message."""
+    import orjson
+
+    try:
+        method, url, headers, _body, _post = api.param_serialize(
+            "GET",
+            path,
+            query_params=query or None,
+            header_params={"Accept": accept},
+            auth_settings=["BearerToken"],
+        )
+        resp = api.call_api(method, url, header_params=headers)
+        resp.read()
+    except Exception as exc:  # urllib3 connection errors, an exec plugin that fails
+        raise api_error(exc) from exc
+    if not 200 <= resp.status < 300:  # worded as api_error words the client's ApiException
+        try:
+            message = orjson.loads(resp.data).get("message") or resp.reason
+        except (orjson.JSONDecodeError, AttributeError):
+            message = resp.reason
+        raise ClientError(f"{resp.status} {message}", status=resp.status)
+    try:
+        return orjson.loads(resp.data)
+    except orjson.JSONDecodeError as exc:
+        raise ClientError(f"the server's answer to GET {path} is not JSON: {exc}") from None
+
+
 def list_objects(
     api: Any,
     group_versions: tuple[str, tuple[str, ...]],
@@ -153,24 +190,16 @@ def list_objects(
     missing_ok: bool = True,
 ) -> list[dict]:
     """Items of a custom resource (first served version wins); [] when the kind is not served at all."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
-
     group, versions = group_versions
-    co = client.CustomObjectsApi(api)
     for v in versions:
+        where = f"namespaces/{namespace}/" if namespace else ""
         try:
-            if namespace:
-                out = co.list_namespaced_custom_object(group, v, namespace, plural)
-            else:
-                out = co.list_cluster_custom_object(group, v, plural)
-            return list(out.get("items") or [])
-        except ApiException as exc:
+            out = get_json(api, f"/apis/{group}/{v}/{where}{plural}")
+        except ClientError as exc:
             if exc.status == 404:
                 continue
-            raise api_error(exc) from exc
-        except Exception as exc:  # urllib3 connection errors
-            raise api_error(exc) from exc
+            raise
+        return list(out.get("items") or [])
     if missing_ok:
         return []
     hint = " (is Kueue installed?)" if group == KUEUE[0] else ""
@@ -195,32 +224,89 @@ def list_core(api: Any, method: str, **kwargs: Any) -> list[dict]:
     return list(out.get("items") or [])
 
 
+def list_core_path(api: Any, plural: str, namespace: str | None = None) -> list[dict]:
+    """A core/v1 list (``nodes``, ``events`` ...), cluster-wide or in ``namespace``, as the server's JSON."""
+    where = f"namespaces/{namespace}/" if namespace else ""
+    return list(get_json(api, f"/api/v1/{where}{plural}").get("items") or [])
+
+
 def fetch_snapshot(api: Any, namespace: str | None = None) -> Snapshot:
     """Workloads (in ``namespace`` or all), their ProvisioningRequests, Nodes and ResourceFlavors."""
     workloads = list_objects(api, KUEUE, "workloads", namespace, missing_ok=False)
     prs = list_objects(api, AUTOSCALING, "provisioningrequests", namespace)
     flavors = list_objects(api, KUEUE, "resourceflavors")
     try:
-        nodes = list_core(api, "list_node")
+        nodes = list_core_path(api, "nodes")
     except ClientError:
         nodes = []  # a namespace-scoped user may not list nodes; costs then come from the catalog alone
-    # jobs that carry a note from flexq's fallback (fallback.flexq.dev/moved): shown in the WHY column
+    # jobs that carry a note from flexq's fallback (fallback.flexq.dev/moved): shown in the WHY column; only
+    # their metadata is read (a Table of them with each row's PartialObjectMetadata, as kubectl asks: 5,000
+    # RayJobs' specs are most of a cluster's bytes)
     jobs = [
         {**j, "kind": kind}
         for plural, kind, gv in (("rayjobs", "RayJob", RAY), ("jobs", "Job", BATCH))
-        for j in _list_quietly(api, gv, plural, namespace)
+        for j in _metadata_quietly(api, gv, plural, namespace)
         if FALLBACK_MOVED in ((j.get("metadata") or {}).get("annotations") or {})
     ]
     return Snapshot(workloads=workloads, provisioning_requests=prs, nodes=nodes, flavors=flavors, jobs=jobs)
 
 
-def _list_quietly(
+ETA_PATH = (
+    "/flexq/eta"  # flexq.http.app.ETA_PATH: a served twin's last forecast (the CLI imports no flexq.http)
+)
+
+
+def served_forecast(api: Any) -> dict | None:
+    """The last forecast the cluster keeps of its waiting jobs' starts (a served twin's ETA service, ``GET
+    /flexq/eta``), as JSON; None when it keeps none (a real cluster, a twin without an ETA service, a user who
+    may not read it). A ClientError with status 503 when it keeps one but has not made it yet."""
+    import orjson
+
+    try:
+        method, url, headers, _body, _post = api.param_serialize(
+            "GET", ETA_PATH, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
+        )
+        resp = api.call_api(method, url, header_params=headers)
+        resp.read()
+    except Exception as exc:  # urllib3 connection errors
+        raise api_error(exc) from exc
+    if resp.status == 503:
+        raise ClientError("503 the twin's ETA service has not made its first forecast yet", status=503)
+    if resp.status != 200:  # 404: no ETA service, or not a twin; 401/403: the user may not read it
+        return None
+    try:
+        doc = orjson.loads(resp.data)
+    except orjson.JSONDecodeError:
+        return None  # not a twin's answer
+    return doc if isinstance(doc, dict) and isinstance(doc.get("jobs"), dict) else None
+
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"  # kubectl get's Accept
+
+
+def _metadata_quietly(
     api: Any, gv: tuple[str, tuple[str, ...]], plural: str, namespace: str | None
 ) -> list[dict]:
-    try:
-        return list_objects(api, gv, plural, namespace)
-    except ClientError:  # a user who may not list jobs still gets the table
-        return []
+    """The objects' metadata (``{"metadata": ...}`` each), from a ``Table`` with ``includeObject=Metadata`` (the
+    server's own default for a Table); a server that answers with the list itself is read as a list. [] when the
+    kind is not served or the user may not list it."""
+    group, versions = gv
+    where = f"namespaces/{namespace}/" if namespace else ""
+    for v in versions:
+        try:
+            out = get_json(
+                api, f"/apis/{group}/{v}/{where}{plural}", [("includeObject", "Metadata")], accept=TABLE
+            )
+        except ClientError as exc:
+            if exc.status == 404:
+                continue
+            return []  # a user who may not list jobs still gets the table
+        if out.get("kind") == "Table":
+            return [
+                {"metadata": (r.get("object") or {}).get("metadata") or {}} for r in out.get("rows") or []
+            ]
+        return list(out.get("items") or [])
+    return []
 
 
 PLACEHOLDER = (
@@ -302,8 +388,6 @@ def fetch_cluster_state(
     cluster does not serve reads as empty; a kind the user may not list is refused with the rule it needs.
     ``all_events``: filled with every Event as listed (the state keeps the autoscaler's only), for a caller
     that shows others from the same read (``flexq status``)."""
-    from kubernetes import client
-    from kubernetes.client.rest import ApiException
 
     from flexq.clock import WallClock
     from flexq.forecast.state import (
@@ -319,8 +403,7 @@ def fetch_cluster_state(
     for attr, group, versions, plural in KINDS:
         try:
             if group == "":
-                method = "list_event_for_all_namespaces" if plural == "events" else f"list_{plural[:-1]}"
-                items = list_core(api, method)
+                items = list_core_path(api, plural)
             else:
                 items = list_objects(api, (group, versions), plural)
         except ClientError as exc:
@@ -340,13 +423,10 @@ def fetch_cluster_state(
             items = [{**i, "kind": kind} for i in items]
         setattr(st, attr, items)
     try:
-        cm = client.CoreV1Api(api).read_namespaced_config_map(KUEUE_CONFIG[1], KUEUE_CONFIG[0])
-        st.kueue_config = api.sanitize_for_serialization(cm)
-    except ApiException as exc:
+        st.kueue_config = get_json(api, f"/api/v1/namespaces/{KUEUE_CONFIG[0]}/configmaps/{KUEUE_CONFIG[1]}")
+    except ClientError as exc:
         if exc.status not in (403, 404):
-            raise api_error(exc) from exc
-    except Exception as exc:
-        raise api_error(exc) from exc
+            raise
     # the release: a cluster tells which kueue.x-k8s.io versions it serves, not which Kueue it runs
     served = served_versions(api, KUEUE[0])
     release = from_served(served)

@@ -206,7 +206,36 @@ def _cmd_version(args: argparse.Namespace) -> int:
 
 
 # -- parser -----------------------------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS: dict[str, tuple[str, ...]] = {  # each part of the parser, by the commands it adds
+    "lifecycle": ("up", "down", "env"),
+    "demo": ("demo",),
+    "tutorial": ("tutorial",),
+    "convert": ("convert",),
+    "status": ("status", "dashboard"),
+    "submit": ("submit",),
+    "logs": ("logs",),
+    "fallback": ("fallback",),
+    "eta": ("eta",),
+    "simulate": ("simulate",),
+    "version": ("version",),
+    "completion": ("completion",),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """flexq's parser. With ``command`` (the one ``argv`` names), only that command's part is built in full;
+    every other command is a name without options (what parsing it does not need), so a command loads only its
+    own modules: ``flexq status`` does not load the fallback, the simulator's reports or Kueue's conversion
+    (a quarter of its start-up, issue 49). ``flexq --help``, completion and an unknown command build it all."""
+    whole = command is None or not any(command in names for names in COMMANDS.values())
+
+    def part(name: str) -> bool:
+        if whole or command in COMMANDS[name]:
+            return True
+        for other in COMMANDS[name]:
+            sub.add_parser(other)
+        return False
+
     p = Parser(
         prog="flexq",
         description="A local twin of GKE + Kueue + KubeRay for on-demand-first TPU training with DWS "
@@ -222,58 +251,78 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-V", "--version", action="version", version=f"flexq {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    from flexq.cli import demo, lifecycle, observe, submit
+    if part("lifecycle"):
+        from flexq.cli import lifecycle
 
-    lifecycle.add_parsers(sub)
-    demo.add_parser(sub)
-    from flexq.cli.convert import add_parser as add_convert
-    from flexq.cli.tutorial_files import add_parser as add_tutorial
+        lifecycle.add_parsers(sub)
+    if part("demo"):
+        from flexq.cli import demo
 
-    add_tutorial(sub, examples).set_defaults(func=_cmd_tutorial)
-    add_convert(sub, examples).set_defaults(func=_cmd_convert)
-    observe.add_status_parsers(sub)
-    submit.add_parser(sub)
-    observe.add_logs_parser(sub)
-    from flexq.cli.fallback import add_parser as add_fallback
+        demo.add_parser(sub)
+    if part("tutorial"):
+        from flexq.cli.tutorial_files import add_parser as add_tutorial
 
-    add_fallback(sub, kube_flags, duration, examples).set_defaults(func=_cmd_fallback)
+        add_tutorial(sub, examples).set_defaults(func=_cmd_tutorial)
+    if part("convert"):
+        from flexq.cli.convert import add_parser as add_convert
 
-    from flexq.cli.eta import add_parser as add_eta
+        add_convert(sub, examples).set_defaults(func=_cmd_convert)
+    if part("status"):
+        from flexq.cli import observe
 
-    add_eta(sub, kube_flags, duration, examples).set_defaults(func=_cmd_eta)
+        observe.add_status_parsers(sub)
+    if part("submit"):
+        from flexq.cli import submit
 
-    from flexq.cli.simulate import add_parser as add_simulate
+        submit.add_parser(sub)
+    if part("logs"):
+        from flexq.cli import observe
 
-    sm = add_simulate(sub)
-    sm.description = (
-        "Capacity planning on the virtual clock: a study's manifests, traffic and capacity profile run "
-        "through the twin's own controllers, several variants on the same traffic, each replica a seed; "
-        "then the jobs that never ran, waits, quota usage, evictions, node-hours and cost per variant "
-        "(jobs.csv, JSON, plots), what cost the most, and each change it suggests run on the same seeds "
-        "before it is shown. Mistakes of configuration (a ConfigMap no manifest provides, a ${VAR} left over, "
-        "a queue that does not exist, ...) are refused before anything runs.\n\n"
-        "The study format (simulation.yaml, the trace's columns and units, the generator, the placeholders, "
-        "the sweep file), with a study to copy: docs/simulate.md."
-    )
-    sm.epilog = examples(
-        "flexq simulate examples/tutorial-week --until 12h",
-        "flexq simulate examples/tutorial-week --sweep examples/tutorial-week/sweep.yaml",
-        "flexq simulate examples/kueue-baseline/generator.yaml --scale 0.1",
-        "flexq simulate STUDY --replicas 8 -j 2 --out results",
-        "flexq simulate STUDY --no-plots       # without the plots extra",
-    )
-    sm.set_defaults(func=_cmd_simulate)
+        observe.add_logs_parser(sub)
+    if part("fallback"):
+        from flexq.cli.fallback import add_parser as add_fallback
 
-    vp = sub.add_parser(
-        "version",
-        help="print flexq's version, and the Kueue, Kubernetes and Ray versions it models and runs",
-        description="Print flexq's version (as -V does), then the Kueue releases a twin can run (the default "
-        "first), the Kubernetes version its clusters report, the Ray it trains with, and Python.",
-        epilog=examples("flexq version", "flexq version --short             # as flexq -V"),
-    )
-    vp.add_argument("--short", action="store_true", help="flexq's version only")
-    vp.set_defaults(func=_cmd_version)
+        add_fallback(sub, kube_flags, duration, examples).set_defaults(func=_cmd_fallback)
+    if part("eta"):
+        from flexq.cli.eta import add_parser as add_eta
 
+        add_eta(sub, kube_flags, duration, examples).set_defaults(func=_cmd_eta)
+    if part("simulate"):
+        from flexq.cli.simulate import add_parser as add_simulate
+
+        sm = add_simulate(sub)
+        sm.description = (
+            "Capacity planning on the virtual clock: a study's manifests, traffic and capacity profile run "
+            "through the twin's own controllers, several variants on the same traffic, each replica a seed; "
+            "then the jobs that never ran, waits, quota usage, evictions, node-hours and cost per variant "
+            "(jobs.csv, JSON, plots), what cost the most, and each change it suggests run on the same seeds "
+            "before it is shown. Mistakes of configuration (a ConfigMap no manifest provides, a ${VAR} left "
+            "over, a queue that does not exist, ...) are refused before anything runs.\n\n"
+            "The study format (simulation.yaml, the trace's columns and units, the generator, the placeholders, "
+            "the sweep file), with a study to copy: docs/simulate.md."
+        )
+        sm.epilog = examples(
+            "flexq simulate examples/tutorial-week --until 12h",
+            "flexq simulate examples/tutorial-week --sweep examples/tutorial-week/sweep.yaml",
+            "flexq simulate examples/kueue-baseline/generator.yaml --scale 0.1",
+            "flexq simulate STUDY --replicas 8 -j 2 --out results",
+            "flexq simulate STUDY --no-plots       # without the plots extra",
+        )
+        sm.set_defaults(func=_cmd_simulate)
+
+    if part("version"):
+        vp = sub.add_parser(
+            "version",
+            help="print flexq's version, and the Kueue, Kubernetes and Ray versions it models and runs",
+            description="Print flexq's version (as -V does), then the Kueue releases a twin can run (the "
+            "default first), the Kubernetes version its clusters report, the Ray it trains with, and Python.",
+            epilog=examples("flexq version", "flexq version --short             # as flexq -V"),
+        )
+        vp.add_argument("--short", action="store_true", help="flexq's version only")
+        vp.set_defaults(func=_cmd_version)
+
+    if not part("completion"):
+        return p
     c = sub.add_parser(
         "completion",
         help="print a shell completion script",
@@ -294,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     from flexq.errors import MissingExtra
 
     fit_width()
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(words[0] if words and not words[0].startswith("-") else None).parse_args(argv)
     try:
         return int(args.func(args))
     except MissingExtra as exc:

@@ -31,15 +31,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from flexq.cli.args import duration, examples, home_flag, kube_flags
+from flexq.cli.eta import WAITING_STATES, EtaColumn
 from flexq.cli.status import FALLBACK_MOVED, Snapshot, WorkloadRow, rows_as_dicts, workload_rows
 from flexq.cli.views import console, err_console
 from flexq.clock import WallClock, format_time
 
 __all__ = ["cmd_status", "cmd_logs", "cmd_dashboard", "dashboard_login", "fetch", "row_key", "changed_rows"]
 
-WAITING_STATES = frozenset(
-    {"Pending", "QuotaReserved", "Evicted", "Deactivated"}
-)  # the rows that have an ETA
 SCALE_UP_REASONS = {"FailedScaleUp", "TriggeredScaleUp", "NotTriggerScaleUp", "Preempted"}
 
 
@@ -49,10 +47,7 @@ def fetch(api: Any, namespace: str | None) -> Snapshot:
 
     snap = kubeclient.fetch_snapshot(api, namespace)
     try:
-        if namespace is None:
-            events = kubeclient.list_core(api, "list_event_for_all_namespaces")
-        else:
-            events = kubeclient.list_core(api, "list_namespaced_event", namespace=namespace)
+        events = kubeclient.list_core_path(api, "events", namespace)
     except kubeclient.ClientError:
         events = []  # a user who may not list events still gets Kueue's reasons
     events = [e for e in events if e.get("reason") in SCALE_UP_REASONS]
@@ -140,22 +135,26 @@ def cmd_status(
     sleep = sleep or clock.sleep
     namespace = None if args.all_namespaces else args.namespace
     etas: EtaColumn | None = None
+    state = None
     try:
         api = kubeclient.connect(args.kubeconfig, args.context)
         etas = EtaColumn(api, args, err_console) if getattr(args, "eta", False) else None
-        # with the ETA column, one cluster-wide read serves both the rows and the forecast
-        state = etas.read() if etas is not None else None
+        # the twin's own forecast when it keeps one (read, not computed); else, with the ETA column, one
+        # cluster-wide read serves both the rows and the forecast made here
+        state = etas.read() if etas is not None and not etas.served() else None
         if state is not None and state.workloads:
             snap = snapshot_of(state, namespace, etas.events if etas is not None else [])
-        else:  # no ETA, it could not read, or no Workload at all (fetch says when Kueue is not there)
+        else:  # no ETA, a served one, it could not read, or no Workload (fetch says when Kueue is not there)
             snap = fetch(api, namespace)
         rows = workload_rows(snap, clock.now())
     except kubeclient.ClientError as exc:
         err_console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
-    if etas is not None and any(r.state in WAITING_STATES for r in rows):
+    if etas is not None and not etas.served() and any(r.state in WAITING_STATES for r in rows):
         etas.refresh(state)
     rows = etas.apply(rows) if etas is not None else rows
+    if etas is not None:
+        etas.say_source(rows, clock.now())
     if not rows and kubeclient.on_placeholder(api):
         err_console.print(f"note: {escape(kubeclient.PLACEHOLDER)}", highlight=False)
     elif _queues_missing(rows) and kubeclient.queues_refused_as_v1beta1(api):
@@ -195,93 +194,6 @@ def cmd_status(
     except KeyboardInterrupt:  # Ctrl-C ends a watch: the shell's status for SIGINT, no traceback
         return 130
     return 0
-
-
-class EtaColumn:
-    """``flexq status``'s ETA column (``flexq eta``'s forecast, computed here from the same reads). With ``-w`` it
-    is computed again in a thread of its own — when the waiting jobs change, and at least every
-    ``--eta-interval`` — so the watch never waits for it; rows show the latest forecast."""
-
-    def __init__(self, api: Any, args: argparse.Namespace, err_console: Console) -> None:
-        import threading
-
-        self.api, self.args, self.err = api, args, err_console
-        self.forecast: Any = None
-        self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
-        self.waiting: frozenset[tuple[str, str]] = frozenset()
-        self.at = 0.0
-        self.failed = False
-        self.events: list[dict] = []  # every Event of the last ``read``
-
-    def _failed(self, exc: Exception) -> None:
-        if not self.failed:  # the status is shown all the same, without the ETA
-            self.err.print(f"note: no ETA column: {escape(str(exc))}", highlight=False)
-        self.failed = True
-
-    def read(self) -> Any:
-        """The cluster-wide state the forecast is made from (None, said once, when it cannot be read)."""
-        from flexq.cli import kubeclient
-        from flexq.errors import FlexqError
-
-        self.events = []
-        try:
-            return kubeclient.fetch_cluster_state(self.api, all_events=self.events)
-        except (kubeclient.ClientError, FlexqError) as exc:
-            self._failed(exc)
-            return None
-
-    def refresh(self, state: Any = None) -> None:
-        """Make the forecast: from ``state`` when given (already read), else from a read of its own."""
-        from flexq.cli import kubeclient
-        from flexq.errors import FlexqError
-        from flexq.eta import EtaConfig, estimate
-
-        cfg = EtaConfig(replicas=self.args.eta_replicas, horizon=self.args.eta_horizon)
-        if state is None:
-            state = self.read()
-            if state is None:
-                return
-        try:
-            fc = estimate(state, cfg)
-        except (kubeclient.ClientError, FlexqError) as exc:
-            self._failed(exc)
-            return
-        with self.lock:
-            self.forecast = fc
-
-    def maybe_refresh(self, rows: list[WorkloadRow], now: float) -> None:
-        import threading
-
-        waiting = frozenset(row_key(r) for r in rows if r.state in WAITING_STATES)
-        due = waiting != self.waiting or now - self.at >= float(self.args.eta_interval)
-        if not waiting or not due or (self.thread is not None and self.thread.is_alive()):
-            return
-        self.waiting, self.at = waiting, now
-        self.thread = threading.Thread(target=self.refresh, name="flexq-status-eta", daemon=True)
-        self.thread.start()
-
-    def apply(self, rows: list[WorkloadRow]) -> list[WorkloadRow]:
-        import math
-
-        from flexq.cli.eta import eta_cells
-
-        with self.lock:
-            fc = self.forecast
-        if fc is None:
-            return rows
-        out = []
-        for r in rows:
-            # only a waiting job has an ETA: a forecast made while it waited says nothing once it has started
-            j = fc.jobs.get(f"{r.namespace}/{r.workload}") if r.state in WAITING_STATES else None
-            if j is None:
-                out.append(r)
-                continue
-            eta, within = eta_cells(j, fc.horizon)
-            text = f"{eta} ({within})" if within not in ("", "-") else eta
-            bucket = eta if j.median is None or j.cannot else str(round(math.log2(1 + j.median / 60.0)))
-            out.append(dataclasses.replace(r, eta=text, eta_bucket=bucket))
-        return out
 
 
 def _document(r: WorkloadRow, output: str, console: Console, now: float) -> None:
@@ -465,10 +377,23 @@ def add_status_parsers(sub: Any) -> None:
         "--no-eta",
         dest="eta",
         action="store_false",
-        help="no ETA column (it carries the cluster forward in virtual twins: a second or more)",
+        help="no ETA column (a served twin's own forecast; elsewhere it carries the cluster forward in virtual "
+        "twins: a second or more)",
     )
-    s.add_argument("--eta-replicas", type=int, default=8, help="forward runs behind the ETA column")
-    s.add_argument("--eta-horizon", type=duration, default=7 * 86400.0, help="how far ahead the ETA looks")
+    s.add_argument(
+        "--eta-replicas",
+        type=int,
+        default=None,
+        help="forward runs behind the ETA column, computed here (default: the twin's own forecast when it keeps "
+        "one, else 8)",
+    )
+    s.add_argument(
+        "--eta-horizon",
+        type=duration,
+        default=None,
+        help="how far ahead the ETA looks, computed here (default: the twin's own forecast when it keeps one, "
+        "else 7d)",
+    )
     s.add_argument(
         "--eta-interval", type=duration, default=60.0, help="with -w, recompute the ETA this often"
     )

@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from flexq.cli.simulate_report import duration, summary_tables
 from flexq.cli.views import FitTable as Table
 from flexq.errors import InputError, Livelock
 
@@ -318,6 +317,7 @@ def _from_cluster(args: argparse.Namespace, console: Console, err_console: Conso
 
 
 def run(args: argparse.Namespace, console: Console, err_console: Console) -> int:
+    from flexq.cli.simulate_report import duration, summary_tables
     from flexq.clock import WallClock
     from flexq.simulate import simulate
     from flexq.simulate.study import load_study

@@ -13,7 +13,10 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
+from rich.padding import Padding
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -112,7 +115,8 @@ class FitTable(Table):
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         fitted = self.fitted(console, options.max_width if self.width is None else self.width)
-        yield from Table.__rich_console__(fitted, console, options)
+        plain = _plain_render(fitted, console, options) if console.color_system is None else None
+        yield from plain if plain is not None else Table.__rich_console__(fitted, console, options)
 
     def fitted(self, console: Console, width: int) -> Table:
         """A copy of this table whose columns have widths that fit ``width`` (some dropped if they must be)."""
@@ -167,6 +171,153 @@ class FitTable(Table):
             note = f"left out at {width} columns: {', '.join(dropped)} (a wider terminal, or -o json, shows them)"
             out.caption = f"{self.caption}; {note}" if self.caption else note
         return out
+
+
+# -- the same table without colours, drawn a line at a time ---------------------------------------------------
+# rich lays out every cell through its general machinery (measure, pad, wrap, crop: ~60 us a cell), so 5,000
+# rows take seconds; without colours (a pipe, a file: what scripts and `| less` read) only the text counts, and
+# most cells are one line that fits. ``_plain_render`` draws exactly rich's text for the tables ``FitTable``
+# makes — widths, padding, the header's bottom alignment, the box, title and caption — a fitting one-line cell as
+# a string, any other cell (too long, several lines, markup) by rich itself; it declines (None: rich draws the
+# whole table) for a layout it does not draw. tests/cli/test_plain_table.py holds it to rich's text.
+
+
+def _simple_text(cell: Any) -> str | None:
+    """A cell's text when rich would draw it as that text on one line (no markup, emoji code, control or tab)."""
+    if isinstance(cell, Text):
+        text = cell.plain
+    elif isinstance(cell, str) and not _MARKUP_OR_EMOJI.search(cell):
+        text = cell
+    else:
+        return None
+    return text if text.isprintable() else None
+
+
+def _plain_widths(table: Table, console: Console, max_width: int) -> list[int] | None:
+    """The column widths (with padding) rich's ``_calculate_column_widths`` gives a ``FitTable.fitted`` table
+    (each column its fixed width, else its longest line), or None where rich would collapse or expand."""
+    if table.expand or table.min_width is not None:
+        return None
+    widths = []
+    for c in table.columns:
+        pad = table._get_padding_width(c._index)
+        if c.width is not None:
+            widths.append(c.width + pad)
+            continue
+        if c.min_width is not None or c.max_width is not None:
+            return None
+        longest = 0
+        for cell in [c.header, *c._cells] if table.show_header else c._cells:
+            text = _simple_text(cell)
+            if text is None:
+                if isinstance(cell, str):
+                    text = console.render_str(cell).plain
+                elif isinstance(cell, Text):
+                    text = cell.plain
+                else:
+                    return None
+                lines = text.splitlines()
+                longest = max(longest, *(cell_len(line) for line in lines)) if lines else longest
+            else:
+                longest = max(longest, cell_len(text))
+        widths.append(longest + pad)
+    return widths if sum(widths) <= max_width and all(w > 2 for w in widths) else None
+
+
+def _plain_render(table: Table, console: Console, options: ConsoleOptions) -> list[Segment] | None:
+    """``table`` as rich draws it without colours (see above), or None."""
+    if (
+        table.padding != (0, 1, 0, 1)
+        or table.collapse_padding
+        or not table.pad_edge
+        or not table.show_edge
+        or table.show_footer
+        or table.show_lines
+        or table.leading
+        or table.row_styles
+        or table.box is None
+        or not table.columns
+        or not table.rows
+        or any(r.end_section or r.style for r in table.rows)
+        or any(c.justify not in ("left", "right") or c.vertical != "top" for c in table.columns)
+    ):
+        return None
+    max_width = options.max_width if table.width is None else table.width
+    extra = table._extra_width
+    widths = _plain_widths(table, console, max_width - extra)
+    if widths is None:
+        return None
+    render_options = options.update(width=sum(widths) + extra, highlight=table.highlight, height=None)
+    box = table.box.substitute(
+        render_options, safe=console.safe_box if table.safe_box is None else table.safe_box
+    )
+    if not table.show_header:
+        box = box.get_plain_headed_box()
+    out: list[Segment] = []
+    line = Segment.line()
+
+    def annotation(text: Any, justify: Any) -> None:
+        shown = console.render_str(text, highlight=False) if isinstance(text, str) else text
+        out.extend(console.render(shown, render_options.update(justify=justify)))
+
+    if table.title:
+        annotation(table.title, table.title_justify)
+    out += [Segment(box.get_top(widths)), line]
+    rows: list[tuple[bool, list[Any]]] = [
+        (False, [c._cells[i] for c in table.columns]) for i in range(len(table.rows))
+    ]
+    if table.show_header:
+        rows.insert(0, (True, [c.header for c in table.columns]))
+    last = len(rows) - 1
+    for n, (header, cells) in enumerate(rows):
+        drawn: list[list[str]] = []
+        for width, cell, c in zip(widths, cells, table.columns, strict=True):
+            text, inner = _simple_text(cell), width - 2
+            if (
+                text is not None and cell_len(text) <= inner
+            ):  # one line: rich pads it (right: strips, then pads)
+                if c.justify == "right":
+                    text = text.rstrip()
+                    drawn.append([f" {' ' * (inner - cell_len(text))}{text} "])
+                else:
+                    drawn.append([f" {text}{' ' * (inner - cell_len(text))} "])
+                continue
+            if (
+                text is not None
+                and c.overflow == "fold"
+                and not c.no_wrap
+                and text.isascii()
+                and " " not in text
+            ):
+                # one word too long for its column, folded: rich's chunks of the column's width, each padded
+                chunks = [text[k : k + inner] for k in range(0, len(text), inner)]
+                pad = str.rjust if c.justify == "right" else str.ljust
+                drawn.append([f" {pad(chunk, inner)} " for chunk in chunks])
+                continue
+            cell_options = render_options.update(
+                width=width, justify=c.justify, no_wrap=c.no_wrap, overflow=c.overflow, highlight=c.highlight
+            )
+            lines = console.render_lines(Padding(cell, (0, 1, 0, 1)), cell_options)
+            drawn.append(["".join(seg.text for seg in ln) for ln in lines])
+        height = max(len(d) for d in drawn)
+        for i, d in enumerate(drawn):
+            blank = [" " * widths[i]] * (height - len(d))
+            drawn[i] = blank + d if header else d + blank
+        left, right, divider = (
+            (box.head_left, box.head_right, box.head_vertical)
+            if n == 0
+            else (box.foot_left, box.foot_right, box.foot_vertical)
+            if n == last
+            else (box.mid_left, box.mid_right, box.mid_vertical)
+        )
+        for k in range(height):
+            out += [Segment(left + divider.join(d[k] for d in drawn) + right), line]
+        if header:
+            out += [Segment(box.get_row(widths, "head", edge=True)), line]
+    out += [Segment(box.get_bottom(widths)), line]
+    if table.caption:
+        annotation(table.caption, table.caption_justify)
+    return out
 
 
 def provisioning_short(row: WorkloadRow) -> str:

@@ -12,8 +12,9 @@ to the first GKE cluster once one is created — ``flexq up`` and then ``gcloud 
 the README goes): within ``follow`` seconds of the move it watches that cluster's Workloads, publishes on its
 ``/metrics`` and computes its forecast, without a restart (issue 49).
 
-What it publishes (``latest``, and ``eta_of`` as the dashboard asks through ``flexq.http.seam.Forecasts``) is
-the last ``Forecast``; ``collector`` is its Prometheus face: ``flexq_workload_eta_seconds{namespace,workload,
+What it publishes (``latest``, ``eta_of`` as the dashboard asks through ``flexq.http.seam.Forecasts``, and
+``forecast_json``: the forecast as the served twin's ``GET /flexq/eta`` sends it to ``flexq status``, serialised
+once per refresh, in the service's thread) is the last ``Forecast``; ``collector`` is its Prometheus face: ``flexq_workload_eta_seconds{namespace,workload,
 cluster_queue}`` (the median seconds to start from the forecast's instant; +Inf when not within the horizon or
 never), one series per Workload that waits now — a Workload that started or went has no series, whatever the
 last forecast said — and ``flexq_eta_forecast_timestamp_seconds``.
@@ -33,6 +34,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from flexq.clock import format_duration
 from flexq.eta.calibration import Calibration
 from flexq.eta.estimate import Forecast, estimate, fmt_eta
@@ -42,7 +45,7 @@ from flexq.forecast.state import ClusterState
 from flexq.semantics.workloads import FINISHED_STATES, workload_state
 from flexq.twin import Twin
 
-__all__ = ["EtaService", "compute"]
+__all__ = ["EtaService", "compute", "served_document"]
 
 log = logging.getLogger("flexq.eta")
 
@@ -75,6 +78,7 @@ class EtaService:
         self.in_process = in_process  # compute in this process (tests of a virtual twin)
         self._forecast: Forecast | None = None
         self._forecast_cluster = ""  # the cluster the forecast is of
+        self._served = b""  # the forecast as GET /flexq/eta sends it (made once per refresh)
         self._cluster = ""  # the cluster followed (its Workloads watched, its metrics registry)
         self._rt: Any = None
         self._collector = _Collector(self)
@@ -198,7 +202,8 @@ class EtaService:
                 self.calibration.save(self.calibration_path)
             except OSError as exc:
                 log.warning("ETA calibration not kept: %s", exc)
-        self._forecast, self._forecast_cluster = fc, cluster
+        served = served_document(fc, cluster)
+        self._forecast, self._forecast_cluster, self._served = fc, cluster, served
         self.refreshes += 1
         self.error = ""
         return fc
@@ -207,6 +212,13 @@ class EtaService:
     def latest(self) -> Forecast | None:
         """The last forecast of the cluster followed (None before its first)."""
         return self._forecast if self._forecast_cluster == self._cluster else None
+
+    def forecast_json(self, cluster: str) -> bytes | None:
+        """The last forecast of ``cluster`` as ``GET /flexq/eta`` sends it (``served_document``); None when there
+        is none yet (the service follows another cluster, or has not finished its first forecast)."""
+        if cluster != self._cluster or self.latest() is None:
+            return None
+        return self._served
 
     def eta_of(self, cluster: str, namespace: str, workload: str) -> dict[str, Any] | None:
         """What the dashboard shows of one Workload's ETA (None when there is none)."""
@@ -230,6 +242,28 @@ class EtaService:
             "replicas": fc.replicas,
             "horizon": format_duration(fc.horizon),
         }
+
+
+def served_document(fc: Forecast, cluster: str) -> bytes:
+    """What ``GET /flexq/eta`` sends: the forecast's instant, horizon, replicas and engine, and per waiting
+    Workload its ETA as data (``JobEta`` without the reasoning, which ``flexq eta JOB`` gives) and as the words
+    the dashboard shows (``text``: ``fmt_eta``), all counted from the forecast's instant ``now``."""
+    jobs = {}
+    for key, j in fc.jobs.items():
+        d = j.as_dict()
+        del d["reasoning"]
+        d["text"] = fmt_eta(j, fc.horizon)
+        jobs[key] = d
+    doc = {
+        "cluster": cluster,
+        "now": fc.now,
+        "horizon": fc.horizon,
+        "replicas": fc.replicas,
+        "engine": fc.engine,
+        "seconds": fc.seconds,
+        "jobs": jobs,
+    }
+    return orjson.dumps(doc)
 
 
 class _Collector:

@@ -11,7 +11,9 @@ flight (``flexq.http.inflight``: 429) — then routing by path:
 ``serviceaccounts/<name>/token``), ``/.well-known/openid-configuration`` and ``/openid/v1/jwks`` (the
 ServiceAccount issuer's discovery), ``/clusters/<name>/...`` (the same for a named GKE cluster), ``/v1/...`` and
 friends (the GKE face, which takes only the twin's own token, as GKE takes no Kubernetes ServiceAccount token),
-``/metrics`` (the cluster's Prometheus registry) and ``/dashboard/...`` (the web dashboard: the twin's own
+``/metrics`` (the cluster's Prometheus registry), ``/flexq/eta`` (the cluster's last forecast of when its waiting
+jobs start, when the twin keeps one: ``flexq.http.seam.Forecasts``; 404 when it keeps none, 503 before its first)
+and ``/dashboard/...`` (the web dashboard: the twin's own
 token, from its login cookie) — and turning every failure into a Kubernetes ``Status`` (or a Google error) so
 that the twin keeps serving. Must not import domain packages.
 """
@@ -24,7 +26,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from flexq.errors import ApiError, InternalError, MethodNotAllowed, NotFound, Unauthorized
+from flexq.errors import ApiError, InternalError, MethodNotAllowed, NotFound, ServiceUnavailable, Unauthorized
 from flexq.http import auth, dashboard
 from flexq.http import inflight as inflight_limit
 from flexq.http import metrics as metrics_page
@@ -41,12 +43,13 @@ from flexq.http.gke import face as gke_face
 from flexq.http.kube import discovery, openapi, openapi_proto, protobuf, reviews, tokenrequest
 from flexq.http.kube.rest import KubeFace
 from flexq.http.requestinfo import RequestInfo, request_info
-from flexq.http.seam import ClusterView, TwinServices
+from flexq.http.seam import ClusterView, Forecasts, TwinServices
 from flexq.semantics import satokens
 from flexq.semantics.rbac import UserInfo, privileged
 
 log = logging.getLogger("flexq.http")
 
+ETA_PATH = "/flexq/eta"  # the twin's last forecast of when waiting jobs start (flexq status's ETA column)
 PUBLIC = {"/version", "/version/", "/healthz", "/livez", "/readyz"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 HEALTH_TIMEOUT = 5.0  # /readyz: how long the loop may take to answer
@@ -204,6 +207,8 @@ class TwinApp:
             return await self.health(p[1:], request)
         if p == "/metrics":
             return await metrics_page.scrape(self.core.loop, face.runtime)
+        if p == ETA_PATH:
+            return self.forecast(request, face)
         if p.startswith("/openapi/"):
             return self.openapi(info, face, request.headers.get("accept", ""))
         if p in ("/api", "/apis"):
@@ -228,6 +233,22 @@ class TwinApp:
         if (info.api_group, info.resource, info.subresource) == ("", "serviceaccounts", "token"):
             return await self.token_request(request, info, face)
         return await face.handle(request, info)
+
+    def forecast(self, request: Request, face: KubeFace) -> Response:
+        """``GET /flexq/eta``: the twin's last forecast of the cluster (read on this thread: the service replaces
+        it whole, serialised once per refresh); 404 when the twin keeps no forecast (no ETA service: a client
+        computes its own), 503 when it has not made one of this cluster yet."""
+        if request.method not in ("GET", "HEAD"):
+            raise MethodNotAllowed(
+                f"the server does not allow this method on the requested resource ({ETA_PATH})"
+            )
+        forecasts: Forecasts | None = getattr(self.core, "forecasts", None)
+        if forecasts is None:
+            raise NotFound("the server could not find the requested resource")
+        body = forecasts.forecast_json(face.runtime().name)
+        if body is None:
+            raise ServiceUnavailable("the twin's ETA service has not made a forecast of this cluster yet")
+        return Response(body, media_type="application/json")
 
     def group_discovery(self, request: Request, info: RequestInfo, face: KubeFace) -> Response:
         """``/apis/<group>`` (an ``APIGroup``), ``/api/v1`` and ``/apis/<group>/<version>`` (an

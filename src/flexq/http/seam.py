@@ -73,10 +73,15 @@ class ClusterView(Protocol):
 
 class Forecasts(Protocol):
     """When waiting jobs start (``flexq.eta.service.EtaService``, when one is attached to the twin as
-    ``TwinCore.forecasts``): the dashboard shows it, decides nothing from it."""
+    ``TwinCore.forecasts``): the dashboard and ``GET /flexq/eta`` (``flexq status``'s ETA column) show it, decide
+    nothing from it."""
 
     def eta_of(self, cluster: str, namespace: str, workload: str) -> dict[str, Any] | None:
         """The ETA of one Workload (text, median/low/high seconds, plan, what it waits for, reasoning), or None."""
+        ...
+
+    def forecast_json(self, cluster: str) -> bytes | None:
+        """The last forecast of ``cluster`` as JSON (``GET /flexq/eta``), or None before its first."""
         ...
 
 

@@ -20,9 +20,11 @@ finalizer, the events ``SuccessfulCreate`` / ``FailedCreate`` (a pod the API ser
 4. Otherwise create pods up to ``parallelism`` (never more than the completions still missing), after a
    back-off of 10 s doubling to 6 min following failures, or delete extra ones: at most 500 a sync
    (``MaxPodCreateDeletePerSync``), created in slow-start batches of 1, 2, 4, ... that stop after a batch
-   with a refusal (``slowStartBatch``). A Job that wanted more waits a second (``syncJobBatchPeriod``) for
-   its next 500, however often its own status writes wake it (upstream, the controller's client rate limit
-   spaces them), so a Job of 100,000 pods is built 500 a second while every other object keeps its turn.
+   with a refusal (``slowStartBatch``), and no faster than the controller's client allows
+   (``kube.client_limit``: kube-controller-manager's 20 calls a second, bursts of 30, each pod created or
+   deleted a call), so a Job of 100,000 pods is built 20 pods a second, as upstream, while every other object
+   keeps its turn; a Job that wanted more goes on a second later (``syncJobBatchPeriod``: the next sync takes
+   what the client has refilled meanwhile), however often its own status writes wake it.
 
 Jobs with ``spec.managedBy`` other than ``kubernetes.io/job-controller`` are left alone. Must not import
 other domain packages.
@@ -38,6 +40,7 @@ from flexq.clock import format_time, parse_time
 from flexq.errors import AlreadyExists, Forbidden, Invalid, NotFound
 from flexq.kube import job_rules
 from flexq.kube.cache import ClusterCache, controller_owner, is_terminal
+from flexq.kube.client_limit import ClientRateLimit
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import is_true, set_core_condition
 from flexq.store.store import WatchEvent
@@ -94,6 +97,7 @@ class JobController(Controller):
         self.last_failure: dict[str, float] = {}  # job uid -> when a failure was last counted
         self.refused: dict[str, int] = {}  # job uid -> pod creations refused in a row (the API back-off)
         self.next_batch: dict[str, float] = {}  # job uid -> when a Job that wanted more than a sync may go on
+        self.client = ClientRateLimit()  # kube-controller-manager's client rate limit (QPS 20, burst 30)
 
     def watches(self) -> list[Watch]:
         # pod events sync their job after SyncJobBatchPeriod (enqueueSyncJobBatched), so that a burst of pod
@@ -249,6 +253,11 @@ class JobController(Controller):
                 else (parallelism if not succeeded else 0)
             )
             want = min(parallelism, max(0, remaining))
+        # the client's rate limit: a sync makes the calls it allows now and the Job goes on a sync period later
+        # (upstream the sync waits in the limiter; here the next sync takes what a second has refilled)
+        allowed = self.client.allowance(now)
+        if len(active) != want and allowed == 0:
+            return active, max(SYNC_JOB_BATCH_PERIOD, self.client.next_token())
         if len(active) > want:
             extra = sorted(
                 active,
@@ -257,10 +266,14 @@ class JobController(Controller):
                     bool((p.get("spec") or {}).get("nodeName")),
                     p["metadata"]["name"],
                 ),
-            )[: min(len(active) - want, MAX_POD_CREATE_DELETE_PER_SYNC)]
+            )[: min(len(active) - want, MAX_POD_CREATE_DELETE_PER_SYNC, allowed)]
+            self.client.take(len(extra))
             self._delete(job, extra)
             names = {p["metadata"]["name"] for p in extra}
-            return [p for p in active if p["metadata"]["name"] not in names], None
+            rest = len(active) - want - len(extra)
+            return [p for p in active if p["metadata"]["name"] not in names], (
+                SYNC_JOB_BATCH_PERIOD if rest else None
+            )
         if len(active) == want:
             self.next_batch.pop(job["metadata"]["uid"], None)
             return active, None
@@ -273,8 +286,9 @@ class JobController(Controller):
             if left > 0:
                 return active, left
         created: list[dict] = []
-        diff = min(want - len(active), MAX_POD_CREATE_DELETE_PER_SYNC)
-        if want - len(active) > diff:
+        diff = min(want - len(active), MAX_POD_CREATE_DELETE_PER_SYNC, allowed)
+        self.client.take(diff)  # the calls this sync makes (a refusal ends it sooner, as the ReplicaSet's)
+        if want - len(active) > diff:  # the rest a sync period later
             self.next_batch[uid] = now + SYNC_JOB_BATCH_PERIOD
         else:
             self.next_batch.pop(uid, None)
@@ -295,7 +309,7 @@ class JobController(Controller):
                 self.refused[job["metadata"]["uid"]] = n + 1
                 return active + created, min(MAX_API_BACKOFF, 2.0**n)
         self.refused.pop(job["metadata"]["uid"], None)
-        return active + created, None
+        return active + created, (self.next_batch[uid] - now if uid in self.next_batch else None)
 
     # -- writes -----------------------------------------------------------------------------------------
     def _create(self, job: dict, index: int | None) -> dict | None:

@@ -31,15 +31,12 @@ from collections.abc import Iterable
 from flexq.errors import AlreadyExists, Forbidden, Invalid, NotFound
 from flexq.kube import deployment_rules as rules
 from flexq.kube.cache import ClusterCache, controller_owner, is_terminal
+from flexq.kube.client_limit import ClientRateLimit
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import is_true, set_core_condition
 from flexq.store.store import WatchEvent
 
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"
-# kube-controller-manager's client for each controller: --kube-api-qps 20, --kube-api-burst 30 (client-go's
-# token bucket): a ReplicaSet of two billion replicas, or one flapping between 0 and 300, makes and deletes
-# pods at 20 a second, not as fast as the twin can write (issue 49)
-CLIENT_QPS, CLIENT_BURST = 20.0, 30
 BACKOFF_BASE, BACKOFF_MAX = 0.005, 1000.0  # workqueue.DefaultControllerRateLimiter's per-item back-off
 Key = tuple[str, str]
 KEEP = "\x00keep"  # what ``_manage`` returns when it tried nothing (in back-off): the condition stays
@@ -68,7 +65,9 @@ class ReplicaSetController(Controller):
         # (namespace, name) -> (uid, creations refused in a row, when creating may be tried again); forgotten
         # when the ReplicaSet goes or its count is met, so a ReplicaSet of the same name starts afresh
         self.backoff: dict[Key, tuple[str, int, float]] = {}
-        self.tokens, self.filled_at = float(CLIENT_BURST), float("-inf")  # the client's rate limiter
+        # kube-controller-manager's client rate limit: a ReplicaSet of two billion replicas, or one flapping
+        # between 0 and 300, makes and deletes pods at 20 a second, not as fast as the twin can write (issue 49)
+        self.client = ClientRateLimit()
 
     def watches(self) -> list[Watch]:
         return [Watch("ReplicaSet"), Watch("Pod", _owner_rs)]
@@ -112,12 +111,12 @@ class ReplicaSetController(Controller):
         if held is not None and (held[0] != uid or diff >= 0):
             del self.backoff[key]  # another ReplicaSet of that name, or nothing left to create
             held = None
-        allowed = self._allowance(now)
+        allowed = self.client.allowance(now)
         if diff != 0 and allowed == 0:
-            return KEEP, self._next_token(now)  # the client's rate limit: wait for the next call it allows
+            return KEEP, self.client.next_token()  # the client's rate limit: wait for the next call it allows
         if diff > 0:
             surplus = sorted(pods, key=rules.deletion_order)[: min(diff, rules.MAX_PODS_PER_SYNC, allowed)]
-            self.tokens -= len(surplus)
+            self.client.take(len(surplus))
             gone = {p["metadata"]["name"] for p in surplus}
             for pod in surplus:
                 try:
@@ -128,13 +127,13 @@ class ReplicaSetController(Controller):
                     rs, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}"
                 )
             pods[:] = [p for p in pods if p["metadata"]["name"] not in gone]
-            return None, (self._next_token(now) if len(surplus) < diff else None)
+            return None, (self.client.next_token() if len(surplus) < diff else None)
         if diff == 0:
             return None, None
         if held is not None and held[2] > now:
             return KEEP, held[2] - now
         want, made, batch = min(-diff, rules.MAX_PODS_PER_SYNC, allowed), 0, 1
-        self.tokens -= want
+        self.client.take(want)
         while made < want:  # slowStartBatch
             size = min(batch, want - made)
             refusal = None
@@ -152,20 +151,7 @@ class ReplicaSetController(Controller):
                 self.backoff[key] = (uid, n + 1, now + delay)
                 return refusal, delay
         self.backoff.pop(key, None)
-        return None, (self._next_token(now) if want < -diff else None)
-
-    def _allowance(self, now: float) -> int:
-        """The calls the client's token bucket allows now (refilled at ``CLIENT_QPS``, up to ``CLIENT_BURST``)."""
-        if now > self.filled_at:
-            self.tokens = min(float(CLIENT_BURST), self.tokens + (now - self.filled_at) * CLIENT_QPS)
-            self.filled_at = now
-        return int(self.tokens)
-
-    def _next_token(self, now: float) -> float:
-        """How long until the bucket allows one more call."""
-        # never less than one token's time: a wait of microseconds would round to the same virtual instant (the
-        # clock counts seconds since 1970 in a float) and the controller would wake itself there for ever
-        return max(1.0 / CLIENT_QPS, (1.0 - (self.tokens - int(self.tokens))) / CLIENT_QPS)
+        return None, (self.client.next_token() if want < -diff else None)
 
     def _create(self, rs: dict) -> tuple[dict | None, str | None]:
         base = rs["metadata"]["name"]

@@ -191,7 +191,18 @@ def _key_of(item: Any, key: str | None) -> Any:
     return item[key]
 
 
+def _fresh(patch: dict) -> dict | None:
+    """``_merge_map({}, patch)`` for a patch with no directive, map or list (a new keyed list item, as each of
+    25,000 owner references is): its non-null values, shared (scalars); None for any other patch."""
+    for k, v in patch.items():
+        if type(k) is not str or k[:1] == "$" or isinstance(v, dict | list):
+            return None
+    return {k: v for k, v in patch.items() if v is not None}
+
+
 def _merge_map(original: dict, patch: dict, schema: dict[str, Any]) -> dict | None:
+    if not original and (fresh := _fresh(patch)) is not None:
+        return fresh
     directive = patch.get("$patch")
     if directive == "replace":
         return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
@@ -200,7 +211,7 @@ def _merge_map(original: dict, patch: dict, schema: dict[str, Any]) -> dict | No
     if directive not in (None, "merge"):
         raise BadRequest(f"Unknown patch type: {directive}")
     _check_directives(patch)
-    out = copy.deepcopy(original)
+    out = clone(original)
     if "$retainKeys" in patch:
         keep = set(patch["$retainKeys"] or ())
         out = {k: v for k, v in out.items() if k in keep}
@@ -283,26 +294,28 @@ def _merge_list(original: list, items: list, field: ListField) -> list:
         return _in_order(merged, items, original, None)
     if any(isinstance(i, dict) and i.get("$patch") == "replace" for i in items):
         return [copy.deepcopy(i) for i in items if not (isinstance(i, dict) and i.get("$patch") == "replace")]
-    slots: list[Any] = copy.deepcopy(original)
+    slots: list[Any] = clone(original)
     where: dict[Any, list[int]] = {}  # merge key -> the live slots that hold it, in order
     for n, cur in enumerate(slots):
         if isinstance(cur, dict):
             where.setdefault(_canonical(cur.get(field.key)), []).append(n)
     listed = []
+    schema = field.item or {}
     for item in items:
         kv = _key_of(item, field.key)
-        at = where.get(_canonical(kv))
+        ck = _canonical(kv)
+        at = where.get(ck)
         if item.get("$patch") == "delete":
-            for n in where.pop(_canonical(kv), []):
+            for n in where.pop(ck, []):
                 slots[n] = _GONE
             continue
         listed.append(kv)
         idx = at[0] if at else None
-        new = _merge_map(slots[idx] if idx is not None else {}, item, field.item or {})
+        new = _merge_map(slots[idx] if idx is not None else {}, item, schema)
         if idx is None:
             slots.append(new)
             if new is not None:
-                where.setdefault(_canonical(kv), []).append(len(slots) - 1)
+                where.setdefault(ck, []).append(len(slots) - 1)
         elif new is None:
             slots[idx] = _GONE
             if at:
@@ -317,37 +330,26 @@ def _in_order(merged: list, order: list, server: list, key: str | None) -> list:
     """``normalizeElementOrder``: the items ``order`` names, in that order, merged with the items only the
     server has, which keep their places relative to the items they stood next to on the server."""
 
-    def pos(keys: list) -> dict:
-        out: dict = {}
-        for n, k in enumerate(keys):
-            out.setdefault(_canonical(k), n)
-        return out
+    def pos(keys: list) -> dict:  # each key's first place
+        return {c: n for n, c in reversed(list(enumerate(map(_canonical, keys))))}
 
     at_order, at_server = pos(order), pos(server)
-
-    def at(m: Any) -> Any:
-        return _canonical(_key_or_none(m, key))
-
-    mine = [m for m in merged if at(m) in at_order]
-    mine.sort(key=lambda m: at_order[at(m)])
-    theirs = [m for m in merged if at(m) not in at_order]
-    theirs.sort(key=lambda m: at_server.get(at(m), len(server)))
+    keys = [_canonical(_key_or_none(m, key)) for m in merged]  # each item's key, worked out once
+    mine = sorted((i for i, k in enumerate(keys) if k in at_order), key=lambda i: at_order[keys[i]])
+    last = len(server)
+    theirs = sorted(
+        (i for i, k in enumerate(keys) if k not in at_order), key=lambda i: at_server.get(keys[i], last)
+    )
     out, i, j = [], 0, 0
-    while i < len(theirs) or j < len(mine):
-        if j >= len(mine):
-            out.append(theirs[i])
+    while i < len(theirs) or j < len(mine):  # theirs first where the server had it before the next of mine
+        li = at_server.get(keys[theirs[i]]) if i < len(theirs) else None
+        ri = at_server.get(keys[mine[j]]) if j < len(mine) else None
+        if j >= len(mine) or (li is not None and ri is not None and li < ri):
+            out.append(merged[theirs[i]])
             i += 1
-        elif i >= len(theirs):
-            out.append(mine[j])
-            j += 1
         else:
-            li, ri = at_server.get(at(theirs[i])), at_server.get(at(mine[j]))
-            if li is not None and ri is not None and li < ri:
-                out.append(theirs[i])
-                i += 1
-            else:
-                out.append(mine[j])
-                j += 1
+            out.append(merged[mine[j]])
+            j += 1
     return out
 
 

@@ -1,0 +1,117 @@
+"""Issue 49: ``flexq status``'s ETA column is the twin's own forecast when the twin keeps one (its ETA service, as
+``flexq up`` runs it), read through ``GET /flexq/eta`` over real HTTPS, not computed again by every call (5,000
+waiting jobs: seconds of forward runs per call before). Without an ETA service (a real cluster) the command computes
+its own, as before; before the service's first forecast the column is left out and a note says why; given
+``--eta-replicas`` it computes its own."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from flexq import Twin
+from flexq.cli import tutorial as T
+from flexq.cli.main import main
+from flexq.eta import EtaConfig, fmt_eta
+from flexq.eta.service import EtaService
+from flexq.http.server import Server
+from tests.eta.helpers import SLOW_DWS_PROFILE, TRAIN, rayjob, unrunnable
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Twin, dict]]:
+    home = tmp_path_factory.mktemp("status-eta")
+    twin = Twin(clock="real", home=home, executor="simulated")
+    server = Server(twin.core, home).start()
+    info = server.write_files()
+    try:
+        twin.core.project.create(SLOW_DWS_PROFILE)
+
+        def done() -> bool:
+            return all(o["spec"].get("status") == "DONE" for o in twin.core.project.list("GkeOperation"))
+
+        twin.gke("POST", *T.create_cluster_request("status-eta"))
+        wait_for(done, what="the cluster")
+        for dws in (False, True):
+            twin.gke("POST", *T.create_node_pool_request("status-eta", dws=dws))
+            wait_for(done, what="a node pool")
+        twin.apply(T.queue_yaml(api="v1beta2"))
+        twin.apply(TRAIN)
+        for i in (1, 2, 3):
+            twin.create(rayjob(i, run=3600))
+        twin.create(unrunnable())
+        wait_for(lambda: len(twin.list("Workload", "default")) == 4, what="four workloads")
+        time.sleep(2)
+        yield twin, info
+    finally:
+        server.stop()
+        twin.close()
+
+
+def _status(capsys: pytest.CaptureFixture[str], kc: str, *extra: str) -> tuple[str, str]:
+    assert main(["status", "--kubeconfig", kc, *extra]) == 0
+    out = capsys.readouterr()
+    return out.out, " ".join(out.err.split())
+
+
+def _get(info: dict) -> requests.Response:
+    token = Path(info["token_file"]).read_text().strip()
+    return requests.get(
+        info["url"] + "/flexq/eta",
+        headers={"Authorization": f"Bearer {token}"},
+        verify=info["ca"],
+        timeout=30,
+    )
+
+
+def _line(out: str, job: str) -> str:
+    return next(ln for ln in out.splitlines() if f"{job} " in ln)
+
+
+def test_status_reads_the_twins_forecast_when_it_keeps_one(served, capsys, monkeypatch) -> None:
+    twin, info = served
+    kc = info["kubeconfig"]
+    monkeypatch.setenv("COLUMNS", "250")
+    # no ETA service: nothing served, and the command computes the column itself
+    assert _get(info).status_code == 404
+    out, err = _status(capsys, kc)
+    assert "ETA" in out and " in " in _line(out, "rayjob-tpu-v6e-dws-3"), out
+    assert "never" in _line(out, "too-big") and "twin's forecast" not in err
+    service = EtaService(twin, period=3600, cfg=EtaConfig(replicas=3, workers=1), in_process=True)
+    service.start(background=False)
+    try:
+        # the service is there but has made no forecast yet: 503, and no column (said), nothing computed here
+        assert _get(info).status_code == 503
+        out, err = _status(capsys, kc)
+        assert "ETA" not in out.splitlines()[1] and "making its first forecast" in err, (out, err)
+        fc = service.refresh()
+        doc = _get(info).json()
+        key = next(k for k, j in fc.jobs.items() if j.job == "RayJob/rayjob-tpu-v6e-dws-3")
+        assert doc["replicas"] == 3 and doc["jobs"][key]["text"] == fmt_eta(fc.jobs[key], fc.horizon)
+
+        # the served forecast is read, not computed: the ETA package's estimate is not called
+        def no_estimate(*_a: object, **_k: object) -> None:
+            raise AssertionError("flexq status computed an ETA the twin serves")
+
+        monkeypatch.setattr("flexq.eta.estimate", no_estimate)
+        out, err = _status(capsys, kc)
+        text = fmt_eta(fc.jobs[key], fc.horizon)  # "in 30m49s (9m30s-44m28s)", folded in its column
+        assert (
+            text.split(" (")[0] in _line(out, "rayjob-tpu-v6e-dws-3") and text.split(" (")[1][:-1] in out
+        ), out
+        assert "never" in _line(out, "too-big")
+        assert "ETA from the twin's forecast of" in err and "3 forward runs" in err, err
+        monkeypatch.undo()
+        monkeypatch.setenv("COLUMNS", "250")
+        # asked for its own forward runs, the command computes them
+        out, err = _status(capsys, kc, "--eta-replicas", "1")
+        assert " in " in _line(out, "rayjob-tpu-v6e-dws-3") and "twin's forecast" not in err
+    finally:
+        service.stop()
