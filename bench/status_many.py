@@ -122,7 +122,12 @@ def forecast_served(kubeconfig: str) -> bool:
     """Whether the twin serves its ETA service's forecast yet (``flexq.cli.kubeclient.served_forecast``)."""
     from flexq.cli import kubeclient
 
-    return kubeclient.served_forecast(kubeclient.connect(kubeconfig)) is not None
+    try:
+        return kubeclient.served_forecast(kubeclient.connect(kubeconfig)) is not None
+    except kubeclient.ClientError as exc:
+        if exc.status != 503:  # 503: not made yet
+            raise
+        return False
 
 
 def _child_cpu() -> float:
