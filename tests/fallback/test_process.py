@@ -24,6 +24,7 @@ from flexq import Twin
 from flexq.cli import tutorial as T
 from flexq.fallback.policy import ANN_MOVED, OPT_IN_LABEL
 from flexq.http.server import Server
+from tests.waiting import wait_for
 
 PROJECT = "flexq-twin"
 JOB = "rayjob-tpu-v6e-dws-1"
@@ -44,13 +45,8 @@ STOCKOUT = {
 
 
 def _wait(pred, what: str, seconds: float = 90.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
+    """``tests.waiting.wait_for`` with this module's argument order and its longer default."""
+    return wait_for(pred, seconds, what)
 
 
 @contextlib.contextmanager
