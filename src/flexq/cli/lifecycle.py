@@ -301,19 +301,33 @@ def _stop(pid: int, timeout: float) -> bool:
         if not _alive(pid):
             clean = True
             break
-        clock.sleep(0.2)
+        clock.sleep(0.05)
     if pgid == pid:  # the daemon leads its own session (start_new_session): its group is ours to end
         for sig in ((signal.SIGTERM,) if clean else ()) + (signal.SIGKILL,):
             try:
                 os.killpg(pgid, sig)
             except (ProcessLookupError, PermissionError):
                 break
-            if sig == signal.SIGTERM:
-                clock.sleep(0.5)
+            if sig == signal.SIGTERM:  # up to half a second for the rest to go by themselves
+                end = clock.now() + 0.5
+                while clock.now() < end and _group_alive(pgid):
+                    clock.sleep(0.05)
     elif not clean:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     return clean
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is still there (a zombie child of ours is reaped, not counted)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-pgid, os.WNOHANG)[0] > 0:
+            pass
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def down(home: Home, console: Console, *, timeout: float = 60.0) -> int:

@@ -5,7 +5,15 @@ hops onto the twin's loop for each list: a read, never a write, and each is a co
 most), then computes in a process of its own (``multiprocessing`` ``spawn``: the twin's loop, its HTTP
 threads and Ray's are never forked, and the computation never holds the twin process's interpreter lock) —
 every ``period`` seconds, and ``debounce`` seconds after the queue changes (a Workload created, deleted, or
-changing state). Nothing here writes to the twin; an API write never waits for it.
+changing state). Nothing here writes to the twin; an API write never waits for it. Its cost is bounded:
+
+- a cluster where no job waits (and at most ``IN_THREAD`` Workloads to fit the model on) is forecast in the
+  service's thread: there is nothing to run forward, so an idle twin starts no second interpreter;
+- the forward runs stop at ``budget`` wall seconds (60) once ``MIN_REPLICAS`` are done (a deep queue on a
+  cluster whose history is long and busy makes each run long: the forecast says on how many runs it stands);
+- after a forecast that took ``T`` seconds the next waits at least ``duty × T`` (``duty`` 1.0: the service
+  computes at most half the time, however often the queue changes on a busy twin);
+- ``stop`` ends a forecast in progress (its process is terminated): ``flexq down`` never waits for one.
 
 It follows the twin's current cluster (``Twin.runtime``: the root one, which moves from the twin's placeholder
 to the first GKE cluster once one is created — ``flexq up`` and then ``gcloud container clusters create``, as
@@ -36,7 +44,7 @@ from typing import Any
 
 import orjson
 
-from flexq.clock import format_duration
+from flexq.clock import WallClock, format_duration
 from flexq.eta.calibration import Calibration
 from flexq.eta.estimate import Forecast, estimate, fmt_eta
 from flexq.eta.read import state_from_twin
@@ -49,14 +57,20 @@ __all__ = ["EtaService", "compute", "served_document"]
 
 log = logging.getLogger("flexq.eta")
 
+IN_THREAD = 500  # Workloads (none waiting) up to which the forecast is made in the twin's process
+
 
 def compute(
-    state: dict[str, Any], cfg: EtaConfig, calibration: dict[str, Any] | None = None
+    state: dict[str, Any],
+    cfg: EtaConfig,
+    calibration: dict[str, Any] | None = None,
+    budget: float | None = None,
 ) -> dict[str, Any]:
     """The forecast of a state (in the service's process; plain data in and out), its intervals drawn as the
-    online correction ``calibration`` (``Calibration.to_dict``) says."""
+    online correction ``calibration`` (``Calibration.to_dict``) says; its forward runs within ``budget`` wall
+    seconds (fewer replicas past it, never fewer than ``MIN_REPLICAS``: the forecast says how many)."""
     cal = Calibration.from_dict(calibration) if calibration is not None else None
-    return estimate(ClusterState.from_dict(state), cfg, calibration=cal).as_dict()
+    return estimate(ClusterState.from_dict(state), cfg, calibration=cal, budget=budget).as_dict()
 
 
 class EtaService:
@@ -71,9 +85,13 @@ class EtaService:
         cfg: EtaConfig | None = None,
         in_process: bool = False,
         follow: float = 1.0,
+        duty: float = 1.0,
+        budget: float | None = 60.0,
     ) -> None:
         self.twin = twin
-        self.period, self.debounce, self.follow = period, debounce, follow
+        self.period, self.debounce, self.follow, self.duty = period, debounce, follow, duty
+        self.budget = budget
+        self.last_seconds = 0.0  # the wall time the last refresh took
         self.cfg = cfg or EtaConfig(workers=1)
         self.in_process = in_process  # compute in this process (tests of a virtual twin)
         self._forecast: Forecast | None = None
@@ -137,15 +155,22 @@ class EtaService:
         return self.twin.runtime is not self._rt
 
     def stop(self) -> None:
+        """Stop refreshing; a forecast in progress is abandoned (its process terminated), not waited for."""
         self._stop.set()
         self._wake.set()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            # ``shutdown`` alone would let the worker finish its forecast, and the interpreter's exit would wait
+            # for it (concurrent.futures joins its manager thread): end the worker itself
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                with contextlib.suppress(Exception):
+                    proc.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
         if self._thread is not None:
             self._thread.join(timeout=30)
         if self._sub is not None:
             sub = self._sub
             self.twin.core.loop.post(sub.cancel)
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
         if getattr(self.twin.core, "forecasts", None) is self:
             self.twin.core.forecasts = None
 
@@ -172,29 +197,36 @@ class EtaService:
                 waited += tick
             if self._stop.is_set():
                 return
-            self._stop.wait(self.debounce)  # let a burst of changes settle
+            # let a burst of changes settle; and after a long forecast, as long again (at most half the time)
+            if self._stop.wait(max(self.debounce, self.duty * self.last_seconds)):
+                return
             self._wake.clear()
             try:
                 self.refresh()
             except Exception as exc:  # the twin goes on; the error is kept and logged
+                if self._stop.is_set():
+                    return  # a forecast ended by ``stop``
                 self.error = f"{type(exc).__name__}: {exc}"
                 log.warning("ETA refresh failed: %s", self.error)
 
     def refresh(self) -> Forecast:
         """Read the state and compute its forecast now (the background thread calls this)."""
+        t0 = WallClock().now()
         self._follow()
         cluster = self._cluster
         state = state_from_twin(self.twin)
         self.calibration.observe(state.workloads, state.now)  # the starts since the last forecasts
         cal = self.calibration.to_dict()
-        if self.in_process:
-            data = compute(state.to_dict(), self.cfg, cal)
+        if self.in_process or (len(state.workloads) <= IN_THREAD and not _waiting(state)):
+            data = compute(state.to_dict(), self.cfg, cal, self.budget)
         else:
+            if self._stop.is_set():
+                raise RuntimeError("the ETA service is stopping")
             if self._pool is None:
                 import multiprocessing as mp
 
                 self._pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
-            data = self._pool.submit(compute, state.to_dict(), self.cfg, cal).result()
+            data = self._pool.submit(compute, state.to_dict(), self.cfg, cal, self.budget).result()
         fc = Forecast.from_dict(data)
         self.calibration.record(fc.predictions())
         if self.calibration_path is not None:
@@ -206,6 +238,7 @@ class EtaService:
         self._forecast, self._forecast_cluster, self._served = fc, cluster, served
         self.refreshes += 1
         self.error = ""
+        self.last_seconds = WallClock().now() - t0
         return fc
 
     # -- what it publishes -----------------------------------------------------------------------------------------
@@ -242,6 +275,16 @@ class EtaService:
             "replicas": fc.replicas,
             "horizon": format_duration(fc.horizon),
         }
+
+
+def _waiting(state: ClusterState) -> bool:
+    """Whether a Workload of ``state`` waits (neither finished nor running): only then is there a forward run
+    worth a process of its own."""
+    for wl in state.workloads:
+        phase = workload_state(wl)
+        if phase not in FINISHED_STATES and phase != "Running":
+            return True
+    return False
 
 
 def served_document(fc: Forecast, cluster: str) -> bytes:
