@@ -112,3 +112,58 @@ def test_a_terminal_still_gets_riches_colours() -> None:
     out = io.StringIO()
     Console(file=out, width=40, force_terminal=True, color_system="standard").print(t)
     assert "\x1b[33mPending" in out.getvalue()
+
+
+def _styled_chars(ansi: str) -> list[tuple[str, str]]:
+    """Each character of a terminal's output with the style it is shown in (however rich split its segments)."""
+    text = Text.from_ansi(ansi)
+    styles = [""] * len(text.plain)
+    for span in text.spans:
+        for k in range(span.start, span.end):
+            styles[k] = f"{styles[k]} {span.style}".strip()
+    return list(zip(text.plain, styles, strict=True))
+
+
+def _draw_colour(table: FitTable, width: int) -> str:
+    out = io.StringIO()
+    Console(file=out, width=width, color_system="truecolor", force_terminal=True, legacy_windows=False).print(
+        table
+    )
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("seed", range(6, 10))
+def test_on_a_terminal_the_table_is_riches_text_and_styles(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A terminal (colours) takes the same line-at-a-time path (issue 49: `flexq status -A` in a terminal cost 3x
+    the CPU of a pipe): each character and its style as rich shows them, over the generated family, with styled
+    headers, columns and cells."""
+    rng = random.Random(seed)
+    drawn = 0
+    real = views._plain_render
+    for _ in range(30):
+        table, width = _table(rng), rng.choice([30, 52, 80, 120, 200])
+        for c in table.columns:
+            c.style = rng.choice(["", "", "dim", "green"])
+            c.header_style = rng.choice(["", "italic"])
+        for r in range(len(table.rows)):
+            table.columns[0]._cells[r] = rng.choice(
+                [Text("Pending", style="yellow"), "[bold blue]Running[/]", "plain", Text("x")]
+            )
+        taken: list[bool] = []
+
+        def spy(*a: object, taken: list[bool] = taken, **k: object) -> object:
+            got = real(*a, **k)  # type: ignore[arg-type]
+            taken.append(got is not None)
+            return got
+
+        monkeypatch.setattr(views, "_plain_render", spy)
+        fast = _draw_colour(table, width)
+        monkeypatch.setattr(views, "_plain_render", lambda *a, **k: None)
+        slow = _draw_colour(table, width)
+        assert _styled_chars(fast) == _styled_chars(slow), (
+            f"seed {seed}, width {width}:\n{fast}\n--- rich:\n{slow}"
+        )
+        drawn += any(taken)
+    assert drawn > 10, drawn  # the line-at-a-time path is the one taken

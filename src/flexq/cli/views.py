@@ -115,8 +115,8 @@ class FitTable(Table):
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         fitted = self.fitted(console, options.max_width if self.width is None else self.width)
-        plain = _plain_render(fitted, console, options) if console.color_system is None else None
-        yield from plain if plain is not None else Table.__rich_console__(fitted, console, options)
+        drawn = _plain_render(fitted, console, options)
+        yield from drawn if drawn is not None else Table.__rich_console__(fitted, console, options)
 
     def fitted(self, console: Console, width: int) -> Table:
         """A copy of this table whose columns have widths that fit ``width`` (some dropped if they must be)."""
@@ -173,13 +173,14 @@ class FitTable(Table):
         return out
 
 
-# -- the same table without colours, drawn a line at a time ---------------------------------------------------
+# -- the same table drawn a line at a time -----------------------------------------------------------------------
 # rich lays out every cell through its general machinery (measure, pad, wrap, crop: ~60 us a cell), so 5,000
-# rows take seconds; without colours (a pipe, a file: what scripts and `| less` read) only the text counts, and
-# most cells are one line that fits. ``_plain_render`` draws exactly rich's text for the tables ``FitTable``
-# makes — widths, padding, the header's bottom alignment, the box, title and caption — a fitting one-line cell as
-# a string, any other cell (too long, several lines, markup) by rich itself; it declines (None: rich draws the
-# whole table) for a layout it does not draw. tests/cli/test_plain_table.py holds it to rich's text.
+# rows take seconds; most cells are one line of plain text that fits. ``_plain_render`` draws exactly rich's text
+# for the tables ``FitTable`` makes — widths, padding, the header's bottom alignment, the box, title and caption —
+# a fitting one-line cell as a string (in its column's or the header's style on a terminal), any other cell (too
+# long, several lines, markup, a styled Text) by rich itself, with rich's styles; it declines (None: rich draws
+# the whole table) for a layout it does not draw. tests/cli/test_plain_table.py holds it to rich's text, and on a
+# terminal to rich's text and styles, character for character.
 
 
 def _simple_text(cell: Any) -> str | None:
@@ -240,8 +241,16 @@ def _plain_render(table: Table, console: Console, options: ConsoleOptions) -> li
         or not table.rows
         or any(r.end_section or r.style for r in table.rows)
         or any(c.justify not in ("left", "right") or c.vertical != "top" for c in table.columns)
+        or (
+            console.color_system is not None
+            and bool(console.get_style(table.style or "") + console.get_style(table.border_style or ""))
+        )
     ):
         return None
+    color = console.color_system is not None
+    get_style = console.get_style
+    header_styles = [get_style(table.header_style or "") + get_style(c.header_style) for c in table.columns]
+    cell_styles = [get_style(c.style or "") for c in table.columns]
     max_width = options.max_width if table.width is None else table.width
     extra = table._extra_width
     widths = _plain_widths(table, console, max_width - extra)
@@ -256,12 +265,12 @@ def _plain_render(table: Table, console: Console, options: ConsoleOptions) -> li
     out: list[Segment] = []
     line = Segment.line()
 
-    def annotation(text: Any, justify: Any) -> None:
-        shown = console.render_str(text, highlight=False) if isinstance(text, str) else text
+    def annotation(text: Any, style: Any, justify: Any) -> None:
+        shown = console.render_str(text, style=style, highlight=False) if isinstance(text, str) else text
         out.extend(console.render(shown, render_options.update(justify=justify)))
 
     if table.title:
-        annotation(table.title, table.title_justify)
+        annotation(table.title, table.title_style or "table.title", table.title_justify)
     out += [Segment(box.get_top(widths)), line]
     rows: list[tuple[bool, list[Any]]] = [
         (False, [c._cells[i] for c in table.columns]) for i in range(len(table.rows))
@@ -270,17 +279,41 @@ def _plain_render(table: Table, console: Console, options: ConsoleOptions) -> li
         rows.insert(0, (True, [c.header for c in table.columns]))
     last = len(rows) - 1
     for n, (header, cells) in enumerate(rows):
-        drawn: list[list[str]] = []
-        for width, cell, c in zip(widths, cells, table.columns, strict=True):
+        # each cell's lines: a string (no style) or, on a terminal, the segments of a styled line
+        drawn: list[list[str | list[Segment]]] = []
+        styles = header_styles if header else cell_styles
+        for width, cell, c, style in zip(widths, cells, table.columns, styles, strict=True):
             text, inner = _simple_text(cell), width - 2
+            if color and isinstance(cell, Text) and (cell.style or cell.spans):
+                if (
+                    text is not None
+                    and not cell.spans
+                    and c.justify == "left"
+                    and cell.justify in (None, "default", "left")
+                    and cell_len(text) <= inner
+                ):  # one style over the text and its fill (rich's Text pads in its own style)
+                    own = style + get_style(cell.style)
+                    drawn.append(
+                        [
+                            [
+                                Segment(" ", style),
+                                Segment(text + " " * (inner - cell_len(text)), own),
+                                Segment(" ", style),
+                            ]
+                        ]
+                    )
+                    continue
+                text = None  # spans, or a layout rich must make: rich draws it
+            styled = color and bool(style)
             if (
                 text is not None and cell_len(text) <= inner
             ):  # one line: rich pads it (right: strips, then pads)
                 if c.justify == "right":
                     text = text.rstrip()
-                    drawn.append([f" {' ' * (inner - cell_len(text))}{text} "])
+                    one = f" {' ' * (inner - cell_len(text))}{text} "
                 else:
-                    drawn.append([f" {text}{' ' * (inner - cell_len(text))} "])
+                    one = f" {text}{' ' * (inner - cell_len(text))} "
+                drawn.append([[Segment(one, style)] if styled else one])
                 continue
             if (
                 text is not None
@@ -292,16 +325,26 @@ def _plain_render(table: Table, console: Console, options: ConsoleOptions) -> li
                 # one word too long for its column, folded: rich's chunks of the column's width, each padded
                 chunks = [text[k : k + inner] for k in range(0, len(text), inner)]
                 pad = str.rjust if c.justify == "right" else str.ljust
-                drawn.append([f" {pad(chunk, inner)} " for chunk in chunks])
+                lines_ = [f" {pad(chunk, inner)} " for chunk in chunks]
+                drawn.append([[Segment(x, style)] if styled else x for x in lines_])
                 continue
             cell_options = render_options.update(
                 width=width, justify=c.justify, no_wrap=c.no_wrap, overflow=c.overflow, highlight=c.highlight
             )
-            lines = console.render_lines(Padding(cell, (0, 1, 0, 1)), cell_options)
-            drawn.append(["".join(seg.text for seg in ln) for ln in lines])
+            lines = console.render_lines(
+                Padding(cell, (0, 1, 0, 1)), cell_options, style=style if color else None
+            )
+            if color:
+                drawn.append([list(ln) for ln in lines])
+            else:
+                drawn.append(["".join(seg.text for seg in ln) for ln in lines])
         height = max(len(d) for d in drawn)
         for i, d in enumerate(drawn):
-            blank = [" " * widths[i]] * (height - len(d))
+            blank_text = " " * widths[i]
+            fill: str | list[Segment] = (
+                [Segment(blank_text, styles[i])] if color and styles[i] else blank_text
+            )
+            blank = [fill] * (height - len(d))
             drawn[i] = blank + d if header else d + blank
         left, right, divider = (
             (box.head_left, box.head_right, box.head_vertical)
@@ -311,12 +354,24 @@ def _plain_render(table: Table, console: Console, options: ConsoleOptions) -> li
             else (box.mid_left, box.mid_right, box.mid_vertical)
         )
         for k in range(height):
-            out += [Segment(left + divider.join(d[k] for d in drawn) + right), line]
+            parts = [d[k] for d in drawn]
+            if all(isinstance(p, str) for p in parts):
+                out += [Segment(left + divider.join(parts) + right), line]  # type: ignore[arg-type]
+                continue
+            segs = [Segment(left)]
+            for j, p in enumerate(parts):
+                if j:
+                    segs.append(Segment(divider))
+                if isinstance(p, str):
+                    segs.append(Segment(p))
+                else:
+                    segs.extend(p)
+            out += [*segs, Segment(right), line]
         if header:
             out += [Segment(box.get_row(widths, "head", edge=True)), line]
     out += [Segment(box.get_bottom(widths)), line]
     if table.caption:
-        annotation(table.caption, table.caption_justify)
+        annotation(table.caption, table.caption_style or "table.caption", table.caption_justify)
     return out
 
 
