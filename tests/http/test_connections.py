@@ -85,7 +85,9 @@ def test_two_thousand_idle_connections_lock_no_one_out(server: Server) -> None:
             socks.append(socket.create_connection(_addr(server), timeout=5))
         t0 = time.monotonic()
         r = _get(server, "/api/v1/namespaces")
-        assert r.status_code == 200 and time.monotonic() - t0 < 2, r.text
+        # answered while the 2,000 are held (a lockout waits for them all to time out, one by one or in bulk);
+        # the bound is generous for a loaded machine (3.1 s seen with the suite, two helpers and benches at load 18)
+        assert r.status_code == 200 and time.monotonic() - t0 < 6, r.text
         # no TLS handshake ever started: closed after the header timeout (1 s here, 32 s by default)
         deadline = time.monotonic() + 10
         open_ = list(socks)
