@@ -44,8 +44,9 @@ STOCKOUT = {
 }
 
 
-def _wait(pred, what: str, seconds: float = 90.0):
-    """``tests.waiting.wait_for`` with this module's argument order and its longer default."""
+def _wait(pred, what: str, seconds: float = 180.0):
+    """``tests.waiting.wait_for`` with this module's argument order and its longer default (a loaded machine:
+    the fallback's passes and the twin share two cores with the rest of the suite)."""
     return wait_for(pred, seconds, what)
 
 
