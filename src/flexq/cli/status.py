@@ -62,7 +62,7 @@ class Snapshot:
 
 
 FALLBACK_MOVED = (
-    "fallback.flexq.dev/moved"  # flexq.fallback.policy.ANN_MOVED: what flexq's fallback did, one line
+    "fallback.flexq.dev/moved"  # flexq.fallback.model.ANN_MOVED: what flexq's fallback did, one line
 )
 
 

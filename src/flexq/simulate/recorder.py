@@ -43,7 +43,7 @@ from typing import Any
 
 from flexq.api.quantity import parse_quantity
 from flexq.errors import ApiError
-from flexq.fallback.policy import ANN_MOVE
+from flexq.fallback.model import ANN_MOVE
 from flexq.kueue.workload import set_condition, unset_quota_reservation
 from flexq.semantics.conditions import find_condition, is_true
 from flexq.semantics.resources import pod_requests
