@@ -35,7 +35,6 @@ __all__ = [
     "fallback_note",
     "workload_rows",
     "workload_cost",
-    "workload_state",
     "job_of",
     "provisioning_state",
     "fmt_cost",

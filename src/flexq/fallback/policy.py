@@ -30,7 +30,8 @@ from dataclasses import asdict
 from typing import Any
 
 from flexq.clock import format_duration
-from flexq.fallback.api import ClusterAPI, Conflict, NotFound
+from flexq.errors import Conflict, NotFound
+from flexq.fallback.api import ClusterAPI
 from flexq.fallback.context import PassContext
 from flexq.fallback.costs import CostLedger
 from flexq.fallback.decide import decide

@@ -28,10 +28,7 @@ from flexq.api.kueue_webhooks import validate_concurrent_admission_policy
 from flexq.errors import AlreadyExists, Conflict, NotFound
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.variants import (
-    ALLOWED_FLAVORS_ANNOTATION,
     GATE,
-    PARENT_LABEL,
-    PREEMPTION_GATE,
     PREEMPTION_TIMEOUT,
     REASON_ACTIVATED,
     REASON_CREATED,
@@ -39,7 +36,6 @@ from flexq.kueue.variants import (
     REASON_DELETED,
     REASON_UNGATED,
     cq_flavors,
-    flavor_allowed,
     gate_state,
     generate_variant,
     has_open_gate,
@@ -50,9 +46,7 @@ from flexq.kueue.variants import (
     migration_mode,
     open_gate,
     parent_name,
-    parent_uid,
     variant_flavor,
-    variant_name,
 )
 from flexq.kueue.workload import (
     OBSERVABILITY_GATE,
@@ -72,19 +66,7 @@ from flexq.kueue.workload import (
 from flexq.runtime.controller import Controller, Result, Watch
 from flexq.store import status_copy
 
-__all__ = [
-    "ALLOWED_FLAVORS_ANNOTATION",
-    "GATE",
-    "PARENT_LABEL",
-    "PREEMPTION_GATE",
-    "VariantController",
-    "flavor_allowed",
-    "is_parent",
-    "is_variant",
-    "parent_uid",
-    "variant_flavor",
-    "variant_name",
-]
+__all__ = ["VariantController"]
 
 
 def webhook(cache: KueueCache):

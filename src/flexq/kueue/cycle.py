@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 from flexq.kueue import variants as ca
 from flexq.kueue.flavorassigner import Assignment, AssignmentState, FlavorAssigner, Mode
-from flexq.kueue.matching import label_selector_matches
 from flexq.kueue.preemption import Target, get_targets, make_oracle
 from flexq.kueue.snapshot import ClusterQueueSnapshot, Snapshot
 from flexq.kueue.workload import (
@@ -44,6 +43,7 @@ from flexq.kueue.workload import (
     is_admitted,
     queue_order_timestamp,
 )
+from flexq.semantics.selectors import label_selector_matches
 
 if TYPE_CHECKING:
     from flexq.kueue.config import KueueConfig

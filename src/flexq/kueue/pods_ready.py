@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from random import Random
 
-from flexq.kueue import concurrent_admission as ca
+from flexq.kueue import variants
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.config import KueueConfig
 from flexq.kueue.podset import PODSET_LABEL
@@ -187,7 +187,7 @@ class PodsScheduledTracker(Controller):
         cur = self.store.peek("Workload", name, ns)
         if cur is None or is_true(cur, "Finished") or not is_admitted(cur):
             return None
-        if self.cache.config.gate(ca.GATE) and ca.is_variant(cur):
+        if self.cache.config.gate(variants.GATE) and variants.is_variant(cur):
             return None  # a Variant's pods belong to its Parent's job; the Parent is tracked
         wl = status_copy(cur)
         now = self.ctx.now()

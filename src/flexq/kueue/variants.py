@@ -1,8 +1,8 @@
 """Concurrent Admission's pure rules (KEP-8691, alpha gate ``ConcurrentAdmission``): Parent and Variant names,
 labels and annotations, the predicates the scheduler, queues, cache and Workload controller read, the
 ClusterQueue policy's fields, the preemption gates, and a Variant as ``generateVariant`` makes it
-(``pkg/workload/concurrentadmission`` of Kueue v0.19.2). The controller is ``flexq.kueue.concurrent_admission``,
-which re-exports these names.
+(``pkg/workload/concurrentadmission`` of Kueue v0.19.2). The controller is ``flexq.kueue.concurrent_admission``;
+these names are imported from here.
 
 Pure: a function of its arguments. Must not import store, runtime, loop or the other domains.
 """

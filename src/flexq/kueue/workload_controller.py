@@ -18,7 +18,7 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
-from flexq.kueue import concurrent_admission as ca
+from flexq.kueue import variants
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.pods_ready import admitted_not_ready, requeue_wait
 from flexq.kueue.scheduler import evict
@@ -193,13 +193,13 @@ class WorkloadController(Controller):
     def _label_parent(self, wl: dict) -> bool:
         """ConcurrentAdmission: a workload of a ClusterQueue with a policy that is neither Parent nor Variant
         gets the Parent label (``SetParentVariantLabel``)."""
-        if not self.cache.config.gate(ca.GATE) or ca.is_parent(wl) or ca.is_variant(wl):
+        if not self.cache.config.gate(variants.GATE) or variants.is_parent(wl) or variants.is_variant(wl):
             return False
         if not self.cache.concurrent_admission_enabled(self.cache.queues.cluster_queue_for(wl) or ""):
             return False
         out = dict(wl)
         out["metadata"] = dict(wl["metadata"])
-        out["metadata"]["labels"] = {**(wl["metadata"].get("labels") or {}), ca.PARENT_LABEL: "true"}
+        out["metadata"]["labels"] = {**(wl["metadata"].get("labels") or {}), variants.PARENT_LABEL: "true"}
         self.store.update(out)
         return True
 
@@ -358,7 +358,7 @@ class WorkloadController(Controller):
 
     def _sync_checks(self, wl: dict, cq: dict, now: float) -> bool:
         """``reconcileSyncAdmissionChecks``: add applicable checks as Pending, drop the rest."""
-        if self.cache.config.gate(ca.GATE) and ca.is_parent(wl):
+        if self.cache.config.gate(variants.GATE) and variants.is_parent(wl):
             return False  # Parents have no admission checks: their Variants run them
         spec = cq.get("spec") or {}
         all_flavors = {f["name"] for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []}
@@ -432,7 +432,7 @@ class WorkloadController(Controller):
         """``reconcileCheckBasedEviction``: Rejected → deactivation target; Retry → eviction. An evicted workload is
         skipped, except (from 0.20, kueue#14309) for a Rejected check: a Retry must not evict a workload already
         being evicted, but a rejection is final."""
-        if self.cache.config.gate(ca.GATE) and ca.is_parent(wl):
+        if self.cache.config.gate(variants.GATE) and variants.is_parent(wl):
             return False
         evicted = is_evicted(wl)
         if evicted and not self.cache.profile.rejected_check_deactivates_evicted:
@@ -476,7 +476,7 @@ class WorkloadController(Controller):
     def _pods_ready_timeout(self, wl: dict, now: float) -> Result | None:
         """``reconcileNotReadyTimeout`` (waitForPodsReady; the timer is ``pods_ready.admitted_not_ready``)."""
         cfg = self.cache.config
-        if cfg.gate(ca.GATE) and ca.is_variant(wl):
+        if cfg.gate(variants.GATE) and variants.is_variant(wl):
             return None  # the Parent's PodsReady counts; the controller copies it to the admitted Variant
         if not is_active(wl) or is_evicted(wl):
             return None
