@@ -29,11 +29,7 @@ DEFERRED = {
 
 
 # Modules whose ``__all__`` still re-exports names of another flexq module, and why.
-REEXPORTS = {
-    "flexq/kueue/workload.py": "the condition helpers (``set_condition``, ``find_condition``, ...) under Kueue's "
-    "``pkg/workload`` names, read through it at about 40 import sites in kueue/, simulate/, tests and bench; "
-    "two of them renamed (``semantics.conditions.set_status_condition``): their one door is the next step",
-}
+REEXPORTS: dict[str, str] = {}
 
 
 def _is_flexq(node: ast.AST) -> bool:

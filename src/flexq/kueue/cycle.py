@@ -36,14 +36,14 @@ from flexq.kueue.preemption import Target, get_targets, make_oracle
 from flexq.kueue.snapshot import ClusterQueueSnapshot, Snapshot
 from flexq.kueue.workload import (
     WorkloadInfo,
-    find_condition,
     has_quota_reservation,
     has_rejected_checks,
     has_retry_checks,
     is_admitted,
-    queue_order_timestamp,
 )
+from flexq.semantics.conditions import find_condition
 from flexq.semantics.selectors import label_selector_matches
+from flexq.semantics.workloads import queue_order_timestamp
 
 if TYPE_CHECKING:
     from flexq.kueue.config import KueueConfig

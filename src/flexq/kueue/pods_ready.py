@@ -32,15 +32,9 @@ from flexq.kueue import variants
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.config import KueueConfig
 from flexq.kueue.podset import PODSET_LABEL
-from flexq.kueue.workload import (
-    backoff_seconds,
-    find_condition,
-    is_admitted,
-    is_true,
-    parse_ts,
-    set_condition,
-)
+from flexq.kueue.workload import backoff_seconds, is_admitted, parse_ts
 from flexq.runtime.controller import Controller, Result, Watch
+from flexq.semantics.conditions import find_condition, is_true, set_status_condition
 from flexq.store import status_copy
 
 __all__ = [
@@ -196,7 +190,7 @@ class PodsScheduledTracker(Controller):
             all_in = True
         else:
             all_in = self._all_scheduled(wl)
-        changed = set_condition(
+        changed = set_status_condition(
             wl,
             "PodsScheduled",
             all_in,
@@ -208,11 +202,14 @@ class PodsScheduledTracker(Controller):
             reason = (pr or {}).get("reason")
             if not all_in and reason in (None, WAIT_FOR_START, "PodsReady"):
                 changed = (
-                    set_condition(wl, "PodsReady", False, WAIT_FOR_SCHEDULING, MSG_UNSCHEDULED, now)
+                    set_status_condition(wl, "PodsReady", False, WAIT_FOR_SCHEDULING, MSG_UNSCHEDULED, now)
                     or changed
                 )
             elif all_in and reason == WAIT_FOR_SCHEDULING:
-                changed = set_condition(wl, "PodsReady", False, WAIT_FOR_START, MSG_NOT_READY, now) or changed
+                changed = (
+                    set_status_condition(wl, "PodsReady", False, WAIT_FOR_START, MSG_NOT_READY, now)
+                    or changed
+                )
         if changed:
             self.store.update_status(wl)
         return None

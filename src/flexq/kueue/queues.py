@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
 
-from flexq.kueue.workload import WorkloadInfo, find_condition, parse_ts
+from flexq.kueue.workload import WorkloadInfo, parse_ts
+from flexq.semantics.conditions import find_condition
 from flexq.semantics.selectors import label_selector_matches
 
 __all__ = ["PendingQueue", "QueueManager", "backoff_expired"]

@@ -12,13 +12,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
-from flexq.kueue.workload import (
-    has_quota_reservation,
-    is_active,
-    is_finished,
-    is_true,
-    ts,
-)
+from flexq.kueue.workload import has_quota_reservation, is_active, is_finished, ts
+from flexq.semantics.conditions import is_true
 
 GATE = "ConcurrentAdmission"
 PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"

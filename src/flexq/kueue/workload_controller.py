@@ -25,16 +25,12 @@ from flexq.kueue.scheduler import evict
 from flexq.kueue.workload import (
     OBSERVABILITY_GATE,
     admission_checks_for,
-    find_condition,
     has_quota_reservation,
     has_retry_checks,
     is_active,
     is_admitted,
     is_evicted,
-    is_true,
     parse_ts,
-    remove_condition,
-    set_condition,
     sync_admitted_condition,
     ts,
     unadmitted_reason,
@@ -42,6 +38,7 @@ from flexq.kueue.workload import (
 )
 from flexq.runtime import predicates
 from flexq.runtime.controller import Controller, Result, Watch
+from flexq.semantics.conditions import find_condition, is_true, remove_status_condition, set_status_condition
 from flexq.store import status_copy
 
 __all__ = ["WorkloadController", "checks_message"]
@@ -172,7 +169,7 @@ class WorkloadController(Controller):
         if left > 0:
             return Result(requeue_after=left)
         if not is_true(wl, "DeactivationTarget"):
-            set_condition(
+            set_status_condition(
                 wl,
                 "DeactivationTarget",
                 True,
@@ -284,11 +281,13 @@ class WorkloadController(Controller):
             if rq is not None and rq.get("status") == "False":
                 restarted = self._queue_restarted(wl, rq.get("reason", ""))
                 if restarted:
-                    set_condition(wl, "Requeued", True, restarted[0], restarted[1], now)
+                    set_status_condition(wl, "Requeued", True, restarted[0], restarted[1], now)
                     self.store.update_status(wl)
                     return True, None
                 if self._reactivated(rq.get("reason", "")):
-                    set_condition(wl, "Requeued", True, "Reactivated", "The workload was reactivated", now)
+                    set_status_condition(
+                        wl, "Requeued", True, "Reactivated", "The workload was reactivated", now
+                    )
                     self.store.update_status(wl)
                     return True, None
                 if rq.get("reason") in ("PodsReadyTimeout", "AdmissionCheck"):
@@ -304,7 +303,7 @@ class WorkloadController(Controller):
                 cause, msg = dt.get("reason", ""), f"{msg} due to {dt.get('message', '')}"
 
             def prep(obj: dict) -> None:
-                remove_condition(obj, "DeactivationTarget")
+                remove_status_condition(obj, "DeactivationTarget")
                 (obj.get("status") or {}).pop("requeueState", None)
 
             evict(
@@ -354,7 +353,9 @@ class WorkloadController(Controller):
         rs = (wl.get("status") or {}).get("requeueState")
         if rs:
             rs.pop("requeueAt", None)
-        set_condition(wl, "Requeued", True, "BackoffFinished", "The workload backoff was finished", now)
+        set_status_condition(
+            wl, "Requeued", True, "BackoffFinished", "The workload backoff was finished", now
+        )
 
     def _sync_checks(self, wl: dict, cq: dict, now: float) -> bool:
         """``reconcileSyncAdmissionChecks``: add applicable checks as Pending, drop the rest."""
@@ -393,7 +394,7 @@ class WorkloadController(Controller):
             # Inadmissible (a deactivated workload's conditions are the eviction's)
             if blocker is not None and (obs or blocker[0] != "Deactivated"):
                 reason = unadmitted_reason(blocker[0], "Inadmissible", obs)
-                changed = set_condition(wl, "QuotaReserved", False, reason, blocker[1], now)
+                changed = set_status_condition(wl, "QuotaReserved", False, reason, blocker[1], now)
         if sync_admitted_condition(wl, now, obs):
             changed = True
         if not changed:
@@ -487,7 +488,7 @@ class WorkloadController(Controller):
             return Result(requeue_after=left)
         count = int(((wl.get("status") or {}).get("requeueState") or {}).get("count") or 0)
         if cfg.backoff_limit_count is not None and count + 1 > cfg.backoff_limit_count:
-            set_condition(
+            set_status_condition(
                 wl,
                 "DeactivationTarget",
                 True,
