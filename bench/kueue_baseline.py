@@ -21,7 +21,8 @@ import os
 import time
 from collections import defaultdict
 
-from flexq.kueue.workload import find_condition, unset_quota_reservation
+from flexq.kueue.workload import unset_quota_reservation
+from flexq.semantics.conditions import find_condition
 from flexq.testing.minimal_kueue import MinimalKueue
 
 CLASSES = [  # name, count per CQ, interval s, runtime s, priority, cpu

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from flexq.kueue.workload import find_condition
+from flexq.semantics.conditions import find_condition
 from flexq.testing.minimal_kueue import MinimalKueue
 
 ISSUE = (

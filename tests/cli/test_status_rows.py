@@ -371,7 +371,7 @@ def test_rows_sorted_by_creation_and_rendered() -> None:
 
 def test_the_fallbacks_note_leads_the_why_column() -> None:
     """A job flexq's fallback moved says so, in one line, in WHY (and in the JSON rows), ahead of Kueue's words."""
-    from flexq.fallback.policy import ANN_MOVED
+    from flexq.fallback.model import ANN_MOVED
 
     assert st.FALLBACK_MOVED == ANN_MOVED
     note = "on-demand stocked out (ZONE_RESOURCE_POOL_EXHAUSTED) for 5m12s → moved to dws"

@@ -80,7 +80,7 @@ def test_the_state_survives_a_round_trip_to_disk(tmp_path) -> None:
 
 def test_the_scheduling_cycle_is_measured_from_bursts_of_admissions() -> None:
     from flexq.clock import format_time
-    from flexq.forecast.model import _cycle_seconds
+    from flexq.forecast.fit import _cycle_seconds
     from flexq.forecast.state import ClusterState
 
     def wl(i: int, at: float, cq: str = "cq") -> dict:

@@ -15,7 +15,7 @@ from flexq import Twin
 from flexq.api.capacity_profile import tutorial_profile
 from flexq.clock import format_time
 from flexq.eta import state_from_twin
-from flexq.forecast.model import fit
+from flexq.forecast.fit import fit
 from tests.eta.helpers import rayjob, tutorial_cluster
 
 H = 3600.0

@@ -9,7 +9,7 @@ import pytest
 from flexq import Twin
 from flexq.cli import tutorial as T
 from flexq.clock import format_time
-from flexq.fallback.policy import OPT_IN_LABEL
+from flexq.fallback.model import OPT_IN_LABEL
 
 PROJECT = "demo-project"
 H = 3600.0

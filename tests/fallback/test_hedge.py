@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from flexq.fallback.policy import ANN_KEPT, ANN_MOVE, ANN_MOVED, ANN_QUOTA, SCALE_DOWN_DISABLED
+from flexq.fallback.model import ANN_KEPT, ANN_MOVE, ANN_MOVED, ANN_QUOTA, SCALE_DOWN_DISABLED
 from tests.fallback.conftest import stockout_profile, submit
 from tests.fallback.test_scenarios import _controller, _events, _flavor, _workload
 

@@ -31,7 +31,7 @@ from flexq import Twin
 from flexq.cli import tutorial as T
 from flexq.cli.fallback_manifests import CLUSTER_RULES, FORECAST_CLUSTER_RULES, SA_NAME, manifests_yaml
 from flexq.clock import format_time
-from flexq.fallback.policy import ANN_MOVED, OPT_IN_LABEL
+from flexq.fallback.model import ANN_MOVED, OPT_IN_LABEL
 from flexq.http.server import Server
 from tests.fallback.test_process import PROJECT, STOCKOUT
 

@@ -4,8 +4,7 @@ affect, Kueue's admission order in ``semantics``, and a cohort's quota in the vi
 
 from __future__ import annotations
 
-from flexq.fallback.model import FallbackConfig
-from flexq.fallback.policy import ANN_MOVED
+from flexq.fallback.model import ANN_MOVED, FallbackConfig
 from flexq.fallback.view import ClusterView
 from flexq.semantics.workloads import admission_order
 from flexq.testing.fallback_family import PRIORITY_CLASSES

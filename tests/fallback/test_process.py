@@ -22,7 +22,7 @@ import pytest
 
 from flexq import Twin
 from flexq.cli import tutorial as T
-from flexq.fallback.policy import ANN_MOVED, OPT_IN_LABEL
+from flexq.fallback.model import ANN_MOVED, OPT_IN_LABEL
 from flexq.http.server import Server
 from tests.waiting import wait_for
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flexq.fallback.policy import ANN_MOVE
+from flexq.fallback.model import ANN_MOVE
 from tests.fallback.conftest import build, submit
 
 STEP = 120.0

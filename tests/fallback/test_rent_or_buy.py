@@ -88,7 +88,8 @@ def test_never_to_a_full_flavor_and_rescued_when_the_pool_has_room(make_twin, ku
 def test_expected_wait_counts_the_requests_still_waiting() -> None:
     """The Kaplan-Meier median of finished and still-running waits: requests all sitting in a long queue are not
     read as a short queue because none has finished yet (the bias of a median over finished waits only)."""
-    from flexq.fallback.waits import expected_wait, km_median
+    from flexq.fallback.waits import expected_wait
+    from flexq.stats import km_median
 
     assert km_median([60, 120, 180], []) == 120
     assert km_median([60], [3600, 3600, 3600]) is None  # most still waiting: the median lies beyond an hour

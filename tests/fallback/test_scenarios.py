@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flexq.fallback.policy import ANN_MOVE, ANN_MOVED
+from flexq.fallback.model import ANN_MOVE, ANN_MOVED
 from tests.fallback.conftest import H, stockout_profile, submit
 
 

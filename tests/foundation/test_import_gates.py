@@ -1,9 +1,12 @@
-"""Imports say what a module leans on: at its top, and only public names.
+"""Imports say what a module leans on: at its top, only public names, and each name from its one door.
 
 An import inside a function hides an arrow from the reader (and, when it dodges a circle, the circle itself: issue
 52's ``whatif`` -> ``sweep`` -> ``whatif``); a private name imported from another module is a helper that two
 rooms share without saying so. Both are refused in ``src/``, with a short allow-list of deferred imports, each
-with its reason (lint-imports sees function-level imports too, so the layers still hold for them)."""
+with its reason (lint-imports sees function-level imports too, so the layers still hold for them). A module's
+``__all__`` lists what it defines, not what it imports from another flexq module (a re-export is a second door
+to one name, read as a copy: issue 52's ``fallback/policy`` re-listing ``fallback/model``); a package's
+``__init__`` is its front door and may."""
 
 from __future__ import annotations
 
@@ -23,6 +26,10 @@ DEFERRED = {
     "loads rich and the views only (checked below); `build_parser` still loads most of them through the "
     "sub-commands' parsers",
 }
+
+
+# Modules whose ``__all__`` still re-exports names of another flexq module, and why.
+REEXPORTS: dict[str, str] = {}
 
 
 def _is_flexq(node: ast.AST) -> bool:
@@ -57,6 +64,19 @@ def private_imports(path: Path) -> list[str]:
     return found
 
 
+def reexports(path: Path) -> list[str]:
+    """``path: name`` for every name ``path``'s ``__all__`` lists that it imports from another flexq module."""
+    tree = ast.parse(path.read_text(), str(path))
+    listed: list[str] = []
+    imported: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            listed = [e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)]
+        elif isinstance(node, ast.ImportFrom) and _is_flexq(node):
+            imported |= {a.asname or a.name for a in node.names}
+    return [f"{path}: {name}" for name in listed if name in imported]
+
+
 def _deferred_ok(path: Path) -> bool:
     rel = path.relative_to(SRC).as_posix()
     return any(rel == key or (key.endswith("/") and rel.startswith(key)) for key in DEFERRED)
@@ -80,6 +100,21 @@ def test_no_private_name_crosses_modules() -> None:
     assert offenders == [], "make the shared helper public (or move it where both read it):\n" + "\n".join(
         offenders
     )
+
+
+def test_every_name_has_one_door() -> None:
+    offenders = [
+        hit
+        for path in sorted((SRC / "flexq").rglob("*.py"))
+        if path.name != "__init__.py" and path.relative_to(SRC).as_posix() not in REEXPORTS
+        for hit in reexports(path)
+    ]
+    assert offenders == [], (
+        "import the name from the module that defines it, and drop it from this __all__:\n"
+        + "\n".join(offenders)
+    )
+    for key in REEXPORTS:  # the allow-list stays true
+        assert reexports(SRC / key), f"{key}: re-exports nothing any more; drop it from REEXPORTS"
 
 
 def test_every_deferral_names_a_file_that_defers() -> None:
@@ -115,3 +150,8 @@ def test_the_gates_catch_what_they_refuse(tmp_path: Path) -> None:
         "from . import sibling",
     ]
     assert [h.rsplit(": ", 1)[1] for h in private_imports(bad)] == ["from flexq.simulate.jobs import _secret"]
+    facade = tmp_path / "facade.py"
+    facade.write_text(
+        "from flexq.fallback.model import ANN_MOVE\nfrom os import sep\n\nX = 1\n__all__ = ['X', 'ANN_MOVE', 'sep']\n"
+    )
+    assert [h.rsplit(": ", 1)[1] for h in reexports(facade)] == ["ANN_MOVE"]

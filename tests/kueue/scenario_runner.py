@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from flexq.kueue.workload import find_condition, parse_ts, ts
+from flexq.kueue.workload import parse_ts, ts
+from flexq.semantics.conditions import find_condition
 from flexq.testing.minimal_kueue import MinimalKueue
 
 HERE = Path(__file__).parent / "scenarios"

@@ -12,7 +12,7 @@ import pytest
 
 from flexq import Twin
 from flexq.errors import InputError, Invalid
-from flexq.kueue.workload import find_condition
+from flexq.semantics.conditions import find_condition
 from flexq.simulate.study import load_study
 from tests.kueue.kueue_builders import one_queue
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flexq.kueue.workload import find_condition
+from flexq.semantics.conditions import find_condition
 from flexq.testing.minimal_kueue import MinimalKueue
 
 CQS = ["a", "b", "solo"]

@@ -26,7 +26,8 @@ from flexq.api.kueue_versions import V0_19_2, V0_20_7
 from flexq.cli import tutorial as T
 from flexq.errors import Invalid, Livelock
 from flexq.kueue.config import KueueConfig
-from flexq.kueue.workload import find_condition, is_true, parse_ts, ts
+from flexq.kueue.workload import parse_ts, ts
+from flexq.semantics.conditions import find_condition, is_true
 
 RELEASES = ["0.19.2", "0.20.7"]
 V2 = "kueue.x-k8s.io/v1beta2"

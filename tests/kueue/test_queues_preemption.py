@@ -7,7 +7,8 @@ from flexq.kueue.flavorassigner import FlavorAssigner, Mode
 from flexq.kueue.preemption import get_targets, make_oracle, satisfies_policy
 from flexq.kueue.queues import PendingQueue, QueueManager, backoff_expired
 from flexq.kueue.snapshot import build_snapshot
-from flexq.kueue.workload import WorkloadInfo, backoff_seconds, queue_order_timestamp
+from flexq.kueue.workload import WorkloadInfo, backoff_seconds
+from flexq.semantics.workloads import queue_order_timestamp
 
 from .kueue_builders import admit, cq, fq, ps, psa, rf, rg, wl
 

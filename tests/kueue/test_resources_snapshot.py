@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from flexq.kueue.resources import admitted_requests, pod_requests_values, podset_total_requests
+from flexq.kueue.resources import admitted_requests, podset_total_requests
 from flexq.kueue.snapshot import build_snapshot, find_height_of_lowest_subtree_that_fits
 from flexq.kueue.workload import WorkloadInfo
+from flexq.semantics.resources import pod_request_values
 
 from .kueue_builders import admit, cohort, cq, fq, ps, psa, rg, wl
 
@@ -22,7 +23,7 @@ def c(name, requests=None, limits=None, restart=None):
 
 def test_requests_default_to_limits():
     spec = {"containers": [c("a", {"cpu": "500m"}, {"cpu": "1", "memory": "1Gi", "google.com/tpu": "4"})]}
-    assert pod_requests_values(spec) == {"cpu": 500, "memory": 1 << 30, "google.com/tpu": 4}
+    assert pod_request_values(spec) == {"cpu": 500, "memory": 1 << 30, "google.com/tpu": 4}
 
 
 def test_init_containers_are_a_running_max_and_overhead_adds():
@@ -31,7 +32,7 @@ def test_init_containers_are_a_running_max_and_overhead_adds():
         "initContainers": [c("i1", {"cpu": "2"}), c("i2", {"memory": "3Gi"})],
         "overhead": {"cpu": "100m"},
     }
-    assert pod_requests_values(spec) == {"cpu": 2100, "memory": 3 << 30}
+    assert pod_request_values(spec) == {"cpu": 2100, "memory": 3 << 30}
 
 
 def test_sidecar_init_containers_add_to_steady_state_and_later_inits():
@@ -40,7 +41,7 @@ def test_sidecar_init_containers_add_to_steady_state_and_later_inits():
         "initContainers": [c("side", {"cpu": "500m"}, restart="Always"), c("i", {"cpu": "1"})],
     }
     # steady: 1 + 0.5 ; init peak: 1 + 0.5 sidecar
-    assert pod_requests_values(spec) == {"cpu": 1500}
+    assert pod_request_values(spec) == {"cpu": 1500}
 
 
 def test_podset_totals_multiply_by_count_and_honor_reclaimable():

@@ -17,6 +17,7 @@ import pytest
 
 from flexq.errors import Invalid
 from flexq.kueue import concurrent_admission as ca
+from flexq.kueue import variants
 from flexq.kueue.workload import ts
 
 from .upstream_concurrent_admission import (
@@ -116,7 +117,7 @@ def test_workload_is_not_parent_or_variant():
 @upstream("parent workload without variants creates them")
 def test_parent_without_variants_creates_them():
     out = reconcile_once(parent())
-    spot, od = (ca.variant_name(P, out.parent_uid, f) for f in ("spot", "on-demand"))
+    spot, od = (variants.variant_name(P, out.parent_uid, f) for f in ("spot", "on-demand"))
     assert out.parent() == view(parent())
     assert out.variants() == want(W(spot, flavor="spot"), W(od, flavor="on-demand"))
     assert out.events() == sorted([created(spot), created(od)])
@@ -130,16 +131,16 @@ def test_parent_without_variants_creates_them():
             "controller": True,
             "blockOwnerDeletion": True,
         }
-        assert ca.PARENT_LABEL not in (v["metadata"].get("labels") or {})
+        assert variants.PARENT_LABEL not in (v["metadata"].get("labels") or {})
     # upstream's expected names come from a fake client that gives the Parent no UID and no GVK
-    assert ca.variant_name(P, "", "spot", kind="", group="") == "wl-variant-spot-a2342"
-    assert ca.variant_name(P, "", "on-demand", kind="", group="") == "wl-variant-on-demand-480a3"
+    assert variants.variant_name(P, "", "spot", kind="", group="") == "wl-variant-spot-a2342"
+    assert variants.variant_name(P, "", "on-demand", kind="", group="") == "wl-variant-on-demand-480a3"
 
 
 @upstream("parent workload with missing variants; creates missing")
 def test_parent_with_missing_variants_creates_missing():
     out = reconcile_once(parent(), [W("wl-variant-spot", flavor="spot")])
-    od = ca.variant_name(P, out.parent_uid, "on-demand")
+    od = variants.variant_name(P, out.parent_uid, "on-demand")
     assert out.variants() == want(W("wl-variant-spot", flavor="spot"), W(od, flavor="on-demand"))
     assert out.events() == [created(od)]
 
@@ -320,11 +321,11 @@ def test_latest_open_gate_time_determines_wait():
 def test_parent_gate_inherited():
     p = parent(gates=["other-gate"])
     out = reconcile_once(p)
-    spot, od = (ca.variant_name(P, out.parent_uid, f) for f in ("spot", "on-demand"))
+    spot, od = (variants.variant_name(P, out.parent_uid, f) for f in ("spot", "on-demand"))
     assert out.parent() == view(p)
     assert out.variants() == want(
-        W(spot, flavor="spot", gates=["other-gate", ca.PREEMPTION_GATE]),
-        W(od, flavor="on-demand", gates=["other-gate", ca.PREEMPTION_GATE]),
+        W(spot, flavor="spot", gates=["other-gate", variants.PREEMPTION_GATE]),
+        W(od, flavor="on-demand", gates=["other-gate", variants.PREEMPTION_GATE]),
     )
     assert out.events() == sorted([created(spot), created(od)])
 
@@ -676,12 +677,12 @@ def _lq(name, ns, cq_name):
 
 
 def _wl(name, ns, lq, *, is_parent=False, variant=False):
-    md = {"name": name, "namespace": ns, "labels": {ca.PARENT_LABEL: "true"} if is_parent else {}}
+    md = {"name": name, "namespace": ns, "labels": {variants.PARENT_LABEL: "true"} if is_parent else {}}
     if variant:
         md["ownerReferences"] = [
             {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": "parent"}
         ]
-        md["annotations"] = {ca.ALLOWED_FLAVORS_ANNOTATION: "spot"}
+        md["annotations"] = {variants.ALLOWED_FLAVORS_ANNOTATION: "spot"}
     return {"metadata": md, "spec": {"queueName": lq}}
 
 
@@ -738,7 +739,7 @@ def test_create_variants_already_exists():
     out = reconcile_once(parent())
     ctrl = _controller(out)
     p = out.store.get("Workload", P, "default")
-    existing = out.store.get("Workload", ca.variant_name(P, out.parent_uid, "spot"), "default")
+    existing = out.store.get("Workload", variants.variant_name(P, out.parent_uid, "spot"), "default")
     ctrl._create_variants(
         p, [], ["spot"]
     )  # no variants known: Create is attempted and AlreadyExists is a no-op
@@ -914,7 +915,7 @@ def _variant(name: str, flavor: str, queue: str = "concurrent-queue", admitted_c
             "controller": True,
         }
     ]
-    w["metadata"]["annotations"] = {ca.ALLOWED_FLAVORS_ANNOTATION: flavor}
+    w["metadata"]["annotations"] = {variants.ALLOWED_FLAVORS_ANNOTATION: flavor}
     if admitted_cq:
         admit(w, admitted_cq, psa(cpu=(flavor, "10")))
     return w
@@ -1044,10 +1045,10 @@ def _gate_case(open_gate: bool):
     )
     v = _variant("high-variant", "on-demand", "gated-queue")
     v["spec"]["priority"] = 100
-    v["spec"]["preemptionGates"] = [{"name": ca.PREEMPTION_GATE}]
+    v["spec"]["preemptionGates"] = [{"name": variants.PREEMPTION_GATE}]
     if open_gate:
         v["status"]["preemptionGates"] = [
-            {"name": ca.PREEMPTION_GATE, "position": "Open", "lastTransitionTime": ts(NOW)}
+            {"name": variants.PREEMPTION_GATE, "position": "Open", "lastTransitionTime": ts(NOW)}
         ]
     return _schedule([low, v], extra_cqs=[prio_cq], extra_lqs=[lq("gated-queue", "eng-alpha", "gated-cq")])
 

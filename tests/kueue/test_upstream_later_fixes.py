@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from flexq import Twin
-from flexq.kueue.workload import find_condition, is_true, ts
+from flexq.kueue.workload import ts
+from flexq.semantics.conditions import find_condition, is_true
 
 GATE = """\
 apiVersion: v1

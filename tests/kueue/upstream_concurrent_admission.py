@@ -22,7 +22,8 @@ from typing import Any
 from flexq.api.kinds import default_registry
 from flexq.clock import VirtualClock
 from flexq.kueue.cache import KueueCache
-from flexq.kueue.concurrent_admission import PARENT_LABEL, PREEMPTION_GATE, VariantController
+from flexq.kueue.concurrent_admission import VariantController
+from flexq.kueue.variants import PARENT_LABEL, PREEMPTION_GATE
 from flexq.kueue.workload import ts
 from flexq.loop.core import EventLoop
 from flexq.loop.rng import Rngs

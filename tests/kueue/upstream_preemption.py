@@ -20,7 +20,8 @@ from flexq.kueue.cache import KueueCache
 from flexq.kueue.flavorassigner import Assignment, FlavorAssignment, Mode, PodSetAssignment, Status
 from flexq.kueue.preemption import get_targets
 from flexq.kueue.scheduler import Entry, Scheduler
-from flexq.kueue.workload import WorkloadInfo, find_condition
+from flexq.kueue.workload import WorkloadInfo
+from flexq.semantics.conditions import find_condition
 from flexq.store import Store
 
 from .upstream_wrappers import NOW, fake_client_create

@@ -24,7 +24,7 @@ from flexq.api.kinds import default_registry
 from flexq.clock import VirtualClock
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.scheduler import Scheduler
-from flexq.kueue.workload import find_condition
+from flexq.semantics.conditions import find_condition
 from flexq.store import Store
 
 from .kueue_builders import cq, fq, rf, rg

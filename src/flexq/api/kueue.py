@@ -5,8 +5,8 @@ ProvisioningRequestConfig, WorkloadPriorityClass and Cohort, its names, scope, p
 the Kueue release serves with their models (``flexq.api.kueue_v1beta2``, ``flexq.api.kueue_v1beta1``), the
 conversions and webhook checks (``flexq.api.kueue_webhooks``), and the versions its CRDs list unserved (0.20
 stops serving v1beta1, kueue#14558). One list per release, made once (the OpenAPI documents are cached by
-the identity of the kinds). ``KINDS`` is v0.19.2's (both versions served). Re-exports the v1beta2 models.
-No behaviour. Must not import outside ``flexq.api`` and ``flexq.errors``.
+the identity of the kinds). ``KINDS`` is v0.19.2's (both versions served). The models are imported from their
+version's module. No behaviour. Must not import outside ``flexq.api`` and ``flexq.errors``.
 """
 
 from __future__ import annotations
@@ -27,19 +27,7 @@ from flexq.api.kueue_v1beta2 import (
 from flexq.api.kueue_versions import KNOWN, V0_19_2, KueueVersion
 from flexq.api.registry import KindInfo, PrinterColumn
 
-__all__ = [
-    "GROUP",
-    "KINDS",
-    "AdmissionCheck",
-    "ClusterQueue",
-    "Cohort",
-    "LocalQueue",
-    "ProvisioningRequestConfig",
-    "ResourceFlavor",
-    "Workload",
-    "WorkloadPriorityClass",
-    "kinds",
-]
+__all__ = ["KINDS", "kinds"]
 
 _AGE = PrinterColumn("Age", ".metadata.creationTimestamp", "date")
 

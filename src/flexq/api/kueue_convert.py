@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from flexq.api import kueue, kueue_v1beta1, scheme
+from flexq.api import kueue, kueue_v1beta1, kueue_v1beta2, scheme
 from flexq.api.decode import check_decoded, load_yaml
 from flexq.api.jsoncopy import clone
 from flexq.api.kueue_versions import V0_19_2, V0_20_7
@@ -36,7 +36,7 @@ from flexq.errors import ApiError, InputError, visible
 
 __all__ = ["Converted", "Note", "convert_object", "convert_text", "TARGET"]
 
-GROUP = kueue.GROUP
+GROUP = kueue_v1beta2.GROUP
 SOURCE = f"{GROUP}/v1beta1"
 TARGET = f"{GROUP}/v1beta2"
 

@@ -95,7 +95,7 @@ def _named_number(kind: str, integer: bool) -> Any:
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
-    from flexq.fallback.policy import FallbackConfig
+    from flexq.fallback.model import FallbackConfig
 
     return FallbackConfig(
         decide_by=args.decide_by,
@@ -261,8 +261,7 @@ def serve_metrics_and_health(
 def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argparse.ArgumentParser:
     """``flexq fallback`` and ``flexq fallback manifests`` (``duration`` parses a time option, ``examples``
     formats an epilog)."""
-    from flexq.fallback.model import DECIDE_BY
-    from flexq.fallback.policy import FallbackConfig
+    from flexq.fallback.model import DECIDE_BY, FallbackConfig
 
     d = FallbackConfig()
     f = sub.add_parser(

@@ -35,7 +35,6 @@ __all__ = [
     "fallback_note",
     "workload_rows",
     "workload_cost",
-    "workload_state",
     "job_of",
     "provisioning_state",
     "fmt_cost",
@@ -62,7 +61,7 @@ class Snapshot:
 
 
 FALLBACK_MOVED = (
-    "fallback.flexq.dev/moved"  # flexq.fallback.policy.ANN_MOVED: what flexq's fallback did, one line
+    "fallback.flexq.dev/moved"  # flexq.fallback.model.ANN_MOVED: what flexq's fallback did, one line
 )
 
 

@@ -9,7 +9,7 @@ corrected online from the starts it sees (``flexq.eta.calibration``; the measure
 The state (``flexq.forecast.state``: queues, flavors, admission checks, Workloads and their jobs, ProvisioningRequests,
 node pools and nodes, the autoscaler's events; read through the Kubernetes API, so a real cluster's works as the
 twin's) is loaded into a fresh virtual twin and carried forward under a capacity model fitted to the cluster's
-own history (``flexq.forecast.model``), several replicas with different draws (``flexq.eta.scenario``: each replica is
+own history (``flexq.forecast.fit``), several replicas with different draws (``flexq.eta.scenario``: each replica is
 a ``flexq simulate`` study); a waiting job's ETA is the distribution of its start over the replicas
 (``flexq.eta.estimate``). ``flexq.eta.service`` keeps a live twin's ETAs fresh in the background. Documented in
 ``docs/eta.md``.
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from flexq.eta.estimate import Forecast, JobEta, estimate, fmt_eta, naive_eta
 from flexq.eta.read import state_from_twin
-from flexq.forecast.model import EtaConfig, Model, fit
+from flexq.forecast.fit import fit
+from flexq.forecast.model import EtaConfig, Model
 from flexq.forecast.state import ClusterState, infer_pools, pools_from_gke
 
 __all__ = [

@@ -6,7 +6,7 @@ interval, the share of runs in which it started within the horizon, the plan it 
 from the queue: position x the mean run time of the jobs ahead, spread over the slots the quota gives; the
 benchmark's baseline).
 
-``estimate`` fits the model (``flexq.forecast.model.fit``), builds one study per replica (``flexq.eta.scenario``:
+``estimate`` fits the model (``flexq.forecast.fit.fit``), builds one study per replica (``flexq.eta.scenario``:
 run times, stock-out ends and the twin's own draws differ per replica) and runs each with ``flexq simulate``'s
 engine (``run_one``: a whole virtual twin), in processes when there are several cores. A job's start in a run
 is its ``PodsReady``, counted from the instant of the state; a job that did not start within the horizon counts
@@ -29,9 +29,11 @@ from flexq.clock import WallClock, format_duration
 from flexq.eta.calibration import Calibration, Prediction
 from flexq.eta.scenario import Scenario, build_study
 from flexq.forecast import fast
+from flexq.forecast.fit import fit
 from flexq.forecast.jobs import Entry, StateView, class_key, cluster_queue_of, entries, queue_positions
-from flexq.forecast.model import EtaConfig, Model, fit
+from flexq.forecast.model import EtaConfig, Model
 from flexq.forecast.state import ClusterState
+from flexq.forecast.world import build_world
 from flexq.simulate.engine import run_one
 
 __all__ = ["Forecast", "JobEta", "estimate", "naive_eta", "WAITS_FOR", "fmt_eta", "MIN_REPLICAS"]
@@ -254,7 +256,7 @@ def estimate(
         results = (runner or _run_twin)(scenarios, min(_workers(cfg), cfg.replicas))
         fc.engine = "twin"
     else:
-        world = fast.build_world(state, model, cfg.horizon, view)
+        world = build_world(state, model, cfg.horizon, view)
         fc.notes += world.notes
         deadline = None if budget is None else t0 + budget
         results = _run_fast(world, cfg, deadline)

@@ -44,7 +44,7 @@ from flexq.simulate.study import Manifest, Study, Variant
 
 __all__ = ["Scenario", "build_study", "clean_job", "OPT_IN_LABEL"]
 
-OPT_IN_LABEL = "fallback.flexq.dev/enabled"  # flexq.fallback.policy.OPT_IN_LABEL: a LocalQueue opted in
+OPT_IN_LABEL = "fallback.flexq.dev/enabled"  # flexq.fallback.model.OPT_IN_LABEL: a LocalQueue opted in
 _DROP_META = (
     "uid",
     "resourceVersion",

@@ -15,7 +15,7 @@ from typing import Protocol
 from flexq.api.jsoncopy import clone
 from flexq.api.scheme import ADMIT
 from flexq.api.wellknown import GKE_CLUSTER_LABEL, GKE_NODE_POOL_KIND
-from flexq.errors import ApiError, Conflict, NotFound
+from flexq.errors import NotFound
 from flexq.runtime import EventRecorder
 from flexq.semantics.pods import is_terminal
 from flexq.store import Store, WatchEvent
@@ -197,4 +197,4 @@ class StoreAPI:
             self.store.update(cm, admission=ADMIT)
 
 
-__all__ = ["CAPACITY_EVENT_REASONS", "ApiError", "ClusterAPI", "Conflict", "NotFound", "StoreAPI"]
+__all__ = ["CAPACITY_EVENT_REASONS", "ClusterAPI", "StoreAPI"]

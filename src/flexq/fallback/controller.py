@@ -13,7 +13,8 @@ from typing import Any
 
 from flexq.fallback.api import CAPACITY_EVENT_REASONS, StoreAPI
 from flexq.fallback.metrics import FallbackMetrics
-from flexq.fallback.policy import FallbackConfig, FallbackPolicy
+from flexq.fallback.model import FallbackConfig
+from flexq.fallback.policy import FallbackPolicy
 from flexq.runtime import Context, Controller, Result, TwinSettings, Watch
 from flexq.store import WatchEvent
 

@@ -44,8 +44,9 @@ from flexq.fallback.affinity import flavor_label, restrict, unrestrict
 from flexq.fallback.api import ClusterAPI
 from flexq.fallback.model import FallbackConfig
 from flexq.fallback.view import ClusterView, WorkloadView
+from flexq.forecast.fit import fit
 from flexq.forecast.jobs import StateView
-from flexq.forecast.model import EtaConfig, Model, Stockout, fit
+from flexq.forecast.model import EtaConfig, Model, Stockout
 from flexq.forecast.moves import Comparison, Outlook, compare
 from flexq.forecast.state import ClusterState, infer_pools, pools_from_gke
 from flexq.semantics.conditions import is_true

@@ -32,7 +32,7 @@ from urllib.parse import quote
 from flexq import errors
 from flexq.clock import WallClock, format_time
 from flexq.fallback.api import CAPACITY_EVENT_REASONS, ClusterAPI
-from flexq.fallback.policy import MANAGER
+from flexq.fallback.model import MANAGER
 
 __all__ = ["KINDS", "KubernetesAPI", "in_cluster_client"]
 

@@ -20,8 +20,8 @@ import uuid
 from typing import Any
 
 from flexq.clock import WallClock, parse_time_or_none
-from flexq.errors import AlreadyExists, ApiError
-from flexq.fallback.api import ClusterAPI, Conflict, NotFound
+from flexq.errors import AlreadyExists, ApiError, Conflict, NotFound
+from flexq.fallback.api import ClusterAPI
 
 __all__ = ["LeaseElector", "LEASE_NAME", "micro_time", "parse_micro_time", "timing_error"]
 

@@ -35,7 +35,7 @@ from flexq.fallback.view import WorkloadView
 from flexq.semantics.conditions import is_true
 from flexq.semantics.pods import is_terminal
 
-__all__ = ["moves", "returns", "move_state", "suspended", "RETURN_SETTLE_SECONDS"]  # (records': re-exported)
+__all__ = ["moves", "returns", "RETURN_SETTLE_SECONDS"]
 
 RETURN_SETTLE_SECONDS = 60.0  # a job sent back is given this long to be re-admitted before the next one goes
 

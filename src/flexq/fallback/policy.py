@@ -30,23 +30,14 @@ from dataclasses import asdict
 from typing import Any
 
 from flexq.clock import format_duration
-from flexq.fallback.affinity import pod_templates, restrict, unrestrict
-from flexq.fallback.api import ClusterAPI, Conflict, NotFound
+from flexq.errors import Conflict, NotFound
+from flexq.fallback.api import ClusterAPI
 from flexq.fallback.context import PassContext
 from flexq.fallback.costs import CostLedger
 from flexq.fallback.decide import decide
 from flexq.fallback.evidence import gather, recoveries, update_breakers, update_fulls
 from flexq.fallback.forecast import ForecastJudge
 from flexq.fallback.model import (
-    ANN_KEPT,
-    ANN_MOVE,
-    ANN_MOVED,
-    ANN_QUOTA,
-    ANN_RESCUE,
-    DWS_CLASS,
-    MANAGER,
-    OPT_IN_LABEL,
-    SCALE_DOWN_DISABLED,
     Action,
     Breaker,
     FallbackConfig,
@@ -60,25 +51,7 @@ from flexq.fallback.view import ClusterView
 from flexq.fallback.waits import StockoutMemory, WaitMemory
 from flexq.fallback.writes import Writer
 
-__all__ = [
-    "FallbackPolicy",
-    "FallbackConfig",
-    "Breaker",
-    "Full",
-    "Action",
-    "OPT_IN_LABEL",
-    "ANN_MOVE",
-    "ANN_MOVED",
-    "ANN_QUOTA",
-    "ANN_KEPT",
-    "ANN_RESCUE",
-    "SCALE_DOWN_DISABLED",
-    "MANAGER",
-    "DWS_CLASS",
-    "pod_templates",
-    "restrict",
-    "unrestrict",
-]
+__all__ = ["FallbackPolicy"]
 
 log = logging.getLogger("flexq.fallback")
 _FULL = "_full."  # state keys of full flavors (breakers are keyed by the flavor's name, which never starts with _)

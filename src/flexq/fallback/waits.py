@@ -19,7 +19,7 @@ from __future__ import annotations
 from flexq.fallback.view import ClusterView
 from flexq.stats import km_median
 
-__all__ = ["WaitMemory", "StockoutMemory", "expected_wait", "km_median", "KEEP"]
+__all__ = ["WaitMemory", "StockoutMemory", "expected_wait", "KEEP"]
 
 KEEP = 20  # waits remembered per flavor, of each kind
 

@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from flexq.errors import Conflict, NotFound
 from flexq.fallback.affinity import flavor_label, pod_templates, restrict, unrestrict
-from flexq.fallback.api import ClusterAPI, Conflict, NotFound
+from flexq.fallback.api import ClusterAPI
 from flexq.fallback.model import ANN_MOVE, FallbackConfig
 from flexq.fallback.view import WorkloadView
 

@@ -21,9 +21,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flexq.forecast import fast
+from flexq.forecast.fit import fit
 from flexq.forecast.jobs import StateView
-from flexq.forecast.model import EtaConfig, Model, fit
+from flexq.forecast.model import EtaConfig, Model
 from flexq.forecast.state import ClusterState
+from flexq.forecast.world import World, build_world
 
 __all__ = ["Outlook", "Comparison", "compare"]
 
@@ -64,7 +66,7 @@ class Comparison:
     )  # job key -> its median run time (the model's)
 
 
-def _collect(world: fast.World, seeds: list[str]) -> dict[str, Outlook]:
+def _collect(world: World, seeds: list[str]) -> dict[str, Outlook]:
     out: dict[str, Outlook] = {}
     for seed in seeds:
         for row in fast.run(world, random.Random(seed)):
@@ -94,7 +96,7 @@ def compare(
     shows."""
     view = view or StateView.of(state)
     model = model or fit(state, EtaConfig(horizon=horizon, seed=seed), view)
-    world = replace(fast.build_world(state, model, horizon, view), follow_arrivals=follow_arrivals)
+    world = replace(build_world(state, model, horizon, view), follow_arrivals=follow_arrivals)
     seeds = [f"flexq-forecast:{seed}:{r}" for r in range(max(1, replicas))]
     cmp = Comparison(horizon=horizon, replicas=len(seeds), baseline=_collect(world, seeds), candidates={})
     cmp.notes = list(world.notes)

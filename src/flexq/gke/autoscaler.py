@@ -52,17 +52,7 @@ from flexq.gke.compute_class import (
     rule_index,
     rules,
 )
-from flexq.gke.fit import (
-    NodeShape,
-    add,
-    fits,
-    is_terminal,
-    node_shape,
-    pack,
-    pool_shape,
-    resource_misfit,
-    static_misfit,
-)
+from flexq.gke.fit import NodeShape, add, fits, node_shape, pack, pool_shape, resource_misfit, static_misfit
 from flexq.gke.nodes import ANN_CREATED_AT, NodeWriter, pools_of
 from flexq.gke.provisioning import active_booking, booked_nodes
 from flexq.gke.timing import (
@@ -72,9 +62,10 @@ from flexq.gke.timing import (
 )
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.nodefit import ANN_SLICE, NodeInfo, SliceKey, node_info, off_slice, replica_of, slice_key
+from flexq.semantics.pods import is_terminal
 from flexq.store.store import clone
 
-__all__ = ["Autoscaler", "SCALE_DOWN_UNNEEDED_SECONDS", "FAILED_SCALE_UP_BACKOFF_SECONDS", "pending_pods"]
+__all__ = ["Autoscaler", "pending_pods"]
 
 CONSUME_KEYS = (CONSUME_PROVISIONING_REQUEST, CLUSTER_AUTOSCALER_CONSUME_PR)
 KEY = "cluster"

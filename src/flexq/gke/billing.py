@@ -23,10 +23,11 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.quantity import parse_quantity
 from flexq.errors import NotFound
 from flexq.gke.cache import GkeCache
-from flexq.gke.fit import is_terminal, pod_requests
+from flexq.gke.fit import pod_requests
 from flexq.gke.nodes import ANN_CREATED_AT, cluster_names, pools_of
 from flexq.gke.storage import BILLING, cluster_key, envelope
 from flexq.runtime import Controller, Result, Watch
+from flexq.semantics.pods import is_terminal
 
 __all__ = ["BillingController", "totals", "job_of", "billing_of", "flush_billing"]
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from flexq.api.gke_catalog import LABEL_NODEPOOL
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
-from flexq.gke.fit import Resources, is_terminal, pod_requests
+from flexq.gke.fit import Resources, pod_requests
+from flexq.semantics.pods import is_terminal
 from flexq.store.store import Store, WatchEvent
 
 CONSUME_KEY = CONSUME_PROVISIONING_REQUEST

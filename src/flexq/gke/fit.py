@@ -37,7 +37,6 @@ __all__ = [
     "pack",
     "add",
     "used_on_nodes",
-    "is_terminal",
 ]
 
 Resources = dict[str, Fraction]

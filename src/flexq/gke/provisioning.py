@@ -63,9 +63,7 @@ __all__ = [
     "booked_nodes",
     "request_pods",
     "ANN_REQUEST",
-    "BOOKING_SECONDS",
     "MAX_WAIT_SECONDS",
-    "TERMINAL_TTL_SECONDS",
 ]
 
 QUEUED = "queued-provisioning.gke.io"

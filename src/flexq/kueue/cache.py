@@ -27,16 +27,9 @@ from flexq.kueue.config import CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
 from flexq.kueue.preemption import TreeMemo
 from flexq.kueue.queues import QueueManager
 from flexq.kueue.snapshot import ClusterQueueSnapshot, Snapshot, build_snapshot
-from flexq.kueue.workload import (
-    WorkloadInfo,
-    find_condition,
-    has_quota_reservation,
-    is_active,
-    is_finished,
-    is_on_hold,
-    key,
-)
+from flexq.kueue.workload import WorkloadInfo, has_quota_reservation, is_active, is_finished, is_on_hold, key
 from flexq.runtime.controller import EventRecorder
+from flexq.semantics.conditions import find_condition
 from flexq.store.store import Store, Subscription, WatchEvent
 
 __all__ = ["Hooks", "KueueCache"]

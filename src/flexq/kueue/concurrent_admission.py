@@ -28,10 +28,7 @@ from flexq.api.kueue_webhooks import validate_concurrent_admission_policy
 from flexq.errors import AlreadyExists, Conflict, NotFound
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.variants import (
-    ALLOWED_FLAVORS_ANNOTATION,
     GATE,
-    PARENT_LABEL,
-    PREEMPTION_GATE,
     PREEMPTION_TIMEOUT,
     REASON_ACTIVATED,
     REASON_CREATED,
@@ -39,7 +36,6 @@ from flexq.kueue.variants import (
     REASON_DELETED,
     REASON_UNGATED,
     cq_flavors,
-    flavor_allowed,
     gate_state,
     generate_variant,
     has_open_gate,
@@ -50,41 +46,25 @@ from flexq.kueue.variants import (
     migration_mode,
     open_gate,
     parent_name,
-    parent_uid,
     variant_flavor,
-    variant_name,
 )
 from flexq.kueue.workload import (
     OBSERVABILITY_GATE,
-    find_condition,
     has_quota_reservation,
     is_active,
     is_admitted,
     is_evicted,
     is_finished,
-    is_true,
     parse_ts,
-    set_condition,
     set_quota_reservation,
     unadmitted_reason,
     unset_quota_reservation,
 )
 from flexq.runtime.controller import Controller, Result, Watch
+from flexq.semantics.conditions import find_condition, is_true, set_status_condition
 from flexq.store import status_copy
 
-__all__ = [
-    "ALLOWED_FLAVORS_ANNOTATION",
-    "GATE",
-    "PARENT_LABEL",
-    "PREEMPTION_GATE",
-    "VariantController",
-    "flavor_allowed",
-    "is_parent",
-    "is_variant",
-    "parent_uid",
-    "variant_flavor",
-    "variant_name",
-]
+__all__ = ["VariantController"]
 
 
 def webhook(cache: KueueCache):
@@ -237,7 +217,9 @@ class VariantController(Controller):
             if has_quota_reservation(parent):
                 if not is_evicted(parent):
                     p = status_copy(parent)
-                    set_condition(p, "Evicted", True, "VariantEvicted", "Admitted variant was evicted", now)
+                    set_status_condition(
+                        p, "Evicted", True, "VariantEvicted", "Admitted variant was evicted", now
+                    )
                     self._write_status(p)
                 return True
             self._clear_admission(v, ev, now)
@@ -249,7 +231,7 @@ class VariantController(Controller):
         QuotaReserved=False ``PendingEvaluation``."""
         w = status_copy(v)
         reason, msg = ev.get("reason", ""), ev.get("message", "")
-        set_condition(w, "Requeued", reason in ("Preempted", "NodeFailures"), reason, msg, now)
+        set_status_condition(w, "Requeued", reason in ("Preempted", "NodeFailures"), reason, msg, now)
         observability = self.cache.config.gate(OBSERVABILITY_GATE)
         unset_quota_reservation(
             w, unadmitted_reason("PendingEvaluation", "Pending", observability), msg, now, observability
@@ -362,20 +344,22 @@ class VariantController(Controller):
             for v in variants:
                 if not is_finished(v):
                     w = status_copy(v)
-                    set_condition(w, "Finished", True, fin.get("reason", ""), fin.get("message", ""), now)
+                    set_status_condition(
+                        w, "Finished", True, fin.get("reason", ""), fin.get("message", ""), now
+                    )
                     self._write_status(w)
             return
         admitted = next((v for v in variants if is_admitted(v)), None)
         if admitted is None and is_admitted(parent):
             p = status_copy(parent)
-            set_condition(p, "Evicted", True, "ConcurrentAdmission", "No variant is running", now)
+            set_status_condition(p, "Evicted", True, "ConcurrentAdmission", "No variant is running", now)
             self._write_status(p)
         elif admitted is not None:
             self._sync_pods_ready(parent, admitted)
             if not is_admitted(parent):
                 p = status_copy(parent)
                 set_quota_reservation(p, admitted["status"]["admission"], now)
-                set_condition(
+                set_status_condition(
                     p,
                     "Admitted",
                     True,

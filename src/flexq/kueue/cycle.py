@@ -32,18 +32,18 @@ from typing import TYPE_CHECKING, Any
 
 from flexq.kueue import variants as ca
 from flexq.kueue.flavorassigner import Assignment, AssignmentState, FlavorAssigner, Mode
-from flexq.kueue.matching import label_selector_matches
 from flexq.kueue.preemption import Target, get_targets, make_oracle
 from flexq.kueue.snapshot import ClusterQueueSnapshot, Snapshot
 from flexq.kueue.workload import (
     WorkloadInfo,
-    find_condition,
     has_quota_reservation,
     has_rejected_checks,
     has_retry_checks,
     is_admitted,
-    queue_order_timestamp,
 )
+from flexq.semantics.conditions import find_condition
+from flexq.semantics.selectors import label_selector_matches
+from flexq.semantics.workloads import queue_order_timestamp
 
 if TYPE_CHECKING:
     from flexq.kueue.config import KueueConfig

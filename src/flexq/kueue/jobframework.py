@@ -29,15 +29,13 @@ from flexq.kueue.job_adapters import JobAdapter
 from flexq.kueue.podset import PodSetMergeError, from_podset, infos_for
 from flexq.kueue.workload import (
     OBSERVABILITY_GATE,
-    find_condition,
     has_quota_reservation,
     is_admitted,
-    is_true,
-    set_condition,
     unadmitted_reason,
     unset_quota_reservation,
 )
 from flexq.runtime.controller import Controller, Result, Watch
+from flexq.semantics.conditions import find_condition, is_true, set_status_condition
 from flexq.store import clone, status_copy
 
 __all__ = ["JobController", "workload_name"]
@@ -123,7 +121,7 @@ class JobController(Controller):
         if finished:
             if wl is not None and not is_true(wl, "Finished"):
                 wl = status_copy(wl)
-                set_condition(wl, "Finished", True, "Succeeded" if success else "Failed", msg, now)
+                set_status_condition(wl, "Finished", True, "Succeeded" if success else "Failed", msg, now)
                 self.store.update_status(wl, take=True)
                 self.events.record(
                     obj,
@@ -145,7 +143,9 @@ class JobController(Controller):
             if has_quota_reservation(wl) and not job.is_active():
                 wl = status_copy(wl)
                 requeued = ev.get("reason") in ("Preempted", "NodeFailures")
-                set_condition(wl, "Requeued", requeued, ev.get("reason", ""), ev.get("message", ""), now)
+                set_status_condition(
+                    wl, "Requeued", requeued, ev.get("reason", ""), ev.get("message", ""), now
+                )
                 observability = self.cache.config.gate(OBSERVABILITY_GATE)
                 unset_quota_reservation(
                     wl,
@@ -359,7 +359,7 @@ class JobController(Controller):
         ):
             return False
         wl = status_copy(wl)
-        set_condition(wl, "PodsReady", want[0], want[1], want[2], now)
+        set_status_condition(wl, "PodsReady", want[0], want[1], want[2], now)
         self.store.update_status(wl, take=True)
         return True
 
@@ -373,7 +373,7 @@ class JobController(Controller):
             job.run_with(infos)
         except (PodSetMergeError, ValueError) as exc:
             wl = status_copy(wl)
-            set_condition(wl, "Finished", True, "FailedToStart", str(exc), now)
+            set_status_condition(wl, "Finished", True, "FailedToStart", str(exc), now)
             self.store.update_status(wl, take=True)
             return
         out = self.store.update(job.obj, take=True)  # job.obj: this call's own copy

@@ -1,8 +1,8 @@
 """Kueue's flavor selector: which ResourceFlavors a pod set's node affinity admits.
 
 Owns: ``flavor_matches_affinity`` (Kueue ``flavorSelector(...).Match``, only the flavor's own label keys count).
-Label selectors, node selector requirements and taints are ``flexq.semantics`` (one implementation each);
-this module re-exports the ones Kueue's code uses so its callers read in Kueue's vocabulary.
+Label selectors, node selector requirements and taints are ``flexq.semantics`` (one implementation each, one
+door: Kueue's code imports them from there).
 Must not import anything in flexq but ``flexq.semantics``.
 """
 
@@ -10,17 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from flexq.semantics.selectors import label_selector_matches, requirement_matches
-from flexq.semantics.taints import taint_str, tolerates, untolerated_taint
+from flexq.semantics.selectors import requirement_matches
 
-__all__ = [
-    "flavor_matches_affinity",
-    "label_selector_matches",
-    "requirement_matches",
-    "taint_str",
-    "tolerates",
-    "untolerated_taint",
-]
+__all__ = ["flavor_matches_affinity"]
 
 
 def flavor_matches_affinity(pod_spec: Mapping, flavor_labels: Mapping[str, str]) -> bool:

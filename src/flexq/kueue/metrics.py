@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from flexq.kueue.workload import find_condition, is_true, key, parse_ts
+from flexq.kueue.workload import key, parse_ts
+from flexq.semantics.conditions import find_condition, is_true
 from flexq.store.store import WatchEvent
 
 if TYPE_CHECKING:

@@ -28,19 +28,13 @@ from __future__ import annotations
 
 from random import Random
 
-from flexq.kueue import concurrent_admission as ca
+from flexq.kueue import variants
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.config import KueueConfig
 from flexq.kueue.podset import PODSET_LABEL
-from flexq.kueue.workload import (
-    backoff_seconds,
-    find_condition,
-    is_admitted,
-    is_true,
-    parse_ts,
-    set_condition,
-)
+from flexq.kueue.workload import backoff_seconds, is_admitted, parse_ts
 from flexq.runtime.controller import Controller, Result, Watch
+from flexq.semantics.conditions import find_condition, is_true, set_status_condition
 from flexq.store import status_copy
 
 __all__ = [
@@ -187,7 +181,7 @@ class PodsScheduledTracker(Controller):
         cur = self.store.peek("Workload", name, ns)
         if cur is None or is_true(cur, "Finished") or not is_admitted(cur):
             return None
-        if self.cache.config.gate(ca.GATE) and ca.is_variant(cur):
+        if self.cache.config.gate(variants.GATE) and variants.is_variant(cur):
             return None  # a Variant's pods belong to its Parent's job; the Parent is tracked
         wl = status_copy(cur)
         now = self.ctx.now()
@@ -196,7 +190,7 @@ class PodsScheduledTracker(Controller):
             all_in = True
         else:
             all_in = self._all_scheduled(wl)
-        changed = set_condition(
+        changed = set_status_condition(
             wl,
             "PodsScheduled",
             all_in,
@@ -208,11 +202,14 @@ class PodsScheduledTracker(Controller):
             reason = (pr or {}).get("reason")
             if not all_in and reason in (None, WAIT_FOR_START, "PodsReady"):
                 changed = (
-                    set_condition(wl, "PodsReady", False, WAIT_FOR_SCHEDULING, MSG_UNSCHEDULED, now)
+                    set_status_condition(wl, "PodsReady", False, WAIT_FOR_SCHEDULING, MSG_UNSCHEDULED, now)
                     or changed
                 )
             elif all_in and reason == WAIT_FOR_SCHEDULING:
-                changed = set_condition(wl, "PodsReady", False, WAIT_FOR_START, MSG_NOT_READY, now) or changed
+                changed = (
+                    set_status_condition(wl, "PodsReady", False, WAIT_FOR_START, MSG_NOT_READY, now)
+                    or changed
+                )
         if changed:
             self.store.update_status(wl)
         return None

@@ -44,16 +44,14 @@ from flexq.kueue.checks import PROVISIONING_CONTROLLER, retry_strategy
 from flexq.kueue.podset import infos_for, merge_into_template
 from flexq.kueue.workload import (
     backoff_seconds,
-    find_condition,
     has_quota_reservation,
     is_active,
     is_admitted,
     is_evicted,
-    is_true,
-    set_condition,
     ts,
 )
 from flexq.runtime.controller import Controller, Result, Watch
+from flexq.semantics.conditions import find_condition, is_true, set_status_condition
 
 __all__ = [
     "ProvisioningCheckController",
@@ -304,9 +302,9 @@ class ProvisioningCheckController(Controller):
             err = f'provisioningrequestconfigs.kueue.x-k8s.io "{ref.get("name")}" not found'
         now = self.ctx.now()
         changed = (
-            set_condition(ac, "Active", True, "Active", "The admission check is active", now)
+            set_status_condition(ac, "Active", True, "Active", "The admission check is active", now)
             if err is None
-            else set_condition(ac, "Active", False, "BadParametersRef", err, now)
+            else set_status_condition(ac, "Active", False, "BadParametersRef", err, now)
         )
         if changed:
             self.store.update_status(ac)

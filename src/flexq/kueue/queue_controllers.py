@@ -20,8 +20,9 @@ from flexq.kueue.cache import KueueCache
 from flexq.kueue.resources import from_resource_value
 from flexq.kueue.scheduler import Scheduler
 from flexq.kueue.snapshot import parse_resource_groups
-from flexq.kueue.workload import is_admitted, set_condition
+from flexq.kueue.workload import is_admitted
 from flexq.runtime.controller import Controller, Result, Watch
+from flexq.semantics.conditions import set_status_condition
 
 __all__ = [
     "ClusterQueueStatusController",
@@ -160,9 +161,9 @@ class ClusterQueueStatusController(Controller):
         infos = list(self.cache.reserving_by_cq.get(key, {}).values())
         inactive = self.cache.inactive_reason(key)
         if inactive is None:
-            set_condition(cq, "Active", True, "Ready", "Can admit new workloads", now)
+            set_status_condition(cq, "Active", True, "Ready", "Can admit new workloads", now)
         else:
-            set_condition(cq, "Active", False, inactive[0], inactive[1], now)
+            set_status_condition(cq, "Active", False, inactive[0], inactive[1], now)
         st = cq.setdefault("status", {})
         st["pendingWorkloads"] = self.cache.queues.pending(key)
         st["reservingWorkloads"] = len(infos)
@@ -199,9 +200,9 @@ class LocalQueueStatusController(Controller):
         cq_name = spec.get("clusterQueue", "")
         cq = self.cache.cqs.get(cq_name)
         if (spec.get("stopPolicy") or "None") != "None":
-            set_condition(lq, "Active", False, "Stopped", "LocalQueue is stopped", now)
+            set_status_condition(lq, "Active", False, "Stopped", "LocalQueue is stopped", now)
         elif cq is None or self.cache.inactive_reason(cq_name) is not None:
-            set_condition(
+            set_status_condition(
                 lq,
                 "Active",
                 False,
@@ -210,7 +211,7 @@ class LocalQueueStatusController(Controller):
                 now,
             )
         else:
-            set_condition(lq, "Active", True, "Ready", "Can submit new workloads to localQueue", now)
+            set_status_condition(lq, "Active", True, "Ready", "Can submit new workloads to localQueue", now)
         infos = list(self.cache.reserving_by_lq.get((ns, name), {}).values())
         st = lq.setdefault("status", {})
         st["pendingWorkloads"] = self.cache.queues.pending_in_local_queue(ns, name)

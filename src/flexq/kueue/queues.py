@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter
 
-from flexq.kueue.matching import label_selector_matches
-from flexq.kueue.workload import WorkloadInfo, find_condition, parse_ts
+from flexq.kueue.workload import WorkloadInfo, parse_ts
+from flexq.semantics.conditions import find_condition
+from flexq.semantics.selectors import label_selector_matches
 
 __all__ = ["PendingQueue", "QueueManager", "backoff_expired"]
 

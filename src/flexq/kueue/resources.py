@@ -20,16 +20,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from flexq.api.quantity import canonical_quantity, format_quantity
-from flexq.semantics.resources import container_requests, pod_requests, resource_value
 from flexq.semantics.resources import pod_request_values as pod_requests_values
+from flexq.semantics.resources import resource_value
 
 __all__ = [
     "FlavorResource",
     "PodSetResources",
     "add_into",
-    "container_requests",
-    "pod_requests",
-    "pod_requests_values",
     "podset_total_requests",
     "admitted_requests",
     "format_requests",

@@ -34,11 +34,8 @@ from flexq.kueue.workload import (
     OBSERVABILITY_GATE,
     WorkloadInfo,
     admission_checks_for,
-    find_condition,
     has_quota_reservation,
-    is_true,
     parse_ts,
-    set_condition,
     set_quota_reservation,
     sync_admitted_condition,
     ts,
@@ -46,6 +43,7 @@ from flexq.kueue.workload import (
     unset_quota_reservation,
 )
 from flexq.runtime.controller import EventRecorder
+from flexq.semantics.conditions import find_condition, is_true, set_status_condition
 from flexq.store import status_copy
 
 __all__ = ["Scheduler", "evict"]
@@ -89,7 +87,7 @@ def evict(
     if prepare is not None:
         prepare(fresh)
     full = f"{reason}DueTo{underlying}" if reason == "Deactivated" and underlying else reason
-    set_condition(fresh, "Evicted", True, full, message, now)
+    set_status_condition(fresh, "Evicted", True, full, message, now)
     st = fresh.setdefault("status", {})
     for c in st.get("admissionChecks") or []:
         if c.get("state") == "Pending":
@@ -313,7 +311,7 @@ class Scheduler:
             )
 
             def prep(obj: dict, reason=t.reason, msg=msg) -> None:
-                set_condition(obj, "Preempted", True, reason, msg, now)
+                set_status_condition(obj, "Preempted", True, reason, msg, now)
 
             try:
                 out = evict(
@@ -402,7 +400,7 @@ class Scheduler:
             f"Replaced to accommodate a workload (UID: {md.get('uid')}, JobUID: "
             f"{(md.get('labels') or {}).get('kueue.x-k8s.io/job-uid', '')}) due to workload slice aggregation"
         )
-        set_condition(wl, "Finished", True, "WorkloadSliceReplaced", msg, now)
+        set_status_condition(wl, "Finished", True, "WorkloadSliceReplaced", msg, now)
         out = self.store.update_status(wl)
         self.events.record(out, "Normal", "WorkloadSliceReplaced", msg)
 
@@ -424,7 +422,8 @@ class Scheduler:
         changed = unset_quota_reservation(wl, reason, e.msg, now, observability)
         if e.status == "preemptionGated":
             changed = (
-                set_condition(wl, "BlockedOnPreemptionGates", True, "PreemptionGated", e.msg, now) or changed
+                set_status_condition(wl, "BlockedOnPreemptionGates", True, "PreemptionGated", e.msg, now)
+                or changed
             )
         # PodSetRequest `resources,omitempty`: a pod set without requests has no `resources`
         reqs = [

@@ -1,8 +1,8 @@
 """Concurrent Admission's pure rules (KEP-8691, alpha gate ``ConcurrentAdmission``): Parent and Variant names,
 labels and annotations, the predicates the scheduler, queues, cache and Workload controller read, the
 ClusterQueue policy's fields, the preemption gates, and a Variant as ``generateVariant`` makes it
-(``pkg/workload/concurrentadmission`` of Kueue v0.19.2). The controller is ``flexq.kueue.concurrent_admission``,
-which re-exports these names.
+(``pkg/workload/concurrentadmission`` of Kueue v0.19.2). The controller is ``flexq.kueue.concurrent_admission``;
+these names are imported from here.
 
 Pure: a function of its arguments. Must not import store, runtime, loop or the other domains.
 """
@@ -12,13 +12,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
-from flexq.kueue.workload import (
-    has_quota_reservation,
-    is_active,
-    is_finished,
-    is_true,
-    ts,
-)
+from flexq.kueue.workload import has_quota_reservation, is_active, is_finished, ts
+from flexq.semantics.conditions import is_true
 
 GATE = "ConcurrentAdmission"
 PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"

@@ -1,7 +1,6 @@
 """Pure helpers over Kueue Workload objects (v1beta2 JSON dicts), as ``pkg/workload`` does them.
 
-Owns: timestamps (RFC 3339, second precision like ``metav1.Time``), condition bookkeeping with the
-API machinery's ``SetStatusCondition`` semantics, priority, the queue-order timestamp, the
+Owns: timestamps (RFC 3339, second precision like ``metav1.Time``), priority, the
 reservation/admission/eviction predicates, admission-check state predicates, which checks apply
 to a workload (``onFlavors``), ``SyncAdmittedCondition``, quota reservation set/unset and the
 exponential backoff Kueue uses for requeues, and ``WorkloadInfo`` — a Workload plus its
@@ -9,8 +8,10 @@ pre-computed requests, the unit the queues, the snapshot and the scheduler pass 
 
 Functions never read a clock: ``now`` (seconds since the epoch) is an argument. They mutate only
 the dict they are given when their name says so (``set_*``, ``unset_*``, ``sync_*``).
-Must not import anything in flexq but ``flexq.api.quantity``, ``flexq.kueue.resources`` and ``flexq.semantics``
-(``queue_order_timestamp`` is ``flexq.semantics.workloads``', the one rule the fallback orders by too).
+Conditions are set and read with ``flexq.semantics.conditions`` (the API machinery's ``SetStatusCondition``) and
+the queue-order timestamp is ``flexq.semantics.workloads.queue_order_timestamp`` (the one rule the fallback orders
+by too): Kueue's code imports them from there. Must not import anything in flexq but ``flexq.api.quantity``,
+``flexq.kueue.resources`` and ``flexq.semantics``.
 """
 
 from __future__ import annotations
@@ -26,30 +27,25 @@ from typing import Any
 
 from flexq.clock import format_time
 from flexq.kueue.resources import PodSetResources, admitted_requests, podset_total_requests
-from flexq.semantics.conditions import MAX_CONDITION_MESSAGE, find_condition, is_false, is_true
-from flexq.semantics.conditions import remove_status_condition as remove_condition
-from flexq.semantics.conditions import set_status_condition as set_condition
+from flexq.semantics.conditions import (
+    find_condition,
+    is_true,
+    set_status_condition,
+)
 from flexq.semantics.workloads import queue_order_timestamp
 
 __all__ = [
-    "MAX_CONDITION_MESSAGE",
     "WorkloadInfo",
     "admission_checks_for",
     "backoff_seconds",
-    "find_condition",
     "has_all_checks_ready",
     "has_quota_reservation",
     "is_admitted",
     "is_evicted",
-    "is_false",
     "is_finished",
-    "is_true",
     "key",
     "parse_ts",
     "priority",
-    "queue_order_timestamp",
-    "remove_condition",
-    "set_condition",
     "set_quota_reservation",
     "sync_admitted_condition",
     "unadmitted_reason",
@@ -164,7 +160,7 @@ def set_quota_reservation(wl: dict, admission: dict, now: float) -> None:
     """``SetQuotaReservation``: admission + QuotaReserved=True; resets active Evicted/Preempted."""
     st = wl.setdefault("status", {})
     st["admission"] = admission
-    set_condition(
+    set_status_condition(
         wl,
         "QuotaReserved",
         True,
@@ -175,7 +171,9 @@ def set_quota_reservation(wl: dict, admission: dict, now: float) -> None:
     for ctype in ("Evicted", "Preempted", "BlockedOnPreemptionGates"):
         c = find_condition(wl, ctype)
         if c is not None and c.get("status") == "True":
-            set_condition(wl, ctype, False, "QuotaReserved", "Previously: " + c.get("message", ""), now)
+            set_status_condition(
+                wl, ctype, False, "QuotaReserved", "Previously: " + c.get("message", ""), now
+            )
 
 
 OBSERVABILITY_GATE = "UnadmittedWorkloadsObservability"
@@ -215,7 +213,7 @@ def sync_admitted_condition(wl: dict, now: float, observability: bool = True) ->
         d = int(now - parse_ts(old.get("lastTransitionTime"))) if old else 0
         st = wl["status"]
         st["accumulatedPastExecutionTimeSeconds"] = st.get("accumulatedPastExecutionTimeSeconds", 0) + d
-    return set_condition(wl, "Admitted", status, reason, msg, now)
+    return set_status_condition(wl, "Admitted", status, reason, msg, now)
 
 
 def is_on_hold(wl: dict) -> bool:
@@ -229,7 +227,7 @@ def unset_quota_reservation(
 ) -> bool:
     """``UnsetQuotaReservationWithCondition``: QuotaReserved=False, admission cleared, Admitted synced
     (``observability``: ``UnadmittedWorkloadsObservability``, see ``sync_admitted_condition``)."""
-    changed = set_condition(wl, "QuotaReserved", False, reason, message, now)
+    changed = set_status_condition(wl, "QuotaReserved", False, reason, message, now)
     st = wl.setdefault("status", {})
     if st.get("admission") is not None:
         st.pop("admission")

@@ -18,23 +18,19 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
-from flexq.kueue import concurrent_admission as ca
+from flexq.kueue import variants
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.pods_ready import admitted_not_ready, requeue_wait
 from flexq.kueue.scheduler import evict
 from flexq.kueue.workload import (
     OBSERVABILITY_GATE,
     admission_checks_for,
-    find_condition,
     has_quota_reservation,
     has_retry_checks,
     is_active,
     is_admitted,
     is_evicted,
-    is_true,
     parse_ts,
-    remove_condition,
-    set_condition,
     sync_admitted_condition,
     ts,
     unadmitted_reason,
@@ -42,6 +38,7 @@ from flexq.kueue.workload import (
 )
 from flexq.runtime import predicates
 from flexq.runtime.controller import Controller, Result, Watch
+from flexq.semantics.conditions import find_condition, is_true, remove_status_condition, set_status_condition
 from flexq.store import status_copy
 
 __all__ = ["WorkloadController", "checks_message"]
@@ -172,7 +169,7 @@ class WorkloadController(Controller):
         if left > 0:
             return Result(requeue_after=left)
         if not is_true(wl, "DeactivationTarget"):
-            set_condition(
+            set_status_condition(
                 wl,
                 "DeactivationTarget",
                 True,
@@ -193,13 +190,13 @@ class WorkloadController(Controller):
     def _label_parent(self, wl: dict) -> bool:
         """ConcurrentAdmission: a workload of a ClusterQueue with a policy that is neither Parent nor Variant
         gets the Parent label (``SetParentVariantLabel``)."""
-        if not self.cache.config.gate(ca.GATE) or ca.is_parent(wl) or ca.is_variant(wl):
+        if not self.cache.config.gate(variants.GATE) or variants.is_parent(wl) or variants.is_variant(wl):
             return False
         if not self.cache.concurrent_admission_enabled(self.cache.queues.cluster_queue_for(wl) or ""):
             return False
         out = dict(wl)
         out["metadata"] = dict(wl["metadata"])
-        out["metadata"]["labels"] = {**(wl["metadata"].get("labels") or {}), ca.PARENT_LABEL: "true"}
+        out["metadata"]["labels"] = {**(wl["metadata"].get("labels") or {}), variants.PARENT_LABEL: "true"}
         self.store.update(out)
         return True
 
@@ -284,11 +281,13 @@ class WorkloadController(Controller):
             if rq is not None and rq.get("status") == "False":
                 restarted = self._queue_restarted(wl, rq.get("reason", ""))
                 if restarted:
-                    set_condition(wl, "Requeued", True, restarted[0], restarted[1], now)
+                    set_status_condition(wl, "Requeued", True, restarted[0], restarted[1], now)
                     self.store.update_status(wl)
                     return True, None
                 if self._reactivated(rq.get("reason", "")):
-                    set_condition(wl, "Requeued", True, "Reactivated", "The workload was reactivated", now)
+                    set_status_condition(
+                        wl, "Requeued", True, "Reactivated", "The workload was reactivated", now
+                    )
                     self.store.update_status(wl)
                     return True, None
                 if rq.get("reason") in ("PodsReadyTimeout", "AdmissionCheck"):
@@ -304,7 +303,7 @@ class WorkloadController(Controller):
                 cause, msg = dt.get("reason", ""), f"{msg} due to {dt.get('message', '')}"
 
             def prep(obj: dict) -> None:
-                remove_condition(obj, "DeactivationTarget")
+                remove_status_condition(obj, "DeactivationTarget")
                 (obj.get("status") or {}).pop("requeueState", None)
 
             evict(
@@ -354,11 +353,13 @@ class WorkloadController(Controller):
         rs = (wl.get("status") or {}).get("requeueState")
         if rs:
             rs.pop("requeueAt", None)
-        set_condition(wl, "Requeued", True, "BackoffFinished", "The workload backoff was finished", now)
+        set_status_condition(
+            wl, "Requeued", True, "BackoffFinished", "The workload backoff was finished", now
+        )
 
     def _sync_checks(self, wl: dict, cq: dict, now: float) -> bool:
         """``reconcileSyncAdmissionChecks``: add applicable checks as Pending, drop the rest."""
-        if self.cache.config.gate(ca.GATE) and ca.is_parent(wl):
+        if self.cache.config.gate(variants.GATE) and variants.is_parent(wl):
             return False  # Parents have no admission checks: their Variants run them
         spec = cq.get("spec") or {}
         all_flavors = {f["name"] for g in spec.get("resourceGroups") or [] for f in g.get("flavors") or []}
@@ -393,7 +394,7 @@ class WorkloadController(Controller):
             # Inadmissible (a deactivated workload's conditions are the eviction's)
             if blocker is not None and (obs or blocker[0] != "Deactivated"):
                 reason = unadmitted_reason(blocker[0], "Inadmissible", obs)
-                changed = set_condition(wl, "QuotaReserved", False, reason, blocker[1], now)
+                changed = set_status_condition(wl, "QuotaReserved", False, reason, blocker[1], now)
         if sync_admitted_condition(wl, now, obs):
             changed = True
         if not changed:
@@ -432,7 +433,7 @@ class WorkloadController(Controller):
         """``reconcileCheckBasedEviction``: Rejected → deactivation target; Retry → eviction. An evicted workload is
         skipped, except (from 0.20, kueue#14309) for a Rejected check: a Retry must not evict a workload already
         being evicted, but a rejection is final."""
-        if self.cache.config.gate(ca.GATE) and ca.is_parent(wl):
+        if self.cache.config.gate(variants.GATE) and variants.is_parent(wl):
             return False
         evicted = is_evicted(wl)
         if evicted and not self.cache.profile.rejected_check_deactivates_evicted:
@@ -476,7 +477,7 @@ class WorkloadController(Controller):
     def _pods_ready_timeout(self, wl: dict, now: float) -> Result | None:
         """``reconcileNotReadyTimeout`` (waitForPodsReady; the timer is ``pods_ready.admitted_not_ready``)."""
         cfg = self.cache.config
-        if cfg.gate(ca.GATE) and ca.is_variant(wl):
+        if cfg.gate(variants.GATE) and variants.is_variant(wl):
             return None  # the Parent's PodsReady counts; the controller copies it to the admitted Variant
         if not is_active(wl) or is_evicted(wl):
             return None
@@ -487,7 +488,7 @@ class WorkloadController(Controller):
             return Result(requeue_after=left)
         count = int(((wl.get("status") or {}).get("requeueState") or {}).get("count") or 0)
         if cfg.backoff_limit_count is not None and count + 1 > cfg.backoff_limit_count:
-            set_condition(
+            set_status_condition(
                 wl,
                 "DeactivationTarget",
                 True,

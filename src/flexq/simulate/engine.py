@@ -40,8 +40,7 @@ from flexq.api.scheme import ADMIT
 from flexq.clock import format_time
 from flexq.errors import ApiError, CloudError, InputError
 from flexq.fallback.api import CAPACITY_EVENT_REASONS
-from flexq.fallback.model import OPT_IN_LABEL
-from flexq.fallback.policy import FallbackConfig
+from flexq.fallback.model import OPT_IN_LABEL, FallbackConfig
 from flexq.gke.metrics import SCALE_UP_REASONS
 from flexq.gke.storage import BILLING, cluster_key
 from flexq.kueue.config import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig

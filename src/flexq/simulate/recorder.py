@@ -43,9 +43,9 @@ from typing import Any
 
 from flexq.api.quantity import parse_quantity
 from flexq.errors import ApiError
-from flexq.fallback.policy import ANN_MOVE
-from flexq.kueue.workload import set_condition, unset_quota_reservation
-from flexq.semantics.conditions import find_condition, is_true
+from flexq.fallback.model import ANN_MOVE
+from flexq.kueue.workload import unset_quota_reservation
+from flexq.semantics.conditions import find_condition, is_true, set_status_condition
 from flexq.semantics.resources import pod_requests
 from flexq.simulate.jobs import JobSpec
 from flexq.simulate.pod_watch import PodWatch
@@ -466,7 +466,7 @@ class Recorder:
             return
         rec = self.records[("Workload", key[0], key[1])]
         ok = rec.spec.outcome != "Failed"
-        set_condition(
+        set_status_condition(
             wl,
             "Finished",
             True,

@@ -59,7 +59,7 @@ from pydantic import (
 from flexq.api.capacity_profile import CapacityProfile
 from flexq.api.kueue_versions import resolve as resolve_kueue
 from flexq.errors import InputError, Invalid
-from flexq.fallback.policy import FallbackConfig
+from flexq.fallback.model import FallbackConfig
 from flexq.simulate.generator import generate
 from flexq.simulate.inputs import (
     MAX_REPLICAS,

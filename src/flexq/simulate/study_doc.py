@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from flexq.fallback.policy import FallbackConfig
+from flexq.fallback.model import FallbackConfig
 from flexq.simulate.inputs import (
     MAX_NODES,
     MAX_REPLICAS,

@@ -1,8 +1,11 @@
 """A request's options as the API server reads and checks them: ``PodLogOptions`` (``log_options``), a list's
-``limit``/``continue``/selectors and its pages (``check_list_options``, ``decode_continue``, ``page``),
-``DeleteOptions`` (``check_delete_options``, ``default_propagation``) and a write's ``fieldManager``
-(``check_field_manager``, ``manager_from_user_agent``). Pure functions of the request's query and body; the
-verbs that use them are ``flexq.http.kube.rest``'s. Must not import domain packages."""
+``limit``/``continue``/selectors and its pages (``check_list_options``, ``decode_continue``, ``page``), a watch's
+``resourceVersion`` and ``timeoutSeconds`` (``check_watch_version``, ``watch_timeout``), ``DeleteOptions``
+(``check_delete_options``, ``delete_options``, ``default_propagation``), a write's ``dryRun`` (``dry_run``),
+``fieldValidation`` (``field_validation``), ``fieldManager`` (``check_field_manager``,
+``manager_from_user_agent``) and a patch's type by its content type (``PATCH_TYPES``). Pure functions of the
+request's query and body; the verbs that use them are ``flexq.http.kube.rest``'s. Must not import domain
+packages."""
 
 from __future__ import annotations
 
@@ -29,6 +32,12 @@ __all__ = [
     "check_list_options",
     "page",
     "check_delete_options",
+    "delete_options",
+    "dry_run",
+    "field_validation",
+    "check_watch_version",
+    "watch_timeout",
+    "PATCH_TYPES",
     "OPTIONS_KIND",
     "check_field_manager",
     "manager_from_user_agent",
@@ -280,6 +289,62 @@ def check_delete_options(opts: dict) -> None:
             if pre.get(key) is not None and not isinstance(pre[key], str):
                 raise wrong(f"preconditions.{key}", pre[key], "string")
 
+
+def delete_options(opts: dict, q: Any) -> dict:
+    """DeleteOptions (``opts``: the body's, checked) with the query's ``propagationPolicy`` and
+    ``orphanDependents`` (an orphaning delete) folded in; 400 for a policy the API server does not know."""
+    if q.get("propagationPolicy"):
+        opts["propagationPolicy"] = q["propagationPolicy"]
+    if opts.get("propagationPolicy") not in (None, "Background", "Foreground", "Orphan"):
+        raise BadRequest(
+            f"propagationPolicy: Unsupported value: {opts['propagationPolicy']!r}: supported "
+            'values: "Foreground", "Background", "Orphan"'
+        )
+    if truthy(q.get("orphanDependents")) or opts.get("orphanDependents"):
+        opts["propagationPolicy"] = "Orphan"
+    return opts
+
+
+def dry_run(q: Any, body: Any = None) -> bool:
+    """Whether a write is a dry run: the query's ``dryRun`` values and DeleteOptions' (``body``), each ``All``."""
+    vals = q.getlist("dryRun")
+    if isinstance(body, dict) and body.get("dryRun"):
+        vals += list(body["dryRun"])  # a list of strings (check_delete_options)
+    for v in vals:
+        if v != "All":
+            raise BadRequest(f'Invalid dryRun value: "{v}": supported values: "All"')
+    return bool(vals)
+
+
+def field_validation(q: Any) -> str:
+    """A write's ``fieldValidation``: Strict, Warn (the default) or Ignore."""
+    mode = q.get("fieldValidation", "Warn") or "Warn"
+    if mode not in ("Strict", "Warn", "Ignore"):
+        raise BadRequest(f"fieldValidation must be one of Ignore, Warn, or Strict, got {mode!r}")
+    return mode
+
+
+def check_watch_version(rv: str | None) -> None:
+    """A watch's ``resourceVersion``: a uint64, as the API server parses it (ASCII digits only: str.isdigit()
+    also takes "²" and "١")."""
+    if rv and not (rv.isascii() and rv.isdigit() and int(rv) < 2**64):
+        raise BadRequest(f'invalid resource version: "{rv}"')
+
+
+def watch_timeout(raw: str | None, default: float) -> float:
+    """A watch's ``timeoutSeconds`` (a non-negative integer; absent or 0: ``default``)."""
+    if raw and not re.fullmatch(r"[0-9]{1,18}", raw):
+        raise BadRequest(f'timeoutSeconds: Invalid value: "{raw}": must be a non-negative integer')
+    return float(int(raw) if raw else default) or default
+
+
+PATCH_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/json-patch+json": "json",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+    "application/apply-patch+cbor": "apply-cbor",
+}
 
 OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
 # (HTTP method, RequestInfo verb) -> the operation that serves it

@@ -2,30 +2,27 @@
 
 Owns: ``KubeFace`` — which kinds a cluster serves (addon kinds only where the addon is on), which kind and
 operation a request's ``RequestInfo`` names (``route``: the verb authorization checked, never a path parsed
-again), request options (query, body, content types), ``fieldValidation`` (Strict/Warn/Ignore), ``dryRun``, versions
-(each request sees the version in its URL; the store keeps the storage version), Table output, pod logs,
-and Status errors. Every store call runs on the loop thread through ``on_loop``; the face decides nothing
-about domain state (style rule 5). Must not import domain packages (kube, kueue, gke, kuberay).
+again), versions (each request sees the version in its URL; the store keeps the storage version), Table
+output, the scale subresource, pod logs, and Status errors. A request's options are read by
+``flexq.http.kube.options`` (``dryRun``, ``fieldValidation``, list, watch, delete and log options); a write's
+body, field validation, RBAC escalation check and managed fields by ``flexq.http.kube.writes``, one path for
+create, update, patch and apply. Every store call runs on the loop thread through ``on_loop``; the face decides
+nothing about domain state (style rule 5). Must not import domain packages (kube, kueue, gke, kuberay).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import re
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from flexq.api import scheme
-from flexq.api.decode import duplicate_fields
-from flexq.api.ephemeral import EphemeralContainersAdmission
 from flexq.api.registry import KindInfo
 from flexq.clock import format_time
-from flexq.errors import ApiError, BadRequest, Invalid, MethodNotAllowed, NotFound, UnsupportedMediaType
-from flexq.http import auth
+from flexq.errors import ApiError, BadRequest, MethodNotAllowed, NotFound, UnsupportedMediaType
 from flexq.http.common import (
     WriteBatch,
     decode_body_async,
@@ -41,74 +38,28 @@ from flexq.http.kube import scale as scale_api
 from flexq.http.kube import table as tables
 from flexq.http.kube.options import (
     OPTIONS_KIND,
+    PATCH_TYPES,
     check_delete_options,
     check_field_manager,
     check_list_options,
+    check_watch_version,
     default_propagation,
+    delete_options,
+    dry_run,
+    field_validation,
     log_options,
     log_timestamp,
-    manager_from_user_agent,
     page,
+    watch_timeout,
 )
+from flexq.http.kube.target import Target, not_found_path
 from flexq.http.kube.watch import DEFAULT_TIMEOUT, WatchRequest, log_stream, watch_stream
+from flexq.http.kube.writes import Writes, admission, object_body, read_object, warning_header
 from flexq.http.requestinfo import RequestInfo, truthy
 from flexq.http.seam import ClusterView, TwinServices
-from flexq.semantics.rbac import privileged
 from flexq.store import Store
 from flexq.store.patch import apply_patch
 from flexq.store.selectors import parse_field_selector, parse_label_selector
-
-
-def warning_header(text: str) -> str:
-    """A ``Warning`` header value as the API server writes one (``net.NewWarningHeader(299, "-", text)``):
-    the text quoted, its ``"`` and ``\\`` escaped, so that clients (client-go's ``ParseWarningHeaders``) read
-    it back whole."""
-    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-PATCH_TYPES = {
-    "application/merge-patch+json": "merge",
-    "application/json-patch+json": "json",
-    "application/strategic-merge-patch+json": "strategic",
-    "application/apply-patch+yaml": "apply",
-    "application/apply-patch+cbor": "apply-cbor",
-}
-_UNKNOWN = "field not declared in schema"
-
-
-def not_found_path() -> NotFound:
-    return NotFound("the server could not find the requested resource")
-
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-    """What a resource request addresses in a cluster's store: its ``RequestInfo`` (the one parse of its path,
-    which authorization read too) and the kind it names (``KubeFace.resolve``)."""
-
-    info: RequestInfo
-    kind: KindInfo
-
-    @property
-    def version(self) -> str:
-        return self.info.api_version
-
-    @property
-    def verb(self) -> str:
-        return self.info.verb
-
-    @property
-    def namespace(self) -> str | None:
-        """The namespace the objects are in (None: a cluster-scoped kind, or every namespace)."""
-        return (self.info.namespace or None) if self.kind.namespaced else None
-
-    @property
-    def name(self) -> str | None:
-        """The object the path names (a list's ``metadata.name`` field selector names none: it filters)."""
-        return None if self.info.name_from_selector else (self.info.name or None)
-
-    @property
-    def subresource(self) -> str | None:
-        return self.info.subresource or None
 
 
 def _maybe_uncommitted(store: Any) -> bool:
@@ -140,6 +91,7 @@ class KubeFace:
         self.cluster = cluster
         self.loop = core.loop
         self.writes = WriteBatch(core.loop)
+        self.w = Writes(self.store, core.loop, self.writes)
 
     # -- which kinds are served -------------------------------------------------------------------
     def store(self) -> Store:
@@ -256,105 +208,6 @@ class KubeFace:
             return json_response(body, status, headers=headers)
         return json_response(view, status, headers=headers)
 
-    async def _body(self, request: Request) -> tuple[Any, list[str]]:
-        """The request's object, and the fields its JSON text sets twice (``decode.duplicate_fields``: the
-        strict decoder's ``duplicate field`` errors; a YAML body with a repeated key is refused outright)."""
-        raw = await read_body(request)
-        ctype = request.headers.get("content-type", "application/json")
-        body = await decode_body_async(raw, ctype)
-        json_text = "json" in ctype.lower() or ctype.split(";")[0].strip() in ("", "*/*")
-        if json_text and self._validation(request) != "Ignore":
-            return body, duplicate_fields(raw, body)
-        return body, []
-
-    def _object_body(self, body: Any, info: KindInfo, t: Target) -> dict:
-        if not isinstance(body, dict):
-            raise BadRequest(
-                f"the body of the request must be a {info.kind} object, not {type(body).__name__}"
-            )
-        if body.get("apiVersion") is None:
-            body["apiVersion"] = info.api_version(t.version)
-        if body.get("kind") is None:
-            body["kind"] = info.kind
-        scheme.check_shape(body)
-        if body.get("metadata") is None:
-            body["metadata"] = {}
-        if body["apiVersion"] != info.api_version(t.version) or body["kind"] != info.kind:
-            raise BadRequest(
-                f"the API version in the data ({body['apiVersion']}) does not match the expected API "
-                f"version ({info.api_version(t.version)})"
-                if body["kind"] == info.kind
-                else f"the kind in the data ({body['kind']}) does not match the expected kind ({info.kind})"
-            )
-        meta = body.get("metadata")
-        if meta is not None and not isinstance(meta, dict):
-            raise BadRequest("metadata must be an object")
-        if t.namespace and meta and meta.get("namespace") and meta["namespace"] != t.namespace:
-            raise BadRequest(
-                "the namespace of the provided object does not match the namespace sent on the request"
-            )
-        return body
-
-    @staticmethod
-    def _dry_run(request: Request, body: Any = None) -> bool:
-        vals = request.query_params.getlist("dryRun")
-        if isinstance(body, dict) and body.get("dryRun"):
-            vals += list(body["dryRun"])  # a list of strings (check_delete_options)
-        for v in vals:
-            if v != "All":
-                raise BadRequest(f'Invalid dryRun value: "{v}": supported values: "All"')
-        return bool(vals)
-
-    @staticmethod
-    def _validation(request: Request) -> str:
-        mode = request.query_params.get("fieldValidation", "Warn") or "Warn"
-        if mode not in ("Strict", "Warn", "Ignore"):
-            raise BadRequest(f"fieldValidation must be one of Ignore, Warn, or Strict, got {mode!r}")
-        return mode
-
-    def _granting(self, request: Request, info: KindInfo, t: Target, dry: bool, op: Any) -> dict:
-        """``op(dry_run)``, the write of a request; for an RBAC object written by someone outside
-        ``system:masters``, first tried as a dry run, and refused (403) if what it would store grants more
-        than the writer holds (``auth.escalation_check``). Runs on the loop, so the check and the write see the
-        same roles."""
-        user = request.scope.get(auth.USER_KEY)
-        if info.group != "rbac.authorization.k8s.io" or user is None or privileged(user):
-            return dict(op(dry))
-        store = self.store()
-        old = store.peek(info.kind, t.name, t.namespace) if t.name else None
-        trial = op(True)
-        auth.escalation_check(store, user, info.kind, t.namespace or "", trial, old)
-        return dict(op(dry))
-
-    async def _write(
-        self, mode: str, info: KindInfo, version: str, fn: Any, twice: list[str] | tuple[()] = ()
-    ) -> tuple[dict, list[str]]:
-        """Run ``fn(unknown_fields)`` on the loop with the request's field validation (in the next batch of
-        writes: ``WriteBatch``). ``twice``: the fields the body sets twice, refused under Strict before
-        anything is written, a warning each under Warn (the last value kept, as Go's decoder keeps it)."""
-        journal = self.store().journal
-        if mode == "Ignore":
-            return await self.writes.run(journal, lambda: fn("Ignore")), []
-        repeated = [f'duplicate field "{f}"' for f in twice]
-        if repeated and mode == "Strict":
-            raise BadRequest(
-                f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
-                f"strict decoding error: {', '.join(repeated)}"
-            )
-        try:
-            return await self.writes.run(journal, lambda: fn("Strict")), repeated
-        except Invalid as err:
-            unknown = [c for c in err.causes if c.message == _UNKNOWN]
-            if not unknown or len(unknown) != len(err.causes):
-                raise
-            names = [f'unknown field "{c.field}"' for c in unknown]
-            if mode == "Strict":
-                raise BadRequest(
-                    f'{info.kind} in version "{version}" cannot be handled as a {info.kind}: '
-                    f"strict decoding error: {', '.join(names)}"
-                ) from None
-            return await self.writes.run(journal, lambda: fn("Ignore")), names + repeated
-
     # -- reads ------------------------------------------------------------------------------------
     async def get(self, request: Request, t: Target, info: KindInfo) -> Response:
         """Read on this thread, without a copy: the stored version itself, which no one changes (``peek`` takes
@@ -419,18 +272,11 @@ class KubeFace:
     def watch(self, request: Request, t: Target, info: KindInfo, name: str | None = None) -> Response:
         q = request.query_params
         rv = q.get("resourceVersion")
-        # a uint64, as the API server parses it (ASCII digits only: str.isdigit() also takes "²" and "١")
-        if rv not in (None, "") and not (rv.isascii() and rv.isdigit() and int(rv) < 2**64):
-            raise BadRequest(f'invalid resource version: "{rv}"')
+        check_watch_version(rv)
         fsel = fields.checked(info, q.get("fieldSelector"))
         if name:
             fsel = f"metadata.name={name}" + (f",{fsel}" if fsel else "")
-        raw_timeout = q.get("timeoutSeconds")
-        if raw_timeout not in (None, "") and (not re.fullmatch(r"[0-9]{1,18}", raw_timeout)):
-            raise BadRequest(
-                f'timeoutSeconds: Invalid value: "{raw_timeout}": must be a non-negative integer'
-            )
-        timeout = float(int(raw_timeout) if raw_timeout else DEFAULT_TIMEOUT) or DEFAULT_TIMEOUT
+        timeout = watch_timeout(q.get("timeoutSeconds"), DEFAULT_TIMEOUT)
         parse_label_selector(q.get("labelSelector"))
         parse_field_selector(fsel)
         req = WatchRequest(
@@ -450,29 +296,25 @@ class KubeFace:
 
     # -- writes -----------------------------------------------------------------------------------
     async def create(self, request: Request, t: Target, info: KindInfo) -> Response:
-        body, twice = await self._body(request)
-        body = self._object_body(body, info, t)
-        dry, mode = self._dry_run(request), self._validation(request)
-        obj, warns = await self._write(
-            mode,
+        body, twice = await read_object(request)
+        body = object_body(body, info, t)
+        q = request.query_params
+        obj, warns = await self.w.granted(
+            request,
+            t,
             info,
-            t.version,
-            lambda uf: self._granting(
-                request,
-                info,
-                t,
-                dry,
-                lambda d: self.store().create(
-                    body, namespace=t.namespace, admission=scheme.Admission(uf), dry_run=d
-                ),
+            dry_run(q),
+            field_validation(q),
+            lambda uf, d: self.store().create(
+                body, namespace=t.namespace, admission=scheme.Admission(uf), dry_run=d
             ),
             twice,
         )
         return self._out(request, info, obj, t, 201, warns)
 
     async def update(self, request: Request, t: Target, info: KindInfo) -> Response:
-        body, twice = await self._body(request)
-        body = self._object_body(body, info, t)
+        body, twice = await read_object(request)
+        body = object_body(body, info, t)
         meta = body.get("metadata")
         # the update handler's checkName: the decoded object's own name must be the URL's (a body without one,
         # or with "metadata": null, decodes to the name "")
@@ -482,7 +324,7 @@ class KubeFace:
                 f"the name of the object ({got if isinstance(got, str) else ''}) does not match the name on the "
                 f"URL ({t.name})"
             )
-        dry, mode = self._dry_run(request), self._validation(request)
+        dry, mode = dry_run(request.query_params), field_validation(request.query_params)
         if t.subresource == "status":
 
             def write_status(uf: str) -> dict:
@@ -491,50 +333,21 @@ class KubeFace:
                     obj = {**scheme.admit(info, body, None, "Ignore"), "metadata": body["metadata"]}
                 return self.store().update_status(obj, admission=scheme.ADMIT, namespace=t.namespace)
 
-            obj, warns = await self._write(mode, info, t.version, write_status, twice)
+            obj, warns = await self.w.run(mode, info, t.version, write_status, twice)
         else:
-            track = self._tracker(request, info, t)
-            obj, warns = await self._write(
-                mode,
+            track = self.w.tracker(request, info, t)
+            obj, warns = await self.w.granted(
+                request,
+                t,
                 info,
-                t.version,
-                lambda uf: self._granting(
-                    request,
-                    info,
-                    t,
-                    dry,
-                    lambda d: self.store().update(
-                        body,
-                        namespace=t.namespace,
-                        admission=_admission(t, uf),
-                        dry_run=d,
-                        on_write=track,
-                    ),
+                dry,
+                mode,
+                lambda uf, d: self.store().update(
+                    body, namespace=t.namespace, admission=admission(t, uf), dry_run=d, on_write=track
                 ),
                 twice,
             )
         return self._out(request, info, obj, t, 200, warns)
-
-    def _tracker(self, request: Request, info: KindInfo, t: Target) -> Any:
-        """``on_write`` for a non-apply write: once an object has ``managedFields`` (someone applied it),
-        the fields an update or patch changes pass to its manager (``fieldManager``, else the client's
-        User-Agent up to its first ``/``), as the API server records them, so a later apply by the manager
-        that lost a field conflicts (409) unless forced."""
-        manager = (
-            request.query_params.get("fieldManager")
-            or manager_from_user_agent(request.headers.get("user-agent") or "unknown")
-            or "unknown"
-        )
-        api_version = info.api_version(t.version)
-
-        def track(live: dict, new: dict) -> dict:
-            if not (live.get("metadata") or {}).get("managedFields"):
-                return new
-            return ssa.track_update(
-                live, new, manager, api_version, format_time(self.loop.now()), t.subresource
-            )
-
-        return track
 
     async def patch(self, request: Request, t: Target, info: KindInfo) -> Response:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -546,32 +359,28 @@ class KubeFace:
             )
         raw = await read_body(request)
         body = await decode_body_async(raw, "application/yaml" if ptype == "apply" else "application/json")
-        dry, mode = self._dry_run(request), self._validation(request)
+        dry, mode = dry_run(request.query_params), field_validation(request.query_params)
         if ptype == "apply":
             return await self._apply(request, t, info, body, dry, mode)
         api_version = info.api_version(t.version)
-        track = self._tracker(request, info, t) if t.subresource is None else None
-        obj, warns = await self._write(
-            mode,
+        track = self.w.tracker(request, info, t) if t.subresource is None else None
+        obj, warns = await self.w.granted(
+            request,
+            t,
             info,
-            t.version,
-            lambda uf: self._granting(
-                request,
-                info,
-                t,
-                dry,
-                lambda d: self.store().patch(
-                    info.kind,
-                    t.name or "",
-                    body,
-                    t.namespace,
-                    patch_type=ptype,
-                    subresource=t.subresource,
-                    api_version=api_version,
-                    admission=_admission(t, uf),
-                    dry_run=d,
-                    on_write=track,
-                ),
+            dry,
+            mode,
+            lambda uf, d: self.store().patch(
+                info.kind,
+                t.name or "",
+                body,
+                t.namespace,
+                patch_type=ptype,
+                subresource=t.subresource,
+                api_version=api_version,
+                admission=admission(t, uf),
+                dry_run=d,
+                on_write=track,
             ),
         )
         return self._out(request, info, obj, t, 200, warns)
@@ -582,7 +391,7 @@ class KubeFace:
         manager = request.query_params.get("fieldManager")
         if not manager:
             raise BadRequest("PATCH, application/apply-patch+yaml requests require a fieldManager to be set")
-        body = self._object_body(body, info, t)
+        body = object_body(body, info, t)
         meta = body.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != t.name:
             raise BadRequest(
@@ -594,7 +403,7 @@ class KubeFace:
         force, api_version = truthy(request.query_params.get("force")), info.api_version(t.version)
         created = [False]
 
-        def run(uf: str, dry: bool = dry) -> dict:
+        def run(uf: scheme.UnknownFields, dry: bool = dry) -> dict:
             store = self.store()
             cur = store.try_get(info.kind, t.name or "", t.namespace)
             now = format_time(self.loop.now())
@@ -618,11 +427,9 @@ class KubeFace:
                     admission=scheme.ADMIT,
                     namespace=t.namespace,
                 )
-            return store.update(merged, namespace=t.namespace, admission=_admission(t, uf), dry_run=dry)
+            return store.update(merged, namespace=t.namespace, admission=admission(t, uf), dry_run=dry)
 
-        obj, warns = await self._write(
-            mode, info, t.version, lambda uf: self._granting(request, info, t, dry, lambda d: run(uf, d))
-        )
+        obj, warns = await self.w.granted(request, t, info, dry, mode, run)
         return self._out(request, info, obj, t, 201 if created[0] else 200, warns)
 
     async def _delete_options(self, request: Request) -> dict:
@@ -633,21 +440,11 @@ class KubeFace:
             if not isinstance(opts, dict):
                 raise BadRequest("DeleteOptions must be an object")
             check_delete_options(opts)
-        q = request.query_params
-        if q.get("propagationPolicy"):
-            opts["propagationPolicy"] = q["propagationPolicy"]
-        if opts.get("propagationPolicy") not in (None, "Background", "Foreground", "Orphan"):
-            raise BadRequest(
-                f"propagationPolicy: Unsupported value: {opts['propagationPolicy']!r}: supported "
-                'values: "Foreground", "Background", "Orphan"'
-            )
-        if truthy(q.get("orphanDependents")) or opts.get("orphanDependents"):
-            opts["propagationPolicy"] = "Orphan"
-        return opts
+        return delete_options(opts, request.query_params)
 
     async def delete(self, request: Request, t: Target, info: KindInfo) -> Response:
         opts = await self._delete_options(request)
-        dry = self._dry_run(request, opts)
+        dry = dry_run(request.query_params, opts)
 
         def run() -> tuple[dict, dict | None]:
             store = self.store()
@@ -673,7 +470,8 @@ class KubeFace:
 
     async def delete_collection(self, request: Request, t: Target, info: KindInfo) -> Response:
         opts = await self._delete_options(request)
-        dry, q = self._dry_run(request, opts), request.query_params
+        q = request.query_params
+        dry = dry_run(q, opts)
         fsel = fields.checked(info, q.get("fieldSelector"))
 
         def run() -> list[dict]:
@@ -721,8 +519,8 @@ class KubeFace:
                 )
             body: Any = await decode_body_async(await read_body(request), "application/json")
         else:
-            body, _twice = await self._body(request)
-        dry = self._dry_run(request)
+            body, _twice = await read_object(request)
+        dry = dry_run(request.query_params)
 
         def run() -> dict:
             cur = store.get(info.kind, name, t.namespace)  # a copy, changed below
@@ -785,10 +583,3 @@ class KubeFace:
             log_stream(self.loop, logs, ns, name, container, text, finished, known, stamp),
             media_type="text/plain",
         )
-
-
-def _admission(t: Target, unknown: Any) -> scheme.Admission:
-    """A client's update or patch: through ``pods/NAME/ephemeralcontainers`` only the ephemeral containers change."""
-    if t.subresource == "ephemeralcontainers":
-        return EphemeralContainersAdmission(unknown)
-    return scheme.Admission(unknown)

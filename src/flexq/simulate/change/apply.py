@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from flexq.fallback.model import OPT_IN_LABEL
 from flexq.kueue.checks import CHECKS, CheckController
 from flexq.kueue.config import (
     CONFIG_KEY,
@@ -20,7 +21,7 @@ from flexq.kueue.config import (
     parse_duration,
     shipped_configuration,
 )
-from flexq.simulate.change.knob import OPT_IN_LABEL, Knob
+from flexq.simulate.change.knob import Knob
 from flexq.simulate.inputs import parse_yaml_all
 from flexq.simulate.study import Manifest, Study, Variant
 

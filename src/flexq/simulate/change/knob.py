@@ -11,11 +11,10 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
-from flexq.fallback.model import OPT_IN_LABEL
 from flexq.simulate.inputs import Refused
 from flexq.simulate.schema import Doc
 
-__all__ = ["Knob", "KnobKind", "KINDS", "OPT_IN_LABEL"]
+__all__ = ["Knob", "KnobKind", "KINDS"]
 
 KnobKind = Literal[
     "poolMax",
