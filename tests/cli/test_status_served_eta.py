@@ -6,12 +6,16 @@ its own, as before; before the service's first forecast the column is left out a
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
+import yaml
 
 from flexq import Twin
 from flexq.cli import tutorial as T
@@ -113,5 +117,60 @@ def test_status_reads_the_twins_forecast_when_it_keeps_one(served, capsys, monke
         # asked for its own forward runs, the command computes them
         out, err = _status(capsys, kc, "--eta-replicas", "1")
         assert " in " in _line(out, "rayjob-tpu-v6e-dws-3") and "twin's forecast" not in err
+    finally:
+        service.stop()
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_under_the_eta_role_status_reads_the_twins_forecast(served, capsys, monkeypatch, tmp_path) -> None:
+    """``flexq eta manifests``' role is the least that works: bound to it, and to nothing else, a service account's
+    ``flexq status -A`` reads the twin's forecast (``GET /flexq/eta``, a non-resource URL the role grants), and may
+    write nothing."""
+    twin, info = served
+    env = dict(os.environ, KUBECONFIG=info["kubeconfig"])
+
+    def kubectl(*args: str, input: str | None = None, kubeconfig: str | None = None) -> str:
+        r = subprocess.run(
+            ["kubectl", *args],
+            env=dict(env, KUBECONFIG=kubeconfig or info["kubeconfig"]),
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
+        return r.stdout
+
+    kubectl("create", "serviceaccount", "status-reader", "-n", "default")
+    assert main(["eta", "manifests", "--bind", "serviceaccount:default:status-reader"]) == 0
+    kubectl("apply", "-f", "-", input=capsys.readouterr().out)
+    token = kubectl("create", "token", "status-reader", "-n", "default", "--duration=1h").strip()
+    cfg = yaml.safe_load(Path(info["kubeconfig"]).read_text())
+    for u in cfg["users"]:
+        u["user"] = {"token": token}
+    as_sa = tmp_path / "sa-kubeconfig"
+    as_sa.write_text(yaml.safe_dump(cfg))
+    assert kubectl("auth", "can-i", "get", "/flexq/eta", kubeconfig=str(as_sa)).strip() == "yes"
+    denied = subprocess.run(
+        ["kubectl", "auth", "can-i", "create", "workloads.kueue.x-k8s.io"],
+        env=dict(env, KUBECONFIG=str(as_sa)),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert denied.stdout.strip() == "no"
+    service = EtaService(twin, period=3600, cfg=EtaConfig(replicas=2, workers=1), in_process=True)
+    service.start(background=False)
+    try:
+        service.refresh()
+
+        def no_estimate(*_a: object, **_k: object) -> None:
+            raise AssertionError("flexq status computed an ETA the twin serves")
+
+        monkeypatch.setattr("flexq.eta.estimate", no_estimate)
+        monkeypatch.setenv("COLUMNS", "250")
+        out, err = _status(capsys, str(as_sa), "-A")
+        assert "ETA from the twin's forecast of" in err and "2 forward runs" in err, err
+        assert " in " in _line(out, "rayjob-tpu-v6e-dws-3"), out
     finally:
         service.stop()

@@ -21,6 +21,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
+from flexq.cli.kubeclient import ETA_PATH
 from flexq.cli.status import WorkloadRow
 from flexq.cli.views import FitTable as Table
 from flexq.clock import format_duration, format_time
@@ -55,10 +56,14 @@ def _rules() -> list[dict[str, Any]]:
     rules.append(
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"], "resourceNames": [KUEUE_CONFIG[1]]}
     )
+    # a served twin's own forecast (``GET /flexq/eta``, what ``flexq status`` reads there instead of computing):
+    # of the jobs the lists above already show; a real cluster serves no such path, and the rule grants nothing
+    rules.append({"nonResourceURLs": [ETA_PATH], "verbs": ["get"]})
     return rules
 
 
-# exactly what fetch_cluster_state reads: lists, cluster-wide; Kueue's configuration by name; no write at all
+# exactly what fetch_cluster_state reads: lists, cluster-wide; Kueue's configuration by name; a served twin's
+# forecast; no write at all
 CLUSTER_RULES: list[dict[str, Any]] = _rules()
 
 
