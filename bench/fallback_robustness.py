@@ -33,7 +33,12 @@ from typing import Any
 from flexq.simulate import load_study
 from flexq.simulate.engine import run_one
 from flexq.simulate.results import summarize
-from flexq.testing.fallback_family import PRIORITY_CLASSES, Scenario, family, priority_family, write_study
+from flexq.testing.fallback_family import (
+    PRIORITY_CLASSES,
+    family,
+    priority_family,
+    write_study,
+)
 
 LIMITS = {"wait": 1.02, "cost": 1.05}
 SLACK = 1.0  # seconds: a class whose mean wait is a second longer is not worse (rounding of event times)
@@ -503,4 +508,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["Scenario", "main"]
+__all__ = ["main"]

@@ -235,7 +235,7 @@ RESERVED = cond(
     ids=["pending", "quota-reserved-dws", "admitted", "running", "succeeded", "deactivated", "evicted"],
 )
 def test_state_and_why(wl: dict, state: str, why: str) -> None:
-    [row] = st.workload_rows(st.Snapshot(workloads=[wl], flavors=FLAVORS, nodes=NODES), T0 + 900)
+    [row] = st.workload_rows(st.StatusSnapshot(workloads=[wl], flavors=FLAVORS, nodes=NODES), T0 + 900)
     assert (row.state, row.why) == (state, why)
     assert row.job == f"RayJob/{wl['metadata']['ownerReferences'][0]['name']}"
     assert row.queue == "user-queue"
@@ -249,7 +249,7 @@ def test_plan_waited_and_cost_on_demand() -> None:
         cond("Finished", "True", "Succeeded", "done", T0 + 30 + 3600),
         flavors=("default-cpu", "on-demand"),
     )
-    [row] = st.workload_rows(st.Snapshot(workloads=[wl], flavors=FLAVORS, nodes=NODES), T0 + 99999)
+    [row] = st.workload_rows(st.StatusSnapshot(workloads=[wl], flavors=FLAVORS, nodes=NODES), T0 + 99999)
     assert row.plan == (("head", "default-cpu"), ("tpu-group", "on-demand"))
     assert row.flavor_of("tpu-group") == "on-demand" and row.cluster_queue == "cluster-queue"
     assert row.waited == 30
@@ -307,7 +307,7 @@ def test_cost_uses_flex_start_price_and_node_labels() -> None:
     half_hour = T0 + 100 + 1800
     # Without nodes: flex-start inferred from the check's podSetUpdates (consume-provisioning-request).
     [row] = st.workload_rows(
-        st.Snapshot(workloads=[wl], provisioning_requests=[pr], flavors=FLAVORS), half_hour
+        st.StatusSnapshot(workloads=[wl], provisioning_requests=[pr], flavors=FLAVORS), half_hour
     )
     assert row.cost == pytest.approx(float(4 * catalog.price_per_hour(v6e, "flex-start")) / 2)
     assert row.provisioning == "rayjob-job-2-dws-prov-1: Provisioned (Provisioned.)"
@@ -315,7 +315,8 @@ def test_cost_uses_flex_start_price_and_node_labels() -> None:
     # With DWS nodes present, their labels decide (here, spot-labelled nodes would be billed as spot).
     spot_nodes = [*NODES, node("t1", "dws-pool", "ct6e-standard-4t", "spot")]
     [row] = st.workload_rows(
-        st.Snapshot(workloads=[wl], provisioning_requests=[pr], flavors=FLAVORS, nodes=spot_nodes), half_hour
+        st.StatusSnapshot(workloads=[wl], provisioning_requests=[pr], flavors=FLAVORS, nodes=spot_nodes),
+        half_hour,
     )
     n2 = catalog.machine_type("n2-standard-16")
     want = (4 * catalog.price_per_hour(v6e, "spot") + catalog.price_per_hour(n2, "on-demand") / 8) / 2
@@ -351,7 +352,7 @@ def test_latest_provisioning_request_and_its_state() -> None:
         failed,
         pr(9),
     ]
-    [row] = st.workload_rows(st.Snapshot(workloads=[wl], provisioning_requests=prs), T0 + 60)
+    [row] = st.workload_rows(st.StatusSnapshot(workloads=[wl], provisioning_requests=prs), T0 + 60)
     assert row.provisioning == "rayjob-job-3-dws-prov-10: Accepted (ETA 12:00)"
     assert row.why == "dws-prov: Pending; ProvisioningRequest attempt 10: Accepted (ETA 12:00)"
     assert st.provisioning_state(failed) == ("Failed", "no capacity")
@@ -361,7 +362,7 @@ def test_latest_provisioning_request_and_its_state() -> None:
 def test_rows_sorted_by_creation_and_rendered() -> None:
     late = workload("rayjob-late-1", created=T0 + 50)
     early = workload("rayjob-early-1", created=T0)
-    rows = st.workload_rows(st.Snapshot(workloads=[late, early]), T0 + 100)
+    rows = st.workload_rows(st.StatusSnapshot(workloads=[late, early]), T0 + 100)
     assert [r.workload for r in rows] == ["rayjob-early-1", "rayjob-late-1"]
     assert [r.waited for r in rows] == [100, 50]
     text = status_text(rows)
@@ -389,7 +390,7 @@ def test_the_fallbacks_note_leads_the_why_column() -> None:
     }
     stranger = {**job, "metadata": {**job["metadata"], "namespace": "elsewhere"}}
     rows = st.workload_rows(
-        st.Snapshot(workloads=[moved, other], flavors=FLAVORS, jobs=[stranger, job]), T0 + 60
+        st.StatusSnapshot(workloads=[moved, other], flavors=FLAVORS, jobs=[stranger, job]), T0 + 60
     )
     by = {r.workload: r for r in rows}
     assert by["rayjob-moved-1"].why == f"{note}; waiting for pods"
@@ -403,7 +404,7 @@ def test_the_fallbacks_note_leads_the_why_column() -> None:
         cond("PodsReady", "True", "PodsReady", "", T0 + 30),
         flavors=("default-cpu", "dws"),
     )
-    [row] = st.workload_rows(st.Snapshot(workloads=[running], jobs=[job]), T0 + 60)
+    [row] = st.workload_rows(st.StatusSnapshot(workloads=[running], jobs=[job]), T0 + 60)
     assert (row.state, row.why) == ("Running", note)
 
 
@@ -445,7 +446,7 @@ def test_rows_from_the_twins_controllers() -> None:
         twin.advance(3)
 
         def rows() -> dict[str, st.WorkloadRow]:
-            snap = st.Snapshot(
+            snap = st.StatusSnapshot(
                 workloads=twin.list("Workload", "default"),
                 provisioning_requests=twin.list("ProvisioningRequest", "default"),
                 nodes=twin.list("Node"),

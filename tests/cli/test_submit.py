@@ -12,7 +12,7 @@ import yaml
 from flexq import Twin
 from flexq.cli import submit, tutorial
 from flexq.cli.main import main
-from flexq.cli.status import Snapshot, workload_rows
+from flexq.cli.status import StatusSnapshot, workload_rows
 
 TUTORIAL_FLAGS = dict(
     name="rayjob-tpu-v6e-dws-1", configmap="jax-train-script", pip=["jax[tpu]==0.8.2", "pandas==2.3.3"]
@@ -110,7 +110,7 @@ def test_submitted_job_is_admitted_by_the_twin(twin: Twin) -> None:
     )
     twin.apply(submit.build_objects(spec, "train.py", "print('training')\n"))
     twin.advance(5)
-    rows = workload_rows(Snapshot(workloads=twin.list("Workload", "default")), twin.now())
+    rows = workload_rows(StatusSnapshot(workloads=twin.list("Workload", "default")), twin.now())
     assert [(r.job, r.flavor_of("tpu-group")) for r in rows] == [("RayJob/rayjob-mine", "on-demand")]
     twin.run_until_idle(3600)
     assert twin.get("RayJob", "rayjob-mine", "default")["status"]["jobDeploymentStatus"] == "Complete"

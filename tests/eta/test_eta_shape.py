@@ -62,18 +62,18 @@ class _Counted(dict):
 
 
 def _reads_per_job(monkeypatch: pytest.MonkeyPatch, state: ClusterState, what: Any) -> float:
-    """How many times an Entry's namespace is read and a RayJob looked into, per Workload, while ``what``
+    """How many times an JobEntry's namespace is read and a RayJob looked into, per Workload, while ``what``
     runs on ``state`` (a queue position or a job lookup that scans every job counts each job it passes)."""
     calls = {"n": 0}
-    original = eta_jobs.Entry.namespace
+    original = eta_jobs.JobEntry.namespace
 
-    def namespace(self: eta_jobs.Entry) -> str:
+    def namespace(self: eta_jobs.JobEntry) -> str:
         calls["n"] += 1
         return original.fget(self)  # type: ignore[misc]
 
     state.rayjobs = [_Counted(j) for j in state.rayjobs]
     _Counted.reads = 0
-    monkeypatch.setattr(eta_jobs.Entry, "namespace", property(namespace))
+    monkeypatch.setattr(eta_jobs.JobEntry, "namespace", property(namespace))
     what(state)
     monkeypatch.undo()
     return (calls["n"] + _Counted.reads) / len(state.workloads)

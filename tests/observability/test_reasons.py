@@ -13,13 +13,13 @@ from flexq import Twin
 from flexq.api.capacity_profile import API_VERSION, KIND
 from flexq.api.reasons import REASONS, explain
 from flexq.cli import tutorial as T
-from flexq.cli.status import Snapshot, workload_rows
+from flexq.cli.status import StatusSnapshot, workload_rows
 from flexq.cli.views import status_text
 from tests.observability.conftest import submit, tutorial_twin, workload_of
 
 
 def rows(twin: Twin) -> dict[str, object]:
-    snap = Snapshot(
+    snap = StatusSnapshot(
         workloads=twin.list("workload", "default"),
         provisioning_requests=twin.list("provisioningrequest", "default"),
         nodes=twin.list("node"),

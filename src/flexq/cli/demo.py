@@ -31,7 +31,7 @@ from rich.text import Text
 from flexq.cli import tutorial
 from flexq.cli.args import duration, examples
 from flexq.cli.ray_output import training_lines
-from flexq.cli.status import Snapshot, WorkloadRow, fmt_cost, workload_rows
+from flexq.cli.status import StatusSnapshot, WorkloadRow, fmt_cost, workload_rows
 from flexq.cli.views import STATE_STYLE, status_table
 from flexq.cli.views import FitTable as Table
 from flexq.clock import format_duration
@@ -235,7 +235,7 @@ class _Demo:
     def snapshot(self) -> tuple[list[WorkloadRow], list[dict], list[dict], list[dict]]:
         t = self.twin
         nodes = t.list("Node")
-        snap = Snapshot(
+        snap = StatusSnapshot(
             workloads=t.list("Workload", "default"),
             provisioning_requests=t.list("ProvisioningRequest", "default"),
             nodes=nodes,

@@ -26,7 +26,7 @@ from flexq.cli.kubeclient import (
     list_objects,
     queues_refused_as_v1beta1,
 )
-from flexq.cli.status import Snapshot, WorkloadRow, workload_rows
+from flexq.cli.status import StatusSnapshot, WorkloadRow, workload_rows
 from flexq.clock import WallClock
 
 
@@ -224,7 +224,7 @@ def find_job(api: Any, name: str, namespace: str) -> JobInfo | None:
     try:
         snap = fetch_snapshot(api, namespace)
     except ClientError:
-        snap = Snapshot()
+        snap = StatusSnapshot()
     rows = [
         r
         for r in workload_rows(snap, WallClock().now())

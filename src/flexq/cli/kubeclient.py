@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from flexq.api.kueue_versions import from_served
-from flexq.cli.status import FALLBACK_MOVED, Snapshot
+from flexq.cli.status import FALLBACK_MOVED, StatusSnapshot
 
 __all__ = [
     "connect",
@@ -230,7 +230,7 @@ def list_core_path(api: Any, plural: str, namespace: str | None = None) -> list[
     return list(get_json(api, f"/api/v1/{where}{plural}").get("items") or [])
 
 
-def fetch_snapshot(api: Any, namespace: str | None = None) -> Snapshot:
+def fetch_snapshot(api: Any, namespace: str | None = None) -> StatusSnapshot:
     """Workloads (in ``namespace`` or all), their ProvisioningRequests, Nodes and ResourceFlavors."""
     workloads = list_objects(api, KUEUE, "workloads", namespace, missing_ok=False)
     prs = list_objects(api, AUTOSCALING, "provisioningrequests", namespace)
@@ -248,7 +248,9 @@ def fetch_snapshot(api: Any, namespace: str | None = None) -> Snapshot:
         for j in _metadata_quietly(api, gv, plural, namespace)
         if FALLBACK_MOVED in ((j.get("metadata") or {}).get("annotations") or {})
     ]
-    return Snapshot(workloads=workloads, provisioning_requests=prs, nodes=nodes, flavors=flavors, jobs=jobs)
+    return StatusSnapshot(
+        workloads=workloads, provisioning_requests=prs, nodes=nodes, flavors=flavors, jobs=jobs
+    )
 
 
 ETA_PATH = (

@@ -32,7 +32,7 @@ from rich.markup import escape
 
 from flexq.cli.args import duration, examples, home_flag, kube_flags
 from flexq.cli.eta import WAITING_STATES, EtaColumn
-from flexq.cli.status import FALLBACK_MOVED, Snapshot, WorkloadRow, rows_as_dicts, workload_rows
+from flexq.cli.status import FALLBACK_MOVED, StatusSnapshot, WorkloadRow, rows_as_dicts, workload_rows
 from flexq.cli.views import console, err_console
 from flexq.clock import WallClock, format_time
 
@@ -41,7 +41,7 @@ __all__ = ["cmd_status", "cmd_logs", "cmd_dashboard", "dashboard_login", "fetch"
 SCALE_UP_REASONS = {"FailedScaleUp", "TriggeredScaleUp", "NotTriggerScaleUp", "Preempted"}
 
 
-def fetch(api: Any, namespace: str | None) -> Snapshot:
+def fetch(api: Any, namespace: str | None) -> StatusSnapshot:
     """The snapshot rows need, with the pod Events that explain stock-outs and preemptions."""
     from flexq.cli import kubeclient
 
@@ -54,14 +54,14 @@ def fetch(api: Any, namespace: str | None) -> Snapshot:
     return dataclasses.replace(snap, events=events)
 
 
-def snapshot_of(state: Any, namespace: str | None, events: list[dict]) -> Snapshot:
+def snapshot_of(state: Any, namespace: str | None, events: list[dict]) -> StatusSnapshot:
     """The snapshot rows need, taken from the ETA's cluster-wide read (``state``: a ``ClusterState``; ``events``:
     every Event of that read) rather than read again: what ``fetch`` would read, in ``namespace`` or all."""
 
     def mine(obj: dict) -> bool:
         return namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace
 
-    return Snapshot(
+    return StatusSnapshot(
         workloads=[w for w in state.workloads if mine(w)],
         provisioning_requests=[p for p in state.provisioning_requests if mine(p)],
         nodes=list(state.nodes),

@@ -1,6 +1,6 @@
 """``flexq status``'s core: one row per Kueue Workload, computed by a pure function over plain objects.
 
-Owns: ``Snapshot`` (the lists of Workloads, ProvisioningRequests, Nodes, ResourceFlavors a row needs, as plain
+Owns: ``StatusSnapshot`` (the lists of Workloads, ProvisioningRequests, Nodes, ResourceFlavors a row needs, as plain
 Kubernetes JSON dicts, Kueue v1beta1 or v1beta2 alike), ``WorkloadRow`` and ``workload_rows(snapshot, now)``:
 job, queue, plan (flavor per pod set), state, time waited, why (Kueue's condition message, the admission
 checks' states, the ProvisioningRequest's state) and cost so far; ``workload_cost`` (node-hour prices from
@@ -30,7 +30,7 @@ from flexq.semantics.workloads import FINISHED_STATES, workload_state
 from flexq.semantics.workloads import waited as wait_of
 
 __all__ = [
-    "Snapshot",
+    "StatusSnapshot",
     "WorkloadRow",
     "fallback_note",
     "workload_rows",
@@ -46,7 +46,7 @@ _MODEL_OF_LABEL = {"standard": catalog.ON_DEMAND, "spot": catalog.SPOT, "flex-st
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class StatusSnapshot:
     """The objects rows are computed from (plain Kubernetes JSON dicts)."""
 
     workloads: list[dict] = field(default_factory=list)
@@ -277,7 +277,7 @@ def _queued_pod_sets(wl: dict) -> set[str]:
     return out
 
 
-def workload_cost(wl: dict, snap: Snapshot, now: float) -> float:
+def workload_cost(wl: dict, snap: StatusSnapshot, now: float) -> float:
     """USD so far: for each admitted pod set, count x node price x share of the node, from the Admitted
     transition to Finished (or eviction, or ``now``). Pod sets on unknown machines add nothing."""
     c = by_type(wl)
@@ -317,7 +317,7 @@ def workload_cost(wl: dict, snap: Snapshot, now: float) -> float:
 
 
 # -- rows ------------------------------------------------------------------------------------------------------
-def _row(wl: dict, snap: Snapshot, now: float) -> WorkloadRow:
+def _row(wl: dict, snap: StatusSnapshot, now: float) -> WorkloadRow:
     meta, spec, status = wl["metadata"], wl.get("spec") or {}, wl.get("status") or {}
     state = workload_state(wl)
     prs = _requests_of(wl, snap.provisioning_requests)
@@ -366,7 +366,7 @@ def _row(wl: dict, snap: Snapshot, now: float) -> WorkloadRow:
     )
 
 
-def workload_rows(snap: Snapshot, now: float) -> list[WorkloadRow]:
+def workload_rows(snap: StatusSnapshot, now: float) -> list[WorkloadRow]:
     """One row per Workload, oldest first (creation time, then namespace and name)."""
     ordered = sorted(
         snap.workloads,

@@ -8,7 +8,7 @@ for which Workload). The study recreates the cluster in a fresh virtual twin and
    ProvisioningRequestConfigs, WorkloadPriorityClasses, PriorityClasses, Kueue's configuration, the
    namespaces the queues and jobs live in, and an empty ConfigMap for every ConfigMap a job mounts (their
    contents are never read);
-3. the capacity profile fitted from the cluster's history (``Model.profile``), whose first ``WARMUP_SECONDS``
+3. the capacity profile fitted from the cluster's history (``CapacityModel.profile``), whose first ``WARMUP_SECONDS``
    give nodes at once;
 4. the traffic: at ``RESERVED_LEAD`` every job **running** at the instant, each pod set pinned to the flavor it
    holds (through the flavor's node labels), for the rest of its run (drawn knowing how long it has run), given
@@ -17,7 +17,7 @@ for which Workload). The study recreates the cluster in a fresh virtual twin and
    to end), pinned likewise, after the running ones: its DWS request is queued (or fails
    ``NodepoolSizeReached`` when the running jobs fill the pool), its pods wait for room or are refused by the
    stock-out, as at the instant; from one second later every **pending** job, one second apart in Kueue's order (priority, then the queue-order time), so that Kueue orders
-   them as it did. Their run times are drawn from ``Model.draw_run`` (``replica`` None: the median of each, for a study a
+   them as it did. Their run times are drawn from ``CapacityModel.draw_run`` (``replica`` None: the median of each, for a study a
    user runs again and again). Deactivated jobs are left out: they do not run unless someone reactivates them.
 
 A job's object goes in as it was read (its spec, labels and annotations; not its status, uid or the twin's own
@@ -36,8 +36,8 @@ import yaml
 
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_time
-from flexq.forecast.jobs import Entry, entries, started_at
-from flexq.forecast.model import RESERVED_LEAD, WARMUP_SECONDS, EtaConfig, Model
+from flexq.forecast.jobs import JobEntry, entries, started_at
+from flexq.forecast.model import RESERVED_LEAD, WARMUP_SECONDS, CapacityModel, EtaConfig
 from flexq.forecast.state import ClusterState
 from flexq.simulate.jobs import ANN_OUTCOME, ANN_RUN, JobSpec, PodSetSpec
 from flexq.simulate.study import Manifest, Study, Variant
@@ -145,7 +145,7 @@ def _templates(obj: dict) -> dict[str, dict]:
     return out
 
 
-def pin(obj: dict, entry: Entry, flavor_labels: dict[str, dict[str, str]]) -> dict:
+def pin(obj: dict, entry: JobEntry, flavor_labels: dict[str, dict[str, str]]) -> dict:
     """Each pod set of ``obj`` held to the flavor(s) its Workload has quota on (their node labels as node
     selectors): Kueue then gives it that flavor again."""
     templates = _templates(obj)
@@ -251,7 +251,11 @@ def _fallback_on(state: ClusterState, cfg: EtaConfig) -> bool:
 
 
 def build_study(
-    state: ClusterState, model: Model, cfg: EtaConfig, replica: int | None, es: list[Entry] | None = None
+    state: ClusterState,
+    model: CapacityModel,
+    cfg: EtaConfig,
+    replica: int | None,
+    es: list[JobEntry] | None = None,
 ) -> Scenario:
     """The study of ``state`` (see the module docstring); ``replica`` seeds the draws (None: medians); ``es``:
     the state's entries, read once by the caller (read here when None)."""
@@ -273,7 +277,7 @@ def build_study(
     # quota without having started — after the running ones, so that a full node pool stays full for them (a
     # ProvisioningRequest fails NodepoolSizeReached, an admitted job waits for room) as it was at the instant —
     # then the pending ones, one second apart in Kueue's order
-    order: list[tuple[float, Entry]] = [(RESERVED_LEAD, e) for e in running] + [(w, e) for e in reserved]
+    order: list[tuple[float, JobEntry]] = [(RESERVED_LEAD, e) for e in running] + [(w, e) for e in reserved]
     order += [(w + 1.0 + i, e) for i, e in enumerate(pending)]
     for submit, e in order:
         elapsed = max(0.0, state.now - (started_at(e.workload) or state.now)) if e.role == "running" else 0.0

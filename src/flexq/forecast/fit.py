@@ -1,4 +1,4 @@
-"""The capacity model fitted to what a cluster shows of its own history: ``fit(state, cfg)`` -> ``Model``
+"""The capacity model fitted to what a cluster shows of its own history: ``fit(state, cfg)`` -> ``CapacityModel``
 (``flexq.forecast.model``, which draws from it).
 
 - **DWS waits** (``queued-provisioning.gke.io``): each ProvisioningRequest's ``Accepted`` to ``Provisioned``
@@ -36,8 +36,8 @@ import contextlib
 from flexq.api import gke_catalog as catalog
 from flexq.api.reasons import classify_capacity
 from flexq.clock import parse_time_or_none
-from flexq.forecast.jobs import Entry, StateView, class_key, finished_at, started_at
-from flexq.forecast.model import QUEUED_CLASS, Arrival, EtaConfig, Model, RunClass, Stockout
+from flexq.forecast.jobs import JobEntry, StateView, class_key, finished_at, started_at
+from flexq.forecast.model import QUEUED_CLASS, Arrival, CapacityModel, EtaConfig, RunClass, Stockout
 from flexq.forecast.state import ClusterState
 from flexq.gke.timing import GRANT_RETRY_SECONDS, SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.semantics.conditions import find_condition
@@ -200,7 +200,7 @@ def _flavor_pools(state: ClusterState) -> dict[str, str]:
     }
 
 
-def _stockouts(state: ClusterState, es: list[Entry], cfg: EtaConfig) -> tuple[list[Stockout], list[float]]:
+def _stockouts(state: ClusterState, es: list[JobEntry], cfg: EtaConfig) -> tuple[list[Stockout], list[float]]:
     """Ongoing stock-outs per node pool, and the lengths of the episodes seen to end."""
     pools = {p["name"]: p for p in state.node_pools}
     fpool = _flavor_pools(state)
@@ -307,7 +307,7 @@ def _unmet_since(
     return min(waited)
 
 
-def _pod_flavors(owner: Entry, pod: str) -> set[str]:
+def _pod_flavors(owner: JobEntry, pod: str) -> set[str]:
     """The flavors of the pod set a pod belongs to (its name carries the pod set's: ``-tpu-group-worker-``,
     ``-head-``), else those of the pod sets that ask for an accelerator."""
     assigned = owner.assignments()
@@ -368,12 +368,12 @@ def _classes(state: ClusterState, cfg: EtaConfig) -> dict[tuple[str, str], RunCl
     return classes
 
 
-def fit(state: ClusterState, cfg: EtaConfig | None = None, view: StateView | None = None) -> Model:
+def fit(state: ClusterState, cfg: EtaConfig | None = None, view: StateView | None = None) -> CapacityModel:
     """The model of ``state``'s cluster (see the module docstring); ``view``: the state read once by the
     caller (read here when None)."""
     cfg = cfg or EtaConfig()
     es = (view or StateView.of(state)).entries
-    m = Model(now=state.now, cfg=cfg)
+    m = CapacityModel(now=state.now, cfg=cfg)
     m.dws_done, m.dws_waiting, m.dws_pending, m.dws_bounded = _dws(state)
     m.dws_mean = exponential_mean(m.dws_done, m.dws_waiting, cfg.prior_dws_wait_seconds)
     m.stockouts, m.stockout_episodes = _stockouts(state, es, cfg)

@@ -1,6 +1,6 @@
 """The jobs of a ``ClusterState`` as the ETA sees them: which run, which wait and in what order, which cannot.
 
-Owns ``Entry`` (one live Workload with its job: its role — ``running``, ``reserved`` (quota reserved or admitted,
+Owns ``JobEntry`` (one live Workload with its job: its role — ``running``, ``reserved`` (quota reserved or admitted,
 not started: waiting for DWS, nodes or a stock-out while holding quota), ``pending`` (no quota yet),
 ``deactivated`` — its Kueue priority and queue-order timestamp, its coded reason from ``flexq.api.reasons``, and
 ``cannot``: why no flavor can ever take it, when Kueue says so), ``entries(state)`` (in Kueue's order: priority,
@@ -34,7 +34,7 @@ from flexq.semantics.owners import controller_owner
 from flexq.semantics.workloads import FINISHED_STATES, queue_order_timestamp, workload_state
 
 __all__ = [
-    "Entry",
+    "JobEntry",
     "StateView",
     "kueue_of",
     "entries",
@@ -60,7 +60,7 @@ STRUCTURAL = ("NoMatchingFlavor", "ExceedsMaxQuota", "Misconfigured", "Pending",
 
 
 @dataclass
-class Entry:
+class JobEntry:
     """One live (not finished) Workload, with the job Kueue made it for."""
 
     workload: dict
@@ -180,7 +180,7 @@ class StateView:
     """What one estimate reads of a state, read once: the entries in Kueue's order, each LocalQueue's
     ClusterQueue, and the Kueue release and configuration."""
 
-    entries: list[Entry]
+    entries: list[JobEntry]
     cluster_queue_of: dict[str, str]
     version: KueueVersion
     config: KueueConfig
@@ -195,7 +195,7 @@ class StateView:
 
 def entries(
     state: ClusterState, config: KueueConfig | None = None, cq_of: dict[str, str] | None = None
-) -> list[Entry]:
+) -> list[JobEntry]:
     """Every live Workload of ``state`` with its job, in Kueue's queue order (see the module docstring);
     ``config``: the cluster's Kueue configuration (read from the state when None)."""
     if config is None:
@@ -234,7 +234,7 @@ def entries(
             elif cq not in cqs:
                 missing = f"ClusterQueue {cq} doesn't exist"
         out.append(
-            Entry(
+            JobEntry(
                 workload=wl,
                 job=job,
                 role=role,
@@ -264,13 +264,13 @@ def fits_when_empty(wl: dict, cq_name: str, empty: Snapshot, now: float) -> bool
     return a.representative_mode() != Mode.NO_FIT
 
 
-def queue_position(es: list[Entry], entry: Entry, cluster_queue_of: dict[str, str]) -> int:
+def queue_position(es: list[JobEntry], entry: JobEntry, cluster_queue_of: dict[str, str]) -> int:
     """How many pending workloads of the same ClusterQueue are ahead of ``entry`` in Kueue's order (one job;
     for all of them at once, ``queue_positions``)."""
     return queue_positions(es, cluster_queue_of).get(entry.key, 0)
 
 
-def queue_positions(es: list[Entry], cluster_queue_of: dict[str, str]) -> dict[str, int]:
+def queue_positions(es: list[JobEntry], cluster_queue_of: dict[str, str]) -> dict[str, int]:
     """Every entry's ``queue_position`` (by its key), in one pass over ``es`` (in Kueue's order)."""
     seen: dict[str, int] = {}
     out: dict[str, int] = {}
@@ -282,10 +282,12 @@ def queue_positions(es: list[Entry], cluster_queue_of: dict[str, str]) -> dict[s
     return out
 
 
-def class_key(entry_or_wl: Entry | dict, job: dict | None, class_label: str = CLASS_LABEL) -> tuple[str, str]:
+def class_key(
+    entry_or_wl: JobEntry | dict, job: dict | None, class_label: str = CLASS_LABEL
+) -> tuple[str, str]:
     """(``namespace/LocalQueue``, class) of a job for its run-time history: the ``class_label`` label of the job
     (or its Workload) when set, else its shape (kind and pod-set counts)."""
-    wl = entry_or_wl.workload if isinstance(entry_or_wl, Entry) else entry_or_wl
+    wl = entry_or_wl.workload if isinstance(entry_or_wl, JobEntry) else entry_or_wl
     md, spec = wl.get("metadata") or {}, wl.get("spec") or {}
     labels: dict[str, Any] = {
         **(md.get("labels") or {}),

@@ -1,6 +1,6 @@
 """The capacity model and the run times, as fitted to what a cluster shows of its own history.
 
-Owns ``EtaConfig`` (the knobs, with the priors that stand in where the cluster has shown nothing) and ``Model``
+Owns ``EtaConfig`` (the knobs, with the priors that stand in where the cluster has shown nothing) and ``CapacityModel``
 (the fitted model: DWS waits, stock-outs, node provisioning times, run-time classes, arrivals — each with where it
 came from) with its draws: how much longer a DWS request waits (``draw_dws``), a stock-out lasts
 (``draw_stockout``), a job runs (``draw_run``, ``draw_class_run``: its ``flexq.dev/expected-duration`` annotation,
@@ -8,9 +8,9 @@ else its class's Kaplan-Meier curve, knowing how long it has run; the cold law, 
 cluster has shown too little), the node provisioning range, and a bootstrap refit (``bootstrap``: each forward
 run's own parameters). How each term is fitted from a cluster's state is ``flexq.forecast.fit``'s.
 
-``Model.profile(...)`` writes the model as a ``CapacityProfile`` (``docs/capacity-profile.md``) the user can read
+``CapacityModel.profile(...)`` writes the model as a ``CapacityProfile`` (``docs/capacity-profile.md``) the user can read
 and edit: a warm-up span in which the jobs running at the instant get their nodes at once, then the fitted terms.
-``Model.describe()`` says every figure with its evidence. Pure: no clock, no store.
+``CapacityModel.describe()`` says every figure with its evidence. Pure: no clock, no store.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from flexq.clock import format_duration
 from flexq.forecast.jobs import (
     CLASS_LABEL,
     EXPECTED_DURATION,
-    Entry,
+    JobEntry,
     class_key,
 )
 from flexq.stats import ColdLaw, exponential_mean, km_median, km_quantile, sample_beyond
 
 __all__ = [
     "EtaConfig",
-    "Model",
+    "CapacityModel",
     "RunClass",
     "Stockout",
     "expected_duration",
@@ -147,7 +147,7 @@ class Stockout:
 
 
 @dataclass
-class Model:
+class CapacityModel:
     """The fitted model (see the module docstring); every figure keeps its evidence."""
 
     now: float
@@ -185,7 +185,7 @@ class Model:
             total = sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean)
         return max(0.0, total - elapsed) * self.cfg.dws_scale
 
-    def bootstrap(self, rng: random.Random) -> Model:
+    def bootstrap(self, rng: random.Random) -> CapacityModel:
         """This model refitted on a bootstrap resample of its history (the DWS waits seen, granted and still
         waiting; each class's run times, finished and running; the stock-out episodes seen to end): a forward run
         that draws from it carries the uncertainty of the fitted parameters themselves, not only of the events
@@ -303,13 +303,13 @@ class Model:
             f"{format_duration(hi)}: {seen})"
         )
 
-    def run_source(self, entry: Entry) -> str:
+    def run_source(self, entry: JobEntry) -> str:
         fixed = expected_duration(entry.job)
         if fixed is not None:
             return f"its {EXPECTED_DURATION} annotation ({format_duration(fixed)})"
         return self._history(class_key(entry, entry.job, self.cfg.class_label))[1]
 
-    def draw_run(self, entry: Entry, elapsed: float, rng: random.Random) -> float:
+    def draw_run(self, entry: JobEntry, elapsed: float, rng: random.Random) -> float:
         """A run time for the job of ``entry``, knowing it has run ``elapsed`` seconds (0 when not started)."""
         fixed = expected_duration(entry.job)
         if fixed is not None and fixed > elapsed:
@@ -317,7 +317,7 @@ class Model:
         hist, _ = self._history(class_key(entry, entry.job, self.cfg.class_label))
         return self._draw(hist, elapsed, rng)
 
-    def median_run(self, entry: Entry, elapsed: float = 0.0) -> float:
+    def median_run(self, entry: JobEntry, elapsed: float = 0.0) -> float:
         """The median run time (the written study's: one trace, so one value per job)."""
         draws = sorted(self.draw_run(entry, elapsed, random.Random(i)) for i in range(41))
         return draws[20]

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from flexq.api import gke_catalog as catalog
 from flexq.api.kueue_versions import KueueVersion
-from flexq.forecast.jobs import Entry, StateView
-from flexq.forecast.model import QUEUED_CLASS, Model
+from flexq.forecast.jobs import JobEntry, StateView
+from flexq.forecast.model import QUEUED_CLASS, CapacityModel
 from flexq.forecast.state import ClusterState
 from flexq.kueue.checks import RetryStrategy, retry_strategy
 from flexq.kueue.config import KueueConfig
@@ -84,14 +84,14 @@ class World:
     """What every replica of one state shares (read-only in a run)."""
 
     now: float
-    model: Model
+    model: CapacityModel
     cq_objs: list[dict]
     localqueues: list[dict]
     flavors: list[dict]
     flavor_pool: dict[str, str]
     pools: dict[str, Pool]
     checks: dict[str, Check]
-    jobs: list[Entry]  # the entries a run starts with (running, reserved, pending)
+    jobs: list[JobEntry]  # the entries a run starts with (running, reserved, pending)
     pool_nodes: dict[str, int]  # nodes each pool has at the instant
     horizon: float
     config: KueueConfig
@@ -112,7 +112,7 @@ class World:
     def requeuing(self) -> str:
         return self.config.requeuing_timestamp
 
-    def queued(self, e: Entry, queues: QueueManager) -> tuple[dict, WorkloadInfo]:
+    def queued(self, e: JobEntry, queues: QueueManager) -> tuple[dict, WorkloadInfo]:
         """A pending entry's queued view and its ``WorkloadInfo`` for one replica: parsed (requests, order,
         scheduling hash) once per world, each replica given its own copy of the info (its flavor-scan progress
         and heap tie-breaker are its own; the parsed parts are read-only)."""
@@ -185,7 +185,7 @@ def queued_view(wl: dict) -> dict:
 
 def build_world(
     state: ClusterState,
-    model: Model,
+    model: CapacityModel,
     horizon: float,
     view: StateView | None = None,
     cycle_seconds: float = 0.0,

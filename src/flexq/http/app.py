@@ -43,7 +43,7 @@ from flexq.http.gke import face as gke_face
 from flexq.http.kube import discovery, openapi, openapi_proto, protobuf, reviews, tokenrequest
 from flexq.http.kube.rest import KubeFace
 from flexq.http.requestinfo import RequestInfo, request_info
-from flexq.http.seam import ClusterView, Forecasts, TwinServices
+from flexq.http.seam import Forecasts, ServedCluster, TwinServices
 from flexq.semantics import satokens
 from flexq.semantics.rbac import UserInfo, privileged
 
@@ -65,7 +65,7 @@ def request_user(request: Request) -> UserInfo:
     return user
 
 
-def issuer_of(view: ClusterView) -> str:
+def issuer_of(view: ServedCluster) -> str:
     """The ServiceAccount token issuer of a cluster: its GKE URL, else the in-cluster default."""
     facts = view.settings
     return satokens.issuer_for(
@@ -118,7 +118,7 @@ class TwinApp:
         header = request.headers.get("authorization", "")
         if self.authn.admin(header):
             user = auth.ADMIN
-            view: ClusterView | None = None
+            view: ServedCluster | None = None
         else:
             try:
                 view = self.core.current(info.cluster)

@@ -1,7 +1,7 @@
 """What the faces need from the twin, as Protocols: the one seam between ``flexq.http`` and the assembly.
 
 The faces translate HTTP to store operations and back; they reach the twin only through ``TwinServices``
-(which ``flexq.assembly.TwinCore`` implements) and each Kubernetes cluster only through ``ClusterView``
+(which ``flexq.assembly.TwinCore`` implements) and each Kubernetes cluster only through ``ServedCluster``
 (``flexq.assembly.ClusterRuntime``). Nothing here imports a domain or the runtime.
 """
 
@@ -49,7 +49,7 @@ class EndpointSettings(Protocol):
         ...
 
 
-class ClusterView(Protocol):
+class ServedCluster(Protocol):
     """One Kubernetes cluster as the faces see it."""
 
     name: str
@@ -95,7 +95,7 @@ class TwinServices(Protocol):
         """Twin-wide settings (the server records where the API listens in them)."""
         ...
 
-    def current(self, name: str | None = None) -> ClusterView:
+    def current(self, name: str | None = None) -> ServedCluster:
         """The cluster ``name`` (the twin's default cluster when None); KeyError if there is none."""
         ...
 

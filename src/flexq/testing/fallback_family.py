@@ -1,7 +1,7 @@
 """A seeded family of scenarios for judging flexq's fallback: the tutorial's configuration, with and without the
 fallback, over what clusters meet.
 
-Each ``Scenario`` is a small study (``write_study`` writes it as a directory ``flexq simulate`` reads) with two
+Each ``FamilyScenario`` is a small study (``write_study`` writes it as a directory ``flexq simulate`` reads) with two
 variants on the same traffic and cloud (common random numbers): ``tutorial`` (the tutorial's ClusterQueue:
 plan A on-demand first, plan B DWS, Kueue deciding which) and ``fallback`` (the same, with flexq's fallback on
 and the LocalQueue opted in). The dimensions, each drawn or set per scenario:
@@ -46,7 +46,7 @@ import yaml
 from flexq.fallback.model import OPT_IN_LABEL
 
 __all__ = [
-    "Scenario",
+    "FamilyScenario",
     "family",
     "eta_family",
     "priority_family",
@@ -61,7 +61,7 @@ TEAMS = ("team-a", "team-b")  # the ClusterQueues of a cohort scenario (LocalQue
 
 
 @dataclass(frozen=True)
-class Scenario:
+class FamilyScenario:
     name: str
     stockout: str = "none"
     dws_slices: int = 16  # the DWS pool's maximum, in v6e 4x4 slices (4 nodes each)
@@ -109,10 +109,10 @@ class Scenario:
         return ", ".join(parts)
 
 
-def family(n: int, seed: int = 1) -> list[Scenario]:
+def family(n: int, seed: int = 1) -> list[FamilyScenario]:
     """``n`` scenarios: the corners first (each stock-out pattern with a tight and an ample DWS pool), then drawn."""
     rng = random.Random(f"flexq-fallback-family:{seed}")
-    out: list[Scenario] = []
+    out: list[FamilyScenario] = []
     corners = [(s, d) for s in STOCKOUTS for d in (1, 16)]
     for i in range(n):
         if i < len(corners):
@@ -123,7 +123,7 @@ def family(n: int, seed: int = 1) -> list[Scenario]:
             dws = rng.choice((1, 2, 16))
             wait = rng.choice(("short", "long"))
         out.append(
-            Scenario(
+            FamilyScenario(
                 name=f"s{i:02d}",
                 stockout=stock,
                 dws_slices=dws,
@@ -140,7 +140,7 @@ def family(n: int, seed: int = 1) -> list[Scenario]:
     return out
 
 
-def eta_family(n: int, seed: int = 1) -> list[Scenario]:
+def eta_family(n: int, seed: int = 1) -> list[FamilyScenario]:
     """``family(n, seed)`` (every draw it makes kept), with what the ETA's calibration also needs to meet, drawn
     from a stream of its own: in about a third of the scenarios a team caps its DWS spending — the DWS flavor's
     quota 1, 2 or 4 slices — and brings 60-130 % of plan A's capacity, so that jobs queue in Kueue past the
@@ -154,7 +154,7 @@ def eta_family(n: int, seed: int = 1) -> list[Scenario]:
     return out
 
 
-def priority_family(n: int, seed: int = 1) -> list[Scenario]:
+def priority_family(n: int, seed: int = 1) -> list[FamilyScenario]:
     """``n`` scenarios with priorities as users set them (see the module docstring): the corners first (one
     ClusterQueue or a cohort, Kueue's default fungibility or preempt-first, under short and whole-day stock-outs),
     then drawn; mostly with stock-outs (where the fallback acts), some without."""
@@ -162,7 +162,7 @@ def priority_family(n: int, seed: int = 1) -> list[Scenario]:
     corners = [
         (s, c, p) for s in ("short-frequent", "whole-day") for c in (False, True) for p in (False, True)
     ]
-    out: list[Scenario] = []
+    out: list[FamilyScenario] = []
     for i in range(n):
         if i < len(corners):
             stock, cohort, first = corners[i]
@@ -172,7 +172,7 @@ def priority_family(n: int, seed: int = 1) -> list[Scenario]:
             )
             cohort, first = rng.random() < 0.5, rng.random() < 0.5
         out.append(
-            Scenario(
+            FamilyScenario(
                 name=f"p{i:02d}",
                 stockout=stock,
                 dws_slices=rng.choice((1, 2, 4, 16)),
@@ -193,7 +193,7 @@ def priority_family(n: int, seed: int = 1) -> list[Scenario]:
     return out
 
 
-def shares(sc: Scenario) -> list[tuple[str, float]]:
+def shares(sc: FamilyScenario) -> list[tuple[str, float]]:
     """Each priority class and its share of the jobs (one unnamed class without priorities)."""
     if not sc.priorities:
         return [("", 1.0)]
@@ -213,7 +213,7 @@ MEAN_RUN_HOURS = 0.5 * 0.2 + 0.4 * 0.9 + 0.1 * 3.2  # about each mix's mean (log
 BUSY_FACTOR = 2.0  # arrivals 2x as dense 08:00-20:00 (the generator's thinning keeps the mean at...)
 
 
-def _windows(sc: Scenario) -> list[dict[str, Any]]:
+def _windows(sc: FamilyScenario) -> list[dict[str, Any]]:
     rng = random.Random(f"stockouts:{sc.seed}")
     hours = sc.days * 24 + 24
     out: list[dict[str, Any]] = []
@@ -235,7 +235,7 @@ def _windows(sc: Scenario) -> list[dict[str, Any]]:
     return out
 
 
-def _capacity(sc: Scenario) -> dict[str, Any]:
+def _capacity(sc: FamilyScenario) -> dict[str, Any]:
     wait = (
         {"exponential": {"mean": "10m"}, "max": "1h"}
         if sc.dws_wait == "short"
@@ -269,7 +269,7 @@ def _capacity(sc: Scenario) -> dict[str, Any]:
     }
 
 
-def _cluster(sc: Scenario) -> dict[str, Any]:
+def _cluster(sc: FamilyScenario) -> dict[str, Any]:
     pools = [
         {
             "name": "default-pool",
@@ -334,7 +334,7 @@ def _res(cpu: Any, memory: str, tpu: Any) -> list[dict[str, Any]]:
     ]
 
 
-def _cluster_queue(sc: Scenario, name: str, slices: int, heads: int) -> dict[str, Any]:
+def _cluster_queue(sc: FamilyScenario, name: str, slices: int, heads: int) -> dict[str, Any]:
     """The tutorial's ClusterQueue with ``slices`` on-demand slices of quota and CPU for ``heads`` Ray heads."""
     n = slices
     flavors = [
@@ -386,7 +386,7 @@ def _local_queue(name: str, cq: str, opt_in: bool) -> dict[str, Any]:
     return lq
 
 
-def _queues(sc: Scenario, opt_in: bool) -> list[dict[str, Any]]:
+def _queues(sc: FamilyScenario, opt_in: bool) -> list[dict[str, Any]]:
     """The tutorial's dws-tpu-queue.yaml, sized for the scenario (heads for a team, plan A's slices); in a cohort
     scenario, one per team, plan A's slices split between them (the first team the odd one)."""
     if sc.cohort:
@@ -506,7 +506,7 @@ TRAIN_SCRIPT = {
 }
 
 
-def _generator(sc: Scenario) -> dict[str, Any]:
+def _generator(sc: FamilyScenario) -> dict[str, Any]:
     size = 1 + sc.two_slice
     # offered load = arrival rate x mean size x mean run / plan-A slices; the busy-hours thinning keeps a third
     # of the off-hours arrivals, so the mean rate is the peak rate x (12 + 12/BUSY) / 24
@@ -542,7 +542,7 @@ def _generator(sc: Scenario) -> dict[str, Any]:
     }
 
 
-def write_study(sc: Scenario, root: Path, *, fallback_settings: Any = True) -> Path:
+def write_study(sc: FamilyScenario, root: Path, *, fallback_settings: Any = True) -> Path:
     """The scenario as a study directory (``simulation.yaml`` and its files) under ``root``; returns its path."""
     d = root / sc.name
     d.mkdir(parents=True, exist_ok=True)

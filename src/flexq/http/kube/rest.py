@@ -56,7 +56,7 @@ from flexq.http.kube.target import Target, not_found_path
 from flexq.http.kube.watch import DEFAULT_TIMEOUT, WatchRequest, log_stream, watch_stream
 from flexq.http.kube.writes import Writes, admission, object_body, read_object, warning_header
 from flexq.http.requestinfo import RequestInfo, truthy
-from flexq.http.seam import ClusterView, TwinServices
+from flexq.http.seam import ServedCluster, TwinServices
 from flexq.store import Store
 from flexq.store.patch import apply_patch
 from flexq.store.selectors import parse_field_selector, parse_label_selector
@@ -97,7 +97,7 @@ class KubeFace:
     def store(self) -> Store:
         return self.core.current(self.cluster).store
 
-    def runtime(self) -> ClusterView:
+    def runtime(self) -> ServedCluster:
         """The cluster runtime, looked up from the HTTP thread (through the twin's published copy of its clusters,
         never the loop's own dict)."""
         return self.core.current(self.cluster)
