@@ -54,9 +54,8 @@ class Objects:
             ix.indexers,
             ix.by_index,
         )
-        self.disabled: set[str] = (
-            set()
-        )  # kind keys not served here (e.g. ray.io without the RayOperator addon)
+        # kind keys not served here (e.g. ray.io without the RayOperator addon)
+        self.disabled: set[str] = set()
         if any(k.kind == "Pod" and not k.group for k in registry):
             self.add_indexer("Pod", "spec.nodeName", _node_name)
         if any(k.kind == "PriorityClass" for k in registry):  # the Priority admission plugin's global default
