@@ -12,6 +12,8 @@ from collections import Counter
 import pytest
 
 from flexq import Twin
+from flexq.api.kinds import default_registry
+from flexq.clock import VirtualClock
 from flexq.runtime.controller import (
     AGGREGATE_MAX_EVENTS,
     COMBINED,
@@ -19,6 +21,7 @@ from flexq.runtime.controller import (
     EventCorrelator,
     EventRecorder,
 )
+from flexq.store import Store
 
 
 def _deployment(replicas: int) -> dict:
@@ -124,3 +127,22 @@ def test_a_repeat_beyond_the_bucket_is_counted_when_next_written() -> None:
         assert ev["count"] == SPAM_BURST + 6
     finally:
         t.close()
+
+
+def test_a_repeat_is_written_as_a_new_version_not_over_the_stored_one() -> None:
+    """The recorder's count bump is handed to the store as built (no copy): the version it replaces is unchanged,
+    as every stored version must be (``check_readonly`` fails at the write otherwise)."""
+    clock = VirtualClock()
+    store = Store(default_registry(), clock, namespaces=["default"], check_readonly=True)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "u"}}
+    rec = EventRecorder(store, "tester")
+    rec.record(pod, "Normal", "Poked", "poked")
+    (first,) = store.peek_list("Event", "default")
+    kept = (first["count"], first["lastTimestamp"], first["metadata"]["resourceVersion"])
+    clock.set(clock.now() + 5)
+    rec.record(pod, "Normal", "Poked", "poked")
+    (second,) = store.peek_list("Event", "default")
+    assert second is not first and second["count"] == 2
+    assert (first["count"], first["lastTimestamp"], first["metadata"]["resourceVersion"]) == kept
+    assert second["lastTimestamp"] != first["lastTimestamp"]
+    store.verify_readonly()

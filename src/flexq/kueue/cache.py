@@ -63,7 +63,13 @@ def _stop_policy(q: dict) -> str:
 class KueueCache:
     """Cache + queue manager of one cluster."""
 
-    def __init__(self, store: Store, now: Callable[[], float], profile: KueueVersion | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        now: Callable[[], float],
+        profile: KueueVersion | None = None,
+        events: EventRecorder | None = None,
+    ) -> None:
         self.store, self.now = store, now
         self.profile = profile or DEFAULT_KUEUE  # the Kueue release this cluster runs
         self.config = KueueConfig.from_configmap(
@@ -86,9 +92,9 @@ class KueueCache:
         self.hooks = Hooks()
         self.metrics: Any = None  # flexq.kueue.metrics.KueueMetrics, installed by the registry
         self.cq_generation: dict[str, int] = {}
-        # One recorder for every Kueue controller: Event names carry a per-recorder sequence number,
-        # so separate recorders writing at the same (virtual) millisecond would collide.
-        self.events = EventRecorder(store, "kueue-admission")  # indexed: O(1) per event
+        # One recorder for every Kueue controller, the cluster's (``Context.recorder``: its correlator and dedup
+        # index, the Events a simulation reads and no others, an expired Event forgotten); a bare one in tests
+        self.events = events if events is not None else EventRecorder(store, "kueue-admission")
         self._base: Snapshot | None = None  # quota structure; rebuilt when queues, cohorts or flavors change
         # versions of the cohort trees of ``_base`` (root -> changes of the workloads holding quota in it), in
         # an epoch per ``_base``: what ``preemption.TreeMemo`` keeps its answers by

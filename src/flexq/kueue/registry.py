@@ -49,7 +49,7 @@ class _CacheStarter(Controller):
 
 def controllers(ctx: Context) -> list[Controller]:
     """This package's controllers for one cluster."""
-    cache = KueueCache(ctx.store, ctx.now, ctx.settings.kueue)
+    cache = KueueCache(ctx.store, ctx.now, ctx.settings.kueue, ctx.recorder("kueue-admission"))
     cache.metrics = KueueMetrics(cache, ctx.metrics)
     cache.hooks.extra.append(cache.metrics.on_event)
     out: list[Controller] = [

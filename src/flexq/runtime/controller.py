@@ -263,12 +263,13 @@ class EventRecorder:
         try:
             name = self.index.get(key)
             cur = self.store.peek("Event", name, ns) if name else None
-            if cur is not None:  # the next version shares all but its top level with the stored one
-                ev = evolve(cur, ("count",), max(count, cur.get("count", 1) + 1))
+            if cur is not None:  # the next version shares all but its top level and metadata with the stored
+                ev = evolve(cur, ("count",), max(count, cur.get("count", 1) + 1))  # one
+                ev["metadata"] = dict(cur["metadata"])
                 ev["lastTimestamp"] = now
                 if ev.get("message") != message:  # an aggregated event carries the latest message
                     ev["message"] = message
-                self.store.update(ev)
+                self.store.update(ev, take=True)  # built here, for this write: kept, not copied
                 return
             name = f"{meta['name']}.{int(now_s * 1000):x}{self.store.next_seq():06x}"
             if len(name) > MAX_NAME_LENGTH:  # the API server refuses the Event (its name is too long, as

@@ -1,11 +1,12 @@
 """The versioned object store: what an API server and etcd are to a Kubernetes cluster.
 
-Owns: create / get / list / update / update_status / patch / delete of storage-version dicts;
-``uid``, ``resourceVersion`` (optimistic concurrency: a stale update is a Conflict), ``generation``
-(bumped on spec changes only), ``creationTimestamp``, ``generateName``; status as a separate write;
-finalizers and ``deletionTimestamp``; namespaces that must exist and take their contents with them; watch
-streams that resume from a resourceVersion. Deletion propagation (Background, Foreground, Orphan) and the
-garbage collector run inside each write, in ``flexq.store.gc``.
+Owns the write path: create / update / update_status / patch / delete / expire of storage-version dicts;
+``resourceVersion`` (optimistic concurrency: a stale update is a Conflict); status as a separate write; the
+commit (journal, then memory, then watchers). Its rooms: ``objects`` (the stored objects and every read of them),
+``index`` (the informers' tables), ``watch`` (one event per write, subscriptions, the resume history), ``rules``
+(the storage rules: uid, generation, creation and deletion metadata, namespaces that must exist, a patch's name
+checks, no-op writes), ``identity`` (uids and generated names), ``readonly`` (the read-only check of the tests),
+``gc`` (deletion propagation and the garbage collector, run inside each write), ``patch``, ``selectors``.
 Every write is journalled (if a Journal is given) before it is acknowledged and before watchers hear
 of it. Thread-safe (one lock), but in flexq all writes come from the loop thread.
 Must not import ``flexq.runtime``, domain packages or ``flexq.http``.
@@ -14,45 +15,29 @@ Must not import ``flexq.runtime``, domain packages or ``flexq.http``.
 from __future__ import annotations
 
 import builtins
-import hashlib
 import logging
-import threading
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from random import Random
 from typing import Any
 
 from flexq.api import scheme
-from flexq.api.jsoncopy import clone, clone_kept, clone_many, no_gc
+from flexq.api.jsoncopy import clone, clone_kept
 from flexq.api.registry import KindInfo, Registry
-from flexq.api.scheduling import GLOBAL_DEFAULT_INDEX, global_default_index
 from flexq.api.scheme import Admission
 from flexq.clock import Clock, format_time
-from flexq.errors import (
-    AlreadyExists,
-    BadRequest,
-    Cause,
-    Conflict,
-    Invalid,
-    InvalidWrite,
-    NotFound,
-    SharedObjectChanged,
-)
+from flexq.errors import BadRequest, Conflict, SharedObjectChanged
+from flexq.store import rules
 from flexq.store.gc import Txn
-from flexq.store.index import Indexes, Key
+from flexq.store.identity import Identities
+from flexq.store.index import Key
 from flexq.store.journal import Journal
+from flexq.store.objects import Objects
 from flexq.store.patch import apply_patch
-from flexq.store.selectors import (
-    field_equalities,
-    label_equalities,
-    parse_field_selector,
-    parse_label_selector,
-)
+from flexq.store.readonly import Pristine
 from flexq.store.watch import Subscription, Watchers, WatchEvent, deliver
 
 log = logging.getLogger("flexq.store")
 
-_ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # as apimachinery's utilrand
 _CHECK_WRITES = False
 
 
@@ -79,8 +64,9 @@ def status_copy(obj: dict) -> dict:
     return out
 
 
-class Store:
-    """All objects of one Kubernetes cluster (or of the twin's project-level GKE state)."""
+class Store(Objects):
+    """All objects of one Kubernetes cluster (or of the twin's project-level GKE state): its ``Objects`` (the
+    read path) and the write path."""
 
     HISTORY = 20_000  # watch events kept for resuming
 
@@ -106,44 +92,18 @@ class Store:
         # ``check_writes`` (a test setting, by default the module's ``check_writes()``): admit every trusted write
         self.check_writes = _CHECK_WRITES if check_writes is None else check_writes
         self.writer = ""  # who is writing (the manager names the reconcile): for ``check_writes``' errors
-        self._pristine: dict[tuple[str, Key], dict] = {}
+        super().__init__(registry)  # the objects, their indexes and the read path (``flexq.store.objects``)
+        self._pristine = Pristine()  # with ``check_readonly``: every stored version's copy
         # with ``check_readonly``: the stored versions handed out read-only since the last ``verify_reads``
-        self._reads: set[tuple[str, Key]] | None = set() if check_readonly else None
-        # the JSON text of stored versions that were listed (``clone_many``'s cache, by identity), as an API
-        # server's watch cache keeps an object's serialization: a version is dropped when a write replaces it
-        self.texts: dict[int, tuple[dict, bytes]] = {}
+        self._reads = set() if check_readonly else None
         self.rng = rng or Random(0)
-        # uids and generated names are keyed hashes of what is created and when (``_ident``), not draws from a
-        # stream: one object's identity does not depend on how many others were created before it
-        self._id_key = self.rng.getrandbits(128).to_bytes(16, "big")
-        self._id_hash = hashlib.blake2b(key=self._id_key, digest_size=16)  # copied per use: no key setup
-        self._id_instant: int | None = None
-        self._id_issued: dict[tuple, int] = {}
-        self._lock = threading.RLock()
-        self._objs: dict[str, dict[Key, dict]] = {}
-        # the indexes an API server's informers keep (``flexq.store.index``): per kind, keys by namespace, by
-        # label (name, value) and by the values of registered indexers (``add_indexer``: spec.nodeName of pods
-        # by default); objects by uid, owners' dependents, each kind's sorted keys. The names below are the
-        # same tables (the read paths and the collector use them directly)
-        self.indexes = ix = Indexes()
-        self._children, self._by_uid, self._sorted = ix.children, ix.by_uid, ix.sorted
-        self._by_ns, self._by_label, self._indexers, self._by_index = (
-            ix.by_ns,
-            ix.by_label,
-            ix.indexers,
-            ix.by_index,
-        )
-        if any(k.kind == "Pod" and not k.group for k in registry):
-            self.add_indexer("Pod", "spec.nodeName", _node_name)
-        if any(k.kind == "PriorityClass" for k in registry):  # the Priority admission plugin's global default
-            self.add_indexer("PriorityClass", GLOBAL_DEFAULT_INDEX, global_default_index)
+        # uids and generated names are keyed hashes of what is created and when (``flexq.store.identity``), not
+        # draws from a stream: one object's identity does not depend on how many others were created before it
+        self.ids = Identities(self.rng)
         self._rv = 0
         # subscriptions and the history kept for resuming (``flexq.store.watch``)
         self.watchers = Watchers(self.HISTORY if history is None else history, self._lock)
         self._seq = 0
-        self.disabled: set[str] = (
-            set()
-        )  # kind keys not served here (e.g. ray.io without the RayOperator addon)
         # validating admission webhooks a controller registers (as Kueue's manager registers its own with the
         # API server): kind key -> checks (new, old) -> causes, run after schema validation on create and update
         self.webhooks: dict[str, list[Callable[[dict, dict | None], list]]] = {}
@@ -174,206 +134,6 @@ class Store:
     @property
     def resource_version(self) -> int:
         return self._rv
-
-    def info(self, kind: str) -> KindInfo:
-        info = self.registry.resolve(kind)
-        if info.key in self.disabled:
-            raise NotFound(f'the server doesn\'t have a resource type "{kind}"')
-        return info
-
-    def serve_addons(self, addons: Iterable[str]) -> None:
-        """Serve only the addon-gated kinds whose addon is enabled (GKE's ``--addons=RayOperator``)."""
-        enabled = set(addons)
-        self.disabled = {
-            k.key for k in self.registry if k.served_by_addon and k.served_by_addon not in enabled
-        }
-
-    def _key(self, info: KindInfo, namespace: str | None, name: str) -> Key:
-        return ((namespace or "default") if info.namespaced else "", name)
-
-    def get(self, kind: str, name: str, namespace: str | None = None) -> dict:
-        """A copy of the stored object (storage version). Raises NotFound. Copied through the store's cache of
-        each version's JSON text, as ``list`` is: a version read again (a config a controller reads on every
-        reconcile) is one decode."""
-        info = self.info(kind)
-        with self._lock:
-            obj = self._objs.get(info.key, {}).get(self._key(info, namespace, name))
-            if obj is None:
-                raise NotFound(
-                    f'{info.plural}{"." + info.group if info.group else ""} "{name}" not found',
-                    kind=info.plural,
-                    group=info.group,
-                    name=name,
-                )
-            return clone_many([obj], self.texts)[0]
-
-    def try_get(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
-        try:
-            return self.get(kind, name, namespace)
-        except NotFound:
-            return None
-
-    def peek(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
-        """The stored object itself (no copy), or None: read-only, like the objects of a client-go
-        informer cache, and like ``WatchEvent.object``. To change it, ``clone`` it (or take ``get``'s copy).
-        Takes no lock, so any thread may call it (the HTTP server's gets do): it is one dictionary lookup, and a
-        write replaces a stored version rather than changing it."""
-        info = self.info(kind)
-        key = self._key(info, namespace, name)
-        if self._reads is not None:
-            self._reads.add((info.key, key))
-        return self._objs.get(info.key, {}).get(key)
-
-    def list(
-        self,
-        kind: str,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> builtins.list[dict]:
-        """Copies of matching objects, ordered by namespace then name (as etcd returns them)."""
-        with self._lock:
-            objs = self.peek_list(kind, namespace, label_selector, field_selector)
-            with no_gc():
-                return clone_many(objs, self.texts)
-
-    def peek_list(
-        self,
-        kind: str,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        *,
-        labels: dict[str, str] | None = None,
-        index: tuple[str, str] | None = None,
-        owner_uid: str | None = None,
-    ) -> builtins.list[dict]:
-        """The stored matching objects themselves (no copies: read-only, as ``peek``), ordered by namespace
-        then name. Besides the selectors' string forms: ``labels`` (exact label values), ``index`` (an
-        indexer's name and value, see ``add_indexer``) and ``owner_uid`` (dependents of that owner).
-        Answered from the indexes: the cost follows the matching objects, not all objects of the kind."""
-        info = self.info(kind)
-        kk = info.key
-        if owner_uid is not None and not (label_selector or field_selector or labels or index):
-            return self._owned_by(info, namespace, owner_uid)
-        lmatch = parse_label_selector(label_selector)
-        fmatch = parse_field_selector(field_selector)
-        eq = dict(labels or {})
-        eq.update(label_equalities(label_selector))
-        fields = field_equalities(field_selector)
-        with self._lock:
-            items = self._objs.get(kk, {})
-            cands: set[Key] | None = None
-            if namespace is not None and info.namespaced:
-                cands = self._by_ns.get(kk, {}).get(namespace, set())
-            if owner_uid is not None:
-                cands = self._smaller(cands, {k for c, k in self._children.get(owner_uid, ()) if c == kk})
-            for lk, lv in eq.items():
-                cands = self._smaller(cands, self._by_label.get(kk, {}).get((lk, lv), set()))
-            idx = [index] if index is not None else []
-            idx += [(f, v) for f, v in fields if v and f in self._indexers.get(kk, {})]
-            for name, value in idx:
-                if name not in self._indexers.get(kk, {}):
-                    raise KeyError(f"no indexer {name!r} for {kk}")
-                cands = self._smaller(cands, self._by_index.get((kk, name), {}).get(value, set()))
-            for f, v in fields:
-                if f == "metadata.name" and (namespace is not None or not info.namespaced):
-                    cands = self._smaller(cands, {self._key(info, namespace, v)})
-                elif f == "metadata.namespace" and info.namespaced:
-                    cands = self._smaller(cands, self._by_ns.get(kk, {}).get(v, set()))
-            if cands is None:
-                keys = self._sorted.get(kk)
-                if keys is None:
-                    keys = self._sorted[kk] = sorted(items)
-            else:
-                keys = sorted(cands)
-            out = []
-            for k in keys:
-                obj = items.get(k)
-                if obj is None:
-                    continue
-                md = obj["metadata"]
-                if namespace is not None and info.namespaced and k[0] != namespace:
-                    continue
-                if eq:
-                    ol = md.get("labels") or {}
-                    if any(ol.get(lk) != lv for lk, lv in eq.items()):
-                        continue
-                if owner_uid is not None and not any(
-                    r.get("uid") == owner_uid for r in md.get("ownerReferences") or ()
-                ):
-                    continue
-                if label_selector and not lmatch(md.get("labels") or {}):
-                    continue
-                if field_selector and not fmatch(obj):
-                    continue
-                out.append(obj)
-                if self._reads is not None:
-                    self._reads.add((kk, k))
-            return out
-
-    def peek_indexed(self, kind: str, index: str, value: str) -> builtins.list[dict]:
-        """The stored objects whose indexer ``index`` gives ``value`` (read-only, unordered): ``peek_list``'s
-        ``index=`` without its selectors and sorting, for a hot path's lookup that is nearly always empty (the
-        Priority admission plugin's global default class, on every pod create)."""
-        kk = self.info(kind).key
-        keys = self._by_index.get((kk, index), {}).get(value)
-        if not keys:
-            return []
-        items = self._objs.get(kk, {})
-        if self._reads is not None:
-            self._reads.update((kk, k) for k in keys)
-        return [items[k] for k in list(keys) if k in items]
-
-    def _owned_by(self, info: KindInfo, namespace: str | None, owner_uid: str) -> builtins.list[dict]:
-        """``peek_list`` with ``owner_uid`` (and a namespace) only: the owner index's entries of the kind,
-        without the selector machinery (controllers ask this on every reconcile of an owner)."""
-        kk = info.key
-        ns = namespace if info.namespaced else None
-        with self._lock:
-            items = self._objs.get(kk, {})
-            keys = [k for c, k in self._children.get(owner_uid, ()) if c == kk and (ns is None or k[0] == ns)]
-            if len(keys) > 1:
-                keys.sort()
-            out = []
-            for k in keys:
-                obj = items.get(k)
-                if obj is None:
-                    continue
-                for r in obj["metadata"].get("ownerReferences") or ():
-                    if r.get("uid") == owner_uid:
-                        out.append(obj)
-                        if self._reads is not None:
-                            self._reads.add((kk, k))
-                        break
-            return out
-
-    @contextmanager
-    def read_lock(self, blocking: bool = True) -> Iterator[bool]:
-        """Hold the store's lock for a consistent read of several objects from a thread other than the
-        loop's (the HTTP server lists the objects and the resourceVersion they are at, without hopping onto the
-        loop); yields whether it is held. ``blocking=False`` never waits for a write in progress (which holds
-        the lock through its journal commit): the caller then reads another way."""
-        held = self._lock.acquire(blocking=blocking)
-        try:
-            yield held
-        finally:
-            if held:
-                self._lock.release()
-
-    @staticmethod
-    def _smaller(a: set[Key] | None, b: set[Key]) -> set[Key]:
-        return b if a is None or len(b) < len(a) else a
-
-    def add_indexer(self, kind: str, name: str, fn: Callable[[dict], Iterable[str]]) -> None:
-        """Keep an index of ``kind`` by the values ``fn(obj)`` returns (client-go's ``AddIndexers``), for
-        ``peek_list(index=(name, value))`` and field selectors on ``name``. Idempotent per name."""
-        kk = self.registry.resolve(kind).key
-        with self._lock:
-            self.indexes.add_indexer(kk, name, fn, self._objs.get(kk, {}))
-
-    def count(self, kind: str) -> int:
-        return len(self._objs.get(self.info(kind).key, {}))
 
     # -- writing ------------------------------------------------------------------------------------
     def create(
@@ -422,34 +182,12 @@ class Store:
             stored.pop("status", None)
         with self._lock:
             key = self._key(info, stored["metadata"].get("namespace"), stored["metadata"]["name"])
-            if key in self._objs.get(info.key, {}):
-                raise AlreadyExists(
-                    f'{info.plural}{"." + info.group if info.group else ""} "{key[1]}" already exists',
-                    kind=info.plural,
-                    group=info.group,
-                    name=key[1],
-                )
-            if info.namespaced and ("", key[0]) not in self._objs.get("namespaces", {}):
-                raise NotFound(f'namespaces "{key[0]}" not found', kind="namespaces", name=key[0])
-            if info.namespaced and self._objs["namespaces"][("", key[0])]["metadata"].get(
-                "deletionTimestamp"
-            ):
-                raise Conflict(
-                    f"unable to create new content in namespace {key[0]} because it is being terminated",
-                    kind=info.plural,
-                    name=key[1],
-                )
+            rules.check_new(info, key, self._objs)
             if info.admission is not None:
                 info.admission("CREATE", stored, None, self, requested)
-            m = stored["metadata"]
-            m["uid"] = self._new_uid(info, key[0], key[1])
-            m["creationTimestamp"] = format_time(self.clock.now())
-            if info.generation:
-                m["generation"] = 1
-            else:
-                m.pop("generation", None)
-            for f in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
-                m.pop(f, None)
+            m = rules.created(
+                info, stored, self._new_uid(info, key[0], key[1]), format_time(self.clock.now())
+            )
             if info.prepare_create is not None:
                 info.prepare_create(stored)
             if dry_run:
@@ -477,80 +215,29 @@ class Store:
         data["apiVersion"] = info.storage_api_version
         data["kind"] = info.kind
         if self.check_writes:
-            self._check_write(info, data, old)
+            rules.check_trusted(info, data, old, self.writer)
         return data
 
-    def _check_write(self, info: KindInfo, data: dict, old: dict | None) -> None:
-        try:
-            scheme.admit(
-                info, data, old, "Strict"
-            )  # not private: admission reads ``data``, changes none of it
-        except (Invalid, BadRequest) as err:
-            name = (data.get("metadata") or {}).get("name") or (data.get("metadata") or {}).get(
-                "generateName"
-            )
-            raise InvalidWrite(
-                f"{self.writer or 'a trusted writer'} wrote an invalid {info.kind} {name!r} "
-                f"(a controller's write is not admitted; admission refuses it): {err}"
-            ) from None
-
-    def _ident(self, *parts: str) -> int:
-        """128 bits from a keyed hash of ``parts``, the (virtual) instant and how many times the same parts were
-        hashed in that instant. The key comes from the store's seeded stream, which the journal's boot counter
-        re-seeds on every restart. So an object's uid and generated name depend on the seed, the boot, what it
-        is and when it is created, and on nothing created before it: a run that records one more Event or
-        Lease, or a variant of a simulation that creates other objects, gives every other object the same
-        identity (and the draws keyed on names, such as a ProvisioningRequest's DWS wait, the same values)."""
-        now = round(self.clock.now() * 1_000_000)
-        if now != self._id_instant:
-            self._id_instant, self._id_issued = now, {}
-        n = self._id_issued.get(parts, 0)
-        self._id_issued[parts] = n + 1
-        data = "\0".join((*parts, str(now), str(n))).encode()
-        h = self._id_hash.copy()  # as hashlib.blake2b(data, key=self._id_key, digest_size=16)
-        h.update(data)
-        return int.from_bytes(h.digest(), "big")
-
     def _new_uid(self, info: KindInfo, namespace: str, name: str) -> str:
-        """A uid no stored object has and none issued in this instant (uids identify an object for its owners'
-        references and selectors; an object re-created under the same name at another instant gets another)."""
-        while True:
-            uid = _uuid4(self._ident("uid", info.key, namespace, name))
-            if uid not in self._by_uid:
-                return uid
+        return self.ids.uid(self.clock.now(), info.key, namespace, name, self._by_uid)
 
     def _generate_name(self, info: KindInfo, meta: dict) -> str:
-        for _ in range(10):
-            bits = self._ident("name", info.key, meta.get("namespace") or "", meta["generateName"])
-            suffix = []
-            for _ in range(5):
-                bits, d = divmod(bits, len(_ALNUM))
-                suffix.append(_ALNUM[d])
-            name = meta["generateName"] + "".join(suffix)
-            if self._key(info, meta.get("namespace"), name) not in self._objs.get(info.key, {}):
-                return name
-        raise AlreadyExists("could not generate a unique name")
+        bucket = self._objs.get(info.key, {})
+        ns = meta.get("namespace")
+        return self.ids.generated_name(
+            self.clock.now(),
+            info.key,
+            ns or "",
+            meta["generateName"],
+            lambda n: self._key(info, ns, n) in bucket,
+        )
 
     def _current(self, info: KindInfo, meta: dict, namespace: str | None = None) -> tuple[Key, dict]:
         key = self._key(info, meta.get("namespace") or namespace, meta.get("name", ""))
         cur = self._objs.get(info.key, {}).get(key)
         if cur is None:
-            raise NotFound(
-                f'{info.plural}{"." + info.group if info.group else ""} "{key[1]}" not found',
-                kind=info.plural,
-                group=info.group,
-                name=key[1],
-            )
-        rv = meta.get("resourceVersion")
-        if rv and rv != cur["metadata"]["resourceVersion"]:
-            raise Conflict(
-                f"Operation cannot be fulfilled on {info.plural}{'.' + info.group if info.group else ''}"
-                f' "{key[1]}": the object has been modified; please apply your changes to the latest '
-                "version and try again",
-                kind=info.plural,
-                group=info.group,
-                name=key[1],
-            )
+            raise rules.not_found(info, key[1])
+        rules.check_version(info, key[1], cur, meta.get("resourceVersion"))
         return key, cur
 
     def update(
@@ -616,26 +303,8 @@ class Store:
                     stored["status"] = cur["status"]
                 else:
                     stored.pop("status", None)
-            m, cm = stored["metadata"], cur["metadata"]
-            for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
-                if f in cm:
-                    m[f] = cm[f]
-                else:
-                    m.pop(f, None)
-            if cm.get("deletionTimestamp") and len(m.get("finalizers") or []) > len(
-                cm.get("finalizers") or []
-            ):
-                new = set(m.get("finalizers") or []) - set(cm.get("finalizers") or [])
-                raise Invalid(
-                    f"metadata.finalizers: Forbidden: no new finalizers can be added if the object is "
-                    f"being deleted, found new finalizers {sorted(new)}"
-                )
-            if info.generation:
-                m["generation"] = cm.get("generation", 1) + (1 if _spec_changed(cur, stored) else 0)
-            else:
-                m.pop("generation", None)
-            m["resourceVersion"] = cm["resourceVersion"]
-            if _same(cur, stored):
+            m, cm = rules.carried(info, stored, cur), cur["metadata"]
+            if rules.same(cur, stored):
                 return cur
             if dry_run:
                 return clone(stored)
@@ -668,7 +337,7 @@ class Store:
         with self._lock:
             key, cur = self._current(info, obj.get("metadata") or {}, namespace)
             status = obj.get("status")
-            if status == cur.get("status"):  # a no-op write (None and absent alike, as _same)
+            if status == cur.get("status"):  # a no-op write (None and absent alike, as rules.same)
                 return cur
             # the new version shares everything but status and metadata with the current one: stored
             # versions are never changed in place (readers get copies, or the object read-only)
@@ -713,41 +382,7 @@ class Store:
             if not isinstance(patched.get("metadata"), dict):
                 patched["metadata"] = {} if patched.get("metadata") is None else patched["metadata"]
             scheme.check_shape(patched)
-            pm = patched["metadata"]
-            # the patcher's applyPatch: EnsureObjectNamespaceMatchesRequestNamespace, then checkName
-            want_ns = (namespace or "") if info.namespaced else ""
-            got_ns = pm.get("namespace") or ""
-            if got_ns != want_ns:
-                if got_ns and want_ns:
-                    raise BadRequest(
-                        "the namespace of the provided object does not match the namespace sent on the request"
-                    )
-                if want_ns:
-                    pm["namespace"] = want_ns
-                else:
-                    pm.pop("namespace", None)
-            got_name = pm.get("name")
-            if not got_name:  # {"metadata": null}, {"metadata": {"name": null}}
-                raise BadRequest(
-                    f"the name of the object ({name} based on URL) was undeterminable: name must be provided"
-                )
-            if got_name != name:
-                raise BadRequest(
-                    f"the name of the object ({got_name}) does not match the name on the URL ({name})"
-                )
-            if pm.get("uid") and pm["uid"] != cur["metadata"].get("uid"):
-                raise scheme.invalid(
-                    info,
-                    name,
-                    [
-                        Cause(
-                            "metadata.uid",
-                            "FieldValueInvalid",
-                            f'Invalid value: "{pm["uid"]}": field is immutable',
-                        )
-                    ],
-                )
-            pm["name"] = name
+            rules.check_patched(info, patched, cur, name, namespace)
             if subresource == "status":
                 if api_version and api_version != info.storage_api_version:
                     patched = scheme.admit(info, patched, cur, "Ignore")
@@ -876,33 +511,21 @@ class Store:
             if nested:
                 self.journal.uncommitted = True  # before the memory holds them
         self._rv = rv
-        texts = self.texts
-        indexes, history = self.indexes, self.watchers.history
+        texts, objs, history = self.texts, self._objs, self.watchers.history
         events = []
         for typ, info, key, obj, ev_rv in staged:
             kk = info.key
-            bucket = self._objs.get(kk)
-            if bucket is None:
-                bucket = self._objs[kk] = {}
-            old = bucket.get(key)
+            old = objs.get(kk, {}).get(key)
             if texts and old is not None:
                 texts.pop(id(old), None)
             if self.check_readonly:
-                self._check_pristine(kk, key, old, None if typ == "DELETED" else obj)
+                self._pristine.replaced(kk, key, old, None if typ == "DELETED" else obj)
             if typ == "DELETED":
-                if old is not None:
-                    indexes.unindex(kk, key, old)
-                bucket.pop(key, None)
-                self._sorted.pop(kk, None)
+                self._remove(kk, key, old)
                 ev = WatchEvent(typ, kk, obj, ev_rv)
                 history.append(ev)
             else:
-                if old is None:
-                    self._sorted.pop(kk, None)
-                    indexes.index(kk, key, obj)
-                else:
-                    indexes.reindex(kk, key, old, obj)
-                bucket[key] = obj
+                self._place(kk, key, old, obj)
                 if typ == "MODIFIED" and old is not None:
                     ev = WatchEvent(typ, kk, obj, ev_rv, old)
                     history.append(WatchEvent(typ, kk, obj, ev_rv))  # the history keeps no old versions
@@ -915,14 +538,6 @@ class Store:
             assert self.journal is not None
             self.journal.after_commit(lambda: deliver(later))
 
-    def _check_pristine(self, kk: str, key: Key, old: dict | None, new: dict | None) -> None:
-        if old is not None and (kk, key) in self._pristine and self._pristine[(kk, key)] != old:
-            raise AssertionError(f"stored {kk} {key} was changed in place (stored objects are read-only)")
-        if new is None:
-            self._pristine.pop((kk, key), None)
-        else:
-            self._pristine[(kk, key)] = clone(new)
-
     def verify_reads(self, reader: str) -> None:
         """With ``check_readonly``: raise AssertionError naming ``reader`` (a controller and its key) if a stored
         version handed out read-only since the last call (``peek``, ``peek_list``...) was changed in place. The
@@ -932,12 +547,8 @@ class Store:
         if not reads:
             return
         self._reads = set()
-        bad = []
-        for kk, key in list(reads):  # a copy at once: an HTTP thread's peek may still add to the old set
-            cur = self._objs.get(kk, {}).get(key)
-            kept = self._pristine.get((kk, key))
-            if cur is not None and kept is not None and cur != kept:
-                bad.append(f"{kk} {key[0] + '/' if key[0] else ''}{key[1]}")
+        # a copy at once: an HTTP thread's peek may still add to the old set
+        bad = self._pristine.changed(self._objs, list(reads))
         if bad:
             raise SharedObjectChanged(
                 f"{reader} changed stored objects in place (they are read-only; copy before changing): "
@@ -947,11 +558,7 @@ class Store:
     def verify_readonly(self) -> None:
         """With ``check_readonly``: raise AssertionError if any stored object was changed in place."""
         with self._lock:
-            bad = [
-                f"{kk} {key}"
-                for (kk, key), copy in self._pristine.items()
-                if self._objs.get(kk, {}).get(key) != copy
-            ]
+            bad = self._pristine.changed_any(self._objs)
         if bad:
             raise AssertionError(
                 "stored objects changed in place (they are read-only): " + ", ".join(sorted(bad))
@@ -979,9 +586,7 @@ class Store:
         for kk, obj in rows:
             info = self.registry.by_key(kk)
             key = self._key(info, obj["metadata"].get("namespace"), obj["metadata"]["name"])
-            self._objs.setdefault(kk, {})[key] = obj
-            self.indexes.index(kk, key, obj)
-        self._sorted.clear()
+            self._place(kk, key, None, obj)
         self._seq = rv  # generated names (Events') of this run do not repeat the last run's
         # the collector resyncs on start, as upstream's does: state written by an older flexq may hold
         # dependents whose owners are gone (every later write leaves the store at the collector's fixed point)
@@ -993,46 +598,3 @@ class Store:
         ops = txn.run()
         if ops:
             self._commit(ops)
-
-    def all_objects(self) -> Iterable[tuple[str, dict]]:
-        """Every stored object with its kind key (for dumps and tests)."""
-        with self._lock:
-            return [(kk, clone(o)) for kk, objs in self._objs.items() for o in objs.values()]
-
-
-_V4_CLEAR = ~((0xC000 << 48) | (0xF000 << 64))
-_V4_SET = (0x8000 << 48) | (4 << 76)
-
-
-def _uuid4(bits: int) -> str:
-    """``str(uuid.UUID(int=bits, version=4))`` (the RFC 4122 variant and version 4 set), three times faster:
-    every stored object (an Event per controller step) gets one."""
-    h = "%032x" % (bits & _V4_CLEAR | _V4_SET)
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def _node_name(pod: dict) -> list[str]:
-    node = (pod.get("spec") or {}).get("nodeName")
-    return [node] if node else []
-
-
-def _spec_changed(old: dict, new: dict) -> bool:
-    for k in set(old) | set(new):
-        if k in ("metadata", "status", "apiVersion", "kind"):
-            continue
-        if old.get(k) != new.get(k):
-            return True
-    return False
-
-
-def _same(old: dict, new: dict) -> bool:
-    """No-op write? (Kubernetes does not bump resourceVersion for those.)"""
-    om, nm = old["metadata"], new["metadata"]
-    keys = set(om) | set(nm)
-    keys.discard("resourceVersion")
-    keys.discard("managedFields")
-    return (
-        all(om.get(k) == nm.get(k) for k in keys)
-        and not _spec_changed(old, new)
-        and old.get("status") == new.get("status")
-    )
