@@ -69,7 +69,7 @@ def workloads(draw: Any) -> dict[str, Any]:
 @given(workloads(), st.integers(0, 10_000))
 def test_status_and_dashboard_agree(wl: dict[str, Any], later: int) -> None:
     now = T0 + 7200 + later
-    [row] = cli_status.workload_rows(cli_status.Snapshot(workloads=[wl]), now)
+    [row] = cli_status.workload_rows(cli_status.StatusSnapshot(workloads=[wl]), now)
     page = views._workload_row(wl, [], [], {}, {}, now)
     assert row.state == page["state"]
     assert row.job == page["job"]
@@ -97,7 +97,7 @@ def test_a_replaced_slice_and_an_owner_that_is_not_a_controller() -> None:
             ]
         },
     }
-    [row] = cli_status.workload_rows(cli_status.Snapshot(workloads=[wl]), T0 + 3600)
+    [row] = cli_status.workload_rows(cli_status.StatusSnapshot(workloads=[wl]), T0 + 3600)
     page = views._workload_row(wl, [], [], {}, {}, T0 + 3600)
     assert row.state == page["state"] == "Replaced"
     assert row.job == page["job"] == ""
