@@ -1,6 +1,6 @@
 """Shared fixtures for the whole suite, and how the suite runs side by side (pytest-xdist).
 
-The README's test command runs the suite on several workers (``-n 4 --dist loadgroup``): most of the suite's
+The README's test command runs the suite on several workers (``-n 8 --dist loadgroup``): most of the suite's
 wall time is tests that wait in real time (real Ray training, real ``gcloud``/``kubectl`` processes, a real
 browser, the ``kill -9`` soak), so more workers than cores keep both cores busy. How tests are grouped:
 
@@ -8,8 +8,10 @@ browser, the ``kill -9`` soak), so more workers than cores keep both cores busy.
   twin, a browser — is built once, as in a serial run);
 - tests marked ``heavy`` (real RayJobs training side by side: each peaks at 4 GiB or more) form one unit,
   ``heavy``, so two of them never run at once;
+- a module marked ``spread`` (independent tests, no module-scoped fixture, minutes each: the fallback's family
+  property) gives each test a unit of its own, so its minutes spread over the workers;
 - units start longest first (``tests/durations.json``: seconds per module from an earlier run; refresh it with
-  ``pytest -n 4 --dist loadgroup --record-durations``), so a long module never starts last.
+  ``pytest -n 8 --dist loadgroup --record-durations``), so a long module never starts last.
 
 Each worker is isolated: its own ``FLEXQ_HOME`` (a temporary directory, for anything that would fall back to
 ``~/.flexq``), pytest's temporary directories per worker, ports chosen by the OS.
@@ -29,6 +31,7 @@ from flexq import Twin
 
 DURATIONS = Path(__file__).parent / "durations.json"
 HEAVY = "heavy"
+SPREAD = "spread"
 
 
 @pytest.fixture
@@ -59,6 +62,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{HEAVY}: peaks at 4 GiB or more (real RayJobs side by side); never two at once"
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{SPREAD}: independent tests of minutes each: every test is a unit of its own (any worker)",
     )
     if os.environ.get("PYTEST_XDIST_WORKER"):
         # a pytest-xdist worker's environment holds COLUMNS=80 and LINES=24 (its output is not a terminal),
@@ -92,7 +99,9 @@ def _module(item: pytest.Item) -> str:
 
 
 def _unit(item: pytest.Item) -> str:
-    return HEAVY if item.get_closest_marker(HEAVY) else _module(item)
+    if item.get_closest_marker(HEAVY):
+        return HEAVY
+    return item.nodeid if item.get_closest_marker(SPREAD) else _module(item)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (it appends them to the node ids)
@@ -112,13 +121,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(unit))
         cost.setdefault(unit, 0.0)
     modules: dict[str, set[str]] = {}
+    per_module: dict[str, int] = {}
     for item in items:
         modules.setdefault(_unit(item), set()).add(_module(item))
+        per_module[_module(item)] = per_module.get(_module(item), 0) + 1
     for unit, mods in modules.items():
         for mod in mods:
             # a module not timed yet: a guess from its marks (a slow one may take a minute)
             slow = any(it.get_closest_marker("slow") for it in items if _module(it) == mod)
-            cost[unit] += known.get(mod, 60.0 if slow else 1.0)
+            seconds = known.get(mod, 60.0 if slow else 1.0)
+            # a spread module's test: its share of the module's time
+            cost[unit] += seconds / per_module[mod] if unit not in (HEAVY, mod) else seconds
     # longest first (stable: ties keep the collection order), each unit's tests in their own order
     items.sort(key=lambda it: (-cost[_unit(it)], order[_unit(it)]))
 

@@ -14,6 +14,8 @@ from flexq.simulate.results import summarize
 from flexq.simulate.run_result import OUTCOMES
 from flexq.testing.fallback_family import family, priority_family, write_study
 
+pytestmark = pytest.mark.spread  # independent scenarios of a minute or more each: any worker takes any
+
 SCENARIOS = [s.__class__(**{**s.__dict__, "days": 1.0}) for s in family(8, seed=1)]
 # Known failure (issue 37, measured 2026-12-05 once the twin bound a multi-host replica's hosts to one slice): in
 # s03's day the fallback moves a high-priority two-slice job to spot (21.5 -> 3.3 min), so a low-priority
