@@ -94,9 +94,10 @@ def test_healthz_fails_while_a_pass_is_stuck_and_metrics_still_answer(served, tm
     try:
         wait_for(lambda: _get(port, "/healthz")[0] == 200 if _port_open(port) else False, 60, "/healthz 200")
         assert _get(port, "/healthz") == (200, "ok\n")
-        # the twin's API hangs for 12 s (its one loop is busy): the fallback's pass waits on it
-        twin.core.loop.post(lambda: time.sleep(12))
-        code, body = wait_for(lambda: (r := _get(port, "/healthz"))[0] == 503 and r, 10, "/healthz 503")
+        # the twin's API hangs for 24 s (its one loop is busy): the fallback's pass waits on it (long enough that a
+        # loaded machine's late pass still stalls past --stalled-after: a 12 s hang missed its 10 s window at -n 8)
+        twin.core.loop.post(lambda: time.sleep(24))
+        code, body = wait_for(lambda: (r := _get(port, "/healthz"))[0] == 503 and r, 22, "/healthz 503")
         assert body.startswith("stalled: no round of the loop for ") and "is stuck" in body, body
         assert _get(port, "/metrics")[0] == 200  # what the old probe asked: it would have said alive
         wait_for(lambda: _get(port, "/healthz")[0] == 200, 30, "/healthz 200 again once the API answers")
