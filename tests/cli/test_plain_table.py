@@ -81,27 +81,35 @@ def _draw(table: FitTable, width: int) -> str:
     return out.getvalue()
 
 
+def _both(draw, table: FitTable, width: int, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, bool]:
+    """``table`` drawn by ``draw`` with ``FitTable``'s line-at-a-time path and by rich alone, and whether the first
+    took that path (``_plain_render`` may decline a layout)."""
+    real = views._plain_render
+    taken: list[bool] = []
+
+    def spy(*a: object, **k: object) -> object:
+        got = real(*a, **k)  # type: ignore[arg-type]
+        taken.append(got is not None)
+        return got
+
+    monkeypatch.setattr(views, "_plain_render", spy)
+    fast = draw(table, width)
+    monkeypatch.setattr(views, "_plain_render", lambda *a, **k: None)
+    slow = draw(table, width)
+    monkeypatch.setattr(views, "_plain_render", real)
+    return fast, slow, any(taken)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_plain_table_is_riches_text(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(seed)
     drawn = declined = 0
-    real = views._plain_render
     for _ in range(40):
         table, width = _table(rng), rng.choice([30, 52, 80, 120, 200, 220])
-        taken: list[bool] = []
-
-        def spy(*a: object, taken: list[bool] = taken, **k: object) -> object:
-            got = real(*a, **k)  # type: ignore[arg-type]
-            taken.append(got is not None)
-            return got
-
-        monkeypatch.setattr(views, "_plain_render", spy)
-        fast = _draw(table, width)
-        monkeypatch.setattr(views, "_plain_render", lambda *a, **k: None)
-        slow = _draw(table, width)
+        fast, slow, took = _both(_draw, table, width, monkeypatch)
         assert fast == slow, f"seed {seed}, width {width}:\n{fast}\n--- rich:\n{slow}"
-        drawn += any(taken)
-        declined += not any(taken)
+        drawn += took
+        declined += not took
     assert drawn > 15, (drawn, declined)  # the plain path is the one taken, not a path never run
 
 
@@ -141,7 +149,6 @@ def test_on_a_terminal_the_table_is_riches_text_and_styles(
     headers, columns and cells."""
     rng = random.Random(seed)
     drawn = 0
-    real = views._plain_render
     for _ in range(30):
         table, width = _table(rng), rng.choice([30, 52, 80, 120, 200])
         for c in table.columns:
@@ -151,19 +158,9 @@ def test_on_a_terminal_the_table_is_riches_text_and_styles(
             table.columns[0]._cells[r] = rng.choice(
                 [Text("Pending", style="yellow"), "[bold blue]Running[/]", "plain", Text("x")]
             )
-        taken: list[bool] = []
-
-        def spy(*a: object, taken: list[bool] = taken, **k: object) -> object:
-            got = real(*a, **k)  # type: ignore[arg-type]
-            taken.append(got is not None)
-            return got
-
-        monkeypatch.setattr(views, "_plain_render", spy)
-        fast = _draw_colour(table, width)
-        monkeypatch.setattr(views, "_plain_render", lambda *a, **k: None)
-        slow = _draw_colour(table, width)
+        fast, slow, took = _both(_draw_colour, table, width, monkeypatch)
         assert _styled_chars(fast) == _styled_chars(slow), (
             f"seed {seed}, width {width}:\n{fast}\n--- rich:\n{slow}"
         )
-        drawn += any(taken)
+        drawn += took
     assert drawn > 10, drawn  # the line-at-a-time path is the one taken

@@ -18,12 +18,11 @@ import requests
 import yaml
 
 from flexq import Twin
-from flexq.cli import tutorial as T
 from flexq.cli.main import main
 from flexq.eta import EtaConfig, fmt_eta
 from flexq.eta.service import EtaService
 from flexq.http.server import Server
-from tests.eta.helpers import SLOW_DWS_PROFILE, TRAIN, rayjob, unrunnable
+from tests.eta.helpers import live_tutorial_cluster, unrunnable
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -36,20 +35,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Twin, dic
     server = Server(twin.core, home).start()
     info = server.write_files()
     try:
-        twin.core.project.create(SLOW_DWS_PROFILE)
-
-        def done() -> bool:
-            return all(o["spec"].get("status") == "DONE" for o in twin.core.project.list("GkeOperation"))
-
-        twin.gke("POST", *T.create_cluster_request("status-eta"))
-        wait_for(done, what="the cluster")
-        for dws in (False, True):
-            twin.gke("POST", *T.create_node_pool_request("status-eta", dws=dws))
-            wait_for(done, what="a node pool")
-        twin.apply(T.queue_yaml(api="v1beta2"))
-        twin.apply(TRAIN)
-        for i in (1, 2, 3):
-            twin.create(rayjob(i, run=3600))
+        live_tutorial_cluster(twin, jobs=3, project="status-eta")
         twin.create(unrunnable())
         wait_for(lambda: len(twin.list("Workload", "default")) == 4, what="four workloads")
         time.sleep(2)

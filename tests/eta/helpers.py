@@ -9,6 +9,7 @@ import yaml
 from flexq import Twin
 from flexq.api.capacity_profile import tutorial_profile
 from flexq.cli import tutorial as T
+from tests.waiting import wait_for
 
 # the cloud slow to grant DWS (3 h) and quick to make nodes: jobs wait, visibly, on a live twin
 SLOW_DWS_PROFILE = {
@@ -60,3 +61,24 @@ def tutorial_cluster(twin: Twin, project: str = "p", profile: bool = True, dws_m
     twin.cluster(T.TUTORIAL_ENV["CLUSTER_NAME"])
     twin.apply(T.queue_yaml(api="v1beta2"))
     twin.apply(TRAIN)
+
+
+def live_tutorial_cluster(twin: Twin, jobs: int, project: str = "p") -> None:
+    """The tutorial's cluster, pools and queues on a live twin through its GKE API (the cloud slow to grant DWS),
+    ``jobs`` tutorial RayJobs of an hour each submitted."""
+    twin.core.project.create(SLOW_DWS_PROFILE)
+
+    def done() -> bool:
+        return all(o["spec"].get("status") == "DONE" for o in twin.core.project.list("GkeOperation"))
+
+    for path, body in (
+        T.create_cluster_request(project),
+        T.create_node_pool_request(project, dws=False),
+        T.create_node_pool_request(project, dws=True),
+    ):
+        twin.gke("POST", path, body)
+        wait_for(done, 60, "a GKE operation")
+    twin.apply(T.queue_yaml(api="v1beta2"))
+    twin.apply(TRAIN)
+    for i in range(1, jobs + 1):
+        twin.create(rayjob(i, run=3600))

@@ -14,33 +14,12 @@ import time
 import pytest
 
 from flexq import Twin
-from flexq.cli import tutorial as T
 from flexq.eta import EtaConfig
 from flexq.eta.service import EtaService
-from tests.eta.helpers import SLOW_DWS_PROFILE, TRAIN, rayjob
+from tests.eta.helpers import live_tutorial_cluster, rayjob
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
-
-
-def _served_cluster(twin: Twin, jobs: int) -> None:
-    """The tutorial's cluster, pools and queues on a live twin (its GKE API), ``jobs`` RayJobs waiting on DWS."""
-    twin.core.project.create(SLOW_DWS_PROFILE)
-
-    def done() -> bool:
-        return all(o["spec"].get("status") == "DONE" for o in twin.core.project.list("GkeOperation"))
-
-    for path, body in (
-        T.create_cluster_request("p"),
-        T.create_node_pool_request("p", dws=False),
-        T.create_node_pool_request("p", dws=True),
-    ):
-        twin.gke("POST", path, body)
-        wait_for(done, 60, "a GKE operation")
-    twin.apply(T.queue_yaml(api="v1beta2"))
-    twin.apply(TRAIN)
-    for i in range(1, jobs + 1):
-        twin.create(rayjob(i, run=3600))
 
 
 def _alive(pid: int) -> bool:
@@ -75,7 +54,7 @@ def test_stop_abandons_a_forecast_in_progress(tmp_path) -> None:
         twin, cfg=EtaConfig(replicas=200_000, workers=1), period=3600, debounce=0.1, budget=None
     )
     try:
-        _served_cluster(twin, jobs=6)
+        live_tutorial_cluster(twin, jobs=6)
         service.start()
 
         def computing() -> list[int]:
@@ -103,7 +82,7 @@ def test_the_next_forecast_waits_as_long_as_the_last_took(tmp_path) -> None:
     )
     try:
         service.start()
-        _served_cluster(twin, jobs=0)
+        live_tutorial_cluster(twin, jobs=0)
         cluster = twin.runtime.name
         wait_for(lambda: service._forecast_cluster == cluster, 60, "a forecast of the new cluster")
         time.sleep(0.5)
