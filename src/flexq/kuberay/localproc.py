@@ -10,36 +10,90 @@ No waiting here (the executor owns time); must not import anything in flexq.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import random
 import signal
 import socket
+import tempfile
 import threading
 from pathlib import Path
 
 OWNER_ENV = "FLEXQ_RAY_OWNER"
 
 _port_lock = threading.Lock()
-_ports_handed_out: set[int] = set()
+_ports_handed_out: dict[int, int] = {}  # port -> the fd of its lock file (held while the port is ours)
+# below Linux's ephemeral range (an outgoing connection may take a port there as its source between our check
+# and Ray's bind) and above Ray's worker ports (10002-19999 by default)
+_LOWEST = 20000
 
 
 def free_port() -> int:
-    """A TCP port nobody listens on (checked on all interfaces), never handed out twice by this process."""
+    """A TCP port nobody listens on (checked on all interfaces), never handed out twice on this machine while it
+    is ours: each port handed out holds a lock file (``flock``) until ``release_ports`` or this process's end,
+    so two twins (two processes) starting Ray clusters side by side never pick the same port between one's
+    check and its Ray's bind (one Ray's dashboard would then answer for the other's cluster: 401). Ports come
+    from below the ephemeral range, where no outgoing connection takes one as its source port meanwhile."""
+    low, high = _port_range()
     with _port_lock:
-        for _ in range(200):
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.bind(("", 0))
-                port = s.getsockname()[1]
+        for attempt in range(400):
+            if attempt < 300 and high >= low:
+                port = random.randint(low, high)
+            else:  # a crowded range: any port the kernel gives
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                    s.bind(("", 0))
+                    port = s.getsockname()[1]
             if port in _ports_handed_out or not port_is_free(port):
                 continue
-            _ports_handed_out.add(port)
+            fd = _lock_port(port)
+            if fd is None:
+                continue  # another process holds it
+            if not port_is_free(port):  # bound meanwhile by someone who takes no lock
+                os.close(fd)
+                continue
+            _ports_handed_out[port] = fd
             return port
     raise RuntimeError("no free TCP port found")
 
 
 def release_ports(ports: list[int]) -> None:
-    """Let ``free_port`` hand these ports out again."""
+    """Let ``free_port`` hand these ports out again (here and in other processes)."""
     with _port_lock:
-        _ports_handed_out.difference_update(ports)
+        for port in ports:
+            fd = _ports_handed_out.pop(port, None)
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+
+def _port_range() -> tuple[int, int]:
+    """The ports ``free_port`` draws from: from 20000 up to just below the kernel's ephemeral range."""
+    try:
+        ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral = 32768
+    return _LOWEST, max(_LOWEST, ephemeral - 1)
+
+
+def _lock_dir() -> Path:
+    d = Path(tempfile.gettempdir()) / f"flexq-ports-{os.getuid()}"
+    d.mkdir(mode=0o700, exist_ok=True)
+    return d
+
+
+def _lock_port(port: int) -> int | None:
+    """The fd of ``port``'s lock file, locked by this process (None: another process holds it). The lock goes
+    with the fd (closed by ``release_ports``, or by the kernel when this process ends, however it ends)."""
+    try:
+        fd = os.open(_lock_dir() / f"{port}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def port_is_free(port: int) -> bool:
