@@ -17,8 +17,29 @@ R = ["--region=us-east5"]
 POOL = ["default-pool", "--cluster=r1", *R]
 
 
+# GKE's operations as quick as the commands allow: a node upgrade stays RUNNING long enough to be listed and
+# canceled on a loaded machine (three gcloud calls), the rest are DONE at gcloud's first poll (the live default:
+# create 5 s, update 1 s — about 6 s a call with gcloud's polling —, upgrade 20 s: 90 s for this test, now 45 s)
+QUICK = {
+    "apiVersion": "twin.flexq.dev/v1alpha1",
+    "kind": "CapacityProfile",
+    "metadata": {"name": "default"},
+    "spec": {
+        "operations": {
+            "createCluster": "0s",
+            "deleteCluster": "0s",
+            "createNodePool": "0s",
+            "deleteNodePool": "0s",
+            "update": "0s",
+            "upgrade": "12s",
+        }
+    },
+}
+
+
 def test_common_gcloud_commands_on_a_regional_cluster(served: Served) -> None:
     run = gcloud_runner(served, "proj-c", "gcloud-commands-kubeconfig", timeout=120)
+    served.twin.core.project.create(QUICK)
 
     def gc(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return run("gcloud", "container", *args, check=check)

@@ -24,8 +24,9 @@ from flexq.testing.live_twin import (
     wait_until,
 )
 
-# Real Ray on a shared 2-core machine: a 5-node cluster takes 1-5 minutes to start depending on load.
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(2400)]
+# Real Ray on a shared 2-core machine: a 5-node cluster takes 1-5 minutes to start depending on load. One such
+# cluster at a time (not ``heavy``: it runs beside the tutorial's two, tests/README.md).
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 
 def _ended(twin, name: str) -> bool:

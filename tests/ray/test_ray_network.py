@@ -24,7 +24,8 @@ import pytest
 from flexq.kuberay import localproc
 from flexq.testing.live_twin import describe, ray_executor, rayjob, status, tutorial_live_twin, wait_until
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.heavy, pytest.mark.timeout(1800)]
+# one 5-node Ray cluster at a time (not ``heavy``: it runs beside the tutorial's two, tests/README.md)
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 LOOPBACK = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
 
