@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from flexq.kuberay import localproc
 
@@ -26,9 +27,7 @@ def _one_port_range(monkeypatch, port: int) -> None:
 def test_a_port_another_process_holds_is_not_handed_out_until_it_ends(monkeypatch) -> None:
     port = localproc.free_port()
     localproc.release_ports([port])
-    child = subprocess.Popen(
-        [sys.executable, "-c", HOLD.format(p=port)], stdout=subprocess.PIPE, text=True
-    )
+    child = subprocess.Popen([sys.executable, "-c", HOLD.format(p=port)], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
         assert int(child.stdout.readline()) == port  # the child holds it (not bound: Ray would bind it later)
@@ -56,6 +55,7 @@ def test_ports_come_from_below_the_ephemeral_range() -> None:
     try:
         assert len(set(ports)) == 20
         assert all(low <= p <= high for p in ports), (low, high, ports)
-        assert high < int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+        ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0]
+        assert high < int(ephemeral)
     finally:
         localproc.release_ports(ports)

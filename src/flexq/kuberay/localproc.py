@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import random
+import secrets
 import signal
 import socket
 import tempfile
@@ -38,7 +38,7 @@ def free_port() -> int:
     with _port_lock:
         for attempt in range(400):
             if attempt < 300 and high >= low:
-                port = random.randint(low, high)
+                port = low + secrets.randbelow(high - low + 1)  # not a simulation's draw: any port will do
             else:  # a crowded range: any port the kernel gives
                 with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                     s.bind(("", 0))
