@@ -60,6 +60,7 @@ from flexq.api.capacity_profile import CapacityProfile
 from flexq.api.kueue_versions import resolve as resolve_kueue
 from flexq.errors import InputError, Invalid
 from flexq.fallback.model import FallbackConfig
+from flexq.gke.capacity import RESERVATION_KEY
 from flexq.simulate.generator import generate
 from flexq.simulate.inputs import (
     MAX_REPLICAS,
@@ -303,6 +304,12 @@ def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple
         if p.get("queuedProvisioning"):  # as --enable-queued-provisioning --reservation-affinity=none
             body["queuedProvisioning"] = {"enabled": True}
             body["config"]["reservationAffinity"] = {"consumeReservationType": "NO_RESERVATION"}
+        if p.get("reservation"):  # as --reservation-affinity=specific --reservation=NAME
+            body["config"]["reservationAffinity"] = {
+                "consumeReservationType": "SPECIFIC_RESERVATION",
+                "key": RESERVATION_KEY,
+                "values": [str(p["reservation"])],
+            }
         if p.get("spot"):
             body["config"]["spot"] = True
         if p.get("labels"):
