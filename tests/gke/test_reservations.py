@@ -11,15 +11,11 @@ from typing import Any
 import pytest
 
 from flexq.api.capacity_profile import CapacityProfile
+from flexq.api.gke_models import RESERVATION_KEY, specific_reservation
 from flexq.api.reasons import classify_capacity
 from flexq.errors import CloudError
 from flexq.forecast.state import pools_from_gke
-from flexq.gke.capacity import (
-    RESERVATION_KEY,
-    CapacityModel,
-    reservation_insufficient_message,
-    specific_reservation,
-)
+from flexq.gke.capacity import CapacityModel, reservation_insufficient_message
 from flexq.testing.gke_twin import POOLS, H, events, fixture, nodes, ready, tpu_pod, tutorial_twin
 
 SPECIFIC = {"consumeReservationType": "SPECIFIC_RESERVATION", "key": RESERVATION_KEY, "values": ["res-a"]}

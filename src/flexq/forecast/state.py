@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
+from flexq.api.gke_models import specific_reservation
 from flexq.api.quantity import parse_quantity
 from flexq.api.wellknown import KUEUE_CONFIG_NAME, KUEUE_CONFIG_NAMESPACE
-from flexq.gke.capacity import specific_reservation
 
 __all__ = [
     "ClusterState",

@@ -3,7 +3,7 @@
 Owns: resolving a profile's rules into the effective ``Terms`` for one (location, machine type, provisioning
 model); availability at a time (base limit, stock-out and surge windows); whether a scale-up of N nodes can be
 obtained now and, if not, when to look again; seeded draws of provisioning time, DWS queue wait and spot
-preemption; and the project's specific reservations (``specific_reservation``, ``CapacityModel.can_obtain_reserved``): a node
+preemption; and the project's specific reservations (``CapacityModel.can_obtain_reserved``; which pool consumes which: ``flexq.api.gke_models.specific_reservation``): a node
 pool that consumes a declared reservation takes its nodes from it — never stocked out (no rule or window of the
 zone's capacity touches them), at most the reservation's count at once across the pools that consume it, and a
 scale-up beyond that refused with GKE's "specific reservation ... is insufficient" error. Everything is a pure function of the profile, ``now`` (epoch seconds) and a ``random.Random`` the
@@ -24,8 +24,6 @@ from typing import Any
 from flexq.api.capacity_profile import CapacityProfile, Delay, parse_duration, parse_time
 
 __all__ = [
-    "RESERVATION_KEY",
-    "specific_reservation",
     "reservation_insufficient_message",
     "Terms",
     "Obtain",
@@ -48,20 +46,6 @@ def stockout_message(location: str, project: str = "") -> str:
         f"ZONE_RESOURCE_POOL_EXHAUSTED: The zone '{where}' does not have enough resources available to "
         "fulfill the request. Try a different zone, or try again later."
     )
-
-
-# what gcloud sends for ``--reservation-affinity=specific --reservation=NAME``
-RESERVATION_KEY = "compute.googleapis.com/reservation-name"
-
-
-def specific_reservation(config: dict[str, Any] | None) -> str | None:
-    """The reservation a node pool's ``config`` consumes by name (``reservationAffinity`` SPECIFIC_RESERVATION with
-    the ``compute.googleapis.com/reservation-name`` key and one value), or None."""
-    aff = (config or {}).get("reservationAffinity") or {}
-    if aff.get("consumeReservationType") != "SPECIFIC_RESERVATION" or aff.get("key") != RESERVATION_KEY:
-        return None
-    values = aff.get("values") or []
-    return str(values[0]) if len(values) == 1 else None
 
 
 def reservation_insufficient_message(

@@ -20,10 +20,11 @@ from typing import Any
 
 from flexq.api import gke_catalog as catalog
 from flexq.api.core_defaults import kubelet_ids
+from flexq.api.gke_models import specific_reservation
 from flexq.clock import format_time
 from flexq.errors import NotFound
 from flexq.gke.cache import GkeCache
-from flexq.gke.capacity import CapacityModel, Obtain, specific_reservation
+from flexq.gke.capacity import CapacityModel, Obtain
 from flexq.gke.fit import pool_shape
 from flexq.gke.project import CapacitySource
 from flexq.gke.storage import NODE_POOL, pool_key

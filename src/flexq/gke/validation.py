@@ -20,9 +20,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_snake
 
 from flexq.api import gke_catalog as catalog
-from flexq.api.gke_models import Cluster, NodePool, NodePoolAutoscaling
+from flexq.api.gke_models import RESERVATION_KEY, Cluster, NodePool, NodePoolAutoscaling
 from flexq.errors import CloudError
-from flexq.gke.capacity import RESERVATION_KEY
 
 __all__ = [
     "invalid",

@@ -57,10 +57,10 @@ from pydantic import (
 )
 
 from flexq.api.capacity_profile import CapacityProfile
+from flexq.api.gke_models import RESERVATION_KEY
 from flexq.api.kueue_versions import resolve as resolve_kueue
 from flexq.errors import InputError, Invalid
 from flexq.fallback.model import FallbackConfig
-from flexq.gke.capacity import RESERVATION_KEY
 from flexq.simulate.generator import generate
 from flexq.simulate.inputs import (
     MAX_REPLICAS,
