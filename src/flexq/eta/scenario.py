@@ -365,7 +365,7 @@ def build_study(
     }
     settings = {"fallback": True} if _fallback_on(state, cfg) else {}
     profile = model.profile(rng)
-    reservations = _reservations(state.node_pools, cluster["location"])
+    reservations = _reservations(state.node_pools, str(cluster["location"]))
     if reservations:
         profile["spec"]["reservations"] = reservations
     sc.study.seed = cfg.seed
