@@ -272,6 +272,7 @@ _FALLBACK_TYPES: dict[str, Any] = {
     "int": Annotated[float, number_in(0, MAX_SECONDS)],
     "str": Name,
     "dict[str, int]": Annotated[dict[Name, Nodes], typed(dict, "a mapping of node pool -> max nodes")],
+    "list[str]": Annotated[list[Name], typed(list, "a list of names")],
 }
 
 
