@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -96,5 +97,34 @@ def test_tutorial_commands(gcloud) -> None:
         check=False,
     )
     assert bad.returncode != 0 and 'Invalid TPU topology "3x3"' in bad.stderr
+    # a pool on a specific reservation (issue 51, capacity tiers): what gcloud sends is what the twin reads
+    gcloud(
+        "node-pools",
+        "create",
+        "res-a-pool",
+        "--cluster=tpu-cluster",
+        "--machine-type=ct6e-standard-4t",
+        "--tpu-topology=4x4",
+        "--reservation-affinity=specific",
+        "--reservation=res-a",
+        "--enable-autoscaling",
+        "--num-nodes=0",
+        "--min-nodes=0",
+        "--max-nodes=4",
+        *LOC,
+    )
+    aff = gcloud(
+        "node-pools",
+        "describe",
+        "res-a-pool",
+        "--cluster=tpu-cluster",
+        "--format=json(config.reservationAffinity)",
+        *LOC,
+    ).stdout
+    assert json.loads(aff)["config"]["reservationAffinity"] == {
+        "consumeReservationType": "SPECIFIC_RESERVATION",
+        "key": "compute.googleapis.com/reservation-name",
+        "values": ["res-a"],
+    }
     gcloud("clusters", "delete", "tpu-cluster", "--quiet", *LOC)
     assert gcloud("clusters", "list", "--format=value(name)", "--project=proj-x").stdout.strip() == ""

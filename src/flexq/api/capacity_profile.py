@@ -6,7 +6,8 @@ or an RFC 3339 timestamp where a point in time is meant), and the built-in profi
 arithmetic over a profile lives in ``flexq.gke.capacity``. Documented with examples in
 ``docs/capacity-profile.md``.
 
-A profile is an ordered list of rules. A rule matches a (location, machine type, provisioning model) triple;
+A profile is an ordered list of rules, and the project's specific reservations (``reservations: {NAME: {zone,
+machineType, count}}``: capacity that never stocks out, taken by the node pools that consume it). A rule matches a (location, machine type, provisioning model) triple;
 for each field (``available``, ``windows``, ``provisionTime``, ``queueWait``, ``preemption``) the first
 matching rule that sets it wins, then ``spec.defaults``, then the built-in default. Example::
 
@@ -56,6 +57,7 @@ __all__ = [
     "CapacityRule",
     "CapacityDefaults",
     "OperationTimes",
+    "Reservation",
     "CapacityProfileSpec",
     "CapacityProfile",
     "PROFILE_MODELS",
@@ -266,12 +268,36 @@ class OperationTimes(TwinModel):
     upgrade: Duration = "20s"  # a master or node-pool version upgrade (GKE: many minutes)
 
 
+class Reservation(TwinModel):
+    """A GCE specific reservation (``gcloud compute reservations create NAME --zone Z --machine-type M
+    --vm-count N``): ``count`` VMs of ``machineType`` held in ``zone``. A node pool consumes it with
+    ``reservationAffinity {consumeReservationType: SPECIFIC_RESERVATION, key:
+    compute.googleapis.com/reservation-name, values: [NAME]}`` (``--reservation-affinity=specific
+    --reservation=NAME``); its nodes never stock out, and at most ``count`` of them exist at once."""
+
+    zone: str = Field(min_length=1, max_length=63)
+    machine_type: str = Field(min_length=1, max_length=63)
+    count: int = Field(ge=0, le=100_000)
+
+
 class CapacityProfileSpec(TwinModel):
     seed: int | None = None
     origin: TimePoint | None = None  # relative times count from here (else from the twin's start)
     operations: OperationTimes = Field(default_factory=OperationTimes)
     defaults: CapacityDefaults = Field(default_factory=CapacityDefaults)
     rules: list[CapacityRule] = Field(default_factory=list)
+    # the project's specific reservations by name (GCE names: lowercase letters, digits, hyphens)
+    reservations: dict[str, Reservation] | None = Field(default=None, max_length=1000)
+
+    @model_validator(mode="after")
+    def _reservation_names(self) -> CapacityProfileSpec:
+        for name in self.reservations or {}:
+            if not re.fullmatch(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", name):
+                raise ValueError(
+                    f"invalid reservation name {name[:70]!r}: GCE names are 1-63 lowercase letters, digits "
+                    "and hyphens, starting with a letter"
+                )
+        return self
 
 
 class CapacityProfile(TwinModel):

@@ -23,6 +23,8 @@ __all__ = [
     "NodeTaint",
     "AcceleratorConfig",
     "ReservationAffinity",
+    "RESERVATION_KEY",
+    "specific_reservation",
     "GcfsConfig",
     "NodeConfig",
     "NodePoolAutoscaling",
@@ -169,6 +171,20 @@ class ReservationAffinity(GkeModel):
     ] = None
     key: str | None = None
     values: list[str] | None = None
+
+
+# what gcloud sends for ``--reservation-affinity=specific --reservation=NAME``
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+
+
+def specific_reservation(config: dict[str, Any] | None) -> str | None:
+    """The reservation a node pool's ``config`` consumes by name (``reservationAffinity`` SPECIFIC_RESERVATION with
+    the ``compute.googleapis.com/reservation-name`` key and one value), or None."""
+    aff = (config or {}).get("reservationAffinity") or {}
+    if aff.get("consumeReservationType") != "SPECIFIC_RESERVATION" or aff.get("key") != RESERVATION_KEY:
+        return None
+    values = aff.get("values") or []
+    return str(values[0]) if len(values) == 1 else None
 
 
 class GcfsConfig(GkeModel):

@@ -266,7 +266,8 @@ _RETRY_MESSAGES = (
 # and the ProvisioningRequest's failure reasons, each put in one kind:
 #   stockout  the zone has no machines now (GCE_STOCKOUT, ZONE_RESOURCE_POOL_EXHAUSTED, "GCE out of resources")
 #   quota     the project's GCE quota is used up (QUOTA_EXCEEDED, "GCE quota exceeded")
-#   pool-max  the node pool is at its maximum size ("max node group size reached", NodepoolSizeReached)
+#   pool-max  the node pool is at its maximum size ("max node group size reached", NodepoolSizeReached), or the
+#             specific reservation it consumes is all in use ("specific reservation ... is insufficient")
 #   backoff   the autoscaler backs off a node group after a failed scale-up (says nothing new by itself)
 # A stock-out and a quota refusal both mean the flavor cannot grow now, whatever its quota in Kueue says; a
 # pool at its maximum means the configuration caps it.
@@ -276,7 +277,7 @@ _CAPACITY_KINDS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         "NodepoolSizeReached",
         re.compile(
             r"max node group size reached|NodepoolSizeReached|max nodepool size|would exceed its maximum of|"
-            r"scale\.up\.error\.max\.node\.group",
+            r"scale\.up\.error\.max\.node\.group|specific reservation \"[^\"]*\" is insufficient",
             re.I,
         ),
     ),

@@ -72,6 +72,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _flavor_name(text: str) -> str:
+    """An argparse type for a ResourceFlavor's name (``--promote-flavor res-a``): a DNS subdomain."""
+    from flexq.fallback.model import flavor_name_error
+
+    problem = flavor_name_error(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 def _named_number(kind: str, integer: bool) -> Any:
     """An argparse type for NAME=NUMBER (``--wait-value urgent=4``, ``--pool-limit dws-pool=8``)."""
 
@@ -108,6 +118,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
         move_started=args.move_started,
         hedge=not args.no_hedge,
         hedge_queued=not args.no_hedge,
+        promote=not args.no_promote,
+        promote_flavors=list(args.promote_flavor or []),
         cap_quota=not args.no_quota_cap,
         keep_idle_seconds=args.keep_idle,
         all_queues=args.all_queues,
@@ -342,6 +354,22 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         "--no-hedge",
         action="store_true",
         help="never send a job waiting on plan B back to the stocked-out flavor when it can take it first",
+    )
+    f.add_argument(
+        "--promote-flavor",
+        action="append",
+        type=_flavor_name,
+        metavar="FLAVOR",
+        help="a ResourceFlavor (a GKE reservation's) that a job Kueue put on a later flavor (DWS) is promoted to "
+        "as soon as its quota frees, before its provisioning is granted (repeatable; this process holds no GKE "
+        "token, so it cannot see which node pools consume a reservation: name their flavors; the twin finds them "
+        "itself)",
+    )
+    f.add_argument(
+        "--no-promote",
+        action="store_true",
+        help="never promote a job waiting on a later flavor to a reservation flavor whose quota frees (--no-hedge "
+        "stops promotions too)",
     )
     f.add_argument(
         "--keep-idle",

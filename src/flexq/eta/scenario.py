@@ -250,6 +250,25 @@ def _fallback_on(state: ClusterState, cfg: EtaConfig) -> bool:
     )
 
 
+def _reservations(pools: list[dict[str, Any]], location: str) -> dict[str, dict[str, Any]]:
+    """The specific reservations the node pools consume, as the forward twin's profile declares them: the state
+    does not carry a reservation's size (a compute API object), so each stands at the sum of its pools' maximums —
+    the forward run never stocks them out, as GCE does not."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in pools:
+        name = p.get("reservation")
+        if not name or not p.get("machineType"):
+            continue
+        zone = (p.get("locations") or [None])[0] or (
+            location if location.count("-") >= 2 else f"{location}-b"
+        )
+        auto = p.get("autoscaling") or {}
+        size = int(auto.get("max", p.get("nodes", 0)) if auto else p.get("nodes", 0))
+        r = out.setdefault(str(name), {"zone": zone, "machineType": p.get("machineType", ""), "count": 0})
+        r["count"] += size
+    return out
+
+
 def build_study(
     state: ClusterState,
     model: CapacityModel,
@@ -345,6 +364,10 @@ def build_study(
         "nodePools": copy.deepcopy(state.node_pools),
     }
     settings = {"fallback": True} if _fallback_on(state, cfg) else {}
+    profile = model.profile(rng)
+    reservations = _reservations(state.node_pools, str(cluster["location"]))
+    if reservations:
+        profile["spec"]["reservations"] = reservations
     sc.study.seed = cfg.seed
     sc.study.until = w + cfg.horizon
     sc.study.trace = trace
@@ -353,7 +376,7 @@ def build_study(
             name="eta",
             cluster=cluster,
             manifests=[Manifest("the cluster's queues", yaml.safe_dump_all(docs, sort_keys=False))],
-            capacity=model.profile(rng),
+            capacity=profile,
             description="the cluster's state, carried forward",
             settings=settings,
             kueue=state.kueue_version,  # the release the cluster runs ("": the twin's default)

@@ -36,6 +36,8 @@ class PassContext:
     # jobs Kueue preempted that have not started since, and when first seen so (``priorities.PreemptionMemory``)
     preempted_jobs: dict[tuple[str, str, str], float] = field(default_factory=dict)
     returning: set[str] = field(default_factory=set)  # flavors a rescued job goes back to in this pass
+    # flavors a job Kueue put on plan B for their quota in use is promoted to once it frees (``moves.returns``)
+    promotable: set[str] = field(default_factory=set)
     # flavor -> what is left of its stock-out under way, by its past ones (``waits.StockoutMemory``; absent: unknown)
     stockout_left: dict[str, float] = field(default_factory=dict)
     # what the fallback's moves added to each class's bill (``costs``; kept only with a hedge_cost_budget)

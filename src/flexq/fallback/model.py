@@ -4,6 +4,7 @@ the names it writes on objects. Plain data; imports nothing from flexq.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "MANAGER",
     "DWS_CLASS",
     "FallbackConfig",
+    "flavor_name_error",
     "Breaker",
     "Full",
     "Action",
@@ -38,6 +40,19 @@ DWS_CLASS = "queued-provisioning.gke.io"  # DWS waiting is plan B doing its job,
 
 
 DECIDE_BY = ("rules", "forecast")
+_FLAVOR_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def flavor_name_error(name: object) -> str | None:
+    """Why ``name`` cannot be a ResourceFlavor's name (a DNS subdomain, as Kubernetes names objects), or None."""
+    if not isinstance(name, str) or not name:
+        return f"a ResourceFlavor name is expected, got {name!r}"
+    if len(name) > 253 or not _FLAVOR_NAME.match(name):
+        return (
+            f"{name[:80]!r} is not a ResourceFlavor name (lowercase letters, digits, '-' and '.', starting and "
+            "ending with a letter or digit, at most 253 characters)"
+        )
+    return None
 
 
 @dataclass
@@ -66,6 +81,13 @@ class FallbackConfig:
     keep_idle_seconds: float = 0.0
     assume_after_seconds: float | None = None  # also count pods unscheduled this long as stocked out (off)
     rescue: bool = True  # requeue a Workload Kueue deactivated for a transient lack of capacity
+    # promotion (capacity tiers, kueue#15500): a job Kueue put on plan B (a flavor behind a provisioning check: DWS)
+    # because an earlier flavor's quota was in use, whose provisioning there has not been granted, goes to that
+    # earlier flavor as soon as its quota frees: for the flavors whose node pool consumes a specific reservation
+    # (paid for whether used or not; read from the GKE API where the fallback can: the twin) and those named in
+    # ``promote_flavors`` (on a real cluster the fallback holds no GKE token: name the reservation flavors)
+    promote: bool = True
+    promote_flavors: list[str] = field(default_factory=list)
     # a job is sent back to plan A (a hedge-back, a probe back) only if no job of higher priority arrived in its
     # cohort this long before: plan A's room is kept for it (flexq.fallback.priorities)
     priority_memory_seconds: float = 3600.0
@@ -113,6 +135,14 @@ class FallbackConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= float(v) <= hi:
                 raise ValueError(f"{name}: must be a number from {lo:g} to {hi:g}, got {v!r}")
+        if not isinstance(self.promote_flavors, list | tuple):
+            raise ValueError(
+                f"promote_flavors: a list of ResourceFlavor names is expected, got {self.promote_flavors!r}"
+            )
+        for f in self.promote_flavors:
+            problem = flavor_name_error(f)
+            if problem is not None:
+                raise ValueError(f"promote_flavors: {problem}")
         for cls, v in self.wait_values.items():
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 < float(v) <= 1000.0:
                 raise ValueError(

@@ -14,6 +14,13 @@ was out) whose plan-B provisioning has not been granted (not admitted, suspended
 the moment the flavor can take it first: its quota is free and its nodes up and idle fit the job as
 kube-scheduler would place it, or its breaker has closed. Oldest first, one at a time per flavor. Its wait is the
 sooner of the two plans, with pods on one only.
+
+**Promotion** (capacity tiers, kueue#15500): a job Kueue itself put on plan B because the earlier flavors' quota
+was in use, whose plan-B provisioning has not been granted, goes to the first earlier flavor that is promotable
+(``PassContext.promotable``: its node pool consumes a specific reservation, or the user named it) as soon as that
+flavor's quota is free for it — a reservation is paid for whether used or not. As a hedge back: one job at a time
+per flavor, higher priority first then the oldest, never ahead of a job of higher priority waiting for the flavor;
+deactivated, then its Workload deleted so Kueue admits a new one on the flavor.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from functools import partial
 from typing import Any
 
 from flexq.clock import format_duration, format_time, parse_time_or_none
-from flexq.fallback.affinity import restricted_flavors
+from flexq.fallback.affinity import flavor_admits, restricted_flavors
 from flexq.fallback.context import PassContext
 from flexq.fallback.forecast import Candidate
 from flexq.fallback.model import ANN_MOVE, ANN_MOVED
@@ -254,14 +261,21 @@ def returns(ctx: PassContext) -> None:
     view, cfg = ctx.view, ctx.cfg
     waiting: list[tuple[float, str, WorkloadView, Mapping[str, Any], dict[str, Any]]] = []
     busy: set[str] = set()  # flavors with a return in flight
+    # (for promotions, also those of the returns this pass's moves step finished: their jobs' new Workloads are
+    # about to take the flavor's quota)
+    landing: set[str] = set()
     for w in view.workloads:
-        if w.job is None or not w.current or w.job in ctx.touched:
+        if w.job is None or not w.current:
             continue
         job = view.job(w)
         if job is None:
             continue
         move = move_state(job)
         flavor = move.get("from", "")
+        if w.job in ctx.touched:
+            if ctx.promotable and move.get("step") == "returning":
+                landing.add(flavor)
+            continue
         if move.get("step") == "returning" or (
             move.get("step") == "returned"
             and ctx.now - float(move.get("at") or 0.0) < RETURN_SETTLE_SECONDS
@@ -296,9 +310,22 @@ def returns(ctx: PassContext) -> None:
                 if not ctx.writer.annotate(job, {ANN_MOVE: json.dumps(hedge, sort_keys=True)}):
                     continue
                 waiting.append((submitted, w.key, w, job, hedge))
+                continue
+        if ctx.promotable and move.get("step") in (None, "returned") and not w.preempted:
+            # placed on plan B by Kueue, an earlier flavor's quota in use: promoted when a reservation's quota frees
+            promo = _promotion_candidate(ctx, w)
+            if (
+                promo is not None
+                and w.job not in ctx.preempted_jobs
+                and _waiting_on_plan_b(ctx, w, job, promo["from"])
+            ):
+                waiting.append((submitted, w.key, w, job, promo))
     # Kueue's order: higher priority first, then the earlier queue-order timestamp (the oldest first)
     waiting.sort(key=lambda t: (-t[2].priority, t[0], t[1]))
     for _at, _key, w, job, move in waiting:
+        if move.get("promoted"):
+            _promote(ctx, w, job, move, busy, landing)
+            continue
         flavor = move["from"]
         if flavor in busy or ctx.full(flavor):
             continue
@@ -336,6 +363,8 @@ def returns(ctx: PassContext) -> None:
     # (of equal priority: the one that has probed least, then the one that started waiting last)
     by_probe = sorted(waiting, key=lambda t: (-t[2].priority, int(t[4].get("probes") or 0), -t[0], t[1]))
     for _at, _key, w, job, move in by_probe:
+        if move.get("promoted"):
+            continue
         flavor = move["from"]
         b = ctx.breakers.get(flavor)
         if flavor in busy or w.job in ctx.touched or b is None or b.open(ctx.now) or ctx.full(flavor):
@@ -451,6 +480,96 @@ def _hedge_candidate(ctx: PassContext, w: WorkloadView) -> dict[str, Any] | None
     return None
 
 
+def _promotion_candidate(ctx: PassContext, w: WorkloadView) -> dict[str, Any] | None:
+    """For a workload Kueue put on a later flavor of a resource group in which earlier flavors are promotable
+    (``PassContext.promotable``: reservations) and admit its pod sets (Kueue's flavor selector: a job kept off a
+    flavor by its own node selector or affinity is never sent there): the move record of a promotion to the first
+    of them that can take it (``_promote`` picks it; None if there is none)."""
+    cq = ctx.view.cqs.get(w.cq) or {}
+    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+        names = [f.get("name") for f in rg.get("flavors") or []]
+        for _ps, flavors in sorted(w.assigned.items()):
+            for cur in sorted(flavors):
+                if cur not in names:
+                    continue
+                sets = sorted(p for p, fs in w.assigned.items() if cur in fs)
+                earlier = [
+                    f
+                    for f in names[: names.index(cur)]
+                    if f in ctx.promotable and _admits(ctx, w, sets, str(f))
+                ]
+                if earlier:
+                    return {
+                        "from": earlier[0],
+                        "to": cur,
+                        "podSets": sets,
+                        "step": "moved",
+                        "hedged": True,
+                        "promoted": True,
+                        "tiers": earlier,
+                    }
+    return None
+
+
+def _admits(ctx: PassContext, w: WorkloadView, sets: list[str], flavor: str) -> bool:
+    """Kueue's flavor selector lets every one of ``sets`` onto ``flavor`` (its node labels)."""
+    labels = ctx.view.flavors.get(flavor)
+    if labels is None:
+        return False
+    return all(flavor_admits((t or {}).get("spec") or {}, labels) for _n, t in w.pod_set_needs(sets))
+
+
+def _promote(
+    ctx: PassContext,
+    w: WorkloadView,
+    job: Mapping[str, Any],
+    move: dict[str, Any],
+    busy: set[str],
+    landing: set[str],
+) -> None:
+    """A job waiting on plan B goes to the first earlier promotable flavor (a reservation) whose quota is free for it
+    now and which is not full — Kueue then admits it there (it scans the flavors in order again). One job at a time
+    per flavor (``busy``; ``landing``: a job this pass's moves step sent back there is about to take it); never ahead
+    of a job of higher priority waiting for that flavor. The quota counted is the larger of
+    the ClusterQueue's status and what the Workloads seen hold (``ClusterView.reserved_by_workloads``): a job
+    admitted on the flavor a moment ago (another promotion) is in the status only after Kueue's batch period, and
+    a promotion sent to quota already taken would put the job back at the end of plan B's queue."""
+    sets = [p for p in move.get("podSets") or [] if p]
+    needs = w.pod_set_needs(sets)
+    if not needs:
+        return
+    for flavor in move.get("tiers") or []:
+        if flavor in busy or flavor in landing or ctx.full(flavor) or ctx.breakers.get(flavor) is not None:
+            continue
+        seen = ctx.view.reserved_by_workloads(w.cq, flavor)
+        if not ctx.view.quota_free(w.cq, flavor, needs, seen):
+            continue
+        if _kept_for_higher(ctx, w, flavor, move):
+            return
+        promo = {k: v for k, v in move.items() if k != "tiers"} | {"from": flavor, "at": ctx.now}
+        why = f"{flavor}'s quota is free (its node pool takes a reservation)"
+        busy.add(flavor)
+        if ctx.by_forecast:
+            ctx.propose(
+                Candidate(
+                    "return",
+                    w,
+                    job,
+                    flavor,
+                    flavor,
+                    sets,
+                    run=partial(_start_return, ctx, w, job, promo, why),
+                )
+            )
+            return
+        ctx.note(
+            w, f"{why}: {'would promote' if ctx.cfg.dry_run else 'promoting'} it ({affects(ctx, w, flavor)})"
+        )
+        ctx.touched.add(w.job)
+        _start_return(ctx, w, job, promo, why)
+        return
+
+
 def _waiting_on_plan_b(ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], flavor: str) -> bool:
     """Quota reserved on another flavor, not admitted yet (its provisioning request not granted), the job
     suspended and without pods: nothing has started, nothing is lost but the place in plan B's queue."""
@@ -484,7 +603,7 @@ def _start_return(
             job,
             "Normal",
             "FallbackReturning",
-            f"{why} while {target} has not provisioned yet: moving the job back to {flavor}",
+            f"{why} while {target} has not provisioned yet: moving the job {'' if move.get('promoted') else 'back '}to {flavor}",
         )
 
 

@@ -9,7 +9,8 @@ snapshot) and then, from that one view:
 2. **moves** (``moves``): jobs stuck on a stocked-out flavor go to the next flavor that can take them now — never
    to a full or stocked-out one: when every plan is blocked a job stays where it loses nothing;
 3. **hedge-backs** (``moves.returns``): jobs waiting on plan B because of the stock-out go back to plan A the
-   moment it can take them first;
+   moment it can take them first; and promotions: jobs Kueue put on plan B for the earlier flavors' quota in use go
+   to a reservation flavor the moment its quota frees;
 4. **rescue** (``rescue``): jobs Kueue deactivated for a passing lack of capacity are queued again once the
    capacity is back (bounded);
 5. **steering** (``steering``): new jobs are kept off a stocked-out flavor, its quota capped to its nodes up,
@@ -29,6 +30,7 @@ import logging
 from dataclasses import asdict
 from typing import Any
 
+from flexq.api.gke_models import specific_reservation
 from flexq.clock import format_duration
 from flexq.errors import Conflict, NotFound
 from flexq.fallback.api import ClusterAPI
@@ -127,6 +129,9 @@ class FallbackPolicy:
             self.costs.update(view, flavors)
         ctx.costs = self.costs
         ctx.judge = self.judge
+        if self.cfg.promote and self.cfg.hedge and any(w.reserved and not w.admitted for w in view.workloads):
+            # (only while a job waits for its admission checks: the GKE API is read for nothing otherwise)
+            ctx.promotable = _promotable(view, self.api, self.cfg)
         if self.judge is not None:
             # every pass: a job's end is seen when it happens, not at the next forecast
             self.judge.observe(view)
@@ -201,6 +206,9 @@ class FallbackPolicy:
                 f"stocked out: {f} ({b.code} since {format_duration(view.now - b.since)} ago, {b.failures} failure(s); "
                 f"{state}{'; probe ' + b.probe if b.probe else ''})"
             )
+        unknown = [f for f in self.cfg.promote_flavors if f not in view.flavors]
+        if unknown:
+            lines.append(f"promote flavors that are no ResourceFlavor (ignored): {', '.join(unknown)}")
         for f, x in sorted(self.fulls.items()):
             if not x.full:
                 continue
@@ -234,6 +242,22 @@ def _names(w: Any, job: str) -> bool:
     ns, _, name = job.rpartition("/")
     names = {w.name} | ({w.job[2]} if w.job is not None else set())
     return name in names and (not ns or ns == w.namespace)
+
+
+def _promotable(view: ClusterView, api: ClusterAPI, cfg: FallbackConfig) -> set[str]:
+    """The flavors a job waiting on plan B is promoted to when their quota frees: those named in
+    ``promote_flavors``, and those whose node pool (the flavor's ``cloud.google.com/gke-nodepool`` label) consumes a
+    specific reservation, as the GKE API lists the pools (where the fallback can read it: the twin)."""
+    out = {f for f in cfg.promote_flavors if f in view.flavors}
+    by_pool: dict[str, set[str]] = {}
+    for f in view.flavors:
+        if view.pool_of(f):
+            by_pool.setdefault(view.pool_of(f), set()).add(f)
+    if by_pool:
+        for pool in api.node_pools():
+            if pool.get("name") in by_pool and specific_reservation(pool.get("config")) is not None:
+                out |= by_pool[pool["name"]]
+    return out
 
 
 def _provisioning_flavors_of(view: ClusterView, cq_name: str) -> list[str]:

@@ -429,14 +429,38 @@ class ClusterView:
                     used[r["name"]] = quantity(r.get("total"))
         return covered, nominal, limit, used
 
-    def quota_free(self, cq_name: str, flavor: str, needs: list[tuple[int, dict[str, Any]]]) -> bool:
+    def reserved_by_workloads(self, cq_name: str, flavor: str) -> dict[str, Any]:
+        """What the in-scope Workloads of the ClusterQueue that hold quota reserve of ``flavor`` (their admissions'
+        ``resourceUsage``): what Kueue's cache holds, which the ClusterQueue's status shows only after its batch
+        period (Kueue's ``UpdatesBatchPeriod``, 1 s) — a Workload admitted a moment ago is here already."""
+        out: dict[str, Any] = {}
+        for w in self.workloads:
+            if w.cq != cq_name or not w.reserved:
+                continue
+            for psa in ((w.obj.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []:
+                flavors = psa.get("flavors") or {}
+                for r, q in (psa.get("resourceUsage") or {}).items():
+                    if flavors.get(r) == flavor:
+                        out[r] = out.get(r, 0) + quantity(q)
+        return out
+
+    def quota_free(
+        self,
+        cq_name: str,
+        flavor: str,
+        needs: list[tuple[int, dict[str, Any]]],
+        seen: Mapping[str, Any] | None = None,
+    ) -> bool:
         """The ClusterQueue can reserve ``needs`` of ``flavor`` now without preempting anything: within its
         nominal quota, or — in a cohort — within what the cohort's ClusterQueues hold in all and have not reserved
         (Kueue's ``Available``: a ClusterQueue borrows its cohort's unused quota up to its ``borrowingLimit``;
-        every member's quota counted as lendable, a Cohort object's own quota not counted)."""
+        every member's quota counted as lendable, a Cohort object's own quota not counted). ``seen``: what the
+        queue is known to reserve besides its status (``reserved_by_workloads``): the larger of the two counts."""
         covered, nominal, limit, used = self._quota(cq_name, flavor)
         if not covered:
             return False
+        for r, q in (seen or {}).items():
+            used[r] = max(used.get(r, 0), q)
         total: dict[str, Any] = {}
         for count, template in needs:
             for r, q in spec_requests((template or {}).get("spec") or {}).items():

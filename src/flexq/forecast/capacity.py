@@ -4,7 +4,7 @@ Owns ``CapacityRun``, the part of ``flexq.forecast.fast``'s replica that answers
 there": how many nodes an admitted job's accelerator pod sets take (whole slices, ``node_need``); idle nodes taken
 first, else made in the pool's provisioning time — unless the pool is at its maximum (the job waits for room,
 ``wake_room``) or its machines are stocked out (the autoscaler's back-off after a refusal delays the first try
-after it ends); nodes a job leaves stay ``SCALE_DOWN_UNNEEDED_SECONDS`` (``idle_node``); and DWS: a
+after it ends; a pool consuming a specific reservation never stocks out); nodes a job leaves stay ``SCALE_DOWN_UNNEEDED_SECONDS`` (``idle_node``); and DWS: a
 ProvisioningRequest fails ``NodepoolSizeReached`` at creation when its pool cannot grow by its slices, retries
 after the check's back-off or is deactivated past its limit, is granted after a wait drawn from the model, looks
 again ``GRANT_RETRY_SECONDS`` after a grant that finds its pool full, and fails past ``DWS_MAX_WAIT_SECONDS``.
@@ -133,7 +133,7 @@ class CapacityRun:
                 self.size[p] += make
                 end = self.stock_end.get(pool.machine_type, 0.0)
                 start = self.t if since is None else min(self.t, since)
-                if end > self.t and not pool.queued:
+                if end > self.t and not pool.queued and not pool.reserved:  # a reservation never stocks out
                     self.move(job, "stockout")
                     start = end + job.rng.uniform(0.0, FAILED_SCALE_UP_BACKOFF_SECONDS)
                 ready = max(ready, self.t, start + self._provision(pool.machine_type, make, job.rng))

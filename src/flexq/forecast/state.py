@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
+from flexq.api.gke_models import specific_reservation
 from flexq.api.quantity import parse_quantity
 from flexq.api.wellknown import KUEUE_CONFIG_NAME, KUEUE_CONFIG_NAMESPACE
 
@@ -142,6 +143,9 @@ def pools_from_gke(pools: list[dict]) -> list[dict[str, Any]]:
             short["queuedProvisioning"] = True
         if cfg.get("spot"):
             short["spot"] = True
+        reservation = specific_reservation(cfg)
+        if reservation is not None:
+            short["reservation"] = reservation
         if cfg.get("labels"):
             short["labels"] = dict(cfg["labels"])
         if cfg.get("taints"):

@@ -41,6 +41,9 @@ class Pool:
     chips: int  # accelerator chips per node
     queued: bool  # DWS (queued provisioning)
     fixed: bool  # not autoscaled: its nodes are all there is
+    # it consumes a specific reservation (``flexq.gke.capacity.specific_reservation``): never stocked out; the
+    # reservation's size is not read (a compute API object): the pool's maximum stands for it
+    reserved: bool = False
 
 
 @dataclass
@@ -148,6 +151,7 @@ def _pools(state: ClusterState) -> dict[str, Pool]:
             chips=int(chips),
             queued=bool(p.get("queuedProvisioning")),
             fixed=not auto,
+            reserved=bool(p.get("reservation")),
         )
     return out
 

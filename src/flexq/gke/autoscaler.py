@@ -513,13 +513,16 @@ class Autoscaler(Controller):
                     retry = backed
                 self.backoff[name] = retry
                 wake = retry if wake is None else min(wake, retry)
+                # a specific reservation all in use is not the zone out of resources: its own words (flexq's
+                # framing around GKE's message; a stock-out breaker must not read it as one)
+                cause = got.message.rstrip(".") if got.reservation else "GCE out of resources"
                 for p in placed:
                     self.events.record(
                         p,
                         "Warning",
                         "FailedScaleUp",
                         f"Node scale up in zones {pool['status']['zone']} associated with this pod "
-                        f"failed: GCE out of resources. Pod is at risk of not being scheduled.",
+                        f"failed: {cause}. Pod is at risk of not being scheduled.",
                     )
         return wake
 

@@ -3,7 +3,10 @@
 Owns: resolving a profile's rules into the effective ``Terms`` for one (location, machine type, provisioning
 model); availability at a time (base limit, stock-out and surge windows); whether a scale-up of N nodes can be
 obtained now and, if not, when to look again; seeded draws of provisioning time, DWS queue wait and spot
-preemption. Everything is a pure function of the profile, ``now`` (epoch seconds) and a ``random.Random`` the
+preemption; and the project's specific reservations (``CapacityModel.can_obtain_reserved``; which pool consumes which: ``flexq.api.gke_models.specific_reservation``): a node
+pool that consumes a declared reservation takes its nodes from it — never stocked out (no rule or window of the
+zone's capacity touches them), at most the reservation's count at once across the pools that consume it, and a
+scale-up beyond that refused with GKE's "specific reservation ... is insufficient" error. Everything is a pure function of the profile, ``now`` (epoch seconds) and a ``random.Random`` the
 caller seeds; nothing here reads a clock or keeps state.
 
 Must not import anything from flexq except ``flexq.api.capacity_profile``.
@@ -21,6 +24,7 @@ from typing import Any
 from flexq.api.capacity_profile import CapacityProfile, Delay, parse_duration, parse_time
 
 __all__ = [
+    "reservation_insufficient_message",
     "Terms",
     "Obtain",
     "CapacityModel",
@@ -41,6 +45,19 @@ def stockout_message(location: str, project: str = "") -> str:
     return (
         f"ZONE_RESOURCE_POOL_EXHAUSTED: The zone '{where}' does not have enough resources available to "
         "fulfill the request. Try a different zone, or try again later."
+    )
+
+
+def reservation_insufficient_message(
+    name: str, pool: str, zone: str, machine_type: str, want: int, short: int
+) -> str:
+    """GKE's wording when a specific reservation cannot hold the nodes asked for (as ``gcloud container node-pools
+    create --reservation-affinity=specific`` reports it: code 429, "Reservation does not have enough resources for
+    the request: ..."; GoogleCloudPlatform/gsutil#1000). The twin gives the same words to a scale-up it refuses."""
+    return (
+        f'Reservation does not have enough resources for the request: specific reservation "{name}" is '
+        f'insufficient for node pool "{pool}" at zone "{zone}": required {want} and short of {short} VM count '
+        f"of machine type {machine_type}."
     )
 
 
@@ -88,6 +105,7 @@ class Obtain:
     ok: bool
     message: str = ""  # why not (GCE-shaped), empty when ok
     retry_at: float | None = None  # when availability may change; None = it never will
+    reservation: bool = False  # refused by a specific reservation's size (not a stock-out)
 
 
 def _as_limit(v: int | str | None) -> int | None:
@@ -178,6 +196,41 @@ class CapacityModel:
         elif t.stockout_message:
             message = t.stockout_message
         return Obtain(ok=False, message=message, retry_at=t.next_time_with_room(now, in_use, want))
+
+    def reservation(self, name: str) -> tuple[str, str, int] | None:
+        """A declared specific reservation: (zone, machine type, count), or None when the profile has none so named
+        (a pool consuming an undeclared reservation takes the zone's on-demand capacity, as it did before
+        reservations were modelled)."""
+        r = (self.profile.spec.reservations or {}).get(name)
+        return None if r is None else (r.zone, r.machine_type, r.count)
+
+    def can_obtain_reserved(
+        self,
+        name: str,
+        location: str,
+        machine_type: str,
+        *,
+        in_use: int,
+        want: int,
+        pool: str = "",
+    ) -> Obtain:
+        """Whether ``want`` more nodes fit reservation ``name`` (declared) when ``in_use`` nodes of the pools that
+        consume it exist or are being made. Never a stock-out: only the reservation's size, its zone and its machine
+        type refuse. ``retry_at`` is None: room comes back only when a consuming node goes."""
+        r = self.reservation(name)
+        assert r is not None, name
+        zone, mt, count = r
+        if zone != location or mt != machine_type:
+            short = want
+        else:
+            short = max(0, in_use + want - count)
+        if short == 0:
+            return Obtain(ok=True)
+        return Obtain(
+            ok=False,
+            message=reservation_insufficient_message(name, pool, location, machine_type, want, short),
+            reservation=True,
+        )
 
     def provision_seconds(
         self, location: str, machine_type: str, model: str, rng: random.Random, at: float | None = None

@@ -3,7 +3,7 @@
 Owns: the Node objects of GKE node pools — names (``gke-<cluster>-<pool>-<group>-<4>``), labels and taints
 (``flexq.api.gke_catalog``), capacity and allocatable; ``NodeWriter``, the one object per cluster through which
 every GKE Node is created or deleted (``grow``: whole slices at once, or nothing, when the profile allows;
-``shrink``), holding the cluster's ``GkeCache`` and ``CapacitySource`` the registry made; ``PoolController`` (a pool's fixed size, its initial and minimum nodes, and
+``shrink``; a pool consuming a declared specific reservation takes from the reservation alone), holding the cluster's ``GkeCache`` and ``CapacitySource`` the registry made; ``PoolController`` (a pool's fixed size, its initial and minimum nodes, and
 removing the nodes of a deleted pool); ``NodeLifecycle`` (the only writer of a GKE node's ``Ready``
 condition: False until its provisioning delay has passed, then True; spot preemption and the flex-start
 run-duration limit delete the node). Scale decisions for pending pods live in ``autoscaler``, for
@@ -20,10 +20,11 @@ from typing import Any
 
 from flexq.api import gke_catalog as catalog
 from flexq.api.core_defaults import kubelet_ids
+from flexq.api.gke_models import specific_reservation
 from flexq.clock import format_time
 from flexq.errors import NotFound
 from flexq.gke.cache import GkeCache
-from flexq.gke.capacity import Obtain
+from flexq.gke.capacity import CapacityModel, Obtain
 from flexq.gke.fit import pool_shape
 from flexq.gke.project import CapacitySource
 from flexq.gke.storage import NODE_POOL, pool_key
@@ -109,16 +110,31 @@ def capacity_model_name(pool: dict[str, Any]) -> str:
     return "queued" if pool["status"].get("queued") else pool["status"]["provisioningModel"]
 
 
-def _in_use(ctx: Context, cache: GkeCache, pool: dict[str, Any]) -> int:
-    """Nodes of the same machine type and provisioning model in the same zone (this cluster)."""
+def _reservation(cap: CapacityModel, pool: dict[str, Any]) -> str | None:
+    """The declared reservation ``pool`` consumes (``flexq.gke.capacity.specific_reservation``), or None."""
+    name = specific_reservation(pool["spec"].get("config"))
+    return name if name is not None and cap.reservation(name) is not None else None
+
+
+def _in_use(ctx: Context, cache: GkeCache, pool: dict[str, Any], cap: CapacityModel) -> int:
+    """Nodes (this cluster) that take from what ``pool`` takes from: for a pool consuming a declared reservation,
+    the nodes of every pool consuming it; else those of the same machine type, provisioning model and zone that
+    no declared reservation holds."""
     mt = pool["spec"]["config"]["machineType"]
     model = capacity_model_name(pool)
     by_name = {p["spec"]["name"]: p for p in pools_of(ctx)}
+    reserved = {name: _reservation(cap, p) for name, p in by_name.items()}
+    mine = reserved.get(pool["spec"]["name"])
     count = 0
     for n in cache.node_list():
-        other = by_name.get(n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""))
-        if (
-            other is not None
+        name = n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, "")
+        other = by_name.get(name)
+        if other is None:
+            continue
+        if mine is not None:
+            count += reserved[name] == mine
+        elif (
+            reserved[name] is None
             and other["spec"]["config"]["machineType"] == mt
             and capacity_model_name(other) == model
             and other["status"]["zone"] == pool["status"]["zone"]
@@ -277,15 +293,26 @@ def _grow(
     spec, twin = pool["spec"], pool["status"]
     model = capacity_model_name(pool)
     cap = capacity.model()
-    got = cap.can_obtain(
-        twin["zone"],
-        spec["config"]["machineType"],
-        model,
-        now,
-        in_use=_in_use(ctx, cache, pool),
-        want=count,
-        project=project,
-    )
+    reservation = _reservation(cap, pool)
+    if reservation is not None:  # a specific reservation: its size, never a stock-out
+        got = cap.can_obtain_reserved(
+            reservation,
+            twin["zone"],
+            spec["config"]["machineType"],
+            in_use=_in_use(ctx, cache, pool, cap),
+            want=count,
+            pool=spec["name"],
+        )
+    else:
+        got = cap.can_obtain(
+            twin["zone"],
+            spec["config"]["machineType"],
+            model,
+            now,
+            in_use=_in_use(ctx, cache, pool, cap),
+            want=count,
+            project=project,
+        )
     if not got.ok:
         return got
     rng = ctx.rng("gke/nodes")

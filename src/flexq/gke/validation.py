@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_snake
 
 from flexq.api import gke_catalog as catalog
-from flexq.api.gke_models import Cluster, NodePool, NodePoolAutoscaling
+from flexq.api.gke_models import RESERVATION_KEY, Cluster, NodePool, NodePoolAutoscaling
 from flexq.errors import CloudError
 
 __all__ = [
@@ -335,6 +335,18 @@ def _check_provisioning(
 
 def _check_config(pool: NodePool, mt: catalog.MachineType) -> None:
     cfg = pool.config
+    aff = cfg.reservation_affinity if cfg else None
+    # what gcloud sends for --reservation-affinity=specific --reservation=NAME
+    if (
+        aff is not None
+        and aff.consume_reservation_type == "SPECIFIC_RESERVATION"
+        and (aff.key != RESERVATION_KEY or len(aff.values or []) != 1)
+    ):
+        raise invalid(
+            "node_pool.config.reservation_affinity: SPECIFIC_RESERVATION needs key "
+            f'"{RESERVATION_KEY}" and the reservation\'s name as its one value '
+            "(--reservation-affinity=specific --reservation=NAME)."
+        )  # [inferred wording]
     if cfg and cfg.max_run_duration is not None:
         seconds = _duration_seconds(cfg.max_run_duration, "node_pool.config.max_run_duration")
         if seconds <= 0 or seconds > MAX_RUN_SECONDS:

@@ -57,6 +57,7 @@ from pydantic import (
 )
 
 from flexq.api.capacity_profile import CapacityProfile
+from flexq.api.gke_models import RESERVATION_KEY
 from flexq.api.kueue_versions import resolve as resolve_kueue
 from flexq.errors import InputError, Invalid
 from flexq.fallback.model import FallbackConfig
@@ -303,6 +304,12 @@ def cluster_requests(cluster: dict[str, Any]) -> tuple[str, str, str, list[tuple
         if p.get("queuedProvisioning"):  # as --enable-queued-provisioning --reservation-affinity=none
             body["queuedProvisioning"] = {"enabled": True}
             body["config"]["reservationAffinity"] = {"consumeReservationType": "NO_RESERVATION"}
+        if p.get("reservation"):  # as --reservation-affinity=specific --reservation=NAME
+            body["config"]["reservationAffinity"] = {
+                "consumeReservationType": "SPECIFIC_RESERVATION",
+                "key": RESERVATION_KEY,
+                "values": [str(p["reservation"])],
+            }
         if p.get("spot"):
             body["config"]["spot"] = True
         if p.get("labels"):

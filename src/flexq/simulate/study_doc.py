@@ -191,6 +191,9 @@ class NodePool(Doc):
     flexStart: Flag | None = None
     queuedProvisioning: Flag | None = None
     spot: Flag | None = None
+    # a specific reservation the pool consumes (--reservation-affinity=specific --reservation=NAME); its size is
+    # the capacity profile's ``reservations``
+    reservation: Name | None = None
     nodes: Nodes | None = None
     autoscaling: Autoscaling | None = None
     labels: Annotated[dict[Any, Any], typed(dict, "labels is a mapping")] | None = None
@@ -269,6 +272,7 @@ _FALLBACK_TYPES: dict[str, Any] = {
     "int": Annotated[float, number_in(0, MAX_SECONDS)],
     "str": Name,
     "dict[str, int]": Annotated[dict[Name, Nodes], typed(dict, "a mapping of node pool -> max nodes")],
+    "list[str]": Annotated[list[Name], typed(list, "a list of names")],
 }
 
 
