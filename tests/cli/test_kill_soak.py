@@ -281,3 +281,28 @@ def test_kill_9_soak_leaves_no_job_behind(tmp_path: Path) -> None:
         for pid in soak.pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+    # nothing a killed daemon started outlives it (its ETA worker, a pool's fork server: flexq.loop.procpool)
+    deadline = time.monotonic() + 15
+    while (left := _processes_of(soak.home)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"{len(left)} processes of the killed daemons live on: {left}"
+
+
+def _processes_of(home: Path) -> list[int]:
+    """The live processes whose environment holds this FLEXQ_HOME (every process a daemon started inherits it)."""
+    needle = f"FLEXQ_HOME={home}".encode() + b"\0"
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            env = Path(f"/proc/{entry}/environ").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if needle in env + b"\0" and state != "Z":
+            out.append(int(entry))
+    return out

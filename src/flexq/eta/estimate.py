@@ -19,7 +19,6 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -34,6 +33,7 @@ from flexq.forecast.jobs import JobEntry, StateView, class_key, cluster_queue_of
 from flexq.forecast.model import CapacityModel, EtaConfig
 from flexq.forecast.state import ClusterState
 from flexq.forecast.world import build_world
+from flexq.loop.procpool import process_pool
 from flexq.simulate.engine import run_one
 
 __all__ = ["Forecast", "JobEta", "estimate", "naive_eta", "WAITS_FOR", "fmt_eta", "MIN_REPLICAS"]
@@ -193,7 +193,7 @@ def _run_twin(scenarios: list[Scenario], workers: int) -> list[dict[str, dict[st
 
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["flexq.simulate.engine"])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with process_pool(workers, ctx) as pool:
         futs = [pool.submit(_one, sc, i) for i, sc in enumerate(scenarios)]
         return [f.result() for f in futs]
 

@@ -50,6 +50,7 @@ from flexq.eta.estimate import Forecast, estimate, fmt_eta
 from flexq.eta.read import state_from_twin
 from flexq.forecast.model import EtaConfig
 from flexq.forecast.state import ClusterState
+from flexq.loop.procpool import process_pool
 from flexq.semantics.workloads import FINISHED_STATES, workload_state
 from flexq.twin import Twin
 
@@ -225,7 +226,7 @@ class EtaService:
             if self._pool is None:
                 import multiprocessing as mp
 
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
+                self._pool = process_pool(1, mp.get_context("spawn"))
             data = self._pool.submit(compute, state.to_dict(), self.cfg, cal, self.budget).result()
         fc = Forecast.from_dict(data)
         self.calibration.record(fc.predictions())

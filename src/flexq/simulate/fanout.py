@@ -16,10 +16,11 @@ import queue
 import socket
 import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from typing import Any
 
 from flexq.errors import InputError, require_extra
+from flexq.loop.procpool import process_pool
 from flexq.simulate.engine import run_one
 from flexq.simulate.run_result import RunResult
 from flexq.simulate.study import Study
@@ -111,7 +112,7 @@ def _run_processes(
         pumper.start()
     results = []
     try:
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        with process_pool(n, ctx) as pool:
             futures = [pool.submit(_task, study, v, r, q) for v, r in tasks]
             for fut in as_completed(futures):
                 results.append(fut.result())
