@@ -15,12 +15,9 @@ the moment the flavor can take it first: its quota is free and its nodes up and 
 kube-scheduler would place it, or its breaker has closed. Oldest first, one at a time per flavor. Its wait is the
 sooner of the two plans, with pods on one only.
 
-**Promotion** (capacity tiers, kueue#15500): a job Kueue itself put on plan B because the earlier flavors' quota
-was in use, whose plan-B provisioning has not been granted, goes to the first earlier flavor that is promotable
-(``PassContext.promotable``: its node pool consumes a specific reservation, or the user named it) as soon as that
-flavor's quota is free for it — a reservation is paid for whether used or not. As a hedge back: one job at a time
-per flavor, higher priority first then the oldest, never ahead of a job of higher priority waiting for the flavor;
-deactivated, then its Workload deleted so Kueue admits a new one on the flavor.
+**Promotion** (``promotion``, capacity tiers): a job Kueue itself put on plan B because a reservation's quota was
+in use goes to the reservation as soon as its quota frees. The return's two steps, shared by both, are in
+``returning``.
 """
 
 from __future__ import annotations
@@ -32,19 +29,23 @@ from functools import partial
 from typing import Any
 
 from flexq.clock import format_duration, format_time, parse_time_or_none
-from flexq.fallback.affinity import flavor_admits, restricted_flavors
+from flexq.fallback import promotion
+from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
 from flexq.fallback.forecast import Candidate
 from flexq.fallback.model import ANN_MOVE, ANN_MOVED
-from flexq.fallback.priorities import affects, ahead, by_priority, higher_seen
+from flexq.fallback.priorities import affects, ahead, by_priority
 from flexq.fallback.records import move_state, saved_quotas, suspended
+from flexq.fallback.returning import (
+    RETURN_SETTLE_SECONDS,
+    finish_return,
+    kept_for_higher,
+    start_return,
+    waiting_on_plan_b,
+)
 from flexq.fallback.view import WorkloadView
-from flexq.semantics.conditions import is_true
-from flexq.semantics.pods import is_terminal
 
 __all__ = ["moves", "returns", "RETURN_SETTLE_SECONDS"]
-
-RETURN_SETTLE_SECONDS = 60.0  # a job sent back is given this long to be re-admitted before the next one goes
 
 
 def _nodes_needed(w: WorkloadView, sets: list[str]) -> int:
@@ -67,7 +68,7 @@ def moves(ctx: PassContext) -> None:
                 if step == "deactivating":
                     _finish_move(ctx, w, job, move)
                 else:
-                    _finish_return(ctx, w, job, move)
+                    finish_return(ctx, w, job, move)
             continue
         if (
             step in ("moved", "returned")
@@ -291,7 +292,7 @@ def returns(ctx: PassContext) -> None:
                 # Kueue preempted it where the move put it (or on its way back), or before the move: it stays
                 # where Kueue puts it
                 ctx.note(w, f"Kueue preempted this job: never sent back to {flavor} (no fight with Kueue)")
-            elif _waiting_on_plan_b(ctx, w, job, flavor):
+            elif waiting_on_plan_b(ctx, w, job, flavor):
                 waiting.append((submitted, w.key, w, job, move))
             continue
         if (
@@ -303,7 +304,7 @@ def returns(ctx: PassContext) -> None:
             # placed on a later flavor by Kueue itself (the first one's quota in use, or capped) while the first one
             # is stocked out: it waits for plan B because of the stock-out, so it gets a ticket back, like a moved job
             hedge = _hedge_candidate(ctx, w)
-            if hedge is not None and _waiting_on_plan_b(ctx, w, job, hedge["from"]):
+            if hedge is not None and waiting_on_plan_b(ctx, w, job, hedge["from"]):
                 hedge["at"] = ctx.now
                 if hedge["from"] in saved_quotas(view.cqs.get(w.cq)):
                     hedge["capped"] = True  # the fallback's cap put it on plan B, not plan A's quota in use
@@ -313,18 +314,18 @@ def returns(ctx: PassContext) -> None:
                 continue
         if ctx.promotable and move.get("step") in (None, "returned") and not w.preempted:
             # placed on plan B by Kueue, an earlier flavor's quota in use: promoted when a reservation's quota frees
-            promo = _promotion_candidate(ctx, w)
+            promo = promotion.candidate(ctx, w)
             if (
                 promo is not None
                 and w.job not in ctx.preempted_jobs
-                and _waiting_on_plan_b(ctx, w, job, promo["from"])
+                and waiting_on_plan_b(ctx, w, job, promo["from"])
             ):
                 waiting.append((submitted, w.key, w, job, promo))
     # Kueue's order: higher priority first, then the earlier queue-order timestamp (the oldest first)
     waiting.sort(key=lambda t: (-t[2].priority, t[0], t[1]))
     for _at, _key, w, job, move in waiting:
         if move.get("promoted"):
-            _promote(ctx, w, job, move, busy, landing)
+            promotion.promote(ctx, w, job, move, busy, landing)
             continue
         flavor = move["from"]
         if flavor in busy or ctx.full(flavor):
@@ -333,7 +334,7 @@ def returns(ctx: PassContext) -> None:
         needs = w.pod_set_needs(sets)
         if not needs or not view.quota_free(w.cq, flavor, needs):
             continue
-        if _kept_for_higher(ctx, w, flavor, move):
+        if kept_for_higher(ctx, w, flavor, move):
             continue
         b = ctx.breakers.get(flavor)
         if b is None:
@@ -346,7 +347,7 @@ def returns(ctx: PassContext) -> None:
             busy.add(flavor)
             ctx.propose(
                 Candidate(
-                    "return", w, job, flavor, flavor, sets, run=partial(_start_return, ctx, w, job, move, why)
+                    "return", w, job, flavor, flavor, sets, run=partial(start_return, ctx, w, job, move, why)
                 )
             )
             continue
@@ -355,7 +356,7 @@ def returns(ctx: PassContext) -> None:
         )
         busy.add(flavor)
         ctx.touched.add(w.job)
-        _start_return(ctx, w, job, move, why)
+        start_return(ctx, w, job, move, why)
     # the backoff has ended and no job is trying the flavor: the job that has probed least, and of those the one
     # that started waiting for plan B last (it loses least: its place at the back of plan B's queue), tries it
     if not cfg.probe_from_plan_b and not cfg.probe_back:
@@ -378,7 +379,7 @@ def returns(ctx: PassContext) -> None:
         if b.probe and any(x.ident == b.probe for x in view.workloads):
             continue
         needs = w.pod_set_needs([p for p in move.get("podSets") or [] if p])
-        if not needs or not view.quota_free(w.cq, flavor, needs) or _kept_for_higher(ctx, w, flavor, move):
+        if not needs or not view.quota_free(w.cq, flavor, needs) or kept_for_higher(ctx, w, flavor, move):
             continue
         busy.add(flavor)
         if ctx.by_forecast:
@@ -402,48 +403,9 @@ def _probe_back(
     ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], move: dict[str, Any], flavor: str
 ) -> None:
     make_probe(ctx, flavor, w)
-    _start_return(
+    start_return(
         ctx, w, job, {**move, "probes": int(move.get("probes") or 0) + 1}, f"{flavor}'s backoff ended"
     )
-
-
-def _kept_for_higher(ctx: PassContext, w: WorkloadView, flavor: str, move: Mapping[str, Any]) -> bool:
-    """Whether ``flavor``'s room is kept from ``w`` for higher-priority jobs (``priorities``): one waits for it
-    now, or one arrived in its cohort lately and plan A's room is what the next arrival gets. Also (``costs``):
-    whether its class has spent its budget of hedges back — the fallback's moves have made its running jobs
-    ``hedge_cost_budget`` dearer than without them already."""
-    budget = ctx.cfg.hedge_cost_budget
-    if budget is not None and not ctx.costs.affordable(w.priority, budget):
-        ctx.note(
-            w,
-            f"not sent back to {flavor}: {ctx.costs.describe(w.priority)}, the most the fallback spends "
-            f"({budget:.0%}) to make a class wait less; it stays on plan B, as without the "
-            "fallback",
-        )
-        return True
-    blockers = ahead(ctx, w, flavor)
-    if blockers:
-        x, how = blockers[0]
-        ctx.note(
-            w,
-            f"{flavor} could take it back, but {x.key} (priority {x.priority} > {w.priority}) is {how}: Kueue "
-            f"admits it first, so this job is not sent back ahead of it",
-        )
-        return True
-    # a job the fallback moved or steered off the flavor held (or would have held) its quota there before those
-    # arrivals: without the fallback it would be there, waiting for the flavor to come back, so going back takes
-    # nothing from them. Only a job Kueue itself put on plan B (``hedged``) keeps plan B for their sake.
-    # (decided by forecast, the arrivals the cluster has seen are in the forward run: no memory is needed)
-    seen = higher_seen(ctx, w) if move.get("hedged") and not ctx.by_forecast else None
-    if seen is not None:
-        ctx.note(
-            w,
-            f"not sent back to {flavor}: a job of priority {seen[0]} (> {w.priority}) arrived in its cohort "
-            f"{format_duration(ctx.now - seen[1])} ago, and {flavor}'s room is what the next one gets at once; "
-            f"it stays on plan B, as without the fallback",
-        )
-        return True
-    return False
 
 
 PROBE_BACK_MIN_SECONDS = 1800.0  # the cluster autoscaler's longest backoff
@@ -478,151 +440,3 @@ def _hedge_candidate(ctx: PassContext, w: WorkloadView) -> dict[str, Any] | None
                     sets = sorted(p for p, fs in w.assigned.items() if cur in fs)
                     return {"from": earlier[0], "to": cur, "podSets": sets, "step": "moved", "hedged": True}
     return None
-
-
-def _promotion_candidate(ctx: PassContext, w: WorkloadView) -> dict[str, Any] | None:
-    """For a workload Kueue put on a later flavor of a resource group in which earlier flavors are promotable
-    (``PassContext.promotable``: reservations) and admit its pod sets (Kueue's flavor selector: a job kept off a
-    flavor by its own node selector or affinity is never sent there): the move record of a promotion to the first
-    of them that can take it (``_promote`` picks it; None if there is none)."""
-    cq = ctx.view.cqs.get(w.cq) or {}
-    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
-        names = [f.get("name") for f in rg.get("flavors") or []]
-        for _ps, flavors in sorted(w.assigned.items()):
-            for cur in sorted(flavors):
-                if cur not in names:
-                    continue
-                sets = sorted(p for p, fs in w.assigned.items() if cur in fs)
-                earlier = [
-                    f
-                    for f in names[: names.index(cur)]
-                    if f in ctx.promotable and _admits(ctx, w, sets, str(f))
-                ]
-                if earlier:
-                    return {
-                        "from": earlier[0],
-                        "to": cur,
-                        "podSets": sets,
-                        "step": "moved",
-                        "hedged": True,
-                        "promoted": True,
-                        "tiers": earlier,
-                    }
-    return None
-
-
-def _admits(ctx: PassContext, w: WorkloadView, sets: list[str], flavor: str) -> bool:
-    """Kueue's flavor selector lets every one of ``sets`` onto ``flavor`` (its node labels)."""
-    labels = ctx.view.flavors.get(flavor)
-    if labels is None:
-        return False
-    return all(flavor_admits((t or {}).get("spec") or {}, labels) for _n, t in w.pod_set_needs(sets))
-
-
-def _promote(
-    ctx: PassContext,
-    w: WorkloadView,
-    job: Mapping[str, Any],
-    move: dict[str, Any],
-    busy: set[str],
-    landing: set[str],
-) -> None:
-    """A job waiting on plan B goes to the first earlier promotable flavor (a reservation) whose quota is free for it
-    now and which is not full — Kueue then admits it there (it scans the flavors in order again). One job at a time
-    per flavor (``busy``; ``landing``: a job this pass's moves step sent back there is about to take it); never ahead
-    of a job of higher priority waiting for that flavor. The quota counted is the larger of
-    the ClusterQueue's status and what the Workloads seen hold (``ClusterView.reserved_by_workloads``): a job
-    admitted on the flavor a moment ago (another promotion) is in the status only after Kueue's batch period, and
-    a promotion sent to quota already taken would put the job back at the end of plan B's queue."""
-    sets = [p for p in move.get("podSets") or [] if p]
-    needs = w.pod_set_needs(sets)
-    if not needs:
-        return
-    for flavor in move.get("tiers") or []:
-        if flavor in busy or flavor in landing or ctx.full(flavor) or ctx.breakers.get(flavor) is not None:
-            continue
-        seen = ctx.view.reserved_by_workloads(w.cq, flavor)
-        if not ctx.view.quota_free(w.cq, flavor, needs, seen):
-            continue
-        if _kept_for_higher(ctx, w, flavor, move):
-            return
-        promo = {k: v for k, v in move.items() if k != "tiers"} | {"from": flavor, "at": ctx.now}
-        why = f"{flavor}'s quota is free (its node pool takes a reservation)"
-        busy.add(flavor)
-        if ctx.by_forecast:
-            ctx.propose(
-                Candidate(
-                    "return",
-                    w,
-                    job,
-                    flavor,
-                    flavor,
-                    sets,
-                    run=partial(_start_return, ctx, w, job, promo, why),
-                )
-            )
-            return
-        ctx.note(
-            w, f"{why}: {'would promote' if ctx.cfg.dry_run else 'promoting'} it ({affects(ctx, w, flavor)})"
-        )
-        ctx.touched.add(w.job)
-        _start_return(ctx, w, job, promo, why)
-        return
-
-
-def _waiting_on_plan_b(ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], flavor: str) -> bool:
-    """Quota reserved on another flavor, not admitted yet (its provisioning request not granted), the job
-    suspended and without pods: nothing has started, nothing is lost but the place in plan B's queue."""
-    if not w.reserved or not w.active:
-        return False
-    if w.admitted or is_true(w.obj, "PodsReady") or not suspended(job):
-        return False
-    if any(flavor in fs for fs in w.assigned.values()):
-        return False
-    if any(c.get("state") == "Ready" for c in w.checks()):
-        return False
-    return not any(not is_terminal(p) for p in w.pods)
-
-
-def _start_return(
-    ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], move: dict[str, Any], why: str
-) -> None:
-    flavor, target = move.get("from", ""), move.get("to", "")
-    ctx.act("return", w.key, f"{why}: deactivating {w.name} to move it back")
-    ctx.wakeups.append(ctx.now + RETURN_SETTLE_SECONDS)  # the return settles (or not) within this
-    back = {
-        **move,
-        "step": "returning",
-        "at": ctx.now,
-        "workload": w.name,
-        "workloadUID": w.uid,
-        "returns": int(move.get("returns") or 0) + 1,
-    }
-    if ctx.writer.deactivate(job, w, back):
-        ctx.writer.emit(
-            job,
-            "Normal",
-            "FallbackReturning",
-            f"{why} while {target} has not provisioned yet: moving the job {'' if move.get('promoted') else 'back '}to {flavor}",
-        )
-
-
-def _finish_return(ctx: PassContext, w: WorkloadView, job: Mapping[str, Any], move: dict[str, Any]) -> None:
-    """Deactivated to go back: once Kueue has evicted it, lift the restriction and delete the Workload (Kueue makes a
-    new one from the job and scans the flavors in order again)."""
-    if w.reserved or not suspended(job):
-        return
-    flavor, target = move.get("from", ""), move.get("to", "")
-    msg = f"{flavor} can take it before {target} provisioned → moved {'' if move.get('hedged') else 'back '}to {flavor}"
-    ctx.act("returned", w.key, msg)
-    ctx.wakeups.append(ctx.now + RETURN_SETTLE_SECONDS)
-    ok = ctx.writer.unrestrict(
-        job,
-        ctx.view.flavors,
-        [flavor],
-        {ANN_MOVE: json.dumps({**move, "step": "returned", "at": ctx.now}, sort_keys=True), ANN_MOVED: msg},
-    )
-    if ok:
-        ctx.writer.counts["return"] += 1
-        ctx.writer.delete_workload(w)
-        ctx.writer.emit(job, "Normal", "FallbackReturned", msg)
