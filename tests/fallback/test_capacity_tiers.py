@@ -18,7 +18,7 @@ from flexq.cli import fallback as cli_fallback
 from flexq.cli.main import build_parser
 from flexq.fallback.controller import BATCH_SECONDS
 from flexq.fallback.model import FallbackConfig
-from flexq.fallback.moves import RETURN_SETTLE_SECONDS
+from flexq.fallback.returning import RETURN_SETTLE_SECONDS
 from flexq.simulate.engine import Sim
 from flexq.simulate.run_result import RunResult
 from flexq.simulate.study import load_study

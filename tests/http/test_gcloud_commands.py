@@ -17,9 +17,9 @@ R = ["--region=us-east5"]
 POOL = ["default-pool", "--cluster=r1", *R]
 
 
-# GKE's operations as quick as the commands allow: a node upgrade stays RUNNING long enough to be listed and
-# canceled on a loaded machine (three gcloud calls), the rest are DONE at gcloud's first poll (the live default:
-# create 5 s, update 1 s — about 6 s a call with gcloud's polling —, upgrade 20 s: 90 s for this test, now 45 s)
+# GKE's operations as quick as the commands allow, DONE at gcloud's first poll (the live default: create 5 s,
+# update 1 s — about 6 s a call with gcloud's polling —, upgrade 20 s: 90 s for this test, 40 s so); the node
+# upgrade the test cancels is made long (``_upgrades``) so it is still RUNNING however loaded the machine is
 QUICK = {
     "apiVersion": "twin.flexq.dev/v1alpha1",
     "kind": "CapacityProfile",
@@ -31,10 +31,17 @@ QUICK = {
             "createNodePool": "0s",
             "deleteNodePool": "0s",
             "update": "0s",
-            "upgrade": "12s",
+            "upgrade": "2s",
         }
     },
 }
+
+
+def _upgrades(served: Served, seconds: int) -> None:
+    """How long the upgrades started from now on take (an operation's length is set when it starts)."""
+    served.twin.core.project.patch(
+        "CapacityProfile", "default", {"spec": {"operations": {"upgrade": f"{seconds}s"}}}
+    )
 
 
 def test_common_gcloud_commands_on_a_regional_cluster(served: Served) -> None:
@@ -75,10 +82,12 @@ def test_common_gcloud_commands_on_a_regional_cluster(served: Served) -> None:
     assert describe("currentMasterVersion", "clusters", "describe", "r1", *R) == "1.35.0-gke.1795000"
 
     # a node upgrade, canceled, then rolled back
+    _upgrades(served, 600)
     gc("clusters", "upgrade", "r1", *R, "--node-pool=default-pool", "--async")
     op = describe("name", "operations", "list", *R, "--filter=operationType=UPGRADE_NODES AND status=RUNNING")
     assert op, "no running node upgrade"
     gc("operations", "cancel", op, *R)
+    _upgrades(served, 2)
     assert describe("status,error.code", "operations", "describe", op, *R).split() == ["DONE", "1"]
     gc("node-pools", "rollback", *POOL)
     assert describe("version", "node-pools", "describe", *POOL) == "1.34.1-gke.1829001"

@@ -45,7 +45,7 @@ from flexq.fallback.returning import (
 )
 from flexq.fallback.view import WorkloadView
 
-__all__ = ["moves", "returns", "RETURN_SETTLE_SECONDS"]
+__all__ = ["moves", "returns"]
 
 
 def _nodes_needed(w: WorkloadView, sets: list[str]) -> int:
