@@ -184,10 +184,12 @@ def caps(ctx: PassContext) -> None:
         if cq is None:
             continue
         saved = saved_quotas(cq)
-        new = copy.deepcopy(dict(cq))
+        # read, not copied (every pass, every ClusterQueue): the ClusterQueue is copied once a write is due
+        groups = (cq.get("spec") or {}).get("resourceGroups") or []
         changed: list[str] = []
-        for rg in (new.get("spec") or {}).get("resourceGroups") or []:
-            for f in rg.get("flavors") or []:
+        quotas: list[tuple[int, int, int, Any]] = []  # (group, flavor, resource) -> the nominal quota wanted
+        for gi, rg in enumerate(groups):
+            for fi, f in enumerate(rg.get("flavors") or []):
                 flavor = f.get("name", "")
                 b = ctx.breakers.get(flavor)
                 capped = (
@@ -201,7 +203,7 @@ def caps(ctx: PassContext) -> None:
                     continue
                 if flavor not in capacity and capped:
                     capacity[flavor] = ctx.view.capacity_of(flavor)
-                for r in f.get("resources") or []:
+                for ri, r in enumerate(f.get("resources") or []):
                     rname = r.get("name", "")
                     if capped:
                         base = orig.get(rname, r.get("nominalQuota"))
@@ -214,13 +216,13 @@ def caps(ctx: PassContext) -> None:
                     else:
                         want = orig.get(rname, r.get("nominalQuota"))
                     if str(r.get("nominalQuota")) != str(want):
-                        r["nominalQuota"] = want
+                        quotas.append((gi, fi, ri, want))
                         changed.append(f"{flavor}/{rname} {want}")
                 if capped:
                     saved[flavor] = orig
                 else:
                     saved.pop(flavor, None)
-        anns = new["metadata"].setdefault("annotations", {})
+        anns = dict(cq["metadata"].get("annotations") or {})
         before = anns.get(ANN_QUOTA)
         if saved:
             anns[ANN_QUOTA] = json.dumps(saved, sort_keys=True)
@@ -228,6 +230,10 @@ def caps(ctx: PassContext) -> None:
             anns.pop(ANN_QUOTA, None)
         if not changed and anns.get(ANN_QUOTA) == before:
             continue
+        new = copy.deepcopy(dict(cq))
+        new["metadata"]["annotations"] = anns
+        for gi, fi, ri, want in quotas:
+            new["spec"]["resourceGroups"][gi]["flavors"][fi]["resources"][ri]["nominalQuota"] = want
         if changed:
             ctx.act("quota", name, "nominal quota " + ", ".join(changed))
         out = ctx.writer.replace(new)
