@@ -26,6 +26,12 @@ for each job:
 - the run's series: jobs waiting per bucket over time, and quota reserved per ClusterQueue/flavor/resource
   (for the studies of a team; not for Kueue's 2,000-queue perf files).
 
+Under Kueue's Concurrent Admission (gate ``ConcurrentAdmission``, a ClusterQueue with a
+``concurrentAdmissionPolicy``), a job's Workload is a Parent that holds no quota of its own (Kueue's cache
+counts its Variants', one per flavor): the job's quota, its admission checks, its wait on DWS and its flavor
+come from its Variants; its evictions (the job stopped: ``VariantEvicted`` after a ``FlavorMigration``), its
+start and a deactivation come from the Parent. A Variant deactivated by the policy is not the job lost.
+
 It also runs bare Workloads as Kueue's perf-harness runner does (finished ``run`` seconds after admission,
 evictions completed). Finished jobs are deleted once recorded (``keepFinished: false``), as a team's cleanup
 would. Must not import flexq.http.
@@ -44,6 +50,7 @@ from typing import Any
 from flexq.api.quantity import parse_quantity
 from flexq.errors import ApiError
 from flexq.fallback.model import ANN_MOVE
+from flexq.kueue.variants import is_parent, is_variant, parent_name
 from flexq.kueue.workload import unset_quota_reservation
 from flexq.semantics.conditions import find_condition, is_true, set_status_condition
 from flexq.semantics.resources import pod_requests
@@ -206,6 +213,13 @@ class Recorder:
     def _job_of(self, wl: dict[str, Any]) -> JobRecord | None:
         md = wl["metadata"]
         ns = md.get("namespace", "default")
+        if is_variant(wl):  # Concurrent Admission: a Variant is its Parent's job's
+            parent = parent_name(wl)
+            rec = self.wl_job.get((ns, parent))
+            if rec is None:
+                pwl = self.twin.store.try_get("Workload", parent, ns)
+                rec = self._job_of(pwl) if pwl is not None and not is_variant(pwl) else None
+            return rec
         for ref in md.get("ownerReferences") or ():
             rec = self.records.get((ref.get("kind", ""), ns, ref.get("name", "")))
             if rec is not None:
@@ -235,10 +249,14 @@ class Recorder:
         gone = ev.type == "DELETED"
         status = wl.get("status") or {}
         admission = status.get("admission")
+        # Concurrent Admission: the Parent's admission is a copy of its admitted Variant's, which holds the quota
+        parent, variant = is_parent(wl), is_variant(wl)
+        if parent:
+            admission = None
         reserved = not gone and is_true(wl, "QuotaReserved") and admission is not None
         admitted = not gone and reserved and is_true(wl, "Admitted")
         finished = is_true(wl, "Finished")
-        if not reserved and not gone:
+        if not reserved and not gone and not parent:
             self._quota_refused(rec, wl, now)
         if reserved and not seen.reserved:
             assert admission is not None
@@ -257,6 +275,8 @@ class Recorder:
             seen.retry_since = None
         if admitted and not seen.admitted:
             self._admitted(rec, seen, key, now)
+            if variant and admission is not None:
+                rec.flavors = _flavors(admission)  # the Variant that runs the job
         elif not admitted and seen.admitted:
             seen.admitted = False
             rec.admitted_now.discard(md["name"])
@@ -266,7 +286,11 @@ class Recorder:
             and ev_c.get("status") == "True"
             and ev_c.get("lastTransitionTime") != seen.evict_lt
         ):
-            self._evicted(rec, seen, ev_c, key, admission is not None, now)
+            if variant:  # Kueue's reason counted (FlavorMigration); the job's stop is the Parent's eviction
+                seen.evict_lt = ev_c.get("lastTransitionTime")
+                self.evictions[rec.cluster_queue or "?"][ev_c.get("reason", "")] += 1
+            else:
+                self._evicted(rec, seen, ev_c, key, admission is not None, now)
         pr_c = find_condition(wl, "Preempted")
         if (
             pr_c is not None
@@ -278,7 +302,7 @@ class Recorder:
             rec.preemptions += 1
             rec.after_preemption.append(0)
             seen.preempted = True
-        if not seen.ready and is_true(wl, "PodsReady"):
+        if not seen.ready and not variant and is_true(wl, "PodsReady"):
             seen.ready = True
             if rec.started is None:
                 rec.started = now
@@ -286,7 +310,8 @@ class Recorder:
                 rec.after_preemption.append(
                     -1
                 )  # started again: later moves are not because of that preemption
-        inactive = (wl.get("spec") or {}).get("active") is False and not gone
+        # a Variant the policy deactivated (a less preferred flavor once one is admitted) is not the job's
+        inactive = (wl.get("spec") or {}).get("active") is False and not gone and not variant
         if inactive and self.fallback and not seen.fallback_moved:
             self._fallback_moved(rec, seen)
         if inactive and not rec.deactivated and not rec.closed and not self._fallback_moving(rec):
@@ -320,10 +345,8 @@ class Recorder:
         cq = admission.get("clusterQueue", "")
         rec.cluster_queue = cq
         usage = []
-        flavors = []
         for psa in admission.get("podSetAssignments") or ():
             fl = psa.get("flavors") or {}
-            flavors.append(f"{psa.get('name')}={'+'.join(sorted(set(fl.values())))}")
             for res, qty in (psa.get("resourceUsage") or {}).items():
                 ukey = f"{cq}/{fl.get(res, '')}/{res}"
                 if ukey in self.usage:
@@ -331,7 +354,7 @@ class Recorder:
         seen.usage = usage
         for ukey, qty in usage:
             self._reserve(ukey, qty, now)
-        rec.flavors = ",".join(flavors)
+        rec.flavors = _flavors(admission)
         if rec.reserved is None:
             rec.reserved = now
         rec.holding.add(name)
@@ -543,3 +566,11 @@ class Recorder:
             m = _GROW_BY.search(c.get("message") or "")
             if m is not None:
                 rec.refusals.append((self.rel(), m.group(1), int(m.group(2))))
+
+
+def _flavors(admission: dict[str, Any]) -> str:
+    """``head=default-cpu,tpu-group=res-a``: each pod set's flavors in an admission."""
+    return ",".join(
+        f"{psa.get('name')}={'+'.join(sorted(set((psa.get('flavors') or {}).values())))}"
+        for psa in admission.get("podSetAssignments") or ()
+    )
