@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict
 from typing import Any
 
 from flexq.api.gke_models import specific_reservation
@@ -96,8 +95,9 @@ class FallbackPolicy:
         self._loaded = True
 
     def _state(self) -> dict[str, str]:
-        out = {f: json.dumps(asdict(b), sort_keys=True) for f, b in sorted(self.breakers.items())}
-        out.update({_FULL + f: json.dumps(asdict(x), sort_keys=True) for f, x in sorted(self.fulls.items())})
+        # (``vars``, not ``asdict``: their fields are plain values, and this runs twice a pass)
+        out = {f: json.dumps(vars(b), sort_keys=True) for f, b in sorted(self.breakers.items())}
+        out.update({_FULL + f: json.dumps(vars(x), sort_keys=True) for f, x in sorted(self.fulls.items())})
         return out
 
     def _save(self) -> None:
