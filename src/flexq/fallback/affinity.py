@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flexq.semantics.selectors import requirement_matches
-
-__all__ = ["pod_templates", "restrict", "unrestrict", "restricted_flavors", "flavor_label", "flavor_admits"]
+__all__ = ["pod_templates", "restrict", "unrestrict", "restricted_flavors", "flavor_label"]
 
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 
@@ -107,25 +105,3 @@ def flavor_label(flavors: Mapping[str, Mapping[str, str]], flavor: str) -> tuple
         return None
     key = NODEPOOL_LABEL if NODEPOOL_LABEL in labels else sorted(labels)[0]
     return key, labels[key]
-
-
-def flavor_admits(pod_spec: Mapping[str, Any], flavor_labels: Mapping[str, str]) -> bool:
-    """Whether Kueue's flavor selector lets a pod set with ``pod_spec`` onto a flavor with these node labels (only
-    the flavor's own label keys count: ``nodeSelector`` entries and required-affinity expressions on other keys are
-    dropped, a term left empty matches everything; terms ORed). Kueue's ``flavorSelector``, as ``flexq.kueue``
-    matches it, which the fallback does not import."""
-    keys = flavor_labels.keys()
-    for k, v in (pod_spec.get("nodeSelector") or {}).items():
-        if k in keys and flavor_labels.get(k) != v:
-            return False
-    na = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
-    required = na.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if not required:
-        return True
-    terms = []
-    for t in required.get("nodeSelectorTerms") or []:
-        exprs = [e for e in t.get("matchExpressions") or [] if e.get("key") in keys]
-        if not exprs:
-            return True
-        terms.append(exprs)
-    return not terms or any(all(requirement_matches(e, flavor_labels) for e in exprs) for exprs in terms)

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from flexq.fallback.affinity import flavor_admits
 from flexq.fallback.context import PassContext
 from flexq.fallback.forecast import Candidate
 from flexq.fallback.priorities import affects
 from flexq.fallback.returning import kept_for_higher, start_return
 from flexq.fallback.view import WorkloadView
+from flexq.semantics.selectors import flavor_matches_affinity
 
 __all__ = ["candidate", "promote"]
 
@@ -58,7 +58,9 @@ def _admits(ctx: PassContext, w: WorkloadView, sets: list[str], flavor: str) -> 
     labels = ctx.view.flavors.get(flavor)
     if labels is None:
         return False
-    return all(flavor_admits((t or {}).get("spec") or {}, labels) for _n, t in w.pod_set_needs(sets))
+    return all(
+        flavor_matches_affinity((t or {}).get("spec") or {}, labels) for _n, t in w.pod_set_needs(sets)
+    )
 
 
 def promote(

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from flexq.kueue.matching import flavor_matches_affinity
 from flexq.kueue.resources import FlavorResource, PodSetResources, format_requests
 from flexq.kueue.snapshot import ClusterQueueSnapshot, find_height_of_lowest_subtree_that_fits
 from flexq.kueue.workload import WorkloadInfo
+from flexq.semantics.selectors import flavor_matches_affinity
 from flexq.semantics.taints import taint_str, untolerated_taint
 
 __all__ = ["Assignment", "AssignmentState", "FlavorAssigner", "Mode", "PMode", "Oracle"]

@@ -12,6 +12,9 @@ Owns:
   pair equal) and the required node affinity.
 - ``label_selector_matches``: ``metav1.LabelSelectorAsSelector(selector).Matches`` (``None`` matches nothing,
   ``{}`` everything, an unparsable selector nothing).
+- ``flavor_matches_affinity``: Kueue's ``flavorSelector(...).Match`` — which ResourceFlavors a pod set's node
+  selector and required affinity admit, only the flavor's own label keys counting (Kueue's flavor assigner and
+  the fallback's promotion both ask it).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from flexq.api.base import check_label_key, check_label_value
 from flexq.api.wellknown import OBJECT_NAME_FIELD
 
 __all__ = [
+    "flavor_matches_affinity",
     "label_selector_matches",
     "node_selector_matches",
     "pod_matches_node",
@@ -167,3 +171,29 @@ def label_selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[s
     except _ParseError:
         return False
     return all(_matches(k, op, vs, labels) for k, op, vs in parsed)
+
+
+def flavor_matches_affinity(pod_spec: Mapping, flavor_labels: Mapping[str, str]) -> bool:
+    """Kueue ``flavorSelector(...).Match(node with the flavor's labels)``.
+
+    Only the flavor's own label keys count: other nodeSelector entries and match expressions are
+    dropped; if a required-affinity term becomes empty the whole affinity is dropped (terms are
+    ORed, so an empty term matches everything). ``matchFields`` are ignored.
+    """
+    keys = flavor_labels.keys()
+    for k, v in (pod_spec.get("nodeSelector") or {}).items():
+        if k in keys and flavor_labels.get(k) != v:
+            return False
+    na = (pod_spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not required:
+        return True
+    terms = []
+    for t in required.get("nodeSelectorTerms") or []:
+        exprs = [e for e in t.get("matchExpressions") or [] if e.get("key") in keys]
+        if not exprs:
+            return True
+        terms.append(exprs)
+    if not terms:
+        return True
+    return any(all(requirement_matches(e, flavor_labels) for e in exprs) for exprs in terms)
