@@ -217,9 +217,12 @@ class CgroupPod:
         if self._procs >= 0:
             os.close(self._procs)
             self._procs = -1
-        for d in sorted((p for p in self.path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-            with contextlib.suppress(OSError):
-                d.rmdir()
+        # deepest first; a sub-cgroup gone meanwhile (another cleanup of the pod, the kernel's) is skipped: os.walk
+        # ignores a directory that vanished under it, where Path.rglob raised and killed the cleanup's thread
+        for root, dirs, _files in os.walk(self.path, topdown=False):
+            for name in dirs:
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(root, name))
         for _ in range(50):  # a killed member leaves the cgroup once its parent has reaped it
             try:
                 self.path.rmdir()
