@@ -1,6 +1,6 @@
 """Shared fixtures for the whole suite, and how the suite runs side by side (pytest-xdist).
 
-The README's test command runs the suite on several workers (``-n 8 --dist loadgroup``): most of the suite's
+The README's test command runs the suite on several workers (``-n 6 --dist loadgroup``): most of the suite's
 wall time is tests that wait in real time (real Ray training, real ``gcloud``/``kubectl`` processes, a real
 browser, the ``kill -9`` soak), so more workers than cores keep both cores busy. How tests are grouped:
 
@@ -11,7 +11,7 @@ browser, the ``kill -9`` soak), so more workers than cores keep both cores busy.
 - a module marked ``spread`` (independent tests, no module-scoped fixture, minutes each: the fallback's family
   property) gives each test a unit of its own, so its minutes spread over the workers;
 - units start longest first (``tests/durations.json``: seconds per module from an earlier run; refresh it with
-  ``pytest -n 8 --dist loadgroup --record-durations``), so a long module never starts last.
+  ``pytest -n 6 --dist loadgroup --record-durations``), so a long module never starts last.
 
 Each worker is isolated: its own ``FLEXQ_HOME`` (a temporary directory, for anything that would fall back to
 ``~/.flexq``), pytest's temporary directories per worker, ports chosen by the OS.

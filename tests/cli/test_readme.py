@@ -57,7 +57,7 @@ def test_a_newcomer_finds_the_two_commands_and_the_live_tutorial_in_the_first_80
     lines = README.splitlines()
     head = "\n".join(lines[:80])
     assert "pip install -e '.[all]' && .venv/bin/flexq demo" in head
-    assert "python -m pytest -q -n 8 --dist loadgroup" in head
+    assert "python -m pytest -q -n 6 --dist loadgroup" in head
     for marker in ("<!-- live-tutorial:run -->", "<!-- live-tutorial:clean-up -->"):
         start = README.index(marker)
         end = README.index("```", README.index("```bash", start) + 7) + 3
