@@ -96,13 +96,14 @@ def test_with_priorities_the_fallback_is_never_worse_for_any_class_nor_fights_ku
 
 @pytest.mark.slow
 def test_a_job_kueue_preempted_is_moved_at_most_once_until_it_starts_again(tmp_path) -> None:
-    """p07 and p31 (whole-day stock-outs, preempt before DWS, two days), one seed each where Kueue preempts low
-    jobs on on-demand and the fallback moves some of them off the stocked-out flavor. Such a job got a new
-    Workload without the ``Preempted`` condition, and was sent back and moved again (p09: 3 moves after one
-    preemption, before). The preemption is remembered by the job (``priorities.PreemptionMemory``) until it
-    starts: one move, none back."""
+    """p31 (a whole-day stock-out, preempt before DWS, two days), a seed where Kueue preempts low jobs on
+    on-demand and the fallback moves some of them off the stocked-out flavor. Such a job got a new Workload
+    without the ``Preempted`` condition, and was sent back and moved again (p09: 3 moves after one preemption,
+    before). The preemption is remembered by the job (``priorities.PreemptionMemory``) until it starts: one move,
+    none back. (p07 seed 1 was run here too; on today's twin the fallback moves none of its preempted
+    jobs, so it checked nothing p31 does not, for 20 s of CPU.)"""
     moved = 0
-    for name, seed in (("p07", 1), ("p31", 0)):
+    for name, seed in (("p31", 0),):
         sc = next(s for s in priority_family(40, seed=1) if s.name == name)
         study = load_study(write_study(sc, tmp_path / name))
         rows = run_one(study, "fallback", seed).jobs

@@ -76,6 +76,13 @@ class Candidate:
     def name(self) -> str:
         return f"{self.kind}:{self.w.key}:{self.target}"
 
+    @classmethod
+    def back(
+        cls, w: WorkloadView, job: Mapping[str, Any], flavor: str, sets: list[str], run: Any
+    ) -> Candidate:
+        """A return (or a promotion) to ``flavor``: the job leaves plan B for it."""
+        return cls("return", w, job, flavor, flavor, sets, run=run)
+
 
 @dataclass
 class Verdict:

@@ -345,11 +345,7 @@ def returns(ctx: PassContext) -> None:
             continue
         if ctx.by_forecast:
             busy.add(flavor)
-            ctx.propose(
-                Candidate(
-                    "return", w, job, flavor, flavor, sets, run=partial(start_return, ctx, w, job, move, why)
-                )
-            )
+            ctx.propose(Candidate.back(w, job, flavor, sets, partial(start_return, ctx, w, job, move, why)))
             continue
         ctx.note(
             w, f"{why}: {'would send' if cfg.dry_run else 'sending'} it back ({affects(ctx, w, flavor)})"
@@ -383,17 +379,8 @@ def returns(ctx: PassContext) -> None:
             continue
         busy.add(flavor)
         if ctx.by_forecast:
-            ctx.propose(
-                Candidate(
-                    "return",
-                    w,
-                    job,
-                    flavor,
-                    flavor,
-                    [p for p in move.get("podSets") or [] if p],
-                    run=partial(_probe_back, ctx, w, job, move, flavor),
-                )
-            )
+            sets = [p for p in move.get("podSets") or [] if p]
+            ctx.propose(Candidate.back(w, job, flavor, sets, partial(_probe_back, ctx, w, job, move, flavor)))
             continue
         ctx.touched.add(w.job)
         _probe_back(ctx, w, job, move, flavor)

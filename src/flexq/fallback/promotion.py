@@ -94,17 +94,7 @@ def promote(
         why = f"{flavor}'s quota is free (its node pool takes a reservation)"
         busy.add(flavor)
         if ctx.by_forecast:
-            ctx.propose(
-                Candidate(
-                    "return",
-                    w,
-                    job,
-                    flavor,
-                    flavor,
-                    sets,
-                    run=partial(start_return, ctx, w, job, promo, why),
-                )
-            )
+            ctx.propose(Candidate.back(w, job, flavor, sets, partial(start_return, ctx, w, job, promo, why)))
             return
         ctx.note(
             w, f"{why}: {'would promote' if ctx.cfg.dry_run else 'promoting'} it ({affects(ctx, w, flavor)})"
