@@ -28,6 +28,7 @@ from typing import Literal
 from flexq.api import wellknown
 
 __all__ = [
+    "GCLOUD_OAUTH_SCOPES",
     "ON_DEMAND",
     "SPOT",
     "FLEX_START",
@@ -72,6 +73,17 @@ ON_DEMAND: ProvisioningModel = "on-demand"
 SPOT: ProvisioningModel = "spot"
 FLEX_START: ProvisioningModel = "flex-start"
 PROVISIONING_MODELS: tuple[ProvisioningModel, ...] = (ON_DEMAND, SPOT, FLEX_START)
+
+# The OAuth scopes gcloud adds to every node config it creates (recorded from Google Cloud SDK 528.0.0); GKE's
+# API takes them as a node config's default too.
+GCLOUD_OAUTH_SCOPES = (
+    "https://www.googleapis.com/auth/devstorage.read_only",
+    "https://www.googleapis.com/auth/logging.write",
+    "https://www.googleapis.com/auth/monitoring",
+    "https://www.googleapis.com/auth/service.management.readonly",
+    "https://www.googleapis.com/auth/servicecontrol",
+    "https://www.googleapis.com/auth/trace.append",
+)
 
 # Node labels and taints (research/cloud.md §2.2, §2.3).
 LABEL_NODEPOOL = "cloud.google.com/gke-nodepool"

@@ -17,6 +17,8 @@ import re
 from importlib import resources
 from typing import Any
 
+from flexq.api.gke_catalog import GCLOUD_OAUTH_SCOPES
+
 __all__ = [
     "TUTORIAL_ENV",
     "read",
@@ -28,7 +30,6 @@ __all__ = [
     "train_script",
     "create_cluster_request",
     "create_node_pool_request",
-    "GCLOUD_SCOPES",
 ]
 
 # The tutorial's `export` lines (PROJECT_ID comes from gcloud config; flexq's demo uses its own).
@@ -40,16 +41,6 @@ TUTORIAL_ENV: dict[str, str] = {
     "ONDEMAND_NODEPOOL": "on-demand-pool",
     "DWS_NODEPOOL": "dws-pool",
 }
-
-# The OAuth scopes gcloud adds to every node config it creates (recorded from Google Cloud SDK 528.0.0).
-GCLOUD_SCOPES = [
-    "https://www.googleapis.com/auth/devstorage.read_only",
-    "https://www.googleapis.com/auth/logging.write",
-    "https://www.googleapis.com/auth/monitoring",
-    "https://www.googleapis.com/auth/service.management.readonly",
-    "https://www.googleapis.com/auth/servicecontrol",
-    "https://www.googleapis.com/auth/trace.append",
-]
 
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
@@ -115,7 +106,7 @@ def create_cluster_request(project: str, env: dict[str, str] | None = None) -> t
             "nodePoolDefaults": {"nodeConfigDefaults": {"gcfsConfig": {"enabled": True}}},
             "nodePools": [
                 {
-                    "config": {"machineType": "n2-standard-16", "oauthScopes": list(GCLOUD_SCOPES)},
+                    "config": {"machineType": "n2-standard-16", "oauthScopes": list(GCLOUD_OAUTH_SCOPES)},
                     "initialNodeCount": 3,
                     "management": {"autoRepair": True, "autoUpgrade": True},
                     "name": "default-pool",
@@ -128,11 +119,11 @@ def create_cluster_request(project: str, env: dict[str, str] | None = None) -> t
     return f"/v1/{parent}/clusters", body
 
 
-_POOL = {
+_POOL: dict[str, Any] = {
     "autoscaling": {"enabled": True, "maxNodeCount": 4, "minNodeCount": 0},
     "config": {
         "machineType": "ct6e-standard-4t",
-        "oauthScopes": GCLOUD_SCOPES,
+        "oauthScopes": list(GCLOUD_OAUTH_SCOPES),
         "reservationAffinity": {"consumeReservationType": "NO_RESERVATION"},
     },
     "initialNodeCount": 0,

@@ -74,15 +74,6 @@ from flexq.gke.validation import (
 
 __all__ = ["GkeBackend", "cluster_settings", "node_range"]
 
-DEFAULT_SCOPES = [
-    "https://www.googleapis.com/auth/devstorage.read_only",
-    "https://www.googleapis.com/auth/logging.write",
-    "https://www.googleapis.com/auth/monitoring",
-    "https://www.googleapis.com/auth/service.management.readonly",
-    "https://www.googleapis.com/auth/servicecontrol",
-    "https://www.googleapis.com/auth/trace.append",
-]
-
 
 def _dump(model: Any) -> dict[str, Any]:
     out: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -264,7 +255,7 @@ class GkeBackend(GkeResources):
         cfg.setdefault("diskSizeGb", 100)
         cfg.setdefault("diskType", "pd-balanced")
         cfg.setdefault("imageType", "COS_CONTAINERD")
-        cfg.setdefault("oauthScopes", list(DEFAULT_SCOPES))
+        cfg.setdefault("oauthScopes", list(catalog.GCLOUD_OAUTH_SCOPES))
         cfg.setdefault("serviceAccount", "default")
         cfg.setdefault("metadata", {"disable-legacy-endpoints": "true"})
         spec.setdefault("initialNodeCount", 0)
