@@ -20,7 +20,7 @@ from __future__ import annotations
 from flexq.eta.estimate import Forecast, JobEta, estimate, fmt_eta, naive_eta
 from flexq.eta.read import state_from_twin
 from flexq.forecast.fit import fit
-from flexq.forecast.model import CapacityModel, EtaConfig
+from flexq.forecast.model import EtaConfig, FittedCapacity
 from flexq.forecast.state import ClusterState, infer_pools, pools_from_gke
 
 __all__ = [
@@ -28,7 +28,7 @@ __all__ = [
     "EtaConfig",
     "Forecast",
     "JobEta",
-    "CapacityModel",
+    "FittedCapacity",
     "estimate",
     "fit",
     "fmt_eta",

@@ -30,7 +30,7 @@ from flexq.eta.scenario import Scenario, build_study
 from flexq.forecast import fast
 from flexq.forecast.fit import fit
 from flexq.forecast.jobs import JobEntry, StateView, class_key, cluster_queue_of, entries, queue_positions
-from flexq.forecast.model import CapacityModel, EtaConfig
+from flexq.forecast.model import EtaConfig, FittedCapacity
 from flexq.forecast.state import ClusterState
 from flexq.forecast.world import build_world
 from flexq.loop.procpool import process_pool
@@ -270,7 +270,7 @@ def estimate(
 def _job_eta(
     e: JobEntry,
     positions: dict[str, int],
-    model: CapacityModel,
+    model: FittedCapacity,
     results: list[dict[str, dict[str, Any]]],
     cfg: EtaConfig,
     calibration: Calibration | None = None,
@@ -383,7 +383,7 @@ def _tpu_of(wl: dict) -> float:
     return total
 
 
-def naive_eta(state: ClusterState, model: CapacityModel | None = None) -> dict[str, float]:
+def naive_eta(state: ClusterState, model: FittedCapacity | None = None) -> dict[str, float]:
     """Workload key -> seconds: (the jobs ahead in its ClusterQueue, running or pending) x their mean run time,
     spread over the slots of its ClusterQueue (the TPU quota of its flavors, capped by their node pools' size,
     over the job's TPUs). Mean run times from the finished jobs of the cluster, else the prior."""

@@ -27,7 +27,7 @@ import yaml
 from flexq.clock import format_duration, format_time
 from flexq.eta.scenario import build_study
 from flexq.forecast.jobs import entries
-from flexq.forecast.model import CapacityModel, EtaConfig
+from flexq.forecast.model import EtaConfig, FittedCapacity
 from flexq.forecast.state import ClusterState
 from flexq.simulate.outputs import output_dir, write_file
 
@@ -38,7 +38,7 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-._" else "-" for c in name)[:200]
 
 
-def write_study(state: ClusterState, model: CapacityModel, cfg: EtaConfig, out: Path) -> list[Path]:
+def write_study(state: ClusterState, model: FittedCapacity, cfg: EtaConfig, out: Path) -> list[Path]:
     """Write the study (see the module docstring) into ``out``; the files written."""
     out = output_dir(Path(out), field="--from-cluster")
     listed = entries(state)  # read once: the study and the README's roles

@@ -8,7 +8,7 @@ for which Workload). The study recreates the cluster in a fresh virtual twin and
    ProvisioningRequestConfigs, WorkloadPriorityClasses, PriorityClasses, Kueue's configuration, the
    namespaces the queues and jobs live in, and an empty ConfigMap for every ConfigMap a job mounts (their
    contents are never read);
-3. the capacity profile fitted from the cluster's history (``CapacityModel.profile``), whose first ``WARMUP_SECONDS``
+3. the capacity profile fitted from the cluster's history (``FittedCapacity.profile``), whose first ``WARMUP_SECONDS``
    give nodes at once;
 4. the traffic: at ``RESERVED_LEAD`` every job **running** at the instant, each pod set pinned to the flavor it
    holds (through the flavor's node labels), for the rest of its run (drawn knowing how long it has run), given
@@ -17,7 +17,7 @@ for which Workload). The study recreates the cluster in a fresh virtual twin and
    to end), pinned likewise, after the running ones: its DWS request is queued (or fails
    ``NodepoolSizeReached`` when the running jobs fill the pool), its pods wait for room or are refused by the
    stock-out, as at the instant; from one second later every **pending** job, one second apart in Kueue's order (priority, then the queue-order time), so that Kueue orders
-   them as it did. Their run times are drawn from ``CapacityModel.draw_run`` (``replica`` None: the median of each, for a study a
+   them as it did. Their run times are drawn from ``FittedCapacity.draw_run`` (``replica`` None: the median of each, for a study a
    user runs again and again). Deactivated jobs are left out: they do not run unless someone reactivates them.
 
 A job's object goes in as it was read (its spec, labels and annotations; not its status, uid or the twin's own
@@ -37,7 +37,7 @@ import yaml
 from flexq.api.quantity import parse_quantity
 from flexq.clock import format_time
 from flexq.forecast.jobs import JobEntry, entries, started_at
-from flexq.forecast.model import RESERVED_LEAD, WARMUP_SECONDS, CapacityModel, EtaConfig
+from flexq.forecast.model import RESERVED_LEAD, WARMUP_SECONDS, EtaConfig, FittedCapacity
 from flexq.forecast.state import ClusterState
 from flexq.simulate.jobs import ANN_OUTCOME, ANN_RUN, JobSpec, PodSetSpec
 from flexq.simulate.study import Manifest, Study, Variant
@@ -271,7 +271,7 @@ def _reservations(pools: list[dict[str, Any]], location: str) -> dict[str, dict[
 
 def build_study(
     state: ClusterState,
-    model: CapacityModel,
+    model: FittedCapacity,
     cfg: EtaConfig,
     replica: int | None,
     es: list[JobEntry] | None = None,

@@ -46,7 +46,7 @@ from flexq.fallback.model import FallbackConfig
 from flexq.fallback.view import ClusterView, WorkloadView
 from flexq.forecast.fit import fit
 from flexq.forecast.jobs import StateView
-from flexq.forecast.model import CapacityModel, EtaConfig, Stockout
+from flexq.forecast.model import EtaConfig, FittedCapacity, Stockout
 from flexq.forecast.moves import Comparison, Outlook, compare
 from flexq.forecast.state import ClusterState, infer_pools, pools_from_gke
 from flexq.semantics.conditions import is_true
@@ -319,7 +319,7 @@ class ForecastJudge:
 
 
 def _known_stockouts(
-    model: CapacityModel,
+    model: FittedCapacity,
     st: ClusterState,
     view: ClusterView,
     stockouts: Mapping[str, tuple[float, str]],

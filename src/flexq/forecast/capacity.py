@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable
 
 from flexq.api import gke_catalog as catalog
-from flexq.forecast.model import CapacityModel
+from flexq.forecast.model import FittedCapacity
 from flexq.forecast.world import Check, Job, Pool, World
 from flexq.gke.timing import (
     DWS_MAX_WAIT_SECONDS,
@@ -42,7 +42,7 @@ class CapacityRun:
     state below in its ``__init__`` and ``setup``)."""
 
     world: World
-    model: CapacityModel
+    model: FittedCapacity
     t: float  # the run's virtual instant
     size: dict[str, int]  # pool -> nodes now (busy, idle, coming)
     idle: dict[str, list[float]]  # pool -> its idle nodes: when each goes

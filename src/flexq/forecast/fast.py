@@ -28,16 +28,16 @@ This module runs exactly that, as a heap of events, in milliseconds per replica:
 - **DWS**, as GKE's autoscaler does it: a ProvisioningRequest fails ``NodepoolSizeReached`` at creation when its
   pool cannot grow by its slices; the check's ``retryStrategy`` (``flexq.kueue.checks.retry_strategy``)
   gives the back-off and the limit past which the job is deactivated. An accepted request is granted after a
-  wait drawn from the cluster's own DWS waits (``CapacityModel.draw_dws``, knowing how long a request has waited); a
+  wait drawn from the cluster's own DWS waits (``FittedCapacity.draw_dws``, knowing how long a request has waited); a
   grant that finds its pool full looks again after ``GRANT_RETRY_SECONDS``; a request not granted within
   ``DWS_MAX_WAIT_SECONDS`` fails; the nodes are then created (the fitted provisioning time) and the job starts.
 - **On-demand and spot** pools: a job admitted on a pool's flavor takes idle nodes of the pool first, else the
   autoscaler creates them (provisioning time), unless the pool is at its maximum (the job waits for room) or
-  its machines are stocked out (an ongoing stock-out lasts ``CapacityModel.draw_stockout``; the autoscaler's back-off
+  its machines are stocked out (an ongoing stock-out lasts ``FittedCapacity.draw_stockout``; the autoscaler's back-off
   after a refusal delays the first try after it ends). Nodes a job leaves stay ``SCALE_DOWN_UNNEEDED_SECONDS``.
   The GKE durations come from ``flexq.gke.timing``, the module the twin's autoscaler reads.
-- **Run times** come from ``CapacityModel.draw_run`` (the job's annotation, else its class's history, knowing how long
-  a running job has run); **jobs that arrive later** (``CapacityModel.arrivals``) enter the queue as Kueue would see
+- **Run times** come from ``FittedCapacity.draw_run`` (the job's annotation, else its class's history, knowing how long
+  a running job has run); **jobs that arrive later** (``FittedCapacity.arrivals``) enter the queue as Kueue would see
   them, so a later job of a higher priority goes ahead.
 
 A run stops as soon as every job that waited at the instant has started or cannot start any more (deactivated),

@@ -1,4 +1,4 @@
-"""The capacity model fitted to what a cluster shows of its own history: ``fit(state, cfg)`` -> ``CapacityModel``
+"""The capacity model fitted to what a cluster shows of its own history: ``fit(state, cfg)`` -> ``FittedCapacity``
 (``flexq.forecast.model``, which draws from it).
 
 - **DWS waits** (``queued-provisioning.gke.io``): each ProvisioningRequest's ``Accepted`` to ``Provisioned``
@@ -37,7 +37,7 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.reasons import classify_capacity
 from flexq.clock import parse_time_or_none
 from flexq.forecast.jobs import JobEntry, StateView, class_key, finished_at, started_at
-from flexq.forecast.model import QUEUED_CLASS, Arrival, CapacityModel, EtaConfig, RunClass, Stockout
+from flexq.forecast.model import QUEUED_CLASS, Arrival, EtaConfig, FittedCapacity, RunClass, Stockout
 from flexq.forecast.state import ClusterState
 from flexq.gke.timing import GRANT_RETRY_SECONDS, SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.semantics.conditions import find_condition
@@ -368,12 +368,12 @@ def _classes(state: ClusterState, cfg: EtaConfig) -> dict[tuple[str, str], RunCl
     return classes
 
 
-def fit(state: ClusterState, cfg: EtaConfig | None = None, view: StateView | None = None) -> CapacityModel:
+def fit(state: ClusterState, cfg: EtaConfig | None = None, view: StateView | None = None) -> FittedCapacity:
     """The model of ``state``'s cluster (see the module docstring); ``view``: the state read once by the
     caller (read here when None)."""
     cfg = cfg or EtaConfig()
     es = (view or StateView.of(state)).entries
-    m = CapacityModel(now=state.now, cfg=cfg)
+    m = FittedCapacity(now=state.now, cfg=cfg)
     m.dws_done, m.dws_waiting, m.dws_pending, m.dws_bounded = _dws(state)
     m.dws_mean = exponential_mean(m.dws_done, m.dws_waiting, cfg.prior_dws_wait_seconds)
     m.stockouts, m.stockout_episodes = _stockouts(state, es, cfg)

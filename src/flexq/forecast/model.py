@@ -1,6 +1,6 @@
 """The capacity model and the run times, as fitted to what a cluster shows of its own history.
 
-Owns ``EtaConfig`` (the knobs, with the priors that stand in where the cluster has shown nothing) and ``CapacityModel``
+Owns ``EtaConfig`` (the knobs, with the priors that stand in where the cluster has shown nothing) and ``FittedCapacity``
 (the fitted model: DWS waits, stock-outs, node provisioning times, run-time classes, arrivals — each with where it
 came from) with its draws: how much longer a DWS request waits (``draw_dws``), a stock-out lasts
 (``draw_stockout``), a job runs (``draw_run``, ``draw_class_run``: its ``flexq.dev/expected-duration`` annotation,
@@ -8,9 +8,9 @@ else its class's Kaplan-Meier curve, knowing how long it has run; the cold law, 
 cluster has shown too little), the node provisioning range, and a bootstrap refit (``bootstrap``: each forward
 run's own parameters). How each term is fitted from a cluster's state is ``flexq.forecast.fit``'s.
 
-``CapacityModel.profile(...)`` writes the model as a ``CapacityProfile`` (``docs/capacity-profile.md``) the user can read
+``FittedCapacity.profile(...)`` writes the model as a ``CapacityProfile`` (``docs/capacity-profile.md``) the user can read
 and edit: a warm-up span in which the jobs running at the instant get their nodes at once, then the fitted terms.
-``CapacityModel.describe()`` says every figure with its evidence. Pure: no clock, no store.
+``FittedCapacity.describe()`` says every figure with its evidence. Pure: no clock, no store.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from flexq.stats import ColdLaw, exponential_mean, km_median, km_quantile, sampl
 
 __all__ = [
     "EtaConfig",
-    "CapacityModel",
+    "FittedCapacity",
     "RunClass",
     "Stockout",
     "expected_duration",
@@ -147,7 +147,7 @@ class Stockout:
 
 
 @dataclass
-class CapacityModel:
+class FittedCapacity:
     """The fitted model (see the module docstring); every figure keeps its evidence."""
 
     now: float
@@ -185,7 +185,7 @@ class CapacityModel:
             total = sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean)
         return max(0.0, total - elapsed) * self.cfg.dws_scale
 
-    def bootstrap(self, rng: random.Random) -> CapacityModel:
+    def bootstrap(self, rng: random.Random) -> FittedCapacity:
         """This model refitted on a bootstrap resample of its history (the DWS waits seen, granted and still
         waiting; each class's run times, finished and running; the stock-out episodes seen to end): a forward run
         that draws from it carries the uncertainty of the fitted parameters themselves, not only of the events

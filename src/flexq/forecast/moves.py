@@ -23,7 +23,7 @@ from typing import Any
 from flexq.forecast import fast
 from flexq.forecast.fit import fit
 from flexq.forecast.jobs import StateView
-from flexq.forecast.model import CapacityModel, EtaConfig
+from flexq.forecast.model import EtaConfig, FittedCapacity
 from flexq.forecast.state import ClusterState
 from flexq.forecast.world import World, build_world
 
@@ -85,7 +85,7 @@ def compare(
     replicas: int = 8,
     horizon: float = 12 * 3600.0,
     seed: int = 1,
-    model: CapacityModel | None = None,
+    model: FittedCapacity | None = None,
     view: StateView | None = None,
     follow_arrivals: float = 0.0,
 ) -> Comparison:

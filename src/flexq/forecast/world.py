@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from flexq.api import gke_catalog as catalog
 from flexq.api.kueue_versions import KueueVersion
 from flexq.forecast.jobs import JobEntry, StateView
-from flexq.forecast.model import QUEUED_CLASS, CapacityModel
+from flexq.forecast.model import QUEUED_CLASS, FittedCapacity
 from flexq.forecast.state import ClusterState
 from flexq.kueue.checks import RetryStrategy, retry_strategy
 from flexq.kueue.config import KueueConfig
@@ -87,7 +87,7 @@ class World:
     """What every replica of one state shares (read-only in a run)."""
 
     now: float
-    model: CapacityModel
+    model: FittedCapacity
     cq_objs: list[dict]
     localqueues: list[dict]
     flavors: list[dict]
@@ -189,7 +189,7 @@ def queued_view(wl: dict) -> dict:
 
 def build_world(
     state: ClusterState,
-    model: CapacityModel,
+    model: FittedCapacity,
     horizon: float,
     view: StateView | None = None,
     cycle_seconds: float = 0.0,
