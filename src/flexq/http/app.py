@@ -176,7 +176,7 @@ class TwinApp:
                 return status_response(err)
         try:
             slot = self.inflight.take(info, user)
-        except inflight_limit.Full:
+        except inflight_limit.SlotsTaken:
             return inflight_limit.too_many_requests()
         try:
             return await self._guarded(request, path, lambda: self.kube(request, info))

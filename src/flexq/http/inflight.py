@@ -42,12 +42,12 @@ class InFlight:
 
     def take(self, info: RequestInfo, user: UserInfo | None) -> bool | None:
         """The slot a request holds (give it back with ``give``), None when it is not counted (a public path's,
-        an exempt user's or a long-running one); raises ``Full`` past the limit."""
+        an exempt user's or a long-running one); raises ``SlotsTaken`` past the limit."""
         if user is None or privileged(user) or info.long_running:
             return None
         mutating = info.mutating
         if self.busy[mutating] >= self.limits[mutating]:
-            raise Full
+            raise SlotsTaken
         self.busy[mutating] += 1
         return mutating
 
@@ -56,5 +56,5 @@ class InFlight:
             self.busy[slot] -= 1
 
 
-class Full(Exception):
+class SlotsTaken(Exception):
     """Every slot of the request's kind is taken."""

@@ -102,7 +102,7 @@ class RayJobController(Controller):
         status = dict(rj.get("status") or {})
         err = validation.validate_rayjob(rj)
         if err is None and _mode(rj) == "SidecarMode":
-            err = validation.Invalid(
+            err = validation.SpecRefused(
                 "InvalidRayJobSpec",
                 "submissionMode SidecarMode is not supported by the "
                 "flexq twin (K8sJobMode, HTTPMode and InteractiveMode are)",

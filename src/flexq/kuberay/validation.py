@@ -30,7 +30,7 @@ _AUTOSCALER_V2_ENV = "RAY_enable_autoscaler_v2"
 POLICIES = ("DeleteCluster", "DeleteWorkers", "DeleteSelf", "DeleteNone")
 
 
-class Invalid(Exception):
+class SpecRefused(Exception):
     """One failed check: ``reason`` is the event reason, ``str(self)`` upstream's message."""
 
     def __init__(self, reason: str, message: str) -> None:
@@ -52,26 +52,26 @@ def runtime_env(text: str) -> object:
         return yaml.safe_load(text)
 
 
-def validate_rayjob(rj: dict) -> Invalid | None:
+def validate_rayjob(rj: dict) -> SpecRefused | None:
     """The first failed check of ``validateRayJob``, or None."""
     try:
         _metadata(rj.get("metadata") or {})
-    except Invalid as err:
+    except SpecRefused as err:
         return err
-    spec_err: Invalid | None = _spec_outcome(rj.get("spec") or {})
+    spec_err: SpecRefused | None = _spec_outcome(rj.get("spec") or {})
     if spec_err is not None:
         return spec_err
     try:
         _status(rj)
-    except Invalid as err:
+    except SpecRefused as err:
         return err
     return None
 
 
-def _spec_error_of(spec: dict) -> Invalid | None:
+def _spec_error_of(spec: dict) -> SpecRefused | None:
     try:
         _spec({"spec": spec})
-    except Invalid as err:
+    except SpecRefused as err:
         return err
     return None
 
@@ -96,20 +96,20 @@ _VALID_NAMES: set[str] = set()
 
 def _check_name(name: str) -> None:
     if len(name) > MAX_RAYJOB_NAME:
-        raise Invalid(
+        raise SpecRefused(
             "InvalidRayJobMetadata",
             "The RayJob metadata is invalid: RayJob name should be no more "
             f"than {MAX_RAYJOB_NAME} characters",
         )
     if not _DNS1035.match(name) or len(name) > 63:
-        raise Invalid(
+        raise SpecRefused(
             "InvalidRayJobMetadata",
             f"The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: [{_DNS1035_MSG}]",
         )
 
 
-def _spec_error(message: str) -> Invalid:
-    return Invalid("InvalidRayJobSpec", message)
+def _spec_error(message: str) -> SpecRefused:
+    return SpecRefused("InvalidRayJobSpec", message)
 
 
 def _spec(rj: dict) -> None:
@@ -156,7 +156,7 @@ def _spec(rj: dict) -> None:
     if spec.get("rayClusterSpec") is not None:
         try:
             _cluster_spec(spec["rayClusterSpec"])
-        except Invalid as err:
+        except SpecRefused as err:
             raise _spec_error(f"The RayJob spec is invalid: {err}") from None
     try:
         runtime_env(spec.get("runtimeEnvYAML") or "")
@@ -253,7 +253,7 @@ def _cluster_spec(spec: dict) -> None:
     head = spec.get("headGroupSpec") or {}
     containers = ((head.get("template") or {}).get("spec") or {}).get("containers") or []
     if not containers:
-        raise Invalid("", "headGroupSpec should have at least one container")
+        raise SpecRefused("", "headGroupSpec should have at least one container")
     _group_params("Head", head)
     autoscaling = bool(spec.get("enableInTreeAutoscaling"))
     v2 = autoscaling and (
@@ -263,21 +263,23 @@ def _cluster_spec(spec: dict) -> None:
     for g in spec.get("workerGroupSpecs") or []:
         name = g.get("groupName", "")
         if not ((g.get("template") or {}).get("spec") or {}).get("containers"):
-            raise Invalid("", "workerGroupSpec should have at least one container")
+            raise SpecRefused("", "workerGroupSpec should have at least one container")
         lo, hi = g.get("minReplicas"), g.get("maxReplicas")
         if lo is not None and lo < 0:
-            raise Invalid("", f"worker group {name} has negative minReplicas {lo}")
+            raise SpecRefused("", f"worker group {name} has negative minReplicas {lo}")
         if hi is not None and hi < 0:
-            raise Invalid("", f"worker group {name} has negative maxReplicas {hi}")
+            raise SpecRefused("", f"worker group {name} has negative maxReplicas {hi}")
         if lo is not None and hi is not None and lo > hi:
-            raise Invalid("", f"worker group {name} has minReplicas {lo} greater than maxReplicas {hi}")
+            raise SpecRefused("", f"worker group {name} has minReplicas {lo} greater than maxReplicas {hi}")
         _group_params(name, g)
         idle = g.get("idleTimeoutSeconds")
         if idle is not None:
             if idle < 0:
-                raise Invalid("", f"worker group {name}: idleTimeoutSeconds must be non-negative, got {idle}")
+                raise SpecRefused(
+                    "", f"worker group {name}: idleTimeoutSeconds must be non-negative, got {idle}"
+                )
             if not v2:
-                raise Invalid(
+                raise SpecRefused(
                     "",
                     f"worker group {name}: idleTimeoutSeconds is set, but autoscaler v2 is not "
                     "enabled. Please set .spec.autoscalerOptions.version to 'v2' (or set "
@@ -285,11 +287,11 @@ def _cluster_spec(spec: dict) -> None:
                     "KubeRay < 1.4.0)",
                 )
         if g.get("suspend") and autoscaling:
-            raise Invalid("", f"worker group {name} cannot be suspended with Autoscaler enabled")
+            raise SpecRefused("", f"worker group {name} cannot be suspended with Autoscaler enabled")
     if not autoscaling:
         value = _env_value(containers[0], _AUTOSCALER_V2_ENV)
         if value in ("1", "true"):
-            raise Invalid(
+            raise SpecRefused(
                 "",
                 f"environment variable {_AUTOSCALER_V2_ENV} cannot be set to '{value}' when "
                 "enableInTreeAutoscaling is false. Please set enableInTreeAutoscaling: true to use "
@@ -300,13 +302,13 @@ def _cluster_spec(spec: dict) -> None:
 def _group_params(name: str, group: dict) -> None:
     params = group.get("rayStartParams") or {}
     if any(params.get(k) for k in ("num-cpus", "num-gpus", "memory", "resources")) and group.get("resources"):
-        raise Invalid(
+        raise SpecRefused(
             "",
             f"resource fields should not be set in both rayStartParams and Resources for {name} "
             "group; please use only one",
         )
     if "labels" in params:
-        raise Invalid(
+        raise SpecRefused(
             "",
             f"rayStartParams['labels'] is not supported for {name} group; please use the top-level "
             "Labels field instead",
@@ -317,7 +319,7 @@ def _status(rj: dict) -> None:
     st = rj.get("status") or {}
     mode = (rj.get("spec") or {}).get("submissionMode") or "K8sJobMode"
     if st.get("jobDeploymentStatus") == "Waiting" and mode != "InteractiveMode":
-        raise Invalid(
+        raise SpecRefused(
             "InvalidRayJobStatus",
             "The RayJob status is invalid: JobDeploymentStatus cannot be "
             "`Waiting` when SubmissionMode is not InteractiveMode",
