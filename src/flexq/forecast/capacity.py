@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from flexq.api import gke_catalog as catalog
 from flexq.forecast.model import FittedCapacity
-from flexq.forecast.world import Check, Job, Pool, World
+from flexq.forecast.world import Check, Pool, World, WorldJob
 from flexq.gke.timing import (
     DWS_MAX_WAIT_SECONDS,
     FAILED_SCALE_UP_BACKOFF_SECONDS,
@@ -46,26 +46,26 @@ class CapacityRun:
     t: float  # the run's virtual instant
     size: dict[str, int]  # pool -> nodes now (busy, idle, coming)
     idle: dict[str, list[float]]  # pool -> its idle nodes: when each goes
-    room_waiters: dict[str, list[Job]]  # pool -> the jobs waiting for room in it
+    room_waiters: dict[str, list[WorldJob]]  # pool -> the jobs waiting for room in it
     stock_end: dict[str, float]  # machine type -> when its ongoing stock-out ends
 
     # what the queueing half provides ------------------------------------------------------------------------------
-    def at(self, when: float, kind: str, job: Job | None = None, arrival: int = -1) -> None:
+    def at(self, when: float, kind: str, job: WorldJob | None = None, arrival: int = -1) -> None:
         raise NotImplementedError
 
-    def move(self, job: Job, bucket: str) -> None:
+    def move(self, job: WorldJob, bucket: str) -> None:
         raise NotImplementedError
 
-    def evict(self, job: Job, reason: str, requeue_after: float) -> None:
+    def evict(self, job: WorldJob, reason: str, requeue_after: float) -> None:
         raise NotImplementedError
 
-    def deactivate(self, job: Job, cause: str) -> None:
+    def deactivate(self, job: WorldJob, cause: str) -> None:
         raise NotImplementedError
 
-    def checks_of(self, job: Job) -> list[Check]:
+    def checks_of(self, job: WorldJob) -> list[Check]:
         raise NotImplementedError
 
-    def capacity_handlers(self) -> dict[str, Callable[[Job | None], None]]:
+    def capacity_handlers(self) -> dict[str, Callable[[WorldJob | None], None]]:
         """The events this half answers, by kind."""
         return {
             "pr-create": self._on_pr_create,
@@ -108,7 +108,7 @@ class CapacityRun:
         self.idle[pool] = idle[took:]
         return took
 
-    def nodes_for(self, job: Job, since: float | None = None) -> None:
+    def nodes_for(self, job: WorldJob, since: float | None = None) -> None:
         """Admitted (no check left, ``since``: when): its pods need nodes. A job admitted before the instant has
         had its nodes in the making since its admission (the autoscaler asked at once; the nodes it takes at
         the instant may be those), unless a stock-out holds them."""
@@ -152,7 +152,7 @@ class CapacityRun:
             if job.role == "reserved" and job.info is not None:
                 self.nodes_for(job)
 
-    def _on_scale_down(self, _job: Job | None) -> None:
+    def _on_scale_down(self, _job: WorldJob | None) -> None:
         for p in self.idle:
             gone = [x for x in self.idle[p] if x <= self.t]
             if gone:
@@ -161,14 +161,14 @@ class CapacityRun:
                 self.wake_room(p)
 
     # DWS -------------------------------------------------------------------------------------------------------
-    def _dws_pool(self, job: Job) -> tuple[Pool | None, int]:
+    def _dws_pool(self, job: WorldJob) -> tuple[Pool | None, int]:
         assert job.info is not None
         for p, n in self.node_need(job.info).items():
             if self.world.pools[p].queued:
                 return self.world.pools[p], n
         return None, 0
 
-    def _on_pr_create(self, job: Job | None) -> None:
+    def _on_pr_create(self, job: WorldJob | None) -> None:
         assert job is not None
         if job.info is None or job.role != "reserved":
             return
@@ -183,7 +183,7 @@ class CapacityRun:
         job.pr_since = self.t
         self.at(self.t + self.model.draw_dws(0.0, job.rng), "pr-grant", job)
 
-    def _pr_failed(self, job: Job, reason: str) -> None:
+    def _pr_failed(self, job: WorldJob, reason: str) -> None:
         """The check goes to Retry (or Rejected past ``backoffLimitCount``: the job is deactivated). From 0.20.7
         the job is evicted at once and waits out the back-off without quota; before, it keeps its quota through
         the back-off and is evicted when it ends (then queued at once)."""
@@ -200,12 +200,12 @@ class CapacityRun:
             self.move(job, "dws")
             self.at(self.t + wait, "retry-evict", job)
 
-    def _on_retry_evict(self, job: Job | None) -> None:
+    def _on_retry_evict(self, job: WorldJob | None) -> None:
         assert job is not None
         if job.role == "reserved":
             self.evict(job, "AdmissionCheck", 0.0)
 
-    def _on_pr_grant(self, job: Job | None) -> None:
+    def _on_pr_grant(self, job: WorldJob | None) -> None:
         assert job is not None
         if job.info is None or job.role != "reserved":
             return  # its quota went (released, requeued) since the request: the grant is stale

@@ -62,7 +62,7 @@ from typing import Any
 from flexq.clock import format_time, parse_time_or_none
 from flexq.forecast.capacity import CapacityRun
 from flexq.forecast.jobs import started_at
-from flexq.forecast.world import Check, Job, World, namespace_labels, queued_view
+from flexq.forecast.world import Check, World, WorldJob, namespace_labels, queued_view
 from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.kueue.cycle import mark_preemption_outcome, plan
 from flexq.kueue.flavorassigner import Assignment
@@ -91,9 +91,9 @@ class _Run(CapacityRun):
         self.t = world.now
         self.end = world.now + world.horizon
         # (when, sequence, kind, job, the job's generation then, an arrival's index)
-        self.heap: list[tuple[float, int, str, Job | None, int, int]] = []
+        self.heap: list[tuple[float, int, str, WorldJob | None, int, int]] = []
         self.seq = 0
-        self.jobs: dict[str, Job] = {}
+        self.jobs: dict[str, WorldJob] = {}
         self.snap: Snapshot = build_snapshot(world.cq_objs, (), world.flavors, ())
         self.reserving: dict[str, WorkloadInfo] = {}
         # each ClusterQueue's allocatable-resource generation: bumped when capacity is freed, as the twin's cache
@@ -111,12 +111,12 @@ class _Run(CapacityRun):
         self.cycle_at = world.now  # the instant of the last cycle
         self.size = {p: world.pool_nodes.get(p, 0) for p in world.pools}  # nodes now (busy, idle, coming)
         self.idle: dict[str, list[float]] = {p: [] for p in world.pools}  # idle nodes: when each goes
-        self.room_waiters: dict[str, list[Job]] = {p: [] for p in world.pools}
+        self.room_waiters: dict[str, list[WorldJob]] = {p: [] for p in world.pools}
         self.stock_end: dict[str, float] = {}  # machine type -> when its ongoing stock-out ends
         self.sched_at: float | None = None
         self.open_targets = 0
         self.arrived = 0
-        self.handlers: dict[str, Callable[[Job | None], None]] = {
+        self.handlers: dict[str, Callable[[WorldJob | None], None]] = {
             "schedule": self._on_schedule,
             "finish": self._on_finish,
             "start": self._on_start,
@@ -127,7 +127,7 @@ class _Run(CapacityRun):
         }
 
     # events ------------------------------------------------------------------------------------------------
-    def at(self, when: float, kind: str, job: Job | None = None, arrival: int = -1) -> None:
+    def at(self, when: float, kind: str, job: WorldJob | None = None, arrival: int = -1) -> None:
         self.seq += 1
         heapq.heappush(self.heap, (when, self.seq, kind, job, job.gen if job is not None else 0, arrival))
 
@@ -137,7 +137,7 @@ class _Run(CapacityRun):
             self.sched_at = when
             self.at(when, "schedule")
 
-    def move(self, job: Job, bucket: str) -> None:
+    def move(self, job: WorldJob, bucket: str) -> None:
         if job.started is None and job.bucket != bucket:
             job.waits[job.bucket] = job.waits.get(job.bucket, 0.0) + (self.t - job.since)
             job.bucket, job.since = bucket, self.t
@@ -150,7 +150,7 @@ class _Run(CapacityRun):
                 self.stock_end.get(out.machine_type, 0.0), w.now + m.draw_stockout(out, self.rng)
             )
         busy: dict[str, int] = {}
-        resume: list[Job] = []
+        resume: list[WorldJob] = []
         for e in w.jobs:
             wl = e.workload
             override = w.overrides.get(e.key)
@@ -210,12 +210,12 @@ class _Run(CapacityRun):
         self.open_targets = sum(1 for j in self.jobs.values() if j.target and j.started is None)
         self.schedule()
 
-    def _job(self, key: str, wl: dict) -> Job:
-        job = Job(key=key, wl=wl, cq="", rng=random.Random(f"{self.seed}:job:{key}"))
+    def _job(self, key: str, wl: dict) -> WorldJob:
+        job = WorldJob(key=key, wl=wl, cq="", rng=random.Random(f"{self.seed}:job:{key}"))
         self.jobs[key] = job
         return job
 
-    def _hold(self, job: Job, info: WorkloadInfo) -> None:
+    def _hold(self, job: WorldJob, info: WorkloadInfo) -> None:
         """The job holds quota (``info``: with its admission)."""
         job.info, job.cq, job.role = info, info.cluster_queue, "reserved"
         job.wl = info.obj
@@ -223,7 +223,7 @@ class _Run(CapacityRun):
         self.snap.add_workload(info)
         self.reserving[job.key] = info
 
-    def _resume_reserved(self, job: Job) -> None:
+    def _resume_reserved(self, job: WorldJob) -> None:
         """A job holding quota at the instant: its DWS request goes on waiting (knowing how long it has), a check
         the run does not model holds it, its nodes are being made, or a stock-out holds them."""
         st = job.wl.get("status") or {}
@@ -256,12 +256,12 @@ class _Run(CapacityRun):
         self._admitted(job, admitted if admitted is not None else self.t)
 
     # the queue and Kueue's cycles ------------------------------------------------------------------------------
-    def _enqueue(self, job: Job, info: WorkloadInfo | None = None) -> None:
+    def _enqueue(self, job: WorldJob, info: WorkloadInfo | None = None) -> None:
         job.role = "pending"
         self.queues.add_or_update_workload(job.wl, self.t, info)
         job.cq = self.queues.workload_cq.get(job.key, job.cq)
 
-    def _on_schedule(self, _job: Job | None) -> None:
+    def _on_schedule(self, _job: WorldJob | None) -> None:
         self.sched_at = None
         cfg = self.world.config
         if self.t > self.cycle_at:
@@ -324,7 +324,7 @@ class _Run(CapacityRun):
         self.queues.flush(self.queues.flush_targets([cq]), self.t, namespace_labels)
         self.schedule()
 
-    def _reserve(self, job: Job, assignment: Assignment) -> None:
+    def _reserve(self, job: WorldJob, assignment: Assignment) -> None:
         wl = copy.copy(job.wl)
         admission = {"clusterQueue": job.cq, "podSetAssignments": assignment.to_api()}
         wl["status"] = {"admission": admission}
@@ -339,11 +339,11 @@ class _Run(CapacityRun):
         else:
             self._admitted(job, self.t)
 
-    def _wait_on_check(self, job: Job, checks: list[Check]) -> None:
+    def _wait_on_check(self, job: WorldJob, checks: list[Check]) -> None:
         job.waits_on = ", ".join(c.name for c in checks)
         self.move(job, "check")
 
-    def checks_of(self, job: Job) -> list[Check]:
+    def checks_of(self, job: WorldJob) -> list[Check]:
         """The admission checks that apply to the job's quota reservation (Kueue's ``admission_checks_for``)."""
         cq = self.snap.cq(job.cq)
         if cq is None or job.info is None:
@@ -352,14 +352,14 @@ class _Run(CapacityRun):
         names = admission_checks_for(cq.admission_checks, cq.all_flavors, admission)
         return [self.world.checks[n] for n in sorted(names) if n in self.world.checks]
 
-    def _admitted(self, job: Job, since: float) -> None:
+    def _admitted(self, job: WorldJob, since: float) -> None:
         """Admitted (every check Ready): its pods need nodes, and waitForPodsReady's timer runs."""
         cfg = self.world.config
         if cfg.wait_for_pods_ready and cfg.pods_ready_timeout > 0:
             self.at(max(self.t, since + cfg.pods_ready_timeout), "pods-ready-timeout", job)
         self.nodes_for(job, since)
 
-    def _release(self, job: Job) -> None:
+    def _release(self, job: WorldJob) -> None:
         if job.info is not None:
             self.snap.remove_workload(job.info)
             self.reserving.pop(job.key, None)
@@ -375,7 +375,7 @@ class _Run(CapacityRun):
                 self.idle_node(p)
         job.nodes = {}
 
-    def evict(self, job: Job, reason: str, requeue_after: float) -> None:
+    def evict(self, job: WorldJob, reason: str, requeue_after: float) -> None:
         """Kueue's eviction (``reason``: Preempted, AdmissionCheck, PodsReadyTimeout): the quota is released and
         the job queues again — at once, or after ``requeue_after`` (``requeueState.requeueAt``) — ordered by
         ``queue_order_timestamp`` of the Evicted condition written now."""
@@ -403,19 +403,19 @@ class _Run(CapacityRun):
             self._enqueue(job)
             self.schedule()
 
-    def _on_requeue(self, job: Job | None) -> None:
+    def _on_requeue(self, job: WorldJob | None) -> None:
         assert job is not None
         if job.role == "backoff":
             self._enqueue(job)
             self.schedule()
 
-    def _on_flush(self, job: Job | None) -> None:
+    def _on_flush(self, job: WorldJob | None) -> None:
         """A pending job's ``requeueAt`` (read from the state) came: the requeuer flushes its queue."""
         assert job is not None
         self.move(job, "quota")
         self._flush(job.cq)
 
-    def deactivate(self, job: Job, cause: str) -> None:
+    def deactivate(self, job: WorldJob, cause: str) -> None:
         self._release(job)
         job.gen += 1
         job.role = "deactivated"
@@ -424,7 +424,7 @@ class _Run(CapacityRun):
         if job.target and job.started is None:
             self.open_targets -= 1
 
-    def _on_pods_ready_timeout(self, job: Job | None) -> None:
+    def _on_pods_ready_timeout(self, job: WorldJob | None) -> None:
         """``waitForPodsReady``: admitted, its pods not ready within the timeout: evicted and requeued after the
         back-off of ``requeuingStrategy``, or deactivated past ``backoffLimitCount``."""
         assert job is not None
@@ -439,12 +439,12 @@ class _Run(CapacityRun):
         self.evict(job, "PodsReadyTimeout", requeue_wait(cfg, count))
 
     # the loop --------------------------------------------------------------------------------------------------
-    def _on_finish(self, job: Job | None) -> None:
+    def _on_finish(self, job: WorldJob | None) -> None:
         assert job is not None
         job.role = "finished"
         self._release(job)
 
-    def _on_start(self, job: Job | None) -> None:
+    def _on_start(self, job: WorldJob | None) -> None:
         assert job is not None
         if job.started is None:
             self.move(job, "running")

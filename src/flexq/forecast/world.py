@@ -2,7 +2,7 @@
 (``build_world``) — the ClusterQueues, LocalQueues and flavors, each flavor's node pool (``Pool``: its machines,
 its size bounds, whether it is DWS's), the admission checks (``Check``: DWS, another ProvisioningRequest class,
 or a controller not modelled, with its retry strategy), the jobs the run starts with and the pools' nodes at the
-instant, the release and configuration of Kueue — and ``Job``, one job's record in a replica. The replica itself
+instant, the release and configuration of Kueue — and ``WorldJob``, one job's record in a replica. The replica itself
 is ``flexq.forecast.fast``'s. Pure: no clock, no store.
 """
 
@@ -22,7 +22,7 @@ from flexq.kueue.config import KueueConfig
 from flexq.kueue.queues import QueueManager
 from flexq.kueue.workload import WorkloadInfo, next_serial
 
-__all__ = ["Pool", "Check", "Job", "World", "build_world", "namespace_labels", "queued_view"]
+__all__ = ["Pool", "Check", "WorldJob", "World", "build_world", "namespace_labels", "queued_view"]
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
@@ -55,7 +55,7 @@ class Check:
 
 
 @dataclass
-class Job:
+class WorldJob:
     """One job of the run: a Workload that was there at the instant, or one that arrives."""
 
     key: str

@@ -53,7 +53,7 @@ from flexq.gke.update_requests import (
     UpdateClusterRequest,
     UpdateMasterRequest,
 )
-from flexq.gke.updates import Plan, autoscaling_patch, label_fingerprint, server_config
+from flexq.gke.updates import UpdatePlan, autoscaling_patch, label_fingerprint, server_config
 from flexq.gke.validation import (
     DEFAULT_VERSION,
     already_exists,
@@ -497,7 +497,7 @@ class GkeBackend(GkeResources):
             )
         labels = req.resource_labels or {}
         check_labels(labels)
-        plan = Plan(
+        plan = UpdatePlan(
             "SET_LABELS",
             cluster_now={"resourceLabels": labels or None, "labelFingerprint": label_fingerprint(labels)},
         )
@@ -511,7 +511,9 @@ class GkeBackend(GkeResources):
         req = parse_body(SetNodePoolManagementRequest, body)
         if req.management is None:
             raise invalid("Management must be specified.")  # [inferred wording]
-        plan = Plan("SET_NODE_POOL_MANAGEMENT", pool=pool, pool_now={"management": _dump(req.management)})
+        plan = UpdatePlan(
+            "SET_NODE_POOL_MANAGEMENT", pool=pool, pool_now={"management": _dump(req.management)}
+        )
         return self._start_update(project, location, cluster, plan, now)
 
     def rollback_node_pool(
@@ -525,7 +527,7 @@ class GkeBackend(GkeResources):
             raise precondition(
                 f"Node pool {pool} has no canceled or failed upgrade to roll back."
             )  # [inferred wording]
-        plan = Plan("UPGRADE_NODES", pool=pool, pool_done={"version": interrupted["from"]})
+        plan = UpdatePlan("UPGRADE_NODES", pool=pool, pool_done={"version": interrupted["from"]})
         return self._start_update(project, location, cluster, plan, now)
 
     def get_server_config(self, project: str, location: str) -> dict[str, Any]:

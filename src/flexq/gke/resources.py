@@ -19,7 +19,7 @@ from flexq.api.wellknown import GKE_CLUSTER_LABEL
 from flexq.clock import format_time
 from flexq.gke.storage import CLUSTER, NODE_POOL, OPERATION, GkeStorage, cluster_key, envelope, pool_key
 from flexq.gke.update_requests import CancelOperationRequest, ClusterUpdate
-from flexq.gke.updates import Plan, plan_update
+from flexq.gke.updates import UpdatePlan, plan_update
 from flexq.gke.validation import not_found, parse_body, precondition
 
 __all__ = [
@@ -286,7 +286,7 @@ class GkeResources:
         project: str,
         location: str,
         cluster: str,
-        plan: Plan,
+        plan: UpdatePlan,
         now: float,
         effect: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
@@ -345,7 +345,7 @@ class GkeResources:
                 pobj["status"].pop("interruptedUpgrade", None)
             self.storage.put(pobj)
 
-    def _plan(self, project: str, location: str, cluster: str, update: ClusterUpdate) -> Plan:
+    def _plan(self, project: str, location: str, cluster: str, update: ClusterUpdate) -> UpdatePlan:
         cobj = self._get_cluster_obj(project, location, cluster)
         pools = {p["spec"]["name"]: p["spec"] for p in self._pools_of(project, location, cluster)}
         return plan_update(

@@ -1,7 +1,7 @@
 """What a change to an existing GKE cluster does, decided before anything is written: ``clusters.update``
 (``ClusterUpdate``), labels and their fingerprint, node-pool autoscaling, and ``getServerConfig``.
 
-Owns: ``plan_update(cluster, pools, update, ...) -> Plan`` — which of the update kinds a request is (node-pool
+Owns: ``plan_update(cluster, pools, update, ...) -> UpdatePlan`` — which of the update kinds a request is (node-pool
 autoscaling, node-pool version, master version, addons, logging/monitoring service), the checks GKE makes
 on it (one update per request, the node pool to act on, version rules), the operation type GKE names it
 with, and the fields written at once versus when the operation finishes (an upgrade lands at its end);
@@ -34,7 +34,7 @@ from flexq.gke.validation import (
 )
 
 __all__ = [
-    "Plan",
+    "UpdatePlan",
     "plan_update",
     "autoscaling_patch",
     "label_fingerprint",
@@ -60,7 +60,7 @@ _KINDS: list[tuple[str, set[str]]] = [
 
 
 @dataclass
-class Plan:
+class UpdatePlan:
     """One accepted update: the operation to start and the JSON fields to merge (a None value removes the
     field) into the cluster's and the target pool's specs, at once (``*_now``) or when it finishes."""
 
@@ -146,7 +146,7 @@ def _resolve(version: str, what: str) -> str:
     return resolve_version(version)
 
 
-def _master_plan(cluster: dict[str, Any], version: str) -> Plan:
+def _master_plan(cluster: dict[str, Any], version: str) -> UpdatePlan:
     current = cluster.get("currentMasterVersion", DEFAULT_VERSION)
     target = _resolve(version, "Master")
     cur, new = version_key(current), version_key(target)
@@ -160,10 +160,10 @@ def _master_plan(cluster: dict[str, Any], version: str) -> Plan:
             f'Master version "{target}" is more than one minor version newer than the current version '
             f'"{current}"; upgrade one minor version at a time.'
         )  # [inferred wording]
-    return Plan("UPGRADE_MASTER", cluster_done={"currentMasterVersion": target})
+    return UpdatePlan("UPGRADE_MASTER", cluster_done={"currentMasterVersion": target})
 
 
-def _node_plan(cluster: dict[str, Any], pool: str, update: ClusterUpdate) -> Plan:
+def _node_plan(cluster: dict[str, Any], pool: str, update: ClusterUpdate) -> UpdatePlan:
     master = cluster.get("currentMasterVersion", DEFAULT_VERSION)
     version = update.desired_node_version or "-"
     target = master if version == "-" else _resolve(version, "Node")
@@ -171,14 +171,14 @@ def _node_plan(cluster: dict[str, Any], pool: str, update: ClusterUpdate) -> Pla
         raise invalid(
             f'Node version "{target}" must not be newer than the master version "{master}".'
         )  # [inferred wording]
-    plan = Plan("UPGRADE_NODES", pool=pool, pool_done={"version": target})
+    plan = UpdatePlan("UPGRADE_NODES", pool=pool, pool_done={"version": target})
     if update.desired_image_type:
         plan.pool_done["config"] = {"imageType": update.desired_image_type}
     return plan
 
 
-def _services_plan(update: ClusterUpdate) -> Plan:
-    plan = Plan("UPDATE_CLUSTER")
+def _services_plan(update: ClusterUpdate) -> UpdatePlan:
+    plan = UpdatePlan("UPDATE_CLUSTER")
     for value, valid, key in (
         (update.desired_logging_service, LOGGING_SERVICES, "loggingService"),
         (update.desired_monitoring_service, MONITORING_SERVICES, "monitoringService"),
@@ -200,7 +200,7 @@ def plan_update(
     *,
     location: str,
     cluster_path: str,
-) -> Plan:
+) -> UpdatePlan:
     """The plan of one ``ClusterUpdate`` on ``cluster`` (its GKE JSON) with ``pools`` (name -> pool JSON):
     1. which update it is (one per request; unmodelled fields refused by name); 2. its target pool;
     3. its own checks; 4. what it writes, now and at the end."""
@@ -209,7 +209,7 @@ def plan_update(
     if kind == "autoscaling":
         pool = _target_pool(update, pools, cluster_path)
         patch = autoscaling_patch(pools[pool], update.desired_node_pool_autoscaling, location)
-        return Plan("UPDATE_CLUSTER", pool=pool, pool_now=patch)
+        return UpdatePlan("UPDATE_CLUSTER", pool=pool, pool_now=patch)
     if kind == "node-version":
         return _node_plan(cluster, _target_pool(update, pools, cluster_path), update)
     if kind == "master-version":
@@ -218,7 +218,7 @@ def plan_update(
     if kind == "addons":
         assert update.desired_addons_config is not None
         desired = _dump(update.desired_addons_config)
-        return Plan(
+        return UpdatePlan(
             "UPDATE_CLUSTER", cluster_now={"addonsConfig": {**(cluster.get("addonsConfig") or {}), **desired}}
         )
     return _services_plan(update)

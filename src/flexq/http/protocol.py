@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - httptools is a dependency; h11 is uvic
 
 from flexq.errors import BadRequest
 from flexq.http.common import dumps, on_loop
-from flexq.http.kube.portforward import LOCAL_PORTS, PortForwardSession, Target, upgrade_response
+from flexq.http.kube.portforward import LOCAL_PORTS, ForwardTarget, PortForwardSession, upgrade_response
 from flexq.http.requestinfo import RequestInfo, request_info
 from flexq.http.seam import TwinServices
 
@@ -71,7 +71,7 @@ def local_endpoint(pod: dict, port: int, executors: Sequence[Any] = ()) -> tuple
     return host or "127.0.0.1", int(p)
 
 
-def local_target(pod: dict, port: int, executors: Sequence[Any] = ()) -> Target:
+def local_target(pod: dict, port: int, executors: Sequence[Any] = ()) -> ForwardTarget:
     """``local_endpoint`` with the HTTP headers the pod's executor wants added there (``PodRunState.http_headers``)."""
     host, local = local_endpoint(pod, port, executors)
     meta = pod.get("metadata") or {}
@@ -79,8 +79,8 @@ def local_target(pod: dict, port: int, executors: Sequence[Any] = ()) -> Target:
         state = ex.poll((meta.get("namespace"), meta.get("name")))
         headers = getattr(state, "http_headers", None) or {}
         if port in headers:
-            return Target(host, local, tuple(headers[port].items()))
-    return Target(host, local)
+            return ForwardTarget(host, local, tuple(headers[port].items()))
+    return ForwardTarget(host, local)
 
 
 def is_portforward(info: RequestInfo) -> bool:
@@ -262,8 +262,8 @@ def protocol_class(
                 return True
             cluster, ns, pod = info.cluster, info.namespace, info.name
 
-            async def resolve(port: int) -> Target:
-                def look() -> Target:
+            async def resolve(port: int) -> ForwardTarget:
+                def look() -> ForwardTarget:
                     rt = core.current(cluster)
                     found = rt.store.try_get("Pod", pod, ns)
                     if found is None:

@@ -6,7 +6,7 @@ pairs a request's ``error`` and ``data`` streams (headers ``streamtype``, ``port
 opens a TCP connection to where that pod's port really is on this machine (``resolve(port)``), copies
 bytes both ways, reports failures on the error stream, answers PINGs, and closes cleanly on FIN, RST,
 GOAWAY or a lost connection. The pod-to-local-port lookup is the caller's (see ``LOCAL_PORTS``); where it
-names HTTP headers for the port (``Target.http_headers``: the local Ray dashboard's token), ``HeaderAdder``
+names HTTP headers for the port (``ForwardTarget.http_headers``: the local Ray dashboard's token), ``HeaderAdder``
 puts them in every HTTP/1.x request the connection carries (a request's own copy of such a header is dropped;
 after an upgrade, e.g. a WebSocket, or anything that does not parse as HTTP/1.x, bytes pass unchanged).
 Must not import flexq modules outside ``flexq.http``.
@@ -32,7 +32,7 @@ _MAX_HEAD = 64 * 1024
 
 
 @dataclass(frozen=True)
-class Target:
+class ForwardTarget:
     """Where a forwarded port goes, and the HTTP headers to add to each request sent there."""
 
     host: str
@@ -40,8 +40,8 @@ class Target:
     http_headers: tuple[tuple[str, str], ...] = ()
 
 
-# container port -> (host, port) or Target; raises LookupError
-Resolver = Callable[[int], Awaitable["tuple[str, int] | Target"]]
+# container port -> (host, port) or ForwardTarget; raises LookupError
+Resolver = Callable[[int], Awaitable["tuple[str, int] | ForwardTarget"]]
 
 
 class HeaderAdder:
@@ -218,7 +218,7 @@ class PortForwardSession(asyncio.Protocol):
     async def _forward(self, pair: _Pair) -> None:
         try:
             found = await self.resolve(pair.port)
-            target = found if isinstance(found, Target) else Target(*found)
+            target = found if isinstance(found, ForwardTarget) else ForwardTarget(*found)
             reader, writer = await asyncio.open_connection(target.host, target.port)
         except (LookupError, OSError) as exc:
             msg = f"error forwarding port {pair.port} to pod: {exc}"

@@ -83,7 +83,7 @@ def _set(obj: Any, path: list[Any], value: Any, where: str) -> None:
                 cur = cur.setdefault(seg, {} if not isinstance(path[i + 1], int) else [])
 
 
-class Objects:
+class VariantObjects:
     """A variant's manifests as objects, to change and write back."""
 
     def __init__(self, manifests: list[Manifest]) -> None:
@@ -123,7 +123,7 @@ class Objects:
         return out
 
 
-def _kueue_config(objs: Objects) -> tuple[dict[str, Any], dict[str, Any]]:
+def _kueue_config(objs: VariantObjects) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         i, cm = objs.find("ConfigMap", CONFIG_NAME, CONFIG_NAMESPACE)
         objs.changed.add(i)
@@ -160,7 +160,7 @@ def apply_point(study: Study, base: Variant, knobs: list[Knob], point: dict[str,
             if missing:
                 raise ValueError(f"knob {k.label()}: no manifest {missing[0]!r} among the study's variants")
             out.manifests = [by_source[f] for f in point[k.label()]]
-    objs = Objects(out.manifests)
+    objs = VariantObjects(out.manifests)
     for k in knobs:
         value = point[k.label()]
         where = f"knob {k.label()}"
@@ -172,7 +172,7 @@ def apply_point(study: Study, base: Variant, knobs: list[Knob], point: dict[str,
     return out
 
 
-def _turn(k: Knob, value: Any, out: Variant, objs: Objects) -> None:
+def _turn(k: Knob, value: Any, out: Variant, objs: VariantObjects) -> None:
     if k.kind == "poolMax":
         _pool_max(out, str(k.pool), int(value))
     elif k.kind == "cluster":
@@ -255,7 +255,7 @@ def _turn(k: Knob, value: Any, out: Variant, objs: Objects) -> None:
         objs.changed.add(i)
 
 
-def _retry_parameters(objs: Objects, name: str) -> tuple[int, dict[str, Any], CheckController]:
+def _retry_parameters(objs: VariantObjects, name: str) -> tuple[int, dict[str, Any], CheckController]:
     """The parameters object ``name`` of an admission check controller that retries (``kueue.checks``: a
     ProvisioningRequestConfig), with its controller."""
     kinds = [ctl for ctl in CHECKS.values() if ctl.retries]
@@ -270,7 +270,7 @@ def _retry_parameters(objs: Objects, name: str) -> tuple[int, dict[str, Any], Ch
     )
 
 
-def _pods_ready_timeout(objs: Objects) -> float | None:
+def _pods_ready_timeout(objs: VariantObjects) -> float | None:
     """Kueue's waitForPodsReady timeout in the variant's manifests (Kueue's default without a configuration);
     None when waitForPodsReady is off."""
     try:
