@@ -43,9 +43,11 @@ def unrunnable() -> dict[str, Any]:
     return obj
 
 
-def tutorial_cluster(twin: Twin, project: str = "p", profile: bool = True, dws_max: int = 4) -> None:
-    """The tutorial's cluster, pools (the DWS pool up to ``dws_max`` nodes), queues and script on a virtual twin
-    (the tutorial's capacity profile)."""
+def tutorial_cluster(
+    twin: Twin, project: str = "p", profile: bool = True, dws_max: int = 4, on_demand_max: int | None = None
+) -> None:
+    """The tutorial's cluster, pools (the DWS pool up to ``dws_max`` nodes, the on-demand one up to
+    ``on_demand_max`` when given), queues and script on a virtual twin (the tutorial's capacity profile)."""
     if profile:
         p = tutorial_profile()
         p["metadata"]["name"] = "default"
@@ -56,6 +58,8 @@ def tutorial_cluster(twin: Twin, project: str = "p", profile: bool = True, dws_m
         path, body = T.create_node_pool_request(project, dws=dws)
         if dws:
             body["nodePool"]["autoscaling"]["maxNodeCount"] = dws_max
+        elif on_demand_max is not None:
+            body["nodePool"]["autoscaling"]["maxNodeCount"] = on_demand_max
         twin.gke("POST", path, body)
         twin.advance(300)
     twin.cluster(T.TUTORIAL_ENV["CLUSTER_NAME"])

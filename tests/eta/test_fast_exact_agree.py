@@ -13,7 +13,12 @@ Kueue decides what happens next, then estimated by both engines from the same fi
   ``NodepoolSizeReached`` and is retried after the check's back-off until the first ends and its nodes go — on
   0.20.7 (evicted at once, kueue#18785) and on 0.19.2 (the quota held through the back-off);
 - **a second admission check**: the on-demand flavor needs a check of a controller nobody runs: the job holds
-  its quota and waits for the check (it is not taken as Ready), in both engines.
+  its quota and waits for the check (it is not taken as Ready), in both engines;
+- **the next flavor**: on-demand is held for three hours and DWS's one slice for ten minutes; a two-slice job
+  waits, then a one-slice one. When DWS's quota frees, the two-slice job, popped first, could only preempt on
+  on-demand (``whenCanPreempt: TryNextFlavor``) and goes back to its heap with flavors still to try; the next
+  cycles move it aside and admit the one-slice job on DWS — it is not held until on-demand frees (the fast
+  engine once stopped its cycles there: nothing in a queue's sizes had changed).
 
 Agreement, per waiting job: both engines say it starts within the horizon or both say not; when it does, the
 medians are within ``max(20 min, 30 %)`` of each other and the plans (flavors) are the same; jobs of one state
@@ -79,9 +84,15 @@ def _kueue_config(doc: dict) -> dict:
     }
 
 
-def _twin(queues: list[dict], config: dict | None = None, seed: int = 7, kueue: str = "0.20.7") -> Twin:
+def _twin(
+    queues: list[dict],
+    config: dict | None = None,
+    seed: int = 7,
+    kueue: str = "0.20.7",
+    on_demand_max: int = 4,
+) -> Twin:
     twin = Twin(clock="virtual", seed=seed, kueue=kueue)
-    tutorial_cluster(twin, dws_max=4)
+    tutorial_cluster(twin, dws_max=4, on_demand_max=on_demand_max)
     if config is not None:
         twin.apply(_kueue_config(config))
     for d in queues:
@@ -254,6 +265,56 @@ def case_second_check() -> ClusterState:
     return state
 
 
+def case_next_flavor() -> ClusterState:
+    def change(d: dict) -> None:
+        if d["kind"] == "ClusterQueue":
+            d["spec"]["flavorFungibility"] = {
+                "whenCanBorrow": "MayStopSearch",
+                "whenCanPreempt": "TryNextFlavor",
+            }
+            for rg in d["spec"]["resourceGroups"]:
+                for f in rg["flavors"]:
+                    if f["name"] == "dws":
+                        for r in f["resources"]:
+                            r["nominalQuota"] = {"cpu": 40, "memory": "75Gi", "google.com/tpu": 16}[r["name"]]
+        if d["kind"] == "ProvisioningRequestConfig":
+            d["spec"]["retryStrategy"] = {
+                "backoffLimitCount": 30,
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 300,
+            }
+
+    def running(st: ClusterState, job: int) -> bool:
+        return any(
+            c.get("type") == "PodsReady" and c.get("status") == "True"
+            for c in (_wl(st, job).get("status") or {}).get("conditions") or []
+        )
+
+    def on_pool(obj: dict, pool: str) -> dict:
+        tpl = obj["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
+        tpl.setdefault("nodeSelector", {})["cloud.google.com/gke-nodepool"] = pool
+        return obj
+
+    twin = _twin(_queues(change))
+    try:
+        # job 1 holds on-demand's one slice for three hours, job 2 DWS's for ten minutes
+        for job, obj in ((1, _rayjob(1, 3 * 3600.0)), (2, on_pool(_rayjob(2, 600.0), "dws-pool"))):
+            twin.create(obj)
+            for _ in range(60):
+                twin.advance(30)
+                if running(state_from_twin(twin), job):
+                    break
+        twin.create(on_pool(_rayjob(3), "on-demand-pool"))  # only on-demand will do (once job 1 is preempted)
+        twin.advance(30)
+        twin.create(_rayjob(4))
+        twin.advance(30)
+        state = state_from_twin(twin)
+    finally:
+        twin.close()
+    assert running(state, 1) and running(state, 2) and not running(state, 3) and not running(state, 4)
+    return state
+
+
 CASES: dict[str, Callable[[], ClusterState]] = {
     "preemption": case_preemption,
     "creation-requeuing": case_creation_requeuing,
@@ -263,6 +324,7 @@ CASES: dict[str, Callable[[], ClusterState]] = {
     # 0.19.2 keeps the quota through the check's back-off (no kueue#18785): the release travels with the state
     "provisioning-retry-0.19.2": lambda: case_provisioning_retry("0.19.2"),
     "second-admission-check": case_second_check,
+    "next-flavor": case_next_flavor,
 }
 
 
@@ -315,5 +377,9 @@ def test_the_fast_and_exact_runs_agree(name: str) -> None:
     elif name == "pods-ready-eviction" or name == "provisioning-retry":
         j = by_job["2"]
         assert j.median is not None and j.median > 1800, j.reasoning
+    elif name == "next-flavor":
+        # job 4 on DWS once job 2 ends and its nodes go, long before job 1 frees on-demand
+        j = by_job["4"]
+        assert j.median is not None and j.median < 3600 and "dws" in j.plan, (j.median, j.plan, j.reasoning)
     elif name == "second-admission-check":
         assert all(j.median is None for j in fast.jobs.values()), [j.reasoning for j in fast.jobs.values()]
