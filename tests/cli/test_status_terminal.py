@@ -85,7 +85,11 @@ class Terminal:
             TERM="xterm-256color",
         )
         self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: flexq on a terminal
+        if (
+            self.pid == 0
+        ):  # the child: flexq on a terminal, where Ctrl-C interrupts (a shell's background job,
+            # ``nohup ... &`` included, ignores SIGINT, and execve would pass that on: the watch never ended)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execve(sys.executable, [sys.executable, "-m", "flexq.cli", *argv], env)
         self.chunks: list[bytes] = []
         self.status: int | None = None
@@ -104,8 +108,13 @@ class Terminal:
                 self.chunks.append(data)
 
     def finish(self, timeout: float = 60) -> int:
+        """Its exit code, once it ends; one that has not ended ``timeout`` s after its output stopped is killed
+        (and the test fails on the code, -9, instead of waiting for ever)."""
         self.read(timeout)
-        _, status = os.waitpid(self.pid, 0)
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            os.kill(self.pid, signal.SIGKILL)
+            _, status = os.waitpid(self.pid, 0)
         os.close(self.fd)
         return os.waitstatus_to_exitcode(status)
 
