@@ -64,7 +64,7 @@ from flexq.forecast.capacity import CapacityRun
 from flexq.forecast.jobs import started_at
 from flexq.forecast.world import Check, World, WorldJob, namespace_labels, queued_view
 from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
-from flexq.kueue.cycle import mark_preemption_outcome, plan
+from flexq.kueue.cycle import mark_preemption_outcome, plan, resumes_scan
 from flexq.kueue.flavorassigner import Assignment
 from flexq.kueue.pods_ready import requeue_wait
 from flexq.kueue.queues import QueueManager
@@ -313,18 +313,9 @@ class _Run(CapacityRun):
             for e in decided.inadmissible:
                 self.queues.requeue_workload(e.info, e.requeue_reason, self.t)
             changed = self.queues.shape_changed()
-            # a head put back in its heap with flavors left to try (``pending_flavors``) is popped again in
-            # the next cycle and its scan resumes at the next flavor: Kueue's loop goes on while a heap holds a
-            # head, and the twin's does too (the head's status write starts one). The sizes are the same, but
-            # the next cycle is not: without it a head that needs another flavor (a two-slice job on-demand
-            # cannot have; DWS can) held every job behind it until the next event
-            rescan = any(
-                e.action != "admit"
-                and e.info.last_assignment is not None
-                and e.info.last_assignment.pending_flavors()
-                for e in decided.entries
-            )
-            if not (changed or progress or rescan):
+            # a head back in its heap with flavors left to try: the next cycle resumes its scan (a head that
+            # needs another flavor, a two-slice job on-demand cannot have, no longer holds every job behind it)
+            if not (changed or progress or resumes_scan(decided.entries)):
                 return
             if self.world.cycle_seconds > 0:
                 self.schedule(self.t + self.world.cycle_seconds)

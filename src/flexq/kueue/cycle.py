@@ -59,6 +59,7 @@ __all__ = [
     "to_reserve",
     "PRESERVE_SCAN_PROGRESS",
     "SLICE_REPLACEMENT_FOR",
+    "resumes_scan",
 ]
 
 SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
@@ -103,6 +104,19 @@ def mark_preemption_outcome(e: Entry, preempted: int, errors: int) -> None:
     elif errors > 0:
         e.msg += f". Preempting {errors} workload(s) failed, will retry."
         e.requeue_reason = "PreemptionFailed"
+
+
+def resumes_scan(entries: list[Entry]) -> bool:
+    """Whether a head of this cycle went back to its heap with flavors left to try (``pending_flavors``): the
+    next cycle pops it again and its scan resumes at the next flavor, so that cycle is not this one again even
+    when no queue's sizes changed. Kueue's loop goes on while a heap holds a head; the twin's ``Scheduler`` gets
+    that next cycle from the head's status write, a forward run that writes nothing asks this."""
+    return any(
+        e.action != "admit"
+        and e.info.last_assignment is not None
+        and e.info.last_assignment.pending_flavors()
+        for e in entries
+    )
 
 
 def mark_skipped(e: Entry, msg: str, reason: str, preserve_progress: bool) -> None:
