@@ -24,7 +24,10 @@ def _ended(s: Slice, pod: dict) -> bool:
 
 
 def _cluster_ready(s: Slice) -> bool:
-    return all((st := s.state(p)) is not None and st.ready for p in [s.head, *s.workers])
+    states = [s.state(p) for p in [s.head, *s.workers]]
+    # a node that failed will not become ready: say so now rather than after the whole wait
+    assert not any(st is not None and st.phase == "Failed" for st in states), s.describe()
+    return all(st is not None and st.ready for st in states)
 
 
 def _assert_clean(ex: LocalRayExecutor, ports: list[int]) -> None:
@@ -75,6 +78,40 @@ def test_failing_entrypoint_fails_with_its_traceback_and_stop_mid_run_leaves_not
         s.stop_all()
         ex.stop(("default", "rayjob-8-sub99"))
     _assert_clean(ex, ports)
+    ex.shutdown()
+
+
+class _FirstStartHangs(LocalRayExecutor):
+    """The first ``ray start`` hangs without a word (as one did on a loaded CI host: 180 s after "Local node
+    IP"); the next ones are Ray's own."""
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.starts = 0
+
+    def _ray_start_argv(self, pod, tmp):
+        self.starts += 1
+        if self.starts == 1:
+            self.start_timeout_s = 3.0
+            return ["sleep", "600"]
+        self.start_timeout_s = 180.0
+        return super()._ray_start_argv(pod, tmp)
+
+
+def test_a_ray_start_that_hangs_is_killed_and_started_again(tmp_path):
+    ex = _FirstStartHangs(tmp_path)
+    rj = tutorial_rayjob(4)
+    s = Slice(ex, rj, "rayjob-4-h4ng5")
+    s.launch(s.head, "gke-default-pool-1")
+    try:
+        wait_for(lambda: (st := s.state(s.head)) is not None and st.ready, 300, "the head", detail=s.describe)
+        log = s.logs.of(s.head["metadata"]["name"])
+        assert "ray start did not finish within 3s; killing" in log, log[-2000:]
+        assert "ray start failed (attempt 1/3); starting it again" in log
+        assert ex.starts == 2
+    finally:
+        s.stop_all()
+    wait_for(lambda: not leftovers(ex), 30, "every owned process to exit (the hung one included)")
     ex.shutdown()
 
 

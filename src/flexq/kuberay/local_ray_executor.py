@@ -417,9 +417,13 @@ class LocalRayExecutor:
                     self._set(pod, phase="Running", message="")
                     started = threading.Event()
                     pump = self._pump(pod, proc, started)
-                    ok = self._wait_started(pod, proc, started)
+                    outcome = self._wait_started(pod, proc, started)
                 finally:
                     _START_SLOT.release()
+                ok = outcome == "started"
+                if outcome == "timeout" and (attempt == _START_ATTEMPTS or pod.stopping.is_set()):
+                    self._set(pod, reason="RayStartTimeout")
+                    self.stop(pod.key)
                 if ok or pod.stopping.is_set() or attempt == _START_ATTEMPTS:
                     break
                 # Ray's own 30 s start-up limits (hard-coded in 2.60) are missed on an overloaded machine: that
@@ -473,20 +477,21 @@ class LocalRayExecutor:
                 return False
         return True
 
-    def _wait_started(self, pod: LocalPod, proc: subprocess.Popen, started: threading.Event) -> bool:
-        """Until ``ray start`` says "Ray runtime started" (False: it exited, was stopped, or timed out)."""
+    def _wait_started(self, pod: LocalPod, proc: subprocess.Popen, started: threading.Event) -> str:
+        """Until ``ray start`` says "Ray runtime started": "started", "ended" (it exited or the pod was
+        stopped) or "timeout" (its processes are killed; the caller starts it again or fails the pod: a
+        ``ray start`` that hangs silently on a loaded host succeeds when started again, like one that exits)."""
         deadline = time.monotonic() + self.start_timeout_s
         while not started.wait(0.2):
             if proc.poll() is not None or pod.stopping.is_set():
-                return False
+                return "ended"
             if time.monotonic() > deadline:
                 self._log(
                     pod, f"[flexq] ray start did not finish within {self.start_timeout_s:.0f}s; killing"
                 )
-                self._set(pod, reason="RayStartTimeout")
-                self.stop(pod.key)
-                return False
-        return True
+                self._procs.kill_owned(pod)
+                return "timeout"
+        return "started"
 
     def _wait_healthy(self, pod: LocalPod, proc: subprocess.Popen) -> bool:
         """A head is ready once its dashboard answers ``/api/gcs_healthz`` (KubeRay's readiness probe)."""
