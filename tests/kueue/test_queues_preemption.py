@@ -4,8 +4,9 @@ pkg/scheduler/preemption/preemption_test.go behaviours, without controllers."""
 from __future__ import annotations
 
 from flexq.kueue.flavorassigner import FlavorAssigner, Mode
+from flexq.kueue.pending import PendingQueue, backoff_expired
 from flexq.kueue.preemption import get_targets, make_oracle, satisfies_policy
-from flexq.kueue.queues import PendingQueue, QueueManager, backoff_expired
+from flexq.kueue.queues import QueueManager
 from flexq.kueue.snapshot import build_snapshot
 from flexq.kueue.workload import WorkloadInfo, backoff_seconds
 from flexq.semantics.workloads import queue_order_timestamp
