@@ -136,13 +136,18 @@ def _since(pr: dict[str, Any], type_: str) -> float:
 
 
 def active_booking(store: Store, node: dict[str, Any]) -> bool:
-    """Whether a ProvisioningRequest still books this node (Provisioned, not BookingExpired)."""
+    """Whether a ProvisioningRequest still books this node: Provisioned and not BookingExpired, or its nodes still
+    being made (not yet Provisioned, not Failed). The autoscaler made them for the request and holds them for it
+    until its booking ends: a slice whose nodes take longer to come up than the 10 min of scale-down is not
+    removed under the request (it was, and the request then never became Provisioned)."""
     ref = (node["metadata"].get("annotations") or {}).get(ANN_REQUEST)
     if not ref:
         return False
     ns, name = ref.split("/", 1)
     pr = store.peek("ProvisioningRequest", name, ns)  # read-only
-    return pr is not None and _true(pr, "Provisioned") and not _true(pr, "BookingExpired")
+    if pr is None or _true(pr, "BookingExpired") or _true(pr, "Failed"):
+        return False
+    return _true(pr, "Provisioned") or _true(pr, "Accepted")
 
 
 def request_pods(store: Store, pr: dict[str, Any]) -> list[dict[str, Any]] | str:
