@@ -432,8 +432,15 @@ class FittedCapacity:
                 "queue's admission rate then comes from quota and capacity alone)"
             )
         for mt, (pmin, pmax, n) in sorted(self.provision.items()):
+            used = self.provision_range(mt)
             out.append(
                 f"node provisioning {mt}: {format_duration(pmin)}-{format_duration(pmax)} (from {n} nodes)"
+                + (
+                    f"; drawn between {format_duration(used[0])} and {format_duration(used[1])} (the prior's "
+                    "range with them) until 10 are seen"
+                    if used != (pmin, pmax)
+                    else ""
+                )
             )
         for (queue, klass), c in sorted(self.classes.items()):
             med = c.median()
