@@ -433,8 +433,15 @@ def test_a_dws_start_with_slow_nodes_is_where_the_cluster_puts_it() -> None:
     fast, exact = _both(state)
     for fc in (fast, exact):
         j = next(j for k, j in fc.jobs.items() if "rayjob-tpu-v6e-dws-4-" in k)
-        assert any(line.startswith("node provisioning ct6e-standard-4t: 10m00s") for line in fc.model), fc.model
-        assert j.median is not None and abs(j.median - started) <= 180, (fc.engine, j.median, started, j.reasoning)
+        assert any(line.startswith("node provisioning ct6e-standard-4t: 10m00s") for line in fc.model), (
+            fc.model
+        )
+        assert j.median is not None and abs(j.median - started) <= 180, (
+            fc.engine,
+            j.median,
+            started,
+            j.reasoning,
+        )
         assert j.low is not None and j.high is not None and j.low - 1 <= started <= j.high + 1, (
             fc.engine,
             j.low,
