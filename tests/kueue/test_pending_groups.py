@@ -10,10 +10,9 @@ import random
 
 import pytest
 
-from flexq.kueue.pending import IMMEDIATE_BEST_EFFORT, PendingQueue, backoff_expired
+from flexq.kueue.pending import IMMEDIATE_BEST_EFFORT, PendingQueue, backoff_expired, queue_relevant
 from flexq.kueue.workload import WorkloadInfo
 from flexq.kueue.workload import ts as format_ts
-from flexq.semantics.conditions import find_condition
 from flexq.semantics.selectors import label_selector_matches
 
 from .kueue_builders import ps, wl
@@ -27,16 +26,6 @@ REASONS = [
     "FailedAfterNomination",
     "NamespaceMismatch",
 ]
-
-
-def _relevant(info: WorkloadInfo) -> tuple:
-    st = info.obj.get("status") or {}
-    return (
-        info.obj.get("spec"),
-        st.get("reclaimablePods"),
-        find_condition(info.obj, "Evicted"),
-        find_condition(info.obj, "Requeued"),
-    )
 
 
 class Plain:
@@ -55,7 +44,7 @@ class Plain:
         k = info.key
         old = self.inadmissible.get(k)
         if old is not None:
-            if _relevant(old) == _relevant(info):
+            if queue_relevant(old) == queue_relevant(info):
                 self.inadmissible[k] = info
                 return
             del self.inadmissible[k]

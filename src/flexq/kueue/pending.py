@@ -26,7 +26,7 @@ from flexq.kueue.workload import WorkloadInfo, parse_ts
 from flexq.semantics.conditions import find_condition
 from flexq.semantics.selectors import label_selector_matches
 
-__all__ = ["PendingQueue", "QueueWatcher", "backoff_expired"]
+__all__ = ["PendingQueue", "QueueWatcher", "backoff_expired", "queue_relevant"]
 
 IMMEDIATE_BEST_EFFORT = {"FailedAfterNomination", "PendingPreemption", "PendingMigration", "PreemptionFailed"}
 
@@ -59,7 +59,9 @@ def _sort_key(info: WorkloadInfo) -> tuple:
     return info.heap_entry
 
 
-def _queue_relevant(info: WorkloadInfo) -> tuple:
+def queue_relevant(info: WorkloadInfo) -> tuple:
+    """What of a parked workload an update must change to send it back through the heap (upstream's
+    ``queueOrderingFunc`` inputs and the requeue state): its spec, reclaimable pods, Evicted and Requeued."""
     st = info.obj.get("status") or {}
     return (
         info.obj.get("spec"),
@@ -382,7 +384,7 @@ class PendingQueue:
     def _push_or_update(self, info: WorkloadInfo, now: float) -> None:
         st = self._state(info.key)
         if st is not None and not st[1]:  # parked
-            if _queue_relevant(st[0]) == _queue_relevant(info):
+            if queue_relevant(st[0]) == queue_relevant(info):
                 self._park(info)
                 return
             self._remove(info.key)
