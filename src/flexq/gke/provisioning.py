@@ -136,10 +136,8 @@ def _since(pr: dict[str, Any], type_: str) -> float:
 
 
 def active_booking(store: Store, node: dict[str, Any]) -> bool:
-    """Whether a ProvisioningRequest still books this node: Provisioned and not BookingExpired, or its nodes still
-    being made (not yet Provisioned, not Failed). The autoscaler made them for the request and holds them for it
-    until its booking ends: a slice whose nodes take longer to come up than the 10 min of scale-down is not
-    removed under the request (it was, and the request then never became Provisioned)."""
+    """Whether a ProvisioningRequest still books this node: Provisioned and not BookingExpired, or still being made
+    for it (Accepted, not Failed): a slice slower to come up than scale-down's 10 min stays."""
     ref = (node["metadata"].get("annotations") or {}).get(ANN_REQUEST)
     if not ref:
         return False
