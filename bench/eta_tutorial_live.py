@@ -153,6 +153,8 @@ def one_release(kueue: str, base: Path, jobs: int) -> dict[str, Any]:
                     "started_after": got,
                     "inside": inside,
                     "simulate_waits": sims,
+                    "interval": j.get("interval"),
+                    "reasoning": j.get("reasoning"),
                 }
             )
         return {"kueue": kueue, "eta_at": at, "rows": rows, "model": eta.get("model")}
