@@ -134,8 +134,12 @@ def one_release(kueue: str, base: Path, jobs: int) -> dict[str, Any]:
             start = seen.get(key)
             got = None if start is None else start - at
             lo, hi = j.get("low"), j.get("high")
+            horizon = float(eta.get("horizonSeconds") or 7 * 86400)
+            low = horizon if lo is None else lo  # no low end: the interval starts at the horizon (flexq.eta)
             if got is not None:  # as bench/eta_calibration.py counts it
-                inside = not j.get("cannot") and (lo or 0.0) - 1 <= got <= (hi if hi is not None else got) + 1
+                inside = (
+                    not j.get("cannot") and low - 1 <= got <= (hi if hi is not None else max(got, low)) + 1
+                )
             else:  # it will not start: covered when the interval reaches past the horizon
                 inside = bool(j.get("cannot")) or hi is None
             job_name = j["job"].split("/", 1)[-1]
