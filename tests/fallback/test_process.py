@@ -270,7 +270,7 @@ def _on_dws(kubectl, job: str) -> bool:
 
 
 @pytest.mark.slow
-def test_two_replicas_one_leader_the_other_takes_over_after_a_kill(fresh_cluster) -> None:
+def test_two_replicas_one_leader_the_other_takes_over_after_a_kill(fresh_cluster, tmp_path: Path) -> None:
     """Two ``flexq fallback --leader-elect`` processes: one holds the Lease and moves the stocked-out job; the
     leader is killed with SIGKILL; the other takes the Lease over within the lease duration and moves the next
     job; no job is moved twice (one FallbackMoved Event each)."""
@@ -278,16 +278,30 @@ def test_two_replicas_one_leader_the_other_takes_over_after_a_kill(fresh_cluster
     lease = ["--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1"]
     flags = ["--kubeconfig", kubeconfig, "--grace", "1", "--interval", "1", "--leader-elect", *lease]
     flags += ["--provisioning-wait-prior", "0"]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "flexq.cli", "fallback", *flags],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
+    logs = [tmp_path / f"replica-{i}.log" for i in range(2)]
+    procs = []
+    for log in logs:
+        with log.open("w") as f:  # each replica's output in a file: read back when something fails
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "flexq.cli", "fallback", *flags],
+                    env=env,
+                    stdout=f,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
+
+    def seen() -> str:
+        """What the replicas said and what the cluster shows of the jobs (for a failure's message)."""
+        parts = [
+            f"--- replica {p.pid}:\n{log.read_text()[-4000:]}" for p, log in zip(procs, logs, strict=True)
+        ]
+        parts.append(kubectl("get", "workloads", "-o", "wide"))
+        for job in ("rayjob-tpu-v6e-dws-5", "rayjob-tpu-v6e-dws-6"):
+            parts.append(kubectl("get", "events", "--field-selector", f"involvedObject.name={job}"))
+        return "\n".join(parts)
+
     try:
         holder = _wait(lambda: _lease(kubectl).get("holderIdentity"), "a leader")
         pids = {p.pid: p for p in procs}
@@ -338,21 +352,26 @@ def test_two_replicas_one_leader_the_other_takes_over_after_a_kill(fresh_cluster
         assert int(_lease(kubectl).get("leaseTransitions") or 0) == transitions + 1
         _wait(lambda: moved(jobs[0]) and _on_dws(kubectl, jobs[0]), "job 5 on dws")
         submit(6)
-        _wait(
-            lambda: _on_dws(kubectl, jobs[1]), "job 6 on dws (steered by the new leader, or by its quota cap)"
-        )
+        try:
+            _wait(
+                lambda: _on_dws(kubectl, jobs[1]),
+                "job 6 on dws (steered by the new leader, or by its quota cap)",
+            )
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{seen()}") from None
         time.sleep(3)  # a few more passes of the new leader: nothing is moved again
         assert [_moves(kubectl, j) for j in jobs] in ([1, 1], [1, 0]), [_moves(kubectl, j) for j in jobs]
         other.send_signal(signal.SIGTERM)
-        out, err = other.communicate(timeout=30)
-        assert other.returncode == 0, err
+        other.wait(timeout=30)
+        out = logs[procs.index(other)].read_text()
+        assert other.returncode == 0, out
         assert "leading: this replica acts" in out, out
         assert not _lease(kubectl).get("holderIdentity")  # released on a clean stop
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
-                p.communicate()
+                p.wait()
 
 
 def test_once_against_an_unreachable_cluster_fails_cleanly(tmp_path: Path) -> None:
