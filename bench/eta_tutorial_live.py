@@ -25,9 +25,11 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from flexq.clock import parse_time
+from flexq.eta.calibration import Prediction
 
 BIN = Path(sys.executable).parent
 TRAIN = """import time
@@ -48,10 +50,6 @@ def must(r: subprocess.CompletedProcess[str], what: str) -> str:
     return r.stdout
 
 
-def ts(value: str) -> float:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-
-
 def starts(cwd: Path, env: dict[str, str]) -> tuple[dict[str, float], set[str]]:
     """Each Workload's first PodsReady=True time (its start), by namespace/name; and the Workloads that will not
     start (deactivated, or finished without a start)."""
@@ -61,7 +59,7 @@ def starts(cwd: Path, env: dict[str, str]) -> tuple[dict[str, float], set[str]]:
         key = f"{wl['metadata']['namespace']}/{wl['metadata']['name']}"
         for c in (wl.get("status") or {}).get("conditions") or []:
             if c["type"] == "PodsReady" and c["status"] == "True":
-                got[key] = ts(c["lastTransitionTime"])
+                got[key] = parse_time(c["lastTransitionTime"])
             if c["type"] == "Finished" and c["status"] == "True":
                 never.add(key)
         if (wl.get("spec") or {}).get("active") is False:
@@ -113,7 +111,7 @@ def one_release(kueue: str, base: Path, jobs: int) -> dict[str, Any]:
         eta = json.loads(
             must(sh('eval "$(flexq env)"; flexq eta -A -o json', tut, env, timeout=900), "flexq eta")
         )
-        at = ts(eta["observedAt"])
+        at = parse_time(eta["observedAt"])
         study = home / "study"
         must(
             sh(f'eval "$(flexq env)"; flexq simulate --from-cluster {study}', tut, env, timeout=900),
@@ -134,12 +132,13 @@ def one_release(kueue: str, base: Path, jobs: int) -> dict[str, Any]:
             start = seen.get(key)
             got = None if start is None else start - at
             lo, hi = j.get("low"), j.get("high")
-            horizon = float(eta.get("horizonSeconds") or 7 * 86400)
-            low = horizon if lo is None else lo  # no low end: the interval starts at the horizon (flexq.eta)
-            if got is not None:  # as bench/eta_calibration.py counts it
-                inside = (
-                    not j.get("cannot") and low - 1 <= got <= (hi if hi is not None else max(got, low)) + 1
-                )
+            if (
+                start is not None
+            ):  # the online correction's own rule (an interval without a low end: not within
+                # the horizon), as flexq.eta.Forecast.predictions records it
+                horizon = float(eta.get("horizonSeconds") or 7 * 86400)
+                p = Prediction(key, "", at, horizon if lo is None else lo, hi, horizon)
+                inside = not j.get("cannot") and not p.miss(start)
             else:  # it will not start: covered when the interval reaches past the horizon
                 inside = bool(j.get("cannot")) or hi is None
             job_name = j["job"].split("/", 1)[-1]
