@@ -11,15 +11,11 @@ Pure data structures; time is an argument. Must not import store, runtime, loop 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from operator import attrgetter
 
 from flexq.kueue.pending import PendingQueue
 from flexq.kueue.workload import WorkloadInfo
 
 __all__ = ["QueueManager"]
-
-_ITEMS = attrgetter("items")
-_INADMISSIBLE = attrgetter("inadmissible")
 
 
 class QueueManager:
@@ -150,8 +146,8 @@ class QueueManager:
 
     def shape(self) -> tuple:
         """Heap and inadmissible sizes of every ClusterQueue (a cycle that changes none made no progress)."""
-        qs = self.cluster_queues.values()
-        return tuple(map(len, map(_ITEMS, qs))) + tuple(map(len, map(_INADMISSIBLE, qs)))
+        sizes = [q.sizes for q in self.cluster_queues.values()]
+        return tuple(h for h, _ in sizes) + tuple(p for _, p in sizes)
 
     def begin_shape(self) -> None:
         """Start watching for a change of ``shape()``: only the queues changed from now on are compared by
@@ -168,7 +164,7 @@ class QueueManager:
         queues = self.cluster_queues
         for name, sizes in touched.items():
             q = queues.get(name)
-            if q is None or (len(q.items), len(q.inadmissible)) != sizes:
+            if q is None or q.sizes != sizes:
                 return True
         return False
 
