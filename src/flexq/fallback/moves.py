@@ -413,17 +413,8 @@ def _probe_back_after(move: Mapping[str, Any]) -> float:
 def _hedge_candidate(ctx: PassContext, w: WorkloadView) -> dict[str, Any] | None:
     """For a workload Kueue put on a later flavor of a resource group whose earlier flavor is stocked out: the
     move record of a hedge back to that earlier flavor (None if there is none)."""
-    cq = ctx.view.cqs.get(w.cq) or {}
-    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
-        names = [f.get("name") for f in rg.get("flavors") or []]
-        for _ps, flavors in sorted(w.assigned.items()):
-            for cur in sorted(flavors):
-                if cur not in names:
-                    continue
-                earlier = [
-                    f for f in names[: names.index(cur)] if f in ctx.breakers and ctx.view.flavors.get(f)
-                ]
-                if earlier:
-                    sets = sorted(p for p, fs in w.assigned.items() if cur in fs)
-                    return {"from": earlier[0], "to": cur, "podSets": sets, "step": "moved", "hedged": True}
+    for cur, before, sets in w.later_placements(ctx.view.cqs.get(w.cq) or {}):
+        earlier = [f for f in before if f in ctx.breakers and ctx.view.flavors.get(f)]
+        if earlier:
+            return {"from": earlier[0], "to": cur, "podSets": sets, "step": "moved", "hedged": True}
     return None

@@ -27,29 +27,18 @@ def candidate(ctx: PassContext, w: WorkloadView) -> dict[str, Any] | None:
     (``PassContext.promotable``: reservations) and admit its pod sets (Kueue's flavor selector: a job kept off a
     flavor by its own node selector or affinity is never sent there): the move record of a promotion to the first
     of them that can take it (``promote`` picks it; None if there is none)."""
-    cq = ctx.view.cqs.get(w.cq) or {}
-    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
-        names = [f.get("name") for f in rg.get("flavors") or []]
-        for _ps, flavors in sorted(w.assigned.items()):
-            for cur in sorted(flavors):
-                if cur not in names:
-                    continue
-                sets = sorted(p for p, fs in w.assigned.items() if cur in fs)
-                earlier = [
-                    f
-                    for f in names[: names.index(cur)]
-                    if f in ctx.promotable and _admits(ctx, w, sets, str(f))
-                ]
-                if earlier:
-                    return {
-                        "from": earlier[0],
-                        "to": cur,
-                        "podSets": sets,
-                        "step": "moved",
-                        "hedged": True,
-                        "promoted": True,
-                        "tiers": earlier,
-                    }
+    for cur, before, sets in w.later_placements(ctx.view.cqs.get(w.cq) or {}):
+        earlier = [f for f in before if f in ctx.promotable and _admits(ctx, w, sets, str(f))]
+        if earlier:
+            return {
+                "from": earlier[0],
+                "to": cur,
+                "podSets": sets,
+                "step": "moved",
+                "hedged": True,
+                "promoted": True,
+                "tiers": earlier,
+            }
     return None
 
 

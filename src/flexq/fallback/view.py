@@ -14,7 +14,7 @@ kube-scheduler's node filters).
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -92,6 +92,18 @@ class WorkloadView:
 
     def checks(self) -> list[Mapping[str, Any]]:
         return list((self.obj.get("status") or {}).get("admissionChecks") or [])
+
+    def later_placements(self, cq: Mapping[str, Any]) -> Iterator[tuple[str, list[str], list[str]]]:
+        """Each flavor ``cur`` of a resource group of ``cq`` that this workload is assigned, with the group's
+        flavors before it (Kueue's order) and the pod sets on it: where a move back to an earlier flavor starts
+        (a hedge back, a promotion). In the groups' order, then the pod sets' and the flavors' names."""
+        for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+            names = [f.get("name") for f in rg.get("flavors") or []]
+            for _ps, flavors in sorted(self.assigned.items()):
+                for cur in sorted(flavors):
+                    if cur in names:
+                        sets = sorted(p for p, fs in self.assigned.items() if cur in fs)
+                        yield cur, names[: names.index(cur)], sets
 
     def condition(self, ctype: str) -> Mapping[str, Any] | None:
         return find_condition(self.obj, ctype)
