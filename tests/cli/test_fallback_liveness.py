@@ -94,9 +94,20 @@ def test_healthz_fails_while_a_pass_is_stuck_and_metrics_still_answer(served, tm
     try:
         wait_for(lambda: _get(port, "/healthz")[0] == 200 if _port_open(port) else False, 60, "/healthz 200")
         assert _get(port, "/healthz") == (200, "ok\n")
-        # the twin's API hangs for 24 s (its one loop is busy): the fallback's pass waits on it (long enough that a
-        # loaded machine's late pass still stalls past --stalled-after: a 12 s hang missed its 10 s window at -n 8)
-        twin.core.loop.post(lambda: time.sleep(24))
+        # /healthz says ok before the loop's first round (the probe's initial delay covers a start): wait for two
+        # passes, so the hang below stalls a loop that has made progress (a loaded machine's first pass can run
+        # into the hang, and the probe then rightly keeps saying ok)
+        wait_for(lambda: _passes(port) >= 2, 60, "two passes")
+
+        # the twin's API hangs for 24 s: its loop is busy and holds the store's lock, so every request waits —
+        # a get on the loop, a list for the lock (lists are served off the loop: a busy loop alone no longer
+        # stalls a pass that only lists) — and the fallback's pass waits on it (long enough that a loaded
+        # machine's late pass still stalls past --stalled-after: a 12 s hang missed its 10 s window at -n 8)
+        def hang() -> None:
+            with twin.store.read_lock():
+                time.sleep(24)
+
+        twin.core.loop.post(hang)
         code, body = wait_for(lambda: (r := _get(port, "/healthz"))[0] == 503 and r, 22, "/healthz 503")
         assert body.startswith("stalled: no round of the loop for ") and "is stuck" in body, body
         assert _get(port, "/metrics")[0] == 200  # what the old probe asked: it would have said alive
@@ -105,6 +116,14 @@ def test_healthz_fails_while_a_pass_is_stuck_and_metrics_still_answer(served, tm
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 0, out
+
+
+def _passes(port: int) -> float:
+    code, text = _get(port, "/metrics")
+    for line in text.splitlines() if code == 200 else []:
+        if line.startswith("flexq_fallback_passes_total "):
+            return float(line.split()[1])
+    return 0.0
 
 
 def _port_open(port: int) -> bool:
