@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flexq.kueue.jobframework import workload_name
-from flexq.kueue.provisioning import request_name, template_name
+from flexq.kueue.provisioning_names import request_name, template_name
 
 LONG = (
     "marketing-campaign-autumn-2024-region-north-america-department-digital-strategy-sub-department-social-"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from flexq.kueue.provisioning import CHECK_STATE_TABLE, Outcome
+from flexq.kueue.provisioning_states import CHECK_STATE_TABLE, Outcome
 
 
 def _first(true: set[str], admitted: bool) -> tuple[Outcome, str]:

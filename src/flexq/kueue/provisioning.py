@@ -1,8 +1,8 @@
 """The ProvisioningRequest admission check (``pkg/controller/admissionchecks/provisioning``).
 
-Owns two controllers for checks whose ``controllerName`` is ``kueue.x-k8s.io/provisioning-request``:
-- ``ProvisioningCheckController`` writes the AdmissionCheck's ``Active`` condition (``Active`` /
-  ``BadParametersRef``).
+Owns the controller for checks whose ``controllerName`` is ``kueue.x-k8s.io/provisioning-request``
+(``controller.go``; the AdmissionCheck's ``Active`` condition is ``kueue.provisioning_check``'s, the names
+``kueue.provisioning_names``'):
 - ``ProvisioningController`` reconciles Workloads holding quota: creates PodTemplates
   ``ppt-<request>-<podset>`` (pod set template + assigned flavors' nodeSelector/tolerations, limits as
   missing requests) and ProvisioningRequests ``<workload>-<check>-<attempt>`` (shortened past 253 characters as
@@ -28,11 +28,7 @@ Must not import ``flexq.gke``, ``flexq.kuberay``, ``flexq.kube`` or ``flexq.http
 
 from __future__ import annotations
 
-import enum
-import hashlib
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from flexq.api.jsoncopy import clone
 from flexq.api.quantity import parse_quantity
@@ -42,6 +38,8 @@ from flexq.errors import ApiError
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.checks import PROVISIONING_CONTROLLER, retry_strategy
 from flexq.kueue.podset import infos_for, merge_into_template
+from flexq.kueue.provisioning_names import attempt_of, request_name, template_name
+from flexq.kueue.provisioning_states import CHECK_STATE_TABLE, Outcome
 from flexq.kueue.workload import (
     backoff_seconds,
     has_quota_reservation,
@@ -51,13 +49,9 @@ from flexq.kueue.workload import (
     ts,
 )
 from flexq.runtime.controller import Controller, Result, Watch
-from flexq.semantics.conditions import find_condition, is_true, set_status_condition
+from flexq.semantics.conditions import find_condition, is_true
 
-__all__ = [
-    "ProvisioningCheckController",
-    "ProvisioningController",
-    "request_name",
-]
+__all__ = ["ProvisioningController"]
 
 CONSUME = CONSUME_PROVISIONING_REQUEST
 CLASS = PROVISIONING_CLASS_NAME
@@ -67,109 +61,12 @@ INACTIVE_MSG = "the check is not active"
 NOT_NEEDED = "the provisioning request is not needed"
 
 
-class Outcome(enum.Enum):
-    """What a matched row of ``CHECK_STATE_TABLE`` does to the admission check's state."""
-
-    RETRY = "retry"  # Retry with backoff (message: prefix + cause), or Rejected past backoffLimitCount
-    REJECT_WHILE_RUNNING = "reject-while-running"  # Rejected (cause's message) while active and not finished
-    KEEP = "keep"  # leave the check as it is
-    READY = "ready"  # Ready with the consume-provisioning-request podSetUpdates (cause's message)
-    PENDING_WITH_MESSAGE_OF = "pending-with-message-of"  # Pending with ``message_of``'s message, when present
-    PENDING = "pending"  # Pending, message cleared
-
-
-@dataclass(frozen=True)
-class Row:
-    """One row: when every condition in ``true`` is True, none in ``not_true`` is, and the workload's
-    admission is ``admitted`` (None: either), the ``outcome`` applies."""
-
-    true: tuple[str, ...]
-    outcome: Outcome
-    not_true: tuple[str, ...] = ()
-    admitted: bool | None = None
-    cause: str = ""  # the condition whose message the check takes
-    prefix: str = ""  # for RETRY
-    message_of: str = ""  # for PENDING_WITH_MESSAGE_OF: a condition of any status
-
-    def matches(self, true: dict[str, dict], admitted: bool) -> bool:
-        return (
-            all(t in true for t in self.true)
-            and not any(t in true for t in self.not_true)
-            and (self.admitted is None or self.admitted == admitted)
-        )
-
-
-# ``syncCheckStates``: ProvisioningRequest conditions → admission check state; the first matching row wins.
-CHECK_STATE_TABLE: tuple[Row, ...] = (
-    Row(("Failed",), Outcome.RETRY, cause="Failed", prefix="Retrying after failure: "),
-    Row(
-        ("BookingExpired",),
-        Outcome.RETRY,
-        not_true=("CapacityRevoked",),
-        admitted=False,
-        cause="BookingExpired",
-        prefix="Retrying after booking expired: ",
-    ),
-    Row(("CapacityRevoked",), Outcome.REJECT_WHILE_RUNNING, cause="CapacityRevoked"),
-    Row(("BookingExpired",), Outcome.KEEP),  # admitted: the booking was used
-    Row(("Provisioned",), Outcome.READY, cause="Provisioned"),
-    Row(("Accepted",), Outcome.PENDING_WITH_MESSAGE_OF, message_of="Provisioned"),
-    Row((), Outcome.PENDING),
-)
-
-
 def _set(st: dict, key: str, value: str) -> bool:
     """Set one field of a check's state entry; True when it changed (an absent message reads as "")."""
     if (st.get(key, "") if key == "message" else st.get(key)) == value:
         return False
     st[key] = value
     return True
-
-
-def limit_name(full: str) -> str:
-    """``limitObjectName``: names over 247 characters are cut to 247 and suffixed ``-<5 hex of sha1>``."""
-    if len(full) <= 247:
-        return full
-    h = hashlib.sha1(full.encode()).hexdigest()[:5]
-    return f"{full[:247]}-{h}"
-
-
-ATTEMPT_DIGITS = 10  # an int32 attempt number (kueue#14916 keeps room for it after the shortened prefix)
-
-
-def request_prefix(workload: str, check: str, stable: bool = True) -> str:
-    """``getProvisioningRequestNamePrefix``: ``<workload>-<check>-`` (shortened). ``stable`` (Kueue 0.20,
-    kueue#14916): cut to leave room for any attempt number, so every attempt's name starts with it; v0.19.2
-    shortened it as a name of its own (``limitObjectName``), which the requests' names (hashed with their attempt)
-    do not start with once the full name is over 247 characters."""
-    full = f"{workload}-{check}-"
-    if not stable:
-        return limit_name(full)
-    budget = 253 - ATTEMPT_DIGITS
-    if len(full) <= budget:
-        return full
-    h = hashlib.sha1(full.encode()).hexdigest()[:5]
-    return f"{full[: budget - 7]}-{h}-"
-
-
-def request_name(workload: str, check: str, attempt: int, stable: bool = True) -> str:
-    """``ProvisioningRequestName``: from Kueue 0.20 the stable prefix and the attempt (kueue#14916); v0.19.2
-    shortens the whole ``<workload>-<check>-<attempt>`` (``limitObjectName``)."""
-    if stable:
-        return f"{request_prefix(workload, check)}{attempt}"
-    return limit_name(f"{workload}-{check}-{attempt}")
-
-
-def template_name(request: str, podset: str) -> str:
-    """PodTemplate name for one pod set of a request."""
-    return limit_name(f"ppt-{request}-{podset}")
-
-
-def _attempt(pr: dict, workload: str, check: str, stable: bool = True) -> int | None:
-    """``getAttempt`` / ``matchesWorkloadAndCheck``: the attempt a request's name carries after the prefix."""
-    prefix = request_prefix(workload, check, stable)
-    m = re.match("^" + re.escape(prefix) + "([0-9]+)$", pr["metadata"]["name"])
-    return int(m.group(1)) if m else None
 
 
 def _uses(spec: dict, managed: set[str]) -> bool:
@@ -264,51 +161,6 @@ def _merged(required: list[tuple[dict, dict, int]], prc: dict) -> list[tuple[dic
         else:
             out.append([ps, psa, n])
     return [(ps, psa, n) for ps, psa, n in out]
-
-
-class ProvisioningCheckController(Controller):
-    """Sets the Active condition of provisioning AdmissionChecks."""
-
-    name = "kueue-provisioning-admissioncheck"
-
-    def __init__(self, ctx, cache: KueueCache) -> None:
-        super().__init__(ctx)
-        self.events = cache.events
-
-    def watches(self) -> list[Watch]:
-        return [
-            Watch("AdmissionCheck", lambda ev: [ev.object["metadata"]["name"]]),
-            Watch("ProvisioningRequestConfig", self._users),
-        ]
-
-    def _users(self, ev) -> list:
-        return [
-            a["metadata"]["name"]
-            for a in self.store.list("AdmissionCheck")
-            if ((a.get("spec") or {}).get("parameters") or {}).get("name") == ev.object["metadata"]["name"]
-        ]
-
-    def reconcile(self, key: str) -> Result | None:
-        ac = self.store.try_get("AdmissionCheck", key)
-        if ac is None or (ac.get("spec") or {}).get("controllerName") != PROVISIONING_CONTROLLER:
-            return None
-        ref = (ac.get("spec") or {}).get("parameters")
-        err = None
-        if not ref:
-            err = "missing parameters reference"
-        elif ref.get("apiGroup") != "kueue.x-k8s.io" or ref.get("kind") != "ProvisioningRequestConfig":
-            err = "wrong group/kind of parameters reference"
-        elif self.store.try_get("ProvisioningRequestConfig", ref.get("name", "")) is None:
-            err = f'provisioningrequestconfigs.kueue.x-k8s.io "{ref.get("name")}" not found'
-        now = self.ctx.now()
-        changed = (
-            set_status_condition(ac, "Active", True, "Active", "The admission check is active", now)
-            if err is None
-            else set_status_condition(ac, "Active", False, "BadParametersRef", err, now)
-        )
-        if changed:
-            self.store.update_status(ac)
-        return None
 
 
 class ProvisioningController(Controller):
@@ -451,10 +303,10 @@ class ProvisioningController(Controller):
             if prc is None or not needed[check]:
                 continue
             for p in owned:
-                a = _attempt(p, name, check, self._stable)
+                a = attempt_of(p, name, check, self._stable)
                 if a is None or not self._synced(p, prc):
                     continue
-                if check not in last or (_attempt(last[check], name, check, self._stable) or 0) < a:
+                if check not in last or (attempt_of(last[check], name, check, self._stable) or 0) < a:
                     last[check] = p
         states = self._sync_states(wl, configs, last, needed)
         keep = {p["metadata"]["name"] for p in last.values()}
@@ -496,7 +348,7 @@ class ProvisioningController(Controller):
                 if pr is None:
                     continue
                 updated = (
-                    self._apply_row(wl, st, pr, prc, _attempt(pr, name, check, self._stable) or 1) | updated
+                    self._apply_row(wl, st, pr, prc, attempt_of(pr, name, check, self._stable) or 1) | updated
                 )
             if st.get("state") != old_state:
                 st["lastTransitionTime"] = ts(now)
@@ -601,7 +453,7 @@ class ProvisioningController(Controller):
                     and st is not None
                     and st.get("state") == "Pending"
                 ):
-                    attempt, create = (_attempt(pr, name, check, self._stable) or 1) + 1, True
+                    attempt, create = (attempt_of(pr, name, check, self._stable) or 1) + 1, True
             if create:
                 self._create(wl, check, prc, attempt)
 

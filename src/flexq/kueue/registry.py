@@ -15,7 +15,8 @@ from flexq.kueue.job_adapters import JOB_ADAPTERS
 from flexq.kueue.jobframework import JobController
 from flexq.kueue.metrics import KueueMetrics
 from flexq.kueue.pods_ready import PodsScheduledTracker
-from flexq.kueue.provisioning import ProvisioningCheckController, ProvisioningController
+from flexq.kueue.provisioning import ProvisioningController
+from flexq.kueue.provisioning_check import ProvisioningCheckController
 from flexq.kueue.queue_controllers import (
     ClusterQueueStatusController,
     LocalQueueStatusController,
