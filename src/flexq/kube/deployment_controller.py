@@ -47,7 +47,6 @@ from flexq.runtime import Context, Controller, Result, Watch
 from flexq.store.store import WatchEvent
 
 OWNER_INDEX = "deployment-controller.owner"
-MAX_INT32 = 2**31 - 1
 Key = tuple[str, str]
 
 
@@ -79,39 +78,6 @@ def _created(rs: dict) -> tuple[float, str]:
 def _round(x: float) -> int:
     """Go's ``math.Round`` (half away from zero)."""
     return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
-
-
-def _has_deadline(dep: dict) -> bool:
-    pds = (dep.get("spec") or {}).get("progressDeadlineSeconds")
-    return pds is not None and pds != MAX_INT32
-
-
-def _condition(status: dict, ctype: str) -> dict | None:
-    return next((c for c in status.get("conditions") or [] if c.get("type") == ctype), None)
-
-
-def _set_condition(status: dict, ctype: str, cstatus: str, reason: str, message: str, now: float) -> None:
-    """``SetDeploymentCondition``: the same status and reason leaves the condition alone; the same status keeps
-    its ``lastTransitionTime``."""
-    cur = _condition(status, ctype)
-    if cur is not None and cur.get("status") == cstatus and cur.get("reason") == reason:
-        return
-    t = format_time(now)
-    new = {
-        "type": ctype,
-        "status": cstatus,
-        "lastUpdateTime": t,
-        "lastTransitionTime": cur["lastTransitionTime"]
-        if cur is not None and cur.get("status") == cstatus
-        else t,
-        "reason": reason,
-        "message": message,
-    }
-    status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != ctype] + [new]
-
-
-def _remove_condition(status: dict, ctype: str) -> None:
-    status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != ctype]
 
 
 class DeploymentController(Controller):
@@ -168,19 +134,19 @@ class DeploymentController(Controller):
             return Result(requeue_after=0.005)  # a stale read: again at once, as the queue's retry does
 
     def _paused_conditions(self) -> None:
-        if not _has_deadline(self.dep):
+        if not rules.has_deadline(self.dep):
             return
-        cond = _condition(self.status, rules.PROGRESSING)
+        cond = rules.condition(self.status, rules.PROGRESSING)
         if cond is not None and cond.get("reason") == rules.TIMED_OUT:
             return
         paused_cond = cond is not None and cond.get("reason") == rules.PAUSED
         now = self.ctx.now()
         if self.dep["spec"].get("paused") and not paused_cond:
-            _set_condition(
+            rules.set_condition(
                 self.status, rules.PROGRESSING, "Unknown", rules.PAUSED, "Deployment is paused", now
             )
         elif not self.dep["spec"].get("paused") and paused_cond:
-            _set_condition(
+            rules.set_condition(
                 self.status, rules.PROGRESSING, "Unknown", rules.RESUMED, "Deployment is resumed", now
             )
 
@@ -209,9 +175,9 @@ class DeploymentController(Controller):
                 if not obj["spec"]["minReadySeconds"]:
                     del obj["spec"]["minReadySeconds"]
                 new = self._write_rs(obj)
-            if _has_deadline(self.dep) and _condition(self.status, rules.PROGRESSING) is None:
+            if rules.has_deadline(self.dep) and rules.condition(self.status, rules.PROGRESSING) is None:
                 msg = f'Found new replica set "{new["metadata"]["name"]}"'
-                _set_condition(self.status, rules.PROGRESSING, "True", rules.FOUND_NEW_RS, msg, now)
+                rules.set_condition(self.status, rules.PROGRESSING, "True", rules.FOUND_NEW_RS, msg, now)
             self._set_revision(rules.revision(new))
             return new, old
         if not create:
@@ -242,9 +208,9 @@ class DeploymentController(Controller):
                 "ScalingReplicaSet",
                 f"Scaled up replica set {new['metadata']['name']} from 0 to {replicas}",
             )
-        if _has_deadline(self.dep):
+        if rules.has_deadline(self.dep):
             msg = f'Created new replica set "{new["metadata"]["name"]}"'
-            _set_condition(self.status, rules.PROGRESSING, "True", rules.NEW_RS_CREATED, msg, now)
+            rules.set_condition(self.status, rules.PROGRESSING, "True", rules.NEW_RS_CREATED, msg, now)
         self._set_revision(rev)
         return new, old
 
@@ -423,7 +389,7 @@ class DeploymentController(Controller):
             return self._write_status(None)
         assert new is not None  # made when missing
         new = self._scale_rs(new, rules.desired_replicas(self.dep))[1]
-        if self._complete(self.dep.get("status") or {}):
+        if rules.complete(self.dep, self.dep.get("status") or {}):
             self._cleanup([self.rss.get(rs["metadata"]["name"], rs) for rs in old])
         return self._write_status(new)
 
@@ -459,7 +425,7 @@ class DeploymentController(Controller):
             return self._write_status(new)
         if self._scale_down_old(new, old):
             return self._write_status(self._current(new))
-        if self._complete(self.dep.get("status") or {}):
+        if rules.complete(self.dep, self.dep.get("status") or {}):
             self._cleanup([self.rss.get(rs["metadata"]["name"], rs) for rs in old])
         return self._write_status(self._current(new))
 
@@ -501,16 +467,6 @@ class DeploymentController(Controller):
         return cleaned + scaled > 0
 
     # -- status ---------------------------------------------------------------------------------------
-    def _complete(self, status: dict) -> bool:
-        """``DeploymentComplete``."""
-        desired = rules.desired_replicas(self.dep)
-        return (
-            int(status.get("updatedReplicas") or 0) == desired
-            and int(status.get("replicas") or 0) == desired
-            and int(status.get("availableReplicas") or 0) == desired
-            and int(status.get("observedGeneration") or 0) >= self.dep["metadata"].get("generation", 1)
-        )
-
     def _calculate(self, new: dict | None) -> dict:
         """``calculateStatus``."""
         rss = list(self.rss.values())
@@ -531,9 +487,11 @@ class DeploymentController(Controller):
         desired = rules.desired_replicas(self.dep)
         now = self.ctx.now()
         if available >= desired - rules.max_unavailable(self.dep):
-            _set_condition(status, rules.AVAILABLE, "True", rules.MIN_AVAILABLE, rules.MSG_AVAILABLE, now)
+            rules.set_condition(
+                status, rules.AVAILABLE, "True", rules.MIN_AVAILABLE, rules.MSG_AVAILABLE, now
+            )
         else:
-            _set_condition(
+            rules.set_condition(
                 status, rules.AVAILABLE, "False", rules.MIN_UNAVAILABLE, rules.MSG_UNAVAILABLE, now
             )
         return status
@@ -546,9 +504,9 @@ class DeploymentController(Controller):
         wake = None
         if progress:
             old = self.dep.get("status") or {}
-            if not _has_deadline(self.dep):
-                _remove_condition(status, rules.PROGRESSING)
-            cur = _condition(status, rules.PROGRESSING)
+            if not rules.has_deadline(self.dep):
+                rules.remove_condition(status, rules.PROGRESSING)
+            cur = rules.condition(status, rules.PROGRESSING)
             done = (
                 status.get("replicas", 0) == status.get("updatedReplicas", 0)
                 and cur is not None
@@ -559,9 +517,9 @@ class DeploymentController(Controller):
                 if new is not None
                 else f'Deployment "{self.dep["metadata"]["name"]}"'
             )
-            if _has_deadline(self.dep) and not done:
-                if self._complete(status):
-                    _set_condition(
+            if rules.has_deadline(self.dep) and not done:
+                if rules.complete(self.dep, status):
+                    rules.set_condition(
                         status,
                         rules.PROGRESSING,
                         "True",
@@ -569,7 +527,7 @@ class DeploymentController(Controller):
                         f"{what} has successfully progressed.",
                         now,
                     )
-                elif self._progressing(old, status):
+                elif rules.progressing(old, status):
                     t = format_time(now)
                     cond = {
                         "type": rules.PROGRESSING,
@@ -581,10 +539,10 @@ class DeploymentController(Controller):
                         "reason": rules.RS_UPDATED,
                         "message": f"{what} is progressing.",
                     }
-                    _remove_condition(status, rules.PROGRESSING)
+                    rules.remove_condition(status, rules.PROGRESSING)
                     status["conditions"].append(cond)
-                elif self._timed_out(status, now):
-                    _set_condition(
+                elif rules.timed_out(self.dep, status, now):
+                    rules.set_condition(
                         status,
                         rules.PROGRESSING,
                         "False",
@@ -592,9 +550,9 @@ class DeploymentController(Controller):
                         f"{what} has timed out progressing.",
                         now,
                     )
-            failure = _condition((new or {}).get("status") or {}, rules.REPLICA_FAILURE)
+            failure = rules.condition((new or {}).get("status") or {}, rules.REPLICA_FAILURE)
             if failure is not None:
-                _set_condition(
+                rules.set_condition(
                     status,
                     rules.REPLICA_FAILURE,
                     failure.get("status", "True"),
@@ -603,8 +561,8 @@ class DeploymentController(Controller):
                     now,
                 )
             else:
-                _remove_condition(status, rules.REPLICA_FAILURE)
-            wake = self._stuck_wake(status, now)
+                rules.remove_condition(status, rules.REPLICA_FAILURE)
+            wake = rules.stuck_wake(self.dep, status, now)
         if not status.get("conditions"):
             status.pop("conditions", None)
         if status == (self.dep.get("status") or {}):
@@ -617,43 +575,6 @@ class DeploymentController(Controller):
         }
         self.store.update_status(obj, take=True)
         return None  # the write wakes the Deployment, whose next sync asks for the deadline's wake-up
-
-    def _progressing(self, old: dict, new: dict) -> bool:
-        """``DeploymentProgressing``."""
-
-        def g(s: dict, f: str) -> int:
-            return int(s.get(f) or 0)
-
-        return (
-            g(new, "updatedReplicas") > g(old, "updatedReplicas")
-            or g(new, "replicas") - g(new, "updatedReplicas") < g(old, "replicas") - g(old, "updatedReplicas")
-            or g(new, "readyReplicas") > g(old, "readyReplicas")
-            or g(new, "availableReplicas") > g(old, "availableReplicas")
-        )
-
-    def _timed_out(self, status: dict, now: float) -> bool:
-        """``DeploymentTimedOut``."""
-        cond = _condition(status, rules.PROGRESSING)
-        if not _has_deadline(self.dep) or cond is None or cond.get("reason") == rules.NEW_RS_AVAILABLE:
-            return False
-        if cond.get("reason") == rules.TIMED_OUT:
-            return True
-        at = cond.get("lastUpdateTime")
-        return at is not None and parse_time(at) + self.dep["spec"]["progressDeadlineSeconds"] < now
-
-    def _stuck_wake(self, status: dict, now: float) -> float | None:
-        """``requeueStuckDeployment``: when the progress deadline would pass."""
-        cond = _condition(status, rules.PROGRESSING)
-        if (
-            not _has_deadline(self.dep)
-            or cond is None
-            or cond.get("reason") in (rules.NEW_RS_AVAILABLE, rules.TIMED_OUT)
-        ):
-            return None
-        if self._complete(status) or not cond.get("lastUpdateTime"):
-            return None
-        left = parse_time(cond["lastUpdateTime"]) + self.dep["spec"]["progressDeadlineSeconds"] - now
-        return max(left, 0.0) + 0.001
 
 
 class _Collision(Exception):

@@ -9,7 +9,9 @@ encoded with ``rand.SafeEncodeString``'s alphabet, as ``controller.ComputeHash``
 ReplicaSet a Deployment makes (``new_replicaset``) and the pod a ReplicaSet makes (``pod_from_template``),
 ``resolve_fenceposts`` (maxSurge rounds up, maxUnavailable down, both 0 makes unavailable 1), pod availability
 (``IsPodAvailable``: Ready for ``minReadySeconds``), the order in which surplus pods go (``ActivePods``), and
-``rollout_message`` (what ``kubectl rollout status`` prints, for tests and the docs). Pure; must not import the
+``rollout_message`` (what ``kubectl rollout status`` prints, for tests and the docs), and the Deployment's
+conditions and progress (``set_condition``, ``complete``, ``progressing``, ``timed_out``, ``stuck_wake``: when the
+progress deadline passes). Pure; must not import the
 store, the runtime or other domains.
 """
 
@@ -19,7 +21,7 @@ import json
 import math
 
 from flexq.api.jsoncopy import clone
-from flexq.clock import parse_time
+from flexq.clock import format_time, parse_time
 from flexq.semantics.conditions import is_true
 
 TEMPLATE_HASH = "pod-template-hash"
@@ -286,3 +288,89 @@ def rollout_message(dep: dict) -> tuple[str, bool]:
             False,
         )
     return f'deployment "{name}" successfully rolled out', True
+
+
+# -- the Deployment's conditions and progress (deploymentutil: SetDeploymentCondition, DeploymentComplete,
+# DeploymentProgressing, DeploymentTimedOut; the controller's requeueStuckDeployment) ---------------------------
+MAX_INT32 = 2**31 - 1
+
+
+def has_deadline(dep: dict) -> bool:
+    """``HasProgressDeadline``: ``progressDeadlineSeconds`` set and not the "never" of MaxInt32."""
+    pds = (dep.get("spec") or {}).get("progressDeadlineSeconds")
+    return pds is not None and pds != MAX_INT32
+
+
+def condition(status: dict, ctype: str) -> dict | None:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == ctype), None)
+
+
+def set_condition(status: dict, ctype: str, cstatus: str, reason: str, message: str, now: float) -> None:
+    """``SetDeploymentCondition``: the same status and reason leaves the condition alone; the same status keeps
+    its ``lastTransitionTime``."""
+    cur = condition(status, ctype)
+    if cur is not None and cur.get("status") == cstatus and cur.get("reason") == reason:
+        return
+    t = format_time(now)
+    new = {
+        "type": ctype,
+        "status": cstatus,
+        "lastUpdateTime": t,
+        "lastTransitionTime": cur["lastTransitionTime"]
+        if cur is not None and cur.get("status") == cstatus
+        else t,
+        "reason": reason,
+        "message": message,
+    }
+    status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != ctype] + [new]
+
+
+def remove_condition(status: dict, ctype: str) -> None:
+    status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != ctype]
+
+
+def complete(dep: dict, status: dict) -> bool:
+    """``DeploymentComplete``."""
+    desired = desired_replicas(dep)
+    return (
+        int(status.get("updatedReplicas") or 0) == desired
+        and int(status.get("replicas") or 0) == desired
+        and int(status.get("availableReplicas") or 0) == desired
+        and int(status.get("observedGeneration") or 0) >= dep["metadata"].get("generation", 1)
+    )
+
+
+def progressing(old: dict, new: dict) -> bool:
+    """``DeploymentProgressing``."""
+
+    def g(s: dict, f: str) -> int:
+        return int(s.get(f) or 0)
+
+    return (
+        g(new, "updatedReplicas") > g(old, "updatedReplicas")
+        or g(new, "replicas") - g(new, "updatedReplicas") < g(old, "replicas") - g(old, "updatedReplicas")
+        or g(new, "readyReplicas") > g(old, "readyReplicas")
+        or g(new, "availableReplicas") > g(old, "availableReplicas")
+    )
+
+
+def timed_out(dep: dict, status: dict, now: float) -> bool:
+    """``DeploymentTimedOut``."""
+    cond = condition(status, PROGRESSING)
+    if not has_deadline(dep) or cond is None or cond.get("reason") == NEW_RS_AVAILABLE:
+        return False
+    if cond.get("reason") == TIMED_OUT:
+        return True
+    at = cond.get("lastUpdateTime")
+    return at is not None and parse_time(at) + dep["spec"]["progressDeadlineSeconds"] < now
+
+
+def stuck_wake(dep: dict, status: dict, now: float) -> float | None:
+    """``requeueStuckDeployment``: when the progress deadline would pass."""
+    cond = condition(status, PROGRESSING)
+    if not has_deadline(dep) or cond is None or cond.get("reason") in (NEW_RS_AVAILABLE, TIMED_OUT):
+        return None
+    if complete(dep, status) or not cond.get("lastUpdateTime"):
+        return None
+    left = parse_time(cond["lastUpdateTime"]) + dep["spec"]["progressDeadlineSeconds"] - now
+    return max(left, 0.0) + 0.001
