@@ -24,6 +24,9 @@ Writes: Node objects (create and delete through the cluster's ``NodeWriter``; co
 Pod deletions (active migration), and ``TriggeredScaleUp`` / ``FailedScaleUp`` / ``NotTriggerScaleUp`` /
 ``ActiveMigration`` / ``ScaleDown`` events.
 
+Step 1b is ``gke.migration``'s, step 2 ``gke.scaledown``'s; a pool's size limits are ``gke.pool_limits``', the
+ComputeClass options' backoff ``gke.scaleup_backoff``'s.
+
 Must not import other domain packages or flexq.http.
 """
 
@@ -36,55 +39,33 @@ from typing import Any
 from flexq.api import gke_catalog as catalog
 from flexq.api.wellknown import (
     CLUSTER_AUTOSCALER_CONSUME_PR,
-    CLUSTER_AUTOSCALER_SCALE_DOWN_DISABLED,
     CONSUME_PROVISIONING_REQUEST,
     RAY_REPLICA_NAME_LABEL,
-    UNSCHEDULABLE_TAINT,
 )
 from flexq.errors import NotFound
 from flexq.gke.cache import GkeCache
 from flexq.gke.compute_class import (
-    BACKOFF_RESET_SECONDS,
-    backoff_after,
-    class_of_pod,
     class_of_pool,
-    flex_wait,
     rule_index,
-    rules,
 )
 from flexq.gke.fit import NodeShape, add, fits, node_shape, pack, pool_shape, resource_misfit, static_misfit
-from flexq.gke.nodes import ANN_CREATED_AT, NodeWriter, pools_of
-from flexq.gke.provisioning import active_booking, booked_nodes
+from flexq.gke.migration import Migrator
+from flexq.gke.nodes import NodeWriter, pools_of
+from flexq.gke.pool_limits import hosts_per_slice, max_nodes
+from flexq.gke.scaledown import ScaleDown
+from flexq.gke.scaleup_backoff import NodeGroupBackoff
 from flexq.gke.timing import (
     FAILED_SCALE_UP_BACKOFF_SECONDS,
-    SCALE_DOWN_DELAY_AFTER_ADD,
-    SCALE_DOWN_UNNEEDED_SECONDS,
 )
 from flexq.runtime import Context, Controller, Result, Watch
-from flexq.semantics.nodefit import ANN_SLICE, NodeInfo, SliceKey, node_info, off_slice, replica_of, slice_key
+from flexq.semantics.nodefit import NodeInfo, SliceKey, node_info, off_slice, replica_of, slice_key
 from flexq.semantics.pods import is_terminal
-from flexq.store.store import clone
 
-__all__ = ["Autoscaler", "pending_pods"]
+__all__ = ["Autoscaler"]
 
 CONSUME_KEYS = (CONSUME_PROVISIONING_REQUEST, CLUSTER_AUTOSCALER_CONSUME_PR)
 KEY = "cluster"
 _IDLE_POD: tuple = (None, False, False, (None, None), None)  # a pending pod no decision reads (or none)
-
-
-def pending_pods(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Pods the scheduler could not place, oldest first (the autoscaler's input)."""
-    out = []
-    for p in pods:
-        if (p.get("spec") or {}).get("nodeName") or is_terminal(p) or p["metadata"].get("deletionTimestamp"):
-            continue
-        cond = next(
-            (c for c in (p.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"),
-            None,
-        )
-        if cond and cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
-            out.append(p)
-    return sorted(out, key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
 
 
 def _placement_key(pod: dict[str, Any], req: dict[str, Any]) -> tuple:
@@ -108,35 +89,6 @@ def _consumes_request(pod: dict[str, Any]) -> bool:
     return any(k in ann for k in CONSUME_KEYS)
 
 
-def _hosts(pool: dict[str, Any]) -> int:
-    return max(1, pool["status"].get("hostsPerSlice", 1))
-
-
-def _max_nodes(pool: dict[str, Any]) -> int:
-    auto = pool["spec"].get("autoscaling") or {}
-    return int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
-
-
-def _min_nodes(pool: dict[str, Any]) -> int:
-    auto = pool["spec"].get("autoscaling") or {}
-    return int(auto.get("minNodeCount", auto.get("totalMinNodeCount", 0)) or 0)
-
-
-class _Layout:
-    """Nodes by pool (count, slice id -> members in name order), each node's (pool, slice), the names, and
-    each slice's member names and earliest scale-down by age (``scale-down-delay-after-add`` after the
-    newest member was created)."""
-
-    __slots__ = ("pools", "slice_of", "names", "members", "not_before")
-
-    def __init__(self) -> None:
-        self.pools: dict[str, tuple[int, dict[str, list[dict[str, Any]]]]] = {}
-        self.slice_of: dict[str, tuple[str, str]] = {}
-        self.names: set[str] = set()
-        self.members: dict[tuple[str, str], list[str]] = {}
-        self.not_before: dict[tuple[str, str], float] = {}
-
-
 class Autoscaler(Controller):
     """GKE's cluster autoscaler for one cluster (one key: the whole cluster is one decision)."""
 
@@ -145,18 +97,11 @@ class Autoscaler(Controller):
     def __init__(self, ctx: Context, writer: NodeWriter) -> None:
         super().__init__(ctx)
         self.writer = writer
-        self.backoff: dict[str, float] = {}  # pool -> no scale-up attempt before this time
+        self.backoff = NodeGroupBackoff()  # pool -> no scale-up attempt before a time
         self.explained: dict[str, str] = {}  # pod uid -> last NotTriggerScaleUp message (no repeats)
-        self.flex_waiting: dict[
-            str, float
-        ] = {}  # flex-start ComputeClass pool -> when its capacity wait began
-        self.fail_streak: dict[str, tuple[int, float]] = {}  # ComputeClass pool -> (failures in a row, last)
         self._pod_sig: dict[tuple[str, str], tuple] = {}  # what of each pod a decision reads (see _pod_event)
-        # the nodes' slices per pool, derived once per version of the cache's nodes (see _slices)
-        self._layout: tuple[int, _Layout] | None = None
-        self._nodes_version = -1
-        # node -> when it was first seen unneeded (cluster-autoscaler's in-memory ``unneededNodes``)
-        self._unneeded: dict[str, float] = {}
+        self.scale_down = ScaleDown(self.store, self.events, ctx.now, writer)  # 2.: idle nodes removed
+        self.migration = Migrator(self.store, self.events, ctx.now, writer, self.backoff)  # 1b.
         # The scheduling simulation's inputs change far less often than the autoscaler is woken (a pod's status
         # write, a Node's Ready, a ProvisioningRequest's condition): its answers are kept for the versions of
         # what they read, stored objects being read-only (a write replaces the object, never changes it).
@@ -237,13 +182,10 @@ class Autoscaler(Controller):
         cache = self.writer.cache
         nodes_version = cache.node_version
         nodes = self.writer.nodes()
-        if self._layout is not None and self._layout[0] != nodes_version:
-            self._layout = None
-        self._nodes_version = nodes_version
         wake = [
             self._scale_up(pools, nodes, cache),
-            self._migrate(pools, nodes, cache),
-            self._scale_down(pools, nodes, cache),
+            self.migration.run(pools, nodes, cache),
+            self.scale_down.run(pools, nodes, cache, nodes_version),
         ]
         due = [w for w in wake if w is not None]
         return Result(requeue_after=max(0.5, min(due) - self.ctx.now())) if due else None
@@ -440,8 +382,8 @@ class Autoscaler(Controller):
                 name = pool["spec"]["name"]
                 if pool["status"].get("queued"):
                     continue  # queued pools grow only for ProvisioningRequests
-                hosts = _hosts(pool)
-                room = (_max_nodes(pool) - count.get(name, 0)) // hosts * hosts
+                hosts = hosts_per_slice(pool)
+                room = (max_nodes(pool) - count.get(name, 0)) // hosts * hosts
                 if room <= 0:
                     continue
                 n_nodes, placed = self._pack(todo, pool, room)
@@ -466,11 +408,13 @@ class Autoscaler(Controller):
                 # the priority expander over a ComputeClass: options in backoff are skipped, the first
                 # remaining rule wins; when every rule is backed off, wait for the earliest to expire
                 ready = [
-                    o for o in options if class_of_pool(o[3]) == cls and self.backoff.get(o[2], 0.0) <= now
+                    o
+                    for o in options
+                    if class_of_pool(o[3]) == cls and self.backoff.until.get(o[2], 0.0) <= now
                 ]
                 if not ready:
                     mine = [o for o in options if class_of_pool(o[3]) == cls]
-                    soonest = min(self.backoff.get(o[2], now) for o in mine)
+                    soonest = min(self.backoff.until.get(o[2], now) for o in mine)
                     wake = soonest if wake is None else min(wake, soonest)
                     placed_names = {p["metadata"]["name"] for p in placed}
                     todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
@@ -480,15 +424,13 @@ class Autoscaler(Controller):
             placed_names = {p["metadata"]["name"] for p in placed}
             if cls is None:
                 todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
-            if self.backoff.get(name, 0.0) > now:
-                wake = self.backoff[name] if wake is None else min(wake, self.backoff[name])
+            if self.backoff.until.get(name, 0.0) > now:
+                wake = self.backoff.until[name] if wake is None else min(wake, self.backoff.until[name])
                 self._explain_backoff(placed, 1)
                 continue
             got = self.writer.grow(pool, n_nodes, draw_key=self._draw_key(placed))
             if got.ok:
-                self.backoff.pop(name, None)
-                self.flex_waiting.pop(name, None)
-                self.fail_streak.pop(name, None)
+                self.backoff.reset(name)
                 before = count.get(name, 0)
                 count[name] = before + n_nodes
                 if cls is not None:
@@ -499,19 +441,21 @@ class Autoscaler(Controller):
                         "Normal",
                         "TriggeredScaleUp",
                         f"pod triggered scale-up: [{{{pool['status'].get('instanceGroup', name)}"
-                        f" {before}->{before + n_nodes} (max: {_max_nodes(pool)})}}]",
+                        f" {before}->{before + n_nodes} (max: {max_nodes(pool)})}}]",
                     )
             else:
                 retry = got.retry_at if got.retry_at is not None else now + FAILED_SCALE_UP_BACKOFF_SECONDS
                 if cls is not None:
-                    backed = self._class_backoff(cls, pool, retry, now)
+                    backed = self.backoff.after_failure(
+                        self.store.peek("ComputeClass", cls), pool, retry, now
+                    )
                     if backed is None:  # a flex-start rule still inside capacityCheckWaitTimeSeconds: hold
                         todo = [p for p in todo if p["metadata"]["name"] not in placed_names]
-                        held = self.backoff[name]
+                        held = self.backoff.until[name]
                         wake = held if wake is None else min(wake, held)
                         continue
                     retry = backed
-                self.backoff[name] = retry
+                self.backoff.until[name] = retry
                 wake = retry if wake is None else min(wake, retry)
                 # a specific reservation all in use is not the zone out of resources: its own words (flexq's
                 # framing around GKE's message; a stock-out breaker must not read it as one)
@@ -574,31 +518,6 @@ class Autoscaler(Controller):
         out.sort(key=lambda t: t[0])
         return [o for _, o in out]
 
-    def _class_backoff(self, cls: str, pool: dict[str, Any], retry: float, now: float) -> float | None:
-        """Backoff after a failed scale-up of a ComputeClass pool: the option is skipped for about 5 minutes
-        (then retried from the top); a flex-start rule first waits ``capacityCheckWaitTimeSeconds`` for
-        capacity (None: keep waiting on this rule, lower rules are not tried)."""
-        name = pool["spec"]["name"]
-        cc = self.store.peek("ComputeClass", cls)
-        idx = rule_index(cc, pool) if cc is not None else None
-        rule = rules(cc)[idx] if cc is not None and idx is not None and idx < len(rules(cc)) else None
-        wait = flex_wait(rule)
-        if wait > 0:
-            started = self.flex_waiting.setdefault(name, now)
-            if now < started + wait:
-                self.backoff[name] = min(retry, started + wait)
-                return None
-            self.flex_waiting.pop(name, None)
-        return now + self._streak_backoff(name, now)
-
-    def _streak_backoff(self, name: str, now: float) -> float:
-        """Seconds to skip a ComputeClass option after a failed scale-up (exponential, reset after 3 h)."""
-        streak, last = self.fail_streak.get(name, (0, now))
-        if now - last > BACKOFF_RESET_SECONDS:
-            streak = 0
-        self.fail_streak[name] = (streak + 1, now)
-        return backoff_after(streak + 1)
-
     def _ignore_consumers(self, pods: list[dict[str, Any]]) -> None:
         """Pods consuming a ProvisioningRequest never trigger ordinary scale-up; say why, as GKE does."""
         for pod in pods:
@@ -645,7 +564,7 @@ class Autoscaler(Controller):
             for pool in pools:
                 if pool["status"].get("queued"):
                     why = "node group(s) with queued provisioning (nodes only for ProvisioningRequests)"
-                elif _max_nodes(pool) - count.get(pool["spec"]["name"], 0) < _hosts(pool):
+                elif max_nodes(pool) - count.get(pool["spec"]["name"], 0) < hosts_per_slice(pool):
                     why = "max node group size reached"
                 else:
                     why = fits(pod, self._pool_shape(pool)) or "node group(s) could not fit the pod"
@@ -657,198 +576,6 @@ class Autoscaler(Controller):
             if reasons and self.explained.get(uid) != message:
                 self.explained[uid] = message
                 self.events.record(pod, "Normal", "NotTriggerScaleUp", message)
-
-    # -- 1b. ComputeClass active migration ---------------------------------------------------------------
-    def _migrate(
-        self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]], cache: GkeCache
-    ) -> float | None:
-        """``activeMigration.optimizeRulePriority``: a slice of a lower-priority rule whose pods a
-        higher-priority pool can take gets a new slice there; the old one is cordoned and its pods evicted
-        (their controllers recreate them, and the scheduler binds them to the new nodes)."""
-        if not any(class_of_pool(p) for p in pools):
-            return None  # no pool bound to a ComputeClass: nothing to migrate (the tutorial's case)
-        now = self.ctx.now()
-        by_pool = {p["spec"]["name"]: p for p in pools}
-        wake: float | None = None
-        count: dict[str, int] = {}
-        for n in nodes:
-            name = n["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, "")
-            count[name] = count.get(name, 0) + 1
-        if any(class_of_pod(p) for p in cache.pending()):
-            return None  # fallback first: migrate only once the class's pending pods are placed
-        live: list[dict[str, Any]] | None = None
-        slices: dict[str, list[dict[str, Any]]] = {}
-        for n in nodes:
-            if (n.get("spec") or {}).get("unschedulable"):
-                continue
-            slices.setdefault(
-                n["metadata"].get("annotations", {}).get(ANN_SLICE, n["metadata"]["name"]), []
-            ).append(n)
-        for members in slices.values():
-            pool = by_pool.get(members[0]["metadata"]["labels"].get(catalog.LABEL_NODEPOOL, ""))
-            cls = class_of_pool(pool) if pool is not None else None
-            cc = self.store.peek("ComputeClass", cls) if cls else None
-            migrate = ((cc or {}).get("spec") or {}).get("activeMigration") or {}
-            if pool is None or cls is None or cc is None or not migrate.get("optimizeRulePriority"):
-                continue
-            if live is None:
-                live = [
-                    p
-                    for p in cache.pod_list()
-                    if (p.get("spec") or {}).get("nodeName")
-                    and not is_terminal(p)
-                    and not p["metadata"].get("deletionTimestamp")
-                ]
-            here = rule_index(cc, pool)
-            names = {n["metadata"]["name"] for n in members}
-            movers = [p for p in live if p["spec"]["nodeName"] in names and class_of_pod(p) == cls]
-            if here is None or here == 0 or not movers:
-                continue
-            better: list[tuple[int, str, dict[str, Any]]] = []
-            for p in pools:
-                idx = rule_index(cc, p) if class_of_pool(p) == cls and not p["status"].get("queued") else None
-                if idx is not None and idx < here:
-                    better.append((idx, p["spec"]["name"], p))
-            better.sort(key=lambda b: (b[0], b[1]))
-            for _, target_name, target in better:
-                if self.backoff.get(target_name, 0.0) > now:
-                    wake = self.backoff[target_name] if wake is None else min(wake, self.backoff[target_name])
-                    continue
-                hosts = _hosts(target)
-                room = (_max_nodes(target) - count.get(target_name, 0)) // hosts * hosts
-                n_nodes, placed = pack(movers, pool_shape(target), room) if room > 0 else (0, [])
-                if len(placed) < len(movers):
-                    continue
-                n_nodes = min(room, -(-n_nodes // hosts) * hosts)
-                got = self.writer.grow(target, n_nodes)
-                if not got.ok:
-                    self.backoff[target_name] = now + self._streak_backoff(target_name, now)
-                    wake = self.backoff[target_name] if wake is None else min(wake, self.backoff[target_name])
-                    continue
-                count[target_name] = count.get(target_name, 0) + n_nodes
-                self.fail_streak.pop(target_name, None)
-                self._evict_for_migration(members, movers, cls, target_name)
-                break
-        return wake
-
-    def _evict_for_migration(
-        self, members: list[dict[str, Any]], movers: list[dict[str, Any]], cls: str, target: str
-    ) -> None:
-        for n in members:
-            node = clone(n)
-            node.setdefault("spec", {})["unschedulable"] = True
-            taints = node["spec"].setdefault("taints", [])
-            if not any(t.get("key") == UNSCHEDULABLE_TAINT for t in taints):
-                taints.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
-            self.store.update(node)
-            self.events.record(
-                n,
-                "Normal",
-                "ActiveMigration",  # [inferred wording]
-                f"Node cordoned by cluster autoscaler: ComputeClass {cls} prefers node pool {target}",
-            )
-        for p in movers:
-            self.events.record(
-                p,
-                "Normal",
-                "ActiveMigration",  # [inferred wording]
-                f"Pod evicted by cluster autoscaler to move it to a higher-priority node pool "
-                f"{target} of ComputeClass {cls}",
-            )
-            with contextlib.suppress(NotFound):
-                self.store.delete("Pod", p["metadata"]["name"], p["metadata"].get("namespace", "default"))
-
-    # -- 2. scale down -----------------------------------------------------------------------------------------
-    def _slices(self, nodes: list[dict[str, Any]]) -> _Layout:
-        """``nodes`` grouped by pool and slice, kept while the cache's nodes do not change (most passes)."""
-        if self._layout is not None and self._layout[0] == self._nodes_version:
-            return self._layout[1]
-        layout = _Layout()
-        for n in nodes:
-            md = n["metadata"]
-            name = md["name"]
-            pool = md["labels"].get(catalog.LABEL_NODEPOOL, "")
-            ann = md.get("annotations") or {}
-            slice_id = ann.get(ANN_SLICE, name)
-            count, slices = layout.pools.setdefault(pool, (0, {}))
-            slices.setdefault(slice_id, []).append(n)
-            layout.pools[pool] = (count + 1, slices)
-            layout.slice_of[name] = (pool, slice_id)
-        layout.names = set(layout.slice_of)
-        for pool, (_, slices) in layout.pools.items():
-            for slice_id, members in slices.items():
-                layout.members[(pool, slice_id)] = [m["metadata"]["name"] for m in members]
-                created = max(
-                    float((m["metadata"].get("annotations") or {}).get(ANN_CREATED_AT, 0)) for m in members
-                )
-                layout.not_before[(pool, slice_id)] = created + SCALE_DOWN_DELAY_AFTER_ADD
-        for name in [n for n in self._unneeded if n not in layout.names]:
-            del self._unneeded[name]  # the node is gone
-        self._layout = (self._nodes_version, layout)
-        return layout
-
-    def _scale_down(
-        self, pools: list[dict[str, Any]], nodes: list[dict[str, Any]], cache: GkeCache
-    ) -> float | None:
-        now = self.ctx.now()
-        busy = cache.busy_nodes()
-        busy |= booked_nodes(
-            self.store, nodes, cache
-        )  # OSS bookings hold existing nodes as if their pods ran
-        layout = self._slices(nodes)
-        # Only slices with a node that is idle, or still marked unneeded, can change or be removed: a slice
-        # whose nodes are all busy and unmarked gives "busy" and changes nothing, so it is not looked at.
-        unneeded = self._unneeded
-        todo: dict[str, set[str]] = {}
-        for name in (layout.names - busy).union(unneeded):
-            pool_name, slice_id = layout.slice_of[name]
-            todo.setdefault(pool_name, set()).add(slice_id)
-        wake: float | None = None
-        for pool in pools:
-            pool_name = pool["spec"]["name"]
-            look = todo.get(pool_name)
-            if not look:
-                continue
-            remaining, slices = layout.pools[pool_name]
-            for slice_id in sorted(look):
-                members = slices[slice_id]
-                if any(
-                    (n["metadata"].get("annotations") or {}).get(CLUSTER_AUTOSCALER_SCALE_DOWN_DISABLED)
-                    == "true"
-                    for n in members
-                ):
-                    continue  # a node annotated scale-down-disabled is never removed (nor is its slice)
-                since: list[float | None] = []
-                for name in layout.members[(pool_name, slice_id)]:
-                    if name in busy:
-                        unneeded.pop(name, None)
-                        since.append(None)
-                    else:
-                        since.append(unneeded.setdefault(name, now))  # first seen unneeded now
-                if None in since:
-                    continue
-                deadline = max(
-                    max(s for s in since if s is not None) + SCALE_DOWN_UNNEEDED_SECONDS,
-                    layout.not_before[(pool_name, slice_id)],
-                )
-                if any(active_booking(self.store, n) for n in members) or remaining - len(
-                    members
-                ) < _min_nodes(pool):
-                    continue
-                if deadline > now:
-                    wake = deadline if wake is None else min(wake, deadline)
-                    continue
-                for n in members:
-                    self.events.record(
-                        n,
-                        "Normal",
-                        "ScaleDown",
-                        "Node removed by cluster autoscaler: empty for "
-                        f"{int(SCALE_DOWN_UNNEEDED_SECONDS // 60)} minutes",
-                    )
-                self.writer.shrink(members)
-                remaining -= len(members)
-        return wake
 
 
 def _per_version(
