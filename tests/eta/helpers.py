@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import requests
 import yaml
 
 from flexq import Twin
 from flexq.api.capacity_profile import tutorial_profile
 from flexq.cli import tutorial as T
+from flexq.http.server import Server
 from tests.waiting import wait_for
 
 # the cloud slow to grant DWS (3 h) and quick to make nodes: jobs wait, visibly, on a live twin
@@ -86,3 +95,59 @@ def live_tutorial_cluster(twin: Twin, jobs: int, project: str = "p") -> None:
     twin.apply(TRAIN)
     for i in range(1, jobs + 1):
         twin.create(rayjob(i, run=3600))
+
+
+@dataclass
+class ServedTwin:
+    """A live twin (simulated pods) served over HTTPS as ``flexq up`` serves it: the admin's session on its GKE
+    API (``gke``) and kubectl (``kubectl``, the admin's kubeconfig unless ``env`` names another)."""
+
+    twin: Twin
+    server: Server
+    info: dict[str, Any]
+    http: requests.Session
+
+    def kubectl(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> str:
+        env = env or dict(os.environ, KUBECONFIG=self.info["kubeconfig"])
+        r = subprocess.run(
+            ["kubectl", *args], env=env, input=input, capture_output=True, text=True, timeout=60
+        )
+        assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
+        return r.stdout
+
+    def gke(self, path: str, body: dict[str, Any]) -> None:
+        r = self.http.post(self.server.url + path, json=body, timeout=30)
+        assert r.status_code == 200, r.text
+
+    def operations_done(self) -> bool:
+        return all(o["spec"].get("status") == "DONE" for o in self.twin.core.project.list("GkeOperation"))
+
+    def tutorial_cluster(self, project: str, max_nodes: int) -> None:
+        """The cloud slow to grant DWS (``SLOW_DWS_PROFILE``), then the tutorial's cluster, its two pools (each
+        up to ``max_nodes``), queues and script, through the GKE API and kubectl as a user makes them."""
+        self.twin.core.project.create(SLOW_DWS_PROFILE)
+        self.gke(*T.create_cluster_request(project))
+        wait_for(self.operations_done, what="the cluster")
+        for dws in (False, True):
+            path, body = T.create_node_pool_request(project, dws=dws)
+            body["nodePool"]["autoscaling"]["maxNodeCount"] = max_nodes
+            self.gke(path, body)
+            wait_for(self.operations_done, what="a node pool")
+        self.kubectl("apply", "-f", "-", input=T.queue_yaml(api="v1beta2"))
+        self.kubectl("apply", "-f", "-", input=json.dumps(TRAIN))
+
+
+@contextmanager
+def served_twin(home: Path) -> Iterator[ServedTwin]:
+    twin = Twin(clock="real", home=home, executor="simulated")
+    server = Server(twin.core, home).start()
+    try:
+        info = server.write_files()
+        http = requests.Session()
+        http.trust_env = False
+        http.verify = info["ca"]
+        http.headers["Authorization"] = f"Bearer {Path(info['token_file']).read_text().strip()}"
+        yield ServedTwin(twin, server, info, http)
+    finally:
+        server.stop()
+        twin.close()

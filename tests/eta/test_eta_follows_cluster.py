@@ -9,74 +9,38 @@ placeholder's forecast is never shown as the new cluster's.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-import requests
 import yaml
 
-from flexq import Twin
-from flexq.cli import tutorial as T
 from flexq.eta import EtaConfig
 from flexq.eta.service import EtaService
 from flexq.http.dashboard import PREFIX
-from flexq.http.server import Server
-from tests.eta.helpers import SLOW_DWS_PROFILE, TRAIN, rayjob
+from tests.eta.helpers import ServedTwin, rayjob, served_twin
 from tests.waiting import wait_for
 
 PROJECT = "follow-project"
-PROFILE = SLOW_DWS_PROFILE
 
 
 @pytest.mark.slow
 def test_the_eta_service_follows_a_cluster_created_after_it_started(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    twin = Twin(clock="real", home=home, executor="simulated")
-    server = Server(twin.core, home).start()
-    info = server.write_files()
-    token = Path(info["token_file"]).read_text().strip()
-    http = requests.Session()
-    http.trust_env = False
-    http.verify = info["ca"]
-    http.headers["Authorization"] = f"Bearer {token}"
-    env = dict(os.environ, KUBECONFIG=info["kubeconfig"])
+    with served_twin(tmp_path / "home") as st:
+        _follow(st)
 
-    def kubectl(*args: str, input: str | None = None) -> str:
-        r = subprocess.run(
-            ["kubectl", *args], env=env, input=input, capture_output=True, text=True, timeout=60
-        )
-        assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
-        return r.stdout
 
-    def gke(path: str, body: dict) -> None:
-        r = http.post(server.url + path, json=body, timeout=30)
-        assert r.status_code == 200, r.text
-
-    def operations_done() -> bool:
-        return all(o["spec"].get("status") == "DONE" for o in twin.core.project.list("GkeOperation"))
-
+def _follow(st: ServedTwin) -> None:
+    twin, server, http = st.twin, st.server, st.http
     # as `flexq up` does: the service starts with the twin, before any GKE cluster exists; its period is long
     service = EtaService(twin, cfg=EtaConfig(replicas=2, workers=1), period=3600, debounce=0.5)
     service.start()
     try:
         placeholder = twin.runtime.name
         wait_for(lambda: service.refreshes >= 1, 120, "the placeholder's first forecast")
-        twin.core.project.create(PROFILE)
-        gke(*T.create_cluster_request(PROJECT))
-        wait_for(operations_done, what="the cluster")
+        st.tutorial_cluster(PROJECT, max_nodes=8)
         assert twin.runtime.name != placeholder
-        for dws in (False, True):
-            path, body = T.create_node_pool_request(PROJECT, dws=dws)
-            body["nodePool"]["autoscaling"]["maxNodeCount"] = 8
-            gke(path, body)
-            wait_for(operations_done, what="a node pool")
-        kubectl("apply", "-f", "-", input=T.queue_yaml(api="v1beta2"))
-        kubectl("apply", "-f", "-", input=json.dumps(TRAIN))
         for i in (1, 2, 3, 4):
-            kubectl("apply", "-f", "-", input=yaml.safe_dump(rayjob(i, run=3600)))
+            st.kubectl("apply", "-f", "-", input=yaml.safe_dump(rayjob(i, run=3600)))
         cluster = twin.runtime.name
 
         def waiting_series() -> list[str]:
@@ -110,5 +74,3 @@ def test_the_eta_service_follows_a_cluster_created_after_it_started(tmp_path: Pa
         assert service.eta_of(placeholder, "default", names[0]) is None
     finally:
         service.stop()
-        server.stop()
-        twin.close()

@@ -8,57 +8,29 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
-import requests
 import yaml
 
-from flexq import Twin
-from flexq.cli import tutorial as T
 from flexq.eta import EtaConfig
 from flexq.eta.service import EtaService
-from flexq.http.server import Server
-from tests.eta.helpers import TRAIN, rayjob
+from tests.eta.helpers import ServedTwin, rayjob, served_twin
 from tests.waiting import wait_for
 
 PROJECT = "claim-project"
-# plan A has room for one job, plan B for two, and DWS grants in 3 h: the fourth job waits for plan A's job to end
-PROFILE = {
-    "apiVersion": "twin.flexq.dev/v1alpha1",
-    "kind": "CapacityProfile",
-    "metadata": {"name": "default"},
-    "spec": {"defaults": {"provisionTime": {"fixed": "1s"}, "queueWait": {"fixed": "3h"}}},
-}
 
 
 @pytest.mark.slow
 def test_a_tenants_absurd_duration_claim_does_not_stall_the_jobs_behind_it(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    twin = Twin(clock="real", home=home, executor="simulated")
-    server = Server(twin.core, home).start()
-    info = server.write_files()
-    token = Path(info["token_file"]).read_text().strip()
-    http = requests.Session()
-    http.trust_env = False
-    http.verify = info["ca"]
-    http.headers["Authorization"] = f"Bearer {token}"
-    admin = dict(os.environ, KUBECONFIG=info["kubeconfig"])
+    """Plan A has room for one job (4 nodes, a job's slice), plan B for two, and DWS grants in 3 h: the fourth job
+    waits for plan A's job to end."""
+    with served_twin(tmp_path / "home") as st:
+        _claim_and_read(st, tmp_path)
 
-    def kubectl(*args: str, input: str | None = None, env: dict[str, str] = admin) -> str:
-        r = subprocess.run(
-            ["kubectl", *args], env=env, input=input, capture_output=True, text=True, timeout=60
-        )
-        assert r.returncode == 0, f"kubectl {' '.join(args)}: {r.stderr}"
-        return r.stdout
 
-    def gke(path: str, body: dict) -> None:
-        r = http.post(server.url + path, json=body, timeout=30)
-        assert r.status_code == 200, r.text
-
-    def operations_done() -> bool:
-        return all(o["spec"].get("status") == "DONE" for o in twin.core.project.list("GkeOperation"))
+def _claim_and_read(st: ServedTwin, tmp_path: Path) -> None:
+    twin, server, http, kubectl = st.twin, st.server, st.http, st.kubectl
 
     def workload(i: int) -> dict | None:
         return next(
@@ -71,16 +43,7 @@ def test_a_tenants_absurd_duration_claim_does_not_stall_the_jobs_behind_it(tmp_p
 
     service: EtaService | None = None
     try:
-        twin.core.project.create(PROFILE)
-        gke(*T.create_cluster_request(PROJECT))
-        wait_for(operations_done, what="the cluster")
-        for dws in (False, True):
-            path, body = T.create_node_pool_request(PROJECT, dws=dws)
-            body["nodePool"]["autoscaling"]["maxNodeCount"] = 4
-            gke(path, body)
-            wait_for(operations_done, what="a node pool")
-        kubectl("apply", "-f", "-", input=T.queue_yaml(api="v1beta2"))
-        kubectl("apply", "-f", "-", input=json.dumps(TRAIN))
+        st.tutorial_cluster(PROJECT, max_nodes=4)
         # the tenant: a service account that may create RayJobs in the queue's namespace, nothing else
         kubectl("create", "serviceaccount", "tenant", "-n", "default")
         kubectl("create", "role", "rayjobs", "-n", "default", "--verb=create", "--resource=rayjobs.ray.io")
@@ -93,7 +56,7 @@ def test_a_tenants_absurd_duration_claim_does_not_stall_the_jobs_behind_it(tmp_p
             "--role=rayjobs",
             "--serviceaccount=default:tenant",
         )
-        cfg = yaml.safe_load(Path(info["kubeconfig"]).read_text())
+        cfg = yaml.safe_load(Path(st.info["kubeconfig"]).read_text())
         tenant_token = kubectl("create", "token", "tenant", "-n", "default").strip()
         for u in cfg["users"]:
             u["user"] = {"token": tenant_token}
@@ -129,5 +92,3 @@ def test_a_tenants_absurd_duration_claim_does_not_stall_the_jobs_behind_it(tmp_p
     finally:
         if service is not None:
             service.stop()
-        server.stop()
-        twin.close()
