@@ -99,7 +99,8 @@ def test_flexq_status_lists_each_kind_once(monkeypatch, tmp_path: Path, capsys) 
     from flexq.cli import tutorial as T
     from flexq.cli.main import main
     from flexq.http.server import Server
-    from tests.eta.test_eta_follows_cluster import PROFILE, wait_for
+    from tests.eta.helpers import SLOW_DWS_PROFILE as PROFILE
+    from tests.waiting import wait_for
 
     home = tmp_path / "home"
     twin = Twin(clock="real", home=home, executor="simulated")
