@@ -8,6 +8,7 @@ pending pods are placed (fallback first); a failed scale-up backs the target off
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
@@ -31,7 +32,12 @@ class Migrator:
     """See the module docstring (the autoscaler's step 1b)."""
 
     def __init__(
-        self, store: Store, events: EventRecorder, clock: Any, writer: NodeWriter, backoff: NodeGroupBackoff
+        self,
+        store: Store,
+        events: EventRecorder,
+        clock: Callable[[], float],
+        writer: NodeWriter,
+        backoff: NodeGroupBackoff,
     ) -> None:
         self.store, self.events, self.clock, self.writer, self.backoff = store, events, clock, writer, backoff
 

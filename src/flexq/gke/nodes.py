@@ -26,6 +26,7 @@ from flexq.errors import NotFound
 from flexq.gke.cache import GkeCache
 from flexq.gke.capacity import CapacityModel, Obtain
 from flexq.gke.fit import pool_shape
+from flexq.gke.pool_limits import hosts_per_slice, min_nodes
 from flexq.gke.project import CapacitySource
 from flexq.gke.storage import NODE_POOL, pool_key
 from flexq.runtime import Context, Controller, Result, Watch
@@ -406,9 +407,9 @@ class PoolController(Controller):
         if pool["spec"].get("status") == "PROVISIONING":
             return None
         auto = pool["spec"].get("autoscaling") or {}
-        hosts = max(1, pool["status"].get("hostsPerSlice", 1))
+        hosts = hosts_per_slice(pool)
         if auto.get("enabled"):
-            want = auto.get("minNodeCount", auto.get("totalMinNodeCount", 0)) or 0
+            want = min_nodes(pool)
             if not pool["status"].get("initialized"):
                 want = max(want, pool["spec"].get("initialNodeCount", 0))
             if pool["status"].get("queued"):

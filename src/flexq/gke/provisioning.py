@@ -44,6 +44,7 @@ from flexq.gke.cache import ANN_REQUEST as CACHE_ANN_REQUEST
 from flexq.gke.cache import GkeCache
 from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape
 from flexq.gke.nodes import ANN_DELETE_AT, NodeWriter, capacity_model_name, pools_of
+from flexq.gke.pool_limits import hosts_per_slice, max_nodes
 from flexq.gke.timing import (
     BOOKING_SECONDS,
     DWS_MAX_WAIT_SECONDS,
@@ -347,8 +348,7 @@ class ProvisioningRequestController(Controller):
             return None
         if grant != "never" and float(grant) <= now:
             count = int(pr["metadata"]["annotations"].get("gke.twin.flexq.dev/dws-nodes", "1"))
-            auto = pool["spec"].get("autoscaling") or {}
-            limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
+            limit = max_nodes(pool)
             if self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0) + count > limit:
                 return min(
                     deadline, now + GRANT_RETRY_SECONDS
@@ -391,13 +391,12 @@ class ProvisioningRequestController(Controller):
             ):
                 continue
             shape = pool_shape(pool)
-            hosts = max(1, pool["status"].get("hostsPerSlice", 1))
+            hosts = hosts_per_slice(pool)
             n_nodes, placed = pack(pods, shape, 10**6)
             if len(placed) != len(pods):
                 continue
             n_nodes = -(-n_nodes // hosts) * hosts
-            auto = pool["spec"].get("autoscaling") or {}
-            limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
+            limit = max_nodes(pool)
             if self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0) + n_nodes > limit:
                 self._fail(
                     pr,
@@ -569,8 +568,8 @@ class ProvisioningRequestController(Controller):
             auto = pool["spec"].get("autoscaling") or {}
             if pool["status"].get("queued") or not auto.get("enabled"):
                 continue
-            hosts = max(1, pool["status"].get("hostsPerSlice", 1))
-            limit = int(auto.get("maxNodeCount", auto.get("totalMaxNodeCount", 0)) or 0)
+            hosts = hosts_per_slice(pool)
+            limit = max_nodes(pool)
             room = (limit - self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0)) // hosts * hosts
             n_nodes, placed = pack(pods, pool_shape(pool), max(room, 0))
             if len(placed) != len(pods):

@@ -9,6 +9,7 @@ each idle node's 10 minutes afresh). Writes ``ScaleDown`` events and Node deleti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
@@ -43,7 +44,9 @@ class Layout:
 class ScaleDown:
     """See the module docstring (the autoscaler's step 2)."""
 
-    def __init__(self, store: Store, events: EventRecorder, clock: Any, writer: NodeWriter) -> None:
+    def __init__(
+        self, store: Store, events: EventRecorder, clock: Callable[[], float], writer: NodeWriter
+    ) -> None:
         self.store, self.events, self.clock, self.writer = store, events, clock, writer
         # the nodes' slices per pool, derived once per version of the cache's nodes (see _slices)
         self._layout: tuple[int, Layout] | None = None
