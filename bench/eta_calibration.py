@@ -40,7 +40,7 @@ from typing import Any
 from flexq.clock import format_time
 from flexq.errors import CloudError
 from flexq.eta import ClusterState, EtaConfig, estimate, naive_eta, state_from_twin
-from flexq.eta.calibration import Calibration
+from flexq.eta.calibration import Calibration, Prediction
 from flexq.semantics.conditions import find_condition
 from flexq.simulate import load_study
 from flexq.simulate.objects import build_object
@@ -297,9 +297,10 @@ def kind_of(r: dict[str, Any]) -> str:
 def _covered(r: dict[str, Any], horizon: float) -> bool:
     """The truth within the 80 % interval (a start beyond the horizon: the interval reaches past it)."""
     if r["truth"] is not None and r["truth"] <= horizon:
-        lo = r["low"] if r["low"] is not None else 0.0
-        hi = r["high"] if r["high"] is not None else float("inf")
-        return not r["cannot"] and lo - 1.0 <= r["truth"] <= hi + 1.0
+        # the online correction's own rule (Prediction.of: no low end says "not within the horizon"), a second's
+        # rounding either side
+        p = Prediction.of("", "", 0.0, r["low"], r["median"], r["high"], horizon)
+        return not r["cannot"] and not (p.miss(r["truth"] + 1.0) and p.miss(r["truth"] - 1.0))
     return bool(r["cannot"]) or r["high"] is None
 
 

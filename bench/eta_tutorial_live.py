@@ -132,12 +132,9 @@ def one_release(kueue: str, base: Path, jobs: int) -> dict[str, Any]:
             start = seen.get(key)
             got = None if start is None else start - at
             lo, hi = j.get("low"), j.get("high")
-            if (
-                start is not None
-            ):  # the online correction's own rule (an interval without a low end: not within
-                # the horizon), as flexq.eta.Forecast.predictions records it
+            if start is not None:  # the online correction's own rule, as the forecast records it
                 horizon = float(eta.get("horizonSeconds") or 7 * 86400)
-                p = Prediction(key, "", at, horizon if lo is None else lo, hi, horizon)
+                p = Prediction.of(key, "", at, lo, j.get("median"), hi, horizon)
                 inside = not j.get("cannot") and not p.miss(start)
             else:  # it will not start: covered when the interval reaches past the horizon
                 inside = bool(j.get("cannot")) or hi is None

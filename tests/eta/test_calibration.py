@@ -42,6 +42,52 @@ def test_the_correction_brings_a_wrong_model_back_to_its_stated_coverage(seed: i
     assert "600 observed start(s) of its class" in cal.describe("default/q class=train")
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("wrong", [3.0, 0.3])
+def test_the_median_follows_the_starts_until_half_come_before_it(seed: int, wrong: float) -> None:
+    """Forward runs whose waits are ``wrong`` times the cluster's: the uncorrected median is late (or early) for
+    most starts; corrected, half of the last starts come before it and its mean absolute error (what a median
+    minimises) is smaller."""
+    rng = random.Random(seed)
+    cal, klass, model_mean, now = Calibration(), "default/q class=train", 1800.0, 0.0
+    before, err, err_fixed = [], [], []
+    for i in range(800):
+        lo_q, hi_q = cal.quantiles(klass)
+        med = _quantile(cal.point(klass), model_mean)
+        p = Prediction.of(
+            f"ns/w{i}", klass, now, _quantile(lo_q, model_mean), med, _quantile(hi_q, model_mean), HORIZON
+        )
+        cal.record([p])
+        wait = rng.expovariate(1.0 / (model_mean / wrong))
+        assert cal.resolve(now + wait, {f"ns/w{i}": now + wait}) == 1
+        if i >= 400:
+            before.append(wait <= med)
+            err.append(abs(wait - med))
+            err_fixed.append(abs(wait - _quantile(0.5, model_mean)))
+        now += 60.0
+    assert 0.4 <= sum(before) / len(before) <= 0.6, sum(before) / len(before)
+    assert sum(err) < 0.9 * sum(err_fixed), (sum(err), sum(err_fixed))
+    assert cal.mid_seen[klass] == 800
+    assert "median corrected from 800 observed start(s)" in cal.describe(klass)
+    assert (cal.point(klass) < 0.5) == (wrong > 1.0)
+
+
+def test_a_median_is_judged_when_its_prediction_resolves() -> None:
+    cal = Calibration()
+    cal.record(
+        [
+            Prediction.of("ns/early", "c", 0.0, 100.0, 300.0, 500.0, HORIZON),  # starts at 200: before
+            Prediction.of("ns/after", "c", 0.0, 100.0, 300.0, 500.0, HORIZON),  # starts at 400: after
+            Prediction.of("ns/never", "c", 0.0, 100.0, 300.0, 500.0, HORIZON),  # upper end passes: after
+            Prediction.of("ns/beyond", "c", 0.0, None, None, None, HORIZON),  # no median: not judged
+        ]
+    )
+    assert cal.pending["ns/beyond"].low == HORIZON  # no low end: "not within the horizon"
+    cal.resolve(HORIZON + 1.0, {"ns/early": 200.0, "ns/after": 400.0, "ns/never": None, "ns/beyond": None})
+    assert cal.seen["c"] == 4 and cal.mid_seen["c"] == 3 and cal.mid_before["c"] == 1
+    assert cal.point("c") == pytest.approx(0.5 + 0.05 * (2 * 0.5 - 0.5))
+
+
 def test_predictions_are_resolved_by_starts_by_their_upper_end_and_by_the_horizon() -> None:
     cal = Calibration()
     cal.record(
@@ -67,8 +113,8 @@ def test_predictions_are_resolved_by_starts_by_their_upper_end_and_by_the_horizo
 
 def test_the_state_survives_a_round_trip_to_disk(tmp_path) -> None:
     cal = Calibration()
-    cal.record([Prediction("ns/a", "c", 10.0, 1.0, 2.0, HORIZON)])
-    cal.update("c", True)
+    cal.record([Prediction.of("ns/a", "c", 10.0, 1.0, 1.5, 2.0, HORIZON)])
+    cal.update("c", True, True)
     path = tmp_path / "deep" / "cal.json"
     cal.save(path)
     back = Calibration.load(path)

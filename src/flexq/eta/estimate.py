@@ -74,6 +74,7 @@ class JobEta:
     cannot: str = ""  # why nothing can ever run it, when that is so
     run_source: str = ""  # where its run time comes from
     klass: str = ""  # its class for the interval's online correction (LocalQueue and class)
+    mid_class: str = ""  # its class for the median's correction (its class and what its wait goes to most)
     interval: str = ""  # how its interval is drawn (corrected online or not), in words
     reasoning: list[str] = field(default_factory=list)
 
@@ -101,10 +102,8 @@ class Forecast:
 
     def predictions(self) -> list[Prediction]:
         """What the online correction of the interval records of this forecast: one per job with a time."""
-        return [  # an interval with no low end starts at the horizon: "not within it"
-            Prediction(
-                j.key, j.klass, self.now, self.horizon if j.low is None else j.low, j.high, self.horizon
-            )
+        return [
+            Prediction.of(j.key, j.klass, self.now, j.low, j.median, j.high, self.horizon, j.mid_class)
             for j in self.jobs.values()
             if not j.cannot and j.klass
         ]
@@ -267,6 +266,14 @@ def estimate(
     return fc
 
 
+def _interval_words(cal: Calibration, corrected: bool, j: JobEta) -> str:
+    if not corrected:
+        return (
+            "80 % interval: the forward runs' 10 %-90 % quantiles, median their 50 % (not corrected online)"
+        )
+    return cal.describe(j.klass, j.mid_class)
+
+
 def _job_eta(
     e: JobEntry,
     positions: dict[str, int],
@@ -291,11 +298,7 @@ def _job_eta(
     )
     cal = calibration or Calibration()
     q_lo, q_hi = cal.quantiles(j.klass)
-    j.interval = (
-        cal.describe(j.klass)
-        if calibration is not None
-        else "80 % interval: the forward runs' 10 %-90 % quantiles (not corrected online)"
-    )
+    j.interval = _interval_words(cal, calibration is not None, j)
     reasons = j.reasoning
     reasons.append(
         f"now: {e.state}"
@@ -338,13 +341,17 @@ def _job_eta(
     if not starts:
         return j
     j.started = sum(1 for s in starts if s != INF) / len(starts)
-    med, lo, hi = _q(starts, 0.5), _q(starts, q_lo), _q(starts, q_hi)
+    top = [b for b, v in sorted(waits.items(), key=lambda kv: -kv[1]) if v > 0]
+    j.mid_class = f"{j.klass} waiting for {top[0] if top else 'nothing'}"
+    j.interval = _interval_words(cal, calibration is not None, j)
+    # the median at its class's corrected level; "not within the horizon" when fewer than half the runs start it
+    med = _q(starts, cal.point(j.mid_class)) if j.started >= 0.5 else INF
+    lo, hi = _q(starts, q_lo), _q(starts, q_hi)
     j.median = None if med == INF or med > cfg.horizon else med
     j.low = None if lo == INF else lo
     j.high = None if hi == INF or hi > cfg.horizon else hi
     if plans:
         j.plan = plans.most_common(1)[0][0]
-    top = [b for b, v in sorted(waits.items(), key=lambda kv: -kv[1]) if v > 0]
     if top:
         b = top[0]
         j.waits_for = WAITS_FOR[b]
