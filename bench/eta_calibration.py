@@ -41,6 +41,7 @@ from flexq.clock import format_time
 from flexq.errors import CloudError
 from flexq.eta import ClusterState, EtaConfig, estimate, naive_eta, state_from_twin
 from flexq.eta.calibration import Calibration, Prediction
+from flexq.eta.history import WatchedStockouts
 from flexq.semantics.conditions import find_condition
 from flexq.simulate import load_study
 from flexq.simulate.objects import build_object
@@ -156,17 +157,25 @@ def predict(
     end: float,
     cfg: EtaConfig,
     calibration: Calibration | None,
+    remember: bool = True,
 ) -> list[dict[str, Any]]:
     """The ETA (and the naive estimate) at each instant of one scenario. With ``calibration`` (online), the
     starts seen before each instant correct the interval first, and each forecast is recorded; at the end of the
     scenario the rest of its truth is seen."""
     rows = []
+    memory = (
+        WatchedStockouts()
+    )  # this cluster's stock-outs seen end at the instants before (the service's memory)
     for k, (at, state_dict) in enumerate(states):
         state = ClusterState.from_dict(state_dict)
+        if remember:
+            state.stockout_history = list(memory.episodes)
         if calibration is not None:
             known = {key: next((s for s in ss if s <= at), None) for key, ss in starts.items()}
             calibration.resolve(at, known)
         fc = estimate(state, cfg, calibration=calibration)
+        if remember:
+            memory.watch(state, fc.stockouts)
         if calibration is not None:
             calibration.record(fc.predictions())
         naive = naive_eta(state)
@@ -218,6 +227,12 @@ def main() -> int:
         "carried through the scenarios in order, each instant's prediction made after the starts seen before it",
     )
     ap.add_argument(
+        "--no-memory",
+        action="store_true",
+        help="forget the stock-out episodes seen end at a scenario's earlier instants (the service keeps them: "
+        "the API keeps an hour of Events)",
+    )
+    ap.add_argument(
         "--dws-scale",
         type=float,
         default=1.0,
@@ -261,7 +276,7 @@ def main() -> int:
         truths = list(pool.map(truth_task, [(p, args.instants, str(cache) if cache else "") for p in paths]))
     for name, states, starts, end, tt in truths:
         t = time.monotonic()
-        rs = predict(name, states, starts, end, cfg, calibration)
+        rs = predict(name, states, starts, end, cfg, calibration, not args.no_memory)
         tp = time.monotonic() - t
         rows += rs
         t_truth += tt

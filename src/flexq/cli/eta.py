@@ -218,8 +218,9 @@ def calibration_path(state: Any, server: str = "", home: str | None = None) -> P
 
 
 def forecast_for(api: Any, cfg: Any, node_pools: list[dict] | None = None, calibrate: bool = False) -> Any:
-    """The cluster's ``Forecast`` through ``api`` (reads only). With ``calibrate``, the interval's online
-    correction of this cluster is read, brought up to date with the starts the state shows, used, and kept."""
+    """The cluster's ``Forecast`` through ``api`` (reads only). With ``calibrate``, the online correction of this
+    cluster (and the stock-out episodes earlier runs saw end) is read, brought up to date with the starts the state
+    shows, used, and kept."""
     from flexq.cli import kubeclient
     from flexq.eta import estimate
     from flexq.eta.calibration import Calibration
@@ -233,6 +234,9 @@ def forecast_for(api: Any, cfg: Any, node_pools: list[dict] | None = None, calib
     cal.observe(state.workloads, state.now)
     fc = estimate(state, cfg, calibration=cal)
     cal.record(fc.predictions())
+    cal.memory.watch(
+        state, fc.stockouts
+    )  # the stock-outs that ended since the last flexq eta of this cluster
     try:
         cal.save(path)
     except OSError as exc:  # a read-only home: the forecast stands, the correction is not kept

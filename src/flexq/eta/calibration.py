@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from flexq.clock import parse_time_or_none
+from flexq.eta.history import WatchedStockouts
 from flexq.semantics.conditions import find_condition
 
 __all__ = ["Calibration", "Prediction", "TARGET", "GAMMA"]
@@ -103,6 +104,8 @@ class Calibration:
     mid_seen: dict[str, int] = field(default_factory=dict)  # medians judged per class
     mid_before: dict[str, int] = field(default_factory=dict)  # of which the start came at or before it
     pending: dict[str, Prediction] = field(default_factory=dict)  # workload key -> its open prediction
+    # the stock-out episodes seen end while watching (flexq.eta.history), kept in the same file
+    memory: WatchedStockouts = field(default_factory=WatchedStockouts)
 
     # -- the interval ------------------------------------------------------------------------------------------
     def level(self, klass: str) -> float:
@@ -228,6 +231,7 @@ class Calibration:
             "midSeen": dict(self.mid_seen),
             "midBefore": dict(self.mid_before),
             "pending": [vars(p) for p in self.pending.values()],
+            "stockouts": self.memory.to_dict(),
         }
 
     @classmethod
@@ -239,6 +243,7 @@ class Calibration:
         out.mid = {str(k): float(v) for k, v in (d.get("mid") or {}).items()}
         out.mid_seen = {str(k): int(v) for k, v in (d.get("midSeen") or {}).items()}
         out.mid_before = {str(k): int(v) for k, v in (d.get("midBefore") or {}).items()}
+        out.memory = WatchedStockouts.from_dict(d.get("stockouts"))
         for p in d.get("pending") or []:
             pred = Prediction(**p)
             out.pending[pred.key] = pred

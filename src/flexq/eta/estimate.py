@@ -19,7 +19,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
@@ -96,6 +96,7 @@ class Forecast:
     jobs: dict[str, JobEta] = field(default_factory=dict)  # workload key -> ETA
     model: list[str] = field(default_factory=list)  # the fitted model, in words
     notes: list[str] = field(default_factory=list)
+    stockouts: list[dict[str, Any]] = field(default_factory=list)  # the ongoing ones: {"pool", "since"}
     running: list[str] = field(default_factory=list)  # workload keys running at ``now``
     seconds: float = 0.0  # wall time the estimate took
     engine: str = "fast"  # the forward runs: fast (flexq.forecast.fast) or twin (whole virtual twins)
@@ -128,6 +129,7 @@ class Forecast:
             "running": self.running,
             "seconds": self.seconds,
             "engine": self.engine,
+            "stockouts": self.stockouts,
         }
 
     @classmethod
@@ -137,6 +139,7 @@ class Forecast:
         f.model, f.notes = list(d.get("model") or []), list(d.get("notes") or [])
         f.running, f.seconds = list(d.get("running") or []), float(d.get("seconds") or 0.0)
         f.engine = str(d.get("engine") or "fast")
+        f.stockouts = [dict(x) for x in d.get("stockouts") or []]
         return f
 
 
@@ -237,11 +240,15 @@ def estimate(
     online correction (``flexq.eta.calibration``; None: the forward runs' 10 %-90 % quantiles)."""
     t0 = WallClock().now()
     cfg = cfg or EtaConfig()
+    if calibration is not None and calibration.memory.episodes and not state.stockout_history:
+        # the stock-outs seen end while watching this cluster, beyond the hour of Events the API keeps
+        state = replace(state, stockout_history=list(calibration.memory.episodes))
     view = StateView.of(state)  # the state read once, passed to the model and the forward runs
     model = fit(state, cfg, view)
     es = view.entries
     fc = Forecast(now=state.now, horizon=cfg.horizon, replicas=cfg.replicas)
     fc.model, fc.notes = model.describe(), list(state.notes) + view.notes
+    fc.stockouts = [{"pool": s.pool, "since": s.since} for s in model.stockouts]
     fc.running = [e.key for e in es if e.role == "running"]
     waiting = [e for e in es if e.role in ("reserved", "pending", "deactivated")]
     positions = queue_positions(es, view.cluster_queue_of)  # once per estimate, not once per job

@@ -230,6 +230,7 @@ class EtaService:
             data = self._pool.submit(compute, state.to_dict(), self.cfg, cal, self.budget).result()
         fc = Forecast.from_dict(data)
         self.calibration.record(fc.predictions())
+        self.calibration.memory.watch(state, fc.stockouts)  # stock-outs that ended since the last look
         if self.calibration_path is not None:
             try:
                 self.calibration.save(self.calibration_path)

@@ -44,7 +44,7 @@ from flexq.semantics.conditions import find_condition
 from flexq.semantics.owners import controller_owner
 from flexq.stats import exponential_mean
 
-__all__ = ["fit", "ARRIVAL_WINDOW"]
+__all__ = ["fit", "capacity_back", "ARRIVAL_WINDOW"]
 
 SCALE_DOWN_SECONDS = SCALE_DOWN_UNNEEDED_SECONDS  # the cluster autoscaler's (flexq.gke.timing)
 ARRIVAL_WINDOW = 7 * 86400.0  # how far back the arrival rates look
@@ -212,7 +212,9 @@ def _stockouts(state: ClusterState, es: list[JobEntry], cfg: EtaConfig) -> tuple
         if pool and t is not None:
             node_times.setdefault(pool, []).append(t)
     refused: dict[str, tuple[float, str]] = {}  # pool -> (first refusal, code) of refusals on waiting pods
-    episodes: list[float] = []
+    seen: list[
+        tuple[str, float, float]
+    ] = []  # (pool, first refusal, first node after it): episodes that ended
     by_job = {}
     for e in es:
         kind, name = e.job_ref
@@ -244,7 +246,7 @@ def _stockouts(state: ClusterState, es: list[JobEntry], cfg: EtaConfig) -> tuple
                 continue
             made_after = [t for t in node_times.get(pool, []) if t > first]
             if made_after:  # the pool grew after the refusal: an episode that ended
-                episodes.append(min(made_after) - first)
+                seen.append((pool, first, min(made_after)))
                 continue
             if owner.role != "reserved":
                 continue
@@ -255,6 +257,8 @@ def _stockouts(state: ClusterState, es: list[JobEntry], cfg: EtaConfig) -> tuple
             prev = refused.get(pool)
             if prev is None or since < prev[0]:
                 refused[pool] = (since, code if prev is None or prev[1] == "GCE_STOCKOUT" else prev[1])
+    episodes = [end - first for _pool, first, end in seen]
+    episodes += _remembered(state, seen)
     out = []
     for pool, (since, code) in sorted(refused.items()):
         unmet = _unmet_since(state, pool, fpool, node_times)
@@ -264,6 +268,47 @@ def _stockouts(state: ClusterState, es: list[JobEntry], cfg: EtaConfig) -> tuple
         mean = exponential_mean(episodes, [elapsed], cfg.prior_stockout_seconds)
         out.append(Stockout(pool, pools[pool]["machineType"], since, code, mean))
     return out, episodes
+
+
+def capacity_back(state: ClusterState, pool: str, after: float) -> float | None:
+    """When ``pool`` had capacity again after ``after``: its first node made since, or the first start since of a
+    Workload admitted on one of its flavors (nodes scaled away later leave the starts to date it). None: no sign
+    yet."""
+    times = []
+    for n in state.nodes:
+        md = n.get("metadata") or {}
+        if (md.get("labels") or {}).get(catalog.LABEL_NODEPOOL, "") == pool:
+            t = parse_time_or_none(md.get("creationTimestamp"))
+            if t is not None and after < t <= state.now:
+                times.append(t)
+    flavors = {f for f, p in _flavor_pools(state).items() if p == pool}
+    for wl in state.workloads:
+        start = started_at(wl)
+        if start is None or not after < start <= state.now:
+            continue
+        adm = (wl.get("status") or {}).get("admission") or {}
+        if any(
+            set((psa.get("flavors") or {}).values()) & flavors for psa in adm.get("podSetAssignments") or []
+        ):
+            times.append(start)
+    return min(times, default=None)
+
+
+def _remembered(state: ClusterState, seen: list[tuple[str, float, float]]) -> list[float]:
+    """The lengths of the episodes a watcher kept (``ClusterState.stockout_history``) that the Events do not
+    show any more: one of a pool that overlaps an episode the Events show is that episode."""
+    out = []
+    for h in state.stockout_history:
+        try:
+            pool, since, end = str(h["pool"]), float(h["since"]), float(h["end"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if end <= since or end > state.now:
+            continue
+        if any(p == pool and since <= e and first <= end for p, first, e in seen):
+            continue
+        out.append(end - since)
+    return out
 
 
 def _unmet_since(

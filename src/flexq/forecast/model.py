@@ -414,10 +414,16 @@ class FittedCapacity:
             out.append(
                 f"DWS wait: the prior, exponential with mean {format_duration(self.dws_mean)} (no request seen)"
             )
+        n_ep = len(self.stockout_episodes)
+        basis = (
+            f"drawn from the {n_ep} episode(s) seen to end"
+            if n_ep >= MIN_EPISODES
+            else f"drawn as 'as long again as it has lasted' ({n_ep} episode(s) seen to end, fewer than {MIN_EPISODES})"
+        )
         for s in self.stockouts:
             out.append(
                 f"stock-out of {s.machine_type} (node pool {s.pool}, {s.code}) for {format_duration(self.now - s.since)}"
-                f" so far: expected to last {format_duration(s.mean_remaining)} more on average"
+                f" so far: expected to last {format_duration(s.mean_remaining)} more on average; its end {basis}"
             )
         if not self.stockouts:
             out.append("no stock-out now (no capacity refusal on a waiting job's pods)")

@@ -82,6 +82,9 @@ class ClusterState:
     events: list[dict] = field(default_factory=list)
     kueue_config: dict | None = None
     kueue_version: str = ""  # the Kueue release the cluster runs ("0.20.7"; "" when not known)
+    # stock-out episodes a watcher of the cluster saw end ({"pool", "since", "end"}: flexq.eta.history): the API
+    # keeps an hour of Events, so the episodes of earlier days are known only to whoever watched
+    stockout_history: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what was assumed while reading (said with the ETA)
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,87 @@
+"""What the ETA remembers of a cluster it watches: the stock-out episodes it saw end.
+
+Owns ``WatchedStockouts``. The API server keeps an hour of Events, and the cluster autoscaler's refusals are how a
+stock-out shows, so an episode that ended yesterday is gone from the state: the fitted model would then know the
+age of the stock-out going on but not how long the earlier ones lasted, and draw its end from "as long again as it
+has lasted". Whoever refreshes the ETA (the background service, ``flexq eta`` per cluster, the calibration bench
+per scenario) keeps this memory: ``watch`` takes each forecast's ongoing stock-outs (``Forecast.stockouts``) and
+the state they came from; a pool that was stocked out at one watch and is not at the next ended when it had
+capacity again (``flexq.forecast.fit.capacity_back``: its first node made, or the first start on its flavors,
+since it was last seen out; an end with no such sign is not recorded). ``episodes`` go into the next state's
+``ClusterState.stockout_history``, and the fit counts those the Events no longer show. Plain JSON
+(``to_dict`` / ``from_dict``): the calibration's file keeps it.
+
+Pure: no clock, no store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from flexq.forecast.fit import capacity_back
+from flexq.forecast.state import ClusterState
+
+__all__ = ["WatchedStockouts", "MAX_EPISODES"]
+
+MAX_EPISODES = 200  # the newest kept: the memory is bounded whatever runs it
+
+
+@dataclass
+class WatchedStockouts:
+    """See the module docstring."""
+
+    ongoing: dict[str, dict[str, float]] = field(default_factory=dict)  # pool -> {"since", "seen"}
+    episodes: list[dict[str, Any]] = field(default_factory=list)  # {"pool", "since", "end"}, oldest first
+
+    def watch(self, state: ClusterState, stockouts: Sequence[Mapping[str, Any]]) -> int:
+        """One look at the cluster: ``stockouts`` are the ongoing ones the forecast of ``state`` found. Returns
+        how many episodes ended since the last look (and were recorded)."""
+        now = state.now
+        current: dict[str, float] = {}
+        for s in stockouts:
+            try:
+                current[str(s["pool"])] = float(s["since"])
+            except (KeyError, TypeError, ValueError):
+                continue
+        ended = 0
+        for pool, gone in list(self.ongoing.items()):
+            if pool in current:
+                continue
+            del self.ongoing[pool]
+            end = capacity_back(state, pool, gone["seen"])
+            if end is not None and end > gone["since"]:
+                self.episodes.append({"pool": pool, "since": gone["since"], "end": end})
+                ended += 1
+        for pool, since in current.items():
+            o = self.ongoing.get(pool)
+            if o is None:
+                self.ongoing[pool] = {"since": since, "seen": now}
+            else:
+                o["since"], o["seen"] = min(o["since"], since), now
+        del self.episodes[:-MAX_EPISODES]
+        return ended
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ongoing": {k: dict(v) for k, v in self.ongoing.items()},
+            "episodes": [dict(e) for e in self.episodes],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> WatchedStockouts:
+        out = cls()
+        for pool, o in ((d or {}).get("ongoing") or {}).items():
+            try:
+                out.ongoing[str(pool)] = {"since": float(o["since"]), "seen": float(o["seen"])}
+            except (KeyError, TypeError, ValueError):
+                continue
+        for e in ((d or {}).get("episodes") or [])[-MAX_EPISODES:]:
+            try:
+                out.episodes.append(
+                    {"pool": str(e["pool"]), "since": float(e["since"]), "end": float(e["end"])}
+                )
+            except (KeyError, TypeError, ValueError):
+                continue
+        return out

@@ -1,0 +1,104 @@
+"""Issue 46: the stock-outs seen end are remembered beyond the hour of Events the API keeps.
+
+The cluster autoscaler's refusals are Events, and the API server keeps an Event an hour: a stock-out that ended
+yesterday is gone from the state, so the model knew the age of the stock-out going on but not how long the ones
+before it lasted, and drew its end as "as long again as it has lasted". Whoever refreshes the ETA keeps a memory
+(``flexq.eta.history.WatchedStockouts``): a pool stocked out at one look and not at the next ended when it had
+capacity again, and those episodes go into the next state's ``stockout_history``. A real twin whose on-demand v6e
+is stocked out three times for two hours and then a fourth time: watched every 20 minutes, the fourth's end is
+drawn from the three before it; read cold, from the rule of thumb."""
+
+from __future__ import annotations
+
+from flexq import Twin
+from flexq.api.capacity_profile import tutorial_profile
+from flexq.clock import format_time
+from flexq.eta import state_from_twin
+from flexq.eta.calibration import Calibration
+from flexq.eta.history import MAX_EPISODES, WatchedStockouts
+from flexq.forecast.fit import fit
+from flexq.forecast.state import ClusterState
+from tests.eta.helpers import rayjob, tutorial_cluster
+
+H = 3600.0
+OUTAGES = [(1.0, 3.0), (5.0, 7.0), (9.0, 11.0), (13.0, 1000.0)]  # hours after the start: on-demand v6e out
+
+
+def _twin() -> Twin:
+    twin = Twin(clock="virtual", seed=5)
+    p = tutorial_profile()
+    p["metadata"]["name"] = "default"
+    p["spec"]["defaults"]["queueWait"] = {"fixed": "7d"}  # DWS never grants: the jobs wait for on-demand
+    twin.core.project.create(p)
+    tutorial_cluster(twin, profile=False)
+    prof = twin.core.project.get("CapacityProfile", "default")
+    rule = prof["spec"]["rules"][0]
+    rule["stockoutMessage"] = "ZONE_RESOURCE_POOL_EXHAUSTED"
+    rule["windows"] = [{"start": f"{a * H:.0f}s", "end": f"{b * H:.0f}s", "available": 0} for a, b in OUTAGES]
+    prof["spec"]["origin"] = format_time(twin.now())
+    twin.core.project.update(prof)
+    return twin
+
+
+def _look(memory: WatchedStockouts, state: ClusterState) -> list:
+    state.stockout_history = list(memory.episodes)
+    model = fit(state)
+    memory.watch(state, [{"pool": s.pool, "since": s.since} for s in model.stockouts])
+    return model.stockouts
+
+
+def test_the_stock_outs_seen_end_are_remembered_and_the_next_one_drawn_from_them() -> None:
+    twin = _twin()
+    memory = WatchedStockouts()
+    t0 = twin.now()
+    i = 0
+    while twin.now() < t0 + 15 * H:
+        twin.apply(rayjob(i, run=1200))
+        i += 1
+        for _ in range(2):
+            twin.advance(1200)
+            _look(memory, state_from_twin(twin))
+    lengths = [(e["end"] - e["since"]) / H for e in memory.episodes]
+    assert len(lengths) == 3 and all(e["pool"] == "on-demand-pool" for e in memory.episodes), memory.episodes
+    # each about two hours: it began by the first refused job, and ended by the next look's sign of capacity
+    assert all(1.0 <= x <= 3.5 for x in lengths), lengths
+    assert [round((e["since"] - t0) / H) for e in memory.episodes] == [1, 5, 9], memory.episodes
+
+    state = state_from_twin(twin)
+    cold = fit(state)  # read without the memory: the Events show none of the three
+    assert len(cold.stockout_episodes) < 3
+    assert any("as long again as it has lasted" in line for line in cold.describe()), cold.describe()
+    state.stockout_history = list(memory.episodes)
+    warm = fit(state)
+    assert [s.pool for s in warm.stockouts] == ["on-demand-pool"]
+    assert sorted(round(x, 3) for x in warm.stockout_episodes) == sorted(round(x * H, 3) for x in lengths)
+    assert any("drawn from the 3 episode(s) seen to end" in line for line in warm.describe()), warm.describe()
+
+
+def test_an_end_with_no_sign_of_capacity_is_not_recorded_and_the_memory_is_bounded() -> None:
+    memory = WatchedStockouts()
+    out = [{"pool": "p", "since": 0.0}]
+    assert memory.watch(ClusterState(now=100.0), out) == 0
+    assert memory.watch(ClusterState(now=200.0), []) == 0  # gone, but no node made nor job started since
+    assert memory.episodes == [] and memory.ongoing == {}
+    for k in range(MAX_EPISODES + 5):
+        memory.episodes.append({"pool": "p", "since": float(k), "end": float(k) + 1.0})
+    memory.watch(ClusterState(now=300.0), [{"pool": "q", "since": 250.0}, {"bad": 1}])
+    assert len(memory.episodes) == MAX_EPISODES and memory.episodes[-1]["since"] == MAX_EPISODES + 4
+    assert memory.ongoing == {"q": {"since": 250.0, "seen": 300.0}}
+
+
+def test_the_memory_survives_the_calibration_file(tmp_path) -> None:
+    cal = Calibration()
+    cal.memory.episodes.append({"pool": "p", "since": 1.0, "end": 7201.0})
+    cal.memory.ongoing["q"] = {"since": 10.0, "seen": 20.0}
+    path = tmp_path / "cal.json"
+    cal.save(path)
+    back = Calibration.load(path)
+    assert back.memory == cal.memory
+    # hostile or old files: what cannot be read is left out, the rest kept
+    bad = Calibration.from_dict(
+        {"stockouts": {"episodes": [{"pool": "p"}, "x", {"pool": "p", "since": 0, "end": 5}]}}
+    )
+    assert bad.memory.episodes == [{"pool": "p", "since": 0.0, "end": 5.0}]
+    assert Calibration.from_dict({}).memory == WatchedStockouts()
