@@ -118,8 +118,8 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         "under $FLEXQ_HOME/eta-calibration (--no-calibration: the forward runs' 10-90 % quantiles as they are). "
         "The median is corrected online the same way, until half of the starts come before it. Measured "
         "(bench/eta_calibration.py, generated families never used while building, docs/eta.md): the 80 % "
-        "intervals, corrected online, covered 80.0, 79.2, 79.9, 79.5, 80.2 and 80.2 % of the starts (a shallow "
-        "queue's 66-74 %); the corrected median's error is 0.74-0.77x a naive estimate's (0.80-0.97x "
+        "intervals, corrected online, covered 80.0, 79.2, 79.9, 79.5, 80.2, 80.2, 81.3 and 75.0 % of the starts (per "
+        "regime 66-91 %); the corrected median's error is 0.73-0.82x a naive estimate's (0.80-0.97x "
         "uncorrected). "
         "Reads only (flexq eta manifests prints the ClusterRole).",
         epilog=examples(
