@@ -92,6 +92,10 @@ class KindInfo:
     validate: Validator | None = None  # semantic checks needing the old object (immutability etc.)
     mutate: Converter2 | None = None  # mutating admission (e.g. Kueue's suspend-on-create webhook)
     prepare_create: Callable[[dict], None] | None = None  # the API server's own defaulting once uid is known
+    # a built-in kind whose defaulters fill the raw object in place: what validation changes beyond them in a
+    # valid object (canonical quantities), done in place; with it a controller's object is validated and kept
+    # as defaulted, not re-serialised from the model (``scheme.BUILT``)
+    canonical: Callable[[dict], None] | None = None
     admission: Admission | None = None  # built-in admission reading other objects, on every write path
     printer_columns: list[PrinterColumn] = field(default_factory=list)
     name_rule: str = "subdomain"  # metadata.name: "subdomain" (most kinds), "label" (Namespace, Service)

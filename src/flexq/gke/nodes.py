@@ -31,7 +31,8 @@ from flexq.gke.project import CapacitySource
 from flexq.gke.storage import NODE_POOL, pool_key
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.nodefit import ANN_SLICE  # one name: what the scheduler reads, the node pools write
-from flexq.store.store import WatchEvent, clone, status_copy
+from flexq.store.objects import status_copy
+from flexq.store.store import WatchEvent, clone
 
 __all__ = [
     "ANN_READY_AT",

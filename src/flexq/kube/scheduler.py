@@ -27,7 +27,8 @@ from flexq.kube.scheduler_filters import GATED_MESSAGE, Decision, StaticMemo, sc
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import find_condition, set_core_condition
 from flexq.semantics.nodefit import filter_node, pod_requests, replica_of
-from flexq.store.store import WatchEvent, status_copy
+from flexq.store.objects import status_copy
+from flexq.store.store import WatchEvent
 
 SCHEDULER_NAME = "default-scheduler"
 # pkg/scheduler/backend/queue/scheduling_queue.go DefaultPodMaxInUnschedulablePodsDuration: a pod left unschedulable
