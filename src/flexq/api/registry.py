@@ -162,11 +162,14 @@ class Registry:
         self._kinds: list[KindInfo] = []
         self._by_key: dict[str, KindInfo] = {}
         self._names: dict[str, list[KindInfo]] = {}
+        # (apiVersion, kind) -> the kind, found once: every trusted write asks
+        self._gvks: dict[tuple[str, str], KindInfo] = {}
         for k in kinds:
             self.register(k)
 
     def register(self, info: KindInfo) -> None:
         self._kinds.append(info)
+        self._gvks.clear()
         self._by_key[info.key] = info
         names = {info.kind, info.kind.lower(), info.plural, info.singular, *info.short_names}
         for n in names:
@@ -191,6 +194,12 @@ class Registry:
         return self._by_key[key]
 
     def by_gvk(self, api_version: str, kind: str) -> KindInfo:
+        found = self._gvks.get((api_version, kind))
+        if found is None:
+            found = self._gvks[(api_version, kind)] = self._by_gvk(api_version, kind)
+        return found
+
+    def _by_gvk(self, api_version: str, kind: str) -> KindInfo:
         group, version = split_api_version(api_version)
         for info in self._names.get(kind, []):
             if info.group == group and info.kind == kind:
