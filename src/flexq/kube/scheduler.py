@@ -163,6 +163,10 @@ class Scheduler(Controller):
         last = self._failed.get(key)
         if last is not None and last[0] is pod and last[1] == self.cache.version:
             requests, decision = last[2], last[3]
+            if key in self.unschedulable:  # a flush's retry: its queue entry was made from this very pod
+                if self._write_condition(pod, "False", "Unschedulable", decision.message):
+                    self.events.record(pod, "Warning", "FailedScheduling", decision.message)
+                return Result(requeue_after=UNSCHEDULABLE_FLUSH_SECONDS)
         else:
             requests = pod_requests(pod)
             if len(self._static) > 2 * len(self.cache.nodes) + 16:  # forget nodes that are gone
