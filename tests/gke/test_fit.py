@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from flexq.gke.fit import NodeShape, fits, pack, pod_requests, resource_misfit, static_misfit
 
 TPU_SHAPE = NodeShape(
     labels={"cloud.google.com/gke-nodepool": "tpu-pool", "cloud.google.com/gke-tpu-topology": "4x4"},
     taints=({"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"},),
-    allocatable={
-        "cpu": Fraction(180),
-        "memory": Fraction(720 * 2**30),
-        "google.com/tpu": Fraction(4),
+    allocatable={  # the scheduler's integers: cpu in millicores
+        "cpu": 180_000,
+        "memory": 720 * 2**30,
+        "google.com/tpu": 4,
         "pods": 110,
     },
 )
@@ -43,7 +41,7 @@ PODS = [
 
 
 def test_fits_is_its_labels_and_taints_then_its_resources() -> None:
-    used = {"google.com/tpu": Fraction(4)}
+    used = {"google.com/tpu": 4}
     for pod in PODS:
         for u in (None, used):
             want = static_misfit(pod, TPU_SHAPE) or resource_misfit(pod_requests(pod), TPU_SHAPE, u)

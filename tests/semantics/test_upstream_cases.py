@@ -478,7 +478,7 @@ def test_pod_requests(name, spec, want):
     assert ints.get("cpu") == int(want["cpu"] * 1000)
     # the domains count the same requests
     assert nodefit.pod_requests({"spec": spec})["cpu"] == int(want["cpu"] * 1000)
-    assert fit.pod_requests({"spec": spec})["cpu"] == want["cpu"]
+    assert fit.pod_requests({"spec": spec})["cpu"] == int(want["cpu"] * 1000)
 
 
 def test_former_disagreements_give_upstream_answers_everywhere():

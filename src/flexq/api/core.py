@@ -42,6 +42,10 @@ from flexq.api.base import (
     field_error,
 )
 from flexq.api.core_defaults import (
+    canonical_as_is,
+    canonical_job,
+    canonical_pod,
+    canonical_pod_template,
     default_job,
     default_namespace,
     default_pod,
@@ -675,8 +679,16 @@ KINDS = [
         prepare_create=prepare_pod,
         admission=_admit_pod,
         validate=validate_pod,
+        canonical=canonical_pod,
     ),
-    KindInfo("", "PodTemplate", "podtemplates", {"v1": PodTemplate}, status_subresource=False),
+    KindInfo(
+        "",
+        "PodTemplate",
+        "podtemplates",
+        {"v1": PodTemplate},
+        status_subresource=False,
+        canonical=canonical_pod_template,
+    ),
     KindInfo(
         "",
         "ConfigMap",
@@ -705,6 +717,7 @@ KINDS = [
         categories=("all",),
         name_rule="label",
         prepare_create=prepare_service,
+        canonical=canonical_as_is,
     ),
     KindInfo(
         "",
@@ -726,5 +739,6 @@ KINDS = [
         categories=("all",),
         mutate=suspend_queued_job,
         prepare_create=prepare_job,
+        canonical=canonical_job,
     ),
 ]

@@ -16,7 +16,7 @@ import hashlib
 from typing import Any
 
 from flexq.api.jsoncopy import clone
-from flexq.api.quantity import QuantityError, parse_quantity
+from flexq.api.quantity import QuantityError, canonical_quantity, parse_quantity
 from flexq.api.wellknown import COMPUTE_CLASS_LABEL, QUEUE_NAME_LABEL
 
 # -- defaulting: SetDefaults_* of core/v1 and batch/v1 (run before validation, on create and update) ----------
@@ -262,6 +262,42 @@ def default_service(svc: dict) -> None:
         spec["internalTrafficPolicy"] = "Cluster"
     if kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
         spec["allocateLoadBalancerNodePorts"] = True
+
+
+# -- what validation changes in a valid, defaulted object (``KindInfo.canonical``) --------------------------------
+
+
+def _canonical_quantities(spec: dict | None) -> None:
+    """A pod spec's quantities as a built-in kind stores them, canonical (``resource.Quantity.String()``), in
+    place: the model's ``Quantity`` fields (the containers' and init containers' limits and requests, the
+    overhead)."""
+    if spec is None:
+        return
+    parts = [child_dict(spec, "overhead")]
+    for c in [*_dicts(spec.get("containers")), *_dicts(spec.get("initContainers"))]:
+        res = child_dict(c, "resources")
+        if res is not None:
+            parts += [child_dict(res, "limits"), child_dict(res, "requests")]
+    for values in parts:
+        if values:
+            for name, value in values.items():
+                values[name] = canonical_quantity(value)
+
+
+def canonical_pod(pod: dict) -> None:
+    _canonical_quantities(child_dict(pod, "spec"))
+
+
+def canonical_pod_template(obj: dict) -> None:
+    _canonical_quantities(child_dict(child_dict(obj, "template") or {}, "spec"))
+
+
+def canonical_job(job: dict) -> None:
+    canonical_pod_template(child_dict(job, "spec") or {})
+
+
+def canonical_as_is(obj: dict) -> None:
+    """A kind with no field validation changes (a Service: no quantities)."""
 
 
 def default_namespace(ns: dict) -> None:

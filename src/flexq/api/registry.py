@@ -92,6 +92,10 @@ class KindInfo:
     validate: Validator | None = None  # semantic checks needing the old object (immutability etc.)
     mutate: Converter2 | None = None  # mutating admission (e.g. Kueue's suspend-on-create webhook)
     prepare_create: Callable[[dict], None] | None = None  # the API server's own defaulting once uid is known
+    # a built-in kind whose defaulters fill the raw object in place: what validation changes beyond them in a
+    # valid object (canonical quantities), done in place; with it a controller's object is validated and kept
+    # as defaulted, not re-serialised from the model (``scheme.BUILT``)
+    canonical: Callable[[dict], None] | None = None
     admission: Admission | None = None  # built-in admission reading other objects, on every write path
     printer_columns: list[PrinterColumn] = field(default_factory=list)
     name_rule: str = "subdomain"  # metadata.name: "subdomain" (most kinds), "label" (Namespace, Service)
@@ -158,11 +162,14 @@ class Registry:
         self._kinds: list[KindInfo] = []
         self._by_key: dict[str, KindInfo] = {}
         self._names: dict[str, list[KindInfo]] = {}
+        # (apiVersion, kind) -> the kind, found once: every trusted write asks
+        self._gvks: dict[tuple[str, str], KindInfo] = {}
         for k in kinds:
             self.register(k)
 
     def register(self, info: KindInfo) -> None:
         self._kinds.append(info)
+        self._gvks.clear()
         self._by_key[info.key] = info
         names = {info.kind, info.kind.lower(), info.plural, info.singular, *info.short_names}
         for n in names:
@@ -187,6 +194,12 @@ class Registry:
         return self._by_key[key]
 
     def by_gvk(self, api_version: str, kind: str) -> KindInfo:
+        found = self._gvks.get((api_version, kind))
+        if found is None:
+            found = self._gvks[(api_version, kind)] = self._by_gvk(api_version, kind)
+        return found
+
+    def _by_gvk(self, api_version: str, kind: str) -> KindInfo:
         group, version = split_api_version(api_version)
         for info in self._names.get(kind, []):
             if info.group == group and info.kind == kind:

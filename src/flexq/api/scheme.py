@@ -208,10 +208,12 @@ BUILT_IN_GROUPS = frozenset({"", "batch"})
 
 
 def validate(
-    info: KindInfo, obj: dict, unknown: UnknownFields = "Strict", private: bool = False
+    info: KindInfo, obj: dict, unknown: UnknownFields = "Strict", private: bool = False, rebuild: bool = True
 ) -> tuple[dict, str]:
     """Validate and default ``obj`` in its own version. Returns (defaulted dict, version). ``private``: ``obj``
-    is the caller's own copy, which it drops afterwards: the defaulters may fill it in place."""
+    is the caller's own copy, which it drops afterwards: the defaulters may fill it in place. ``rebuild=False``
+    (a private object of a kind with ``KindInfo.canonical``): the result is ``obj`` itself as the defaulters
+    filled it and ``canonical`` left it, not a dict serialised from the validated model."""
     _, version = split_api_version(obj.get("apiVersion", ""))
     model = info.models.get(version)
     if model is None:
@@ -252,6 +254,9 @@ def validate(
             ) from None
     else:  # pragma: no cover - the last pass can only fail with errors raised above
         raise invalid(info, name, [])
+    if not rebuild and private and data is obj and info.canonical is not None:
+        info.canonical(obj)
+        return obj, version
     out = m.model_dump(mode="json", by_alias=True, exclude_none=True)
     out["apiVersion"] = obj.get("apiVersion")
     out["kind"] = info.kind
@@ -293,10 +298,12 @@ def admit(
     old: dict | None = None,
     unknown: UnknownFields = "Strict",
     private: bool = False,
+    rebuild: bool = True,
 ) -> dict:
     """A user's object in any served version -> defaulted storage-version dict (raises Invalid). ``private``:
-    ``obj`` is the caller's own copy, which it drops afterwards (the store's): it may be defaulted in place."""
-    data, version = validate(info, obj, unknown, private)
+    ``obj`` is the caller's own copy, which it drops afterwards (the store's): it may be defaulted in place;
+    ``rebuild``: as ``validate``'s."""
+    data, version = validate(info, obj, unknown, private, rebuild)
     causes = check_name(info, data.get("metadata") or {})
     if causes:
         raise invalid(info, (data.get("metadata") or {}).get("name", ""), causes)
@@ -320,16 +327,23 @@ class Admission:
     without one is trusted (a controller's): the store keeps only its storage rules and the admission every
     writer meets (webhooks, built-in admission plugins)."""
 
-    __slots__ = ("unknown",)
+    __slots__ = ("rebuild", "unknown")
 
-    def __init__(self, unknown: UnknownFields = "Strict") -> None:
+    def __init__(self, unknown: UnknownFields = "Strict", rebuild: bool = True) -> None:
+        """``rebuild=False``: a controller's object of a built-in kind (``BUILT``)."""
         self.unknown: UnknownFields = unknown
+        self.rebuild = rebuild
 
     def __call__(self, info: KindInfo, obj: dict, old: dict | None) -> dict:
-        return admit(info, obj, old, self.unknown, private=True)
+        return admit(info, obj, old, self.unknown, private=True, rebuild=self.rebuild)
 
 
 ADMIT = Admission()  # a client's write with Strict field validation (the SDK's)
+# A controller's object of a built-in kind, built from a custom resource's template (KubeRay's Pods, Services and
+# submitter Job, Kueue's PodTemplates): validated and defaulted as any write, so every refusal is upstream's, and
+# stored as the defaulters filled it (``validate``'s ``rebuild=False``), not serialised again from the model;
+# ``Store.check_writes`` checks that this is what ``ADMIT`` would store.
+BUILT = Admission(rebuild=False)
 
 
 def render(info: KindInfo, stored: dict, api_version: str | None = None) -> dict:

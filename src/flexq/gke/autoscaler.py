@@ -306,14 +306,20 @@ class Autoscaler(Controller):
         trial: dict[str, Any] = {}
         for host in hosts:
             req = cache.requests_of(host)
-            room = [
-                (name, info)
-                for name, shape in shapes
-                if resource_misfit(req, shape, trial.get(name, used.get(name))) is None
-                and (info := self._node_info(name, cache)) is not None
-            ]
-            barred = off_slice([info for _, info in room], taken)
-            name = next((n for n, _ in room if n not in barred), None)
+            if taken:  # ``off_slice`` bars every node off the slices taken: only theirs are looked at
+                on = (s for s in shapes if self._slice_of(s[0], cache) in taken)
+                name = next(
+                    (n for n, sh in on if resource_misfit(req, sh, trial.get(n, used.get(n))) is None), None
+                )
+            else:
+                room = [
+                    (name, info)
+                    for name, shape in shapes
+                    if resource_misfit(req, shape, trial.get(name, used.get(name))) is None
+                    and (info := self._node_info(name, cache)) is not None
+                ]
+                barred = off_slice([info for _, info in room], taken)
+                name = next((n for n, _ in room if n not in barred), None)
             if name is None:
                 return False
             trial[name] = add(trial.get(name, used.get(name, {})), req)

@@ -23,11 +23,11 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.quantity import parse_quantity
 from flexq.errors import NotFound
 from flexq.gke.cache import GkeCache
-from flexq.gke.fit import pod_requests
 from flexq.gke.nodes import ANN_CREATED_AT, cluster_names, pools_of
 from flexq.gke.storage import BILLING, cluster_key, envelope
 from flexq.runtime import Controller, Result, Watch
 from flexq.semantics.pods import is_terminal
+from flexq.semantics.resources import pod_requests
 
 __all__ = ["BillingController", "totals", "job_of", "billing_of", "flush_billing"]
 
@@ -63,7 +63,7 @@ def job_of(pod: dict[str, Any], rayclusters: dict[tuple[str, str], dict[str, Any
 
 def _share(pod: dict[str, Any], node_record: dict[str, Any]) -> Fraction:
     alloc = {k: parse_quantity(v) for k, v in node_record.get("allocatable", {}).items()}
-    req = pod_requests(pod)
+    req = pod_requests(pod.get("spec") or {})  # exact: a share of the node, as the bill is
     for res in (catalog.RESOURCE_TPU, catalog.RESOURCE_GPU, "cpu"):
         if alloc.get(res):
             return min(Fraction(1), req.get(res, Fraction(0)) / alloc[res])

@@ -43,6 +43,7 @@ class GkeCache:
         self.used_version = 0  # changes whenever ``used`` does
         self.pool_sizes: dict[str, int] = {}  # node pool -> its nodes
         self._by_request: dict[str, dict[str, dict[str, Any]]] = {}  # "<ns>/<request>" -> its nodes by name
+        self.internal_ips: dict[str, int] = {}  # the nodes' InternalIP addresses -> how many nodes have each
         self._node_list: list[dict[str, Any]] | None = None  # every node, by name (until the next Node event)
         self._sub = store.watch(self._on_event, ["Node", "Pod"])
         for node in store.list("Node"):
@@ -99,8 +100,17 @@ class GkeCache:
         else:
             self._unconsume(key)
 
+    def _count_ips(self, node: dict[str, Any], by: int) -> None:
+        ips = self.internal_ips
+        for a in (node.get("status") or {}).get("addresses") or []:
+            if a.get("type") == "InternalIP":
+                n = ips[a.get("address")] = ips.get(a.get("address"), 0) + by
+                if not n:
+                    del ips[a.get("address")]
+
     def _index_node(self, name: str, node: dict[str, Any]) -> None:
         meta = node["metadata"]
+        self._count_ips(node, 1)
         pool = meta["labels"][LABEL_NODEPOOL]
         self.pool_sizes[pool] = self.pool_sizes.get(pool, 0) + 1
         ref = (meta.get("annotations") or {}).get(ANN_REQUEST)
@@ -109,6 +119,7 @@ class GkeCache:
 
     def _unindex_node(self, name: str, node: dict[str, Any]) -> None:
         meta = node["metadata"]
+        self._count_ips(node, -1)
         pool = meta["labels"][LABEL_NODEPOOL]
         self.pool_sizes[pool] -= 1
         if not self.pool_sizes[pool]:

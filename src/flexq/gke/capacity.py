@@ -128,6 +128,15 @@ class CapacityModel:
         spec = profile.spec
         self.origin = parse_time(spec.origin, 0.0) if spec.origin is not None else origin
         self.seed = spec.seed
+        self._times: dict[str | int | float, float] = {}  # a time point of the profile -> epoch seconds
+
+    def _time(self, value: str | int | float) -> float:
+        """``parse_time`` of one of the profile's time points, parsed once (the profile does not change; every
+        capacity decision reads its rules' spans and windows)."""
+        t = self._times.get(value)
+        if t is None:
+            t = self._times[value] = parse_time(value, self.origin)
+        return t
 
     # -- resolution ------------------------------------------------------------------------------------------
     def terms(self, location: str, machine_type: str, model: str, at: float | None = None) -> Terms:
@@ -153,8 +162,8 @@ class CapacityModel:
                 found[f] = getattr(defaults, f)
         windows = tuple(
             (
-                parse_time(w.start, self.origin),
-                None if w.end is None else parse_time(w.end, self.origin),
+                self._time(w.start),
+                None if w.end is None else self._time(w.end),
                 _as_limit(w.available),
             )
             for w in found.get("windows") or ()
@@ -169,8 +178,8 @@ class CapacityModel:
         )
 
     def _inside(self, span: Any, at: float) -> bool:
-        start = parse_time(span.start, self.origin)
-        return start <= at and (span.end is None or at < parse_time(span.end, self.origin))
+        start = self._time(span.start)
+        return start <= at and (span.end is None or at < self._time(span.end))
 
     # -- decisions -------------------------------------------------------------------------------------------
     def can_obtain(

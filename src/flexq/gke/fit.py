@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 from flexq.api import gke_catalog as catalog
-from flexq.api.quantity import parse_quantity
 from flexq.semantics.pods import is_terminal
-from flexq.semantics.resources import pod_requests as _pod_requests
+from flexq.semantics.resources import pod_request_values, resource_value
 from flexq.semantics.selectors import pod_matches_node
 from flexq.semantics.taints import untolerated_taint
 
@@ -39,8 +37,9 @@ __all__ = [
     "used_on_nodes",
 ]
 
-Resources = dict[str, Fraction]
-_ZERO = Fraction(0)
+# the integers kube-scheduler counts in (``resource_value``: cpu in millicores, every other resource in whole units
+# rounded up), which the autoscaler's simulation of it counts in too
+Resources = dict[str, int]
 _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
 
 
@@ -50,20 +49,20 @@ class NodeShape:
 
     labels: Mapping[str, str]
     taints: tuple[Mapping[str, str], ...]
-    allocatable: Mapping[str, Fraction] = field(default_factory=dict)
+    allocatable: Mapping[str, int] = field(default_factory=dict)  # ``Resources`` units
 
 
-def add(a: Mapping[str, Fraction], b: Mapping[str, Fraction]) -> Resources:
+def add(a: Mapping[str, int], b: Mapping[str, int]) -> Resources:
     out = dict(a)
     for k, v in b.items():
-        out[k] = out.get(k, Fraction(0)) + v
+        out[k] = out.get(k, 0) + v
     return out
 
 
 def pod_requests(pod: dict[str, Any]) -> Resources:
-    """Effective requests (``flexq.semantics.resources``), plus one ``pods`` slot."""
-    total = _pod_requests(pod.get("spec") or {})
-    total["pods"] = Fraction(1)
+    """Effective requests (``flexq.semantics.resources``) as the scheduler's integers, plus one ``pods`` slot."""
+    total = pod_request_values(pod.get("spec") or {})
+    total["pods"] = 1
     return total
 
 
@@ -80,7 +79,7 @@ def selects(pod: dict[str, Any], labels: Mapping[str, str]) -> bool:
 def fits(
     pod: dict[str, Any],
     shape: NodeShape,
-    used: Mapping[str, Fraction] | None = None,
+    used: Mapping[str, int] | None = None,
     requests: Resources | None = None,
 ) -> str | None:
     """None when the pod fits on the node, else the reason (kube-scheduler's wording)."""
@@ -101,7 +100,7 @@ def static_misfit(pod: dict[str, Any], shape: NodeShape) -> str | None:
 
 
 def resource_misfit(
-    requests: Mapping[str, Fraction], shape: NodeShape, used: Mapping[str, Fraction] | None = None
+    requests: Mapping[str, int], shape: NodeShape, used: Mapping[str, int] | None = None
 ) -> str | None:
     """``fits``'s resource check alone: None when ``requests`` fit the shape's allocatable minus ``used``."""
     used = used or {}
@@ -109,7 +108,7 @@ def resource_misfit(
     for name, amount in requests.items():
         if amount <= 0:
             continue
-        if used.get(name, _ZERO) + amount > alloc.get(name, _ZERO):
+        if used.get(name, 0) + amount > alloc.get(name, 0):
             return "Too many pods" if name == "pods" else f"Insufficient {name}"
     return None
 
@@ -120,7 +119,7 @@ def node_shape(node: dict[str, Any]) -> NodeShape:
         labels=dict(node["metadata"].get("labels") or {}),
         taints=tuple((node.get("spec") or {}).get("taints") or ()),
         allocatable={
-            k: parse_quantity(v) for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()
+            k: resource_value(k, v) for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()
         },
     )
 
@@ -151,7 +150,7 @@ def pool_shape(pool: dict[str, Any]) -> NodeShape:
                 "effect": _EFFECTS.get(t.get("effect", ""), "NoSchedule"),
             }
         )
-    alloc = {k: parse_quantity(v) for k, v in catalog.allocatable(mt).items()}
+    alloc = {k: resource_value(k, v) for k, v in catalog.allocatable(mt).items()}
     return NodeShape(labels=labels, taints=tuple(taints), allocatable=alloc)
 
 

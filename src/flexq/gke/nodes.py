@@ -31,7 +31,8 @@ from flexq.gke.project import CapacitySource
 from flexq.gke.storage import NODE_POOL, pool_key
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.nodefit import ANN_SLICE  # one name: what the scheduler reads, the node pools write
-from flexq.store.store import WatchEvent, clone, status_copy
+from flexq.store.objects import status_copy
+from flexq.store.store import WatchEvent, clone
 
 __all__ = [
     "ANN_READY_AT",
@@ -148,14 +149,15 @@ def _internal_ip(ctx: Context, cache: GkeCache) -> str:
     """The lowest free address of the cluster's node range (its subnetwork's primary range; the network and
     gateway addresses, .0 and .1, are GCE's), as GCE hands out internal IPs."""
     net = ipaddress.ip_network(ctx.cluster_settings.gke_node_cidr or "10.128.0.0/20", strict=False)
-    used = {
-        a.get("address")
-        for n in cache.node_list()
-        for a in (n.get("status") or {}).get("addresses") or []
-        if a.get("type") == "InternalIP"
-    }
+    used = cache.internal_ips  # kept per Node event: not gathered again from every node for each new one
+    first = int(net.network_address)
     for offset in range(2, net.num_addresses - 1):
-        candidate = str(net.network_address + offset)
+        x = first + offset
+        candidate = (
+            f"{x >> 24}.{(x >> 16) & 255}.{(x >> 8) & 255}.{x & 255}"
+            if net.version == 4
+            else str(net.network_address + offset)
+        )
         if candidate not in used:
             return candidate
     raise RuntimeError(f"node range {net} is exhausted")  # GCE would refuse the VM; 4,000 nodes per /20

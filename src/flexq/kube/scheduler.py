@@ -27,7 +27,8 @@ from flexq.kube.scheduler_filters import GATED_MESSAGE, Decision, StaticMemo, sc
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import find_condition, set_core_condition
 from flexq.semantics.nodefit import filter_node, pod_requests, replica_of
-from flexq.store.store import WatchEvent, status_copy
+from flexq.store.objects import status_copy
+from flexq.store.store import WatchEvent
 
 SCHEDULER_NAME = "default-scheduler"
 # pkg/scheduler/backend/queue/scheduling_queue.go DefaultPodMaxInUnschedulablePodsDuration: a pod left unschedulable
@@ -162,6 +163,10 @@ class Scheduler(Controller):
         last = self._failed.get(key)
         if last is not None and last[0] is pod and last[1] == self.cache.version:
             requests, decision = last[2], last[3]
+            if key in self.unschedulable:  # a flush's retry: its queue entry was made from this very pod
+                if self._write_condition(pod, "False", "Unschedulable", decision.message):
+                    self.events.record(pod, "Warning", "FailedScheduling", decision.message)
+                return Result(requeue_after=UNSCHEDULABLE_FLUSH_SECONDS)
         else:
             requests = pod_requests(pod)
             if len(self._static) > 2 * len(self.cache.nodes) + 16:  # forget nodes that are gone

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from flexq.api.jsoncopy import ByIdentity
 from flexq.api.quantity import format_quantity, parse_quantity
-from flexq.api.scheme import ADMIT
+from flexq.api.scheme import BUILT
 from flexq.api.wellknown import RESOURCE_TPU
 from flexq.clock import format_time
 from flexq.errors import Forbidden, Invalid
@@ -136,7 +136,7 @@ class RayClusterController(Controller):
             try:
                 # read-only from here; admitted: the API server defaults (and validates) a Pod built from a custom
                 # resource's template, which no one defaulted as a Pod's
-                heads = [self.store.create(pod, admission=ADMIT, take=True)]
+                heads = [self.store.create(pod, admission=BUILT, take=True)]
             except (Forbidden, Invalid) as err:  # KubeRay asks with generateName: the refused pod has no name
                 why = err.message.replace(f'"{pname}"', f'"{name}-head-"', 1)
                 self.events.record(
@@ -172,7 +172,7 @@ class RayClusterController(Controller):
         if self.store.peek("Service", name, cluster["metadata"]["namespace"]) is None:
             self.store.create(
                 pods.head_service(cluster, name=name, cluster_name=cluster["metadata"]["name"]),
-                admission=ADMIT,  # a built-in object the API server defaults (sessionAffinity...)
+                admission=BUILT,  # a built-in object the API server defaults (sessionAffinity...)
                 take=True,  # built for this call
             )
 
@@ -232,7 +232,7 @@ class RayClusterController(Controller):
             cluster, group, name=pname, replica_name=rname, replica_index=index, host_index=host
         )
         try:  # the pod is built for this call: the store keeps it (take); the result is read-only
-            return self.store.create(pod, admission=ADMIT, take=True)  # defaulted, as the head
+            return self.store.create(pod, admission=BUILT, take=True)  # defaulted, as the head
         except (Forbidden, Invalid) as err:  # asked with generateName (as KubeRay does): named by it
             meta = cluster["metadata"]
             why = err.message.replace(f'"{pname}"', f'"{pname[: -len(pname.rsplit("-", 1)[1])]}"', 1)

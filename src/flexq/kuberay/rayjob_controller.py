@@ -42,7 +42,7 @@ message saying so). Must not import kube, kueue or gke.
 from __future__ import annotations
 
 from flexq.api.jsoncopy import clone, clone_kept
-from flexq.api.scheme import ADMIT
+from flexq.api.scheme import BUILT
 from flexq.clock import format_time, parse_time
 from flexq.runtime import Controller, Result, Watch
 from flexq.store.store import WatchEvent
@@ -263,7 +263,7 @@ class RayJobController(Controller):
         if _mode(rj) == "K8sJobMode" and self.store.peek("Job", rj["metadata"]["name"], ns) is None:
             self.store.create(
                 pods.submitter_job(rj, job_id=st["jobId"], dashboard_url=st["dashboardURL"], cluster=cluster),
-                admission=ADMIT,  # a built-in Job from the RayJob's template: the API server defaults it
+                admission=BUILT,  # a built-in Job from the RayJob's template: the API server defaults it
                 take=True,  # built for this call
             )
             self.events.record(
@@ -557,7 +557,7 @@ class RayJobController(Controller):
         want = pods.head_service(rj, name=sname, cluster_name=cname)
         cur = self.store.peek("Service", sname, ns)  # read-only
         if cur is None:
-            self.store.create(want, admission=ADMIT)  # defaulted (built-in)
+            self.store.create(want, admission=BUILT)  # defaulted (built-in)
             self.events.record(rj, "Normal", "CreatedService", f"Created the service {ns}/{sname}")
         elif cur["spec"].get("selector") != want["spec"]["selector"]:
             cur = clone(cur)

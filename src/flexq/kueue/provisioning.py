@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 from flexq.api.jsoncopy import clone
 from flexq.api.quantity import parse_quantity
-from flexq.api.scheme import ADMIT
+from flexq.api.scheme import BUILT
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
 from flexq.errors import ApiError
 from flexq.kueue.cache import KueueCache
@@ -504,7 +504,7 @@ class ProvisioningController(Controller):
                             },
                             "template": tpl,
                         },
-                        admission=ADMIT,  # the API server defaults the pod template built from the Workload's
+                        admission=BUILT,  # the API server defaults the pod template built from the Workload's
                     )
                 except ApiError as exc:  # handleError: any refusal is reported on the check
                     self._failed(wl, check, f'Error creating PodTemplate "{tname}": {exc}')
@@ -550,7 +550,7 @@ class ProvisioningController(Controller):
             pt = self.store.try_get("PodTemplate", ps["podTemplateRef"]["name"], ns)
             if pt is not None:
                 pt["metadata"]["ownerReferences"] = [pr_owner]
-                self.store.update(pt, admission=ADMIT)
+                self.store.update(pt, admission=BUILT)
 
     def _failed(self, wl: dict, check: str, msg: str) -> None:
         self.events.record(wl, "Warning", "FailedCreate", msg)

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from flexq.api.jsoncopy import clone, clone_many, no_gc
+from flexq.api.jsoncopy import clone, clone_kept, clone_many, no_gc
 from flexq.api.registry import KindInfo, Registry
 from flexq.api.scheduling import GLOBAL_DEFAULT_INDEX, global_default_index
 from flexq.errors import NotFound
@@ -28,6 +28,19 @@ from flexq.store.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+
+
+def status_copy(obj: dict) -> dict:
+    """A copy of a read-only stored object to prepare a status write from: ``status`` is copied deeply,
+    the object, its ``metadata`` and its ``spec`` one level deep (their own keys may be set or removed);
+    anything deeper in ``metadata`` and ``spec`` is shared with the store and must not be changed."""
+    out = dict(obj)
+    for part in ("metadata", "spec"):
+        if type(obj.get(part)) is dict:
+            out[part] = dict(obj[part])
+    if "status" in obj:
+        out["status"] = clone_kept(obj["status"])  # most often stored next (update_status take=True)
+    return out
 
 
 class Objects:

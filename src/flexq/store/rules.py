@@ -12,6 +12,8 @@ Must not import ``flexq.runtime``, domain packages or ``flexq.http``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from flexq.api import scheme
 from flexq.api.registry import KindInfo
 from flexq.errors import AlreadyExists, BadRequest, Cause, Conflict, Invalid, InvalidWrite, NotFound
@@ -55,17 +57,46 @@ def check_version(info: KindInfo, name: str, cur: dict, rv: str | None) -> None:
         )
 
 
-def check_trusted(info: KindInfo, data: dict, old: dict | None, writer: str) -> None:
+def check_trusted(info: KindInfo, data: dict, old: dict | None, writer: str) -> dict:
     """A trusted write's object (a controller's) admitted as a client's would be (``Store.check_writes``, a test
     setting): refused, ``InvalidWrite`` names ``writer``. Admission reads ``data`` and changes none of it."""
     try:
-        scheme.admit(info, data, old, "Strict")
+        return scheme.admit(info, data, old, "Strict")
     except (Invalid, BadRequest) as err:
         name = (data.get("metadata") or {}).get("name") or (data.get("metadata") or {}).get("generateName")
         raise InvalidWrite(
             f"{writer or 'a trusted writer'} wrote an invalid {info.kind} {name!r} "
             f"(a controller's write is not admitted; admission refuses it): {err}"
         ) from None
+
+
+def check_built(info: KindInfo, given: dict, stored: dict, old: dict | None, writer: str) -> None:
+    """A controller's object admitted as built (``scheme.BUILT``, kept as its defaulters filled it;
+    ``Store.check_writes``, a test setting): ``InvalidWrite`` names ``writer`` when ``ADMIT`` would store
+    anything else."""
+    admitted = check_trusted(info, given, old, writer)
+    if admitted != stored:
+        name = (given.get("metadata") or {}).get("name")
+        raise InvalidWrite(
+            f"{writer or 'a trusted writer'} wrote a {info.kind} {name!r} that admission as built stores other than "
+            f"a client's admission would: {_differences(admitted, stored)}"
+        )
+
+
+def _differences(a: Any, b: Any, path: str = "") -> str:
+    """Where ``a`` and ``b`` (JSON values) first differ, for a message."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k, _MISSING) != b.get(k, _MISSING):
+                return _differences(a.get(k, _MISSING), b.get(k, _MISSING), f"{path}.{k}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != y:
+                return _differences(x, y, f"{path}[{i}]")
+    return f"{path or '.'}: admitted {a!r}, defaulted {b!r}"
+
+
+_MISSING = "<absent>"
 
 
 def created(info: KindInfo, stored: dict, uid: str, now: str) -> dict:

@@ -51,19 +51,6 @@ def check_writes(on: bool = True) -> None:
     _CHECK_WRITES = on
 
 
-def status_copy(obj: dict) -> dict:
-    """A copy of a read-only stored object to prepare a status write from: ``status`` is copied deeply,
-    the object, its ``metadata`` and its ``spec`` one level deep (their own keys may be set or removed);
-    anything deeper in ``metadata`` and ``spec`` is shared with the store and must not be changed."""
-    out = dict(obj)
-    for part in ("metadata", "spec"):
-        if type(obj.get(part)) is dict:
-            out[part] = dict(obj[part])
-    if "status" in obj:
-        out["status"] = clone_kept(obj["status"])  # most often stored next (update_status take=True)
-    return out
-
-
 class Store(Objects):
     """All objects of one Kubernetes cluster (or of the twin's project-level GKE state): its ``Objects`` (the
     read path) and the write path."""
@@ -173,7 +160,7 @@ class Store(Objects):
             data["metadata"]["name"] = self._generate_name(info, data["metadata"])
         status = data.get("status")
         # ``data`` is the store's own (a copy, or taken): admission may default it in place
-        stored = admission(info, data, None) if admission is not None else self._trusted(info, data, None)
+        stored = self._admit(info, data, None, admission)
         if info.key in self.webhooks:
             self._webhooks(info, stored, None)
         if keep_status and status is not None:
@@ -208,6 +195,17 @@ class Store(Objects):
         if admission is not None:
             return scheme.resolve_object(self.registry, obj)
         return self.registry.by_gvk(obj.get("apiVersion") or "", obj.get("kind") or "")
+
+    def _admit(self, info: KindInfo, data: dict, old: dict | None, admission: Admission | None) -> dict:
+        """A write's object admitted: a client's by ``admission``; a controller's trusted, or admitted as it was
+        built (``scheme.BUILT``: with ``check_writes``, checked to be what a client's admission would store)."""
+        if admission is None:
+            return self._trusted(info, data, old)
+        given = clone(data) if not admission.rebuild and self.check_writes else None
+        stored = admission(info, data, old)
+        if given is not None:
+            rules.check_built(info, given, stored, old, self.writer)
+        return stored
 
     def _trusted(self, info: KindInfo, data: dict, old: dict | None) -> dict:
         """A trusted write's object (a controller's, in the storage version). With ``check_writes``, admitted
@@ -282,9 +280,7 @@ class Store(Objects):
             data["metadata"]["namespace"] = key[0] if info.namespaced else None
             if not info.namespaced:
                 data["metadata"].pop("namespace", None)
-            if admission is not None:
-                stored = admission(info, data, cur)
-            elif with_status and cur is not None:
+            if with_status and admission is None:
                 # the binding subresource (BindingREST: spec.nodeName with PodScheduled, no pod-update rules):
                 # checked against the pod as its binding leaves it
                 bound = {
@@ -293,7 +289,7 @@ class Store(Objects):
                 }
                 stored = self._trusted(info, data, bound)
             else:
-                stored = self._trusted(info, data, cur)
+                stored = self._admit(info, data, cur, admission)
             if info.key in self.webhooks:
                 self._webhooks(info, stored, cur)
             if info.admission is not None:
