@@ -45,20 +45,22 @@ def test_the_limit_is_checked() -> None:
         FallbackConfig(contention_limit=1.5)
 
 
-def _high_wait(tmp_path, settings) -> tuple[float, float, int]:
+def _high_wait(tmp_path, settings) -> tuple[float, float, int, dict[str, int]]:
     """p47 of family seed 57 (a long stock-out of on-demand, a tight DWS pool of two slices, two teams in a
     cohort, 19 % high jobs), seed 1: the high class's censored mean wait without and with the fallback, and the
     low jobs the fallback ran that the configuration without it lost."""
     sc = next(s for s in priority_family(48, seed=57) if s.name == "p47")
     study = load_study(write_study(sc, tmp_path, fallback_settings=settings))
-    runs = {v: run_one(study, v, 1).jobs for v in ("tutorial", "fallback")}
+    results = {v: run_one(study, v, 1) for v in ("tutorial", "fallback")}
+    runs = {v: r.jobs for v, r in results.items()}
 
     def wait(rows: list[dict]) -> float:
         high = [r["wait_censored"] for r in rows if r["priority"] == "high"]
         return sum(high) / len(high)
 
     lost = {v: sum(1 for r in rows if r["lost"]) for v, rows in runs.items()}
-    return wait(runs["tutorial"]), wait(runs["fallback"]), lost["tutorial"] - lost["fallback"]
+    rescued = lost["tutorial"] - lost["fallback"]
+    return wait(runs["tutorial"]), wait(runs["fallback"]), rescued, results["fallback"].fallback_actions
 
 
 @pytest.mark.slow
@@ -69,9 +71,12 @@ def test_a_low_class_rescue_onto_a_tight_pool_does_not_make_the_high_class_wait(
     and the high job was evicted 14 times: 21.9 -> 52.6 min for the high class. With the guard, the low jobs
     wait where they were (the history: high jobs arrive about every 8 hours in the cohort, the low class's runs
     last up to hours, and the pool has room for no other job), and the high class waits no longer than without
-    the fallback. Without the guard (``contention_limit: 1``), the same week still breaks the rule."""
-    base, guarded, rescued = _high_wait(tmp_path / "guarded", True)
+    the fallback; each low job held back is one ``hold`` action. Without the guard (``contention_limit: 1``), the same
+    week still breaks the rule."""
+    base, guarded, rescued, actions = _high_wait(tmp_path / "guarded", True)
     assert guarded <= 1.02 * base + 1.0, (base, guarded)
     assert rescued >= 0  # no more jobs lost than without the fallback
-    base, unguarded, _ = _high_wait(tmp_path / "unguarded", {"contention_limit": 1.0})
+    assert actions.get("hold", 0) > 0, actions  # each job held back is said once ("hold")
+    base, unguarded, _, actions = _high_wait(tmp_path / "unguarded", {"contention_limit": 1.0})
     assert unguarded > 1.2 * base, (base, unguarded)
+    assert "hold" not in actions, actions

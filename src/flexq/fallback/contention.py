@@ -70,6 +70,7 @@ class ClassHistory:
         self.runs: dict[int, deque[float]] = {}  # priority -> run seconds of jobs seen run to their end
         # workload uid -> (priority, when its pods were ready)
         self._running: dict[str, tuple[int, float]] = {}
+        self.held: set[str] = set()  # the jobs held back at least once (each is a "hold" action once)
 
     def update(self, view: ClusterView) -> None:
         now = view.now
@@ -104,6 +105,7 @@ class ClassHistory:
         for by in self.arrivals.values():
             for ident in [j for j, (_p, t) in by.items() if now - t > RATE_WINDOW_SECONDS]:
                 del by[ident]
+        self.held &= {j for by in self.arrivals.values() for j in by}
 
     def runs_of(self, priority: int) -> list[float]:
         """The class's runs seen to their end (every class's while fewer than ``MIN_RUNS`` of its own were
@@ -207,13 +209,16 @@ def blocks(
     chance = sum(_poisson_tail(rate * r, room) for r in runs) / len(runs)
     if chance <= limit:
         return False
-    ctx.note(
-        w,
+    why = (
         f"not {what} to {flavor}: it would hold {flavor} for about {format_duration(run)} (its class's runs), "
         f"while jobs of a higher priority arrive in its cohort about every {format_duration(1 / rate)}; with room "
         f"for {room} more there, one would find it taken with a chance of {chance:.0%} (the most allowed: "
-        f"{limit:.0%}), and could not take it back: it stays, as without the fallback",
+        f"{limit:.0%}), and could not take it back: it stays, as without the fallback"
     )
+    ctx.note(w, why)
+    if w.ident not in history.held:  # one line per job, not one per pass
+        history.held.add(w.ident)
+        ctx.act("hold", w.key, why)
     return True
 
 
