@@ -105,7 +105,7 @@ class ClassHistory:
         for by in self.arrivals.values():
             for ident in [j for j, (_p, t) in by.items() if now - t > RATE_WINDOW_SECONDS]:
                 del by[ident]
-        self.held &= {j for by in self.arrivals.values() for j in by}
+        self.held &= {w.ident for w in view.workloads}  # (a job held for days is said once, not once a day)
 
     def runs_of(self, priority: int) -> list[float]:
         """The class's runs seen to their end (every class's while fewer than ``MIN_RUNS`` of its own were
