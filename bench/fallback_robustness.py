@@ -318,6 +318,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{sum(1 for r in rows if r['preemptions']['movedAfter'] > 1)} scenario(s); preempted Workloads it sent "
         f"back: {sum(r['preemptions']['undone'] for r in rows)}"
     )
+    acts: dict[str, int] = {}
+    for r in rows:
+        for x in r["fallback"]:
+            for verb, n in (x.get("fallbackActions") or {}).items():
+                acts[verb] = acts.get(verb, 0) + n
+    print(
+        f"the fallback's actions over every run: {', '.join(f'{v} {n}' for v, n in sorted(acts.items())) or '-'} "
+        f"(refused: the forecast's refusals 'refuse' {acts.get('refuse', 0)}, jobs held back for a higher class "
+        f"'hold' {acts.get('hold', 0)})"
+    )
     stock = [r["waitRatio"] for r in rows if r["stockout"]]
     calm = [r["waitRatio"] for r in rows if not r["stockout"]]
     if stock:

@@ -4,6 +4,7 @@ flavors, the writer, what it did, and the jobs it already acted on (a job is act
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from flexq.clock import format_duration
 from flexq.fallback.costs import CostLedger
@@ -12,6 +13,9 @@ from flexq.fallback.forecast import Candidate, ForecastJudge
 from flexq.fallback.model import Action, Breaker, FallbackConfig, Full
 from flexq.fallback.view import ClusterView, Promises, WorkloadView
 from flexq.fallback.writes import Writer
+
+if TYPE_CHECKING:
+    from flexq.fallback.contention import ClassHistory
 
 __all__ = ["PassContext"]
 
@@ -45,6 +49,8 @@ class PassContext:
     # decide_by "forecast": the judge, and the moves this pass proposes to it (``flexq.fallback.decide``)
     judge: ForecastJudge | None = None
     candidates: list[Candidate] = field(default_factory=list)
+    # the classes' arrivals and runs seen (``contention``: a lower class's job held back for the ones above)
+    history: ClassHistory | None = None
 
     @property
     def by_forecast(self) -> bool:

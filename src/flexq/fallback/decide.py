@@ -40,8 +40,12 @@ def decide(ctx: PassContext, dws_flavors: set[str], episodes: Mapping[str, list[
         for f, x in ctx.fulls.items()
         if view.pool_of(f) and (x.limit is not None or x.nodes > 0)
     }
+    # the arrivals are followed over the moved jobs' whole expected run (their classes' runs seen), not only the
+    # configured look-ahead: a move holds its room that long
+    history = ctx.history
+    follow = max((history.expected_run(c.w.priority) for c in cands[:limit]), default=0.0) if history else 0.0
     try:
-        verdicts = judge.judge(view, cands[:limit], prices, stockouts, episodes, limits)
+        verdicts = judge.judge(view, cands[:limit], prices, stockouts, episodes, limits, follow)
     except Exception as exc:  # a forecast that fails makes no move: the jobs stay where Kueue put them
         log.exception("the forecast failed; no move this pass")
         for c in cands[:limit]:

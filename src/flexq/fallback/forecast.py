@@ -194,11 +194,14 @@ class ForecastJudge:
         stockouts: Mapping[str, tuple[float, str]] | None = None,
         episodes: Mapping[str, list[float]] | None = None,
         limits: Mapping[str, int] | None = None,
+        follow: float | None = None,
     ) -> list[Verdict]:
         """The verdict on each candidate (at most ``forecast_max_candidates``, in the order given).
         ``stockouts``: flavor -> (since, code) of the stock-outs the policy's breakers hold (its evidence outlives
         the pods whose refusals showed it); ``episodes``: flavor -> how long its past stock-outs lasted;
-        ``limits``: node pool -> its maximum size, as far as the policy knows."""
+        ``limits``: node pool -> its maximum size, as far as the policy knows; ``follow``: how long after now
+        the arrivals are followed (at least ``forecast_arrivals_seconds``; the pass gives the moved jobs'
+        expected runs: a move holds its room that long, and who arrives meanwhile must not start later)."""
         cands = candidates[: max(0, self.cfg.forecast_max_candidates)]
         if not cands:
             return []
@@ -228,7 +231,7 @@ class ForecastJudge:
             seed=seed,
             model=model,
             view=sv,
-            follow_arrivals=self.cfg.forecast_arrivals_seconds,
+            follow_arrivals=min(horizon, max(self.cfg.forecast_arrivals_seconds, follow or 0.0)),
         )
         self.runs += cmp.runs
         self.passes += 1

@@ -117,6 +117,10 @@ class FallbackConfig:
     forecast_arrivals_seconds: float = 3600.0
     # priority class -> what an hour of its jobs' waiting is worth, in hours of the job on plan A (default 1)
     wait_values: dict[str, float] = field(default_factory=dict)
+    # a job of a lower class than others of its cohort is not moved, requeued or sent back onto bounded room
+    # while the chance that a higher class's job arrives during its expected run and finds that room taken
+    # exceeds this (flexq.fallback.contention; 1: never held back)
+    contention_limit: float = 0.03
 
     def __post_init__(self) -> None:
         if self.decide_by not in DECIDE_BY:
@@ -131,6 +135,7 @@ class FallbackConfig:
             ("forecast_margin", 0.0, 10.0),
             ("forecast_recheck_seconds", 0.0, 86400.0),
             ("forecast_arrivals_seconds", 0.0, 30 * 86400.0),
+            ("contention_limit", 0.0, 1.0),
         ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= float(v) <= hi:

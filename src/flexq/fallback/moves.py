@@ -18,6 +18,10 @@ sooner of the two plans, with pods on one only.
 **Promotion** (``promotion``, capacity tiers): a job Kueue itself put on plan B because a reservation's quota was
 in use goes to the reservation as soon as its quota frees. The return's two steps, shared by both, are in
 ``returning``.
+
+**Contention** (``contention``): a job of a lower class than others of its cohort is not moved onto a flavor, nor
+sent back to one Kueue had not put it on, while the history says a higher class's job will likely arrive during
+its run and find that room taken (and could not take it back).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 from flexq.clock import format_duration, format_time, parse_time_or_none
 from flexq.fallback import promotion
 from flexq.fallback.affinity import restricted_flavors
+from flexq.fallback.contention import blocks
 from flexq.fallback.context import PassContext
 from flexq.fallback.forecast import Candidate
 from flexq.fallback.model import ANN_MOVE, ANN_MOVED
@@ -145,6 +150,8 @@ def moves(ctx: PassContext) -> None:
                     f"for {target}: Kueue admits it first, so this job is not moved ahead of it",
                 )
                 continue
+            if blocks(ctx, w, target, w.pod_set_needs(sets), "moved"):
+                continue  # (a lower class: the room it would hold is what the classes above it need)
             if ctx.by_forecast:
                 # the forecast decides (flexq.fallback.decide): the move is made if it helps the job and delays
                 # no one of its class or above
@@ -334,7 +341,7 @@ def returns(ctx: PassContext) -> None:
         needs = w.pod_set_needs(sets)
         if not needs or not view.quota_free(w.cq, flavor, needs):
             continue
-        if kept_for_higher(ctx, w, flavor, move):
+        if kept_for_higher(ctx, w, flavor, move) or _contended(ctx, w, flavor, needs, move, "sent back"):
             continue
         b = ctx.breakers.get(flavor)
         if b is None:
@@ -377,6 +384,8 @@ def returns(ctx: PassContext) -> None:
         needs = w.pod_set_needs([p for p in move.get("podSets") or [] if p])
         if not needs or not view.quota_free(w.cq, flavor, needs) or kept_for_higher(ctx, w, flavor, move):
             continue
+        if _contended(ctx, w, flavor, needs, move, "sent back as the probe"):
+            continue
         busy.add(flavor)
         if ctx.by_forecast:
             sets = [p for p in move.get("podSets") or [] if p]
@@ -384,6 +393,20 @@ def returns(ctx: PassContext) -> None:
             continue
         ctx.touched.add(w.job)
         _probe_back(ctx, w, job, move, flavor)
+
+
+def _contended(
+    ctx: PassContext,
+    w: WorkloadView,
+    flavor: str,
+    needs: list[tuple[int, dict[str, Any]]],
+    move: Mapping[str, Any],
+    what: str,
+) -> bool:
+    """A job going back to ``flavor`` is held back for the classes above it (``contention``) only if Kueue itself
+    put it on plan B (``hedged``): a job the fallback moved off the flavor would have been there, waiting for the
+    flavor to come back, without the fallback — its return takes nothing from the jobs arriving since."""
+    return bool(move.get("hedged")) and blocks(ctx, w, flavor, needs, what)
 
 
 def _probe_back(

@@ -33,6 +33,7 @@ from flexq.api.gke_models import specific_reservation
 from flexq.clock import format_duration
 from flexq.errors import Conflict, NotFound
 from flexq.fallback.api import ClusterAPI
+from flexq.fallback.contention import ClassHistory
 from flexq.fallback.context import PassContext
 from flexq.fallback.costs import CostLedger
 from flexq.fallback.decide import decide
@@ -75,6 +76,7 @@ class FallbackPolicy:
         self.preemptions = PreemptionMemory()  # the jobs Kueue preempted, until they start again
         self.stockouts = StockoutMemory()  # how long each flavor's stock-outs lasted
         self.costs = CostLedger()  # what the fallback's moves added to each priority class's bill
+        self.history = ClassHistory()  # the classes' arrivals and runs (flexq.fallback.contention)
         # decide_by "forecast": judges each move by the forward run with and without it (flexq.fallback.forecast)
         self.judge = ForecastJudge(self.cfg) if self.cfg.decide_by == "forecast" else None
 
@@ -125,6 +127,8 @@ class FallbackPolicy:
         ctx.expected_wait = self.waits.update(view, flavors, self.cfg.provisioning_wait_prior_seconds)
         ctx.recent_priorities = self.priorities.update(view, self.cfg.priority_memory_seconds)
         ctx.preempted_jobs = self.preemptions.update(view)
+        self.history.update(view)
+        ctx.history = self.history
         if self.cfg.hedge_cost_budget is not None:  # the ledger reads every running pod: only when it is used
             self.costs.update(view, flavors)
         ctx.costs = self.costs

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from flexq.fallback.contention import blocks
 from flexq.fallback.context import PassContext
 from flexq.fallback.forecast import Candidate
 from flexq.fallback.priorities import affects
@@ -77,7 +78,7 @@ def promote(
         seen = ctx.view.reserved_by_workloads(w.cq, flavor)
         if not ctx.view.quota_free(w.cq, flavor, needs, seen):
             continue
-        if kept_for_higher(ctx, w, flavor, move):
+        if kept_for_higher(ctx, w, flavor, move) or blocks(ctx, w, flavor, needs, "promoted"):
             return
         promo = {k: v for k, v in move.items() if k != "tiers"} | {"from": flavor, "at": ctx.now}
         why = f"{flavor}'s quota is free (its node pool takes a reservation)"

@@ -11,6 +11,9 @@ suspended; Kueue's job framework makes a new Workload from it, with fresh admiss
 rescue on the job (``fallback.flexq.dev/rescue``) and with an Event naming the evidence. Bounded: at most
 ``max_rescues`` per job, ``rescue_backoff_seconds`` (doubling) after each deactivation, one job per flavor per
 pass, in Kueue's order (higher priority first, then the oldest deactivation); only jobs of LocalQueues in scope.
+A job of a lower class than others of its cohort is not requeued while, where Kueue would admit it now, it would
+likely hold room a higher class's job arriving during its run needs (``contention``): without the fallback it
+would not run at all, so holding it back loses nothing the configuration had.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from flexq.api.reasons import classify_capacity
 from flexq.clock import parse_time_or_none
 from flexq.fallback.affinity import restricted_flavors
+from flexq.fallback.contention import blocks, landing, sets_on
 from flexq.fallback.context import PassContext
 from flexq.fallback.forecast import Candidate
 from flexq.fallback.model import ANN_MOVE, ANN_MOVED, ANN_RESCUE
@@ -188,6 +192,10 @@ def rescue(ctx: PassContext) -> None:
             continue
         key = ",".join(flavors)
         if key in busy:
+            continue
+        # (Kueue admits the requeued job on the first flavor with room for it, not necessarily the check's)
+        into = landing(ctx, w, job)
+        if into is not None and blocks(ctx, w, into, w.pod_set_needs(sets_on(ctx, w, into)), "requeued"):
             continue
         busy.add(key)
         free = [f for f in flavors if f not in blocked]
