@@ -39,6 +39,7 @@ from typing import Any
 from flexq.clock import format_duration, parse_time_or_none
 from flexq.fallback.affinity import restricted_flavors
 from flexq.fallback.context import PassContext
+from flexq.fallback.priorities import preemption_policy
 from flexq.fallback.view import ClusterView, WorkloadView
 from flexq.semantics.conditions import is_true
 
@@ -57,8 +58,6 @@ PRIOR_RUN_SECONDS = 3600.0  # a job's expected run before any run was seen
 RATE_WINDOW_SECONDS = 24 * 3600.0  # the arrival rates are over this long (a day: its busy and quiet hours)
 KEEP_RUNS = 200  # runs kept per class (the latest)
 MAX_ROOM = 8  # room counted in jobs of the job's size, at most (the Poisson tail beyond is negligible)
-_PREEMPT_FIRST = ("Preempt", "MayStopSearch")
-_LOWER = ("LowerPriority", "LowerOrNewerEqualPriority")
 
 
 class ClassHistory:
@@ -153,14 +152,11 @@ def _scaled(needs: list[tuple[int, dict[str, Any]]], times: int) -> list[tuple[i
 def _preempted_back(ctx: PassContext, w: WorkloadView) -> bool:
     """Every ClusterQueue of ``w``'s cohort preempts lower priorities on a flavor before trying the next one:
     a higher job takes quota ``w`` holds back at once."""
-    view = ctx.view
-    for name in view.cohort_members(w.cq) or [w.cq]:
-        spec: dict[str, Any] = dict((view.cqs.get(name) or {}).get("spec") or {})
-        if (spec.get("flavorFungibility") or {}).get("whenCanPreempt") not in _PREEMPT_FIRST:
+    for name in ctx.view.cohort_members(w.cq) or [w.cq]:
+        rules = preemption_policy(ctx, name)
+        if rules is None:
             return False
-        policy = spec.get("preemption") or {}
-        within = policy.get("withinClusterQueue") in _LOWER
-        reclaim = policy.get("reclaimWithinCohort") or "Never"
+        _first, within, reclaim = rules
         if not within or (name != w.cq and reclaim == "Never"):
             return False
     return True

@@ -55,6 +55,7 @@ __all__ = [
     "kueue_sorted",
     "ahead",
     "may_preempt",
+    "preemption_policy",
     "preempting_for",
     "affects",
     "group_flavors",
@@ -196,18 +197,28 @@ def preempting_for(w: WorkloadView) -> bool:
     return c is not None and c.get("status") == "False" and c.get("reason") == "WaitingForPreemptedWorkloads"
 
 
+def preemption_policy(ctx: PassContext, cq: str) -> tuple[bool, bool, str] | None:
+    """What ClusterQueue ``cq`` preempts, by Kueue's rules: None when it does not stop at a flavor where preemption
+    admits a job (``flavorFungibility.whenCanPreempt`` other than ``Preempt``: it tries the next flavor first);
+    else (True, whether it preempts lower priorities within itself (``withinClusterQueue``), its
+    ``reclaimWithinCohort``)."""
+    spec: dict[str, Any] = dict((ctx.view.cqs.get(cq) or {}).get("spec") or {})
+    if (spec.get("flavorFungibility") or {}).get("whenCanPreempt") not in _PREEMPT_FIRST:
+        return None
+    policy = spec.get("preemption") or {}
+    return True, policy.get("withinClusterQueue") in _LOWER, policy.get("reclaimWithinCohort") or "Never"
+
+
 def may_preempt(ctx: PassContext, w: WorkloadView, flavor: str) -> list[WorkloadView]:
     """The lower-priority workloads holding ``flavor`` that Kueue could preempt to admit the pending ``w`` there,
     by its ClusterQueue's preemption policy (``withinClusterQueue``; ``reclaimWithinCohort`` for the cohort's
     other ClusterQueues), when that ClusterQueue stops at a flavor where preemption admits the job
     (``flavorFungibility.whenCanPreempt: Preempt``). Empty: Kueue would not preempt for it there (with the
     default ``TryNextFlavor`` it tries the next flavor first)."""
-    spec: dict[str, Any] = dict((ctx.view.cqs.get(w.cq) or {}).get("spec") or {})
-    if (spec.get("flavorFungibility") or {}).get("whenCanPreempt") not in _PREEMPT_FIRST:
+    rules = preemption_policy(ctx, w.cq)
+    if rules is None:
         return []
-    policy = spec.get("preemption") or {}
-    within = policy.get("withinClusterQueue") in _LOWER
-    reclaim = policy.get("reclaimWithinCohort") or "Never"
+    _first, within, reclaim = rules
     cohort = ctx.view.cohort_of(w.cq)
     out = []
     for x in ctx.view.workloads:

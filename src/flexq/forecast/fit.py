@@ -270,6 +270,12 @@ def _stockouts(state: ClusterState, es: list[JobEntry], cfg: EtaConfig) -> tuple
     return out, episodes
 
 
+def _assigned(wl: dict) -> list[set[str]]:
+    """The flavors Kueue assigned each pod set of ``wl`` (its ``status.admission``; none when not admitted)."""
+    adm = (wl.get("status") or {}).get("admission") or {}
+    return [set((psa.get("flavors") or {}).values()) for psa in adm.get("podSetAssignments") or []]
+
+
 def capacity_back(state: ClusterState, pool: str, after: float) -> float | None:
     """When ``pool`` had capacity again after ``after``: its first node made since, or the first start since of a
     Workload admitted on one of its flavors (nodes scaled away later leave the starts to date it). None: no sign
@@ -286,10 +292,7 @@ def capacity_back(state: ClusterState, pool: str, after: float) -> float | None:
         start = started_at(wl)
         if start is None or not after < start <= state.now:
             continue
-        adm = (wl.get("status") or {}).get("admission") or {}
-        if any(
-            set((psa.get("flavors") or {}).values()) & flavors for psa in adm.get("podSetAssignments") or []
-        ):
+        if any(fl & flavors for fl in _assigned(wl)):
             times.append(start)
     return min(times, default=None)
 
@@ -327,8 +330,7 @@ def _unmet_since(
     last = made
     waited: list[float] = []
     for wl in state.workloads:
-        adm = (wl.get("status") or {}).get("admission") or {}
-        assigned = [set((psa.get("flavors") or {}).values()) for psa in adm.get("podSetAssignments") or []]
+        assigned = _assigned(wl)
         on = any(fl & flavors for fl in assigned)
         start = started_at(wl)
         if start is not None:
