@@ -172,6 +172,8 @@ class FittedCapacity:
     # measured from bursts of admissions, else 0 as the twin's scheduler (``cycle_gaps``: how many it rests on)
     cycle_seconds: float = 0.0
     cycle_gaps: int = 0
+    # machine -> the node creation range one forward run drew (``provision_drawn``; empty: ``provision_range``)
+    provision_picks: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     # -- DWS waits, stock-outs, provisioning --------------------------------------------------------------------
     def draw_dws(self, elapsed: float, rng: random.Random) -> float:
@@ -217,6 +219,7 @@ class FittedCapacity:
                 cold_run=None if cold_run is None else cold_run.drawn(done_all, running_all, rng),
                 cold_dws=None if cold_dws is None else cold_dws.drawn(out.dws_done, out.dws_waiting, rng),
             )
+        out.provision_picks = {mt: self.provision_drawn(mt, rng) for mt in sorted(self.provision)}
         return out
 
     def dws_waited(self, key: str) -> float | None:
@@ -235,13 +238,33 @@ class FittedCapacity:
         return max(60.0, left)
 
     def provision_range(self, machine_type: str) -> tuple[float, float]:
-        """Node creation to Ready for ``machine_type`` (uniform between these), as seen, else the prior."""
+        """Node creation to Ready for ``machine_type`` (uniform between these): this forward run's draw
+        (``provision_drawn``) if it made one; else as seen, joined with the prior's range while fewer than 10 were
+        seen (the widest reading); else the prior."""
+        picked = self.provision_picks.get(machine_type)
+        if picked is not None:
+            return picked
         lo, hi = self.cfg.prior_provision
         seen = self.provision.get(machine_type)
         if seen is None:
             return lo, hi
         pmin, pmax, n = seen
         if n < 10:
+            return min(pmin, lo), max(pmax, hi)
+        return pmin, pmax
+
+    def provision_drawn(self, machine_type: str, rng: random.Random) -> tuple[float, float]:
+        """One forward run's range for ``machine_type``: having seen n nodes made, the next is slower than all of
+        them with probability 1 / (n + 1) (they are exchangeable), and how much slower only the prior can say; so
+        a run draws once whether its pool is like that (the seen range joined with the prior's), else it makes
+        its nodes within the seen range. Four nodes seen made in 5 s: four runs in five make theirs in 5 s, where
+        every run drew them between 5 s and the prior's 2 min."""
+        lo, hi = self.cfg.prior_provision
+        seen = self.provision.get(machine_type)
+        if seen is None:
+            return lo, hi
+        pmin, pmax, n = seen
+        if rng.random() < 1.0 / (n + 1):
             return min(pmin, lo), max(pmax, hi)
         return pmin, pmax
 
@@ -353,9 +376,8 @@ class FittedCapacity:
                     "stockoutMessage": s.code if s.code.isupper() else "ZONE_RESOURCE_POOL_EXHAUSTED",
                 }
             )
-        for mt, (pmin, pmax, n) in sorted(self.provision.items()):
-            if n < 10:  # a few nodes seen: no narrower than the prior's range
-                pmin, pmax = min(pmin, lo), max(pmax, hi)
+        for mt in sorted(self.provision):
+            pmin, pmax = self.provision_range(mt) if rng is None else self.provision_drawn(mt, rng)
             rules.append(
                 {
                     "match": {"machineTypes": [mt]},
@@ -438,13 +460,15 @@ class FittedCapacity:
                 "queue's admission rate then comes from quota and capacity alone)"
             )
         for mt, (pmin, pmax, n) in sorted(self.provision.items()):
-            used = self.provision_range(mt)
+            lo, hi = self.cfg.prior_provision
+            joined = min(pmin, lo), max(pmax, hi)
             out.append(
                 f"node provisioning {mt}: {format_duration(pmin)}-{format_duration(pmax)} (from {n} nodes)"
                 + (
-                    f"; drawn between {format_duration(used[0])} and {format_duration(used[1])} (the prior's "
-                    "range with them) until 10 are seen"
-                    if used != (pmin, pmax)
+                    f"; a forward run draws them there, or with probability 1/{n + 1} (slower than every node "
+                    f"seen) between {format_duration(joined[0])} and {format_duration(joined[1])}, the prior's "
+                    "range with them"
+                    if joined != (pmin, pmax)
                     else ""
                 )
             )
