@@ -28,6 +28,7 @@ start in the same order.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -442,7 +443,10 @@ def test_a_dws_start_with_slow_nodes_is_where_the_cluster_puts_it() -> None:
             started,
             j.reasoning,
         )
-        assert j.low is not None and j.high is not None and j.low - 1 <= started <= j.high + 1, (
+        # the exact engine's 4 runs cannot bound an 80 % interval above (rank 0.9 x 5 is past the last run)
+        bounded = fc.replicas >= 9
+        assert j.low is not None and (j.high is not None or not bounded), (fc.engine, j.low, j.high)
+        assert j.low - 1 <= started <= (j.high if j.high is not None else math.inf) + 1, (
             fc.engine,
             j.low,
             j.high,

@@ -213,3 +213,41 @@ def test_a_rule_during_a_span_applies_only_to_requests_made_inside_it() -> None:
     assert m.provision_seconds("us-east5-b", "ct6e-standard-4t", "queued", rng) == 90.0
     with pytest.raises(ValidationError):
         model({"rules": [{"match": {"during": [{"start": "soon"}]}, "available": 0}]})
+
+
+def test_empirical_waits_draw_as_the_eta_draws_them() -> None:
+    """``empirical``: the Kaplan-Meier curve of the waits seen, one draw in n + 1 beyond the longest by an
+    exponential tail — the law ``flexq eta``'s forward runs draw DWS waits from, so a study written by
+    ``flexq simulate --from-cluster`` runs the same one (it was an exponential of their mean: a median of 8 min
+    where three waits of 5 min had been seen)."""
+    from flexq.forecast.model import EtaConfig, FittedCapacity
+
+    fitted = FittedCapacity(now=T0, cfg=EtaConfig(), dws_done=[300.0, 300.0, 300.0], dws_waiting=[60.0])
+    fitted.dws_mean = 690.0
+    wait = fitted.profile(None)["spec"]["defaults"]["queueWait"]
+    assert wait["empirical"]["seen"] == [300.0, 300.0, 300.0] and wait["empirical"]["censored"] == [60.0]
+    m = model({"defaults": {"queueWait": wait}})
+    rng = random.Random(5)
+    draws = sorted(m.queue_grant_time("l", "m", T0, rng) - T0 for _ in range(4000))
+    eta_rng = random.Random(6)
+    eta = sorted(fitted.draw_dws(0.0, eta_rng) for _ in range(4000))
+    assert draws[2000] == 300.0 == eta[2000]  # both medians the waits seen
+    beyond = sum(1 for d in draws if d > 300.0) / len(draws)
+    assert abs(beyond - 1 / 5) < 0.03, beyond  # 4 observations: one draw in 5 outlasts them all
+    assert abs(beyond - sum(1 for d in eta if d > 300.0) / len(eta)) < 0.03
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"empirical": {"seen": [], "censored": [], "tailMean": "1m"}},
+        {"empirical": {"seen": [-1], "tailMean": "1m"}},
+        {"empirical": {"seen": [1], "tailMean": "soon"}},
+        {"empirical": {"seen": list(range(10_001)), "tailMean": "1m"}},
+        {"empirical": {"seen": [1], "tailMean": "1m"}, "fixed": "1m"},
+    ],
+)
+def test_empirical_delays_refused_with_the_field(bad: dict) -> None:
+    with pytest.raises(ValidationError) as err:
+        model({"defaults": {"queueWait": bad}})
+    assert "queueWait" in str(err.value) or "queue_wait" in str(err.value)

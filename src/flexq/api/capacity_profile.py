@@ -202,9 +202,27 @@ class LogNormal(TwinModel):
     sigma: float = Field(ge=0, le=100, allow_inf_nan=False)
 
 
+class Empirical(TwinModel):
+    """Durations as seen: the Kaplan-Meier curve of ``seen`` (ended) and ``censored`` (still under way after
+    that long), of which a share 1/(n+1) outlasts the longest seen (n observations: a few are not the whole
+    law), that share an exponential tail of mean ``tailMean`` past it (``flexq.stats.sample_beyond``). What
+    ``flexq simulate --from-cluster`` writes for the DWS waits a cluster has shown, as ``flexq eta`` draws them."""
+
+    seen: list[Duration] = Field(default_factory=list, max_length=10_000)
+    censored: list[Duration] = Field(default_factory=list, max_length=10_000)
+    tail_mean: Duration
+
+    @model_validator(mode="after")
+    def _something_seen(self) -> Empirical:
+        if not self.seen and not self.censored:
+            raise ValueError("an empirical delay needs at least one duration in seen or censored")
+        return self
+
+
 class Delay(TwinModel):
     """How long something takes: exactly one of ``fixed``, ``uniform``, ``exponential``, ``normal``,
-    ``lognormal``, ``at`` (a schedule: the first listed time at or after the start) or ``never``.
+    ``lognormal``, ``empirical`` (durations seen), ``at`` (a schedule: the first listed time at or after the
+    start) or ``never``.
     Draws come from the twin's seeded random stream; ``min``/``max`` clip the result."""
 
     fixed: Duration | None = None
@@ -212,6 +230,7 @@ class Delay(TwinModel):
     exponential: Exponential | None = None
     normal: Normal | None = None
     lognormal: LogNormal | None = None
+    empirical: Empirical | None = None
     at: list[TimePoint] | None = None
     never: bool | None = None
     min: Duration | None = None
@@ -221,14 +240,14 @@ class Delay(TwinModel):
     def _exactly_one(self) -> Delay:
         kinds = [
             k
-            for k in ("fixed", "uniform", "exponential", "normal", "lognormal", "at")
+            for k in ("fixed", "uniform", "exponential", "normal", "lognormal", "empirical", "at")
             if getattr(self, k) is not None
         ]
         if self.never:
             kinds.append("never")
         if len(kinds) != 1:
             raise ValueError(
-                "a delay needs exactly one of fixed, uniform, exponential, normal, lognormal, at, "
+                "a delay needs exactly one of fixed, uniform, exponential, normal, lognormal, empirical, at, "
                 f"never (got {', '.join(kinds) or 'none'})"
             )
         return self

@@ -255,17 +255,21 @@ class FittedCapacity:
 
     def provision_drawn(self, machine_type: str, rng: random.Random) -> tuple[float, float]:
         """One forward run's range for ``machine_type``: having seen n nodes made, the next is slower than all of
-        them with probability 1 / (n + 1) (they are exchangeable), and how much slower only the prior can say; so
-        a run draws once whether its pool is like that (the seen range joined with the prior's), else it makes
-        its nodes within the seen range. Four nodes seen made in 5 s: four runs in five make theirs in 5 s, where
-        every run drew them between 5 s and the prior's 2 min."""
+        them with probability 1 / (n + 1), and faster than all of them with as much (they are exchangeable); how
+        much slower or faster only the prior can say. So a run draws once whether its pool is like that (between
+        the slowest seen and the prior's slowest, or the prior's fastest and the fastest seen), else it makes its
+        nodes within the seen range. Four nodes seen made in 5 s: three runs in five make theirs in 5 s, where
+        every run drew them between 5 s and the prior's 2 min until 10 were seen."""
         lo, hi = self.cfg.prior_provision
         seen = self.provision.get(machine_type)
         if seen is None:
             return lo, hi
         pmin, pmax, n = seen
-        if rng.random() < 1.0 / (n + 1):
-            return min(pmin, lo), max(pmax, hi)
+        u = rng.random() * (n + 1)
+        if u < 1.0:
+            return pmax, max(pmax, hi)
+        if u < 2.0:
+            return min(pmin, lo), pmin
         return pmin, pmax
 
     def draw_class_run(self, key: tuple[str, str], rng: random.Random) -> float:
@@ -409,7 +413,19 @@ class FittedCapacity:
             mu, sigma = cold.predictive(self.dws_done, self.dws_waiting)
             median = math.exp(mu) * self.cfg.dws_scale
             return {"lognormal": {"median": f"{median:.0f}s", "sigma": round(sigma, 3)}, "max": "7d"}
-        return {"exponential": {"mean": f"{self.dws_mean * self.cfg.dws_scale:.0f}s"}, "max": "7d"}
+        scale = self.cfg.dws_scale
+        if (
+            self.dws_done or self.dws_waiting
+        ):  # the waits seen, as ``draw_dws`` draws them (Kaplan-Meier, a tail)
+            return {
+                "empirical": {
+                    "seen": [round(x * scale, 3) for x in self.dws_done],
+                    "censored": [round(x * scale, 3) for x in self.dws_waiting],
+                    "tailMean": f"{self.dws_mean * scale:.0f}s",
+                },
+                "max": "7d",
+            }
+        return {"exponential": {"mean": f"{self.dws_mean * scale:.0f}s"}, "max": "7d"}
 
     # -- words ------------------------------------------------------------------------------------------------
     def describe(self) -> list[str]:
@@ -426,11 +442,18 @@ class FittedCapacity:
                 + (", pooled with them" if self.dws_done else "")
                 + ")"
             )
-        elif self.dws_done or self.dws_waiting:
+        elif self.dws_done:
             out.append(
-                f"DWS wait: exponential, mean {format_duration(self.dws_mean)} (from {seen}"
-                + (f"; Kaplan-Meier median {format_duration(med)}" if med is not None else "")
-                + f"; plus one prior of {format_duration(self.cfg.prior_dws_wait_seconds)})"
+                f"DWS wait: the Kaplan-Meier curve of the waits seen ({seen}"
+                + (f"; median {format_duration(med)}" if med is not None else "")
+                + f"), one wait in {len(self.dws_done) + len(self.dws_waiting) + 1} beyond the longest seen by "
+                f"an exponential tail of mean {format_duration(self.dws_mean)} (they and one prior of "
+                f"{format_duration(self.cfg.prior_dws_wait_seconds)})"
+            )
+        elif self.dws_waiting:
+            out.append(
+                f"DWS wait: exponential, mean {format_duration(self.dws_mean)} (none granted yet: {seen}; "
+                f"they and one prior of {format_duration(self.cfg.prior_dws_wait_seconds)})"
             )
         else:
             out.append(
@@ -465,9 +488,8 @@ class FittedCapacity:
             out.append(
                 f"node provisioning {mt}: {format_duration(pmin)}-{format_duration(pmax)} (from {n} nodes)"
                 + (
-                    f"; a forward run draws them there, or with probability 1/{n + 1} (slower than every node "
-                    f"seen) between {format_duration(joined[0])} and {format_duration(joined[1])}, the prior's "
-                    "range with them"
+                    f"; a forward run draws them there, or with probability 1/{n + 1} each slower or faster than "
+                    f"every node seen, as far as the prior's {format_duration(lo)}-{format_duration(hi)}"
                     if joined != (pmin, pmax)
                     else ""
                 )

@@ -22,6 +22,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from flexq.api.capacity_profile import CapacityProfile, Delay, parse_duration, parse_time
+from flexq.stats import sample_beyond
 
 __all__ = [
     "reservation_insufficient_message",
@@ -299,6 +300,11 @@ def _draw(delay: Delay, rng: random.Random) -> float:
         return rng.expovariate(1.0 / mean) if mean > 0 else 0.0
     if delay.normal is not None:
         return max(0.0, rng.gauss(parse_duration(delay.normal.mean), parse_duration(delay.normal.stddev)))
+    if delay.empirical is not None:
+        e = delay.empirical
+        seen = [parse_duration(x) for x in e.seen]
+        censored = [parse_duration(x) for x in e.censored]
+        return sample_beyond(seen, censored, 0.0, rng, parse_duration(e.tail_mean))
     assert delay.lognormal is not None
     median = parse_duration(delay.lognormal.median)
     return rng.lognormvariate(math.log(median), delay.lognormal.sigma) if median > 0 else 0.0
