@@ -452,3 +452,60 @@ def test_a_dws_start_with_slow_nodes_is_where_the_cluster_puts_it() -> None:
             j.high,
             started,
         )
+
+
+def test_a_request_accepted_while_its_pool_had_room_goes_on_queuing() -> None:
+    """Two jobs ask DWS at once for a pool of one slice: both requests are accepted while the pool is empty, the
+    first is granted and runs an hour, the second waits for room (GKE accepted it; its grant waits). A forward run
+    must not ask GKE again for that request as if new: against a full pool GKE refuses a new one
+    (NodepoolSizeReached), so the exact engine (and ``flexq simulate --from-cluster``) said the job would be
+    deactivated after its retries, where the fast engine and the cluster start it once the first job ends and its
+    nodes go. The forecast's job carries its request's age (``FORECAST_WAITED_PARAMETER``)."""
+    profile = {
+        "apiVersion": "twin.flexq.dev/v1alpha1",
+        "kind": "CapacityProfile",
+        "metadata": {"name": "default"},
+        "spec": {
+            "defaults": {
+                "available": "unlimited",
+                "provisionTime": {"fixed": "1m"},
+                "queueWait": {"fixed": "2m"},
+            }
+        },
+    }
+    twin = Twin(clock="virtual", seed=7)
+    try:
+        twin.core.project.create(profile)
+        tutorial_cluster(twin, profile=False, dws_max=4)
+        for d in _queues(_cq(_only("default-cpu", "dws"))):
+            twin.apply(d)
+        twin.create(_rayjob(1, 3600.0))
+        twin.create(_rayjob(2, 3600.0))
+        twin.advance(600)
+        state = state_from_twin(twin)
+        prs = {p["metadata"]["name"]: p for p in twin.list("ProvisioningRequest")}
+        second = next(p for n, p in prs.items() if "dws-2-" in n)
+        assert [c["type"] for c in second["status"]["conditions"] if c["status"] == "True"] == ["Accepted"]
+        at, started = twin.now(), None
+        for _ in range(300):
+            twin.advance(30)
+            wl = next(w for w in twin.list("Workload") if "rayjob-tpu-v6e-dws-2-" in w["metadata"]["name"])
+            c = next((c for c in wl["status"].get("conditions") or [] if c["type"] == "PodsReady"), None)
+            if c is not None and c["status"] == "True":
+                started = twin.now() - at
+                break
+    finally:
+        twin.close()
+    assert started is not None and 3000 <= started <= 4200, (
+        started
+    )  # job 1's hour, its nodes' 10 idle minutes
+    fast, exact = _both(state)
+    for fc in (fast, exact):
+        j = next(j for k, j in fc.jobs.items() if "rayjob-tpu-v6e-dws-2-" in k)
+        assert j.median is not None and abs(j.median - started) <= 600, (
+            fc.engine,
+            j.median,
+            started,
+            j.reasoning,
+        )
+        assert "dws" in j.plan, (fc.engine, j.plan)

@@ -251,3 +251,22 @@ def test_empirical_delays_refused_with_the_field(bad: dict) -> None:
     with pytest.raises(ValidationError) as err:
         model({"defaults": {"queueWait": bad}})
     assert "queueWait" in str(err.value) or "queue_wait" in str(err.value)
+
+
+def test_a_request_already_queued_is_granted_beyond_its_age() -> None:
+    """A forecast's request that continues one queued ``waited`` seconds: an empirical or log-normal wait is drawn
+    beyond that age (what is left of it), as the fast engine draws it; other kinds as for a new request."""
+    rng = random.Random(11)
+    emp = model({"defaults": {"queueWait": {"empirical": {"seen": [60, 300, 300, 900], "tailMean": "10m"}}}})
+    left = [emp.queue_grant_time("l", "m", T0, rng, waited=120.0) - T0 for _ in range(3000)]
+    assert (
+        min(left) >= 0 and abs(sum(1 for x in left if x == 180.0) / len(left) - 0.5) < 0.05
+    )  # 300 of 300,300,900
+    logn = model({"defaults": {"queueWait": {"lognormal": {"median": "10m", "sigma": 1.0}}}})
+    fresh = sorted(logn.queue_grant_time("l", "m", T0, rng) - T0 for _ in range(4000))
+    aged = sorted(logn.queue_grant_time("l", "m", T0, rng, waited=1800.0) - T0 for _ in range(4000))
+    assert abs(fresh[2000] - 600) < 60 and min(aged) >= 0  # a new request: the law; an aged one: what is left
+    # P(T > 60 min | T > 30 min) for log-normal(10 min, 1): 0.269
+    assert abs(sum(1 for x in aged if 1800 + x > 3600) / len(aged) - 0.269) < 0.03
+    fixed = model({"defaults": {"queueWait": {"fixed": "5m"}}})
+    assert fixed.queue_grant_time("l", "m", T0, rng, waited=120.0) == T0 + 300

@@ -512,3 +512,48 @@ def test_a_check_capacity_booking_keeps_the_nodes_it_found_from_scale_down() -> 
     assert len(nodes(t, "on-demand-pool")) == 4
     t.advance(2 * 60)
     assert nodes(t, "on-demand-pool") == []
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"maxRunDurationSeconds": "soon"},
+        {"maxRunDurationSeconds": "1e400"},
+        {"maxRunDurationSeconds": "-5"},
+        {"maxRunDurationSeconds": "604801"},
+        {"ValidUntilSeconds": "9" * 40},
+        {"validUntilSeconds": "0"},
+    ],
+)
+def test_a_bad_parameter_fails_the_request_naming_it(params: dict[str, str]) -> None:
+    """Kueue copies a job's ``provreq.kueue.x-k8s.io/`` annotations into its requests' parameters, so they are
+    what a tenant wrote: a bad one fails the request ``InvalidArgument``, naming it (the controller parsed them
+    with ``float()`` on every look: "soon" raised in the reconcile, 1e400 ran forever)."""
+    t = tutorial_twin()
+    provisioning_request(t, "dws-1", params=params)
+    t.advance(5)
+    got = pr(t)["status"]["conditions"]
+    failed = next(c for c in got if c["type"] == "Failed")
+    assert failed["status"] == "True" and failed["reason"] == "InvalidArgument", got
+    assert next(iter(params)) in failed["message"] and len(failed["message"]) < 300
+    assert nodes(t, "dws-pool") == []
+
+
+def test_a_forecasts_continued_request_is_accepted_at_a_full_pool_and_waits_for_room() -> None:
+    """``flexqForecastWaitedSeconds``: a forward run's request continues one the cluster accepted; accepted again
+    though the pool is full (a new one is refused NodepoolSizeReached), its grant then waits for room."""
+    t = tutorial_twin(
+        {"rules": [{"match": {"provisioningModels": ["queued"]}, "queueWait": {"fixed": "1m"}}]}
+    )
+    provisioning_request(t, "dws-1")
+    for i in range(4):
+        t.apply(tpu_pod(f"w{i}", "dws-pool", run_seconds=H, queued=True, consume="dws-1"))
+    t.advance(300)
+    assert len(nodes(t, "dws-pool")) == 4
+    provisioning_request(t, "dws-2")
+    provisioning_request(t, "dws-3", params={"flexqForecastWaitedSeconds": "600"})
+    t.advance(5)
+    assert state(t, "dws-2")["Failed"] == "True/NodepoolSizeReached"
+    assert state(t, "dws-3") == {"Accepted": "True/SuccessfullyQueued", "Provisioned": "False/NotProvisioned"}
+    t.advance(600)
+    assert state(t, "dws-3")["Provisioned"] == "False/NotProvisioned"  # the pool is still full

@@ -202,6 +202,14 @@ class LogNormal(TwinModel):
     sigma: float = Field(ge=0, le=100, allow_inf_nan=False)
 
 
+# A ProvisioningRequest parameter only flexq's forecasts set (through Kueue's ``provreq.kueue.x-k8s.io/``
+# annotations, which it copies into the request's parameters): the request continues one the cluster had accepted
+# this many seconds before the forecast's instant. The twin's GKE accepts it again without weighing its node
+# pool's size (it was accepted when the pool had room; its grant still waits for room) and draws its grant beyond
+# that age, as the fast engine does for a request already queued.
+FORECAST_WAITED_PARAMETER = "flexqForecastWaitedSeconds"
+
+
 class Empirical(TwinModel):
     """Durations as seen: the Kaplan-Meier curve of ``seen`` (ended) and ``censored`` (still under way after
     that long), of which a share 1/(n+1) outlasts the longest seen (n observations: a few are not the whole

@@ -9,6 +9,8 @@ QUEUE_NAME_ANNOTATION = "kueue.x-k8s.io/queue-name"  # the deprecated annotation
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+# a job's (and so its Workload's) annotations with this prefix become its ProvisioningRequests' parameters
+PROVREQ_PREFIX = "provreq.kueue.x-k8s.io/"
 # Kueue's Configuration: the ConfigMap its manager reads (config/components/manager), and its key
 KUEUE_CONFIG_NAME = "kueue-manager-config"
 KUEUE_CONFIG_NAMESPACE = "kueue-system"

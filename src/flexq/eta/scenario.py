@@ -34,7 +34,9 @@ from typing import Any
 
 import yaml
 
+from flexq.api.capacity_profile import FORECAST_WAITED_PARAMETER
 from flexq.api.quantity import parse_quantity
+from flexq.api.wellknown import PROVREQ_PREFIX
 from flexq.clock import format_time
 from flexq.forecast.jobs import JobEntry, entries, started_at
 from flexq.forecast.model import RESERVED_LEAD, WARMUP_SECONDS, EtaConfig, FittedCapacity
@@ -314,6 +316,10 @@ def build_study(
             obj = clean_job(e.job)
             if e.role in ("running", "reserved"):
                 pin(obj, e, flavor_labels)
+            waited = model.dws_waited(e.key) if e.role == "reserved" else None
+            if waited is not None:  # its request was accepted: it goes on queuing, as the fast engine has it
+                anns = obj.setdefault("metadata", {}).setdefault("annotations", {})
+                anns[PROVREQ_PREFIX + FORECAST_WAITED_PARAMETER] = f"{waited:.0f}"
             mounts |= _mounted_configmaps(obj)
             spec = JobSpec(
                 index=len(trace),

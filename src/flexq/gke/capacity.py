@@ -19,6 +19,7 @@ import random
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from statistics import NormalDist
 from typing import Any
 
 from flexq.api.capacity_profile import CapacityProfile, Delay, parse_duration, parse_time
@@ -262,12 +263,17 @@ class CapacityModel:
         in_use: int = 0,
         want: int = 1,
         model: str = "queued",
+        waited: float = 0.0,
     ) -> float | None:
         """When DWS grants a queued request made at ``requested_at``: the drawn wait, then the first moment
-        the whole request fits the availability limit. None when it never will (the request will fail)."""
+        the whole request fits the availability limit. None when it never will (the request will fail).
+        ``waited``: the request continues one queued that long already (a forecast's): an ``empirical`` or
+        ``lognormal`` wait is drawn beyond that age, the rest of it counted from ``requested_at``."""
         t = self.terms(location, machine_type, model, requested_at)
         if t.queue_wait is None:
             at: float | None = requested_at + DEFAULT_QUEUE_WAIT_SECONDS
+        elif waited > 0 and (t.queue_wait.empirical is not None or t.queue_wait.lognormal is not None):
+            at = requested_at + _draw_beyond(t.queue_wait, waited, rng)
         else:
             at = sample_delay(t.queue_wait, requested_at, self.origin, rng)
         if at is None:
@@ -308,6 +314,30 @@ def _draw(delay: Delay, rng: random.Random) -> float:
     assert delay.lognormal is not None
     median = parse_duration(delay.lognormal.median)
     return rng.lognormvariate(math.log(median), delay.lognormal.sigma) if median > 0 else 0.0
+
+
+def _draw_beyond(delay: Delay, waited: float, rng: random.Random) -> float:
+    """What is left of an ``empirical`` or ``lognormal`` delay known to exceed ``waited`` (its law truncated
+    there), clipped to its ``max``."""
+    if delay.empirical is not None:
+        e = delay.empirical
+        seen = [parse_duration(x) for x in e.seen]
+        censored = [parse_duration(x) for x in e.censored]
+        total = sample_beyond(seen, censored, waited, rng, parse_duration(e.tail_mean))
+    else:
+        assert delay.lognormal is not None
+        median = parse_duration(delay.lognormal.median)
+        sigma = delay.lognormal.sigma
+        if median <= 0 or sigma <= 0:
+            total = max(waited, median)
+        else:
+            unit = NormalDist()
+            floor = unit.cdf((math.log(waited) - math.log(median)) / sigma)
+            u = floor + (1.0 - floor) * rng.random()
+            total = median * math.exp(sigma * unit.inv_cdf(min(max(u, 1e-12), 1.0 - 1e-12)))
+    if delay.max is not None:
+        total = min(total, max(waited, parse_duration(delay.max)))
+    return max(0.0, total - waited)
 
 
 def sample_delay(delay: Delay, start: float, origin: float, rng: random.Random) -> float | None:

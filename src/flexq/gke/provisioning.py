@@ -40,6 +40,7 @@ from flexq.api.jsoncopy import clone
 from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST
 from flexq.clock import format_time, parse_time
 from flexq.errors import AdmissionDenied, NotFound
+from flexq.gke import provisioning_params as params
 from flexq.gke.cache import ANN_REQUEST as CACHE_ANN_REQUEST
 from flexq.gke.cache import GkeCache
 from flexq.gke.fit import add, fits, node_shape, pack, pod_requests, pool_shape
@@ -49,7 +50,6 @@ from flexq.gke.timing import (
     BOOKING_SECONDS,
     DWS_MAX_WAIT_SECONDS,
     GRANT_RETRY_SECONDS,
-    MAX_RUN_SECONDS,
     TERMINAL_TTL_SECONDS,
 )
 from flexq.runtime import Context, Controller, Result, Watch
@@ -305,14 +305,11 @@ class ProvisioningRequestController(Controller):
     # -- queued-provisioning.gke.io ----------------------------------------------------------------------------
     def _queued(self, pr: dict[str, Any], now: float) -> float | None:
         """``pr`` is the stored request (read-only): copied before anything changes it."""
-        params = pr["spec"].get("parameters") or {}
         if _true(pr, "Provisioned"):
-            return self._queued_provisioned(clone(pr), now, params)
+            return self._queued_provisioned(clone(pr), now)
         if not _true(pr, "Accepted"):
             return self._queued_accept(clone(pr), now)
-        created = self._creation(pr)
-        valid = params.get("ValidUntilSeconds") or params.get("validUntilSeconds")
-        deadline = created + (float(valid) if valid else MAX_WAIT_SECONDS)
+        deadline = self._creation(pr) + params.valid_until_seconds(pr)
         pool = next(
             (
                 p
@@ -350,10 +347,9 @@ class ProvisioningRequestController(Controller):
             count = int(pr["metadata"]["annotations"].get("gke.twin.flexq.dev/dws-nodes", "1"))
             limit = max_nodes(pool)
             if self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0) + count > limit:
-                return min(
-                    deadline, now + GRANT_RETRY_SECONDS
-                )  # the pool is full (other requests' slices): look again soon
-            max_run = float(params.get("maxRunDurationSeconds") or MAX_RUN_SECONDS)
+                # the pool is full (other requests' slices): look again soon
+                return min(deadline, now + GRANT_RETRY_SECONDS)
+            max_run = params.max_run_seconds(pr)
             got = self.writer.grow(
                 pool,
                 count,
@@ -372,6 +368,10 @@ class ProvisioningRequestController(Controller):
         return deadline if grant == "never" else min(deadline, float(grant))
 
     def _queued_accept(self, pr: dict[str, Any], now: float) -> float | None:
+        bad = params.invalid(pr)
+        if bad is not None:
+            self._fail(pr, now, "InvalidArgument", f"Invalid Provisioning Request: {bad}.")
+            return None
         if len(pr["spec"]["podSets"]) != 1:
             self._fail(
                 pr,
@@ -397,7 +397,8 @@ class ProvisioningRequestController(Controller):
                 continue
             n_nodes = -(-n_nodes // hosts) * hosts
             limit = max_nodes(pool)
-            if self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0) + n_nodes > limit:
+            waited = params.forecast_waited(pr)
+            if waited is None and self.writer.cache.pool_sizes.get(pool["spec"]["name"], 0) + n_nodes > limit:
                 self._fail(
                     pr,
                     now,
@@ -414,6 +415,7 @@ class ProvisioningRequestController(Controller):
                 rng,
                 want=n_nodes,
                 model=capacity_model_name(pool),
+                waited=waited or 0.0,
             )
             self._annotate(
                 pr,
@@ -439,10 +441,10 @@ class ProvisioningRequestController(Controller):
         )
         return None
 
-    def _queued_provisioned(self, pr: dict[str, Any], now: float, params: dict[str, str]) -> float | None:
+    def _queued_provisioned(self, pr: dict[str, Any], now: float) -> float | None:
         provisioned = _since(pr, "Provisioned")
         expire = provisioned + BOOKING_SECONDS
-        revoke = provisioned + float(params.get("maxRunDurationSeconds") or MAX_RUN_SECONDS)
+        revoke = provisioned + params.max_run_seconds(pr)
         if not _true(pr, "BookingExpired"):
             if now < expire and now < revoke:
                 return min(expire, revoke)
@@ -541,7 +543,7 @@ class ProvisioningRequestController(Controller):
         if self._fits_existing(pods):
             self._set(pr, now, ("Provisioned", "True", "CapacityIsFound"))
             return now + BOOKING_SECONDS
-        if (pr["spec"].get("parameters") or {}).get("noRetry") == "true":
+        if params.no_retry(pr):
             self._fail(pr, now, "CapacityIsNotFound", MSG["CapacityIsNotFound"])
             return None
         self._set(pr, now, ("Provisioned", "False", "CapacityIsNotFound"))

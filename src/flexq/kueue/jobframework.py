@@ -22,7 +22,7 @@ import hashlib
 
 from flexq.api.jsoncopy import clone_kept
 from flexq.api.scheduling import default_class
-from flexq.api.wellknown import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from flexq.api.wellknown import JOB_UID_LABEL, PRIORITY_CLASS_LABEL, PROVREQ_PREFIX, QUEUE_NAME_LABEL
 from flexq.errors import NotFound
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.job_adapters import JobAdapter
@@ -255,9 +255,7 @@ class JobController(Controller):
         if replaces is not None:
             extra += f"_{len(self._owned(obj))}"
         name = workload_name(job.kind, job.group, md["name"], md.get("uid", ""), extra)
-        ann = {
-            k: v for k, v in (md.get("annotations") or {}).items() if k.startswith("provreq.kueue.x-k8s.io/")
-        }
+        ann = {k: v for k, v in (md.get("annotations") or {}).items() if k.startswith(PROVREQ_PREFIX)}
         if elastic:
             ann["kueue.x-k8s.io/elastic-job"] = "true"
             if replaces is None:

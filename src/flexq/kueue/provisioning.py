@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from flexq.api.jsoncopy import clone
 from flexq.api.quantity import parse_quantity
 from flexq.api.scheme import BUILT
-from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME
+from flexq.api.wellknown import CONSUME_PROVISIONING_REQUEST, PROVISIONING_CLASS_NAME, PROVREQ_PREFIX
 from flexq.errors import ApiError
 from flexq.kueue.cache import KueueCache
 from flexq.kueue.checks import PROVISIONING_CONTROLLER, retry_strategy
@@ -56,7 +56,7 @@ __all__ = ["ProvisioningController"]
 CONSUME = CONSUME_PROVISIONING_REQUEST
 CLASS = PROVISIONING_CLASS_NAME
 MANAGED = "kueue.x-k8s.io/managed"
-PARAM_PREFIX = "provreq.kueue.x-k8s.io/"
+PARAM_PREFIX = PROVREQ_PREFIX
 INACTIVE_MSG = "the check is not active"
 NOT_NEEDED = "the provisioning request is not needed"
 
