@@ -27,9 +27,14 @@ __all__ = [
     "any_of",
     "generation_changed",
     "labels_changed",
+    "outside_status_changed",
     "resource_version_changed",
     "update_changed",
+    "view_changed",
 ]
+
+# metadata a write moves without changing what the object says (compared by no predicate)
+_WRITE_METADATA = frozenset({"resourceVersion", "managedFields"})
 
 
 def _md(obj: dict) -> dict:
@@ -73,6 +78,39 @@ def update_changed(compare: Callable[[dict, dict], bool]) -> Predicate:
         if ev.type != "MODIFIED" or ev.old is None:
             return True
         return compare(ev.old, ev.object)
+
+    return pred
+
+
+def outside_status_changed(old: dict, new: dict) -> bool:
+    """Anything but the status changed between two versions: the spec, any metadata (labels, annotations,
+    owner references, finalizers, the deletion mark) but the resourceVersion and managedFields, any other
+    top-level field. A comparison for ``update_changed`` or ``view_changed``; equal shared parts compare by
+    identity first (stored versions share what a write did not change)."""
+    for k in old.keys() | new.keys():
+        if k == "status":
+            continue
+        a, b = old.get(k), new.get(k)
+        if a is b:
+            continue
+        if k != "metadata" or not isinstance(a, dict) or not isinstance(b, dict):
+            if a != b:
+                return True
+            continue
+        if any(a.get(m) != b.get(m) for m in a.keys() | b.keys() if m not in _WRITE_METADATA):
+            return True
+    return False
+
+
+def view_changed(view: Callable[[dict], object]) -> Predicate:
+    """An update passes when ``view`` (what its controller reads of the object) differs between the old and the
+    new version; creates and deletes pass. The view must name every field the reconcile reads, so that a
+    refused update is one whose reconcile would find its inputs as they were."""
+
+    def pred(ev: WatchEvent) -> bool:
+        if ev.type != "MODIFIED" or ev.old is None:
+            return True
+        return view(ev.old) != view(ev.object)
 
     return pred
 
