@@ -95,6 +95,26 @@ _CLUSTER_CHANGED = predicates.any_of(
 )
 
 
+def _pod_read(pod: dict) -> tuple:
+    """What the controller reads of a pod it owns: its metadata but the resourceVersion (labels, name, creation,
+    deletion mark), its phase, its Ready condition (status and reason), its IP and container statuses (the head's
+    address and readiness reason). Not its spec or its other conditions."""
+    md = pod["metadata"]
+    st = pod.get("status") or {}
+    ready = next(
+        ((c.get("status"), c.get("reason")) for c in st.get("conditions") or () if c.get("type") == "Ready"),
+        None,
+    )
+    meta = {k: v for k, v in md.items() if k not in ("resourceVersion", "managedFields", "generation")}
+    return (meta, st.get("phase"), ready, st.get("podIP"), st.get("containerStatuses"))
+
+
+# KubeRay declares ``Owns(&corev1.Pod{})`` with no predicate (raycluster_controller.go ``SetupWithManager``); an
+# update of a pod that leaves what the reconcile reads of it as it was (a scheduler's PodScheduled, a binding) is
+# dropped: the reconcile would build the same status
+_POD_READ_CHANGED = predicates.view_changed(_pod_read)
+
+
 class RayClusterController(Controller):
     """Creates and deletes a RayCluster's Pods and Service; writes ``RayCluster.status``."""
 
@@ -106,7 +126,7 @@ class RayClusterController(Controller):
         # or the annotations. The controller's own status writes do not wake it again (its Pods' changes do).
         return [
             Watch("RayCluster", predicate=_CLUSTER_CHANGED),
-            Watch("Pod", _cluster_of_pod),
+            Watch("Pod", _cluster_of_pod, predicate=_POD_READ_CHANGED),
         ]
 
     def reconcile(self, key) -> Result | None:
