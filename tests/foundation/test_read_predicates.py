@@ -169,6 +169,21 @@ def test_kueue_job_reconciler_reads_only_the_spec_of_its_raycluster(twin) -> Non
     ]
 
 
+def test_kueue_job_reconciler_leaves_a_job_without_a_queue_alone_until_it_gets_one(twin) -> None:
+    ctrl = _controller(twin, "kueue-job-job")
+    job = _first(twin, "Job")  # the RayJob's submitter: no queue label
+    assert "kueue.x-k8s.io/queue-name" not in (job["metadata"].get("labels") or {})
+    key = [(job["metadata"]["namespace"], job["metadata"]["name"])]
+    assert _keys(ctrl, _update(job, "status.active", 5)) == []
+    assert _keys(ctrl, _update(job, "spec.parallelism", 5)) == []
+    labels = {**(job["metadata"].get("labels") or {}), "kueue.x-k8s.io/queue-name": "q"}
+    assert _keys(ctrl, _update(job, "metadata.labels", labels)) == key
+    queued = copy.deepcopy(job)
+    queued["metadata"]["labels"] = labels
+    assert _keys(ctrl, _update(queued, "status.active", 5)) == key
+    assert _keys(ctrl, _update(queued, "status.startTime", "x")) == []
+
+
 # -- KubeRay's RayCluster controller on pods ----------------------------------------------------------------
 POD_READ = [
     ("status.phase", "Failed"),
@@ -266,3 +281,17 @@ def test_node_registration_and_leases_hear_what_they_act_on(twin) -> None:
     gone = copy.deepcopy(node)
     gone["metadata"]["name"] = "no-lease-yet"
     assert _keys(leases, _update(gone, "status.conditions", [])) == [("", "no-lease-yet")]
+
+
+# -- KubeRay's in-tree autoscaler ------------------------------------------------------------------------
+def test_kuberay_autoscaler_watches_only_with_a_ray_to_read() -> None:
+    """Its reconcile returns at once without a load source (a simulated cluster), so it watches nothing then;
+    with one it hears every RayCluster event."""
+    from flexq.kuberay.autoscaler import AutoscalerController
+
+    bare = AutoscalerController.__new__(AutoscalerController)
+    bare.sources = []
+    assert bare.watches() == []
+    bare.sources = [object()]
+    (w,) = bare.watches()
+    assert w.kind == "RayCluster" and w.predicate is None and w.unchanged is None

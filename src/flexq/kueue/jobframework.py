@@ -71,6 +71,10 @@ def workload_name(kind: str, group: str, name: str, uid: str, extra: str = "") -
     return f"{prefix}-{h.hexdigest()[:5]}"
 
 
+def _queue_of(obj: dict) -> str | None:
+    return (obj["metadata"].get("labels") or {}).get(QUEUE_LABEL)
+
+
 def _owned_changed(old: dict, new: dict) -> bool:
     """An update of a kind a job owns that its reconcile can see: the spec (``live_pod_set_counts`` reads a
     RayCluster's worker groups) or the owner references the update maps through."""
@@ -105,9 +109,13 @@ class JobController(Controller):
         # status fields it does not read moved: a RayJob's ``rayClusterStatus`` counts, say) and an owned kind's
         # status write (a RayCluster's ready replicas: only its spec is read) are dropped here: their reconcile
         # would find its inputs as they were
-        adapter = self.adapter
+        adapter, cache = self.adapter, self.cache
 
         def job_changed(old: dict, new: dict) -> bool:
+            if not cache.config.manage_jobs_without_queue_name and not (
+                _queue_of(old) or _queue_of(new)
+            ):  # a job without a queue before and after: the reconcile leaves it alone (a RayJob's submitter)
+                return False
             return outside_status_changed(old, new) or adapter.status_read(
                 old.get("status") or {}
             ) != adapter.status_read(new.get("status") or {})
