@@ -116,9 +116,9 @@ class JobController(Controller):
                 _queue_of(old) or _queue_of(new)
             ):  # a job without a queue before and after: the reconcile leaves it alone (a RayJob's submitter)
                 return False
-            return outside_status_changed(old, new) or adapter.status_read(
-                old.get("status") or {}
-            ) != adapter.status_read(new.get("status") or {})
+            return adapter.status_read(old.get("status") or {}) != adapter.status_read(
+                new.get("status") or {}
+            ) or outside_status_changed(old, new)
 
         return [Watch(kind, predicate=update_changed(job_changed)), Watch("Workload", owner)] + [
             Watch(k, owner, predicate=update_changed(_owned_changed)) for k in adapter.owned_kinds()
