@@ -26,8 +26,10 @@ STATUS_ONLY = {
     # Kueue's workload reconciler: its Update predicate returns true for every Workload update;
     # workloadQueueHandler queues a queue's workloads only for a deletion, checks strategy or stop policy change
     "kueue-workload": {"Workload": True, "ClusterQueue": False, "LocalQueue": False},
-    # Kueue's job reconciler: For(job).Owns(&Workload{}) (and the RayJob's RayCluster), no predicates
-    "kueue-job-rayjob": {"RayJob": True, "Workload": True, "RayCluster": True},
+    # Kueue's job reconciler: For(job).Owns(&Workload{}) (and the RayJob's RayCluster), no predicates; the twin
+    # drops a job update or a RayCluster status write that changes nothing the reconciler reads
+    # (tests/foundation/test_read_predicates.py: every field it reads still wakes it)
+    "kueue-job-rayjob": {"RayJob": False, "Workload": True, "RayCluster": False},
     # Kueue's provisioning controller: For(&Workload{}).Owns(&ProvisioningRequest{})
     "kueue-provisioning": {"Workload": True},
 }
@@ -230,3 +232,33 @@ def test_the_event_dedup_cache_is_an_lru_of_4096_as_client_go() -> None:
     gone = [e for e in events if e["reason"] == "Gone"]
     assert len(kept) == 1 and kept[0]["count"] == 8
     assert [e["count"] for e in gone] == [1, 1]  # pushed out of the cache: a new Event
+
+
+def test_outside_status_changed_sees_every_field_but_the_status_and_write_metadata() -> None:
+    base = {
+        "apiVersion": "v1",
+        "kind": "X",
+        "metadata": {"name": "a", "resourceVersion": "1", "labels": {"l": "1"}, "managedFields": []},
+        "spec": {"s": 1},
+        "status": {"t": 1},
+    }
+
+    def changed(**parts) -> bool:
+        new = {**base, **{k: v for k, v in parts.items() if k != "md"}}
+        if "md" in parts:
+            new["metadata"] = {**base["metadata"], **parts["md"]}
+        return predicates.outside_status_changed(base, new)
+
+    assert not changed(status={"t": 2})
+    assert not changed(md={"resourceVersion": "2", "managedFields": [{"manager": "m"}]})
+    assert changed(spec={"s": 2})
+    assert changed(md={"labels": {"l": "2"}})
+    assert changed(md={"deletionTimestamp": "2027-01-01T00:00:00Z"})  # a field only the new version has
+    assert changed(md={"finalizers": ["f"]})
+    assert changed(data={"d": 1})  # another top-level field
+    gone = {k: v for k, v in base["metadata"].items() if k != "labels"}
+    assert predicates.outside_status_changed(base, {**base, "metadata": gone})
+    assert predicates.metadata_changed({"a": 1, "g": 1}, {"a": 1, "g": 2}) is True
+    assert predicates.metadata_changed({"a": 1, "g": 1}, {"a": 1, "g": 2}, frozenset({"g"})) is False
+    assert predicates.metadata_changed({"a": 1}, {"a": 1, "g": 2}, frozenset({"g"})) is False
+    assert predicates.metadata_changed({"a": 1}, {"a": 1, "b": 2}, frozenset({"g"})) is True

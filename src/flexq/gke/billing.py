@@ -196,6 +196,11 @@ def _flavors_of(rec: dict[str, Any], flavor_list: list[tuple[str, dict[str, str]
     ]
 
 
+def _record_inputs(pod: dict[str, Any]) -> tuple:
+    """What of a pod ``_sync_pod`` reads to open or close its record: its node, whether it ended, its uid."""
+    return ((pod.get("spec") or {}).get("nodeName"), is_terminal(pod), pod["metadata"].get("uid"))
+
+
 class BillingController(Controller):
     """Keeps the cluster's billing ledger in step with its nodes and pods; the only writer of GkeBilling.
 
@@ -228,11 +233,28 @@ class BillingController(Controller):
         self._resync = True
 
     def watches(self) -> list[Watch]:
-        return [Watch("Node", lambda ev: [KEY]), Watch("Pod", self._pod_keys)]
+        return [Watch("Node", self._node_keys), Watch("Pod", self._pod_keys)]
+
+    def _node_keys(self, ev: Any) -> list[Any]:
+        """A Node's create and delete; an update only of a node whose record is not open yet (an open record
+        keeps what it read when it opened: the ledger's node pass skips it, and a Ready condition or an
+        annotation changes nothing there)."""
+        if ev.type == "MODIFIED" and ev.object["metadata"]["name"] in self._open_nodes:
+            return []
+        return [KEY]
 
     def _pod_keys(self, ev: Any) -> list[Any]:
+        """A pod on a node, or one with an open record; an update of a pod with an open record only when what
+        its record is keyed by (``_record_inputs``) changed: a running pod's status writes change nothing."""
         md = ev.object["metadata"]
         key = (md.get("namespace") or "default", md["name"])
+        if (
+            ev.type == "MODIFIED"
+            and ev.old is not None
+            and key in self._pod_record
+            and _record_inputs(ev.old) == _record_inputs(ev.object)
+        ):
+            return []
         if (ev.object.get("spec") or {}).get("nodeName") or key in self._pod_record:
             return [("pod", *key)]
         return []

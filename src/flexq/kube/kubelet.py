@@ -42,6 +42,7 @@ from flexq.runtime import Context, Controller, Result, Watch
 from flexq.runtime.executor import PodExecutor, PodLaunch, PodRunState
 from flexq.semantics import satokens
 from flexq.semantics.conditions import set_core_condition
+from flexq.semantics.pods import pods_differ_semantically
 from flexq.semantics.taints import tolerates
 from flexq.store.store import WatchEvent
 
@@ -62,6 +63,18 @@ _UNKNOWN = {
     "reason": "ContainerStatusUnknown",
     "message": "The container could not be located when the pod was terminated",
 }
+
+
+def _no_sync(ev: WatchEvent) -> bool:
+    """Whether an update of a pod needs no sync. The kubelet's pod config source
+    (``pkg/kubelet/config/config.go`` ``checkAndUpdatePod``) syncs a pod whose spec, labels, annotations or
+    deletion mark changed (``semantics.pods.pods_differ_semantically``); a status-only update is reconciled
+    into its copy without a sync (``HandlePodReconcile``), but for a pod some other writer ended (an eviction:
+    its phase made terminal), which is stopped. Its own status writes do not sync it again. True for an update
+    that needs no sync (``Watch.unchanged``: the key keeps its turn, the reconcile is skipped)."""
+    if ev.type != "MODIFIED" or ev.old is None:
+        return False
+    return not pods_differ_semantically(ev.old, ev.object) and is_terminal(ev.old) == is_terminal(ev.object)
 
 
 @dataclass
@@ -95,7 +108,7 @@ class Kubelet(Controller):
 
     def watches(self) -> list[Watch]:
         return [
-            Watch("Pod", self._pod_keys),
+            Watch("Pod", self._pod_keys, unchanged=_no_sync),
             Watch("Node", self._node_keys),
             Watch("ConfigMap", self._configmap_keys),
             Watch("Secret", self._configmap_keys),

@@ -35,7 +35,20 @@ class NodeLeases(Controller):
     name = "node-lease"
 
     def watches(self) -> list[Watch]:
-        return [Watch("Node"), Watch("Lease", _node_of_lease)]
+        return [Watch("Node", self._node_keys), Watch("Lease", _node_of_lease)]
+
+    def _node_keys(self, ev: WatchEvent) -> list[tuple[str, str]]:
+        """A Node's create and delete; its update only when it marks the Node for deletion (its Lease goes) or
+        while it has no Lease (one is made): any other update (its Ready condition) finds nothing to do."""
+        md = ev.object["metadata"]
+        if (
+            ev.type == "MODIFIED"
+            and ev.old is not None
+            and ev.old["metadata"].get("deletionTimestamp") == md.get("deletionTimestamp")
+            and self.store.peek("Lease", md["name"], NODE_LEASE_NAMESPACE) is not None
+        ):
+            return []
+        return [("", md["name"])]
 
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         name = key[1]

@@ -16,6 +16,7 @@ import json
 from flexq.api.core_defaults import kubelet_ids
 from flexq.clock import format_time
 from flexq.runtime import Controller, Result, Watch
+from flexq.store.store import WatchEvent
 
 ANN_CAPACITY = "twin.flexq.dev/capacity"
 DEFAULT_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
@@ -64,13 +65,22 @@ def registered_status(node: dict, now: float) -> dict:
     }
 
 
+def _unregistered(ev: WatchEvent) -> bool:
+    """A Node event the registration may act on: a create, or an update that leaves the Node without conditions."""
+    return ev.type == "ADDED" or (
+        ev.type == "MODIFIED" and not (ev.object.get("status") or {}).get("conditions")
+    )
+
+
 class NodeRegistration(Controller):
     """Posts a registering kubelet's status on hand-made Nodes."""
 
     name = "node-registration"
 
     def watches(self) -> list[Watch]:
-        return [Watch("Node")]
+        # it posts a status only on a Node without conditions: a delete, or an update leaving conditions, has
+        # nothing for it
+        return [Watch("Node", predicate=_unregistered)]
 
     def reconcile(self, key: tuple[str, str]) -> Result | None:
         node = self.store.peek("Node", key[1])  # read-only

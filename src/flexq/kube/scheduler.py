@@ -27,6 +27,7 @@ from flexq.kube.scheduler_filters import GATED_MESSAGE, Decision, StaticMemo, sc
 from flexq.runtime import Context, Controller, Result, Watch
 from flexq.semantics.conditions import find_condition, set_core_condition
 from flexq.semantics.nodefit import filter_node, pod_requests, replica_of
+from flexq.semantics.pods import pod_updated_for_scheduling
 from flexq.store.objects import status_copy
 from flexq.store.store import WatchEvent
 
@@ -161,7 +162,13 @@ class Scheduler(Controller):
             self._write_condition(pod, "False", "SchedulingGated", GATED_MESSAGE)
             return None
         last = self._failed.get(key)
-        if last is not None and last[0] is pod and last[1] == self.cache.version:
+        # the last decision stands for the cluster as it is and the pod as kube-scheduler's ``isPodUpdated`` sees
+        # it (``semantics.pods``: a status write, such as its own PodScheduled=False, changes nothing it decides on)
+        if (
+            last is not None
+            and last[1] == self.cache.version
+            and (last[0] is pod or not pod_updated_for_scheduling(last[0], pod))
+        ):
             requests, decision = last[2], last[3]
             if key in self.unschedulable:  # a flush's retry: its queue entry was made from this very pod
                 if self._write_condition(pod, "False", "Unschedulable", decision.message):

@@ -95,6 +95,38 @@ _CLUSTER_CHANGED = predicates.any_of(
 )
 
 
+_POD_METADATA_UNREAD = frozenset({"resourceVersion", "managedFields", "generation"})
+
+
+def _pod_status_read(pod: dict) -> tuple:
+    """What the controller reads of a pod's status: its phase, its Ready condition (status and reason), its IP
+    and container statuses (the head's address and readiness reason). Not its other conditions."""
+    st = pod.get("status") or {}
+    ready = next(
+        ((c.get("status"), c.get("reason")) for c in st.get("conditions") or () if c.get("type") == "Ready"),
+        None,
+    )
+    return (st.get("phase"), ready, st.get("podIP"), st.get("containerStatuses"))
+
+
+def _pod_read_changed(ev: WatchEvent) -> bool:
+    """KubeRay declares ``Owns(&corev1.Pod{})`` with no predicate (raycluster_controller.go ``SetupWithManager``);
+    an update of a pod that leaves what the reconcile reads of it as it was — its metadata but the
+    resourceVersion, and ``_pod_status_read`` — is dropped (a scheduler's PodScheduled, a binding: not its spec):
+    the reconcile would build the same status. A pod of no RayCluster maps to nothing anyway."""
+    if ev.type != "MODIFIED" or ev.old is None:
+        return True
+    old, new = ev.old, ev.object
+    if not (
+        (new["metadata"].get("labels") or {}).get(names.LABEL_CLUSTER)
+        or (old["metadata"].get("labels") or {}).get(names.LABEL_CLUSTER)
+    ):
+        return False
+    return _pod_status_read(old) != _pod_status_read(new) or predicates.metadata_changed(
+        old["metadata"], new["metadata"], _POD_METADATA_UNREAD
+    )
+
+
 class RayClusterController(Controller):
     """Creates and deletes a RayCluster's Pods and Service; writes ``RayCluster.status``."""
 
@@ -106,7 +138,7 @@ class RayClusterController(Controller):
         # or the annotations. The controller's own status writes do not wake it again (its Pods' changes do).
         return [
             Watch("RayCluster", predicate=_CLUSTER_CHANGED),
-            Watch("Pod", _cluster_of_pod),
+            Watch("Pod", _cluster_of_pod, predicate=_pod_read_changed),
         ]
 
     def reconcile(self, key) -> Result | None:

@@ -72,6 +72,14 @@ class JobAdapter:
         """The job's own pod templates, in pod-set order (mutated on start and stop)."""
         raise NotImplementedError
 
+    @classmethod
+    def status_read(cls, status: dict) -> object:
+        """What Kueue's job reconciler reads of the job's status (``is_active``, ``finished``, ``is_on_hold``,
+        ``pods_ready``, ``pod_sets``, ``live_pod_set_counts``): an update that leaves it, the spec and the
+        metadata as they were does not wake the reconciler (``JobController.watches``). The whole status by
+        default; a kind that overrides it names every status field its methods read."""
+        return status
+
     def is_suspended(self) -> bool:
         return bool(self.spec.get("suspend"))
 
@@ -161,6 +169,10 @@ class BatchJob(JobAdapter):
 
     def templates(self) -> list[dict]:
         return [self.spec.setdefault("template", {})]
+
+    @classmethod
+    def status_read(cls, status: dict) -> object:
+        return (status.get("active"), status.get("succeeded"), status.get("ready"), status.get("conditions"))
 
     def is_active(self) -> bool:
         return int(self.status.get("active") or 0) != 0
@@ -290,6 +302,16 @@ class RayJob(JobAdapter):
                 self.spec["submitterPodTemplate"] = self._submitter_template()
             out.append(self.spec["submitterPodTemplate"])
         return out
+
+    @classmethod
+    def status_read(cls, status: dict) -> object:
+        return (
+            status.get("jobDeploymentStatus"),
+            status.get("jobStatus"),
+            status.get("message", ""),
+            (status.get("rayClusterStatus") or {}).get("state"),
+            status.get("rayClusterName"),
+        )
 
     def is_active(self) -> bool:
         return self.status.get("jobDeploymentStatus") not in (None, "", "Suspended", "New")

@@ -35,6 +35,7 @@ from flexq.kueue.workload import (
     unset_quota_reservation,
 )
 from flexq.runtime.controller import Controller, Result, Watch
+from flexq.runtime.predicates import outside_status_changed, update_changed
 from flexq.semantics.conditions import find_condition, is_true, set_status_condition
 from flexq.store import clone, status_copy
 
@@ -70,6 +71,18 @@ def workload_name(kind: str, group: str, name: str, uid: str, extra: str = "") -
     return f"{prefix}-{h.hexdigest()[:5]}"
 
 
+def _queue_of(obj: dict) -> str | None:
+    return (obj["metadata"].get("labels") or {}).get(QUEUE_LABEL)
+
+
+def _owned_changed(old: dict, new: dict) -> bool:
+    """An update of a kind a job owns that its reconcile can see: the spec (``live_pod_set_counts`` reads a
+    RayCluster's worker groups) or the owner references the update maps through."""
+    return old.get("spec") != new.get("spec") or (old["metadata"].get("ownerReferences")) != (
+        new["metadata"].get("ownerReferences")
+    )
+
+
 class JobController(Controller):
     """Reconciles one job kind against its Workload(s)."""
 
@@ -91,7 +104,25 @@ class JobController(Controller):
                 if r.get("kind") == kind and r.get("controller")
             ]
 
-        return [Watch(kind), Watch("Workload", owner)] + [Watch(k, owner) for k in self.adapter.owned_kinds()]
+        # Kueue declares ``For(job).Owns(&Workload{})`` with no predicate (jobframework/reconciler.go
+        # ``SetupWithManager``); a job update the reconciler cannot tell from the version before (nothing but
+        # status fields it does not read moved: a RayJob's ``rayClusterStatus`` counts, say) and an owned kind's
+        # status write (a RayCluster's ready replicas: only its spec is read) are dropped here: their reconcile
+        # would find its inputs as they were
+        adapter, cache = self.adapter, self.cache
+
+        def job_changed(old: dict, new: dict) -> bool:
+            if not cache.config.manage_jobs_without_queue_name and not (
+                _queue_of(old) or _queue_of(new)
+            ):  # a job without a queue before and after: the reconcile leaves it alone (a RayJob's submitter)
+                return False
+            return adapter.status_read(old.get("status") or {}) != adapter.status_read(
+                new.get("status") or {}
+            ) or outside_status_changed(old, new)
+
+        return [Watch(kind, predicate=update_changed(job_changed)), Watch("Workload", owner)] + [
+            Watch(k, owner, predicate=update_changed(_owned_changed)) for k in adapter.owned_kinds()
+        ]
 
     # the steps, in Kueue's order -------------------------------------------------------------------
     def reconcile(self, key: tuple[str, str]) -> Result | None:

@@ -65,6 +65,11 @@ class Watch:
     source: str = "cluster"
     delay: float = 0.0  # seconds an event's keys wait before they are queued (client-go's AddAfter batching)
     predicate: Callable[[WatchEvent], bool] | None = None
+    # an event this calls unchanged (nothing its reconcile reads moved) still queues its keys, which keep their
+    # place in the loop, but a key queued by such events alone is not reconciled when its turn comes: a
+    # predicate that refuses the event outright would move the controller's later work of that instant earlier
+    # in the loop, and with it the order of that instant's writes (same writes, Events named in another order)
+    unchanged: Callable[[WatchEvent], bool] | None = None
 
     def keys(self, ev: WatchEvent) -> list[Key]:
         """The keys ``ev`` enqueues through this watch (none if the predicate refuses it)."""

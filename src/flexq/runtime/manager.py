@@ -44,6 +44,24 @@ def _direct(mapper: Callable[[WatchEvent], Iterable[Key] | None], add: Callable[
     return on_event
 
 
+def _judged(
+    unchanged: Callable[[WatchEvent], bool],
+    mapper: Callable[[WatchEvent], Iterable[Key] | None],
+    add: Callable[[Key, bool], None],
+):
+    """``_direct`` for a watch with ``unchanged``: the keys are queued with the event's judgement, so that a key
+    queued by unchanged events alone keeps its place in the loop but is skipped when its turn comes."""
+
+    def on_event(ev: WatchEvent) -> None:
+        keys = mapper(ev)
+        if keys:
+            same = unchanged(ev)
+            for k in keys:
+                add(k, same)
+
+    return on_event
+
+
 def _filtered(predicate: Callable[[WatchEvent], bool], mapper: Callable[[WatchEvent], Iterable[Key] | None]):
     """``mapper`` behind a watch's predicate: an event the predicate refuses maps to no key."""
 
@@ -67,27 +85,38 @@ class _Queue:
         self.scheduled = False
         self.processing: Key | None = None
         self.dirty_while_processing: set[Key] = set()
+        # keys queued (or dirtied while processing) only by events their watch called unchanged: skipped in turn
+        self.idle: set[Key] = set()
+        self.skipped = 0  # reconciles so skipped
         # controller-runtime's counts (``flexq.runtime.metrics``): reconciles by result, adds, retries
         self.results: dict[str, int] = dict.fromkeys(RESULTS, 0)
         self.adds = 0
         self.retries = 0
 
-    def add(self, key: Key) -> None:
+    def add(self, key: Key, unchanged: bool = False) -> None:
         if self.throttled and key in self.throttled and self._backed_off(key):
             return
-        self._enqueue(key)
+        self._enqueue(key, unchanged)
 
-    def _enqueue(self, key: Key) -> None:
+    def _enqueue(self, key: Key, unchanged: bool = False) -> None:
         if key == self.processing:
             if key not in self.dirty_while_processing:
                 self.dirty_while_processing.add(key)
                 self.adds += 1
+                if unchanged:
+                    self.idle.add(key)
+            elif not unchanged and self.idle:
+                self.idle.discard(key)
             return
         if key in self.queued:
+            if not unchanged and self.idle:
+                self.idle.discard(key)
             return
         self.adds += 1
         self.queued.add(key)
         self.items.append(key)
+        if unchanged:
+            self.idle.add(key)
         self._schedule()
 
     def _backed_off(self, key: Key) -> bool:
@@ -144,6 +173,11 @@ class _Queue:
         except Livelock:
             self.add(key)  # left queued: the twin is stuck, but consistent
             raise
+        if self.idle and key in self.idle:  # queued only by events that changed nothing it reads
+            self.idle.discard(key)
+            self.skipped += 1
+            self._schedule()
+            return
         self.processing = key
         # one journal commit for the reconcile's writes (a Job's 500 new pods and their events: one sync to
         # disk, not a thousand); a write that fails undoes only its own rows, and the error stays inside
@@ -173,7 +207,7 @@ class _Queue:
                 store.verify_reads(f"{self.controller.name} {key!r}")
         if key in self.dirty_while_processing:
             self.dirty_while_processing.discard(key)
-            self.add(key)
+            self.add(key, bool(self.idle) and key in self.idle)
         if result is not None and result.requeue_after is not None:
             self.add_after(key, result.requeue_after)
         self._schedule()
@@ -218,8 +252,12 @@ class Manager:
             mapper = w.mapper if w.predicate is None else _filtered(w.predicate, w.mapper)
             add = q.add if w.delay <= 0 else (lambda k, d=w.delay, after=q.add_after: after(k, d))
             if not hasattr(self.loop, "thread"):  # a virtual-time loop: every write is made on its thread
+                if w.unchanged is not None and w.delay <= 0:
+                    self._subs.append(store.watch(_judged(w.unchanged, mapper, q.add), [w.kind]))
+                    continue
                 self._subs.append(store.watch(_direct(mapper, add), [w.kind]))
                 continue
+            # on the wall clock every key an event queues is reconciled (``Watch.unchanged`` is not consulted)
 
             def on_event(ev: WatchEvent, mapper=mapper, add=add, loop=self.loop) -> None:
                 keys = mapper(ev)

@@ -27,9 +27,16 @@ __all__ = [
     "any_of",
     "generation_changed",
     "labels_changed",
+    "metadata_changed",
+    "outside_status_changed",
     "resource_version_changed",
     "update_changed",
+    "view_changed",
 ]
+
+# metadata a write moves without changing what the object says (compared by no predicate)
+_WRITE_METADATA = frozenset({"resourceVersion", "managedFields"})
+_MISSING = object()
 
 
 def _md(obj: dict) -> dict:
@@ -73,6 +80,52 @@ def update_changed(compare: Callable[[dict, dict], bool]) -> Predicate:
         if ev.type != "MODIFIED" or ev.old is None:
             return True
         return compare(ev.old, ev.object)
+
+    return pred
+
+
+def metadata_changed(old: dict, new: dict, ignored: frozenset[str] = _WRITE_METADATA) -> bool:
+    """Two versions' metadata differ in a field but the ``ignored`` ones (by default the resourceVersion and
+    managedFields, which every write moves). Fields shared by both versions compare by identity first."""
+    missing = _MISSING
+    for m, a in old.items():
+        if m in ignored:
+            continue
+        b = new.get(m, missing)
+        if a is not b and a != b:
+            return True
+    return new.keys() != old.keys() and any(m not in old and m not in ignored for m in new)
+
+
+def outside_status_changed(old: dict, new: dict) -> bool:
+    """Anything but the status changed between two versions: the spec, any metadata (labels, annotations,
+    owner references, finalizers, the deletion mark) but the resourceVersion and managedFields, any other
+    top-level field. A comparison for ``update_changed`` or ``view_changed``; equal shared parts compare by
+    identity first (stored versions share what a write did not change)."""
+    missing = _MISSING
+    for k, a in old.items():
+        if k == "status":
+            continue
+        b = new.get(k, missing)
+        if a is b:
+            continue
+        if k == "metadata" and isinstance(a, dict) and isinstance(b, dict):
+            if metadata_changed(a, b):
+                return True
+        elif a != b:
+            return True
+    return new.keys() != old.keys() and any(k not in old and k != "status" for k in new)
+
+
+def view_changed(view: Callable[[dict], object]) -> Predicate:
+    """An update passes when ``view`` (what its controller reads of the object) differs between the old and the
+    new version; creates and deletes pass. The view must name every field the reconcile reads, so that a
+    refused update is one whose reconcile would find its inputs as they were."""
+
+    def pred(ev: WatchEvent) -> bool:
+        if ev.type != "MODIFIED" or ev.old is None:
+            return True
+        return view(ev.old) != view(ev.object)
 
     return pred
 

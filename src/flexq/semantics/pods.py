@@ -6,7 +6,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["TERMINAL_PHASES", "is_terminal", "image_reference_error"]
+__all__ = [
+    "TERMINAL_PHASES",
+    "is_terminal",
+    "image_reference_error",
+    "pod_updated_for_scheduling",
+    "pods_differ_semantically",
+]
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -14,6 +20,43 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 def is_terminal(pod: Mapping[str, Any]) -> bool:
     """``podutil.IsPodTerminal``: the pod's phase is Succeeded or Failed."""
     return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+
+
+# what kube-scheduler's isPodUpdated strips from a pod's metadata before it compares two versions
+_SCHEDULER_STRIPPED = frozenset({"resourceVersion", "generation", "managedFields", "finalizers"})
+
+
+def pod_updated_for_scheduling(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """kube-scheduler's ``isPodUpdated`` (``pkg/scheduler/backend/queue/scheduling_queue.go``): did the update
+    change the pod in a way that may make it schedulable? Everything is compared but the resourceVersion,
+    generation, managedFields, finalizers and the status (bar ``status.resourceClaimStatuses``). An update it
+    refuses leaves an unschedulable pod where it is (``PriorityQueue.Update``): a status write, such as the
+    scheduler's own ``PodScheduled=False``, does not send it to be scheduled again."""
+    if old.get("spec") != new.get("spec"):
+        return True
+    if (old.get("status") or {}).get("resourceClaimStatuses") != (new.get("status") or {}).get(
+        "resourceClaimStatuses"
+    ):
+        return True
+    for k in old.keys() | new.keys():
+        if k not in ("metadata", "spec", "status") and old.get(k) != new.get(k):
+            return True
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    return any(om.get(k) != nm.get(k) for k in om.keys() | nm.keys() if k not in _SCHEDULER_STRIPPED)
+
+
+def pods_differ_semantically(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """The kubelet's ``podsDifferSemantically`` (``pkg/kubelet/config/config.go``): the spec, the labels, the
+    annotations, the deletion mark or its grace period changed. An update that changes none of them (a status
+    write) is not a reason to sync the pod (``checkAndUpdatePod`` only reconciles the status it keeps)."""
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    return (
+        old.get("spec") != new.get("spec")
+        or (om.get("labels") or {}) != (nm.get("labels") or {})
+        or (om.get("annotations") or {}) != (nm.get("annotations") or {})
+        or om.get("deletionTimestamp") != nm.get("deletionTimestamp")
+        or om.get("deletionGracePeriodSeconds") != nm.get("deletionGracePeriodSeconds")
+    )
 
 
 # The container image reference grammar (distribution/reference, as the kubelet parses it before a pull):
