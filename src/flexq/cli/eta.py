@@ -118,9 +118,9 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         "under $FLEXQ_HOME/eta-calibration (--no-calibration: the forward runs' 10-90 % quantiles as they are). "
         "The median is corrected online the same way, until half of the starts come before it. Measured "
         "(bench/eta_calibration.py, generated families never used while building, docs/eta.md): the 80 % "
-        "intervals, corrected online, covered 80.0, 79.2, 79.9, 79.5, 80.2, 80.2, 81.3 and 75.0 % of the starts (per "
-        "regime 66-91 %); the corrected median's error is 0.73-0.82x a naive estimate's (0.80-0.97x "
-        "uncorrected). "
+        "intervals, corrected online and read as a prediction of one more forward run, covered 82.4 and 81.5 % "
+        "of the starts on the last two families (per regime 73-89 %; 75.0-81.3 % on eight earlier ones); the "
+        "corrected median's error is 0.59 and 0.79x a naive estimate's (0.73-0.88x on the earlier ones). "
         "Reads only (flexq eta manifests prints the ClusterRole).",
         epilog=examples(
             "flexq eta                          # every waiting job",
