@@ -386,6 +386,42 @@ def test_the_fast_and_exact_runs_agree(name: str) -> None:
         assert all(j.median is None for j in fast.jobs.values()), [j.reasoning for j in fast.jobs.values()]
 
 
+def _dws_only_twin(provision: str, wait: str, dws_max: int) -> Twin:
+    """The tutorial's cluster with DWS (and the CPU flavor) only, its nodes made in ``provision``, its DWS
+    requests granted after ``wait``."""
+    twin = Twin(clock="virtual", seed=7)
+    twin.core.project.create(
+        {
+            "apiVersion": "twin.flexq.dev/v1alpha1",
+            "kind": "CapacityProfile",
+            "metadata": {"name": "default"},
+            "spec": {
+                "defaults": {
+                    "available": "unlimited",
+                    "provisionTime": {"fixed": provision},
+                    "queueWait": {"fixed": wait},
+                }
+            },
+        }
+    )
+    tutorial_cluster(twin, profile=False, dws_max=dws_max)
+    for d in _queues(_cq(_only("default-cpu", "dws"))):
+        twin.apply(d)
+    return twin
+
+
+def _start_after(twin: Twin, job: int, step: float, steps: int) -> float | None:
+    """Seconds from now until job ``job``'s Workload is PodsReady (the twin advanced ``step`` at a time)."""
+    at = twin.now()
+    for _ in range(steps):
+        twin.advance(step)
+        wl = next(w for w in twin.list("Workload") if f"rayjob-tpu-v6e-dws-{job}-" in w["metadata"]["name"])
+        c = next((c for c in wl["status"].get("conditions") or [] if c["type"] == "PodsReady"), None)
+        if c is not None and c["status"] == "True":
+            return twin.now() - at
+    return None
+
+
 def test_a_dws_start_with_slow_nodes_is_where_the_cluster_puts_it() -> None:
     """DWS takes 5 min to find a slice and 10 min to make its nodes; GKE marks the request Provisioned once they
     are up. The model's DWS wait is the rest (the fit takes the nodes' creation out, the forward runs put it back),
@@ -393,24 +429,8 @@ def test_a_dws_start_with_slow_nodes_is_where_the_cluster_puts_it() -> None:
     In the cluster itself this once never happened: the autoscaler removed the slice being made for the request
     as "empty for 10 minutes" just before it was Ready, again and again (a request held its nodes only once
     Provisioned)."""
-    profile = {
-        "apiVersion": "twin.flexq.dev/v1alpha1",
-        "kind": "CapacityProfile",
-        "metadata": {"name": "default"},
-        "spec": {
-            "defaults": {
-                "available": "unlimited",
-                "provisionTime": {"fixed": "10m"},
-                "queueWait": {"fixed": "5m"},
-            }
-        },
-    }
-    twin = Twin(clock="virtual", seed=7)
+    twin = _dws_only_twin("10m", "5m", dws_max=12)
     try:
-        twin.core.project.create(profile)
-        tutorial_cluster(twin, profile=False, dws_max=12)
-        for d in _queues(_cq(_only("default-cpu", "dws"))):
-            twin.apply(d)
         for i in (1, 2):
             twin.create(_rayjob(i, 600.0))
         twin.advance(3600)
@@ -419,15 +439,7 @@ def test_a_dws_start_with_slow_nodes_is_where_the_cluster_puts_it() -> None:
         twin.create(_rayjob(4, 600.0))
         twin.advance(60)
         state = state_from_twin(twin)
-        at = twin.now()
-        started = None
-        for _ in range(120):
-            twin.advance(15)
-            wl = next(w for w in twin.list("Workload") if "rayjob-tpu-v6e-dws-4-" in w["metadata"]["name"])
-            c = next((c for c in wl["status"].get("conditions") or [] if c["type"] == "PodsReady"), None)
-            if c is not None and c["status"] == "True":
-                started = twin.now() - at
-                break
+        started = _start_after(twin, 4, 15, 120)
     finally:
         twin.close()
     assert started is not None and 780 <= started <= 900, started  # 14 min after, give or take the polling
@@ -461,24 +473,8 @@ def test_a_request_accepted_while_its_pool_had_room_goes_on_queuing() -> None:
     (NodepoolSizeReached), so the exact engine (and ``flexq simulate --from-cluster``) said the job would be
     deactivated after its retries, where the fast engine and the cluster start it once the first job ends and its
     nodes go. The forecast's job carries its request's age (``FORECAST_WAITED_PARAMETER``)."""
-    profile = {
-        "apiVersion": "twin.flexq.dev/v1alpha1",
-        "kind": "CapacityProfile",
-        "metadata": {"name": "default"},
-        "spec": {
-            "defaults": {
-                "available": "unlimited",
-                "provisionTime": {"fixed": "1m"},
-                "queueWait": {"fixed": "2m"},
-            }
-        },
-    }
-    twin = Twin(clock="virtual", seed=7)
+    twin = _dws_only_twin("1m", "2m", dws_max=4)
     try:
-        twin.core.project.create(profile)
-        tutorial_cluster(twin, profile=False, dws_max=4)
-        for d in _queues(_cq(_only("default-cpu", "dws"))):
-            twin.apply(d)
         twin.create(_rayjob(1, 3600.0))
         twin.create(_rayjob(2, 3600.0))
         twin.advance(600)
@@ -486,19 +482,11 @@ def test_a_request_accepted_while_its_pool_had_room_goes_on_queuing() -> None:
         prs = {p["metadata"]["name"]: p for p in twin.list("ProvisioningRequest")}
         second = next(p for n, p in prs.items() if "dws-2-" in n)
         assert [c["type"] for c in second["status"]["conditions"] if c["status"] == "True"] == ["Accepted"]
-        at, started = twin.now(), None
-        for _ in range(300):
-            twin.advance(30)
-            wl = next(w for w in twin.list("Workload") if "rayjob-tpu-v6e-dws-2-" in w["metadata"]["name"])
-            c = next((c for c in wl["status"].get("conditions") or [] if c["type"] == "PodsReady"), None)
-            if c is not None and c["status"] == "True":
-                started = twin.now() - at
-                break
+        started = _start_after(twin, 2, 30, 300)
     finally:
         twin.close()
-    assert started is not None and 3000 <= started <= 4200, (
-        started
-    )  # job 1's hour, its nodes' 10 idle minutes
+    # job 1's hour, then its nodes' 10 idle minutes
+    assert started is not None and 3000 <= started <= 4200, started
     fast, exact = _both(state)
     for fc in (fast, exact):
         j = next(j for k, j in fc.jobs.items() if "rayjob-tpu-v6e-dws-2-" in k)

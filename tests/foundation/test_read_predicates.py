@@ -19,9 +19,9 @@ import pytest
 
 from flexq import Twin
 from flexq.api.kinds import default_registry
-from flexq.cli import tutorial as T
 from flexq.kueue.job_adapters import BatchJob, RayJob
 from flexq.store.store import WatchEvent
+from tests.foundation.running_twin import running_tutorial_twin
 
 pytestmark = pytest.mark.xdist_group("test_read_predicates")
 
@@ -30,29 +30,7 @@ _REG = default_registry()
 
 @pytest.fixture(scope="module")
 def twin():
-    t = Twin(clock="virtual")
-    for path, body in (
-        T.create_cluster_request("p"),
-        T.create_node_pool_request("p", dws=False),
-        T.create_node_pool_request("p", dws=True),
-    ):
-        t.gke("POST", path, body)
-        t.run_until_idle(600)
-    t.apply(T.queue_yaml(api="v1beta2"))
-    t.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "jax-train-script"},
-            "data": {"train.py": T.train_script()},
-        }
-    )
-    t.apply(
-        T.rayjob_yaml(1).replace(
-            'elastic-job: "true"', 'elastic-job: "true"\n    twin.flexq.dev/run-seconds: "3600"'
-        )
-    )
-    t.advance(1800)  # running: every kind below has an object
+    t = running_tutorial_twin()
     yield t
     t.close()
 
