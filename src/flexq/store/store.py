@@ -34,6 +34,7 @@ from flexq.store.journal import Journal
 from flexq.store.objects import Objects
 from flexq.store.patch import apply_patch
 from flexq.store.readonly import Pristine
+from flexq.store.shared import SharedTrees
 from flexq.store.watch import Subscription, Watchers, WatchEvent, deliver
 
 log = logging.getLogger("flexq.store")
@@ -91,6 +92,7 @@ class Store(Objects):
         # subscriptions and the history kept for resuming (``flexq.store.watch``)
         self.watchers = Watchers(self.HISTORY if history is None else history, self._lock)
         self._seq = 0
+        self.shared = SharedTrees()  # the subtrees created objects share (``flexq.store.shared``)
         # validating admission webhooks a controller registers (as Kueue's manager registers its own with the
         # API server): kind key -> checks (new, old) -> causes, run after schema validation on create and update
         self.webhooks: dict[str, list[Callable[[dict, dict | None], list]]] = {}
@@ -163,6 +165,8 @@ class Store(Objects):
         stored = self._admit(info, data, None, admission)
         if info.key in self.webhooks:
             self._webhooks(info, stored, None)
+        if info.shared:
+            self.shared.share(info, stored)
         if keep_status and status is not None:
             stored["status"] = status
         elif info.status_subresource:
