@@ -6,7 +6,7 @@ commit (journal, then memory, then watchers). Its rooms: ``objects`` (the stored
 ``index`` (the informers' tables), ``watch`` (one event per write, subscriptions, the resume history), ``rules``
 (the storage rules: uid, generation, creation and deletion metadata, namespaces that must exist, a patch's name
 checks, no-op writes), ``identity`` (uids and generated names), ``readonly`` (the read-only check of the tests),
-``gc`` (deletion propagation and the garbage collector, run inside each write), ``patch``, ``selectors``.
+``gc`` (deletion propagation and the garbage collector, run inside each write), ``patch``, ``selectors``, ``shared``.
 Every write is journalled (if a Journal is given) before it is acknowledged and before watchers hear
 of it. Thread-safe (one lock), but in flexq all writes come from the loop thread.
 Must not import ``flexq.runtime``, domain packages or ``flexq.http``.
