@@ -103,6 +103,7 @@ def _kinds(release: KueueVersion) -> list[KindInfo]:
             v1.Workload,
             short_names=("kwl", "kueueworkload", "kueueworkloads"),
             validate=wh.validate_workload,
+            shared=(("spec", "podSets"),),
             printer_columns=[
                 PrinterColumn("Queue", ".spec.queueName"),
                 PrinterColumn("Reserved in", ".status.admission.clusterQueue"),

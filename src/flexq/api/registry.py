@@ -104,6 +104,9 @@ class KindInfo:
     # versions the kind's CustomResourceDefinition lists with ``served: false`` (Kueue 0.20's v1beta1): not
     # served anywhere (discovery, REST, OpenAPI go by ``models``), only shown in ``kubectl get crd -o yaml``
     unserved: dict[str, type[BaseModel]] = field(default_factory=dict)  # version -> its model
+    # paths of subtrees that repeat across objects and no write changes in place (a Workload's pod sets): the
+    # store keeps each distinct one once (``flexq.store.shared``)
+    shared: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.storage:

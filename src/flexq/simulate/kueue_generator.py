@@ -215,6 +215,18 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
                         templates = wset.get("workloads") or []
                         rounds = max(1, int(int(wset.get("count", 1)) * scale))
                         step = 0
+                        source = f"{src} ({wfld})"
+                        # one pod set per template, shared by its jobs (frozen): a job's own copy was ~0.4 KB
+                        pod_sets = [
+                            (
+                                PodSetSpec(
+                                    "main",
+                                    1,  # podCount is TAS-only upstream: outside TAS one pod
+                                    (("cpu", str(wlt.get("request", "1"))),),
+                                ),
+                            )
+                            for wlt in templates
+                        ]
                         for si in range(rounds):
                             for wi, wlt in enumerate(templates):
                                 step += 1
@@ -228,16 +240,10 @@ def kueue_generator(doc: dict[str, Any], src: str, scale: float = 1.0) -> tuple[
                                         namespace=name,
                                         queue=name,
                                         priority=int(wlt.get("priority", 0)),
-                                        pod_sets=(
-                                            PodSetSpec(
-                                                "main",
-                                                1,  # podCount is TAS-only upstream: outside TAS one pod
-                                                (("cpu", str(wlt.get("request", "1"))),),
-                                            ),
-                                        ),
+                                        pod_sets=pod_sets[wi],
                                         run=float(wlt.get("runtimeMs", 0)) / 1000,
                                         klass=cls,
-                                        source=f"{src} ({wfld})",
+                                        source=source,
                                     )
                                 )
     jobs.sort(key=lambda j: (j.submit, j.namespace, j.name))

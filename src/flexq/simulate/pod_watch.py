@@ -72,19 +72,19 @@ class PodWatch:
         if ev.type == "DELETED" or phase in ("Succeeded", "Failed"):
             self.pod_job.pop(pk, None)
             if md["name"] in rec.unscheduled or md["name"] in rec.blocked:
-                rec.unscheduled.discard(md["name"])
-                rec.blocked.discard(md["name"])
+                rec.discard("unscheduled", md["name"])
+                rec.discard("blocked", md["name"])
                 self.rebucket(rec)
             return
         if phase == "Running" and md["name"] in rec.blocked:
-            rec.blocked.discard(md["name"])
+            rec.discard("blocked", md["name"])
             self.rebucket(rec)
         if (pod.get("spec") or {}).get("nodeName"):
             if md["name"] in rec.unscheduled:
-                rec.unscheduled.discard(md["name"])
+                rec.discard("unscheduled", md["name"])
                 self.rebucket(rec)
         elif md["name"] not in rec.unscheduled:
-            rec.unscheduled.add(md["name"])
+            rec.owned_set("unscheduled").add(md["name"])
             self.rebucket(rec)
 
     def on_event(self, ev: Any) -> None:
@@ -128,7 +128,9 @@ class PodWatch:
         rec = self.pod_job.get((inv.get("namespace") or "default", inv.get("name") or ""))
         if rec is None:
             return
-        rec.start_errors[f"{START_ERRORS[event['reason']]}: {message.removeprefix('Error: ')}"] += 1
+        rec.owned_counter("start_errors")[
+            f"{START_ERRORS[event['reason']]}: {message.removeprefix('Error: ')}"
+        ] += 1
         if inv.get("name") not in rec.blocked:
-            rec.blocked.add(inv.get("name") or "")
+            rec.owned_set("blocked").add(inv.get("name") or "")
             self.rebucket(rec)

@@ -16,9 +16,10 @@ from flexq.simulate.configcheck import (
     placeholder_findings,
     reference_findings,
 )
-from flexq.simulate.engine import Sim
+from flexq.simulate.engine import Sim, free_closed
+from flexq.simulate.jobs import JobSpec
 from flexq.simulate.objects import build_object
-from flexq.simulate.study import Study
+from flexq.simulate.study import Study, Variant
 
 __all__ = ["preflight", "check_objects"]
 
@@ -38,33 +39,13 @@ def preflight(study: Study) -> list[str]:
     if not findings:
         used = {f"{j.namespace}/{j.queue}" for j in jobs}
         for v in study.variants:
-            sim = Sim(study, v, 0, jobs)
-            try:
-                try:
-                    sim.setup()
-                except InputError as exc:
-                    findings.append(exc)
-                    continue
-                mine = reference_findings(
-                    sim.twin,
-                    jobs,
-                    lambda j, sim=sim: build_object(j, sim.priorities, sim.pod_priorities, study.env),
-                )
-                refused, warned = fallback_findings(
-                    v.settings.get("fallback"), sim.local_queues, used, v.name, study.source
-                )
-                mine += refused
-                warnings += warned
-                if not mine:
-                    try:
-                        check_objects(sim)
-                    except InputError as exc:
-                        mine.append(exc)
+            mine, warned, built = _check_variant(study, v, jobs, used)
+            warnings += warned
+            if built:  # a cluster that could not be built says so as it is, without the variants' names
                 for f in mine:
                     where.setdefault(str(f), []).append(v.name)
-                findings += mine
-            finally:
-                sim.twin.close()
+            findings += mine
+        free_closed()  # the checked twins, before the runs build theirs
     unique = list({str(f): f for f in findings}.values())
     for i, f in enumerate(unique):
         names = where.get(str(f), [])
@@ -80,6 +61,36 @@ def preflight(study: Study) -> list[str]:
     if unique:
         raise PreflightError(unique)
     return list(dict.fromkeys(warnings))
+
+
+def _check_variant(
+    study: Study, v: Variant, jobs: list[JobSpec], used: set[str]
+) -> tuple[list[InputError], list[str], bool]:
+    """The findings and warnings of one variant's cluster, built as a run builds it (then closed), and whether
+    it was built (if not, the one finding is the refusal)."""
+    sim = Sim(study, v, 0, jobs)
+    try:
+        try:
+            sim.setup()
+        except InputError as exc:
+            return [exc], [], False
+        mine = reference_findings(
+            sim.twin,
+            jobs,
+            lambda j: build_object(j, sim.priorities, sim.pod_priorities, study.env),
+        )
+        refused, warned = fallback_findings(
+            v.settings.get("fallback"), sim.local_queues, used, v.name, study.source
+        )
+        mine += refused
+        if not mine:
+            try:
+                check_objects(sim)
+            except InputError as exc:
+                mine.append(exc)
+        return mine, warned, True
+    finally:
+        sim.twin.close()
 
 
 def check_objects(sim: Sim) -> None:

@@ -199,7 +199,8 @@ class Recorder:
         dt = max(0.0, now - rec.bucket_since)
         rec.waits[rec.bucket] = rec.waits.get(rec.bucket, 0.0) + dt
         if rec.bucket in ("quota", "evicted") and rec.quota_key:
-            rec.quota_waits[rec.quota_key] = rec.quota_waits.get(rec.quota_key, 0.0) + dt
+            qw = rec.owned_quota_waits()
+            qw[rec.quota_key] = qw.get(rec.quota_key, 0.0) + dt
         rec.bucket_since = now
 
     def settle(self, horizon: float) -> None:
@@ -279,7 +280,7 @@ class Recorder:
                 rec.flavors = _flavors(admission)  # the Variant that runs the job
         elif not admitted and seen.admitted:
             seen.admitted = False
-            rec.admitted_now.discard(md["name"])
+            rec.discard("admitted_now", md["name"])
         ev_c = find_condition(wl, "Evicted")
         if (
             ev_c is not None
@@ -300,16 +301,15 @@ class Recorder:
             seen.preempt_lt = pr_c.get("lastTransitionTime")
             self.preemptions[rec.cluster_queue or "?"][pr_c.get("reason", "")] += 1
             rec.preemptions += 1
-            rec.after_preemption.append(0)
+            rec.owned_after_preemption().append(0)
             seen.preempted = True
         if not seen.ready and not variant and is_true(wl, "PodsReady"):
             seen.ready = True
             if rec.started is None:
                 rec.started = now
             if rec.after_preemption:
-                rec.after_preemption.append(
-                    -1
-                )  # started again: later moves are not because of that preemption
+                # started again: later moves are not because of that preemption
+                rec.owned_after_preemption().append(-1)
         # a Variant the policy deactivated (a less preferred flavor once one is admitted) is not the job's
         inactive = (wl.get("spec") or {}).get("active") is False and not gone and not variant
         if inactive and self.fallback and not seen.fallback_moved:
@@ -357,7 +357,7 @@ class Recorder:
         rec.flavors = _flavors(admission)
         if rec.reserved is None:
             rec.reserved = now
-        rec.holding.add(name)
+        rec.owned_set("holding").add(name)
         self._set_pending(rec)
 
     def _released(self, rec: JobRecord, seen: WorkloadSeen, name: str, now: float) -> None:
@@ -366,7 +366,7 @@ class Recorder:
         for ukey, qty in seen.usage:
             self.usage[ukey][0] += qty * (now - seen.since)
             self._reserve(ukey, -qty, now)
-        rec.holding.discard(name)
+        rec.discard("holding", name)
         self._set_pending(rec)
 
     def _retry_began(
@@ -374,7 +374,7 @@ class Recorder:
     ) -> None:
         """An admission check in Retry while the quota is held: the hold starts, on the goodput flavors."""
         seen.retry_since = now
-        rec.retry_hold_flavors.update(
+        rec.owned_set("retry_hold_flavors").update(
             fl
             for psa in (admission or {}).get("podSetAssignments") or ()
             for res, fl in (psa.get("flavors") or {}).items()
@@ -387,7 +387,7 @@ class Recorder:
         seen.seq += 1
         if not rec.admitted_now:
             rec.refused = rec.refused_code = ""
-        rec.admitted_now.add(key[1])
+        rec.owned_set("admitted_now").add(key[1])
         if rec.admitted is None:
             rec.admitted = now
         pc = rec.spec.priority_class or (str(rec.spec.priority) if rec.spec.priority is not None else "")
@@ -426,7 +426,7 @@ class Recorder:
         if step in ("deactivating", "returning"):
             seen.fallback_moved = True
             if rec.after_preemption and rec.after_preemption[-1] >= 0:
-                rec.after_preemption[-1] += 1
+                rec.owned_after_preemption()[-1] += 1
             if step == "returning" and seen.preempted:
                 rec.undid_preemption += 1
 
@@ -562,10 +562,10 @@ class Recorder:
             rec = self.wl_job.get((ns, owner.get("name", ""))) if owner else None
             if rec is None:
                 continue
-            rec.pr_failed[c.get("reason", "")] += 1
+            rec.owned_counter("pr_failed")[c.get("reason", "")] += 1
             m = _GROW_BY.search(c.get("message") or "")
             if m is not None:
-                rec.refusals.append((self.rel(), m.group(1), int(m.group(2))))
+                rec.owned_refusals().append((self.rel(), m.group(1), int(m.group(2))))
 
 
 def _flavors(admission: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ commit (journal, then memory, then watchers). Its rooms: ``objects`` (the stored
 ``index`` (the informers' tables), ``watch`` (one event per write, subscriptions, the resume history), ``rules``
 (the storage rules: uid, generation, creation and deletion metadata, namespaces that must exist, a patch's name
 checks, no-op writes), ``identity`` (uids and generated names), ``readonly`` (the read-only check of the tests),
-``gc`` (deletion propagation and the garbage collector, run inside each write), ``patch``, ``selectors``.
+``gc`` (deletion propagation and the garbage collector, run inside each write), ``patch``, ``selectors``, ``shared``.
 Every write is journalled (if a Journal is given) before it is acknowledged and before watchers hear
 of it. Thread-safe (one lock), but in flexq all writes come from the loop thread.
 Must not import ``flexq.runtime``, domain packages or ``flexq.http``.
@@ -34,6 +34,7 @@ from flexq.store.journal import Journal
 from flexq.store.objects import Objects
 from flexq.store.patch import apply_patch
 from flexq.store.readonly import Pristine
+from flexq.store.shared import SharedTrees
 from flexq.store.watch import Subscription, Watchers, WatchEvent, deliver
 
 log = logging.getLogger("flexq.store")
@@ -91,6 +92,7 @@ class Store(Objects):
         # subscriptions and the history kept for resuming (``flexq.store.watch``)
         self.watchers = Watchers(self.HISTORY if history is None else history, self._lock)
         self._seq = 0
+        self.shared = SharedTrees()  # the subtrees created objects share (``flexq.store.shared``)
         # validating admission webhooks a controller registers (as Kueue's manager registers its own with the
         # API server): kind key -> checks (new, old) -> causes, run after schema validation on create and update
         self.webhooks: dict[str, list[Callable[[dict, dict | None], list]]] = {}
@@ -163,6 +165,8 @@ class Store(Objects):
         stored = self._admit(info, data, None, admission)
         if info.key in self.webhooks:
             self._webhooks(info, stored, None)
+        if info.shared:
+            self.shared.share(info, stored)
         if keep_status and status is not None:
             stored["status"] = status
         elif info.status_subresource:
