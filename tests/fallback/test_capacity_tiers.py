@@ -158,3 +158,13 @@ def test_the_promotion_flags(capsys) -> None:
     assert "--promote-flavor: 'Res_A' is not a ResourceFlavor name (lowercase letters" in err
     with pytest.raises(ValueError, match="promote_flavors: 'x y' is not a ResourceFlavor name"):
         FallbackConfig(promote_flavors=["x y"])
+
+
+def test_the_contention_guard_flag(capsys) -> None:
+    """``--contention-limit``: the guard, off by default (1), on from the CLI as from a study's settings."""
+    assert cli_fallback.config_from_args(_parse()).contention_limit == 1.0
+    assert cli_fallback.config_from_args(_parse("--contention-limit", "0.03")).contention_limit == 0.03
+    for bad in ("1.5", "-0.1", "soon", "nan"):
+        with pytest.raises(SystemExit):
+            _parse("--contention-limit", bad)
+        assert "--contention-limit" in capsys.readouterr().err

@@ -72,6 +72,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a probability between 0 and 1: {text[:40]!r}")
+    return value
+
+
 def _flavor_name(text: str) -> str:
     """An argparse type for a ResourceFlavor's name (``--promote-flavor res-a``): a DNS subdomain."""
     from flexq.fallback.model import flavor_name_error
@@ -127,6 +137,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         provisioning_wait_prior_seconds=args.provisioning_wait_prior,
         probe_back=not args.no_probe_back,
         hedge_cost_budget=args.hedge_cost_budget,
+        contention_limit=args.contention_limit,
         dry_run=args.dry_run or bool(args.explain),
         state_namespace=args.state_namespace,
     )
@@ -405,6 +416,16 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         help="send a priority class's jobs back from plan B to plan A (dearer) only while the fallback's moves have "
         "made its running jobs at most this much dearer than without them, e.g. 0.03 (default: no bound; the "
         "hedge back then trades money for time freely, the higher class first)",
+    )
+    f.add_argument(
+        "--contention-limit",
+        type=_probability,
+        default=d.contention_limit,
+        metavar="P",
+        help="the contention guard: a lower class's job is not moved onto room a higher class would, by the "
+        "cluster's history, need during its run with more than this probability and could not take back, e.g. "
+        "0.03 (default 1: off; on family seed 71 it held the highest class where lower jobs took its pool, and "
+        "made the low class wait longer elsewhere: docs/fallback.md)",
     )
     f.add_argument(
         "--no-probe-back",
