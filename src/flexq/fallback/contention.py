@@ -70,15 +70,21 @@ class ClassHistory:
         # workload uid -> (priority, when its pods were ready)
         self._running: dict[str, tuple[int, float]] = {}
         self.held: set[str] = set()  # the jobs held back at least once (each is a "hold" action once)
+        self._created: dict[str, float | None] = {}  # job -> its creation, read once while it exists
 
     def update(self, view: ClusterView) -> None:
         now = view.now
         if self.first is None:
             self.first = now
         present: dict[str, WorkloadView] = {}
+        known, self._created = self._created, {}
         for w in view.workloads:
-            created = parse_time_or_none((view.job(w) or w.obj).get("metadata", {}).get("creationTimestamp"))
-            if created is not None:
+            if w.ident in known:  # read once: a pass reads every job, most of them seen before
+                created = self._created[w.ident] = known[w.ident]
+            else:
+                meta = (view.job(w) or w.obj).get("metadata", {})
+                created = self._created[w.ident] = parse_time_or_none(meta.get("creationTimestamp"))
+            if created is not None and now - created <= RATE_WINDOW_SECONDS:
                 by = self.arrivals.setdefault(view.cohort_of(w.cq), {})
                 by.setdefault(w.ident, (w.priority, created))
             if not w.uid:
