@@ -35,6 +35,7 @@ __all__ = [
     "km_curve",
     "km_median",
     "km_quantile",
+    "lognormal_beyond",
     "quantile",
     "sample_beyond",
 ]
@@ -181,10 +182,15 @@ class ColdLaw:
     ) -> float:
         """One draw of the duration, known to exceed ``elapsed`` (the law truncated there, by its inverse)."""
         mu, sigma = self.predictive(seen, censored)
-        floor = _UNIT.cdf((math.log(elapsed) - mu) / sigma) if elapsed > 0 else 0.0
-        if (
-            floor > 1.0 - 1e-9
-        ):  # far past everything the law expects: as long again as it has lasted, at the median
-            return elapsed / max(1e-9, 1.0 - rng.random())
-        u = floor + (1.0 - floor) * rng.random()
-        return max(elapsed, math.exp(mu + sigma * _UNIT.inv_cdf(min(max(u, 1e-12), 1.0 - 1e-12))))
+        return lognormal_beyond(mu, sigma, elapsed, rng)
+
+
+def lognormal_beyond(mu: float, sigma: float, elapsed: float, rng: random.Random) -> float:
+    """One draw of a log-normal duration (log-median ``mu``, log-sd ``sigma`` > 0) known to exceed ``elapsed``:
+    the law truncated there, by its inverse; far past everything the law expects, as long again as it has lasted
+    at the median."""
+    floor = _UNIT.cdf((math.log(elapsed) - mu) / sigma) if elapsed > 0 else 0.0
+    if floor > 1.0 - 1e-9:
+        return elapsed / max(1e-9, 1.0 - rng.random())
+    u = floor + (1.0 - floor) * rng.random()
+    return max(elapsed, math.exp(mu + sigma * _UNIT.inv_cdf(min(max(u, 1e-12), 1.0 - 1e-12))))

@@ -19,11 +19,10 @@ import random
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from statistics import NormalDist
 from typing import Any
 
 from flexq.api.capacity_profile import CapacityProfile, Delay, parse_duration, parse_time
-from flexq.stats import sample_beyond
+from flexq.stats import lognormal_beyond, sample_beyond
 
 __all__ = [
     "reservation_insufficient_message",
@@ -307,10 +306,7 @@ def _draw(delay: Delay, rng: random.Random) -> float:
     if delay.normal is not None:
         return max(0.0, rng.gauss(parse_duration(delay.normal.mean), parse_duration(delay.normal.stddev)))
     if delay.empirical is not None:
-        e = delay.empirical
-        seen = [parse_duration(x) for x in e.seen]
-        censored = [parse_duration(x) for x in e.censored]
-        return sample_beyond(seen, censored, 0.0, rng, parse_duration(e.tail_mean))
+        return _draw_beyond(delay, 0.0, rng)
     assert delay.lognormal is not None
     median = parse_duration(delay.lognormal.median)
     return rng.lognormvariate(math.log(median), delay.lognormal.sigma) if median > 0 else 0.0
@@ -326,15 +322,11 @@ def _draw_beyond(delay: Delay, waited: float, rng: random.Random) -> float:
         total = sample_beyond(seen, censored, waited, rng, parse_duration(e.tail_mean))
     else:
         assert delay.lognormal is not None
-        median = parse_duration(delay.lognormal.median)
-        sigma = delay.lognormal.sigma
+        median, sigma = parse_duration(delay.lognormal.median), delay.lognormal.sigma
         if median <= 0 or sigma <= 0:
             total = max(waited, median)
         else:
-            unit = NormalDist()
-            floor = unit.cdf((math.log(waited) - math.log(median)) / sigma)
-            u = floor + (1.0 - floor) * rng.random()
-            total = median * math.exp(sigma * unit.inv_cdf(min(max(u, 1e-12), 1.0 - 1e-12)))
+            total = lognormal_beyond(math.log(median), sigma, waited, rng)
     if delay.max is not None:
         total = min(total, max(waited, parse_duration(delay.max)))
     return max(0.0, total - waited)
