@@ -424,8 +424,8 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         metavar="P",
         help="the contention guard: a lower class's job is not moved onto room a higher class would, by the "
         "cluster's history, need during its run with more than this probability and could not take back, e.g. "
-        "0.03 (default 1: off; on family seed 71 it held the highest class where lower jobs took its pool, and "
-        "made the low class wait longer elsewhere: docs/fallback.md)",
+        "0.03; 1 is off (on family seed 71 it held the highest class where lower jobs took its pool, and made the "
+        "low class wait longer elsewhere: docs/fallback.md) (default: %(default)s)",
     )
     f.add_argument(
         "--no-probe-back",
