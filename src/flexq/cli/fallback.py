@@ -62,24 +62,23 @@ def cmd_manifests(args: argparse.Namespace, err_console: Console) -> int:
     return 0
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value <= 10:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 10 (a fraction of the bill): {text!r}")
-    return value
+def _number_between(low: float, high: float, what: str) -> Any:
+    """An argparse type for a number in [low, high] (``what`` says what it is); the refusal shows the text given."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low:g} and {high:g} ({what}): {text[:40]!r}")
+        return value
+
+    return parse
 
 
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text[:40]!r}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a probability between 0 and 1: {text[:40]!r}")
-    return value
+_fraction = _number_between(0, 10, "a fraction of the bill")
+_probability = _number_between(0, 1, "a probability")
 
 
 def _flavor_name(text: str) -> str:

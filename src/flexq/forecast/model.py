@@ -239,19 +239,13 @@ class FittedCapacity:
 
     def provision_range(self, machine_type: str) -> tuple[float, float]:
         """Node creation to Ready for ``machine_type`` (uniform between these): this forward run's draw
-        (``provision_drawn``) if it made one; else as seen, joined with the prior's range while fewer than 10 were
-        seen (the widest reading); else the prior."""
+        (``provision_drawn``) if it made one; else the range seen (a typical run: ``profile(None)``'s medians);
+        else the prior."""
         picked = self.provision_picks.get(machine_type)
         if picked is not None:
             return picked
-        lo, hi = self.cfg.prior_provision
         seen = self.provision.get(machine_type)
-        if seen is None:
-            return lo, hi
-        pmin, pmax, n = seen
-        if n < 10:
-            return min(pmin, lo), max(pmax, hi)
-        return pmin, pmax
+        return self.cfg.prior_provision if seen is None else (seen[0], seen[1])
 
     def provision_drawn(self, machine_type: str, rng: random.Random) -> tuple[float, float]:
         """One forward run's range for ``machine_type``: having seen n nodes made, the next is slower than all of
