@@ -345,10 +345,12 @@ class FittedCapacity:
 
     # -- the profile ----------------------------------------------------------------------------------------
     def stockout_length(self, s: Stockout, rng: random.Random | None) -> float:
-        """How much longer the stock-out lasts: a draw (``rng``) or, without one, its median."""
-        if rng is None:
-            return s.mean_remaining * 0.6931471805599453
-        return rng.expovariate(1.0 / s.mean_remaining)
+        """How much longer the stock-out lasts, as the fast engine draws it (``draw_stockout``): a draw (``rng``)
+        or, without one, the median of its draws (one typical story: ``flexq simulate --from-cluster``)."""
+        if rng is not None:
+            return self.draw_stockout(s, rng)
+        draws = sorted(self.draw_stockout(s, random.Random(i)) for i in range(41))
+        return draws[20]
 
     def profile(self, rng: random.Random | None = None, warmup: float = WARMUP_SECONDS) -> dict[str, Any]:
         """The model as a ``CapacityProfile``; relative times count from the forward run's start. The jobs that
@@ -462,7 +464,7 @@ class FittedCapacity:
         for s in self.stockouts:
             out.append(
                 f"stock-out of {s.machine_type} (node pool {s.pool}, {s.code}) for {format_duration(self.now - s.since)}"
-                f" so far: expected to last {format_duration(s.mean_remaining)} more on average; its end {basis}"
+                f" so far: {format_duration(self.stockout_length(s, None))} more at the median; its end {basis}"
             )
         if not self.stockouts:
             out.append("no stock-out now (no capacity refusal on a waiting job's pods)")
