@@ -170,6 +170,7 @@ def predict(
         state = ClusterState.from_dict(state_dict)
         if remember:
             state.stockout_history = list(memory.episodes)
+            state.stockout_watched_since = memory.first_look
         if calibration is not None:
             known = {key: next((s for s in ss if s <= at), None) for key, ss in starts.items()}
             calibration.resolve(at, known)

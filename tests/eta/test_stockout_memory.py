@@ -73,6 +73,58 @@ def test_the_stock_outs_seen_end_are_remembered_and_the_next_one_drawn_from_them
     assert [s.pool for s in warm.stockouts] == ["on-demand-pool"]
     assert sorted(round(x, 3) for x in warm.stockout_episodes) == sorted(round(x * H, 3) for x in lengths)
     assert any("drawn from the 3 episode(s) seen to end" in line for line in warm.describe()), warm.describe()
+    # the stock-outs to come: four began since the first look (the fourth goes on), over the time watched
+    # outside them — 15 h less the first look's 20 min and four outages of up to two hours (each seen from its
+    # first refused job to the next look's sign of capacity)
+    assert memory.first_look == t0 + 1200
+    assert cold.stockout_onsets.get("ct6e-standard-4t", (0, 0.0))[0] <= 1  # the hour of Events: one at most
+    state.stockout_watched_since = memory.first_look
+    watched = fit(state)
+    n, seconds = watched.stockout_onsets["ct6e-standard-4t"]
+    assert n == 4 and 6 * H <= seconds <= 11 * H, (n, seconds / H)
+    assert watched.onset_rate("ct6e-standard-4t") == 4 / (seconds + 24 * H)
+    assert any(line.startswith("stock-outs to come of ct6e-standard-4t") for line in watched.describe())
+
+
+def test_stock_outs_to_come_are_drawn_at_the_rate_seen() -> None:
+    """A forward run's stock-outs (``stockout_windows``): those to come begin as a Poisson process at the rate
+    the cluster showed, one after the other, each lasting as the ones seen to end did; a cluster that showed
+    none is forecast without one; the exact engine's profile holds the same windows as the fast engine's from
+    the same random stream."""
+    import math
+    import random
+
+    from flexq.forecast.model import WARMUP_SECONDS, EtaConfig, FittedCapacity, Stockout
+
+    now, horizon, mt = 100 * H, 24 * H, "ct6e-standard-4t"
+    fitted = FittedCapacity(now=now, cfg=EtaConfig(), stockout_episodes=[2 * H, 2 * H, 2 * H])
+    fitted.stockout_onsets = {mt: (3, 10 * H)}
+    rate = 3 / (34 * H)
+    runs = [fitted.stockout_windows(now, horizon, random.Random(i)).get(mt, []) for i in range(3000)]
+    some = sum(1 for ws in runs if ws) / len(runs)
+    assert abs(some - (1 - math.exp(-rate * horizon))) < 0.03, some
+    mean_n = sum(len(ws) for ws in runs) / len(runs)
+    assert rate * (horizon - 2 * H) * 0.9 < mean_n < rate * horizon * 1.1, mean_n
+    lengths = sorted(b - a for ws in runs for a, b in ws)
+    assert lengths[len(lengths) // 2] == 2 * H  # as the three seen to end
+    for ws in runs:
+        assert all(now < a < now + horizon and a < b for a, b in ws)
+        assert all(ws[k][1] <= ws[k + 1][0] for k in range(len(ws) - 1))
+    assert FittedCapacity(now=now, cfg=EtaConfig()).stockout_windows(now, horizon, random.Random(1)) == {}
+
+    fitted.stockouts = [Stockout("on-demand-pool", mt, now - H, "GCE_STOCKOUT", 3 * H)]
+    for seed in range(30):
+        ws = fitted.stockout_windows(now, fitted.cfg.horizon, random.Random(seed))[mt]
+        rule = next(r for r in fitted.profile(random.Random(seed))["spec"]["rules"] if r.get("windows"))
+        got = [
+            (float(w["start"].removesuffix("s")), float(w["end"].removesuffix("s"))) for w in rule["windows"]
+        ]
+        want = [
+            (0.0 if a <= now else round(WARMUP_SECONDS + a - now), round(WARMUP_SECONDS + b - now))
+            for a, b in ws
+        ]
+        assert got == want, (got, want)
+        assert ws[0][0] == now  # the ongoing one first
 
 
 def test_an_end_with_no_sign_of_capacity_is_not_recorded_and_the_memory_is_bounded() -> None:

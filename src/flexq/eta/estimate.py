@@ -254,6 +254,8 @@ def estimate(
     if calibration is not None and calibration.memory.episodes and not state.stockout_history:
         # the stock-outs seen end while watching this cluster, beyond the hour of Events the API keeps
         state = replace(state, stockout_history=list(calibration.memory.episodes))
+    if calibration is not None and state.stockout_watched_since is None:
+        state = replace(state, stockout_watched_since=calibration.memory.first_look)
     view = StateView.of(state)  # the state read once, passed to the model and the forward runs
     model = fit(state, cfg, view)
     es = view.entries

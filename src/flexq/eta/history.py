@@ -8,7 +8,8 @@ per scenario) keeps this memory: ``watch`` takes each forecast's ongoing stock-o
 the state they came from; a pool that was stocked out at one watch and is not at the next ended when it had
 capacity again (``flexq.forecast.fit.capacity_back``: its first node made, or the first start on its flavors,
 since it was last seen out; an end with no such sign is not recorded). ``episodes`` go into the next state's
-``ClusterState.stockout_history``, and the fit counts those the Events no longer show. Plain JSON
+``ClusterState.stockout_history``, and the fit counts those the Events no longer show; ``first_look`` goes into its
+``stockout_watched_since`` (the time over which the stock-outs that began are counted: their onset rate). Plain JSON
 (``to_dict`` / ``from_dict``): the calibration's file keeps it.
 
 Pure: no clock, no store.
@@ -16,6 +17,7 @@ Pure: no clock, no store.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,11 +36,14 @@ class WatchedStockouts:
 
     ongoing: dict[str, dict[str, float]] = field(default_factory=dict)  # pool -> {"since", "seen"}
     episodes: list[dict[str, Any]] = field(default_factory=list)  # {"pool", "since", "end"}, oldest first
+    first_look: float | None = None  # when it began to watch: the stock-outs that began since are all seen
 
     def watch(self, state: ClusterState, stockouts: Sequence[Mapping[str, Any]]) -> int:
         """One look at the cluster: ``stockouts`` are the ongoing ones the forecast of ``state`` found. Returns
         how many episodes ended since the last look (and were recorded)."""
         now = state.now
+        if self.first_look is None or now < self.first_look:
+            self.first_look = now
         current: dict[str, float] = {}
         for s in stockouts:
             try:
@@ -67,11 +72,17 @@ class WatchedStockouts:
         return {
             "ongoing": {k: dict(v) for k, v in self.ongoing.items()},
             "episodes": [dict(e) for e in self.episodes],
+            "firstLook": self.first_look,
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> WatchedStockouts:
         out = cls()
+        try:
+            first = float((d or {}).get("firstLook"))  # type: ignore[arg-type]
+            out.first_look = first if math.isfinite(first) else None
+        except (TypeError, ValueError):
+            out.first_look = None
         for pool, o in ((d or {}).get("ongoing") or {}).items():
             try:
                 out.ongoing[str(pool)] = {"since": float(o["since"]), "seen": float(o["seen"])}

@@ -47,7 +47,9 @@ class CapacityRun:
     size: dict[str, int]  # pool -> nodes now (busy, idle, coming)
     idle: dict[str, list[float]]  # pool -> its idle nodes: when each goes
     room_waiters: dict[str, list[WorldJob]]  # pool -> the jobs waiting for room in it
-    stock_end: dict[str, float]  # machine type -> when its ongoing stock-out ends
+    stock_windows: dict[
+        str, list[tuple[float, float]]
+    ]  # machine type -> its stock-outs (start, end), in order
 
     # what the queueing half provides ------------------------------------------------------------------------------
     def at(self, when: float, kind: str, job: WorldJob | None = None, arrival: int = -1) -> None:
@@ -131,7 +133,7 @@ class CapacityRun:
                 ready = max(ready, since + self._provision(pool.machine_type, took, job.rng))
             if make:
                 self.size[p] += make
-                end = self.stock_end.get(pool.machine_type, 0.0)
+                end = self.stocked_until(pool.machine_type)
                 start = self.t if since is None else min(self.t, since)
                 if end > self.t and not pool.queued and not pool.reserved:  # a reservation never stocks out
                     self.move(job, "stockout")
@@ -141,6 +143,15 @@ class CapacityRun:
             self.move(job, "scaleUp")
         job.nodes_ready = ready
         self.at(ready + job.rng.uniform(0.0, POD_START_SECONDS), "start", job)
+
+    def stocked_until(self, machine_type: str) -> float:
+        """When the stock-out of ``machine_type`` going on now ends (0: none now)."""
+        for start, end in self.stock_windows.get(machine_type, ()):
+            if start <= self.t < end:
+                return end
+            if start > self.t:
+                break
+        return 0.0
 
     def _provision(self, machine_type: str, n: int, rng: random.Random) -> float:
         lo, hi = self.model.provision_range(machine_type)

@@ -33,8 +33,9 @@ This module runs exactly that, as a heap of events, in milliseconds per replica:
   ``DWS_MAX_WAIT_SECONDS`` fails; the nodes are then created (the fitted provisioning time) and the job starts.
 - **On-demand and spot** pools: a job admitted on a pool's flavor takes idle nodes of the pool first, else the
   autoscaler creates them (provisioning time), unless the pool is at its maximum (the job waits for room) or
-  its machines are stocked out (an ongoing stock-out lasts ``FittedCapacity.draw_stockout``; the autoscaler's back-off
-  after a refusal delays the first try after it ends). Nodes a job leaves stay ``SCALE_DOWN_UNNEEDED_SECONDS``.
+  its machines are stocked out (``FittedCapacity.stockout_windows``: the ongoing stock-out lasts ``draw_stockout``,
+  and those to come begin at the rate the cluster showed; the autoscaler's back-off after a refusal delays the
+  first try after one ends). Nodes a job leaves stay ``SCALE_DOWN_UNNEEDED_SECONDS``.
   The GKE durations come from ``flexq.gke.timing``, the module the twin's autoscaler reads.
 - **Run times** come from ``FittedCapacity.draw_run`` (the job's annotation, else its class's history, knowing how long
   a running job has run); **jobs that arrive later** (``FittedCapacity.arrivals``) enter the queue as Kueue would see
@@ -112,7 +113,9 @@ class _Run(CapacityRun):
         self.size = {p: world.pool_nodes.get(p, 0) for p in world.pools}  # nodes now (busy, idle, coming)
         self.idle: dict[str, list[float]] = {p: [] for p in world.pools}  # idle nodes: when each goes
         self.room_waiters: dict[str, list[WorldJob]] = {p: [] for p in world.pools}
-        self.stock_end: dict[str, float] = {}  # machine type -> when its ongoing stock-out ends
+        self.stock_windows: dict[
+            str, list[tuple[float, float]]
+        ] = {}  # machine type -> its stock-outs (start, end)
         self.sched_at: float | None = None
         self.open_targets = 0
         self.arrived = 0
@@ -145,10 +148,7 @@ class _Run(CapacityRun):
     # set-up --------------------------------------------------------------------------------------------------
     def setup(self) -> None:
         w, m = self.world, self.model
-        for out in m.stockouts:
-            self.stock_end[out.machine_type] = max(
-                self.stock_end.get(out.machine_type, 0.0), w.now + m.draw_stockout(out, self.rng)
-            )
+        self.stock_windows = m.stockout_windows(w.now, w.horizon, self.rng)
         busy: dict[str, int] = {}
         resume: list[WorldJob] = []
         for e in w.jobs:

@@ -9,8 +9,10 @@
 - **Stock-outs** of a node pool's machines: the cluster autoscaler's ``FailedScaleUp`` events classified as a
   stock-out or GCE quota (``flexq.api.reasons.classify_capacity``), or its back-off after one, on the pods of
   workloads admitted on the pool's flavor; one is ongoing when such a workload waits now and no node of the pool
-  was made since the first refusal, and it is at least as old as that workload's wait. Its remaining length is exponential, with the mean fitted from the episodes seen (the ongoing
-  one censored) and a prior.
+  was made since the first refusal, and it is at least as old as that workload's wait. Its remaining length is
+  drawn from the episodes seen to end (``FittedCapacity.draw_stockout``). **Stock-outs to come**: the onsets seen
+  per machine type over the time the cluster was watched (``ClusterState.stockout_watched_since``, else the hour
+  of Events) outside stock-outs, for ``FittedCapacity.onset_rate`` (none seen: none to come).
 - **Provisioning times**: each Node's creation to its ``Ready``, per machine type (uniform between the fastest
   and the slowest seen), else the prior.
 - **Run times**: a job's own ``flexq.dev/expected-duration`` annotation when set; else the finished jobs of its
@@ -48,6 +50,7 @@ __all__ = ["fit", "capacity_back", "ARRIVAL_WINDOW"]
 
 SCALE_DOWN_SECONDS = SCALE_DOWN_UNNEEDED_SECONDS  # the cluster autoscaler's (flexq.gke.timing)
 ARRIVAL_WINDOW = 7 * 86400.0  # how far back the arrival rates look
+EVENT_RETENTION_SECONDS = 3600.0  # the API server keeps an Event an hour (kube-apiserver --event-ttl)
 
 
 def _cond_time(obj: dict, ctype: str) -> float | None:
@@ -200,8 +203,11 @@ def _flavor_pools(state: ClusterState) -> dict[str, str]:
     }
 
 
-def _stockouts(state: ClusterState, es: list[JobEntry], cfg: EtaConfig) -> tuple[list[Stockout], list[float]]:
-    """Ongoing stock-outs per node pool, and the lengths of the episodes seen to end."""
+def _stockouts(
+    state: ClusterState, es: list[JobEntry], cfg: EtaConfig
+) -> tuple[list[Stockout], list[float], dict[str, tuple[int, float]]]:
+    """Ongoing stock-outs per node pool, the lengths of the episodes seen to end, and the onsets seen per
+    machine type (``_onsets``)."""
     pools = {p["name"]: p for p in state.node_pools}
     fpool = _flavor_pools(state)
     node_times: dict[str, list[float]] = {}
@@ -257,8 +263,8 @@ def _stockouts(state: ClusterState, es: list[JobEntry], cfg: EtaConfig) -> tuple
             prev = refused.get(pool)
             if prev is None or since < prev[0]:
                 refused[pool] = (since, code if prev is None or prev[1] == "GCE_STOCKOUT" else prev[1])
-    episodes = [end - first for _pool, first, end in seen]
-    episodes += _remembered(state, seen)
+    remembered = _remembered(state, seen)
+    episodes = [end - first for _pool, first, end in seen] + [end - since for _pool, since, end in remembered]
     out = []
     for pool, (since, code) in sorted(refused.items()):
         unmet = _unmet_since(state, pool, fpool, node_times)
@@ -267,7 +273,32 @@ def _stockouts(state: ClusterState, es: list[JobEntry], cfg: EtaConfig) -> tuple
         elapsed = max(0.0, state.now - since)
         mean = exponential_mean(episodes, [elapsed], cfg.prior_stockout_seconds)
         out.append(Stockout(pool, pools[pool]["machineType"], since, code, mean))
-    return out, episodes
+    ongoing = [(pool, since) for pool, (since, _code) in refused.items()]
+    return out, episodes, _onsets(state, pools, [*seen, *remembered], ongoing)
+
+
+def _onsets(
+    state: ClusterState,
+    pools: dict[str, dict],
+    ended: list[tuple[str, float, float]],
+    ongoing: list[tuple[str, float]],
+) -> dict[str, tuple[int, float]]:
+    """Per machine type: the stock-outs seen to begin while the cluster was watched, and how long it was watched
+    outside them. Watched: since the watcher's first look (``ClusterState.stockout_watched_since``), else the
+    hour of Events the API keeps. A stock-out that began before is not an onset seen (its start is not known to
+    be in the window), but its time in the window is not time watched without one."""
+    start = state.stockout_watched_since
+    if start is None:
+        start = state.now - EVENT_RETENTION_SECONDS
+    spans = [(pool, since, end) for pool, since, end in ended] + [(p, s, state.now) for p, s in ongoing]
+    out: dict[str, tuple[int, float]] = {}
+    for pool, since, end in spans:
+        mt = (pools.get(pool) or {}).get("machineType")
+        if not mt:
+            continue
+        n, out_time = out.get(mt, (0, 0.0))
+        out[mt] = (n + (since >= start), out_time + max(0.0, min(end, state.now) - max(since, start)))
+    return {mt: (n, max(0.0, state.now - start - stocked)) for mt, (n, stocked) in out.items()}
 
 
 def _assigned(wl: dict) -> list[set[str]]:
@@ -297,8 +328,8 @@ def capacity_back(state: ClusterState, pool: str, after: float) -> float | None:
     return min(times, default=None)
 
 
-def _remembered(state: ClusterState, seen: list[tuple[str, float, float]]) -> list[float]:
-    """The lengths of the episodes a watcher kept (``ClusterState.stockout_history``) that the Events do not
+def _remembered(state: ClusterState, seen: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
+    """The episodes (pool, since, end) a watcher kept (``ClusterState.stockout_history``) that the Events do not
     show any more: one of a pool that overlaps an episode the Events show is that episode."""
     out = []
     for h in state.stockout_history:
@@ -310,7 +341,7 @@ def _remembered(state: ClusterState, seen: list[tuple[str, float, float]]) -> li
             continue
         if any(p == pool and since <= e and first <= end for p, first, e in seen):
             continue
-        out.append(end - since)
+        out.append((pool, since, end))
     return out
 
 
@@ -423,7 +454,7 @@ def fit(state: ClusterState, cfg: EtaConfig | None = None, view: StateView | Non
     m = FittedCapacity(now=state.now, cfg=cfg)
     m.dws_done, m.dws_waiting, m.dws_pending, m.dws_bounded = _dws(state)
     m.dws_mean = exponential_mean(m.dws_done, m.dws_waiting, cfg.prior_dws_wait_seconds)
-    m.stockouts, m.stockout_episodes = _stockouts(state, es, cfg)
+    m.stockouts, m.stockout_episodes, m.stockout_onsets = _stockouts(state, es, cfg)
     m.provision = _provision(state)
     m.classes = _classes(state, cfg)
     m.machine_types = {p["machineType"] for p in state.node_pools}

@@ -70,6 +70,9 @@ class EtaConfig:
     )
     prior_stockout_seconds: float = 3 * 3600.0  # a stock-out's length when none was seen to end (mean 3 h)
     min_stockout_seconds: float = 1800.0  # a stock-out just begun is taken to have lasted this long
+    # the stock-outs to come: onsets seen over the time watched, and this much more time watched without one (a
+    # cluster that showed none is forecast without one; one onset in an hour watched is not one an hour)
+    stockout_onset_prior_seconds: float = 86400.0
     prior_provision: tuple[float, float] = (60.0, 120.0)  # node creation to Ready, seconds (uniform)
     # what a run time and a DWS wait are taken to be until the cluster has shown ``min_history`` of them (None:
     # the exponential priors above, as the fallback's forecast keeps them)
@@ -157,6 +160,9 @@ class FittedCapacity:
     dws_waiting: list[float] = field(default_factory=list)
     stockouts: list[Stockout] = field(default_factory=list)
     stockout_episodes: list[float] = field(default_factory=list)
+    # machine type -> (stock-outs seen to begin, seconds watched outside stock-outs): ``onset_rate``
+    stockout_onsets: dict[str, tuple[int, float]] = field(default_factory=dict)
+    onset_picks: dict[str, float] = field(default_factory=dict)  # a forward run's onset rates (``bootstrap``)
     provision: dict[str, tuple[float, float, int]] = field(
         default_factory=dict
     )  # machine -> (min, max, seen)
@@ -205,6 +211,14 @@ class FittedCapacity:
         out.dws_done, out.dws_waiting = resample(self.dws_done, self.dws_waiting)
         out.dws_mean = exponential_mean(out.dws_done, out.dws_waiting, self.cfg.prior_dws_wait_seconds)
         out.stockout_episodes = resample(self.stockout_episodes, [])[0]
+        # the onsets seen are a Poisson count: the run's rate drawn from its posterior (Gamma: as many seen, over
+        # the time watched and the prior's)
+        prior = self.cfg.stockout_onset_prior_seconds
+        out.onset_picks = {
+            mt: rng.gammavariate(n, 1.0 / (watched + prior))
+            for mt, (n, watched) in sorted(self.stockout_onsets.items())
+            if n
+        }
         out.classes = {}
         for k, c in self.classes.items():
             done, running = resample(c.done, c.running)
@@ -236,6 +250,50 @@ class FittedCapacity:
             scale = max(elapsed, self.cfg.min_stockout_seconds)
             left = scale * (1.0 / max(1e-9, 1.0 - rng.random()) - 1.0)
         return max(60.0, left)
+
+    def onset_rate(self, machine_type: str) -> float:
+        """Stock-outs of ``machine_type`` to begin per second: those seen to begin over the time watched outside
+        them, and ``stockout_onset_prior_seconds`` more watched without one (none seen: none to come)."""
+        picked = self.onset_picks.get(machine_type)
+        if picked is not None:  # this forward run's draw (``bootstrap``)
+            return picked
+        n, watched = self.stockout_onsets.get(machine_type, (0, 0.0))
+        return n / (watched + self.cfg.stockout_onset_prior_seconds) if n else 0.0
+
+    def draw_new_stockout(self, rng: random.Random) -> float:
+        """The length of a stock-out that has not begun: from the episodes seen to end (Kaplan-Meier, an
+        exponential tail of their mean beyond them) when there are ``MIN_EPISODES``, else an exponential of
+        their mean with the prior's."""
+        mean = exponential_mean(self.stockout_episodes, [], self.cfg.prior_stockout_seconds)
+        if len(self.stockout_episodes) >= MIN_EPISODES:
+            return max(60.0, sample_beyond(self.stockout_episodes, [], 0.0, rng, mean))
+        return max(60.0, rng.expovariate(1.0 / mean))
+
+    def stockout_windows(
+        self, now: float, horizon: float, rng: random.Random
+    ) -> dict[str, list[tuple[float, float]]]:
+        """One forward run's stock-outs per machine type, (start, end) in time order: the ongoing one's end
+        (``draw_stockout``), then those to come before ``now + horizon`` — onsets at ``onset_rate`` (a Poisson
+        process, from the end of the one before), each lasting ``draw_new_stockout``."""
+        out: dict[str, list[tuple[float, float]]] = {}
+        for s in self.stockouts:
+            end = now + self.draw_stockout(s, rng)
+            cur = out.setdefault(s.machine_type, [(now, end)])
+            cur[0] = (now, max(cur[0][1], end))
+        for mt in sorted(self.stockout_onsets):
+            rate = self.onset_rate(mt)
+            if rate <= 0.0:
+                continue
+            ws = out.setdefault(mt, [])
+            t = ws[-1][1] if ws else now
+            while True:
+                t += rng.expovariate(rate)
+                if t >= now + horizon:
+                    break
+                end = t + self.draw_new_stockout(rng)
+                ws.append((t, end))
+                t = end
+        return out
 
     def provision_range(self, machine_type: str) -> tuple[float, float]:
         """Node creation to Ready for ``machine_type`` (uniform between these): this forward run's draw
@@ -367,13 +425,30 @@ class FittedCapacity:
                 "queueWait": {"fixed": "0s"},
             }
         ]
+        codes: dict[str, str] = {}
+        if rng is not None:  # the ongoing stock-outs' ends and those to come, as the fast engine draws them
+            spans = self.stockout_windows(self.now, self.cfg.horizon, rng)
+        else:  # one typical story: the ongoing ones last their median, none to come
+            spans = {}
+            for s in self.stockouts:
+                end = self.now + self.stockout_length(s, None)
+                spans[s.machine_type] = [(self.now, max(end, spans.get(s.machine_type, [(0.0, 0.0)])[0][1]))]
         for s in self.stockouts:
-            end = warmup + max(60.0, self.stockout_length(s, rng))
+            codes.setdefault(s.machine_type, s.code if s.code.isupper() else "ZONE_RESOURCE_POOL_EXHAUSTED")
+        for mt, spans_of in sorted(spans.items()):
+            rel = [(max(0.0, a - self.now), b - self.now) for a, b in spans_of]
             rules.append(
                 {
-                    "match": {"machineTypes": [s.machine_type], "provisioningModels": ["on-demand"]},
-                    "windows": [{"start": "0s", "end": f"{end:.0f}s", "available": 0}],
-                    "stockoutMessage": s.code if s.code.isupper() else "ZONE_RESOURCE_POOL_EXHAUSTED",
+                    "match": {"machineTypes": [mt], "provisioningModels": ["on-demand"]},
+                    "windows": [
+                        {
+                            "start": f"{warmup + a:.0f}s" if a > 0 else "0s",
+                            "end": f"{warmup + b:.0f}s",
+                            "available": 0,
+                        }
+                        for a, b in rel
+                    ],
+                    "stockoutMessage": codes.get(mt, "ZONE_RESOURCE_POOL_EXHAUSTED"),
                 }
             )
         for mt in sorted(self.provision):
@@ -468,6 +543,13 @@ class FittedCapacity:
             )
         if not self.stockouts:
             out.append("no stock-out now (no capacity refusal on a waiting job's pods)")
+        for mt, (n, watched) in sorted(self.stockout_onsets.items()):
+            if n:
+                out.append(
+                    f"stock-outs to come of {mt}: one every {format_duration(1.0 / self.onset_rate(mt))} on "
+                    f"average ({n} seen to begin in {format_duration(watched)} watched outside them, and a prior "
+                    f"of {format_duration(self.cfg.stockout_onset_prior_seconds)} without one)"
+                )
         if self.cycle_gaps:
             out.append(
                 f"Kueue's scheduling cycle: {self.cycle_seconds:.1f}s (median of {self.cycle_gaps} gaps between "

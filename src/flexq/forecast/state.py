@@ -85,6 +85,9 @@ class ClusterState:
     # stock-out episodes a watcher of the cluster saw end ({"pool", "since", "end"}: flexq.eta.history): the API
     # keeps an hour of Events, so the episodes of earlier days are known only to whoever watched
     stockout_history: list[dict] = field(default_factory=list)
+    # since when that watcher has looked (epoch seconds; None: not watched, only the hour of Events is known): the
+    # time over which the stock-outs that began were counted (the onset rate of those to come)
+    stockout_watched_since: float | None = None
     notes: list[str] = field(default_factory=list)  # what was assumed while reading (said with the ETA)
 
     def to_dict(self) -> dict[str, Any]:
