@@ -42,6 +42,7 @@ from flexq.errors import CloudError
 from flexq.eta import ClusterState, EtaConfig, estimate, naive_eta, state_from_twin
 from flexq.eta.calibration import Calibration, Prediction
 from flexq.eta.history import WatchedStockouts
+from flexq.forecast.fit import fit
 from flexq.semantics.conditions import find_condition
 from flexq.simulate import load_study
 from flexq.simulate.objects import build_object
@@ -62,8 +63,38 @@ def _wait_op(twin: Twin, project: str, location: str, op: dict) -> None:
         op = twin.gke("GET", path)
 
 
-def truth_run(path: Path, instants: int) -> tuple[list[tuple[float, dict]], dict[str, list[float]], float]:
-    """Run the scenario's ``tutorial`` variant; the state at each instant, each workload's PodsReady times."""
+class _Watcher:
+    """What the ETA service remembers of the cluster it follows (``WatchedStockouts``), looking every ``every``
+    seconds of the truth run as the service refreshes: the stock-outs seen end and begin between the instants,
+    which the instants alone (hours apart, an hour of Events each) mostly miss."""
+
+    def __init__(self, twin: Twin, every: float) -> None:
+        self.twin, self.every = twin, every
+        self.memory = WatchedStockouts()
+        self.next = twin.now()
+
+    def look(self) -> None:
+        state = state_from_twin(self.twin)
+        state.stockout_history = list(self.memory.episodes)
+        state.stockout_watched_since = self.memory.first_look
+        model = fit(state)
+        self.memory.watch(state, [{"pool": s.pool, "since": s.since} for s in model.stockouts])
+
+    def advance(self, dt: float) -> None:
+        """The twin ``dt`` seconds on, looking at every ``every`` on the way (none when ``every`` is 0)."""
+        end = self.twin.now() + max(0.0, dt)
+        while self.every > 0 and self.next <= end:
+            self.twin.advance(max(0.0, self.next - self.twin.now()))
+            self.look()
+            self.next += self.every
+        self.twin.advance(max(0.0, end - self.twin.now()))
+
+
+def truth_run(
+    path: Path, instants: int, watch: float = 0.0
+) -> tuple[list[tuple[float, dict]], dict[str, list[float]], float, list[dict]]:
+    """Run the scenario's ``tutorial`` variant; the state at each instant, each workload's PodsReady times, the
+    scenario's end and (``watch`` seconds: a watcher's cadence) the watcher's memory at each instant."""
     study = load_study(path)
     v = study.variant("tutorial")
     jobs = study.jobs(study.seed)
@@ -105,39 +136,53 @@ def truth_run(path: Path, instants: int) -> tuple[list[tuple[float, dict]], dict
     span = max(j.submit for j in jobs)
     marks = [t0 + span * (0.15 + 0.7 * k / max(1, instants - 1)) for k in range(instants)]
     states: list[tuple[float, dict]] = []
+    memories: list[dict] = []
+    watcher = _Watcher(twin, watch)
+
+    def instant() -> None:
+        states.append((twin.now(), state_from_twin(twin).to_dict()))
+        if watch > 0:
+            watcher.look()  # the service looked at the instant too
+            memories.append(watcher.memory.to_dict())
+
     for job in jobs:
         while marks and t0 + job.submit > marks[0]:
-            twin.advance(marks[0] - twin.now())
-            states.append((twin.now(), state_from_twin(twin).to_dict()))
+            watcher.advance(marks[0] - twin.now())
+            instant()
             marks.pop(0)
         gap = t0 + job.submit - twin.now()
         if gap > 0:
-            twin.advance(gap)
+            watcher.advance(gap)
         twin.create(build_object(job, priorities, {}))
     for m in marks:
-        twin.advance(max(0.0, m - twin.now()))
-        states.append((twin.now(), state_from_twin(twin).to_dict()))
+        watcher.advance(max(0.0, m - twin.now()))
+        instant()
     end = t0 + (study.until or span + 48 * H)
     twin.advance(end - twin.now())
     twin.close()
-    return states, starts, end
+    return states, starts, end, memories
 
 
 def truth_task(
-    task: tuple[str, int, str],
-) -> tuple[str, list[tuple[float, dict]], dict[str, list[float]], float, float]:
-    """One scenario's truth run (kept in ``cache`` when given): its states at the instants, the starts, the end."""
-    path, instants, cache = task
+    task: tuple[str, int, str, float],
+) -> tuple[str, list[tuple[float, dict]], dict[str, list[float]], float, list[dict], float]:
+    """One scenario's truth run (kept in ``cache`` when given): its states at the instants, the starts, the end,
+    the watcher's memories."""
+    path, instants, cache, watch = task
     t = time.monotonic()
-    saved = Path(cache) / f"{Path(path).name}-{instants}.json" if cache else None
+    tag = f"-w{watch:g}" if watch > 0 else ""
+    saved = Path(cache) / f"{Path(path).name}-{instants}{tag}.json" if cache else None
     if saved is not None and saved.exists():
         data = json.loads(saved.read_text())
         states, starts, end = [tuple(s) for s in data["states"]], data["starts"], data["end"]
+        memories = data.get("memories") or []
     else:
-        states, starts, end = truth_run(Path(path), instants)
+        states, starts, end, memories = truth_run(Path(path), instants, watch)
         if saved is not None:
-            saved.write_text(json.dumps({"states": states, "starts": starts, "end": end}))
-    return Path(path).name, states, starts, end, time.monotonic() - t
+            saved.write_text(
+                json.dumps({"states": states, "starts": starts, "end": end, "memories": memories})
+            )
+    return Path(path).name, states, starts, end, memories, time.monotonic() - t
 
 
 def regime(fc: Any, j: Any) -> str:
@@ -158,6 +203,7 @@ def predict(
     cfg: EtaConfig,
     calibration: Calibration | None,
     remember: bool = True,
+    memories: list[dict] | None = None,
 ) -> list[dict[str, Any]]:
     """The ETA (and the naive estimate) at each instant of one scenario. With ``calibration`` (online), the
     starts seen before each instant correct the interval first, and each forecast is recorded; at the end of the
@@ -168,6 +214,8 @@ def predict(
     )  # this cluster's stock-outs seen end at the instants before (the service's memory)
     for k, (at, state_dict) in enumerate(states):
         state = ClusterState.from_dict(state_dict)
+        if remember and memories:  # the watcher's memory at the instant (it looked between the instants)
+            memory = WatchedStockouts.from_dict(memories[k])
         if remember:
             state.stockout_history = list(memory.episodes)
             state.stockout_watched_since = memory.first_look
@@ -175,7 +223,7 @@ def predict(
             known = {key: next((s for s in ss if s <= at), None) for key, ss in starts.items()}
             calibration.resolve(at, known)
         fc = estimate(state, cfg, calibration=calibration)
-        if remember:
+        if remember and not memories:
             memory.watch(state, fc.stockouts)
         if calibration is not None:
             calibration.record(fc.predictions())
@@ -228,6 +276,13 @@ def main() -> int:
         "carried through the scenarios in order, each instant's prediction made after the starts seen before it",
     )
     ap.add_argument(
+        "--watch-minutes",
+        type=float,
+        default=0.0,
+        help="a watcher looks at the truth run this often, as the ETA service refreshes, and remembers the "
+        "stock-outs it sees end and begin (0: only at the instants, hours apart)",
+    )
+    ap.add_argument(
         "--no-memory",
         action="store_true",
         help="forget the stock-out episodes seen end at a scenario's earlier instants (the service keeps them: "
@@ -274,10 +329,15 @@ def main() -> int:
     cfg = EtaConfig(**cfg_kw)
     calibration = Calibration() if args.online else None
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        truths = list(pool.map(truth_task, [(p, args.instants, str(cache) if cache else "") for p in paths]))
-    for name, states, starts, end, tt in truths:
+        truths = list(
+            pool.map(
+                truth_task,
+                [(p, args.instants, str(cache) if cache else "", args.watch_minutes * 60.0) for p in paths],
+            )
+        )
+    for name, states, starts, end, memories, tt in truths:
         t = time.monotonic()
-        rs = predict(name, states, starts, end, cfg, calibration, not args.no_memory)
+        rs = predict(name, states, starts, end, cfg, calibration, not args.no_memory, memories)
         tp = time.monotonic() - t
         rows += rs
         t_truth += tt
