@@ -127,12 +127,18 @@ def test_stock_outs_to_come_are_drawn_at_the_rate_seen() -> None:
         assert ws[0][0] == now  # the ongoing one first
 
 
-def test_an_end_with_no_sign_of_capacity_is_not_recorded_and_the_memory_is_bounded() -> None:
+def test_an_end_with_no_sign_of_capacity_is_kept_censored_and_the_memory_is_bounded() -> None:
     memory = WatchedStockouts()
     out = [{"pool": "p", "since": 0.0}]
     assert memory.watch(ClusterState(now=100.0), out) == 0
-    assert memory.watch(ClusterState(now=200.0), []) == 0  # gone, but no node made nor job started since
-    assert memory.episodes == [] and memory.ongoing == {}
+    assert memory.watch(ClusterState(now=200.0), []) == 0  # gone, but no node made since
+    # kept as lasting at least until last seen (no demand left to show its end), not as ended
+    assert memory.episodes == [{"pool": "p", "since": 0.0, "end": 100.0, "censored": True}]
+    assert memory.ongoing == {}
+    # seen going on again since before it was last seen: the same episode, not a second one
+    memory.watch(ClusterState(now=300.0), [{"pool": "p", "since": 50.0}])
+    assert memory.episodes == [] and memory.ongoing == {"p": {"since": 0.0, "seen": 300.0}}
+    memory.ongoing.clear()
     for k in range(MAX_EPISODES + 5):
         memory.episodes.append({"pool": "p", "since": float(k), "end": float(k) + 1.0})
     memory.watch(ClusterState(now=300.0), [{"pool": "q", "since": 250.0}, {"bad": 1}])
@@ -184,3 +190,46 @@ def test_the_exact_engine_draws_a_stock_out_end_as_the_fast_one() -> None:
         assert window_end(None) == round(draws[20])
         if episodes:  # three ended at 5 h: this one (4 h old) ends within the hour, in both engines
             assert all(d <= H for d in draws[:30]), draws
+
+
+def test_a_start_on_nodes_another_job_left_does_not_end_a_stock_out() -> None:
+    """A job that starts on the pool's flavor may start on nodes another job left while the stock-out goes on:
+    only a node made ends it (``capacity_back``). With no demand left to show the end, the watcher keeps the
+    episode as lasting at least until it was last seen, and the model draws the next stock-outs knowing it (a
+    whole-day stock-out had been cut in two by such a start and remembered as two short ones)."""
+    import random
+
+    from flexq.clock import format_time
+    from flexq.forecast.fit import capacity_back
+    from flexq.forecast.model import EtaConfig, FittedCapacity
+
+    node = {"metadata": {"name": "n1", "labels": {"cloud.google.com/gke-nodepool": "on-demand-pool"}}}
+    started = {
+        "metadata": {"name": "w", "namespace": "default"},
+        "status": {
+            "admission": {"podSetAssignments": [{"name": "w", "flavors": {"google.com/tpu": "on-demand"}}]},
+            "conditions": [
+                {"type": "PodsReady", "status": "True", "lastTransitionTime": format_time(5000.0)}
+            ],
+        },
+    }
+    flavor = {
+        "metadata": {"name": "on-demand"},
+        "spec": {"nodeLabels": {"cloud.google.com/gke-nodepool": "on-demand-pool"}},
+    }
+    old = {**node, "metadata": {**node["metadata"], "creationTimestamp": format_time(100.0)}}
+    state = ClusterState(now=6000.0, nodes=[old], workloads=[started], flavors=[flavor])
+    assert capacity_back(state, "on-demand-pool", 1000.0) is None  # a start, no node made: no sign
+    new = {**node, "metadata": {**node["metadata"], "name": "n2", "creationTimestamp": format_time(5500.0)}}
+    state.nodes.append(new)
+    assert capacity_back(state, "on-demand-pool", 1000.0) == 5500.0
+
+    short = FittedCapacity(now=0.0, cfg=EtaConfig(), stockout_episodes=[H, H, H])
+    long_seen = FittedCapacity(
+        now=0.0, cfg=EtaConfig(), stockout_episodes=[H, H, H], stockout_censored=[20 * H]
+    )
+    beyond = [
+        sum(1 for i in range(2000) if m.draw_new_stockout(random.Random(i)) > 2 * H) / 2000
+        for m in (short, long_seen)
+    ]
+    assert beyond[0] < 0.3 < beyond[1], beyond  # one seen to last 20 h: a new one may too

@@ -6,8 +6,9 @@ age of the stock-out going on but not how long the earlier ones lasted, and draw
 has lasted". Whoever refreshes the ETA (the background service, ``flexq eta`` per cluster, the calibration bench
 per scenario) keeps this memory: ``watch`` takes each forecast's ongoing stock-outs (``Forecast.stockouts``) and
 the state they came from; a pool that was stocked out at one watch and is not at the next ended when it had
-capacity again (``flexq.forecast.fit.capacity_back``: its first node made, or the first start on its flavors,
-since it was last seen out; an end with no such sign is not recorded). ``episodes`` go into the next state's
+capacity again (``flexq.forecast.fit.capacity_back``: its first node made since it was last seen out); with no
+such sign — no job was left asking for its nodes, or one started on nodes another left — it is kept as lasting
+at least until it was last seen (``"censored": true``), not as ended. ``episodes`` go into the next state's
 ``ClusterState.stockout_history``, and the fit counts those the Events no longer show; ``first_look`` goes into its
 ``stockout_watched_since`` (the time over which the stock-outs that began are counted: their onset rate). Plain JSON
 (``to_dict`` / ``from_dict``): the calibration's file keeps it.
@@ -35,7 +36,8 @@ class WatchedStockouts:
     """See the module docstring."""
 
     ongoing: dict[str, dict[str, float]] = field(default_factory=dict)  # pool -> {"since", "seen"}
-    episodes: list[dict[str, Any]] = field(default_factory=list)  # {"pool", "since", "end"}, oldest first
+    # {"pool", "since", "end"[, "censored": True]}, oldest first
+    episodes: list[dict[str, Any]] = field(default_factory=list)
     first_look: float | None = None  # when it began to watch: the stock-outs that began since are all seen
 
     def watch(self, state: ClusterState, stockouts: Sequence[Mapping[str, Any]]) -> int:
@@ -59,9 +61,19 @@ class WatchedStockouts:
             if end is not None and end > gone["since"]:
                 self.episodes.append({"pool": pool, "since": gone["since"], "end": end})
                 ended += 1
+            elif gone["seen"] > gone["since"]:  # no demand left to show its end: it lasted at least so long
+                self.episodes.append(
+                    {"pool": pool, "since": gone["since"], "end": gone["seen"], "censored": True}
+                )
         for pool, since in current.items():
             o = self.ongoing.get(pool)
             if o is None:
+                # seen again going on since before it was last seen: the episode kept as censored goes on
+                for ep in [
+                    e for e in self.episodes if e["pool"] == pool and e.get("censored") and e["end"] >= since
+                ]:
+                    self.episodes.remove(ep)
+                    since = min(since, ep["since"])
                 self.ongoing[pool] = {"since": since, "seen": now}
             else:
                 o["since"], o["seen"] = min(o["since"], since), now
@@ -90,9 +102,10 @@ class WatchedStockouts:
                 continue
         for e in ((d or {}).get("episodes") or [])[-MAX_EPISODES:]:
             try:
-                out.episodes.append(
-                    {"pool": str(e["pool"]), "since": float(e["since"]), "end": float(e["end"])}
-                )
+                ep = {"pool": str(e["pool"]), "since": float(e["since"]), "end": float(e["end"])}
+                if e.get("censored") is True:
+                    ep["censored"] = True
+                out.episodes.append(ep)
             except (KeyError, TypeError, ValueError):
                 continue
         return out

@@ -205,9 +205,10 @@ def _flavor_pools(state: ClusterState) -> dict[str, str]:
 
 def _stockouts(
     state: ClusterState, es: list[JobEntry], cfg: EtaConfig
-) -> tuple[list[Stockout], list[float], dict[str, tuple[int, float]]]:
-    """Ongoing stock-outs per node pool, the lengths of the episodes seen to end, and the onsets seen per
-    machine type (``_onsets``)."""
+) -> tuple[list[Stockout], list[float], list[float], dict[str, tuple[int, float]]]:
+    """Ongoing stock-outs per node pool, the lengths of the episodes seen to end, those of the episodes seen to
+    last at least so long (censored: no demand was left to show their end), and the onsets seen per machine type
+    (``_onsets``)."""
     pools = {p["name"]: p for p in state.node_pools}
     fpool = _flavor_pools(state)
     node_times: dict[str, list[float]] = {}
@@ -264,17 +265,20 @@ def _stockouts(
             if prev is None or since < prev[0]:
                 refused[pool] = (since, code if prev is None or prev[1] == "GCE_STOCKOUT" else prev[1])
     remembered = _remembered(state, seen)
-    episodes = [end - first for _pool, first, end in seen] + [end - since for _pool, since, end in remembered]
+    episodes = [end - first for _pool, first, end in seen]
+    episodes += [end - since for _pool, since, end, censored in remembered if not censored]
+    lasted = [end - since for _pool, since, end, censored in remembered if censored]
     out = []
     for pool, (since, code) in sorted(refused.items()):
         unmet = _unmet_since(state, pool, fpool, node_times)
         if unmet is not None:
             since = min(since, unmet)
         elapsed = max(0.0, state.now - since)
-        mean = exponential_mean(episodes, [elapsed], cfg.prior_stockout_seconds)
+        mean = exponential_mean(episodes, [elapsed, *lasted], cfg.prior_stockout_seconds)
         out.append(Stockout(pool, pools[pool]["machineType"], since, code, mean))
     ongoing = [(pool, since) for pool, (since, _code) in refused.items()]
-    return out, episodes, _onsets(state, pools, [*seen, *remembered], ongoing)
+    spans = [*seen, *((pool, since, end) for pool, since, end, _c in remembered)]
+    return out, episodes, lasted, _onsets(state, pools, spans, ongoing)
 
 
 def _onsets(
@@ -308,9 +312,9 @@ def _assigned(wl: dict) -> list[set[str]]:
 
 
 def capacity_back(state: ClusterState, pool: str, after: float) -> float | None:
-    """When ``pool`` had capacity again after ``after``: its first node made since, or the first start since of a
-    Workload admitted on one of its flavors (nodes scaled away later leave the starts to date it). None: no sign
-    yet."""
+    """When ``pool`` had capacity again after ``after``: its first node made since. None: no sign yet. A job that
+    starts on the pool's flavors is no sign: it may start on nodes another job left, the stock-out going on (a
+    whole-day stock-out was cut in two by a start on freed nodes, and remembered as two of three hours)."""
     times = []
     for n in state.nodes:
         md = n.get("metadata") or {}
@@ -318,19 +322,15 @@ def capacity_back(state: ClusterState, pool: str, after: float) -> float | None:
             t = parse_time_or_none(md.get("creationTimestamp"))
             if t is not None and after < t <= state.now:
                 times.append(t)
-    flavors = {f for f, p in _flavor_pools(state).items() if p == pool}
-    for wl in state.workloads:
-        start = started_at(wl)
-        if start is None or not after < start <= state.now:
-            continue
-        if any(fl & flavors for fl in _assigned(wl)):
-            times.append(start)
     return min(times, default=None)
 
 
-def _remembered(state: ClusterState, seen: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
-    """The episodes (pool, since, end) a watcher kept (``ClusterState.stockout_history``) that the Events do not
-    show any more: one of a pool that overlaps an episode the Events show is that episode."""
+def _remembered(
+    state: ClusterState, seen: list[tuple[str, float, float]]
+) -> list[tuple[str, float, float, bool]]:
+    """The episodes (pool, since, end, censored) a watcher kept (``ClusterState.stockout_history``) that the
+    Events do not show any more: one of a pool that overlaps an episode the Events show is that episode. A
+    censored one was last seen going on at ``end`` and not seen to end (no node made since)."""
     out = []
     for h in state.stockout_history:
         try:
@@ -341,7 +341,7 @@ def _remembered(state: ClusterState, seen: list[tuple[str, float, float]]) -> li
             continue
         if any(p == pool and since <= e and first <= end for p, first, e in seen):
             continue
-        out.append((pool, since, end))
+        out.append((pool, since, end, h.get("censored") is True))
     return out
 
 
@@ -454,7 +454,7 @@ def fit(state: ClusterState, cfg: EtaConfig | None = None, view: StateView | Non
     m = FittedCapacity(now=state.now, cfg=cfg)
     m.dws_done, m.dws_waiting, m.dws_pending, m.dws_bounded = _dws(state)
     m.dws_mean = exponential_mean(m.dws_done, m.dws_waiting, cfg.prior_dws_wait_seconds)
-    m.stockouts, m.stockout_episodes, m.stockout_onsets = _stockouts(state, es, cfg)
+    m.stockouts, m.stockout_episodes, m.stockout_censored, m.stockout_onsets = _stockouts(state, es, cfg)
     m.provision = _provision(state)
     m.classes = _classes(state, cfg)
     m.machine_types = {p["machineType"] for p in state.node_pools}

@@ -160,6 +160,7 @@ class FittedCapacity:
     dws_waiting: list[float] = field(default_factory=list)
     stockouts: list[Stockout] = field(default_factory=list)
     stockout_episodes: list[float] = field(default_factory=list)
+    stockout_censored: list[float] = field(default_factory=list)  # episodes seen to last at least so long
     # machine type -> (stock-outs seen to begin, seconds watched outside stock-outs): ``onset_rate``
     stockout_onsets: dict[str, tuple[int, float]] = field(default_factory=dict)
     onset_picks: dict[str, float] = field(default_factory=dict)  # a forward run's onset rates (``bootstrap``)
@@ -210,7 +211,9 @@ class FittedCapacity:
         out.__dict__.pop("_history_memo", None)  # its classes are its own
         out.dws_done, out.dws_waiting = resample(self.dws_done, self.dws_waiting)
         out.dws_mean = exponential_mean(out.dws_done, out.dws_waiting, self.cfg.prior_dws_wait_seconds)
-        out.stockout_episodes = resample(self.stockout_episodes, [])[0]
+        out.stockout_episodes, out.stockout_censored = resample(
+            self.stockout_episodes, self.stockout_censored
+        )
         # the onsets seen are a Poisson count: the run's rate drawn from its posterior (Gamma: as many seen, over
         # the time watched and the prior's)
         prior = self.cfg.stockout_onset_prior_seconds
@@ -245,7 +248,8 @@ class FittedCapacity:
         (Kaplan-Meier, this one censored), an exponential tail of its fitted mean beyond them."""
         elapsed = max(0.0, self.now - s.since)
         if len(self.stockout_episodes) >= MIN_EPISODES:
-            left = sample_beyond(self.stockout_episodes, [elapsed], elapsed, rng, s.mean_remaining) - elapsed
+            lasted = [elapsed, *self.stockout_censored]
+            left = sample_beyond(self.stockout_episodes, lasted, elapsed, rng, s.mean_remaining) - elapsed
         else:  # too few ends seen: as long again as it has lasted, at the median (P(T > t | T > e) = e / t)
             scale = max(elapsed, self.cfg.min_stockout_seconds)
             left = scale * (1.0 / max(1e-9, 1.0 - rng.random()) - 1.0)
@@ -264,9 +268,10 @@ class FittedCapacity:
         """The length of a stock-out that has not begun: from the episodes seen to end (Kaplan-Meier, an
         exponential tail of their mean beyond them) when there are ``MIN_EPISODES``, else an exponential of
         their mean with the prior's."""
-        mean = exponential_mean(self.stockout_episodes, [], self.cfg.prior_stockout_seconds)
+        lasted = self.stockout_censored
+        mean = exponential_mean(self.stockout_episodes, lasted, self.cfg.prior_stockout_seconds)
         if len(self.stockout_episodes) >= MIN_EPISODES:
-            return max(60.0, sample_beyond(self.stockout_episodes, [], 0.0, rng, mean))
+            return max(60.0, sample_beyond(self.stockout_episodes, lasted, 0.0, rng, mean))
         return max(60.0, rng.expovariate(1.0 / mean))
 
     def stockout_windows(
@@ -531,8 +536,14 @@ class FittedCapacity:
                 f"DWS wait: the prior, exponential with mean {format_duration(self.dws_mean)} (no request seen)"
             )
         n_ep = len(self.stockout_episodes)
+        n_cens = len(self.stockout_censored)
         basis = (
             f"drawn from the {n_ep} episode(s) seen to end"
+            + (
+                f" and the {n_cens} seen to last at least so long (no demand left to show their end)"
+                if n_cens
+                else ""
+            )
             if n_ep >= MIN_EPISODES
             else f"drawn as 'as long again as it has lasted' ({n_ep} episode(s) seen to end, fewer than {MIN_EPISODES})"
         )
