@@ -75,7 +75,7 @@ class _Watcher:
 
     def look(self) -> None:
         state = state_from_twin(self.twin)
-        state.stockout_history = list(self.memory.episodes)
+        state.stockout_history = self.memory.history()
         state.stockout_watched_since = self.memory.first_look
         model = fit(state)
         self.memory.watch(state, [{"pool": s.pool, "since": s.since} for s in model.stockouts])
@@ -217,7 +217,7 @@ def predict(
         if remember and memories:  # the watcher's memory at the instant (it looked between the instants)
             memory = WatchedStockouts.from_dict(memories[k])
         if remember:
-            state.stockout_history = list(memory.episodes)
+            state.stockout_history = memory.history()
             state.stockout_watched_since = memory.first_look
         if calibration is not None:
             known = {key: next((s for s in ss if s <= at), None) for key, ss in starts.items()}

@@ -41,7 +41,7 @@ def _twin() -> Twin:
 
 
 def _look(memory: WatchedStockouts, state: ClusterState) -> list:
-    state.stockout_history = list(memory.episodes)
+    state.stockout_history = memory.history()
     model = fit(state)
     memory.watch(state, [{"pool": s.pool, "since": s.since} for s in model.stockouts])
     return model.stockouts
@@ -68,7 +68,7 @@ def test_the_stock_outs_seen_end_are_remembered_and_the_next_one_drawn_from_them
     cold = fit(state)  # read without the memory: the Events show none of the three
     assert len(cold.stockout_episodes) < 3
     assert any("as long again as it has lasted" in line for line in cold.describe()), cold.describe()
-    state.stockout_history = list(memory.episodes)
+    state.stockout_history = memory.history()
     warm = fit(state)
     assert [s.pool for s in warm.stockouts] == ["on-demand-pool"]
     assert sorted(round(x, 3) for x in warm.stockout_episodes) == sorted(round(x * H, 3) for x in lengths)
@@ -84,6 +84,17 @@ def test_the_stock_outs_seen_end_are_remembered_and_the_next_one_drawn_from_them
     assert n == 4 and 6 * H <= seconds <= 11 * H, (n, seconds / H)
     assert watched.onset_rate("ct6e-standard-4t") == 4 / (seconds + 24 * H)
     assert any(line.startswith("stock-outs to come of ct6e-standard-4t") for line in watched.describe())
+    # one the watcher kept as lasting at least until it last saw it (no demand left to show its end), with no
+    # node of the pool made since: the stock-out going on now is that one, older than the Events and jobs say
+    assert abs(watched.stockouts[0].since - (t0 + 13 * H)) < 0.5 * H, (watched.stockouts[0].since - t0) / H
+    earlier = {"pool": "on-demand-pool", "since": t0 + 12 * H, "end": t0 + 12.5 * H, "censored": True}
+    state.stockout_history = [*memory.history(), earlier]
+    merged = fit(state)
+    assert merged.stockouts[0].since == t0 + 12 * H and merged.stockout_censored == []
+    before_nodes = {**earlier, "since": t0 + 8 * H, "end": t0 + 8.5 * H}  # nodes were made after it: another
+    state.stockout_history = [*memory.history(), before_nodes]
+    apart = fit(state)
+    assert apart.stockouts[0].since > t0 + 12 * H and apart.stockout_censored == [0.5 * H]
 
 
 def test_stock_outs_to_come_are_drawn_at_the_rate_seen() -> None:
@@ -135,8 +146,9 @@ def test_an_end_with_no_sign_of_capacity_is_kept_censored_and_the_memory_is_boun
     # kept as lasting at least until last seen (no demand left to show its end), not as ended
     assert memory.episodes == [{"pool": "p", "since": 0.0, "end": 100.0, "censored": True}]
     assert memory.ongoing == {}
-    # seen going on again since before it was last seen: the same episode, not a second one
-    memory.watch(ClusterState(now=300.0), [{"pool": "p", "since": 50.0}])
+    # seen going on again, since before it was last seen or with no node made since: the same episode, not a
+    # second one (the fit dates a stock-out so: not before the pool last grew)
+    memory.watch(ClusterState(now=300.0), [{"pool": "p", "since": 250.0}])
     assert memory.episodes == [] and memory.ongoing == {"p": {"since": 0.0, "seen": 300.0}}
     memory.ongoing.clear()
     for k in range(MAX_EPISODES + 5):

@@ -251,9 +251,9 @@ def estimate(
     online correction (``flexq.eta.calibration``; None: the forward runs' 10 %-90 % quantiles)."""
     t0 = WallClock().now()
     cfg = cfg or EtaConfig()
-    if calibration is not None and calibration.memory.episodes and not state.stockout_history:
-        # the stock-outs seen end while watching this cluster, beyond the hour of Events the API keeps
-        state = replace(state, stockout_history=list(calibration.memory.episodes))
+    if calibration is not None and not state.stockout_history and calibration.memory.history():
+        # the stock-outs seen while watching this cluster, beyond the hour of Events the API keeps
+        state = replace(state, stockout_history=calibration.memory.history())
     if calibration is not None and state.stockout_watched_since is None:
         state = replace(state, stockout_watched_since=calibration.memory.first_look)
     view = StateView.of(state)  # the state read once, passed to the model and the forward runs

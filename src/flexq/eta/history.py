@@ -68,9 +68,14 @@ class WatchedStockouts:
         for pool, since in current.items():
             o = self.ongoing.get(pool)
             if o is None:
-                # seen again going on since before it was last seen: the episode kept as censored goes on
+                # the episode kept as censored goes on when this one began before it was last seen, or when no
+                # node of the pool was made since (as the fit dates a stock-out: not before the pool last grew)
                 for ep in [
-                    e for e in self.episodes if e["pool"] == pool and e.get("censored") and e["end"] >= since
+                    e
+                    for e in self.episodes
+                    if e["pool"] == pool
+                    and e.get("censored")
+                    and (e["end"] >= since or capacity_back(state, pool, e["end"]) is None)
                 ]:
                     self.episodes.remove(ep)
                     since = min(since, ep["since"])
@@ -79,6 +84,17 @@ class WatchedStockouts:
                 o["since"], o["seen"] = min(o["since"], since), now
         del self.episodes[:-MAX_EPISODES]
         return ended
+
+    def history(self) -> list[dict[str, Any]]:
+        """What goes into a state's ``stockout_history``: the episodes, and the ones going on at the last look as
+        lasting at least until then (the fit takes one of them for the stock-out it sees going on, however much
+        later the Events and the jobs' record date it)."""
+        going = [
+            {"pool": pool, "since": o["since"], "end": o["seen"], "censored": True}
+            for pool, o in sorted(self.ongoing.items())
+            if o["seen"] > o["since"]
+        ]
+        return [*(dict(e) for e in self.episodes), *going]
 
     def to_dict(self) -> dict[str, Any]:
         return {

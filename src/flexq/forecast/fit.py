@@ -265,20 +265,32 @@ def _stockouts(
             if prev is None or since < prev[0]:
                 refused[pool] = (since, code if prev is None or prev[1] == "GCE_STOCKOUT" else prev[1])
     remembered = _remembered(state, seen)
-    episodes = [end - first for _pool, first, end in seen]
-    episodes += [end - since for _pool, since, end, censored in remembered if not censored]
-    lasted = [end - since for _pool, since, end, censored in remembered if censored]
-    out = []
+    ongoing: list[tuple[str, float, str]] = []
     for pool, (since, code) in sorted(refused.items()):
         unmet = _unmet_since(state, pool, fpool, node_times)
         if unmet is not None:
             since = min(since, unmet)
+        # one the watcher kept as lasting at least until it last saw it, with no node of the pool made since (one
+        # there now, or the end of an episode seen since), is this one going on (a stock-out is dated so: not
+        # before the pool last grew)
+        ends = list(node_times.get(pool, []))
+        ends += [end for p, _s, end, censored in remembered if p == pool and not censored]
+        ends += [end for p, _f, end in seen if p == pool]
+        grew = max(ends, default=None)
+        for r in [r for r in remembered if r[0] == pool and r[3] and (grew is None or grew <= r[2])]:
+            remembered.remove(r)
+            since = min(since, r[1])
+        ongoing.append((pool, since, code))
+    episodes = [end - first for _pool, first, end in seen]
+    episodes += [end - since for _pool, since, end, censored in remembered if not censored]
+    lasted = [end - since for _pool, since, end, censored in remembered if censored]
+    out = []
+    for pool, since, code in ongoing:
         elapsed = max(0.0, state.now - since)
         mean = exponential_mean(episodes, [elapsed, *lasted], cfg.prior_stockout_seconds)
         out.append(Stockout(pool, pools[pool]["machineType"], since, code, mean))
-    ongoing = [(pool, since) for pool, (since, _code) in refused.items()]
     spans = [*seen, *((pool, since, end) for pool, since, end, _c in remembered)]
-    return out, episodes, lasted, _onsets(state, pools, spans, ongoing)
+    return out, episodes, lasted, _onsets(state, pools, spans, [(p, s) for p, s, _c in ongoing])
 
 
 def _onsets(
