@@ -163,7 +163,8 @@ def test_the_forecast_reads_a_reservation_pool_as_never_stocked_out() -> None:
             self.size = {pool.name: 0}
             self.idle = {pool.name: []}
             self.room_waiters = {pool.name: []}
-            self.stock_end = {pool.machine_type: 5 * H}  # the machine type's stock-out lasts five hours
+            # the machine type is stocked out for five hours
+            self.stock_windows = {pool.machine_type: [(0.0, 5 * H)]}
             self.moved: list[str] = []
             self.started: list[float] = []
 
