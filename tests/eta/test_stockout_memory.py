@@ -77,13 +77,16 @@ def test_the_stock_outs_seen_end_are_remembered_and_the_next_one_drawn_from_them
     # outside them — 15 h less the first look's 20 min and four outages of up to two hours (each seen from its
     # first refused job to the next look's sign of capacity)
     assert memory.first_look == t0 + 1200
-    assert cold.stockout_onsets.get("ct6e-standard-4t", (0, 0.0))[0] <= 1  # the hour of Events: one at most
+    od = ("ct6e-standard-4t", "on-demand")
+    assert cold.stockout_onsets.get(od, (0, 0.0))[0] <= 1  # the hour of Events: one at most
     state.stockout_watched_since = memory.first_look
     watched = fit(state)
-    n, seconds = watched.stockout_onsets["ct6e-standard-4t"]
+    n, seconds = watched.stockout_onsets[od]
     assert n == 4 and 6 * H <= seconds <= 11 * H, (n, seconds / H)
-    assert watched.onset_rate("ct6e-standard-4t") == 4 / (seconds + 24 * H)
-    assert any(line.startswith("stock-outs to come of ct6e-standard-4t") for line in watched.describe())
+    assert watched.onset_rate(od) == 4 / (seconds + 24 * H)
+    assert any(
+        line.startswith("stock-outs to come of ct6e-standard-4t (on-demand)") for line in watched.describe()
+    )
     # one the watcher kept as lasting at least until it last saw it (no demand left to show its end), with no
     # node of the pool made since: the stock-out going on now is that one, older than the Events and jobs say
     assert abs(watched.stockouts[0].since - (t0 + 13 * H)) < 0.5 * H, (watched.stockouts[0].since - t0) / H
@@ -107,7 +110,7 @@ def test_stock_outs_to_come_are_drawn_at_the_rate_seen() -> None:
 
     from flexq.forecast.model import WARMUP_SECONDS, EtaConfig, FittedCapacity, Stockout
 
-    now, horizon, mt = 100 * H, 24 * H, "ct6e-standard-4t"
+    now, horizon, mt = 100 * H, 24 * H, ("ct6e-standard-4t", "on-demand")
     fitted = FittedCapacity(now=now, cfg=EtaConfig(), stockout_episodes=[2 * H, 2 * H, 2 * H])
     fitted.stockout_onsets = {mt: (3, 10 * H)}
     rate = 3 / (34 * H)
@@ -123,7 +126,7 @@ def test_stock_outs_to_come_are_drawn_at_the_rate_seen() -> None:
         assert all(ws[k][1] <= ws[k + 1][0] for k in range(len(ws) - 1))
     assert FittedCapacity(now=now, cfg=EtaConfig()).stockout_windows(now, horizon, random.Random(1)) == {}
 
-    fitted.stockouts = [Stockout("on-demand-pool", mt, now - H, "GCE_STOCKOUT", 3 * H)]
+    fitted.stockouts = [Stockout("on-demand-pool", mt[0], now - H, "GCE_STOCKOUT", 3 * H)]
     for seed in range(30):
         ws = fitted.stockout_windows(now, fitted.cfg.horizon, random.Random(seed))[mt]
         rule = next(r for r in fitted.profile(random.Random(seed))["spec"]["rules"] if r.get("windows"))

@@ -146,7 +146,7 @@ def test_gke_refuses_a_specific_affinity_without_the_reservation_name() -> None:
 
 def test_the_forecast_reads_a_reservation_pool_as_never_stocked_out() -> None:
     """``pools_from_gke`` carries the reservation; the forward run's nodes of such a pool ignore an ongoing
-    stock-out of its machine type (``flexq.forecast.capacity``)."""
+    stock-out of its machine type (``flexq.forecast.capacity``), as a spot pool's ignore an on-demand one."""
     from flexq.forecast.capacity import CapacityRun
     from flexq.forecast.world import Pool
 
@@ -164,7 +164,7 @@ def test_the_forecast_reads_a_reservation_pool_as_never_stocked_out() -> None:
             self.idle = {pool.name: []}
             self.room_waiters = {pool.name: []}
             # the machine type is stocked out for five hours
-            self.stock_windows = {pool.machine_type: [(0.0, 5 * H)]}
+            self.stock_windows = {(pool.machine_type, "on-demand"): [(0.0, 5 * H)]}
             self.moved: list[str] = []
             self.started: list[float] = []
 
@@ -174,8 +174,10 @@ def test_the_forecast_reads_a_reservation_pool_as_never_stocked_out() -> None:
         def at(self, when: float, kind: str, job: Any = None, arrival: int = -1) -> None:
             self.started.append(when)
 
-    def start_of(reserved: bool) -> tuple[float, list[str]]:
-        pool = Pool("p", "ct6e-standard-4t", 8, 4, 4, queued=False, fixed=False, reserved=reserved)
+    def start_of(reserved: bool, model: str = "on-demand") -> tuple[float, list[str]]:
+        pool = Pool(
+            "p", "ct6e-standard-4t", 8, 4, 4, queued=False, fixed=False, reserved=reserved, model=model
+        )
         run = Run(pool)
         job = type("J", (), {"info": object(), "rng": random.Random(1), "bucket": "", "nodes": {}})()
         run.node_need = lambda info: {"p": 4}  # type: ignore[method-assign]
@@ -186,3 +188,7 @@ def test_the_forecast_reads_a_reservation_pool_as_never_stocked_out() -> None:
     assert on_demand > 5 * H and "stockout" in moved
     reserved, moved = start_of(True)
     assert reserved < 200 and "stockout" not in moved
+    # a stock-out is of one provisioning model's capacity (as the CapacityProfile's rule matches it): spot
+    # capacity of the machine type is not held by the on-demand stock-out
+    spot, moved = start_of(False, "spot")
+    assert spot < 200 and "stockout" not in moved

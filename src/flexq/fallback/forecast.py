@@ -48,7 +48,7 @@ from flexq.forecast.fit import fit
 from flexq.forecast.jobs import StateView
 from flexq.forecast.model import EtaConfig, FittedCapacity, Stockout
 from flexq.forecast.moves import Comparison, Outlook, compare
-from flexq.forecast.state import ClusterState, infer_pools, pools_from_gke
+from flexq.forecast.state import ClusterState, infer_pools, pools_from_gke, provisioning_model
 from flexq.semantics.conditions import is_true
 from flexq.stats import exponential_mean
 
@@ -331,6 +331,7 @@ def _known_stockouts(
     """Add what the policy knows to the fitted model: its breakers' stock-outs (ongoing since their first
     refusal), the episodes it saw end."""
     machine = {p["name"]: p.get("machineType", "") for p in st.node_pools}
+    kind = {p["name"]: provisioning_model(p) for p in st.node_pools}
     have = {s.pool for s in model.stockouts}
     ended = [d for f in sorted(episodes) for d in episodes[f]]
     model.stockout_episodes = list(model.stockout_episodes) + ended
@@ -341,7 +342,7 @@ def _known_stockouts(
         have.add(pool)
         elapsed = max(0.0, view.now - since)
         mean = exponential_mean(ended, [elapsed], model.cfg.prior_stockout_seconds)
-        model.stockouts.append(Stockout(pool, machine[pool], since, code or "GCE_STOCKOUT", mean))
+        model.stockouts.append(Stockout(pool, machine[pool], since, code or "GCE_STOCKOUT", mean, kind[pool]))
 
 
 def _valued(

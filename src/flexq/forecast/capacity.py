@@ -47,9 +47,8 @@ class CapacityRun:
     size: dict[str, int]  # pool -> nodes now (busy, idle, coming)
     idle: dict[str, list[float]]  # pool -> its idle nodes: when each goes
     room_waiters: dict[str, list[WorldJob]]  # pool -> the jobs waiting for room in it
-    stock_windows: dict[
-        str, list[tuple[float, float]]
-    ]  # machine type -> its stock-outs (start, end), in order
+    # (machine type, provisioning model) -> its stock-outs (start, end), in order
+    stock_windows: dict[tuple[str, str], list[tuple[float, float]]]
 
     # what the queueing half provides ------------------------------------------------------------------------------
     def at(self, when: float, kind: str, job: WorldJob | None = None, arrival: int = -1) -> None:
@@ -133,7 +132,7 @@ class CapacityRun:
                 ready = max(ready, since + self._provision(pool.machine_type, took, job.rng))
             if make:
                 self.size[p] += make
-                end = self.stocked_until(pool.machine_type)
+                end = self.stocked_until(pool)
                 start = self.t if since is None else min(self.t, since)
                 if end > self.t and not pool.queued and not pool.reserved:  # a reservation never stocks out
                     self.move(job, "stockout")
@@ -144,9 +143,10 @@ class CapacityRun:
         job.nodes_ready = ready
         self.at(ready + job.rng.uniform(0.0, POD_START_SECONDS), "start", job)
 
-    def stocked_until(self, machine_type: str) -> float:
-        """When the stock-out of ``machine_type`` going on now ends (0: none now)."""
-        for start, end in self.stock_windows.get(machine_type, ()):
+    def stocked_until(self, pool: Pool) -> float:
+        """When the stock-out of ``pool``'s capacity (its machine type, under its provisioning model) going on now
+        ends (0: none now)."""
+        for start, end in self.stock_windows.get((pool.machine_type, pool.model), ()):
             if start <= self.t < end:
                 return end
             if start > self.t:

@@ -113,9 +113,8 @@ class _Run(CapacityRun):
         self.size = {p: world.pool_nodes.get(p, 0) for p in world.pools}  # nodes now (busy, idle, coming)
         self.idle: dict[str, list[float]] = {p: [] for p in world.pools}  # idle nodes: when each goes
         self.room_waiters: dict[str, list[WorldJob]] = {p: [] for p in world.pools}
-        self.stock_windows: dict[
-            str, list[tuple[float, float]]
-        ] = {}  # machine type -> its stock-outs (start, end)
+        # (machine type, provisioning model) -> its stock-outs (start, end)
+        self.stock_windows: dict[tuple[str, str], list[tuple[float, float]]] = {}
         self.sched_at: float | None = None
         self.open_targets = 0
         self.arrived = 0

@@ -40,7 +40,7 @@ from flexq.api.reasons import classify_capacity
 from flexq.clock import parse_time_or_none
 from flexq.forecast.jobs import JobEntry, StateView, class_key, finished_at, started_at
 from flexq.forecast.model import QUEUED_CLASS, Arrival, EtaConfig, FittedCapacity, RunClass, Stockout
-from flexq.forecast.state import ClusterState
+from flexq.forecast.state import ClusterState, provisioning_model
 from flexq.gke.timing import GRANT_RETRY_SECONDS, SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.semantics.conditions import find_condition
 from flexq.semantics.owners import controller_owner
@@ -205,10 +205,10 @@ def _flavor_pools(state: ClusterState) -> dict[str, str]:
 
 def _stockouts(
     state: ClusterState, es: list[JobEntry], cfg: EtaConfig
-) -> tuple[list[Stockout], list[float], list[float], dict[str, tuple[int, float]]]:
+) -> tuple[list[Stockout], list[float], list[float], dict[tuple[str, str], tuple[int, float]]]:
     """Ongoing stock-outs per node pool, the lengths of the episodes seen to end, those of the episodes seen to
     last at least so long (censored: no demand was left to show their end), and the onsets seen per machine type
-    (``_onsets``)."""
+    and provisioning model (``_onsets``)."""
     pools = {p["name"]: p for p in state.node_pools}
     fpool = _flavor_pools(state)
     node_times: dict[str, list[float]] = {}
@@ -288,7 +288,9 @@ def _stockouts(
     for pool, since, code in ongoing:
         elapsed = max(0.0, state.now - since)
         mean = exponential_mean(episodes, [elapsed, *lasted], cfg.prior_stockout_seconds)
-        out.append(Stockout(pool, pools[pool]["machineType"], since, code, mean))
+        out.append(
+            Stockout(pool, pools[pool]["machineType"], since, code, mean, provisioning_model(pools[pool]))
+        )
     spans = [*seen, *((pool, since, end) for pool, since, end, _c in remembered)]
     return out, episodes, lasted, _onsets(state, pools, spans, [(p, s) for p, s, _c in ongoing])
 
@@ -298,8 +300,8 @@ def _onsets(
     pools: dict[str, dict],
     ended: list[tuple[str, float, float]],
     ongoing: list[tuple[str, float]],
-) -> dict[str, tuple[int, float]]:
-    """Per machine type: the stock-outs seen to begin while the cluster was watched, and how long it was watched
+) -> dict[tuple[str, str], tuple[int, float]]:
+    """Per (machine type, provisioning model): the stock-outs seen to begin while the cluster was watched, and how long it was watched
     outside them. Watched: since the watcher's first look (``ClusterState.stockout_watched_since``), else the
     hour of Events the API keeps. A stock-out that began before is not an onset seen (its start is not known to
     be in the window), but its time in the window is not time watched without one."""
@@ -307,14 +309,15 @@ def _onsets(
     if start is None:
         start = state.now - EVENT_RETENTION_SECONDS
     spans = [(pool, since, end) for pool, since, end in ended] + [(p, s, state.now) for p, s in ongoing]
-    out: dict[str, tuple[int, float]] = {}
+    out: dict[tuple[str, str], tuple[int, float]] = {}
     for pool, since, end in spans:
-        mt = (pools.get(pool) or {}).get("machineType")
-        if not mt:
+        short = pools.get(pool) or {}
+        if not short.get("machineType"):
             continue
-        n, out_time = out.get(mt, (0, 0.0))
-        out[mt] = (n + (since >= start), out_time + max(0.0, min(end, state.now) - max(since, start)))
-    return {mt: (n, max(0.0, state.now - start - stocked)) for mt, (n, stocked) in out.items()}
+        key = (short["machineType"], provisioning_model(short))
+        n, out_time = out.get(key, (0, 0.0))
+        out[key] = (n + (since >= start), out_time + max(0.0, min(end, state.now) - max(since, start)))
+    return {key: (n, max(0.0, state.now - start - stocked)) for key, (n, stocked) in out.items()}
 
 
 def _assigned(wl: dict) -> list[set[str]]:

@@ -147,6 +147,12 @@ class Stockout:
     since: float
     code: str
     mean_remaining: float
+    model: str = "on-demand"  # the pool's provisioning model: a stock-out is of one model's capacity
+
+    @property
+    def capacity(self) -> tuple[str, str]:
+        """What is out: (machine type, provisioning model)."""
+        return self.machine_type, self.model
 
 
 @dataclass
@@ -161,9 +167,9 @@ class FittedCapacity:
     stockouts: list[Stockout] = field(default_factory=list)
     stockout_episodes: list[float] = field(default_factory=list)
     stockout_censored: list[float] = field(default_factory=list)  # episodes seen to last at least so long
-    # machine type -> (stock-outs seen to begin, seconds watched outside stock-outs): ``onset_rate``
-    stockout_onsets: dict[str, tuple[int, float]] = field(default_factory=dict)
-    onset_picks: dict[str, float] = field(default_factory=dict)  # a forward run's onset rates (``bootstrap``)
+    # (machine type, provisioning model) -> (stock-outs seen to begin, seconds watched outside them)
+    stockout_onsets: dict[tuple[str, str], tuple[int, float]] = field(default_factory=dict)
+    onset_picks: dict[tuple[str, str], float] = field(default_factory=dict)  # a forward run's (``bootstrap``)
     provision: dict[str, tuple[float, float, int]] = field(
         default_factory=dict
     )  # machine -> (min, max, seen)
@@ -218,8 +224,8 @@ class FittedCapacity:
         # the time watched and the prior's)
         prior = self.cfg.stockout_onset_prior_seconds
         out.onset_picks = {
-            mt: rng.gammavariate(n, 1.0 / (watched + prior))
-            for mt, (n, watched) in sorted(self.stockout_onsets.items())
+            key: rng.gammavariate(n, 1.0 / (watched + prior))
+            for key, (n, watched) in sorted(self.stockout_onsets.items())
             if n
         }
         out.classes = {}
@@ -255,13 +261,14 @@ class FittedCapacity:
             left = scale * (1.0 / max(1e-9, 1.0 - rng.random()) - 1.0)
         return max(60.0, left)
 
-    def onset_rate(self, machine_type: str) -> float:
-        """Stock-outs of ``machine_type`` to begin per second: those seen to begin over the time watched outside
-        them, and ``stockout_onset_prior_seconds`` more watched without one (none seen: none to come)."""
-        picked = self.onset_picks.get(machine_type)
+    def onset_rate(self, capacity: tuple[str, str]) -> float:
+        """Stock-outs of ``capacity`` (machine type, provisioning model) to begin per second: those seen to begin
+        over the time watched outside them, and ``stockout_onset_prior_seconds`` more watched without one (none
+        seen: none to come)."""
+        picked = self.onset_picks.get(capacity)
         if picked is not None:  # this forward run's draw (``bootstrap``)
             return picked
-        n, watched = self.stockout_onsets.get(machine_type, (0, 0.0))
+        n, watched = self.stockout_onsets.get(capacity, (0, 0.0))
         return n / (watched + self.cfg.stockout_onset_prior_seconds) if n else 0.0
 
     def draw_new_stockout(self, rng: random.Random) -> float:
@@ -276,20 +283,20 @@ class FittedCapacity:
 
     def stockout_windows(
         self, now: float, horizon: float, rng: random.Random
-    ) -> dict[str, list[tuple[float, float]]]:
-        """One forward run's stock-outs per machine type, (start, end) in time order: the ongoing one's end
+    ) -> dict[tuple[str, str], list[tuple[float, float]]]:
+        """One forward run's stock-outs per (machine type, provisioning model), (start, end) in time order: the ongoing one's end
         (``draw_stockout``), then those to come before ``now + horizon`` — onsets at ``onset_rate`` (a Poisson
         process, from the end of the one before), each lasting ``draw_new_stockout``."""
-        out: dict[str, list[tuple[float, float]]] = {}
+        out: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for s in self.stockouts:
             end = now + self.draw_stockout(s, rng)
-            cur = out.setdefault(s.machine_type, [(now, end)])
+            cur = out.setdefault(s.capacity, [(now, end)])
             cur[0] = (now, max(cur[0][1], end))
-        for mt in sorted(self.stockout_onsets):
-            rate = self.onset_rate(mt)
+        for key in sorted(self.stockout_onsets):
+            rate = self.onset_rate(key)
             if rate <= 0.0:
                 continue
-            ws = out.setdefault(mt, [])
+            ws = out.setdefault(key, [])
             t = ws[-1][1] if ws else now
             while True:
                 t += rng.expovariate(rate)
@@ -430,21 +437,22 @@ class FittedCapacity:
                 "queueWait": {"fixed": "0s"},
             }
         ]
-        codes: dict[str, str] = {}
+        codes: dict[tuple[str, str], str] = {}
+        spans: dict[tuple[str, str], list[tuple[float, float]]]
         if rng is not None:  # the ongoing stock-outs' ends and those to come, as the fast engine draws them
             spans = self.stockout_windows(self.now, self.cfg.horizon, rng)
         else:  # one typical story: the ongoing ones last their median, none to come
             spans = {}
             for s in self.stockouts:
                 end = self.now + self.stockout_length(s, None)
-                spans[s.machine_type] = [(self.now, max(end, spans.get(s.machine_type, [(0.0, 0.0)])[0][1]))]
+                spans[s.capacity] = [(self.now, max(end, spans.get(s.capacity, [(0.0, 0.0)])[0][1]))]
         for s in self.stockouts:
-            codes.setdefault(s.machine_type, s.code if s.code.isupper() else "ZONE_RESOURCE_POOL_EXHAUSTED")
-        for mt, spans_of in sorted(spans.items()):
+            codes.setdefault(s.capacity, s.code if s.code.isupper() else "ZONE_RESOURCE_POOL_EXHAUSTED")
+        for (mt, pm), spans_of in sorted(spans.items()):
             rel = [(max(0.0, a - self.now), b - self.now) for a, b in spans_of]
             rules.append(
                 {
-                    "match": {"machineTypes": [mt], "provisioningModels": ["on-demand"]},
+                    "match": {"machineTypes": [mt], "provisioningModels": [pm]},
                     "windows": [
                         {
                             "start": f"{warmup + a:.0f}s" if a > 0 else "0s",
@@ -453,7 +461,7 @@ class FittedCapacity:
                         }
                         for a, b in rel
                     ],
-                    "stockoutMessage": codes.get(mt, "ZONE_RESOURCE_POOL_EXHAUSTED"),
+                    "stockoutMessage": codes.get((mt, pm), "ZONE_RESOURCE_POOL_EXHAUSTED"),
                 }
             )
         for mt in sorted(self.provision):
@@ -554,10 +562,11 @@ class FittedCapacity:
             )
         if not self.stockouts:
             out.append("no stock-out now (no capacity refusal on a waiting job's pods)")
-        for mt, (n, watched) in sorted(self.stockout_onsets.items()):
+        for (mt, pm), (n, watched) in sorted(self.stockout_onsets.items()):
             if n:
                 out.append(
-                    f"stock-outs to come of {mt}: one every {format_duration(1.0 / self.onset_rate(mt))} on "
+                    f"stock-outs to come of {mt} ({pm}): one every "
+                    f"{format_duration(1.0 / self.onset_rate((mt, pm)))} on "
                     f"average ({n} seen to begin in {format_duration(watched)} watched outside them, and a prior "
                     f"of {format_duration(self.cfg.stockout_onset_prior_seconds)} without one)"
                 )

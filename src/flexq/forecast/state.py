@@ -118,6 +118,16 @@ class ClusterState:
         return index
 
 
+def provisioning_model(pool: dict[str, Any]) -> str:
+    """A node pool's provisioning model in the short form, as a ``CapacityProfile`` rule names it: ``queued``
+    (DWS queued provisioning), ``spot``, ``flex-start`` or ``on-demand``."""
+    if pool.get("queuedProvisioning"):
+        return "queued"
+    if pool.get("spot"):
+        return "spot"
+    return "flex-start" if pool.get("flexStart") else "on-demand"
+
+
 def events_read(items: list[dict]) -> list[dict]:
     """The Events of ``items`` the forecast reads (``EVENT_REASONS``)."""
     return [e for e in items if e.get("reason") in EVENT_REASONS]

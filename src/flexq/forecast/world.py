@@ -16,7 +16,7 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.kueue_versions import KueueVersion
 from flexq.forecast.jobs import JobEntry, StateView
 from flexq.forecast.model import QUEUED_CLASS, FittedCapacity
-from flexq.forecast.state import ClusterState
+from flexq.forecast.state import ClusterState, provisioning_model
 from flexq.kueue.checks import RetryStrategy, retry_strategy
 from flexq.kueue.config import KueueConfig
 from flexq.kueue.queues import QueueManager
@@ -44,6 +44,7 @@ class Pool:
     # it consumes a specific reservation (``flexq.gke.capacity.specific_reservation``): never stocked out; the
     # reservation's size is not read (a compute API object): the pool's maximum stands for it
     reserved: bool = False
+    model: str = "on-demand"  # its provisioning model (``flexq.forecast.state.provisioning_model``)
 
 
 @dataclass
@@ -152,6 +153,7 @@ def _pools(state: ClusterState) -> dict[str, Pool]:
             queued=bool(p.get("queuedProvisioning")),
             fixed=not auto,
             reserved=bool(p.get("reservation")),
+            model=provisioning_model(p),
         )
     return out
 
