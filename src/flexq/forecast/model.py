@@ -222,12 +222,8 @@ class FittedCapacity:
         )
         # the onsets seen are a Poisson count: the run's rate drawn from its posterior (Gamma: as many seen, over
         # the time watched and the prior's)
-        prior = self.cfg.stockout_onset_prior_seconds
-        out.onset_picks = {
-            key: rng.gammavariate(n, 1.0 / (watched + prior))
-            for key, (n, watched) in sorted(self.stockout_onsets.items())
-            if n
-        }
+        prior, onsets = self.cfg.stockout_onset_prior_seconds, sorted(self.stockout_onsets.items())
+        out.onset_picks = {key: rng.gammavariate(n, 1.0 / (w + prior)) for key, (n, w) in onsets if n}
         out.classes = {}
         for k, c in self.classes.items():
             done, running = resample(c.done, c.running)
@@ -437,30 +433,22 @@ class FittedCapacity:
                 "queueWait": {"fixed": "0s"},
             }
         ]
-        codes: dict[tuple[str, str], str] = {}
-        spans: dict[tuple[str, str], list[tuple[float, float]]]
+        spans: dict[tuple[str, str], list[tuple[float, float]]] = {}
         if rng is not None:  # the ongoing stock-outs' ends and those to come, as the fast engine draws them
             spans = self.stockout_windows(self.now, self.cfg.horizon, rng)
-        else:  # one typical story: the ongoing ones last their median, none to come
-            spans = {}
-            for s in self.stockouts:
-                end = self.now + self.stockout_length(s, None)
-                spans[s.capacity] = [(self.now, max(end, spans.get(s.capacity, [(0.0, 0.0)])[0][1]))]
-        for s in self.stockouts:
-            codes.setdefault(s.capacity, s.code if s.code.isupper() else "ZONE_RESOURCE_POOL_EXHAUSTED")
+        for s in self.stockouts if rng is None else ():  # one typical story: the ongoing ones at their median
+            end = self.now + self.stockout_length(s, None)
+            spans[s.capacity] = [(self.now, max(end, spans.get(s.capacity, [(0.0, 0.0)])[0][1]))]
+        codes = {s.capacity: s.code for s in reversed(self.stockouts) if s.code.isupper()}
         for (mt, pm), spans_of in sorted(spans.items()):
             rel = [(max(0.0, a - self.now), b - self.now) for a, b in spans_of]
+            windows = [
+                {"start": f"{warmup + a:.0f}s" if a else "0s", "end": f"{warmup + b:.0f}s"} for a, b in rel
+            ]
             rules.append(
                 {
                     "match": {"machineTypes": [mt], "provisioningModels": [pm]},
-                    "windows": [
-                        {
-                            "start": f"{warmup + a:.0f}s" if a > 0 else "0s",
-                            "end": f"{warmup + b:.0f}s",
-                            "available": 0,
-                        }
-                        for a, b in rel
-                    ],
+                    "windows": [{**w, "available": 0} for w in windows],
                     "stockoutMessage": codes.get((mt, pm), "ZONE_RESOURCE_POOL_EXHAUSTED"),
                 }
             )
