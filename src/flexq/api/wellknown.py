@@ -45,3 +45,6 @@ OBJECT_NAME_FIELD = "metadata.name"  # metav1.ObjectNameField, the one field a n
 # ``GkeNodePool`` object labelled with its cluster's name
 GKE_NODE_POOL_KIND = "GkeNodePool"
 GKE_CLUSTER_LABEL = "gke.twin.flexq.dev/cluster"
+# kube-apiserver's --event-ttl default: an Event goes an hour after its last write (the twin's default, and how far
+# back a reader of a cluster's Events can see)
+EVENT_TTL_SECONDS = 3600.0

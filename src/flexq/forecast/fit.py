@@ -37,6 +37,7 @@ import contextlib
 
 from flexq.api import gke_catalog as catalog
 from flexq.api.reasons import classify_capacity
+from flexq.api.wellknown import EVENT_TTL_SECONDS
 from flexq.clock import parse_time_or_none
 from flexq.forecast.jobs import JobEntry, StateView, class_key, finished_at, started_at
 from flexq.forecast.model import QUEUED_CLASS, Arrival, EtaConfig, FittedCapacity, RunClass, Stockout
@@ -50,7 +51,6 @@ __all__ = ["fit", "capacity_back", "ARRIVAL_WINDOW"]
 
 SCALE_DOWN_SECONDS = SCALE_DOWN_UNNEEDED_SECONDS  # the cluster autoscaler's (flexq.gke.timing)
 ARRIVAL_WINDOW = 7 * 86400.0  # how far back the arrival rates look
-EVENT_RETENTION_SECONDS = 3600.0  # the API server keeps an Event an hour (kube-apiserver --event-ttl)
 
 
 def _cond_time(obj: dict, ctype: str) -> float | None:
@@ -307,7 +307,7 @@ def _onsets(
     be in the window), but its time in the window is not time watched without one."""
     start = state.stockout_watched_since
     if start is None:
-        start = state.now - EVENT_RETENTION_SECONDS
+        start = state.now - EVENT_TTL_SECONDS
     spans = [(pool, since, end) for pool, since, end in ended] + [(p, s, state.now) for p, s in ongoing]
     out: dict[tuple[str, str], tuple[int, float]] = {}
     for pool, since, end in spans:

@@ -21,6 +21,7 @@ from typing import Any
 
 from flexq.api.kueue_versions import DEFAULT as DEFAULT_KUEUE
 from flexq.api.kueue_versions import KueueVersion, resolve
+from flexq.api.wellknown import EVENT_TTL_SECONDS
 from flexq.errors import Cause, Invalid
 
 __all__ = ["ClusterSettings", "TwinSettings"]
@@ -70,7 +71,7 @@ class TwinSettings:
         False  # a test setting: every store fails loudly when a stored object is changed in place
     )
     # kube-apiserver's --event-ttl: an Event goes this long after its last write (0: kept forever)
-    event_ttl_seconds: float = 3600.0
+    event_ttl_seconds: float = EVENT_TTL_SECONDS
     # the reasons of the Events the recorders write (None: every Event). A simulation names the ones its readers
     # read (``flexq.simulate.engine.READ_EVENTS``): an Event nothing reads is not written, not journalled, not
     # indexed and not expired an hour later (two thirds of a simulated week's writes were Events)
