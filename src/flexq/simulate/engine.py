@@ -123,6 +123,7 @@ class Sim:
         self.kueue: dict[str, Any] = {}  # Kueue's configuration: waitForPodsReady, requeuing limit
         self.location = self.project = self.cluster = ""
         self.local_queues: dict[str, bool] = {}  # namespace/name -> labelled fallback.flexq.dev/enabled
+        self.queue_cq: dict[str, str] = {}  # namespace/name -> its ClusterQueue
 
     # -- setup ---------------------------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -239,6 +240,12 @@ class Sim:
                 OPT_IN_LABEL
             )
             == "true"
+            for q in twin.list("LocalQueue")
+        }
+        self.queue_cq = {
+            f"{q['metadata']['namespace']}/{q['metadata']['name']}": str(
+                (q.get("spec") or {}).get("clusterQueue") or ""
+            )
             for q in twin.list("LocalQueue")
         }
         checked: set[tuple[str, str, str]] = set()
@@ -531,6 +538,7 @@ class Sim:
             fallback_actions=self._fallback_actions(),
             goodput_resource=rec_.goodput_resource,
             local_queues=dict(sorted(self.local_queues.items())),
+            queue_cq=dict(sorted(self.queue_cq.items())),
             refs=self._refs(),
             fallback_all_queues=_all_queues(self.variant.settings.get("fallback")),
         )

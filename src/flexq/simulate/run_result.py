@@ -48,6 +48,7 @@ class RunResult:
     fallback_actions: dict[str, int] = field(default_factory=dict)  # what it did, by verb (move, return, ...)
     goodput_resource: str = ""  # google.com/tpu, or cpu when no job asks for TPUs
     local_queues: dict[str, bool] = field(default_factory=dict)  # namespace/name -> opted in to the fallback
+    queue_cq: dict[str, str] = field(default_factory=dict)  # LocalQueue namespace/name -> its ClusterQueue
     refs: dict[str, list[str]] = field(default_factory=dict)  # "Kind/namespace/name" a template needs -> keys
     fallback_all_queues: bool = False  # the fallback's all_queues setting (it acts on every LocalQueue)
 

@@ -77,28 +77,68 @@ def pods_ready(run: RunResult, rows: list[dict[str, Any]], kueue: dict[str, Any]
     }
 
 
+def _queue_of(run: RunResult, r: dict[str, Any]) -> str:
+    """The ClusterQueue a job waited in: the one that reserved its quota, else its LocalQueue's."""
+    return str(r["cluster_queue"] or run.queue_cq.get(f"{r['namespace']}/{r['queue']}", ""))
+
+
+def _at_once_p95(rows: list[dict[str, Any]], horizon: float) -> int:
+    """How many of ``rows`` waited at once, p95 over the changes: each from its submission to its first
+    admission (the end, never admitted)."""
+    edges = sorted(
+        [(r["submit"], 1) for r in rows]
+        + [(r["admitted"] if r["admitted"] is not None else max(horizon, r["submit"]), -1) for r in rows]
+    )
+    n, counts = 0, []
+    for _t, d in edges:
+        n += d
+        counts.append(n)
+    counts.sort()
+    return counts[int(0.95 * (len(counts) - 1))] if counts else 0
+
+
 def quota(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    per_key: dict[str, float] = defaultdict(float)
-    jobs: dict[str, int] = defaultdict(int)
+    """The ClusterQueue, flavor and resource whose quota its jobs waited for longest in all (Kueue's message
+    names the flavor and resource; the job's ClusterQueue says whose quota), and how much more would have let
+    them in: the change is made to that ClusterQueue, sized by its own jobs."""
+    per_key: dict[tuple[str, str], float] = defaultdict(float)
+    waited: dict[tuple[str, str], dict[int, dict[str, Any]]] = defaultdict(dict)  # the jobs, by id
+    unkeyed: dict[str, list[tuple[dict[str, Any], float]]] = defaultdict(list)
     for r in rows:
-        for k, v in (r.get("quota_waits") or {}).items():
-            per_key[k] += v
-            jobs[k] += 1
+        cq = _queue_of(run, r)
+        keyed = r.get("quota_waits") or {}
+        for k, v in keyed.items():
+            per_key[(cq, k)] += v
+            waited[(cq, k)][id(r)] = r
+        # time waited for quota before Kueue said which (a job behind its queue's head gets no message)
+        rest = float(r["wait_quota"] or 0.0) - sum(keyed.values())
+        if rest > 1e-9:
+            unkeyed[cq].append((r, rest))
+    for cq, waits in unkeyed.items():  # counted for the quota its ClusterQueue's jobs were told they lack
+        mine = [k for c, k in per_key if c == cq]
+        if mine:
+            k = max(mine, key=lambda k: (per_key[(cq, k)], k))
+            for r, rest in waits:
+                per_key[(cq, k)] += rest
+                waited[(cq, k)][id(r)] = r
     if not per_key:
         return None
-    key = max(per_key, key=lambda k: (per_key[k], k))
-    wait = per_key[key]
+    cq, key = max(per_key, key=lambda k: (per_key[k], k))
+    wait = per_key[(cq, key)]
     if wait < 600:
         return None
+    mine = list(waited[(cq, key)].values())
     flavor, resource = key.split("/", 1)
-    cq = next((r["cluster_queue"] for r in rows if r["cluster_queue"]), "") or next(iter(run.queues), "")
     nominal = run_usage_nominal(run, f"{cq}/{flavor}/{resource}")
-    sizes = sorted(r["size"] for r in rows if r["size"] > 0) if resource == TPU else []
+    sizes = sorted(r["size"] for r in mine if r["size"] > 0) if resource == TPU else []
     step = sizes[len(sizes) // 2] if sizes else max(1.0, nominal * 0.25)
-    quota_idx = WAIT_BUCKETS.index("quota")
-    evicted_idx = WAIT_BUCKETS.index("evicted")
-    waiting = sorted(c[quota_idx] + c[evicted_idx] for _t, c in run.waiting) or [0]
-    p95 = waiting[int(0.95 * (len(waiting) - 1))]
+    if all(_queue_of(run, r) == cq for r in rows if r.get("quota_waits") or r["wait_quota"]):
+        # every job that waited for quota waited in this ClusterQueue: the run's own count of jobs waiting
+        quota_idx, evicted_idx = WAIT_BUCKETS.index("quota"), WAIT_BUCKETS.index("evicted")
+        waiting = sorted(c[quota_idx] + c[evicted_idx] for _t, c in run.waiting) or [0]
+        p95 = waiting[int(0.95 * (len(waiting) - 1))]
+    else:
+        p95 = _at_once_p95(mine, run.horizon)
     add = max(step, math.ceil(max(1, p95) / 2) * step)
     target = nominal + add
     knobs: list[dict[str, Any]] = [
@@ -118,16 +158,19 @@ def quota(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         if nodes > int(info.get("max") or 0):
             knobs.append({"kind": "poolMax", "pool": pool, "value": nodes})
             change += f" and {pool}'s max nodes from {info.get('max')} to {nodes}"
-    lost = [r for r in rows if primary(r) == "QuotaWait" and key in (r.get("quota_waits") or {})]
+    lost = [r for r in mine if primary(r) == "QuotaWait"]
+    others = len({c for c, k in per_key if k == key and c != cq and per_key[(c, k)] >= 600})
     return {
         "code": "QuotaWait",
         "title": f"waiting for {flavor} {resource} quota",
         "jobsLost": len(lost),
-        "jobsDelayed": jobs[key] - len(lost),
+        "jobsDelayed": len(mine) - len(lost),
         "waitHours": to_hours(wait),
         "evidence": (
-            f"{plural(jobs[key], 'job')} waited {to_hours(wait)} h in all for quota: Kueue said insufficient quota for "
-            f"{resource} in flavor {flavor} ({cq} nominal {num(nominal)}); up to {p95} jobs waited at once (p95)"
+            f"{plural(len(mine), 'job')} of {cq} waited {to_hours(wait)} h in all for quota: Kueue said insufficient "
+            f"quota for {resource} in flavor {flavor} ({cq} nominal {num(nominal)}); up to {p95} of them waited "
+            "at once (p95)"
+            + (f"; {plural(others, 'other ClusterQueue')} waited 10 min or more for it too" if others else "")
         ),
         "options": [{"change": change, "knobs": knobs}],
     }
