@@ -228,7 +228,7 @@ def test_released_usage_is_what_the_snapshot_would_hold(seed: int) -> None:
     rnd = random.Random(seed)
     snap = _random_tree(rnd)
     fr = ("default", "cpu")
-    rel = _Released(snap, {fr})
+    rel = _Released({fr})
     mirror = snap.clone()
     pool = [i for q in snap.cluster_queues.values() for i in q.workloads.values()]
     taken: list[WorkloadInfo] = []
@@ -236,12 +236,12 @@ def test_released_usage_is_what_the_snapshot_would_hold(seed: int) -> None:
     for _ in range(30):
         if taken and (not pool or rnd.random() < 0.4):
             info = taken.pop(rnd.randrange(len(taken)))
-            rel.add(info)
+            rel.add(info, snap.cq(info.cluster_queue))
             mirror.add_workload(info)
             pool.append(info)
         elif pool:
             info = pool.pop(rnd.randrange(len(pool)))
-            rel.remove(info)
+            rel.remove(info, snap.cq(info.cluster_queue))
             mirror.remove_workload(info)
             taken.append(info)
         for name, q in snap.cluster_queues.items():

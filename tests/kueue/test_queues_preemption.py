@@ -235,6 +235,9 @@ def test_candidate_order_key_sorts_as_upstreams_comparator():
             w["status"].setdefault("conditions", []).append(
                 {"type": "Evicted", "status": "True", "reason": "x"}
             )
-        elems.append(_Elem(WorkloadInfo.from_obj(w, rng.choice(["cq", "other"])), None, 0))
+        home = rng.choice(["cq", "other"])
+        q = snap.cq(home)
+        assert q is not None
+        elems.append(_Elem(WorkloadInfo.from_obj(w, home), None, 0, q))
     by_cmp = sorted(elems, key=functools.cmp_to_key(ctx.order))
     assert [id(e) for e in sorted(elems, key=ctx.order_key)] == [id(e) for e in by_cmp]

@@ -87,11 +87,12 @@ def cq_path(cq: ClusterQueueSnapshot) -> str:
     return "/" + "/".join(reversed(parts))
 
 
-@dataclass
+@dataclass(slots=True)
 class _Elem:
     info: WorkloadInfo
     lca: CohortSnapshot | None
     variant: int
+    cq: ClusterQueueSnapshot  # the snapshot's ClusterQueue of ``info`` (the one it was collected from)
 
 
 class _Ctx:
@@ -136,11 +137,42 @@ class _Ctx:
         return RECLAIM_WHILE_BORROWING
 
     def from_cq(self, cq: ClusterQueueSnapshot, lca: CohortSnapshot | None, adv: bool) -> list[_Elem]:
+        """The candidates of ``cq`` (``classify`` on each of its workloads, its parts that depend only on the
+        ClusterQueue taken once: a search reads every workload of every ClusterQueue above its nominal quota)."""
+        p = self.cq.preemption
+        same = cq.name == self.cq.name
+        policy = p["withinClusterQueue"] if same else p["reclaimWithinCohort"]
+        if policy not in ("LowerPriority", "LowerOrNewerEqualPriority", "Any"):
+            return []
+        frs, pre = self.frs, self.preemptor
+        prio = pre.priority
+        if same:
+            fixed: int | None = WITHIN_CQ
+        elif adv:
+            fixed = HIERARCHICAL
+        elif p["borrowWithinCohort"] == "Never":
+            fixed = RECLAIM_NO_BORROW
+        else:
+            fixed = None
+        threshold = p["maxPriorityThreshold"]
         out = []
         for wl in cq.workloads.values():
-            v = self.classify(wl, adv)
-            if v != NEVER:
-                out.append(_Elem(wl, lca, v))
+            if wl.flavor_resources.isdisjoint(frs):
+                continue
+            wp = wl.priority
+            if policy == "LowerPriority" and not prio > wp:
+                continue
+            if policy == "LowerOrNewerEqualPriority" and not (
+                prio > wp or (prio == wp and pre.order_ts < wl.order_ts)
+            ):
+                continue
+            if fixed is not None:
+                v = fixed
+            elif wp >= prio or (threshold is not None and wp > threshold):
+                v = RECLAIM_NO_BORROW
+            else:
+                v = RECLAIM_WHILE_BORROWING
+            out.append(_Elem(wl, lca, v, cq))
         return out
 
     def hierarchical(self) -> tuple[list[_Elem], list[_Elem]]:
@@ -206,18 +238,18 @@ class _Ctx:
 
     def valid(self, e: _Elem, borrow: bool) -> bool:
         """``candidateIsValid``."""
-        if e.info.cluster_queue == self.cq.name:
+        if e.variant == WITHIN_CQ:  # a workload of the preemptor's own ClusterQueue
             return True
         if borrow and e.variant == RECLAIM_NO_BORROW:
             return False
-        cq = self.snapshot.cq(e.info.cluster_queue)
-        if cq is None or self._within_nominal(cq):
+        cq = e.cq
+        if self._within_nominal(cq):
             return False
-        for node in cq.path_parent_to_root():
-            if node is e.lca:
-                break
+        node = cq.parent
+        while node is not None and node is not e.lca:
             if self._within_nominal(node):
                 return False
+            node = node.parent
         return True
 
     def fits(self, allow_borrowing: bool) -> bool:
@@ -256,10 +288,10 @@ class _Released:
     order, without changing the snapshot and putting everything back (a search that takes dozens of candidates
     before one fits, then fills most of them back, did a dictionary copy and a walk up the tree for each)."""
 
-    __slots__ = ("snapshot", "frs", "d")
+    __slots__ = ("frs", "d")
 
-    def __init__(self, snapshot: Snapshot, frs: set[FlavorResource]) -> None:
-        self.snapshot, self.frs = snapshot, frs
+    def __init__(self, frs: set[FlavorResource]) -> None:
+        self.frs = frs
         self.d: dict[Node, dict[FlavorResource, int]] = {}
 
     def usage(self, node: Node, fr: FlavorResource) -> int:
@@ -272,9 +304,9 @@ class _Released:
             got = self.d[node] = {}
         got[fr] = got.get(fr, 0) + val
 
-    def remove(self, info: WorkloadInfo) -> None:
-        """``Snapshot.remove_workload``: ``removeUsage`` releases what the node stored in its parent first."""
-        cq = self.snapshot.cq(info.cluster_queue)
+    def remove(self, info: WorkloadInfo, cq: ClusterQueueSnapshot | None) -> None:
+        """``Snapshot.remove_workload`` of ``info`` held by ``cq``: ``removeUsage`` releases what the node
+        stored in its parent first."""
         if cq is None:
             return
         for fr, val in info.flavor_usage().items():
@@ -289,9 +321,9 @@ class _Released:
                     break
                 val, node = min(val, stored), parent
 
-    def add(self, info: WorkloadInfo) -> None:
-        """``Snapshot.add_workload``: ``addUsage`` charges the parent what the local quota cannot hold."""
-        cq = self.snapshot.cq(info.cluster_queue)
+    def add(self, info: WorkloadInfo, cq: ClusterQueueSnapshot | None) -> None:
+        """``Snapshot.add_workload`` of ``info`` held by ``cq``: ``addUsage`` charges the parent what the local
+        quota cannot hold."""
         if cq is None:
             return
         for fr, val in info.flavor_usage().items():
@@ -349,32 +381,33 @@ def _classical(ctx: _Ctx) -> list[Target]:
     tracked = set(ctx.frs) | set(ctx.requests)
     try:
         for borrow in attempts:
-            targets: list[Target] = []
-            rel = ctx.released = _Released(ctx.snapshot, tracked)
+            taken: list[_Elem] = []
+            rel = ctx.released = _Released(tracked)
             for e in candidates:
                 if not ctx.valid(e, borrow):
                     continue
-                rel.remove(e.info)
-                targets.append(Target(e.info, _VARIANT_REASON[e.variant], e.info.cluster_queue))
+                rel.remove(e.info, e.cq)
+                taken.append(e)
                 if ctx.fits(borrow):
-                    return _fill_back(ctx, rel, targets, borrow)
+                    return _fill_back(ctx, rel, taken, borrow)
         return []
     finally:
         ctx.released = None
 
 
-def _fill_back(ctx: _Ctx, rel: _Released, targets: list[Target], borrow: bool) -> list[Target]:
+def _fill_back(ctx: _Ctx, rel: _Released, taken: list[_Elem], borrow: bool) -> list[Target]:
     """``fillBackWorkloads``: put back every target that is not needed, newest decision first."""
-    i = len(targets) - 2
+    i = len(taken) - 2
     while i >= 0:
-        rel.add(targets[i].info)
+        e = taken[i]
+        rel.add(e.info, e.cq)
         if ctx.fits(borrow):
-            targets[i] = targets[-1]
-            targets.pop()
+            taken[i] = taken[-1]
+            taken.pop()
         else:
-            rel.remove(targets[i].info)
+            rel.remove(e.info, e.cq)
         i -= 1
-    return targets
+    return [Target(e.info, _VARIANT_REASON[e.variant], e.info.cluster_queue) for e in taken]
 
 
 class TreeMemo:
