@@ -218,17 +218,19 @@ def _random_tree(rnd: random.Random):
     return build_snapshot(queues, cohorts, [rf("default")], admitted)
 
 
+@pytest.mark.parametrize("one", [False, True], ids=["any", "one-resource"])
 @pytest.mark.parametrize("seed", range(40))
-def test_released_usage_is_what_the_snapshot_would_hold(seed: int) -> None:
+def test_released_usage_is_what_the_snapshot_would_hold(seed: int, one: bool) -> None:
     """``preemption._Released`` (the usage a search's candidates release, kept beside the snapshot) against a
     copy of the snapshot changed in place by the same removals and additions, in the same order: every node's
-    usage and every ClusterQueue's available capacity, over random trees with borrowing and lending limits."""
-    from flexq.kueue.preemption import _Released
+    usage and every ClusterQueue's available capacity, over random trees with borrowing and lending limits; the
+    general one and the one for a single flavor-resource (``_Released1``)."""
+    from flexq.kueue.preemption import _Released, _Released1
 
     rnd = random.Random(seed)
     snap = _random_tree(rnd)
     fr = ("default", "cpu")
-    rel = _Released({fr})
+    rel = _Released1(fr) if one else _Released({fr})
     mirror = snap.clone()
     pool = [i for q in snap.cluster_queues.values() for i in q.workloads.values()]
     taken: list[WorkloadInfo] = []

@@ -353,6 +353,72 @@ class _Released:
         return max(0, lq - usage) + parent_available
 
 
+class _Released1(_Released):
+    """``_Released`` for a search that reads one flavor-resource (most do: a workload of one resource in one
+    flavor): the usage released per node as a plain number, each node's local quota read once per search. The
+    same arithmetic, with ``fr`` always the one tracked."""
+
+    __slots__ = ("fr", "n", "lq")
+
+    def __init__(self, fr: FlavorResource) -> None:
+        super().__init__({fr})
+        self.fr = fr
+        self.n: dict[Node, int] = {}
+        self.lq: dict[Node, int] = {}
+
+    def usage(self, node: Node, fr: FlavorResource) -> int:
+        return node.usage.get(fr, 0) - self.n.get(node, 0)
+
+    def _release(self, node: Node, fr: FlavorResource, val: int) -> None:
+        n = self.n
+        n[node] = n.get(node, 0) + val
+
+    def _local(self, node: Node) -> int:
+        lq = self.lq.get(node)
+        if lq is None:
+            lq = self.lq[node] = node.local_quota(self.fr)
+        return lq
+
+    def remove(self, info: WorkloadInfo, cq: ClusterQueueSnapshot | None) -> None:
+        fr = self.fr
+        val = info.flavor_usage().get(fr)
+        if cq is None or val is None:
+            return
+        n = self.n
+        node: Node = cq
+        while True:
+            released = n.get(node, 0)
+            stored = node.usage.get(fr, 0) - released - self._local(node)
+            n[node] = released + val
+            parent = node.parent
+            if stored <= 0 or parent is None:
+                return
+            val, node = min(val, stored), parent
+
+    def add(self, info: WorkloadInfo, cq: ClusterQueueSnapshot | None) -> None:
+        fr = self.fr
+        val = info.flavor_usage().get(fr)
+        if cq is None or val is None:
+            return
+        n = self.n
+        node: Node = cq
+        while True:
+            released = n.get(node, 0)
+            local = max(0, self._local(node) - (node.usage.get(fr, 0) - released))
+            n[node] = released - val
+            parent = node.parent
+            if parent is None or val <= local:
+                return
+            val, node = val - local, parent
+
+
+def _released(frs: set[FlavorResource]) -> _Released:
+    """The usage beside the snapshot for a search reading ``frs``."""
+    if len(frs) == 1:
+        return _Released1(next(iter(frs)))
+    return _Released(frs)
+
+
 def _classical(ctx: _Ctx) -> list[Target]:
     same = [] if ctx.cq.preemption["withinClusterQueue"] == "Never" else ctx.from_cq(ctx.cq, None, False)
     hier, prio = ctx.hierarchical()
@@ -382,7 +448,7 @@ def _classical(ctx: _Ctx) -> list[Target]:
     try:
         for borrow in attempts:
             taken: list[_Elem] = []
-            rel = ctx.released = _Released(tracked)
+            rel = ctx.released = _released(tracked)
             for e in candidates:
                 if not ctx.valid(e, borrow):
                     continue
