@@ -411,6 +411,20 @@ class _Released1(_Released):
                 return
             val, node = val - local, parent
 
+    def available(self, node: Node, fr: FlavorResource) -> int:
+        usage = node.usage.get(fr, 0) - self.n.get(node, 0)
+        parent = node.parent
+        if parent is None:
+            return node.subtree_quota.get(fr, 0) - usage
+        parent_available = self.available(parent, fr)
+        bl = node.quota(fr).borrowing_limit
+        lq = self._local(node)
+        if bl is not None:
+            stored_in_parent = node.subtree_quota.get(fr, 0) - lq
+            used_in_parent = max(0, usage - lq)
+            parent_available = min(stored_in_parent - used_in_parent + bl, parent_available)
+        return max(0, lq - usage) + parent_available
+
 
 def _released(frs: set[FlavorResource]) -> _Released:
     """The usage beside the snapshot for a search reading ``frs``."""
