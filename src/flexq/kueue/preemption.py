@@ -192,14 +192,20 @@ class _Ctx:
     def _collect(
         self, cur: CohortSnapshot, subtree_root: CohortSnapshot, skip, adv: bool, out: list[_Elem]
     ) -> None:
+        frs = self.frs
         for child in cur.child_cohorts:
-            if child is skip or is_within_nominal(child, self.frs):
+            if child is skip or is_within_nominal(child, frs):
                 continue
             self._collect(child, subtree_root, skip, adv, out)
+        own = self.cq
+        if len(frs) == 1:  # one flavor-resource (most searches): ``is_within_nominal`` written out
+            (fr,) = frs
+            for cq in cur.child_cqs:
+                if cq is not own and cq.usage.get(fr, 0) > cq.subtree_quota.get(fr, 0):
+                    out.extend(self.from_cq(cq, subtree_root, adv))
+            return
         for cq in cur.child_cqs:
-            if cq is self.cq:
-                continue
-            if not is_within_nominal(cq, self.frs):
+            if cq is not own and not is_within_nominal(cq, frs):
                 out.extend(self.from_cq(cq, subtree_root, adv))
 
     def order_key(self, e: _Elem) -> tuple:
