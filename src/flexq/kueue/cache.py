@@ -80,6 +80,9 @@ class KueueCache:
         self.flavors: dict[str, dict] = {}
         self.checks: dict[str, dict] = {}
         self.local_queues: dict[str, dict] = {}
+        self._lq_of_cq: dict[
+            str, set[str]
+        ] = {}  # ClusterQueue -> the LocalQueues (namespace/name) pointing to it
         self.namespaces: dict[str, dict] = {}
         self.reserving: dict[str, WorkloadInfo] = {}
         # ``reserving`` by ClusterQueue and by (namespace, LocalQueue): what the status controllers count
@@ -216,10 +219,13 @@ class KueueCache:
         self.queues.add_or_update_cluster_queue(obj)
         if old is None or old.get("spec") != obj.get("spec"):
             self.cq_generation[name] = self.cq_generation.get(name, 0) + 1
-            # workloads of LocalQueues pointing here that arrived before the ClusterQueue
-            for lq in self.local_queues.values():
-                if (lq.get("spec") or {}).get("clusterQueue") == name:
-                    self._requeue_lq_workloads(lq)
+            # workloads of LocalQueues pointing here that arrived before the ClusterQueue (in the LocalQueues'
+            # order; most ClusterQueues are created before any LocalQueue points to them)
+            pointing = self._lq_of_cq.get(name)
+            if pointing:
+                for lqk, lq in list(self.local_queues.items()):
+                    if lqk in pointing:
+                        self._requeue_lq_workloads(lq)
             self.hooks.flush({name})
             self.hooks.cq_status(name)
         self.hooks.schedule()
@@ -227,11 +233,18 @@ class KueueCache:
     def _on_lq(self, obj: dict, deleted: bool, initial: bool) -> None:
         md = obj["metadata"]
         lqk = f"{md.get('namespace', '')}/{md['name']}"
+        old = self.local_queues.get(lqk)
+        was = ((old or {}).get("spec") or {}).get("clusterQueue")
+        now = None if deleted else (obj.get("spec") or {}).get("clusterQueue")
+        if was != now:
+            if was is not None:
+                self._lq_of_cq.get(was, set()).discard(lqk)
+            if now is not None:
+                self._lq_of_cq.setdefault(now, set()).add(lqk)
         if deleted:
             self.local_queues.pop(lqk, None)
             self.queues.delete_local_queue(md.get("namespace", ""), md["name"])
             return
-        old = self.local_queues.get(lqk)
         self.local_queues[lqk] = obj
         # A stopped LocalQueue (stopPolicy Hold or HoldAndDrain) is not in the queue manager, so its pending
         # workloads are not queued (localqueue_controller.go Create/Update: AddLocalQueue only when the policy
