@@ -57,6 +57,7 @@ from pydantic import (
 )
 
 from flexq.api.capacity_profile import CapacityProfile
+from flexq.api.decode import dump_yaml_all
 from flexq.api.gke_models import RESERVATION_KEY
 from flexq.api.kueue_versions import resolve as resolve_kueue
 from flexq.errors import InputError, Invalid
@@ -160,7 +161,7 @@ def _substituted(text: str, source: str, env: dict[str, str]) -> str:
     if not env or "$" not in text:
         return text
     docs = [substitute(d, env, source) for d in parse_yaml_all(text, source)]
-    return yaml.safe_dump_all(docs, sort_keys=False)
+    return dump_yaml_all(docs)
 
 
 def _manifests(
@@ -396,7 +397,7 @@ def load_study(
         if is_kueue_generator(gen):
             objs, jobs = kueue_generator(gen, gsrc, scale)
             base_manifests = [
-                Manifest(f"{gsrc} (generated)", yaml.safe_dump_all(objs, sort_keys=False)),
+                Manifest(f"{gsrc} (generated)", dump_yaml_all(objs)),
                 *base_manifests,
             ]
             study.trace = jobs
