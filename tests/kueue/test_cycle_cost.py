@@ -301,3 +301,78 @@ def test_a_change_in_a_settled_tree_wakes_it() -> None:
     m.settle("t1", ["cq-00", "cq-01"])
     m.wake_all()
     assert woken[-1] == ["cq-00", "cq-01"]
+
+
+def _random_preempting_tree(rnd: random.Random):
+    """``_random_tree``'s shape with preemption on (policies drawn per ClusterQueue) and workloads of several
+    priorities."""
+    from .kueue_builders import cohort
+
+    cohorts = [cohort("root", rg(fq("default", cpu=str(rnd.randrange(0, 6)))))]
+    for i in range(rnd.randrange(1, 3)):
+        cohorts.append(cohort(f"mid{i}", rg(fq("default", cpu=str(rnd.randrange(0, 4)))), parent="root"))
+    queues, admitted = [], []
+    for i in range(rnd.randrange(2, 7)):
+        nominal = rnd.randrange(0, 8)
+        bl = rnd.choice([None, str(rnd.randrange(0, 6))])
+        ll = rnd.choice([None, str(rnd.randrange(0, nominal + 1))])
+        parent = rnd.choice([c["metadata"]["name"] for c in cohorts])
+        policy = {
+            "withinClusterQueue": rnd.choice(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
+            "reclaimWithinCohort": rnd.choice(["Never", "LowerPriority", "Any"]),
+            "borrowWithinCohort": rnd.choice(
+                [
+                    {"policy": "Never"},
+                    {"policy": "LowerPriority", "maxPriorityThreshold": rnd.randrange(0, 3)},
+                ]
+            ),
+        }
+        queues.append(
+            cq(f"q{i}", rg(fq("default", cpu=(str(nominal), bl, ll))), cohort=parent, preemption=policy)
+        )
+        for j in range(rnd.randrange(0, 6)):
+            size = str(rnd.randrange(1, 4))
+            w = admit(
+                wl(f"w{i}-{j}", ps(cpu=size), priority=rnd.randrange(0, 4)),
+                f"q{i}",
+                psa(cpu=("default", size)),
+                at=f"2026-01-01T00:00:{rnd.randrange(10, 60)}Z",
+            )
+            admitted.append(WorkloadInfo.from_obj(w))
+    return build_snapshot(queues, cohorts, [rf("default")], admitted)
+
+
+def test_a_one_resource_search_finds_what_the_general_one_finds(monkeypatch) -> None:
+    """A preemption search that reads one flavor-resource keeps its released usage as plain numbers and asks
+    ``fits`` written out (``_Released1``, ``_fits_of``): over random trees, policies and preemptors (60 trees,
+    three preemptors per ClusterQueue), it takes the same targets, in the same order, for the same reasons, as
+    the general search."""
+    from flexq.kueue import preemption as pre
+
+    fr = ("default", "cpu")
+    cases = []
+    for seed in range(60):
+        rnd = random.Random(seed)
+        snap = _random_preempting_tree(rnd)
+        for name in sorted(snap.cluster_queues):
+            for k in range(3):
+                w = wl(f"p-{name}-{k}", ps(cpu="1"), priority=rnd.randrange(0, 5))
+                cases.append(
+                    (snap, name, WorkloadInfo.from_obj(w, name), 1000 * rnd.randrange(1, 6))
+                )  # milli-cpu
+
+    def search() -> list[list[tuple[str, str, str]]]:
+        out = []
+        for snap, name, preemptor, qty in cases:
+            q = snap.cq(name)
+            assert q is not None
+            ctx = pre._Ctx(snap, preemptor, q, {fr}, {fr: qty}, 0.0)
+            out.append([(t.info.key, t.reason, t.cluster_queue) for t in pre._classical(ctx)])
+        return out
+
+    fast = search()
+    monkeypatch.setattr(pre, "_released", pre._Released)
+    monkeypatch.setattr(pre, "_fits_of", lambda ctx, rel: ctx.fits)
+    assert search() == fast
+    found = sum(1 for t in fast if t)
+    assert found >= len(cases) // 5, f"only {found} of {len(cases)} searches found a target"

@@ -16,6 +16,7 @@ Must not import store, runtime, loop or clock.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -469,25 +470,45 @@ def _classical(ctx: _Ctx) -> list[Target]:
         for borrow in attempts:
             taken: list[_Elem] = []
             rel = ctx.released = _released(tracked)
+            fits = _fits_of(ctx, rel)
             for e in candidates:
                 if not ctx.valid(e, borrow):
                     continue
                 rel.remove(e.info, e.cq)
                 taken.append(e)
-                if ctx.fits(borrow):
-                    return _fill_back(ctx, rel, taken, borrow)
+                if fits(borrow):
+                    return _fill_back(fits, rel, taken, borrow)
         return []
     finally:
         ctx.released = None
 
 
-def _fill_back(ctx: _Ctx, rel: _Released, taken: list[_Elem], borrow: bool) -> list[Target]:
+def _fits_of(ctx: _Ctx, rel: _Released) -> Callable[[bool], bool]:
+    """``ctx.fits`` over ``rel``; for one request of the one flavor-resource ``_Released1`` tracks, written out
+    (the search asks it after each candidate it takes and each it puts back)."""
+    if type(rel) is not _Released1 or len(ctx.requests) != 1:
+        return ctx.fits
+    ((fr, v),) = ctx.requests.items()
+    cq = ctx.cq
+    nominal, usage, released, available = cq.quota(fr).nominal, cq.usage, rel.n, rel.available
+
+    def fits(allow_borrowing: bool) -> bool:
+        if not allow_borrowing and nominal < usage.get(fr, 0) - released.get(cq, 0) + v:
+            return False
+        return v <= max(0, available(cq, fr))
+
+    return fits
+
+
+def _fill_back(
+    fits: Callable[[bool], bool], rel: _Released, taken: list[_Elem], borrow: bool
+) -> list[Target]:
     """``fillBackWorkloads``: put back every target that is not needed, newest decision first."""
     i = len(taken) - 2
     while i >= 0:
         e = taken[i]
         rel.add(e.info, e.cq)
-        if ctx.fits(borrow):
+        if fits(borrow):
             taken[i] = taken[-1]
             taken.pop()
         else:
