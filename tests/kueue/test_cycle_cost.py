@@ -344,7 +344,7 @@ def _random_preempting_tree(rnd: random.Random):
 
 def test_a_one_resource_search_finds_what_the_general_one_finds(monkeypatch) -> None:
     """A preemption search that reads one flavor-resource keeps its released usage as plain numbers and asks
-    ``fits`` written out (``_Released1``, ``_fits_of``): over random trees, policies and preemptors (60 trees,
+    ``fits`` and ``valid`` written out (``_Released1``, ``_fits_of``, ``_valid_of``): over random trees, policies and preemptors (60 trees,
     three preemptors per ClusterQueue), it takes the same targets, in the same order, for the same reasons, as
     the general search."""
     from flexq.kueue import preemption as pre
@@ -373,6 +373,7 @@ def test_a_one_resource_search_finds_what_the_general_one_finds(monkeypatch) -> 
     fast = search()
     monkeypatch.setattr(pre, "_released", pre._Released)
     monkeypatch.setattr(pre, "_fits_of", lambda ctx, rel: ctx.fits)
+    monkeypatch.setattr(pre, "_valid_of", lambda ctx, rel: ctx.valid)
     assert search() == fast
     found = sum(1 for t in fast if t)
     assert found >= len(cases) // 5, f"only {found} of {len(cases)} searches found a target"

@@ -470,9 +470,9 @@ def _classical(ctx: _Ctx) -> list[Target]:
         for borrow in attempts:
             taken: list[_Elem] = []
             rel = ctx.released = _released(tracked)
-            fits = _fits_of(ctx, rel)
+            fits, valid = _fits_of(ctx, rel), _valid_of(ctx, rel)
             for e in candidates:
-                if not ctx.valid(e, borrow):
+                if not valid(e, borrow):
                     continue
                 rel.remove(e.info, e.cq)
                 taken.append(e)
@@ -498,6 +498,31 @@ def _fits_of(ctx: _Ctx, rel: _Released) -> Callable[[bool], bool]:
         return v <= max(0, available(cq, fr))
 
     return fits
+
+
+def _valid_of(ctx: _Ctx, rel: _Released) -> Callable[[_Elem, bool], bool]:
+    """``ctx.valid`` over ``rel``; for a search of the one flavor-resource ``_Released1`` tracks, written out
+    (``_within_nominal`` inline: asked of each candidate's ClusterQueue and cohorts up to the common one)."""
+    if type(rel) is not _Released1 or ctx.frs != rel.frs:
+        return ctx.valid
+    fr, released = rel.fr, rel.n
+
+    def valid(e: _Elem, borrow: bool) -> bool:
+        variant = e.variant
+        if variant == WITHIN_CQ:
+            return True
+        if borrow and variant == RECLAIM_NO_BORROW:
+            return False
+        node: Node | None = e.cq
+        lca = e.lca
+        first = True
+        while node is not None and (first or node is not lca):
+            if node.subtree_quota.get(fr, 0) >= node.usage.get(fr, 0) - released.get(node, 0):
+                return False  # within its nominal quota
+            node, first = node.parent, False
+        return True
+
+    return valid
 
 
 def _fill_back(
