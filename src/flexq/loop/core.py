@@ -28,7 +28,9 @@ log = logging.getLogger("flexq.loop")
 Callback = Callable[[], Any]
 
 
-YOUNG_GC_THRESHOLD = 50_000
+# 200,000: Kueue's large-scale file (60,000 workloads) spent 11.7 s of 133 s CPU in the collector at 50,000 (283
+# young collections of 21 ms, 25 middle, 3 full), 9.1 s of 120 s at 200,000 (177, 16, 3)
+YOUNG_GC_THRESHOLD = 200_000
 ERRORS_KEPT = 100
 
 
