@@ -117,33 +117,17 @@ class _Ctx:
         self.used_now = False  # a candidate without quota reserved was ordered by ``now``
         self.released: _Released | None = None  # the usage the candidates taken so far release
 
-    def classify(self, wl: WorkloadInfo, hierarchical_advantage: bool) -> int:
-        if not wl.uses(self.frs):
-            return NEVER
-        p = self.cq.preemption
-        same = wl.cluster_queue == self.cq.name
-        if not satisfies_policy(
-            self.preemptor, wl, p["withinClusterQueue"] if same else p["reclaimWithinCohort"]
-        ):
-            return NEVER
-        if same:
-            return WITHIN_CQ
-        if hierarchical_advantage:
-            return HIERARCHICAL
-        if p["borrowWithinCohort"] == "Never":
-            return RECLAIM_NO_BORROW
-        threshold = p["maxPriorityThreshold"]
-        if wl.priority >= self.preemptor.priority or (threshold is not None and wl.priority > threshold):
-            return RECLAIM_NO_BORROW
-        return RECLAIM_WHILE_BORROWING
-
     def from_cq(self, cq: ClusterQueueSnapshot, lca: CohortSnapshot | None, adv: bool) -> list[_Elem]:
-        """The candidates of ``cq`` (``classify`` on each of its workloads, its parts that depend only on the
-        ClusterQueue taken once: a search reads every workload of every ClusterQueue above its nominal quota)."""
+        """The candidates of ``cq``, each classified as ``candidate_generator.go`` does: not a candidate when it
+        uses none of the flavor-resources or the policy (``withinClusterQueue`` in the preemptor's own queue,
+        ``reclaimWithinCohort`` elsewhere) refuses it; then within the queue, hierarchical (the preemptor's
+        quota along the tree would hold it), reclaim without borrowing (``borrowWithinCohort`` Never, or the
+        candidate at or above the preemptor's priority or the threshold), or reclaim while borrowing. What depends
+        only on the queue is read once: a search reads every workload of every queue above its nominal quota."""
         p = self.cq.preemption
         same = cq.name == self.cq.name
         policy = p["withinClusterQueue"] if same else p["reclaimWithinCohort"]
-        if policy not in ("LowerPriority", "LowerOrNewerEqualPriority", "Any"):
+        if policy == "Never":
             return []
         frs, pre = self.frs, self.preemptor
         prio = pre.priority
@@ -160,13 +144,9 @@ class _Ctx:
         for wl in cq.workloads.values():
             if wl.flavor_resources.isdisjoint(frs):
                 continue
+            if not satisfies_policy(pre, wl, policy):
+                continue
             wp = wl.priority
-            if policy == "LowerPriority" and not prio > wp:
-                continue
-            if policy == "LowerOrNewerEqualPriority" and not (
-                prio > wp or (prio == wp and pre.order_ts < wl.order_ts)
-            ):
-                continue
             if fixed is not None:
                 v = fixed
             elif wp >= prio or (threshold is not None and wp > threshold):
