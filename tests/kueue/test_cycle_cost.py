@@ -221,16 +221,16 @@ def _random_tree(rnd: random.Random):
 @pytest.mark.parametrize("one", [False, True], ids=["any", "one-resource"])
 @pytest.mark.parametrize("seed", range(40))
 def test_released_usage_is_what_the_snapshot_would_hold(seed: int, one: bool) -> None:
-    """``preemption._Released`` (the usage a search's candidates release, kept beside the snapshot) against a
+    """``preemption.Released`` (the usage a search's candidates release, kept beside the snapshot) against a
     copy of the snapshot changed in place by the same removals and additions, in the same order: every node's
     usage and every ClusterQueue's available capacity, over random trees with borrowing and lending limits; the
-    general one and the one for a single flavor-resource (``_Released1``)."""
-    from flexq.kueue.preemption import _Released, _Released1
+    general one and the one for a single flavor-resource (``ReleasedOne``)."""
+    from flexq.kueue.released import Released, ReleasedOne
 
     rnd = random.Random(seed)
     snap = _random_tree(rnd)
     fr = ("default", "cpu")
-    rel = _Released1(fr) if one else _Released({fr})
+    rel = ReleasedOne(fr) if one else Released({fr})
     mirror = snap.clone()
     pool = [i for q in snap.cluster_queues.values() for i in q.workloads.values()]
     taken: list[WorkloadInfo] = []
@@ -344,7 +344,7 @@ def _random_preempting_tree(rnd: random.Random):
 
 def test_a_one_resource_search_finds_what_the_general_one_finds(monkeypatch) -> None:
     """A preemption search that reads one flavor-resource keeps its released usage as plain numbers and asks
-    ``fits`` and ``valid`` written out (``_Released1``, ``_fits_of``, ``_valid_of``): over random trees, policies and preemptors (60 trees,
+    ``fits`` and ``valid`` written out (``ReleasedOne``, ``_fits_of``, ``_valid_of``): over random trees, policies and preemptors (60 trees,
     three preemptors per ClusterQueue), it takes the same targets, in the same order, for the same reasons, as
     the general search."""
     from flexq.kueue import preemption as pre
@@ -371,7 +371,7 @@ def test_a_one_resource_search_finds_what_the_general_one_finds(monkeypatch) -> 
         return out
 
     fast = search()
-    monkeypatch.setattr(pre, "_released", pre._Released)
+    monkeypatch.setattr(pre, "released_for", pre.Released)
     monkeypatch.setattr(pre, "_fits_of", lambda ctx, rel: ctx.fits)
     monkeypatch.setattr(pre, "_valid_of", lambda ctx, rel: ctx.valid)
     assert search() == fast

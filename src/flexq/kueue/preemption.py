@@ -22,6 +22,7 @@ from typing import Any
 
 from flexq.api.wellknown import JOB_UID_LABEL
 from flexq.kueue.flavorassigner import Assignment
+from flexq.kueue.released import Released, ReleasedOne, released_for
 from flexq.kueue.resources import FlavorResource
 from flexq.kueue.snapshot import (
     ClusterQueueSnapshot,
@@ -115,7 +116,7 @@ class _Ctx:
             now,
         )
         self.used_now = False  # a candidate without quota reserved was ordered by ``now``
-        self.released: _Released | None = None  # the usage the candidates taken so far release
+        self.released: Released | None = None  # the usage the candidates taken so far release
 
     def from_cq(self, cq: ClusterQueueSnapshot, lca: CohortSnapshot | None, adv: bool) -> list[_Elem]:
         """The candidates of ``cq``, each classified as ``candidate_generator.go`` does: not a candidate when it
@@ -267,159 +268,6 @@ class _Ctx:
         return True
 
 
-class _Released:
-    """The usage a set of taken candidates releases, per node and flavor-resource, kept beside the snapshot
-    instead of in it: ``remove``/``add`` follow ``Snapshot.remove_workload``/``add_workload``'s arithmetic
-    (``removeUsage``/``addUsage`` along the tree, lending limits included) for the flavor-resources a search
-    reads, so ``usage`` and ``available`` are what the snapshot would hold after the same removals, in the same
-    order, without changing the snapshot and putting everything back (a search that takes dozens of candidates
-    before one fits, then fills most of them back, did a dictionary copy and a walk up the tree for each)."""
-
-    __slots__ = ("frs", "d")
-
-    def __init__(self, frs: set[FlavorResource]) -> None:
-        self.frs = frs
-        self.d: dict[Node, dict[FlavorResource, int]] = {}
-
-    def usage(self, node: Node, fr: FlavorResource) -> int:
-        got = self.d.get(node)
-        return node.usage.get(fr, 0) - (got.get(fr, 0) if got is not None else 0)
-
-    def _release(self, node: Node, fr: FlavorResource, val: int) -> None:
-        got = self.d.get(node)
-        if got is None:
-            got = self.d[node] = {}
-        got[fr] = got.get(fr, 0) + val
-
-    def remove(self, info: WorkloadInfo, cq: ClusterQueueSnapshot | None) -> None:
-        """``Snapshot.remove_workload`` of ``info`` held by ``cq``: ``removeUsage`` releases what the node
-        stored in its parent first."""
-        if cq is None:
-            return
-        for fr, val in info.flavor_usage().items():
-            if fr not in self.frs:
-                continue
-            node: Node = cq
-            while True:
-                stored = self.usage(node, fr) - node.local_quota(fr)
-                self._release(node, fr, val)
-                parent = node.parent
-                if stored <= 0 or parent is None:
-                    break
-                val, node = min(val, stored), parent
-
-    def add(self, info: WorkloadInfo, cq: ClusterQueueSnapshot | None) -> None:
-        """``Snapshot.add_workload`` of ``info`` held by ``cq``: ``addUsage`` charges the parent what the local
-        quota cannot hold."""
-        if cq is None:
-            return
-        for fr, val in info.flavor_usage().items():
-            if fr not in self.frs:
-                continue
-            node: Node = cq
-            while True:
-                local = max(0, node.local_quota(fr) - self.usage(node, fr))
-                self._release(node, fr, -val)
-                parent = node.parent
-                if parent is None or val <= local:
-                    break
-                val, node = val - local, parent
-
-    def available(self, node: Node, fr: FlavorResource) -> int:
-        """``snapshot.available`` over these usages (may be negative)."""
-        if node.parent is None:
-            return node.subtree_quota.get(fr, 0) - self.usage(node, fr)
-        parent_available = self.available(node.parent, fr)
-        bl = node.quota(fr).borrowing_limit
-        lq = node.local_quota(fr)
-        usage = self.usage(node, fr)
-        if bl is not None:
-            stored_in_parent = node.subtree_quota.get(fr, 0) - lq
-            used_in_parent = max(0, usage - lq)
-            parent_available = min(stored_in_parent - used_in_parent + bl, parent_available)
-        return max(0, lq - usage) + parent_available
-
-
-class _Released1(_Released):
-    """``_Released`` for a search that reads one flavor-resource (most do: a workload of one resource in one
-    flavor): the usage released per node as a plain number, each node's local quota read once per search. The
-    same arithmetic, with ``fr`` always the one tracked."""
-
-    __slots__ = ("fr", "n", "lq")
-
-    def __init__(self, fr: FlavorResource) -> None:
-        super().__init__({fr})
-        self.fr = fr
-        self.n: dict[Node, int] = {}
-        self.lq: dict[Node, int] = {}
-
-    def usage(self, node: Node, fr: FlavorResource) -> int:
-        return node.usage.get(fr, 0) - self.n.get(node, 0)
-
-    def _release(self, node: Node, fr: FlavorResource, val: int) -> None:
-        n = self.n
-        n[node] = n.get(node, 0) + val
-
-    def _local(self, node: Node) -> int:
-        lq = self.lq.get(node)
-        if lq is None:
-            lq = self.lq[node] = node.local_quota(self.fr)
-        return lq
-
-    def remove(self, info: WorkloadInfo, cq: ClusterQueueSnapshot | None) -> None:
-        fr = self.fr
-        val = info.flavor_usage().get(fr)
-        if cq is None or val is None:
-            return
-        n = self.n
-        node: Node = cq
-        while True:
-            released = n.get(node, 0)
-            stored = node.usage.get(fr, 0) - released - self._local(node)
-            n[node] = released + val
-            parent = node.parent
-            if stored <= 0 or parent is None:
-                return
-            val, node = min(val, stored), parent
-
-    def add(self, info: WorkloadInfo, cq: ClusterQueueSnapshot | None) -> None:
-        fr = self.fr
-        val = info.flavor_usage().get(fr)
-        if cq is None or val is None:
-            return
-        n = self.n
-        node: Node = cq
-        while True:
-            released = n.get(node, 0)
-            local = max(0, self._local(node) - (node.usage.get(fr, 0) - released))
-            n[node] = released - val
-            parent = node.parent
-            if parent is None or val <= local:
-                return
-            val, node = val - local, parent
-
-    def available(self, node: Node, fr: FlavorResource) -> int:
-        usage = node.usage.get(fr, 0) - self.n.get(node, 0)
-        parent = node.parent
-        if parent is None:
-            return node.subtree_quota.get(fr, 0) - usage
-        parent_available = self.available(parent, fr)
-        bl = node.quota(fr).borrowing_limit
-        lq = self._local(node)
-        if bl is not None:
-            stored_in_parent = node.subtree_quota.get(fr, 0) - lq
-            used_in_parent = max(0, usage - lq)
-            parent_available = min(stored_in_parent - used_in_parent + bl, parent_available)
-        return max(0, lq - usage) + parent_available
-
-
-def _released(frs: set[FlavorResource]) -> _Released:
-    """The usage beside the snapshot for a search reading ``frs``."""
-    if len(frs) == 1:
-        return _Released1(next(iter(frs)))
-    return _Released(frs)
-
-
 def _classical(ctx: _Ctx) -> list[Target]:
     same = [] if ctx.cq.preemption["withinClusterQueue"] == "Never" else ctx.from_cq(ctx.cq, None, False)
     hier, prio = ctx.hierarchical()
@@ -444,12 +292,12 @@ def _classical(ctx: _Ctx) -> list[Target]:
         attempts = [False, True]
     else:
         attempts = [True, False]
-    # the candidates are taken out of the usage beside the snapshot (``_Released``), which stays as it is
+    # the candidates are taken out of the usage beside the snapshot (``Released``), which stays as it is
     tracked = set(ctx.frs) | set(ctx.requests)
     try:
         for borrow in attempts:
             taken: list[_Elem] = []
-            rel = ctx.released = _released(tracked)
+            rel = ctx.released = released_for(tracked)
             fits, valid = _fits_of(ctx, rel), _valid_of(ctx, rel)
             for e in candidates:
                 if not valid(e, borrow):
@@ -463,10 +311,10 @@ def _classical(ctx: _Ctx) -> list[Target]:
         ctx.released = None
 
 
-def _fits_of(ctx: _Ctx, rel: _Released) -> Callable[[bool], bool]:
-    """``ctx.fits`` over ``rel``; for one request of the one flavor-resource ``_Released1`` tracks, written out
+def _fits_of(ctx: _Ctx, rel: Released) -> Callable[[bool], bool]:
+    """``ctx.fits`` over ``rel``; for one request of the one flavor-resource ``ReleasedOne`` tracks, written out
     (the search asks it after each candidate it takes and each it puts back)."""
-    if type(rel) is not _Released1 or len(ctx.requests) != 1:
+    if type(rel) is not ReleasedOne or len(ctx.requests) != 1:
         return ctx.fits
     ((fr, v),) = ctx.requests.items()
     cq = ctx.cq
@@ -480,10 +328,10 @@ def _fits_of(ctx: _Ctx, rel: _Released) -> Callable[[bool], bool]:
     return fits
 
 
-def _valid_of(ctx: _Ctx, rel: _Released) -> Callable[[_Elem, bool], bool]:
-    """``ctx.valid`` over ``rel``; for a search of the one flavor-resource ``_Released1`` tracks, written out
+def _valid_of(ctx: _Ctx, rel: Released) -> Callable[[_Elem, bool], bool]:
+    """``ctx.valid`` over ``rel``; for a search of the one flavor-resource ``ReleasedOne`` tracks, written out
     (``_within_nominal`` inline: asked of each candidate's ClusterQueue and cohorts up to the common one)."""
-    if type(rel) is not _Released1 or ctx.frs != rel.frs:
+    if type(rel) is not ReleasedOne or ctx.frs != rel.frs:
         return ctx.valid
     fr, released = rel.fr, rel.n
 
@@ -505,9 +353,7 @@ def _valid_of(ctx: _Ctx, rel: _Released) -> Callable[[_Elem, bool], bool]:
     return valid
 
 
-def _fill_back(
-    fits: Callable[[bool], bool], rel: _Released, taken: list[_Elem], borrow: bool
-) -> list[Target]:
+def _fill_back(fits: Callable[[bool], bool], rel: Released, taken: list[_Elem], borrow: bool) -> list[Target]:
     """``fillBackWorkloads``: put back every target that is not needed, newest decision first."""
     i = len(taken) - 2
     while i >= 0:

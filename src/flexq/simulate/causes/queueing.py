@@ -115,9 +115,9 @@ def quota(run: RunResult, rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         if rest > 1e-9:
             unkeyed[cq].append((r, rest))
     for cq, waits in unkeyed.items():  # counted for the quota its ClusterQueue's jobs were told they lack
-        mine = [k for c, k in per_key if c == cq]
-        if mine:
-            k = max(mine, key=lambda k: (per_key[(cq, k)], k))
+        told = [k for c, k in per_key if c == cq]
+        if told:
+            k = max(told, key=lambda k: (per_key[(cq, k)], k))
             for r, rest in waits:
                 per_key[(cq, k)] += rest
                 waited[(cq, k)][id(r)] = r
