@@ -196,24 +196,49 @@ def test_a_cycle_copies_only_the_trees_of_its_heads_and_the_rest_as_they_were() 
     }
 
 
-def _random_tree(rnd: random.Random):
+def _random_tree(rnd: random.Random, preempting: bool = False):
     """Cohorts two levels deep (some with their own quota), ClusterQueues with borrowing and lending limits,
-    and workloads holding quota in them."""
+    and workloads holding quota in them. ``preempting``: preemption policies drawn per ClusterQueue, workloads of
+    several priorities reserved at several times, more queues and workloads."""
     from .kueue_builders import cohort
 
     cohorts = [cohort("root", rg(fq("default", cpu=str(rnd.randrange(0, 6)))))]
     for i in range(rnd.randrange(1, 3)):
         cohorts.append(cohort(f"mid{i}", rg(fq("default", cpu=str(rnd.randrange(0, 4)))), parent="root"))
     queues, admitted = [], []
-    for i in range(rnd.randrange(2, 6)):
+    for i in range(rnd.randrange(2, 7 if preempting else 6)):
         nominal = rnd.randrange(0, 8)
         bl = rnd.choice([None, str(rnd.randrange(0, 6))])
         ll = rnd.choice([None, str(rnd.randrange(0, nominal + 1))])
         parent = rnd.choice([c["metadata"]["name"] for c in cohorts])
-        queues.append(cq(f"q{i}", rg(fq("default", cpu=(str(nominal), bl, ll))), cohort=parent))
-        for j in range(rnd.randrange(0, 5)):
+        policy = (
+            {
+                "withinClusterQueue": rnd.choice(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
+                "reclaimWithinCohort": rnd.choice(["Never", "LowerPriority", "Any"]),
+                "borrowWithinCohort": rnd.choice(
+                    [
+                        {"policy": "Never"},
+                        {"policy": "LowerPriority", "maxPriorityThreshold": rnd.randrange(0, 3)},
+                    ]
+                ),
+            }
+            if preempting
+            else None
+        )
+        queues.append(
+            cq(f"q{i}", rg(fq("default", cpu=(str(nominal), bl, ll))), cohort=parent, preemption=policy)
+        )
+        for j in range(rnd.randrange(0, 6 if preempting else 5)):
             size = str(rnd.randrange(1, 4))
-            w = admit(wl(f"w{i}-{j}", ps(cpu=size)), f"q{i}", psa(cpu=("default", size)))
+            if preempting:
+                w = admit(
+                    wl(f"w{i}-{j}", ps(cpu=size), priority=rnd.randrange(0, 4)),
+                    f"q{i}",
+                    psa(cpu=("default", size)),
+                    at=f"2026-01-01T00:00:{rnd.randrange(10, 60)}Z",
+                )
+            else:
+                w = admit(wl(f"w{i}-{j}", ps(cpu=size)), f"q{i}", psa(cpu=("default", size)))
             admitted.append(WorkloadInfo.from_obj(w))
     return build_snapshot(queues, cohorts, [rf("default")], admitted)
 
@@ -303,45 +328,6 @@ def test_a_change_in_a_settled_tree_wakes_it() -> None:
     assert woken[-1] == ["cq-00", "cq-01"]
 
 
-def _random_preempting_tree(rnd: random.Random):
-    """``_random_tree``'s shape with preemption on (policies drawn per ClusterQueue) and workloads of several
-    priorities."""
-    from .kueue_builders import cohort
-
-    cohorts = [cohort("root", rg(fq("default", cpu=str(rnd.randrange(0, 6)))))]
-    for i in range(rnd.randrange(1, 3)):
-        cohorts.append(cohort(f"mid{i}", rg(fq("default", cpu=str(rnd.randrange(0, 4)))), parent="root"))
-    queues, admitted = [], []
-    for i in range(rnd.randrange(2, 7)):
-        nominal = rnd.randrange(0, 8)
-        bl = rnd.choice([None, str(rnd.randrange(0, 6))])
-        ll = rnd.choice([None, str(rnd.randrange(0, nominal + 1))])
-        parent = rnd.choice([c["metadata"]["name"] for c in cohorts])
-        policy = {
-            "withinClusterQueue": rnd.choice(["Never", "LowerPriority", "LowerOrNewerEqualPriority"]),
-            "reclaimWithinCohort": rnd.choice(["Never", "LowerPriority", "Any"]),
-            "borrowWithinCohort": rnd.choice(
-                [
-                    {"policy": "Never"},
-                    {"policy": "LowerPriority", "maxPriorityThreshold": rnd.randrange(0, 3)},
-                ]
-            ),
-        }
-        queues.append(
-            cq(f"q{i}", rg(fq("default", cpu=(str(nominal), bl, ll))), cohort=parent, preemption=policy)
-        )
-        for j in range(rnd.randrange(0, 6)):
-            size = str(rnd.randrange(1, 4))
-            w = admit(
-                wl(f"w{i}-{j}", ps(cpu=size), priority=rnd.randrange(0, 4)),
-                f"q{i}",
-                psa(cpu=("default", size)),
-                at=f"2026-01-01T00:00:{rnd.randrange(10, 60)}Z",
-            )
-            admitted.append(WorkloadInfo.from_obj(w))
-    return build_snapshot(queues, cohorts, [rf("default")], admitted)
-
-
 def test_a_one_resource_search_finds_what_the_general_one_finds(monkeypatch) -> None:
     """A preemption search that reads one flavor-resource keeps its released usage as plain numbers and asks
     ``fits`` and ``valid`` written out (``ReleasedOne``, ``_fits_of``, ``_valid_of``): over random trees, policies and preemptors (60 trees,
@@ -353,7 +339,7 @@ def test_a_one_resource_search_finds_what_the_general_one_finds(monkeypatch) -> 
     cases = []
     for seed in range(60):
         rnd = random.Random(seed)
-        snap = _random_preempting_tree(rnd)
+        snap = _random_tree(rnd, preempting=True)
         for name in sorted(snap.cluster_queues):
             for k in range(3):
                 w = wl(f"p-{name}-{k}", ps(cpu="1"), priority=rnd.randrange(0, 5))
