@@ -71,13 +71,17 @@ class Released:
                     break
                 val, node = val - local, parent
 
+    def local_quota(self, node: Node, fr: FlavorResource) -> int:
+        """``node.local_quota(fr)`` (``ReleasedOne`` reads it once per search)."""
+        return node.local_quota(fr)
+
     def available(self, node: Node, fr: FlavorResource) -> int:
         """``snapshot.available`` over these usages (may be negative)."""
         if node.parent is None:
             return node.subtree_quota.get(fr, 0) - self.usage(node, fr)
         parent_available = self.available(node.parent, fr)
         bl = node.quota(fr).borrowing_limit
-        lq = node.local_quota(fr)
+        lq = self.local_quota(node, fr)
         usage = self.usage(node, fr)
         if bl is not None:
             stored_in_parent = node.subtree_quota.get(fr, 0) - lq
@@ -106,7 +110,7 @@ class ReleasedOne(Released):
         n = self.n
         n[node] = n.get(node, 0) + val
 
-    def _local(self, node: Node) -> int:
+    def local_quota(self, node: Node, fr: FlavorResource) -> int:
         lq = self.lq.get(node)
         if lq is None:
             lq = self.lq[node] = node.local_quota(self.fr)
@@ -121,7 +125,7 @@ class ReleasedOne(Released):
         node: Node = cq
         while True:
             released = n.get(node, 0)
-            stored = node.usage.get(fr, 0) - released - self._local(node)
+            stored = node.usage.get(fr, 0) - released - self.local_quota(node, fr)
             n[node] = released + val
             parent = node.parent
             if stored <= 0 or parent is None:
@@ -137,26 +141,12 @@ class ReleasedOne(Released):
         node: Node = cq
         while True:
             released = n.get(node, 0)
-            local = max(0, self._local(node) - (node.usage.get(fr, 0) - released))
+            local = max(0, self.local_quota(node, fr) - (node.usage.get(fr, 0) - released))
             n[node] = released - val
             parent = node.parent
             if parent is None or val <= local:
                 return
             val, node = val - local, parent
-
-    def available(self, node: Node, fr: FlavorResource) -> int:
-        usage = node.usage.get(fr, 0) - self.n.get(node, 0)
-        parent = node.parent
-        if parent is None:
-            return node.subtree_quota.get(fr, 0) - usage
-        parent_available = self.available(parent, fr)
-        bl = node.quota(fr).borrowing_limit
-        lq = self._local(node)
-        if bl is not None:
-            stored_in_parent = node.subtree_quota.get(fr, 0) - lq
-            used_in_parent = max(0, usage - lq)
-            parent_available = min(stored_in_parent - used_in_parent + bl, parent_available)
-        return max(0, lq - usage) + parent_available
 
 
 def released_for(frs: set[FlavorResource]) -> Released:
