@@ -108,7 +108,10 @@ def test_a_ray_start_that_hangs_is_killed_and_started_again(tmp_path):
         log = s.logs.of(s.head["metadata"]["name"])
         assert "ray start did not finish within 3s; killing" in log, log[-2000:]
         assert "ray start failed (attempt 1/3); starting it again" in log
-        assert ex.starts == 2
+        # The hung start was the first of at least two. On a loaded host Ray's own start can hang or miss
+        # its hard-coded 30 s limits too, and the executor starts it once more (a CI run saw three starts,
+        # the second killed after 180 s): the same retry, which this test does not time.
+        assert ex.starts >= 2
     finally:
         s.stop_all()
     wait_for(lambda: not leftovers(ex), 30, "every owned process to exit (the hung one included)")
