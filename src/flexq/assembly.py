@@ -339,3 +339,20 @@ class TwinCore:
             self.loop.stop()
         if self.journal is not None:
             self.journal.close()
+
+    def discard(self) -> None:
+        """Close, then let the twin's state go: every store's objects, indexes and watch history, the loop's
+        timers. For a twin whose results were taken and that no one reads again (each run of ``flexq simulate``).
+        Its stored versions are acyclic, but the twin's controllers, timers and watch history held them in
+        reference cycles, so only a full collection freed a closed twin: 0.12 s of CPU per tutorial-week run
+        (a tenth of the run), walking its 84,000 objects. Discarded, reference counting frees it."""
+        self.close()
+        for manager in [self.project_manager, *(rt.manager for rt in self.clusters.values())]:
+            manager.discard()
+        for ctx in [self.project_ctx, *(rt.ctx for rt in self.clusters.values())]:
+            ctx.event_index.clear()
+            ctx.event_correlator.clear()
+        for store in [self.project, *(rt.store for rt in self.clusters.values())]:
+            store.watchers.discard()
+            store.discard()
+        self.loop.discard()

@@ -177,6 +177,14 @@ class EventLoop:
             self.clock.set(until)
         return ran
 
+    def discard(self) -> None:
+        """Drop every timer and queued callback unrun (a discarded twin's loop, ``TwinCore.discard``)."""
+        for entry in self._heap:
+            entry[3].cancel()
+        self._heap.clear()
+        with self._inbox_lock:
+            self._inbox.clear()
+
     def run_until_idle(self, max_seconds: float) -> int:
         """Run until no timer is left, jumping over idle time, but never past now + max_seconds."""
         limit = self.now() + max_seconds

@@ -182,6 +182,11 @@ class EventCorrelator:
         self.buckets = _Lru(size)  # spam key -> [tokens, last time]
         self.observed = _Lru(size)  # dedup key -> occurrences seen
 
+    def clear(self) -> None:
+        """Forget every event seen (a discarded twin's, ``TwinCore.discard``)."""
+        for table in (self.aggregates, self.buckets, self.observed):
+            table.clear()
+
     def aggregate(self, key: tuple, message: str, now: float) -> bool:
         """Whether an event of aggregate ``key`` with ``message`` is written combined with its similar ones."""
         record = self.aggregates.take(key)

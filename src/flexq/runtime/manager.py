@@ -71,6 +71,10 @@ def _filtered(predicate: Callable[[WatchEvent], bool], mapper: Callable[[WatchEv
     return mapped
 
 
+def _nothing(*_: object) -> None:
+    """A discarded controller's enqueue."""
+
+
 class _Queue:
     """A controller's queue: FIFO of distinct keys, delayed adds, failure counts."""
 
@@ -308,6 +312,19 @@ class Manager:
                 c.stop()
             except Exception:
                 log.exception("stopping %s failed", c.name)
+
+    def discard(self) -> None:
+        """After ``stop``: unwire the controllers from their queues and the queues from this manager, so that a
+        discarded twin's controllers are freed by reference counting (``TwinCore.discard``)."""
+        for q in self._queues.values():
+            for t in q.timers.values():
+                t.cancel()
+            q.timers.clear()
+            q.items.clear()
+            q.controller.enqueue = _nothing
+            q.controller.enqueue_after = _nothing
+        self._queues.clear()
+        self.controllers.clear()
 
     def queue_length(self, name: str) -> int:
         return len(self._queues[name].items)

@@ -26,7 +26,6 @@ Must not import flexq.http.
 from __future__ import annotations
 
 import contextlib
-import gc
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -54,9 +53,10 @@ from flexq.simulate.recorder import Recorder
 from flexq.simulate.records import CAPACITY_REASONS, START_ERRORS
 from flexq.simulate.run_result import RunResult, bill_to_horizon, job_row
 from flexq.simulate.study import Study, Variant, cluster_requests
+from flexq.simulate.teardown import discard, free_closed, stopped_clock
 from flexq.twin import Twin, load_documents
 
-__all__ = ["run_one", "Sim", "free_closed"]
+__all__ = ["run_one", "Sim"]
 
 Progress = Callable[[dict[str, Any]], None]
 DRAIN_CHUNK = 3600.0
@@ -405,6 +405,12 @@ class Sim:
                 f"GKE operation failed: {op['error'].get('message')}", source=self.study.source, field=what
             )
 
+    def discard(self) -> None:
+        """The run is over: its twin discarded (``discard``) and the recorder's clock unlinked from this run (the
+        last reference cycle through it), so the run is freed by reference counting."""
+        discard(self.twin)
+        self.rec.rel = stopped_clock
+
     # -- observing -----------------------------------------------------------------------------------------------
     def rel(self) -> float:
         """Seconds since the start of the traffic, to the millisecond (the virtual clock counts epoch seconds,
@@ -561,16 +567,6 @@ def run_one(study: Study, variant: str, replica: int, progress: Progress | None 
         free_closed()
 
 
-def free_closed() -> None:
-    """Free the twins closed since the last call. A closed twin is garbage in reference cycles (its controllers
-    and their manager, the watch callbacks, the loop's timers): reference counting never frees it, and with the
-    collector tuned for a large heap (``flexq.loop.tune_gc``) a full collection may not come before the next run
-    has built a twin as large beside it (the what-if runs after the variants', the runs of ``-j 1`` one after
-    another): Kueue's large-scale file held two twins at once, 1.8 GiB at its peak instead of 1 GiB. One full
-    collection between runs (a fraction of a second, once per run)."""
-    gc.collect()
-
-
 def _run_one(study: Study, variant: str, replica: int, progress: Progress | None) -> RunResult:
     v = study.variant(variant)
     sim = Sim(study, v, replica, study.jobs(study.seed + replica))
@@ -578,4 +574,4 @@ def _run_one(study: Study, variant: str, replica: int, progress: Progress | None
         sim.setup()
         return sim.run(progress)
     finally:
-        sim.twin.close()
+        sim.discard()

@@ -16,10 +16,11 @@ from flexq.simulate.configcheck import (
     placeholder_findings,
     reference_findings,
 )
-from flexq.simulate.engine import Sim, free_closed
+from flexq.simulate.engine import Sim
 from flexq.simulate.jobs import JobSpec
 from flexq.simulate.objects import build_object
 from flexq.simulate.study import Study, Variant
+from flexq.simulate.teardown import free_closed
 
 __all__ = ["preflight", "check_objects"]
 
@@ -90,7 +91,7 @@ def _check_variant(
                 mine.append(exc)
         return mine, warned, True
     finally:
-        sim.twin.close()
+        sim.discard()
 
 
 def check_objects(sim: Sim) -> None:

@@ -29,6 +29,11 @@ class Indexes:
         self.indexers: dict[str, dict[str, Indexer]] = {}
         self.by_index: dict[tuple[str, str], dict[str, set[Key]]] = {}
 
+    def clear(self) -> None:
+        """Forget every object (the indexers stay registered)."""
+        for table in (self.children, self.by_uid, self.sorted, self.by_ns, self.by_label, self.by_index):
+            table.clear()
+
     def add_indexer(self, kk: str, name: str, fn: Indexer, objs: dict[Key, dict]) -> None:
         """Index kind ``kk`` by ``fn``'s values too, starting with its stored ``objs``. Idempotent per name."""
         if name in self.indexers.get(kk, {}):

@@ -93,6 +93,14 @@ class Objects:
         self._objs.get(kk, {}).pop(key, None)
         self._sorted.pop(kk, None)
 
+    def discard(self) -> None:
+        """Drop every object, kept text and index: the content of a closed twin's store that no one reads again
+        (``TwinCore.discard``)."""
+        with self._lock:
+            self._objs.clear()
+            self.texts.clear()
+            self.indexes.clear()
+
     def info(self, kind: str) -> KindInfo:
         info = self.registry.resolve(kind)
         if info.key in self.disabled:

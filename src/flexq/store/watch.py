@@ -96,6 +96,15 @@ class Watchers:
         self.subs_of.clear()
         return sub
 
+    def discard(self) -> None:
+        """No subscriber and no history any more (a discarded store's, ``Objects.discard``)."""
+        with self.lock:
+            for sub in self.subs:
+                sub.active = False
+            self.subs.clear()
+            self.subs_of.clear()
+            self.history.clear()
+
     def unsubscribe(self, sub: Subscription) -> None:
         with self.lock:
             if sub in self.subs:
