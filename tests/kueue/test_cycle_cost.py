@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import yaml
 
 from flexq.kueue.preemption import TreeMemo, make_oracle
 from flexq.kueue.queues import QueueManager
-from flexq.kueue.snapshot import build_snapshot
+from flexq.kueue.snapshot import ClusterQueueSnapshot, CohortSnapshot, build_snapshot
 from flexq.kueue.workload import WorkloadInfo
 from flexq.simulate import load_study, run_one
 
@@ -194,6 +195,40 @@ def test_a_cycle_copies_only_the_trees_of_its_heads_and_the_rest_as_they_were() 
     assert {n: (q.usage, sorted(q.workloads)) for n, q in eager.cluster_queues.items() if n != "b1"} == {
         n: (part.cq(n).usage, sorted(part.cq(n).workloads)) for n in ("a1", "a2", "lone")
     }
+
+
+def test_a_released_copy_is_freed_without_the_collector() -> None:
+    """``Snapshot.release`` (the end of a scheduler cycle): a copy's cohorts no longer hold their children, so
+    the copy goes by reference counting — not left, cohort trees of every cycle's heads, to the collector — and
+    the base it was copied from keeps its own links."""
+    base = build_snapshot(
+        [
+            cq("a1", rg(fq("default", cpu="4")), cohort="a"),
+            cq("a2", rg(fq("default", cpu="4")), cohort="a"),
+            cq("lone", rg(fq("default", cpu="4"))),
+        ],
+        [],
+        [rf("default")],
+        [],
+    )
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        part = base.clone_trees(["a1", "lone"], {})
+        assert part.cq("a2").parent is part.cohorts["a"]
+        part.release()
+        del part
+        gc.set_debug(gc.DEBUG_SAVEALL)  # what only the collector would have freed
+        gc.collect()
+        left = [type(o).__name__ for o in gc.garbage if isinstance(o, CohortSnapshot | ClusterQueueSnapshot)]
+        assert not left, f"a released copy was left to the collector: {left}"
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if was:
+            gc.enable()
+    assert [q.name for q in base.cohorts["a"].child_cqs] == ["a1", "a2"]
 
 
 def _random_tree(rnd: random.Random, preempting: bool = False):

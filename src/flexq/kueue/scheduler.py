@@ -188,6 +188,7 @@ class Scheduler:
             )
         if self._issued:
             progress = True
+        snap.release()
         changed = queues.shape_changed()
         self._settle(start)
         return changed or progress
