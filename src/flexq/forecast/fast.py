@@ -311,6 +311,7 @@ class _Run(CapacityRun):
                 self.queues.requeue_workload(e.info, e.requeue_reason, self.t)
             for e in decided.inadmissible:
                 self.queues.requeue_workload(e.info, e.requeue_reason, self.t)
+            snap.release()  # freed by reference counting, as the twin's scheduler's
             changed = self.queues.shape_changed()
             # a head back in its heap with flavors left to try: the next cycle resumes its scan (a head that
             # needs another flavor, a two-slice job on-demand cannot have, no longer holds every job behind it)
