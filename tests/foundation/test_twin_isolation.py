@@ -60,6 +60,19 @@ def test_a_dropped_twin_is_freed() -> None:
     assert out.stdout.strip().splitlines()[-1] == "freed", out.stdout[-3000:]
 
 
+def _used_twin(clock: str) -> Twin:
+    """A real-clock twin as started, or a virtual one that ran the tutorial's first job for an hour (its billing
+    controller and pool memo used)."""
+    if clock == "real":
+        return Twin(clock=clock, executor="simulated")
+    twin = Twin(clock=clock)
+    _tutorial(twin, 4)
+    _submit(twin, 1)
+    twin.advance(3600)
+    assert twin.billing()["total"] > 0
+    return twin
+
+
 def test_a_discarded_twin_is_freed_without_the_collector() -> None:
     """``Twin.discard`` (each run of ``flexq simulate``): with the cyclic collector off, dropping the twin frees it
     — its stored objects, history and timers, which its controllers held in cycles, go by reference counting (a
@@ -69,11 +82,7 @@ def test_a_discarded_twin_is_freed_without_the_collector() -> None:
     gc.disable()
     try:
         for clock in ("virtual", "real"):
-            twin = Twin(clock=clock, executor="simulated") if clock == "real" else Twin(clock=clock)
-            if clock == "virtual":
-                _tutorial(twin, 4)
-                _submit(twin, 1)
-                twin.advance(3600)
+            twin = _used_twin(clock)
             core = weakref.ref(twin.core)
             twin.discard()
             del twin
@@ -90,12 +99,7 @@ def drop_two_twins() -> str:
     or what keeps each alive."""
     refs = []
     for clock in ("virtual", "real"):
-        twin = Twin(clock=clock, executor="simulated") if clock == "real" else Twin(clock=clock)
-        if clock == "virtual":
-            _tutorial(twin, 4)
-            _submit(twin, 1)
-            twin.advance(3600)
-            assert twin.billing()["total"] > 0  # the billing controller and the pool memo were used
+        twin = _used_twin(clock)
         refs.append((clock, weakref.ref(twin.core), weakref.ref(twin.core.loop)))
         twin.close()
         del twin
