@@ -97,7 +97,7 @@ class Watchers:
         return sub
 
     def discard(self) -> None:
-        """No subscriber and no history any more (a discarded store's, ``Objects.discard``)."""
+        """No subscriber and no history any more (a discarded twin's store, ``TwinCore.discard``)."""
         with self.lock:
             for sub in self.subs:
                 sub.active = False
