@@ -30,7 +30,7 @@ from flexq.errors import BadRequest, CloudError, NotFound
 from flexq.gke.billing import billing_of, flush_billing
 from flexq.kuberay import confine
 from flexq.loop import RealtimeLoop, tune_gc
-from flexq.loop.core import LIVE_YOUNG_GC_THRESHOLD, YOUNG_GC_THRESHOLD
+from flexq.loop.core import INTERACTIVE_YOUNG_GC_THRESHOLD
 from flexq.store import Store, clone
 from flexq.store.patch import patch_schema, three_way_merge_patch, three_way_strategic_patch
 
@@ -93,9 +93,9 @@ class Twin:
         live = clock == "real"
         # a twin's heap is large (every stored version, caches, queues): the cyclic collector's youngest
         # generation at its default 700 allocations walked it again and again (0.8-1.4 ms of CPU per job in
-        # bench/whole_twin_baseline.py, 13-17 %); as for MinimalKueue, only ever raised; less on the wall clock, where a
-        # pause is someone's wait
-        tune_gc(LIVE_YOUNG_GC_THRESHOLD if live else YOUNG_GC_THRESHOLD)
+        # bench/whole_twin_baseline.py, 13-17 %); as for MinimalKueue, only ever raised; less than a simulation's batch
+        # runs raise it to (``flexq.loop.core``): here a pause is someone's wait
+        tune_gc(INTERACTIVE_YOUNG_GC_THRESHOLD)
         settings.setdefault("executor", executor or ("ray" if live else "simulated"))
         settings.setdefault("clock", clock)
         self.core = TwinCore(live=live, home=home, seed=seed, settings=settings, start=start)

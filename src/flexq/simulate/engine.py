@@ -44,6 +44,7 @@ from flexq.fallback.model import OPT_IN_LABEL, FallbackConfig
 from flexq.gke.metrics import SCALE_UP_REASONS
 from flexq.gke.storage import BILLING, cluster_key
 from flexq.kueue.config import CONFIG_KEY, CONFIG_NAME, CONFIG_NAMESPACE, KueueConfig
+from flexq.loop import tune_gc
 from flexq.simulate.configcheck import (
     pod_refs,
 )
@@ -98,6 +99,7 @@ class Sim:
         self.seed = study.seed + replica
         self.jobs = jobs
         release: dict[str, Any] = {"kueue": variant.kueue} if variant.kueue else {}
+        tune_gc()  # batch work: the collector's total counts, not its pauses (``flexq.loop.core``)
         self.twin = Twin(
             clock="virtual", seed=self.seed, event_reasons=READ_EVENTS, **release, **variant.settings
         )
