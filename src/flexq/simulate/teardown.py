@@ -22,7 +22,7 @@ def free_closed() -> None:
     large beside it (the what-if runs after the variants', the runs of ``-j 1`` one after another): Kueue's
     large-scale file held two twins at once, 1.8 GiB at its peak instead of 1 GiB. A discarded twin is freed by
     reference counting; the full collection (0.12 s a tutorial-week run) is left for one that was not."""
-    alive = [ref for ref in _DISCARDED if ref() is not None]
+    alive = any(ref() is not None for ref in _DISCARDED)
     _DISCARDED.clear()
     if alive:
         gc.collect()
