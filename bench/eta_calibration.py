@@ -74,7 +74,7 @@ class _Watcher:
         self.next = twin.now()
 
     def look(self) -> None:
-        state = state_from_twin(self.twin)
+        state = state_from_twin(self.twin, declared=False)
         state.stockout_history = self.memory.history()
         state.stockout_watched_since = self.memory.first_look
         model = fit(state)
@@ -140,7 +140,7 @@ def truth_run(
     watcher = _Watcher(twin, watch)
 
     def instant() -> None:
-        states.append((twin.now(), state_from_twin(twin).to_dict()))
+        states.append((twin.now(), state_from_twin(twin, declared=False).to_dict()))
         if watch > 0:
             watcher.look()  # the service looked at the instant too
             memories.append(watcher.memory.to_dict())

@@ -70,7 +70,7 @@ def compute(jobs: int, replicas: int, workers: int, horizon_hours: float | None 
         twin.create(rayjob(i))
         twin.advance(5)
     twin.advance(300)
-    state = state_from_twin(twin)
+    state = state_from_twin(twin, declared=False)
     twin.close()
     t, c = time.monotonic(), _cpu()
     cfg = EtaConfig(replicas=replicas, workers=workers)

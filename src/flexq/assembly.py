@@ -27,6 +27,7 @@ from flexq.clock import VirtualClock
 from flexq.errors import Invalid, NotFound
 from flexq.fallback import registry as fallback_registry
 from flexq.gke import registry as gke_registry
+from flexq.gke.project import profile_object
 from flexq.kube import registry as kube_registry
 from flexq.kuberay import registry as kuberay_registry
 from flexq.kueue import registry as kueue_registry
@@ -77,6 +78,13 @@ class ClusterRuntime:
     def logs(self) -> PodLogs:
         """This cluster's container logs."""
         return self.ctx.logs
+
+    def declaration(self) -> dict[str, Any]:
+        """What this twin's cluster declares of itself, which a real cluster keeps to itself
+        (``flexq.forecast.declared``; ``GET /flexq/twin``): its CapacityProfile in force and whether its Ray
+        pods run for real. Call on the loop."""
+        real = any(getattr(e, "name", "simulated") != "simulated" for e in self.ctx.executors)
+        return {"capacityProfile": profile_object(self.ctx), "executor": "ray" if real else "simulated"}
 
 
 class TwinCore:

@@ -47,10 +47,15 @@ def _profile(dws_wait: float) -> dict:
 
 
 def _scenario(
-    seed: int, cfg: EtaConfig = CFG, run: float | None = None, dws: float | None = None
+    seed: int,
+    cfg: EtaConfig = CFG,
+    run: float | None = None,
+    dws: float | None = None,
+    declared: bool = False,
 ) -> tuple[int, int]:
     """(predictions, starts inside their 80 % interval) of one scenario: its jobs' run time and its cloud's DWS
-    wait drawn (30 s to 4 h, 10 s to 2 h) unless given."""
+    wait drawn (30 s to 4 h, 10 s to 2 h) unless given. The twin is read as a real cluster (its profile and its
+    jobs' ``twin.flexq.dev/run-seconds`` unseen) unless ``declared``."""
     rng = random.Random(seed)
     run = run or math.exp(rng.uniform(math.log(30), math.log(4 * 3600)))
     dws = dws or math.exp(rng.uniform(math.log(10), math.log(2 * 3600)))
@@ -64,7 +69,7 @@ def _scenario(
         predicted = []
         for step in (30, run / 2, run):  # just after, and as the first jobs end
             twin.advance(step)
-            state = state_from_twin(twin)
+            state = state_from_twin(twin, declared=declared)
             fc = estimate(state, cfg)
             predicted += [(fc.now, j) for j in fc.jobs.values()]
         # run on until every job has started or the last prediction's horizon has passed (a job Kueue
@@ -112,6 +117,20 @@ def test_the_tutorials_one_minute_jobs_on_a_new_cluster() -> None:
         total, covered = total + n, covered + c
     # measured: 64 % (34 of 53); the fixed priors: 42 % (22 of 53; live on the tutorial: 13-15 %)
     assert covered / total >= 0.55, f"{covered} of {total} starts inside their 80 % interval"
+
+
+@pytest.mark.slow
+def test_on_the_twin_its_own_profile_and_run_times_are_the_forecasts() -> None:
+    """The same tutorial-shaped scenarios read with what the twin declares of itself (its CapacityProfile's DWS
+    and provisioning laws, each job's ``twin.flexq.dev/run-seconds``): the truth the user configured, where a
+    real cluster shows only its history. Measured: 47 of 53 starts inside their 80 % interval (89 %), against
+    40 of 53 (75 %) read as a real cluster; the misses are DWS jobs whose request waits out a full pool, a
+    minute either side of a narrow interval."""
+    total = covered = 0
+    for seed in range(6):
+        n, c = _scenario(2000 + seed, run=61.0, dws=20.0, declared=True)
+        total, covered = total + n, covered + c
+    assert covered / total >= 0.85, f"{covered} of {total} starts inside their 80 % interval"
 
 
 def test_the_cold_law_is_calibrated_where_its_prior_holds() -> None:

@@ -95,6 +95,8 @@ def test_flexq_eta_lists_the_waiting_jobs_and_explains_one(served, capsys, monke
     j2 = jobs["RayJob/rayjob-tpu-v6e-dws-2"]
     assert j2["median"] is not None and "dws" in j2["plan"], j2
     assert any("DWS wait" in line for line in doc["model"])
+    # the twin's own CapacityProfile (GET /flexq/twin) is the forecast's prior, and the model says so
+    assert any("the twin's CapacityProfile" in line for line in doc["model"]), doc["model"]
     rc, out, err = run(
         capsys, "eta", "rayjob-tpu-v6e-dws-2", "--kubeconfig", kc, "--replicas", "2", "-j", "1"
     )
@@ -311,6 +313,8 @@ def test_from_cluster_under_the_read_only_role_reproduces_the_state(
         timeout=120,
     )
     assert r2.returncode == 0, r2.stderr
+    # what the twin declares of itself is read under the role too (GET /flexq/twin)
+    assert any("the twin's CapacityProfile" in line for line in json.loads(r2.stdout)["model"])
     denials = [
         x.getMessage() for x in caplog.records if x.name == "flexq.http.auth" and "denied" in x.getMessage()
     ]

@@ -38,7 +38,7 @@ def cluster():
     twin.advance(60)
     twin.create(rayjob(5, **{"kueue.x-k8s.io/priority-class": "high"}))
     twin.advance(300)
-    state = state_from_twin(twin)
+    state = state_from_twin(twin, declared=False)  # read as a real cluster: the forecast from history
     yield twin, state, estimate(state, CFG)
     twin.close()
 

@@ -11,7 +11,7 @@ import pytest
 
 from flexq import Twin
 from flexq.eta import EtaConfig, estimate, state_from_twin
-from flexq.forecast.model import expected_duration
+from flexq.forecast.declared import expected_duration
 from tests.eta.helpers import rayjob, tutorial_cluster
 
 
@@ -51,7 +51,9 @@ def test_an_absurd_claim_is_read_as_no_estimate_and_the_forecast_says_so() -> No
         for job in (hog, fair):
             twin.create(job)
             twin.advance(60)
-        fc = estimate(state_from_twin(twin), EtaConfig(replicas=2, workers=1, horizon=2 * 86400.0))
+        fc = estimate(
+            state_from_twin(twin, declared=False), EtaConfig(replicas=2, workers=1, horizon=2 * 86400.0)
+        )
     finally:
         twin.close()
     by_job = {name.split("/")[1].rsplit("-", 1)[0]: j for name, j in fc.jobs.items()}

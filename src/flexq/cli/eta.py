@@ -21,7 +21,7 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from flexq.cli.kubeclient import ETA_PATH
+from flexq.cli.kubeclient import ETA_PATH, TWIN_PATH
 from flexq.cli.status import WorkloadRow
 from flexq.cli.views import FitTable as Table
 from flexq.clock import format_duration, format_time
@@ -58,7 +58,8 @@ def _rules() -> list[dict[str, Any]]:
     )
     # a served twin's own forecast (``GET /flexq/eta``, what ``flexq status`` reads there instead of computing):
     # of the jobs the lists above already show; a real cluster serves no such path, and the rule grants nothing
-    rules.append({"nonResourceURLs": [ETA_PATH], "verbs": ["get"]})
+    # and what it declares of itself (``GET /flexq/twin``: its CapacityProfile, its executor), its forecast's priors
+    rules.append({"nonResourceURLs": [ETA_PATH, TWIN_PATH], "verbs": ["get"]})
     return rules
 
 

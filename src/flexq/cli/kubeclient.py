@@ -258,6 +258,31 @@ ETA_PATH = (
 )
 
 
+TWIN_PATH = "/flexq/twin"  # flexq.http.app.TWIN_PATH: what a served twin declares of itself
+
+
+def served_declaration(api: Any) -> dict | None:
+    """What a served twin declares of itself (``GET /flexq/twin``: its CapacityProfile in force, its executor;
+    ``flexq.forecast.declared``), or None (a real cluster, or a user who may not read it)."""
+    import orjson
+
+    try:
+        method, url, headers, _body, _post = api.param_serialize(
+            "GET", TWIN_PATH, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
+        )
+        resp = api.call_api(method, url, header_params=headers)
+        resp.read()
+    except Exception as exc:  # urllib3 connection errors
+        raise api_error(exc) from exc
+    if resp.status != 200:
+        return None
+    try:
+        doc = orjson.loads(resp.data)
+    except orjson.JSONDecodeError:
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("capacityProfile"), dict) else None
+
+
 def served_forecast(api: Any) -> dict | None:
     """The last forecast the cluster keeps of its waiting jobs' starts (a served twin's ETA service, ``GET
     /flexq/eta``), as JSON; None when it keeps none (a real cluster, a twin without an ETA service, a user who
@@ -447,6 +472,7 @@ def fetch_cluster_state(
     if node_pools is None:
         node_pools = _twin_node_pools(api, st)
     st.node_pools = pools_from_gke(node_pools) if node_pools else infer_pools(st)
+    st.twin = served_declaration(api)  # a served twin's CapacityProfile and executor (None: a real cluster)
     return st
 
 

@@ -172,7 +172,7 @@ class CapacityRun:
                 self.wake_room(p)
 
     # DWS -------------------------------------------------------------------------------------------------------
-    def _dws_pool(self, job: WorldJob) -> tuple[Pool | None, int]:
+    def dws_pool(self, job: WorldJob) -> tuple[Pool | None, int]:
         assert job.info is not None
         for p, n in self.node_need(job.info).items():
             if self.world.pools[p].queued:
@@ -183,7 +183,7 @@ class CapacityRun:
         assert job is not None
         if job.info is None or job.role != "reserved":
             return
-        pool, n = self._dws_pool(job)
+        pool, n = self.dws_pool(job)
         job.attempt += 1
         if pool is None:  # no queued pool behind the flavor: the request is answered as GKE would not
             self._pr_failed(job, "NoQueuedNodepoolAvailable")
@@ -192,7 +192,7 @@ class CapacityRun:
             self._pr_failed(job, "NodepoolSizeReached")
             return
         job.pr_since = self.t
-        self.at(self.t + self.model.draw_dws(0.0, job.rng), "pr-grant", job)
+        self.at(self.t + self.model.draw_dws(0.0, job.rng, pool.machine_type), "pr-grant", job)
 
     def _pr_failed(self, job: WorldJob, reason: str) -> None:
         """The check goes to Retry (or Rejected past ``backoffLimitCount``: the job is deactivated). From 0.20.7
@@ -220,7 +220,7 @@ class CapacityRun:
         assert job is not None
         if job.info is None or job.role != "reserved":
             return  # its quota went (released, requeued) since the request: the grant is stale
-        pool, n = self._dws_pool(job)
+        pool, n = self.dws_pool(job)
         if pool is None:
             return
         if job.pr_since is not None and self.t - job.pr_since >= DWS_MAX_WAIT_SECONDS:

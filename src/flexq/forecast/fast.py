@@ -240,7 +240,9 @@ class _Run(CapacityRun):
                 self.at(self.t + PR_CREATE_SECONDS, "pr-create", job)
             else:
                 job.pr_since = self.t - waited
-                self.at(self.t + self.model.draw_dws(waited, job.rng), "pr-grant", job)
+                pool = self.dws_pool(job)[0] if job.info is not None else None
+                mt = pool.machine_type if pool is not None else ""
+                self.at(self.t + self.model.draw_dws(waited, job.rng, mt), "pr-grant", job)
             return
         admitted = parse_time_or_none(
             next(

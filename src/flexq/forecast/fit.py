@@ -39,6 +39,7 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.reasons import classify_capacity
 from flexq.api.wellknown import EVENT_TTL_SECONDS
 from flexq.clock import parse_time_or_none
+from flexq.forecast.declared import Declared
 from flexq.forecast.jobs import JobEntry, StateView, class_key, finished_at, started_at
 from flexq.forecast.model import QUEUED_CLASS, Arrival, EtaConfig, FittedCapacity, RunClass, Stockout
 from flexq.forecast.state import ClusterState, provisioning_model
@@ -466,7 +467,9 @@ def fit(state: ClusterState, cfg: EtaConfig | None = None, view: StateView | Non
     caller (read here when None)."""
     cfg = cfg or EtaConfig()
     es = (view or StateView.of(state)).entries
-    m = FittedCapacity(now=state.now, cfg=cfg)
+    m = FittedCapacity(
+        now=state.now, cfg=cfg, declared=Declared.of(state.twin, state.cluster.get("location", ""))
+    )
     m.dws_done, m.dws_waiting, m.dws_pending, m.dws_bounded = _dws(state)
     m.dws_mean = exponential_mean(m.dws_done, m.dws_waiting, cfg.prior_dws_wait_seconds)
     m.stockouts, m.stockout_episodes, m.stockout_censored, m.stockout_onsets = _stockouts(state, es, cfg)

@@ -22,8 +22,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from flexq.api.capacity_profile import parse_duration
 from flexq.clock import format_duration
+from flexq.forecast.declared import Declared, expected_duration
 from flexq.forecast.jobs import (
     CLASS_LABEL,
     EXPECTED_DURATION,
@@ -37,7 +37,6 @@ __all__ = [
     "FittedCapacity",
     "RunClass",
     "Stockout",
-    "expected_duration",
     "WARMUP_SECONDS",
     "RESERVED_LEAD",
     "Arrival",
@@ -83,31 +82,6 @@ class EtaConfig:
     # a deliberately wrong capacity model, for measuring the interval's online correction (bench/eta_calibration
     # --dws-scale): every DWS wait the model draws is multiplied by this
     dws_scale: float = 1.0
-
-
-# what a job's own estimate may say: a duration of at most 64 characters, more than 0 and at most 30 days. A tenant's
-# annotation is a claim, not a fact: "99999999999999999999999h" (3.6e26 s) or "1h1h..." x 1000 is read as no
-# estimate (the job's class history is used), not as a job that holds its quota for ever and puts every job
-# behind it "not within 7d" (issue 49)
-EXPECTED_DURATION_MAX_SECONDS = 30 * 86400.0
-EXPECTED_DURATION_MAX_TEXT = 64
-
-
-def expected_duration(job: dict | None) -> float | None:
-    """The job's ``flexq.dev/expected-duration`` in seconds, or None (absent, unreadable or out of bounds)."""
-    raw = (((job or {}).get("metadata") or {}).get("annotations") or {}).get(EXPECTED_DURATION)
-    if raw is None:
-        return None
-    text = str(raw).strip()
-    if len(text) > EXPECTED_DURATION_MAX_TEXT:
-        return None
-    try:
-        seconds = parse_duration(text)
-    except (ValueError, OverflowError):
-        return None
-    if not 0 < seconds <= EXPECTED_DURATION_MAX_SECONDS:
-        return None
-    return seconds
 
 
 @dataclass
@@ -187,13 +161,17 @@ class FittedCapacity:
     cycle_gaps: int = 0
     # machine -> the node creation range one forward run drew (``provision_drawn``; empty: ``provision_range``)
     provision_picks: dict[str, tuple[float, float]] = field(default_factory=dict)
+    declared: Declared | None = None  # what the twin declares (flexq.forecast.declared; None: a real cluster)
 
     # -- DWS waits, stock-outs, provisioning --------------------------------------------------------------------
-    def draw_dws(self, elapsed: float, rng: random.Random) -> float:
-        """How much longer a DWS request that has waited ``elapsed`` seconds waits for its grant: from the
-        Kaplan-Meier curve of the waits seen (finished, and the censored ones), past ``elapsed``; beyond the
-        longest seen, an exponential tail of the fitted mean."""
+    def draw_dws(self, elapsed: float, rng: random.Random, machine_type: str = "") -> float:
+        """How much longer a DWS request (for ``machine_type``) that has waited ``elapsed`` seconds waits for its
+        grant: from the Kaplan-Meier curve of the waits seen (finished, and the censored ones), past ``elapsed``;
+        beyond the longest seen, an exponential tail of the fitted mean. Too few seen: the twin's declared law,
+        else the cold law."""
         cold = self.cfg.cold_dws
+        if self.declared is not None and len(self.dws_done) < self.cfg.min_history:
+            return self.declared.dws_left(machine_type, elapsed, rng) * self.cfg.dws_scale
         if cold is not None and len(self.dws_done) < self.cfg.min_history:
             total = cold.sample_beyond(self.dws_done, elapsed, rng, self.dws_waiting)
         else:
@@ -311,7 +289,14 @@ class FittedCapacity:
         if picked is not None:
             return picked
         seen = self.provision.get(machine_type)
-        return self.cfg.prior_provision if seen is None else (seen[0], seen[1])
+        return self.prior_provision(machine_type) if seen is None else (seen[0], seen[1])
+
+    def prior_provision(self, machine_type: str) -> tuple[float, float]:
+        """Node creation to Ready before any node of ``machine_type`` was seen: the twin's declared law, else
+        the stated prior."""
+        if self.declared is not None:
+            return self.declared.provision_range(machine_type)
+        return self.cfg.prior_provision
 
     def provision_drawn(self, machine_type: str, rng: random.Random) -> tuple[float, float]:
         """One forward run's range for ``machine_type``: having seen n nodes made, the next is slower than all of
@@ -320,7 +305,7 @@ class FittedCapacity:
         the slowest seen and the prior's slowest, or the prior's fastest and the fastest seen), else it makes its
         nodes within the seen range. Four nodes seen made in 5 s: three runs in five make theirs in 5 s, where
         every run drew them between 5 s and the prior's 2 min until 10 were seen."""
-        lo, hi = self.cfg.prior_provision
+        lo, hi = self.prior_provision(machine_type)
         seen = self.provision.get(machine_type)
         if seen is None:
             return lo, hi
@@ -394,11 +379,17 @@ class FittedCapacity:
         fixed = expected_duration(entry.job)
         if fixed is not None:
             return f"its {EXPECTED_DURATION} annotation ({format_duration(fixed)})"
+        if self.declared is not None and self.declared.run_seconds(entry.job) is not None:
+            return self.declared.run_words(entry.job)
         return self._history(class_key(entry, entry.job, self.cfg.class_label))[1]
 
     def draw_run(self, entry: JobEntry, elapsed: float, rng: random.Random) -> float:
         """A run time for the job of ``entry``, knowing it has run ``elapsed`` seconds (0 when not started)."""
         fixed = expected_duration(entry.job)
+        if fixed is None and self.declared is not None:
+            fixed = self.declared.run_seconds(entry.job)
+            if fixed is not None:  # the twin's own: past it, the job is ending
+                return max(fixed, elapsed + 1.0)
         if fixed is not None and fixed > elapsed:
             return fixed
         hist, _ = self._history(class_key(entry, entry.job, self.cfg.class_label))
@@ -460,6 +451,9 @@ class FittedCapacity:
                     "provisionTime": {"uniform": {"min": f"{pmin:.0f}s", "max": f"{pmax:.0f}s"}},
                 }
             )
+        if self.declared is not None:
+            cold = len(self.dws_done) < self.cfg.min_history
+            rules += self.declared.rules(sorted(self.machine_types), set(self.provision), cold)
         return {
             "apiVersion": "twin.flexq.dev/v1alpha1",
             "kind": "CapacityProfile",
@@ -506,7 +500,11 @@ class FittedCapacity:
         med = km_median(self.dws_done, self.dws_waiting)
         seen = f"{len(self.dws_done)} granted, {len(self.dws_waiting)} still waiting or timed out"
         cold = self.cfg.cold_dws
-        if cold is not None and self.dws_cold():
+        if self.declared is not None and len(self.dws_done) < self.cfg.min_history:
+            out.append(
+                f"DWS wait: {self.declared.words('queue_wait', '', 'queued')} (too few grants seen: {seen})"
+            )
+        elif cold is not None and self.dws_cold():
             lo, mid, hi = (cold.quantile(self.dws_done, q, self.dws_waiting) for q in (0.1, 0.5, 0.9))
             out.append(
                 f"DWS wait: the prior, log-normal, median {format_duration(mid)}, 80 % between "
@@ -569,7 +567,7 @@ class FittedCapacity:
                 "queue's admission rate then comes from quota and capacity alone)"
             )
         for mt, (pmin, pmax, n) in sorted(self.provision.items()):
-            lo, hi = self.cfg.prior_provision
+            lo, hi = self.prior_provision(mt)
             joined = min(pmin, lo), max(pmax, hi)
             out.append(
                 f"node provisioning {mt}: {format_duration(pmin)}-{format_duration(pmax)} (from {n} nodes)"

@@ -89,6 +89,9 @@ class ClusterState:
     # time over which the stock-outs that began were counted (the onset rate of those to come)
     stockout_watched_since: float | None = None
     notes: list[str] = field(default_factory=list)  # what was assumed while reading (said with the ETA)
+    # what a twin declares of itself (``{"capacityProfile": ..., "executor": ...}``, flexq.forecast.declared):
+    # None for a real cluster, or a twin read as one
+    twin: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -50,6 +50,7 @@ from flexq.semantics.rbac import UserInfo, privileged
 log = logging.getLogger("flexq.http")
 
 ETA_PATH = "/flexq/eta"  # the twin's last forecast of when waiting jobs start (flexq status's ETA column)
+TWIN_PATH = "/flexq/twin"  # what the twin declares of itself: its CapacityProfile in force, its executor
 PUBLIC = {"/version", "/version/", "/healthz", "/livez", "/readyz"}
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 HEALTH_TIMEOUT = 5.0  # /readyz: how long the loop may take to answer
@@ -209,6 +210,12 @@ class TwinApp:
             return await metrics_page.scrape(self.core.loop, face.runtime)
         if p == ETA_PATH:
             return self.forecast(request, face)
+        if p == TWIN_PATH:
+            if request.method not in ("GET", "HEAD"):
+                raise MethodNotAllowed(
+                    f"the server does not allow this method on the requested resource ({TWIN_PATH})"
+                )
+            return json_response(await on_loop(self.core.loop, face.runtime().declaration))
         if p.startswith("/openapi/"):
             return self.openapi(info, face, request.headers.get("accept", ""))
         if p in ("/api", "/apis"):

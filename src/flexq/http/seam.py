@@ -70,6 +70,10 @@ class ServedCluster(Protocol):
         """Container logs."""
         ...
 
+    def declaration(self) -> dict[str, Any]:
+        """What the twin declares of itself (``GET /flexq/twin``): its CapacityProfile in force, its executor."""
+        ...
+
 
 class Forecasts(Protocol):
     """When waiting jobs start (``flexq.eta.service.EtaService``, when one is attached to the twin as

@@ -1,0 +1,75 @@
+"""What a twin declares of itself (``flexq.forecast.declared``): its CapacityProfile's laws and its jobs' run
+times, read by the forecast where a real cluster would give it only the stated priors."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from flexq import Twin
+from flexq.api.capacity_profile import Delay, live_default_profile
+from flexq.eta import EtaConfig, estimate, state_from_twin
+from flexq.forecast.declared import Declared
+from flexq.gke.capacity import draw_left
+
+
+def _job(kind: str, **annotations: str) -> dict:
+    return {"kind": kind, "metadata": {"name": "j", "annotations": annotations}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "executor", "annotations", "seconds"),
+    [
+        ("RayJob", "simulated", {}, 60.0),  # the simulated executor's default for the submitter
+        ("RayJob", "ray", {}, None),  # runs for real: not known
+        ("RayJob", "ray", {"twin.flexq.dev/run-seconds": "180"}, 180.0),  # simulated on any executor
+        ("RayJob", "ray", {"twin.flexq.dev/simulated": "true"}, 60.0),
+        ("Job", "ray", {}, 60.0),  # batch pods are simulated on every executor
+        ("Job", "simulated", {"twin.flexq.dev/run-seconds": "3m"}, 60.0),  # read as the executor reads it
+        ("Job", "simulated", {"twin.flexq.dev/run-seconds": "-5"}, 0.0),
+    ],
+)
+def test_a_jobs_run_time_on_the_twin_is_what_its_executor_gives_it(
+    kind, executor, annotations, seconds
+) -> None:
+    d = Declared(live_default_profile(), executor)
+    assert d.run_seconds(_job(kind, **annotations)) == seconds
+
+
+def test_a_declared_law_is_drawn_beyond_the_age_a_request_has() -> None:
+    rng = random.Random(1)
+    fixed = Delay.model_validate({"fixed": "20s"})
+    assert draw_left(fixed, 0.0, rng) == 20.0
+    assert draw_left(fixed, 15.0, rng) == 5.0
+    assert draw_left(fixed, 25.0, rng) == 0.0  # overdue: granted once there is room
+    uniform = Delay.model_validate({"uniform": {"min": "10s", "max": "30s"}})
+    left = [draw_left(uniform, 20.0, rng) for _ in range(200)]
+    assert all(0.0 < x <= 10.0 for x in left)
+    exp = Delay.model_validate({"exponential": {"mean": "10s"}})  # memoryless: as much left whatever the age
+    old = sorted(draw_left(exp, 300.0, rng) for _ in range(2000))
+    assert 5.5 < old[1000] < 8.5  # the median of an exponential of mean 10 s is 6.9 s
+    d = Declared(live_default_profile())
+    assert d.dws_left("ct6e-standard-4t", 5.0, rng) == 15.0
+    assert d.provision_range("ct6e-standard-4t") == (5.0, 5.0)
+
+
+def test_the_twins_declaration_is_the_forecasts_prior_and_says_so() -> None:
+    from tests.eta.helpers import rayjob, tutorial_cluster
+
+    twin = Twin(clock="virtual", seed=3)
+    try:
+        tutorial_cluster(twin)
+        for i in (1, 2, 3):
+            twin.create(rayjob(i, run=300))
+            twin.advance(5)
+        cfg = EtaConfig(replicas=4, workers=1, horizon=86400.0)
+        fc = estimate(state_from_twin(twin), cfg)
+        assert any("DWS wait: the twin's CapacityProfile" in line for line in fc.model), fc.model
+        reasons = [r for j in fc.jobs.values() for r in j.reasoning if r.startswith("its run time")]
+        assert reasons and all("twin.flexq.dev/run-seconds" in r for r in reasons), reasons
+        real = estimate(state_from_twin(twin, declared=False), cfg)
+        assert not any("the twin's" in line for line in real.model), real.model
+        assert state_from_twin(twin, declared=False).twin is None
+    finally:
+        twin.close()
