@@ -204,6 +204,7 @@ def predict(
     calibration: Calibration | None,
     remember: bool = True,
     memories: list[dict] | None = None,
+    declared: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The ETA (and the naive estimate) at each instant of one scenario. With ``calibration`` (online), the
     starts seen before each instant correct the interval first, and each forecast is recorded; at the end of the
@@ -214,6 +215,7 @@ def predict(
     )  # this cluster's stock-outs seen end at the instants before (the service's memory)
     for k, (at, state_dict) in enumerate(states):
         state = ClusterState.from_dict(state_dict)
+        state.twin = declared  # None: read as a real cluster (the default)
         if remember and memories:  # the watcher's memory at the instant (it looked between the instants)
             memory = WatchedStockouts.from_dict(memories[k])
         if remember:
@@ -296,6 +298,13 @@ def main() -> int:
         "cluster's DWS waits are 3x what the model says)",
     )
     ap.add_argument(
+        "--declared",
+        action="store_true",
+        help="give the ETA what the twin declares of itself (flexq.forecast.declared): the scenario's true DWS "
+        "and provisioning laws and every job's run time. Not a real cluster's forecast: the bound a forecast "
+        "that knew them, and not the stock-outs to come, would reach",
+    )
+    ap.add_argument(
         "--cache",
         type=Path,
         help="keep each scenario's truth run (its states and starts) here and reuse it: the truth does not "
@@ -337,7 +346,12 @@ def main() -> int:
         )
     for name, states, starts, end, memories, tt in truths:
         t = time.monotonic()
-        rs = predict(name, states, starts, end, cfg, calibration, not args.no_memory, memories)
+        said = None
+        if args.declared:
+            truth = dict(load_study(Path(root) / name).variant("tutorial").capacity or {})
+            truth["metadata"] = {"name": "default"}
+            said = {"capacityProfile": truth, "executor": "simulated"}
+        rs = predict(name, states, starts, end, cfg, calibration, not args.no_memory, memories, said)
         tp = time.monotonic() - t
         rows += rs
         t_truth += tt

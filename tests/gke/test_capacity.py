@@ -255,7 +255,9 @@ def test_empirical_delays_refused_with_the_field(bad: dict) -> None:
 
 def test_a_request_already_queued_is_granted_beyond_its_age() -> None:
     """A forecast's request that continues one queued ``waited`` seconds: an empirical or log-normal wait is drawn
-    beyond that age (what is left of it), as the fast engine draws it; other kinds as for a new request."""
+    beyond that age (what is left of it), as the fast engine draws it; a fixed or uniform one likewise (drawn until
+    a draw outlasts the age: a request that has waited 2 of its fixed 5 minutes has 3 left), an exponential one
+    afresh (it keeps no memory)."""
     rng = random.Random(11)
     emp = model({"defaults": {"queueWait": {"empirical": {"seen": [60, 300, 300, 900], "tailMean": "10m"}}}})
     left = [emp.queue_grant_time("l", "m", T0, rng, waited=120.0) - T0 for _ in range(3000)]
@@ -269,4 +271,6 @@ def test_a_request_already_queued_is_granted_beyond_its_age() -> None:
     # P(T > 60 min | T > 30 min) for log-normal(10 min, 1): 0.269
     assert abs(sum(1 for x in aged if 1800 + x > 3600) / len(aged) - 0.269) < 0.03
     fixed = model({"defaults": {"queueWait": {"fixed": "5m"}}})
-    assert fixed.queue_grant_time("l", "m", T0, rng, waited=120.0) == T0 + 300
+    assert fixed.queue_grant_time("l", "m", T0, rng, waited=120.0) == T0 + 180
+    assert fixed.queue_grant_time("l", "m", T0, rng, waited=400.0) == T0  # overdue: granted now
+    assert fixed.queue_grant_time("l", "m", T0, rng) == T0 + 300  # a new request: the law

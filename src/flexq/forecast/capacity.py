@@ -46,6 +46,7 @@ class CapacityRun:
     t: float  # the run's virtual instant
     size: dict[str, int]  # pool -> nodes now (busy, idle, coming)
     idle: dict[str, list[float]]  # pool -> its idle nodes: when each goes
+    making: dict[str, list[float]]  # pool -> creation times of its nodes being made at the instant, unclaimed
     room_waiters: dict[str, list[WorldJob]]  # pool -> the jobs waiting for room in it
     # (machine type, provisioning model) -> its stock-outs (start, end), in order
     stock_windows: dict[tuple[str, str], list[tuple[float, float]]]
@@ -230,10 +231,28 @@ class CapacityRun:
             self.at(self.t + GRANT_RETRY_SECONDS, "pr-grant", job)
             return
         self.size[pool.name] += n
+        self._granted(job, pool, n, self.t + self._provision(pool.machine_type, n, job.rng))
+
+    def grant_in_progress(self, job: WorldJob, pool: Pool, n: int) -> bool:
+        """A DWS request waiting at the instant whose grant is being made: its queued pool has ``n`` nodes no
+        running job holds that are not Ready yet (GKE makes a request's nodes all at once, for it alone). It
+        takes them (the oldest first), and its pods start once they are Ready."""
+        making = self.making.get(pool.name) or []
+        if n <= 0 or len(making) < n:
+            return False
+        mine, self.making[pool.name] = making[:n], making[n:]
+        idle = sorted(self.idle[pool.name])
+        self.idle[pool.name] = idle[n:]  # they were counted idle: no running job held them
+        lo, hi = self.model.provision_range(pool.machine_type)
+        ready = max(self.t, max(c + job.rng.uniform(lo, hi) for c in mine))
+        self._granted(job, pool, n, ready)
+        return True
+
+    def _granted(self, job: WorldJob, pool: Pool, n: int, nodes_ready: float) -> None:
         job.nodes = {pool.name: n}
         self.move(job, "scaleUp")
         cfg = self.world.config
-        job.nodes_ready = self.t + self._provision(pool.machine_type, n, job.rng)
+        job.nodes_ready = nodes_ready
         ready = job.nodes_ready + job.rng.uniform(0.0, POD_START_SECONDS)
         if cfg.wait_for_pods_ready and cfg.pods_ready_timeout > 0:  # admitted now: the timer starts
             self.at(self.t + cfg.pods_ready_timeout, "pods-ready-timeout", job)

@@ -111,6 +111,7 @@ class _Run(CapacityRun):
         self.cycle = 0
         self.cycle_at = world.now  # the instant of the last cycle
         self.size = {p: world.pool_nodes.get(p, 0) for p in world.pools}  # nodes now (busy, idle, coming)
+        self.making = {p: list(ts) for p, ts in world.pool_making.items()}  # nodes being made, unclaimed
         self.idle: dict[str, list[float]] = {p: [] for p in world.pools}  # idle nodes: when each goes
         self.room_waiters: dict[str, list[WorldJob]] = {p: [] for p in world.pools}
         # (machine type, provisioning model) -> its stock-outs (start, end)
@@ -240,7 +241,9 @@ class _Run(CapacityRun):
                 self.at(self.t + PR_CREATE_SECONDS, "pr-create", job)
             else:
                 job.pr_since = self.t - waited
-                pool = self.dws_pool(job)[0] if job.info is not None else None
+                pool, n = self.dws_pool(job) if job.info is not None else (None, 0)
+                if pool is not None and self.grant_in_progress(job, pool, n):
+                    return
                 mt = pool.machine_type if pool is not None else ""
                 self.at(self.t + self.model.draw_dws(waited, job.rng, mt), "pr-grant", job)
             return

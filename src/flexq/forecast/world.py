@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from flexq.api import gke_catalog as catalog
 from flexq.api.kueue_versions import KueueVersion
+from flexq.clock import parse_time_or_none
 from flexq.forecast.jobs import JobEntry, StateView
 from flexq.forecast.model import QUEUED_CLASS, FittedCapacity
 from flexq.forecast.state import ClusterState, provisioning_model
@@ -21,6 +22,7 @@ from flexq.kueue.checks import RetryStrategy, retry_strategy
 from flexq.kueue.config import KueueConfig
 from flexq.kueue.queues import QueueManager
 from flexq.kueue.workload import WorkloadInfo, next_serial
+from flexq.semantics.conditions import find_condition
 
 __all__ = ["Pool", "Check", "WorldJob", "World", "build_world", "namespace_labels", "queued_view"]
 
@@ -97,6 +99,8 @@ class World:
     checks: dict[str, Check]
     jobs: list[JobEntry]  # the entries a run starts with (running, reserved, pending)
     pool_nodes: dict[str, int]  # nodes each pool has at the instant
+    # pool -> creation times of its nodes not Ready at the instant (being made: in a DWS pool, for a grant)
+    pool_making: dict[str, list[float]]
     horizon: float
     config: KueueConfig
     version: KueueVersion
@@ -205,10 +209,16 @@ def build_world(
         for f in state.flavors
     }
     pool_nodes: dict[str, int] = {}
+    pool_making: dict[str, list[float]] = {}
     for n in state.nodes:
-        pool = ((n.get("metadata") or {}).get("labels") or {}).get(catalog.LABEL_NODEPOOL, "")
+        md = n.get("metadata") or {}
+        pool = (md.get("labels") or {}).get(catalog.LABEL_NODEPOOL, "")
         if pool:
             pool_nodes[pool] = pool_nodes.get(pool, 0) + 1
+            ready = find_condition(n, "Ready")
+            if ready is None or ready.get("status") != "True":
+                created = parse_time_or_none(md.get("creationTimestamp"))
+                pool_making.setdefault(pool, []).append(state.now if created is None else created)
     # (a deactivated job is carried too: it waits for no one unless a decision tried in a run requeues it)
     jobs = [
         e
@@ -226,6 +236,7 @@ def build_world(
         checks=_checks(state),
         jobs=jobs,
         pool_nodes=pool_nodes,
+        pool_making={p: sorted(ts) for p, ts in pool_making.items()},
         horizon=horizon,
         config=view.config,
         version=view.version,
