@@ -73,3 +73,44 @@ def test_the_twins_declaration_is_the_forecasts_prior_and_says_so() -> None:
         assert state_from_twin(twin, declared=False).twin is None
     finally:
         twin.close()
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_request_whose_nodes_are_being_made_starts_on_them(declared: bool) -> None:
+    """The instant falls while DWS's grant of job 2 is being made: its pool's nodes exist, not Ready yet, and its
+    ProvisioningRequest is not Provisioned. Those nodes are its own: it starts on them within seconds (it waited
+    for them to scale down, 5-10 minutes, read as any pool's idle nodes: the live tutorial's job 2 was forecast
+    9 minutes away and started 6 s later)."""
+    from flexq.forecast.jobs import started_at
+    from tests.eta.helpers import rayjob, tutorial_cluster
+
+    twin = Twin(clock="virtual", seed=1)
+    try:
+        tutorial_cluster(twin, profile=False)  # the live twin's cloud: nodes in 5 s, DWS grants in 20 s
+        for i in (1, 2):
+            twin.create(rayjob(i, run=60))
+            twin.advance(1)
+
+        def making() -> int:
+            return sum(
+                1
+                for n in twin.list("Node")
+                if "dws" in n["metadata"]["labels"].get("cloud.google.com/gke-nodepool", "")
+                and not any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])
+            )
+
+        for _ in range(120):
+            if making():
+                break
+            twin.advance(1)
+        assert making() == 4
+        fc = estimate(state_from_twin(twin, declared=declared), EtaConfig(replicas=19, workers=1))
+        (j2,) = [j for j in fc.jobs.values() if "dws-2" in j.workload]
+        assert j2.median is not None and j2.high is not None and j2.median < 30, j2.reasoning
+        twin.advance(300)
+        (wl,) = [w for w in twin.list("Workload", "default") if "dws-2" in w["metadata"]["name"]]
+        start = started_at(wl)
+        assert start is not None
+        assert j2.low is not None and j2.low - 5 <= start - fc.now <= j2.high, (start - fc.now, j2)
+    finally:
+        twin.close()
