@@ -144,3 +144,13 @@ def test_the_scheduling_cycle_is_measured_from_bursts_of_admissions() -> None:
     spread = [wl(100 + i, 5000.0 + 600.0 * i) for i in range(8)]  # arrivals admitted at once, far apart
     assert _cycle_seconds(ClusterState(now=9000.0, workloads=burst + spread)) == (2.0, 7)
     assert _cycle_seconds(ClusterState(now=9000.0, workloads=spread)) == (0.0, 0)
+
+
+def test_a_start_is_judged_at_the_apis_resolution_of_whole_seconds() -> None:
+    """A PodsReady time is recorded truncated to the second: recorded at 10 s, the job started in [10 s, 11 s), so
+    an interval from 10.4 s may hold it; one from 11 s cannot. The high end needs no such care: the start is at
+    least what is recorded."""
+    p = Prediction.of("ns/wl", "", 0.0, 10.4, 12.0, 20.0, 86400.0)
+    assert not p.miss(10.0)
+    assert Prediction.of("ns/wl", "", 0.0, 11.0, 12.0, 20.0, 86400.0).miss(10.0)
+    assert not p.miss(20.0) and p.miss(21.0)

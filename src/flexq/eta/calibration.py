@@ -49,6 +49,9 @@ def _pct(x: float, digits: int) -> str:
     return f"{x * 100:.{digits}f} %"
 
 
+API_TIME_RESOLUTION = 1.0  # seconds: a condition's lastTransitionTime is whole seconds (RFC 3339, truncated)
+
+
 @dataclass
 class Prediction:
     """One prediction waiting for its outcome: seconds from ``at`` (``high`` None: beyond the horizon; ``median``
@@ -80,8 +83,13 @@ class Prediction:
         return cls(key, klass, at, horizon if low is None else low, high, horizon, median, mid_class)
 
     def miss(self, start: float) -> bool:
+        """Whether the start (a ``PodsReady`` time as the API records it: whole seconds, truncated) fell outside
+        the interval: the job started somewhere in ``[start, start + 1)``, so it is below the low end only when
+        all of that second is."""
         wait = start - self.at
-        return (self.low is not None and wait < self.low) or (self.high is not None and wait > self.high)
+        return (self.low is not None and wait + API_TIME_RESOLUTION <= self.low) or (
+            self.high is not None and wait > self.high
+        )
 
     def after_median(self, start: float | None) -> bool | None:
         """Did the start (None: not within the interval's end or the horizon) come after the median? None when
