@@ -160,3 +160,21 @@ def test_under_the_eta_role_status_reads_the_twins_forecast(served, capsys, monk
         assert " in " in _line(out, "rayjob-tpu-v6e-dws-3"), out
     finally:
         service.stop()
+
+
+def test_the_twin_says_what_it_declares_of_itself(served) -> None:
+    """``GET /flexq/twin``: the CapacityProfile in force (here the live tutorial's slow DWS) and the executor, the
+    forecast's priors on a twin; a write to it is refused as the API server refuses one on a read-only path, and
+    without a token the request is not served."""
+    twin, info = served
+    token = Path(info["token_file"]).read_text().strip()
+    url = info["url"] + "/flexq/twin"
+    r = requests.get(url, headers={"Authorization": f"Bearer {token}"}, verify=info["ca"], timeout=30)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["executor"] == "simulated"
+    assert doc["capacityProfile"]["kind"] == "CapacityProfile"
+    assert doc["capacityProfile"]["spec"] == twin.core.project.list("CapacityProfile")[0]["spec"]
+    r = requests.post(url, headers={"Authorization": f"Bearer {token}"}, verify=info["ca"], timeout=30)
+    assert r.status_code == 405 and r.json()["kind"] == "Status", r.text
+    assert requests.get(url, verify=info["ca"], timeout=30).status_code in (401, 403)
