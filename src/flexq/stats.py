@@ -23,6 +23,7 @@ Pure functions of their arguments. Used by flexq's fallback (``flexq.fallback.wa
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from collections.abc import Sequence
@@ -87,11 +88,14 @@ def sample_beyond(
     elapsed: float,
     rng: random.Random,
     tail_mean: float,
+    min_at_risk: int = 1,
 ) -> float:
     """One draw of a duration known to exceed ``elapsed``: from the Kaplan-Meier curve of ``done`` and
     ``censored`` restricted to times past ``elapsed``, of which a share ``1/(n+1)`` (``n`` observations) is moved
     beyond the longest seen; that mass, and all of it when nothing past ``elapsed`` was seen to end, is an
-    exponential tail of mean ``tail_mean`` past ``max(elapsed, that end)``."""
+    exponential tail of mean ``tail_mean`` past ``max(elapsed, that end)``. The curve is followed only while at
+    least ``min_at_risk`` observations last that long: its steps past that rest on too few to say where the rest
+    ends, and the tail takes over there."""
     # a share 1/(n+1) of waits outlast everything seen (n seen): a few observations are not the whole law
     beyond = 1.0 / (len(done) + len(censored) + 1)
     base, past = 1.0, []  # S(elapsed), and the curve's steps past elapsed
@@ -104,7 +108,10 @@ def sample_beyond(
     u = rng.random()
     start = elapsed
     if base > 0:
+        obs = sorted([*done, *censored]) if min_at_risk > 1 else []
         for t, s in past:
+            if obs and len(obs) - bisect.bisect_left(obs, t) < min_at_risk:
+                break  # too few last this long: the tail from here
             if s / base <= u:  # P(T > t | T > elapsed) has fallen to the draw: it ends here
                 return t
             start = t

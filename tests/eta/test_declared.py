@@ -114,3 +114,22 @@ def test_a_request_whose_nodes_are_being_made_starts_on_them(declared: bool) -> 
         assert j2.low is not None and j2.low - 5 <= start - fc.now <= j2.high, (start - fc.now, j2)
     finally:
         twin.close()
+
+
+def test_a_curves_tail_resting_on_too_few_is_not_read() -> None:
+    """Twenty waits seen, one of them 5 h; a request 4 h old: the curve would grant it at 5 h (the one wait that
+    lasted longer) in half the draws, the rest in the 1/(n+1) tail beyond it. Read only while 3 last so long, it
+    is the exponential tail of their mean."""
+    from flexq.stats import sample_beyond
+
+    seen = [600.0] * 19 + [5 * 3600.0]
+    rng = random.Random(2)
+    whole = [sample_beyond(seen, [], 4 * 3600.0, rng, 1800.0) for _ in range(2000)]
+    assert sum(1 for x in whole if x == 5 * 3600.0) / len(whole) > 0.4
+    rng = random.Random(2)
+    rule = [sample_beyond(seen, [], 4 * 3600.0, rng, 1800.0, 3) for _ in range(2000)]
+    assert sum(1 for x in rule if x == 5 * 3600.0) == 0
+    assert 0.6 * 1800 < sorted(rule)[1000] - 4 * 3600.0 < 0.8 * 1800  # the exponential's median, ln 2 x mean
+    # where at least 3 lasted so long the curve is read as before
+    rng = random.Random(2)
+    assert sorted(sample_beyond(seen, [], 60.0, rng, 1800.0, 3) for _ in range(2000))[1000] == 600.0

@@ -222,19 +222,30 @@ def test_empirical_waits_draw_as_the_eta_draws_them() -> None:
     where three waits of 5 min had been seen)."""
     from flexq.forecast.model import EtaConfig, FittedCapacity
 
-    fitted = FittedCapacity(now=T0, cfg=EtaConfig(), dws_done=[300.0, 300.0, 300.0], dws_waiting=[60.0])
-    fitted.dws_mean = 690.0
-    wait = fitted.profile(None)["spec"]["defaults"]["queueWait"]
-    assert wait["empirical"]["seen"] == [300.0, 300.0, 300.0] and wait["empirical"]["censored"] == [60.0]
-    m = model({"defaults": {"queueWait": wait}})
-    rng = random.Random(5)
-    draws = sorted(m.queue_grant_time("l", "m", T0, rng) - T0 for _ in range(4000))
-    eta_rng = random.Random(6)
-    eta = sorted(fitted.draw_dws(0.0, eta_rng) for _ in range(4000))
+    def both(min_at_risk: int) -> tuple[list[float], list[float]]:
+        cfg = EtaConfig(min_at_risk=min_at_risk)
+        fitted = FittedCapacity(now=T0, cfg=cfg, dws_done=[300.0, 300.0, 300.0], dws_waiting=[60.0])
+        fitted.dws_mean = 690.0
+        wait = fitted.profile(None)["spec"]["defaults"]["queueWait"]
+        assert wait["empirical"]["seen"] == [300.0, 300.0, 300.0] and wait["empirical"]["censored"] == [60.0]
+        assert wait["empirical"]["minAtRisk"] == min_at_risk
+        m = model({"defaults": {"queueWait": wait}})
+        rng = random.Random(5)
+        draws = sorted(m.queue_grant_time("l", "m", T0, rng) - T0 for _ in range(4000))
+        eta_rng = random.Random(6)
+        return draws, sorted(fitted.draw_dws(0.0, eta_rng) for _ in range(4000))
+
+    draws, eta = both(1)  # the whole curve
     assert draws[2000] == 300.0 == eta[2000]  # both medians the waits seen
     beyond = sum(1 for d in draws if d > 300.0) / len(draws)
     assert abs(beyond - 1 / 5) < 0.03, beyond  # 4 observations: one draw in 5 outlasts them all
     assert abs(beyond - sum(1 for d in eta if d > 300.0) / len(eta)) < 0.03
+    # the ETA's rule: four observations are too few to read the curve at all, so both draw the exponential tail
+    draws, eta = both(10)
+    assert abs(draws[2000] - 690.0 * 0.693) < 60 and abs(eta[2000] - 690.0 * 0.693) < 60, (
+        draws[2000],
+        eta[2000],
+    )
 
 
 @pytest.mark.parametrize(

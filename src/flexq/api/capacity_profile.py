@@ -213,12 +213,14 @@ FORECAST_WAITED_PARAMETER = "flexqForecastWaitedSeconds"
 class Empirical(TwinModel):
     """Durations as seen: the Kaplan-Meier curve of ``seen`` (ended) and ``censored`` (still under way after
     that long), of which a share 1/(n+1) outlasts the longest seen (n observations: a few are not the whole
-    law), that share an exponential tail of mean ``tailMean`` past it (``flexq.stats.sample_beyond``). What
-    ``flexq simulate --from-cluster`` writes for the DWS waits a cluster has shown, as ``flexq eta`` draws them."""
+    law), that share an exponential tail of mean ``tailMean`` past it (``flexq.stats.sample_beyond``); the curve
+    is read only while ``minAtRisk`` durations last that long (the tail past it). What ``flexq simulate
+    --from-cluster`` writes for the DWS waits a cluster has shown, as ``flexq eta`` draws them."""
 
     seen: list[Duration] = Field(default_factory=list, max_length=10_000)
     censored: list[Duration] = Field(default_factory=list, max_length=10_000)
     tail_mean: Duration
+    min_at_risk: int = Field(default=1, ge=1, le=10_000)
 
     @model_validator(mode="after")
     def _something_seen(self) -> Empirical:

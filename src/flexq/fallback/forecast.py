@@ -219,6 +219,7 @@ class ForecastJudge:
             # the figures of docs/fallback.md were measured so (the cold laws for the fallback: not measured yet)
             cold_run=None,
             cold_dws=None,
+            min_at_risk=1,  # the whole Kaplan-Meier curves, as those figures were measured (the ETA's rule: not yet)
         )
         model = fit(st, prior, sv)
         _known_stockouts(model, st, view, stockouts or {}, episodes or {})

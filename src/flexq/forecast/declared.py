@@ -31,7 +31,13 @@ from flexq.forecast.jobs import EXPECTED_DURATION
 from flexq.gke.capacity import DEFAULT_PROVISION_SECONDS, DEFAULT_QUEUE_WAIT_SECONDS, CapacityModel, draw_left
 from flexq.kube.simulated import ANN_RUN_SECONDS, DEFAULT_BATCH_SECONDS
 
-__all__ = ["Declared", "expected_duration", "EXPECTED_DURATION_MAX_SECONDS", "EXPECTED_DURATION_MAX_TEXT"]
+__all__ = [
+    "Declared",
+    "TWIN_POD_START_SECONDS",
+    "expected_duration",
+    "EXPECTED_DURATION_MAX_SECONDS",
+    "EXPECTED_DURATION_MAX_TEXT",
+]
 
 # what a job's own estimate may say: a duration of at most 64 characters, more than 0 and at most 30 days. A tenant's
 # annotation is a claim, not a fact: "99999999999999999999999h" (3.6e26 s) or "1h1h..." x 1000 is read as no
@@ -42,6 +48,9 @@ EXPECTED_DURATION_MAX_TEXT = 64
 SIMULATED = (
     "twin.flexq.dev/simulated"  # a RayJob the twin simulates whatever its executor (flexq.kuberay.names)
 )
+# a pod bound to a Ready node runs at once on the twin (its kubelet starts it as it is bound; PodsReady within the
+# second on the live twin, at once on the virtual one)
+TWIN_POD_START_SECONDS = 1.0
 RANGE_DRAWS = 199  # draws of a law that is not uniform or fixed, for the range a forward run makes nodes in
 
 

@@ -1,12 +1,12 @@
 """The capacity model and the run times, as fitted to what a cluster shows of its own history.
 
-Owns ``EtaConfig`` (the knobs, with the priors that stand in where the cluster has shown nothing) and ``FittedCapacity``
+Owns ``FittedCapacity``
 (the fitted model: DWS waits, stock-outs, node provisioning times, run-time classes, arrivals — each with where it
 came from) with its draws: how much longer a DWS request waits (``draw_dws``), a stock-out lasts
 (``draw_stockout``), a job runs (``draw_run``, ``draw_class_run``: its ``flexq.dev/expected-duration`` annotation,
 else its class's Kaplan-Meier curve, knowing how long it has run; the cold law, ``flexq.stats.ColdLaw``, where the
 cluster has shown too little), the node provisioning range, and a bootstrap refit (``bootstrap``: each forward
-run's own parameters). How each term is fitted from a cluster's state is ``flexq.forecast.fit``'s.
+run's own parameters). Its knobs are ``flexq.forecast.config.EtaConfig`` (re-exported here). How each term is fitted from a cluster's state is ``flexq.forecast.fit``'s.
 
 ``FittedCapacity.profile(...)`` writes the model as a ``CapacityProfile`` (``docs/capacity-profile.md``) the user can read
 and edit: a warm-up span in which the jobs running at the instant get their nodes at once, then the fitted terms.
@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flexq.clock import format_duration
+from flexq.forecast.config import EtaConfig
 from flexq.forecast.declared import Declared, expected_duration
 from flexq.forecast.jobs import (
-    CLASS_LABEL,
     EXPECTED_DURATION,
     JobEntry,
     class_key,
 )
-from flexq.stats import ColdLaw, exponential_mean, km_median, km_quantile, sample_beyond
+from flexq.stats import exponential_mean, km_median, km_quantile, sample_beyond
 
 __all__ = [
     "EtaConfig",
@@ -44,44 +44,8 @@ __all__ = [
 
 QUEUED_CLASS = "queued-provisioning.gke.io"
 WARMUP_SECONDS = 300.0  # the forward twin's first five minutes: the running jobs get their nodes at once
-# a run time before ``min_history`` were seen: median 30 min, the median itself off by e^±2.5 (×12), runs of one
-# kind within e^±1.28 of theirs at 10-90 %: with nothing seen, 80 % between about a minute and 16 hours
-COLD_RUN = ColdLaw(median=1800.0, spread=2.5, within=1.0)
-# a DWS wait before three grants were seen: GKE's waits run from seconds (free capacity) to days (7-day limit)
-COLD_DWS = ColdLaw(median=600.0, spread=2.5, within=1.5)
 MIN_EPISODES = 3  # stock-outs seen to end before their lengths stand for the next one's
 RESERVED_LEAD = 30.0  # the jobs holding quota go in first: their requests are queued before the warm-up
-
-
-@dataclass(frozen=True)
-class EtaConfig:
-    """The ETA's knobs. The priors are used only where the cluster has shown nothing (said in the output)."""
-
-    replicas: int = 32
-    horizon: float = 7 * 86400.0
-    engine: str = "fast"  # fast (flexq.forecast.fast) or twin (each forward run a whole virtual twin)
-    seed: int = 1
-    class_label: str = CLASS_LABEL
-    min_history: int = 3  # finished jobs a run-time class needs before its own history is used
-    prior_run_seconds: float = 3600.0  # a job's run time when nothing is known (exponential, mean 1 h)
-    prior_dws_wait_seconds: float = (
-        1800.0  # a DWS request's wait when none was seen (exponential, mean 30 min)
-    )
-    prior_stockout_seconds: float = 3 * 3600.0  # a stock-out's length when none was seen to end (mean 3 h)
-    min_stockout_seconds: float = 1800.0  # a stock-out just begun is taken to have lasted this long
-    # the stock-outs to come: onsets seen over the time watched, and this much more time watched without one (a
-    # cluster that showed none is forecast without one; one onset in an hour watched is not one an hour)
-    stockout_onset_prior_seconds: float = 86400.0
-    prior_provision: tuple[float, float] = (60.0, 120.0)  # node creation to Ready, seconds (uniform)
-    # what a run time and a DWS wait are taken to be until the cluster has shown ``min_history`` of them (None:
-    # the exponential priors above, as the fallback's forecast keeps them)
-    cold_run: ColdLaw | None = COLD_RUN
-    cold_dws: ColdLaw | None = COLD_DWS
-    workers: int | None = None  # processes for the replicas (None: one per core)
-    fallback: bool | None = None  # model flexq's fallback (None: when a LocalQueue opts in)
-    # a deliberately wrong capacity model, for measuring the interval's online correction (bench/eta_calibration
-    # --dws-scale): every DWS wait the model draws is multiplied by this
-    dws_scale: float = 1.0
 
 
 @dataclass
@@ -175,7 +139,9 @@ class FittedCapacity:
         if cold is not None and len(self.dws_done) < self.cfg.min_history:
             total = cold.sample_beyond(self.dws_done, elapsed, rng, self.dws_waiting)
         else:
-            total = sample_beyond(self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean)
+            total = sample_beyond(
+                self.dws_done, self.dws_waiting, elapsed, rng, self.dws_mean, self.cfg.min_at_risk
+            )
         return max(0.0, total - elapsed) * self.cfg.dws_scale
 
     def bootstrap(self, rng: random.Random) -> FittedCapacity:
@@ -327,7 +293,12 @@ class FittedCapacity:
         if cold is not None and len(hist.done) < self.cfg.min_history:
             return cold.sample_beyond(hist.done, elapsed, rng, hist.running)
         return sample_beyond(
-            hist.done, hist.running, elapsed, rng, hist.tail_mean(self.cfg.prior_run_seconds)
+            hist.done,
+            hist.running,
+            elapsed,
+            rng,
+            hist.tail_mean(self.cfg.prior_run_seconds),
+            self.cfg.min_at_risk,
         )
 
     # -- run times -------------------------------------------------------------------------------------------
@@ -488,6 +459,7 @@ class FittedCapacity:
                     "seen": [round(x * scale, 3) for x in self.dws_done],
                     "censored": [round(x * scale, 3) for x in self.dws_waiting],
                     "tailMean": f"{self.dws_mean * scale:.0f}s",
+                    "minAtRisk": self.cfg.min_at_risk,
                 },
                 "max": "7d",
             }

@@ -320,7 +320,7 @@ def _draw_beyond(delay: Delay, waited: float, rng: random.Random) -> float:
         e = delay.empirical
         seen = [parse_duration(x) for x in e.seen]
         censored = [parse_duration(x) for x in e.censored]
-        total = sample_beyond(seen, censored, waited, rng, parse_duration(e.tail_mean))
+        total = sample_beyond(seen, censored, waited, rng, parse_duration(e.tail_mean), e.min_at_risk)
     else:
         assert delay.lognormal is not None
         median, sigma = parse_duration(delay.lognormal.median), delay.lognormal.sigma
