@@ -261,25 +261,30 @@ ETA_PATH = (
 TWIN_PATH = "/flexq/twin"  # flexq.http.app.TWIN_PATH: what a served twin declares of itself
 
 
-def served_declaration(api: Any) -> dict | None:
-    """What a served twin declares of itself (``GET /flexq/twin``: its CapacityProfile in force, its executor;
-    ``flexq.forecast.declared``), or None (a real cluster, or a user who may not read it)."""
+def _get_twin_path(api: Any, path: str) -> tuple[int, Any]:
+    """``GET path`` (a served twin's non-resource URL) through ``api``: (status, the JSON body or None)."""
     import orjson
 
     try:
         method, url, headers, _body, _post = api.param_serialize(
-            "GET", TWIN_PATH, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
+            "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
         )
         resp = api.call_api(method, url, header_params=headers)
         resp.read()
     except Exception as exc:  # urllib3 connection errors
         raise api_error(exc) from exc
     if resp.status != 200:
-        return None
+        return resp.status, None
     try:
-        doc = orjson.loads(resp.data)
+        return 200, orjson.loads(resp.data)
     except orjson.JSONDecodeError:
-        return None
+        return 200, None  # not a twin's answer
+
+
+def served_declaration(api: Any) -> dict | None:
+    """What a served twin declares of itself (``GET /flexq/twin``: its CapacityProfile in force, its executor;
+    ``flexq.forecast.declared``), or None (a real cluster, or a user who may not read it)."""
+    _status, doc = _get_twin_path(api, TWIN_PATH)
     return doc if isinstance(doc, dict) and isinstance(doc.get("capacityProfile"), dict) else None
 
 
@@ -287,24 +292,10 @@ def served_forecast(api: Any) -> dict | None:
     """The last forecast the cluster keeps of its waiting jobs' starts (a served twin's ETA service, ``GET
     /flexq/eta``), as JSON; None when it keeps none (a real cluster, a twin without an ETA service, a user who
     may not read it). A ClientError with status 503 when it keeps one but has not made it yet."""
-    import orjson
-
-    try:
-        method, url, headers, _body, _post = api.param_serialize(
-            "GET", ETA_PATH, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
-        )
-        resp = api.call_api(method, url, header_params=headers)
-        resp.read()
-    except Exception as exc:  # urllib3 connection errors
-        raise api_error(exc) from exc
-    if resp.status == 503:
+    status, doc = _get_twin_path(api, ETA_PATH)
+    if status == 503:
         raise ClientError("503 the twin's ETA service has not made its first forecast yet", status=503)
-    if resp.status != 200:  # 404: no ETA service, or not a twin; 401/403: the user may not read it
-        return None
-    try:
-        doc = orjson.loads(resp.data)
-    except orjson.JSONDecodeError:
-        return None  # not a twin's answer
+    # 404: no ETA service, or not a twin; 401/403: the user may not read it
     return doc if isinstance(doc, dict) and isinstance(doc.get("jobs"), dict) else None
 
 
