@@ -158,7 +158,9 @@ def test_the_forecast_reads_a_reservation_pool_as_never_stocked_out() -> None:
     class Run(CapacityRun):
         def __init__(self, pool: Pool) -> None:
             self.world = type("W", (), {"pools": {pool.name: pool}})()
-            self.model = type("M", (), {"provision_range": staticmethod(lambda mt: (60.0, 120.0))})()
+            self.model = type(
+                "M", (), {"provision_range": staticmethod(lambda mt: (60.0, 120.0)), "declared": None}
+            )()
             self.t = 0.0
             self.size = {pool.name: 0}
             self.idle = {pool.name: []}
