@@ -33,7 +33,6 @@ from flexq.kube.simulated import ANN_RUN_SECONDS, DEFAULT_BATCH_SECONDS
 
 __all__ = [
     "Declared",
-    "TWIN_POD_START_SECONDS",
     "expected_duration",
     "EXPECTED_DURATION_MAX_SECONDS",
     "EXPECTED_DURATION_MAX_TEXT",
@@ -48,9 +47,6 @@ EXPECTED_DURATION_MAX_TEXT = 64
 SIMULATED = (
     "twin.flexq.dev/simulated"  # a RayJob the twin simulates whatever its executor (flexq.kuberay.names)
 )
-# a pod bound to a Ready node runs at once on the twin (its kubelet starts it as it is bound; PodsReady within the
-# second on the live twin, at once on the virtual one)
-TWIN_POD_START_SECONDS = 1.0
 RANGE_DRAWS = 199  # draws of a law that is not uniform or fixed, for the range a forward run makes nodes in
 
 
