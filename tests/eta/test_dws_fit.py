@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 
 from flexq.clock import format_time
+from flexq.forecast.config import EtaConfig
 from flexq.forecast.fit import fit
-from flexq.forecast.model import EtaConfig
 from flexq.forecast.state import ClusterState
 
 T0 = 1_800_000_000.0

@@ -11,7 +11,8 @@ import random
 import pytest
 
 from flexq.eta.estimate import _q
-from flexq.forecast.model import EtaConfig, FittedCapacity
+from flexq.forecast.config import EtaConfig
+from flexq.forecast.model import FittedCapacity
 
 
 @pytest.mark.parametrize("n", [9, 12, 19, 32])

@@ -108,7 +108,8 @@ def test_stock_outs_to_come_are_drawn_at_the_rate_seen() -> None:
     import math
     import random
 
-    from flexq.forecast.model import WARMUP_SECONDS, EtaConfig, FittedCapacity, Stockout
+    from flexq.forecast.config import EtaConfig
+    from flexq.forecast.model import WARMUP_SECONDS, FittedCapacity, Stockout
 
     now, horizon, mt = 100 * H, 24 * H, ("ct6e-standard-4t", "on-demand")
     fitted = FittedCapacity(now=now, cfg=EtaConfig(), stockout_episodes=[2 * H, 2 * H, 2 * H])
@@ -185,7 +186,8 @@ def test_the_exact_engine_draws_a_stock_out_end_as_the_fast_one() -> None:
     within the hour in three fast runs in four, and about 3 h later at the exact engine's median."""
     import random
 
-    from flexq.forecast.model import WARMUP_SECONDS, EtaConfig, FittedCapacity, Stockout
+    from flexq.forecast.config import EtaConfig
+    from flexq.forecast.model import WARMUP_SECONDS, FittedCapacity, Stockout
 
     now = 100 * H
     for episodes in ([], [5 * H, 5 * H, 5 * H]):
@@ -215,8 +217,9 @@ def test_a_start_on_nodes_another_job_left_does_not_end_a_stock_out() -> None:
     import random
 
     from flexq.clock import format_time
+    from flexq.forecast.config import EtaConfig
     from flexq.forecast.fit import capacity_back
-    from flexq.forecast.model import EtaConfig, FittedCapacity
+    from flexq.forecast.model import FittedCapacity
 
     node = {"metadata": {"name": "n1", "labels": {"cloud.google.com/gke-nodepool": "on-demand-pool"}}}
     started = {

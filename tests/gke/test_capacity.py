@@ -220,7 +220,8 @@ def test_empirical_waits_draw_as_the_eta_draws_them() -> None:
     exponential tail — the law ``flexq eta``'s forward runs draw DWS waits from, so a study written by
     ``flexq simulate --from-cluster`` runs the same one (it was an exponential of their mean: a median of 8 min
     where three waits of 5 min had been seen)."""
-    from flexq.forecast.model import EtaConfig, FittedCapacity
+    from flexq.forecast.config import EtaConfig
+    from flexq.forecast.model import FittedCapacity
 
     def both(min_at_risk: int) -> tuple[list[float], list[float]]:
         cfg = EtaConfig(min_at_risk=min_at_risk)

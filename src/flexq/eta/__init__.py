@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from flexq.eta.estimate import Forecast, JobEta, estimate, fmt_eta, naive_eta
 from flexq.eta.read import state_from_twin
+from flexq.forecast.config import EtaConfig
 from flexq.forecast.fit import fit
-from flexq.forecast.model import EtaConfig, FittedCapacity
+from flexq.forecast.model import FittedCapacity
 from flexq.forecast.state import ClusterState, infer_pools, pools_from_gke
 
 __all__ = [

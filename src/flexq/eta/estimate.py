@@ -28,9 +28,10 @@ from flexq.clock import WallClock, format_duration
 from flexq.eta.calibration import Calibration, Prediction
 from flexq.eta.scenario import Scenario, build_study
 from flexq.forecast import fast
+from flexq.forecast.config import EtaConfig
 from flexq.forecast.fit import fit
 from flexq.forecast.jobs import JobEntry, StateView, class_key, cluster_queue_of, entries, queue_positions
-from flexq.forecast.model import EtaConfig, FittedCapacity
+from flexq.forecast.model import FittedCapacity
 from flexq.forecast.state import ClusterState
 from flexq.forecast.world import build_world
 from flexq.loop.procpool import process_pool

@@ -26,8 +26,9 @@ import yaml
 
 from flexq.clock import format_duration, format_time
 from flexq.eta.scenario import build_study
+from flexq.forecast.config import EtaConfig
 from flexq.forecast.jobs import entries
-from flexq.forecast.model import EtaConfig, FittedCapacity
+from flexq.forecast.model import FittedCapacity
 from flexq.forecast.state import ClusterState
 from flexq.simulate.outputs import output_dir, write_file
 

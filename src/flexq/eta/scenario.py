@@ -38,8 +38,9 @@ from flexq.api.capacity_profile import FORECAST_WAITED_PARAMETER
 from flexq.api.quantity import parse_quantity
 from flexq.api.wellknown import PROVREQ_PREFIX
 from flexq.clock import format_time
+from flexq.forecast.config import EtaConfig
 from flexq.forecast.jobs import JobEntry, entries, started_at
-from flexq.forecast.model import RESERVED_LEAD, WARMUP_SECONDS, EtaConfig, FittedCapacity
+from flexq.forecast.model import RESERVED_LEAD, WARMUP_SECONDS, FittedCapacity
 from flexq.forecast.state import ClusterState
 from flexq.simulate.jobs import ANN_OUTCOME, ANN_RUN, JobSpec, PodSetSpec
 from flexq.simulate.study import Manifest, Study, Variant

@@ -48,7 +48,7 @@ from flexq.clock import WallClock, format_duration
 from flexq.eta.calibration import Calibration
 from flexq.eta.estimate import Forecast, estimate, fmt_eta
 from flexq.eta.read import state_from_twin
-from flexq.forecast.model import EtaConfig
+from flexq.forecast.config import EtaConfig
 from flexq.forecast.state import ClusterState
 from flexq.loop.procpool import process_pool
 from flexq.semantics.workloads import FINISHED_STATES, workload_state

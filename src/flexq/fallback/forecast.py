@@ -44,9 +44,10 @@ from flexq.fallback.affinity import flavor_label, restrict, unrestrict
 from flexq.fallback.api import ClusterAPI
 from flexq.fallback.model import FallbackConfig
 from flexq.fallback.view import ClusterView, WorkloadView
+from flexq.forecast.config import EtaConfig
 from flexq.forecast.fit import fit
 from flexq.forecast.jobs import StateView
-from flexq.forecast.model import EtaConfig, FittedCapacity, Stockout
+from flexq.forecast.model import FittedCapacity, Stockout
 from flexq.forecast.moves import Comparison, Outlook, compare
 from flexq.forecast.state import ClusterState, infer_pools, pools_from_gke, provisioning_model
 from flexq.semantics.conditions import is_true

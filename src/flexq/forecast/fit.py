@@ -39,9 +39,10 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.reasons import classify_capacity
 from flexq.api.wellknown import EVENT_TTL_SECONDS
 from flexq.clock import parse_time_or_none
+from flexq.forecast.config import EtaConfig
 from flexq.forecast.declared import Declared
 from flexq.forecast.jobs import JobEntry, StateView, class_key, finished_at, started_at
-from flexq.forecast.model import QUEUED_CLASS, Arrival, EtaConfig, FittedCapacity, RunClass, Stockout
+from flexq.forecast.model import QUEUED_CLASS, Arrival, FittedCapacity, RunClass, Stockout
 from flexq.forecast.state import ClusterState, provisioning_model
 from flexq.gke.timing import GRANT_RETRY_SECONDS, SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.semantics.conditions import find_condition

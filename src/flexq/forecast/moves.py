@@ -21,9 +21,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flexq.forecast import fast
+from flexq.forecast.config import EtaConfig
 from flexq.forecast.fit import fit
 from flexq.forecast.jobs import StateView
-from flexq.forecast.model import EtaConfig, FittedCapacity
+from flexq.forecast.model import FittedCapacity
 from flexq.forecast.state import ClusterState
 from flexq.forecast.world import World, build_world
 
