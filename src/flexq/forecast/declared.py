@@ -30,6 +30,8 @@ from flexq.clock import format_duration
 from flexq.forecast.jobs import EXPECTED_DURATION
 from flexq.gke.capacity import DEFAULT_PROVISION_SECONDS, DEFAULT_QUEUE_WAIT_SECONDS, CapacityModel, draw_left
 from flexq.kube.simulated import ANN_RUN_SECONDS, DEFAULT_BATCH_SECONDS
+from flexq.kube.simulated import run_seconds as simulated_run_seconds
+from flexq.kuberay.names import ANN_SIMULATED
 
 __all__ = [
     "Declared",
@@ -100,16 +102,15 @@ class Declared:
     def run_seconds(self, job: dict | None) -> float | None:
         """How long ``job`` runs on this twin (None: it runs for real, or it is not known)."""
         anns = ((job or {}).get("metadata") or {}).get("annotations") or {}
-        if (
-            ANN_RUN_SECONDS in anns
-        ):  # read as the simulated executor reads it (flexq.kube.simulated.run_seconds)
-            try:
-                seconds = float(anns[ANN_RUN_SECONDS])
-            except (TypeError, ValueError):
-                return DEFAULT_BATCH_SECONDS
-            return min(max(0.0, seconds), EXPECTED_DURATION_MAX_SECONDS) if seconds == seconds else None
+        if ANN_RUN_SECONDS in anns:  # the simulated executor's own reading (a pod that can complete)
+            seconds = simulated_run_seconds(
+                {"spec": {"restartPolicy": "Never"}, "metadata": {"annotations": anns}}
+            )
+            return None if seconds is None else min(seconds, EXPECTED_DURATION_MAX_SECONDS)
         kind = (job or {}).get("kind", "")
-        if kind == "Job" or (kind == "RayJob" and (self.executor != "ray" or anns.get(SIMULATED) == "true")):
+        if kind == "Job" or (
+            kind == "RayJob" and (self.executor != "ray" or anns.get(ANN_SIMULATED) == "true")
+        ):
             return DEFAULT_BATCH_SECONDS
         return None
 
