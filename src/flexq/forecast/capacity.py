@@ -19,6 +19,7 @@ import random
 from collections.abc import Callable
 
 from flexq.api import gke_catalog as catalog
+from flexq.clock import parse_time_or_none
 from flexq.forecast.model import FittedCapacity
 from flexq.forecast.world import Check, Pool, World, WorldJob
 from flexq.gke.timing import (
@@ -208,6 +209,27 @@ class CapacityRun:
             self.deactivate(job, f"ProvisioningRequest {reason}")
             return
         wait = backoff_seconds(rs.base, rs.cap, job.attempt)
+        if self.world.version.retry_evicts_at_once:
+            self.evict(job, "AdmissionCheck", wait)
+        else:
+            self.move(job, "dws")
+            self.at(self.t + wait, "retry-evict", job)
+
+    def resume_failed(self, job: WorldJob, check: dict, requeue_at: float | None) -> None:
+        """A job holding quota at the instant whose DWS request failed (its check in Retry or Rejected): Rejected,
+        it is deactivated; in Retry it waits out the back-off the state shows (``requeueState.requeueAt``, else
+        the check's ``requeueAfterSeconds`` from its last transition) — holding its quota until then before
+        0.20.7, evicted at once from it — then queues again, its next request being attempt ``retryCount + 2``
+        (the failed one was ``retryCount + 1``; Kueue counts the retry when it evicts)."""
+        job.attempt = int(check.get("retryCount") or 0) + 1
+        job.pr_failures["Failed"] = job.pr_failures.get("Failed", 0) + 1
+        if check.get("state") == "Rejected":
+            self.deactivate(job, "ProvisioningRequest Failed")
+            return
+        if requeue_at is None:
+            since = parse_time_or_none(check.get("lastTransitionTime"))
+            requeue_at = (self.t if since is None else since) + float(check.get("requeueAfterSeconds") or 0)
+        wait = max(0.0, requeue_at - self.t)
         if self.world.version.retry_evicts_at_once:
             self.evict(job, "AdmissionCheck", wait)
         else:

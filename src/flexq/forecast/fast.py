@@ -235,6 +235,18 @@ class _Run(CapacityRun):
             self._wait_on_check(job, other)
             return
         if dws:
+            failed = next(
+                (
+                    c
+                    for c in st.get("admissionChecks") or []
+                    if c.get("name") == dws[0].name and c.get("state") in ("Retry", "Rejected")
+                ),
+                None,
+            )
+            if failed is not None:  # its request failed: no grant is coming, the check's back-off runs
+                at = parse_time_or_none((st.get("requeueState") or {}).get("requeueAt"))
+                self.resume_failed(job, failed, at)
+                return
             self.move(job, "dws")
             waited = self.model.dws_waited(job.key)
             if waited is None:  # no request accepted yet: it is made now

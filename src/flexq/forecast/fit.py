@@ -171,10 +171,20 @@ def _dws(state: ClusterState) -> tuple[list[float], list[float], dict[str, float
                 break
         return max(held, since)
 
+    failed = {
+        f"{(wl.get('metadata') or {}).get('namespace', '')}/{(wl.get('metadata') or {}).get('name', '')}"
+        for wl in state.workloads
+        if any(
+            c.get("state") in ("Retry", "Rejected")
+            for c in (wl.get("status") or {}).get("admissionChecks") or []
+        )
+    }
     done, waiting, pending = [], [], {}
     bounded = 0
     for key, held, made, _end, n, pool in rows:
         if made is None:
+            if key in failed:  # its request failed (the check in Retry or Rejected): no grant is awaited
+                continue
             # still waiting: for DWS only until its pool became full (the forward run waits for room itself)
             full = full_since(pool, n, held, state.now)
             waited = max(0.0, (state.now if full is None else full) - held)
