@@ -274,6 +274,10 @@ class _Run(CapacityRun):
     # the queue and Kueue's cycles ------------------------------------------------------------------------------
     def _enqueue(self, job: WorldJob, info: WorkloadInfo | None = None) -> None:
         job.role = "pending"
+        if (
+            job.attempt
+        ):  # its checks' retry count lasts without quota only this instant (``_unreserved_attempt``)
+            job.requeued_at = self.t
         self.queues.add_or_update_workload(job.wl, self.t, info)
         job.cq = self.queues.workload_cq.get(job.key, job.cq)
 
@@ -348,6 +352,10 @@ class _Run(CapacityRun):
         admission = {"clusterQueue": job.cq, "podSetAssignments": assignment.to_api()}
         wl["status"] = {"admission": admission}
         self._hold(job, WorkloadInfo.from_obj(wl, job.cq, self.world.requeuing))
+        if job.requeued_at is not None:
+            if self.t > job.requeued_at:
+                job.attempt = self._unreserved_attempt(job)
+            job.requeued_at = None
         pending = self.checks_of(job)
         other = [c for c in pending if c.kind == "other"]
         if other:
@@ -357,6 +365,19 @@ class _Run(CapacityRun):
             self.at(self.t + PR_CREATE_SECONDS, "pr-create", job)
         else:
             self._admitted(job, self.t)
+
+    def _unreserved_attempt(self, job: WorldJob) -> int:
+        """Its request attempts after a wait without quota. Kueue's workload controller syncs the checks of a
+        Workload without quota to those that apply before a reservation (``AdmissionChecksForWorkload``: only
+        checks on every flavor); a check on some flavors (``admissionChecksStrategy.onFlavors``, the tutorial's
+        DWS check) is dropped with its ``retryCount`` unless the job got quota again at the instant its back-off
+        ended, and its next request is attempt 1 again, its back-off the first."""
+        cq = self.snap.cq(job.cq)
+        if cq is None:
+            return job.attempt
+        kept = admission_checks_for(cq.admission_checks, cq.all_flavors, None)
+        dws = [c for c in self.checks_of(job) if c.kind == "dws"]
+        return job.attempt if all(c.name in kept for c in dws) else 0
 
     def _wait_on_check(self, job: WorldJob, checks: list[Check]) -> None:
         job.waits_on = ", ".join(c.name for c in checks)
@@ -432,6 +453,8 @@ class _Run(CapacityRun):
         """A pending job's ``requeueAt`` (read from the state) came: the requeuer flushes its queue."""
         assert job is not None
         self.move(job, "quota")
+        if job.attempt:  # its back-off ends now: so does the count, unless it gets quota at once
+            job.requeued_at = self.t
         self._flush(job.cq)
 
     def deactivate(self, job: WorldJob, cause: str) -> None:

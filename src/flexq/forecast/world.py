@@ -71,6 +71,9 @@ class WorldJob:
     info: WorkloadInfo | None = None  # while it holds quota
     plan: str = ""
     attempt: int = 0  # ProvisioningRequest attempts so far
+    requeued_at: float | None = (
+        None  # queued again after its request failed: its check's count lasts this instant
+    )
     requeues: int = 0  # waitForPodsReady requeues so far (requeueState.count)
     pr_since: float | None = None  # when its current request was accepted
     started: float | None = None
