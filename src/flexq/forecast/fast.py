@@ -27,7 +27,9 @@ This module runs exactly that, as a heap of events, in milliseconds per replica:
   start in the run), and says so.
 - **DWS**, as GKE's autoscaler does it: a ProvisioningRequest fails ``NodepoolSizeReached`` at creation when its
   pool cannot grow by its slices; the check's ``retryStrategy`` (``flexq.kueue.checks.retry_strategy``)
-  gives the back-off and the limit past which the job is deactivated. An accepted request is granted after a
+  gives the back-off and the limit past which the job is deactivated; a check on some flavors only loses its
+  count when the job waits without quota past the instant its back-off ends (``_unreserved_attempt``), and a
+  request that failed before the instant waits out the back-off the state shows. An accepted request is granted after a
   wait drawn from the cluster's own DWS waits (``FittedCapacity.draw_dws``, knowing how long a request has waited); a
   grant that finds its pool full looks again after ``GRANT_RETRY_SECONDS``; a request not granted within
   ``DWS_MAX_WAIT_SECONDS`` fails; the nodes are then created (the fitted provisioning time) and the job starts.
