@@ -70,13 +70,15 @@ from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
 from flexq.kueue.cycle import mark_preemption_outcome, plan, resumes_scan
 from flexq.kueue.flavorassigner import Assignment
 from flexq.kueue.pods_ready import requeue_wait
-from flexq.kueue.queues import QueueManager
+from flexq.kueue.queues import REQUEUE_BATCH_PERIOD, QueueManager
 from flexq.kueue.snapshot import Snapshot, build_snapshot
 from flexq.kueue.workload import WorkloadInfo, admission_checks_for
 
 __all__ = ["run", "horizon_reached"]
 
-PR_CREATE_SECONDS = 1.0  # quota reserved to the ProvisioningRequest answered
+PR_CREATE_SECONDS = (
+    0.0  # quota reserved to the ProvisioningRequest answered: at once, as the twin's GKE answers
+)
 MAX_CYCLES_PER_INSTANT = 100_000  # a guard: Kueue's cycles at one instant end when one changes nothing
 
 
@@ -102,6 +104,7 @@ class _Run(CapacityRun):
         # each ClusterQueue's allocatable-resource generation: bumped when capacity is freed, as the twin's cache
         # does (a head's flavor-scan progress older than it is dropped: every flavor is tried again)
         self.generations: dict[str, int] = {}
+        self.freed: set[str] = set()  # ClusterQueues whose freed quota the requeuer's batch flushes next
         self.queues = QueueManager(world.requeuing)
         self.queues.priority_sorting = world.config.gate("PrioritySortingWithinCohort")
         for cq in world.cq_objs:
@@ -127,6 +130,7 @@ class _Run(CapacityRun):
             "start": self._on_start,
             "requeue": self._on_requeue,
             "flush": self._on_flush,
+            "freed": self._on_freed,
             "pods-ready-timeout": self._on_pods_ready_timeout,
             **self.capacity_handlers(),
         }
@@ -349,6 +353,18 @@ class _Run(CapacityRun):
         self.queues.flush(self.queues.flush_targets([cq]), self.t, namespace_labels)
         self.schedule()
 
+    def _freed(self, cq: str) -> None:
+        """Quota freed in ``cq``: Kueue's requeuer flushes its cohort tree ``REQUEUE_BATCH_PERIOD`` after the first
+        change of a batch (a job that could not fit is tried again then, not at the instant it could)."""
+        if cq not in self.freed:
+            self.freed.add(cq)
+            self.at(self.t + REQUEUE_BATCH_PERIOD, "freed")
+
+    def _on_freed(self, _job: WorldJob | None) -> None:
+        names, self.freed = self.freed, set()
+        self.queues.flush(self.queues.flush_targets(sorted(names)), self.t, namespace_labels)
+        self.schedule()
+
     def _reserve(self, job: WorldJob, assignment: Assignment) -> None:
         wl = copy.copy(job.wl)
         admission = {"clusterQueue": job.cq, "podSetAssignments": assignment.to_api()}
@@ -407,7 +423,7 @@ class _Run(CapacityRun):
             self.reserving.pop(job.key, None)
             job.info = None
             self.generations[job.cq] = self.generations.get(job.cq, 0) + 1
-            self._flush(job.cq)
+            self._freed(job.cq)
         for p, n in job.nodes.items():
             if self.t < job.nodes_ready:  # not made yet (a scale-up under way, a stock-out): it ends
                 self.size[p] -= n

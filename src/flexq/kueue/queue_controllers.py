@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from flexq.api.jsoncopy import clone_kept
 from flexq.kueue.cache import KueueCache
+from flexq.kueue.queues import REQUEUE_BATCH_PERIOD
 from flexq.kueue.resources import from_resource_value
 from flexq.kueue.scheduler import Scheduler
 from flexq.kueue.snapshot import parse_resource_groups
@@ -31,7 +32,6 @@ __all__ = [
     "SchedulerController",
 ]
 
-REQUEUE_BATCH_PERIOD = 1.0  # pkg/cache/queue/inadmissible_workloads.go requeueBatchPeriod
 UPDATES_BATCH_PERIOD = 1.0  # pkg/constants UpdatesBatchPeriod: queue status follows workload churn in batches
 
 

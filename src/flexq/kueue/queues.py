@@ -15,7 +15,11 @@ from collections.abc import Callable, Iterable
 from flexq.kueue.pending import PendingQueue
 from flexq.kueue.workload import WorkloadInfo
 
-__all__ = ["QueueManager"]
+__all__ = ["QueueManager", "REQUEUE_BATCH_PERIOD"]
+
+# pkg/cache/queue requeueBatchPeriod: capacity freed in a ClusterQueue moves its cohort tree's inadmissible workloads
+# back to their heaps this long after the first change of a batch (the twin's requeuer, the fast forecast)
+REQUEUE_BATCH_PERIOD = 1.0
 
 
 class QueueManager:
