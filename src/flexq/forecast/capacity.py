@@ -29,7 +29,8 @@ from flexq.gke.timing import (
     SCALE_DOWN_UNNEEDED_SECONDS,
 )
 from flexq.kueue.checks import retry_strategy
-from flexq.kueue.workload import WorkloadInfo, backoff_seconds
+from flexq.kueue.snapshot import Snapshot
+from flexq.kueue.workload import WorkloadInfo, admission_checks_for, backoff_seconds
 
 __all__ = ["CapacityRun", "POD_START_SECONDS"]
 
@@ -47,6 +48,7 @@ class CapacityRun:
     world: World
     model: FittedCapacity
     t: float  # the run's virtual instant
+    snap: Snapshot  # the quota: each ClusterQueue's checks and flavors
     size: dict[str, int]  # pool -> nodes now (busy, idle, coming)
     idle: dict[str, list[float]]  # pool -> its idle nodes: when each goes
     making: dict[str, list[float]]  # pool -> creation times of its nodes being made at the instant, unclaimed
@@ -214,6 +216,19 @@ class CapacityRun:
         else:
             self.move(job, "dws")
             self.at(self.t + wait, "retry-evict", job)
+
+    def unreserved_attempt(self, job: WorldJob) -> int:
+        """Its request attempts after a wait without quota. Kueue's workload controller syncs the checks of a
+        Workload without quota to those that apply before a reservation (``AdmissionChecksForWorkload``: only
+        checks on every flavor); a check on some flavors (``admissionChecksStrategy.onFlavors``, the tutorial's
+        DWS check) is dropped with its ``retryCount`` unless the job got quota again at the instant its back-off
+        ended, and its next request is attempt 1 again, its back-off the first."""
+        cq = self.snap.cq(job.cq)
+        if cq is None:
+            return job.attempt
+        kept = admission_checks_for(cq.admission_checks, cq.all_flavors, None)
+        dws = [c for c in self.checks_of(job) if c.kind == "dws"]
+        return job.attempt if all(c.name in kept for c in dws) else 0
 
     def resume_failed(self, job: WorldJob, check: dict, requeue_at: float | None) -> None:
         """A job holding quota at the instant whose DWS request failed (its check in Retry or Rejected): Rejected,

@@ -28,7 +28,7 @@ This module runs exactly that, as a heap of events, in milliseconds per replica:
 - **DWS**, as GKE's autoscaler does it: a ProvisioningRequest fails ``NodepoolSizeReached`` at creation when its
   pool cannot grow by its slices; the check's ``retryStrategy`` (``flexq.kueue.checks.retry_strategy``)
   gives the back-off and the limit past which the job is deactivated; a check on some flavors only loses its
-  count when the job waits without quota past the instant its back-off ends (``_unreserved_attempt``), and a
+  count when the job waits without quota past the instant its back-off ends (``CapacityRun.unreserved_attempt``), and a
   request that failed before the instant waits out the back-off the state shows. An accepted request is granted after a
   wait drawn from the cluster's own DWS waits (``FittedCapacity.draw_dws``, knowing how long a request has waited); a
   grant that finds its pool full looks again after ``GRANT_RETRY_SECONDS``; a request not granted within
@@ -280,9 +280,7 @@ class _Run(CapacityRun):
     # the queue and Kueue's cycles ------------------------------------------------------------------------------
     def _enqueue(self, job: WorldJob, info: WorkloadInfo | None = None) -> None:
         job.role = "pending"
-        if (
-            job.attempt
-        ):  # its checks' retry count lasts without quota only this instant (``_unreserved_attempt``)
+        if job.attempt:  # its checks' retry count lasts without quota only this instant (``CapacityRun.unreserved_attempt``)
             job.requeued_at = self.t
         self.queues.add_or_update_workload(job.wl, self.t, info)
         job.cq = self.queues.workload_cq.get(job.key, job.cq)
@@ -372,7 +370,7 @@ class _Run(CapacityRun):
         self._hold(job, WorkloadInfo.from_obj(wl, job.cq, self.world.requeuing))
         if job.requeued_at is not None:
             if self.t > job.requeued_at:
-                job.attempt = self._unreserved_attempt(job)
+                job.attempt = self.unreserved_attempt(job)
             job.requeued_at = None
         pending = self.checks_of(job)
         other = [c for c in pending if c.kind == "other"]
@@ -383,19 +381,6 @@ class _Run(CapacityRun):
             self.at(self.t + PR_CREATE_SECONDS, "pr-create", job)
         else:
             self._admitted(job, self.t)
-
-    def _unreserved_attempt(self, job: WorldJob) -> int:
-        """Its request attempts after a wait without quota. Kueue's workload controller syncs the checks of a
-        Workload without quota to those that apply before a reservation (``AdmissionChecksForWorkload``: only
-        checks on every flavor); a check on some flavors (``admissionChecksStrategy.onFlavors``, the tutorial's
-        DWS check) is dropped with its ``retryCount`` unless the job got quota again at the instant its back-off
-        ended, and its next request is attempt 1 again, its back-off the first."""
-        cq = self.snap.cq(job.cq)
-        if cq is None:
-            return job.attempt
-        kept = admission_checks_for(cq.admission_checks, cq.all_flavors, None)
-        dws = [c for c in self.checks_of(job) if c.kind == "dws"]
-        return job.attempt if all(c.name in kept for c in dws) else 0
 
     def _wait_on_check(self, job: WorldJob, checks: list[Check]) -> None:
         job.waits_on = ", ".join(c.name for c in checks)
