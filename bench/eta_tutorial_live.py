@@ -82,7 +82,7 @@ def simulated_starts(study: Path, cwd: Path, env: dict[str, str]) -> dict[str, l
     return got
 
 
-def one_release(kueue: str, base: Path, jobs: int) -> dict[str, Any]:
+def one_release(kueue: str, base: Path, jobs: int, keep: Path | None = None) -> dict[str, Any]:
     home = base / kueue
     work = home / "work"
     work.mkdir(parents=True)
@@ -130,6 +130,13 @@ def one_release(kueue: str, base: Path, jobs: int) -> dict[str, Any]:
             if all(k in seen or k in never for k in waiting):
                 break
             time.sleep(5)
+        if keep is not None:  # what the cluster did, for a miss to be traced
+            dump = keep / kueue
+            dump.mkdir(parents=True, exist_ok=True)
+            (dump / "eta.json").write_text(json.dumps(eta, indent=1))
+            for kind in ("workloads", "provisioningrequests", "nodes", "events", "rayjobs", "pods"):
+                r = sh(f'eval "$(flexq env)"; kubectl get {kind} -A -o json', tut, env)
+                (dump / f"{kind}.json").write_text(r.stdout)
         rows = []
         for key, j in waiting.items():
             start = seen.get(key)
@@ -172,12 +179,15 @@ def main() -> int:
     ap.add_argument("--releases", nargs="+", default=["0.19.2", "0.20.7"])
     ap.add_argument("--jobs", type=int, default=4, help="jobs submitted after the tutorial's two")
     ap.add_argument("--out", help="write the results as JSON here")
+    ap.add_argument(
+        "--keep", type=Path, help="write each release's ETA and the cluster's objects at the end here"
+    )
     args = ap.parse_args()
     with (
         tempfile.TemporaryDirectory(prefix="flexq-eta-live-") as tmp,
         ThreadPoolExecutor(len(args.releases)) as ex,
     ):
-        results = list(ex.map(lambda k: one_release(k, Path(tmp), args.jobs), args.releases))
+        results = list(ex.map(lambda k: one_release(k, Path(tmp), args.jobs, args.keep), args.releases))
     bad = 0
     for res in results:
         print(f"Kueue {res['kueue']}:")
