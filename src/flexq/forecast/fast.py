@@ -76,9 +76,8 @@ from flexq.kueue.workload import WorkloadInfo, admission_checks_for
 
 __all__ = ["run", "horizon_reached"]
 
-PR_CREATE_SECONDS = (
-    0.0  # quota reserved to the ProvisioningRequest answered: at once, as the twin's GKE answers
-)
+# quota reserved to the ProvisioningRequest answered: at once, as the twin's GKE answers
+PR_CREATE_SECONDS = 0.0
 MAX_CYCLES_PER_INSTANT = 100_000  # a guard: Kueue's cycles at one instant end when one changes nothing
 
 
@@ -104,7 +103,8 @@ class _Run(CapacityRun):
         # each ClusterQueue's allocatable-resource generation: bumped when capacity is freed, as the twin's cache
         # does (a head's flavor-scan progress older than it is dropped: every flavor is tried again)
         self.generations: dict[str, int] = {}
-        self.freed: set[str] = set()  # ClusterQueues whose freed quota the requeuer's batch flushes next
+        # the requeuer's batches waiting out their period: tree root (else ClusterQueue) -> a ClusterQueue of it
+        self.freed: dict[str, str] = {}
         self.queues = QueueManager(world.requeuing)
         self.queues.priority_sorting = world.config.gate("PrioritySortingWithinCohort")
         for cq in world.cq_objs:
@@ -280,7 +280,7 @@ class _Run(CapacityRun):
     # the queue and Kueue's cycles ------------------------------------------------------------------------------
     def _enqueue(self, job: WorldJob, info: WorkloadInfo | None = None) -> None:
         job.role = "pending"
-        if job.attempt:  # its checks' retry count lasts without quota only this instant (``CapacityRun.unreserved_attempt``)
+        if job.attempt:  # its check's retry count outlasts no wait without quota (``unreserved_attempt``)
             job.requeued_at = self.t
         self.queues.add_or_update_workload(job.wl, self.t, info)
         job.cq = self.queues.workload_cq.get(job.key, job.cq)
@@ -352,16 +352,21 @@ class _Run(CapacityRun):
         self.schedule()
 
     def _freed(self, cq: str) -> None:
-        """Quota freed in ``cq``: Kueue's requeuer flushes its cohort tree ``REQUEUE_BATCH_PERIOD`` after the first
-        change of a batch (a job that could not fit is tried again then, not at the instant it could)."""
-        if cq not in self.freed:
-            self.freed.add(cq)
+        """Quota freed in ``cq``: Kueue's requeuer flushes its cohort tree (keyed by its root, else the ClusterQueue)
+        ``REQUEUE_BATCH_PERIOD`` after the batch's first change, as the twin's does: a job that could not fit is
+        tried again then, not at the instant it could."""
+        key = self.queues.root_of(cq) or cq
+        if key not in self.freed:
+            self.freed[key] = cq
             self.at(self.t + REQUEUE_BATCH_PERIOD, "freed")
 
     def _on_freed(self, _job: WorldJob | None) -> None:
-        names, self.freed = self.freed, set()
-        self.queues.flush(self.queues.flush_targets(sorted(names)), self.t, namespace_labels)
-        self.schedule()
+        """The oldest batch's period is over (events of one kind come in the order they were set)."""
+        key = next(iter(self.freed), None)
+        if key is not None:
+            cq = self.freed.pop(key)
+            self.queues.flush(self.queues.flush_targets([cq]), self.t, namespace_labels)
+            self.schedule()
 
     def _reserve(self, job: WorldJob, assignment: Assignment) -> None:
         wl = copy.copy(job.wl)

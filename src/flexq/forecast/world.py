@@ -71,9 +71,8 @@ class WorldJob:
     info: WorkloadInfo | None = None  # while it holds quota
     plan: str = ""
     attempt: int = 0  # ProvisioningRequest attempts so far
-    requeued_at: float | None = (
-        None  # queued again after its request failed: its check's count lasts this instant
-    )
+    # queued again with attempts behind it: their count lasts only if it gets quota at this instant
+    requeued_at: float | None = None
     requeues: int = 0  # waitForPodsReady requeues so far (requeueState.count)
     pr_since: float | None = None  # when its current request was accepted
     started: float | None = None
