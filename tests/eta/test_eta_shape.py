@@ -82,7 +82,9 @@ def _reads_per_job(monkeypatch: pytest.MonkeyPatch, state: ClusterState, what: A
 @pytest.mark.parametrize(
     "what",
     [
-        lambda st: estimate(st, EtaConfig(replicas=2, workers=1)),
+        # six hours: the reads per job do not depend on how far the forward runs go, and a week of the grown
+        # state's DWS retries (its copies churn through the one-slice pool's back-offs) costs minutes
+        lambda st: estimate(st, EtaConfig(replicas=2, workers=1, horizon=6 * 3600.0)),
         lambda st: naive_eta(st),
     ],
     ids=["estimate", "naive"],
