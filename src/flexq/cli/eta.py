@@ -119,9 +119,9 @@ def add_parser(sub: Any, kube_flags: Any, duration: Any, examples: Any) -> argpa
         "under $FLEXQ_HOME/eta-calibration (--no-calibration: the forward runs' 10-90 % quantiles as they are). "
         "The median is corrected online the same way, until half of the starts come before it. Measured "
         "(bench/eta_calibration.py, generated families never used while building, docs/eta.md): the 80 % "
-        "intervals, corrected online and read as a prediction of one more forward run, covered 82.4 and 81.5 % "
-        "of the starts on the last two families (per regime 73-89 %; 75.0-81.3 % on eight earlier ones); the "
-        "corrected median's error is 0.59 and 0.79x a naive estimate's (0.73-0.88x on the earlier ones). "
+        "intervals, corrected online and read as a prediction of one more forward run, covered 83.3 and 79.6 % "
+        "of the starts on the last two families (per regime 74-90 %; 75.0-83.5 % on the earlier ones); the "
+        "corrected median's error is 0.77 and 0.65x a naive estimate's (0.59-0.89x on the earlier ones). "
         "Reads only (flexq eta manifests prints the ClusterRole).",
         epilog=examples(
             "flexq eta                          # every waiting job",
