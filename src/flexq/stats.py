@@ -23,7 +23,6 @@ Pure functions of their arguments. Used by flexq's fallback (``flexq.fallback.wa
 
 from __future__ import annotations
 
-import bisect
 import math
 import random
 from collections.abc import Sequence
@@ -42,18 +41,28 @@ __all__ = [
 ]
 
 
+def _km_steps(done: Sequence[float], censored: Sequence[float]) -> list[tuple[float, float, int]]:
+    """The Kaplan-Meier curve's steps: ``(t, S(t), n)`` after each time a wait was seen to end, in time order, ``n``
+    the observations that lasted at least ``t`` (ended at ``t`` or later, or still waiting then). At a tie, an end
+    counts before a censoring (the censored one was still waiting at that time)."""
+    points = sorted([(t, 0) for t in done] + [(t, 1) for t in censored])
+    survival, at_risk = 1.0, len(points)
+    steps: list[tuple[float, float, int]] = []
+    last, lasted = None, 0
+    for t, cens in points:
+        if t != last:
+            last, lasted = t, at_risk
+        if not cens:
+            survival *= 1.0 - 1.0 / at_risk
+            steps.append((t, survival, lasted))
+        at_risk -= 1
+    return steps
+
+
 def km_curve(done: Sequence[float], censored: Sequence[float]) -> list[tuple[float, float]]:
     """The Kaplan-Meier survival curve: ``(t, S(t))`` after each time a wait was seen to end, in time order.
     At a tie, an end counts before a censoring (the censored one was still waiting at that time)."""
-    points = sorted([(t, 0) for t in done] + [(t, 1) for t in censored])
-    survival, at_risk = 1.0, len(points)
-    curve: list[tuple[float, float]] = []
-    for t, cens in points:
-        if not cens:
-            survival *= 1.0 - 1.0 / at_risk
-            curve.append((t, survival))
-        at_risk -= 1
-    return curve
+    return [(t, s) for t, s, _ in _km_steps(done, censored)]
 
 
 def km_quantile(done: Sequence[float], censored: Sequence[float], q: float) -> float | None:
@@ -98,19 +107,18 @@ def sample_beyond(
     ends, and the tail takes over there."""
     # a share 1/(n+1) of waits outlast everything seen (n seen): a few observations are not the whole law
     beyond = 1.0 / (len(done) + len(censored) + 1)
-    base, past = 1.0, []  # S(elapsed), and the curve's steps past elapsed
-    for t, s0 in km_curve(done, censored):
+    base, past = 1.0, []  # S(elapsed), and the curve's steps past elapsed (with how many lasted that long)
+    for t, s0, lasted in _km_steps(done, censored):
         s = beyond + (1.0 - beyond) * s0
         if t <= elapsed:
             base = s
         else:
-            past.append((t, s))
+            past.append((t, s, lasted))
     u = rng.random()
     start = elapsed
     if base > 0:
-        obs = sorted([*done, *censored]) if min_at_risk > 1 else []
-        for t, s in past:
-            if obs and len(obs) - bisect.bisect_left(obs, t) < min_at_risk:
+        for t, s, lasted in past:
+            if lasted < min_at_risk:
                 break  # too few last this long: the tail from here
             if s / base <= u:  # P(T > t | T > elapsed) has fallen to the draw: it ends here
                 return t

@@ -30,9 +30,8 @@ class EtaConfig:
     class_label: str = CLASS_LABEL
     min_history: int = 3  # finished jobs a run-time class needs before its own history is used
     prior_run_seconds: float = 3600.0  # a job's run time when nothing is known (exponential, mean 1 h)
-    prior_dws_wait_seconds: float = (
-        1800.0  # a DWS request's wait when none was seen (exponential, mean 30 min)
-    )
+    # a DWS request's wait when none was seen (exponential, mean 30 min)
+    prior_dws_wait_seconds: float = 1800.0
     prior_stockout_seconds: float = 3 * 3600.0  # a stock-out's length when none was seen to end (mean 3 h)
     min_stockout_seconds: float = 1800.0  # a stock-out just begun is taken to have lasted this long
     # the stock-outs to come: onsets seen over the time watched, and this much more time watched without one (a

@@ -45,6 +45,7 @@ from flexq.forecast.jobs import JobEntry, StateView, class_key, finished_at, sta
 from flexq.forecast.model import QUEUED_CLASS, Arrival, FittedCapacity, RunClass, Stockout
 from flexq.forecast.state import ClusterState, provisioning_model
 from flexq.gke.timing import GRANT_RETRY_SECONDS, SCALE_DOWN_UNNEEDED_SECONDS
+from flexq.kueue.workload import has_rejected_checks, has_retry_checks
 from flexq.semantics.conditions import find_condition
 from flexq.semantics.owners import controller_owner
 from flexq.stats import exponential_mean
@@ -141,6 +142,8 @@ def _dws(state: ClusterState) -> tuple[list[float], list[float], dict[str, float
         n = -(-n // max(1, hosts)) * max(1, hosts)
         lo, hi, _seen = prov.get(info.get("machineType", ""), (60.0, 120.0, 0))
         admitted = _cond_time(wl, "Admitted")
+        if admitted is None and (has_retry_checks(wl) or has_rejected_checks(wl)):
+            continue  # its request failed (its check in Retry or Rejected): it waits for no grant
         made = None if admitted is None else admitted - (lo + hi) / 2
         md = wl.get("metadata") or {}
         key = f"{md.get('namespace', '')}/{md.get('name', '')}"
@@ -171,20 +174,10 @@ def _dws(state: ClusterState) -> tuple[list[float], list[float], dict[str, float
                 break
         return max(held, since)
 
-    failed = {
-        f"{(wl.get('metadata') or {}).get('namespace', '')}/{(wl.get('metadata') or {}).get('name', '')}"
-        for wl in state.workloads
-        if any(
-            c.get("state") in ("Retry", "Rejected")
-            for c in (wl.get("status") or {}).get("admissionChecks") or []
-        )
-    }
     done, waiting, pending = [], [], {}
     bounded = 0
     for key, held, made, _end, n, pool in rows:
         if made is None:
-            if key in failed:  # its request failed (the check in Retry or Rejected): no grant is awaited
-                continue
             # still waiting: for DWS only until its pool became full (the forward run waits for room itself)
             full = full_since(pool, n, held, state.now)
             waited = max(0.0, (state.now if full is None else full) - held)

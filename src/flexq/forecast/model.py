@@ -1,12 +1,12 @@
 """The capacity model and the run times, as fitted to what a cluster shows of its own history.
 
-Owns ``FittedCapacity``
-(the fitted model: DWS waits, stock-outs, node provisioning times, run-time classes, arrivals — each with where it
-came from) with its draws: how much longer a DWS request waits (``draw_dws``), a stock-out lasts
-(``draw_stockout``), a job runs (``draw_run``, ``draw_class_run``: its ``flexq.dev/expected-duration`` annotation,
-else its class's Kaplan-Meier curve, knowing how long it has run; the cold law, ``flexq.stats.ColdLaw``, where the
-cluster has shown too little), the node provisioning range, and a bootstrap refit (``bootstrap``: each forward
-run's own parameters). Its knobs are ``flexq.forecast.config.EtaConfig``. How each term is fitted from a cluster's state is ``flexq.forecast.fit``'s.
+Owns ``FittedCapacity`` (the fitted model: DWS waits, stock-outs, node provisioning times, run-time classes,
+arrivals — each with where it came from) with its draws: how much longer a DWS request waits (``draw_dws``), a
+stock-out lasts (``draw_stockout``), a job runs (``draw_run``, ``draw_class_run``: its
+``flexq.dev/expected-duration`` annotation, else its class's Kaplan-Meier curve, knowing how long it has run; the
+cold law, ``flexq.stats.ColdLaw``, where the cluster has shown too little), the node provisioning range, and a
+bootstrap refit (``bootstrap``: each forward run's own parameters). Its knobs are
+``flexq.forecast.config.EtaConfig``. How each term is fitted from a cluster's state is ``flexq.forecast.fit``'s.
 
 ``FittedCapacity.profile(...)`` writes the model as a ``CapacityProfile`` (``docs/capacity-profile.md``) the user can read
 and edit: a warm-up span in which the jobs running at the instant get their nodes at once, then the fitted terms.
