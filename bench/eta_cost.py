@@ -3,7 +3,9 @@ service computes.
 
 1. **Compute**: the tutorial's cluster (its queues, its node pools, the tutorial's capacity profile) in a virtual
    twin with one job running and ``--jobs`` (100) tutorial RayJobs waiting; the ETA of every one of them
-   (``--replicas`` forward runs on ``--workers`` processes): wall and CPU seconds.
+   (``--replicas`` forward runs; when they are long, shared with ``--workers`` other processes): wall seconds, and
+   the CPU seconds of this process (the shared replicas' processes are the fork server's children, which this
+   process's usage does not count).
 2. **API latency**: a served live twin (real clock, simulated executor, HTTPS) with the same cluster and jobs and an
    ``EtaService`` (its computation in a process of its own); a merge PATCH of a ConfigMap every 20 ms for
    ``--seconds``, once with no ETA being computed and once while refreshes run back to back: median, p99 and max
@@ -82,8 +84,8 @@ def compute(jobs: int, replicas: int, workers: int, horizon_hours: float | None 
     timed = sum(1 for j in fc.jobs.values() if j.median is not None)
     print(
         f"compute: {waiting} waiting jobs ({len(fc.running)} running) on the tutorial's cluster, {replicas} "
-        f"forward runs on {workers} processes: {wall:.1f} s wall, {cpu:.1f} s CPU; {timed} with a time within "
-        f"{fc.horizon / 86400:g} d, the rest not within it or never"
+        f"forward runs, up to {workers} processes: {wall:.1f} s wall, {cpu:.1f} s CPU in this process; {timed} "
+        f"with a time within {fc.horizon / 86400:g} d, the rest not within it or never"
     )
 
 

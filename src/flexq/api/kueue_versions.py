@@ -16,8 +16,9 @@ controllers (the switches). Nothing here is process-wide state. No behaviour. Mu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
+from typing import Any
 
 from flexq.errors import Cause, Invalid
 
@@ -70,6 +71,17 @@ class KueueVersion:
 
     def __str__(self) -> str:
         return self.tag
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        """Pickled as its fields, the gates as a plain dict (a read-only mapping view cannot be pickled): a
+        forecast's replicas run in other processes."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["gates"] = dict(self.gates)
+        return _restore, (values,)
+
+
+def _restore(values: dict[str, Any]) -> KueueVersion:
+    return KueueVersion(**{**values, "gates": MappingProxyType(dict(values["gates"]))})
 
 
 # Feature gates the twin models, at v0.19.2's defaults (``pkg/features/kube_features.go`` at tag v0.19.2).
