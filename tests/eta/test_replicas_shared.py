@@ -1,22 +1,18 @@
 """The fast forward runs shared with other processes give the forecast one process gives.
 
 A deep queue's replicas take seconds each (``bench/eta_cost.py``: 100 waiting jobs behind a one-slice DWS pool),
-so ``estimate`` shares them with ``EtaConfig.workers - 1`` other processes once the rest would take
-``PARALLEL_AFTER_SECONDS`` at the first one's pace. Replica ``r`` draws from its own seed: where it runs must not
+so ``flexq.eta.replicas`` hands the rest to ``EtaConfig.workers`` other processes once they would take
+``PARALLEL_AFTER_SECONDS`` at the pace the first one shows. Replica ``r`` draws from its own seed: where it runs must not
 change what it says, nor the order the results come back in. Here the threshold is 0, so a small state is shared.
 """
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 from flexq import Twin
-from flexq.eta import EtaConfig, estimate, state_from_twin
+from flexq.eta import EtaConfig, estimate, replicas, state_from_twin
 from tests.eta.helpers import rayjob, tutorial_cluster
-
-_estimate = importlib.import_module("flexq.eta.estimate")
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +35,7 @@ def _fields(fc) -> dict:
 
 def test_shared_replicas_say_what_one_process_says(state, monkeypatch) -> None:
     one = estimate(state, EtaConfig(replicas=11, workers=1, horizon=86400.0))
-    monkeypatch.setattr(_estimate, "PARALLEL_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(replicas, "PARALLEL_AFTER_SECONDS", 0.0)
     shared = estimate(state, EtaConfig(replicas=11, workers=2, horizon=86400.0))
     assert shared.replicas == one.replicas == 11
     assert _fields(shared) == _fields(one)
@@ -47,6 +43,6 @@ def test_shared_replicas_say_what_one_process_says(state, monkeypatch) -> None:
 
 
 def test_a_deadline_still_stops_shared_replicas_after_the_fewest(state, monkeypatch) -> None:
-    monkeypatch.setattr(_estimate, "PARALLEL_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(replicas, "PARALLEL_AFTER_SECONDS", 0.0)
     fc = estimate(state, EtaConfig(replicas=400, workers=2, horizon=86400.0), budget=0.0)
-    assert _estimate.MIN_REPLICAS <= fc.replicas < 400
+    assert replicas.MIN_REPLICAS <= fc.replicas < 400

@@ -16,7 +16,6 @@ as later than any that did, so a median past the horizon says "not within <horiz
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -26,8 +25,8 @@ from flexq.api import gke_catalog as catalog
 from flexq.api.quantity import parse_quantity
 from flexq.clock import WallClock, format_duration
 from flexq.eta.calibration import Calibration, Prediction
+from flexq.eta.replicas import run_replicas, workers_of
 from flexq.eta.scenario import Scenario, build_study
-from flexq.forecast import fast
 from flexq.forecast.config import EtaConfig
 from flexq.forecast.fit import fit
 from flexq.forecast.jobs import JobEntry, StateView, class_key, cluster_queue_of, entries, queue_positions
@@ -37,14 +36,9 @@ from flexq.forecast.world import build_world
 from flexq.loop.procpool import process_pool
 from flexq.simulate.engine import run_one
 
-__all__ = ["Forecast", "JobEta", "estimate", "naive_eta", "WAITS_FOR", "fmt_eta", "MIN_REPLICAS"]
+__all__ = ["Forecast", "JobEta", "estimate", "naive_eta", "WAITS_FOR", "fmt_eta"]
 
 INF = math.inf
-# the fewest forward runs an ETA stands on, whatever its time budget (9: the fewest that bound an 80 % interval)
-MIN_REPLICAS = 9
-# the fast replicas are shared with other processes when the rest would take this long here (a pool starts in
-# about half a second)
-PARALLEL_AFTER_SECONDS = 2.0
 # what a job's wait went to in the forward runs (flexq.simulate.recorder.WAIT_BUCKETS), in words
 WAITS_FOR = {
     "quota": "quota",
@@ -215,78 +209,6 @@ def _run_twin(scenarios: list[Scenario], workers: int) -> list[dict[str, dict[st
         return [f.result() for f in futs]
 
 
-def _fast_one(world: Any, seed: str) -> dict[str, dict[str, Any]]:
-    import random
-
-    return {r.pop("key"): r for r in fast.run(world, random.Random(seed))}
-
-
-def _run_fast(world: Any, cfg: EtaConfig, deadline: float | None) -> list[dict[str, dict[str, Any]]]:
-    """The replicas of the fast forward run: all of ``cfg.replicas``, fewer when ``deadline`` (wall clock) comes
-    first — at least ``MIN_REPLICAS``. The first runs here; when the rest would take longer than
-    ``PARALLEL_AFTER_SECONDS`` at its pace and ``cfg.workers`` allows (None: one per core), ``workers`` other
-    processes share them (a deep queue's replicas take seconds each). Replica ``r`` draws from its
-    own seed, so the results are the same wherever it runs, and come back in replica order."""
-    clock = WallClock()
-    t0 = clock.now()
-    done = {0: _fast_one(world, _replica_seed(cfg, 0))}
-    workers = min(_workers(cfg), cfg.replicas)
-    if workers > 1 and (clock.now() - t0) * (cfg.replicas - 1) >= PARALLEL_AFTER_SECONDS:
-        _share_replicas(world, cfg, deadline, done, workers)
-    else:
-        for r in range(1, cfg.replicas):
-            if deadline is not None and r >= MIN_REPLICAS and clock.now() > deadline:
-                break
-            done[r] = _fast_one(world, _replica_seed(cfg, r))
-    return [done[r] for r in sorted(done)]
-
-
-def _replica_seed(cfg: EtaConfig, r: int) -> str:
-    return f"flexq-eta:{cfg.seed}:{r}"
-
-
-def _share_replicas(
-    world: Any,
-    cfg: EtaConfig,
-    deadline: float | None,
-    done: dict[int, dict[str, dict[str, Any]]],
-    workers: int,
-) -> None:
-    """Replicas ``len(done)``.. on ``workers`` other processes, each taking the next as it is free (this one
-    waits); once ``deadline`` has passed and ``MIN_REPLICAS`` are done, those not started are dropped."""
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, Future, wait
-
-    clock = WallClock()
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["flexq.forecast.fast"])
-    with process_pool(workers, ctx) as pool:
-        running: dict[Future, int] = {
-            pool.submit(_fast_one, world, _replica_seed(cfg, r)): r for r in range(len(done), cfg.replicas)
-        }
-        while running:
-            timeout = None if deadline is None else max(0.0, deadline - clock.now())
-            finished, _ = wait(running, timeout=timeout, return_when=FIRST_COMPLETED)
-            for f in finished:
-                r = running.pop(f)
-                if not f.cancelled():
-                    done[r] = f.result()
-            if deadline is not None and clock.now() > deadline and len(done) >= MIN_REPLICAS:
-                for f in list(running):
-                    if f.cancel():
-                        running.pop(f)
-                deadline = None  # the rest were started: wait for them
-
-
-def _workers(cfg: EtaConfig) -> int:
-    if cfg.workers is not None:
-        return max(1, cfg.workers)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
-
-
 def estimate(
     state: ClusterState,
     cfg: EtaConfig | None = None,
@@ -321,13 +243,13 @@ def estimate(
         return fc
     if cfg.engine == "twin":
         scenarios = [build_study(state, model, cfg, r, es) for r in range(cfg.replicas)]
-        results = (runner or _run_twin)(scenarios, min(_workers(cfg), cfg.replicas))
+        results = (runner or _run_twin)(scenarios, min(workers_of(cfg), cfg.replicas))
         fc.engine = "twin"
     else:
         world = build_world(state, model, cfg.horizon, view)
         fc.notes += world.notes
         deadline = None if budget is None else t0 + budget
-        results = _run_fast(world, cfg, deadline)
+        results = run_replicas(world, cfg, deadline)
         fc.replicas = len(results)
     for e in waiting:
         fc.jobs[e.key] = _job_eta(e, positions, model, results, cfg, calibration)
