@@ -65,9 +65,10 @@ from typing import Any
 from flexq.clock import format_time, parse_time_or_none
 from flexq.forecast.capacity import CapacityRun
 from flexq.forecast.jobs import started_at
-from flexq.forecast.world import Check, World, WorldJob, namespace_labels, queued_view
+from flexq.forecast.replay import CycleMemo
+from flexq.forecast.world import Check, World, WorldJob, admitted_plan, namespace_labels, queued_view
 from flexq.gke.timing import SCALE_DOWN_UNNEEDED_SECONDS
-from flexq.kueue.cycle import mark_preemption_outcome, plan, resumes_scan
+from flexq.kueue.cycle import mark_preemption_outcome, resumes_scan
 from flexq.kueue.flavorassigner import Assignment
 from flexq.kueue.pods_ready import requeue_wait
 from flexq.kueue.queues import REQUEUE_BATCH_PERIOD, QueueManager
@@ -105,6 +106,7 @@ class _Run(CapacityRun):
         self.generations: dict[str, int] = {}
         # the requeuer's batches waiting out their period: tree root (else ClusterQueue) -> a ClusterQueue of it
         self.freed: dict[str, str] = {}
+        self.cycles = CycleMemo(world.config)  # a cycle asked again what it was asked before answers the same
         self.queues = QueueManager(world.requeuing)
         self.queues.priority_sorting = world.config.gate("PrioritySortingWithinCohort")
         for cq in world.cq_objs:
@@ -225,9 +227,10 @@ class _Run(CapacityRun):
         """The job holds quota (``info``: with its admission)."""
         job.info, job.cq, job.role = info, info.cluster_queue, "reserved"
         job.wl = info.obj
-        job.plan = _plan(info.obj)
+        job.plan = admitted_plan(info.obj)
         self.snap.add_workload(info)
         self.reserving[job.key] = info
+        self.cycles.hold(info)
 
     def _resume_reserved(self, job: WorldJob) -> None:
         """A job holding quota at the instant: its DWS request goes on waiting (knowing how long it has), a check
@@ -282,12 +285,18 @@ class _Run(CapacityRun):
         job.role = "pending"
         if job.attempt:  # its check's retry count outlasts no wait without quota (``unreserved_attempt``)
             job.requeued_at = self.t
+        if info is None:
+            q = self.queues
+            cq = q.cluster_queue_for(job.wl) or ""
+            info = WorkloadInfo.from_obj(
+                job.wl, cq, q.requeuing_timestamp, q.priority_sorting, like=job.pending
+            )
+        job.pending = info
         self.queues.add_or_update_workload(job.wl, self.t, info)
         job.cq = self.queues.workload_cq.get(job.key, job.cq)
 
     def _on_schedule(self, _job: WorldJob | None) -> None:
         self.sched_at = None
-        cfg = self.world.config
         if self.t > self.cycle_at:
             # between two instants the twin's scheduler runs other cycles (every watch event starts one, heads
             # or not): a head's flavor-scan progress from an earlier instant is never from the preceding cycle
@@ -301,10 +310,9 @@ class _Run(CapacityRun):
                 return
             self.cycle += 1
             snap = self.snap.clone_trees(sorted({h.cluster_queue for h in heads}), self.generations)
-            decided = plan(
+            decided = self.cycles.plan(
                 heads,
                 snap,
-                cfg,
                 self.t,
                 cycle=self.cycle,
                 reserving=self.reserving,
@@ -411,6 +419,7 @@ class _Run(CapacityRun):
         if job.info is not None:
             self.snap.remove_workload(job.info)
             self.reserving.pop(job.key, None)
+            self.cycles.release(job.key)
             job.info = None
             self.generations[job.cq] = self.generations.get(job.cq, 0) + 1
             self._freed(job.cq)
@@ -571,14 +580,6 @@ class _Run(CapacityRun):
                 }
             )
         return out
-
-
-def _plan(wl: dict) -> str:
-    adm = (wl.get("status") or {}).get("admission") or {}
-    return ",".join(
-        f"{p.get('name', '')}={'+'.join(sorted(set((p.get('flavors') or {}).values())))}"
-        for p in adm.get("podSetAssignments") or []
-    )
 
 
 def run(world: World, rng: random.Random) -> list[dict[str, Any]]:

@@ -24,7 +24,16 @@ from flexq.kueue.queues import QueueManager
 from flexq.kueue.workload import WorkloadInfo, next_serial
 from flexq.semantics.conditions import find_condition
 
-__all__ = ["Pool", "Check", "WorldJob", "World", "build_world", "namespace_labels", "queued_view"]
+__all__ = [
+    "Pool",
+    "Check",
+    "WorldJob",
+    "World",
+    "admitted_plan",
+    "build_world",
+    "namespace_labels",
+    "queued_view",
+]
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
@@ -69,6 +78,9 @@ class WorldJob:
     target: bool = False  # it waited at the instant: its start is what the run is for
     role: str = "pending"  # pending, backoff, reserved, running, finished, deactivated
     info: WorkloadInfo | None = None  # while it holds quota
+    pending: WorkloadInfo | None = (
+        None  # its last info as a pending workload (``WorkloadInfo.from_obj``'s like)
+    )
     plan: str = ""
     attempt: int = 0  # ProvisioningRequest attempts so far
     # queued again with attempts behind it: their count lasts only if it gets quota at this instant
@@ -182,6 +194,15 @@ def _checks(state: ClusterState) -> dict[str, Check]:
             retry_strategy(prc),
         )
     return out
+
+
+def admitted_plan(wl: dict) -> str:
+    """The flavors a Workload holding quota got, per pod set (``head=default-cpu,tpu-group=dws``)."""
+    adm = (wl.get("status") or {}).get("admission") or {}
+    return ",".join(
+        f"{p.get('name', '')}={'+'.join(sorted(set((p.get('flavors') or {}).values())))}"
+        for p in adm.get("podSetAssignments") or []
+    )
 
 
 def queued_view(wl: dict) -> dict:

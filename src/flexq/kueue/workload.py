@@ -279,15 +279,30 @@ class WorkloadInfo:
         cluster_queue: str = "",
         requeuing_timestamp: str = "Eviction",
         priority_sorting: bool = True,
+        like: WorkloadInfo | None = None,
     ) -> WorkloadInfo:
         """Pending workloads use spec requests; workloads holding quota use their admission. ``priority_sorting``:
-        the gate ``PrioritySortingWithinCohort``, which the queue-order timestamp depends on."""
+        the gate ``PrioritySortingWithinCohort``, which the queue-order timestamp depends on. ``like``: an info of
+        this workload read pending before; when both are pending and share their spec and metadata (the same
+        objects: a forward run queues a job again with the conditions of its eviction), its pod sets' requests
+        and scheduling hash are taken, not computed again."""
         st = wl.get("status") or {}
         admission = st.get("admission")
-        reqs = admitted_requests(wl) if admission else podset_total_requests(wl)
+        same = (
+            like is not None
+            and not admission
+            and like.obj.get("spec") is wl.get("spec")
+            and like.obj.get("metadata") is wl.get("metadata")
+            and not (like.obj.get("status") or {}).get("admission")
+        )
+        if same:
+            assert like is not None
+            reqs = like.total_requests
+        else:
+            reqs = admitted_requests(wl) if admission else podset_total_requests(wl)
         cq = cluster_queue or (admission or {}).get("clusterQueue", "")
         md = wl.get("metadata") or {}
-        return cls(
+        info = cls(
             obj=wl,
             cluster_queue=cq,
             total_requests=reqs,
@@ -296,6 +311,9 @@ class WorkloadInfo:
             order_ts=queue_order_timestamp(wl, requeuing_timestamp, priority_sorting),
             uid=md.get("uid", md.get("name", "")),
         )
+        if same and like is not None and "scheduling_hash" in like.__dict__:
+            info.__dict__["scheduling_hash"] = like.__dict__["scheduling_hash"]
+        return info
 
     def flavor_usage(self) -> dict[tuple[str, str], int]:
         """Assigned usage per (flavor, resource) (``Info.ResourceUsage().Assigned``); computed once, read-only."""
