@@ -39,7 +39,10 @@ from flexq.kueue.workload import WorkloadInfo, has_rejected_checks, has_retry_ch
 
 __all__ = ["CycleMemo"]
 
-MAX_ANSWERS = 50_000  # a run's table is dropped whole past this many answers
+# a run's table is dropped whole past this many answers (about 4 KB each: 5,000 hold a deep queue's rotation,
+# bench/eta_cost.py keeps about 4,000 per replica; a run that never repeats itself, 1,000 jobs draining over a day,
+# would otherwise keep 20,000, 86 MB, for nothing)
+MAX_ANSWERS = 5_000
 
 
 @dataclass(frozen=True)
