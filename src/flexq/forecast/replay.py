@@ -43,6 +43,10 @@ __all__ = ["CycleMemo"]
 # bench/eta_cost.py keeps about 4,000 per replica; a run that never repeats itself, 1,000 jobs draining over a day,
 # would otherwise keep 20,000, 86 MB, for nothing)
 MAX_ANSWERS = 5_000
+# a run whose cycles do not repeat stops asking (a key costs the holders' set): once this many were asked, fewer
+# than one in ``MIN_HIT_SHARE`` answered again turns the memo off for the run
+PROBE_CYCLES = 1_000
+MIN_HIT_SHARE = 4
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,12 @@ class CycleMemo:
         self._holders: dict[str, tuple] = {}
         self._holders_key: frozenset | None = frozenset()
         self.hits = self.misses = 0
+        self.on = True
 
     # the workloads holding quota ----------------------------------------------------------------------------
     def hold(self, info: WorkloadInfo) -> None:
+        if not self.on:
+            return
         obj = info.obj
         conds = tuple(
             sorted(
@@ -117,7 +124,7 @@ class CycleMemo:
         namespace_labels: Callable[[str], Mapping | None],
     ) -> Plan:
         """``kueue.cycle.plan`` of ``heads`` against ``snap``, or the answer it gave to the same question."""
-        key = self.key(heads, snap, cycle, reserving)
+        key = self.key(heads, snap, cycle, reserving) if self.on else None
         if key is not None:
             kept = self.answers.get(key)
             if kept is not None:
@@ -133,6 +140,10 @@ class CycleMemo:
                 if len(self.answers) >= MAX_ANSWERS:
                     self.answers.clear()
                 self.answers[key] = answer
+            if self.hits + self.misses >= PROBE_CYCLES and self.hits * MIN_HIT_SHARE < self.misses:
+                self.on = False  # this run does not repeat itself
+                self.answers.clear()
+                self._holders.clear()
         return decided
 
     def key(
