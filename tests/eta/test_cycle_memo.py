@@ -56,7 +56,7 @@ def _world(jobs: int, priorities: bool):
 
 def _rows(world, seed: str, memo: bool, monkeypatch) -> tuple[list, int, int]:
     counts = {}
-    orig_plan = replay.CycleMemo.plan
+    orig_plan, orig_key = replay.CycleMemo.plan, replay.CycleMemo.key
 
     def counting(self, *a, **k):
         out = orig_plan(self, *a, **k)
@@ -67,12 +67,17 @@ def _rows(world, seed: str, memo: bool, monkeypatch) -> tuple[list, int, int]:
     if not memo:
         monkeypatch.setattr(replay.CycleMemo, "key", lambda self, *a, **k: None)
     rows = sorted(fast.run(world, random.Random(seed)), key=lambda r: r["key"])
-    monkeypatch.undo()
+    monkeypatch.setattr(replay.CycleMemo, "plan", orig_plan)
+    monkeypatch.setattr(replay.CycleMemo, "key", orig_key)
     return rows, counts.get("hits", 0), counts.get("misses", 0)
 
 
-@pytest.mark.parametrize("priorities", [False, True])
-def test_replayed_cycles_decide_as_the_cycles_themselves(priorities: bool, monkeypatch) -> None:
+@pytest.mark.parametrize(("priorities", "warmup"), [(False, None), (False, 0), (True, 0)])
+def test_replayed_cycles_decide_as_the_cycles_themselves(priorities: bool, warmup, monkeypatch) -> None:
+    """``warmup`` 0: the memo asks from a run's first cycle (by default only after ``WARMUP_CYCLES``, from the
+    workloads holding quota then)."""
+    if warmup is not None:
+        monkeypatch.setattr(replay, "WARMUP_CYCLES", warmup)
     world = _world(60, priorities)
     replayed = 0
     for r in range(10):

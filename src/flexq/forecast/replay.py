@@ -43,6 +43,8 @@ __all__ = ["CycleMemo"]
 # bench/eta_cost.py keeps about 4,000 per replica; a run that never repeats itself, 1,000 jobs draining over a day,
 # would otherwise keep 20,000, 86 MB, for nothing)
 MAX_ANSWERS = 5_000
+# a short run never asks (its cycles cost less than keeping their answers): the memo starts after this many cycles
+WARMUP_CYCLES = 200
 # a run whose cycles do not repeat stops asking (a key costs the holders' set): once this many were asked, fewer
 # than one in ``MIN_HIT_SHARE`` answered again turns the memo off for the run
 PROBE_CYCLES = 1_000
@@ -73,12 +75,15 @@ class CycleMemo:
         self._holders: dict[str, tuple] = {}
         self._holders_key: frozenset | None = frozenset()
         self.hits = self.misses = 0
-        self.on = True
+        self.cycles = 0
+        self.on: bool | None = None  # None: not started yet (``WARMUP_CYCLES``), False: off for the run
 
     # the workloads holding quota ----------------------------------------------------------------------------
     def hold(self, info: WorkloadInfo) -> None:
-        if not self.on:
-            return
+        if self.on:
+            self._hold(info)
+
+    def _hold(self, info: WorkloadInfo) -> None:
         obj = info.obj
         conds = tuple(
             sorted(
@@ -104,7 +109,7 @@ class CycleMemo:
         self._holders_key = None
 
     def release(self, key: str) -> None:
-        if self._holders.pop(key, None) is not None:
+        if self.on and self._holders.pop(key, None) is not None:
             self._holders_key = None
 
     def _holding(self) -> frozenset:
@@ -124,6 +129,12 @@ class CycleMemo:
         namespace_labels: Callable[[str], Mapping | None],
     ) -> Plan:
         """``kueue.cycle.plan`` of ``heads`` against ``snap``, or the answer it gave to the same question."""
+        if self.on is None:
+            self.cycles += 1
+            if self.cycles >= WARMUP_CYCLES:  # from now on: the workloads holding quota now, then each change
+                self.on = True
+                for info in reserving.values():
+                    self._hold(info)
         key = self.key(heads, snap, cycle, reserving) if self.on else None
         if key is not None:
             kept = self.answers.get(key)
