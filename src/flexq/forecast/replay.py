@@ -3,8 +3,10 @@
 Owns ``CycleMemo``: ``kueue.cycle.plan`` for one head, answered again when nothing it reads has changed since it
 was asked. A deep queue retrying behind a full DWS pool repeats itself: every second one job is reserved, its
 request fails at once and it is evicted, and the next head is tried twice against the same workloads holding quota
-(bench/eta_cost.py: 27,000 cycles per replica, 90 % of them a head and holders seen before). Kueue runs each of
-those cycles, and so does the forecast: the memo changes what a cycle costs, never what it decides.
+(bench/eta_cost.py: 27,000 cycles per replica, 85 % of them answered again). Kueue runs each of those cycles, and
+so does the forecast: the memo changes what a cycle costs, never what it decides. It starts after a run's first
+``WARMUP_CYCLES`` (a short run's cycles cost less than their keys), keeps at most ``MAX_ANSWERS``, and turns itself
+off in a run that does not repeat itself (``PROBE_CYCLES``, ``MIN_HIT_SHARE``).
 
 What a one-head cycle reads, and so the key (``key``):
 - the head: its workload (key, ClusterQueue, priority; its queue-order timestamp where the ClusterQueue's
