@@ -96,7 +96,8 @@ class _Shared:
         are dropped and those started are waited for."""
         clock = WallClock()
         while self.running:
-            timeout = None if deadline is None else max(0.0, deadline - clock.now())
+            # past the deadline with fewer than MIN_REPLICAS done: wait for the next to end (no spinning)
+            timeout = None if deadline is None or clock.now() > deadline else deadline - clock.now()
             finished, _ = wait(self.running, timeout=timeout, return_when=FIRST_COMPLETED)
             for f in finished:
                 r = self.running.pop(f)
