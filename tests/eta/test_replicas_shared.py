@@ -46,3 +46,49 @@ def test_a_deadline_still_stops_shared_replicas_after_the_fewest(state, monkeypa
     monkeypatch.setattr(replicas, "PARALLEL_AFTER_SECONDS", 0.0)
     fc = estimate(state, EtaConfig(replicas=400, workers=2, horizon=86400.0), budget=0.0)
     assert replicas.MIN_REPLICAS <= fc.replicas < 400
+
+
+SCRIPT = """
+import json, sys
+from flexq import Twin
+from flexq.eta import EtaConfig, estimate, replicas, state_from_twin
+from tests.eta.helpers import rayjob, tutorial_cluster
+
+twin = Twin(clock="virtual", seed=5)
+tutorial_cluster(twin, dws_max=4)
+for i in range(1, 9):
+    twin.create(rayjob(i, run=1800))
+    twin.advance(3)
+twin.advance(60)
+state = state_from_twin(twin, declared=False)
+twin.close()
+replicas.PARALLEL_AFTER_SECONDS = 0.0
+fc = estimate(state, EtaConfig(replicas=11, workers=2, horizon=86400.0))
+print(json.dumps({"replicas": fc.replicas, "medians": {k: j.median for k, j in sorted(fc.jobs.items())}}))
+"""
+
+
+def test_a_script_without_a_main_guard_still_gets_its_forecast(state, tmp_path) -> None:
+    """Other processes re-run a script that has no ``if __name__ == "__main__":`` and multiprocessing refuses
+    them: the forecast's remaining runs then run in the script's own process, with the same answer."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "no_guard.py"
+    script.write_text(SCRIPT)
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(root)},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    one = estimate(state, EtaConfig(replicas=11, workers=1, horizon=86400.0))
+    assert got["replicas"] == 11
+    assert got["medians"] == {k: j.median for k, j in sorted(one.jobs.items())}

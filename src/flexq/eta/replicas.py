@@ -6,15 +6,19 @@ here, one replica after the other. A deep queue's replicas take seconds each (10
 pool: about 10,000 scheduling ticks per replica), so when the rest would take ``PARALLEL_AFTER_SECONDS`` at the
 first one's pace, they are handed to ``cfg.workers`` other processes (None: one per core; this one waits): each
 takes the next as it is free. Past ``deadline`` (wall clock) no replica is started once ``MIN_REPLICAS`` are done.
+When the other processes cannot run (a user's script without ``if __name__ == "__main__":`` is run again by each
+and multiprocessing refuses them), the replicas left run here: the same answer, later.
 (Running the first here beside them was tried: three processes on two cores and the longest replica last gave the
 same wall time, for a thread more.)
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from flexq.clock import WallClock
@@ -31,6 +35,7 @@ MIN_REPLICAS = 9
 PARALLEL_AFTER_SECONDS = 2.0
 
 Result = dict[str, dict[str, Any]]
+log = logging.getLogger("flexq.eta")
 
 
 def replica_seed(cfg: EtaConfig, r: int) -> str:
@@ -64,13 +69,18 @@ def run_replicas(world: Any, cfg: EtaConfig, deadline: float | None) -> list[Res
         try:
             shared.start()
             shared.collect(done, deadline)
+        except BrokenProcessPool:
+            # the other processes could not run (a script without ``if __name__ == "__main__":`` is run again
+            # by each of them and refused by multiprocessing; a process killed): the rest run here
+            log.warning("the forecast's other processes failed; its remaining forward runs run in this one")
         finally:
             shared.close()
-    else:
-        for r in range(1, cfg.replicas):
-            if deadline is not None and r >= MIN_REPLICAS and clock.now() > deadline:
-                break
-            done[r] = run_one(world, replica_seed(cfg, r))
+    for r in range(1, cfg.replicas):
+        if r in done:
+            continue
+        if deadline is not None and len(done) >= MIN_REPLICAS and clock.now() > deadline:
+            break
+        done[r] = run_one(world, replica_seed(cfg, r))
     return [done[r] for r in sorted(done)]
 
 
