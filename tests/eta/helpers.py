@@ -17,6 +17,8 @@ import yaml
 from flexq import Twin
 from flexq.api.capacity_profile import tutorial_profile
 from flexq.cli import tutorial as T
+from flexq.eta import state_from_twin
+from flexq.forecast.state import ClusterState
 from flexq.http.server import Server
 from tests.waiting import wait_for
 
@@ -74,6 +76,33 @@ def tutorial_cluster(
     twin.cluster(T.TUTORIAL_ENV["CLUSTER_NAME"])
     twin.apply(T.queue_yaml(api="v1beta2"))
     twin.apply(TRAIN)
+
+
+def waiting_state(
+    seed: int,
+    jobs: int,
+    run: float = 1800,
+    gap: float = 3,
+    settle: float = 60,
+    declared: bool = True,
+    extra: list[dict[str, Any]] | None = None,
+    labels: Any = None,
+) -> ClusterState:
+    """The state of a virtual tutorial cluster (one-slice DWS pool) after ``jobs`` tutorial RayJobs of ``run``
+    seconds were submitted ``gap`` seconds apart and ``settle`` seconds more went by; ``extra`` objects are created
+    first, ``labels(i)`` labels job ``i``; ``declared``: read with what the twin declares (``state_from_twin``)."""
+    twin = Twin(clock="virtual", seed=seed)
+    try:
+        tutorial_cluster(twin, dws_max=4)
+        for obj in extra or []:
+            twin.create(obj)
+        for i in range(1, jobs + 1):
+            twin.create(rayjob(i, run=run, **(labels(i) if labels else {})))
+            twin.advance(gap)
+        twin.advance(settle)
+        return state_from_twin(twin, declared=declared)
+    finally:
+        twin.close()
 
 
 def live_tutorial_cluster(twin: Twin, jobs: int, project: str = "p") -> None:

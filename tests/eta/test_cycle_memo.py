@@ -14,41 +14,34 @@ import random
 
 import pytest
 
-from flexq import Twin
-from flexq.eta import EtaConfig, state_from_twin
+from flexq.eta import EtaConfig
 from flexq.forecast import fast, replay
 from flexq.forecast.fit import fit
 from flexq.forecast.jobs import StateView
 from flexq.forecast.world import build_world
-from tests.eta.helpers import rayjob, tutorial_cluster
+from tests.eta.helpers import waiting_state
 
 
 def _world(jobs: int, priorities: bool):
-    twin = Twin(clock="virtual", seed=7)
-    try:
-        tutorial_cluster(twin, dws_max=4)
-        if priorities:
-            for name, value in (("high", 1000), ("low", 100)):
-                twin.create(
-                    {
-                        "apiVersion": "kueue.x-k8s.io/v1beta2",
-                        "kind": "WorkloadPriorityClass",
-                        "metadata": {"name": name},
-                        "value": value,
-                    }
-                )
-        for i in range(1, jobs + 1):
-            job = rayjob(i, run=1800)
-            if priorities:
-                job["metadata"].setdefault("labels", {})["kueue.x-k8s.io/priority-class"] = (
-                    "high" if i % 3 == 0 else "low"
-                )
-            twin.create(job)
-            twin.advance(3)
-        twin.advance(120)
-        state = state_from_twin(twin, declared=False)
-    finally:
-        twin.close()
+    classes = [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": n},
+            "value": v,
+        }
+        for n, v in (("high", 1000), ("low", 100))
+    ]
+    state = waiting_state(
+        seed=7,
+        jobs=jobs,
+        settle=120,
+        declared=False,
+        extra=classes if priorities else None,
+        labels=(lambda i: {"kueue.x-k8s.io/priority-class": "high" if i % 3 == 0 else "low"})
+        if priorities
+        else None,
+    )
     cfg = EtaConfig(horizon=12 * 3600.0)
     view = StateView.of(state)
     return build_world(state, fit(state, cfg, view), cfg.horizon, view)

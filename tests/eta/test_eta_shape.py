@@ -15,23 +15,15 @@ from typing import Any
 import pytest
 
 from flexq import Twin
-from flexq.eta import EtaConfig, estimate, naive_eta, state_from_twin
+from flexq.eta import EtaConfig, estimate, naive_eta
 from flexq.forecast import jobs as eta_jobs
 from flexq.forecast.state import ClusterState
-from tests.eta.helpers import rayjob, tutorial_cluster
+from tests.eta.helpers import rayjob, waiting_state
 
 
 @pytest.fixture(scope="module")
 def small() -> ClusterState:
-    twin = Twin(clock="virtual", seed=11)
-    tutorial_cluster(twin, dws_max=4)
-    for i in range(1, 5):
-        twin.create(rayjob(i, run=3600))
-        twin.advance(5)
-    twin.advance(120)
-    state = state_from_twin(twin)
-    twin.close()
-    return state
+    return waiting_state(seed=11, jobs=4, run=3600, gap=5, settle=120)
 
 
 def _grown(state: ClusterState, n: int) -> ClusterState:

@@ -10,23 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from flexq import Twin
-from flexq.eta import EtaConfig, estimate, replicas, state_from_twin
-from tests.eta.helpers import rayjob, tutorial_cluster
+from flexq.eta import EtaConfig, estimate, replicas
+from tests.eta.helpers import waiting_state
 
 
 @pytest.fixture(scope="module")
 def state():
-    twin = Twin(clock="virtual", seed=5)
-    try:
-        tutorial_cluster(twin, dws_max=4)
-        for i in range(1, 9):
-            twin.create(rayjob(i, run=1800))
-            twin.advance(3)
-        twin.advance(60)
-        return state_from_twin(twin, declared=False)
-    finally:
-        twin.close()
+    return waiting_state(seed=5, jobs=8, declared=False)
 
 
 def _fields(fc) -> dict:
@@ -49,19 +39,11 @@ def test_a_deadline_still_stops_shared_replicas_after_the_fewest(state, monkeypa
 
 
 SCRIPT = """
-import json, sys
-from flexq import Twin
-from flexq.eta import EtaConfig, estimate, replicas, state_from_twin
-from tests.eta.helpers import rayjob, tutorial_cluster
+import json
+from flexq.eta import EtaConfig, estimate, replicas
+from tests.eta.helpers import waiting_state
 
-twin = Twin(clock="virtual", seed=5)
-tutorial_cluster(twin, dws_max=4)
-for i in range(1, 9):
-    twin.create(rayjob(i, run=1800))
-    twin.advance(3)
-twin.advance(60)
-state = state_from_twin(twin, declared=False)
-twin.close()
+state = waiting_state(seed=5, jobs=8, declared=False)
 replicas.PARALLEL_AFTER_SECONDS = 0.0
 fc = estimate(state, EtaConfig(replicas=11, workers=2, horizon=86400.0))
 print(json.dumps({"replicas": fc.replicas, "medians": {k: j.median for k, j in sorted(fc.jobs.items())}}))

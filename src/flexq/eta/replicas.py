@@ -47,6 +47,17 @@ def run_one(world: Any, seed: str) -> Result:
     return {row.pop("key"): row for row in fast.run(world, random.Random(seed))}
 
 
+_installed: list[Any] = []  # in a sharing process: the world its replicas run
+
+
+def _install(world: Any) -> None:
+    _installed[:] = [world]
+
+
+def _run_installed(seed: str) -> Result:
+    return run_one(_installed[0], seed)
+
+
 def workers_of(cfg: EtaConfig) -> int:
     """The processes ``cfg`` allows (None: one per core this process may use)."""
     if cfg.workers is not None:
@@ -97,9 +108,10 @@ class _Shared:
 
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(["flexq.eta.replicas"])
-        self.pool = process_pool(self.workers, ctx)
+        # the world is sent once per process, not once per replica
+        self.pool = process_pool(self.workers, ctx, _install, (self.world,))
         for r in range(1, self.cfg.replicas):
-            self.running[self.pool.submit(run_one, self.world, replica_seed(self.cfg, r))] = r
+            self.running[self.pool.submit(_run_installed, replica_seed(self.cfg, r))] = r
 
     def collect(self, done: dict[int, Result], deadline: float | None) -> None:
         """Wait for the replicas handed out; past ``deadline``, once ``MIN_REPLICAS`` are done, those not started

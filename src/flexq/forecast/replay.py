@@ -36,6 +36,7 @@ from flexq.kueue.cycle import (
     pods_ready,
 )
 from flexq.kueue.flavorassigner import Assignment, AssignmentState
+from flexq.kueue.preemption import compares_queue_order
 from flexq.kueue.snapshot import Snapshot
 from flexq.kueue.workload import WorkloadInfo, has_rejected_checks, has_retry_checks
 
@@ -77,7 +78,7 @@ class CycleMemo:
         self._holders: dict[str, tuple] = {}
         self._holders_key: frozenset | None = frozenset()
         self.hits = self.misses = 0
-        self.cycles = 0
+        self.asked = 0  # cycles asked before the memo started
         self.on: bool | None = None  # None: not started yet (``WARMUP_CYCLES``), False: off for the run
 
     # the workloads holding quota ----------------------------------------------------------------------------
@@ -132,8 +133,8 @@ class CycleMemo:
     ) -> Plan:
         """``kueue.cycle.plan`` of ``heads`` against ``snap``, or the answer it gave to the same question."""
         if self.on is None:
-            self.cycles += 1
-            if self.cycles >= WARMUP_CYCLES:  # from now on: the workloads holding quota now, then each change
+            self.asked += 1
+            if self.asked >= WARMUP_CYCLES:  # from now on: the workloads holding quota now, then each change
                 self.on = True
                 for info in reserving.values():
                     self._hold(info)
@@ -173,16 +174,12 @@ class CycleMemo:
                 return None
             if cq is not None and not last_assignment_outdated(last, cq.generation, cycle, self.preserve):
                 scan = _scan(last)
-        newer = cq is not None and "LowerOrNewerEqualPriority" in (
-            cq.preemption.get("withinClusterQueue"),
-            cq.preemption.get("reclaimWithinCohort"),
-        )
         wl = head.obj
         return (
             head.key,
             head.cluster_queue,
             head.priority,
-            head.order_ts if newer else None,
+            head.order_ts if cq is not None and compares_queue_order(cq) else None,
             has_retry_checks(wl),
             has_rejected_checks(wl),
             head.key in reserving,
@@ -231,22 +228,16 @@ def _answer(decided: Plan, head: WorkloadInfo, snap: Snapshot, cycle: int) -> _A
 
 
 def _replay(kept: _Answer, head: WorkloadInfo, snap: Snapshot, cycle: int) -> Plan:
+    cq = snap.cq(head.cluster_queue)
     e = Entry(
-        head,
-        snap.cq(head.cluster_queue),
-        status=kept.status,
-        msg=kept.msg,
-        reason=kept.reason,
-        requeue_reason=kept.requeue_reason,
+        head, cq, status=kept.status, msg=kept.msg, reason=kept.reason, requeue_reason=kept.requeue_reason
     )
     if kept.inadmissible:
         return Plan([], [e])
     e.action, e.assignment = kept.action, kept.assignment
-    if kept.scan is None:
-        head.last_assignment = None
-    else:
-        cq = snap.cq(head.cluster_queue)
-        head.last_assignment = AssignmentState(
-            [dict(m) for m in kept.scan], cq.generation if cq is not None else 0, cycle
-        )
+    head.last_assignment = (
+        None
+        if kept.scan is None
+        else AssignmentState([dict(m) for m in kept.scan], cq.generation if cq is not None else 0, cycle)
+    )
     return Plan([e], [])

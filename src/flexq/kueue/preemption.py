@@ -35,7 +35,15 @@ from flexq.kueue.snapshot import (
 )
 from flexq.kueue.workload import WorkloadInfo
 
-__all__ = ["Target", "TreeMemo", "get_targets", "make_oracle", "preemption_message", "satisfies_policy"]
+__all__ = [
+    "Target",
+    "TreeMemo",
+    "compares_queue_order",
+    "get_targets",
+    "make_oracle",
+    "preemption_message",
+    "satisfies_policy",
+]
 
 REASONS = {
     "InClusterQueue": "prioritization in the ClusterQueue",
@@ -402,10 +410,15 @@ class TreeMemo:
         return cur[1]
 
 
+def compares_queue_order(cq: ClusterQueueSnapshot) -> bool:
+    """Whether a preemption search of ``cq`` reads the preemptor's queue-order timestamp (a policy
+    ``LowerOrNewerEqualPriority``), not only its priority."""
+    p = cq.preemption
+    return "LowerOrNewerEqualPriority" in (p["withinClusterQueue"], p["reclaimWithinCohort"])
+
+
 def _sub_key(own: ClusterQueueSnapshot, info: WorkloadInfo) -> tuple:
-    p = own.preemption
-    newer = "LowerOrNewerEqualPriority" in (p["withinClusterQueue"], p["reclaimWithinCohort"])
-    return (own.name, info.priority, info.order_ts if newer else None)
+    return (own.name, info.priority, info.order_ts if compares_queue_order(own) else None)
 
 
 def _remember(table: dict, key: tuple, ctx: _Ctx, targets: list[Target], extra: object = None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.context import BaseContext
 from pathlib import Path
@@ -19,15 +20,27 @@ __all__ = ["process_pool"]
 WATCH_SECONDS = 1.0
 
 
-def process_pool(max_workers: int, mp_context: BaseContext) -> ProcessPoolExecutor:
-    """A ``ProcessPoolExecutor`` whose workers exit within ``WATCH_SECONDS`` of its owner's end (this process)."""
+def process_pool(
+    max_workers: int,
+    mp_context: BaseContext,
+    setup: Callable[..., None] | None = None,
+    setup_args: tuple = (),
+) -> ProcessPoolExecutor:
+    """A ``ProcessPoolExecutor`` whose workers exit within ``WATCH_SECONDS`` of its owner's end (this process).
+    ``setup(*setup_args)`` runs once in each worker as it starts (what every task shares, sent once per worker)."""
     owner = os.getpid()
     return ProcessPoolExecutor(
         max_workers=max_workers,
         mp_context=mp_context,
-        initializer=_watch_owner,
-        initargs=(owner, _started(owner)),
+        initializer=_start_worker,
+        initargs=(owner, _started(owner), setup, setup_args),
     )
+
+
+def _start_worker(owner: int, started: str | None, setup: Callable[..., None] | None, args: tuple) -> None:
+    _watch_owner(owner, started)
+    if setup is not None:
+        setup(*args)
 
 
 def _started(pid: int) -> str | None:
