@@ -15,6 +15,7 @@ first GKE cluster created (a second one never replaces it), else the twin's own 
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -251,8 +252,8 @@ class Twin:
 
         def run() -> dict:
             obj = self.store.peek(info.kind, name, namespace)
-            if obj is None:
-                self.store.get(info.kind, name, namespace)  # raises NotFound, worded as the API server's
+            if obj is None:  # get raises NotFound, worded as the API server's
+                obj = self.store.get(info.kind, name, namespace)
             return scheme.render(info, obj, wanted)  # render copies: one copy, no more
 
         return self._call(run)
@@ -294,7 +295,7 @@ class Twin:
         self,
         kind: str,
         name: str,
-        patch: dict | list,
+        patch: dict | builtins.list,
         namespace: str | None = None,
         subresource: str | None = None,
         *,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -66,8 +66,8 @@ __all__ = [
     "harsh_profile",
 ]
 
-API_VERSION = "twin.flexq.dev/v1alpha1"
-KIND = "CapacityProfile"
+API_VERSION: Final = "twin.flexq.dev/v1alpha1"
+KIND: Final = "CapacityProfile"
 # "queued" = flex-start with queued provisioning (DWS ProvisioningRequests); "flex-start" = flex-start VMs
 # created by the ordinary autoscaler.
 PROFILE_MODELS = ("on-demand", "spot", "flex-start", "queued")

@@ -8,7 +8,7 @@ The default registry is built by ``flexq.api.kinds``. No behaviour. Must not imp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -182,7 +182,7 @@ class Registry:
                 for v in info.versions:
                     self._names.setdefault(f"{n}.{v}.{info.group}", []).append(info)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[KindInfo]:
         return iter(self._kinds)
 
     def resolve(self, name: str) -> KindInfo:

@@ -255,7 +255,8 @@ def stream_logs(
     if container:
         kw["container"] = container
     try:
-        resp = core.read_namespaced_pod_log(pod, namespace, **kw)
+        # unread (``_preload_content=False``): the client's stubs type the result as the text it would read
+        resp: Any = core.read_namespaced_pod_log(pod, namespace, **kw)
     except ApiException as exc:
         raise api_error(exc) from exc
     buf = b""

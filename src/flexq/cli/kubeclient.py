@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Any:
         raise ClientError(_kubeconfig_problem(kubeconfig, context, exc)) from exc
     # A ``tokenFile`` is read verbatim by the client (and again before each request); kubectl trims the
     # trailing newline, so do the same after every refresh (the loader's hook re-installs itself: wrap again).
-    hook = cfg.refresh_api_key_hook
+    hook: Callable[[Any], None] | None = cfg.refresh_api_key_hook
 
     def refresh(c: Any) -> None:
         nonlocal hook
@@ -117,7 +118,8 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Any:
             c.refresh_api_key_hook = refresh
         c.api_key = {k: v.strip() if isinstance(v, str) else v for k, v in (c.api_key or {}).items()}
 
-    cfg.refresh_api_key_hook = refresh
+    # the client's Configuration types this attribute by its default (None)
+    cfg.refresh_api_key_hook = refresh  # type: ignore[assignment]
     return client.ApiClient(cfg)
 
 

@@ -237,7 +237,7 @@ class ProvisioningRequestController(Controller):
     def watches(self) -> list[Watch]:
         def by_node(ev: Any) -> list[tuple[str, str]]:
             ref = (ev.object["metadata"].get("annotations") or {}).get(ANN_REQUEST)
-            return [tuple(ref.split("/", 1))] if ref else []  # type: ignore[list-item]
+            return [tuple(ref.split("/", 1))] if ref else []
 
         def by_pod(ev: Any) -> list[tuple[str, str]]:
             ann = ev.object["metadata"].get("annotations") or {}

@@ -289,7 +289,7 @@ def rewrite_paths(text: str, mounts: dict[str, str]) -> str:
         if mount in ("", "/"):
             continue
         pattern = re.compile(r"(?<![\w/.:-])" + re.escape(mount.rstrip("/")) + r"(?=/|\s|$|[\"';])")
-        text = pattern.sub(lambda _m, local=mounts[mount]: local, text)
+        text = pattern.sub(mounts[mount].replace("\\", "\\\\"), text)  # the path taken literally
     return text
 
 

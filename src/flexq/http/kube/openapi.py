@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from flexq.api.registry import KindInfo
@@ -94,7 +95,9 @@ def _inline(node: Any, ref: str, schema: dict[str, Any]) -> Any:
 
 def schemas(infos: tuple[KindInfo, ...], version: str, ref_base: str) -> dict[str, Any]:
     """Named schemas of every kind served in ``version`` among ``infos`` (one group)."""
-    models = [(i.models[version], "validation") for i in infos if version in i.models]
+    models: list[tuple[type[BaseModel], Literal["validation", "serialization"]]] = [
+        (i.models[version], "validation") for i in infos if version in i.models
+    ]
     _, doc = models_json_schema(models, ref_template="#/$defs/{model}")
     defs: dict[str, Any] = doc.get("$defs", {})
     pre = prefix(infos[0].group, version)
@@ -153,7 +156,7 @@ def _params(v3: bool, names: list[str]) -> list[dict[str, Any]]:
 
 
 def _op(info: KindInfo, version: str, verb: str, ref: str, v3: bool, params: list[str]) -> dict[str, Any]:
-    resp = {"description": "OK"}
+    resp: dict[str, Any] = {"description": "OK"}
     if v3:
         resp["content"] = {"application/json": {"schema": {"$ref": ref}}}
     else:
