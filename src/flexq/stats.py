@@ -31,6 +31,7 @@ from statistics import NormalDist
 
 __all__ = [
     "ColdLaw",
+    "exchangeable_next",
     "exponential_mean",
     "km_curve",
     "km_median",
@@ -209,3 +210,20 @@ def lognormal_beyond(mu: float, sigma: float, elapsed: float, rng: random.Random
         return elapsed / max(1e-9, 1.0 - rng.random())
     u = floor + (1.0 - floor) * rng.random()
     return max(elapsed, math.exp(mu + sigma * _UNIT.inv_cdf(min(max(u, 1e-12), 1.0 - 1e-12))))
+
+
+def exchangeable_next(
+    seen: Sequence[float], rng: random.Random, lo: float, hi: float, resolution: float = 1.0
+) -> float:
+    """The next of ``seen`` exchangeable observations (made at ``resolution``: a draw of one lands within it either
+    side): slower than all n of them with probability 1 / (n + 1), and faster than all with as much, then drawn as
+    far as the prior's ``hi`` or ``lo``; else one of them. None seen: uniform over the prior [``lo``, ``hi``]."""
+    n = len(seen)
+    u = rng.random() * (n + 1)
+    if u < 1.0:
+        top = max(seen, default=lo)
+        return rng.uniform(top, max(top, hi))
+    if u < 2.0:
+        bottom = min(seen)
+        return rng.uniform(min(lo, bottom), bottom)
+    return max(lo, seen[rng.randrange(n)] + resolution * (rng.random() - rng.random()))

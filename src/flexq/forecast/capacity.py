@@ -32,13 +32,7 @@ from flexq.kueue.checks import retry_strategy
 from flexq.kueue.snapshot import Snapshot
 from flexq.kueue.workload import WorkloadInfo, admission_checks_for, backoff_seconds
 
-__all__ = ["CapacityRun", "POD_START_SECONDS"]
-
-# nodes Ready to the pods Ready: up to this long, drawn (the twin's kubelet starts them at once, a real node in
-# seconds; a fixed 5 s put every start on nodes already up 5 s late, outside the low end of its interval). On a twin
-# too: drawn up to 1 s there, the live tutorial's intervals narrowed to a second and its starts, a second or two
-# either side of them on the wall clock, fell outside (2 of 8 inside, against 7 of 10 with this)
-POD_START_SECONDS = 5.0
+__all__ = ["CapacityRun"]
 
 
 class CapacityRun:
@@ -147,7 +141,7 @@ class CapacityRun:
         if ready > self.t and job.bucket != "stockout":
             self.move(job, "scaleUp")
         job.nodes_ready = ready
-        self.at(ready + job.rng.uniform(0.0, POD_START_SECONDS), "start", job)
+        self.at(ready + self.model.draw_pod_start(job.rng), "start", job)
 
     def stocked_until(self, pool: Pool) -> float:
         """When the stock-out of ``pool``'s capacity (its machine type, under its provisioning model) going on now
@@ -292,7 +286,7 @@ class CapacityRun:
         self.move(job, "scaleUp")
         cfg = self.world.config
         job.nodes_ready = nodes_ready
-        ready = job.nodes_ready + job.rng.uniform(0.0, POD_START_SECONDS)
+        ready = job.nodes_ready + self.model.draw_pod_start(job.rng)
         if cfg.wait_for_pods_ready and cfg.pods_ready_timeout > 0:  # admitted now: the timer starts
             self.at(self.t + cfg.pods_ready_timeout, "pods-ready-timeout", job)
         self.at(ready, "start", job)

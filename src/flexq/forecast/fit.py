@@ -440,6 +440,47 @@ def _provision(state: ClusterState) -> dict[str, tuple[float, float, int]]:
     return {mt: (min(v), max(v), len(v)) for mt, v in seen.items() if v}
 
 
+def _pod_starts(state: ClusterState) -> list[float]:
+    """Per started workload, its nodes Ready to its pods all ready (``PodsReady``): image pulls, containers, a Ray
+    head. From its admission, or from the last node of its flavors' pools Ready between that and its start (the
+    nodes made for it). A finished workload whose pools show no such node is left out: its nodes may have been
+    made and removed since, and the time would hold their making."""
+    pools = _flavor_pools(state)
+    ready: dict[str, list[float]] = {}  # node pool -> its nodes' Ready times
+    for n in state.nodes:
+        pool = ((n.get("metadata") or {}).get("labels") or {}).get(catalog.LABEL_NODEPOOL, "")
+        t = _cond_time(n, "Ready")
+        if pool and t is not None:
+            ready.setdefault(pool, []).append(t)
+    out = []
+    for wl in state.workloads:
+        start, admitted = started_at(wl), _cond_time(wl, "Admitted")
+        if start is None or admitted is None or start < admitted:
+            continue
+        mine = {pools.get(f, "") for ps in _assigned(wl) for f in ps}
+        made = [t for p in mine for t in ready.get(p, ()) if admitted <= t <= start]
+        if not made and finished_at(wl) is not None:
+            continue
+        if start - max([admitted, *made]) < 3600:
+            out.append(start - max([admitted, *made]))
+    return out
+
+
+def _run_lags(state: ClusterState, declared: Declared | None) -> list[float]:
+    """On a twin: per finished workload whose job's run the twin declares, how much longer than that run its
+    ``PodsReady`` to ``Finished`` took (the job's end written after the executor's run)."""
+    out: list[float] = []
+    for wl in state.workloads if declared is not None else ():
+        start, end, ref = started_at(wl), finished_at(wl), controller_owner(wl) or {}
+        if declared is None or start is None or end is None:
+            continue
+        ns = (wl.get("metadata") or {}).get("namespace", "")
+        run = declared.run_seconds(state.job(ref.get("kind", ""), ns, ref.get("name", "")))
+        if run is not None and -1.0 <= end - start - run < 600:
+            out.append(max(0.0, end - start - run))
+    return out
+
+
 def _classes(state: ClusterState, cfg: EtaConfig) -> dict[tuple[str, str], RunClass]:
     classes: dict[tuple[str, str], RunClass] = {}
     jobs = {}
@@ -478,6 +519,8 @@ def fit(state: ClusterState, cfg: EtaConfig | None = None, view: StateView | Non
     m.dws_mean = exponential_mean(m.dws_done, m.dws_waiting, cfg.prior_dws_wait_seconds)
     m.stockouts, m.stockout_episodes, m.stockout_censored, m.stockout_onsets = _stockouts(state, es, cfg)
     m.provision = _provision(state)
+    m.pod_starts = _pod_starts(state)
+    m.run_lags = _run_lags(state, m.declared)
     m.classes = _classes(state, cfg)
     m.machine_types = {p["machineType"] for p in state.node_pools}
     m.arrivals = _arrivals(state, cfg)

@@ -30,7 +30,7 @@ from flexq.forecast.jobs import (
     JobEntry,
     class_key,
 )
-from flexq.stats import exponential_mean, km_median, km_quantile, sample_beyond
+from flexq.stats import exchangeable_next, exponential_mean, km_median, km_quantile, sample_beyond
 
 __all__ = [
     "FittedCapacity",
@@ -45,6 +45,12 @@ QUEUED_CLASS = "queued-provisioning.gke.io"
 WARMUP_SECONDS = 300.0  # the forward twin's first five minutes: the running jobs get their nodes at once
 MIN_EPISODES = 3  # stock-outs seen to end before their lengths stand for the next one's
 RESERVED_LEAD = 30.0  # the jobs holding quota go in first: their requests are queued before the warm-up
+# nodes Ready to the pods Ready before any start was seen: up to this long, drawn (the twin's kubelet starts them at
+# once, a real node in seconds to minutes: image pulls; a fixed 5 s put every start on nodes already up 5 s late)
+POD_START_SECONDS = 5.0
+RUN_LAG_SECONDS = (
+    2.0  # a twin's job end written after the run it declares, before one was seen (181 s for 180)
+)
 
 
 @dataclass
@@ -125,6 +131,11 @@ class FittedCapacity:
     # machine -> the node creation range one forward run drew (``provision_drawn``; empty: ``provision_range``)
     provision_picks: dict[str, tuple[float, float]] = field(default_factory=dict)
     declared: Declared | None = None  # what the twin declares (flexq.forecast.declared; None: a real cluster)
+    # per started job: its nodes Ready (or its admission, on nodes already up) to its pods all ready, seconds
+    pod_starts: list[float] = field(default_factory=list)
+    run_lags: list[float] = field(
+        default_factory=list
+    )  # per finished job a twin declared: its end after its run
 
     # -- DWS waits, stock-outs, provisioning --------------------------------------------------------------------
     def draw_dws(self, elapsed: float, rng: random.Random, machine_type: str = "") -> float:
@@ -182,7 +193,15 @@ class FittedCapacity:
                 cold_dws=None if cold_dws is None else cold_dws.drawn(out.dws_done, out.dws_waiting, rng),
             )
         out.provision_picks = {mt: self.provision_drawn(mt, rng) for mt in sorted(self.provision)}
+        out.pod_starts = [self.pod_starts[rng.randrange(len(self.pod_starts))] for _ in self.pod_starts]
         return out
+
+    def draw_pod_start(self, rng: random.Random) -> float:
+        """How long a job's pods take from their nodes Ready (or its admission, on nodes already up) to all ready:
+        the next of the starts seen (``exchangeable_next``: one draw in n + 1 slower than all, as far as the prior's
+        ``POD_START_SECONDS``, one faster, as far as at once). One start seen in the same second as its nodes: half
+        the draws within the prior's 5 s, where the live twin's hand-overs of a second or two then fall."""
+        return exchangeable_next(self.pod_starts, rng, 0.0, POD_START_SECONDS)
 
     def dws_waited(self, key: str) -> float | None:
         """How long the accepted, not yet provisioned DWS request of workload ``key`` has waited (None: none)."""
@@ -364,6 +383,15 @@ class FittedCapacity:
             return fixed
         hist, _ = self._history(class_key(entry, entry.job, self.cfg.class_label))
         return self._draw(hist, elapsed, rng)
+
+    def run_lag(self, entry: JobEntry, rng: random.Random) -> float:
+        """How long after the run a twin declares for ``entry``'s job its end is written (the next of those seen,
+        ``exchangeable_next``); 0 for a job whose run the twin does not declare (the exact engine's twin adds its own)."""
+        if self.declared is None or expected_duration(entry.job) is not None:
+            return 0.0
+        if self.declared.run_seconds(entry.job) is None:
+            return 0.0
+        return exchangeable_next(self.run_lags, rng, 0.0, RUN_LAG_SECONDS)
 
     def median_run(self, entry: JobEntry, elapsed: float = 0.0) -> float:
         """The median run time (the written study's: one trace, so one value per job)."""
@@ -549,6 +577,13 @@ class FittedCapacity:
                     else ""
                 )
             )
+        ps = sorted(self.pod_starts)
+        out.append(
+            f"pods start: {format_duration(ps[len(ps) // 2])} at the median from their nodes Ready (or the admission, "
+            f"on nodes up) to PodsReady, {format_duration(ps[0])}-{format_duration(ps[-1])} (from {len(ps)} jobs)"
+            if ps
+            else f"pods start: within {POD_START_SECONDS:g}s of their nodes Ready (the prior: no start seen)"
+        )
         for (queue, klass), c in sorted(self.classes.items()):
             med = c.median()
             spread = ""
