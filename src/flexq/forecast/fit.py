@@ -33,6 +33,7 @@ Pure: no clock, no store.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 
 from flexq.api import gke_catalog as catalog
@@ -446,33 +447,38 @@ def _pod_starts(state: ClusterState) -> list[float]:
     nodes made for it). A finished workload whose pools show no such node is left out: its nodes may have been
     made and removed since, and the time would hold their making."""
     pools = _flavor_pools(state)
-    ready: dict[str, list[float]] = {}  # node pool -> its nodes' Ready times
+    ready: dict[str, list[float]] = {}  # node pool -> its nodes' Ready times, sorted
     for n in state.nodes:
         pool = ((n.get("metadata") or {}).get("labels") or {}).get(catalog.LABEL_NODEPOOL, "")
         t = _cond_time(n, "Ready")
         if pool and t is not None:
             ready.setdefault(pool, []).append(t)
+    ready = {pool: sorted(times) for pool, times in ready.items()}
     out = []
     for wl in state.workloads:
         start, admitted = started_at(wl), _cond_time(wl, "Admitted")
         if start is None or admitted is None or start < admitted:
             continue
-        mine = {pools.get(f, "") for ps in _assigned(wl) for f in ps}
-        made = [t for p in mine for t in ready.get(p, ()) if admitted <= t <= start]
-        if not made and finished_at(wl) is not None:
-            continue
-        if start - max([admitted, *made]) < 3600:
-            out.append(start - max([admitted, *made]))
+        base = admitted  # the last Ready of its pools' nodes up to its start, if it came after its admission
+        for pool in {pools.get(f, "") for ps in _assigned(wl) for f in ps}:
+            times = ready.get(pool, [])
+            i = bisect.bisect_right(times, start)
+            if i and times[i - 1] > base:
+                base = times[i - 1]
+        if (base > admitted or finished_at(wl) is None) and start - base < 3600:
+            out.append(start - base)
     return out
 
 
 def _run_lags(state: ClusterState, declared: Declared | None) -> list[float]:
     """On a twin: per finished workload whose job's run the twin declares, how much longer than that run its
     ``PodsReady`` to ``Finished`` took (the job's end written after the executor's run)."""
-    out: list[float] = []
-    for wl in state.workloads if declared is not None else ():
+    if declared is None:
+        return []
+    out = []
+    for wl in state.workloads:
         start, end, ref = started_at(wl), finished_at(wl), controller_owner(wl) or {}
-        if declared is None or start is None or end is None:
+        if start is None or end is None:
             continue
         ns = (wl.get("metadata") or {}).get("namespace", "")
         run = declared.run_seconds(state.job(ref.get("kind", ""), ns, ref.get("name", "")))
