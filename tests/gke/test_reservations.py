@@ -159,7 +159,13 @@ def test_the_forecast_reads_a_reservation_pool_as_never_stocked_out() -> None:
         def __init__(self, pool: Pool) -> None:
             self.world = type("W", (), {"pools": {pool.name: pool}})()
             self.model = type(
-                "M", (), {"provision_range": staticmethod(lambda mt: (60.0, 120.0)), "declared": None}
+                "M",
+                (),
+                {
+                    "provision_range": staticmethod(lambda mt: (60.0, 120.0)),
+                    "draw_pod_start": staticmethod(lambda rng: rng.uniform(0.0, 5.0)),
+                    "declared": None,
+                },
             )()
             self.t = 0.0
             self.size = {pool.name: 0}
