@@ -118,8 +118,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Any:
             c.refresh_api_key_hook = refresh
         c.api_key = {k: v.strip() if isinstance(v, str) else v for k, v in (c.api_key or {}).items()}
 
-    # the client's Configuration types this attribute by its default (None)
-    cfg.refresh_api_key_hook = refresh  # type: ignore[assignment]
+    cfg.refresh_api_key_hook = refresh
     return client.ApiClient(cfg)
 
 
