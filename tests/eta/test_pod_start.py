@@ -106,8 +106,16 @@ def test_on_a_twin_a_jobs_end_comes_as_long_after_its_declared_run_as_the_twin_s
     model = fit(state, EtaConfig())
     assert model.run_lags and all(lag == 1.0 for lag in model.run_lags), model.run_lags
     entry = next(e for e in StateView.of(state).entries if e.role in ("pending", "reserved", "running"))
-    rng = random.Random(5)
-    lags = [model.run_lag(entry, rng) for _ in range(300)]
+    lags = [
+        model.draw_run(entry, 0.0, random.Random(i), end_lag=True)
+        - model.draw_run(entry, 0.0, random.Random(i))
+        for i in range(300)
+    ]
     assert all(0.0 <= lag <= 2.0 for lag in lags) and sum(lags) / len(lags) > 0.5
     as_real = fit(state.__class__.from_dict({**state.to_dict(), "twin": None}), EtaConfig())
-    assert as_real.run_lags == [] and as_real.run_lag(entry, rng) == 0.0
+    assert as_real.run_lags == []
+    assert all(
+        as_real.draw_run(entry, 0.0, random.Random(i), end_lag=True)
+        == as_real.draw_run(entry, 0.0, random.Random(i))
+        for i in range(20)
+    )

@@ -173,7 +173,7 @@ class _Run(CapacityRun):
                 view = queued_view(override if override is not None else wl) if pending else wl
             job = self._job(e.key, view)
             elapsed = max(0.0, w.now - (started_at(wl) or w.now)) if e.role == "running" else 0.0
-            job.run = max(1.0, m.draw_run(e, elapsed, job.rng) - elapsed) + m.run_lag(e, job.rng)
+            job.run = max(1.0, m.draw_run(e, elapsed, job.rng, end_lag=True) - elapsed)
             job.target = e.role != "running"
             job.since = w.now
             if override is not None:

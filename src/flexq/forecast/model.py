@@ -48,9 +48,8 @@ RESERVED_LEAD = 30.0  # the jobs holding quota go in first: their requests are q
 # nodes Ready to the pods Ready before any start was seen: up to this long, drawn (the twin's kubelet starts them at
 # once, a real node in seconds to minutes: image pulls; a fixed 5 s put every start on nodes already up 5 s late)
 POD_START_SECONDS = 5.0
-RUN_LAG_SECONDS = (
-    2.0  # a twin's job end written after the run it declares, before one was seen (181 s for 180)
-)
+# a twin's job end written after the run it declares, before one was seen: up to this long, drawn (181 s for 180)
+RUN_LAG_SECONDS = 2.0
 
 
 @dataclass
@@ -133,9 +132,8 @@ class FittedCapacity:
     declared: Declared | None = None  # what the twin declares (flexq.forecast.declared; None: a real cluster)
     # per started job: its nodes Ready (or its admission, on nodes already up) to its pods all ready, seconds
     pod_starts: list[float] = field(default_factory=list)
-    run_lags: list[float] = field(
-        default_factory=list
-    )  # per finished job a twin declared: its end after its run
+    # per finished job whose run a twin declared: its end after that run, seconds
+    run_lags: list[float] = field(default_factory=list)
 
     # -- DWS waits, stock-outs, provisioning --------------------------------------------------------------------
     def draw_dws(self, elapsed: float, rng: random.Random, machine_type: str = "") -> float:
@@ -372,26 +370,20 @@ class FittedCapacity:
             return self.declared.run_words(entry.job)
         return self._history(class_key(entry, entry.job, self.cfg.class_label))[1]
 
-    def draw_run(self, entry: JobEntry, elapsed: float, rng: random.Random) -> float:
-        """A run time for the job of ``entry``, knowing it has run ``elapsed`` seconds (0 when not started)."""
+    def draw_run(self, entry: JobEntry, elapsed: float, rng: random.Random, end_lag: bool = False) -> float:
+        """A run time for the job of ``entry``, knowing it has run ``elapsed`` seconds (0 when not started). A run
+        the twin declares is its executor's; with ``end_lag`` the job's end comes after it as the twin's finished
+        jobs showed (the next of ``run_lags``, ``exchangeable_next``; the exact engine's twin adds its own)."""
         fixed = expected_duration(entry.job)
         if fixed is None and self.declared is not None:
             fixed = self.declared.run_seconds(entry.job)
             if fixed is not None:  # the twin's own: past it, the job is ending
-                return max(fixed, elapsed + 1.0)
+                lag = exchangeable_next(self.run_lags, rng, 0.0, RUN_LAG_SECONDS) if end_lag else 0.0
+                return max(fixed, elapsed + 1.0) + lag
         if fixed is not None and fixed > elapsed:
             return fixed
         hist, _ = self._history(class_key(entry, entry.job, self.cfg.class_label))
         return self._draw(hist, elapsed, rng)
-
-    def run_lag(self, entry: JobEntry, rng: random.Random) -> float:
-        """How long after the run a twin declares for ``entry``'s job its end is written (the next of those seen,
-        ``exchangeable_next``); 0 for a job whose run the twin does not declare (the exact engine's twin adds its own)."""
-        if self.declared is None or expected_duration(entry.job) is not None:
-            return 0.0
-        if self.declared.run_seconds(entry.job) is None:
-            return 0.0
-        return exchangeable_next(self.run_lags, rng, 0.0, RUN_LAG_SECONDS)
 
     def median_run(self, entry: JobEntry, elapsed: float = 0.0) -> float:
         """The median run time (the written study's: one trace, so one value per job)."""
